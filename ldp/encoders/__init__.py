@@ -1,0 +1,14 @@
+"""Client-side encoders: standard library, mmh3 and bitarray only (never numpy at import time).
+
+A client app vendors this package. Batch (simulation) paths import numpy lazily, inside the call.
+"""
+
+from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
+from ldp.encoders.base import Encoder, ProtocolParams
+from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
+from ldp.reports import Report, ReportError
+
+__all__ = [
+    "BudgetExceeded", "BudgetLedger", "BudgetPolicy", "PrivacyCost", "Encoder", "ProtocolParams",
+    "BinaryRREncoder", "BinaryRRParams", "GRREncoder", "GRRParams", "Report", "ReportError",
+]

@@ -1,0 +1,127 @@
+"""What every protocol's client side shares: parameters and the encode path through the ledger."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from abc import ABC, abstractmethod
+from functools import cached_property
+from typing import Any, ClassVar, Mapping
+
+from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
+from ldp.randomness import RandomSource, client_source
+from ldp.reports import Field, Report, ReportBatch, fingerprint, validate_report
+
+__all__ = ["ProtocolParams", "Encoder", "check_epsilon", "check_int"]
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """``float(epsilon)`` if it is a finite real > 0, else ``ValueError`` naming the rule."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+        raise TypeError(f"{name} must be a real number, got {type(epsilon).__name__}")
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ValueError(f"{name} must be finite and > 0, got {epsilon}")
+    return float(epsilon)
+
+
+def check_int(value: int, name: str, low: int, high: int | None = None) -> int:
+    """``value`` if it is an int in ``[low, high]``, else a ``TypeError``/``ValueError`` naming it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+class ProtocolParams:
+    """Mixin for a protocol's frozen parameter dataclass.
+
+    Subclasses set ``protocol`` (the name reports carry), validate in ``__post_init__``, and
+    define ``schema`` (the payload fields), ``privacy_cost`` and ``domain_size`` (number of
+    distinct inputs the simulation paths index, 0..domain_size-1).
+    """
+
+    protocol: ClassVar[str]
+    schema: tuple[Field, ...]
+    privacy_cost: PrivacyCost
+    domain_size: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict of the parameters (tuples become lists)."""
+        out = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ProtocolParams":
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        if unknown := set(d) - names:
+            raise ValueError(f"unknown {cls.__name__} parameters: {sorted(unknown)}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """16 hex digits identifying protocol + parameters (see :func:`ldp.reports.fingerprint`)."""
+        return fingerprint(self.protocol, self.to_dict())
+
+    def validate(self, report: Report) -> None:
+        """Raise :class:`ldp.reports.ReportError` unless ``report`` was made with these parameters."""
+        validate_report(report, self.protocol, self.fingerprint, self.schema)
+
+
+class Encoder(ABC):
+    """A client encoder: ``encode(value)`` validates, charges the ledger, randomizes, commits.
+
+    ``rng`` defaults to the OS CSPRNG (pass a seed or generator only for simulation). With a
+    ``ledger``, every report is charged to ``metric`` before randomness is drawn; an exhausted
+    budget raises :class:`ldp.accountant.BudgetExceeded` and no report is produced.
+    """
+
+    def __init__(self, params: ProtocolParams, *, rng: Any = None, ledger: BudgetLedger | None = None,
+                 metric: str | None = None) -> None:
+        self.params = params
+        self._rng: RandomSource = client_source(rng)
+        if ledger is not None and not metric:
+            raise ValueError("an encoder with a ledger needs the metric name to charge")
+        self.ledger, self.metric = ledger, metric
+        self._fp = params.fingerprint
+
+    @property
+    def privacy_cost(self) -> PrivacyCost:
+        """The ε (and δ) one report costs."""
+        return self.params.privacy_cost
+
+    def charge_for(self, prepared: Any) -> PrivacyCost | MemoizedCharge:
+        """What one report of ``prepared`` costs; protocols with memoization override this."""
+        return self.params.privacy_cost
+
+    def encode(self, value: Any) -> Report:
+        """One privatized report of ``value`` (reserve -> randomize -> commit when a ledger is set)."""
+        prepared = self.prepare(value)  # invalid input fails here, before any charge
+        if self.ledger is None:
+            return self.randomize(prepared)
+        reservation = self.ledger.reserve(self.metric, self.charge_for(prepared))  # type: ignore[arg-type]
+        report = self.randomize(prepared)
+        self.ledger.commit(reservation)
+        return report
+
+    def _report(self, payload: dict[str, Any]) -> Report:
+        return Report.trusted(self.params.protocol, self._fp, payload)
+
+    def _batch(self, columns: dict[str, Any]) -> ReportBatch:
+        return ReportBatch(self.params.protocol, self._fp, self.params.schema, columns)
+
+    @abstractmethod
+    def prepare(self, value: Any) -> Any:
+        """Validate a raw value and turn it into the encoder's internal form (raises on bad input)."""
+
+    @abstractmethod
+    def randomize(self, prepared: Any) -> Report:
+        """Privatize a prepared value into a report (all randomness from ``self._rng``)."""
+
+    @abstractmethod
+    def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
+        """Vectorized encoding of value indices for simulation (numpy; no ledger)."""

@@ -1,0 +1,209 @@
+"""Randomized response: binary (forced response, general p/q form) and k-ary (GRR). Client side.
+
+Binary RR (Warner 1965; forced-response coin scheme of Dwork & Roth §3.2, seed 004 §3.2.2)
+    A true bit ``x`` is reported as 1 with probability ``q`` if ``x = 1`` and ``p`` if ``x = 0``
+    (``0 < p < q < 1``). Forced response with truth probability α and forced-"yes" probability β
+    is ``p = (1-α)β``, ``q = α + (1-α)β``; fair coins (α = β = 1/2) give p = 1/4, q = 3/4.
+    ε = max(ln(q/p), ln((1-p)/(1-q))).
+
+Generalized randomized response (GRR, k-RR / direct encoding; Wang et al., USENIX Security 2017)
+    A value ``v`` in a domain of ``d`` is reported as itself with probability
+    ``p = e^ε/(e^ε+d-1)`` and as each other value with ``q = 1/(e^ε+d-1)``; it is ε-LDP.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar, Sequence
+
+from ldp.accountant import PrivacyCost
+from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.randomness import as_generator, check_probability
+from ldp.reports import Field, Report, ReportBatch
+
+__all__ = ["BinaryRRParams", "BinaryRREncoder", "GRRParams", "GRREncoder"]
+
+
+@dataclass(frozen=True)
+class BinaryRRParams(ProtocolParams):
+    """Binary randomized response: ``Pr[report 1 | 0] = p``, ``Pr[report 1 | 1] = q``, 0 < p < q < 1."""
+
+    p: float
+    q: float
+    protocol: ClassVar[str] = "rr"
+
+    def __post_init__(self) -> None:
+        p, q = check_probability(self.p, "p"), check_probability(self.q, "q")
+        if not 0.0 < p < q < 1.0:
+            raise ValueError(f"binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p={p}, q={q}")
+        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "q", q)
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float) -> "BinaryRRParams":
+        """Symmetric (Warner) RR at ε: ``q = e^ε/(1+e^ε)``, ``p = 1 - q``."""
+        eps = check_epsilon(epsilon)
+        return cls(1.0 / (1.0 + math.exp(eps)), 1.0 / (1.0 + math.exp(-eps)))
+
+    @classmethod
+    def forced_response(cls, truth_prob: float = 0.5, yes_prob: float = 0.5) -> "BinaryRRParams":
+        """Answer truthfully with probability α = ``truth_prob``, else "yes" with β = ``yes_prob``."""
+        a, b = check_probability(truth_prob, "truth_prob"), check_probability(yes_prob, "yes_prob")
+        if not (0.0 < a < 1.0 and 0.0 < b < 1.0):
+            raise ValueError(f"forced response needs 0 < truth_prob < 1 and 0 < yes_prob < 1, got {a}, {b}")
+        return cls((1.0 - a) * b, a + (1.0 - a) * b)
+
+    @property
+    def epsilon(self) -> float:
+        """ε = max(ln(q/p), ln((1-p)/(1-q)))."""
+        return max(math.log(self.q / self.p), math.log((1.0 - self.p) / (1.0 - self.q)))
+
+    @property
+    def privacy_cost(self) -> PrivacyCost:
+        return PrivacyCost(self.epsilon)
+
+    @property
+    def domain_size(self) -> int:
+        return 2
+
+    @cached_property
+    def schema(self) -> tuple[Field, ...]:
+        return (Field("bit", "uint", 2),)
+
+
+@dataclass(frozen=True)
+class GRRParams(ProtocolParams):
+    """Generalized randomized response over ``domain_size`` values, optionally named by ``labels``."""
+
+    epsilon: float
+    domain_size: int
+    labels: tuple[str, ...] | None = None
+    protocol: ClassVar[str] = "grr"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        check_int(self.domain_size, "domain_size", 2, 2**32)
+        if self.labels is not None:
+            labels = tuple(self.labels)
+            if len(labels) != self.domain_size:
+                raise ValueError(f"labels must have domain_size={self.domain_size} entries, got {len(labels)}")
+            if not all(isinstance(s, str) for s in labels):
+                raise TypeError("labels must be strings")
+            if len(set(labels)) != len(labels):
+                raise ValueError("labels must be distinct")
+            object.__setattr__(self, "labels", labels)
+
+    @classmethod
+    def from_labels(cls, epsilon: float, labels: Sequence[str]) -> "GRRParams":
+        return cls(epsilon, len(labels), tuple(labels))
+
+    @property
+    def p(self) -> float:
+        """Probability of reporting the true value: ``e^ε/(e^ε+d-1)``."""
+        return 1.0 / (1.0 + (self.domain_size - 1) * math.exp(-self.epsilon))
+
+    @property
+    def q(self) -> float:
+        """Probability of reporting one given other value: ``1/(e^ε+d-1)``."""
+        return 1.0 / (math.exp(self.epsilon) + self.domain_size - 1)
+
+    @property
+    def privacy_cost(self) -> PrivacyCost:
+        return PrivacyCost(self.epsilon)
+
+    @cached_property
+    def schema(self) -> tuple[Field, ...]:
+        return (Field("index", "uint", self.domain_size),)
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {label: i for i, label in enumerate(self.labels or ())}
+
+    def index_of(self, value: Any) -> int:
+        """Domain index of a label (or of an int index), with a clear error outside the domain."""
+        if isinstance(value, str) and self.labels is not None:
+            try:
+                return self._index[value]
+            except KeyError:
+                raise ValueError(f"value {value!r} is not one of the {self.domain_size} declared labels") from None
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not 0 <= value < self.domain_size:
+                raise ValueError(f"value index must be in [0, {self.domain_size}), got {value}")
+            return value
+        kind = "a label or an int index" if self.labels is not None else "an int index in [0, domain_size)"
+        raise TypeError(f"GRR values must be {kind}, got {type(value).__name__}")
+
+    def label_of(self, index: int) -> str:
+        return self.labels[index] if self.labels is not None else str(index)
+
+
+def _checked_indices(values: Any, d: int) -> Any:
+    import numpy as np
+
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"values must be a 1-D array of indices, got shape {arr.shape}")
+    if arr.dtype == bool:
+        arr = arr.astype(np.uint8)
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"values must be integer indices, got dtype {arr.dtype}")
+    if arr.size and (arr.min() < 0 or arr.max() >= d):
+        raise ValueError(f"value indices must be in [0, {d}), got range [{arr.min()}, {arr.max()}]")
+    return arr
+
+
+class BinaryRREncoder(Encoder):
+    """Client encoder for :class:`BinaryRRParams`; values are ``bool`` or ``0``/``1``."""
+
+    params: BinaryRRParams
+
+    def prepare(self, value: Any) -> int:
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, int):
+            if value in (0, 1):
+                return value
+            raise ValueError(f"binary RR values must be 0 or 1, got {value}")
+        raise TypeError(f"binary RR values must be bool or 0/1, got {type(value).__name__}")
+
+    def randomize(self, prepared: int) -> Report:
+        bit = self._rng.bernoulli(self.params.q if prepared else self.params.p)
+        return self._report({"bit": int(bit)})
+
+    def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
+        import numpy as np
+
+        x = _checked_indices(values, 2)
+        gen = as_generator(rng)
+        probs = np.array([self.params.p, self.params.q])
+        return self._batch({"bit": (gen.random(x.size) < probs[x]).astype(np.uint8)})
+
+
+class GRREncoder(Encoder):
+    """Client encoder for :class:`GRRParams`; values are labels or indices in ``[0, d)``."""
+
+    params: GRRParams
+
+    def prepare(self, value: Any) -> int:
+        return self.params.index_of(value)
+
+    def randomize(self, prepared: int) -> Report:
+        if self._rng.bernoulli(self.params.p):
+            return self._report({"index": prepared})
+        other = self._rng.randbelow(self.params.domain_size - 1)  # uniform over the d-1 other values
+        return self._report({"index": other + (other >= prepared)})
+
+    def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
+        """Vectorized GRR: keep each value with probability p, else a uniform other value."""
+        import numpy as np
+
+        d = self.params.domain_size
+        x = _checked_indices(values, d)
+        gen = as_generator(rng)
+        dtype = np.min_scalar_type(d - 1)
+        other = gen.integers(0, d - 1, size=x.size, dtype=dtype)
+        other += other >= x
+        keep = gen.random(x.size) < self.params.p
+        return self._batch({"index": np.where(keep, x.astype(dtype, copy=False), other)})

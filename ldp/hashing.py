@@ -1,0 +1,82 @@
+"""The one hash family shared by every encoder and decoder.
+
+Family (documented byte for byte in ``docs/hashing.md``):
+
+* a value becomes bytes by :func:`value_bytes`: ``str`` -> its UTF-8 encoding (strict),
+  ``bytes``/``bytearray`` -> the bytes themselves; anything else is a ``TypeError``;
+* hash function ``j`` of the family is MurmurHash3 x86 32-bit of those bytes with
+  ``seed = j`` (an unsigned 32-bit integer), read as an unsigned integer in ``[0, 2**32)``;
+* a bucket in ``[0, m)`` is ``hash mod m`` (:func:`bucket`). For ``m`` not a power of two the
+  modulo bias is below ``m / 2**32`` (e.g. < 2.4e-7 for m = 1024);
+* protocols that namespace their hashes (RAPPOR's cohorts) prepend ``uint32_BE(namespace)``
+  to the value bytes (:func:`namespaced`), as Google's RAPPOR prepends the cohort.
+
+Never use Python's built-in ``hash()``: it is salted per process.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import mmh3
+
+__all__ = ["value_bytes", "hash32", "bucket", "buckets", "namespaced", "MAX_SEED"]
+
+MAX_SEED = 2**32 - 1
+"""Largest hash-function index (MurmurHash3's seed is an unsigned 32-bit integer)."""
+
+Value = str | bytes | bytearray
+
+
+def value_bytes(value: Value) -> bytes:
+    """Bytes that are hashed for ``value``: UTF-8 for ``str``, raw for ``bytes``/``bytearray``."""
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # lone surrogates have no UTF-8 form
+            raise ValueError(f"value is not encodable as UTF-8: {exc}") from None
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    raise TypeError(f"values to hash must be str or bytes (or bytearray), got {type(value).__name__}")
+
+
+def _check_seed(seed: int) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"hash index must be an int, got {type(seed).__name__}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"hash index must be in [0, 2**32), got {seed}")
+    return seed
+
+
+def hash32(value: Value, seed: int = 0) -> int:
+    """MurmurHash3_x86_32 of :func:`value_bytes` ``(value)`` with ``seed``, unsigned: ``[0, 2**32)``."""
+    return mmh3.hash(value_bytes(value), _check_seed(seed), signed=False)
+
+
+def _check_width(m: int) -> int:
+    if isinstance(m, bool) or not isinstance(m, int):
+        raise TypeError(f"number of buckets must be an int, got {type(m).__name__}")
+    if not 1 <= m <= 2**32:
+        raise ValueError(f"number of buckets must be in [1, 2**32], got {m}")
+    return m
+
+
+def bucket(value: Value, m: int, seed: int = 0) -> int:
+    """Bucket of ``value`` under hash function ``seed``: ``hash32(value, seed) mod m``."""
+    return hash32(value, seed) % _check_width(m)
+
+
+def buckets(value: Value, m: int, seeds: Iterable[int]) -> list[int]:
+    """Buckets of one value under several hash functions (the bytes are made once)."""
+    data = value_bytes(value)
+    m = _check_width(m)
+    return [mmh3.hash(data, _check_seed(s), signed=False) % m for s in seeds]
+
+
+def namespaced(namespace: int, value: Value) -> bytes:
+    """``uint32_BE(namespace) || value_bytes(value)``: the bytes hashed within a namespace (cohort)."""
+    if isinstance(namespace, bool) or not isinstance(namespace, int):
+        raise TypeError(f"namespace must be an int, got {type(namespace).__name__}")
+    if not 0 <= namespace <= MAX_SEED:
+        raise ValueError(f"namespace must be in [0, 2**32), got {namespace}")
+    return namespace.to_bytes(4, "big") + value_bytes(value)
