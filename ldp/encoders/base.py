@@ -80,8 +80,12 @@ class Encoder(ABC):
     budget raises :class:`ldp.accountant.BudgetExceeded` and no report is produced.
     """
 
+    params_type: ClassVar[type[ProtocolParams]]
+
     def __init__(self, params: ProtocolParams, *, rng: Any = None, ledger: BudgetLedger | None = None,
                  metric: str | None = None) -> None:
+        if not isinstance(params, self.params_type):
+            raise TypeError(f"{type(self).__name__} needs {self.params_type.__name__}, got {type(params).__name__}")
         self.params = params
         self._rng: RandomSource = client_source(rng)
         if ledger is not None and not metric:

@@ -158,6 +158,7 @@ class BinaryRREncoder(Encoder):
     """Client encoder for :class:`BinaryRRParams`; values are ``bool`` or ``0``/``1``."""
 
     params: BinaryRRParams
+    params_type: ClassVar[type] = BinaryRRParams
 
     def prepare(self, value: Any) -> int:
         if isinstance(value, bool):
@@ -185,6 +186,7 @@ class GRREncoder(Encoder):
     """Client encoder for :class:`GRRParams`; values are labels or indices in ``[0, d)``."""
 
     params: GRRParams
+    params_type: ClassVar[type] = GRRParams
 
     def prepare(self, value: Any) -> int:
         return self.params.index_of(value)

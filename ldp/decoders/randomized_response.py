@@ -1,0 +1,126 @@
+"""Randomized response, server side: aggregates, estimators, exact variances, exact simulation.
+
+Both protocols are pure frequency oracles (:mod:`ldp.decoders.pure`):
+
+* binary RR with ``Pr[1|0] = p``, ``Pr[1|1] = q``: item 1 has ``p* = q, q* = p``; item 0 has
+  ``p* = 1-p, q* = 1-q``. ``ĉ_1 = (C_1 − n·p)/(q − p)``, ``ĉ_0 = n − ĉ_1`` (seed 004, eq. 3.7 for
+  fair coins), ``Var[ĉ_1] = (n_1·q(1−q) + n_0·p(1−p))/(q − p)²``;
+* GRR: ``p* = e^ε/(e^ε+d−1)``, ``q* = 1/(e^ε+d−1)``;
+  ``Var[ĉ_v] = (f_v·p*(1−p*) + (n−f_v)·q*(1−q*))/(p*−q*)²``.
+
+Aggregate-level simulation draws the aggregate's exact distribution: for RR,
+``C_1 = Bin(n_1, q) + Bin(n_0, p)``; for GRR, each user reports its own value with probability
+``λ = p* − q*`` and otherwise a uniform value of the whole domain (this mixture *is* GRR, since
+``λ + (1−λ)/d = p*`` and ``(1−λ)/d = q*``), so ``C = (Bin(f_v, λ))_v + Mult(n − Σ kept, 1/d)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ldp.decoders.base import Aggregate
+from ldp.decoders.pure import pure_count_estimate, pure_count_variance
+from ldp.decoders.results import Estimates
+from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
+from ldp.randomness import as_generator
+
+__all__ = ["RRAggregate", "GRRAggregate", "rr_variance", "grr_variance"]
+
+
+def _true_counts(true_counts: Any, d: int) -> np.ndarray:
+    t = np.asarray(true_counts)
+    if t.shape != (d,) or (t.size and (t.min() < 0 or not np.issubdtype(t.dtype, np.integer))):
+        raise ValueError(f"true counts must be {d} non-negative integers, got shape {t.shape}, dtype {t.dtype}")
+    return t.astype(np.int64)
+
+
+def rr_variance(params: BinaryRRParams, true_counts: Any) -> np.ndarray:
+    """Exact variance of the count estimates of items [0, 1] given true counts ``[n_0, n_1]``."""
+    t = _true_counts(true_counts, 2)
+    v1 = pure_count_variance(t[1], int(t.sum()), params.q, params.p)
+    return np.array([v1, v1])  # ĉ_0 = n − ĉ_1 has the same variance
+
+
+def grr_variance(params: GRRParams, true_counts: Any) -> np.ndarray:
+    """Exact variance of each item's count estimate given the true counts ``f_v``."""
+    t = _true_counts(true_counts, params.domain_size)
+    return pure_count_variance(t, int(t.sum()), params.p, params.q)
+
+
+class RRAggregate(Aggregate):
+    """Sufficient statistics of binary RR: the number of reports and of reported ones."""
+
+    params_type: ClassVar[type] = BinaryRRParams
+    params: BinaryRRParams
+
+    def _init_state(self) -> None:
+        self.ones = np.zeros(1, dtype=np.int64)
+
+    def _state(self) -> dict[str, np.ndarray]:
+        return {"ones": self.ones}
+
+    def _fold(self, columns: dict[str, np.ndarray]) -> None:
+        self.ones[0] += int(np.count_nonzero(columns["bit"]))
+
+    def estimate(self, confidence: float = 0.95) -> Estimates:
+        """Unbiased counts of users holding 0 and 1, with plug-in standard errors and normal CIs."""
+        p, q = self.params.p, self.params.q
+        c1, se = pure_count_estimate(self.ones.astype(np.float64), self.n, q, p)
+        count = np.array([self.n - c1[0], c1[0]])
+        return Estimates("rr", ["0", "1"], self.n, count, np.repeat(se, 2), confidence, self.params.privacy_cost)
+
+    @staticmethod
+    def exact_variance(params: BinaryRRParams, true_counts: Any) -> np.ndarray:
+        return rr_variance(params, true_counts)
+
+    @classmethod
+    def simulate(cls, params: BinaryRRParams, true_counts: Any, rng: Any = None) -> "RRAggregate":
+        """Exact aggregate-level draw: ``ones = Bin(n_1, q) + Bin(n_0, p)``."""
+        t = _true_counts(true_counts, 2)
+        gen = as_generator(rng)
+        agg = cls(params)
+        agg.ones[0] = gen.binomial(t[1], params.q) + gen.binomial(t[0], params.p)
+        agg.n = int(t.sum())
+        return agg
+
+
+class GRRAggregate(Aggregate):
+    """Sufficient statistics of GRR: how many reports name each value."""
+
+    params_type: ClassVar[type] = GRRParams
+    params: GRRParams
+
+    def _init_state(self) -> None:
+        self.counts = np.zeros(self.params.domain_size, dtype=np.int64)
+
+    def _state(self) -> dict[str, np.ndarray]:
+        return {"counts": self.counts}
+
+    def _fold(self, columns: dict[str, np.ndarray]) -> None:
+        self.counts += np.bincount(columns["index"], minlength=self.params.domain_size)
+
+    def estimate(self, confidence: float = 0.95) -> Estimates:
+        """Unbiased count of users per value, with plug-in standard errors and normal CIs."""
+        pr = self.params
+        count, se = pure_count_estimate(self.counts, self.n, pr.p, pr.q)
+        items = [pr.label_of(i) for i in range(pr.domain_size)]
+        return Estimates("grr", items, self.n, count, se, confidence, pr.privacy_cost)
+
+    @staticmethod
+    def exact_variance(params: GRRParams, true_counts: Any) -> np.ndarray:
+        return grr_variance(params, true_counts)
+
+    @classmethod
+    def simulate(cls, params: GRRParams, true_counts: Any, rng: Any = None) -> "GRRAggregate":
+        """Exact aggregate-level draw via the keep-or-uniform mixture (module docstring)."""
+        d = params.domain_size
+        t = _true_counts(true_counts, d)
+        gen = as_generator(rng)
+        kept = gen.binomial(t, params.p - params.q)
+        agg = cls(params)
+        agg.counts[:] = kept + gen.multinomial(int(t.sum() - kept.sum()), np.full(d, 1.0 / d))
+        agg.n = int(t.sum())
+        return agg
+

@@ -1,0 +1,141 @@
+"""Estimates as a small result object: prints as a table, converts to dicts, CSV and JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field, replace
+from statistics import NormalDist
+from typing import Any, Sequence
+
+import numpy as np
+
+from ldp.accountant import PrivacyCost
+
+__all__ = ["Estimates", "normal_quantile", "project_to_simplex"]
+
+
+def normal_quantile(confidence: float) -> float:
+    """Two-sided normal critical value z with ``Pr[|Z| <= z] = confidence``."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+
+
+def project_to_simplex(v: np.ndarray, total: float = 1.0) -> np.ndarray:
+    """Euclidean projection onto ``{x >= 0, sum x = total}`` (Duchi, Shalev-Shwartz, Singer & Chandra 2008)."""
+    v = np.asarray(v, dtype=np.float64)
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - total
+    k = np.arange(1, v.size + 1)
+    rho = np.flatnonzero(u - css / k > 0)[-1]
+    return np.maximum(v - css[rho] / (rho + 1), 0.0)
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """Per-item count estimates with standard errors and normal confidence intervals.
+
+    ``count`` is an unbiased estimate of each item's number of users (raw, possibly negative,
+    unless :meth:`clipped` or :meth:`projected` was applied); fractions are counts / ``n``.
+    """
+
+    protocol: str
+    items: list[str]
+    n: int
+    count: np.ndarray
+    std_error: np.ndarray
+    confidence: float = 0.95
+    privacy: PrivacyCost | None = None
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def z(self) -> float:
+        return normal_quantile(self.confidence)
+
+    @property
+    def ci_low(self) -> np.ndarray:
+        return self.count - self.z * self.std_error
+
+    @property
+    def ci_high(self) -> np.ndarray:
+        return self.count + self.z * self.std_error
+
+    @property
+    def fraction(self) -> np.ndarray:
+        return self.count / self.n if self.n else np.full_like(self.count, np.nan)
+
+    @property
+    def fraction_std_error(self) -> np.ndarray:
+        return self.std_error / self.n if self.n else np.full_like(self.std_error, np.nan)
+
+    def columns(self) -> dict[str, Any]:
+        cols: dict[str, Any] = {
+            "item": self.items, "count": self.count, "std_error": self.std_error,
+            "ci_low": self.ci_low, "ci_high": self.ci_high, "fraction": self.fraction,
+        }
+        cols.update(self.extra)
+        return cols
+
+    def with_truth(self, true_counts: Sequence[float]) -> "Estimates":
+        """Add ``true_count``, ``error`` and ``covered`` (truth inside the CI) columns."""
+        t = np.asarray(true_counts, dtype=np.float64)
+        if t.shape != self.count.shape:
+            raise ValueError(f"true counts have shape {t.shape}, estimates {self.count.shape}")
+        extra = dict(self.extra, true_count=t, error=self.count - t, covered=(self.ci_low <= t) & (t <= self.ci_high))
+        return replace(self, extra=extra)
+
+    def clipped(self) -> "Estimates":
+        """Counts clipped to [0, n] (biased; the standard errors are those of the raw estimate)."""
+        return replace(self, count=np.clip(self.count, 0, self.n), notes=self.notes + ("counts clipped to [0, n]",))
+
+    def projected(self) -> "Estimates":
+        """Counts projected onto the simplex (non-negative, summing to n); biased."""
+        return replace(self, count=project_to_simplex(self.count, self.n),
+                       notes=self.notes + ("counts projected onto the simplex",))
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        cols = self.columns()
+        return [{k: _plain(v[i]) for k, v in cols.items()} for i in range(len(self.items))]
+
+    def to_csv(self) -> str:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(self.columns()), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(self.to_dicts())
+        return buf.getvalue()
+
+    def to_json(self) -> str:
+        meta = {"protocol": self.protocol, "n": self.n, "confidence": self.confidence,
+                "privacy": self.privacy.to_dict() if self.privacy else None, "notes": list(self.notes)}
+        return json.dumps({**meta, "estimates": self.to_dicts()})
+
+    def table(self, max_rows: int = 40) -> str:
+        cols = self.columns()
+        names = list(cols)
+        rows = [[_fmt(cols[k][i]) for k in names] for i in range(min(len(self.items), max_rows))]
+        widths = [max(len(k), *(len(r[j]) for r in rows)) if rows else len(k) for j, k in enumerate(names)]
+        line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+        out = [f"{self.protocol}: n={self.n}, {self.confidence:.0%} CI" + (f", {self.privacy}" if self.privacy else ""),
+               line(names), line(["-" * w for w in widths])] + [line(r) for r in rows]
+        if len(self.items) > max_rows:
+            out.append(f"... {len(self.items) - max_rows} more rows")
+        return "\n".join(out + [f"note: {n}" for n in self.notes])
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _fmt(v: Any) -> str:
+    v = _plain(v)
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.4f}" if abs(v) < 10 else f"{v:.1f}"
+    return str(v)

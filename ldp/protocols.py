@@ -1,0 +1,81 @@
+"""Find a protocol's parts by name: params, client encoder, server aggregate.
+
+Discovery scans the modules of :mod:`ldp.encoders` for :class:`~ldp.encoders.base.Encoder`
+subclasses (each names its ``params_type``) and of :mod:`ldp.decoders` for
+:class:`~ldp.decoders.base.Aggregate` subclasses, so a new protocol is added by adding its two
+files. :func:`client_protocols` stays on the client side (no numpy); :func:`get_protocol` also
+imports the decoders.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["Protocol", "client_protocols", "get_protocol", "protocols", "params_from_dict"]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    params_type: type
+    encoder_type: type
+    aggregate_type: Any = None
+
+
+def _scan(package: str, base: type) -> list[type]:
+    pkg = importlib.import_module(package)
+    found = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        module = importlib.import_module(f"{package}.{info.name}")
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            if issubclass(obj, base) and not inspect.isabstract(obj) and obj.__module__ == module.__name__:
+                found.append(obj)
+    return found
+
+
+@lru_cache(maxsize=None)
+def client_protocols() -> dict[str, tuple[type, type]]:
+    """``{name: (params_type, encoder_type)}`` from :mod:`ldp.encoders` (standard library only)."""
+    from ldp.encoders.base import Encoder
+
+    out: dict[str, tuple[type, type]] = {}
+    for enc in _scan("ldp.encoders", Encoder):
+        params = enc.params_type
+        if params.protocol in out:
+            raise RuntimeError(f"two encoders claim protocol {params.protocol!r}")
+        out[params.protocol] = (params, enc)
+    return out
+
+
+@lru_cache(maxsize=None)
+def protocols() -> dict[str, Protocol]:
+    """Every protocol with its params, encoder and aggregate types (imports numpy)."""
+    from ldp.decoders.base import Aggregate
+
+    aggregates = {agg.params_type: agg for agg in _scan("ldp.decoders", Aggregate)}
+    return {
+        name: Protocol(name, params, enc, aggregates.get(params))
+        for name, (params, enc) in sorted(client_protocols().items())
+    }
+
+
+def get_protocol(name: str) -> Protocol:
+    """The protocol called ``name`` (``ValueError`` listing the known ones otherwise)."""
+    known = protocols()
+    if name not in known:
+        raise ValueError(f"unknown protocol {name!r}; known: {', '.join(known)}")
+    return known[name]
+
+
+def params_from_dict(d: dict[str, Any]) -> Any:
+    """Params from ``{"protocol": name, "params": {...}}`` (client side, no numpy)."""
+    try:
+        params_type, _ = client_protocols()[d["protocol"]]
+    except KeyError:
+        raise ValueError(f"unknown protocol {d.get('protocol')!r}; known: {', '.join(client_protocols())}") from None
+    return params_type.from_dict(d["params"])
