@@ -137,5 +137,5 @@ def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:.4f}" if abs(v) < 10 else f"{v:.1f}"
+        return f"{v:.4f}" if abs(v) < 1 else f"{v:.1f}"
     return str(v)

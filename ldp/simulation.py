@@ -1,0 +1,200 @@
+"""Simulated collections: populations, and the two honest simulation paths (DESIGN.md §3).
+
+* **per report**: every simulated client encodes with the protocol's vectorized
+  ``encode_batch`` and the server folds the batches into an aggregate, as a deployment would;
+* **aggregate level**: the aggregate's exact distribution is sampled directly
+  (``Aggregate.simulate``: sums of independent Bernoullis are binomials), so 10^9 users take
+  milliseconds.
+
+Both paths work for any protocol in :mod:`ldp.protocols` whose aggregate defines ``simulate``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ldp.decoders.base import Aggregate
+from ldp.protocols import get_protocol
+from ldp.randomness import as_generator
+
+__all__ = [
+    "Population", "uniform", "zipf", "exponential", "gaussian", "from_counts", "POPULATIONS",
+    "make_population", "simulate", "AccuracyResult", "accuracy",
+]
+
+METHODS = ("aggregate", "per_report")
+
+
+@dataclass(frozen=True)
+class Population:
+    """A distribution of users' values over the domain ``0..d-1`` (``pmf`` sums to 1)."""
+
+    name: str
+    pmf: np.ndarray
+    labels: tuple[str, ...] | None = None
+    fixed_counts: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def d(self) -> int:
+        return int(self.pmf.size)
+
+    def counts(self, n: int, rng: Any = None, exact: bool = False) -> np.ndarray:
+        """True counts of ``n`` users: a multinomial draw, or with ``exact=True`` the
+        largest-remainder rounding of ``n·pmf`` (deterministic). User-supplied counts are returned as given."""
+        if self.fixed_counts is not None:
+            if n != int(self.fixed_counts.sum()):
+                raise ValueError(f"population {self.name!r} has {int(self.fixed_counts.sum())} users, asked for {n}")
+            return self.fixed_counts.copy()
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"n must be an int >= 0, got {n!r}")
+        if not exact:
+            return as_generator(rng).multinomial(int(n), self.pmf).astype(np.int64)
+        raw = self.pmf * n
+        c = np.floor(raw).astype(np.int64)
+        c[np.argsort(c - raw, kind="stable")[: int(n - c.sum())]] += 1
+        return c
+
+
+def _pmf(name: str, weights: np.ndarray, labels: Sequence[str] | None = None) -> Population:
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or w.size < 1 or not np.all(np.isfinite(w)) or w.min() < 0 or w.sum() <= 0:
+        raise ValueError(f"population {name!r} needs non-negative finite weights with a positive sum")
+    return Population(name, w / w.sum(), tuple(labels) if labels is not None else None)
+
+
+def _check_d(d: int) -> int:
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"domain size d must be an int >= 1, got {d!r}")
+    return int(d)
+
+
+def uniform(d: int) -> Population:
+    """Every value equally likely."""
+    return _pmf("uniform", np.ones(_check_d(d)))
+
+
+def zipf(d: int, s: float = 1.0) -> Population:
+    """Zipf(s): value i (0-based) has weight ``1/(i+1)^s``."""
+    if not (s >= 0 and math.isfinite(s)):
+        raise ValueError(f"zipf exponent s must be finite and >= 0, got {s}")
+    return _pmf(f"zipf{s:g}", 1.0 / np.arange(1, _check_d(d) + 1) ** s)
+
+
+def exponential(d: int, rate: float | None = None) -> Population:
+    """Weight ``exp(-rate·i)``; the default rate ``10/d`` gives the last value e^-10 of the first's weight."""
+    d = _check_d(d)
+    rate = 10.0 / d if rate is None else rate
+    if not (rate > 0 and math.isfinite(rate)):
+        raise ValueError(f"exponential rate must be finite and > 0, got {rate}")
+    return _pmf("exponential", np.exp(-rate * np.arange(d)))
+
+
+def gaussian(d: int, mean: float | None = None, sd: float | None = None) -> Population:
+    """A Gaussian discretized to the integers ``0..d-1`` (default: centred, sd = d/6)."""
+    d = _check_d(d)
+    mean = (d - 1) / 2 if mean is None else mean
+    sd = d / 6 if sd is None else sd
+    if not (sd > 0 and math.isfinite(sd)):
+        raise ValueError(f"gaussian sd must be finite and > 0, got {sd}")
+    return _pmf("gaussian", np.exp(-0.5 * ((np.arange(d) - mean) / sd) ** 2))
+
+
+def from_counts(counts: Sequence[int], labels: Sequence[str] | None = None) -> Population:
+    """A population with exactly these user counts per value."""
+    c = np.asarray(counts)
+    if c.ndim != 1 or not np.issubdtype(c.dtype, np.integer) or c.size == 0 or c.min() < 0 or c.sum() == 0:
+        raise ValueError("counts must be a non-empty 1-D array of non-negative integers with a positive sum")
+    pop = _pmf("counts", c, labels)
+    return Population(pop.name, pop.pmf, pop.labels, c.astype(np.int64))
+
+
+POPULATIONS: dict[str, Callable[..., Population]] = {
+    "uniform": uniform, "zipf": zipf, "exponential": exponential, "gaussian": gaussian,
+}
+
+
+def make_population(name: str, d: int, **options: Any) -> Population:
+    """A named population (``uniform``, ``zipf``, ``exponential``, ``gaussian``) over ``d`` values."""
+    if name not in POPULATIONS:
+        raise ValueError(f"unknown population {name!r}; known: {', '.join(POPULATIONS)}")
+    return POPULATIONS[name](d, **options)
+
+
+def simulate(params: Any, true_counts: Any, *, method: str = "aggregate", rng: Any = None,
+             chunk_size: int = 1 << 20) -> Aggregate:
+    """Simulate a collection from users with ``true_counts[v]`` holding value ``v``."""
+    proto = get_protocol(params.protocol)
+    counts = np.asarray(true_counts, dtype=np.int64)
+    if counts.shape != (params.domain_size,) or (counts.size and counts.min() < 0):
+        raise ValueError(f"true counts must be {params.domain_size} non-negative integers, got shape {counts.shape}")
+    gen = as_generator(rng)
+    if method == "aggregate":
+        return proto.aggregate_type.simulate(params, counts, gen)
+    if method != "per_report":
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    encoder = proto.encoder_type(params)
+    agg = proto.aggregate_type(params)
+    values = np.repeat(np.arange(params.domain_size, dtype=np.min_scalar_type(params.domain_size)), counts)
+    for start in range(0, values.size, chunk_size):
+        agg.add(encoder.encode_batch(values[start:start + chunk_size], gen))
+    return agg
+
+
+@dataclass(frozen=True)
+class AccuracyResult:
+    """Accuracy of a protocol over repeated simulated collections, beside its exact theory."""
+
+    items: list[str]
+    true_count: np.ndarray
+    mean_estimate: np.ndarray
+    empirical_sd: np.ndarray
+    theoretical_sd: np.ndarray
+    coverage: np.ndarray
+    trials: int
+    n: int
+    confidence: float
+
+    def summary(self) -> dict[str, float]:
+        err2 = self.empirical_sd**2 + (self.mean_estimate - self.true_count) ** 2
+        return {
+            "n": self.n, "trials": self.trials, "items": len(self.items),
+            "rmse_count": float(np.sqrt(err2.mean())),
+            "theoretical_rmse_count": float(np.sqrt((self.theoretical_sd**2).mean())),
+            "rmse_fraction": float(np.sqrt(err2.mean())) / self.n,
+            "coverage": float(self.coverage.mean()), "nominal_coverage": self.confidence,
+        }
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [
+            {"item": it, "true_count": int(t), "mean_estimate": float(m), "empirical_sd": float(e),
+             "theoretical_sd": float(s), "coverage": float(c)}
+            for it, t, m, e, s, c in zip(self.items, self.true_count, self.mean_estimate, self.empirical_sd,
+                                          self.theoretical_sd, self.coverage)
+        ]
+
+
+def accuracy(params: Any, population: Population, n: int, *, trials: int = 20, method: str = "aggregate",
+             rng: Any = None, confidence: float = 0.95) -> AccuracyResult:
+    """Simulate ``trials`` collections of ``n`` users (one fixed draw of true counts) and compare
+    the estimates with the truth and with the exact variance formula."""
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be an int >= 1, got {trials!r}")
+    if population.d != params.domain_size:
+        raise ValueError(f"population has {population.d} values, protocol domain has {params.domain_size}")
+    gen = as_generator(rng)
+    truth = population.counts(n, gen)
+    proto = get_protocol(params.protocol)
+    est = np.empty((trials, truth.size))
+    covered = np.zeros(truth.size)
+    for i in range(trials):
+        e = simulate(params, truth, method=method, rng=gen).estimate(confidence)
+        est[i] = e.count
+        covered += (e.ci_low <= truth) & (truth <= e.ci_high)
+    items = e.items
+    sd = est.std(axis=0, ddof=1) if trials > 1 else np.full(truth.size, np.nan)
+    theory = np.sqrt(proto.aggregate_type.exact_variance(params, truth))
+    return AccuracyResult(items, truth, est.mean(axis=0), sd, theory, covered / trials, trials, int(truth.sum()), confidence)
