@@ -12,7 +12,8 @@ import json
 import struct
 from abc import ABC, abstractmethod
 from collections import Counter
-from typing import Any, Callable, ClassVar, Iterable, TypeVar
+from itertools import islice
+from typing import Any, Callable, ClassVar, Iterable, Iterator, TypeVar
 
 import numpy as np
 
@@ -25,6 +26,7 @@ RejectHandler = Callable[[Any, ReportError], None]
 """Called with (the rejected item: a Report, a raw line, or a batch row index; the error)."""
 
 _MAGIC = b"LDPA"
+_CHUNK = 1 << 16
 _VERSION = 1
 A = TypeVar("A", bound="Aggregate")
 
@@ -43,6 +45,12 @@ def frame_to_batch(frame: Frame) -> ReportBatch:
             columns[name] = np.frombuffer(raw, dtype=np.uint8).reshape(frame.count, (width + 7) // 8)
             schema.append(Field(name, "bits", width))
     return ReportBatch(frame.protocol, frame.fingerprint, tuple(schema), columns)
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
 
 
 class Aggregate(ABC):
@@ -84,32 +92,40 @@ class Aggregate(ABC):
             return self._add_batch(reports, on_reject)
         if isinstance(reports, Report):
             reports = (reports,)
-        accepted: list[Report] = []
-        for r in reports:
-            try:
-                if not isinstance(r, Report):
-                    raise ReportError("not_object", f"expected a Report, got {type(r).__name__}")
-                self.params.validate(r)
-            except ReportError as err:
-                self._reject(r, err, on_reject)
-                continue
-            accepted.append(r)
-        if accepted:
-            self._fold(self._columns_of(accepted))
-            self.n += len(accepted)
-        return len(accepted)
+        total = 0
+        for chunk in _chunks(reports, _CHUNK):
+            accepted: list[Report] = []
+            for r in chunk:
+                try:
+                    if not isinstance(r, Report):
+                        raise ReportError("not_object", f"expected a Report, got {type(r).__name__}")
+                    self.params.validate(r)
+                except ReportError as err:
+                    self._reject(r, err, on_reject)
+                    continue
+                accepted.append(r)
+            if accepted:
+                self._fold(self._columns_of(accepted))
+                self.n += len(accepted)
+                total += len(accepted)
+        return total
 
     def add_json_lines(self, lines: Iterable[str | bytes], on_reject: RejectHandler | None = None) -> int:
-        """Parse JSON lines (blank lines skipped) and add the valid reports; count the rest."""
-        good: list[Report] = []
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                good.append(parse_json(line))
-            except ReportError as err:
-                self._reject(line, err, on_reject)
-        return self.add(good, on_reject)
+        """Parse JSON lines (blank lines skipped) and add the valid reports; count the rest.
+
+        Streams: memory stays bounded by a chunk of lines whatever the input's size."""
+        total = 0
+        for chunk in _chunks(lines, _CHUNK):
+            good: list[Report] = []
+            for line in chunk:
+                if not line.strip():
+                    continue
+                try:
+                    good.append(parse_json(line))
+                except ReportError as err:
+                    self._reject(line, err, on_reject)
+            total += self.add(good, on_reject)
+        return total
 
     def add_bytes(self, data: bytes, on_reject: RejectHandler | None = None) -> int:
         """Add every report of concatenated binary frames; a malformed frame is rejected whole."""
