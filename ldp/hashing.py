@@ -2,12 +2,13 @@
 
 Family (documented byte for byte in ``docs/hashing.md``):
 
-* a value becomes bytes by :func:`value_bytes`: ``str`` -> its UTF-8 encoding (strict),
-  ``bytes``/``bytearray`` -> the bytes themselves; anything else is a ``TypeError``;
+* a value becomes bytes by :func:`value_bytes`: ``str`` -> its UTF-8 encoding (strict: a lone
+  surrogate is a ``ValueError``), ``bytes``/``bytearray`` -> the bytes themselves; any other
+  type is a ``TypeError``;
 * hash function ``j`` of the family is MurmurHash3 x86 32-bit of those bytes with
   ``seed = j`` (an unsigned 32-bit integer), read as an unsigned integer in ``[0, 2**32)``;
 * a bucket in ``[0, m)`` is ``hash mod m`` (:func:`bucket`). For ``m`` not a power of two the
-  modulo bias is below ``m / 2**32`` (e.g. < 2.4e-7 for m = 1024);
+  modulo bias is below ``m / 2**32`` (e.g. < 2.4e-7 for m = 1000; none for powers of two);
 * protocols that namespace their hashes (RAPPOR's cohorts) prepend ``uint32_BE(namespace)``
   to the value bytes (:func:`namespaced`), as Google's RAPPOR prepends the cohort.
 

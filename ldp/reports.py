@@ -32,7 +32,7 @@ from bitarray import frozenbitarray
 
 __all__ = [
     "FORMAT_VERSION", "REASONS", "ReportError", "Field", "Report", "Frame", "ReportBatch",
-    "canonical_json", "fingerprint", "parse_json", "encode_frames", "iter_frames", "decode_binary",
+    "canonical_json", "fingerprint", "parse_json", "encode_frames", "iter_frames", "scan_frames", "decode_binary",
     "validate_report",
 ]
 
@@ -47,7 +47,7 @@ MAX_FRAME_RECORDS = 1 << 20
 REASONS = frozenset({
     "too_large", "not_json", "not_object", "duplicate_key", "missing_key", "unknown_key",
     "bad_version", "bad_protocol", "bad_fingerprint", "bad_payload", "bad_field", "bad_value",
-    "bad_magic", "truncated", "bad_checksum", "trailing_bytes",
+    "bad_magic", "truncated", "bad_checksum",
     "wrong_protocol", "wrong_fingerprint", "payload_mismatch", "out_of_range", "bad_length",
 })
 """Every reason a report can be rejected with."""
@@ -61,11 +61,15 @@ _KIND_NAMES = {v: k for k, v in _KIND_CODES.items()}
 
 
 class ReportError(ValueError):
-    """A malformed or mismatched report; ``reason`` is one of :data:`REASONS`."""
+    """A malformed or mismatched report; ``reason`` is one of :data:`REASONS`.
 
-    def __init__(self, reason: str, detail: str = "") -> None:
+    For a malformed binary frame, ``records`` is the number of reports it declared (1 when its
+    header is unreadable) and ``resume`` the offset where reading may safely go on, if known.
+    """
+
+    def __init__(self, reason: str, detail: str = "", records: int = 1, resume: int | None = None) -> None:
         assert reason in REASONS, reason
-        self.reason, self.detail = reason, detail
+        self.reason, self.detail, self.records, self.resume = reason, detail, records, resume
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
@@ -118,7 +122,7 @@ class Report:
     version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
-        if self.version != FORMAT_VERSION or isinstance(self.version, bool):
+        if type(self.version) is not int or self.version != FORMAT_VERSION:
             raise ReportError("bad_version", f"supported format version is {FORMAT_VERSION}, got {self.version!r}")
         if not (isinstance(self.protocol, str) and _PROTOCOL_RE.match(self.protocol)):
             raise ReportError("bad_protocol", f"protocol names are [a-z][a-z0-9_-]{{0,31}}, got {self.protocol!r}")
@@ -164,7 +168,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(line: str | bytes) -> Report:
     """Parse and validate one JSON line; raise :class:`ReportError` if it is not a valid report."""
     if len(line) > MAX_LINE:
-        raise ReportError("too_large", f"line longer than {MAX_LINE} bytes")
+        unit = "characters" if isinstance(line, str) else "bytes"
+        raise ReportError("too_large", f"line longer than {MAX_LINE} {unit}")
     try:
         obj = json.loads(line, object_pairs_hook=_no_duplicates)
     except ReportError:
@@ -349,16 +354,32 @@ def _read_frame(data: bytes, pos: int) -> tuple[Frame, int]:
     body_end = rd.pos
     (crc,) = struct.unpack("<I", rd.take(4))
     if zlib.crc32(data[pos:body_end]) != crc:
-        raise ReportError("bad_checksum", f"frame at offset {pos} fails its CRC-32")
+        raise ReportError("bad_checksum", f"frame at offset {pos} fails its CRC-32", records=count, resume=rd.pos)
     return Frame(protocol, fp, tuple(layout), count, MappingProxyType(columns)), rd.pos
 
 
 def iter_frames(data: bytes) -> Iterator[Frame]:
-    """Parse concatenated binary frames; a malformed frame raises :class:`ReportError`."""
+    """Parse concatenated binary frames; the first malformed frame raises :class:`ReportError`."""
+    for item in scan_frames(data):
+        if isinstance(item, ReportError):
+            raise item
+        yield item
+
+
+def scan_frames(data: bytes) -> Iterator[Frame | ReportError]:
+    """Parse concatenated frames, yielding a :class:`ReportError` for each malformed one and
+    going on after it: past its end when its header was readable (a failed CRC), otherwise at
+    the next frame magic. No frame after a damaged one is lost."""
     data = bytes(data)
     pos = 0
     while pos < len(data):
-        frame, pos = _read_frame(data, pos)
+        try:
+            frame, pos = _read_frame(data, pos)
+        except ReportError as err:
+            yield err
+            nxt = err.resume if err.resume is not None else data.find(MAGIC, pos + 1)
+            pos = len(data) if nxt < 0 else nxt
+            continue
         yield frame
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, TypeVar
 import numpy as np
 
 from ldp.encoders.base import ProtocolParams
-from ldp.reports import Frame, Report, ReportBatch, ReportError, iter_frames, parse_json
+from ldp.reports import Frame, Report, ReportBatch, ReportError, parse_json, scan_frames
 
 __all__ = ["Aggregate", "RejectHandler", "frame_to_batch"]
 
@@ -128,13 +128,14 @@ class Aggregate(ABC):
         return total
 
     def add_bytes(self, data: bytes, on_reject: RejectHandler | None = None) -> int:
-        """Add every report of concatenated binary frames; a malformed frame is rejected whole."""
+        """Add every report of concatenated binary frames. A damaged frame is rejected whole and
+        counted once per report it declared; reading resumes after it (see ``scan_frames``)."""
         total = 0
-        try:
-            for frame in iter_frames(data):
-                total += self.add(frame, on_reject)
-        except ReportError as err:  # the rest of the stream cannot be framed reliably
-            self._reject(data, err, on_reject)
+        for item in scan_frames(data):
+            if isinstance(item, ReportError):
+                self._reject(item, item, on_reject, item.records)
+            else:
+                total += self.add(item, on_reject)
         return total
 
     def _reject(self, item: Any, err: ReportError, on_reject: RejectHandler | None, count: int = 1) -> None:
