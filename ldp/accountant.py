@@ -185,7 +185,11 @@ CREATE TABLE IF NOT EXISTS ldp_ledger_charges (
     epsilon REAL NOT NULL, delta REAL NOT NULL, at REAL NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('reserved', 'committed')));
 CREATE INDEX IF NOT EXISTS ldp_ledger_charges_mw ON ldp_ledger_charges (metric, window);
-CREATE INDEX IF NOT EXISTS ldp_ledger_charges_w ON ldp_ledger_charges (window);
+CREATE TABLE IF NOT EXISTS ldp_ledger_window_totals (
+    scope TEXT NOT NULL, window INTEGER NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL,
+    PRIMARY KEY (scope, window));
+CREATE TABLE IF NOT EXISTS ldp_ledger_lifetime_totals (
+    scope TEXT PRIMARY KEY, epsilon REAL NOT NULL, delta REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS ldp_ledger_memo (
     metric TEXT NOT NULL, key TEXT NOT NULL, reports INTEGER NOT NULL,
     epsilon REAL NOT NULL, delta REAL NOT NULL, PRIMARY KEY (metric, key));
@@ -252,10 +256,24 @@ class BudgetLedger:
             db.execute("INSERT OR IGNORE INTO ldp_ledger_meta VALUES ('window_seconds', ?)", (repr(self.window_seconds),))
             db.execute("INSERT OR IGNORE INTO ldp_ledger_meta VALUES ('salt', ?)", (os.urandom(16).hex(),))
             db.execute("INSERT OR IGNORE INTO ldp_ledger_meta VALUES ('clock', '-inf')")
+            if db.execute("SELECT value FROM ldp_ledger_meta WHERE key='totals'").fetchone() is None:
+                self._rebuild_totals()
             stored = float(self._meta("window_seconds"))
         if stored != self.window_seconds:
             raise LedgerError(f"ledger was created with window_seconds={stored}, opened with {self.window_seconds}")
         self._salt = bytes.fromhex(self._meta("salt"))
+
+    def _rebuild_totals(self) -> None:
+        """Recompute the running totals from the charge log (a ledger written before they existed)."""
+        db = self._db
+        db.execute("DELETE FROM ldp_ledger_window_totals")
+        db.execute("DELETE FROM ldp_ledger_lifetime_totals")
+        for scope_sql in ("metric", "'*'"):
+            db.execute(f"INSERT INTO ldp_ledger_window_totals SELECT {scope_sql}, window, SUM(epsilon), SUM(delta) "
+                       f"FROM ldp_ledger_charges GROUP BY {scope_sql}, window")
+            db.execute(f"INSERT INTO ldp_ledger_lifetime_totals SELECT {scope_sql}, SUM(epsilon), SUM(delta) "
+                       f"FROM ldp_ledger_charges GROUP BY {scope_sql}")
+        db.execute("INSERT OR REPLACE INTO ldp_ledger_meta VALUES ('totals', '1')")
 
     def _has_ledger_tables(self) -> bool:
         row = self._db.execute("SELECT count(*) FROM sqlite_master WHERE name='ldp_ledger_meta'").fetchone()
@@ -293,19 +311,23 @@ class BudgetLedger:
     def _policy(self, metric: str) -> BudgetPolicy:
         return self.total if metric == self.ALL else self.metrics.get(metric, self.default)
 
-    def _sum(self, metric: str, window: int | None) -> PrivacyCost:
-        sql, args = "SELECT COALESCE(SUM(epsilon),0), COALESCE(SUM(delta),0) FROM ldp_ledger_charges", []
-        conds = []
-        if metric != self.ALL:
-            conds.append("metric=?")
-            args.append(metric)
-        if window is not None:
-            conds.append("window=?")
-            args.append(window)
-        if conds:
-            sql += " WHERE " + " AND ".join(conds)
-        eps, delta = self._db.execute(sql, args).fetchone()
+    def _sum(self, scope: str, window: int | None) -> PrivacyCost:
+        """Running total of ``scope`` (a metric or ``ALL``) in ``window``, or over the lifetime."""
+        if window is None:
+            row = self._db.execute("SELECT epsilon, delta FROM ldp_ledger_lifetime_totals WHERE scope=?", (scope,))
+        else:
+            row = self._db.execute(
+                "SELECT epsilon, delta FROM ldp_ledger_window_totals WHERE scope=? AND window=?", (scope, window))
+        eps, delta = row.fetchone() or (0.0, 0.0)
         return PrivacyCost(max(eps, 0.0), min(max(delta, 0.0), math.nextafter(1.0, 0.0)))
+
+    def _add_to_totals(self, scope: str, window: int, inc: PrivacyCost) -> None:
+        self._db.execute(
+            "INSERT INTO ldp_ledger_window_totals VALUES (?,?,?,?) ON CONFLICT (scope, window) DO UPDATE SET "
+            "epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta", (scope, window, inc.epsilon, inc.delta))
+        self._db.execute(
+            "INSERT INTO ldp_ledger_lifetime_totals VALUES (?,?,?) ON CONFLICT (scope) DO UPDATE SET "
+            "epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta", (scope, inc.epsilon, inc.delta))
 
     def _memo_increment(self, metric: str, charge: MemoizedCharge) -> tuple[str, PrivacyCost]:
         key = hmac.new(self._salt, metric.encode() + b"\x00" + bytes(charge.key), hashlib.sha256).hexdigest()
@@ -341,6 +363,8 @@ class BudgetLedger:
                 "INSERT INTO ldp_ledger_charges (metric, window, epsilon, delta, at, state) VALUES (?,?,?,?,?,'reserved')",
                 (metric, window, inc.epsilon, inc.delta, now),
             )
+            for scope in (metric, self.ALL):
+                self._add_to_totals(scope, window, inc)
             if memo_key is not None:
                 self._db.execute(
                     "INSERT INTO ldp_ledger_memo VALUES (?,?,1,?,?) ON CONFLICT (metric, key) DO UPDATE SET "
@@ -350,14 +374,22 @@ class BudgetLedger:
             return Reservation(int(cur.lastrowid), metric, inc, window)
 
     def commit(self, reservation: Reservation) -> None:
-        """Mark a reservation's report as produced (the charge itself was already final)."""
-        with self._transaction():
-            cur = self._db.execute(
-                "UPDATE ldp_ledger_charges SET state='committed' WHERE id=? AND metric=?",
-                (reservation.id, reservation.metric),
-            )
-            if cur.rowcount != 1:
-                raise LedgerError(f"no reservation {reservation.id} for metric {reservation.metric!r} in this ledger")
+        """Mark a reservation's report as produced (the charge itself was already final).
+
+        The mark is written without its own fsync (``synchronous=NORMAL``): the charge was made
+        durable by :meth:`reserve`, and a mark lost in a power cut leaves the charge 'reserved',
+        which still counts in full."""
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            with self._transaction():
+                cur = self._db.execute(
+                    "UPDATE ldp_ledger_charges SET state='committed' WHERE id=? AND metric=?",
+                    (reservation.id, reservation.metric),
+                )
+                if cur.rowcount != 1:
+                    raise LedgerError(f"no reservation {reservation.id} for metric {reservation.metric!r} in this ledger")
+        finally:
+            self._db.execute("PRAGMA synchronous=FULL")
 
     @contextmanager
     def charge(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> Iterator[Reservation]:

@@ -368,16 +368,22 @@ def iter_frames(data: bytes) -> Iterator[Frame]:
 
 def scan_frames(data: bytes) -> Iterator[Frame | ReportError]:
     """Parse concatenated frames, yielding a :class:`ReportError` for each malformed one and
-    going on after it: past its end when its header was readable (a failed CRC), otherwise at
-    the next frame magic. No frame after a damaged one is lost."""
+    going on after it: past its end when its header was readable (a failed CRC) and another
+    frame (or the end of the data) follows there, otherwise at the next frame magic. Every
+    intact frame is read; the CRC-32 rejects a false start found inside damaged bytes."""
     data = bytes(data)
     pos = 0
     while pos < len(data):
         try:
             frame, pos = _read_frame(data, pos)
         except ReportError as err:
+            nxt = err.resume
+            if nxt is not None and nxt < len(data) and data[nxt:nxt + 4] != MAGIC:
+                # the damaged header mis-states the frame's size: do not trust its end or count
+                err.resume, err.records, nxt = None, 1, None
             yield err
-            nxt = err.resume if err.resume is not None else data.find(MAGIC, pos + 1)
+            if nxt is None:
+                nxt = data.find(MAGIC, pos + 1)
             pos = len(data) if nxt < 0 else nxt
             continue
         yield frame
@@ -423,6 +429,8 @@ class ReportBatch:
                 col = self.columns[f.name][start:stop]
                 if f.kind == "uint":
                     width = _uint_width(max(f.size - 1, 0))
+                    if col.size and (col.min() < 0 or col.max() >= f.size):
+                        raise ValueError(f"field {f.name!r} has values outside [0, {f.size}); refusing to encode them")
                     cols.append(col.astype(f"<u{width}").tobytes())
                     layout.append((f.name, "uint", width))
                 else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
 from itertools import islice
@@ -167,7 +168,7 @@ class Aggregate(ABC):
         for f in p.schema:
             col = batch.columns[f.name]
             if f.kind == "uint":
-                bad, reason = col >= f.size, "out_of_range"
+                bad, reason = (col >= f.size) | (col < 0), "out_of_range"
             elif got[f.name].size != f.size:
                 self._reject(batch, ReportError("bad_length", f"{f.name}: {got[f.name].size} bits"), on_reject, batch.n)
                 return 0
@@ -208,7 +209,7 @@ class Aggregate(ABC):
         return type(self).from_bytes(self.to_bytes())  # type: ignore[return-value]
 
     def to_bytes(self) -> bytes:
-        """``LDPA`` | version | u32 header length | JSON header | little-endian arrays."""
+        """``LDPA`` | version | u32 header length | JSON header | little-endian arrays | u32 CRC-32."""
         state = self._state()
         header = {
             "protocol": self.params.protocol, "params": self.params.to_dict(), "fingerprint": self.params.fingerprint,
@@ -217,36 +218,51 @@ class Aggregate(ABC):
         }
         head = json.dumps(header, separators=(",", ":")).encode()
         body = b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes() for v in state.values())
-        return _MAGIC + bytes([_VERSION]) + struct.pack("<I", len(head)) + head + body
+        blob = _MAGIC + bytes([_VERSION]) + struct.pack("<I", len(head)) + head + body
+        return blob + struct.pack("<I", zlib.crc32(blob))
 
     @staticmethod
     def from_bytes(data: bytes) -> "Aggregate":
-        """Rebuild any protocol's aggregate from :meth:`to_bytes` output (checks the fingerprint)."""
+        """Rebuild any protocol's aggregate from :meth:`to_bytes` output; ``ValueError`` if damaged."""
+        data = bytes(data)
+        if len(data) < 13 or data[:4] != _MAGIC or data[4] != _VERSION:
+            raise ValueError("not a serialized ldp aggregate (bad magic or version)")
+        if zlib.crc32(data[:-4]) != struct.unpack("<I", data[-4:])[0]:
+            raise ValueError("aggregate bytes are damaged (CRC-32 mismatch)")
+        try:
+            return Aggregate._load(data[:-4])
+        except (KeyError, TypeError, IndexError, AttributeError, struct.error) as exc:
+            raise ValueError(f"corrupt aggregate: {exc!r}") from None
+
+    @staticmethod
+    def _load(data: bytes) -> "Aggregate":
         from ldp.protocols import get_protocol
 
-        if data[:4] != _MAGIC or len(data) < 9 or data[4] != _VERSION:
-            raise ValueError("not a serialized ldp aggregate (bad magic or version)")
         (hlen,) = struct.unpack("<I", data[5:9])
-        try:
-            header = json.loads(data[9:9 + hlen])
-            proto = get_protocol(header["protocol"])
-            agg = proto.aggregate_type(proto.params_type.from_dict(header["params"]))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"corrupt aggregate header: {exc}") from None
+        header = json.loads(data[9:9 + hlen])
+        proto = get_protocol(header["protocol"])
+        agg = proto.aggregate_type(proto.params_type.from_dict(header["params"]))
         if agg.params.fingerprint != header["fingerprint"]:
             raise ValueError("aggregate fingerprint does not match its parameters")
+        expected = agg._state()
         pos, state = 9 + hlen, {}
         for name, dtype, shape in header["arrays"]:
-            dt = np.dtype(dtype)
-            size = int(np.prod(shape)) * dt.itemsize
+            want = expected.get(name)
+            if want is None or np.dtype(dtype) != want.dtype.newbyteorder("<") or tuple(shape) != want.shape:
+                raise ValueError(f"aggregate array {name!r} does not match the protocol's state")
+            size = want.size * want.dtype.itemsize
             if pos + size > len(data):
                 raise ValueError("truncated aggregate")
-            state[name] = np.frombuffer(data[pos:pos + size], dtype=dt).reshape(shape)
+            state[name] = np.frombuffer(data[pos:pos + size], dtype=np.dtype(dtype)).reshape(want.shape)
             pos += size
-        if pos != len(data) or set(state) != set(agg._state()):
+        if pos != len(data) or set(state) != set(expected):
             raise ValueError("aggregate arrays do not match the protocol's state")
+        n, rejected = header["n"], header["rejected"]
+        if not (isinstance(n, int) and n >= 0 and isinstance(rejected, dict)
+                and all(isinstance(v, int) and v >= 0 for v in rejected.values())):
+            raise ValueError("aggregate header has a bad report count")
         agg._set_state(state)
-        agg.n, agg.rejected = int(header["n"]), Counter(header["rejected"])
+        agg.n, agg.rejected = n, Counter(rejected)
         return agg
 
     def __repr__(self) -> str:

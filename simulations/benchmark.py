@@ -1,0 +1,565 @@
+#!/usr/bin/env python3
+"""Performance and accuracy benchmark of ldp, printed as ONE JSON object on stdout.
+
+Run by hand or by a reviewer (never as a timed test), from anywhere::
+
+    python simulations/benchmark.py                  # full sizes (well under 2 minutes)
+    python simulations/benchmark.py --quick          # smaller sizes (under 20 seconds)
+    python simulations/benchmark.py --only grr_batch_encode,client_report
+    python simulations/benchmark.py --list           # the benchmark names, as JSON
+
+Progress goes to stderr; stdout carries only the JSON result. The script benchmarks the ldp
+source tree it sits in (the repository root is put first on ``sys.path``).
+
+Method
+    * every timing uses ``time.perf_counter`` around the measured call only (inputs are prepared
+      before, outside the timed region), after one untimed warm-up run, with the garbage collector
+      disabled while timing (as ``timeit`` does); each measurement is repeated and both the best and
+      the median run are reported. Throughput targets are judged on the best run (the machine's
+      capability, least disturbed by noise); the client per-report target on the mean over all calls;
+    * numpy/BLAS thread pools are limited to one thread (environment variables set before numpy is
+      imported) and, unless ``--no-pin``, the process is pinned to one CPU; nothing is parallel;
+    * memory: ``ru_maxrss`` (process high-water mark, KiB on Linux) before and after each section,
+      and for the allocation-heavy cases the ``tracemalloc`` peak of one extra, untimed run
+      (numpy reports its buffers to tracemalloc).
+
+Adding a protocol
+    Write a function ``def my_section(ctx: Context) -> dict`` decorated with
+    ``@benchmark("my_section")``; reuse :func:`batch_encode_section` and :func:`aggregate_section`
+    for the vectorized paths and :func:`client_path_timing` for the client path, and declare targets
+    with ``ctx.judge(...)`` so that they appear beside the measured value and in the summary.
+"""
+
+from __future__ import annotations
+
+import os
+
+# One thread for every numeric library, before numpy is imported (numpy's own random and
+# bincount kernels are single-threaded anyway; this rules out BLAS/OpenMP pools).
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+             "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import datetime  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import resource  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+
+import ldp  # noqa: E402
+from ldp.accountant import BudgetLedger, BudgetPolicy, PrivacyCost  # noqa: E402
+from ldp.decoders.randomized_response import GRRAggregate, RRAggregate  # noqa: E402
+from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams  # noqa: E402
+from ldp.simulation import simulate, zipf  # noqa: E402
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Problem sizes; ``--quick`` shrinks the expensive ones (targets are unchanged)."""
+
+    batch_n: int = 10**7                  # reports per vectorized encode / aggregate measurement
+    repeats: int = 5                      # timed runs per measurement (after one warm-up)
+    client_calls: int = 50_000            # encode() calls per client-path measurement
+    client_batch: int = 1_000             # calls per batch (median of batch means is reported)
+    ledger_memory_calls: int = 2_000      # encode() calls through an in-memory ledger
+    ledger_file_calls: int = 400          # encode() calls through a file-backed ledger (fsync)
+    ledger_blocks: int = 8                # blocks per ledger measurement (to show growth)
+    simulation_n: int = 10**9             # users in the aggregate-level simulation
+    accuracy_trials: int = 200
+    accuracy_n: int = 10**5
+
+
+FULL = Sizes()
+QUICK = Sizes(batch_n=10**6, repeats=3, client_calls=10_000, ledger_memory_calls=800, ledger_file_calls=160,
+              ledger_blocks=4, accuracy_trials=50)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Context:
+    sizes: Sizes
+    seed: int
+    quick: bool
+    summary: list[dict[str, Any]] = field(default_factory=list)
+    section: str = ""
+
+    def rng(self, salt: int = 0) -> np.random.Generator:
+        """A fresh generator per use, reproducible from ``--seed``."""
+        return np.random.default_rng([self.seed, salt])
+
+    def judge(self, metric: str, measured: float, op: str, target: float, unit: str) -> dict[str, Any]:
+        """A target beside its measured value; recorded in the top-level summary too."""
+        ok = {"<": measured < target, "<=": measured <= target, ">": measured > target, ">=": measured >= target}[op]
+        entry = {"measured": measured, "target": {"op": op, "value": target, "unit": unit}, "meets_target": bool(ok)}
+        self.summary.append({"benchmark": self.section, "metric": metric, **entry})
+        return entry
+
+
+BenchmarkFn = Callable[[Context], dict[str, Any]]
+BENCHMARKS: dict[str, BenchmarkFn] = {}
+
+
+def benchmark(name: str) -> Callable[[BenchmarkFn], BenchmarkFn]:
+    """Register a benchmark section under ``name`` (sections run in registration order)."""
+
+    def register(fn: BenchmarkFn) -> BenchmarkFn:
+        if name in BENCHMARKS:
+            raise ValueError(f"duplicate benchmark {name!r}")
+        BENCHMARKS[name] = fn
+        return fn
+
+    return register
+
+
+# --------------------------------------------------------------------------------------------
+# Measurement helpers
+# --------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def gc_paused():
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def time_runs(fn: Callable[[Any], Any], repeats: int, setup: Callable[[], Any] | None = None,
+              warmup: int = 1) -> tuple[dict[str, Any], Any]:
+    """Time ``fn(setup())`` ``repeats`` times after ``warmup`` untimed runs (setup is never timed).
+
+    Returns ``({"best_s", "median_s", "runs_s"}, result of the last run)``.
+    """
+    runs, result = [], None
+    for i in range(warmup + repeats):
+        arg = setup() if setup is not None else None
+        with gc_paused():
+            t0 = time.perf_counter()
+            result = fn(arg)
+            dt = time.perf_counter() - t0
+        if i >= warmup:
+            runs.append(dt)
+        del arg
+    return {"best_s": min(runs), "median_s": statistics.median(runs), "runs_s": runs}, result
+
+
+def throughput(n: int, timing: dict[str, Any]) -> dict[str, float]:
+    return {"best": n / timing["best_s"], "median": n / timing["median_s"]}
+
+
+def tracemalloc_peak_mib(fn: Callable[[], Any]) -> float:
+    """Peak of traced allocations (MiB) during one untimed call of ``fn``."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak / 2**20
+
+
+def maxrss_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux (bytes on macOS)
+
+
+def batch_encode_section(ctx: Context, encoder: Any, variants: dict[str, np.ndarray],
+                         target_rate: float | None) -> dict[str, Any]:
+    """``encoder.encode_batch(values, rng)`` throughput for each input array in ``variants``."""
+    out: dict[str, Any] = {"n": ctx.sizes.batch_n, "params": encoder.params.to_dict(), "variants": {}}
+    for name, values in variants.items():
+        log(f"  encode_batch [{name}] n={values.size:,}")
+        gen = ctx.rng(1)
+        timing, batch = time_runs(lambda _: encoder.encode_batch(values, gen), ctx.sizes.repeats)
+        rate = throughput(values.size, timing)
+        col = next(iter(batch.columns.values()))
+        row: dict[str, Any] = {
+            "input_dtype": str(values.dtype), "output_dtype": str(col.dtype),
+            "reports_per_s": rate, "seconds": timing,
+            "tracemalloc_peak_mib": tracemalloc_peak_mib(lambda: encoder.encode_batch(values, gen)),
+            "check_n_out": int(batch.n),
+        }
+        if target_rate is not None:
+            row.update(ctx.judge(f"{name}.reports_per_s", rate["best"], ">=", target_rate, "reports/s"))
+        out["variants"][name] = row
+    return out
+
+
+def aggregate_section(ctx: Context, make_aggregate: Callable[[], Any], batch: Any,
+                      target_rate: float | None) -> dict[str, Any]:
+    """``Aggregate.add(batch)`` throughput, and ``add_bytes(batch.to_bytes())`` (binary frames)."""
+    n = batch.n
+    out: dict[str, Any] = {"n": n, "batch_dtypes": {k: str(v.dtype) for k, v in batch.columns.items()}}
+
+    log(f"  add(batch) n={n:,}")
+    timing, accepted_batch = time_runs(lambda a: a.add(batch), ctx.sizes.repeats, setup=make_aggregate)
+    rate = throughput(n, timing)
+    out["add_batch"] = {"reports_per_s": rate, "seconds": timing,
+                        "tracemalloc_peak_mib": tracemalloc_peak_mib(lambda: make_aggregate().add(batch))}
+    if target_rate is not None:
+        out["add_batch"].update(ctx.judge("add_batch.reports_per_s", rate["best"], ">=", target_rate, "reports/s"))
+    reference = make_aggregate()
+    reference.add(batch)
+
+    log("  batch.to_bytes()")
+    timing, data = time_runs(lambda _: batch.to_bytes(), ctx.sizes.repeats)
+    out["to_bytes"] = {"reports_per_s": throughput(n, timing), "seconds": timing,
+                       "bytes": len(data), "bytes_per_report": len(data) / n}
+
+    log(f"  add_bytes(frames) {len(data):,} bytes")
+    timing, accepted = time_runs(lambda a: a.add_bytes(data), ctx.sizes.repeats, setup=make_aggregate)
+    check = make_aggregate()
+    check.add_bytes(data)
+    out["add_bytes"] = {
+        "reports_per_s": throughput(n, timing), "seconds": timing, "target": None, "meets_target": None,
+        "tracemalloc_peak_mib": tracemalloc_peak_mib(lambda: make_aggregate().add_bytes(data)),
+    }
+    out["checks"] = {
+        "add_batch_accepted_all": accepted_batch == n and reference.n == n and not reference.rejected,
+        "add_bytes_accepted_all": accepted == n and check.n == n and not check.rejected,
+        "bytes_path_equals_batch_path": all(
+            np.array_equal(a, b) for a, b in zip(reference._state().values(), check._state().values())),
+    }
+    return out
+
+
+def client_path_timing(encoder: Any, value: Any, calls: int, batch: int) -> dict[str, Any]:
+    """µs per ``encoder.encode(value)``: mean over all calls and median/best of batch means."""
+    enc, batch = encoder.encode, max(1, min(batch, calls))
+    for _ in range(min(batch, 1000)):  # warm-up
+        enc(value)
+    per_batch = []
+    with gc_paused():
+        for _ in range(calls // batch):
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                enc(value)
+            per_batch.append((time.perf_counter() - t0) / batch * 1e6)
+    return {"calls": batch * len(per_batch), "batch": batch, "us_mean": statistics.fmean(per_batch),
+            "us_median_of_batches": statistics.median(per_batch), "us_best_batch": min(per_batch)}
+
+
+def ledger_path_timing(encoder_factory: Callable[[BudgetLedger], Any], value: Any, path: str, calls: int,
+                       blocks: int, capped: bool) -> dict[str, Any]:
+    """µs per ``encode`` through a fresh ledger, in ``blocks`` consecutive blocks (to expose growth)."""
+    big = PrivacyCost(1e9)  # never refuses: at most a few thousand charges of ε ≈ 1
+    policy = BudgetPolicy(per_window=big, lifetime=big) if capped else BudgetPolicy()
+    per_block, history = [], []
+    with BudgetLedger(path, total=policy, metrics={"bench": policy}) as ledger:
+        encoder = encoder_factory(ledger)
+        size = max(1, calls // blocks)
+        with gc_paused():
+            for b in range(blocks):
+                history.append(b * size)
+                t0 = time.perf_counter()
+                for _ in range(size):
+                    encoder.encode(value)
+                per_block.append((time.perf_counter() - t0) / size * 1e6)
+        charges = len(ledger.history("bench"))
+        spent = ledger.spent("bench", "lifetime").epsilon
+    mid = [h + size / 2 for h in history]
+    slope = float(np.polyfit(mid, per_block, 1)[0]) * 1000 if blocks > 1 else None
+    return {
+        "caps": "per_window and lifetime ε=1e9 on the metric and on the total" if capped else "none (uncapped)",
+        "calls": size * blocks, "block": size,
+        "us_mean": statistics.fmean(per_block), "us_median_of_blocks": statistics.median(per_block),
+        "us_per_block": per_block, "us_first_block": per_block[0], "us_last_block": per_block[-1],
+        "growth_us_per_1000_prior_charges": slope,
+        "check_charges_recorded": charges, "check_epsilon_spent": spent,
+        "target": None, "meets_target": None,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Benchmarks (add a protocol: add its sections below)
+# --------------------------------------------------------------------------------------------
+
+GRR_BENCH_PARAMS = GRRParams(1.0, 1024)
+RR_BENCH_PARAMS = BinaryRRParams.forced_response()
+
+
+def _grr_batch(ctx: Context) -> Any:
+    values = ctx.rng(10).integers(0, GRR_BENCH_PARAMS.domain_size, ctx.sizes.batch_n, dtype=np.uint16)
+    return GRREncoder(GRR_BENCH_PARAMS).encode_batch(values, ctx.rng(11))
+
+
+def _rr_batch(ctx: Context) -> Any:
+    values = ctx.rng(20).integers(0, 2, ctx.sizes.batch_n, dtype=np.uint8)
+    return BinaryRREncoder(RR_BENCH_PARAMS).encode_batch(values, ctx.rng(21))
+
+
+@benchmark("grr_batch_encode")
+def grr_batch_encode(ctx: Context) -> dict[str, Any]:
+    n, d = ctx.sizes.batch_n, GRR_BENCH_PARAMS.domain_size
+    u16 = ctx.rng(10).integers(0, d, n, dtype=np.uint16)
+    variants = {"uint16": u16, "int64": u16.astype(np.int64)}
+    return batch_encode_section(ctx, GRREncoder(GRR_BENCH_PARAMS), variants, target_rate=30e6)
+
+
+@benchmark("grr_aggregate")
+def grr_aggregate(ctx: Context) -> dict[str, Any]:
+    return aggregate_section(ctx, lambda: GRRAggregate(GRR_BENCH_PARAMS), _grr_batch(ctx), target_rate=50e6)
+
+
+@benchmark("rr_batch_encode")
+def rr_batch_encode(ctx: Context) -> dict[str, Any]:
+    u8 = ctx.rng(20).integers(0, 2, ctx.sizes.batch_n, dtype=np.uint8)
+    variants = {"uint8": u8, "bool": u8.astype(bool)}
+    return batch_encode_section(ctx, BinaryRREncoder(RR_BENCH_PARAMS), variants, target_rate=None)
+
+
+@benchmark("rr_aggregate")
+def rr_aggregate(ctx: Context) -> dict[str, Any]:
+    return aggregate_section(ctx, lambda: RRAggregate(RR_BENCH_PARAMS), _rr_batch(ctx), target_rate=None)
+
+
+@benchmark("client_report")
+def client_report(ctx: Context) -> dict[str, Any]:
+    s = ctx.sizes
+    cases = {
+        "rr_forced_response": (lambda **kw: BinaryRREncoder(RR_BENCH_PARAMS, **kw), True),
+        "grr_eps1_d1024": (lambda **kw: GRREncoder(GRR_BENCH_PARAMS, **kw), 5),
+    }
+    out: dict[str, Any] = {"rng": "None (OS CSPRNG via secrets)", "cases": {}}
+    with tempfile.TemporaryDirectory(prefix="ldp-bench-") as tmp:
+        for name, (make, value) in cases.items():
+            log(f"  {name}: {s.client_calls:,} calls, no ledger")
+            row = client_path_timing(make(), value, s.client_calls, s.client_batch)
+            row.update(ctx.judge(f"{name}.us_mean", row["us_mean"], "<=", 10.0, "µs/report"))
+            with_ledger = {}
+            for kind, calls in (("memory", s.ledger_memory_calls), ("file", s.ledger_file_calls)):
+                for capped in (True, False):
+                    label = f"{kind}{'' if capped else '_uncapped'}"
+                    path = ":memory:" if kind == "memory" else os.path.join(tmp, f"{name}-{label}.sqlite")
+                    log(f"  {name}: {calls:,} calls, ledger {label}")
+                    with_ledger[label] = ledger_path_timing(
+                        lambda led: make(ledger=led, metric="bench"), value, path, calls, s.ledger_blocks, capped)
+                    if kind == "file":
+                        with_ledger[label]["ledger_dir"] = tmp
+            row["with_ledger"] = with_ledger
+            out["cases"][name] = row
+    out["note"] = ("with_ledger.* include two SQLite write transactions per report (reserve, then commit); "
+                   "the file ledger runs WAL with synchronous=FULL, so each includes fsync. The *_uncapped "
+                   "rows are a diagnostic (no cap to check, so no SUM over the charge history).")
+    return out
+
+
+@benchmark("aggregate_simulation_1e9")
+def aggregate_simulation_1e9(ctx: Context) -> dict[str, Any]:
+    n = ctx.sizes.simulation_n
+    grr_counts = zipf(GRR_BENCH_PARAMS.domain_size, 1.1).counts(n, exact=True)
+    rr_counts = zipf(2, 1.1).counts(n, exact=True)
+    out: dict[str, Any] = {"n": n, "population": "zipf(s=1.1), exact=True counts"}
+    for name, agg_type, params, counts in (("grr", GRRAggregate, GRR_BENCH_PARAMS, grr_counts),
+                                           ("rr", RRAggregate, RR_BENCH_PARAMS, rr_counts)):
+        log(f"  {name}: simulate n={n:,}")
+        gen = ctx.rng(30)
+        timing, agg = time_runs(lambda _: agg_type.simulate(params, counts, gen), ctx.sizes.repeats)
+        state_total = int(next(iter(agg._state().values())).sum())
+        row = {"params": params.to_dict(), "seconds": timing, "check_n": agg.n == n,
+               "check_state_total": state_total}
+        row.update(ctx.judge(f"{name}.seconds", timing["best_s"], "<", 1.0, "s"))
+        out[name] = row
+    return out
+
+
+def _v_opt(eps: float, d: int) -> tuple[float, str]:
+    """Optimal per-user variance constant of a pure frequency oracle (GRR vs. OUE/OLH bound)."""
+    e = math.exp(eps)
+    grr, oue = (d - 2 + e) / (e - 1) ** 2, 4 * e / (e - 1) ** 2
+    return (grr, "grr (d-2+e^eps)/(e^eps-1)^2") if grr <= oue else (oue, "oue/olh 4e^eps/(e^eps-1)^2")
+
+
+@benchmark("accuracy")
+def accuracy(ctx: Context) -> dict[str, Any]:
+    eps, d, s, n, trials = 1.0, 64, 1.1, ctx.sizes.accuracy_n, ctx.sizes.accuracy_trials
+    params = GRRParams(eps, d)
+    truth = zipf(d, s).counts(n, exact=True)
+    formula = GRRAggregate.exact_variance(params, truth)
+    v_opt, v_opt_branch = _v_opt(eps, d)
+    smallest = np.argsort(truth, kind="stable")[: d // 4]
+    # Under the null, each item's variance ratio has variance ~2/(trials-1) (normal estimates);
+    # the mean over d nearly independent items has sd sqrt(2/((trials-1)·d)). Accept within 4 sd.
+    null_sd = math.sqrt(2.0 / ((trials - 1) * d))
+    out: dict[str, Any] = {
+        "protocol": "grr", "epsilon": eps, "d": d, "zipf_s": s, "n": n, "trials": trials,
+        "truth": "zipf counts, exact=True", "v_opt": v_opt, "v_opt_branch": v_opt_branch,
+        "smallest_items": {"how": f"the {smallest.size} items with the smallest true counts",
+                           "true_counts": [int(truth[i]) for i in smallest]},
+    }
+    for method in ("aggregate", "per_report"):
+        log(f"  {method}: {trials} trials of n={n:,}")
+        gen = ctx.rng(40)
+        t0 = time.perf_counter()
+        est = np.empty((trials, d))
+        for t in range(trials):
+            est[t] = simulate(params, truth, method=method, rng=gen).estimate().count
+        seconds = time.perf_counter() - t0
+        emp = est.var(axis=0, ddof=1)
+        ratio = emp / formula
+        z_bias = (est.mean(axis=0) - truth) / np.sqrt(formula / trials)
+        row: dict[str, Any] = {
+            "seconds": seconds,
+            "variance_ratio_empirical_over_formula": {
+                "mean_over_items": float(ratio.mean()), "min": float(ratio.min()), "max": float(ratio.max()),
+                "null_sd_of_mean": null_sd, "acceptance": "|mean - 1| <= 4 * null_sd_of_mean",
+            },
+            "bias_z_max_abs": float(np.abs(z_bias).max()),
+            "variance_ratio_empirical_over_v_opt_n": {
+                "mean_over_smallest_items": float((emp[smallest] / (v_opt * n)).mean()),
+                "formula_over_v_opt_n_same_items": float((formula[smallest] / (v_opt * n)).mean()),
+                "grr_limit_f_to_0": ((d - 2 + math.e**eps) / (math.e**eps - 1) ** 2) / v_opt,
+                "target": None, "meets_target": None,
+            },
+        }
+        dev = abs(float(ratio.mean()) - 1.0)
+        judged = ctx.judge(f"{method}.abs(variance_ratio-1)", dev, "<=", 4 * null_sd, "ratio")
+        row["variance_ratio_empirical_over_formula"].update(judged)
+        out[method] = row
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Driver
+# --------------------------------------------------------------------------------------------
+
+
+def _git(*args: str) -> str | None:
+    try:
+        r = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=5)
+        return r.stdout.strip() if r.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def machine_info(pinned: list[int] | None, affinity_before: list[int] | None) -> dict[str, Any]:
+    status = _git("status", "--porcelain", "--", "ldp")
+    return {
+        "python": sys.version.split()[0], "python_implementation": platform.python_implementation(),
+        "numpy": np.__version__, "ldp": ldp.__version__, "ldp_path": str(Path(ldp.__file__).parent),
+        "git_commit": _git("rev-parse", "HEAD"), "ldp_tree_dirty": bool(status) if status is not None else None,
+        "platform": platform.platform(), "machine": platform.machine(), "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(), "cpu_affinity_before": affinity_before, "pinned_to_cpus": pinned,
+        "thread_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+        "gc_disabled_during_timing": True, "timer": "time.perf_counter",
+        "ru_maxrss_unit": "KiB" if sys.platform.startswith("linux") else "bytes (macOS) or KiB",
+        "tmpdir": tempfile.gettempdir(),
+    }
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, (np.integer, int)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        x = float(obj)
+        return x if math.isfinite(x) else None
+    return obj
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", help="comma-separated benchmark names (default: all); see --list")
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (finishes in < 20 s)")
+    ap.add_argument("--list", action="store_true", help="print the benchmark names as JSON and exit")
+    ap.add_argument("--seed", type=int, default=20240601, help="seed of every generator used (default %(default)s)")
+    ap.add_argument("--repeats", type=int, help="timed runs per measurement (default 5, quick 3)")
+    ap.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU")
+    args = ap.parse_args(argv)
+
+    if args.list:
+        print(json.dumps({"benchmarks": list(BENCHMARKS)}))
+        return 0
+    names = list(BENCHMARKS)
+    if args.only:
+        names = [x.strip() for x in args.only.split(",") if x.strip()]
+        unknown = [x for x in names if x not in BENCHMARKS]
+        if unknown or not names:
+            ap.error(f"unknown benchmark(s) {unknown}; known: {', '.join(BENCHMARKS)}")
+    sizes = QUICK if args.quick else FULL
+    if args.repeats is not None:
+        if args.repeats < 1:
+            ap.error("--repeats must be >= 1")
+        sizes = Sizes(**{**sizes.__dict__, "repeats": args.repeats})
+
+    affinity_before = pinned = None
+    if hasattr(os, "sched_getaffinity"):
+        affinity_before = sorted(os.sched_getaffinity(0))
+        if not args.no_pin:
+            pinned = [affinity_before[0]]
+            os.sched_setaffinity(0, pinned)
+
+    ctx = Context(sizes=sizes, seed=args.seed, quick=args.quick)
+    result: dict[str, Any] = {
+        "benchmark": "ldp", "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "mode": "quick" if args.quick else "full", "seed": args.seed, "sizes": sizes.__dict__,
+        "machine": machine_info(pinned, affinity_before), "results": {},
+    }
+    real_stdout, t_start = sys.stdout, time.perf_counter()
+    sys.stdout = sys.stderr  # stray prints must not corrupt the JSON on stdout
+    try:
+        for name in names:
+            log(f"[{name}]")
+            ctx.section = name
+            gc.collect()
+            rss_before, t0 = maxrss_kib(), time.perf_counter()
+            section = BENCHMARKS[name](ctx)
+            section["section_seconds"] = time.perf_counter() - t0
+            section["ru_maxrss_kib"] = {"before": rss_before, "after": maxrss_kib()}
+            result["results"][name] = section
+            log(f"[{name}] done in {section['section_seconds']:.1f} s")
+    finally:
+        sys.stdout = real_stdout
+    result["total_seconds"] = time.perf_counter() - t_start
+    result["summary"] = ctx.summary
+    result["all_targets_met"] = all(e["meets_target"] for e in ctx.summary)
+    print(json.dumps(_jsonable(result), indent=1, allow_nan=False, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
