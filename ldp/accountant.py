@@ -1,8 +1,9 @@
 """Privacy costs, their composition, and the client's persistent budget ledger.
 
 One accountant for the whole toolkit: encoders state a :class:`PrivacyCost`, the client's
-:class:`BudgetLedger` charges it before any randomness is drawn, and decoders and the central-DP
-regressions report what they release with the same type.
+:class:`BudgetLedger` (in :mod:`ldp.ledger`, also importable from here) charges it before any
+randomness is drawn, and decoders and the central-DP regressions report what they release with
+the same type.
 
 Composition (Dwork & Roth, *The Algorithmic Foundations of DP*, 2014):
 
@@ -13,15 +14,9 @@ Composition (Dwork & Roth, *The Algorithmic Foundations of DP*, 2014):
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import math
-import os
-import sqlite3
-import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Mapping
 
 __all__ = [
     "PrivacyCost",
@@ -29,6 +24,7 @@ __all__ = [
     "compose_sequential",
     "compose_parallel",
     "advanced_composition",
+    # the client's budget ledger, defined in ldp.ledger and exported here too
     "BudgetPolicy",
     "MemoizedCharge",
     "Reservation",
@@ -36,6 +32,8 @@ __all__ = [
     "LedgerError",
     "BudgetLedger",
 ]
+
+_LEDGER_NAMES = frozenset(__all__[5:])
 
 _REL_TOL = 1e-9
 """Relative slack when comparing spending with a cap, so that 10 x 0.1 fits in 1.0 despite rounding."""
@@ -127,312 +125,10 @@ def advanced_composition(cost: PrivacyCost, k: int, delta_slack: float) -> Priva
     )
 
 
-# --------------------------------------------------------------------------------------------
-# The client's budget ledger
-# --------------------------------------------------------------------------------------------
+def __getattr__(name: str) -> Any:
+    """Export the ledger's names lazily (PEP 562), avoiding a circular import with ldp.ledger."""
+    if name in _LEDGER_NAMES:
+        from ldp import ledger
 
-
-@dataclass(frozen=True)
-class BudgetPolicy:
-    """Caps for one scope (a metric, or all metrics): per window and over the lifetime."""
-
-    per_window: PrivacyCost | None = None
-    lifetime: PrivacyCost | None = None
-
-
-@dataclass(frozen=True)
-class MemoizedCharge:
-    """A history-dependent charge for a memoized response (RAPPOR's PRR).
-
-    The first report of ``key`` is charged ``first``; each later report ``then``; the total ever
-    charged for ``key`` in its metric never exceeds ``cap`` (each increment is cut to fit).
-    """
-
-    key: bytes
-    first: PrivacyCost
-    then: PrivacyCost
-    cap: PrivacyCost
-
-
-@dataclass(frozen=True)
-class Reservation:
-    """A charge recorded by :meth:`BudgetLedger.reserve` (spent whether or not it is committed)."""
-
-    id: int
-    metric: str
-    cost: PrivacyCost
-    window: int
-
-
-class BudgetExceeded(Exception):
-    """A charge would exceed a cap; nothing was charged and no report may be produced."""
-
-    def __init__(self, scope: str, period: str, requested: PrivacyCost, spent: PrivacyCost, cap: PrivacyCost):
-        self.scope, self.period, self.requested, self.spent, self.cap = scope, period, requested, spent, cap
-        where = "all metrics" if scope == BudgetLedger.ALL else f"metric {scope!r}"
-        super().__init__(f"privacy budget exceeded for {where} ({period}): spent {spent}, requested {requested}, cap {cap}")
-
-
-class LedgerError(Exception):
-    """The ledger file is not an ldp ledger, is corrupted, or was made with other settings."""
-
-
-_APPLICATION_ID = 0x4C445031  # "LDP1"
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ldp_ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ldp_ledger_charges (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, metric TEXT NOT NULL, window INTEGER NOT NULL,
-    epsilon REAL NOT NULL, delta REAL NOT NULL, at REAL NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('reserved', 'committed')));
-CREATE INDEX IF NOT EXISTS ldp_ledger_charges_mw ON ldp_ledger_charges (metric, window);
-CREATE TABLE IF NOT EXISTS ldp_ledger_window_totals (
-    scope TEXT NOT NULL, window INTEGER NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL,
-    PRIMARY KEY (scope, window));
-CREATE TABLE IF NOT EXISTS ldp_ledger_lifetime_totals (
-    scope TEXT PRIMARY KEY, epsilon REAL NOT NULL, delta REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS ldp_ledger_memo (
-    metric TEXT NOT NULL, key TEXT NOT NULL, reports INTEGER NOT NULL,
-    epsilon REAL NOT NULL, delta REAL NOT NULL, PRIMARY KEY (metric, key));
-"""
-
-
-class BudgetLedger:
-    """A client's privacy budget, persisted atomically in SQLite (safe across processes).
-
-    * caps per metric (``metrics``, or ``default`` for unlisted metrics) and across all metrics
-      (``total``), each per window of ``window_seconds`` (aligned to the Unix epoch: UTC days by
-      default) and over the lifetime; unused budget never carries over to another window;
-    * :meth:`reserve` charges durably *before* randomization; :meth:`commit` marks the report as
-      produced. A reservation is never refunded, so a crash in between keeps the charge;
-    * time is monotone: ``now = max(clock(), latest time ever seen)``, so a clock moved backwards
-      never reopens a past window;
-    * :class:`MemoizedCharge` supports charges that depend on a value's history; the ledger keeps
-      only a keyed hash of each value, never the value.
-    """
-
-    ALL = "*"
-    """Scope name of the budget across all metrics."""
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str] = ":memory:",
-        *,
-        total: BudgetPolicy | None = None,
-        metrics: Mapping[str, BudgetPolicy] | None = None,
-        default: BudgetPolicy | None = None,
-        window_seconds: float = 86400.0,
-        clock: Callable[[], float] = time.time,
-        timeout: float = 30.0,
-    ) -> None:
-        self.window_seconds = _check_real(window_seconds, "window_seconds")
-        if self.window_seconds == 0.0:
-            raise ValueError("window_seconds must be > 0, got 0")
-        self.total = total or BudgetPolicy()
-        self.metrics = dict(metrics or {})
-        if self.ALL in self.metrics:
-            raise ValueError(f"metric name {self.ALL!r} is reserved for the budget across all metrics")
-        self.default = default or BudgetPolicy()
-        self._clock = clock
-        try:
-            self._db = sqlite3.connect(os.fspath(path), timeout=timeout, isolation_level=None)
-            self._init_schema()
-        except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{os.fspath(path)!r} is not a usable ldp budget ledger: {exc}") from None
-
-    # -- setup -------------------------------------------------------------------------------
-    def _init_schema(self) -> None:
-        db = self._db
-        app_id = db.execute("PRAGMA application_id").fetchone()[0]
-        has_tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
-        if app_id not in (0, _APPLICATION_ID) or (app_id == 0 and has_tables and not self._has_ledger_tables()):
-            raise LedgerError("file belongs to another application")
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")
-        with self._transaction():
-            db.execute(f"PRAGMA application_id={_APPLICATION_ID}")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-            db.execute("INSERT OR IGNORE INTO ldp_ledger_meta VALUES ('window_seconds', ?)", (repr(self.window_seconds),))
-            db.execute("INSERT OR IGNORE INTO ldp_ledger_meta VALUES ('salt', ?)", (os.urandom(16).hex(),))
-            db.execute("INSERT OR IGNORE INTO ldp_ledger_meta VALUES ('clock', '-inf')")
-            if db.execute("SELECT value FROM ldp_ledger_meta WHERE key='totals'").fetchone() is None:
-                self._rebuild_totals()
-            stored = float(self._meta("window_seconds"))
-        if stored != self.window_seconds:
-            raise LedgerError(f"ledger was created with window_seconds={stored}, opened with {self.window_seconds}")
-        self._salt = bytes.fromhex(self._meta("salt"))
-
-    def _rebuild_totals(self) -> None:
-        """Recompute the running totals from the charge log (a ledger written before they existed)."""
-        db = self._db
-        db.execute("DELETE FROM ldp_ledger_window_totals")
-        db.execute("DELETE FROM ldp_ledger_lifetime_totals")
-        for scope_sql in ("metric", "'*'"):
-            db.execute(f"INSERT INTO ldp_ledger_window_totals SELECT {scope_sql}, window, SUM(epsilon), SUM(delta) "
-                       f"FROM ldp_ledger_charges GROUP BY {scope_sql}, window")
-            db.execute(f"INSERT INTO ldp_ledger_lifetime_totals SELECT {scope_sql}, SUM(epsilon), SUM(delta) "
-                       f"FROM ldp_ledger_charges GROUP BY {scope_sql}")
-        db.execute("INSERT OR REPLACE INTO ldp_ledger_meta VALUES ('totals', '1')")
-
-    def _has_ledger_tables(self) -> bool:
-        row = self._db.execute("SELECT count(*) FROM sqlite_master WHERE name='ldp_ledger_meta'").fetchone()
-        return row[0] == 1
-
-    def _meta(self, key: str) -> str:
-        row = self._db.execute("SELECT value FROM ldp_ledger_meta WHERE key=?", (key,)).fetchone()
-        if row is None:
-            raise LedgerError(f"ledger is corrupted: missing {key!r}")
-        return row[0]
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")  # takes the write lock: one writer across processes
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
-    # -- time --------------------------------------------------------------------------------
-    def _advance_clock(self) -> float:
-        """Monotone now (inside a transaction): never earlier than any time seen before."""
-        now = max(float(self._clock()), float(self._meta("clock")))
-        self._db.execute("UPDATE ldp_ledger_meta SET value=? WHERE key='clock'", (repr(now),))
-        return now
-
-    def current_window(self) -> int:
-        """Index of the current window (monotone)."""
-        with self._transaction():
-            return math.floor(self._advance_clock() / self.window_seconds)
-
-    # -- spending ----------------------------------------------------------------------------
-    def _policy(self, metric: str) -> BudgetPolicy:
-        return self.total if metric == self.ALL else self.metrics.get(metric, self.default)
-
-    def _sum(self, scope: str, window: int | None) -> PrivacyCost:
-        """Running total of ``scope`` (a metric or ``ALL``) in ``window``, or over the lifetime."""
-        if window is None:
-            row = self._db.execute("SELECT epsilon, delta FROM ldp_ledger_lifetime_totals WHERE scope=?", (scope,))
-        else:
-            row = self._db.execute(
-                "SELECT epsilon, delta FROM ldp_ledger_window_totals WHERE scope=? AND window=?", (scope, window))
-        eps, delta = row.fetchone() or (0.0, 0.0)
-        return PrivacyCost(max(eps, 0.0), min(max(delta, 0.0), math.nextafter(1.0, 0.0)))
-
-    def _add_to_totals(self, scope: str, window: int, inc: PrivacyCost) -> None:
-        self._db.execute(
-            "INSERT INTO ldp_ledger_window_totals VALUES (?,?,?,?) ON CONFLICT (scope, window) DO UPDATE SET "
-            "epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta", (scope, window, inc.epsilon, inc.delta))
-        self._db.execute(
-            "INSERT INTO ldp_ledger_lifetime_totals VALUES (?,?,?) ON CONFLICT (scope) DO UPDATE SET "
-            "epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta", (scope, inc.epsilon, inc.delta))
-
-    def _memo_increment(self, metric: str, charge: MemoizedCharge) -> tuple[str, PrivacyCost]:
-        key = hmac.new(self._salt, metric.encode() + b"\x00" + bytes(charge.key), hashlib.sha256).hexdigest()
-        row = self._db.execute(
-            "SELECT reports, epsilon, delta FROM ldp_ledger_memo WHERE metric=? AND key=?", (metric, key)
-        ).fetchone()
-        reports, eps, delta = row if row else (0, 0.0, 0.0)
-        step = charge.first if reports == 0 else charge.then
-        inc = PrivacyCost(
-            max(0.0, min(step.epsilon, charge.cap.epsilon - eps)), max(0.0, min(step.delta, charge.cap.delta - delta))
-        )
-        return key, inc
-
-    def reserve(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> Reservation:
-        """Charge ``cost`` to ``metric`` now, or raise :class:`BudgetExceeded` and charge nothing."""
-        if not isinstance(metric, str) or not metric or metric == self.ALL:
-            raise ValueError(f"metric must be a non-empty name other than {self.ALL!r}, got {metric!r}")
-        if not isinstance(cost, (PrivacyCost, MemoizedCharge)):
-            raise TypeError(f"cost must be a PrivacyCost or MemoizedCharge, got {type(cost).__name__}")
-        with self._transaction():
-            now = self._advance_clock()
-            window = math.floor(now / self.window_seconds)
-            memo_key, inc = self._memo_increment(metric, cost) if isinstance(cost, MemoizedCharge) else (None, cost)
-            for scope in (metric, self.ALL):
-                policy = self._policy(scope)
-                for period, cap, win in (("window", policy.per_window, window), ("lifetime", policy.lifetime, None)):
-                    if cap is None:
-                        continue
-                    spent = self._sum(scope, win)
-                    if not (spent + inc).fits_within(cap):
-                        raise BudgetExceeded(scope, period, inc, spent, cap)
-            cur = self._db.execute(
-                "INSERT INTO ldp_ledger_charges (metric, window, epsilon, delta, at, state) VALUES (?,?,?,?,?,'reserved')",
-                (metric, window, inc.epsilon, inc.delta, now),
-            )
-            for scope in (metric, self.ALL):
-                self._add_to_totals(scope, window, inc)
-            if memo_key is not None:
-                self._db.execute(
-                    "INSERT INTO ldp_ledger_memo VALUES (?,?,1,?,?) ON CONFLICT (metric, key) DO UPDATE SET "
-                    "reports=reports+1, epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta",
-                    (metric, memo_key, inc.epsilon, inc.delta),
-                )
-            return Reservation(int(cur.lastrowid), metric, inc, window)
-
-    def commit(self, reservation: Reservation) -> None:
-        """Mark a reservation's report as produced (the charge itself was already final).
-
-        The mark is written without its own fsync (``synchronous=NORMAL``): the charge was made
-        durable by :meth:`reserve`, and a mark lost in a power cut leaves the charge 'reserved',
-        which still counts in full."""
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        try:
-            with self._transaction():
-                cur = self._db.execute(
-                    "UPDATE ldp_ledger_charges SET state='committed' WHERE id=? AND metric=?",
-                    (reservation.id, reservation.metric),
-                )
-                if cur.rowcount != 1:
-                    raise LedgerError(f"no reservation {reservation.id} for metric {reservation.metric!r} in this ledger")
-        finally:
-            self._db.execute("PRAGMA synchronous=FULL")
-
-    @contextmanager
-    def charge(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> Iterator[Reservation]:
-        """``reserve`` on entry, ``commit`` on normal exit; an exception leaves the charge reserved."""
-        reservation = self.reserve(metric, cost)
-        yield reservation
-        self.commit(reservation)
-
-    # -- transparency --------------------------------------------------------------------------
-    def spent(self, metric: str = ALL, period: str = "window") -> PrivacyCost:
-        """Spent in the current window (``period='window'``) or ever (``'lifetime'``)."""
-        if period not in ("window", "lifetime"):
-            raise ValueError(f"period must be 'window' or 'lifetime', got {period!r}")
-        window = self.current_window() if period == "window" else None
-        return self._sum(metric, window)
-
-    def remaining(self, metric: str = ALL) -> dict[str, PrivacyCost | None]:
-        """What may still be spent on ``metric`` (its own caps and the total's), ``None`` = uncapped."""
-        out: dict[str, PrivacyCost | None] = {}
-        for period in ("window", "lifetime"):
-            left: PrivacyCost | None = None
-            for scope in {metric, self.ALL}:
-                cap = getattr(self._policy(scope), "per_window" if period == "window" else "lifetime")
-                if cap is None:
-                    continue
-                s = self.spent(scope, period)
-                here = PrivacyCost(max(0.0, cap.epsilon - s.epsilon), max(0.0, cap.delta - s.delta))
-                left = here if left is None else PrivacyCost(min(left.epsilon, here.epsilon), min(left.delta, here.delta))
-            out[period] = left
-        return out
-
-    def history(self, metric: str | None = None) -> list[dict[str, object]]:
-        """Every charge (oldest first): id, metric, window, epsilon, delta, at, state."""
-        sql = "SELECT id, metric, window, epsilon, delta, at, state FROM ldp_ledger_charges"
-        rows = self._db.execute(sql + (" WHERE metric=? ORDER BY id" if metric else " ORDER BY id"), (metric,) if metric else ())
-        names = ("id", "metric", "window", "epsilon", "delta", "at", "state")
-        return [dict(zip(names, r)) for r in rows]
-
-    def close(self) -> None:
-        self._db.close()
-
-    def __enter__(self) -> "BudgetLedger":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        return getattr(ledger, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,7 @@ BLOCKER = textwrap.dedent("""
 
 CLIENT = textwrap.dedent("""
     import importlib, pkgutil
-    import ldp, ldp.encoders, ldp.accountant, ldp.reports, ldp.hashing, ldp.randomness, ldp.audit
+    import ldp, ldp.encoders, ldp.accountant, ldp.ledger, ldp.reports, ldp.hashing, ldp.randomness, ldp.audit
     for info in pkgutil.iter_modules(ldp.encoders.__path__):
         importlib.import_module("ldp.encoders." + info.name)
     from ldp.protocols import client_protocols, params_from_dict
