@@ -99,7 +99,9 @@ class GRRAggregate(Aggregate):
         return {"counts": self.counts}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        self.counts += np.bincount(columns["index"], minlength=self.params.domain_size)
+        index, d = columns["index"], self.params.domain_size
+        for start in range(0, index.size, 1 << 20):  # bounded temporaries (bincount widens to intp)
+            self.counts += np.bincount(index[start:start + (1 << 20)], minlength=d)
 
     def estimate(self, confidence: float = 0.95) -> Estimates:
         """Unbiased count of users per value, with plug-in standard errors and normal CIs."""
