@@ -1,6 +1,7 @@
 """Client-side encoders: standard library, mmh3 and bitarray only (never numpy at import time).
 
-A client app vendors this package. Batch (simulation) paths import numpy lazily, inside the call.
+A client app vendors this package; it contains no numpy code. ``encode_batch`` (simulation only)
+imports its numpy kernel from :mod:`ldp.batch` when called.
 """
 
 from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost

@@ -128,4 +128,4 @@ class Encoder(ABC):
 
     @abstractmethod
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
-        """Vectorized encoding of value indices for simulation (numpy; no ledger)."""
+        """Vectorized encoding of value indices for simulation (a numpy kernel from :mod:`ldp.batch`; no ledger)."""

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Sequence
 
 from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
-from ldp.randomness import as_generator, check_probability
+from ldp.randomness import check_probability
 from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["BinaryRRParams", "BinaryRREncoder", "GRRParams", "GRREncoder"]
@@ -139,21 +139,6 @@ class GRRParams(ProtocolParams):
         return self.labels[index] if self.labels is not None else str(index)
 
 
-def _checked_indices(values: Any, d: int) -> Any:
-    import numpy as np
-
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise ValueError(f"values must be a 1-D array of indices, got shape {arr.shape}")
-    if arr.dtype == bool:
-        arr = arr.astype(np.uint8)
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"values must be integer indices, got dtype {arr.dtype}")
-    if arr.size and (arr.min() < 0 or arr.max() >= d):
-        raise ValueError(f"value indices must be in [0, {d}), got range [{arr.min()}, {arr.max()}]")
-    return arr
-
-
 class BinaryRREncoder(Encoder):
     """Client encoder for :class:`BinaryRRParams`; values are ``bool`` or ``0``/``1``."""
 
@@ -174,12 +159,9 @@ class BinaryRREncoder(Encoder):
         return self._report({"bit": int(bit)})
 
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
-        import numpy as np
+        from ldp.batch.randomized_response import rr_encode_batch  # numpy, loaded only here
 
-        x = _checked_indices(values, 2)
-        gen = as_generator(rng)
-        probs = np.array([self.params.p, self.params.q])
-        return self._batch({"bit": (gen.random(x.size) < probs[x]).astype(np.uint8)})
+        return self._batch({"bit": rr_encode_batch(self.params, values, rng)})
 
 
 class GRREncoder(Encoder):
@@ -199,13 +181,6 @@ class GRREncoder(Encoder):
 
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
         """Vectorized GRR: keep each value with probability p, else a uniform other value."""
-        import numpy as np
+        from ldp.batch.randomized_response import grr_encode_batch  # numpy, loaded only here
 
-        d = self.params.domain_size
-        x = _checked_indices(values, d)
-        gen = as_generator(rng)
-        dtype = np.min_scalar_type(d - 1)
-        other = gen.integers(0, d - 1, size=x.size, dtype=dtype)
-        other += other >= x
-        keep = gen.random(x.size) < self.params.p
-        return self._batch({"index": np.where(keep, x.astype(dtype, copy=False), other)})
+        return self._batch({"index": grr_encode_batch(self.params, values, rng)})
