@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Callable, Hashable, Iterable
 
 from ldp.randomness import PRECISION_BITS, RandomSource, bernoulli_threshold
@@ -25,6 +26,14 @@ __all__ = ["AuditError", "AuditResult", "output_distribution", "audit", "audit_e
 
 class AuditError(RuntimeError):
     """The mechanism cannot be audited as written (too many paths, or a non-enumerable draw)."""
+
+
+@lru_cache(maxsize=64)
+def _bits_weights(threshold: int, k: int) -> list[Fraction]:
+    """Exact probability of each k-bit mask when every bit is 1 with probability threshold/2^64."""
+    pe = Fraction(threshold, 1 << PRECISION_BITS)
+    powers = [(pe ** j * (1 - pe) ** (k - j)) for j in range(k + 1)]
+    return [powers[m.bit_count()] for m in range(1 << k)]
 
 
 class _EnumeratingSource(RandomSource):
@@ -57,8 +66,7 @@ class _EnumeratingSource(RandomSource):
     def bernoulli_bits(self, p: float, k: int) -> int:
         if k > 20:
             raise AuditError(f"bernoulli_bits with k={k} has too many outcomes to enumerate")
-        pe = Fraction(bernoulli_threshold(p), 1 << PRECISION_BITS)
-        return self._choose([pe ** m.bit_count() * (1 - pe) ** (k - m.bit_count()) for m in range(1 << k)])
+        return self._choose(_bits_weights(bernoulli_threshold(p), k))
 
     def randbelow(self, n: int) -> int:
         if n > 1 << 20:

@@ -18,6 +18,8 @@ Batch side
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import random
 import secrets
@@ -33,6 +35,7 @@ __all__ = [
     "SystemRandomSource",
     "SeededRandomSource",
     "GeneratorRandomSource",
+    "KeyedRandomSource",
     "client_source",
     "as_generator",
     "batch_bernoulli",
@@ -67,7 +70,9 @@ def bitsliced_below(threshold: int, precision: int, k: int, randbits: Any) -> in
 
     Bit-sliced comparison: ``randbits(k)`` supplies one bit plane of all k lanes' U_i, most
     significant plane first; a lane is decided at its first plane that differs from the threshold,
-    so the loop stops once no lane is still tied (about log2(k) + 2 planes on average).
+    so the loop stops once no lane is still tied (about log2(k) + 2 planes on average), or once
+    the threshold's remaining low bits are all zero (a lane still tied then cannot be below it:
+    p = 1/2 takes one plane, p = 3/4 two).
     """
     full = (1 << k) - 1
     if threshold <= 0 or k == 0:
@@ -82,7 +87,7 @@ def bitsliced_below(threshold: int, precision: int, k: int, randbits: Any) -> in
             tied &= r
         else:
             tied &= ~r
-        if not tied:
+        if not tied or not threshold & ((1 << plane) - 1):
             break
     return below & full
 
@@ -162,6 +167,40 @@ class GeneratorRandomSource(RandomSource):
             return 0
         nbytes = (k + 7) // 8
         return int.from_bytes(self._gen.bytes(nbytes), "little") >> (8 * nbytes - k)
+
+
+class KeyedRandomSource(RandomSource):
+    """Deterministic randomness derived from a secret key and a message (memoized responses).
+
+    The stream is ``HMAC-SHA256(key, message || uint32_BE(0)) || HMAC-SHA256(key, message ||
+    uint32_BE(1)) || ...``; :meth:`randbits` ``(n)`` takes the next ``ceil(n/8)`` bytes of it, reads
+    them as a little-endian integer and keeps the low ``n`` bits. The same key and message always
+    give the same draws, so a client can recompute a memoized response (RAPPOR's permanent
+    randomized response) instead of storing it. Modelling HMAC as a random function, the draws
+    are uniform and independent for distinct messages.
+    """
+
+    def __init__(self, key: bytes, message: bytes) -> None:
+        if not isinstance(key, (bytes, bytearray)) or not key:
+            raise ValueError("the key must be non-empty bytes")
+        self._key, self._message = bytes(key), bytes(message)
+        self._block, self._buffer = 0, b""
+
+    def _take(self, nbytes: int) -> bytes:
+        while len(self._buffer) < nbytes:
+            counter = self._block.to_bytes(4, "big")
+            self._buffer += hmac.new(self._key, self._message + counter, hashlib.sha256).digest()
+            self._block += 1
+        out, self._buffer = self._buffer[:nbytes], self._buffer[nbytes:]
+        return out
+
+    def randbits(self, k: int) -> int:
+        if k <= 0:
+            return 0
+        return int.from_bytes(self._take((k + 7) // 8), "little") & ((1 << k) - 1)
+
+    def __repr__(self) -> str:
+        return "KeyedRandomSource(<secret>)"
 
 
 _SYSTEM = SystemRandomSource()

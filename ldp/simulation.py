@@ -125,22 +125,33 @@ def make_population(name: str, d: int, **options: Any) -> Population:
 
 
 def simulate(params: Any, true_counts: Any, *, method: str = "aggregate", rng: Any = None,
-             chunk_size: int = 1 << 20) -> Aggregate:
-    """Simulate a collection from users with ``true_counts[v]`` holding value ``v``."""
+             chunk_size: int = 1 << 20, values: Sequence[Any] | None = None) -> Aggregate:
+    """Simulate a collection from users with ``true_counts[v]`` holding value ``v``.
+
+    Open-domain protocols (RAPPOR: ``params.domain_size is None``) take ``{string: count}`` or
+    counts with their strings in ``values``."""
     proto = get_protocol(params.protocol)
-    counts = np.asarray(true_counts, dtype=np.int64)
-    if counts.shape != (params.domain_size,) or (counts.size and counts.min() < 0):
-        raise ValueError(f"true counts must be {params.domain_size} non-negative integers, got shape {counts.shape}")
     gen = as_generator(rng)
-    if method == "aggregate":
-        return proto.aggregate_type.simulate(params, counts, gen)
-    if method != "per_report":
+    if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    encoder = proto.encoder_type(params)
+    if params.domain_size is None:
+        from ldp.decoders.rappor import open_domain_counts
+
+        strings, counts = open_domain_counts(true_counts, values)
+        if method == "aggregate":
+            return proto.aggregate_type.simulate(params, counts, gen, values=strings)
+        encoder, kwargs = proto.encoder_type(params, secret=b"simulation"), {"candidates": strings}
+    else:
+        counts = np.asarray(true_counts, dtype=np.int64)
+        if counts.shape != (params.domain_size,) or (counts.size and counts.min() < 0):
+            raise ValueError(f"true counts must be {params.domain_size} non-negative integers, got shape {counts.shape}")
+        if method == "aggregate":
+            return proto.aggregate_type.simulate(params, counts, gen)
+        encoder, kwargs = proto.encoder_type(params), {}
     agg = proto.aggregate_type(params)
-    values = np.repeat(np.arange(params.domain_size, dtype=np.min_scalar_type(params.domain_size)), counts)
-    for start in range(0, values.size, chunk_size):
-        agg.add(encoder.encode_batch(values[start:start + chunk_size], gen))
+    values_idx = np.repeat(np.arange(counts.size, dtype=np.min_scalar_type(max(counts.size - 1, 0))), counts)
+    for start in range(0, values_idx.size, chunk_size):
+        agg.add(encoder.encode_batch(values_idx[start:start + chunk_size], gen, **kwargs))
     return agg
 
 
@@ -183,6 +194,9 @@ def accuracy(params: Any, population: Population, n: int, *, trials: int = 20, m
     the estimates with the truth and with the exact variance formula."""
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be an int >= 1, got {trials!r}")
+    if params.domain_size is None:
+        raise ValueError(f"accuracy() needs a fixed-domain protocol; decode {params.protocol} with its candidates "
+                         "(see ldp.decoders.rappor_decode and simulations/rappor_regtest.py)")
     if population.d != params.domain_size:
         raise ValueError(f"population has {population.d} values, protocol domain has {params.domain_size}")
     gen = as_generator(rng)

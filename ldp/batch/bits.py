@@ -1,0 +1,98 @@
+"""Bit-packed Bernoulli sampling for batch encoders (RAPPOR, and any protocol that flips bits).
+
+:func:`packed_bernoulli` draws one independent Bernoulli per bit of a packed ``uint8`` array,
+with probability ``p1`` where a mask bit is 1 and ``p0`` where it is 0, at exactly the client's
+resolution (``floor(p·2^64)/2^64``, :func:`ldp.randomness.bernoulli_threshold`). It is the
+bit-sliced comparison of :func:`ldp.randomness.bitsliced_below` run on 64-lane words: each
+plane costs one raw 64-bit draw per word, lanes drop out as soon as they differ from their
+threshold, and after a few planes only the words that still hold a tied lane are processed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ldp.randomness import PRECISION_BITS, bernoulli_threshold
+
+__all__ = ["packed_bernoulli", "row_padding_mask"]
+
+_CHUNK = 1 << 15  # words per block (256 KiB)
+_COMPACT_AFTER = 8  # planes on the full array before restricting work to words with tied lanes
+
+
+def _words(a: np.ndarray) -> np.ndarray:
+    flat = np.ascontiguousarray(a, dtype=np.uint8).reshape(-1)
+    pad = (-flat.size) % 8
+    if pad:
+        flat = np.concatenate([flat, np.zeros(pad, np.uint8)])
+    return flat.view("<u8")
+
+
+def packed_bernoulli(gen: np.random.Generator, mask: np.ndarray, p0: float, p1: float) -> np.ndarray:
+    """``uint8`` array shaped like ``mask``: bit j is Bernoulli(p1) where ``mask`` has bit j set,
+    Bernoulli(p0) where not; all bits independent. Bits are little-endian within bytes."""
+    t0, t1 = bernoulli_threshold(p0), bernoulli_threshold(p1)
+    ones = _words(mask)
+    below = np.empty_like(ones)
+    for start in range(0, ones.size, _CHUNK):  # cache-sized blocks, all planes each
+        below[start:start + _CHUNK] = _sample_words(gen, ones[start:start + _CHUNK], t0, t1)
+    return below.view(np.uint8)[: mask.size].reshape(mask.shape)
+
+
+def _sample_words(gen: np.random.Generator, ones: np.ndarray, t0: int, t1: int) -> np.ndarray:
+    full = 1 << PRECISION_BITS
+    zeros = ~ones
+    below = np.zeros_like(ones)
+    if t1 >= full:  # probability-1 lanes are decided without drawing
+        below |= ones
+    if t0 >= full:
+        below |= zeros
+    tied = np.zeros_like(ones)
+    if 0 < t1 < full:
+        tied |= ones
+    if 0 < t0 < full:
+        tied |= zeros
+    index: np.ndarray | None = None  # positions of the working words once compacted
+    w_ones, w_zeros, w_below, w_tied = ones, zeros, below, tied
+    thr, tmp = np.empty_like(ones), np.empty_like(ones)
+    for step, plane in enumerate(range(PRECISION_BITS - 1, -1, -1)):
+        if not w_tied.any():
+            break
+        b1, b0 = (t1 >> plane) & 1 and t1 < full, (t0 >> plane) & 1 and t0 < full
+        t = thr[: w_tied.size]
+        if b1 and b0:
+            t.fill(~np.uint64(0))
+        elif b1:
+            t[...] = w_ones
+        elif b0:
+            t[...] = w_zeros
+        else:
+            t.fill(0)
+        r = gen.bit_generator.random_raw(w_tied.size).view(np.uint64)
+        u = tmp[: w_tied.size]
+        np.invert(r, out=u)           # u = ~r
+        u &= t
+        u &= w_tied
+        w_below |= u                  # below where tied, threshold bit 1, random bit 0
+        np.bitwise_xor(t, r, out=u)
+        np.invert(u, out=u)
+        w_tied &= u                   # still tied where the random bit equals the threshold bit
+        low = (1 << plane) - 1
+        if not (t0 & low) and not (t1 & low):
+            break  # tied lanes can no longer fall below their thresholds
+        if step == _COMPACT_AFTER - 1:
+            keep = np.flatnonzero(w_tied)
+            index, w_ones, w_zeros = keep, ones[keep], zeros[keep]
+            w_below, w_tied = below[keep], w_tied[keep]
+    if index is not None:
+        below[index] = w_below
+    return below
+
+
+def row_padding_mask(nbits: int) -> np.ndarray:
+    """``uint8`` mask over a row of ``ceil(nbits/8)`` packed bytes that keeps bits ``0..nbits-1``."""
+    nbytes = (nbits + 7) // 8
+    m = np.full(nbytes, 0xFF, dtype=np.uint8)
+    if nbits % 8:
+        m[-1] = (1 << (nbits % 8)) - 1
+    return m

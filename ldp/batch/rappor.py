@@ -1,0 +1,105 @@
+"""Batch kernels for RAPPOR: Bloom tables of candidate strings, and vectorized reports.
+
+A report of a client's *first* report of a value has independent bits with
+``Pr[S_i = 1] = q*`` where the Bloom bit is 1 and ``p*`` where it is 0 (the PRR and IRR coins
+of a bit combine into one Bernoulli), so a batch of reports from distinct fresh clients is a
+gather of Bloom filters and one :func:`~ldp.batch.bits.packed_bernoulli` call: no Python loop
+per report. (Repeated reports by one client share its PRR; simulate those per client with
+:class:`~ldp.encoders.rappor.RapporEncoder`.)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ldp.batch.bits import packed_bernoulli, row_padding_mask
+from ldp.encoders.rappor import RapporParams, bloom_bits
+from ldp.hashing import value_bytes
+from ldp.randomness import as_generator
+
+__all__ = ["bloom_index_table", "bloom_table", "check_candidates", "rappor_encode_batch"]
+
+
+def check_candidates(candidates: Any) -> list[str | bytes]:
+    """The candidate strings as a list (``TypeError`` for anything but str/bytes, ``ValueError`` for repeats)."""
+    if isinstance(candidates, (str, bytes)):
+        raise TypeError("candidates must be a sequence of strings, not a single string")
+    out = list(candidates)
+    for c in out:
+        if not isinstance(c, (str, bytes)):
+            raise TypeError(f"candidates must be str or bytes, got {type(c).__name__} ({c!r})")
+    keys = [value_bytes(c) for c in out]
+    if len(set(keys)) != len(keys):
+        seen: set[bytes] = set()
+        dup = next(c for c, key in zip(out, keys) if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise ValueError(f"candidate {dup!r} appears more than once")
+    return out
+
+
+def bloom_index_table(params: RapporParams, candidates: Sequence[str | bytes]) -> np.ndarray:
+    """``int64`` array ``(d, m, h)``: hash ``j`` of candidate ``v`` in cohort ``c`` is bit ``[v, c, j]``.
+
+    One hash per candidate, cohort and hash function (a loop over candidates, never over reports)."""
+    m, h = params.num_cohorts, params.num_hashes
+    out = np.empty((len(candidates), m, h), dtype=np.int64)
+    for v, s in enumerate(candidates):
+        for c in range(m):
+            out[v, c] = bloom_bits(params, s, c)
+    return out
+
+
+def bloom_table(params: RapporParams, candidates: Sequence[str | bytes]) -> np.ndarray:
+    """Packed Bloom filters ``uint8 (d, m, ceil(k/8))``, bit ``i`` little-endian within bytes."""
+    idx = bloom_index_table(params, candidates)
+    d, m, h = idx.shape
+    k = params.num_bloombits
+    bits = np.zeros((d, m, k), dtype=bool)
+    np.put_along_axis(bits, idx, True, axis=2)
+    return np.packbits(bits, axis=2, bitorder="little")
+
+
+def _values_and_candidates(values: Any, candidates: Sequence[str | bytes] | None) -> tuple[np.ndarray, list]:
+    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if arr.ndim != 1:
+        raise ValueError(f"values must be 1-D, got shape {arr.shape}")
+    if arr.size and (arr.dtype.kind in "iu"):
+        if candidates is None:
+            raise ValueError("integer values index into `candidates`; pass the candidate strings")
+        cands = check_candidates(candidates)
+        if arr.min() < 0 or arr.max() >= len(cands):
+            raise ValueError(f"value indices must be in [0, {len(cands)}), got [{arr.min()}, {arr.max()}]")
+        return arr, cands
+    if arr.size == 0:
+        return np.zeros(0, np.int64), check_candidates(candidates or [])
+    if arr.dtype.kind not in "USO":
+        raise TypeError(f"values must be candidate indices or strings, got dtype {arr.dtype}")
+    uniq, inverse = np.unique(arr, return_inverse=True)
+    return inverse.reshape(-1), check_candidates(uniq.tolist())
+
+
+def rappor_encode_batch(params: RapporParams, values: Any, rng: Any = None, *,
+                        candidates: Sequence[str | bytes] | None = None, cohorts: Any = None,
+                        table: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(cohort column, packed bits (n, ceil(k/8)))`` for one report per row from fresh clients.
+
+    ``values``: indices into ``candidates`` or the strings; ``cohorts``: per-row cohorts, or
+    ``None`` for uniform draws; ``table``: a precomputed :func:`bloom_table` of ``candidates``."""
+    gen = as_generator(rng)
+    idx, cands = _values_and_candidates(values, candidates)
+    m = params.num_cohorts
+    ctype = np.min_scalar_type(m - 1)
+    if cohorts is None:
+        coh = gen.integers(0, m, size=idx.size, dtype=np.int64).astype(ctype)
+    else:
+        coh = np.broadcast_to(np.asarray(cohorts), idx.shape)
+        if coh.size and (coh.dtype.kind not in "iu" or coh.min() < 0 or coh.max() >= m):
+            raise ValueError(f"cohorts must be integers in [0, {m})")
+        coh = coh.astype(ctype)
+    if table is None:
+        table = bloom_table(params, cands)
+    blooms = table[idx, coh]
+    bits = packed_bernoulli(gen, blooms, params.p_star, params.q_star)
+    bits &= row_padding_mask(params.num_bloombits)
+    return coh, bits

@@ -1,0 +1,190 @@
+"""RAPPOR, server side: the aggregate, per-cohort Bloom-bit estimates, exact simulation, Google's files.
+
+The sufficient statistics are, per cohort ``c``, the number of reports ``N_c`` and, per bit
+``i``, the number of reports with bit ``i`` set, ``c_ci``. Given the true number ``T_ci`` of those
+clients whose Bloom filter has bit ``i`` set, ``c_ci ~ Bin(T_ci, q*) + Bin(N_c − T_ci, p*)``
+(one report per client: each bit's PRR and IRR coins are independent of every other bit's), so
+
+* ``t_ci = (c_ci − p*·N_c)/(q* − p*)`` is unbiased for ``T_ci``, with ``q* − p* = (1−f)(q−p)``;
+* ``Var[t_ci] = (T_ci·q*(1−q*) + (N_c − T_ci)·p*(1−p*)) / (q* − p*)²`` exactly; the plug-in
+  estimate uses ``T̂ = N_c·clip(t_ci/N_c, 0, 1)``.
+
+(google/rappor ``EstimateBloomCounts`` uses the same ``t`` with the binomial plug-in
+``N r(1−r)``, which adds ``N π(1−π)(q*−p*)²``; rappor-reference.md §3.2.)
+
+Count recovery from candidate strings (lasso selection, least squares, tests) is in
+:mod:`ldp.decoders.rappor_decode`.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from ldp.decoders.base import Aggregate
+from ldp.encoders.rappor import RapporParams
+from ldp.randomness import as_generator
+
+__all__ = ["RapporAggregate", "BitEstimates", "bit_count_variance", "open_domain_counts"]
+
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)  # (256, 8)
+
+
+def bit_count_variance(params: RapporParams, cohort_n: Any, true_bits: Any) -> np.ndarray:
+    """Exact ``Var[t_ci]`` given ``N_c`` (shape (m,) or broadcastable) and true bit counts ``T_ci``."""
+    ps, qs = params.p_star, params.q_star
+    n = np.asarray(cohort_n, dtype=np.float64)
+    t = np.asarray(true_bits, dtype=np.float64)
+    if n.ndim == 1 and t.ndim == 2:
+        n = n[:, None]
+    return (t * qs * (1 - qs) + (n - t) * ps * (1 - ps)) / (qs - ps) ** 2
+
+
+@dataclass(frozen=True)
+class BitEstimates:
+    """Per-cohort unbiased estimates of the true Bloom-bit counts, shape (m, k), and their variances."""
+
+    count: np.ndarray
+    variance: np.ndarray
+    cohort_n: np.ndarray
+
+    @property
+    def std_error(self) -> np.ndarray:
+        return np.sqrt(self.variance)
+
+
+class RapporAggregate(Aggregate):
+    """Per-cohort report counts ``cohort_n`` (m,) and per-bit counts of ones ``ones`` (m, k)."""
+
+    params_type: ClassVar[type] = RapporParams
+    params: RapporParams
+
+    def _init_state(self) -> None:
+        self.cohort_n = np.zeros(self.params.num_cohorts, dtype=np.int64)
+        self.ones = np.zeros((self.params.num_cohorts, self.params.num_bloombits), dtype=np.int64)
+
+    def _state(self) -> dict[str, np.ndarray]:
+        return {"cohort_n": self.cohort_n, "ones": self.ones}
+
+    def _fold(self, columns: dict[str, np.ndarray]) -> None:
+        """Count ones per (cohort, bit): one ``bincount`` of ``cohort·256 + byte`` per byte column."""
+        m, k = self.params.num_cohorts, self.params.num_bloombits
+        cohort = columns["cohort"].astype(np.int64 if m > 256 else np.uint16)
+        bits = columns["bits"]
+        if m > 4096:  # a (cohort, byte) table would be too large: count unpacked bits instead
+            self.cohort_n += np.bincount(cohort, minlength=m)
+            for start in range(0, cohort.size, 1 << 16):
+                unpacked = np.unpackbits(bits[start:start + (1 << 16)], axis=1, count=k, bitorder="little")
+                np.add.at(self.ones, cohort[start:start + (1 << 16)], unpacked)
+            return
+        step = 1 << 20
+        for start in range(0, cohort.size, step):
+            coh = cohort[start:start + step]
+            self.cohort_n += np.bincount(coh, minlength=m)
+            base = coh << 8
+            cols = np.ascontiguousarray(bits[start:start + step].T)
+            for j in range(cols.shape[0]):
+                table = np.bincount(base | cols[j], minlength=m * 256).reshape(m, 256)
+                hi = min(8 * j + 8, k)
+                self.ones[:, 8 * j:hi] += (table @ _BYTE_BITS)[:, : hi - 8 * j]
+
+    # -- step 1 of decoding --------------------------------------------------------------------
+    def bit_estimates(self) -> BitEstimates:
+        """``t_ci`` and the plug-in ``Var[t_ci]`` (module docstring); cohorts without reports give 0."""
+        pr = self.params
+        n = self.cohort_n.astype(np.float64)[:, None]
+        d = pr.q_star - pr.p_star
+        t = (self.ones - pr.p_star * n) / d
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(n > 0, np.clip(t / np.where(n > 0, n, 1), 0.0, 1.0), 0.0)
+        var = bit_count_variance(pr, n, share * n)
+        return BitEstimates(np.where(n > 0, t, 0.0), var, self.cohort_n.copy())
+
+    # -- exact aggregate-level simulation ----------------------------------------------------------
+    @classmethod
+    def simulate(cls, params: RapporParams, true_counts: Mapping[str, int] | Sequence[int], rng: Any = None, *,
+                 values: Sequence[str | bytes] | None = None, cohorts: str = "uniform") -> "RapporAggregate":
+        """Exact draw of the aggregate of one report per client (module docstring).
+
+        ``true_counts``: ``{string: clients}``, or counts aligned with ``values``. ``cohorts``:
+        ``"uniform"`` (each client's cohort uniform, as deployed) or ``"balanced"`` (each value's
+        clients split as evenly as possible over the cohorts: no cohort-sampling noise)."""
+        from ldp.batch.rappor import bloom_index_table, check_candidates
+
+        values, counts = open_domain_counts(true_counts, values)
+        values = check_candidates(values)
+        gen = as_generator(rng)
+        m, k = params.num_cohorts, params.num_bloombits
+        if cohorts == "uniform":
+            per_cohort = gen.multinomial(counts, np.full(m, 1.0 / m)) if counts.size else np.zeros((0, m), np.int64)
+        elif cohorts == "balanced":
+            per_cohort = counts[:, None] // m + (np.arange(m)[None, :] < (counts % m)[:, None])
+        else:
+            raise ValueError(f"cohorts must be 'uniform' or 'balanced', got {cohorts!r}")
+        idx = bloom_index_table(params, values)
+        true_bits = np.zeros((m, k), dtype=np.int64)
+        for c in range(m):
+            pattern = np.zeros((len(values), k), dtype=np.int64)
+            np.put_along_axis(pattern, idx[:, c, :], 1, axis=1)
+            true_bits[c] = per_cohort[:, c] @ pattern
+        agg = cls(params)
+        agg.cohort_n[:] = per_cohort.sum(axis=0)
+        agg.ones[:] = gen.binomial(true_bits, params.q_star) + gen.binomial(agg.cohort_n[:, None] - true_bits,
+                                                                            params.p_star)
+        agg.n = int(counts.sum())
+        return agg
+
+    # -- Google's counts.csv -----------------------------------------------------------------------
+    @classmethod
+    def from_google_counts(cls, params: RapporParams, text: str) -> "RapporAggregate":
+        """Read Google's ``counts.csv``: m rows ``N_c, c_c0, ..., c_c(k-1)`` (no header)."""
+        rows = [ln for ln in text.splitlines() if ln.strip()]
+        m, k = params.num_cohorts, params.num_bloombits
+        if len(rows) != m:
+            raise ValueError(f"counts.csv must have one row per cohort (m={m}), got {len(rows)}")
+        try:
+            data = np.loadtxt(io.StringIO("\n".join(rows)), delimiter=",", dtype=np.int64, ndmin=2)
+        except ValueError as exc:
+            raise ValueError(f"counts.csv must hold integers: {exc}") from None
+        if data.shape != (m, k + 1):
+            raise ValueError(f"counts.csv rows need 1 + k = {k + 1} columns, got {data.shape[1]}")
+        if data.min() < 0 or (data[:, 1:] > data[:, :1]).any():
+            raise ValueError("counts.csv: every bit count must be in [0, N_c] for its cohort")
+        agg = cls(params)
+        agg.cohort_n[:] = data[:, 0]
+        agg.ones[:] = data[:, 1:]
+        agg.n = int(data[:, 0].sum())
+        return agg
+
+    def to_google_counts(self) -> str:
+        """This aggregate as Google's ``counts.csv`` (readable by google/rappor's analysis)."""
+        table = np.column_stack([self.cohort_n, self.ones])
+        return "".join(",".join(map(str, row)) + "\n" for row in table.tolist())
+
+    def estimate(self, candidates: Any, **options: Any) -> Any:
+        """Counts of ``candidates`` (strings or a :class:`~ldp.decoders.rappor_decode.CandidateMap`):
+        see :func:`ldp.decoders.rappor_decode.decode` for the options."""
+        from ldp.decoders.rappor_decode import decode
+
+        return decode(self, candidates, **options)
+
+
+def open_domain_counts(true_counts: Any, values: Sequence[str | bytes] | None) -> tuple[list, np.ndarray]:
+    """``(strings, counts)`` from ``{string: count}`` or from counts aligned with ``values``."""
+    if isinstance(true_counts, Mapping):
+        if values is not None:
+            raise ValueError("give either a {value: count} mapping or counts with `values`, not both")
+        values, raw = list(true_counts), list(true_counts.values())
+    else:
+        if values is None:
+            raise ValueError("RAPPOR counts need their strings: pass a {value: count} mapping or `values=`")
+        raw = true_counts
+    counts = np.asarray(raw)
+    if counts.ndim != 1 or len(values) != counts.size:
+        raise ValueError(f"need one count per value: {len(values)} values, counts of shape {counts.shape}")
+    if counts.size and (counts.dtype.kind not in "iu" or counts.min() < 0):
+        raise ValueError("true counts must be non-negative integers")
+    return list(values), counts.astype(np.int64)

@@ -1,0 +1,329 @@
+"""RAPPOR (Erlingsson, Pihur & Korolova, CCS 2014): the client. Standard library + mmh3 + bitarray.
+
+A client holds a secret (made with the CSPRNG, kept on the device, never sent) and a cohort
+(uniform in ``[0, m)``, kept, sent with every report). To report a string ``v``:
+
+1. **Bloom filter** ``B``: ``k`` bits, bits ``h_j(v)`` set for the ``h`` hash functions of the
+   client's cohort (:func:`bloom_bits`).
+2. **Permanent randomized response** (PRR) ``B'``, memoized per value: each bit is 1 with
+   probability f/2, 0 with probability f/2, and ``B_i`` with probability 1 − f. Its randomness is
+   derived from the secret and the value (HMAC-SHA256), so the same value always gives the same
+   ``B'`` and nothing per value is stored.
+3. **Instantaneous randomized response** (IRR) ``S``, fresh for every report:
+   ``Pr[S_i = 1] = q`` if ``B'_i = 1`` and ``p`` if ``B'_i = 0``.
+
+Per report, ``Pr[S_i = 1 | B_i = 1] = q* = f(p+q)/2 + (1−f)q`` and ``Pr[S_i = 1 | B_i = 0] = p* =
+f(p+q)/2 + (1−f)p``. Privacy (paper §3; google/rappor ``ComputePrivacyGuarantees``):
+``ε₁ = h·|ln(q*(1−p*)/(p*(1−q*)))|`` for one report and ``ε∞ = 2h·ln((1−f/2)/(f/2))`` for any
+number of reports of one value (an observer learns at most ``B'``).
+
+Two modes (a parameter, so it is part of the fingerprint):
+
+* ``"ldp"`` (default): Bloom bit ``j`` = MurmurHash3 (:mod:`ldp.hashing`) of
+  ``uint32_BE(cohort) || value`` with seed ``j``, mod ``k`` (any ``k``); the PRR draws from
+  :class:`~ldp.randomness.KeyedRandomSource` keyed by the secret, with exact probabilities.
+* ``"google"``: bit for bit Google's reference Python client (rappor-reference.md §2.1): bit ``j`` =
+  byte ``j`` of ``MD5(uint32_BE(cohort) || value)`` mod ``k`` (``h <= 16``); PRR bytes from
+  ``HMAC-SHA256(secret, uint32_BE(B))`` (``k <= 32``), which quantizes f to ``ceil(128 f)/128``
+  (``f_effective``; every formula here uses it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar, Sequence
+
+import mmh3
+from bitarray import frozenbitarray
+from bitarray.util import int2ba
+
+from ldp.accountant import MemoizedCharge, PrivacyCost
+from ldp.encoders.base import Encoder, ProtocolParams, check_int
+from ldp.hashing import value_bytes
+from ldp.randomness import KeyedRandomSource, RandomSource, check_probability
+from ldp.reports import Field, Report, ReportBatch
+
+__all__ = ["RapporParams", "RapporEncoder", "bloom_bits", "bloom_filter", "google_prr_masks", "MODES", "CHARGING"]
+
+MODES = ("ldp", "google")
+CHARGING = ("min", "upfront")
+_PRR_DOMAIN = b"ldp/rappor/prr/v1\x00"
+_MEMO_DOMAIN = b"ldp/rappor/memo/v1\x00"
+SECRET_BYTES = 32
+MAX_COHORTS = 1 << 16
+
+
+@dataclass(frozen=True)
+class RapporParams(ProtocolParams):
+    """RAPPOR parameters: Bloom filter (k bits, h hashes), m cohorts, IRR p/q, PRR f, and the mode."""
+
+    num_bloombits: int
+    num_hashes: int
+    num_cohorts: int
+    p: float
+    q: float
+    f: float
+    mode: str = "ldp"
+    protocol: ClassVar[str] = "rappor"
+
+    def __post_init__(self) -> None:
+        check_int(self.num_bloombits, "num_bloombits (k)", 1)
+        check_int(self.num_hashes, "num_hashes (h)", 1)
+        check_int(self.num_cohorts, "num_cohorts (m)", 1, MAX_COHORTS)
+        if self.num_hashes > self.num_bloombits:
+            raise ValueError(f"num_hashes (h={self.num_hashes}) must be <= num_bloombits (k={self.num_bloombits})")
+        p, q, f = (check_probability(getattr(self, n), n) for n in ("p", "q", "f"))
+        if not 0.0 <= f < 1.0:
+            raise ValueError(f"f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got {f}")
+        if not p < q:
+            raise ValueError(f"RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), got p={p}, q={q}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.mode == "google" and (self.num_bloombits > 32 or self.num_hashes > 16):
+            raise ValueError("Google's client needs k <= 32 (PRR message is a 32-bit integer) and h <= 16 "
+                             f"(one MD5 byte per hash), got k={self.num_bloombits}, h={self.num_hashes}")
+        for name, v in (("p", p), ("q", q), ("f", f)):
+            object.__setattr__(self, name, v)
+
+    # -- short names from the paper ---------------------------------------------------------------
+    @property
+    def k(self) -> int:
+        return self.num_bloombits
+
+    @property
+    def h(self) -> int:
+        return self.num_hashes
+
+    @property
+    def m(self) -> int:
+        return self.num_cohorts
+
+    @property
+    def f_effective(self) -> float:
+        """The f the client really applies: f itself, or ``ceil(128 f)/128`` in Google mode."""
+        return math.ceil(self.f * 128) / 128 if self.mode == "google" else self.f
+
+    @property
+    def q_star(self) -> float:
+        """``Pr[report bit = 1 | Bloom bit = 1] = f(p+q)/2 + (1−f)q``."""
+        f = self.f_effective
+        return 0.5 * f * (self.p + self.q) + (1.0 - f) * self.q
+
+    @property
+    def p_star(self) -> float:
+        """``Pr[report bit = 1 | Bloom bit = 0] = f(p+q)/2 + (1−f)p``."""
+        f = self.f_effective
+        return 0.5 * f * (self.p + self.q) + (1.0 - f) * self.p
+
+    @property
+    def epsilon_one(self) -> float:
+        """ε₁ = h·|ln(q*(1−p*) / (p*(1−q*)))|: one report (``inf`` if p* = 0 or q* = 1)."""
+        ps, qs = self.p_star, self.q_star
+        if ps <= 0.0 or qs >= 1.0:
+            return math.inf
+        return self.h * abs(math.log(qs * (1.0 - ps) / (ps * (1.0 - qs))))
+
+    @property
+    def epsilon_inf(self) -> float:
+        """ε∞ = 2h·ln((1−f/2)/(f/2)): any number of reports of one value (``inf`` if f = 0)."""
+        f = self.f_effective
+        return math.inf if f == 0.0 else 2 * self.h * math.log((1.0 - f / 2) / (f / 2))
+
+    @property
+    def privacy_cost(self) -> PrivacyCost:
+        """The cost of one report, ε₁ (a ``ValueError`` if these parameters give no finite ε₁)."""
+        if math.isinf(self.epsilon_one):
+            raise ValueError("these RAPPOR parameters give no finite ε₁ (p* = 0 or q* = 1): reports are not private")
+        return PrivacyCost(self.epsilon_one)
+
+    @property
+    def domain_size(self) -> None:
+        """RAPPOR reports strings from an open domain: no fixed domain size."""
+        return None
+
+    @cached_property
+    def schema(self) -> tuple[Field, ...]:
+        return (Field("cohort", "uint", self.num_cohorts), Field("bits", "bits", self.num_bloombits))
+
+    # -- Google's params.csv ------------------------------------------------------------------------
+    @classmethod
+    def from_google_csv(cls, text: str) -> "RapporParams":
+        """Parse Google's ``params.csv`` (header ``k,h,m,p,q,f`` and one row) in Google mode."""
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        if len(lines) != 2 or [c.strip() for c in lines[0].split(",")] != ["k", "h", "m", "p", "q", "f"]:
+            raise ValueError("Google params.csv must be the header 'k,h,m,p,q,f' and one data row")
+        cells = [c.strip() for c in lines[1].split(",")]
+        if len(cells) != 6:
+            raise ValueError(f"params.csv row needs 6 values, got {len(cells)}")
+        try:
+            k, h, m = (int(c) for c in cells[:3])
+            p, q, f = (float(c) for c in cells[3:])
+        except ValueError:
+            raise ValueError(f"params.csv row is not k,h,m (ints) and p,q,f (numbers): {lines[1]!r}") from None
+        return cls(k, h, m, p, q, f, mode="google")
+
+    def to_google_csv(self) -> str:
+        return f"k,h,m,p,q,f\n{self.k},{self.h},{self.m},{self.p!r},{self.q!r},{self.f!r}\n"
+
+
+def bloom_bits(params: RapporParams, value: str | bytes, cohort: int) -> tuple[int, ...]:
+    """The ``h`` Bloom bit indices of ``value`` in ``cohort`` (repeats when hashes collide)."""
+    data = cohort.to_bytes(4, "big") + value_bytes(value)
+    k = params.num_bloombits
+    if params.mode == "google":
+        digest = hashlib.md5(data).digest()
+        return tuple(digest[j] % k for j in range(params.num_hashes))
+    return tuple(mmh3.hash(data, j, signed=False) % k for j in range(params.num_hashes))
+
+
+def bloom_filter(params: RapporParams, value: str | bytes, cohort: int) -> int:
+    """The Bloom filter as an int: bit ``i`` set iff some hash of ``value`` in ``cohort`` is ``i``."""
+    bloom = 0
+    for i in bloom_bits(params, value, cohort):
+        bloom |= 1 << i
+    return bloom
+
+
+def google_prr_masks(secret: bytes, message: bytes, f: float, k: int) -> tuple[int, int]:
+    """Google's ``get_prr_masks``: ``D = HMAC-SHA256(secret, message)``; for bit ``i < k``, the fair
+    coin is bit 0 of ``D[i]`` and the f-mask is ``(D[i] >> 1) < 128 f`` (so f is effectively
+    ``ceil(128 f)/128``). Returns ``(uniform, fmask)`` as ints (bit i = Bloom index i)."""
+    if k > 32:
+        raise ValueError(f"Google's PRR draws one HMAC-SHA256 byte per bit: k <= 32, got {k}")
+    digest = hmac.new(secret, message, hashlib.sha256).digest()
+    threshold = f * 128  # an exact float; compared with integers 0..127 as Google does
+    uniform = sum((digest[i] & 1) << i for i in range(k))
+    fmask = sum(((digest[i] >> 1) < threshold) << i for i in range(k))
+    return uniform, fmask
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    bloom: int
+    message: bytes  # what the PRR is memoized on
+
+
+class RapporEncoder(Encoder):
+    """One RAPPOR client: a secret and a cohort, persisted by the app (:meth:`state`).
+
+    ``secret`` (bytes; str is UTF-8 encoded) and ``cohort`` default to fresh ones from ``rng``
+    (the CSPRNG unless a seed is given). A secret that is not persisted breaks memoization: a new
+    secret gives every value a new PRR, and the ledger then charges it again (its memo key
+    depends on the secret), so accounting stays honest but the budget goes faster.
+
+    With a ``ledger``, each report is charged to ``metric`` as a :class:`MemoizedCharge` keyed by
+    the PRR's memo key: ``charging="min"`` (default) charges ε₁ per report with the total per
+    value capped at ε∞, i.e. ``min(t·ε₁, ε∞)`` after ``t`` reports, a valid bound since each
+    report is ε₁-LDP and all of them are post-processing of the ε∞-LDP PRR;
+    ``charging="upfront"`` charges ε∞ on a value's first report and nothing after.
+
+    ``prr_rng`` is for audits and simulation only: the PRR is drawn from it instead of from the
+    secret (HMAC modelled as a random function), so nothing is memoized.
+    """
+
+    params: RapporParams
+    params_type: ClassVar[type] = RapporParams
+
+    def __init__(self, params: RapporParams, *, secret: bytes | str | None = None, cohort: int | None = None,
+                 rng: Any = None, ledger: Any = None, metric: str | None = None, charging: str = "min",
+                 prr_rng: RandomSource | None = None) -> None:
+        super().__init__(params, rng=rng, ledger=ledger, metric=metric)
+        if charging not in CHARGING:
+            raise ValueError(f"charging must be one of {CHARGING}, got {charging!r}")
+        if secret is None:
+            secret = self._rng.token_bytes(SECRET_BYTES)
+        elif isinstance(secret, str):
+            secret = secret.encode("utf-8")
+        if not isinstance(secret, (bytes, bytearray)) or not secret:
+            raise TypeError("secret must be non-empty bytes (or str)")
+        self.secret = bytes(secret)
+        self.cohort = self._rng.randbelow(params.num_cohorts) if cohort is None else check_int(
+            cohort, "cohort", 0, params.num_cohorts - 1)
+        if prr_rng is not None and params.mode == "google":
+            raise ValueError("prr_rng replaces the PRR derivation of 'ldp' mode only")
+        self.charging = charging
+        self._prr_rng = prr_rng
+        self._hex_fp = self._fp.encode("ascii")
+
+    def state(self) -> dict[str, Any]:
+        """What the app must persist to keep memoization: ``{"secret": hex, "cohort": int}``."""
+        return {"secret": self.secret.hex(), "cohort": self.cohort}
+
+    @classmethod
+    def from_state(cls, params: RapporParams, state: dict[str, Any], **kwargs: Any) -> "RapporEncoder":
+        return cls(params, secret=bytes.fromhex(state["secret"]), cohort=state["cohort"], **kwargs)
+
+    # -- the three steps ------------------------------------------------------------------------
+    def prepare(self, value: Any) -> _Prepared:
+        """Bloom filter of ``value`` (str or bytes) and the message its PRR is memoized on."""
+        if not isinstance(value, (str, bytes, bytearray)):
+            raise TypeError(f"RAPPOR values must be str or bytes, got {type(value).__name__}")
+        bloom = bloom_filter(self.params, value, self.cohort)
+        if self.params.mode == "google":
+            message = bloom.to_bytes(4, "big")
+        else:
+            message = _PRR_DOMAIN + self._hex_fp + self.cohort.to_bytes(4, "big") + value_bytes(value)
+        return _Prepared(bloom, message)
+
+    def permanent_response(self, prepared: _Prepared) -> int:
+        """The PRR ``B'`` (an int, bit i = Bloom index i): the same for the same value, always."""
+        pr, k = self.params, self.params.num_bloombits
+        if pr.mode == "google":
+            uniform, fmask = google_prr_masks(self.secret, prepared.message, pr.f, k)
+        else:
+            src = self._prr_rng or KeyedRandomSource(self.secret, prepared.message)
+            fmask = src.bernoulli_bits(pr.f, k)
+            uniform = src.bernoulli_bits(0.5, k)
+        return (prepared.bloom & ~fmask) | (uniform & fmask)
+
+    def instantaneous_response(self, prr: int) -> int:
+        """The IRR: fresh masks P (bits 1 w.p. p) then Q (w.p. q); ``S = (P & ~B') | (Q & B')``."""
+        k = self.params.num_bloombits
+        pmask = self._rng.bernoulli_bits(self.params.p, k)
+        qmask = self._rng.bernoulli_bits(self.params.q, k)
+        return (pmask & ~prr) | (qmask & prr)
+
+    def encode_parts(self, value: Any) -> tuple[int, int, int]:
+        """``(Bloom filter, PRR, IRR)`` as ints for one value, without the ledger (for tests/simulation)."""
+        prepared = self.prepare(value)
+        prr = self.permanent_response(prepared)
+        return prepared.bloom, prr, self.instantaneous_response(prr)
+
+    def randomize(self, prepared: _Prepared) -> Report:
+        irr = self.instantaneous_response(self.permanent_response(prepared))
+        bits = frozenbitarray(int2ba(irr, length=self.params.num_bloombits, endian="little"))
+        return self._report({"cohort": self.cohort, "bits": bits})
+
+    def charge_for(self, prepared: _Prepared) -> PrivacyCost | MemoizedCharge:
+        """Memoization-aware charge (see the class docstring); plain ε₁ when f = 0 (nothing memoized)."""
+        pr = self.params
+        one = pr.privacy_cost
+        if math.isinf(pr.epsilon_inf):
+            return one
+        cap = PrivacyCost(pr.epsilon_inf)
+        key = hmac.new(self.secret, _MEMO_DOMAIN + prepared.message, hashlib.sha256).digest()
+        if self.charging == "upfront":
+            return MemoizedCharge(key, first=cap, then=PrivacyCost(0.0), cap=cap)
+        return MemoizedCharge(key, first=one, then=one, cap=cap)
+
+    def encode_batch(self, values: Any, rng: Any = None, *, candidates: Sequence[str | bytes] | None = None,
+                     cohorts: Any = None) -> ReportBatch:
+        """Vectorized reports for simulation, one per row, each from a fresh client (see
+        :func:`ldp.batch.rappor.rappor_encode_batch`): ``values`` are indices into ``candidates``
+        or the strings themselves; ``cohorts`` default to uniform draws."""
+        from ldp.batch.rappor import bloom_table, rappor_encode_batch  # numpy, loaded only here
+
+        table = None
+        if candidates is not None:  # Bloom filters of the candidates, hashed once per candidate list
+            key = tuple(candidates)
+            cached = getattr(self, "_table_cache", None)
+            if cached is None or cached[0] != key:
+                self._table_cache = (key, bloom_table(self.params, key))
+            table = self._table_cache[1]
+        cohort_col, bits = rappor_encode_batch(self.params, values, rng, candidates=candidates, cohorts=cohorts,
+                                               table=table)
+        return self._batch({"cohort": cohort_col, "bits": bits})
