@@ -1,4 +1,4 @@
-"""The ``ldp`` command: ``demo``, ``privacy``, ``simulate``."""
+"""The ``ldp`` command: ``demo``, ``privacy``, ``simulate``, ``rappor-decode``."""
 
 from __future__ import annotations
 
@@ -65,10 +65,47 @@ def _privacy(args: argparse.Namespace) -> dict[str, Any]:
     params = build_params(args.protocol, args)
     out = {"protocol": params.protocol, "params": params.to_dict(), "fingerprint": params.fingerprint,
            **params.privacy_cost.to_dict()}
-    for name in ("p", "q"):
+    for name in ("p", "q", "p_star", "q_star", "f_effective", "epsilon_one", "epsilon_inf"):
         if hasattr(params, name) and name not in out["params"]:
             out[name] = getattr(params, name)
     return out
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _rappor_decode(args: argparse.Namespace) -> Any:
+    """Decode RAPPOR counts: Google's params/counts/map CSVs, or our aggregate file + candidates."""
+    from ldp.decoders.base import Aggregate
+    from ldp.decoders.rappor import RapporAggregate
+    from ldp.decoders.rappor_decode import CandidateMap, decode
+    from ldp.encoders.rappor import RapporParams
+
+    if args.aggregate:
+        if args.counts or args.params:
+            raise ValueError("give either --aggregate or --params with --counts, not both")
+        with open(args.aggregate, "rb") as fh:
+            agg = Aggregate.from_bytes(fh.read())
+        if not isinstance(agg, RapporAggregate):
+            raise ValueError(f"{args.aggregate} holds a {agg.params.protocol} aggregate, not RAPPOR")
+    else:
+        if not (args.params and args.counts):
+            raise ValueError("need --aggregate FILE, or Google's --params params.csv and --counts counts.csv")
+        params = RapporParams.from_google_csv(_read_text(args.params))
+        agg = RapporAggregate.from_google_counts(params, _read_text(args.counts))
+    if bool(args.map) == bool(args.candidates):
+        raise ValueError("give the candidates as exactly one of --map map.csv (Google) or --candidates FILE")
+    if args.map:
+        cands: Any = CandidateMap.from_google_map(agg.params, _read_text(args.map))
+    else:
+        cands = [ln.rstrip("\r\n") for ln in _read_text(args.candidates).splitlines() if ln.strip()]
+    est = decode(agg, cands, alpha=args.alpha, correction=args.correction, confidence=args.confidence)
+    return est.sorted()
 
 
 def _simulate(args: argparse.Namespace) -> dict[str, Any]:
@@ -99,6 +136,14 @@ def _render_simulation(out: dict[str, Any]) -> str:
     lines.append(f"RMSE (counts) {s['rmse_count']:.2f} vs theory {s['theoretical_rmse_count']:.2f}; "
                  f"CI coverage {s['coverage']:.3f} (nominal {s['nominal_coverage']})")
     return "\n".join(lines)
+
+
+def _only_detected(est: Any) -> Any:
+    from dataclasses import replace
+
+    keep = [i for i, d in enumerate(est.detected) if d]
+    return replace(est, items=[est.items[i] for i in keep], count=est.count[keep], std_error=est.std_error[keep],
+                   extra={k: v[keep] for k, v in est.extra.items()})
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -136,6 +181,22 @@ def make_parser() -> argparse.ArgumentParser:
     _add_params_options(sim)
     sim.add_argument("--seed", type=int, help="seed for a reproducible run")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
+    rd = sub.add_parser("rappor-decode", help="decode RAPPOR counts into candidate frequencies",
+                        description="Count recovery by lasso selection then least squares with significance tests, "
+                                    "from Google's params.csv/counts.csv/map.csv or from an ldp aggregate file.")
+    rd.add_argument("--params", help="Google's params.csv (k,h,m,p,q,f), with --counts")
+    rd.add_argument("--counts", help="Google's counts.csv (one row per cohort)")
+    rd.add_argument("--aggregate", help="an ldp RAPPOR aggregate (Aggregate.to_bytes) instead of --params/--counts")
+    rd.add_argument("--map", help="Google's map.csv of candidates")
+    rd.add_argument("--candidates", help="a file of candidate strings, one per line")
+    rd.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    rd.add_argument("--correction", choices=("bonferroni", "bh"), default="bonferroni",
+                    help="multiple-testing correction: Bonferroni (default) or Benjamini-Hochberg FDR")
+    rd.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
+    rd.add_argument("--all", action="store_true", help="print every candidate, not only the detected ones")
+    out = rd.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="machine-readable output")
+    out.add_argument("--csv", action="store_true", help="CSV output (every candidate)")
     return parser
 
 
@@ -154,6 +215,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "simulate":
             out = _simulate(args)
             print(json.dumps(out, indent=2) if args.json else _render_simulation(out))
+        elif args.command == "rappor-decode":
+            est = _rappor_decode(args)
+            if args.json:
+                print(est.to_json())
+            elif args.csv:
+                print(est.to_csv(), end="")
+            else:
+                shown = est if args.all else _only_detected(est)
+                print(shown.table(max_rows=len(shown.items) if args.all else 100))
     except (ValueError, TypeError) as exc:
         print(f"ldp {args.command}: error: {exc}", file=sys.stderr)
         return 2

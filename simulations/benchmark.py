@@ -60,6 +60,7 @@ from typing import Any, Callable  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(1, str(Path(__file__).resolve().parent))  # the bench_*.py section files
 
 import numpy as np  # noqa: E402
 
@@ -390,6 +391,13 @@ def aggregate_simulation_1e9(ctx: Context) -> dict[str, Any]:
     return out
 
 
+def _register_protocol_sections() -> None:
+    """Protocol sections kept in their own files (``simulations/bench_*.py``)."""
+    import bench_rappor
+
+    bench_rappor.register(sys.modules[__name__])
+
+
 def _v_opt(eps: float, d: int) -> tuple[float, str]:
     """Optimal per-user variance constant of a pure frequency oracle (GRR vs. OUE/OLH bound)."""
     e = math.exp(eps)
@@ -501,6 +509,8 @@ def _jsonable(obj: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if "rappor_decode" not in BENCHMARKS:
+        _register_protocol_sections()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", help="comma-separated benchmark names (default: all); see --list")

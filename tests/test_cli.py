@@ -65,3 +65,33 @@ def test_errors_are_clear(capsys, argv, message):
 def test_module_entry_point_help():
     out = subprocess.run([sys.executable, "-m", "ldp.cli", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "demo" in out.stdout and "simulate" in out.stdout
+
+
+def test_privacy_rappor_prints_both_epsilons(capsys):
+    out = run_json(capsys, "privacy", "rappor", "--param", "num_bloombits=16", "--param", "num_hashes=2",
+                   "--param", "num_cohorts=64", "--param", "p=0.5", "--param", "q=0.75", "--param", "f=0.5", "--json")
+    assert out["epsilon_one"] == pytest.approx(1.0743, abs=1e-4) and out["epsilon_inf"] == pytest.approx(4 * math.log(3))
+
+
+def test_rappor_decode_reads_google_files_and_aggregates(capsys, tmp_path):
+    from ldp.decoders.rappor import RapporAggregate
+    from ldp.decoders.rappor_decode import CandidateMap
+    from ldp.encoders.rappor import RapporParams
+
+    params = RapporParams(16, 2, 16, 0.25, 0.75, 0.5, mode="google")
+    agg = RapporAggregate.simulate(params, {"heavy": 30_000, "medium": 15_000, "light": 100}, rng=1)
+    (tmp_path / "params.csv").write_text(params.to_google_csv())
+    (tmp_path / "counts.csv").write_text(agg.to_google_counts())
+    cands = ["heavy", "medium", "light", "absent"]
+    (tmp_path / "map.csv").write_text(CandidateMap.from_candidates(params, cands).to_google_map())
+    (tmp_path / "agg.bin").write_bytes(agg.to_bytes())
+    (tmp_path / "cands.txt").write_text("\n".join(cands) + "\n")
+    google = run_json(capsys, "rappor-decode", "--params", str(tmp_path / "params.csv"), "--counts",
+                      str(tmp_path / "counts.csv"), "--map", str(tmp_path / "map.csv"), "--json")
+    ours = run_json(capsys, "rappor-decode", "--aggregate", str(tmp_path / "agg.bin"), "--candidates",
+                    str(tmp_path / "cands.txt"), "--json")
+    assert google["estimates"] == ours["estimates"] and google["summary"]["n"] == 45_100
+    detected = {r["item"] for r in ours["estimates"] if r["detected"]}
+    assert {"heavy", "medium"} <= detected and "absent" not in detected
+    assert main(["rappor-decode", "--aggregate", str(tmp_path / "agg.bin")]) == 2
+    assert "exactly one of --map" in capsys.readouterr().err

@@ -1,0 +1,280 @@
+"""RAPPOR count recovery: lasso selection, then least squares with significance tests (paper §4).
+
+Model. Row ``(c, i)`` (cohort-major, bit-minor) holds ``y_ci = t_ci``, the unbiased estimate of
+how many clients of cohort ``c`` have Bloom bit ``i`` set (:class:`~ldp.decoders.rappor.BitEstimates`).
+With ``n_v`` clients holding candidate ``v`` spread over cohorts in proportion to their sizes,
+``E[y_ci] = Σ_v X_(ci),v · n_v`` where ``X_(ci),v = B_v,c,i · N_c/N`` (``B`` = the candidate's
+Bloom bits in cohort ``c``), so the coefficients are counts of clients.
+
+1. **Selection**: non-negative lasso on the whitened design (weights ``1/Var̂[t_ci]``, columns at
+   unit norm), with the penalty at which a null candidate enters the empty model with
+   probability ``level`` (:func:`ldp.regression.nonnegative_lasso`). Default
+   ``level = 1/M`` for Bonferroni (about one null candidate selected in expectation, while every
+   candidate significant at the test's level ``α/M`` clears the lower bar) and ``max(1/M, α)``
+   for Benjamini–Hochberg, whose thresholds reach up to ``α``.
+2. **Least squares** on the selected candidates, weighted by ``1/Var̂[t_ci]``, with covariance
+   ``max(1, φ̂)·(XᵀWX)⁻¹``: ``φ̂`` (weighted RSS / df) above 1 means variation the model does not
+   explain (strings missing from the candidates, cohort sampling), and inflates the errors.
+3. **Tests**: one-sided ``H0: n_v = 0`` by the t statistic; Bonferroni at ``α/M`` (default) or
+   Benjamini–Hochberg FDR at ``α``, over the ``M`` distinguishable candidates.
+
+Candidates whose Bloom bits coincide in every cohort cannot be told apart: they are one
+hypothesis; the count goes to the first of the group, the others name it in ``duplicate_of``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field, replace
+from statistics import NormalDist
+from typing import Any, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from ldp.batch.rappor import bloom_index_table, check_candidates
+from ldp.decoders.rappor import RapporAggregate, bit_count_variance
+from ldp.decoders.results import Estimates
+from ldp.encoders.rappor import RapporParams
+from ldp.regression import benjamini_hochberg, bonferroni, least_squares, nonnegative_lasso
+
+__all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance", "CORRECTIONS"]
+
+CORRECTIONS = ("bonferroni", "bh")
+_MAX_LEVEL = 0.2  # z = 0.84: fewer candidates would make the lasso penalty vanish
+_MISFIT = 2.0  # dispersion above which the result warns about unexplained mass
+
+
+def _name(c: str | bytes) -> str:
+    return c if isinstance(c, str) else c.decode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True)
+class CandidateMap:
+    """Candidate strings and their Bloom bits in every cohort: a sparse 0/1 pattern (m·k × d)."""
+
+    params: RapporParams
+    candidates: list[str | bytes]
+    pattern: sp.csc_matrix
+    representative: np.ndarray  # first candidate with the identical pattern (itself if unique)
+
+    @classmethod
+    def from_candidates(cls, params: RapporParams, candidates: Sequence[str | bytes]) -> "CandidateMap":
+        cands = check_candidates(candidates)
+        idx = bloom_index_table(params, cands)  # (d, m, h)
+        rows = (np.arange(params.num_cohorts)[None, :, None] * params.num_bloombits + idx).reshape(len(cands), -1)
+        return cls._from_rows(params, cands, rows)
+
+    @classmethod
+    def _from_rows(cls, params: RapporParams, cands: list, rows: np.ndarray) -> "CandidateMap":
+        d = len(cands)
+        nrows = params.num_cohorts * params.num_bloombits
+        cols = np.repeat(np.arange(d), rows.shape[1] if d else 0)
+        pattern = sp.csc_matrix((np.ones(cols.size), (rows.reshape(-1), cols)), shape=(nrows, d))
+        pattern.sum_duplicates()
+        pattern.data[:] = 1.0  # hashes that collide within a cohort set one bit
+        first: dict[bytes, int] = {}
+        rep = np.empty(d, dtype=np.int64)
+        for v in range(d):
+            key = pattern.indices[pattern.indptr[v]:pattern.indptr[v + 1]].tobytes()
+            rep[v] = first.setdefault(key, v)
+        return cls(params, cands, pattern, rep)
+
+    @classmethod
+    def from_google_map(cls, params: RapporParams, text: str) -> "CandidateMap":
+        """Read Google's ``map.csv``: ``string, idx...`` with m·h 1-based rows ``c·k + bit + 1``."""
+        m, k, h = params.num_cohorts, params.num_bloombits, params.num_hashes
+        cands, rows = [], []
+        for line_no, rec in enumerate(csv.reader(io.StringIO(text)), 1):
+            if not rec:
+                continue
+            if len(rec) != 1 + m * h:
+                raise ValueError(f"map.csv line {line_no}: expected 1 + m·h = {1 + m * h} fields, got {len(rec)}")
+            try:
+                r = np.array([int(x) for x in rec[1:]], dtype=np.int64) - 1
+            except ValueError:
+                raise ValueError(f"map.csv line {line_no}: row indices must be integers") from None
+            cohort = np.repeat(np.arange(m), h)
+            if (r < cohort * k).any() or (r >= (cohort + 1) * k).any():
+                raise ValueError(f"map.csv line {line_no}: index outside its cohort's rows c·k+1..(c+1)·k")
+            cands.append(rec[0])
+            rows.append(r)
+        cands = check_candidates(cands)
+        return cls._from_rows(params, cands, np.array(rows, dtype=np.int64).reshape(len(cands), m * h))
+
+    def to_google_map(self) -> str:
+        """This map as Google's ``map.csv`` (1-based rows; collided hashes repeat their row)."""
+        idx = bloom_index_table(self.params, self.candidates)
+        rows = np.arange(self.params.num_cohorts)[None, :, None] * self.params.num_bloombits + idx + 1
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        for c, r in zip(self.candidates, rows.reshape(len(self.candidates), -1).tolist()):
+            writer.writerow([_name(c), *r])
+        return buf.getvalue()
+
+    @property
+    def duplicates(self) -> list[list[str]]:
+        """Groups of candidates with identical Bloom bits in every cohort (indistinguishable)."""
+        groups: dict[int, list[str]] = {}
+        for v, r in enumerate(self.representative.tolist()):
+            groups.setdefault(r, []).append(_name(self.candidates[v]))
+        return [g for g in groups.values() if len(g) > 1]
+
+
+@dataclass(frozen=True)
+class RapporEstimates(Estimates):
+    """Per-candidate counts with standard errors, CIs, p-values and detection, plus a summary."""
+
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def detected(self) -> np.ndarray:
+        return self.extra["detected"]
+
+    def detected_items(self) -> list[str]:
+        return [it for it, d in zip(self.items, self.detected) if d]
+
+    def sorted(self) -> "RapporEstimates":
+        """Rows by decreasing estimated count (candidates without an estimate last)."""
+        order = np.argsort(-np.nan_to_num(self.count, nan=-np.inf), kind="stable")
+        return replace(self, items=[self.items[i] for i in order], count=self.count[order],
+                       std_error=self.std_error[order], extra={k: np.asarray(v)[order] for k, v in self.extra.items()})
+
+    def table(self, max_rows: int = 40) -> str:
+        s = self.summary
+        head = (f"candidates={s.get('candidates')} distinct={s.get('distinct')} selected={s.get('selected')} "
+                f"detected={s.get('detected')} ({s.get('correction')}, alpha={s.get('alpha')}); "
+                f"min detectable fraction={s.get('min_detectable_fraction', float('nan')):.4g}")
+        return head + "\n" + super().table(max_rows)
+
+    def to_json(self) -> str:
+        import json
+
+        base = json.loads(super().to_json())
+        base["summary"] = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in self.summary.items()}
+        return json.dumps(base)
+
+
+def _design(agg: RapporAggregate, cmap: CandidateMap) -> tuple[sp.csc_matrix, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of non-empty cohorts: design X (rows × d), y, weights, and null variances."""
+    pr = agg.params
+    k = pr.num_bloombits
+    be = agg.bit_estimates()
+    keep = np.repeat(agg.cohort_n > 0, k)
+    n_row = np.repeat(agg.cohort_n, k)[keep].astype(np.float64)
+    y = be.count.reshape(-1)[keep]
+    var = np.maximum(be.variance.reshape(-1)[keep], 1e-12)
+    null_var = np.maximum(bit_count_variance(pr, n_row, 0.0), 1e-12)
+    x = sp.diags(n_row / agg.n) @ cmap.pattern[np.flatnonzero(keep)]
+    return sp.csc_matrix(x), y, 1.0 / var, null_var
+
+
+def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes], *, alpha: float = 0.05,
+           correction: str = "bonferroni", confidence: float = 0.95, selection: str = "lasso",
+           select_level: float | None = None) -> RapporEstimates:
+    """Estimate how many clients hold each candidate, test which are present (module docstring).
+
+    ``selection="none"`` skips the lasso and fits every distinguishable candidate (for short,
+    trusted candidate lists)."""
+    if not isinstance(agg, RapporAggregate):
+        raise TypeError(f"decode needs a RapporAggregate, got {type(agg).__name__}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
+    if selection not in ("lasso", "none"):
+        raise ValueError(f"selection must be 'lasso' or 'none', got {selection!r}")
+    pr = agg.params
+    cmap = candidates if isinstance(candidates, CandidateMap) else CandidateMap.from_candidates(pr, candidates)
+    if cmap.params.fingerprint != pr.fingerprint:
+        raise ValueError("the candidate map was made for other RAPPOR parameters than the aggregate's")
+    d = len(cmap.candidates)
+    reps = np.flatnonzero(cmap.representative == np.arange(d))
+    big_m = max(len(reps), 1)
+    z_test = NormalDist().inv_cdf(1.0 - alpha / big_m)
+    summary: dict[str, Any] = {"n": agg.n, "candidates": d, "distinct": len(reps), "alpha": alpha,
+                               "correction": correction, "selected": 0, "detected": 0}
+    notes: list[str] = []
+    count, se = np.full(len(reps), np.nan), np.full(len(reps), np.nan)
+    pval, stat = np.ones(len(reps)), np.full(len(reps), np.nan)
+    selected = np.zeros(len(reps), dtype=bool)
+    if agg.n == 0 or d == 0:
+        notes.append("no reports: nothing can be estimated" if agg.n == 0 else "no candidates given")
+        summary["min_detectable_fraction"] = float("nan")
+    else:
+        x, y, w, null_var = _design(agg, cmap)
+        xr = x[:, reps]
+        info = np.asarray(xr.multiply(xr).T @ (1.0 / null_var)).ravel()
+        mdf = z_test / np.sqrt(info) / agg.n
+        summary["min_detectable_fraction"] = float(np.median(mdf))
+        if mdf.min() > 1.0:
+            notes.append(f"too few reports to detect anything: with n={agg.n} a candidate would need a fraction "
+                         f"of at least {mdf.min():.3g} (> 1) of the clients to be detected")
+        if selection == "lasso":
+            level = select_level or min(_MAX_LEVEL, max(1.0 / big_m, alpha if correction == "bh" else 0.0))
+            lasso = nonnegative_lasso(xr, y, weights=w, level=level)
+            support = lasso.support
+            summary["lasso_alpha"], summary["select_level"] = lasso.alpha, level
+            if not lasso.converged:
+                notes.append("the lasso did not converge; selection may be incomplete")
+        else:
+            support = np.arange(len(reps))
+        count[:] = 0.0
+        if support.size > x.shape[0]:
+            support = support[np.argsort(-info[support])][: x.shape[0]]
+            notes.append("more candidates selected than rows; kept the most informative")
+        if support.size:
+            fit = least_squares(xr[:, support], y, weights=w,
+                                variance="conservative" if x.shape[0] > support.size else "known")
+            count[support], se[support] = fit.coef, fit.std_error
+            pval[support], stat[support] = fit.p_values("greater"), fit.statistic()
+            selected[support] = True
+            summary["dispersion"], summary["scale"] = fit.dispersion, fit.scale
+            if fit.dispersion > _MISFIT:
+                notes.append(f"the bits vary {fit.dispersion:.3g} times more than privacy noise explains: strings "
+                             "missing from the candidates probably hold mass, and candidates sharing Bloom bits "
+                             "with them may be detected falsely (errors are inflated by this factor's root)")
+        summary["selected"] = int(selected.sum())
+    detected = bonferroni(pval, alpha) if correction == "bonferroni" else benjamini_hochberg(pval, alpha)
+    summary["detected"] = int(detected.sum())
+    summary["expected_false_discoveries"] = alpha if correction == "bonferroni" else alpha * int(detected.sum())
+    summary["allocated_fraction"] = float(np.nansum(np.where(detected, count, 0.0)) / agg.n) if agg.n else 0.0
+    # back to every candidate
+    pos = np.searchsorted(reps, cmap.representative)
+    own = cmap.representative == np.arange(d)
+    names = [_name(c) for c in cmap.candidates]
+    extra = {
+        "z": stat[pos], "p_value": pval[pos], "detected": detected[pos], "selected": selected[pos] & own,
+        "duplicate_of": np.array([None if o else names[r] for o, r in zip(own, cmap.representative)], dtype=object),
+    }
+    cnt, err = np.where(own, count[pos], np.nan), np.where(own, se[pos], np.nan)
+    if cmap.duplicates:
+        groups = "; ".join(" = ".join(g[:4]) + (" ..." if len(g) > 4 else "") for g in cmap.duplicates[:5])
+        notes.append(f"{sum(len(g) - 1 for g in cmap.duplicates)} candidates are indistinguishable from another "
+                     f"(same Bloom bits in every cohort); each group's count is on its first member: {groups}")
+    if summary["selected"] < d:
+        notes.append("candidates not selected by the lasso have count 0 and no standard error")
+    return RapporEstimates("rappor", names, agg.n, cnt, err, confidence, _privacy(pr), extra, tuple(notes), summary)
+
+
+def _privacy(pr: RapporParams) -> Any:
+    try:
+        return pr.privacy_cost
+    except ValueError:
+        return None
+
+
+def exact_count_covariance(params: RapporParams, cmap: CandidateMap, true_counts: Sequence[int]) -> np.ndarray:
+    """Exact covariance of the least-squares counts when the fit holds exactly the true candidates,
+    with ``N = Σ n_v`` clients split evenly over the cohorts (no cohort-sampling noise):
+    ``(XᵀΣ⁻¹X)⁻¹`` with ``X = pattern/m`` and ``Σ = diag(Var[t_ci])`` (:func:`bit_count_variance`)."""
+    t = np.asarray(true_counts, dtype=np.float64)
+    if t.shape != (len(cmap.candidates),):
+        raise ValueError(f"need one true count per candidate ({len(cmap.candidates)}), got shape {t.shape}")
+    m = params.num_cohorts
+    x = cmap.pattern / m
+    true_bits = x @ t
+    var = bit_count_variance(params, t.sum() / m, true_bits)
+    xtwx = (x.T @ sp.diags(1.0 / var) @ x).toarray()
+    return np.linalg.inv(xtwx)
