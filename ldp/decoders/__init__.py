@@ -2,6 +2,9 @@
 
 from ldp.decoders.base import Aggregate, frame_to_batch
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate, grr_variance, rr_variance
+from ldp.decoders.rappor import RapporAggregate
+from ldp.decoders.rappor_decode import CandidateMap, RapporEstimates
 from ldp.decoders.results import Estimates
 
-__all__ = ["Aggregate", "Estimates", "GRRAggregate", "RRAggregate", "frame_to_batch", "grr_variance", "rr_variance"]
+__all__ = ["Aggregate", "CandidateMap", "Estimates", "GRRAggregate", "RRAggregate", "RapporAggregate",
+           "RapporEstimates", "frame_to_batch", "grr_variance", "rr_variance"]

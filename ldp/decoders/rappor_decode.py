@@ -224,17 +224,26 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         if support.size > x.shape[0]:
             support = support[np.argsort(-info[support])][: x.shape[0]]
             notes.append("more candidates selected than rows; kept the most informative")
+        resid, scale = y, 1.0
         if support.size:
             fit = least_squares(xr[:, support], y, weights=w,
                                 variance="conservative" if x.shape[0] > support.size else "known")
             count[support], se[support] = fit.coef, fit.std_error
             pval[support], stat[support] = fit.p_values("greater"), fit.statistic()
             selected[support] = True
+            resid, scale = y - xr[:, support] @ fit.coef, fit.scale
             summary["dispersion"], summary["scale"] = fit.dispersion, fit.scale
             if fit.dispersion > _MISFIT:
                 notes.append(f"the bits vary {fit.dispersion:.3g} times more than privacy noise explains: strings "
                              "missing from the candidates probably hold mass, and candidates sharing Bloom bits "
                              "with them may be detected falsely (errors are inflated by this factor's root)")
+        rest = np.flatnonzero(~selected)
+        if rest.size:  # score test for adding each unselected candidate to the fitted model
+            xo = xr[:, rest]
+            xwx = np.asarray(xo.multiply(xo).T @ w).ravel()  # x_v' W x_v
+            se[rest] = np.sqrt(scale / xwx)
+            stat[rest] = np.asarray(xo.T @ (w * resid)).ravel() / np.sqrt(scale * xwx)
+            pval[rest] = _upper_tail(stat[rest])
         summary["selected"] = int(selected.sum())
     detected = bonferroni(pval, alpha) if correction == "bonferroni" else benjamini_hochberg(pval, alpha)
     summary["detected"] = int(detected.sum())
@@ -254,8 +263,15 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         notes.append(f"{sum(len(g) - 1 for g in cmap.duplicates)} candidates are indistinguishable from another "
                      f"(same Bloom bits in every cohort); each group's count is on its first member: {groups}")
     if summary["selected"] < d:
-        notes.append("candidates not selected by the lasso have count 0 and no standard error")
+        notes.append("candidates not selected by the lasso have count 0; their standard error and z are those of "
+                     "adding each one alone to the fitted model (a score test)")
     return RapporEstimates("rappor", names, agg.n, cnt, err, confidence, _privacy(pr), extra, tuple(notes), summary)
+
+
+def _upper_tail(z: np.ndarray) -> np.ndarray:
+    from scipy.special import ndtr
+
+    return ndtr(-z)
 
 
 def _privacy(pr: RapporParams) -> Any:

@@ -7,9 +7,11 @@ imports its numpy kernel from :mod:`ldp.batch` when called.
 from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams
 from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
+from ldp.encoders.rappor import RapporEncoder, RapporParams
 from ldp.reports import Report, ReportError
 
 __all__ = [
     "BudgetExceeded", "BudgetLedger", "BudgetPolicy", "PrivacyCost", "Encoder", "ProtocolParams",
-    "BinaryRREncoder", "BinaryRRParams", "GRREncoder", "GRRParams", "Report", "ReportError",
+    "BinaryRREncoder", "BinaryRRParams", "GRREncoder", "GRRParams", "RapporEncoder", "RapporParams",
+    "Report", "ReportError",
 ]

@@ -16,7 +16,7 @@ noise being at least the known part).
 
 Numerics: the whitened design is densified (it is (n, p) with p at most a few thousand for the
 uses in this package: a decoder's selected support, a regression's covariates) and factorised by
-Householder QR with column pivoting (Golub & Van Loan, *Matrix Computations*, 4th ed., §5.4.2).
+Householder QR with column pivoting (Golub & Van Loan, *Matrix Computations*, 4th ed., §5.4).
 The numerical rank is the number of pivots with ``|R_kk| > max(n, p)·eps·|R_00|``. When the design
 is rank-deficient, the kept columns are chosen in column order, as R's ``lm`` does: a column is
 *aliased* when its residual after projection on the earlier kept columns is below that same
@@ -43,6 +43,13 @@ ALTERNATIVES = ("greater", "less", "two-sided")
 
 # ----------------------------------------------------------------------------------- validation
 
+def _as_float(value: Any, name: str) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric: {exc}") from None
+
+
 def _check_design(X: Any) -> tuple[Any, int, int]:
     """A float64 (n, p) design, dense ndarray or scipy.sparse, with n, p >= 1 and finite entries."""
     if sp.issparse(X):
@@ -51,10 +58,7 @@ def _check_design(X: Any) -> tuple[Any, int, int]:
         X = X.tocsc().astype(np.float64)
         values = X.data
     else:
-        try:
-            X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"X must be a numeric (n, p) matrix: {exc}") from None
+        X = _as_float(X, "X")
         if X.ndim != 2:
             raise ValueError(f"X must be a 2-D (n, p) matrix, got shape {X.shape}")
         values = X
@@ -68,10 +72,7 @@ def _check_design(X: Any) -> tuple[Any, int, int]:
 
 def _check_response(y: Any, n: int) -> np.ndarray:
     """A finite float64 vector of length n."""
-    try:
-        y = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"y must be a numeric vector: {exc}") from None
+    y = _as_float(y, "y")
     if y.shape != (n,):
         raise ValueError(f"y must have shape ({n},) to match the {n} rows of X, got shape {y.shape}")
     if not np.all(np.isfinite(y)):
@@ -83,10 +84,7 @@ def _check_weights(weights: Any, n: int) -> np.ndarray:
     """Positive finite float64 weights of length n (all ones when None)."""
     if weights is None:
         return np.ones(n)
-    try:
-        w = np.asarray(weights, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"weights must be a numeric vector: {exc}") from None
+    w = _as_float(weights, "weights")
     if w.shape != (n,):
         raise ValueError(f"weights must have shape ({n},) to match the {n} rows of X, got shape {w.shape}")
     if not np.all(np.isfinite(w)):

@@ -25,8 +25,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import stats
-from sklearn.linear_model import Lasso
+from scipy import special
 
 from ldp.regression.least_squares import _check_design, _check_probability, _check_response, _check_weights
 
@@ -54,7 +53,7 @@ class LassoSelection:
 
 def entry_threshold(level: float) -> float:
     """``z_{1−level}``: the standard normal upper ``level`` quantile (``Φ⁻¹(1 − level)``)."""
-    return float(stats.norm.isf(_check_probability(level, "level")))
+    return float(-special.ndtri(_check_probability(level, "level")))
 
 
 def _standardized_whitened(X: Any, sw: np.ndarray) -> tuple[Any, np.ndarray]:
@@ -99,7 +98,7 @@ def nonnegative_lasso(X: Any, y: Any, *, weights: Any = None, level: float | Non
     if level is not None:
         level = _check_probability(level, "level")
         threshold = entry_threshold(level)
-        alpha = threshold / np.sqrt(n)
+        alpha = threshold / n
     else:
         try:
             alpha = float(alpha)  # type: ignore[arg-type]
@@ -108,7 +107,7 @@ def nonnegative_lasso(X: Any, y: Any, *, weights: Any = None, level: float | Non
         if not (math.isfinite(alpha) and alpha > 0):
             raise ValueError(f"alpha must be positive and finite, got {alpha!r}")
         threshold = alpha * n
-        level = float(stats.norm.sf(threshold))
+        level = float(special.ndtr(-threshold))
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
     if not (isinstance(tol, (int, float, np.floating)) and math.isfinite(tol) and tol > 0):
@@ -122,6 +121,8 @@ def nonnegative_lasso(X: Any, y: Any, *, weights: Any = None, level: float | Non
     if nonzero.size:
         if nonzero.size < p:
             Xs = Xs[:, nonzero]
+        from sklearn.linear_model import Lasso  # scikit-learn loads only when a lasso is fitted
+
         model = Lasso(alpha=alpha, fit_intercept=False, positive=True, max_iter=int(max_iter), tol=float(tol),
                       selection="cyclic", copy_X=False)
         model.fit(Xs, sw * y)
