@@ -10,7 +10,9 @@ Family (documented byte for byte in ``docs/hashing.md``):
 * a bucket in ``[0, m)`` is ``hash mod m`` (:func:`bucket`). For ``m`` not a power of two the
   modulo bias is below ``m / 2**32`` (e.g. < 2.4e-7 for m = 1000; none for powers of two);
 * protocols that namespace their hashes (RAPPOR's cohorts) prepend ``uint32_BE(namespace)``
-  to the value bytes (:func:`namespaced`), as Google's RAPPOR prepends the cohort.
+  to the value bytes (:func:`namespaced`), as Google's RAPPOR prepends the cohort;
+* RAPPOR's Google-compatible mode uses Google's own family instead (:func:`md5_buckets`):
+  bucket ``j`` is byte ``j`` of ``MD5(bytes)`` mod ``m`` (``j < 16``).
 
 Never use Python's built-in ``hash()``: it is salted per process.
 """
@@ -19,9 +21,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
+import hashlib
+
 import mmh3
 
-__all__ = ["value_bytes", "hash32", "bucket", "buckets", "namespaced", "MAX_SEED"]
+__all__ = ["value_bytes", "hash32", "bucket", "buckets", "namespaced", "md5_buckets", "MAX_SEED"]
 
 MAX_SEED = 2**32 - 1
 """Largest hash-function index (MurmurHash3's seed is an unsigned 32-bit integer)."""
@@ -81,3 +85,15 @@ def namespaced(namespace: int, value: Value) -> bytes:
     if not 0 <= namespace <= MAX_SEED:
         raise ValueError(f"namespace must be in [0, 2**32), got {namespace}")
     return namespace.to_bytes(4, "big") + value_bytes(value)
+
+
+def md5_buckets(data: bytes, m: int, count: int) -> list[int]:
+    """Google RAPPOR's Bloom hashing: bucket ``j`` = byte ``j`` of ``MD5(data)`` mod ``m``, ``j < count <= 16``.
+
+    One byte per hash, so ``m <= 256`` is needed for every bucket to be reachable, and there is
+    modulo bias unless ``m`` divides 256 (as in google/rappor's ``get_bloom_bits``)."""
+    if not 1 <= count <= 16:
+        raise ValueError(f"MD5 gives at most 16 one-byte hashes, asked for {count}")
+    digest = hashlib.md5(bytes(data)).digest()
+    m = _check_width(m)
+    return [digest[j] % m for j in range(count)]

@@ -37,13 +37,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Sequence
 
-import mmh3
 from bitarray import frozenbitarray
 from bitarray.util import int2ba
 
 from ldp.accountant import MemoizedCharge, PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_int
-from ldp.hashing import value_bytes
+from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
 from ldp.randomness import KeyedRandomSource, RandomSource, check_probability
 from ldp.reports import Field, Report, ReportBatch
 
@@ -172,12 +171,10 @@ class RapporParams(ProtocolParams):
 
 def bloom_bits(params: RapporParams, value: str | bytes, cohort: int) -> tuple[int, ...]:
     """The ``h`` Bloom bit indices of ``value`` in ``cohort`` (repeats when hashes collide)."""
-    data = cohort.to_bytes(4, "big") + value_bytes(value)
-    k = params.num_bloombits
+    data = namespaced(cohort, value)
     if params.mode == "google":
-        digest = hashlib.md5(data).digest()
-        return tuple(digest[j] % k for j in range(params.num_hashes))
-    return tuple(mmh3.hash(data, j, signed=False) % k for j in range(params.num_hashes))
+        return tuple(md5_buckets(data, params.num_bloombits, params.num_hashes))
+    return tuple(buckets(data, params.num_bloombits, range(params.num_hashes)))
 
 
 def bloom_filter(params: RapporParams, value: str | bytes, cohort: int) -> int:
