@@ -15,8 +15,12 @@ Bloom bits in cohort ``c``), so the coefficients are counts of clients.
 2. **Least squares** on the selected candidates, weighted by ``1/Var̂[t_ci]``, with covariance
    ``max(1, φ̂)·(XᵀWX)⁻¹``: ``φ̂`` (weighted RSS / df) above 1 means variation the model does not
    explain (strings missing from the candidates, cohort sampling), and inflates the errors.
-3. **Tests**: one-sided ``H0: n_v = 0`` by the t statistic; Bonferroni at ``α/M`` (default) or
-   Benjamini–Hochberg FDR at ``α``, over the ``M`` distinguishable candidates.
+3. **Score tests** for the candidates left out: ``z = x_vᵀW r/√(scale·x_vᵀWx_v)`` on the residuals
+   ``r``; any significant at ``α/M`` joins the fit, which is refitted (the lasso's shrinkage can
+   leave out a candidate that clearly belongs).
+4. **Tests**: one-sided ``H0: n_v = 0`` by the t statistic; Bonferroni at ``α/M`` (default) or
+   Benjamini–Hochberg FDR at ``α``, over the ``M`` distinguishable candidates; only fitted
+   candidates can be detected.
 
 Candidates whose Bloom bits coincide in every cohort cannot be told apart: they are one
 hypothesis; the count goes to the first of the group, the others name it in ``duplicate_of``.
@@ -43,7 +47,8 @@ __all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance"
 
 CORRECTIONS = ("bonferroni", "bh")
 _MAX_LEVEL = 0.2  # z = 0.84: fewer candidates would make the lasso penalty vanish
-_MISFIT = 2.0  # dispersion above which the result warns about unexplained mass
+_MISFIT = 2.0
+_MAX_ROUNDS = 5  # least-squares refits that add candidates significant by their score test  # dispersion above which the result warns about unexplained mass
 
 
 def _name(c: str | bytes) -> str:
@@ -224,28 +229,31 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         if support.size > x.shape[0]:
             support = support[np.argsort(-info[support])][: x.shape[0]]
             notes.append("more candidates selected than rows; kept the most informative")
-        resid, scale = y, 1.0
-        if support.size:
-            fit = least_squares(xr[:, support], y, weights=w,
-                                variance="conservative" if x.shape[0] > support.size else "known")
+        added = 0
+        for _ in range(_MAX_ROUNDS):  # refit while a left-out candidate is significant by its score test
+            fit, resid, scale = _fit(xr, y, w, support)
+            rest = np.setdiff1d(np.arange(len(reps)), support)
+            stat[rest], se[rest] = _score(xr[:, rest], resid, w, scale)
+            pval[rest] = _upper_tail(stat[rest])
+            missed = rest[pval[rest] < alpha / big_m]
+            if not missed.size or support.size + missed.size >= x.shape[0]:
+                break
+            support, added = np.union1d(support, missed), added + missed.size
+        if added:
+            notes.append(f"{added} candidates left out by the lasso were significant by their score test and were "
+                         "added to the least-squares fit")
+        if fit is not None:
             count[support], se[support] = fit.coef, fit.std_error
             pval[support], stat[support] = fit.p_values("greater"), fit.statistic()
             selected[support] = True
-            resid, scale = y - xr[:, support] @ fit.coef, fit.scale
             summary["dispersion"], summary["scale"] = fit.dispersion, fit.scale
             if fit.dispersion > _MISFIT:
                 notes.append(f"the bits vary {fit.dispersion:.3g} times more than privacy noise explains: strings "
                              "missing from the candidates probably hold mass, and candidates sharing Bloom bits "
                              "with them may be detected falsely (errors are inflated by this factor's root)")
-        rest = np.flatnonzero(~selected)
-        if rest.size:  # score test for adding each unselected candidate to the fitted model
-            xo = xr[:, rest]
-            xwx = np.asarray(xo.multiply(xo).T @ w).ravel()  # x_v' W x_v
-            se[rest] = np.sqrt(scale / xwx)
-            stat[rest] = np.asarray(xo.T @ (w * resid)).ravel() / np.sqrt(scale * xwx)
-            pval[rest] = _upper_tail(stat[rest])
         summary["selected"] = int(selected.sum())
     detected = bonferroni(pval, alpha) if correction == "bonferroni" else benjamini_hochberg(pval, alpha)
+    detected &= selected  # a count of 0 is never a detection
     summary["detected"] = int(detected.sum())
     summary["expected_false_discoveries"] = alpha if correction == "bonferroni" else alpha * int(detected.sum())
     summary["allocated_fraction"] = float(np.nansum(np.where(detected, count, 0.0)) / agg.n) if agg.n else 0.0
@@ -266,6 +274,22 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         notes.append("candidates not selected by the lasso have count 0; their standard error and z are those of "
                      "adding each one alone to the fitted model (a score test)")
     return RapporEstimates("rappor", names, agg.n, cnt, err, confidence, _privacy(pr), extra, tuple(notes), summary)
+
+
+def _fit(xr: sp.csc_matrix, y: np.ndarray, w: np.ndarray, support: np.ndarray) -> tuple[Any, np.ndarray, float]:
+    """Weighted least squares on ``support``: (fit or None, residuals, scale used for the errors)."""
+    if not support.size:
+        return None, y, 1.0
+    xs = xr[:, support]
+    fit = least_squares(xs, y, weights=w, variance="conservative" if xr.shape[0] > support.size else "known")
+    return fit, y - xs @ fit.coef, fit.scale
+
+
+def _score(xo: sp.csc_matrix, resid: np.ndarray, w: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Score test of adding each column alone to the fitted model: ``z = x'W r / sqrt(scale·x'W x)``,
+    and the standard error ``sqrt(scale / x'W x)`` of its count if it were added alone."""
+    xwx = np.asarray(xo.multiply(xo).T @ w).ravel()
+    return np.asarray(xo.T @ (w * resid)).ravel() / np.sqrt(scale * xwx), np.sqrt(scale / xwx)
 
 
 def _upper_tail(z: np.ndarray) -> np.ndarray:

@@ -214,8 +214,11 @@ class RapporEncoder(Encoder):
 
     With a ``ledger``, each report is charged to ``metric`` as a :class:`MemoizedCharge` keyed by
     the PRR's memo key: ``charging="min"`` (default) charges ε₁ per report with the total per
-    value capped at ε∞, i.e. ``min(t·ε₁, ε∞)`` after ``t`` reports, a valid bound since each
-    report is ε₁-LDP and all of them are post-processing of the ε∞-LDP PRR;
+    value capped at ε∞, i.e. ``min(t·ε₁, ε∞)`` after ``t`` reports. Both bounds hold: all reports
+    are post-processing of the ε∞-LDP PRR; and per bit, the log-likelihood ratio of ``t`` reports
+    sharing one PRR bit is a concave, odd function of the sum of the per-report IRR log-ratios, so
+    it is at most ``t`` times the one-report worst case (see docs/protocols/rappor.md). Reports
+    share PRR coins, so plain sequential composition would not be the argument;
     ``charging="upfront"`` charges ε∞ on a value's first report and nothing after.
 
     ``prr_rng`` is for audits and simulation only: the PRR is drawn from it instead of from the
