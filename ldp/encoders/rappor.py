@@ -248,6 +248,7 @@ class RapporEncoder(Encoder):
         self.charging = charging
         self._prr_rng = prr_rng
         self._hex_fp = self._fp.encode("ascii")
+        self._table_cache: tuple[tuple, Any] | None = None  # (candidates, packed Bloom table) for encode_batch
 
     def state(self) -> dict[str, Any]:
         """What the app must persist to keep memoization: ``{"secret": hex, "cohort": int}``."""
@@ -320,8 +321,7 @@ class RapporEncoder(Encoder):
         table = None
         if candidates is not None:  # Bloom filters of the candidates, hashed once per candidate list
             key = tuple(candidates)
-            cached = getattr(self, "_table_cache", None)
-            if cached is None or cached[0] != key:
+            if self._table_cache is None or self._table_cache[0] != key:
                 self._table_cache = (key, bloom_table(self.params, key))
             table = self._table_cache[1]
         cohort_col, bits = rappor_encode_batch(self.params, values, rng, candidates=candidates, cohorts=cohorts,
