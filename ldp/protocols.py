@@ -57,7 +57,10 @@ def protocols() -> dict[str, Protocol]:
     """Every protocol with its params, encoder and aggregate types (imports numpy)."""
     from ldp.decoders.base import Aggregate
 
-    aggregates = {agg.params_type: agg for agg in _scan("ldp.decoders", Aggregate)}
+    aggregates = {}
+    for agg in _scan("ldp.decoders", Aggregate):  # an aggregate may serve several protocols (CMS, HCMS)
+        for params_type in agg.params_type if isinstance(agg.params_type, tuple) else (agg.params_type,):
+            aggregates[params_type] = agg
     return {
         name: Protocol(name, params, enc, aggregates.get(params))
         for name, (params, enc) in sorted(client_protocols().items())

@@ -7,11 +7,13 @@ its kernel only when ``encode_batch`` is called.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["checked_indices"]
+from ldp.hashing import value_bytes
+
+__all__ = ["checked_indices", "check_candidates", "values_and_candidates"]
 
 
 def checked_indices(values: Any, d: int) -> np.ndarray:
@@ -26,3 +28,39 @@ def checked_indices(values: Any, d: int) -> np.ndarray:
     if arr.size and (arr.min() < 0 or arr.max() >= d):
         raise ValueError(f"value indices must be in [0, {d}), got range [{arr.min()}, {arr.max()}]")
     return arr
+
+
+def check_candidates(candidates: Any) -> list[str | bytes]:
+    """The candidate strings as a list (``TypeError`` for anything but str/bytes, ``ValueError`` for repeats)."""
+    if isinstance(candidates, (str, bytes)):
+        raise TypeError("candidates must be a sequence of strings, not a single string")
+    out = list(candidates)
+    for c in out:
+        if not isinstance(c, (str, bytes)):
+            raise TypeError(f"candidates must be str or bytes, got {type(c).__name__} ({c!r})")
+    keys = [value_bytes(c) for c in out]
+    if len(set(keys)) != len(keys):
+        seen: set[bytes] = set()
+        dup = next(c for c, key in zip(out, keys) if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise ValueError(f"candidate {dup!r} appears more than once")
+    return out
+
+
+def values_and_candidates(values: Any, candidates: Sequence[str | bytes] | None) -> tuple[np.ndarray, list]:
+    """``(indices, candidate list)`` from indices into ``candidates`` or from the strings themselves."""
+    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if arr.ndim != 1:
+        raise ValueError(f"values must be 1-D, got shape {arr.shape}")
+    if arr.size and (arr.dtype.kind in "iu"):
+        if candidates is None:
+            raise ValueError("integer values index into `candidates`; pass the candidate strings")
+        cands = check_candidates(candidates)
+        if arr.min() < 0 or arr.max() >= len(cands):
+            raise ValueError(f"value indices must be in [0, {len(cands)}), got [{arr.min()}, {arr.max()}]")
+        return arr, cands
+    if arr.size == 0:
+        return np.zeros(0, np.int64), check_candidates(candidates or [])
+    if arr.dtype.kind not in "USO":
+        raise TypeError(f"values must be candidate indices or strings, got dtype {arr.dtype}")
+    uniq, inverse = np.unique(arr, return_inverse=True)
+    return inverse.reshape(-1), check_candidates(uniq.tolist())

@@ -16,6 +16,7 @@ from ldp.randomness import PRECISION_BITS, bernoulli_threshold
 
 __all__ = ["packed_bernoulli", "row_padding_mask"]
 
+_MAX64 = (1 << 64) - 1
 _CHUNK = 1 << 15  # words per block (256 KiB)
 _COMPACT_AFTER = 8  # planes on the full array before restricting work to words with tied lanes
 
@@ -39,7 +40,39 @@ def packed_bernoulli(gen: np.random.Generator, mask: np.ndarray, p0: float, p1: 
     return below.view(np.uint8)[: mask.size].reshape(mask.shape)
 
 
+def _uniform_words(gen: np.random.Generator, size: int, t: int) -> np.ndarray:
+    """``size`` words of independent bits, each 1 with probability ``t/2^64`` (one threshold)."""
+    if t <= 0:
+        return np.zeros(size, np.uint64)
+    if t >= 1 << PRECISION_BITS:
+        return np.full(size, _MAX64, np.uint64)
+    below, tied = np.zeros(size, np.uint64), np.full(size, _MAX64, np.uint64)
+    index, w_below, w_tied = None, below, tied
+    u = np.empty(size, np.uint64)
+    for step, plane in enumerate(range(PRECISION_BITS - 1, -1, -1)):
+        r = gen.integers(0, _MAX64, w_tied.size, dtype=np.uint64, endpoint=True)
+        if (t >> plane) & 1:
+            v = u[: w_tied.size]
+            np.invert(r, out=v)
+            v &= w_tied
+            w_below |= v              # tied lanes whose random bit is 0 < 1: below
+            w_tied &= r
+        else:
+            np.invert(r, out=r)
+            w_tied &= r               # tied lanes whose random bit is 1 > 0: above
+        if not t & ((1 << plane) - 1) or not w_tied.any():
+            break
+        if step == _COMPACT_AFTER - 1:
+            index = np.flatnonzero(w_tied)
+            w_below, w_tied = below[index], w_tied[index]
+    if index is not None:
+        below[index] = w_below
+    return below
+
+
 def _sample_words(gen: np.random.Generator, ones: np.ndarray, t0: int, t1: int) -> np.ndarray:
+    if t0 == t1:
+        return _uniform_words(gen, ones.size, t0)
     full = 1 << PRECISION_BITS
     zeros = ~ones
     below = np.zeros_like(ones)
@@ -68,7 +101,7 @@ def _sample_words(gen: np.random.Generator, ones: np.ndarray, t0: int, t1: int) 
             t[...] = w_zeros
         else:
             t.fill(0)
-        r = gen.bit_generator.random_raw(w_tied.size).view(np.uint64)
+        r = gen.integers(0, _MAX64, w_tied.size, dtype=np.uint64, endpoint=True)  # uniform 64-bit words
         u = tmp[: w_tied.size]
         np.invert(r, out=u)           # u = ~r
         u &= t

@@ -14,28 +14,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ldp.batch import check_candidates, values_and_candidates
 from ldp.batch.bits import packed_bernoulli, row_padding_mask
 from ldp.encoders.rappor import RapporParams, bloom_bits
-from ldp.hashing import value_bytes
 from ldp.randomness import as_generator
 
-__all__ = ["bloom_index_table", "bloom_table", "check_candidates", "rappor_encode_batch"]
-
-
-def check_candidates(candidates: Any) -> list[str | bytes]:
-    """The candidate strings as a list (``TypeError`` for anything but str/bytes, ``ValueError`` for repeats)."""
-    if isinstance(candidates, (str, bytes)):
-        raise TypeError("candidates must be a sequence of strings, not a single string")
-    out = list(candidates)
-    for c in out:
-        if not isinstance(c, (str, bytes)):
-            raise TypeError(f"candidates must be str or bytes, got {type(c).__name__} ({c!r})")
-    keys = [value_bytes(c) for c in out]
-    if len(set(keys)) != len(keys):
-        seen: set[bytes] = set()
-        dup = next(c for c, key in zip(out, keys) if key in seen or seen.add(key))  # type: ignore[func-returns-value]
-        raise ValueError(f"candidate {dup!r} appears more than once")
-    return out
+__all__ = ["bloom_index_table", "bloom_table", "rappor_encode_batch"]
 
 
 def bloom_index_table(params: RapporParams, candidates: Sequence[str | bytes]) -> np.ndarray:
@@ -60,25 +44,6 @@ def bloom_table(params: RapporParams, candidates: Sequence[str | bytes]) -> np.n
     return np.packbits(bits, axis=2, bitorder="little")
 
 
-def _values_and_candidates(values: Any, candidates: Sequence[str | bytes] | None) -> tuple[np.ndarray, list]:
-    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
-    if arr.ndim != 1:
-        raise ValueError(f"values must be 1-D, got shape {arr.shape}")
-    if arr.size and (arr.dtype.kind in "iu"):
-        if candidates is None:
-            raise ValueError("integer values index into `candidates`; pass the candidate strings")
-        cands = check_candidates(candidates)
-        if arr.min() < 0 or arr.max() >= len(cands):
-            raise ValueError(f"value indices must be in [0, {len(cands)}), got [{arr.min()}, {arr.max()}]")
-        return arr, cands
-    if arr.size == 0:
-        return np.zeros(0, np.int64), check_candidates(candidates or [])
-    if arr.dtype.kind not in "USO":
-        raise TypeError(f"values must be candidate indices or strings, got dtype {arr.dtype}")
-    uniq, inverse = np.unique(arr, return_inverse=True)
-    return inverse.reshape(-1), check_candidates(uniq.tolist())
-
-
 def rappor_encode_batch(params: RapporParams, values: Any, rng: Any = None, *,
                         candidates: Sequence[str | bytes] | None = None, cohorts: Any = None,
                         table: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -87,7 +52,7 @@ def rappor_encode_batch(params: RapporParams, values: Any, rng: Any = None, *,
     ``values``: indices into ``candidates`` or the strings; ``cohorts``: per-row cohorts, or
     ``None`` for uniform draws; ``table``: a precomputed :func:`bloom_table` of ``candidates``."""
     gen = as_generator(rng)
-    idx, cands = _values_and_candidates(values, candidates)
+    idx, cands = values_and_candidates(values, candidates)
     m = params.num_cohorts
     ctype = np.min_scalar_type(m - 1)
     if cohorts is None:

@@ -112,7 +112,8 @@ class RapporAggregate(Aggregate):
         ``true_counts``: ``{string: clients}``, or counts aligned with ``values``. ``cohorts``:
         ``"uniform"`` (each client's cohort uniform, as deployed) or ``"balanced"`` (each value's
         clients split as evenly as possible over the cohorts: no cohort-sampling noise)."""
-        from ldp.batch.rappor import bloom_index_table, check_candidates
+        from ldp.batch import check_candidates
+        from ldp.batch.rappor import bloom_index_table
 
         values, counts = open_domain_counts(true_counts, values)
         values = check_candidates(values)

@@ -37,7 +37,8 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ldp.batch.rappor import bloom_index_table, check_candidates
+from ldp.batch import check_candidates
+from ldp.batch.rappor import bloom_index_table
 from ldp.decoders.rappor import RapporAggregate, bit_count_variance
 from ldp.decoders.results import Estimates
 from ldp.encoders.rappor import RapporParams

@@ -1,0 +1,125 @@
+"""Apple's private Count Mean Sketch (CMS), client side ("Learning with Privacy at Scale", 2017).
+
+The client draws a hash index ``j`` uniformly from ``[k]``, encodes its value as the ±1 vector
+of length ``m`` that is +1 only at ``h_j(value)``, flips every entry independently with
+probability ``1/(1+e^{ε/2})`` and sends ``(j, m bits)`` (bit 1 = +1). Two values differ in at most
+two entries, each with likelihood ratio at most ``e^{ε/2}``: ε-LDP (apple-and-theory.md §1.1).
+
+Hash function ``j`` is :func:`ldp.hashing.bucket` with seed ``hash_seed + j`` (MurmurHash3 of the
+value's UTF-8 bytes, mod ``m``). :class:`SketchParams` holds what CMS and HCMS share.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+from bitarray import frozenbitarray
+from bitarray.util import int2ba
+
+from ldp.accountant import PrivacyCost
+from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.hashing import MAX_SEED, bucket, buckets
+from ldp.reports import Field, Report, ReportBatch
+
+__all__ = ["SketchParams", "CmsParams", "CmsEncoder"]
+
+MAX_WIDTH = 1 << 24
+
+
+class SketchParams(ProtocolParams):
+    """What CMS and HCMS parameters share: ε, ``num_hashes`` k, ``width`` m and the hash family."""
+
+    epsilon: float
+    num_hashes: int
+    width: int
+    hash_seed: int
+
+    def _check_sketch(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        check_int(self.num_hashes, "num_hashes (k)", 1, 1 << 16)
+        check_int(self.width, "width (m)", 2, MAX_WIDTH)
+        check_int(self.hash_seed, "hash_seed", 0, MAX_SEED - self.num_hashes + 1)
+
+    @property
+    def k(self) -> int:
+        return self.num_hashes
+
+    @property
+    def m(self) -> int:
+        return self.width
+
+    @property
+    def privacy_cost(self) -> PrivacyCost:
+        return PrivacyCost(self.epsilon)
+
+    @property
+    def domain_size(self) -> None:
+        """Sketches estimate any string: no fixed domain."""
+        return None
+
+    def bucket_of(self, value: Any, j: int) -> int:
+        """``h_j(value)``: bucket of ``value`` under hash function ``j`` in ``[0, m)``."""
+        return bucket(value, self.width, self.hash_seed + j)
+
+    def buckets_of(self, value: Any) -> list[int]:
+        """``[h_0(value), ..., h_{k-1}(value)]`` (the value's bytes are made once)."""
+        return buckets(value, self.width, range(self.hash_seed, self.hash_seed + self.num_hashes))
+
+
+@dataclass(frozen=True)
+class CmsParams(SketchParams):
+    """Count Mean Sketch: ε per report, k hash functions, width m (``hash_seed`` picks the family)."""
+
+    epsilon: float
+    num_hashes: int
+    width: int
+    hash_seed: int = 0
+    protocol: ClassVar[str] = "cms"
+
+    def __post_init__(self) -> None:
+        self._check_sketch()
+
+    @property
+    def flip_probability(self) -> float:
+        """Each ±1 entry is flipped with probability ``1/(1+e^{ε/2})``."""
+        return 1.0 / (1.0 + math.exp(self.epsilon / 2))
+
+    @property
+    def c(self) -> float:
+        """``c_ε = (e^{ε/2}+1)/(e^{ε/2}−1)``: ``1/c`` is the mean of a kept-or-flipped ±1 entry's sign."""
+        e = math.exp(self.epsilon / 2)
+        return (e + 1) / (e - 1)
+
+    @cached_property
+    def schema(self) -> tuple[Field, ...]:
+        return (Field("hash", "uint", self.num_hashes), Field("bits", "bits", self.width))
+
+
+class CmsEncoder(Encoder):
+    """Client encoder for :class:`CmsParams`; values are str or bytes."""
+
+    params: CmsParams
+    params_type: ClassVar[type] = CmsParams
+
+    def prepare(self, value: Any) -> Any:
+        if not isinstance(value, (str, bytes, bytearray)):
+            raise TypeError(f"CMS values must be str or bytes, got {type(value).__name__}")
+        return value
+
+    def randomize(self, prepared: Any) -> Report:
+        pr = self.params
+        j = self._rng.randbelow(pr.num_hashes)
+        onehot = 1 << pr.bucket_of(prepared, j)
+        flips = self._rng.bernoulli_bits(pr.flip_probability, pr.width)
+        bits = frozenbitarray(int2ba(onehot ^ flips, length=pr.width, endian="little"))
+        return self._report({"hash": j, "bits": bits})
+
+    def encode_batch(self, values: Any, rng: Any = None, *, candidates: Any = None) -> ReportBatch:
+        """Vectorized reports (``values``: indices into ``candidates`` or the strings; see :mod:`ldp.batch.sketch`)."""
+        from ldp.batch.sketch import cms_encode_batch  # numpy, loaded only here
+
+        j, bits = cms_encode_batch(self.params, values, rng, candidates=candidates)
+        return self._batch({"hash": j, "bits": bits})

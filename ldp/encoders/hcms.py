@@ -1,0 +1,85 @@
+"""Apple's Hadamard Count Mean Sketch (HCMS), client side (apple-and-theory.md §2.1).
+
+The client draws a hash index ``j`` uniformly from ``[k]`` and a Hadamard row ``l`` uniformly
+from ``[m]`` (``m`` a power of two), and sends ``(j, l, bit)`` where the bit encodes
+``b·H[h_j(value), l]``: the Sylvester Hadamard entry ``H[a, l] = (−1)^{popcount(a & l)}``, kept
+with probability ``e^ε/(1+e^ε)`` and flipped with probability ``1/(1+e^ε)`` (bit 1 = +1). Only one
+±1 value depends on the input: ε-LDP. Hashing is shared with CMS (:class:`~ldp.encoders.cms.SketchParams`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+from ldp.encoders.base import Encoder
+from ldp.encoders.cms import SketchParams
+from ldp.reports import Field, Report, ReportBatch
+
+__all__ = ["HcmsParams", "HcmsEncoder", "hadamard_entry"]
+
+
+def hadamard_entry(a: int, l: int) -> int:
+    """Sylvester Hadamard matrix entry ``H[a, l] = (−1)^{popcount(a AND l)}`` (+1 or −1)."""
+    return -1 if (a & l).bit_count() & 1 else 1
+
+
+@dataclass(frozen=True)
+class HcmsParams(SketchParams):
+    """Hadamard Count Mean Sketch: ε per report, k hash functions, width m (a power of two)."""
+
+    epsilon: float
+    num_hashes: int
+    width: int
+    hash_seed: int = 0
+    protocol: ClassVar[str] = "hcms"
+
+    def __post_init__(self) -> None:
+        self._check_sketch()
+        if self.width & (self.width - 1):
+            raise ValueError(f"HCMS width m must be a power of two (Hadamard transform), got {self.width}")
+
+    @property
+    def flip_probability(self) -> float:
+        """The one Hadamard coefficient is flipped with probability ``1/(1+e^ε)``."""
+        return 1.0 / (1.0 + math.exp(self.epsilon))
+
+    @property
+    def c(self) -> float:
+        """``c_ε = (e^ε+1)/(e^ε−1)`` (the full ε, not ε/2)."""
+        e = math.exp(self.epsilon)
+        return (e + 1) / (e - 1)
+
+    @cached_property
+    def schema(self) -> tuple[Field, ...]:
+        return (Field("hash", "uint", self.num_hashes), Field("row", "uint", self.width), Field("bit", "uint", 2))
+
+
+class HcmsEncoder(Encoder):
+    """Client encoder for :class:`HcmsParams`; values are str or bytes."""
+
+    params: HcmsParams
+    params_type: ClassVar[type] = HcmsParams
+
+    def prepare(self, value: Any) -> Any:
+        if not isinstance(value, (str, bytes, bytearray)):
+            raise TypeError(f"HCMS values must be str or bytes, got {type(value).__name__}")
+        return value
+
+    def randomize(self, prepared: Any) -> Report:
+        pr = self.params
+        j = self._rng.randbelow(pr.num_hashes)
+        l = self._rng.randbelow(pr.width)
+        sign = hadamard_entry(pr.bucket_of(prepared, j), l)
+        if self._rng.bernoulli(pr.flip_probability):
+            sign = -sign
+        return self._report({"hash": j, "row": l, "bit": int(sign > 0)})
+
+    def encode_batch(self, values: Any, rng: Any = None, *, candidates: Any = None) -> ReportBatch:
+        """Vectorized reports (``values``: indices into ``candidates`` or the strings; see :mod:`ldp.batch.sketch`)."""
+        from ldp.batch.sketch import hcms_encode_batch  # numpy, loaded only here
+
+        j, l, bit = hcms_encode_batch(self.params, values, rng, candidates=candidates)
+        return self._batch({"hash": j, "row": l, "bit": bit})
