@@ -140,7 +140,7 @@ def simulate(params: Any, true_counts: Any, *, method: str = "aggregate", rng: A
         strings, counts = open_domain_counts(true_counts, values)
         if method == "aggregate":
             return proto.aggregate_type.simulate(params, counts, gen, values=strings)
-        encoder, kwargs = proto.encoder_type(params, secret=b"simulation"), {"candidates": strings}
+        encoder, kwargs = proto.encoder_type(params), {"candidates": strings}
     else:
         counts = np.asarray(true_counts, dtype=np.int64)
         if counts.shape != (params.domain_size,) or (counts.size and counts.min() < 0):

@@ -1,0 +1,172 @@
+"""Apple CMS and HCMS: parameters, exact privacy audit, batch path, aggregate, unbiasedness and exact variance."""
+
+from __future__ import annotations
+
+import math
+
+import mmh3
+import numpy as np
+import pytest
+
+from ldp.audit import audit_encoder
+from ldp.batch.murmur import murmur3_32
+from ldp.decoders.base import Aggregate
+from ldp.decoders.sketch import SketchAggregate, fwht, sketch_variance
+from ldp.encoders.cms import CmsEncoder, CmsParams
+from ldp.encoders.hcms import HcmsEncoder, HcmsParams
+from ldp.reports import Report
+from ldp.simulation import simulate
+
+KINDS = [(CmsParams, CmsEncoder), (HcmsParams, HcmsEncoder)]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(epsilon=0), "epsilon"), (dict(epsilon=-1), "epsilon"), (dict(num_hashes=0), "num_hashes"),
+    (dict(width=1), "width"),
+])
+@pytest.mark.parametrize("params_type", [CmsParams, HcmsParams])
+def test_params_are_validated(params_type, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        params_type(**{**dict(epsilon=2.0, num_hashes=4, width=16), **kwargs})
+
+
+def test_hcms_width_must_be_a_power_of_two():
+    with pytest.raises(ValueError, match="power of two"):
+        HcmsParams(2.0, 4, 24)
+    assert CmsParams(2.0, 4, 24).width == 24
+
+
+def test_vectorized_murmur_equals_mmh3():
+    rnd = np.random.default_rng(3)
+    keys = [rnd.bytes(int(n)) for n in rnd.integers(0, 30, 500)]
+    seeds = [0, 1, 7, 2**31, 2**32 - 1]
+    expected = np.array([[mmh3.hash(k, s, signed=False) for s in seeds] for k in keys], dtype=np.uint32)
+    assert (murmur3_32(keys, seeds) == expected).all()
+
+
+def test_fwht_is_the_hadamard_product():
+    from scipy.linalg import hadamard
+
+    x = np.random.default_rng(0).normal(size=(3, 16))
+    assert np.allclose(fwht(x), x @ hadamard(16))
+
+
+# -- exact privacy audit ---------------------------------------------------------------------------
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_cms_audit_equals_epsilon(eps):
+    params = CmsParams(eps, 2, 4)
+    values = next((a, b) for a in ("a", "b", "c") for b in ("d", "e", "f", "g")
+                  if all(params.bucket_of(a, j) != params.bucket_of(b, j) for j in range(2)))
+    result = audit_encoder(lambda src: CmsEncoder(params, rng=src), values)
+    assert result.matches(eps), (result.epsilon, eps)
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0, 4.0])
+def test_hcms_audit_equals_epsilon(eps):
+    params = HcmsParams(eps, 2, 4)
+    result = audit_encoder(lambda src: HcmsEncoder(params, rng=src), ["a", "b", "c", "d", "e"])
+    assert result.matches(eps), (result.epsilon, eps)
+
+
+# -- client and batch paths ------------------------------------------------------------------------
+@pytest.mark.parametrize("params_type, encoder_type", KINDS)
+def test_bad_values_and_ledger(params_type, encoder_type):
+    from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
+
+    params = params_type(1.0, 4, 16)
+    with pytest.raises(TypeError, match="str or bytes"):
+        encoder_type(params).encode(3)
+    ledger = BudgetLedger(metrics={"emoji": BudgetPolicy(per_window=PrivacyCost(2.0))})
+    enc = encoder_type(params, ledger=ledger, metric="emoji")
+    enc.encode("x")
+    enc.encode("x")  # no memoization: every report costs ε
+    with pytest.raises(BudgetExceeded):
+        enc.encode("x")
+    assert ledger.spent("emoji").epsilon == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("params_type, encoder_type", KINDS)
+def test_client_batch_and_aggregate_paths_agree(params_type, encoder_type):
+    """Client reports, batch rows and the aggregate-level draw: same mean sketch within noise."""
+    params = params_type(2.0, 4, 16)
+    truth = {"x": 1500, "y": 700, "z": 300}
+    cands = list(truth)
+    reps = 40
+    per, agg = [], []
+    for s in range(reps):
+        per.append(simulate(params, truth, method="per_report", rng=s).sketch())
+        agg.append(simulate(params, truth, method="aggregate", rng=500 + s).sketch())
+    per, agg = np.array(per), np.array(agg)
+    sd = np.sqrt((per.var(axis=0, ddof=1) + agg.var(axis=0, ddof=1)) / reps)
+    assert np.abs((per.mean(axis=0) - agg.mean(axis=0)) / sd).max() < 4.5
+    client = SketchAggregate(params)
+    client.add([encoder_type(params, rng=s).encode(cands[s % 3]) for s in range(600)])
+    assert client.n == 600 and client.row_n.sum() == 600
+
+
+def test_cms_fold_counts_bits_per_row():
+    params = CmsParams(1.0, 5, 20)
+    batch = CmsEncoder(params).encode_batch(np.arange(3000) % 4, rng=1, candidates=["a", "b", "c", "d"])
+    agg = SketchAggregate(params)
+    agg.add(batch)
+    bits = np.unpackbits(batch.columns["bits"], axis=1, bitorder="little")[:, :20]
+    expected = np.zeros((5, 20), np.int64)
+    np.add.at(expected, batch.columns["hash"].astype(np.int64), bits)
+    assert (agg.sums == expected).all()
+    back = Aggregate.from_bytes(agg.to_bytes())
+    assert (back.sums == agg.sums).all() and back.n == 3000
+
+
+@pytest.mark.parametrize("params_type", [CmsParams, HcmsParams])
+def test_bad_reports_are_rejected_with_reasons(params_type):
+    params = params_type(1.0, 4, 16)
+    agg = SketchAggregate(params)
+    enc = (CmsEncoder if params_type is CmsParams else HcmsEncoder)(params, rng=1)
+    good = enc.encode("x")
+    payload = dict(good.payload)
+    payload["hash"] = 4
+    bad_hash = Report(params.protocol, params.fingerprint, payload)
+    other = params_type(2.0, 4, 16)
+    foreign = (CmsEncoder if params_type is CmsParams else HcmsEncoder)(other, rng=1).encode("x")
+    assert agg.add([good, bad_hash, foreign]) == 1
+    assert agg.rejected == {"out_of_range": 1, "wrong_fingerprint": 1}
+
+
+# -- unbiasedness and exact variance, over hash draws ---------------------------------------------------
+@pytest.mark.parametrize("eps", [0.5, 2.0, 4.0, 8.0])
+@pytest.mark.parametrize("params_type", [CmsParams, HcmsParams])
+def test_unbiased_with_the_exact_variance(params_type, eps):
+    """Over client randomness and the hash draw (a new hash_seed per repetition)."""
+    truth = {"heavy": 3000, "mid": 1000, "light": 200, "tiny": 20}
+    cands = list(truth) + ["absent"]
+    t = np.array([truth.get(c, 0) for c in cands], float)
+    reps = 1000
+    est = np.array([SketchAggregate.simulate(params_type(eps, 4, 32, hash_seed=1000 * s), truth, rng=s)
+                    .estimate(cands).count for s in range(reps)])
+    n = int(t.sum())
+    f2 = (t[:4] ** 2).sum() - t**2
+    f2[-1] = (t[:4] ** 2).sum()
+    var = sketch_variance(params_type(eps, 4, 32), t, n, f2)
+    z = (est.mean(axis=0) - t) / np.sqrt(var / reps)
+    assert np.abs(z).max() < 4.0
+    # the collision noise is heavy-tailed (rare collisions with "heavy"), so the sample variance's
+    # standard error comes from the fourth central moment: sqrt((μ4 − σ⁴)/R) (delta method)
+    dev = est - est.mean(axis=0)
+    v_hat = est.var(axis=0, ddof=1)
+    se_v = np.sqrt(((dev**4).mean(axis=0) - v_hat**2) / reps)
+    assert (np.abs(v_hat - var) < 4 * se_v).all(), (v_hat / var)
+
+
+def test_heavy_hitters_and_standard_errors():
+    params = CmsParams(4.0, 64, 256)
+    truth = {f"w{i}": 40_000 // (i + 1) for i in range(20)}
+    cands = list(truth) + [f"none{i}" for i in range(200)]
+    agg = SketchAggregate.simulate(params, truth, rng=7)
+    hh = agg.heavy_hitters(cands)
+    assert hh.items[0] == "w0" and {f"w{i}" for i in range(5)} <= set(hh.items)
+    # a fixed hash draw biases items that collide with heavy ones: a few false hits are possible
+    assert len(set(hh.items) - set(truth)) <= 2
+    est = agg.estimate(cands)
+    t = np.array([truth.get(c, 0) for c in cands])
+    covered = ((est.ci_low <= t) & (t <= est.ci_high)).mean()
+    assert covered > 0.95 - 3 * math.sqrt(0.05 * 0.95 / len(cands))
