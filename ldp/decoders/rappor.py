@@ -24,13 +24,12 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
+from ldp.batch.bits import ones_by_group
 from ldp.decoders.base import Aggregate
 from ldp.encoders.rappor import RapporParams
 from ldp.randomness import as_generator
 
 __all__ = ["RapporAggregate", "BitEstimates", "bit_count_variance", "open_domain_counts"]
-
-_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)  # (256, 8)
 
 
 def bit_count_variance(params: RapporParams, cohort_n: Any, true_bits: Any) -> np.ndarray:
@@ -70,26 +69,11 @@ class RapporAggregate(Aggregate):
         return {"cohort_n": self.cohort_n, "ones": self.ones}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        """Count ones per (cohort, bit): one ``bincount`` of ``cohort·256 + byte`` per byte column."""
-        m, k = self.params.num_cohorts, self.params.num_bloombits
-        cohort = columns["cohort"].astype(np.int64 if m > 256 else np.uint16)
-        bits = columns["bits"]
-        if m > 4096:  # a (cohort, byte) table would be too large: count unpacked bits instead
-            self.cohort_n += np.bincount(cohort, minlength=m)
-            for start in range(0, cohort.size, 1 << 16):
-                unpacked = np.unpackbits(bits[start:start + (1 << 16)], axis=1, count=k, bitorder="little")
-                np.add.at(self.ones, cohort[start:start + (1 << 16)], unpacked)
-            return
-        step = 1 << 20
-        for start in range(0, cohort.size, step):
-            coh = cohort[start:start + step]
-            self.cohort_n += np.bincount(coh, minlength=m)
-            base = coh << 8
-            cols = np.ascontiguousarray(bits[start:start + step].T)
-            for j in range(cols.shape[0]):
-                table = np.bincount(base | cols[j], minlength=m * 256).reshape(m, 256)
-                hi = min(8 * j + 8, k)
-                self.ones[:, 8 * j:hi] += (table @ _BYTE_BITS)[:, : hi - 8 * j]
+        """Count reports per cohort and ones per (cohort, bit) (:func:`~ldp.batch.bits.ones_by_group`)."""
+        counts, ones = ones_by_group(columns["cohort"], columns["bits"], self.params.num_cohorts,
+                                     self.params.num_bloombits)
+        self.cohort_n += counts
+        self.ones += ones
 
     # -- step 1 of decoding --------------------------------------------------------------------
     def bit_estimates(self) -> BitEstimates:

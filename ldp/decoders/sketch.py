@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ldp.batch import check_candidates
+from ldp.batch.bits import ones_by_group
 from ldp.batch.sketch import hadamard_sign, sketch_buckets
 from ldp.decoders.base import Aggregate
 from ldp.decoders.results import Estimates
@@ -35,8 +36,6 @@ from ldp.encoders.hcms import HcmsParams
 from ldp.randomness import as_generator
 
 __all__ = ["SketchAggregate", "sketch_variance", "fwht"]
-
-_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
 
 
 def fwht(a: np.ndarray) -> np.ndarray:
@@ -79,22 +78,18 @@ class SketchAggregate(Aggregate):
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         k, m = self.params.num_hashes, self.params.width
-        j = columns["hash"].astype(np.int64)
-        self.row_n += np.bincount(j, minlength=k)
+        j = columns["hash"]
         if isinstance(self.params, HcmsParams):
+            j = j.astype(np.int64)
+            self.row_n += np.bincount(j, minlength=k)
             cell = j * m + columns["row"].astype(np.int64)
             total = np.bincount(cell, minlength=k * m)
             ones = np.bincount(cell, weights=columns["bit"], minlength=k * m).astype(np.int64)
             self.sums += (2 * ones - total).reshape(k, m)
             return
-        bits = columns["bits"]
-        for start in range(0, j.size, 1 << 18):
-            base = j[start:start + (1 << 18)] << 8
-            cols = np.ascontiguousarray(bits[start:start + (1 << 18)].T)
-            for b in range(cols.shape[0]):
-                table = np.bincount(base | cols[b], minlength=k * 256).reshape(k, 256)
-                hi = min(8 * b + 8, m)
-                self.sums[:, 8 * b:hi] += (table @ _BYTE_BITS)[:, : hi - 8 * b]
+        row_n, ones = ones_by_group(j, columns["bits"], k, m)
+        self.row_n += row_n
+        self.sums += ones
 
     # -- the sketch and the frequency oracle -------------------------------------------------------
     def sketch(self) -> np.ndarray:
