@@ -5,6 +5,7 @@ from ldp.decoders.randomized_response import GRRAggregate, RRAggregate, grr_vari
 from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import CandidateMap, RapporEstimates
 from ldp.decoders.results import Estimates
+from ldp.decoders.sketch import SketchAggregate, sketch_variance
 
 __all__ = ["Aggregate", "CandidateMap", "Estimates", "GRRAggregate", "RRAggregate", "RapporAggregate",
-           "RapporEstimates", "frame_to_batch", "grr_variance", "rr_variance"]
+           "RapporEstimates", "SketchAggregate", "frame_to_batch", "sketch_variance", "grr_variance", "rr_variance"]
