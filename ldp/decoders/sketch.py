@@ -14,9 +14,9 @@ the clients' randomness and the draw of the hash functions. Its exact variance (
 * CMS: ``(m/(m−1))²·n·(c²−1)/4 + ((1 − 1/k)(n − f) + F2/k)/(m − 1)``;
 * HCMS: ``(m/(m−1))²·(n·c² − f − (n − f)(1/(km) + (1 − 1/k)/m²)) + F2/(k(m − 1))``.
 
-Standard errors plug in ``f̂`` (clipped to [0, n]) and ``F2`` from the candidates' own estimates
-(each ``max(f̂² − privacy variance, 0)``), so mass outside the candidate list is not counted in
-the collision term.
+Standard errors plug in ``f̂`` (clipped to [0, n]) and ``F2`` estimated from the candidates' own
+estimates (``Σf̂²`` corrected for the estimates' variance, itself a function of ``F2``), so mass
+outside the candidate list is not counted in the collision term.
 """
 
 from __future__ import annotations
@@ -115,10 +115,13 @@ class SketchAggregate(Aggregate):
         sk = self.sketch()
         mean = sk[np.arange(k)[None, :], table].mean(axis=1)
         count = m / (m - 1) * (mean - n / m)
-        privacy = sketch_variance(pr, 0.0, n, 0.0)
+        # F2 plug-in: E[f̂²] = f² + Var, and each Var holds F2/(k(m−1)) besides v0 (its value at f = F2 = 0),
+        # so Σf² ≈ (Σf̂² − C·v0)/(1 + C/(k(m−1))) over the C candidates
+        v0 = sketch_variance(pr, 0.0, n, 0.0)
+        size = len(cands)
+        total = max((float(np.sum(count**2)) - size * v0) / (1 + size / (k * (m - 1))), 0.0)
         f_hat = np.clip(count, 0.0, n)
-        mass = np.maximum(f_hat**2 - privacy, 0.0)
-        f2 = mass.sum() - mass
+        f2 = np.maximum(total - np.maximum(f_hat**2 - v0, 0.0), 0.0)
         se = np.sqrt(sketch_variance(pr, f_hat, n, f2))
         z = NormalDist().inv_cdf(1 - alpha / len(cands))
         threshold = z * np.sqrt(sketch_variance(pr, 0.0, n, f2))
