@@ -195,8 +195,8 @@ def accuracy(params: Any, population: Population, n: int, *, trials: int = 20, m
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be an int >= 1, got {trials!r}")
     if params.domain_size is None:
-        raise ValueError(f"accuracy() needs a fixed-domain protocol; decode {params.protocol} with its candidates "
-                         "(see ldp.decoders.rappor_decode and simulations/rappor_regtest.py)")
+        raise ValueError(f"accuracy() needs a fixed-domain protocol; {params.protocol} estimates strings from "
+                         "candidates: see simulations/rappor_regtest.py (RAPPOR) or simulations/apple_sketches.py")
     if population.d != params.domain_size:
         raise ValueError(f"population has {population.d} values, protocol domain has {params.domain_size}")
     gen = as_generator(rng)

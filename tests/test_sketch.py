@@ -170,3 +170,24 @@ def test_heavy_hitters_and_standard_errors():
     t = np.array([truth.get(c, 0) for c in cands])
     covered = ((est.ci_low <= t) & (t <= est.ci_high)).mean()
     assert covered > 0.95 - 3 * math.sqrt(0.05 * 0.95 / len(cands))
+
+
+def test_large_epsilon_is_charged_as_realized_or_refused():
+    assert HcmsParams(40.0, 2, 4).privacy_cost.epsilon == pytest.approx(40.0047107, abs=1e-6)
+    assert CmsParams(4.0, 2, 4).privacy_cost.epsilon == 4.0
+    with pytest.raises(ValueError, match="too large"):
+        HcmsParams(45.0, 2, 4)
+    with pytest.raises(TypeError, match="CmsParams or HcmsParams"):
+        from ldp.encoders.randomized_response import GRRParams
+
+        SketchAggregate(GRRParams(1.0, 4))
+
+
+def test_string_values_keep_trailing_nul_bytes():
+    params = CmsParams(2.0, 4, 16)
+    batch = CmsEncoder(params).encode_batch(["a\x00", "a"], rng=1)
+    assert batch.n == 2  # two distinct values: "a\x00" was not truncated to "a"
+    from ldp.batch import values_and_candidates
+
+    idx, cands = values_and_candidates(["a\x00", "a", "a\x00"], None)
+    assert sorted(cands) == ["a", "a\x00"] and idx[0] == idx[2] != idx[1]

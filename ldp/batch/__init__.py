@@ -48,7 +48,11 @@ def check_candidates(candidates: Any) -> list[str | bytes]:
 
 def values_and_candidates(values: Any, candidates: Sequence[str | bytes] | None) -> tuple[np.ndarray, list]:
     """``(indices, candidate list)`` from indices into ``candidates`` or from the strings themselves."""
-    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if isinstance(values, np.ndarray):
+        arr = values
+    else:  # strings stay Python objects: numpy's fixed-width str/bytes would drop trailing NULs
+        values = list(values)
+        arr = np.array(values, dtype=object) if values and isinstance(values[0], (str, bytes)) else np.asarray(values)
     if arr.ndim != 1:
         raise ValueError(f"values must be 1-D, got shape {arr.shape}")
     if arr.size and (arr.dtype.kind in "iu"):

@@ -61,7 +61,9 @@ class Aggregate(ABC):
 
     def __init__(self, params: ProtocolParams) -> None:
         if not isinstance(params, self.params_type):
-            raise TypeError(f"{type(self).__name__} needs {self.params_type.__name__}, got {type(params).__name__}")
+            kinds = self.params_type if isinstance(self.params_type, tuple) else (self.params_type,)
+            names = " or ".join(t.__name__ for t in kinds)
+            raise TypeError(f"{type(self).__name__} needs {names}, got {type(params).__name__}")
         self.params = params
         self.n = 0
         self.rejected: Counter[str] = Counter()

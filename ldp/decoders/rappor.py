@@ -165,7 +165,7 @@ def open_domain_counts(true_counts: Any, values: Sequence[str | bytes] | None) -
         values, raw = list(true_counts), list(true_counts.values())
     else:
         if values is None:
-            raise ValueError("RAPPOR counts need their strings: pass a {value: count} mapping or `values=`")
+            raise ValueError("open-domain counts need their strings: pass a {value: count} mapping or `values=`")
         raw = true_counts
     counts = np.asarray(raw)
     if counts.ndim != 1 or len(values) != counts.size:

@@ -130,9 +130,10 @@ class SketchAggregate(Aggregate):
         return Estimates(pr.protocol, items, n, count, se, confidence, pr.privacy_cost,
                          {"threshold": threshold, "detected": count > threshold}, notes)
 
-    def heavy_hitters(self, candidates: Sequence[str | bytes], alpha: float = 0.05) -> Estimates:
+    def heavy_hitters(self, candidates: Sequence[str | bytes], alpha: float = 0.05,
+                      confidence: float = 0.95) -> Estimates:
         """The candidates whose count is significantly above 0 (see :meth:`estimate`), largest first."""
-        est = self.estimate(candidates, alpha=alpha)
+        est = self.estimate(candidates, confidence=confidence, alpha=alpha)
         keep = np.flatnonzero(est.extra["detected"])
         keep = keep[np.argsort(-est.count[keep], kind="stable")]
         return Estimates(est.protocol, [est.items[i] for i in keep], est.n, est.count[keep], est.std_error[keep],
@@ -144,12 +145,26 @@ class SketchAggregate(Aggregate):
         t = np.asarray(true_counts, dtype=np.float64)
         return sketch_variance(params, t, int(t.sum()), (t**2).sum() - t**2)
 
+    @classmethod
+    def _simulate_reports(cls, params: SketchParams, values: list, counts: np.ndarray,
+                          gen: np.random.Generator) -> "SketchAggregate":
+        """The same distribution by encoding every report in vectorized batches (exact too)."""
+        from ldp.protocols import get_protocol
+
+        encoder = get_protocol(params.protocol).encoder_type(params)
+        agg = cls(params)
+        idx = np.repeat(np.arange(counts.size), counts)
+        for start in range(0, idx.size, 1 << 20):
+            agg.add(encoder.encode_batch(idx[start:start + (1 << 20)], gen, candidates=values))
+        return agg
+
     # -- exact aggregate-level simulation ------------------------------------------------------------
     @classmethod
     def simulate(cls, params: SketchParams, true_counts: Mapping[str, int] | Sequence[int], rng: Any = None, *,
                  values: Sequence[str | bytes] | None = None) -> "SketchAggregate":
         """Exact draw of the aggregate: rows by a multinomial per value; CMS bits as binomials per
-        cell; HCMS per (row, bucket) group a multinomial over (Hadamard row, reported sign)."""
+        cell; HCMS per (row, bucket) group a multinomial over (Hadamard row, reported sign), or, when
+        that costs more (groups × m > 8n), every report encoded in vectorized batches."""
         from ldp.decoders.rappor import open_domain_counts
 
         values, counts = open_domain_counts(true_counts, values)
@@ -166,6 +181,8 @@ class SketchAggregate(Aggregate):
             agg.sums[:] = gen.binomial(cells, 1 - p) + gen.binomial(agg.row_n[:, None] - cells, p)
             return agg
         jj, aa = np.nonzero(cells)
+        if jj.size * m > 8 * agg.n:  # the group draw would cost more than encoding every report: do that
+            return cls._simulate_reports(params, values, counts, gen)
         lanes = np.arange(m)
         for start in range(0, jj.size, 1024):
             j, a = jj[start:start + 1024], aa[start:start + 1024]

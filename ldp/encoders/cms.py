@@ -22,6 +22,7 @@ from bitarray.util import int2ba
 from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
 from ldp.hashing import MAX_SEED, bucket, buckets
+from ldp.randomness import bernoulli_threshold
 from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["SketchParams", "CmsParams", "CmsEncoder"]
@@ -39,6 +40,9 @@ class SketchParams(ProtocolParams):
 
     def _check_sketch(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        if bernoulli_threshold(self.flip_probability) == 0:
+            raise ValueError(f"epsilon={self.epsilon} is too large: the flip probability rounds to 0 at the "
+                             "client's 2^-64 resolution, so reports would not be private")
         check_int(self.num_hashes, "num_hashes (k)", 1, 1 << 16)
         check_int(self.width, "width (m)", 2, MAX_WIDTH)
         check_int(self.hash_seed, "hash_seed", 0, MAX_SEED - self.num_hashes + 1)
@@ -51,9 +55,20 @@ class SketchParams(ProtocolParams):
     def m(self) -> int:
         return self.width
 
+    flip_probability: float
+    _epsilon_per_flip: ClassVar[float] = 1.0  # ε = this × ln((1−p)/p) for flip probability p
+
+    @property
+    def effective_epsilon(self) -> float:
+        """The ε the client really gives: the flip probability is ``floor(p·2^64)/2^64``, a hair
+        below ``p``, so this is at least ``epsilon`` (equal to it up to ~1e-15 for ε below ~8)."""
+        pq = bernoulli_threshold(self.flip_probability) / 2.0**64
+        return self._epsilon_per_flip * math.log((1.0 - pq) / pq)
+
     @property
     def privacy_cost(self) -> PrivacyCost:
-        return PrivacyCost(self.epsilon)
+        """The cost charged per report: ``max(epsilon, effective_epsilon)``."""
+        return PrivacyCost(max(self.epsilon, self.effective_epsilon))
 
     @property
     def domain_size(self) -> None:
@@ -78,6 +93,7 @@ class CmsParams(SketchParams):
     width: int
     hash_seed: int = 0
     protocol: ClassVar[str] = "cms"
+    _epsilon_per_flip: ClassVar[float] = 2.0  # two entries differ between inputs, each ln((1−p)/p) = ε/2
 
     def __post_init__(self) -> None:
         self._check_sketch()

@@ -35,6 +35,7 @@ class HcmsParams(SketchParams):
     width: int
     hash_seed: int = 0
     protocol: ClassVar[str] = "hcms"
+    _epsilon_per_flip: ClassVar[float] = 1.0
 
     def __post_init__(self) -> None:
         self._check_sketch()
