@@ -12,7 +12,7 @@ from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, client_source
 from ldp.reports import Field, Report, ReportBatch, fingerprint, validate_report
 
-__all__ = ["ProtocolParams", "Encoder", "check_epsilon", "check_int"]
+__all__ = ["ProtocolParams", "Encoder", "check_epsilon", "check_int", "check_string_value"]
 
 
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
@@ -31,6 +31,13 @@ def check_int(value: int, name: str, low: int, high: int | None = None) -> int:
     if value < low or (high is not None and value > high):
         bound = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def check_string_value(value: Any, protocol: str) -> Any:
+    """``value`` if it is str or bytes (what the string protocols hash), else a ``TypeError``."""
+    if not isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(f"{protocol} values must be str or bytes, got {type(value).__name__}")
     return value
 
 

@@ -20,7 +20,7 @@ from bitarray import frozenbitarray
 from bitarray.util import int2ba
 
 from ldp.accountant import PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
 from ldp.hashing import MAX_SEED, bucket, buckets
 from ldp.randomness import bernoulli_threshold
 from ldp.reports import Field, Report, ReportBatch
@@ -121,9 +121,7 @@ class CmsEncoder(Encoder):
     params_type: ClassVar[type] = CmsParams
 
     def prepare(self, value: Any) -> Any:
-        if not isinstance(value, (str, bytes, bytearray)):
-            raise TypeError(f"CMS values must be str or bytes, got {type(value).__name__}")
-        return value
+        return check_string_value(value, "CMS")
 
     def randomize(self, prepared: Any) -> Report:
         pr = self.params

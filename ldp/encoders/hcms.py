@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
-from ldp.encoders.base import Encoder
+from ldp.encoders.base import Encoder, check_string_value
 from ldp.encoders.cms import SketchParams
 from ldp.reports import Field, Report, ReportBatch
 
@@ -65,9 +65,7 @@ class HcmsEncoder(Encoder):
     params_type: ClassVar[type] = HcmsParams
 
     def prepare(self, value: Any) -> Any:
-        if not isinstance(value, (str, bytes, bytearray)):
-            raise TypeError(f"HCMS values must be str or bytes, got {type(value).__name__}")
-        return value
+        return check_string_value(value, "HCMS")
 
     def randomize(self, prepared: Any) -> Report:
         pr = self.params

@@ -41,7 +41,7 @@ from bitarray import frozenbitarray
 from bitarray.util import int2ba
 
 from ldp.accountant import MemoizedCharge, PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_int
+from ldp.encoders.base import Encoder, ProtocolParams, check_int, check_string_value
 from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
 from ldp.randomness import KeyedRandomSource, RandomSource, check_probability
 from ldp.reports import Field, Report, ReportBatch
@@ -261,8 +261,7 @@ class RapporEncoder(Encoder):
     # -- the three steps ------------------------------------------------------------------------
     def prepare(self, value: Any) -> _Prepared:
         """Bloom filter of ``value`` (str or bytes) and the message its PRR is memoized on."""
-        if not isinstance(value, (str, bytes, bytearray)):
-            raise TypeError(f"RAPPOR values must be str or bytes, got {type(value).__name__}")
+        check_string_value(value, "RAPPOR")
         bloom = bloom_filter(self.params, value, self.cohort)
         if self.params.mode == "google":
             message = bloom.to_bytes(4, "big")
