@@ -148,22 +148,47 @@ def _byte_columns(rows: np.ndarray) -> list[np.ndarray]:
 def ones_by_group(groups: np.ndarray, bits: np.ndarray, num_groups: int, nbits: int) -> tuple[np.ndarray, np.ndarray]:
     """``(reports per group (g,), ones per group and bit (g, nbits))`` of packed little-endian rows.
 
-    One ``bincount`` of ``group·256 + byte`` per byte column, then the (group, byte value) table
-    times the bits of each byte value: no unpacking, no loop per report. Over 4096 groups the
-    table would not fit in cache, so the bits are unpacked and added per group instead."""
+    Narrow rows (≤ 32 bytes) in ≤ 4096 groups: one ``bincount`` of ``group·256 + byte`` per byte
+    column, then the (group, byte value) table times the bits of each byte value. Wider rows, or
+    more groups: :func:`_ones_sorted` (rows sorted by group, unpacked and summed as byte lanes).
+    Neither loops per report; the choice is the faster of the two as measured by
+    ``simulations/benchmark.py`` (crossover near 32-48 bytes per row)."""
     g = np.asarray(groups)
     counts = np.bincount(g.astype(np.int64), minlength=num_groups)
+    if bits.shape[1] > 32 or num_groups > 4096:
+        return counts, _ones_sorted(g, bits, num_groups, nbits)
     ones = np.zeros((num_groups, nbits), dtype=np.int64)
     step = max(1 << 18, (1 << 24) // max(bits.shape[1], 1))  # >= 256K rows, ~16 MiB of narrow rows
     for start in range(0, g.size, step):
         chunk, rows = g[start:start + step], bits[start:start + step]
-        if num_groups > 4096:
-            unpacked = np.unpackbits(rows, axis=1, count=nbits, bitorder="little")
-            np.add.at(ones, chunk.astype(np.int64), unpacked)
-            continue
         base = chunk.astype(np.uint16 if num_groups <= 256 else np.int64) << 8  # uint16 bincounts are fastest
         for j, col in enumerate(_byte_columns(rows)):
             table = np.bincount(base | col, minlength=num_groups * 256).reshape(num_groups, 256)
             hi = min(8 * j + 8, nbits)
             ones[:, 8 * j:hi] += (table @ _BYTE_BITS)[:, : hi - 8 * j]
     return counts, ones
+
+
+_LANE_ROWS = 255  # a uint64 of eight 0/1 bytes can add 255 rows before a byte lane overflows
+
+
+def _ones_sorted(groups: np.ndarray, bits: np.ndarray, num_groups: int, nbits: int) -> np.ndarray:
+    """Ones per (group, bit) for wide rows: within ~8 MiB chunks, sort rows by group (a radix
+    argsort and a cache-local gather), then per run of ≤ 255 same-group rows unpack the bits to
+    0/1 bytes and add them as uint64 words, eight byte lanes at a time (no carry can cross a lane).
+    The Python loop is per (chunk, group) run, never per report."""
+    nbytes = bits.shape[1]
+    ones = np.zeros((num_groups, 8 * nbytes), dtype=np.int64)
+    step = max(4096, (1 << 23) // max(nbytes, 1))
+    for start in range(0, groups.size, step):
+        chunk = groups[start:start + step]
+        order = np.argsort(chunk, kind="stable")
+        sorted_groups = chunk[order]
+        rows = bits[start:start + step][order]
+        edges = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1], True]).tolist()
+        for a, b in zip(edges[:-1], edges[1:]):
+            total = ones[sorted_groups[a]]
+            for p in range(a, b, _LANE_ROWS):
+                lanes = np.unpackbits(rows[p:min(p + _LANE_ROWS, b)], axis=1, bitorder="little").view(np.uint64)
+                total += lanes.sum(axis=0).view(np.uint8)
+    return ones[:, :nbits]
