@@ -6,6 +6,7 @@ resolution (``floor(p·2^64)/2^64``, :func:`ldp.randomness.bernoulli_threshold`)
 bit-sliced comparison of :func:`ldp.randomness.bitsliced_below` run on 64-lane words: each
 plane costs one raw 64-bit draw per word, lanes drop out as soon as they differ from their
 threshold, and after a few planes only the words that still hold a tied lane are processed.
+With one probability for every bit (``p0 == p1``) a byte-wise comparison is faster and as exact.
 """
 
 from __future__ import annotations
@@ -41,33 +42,25 @@ def packed_bernoulli(gen: np.random.Generator, mask: np.ndarray, p0: float, p1: 
 
 
 def _uniform_words(gen: np.random.Generator, size: int, t: int) -> np.ndarray:
-    """``size`` words of independent bits, each 1 with probability ``t/2^64`` (one threshold)."""
+    """``size`` words of independent bits, each 1 with probability ``t/2^64`` (one threshold).
+
+    Byte-wise comparison: each lane's 64-bit uniform is drawn as a top byte and, only when that
+    byte equals the threshold's (probability 1/256), the 56 bits below it. ``u < t`` iff
+    ``u8 < t8`` or (``u8 == t8`` and ``u56 < t56``), so every bit is exactly Bernoulli(t/2^64).
+    One random byte per lane and no per-plane passes: ~1.5x the bit-sliced rate for one threshold."""
     if t <= 0:
         return np.zeros(size, np.uint64)
     if t >= 1 << PRECISION_BITS:
         return np.full(size, _MAX64, np.uint64)
-    below, tied = np.zeros(size, np.uint64), np.full(size, _MAX64, np.uint64)
-    index, w_below, w_tied = None, below, tied
-    u = np.empty(size, np.uint64)
-    for step, plane in enumerate(range(PRECISION_BITS - 1, -1, -1)):
-        r = gen.integers(0, _MAX64, w_tied.size, dtype=np.uint64, endpoint=True)
-        if (t >> plane) & 1:
-            v = u[: w_tied.size]
-            np.invert(r, out=v)
-            v &= w_tied
-            w_below |= v              # tied lanes whose random bit is 0 < 1: below
-            w_tied &= r
-        else:
-            np.invert(r, out=r)
-            w_tied &= r               # tied lanes whose random bit is 1 > 0: above
-        if not t & ((1 << plane) - 1) or not w_tied.any():
-            break
-        if step == _COMPACT_AFTER - 1:
-            index = np.flatnonzero(w_tied)
-            w_below, w_tied = below[index], w_tied[index]
-    if index is not None:
-        below[index] = w_below
-    return below
+    t8, low = t >> 56, t & ((1 << 56) - 1)
+    top = gen.integers(0, _MAX64, size * 8, dtype=np.uint64, endpoint=True).view(np.uint8)  # a byte per lane
+    below = top < t8
+    if low:
+        tie = np.flatnonzero(top == t8)
+        if tie.size:
+            rest = gen.integers(0, _MAX64, tie.size, dtype=np.uint64, endpoint=True) >> np.uint64(8)
+            below[tie] = rest < np.uint64(low)
+    return np.packbits(below, bitorder="little").view("<u8")
 
 
 def _sample_words(gen: np.random.Generator, ones: np.ndarray, t0: int, t1: int) -> np.ndarray:
