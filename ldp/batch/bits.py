@@ -15,7 +15,7 @@ import numpy as np
 
 from ldp.randomness import PRECISION_BITS, bernoulli_threshold
 
-__all__ = ["packed_bernoulli", "row_padding_mask", "ones_by_group"]
+__all__ = ["packed_bernoulli", "packed_uniform", "row_padding_mask", "ones_by_group"]
 
 _MAX64 = (1 << 64) - 1
 _CHUNK = 1 << 15  # words per block (256 KiB)
@@ -34,6 +34,8 @@ def packed_bernoulli(gen: np.random.Generator, mask: np.ndarray, p0: float, p1: 
     """``uint8`` array shaped like ``mask``: bit j is Bernoulli(p1) where ``mask`` has bit j set,
     Bernoulli(p0) where not; all bits independent. Bits are little-endian within bytes."""
     t0, t1 = bernoulli_threshold(p0), bernoulli_threshold(p1)
+    if t0 == t1:
+        return packed_uniform(gen, np.shape(mask), p0)
     ones = _words(mask)
     below = np.empty_like(ones)
     for start in range(0, ones.size, _CHUNK):  # cache-sized blocks, all planes each
@@ -41,31 +43,43 @@ def packed_bernoulli(gen: np.random.Generator, mask: np.ndarray, p0: float, p1: 
     return below.view(np.uint8)[: mask.size].reshape(mask.shape)
 
 
-def _uniform_words(gen: np.random.Generator, size: int, t: int) -> np.ndarray:
-    """``size`` words of independent bits, each 1 with probability ``t/2^64`` (one threshold).
+def packed_uniform(gen: np.random.Generator, shape: tuple[int, ...], p: float) -> np.ndarray:
+    """``uint8`` array of ``shape`` whose every bit is an independent Bernoulli(p) (client resolution)."""
+    t = bernoulli_threshold(p)
+    out = np.empty(int(np.prod(shape)), np.uint8)
+    step = 8 * _CHUNK
+    for start in range(0, out.size, step):
+        stop = min(out.size, start + step)
+        out[start:stop] = _uniform_bytes(gen, stop - start, t)
+    return out.reshape(shape)
+
+
+def _uniform_bytes(gen: np.random.Generator, size: int, t: int) -> np.ndarray:
+    """``size`` bytes of independent bits, each 1 with probability ``t/2^64`` (one threshold).
 
     Byte-wise comparison: each lane's 64-bit uniform is drawn as a top byte and, only when that
     byte equals the threshold's (probability 1/256), the 56 bits below it. ``u < t`` iff
     ``u8 < t8`` or (``u8 == t8`` and ``u56 < t56``), so every bit is exactly Bernoulli(t/2^64).
     One random byte per lane and no per-plane passes: ~1.5x the bit-sliced rate for one threshold."""
     if t <= 0:
-        return np.zeros(size, np.uint64)
+        return np.zeros(size, np.uint8)
     if t >= 1 << PRECISION_BITS:
-        return np.full(size, _MAX64, np.uint64)
+        return np.full(size, 255, np.uint8)
     t8, low = t >> 56, t & ((1 << 56) - 1)
-    top = gen.integers(0, _MAX64, size * 8, dtype=np.uint64, endpoint=True).view(np.uint8)  # a byte per lane
+    top = gen.integers(0, _MAX64, size, dtype=np.uint64, endpoint=True).view(np.uint8)  # a byte per lane
     below = top < t8
     if low:
-        tie = np.flatnonzero(top == t8)
-        if tie.size:
+        tied = top == t8
+        words = np.flatnonzero(tied.view(np.uint64) != 0)  # 8 lanes at a time: ties are rare
+        if words.size:
+            hit = np.flatnonzero(tied.reshape(-1, 8)[words])
+            tie = words[hit >> 3] * 8 + (hit & 7)
             rest = gen.integers(0, _MAX64, tie.size, dtype=np.uint64, endpoint=True) >> np.uint64(8)
             below[tie] = rest < np.uint64(low)
-    return np.packbits(below, bitorder="little").view("<u8")
+    return np.packbits(below, bitorder="little")
 
 
 def _sample_words(gen: np.random.Generator, ones: np.ndarray, t0: int, t1: int) -> np.ndarray:
-    if t0 == t1:
-        return _uniform_words(gen, ones.size, t0)
     full = 1 << PRECISION_BITS
     zeros = ~ones
     below = np.zeros_like(ones)

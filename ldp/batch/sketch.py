@@ -1,7 +1,7 @@
 """Batch kernels for CMS and HCMS: exactly the client mechanisms, vectorized (no loop per report).
 
 * CMS: ``j`` uniform in ``[k]``; the one-hot at ``h_j(value)`` XOR independent Bernoulli flips of
-  probability ``1/(1+e^{ε/2})`` (:func:`~ldp.batch.bits.packed_bernoulli`, the client's 2^-64 resolution);
+  probability ``1/(1+e^{ε/2})`` (:func:`~ldp.batch.bits.packed_uniform`, the client's 2^-64 resolution);
 * HCMS: ``j``, ``l`` uniform; the bit ``H[h_j(value), l] > 0`` flipped with probability ``1/(1+e^ε)``.
 
 Candidates are hashed once per batch with the vectorized MurmurHash3 (:mod:`ldp.batch.murmur`).
@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ldp.batch import values_and_candidates
-from ldp.batch.bits import packed_bernoulli
+from ldp.batch.bits import packed_uniform
 from ldp.batch.murmur import bucket_table
 from ldp.encoders.cms import CmsParams, SketchParams
 from ldp.encoders.hcms import HcmsParams
@@ -57,8 +57,7 @@ def cms_encode_batch(params: CmsParams, values: Any, rng: Any = None, *,
     j, b = _rows_and_buckets(params, values, gen, candidates)
     m = params.width
     nbytes = (m + 7) // 8
-    bits = packed_bernoulli(gen, np.zeros((j.size, nbytes), np.uint8), params.flip_probability,
-                            params.flip_probability)
+    bits = packed_uniform(gen, (j.size, nbytes), params.flip_probability)
     if m % 8:
         bits[:, -1] &= np.uint8((1 << (m % 8)) - 1)
     rows = np.arange(j.size)

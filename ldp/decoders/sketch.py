@@ -35,7 +35,7 @@ from ldp.encoders.cms import CmsParams, SketchParams
 from ldp.encoders.hcms import HcmsParams
 from ldp.randomness import as_generator
 
-__all__ = ["SketchAggregate", "sketch_variance", "fwht"]
+__all__ = ["SketchAggregate", "sketch_variance", "sketch_counts", "fwht"]
 
 
 def fwht(a: np.ndarray) -> np.ndarray:
@@ -63,6 +63,20 @@ def sketch_variance(params: SketchParams, f: Any, n: int, f2: Any) -> np.ndarray
     return r * n * (c**2 - 1) / 4 + ((1 - 1 / k) * (n - f) + f2 / k) / (m - 1)
 
 
+def sketch_counts(params: SketchParams, groups: np.ndarray, columns: Mapping[str, np.ndarray],
+                  num_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(reports per group, sums (num_groups, m))`` of validated CMS (``bits``) or HCMS (``row``,
+    ``bit``) columns; ``groups`` is the hash index, or any grouping of it (SFP: position·k + hash)."""
+    m = params.width
+    if isinstance(params, HcmsParams):
+        g = np.asarray(groups).astype(np.int64)
+        cell = g * m + columns["row"].astype(np.int64)
+        total = np.bincount(cell, minlength=num_groups * m)
+        ones = np.bincount(cell, weights=columns["bit"], minlength=num_groups * m).astype(np.int64)
+        return np.bincount(g, minlength=num_groups), (2 * ones - total).reshape(num_groups, m)
+    return ones_by_group(groups, columns["bits"], num_groups, m)
+
+
 class SketchAggregate(Aggregate):
     """Reports per hash index ``row_n`` (k,) and the ``sums`` table (k, m) of CMS or HCMS reports."""
 
@@ -77,19 +91,9 @@ class SketchAggregate(Aggregate):
         return {"row_n": self.row_n, "sums": self.sums}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        k, m = self.params.num_hashes, self.params.width
-        j = columns["hash"]
-        if isinstance(self.params, HcmsParams):
-            j = j.astype(np.int64)
-            self.row_n += np.bincount(j, minlength=k)
-            cell = j * m + columns["row"].astype(np.int64)
-            total = np.bincount(cell, minlength=k * m)
-            ones = np.bincount(cell, weights=columns["bit"], minlength=k * m).astype(np.int64)
-            self.sums += (2 * ones - total).reshape(k, m)
-            return
-        row_n, ones = ones_by_group(j, columns["bits"], k, m)
+        row_n, sums = sketch_counts(self.params, columns["hash"], columns, self.params.num_hashes)
         self.row_n += row_n
-        self.sums += ones
+        self.sums += sums
 
     # -- the sketch and the frequency oracle -------------------------------------------------------
     def sketch(self) -> np.ndarray:
@@ -107,28 +111,40 @@ class SketchAggregate(Aggregate):
         ``detected``: the count exceeds ``z_{1−α/M}`` times its standard error under ``f = 0``
         (Bonferroni over the ``M`` candidates)."""
         cands = check_candidates(candidates)
+        pr = self.params
+        if not cands:
+            return Estimates(pr.protocol, [], self.n, np.zeros(0), np.zeros(0), confidence, pr.privacy_cost)
+        count, se, threshold = self.oracle(sketch_buckets(pr, cands), alpha)
+        items = [c if isinstance(c, str) else c.decode("utf-8", "backslashreplace") for c in cands]
+        notes = ("standard errors: exact variance with f and F2 plugged in from these candidates' estimates",)
+        return Estimates(pr.protocol, items, self.n, count, se, confidence, pr.privacy_cost,
+                         {"threshold": threshold, "detected": count > threshold}, notes)
+
+    def oracle(self, table: np.ndarray, alpha: float = 0.05,
+               sketch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(count, standard error, detection threshold)`` of the ``d`` candidates whose buckets
+        are ``table`` (d × k, :func:`~ldp.batch.sketch.sketch_buckets`): the core of :meth:`estimate`,
+        arrays only, for callers that hash once and score many sketches (SFP). ``sketch`` is
+        :meth:`sketch` when the caller already has it."""
         pr, n = self.params, self.n
         k, m = pr.num_hashes, pr.width
-        if not cands:
-            return Estimates(pr.protocol, [], n, np.zeros(0), np.zeros(0), confidence, pr.privacy_cost)
-        table = sketch_buckets(pr, cands)
-        sk = self.sketch()
-        mean = sk[np.arange(k)[None, :], table].mean(axis=1)
-        count = m / (m - 1) * (mean - n / m)
+        size = table.shape[0]
+        if size == 0:
+            return np.zeros(0), np.zeros(0), np.zeros(0)
+        sk = self.sketch() if sketch is None else sketch
+        total_hash = np.zeros(size)
+        for j in range(k):  # one gather per hash function: no (d, k) float temporary
+            total_hash += sk[j, table[:, j]]
+        count = m / (m - 1) * (total_hash / k - n / m)
         # F2 plug-in: E[f̂²] = f² + Var, and each Var holds F2/(k(m−1)) besides v0 (its value at f = F2 = 0),
         # so Σf² ≈ (Σf̂² − C·v0)/(1 + C/(k(m−1))) over the C candidates
         v0 = sketch_variance(pr, 0.0, n, 0.0)
-        size = len(cands)
-        total = max((float(np.sum(count**2)) - size * v0) / (1 + size / (k * (m - 1))), 0.0)
+        total = max((float(np.dot(count, count)) - size * v0) / (1 + size / (k * (m - 1))), 0.0)
         f_hat = np.clip(count, 0.0, n)
         f2 = np.maximum(total - np.maximum(f_hat**2 - v0, 0.0), 0.0)
         se = np.sqrt(sketch_variance(pr, f_hat, n, f2))
-        z = NormalDist().inv_cdf(1 - alpha / len(cands))
-        threshold = z * np.sqrt(sketch_variance(pr, 0.0, n, f2))
-        items = [c if isinstance(c, str) else c.decode("utf-8", "backslashreplace") for c in cands]
-        notes = ("standard errors: exact variance with f and F2 plugged in from these candidates' estimates",)
-        return Estimates(pr.protocol, items, n, count, se, confidence, pr.privacy_cost,
-                         {"threshold": threshold, "detected": count > threshold}, notes)
+        z = NormalDist().inv_cdf(1 - alpha / size)
+        return count, se, z * np.sqrt(sketch_variance(pr, 0.0, n, f2))
 
     def heavy_hitters(self, candidates: Sequence[str | bytes], alpha: float = 0.05,
                       confidence: float = 0.95) -> Estimates:

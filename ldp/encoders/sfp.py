@@ -1,0 +1,254 @@
+"""Apple's Sequence Fragment Puzzle (SFP), client side (apple-and-theory.md §3.1).
+
+SFP discovers popular strings from an unknown dictionary. The word ``w`` (over ``alphabet``) is
+padded with ``pad`` to ``length`` L symbols; its fragments are the ``L/r`` non-overlapping
+substrings of ``fragment_length`` r. A client
+
+1. draws a fragment position ``l`` uniformly from ``[L/r]`` and sends it in the clear;
+2. sends a sketch report (CMS or HCMS, budget ``fragment_epsilon``) of the fragment record
+   ``h(w) ‖ w_pad[l·r : (l+1)·r]``, where ``h`` is a ``hash_bits``-bit hash of the whole word;
+3. sends a sketch report (CMS or HCMS, budget ``word_epsilon``) of the whole word ``w``.
+
+Privacy: ``word_epsilon + fragment_epsilon`` by sequential composition (the position is
+independent of the word). The record is encoded injectively: ``h`` as a fixed-width big-endian
+integer followed by the r symbols' indices, one fixed-width integer each, so no two
+(hash, fragment) pairs give the same bytes (apple-and-theory.md §5 notes a public implementation
+whose product encoding ``hash·(index+1)`` collides).
+
+Draw order (for other clients to reproduce): position ``randbelow(L/r)``, then the word sketch's
+draws, then the fragment sketch's (see :mod:`ldp.encoders.cms`, :mod:`ldp.encoders.hcms`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar, NamedTuple
+
+from ldp.accountant import PrivacyCost
+from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.cms import CmsEncoder, CmsParams, SketchParams
+from ldp.encoders.hcms import HcmsEncoder, HcmsParams
+from ldp.hashing import MAX_SEED, bucket
+from ldp.reports import Field, Report, ReportBatch
+
+__all__ = ["SfpParams", "SfpEncoder", "PreparedWord", "SKETCHES"]
+
+SKETCHES: dict[str, tuple[type, type]] = {"cms": (CmsParams, CmsEncoder), "hcms": (HcmsParams, HcmsEncoder)}
+"""The sketch each SFP part can use: name -> (params type, encoder type)."""
+
+
+class PreparedWord(NamedTuple):
+    """A word as the client encodes it: ``word`` (after replacement and truncation), ``padded``
+    to L symbols, its ``hash``, and whether it was ``truncated`` / how many symbols ``replaced``."""
+
+    word: str
+    padded: str
+    hash: int
+    truncated: bool
+    replaced: int
+
+
+@dataclass(frozen=True)
+class SfpParams(ProtocolParams):
+    """Sequence Fragment Puzzle parameters.
+
+    ``word_epsilon`` and ``fragment_epsilon`` are set independently (the cost is their sum).
+    Each part's sketch is ``"cms"`` or ``"hcms"`` with its own ``num_hashes`` and ``width``.
+    Characters outside ``alphabet`` are an error unless ``replacement`` (a symbol of the
+    alphabet) is given; words longer than ``length`` are an error unless ``truncate`` is set.
+    """
+
+    word_epsilon: float
+    fragment_epsilon: float
+    alphabet: str = "abcdefghijklmnopqrstuvwxyz"
+    pad: str = "_"
+    length: int = 10
+    fragment_length: int = 2
+    hash_bits: int = 8
+    word_sketch: str = "cms"
+    word_num_hashes: int = 64
+    word_width: int = 1024
+    fragment_sketch: str = "cms"
+    fragment_num_hashes: int = 64
+    fragment_width: int = 1024
+    hash_seed: int = 0
+    replacement: str | None = None
+    truncate: bool = False
+    protocol: ClassVar[str] = "sfp"
+
+    def __post_init__(self) -> None:
+        check_epsilon(self.word_epsilon, "word_epsilon")
+        check_epsilon(self.fragment_epsilon, "fragment_epsilon")
+        if not isinstance(self.alphabet, str) or not self.alphabet:
+            raise ValueError("alphabet must be a non-empty string of symbols")
+        if len(set(self.alphabet)) != len(self.alphabet):
+            raise ValueError(f"alphabet has repeated symbols: {self.alphabet!r}")
+        if not isinstance(self.pad, str) or len(self.pad) != 1 or self.pad in self.alphabet:
+            raise ValueError(f"pad must be one symbol that is not in the alphabet, got {self.pad!r}")
+        check_int(len(self.alphabet), "alphabet size", 1, (1 << 16) - 2)
+        check_int(self.length, "length (L)", 1, 1 << 12)
+        check_int(self.fragment_length, "fragment_length (r)", 1, self.length)
+        if self.length % self.fragment_length:
+            raise ValueError(f"length L={self.length} must be a multiple of fragment_length r={self.fragment_length} "
+                             "(fragments are the L/r non-overlapping substrings)")
+        check_int(self.hash_bits, "hash_bits", 0, 16)
+        for part in ("word", "fragment"):
+            if getattr(self, f"{part}_sketch") not in SKETCHES:
+                raise ValueError(f"{part}_sketch must be one of {sorted(SKETCHES)}, got {getattr(self, f'{part}_sketch')!r}")
+        check_int(self.hash_seed, "hash_seed", 0, MAX_SEED)
+        if self.hash_seed + self.word_num_hashes + self.fragment_num_hashes > MAX_SEED:
+            raise ValueError("hash_seed leaves no room for the sketches' hash functions below 2**32")
+        if self.replacement is not None and (not isinstance(self.replacement, str) or len(self.replacement) != 1
+                                             or self.replacement not in self.alphabet):
+            raise ValueError(f"replacement must be one symbol of the alphabet (or None), got {self.replacement!r}")
+        if not isinstance(self.truncate, bool):
+            raise TypeError(f"truncate must be a bool, got {type(self.truncate).__name__}")
+        for part in ("word", "fragment"):  # build the sketches now so their errors surface here
+            try:
+                getattr(self, f"{part}_params")
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{part} sketch: {exc}") from None
+
+    # -- the two sketches -------------------------------------------------------------------------
+    @cached_property
+    def word_params(self) -> SketchParams:
+        """The whole-word sketch (hash functions ``hash_seed ...``)."""
+        cls = SKETCHES[self.word_sketch][0]
+        return cls(self.word_epsilon, self.word_num_hashes, self.word_width, self.hash_seed)
+
+    @cached_property
+    def fragment_params(self) -> SketchParams:
+        """The fragment sketch (hash functions after the word sketch's), one per position at the server."""
+        cls = SKETCHES[self.fragment_sketch][0]
+        return cls(self.fragment_epsilon, self.fragment_num_hashes, self.fragment_width,
+                   self.hash_seed + self.word_num_hashes)
+
+    @property
+    def word_hash_seed(self) -> int:
+        """Seed of the ``hash_bits``-bit word hash ``h`` (after both sketches' seeds)."""
+        return self.hash_seed + self.word_num_hashes + self.fragment_num_hashes
+
+    @property
+    def privacy_cost(self) -> PrivacyCost:
+        """``ε_word + ε_fragment`` (each sketch's realized ε; sequential composition)."""
+        return PrivacyCost(self.word_params.privacy_cost.epsilon + self.fragment_params.privacy_cost.epsilon)
+
+    @property
+    def domain_size(self) -> None:
+        """Any string over the alphabet: no fixed domain."""
+        return None
+
+    @property
+    def symbols(self) -> str:
+        """The alphabet followed by the pad symbol (a symbol's index is its position here)."""
+        return self.alphabet + self.pad
+
+    @property
+    def num_positions(self) -> int:
+        """``L/r`` fragment positions."""
+        return self.length // self.fragment_length
+
+    @property
+    def num_records(self) -> int:
+        """Size of the (hash, fragment) grid the server scores per position: ``2^bits·(|Σ|+1)^r``."""
+        return (1 << self.hash_bits) * len(self.symbols) ** self.fragment_length
+
+    @cached_property
+    def schema(self) -> tuple[Field, ...]:
+        word = tuple(Field(f"word_{f.name}", f.kind, f.size) for f in self.word_params.schema)
+        frag = tuple(Field(f"fragment_{f.name}", f.kind, f.size) for f in self.fragment_params.schema)
+        return (Field("position", "uint", self.num_positions),) + word + frag
+
+    # -- words, hashes and records ------------------------------------------------------------------
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {s: i for i, s in enumerate(self.symbols)}
+
+    def prepare_word(self, value: Any) -> PreparedWord:
+        """Validate, replace, truncate and pad a word (``TypeError``/``ValueError`` naming the problem)."""
+        if not isinstance(value, str):
+            raise TypeError(f"SFP words must be str, got {type(value).__name__}")
+        if not value:
+            raise ValueError("SFP cannot encode the empty string")
+        index, replaced = self._index, 0
+        if any(ch not in index or ch == self.pad for ch in value):
+            if self.replacement is None:
+                bad = next(ch for ch in value if ch not in index or ch == self.pad)
+                raise ValueError(f"character {bad!r} of {value!r} is not in the alphabet "
+                                 "(set replacement= to replace such characters)")
+            chars = [ch if ch in index and ch != self.pad else self.replacement for ch in value]
+            replaced = sum(a != b for a, b in zip(chars, value))
+            value = "".join(chars)
+        truncated = len(value) > self.length
+        if truncated:
+            if not self.truncate:
+                raise ValueError(f"{value!r} is longer than length={self.length} (set truncate=True to cut it)")
+            value = value[: self.length]
+        return PreparedWord(value, value + self.pad * (self.length - len(value)), self.word_hash(value),
+                            truncated, replaced)
+
+    def word_hash(self, word: str) -> int:
+        """``h(word)`` in ``[0, 2^hash_bits)``: MurmurHash3 of the word's UTF-8 with :attr:`word_hash_seed`."""
+        return bucket(word, 1 << self.hash_bits, self.word_hash_seed)
+
+    @property
+    def hash_bytes(self) -> int:
+        return (self.hash_bits + 7) // 8
+
+    @property
+    def symbol_bytes(self) -> int:
+        return 1 if len(self.symbols) <= 256 else 2
+
+    def fragment_record(self, word_hash: int, fragment: str) -> bytes:
+        """``h ‖ fragment`` as bytes: ``h`` big-endian in :attr:`hash_bytes`, then each symbol's
+        index big-endian in :attr:`symbol_bytes` (fixed widths: injective)."""
+        if len(fragment) != self.fragment_length:
+            raise ValueError(f"a fragment has {self.fragment_length} symbols, got {fragment!r}")
+        out = word_hash.to_bytes(self.hash_bytes, "big")
+        for ch in fragment:
+            out += self._index[ch].to_bytes(self.symbol_bytes, "big")
+        return out
+
+    def fragment_at(self, padded: str, position: int) -> str:
+        r = self.fragment_length
+        return padded[position * r:(position + 1) * r]
+
+
+class SfpEncoder(Encoder):
+    """Client encoder for :class:`SfpParams`; counts the words it ``truncated`` and the symbols it ``replaced``."""
+
+    params: SfpParams
+    params_type: ClassVar[type] = SfpParams
+
+    def __init__(self, params: SfpParams, *, rng: Any = None, ledger: Any = None, metric: str | None = None) -> None:
+        super().__init__(params, rng=rng, ledger=ledger, metric=metric)
+        self._word = SKETCHES[params.word_sketch][1](params.word_params, rng=self._rng)
+        self._fragment = SKETCHES[params.fragment_sketch][1](params.fragment_params, rng=self._rng)
+        self.truncated = 0
+        self.replaced = 0
+
+    def prepare(self, value: Any) -> PreparedWord:
+        return self.params.prepare_word(value)
+
+    def randomize(self, prepared: PreparedWord) -> Report:
+        pr = self.params
+        position = self._rng.randbelow(pr.num_positions)
+        word = self._word.randomize(prepared.word).payload
+        record = pr.fragment_record(prepared.hash, pr.fragment_at(prepared.padded, position))
+        fragment = self._fragment.randomize(record).payload
+        self.truncated += prepared.truncated
+        self.replaced += prepared.replaced
+        payload = {"position": position}
+        payload.update({f"word_{k}": v for k, v in word.items()})
+        payload.update({f"fragment_{k}": v for k, v in fragment.items()})
+        return self._report(payload)
+
+    def encode_batch(self, values: Any, rng: Any = None, *, candidates: Any = None) -> ReportBatch:
+        """Vectorized reports (``values``: indices into ``candidates`` or the words; see :mod:`ldp.batch.sfp`)."""
+        from ldp.batch.sfp import sfp_encode_batch  # numpy, loaded only here
+
+        columns, truncated, replaced = sfp_encode_batch(self.params, values, rng, candidates=candidates)
+        self.truncated += truncated
+        self.replaced += replaced
+        return self._batch(columns)
