@@ -31,6 +31,8 @@ CLIENT = textwrap.dedent("""
     params = params_from_dict({"protocol": "grr", "params": GRRParams(1.0, 4).to_dict()})
     report = GRREncoder(params, ledger=ledger, metric="m").encode(2)
     BinaryRREncoder(BinaryRRParams.forced_response(), ledger=ledger, metric="b").encode(True)
+    from ldp.encoders.sfp import SfpEncoder, SfpParams
+    SfpEncoder(SfpParams(1.0, 1.0, word_sketch="hcms"), ledger=ledger, metric="w").encode("hello")
     from ldp.reports import parse_json, decode_binary
     assert parse_json(report.to_json()) == report == decode_binary(report.to_bytes())[0]
     from ldp.audit import audit_encoder

@@ -23,14 +23,8 @@ __all__ = ["prepare_words", "sfp_encode_batch", "sketch_columns"]
 
 
 def prepare_words(params: SfpParams, words: Sequence[str]) -> list[PreparedWord]:
-    """Every word prepared, with the failing word's index in the error message."""
-    out = []
-    for i, w in enumerate(words):
-        try:
-            out.append(params.prepare_word(w))
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"word {i}: {exc}") from None
-    return out
+    """Every word prepared (the first bad one raises, its message naming the word)."""
+    return [params.prepare_word(w) for w in words]
 
 
 def sketch_columns(params: SketchParams, values: np.ndarray, gen: np.random.Generator,
