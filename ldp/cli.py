@@ -1,4 +1,4 @@
-"""The ``ldp`` command: ``demo``, ``privacy``, ``simulate``, ``rappor-decode``."""
+"""The ``ldp`` command: ``demo``, ``privacy``, ``simulate``, ``rappor-decode``, ``sfp-discover``."""
 
 from __future__ import annotations
 
@@ -108,6 +108,47 @@ def _rappor_decode(args: argparse.Namespace) -> Any:
     return est.sorted()
 
 
+def _sfp_discover(args: argparse.Namespace) -> Any:
+    """Discover words from an SFP aggregate file, or from report files and the parameters."""
+    from ldp.decoders.base import Aggregate
+    from ldp.decoders.sfp import SfpAggregate
+    from ldp.encoders.sfp import SfpParams
+
+    if args.aggregate:
+        if args.reports or args.param:
+            raise ValueError("give either --aggregate or --reports with --param options, not both")
+        with open(args.aggregate, "rb") as fh:
+            agg = Aggregate.from_bytes(fh.read())
+        if not isinstance(agg, SfpAggregate):
+            raise ValueError(f"{args.aggregate} holds a {agg.params.protocol} aggregate, not SFP")
+    else:
+        if not args.reports:
+            raise ValueError("need --aggregate FILE, or --reports FILE... with the parameters as --param KEY=VALUE")
+        try:
+            params = SfpParams.from_dict(dict(args.param))
+        except TypeError as exc:
+            raise ValueError(f"SFP parameters: {exc} (give them as --param KEY=VALUE)") from None
+        agg = SfpAggregate(params)
+        for path in args.reports:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError as exc:
+                raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+            if data.lstrip()[:1] == b"{":
+                agg.add_json_lines(data.splitlines())
+            else:
+                agg.add_bytes(data)
+        if args.save:
+            with open(args.save, "wb") as fh:
+                fh.write(agg.to_bytes())
+    if agg.n == 0:
+        raise ValueError(f"no valid reports (rejected: {dict(agg.rejected) or 'none'})")
+    found = agg.discover(top=args.top, alpha=None if args.alpha <= 0 else args.alpha, confidence=args.confidence,
+                         max_candidates=args.max_candidates)
+    return agg, found
+
+
 def _simulate(args: argparse.Namespace) -> dict[str, Any]:
     from ldp.simulation import accuracy, make_population
 
@@ -197,6 +238,25 @@ def make_parser() -> argparse.ArgumentParser:
     out = rd.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output")
     out.add_argument("--csv", action="store_true", help="CSV output (every candidate)")
+    sd = sub.add_parser("sfp-discover", help="discover popular words from Sequence Fragment Puzzle reports",
+                        description="Puzzle reconstruction: score every (hash, fragment) record per position, keep "
+                                    "the top ones, glue them by word hash and confirm candidates in the word sketch.")
+    sd.add_argument("--aggregate", help="an ldp SFP aggregate (Aggregate.to_bytes)")
+    sd.add_argument("--reports", nargs="+", metavar="FILE",
+                    help="report files (JSON lines or binary frames); parameters as --param KEY=VALUE")
+    sd.add_argument("--param", type=_kv, action="append", default=[], metavar="KEY=VALUE",
+                    help="an SfpParams field, e.g. --param word_epsilon=2 --param fragment_epsilon=6 (repeatable)")
+    sd.add_argument("--save", metavar="FILE", help="with --reports: also write the aggregate to FILE")
+    sd.add_argument("--top", type=int, default=20, help="records kept per position (default 20)")
+    sd.add_argument("--alpha", type=float, default=0.05,
+                    help="significance level of the record and word tests (default 0.05; 0 turns the tests off)")
+    sd.add_argument("--max-candidates", type=int, default=1_000_000,
+                    help="stop with an error if more candidate words would be formed (default 1000000)")
+    sd.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
+    sd.add_argument("--all", action="store_true", help="print every scored candidate, not only the discovered words")
+    out = sd.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="machine-readable output")
+    out.add_argument("--csv", action="store_true", help="CSV output")
     return parser
 
 
@@ -224,6 +284,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 shown = est if args.all else _only_detected(est)
                 print(shown.table(max_rows=len(shown.items) if args.all else 100))
+        elif args.command == "sfp-discover":
+            agg, found = _sfp_discover(args)
+            shown = found.candidates if args.all else found.words
+            if args.json:
+                print(json.dumps({**json.loads(shown.to_json()), "stats": found.stats,
+                                  "rejected": dict(agg.rejected)}))
+            elif args.csv:
+                print(shown.to_csv(), end="")
+            else:
+                rejected = sum(agg.rejected.values())
+                print(f"{agg.n} reports" + (f" ({rejected} rejected: {dict(agg.rejected)})" if rejected else ""))
+                print(found.summary())
+                print(shown.table(max_rows=len(shown.items)))
     except (ValueError, TypeError) as exc:
         print(f"ldp {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -194,7 +194,7 @@ def maxrss_kib() -> int:
 def batch_encode_section(ctx: Context, encoder: Any, variants: dict[str, np.ndarray],
                          target_rate: float | None) -> dict[str, Any]:
     """``encoder.encode_batch(values, rng)`` throughput for each input array in ``variants``."""
-    out: dict[str, Any] = {"n": ctx.sizes.batch_n, "params": encoder.params.to_dict(), "variants": {}}
+    out: dict[str, Any] = {"n": max(v.size for v in variants.values()), "params": encoder.params.to_dict(), "variants": {}}
     for name, values in variants.items():
         log(f"  encode_batch [{name}] n={values.size:,}")
         gen = ctx.rng(1)
@@ -394,10 +394,12 @@ def aggregate_simulation_1e9(ctx: Context) -> dict[str, Any]:
 def _register_protocol_sections() -> None:
     """Protocol sections kept in their own files (``simulations/bench_*.py``)."""
     import bench_rappor
+    import bench_sfp
     import bench_sketch
 
     bench_rappor.register(sys.modules[__name__])
     bench_sketch.register(sys.modules[__name__])
+    bench_sfp.register(sys.modules[__name__])
 
 
 def _v_opt(eps: float, d: int) -> tuple[float, str]:

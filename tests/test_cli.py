@@ -95,3 +95,33 @@ def test_rappor_decode_reads_google_files_and_aggregates(capsys, tmp_path):
     assert {"heavy", "medium"} <= detected and "absent" not in detected
     assert main(["rappor-decode", "--aggregate", str(tmp_path / "agg.bin")]) == 2
     assert "exactly one of --map" in capsys.readouterr().err
+
+
+def test_sfp_discover_from_reports_and_aggregates(capsys, tmp_path):
+    import numpy as np
+
+    from ldp.encoders.sfp import SfpEncoder, SfpParams
+
+    params = SfpParams(4.0, 6.0, word_num_hashes=16, word_width=256, fragment_num_hashes=16, fragment_width=256)
+    batch = SfpEncoder(params).encode_batch(np.repeat([0, 1, 2], [12000, 8000, 5000]), rng=1,
+                                            candidates=["hello", "world", "sunny"])
+    (tmp_path / "a.bin").write_bytes(batch.to_bytes())
+    lines = [r.to_json() for r in batch.reports()][:3000]
+    lines[0] = lines[0].replace('"position":', '"position":9')  # a position out of range (or bad JSON)
+    (tmp_path / "b.jsonl").write_text("\n".join(lines) + "\n")
+    opts = [f"--param={k}={json.dumps(v)}" for k, v in params.to_dict().items()]
+    out = run_json(capsys, "sfp-discover", "--reports", str(tmp_path / "a.bin"), str(tmp_path / "b.jsonl"),
+                   *opts, "--save", str(tmp_path / "agg.bin"), "--json")
+    assert [r["item"] for r in out["estimates"]] == ["hello", "world", "sunny"]
+    assert out["n"] == 25000 + 2999 and sum(out["rejected"].values()) == 1
+    assert out["stats"]["discovered"] == 3 and out["privacy"]["epsilon"] == pytest.approx(10.0)
+    again = run_json(capsys, "sfp-discover", "--aggregate", str(tmp_path / "agg.bin"), "--json")
+    assert again["estimates"] == out["estimates"]
+    assert main(["sfp-discover", "--aggregate", str(tmp_path / "agg.bin"), "--top", "50", "--alpha", "0",
+                 "--max-candidates", "3"]) == 2
+    assert "max_candidates=3" in capsys.readouterr().err
+    assert main(["sfp-discover", "--reports", str(tmp_path / "a.bin"), "--param", "word_epsilon=4"]) == 2
+    assert "--param" in capsys.readouterr().err
+    other = [o.replace("word_epsilon=4.0", "word_epsilon=3") for o in opts]
+    assert main(["sfp-discover", "--reports", str(tmp_path / "a.bin"), *other]) == 2
+    assert "wrong_fingerprint" in capsys.readouterr().err

@@ -19,6 +19,7 @@ __all__ = ["packed_bernoulli", "packed_uniform", "row_padding_mask", "ones_by_gr
 
 _MAX64 = (1 << 64) - 1
 _CHUNK = 1 << 15  # words per block (256 KiB)
+_UNIFORM_CHUNK = 1 << 15  # output bytes per block: its 128 KiB temporaries are reused, not page-faulted
 _COMPACT_AFTER = 8  # planes on the full array before restricting work to words with tied lanes
 
 
@@ -47,7 +48,7 @@ def packed_uniform(gen: np.random.Generator, shape: tuple[int, ...], p: float) -
     """``uint8`` array of ``shape`` whose every bit is an independent Bernoulli(p) (client resolution)."""
     t = bernoulli_threshold(p)
     out = np.empty(int(np.prod(shape)), np.uint8)
-    step = 8 * _CHUNK
+    step = _UNIFORM_CHUNK
     for start in range(0, out.size, step):
         stop = min(out.size, start + step)
         out[start:stop] = _uniform_bytes(gen, stop - start, t)

@@ -137,6 +137,8 @@ class SfpAggregate(Aggregate):
         only words detected in the word sketch (``None``: no test; every scored candidate is
         reported). ``max_candidates`` and ``max_grid`` bound the work, with a clear error."""
         pr = self.params
+        if self.n == 0:
+            raise ValueError("no reports to reconstruct from (the aggregate is empty)")
         if top is None and alpha is None:
             raise ValueError("give top=, alpha= or both: keeping every record of the grid is never useful")
         if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
@@ -184,7 +186,7 @@ class SfpAggregate(Aggregate):
         if formed > cap:
             raise CandidateLimitError(
                 f"reconstruction would form {formed} candidate words (max_candidates={cap}) from "
-                f"{len(groups)} hashes; lower top= or alpha=, or raise max_candidates=")
+                f"{len(groups)} hashes; lower top or alpha, or raise max_candidates")
         mats = []
         for parts in groups:
             grid = np.indices([len(p) for p in parts]).reshape(P, -1)  # every choice, position-major order

@@ -113,7 +113,8 @@ class SketchAggregate(Aggregate):
         cands = check_candidates(candidates)
         pr = self.params
         if not cands:
-            return Estimates(pr.protocol, [], self.n, np.zeros(0), np.zeros(0), confidence, pr.privacy_cost)
+            return Estimates(pr.protocol, [], self.n, np.zeros(0), np.zeros(0), confidence, pr.privacy_cost,
+                             {"threshold": np.zeros(0), "detected": np.zeros(0, bool)})
         count, se, threshold = self.oracle(sketch_buckets(pr, cands), alpha)
         items = [c if isinstance(c, str) else c.decode("utf-8", "backslashreplace") for c in cands]
         notes = ("standard errors: exact variance with f and F2 plugged in from these candidates' estimates",)
