@@ -194,7 +194,8 @@ def maxrss_kib() -> int:
 def batch_encode_section(ctx: Context, encoder: Any, variants: dict[str, np.ndarray],
                          target_rate: float | None) -> dict[str, Any]:
     """``encoder.encode_batch(values, rng)`` throughput for each input array in ``variants``."""
-    out: dict[str, Any] = {"n": max(v.size for v in variants.values()), "params": encoder.params.to_dict(), "variants": {}}
+    out: dict[str, Any] = {"n": max(v.size for v in variants.values()), "params": encoder.params.to_dict(),
+                           "variants": {}}
     for name, values in variants.items():
         log(f"  encode_batch [{name}] n={values.size:,}")
         gen = ctx.rng(1)
