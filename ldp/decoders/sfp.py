@@ -127,15 +127,21 @@ class SfpAggregate(Aggregate):
     def estimate(self, words: Sequence[str], confidence: float = 0.95, alpha: float = 0.05) -> Estimates:
         """Word-sketch estimates of given words (as the client encodes them: replaced, truncated)."""
         prepared = [self.params.prepare_word(w).word for w in words]
-        return self.word_sketch().estimate(prepared, confidence=confidence, alpha=alpha)
+        return self._as_sfp(self.word_sketch().estimate(prepared, confidence=confidence, alpha=alpha))
+
+    def _as_sfp(self, est: Estimates) -> Estimates:
+        """Word-sketch estimates labelled with what the collection cost: ``sfp``, ε_word + ε_fragment."""
+        return replace(est, protocol=self.params.protocol, privacy=self.params.privacy_cost,
+                       notes=est.notes + ("counts from the word sketch; the cost is ε_word + ε_fragment",))
 
     # -- puzzle reconstruction -------------------------------------------------------------------------
     def discover(self, top: int | None = 20, alpha: float | None = 0.05, confidence: float = 0.95,
-                 max_candidates: int = 1_000_000, max_grid: int = 1 << 24) -> SfpDiscovery:
+                 max_candidates: int = 1_000_000, max_grid: int = 1 << 22) -> SfpDiscovery:
         """Reconstruct popular words (module docstring). ``top``: records kept per position
         (``None``: no limit); ``alpha``: keep only records above the detection threshold and report
         only words detected in the word sketch (``None``: no test; every scored candidate is
-        reported). ``max_candidates`` and ``max_grid`` bound the work, with a clear error."""
+        reported). ``max_candidates`` and ``max_grid`` bound the work, with a clear error (the
+        grid's bucket table takes ``4·k'`` bytes per record: 1 GiB at the default cap, k' = 64)."""
         pr = self.params
         if self.n == 0:
             raise ValueError("no reports to reconstruct from (the aggregate is empty)")
@@ -144,8 +150,10 @@ class SfpAggregate(Aggregate):
         if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
             raise ValueError(f"top must be a positive int or None, got {top!r}")
         if pr.num_records > max_grid:
-            raise ValueError(f"the (hash, fragment) grid has {pr.num_records} records, above max_grid={max_grid}; "
-                             "lower hash_bits or fragment_length, or raise max_grid")
+            table_gib = pr.num_records * pr.fragment_num_hashes * 4 / 2**30
+            raise ValueError(f"the (hash, fragment) grid has {pr.num_records} records, above max_grid={max_grid} "
+                             f"(its bucket table would take {table_gib:.1f} GiB); lower hash_bits or "
+                             "fragment_length, or raise max_grid")
         hashes, symbols, records = record_grid(pr)
         table = sketch_buckets(pr.fragment_params, records)
         fragments = [self._keep(l, table, hashes, symbols, top, alpha) for l in range(pr.num_positions)]
@@ -156,8 +164,7 @@ class SfpAggregate(Aggregate):
         scored = self.word_sketch().estimate(words, confidence=confidence, alpha=test_alpha)
         order = np.argsort(-scored.count, kind="stable")
         scored = _subset(scored, order)
-        scored = replace(scored, protocol=pr.protocol, privacy=pr.privacy_cost,
-                         notes=scored.notes + ("counts from the word sketch; the cost is ε_word + ε_fragment",))
+        scored = self._as_sfp(scored)
         found = scored if alpha is None else _subset(scored, np.flatnonzero(scored.extra["detected"]))
         stats.update(scored=len(scored.items), discovered=len(found.items))
         return SfpDiscovery(found, scored, fragments, stats)

@@ -100,6 +100,8 @@ class SfpParams(ProtocolParams):
             if getattr(self, f"{part}_sketch") not in SKETCHES:
                 raise ValueError(f"{part}_sketch must be one of {sorted(SKETCHES)}, got {getattr(self, f'{part}_sketch')!r}")
         check_int(self.hash_seed, "hash_seed", 0, MAX_SEED)
+        check_int(self.word_num_hashes, "word_num_hashes", 1, 1 << 16)
+        check_int(self.fragment_num_hashes, "fragment_num_hashes", 1, 1 << 16)
         if self.hash_seed + self.word_num_hashes + self.fragment_num_hashes > MAX_SEED:
             raise ValueError("hash_seed leaves no room for the sketches' hash functions below 2**32")
         if self.replacement is not None and (not isinstance(self.replacement, str) or len(self.replacement) != 1
@@ -181,7 +183,8 @@ class SfpParams(ProtocolParams):
                 raise ValueError(f"character {bad!r} of {value!r} is not in the alphabet "
                                  "(set replacement= to replace such characters)")
             chars = [ch if ch in index and ch != self.pad else self.replacement for ch in value]
-            replaced = sum(a != b for a, b in zip(chars, value))
+            kept = self.length if self.truncate else len(value)  # count only the symbols that are sent
+            replaced = sum(a != b for a, b in zip(chars[:kept], value[:kept]))
             value = "".join(chars)
         truncated = len(value) > self.length
         if truncated:
