@@ -17,6 +17,7 @@ integers, so merging is exact). :meth:`SfpAggregate.discover`:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
@@ -52,6 +53,22 @@ def record_grid(params: SfpParams) -> tuple[np.ndarray, np.ndarray, list[bytes]]
     return hashes, symbols, [blob[i:i + width] for i in range(0, len(blob), width)]
 
 
+@lru_cache(maxsize=1)
+def _grid_table(hash_seed: int, num_hashes: int, width: int, hash_bits: int, symbols: str,
+                fragment_length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The grid and its fragment-sketch buckets (d × k'), cached: it depends only on the hash
+    family and the grid, not on ε, so repeated reconstructions (budget sweeps) hash it once."""
+    from ldp.encoders.cms import CmsParams
+
+    params = SfpParams(1.0, 1.0, alphabet=symbols[:-1], pad=symbols[-1], length=fragment_length,
+                       fragment_length=fragment_length, hash_bits=hash_bits)
+    hashes, symbols_idx, records = record_grid(params)
+    table = sketch_buckets(CmsParams(1.0, num_hashes, width, hash_seed), records)  # buckets depend on seeds, m only
+    for a in (hashes, symbols_idx, table):
+        a.setflags(write=False)
+    return hashes, symbols_idx, table
+
+
 @dataclass(frozen=True)
 class SfpDiscovery:
     """What :meth:`SfpAggregate.discover` found.
@@ -59,8 +76,9 @@ class SfpDiscovery:
     ``words``: the discovered words (detected in the word sketch), ranked by estimated count.
     ``candidates``: every candidate that survived pruning, with its word-sketch estimate.
     ``fragments``: per position, the kept records (``hash``, ``fragment``, ``count``, ``std_error``).
-    ``stats``: grid size, records kept, hashes complete at every position, candidates formed,
-    pruned for bad padding or a mismatched hash, scored, discovered."""
+    ``stats``: ``grid`` (records scored per position), ``hashes_complete`` (hashes with a kept
+    record at every position), candidates ``formed``, ``pruned_padding``, ``pruned_hash``,
+    ``scored`` and ``discovered``."""
 
     words: Estimates
     candidates: Estimates
@@ -154,8 +172,8 @@ class SfpAggregate(Aggregate):
             raise ValueError(f"the (hash, fragment) grid has {pr.num_records} records, above max_grid={max_grid} "
                              f"(its bucket table would take {table_gib:.1f} GiB); lower hash_bits or "
                              "fragment_length, or raise max_grid")
-        hashes, symbols, records = record_grid(pr)
-        table = sketch_buckets(pr.fragment_params, records)
+        hashes, symbols, table = _grid_table(pr.fragment_params.hash_seed, pr.fragment_num_hashes,
+                                             pr.fragment_width, pr.hash_bits, pr.symbols, pr.fragment_length)
         fragments = [self._keep(l, table, hashes, symbols, top, alpha) for l in range(pr.num_positions)]
         mats, complete, stats = self._candidates(fragments, max_candidates)
         stats["grid"] = pr.num_records
