@@ -24,6 +24,7 @@ __all__ = [
     "compose_sequential",
     "compose_parallel",
     "advanced_composition",
+    "PrivacyAccountant",
     # the client's budget ledger, defined in ldp.ledger and exported here too
     "BudgetPolicy",
     "MemoizedCharge",
@@ -33,7 +34,7 @@ __all__ = [
     "BudgetLedger",
 ]
 
-_LEDGER_NAMES = frozenset(__all__[5:])
+_LEDGER_NAMES = frozenset(__all__[6:])
 
 _REL_TOL = 1e-9
 """Relative slack when comparing spending with a cap, so that 10 x 0.1 fits in 1.0 despite rounding."""
@@ -123,6 +124,31 @@ def advanced_composition(cost: PrivacyCost, k: int, delta_slack: float) -> Priva
         eps * math.sqrt(2 * k * math.log(1 / slack)) + k * eps * math.expm1(eps),
         min(k * cost.delta + slack, math.nextafter(1.0, 0.0)),
     )
+
+
+class PrivacyAccountant:
+    """The central side's running total: every release (a fitted regression, a published
+    estimate) is recorded with its :class:`PrivacyCost` under sequential composition, and a release
+    that would exceed ``cap`` raises :class:`BudgetExceeded` before any noise is drawn."""
+
+    def __init__(self, cap: PrivacyCost | None = None) -> None:
+        self.cap = cap
+        self.releases: list[tuple[str, PrivacyCost]] = []
+
+    @property
+    def spent(self) -> PrivacyCost:
+        return compose_sequential(c for _, c in self.releases)
+
+    def spend(self, cost: PrivacyCost, label: str = "") -> None:
+        """Record ``cost`` (or raise :class:`BudgetExceeded`, recording nothing)."""
+        if self.cap is not None and not (self.spent + cost).fits_within(self.cap):
+            from ldp.ledger import BudgetExceeded
+
+            raise BudgetExceeded(label or "central", "total", cost, self.spent, self.cap)
+        self.releases.append((label, cost))
+
+    def __repr__(self) -> str:
+        return f"PrivacyAccountant(spent={self.spent}, cap={self.cap}, releases={len(self.releases)})"
 
 
 def __getattr__(name: str) -> Any:

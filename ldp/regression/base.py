@@ -1,0 +1,128 @@
+"""What every linear regression of :mod:`ldp.regression` shares (scikit-learn conventions).
+
+``fit(X, y)`` validates, enforces the data bounds, accumulates the sufficient statistics in one
+pass and releases the model once. For data larger than memory or spread over machines,
+``partial_fit(X, y)`` only accumulates (no budget is spent), statistics from elsewhere can be
+added with ``merge_statistics``, and ``release()`` then spends the budget once. Every release is
+recorded as a :class:`~ldp.accountant.PrivacyCost` in ``privacy_cost_`` and, when given, in the
+``accountant`` (a :class:`~ldp.accountant.PrivacyAccountant`), which refuses a release over its cap
+before any noise is drawn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ldp.accountant import PrivacyCost
+from ldp.regression.mechanisms import check_budget
+from ldp.regression.stats import SufficientStatistics, check_Xy, enforce_bounds, resolve_bounds
+
+__all__ = ["LinearModelBase", "PrivateLinearModel", "as_numpy_generator", "solve_ridge"]
+
+
+def as_numpy_generator(random_state: Any) -> np.random.Generator:
+    """scikit-learn's ``random_state`` (None, int, RandomState or Generator) as a numpy Generator."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
+    if random_state is None or (isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)):
+        return np.random.default_rng(random_state)
+    raise ValueError(f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}")
+
+
+def solve_ridge(xtx: np.ndarray, xty: np.ndarray, ridge: float = 0.0) -> tuple[np.ndarray, str]:
+    """``(XᵀX + ridge·I)⁻¹ Xᵀy`` (symmetrized) and how it was solved: ``"solve"``, or ``"lstsq"``
+    (minimum-norm least squares) when the matrix is singular — the one policy for every release."""
+    a = (xtx + xtx.T) / 2 + ridge * np.eye(xtx.shape[0])
+    try:
+        return np.linalg.solve(a, xty), "solve"
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(a, xty, rcond=None)[0], "lstsq"
+
+
+class LinearModelBase(RegressorMixin, BaseEstimator):
+    """Sufficient-statistics linear model ``ŷ = X·coef_`` (no intercept: add a column with
+    :class:`~ldp.regression.preprocessing.InterceptColumn`)."""
+
+    def _release_statistics(self, stats: SufficientStatistics, bounds: tuple[float, float],
+                            rng: np.random.Generator) -> None:
+        raise NotImplementedError
+
+    # -- fitting -------------------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any) -> "LinearModelBase":
+        X, y = check_Xy(X, y)
+        self._reset()
+        self._accumulate(X, y, owner=type(self).__name__)
+        return self.release()
+
+    def partial_fit(self, X: Any, y: Any) -> "LinearModelBase":
+        """Accumulate a chunk (bounds enforced); nothing is released until :meth:`release`."""
+        X, y = check_Xy(X, y, n_features=self.statistics_.d if hasattr(self, "statistics_") else None)
+        if not hasattr(self, "statistics_"):
+            self._reset()
+        self._accumulate(X, y, owner=type(self).__name__, streaming=True)
+        return self
+
+    def merge_statistics(self, stats: SufficientStatistics) -> "LinearModelBase":
+        """Add statistics accumulated elsewhere (rows already inside this model's bounds)."""
+        if not hasattr(self, "statistics_"):
+            self._reset()
+            self.statistics_ = SufficientStatistics(stats.d)
+        self.statistics_.merge(stats)
+        return self
+
+    def release(self) -> "LinearModelBase":
+        """Release the model from the accumulated statistics (spends the budget once)."""
+        if not hasattr(self, "statistics_") or self.statistics_.n == 0:
+            raise ValueError("nothing to release: fit or partial_fit some rows first")
+        bounds = self._bounds_
+        cost = self._cost()
+        if cost is not None and getattr(self, "accountant", None) is not None:
+            self.accountant.spend(cost, type(self).__name__)
+        self._release_statistics(self.statistics_, bounds, as_numpy_generator(getattr(self, "random_state", None)))
+        self.privacy_cost_ = cost
+        self.n_features_in_ = self.statistics_.d
+        self.intercept_ = 0.0
+        return self
+
+    def _reset(self) -> None:
+        for name in ("statistics_", "_bounds_", "n_bounded_"):
+            self.__dict__.pop(name, None)
+
+    def _accumulate(self, X: np.ndarray, y: np.ndarray, owner: str, streaming: bool = False) -> None:
+        bx, by = getattr(self, "bound_X", None), getattr(self, "bound_y", None)
+        if not hasattr(self, "_bounds_"):
+            if streaming and self._cost() is not None and (bx is None or by is None):
+                raise ValueError(f"{owner}.partial_fit needs bound_X and bound_y: bounds cannot be taken from "
+                                 "data that arrives in chunks")
+            self._bounds_ = resolve_bounds(X, y, bx, by, owner) if self._cost() is not None else (np.inf, np.inf)
+            self.statistics_ = SufficientStatistics(X.shape[1])
+            self.n_bounded_ = 0
+        if self._cost() is not None:
+            X, y, changed = enforce_bounds(X, y, *self._bounds_)
+            self.n_bounded_ += changed
+        self.statistics_.update(X, y)
+
+    def _cost(self) -> PrivacyCost | None:
+        return None
+
+    # -- prediction ----------------------------------------------------------------------------------
+    def predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        X, _ = check_Xy(X, n_features=self.n_features_in_)
+        return X @ self.coef_ + self.intercept_
+
+
+class PrivateLinearModel(LinearModelBase):
+    """A private release: ``epsilon``, ``delta`` (Gaussian mechanisms) and the data bounds
+    ``bound_X`` (max row L2 norm) and ``bound_y`` (max |y|), enforced by scaling/clipping."""
+
+    _gaussian = True
+
+    def _cost(self) -> PrivacyCost:
+        return check_budget(self.epsilon, self.delta, need_delta=self._gaussian)
