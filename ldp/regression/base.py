@@ -17,9 +17,15 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+    def _validate_data(estimator: Any, X: Any, y: Any = "no_validation", **kwargs: Any) -> Any:
+        return estimator._validate_data(X, y, **kwargs)
+
 from ldp.accountant import PrivacyCost
 from ldp.regression.mechanisms import check_budget
-from ldp.regression.stats import SufficientStatistics, check_Xy, enforce_bounds, resolve_bounds
+from ldp.regression.stats import SufficientStatistics, enforce_bounds, resolve_bounds
 
 __all__ = ["LinearModelBase", "PrivateLinearModel", "as_numpy_generator", "solve_ridge"]
 
@@ -53,17 +59,31 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
                             rng: np.random.Generator) -> None:
         raise NotImplementedError
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        if self._cost() is not None or type(self).__name__ == "TrivialPredictor":
+            tags.regressor_tags.poor_score = True  # noise (or θ = 0) by design
+        return tags
+
+    def _check(self, X: Any, y: Any = None, *, reset: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """scikit-learn's validation (shapes, sparse/complex refused, finite values, n_features_in_)."""
+        if y is None and not reset:
+            return _validate_data(self, X, reset=False, dtype=np.float64), None
+        X, y = _validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
+        return X, np.asarray(y, dtype=np.float64)
+
     # -- fitting -------------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> "LinearModelBase":
-        X, y = check_Xy(X, y)
+        X, y = self._check(X, y, reset=True)
         self._reset()
         self._accumulate(X, y, owner=type(self).__name__)
         return self.release()
 
     def partial_fit(self, X: Any, y: Any) -> "LinearModelBase":
         """Accumulate a chunk (bounds enforced); nothing is released until :meth:`release`."""
-        X, y = check_Xy(X, y, n_features=self.statistics_.d if hasattr(self, "statistics_") else None)
-        if not hasattr(self, "statistics_"):
+        first = not hasattr(self, "statistics_")
+        X, y = self._check(X, y, reset=first)
+        if first:
             self._reset()
         self._accumulate(X, y, owner=type(self).__name__, streaming=True)
         return self
@@ -114,7 +134,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
     # -- prediction ----------------------------------------------------------------------------------
     def predict(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "coef_")
-        X, _ = check_Xy(X, n_features=self.n_features_in_)
+        X, _ = self._check(X, reset=False)
         return X @ self.coef_ + self.intercept_
 
 

@@ -6,8 +6,6 @@ private: ``privacy_cost_`` is ``None``."""
 from __future__ import annotations
 
 import math
-from typing import Any
-
 import numpy as np
 
 from ldp.regression.base import LinearModelBase, solve_ridge
@@ -43,6 +41,3 @@ class TrivialPredictor(LinearModelBase):
     def _release_statistics(self, stats: SufficientStatistics, bounds: tuple[float, float],
                             rng: np.random.Generator) -> None:
         self.coef_, self.solver_ = np.zeros(stats.d), "none"
-
-    def _more_tags(self) -> dict[str, Any]:  # scikit-learn < 1.6
-        return {"poor_score": True}
