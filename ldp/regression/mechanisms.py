@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -67,6 +68,7 @@ def _delta_of(sigma: float, eps: float, sensitivity: float) -> float:
     return first - second
 
 
+@lru_cache(maxsize=4096)
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest σ whose Gaussian mechanism is (ε, δ)-DP for L2 sensitivity ``Δ`` (Balle & Wang
     2018, Algorithm 1 by bisection on σ; relative precision 1e-12). Valid for every ε > 0."""
