@@ -1,0 +1,65 @@
+"""Central-DP regression sections of ``simulations/benchmark.py`` (registered by :func:`register`).
+
+Target (issue 7): the fit of any estimator on n = 10^6, d = 50 in <= 1 s, in one pass over the
+data for the sufficient statistics; streaming ``partial_fit`` in chunks is timed beside it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+ESTIMATORS = [  # (module, class, keyword arguments); modules not present yet are skipped
+    ("ldp.regression.baselines", "OLS", {}),
+    ("ldp.regression.baselines", "Ridge", {}),
+    ("ldp.regression.ssp", "SSP", dict(epsilon=1.0, delta=1e-6, bound_X=1.0, bound_y=1.0)),
+    ("ldp.regression.ssp", "AdaSSP", dict(epsilon=1.0, delta=1e-6, bound_X=1.0, bound_y=1.0)),
+    ("ldp.regression.ssp", "ConstSSPFull", dict(epsilon=1.0, delta=1e-6, bound_X=1.0, bound_y=1.0)),
+    ("ldp.regression.objective", "FunctionalMechanism", dict(epsilon=1.0)),
+    ("ldp.regression.objective", "OutputPerturbation", dict(epsilon=1.0)),
+    ("ldp.regression.rplr", "RobustPrivateLR", dict(epsilon=1.0, clip_X=0.2, clip_y=0.5)),
+]
+
+
+def _data(ctx: Any, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = ctx.rng(70)
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    theta = rng.normal(size=d)
+    theta /= np.linalg.norm(theta)
+    return X, np.clip(X @ theta + rng.normal(0, 0.1, n), -1, 1)
+
+
+def register(b: ModuleType) -> None:
+    """Add the regression sections to the benchmark module ``b``."""
+
+    @b.benchmark("regression_fit")
+    def regression_fit(ctx: Any) -> dict[str, Any]:
+        n = ctx.sizes.batch_n // 10  # 10^6 (10^5 quick)
+        d = 50
+        X, y = _data(ctx, n, d)
+        out: dict[str, Any] = {"n": n, "d": d, "data": "unit-norm rows, |y| <= 1", "estimators": {}}
+        for module, name, kwargs in ESTIMATORS:
+            try:
+                cls = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError):
+                continue
+            est = cls(**kwargs, random_state=0) if "random_state" in cls().get_params() else cls(**kwargs)
+            timing, _ = b.time_runs(lambda _: est.fit(X, y), ctx.sizes.repeats)
+            row: dict[str, Any] = {"seconds": timing}
+            row.update(ctx.judge(f"{name}.fit_seconds", timing["best_s"], "<=", 1.0, "s"))
+            if hasattr(est, "partial_fit"):
+                def stream(_: Any) -> Any:
+                    fresh = cls(**kwargs)
+                    for start in range(0, n, 1 << 17):
+                        fresh.partial_fit(X[start:start + (1 << 17)], y[start:start + (1 << 17)])
+                    return fresh.release() if hasattr(fresh, "release") else fresh
+                try:
+                    row["partial_fit_chunks_of_131072"] = b.time_runs(stream, max(1, ctx.sizes.repeats // 2))[0]
+                except (ValueError, TypeError) as exc:  # an estimator that cannot stream says why
+                    row["partial_fit_chunks_of_131072"] = f"not supported: {exc}"
+            out["estimators"][name] = row
+        return out
