@@ -1,14 +1,31 @@
-"""Regression building blocks for decoders and central-DP regressions (numpy, scipy, scikit-learn).
+"""Regression: the RAPPOR decoder's building blocks and the central-DP linear regressions.
+
+Decoding (used by :mod:`ldp.decoders.rappor_decode`):
 
 * :func:`least_squares` — weighted least squares with rank detection, z/t inference;
 * :func:`nonnegative_lasso` — non-negative lasso whose penalty is a per-column entry test level;
 * :func:`bonferroni`, :func:`benjamini_hochberg`, :func:`adjusted_p_values` — multiple testing.
+
+Central DP (scikit-learn estimators on one-pass, mergeable sufficient statistics; see
+``docs/regression.md``):
+
+* baselines: :class:`OLS`, :class:`Ridge`, :class:`TrivialPredictor`;
+* sufficient statistics perturbation: :class:`SSP`, :class:`AdaSSP` (= adaSSPbudget with
+  ``gamma``), :class:`AdaSSPBudget`, :class:`ConstSSPFull` (:mod:`ldp.regression.ssp`);
+* robust private linear regression (:mod:`ldp.regression.rplr`), the functional mechanism and
+  output perturbation (:mod:`ldp.regression.objective`), pre-processing transformers
+  (:mod:`ldp.regression.preprocessing`);
+* noise, budgets and warnings: :mod:`ldp.regression.mechanisms`; statistics: :class:`SufficientStatistics`.
 """
 
 from __future__ import annotations
 
+from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
 from ldp.regression.least_squares import LeastSquaresFit, least_squares
+from ldp.regression.mechanisms import PrivacyLeakWarning, ReproductionOnlyWarning
 from ldp.regression.selection import LassoSelection, entry_threshold, nonnegative_lasso
+from ldp.regression.ssp import SSP, AdaSSP, AdaSSPBudget, ConstSSPFull
+from ldp.regression.stats import SufficientStatistics
 from ldp.regression.testing import adjusted_p_values, benjamini_hochberg, bonferroni
 
 __all__ = [
@@ -20,4 +37,14 @@ __all__ = [
     "bonferroni",
     "benjamini_hochberg",
     "adjusted_p_values",
+    "OLS",
+    "Ridge",
+    "TrivialPredictor",
+    "SSP",
+    "AdaSSP",
+    "AdaSSPBudget",
+    "ConstSSPFull",
+    "SufficientStatistics",
+    "PrivacyLeakWarning",
+    "ReproductionOnlyWarning",
 ]
