@@ -56,6 +56,8 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
     """Sufficient-statistics linear model ``ŷ = X·coef_`` (no intercept: add a column with
     :class:`~ldp.regression.preprocessing.InterceptColumn`)."""
 
+    _fixed_bounds: tuple[float, float] | None = None  # mechanisms defined on a fixed domain (e.g. [-1, 1])
+
     def _release_statistics(self, stats: SufficientStatistics, bounds: tuple[float, float],
                             rng: np.random.Generator) -> None:
         raise NotImplementedError
@@ -95,6 +97,8 @@ class LinearModelBase(RegressorMixin, BaseEstimator):
         if not hasattr(self, "statistics_"):
             self._reset()
             bx, by = getattr(self, "bound_X", None), getattr(self, "bound_y", None)
+            if self._fixed_bounds is not None:
+                bx, by = self._fixed_bounds
             if self._cost() is not None and (bx is None or by is None):
                 raise ValueError(f"{type(self).__name__}.merge_statistics needs bound_X and bound_y: the merged rows "
                                  "must have been bounded by them")

@@ -108,6 +108,7 @@ class _UnitDomainModel(PrivateLinearModel):
     """A pure ε-DP model on a fixed domain: rows are clipped into it as they are accumulated."""
 
     _gaussian = False
+    _fixed_bounds = (1.0, 1.0)
 
     def _enforce(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
         """(X, y) inside the domain, the number of rows changed and the number of values changed."""
