@@ -23,6 +23,8 @@ from __future__ import annotations
 from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
 from ldp.regression.least_squares import LeastSquaresFit, least_squares
 from ldp.regression.mechanisms import PrivacyLeakWarning, ReproductionOnlyWarning
+from ldp.regression.objective import FunctionalMechanism, OutputPerturbation
+from ldp.regression.rplr import NonPrivateRobustLR, RobustPrivateLR, choose_clipping, choose_split
 from ldp.regression.selection import LassoSelection, entry_threshold, nonnegative_lasso
 from ldp.regression.ssp import SSP, AdaSSP, AdaSSPBudget, ConstSSPFull
 from ldp.regression.stats import SufficientStatistics
@@ -44,6 +46,12 @@ __all__ = [
     "AdaSSP",
     "AdaSSPBudget",
     "ConstSSPFull",
+    "FunctionalMechanism",
+    "OutputPerturbation",
+    "RobustPrivateLR",
+    "NonPrivateRobustLR",
+    "choose_clipping",
+    "choose_split",
     "SufficientStatistics",
     "PrivacyLeakWarning",
     "ReproductionOnlyWarning",
