@@ -24,6 +24,10 @@ from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
 from ldp.regression.least_squares import LeastSquaresFit, least_squares
 from ldp.regression.mechanisms import PrivacyLeakWarning, ReproductionOnlyWarning
 from ldp.regression.objective import FunctionalMechanism, OutputPerturbation
+from ldp.regression.preprocessing import (
+    ClipSymmetric, ClipUpper, InterceptColumn, KalajaPipeline, MaxNormMap, RowNormMap, Standardize, TargetScaler,
+    kalaja_pipeline, unstandardized_coefficients,
+)
 from ldp.regression.rplr import NonPrivateRobustLR, RobustPrivateLR, choose_clipping, choose_split
 from ldp.regression.selection import LassoSelection, entry_threshold, nonnegative_lasso
 from ldp.regression.ssp import SSP, AdaSSP, AdaSSPBudget, ConstSSPFull
@@ -52,6 +56,16 @@ __all__ = [
     "NonPrivateRobustLR",
     "choose_clipping",
     "choose_split",
+    "Standardize",
+    "MaxNormMap",
+    "RowNormMap",
+    "InterceptColumn",
+    "ClipUpper",
+    "ClipSymmetric",
+    "TargetScaler",
+    "KalajaPipeline",
+    "kalaja_pipeline",
+    "unstandardized_coefficients",
     "SufficientStatistics",
     "PrivacyLeakWarning",
     "ReproductionOnlyWarning",
