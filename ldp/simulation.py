@@ -212,3 +212,24 @@ def accuracy(params: Any, population: Population, n: int, *, trials: int = 20, m
     sd = est.std(axis=0, ddof=1) if trials > 1 else np.full(truth.size, np.nan)
     theory = np.sqrt(proto.aggregate_type.exact_variance(params, truth))
     return AccuracyResult(items, truth, est.mean(axis=0), sd, theory, covered / trials, trials, int(truth.sum()), confidence)
+
+
+def _csv_cell(v: Any) -> Any:
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):  # numpy scalar
+        v = v.item()
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else ("inf" if v == math.inf else ("-inf" if v == -math.inf else f"{v:.6g}"))
+    return "" if v is None else v
+
+
+def write_rows_csv(path: Any, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
+    """Write ``rows`` (dicts) as CSV with the given ``columns`` (missing keys empty, other keys
+    ignored); floats with 6 significant digits, ``nan``/``inf`` spelled out. The experiment
+    scripts in ``simulations/`` share it."""
+    import csv
+
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: _csv_cell(r.get(c)) for c in columns})

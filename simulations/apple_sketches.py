@@ -42,7 +42,6 @@ the cheap one.
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import math
 import sys
@@ -354,22 +353,6 @@ def _privacy_const_f0(oracle: str, epsilon: float, k: int, m: int) -> float:
 
 
 # -- output -------------------------------------------------------------------------------------------
-def _fmt(v: Any) -> Any:
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.6g}"
-    if hasattr(v, "item"):  # numpy scalar
-        return _fmt(v.item())
-    return v
-
-
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(columns))
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: _fmt(r[c]) for c in columns})
-
-
 def format_sweep(name: str, rows: list[dict[str, Any]]) -> str:
     head = (f"{'oracle':6} {'eps':>4} {'k':>4} {'m':>5}  {'RMSE top emp':>12} {'theory':>9}  {'RMSE all emp':>12} "
             f"{'theory':>9}  {'Var emp/theory':>15} {'top':>5} {'null':>5}  {'collision':>9}  {'bias z':>6}  "
@@ -489,6 +472,12 @@ def sweep_settings(args: argparse.Namespace, sweep: str) -> list[tuple[float, in
     if sweep == "m":
         return [(args.epsilon, args.k, m) for m in args.ms]
     return [(args.epsilon, k, args.m) for k in args.ks]
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
+    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
+
+    write_rows_csv(path, columns, rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

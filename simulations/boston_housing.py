@@ -71,7 +71,6 @@ Outputs in ``--out``:
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import math
 import sys
@@ -288,20 +287,6 @@ def summarise(name: str, results: dict, args: argparse.Namespace) -> tuple[list[
 
 
 # -- output -------------------------------------------------------------------------------------------
-def _fmt(v: Any) -> Any:
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.6g}")
-    return v
-
-
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(columns))
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: _fmt(r[c]) for c in columns})
-
-
 def format_table(rows: list[dict[str, Any]], epsilons: Sequence[float]) -> str:
     """√(mean CV MSE) / √(median CV MSE) in $1000 at up to six ε of the grid (the ends and the
     values nearest to 0.01, 0.1, 1 and 10)."""
@@ -353,6 +338,12 @@ def plot(path: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> No
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
+    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
+
+    write_rows_csv(path, columns, rows)
 
 
 # -- main ---------------------------------------------------------------------------------------------

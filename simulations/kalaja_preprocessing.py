@@ -80,7 +80,6 @@ Outputs in ``--out`` (default simulations/results/kalaja):
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import math
 import sys
@@ -389,22 +388,6 @@ def _diagnostics(maps: FittedMaps, Xtr: Any, Zte: Any) -> tuple[float, float, fl
 
 
 # -- output --------------------------------------------------------------------------------------------------------
-def _fmt(v: Any) -> Any:
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.6g}"
-    if hasattr(v, "item"):  # numpy scalar
-        return _fmt(v.item())
-    return v
-
-
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(columns))
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: _fmt(r[c]) for c in columns})
-
-
 def adassp_curve(rows: list[dict[str, Any]], variant: str) -> list[tuple[float, float]]:
     """AdaSSP's (ε, nmse): Kalaja's noise where valid (ε < 3), the analytic Gaussian beyond."""
     pts = {}
@@ -499,6 +482,12 @@ def plot_dataset(path: Path, ds: Dataset, rows: list[dict[str, Any]], variants: 
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
+    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
+
+    write_rows_csv(path, columns, rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -98,7 +98,6 @@ Outputs in ``--out``:
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import math
 import sys
@@ -462,22 +461,6 @@ def summarize(design: str, n: int, args: argparse.Namespace, traces: dict, ref: 
 
 
 # -- output -------------------------------------------------------------------------------------------
-def _fmt(v: Any) -> Any:
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.6g}"
-    if hasattr(v, "item"):  # numpy scalar
-        return _fmt(v.item())
-    return v
-
-
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(columns))
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: _fmt(r[c]) for c in columns})
-
-
 def _pick(rows: list[dict[str, Any]], **kw: Any) -> dict[str, Any] | None:
     for r in rows:
         if all((math.isnan(r[k]) and math.isnan(v)) if isinstance(v, float) and math.isnan(v) else
@@ -570,6 +553,12 @@ def plot_all(out: Path, rows: list[dict[str, Any]], args: argparse.Namespace) ->
                     f"Lambda Zero Proportion of adaSSPbudget ({common})", "share of splits with λ = 0", False)
             _panels(rows, design, noise, out / f"mse_{design}_{noise}.png", "mse",
                     f"Test MSE vs γ ({common}); trivial θ=0 grey", "test MSE", True)
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
+    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
+
+    write_rows_csv(path, columns, rows)
 
 
 # -- main ---------------------------------------------------------------------------------------------

@@ -63,7 +63,6 @@ Outputs in ``--out`` (default simulations/results/rplr):
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import math
 import sys
@@ -218,20 +217,6 @@ def summarise(sweep: str, rows: list[dict[str, Any]], info: dict[tuple[float, in
 
 
 # -- output ---------------------------------------------------------------------------------------------
-def _fmt(v: Any) -> Any:
-    if isinstance(v, float):
-        return "inf" if v == math.inf else ("" if math.isnan(v) else f"{v:.6g}")
-    return v
-
-
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: _fmt(r.get(k)) for k in columns})
-
-
 def format_table(sweep: str, summary: list[dict[str, Any]]) -> str:
     x = "epsilon" if sweep == "epsilon" else "n_pv"
     head = f"{'ε' if x == 'epsilon' else 'n_pv':>6} " + " ".join(f"{m:>18}" for m in METHODS) + "   ω_x    ω_y"
@@ -274,6 +259,12 @@ def plot_sweep(path: Path, summary: list[dict[str, Any]], sweep: str, title: str
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
+    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
+
+    write_rows_csv(path, columns, rows)
 
 
 # -- main ---------------------------------------------------------------------------------------------

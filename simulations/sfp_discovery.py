@@ -71,7 +71,6 @@ Outputs in ``--out``:
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import math
 import sys
@@ -336,22 +335,6 @@ def summarize(results: list[RepResult]) -> dict[str, Any]:
     return s
 
 
-def _fmt(v: Any) -> Any:
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.6g}"
-    if hasattr(v, "item"):  # numpy scalar
-        return _fmt(v.item())
-    return v
-
-
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(columns))
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: _fmt(r[c]) for c in columns})
-
-
 def format_table(summary: list[dict[str, Any]]) -> str:
     head = (f"{'n':>9} {'ε_w':>4} {'ε_f':>4}  {'rec@10':>6} {'rec@50':>6} {'prec':>6}  {'found':>5} {'false':>5}  "
             f"{'RMSE':>8} {'theory':>8} {'RMSE/SE':>7} {'cover':>5}  {'kept':>5} {'formed':>6} {'pad':>5} "
@@ -404,6 +387,12 @@ def plot_vs_n(path: Path, summary: list[dict[str, Any]], metrics: Sequence[tuple
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
+    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
+
+    write_rows_csv(path, columns, rows)
 
 
 # -- main ---------------------------------------------------------------------------------------------

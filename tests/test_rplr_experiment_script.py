@@ -66,7 +66,7 @@ def test_csvs_have_the_expected_rows(small_run):
     assert len({s["spearman_mean"] for s in summary if s["method"] == "public_only"}) == 1
     # n_pv = 0: nothing private, so every method is the public-only fit and no threshold was chosen
     zero = [s for s in summary if s["n_pv"] == "0"]
-    assert len({s["spearman_mean"] for s in zero}) == 1 and all(s["omega_x"] == "" for s in zero)
+    assert len({s["spearman_mean"] for s in zero}) == 1 and all(s["omega_x"] == "nan" for s in zero)
     for s in summary:
         if s["n_pv"] != "0":
             assert float(s["omega_x"]) in script.QUICK_GRID and float(s["omega_y"]) in script.QUICK_GRID
