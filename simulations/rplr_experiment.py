@@ -11,7 +11,7 @@ is drawn from model (3.11) (``x ~ N(0, I)``, ``β ~ N(0, I)``, ``y ~ N(xᵀβ, 1
 Carlo cross-validation with ``--splits`` splits (the thesis uses 50): each split shuffles the rows;
 the first ``--n-test`` = 100 are the validation set, the next ``--n-npv`` = 10 the public training
 set, and the next n_pv the private one. As in the thesis's code, each part is pre-processed on its
-own (:func:`~ldp.regression.rplr.preprocess`: centre the columns, unit-norm rows, centre y; this
+own (:func:`~ldp.regression.rplr_search.preprocess`: centre the columns, unit-norm rows, centre y; this
 uses each part's own means). Split s uses the same shuffle in every setting.
 
 Sweeps (``--sweeps``, default both):
@@ -25,7 +25,7 @@ Methods, all scored by Spearman's ρ between the predictions and the validation 
   ``--split``, default (0.35, 0.60, 0.05)), plus the public part's exact statistics. The thresholds
   are ``ω·SD`` of the private part, as in the thesis. They read the private data, and the
   resulting PrivacyLeakWarning is silenced here. The ω come from
-  :func:`~ldp.regression.rplr.choose_clipping`, run once per (ε, n_pv) with n = n_pv and d: 20
+  :func:`~ldp.regression.rplr_search.choose_clipping`, run once per (ε, n_pv) with n = n_pv and d: 20
   auxiliary data sets × 20 noise draws (``--aux-datasets``, ``--aux-noise``) on the library's
   default ω grid (``--omega-grid``);
 * ``nonprivate_clip``: the same pipeline without noise, with the same thresholds. It varies a
@@ -160,24 +160,25 @@ def make_split(X: np.ndarray, y: np.ndarray, n_test: int, n_npv: int, n_pv: int,
 
 
 def run_setting(X: np.ndarray, y: np.ndarray, epsilon: float, n_pv: int, args: argparse.Namespace,
-                rplr: Any, split_p: tuple[float, float, float]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                rplr: Any, split_p: tuple[float, float, float],
+                search: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Threshold search for (ε, n_pv), then every method on every split."""
     choice, seconds = None, 0.0
     if n_pv >= 2:
         start = time.perf_counter()
         grid = args.omega_grid or (QUICK_GRID if args.quick else rplr.DEFAULT_OMEGA_GRID)
-        choice = rplr.choose_clipping(n_pv, args.d, epsilon, split_p, grid=grid, n_datasets=args.aux_datasets,
+        choice = search.choose_clipping(n_pv, args.d, epsilon, split_p, grid=grid, n_datasets=args.aux_datasets,
                                       n_noise=args.aux_noise,
                                       random_state=np.random.default_rng([args.seed, 2, n_pv, int(epsilon * 1e6)]))
         seconds = time.perf_counter() - start
     rows = []
     for s in range(args.splits):
-        parts = make_split(X, y, args.n_test, args.n_npv, n_pv, s, args.seed, rplr.preprocess)
+        parts = make_split(X, y, args.n_test, args.n_npv, n_pv, s, args.seed, search.preprocess)
         Xt, yt = parts["test"]
         pub = parts["public"]
         scores: dict[str, tuple[float, float, float]] = {}
         base = rplr.NonPrivateRobustLR().fit(*pub) if pub is not None else None
-        base_rho = rplr.spearman(base.predict(Xt), yt) if base is not None else 0.0
+        base_rho = search.spearman(base.predict(Xt), yt) if base is not None else 0.0
         scores["public_only"] = (base_rho, math.inf, math.inf)
         if choice is None:  # nothing private: every method is the public-only fit
             for method in ("rplr", "nonprivate_clip", "nonprivate_noclip"):
@@ -193,7 +194,7 @@ def run_setting(X: np.ndarray, y: np.ndarray, epsilon: float, n_pv: int, args: a
             clipped = rplr.NonPrivateRobustLR(**omegas).fit(Xp, yp, *extra)
             plain = rplr.NonPrivateRobustLR().fit(Xp, yp, *extra)
             for method, model in (("rplr", private), ("nonprivate_clip", clipped), ("nonprivate_noclip", plain)):
-                scores[method] = (rplr.spearman(model.predict(Xt), yt), model.clip_X_, model.clip_y_)
+                scores[method] = (search.spearman(model.predict(Xt), yt), model.clip_X_, model.clip_y_)
         for method in METHODS:
             rho, cx, cy = scores[method]
             rows.append({"epsilon": epsilon, "n_pv": n_pv, "n_npv": args.n_npv, "n_test": args.n_test, "split": s,
@@ -276,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: plots need matplotlib (pip install matplotlib, or 'ldp[plot]'); or pass --no-plots",
               file=sys.stderr)
         return 2
-    from ldp.regression import rplr
+    from ldp.regression import rplr, rplr_search
 
     split_p = tuple(args.split) if args.split is not None else rplr.DEFAULT_SPLIT
     try:
@@ -289,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     start = time.perf_counter()
-    X, y, _ = rplr.model_311(args.n_total, args.d, np.random.default_rng([args.seed, 0]))
+    X, y, _ = rplr_search.model_311(args.n_total, args.d, np.random.default_rng([args.seed, 0]))
     args.out.mkdir(parents=True, exist_ok=True)
     settings = {"epsilon": [(e, args.n_pv) for e in args.epsilons], "npv": [(args.epsilon, n) for n in args.n_pvs]}
     cache: dict[tuple[float, int], tuple[list[dict[str, Any]], dict[str, Any]]] = {}
@@ -299,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows: list[dict[str, Any]] = []
         for eps, n_pv in settings[sweep]:
             if (eps, n_pv) not in cache:
-                cache[(eps, n_pv)] = run_setting(X, y, eps, n_pv, args, rplr, split_p)
+                cache[(eps, n_pv)] = run_setting(X, y, eps, n_pv, args, rplr, split_p, rplr_search)
                 print(f"  ε={eps:g} n_pv={n_pv}: search {cache[(eps, n_pv)][1]['search_seconds']:.1f} s",
                       file=sys.stderr)
             rows += [{"sweep": sweep, **r} for r in cache[(eps, n_pv)][0]]

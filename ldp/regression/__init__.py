@@ -25,10 +25,11 @@ from ldp.regression.least_squares import LeastSquaresFit, least_squares
 from ldp.regression.mechanisms import PrivacyLeakWarning, ReproductionOnlyWarning
 from ldp.regression.objective import FunctionalMechanism, OutputPerturbation
 from ldp.regression.preprocessing import (
-    ClipSymmetric, ClipUpper, InterceptColumn, KalajaPipeline, MaxNormMap, RowNormMap, Standardize, TargetScaler,
-    kalaja_pipeline, unstandardized_coefficients,
+    ClipSymmetric, ClipUpper, InterceptColumn, MaxNormMap, RowNormMap, Standardize, TargetScaler,
 )
-from ldp.regression.rplr import NonPrivateRobustLR, RobustPrivateLR, choose_clipping, choose_split
+from ldp.regression.pipeline import KalajaPipeline, kalaja_pipeline, unstandardized_coefficients
+from ldp.regression.rplr import NonPrivateRobustLR, RobustPrivateLR
+from ldp.regression.rplr_search import choose_clipping, choose_split
 from ldp.regression.selection import LassoSelection, entry_threshold, nonnegative_lasso
 from ldp.regression.ssp import SSP, AdaSSP, AdaSSPBudget, ConstSSPFull
 from ldp.regression.stats import SufficientStatistics

@@ -11,6 +11,7 @@ before any noise is drawn.
 
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
 from typing import Any
 
 import numpy as np
@@ -52,15 +53,16 @@ def solve_ridge(xtx: np.ndarray, xty: np.ndarray, ridge: float = 0.0, symmetrize
         return np.linalg.lstsq(a, xty, rcond=None)[0], "lstsq"
 
 
-class LinearModelBase(RegressorMixin, BaseEstimator):
+class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
     """Sufficient-statistics linear model ``ŷ = X·coef_`` (no intercept: add a column with
     :class:`~ldp.regression.preprocessing.InterceptColumn`)."""
 
     _fixed_bounds: tuple[float, float] | None = None  # mechanisms defined on a fixed domain (e.g. [-1, 1])
 
+    @abstractmethod
     def _release_statistics(self, stats: SufficientStatistics, bounds: tuple[float, float],
                             rng: np.random.Generator) -> None:
-        raise NotImplementedError
+        """Set ``coef_`` (and the model's own attributes) from the bounded statistics."""
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

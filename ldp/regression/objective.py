@@ -28,6 +28,7 @@ ones; for output perturbation, ``[x, 1]/√(D+1)``, so that rows stay in the uni
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -110,12 +111,13 @@ class _UnitDomainModel(PrivateLinearModel):
     _gaussian = False
     _fixed_bounds = (1.0, 1.0)
 
+    @abstractmethod
     def _enforce(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
         """(X, y) inside the domain, the number of rows changed and the number of values changed."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _check_params(self) -> None:
-        raise NotImplementedError
+        """Raise ``ValueError`` for a parameter the release would refuse."""
 
     def _accumulate(self, X: np.ndarray, y: np.ndarray, owner: str, streaming: bool = False) -> None:
         self._cost()  # ε and δ are checked before any row is read
