@@ -233,3 +233,38 @@ def write_rows_csv(path: Any, columns: Sequence[str], rows: list[dict[str, Any]]
         w.writeheader()
         for r in rows:
             w.writerow({c: _csv_cell(r.get(c)) for c in columns})
+
+
+def comma_list(kind: type = float) -> Callable[[str], list[Any]]:
+    """An argparse type for ``"a,b,c"`` lists of ``float`` (``"1/3"`` accepted), ``int``
+    (``"1e6"`` accepted) or ``str``: the experiment scripts' shared option parser."""
+    def parse(text: str) -> list[Any]:
+        out: list[Any] = []
+        for t in (t.strip() for t in text.split(",")):
+            if not t:
+                continue
+            if kind is float:
+                num, sep, den = t.partition("/")
+                out.append(float(num) / float(den) if sep else float(t))
+            elif kind is int:
+                value = float(t)
+                if value != int(value):
+                    raise ValueError(f"not an integer: {t!r}")
+                out.append(int(value))
+            else:
+                out.append(kind(t))
+        return out
+
+    parse.__name__ = f"{kind.__name__}_list"  # argparse names the type in its error messages
+    return parse
+
+
+def matplotlib_missing(no_plots: bool, install: str = "pip install matplotlib, or 'ldp[plot]'") -> bool:
+    """``True`` (after saying so on stderr) when plots are wanted but matplotlib is not installed."""
+    import importlib.util
+    import sys
+
+    if no_plots or importlib.util.find_spec("matplotlib") is not None:
+        return False
+    print(f"error: plots need matplotlib ({install}); or pass --no-plots", file=sys.stderr)
+    return True

@@ -42,7 +42,6 @@ the cheap one.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import sys
 import time
@@ -51,6 +50,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
+    sys.path.insert(0, str(ROOT))
+from ldp.simulation import comma_list, matplotlib_missing, write_rows_csv as write_csv  # noqa: E402
 DEFAULT_OUT = ROOT / "simulations" / "results" / "apple_sketches"
 SWEEPS = ("epsilon", "m", "k")
 ORACLES = ("cms", "hcms")
@@ -77,18 +79,6 @@ ITEM_COLUMNS = ("sweep", "oracle", "epsilon", "k", "m", "item", "rank", "true_co
 
 
 # -- arguments ---------------------------------------------------------------------------------------
-def _floats(text: str) -> list[float]:
-    return [float(t) for t in text.split(",") if t.strip()]
-
-
-def _ints(text: str) -> list[int]:
-    return [int(t) for t in text.split(",") if t.strip()]
-
-
-def _names(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
@@ -102,11 +92,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent s: frequency ∝ 1/rank^s (default 1)")
     ap.add_argument("--null-items", type=int, default=200, help="extra candidates no user holds (default 200)")
     ap.add_argument("--top", type=int, default=10, help="the 'top' items of the RMSE columns (default 10)")
-    ap.add_argument("--oracles", type=_names, default=list(ORACLES), help="comma list of cms,hcms")
-    ap.add_argument("--sweeps", type=_names, default=list(SWEEPS), help="comma list of epsilon,m,k")
-    ap.add_argument("--epsilons", type=_floats, default=[0.5, 1.0, 2.0, 4.0, 8.0], help="ε of the ε sweep")
-    ap.add_argument("--ms", type=_ints, default=[64, 256, 1024, 4096], help="widths of the m sweep")
-    ap.add_argument("--ks", type=_ints, default=[1, 4, 16, 64, 256], help="hash counts of the k sweep")
+    ap.add_argument("--oracles", type=comma_list(str), default=list(ORACLES), help="comma list of cms,hcms")
+    ap.add_argument("--sweeps", type=comma_list(str), default=list(SWEEPS), help="comma list of epsilon,m,k")
+    ap.add_argument("--epsilons", type=comma_list(float), default=[0.5, 1.0, 2.0, 4.0, 8.0], help="ε of the ε sweep")
+    ap.add_argument("--ms", type=comma_list(int), default=[64, 256, 1024, 4096], help="widths of the m sweep")
+    ap.add_argument("--ks", type=comma_list(int), default=[1, 4, 16, 64, 256], help="hash counts of the k sweep")
     ap.add_argument("--epsilon", type=float, default=4.0, help="ε of the m and k sweeps (default 4)")
     ap.add_argument("--k", type=int, default=64, help="k of the ε and m sweeps (default 64)")
     ap.add_argument("--m", type=int, default=1024, help="m of the ε and k sweeps (default 1024)")
@@ -474,19 +464,9 @@ def sweep_settings(args: argparse.Namespace, sweep: str) -> list[tuple[float, in
     return [(args.epsilon, k, args.m) for k in args.ks]
 
 
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
-
-    write_rows_csv(path, columns, rows)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
-        sys.path.insert(0, str(ROOT))
-    if not args.no_plots and importlib.util.find_spec("matplotlib") is None:
-        print("error: plots need matplotlib (pip install matplotlib, or 'ldp[plot]'); or pass --no-plots",
-              file=sys.stderr)
+    if matplotlib_missing(args.no_plots):
         return 2
     try:
         for sweep in args.sweeps:

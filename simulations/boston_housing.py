@@ -71,7 +71,6 @@ Outputs in ``--out``:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import sys
 import time
@@ -79,6 +78,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
+    sys.path.insert(0, str(ROOT))
+from ldp.simulation import comma_list, matplotlib_missing, write_rows_csv as write_csv  # noqa: E402
 DEFAULT_OUT = ROOT / "simulations" / "results" / "boston"
 ALL_FEATURES = ("crim", "zn", "indus", "chas", "nox", "rm", "age", "dis", "rad", "tax", "ptratio", "black", "lstat")
 SUBSET = ("chas", "nox", "rm")
@@ -99,14 +101,6 @@ REP_COLUMNS = ("feature_set", "method", "epsilon", "rep", "mse", "mse_scaled")
 
 
 # -- arguments ---------------------------------------------------------------------------------------
-def _floats(text: str) -> list[float]:
-    return [float(t) for t in text.split(",") if t.strip()]
-
-
-def _names(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
-
-
 def _lam(text: str) -> float | str:
     return "auto" if text == "auto" else float(text)
 
@@ -121,12 +115,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plot")
     ap.add_argument("--seed", type=int, default=0, help="master seed (fold shuffles and every mechanism's noise)")
     ap.add_argument("--folds", type=int, default=10, help="number of CV folds (default 10)")
-    ap.add_argument("--epsilons", type=_floats, default=None, help="comma list of ε (overrides the log grid)")
+    ap.add_argument("--epsilons", type=comma_list(float), default=None, help="comma list of ε (overrides the log grid)")
     ap.add_argument("--grid", type=int, default=None,
                     help=f"points of the log ε grid (default {DEFAULT_GRID}; {QUICK_GRID} with --quick)")
     ap.add_argument("--eps-min", type=float, default=0.01, help="smallest ε of the grid (default 0.01)")
     ap.add_argument("--eps-max", type=float, default=10.0, help="largest ε of the grid (default 10)")
-    ap.add_argument("--feature-sets", type=_names, default=list(FEATURE_SETS),
+    ap.add_argument("--feature-sets", type=comma_list(str), default=list(FEATURE_SETS),
                     help=f"comma list of {','.join(FEATURE_SETS)}")
     ap.add_argument("--fm-ridge-factor", type=float, default=5.0,
                     help="functional mechanism's ridge, in Laplace noise SDs (default 5)")
@@ -340,19 +334,10 @@ def plot(path: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> No
     plt.close(fig)
 
 
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
-
-    write_rows_csv(path, columns, rows)
-
-
 # -- main ---------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
-        sys.path.insert(0, str(ROOT))
-    if not args.no_plots and importlib.util.find_spec("matplotlib") is None:
-        print("error: plots need matplotlib (pip install 'ldp[experiments]'); or pass --no-plots", file=sys.stderr)
+    if matplotlib_missing(args.no_plots, "pip install 'ldp[experiments]'"):
         return 2
     try:
         X, y, names = load_boston()

@@ -80,7 +80,6 @@ Outputs in ``--out`` (default simulations/results/kalaja):
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import sys
 import time
@@ -89,6 +88,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
+    sys.path.insert(0, str(ROOT))
+from ldp.simulation import comma_list, matplotlib_missing, write_rows_csv as write_csv  # noqa: E402
 DEFAULT_OUT = ROOT / "simulations" / "results" / "kalaja"
 DATASETS = ("diabetes", "workinghours", "diamonds")
 DEFAULT_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 2.9, 5.0, 10.0)
@@ -107,14 +109,6 @@ PREP_COLUMNS = ("dataset", "n", "d", "variant", "comparison", "x_max", "y_max", 
 
 
 # -- arguments ----------------------------------------------------------------------------------------------
-def _floats(text: str) -> list[float]:
-    return [float(t) for t in text.split(",") if t.strip()]
-
-
-def _names(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
@@ -124,10 +118,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help=f"{QUICK_REPS} repetition, ε in {QUICK_EPSILONS}, c in {QUICK_CLIP_CS}")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     ap.add_argument("--seed", type=int, default=0, help="master seed (CV shuffles and every noise draw)")
-    ap.add_argument("--datasets", type=_names, default=list(DATASETS), help=f"comma list of {','.join(DATASETS)}")
-    ap.add_argument("--epsilons", type=_floats, default=None,
+    ap.add_argument("--datasets", type=comma_list(str), default=list(DATASETS), help=f"comma list of {','.join(DATASETS)}")
+    ap.add_argument("--epsilons", type=comma_list(float), default=None,
                     help=f"total ε grid (default {','.join(f'{e:g}' for e in DEFAULT_EPSILONS)})")
-    ap.add_argument("--clip-cs", type=_floats, default=None,
+    ap.add_argument("--clip-cs", type=comma_list(float), default=None,
                     help=f"clip multipliers c (default {','.join(f'{c:g}' for c in DEFAULT_CLIP_CS)})")
     ap.add_argument("--folds", type=int, default=10, help="CV folds (default 10, as Wang's code)")
     ap.add_argument("--y-center", choices=("global", "train", "none"), default="global",
@@ -484,19 +478,9 @@ def plot_dataset(path: Path, ds: Dataset, rows: list[dict[str, Any]], variants: 
     plt.close(fig)
 
 
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
-
-    write_rows_csv(path, columns, rows)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
-        sys.path.insert(0, str(ROOT))
-    if not args.no_plots and importlib.util.find_spec("matplotlib") is None:
-        print("error: plots need matplotlib (pip install matplotlib, or 'ldp[plot]'); or pass --no-plots",
-              file=sys.stderr)
+    if matplotlib_missing(args.no_plots):
         return 2
     start = time.perf_counter()
     variants = make_variants(args.clip_cs)

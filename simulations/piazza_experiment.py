@@ -98,7 +98,6 @@ Outputs in ``--out``:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import sys
 import time
@@ -108,6 +107,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
+    sys.path.insert(0, str(ROOT))
+from ldp.simulation import comma_list, matplotlib_missing, write_rows_csv as write_csv  # noqa: E402
 DEFAULT_OUT = ROOT / "simulations" / "results" / "piazza"
 DESIGNS = ("isotropic", "toeplitz")
 NOISES = ("piazza", "analytic")
@@ -137,24 +139,6 @@ COLUMNS = (
 
 
 # -- arguments ---------------------------------------------------------------------------------------
-def _floats(text: str) -> list[float]:
-    out = []
-    for t in text.split(","):
-        t = t.strip()
-        if t:
-            num, sep, den = t.partition("/")  # "1/3" is accepted
-            out.append(float(num) / float(den) if sep else float(t))
-    return out
-
-
-def _ints(text: str) -> list[int]:
-    return [int(float(t)) for t in text.split(",") if t.strip()]
-
-
-def _names(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
@@ -164,13 +148,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0, help="master seed (θ₀, data, splits, noise)")
     ap.add_argument("--trials", type=int, default=None,
                     help=f"random 90/10 splits per setting (default {DEFAULT_TRIALS}; {QUICK_TRIALS} with --quick)")
-    ap.add_argument("--ns", type=_ints, default=None,
+    ap.add_argument("--ns", type=comma_list(int), default=None,
                     help=f"comma list of data set sizes (default {','.join(map(str, DEFAULT_NS))})")
-    ap.add_argument("--epsilons", type=_floats, default=list(DEFAULT_EPSILONS), help="comma list of total ε")
-    ap.add_argument("--gammas", type=_floats, default=list(DEFAULT_GAMMAS),
+    ap.add_argument("--epsilons", type=comma_list(float), default=list(DEFAULT_EPSILONS), help="comma list of total ε")
+    ap.add_argument("--gammas", type=comma_list(float), default=list(DEFAULT_GAMMAS),
                     help="comma list of adaSSPbudget's eigenvalue share γ in (0, 1) (1/3 accepted)")
-    ap.add_argument("--designs", type=_names, default=list(DESIGNS), help="comma list of isotropic,toeplitz")
-    ap.add_argument("--noises", type=_names, default=["piazza"],
+    ap.add_argument("--designs", type=comma_list(str), default=list(DESIGNS), help="comma list of isotropic,toeplitz")
+    ap.add_argument("--noises", type=comma_list(str), default=["piazza"],
                     help="comma list of Gaussian constants: piazza (default), analytic")
     ap.add_argument("--toeplitz-rho", type=float, default=0.9, help="correlation ρ of the toeplitz design (0.9)")
     ap.add_argument("--bound-y", type=float, default=1.5, help="B_Y given to the estimators; y is clipped (1.5)")
@@ -555,20 +539,10 @@ def plot_all(out: Path, rows: list[dict[str, Any]], args: argparse.Namespace) ->
                     f"Test MSE vs γ ({common}); trivial θ=0 grey", "test MSE", True)
 
 
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
-
-    write_rows_csv(path, columns, rows)
-
-
 # -- main ---------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
-        sys.path.insert(0, str(ROOT))
-    if not args.no_plots and importlib.util.find_spec("matplotlib") is None:
-        print("error: plots need matplotlib (pip install matplotlib, or 'ldp[plot]'); or pass --no-plots",
-              file=sys.stderr)
+    if matplotlib_missing(args.no_plots):
         return 2
     try:
         check_settings(args)

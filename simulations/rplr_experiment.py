@@ -63,7 +63,6 @@ Outputs in ``--out`` (default simulations/results/rplr):
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import sys
 import time
@@ -74,6 +73,9 @@ from typing import Any, Sequence
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
+    sys.path.insert(0, str(ROOT))
+from ldp.simulation import comma_list, matplotlib_missing, write_rows_csv as write_csv  # noqa: E402
 DEFAULT_OUT = ROOT / "simulations" / "results" / "rplr"
 SWEEPS = ("epsilon", "npv")
 METHODS = ("rplr", "nonprivate_clip", "nonprivate_noclip", "public_only")
@@ -87,18 +89,6 @@ SUMMARY_COLUMNS = ("sweep", "epsilon", "n_pv", "method", "splits", "spearman_mea
 
 
 # -- arguments ---------------------------------------------------------------------------------------
-def _floats(text: str) -> list[float]:
-    return [float(t) for t in text.split(",") if t.strip()]
-
-
-def _ints(text: str) -> list[int]:
-    return [int(t) for t in text.split(",") if t.strip()]
-
-
-def _names(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
@@ -108,21 +98,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0, help="master seed (data, splits, searches, noise)")
     ap.add_argument("--splits", type=int, default=None,
                     help=f"Monte Carlo CV splits (default {DEFAULT_SPLITS}; {QUICK_SPLITS} with --quick)")
-    ap.add_argument("--sweeps", type=_names, default=list(SWEEPS), help="comma list of epsilon,npv")
-    ap.add_argument("--epsilons", type=_floats, default=[0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0], help="ε of the ε sweep")
-    ap.add_argument("--n-pvs", type=_ints, default=list(range(0, 801, 100)), help="n_pv of the n_pv sweep")
+    ap.add_argument("--sweeps", type=comma_list(str), default=list(SWEEPS), help="comma list of epsilon,npv")
+    ap.add_argument("--epsilons", type=comma_list(float), default=[0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0], help="ε of the ε sweep")
+    ap.add_argument("--n-pvs", type=comma_list(int), default=list(range(0, 801, 100)), help="n_pv of the n_pv sweep")
     ap.add_argument("--epsilon", type=float, default=2.0, help="ε of the n_pv sweep (default 2)")
     ap.add_argument("--n-pv", type=int, default=500, help="n_pv of the ε sweep (default 500)")
     ap.add_argument("--n-npv", type=int, default=10, help="public training rows (default 10)")
     ap.add_argument("--n-test", type=int, default=100, help="validation rows (default 100)")
     ap.add_argument("--n-total", type=int, default=1000, help="rows of the synthetic data set (default 1000)")
     ap.add_argument("--d", type=int, default=10, help="dimension (default 10)")
-    ap.add_argument("--split", type=_floats, default=None, help="budget split p1,p2,p3 (default 0.35,0.6,0.05)")
+    ap.add_argument("--split", type=comma_list(float), default=None, help="budget split p1,p2,p3 (default 0.35,0.6,0.05)")
     ap.add_argument("--aux-datasets", type=int, default=None,
                     help=f"auxiliary data sets per threshold search (default {DEFAULT_AUX}; {QUICK_AUX} with --quick)")
     ap.add_argument("--aux-noise", type=int, default=None,
                     help=f"noise draws per auxiliary data set (default {DEFAULT_AUX}; {QUICK_AUX} with --quick)")
-    ap.add_argument("--omega-grid", type=_floats, default=None,
+    ap.add_argument("--omega-grid", type=comma_list(float), default=None,
                     help="ω grid of the searches (default: the library's; a coarse one with --quick)")
     args = ap.parse_args(argv)
     if args.splits is None:
@@ -262,20 +252,10 @@ def plot_sweep(path: Path, summary: list[dict[str, Any]], sweep: str, title: str
     plt.close(fig)
 
 
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
-
-    write_rows_csv(path, columns, rows)
-
-
 # -- main ---------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
-        sys.path.insert(0, str(ROOT))
-    if not args.no_plots and importlib.util.find_spec("matplotlib") is None:
-        print("error: plots need matplotlib (pip install matplotlib, or 'ldp[plot]'); or pass --no-plots",
-              file=sys.stderr)
+    if matplotlib_missing(args.no_plots):
         return 2
     from ldp.regression import rplr, rplr_search
 

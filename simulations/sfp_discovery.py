@@ -71,7 +71,6 @@ Outputs in ``--out``:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import sys
 import time
@@ -80,6 +79,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
+    sys.path.insert(0, str(ROOT))
+from ldp.simulation import comma_list, matplotlib_missing, write_rows_csv as write_csv  # noqa: E402
 DEFAULT_OUT = ROOT / "simulations" / "results" / "sfp_discovery"
 HASH_SEED_STEP = 7919  # hash_seed of repetition r; > k + k' + 1, so two repetitions never share a hash function
 QUICK_REPS = 1
@@ -101,10 +103,6 @@ SUMMARY_COLUMNS = (*SETTING_COLUMNS, "reps", "held", "truncated", "failed",
 
 
 # -- arguments ---------------------------------------------------------------------------------------
-def _ints(text: str) -> list[int]:
-    return [int(float(t)) for t in text.split(",") if t.strip()]  # 1e6 is accepted
-
-
 def _budgets(text: str) -> list[tuple[float, float]]:
     out = []
     for t in text.split(","):
@@ -129,7 +127,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_REPS} repetition per setting")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     ap.add_argument("--seed", type=int, default=0, help="master seed (vocabulary, populations, every repetition)")
-    ap.add_argument("--ns", type=_ints, default=[10**5, 10**6, 10**7], help="comma list of user counts n")
+    ap.add_argument("--ns", type=comma_list(int), default=[10**5, 10**6, 10**7], help="comma list of user counts n")
     ap.add_argument("--budgets", type=_budgets, default=[(2.0, 6.0), (4.0, 4.0), (4.0, 8.0)],
                     help="comma list of ε_word:ε_fragment (default 2:6,4:4,4:8)")
     ap.add_argument("--vocab", type=int, default=1000, help="vocabulary size (default 1000)")
@@ -389,20 +387,10 @@ def plot_vs_n(path: Path, summary: list[dict[str, Any]], metrics: Sequence[tuple
     plt.close(fig)
 
 
-def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> None:
-    from ldp.simulation import write_rows_csv  # the one CSV writer of the experiments (ldp is on the path by now)
-
-    write_rows_csv(path, columns, rows)
-
-
 # -- main ---------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
-        sys.path.insert(0, str(ROOT))
-    if not args.no_plots and importlib.util.find_spec("matplotlib") is None:
-        print("error: plots need matplotlib (pip install matplotlib, or 'ldp[plot]'); or pass --no-plots",
-              file=sys.stderr)
+    if matplotlib_missing(args.no_plots):
         return 2
     try:  # every setting's parameters, with the last repetition's hash seed, before any work
         for eps_word, eps_fragment in args.budgets:

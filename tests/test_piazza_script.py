@@ -54,7 +54,6 @@ over seeds 0–79 (quick) and 0–49 (large); the observed ranges are quoted. Co
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 import sys
 from pathlib import Path
@@ -62,29 +61,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from script_helpers import load_script, read_csv
+
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ["--quick", "--no-plots"]
 LARGE = ["--no-plots", "--ns", "327680", "--epsilons", "0.1,1", "--designs", "isotropic", "--gammas", "0.1,1/3",
          "--trials", "8"]
 GAMMAS = (0.01, 0.05, 0.1, 0.2, 1 / 3, 0.5, 0.7, 0.9, 0.99)
-
-
-def _script():
-    name = "piazza_experiment_script"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "simulations" / "piazza_experiment.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up while the class is created
-    spec.loader.exec_module(mod)
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    return mod
-
-
-def _read(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def pick(rows, **kw) -> dict[str, str]:
@@ -102,24 +85,24 @@ def val(rows, column: str, **kw) -> float:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("piazza_quick")
-    assert _script().main([*QUICK, "--out", str(out)]) == 0
+    assert load_script("piazza_experiment").main([*QUICK, "--out", str(out)]) == 0
     return out
 
 
 @pytest.fixture(scope="module")
 def quick_rows(quick_run):
-    return _read(quick_run / "results.csv")
+    return read_csv(quick_run / "results.csv")
 
 
 @pytest.fixture(scope="module")
 def large_rows(tmp_path_factory):
     out = tmp_path_factory.mktemp("piazza_large")
-    assert _script().main([*LARGE, "--out", str(out)]) == 0
-    return _read(out / "results.csv")
+    assert load_script("piazza_experiment").main([*LARGE, "--out", str(out)]) == 0
+    return read_csv(out / "results.csv")
 
 
 def test_csv_columns_and_grid(quick_run, quick_rows):
-    script = _script()
+    script = load_script("piazza_experiment")
     with open(quick_run / "results.csv", newline="") as fh:
         assert next(csv.reader(fh)) == list(script.COLUMNS)
     # 2 designs x 2 n x 4 ε x (9 γ + SSP, constSSPfull, OLS, ridge1, trivial)
@@ -143,7 +126,7 @@ def test_csv_columns_and_grid(quick_run, quick_rows):
 
 def test_release_from_statistics_equals_fit():
     """The script's shortcut (statistics once, then partial_fit + merge_statistics + release) is fit."""
-    script = _script()
+    script = load_script("piazza_experiment")
     from ldp.regression.stats import enforce_bounds
 
     rng = np.random.default_rng(3)
@@ -162,7 +145,7 @@ def test_release_from_statistics_equals_fit():
 
 
 def test_training_statistics_by_subtraction():
-    script = _script()
+    script = load_script("piazza_experiment")
     from ldp.regression.stats import SufficientStatistics
 
     rng = np.random.default_rng(4)
@@ -230,7 +213,7 @@ def test_ridge_wins_on_the_correlated_design(quick_rows):
 
 
 def test_gamma_to_one_leaves_noise_not_zero(quick_rows):
-    script = _script()
+    script = load_script("piazza_experiment")
     limit_median, _ = script.gamma_one_limit(bound_y=1.5)
     assert limit_median == pytest.approx(0.37, abs=0.02)
     norms, mse_ratios = [], []
@@ -285,7 +268,7 @@ def test_large_n_ssp_wins_and_its_excess_matches_theory(large_rows):
 
 
 def test_plots_and_arguments(tmp_path, monkeypatch, capsys):
-    script = _script()
+    script = load_script("piazza_experiment")
     tiny = ["--ns", "200,400", "--trials", "2", "--epsilons", "0.1,1", "--gammas", "0.2,0.5", "--designs", "toeplitz",
             "--out", str(tmp_path)]
     with monkeypatch.context() as mp:
@@ -302,7 +285,7 @@ def test_plots_and_arguments(tmp_path, monkeypatch, capsys):
     assert script.main(big) == 2
     assert "error:" in capsys.readouterr().err
     assert script.main([*big, "--noises", "analytic"]) == 0
-    rows = _read(tmp_path / "results.csv")
+    rows = read_csv(tmp_path / "results.csv")
     assert {r["noise"] for r in rows} == {"analytic"} and {r["epsilon"] for r in rows} == {"4"}
     for bad in (["--gammas", "1"], ["--designs", "uci"], ["--trials", "1"], ["--noises", "wang"], ["--ns", "10"]):
         with pytest.raises(SystemExit):

@@ -14,51 +14,35 @@ spread dominates).
 
 from __future__ import annotations
 
-import csv
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
+from script_helpers import load_script, read_csv
+
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--quick", "--no-plots", "--epsilons", "0.1,10", "--n-pvs", "0,100,800"]
-
-
-def _script():
-    name = "rplr_experiment_script"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "simulations" / "rplr_experiment.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _read(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("rplr")
-    script = _script()
+    script = load_script("rplr_experiment")
     assert script.main([*SMALL, "--out", str(out)]) == 0
     return script, out
 
 
 def test_csvs_have_the_expected_rows(small_run):
     script, out = small_run
-    rows = _read(out / "results.csv")
+    rows = read_csv(out / "results.csv")
     assert list(rows[0]) == list(script.RESULT_COLUMNS)
     settings = {("epsilon", "0.1", "500"), ("epsilon", "10", "500"), ("npv", "2", "0"), ("npv", "2", "100"),
                 ("npv", "2", "800")}
     assert {(r["sweep"], r["epsilon"], r["n_pv"]) for r in rows} == settings
     assert len(rows) == len(settings) * script.QUICK_SPLITS * len(script.METHODS)
     assert all(-1 <= float(r["spearman"]) <= 1 and r["n_npv"] == "10" and r["n_test"] == "100" for r in rows)
-    summary = _read(out / "summary.csv")
+    summary = read_csv(out / "summary.csv")
     assert list(summary[0]) == list(script.SUMMARY_COLUMNS)
     assert len(summary) == len(settings) * len(script.METHODS)
     assert all(s["splits"] == str(script.QUICK_SPLITS) for s in summary)
@@ -79,7 +63,7 @@ def test_spearman_grows_with_epsilon_and_with_private_rows(small_run):
     """The bound is derived in the module docstring."""
     _, out = small_run
     mean = {(s["sweep"], s["epsilon"], s["n_pv"], s["method"]): float(s["spearman_mean"])
-            for s in _read(out / "summary.csv")}
+            for s in read_csv(out / "summary.csv")}
     assert mean[("epsilon", "10", "500", "rplr")] - mean[("epsilon", "0.1", "500", "rplr")] > 0.4
     # without noise, more data cannot hurt much: the no-clipping reference at 800 is near its ceiling
     assert mean[("npv", "2", "800", "nonprivate_noclip")] > mean[("npv", "2", "800", "public_only")]
@@ -87,7 +71,7 @@ def test_spearman_grows_with_epsilon_and_with_private_rows(small_run):
 
 
 def test_plots_and_arguments(tmp_path, monkeypatch, capsys):
-    script = _script()
+    script = load_script("rplr_experiment")
     tiny = ["--splits", "2", "--sweeps", "epsilon", "--epsilons", "10", "--aux-datasets", "1", "--aux-noise", "1",
             "--omega-grid", "0.05,1", "--out", str(tmp_path)]
     with monkeypatch.context() as mp:

@@ -48,33 +48,17 @@ Observed over seeds 0–29 (``--seed``: a new vocabulary, population and client 
 
 from __future__ import annotations
 
-import csv
-import importlib.util
 import math
 import sys
 from pathlib import Path
 
 import pytest
 
+from script_helpers import load_script, read_csv
+
 ROOT = Path(__file__).resolve().parent.parent
 REPS = 3
 SMALL = ["--quick", "--no-plots", "--reps", str(REPS), "--ns", "100000", "--budgets", "4:4,4:8"]
-
-
-def _script():
-    name = "sfp_discovery_script"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "simulations" / "sfp_discovery.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up while the class is created
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _read(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def _by_budget(rows: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
@@ -87,14 +71,14 @@ def _by_budget(rows: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("sfp_discovery")
-    script = _script()
+    script = load_script("sfp_discovery")
     assert script.main([*SMALL, "--out", str(out)]) == 0
     return script, out
 
 
 def test_csvs_have_the_expected_columns(small_run):
     script, out = small_run
-    rows = _read(out / "results.csv")
+    rows = read_csv(out / "results.csv")
     assert list(rows[0]) == list(script.RESULT_COLUMNS)
     assert len(rows) == 2 * REPS
     for column in ("recall_top10", "recall_top50", "precision", "rmse", "ci_coverage", "formed", "pruned_padding",
@@ -107,7 +91,7 @@ def test_csvs_have_the_expected_columns(small_run):
     sketches = {tuple(r[c] for c in ("word_sketch", "word_k", "word_m", "fragment_sketch", "fragment_k", "fragment_m"))
                 for r in rows}
     assert sketches == {("cms", "64", "1024", "cms", "64", "512")}, "the bounds here were derived for these defaults"
-    summary = _read(out / "summary.csv")
+    summary = read_csv(out / "summary.csv")
     assert list(summary[0]) == list(script.SUMMARY_COLUMNS) and len(summary) == 2
     assert all(s["reps"] == str(REPS) for s in summary)
     assert 150 <= int(rows[0]["truncated"]) <= 250  # lengths 3..12: 2 in 10 are longer than L = 10
@@ -116,7 +100,7 @@ def test_csvs_have_the_expected_columns(small_run):
 
 def test_reconstruction_counts_are_consistent(small_run):
     _, out = small_run
-    for r in _read(out / "results.csv"):
+    for r in read_csv(out / "results.csv"):
         formed, pad, bad_hash, scored = (int(r[c]) for c in ("formed", "pruned_padding", "pruned_hash", "scored"))
         assert formed == pad + bad_hash + scored
         assert int(r["discovered"]) == int(r["true_found"]) + int(r["false_found"]) <= scored
@@ -127,14 +111,14 @@ def test_reconstruction_counts_are_consistent(small_run):
 def test_generous_budget_finds_the_top_words(small_run):
     """ε = 4:8 finds every top-10 word; 4:4 cannot see the 10th word's fragments (module docstring)."""
     _, out = small_run
-    runs = _by_budget(_read(out / "results.csv"))
+    runs = _by_budget(read_csv(out / "results.csv"))
     for r in runs["4:8"]:
         assert float(r["recall_top10"]) >= 0.9, r
     for r in runs["4:4"]:
         assert float(r["recall_top10"]) <= 0.9, r
     for r in runs["4:8"] + runs["4:4"]:
         assert int(r["false_found"]) <= 1 and float(r["precision"]) >= 0.9, r
-    summary = _by_budget(_read(out / "summary.csv"))
+    summary = _by_budget(read_csv(out / "summary.csv"))
     assert float(summary["4:8"][0]["recall_top10"]) > float(summary["4:4"][0]["recall_top10"])
     assert float(summary["4:8"][0]["discovered"]) > float(summary["4:4"][0]["discovered"])
 
@@ -146,7 +130,7 @@ def test_discovered_counts_are_calibrated(small_run):
     population, averaged over the top ``true_found`` words (the discovered words are the most
     frequent ones, give or take one or two)."""
     script, out = small_run
-    (s,) = _by_budget(_read(out / "summary.csv"))["4:8"]
+    (s,) = _by_budget(read_csv(out / "summary.csv"))["4:8"]
     found = round(float(s["true_found"]))
     assert found * REPS >= 30  # enough words for the bands of the module docstring
     words = script.make_vocabulary(1000, 3, 12, 0)
@@ -165,7 +149,7 @@ def test_discovered_counts_are_calibrated(small_run):
 
 
 def test_plots_and_arguments(tmp_path, monkeypatch, capsys):
-    script = _script()
+    script = load_script("sfp_discovery")
     tiny = ["--reps", "1", "--ns", "100000", "--budgets", "4:8", "--out", str(tmp_path)]
     with monkeypatch.context() as mp:
         mp.setitem(sys.modules, "matplotlib", None)  # as if not installed
