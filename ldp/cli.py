@@ -1,4 +1,4 @@
-"""The ``ldp`` command: ``demo``, ``privacy``, ``simulate``, ``rappor-decode``, ``sfp-discover``."""
+"""The ``ldp`` command: ``demo``, ``privacy``, ``simulate``, ``plan``, ``rappor-decode``, ``sfp-discover``."""
 
 from __future__ import annotations
 
@@ -179,6 +179,46 @@ def _render_simulation(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _plan(args: argparse.Namespace) -> Any:
+    """``ldp plan``: one plan, the n for a target SE, or every protocol ranked (``--recommend``)."""
+    from ldp.plan import default_params, plan, recommend, solve_n
+
+    if args.d is None:
+        raise ValueError("give the domain size with --d (2 for a yes/no question)")
+    options = dict(frequency=args.frequency, alpha=args.alpha)
+    if args.recommend:
+        if args.epsilon is None:
+            raise ValueError("--recommend needs --epsilon")
+        return recommend(args.epsilon, args.d, n=int(args.n or 1_000_000), **options)
+    if args.protocol is None:
+        raise ValueError("name a protocol (rr, grr, rappor, cms, hcms, sfp), or use --recommend")
+    explicit = args.param or args.p is not None or args.truth_prob is not None or args.protocol in ("rr", "grr")
+    params = build_params(args.protocol, args) if explicit else (
+        default_params(args.protocol, args.epsilon, args.d) if args.epsilon is not None else None)
+    if params is None:
+        raise ValueError(f"{args.protocol} needs --epsilon (the planner chooses the rest) or its --param values")
+    n = args.n
+    if args.target_se is not None:
+        n = solve_n(params, args.target_se, domain_size=args.d, frequency=args.frequency)
+    if n is None:
+        raise ValueError("give the number of users --n, or --target-se to solve for it")
+    return [plan(params, n=int(n), domain_size=args.d, candidates=args.candidates, power=args.power,
+                 reports=args.reports, distinct_values=args.distinct_values, **options)]
+
+
+def _render_plans(plans: list[Any], ranked: bool) -> str:
+    if not ranked:
+        return plans[0].table()
+    cols = ["protocol", "SE of a fraction", "min detectable", "report bits", "ε per report"]
+    rows = [[p.protocol, f"{100 * p.std_error_fraction:.4g}%", f"{100 * p.min_detectable_fraction:.4g}%",
+             str(p.report_bits), str(p.epsilon_per_report)] for p in plans]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    fmt = lambda cells: "  ".join(x.ljust(w) for x, w in zip(cells, widths)).rstrip()  # noqa: E731
+    head = (f"lowest variance first, n={plans[0].n:,}, d={plans[0].domain_size:,}, "
+            f"at frequency {100 * plans[0].frequency:.4g}%")
+    return "\n".join([head, fmt(cols), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
+
+
 def _only_detected(est: Any) -> Any:
     from dataclasses import replace
 
@@ -222,6 +262,23 @@ def make_parser() -> argparse.ArgumentParser:
     _add_params_options(sim)
     sim.add_argument("--seed", type=int, help="seed for a reproducible run")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
+    pl = sub.add_parser("plan", help="standard errors, detection limit and privacy of a collection before deploying it",
+                        description="Plan a collection from the decoders' exact variance formulas: give a protocol "
+                                    "with --epsilon (the planner picks the rest) or its --param values, the users "
+                                    "--n and the domain size --d; or --target-se to solve for n; or --recommend.")
+    pl.add_argument("protocol", nargs="?", help="rr, grr, rappor, cms, hcms or sfp")
+    _add_params_options(pl)
+    pl.add_argument("--n", type=float, help="number of users (1e6 is accepted)")
+    pl.add_argument("--frequency", type=float, help="fraction of users holding the item of interest (default 1/d)")
+    pl.add_argument("--alpha", type=float, default=0.05, help="significance level of detection (default 0.05)")
+    pl.add_argument("--candidates", type=int, help="candidates tested, for Bonferroni (default d)")
+    pl.add_argument("--power", type=float, default=0.5, help="detection probability at the limit (default 0.5)")
+    pl.add_argument("--reports", type=int, default=1, help="reports per user over the horizon (default 1)")
+    pl.add_argument("--distinct-values", type=int, default=1,
+                    help="distinct values a user reports over the horizon (default 1)")
+    pl.add_argument("--target-se", type=float, help="solve for the n giving this standard error of a fraction")
+    pl.add_argument("--recommend", action="store_true", help="rank every protocol for --epsilon and --d")
+    pl.add_argument("--json", action="store_true", help="machine-readable output")
     rd = sub.add_parser("rappor-decode", help="decode RAPPOR counts into candidate frequencies",
                         description="Count recovery by lasso selection then least squares with significance tests, "
                                     "from Google's params.csv/counts.csv/map.csv or from an ldp aggregate file.")
@@ -275,6 +332,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "simulate":
             out = _simulate(args)
             print(json.dumps(out, indent=2) if args.json else _render_simulation(out))
+        elif args.command == "plan":
+            plans = _plan(args)
+            print(json.dumps([p.to_dict() for p in plans], indent=2) if args.json
+                  else _render_plans(plans, args.recommend))
         elif args.command == "rappor-decode":
             est = _rappor_decode(args)
             if args.json:

@@ -1,0 +1,305 @@
+"""The parameter planner: accuracy and privacy of a collection before it is deployed.
+
+Every number comes from the exact variance formula the protocol's decoder uses:
+
+* RR, GRR (pure oracles, Wang et al. 2017, Thm 2): ``Var[ĉ] = (f·p*(1−p*) + (n−f)·q*(1−q*))/(p*−q*)²``
+  (:func:`ldp.decoders.pure.pure_count_variance`);
+* CMS, HCMS (apple-and-theory.md §1.4, §2.3): :func:`ldp.decoders.sketch.sketch_variance`, whose
+  collision term needs ``F2`` of the other items; the planner assumes the other ``n − f`` users
+  spread evenly over the other ``d − 1`` values, ``F2 = (n−f)²/(d−1)``, unless ``f2`` is given;
+* RAPPOR: the covariance of the least-squares counts over the ``d`` candidates
+  (:func:`ldp.decoders.rappor_decode.exact_count_covariance`), for ``d`` synthetic candidates;
+* SFP: a word's count is the word sketch's; discovery needs its fragments detected in the
+  fragment sketch of one position, which ``n/(L/r)`` users report on average, over the grid of
+  ``2^bits·|Σ|^r`` records (an approximation: the binomial split over positions is ignored).
+
+At fixed fractions every one of these variances is exactly ``a·n + b·n²`` on the count scale
+(``b > 0`` only for the sketches' collision term), which :func:`solve_n` inverts in closed form.
+
+Detection follows the decoders: an item is detected when its estimate exceeds ``z_{1−α/M}·SE₀``
+(``SE₀`` its standard error at ``f = 0``, Bonferroni over ``M`` candidates). The minimum
+detectable count is the ``f`` detected with probability ``power``: ``f = z_{1−α/M}·SE₀ + z_power·SE(f)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from statistics import NormalDist
+from typing import Any, Callable
+
+import numpy as np
+
+from ldp.accountant import PrivacyCost
+from ldp.encoders.base import ProtocolParams
+from ldp.encoders.cms import CmsParams, SketchParams
+from ldp.encoders.hcms import HcmsParams
+from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
+from ldp.encoders.rappor import RapporParams
+from ldp.encoders.sfp import SfpParams
+
+__all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "plan", "solve_n", "recommend"]
+
+PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp")
+SKETCH_DEFAULTS = {"num_hashes": 256, "width": 1024}  # the benchmark's sizes: collision term negligible
+RAPPOR_DEFAULTS = {"num_bloombits": 64, "num_hashes": 2, "num_cohorts": 32}
+
+
+def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolParams:
+    """The parameters the planner chooses when only ε is given (documented in docs/planner.md).
+
+    * rr: symmetric (Warner) RR at ε; only for ``domain_size = 2``;
+    * grr: GRR over the domain at ε;
+    * rappor: basic (one-time) RAPPOR, k=64 bits, h=2, m=32 cohorts, no IRR (p=0, q=1) and the
+      PRR's ``f = 2/(1+e^{ε/(2h)})``, so every report and every number of reports of one value
+      costs ε (``ε₁ = ε∞ = ε``);
+    * cms, hcms: k=256 hash functions, m=1024 buckets at ε;
+    * sfp: the defaults of :class:`~ldp.encoders.sfp.SfpParams` with ε split evenly.
+    """
+    if protocol == "rr":
+        if domain_size != 2:
+            raise ValueError(f"rr is binary: it needs domain_size 2, got {domain_size}; use grr for more values")
+        return BinaryRRParams.from_epsilon(epsilon)
+    if protocol == "grr":
+        return GRRParams(epsilon, domain_size)
+    if protocol == "rappor":
+        h = RAPPOR_DEFAULTS["num_hashes"]
+        f = 2.0 / (1.0 + math.exp(epsilon / (2 * h)))
+        return RapporParams(RAPPOR_DEFAULTS["num_bloombits"], h, RAPPOR_DEFAULTS["num_cohorts"], 0.0, 1.0, f)
+    if protocol in ("cms", "hcms"):
+        cls = CmsParams if protocol == "cms" else HcmsParams
+        return cls(epsilon, SKETCH_DEFAULTS["num_hashes"], SKETCH_DEFAULTS["width"], 0)
+    if protocol == "sfp":
+        return SfpParams(epsilon / 2, epsilon / 2)
+    raise ValueError(f"the planner knows {', '.join(PLANNED_PROTOCOLS)}; got {protocol!r}")
+
+
+@lru_cache(maxsize=8)
+def _rappor_map(params: RapporParams, d: int) -> Any:
+    from ldp.decoders.rappor_decode import CandidateMap
+
+    cmap = CandidateMap.from_candidates(params, [f"value-{i}" for i in range(d)])
+    if d > params.num_cohorts * params.num_bloombits or len(cmap.duplicates):
+        raise ValueError(f"RAPPOR with k·m = {params.num_bloombits}·{params.num_cohorts} Bloom rows cannot tell "
+                         f"{d} candidates apart; raise num_bloombits or num_cohorts")
+    return cmap
+
+
+def count_variance(params: ProtocolParams, n: float, count: float, domain_size: int,
+                   f2: float | None = None) -> float:
+    """Exact ``Var`` of one item's count estimate with true count ``count`` among ``n`` users.
+
+    The other ``n − count`` users hold the other ``domain_size − 1`` values evenly (this sets
+    ``F2`` for the sketches unless ``f2`` is given, and the other candidates' counts for RAPPOR)."""
+    from ldp.decoders.pure import pure_count_variance
+    from ldp.decoders.sketch import sketch_variance
+
+    if not 0 <= count <= n:
+        raise ValueError(f"count must be in [0, n={n}], got {count}")
+    rest = (n - count) / max(domain_size - 1, 1)
+    if f2 is None:
+        f2 = rest * (n - count)
+    if isinstance(params, BinaryRRParams):
+        return float(pure_count_variance(count, n, params.q, params.p))
+    if isinstance(params, GRRParams):
+        return float(pure_count_variance(count, n, params.p, params.q))
+    if isinstance(params, SketchParams):
+        return float(sketch_variance(params, count, n, f2))
+    if isinstance(params, SfpParams):
+        return float(sketch_variance(params.word_params, count, n, f2))
+    if isinstance(params, RapporParams):
+        from ldp.decoders.rappor_decode import exact_count_covariance
+
+        counts = np.full(domain_size, rest)
+        counts[0] = count
+        return float(exact_count_covariance(params, _rappor_map(params, domain_size), counts)[0, 0])
+    raise TypeError(f"the planner has no variance formula for {type(params).__name__}")
+
+
+def _detection_params(params: ProtocolParams, n: float, candidates: int) -> tuple[ProtocolParams, float, int]:
+    """What discovery is tested in: SFP's fragment sketch of one position over its record grid."""
+    if isinstance(params, SfpParams):
+        return params.fragment_params, n / params.num_positions, params.num_records
+    return params, n, candidates
+
+
+def _min_detectable(var: Callable[[float], float], n: float, alpha: float, candidates: int, power: float) -> float:
+    """Smallest count ``f`` with ``Pr[f̂ > z_{1−α/M}·SE₀] = power`` (normal approximation).
+
+    Solves ``f = z_{1−α/M}·SE₀ + z_power·SE(f)`` by fixed-point iteration (a contraction: ``SE``
+    grows like ``√f`` at most); ``inf`` when even ``f = n`` is not enough."""
+    threshold = NormalDist().inv_cdf(1 - alpha / candidates) * math.sqrt(var(0.0))
+    zp = NormalDist().inv_cdf(power)
+    f = threshold
+    for _ in range(200):
+        if f > n:
+            return math.inf
+        nxt = max(threshold + zp * math.sqrt(var(max(f, 0.0))), 0.0)
+        if abs(nxt - f) <= 1e-10 * max(f, 1.0):
+            return nxt if nxt <= n else math.inf
+        f = nxt
+    raise ArithmeticError("the minimum detectable count did not converge")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a collection will deliver: standard errors, detection limit and privacy spent."""
+
+    protocol: str
+    params: ProtocolParams
+    n: int
+    domain_size: int
+    frequency: float
+    std_error_count: float
+    std_error_fraction: float
+    min_detectable_count: float
+    min_detectable_fraction: float
+    alpha: float
+    candidates: int
+    power: float
+    report_bits: int
+    epsilon_per_report: PrivacyCost
+    reports: int
+    epsilon_per_value: PrivacyCost
+    epsilon_total: PrivacyCost
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["params"] = self.params.to_dict()
+        for k in ("epsilon_per_report", "epsilon_per_value", "epsilon_total"):
+            d[k] = getattr(self, k).to_dict()
+        d["notes"] = list(self.notes)
+        return d
+
+    def table(self) -> str:
+        """The plan as aligned ``name  value`` lines."""
+        pct = lambda x: f"{100 * x:.4g}%" if math.isfinite(x) else "never (raise n or ε)"  # noqa: E731
+        rows = [
+            ("protocol", f"{self.protocol} {self.params.to_dict()}"),
+            ("users n, domain d", f"{self.n:,}, {self.domain_size:,}"),
+            ("report size", f"{self.report_bits} bits"),
+            (f"SE of a count (at {pct(self.frequency)})", f"{self.std_error_count:,.1f}"),
+            ("SE of a fraction", pct(self.std_error_fraction)),
+            (f"min detectable (α={self.alpha:g}/{self.candidates:,}, power {self.power:g})",
+             f"{pct(self.min_detectable_fraction)} = {self.min_detectable_count:,.0f} users"
+             if math.isfinite(self.min_detectable_count) else pct(math.inf)),
+            ("ε per report", str(self.epsilon_per_report)),
+            (f"ε per distinct value, {self.reports} reports", str(self.epsilon_per_value)),
+            (f"ε in all, {self.reports} reports", str(self.epsilon_total)),
+        ]
+        w = max(len(a) for a, _ in rows)
+        return "\n".join([f"{a:<{w}}  {b}" for a, b in rows] + [f"note: {s}" for s in self.notes])
+
+
+def _report_bits(params: ProtocolParams, d: int) -> int:
+    lg = lambda x: max(1, math.ceil(math.log2(x))) if x > 1 else 0  # noqa: E731
+    if isinstance(params, BinaryRRParams):
+        return 1
+    if isinstance(params, GRRParams):
+        return lg(d)
+    if isinstance(params, RapporParams):
+        return params.num_bloombits + lg(params.num_cohorts)
+    if isinstance(params, HcmsParams):
+        return 1 + lg(params.num_hashes) + lg(params.width)
+    if isinstance(params, CmsParams):
+        return params.width + lg(params.num_hashes)
+    if isinstance(params, SfpParams):
+        return lg(params.num_positions) + _report_bits(params.word_params, d) + _report_bits(params.fragment_params, d)
+    raise TypeError(type(params).__name__)
+
+
+def _privacy(params: ProtocolParams, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
+    """Per report; per distinct value over ``reports`` reports; in all, by sequential composition.
+
+    RAPPOR memoizes its PRR: one value costs at most ε∞ however often it is reported, so the
+    total is at most ``min(R·ε₁, D·ε∞)`` for ``R`` reports of ``D`` distinct values."""
+    one = params.privacy_cost
+    if isinstance(params, RapporParams) and math.isfinite(params.epsilon_inf):
+        per_value = PrivacyCost(min(reports * one.epsilon, params.epsilon_inf))
+        return one, per_value, PrivacyCost(min(reports * one.epsilon, min(distinct, reports) * params.epsilon_inf))
+    return one, one.times(reports), one.times(reports)
+
+
+def _resolve(protocol: str | ProtocolParams, epsilon: float | None, domain_size: int) -> ProtocolParams:
+    if isinstance(protocol, ProtocolParams):
+        return protocol
+    if epsilon is None:
+        raise ValueError("give the protocol's parameters, or ε for the planner to choose them")
+    return default_params(protocol, epsilon, domain_size)
+
+
+def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: float | None = None,
+         frequency: float | None = None, alpha: float = 0.05, candidates: int | None = None, power: float = 0.5,
+         reports: int = 1, distinct_values: int = 1, f2: float | None = None) -> Plan:
+    """Plan one collection: ``protocol`` is a name (with ``epsilon``) or a Params object.
+
+    ``frequency`` is the fraction of users holding the item whose standard error is given (default
+    ``1/d``); ``candidates`` (default ``d``) is the Bonferroni ``M``; ``reports`` and
+    ``distinct_values`` describe one user over the horizon (e.g. 30 daily reports of 3 values)."""
+    n, domain_size = int(n), int(domain_size)
+    if n < 1 or domain_size < 2:
+        raise ValueError(f"need n >= 1 and domain_size >= 2, got n={n}, domain_size={domain_size}")
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError(f"alpha and power must be in (0, 1), got alpha={alpha}, power={power}")
+    if reports < 1 or distinct_values < 1:
+        raise ValueError(f"reports and distinct_values must be >= 1, got {reports}, {distinct_values}")
+    params = _resolve(protocol, epsilon, domain_size)
+    if isinstance(params, GRRParams) and params.domain_size != domain_size:
+        raise ValueError(f"GRR parameters are for {params.domain_size} values, the plan for {domain_size}")
+    phi = 1.0 / domain_size if frequency is None else float(frequency)
+    if not 0.0 <= phi <= 1.0:
+        raise ValueError(f"frequency is a fraction in [0, 1], got {frequency}")
+    m_cand = domain_size if candidates is None else int(candidates)
+    if m_cand < 1:
+        raise ValueError(f"candidates must be >= 1, got {candidates}")
+    var = count_variance(params, n, phi * n, domain_size, f2)
+    det_params, det_n, det_m = _detection_params(params, n, m_cand)
+    det_d = domain_size if det_params is params else det_m
+    mdc = _min_detectable(lambda f: count_variance(det_params, det_n, f, det_d), det_n, alpha, det_m, power)
+    notes = []
+    if isinstance(params, SfpParams):
+        notes.append(f"discovery: fragments are tested among {det_m:,} records by about n/{params.num_positions} "
+                     "users per position (the split over positions is ignored)")
+        mdc = mdc * params.num_positions
+    per_report, per_value, total = _privacy(params, reports, distinct_values)
+    return Plan(params.protocol, params, n, domain_size, phi, math.sqrt(var), math.sqrt(var) / n, mdc, mdc / n,
+                alpha, det_m, power, _report_bits(params, domain_size), per_report, reports, per_value, total,
+                tuple(notes))
+
+
+def _variance_coefficients(params: ProtocolParams, phi: float, domain_size: int) -> tuple[float, float]:
+    """``(a, b)`` with ``Var[count] = a·n + b·n²`` at fraction ``phi`` (exact: two evaluations)."""
+    n1, n2 = 1e6, 2e6
+    v1, v2 = (count_variance(params, n, phi * n, domain_size) for n in (n1, n2))
+    b = max((v2 / n2 - v1 / n1) / (n2 - n1), 0.0)
+    return v1 / n1 - b * n1, b
+
+
+def solve_n(protocol: str | ProtocolParams, target_se: float, *, domain_size: int, epsilon: float | None = None,
+            frequency: float | None = None) -> int:
+    """The fewest users for a fraction's standard error ``≤ target_se``: ``n = a/(target² − b)``.
+
+    Raises ``ValueError`` when the sketch's collision floor ``√b`` is above the target (raise k or m)."""
+    if not 0 < target_se < 1:
+        raise ValueError(f"target_se is a fraction's standard error in (0, 1), got {target_se}")
+    params = _resolve(protocol, epsilon, domain_size)
+    phi = 1.0 / domain_size if frequency is None else float(frequency)
+    a, b = _variance_coefficients(params, phi, domain_size)
+    if target_se**2 <= b:
+        raise ValueError(f"{params.protocol} cannot reach a standard error of {target_se:g} at any n: its hash "
+                         f"collisions give a floor of {math.sqrt(b):.3g}; raise num_hashes or width")
+    return max(1, math.ceil(a / (target_se**2 - b)))
+
+
+def recommend(epsilon: float, domain_size: int, *, n: int = 1_000_000, frequency: float | None = None,
+              alpha: float = 0.05) -> list[Plan]:
+    """Plans of every frequency protocol applicable to ``(ε, d)``, lowest standard error first
+    (ties: fewer report bits). RAPPOR is left out where its defaults cannot separate ``d`` values."""
+    names = ["rr"] if domain_size == 2 else []
+    names += ["grr", "cms", "hcms"]
+    if domain_size <= RAPPOR_DEFAULTS["num_bloombits"] * RAPPOR_DEFAULTS["num_cohorts"] // 2:
+        names.append("rappor")
+    plans = [plan(p, n=n, domain_size=domain_size, epsilon=epsilon, frequency=frequency, alpha=alpha) for p in names]
+    return sorted(plans, key=lambda pl: (round(pl.std_error_count, 9), pl.report_bits))
