@@ -235,11 +235,20 @@ def make_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a simulated collection end to end, in a few seconds",
                           description="Simulate clients encoding with their budget ledgers, the server aggregating "
                                       "and estimating, and the privacy spent.")
-    demo.add_argument("--n", type=int, default=5000, help="number of simulated clients (default 5000)")
+    demo.add_argument("--n", type=int, help="devices with budget ledgers (default 5000, or 500 with --quick)")
     demo.add_argument("--epsilon", type=float, default=1.0, help="ε of the app-category metric (default 1)")
     demo.add_argument("--seed", type=int, help="seed for a reproducible run")
+    demo.add_argument("--quick", action="store_true", help="smaller collections: a few seconds (for CI)")
+    demo.add_argument("--plots", metavar="DIR", help="also write one figure per question into DIR (needs matplotlib)")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
 
+    cmp_ = sub.add_parser("compare", help="local against central DP: counting queries and linear regression",
+                          description="Seed 004's counting experiment (randomized response against the Laplace "
+                                      "mechanism), error vs n and ε of every local protocol against central Laplace "
+                                      "and Gaussian histograms, and local against central linear regression.")
+    from ldp.compare.options import add_compare_arguments
+
+    add_compare_arguments(cmp_)
     priv = sub.add_parser("privacy", help="the privacy cost (ε, δ) of given protocol parameters",
                           description="Print ε (and δ) and the derived probabilities of a protocol's parameters, "
                                       "e.g. `ldp privacy rr --truth-prob 0.5 --yes-prob 0.5` (ε = ln 3).")
@@ -323,8 +332,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from ldp.demo import render, run_demo, to_jsonable
 
-            result = run_demo(n=args.n, seed=args.seed, epsilon=args.epsilon)
+            if args.plots is not None:
+                import importlib.util
+
+                if importlib.util.find_spec("matplotlib") is None:
+                    raise ValueError("--plots needs matplotlib: pip install matplotlib, or 'ldp[plot]'")
+            n = args.n if args.n is not None else (500 if args.quick else 5000)
+            result = run_demo(n=n, seed=args.seed, epsilon=args.epsilon, quick=args.quick)
             print(json.dumps(to_jsonable(result), indent=2) if args.json else render(result))
+            if args.plots is not None:
+                from ldp.demo.plots import write_plots
+
+                paths = write_plots(result, args.plots)
+                print(f"wrote {len(paths)} figures to {args.plots}", file=sys.stderr if args.json else sys.stdout)
+        elif args.command == "compare":
+            from ldp.compare import compare_command
+
+            return compare_command(args)
         elif args.command == "privacy":
             out = _privacy(args)
             print(json.dumps(out, indent=2) if args.json else

@@ -38,16 +38,35 @@ def test_simulate_json(capsys):
     assert again == out  # same seed, same result
 
 
-def test_demo_json_is_reproducible(capsys):
-    a = run_json(capsys, "demo", "--n", "300", "--seed", "4", "--json")
-    b = run_json(capsys, "demo", "--n", "300", "--seed", "4", "--json")
-    for k in ("seconds",):
-        a.pop(k), b.pop(k)
+def test_demo_quick_json_is_reproducible_and_covers_every_protocol(capsys):
+    a = run_json(capsys, "demo", "--quick", "--n", "300", "--seed", "4", "--json")
+    b = run_json(capsys, "demo", "--quick", "--n", "300", "--seed", "4", "--json")
+    for part in (a, b, a["regression"], b["regression"]):
+        part.pop("seconds", None)
     assert a == b
+    assert set(a["estimates"]) == {"dark_mode", "app_category", "homepage", "emoji_cms", "emoji_hcms", "new_words",
+                                   "app_category_at_scale"}
+    assert a["words"]["recall_top10"] == 1.0 and a["words"]["false_words"] == 0
+    mse = {(r["method"], r["n"]): r["mse"] for r in a["regression"]["rows"]}
+    assert mse["local", 100_000] > 100 * mse["adassp", 100_000]  # local DP needs far more users
+    covered = [row["covered"] for row in a["estimates"]["emoji_cms"]]
+    assert sum(covered) >= 0.8 * len(covered)
     assert a["n_clients"] == 300 and a["reports_refused_by_budget"] == 30
     assert sum(a["rejected"]["app_category"].values()) + sum(a["rejected"]["dark_mode"].values()) == 4
     assert a["privacy"]["per_client_today_max"] <= a["privacy"]["window_cap_all_metrics"]
     assert len(a["estimates"]["app_category"]) == 8
+
+
+def test_demo_quick_prints_every_question_and_writes_plots(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    assert main(["demo", "--quick", "--n", "100", "--seed", "2", "--plots", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for title in ("Dark mode on?", "app category?", "Homepage URL?", "Which emoji?", "new words",
+                  "Linear regression", "100,000,000 users"):
+        assert title in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["demo-dark-mode.png", "demo-app-category.png", "demo-homepage.png", "demo-emoji-cms.png",
+         "demo-emoji-hcms.png", "demo-new-words.png", "demo-app-category-at-scale.png", "demo-regression.png"])
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1,0 +1,20 @@
+"""The options of ``ldp compare`` (standard library only, so building the CLI parser stays fast)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["add_compare_arguments"]
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ldp compare``."""
+    parser.add_argument("--quick", action="store_true", help="small sizes, a few seconds (the test suite runs it)")
+    parser.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    parser.add_argument("--out", metavar="DIR", type=Path, default=None, help="write the CSV tables (and PNGs) here")
+    parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=None,
+                        help="PNG figures into --out (default: when --out is given and matplotlib is installed)")
+    parser.add_argument("--trials", type=int, default=None,
+                        help="repetitions per setting, and regression data sets (default 20 and 5; --quick 3-5 and 2)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")

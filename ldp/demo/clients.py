@@ -1,0 +1,100 @@
+"""The demo's client-side part: every simulated device encodes with its own budget ledger.
+
+Population -> each client encodes three metrics (a yes/no question with randomized response, its
+most-used app category with GRR, its homepage URL with RAPPOR), charged to its ledger first; one
+client in ten tries a second category report the same day and its budget refuses it -> the
+reports travel as JSON lines, a few damaged on the way -> the server aggregates, rejecting and
+counting what is malformed or foreign -> estimates beside the truth.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
+from ldp.decoders.randomized_response import GRRAggregate, RRAggregate
+from ldp.decoders.rappor import RapporAggregate
+from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
+from ldp.encoders.rappor import RapporEncoder, RapporParams
+from ldp.simulation import zipf
+
+CATEGORIES = ("games", "social", "news", "video", "music", "maps", "shopping", "weather")
+HOMEPAGES = tuple(f"https://{s}.example/" for s in (
+    "search", "news", "mail", "video", "social", "shop", "wiki", "maps", "weather", "sports", "bank", "travel"))
+UNUSED = tuple(f"https://{s}.example/" for s in ("unused", "nobody", "empty", "ghost", "void", "none"))
+HOMEPAGE_PARAMS = RapporParams(16, 2, 64, 0.5, 0.75, 0.5)  # google/rappor's demo parameters
+DAMAGED = (3, 17, 40)  # line numbers cut in half in transit
+
+
+def run_clients(n: int, gen: np.random.Generator, epsilon: float, dark_mode_rate: float) -> dict[str, Any]:
+    """Simulate ``n`` devices with ledgers and the server that reads their JSON lines."""
+    t0 = time.perf_counter()
+    category = GRRParams.from_labels(epsilon, CATEGORIES)
+    dark = BinaryRRParams.forced_response()  # the seed theses' fair-coin scheme: ε = ln 3
+    truth_cat = zipf(len(CATEGORIES), 1.1).counts(n, gen)
+    users_cat = gen.permutation(np.repeat(np.arange(len(CATEGORIES)), truth_cat))
+    users_dark = gen.random(n) < dark_mode_rate
+    truth_dark = np.array([n - users_dark.sum(), users_dark.sum()])
+    truth_home = zipf(len(HOMEPAGES), 1.5).counts(n, gen)
+    users_home = gen.permutation(np.repeat(np.arange(len(HOMEPAGES)), truth_home))
+
+    policy_total = BudgetPolicy(per_window=PrivacyCost(epsilon + math.log(3) + 1.5), lifetime=PrivacyCost(40.0))
+    metrics = {"app_category": BudgetPolicy(per_window=PrivacyCost(epsilon)),
+               "dark_mode": BudgetPolicy(per_window=PrivacyCost(math.log(3))),
+               "homepage": BudgetPolicy(lifetime=PrivacyCost(2 * HOMEPAGE_PARAMS.epsilon_inf))}
+    lines: list[str] = []
+    home_lines: list[str] = []
+    refused = 0
+    spent = []
+    for i in range(n):
+        with BudgetLedger(":memory:", total=policy_total, metrics=metrics) as ledger:
+            rng = int(gen.integers(2**63))  # seeded per client for reproducibility; real clients use the OS CSPRNG
+            cat_enc = GRREncoder(category, rng=rng, ledger=ledger, metric="app_category")
+            dark_enc = BinaryRREncoder(dark, rng=rng + 1, ledger=ledger, metric="dark_mode")
+            lines.append(cat_enc.encode(CATEGORIES[users_cat[i]]).to_json())
+            lines.append(dark_enc.encode(bool(users_dark[i])).to_json())
+            home_enc = RapporEncoder(HOMEPAGE_PARAMS, rng=rng + 2, ledger=ledger, metric="homepage")
+            home_lines.append(home_enc.encode(HOMEPAGES[users_home[i]]).to_json())
+            if i % 10 == 0:  # one client in ten tries a second report today: its budget refuses it
+                try:
+                    cat_enc.encode(CATEGORIES[users_cat[i]])
+                except BudgetExceeded:
+                    refused += 1
+            spent.append(ledger.spent().epsilon)
+    t_clients = time.perf_counter() - t0
+
+    for j in DAMAGED:
+        if j < len(lines):
+            lines[j] = lines[j][: len(lines[j]) // 2]
+    lines.append('{"v":1,"protocol":"grr","params":"0000000000000000","payload":{"index":2}}')  # a foreign report
+
+    t1 = time.perf_counter()
+    agg_cat, agg_dark, agg_home = GRRAggregate(category), RRAggregate(dark), RapporAggregate(HOMEPAGE_PARAMS)
+    agg_cat.add_json_lines(lines[0::2])
+    agg_dark.add_json_lines(lines[1::2])
+    agg_home.add_json_lines(home_lines)
+    candidates = HOMEPAGES + UNUSED
+    est_home = agg_home.estimate(candidates).with_truth(list(truth_home) + [0] * len(UNUSED)).sorted()
+    dark_est = agg_dark.estimate().with_truth(truth_dark)
+    estimates = {"dark_mode": replace(dark_est, items=["off", "on"]),
+                 "app_category": agg_cat.estimate().with_truth(truth_cat),
+                 "homepage": est_home}
+    return {
+        "n_clients": n, "reports_sent": len(lines) + len(home_lines), "reports_refused_by_budget": refused,
+        "rejected": {"app_category": dict(agg_cat.rejected), "dark_mode": dict(agg_dark.rejected),
+                     "homepage": dict(agg_home.rejected)},
+        "estimates": estimates,
+        "privacy": {
+            "per_report": {"app_category": category.privacy_cost.epsilon, "dark_mode": dark.privacy_cost.epsilon,
+                           "homepage": HOMEPAGE_PARAMS.epsilon_one},
+            "homepage_per_value_lifetime": HOMEPAGE_PARAMS.epsilon_inf,
+            "per_client_today_max": max(spent), "per_client_today_mean": float(np.mean(spent)),
+            "window_cap_all_metrics": policy_total.per_window.epsilon,  # type: ignore[union-attr]
+        },
+        "seconds": {"clients": t_clients, "server": time.perf_counter() - t1},
+    }
