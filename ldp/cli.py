@@ -249,6 +249,9 @@ def make_parser() -> argparse.ArgumentParser:
     from ldp.compare.options import add_compare_arguments
 
     add_compare_arguments(cmp_)
+    from ldp.spec.cli import add_spec_arguments
+
+    add_spec_arguments(sub)
     priv = sub.add_parser("privacy", help="the privacy cost (ε, δ) of given protocol parameters",
                           description="Print ε (and δ) and the derived probabilities of a protocol's parameters, "
                                       "e.g. `ldp privacy rr --truth-prob 0.5 --yes-prob 0.5` (ε = ln 3).")
@@ -349,6 +352,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ldp.compare import compare_command
 
             return compare_command(args)
+        elif args.command == "spec":
+            from ldp.spec.cli import spec_command
+
+            return spec_command(args)
         elif args.command == "privacy":
             out = _privacy(args)
             print(json.dumps(out, indent=2) if args.json else

@@ -15,11 +15,14 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, TypeVar
 
 from ldp.accountant import PrivacyCost, _check_real
 
 __all__ = ["BudgetPolicy", "MemoizedCharge", "Reservation", "BudgetExceeded", "LedgerError", "BudgetLedger"]
+
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class BudgetPolicy:
@@ -97,6 +100,9 @@ class BudgetLedger:
       never reopens a past window;
     * :class:`MemoizedCharge` supports charges that depend on a value's history; the ledger keeps
       only a keyed hash of each value, never the value.
+
+    Callers that keep their own tables in the same file (:mod:`ldp.client`) pass ``setup``, run
+    their own statements in :meth:`transaction`, and charge with :meth:`charge_atomically`.
     """
 
     ALL = "*"
@@ -112,7 +118,12 @@ class BudgetLedger:
         window_seconds: float = 86400.0,
         clock: Callable[[], float] = time.time,
         timeout: float = 30.0,
+        setup: Callable[[sqlite3.Connection, frozenset[str]], None] | None = None,
     ) -> None:
+        """``setup(connection, tables)``, if given, runs inside the transaction that opens the file,
+        after the ledger's tables are made, with the names of the tables that existed before; it
+        may create tables of its own, or raise to refuse the file (nothing it or the ledger wrote
+        is kept then)."""
         self.window_seconds = _check_real(window_seconds, "window_seconds")
         if self.window_seconds == 0.0:
             raise ValueError("window_seconds must be > 0, got 0")
@@ -124,12 +135,19 @@ class BudgetLedger:
         self._clock = clock
         try:
             self._db = sqlite3.connect(os.fspath(path), timeout=timeout, isolation_level=None)
-            self._init_schema()
         except sqlite3.DatabaseError as exc:
             raise LedgerError(f"{os.fspath(path)!r} is not a usable ldp budget ledger: {exc}") from None
+        try:
+            self._init_schema(setup)
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise LedgerError(f"{os.fspath(path)!r} is not a usable ldp budget ledger: {exc}") from None
+        except BaseException:
+            self._db.close()
+            raise
 
     # -- setup -------------------------------------------------------------------------------
-    def _init_schema(self) -> None:
+    def _init_schema(self, setup: Callable[[sqlite3.Connection, frozenset[str]], None] | None) -> None:
         db = self._db
         app_id = db.execute("PRAGMA application_id").fetchone()[0]
         has_tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
@@ -138,6 +156,7 @@ class BudgetLedger:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         with self._transaction():
+            tables = frozenset(r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'"))
             db.execute(f"PRAGMA application_id={_APPLICATION_ID}")
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
@@ -147,6 +166,8 @@ class BudgetLedger:
             db.execute("INSERT OR IGNORE INTO ldp_ledger_meta VALUES ('clock', '-inf')")
             if db.execute("SELECT value FROM ldp_ledger_meta WHERE key='totals'").fetchone() is None:
                 self._rebuild_totals()
+            if setup is not None:
+                setup(db, tables)
             stored = float(self._meta("window_seconds"))
         if stored != self.window_seconds:
             raise LedgerError(f"ledger was created with window_seconds={stored}, opened with {self.window_seconds}")
@@ -179,10 +200,19 @@ class BudgetLedger:
         self._db.execute("BEGIN IMMEDIATE")  # takes the write lock: one writer across processes
         try:
             yield
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # also when COMMIT itself failed (disk full, I/O error)
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` on the ledger's connection, for callers' own tables in the same file
+        (committed on normal exit, rolled back on an exception). Never write the ``ldp_ledger_*``
+        tables through it."""
+        with self._transaction():
+            yield self._db
 
     # -- time --------------------------------------------------------------------------------
     def _advance_clock(self) -> float:
@@ -232,35 +262,55 @@ class BudgetLedger:
 
     def reserve(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> Reservation:
         """Charge ``cost`` to ``metric`` now, or raise :class:`BudgetExceeded` and charge nothing."""
+        self._check_charge(metric, cost)
+        with self._transaction():
+            return self._charge(metric, cost, "reserved")
+
+    def charge_atomically(self, metric: str, cost: PrivacyCost | MemoizedCharge,
+                          work: Callable[[Reservation, sqlite3.Connection], T]) -> T:
+        """Charge ``cost`` and run ``work(reservation, connection)`` in ONE transaction; return its result.
+
+        The charge (recorded as 'committed') and whatever ``work`` writes persist together at COMMIT,
+        or not at all: an exception in ``work``, or the process dying before COMMIT, rolls both back.
+        That is no refund only because ``work``'s output cannot leave the process before COMMIT:
+        use it to randomize and *store* a report (the client's outbox), never to send one.
+        :class:`BudgetExceeded` is raised before ``work`` runs, with nothing charged."""
+        self._check_charge(metric, cost)
+        with self._transaction():
+            return work(self._charge(metric, cost, "committed"), self._db)
+
+    def _check_charge(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> None:
         if not isinstance(metric, str) or not metric or metric == self.ALL:
             raise ValueError(f"metric must be a non-empty name other than {self.ALL!r}, got {metric!r}")
         if not isinstance(cost, (PrivacyCost, MemoizedCharge)):
             raise TypeError(f"cost must be a PrivacyCost or MemoizedCharge, got {type(cost).__name__}")
-        with self._transaction():
-            now = self._advance_clock()
-            window = math.floor(now / self.window_seconds)
-            memo_key, inc = self._memo_increment(metric, cost) if isinstance(cost, MemoizedCharge) else (None, cost)
-            for scope in (metric, self.ALL):
-                policy = self._policy(scope)
-                for period, cap, win in (("window", policy.per_window, window), ("lifetime", policy.lifetime, None)):
-                    if cap is None:
-                        continue
-                    spent = self._sum(scope, win)
-                    if not (spent + inc).fits_within(cap):
-                        raise BudgetExceeded(scope, period, inc, spent, cap)
-            cur = self._db.execute(
-                "INSERT INTO ldp_ledger_charges (metric, window, epsilon, delta, at, state) VALUES (?,?,?,?,?,'reserved')",
-                (metric, window, inc.epsilon, inc.delta, now),
+
+    def _charge(self, metric: str, cost: PrivacyCost | MemoizedCharge, state: str) -> Reservation:
+        """Check every cap and record the charge (inside a transaction)."""
+        now = self._advance_clock()
+        window = math.floor(now / self.window_seconds)
+        memo_key, inc = self._memo_increment(metric, cost) if isinstance(cost, MemoizedCharge) else (None, cost)
+        for scope in (metric, self.ALL):
+            policy = self._policy(scope)
+            for period, cap, win in (("window", policy.per_window, window), ("lifetime", policy.lifetime, None)):
+                if cap is None:
+                    continue
+                spent = self._sum(scope, win)
+                if not (spent + inc).fits_within(cap):
+                    raise BudgetExceeded(scope, period, inc, spent, cap)
+        cur = self._db.execute(
+            "INSERT INTO ldp_ledger_charges (metric, window, epsilon, delta, at, state) VALUES (?,?,?,?,?,?)",
+            (metric, window, inc.epsilon, inc.delta, now, state),
+        )
+        for scope in (metric, self.ALL):
+            self._add_to_totals(scope, window, inc)
+        if memo_key is not None:
+            self._db.execute(
+                "INSERT INTO ldp_ledger_memo VALUES (?,?,1,?,?) ON CONFLICT (metric, key) DO UPDATE SET "
+                "reports=reports+1, epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta",
+                (metric, memo_key, inc.epsilon, inc.delta),
             )
-            for scope in (metric, self.ALL):
-                self._add_to_totals(scope, window, inc)
-            if memo_key is not None:
-                self._db.execute(
-                    "INSERT INTO ldp_ledger_memo VALUES (?,?,1,?,?) ON CONFLICT (metric, key) DO UPDATE SET "
-                    "reports=reports+1, epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta",
-                    (metric, memo_key, inc.epsilon, inc.delta),
-                )
-            return Reservation(int(cur.lastrowid), metric, inc, window)
+        return Reservation(int(cur.lastrowid), metric, inc, window)
 
     def commit(self, reservation: Reservation) -> None:
         """Mark a reservation's report as produced (the charge itself was already final).

@@ -144,3 +144,11 @@ def test_sfp_discover_from_reports_and_aggregates(capsys, tmp_path):
     other = [o.replace("word_epsilon=4.0", "word_epsilon=3") for o in opts]
     assert main(["sfp-discover", "--reports", str(tmp_path / "a.bin"), *other]) == 2
     assert "wrong_fingerprint" in capsys.readouterr().err
+
+
+def test_spec_validate_is_a_subcommand(capsys):
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "collection.json"
+    assert main(["spec", "validate", str(example)]) == 0
+    assert "example_app" in capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""Client code must run where numpy, scipy and scikit-learn cannot be imported."""
+"""Client code (encoders, ledger, collection spec, client runtime) must run where numpy, scipy and
+scikit-learn cannot be imported."""
 
 import subprocess
 import sys
@@ -37,6 +38,19 @@ CLIENT = textwrap.dedent("""
     assert parse_json(report.to_json()) == report == decode_binary(report.to_bytes())[0]
     from ldp.audit import audit_encoder
     assert audit_encoder(lambda s: GRREncoder(params, rng=s), range(4)).matches(1.0)
+    import os, tempfile
+    import ldp.spec, ldp.client
+    for info in pkgutil.iter_modules(ldp.spec.__path__):
+        importlib.import_module("ldp.spec." + info.name)
+    from ldp.spec import CollectionSpec, parse_envelope
+    from ldp.client import TelemetryClient
+    spec = CollectionSpec.load("examples/collection.json")
+    with TelemetryClient(spec, os.path.join(tempfile.mkdtemp(), "state.db")) as app:
+        app.record("app_category", "games")
+        app.record("dark_mode", True)
+        app.record("homepage", "example.com")
+        assert [parse_envelope(item.line, spec).metric for item in app.pending()] == [
+            "app_category", "dark_mode", "homepage"]
     heavy = sorted(m for m in sys.modules if m.split(".")[0] in {"numpy", "scipy", "sklearn", "pandas"})
     assert not heavy, heavy
     print("client ok")

@@ -1,0 +1,127 @@
+"""The collection spec: :class:`CollectionSpec`, loaded from one versioned JSON document."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Mapping
+
+from ldp.reports import ReportError
+from ldp.spec.envelope import Envelope, EnvelopeError
+from ldp.spec.schema import SPEC_VERSION, Budget, MetricSpec, SpecError, UploadPolicy, digest, parse_document
+
+__all__ = ["CollectionSpec"]
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """A validated collection spec (build it with :meth:`load`, :meth:`loads` or :meth:`from_dict`).
+
+    ``metrics`` maps each metric's name to its :class:`~ldp.spec.MetricSpec`; ``base_dir`` is the
+    folder candidate paths are relative to (the spec file's), not part of the spec itself."""
+
+    name: str
+    budget: Budget
+    metrics: Mapping[str, MetricSpec]
+    window_seconds: int = 86400
+    upload: UploadPolicy = field(default_factory=UploadPolicy)
+    description: str = ""
+    base_dir: Path | None = field(default=None, compare=False)
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    @classmethod
+    def from_dict(cls, data: Any, *, base_dir: str | os.PathLike[str] | None = None,
+                  source: str = "spec") -> "CollectionSpec":
+        """Validate and normalize a decoded document; :class:`SpecError` lists every problem."""
+        return cls(**parse_document(data, source), base_dir=Path(base_dir) if base_dir is not None else None)
+
+    @classmethod
+    def loads(cls, text: str | bytes, *, base_dir: str | os.PathLike[str] | None = None,
+              source: str = "spec") -> "CollectionSpec":
+        """Parse JSON text (a key repeated in one object is an error) and validate it."""
+        def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for k, v in pairs:
+                if k in out:
+                    raise SpecError([f"$: key {k!r} appears twice in one object"], source)
+                out[k] = v
+            return out
+
+        try:
+            data = json.loads(text, object_pairs_hook=no_duplicates)
+        except SpecError:
+            raise
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise SpecError([f"$: not valid JSON: {exc}"], source) from None
+        return cls.from_dict(data, base_dir=base_dir, source=source)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "CollectionSpec":
+        """Read and validate a spec file; candidate paths are relative to its folder."""
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise SpecError([f"$: cannot read the file: {exc.strerror}"], os.fspath(path)) from None
+        return cls.loads(raw, base_dir=Path(path).resolve().parent, source=os.fspath(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The normalized document: defaults filled in, numbers as floats, budgets as ε or {epsilon, delta}.
+        ``from_dict(to_dict())`` gives an equal spec with the same fingerprint."""
+        out: dict[str, Any] = {"spec_version": SPEC_VERSION, "name": self.name, "window_seconds": self.window_seconds,
+                               "budget": self.budget.to_dict(), "upload": self.upload.to_dict(),
+                               "metrics": {n: m.to_dict() for n, m in sorted(self.metrics.items())}}
+        if self.description:
+            out["description"] = self.description
+        return out
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as indented JSON (a valid spec file)."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """16 hex digits of SHA-256 over :meth:`to_dict` as canonical JSON: names this exact spec.
+        Every envelope carries it; key order, spacing and ``1`` vs ``1.0`` do not change it."""
+        return digest(self.to_dict())
+
+    def metric(self, name: str) -> MetricSpec:
+        """The metric called ``name`` (``KeyError`` naming the known ones otherwise)."""
+        try:
+            return self.metrics[name]
+        except KeyError:
+            raise KeyError(f"no metric {name!r} in spec {self.name!r} (metrics: {', '.join(self.metrics)})") from None
+
+    def params(self, name: str) -> Any:
+        """The protocol parameters (a ``ProtocolParams``) of metric ``name``."""
+        return self.metric(name).params
+
+    def candidates(self, name: str) -> Path | str | None:
+        """Where metric ``name``'s candidate dictionary is: a path resolved against ``base_dir`` (or
+        the working directory), a URL string as written, or ``None``."""
+        loc = self.metric(name).candidates
+        if loc is None or "://" in loc:
+            return loc
+        return (self.base_dir or Path.cwd()) / loc
+
+    def route(self, envelope: Envelope) -> MetricSpec:
+        """The metric an envelope belongs to, after checking that it was made under this spec, names
+        one of its metrics, and carries a report of that metric's parameters, in range. Raises
+        :class:`~ldp.spec.EnvelopeError` (``unknown_spec``, ``unknown_metric``, or the report's
+        reason: ``wrong_protocol``, ``wrong_fingerprint``, ``payload_mismatch``, ``out_of_range``,
+        ``bad_length``)."""
+        if envelope.spec != self.fingerprint:
+            raise EnvelopeError("unknown_spec", f"made under spec {envelope.spec}, not {self.name!r} "
+                                                f"{self.fingerprint}")
+        m = self.metrics.get(envelope.metric)
+        if m is None:
+            raise EnvelopeError("unknown_metric", f"no metric {envelope.metric!r} in spec {self.name!r}")
+        try:
+            m.params.validate(envelope.report)
+        except ReportError as err:
+            raise EnvelopeError(err.reason, f"report: {err.detail}") from None
+        return m

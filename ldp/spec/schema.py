@@ -1,0 +1,281 @@
+"""The spec document's parts and their validation: every error names its JSON path.
+
+:func:`parse_document` checks a decoded JSON document against the format of ``docs/client.md``
+(unknown keys refused, names, numbers, budgets consistent with each other and with each
+protocol's cost) and returns the normalized parts, or raises :class:`SpecError` listing *every*
+problem as ``"json.path: message"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any
+
+from ldp.accountant import PrivacyCost
+from ldp.protocols import client_protocols
+from ldp.reports import canonical_json
+from ldp.spec.envelope import METRIC_RE
+
+__all__ = ["SPEC_VERSION", "NAME_RE", "SpecError", "Budget", "UploadPolicy", "MetricSpec", "parse_document", "digest"]
+
+SPEC_VERSION = 1
+NAME_RE = re.compile(r"[a-z][a-z0-9_.-]{0,63}\Z")
+"""Collection names: a lowercase letter, then up to 63 lowercase letters, digits, ``_``, ``.`` or ``-``."""
+
+
+def digest(obj: Any) -> str:
+    """First 16 hex digits of SHA-256 over ``canonical_json(obj)``."""
+    return hashlib.sha256(canonical_json(obj).encode("ascii")).hexdigest()[:16]
+
+
+class SpecError(ValueError):
+    """An invalid spec; ``errors`` lists every problem as ``"json.path: message"``."""
+
+    def __init__(self, errors: list[str], source: str = "spec") -> None:
+        self.errors, self.source = list(errors), source
+        super().__init__(f"{source}: {len(errors)} error(s):\n  " + "\n  ".join(errors))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Caps in (ε, δ); ``None`` = no cap at this level (``per_report`` is for metrics only)."""
+
+    per_window: PrivacyCost | None = None
+    lifetime: PrivacyCost | None = None
+    per_report: PrivacyCost | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _cost_json(v) for k in ("per_report", "per_window", "lifetime") if (v := getattr(self, k))}
+
+
+@dataclass(frozen=True)
+class UploadPolicy:
+    """At most one upload batch every ``min_interval_seconds``, of at most ``max_batch`` envelopes."""
+
+    min_interval_seconds: int = 86400
+    max_batch: int = 1000
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric: its protocol parameters, budget, candidate dictionary location and description."""
+
+    name: str
+    params: Any  # a ProtocolParams
+    budget: Budget
+    candidates: str | None = None
+    description: str = ""
+
+    @property
+    def protocol(self) -> str:
+        return self.params.protocol
+
+    @property
+    def params_fingerprint(self) -> str:
+        """The fingerprint every report of this metric carries (``report.params``)."""
+        return self.params.fingerprint
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """16 hex digits of SHA-256 over this metric's canonical JSON (its name included)."""
+        return digest({"metric": self.name, **self.to_dict()})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"protocol": self.protocol, "params": self.params.to_dict(),
+                               "budget": self.budget.to_dict()}
+        if self.candidates is not None:
+            out["candidates"] = self.candidates
+        if self.description:
+            out["description"] = self.description
+        return out
+
+
+def _cost_json(c: PrivacyCost) -> Any:
+    return c.epsilon if c.delta == 0 else {"epsilon": c.epsilon, "delta": c.delta}
+
+
+class _Checker:
+    """Collects ``path: message`` errors while normalizing a spec document."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def fail(self, path: str, msg: str) -> None:
+        self.errors.append(f"{path}: {msg}")
+
+    def obj(self, value: Any, path: str, required: set[str], optional: set[str]) -> dict[str, Any] | None:
+        if not isinstance(value, dict):
+            self.fail(path, f"must be an object, got {_kind(value)}")
+            return None
+        for key in sorted(set(value) - required - optional):
+            self.fail(_join(path, key), f"unknown key (expected one of {', '.join(sorted(required | optional))})")
+        for key in sorted(required - set(value)):
+            self.fail(_join(path, key), "required")
+        return value
+
+    def int_(self, value: Any, path: str, low: int) -> int | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(path, f"must be an integer, got {_kind(value)}")
+        elif value < low:
+            self.fail(path, f"must be >= {low}, got {value}")
+        else:
+            return value
+        return None
+
+    def cost(self, value: Any, path: str) -> PrivacyCost | None:
+        """A budget: ε as a number, or ``{"epsilon": ε, "delta": δ}``; ε > 0 and 0 <= δ < 1."""
+        if isinstance(value, dict):
+            if self.obj(value, path, {"epsilon"}, {"delta"}) is None or "epsilon" not in value:
+                return None
+            parts = [(value["epsilon"], _join(path, "epsilon")), (value.get("delta", 0.0), _join(path, "delta"))]
+            wanted = "a finite number"
+        else:
+            parts = [(value, path), (0.0, path)]
+            wanted = 'a finite number (ε) or {"epsilon": ε, "delta": δ}'
+        for v, p in parts:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                self.fail(p, f"must be {wanted}, got {_kind(v)}")
+                return None
+        (eps, eps_path), (delta, delta_path) = parts
+        if not eps > 0:
+            self.fail(eps_path, f"must be > 0, got {eps}")
+        elif not 0 <= delta < 1:
+            self.fail(delta_path, f"must be in [0, 1), got {delta}")
+        else:
+            return PrivacyCost(float(eps), float(delta))
+        return None
+
+    def le(self, small: PrivacyCost | None, big: PrivacyCost | None, path: str, what: str) -> None:
+        if small is not None and big is not None and not small.fits_within(big):
+            self.fail(path, f"{small} exceeds {what} ({big})")
+
+
+def _kind(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(v), f"{type(v).__name__} {v!r}")
+
+
+def _join(path: str, key: str) -> str:
+    if not METRIC_RE.match(key):
+        return f"{path}[{json.dumps(key)}]"
+    return key if path == "$" else f"{path}.{key}"
+
+
+def _params(ck: _Checker, protocol: Any, raw: Any, path: str) -> Any:
+    """Validated protocol parameters (errors naming ``...params.<field>`` where the rule names one)."""
+    known = client_protocols()
+    if not isinstance(protocol, str) or protocol not in known:
+        ck.fail(_join(path, "protocol"), f"unknown protocol {protocol!r} (known: {', '.join(sorted(known))})")
+        return None
+    params_type = known[protocol][0]
+    fields = {f.name: f for f in dataclasses.fields(params_type)}
+    required = {n for n, f in fields.items() if f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING}
+    ppath = _join(path, "params")
+    if ck.obj(raw, ppath, required, set(fields) - required) is None or not required <= set(raw) <= set(fields):
+        return None
+    try:
+        params = params_type.from_dict(raw)
+        params.privacy_cost  # RAPPOR without a finite ε₁ fails here
+        return params
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)  # "epsilon must be > 0" -> "params.epsilon: must be > 0"
+        name = next((n for n in fields if msg.startswith(n + " ")), None)
+        if name is None:
+            ck.fail(ppath, msg)
+        else:
+            ck.fail(_join(ppath, name), msg if msg[len(name) + 1] == "(" else msg[len(name) + 1:])
+        return None
+
+
+def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | None:
+    path = _join("metrics", name)
+    if not METRIC_RE.match(name):
+        ck.fail(path, "metric names match [a-z][a-z0-9_]{0,31}")
+    if ck.obj(raw, path, {"protocol", "params", "budget"}, {"candidates", "description"}) is None:
+        return None
+    params = _params(ck, raw["protocol"], raw["params"], path) if {"protocol", "params"} <= raw.keys() else None
+    bpath = _join(path, "budget")
+    budget = None
+    if "budget" in raw and ck.obj(raw["budget"], bpath, {"per_report"}, {"per_window", "lifetime"}) is not None:
+        costs = {k: ck.cost(v, _join(bpath, k)) for k, v in raw["budget"].items()
+                 if k in ("per_report", "per_window", "lifetime")}
+        budget = Budget(costs.get("per_window"), costs.get("lifetime"), costs.get("per_report"))
+        ck.le(budget.per_report, budget.per_window, _join(bpath, "per_report"), "the metric's per_window")
+        ck.le(budget.per_window, budget.lifetime, _join(bpath, "per_window"), "the metric's lifetime")
+        ck.le(budget.per_report, budget.lifetime, _join(bpath, "per_report"), "the metric's lifetime")
+        ck.le(budget.per_report, total.per_window, _join(bpath, "per_report"), "budget.per_window of the collection")
+        ck.le(budget.per_report, total.lifetime, _join(bpath, "per_report"), "budget.lifetime of the collection")
+        cost = params.privacy_cost if params is not None else None
+        if cost is not None and budget.per_report is not None and not cost.fits_within(budget.per_report):
+            ck.fail(_join(bpath, "per_report"), f"{budget.per_report} is less than what one {params.protocol} report "
+                                                f"costs with these params ({params.privacy_cost})")
+    candidates = raw.get("candidates")
+    cpath = _join(path, "candidates")
+    if candidates is not None:
+        if not isinstance(candidates, str) or not candidates.strip():
+            ck.fail(cpath, f"must be a path relative to the spec file, or a URL; got {_kind(candidates)}")
+        elif "://" not in candidates and (os.path.isabs(candidates) or candidates.startswith("~")):
+            ck.fail(cpath, f"must be relative to the spec file (or a URL), got {candidates!r}")
+        elif params is not None and params.domain_size is not None:
+            ck.fail(cpath, f"{params.protocol} has a fixed domain (domain_size={params.domain_size}); "
+                           "candidates are for open-domain protocols")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        ck.fail(_join(path, "description"), f"must be a string, got {_kind(description)}")
+    if params is None or budget is None or budget.per_report is None:
+        return None
+    return MetricSpec(name, params, budget, candidates, description if isinstance(description, str) else "")
+
+
+def parse_document(data: Any, source: str = "spec") -> dict[str, Any]:
+    """The normalized parts of a spec document (the fields of :class:`~ldp.spec.CollectionSpec`),
+    or :class:`SpecError` listing every problem."""
+    ck = _Checker()
+    required, optional = {"spec_version", "name", "budget", "metrics"}, {"window_seconds", "upload", "description"}
+    if ck.obj(data, "$", required, optional) is None:
+        raise SpecError(ck.errors, source)
+    if "spec_version" in data and (type(data["spec_version"]) is not int or data["spec_version"] != SPEC_VERSION):
+        ck.fail("spec_version", f"must be {SPEC_VERSION}, got {data['spec_version']!r}")
+    name = data.get("name")
+    if "name" in data and not (isinstance(name, str) and NAME_RE.match(name)):
+        ck.fail("name", f"collection names match [a-z][a-z0-9_.-]{{0,63}}, got {name!r}")
+    window = ck.int_(data.get("window_seconds", 86400), "window_seconds", 1)
+    total = Budget()
+    if "budget" in data and ck.obj(data["budget"], "budget", {"per_window", "lifetime"}, set()) is not None:
+        total = Budget(*(ck.cost(data["budget"][k], f"budget.{k}") if k in data["budget"] else None
+                         for k in ("per_window", "lifetime")))
+        ck.le(total.per_window, total.lifetime, "budget.per_window", "budget.lifetime")
+    upload = UploadPolicy()
+    raw_up = data.get("upload", {})
+    if ck.obj(raw_up, "upload", set(), {"min_interval_seconds", "max_batch"}) is not None:
+        interval = ck.int_(raw_up.get("min_interval_seconds", 86400), "upload.min_interval_seconds", 0)
+        batch = ck.int_(raw_up.get("max_batch", 1000), "upload.max_batch", 1)
+        upload = UploadPolicy(86400 if interval is None else interval, batch or 1000)
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        ck.fail("description", f"must be a string, got {_kind(description)}")
+    metrics: dict[str, MetricSpec] = {}
+    raw_metrics = data.get("metrics")
+    names = set(raw_metrics) if isinstance(raw_metrics, dict) else set()
+    if "metrics" in data and ck.obj(raw_metrics, "metrics", set(), names) is not None:
+        if not raw_metrics:
+            ck.fail("metrics", "a collection needs at least one metric")
+        for mname in sorted(raw_metrics):
+            if (m := _metric(ck, mname, raw_metrics[mname], total)) is not None:
+                metrics[mname] = m
+    if ck.errors:
+        raise SpecError(ck.errors, source)
+    return {"name": name, "budget": total, "metrics": MappingProxyType(metrics), "window_seconds": window,
+            "upload": upload, "description": description}
