@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ldp.reports import MAX_LINE, REASONS, Report, ReportError
+from ldp.reports import MAX_LINE, REASONS, Report, ReportError, _no_duplicates
 
 __all__ = ["Envelope", "EnvelopeError", "ENVELOPE_REASONS", "METRIC_RE", "MAX_WINDOW", "parse_envelope"]
 
@@ -53,15 +53,6 @@ class Envelope:
                            "report": self.report.to_dict()}, separators=(",", ":"))
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise EnvelopeError("duplicate_key", f"key {k!r} appears twice")
-        out[k] = v
-    return out
-
-
 def _keys(obj: Any, expected: set[str], what: str) -> None:
     if not isinstance(obj, dict):
         raise EnvelopeError("not_object" if what == "envelope" else "bad_report", f"{what} must be a JSON object")
@@ -81,9 +72,9 @@ def parse_envelope(line: str | bytes, specs: Any = None) -> Envelope:
     if len(line) > MAX_LINE:
         raise EnvelopeError("too_large", f"line longer than {MAX_LINE}")
     try:
-        obj = json.loads(line, object_pairs_hook=_pairs)
-    except EnvelopeError:
-        raise
+        obj = json.loads(line, object_pairs_hook=_no_duplicates)
+    except ReportError as err:  # a repeated key, anywhere in the line
+        raise EnvelopeError(err.reason, err.detail) from None
     except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
         raise EnvelopeError("not_json", str(exc)[:200]) from None
     _keys(obj, {"spec", "metric", "window", "report"}, "envelope")
