@@ -186,8 +186,8 @@ class Plan:
              f"{pct(self.min_detectable_fraction)} = {self.min_detectable_count:,.0f} users"
              if math.isfinite(self.min_detectable_count) else pct(math.inf)),
             ("ε per report", str(self.epsilon_per_report)),
-            (f"ε per distinct value, {self.reports} reports", str(self.epsilon_per_value)),
-            (f"ε in all, {self.reports} reports", str(self.epsilon_total)),
+            (f"ε per distinct value, {self.reports} report{'s' * (self.reports != 1)}", str(self.epsilon_per_value)),
+            (f"ε in all, {self.reports} report{'s' * (self.reports != 1)}", str(self.epsilon_total)),
         ]
         w = max(len(a) for a, _ in rows)
         return "\n".join([f"{a:<{w}}  {b}" for a, b in rows] + [f"note: {s}" for s in self.notes])
@@ -257,7 +257,8 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
     var = count_variance(params, n, phi * n, domain_size, f2)
     det_params, det_n, det_m = _detection_params(params, n, m_cand)
     det_d = domain_size if det_params is params else det_m
-    mdc = _min_detectable(lambda f: count_variance(det_params, det_n, f, det_d), det_n, alpha, det_m, power)
+    det_f2 = f2 if det_params is params else None  # a given F2 is that of the other items, here too
+    mdc = _min_detectable(lambda f: count_variance(det_params, det_n, f, det_d, det_f2), det_n, alpha, det_m, power)
     notes = []
     if isinstance(params, SfpParams):
         notes.append(f"discovery: fragments are tested among {det_m:,} records by about n/{params.num_positions} "
