@@ -1,4 +1,5 @@
-"""The ``ldp`` command: ``demo``, ``privacy``, ``simulate``, ``plan``, ``rappor-decode``, ``sfp-discover``."""
+"""The ``ldp`` command: ``demo``, ``plan``, ``compare``, ``spec``, ``aggregate``, ``merge``, ``decode``,
+``privacy``, ``simulate``, ``rappor-decode``, ``sfp-discover``."""
 
 from __future__ import annotations
 
@@ -249,9 +250,11 @@ def make_parser() -> argparse.ArgumentParser:
     from ldp.compare.options import add_compare_arguments
 
     add_compare_arguments(cmp_)
+    from ldp.server.cli import add_server_arguments
     from ldp.spec.cli import add_spec_arguments
 
     add_spec_arguments(sub)
+    add_server_arguments(sub)
     priv = sub.add_parser("privacy", help="the privacy cost (ε, δ) of given protocol parameters",
                           description="Print ε (and δ) and the derived probabilities of a protocol's parameters, "
                                       "e.g. `ldp privacy rr --truth-prob 0.5 --yes-prob 0.5` (ε = ln 3).")
@@ -352,6 +355,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ldp.compare import compare_command
 
             return compare_command(args)
+        elif args.command in ("aggregate", "merge", "decode"):
+            from ldp.server.cli import server_command
+
+            return server_command(args)
         elif args.command == "spec":
             from ldp.spec.cli import spec_command
 

@@ -152,3 +152,11 @@ def test_spec_validate_is_a_subcommand(capsys):
     example = Path(__file__).resolve().parent.parent / "examples" / "collection.json"
     assert main(["spec", "validate", str(example)]) == 0
     assert "example_app" in capsys.readouterr().out
+
+
+def test_server_commands_are_subcommands(capsys):
+    for command in ("aggregate", "merge", "decode"):
+        with pytest.raises(SystemExit) as exc:
+            main([command, "--help"])
+        assert exc.value.code == 0 and f"usage: ldp {command}" in capsys.readouterr().out
+    assert main(["merge", "/nonexistent.agg", "--out", "/tmp/never-written.agg"]) == 2

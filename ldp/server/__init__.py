@@ -1,0 +1,57 @@
+"""Server aggregation jobs: read upload envelopes at scale, validate, fold, merge, decode.
+
+* :func:`aggregate_files` (``ldp aggregate``): JSONL, CSV, Parquet or binary inputs, streamed in
+  chunks, validated against the collection spec(s), folded into one aggregate per metric (and
+  window), every rejected record written with its reason; idempotent and resumable (a manifest
+  of inputs and their SHA-256); ``engine="dask"`` runs past one machine.
+* :func:`merge_files` (``ldp merge``) and :func:`decode_file` (``ldp decode``).
+* :func:`aggregate_bag` / :func:`aggregate_dataframe`: the same on Dask collections (Dask is
+  imported only when they are called).
+* writers for every format, for simulations and tests.
+
+See ``docs/server.md`` for the formats byte for byte and the guarantees.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "ldp.server.cli": ("SERVER_COMMANDS", "add_server_arguments", "server_command"),
+    "ldp.server.dask_engine": ("DaskResult", "aggregate_bag", "aggregate_dataframe"),
+    "ldp.server.decode": ("decode_aggregate", "decode_file", "find_metric", "load_candidates", "write_estimates"),
+    "ldp.server.fold": ("Folder", "Key", "key_name", "parse_key_name"),
+    "ldp.server.formats": ("FORMATS", "Section", "detect_format", "sections_from_envelopes", "write_binary",
+                           "write_csv", "write_jsonl", "write_parquet"),
+    "ldp.server.job": ("InputChangedError", "JobError", "JobSummary", "aggregate_files", "fold_input", "spec_index"),
+    "ldp.server.readers": ("InputError", "read_input"),
+    "ldp.server.store": ("merge_files", "read_aggregate", "write_aggregate"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_WHERE)
+
+if TYPE_CHECKING:
+    from ldp.server.cli import SERVER_COMMANDS, add_server_arguments, server_command
+    from ldp.server.dask_engine import DaskResult, aggregate_bag, aggregate_dataframe
+    from ldp.server.decode import decode_aggregate, decode_file, find_metric, load_candidates, write_estimates
+    from ldp.server.fold import Folder, Key, key_name, parse_key_name
+    from ldp.server.formats import (FORMATS, Section, detect_format, sections_from_envelopes, write_binary,
+                                    write_csv, write_jsonl, write_parquet)
+    from ldp.server.job import InputChangedError, JobError, JobSummary, aggregate_files, fold_input, spec_index
+    from ldp.server.readers import InputError, read_input
+    from ldp.server.store import merge_files, read_aggregate, write_aggregate
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use, so that ``ldp.server.cli`` (the ``ldp`` command) stays light."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ldp.server' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

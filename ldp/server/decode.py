@@ -1,0 +1,128 @@
+"""``ldp decode``: an aggregate file (+ the metric's candidate dictionary) into estimates, CSV/JSON and a plot.
+
+The metric comes from the file name (``metric.fingerprint[.wWINDOW].agg``) or from the spec
+metric whose parameters the aggregate was made with. GRR and RR need no candidates; RAPPOR, CMS
+and HCMS estimate the candidates of the spec's dictionary (``spec.candidates(metric)``, or a file
+given instead); SFP discovers its words (or scores given candidates).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ldp.decoders.base import Aggregate
+from ldp.server.fold import parse_key_name
+from ldp.server.store import AGG_SUFFIX, read_aggregate
+from ldp.spec import CollectionSpec, MetricSpec
+
+__all__ = ["find_metric", "load_candidates", "decode_aggregate", "decode_file", "write_estimates", "plot_estimates"]
+
+
+def find_metric(agg: Aggregate, specs: Mapping[str, CollectionSpec], metric: str | None = None) -> MetricSpec:
+    """The spec metric ``agg`` belongs to: the one named ``metric``, with the aggregate's parameters."""
+    fp = agg.params.fingerprint
+    found = {m.name: m for s in specs.values() for m in s.metrics.values() if m.params_fingerprint == fp}
+    if metric is not None:
+        if metric not in found:
+            others = f"; metrics with them: {', '.join(sorted(found))}" if found else ""
+            raise ValueError(f"no metric {metric!r} with the aggregate's parameters ({agg.params.protocol} {fp}) "
+                             f"in the spec(s) given{others}")
+        return found[metric]
+    if len(found) != 1:
+        what = f"several metrics have them ({', '.join(sorted(found))}): pass --metric" if found else \
+            "no metric of the spec(s) given has them: pass the spec version the reports were made under"
+        raise ValueError(f"the aggregate's parameters are {agg.params.protocol} {fp}; {what}")
+    return next(iter(found.values()))
+
+
+def load_candidates(spec: CollectionSpec | None, metric: str, path: str | os.PathLike[str] | None = None
+                    ) -> list[str] | None:
+    """The candidate dictionary: ``path`` if given, else the spec's; one candidate per line (UTF-8,
+    blank lines skipped). ``None`` when there is none."""
+    loc: Any = path if path is not None else (spec.candidates(metric) if spec is not None else None)
+    if loc is None:
+        return None
+    if isinstance(loc, str) and "://" in loc:
+        raise ValueError(f"the candidates of {metric!r} are at {loc}: download them and pass --candidates FILE")
+    try:
+        text = Path(loc).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read the candidates of {metric!r} from {os.fspath(loc)}: {exc.strerror}") from None
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *, confidence: float = 0.95,
+                     alpha: float = 0.05, top: int = 20, selection: str = "lasso") -> Any:
+    """Estimates (an :class:`~ldp.decoders.results.Estimates`) of any protocol's aggregate."""
+    protocol = agg.params.protocol
+    if protocol in ("grr", "rr"):
+        return agg.estimate(confidence=confidence)  # type: ignore[attr-defined]
+    if protocol == "sfp":
+        if candidates:
+            return agg.estimate(list(candidates), confidence=confidence, alpha=alpha)  # type: ignore[attr-defined]
+        return agg.discover(top=top, alpha=alpha, confidence=confidence).words  # type: ignore[attr-defined]
+    if not candidates:
+        raise ValueError(f"{protocol} needs a candidate dictionary: put its location in the spec "
+                         "(metrics.M.candidates) or pass --candidates FILE")
+    if protocol == "rappor":
+        from ldp.decoders.rappor_decode import decode
+
+        return decode(agg, list(candidates), alpha=alpha, confidence=confidence, selection=selection)  # type: ignore
+    return agg.estimate(list(candidates), confidence=confidence, alpha=alpha)  # type: ignore[attr-defined]
+
+
+def decode_file(path: str | os.PathLike[str], specs: Mapping[str, CollectionSpec], *, metric: str | None = None,
+                candidates: str | os.PathLike[str] | None = None, **options: Any) -> tuple[MetricSpec, Any]:
+    """Read an aggregate file and decode it: ``(metric, estimates)``."""
+    agg = read_aggregate(path)
+    name = Path(path).name
+    if metric is None and name.endswith(AGG_SUFFIX):
+        try:
+            metric = parse_key_name(name[:-len(AGG_SUFFIX)])[0]
+        except ValueError:
+            pass
+    m = find_metric(agg, specs, metric)
+    spec = next(s for s in specs.values() if s.metrics.get(m.name) is m)
+    return m, decode_aggregate(agg, load_candidates(spec, m.name, candidates), **options)
+
+
+def write_estimates(est: Any, *, csv: str | os.PathLike[str] | None = None, json: str | os.PathLike[str] | None = None,
+                    plot: str | os.PathLike[str] | None = None, title: str = "") -> list[Path]:
+    """Write the estimates as CSV, JSON and a PNG plot (each when its path is given)."""
+    written = []
+    if plot is not None:
+        plot_estimates(est, plot, title)
+        written.append(Path(plot))
+    for path, text in ((csv, est.to_csv() if csv else ""), (json, est.to_json() + "\n" if json else "")):
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+            written.append(Path(path))
+    return written
+
+
+def plot_estimates(est: Any, path: str | os.PathLike[str], title: str = "", top: int = 30) -> None:
+    """A bar per item (the ``top`` largest counts) with its confidence interval, as a PNG."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("the plot needs matplotlib: pip install matplotlib, or 'ldp[plot]'") from None
+    import numpy as np
+
+    count = np.nan_to_num(np.asarray(est.count, dtype=float), nan=0.0)
+    order = np.argsort(-count, kind="stable")[:top][::-1]
+    items = [est.items[i] for i in order]
+    err = np.nan_to_num(est.z * np.asarray(est.std_error, dtype=float)[order], nan=0.0)
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.32 * max(len(items), 1)))
+    ax.barh(range(len(items)), count[order], xerr=err, color="#4C72B0", ecolor="#333333", capsize=3)
+    ax.set_yticks(range(len(items)), items)
+    ax.axvline(0, color="#999999", linewidth=0.8)
+    ax.set_xlabel(f"estimated count of clients ({est.confidence:.0%} CI)")
+    ax.set_title(title or f"{est.protocol}: n={est.n:,}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

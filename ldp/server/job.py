@@ -1,0 +1,333 @@
+"""``ldp aggregate``: fold input files into one aggregate per metric, idempotently and resumably.
+
+The output folder holds ``manifest.json`` (see :mod:`ldp.server.manifest`), ``parts/`` (each
+input's partial aggregates), ``rejects/`` (each input's rejects), and the results:
+``aggregates/<metric>.<fingerprint>[.w<window>].agg``, ``rejects.jsonl`` (all rejects) and
+``summary.json``. Guarantees:
+
+* every record of every input is aggregated or rejected (with its reason, in the rejects files);
+* an input is committed at once (its part and rejects files, then its manifest line), so a run
+  killed at any point resumes where it stopped, and re-running skips inputs whose path and SHA-256
+  are in the manifest: nothing is counted twice;
+* the results are the merge of the committed parts (integer sums): the same bytes whatever the
+  order, the grouping into runs, or the engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from ldp.server.fold import Folder, key_name
+from ldp.server.formats import FORMATS, EXTENSIONS, detect_format
+from ldp.server.manifest import JobError, Manifest
+from ldp.server.readers import CHUNK_BYTES, read_input
+from ldp.server.store import AGG_SUFFIX, merge_into, pack_parts, unpack_parts, write_aggregate, write_atomic
+from ldp.spec import CollectionSpec
+
+__all__ = ["aggregate_files", "fold_input", "expand_inputs", "spec_index", "JobSummary", "InputChangedError",
+           "JobError"]
+
+ON_CHANGE = ("error", "reprocess")
+_hook: Callable[[str, dict[str, Any]], None] | None = None
+"""Tests only: called at "part_written" (before an input's manifest line) and "input_done"."""
+
+
+class InputChangedError(JobError):
+    """An input in the manifest changed (or changed while it was read)."""
+
+
+def spec_index(specs: CollectionSpec | str | os.PathLike[str] | Sequence[Any] | Mapping[str, Any]
+               ) -> dict[str, CollectionSpec]:
+    """``{fingerprint: spec}`` from a spec, a path, or several of them (every version deployed)."""
+    if isinstance(specs, Mapping):
+        return dict(specs)
+    items = [specs] if isinstance(specs, (CollectionSpec, str, os.PathLike)) else list(specs)
+    out = {}
+    for s in items:
+        spec = s if isinstance(s, CollectionSpec) else CollectionSpec.load(s)
+        out[spec.fingerprint] = spec
+    if not out:
+        raise ValueError("give at least one collection spec")
+    return out
+
+
+def expand_inputs(paths: Sequence[str | os.PathLike[str]], warnings: list[str] | None = None) -> list[Path]:
+    """Files as given, and the files of known extensions under each folder (recursively, sorted);
+    the other files of a folder are named in ``warnings``."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("."))
+            out += [f for f in files if f.suffix.lower() in EXTENSIONS]
+            other = [f.name for f in files if f.suffix.lower() not in EXTENSIONS]
+            if other and warnings is not None:
+                warnings.append(f"{len(other)} file(s) in {os.fspath(p)} not read (unknown extension): "
+                                + ", ".join(other[:5]) + (" ..." if len(other) > 5 else ""))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"no such input file or folder: {os.fspath(p)}")
+    return out
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fold_input(path: str, fmt: str, spec_docs: list[dict[str, Any]], by_window: bool, source: str,
+               rejects_path: str | None = None, chunk_bytes: int = CHUNK_BYTES, fast: bool = True,
+               progress: Callable[[int], None] | None = None) -> tuple[bytes, dict[str, Any], bytes | None]:
+    """Fold one input file: ``(partial aggregates blob, stats, rejects bytes)``. Rejects go to
+    ``rejects_path`` when given (then ``None`` is returned for them). Stats include the size and
+    SHA-256 read before folding; ``InputChangedError`` if the file changed meanwhile. Runs anywhere
+    (a Dask worker): it takes spec documents, not spec objects."""
+    specs = spec_index([CollectionSpec.from_dict(d) for d in spec_docs])
+    before = os.stat(path)
+    digest = sha256_file(path)
+    out = open(rejects_path, "w", encoding="ascii") if rejects_path else io.StringIO()
+    t0 = time.perf_counter()
+    try:
+        folder = Folder(specs, by_window=by_window, source=source, rejects=out, fast=fast)
+        read_input(path, folder, fmt, chunk_bytes, progress)
+    finally:
+        if rejects_path:
+            out.close()
+    after = os.stat(path)
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise InputChangedError(f"{source} changed while it was read; run the job again")
+    stats = {"size": before.st_size, "mtime_ns": before.st_mtime_ns, "sha256": digest, **folder.stats(),
+             "seconds": round(time.perf_counter() - t0, 6)}
+    rejects = None if rejects_path else out.getvalue().encode("ascii")  # type: ignore[union-attr]
+    return pack_parts(folder.aggregates), stats, rejects
+
+
+@dataclass
+class JobSummary:
+    """What a run did (``run``) and what the output folder now holds (the totals)."""
+
+    out_dir: Path
+    inputs: int
+    processed: list[str]
+    skipped: list[str]
+    records: int
+    accepted: int
+    rejected: dict[str, int]
+    blank: int
+    run: dict[str, Any]
+    aggregates: dict[str, dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["out_dir"] = str(self.out_dir)
+        return d
+
+    def text(self) -> str:
+        """The end-of-run summary: inputs, reports read / aggregated / rejected by reason, time."""
+        r = self.run
+        rate = f" ({r['records'] / r['seconds']:,.0f} reports/s)" if r["seconds"] > 0 and r["records"] else ""
+        rej = sum(self.rejected.values())
+        reasons = ", ".join(f"{k} {v:,}" for k, v in sorted(self.rejected.items(), key=lambda kv: -kv[1]))
+        lines = [f"inputs: {self.inputs} ({len(self.processed)} folded now, {len(self.skipped)} already done)",
+                 f"reports read: {self.records:,}; aggregated: {self.accepted:,}; rejected: {rej:,}"
+                 + (f" ({reasons})" if reasons else "") + (f"; blank lines: {self.blank:,}" if self.blank else ""),
+                 f"this run: {r['records']:,} reports in {r['seconds']:.2f} s{rate}",
+                 f"aggregates in {self.out_dir / 'aggregates'}:"]
+        lines += [f"  {name}{AGG_SUFFIX}  {a['protocol']}  n={a['n']:,}" + (f"  rejected={a['rejected']:,}"
+                                                                          if a["rejected"] else "")
+                  for name, a in self.aggregates.items()]
+        if rej:
+            lines.append(f"rejects (with reasons): {self.out_dir / 'rejects.jsonl'}")
+        return "\n".join(lines + [f"warning: {w}" for w in self.warnings])
+
+
+@dataclass(frozen=True)
+class _Task:
+    path: Path
+    source: str
+    fmt: str
+    old: dict[str, Any] | None
+
+
+def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_dir: str | os.PathLike[str], *,
+                    by_window: bool = False, fmt: str | None = None, on_change: str = "error",
+                    chunk_bytes: int = CHUNK_BYTES, engine: str = "local", scheduler: Any = None,
+                    progress: bool | None = None, fast: bool = True) -> JobSummary:
+    """Fold ``inputs`` (files or folders) into ``out_dir``, validated against ``specs`` (a spec,
+    a path, or every deployed version). ``on_change``: what to do with an input whose path is in
+    the manifest but whose content changed: ``"error"`` (default) or ``"reprocess"`` (its old
+    part is replaced). ``engine="dask"`` folds the inputs on a Dask cluster (``scheduler``: an
+    address or a ``distributed.Client``; ``None`` starts a local one)."""
+    if on_change not in ON_CHANGE:
+        raise ValueError(f"on_change must be one of {ON_CHANGE}, got {on_change!r}")
+    if fmt is not None and fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    index = spec_index(specs)
+    t0 = time.perf_counter()
+    warnings: list[str] = []
+    own = os.path.realpath(out_dir) + os.sep
+    files = [f for f in expand_inputs(inputs, warnings) if not os.path.realpath(f).startswith(own)]  # not our output
+    manifest = Manifest(out_dir, list(index), by_window)
+    try:
+        if not manifest.path.exists():
+            manifest.save()
+        tasks, skipped = _plan(files, manifest, fmt, on_change)
+        docs = [s.to_dict() for s in index.values()]
+        run = {"records": 0, "accepted": 0, "bytes": 0}
+        results = _run(tasks, docs, by_window, chunk_bytes, fast, manifest.dir, engine, scheduler, progress)
+        for task, (blob, stats, rejects) in results:
+            _commit(manifest, task, blob, stats, rejects)
+            run["records"] += stats["records"]
+            run["accepted"] += stats["accepted"]
+            run["bytes"] += stats["size"]
+        summary = _finish(manifest, [t.source for t in tasks], skipped, warnings)
+        summary.run = {**run, "seconds": round(time.perf_counter() - t0, 6)}
+        write_atomic(manifest.dir / "summary.json", (_json(summary.to_dict()) + "\n").encode())
+        return summary
+    finally:
+        manifest.close()
+
+
+def _json(obj: Any) -> str:
+    import json
+
+    return json.dumps(obj, indent=1)
+
+
+def _plan(files: list[Path], manifest: Manifest, fmt: str | None, on_change: str) -> tuple[list[_Task], list[str]]:
+    tasks, skipped, seen = [], [], set()
+    for f in files:
+        real = os.path.realpath(f)
+        if real in seen:
+            continue
+        seen.add(real)
+        old = manifest.entries.get(real)
+        if old is not None:
+            st = f.stat()
+            if st.st_size == old["size"] and sha256_file(f) == old["sha256"]:
+                skipped.append(os.fspath(f))
+                continue
+            if on_change == "error":
+                raise InputChangedError(f"{os.fspath(f)} changed since it was aggregated (SHA-256 differs from the "
+                                        "manifest's); pass --on-change reprocess to fold it again in place of its old "
+                                        "content, or give it another name if it holds new reports")
+        tasks.append(_Task(f, os.fspath(f), fmt or detect_format(f), old))
+    return tasks, skipped
+
+
+def _run(tasks: list[_Task], docs: list[dict[str, Any]], by_window: bool, chunk_bytes: int, fast: bool, out: Path,
+         engine: str, scheduler: Any, progress: bool | None) -> Iterator[tuple[_Task, Any]]:
+    if engine == "dask":
+        from ldp.server.dask_engine import fold_inputs_on_dask
+
+        yield from fold_inputs_on_dask(tasks, docs, by_window, chunk_bytes, fast, scheduler)
+        return
+    if engine != "local":
+        raise ValueError(f"engine must be 'local' or 'dask', got {engine!r}")
+    bar = _progress_bar(sum(t.path.stat().st_size for t in tasks), progress)
+    try:
+        for t in tasks:
+            tmp = out / "rejects" / f".{_input_id(t.path)}.jsonl.tmp"
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            yield t, (*fold_input(os.fspath(t.path), t.fmt, docs, by_window, t.source, os.fspath(tmp), chunk_bytes,
+                                  fast, bar.update if bar else None)[:2], tmp)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _progress_bar(total: int, enabled: bool | None) -> Any:
+    """A tqdm bar over input bytes, when wanted (default: stderr is a terminal) and tqdm is installed."""
+    if enabled is False or (enabled is None and not sys.stderr.isatty()):
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="B", unit_scale=True, desc="aggregate", file=sys.stderr)
+
+
+def _input_id(path: Path) -> str:
+    return hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:16]
+
+
+def _commit(manifest: Manifest, task: _Task, blob: bytes, stats: dict[str, Any], rejects: Any) -> None:
+    """Put an input's part and rejects files in place, then append its manifest line."""
+    name = f"{_input_id(task.path)}-{stats['sha256'][:16]}"
+    part, rej = f"parts/{name}.ldps", f"rejects/{name}.jsonl"
+    write_atomic(manifest.dir / part, blob)
+    if isinstance(rejects, Path):
+        os.replace(rejects, manifest.dir / rej)
+    else:
+        write_atomic(manifest.dir / rej, rejects or b"")
+    entry = {"path": os.path.realpath(task.path), "source": task.source, "format": task.fmt, **stats,
+             "part": part, "rejects": rej}
+    if _hook is not None:
+        _hook("part_written", entry)
+    manifest.commit(entry)
+    if task.old is not None:
+        for key in ("part", "rejects"):
+            if task.old[key] != entry[key]:
+                (manifest.dir / task.old[key]).unlink(missing_ok=True)
+    if _hook is not None:
+        _hook("input_done", entry)
+
+
+def _finish(manifest: Manifest, processed: list[str], skipped: list[str], warnings: list[str]) -> JobSummary:
+    """Merge every committed part into ``aggregates/``, gather the rejects, fold the journal in."""
+    merged: dict[Any, Any] = {}
+    totals: dict[str, Any] = {"records": 0, "accepted": 0, "blank": 0, "rejected": {}}
+    digests: dict[str, str] = {}
+    for e in manifest.entries.values():
+        merge_into(merged, unpack_parts((manifest.dir / e["part"]).read_bytes(), e["part"]))
+        for k in ("records", "accepted", "blank"):
+            totals[k] += e[k]
+        for reason, n in e["rejected"].items():
+            totals["rejected"][reason] = totals["rejected"].get(reason, 0) + n
+        if e["sha256"] in digests:
+            warnings.append(f"{e['source']} has the same content as {digests[e['sha256']]} (both are counted)")
+        digests[e["sha256"]] = e["source"]
+    agg_dir = manifest.dir / "aggregates"
+    agg_dir.mkdir(exist_ok=True)
+    names = {}
+    for key, agg in sorted(merged.items(), key=lambda kv: key_name(kv[0])):
+        name = key_name(key)
+        write_aggregate(agg_dir / f"{name}{AGG_SUFFIX}", agg)
+        names[name] = {"metric": key[0], "protocol": agg.params.protocol, "params": key[1], "window": key[2],
+                       "n": agg.n, "rejected": sum(agg.rejected.values())}
+    for stale in agg_dir.glob(f"*{AGG_SUFFIX}"):
+        if stale.name[:-len(AGG_SUFFIX)] not in names:
+            stale.unlink()
+    _gather_rejects(manifest)
+    manifest.save()
+    keep = {manifest.dir / e[k] for e in manifest.entries.values() for k in ("part", "rejects")}
+    for sub in ("parts", "rejects"):
+        for f in (manifest.dir / sub).glob("*") if (manifest.dir / sub).is_dir() else ():
+            if f not in keep:
+                f.unlink()
+    totals["rejected"] = dict(sorted(totals["rejected"].items()))
+    return JobSummary(manifest.dir, len(manifest.entries), processed, skipped, totals["records"], totals["accepted"],
+                      totals["rejected"], totals["blank"], {}, names, warnings)
+
+
+def _gather_rejects(manifest: Manifest) -> None:
+    tmp = manifest.dir / ".rejects.jsonl.tmp"
+    with open(tmp, "wb") as out:
+        for e in sorted(manifest.entries.values(), key=lambda e: e["path"]):
+            with open(manifest.dir / e["rejects"], "rb") as fh:
+                shutil.copyfileobj(fh, out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, manifest.dir / "rejects.jsonl")

@@ -1,0 +1,105 @@
+"""The job's manifest: which inputs were folded, with their checksums, counts and partial aggregates.
+
+``OUT/manifest.json`` holds the settings (spec fingerprints, ``by_window``) and one entry per input
+(real path, size, SHA-256, counts, its partial aggregates file and rejects file). Each input
+finished since is appended to ``OUT/journal.jsonl`` (one fsynced line, after its files are in
+place), and the journal is folded into the manifest at the end of a run, which then replaces it
+atomically. A crash leaves at worst a torn last journal line: that input was not committed and is
+folded again on resume. ``OUT/.lock`` keeps a second job out of the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ldp.server.store import fsync_dir, write_atomic
+
+__all__ = ["JOB_FORMAT", "Manifest", "JobError"]
+
+JOB_FORMAT = "ldp-aggregate-job/1"
+
+
+class JobError(ValueError):
+    """The output folder cannot be used for this job (settings differ, damaged, or in use)."""
+
+
+class Manifest:
+    """The committed inputs of an output folder, keyed by real path; :meth:`commit` adds one durably."""
+
+    def __init__(self, out_dir: str | os.PathLike[str], specs: list[str], by_window: bool) -> None:
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock(self.dir / ".lock")
+        self.path, self.journal = self.dir / "manifest.json", self.dir / "journal.jsonl"
+        self.settings = {"format": JOB_FORMAT, "specs": sorted(specs), "by_window": bool(by_window)}
+        self.entries: dict[str, dict[str, Any]] = {}
+        if self.path.exists():
+            self._load()
+        self._replay()
+
+    def _load(self) -> None:
+        try:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            entries = doc["inputs"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise JobError(f"{self.path} is damaged ({exc}); move the folder away to start over") from None
+        for key in ("format", "specs", "by_window"):
+            if doc.get(key) != self.settings[key]:
+                raise JobError(f"{self.dir} was made with {key}={doc.get(key)!r}, this job has {self.settings[key]!r}: "
+                               "use another output folder (aggregates of different settings must not mix)")
+        self.entries = {e["path"]: e for e in entries}
+
+    def _replay(self) -> None:
+        if not self.journal.exists():
+            return
+        lines = self.journal.read_bytes().split(b"\n")
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                self.entries[entry["path"]] = entry
+            except (ValueError, KeyError, TypeError):
+                if i < len(lines) - 1 and any(x.strip() for x in lines[i + 1:]):
+                    raise JobError(f"{self.journal} is damaged at line {i + 1}; move the folder away") from None
+                # a torn last line: that input was not committed, and will be folded again
+
+    def commit(self, entry: dict[str, Any]) -> None:
+        """Record one finished input durably (its part and rejects files must already be in place)."""
+        if not self.path.exists():
+            self.save()
+        with open(self.journal, "ab") as fh:
+            fh.write(json.dumps(entry, separators=(",", ":")).encode() + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.entries[entry["path"]] = entry
+
+    def save(self) -> None:
+        """Fold the journal into ``manifest.json`` (atomically), then remove the journal."""
+        doc = {**self.settings, "inputs": [self.entries[k] for k in sorted(self.entries)]}
+        write_atomic(self.path, (json.dumps(doc, indent=1) + "\n").encode())
+        self.journal.unlink(missing_ok=True)
+        fsync_dir(self.dir)
+
+    def close(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+
+def _lock(path: Path) -> Any:
+    """An exclusive lock on ``path`` held while the returned file is open (POSIX; elsewhere none)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    fh = open(path, "a+")
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        raise JobError(f"another job is running on {path.parent} (it holds {path.name})") from None
+    return fh
