@@ -268,3 +268,23 @@ def matplotlib_missing(no_plots: bool, install: str = "pip install matplotlib, o
         return False
     print(f"error: plots need matplotlib ({install}); or pass --no-plots", file=sys.stderr)
     return True
+
+
+def save_png(fig: Any, path: Any, dpi: int = 100) -> None:
+    """Save a matplotlib figure and close it; with Pillow (a matplotlib dependency) as a 256-colour
+    palette PNG, about a quarter of the size, which keeps figures committed to docs/img small."""
+    import io
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format="png")
+    plt.close(fig)
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - Pillow ships with matplotlib
+        Path(path).write_bytes(buf.getvalue())
+        return
+    img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    img.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(path, optimize=True)

@@ -44,7 +44,7 @@ from typing import Any, Sequence
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
-from ldp.simulation import comma_list, matplotlib_missing, write_rows_csv as write_csv  # noqa: E402
+from ldp.simulation import comma_list, matplotlib_missing, save_png, write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "planner_figures"
 DEFAULT_IMG = ROOT / "docs" / "img"
@@ -237,21 +237,10 @@ def _figure() -> tuple[Any, Any, Any]:
 def _save(plt: Any, fig: Any, ax: Any, path: Path, legend_loc: str = "best") -> None:
     """Grid, legend, and a PNG at 100 dpi; with Pillow (a matplotlib dependency) as a 256-colour
     palette PNG, as ``ldp.compare`` does, which keeps the figures committed to docs/img small."""
-    import io
-
     ax.grid(True, which="major", alpha=0.35)
     ax.legend(fontsize=8, loc=legend_loc)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, dpi=DPI, format="png")
-    plt.close(fig)
-    try:
-        from PIL import Image
-    except ImportError:  # pragma: no cover - Pillow ships with matplotlib
-        path.write_bytes(buf.getvalue())
-        return
-    img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
-    img.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(path, optimize=True)
+    save_png(fig, path, DPI)
 
 
 def _percent_axis(ax: Any) -> None:

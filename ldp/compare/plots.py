@@ -32,21 +32,10 @@ def _plt() -> Any:
 
 
 def _save(fig: Any, path: Path) -> None:
-    """Save at 100 dpi; with Pillow (a matplotlib dependency) as a 256-colour palette PNG, about a
-    quarter of the size, which keeps the figures committed to docs/img small."""
-    import io
+    """Save at :data:`DPI` as a small palette PNG (:func:`ldp.simulation.save_png`)."""
+    from ldp.simulation import save_png
 
-    plt = _plt()
-    buf = io.BytesIO()
-    fig.savefig(buf, dpi=DPI, format="png")
-    plt.close(fig)
-    try:
-        from PIL import Image
-    except ImportError:  # pragma: no cover - Pillow ships with matplotlib
-        path.write_bytes(buf.getvalue())
-        return
-    img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
-    img.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(path, optimize=True)
+    save_png(fig, path, DPI)
 
 
 def _seed004(path: Path, tables: dict[str, list[dict[str, Any]]]) -> None:
