@@ -41,6 +41,9 @@ __all__ = [
     "batch_bernoulli",
     "bernoulli_threshold",
     "check_probability",
+    "check_resolvable",
+    "realized_probability",
+    "logistic_tail",
 ]
 
 PRECISION_BITS = 64
@@ -63,6 +66,34 @@ def bernoulli_threshold(p: float, precision: int = PRECISION_BITS) -> int:
     ``math.ldexp`` scales by a power of two exactly, so the threshold is exact for every double p.
     """
     return int(math.ldexp(check_probability(p), precision))
+
+
+def realized_probability(p: float) -> float:
+    """The probability a client's ``bernoulli(p)`` really has: ``floor(p·2^64)/2^64``.
+
+    Exact as a double: for ``p >= 2^-11`` it is ``p`` itself (a double's grid is at least as fine
+    as 2^-64 there), below that the floor has fewer than 53 significant bits. Privacy claims and
+    estimators use this, not ``p``, so what is claimed is what the client does.
+    """
+    return math.ldexp(bernoulli_threshold(p), -PRECISION_BITS)
+
+
+def check_resolvable(p: float, name: str = "p") -> float:
+    """``float(p)`` in [0, 1], refusing a positive ``p`` that the client would round to 0.
+
+    A ``p`` in ``(0, 2^-64)`` has realized probability 0 (:func:`realized_probability`): the
+    client would never draw it, and a privacy claim computed from ``p`` would be false.
+    """
+    p = check_probability(p, name)
+    if p > 0.0 and bernoulli_threshold(p) == 0:
+        raise ValueError(f"{name}={p!r} is below the client's 2^-64 resolution: it would be drawn with "
+                         "probability 0 (use 0 if that is meant, or a value >= 2^-64)")
+    return p
+
+
+def logistic_tail(x: float) -> float:
+    """``1/(1+e^x)`` without overflow (``e^-x`` once ``e^x`` would overflow; the two agree there)."""
+    return 1.0 / (1.0 + math.exp(x)) if x < 700.0 else math.exp(-x)
 
 
 def bitsliced_below(threshold: int, precision: int, k: int, randbits: Any) -> int:

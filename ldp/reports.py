@@ -26,12 +26,12 @@ import struct
 import zlib
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Literal, Mapping
+from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
 
 from bitarray import frozenbitarray
 
 __all__ = [
-    "FORMAT_VERSION", "REASONS", "ReportError", "Field", "Report", "Frame", "ReportBatch",
+    "FORMAT_VERSION", "MAX_LINE", "MAX_WINDOW", "max_line_bytes", "REASONS", "ReportError", "Field", "Report", "Frame", "ReportBatch",
     "canonical_json", "fingerprint", "parse_json", "encode_frames", "iter_frames", "scan_frames", "decode_binary",
     "validate_report",
 ]
@@ -43,6 +43,8 @@ MAX_BITS = 1 << 24
 MAX_UINT = (1 << 64) - 1
 MAX_LINE = 1 << 22
 MAX_FRAME_RECORDS = 1 << 20
+MAX_WINDOW = 1 << 53
+"""The largest window index an upload envelope may carry (integers above 2^53 are not exact in JSON doubles)."""
 
 REASONS = frozenset({
     "too_large", "not_json", "not_object", "duplicate_key", "missing_key", "unknown_key",
@@ -94,6 +96,16 @@ class Field:
 
 
 PayloadValue = int | frozenbitarray
+
+
+def max_line_bytes(protocol: str, schema: Sequence[Field]) -> int:
+    """Bytes of the longest upload line (envelope JSON and its newline) a report with ``schema`` can
+    make: 16-hex fingerprints, a 32-character metric name, window ``MAX_WINDOW``, every ``uint`` at
+    ``size - 1`` and every ``bits`` field ``size`` characters long. Servers reject longer lines."""
+    payload = {f.name: (f.size - 1 if f.kind == "uint" else "") for f in schema}
+    report = {"v": FORMAT_VERSION, "protocol": protocol, "params": "0" * 16, "payload": payload}
+    envelope = {"spec": "0" * 16, "metric": "m" * 32, "window": MAX_WINDOW, "report": report}
+    return len(json.dumps(envelope, separators=(",", ":"))) + sum(f.size for f in schema if f.kind == "bits") + 1
 
 
 def _check_value(name: str, value: Any) -> PayloadValue:

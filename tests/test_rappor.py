@@ -26,7 +26,6 @@ DEMO = RapporParams(16, 2, 64, 0.5, 0.75, 0.5)
     (dict(p=0.5, q=0.5), "p < q"),
     (dict(num_cohorts=0), "num_cohorts"),
     (dict(mode="chrome"), "mode"),
-    (dict(mode="google", num_bloombits=64), "k <= 32"),
 ])
 def test_params_are_validated_with_clear_errors(kwargs, match):
     base = dict(num_bloombits=16, num_hashes=2, num_cohorts=64, p=0.5, q=0.75, f=0.5)

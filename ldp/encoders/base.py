@@ -10,9 +10,12 @@ from typing import Any, ClassVar, Mapping
 
 from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, client_source
-from ldp.reports import Field, Report, ReportBatch, fingerprint, validate_report
+from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
 
-__all__ = ["ProtocolParams", "Encoder", "check_epsilon", "check_int", "check_string_value"]
+__all__ = ["ProtocolParams", "Encoder", "check_epsilon", "check_int", "check_string_value", "MAX_AGGREGATE_CELLS"]
+
+MAX_AGGREGATE_CELLS = 1 << 28
+"""Counters a server aggregate of one metric may hold (2 GiB of int64): parameters needing more are refused."""
 
 
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
@@ -44,15 +47,30 @@ def check_string_value(value: Any, protocol: str) -> Any:
 class ProtocolParams:
     """Mixin for a protocol's frozen parameter dataclass.
 
-    Subclasses set ``protocol`` (the name reports carry), validate in ``__post_init__``, and
-    define ``schema`` (the payload fields), ``privacy_cost`` and ``domain_size`` (number of
-    distinct inputs the simulation paths index, 0..domain_size-1).
+    Subclasses set ``protocol`` (the name reports carry), validate in ``__post_init__`` (ending
+    with :meth:`check_collectable`), and define ``schema`` (the payload fields), ``privacy_cost``,
+    ``domain_size`` (number of distinct inputs the simulation paths index, 0..domain_size-1) and
+    ``aggregate_cells`` (the counters the server aggregate keeps).
     """
 
     protocol: ClassVar[str]
     schema: tuple[Field, ...]
     privacy_cost: PrivacyCost
     domain_size: int
+    aggregate_cells: int
+
+    def check_collectable(self) -> None:
+        """``ValueError`` unless reports of these parameters can be uploaded and aggregated: every
+        upload line within ``MAX_LINE`` bytes (servers reject longer ones as ``too_large``, after
+        the client has spent its budget on them) and the aggregate within ``MAX_AGGREGATE_CELLS``."""
+        line = max_line_bytes(self.protocol, self.schema)
+        if line > MAX_LINE:
+            raise ValueError(f"{self.protocol} reports of these parameters take up to {line:,} bytes as an upload "
+                             f"line, over the {MAX_LINE:,}-byte limit of every server job: all would be rejected")
+        cells = self.aggregate_cells
+        if cells > MAX_AGGREGATE_CELLS:
+            raise ValueError(f"the {self.protocol} aggregate of these parameters needs {cells:,} counters "
+                             f"({cells * 8 / 2**30:.1f} GiB), over the limit of {MAX_AGGREGATE_CELLS:,} (2 GiB)")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict of the parameters (tuples become lists)."""

@@ -22,7 +22,7 @@ from bitarray.util import int2ba
 from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
 from ldp.hashing import MAX_SEED, bucket, buckets
-from ldp.randomness import bernoulli_threshold
+from ldp.randomness import bernoulli_threshold, logistic_tail
 from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["SketchParams", "CmsParams", "CmsEncoder"]
@@ -46,6 +46,7 @@ class SketchParams(ProtocolParams):
         check_int(self.num_hashes, "num_hashes (k)", 1, 1 << 16)
         check_int(self.width, "width (m)", 2, MAX_WIDTH)
         check_int(self.hash_seed, "hash_seed", 0, MAX_SEED - self.num_hashes + 1)
+        self.check_collectable()
 
     @property
     def k(self) -> int:
@@ -54,6 +55,11 @@ class SketchParams(ProtocolParams):
     @property
     def m(self) -> int:
         return self.width
+
+    @property
+    def aggregate_cells(self) -> int:
+        """Reports per hash function and sums per hash function and bucket: ``k·(m+1)``."""
+        return self.num_hashes * (self.width + 1)
 
     flip_probability: float
     _epsilon_per_flip: ClassVar[float] = 1.0  # ε = this × ln((1−p)/p) for flip probability p
@@ -101,7 +107,7 @@ class CmsParams(SketchParams):
     @property
     def flip_probability(self) -> float:
         """Each ±1 entry is flipped with probability ``1/(1+e^{ε/2})``."""
-        return 1.0 / (1.0 + math.exp(self.epsilon / 2))
+        return logistic_tail(self.epsilon / 2)
 
     @property
     def c(self) -> float:

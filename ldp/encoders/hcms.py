@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from ldp.encoders.base import Encoder, check_string_value
 from ldp.encoders.cms import SketchParams
+from ldp.randomness import logistic_tail
 from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["HcmsParams", "HcmsEncoder", "hadamard_entry"]
@@ -45,7 +46,7 @@ class HcmsParams(SketchParams):
     @property
     def flip_probability(self) -> float:
         """The one Hadamard coefficient is flipped with probability ``1/(1+e^ε)``."""
-        return 1.0 / (1.0 + math.exp(self.epsilon))
+        return logistic_tail(self.epsilon)
 
     @property
     def c(self) -> float:

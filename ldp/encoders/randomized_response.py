@@ -9,6 +9,12 @@ Binary RR (Warner 1965; forced-response coin scheme of Dwork & Roth §3.2, seed 
 Generalized randomized response (GRR, k-RR / direct encoding; Wang et al., USENIX Security 2017)
     A value ``v`` in a domain of ``d`` is reported as itself with probability
     ``p = e^ε/(e^ε+d-1)`` and as each other value with ``q = 1/(e^ε+d-1)``; it is ε-LDP.
+
+Realized probabilities
+    The client draws Bernoulli(p) as ``floor(p·2^64)/2^64`` (:mod:`ldp.randomness`). Both
+    protocols state the ε of those realized probabilities, and refuse parameters the client cannot
+    realize (a probability below 2^-64, p and q equal at that resolution, a GRR whose keep
+    probability rounds to 1), so a claimed ε is never smaller than the exact audit's.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any, ClassVar, Sequence
 
 from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
-from ldp.randomness import check_probability
+from ldp.randomness import check_probability, check_resolvable, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["BinaryRRParams", "BinaryRREncoder", "GRRParams", "GRREncoder"]
@@ -38,14 +44,23 @@ class BinaryRRParams(ProtocolParams):
         p, q = check_probability(self.p, "p"), check_probability(self.q, "q")
         if not 0.0 < p < q < 1.0:
             raise ValueError(f"binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p={p}, q={q}")
+        check_resolvable(p, "p")
+        if realized_probability(p) == realized_probability(q):
+            raise ValueError(f"p={p!r} and q={q!r} are equal at the client's 2^-64 resolution: reports would "
+                             "carry no information")
         object.__setattr__(self, "p", p)
         object.__setattr__(self, "q", q)
+        self.check_collectable()
 
     @classmethod
     def from_epsilon(cls, epsilon: float) -> "BinaryRRParams":
         """Symmetric (Warner) RR at ε: ``q = e^ε/(1+e^ε)``, ``p = 1 - q``."""
         eps = check_epsilon(epsilon)
-        return cls(1.0 / (1.0 + math.exp(eps)), 1.0 / (1.0 + math.exp(-eps)))
+        p, q = logistic_tail(eps), logistic_tail(-eps)
+        if q == 1.0:
+            raise ValueError(f"epsilon={eps} is too large for binary RR: q = 1/(1+e^-ε) rounds to 1 in double "
+                             "precision, so reports would not be private")
+        return cls(p, q)
 
     @classmethod
     def forced_response(cls, truth_prob: float = 0.5, yes_prob: float = 0.5) -> "BinaryRRParams":
@@ -57,8 +72,9 @@ class BinaryRRParams(ProtocolParams):
 
     @property
     def epsilon(self) -> float:
-        """ε = max(ln(q/p), ln((1-p)/(1-q)))."""
-        return max(math.log(self.q / self.p), math.log((1.0 - self.p) / (1.0 - self.q)))
+        """ε = max(ln(q/p), ln((1-p)/(1-q))) of the realized p and q (equal to p and q above 2^-11)."""
+        p, q = realized_probability(self.p), realized_probability(self.q)
+        return max(math.log(q / p), math.log((1.0 - p) / (1.0 - q)))
 
     @property
     def privacy_cost(self) -> PrivacyCost:
@@ -67,6 +83,10 @@ class BinaryRRParams(ProtocolParams):
     @property
     def domain_size(self) -> int:
         return 2
+
+    @property
+    def aggregate_cells(self) -> int:
+        return 1
 
     @cached_property
     def schema(self) -> tuple[Field, ...]:
@@ -85,6 +105,12 @@ class GRRParams(ProtocolParams):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         check_int(self.domain_size, "domain_size", 2, 2**32)
+        if self.p >= 1.0:
+            raise ValueError(f"epsilon={self.epsilon} is too large for domain_size={self.domain_size}: the keep "
+                             "probability rounds to 1 at the client's resolution, so reports would not be private")
+        if self.p <= self.q:
+            raise ValueError(f"epsilon={self.epsilon} is too small for domain_size={self.domain_size}: the keep "
+                             "probability rounds to 1/d, so reports would carry no information")
         if self.labels is not None:
             labels = tuple(self.labels)
             if len(labels) != self.domain_size:
@@ -94,28 +120,41 @@ class GRRParams(ProtocolParams):
             if len(set(labels)) != len(labels):
                 raise ValueError("labels must be distinct")
             object.__setattr__(self, "labels", labels)
+        self.check_collectable()
 
     @classmethod
     def from_labels(cls, epsilon: float, labels: Sequence[str]) -> "GRRParams":
         return cls(epsilon, len(labels), tuple(labels))
 
-    @property
+    @cached_property
     def p(self) -> float:
-        """Probability of reporting the true value: ``e^ε/(e^ε+d-1)``."""
-        return 1.0 / (1.0 + (self.domain_size - 1) * math.exp(-self.epsilon))
+        """Probability of reporting the true value, ``e^ε/(e^ε+d-1)``, as the client realizes it."""
+        return realized_probability(1.0 / (1.0 + (self.domain_size - 1) * math.exp(-self.epsilon)))
 
     @property
     def q(self) -> float:
-        """Probability of reporting one given other value: ``1/(e^ε+d-1)``."""
-        return 1.0 / (math.exp(self.epsilon) + self.domain_size - 1)
+        """Probability of reporting one given other value, ``1/(e^ε+d-1)``: ``(1-p)/(d-1)`` exactly
+        as the client draws it (a uniform other value when it does not keep)."""
+        return (1.0 - self.p) / (self.domain_size - 1)
+
+    @property
+    def effective_epsilon(self) -> float:
+        """The ε of the realized probabilities, ``ln(p(d-1)/(1-p))``: ``epsilon`` up to rounding
+        (~1e-16 relative for ε below ~10); near the resolution limit it may differ more."""
+        return math.log(self.p * (self.domain_size - 1) / (1.0 - self.p))
 
     @property
     def privacy_cost(self) -> PrivacyCost:
-        return PrivacyCost(self.epsilon)
+        """The cost charged per report: ``max(epsilon, effective_epsilon)``."""
+        return PrivacyCost(max(self.epsilon, self.effective_epsilon))
 
     @cached_property
     def schema(self) -> tuple[Field, ...]:
         return (Field("index", "uint", self.domain_size),)
+
+    @property
+    def aggregate_cells(self) -> int:
+        return self.domain_size
 
     @cached_property
     def _index(self) -> dict[str, int]:

@@ -43,7 +43,7 @@ from bitarray.util import int2ba
 from ldp.accountant import MemoizedCharge, PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_int, check_string_value
 from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
-from ldp.randomness import KeyedRandomSource, RandomSource, check_probability
+from ldp.randomness import KeyedRandomSource, RandomSource, check_resolvable, realized_probability
 from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["RapporParams", "RapporEncoder", "bloom_bits", "bloom_filter", "google_prr_masks", "MODES", "CHARGING"]
@@ -75,18 +75,16 @@ class RapporParams(ProtocolParams):
         check_int(self.num_cohorts, "num_cohorts (m)", 1, MAX_COHORTS)
         if self.num_hashes > self.num_bloombits:
             raise ValueError(f"num_hashes (h={self.num_hashes}) must be <= num_bloombits (k={self.num_bloombits})")
-        p, q, f = (check_probability(getattr(self, n), n) for n in ("p", "q", "f"))
+        p, q, f = (check_resolvable(getattr(self, n), n) for n in ("p", "q", "f"))
         if not 0.0 <= f < 1.0:
             raise ValueError(f"f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got {f}")
         if not p < q:
             raise ValueError(f"RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), got p={p}, q={q}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.mode == "google" and (self.num_bloombits > 32 or self.num_hashes > 16):
-            raise ValueError("Google's client needs k <= 32 (PRR message is a 32-bit integer) and h <= 16 "
-                             f"(one MD5 byte per hash), got k={self.num_bloombits}, h={self.num_hashes}")
         for name, v in (("p", p), ("q", q), ("f", f)):
             object.__setattr__(self, name, v)
+        self.check_collectable()
 
     # -- short names from the paper ---------------------------------------------------------------
     @property
@@ -103,20 +101,30 @@ class RapporParams(ProtocolParams):
 
     @property
     def f_effective(self) -> float:
-        """The f the client really applies: f itself, or ``ceil(128 f)/128`` in Google mode."""
-        return math.ceil(self.f * 128) / 128 if self.mode == "google" else self.f
+        """The f the client really applies: ``floor(f·2^64)/2^64`` (f itself above 2^-11), or
+        ``ceil(128 f)/128`` in Google mode."""
+        return math.ceil(self.f * 128) / 128 if self.mode == "google" else realized_probability(self.f)
 
     @property
     def q_star(self) -> float:
-        """``Pr[report bit = 1 | Bloom bit = 1] = f(p+q)/2 + (1−f)q``."""
-        f = self.f_effective
-        return 0.5 * f * (self.p + self.q) + (1.0 - f) * self.q
+        """``Pr[report bit = 1 | Bloom bit = 1] = f(p+q)/2 + (1−f)q`` (realized f, p, q)."""
+        f, p, q = self.f_effective, realized_probability(self.p), realized_probability(self.q)
+        return 0.5 * f * (p + q) + (1.0 - f) * q
 
     @property
     def p_star(self) -> float:
-        """``Pr[report bit = 1 | Bloom bit = 0] = f(p+q)/2 + (1−f)p``."""
-        f = self.f_effective
-        return 0.5 * f * (self.p + self.q) + (1.0 - f) * self.p
+        """``Pr[report bit = 1 | Bloom bit = 0] = f(p+q)/2 + (1−f)p`` (realized f, p, q)."""
+        f, p, q = self.f_effective, realized_probability(self.p), realized_probability(self.q)
+        return 0.5 * f * (p + q) + (1.0 - f) * p
+
+    def check_google_client(self) -> None:
+        """``ValueError`` unless Google's client can encode with these parameters: ``k <= 32`` (the
+        PRR message is a 32-bit integer) and ``h <= 16`` (one MD5 byte per hash). Decoding Google's
+        files (with its ``map.csv``) has no such limit: Chrome's configurations used k = 128."""
+        if self.mode == "google" and (self.num_bloombits > 32 or self.num_hashes > 16):
+            raise ValueError("Google's client needs k <= 32 (PRR message is a 32-bit integer) and h <= 16 "
+                             f"(one MD5 byte per hash), got k={self.num_bloombits}, h={self.num_hashes}; "
+                             "these parameters can decode Google's files but not encode")
 
     @property
     def epsilon_one(self) -> float:
@@ -147,6 +155,11 @@ class RapporParams(ProtocolParams):
     @cached_property
     def schema(self) -> tuple[Field, ...]:
         return (Field("cohort", "uint", self.num_cohorts), Field("bits", "bits", self.num_bloombits))
+
+    @property
+    def aggregate_cells(self) -> int:
+        """Reports per cohort and ones per cohort and bit: ``m·(k+1)``."""
+        return self.num_cohorts * (self.num_bloombits + 1)
 
     # -- Google's params.csv ------------------------------------------------------------------------
     @classmethod
@@ -232,6 +245,7 @@ class RapporEncoder(Encoder):
                  rng: Any = None, ledger: Any = None, metric: str | None = None, charging: str = "min",
                  prr_rng: RandomSource | None = None) -> None:
         super().__init__(params, rng=rng, ledger=ledger, metric=metric)
+        params.check_google_client()
         if charging not in CHARGING:
             raise ValueError(f"charging must be one of {CHARGING}, got {charging!r}")
         if secret is None:

@@ -114,6 +114,7 @@ class SfpParams(ProtocolParams):
                 getattr(self, f"{part}_params")
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"{part} sketch: {exc}") from None
+        self.check_collectable()
 
     # -- the two sketches -------------------------------------------------------------------------
     @cached_property
@@ -153,6 +154,11 @@ class SfpParams(ProtocolParams):
     def num_positions(self) -> int:
         """``L/r`` fragment positions."""
         return self.length // self.fragment_length
+
+    @property
+    def aggregate_cells(self) -> int:
+        """The word sketch's counters and one fragment sketch's per position."""
+        return self.word_params.aggregate_cells + self.num_positions * self.fragment_params.aggregate_cells
 
     @property
     def num_records(self) -> int:

@@ -13,13 +13,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ldp.reports import MAX_LINE, REASONS, Report, ReportError, _no_duplicates
+from ldp.reports import MAX_LINE, MAX_WINDOW, REASONS, Report, ReportError, _no_duplicates
 
 __all__ = ["Envelope", "EnvelopeError", "ENVELOPE_REASONS", "METRIC_RE", "MAX_WINDOW", "parse_envelope"]
 
 METRIC_RE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
 """Metric names: a lowercase letter, then up to 31 lowercase letters, digits or underscores."""
-MAX_WINDOW = 1 << 53
 _FP_RE = re.compile(r"[0-9a-f]{16}\Z")
 
 ENVELOPE_REASONS = REASONS | {"bad_spec", "bad_metric", "bad_window", "bad_report", "unknown_spec", "unknown_metric"}
