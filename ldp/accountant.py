@@ -43,7 +43,10 @@ _REL_TOL = 1e-9
 def _check_real(x: float, name: str, *, upper: float = math.inf, upper_open: bool = False) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    x = float(x)
+    try:
+        x = float(x)
+    except OverflowError:  # an int beyond the double range
+        x = math.inf
     if not (x >= 0.0 and math.isfinite(x)):
         raise ValueError(f"{name} must be finite and >= 0, got {x}")
     if x > upper or (upper_open and x == upper):

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, Sequence
 
 from ldp import __version__
+
+from ldp.cli_support import (BAD_INPUT, _debug_traceback, count, error_text, finite_float, input_file,
+                             non_negative_int, number, open_unit, positive_float, positive_int, report_error)
 
 
 def _kv(text: str) -> tuple[str, Any]:
@@ -17,18 +21,19 @@ def _kv(text: str) -> tuple[str, Any]:
     key, raw = text.split("=", 1)
     try:
         return key, json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return key, raw
 
 
 def _add_params_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("protocol parameters")
-    g.add_argument("--epsilon", type=float, help="privacy parameter ε (rr: symmetric RR at ε; grr: ε)")
+    g.add_argument("--epsilon", type=finite_float, help="privacy parameter ε (rr: symmetric RR at ε; grr: ε)")
     g.add_argument("--d", type=int, help="domain size (grr)")
-    g.add_argument("--p", type=float, help="rr: Pr[report 1 | true 0]")
-    g.add_argument("--q", type=float, help="rr: Pr[report 1 | true 1]")
-    g.add_argument("--truth-prob", type=float, help="rr forced response: probability of answering truthfully (α)")
-    g.add_argument("--yes-prob", type=float, help="rr forced response: probability the forced answer is yes (β)")
+    g.add_argument("--p", type=finite_float, help="rr: Pr[report 1 | true 0]")
+    g.add_argument("--q", type=finite_float, help="rr: Pr[report 1 | true 1]")
+    g.add_argument("--truth-prob", type=finite_float,
+                   help="rr forced response: probability of answering truthfully (α)")
+    g.add_argument("--yes-prob", type=finite_float, help="rr forced response: probability the forced answer is yes (β)")
     g.add_argument("--param", type=_kv, action="append", default=[], metavar="KEY=VALUE",
                    help="any parameter of the protocol's Params class (repeatable)")
 
@@ -59,7 +64,10 @@ def build_params(protocol: str, args: argparse.Namespace) -> Any:
         if args.epsilon is None or args.d is None:
             raise ValueError("grr needs --epsilon and --d")
         return params_type(args.epsilon, args.d)
-    return params_type.from_dict(extra)
+    try:
+        return params_type.from_dict(extra)
+    except TypeError as exc:  # a missing or unknown field
+        raise ValueError(f"{protocol} parameters: {exc} (give them as --param KEY=VALUE)") from None
 
 
 def _privacy(args: argparse.Namespace) -> dict[str, Any]:
@@ -72,26 +80,33 @@ def _privacy(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _read_text(path: str) -> str:
+def _read_bytes(path: str) -> bytes:
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, "rb") as fh:
             return fh.read()
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror}") from None
 
 
+def _read_text(path: str) -> str:
+    data = _read_bytes(path)
+    try:
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # universal newlines
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
 def _rappor_decode(args: argparse.Namespace) -> Any:
     """Decode RAPPOR counts: Google's params/counts/map CSVs, or our aggregate file + candidates."""
-    from ldp.decoders.base import Aggregate
     from ldp.decoders.rappor import RapporAggregate
     from ldp.decoders.rappor_decode import CandidateMap, decode
     from ldp.encoders.rappor import RapporParams
+    from ldp.server.store import read_aggregate
 
     if args.aggregate:
         if args.counts or args.params:
             raise ValueError("give either --aggregate or --params with --counts, not both")
-        with open(args.aggregate, "rb") as fh:
-            agg = Aggregate.from_bytes(fh.read())
+        agg = read_aggregate(args.aggregate)
         if not isinstance(agg, RapporAggregate):
             raise ValueError(f"{args.aggregate} holds a {agg.params.protocol} aggregate, not RAPPOR")
     else:
@@ -111,15 +126,14 @@ def _rappor_decode(args: argparse.Namespace) -> Any:
 
 def _sfp_discover(args: argparse.Namespace) -> Any:
     """Discover words from an SFP aggregate file, or from report files and the parameters."""
-    from ldp.decoders.base import Aggregate
     from ldp.decoders.sfp import SfpAggregate
     from ldp.encoders.sfp import SfpParams
+    from ldp.server.store import read_aggregate
 
     if args.aggregate:
         if args.reports or args.param:
             raise ValueError("give either --aggregate or --reports with --param options, not both")
-        with open(args.aggregate, "rb") as fh:
-            agg = Aggregate.from_bytes(fh.read())
+        agg = read_aggregate(args.aggregate)
         if not isinstance(agg, SfpAggregate):
             raise ValueError(f"{args.aggregate} holds a {agg.params.protocol} aggregate, not SFP")
     else:
@@ -131,11 +145,7 @@ def _sfp_discover(args: argparse.Namespace) -> Any:
             raise ValueError(f"SFP parameters: {exc} (give them as --param KEY=VALUE)") from None
         agg = SfpAggregate(params)
         for path in args.reports:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError as exc:
-                raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+            data = _read_bytes(path)
             if data.lstrip()[:1] == b"{":
                 agg.add_json_lines(data.splitlines())
             else:
@@ -237,8 +247,8 @@ def make_parser() -> argparse.ArgumentParser:
                           description="Simulate clients encoding with their budget ledgers, the server aggregating "
                                       "and estimating, and the privacy spent.")
     demo.add_argument("--n", type=int, help="devices with budget ledgers (default 5000, or 500 with --quick)")
-    demo.add_argument("--epsilon", type=float, default=1.0, help="ε of the app-category metric (default 1)")
-    demo.add_argument("--seed", type=int, help="seed for a reproducible run")
+    demo.add_argument("--epsilon", type=finite_float, default=1.0, help="ε of the app-category metric (default 1)")
+    demo.add_argument("--seed", type=non_negative_int, help="seed for a reproducible run")
     demo.add_argument("--quick", action="store_true", help="smaller collections: a few seconds (for CI)")
     demo.add_argument("--plots", metavar="DIR", help="also write one figure per question into DIR (needs matplotlib)")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
@@ -260,7 +270,8 @@ def make_parser() -> argparse.ArgumentParser:
                                       "e.g. `ldp privacy rr --truth-prob 0.5 --yes-prob 0.5` (ε = ln 3).")
     priv.add_argument("protocol", help="protocol name (rr, grr, ...)")
     _add_params_options(priv)
-    priv.add_argument("--seed", type=int, help="accepted for uniformity; the privacy cost is deterministic")
+    priv.add_argument("--seed", type=non_negative_int,
+                      help="accepted for uniformity; the privacy cost is deterministic")
     priv.add_argument("--json", action="store_true", help="machine-readable output")
 
     sim = sub.add_parser("simulate", help="accuracy of a protocol on a simulated population",
@@ -268,14 +279,14 @@ def make_parser() -> argparse.ArgumentParser:
                                      "with the exact variance formula.")
     sim.add_argument("--protocol", required=True, help="protocol name (rr, grr, ...)")
     sim.add_argument("--population", default="zipf", help="uniform, zipf, exponential or gaussian (default zipf)")
-    sim.add_argument("--s", type=float, help="Zipf exponent (default 1)")
-    sim.add_argument("--n", type=int, default=100_000, help="number of users (default 100000)")
-    sim.add_argument("--trials", type=int, default=20, help="number of simulated collections (default 20)")
+    sim.add_argument("--s", type=finite_float, help="Zipf exponent (default 1)")
+    sim.add_argument("--n", type=positive_int, default=100_000, help="number of users (default 100000)")
+    sim.add_argument("--trials", type=positive_int, default=20, help="number of simulated collections (default 20)")
     sim.add_argument("--method", choices=("aggregate", "per_report"), default="aggregate",
                      help="aggregate-level exact draw (fast) or every report encoded")
-    sim.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
+    sim.add_argument("--confidence", type=open_unit, default=0.95, help="confidence level of the intervals")
     _add_params_options(sim)
-    sim.add_argument("--seed", type=int, help="seed for a reproducible run")
+    sim.add_argument("--seed", type=non_negative_int, help="seed for a reproducible run")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     pl = sub.add_parser("plan", help="standard errors, detection limit and privacy of a collection before deploying it",
                         description="Plan a collection from the decoders' exact variance formulas: give a protocol "
@@ -283,29 +294,31 @@ def make_parser() -> argparse.ArgumentParser:
                                     "--n and the domain size --d; or --target-se to solve for n; or --recommend.")
     pl.add_argument("protocol", nargs="?", help="rr, grr, rappor, cms, hcms or sfp")
     _add_params_options(pl)
-    pl.add_argument("--n", type=float, help="number of users (1e6 is accepted)")
-    pl.add_argument("--frequency", type=float, help="fraction of users holding the item of interest (default 1/d)")
-    pl.add_argument("--alpha", type=float, default=0.05, help="significance level of detection (default 0.05)")
-    pl.add_argument("--candidates", type=int, help="candidates tested, for Bonferroni (default d)")
-    pl.add_argument("--power", type=float, default=0.5, help="detection probability at the limit (default 0.5)")
-    pl.add_argument("--reports", type=int, default=1, help="reports per user over the horizon (default 1)")
-    pl.add_argument("--distinct-values", type=int, default=1,
+    pl.add_argument("--n", type=count, help="number of users (1e6 is accepted)")
+    pl.add_argument("--frequency", type=number(float, 0, 1, low_open=True),
+                    help="fraction of users holding the item of interest (default 1/d)")
+    pl.add_argument("--alpha", type=open_unit, default=0.05, help="significance level of detection (default 0.05)")
+    pl.add_argument("--candidates", type=positive_int, help="candidates tested, for Bonferroni (default d)")
+    pl.add_argument("--power", type=open_unit, default=0.5, help="detection probability at the limit (default 0.5)")
+    pl.add_argument("--reports", type=positive_int, default=1, help="reports per user over the horizon (default 1)")
+    pl.add_argument("--distinct-values", type=positive_int, default=1,
                     help="distinct values a user reports over the horizon (default 1)")
-    pl.add_argument("--target-se", type=float, help="solve for the n giving this standard error of a fraction")
+    pl.add_argument("--target-se", type=positive_float, help="solve for the n giving this standard error of a fraction")
     pl.add_argument("--recommend", action="store_true", help="rank every protocol for --epsilon and --d")
     pl.add_argument("--json", action="store_true", help="machine-readable output")
     rd = sub.add_parser("rappor-decode", help="decode RAPPOR counts into candidate frequencies",
                         description="Count recovery by lasso selection then least squares with significance tests, "
                                     "from Google's params.csv/counts.csv/map.csv or from an ldp aggregate file.")
-    rd.add_argument("--params", help="Google's params.csv (k,h,m,p,q,f), with --counts")
-    rd.add_argument("--counts", help="Google's counts.csv (one row per cohort)")
-    rd.add_argument("--aggregate", help="an ldp RAPPOR aggregate (Aggregate.to_bytes) instead of --params/--counts")
-    rd.add_argument("--map", help="Google's map.csv of candidates")
-    rd.add_argument("--candidates", help="a file of candidate strings, one per line")
-    rd.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    rd.add_argument("--params", type=input_file, help="Google's params.csv (k,h,m,p,q,f), with --counts")
+    rd.add_argument("--counts", type=input_file, help="Google's counts.csv (one row per cohort)")
+    rd.add_argument("--aggregate", type=input_file,
+                    help="an ldp RAPPOR aggregate (Aggregate.to_bytes) instead of --params/--counts")
+    rd.add_argument("--map", type=input_file, help="Google's map.csv of candidates")
+    rd.add_argument("--candidates", type=input_file, help="a file of candidate strings, one per line")
+    rd.add_argument("--alpha", type=open_unit, default=0.05, help="significance level (default 0.05)")
     rd.add_argument("--correction", choices=("bonferroni", "bh"), default="bonferroni",
                     help="multiple-testing correction: Bonferroni (default) or Benjamini-Hochberg FDR")
-    rd.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
+    rd.add_argument("--confidence", type=open_unit, default=0.95, help="confidence level of the intervals")
     rd.add_argument("--all", action="store_true", help="print every candidate, not only the detected ones")
     out = rd.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output")
@@ -313,18 +326,18 @@ def make_parser() -> argparse.ArgumentParser:
     sd = sub.add_parser("sfp-discover", help="discover popular words from Sequence Fragment Puzzle reports",
                         description="Puzzle reconstruction: score every (hash, fragment) record per position, keep "
                                     "the top ones, glue them by word hash and confirm candidates in the word sketch.")
-    sd.add_argument("--aggregate", help="an ldp SFP aggregate (Aggregate.to_bytes)")
-    sd.add_argument("--reports", nargs="+", metavar="FILE",
+    sd.add_argument("--aggregate", type=input_file, help="an ldp SFP aggregate (Aggregate.to_bytes)")
+    sd.add_argument("--reports", nargs="+", metavar="FILE", type=input_file,
                     help="report files (JSON lines or binary frames); parameters as --param KEY=VALUE")
     sd.add_argument("--param", type=_kv, action="append", default=[], metavar="KEY=VALUE",
                     help="an SfpParams field, e.g. --param word_epsilon=2 --param fragment_epsilon=6 (repeatable)")
     sd.add_argument("--save", metavar="FILE", help="with --reports: also write the aggregate to FILE")
-    sd.add_argument("--top", type=int, default=20, help="records kept per position (default 20)")
-    sd.add_argument("--alpha", type=float, default=0.05,
+    sd.add_argument("--top", type=positive_int, default=20, help="records kept per position (default 20)")
+    sd.add_argument("--alpha", type=number(float, 0, 1, high_open=True), default=0.05,
                     help="significance level of the record and word tests (default 0.05; 0 turns the tests off)")
-    sd.add_argument("--max-candidates", type=int, default=1_000_000,
+    sd.add_argument("--max-candidates", type=positive_int, default=1_000_000,
                     help="stop with an error if more candidate words would be formed (default 1000000)")
-    sd.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
+    sd.add_argument("--confidence", type=open_unit, default=0.95, help="confidence level of the intervals")
     sd.add_argument("--all", action="store_true", help="print every scored candidate, not only the discovered words")
     out = sd.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output")
@@ -333,72 +346,115 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ldp ARGV``. Exit status: 0 done (also when stdout's reader closed the pipe early); 2 bad
+    input or usage, with ``ldp <command>: error: <message>`` as the last line on stderr; 1 a bug
+    (one line, or the traceback with ``LDP_DEBUG=1``); 130 interrupted."""
     args = make_parser().parse_args(argv)
+    prog = f"ldp {args.command}" + (f" {args.spec_command}" if args.command == "spec" else "")
     try:
-        if args.command == "demo":
-            from ldp.demo import render, run_demo, to_jsonable
+        status = _run(args)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler
+        return status
+    except BrokenPipeError:
+        _detach_stdout()
+        return 0
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BAD_INPUT as exc:
+        return report_error(prog, exc)
+    except Exception as exc:  # a bug: one line for users, the traceback on request
+        _debug_traceback(exc)
+        print(f"{prog}: internal error: {type(exc).__name__}: {error_text(exc)} "
+              "(run with LDP_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 1
 
-            if args.plots is not None:
-                import importlib.util
 
-                if importlib.util.find_spec("matplotlib") is None:
-                    raise ValueError("--plots needs matplotlib: pip install matplotlib, or 'ldp[plot]'")
-            n = args.n if args.n is not None else (500 if args.quick else 5000)
-            result = run_demo(n=n, seed=args.seed, epsilon=args.epsilon, quick=args.quick)
-            print(json.dumps(to_jsonable(result), indent=2) if args.json else render(result))
-            if args.plots is not None:
-                from ldp.demo.plots import write_plots
+def _detach_stdout() -> None:
+    """After the reader closed stdout: point it at the null device so the exit-time flush is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (captured in-process)
+        pass
 
-                paths = write_plots(result, args.plots)
-                print(f"wrote {len(paths)} figures to {args.plots}", file=sys.stderr if args.json else sys.stdout)
-        elif args.command == "compare":
-            from ldp.compare import compare_command
 
-            return compare_command(args)
-        elif args.command in ("aggregate", "merge", "decode"):
-            from ldp.server.cli import server_command
+def _compare_options(args: argparse.Namespace) -> None:
+    """``ldp compare``: refuse option combinations before running (the run itself takes seconds)."""
+    if args.plots and args.out is None:
+        raise ValueError("--plots needs --out DIR")
+    if args.plots:
+        import importlib.util
 
-            return server_command(args)
-        elif args.command == "spec":
-            from ldp.spec.cli import spec_command
+        if importlib.util.find_spec("matplotlib") is None:
+            raise ImportError("--plots needs matplotlib: pip install matplotlib, or 'ldp[plot]'; or --no-plots")
 
-            return spec_command(args)
-        elif args.command == "privacy":
-            out = _privacy(args)
-            print(json.dumps(out, indent=2) if args.json else
-                  "\n".join(f"{k}: {v}" for k, v in out.items()))
-        elif args.command == "simulate":
-            out = _simulate(args)
-            print(json.dumps(out, indent=2) if args.json else _render_simulation(out))
-        elif args.command == "plan":
-            plans = _plan(args)
-            print(json.dumps([p.to_dict() for p in plans], indent=2) if args.json
-                  else _render_plans(plans, args.recommend))
-        elif args.command == "rappor-decode":
-            est = _rappor_decode(args)
-            if args.json:
-                print(est.to_json())
-            elif args.csv:
-                print(est.to_csv(), end="")
-            else:
-                shown = est if args.all else _only_detected(est)
-                print(shown.table(max_rows=len(shown.items) if args.all else 100))
-        elif args.command == "sfp-discover":
-            agg, found = _sfp_discover(args)
-            shown = found.candidates if args.all else found.words
-            if args.json:
-                print(json.dumps({**json.loads(shown.to_json()), "stats": found.stats,
-                                  "rejected": dict(agg.rejected)}))
-            elif args.csv:
-                print(shown.to_csv(), end="")
-            else:
-                rejected = sum(agg.rejected.values())
-                print(f"{agg.n} reports" + (f" ({rejected} rejected: {dict(agg.rejected)})" if rejected else ""))
-                print(found.summary())
-                print(shown.table(max_rows=len(shown.items)))
-    except (ValueError, TypeError) as exc:
-        print(f"ldp {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+
+def _run(args: argparse.Namespace) -> int:
+    """Run one parsed command; bad input raises (see :data:`BAD_INPUT`)."""
+    if args.command == "demo":
+        from ldp.demo import render, run_demo, to_jsonable
+
+        if args.plots is not None:
+            import importlib.util
+
+            if importlib.util.find_spec("matplotlib") is None:
+                raise ValueError("--plots needs matplotlib: pip install matplotlib, or 'ldp[plot]'")
+        n = args.n if args.n is not None else (500 if args.quick else 5000)
+        result = run_demo(n=n, seed=args.seed, epsilon=args.epsilon, quick=args.quick)
+        print(json.dumps(to_jsonable(result), indent=2) if args.json else render(result))
+        if args.plots is not None:
+            from ldp.demo.plots import write_plots
+
+            paths = write_plots(result, args.plots)
+            print(f"wrote {len(paths)} figures to {args.plots}", file=sys.stderr if args.json else sys.stdout)
+    elif args.command == "compare":
+        from ldp.compare import compare_command
+
+        _compare_options(args)
+        return compare_command(args)
+    elif args.command in ("aggregate", "merge", "decode"):
+        from ldp.server.cli import server_command
+
+        return server_command(args)
+    elif args.command == "spec":
+        from ldp.spec.cli import spec_command
+
+        return spec_command(args)
+    elif args.command == "privacy":
+        out = _privacy(args)
+        print(json.dumps(out, indent=2) if args.json else
+              "\n".join(f"{k}: {v}" for k, v in out.items()))
+    elif args.command == "simulate":
+        out = _simulate(args)
+        print(json.dumps(out, indent=2) if args.json else _render_simulation(out))
+    elif args.command == "plan":
+        plans = _plan(args)
+        print(json.dumps([p.to_dict() for p in plans], indent=2) if args.json
+              else _render_plans(plans, args.recommend))
+    elif args.command == "rappor-decode":
+        est = _rappor_decode(args)
+        if args.json:
+            print(est.to_json())
+        elif args.csv:
+            print(est.to_csv(), end="")
+        else:
+            shown = est if args.all else _only_detected(est)
+            print(shown.table(max_rows=len(shown.items) if args.all else 100))
+    elif args.command == "sfp-discover":
+        agg, found = _sfp_discover(args)
+        shown = found.candidates if args.all else found.words
+        if args.json:
+            print(json.dumps({**json.loads(shown.to_json()), "stats": found.stats,
+                              "rejected": dict(agg.rejected)}))
+        elif args.csv:
+            print(shown.to_csv(), end="")
+        else:
+            rejected = sum(agg.rejected.values())
+            print(f"{agg.n} reports" + (f" ({rejected} rejected: {dict(agg.rejected)})" if rejected else ""))
+            print(found.summary())
+            print(shown.table(max_rows=len(shown.items)))
     return 0
 
 

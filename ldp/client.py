@@ -21,15 +21,16 @@ import os
 import secrets
 import sqlite3
 import time
+import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from ldp.accountant import BudgetExceeded, PrivacyCost
 from ldp.encoders.base import Encoder
 from ldp.encoders.rappor import RapporEncoder
-from ldp.ledger import BudgetLedger, BudgetPolicy, LedgerError, Reservation
+from ldp.ledger import BudgetLedger, BudgetPolicy, LedgerDamagedError, LedgerError, Reservation, check_clock
 from ldp.protocols import client_protocols
-from ldp.randomness import client_source
+from ldp.randomness import SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import canonical_json
 from ldp.spec import CollectionSpec, Envelope
 
@@ -75,16 +76,27 @@ class TelemetryClient:
     """A collection's client on one device: ``record`` -> ``pending`` -> upload -> ``acknowledge``.
 
     ``spec`` is a :class:`~ldp.spec.CollectionSpec` or the path of one. ``clock`` gives Unix
-    seconds (the ledger keeps it monotone); ``rng`` is for tests and simulations only (default: the
-    OS CSPRNG). One instance per thread; any number of processes may share ``state_path``.
+    seconds (the ledger keeps it monotone; a reading outside ``[0, MAX_CLOCK]`` raises
+    :class:`~ldp.ledger.ClockError` with nothing written). ``rng`` is the OS CSPRNG by default; a
+    seed makes every device given it report the same noise, so it needs ``simulation=True`` (a
+    ``ValueError`` otherwise), and the state file then records that it was used so (opening such a
+    file later without ``simulation=True`` warns). One instance per thread; any number of processes
+    may share ``state_path``.
     """
 
     def __init__(self, spec: CollectionSpec | str | os.PathLike[str], state_path: str | os.PathLike[str], *,
-                 clock: Callable[[], float] = time.time, rng: Any = None, timeout: float = 30.0) -> None:
+                 clock: Callable[[], float] = time.time, rng: Any = None, timeout: float = 30.0,
+                 simulation: bool = False) -> None:
+        if not isinstance(simulation, bool):
+            raise TypeError(f"simulation must be a bool, got {type(simulation).__name__}")
+        if is_seeded(rng) and not simulation:
+            raise ValueError("TelemetryClient: a seeded rng makes every device given the seed report the same noise; "
+                             "leave rng=None (the OS CSPRNG) in an app, or pass simulation=True for a simulation")
         self.spec = spec if isinstance(spec, CollectionSpec) else CollectionSpec.load(spec)
         self.path = os.fspath(state_path)
         self._clock = clock
         self._rng = client_source(rng)
+        self.simulation = simulation
         self._encoders: dict[str, Encoder] = {}
         s = self.spec
         try:
@@ -96,6 +108,12 @@ class TelemetryClient:
             raise
         except LedgerError as exc:
             raise StateError(f"{self.path!r} cannot be used as the state of collection {s.name!r}: {exc}") from None
+        if simulation and is_seeded(rng):
+            self._ledger.mark_simulation()
+        elif self._ledger.simulation and not simulation:
+            warnings.warn(f"{self.path!r} was used by a simulation with seeded randomness: reports recorded in it "
+                          "are not private; use a new state file on a real device", SeededRandomnessWarning,
+                          stacklevel=2)
 
     # -- the state file --------------------------------------------------------------------------
     def _fail(self, msg: str) -> StateError:
@@ -141,6 +159,8 @@ class TelemetryClient:
         """Report a file damaged while open as :class:`StateError` (a busy file stays ``OperationalError``)."""
         try:
             yield
+        except LedgerDamagedError as exc:
+            raise self._fail(f"is damaged: {exc}") from None
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):
                 raise
@@ -157,9 +177,10 @@ class TelemetryClient:
         encoder_type = client_protocols()[params.protocol][1]
         if issubclass(encoder_type, RapporEncoder):
             secret = hmac.new(self._secret, _METRIC_SECRET + metric.encode("ascii"), hashlib.sha256).digest()
-            enc = encoder_type(params, secret=secret, cohort=self._cohort(metric, params), rng=self._rng)
+            enc = encoder_type(params, secret=secret, cohort=self._cohort(metric, params), rng=self._rng,
+                               simulation=self.simulation)
         else:
-            enc = encoder_type(params, rng=self._rng)
+            enc = encoder_type(params, rng=self._rng, simulation=self.simulation)
         self._encoders[metric] = enc
         return enc
 
@@ -227,7 +248,7 @@ class TelemetryClient:
         n = self.spec.upload.max_batch if limit is None else min(limit, self.spec.upload.max_batch)
         with self._guard(), self._ledger.transaction() as db:
             last = self._last_upload(db)
-            if max(float(self._clock()), last) < last + self.spec.upload.min_interval_seconds:
+            if max(check_clock(self._clock()), last) < last + self.spec.upload.min_interval_seconds:
                 return []
             rows = db.execute("SELECT id, line FROM ldp_client_outbox ORDER BY id LIMIT ?", (n,)).fetchall()
         return [PendingItem(int(i), line) for i, line in rows]
@@ -254,7 +275,7 @@ class TelemetryClient:
             if done:
                 last = self._last_upload(db)
                 db.execute("UPDATE ldp_client_meta SET value=? WHERE key='last_upload'",
-                           (repr(max(float(self._clock()), last)),))
+                           (repr(max(check_clock(self._clock()), last)),))
         return done
 
     # -- transparency ----------------------------------------------------------------------------

@@ -18,8 +18,13 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, TypeVar
 
 from ldp.accountant import PrivacyCost, _check_real
+from ldp.reports import MAX_WINDOW
 
-__all__ = ["BudgetPolicy", "MemoizedCharge", "Reservation", "BudgetExceeded", "LedgerError", "BudgetLedger"]
+__all__ = ["BudgetPolicy", "MemoizedCharge", "Reservation", "BudgetExceeded", "LedgerError", "LedgerDamagedError",
+           "ClockError", "BudgetLedger", "MAX_CLOCK", "check_clock"]
+
+MAX_CLOCK = 253402300799.0
+"""The last second of 9999-12-31 UTC: the latest clock reading a ledger accepts."""
 
 T = TypeVar("T")
 
@@ -67,6 +72,30 @@ class BudgetExceeded(Exception):
 
 class LedgerError(Exception):
     """The ledger file is not an ldp ledger, is corrupted, or was made with other settings."""
+
+
+class LedgerDamagedError(LedgerError):
+    """A value the ledger stored is unreadable (the file was modified or damaged); nothing was changed."""
+
+
+class ClockError(LedgerError, ValueError):
+    """A clock reading that is not a Unix time in ``[0, MAX_CLOCK]``; nothing was charged or written."""
+
+
+def check_clock(reading: object) -> float:
+    """A clock reading as a float, or :class:`ClockError`: it must be a finite real number of seconds
+    since the Unix epoch, at most :data:`MAX_CLOCK` (a reading of 1e300 or -5 is a broken clock,
+    and storing it would move every later window)."""
+    if isinstance(reading, bool) or not isinstance(reading, (int, float)):
+        raise ClockError(f"the clock must return a number of seconds, got {type(reading).__name__}")
+    try:
+        t = float(reading)
+    except OverflowError:
+        t = math.inf
+    if not 0.0 <= t <= MAX_CLOCK:  # also NaN and ±inf
+        raise ClockError(f"clock reading {reading!r} is not a Unix time in [0, {MAX_CLOCK:.0f}] (year 9999); "
+                         "nothing was charged")
+    return t
 
 
 _APPLICATION_ID = 0x4C445031  # "LDP1"
@@ -127,6 +156,9 @@ class BudgetLedger:
         self.window_seconds = _check_real(window_seconds, "window_seconds")
         if self.window_seconds == 0.0:
             raise ValueError("window_seconds must be > 0, got 0")
+        if MAX_CLOCK / self.window_seconds > MAX_WINDOW:
+            raise ValueError(f"window_seconds must be >= {MAX_CLOCK / MAX_WINDOW:.3g} (window indices stay below 2^53), "
+                             f"got {self.window_seconds}")
         self.total = total or BudgetPolicy()
         self.metrics = dict(metrics or {})
         if self.ALL in self.metrics:
@@ -191,9 +223,20 @@ class BudgetLedger:
 
     def _meta(self, key: str) -> str:
         row = self._db.execute("SELECT value FROM ldp_ledger_meta WHERE key=?", (key,)).fetchone()
-        if row is None:
-            raise LedgerError(f"ledger is corrupted: missing {key!r}")
+        if row is None or not isinstance(row[0], str):
+            raise LedgerDamagedError(f"ledger is corrupted: {key!r} is {'missing' if row is None else repr(row[0])}")
         return row[0]
+
+    def mark_simulation(self) -> None:
+        """Record in the file that seeded (reproducible, simulation-only) randomness charged it."""
+        with self._transaction():
+            self._db.execute("INSERT OR REPLACE INTO ldp_ledger_meta VALUES ('simulation', '1')")
+
+    @property
+    def simulation(self) -> bool:
+        """Whether seeded randomness ever charged this ledger (see :meth:`mark_simulation`)."""
+        row = self._db.execute("SELECT value FROM ldp_ledger_meta WHERE key='simulation'").fetchone()
+        return row is not None
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -215,9 +258,20 @@ class BudgetLedger:
             yield self._db
 
     # -- time --------------------------------------------------------------------------------
+    def _stored_clock(self) -> float:
+        text = self._meta("clock")
+        try:
+            stored = float(text)
+        except ValueError:
+            stored = math.nan
+        if not (stored == -math.inf or 0.0 <= stored <= MAX_CLOCK):
+            raise LedgerDamagedError(f"ledger is corrupted: its clock {text!r} is not a Unix time in [0, {MAX_CLOCK:.0f}]")
+        return stored
+
     def _advance_clock(self) -> float:
-        """Monotone now (inside a transaction): never earlier than any time seen before."""
-        now = max(float(self._clock()), float(self._meta("clock")))
+        """Monotone now (inside a transaction): never earlier than any time seen before. A reading
+        outside ``[0, MAX_CLOCK]`` raises :class:`ClockError` before anything is written."""
+        now = max(check_clock(self._clock()), self._stored_clock())
         self._db.execute("UPDATE ldp_ledger_meta SET value=? WHERE key='clock'", (repr(now),))
         return now
 

@@ -44,6 +44,8 @@ __all__ = [
     "check_resolvable",
     "realized_probability",
     "logistic_tail",
+    "SeededRandomnessWarning",
+    "is_seeded",
 ]
 
 PRECISION_BITS = 64
@@ -235,6 +237,21 @@ class KeyedRandomSource(RandomSource):
 
 
 _SYSTEM = SystemRandomSource()
+
+
+class SeededRandomnessWarning(UserWarning):
+    """A client encoder draws from a seed: every device given that seed reports the same noise."""
+
+
+def is_seeded(rng: Any) -> bool:
+    """Whether ``rng`` makes a client reproducible from a seed: an int, a ``random.Random``, a numpy
+    ``Generator`` (or the sources wrapping them). ``None`` and the OS CSPRNG are not; a custom
+    :class:`RandomSource` (an audit's enumerator, a test double) is the caller's explicit choice."""
+    if rng is None or isinstance(rng, SystemRandomSource):
+        return False
+    if isinstance(rng, (SeededRandomSource, GeneratorRandomSource, random.Random)):
+        return True
+    return (isinstance(rng, int) and not isinstance(rng, bool)) or _is_numpy_generator(rng)
 
 
 def _is_numpy_generator(obj: Any) -> bool:

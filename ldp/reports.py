@@ -177,13 +177,21 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def loads_utf8(line: str | bytes) -> Any:
+    """``json.loads`` of one line, whose bytes must be UTF-8 (RFC 8259 §8.1): ``json.loads`` alone
+    would also accept UTF-16 and UTF-32 and a byte order mark. Repeated keys raise ``duplicate_key``."""
+    if isinstance(line, (bytes, bytearray, memoryview)):
+        line = bytes(line).decode("utf-8")
+    return json.loads(line, object_pairs_hook=_no_duplicates)
+
+
 def parse_json(line: str | bytes) -> Report:
     """Parse and validate one JSON line; raise :class:`ReportError` if it is not a valid report."""
     if len(line) > MAX_LINE:
         unit = "characters" if isinstance(line, str) else "bytes"
         raise ReportError("too_large", f"line longer than {MAX_LINE} {unit}")
     try:
-        obj = json.loads(line, object_pairs_hook=_no_duplicates)
+        obj = loads_utf8(line)
     except ReportError:
         raise
     except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
@@ -378,11 +386,36 @@ def iter_frames(data: bytes) -> Iterator[Frame]:
         yield item
 
 
+_PLAUSIBLE_FRAME = re.compile(MAGIC + bytes([FORMAT_VERSION]) + rb"[\x01-\x20][a-z]")
+"""A frame magic followed by the format version and a protocol name's plausible first two bytes."""
+_FALSE_START_MARGIN = 4 + 1 + 1 + 255 + 1
+"""Bytes a false start's failed checks (magic, version, protocol name) can read at most."""
+
+
+def _false_starts(data: bytes, start: int) -> tuple[int, list[ReportError]]:
+    """Skip, in bulk, the frame magics from ``start`` on that fail before their protocol name: the
+    next plausible frame start (or the tail, where a false start may be ``truncated``) and one
+    error per reason with ``records`` = how many, exactly what one-by-one parsing would count."""
+    m = _PLAUSIBLE_FRAME.search(data, start)
+    stop = min(m.start() if m else len(data), len(data) - _FALSE_START_MARGIN)
+    if stop <= start:
+        return start, []
+    magics = data.count(MAGIC, start, stop + len(MAGIC) - 1)
+    versioned = data.count(MAGIC + bytes([FORMAT_VERSION]), start, stop + len(MAGIC))
+    errors = [ReportError(reason, f"{n} false frame starts from offset {start}: {what}", records=n)
+              for reason, n, what in (("bad_version", magics - versioned, "frame magic without the format version"),
+                                      ("bad_protocol", versioned, "no valid protocol name after the magic")) if n]
+    nxt = data.find(MAGIC, stop)
+    return (len(data) if nxt < 0 else nxt), errors
+
+
 def scan_frames(data: bytes) -> Iterator[Frame | ReportError]:
     """Parse concatenated frames, yielding a :class:`ReportError` for each malformed one and
     going on after it: past its end when its header was readable (a failed CRC) and another
     frame (or the end of the data) follows there, otherwise at the next frame magic. Every
-    intact frame is read; the CRC-32 rejects a false start found inside damaged bytes."""
+    intact frame is read; the CRC-32 rejects a false start found inside damaged bytes. Runs of
+    false starts that fail before their protocol name are counted in bulk (one error per reason,
+    its ``records`` the number of them), so junk full of magics is skipped at ``bytes.find`` speed."""
     data = bytes(data)
     pos = 0
     while pos < len(data):
@@ -395,7 +428,10 @@ def scan_frames(data: bytes) -> Iterator[Frame | ReportError]:
                 err.resume, err.records, nxt = None, 1, None
             yield err
             if nxt is None:
-                nxt = data.find(MAGIC, pos + 1)
+                nxt, bulk = _false_starts(data, pos + 1)
+                yield from bulk
+                if not bulk:
+                    nxt = data.find(MAGIC, pos + 1)
             pos = len(data) if nxt < 0 else nxt
             continue
         yield frame

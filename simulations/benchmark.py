@@ -394,6 +394,7 @@ def aggregate_simulation_1e9(ctx: Context) -> dict[str, Any]:
 
 def _register_protocol_sections() -> None:
     """Protocol sections kept in their own files (``simulations/bench_*.py``)."""
+    import bench_hostile
     import bench_ingest
     import bench_plan
     import bench_rappor
@@ -407,6 +408,7 @@ def _register_protocol_sections() -> None:
     bench_regression.register(sys.modules[__name__])
     bench_plan.register(sys.modules[__name__])
     bench_ingest.register(sys.modules[__name__])
+    bench_hostile.register(sys.modules[__name__])
 
 
 def _v_opt(eps: float, d: int) -> tuple[float, str]:

@@ -106,7 +106,7 @@ def simulate_clients(ids: list[int], pop: dict[str, np.ndarray], days: int, seed
         path = os.path.join(state_dir, f"client-{cid}.sqlite")
         for day in range(days + 1):  # the extra day: everyone comes online once more and uploads
             now[0] = (FIRST_DAY + day) * DAY + float(rng.uniform(60, DAY - 60))
-            with TelemetryClient(spec, path, clock=lambda: now[0], rng=int(rng.integers(2**32))) as app:
+            with TelemetryClient(spec, path, clock=lambda: now[0], rng=int(rng.integers(2**32)), simulation=True) as app:
                 if day < days:
                     category = pop["category"][cid] if rng.random() < 0.7 else int(rng.integers(len(labels)))
                     values = {"app_category": labels[category], "dark_mode": bool(pop["dark"][cid]),

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from ldp.cli import main
 from ldp.compare import (
     RegressionSetup, add_compare_arguments, compare_command, local_noise_sd, local_reports, local_sensitivity,
     multiplier_rows, protocol_rows, regression_rows, render, seed004_errors, seed004_rows, seed004_slopes,
@@ -300,8 +301,10 @@ def test_quick_json_and_summary(quick_run):
 def test_compare_command_refuses_plots_without_a_folder(capsys):
     ap = argparse.ArgumentParser()
     add_compare_arguments(ap)
-    assert compare_command(ap.parse_args(["--quick", "--plots"])) == 2
-    assert "--out" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--out"):
+        compare_command(ap.parse_args(["--quick", "--plots"]))
+    assert main(["compare", "--quick", "--plots"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "ldp compare: error: --plots needs --out DIR"
     assert ap.parse_args([]).plots is None and ap.parse_args(["--no-plots"]).plots is False
 
 

@@ -213,21 +213,21 @@ def test_bad_values_are_type_errors():
 # -- budget ---------------------------------------------------------------------------------------
 def test_ledger_charges_eps1_per_report_capped_at_eps_inf_per_value():
     ledger = BudgetLedger()
-    enc = RapporEncoder(DEMO, secret=b"s", cohort=0, rng=1, ledger=ledger, metric="homepage")
+    enc = RapporEncoder(DEMO, secret=b"s", cohort=0, rng=1, simulation=True, ledger=ledger, metric="homepage")
     e1, einf = DEMO.epsilon_one, DEMO.epsilon_inf
     for t in range(1, 8):
         enc.encode("example.com")
         assert ledger.spent("homepage", "lifetime").epsilon == pytest.approx(min(t * e1, einf))
     enc.encode("other.org")  # another value: its own PRR, its own charge
     assert ledger.spent("homepage", "lifetime").epsilon == pytest.approx(einf + e1)
-    fresh = RapporEncoder(DEMO, secret=b"new secret", cohort=0, rng=1, ledger=ledger, metric="homepage")
+    fresh = RapporEncoder(DEMO, secret=b"new secret", cohort=0, rng=1, simulation=True, ledger=ledger, metric="homepage")
     fresh.encode("example.com")  # a new secret means a new PRR: charged again
     assert ledger.spent("homepage", "lifetime").epsilon == pytest.approx(einf + 2 * e1)
 
 
 def test_upfront_charging_and_budget_exhaustion():
     ledger = BudgetLedger(metrics={"m": BudgetPolicy(lifetime=PrivacyCost(DEMO.epsilon_inf * 1.5))})
-    enc = RapporEncoder(DEMO, secret=b"s", cohort=0, rng=1, ledger=ledger, metric="m", charging="upfront")
+    enc = RapporEncoder(DEMO, secret=b"s", cohort=0, rng=1, simulation=True, ledger=ledger, metric="m", charging="upfront")
     enc.encode("a")
     assert ledger.spent("m", "lifetime").epsilon == pytest.approx(DEMO.epsilon_inf)
     for _ in range(5):
@@ -242,7 +242,7 @@ def test_upfront_charging_and_budget_exhaustion():
 
 def test_window_cap_below_eps1_refuses_every_report():
     ledger = BudgetLedger(metrics={"m": BudgetPolicy(per_window=PrivacyCost(DEMO.epsilon_one / 2))})
-    enc = RapporEncoder(DEMO, rng=1, ledger=ledger, metric="m")
+    enc = RapporEncoder(DEMO, rng=1, simulation=True, ledger=ledger, metric="m")
     with pytest.raises(BudgetExceeded):
         enc.encode("a")
     assert ledger.history("m") == []

@@ -344,8 +344,10 @@ def test_bad_parameters():
             est.fit(X)
     with pytest.raises(ValueError, match="mapping"):
         KalajaPipeline(Ridge(), mapping="norm", warn=False).fit(X, y)
+    with pytest.raises(TypeError, match="estimator"):  # required, as for scikit-learn's meta-estimators
+        KalajaPipeline(warn=False)
     with pytest.raises(ValueError, match="estimator"):
-        KalajaPipeline(warn=False).fit(X, y)
+        KalajaPipeline(None, warn=False).fit(X, y)
     with pytest.raises(ValueError, match="NaN"):
         kalaja_pipeline(Ridge(), warn=False).fit(X, np.where(np.arange(30) == 3, np.nan, y))
     with pytest.raises(ValueError, match="features"):

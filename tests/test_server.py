@@ -277,7 +277,7 @@ def test_csv_rows_and_parquet_rows_are_validated(spec, tmp_path):
     d["payload.hash"][k] = 1                                   # (ignored: routed first)
     types = {"window": pa.int64(), **{c: t.schema.field(c).type for c in t.column_names if c.startswith("payload.")}}
     table = pa.table({c: pa.array(v, types.get(c, pa.string()) if c != "v" else pa.uint8()) for c, v in d.items()})
-    pq.write_table(table, tmp_path / "b.parquet")
+    pq.write_table(table, tmp_path / "b.parquet", write_page_checksum=True)
     s = aggregate_files([tmp_path / "b.parquet"], spec, tmp_path / "out3")
     assert s.rejected == {"bad_length": 1, "bad_window": 1, "missing_key": 1, "out_of_range": 1, "unknown_spec": 1,
                           "wrong_fingerprint": 1}

@@ -112,7 +112,7 @@ def test_audit_equals_the_sum_of_budgets(word_sketch, fragment_sketch):
 def test_ledger_charges_both_budgets_per_report():
     p = SfpParams(1.0, 1.5, **SMALL)
     ledger = BudgetLedger(metrics={"words": BudgetPolicy(per_window=PrivacyCost(5.0))})
-    enc = SfpEncoder(p, ledger=ledger, metric="words", rng=3)
+    enc = SfpEncoder(p, ledger=ledger, metric="words", rng=3, simulation=True)
     enc.encode("cat")
     enc.encode("cat")
     with pytest.raises(BudgetExceeded):

@@ -6,7 +6,6 @@ import argparse
 import importlib.util
 import json
 import math
-import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -218,23 +217,16 @@ def _jsonable(v: Any) -> Any:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    """``ldp compare``: run :func:`run_compare` and print the summary (or JSON); 2 on bad options."""
+    """``ldp compare``: run :func:`run_compare` and print the summary (or JSON). Bad options raise
+    ``ValueError``, which :func:`ldp.cli.main` reports as ``ldp compare: error: …`` (status 2)."""
     plots = args.plots
     if plots and args.out is None:
-        print("error: --plots needs --out DIR", file=sys.stderr)
-        return 2
+        raise ValueError("--plots needs --out DIR")
     if plots is None:
         plots = args.out is not None and importlib.util.find_spec("matplotlib") is not None
-    elif plots:
-        from ldp.simulation import matplotlib_missing
-
-        if matplotlib_missing(False):
-            return 2
-    try:
-        result = run_compare(quick=args.quick, seed=args.seed, out_dir=args.out, plots=plots, trials=args.trials)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    elif plots and importlib.util.find_spec("matplotlib") is None:
+        raise ValueError("plots need matplotlib (pip install matplotlib, or 'ldp[plot]'); or leave out --plots")
+    result = run_compare(quick=args.quick, seed=args.seed, out_dir=args.out, plots=plots, trials=args.trials)
     if args.json:
         # the per-n0 seed-004 tables (1,200 rows each) are in the CSVs; their slopes are in the JSON
         tables = {k: v for k, v in result["tables"].items() if k not in ("seed004_series", "seed004_errors")}

@@ -9,6 +9,8 @@ frames or JSON lines), ``merge`` another aggregate of the same parameters, ``to_
 from __future__ import annotations
 
 import json
+import math
+import reprlib
 import struct
 import zlib
 from abc import ABC, abstractmethod
@@ -19,17 +21,31 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, TypeVar
 import numpy as np
 
 from ldp.encoders.base import ProtocolParams
-from ldp.reports import Frame, Report, ReportBatch, ReportError, parse_json, scan_frames
+from ldp.reports import Frame, Report, ReportBatch, ReportError, _no_duplicates, parse_json, scan_frames
 
-__all__ = ["Aggregate", "RejectHandler", "frame_to_batch"]
+__all__ = ["Aggregate", "AggregateFormatError", "RejectHandler", "StateLayout", "frame_to_batch", "MAX_HEADER",
+           "MAX_COUNT"]
 
 RejectHandler = Callable[[Any, ReportError], None]
 """Called with (the rejected item: a Report, a raw line, or a batch row index; the error)."""
 
+StateLayout = dict[str, tuple[np.dtype, tuple[int, ...]]]
+"""Name → (dtype, shape) of each array of an aggregate's sufficient statistics."""
+
 _MAGIC = b"LDPA"
 _CHUNK = 1 << 16
 _VERSION = 1
+_PREFIX = 9  # magic, version, u32 header length
+MAX_HEADER = 1 << 20
+"""Largest JSON header an aggregate file may have (bytes): parsing it takes at most ~25x this in memory."""
+MAX_COUNT = (1 << 63) - 1
+"""Largest report count (``n`` and each rejection count) an aggregate file may declare (int64, like its state)."""
+_HEADER_KEYS = frozenset({"protocol", "params", "fingerprint", "n", "rejected", "arrays"})
 A = TypeVar("A", bound="Aggregate")
+
+
+class AggregateFormatError(ValueError):
+    """Bytes that are not a well-formed aggregate: whatever is wrong with them, this is raised."""
 
 
 def frame_to_batch(frame: Frame) -> ReportBatch:
@@ -70,17 +86,26 @@ class Aggregate(ABC):
         self._init_state()
 
     # -- protocol-specific ---------------------------------------------------------------------
+    @classmethod
     @abstractmethod
-    def _init_state(self) -> None:
-        """Create the empty sufficient statistics."""
+    def state_layout(cls, params: Any) -> StateLayout:
+        """Name → (dtype, shape) of each statistic under ``params``, computed without allocating.
+
+        The statistics are these arrays, created as zeros and kept as attributes of the same names;
+        :meth:`from_bytes` checks a file's declared arrays and size against this before allocating."""
 
     @abstractmethod
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         """Fold already-validated columns (one array per payload field) into the statistics."""
 
-    @abstractmethod
+    def _init_state(self) -> None:
+        """Create the empty sufficient statistics (zeros, as :meth:`state_layout` says)."""
+        for name, (dtype, shape) in self.state_layout(self.params).items():
+            setattr(self, name, np.zeros(shape, dtype=dtype))
+
     def _state(self) -> dict[str, np.ndarray]:
         """The sufficient statistics as named arrays (serialized and merged element-wise by sum)."""
+        return {name: getattr(self, name) for name in self.state_layout(self.params)}
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         for name, arr in state.items():
@@ -201,6 +226,8 @@ class Aggregate(ABC):
     def merge(self: A, other: A) -> A:
         """Fold ``other`` (same protocol and parameters) into this aggregate; returns ``self``."""
         self._check_compatible(other)
+        if self.n + other.n > MAX_COUNT or any(self.rejected[k] + v > MAX_COUNT for k, v in other.rejected.items()):
+            raise ValueError(f"merging would count more than {MAX_COUNT} reports, beyond what an aggregate holds")
         for name, arr in other._state().items():
             getattr(self, name)[...] += arr
         self.n += other.n
@@ -215,54 +242,69 @@ class Aggregate(ABC):
         state = self._state()
         header = {
             "protocol": self.params.protocol, "params": self.params.to_dict(), "fingerprint": self.params.fingerprint,
-            "n": self.n, "rejected": dict(self.rejected),
-            "arrays": [[k, v.dtype.newbyteorder("<").str, list(v.shape)] for k, v in state.items()],
+            "n": self.n, "rejected": dict(self.rejected), "arrays": _declared_arrays(self.state_layout(self.params)),
         }
         head = json.dumps(header, separators=(",", ":")).encode()
+        if len(head) > MAX_HEADER:  # never write what from_bytes would refuse
+            raise ValueError(f"the aggregate's header (its parameters) takes {len(head)} bytes, above the "
+                             f"{MAX_HEADER}-byte limit of aggregate files")
         body = b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes() for v in state.values())
         blob = _MAGIC + bytes([_VERSION]) + struct.pack("<I", len(head)) + head + body
         return blob + struct.pack("<I", zlib.crc32(blob))
 
     @staticmethod
-    def from_bytes(data: bytes) -> "Aggregate":
-        """Rebuild any protocol's aggregate from :meth:`to_bytes` output; ``ValueError`` if damaged."""
-        data = bytes(data)
-        if len(data) < 13 or data[:4] != _MAGIC or data[4] != _VERSION:
-            raise ValueError("not a serialized ldp aggregate (bad magic or version)")
-        if zlib.crc32(data[:-4]) != struct.unpack("<I", data[-4:])[0]:
-            raise ValueError("aggregate bytes are damaged (CRC-32 mismatch)")
+    def from_bytes(data: bytes | bytearray | memoryview) -> "Aggregate":
+        """Rebuild any protocol's aggregate from :meth:`to_bytes` output.
+
+        The bytes may come from anywhere: the header is parsed within :data:`MAX_HEADER`, its
+        arrays must be exactly the parameters' :meth:`state_layout`, and their size must be the
+        payload's before anything is allocated. Whatever is wrong raises
+        :class:`AggregateFormatError` (a ``ValueError``)."""
+        view = memoryview(data).cast("B")
+        if len(view) < _PREFIX + 4 or view[:4] != _MAGIC or view[4] != _VERSION:
+            raise AggregateFormatError("not a serialized ldp aggregate (bad magic or version)")
+        if zlib.crc32(view[:-4]) != int.from_bytes(view[-4:], "little"):
+            raise AggregateFormatError("aggregate bytes are damaged (CRC-32 mismatch)")
         try:
-            return Aggregate._load(data[:-4])
-        except (KeyError, TypeError, IndexError, AttributeError, struct.error) as exc:
-            raise ValueError(f"corrupt aggregate: {exc!r}") from None
+            return Aggregate._load(view[:-4])
+        except AggregateFormatError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
+            raise AggregateFormatError(f"corrupt aggregate: {_clip(exc)}") from None
 
     @staticmethod
-    def _load(data: bytes) -> "Aggregate":
+    def _load(data: memoryview) -> "Aggregate":
         from ldp.protocols import get_protocol
 
-        (hlen,) = struct.unpack("<I", data[5:9])
-        header = json.loads(data[9:9 + hlen])
-        proto = get_protocol(header["protocol"])
-        agg = proto.aggregate_type(proto.params_type.from_dict(header["params"]))
-        if agg.params.fingerprint != header["fingerprint"]:
-            raise ValueError("aggregate fingerprint does not match its parameters")
-        expected = agg._state()
-        pos, state = 9 + hlen, {}
-        for name, dtype, shape in header["arrays"]:
-            want = expected.get(name)
-            if want is None or np.dtype(dtype) != want.dtype.newbyteorder("<") or tuple(shape) != want.shape:
-                raise ValueError(f"aggregate array {name!r} does not match the protocol's state")
-            size = want.size * want.dtype.itemsize
-            if pos + size > len(data):
-                raise ValueError("truncated aggregate")
-            state[name] = np.frombuffer(data[pos:pos + size], dtype=np.dtype(dtype)).reshape(want.shape)
+        header = _read_header(data)
+        proto = get_protocol(_typed(header, "protocol", str))
+        if proto.aggregate_type is None:
+            raise AggregateFormatError(f"protocol {proto.name!r} has no server aggregate")
+        try:
+            params = proto.params_type.from_dict(_typed(header, "params", dict))
+        except (TypeError, ValueError) as exc:
+            raise AggregateFormatError(f"aggregate header has bad {proto.name} parameters: {exc}") from None
+        if params.fingerprint != header["fingerprint"]:
+            raise AggregateFormatError("aggregate fingerprint does not match its parameters")
+        cls: type[Aggregate] = proto.aggregate_type
+        layout = cls.state_layout(params)
+        expected = _declared_arrays(layout)
+        if not _same_json(header["arrays"], expected):
+            raise AggregateFormatError(f"aggregate arrays {_clip(header['arrays'])} do not match the protocol's "
+                                       f"state {_clip(expected)}")
+        sizes = [math.prod(shape) * dtype.itemsize for dtype, shape in layout.values()]
+        pos = _PREFIX + int.from_bytes(data[5:_PREFIX], "little")
+        if sum(sizes) != len(data) - pos:
+            raise AggregateFormatError(f"the parameters' state takes {sum(sizes)} bytes but the aggregate carries "
+                                       f"{len(data) - pos}")
+        n, rejected = _count(header["n"], "n"), _typed(header, "rejected", dict)
+        for reason, count in rejected.items():
+            _count(count, f"rejected[{_clip(reason)}]")
+        state = {}
+        for (name, (dtype, shape)), size in zip(layout.items(), sizes):  # views of the payload, no copy yet
+            state[name] = np.frombuffer(data[pos:pos + size], dtype=dtype.newbyteorder("<")).reshape(shape)
             pos += size
-        if pos != len(data) or set(state) != set(expected):
-            raise ValueError("aggregate arrays do not match the protocol's state")
-        n, rejected = header["n"], header["rejected"]
-        if not (isinstance(n, int) and n >= 0 and isinstance(rejected, dict)
-                and all(isinstance(v, int) and v >= 0 for v in rejected.values())):
-            raise ValueError("aggregate header has a bad report count")
+        agg = cls(params)  # allocates the state: exactly the payload's size, checked above
         agg._set_state(state)
         agg.n, agg.rejected = n, Counter(rejected)
         return agg
@@ -270,3 +312,68 @@ class Aggregate(ABC):
     def __repr__(self) -> str:
         rej = sum(self.rejected.values())
         return f"{type(self).__name__}(n={self.n}, rejected={rej}, params={self.params})"
+
+
+def _declared_arrays(layout: StateLayout) -> list[list[Any]]:
+    """The header's ``arrays`` entry for a state layout: ``[name, little-endian dtype string, shape]``."""
+    return [[name, dtype.newbyteorder("<").str, list(shape)] for name, (dtype, shape) in layout.items()]
+
+
+def _read_header(data: memoryview) -> dict[str, Any]:
+    """The JSON header of aggregate bytes (CRC removed): at most :data:`MAX_HEADER` bytes of ASCII JSON
+    (nesting past the interpreter's recursion limit refused), no duplicate keys, exactly the known keys."""
+    hlen = int.from_bytes(data[5:_PREFIX], "little")
+    if hlen > MAX_HEADER:
+        raise AggregateFormatError(f"aggregate header declares {hlen} bytes, above the {MAX_HEADER}-byte limit")
+    if hlen > len(data) - _PREFIX:
+        raise AggregateFormatError(f"aggregate header declares {hlen} bytes but only {len(data) - _PREFIX} follow")
+    try:
+        text = data[_PREFIX:_PREFIX + hlen].tobytes().decode("ascii")
+        header = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except RecursionError:
+        raise AggregateFormatError("aggregate header is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a duplicate key, NaN
+        raise AggregateFormatError(f"aggregate header is not ASCII JSON: {_clip(exc)}") from None
+    if not isinstance(header, dict) or header.keys() != _HEADER_KEYS:
+        keys = sorted(header) if isinstance(header, dict) else type(header).__name__
+        raise AggregateFormatError(f"aggregate header must have exactly the keys {sorted(_HEADER_KEYS)}, got "
+                                   f"{_clip(keys)}")
+    return header
+
+
+def _no_constant(name: str) -> Any:
+    """``parse_constant`` hook: ``NaN`` and ``Infinity`` are not JSON, and ``to_bytes`` never writes them."""
+    raise ValueError(f"{name} is not a number an aggregate holds")
+
+
+def _typed(header: dict[str, Any], key: str, kind: type) -> Any:
+    value = header[key]
+    if not isinstance(value, kind):
+        raise AggregateFormatError(f"aggregate header {key!r} must be a {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _count(value: Any, what: str) -> int:
+    """``value`` if it is an int in ``[0, MAX_COUNT]`` (not a bool, not a float)."""
+    if type(value) is not int or not 0 <= value <= MAX_COUNT:
+        raise AggregateFormatError(f"aggregate header has a bad report count {what} = {_clip(value)} "
+                                   f"(an int in [0, 2**63 - 1])")
+    return value
+
+
+def _same_json(got: Any, want: Any) -> bool:
+    """``got == want`` type for type (``True`` is not ``1``, ``2.0`` is not ``2``); recurses only as deep as ``want``."""
+    if type(got) is not type(want):
+        return False
+    if isinstance(want, list):
+        return len(got) == len(want) and all(_same_json(g, w) for g, w in zip(got, want))
+    return bool(got == want)
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 3, 6, 6, 60, 60, 40
+
+
+def _clip(value: Any) -> str:
+    """A short repr of an untrusted value (bounded in length and depth) for an error message."""
+    return str(value)[:200] if isinstance(value, BaseException) else _SHORT.repr(value)

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ldp.decoders.base import Aggregate
+from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.pure import pure_count_estimate, pure_count_variance
 from ldp.decoders.results import Estimates
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
@@ -55,11 +55,9 @@ class RRAggregate(Aggregate):
     params_type: ClassVar[type] = BinaryRRParams
     params: BinaryRRParams
 
-    def _init_state(self) -> None:
-        self.ones = np.zeros(1, dtype=np.int64)
-
-    def _state(self) -> dict[str, np.ndarray]:
-        return {"ones": self.ones}
+    @classmethod
+    def state_layout(cls, params: BinaryRRParams) -> StateLayout:
+        return {"ones": (np.dtype(np.int64), (1,))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         self.ones[0] += int(np.count_nonzero(columns["bit"]))
@@ -92,11 +90,9 @@ class GRRAggregate(Aggregate):
     params_type: ClassVar[type] = GRRParams
     params: GRRParams
 
-    def _init_state(self) -> None:
-        self.counts = np.zeros(self.params.domain_size, dtype=np.int64)
-
-    def _state(self) -> dict[str, np.ndarray]:
-        return {"counts": self.counts}
+    @classmethod
+    def state_layout(cls, params: GRRParams) -> StateLayout:
+        return {"counts": (np.dtype(np.int64), (params.domain_size,))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         index, d = columns["index"], self.params.domain_size

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ldp.batch.bits import ones_by_group
-from ldp.decoders.base import Aggregate
+from ldp.decoders.base import Aggregate, StateLayout
 from ldp.encoders.rappor import RapporParams
 from ldp.randomness import as_generator
 
@@ -61,12 +61,10 @@ class RapporAggregate(Aggregate):
     params_type: ClassVar[type] = RapporParams
     params: RapporParams
 
-    def _init_state(self) -> None:
-        self.cohort_n = np.zeros(self.params.num_cohorts, dtype=np.int64)
-        self.ones = np.zeros((self.params.num_cohorts, self.params.num_bloombits), dtype=np.int64)
-
-    def _state(self) -> dict[str, np.ndarray]:
-        return {"cohort_n": self.cohort_n, "ones": self.ones}
+    @classmethod
+    def state_layout(cls, params: RapporParams) -> StateLayout:
+        m, k = params.num_cohorts, params.num_bloombits
+        return {"cohort_n": (np.dtype(np.int64), (m,)), "ones": (np.dtype(np.int64), (m, k))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         """Count reports per cohort and ones per (cohort, bit) (:func:`~ldp.batch.bits.ones_by_group`)."""

@@ -89,21 +89,33 @@ class CandidateMap:
 
     @classmethod
     def from_google_map(cls, params: RapporParams, text: str) -> "CandidateMap":
-        """Read Google's ``map.csv``: ``string, idx...`` with m·h 1-based rows ``c·k + bit + 1``."""
+        """Read Google's ``map.csv``: ``string, idx...`` with m·h 1-based rows ``c·k + bit + 1``.
+        Lines may end in ``\n``, ``\r\n`` or ``\r``; any malformed line raises ``ValueError`` naming it."""
         m, k, h = params.num_cohorts, params.num_bloombits, params.num_hashes
+        cohort = np.repeat(np.arange(m), h)
         cands, rows = [], []
-        for line_no, rec in enumerate(csv.reader(io.StringIO(text)), 1):
+        reader = csv.reader(io.StringIO(text, newline=""))  # the csv module splits the lines itself
+        while True:
+            try:
+                rec = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise ValueError(f"map.csv line {reader.line_num}: not valid CSV ({exc})") from None
             if not rec:
                 continue
             if len(rec) != 1 + m * h:
-                raise ValueError(f"map.csv line {line_no}: expected 1 + m·h = {1 + m * h} fields, got {len(rec)}")
+                raise ValueError(f"map.csv line {reader.line_num}: expected 1 + m·h = {1 + m * h} fields, "
+                                 f"got {len(rec)}")
             try:
-                r = np.array([int(x) for x in rec[1:]], dtype=np.int64) - 1
+                idx = [int(x) for x in rec[1:]]
             except ValueError:
-                raise ValueError(f"map.csv line {line_no}: row indices must be integers") from None
-            cohort = np.repeat(np.arange(m), h)
+                raise ValueError(f"map.csv line {reader.line_num}: row indices must be integers") from None
+            if not all(1 <= i <= m * k for i in idx):  # before int64: 2^63 and beyond would overflow
+                raise ValueError(f"map.csv line {reader.line_num}: row index outside 1..m·k = {m * k}")
+            r = np.array(idx, dtype=np.int64) - 1
             if (r < cohort * k).any() or (r >= (cohort + 1) * k).any():
-                raise ValueError(f"map.csv line {line_no}: index outside its cohort's rows c·k+1..(c+1)·k")
+                raise ValueError(f"map.csv line {reader.line_num}: index outside its cohort's rows c·k+1..(c+1)·k")
             cands.append(rec[0])
             rows.append(r)
         cands = check_candidates(cands)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ldp.batch.murmur import bucket_table
 from ldp.batch.sketch import sketch_buckets
-from ldp.decoders.base import Aggregate
+from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.results import Estimates
 from ldp.decoders.sketch import SketchAggregate, sketch_counts
 from ldp.encoders.sfp import SfpParams
@@ -101,16 +101,14 @@ class SfpAggregate(Aggregate):
     params_type: ClassVar[Any] = SfpParams
     params: SfpParams
 
-    def _init_state(self) -> None:
-        w, f, P = self.params.word_params, self.params.fragment_params, self.params.num_positions
-        self.word_row_n = np.zeros(w.num_hashes, dtype=np.int64)
-        self.word_sums = np.zeros((w.num_hashes, w.width), dtype=np.int64)
-        self.fragment_row_n = np.zeros((P, f.num_hashes), dtype=np.int64)
-        self.fragment_sums = np.zeros((P, f.num_hashes, f.width), dtype=np.int64)
-
-    def _state(self) -> dict[str, np.ndarray]:
-        return {"word_row_n": self.word_row_n, "word_sums": self.word_sums,
-                "fragment_row_n": self.fragment_row_n, "fragment_sums": self.fragment_sums}
+    @classmethod
+    def state_layout(cls, params: SfpParams) -> StateLayout:
+        word = SketchAggregate.state_layout(params.word_params)
+        frag = SketchAggregate.state_layout(params.fragment_params)
+        P = params.num_positions
+        return {"word_row_n": word["row_n"], "word_sums": word["sums"],
+                "fragment_row_n": (frag["row_n"][0], (P, *frag["row_n"][1])),
+                "fragment_sums": (frag["sums"][0], (P, *frag["sums"][1]))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         pr = self.params

@@ -29,7 +29,7 @@ import numpy as np
 from ldp.batch import check_candidates
 from ldp.batch.bits import ones_by_group
 from ldp.batch.sketch import hadamard_sign, sketch_buckets
-from ldp.decoders.base import Aggregate
+from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.results import Estimates
 from ldp.encoders.cms import CmsParams, SketchParams
 from ldp.encoders.hcms import HcmsParams
@@ -83,12 +83,10 @@ class SketchAggregate(Aggregate):
     params_type: ClassVar[Any] = (CmsParams, HcmsParams)
     params: SketchParams
 
-    def _init_state(self) -> None:
-        self.row_n = np.zeros(self.params.num_hashes, dtype=np.int64)
-        self.sums = np.zeros((self.params.num_hashes, self.params.width), dtype=np.int64)
-
-    def _state(self) -> dict[str, np.ndarray]:
-        return {"row_n": self.row_n, "sums": self.sums}
+    @classmethod
+    def state_layout(cls, params: SketchParams) -> StateLayout:
+        k, m = params.num_hashes, params.width
+        return {"row_n": (np.dtype(np.int64), (k,)), "sums": (np.dtype(np.int64), (k, m))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         row_n, sums = sketch_counts(self.params, columns["hash"], columns, self.params.num_hashes)

@@ -54,11 +54,12 @@ def run_clients(n: int, gen: np.random.Generator, epsilon: float, dark_mode_rate
     for i in range(n):
         with BudgetLedger(":memory:", total=policy_total, metrics=metrics) as ledger:
             rng = int(gen.integers(2**63))  # seeded per client for reproducibility; real clients use the OS CSPRNG
-            cat_enc = GRREncoder(category, rng=rng, ledger=ledger, metric="app_category")
-            dark_enc = BinaryRREncoder(dark, rng=rng + 1, ledger=ledger, metric="dark_mode")
+            cat_enc = GRREncoder(category, rng=rng, ledger=ledger, metric="app_category", simulation=True)
+            dark_enc = BinaryRREncoder(dark, rng=rng + 1, ledger=ledger, metric="dark_mode", simulation=True)
             lines.append(cat_enc.encode(CATEGORIES[users_cat[i]]).to_json())
             lines.append(dark_enc.encode(bool(users_dark[i])).to_json())
-            home_enc = RapporEncoder(HOMEPAGE_PARAMS, rng=rng + 2, ledger=ledger, metric="homepage")
+            home_enc = RapporEncoder(HOMEPAGE_PARAMS, rng=rng + 2, ledger=ledger, metric="homepage",
+                                     simulation=True)
             home_lines.append(home_enc.encode(HOMEPAGES[users_home[i]]).to_json())
             if i % 10 == 0:  # one client in ten tries a second report today: its budget refuses it
                 try:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from abc import ABC, abstractmethod
 from functools import cached_property
 from typing import Any, ClassVar, Mapping
 
 from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
-from ldp.randomness import RandomSource, client_source
+from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
 
 __all__ = ["ProtocolParams", "Encoder", "check_epsilon", "check_int", "check_string_value", "MAX_AGGREGATE_CELLS"]
@@ -100,21 +101,38 @@ class ProtocolParams:
 class Encoder(ABC):
     """A client encoder: ``encode(value)`` validates, charges the ledger, randomizes, commits.
 
-    ``rng`` defaults to the OS CSPRNG (pass a seed or generator only for simulation). With a
-    ``ledger``, every report is charged to ``metric`` before randomness is drawn; an exhausted
-    budget raises :class:`ldp.accountant.BudgetExceeded` and no report is produced.
+    ``rng`` defaults to the OS CSPRNG. A seed or generator (:func:`~ldp.randomness.is_seeded`)
+    makes every encoder given it report the same noise, so it is for simulation only and must be
+    said so with ``simulation=True``: without it, a seeded encoder that charges a ledger is refused
+    (``ValueError``) and one without a ledger warns (:class:`~ldp.randomness.SeededRandomnessWarning`);
+    with it, the ledger's file records that it was used so. With a ``ledger``, every report is
+    charged to ``metric`` before randomness is drawn; an exhausted budget raises
+    :class:`ldp.accountant.BudgetExceeded` and no report is produced.
     """
 
     params_type: ClassVar[type[ProtocolParams]]
 
     def __init__(self, params: ProtocolParams, *, rng: Any = None, ledger: BudgetLedger | None = None,
-                 metric: str | None = None) -> None:
+                 metric: str | None = None, simulation: bool = False) -> None:
         if not isinstance(params, self.params_type):
             raise TypeError(f"{type(self).__name__} needs {self.params_type.__name__}, got {type(params).__name__}")
+        if not isinstance(simulation, bool):
+            raise TypeError(f"simulation must be a bool, got {type(simulation).__name__}")
         self.params = params
         self._rng: RandomSource = client_source(rng)
         if ledger is not None and not metric:
             raise ValueError("an encoder with a ledger needs the metric name to charge")
+        self.simulation = simulation
+        if is_seeded(rng) and not simulation:
+            if ledger is not None:
+                raise ValueError(f"{type(self).__name__}: a seeded rng with a budget ledger makes every device given "
+                                 "the seed report the same noise; leave rng=None (the OS CSPRNG) in an app, or pass "
+                                 "simulation=True for a simulation")
+            warnings.warn(f"{type(self).__name__} draws from a seeded rng: every encoder given this seed reports the "
+                          "same noise (not private in deployment); pass simulation=True if this is a simulation",
+                          SeededRandomnessWarning, stacklevel=3)
+        if ledger is not None and simulation and is_seeded(rng):
+            ledger.mark_simulation()
         self.ledger, self.metric = ledger, metric
         self._fp = params.fingerprint
 

@@ -243,8 +243,8 @@ class RapporEncoder(Encoder):
 
     def __init__(self, params: RapporParams, *, secret: bytes | str | None = None, cohort: int | None = None,
                  rng: Any = None, ledger: Any = None, metric: str | None = None, charging: str = "min",
-                 prr_rng: RandomSource | None = None) -> None:
-        super().__init__(params, rng=rng, ledger=ledger, metric=metric)
+                 prr_rng: RandomSource | None = None, simulation: bool = False) -> None:
+        super().__init__(params, rng=rng, ledger=ledger, metric=metric, simulation=simulation)
         params.check_google_client()
         if charging not in CHARGING:
             raise ValueError(f"charging must be one of {CHARGING}, got {charging!r}")

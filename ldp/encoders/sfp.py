@@ -233,10 +233,12 @@ class SfpEncoder(Encoder):
     params: SfpParams
     params_type: ClassVar[type] = SfpParams
 
-    def __init__(self, params: SfpParams, *, rng: Any = None, ledger: Any = None, metric: str | None = None) -> None:
-        super().__init__(params, rng=rng, ledger=ledger, metric=metric)
-        self._word = SKETCHES[params.word_sketch][1](params.word_params, rng=self._rng)
-        self._fragment = SKETCHES[params.fragment_sketch][1](params.fragment_params, rng=self._rng)
+    def __init__(self, params: SfpParams, *, rng: Any = None, ledger: Any = None, metric: str | None = None,
+                 simulation: bool = False) -> None:
+        super().__init__(params, rng=rng, ledger=ledger, metric=metric, simulation=simulation)
+        # the two sketches draw from this encoder's source, already checked above
+        self._word = SKETCHES[params.word_sketch][1](params.word_params, rng=self._rng, simulation=True)
+        self._fragment = SKETCHES[params.fragment_sketch][1](params.fragment_params, rng=self._rng, simulation=True)
         self.truncated = 0
         self.replaced = 0
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 try:  # scikit-learn >= 1.6
@@ -26,7 +27,7 @@ except ImportError:  # pragma: no cover - older scikit-learn
 
 from ldp.accountant import PrivacyCost
 from ldp.regression.mechanisms import check_budget
-from ldp.regression.stats import SufficientStatistics, enforce_bounds, resolve_bounds
+from ldp.regression.stats import SufficientStatistics, check_finite_release, enforce_bounds, resolve_bounds
 
 __all__ = ["LinearModelBase", "PrivateLinearModel", "as_numpy_generator", "solve_ridge"]
 
@@ -40,6 +41,16 @@ def as_numpy_generator(random_state: Any) -> np.random.Generator:
     if random_state is None or (isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)):
         return np.random.default_rng(random_state)
     raise ValueError(f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}")
+
+
+def _can_stream(model: "LinearModelBase") -> bool:
+    """``partial_fit`` exists only on a model whose parameters let it take rows in chunks (bounds
+    fixed a priori): scikit-learn's ``available_if`` convention, as for ``MLPRegressor.partial_fit``.
+    Otherwise ``AttributeError`` says what is missing."""
+    reason = model._streaming_refusal()
+    if reason is not None:
+        raise AttributeError(reason)
+    return True
 
 
 def solve_ridge(xtx: np.ndarray, xty: np.ndarray, ridge: float = 0.0, symmetrize: bool = True) -> tuple[np.ndarray, str]:
@@ -58,6 +69,8 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
     :class:`~ldp.regression.preprocessing.InterceptColumn`)."""
 
     _fixed_bounds: tuple[float, float] | None = None  # mechanisms defined on a fixed domain (e.g. [-1, 1])
+    _private = False  # releases with noise need bounds
+    _bound_names = ("bound_X", "bound_y")  # the parameters that fix the bounds a priori
 
     @abstractmethod
     def _release_statistics(self, stats: SufficientStatistics, bounds: tuple[float, float],
@@ -84,8 +97,19 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         self._accumulate(X, y, owner=type(self).__name__)
         return self.release()
 
+    def _streaming_refusal(self, method: str = "partial_fit") -> str | None:
+        """Why rows cannot be streamed into a fresh model (``None``: they can)."""
+        if not self._private or self._fixed_bounds is not None:
+            return None
+        if all(getattr(self, name, None) is not None for name in self._bound_names):
+            return None
+        return (f"{type(self).__name__}.{method} needs {' and '.join(self._bound_names)}: bounds cannot be taken "
+                "from data that arrives in chunks (fit takes them from the data, with a PrivacyLeakWarning)")
+
+    @available_if(_can_stream)
     def partial_fit(self, X: Any, y: Any) -> "LinearModelBase":
-        """Accumulate a chunk (bounds enforced); nothing is released until :meth:`release`."""
+        """Accumulate a chunk (bounds enforced); nothing is released until :meth:`release`. Only
+        on a model whose bounds are fixed a priori."""
         first = not hasattr(self, "statistics_")
         X, y = self._check(X, y, reset=first)
         if first:
@@ -127,6 +151,8 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
             raise ValueError("nothing to release: fit or partial_fit some rows first")
         bounds = self._bounds_
         cost = self._cost()
+        if self._private:
+            check_finite_release(self.statistics_, bounds, type(self).__name__)
         self._check_release(self.statistics_.d, bounds)  # every parameter error before anything is charged
         if cost is not None and getattr(self, "accountant", None) is not None:
             self.accountant.spend(cost, type(self).__name__)
@@ -143,9 +169,9 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
     def _accumulate(self, X: np.ndarray, y: np.ndarray, owner: str, streaming: bool = False) -> None:
         bx, by = getattr(self, "bound_X", None), getattr(self, "bound_y", None)
         if not hasattr(self, "_bounds_"):
-            if streaming and self._cost() is not None and (bx is None or by is None):
-                raise ValueError(f"{owner}.partial_fit needs bound_X and bound_y: bounds cannot be taken from "
-                                 "data that arrives in chunks")
+            reason = self._streaming_refusal() if streaming else None
+            if reason is not None:
+                raise ValueError(reason)
             self._bounds_ = resolve_bounds(X, y, bx, by, owner) if self._cost() is not None else (np.inf, np.inf)
             self.statistics_ = SufficientStatistics(X.shape[1])
             self.n_bounded_ = 0
@@ -172,6 +198,7 @@ class PrivateLinearModel(LinearModelBase):
     ``bound_X`` (max row L2 norm) and ``bound_y`` (max |y|), enforced by scaling/clipping."""
 
     _gaussian = True
+    _private = True
 
     def _cost(self) -> PrivacyCost:
         return check_budget(self.epsilon, self.delta, need_delta=self._gaussian)

@@ -69,23 +69,29 @@ def _delta_of(sigma: float, eps: float, sensitivity: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Smallest σ whose Gaussian mechanism is (ε, δ)-DP for L2 sensitivity ``Δ`` (Balle & Wang
-    2018, Algorithm 1 by bisection on σ; relative precision 1e-12). Valid for every ε > 0."""
-    if not (sensitivity > 0):
-        raise ValueError(f"sensitivity must be > 0, got {sensitivity}")
-    lo, hi = 1e-12 * sensitivity, sensitivity
-    while _delta_of(hi, epsilon, sensitivity) > delta:
+def _unit_analytic_sigma(epsilon: float, delta: float) -> float:
+    """:func:`analytic_gaussian_sigma` at Δ = 1, by bisection on σ (relative precision 1e-12)."""
+    lo, hi = 1e-12, 1.0
+    while _delta_of(hi, epsilon, 1.0) > delta:
         lo, hi = hi, 2 * hi
     for _ in range(200):
-        mid = math.sqrt(lo * hi) if lo > 0 else hi / 2
-        if _delta_of(mid, epsilon, sensitivity) > delta:
+        mid = math.sqrt(lo * hi)
+        if _delta_of(mid, epsilon, 1.0) > delta:
             lo = mid
         else:
             hi = mid
         if hi - lo <= 1e-12 * hi:
             break
     return hi
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """Smallest σ whose Gaussian mechanism is (ε, δ)-DP for L2 sensitivity ``Δ`` (Balle & Wang
+    2018, Algorithm 1). δ depends on σ/Δ only, so σ = Δ·σ(Δ = 1): exact at any scale of Δ
+    (no underflow for tiny Δ, no overflow for huge Δ). Valid for every ε > 0."""
+    if not (sensitivity > 0 and math.isfinite(sensitivity)):
+        raise ValueError(f"sensitivity must be finite and > 0, got {sensitivity}")
+    return sensitivity * _unit_analytic_sigma(epsilon, delta)
 
 
 def gaussian_sigma(convention: str, epsilon: float, delta: float, sensitivity: float = 1.0) -> float:

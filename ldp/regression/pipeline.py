@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted
 
 from ldp.regression.mechanisms import PrivacyLeakWarning
@@ -60,7 +61,8 @@ class KalajaPipeline(RegressorMixin, BaseEstimator):
     3. :class:`MaxNormMap` (``mapping="max"``, Eq 3.5) or :class:`RowNormMap` (``"row"``, Eq 3.3);
     4. optionally :class:`InterceptColumn` (``scale_to_unit``, so rows stay in the unit ball);
     5. :class:`TargetScaler` for ``y`` (``center_y`` centres it on the training mean first);
-    6. a clone of ``estimator`` fitted on the mapped data, as ``estimator_``.
+    6. a clone of ``estimator`` (required, as for scikit-learn's meta-estimators such as ``RFE``)
+       fitted on the mapped data, as ``estimator_``.
 
     Every step maps the training rows into the unit ball and ``y`` into ``[−1, 1]``, so the
     estimator's ``bound_X`` and ``bound_y`` (when it has them) are set to 1. If you set them
@@ -78,7 +80,7 @@ class KalajaPipeline(RegressorMixin, BaseEstimator):
     release is the estimator's (``privacy_cost_``); these statistics are outside it.
     """
 
-    def __init__(self, estimator: Any = None, *, mapping: str = "max", intercept: bool = True,
+    def __init__(self, estimator: Any, *, mapping: str = "max", intercept: bool = True,
                  clip_c: float | None = None, clip_test: bool = False, center_y: bool = False,
                  warn: bool = True) -> None:
         self.estimator = estimator
@@ -92,6 +94,14 @@ class KalajaPipeline(RegressorMixin, BaseEstimator):
     # -- fitting ----------------------------------------------------------------------------------------
     def _steps(self) -> list[Any]:
         return [s for s in (self.clipper_, self.standardizer_, self.mapper_, self.intercept_column_) if s is not None]
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        if self.estimator is not None:  # a noisy estimator scores poorly inside the pipeline too
+            inner = get_tags(self.estimator)
+            if inner.regressor_tags is not None:
+                tags.regressor_tags.poor_score = inner.regressor_tags.poor_score
+        return tags
 
     def fit(self, X: Any, y: Any) -> "KalajaPipeline":
         if self.estimator is None:

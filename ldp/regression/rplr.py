@@ -23,7 +23,9 @@ instead, with other sensitivities. Under add/remove the change of each statistic
 The ε-DP claim holds only when the thresholds are fixed a priori (``clip_X``, ``clip_y``).
 Thresholds set as ``omega·SD`` of the data (``omega_x``, ``omega_y``; eq 3.12) read the private
 data without accounting, as the thesis and its code do. This raises a
-:class:`~ldp.regression.mechanisms.PrivacyLeakWarning`.
+:class:`~ldp.regression.mechanisms.PrivacyLeakWarning`. So does leaving both out (the default):
+the threshold is then the data's largest |value| (nothing is clipped), like the SSP family's
+bounds taken from the data. ``partial_fit`` and ``merge_statistics`` need ``clip_X`` and ``clip_y``.
 
 **Model and prediction.** Bayesian linear regression with fixed precisions (001 eqs 3.1–3.5):
 ``y | x ~ N(xᵀβ, 1/λ)``, ``β ~ N(0, I/λ₀)``. The posterior mean is
@@ -83,11 +85,12 @@ import warnings
 from typing import Any, Sequence
 
 import numpy as np
+from sklearn.utils.metaestimators import available_if
 
 from ldp.accountant import PrivacyCost
-from ldp.regression.base import LinearModelBase, PrivateLinearModel, solve_ridge
+from ldp.regression.base import LinearModelBase, PrivateLinearModel, _can_stream, solve_ridge
 from ldp.regression.mechanisms import PrivacyLeakWarning, laplace_scale, split_budget, symmetric_noise
-from ldp.regression.stats import SufficientStatistics, check_Xy
+from ldp.regression.stats import MIN_DERIVED_BOUND, SufficientStatistics, check_Xy
 
 __all__ = [
     "RobustPrivateLR", "NonPrivateRobustLR", "DEFAULT_SPLIT", "DEFAULT_OMEGA_GRID", "THESIS_OMEGA_GRID",
@@ -178,33 +181,53 @@ class _RobustLinearModel(LinearModelBase):
                 _positive(clip, clip_name)
             elif omega is not None:
                 _positive(omega, omega_name)
-            elif self._private:
-                raise ValueError(f"{owner} needs {clip_name} (a clipping threshold fixed a priori) or {omega_name} "
-                                 f"(a multiple of the data's SD, which leaks)")
         _positive(self.precision, "precision")
         _positive(self.prior_precision, "prior_precision")
         self._cost()  # epsilon and delta (private only)
         if self._private:
             _check_split(self.split)
 
+    def _streaming_refusal(self, method: str = "partial_fit") -> str | None:
+        """Streaming and merging need every threshold fixed a priori (``clip_*``); the non-private
+        reference may also leave one out (no clipping)."""
+        owner = type(self).__name__
+        for clip_name, omega_name in (("clip_X", "omega_x"), ("clip_y", "omega_y")):
+            if getattr(self, clip_name) is not None:
+                continue
+            if getattr(self, omega_name) is not None:
+                return (f"{owner}.{method} needs clip_X and clip_y: thresholds cannot be taken from data that "
+                        f"arrives in chunks ({omega_name} was given)")
+            if self._private:
+                return (f"{owner}.{method} needs clip_X and clip_y: thresholds cannot be taken from data that "
+                        f"arrives in chunks (fit takes {clip_name} from the data, with a PrivacyLeakWarning)")
+        return None
+
     def _thresholds(self, X: np.ndarray, y: np.ndarray, streaming: bool) -> tuple[float, float]:
         owner = type(self).__name__
+        reason = self._streaming_refusal() if streaming else None
+        if reason is not None:
+            raise ValueError(reason)
         out = []
         for clip_name, omega_name, data in (("clip_X", "omega_x", X), ("clip_y", "omega_y", y)):
             clip, omega = getattr(self, clip_name), getattr(self, omega_name)
             if clip is not None:
                 out.append(float(clip))
                 continue
-            if omega is None:
-                out.append(math.inf)  # no clipping (non-private reference only)
+            if omega is None and not self._private:
+                out.append(math.inf)  # no clipping (the non-private reference)
                 continue
-            if streaming:
-                raise ValueError(f"{owner}.partial_fit needs clip_X and clip_y: thresholds cannot be taken from "
-                                 f"data that arrives in chunks ({omega_name} was given)")
+            if omega is None:  # the default: nothing clipped, the noise scaled to the data's largest |value|
+                value = max(float(np.abs(data).max()), MIN_DERIVED_BOUND)
+                warnings.warn(f"{owner}: {clip_name} not given, so it is taken from the data (max |value| = "
+                              f"{value:.6g}, nothing clipped); that leaks information no privacy guarantee covers. "
+                              f"Pass {clip_name} fixed a priori.", PrivacyLeakWarning, stacklevel=4)
+                out.append(value)
+                continue
             if data.size < 2:
-                raise ValueError(f"{owner}: {omega_name} needs at least 2 values to take the data's SD")
+                raise ValueError(f"{owner}: {omega_name} needs at least 2 values to take the data's SD, got "
+                                 f"n_samples = {X.shape[0]}")
             sd = float(np.std(data, ddof=1))  # of all entries of X pooled (eq 3.12), or of y
-            value = max(float(omega) * sd, np.finfo(float).tiny)
+            value = max(float(omega) * sd, MIN_DERIVED_BOUND)
             if self._private:
                 warnings.warn(f"{owner}: {clip_name} = {omega_name}·SD = {value:.6g} is taken from the private "
                               "data, and no privacy guarantee covers that. Pass clip_X and clip_y fixed a priori.",
@@ -241,9 +264,10 @@ class _RobustLinearModel(LinearModelBase):
         self._accumulate(X, y, owner=type(self).__name__)
         return self.release(public_X, public_y)
 
+    @available_if(_can_stream)
     def partial_fit(self, X: Any, y: Any) -> "_RobustLinearModel":
-        """Accumulate a chunk (clipped; needs ``clip_X`` and ``clip_y``). Nothing is released
-        until :meth:`release`."""
+        """Accumulate a chunk (clipped; only with ``clip_X`` and ``clip_y`` fixed a priori). Nothing
+        is released until :meth:`release`."""
         self._settings()
         first = not hasattr(self, "statistics_")
         X, y = self._check(X, y, reset=first)
@@ -257,8 +281,9 @@ class _RobustLinearModel(LinearModelBase):
         ``clip_X`` and ``clip_y``. This cannot be checked: the caller must make sure of it."""
         if not hasattr(self, "_bounds_"):
             self._settings()
-            if self.omega_x is not None or self.omega_y is not None:
-                raise ValueError(f"{type(self).__name__}.merge_statistics needs clip_X and clip_y fixed a priori")
+            reason = self._streaming_refusal("merge_statistics")
+            if reason is not None:
+                raise ValueError(reason)
             self._reset()
             self._bounds_ = (math.inf if self.clip_X is None else float(self.clip_X),
                              math.inf if self.clip_y is None else float(self.clip_y))
@@ -304,7 +329,8 @@ class RobustPrivateLR(_RobustLinearModel, PrivateLinearModel):
     epsilon : total budget ε > 0. delta must be 0 or None (Laplace noise: pure ε-DP).
     clip_X, clip_y : clipping thresholds B_x (every entry of X) and B_y (y), fixed a priori.
     omega_x, omega_y : instead of clip_X / clip_y, thresholds ``ω·SD`` of the data (eq 3.12), with
-        a PrivacyLeakWarning. Choose ω with :func:`choose_clipping`.
+        a PrivacyLeakWarning. Choose ω with :func:`choose_clipping`. With neither, the threshold is
+        the data's max |value| (nothing clipped), with a PrivacyLeakWarning.
     split : budget fractions ``(p1, p2, p3)`` for (XᵀX, Xᵀy, yᵀy), each > 0, summing to 1.
     precision, prior_precision : the fixed λ (noise precision) and λ₀ (prior precision of β).
     random_state, accountant : as everywhere in :mod:`ldp.regression`.

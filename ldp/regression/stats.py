@@ -13,7 +13,12 @@ import numpy as np
 
 from ldp.regression.mechanisms import PrivacyLeakWarning
 
-__all__ = ["SufficientStatistics", "check_Xy", "enforce_bounds", "resolve_bounds"]
+__all__ = ["SufficientStatistics", "check_Xy", "enforce_bounds", "resolve_bounds", "MIN_DERIVED_BOUND",
+           "check_finite_release"]
+
+MIN_DERIVED_BOUND = float(np.sqrt(np.finfo(float).tiny))
+"""Floor of a bound taken from the data (all-zero data): its square, the sensitivity of XᵀX, is
+still a positive normal float."""
 
 
 def check_Xy(X: Any, y: Any = None, *, n_features: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -48,16 +53,32 @@ def resolve_bounds(X: np.ndarray, y: np.ndarray, bound_X: float | None, bound_y:
     out = []
     for name, given, data in (("bound_X", bound_X, X), ("bound_y", bound_y, y)):
         if given is None:
-            value = float(np.sqrt((data**2).sum(axis=1)).max()) if data.ndim == 2 else float(np.abs(data).max())
+            with np.errstate(over="ignore"):
+                value = float(np.sqrt((data**2).sum(axis=1)).max()) if data.ndim == 2 else float(np.abs(data).max())
+            if not np.isfinite(value):
+                raise ValueError(f"{owner}: {name} taken from the data overflowed float64 (the data are too large); "
+                                 "rescale X and y")
             warnings.warn(f"{owner}: {name} not given, so it is taken from the data ({value:.6g}); that leaks "
                           "information no privacy guarantee covers. Pass bounds known a priori.",
                           PrivacyLeakWarning, stacklevel=4)
-            out.append(max(value, np.finfo(float).tiny))
+            out.append(max(value, MIN_DERIVED_BOUND))
         else:
             if isinstance(given, bool) or not (float(given) > 0 and np.isfinite(float(given))):
                 raise ValueError(f"{name} must be finite and > 0, got {given!r}")
             out.append(float(given))
     return out[0], out[1]
+
+
+def check_finite_release(stats: "SufficientStatistics", bounds: tuple[float, float], owner: str) -> None:
+    """``ValueError`` when the statistics overflowed float64, or when the squared bounds times
+    ``d(d+1)`` (the largest sensitivity any release here uses) do: the noise would be infinite."""
+    if not (np.isfinite(stats.xtx).all() and np.isfinite(stats.xty).all() and np.isfinite(stats.yty)):
+        raise ValueError(f"{owner}: XᵀX, Xᵀy or yᵀy overflowed float64 (the data are too large); rescale X and y")
+    with np.errstate(over="ignore"):
+        scale = np.float64(stats.d) * (stats.d + 1) * np.float64(max(bounds)) ** 2
+    if not np.isfinite(scale):
+        raise ValueError(f"{owner}: bounds {bounds[0]:.6g} and {bounds[1]:.6g} are too large: the noise they call "
+                         "for overflows float64; rescale X and y")
 
 
 def enforce_bounds(X: np.ndarray, y: np.ndarray, bound_X: float, bound_y: float) -> tuple[np.ndarray, np.ndarray, int]:

@@ -1,12 +1,17 @@
 """The Parquet layout (and any Arrow table in it), folded column by column: no Python loop per valid row.
 
-Rows are checked with vectorized masks in the order :func:`ldp.spec.parse_envelope` checks an
-envelope (``missing_key``, ``unknown_key``, ``bad_spec``, ``bad_metric``, ``bad_window``,
-``bad_version``, ``bad_protocol``, ``bad_fingerprint``, ``unknown_spec``, ``unknown_metric``), then
-grouped by (spec, metric, protocol, params[, window]): each group is routed once and its payload
-columns become one :class:`~ldp.reports.ReportBatch` (``wrong_protocol``, ``wrong_fingerprint``,
-``payload_mismatch``, ``bad_length``, then ``out_of_range`` and ``bad_value`` from the aggregate).
-Only rejected rows are visited one by one, to write them to the rejects file.
+Row i means the envelope ``{"spec", "metric", "window", "report": {"v", "protocol", "params",
+"payload": {<field>: <value> for each non-null payload.<field>}}}`` plus one key per other non-null
+column; a ``bits`` value of ceil(size/8) bytes with clean padding is its ``size`` bits, any other
+byte string all its ``8*len`` bits. Rows are checked with vectorized masks in exactly the order
+:func:`ldp.spec.parse_envelope` checks that envelope (the reference): ``missing_key`` (spec, metric,
+window), ``unknown_key``, ``bad_spec``, ``bad_metric``, ``bad_window``, ``missing_key`` (v,
+protocol, params), ``bad_version``, ``bad_protocol``, ``bad_fingerprint``, ``bad_payload``,
+``bad_field``/``bad_value`` (first bad payload column), ``unknown_spec``; then grouped by the
+exact (spec, metric, protocol, params[, window]) dictionary codes (a stable lexsort, no arithmetic
+on codes) and each group routed once (``unknown_metric``, ``wrong_protocol``,
+``wrong_fingerprint``, then per field in schema order ``payload_mismatch``, ``out_of_range``,
+``bad_length``). Only rejected rows are visited one by one, to write them to the rejects file.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ldp.reports import ReportBatch
-from ldp.server.fold import Folder, groups
-from ldp.server.formats import PARQUET_KEYS, _pyarrow
+from ldp.reports import MAX_BITS, MAX_FIELDS, ReportBatch
+from ldp.server.fold import Folder
+from ldp.server.formats import PARQUET_KEYS, _pyarrow, parquet_row_groups
 from ldp.server.readers import InputError
 from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
 
@@ -28,37 +33,47 @@ __all__ = ["read_parquet", "fold_arrow", "BATCH_ROWS"]
 BATCH_ROWS = 1 << 16
 """Rows decoded at a time: larger batches are no faster and let the allocator's high-water mark grow."""
 _TEXT = ("spec", "metric", "protocol", "params")
-_PATTERNS = {"spec": (re.compile(r"[0-9a-f]{16}\Z"), "bad_spec", "spec must be 16 lowercase hex digits"),
+_HEX16 = re.compile(r"[0-9a-f]{16}\Z")
+_PATTERNS = {"spec": (_HEX16, "bad_spec", "spec must be 16 lowercase hex digits"),
              "metric": (METRIC_RE, "bad_metric", "metric names match [a-z][a-z0-9_]{0,31}"),
              "protocol": (re.compile(r"[a-z][a-z0-9_-]{0,31}\Z"), "bad_protocol", "bad protocol name"),
-             "params": (re.compile(r"[0-9a-f]{16}\Z"), "bad_fingerprint", "fingerprints are 16 lowercase hex digits")}
+             "params": (_HEX16, "bad_fingerprint", "fingerprints are 16 lowercase hex digits")}
+_FIELD_RE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
+_PREFIX = "payload."
 
 
 def read_parquet(path: str | os.PathLike[str], folder: Folder, batch_rows: int = BATCH_ROWS,
-                 progress: Callable[[int], None] | None = None) -> None:
-    """Fold a Parquet file in the layout of ``docs/server.md``, one record batch at a time (row i,
-    1-based, is record i). Missing key columns or wrongly typed ones make an :class:`InputError`."""
-    pa, pq = _pyarrow()
-    try:
-        # no pre-buffering of row groups, one thread: memory stays flat in the file's size
-        pf = pq.ParquetFile(path, read_dictionary=list(_TEXT), pre_buffer=False, buffer_size=1 << 20)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{os.fspath(path)}: not a Parquet file: {exc}") from None
-    _check_schema(pa, pf.schema_arrow, os.fspath(path))
-    size, rows = os.path.getsize(path), max(pf.metadata.num_rows, 1)
-    record = 1
-    for batch in pf.iter_batches(batch_size=batch_rows, use_threads=False):
-        fold_arrow(folder, batch, record)
-        record += batch.num_rows
+                 progress: Callable[[int], None] | None = None, *, unverified: bool = False) -> None:
+    """Fold a Parquet file in the layout of ``docs/server.md`` (row i, 1-based, is record i).
+
+    Page checksums are verified: a row group whose pages fail (or cannot be decoded) is rejected
+    whole as ``damaged_row_group``, counted with its row count from the footer, never folded. A
+    file without page checksums is refused (:class:`InputError`) unless ``unverified``. Missing or
+    wrongly typed key columns, or an unreadable footer, make an :class:`InputError`."""
+    source = folder.source or os.fspath(path)
+    size = os.path.getsize(path)
+    total = None
+    for record, rows, item in parquet_row_groups(path, batch_rows, source, unverified=unverified,
+                                                 check_schema=lambda schema: _check_schema(schema, source)):
+        if isinstance(item, str):  # a damaged row group: counted, never folded
+            folder.log(record, "damaged_row_group", item, {"row_group_first_record": record, "rows": rows}, rows)
+        else:
+            for batch in item:
+                fold_arrow(folder, batch, record)
+                record += batch.num_rows
         if progress is not None:
-            progress(int(size * batch.num_rows / rows))
+            total = total or max(_pyarrow()[1].read_metadata(path).num_rows, 1)
+            progress(int(size * rows / total))
 
 
-def _check_schema(pa: Any, schema: Any, source: str) -> None:
+def _check_schema(schema: Any, source: str) -> None:
+    pa, _ = _pyarrow()
     missing = [k for k in PARQUET_KEYS if k not in schema.names]
     if missing:
         raise InputError(f"{source}: Parquet columns {missing} missing (the layout: {', '.join(PARQUET_KEYS)}, "
                          "payload.<field>...)")
+    if len(set(schema.names)) != len(schema.names):
+        raise InputError(f"{source}: a Parquet column name appears twice")
     for name in PARQUET_KEYS:
         t = schema.field(name).type
         t = t.value_type if pa.types.is_dictionary(t) else t
@@ -66,6 +81,10 @@ def _check_schema(pa: Any, schema: Any, source: str) -> None:
         if not ok:
             want = "a string" if name in _TEXT else "an integer"
             raise InputError(f"{source}: Parquet column {name!r} must be {want} column, got {t}")
+
+
+def _valid(col: Any) -> np.ndarray:
+    return col.is_valid().to_numpy(zero_copy_only=False) if col.null_count else np.ones(len(col), bool)
 
 
 class _Columns:
@@ -76,30 +95,47 @@ class _Columns:
 
         self.batch, self.n = batch, batch.num_rows
         self.codes: dict[str, np.ndarray] = {}
-        self.words: dict[str, list[str]] = {}
-        self.nulls = any(batch.column(k).null_count for k in PARQUET_KEYS)
+        self.words: dict[str, list[str | None]] = {}
         for name in _TEXT:
             col = batch.column(name)
             if not pa.types.is_dictionary(col.type):
                 col = pc.dictionary_encode(col)
-            indices = pc.fill_null(col.indices, -1) if col.null_count else col.indices
-            self.codes[name] = indices.to_numpy(zero_copy_only=False)
-            self.words[name] = col.dictionary.to_pylist()
-        self.null = np.zeros(self.n, dtype=bool)
-        if self.nulls:
-            for name in ("window", "v"):
-                self.null |= batch.column(name).is_null().to_numpy(zero_copy_only=False)
-            for name in _TEXT:
-                self.null |= self.codes[name] < 0
+            words = col.dictionary.to_pylist()
+            codes = (col.indices.fill_null(0) if col.null_count else col.indices).to_numpy(zero_copy_only=False)
+            if codes.dtype.kind == "u" or col.null_count or None in words:  # room for -1 (null), writable
+                codes = codes.astype(np.int64)
+                codes[~_valid(col.indices)] = -1
+                if None in words:  # a null word is a null value
+                    codes[np.array([w is None for w in words] + [True])[codes]] = -1
+            self.codes[name], self.words[name] = codes, words
+        self.null = {name: self.codes[name] < 0 for name in _TEXT}
+        for name in ("window", "v"):
+            self.null[name] = ~_valid(batch.column(name))
         self.window = self._ints(pa, pc, "window")
         self.v = self._ints(pa, pc, "v")
+        self._valid: dict[str, np.ndarray] = {}
+        self._values: dict[str, np.ndarray] = {}
+
+    def valid(self, name: str) -> np.ndarray:
+        """Whether each row of column ``name`` is non-null (computed once per batch)."""
+        if name not in self._valid:
+            self._valid[name] = _valid(self.batch.column(name))
+        return self._valid[name]
+
+    def values(self, name: str) -> np.ndarray:
+        """An integer column's values, nulls as 0 (computed once per batch)."""
+        if name not in self._values:
+            col = self.batch.column(name)
+            self._values[name] = (col.fill_null(0) if col.null_count else col).to_numpy(zero_copy_only=False)
+        return self._values[name]
 
     def _ints(self, pa: Any, pc: Any, name: str) -> np.ndarray:
         col = self.batch.column(name)
         if pa.types.is_uint64(col.type):  # above 2**53 is out of range anyway: keep it so in int64
             col = pc.min_element_wise(col, pa.scalar(MAX_WINDOW + 1, pa.uint64()))
         col = pc.fill_null(col, 0) if col.null_count else col
-        return col.to_numpy(zero_copy_only=False)
+        values = col.to_numpy(zero_copy_only=False)
+        return values if values.dtype == np.int64 or values.dtype.itemsize < 8 else values.astype(np.int64)
 
     def text(self, name: str, i: int) -> str | None:
         c = int(self.codes[name][i])
@@ -107,14 +143,25 @@ class _Columns:
 
     def raw(self, i: int) -> dict[str, Any]:
         return {"spec": self.text("spec", i), "metric": self.text("metric", i),
-                "window": None if self.null[i] else int(self.window[i]), "v": None if self.null[i] else int(self.v[i]),
+                "window": None if self.null["window"][i] else int(self.window[i]),
+                "v": None if self.null["v"][i] else int(self.v[i]),
                 "protocol": self.text("protocol", i), "params": self.text("params", i)}
 
-    def bad_words(self, name: str, bad: list[bool]) -> np.ndarray | None:
-        """Rows whose ``name`` is a dictionary word flagged in ``bad`` (``None``: no such row)."""
-        if not any(bad):
+    def bad_words(self, name: str, live: np.ndarray, bad: Callable[[str], bool]) -> np.ndarray | None:
+        """Live rows whose ``name`` is a word for which ``bad`` holds (``None``: no such row); only
+        the words the live rows use are tested (dictionaries may hold many unused words)."""
+        codes = self.codes[name]
+        live_codes = codes[live & (codes >= 0)]
+        if not live_codes.size:
             return None
-        return np.array(bad + [False])[self.codes[name]]
+        lo, hi = int(live_codes.min()), int(live_codes.max())
+        used = [lo] if lo == hi else (lo + np.flatnonzero(np.bincount(live_codes - lo))).tolist()
+        flagged = [c for c in used if bad(self.words[name][c])]  # type: ignore[arg-type]
+        if not flagged:
+            return None
+        lut = np.zeros(len(self.words[name]) + 1, dtype=bool)  # the last entry: code -1 (null)
+        lut[flagged] = True
+        return lut[codes]
 
 
 def _reject_rows(folder: Folder, cols: _Columns, rows: np.ndarray, first: int, reason: str, detail: str,
@@ -125,17 +172,16 @@ def _reject_rows(folder: Folder, cols: _Columns, rows: np.ndarray, first: int, r
 
 def fold_arrow(folder: Folder, batch: Any, first_record: int) -> None:
     """Fold an Arrow ``RecordBatch`` (or ``Table``) in the Parquet layout; row i is record
-    ``first_record + i``."""
+    ``first_record + i``. Every row gets the reason :func:`ldp.spec.parse_envelope` would give."""
     pa, _ = _pyarrow()
     if isinstance(batch, pa.Table):
         for b in batch.to_batches():
             fold_arrow(folder, b, first_record)
             first_record += b.num_rows
         return
-    _check_schema(pa, batch.schema, folder.source)
+    _check_schema(batch.schema, folder.source)
     cols = _Columns(pa, batch)
     live = np.ones(cols.n, dtype=bool)
-    everyone = [True]  # no row dropped yet: the groups can skip indexing
 
     def drop(mask: np.ndarray | None, reason: str, detail: str) -> None:
         if mask is None:
@@ -144,157 +190,178 @@ def fold_arrow(folder: Folder, batch: Any, first_record: int) -> None:
         if mask.any():
             _reject_rows(folder, cols, np.flatnonzero(mask), first_record, reason, detail)
             live[mask] = False
-            everyone[0] = False
 
-    drop(cols.null if cols.nulls else None, "missing_key", "a key column is null")
-    for name in batch.schema.names:
-        if name not in PARQUET_KEYS and not name.startswith("payload.") and batch.column(name).null_count < cols.n:
-            drop(batch.column(name).is_valid().to_numpy(zero_copy_only=False), "unknown_key",
-                 f"column {name!r} (no identifier or timestamp allowed)")
+    names = batch.schema.names
+    payload = [name for name in names if name.startswith(_PREFIX)]
+    drop(cols.null["spec"] | cols.null["metric"] | cols.null["window"], "missing_key",
+         "envelope lacks spec, metric or window")
+    for name in names:
+        if name not in PARQUET_KEYS and name not in payload and batch.column(name).null_count < cols.n:
+            drop(_valid(batch.column(name)), "unknown_key", f"column {name!r} (no identifier or timestamp allowed)")
     for name in ("spec", "metric"):
         pattern, reason, detail = _PATTERNS[name]
-        drop(cols.bad_words(name, [not pattern.match(w) for w in cols.words[name]]), reason, detail)
-    if cols.n and (cols.window.min() < 0 or cols.window.max() > MAX_WINDOW):
-        drop((cols.window < 0) | (cols.window > MAX_WINDOW), "bad_window", "window must be an integer in [0, 2**53]")
-    if cols.n and (cols.v.min() != 1 or cols.v.max() != 1):
-        drop(cols.v != 1, "bad_version", "supported format version is 1")
+        drop(cols.bad_words(name, live, lambda w: not pattern.match(w)), reason, detail)
+    drop((cols.window < 0) | (cols.window > MAX_WINDOW), "bad_window", "window must be an integer in [0, 2**53]")
+    drop(cols.null["v"] | cols.null["protocol"] | cols.null["params"], "missing_key",
+         "report lacks v, protocol or params")
+    drop(cols.v != 1, "bad_version", "supported format version is 1")
     for name in ("protocol", "params"):
         pattern, reason, detail = _PATTERNS[name]
-        drop(cols.bad_words(name, [not pattern.match(w) for w in cols.words[name]]), reason, detail)
-    drop(cols.bad_words("spec", [s not in folder.specs for s in cols.words["spec"]]), "unknown_spec",
+        drop(cols.bad_words(name, live, lambda w: not pattern.match(w)), reason, detail)
+    count = _check_payload_values(pa, cols, payload, drop)
+    drop(cols.bad_words("spec", live, lambda w: w not in folder.specs), "unknown_spec",
          "no known spec has this fingerprint")
-    if everyone[0]:
-        _fold_groups(folder, pa, batch, cols, None, first_record, drop)
-    elif live.any():
-        _fold_groups(folder, pa, batch, cols, np.flatnonzero(live), first_record, drop)
-
-
-def _fold_groups(folder: Folder, pa: Any, batch: Any, cols: _Columns, rows: np.ndarray | None, first: int,
-                 drop: Callable[[np.ndarray | None, str, str], None]) -> None:
-    """Split the live ``rows`` (``None``: all) by spec, metric, protocol, params (and window)."""
-    code: np.ndarray | None = None
-    for name in _TEXT:  # only the columns with more than one word tell groups apart
-        if len(cols.words[name]) > 1:
-            c = cols.codes[name] if rows is None else cols.codes[name][rows]
-            code = c.astype(np.int64) if code is None else code * (len(cols.words[name]) + 1) + c
-    for _, sub in (groups(code) if code is not None else [(0, None)]):
-        part = rows if sub is None else (sub if rows is None else rows[sub])
-        i = 0 if part is None else int(part[0])
+    for part in _split(cols, np.flatnonzero(live), folder.by_window):
+        i = int(part[0])
         spec = folder.specs[cols.text("spec", i)]  # type: ignore[index]
         metric = spec.metrics.get(cols.text("metric", i))  # type: ignore[arg-type]
         if metric is None:
-            mask = np.ones(cols.n, dtype=bool) if part is None else _mask(cols.n, part)
-            drop(mask, "unknown_metric", f"no metric {cols.text('metric', i)!r} in spec {spec.name!r}")
+            _reject_rows(folder, cols, part, first_record, "unknown_metric",
+                         f"no metric {cols.text('metric', i)!r} in spec {spec.name!r}")
+        else:
+            _fold_group(folder, pa, cols, part, first_record, metric, int(cols.window[i]), payload, count[part])
+
+
+def _check_payload_values(pa: Any, cols: _Columns, payload: list[str],
+                          drop: Callable[[np.ndarray | None, str, str], None]) -> np.ndarray:
+    """``bad_payload`` (not 1 to MAX_FIELDS non-null fields), then per payload column in order the
+    first ``bad_field`` (a bad name) or ``bad_value`` (a negative integer, an empty or over-long
+    byte string, a value of another type): what building the :class:`~ldp.reports.Report` checks.
+    Returns each row's number of non-null payload fields."""
+    count = np.zeros(cols.n, dtype=np.int64)
+    for name in payload:
+        if cols.batch.column(name).null_count < cols.n:
+            count += cols.valid(name)
+    drop((count == 0) | (count > MAX_FIELDS), "bad_payload", f"payload must have 1..{MAX_FIELDS} fields")
+    for name in payload:
+        col = cols.batch.column(name)
+        if col.null_count == len(col):
             continue
-        if not folder.by_window:
-            _fold_group(folder, pa, batch, cols, part, first, metric, int(cols.window[i]))
-            continue
-        windows = cols.window if part is None else cols.window[part]
-        for w, sub_w in groups(windows):
-            _fold_group(folder, pa, batch, cols, part if sub_w is None else (sub_w if part is None else part[sub_w]),
-                        first, metric, int(w))
+        valid = cols.valid(name)
+        if not _FIELD_RE.match(name[len(_PREFIX):]):
+            drop(valid, "bad_field", f"field names are [a-z][a-z0-9_]{{0,31}}, got {name[len(_PREFIX):]!r}")
+        elif pa.types.is_integer(col.type):
+            if pa.types.is_signed_integer(col.type):
+                drop(valid & (cols.values(name) < 0), "bad_value",
+                     f"{name}: uint out of [0, 2**64)")
+        elif _is_binary(pa, col.type):
+            lengths = _byte_lengths(pa, col)
+            drop(valid & ((lengths == 0) | (lengths > MAX_BITS // 8)), "bad_value",
+                 f"{name}: bit strings are 1..2**24 bits")
+        else:
+            drop(valid, "bad_value", f"{name}: expected an integer or packed bits, got {col.type}")
+    return count
 
 
-def _mask(n: int, rows: np.ndarray) -> np.ndarray:
-    m = np.zeros(n, dtype=bool)
-    m[rows] = True
-    return m
+def _is_binary(pa: Any, t: Any) -> bool:
+    return bool(pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))
 
 
-def _fold_group(folder: Folder, pa: Any, batch: Any, cols: _Columns, rows: np.ndarray | None, first: int,
-                metric: Any, window: int) -> None:
-    """Route one group (same spec, metric, protocol, params and window; ``rows`` ``None``: every
-    row of the batch) and fold its payload."""
-    agg = folder.aggregate(metric, window)
-    i, size = (0, cols.n) if rows is None else (int(rows[0]), len(rows))
-    pr = metric.params
+def _byte_lengths(pa: Any, col: Any) -> np.ndarray:
+    import pyarrow.compute as pc
 
-    def every() -> np.ndarray:
-        return np.arange(cols.n) if rows is None else rows
+    if pa.types.is_fixed_size_binary(col.type):
+        return np.full(len(col), col.type.byte_width, dtype=np.int64)
+    return pc.binary_length(col).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _split(cols: _Columns, rows: np.ndarray, by_window: bool) -> list[np.ndarray]:
+    """The ``rows`` split into groups of equal spec, metric, protocol, params (and window) codes,
+    each in row order: a stable lexsort of the code columns, cut where any column changes. No
+    arithmetic on codes, so distinct identities never share a group whatever the dictionary sizes."""
+    if not rows.size:
+        return []
+    every = rows.size == cols.n  # rows are ascending: then they are all the rows, in order
+    keys = [cols.codes[name] for name in _TEXT] + ([cols.window] if by_window else [])
+    keys = [k if every else k[rows] for k in keys]
+    keys = [k for k in keys if k.min() != k.max()]  # constant columns tell no groups apart
+    if not keys:
+        return [rows]
+    order = np.lexsort(keys[::-1])
+    change = np.zeros(rows.size - 1, dtype=bool)
+    for k in keys:
+        s = k[order]
+        change |= s[1:] != s[:-1]
+    return [rows[part] for part in np.split(order, np.flatnonzero(change) + 1)]
+
+
+def _fold_group(folder: Folder, pa: Any, cols: _Columns, rows: np.ndarray, first: int, metric: Any, window: int,
+                payload: list[str], count: np.ndarray) -> None:
+    """Route one group (same spec, metric, protocol, params and window: checked on every row) and
+    fold its payload; rows failing the metric's schema get the reason of ``validate_report``."""
+    i = int(rows[0])
 
     def take(a: np.ndarray) -> np.ndarray:
-        return a if rows is None else a[rows]
+        return a if rows.size == cols.n else a[rows]  # rows are ascending: all of them, or indexed
 
-    def valid(col: Any) -> np.ndarray:
-        return take(col.is_valid().to_numpy(zero_copy_only=False)) if col.null_count else np.ones(size, bool)
-
+    for name in _TEXT:
+        if not (take(cols.codes[name]) == cols.codes[name][i]).all():
+            raise AssertionError(f"a group of rows mixes {name} values")
+    if folder.by_window and not (take(cols.window) == window).all():
+        raise AssertionError("a group of rows mixes windows")
+    agg = folder.aggregate(metric, window)
+    pr = metric.params
     if cols.text("protocol", i) != pr.protocol:
-        return _reject_rows(folder, cols, every(), first, "wrong_protocol",
+        return _reject_rows(folder, cols, rows, first, "wrong_protocol",
                             f"report: expected {pr.protocol!r}, got {cols.text('protocol', i)!r}", agg)
     if cols.text("params", i) != pr.fingerprint:
-        return _reject_rows(folder, cols, every(), first, "wrong_fingerprint",
+        return _reject_rows(folder, cols, rows, first, "wrong_fingerprint",
                             f"report: expected parameters {pr.fingerprint}, got {cols.text('params', i)}", agg)
-    names = batch.schema.names
-    mismatch = np.zeros(size, dtype=bool)
-    wanted = {f"payload.{f.name}" for f in pr.schema}
-    for name in names:  # payload fields this metric does not have must be null
-        if name.startswith("payload.") and name not in wanted and batch.column(name).null_count < cols.n:
-            mismatch |= valid(batch.column(name))
-    negative, short = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
+    live = np.ones(rows.size, dtype=bool)
+
+    def drop(mask: np.ndarray, reason: str, detail: str) -> None:
+        mask = mask & live
+        if mask.any():
+            _reject_rows(folder, cols, rows[mask], first, reason, detail, agg)
+            live[mask] = False
+
+    kinds = ", ".join(f"{f.name}: {f.kind}" for f in pr.schema)
+    drop(count != len(pr.schema), "payload_mismatch", f"report: expected fields {kinds}")
     columns: dict[str, np.ndarray] = {}
     for f in pr.schema:
-        col = batch.column(f"payload.{f.name}") if f"payload.{f.name}" in names else None
-        if col is not None and f.kind == "uint" and pa.types.is_integer(col.type):
-            values = take((col.fill_null(0) if col.null_count else col).to_numpy(zero_copy_only=False))
-            if values.dtype.kind == "i" and values.size and values.min() < 0:
-                negative |= values < 0
-            columns[f.name] = values
-        elif col is not None and f.kind == "bits" and (pa.types.is_binary(col.type)
-                                                        or pa.types.is_fixed_size_binary(col.type)):
-            columns[f.name], good = _packed(col, rows, (f.size + 7) // 8)
-            short |= ~good
-        else:
-            mismatch[:] = True
+        name = _PREFIX + f.name
+        col = cols.batch.column(name) if name in payload else None
+        if col is None or not (pa.types.is_integer(col.type) if f.kind == "uint" else _is_binary(pa, col.type)):
+            drop(live, "payload_mismatch", f"report: field {f.name!r} must be {f.kind}")
             break
-        if col.null_count:
-            mismatch |= ~valid(col)
-    kinds = ", ".join(f"{f.name}: {f.kind}" for f in pr.schema)
-    bad = mismatch | negative | short
-    if bad.any():
-        for mask, reason, detail in ((mismatch, "payload_mismatch", f"report: expected fields {kinds}"),
-                                     (negative & ~mismatch, "bad_value", "report: uint fields are >= 0"),
-                                     (short & ~mismatch & ~negative, "bad_length",
-                                      "report: a bits field must have ceil(size/8) bytes")):
-            if mask.any():
-                _reject_rows(folder, cols, every()[mask], first, reason, detail, agg)
-        keep = np.flatnonzero(~bad)
-        if not keep.size:
-            return
+        drop(~take(cols.valid(name)), "payload_mismatch", f"report: field {f.name!r} must be {f.kind}")
+        if f.kind == "uint":
+            values = take(cols.values(name))
+            if f.size <= np.iinfo(values.dtype).max:
+                drop(values >= f.size, "out_of_range", f"report: {f.name} must be < {f.size}")
+            columns[f.name] = values
+        else:
+            packed, good = _packed(col, rows, (f.size + 7) // 8)
+            pad = (-f.size) % 8
+            if pad:  # bits set past ``size``: more than size bits
+                good &= (packed[:, -1] >> (8 - pad)) == 0
+            drop(~good, "bad_length", f"report: {f.name} must have {f.size} bits")
+            columns[f.name] = packed
+    keep = np.flatnonzero(live)
+    if not keep.size:
+        return
+    if keep.size < rows.size:
         columns = {k: v[keep] for k, v in columns.items()}
-        kept: np.ndarray | None = every()[keep]
-    else:
-        kept = rows
+    kept = rows[keep]
     rb = ReportBatch(pr.protocol, pr.fingerprint, tuple(pr.schema), columns)
-    numbers = first if kept is None else kept + first
-    folder.fold_batch(metric, window, rb, numbers, lambda j: cols.raw(j if kept is None else int(kept[j])))
+    folder.fold_batch(metric, window, rb, kept + first, lambda j: cols.raw(int(kept[j])))
 
 
-def _packed(col: Any, rows: np.ndarray | None, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rows' (``None``: all) packed bits as an (n, width) uint8 array, and whether each row has
-    ``width`` bytes."""
-    rows = np.arange(len(col)) if rows is None and not _contiguous(col, width) else rows
-    n = len(col) if rows is None else len(rows)
+def _packed(col: Any, rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' packed bits as an (n, width) uint8 array, and whether each row has ``width`` bytes."""
+    n = len(rows)
     buffers = col.buffers()
     if len(buffers) == 2:  # fixed_size_binary
         if col.type.byte_width != width:
             return np.zeros((n, width), np.uint8), np.zeros(n, bool)
         data = np.frombuffer(buffers[1], dtype=np.uint8)[col.offset * width:(col.offset + len(col)) * width]
-        whole = data.reshape(-1, width)
-        return (whole if rows is None else whole[rows]), np.ones(n, bool)
-    offsets = np.frombuffer(buffers[1], dtype=np.int32)[col.offset:col.offset + len(col) + 1]
+        return data.reshape(-1, width)[rows], np.ones(n, bool)
+    wide = len(buffers) == 3 and col.type.id == _pyarrow()[0].large_binary().id
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32)[col.offset:col.offset + len(col) + 1]
     data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
-    if rows is None:  # every row has exactly width bytes, back to back: no copy
-        return data[offsets[0]:offsets[-1]].reshape(-1, width), np.ones(n, bool)
+    if n == len(col) and rows[0] == 0 and rows[-1] == n - 1 and (np.diff(offsets) == width).all():
+        return data[offsets[0]:offsets[-1]].reshape(-1, width), np.ones(n, bool)  # back to back: no copy
     start = offsets[rows]
     good = (offsets[rows + 1] - start) == width
     padded = np.concatenate([data, np.zeros(width, np.uint8)])
     return padded[np.where(good, start, 0)[:, None] + np.arange(width)], good
-
-
-def _contiguous(col: Any, width: int) -> bool:
-    """Whether every row of a binary column holds ``width`` bytes (or a fixed-size column)."""
-    buffers = col.buffers()
-    if len(buffers) == 2:
-        return True
-    offsets = np.frombuffer(buffers[1], dtype=np.int32)[col.offset:col.offset + len(col) + 1]
-    return bool((np.diff(offsets) == width).all())

@@ -16,6 +16,8 @@ SERVER_COMMANDS = ("aggregate", "merge", "decode")
 
 def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     """Add the ``aggregate``, ``merge`` and ``decode`` commands; returns their parsers by name."""
+    from ldp.cli_support import input_file, number, open_unit, positive_int
+
     agg = subparsers.add_parser(
         "aggregate", help="fold report files into one aggregate per metric (validated, resumable)",
         description="Validate upload envelopes (JSONL, CSV, Parquet, binary .ldpe) against the collection spec, fold "
@@ -31,11 +33,18 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     agg.add_argument("--by-window", action="store_true", help="one aggregate per metric and window (e.g. per day)")
     agg.add_argument("--on-change", choices=("error", "reprocess"), default="error",
                      help="an input already folded whose content changed: stop (default) or fold it again in place")
-    agg.add_argument("--chunk-mb", type=float, default=8.0, help="MiB read at a time (default 8)")
+    agg.add_argument("--chunk-mb", type=number(float, 0, 1024, low_open=True), default=8.0,
+                     help="MiB read at a time (default 8, at most 1024)")
     agg.add_argument("--engine", choices=("local", "dask"), default="local", help="where to fold (default local)")
     agg.add_argument("--scheduler", metavar="ADDRESS",
                      help="Dask scheduler address (default with --engine dask: a local cluster of 2 workers)")
-    agg.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
+    agg.add_argument("--duplicates", choices=("once", "count"), default="once",
+                     help="an input with the same content as another: count it once (default) or again")
+    agg.add_argument("--parquet-unverified", action="store_true",
+                     help="fold Parquet files without page checksums (refused by default: damage in them cannot be "
+                          "detected)")
+    agg.add_argument("--quiet", "-q", action="store_true",
+                     help="no progress bar and no summary (notes and warnings still go to stderr)")
     agg.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     mrg = subparsers.add_parser(
@@ -52,49 +61,52 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
         "decode", help="estimates from an aggregate file: table, CSV, JSON, PNG plot",
         description="Turn an aggregate into estimates with standard errors and confidence intervals, using the "
                     "metric's candidate dictionary from the spec for RAPPOR, CMS and HCMS.")
-    dec.add_argument("aggregate", help="an .agg file")
+    dec.add_argument("aggregate", type=input_file, help="an .agg file")
     dec.add_argument("--spec", action="append", required=True, metavar="FILE", help="the collection spec (repeatable)")
     dec.add_argument("--metric", help="the metric (default: from the file name, or the only one with these parameters)")
-    dec.add_argument("--candidates", metavar="FILE", help="candidate dictionary, one per line (default: the spec's)")
-    dec.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
-    dec.add_argument("--alpha", type=float, default=0.05, help="significance level of detection (default 0.05)")
+    dec.add_argument("--candidates", metavar="FILE", type=input_file,
+                     help="candidate dictionary, one per line (default: the spec's)")
+    dec.add_argument("--confidence", type=open_unit, default=0.95,
+                     help="confidence level of the intervals (default 0.95)")
+    dec.add_argument("--alpha", type=open_unit, default=0.05, help="significance level of detection (default 0.05)")
     dec.add_argument("--selection", choices=("lasso", "none"), default="lasso", help="RAPPOR: candidate selection")
-    dec.add_argument("--top", type=int, default=20, help="SFP: fragments kept per position (default 20)")
+    dec.add_argument("--top", type=positive_int, default=20, help="SFP: fragments kept per position (default 20)")
     out = dec.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output (every item)")
     out.add_argument("--csv", action="store_true", help="CSV output (every item)")
     dec.add_argument("--plot", metavar="FILE.png", help="also write a bar chart with the intervals (needs matplotlib)")
-    dec.add_argument("--max-rows", type=int, default=40, help="rows of the printed table (default 40)")
+    dec.add_argument("--max-rows", type=positive_int, default=40, help="rows of the printed table (default 40)")
     return {"aggregate": agg, "merge": mrg, "decode": dec}
 
 
 def server_command(args: argparse.Namespace) -> int:
-    """Run ``args.command`` (one of :data:`SERVER_COMMANDS`); errors print to stderr with status 2."""
-    from ldp.spec import SpecError
+    """Run ``args.command`` (one of :data:`SERVER_COMMANDS`); bad input (a spec, a changed input, an
+    unreadable file, a missing extra) ends with ``ldp <command>: error: ...`` on stderr and status 2."""
+    from ldp.cli_support import BAD_INPUT, report_error
 
     try:
         return {"aggregate": _aggregate, "merge": _merge, "decode": _decode}[args.command](args)
-    except SpecError as err:
-        print(f"error: {err.source}: {len(err.errors)} error(s)", file=sys.stderr)
-        for e in err.errors:
-            print(f"  {e}", file=sys.stderr)
-    except (ValueError, ImportError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-    return 2
+    except BrokenPipeError:
+        raise  # the caller decides (ldp.cli.main: the reader closed stdout)
+    except BAD_INPUT as exc:
+        return report_error(f"ldp {args.command}", exc)
 
 
 def _aggregate(args: argparse.Namespace) -> int:
     from ldp.server.job import aggregate_files
 
-    if not args.chunk_mb > 0:
-        raise ValueError("--chunk-mb must be > 0")
     summary = aggregate_files(args.inputs, args.spec, args.out, by_window=args.by_window, fmt=args.format,
                               on_change=args.on_change, chunk_bytes=int(args.chunk_mb * 2**20), engine=args.engine,
-                              scheduler=args.scheduler, progress=False if args.quiet else None)
+                              scheduler=args.scheduler, progress=False if args.quiet else None,
+                              duplicates=args.duplicates, parquet_unverified=args.parquet_unverified)
     if args.json:
         print(json.dumps(summary.to_dict(), indent=1))
     elif not args.quiet:
         print(summary.text())
+    else:  # renames, duplicates, vanished inputs: never silent
+        for line in summary.text().splitlines():
+            if line.startswith(("note:", "warning:")):
+                print(line, file=sys.stderr)
     return 0
 
 

@@ -44,7 +44,7 @@ def _client(scheduler: Any) -> tuple[Any, bool]:
 
 
 def fold_inputs_on_dask(tasks: Sequence[Any], docs: list[dict[str, Any]], by_window: bool, chunk_bytes: int,
-                        fast: bool, scheduler: Any) -> Iterator[tuple[Any, Any]]:
+                        fast: bool, scheduler: Any, parquet_unverified: bool = False) -> Iterator[tuple[Any, Any]]:
     """Fold each input on the cluster; yield ``(task, (blob, stats, rejects bytes))`` as they finish."""
     from ldp.server.job import fold_input
 
@@ -54,7 +54,8 @@ def fold_inputs_on_dask(tasks: Sequence[Any], docs: list[dict[str, Any]], by_win
     client, owned = _client(scheduler)
     try:
         futures = {client.submit(fold_input, os.path.abspath(t.path), t.fmt, docs, by_window, t.source, None,
-                                 chunk_bytes, fast, pure=False): t for t in tasks}
+                                 chunk_bytes, fast, parquet_unverified=parquet_unverified, pure=False): t
+                   for t in tasks}
         for fut in distributed.as_completed(futures):
             yield futures[fut], fut.result()
     finally:
@@ -83,6 +84,7 @@ def _specs(docs: list[dict[str, Any]]) -> dict[str, CollectionSpec]:
 
 
 def _partial(folder: Folder, rejects: Any) -> tuple[bytes, dict[str, Any], list[str]]:
+    folder.close()  # the summary line of each capped reason
     lines = rejects.getvalue().splitlines() if rejects is not None else []
     return pack_parts(folder.aggregates), folder.stats(), lines
 

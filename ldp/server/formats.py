@@ -20,7 +20,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 from ldp.reports import MAX_FRAME_RECORDS, Report, ReportBatch, encode_frames
 from ldp.spec import Envelope
@@ -29,7 +29,7 @@ from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
 __all__ = [
     "FORMATS", "SECTION_MAGIC", "MAX_SECTION", "CSV_HEADER", "SectionHeader", "detect_format", "pack_section_header",
     "read_section_header", "Section", "sections_from_envelopes", "write_jsonl", "write_csv", "write_binary",
-    "write_parquet", "PARQUET_KEYS", "EXTENSIONS",
+    "write_parquet", "PARQUET_KEYS", "EXTENSIONS", "parquet_row_groups",
 ]
 
 FORMATS = ("jsonl", "csv", "parquet", "binary")
@@ -193,10 +193,11 @@ def write_csv(target: str | os.PathLike[str] | IO[str], items: Iterable[Envelope
 
 
 def write_parquet(target: str | os.PathLike[str] | IO[bytes], sections: Iterable[Section],
-                  row_group_size: int = 1 << 20) -> int:
-    """Write sections in the Parquet layout (zstd), row groups of at most ``row_group_size`` rows
-    (needs pyarrow: ``pip install 'ldp[parquet]'``); returns the rows written. Integer columns get
-    the narrowest unsigned type that holds every value the sections' parameters allow."""
+                  row_group_size: int = 1 << 20, compression: str = "zstd") -> int:
+    """Write sections in the Parquet layout (``compression``: zstd, or ``"none"``), row groups of at
+    most ``row_group_size`` rows, every page with its CRC-32 page checksum (needs pyarrow:
+    ``pip install 'ldp[parquet]'``); returns the rows written. Integer columns get the narrowest
+    unsigned type that holds every value the sections' parameters allow."""
     import numpy as np
 
     pa, pq = _pyarrow()
@@ -219,13 +220,116 @@ def write_parquet(target: str | os.PathLike[str] | IO[bytes], sections: Iterable
                        + [(f"payload.{k}", pa.from_numpy_dtype(np.min_scalar_type(top)) if kind == "uint"
                            else pa.binary()) for k, (kind, top) in fields.items()])
     total = 0
-    with pq.ParquetWriter(target, schema, compression="zstd") as writer:
+    with pq.ParquetWriter(target, schema, compression=compression, write_page_checksum=True) as writer:
         for s, batch in batches:
             for start in range(0, batch.n, row_group_size):
                 cols = {k: v[start:start + row_group_size] for k, v in batch.columns.items()}
                 writer.write_table(_section_table(pa, schema, s, batch, cols), row_group_size=row_group_size)
             total += batch.n
     return total
+
+
+PARQUET_VERIFY_IN_MEMORY = 1 << 26
+"""Row groups of at most this many (uncompressed) bytes are decoded whole, and verified, before any
+row is folded; larger ones are decoded twice (a verifying pass first), so memory stays bounded."""
+
+
+def parquet_row_groups(path: str | os.PathLike[str], batch_rows: int, source: str, *, unverified: bool = False,
+                       check_schema: Callable[[Any], None] | None = None
+                       ) -> Iterator[tuple[int, int, Iterable[Any] | str]]:
+    """``(first record, rows, record batches)`` per row group of a Parquet file, each only once every
+    page of the row group passed its checksum and decoded to the footer's row count; for a damaged
+    row group, ``(first record, rows, why)``. ``InputError``: an unreadable footer, a schema that
+    ``check_schema`` refuses, or pages without checksums (unless ``unverified``)."""
+    from ldp.server.readers import InputError
+
+    pa, pq = _pyarrow()
+    damage = (pa.ArrowException, OSError, ValueError, MemoryError)
+    try:  # no pre-buffering of row groups, one thread: memory stays flat in the file's size
+        pf = pq.ParquetFile(path, read_dictionary=["spec", "metric", "protocol", "params"], pre_buffer=False,
+                            buffer_size=1 << 20, page_checksum_verification=True)
+        meta, schema = pf.metadata, pf.schema_arrow
+    except damage as exc:
+        raise InputError(f"{source}: not a Parquet file, or its footer is damaged: {exc}") from None
+    try:
+        if check_schema is not None:
+            check_schema(schema)
+        unchecked = {} if unverified else _pages_without_checksum(path, meta)
+        if unchecked and len(unchecked) == meta.num_row_groups:
+            raise InputError(f"{source}: Parquet pages without checksums ({next(iter(unchecked.values()))}) cannot "
+                             "be verified, so they are not folded; write the file with page checksums (ldp's "
+                             "write_parquet, or pyarrow's write_page_checksum=True), or allow unverified Parquet files "
+                             "explicitly")
+        record = 1
+        for rg in range(meta.num_row_groups):
+            info = meta.row_group(rg)
+            rows = info.num_rows
+
+            def batches(rg: int = rg) -> Iterator[Any]:
+                return pf.iter_batches(batch_size=batch_rows, row_groups=[rg], use_threads=False)
+
+            try:
+                if rg in unchecked:  # the others have checksums: a page header without one is damaged
+                    raise ValueError(f"page header without checksum in {unchecked[rg]}")
+                if info.total_byte_size <= PARQUET_VERIFY_IN_MEMORY:
+                    held: Iterable[Any] = list(batches())
+                    got = sum(b.num_rows for b in held)  # type: ignore[attr-defined]
+                else:
+                    got, held = sum(b.num_rows for b in batches()), _reread(batches, source)
+                if got != rows:
+                    raise ValueError(f"{got} rows decoded, the footer says {rows}")
+            except damage as exc:
+                yield record, rows, f"row group {rg} of {rows} rows: {str(exc)[:300]}"
+            else:
+                yield record, rows, held
+            record += rows
+    finally:
+        pf.close()
+
+
+def _reread(batches: Callable[[], Iterator[Any]], source: str) -> Iterator[Any]:
+    """The second pass over a verified row group: a failure now means the file changed meanwhile."""
+    from ldp.server.readers import InputError
+
+    pa, _ = _pyarrow()
+    try:
+        yield from batches()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(f"{source}: a verified row group failed on its second reading: {exc}") from None
+
+
+def _pages_without_checksum(path: str | os.PathLike[str], meta: Any) -> dict[int, str]:
+    """The row groups with a column chunk whose first page header has no CRC (Thrift compact
+    ``PageHeader``: fields 1 to 3 are i32, field 4 the optional ``crc``), and where."""
+    out = {}
+    with open(path, "rb") as fh:
+        for rg in range(meta.num_row_groups):
+            for c in range(meta.num_columns):
+                chunk = meta.row_group(rg).column(c)
+                offsets = [chunk.data_page_offset] + ([chunk.dictionary_page_offset]
+                                                      if chunk.has_dictionary_page and chunk.dictionary_page_offset
+                                                      else [])
+                fh.seek(max(0, min(offsets)))
+                if not _has_crc(fh.read(64)):
+                    out[rg] = f"column {chunk.path_in_schema!r} of row group {rg}"
+                    break
+    return out
+
+
+def _has_crc(head: bytes) -> bool:
+    field, pos = 0, 0
+    while pos < len(head):
+        delta, kind = head[pos] >> 4, head[pos] & 0x0F
+        if delta == 0 or kind != 5:  # not a short-form i32 field
+            return False
+        field += delta
+        if field >= 4:
+            return field == 4
+        pos += 1
+        while pos < len(head) and head[pos] & 0x80:  # skip the varint
+            pos += 1
+        pos += 1
+    return False
 
 
 def _section_table(pa: Any, schema: Any, s: Section, batch: ReportBatch, cols: dict[str, Any]) -> Any:

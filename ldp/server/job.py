@@ -21,6 +21,7 @@ import os
 import shutil
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -36,6 +37,7 @@ __all__ = ["aggregate_files", "fold_input", "expand_inputs", "spec_index", "JobS
            "JobError"]
 
 ON_CHANGE = ("error", "reprocess")
+DUPLICATES = ("once", "count")
 _hook: Callable[[str, dict[str, Any]], None] | None = None
 """Tests only: called at "part_written" (before an input's manifest line) and "input_done"."""
 
@@ -88,19 +90,24 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 
 def fold_input(path: str, fmt: str, spec_docs: list[dict[str, Any]], by_window: bool, source: str,
                rejects_path: str | None = None, chunk_bytes: int = CHUNK_BYTES, fast: bool = True,
-               progress: Callable[[int], None] | None = None) -> tuple[bytes, dict[str, Any], bytes | None]:
+               progress: Callable[[int], None] | None = None,
+               known: tuple[int, int, str] | None = None,
+               parquet_unverified: bool = False) -> tuple[bytes, dict[str, Any], bytes | None]:
     """Fold one input file: ``(partial aggregates blob, stats, rejects bytes)``. Rejects go to
     ``rejects_path`` when given (then ``None`` is returned for them). Stats include the size and
-    SHA-256 read before folding; ``InputChangedError`` if the file changed meanwhile. Runs anywhere
-    (a Dask worker): it takes spec documents, not spec objects."""
+    SHA-256 read before folding (``known``: (size, mtime_ns, SHA-256) hashed by the caller, used
+    when the file still has that size and mtime); ``InputChangedError`` if the file changed
+    meanwhile. Runs anywhere (a Dask worker): it takes spec documents, not spec objects."""
     specs = spec_index([CollectionSpec.from_dict(d) for d in spec_docs])
     before = os.stat(path)
-    digest = sha256_file(path)
+    same = known is not None and (before.st_size, before.st_mtime_ns) == known[:2]
+    digest = known[2] if same else sha256_file(path)  # type: ignore[index]
     out = open(rejects_path, "w", encoding="ascii") if rejects_path else io.StringIO()
     t0 = time.perf_counter()
     try:
         folder = Folder(specs, by_window=by_window, source=source, rejects=out, fast=fast)
-        read_input(path, folder, fmt, chunk_bytes, progress)
+        read_input(path, folder, fmt, chunk_bytes, progress, parquet_unverified=parquet_unverified)
+        folder.close()
     finally:
         if rejects_path:
             out.close()
@@ -128,6 +135,9 @@ class JobSummary:
     run: dict[str, Any]
     aggregates: dict[str, dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
+    renamed: list[dict[str, str]] = field(default_factory=list)
+    duplicates: list[dict[str, str]] = field(default_factory=list)
+    vanished: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -150,6 +160,10 @@ class JobSummary:
                   for name, a in self.aggregates.items()]
         if rej:
             lines.append(f"rejects (with reasons): {self.out_dir / 'rejects.jsonl'}")
+        lines += [f"note: {r['from']} was renamed to {r['to']} (already counted)" for r in self.renamed]
+        lines += [f"warning: {d['path']} has the same content as {d['same_as']}, already counted: not counted again"
+                  for d in self.duplicates]
+        lines += [f"note: {v['source']} is gone from disk; its {v['records']:,} reports stay counted" for v in self.vanished]
         return "\n".join(lines + [f"warning: {w}" for w in self.warnings])
 
 
@@ -159,19 +173,36 @@ class _Task:
     source: str
     fmt: str
     old: dict[str, Any] | None
+    known: tuple[int, int, str] | None = None  # (size, mtime_ns, SHA-256) when hashed while planning
+
+
+@dataclass
+class _Plan:
+    tasks: list[_Task]
+    skipped: list[str]
+    renamed: list[dict[str, str]] = field(default_factory=list)
+    duplicates: list[dict[str, str]] = field(default_factory=list)
 
 
 def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_dir: str | os.PathLike[str], *,
                     by_window: bool = False, fmt: str | None = None, on_change: str = "error",
                     chunk_bytes: int = CHUNK_BYTES, engine: str = "local", scheduler: Any = None,
-                    progress: bool | None = None, fast: bool = True) -> JobSummary:
+                    progress: bool | None = None, fast: bool = True, duplicates: str = "once",
+                    parquet_unverified: bool = False) -> JobSummary:
     """Fold ``inputs`` (files or folders) into ``out_dir``, validated against ``specs`` (a spec,
     a path, or every deployed version). ``on_change``: what to do with an input whose path is in
     the manifest but whose content changed: ``"error"`` (default) or ``"reprocess"`` (its old
-    part is replaced). ``engine="dask"`` folds the inputs on a Dask cluster (``scheduler``: an
+    part is replaced). Inputs are identified by content (SHA-256): a folded input found under a new
+    path while its old path is gone (or holds other content) is a rename, skipped and noted; a new
+    input with the content of another input, folded or in this run, is a duplicate: ``duplicates``
+    ``"once"`` (default) skips it with a warning, ``"count"`` folds it again. Folded inputs gone
+    from disk stay counted and are listed (``vanished``). ``parquet_unverified``: fold Parquet files
+    without page checksums, which cannot be checked for damage (refused by default). ``engine="dask"`` folds the inputs on a Dask cluster (``scheduler``: an
     address or a ``distributed.Client``; ``None`` starts a local one)."""
     if on_change not in ON_CHANGE:
         raise ValueError(f"on_change must be one of {ON_CHANGE}, got {on_change!r}")
+    if duplicates not in DUPLICATES:
+        raise ValueError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
     if fmt is not None and fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     index = spec_index(specs)
@@ -183,16 +214,23 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
     try:
         if not manifest.path.exists():
             manifest.save()
-        tasks, skipped = _plan(files, manifest, fmt, on_change)
+        plan = _plan(files, manifest, fmt, on_change, duplicates)
+        tasks = plan.tasks
         docs = [s.to_dict() for s in index.values()]
         run = {"records": 0, "accepted": 0, "bytes": 0}
-        results = _run(tasks, docs, by_window, chunk_bytes, fast, manifest.dir, engine, scheduler, progress)
+        results = _run(tasks, docs, by_window, chunk_bytes, fast, manifest.dir, engine, scheduler, progress,
+                       parquet_unverified)
         for task, (blob, stats, rejects) in results:
             _commit(manifest, task, blob, stats, rejects)
             run["records"] += stats["records"]
             run["accepted"] += stats["accepted"]
             run["bytes"] += stats["size"]
-        summary = _finish(manifest, [t.source for t in tasks], skipped, warnings)
+        summary = _finish(manifest, [t.source for t in tasks], plan.skipped, warnings)
+        summary.renamed, summary.duplicates = plan.renamed, plan.duplicates
+        given = {os.path.realpath(f) for f in files}
+        summary.vanished = [{"path": path, "source": e["source"], "sha256": e["sha256"], "records": e["records"]}
+                            for path, e in sorted(manifest.entries.items())
+                            if path not in given and not os.path.exists(path)]
         summary.run = {**run, "seconds": round(time.perf_counter() - t0, 6)}
         write_atomic(manifest.dir / "summary.json", (_json(summary.to_dict()) + "\n").encode())
         return summary
@@ -206,33 +244,68 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=1)
 
 
-def _plan(files: list[Path], manifest: Manifest, fmt: str | None, on_change: str) -> tuple[list[_Task], list[str]]:
-    tasks, skipped, seen = [], [], set()
+def _plan(files: list[Path], manifest: Manifest, fmt: str | None, on_change: str, duplicates: str) -> _Plan:
+    """What to fold, skip, rename in the manifest (same content at a new path, the old one gone or
+    changed) or skip as a duplicate. Known paths are checked by SHA-256 (as ever); a new path is
+    hashed here only when another input or folded input has its size (then the digest is reused)."""
+    inputs: dict[str, Path] = {}
     for f in files:
-        real = os.path.realpath(f)
-        if real in seen:
-            continue
-        seen.add(real)
+        inputs.setdefault(os.path.realpath(f), f)
+    changed, new, plan = set(), [], _Plan([], [])
+    for real, f in inputs.items():
         old = manifest.entries.get(real)
-        if old is not None:
-            st = f.stat()
-            if st.st_size == old["size"] and sha256_file(f) == old["sha256"]:
-                skipped.append(os.fspath(f))
-                continue
-            if on_change == "error":
-                raise InputChangedError(f"{os.fspath(f)} changed since it was aggregated (SHA-256 differs from the "
-                                        "manifest's); pass --on-change reprocess to fold it again in place of its old "
-                                        "content, or give it another name if it holds new reports")
-        tasks.append(_Task(f, os.fspath(f), fmt or detect_format(f), old))
-    return tasks, skipped
+        if old is None:
+            new.append(real)
+        elif f.stat().st_size == old["size"] and sha256_file(f) == old["sha256"]:
+            plan.skipped.append(os.fspath(f))
+        else:
+            changed.add(real)
+    stats = {r: inputs[r].stat() for r in new}
+    sizes = Counter([e["size"] for e in manifest.entries.values()] + [st.st_size for st in stats.values()])
+    known = {r: (st.st_size, st.st_mtime_ns, sha256_file(inputs[r])) for r, st in stats.items() if sizes[st.st_size] > 1}
+    folded: dict[str, list[str]] = {}
+    for path, e in sorted(manifest.entries.items()):
+        folded.setdefault(e["sha256"], []).append(path)
+    moves: list[tuple[str, str]] = []
+    planned: dict[str, str] = {}
+    for real in new:
+        source, digest = os.fspath(inputs[real]), known[real][2] if real in known else None
+        gone = [p for p in folded.get(digest, ()) if p in changed or p not in inputs and not os.path.exists(p)]
+        if gone:  # renamed: its old path is gone, or holds other content now
+            moves.append((gone[0], real))
+            folded[digest].remove(gone[0])  # type: ignore[index]
+            plan.renamed.append({"from": manifest.entries[gone[0]]["source"], "to": source})
+            plan.skipped.append(source)
+            planned.setdefault(digest, source)  # type: ignore[arg-type]
+            continue
+        same = folded.get(digest) or ([] if digest not in planned else [planned[digest]])  # type: ignore[operator]
+        if same and duplicates == "once":
+            other = manifest.entries[same[0]]["source"] if same[0] in manifest.entries else same[0]
+            plan.duplicates.append({"path": source, "same_as": other, "sha256": digest})  # type: ignore[dict-item]
+            continue
+        if digest is not None:
+            planned.setdefault(digest, source)
+        plan.tasks.append(_Task(inputs[real], source, fmt or detect_format(inputs[real]), None, known.get(real)))
+    moved_away = {old for old, _ in moves}
+    for real in sorted(changed - moved_away, key=list(inputs).index):
+        if on_change == "error":
+            raise InputChangedError(f"{os.fspath(inputs[real])} changed since it was aggregated (SHA-256 differs from "
+                                    "the manifest's); pass --on-change reprocess to fold it again in place of its old "
+                                    "content, or give it another name if it holds new reports")
+    for old, real in moves:
+        manifest.move(old, real, os.fspath(inputs[real]))
+    for real in sorted(changed, key=list(inputs).index):  # moved away: new content at an old path
+        f = inputs[real]
+        plan.tasks.append(_Task(f, os.fspath(f), fmt or detect_format(f), manifest.entries.get(real)))
+    return plan
 
 
 def _run(tasks: list[_Task], docs: list[dict[str, Any]], by_window: bool, chunk_bytes: int, fast: bool, out: Path,
-         engine: str, scheduler: Any, progress: bool | None) -> Iterator[tuple[_Task, Any]]:
+         engine: str, scheduler: Any, progress: bool | None, parquet_unverified: bool) -> Iterator[tuple[_Task, Any]]:
     if engine == "dask":
         from ldp.server.dask_engine import fold_inputs_on_dask
 
-        yield from fold_inputs_on_dask(tasks, docs, by_window, chunk_bytes, fast, scheduler)
+        yield from fold_inputs_on_dask(tasks, docs, by_window, chunk_bytes, fast, scheduler, parquet_unverified)
         return
     if engine != "local":
         raise ValueError(f"engine must be 'local' or 'dask', got {engine!r}")
@@ -242,7 +315,7 @@ def _run(tasks: list[_Task], docs: list[dict[str, Any]], by_window: bool, chunk_
             tmp = out / "rejects" / f".{_input_id(t.path)}.jsonl.tmp"
             tmp.parent.mkdir(parents=True, exist_ok=True)
             yield t, (*fold_input(os.fspath(t.path), t.fmt, docs, by_window, t.source, os.fspath(tmp), chunk_bytes,
-                                  fast, bar.update if bar else None)[:2], tmp)
+                                  fast, bar.update if bar else None, t.known, parquet_unverified)[:2], tmp)
     finally:
         if bar is not None:
             bar.close()

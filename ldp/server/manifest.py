@@ -3,7 +3,7 @@
 ``OUT/manifest.json`` holds the settings (spec fingerprints, ``by_window``) and one entry per input
 (real path, size, SHA-256, counts, its partial aggregates file and rejects file). Each input
 finished since is appended to ``OUT/journal.jsonl`` (one fsynced line, after its files are in
-place), and the journal is folded into the manifest at the end of a run, which then replaces it
+place; a renamed input's line names its old path in ``moved_from``), and the journal is folded into the manifest at the end of a run, which then replaces it
 atomically. A crash leaves at worst a torn last journal line: that input was not committed and is
 folded again on resume. ``OUT/.lock`` keeps a second job out of the folder.
 """
@@ -61,6 +61,9 @@ class Manifest:
                 continue
             try:
                 entry = json.loads(line)
+                moved = entry.pop("moved_from", None)
+                if moved is not None:
+                    self.entries.pop(moved, None)
                 self.entries[entry["path"]] = entry
             except (ValueError, KeyError, TypeError):
                 if i < len(lines) - 1 and any(x.strip() for x in lines[i + 1:]):
@@ -76,6 +79,18 @@ class Manifest:
             fh.flush()
             os.fsync(fh.fileno())
         self.entries[entry["path"]] = entry
+
+    def move(self, old_path: str, new_path: str, source: str) -> dict[str, Any]:
+        """Record durably that the input committed as ``old_path`` is now ``new_path`` (same
+        content: a rename); its counts, part and rejects files stay. Returns the new entry."""
+        entry = {**self.entries[old_path], "path": new_path, "source": source}
+        with open(self.journal, "ab") as fh:
+            fh.write(json.dumps({**entry, "moved_from": old_path}, separators=(",", ":")).encode() + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        del self.entries[old_path]
+        self.entries[new_path] = entry
+        return entry
 
     def save(self) -> None:
         """Fold the journal into ``manifest.json`` (atomically), then remove the journal."""

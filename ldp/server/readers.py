@@ -1,7 +1,8 @@
 """Streaming readers: each input format, read in chunks with bounded memory, into a :class:`~ldp.server.fold.Folder`.
 
 Memory per reader: JSONL about two chunks plus one line of up to ``MAX_LINE`` bytes (a longer line
-is rejected as ``too_large`` while it is skipped, never held); CSV one chunk of rows; Parquet one
+is rejected as ``too_large`` while it is skipped, never held); CSV the same with records found by
+their quote parity (a quoted field may hold newlines); Parquet one
 record batch; binary one section (at most :data:`~ldp.server.formats.MAX_SECTION` bytes). Damaged
 binary sections are rejected with the number of reports their frames declare (at least 1).
 """
@@ -9,11 +10,12 @@ binary sections are rejected with the number of reports their frames declare (at
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import re
 from typing import IO, Any, Callable, Iterator
+
+import numpy as np
 
 from ldp.decoders.base import frame_to_batch
 from ldp.reports import MAGIC as FRAME_MAGIC, MAX_LINE, ReportError, scan_frames
@@ -22,11 +24,13 @@ from ldp.server.formats import (CSV_HEADER, MAX_SECTION, SECTION_MAGIC, SectionH
                                 read_section_header)
 from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
 
-__all__ = ["CHUNK_BYTES", "InputError", "iter_line_chunks", "read_input", "read_jsonl", "read_csv", "read_binary"]
+__all__ = ["CHUNK_BYTES", "InputError", "iter_line_chunks", "iter_csv_records", "read_input", "read_jsonl", "read_csv",
+           "read_binary"]
 
 CHUNK_BYTES = 1 << 23
 """Bytes read at a time (8 MiB)."""
-CSV_ROWS = 1 << 16
+CSV_CHUNK = 1 << 21
+"""Bytes of CSV read at a time (2 MiB: the positions of its newlines, quotes and commas are arrays)."""
 _INT_RE = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 _HEADER_MAX = 34 + 255
 Progress = Callable[[int], None]
@@ -94,87 +98,159 @@ def _csv_line(row: list[str]) -> str:
     return f'{{"spec":{json.dumps(spec)},"metric":{json.dumps(metric)},"window":{window},"report":{report}}}'
 
 
-def read_csv(fh: IO[bytes], folder: Folder, chunk_rows: int = CSV_ROWS, progress: Progress | None = None) -> None:
-    """Fold every row of a CSV file of envelopes (header ``spec,metric,window,report``). Row i
-    (1-based, after the header) is record i; a row that is not 4 cells is rejected as ``bad_row``."""
-    csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE))
-    text = io.TextIOWrapper(io.BufferedReader(_Counted(fh, progress)), encoding="utf-8", errors="replace", newline="")
-    reader = csv.reader(text, strict=True)
-    try:
-        header = next(reader)
-    except StopIteration:
-        return
-    except csv.Error as exc:
-        raise InputError(f"{folder.source}: not a CSV file: {exc}") from None
-    if tuple(h.strip().lstrip("\ufeff") for h in header) != CSV_HEADER:
-        raise InputError(f"{folder.source}: the CSV header must be {','.join(CSV_HEADER)}, "
-                         f"got {','.join(header)[:200]}")
-    first, lines, raws = 1, [], []  # first: the record number of lines[0]
+def _csv_ends(data: bytes) -> np.ndarray:
+    """Offsets of the ``\\n`` that end CSV records in ``data`` (which starts a record): those after
+    an even number of ``"`` (RFC 4180: a quoted field may hold newlines, a ``"`` in it is doubled)."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    nl = np.flatnonzero(raw == 10)
+    quotes = np.flatnonzero(raw == 34)
+    return nl[np.searchsorted(quotes, nl) % 2 == 0] if quotes.size else nl
 
-    def flush() -> int:
-        if lines:
-            folder.fold_lines(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"), first, list(raws))
-        n = first + len(lines)
-        lines.clear()
-        raws.clear()
-        return n
 
+def iter_csv_records(fh: IO[bytes], chunk_bytes: int = CSV_CHUNK, max_line: int = MAX_LINE,
+                     progress: Progress | None = None) -> Iterator[tuple[int, bytes | Oversize]]:
+    """As :func:`iter_line_chunks`, for CSV records (:func:`_csv_ends`): ``(number of the first
+    record, whole records each ending in \\n)`` and ``(number, Oversize)`` for a record longer than
+    ``max_line``, skipped without being held. Memory: ``chunk_bytes + max_line`` bytes, and arrays
+    of the positions of the newlines and quotes of one chunk."""
+    number, carry = 1, b""
     while True:
-        try:
-            row: list[str] | None = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            row, problem = None, f"CSV: {exc}"
-        line = _csv_line(row) if row is not None and len(row) == 4 else ""
-        if row is not None and len(row) == 4 and "\n" not in line and "\r" not in line:
-            lines.append(line)
-            raws.append(row)
-            if len(lines) >= chunk_rows:
-                first = flush()
+        block = fh.read(chunk_bytes)
+        if progress is not None and block:
+            progress(len(block))
+        if not block:
+            if carry:
+                yield number, carry + b"\n"
+            return
+        data = carry + block
+        ends = _csv_ends(data)
+        cut = int(ends[-1]) + 1 if ends.size else 0
+        if cut:
+            yield number, data[:cut]
+            number += len(ends)
+        carry = data[cut:]
+        if len(carry) > max_line:  # skip to the end of this record, keeping only its quote parity
+            head, length, odd = carry[:4 * RAW_LIMIT], len(carry), carry.count(b'"') % 2
+            while True:
+                block = fh.read(chunk_bytes)
+                if progress is not None and block:
+                    progress(len(block))
+                end = _csv_ends(b'"' * odd + block)[:1] - odd
+                if end.size or not block:
+                    length += int(end[0]) if end.size else len(block)
+                    carry = block[int(end[0]) + 1:] if end.size else b""
+                    break
+                length += len(block)
+                odd = (odd + block.count(b'"')) % 2
+            yield number, Oversize(head, length)
+            number += 1
+
+
+def _csv_row(text: str) -> list[str] | str:
+    """The cells of one CSV record, or the csv module's complaint."""
+    try:
+        rows = list(csv.reader((text,), strict=True))
+    except csv.Error as exc:
+        return f"CSV: {exc}"
+    return rows[0] if len(rows) == 1 else f"CSV: {len(rows)} rows in one record"
+
+
+def read_csv(fh: IO[bytes], folder: Folder, progress: Progress | None = None, chunk_bytes: int = CSV_CHUNK,
+             max_line: int | None = None) -> None:
+    """Fold every row of a CSV file of envelopes (header ``spec,metric,window,report``). Record i
+    (1-based, after the header) is row i; a row that is not 4 cells (or not CSV) is rejected as
+    ``bad_row``, one longer than ``max_line`` bytes as ``too_large`` (skipped, never held). Rows
+    that cannot be 4 cells are found and counted in bulk, from their unquoted commas. ``max_line``
+    defaults to ``MAX_LINE``."""
+    max_line = MAX_LINE if max_line is None else max_line
+    csv.field_size_limit(max(csv.field_size_limit(), max_line))
+    chunks = iter_csv_records(fh, chunk_bytes, max_line, progress)
+    header = True
+    for number, data in chunks:
+        if isinstance(data, Oversize):
+            if header:
+                raise InputError(f"{folder.source}: not a CSV file: a first row of {data.length} bytes")
+            folder.log(number - 1, "too_large", f"row longer than {max_line} bytes", data.head)
             continue
-        first = flush()  # a row handled alone: keep the numbering in order
-        if row is None:
-            folder.log(first, "bad_row", problem, "")
-        elif not row:
-            folder.blank += 1
-        elif len(row) != 4:
-            folder.log(first, "bad_row", f"a row has 4 cells ({','.join(CSV_HEADER)}), got {len(row)}", row)
-        else:  # a newline inside the report's JSON: the full parser, on this row alone
-            folder.fold_line(line, first, row)
-        first += 1
-    flush()
+        raw = np.frombuffer(data, dtype=np.uint8)
+        ends = _csv_ends(data)
+        if not ends.size:  # the last record, with a quote left open
+            ends = np.array([len(data) - 1])
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        ends = ends - ((ends > starts) & (raw[np.maximum(ends - 1, 0)] == 13))  # a CRLF ends a record too
+        if header:
+            _check_header(data[:int(ends[0])].decode("utf-8", "replace"), folder.source)
+            header, starts, ends, number = False, starts[1:], ends[1:], number + 1
+        _fold_csv_chunk(folder, data, starts, ends, number - 1, max_line)
 
 
-class _Counted(io.RawIOBase):
-    """A binary stream that reports the bytes read (for progress bars)."""
+def _check_header(text: str, source: str) -> None:
+    row = _csv_row(text)
+    if isinstance(row, str):
+        raise InputError(f"{source}: not a CSV file: {row[5:]}")
+    if tuple(h.strip().lstrip("\ufeff") for h in row) != CSV_HEADER:
+        raise InputError(f"{source}: the CSV header must be {','.join(CSV_HEADER)}, got {','.join(row)[:200]}")
 
-    def __init__(self, fh: IO[bytes], progress: Progress | None) -> None:
-        self.fh, self.progress = fh, progress
 
-    def readable(self) -> bool:
-        return True
+def _fold_csv_chunk(folder: Folder, data: bytes, starts: np.ndarray, ends: np.ndarray, first: int,
+                    max_line: int) -> None:
+    """Fold the records ``data[starts[i]:ends[i]]``, record i being number ``first + i``."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    commas = np.flatnonzero(raw == 44)
+    quotes = np.flatnonzero(raw == 34)
+    if quotes.size:
+        commas = commas[np.searchsorted(quotes, commas) % 2 == 0]
+    cells = np.searchsorted(commas, ends) - np.searchsorted(commas, starts) + 1
+    blank = ends == starts
+    folder.blank += int(blank.sum())
+    text = lambda i: data[starts[i]:ends[i]].decode("utf-8", "replace")  # noqa: E731
 
-    def readinto(self, buf: Any) -> int:
-        n = self.fh.readinto(buf)  # type: ignore[attr-defined]
-        if self.progress is not None and n:
-            self.progress(n)
-        return n
+    def describe(j: int) -> tuple[str, Any]:
+        row = _csv_row(text(bad[j]))
+        if isinstance(row, str):
+            return row, text(bad[j])
+        return f"a row has 4 cells ({','.join(CSV_HEADER)}), got {len(row)}", row
+
+    large = ends - starts > max_line
+    for i in np.flatnonzero(large).tolist():
+        folder.log(first + i, "too_large", f"row longer than {max_line} bytes", data[starts[i]:starts[i] + 4 * RAW_LIMIT])
+    bad = np.flatnonzero(~blank & ~large & (cells != 4))
+    if bad.size:
+        folder.log_bulk("bad_row", bad + first, describe)
+    lines, raws, numbers = [], [], []
+    for i in np.flatnonzero(~blank & ~large & (cells == 4)).tolist():
+        row = _csv_row(text(i))
+        if isinstance(row, str) or len(row) != 4:
+            folder.log(first + i, "bad_row", row if isinstance(row, str) else
+                       f"a row has 4 cells ({','.join(CSV_HEADER)}), got {len(row)}", text(i) if isinstance(row, str)
+                       else row)
+            continue
+        line = _csv_line(row)
+        if "\n" in line or "\r" in line:  # a newline inside the report's JSON: the full parser, on this row alone
+            folder.fold_line(line, first + i, row)
+            continue
+        lines.append(line)
+        raws.append(row)
+        numbers.append(first + i)
+    if lines:
+        folder.fold_lines(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"), 0, raws,
+                          numbers=np.array(numbers, dtype=np.int64))
 
 
 # -- binary ----------------------------------------------------------------------------------------------
 
 
-def _count_span(fh: IO[bytes], start: int, end: int) -> int:
+def _count_span(fh: IO[bytes], start: int, end: int, piece: int = CHUNK_BYTES) -> int:
     """Reports declared by the frames found in ``[start, end)`` from the first frame magic on
-    (each unreadable piece counts 1; at least 1 in all), read in pieces of at most ``MAX_SECTION``."""
+    (each unreadable piece counts 1; at least 1 in all), read in pieces of ``piece`` bytes; a
+    piece without a frame magic costs one ``bytes.find``."""
     total, pos, first = 0, start, True
     while pos < end:
         fh.seek(pos)
-        data = fh.read(min(end - pos, MAX_SECTION))
+        data = fh.read(min(end - pos, piece))
         if not data:
             break
-        at = data.find(FRAME_MAGIC) if first else 0
+        at = data.find(FRAME_MAGIC) if first else (0 if FRAME_MAGIC in data else -1)
         if at >= 0:
             total += sum(item.records if isinstance(item, ReportError) else item.count
                          for item in scan_frames(data[at:]))
@@ -271,13 +347,15 @@ def _row_raw(batch: Any) -> Callable[[int], Any]:
 
 
 def read_input(path: str | os.PathLike[str], folder: Folder, fmt: str | None = None,
-               chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None) -> None:
-    """Fold one input file of format ``fmt`` (default: from its extension) into ``folder``."""
+               chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None, *,
+               parquet_unverified: bool = False) -> None:
+    """Fold one input file of format ``fmt`` (default: from its extension) into ``folder``.
+    ``parquet_unverified``: fold Parquet files without page checksums (refused by default)."""
     fmt = fmt or detect_format(path)
     if fmt == "parquet":
         from ldp.server.arrow import read_parquet
 
-        read_parquet(path, folder, progress=progress)
+        read_parquet(path, folder, progress=progress, unverified=parquet_unverified)
         return
     with open(path, "rb") as fh:
         if fmt == "jsonl":

@@ -10,6 +10,7 @@ to a temporary file in the same folder, is flushed to disk, and replaces the tar
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import tempfile
 import zlib
@@ -17,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from ldp.decoders.base import Aggregate
+from ldp.decoders.base import Aggregate, AggregateFormatError
 from ldp.server.fold import Key, key_name, parse_key_name
 
 __all__ = ["AGG_SUFFIX", "canonical_bytes", "write_atomic", "write_aggregate", "read_aggregate", "pack_parts",
@@ -70,11 +71,13 @@ def write_aggregate(path: str | os.PathLike[str], agg: Aggregate) -> None:
 
 
 def read_aggregate(path: str | os.PathLike[str]) -> Aggregate:
-    """Load an aggregate file (``ValueError`` naming the file if it is not one or is damaged)."""
+    """Load an aggregate file (:class:`AggregateFormatError` naming the file if it is not one or is damaged)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # reading a device or a pipe may block or never end
+        raise AggregateFormatError(f"{os.fspath(path)}: not a regular file")
     try:
         return Aggregate.from_bytes(Path(path).read_bytes())
     except ValueError as exc:
-        raise ValueError(f"{os.fspath(path)}: {exc}") from None
+        raise AggregateFormatError(f"{os.fspath(path)}: {exc}") from None
 
 
 def pack_parts(aggregates: Mapping[Key, Aggregate]) -> bytes:
@@ -88,24 +91,41 @@ def pack_parts(aggregates: Mapping[Key, Aggregate]) -> bytes:
     return body + struct.pack("<I", zlib.crc32(body))
 
 
-def unpack_parts(data: bytes, source: str = "parts") -> dict[Key, Aggregate]:
-    """The aggregates of :func:`pack_parts` (``ValueError`` if damaged)."""
-    if len(data) < 13 or data[:4] != _PARTS_MAGIC or data[4] != _PARTS_VERSION:
-        raise ValueError(f"{source}: not a partial-aggregates file (bad magic or version)")
-    if zlib.crc32(data[:-4]) != struct.unpack("<I", data[-4:])[0]:
-        raise ValueError(f"{source}: damaged (CRC-32 mismatch)")
-    (count,), pos, out = struct.unpack_from("<I", data, 5), 9, {}
+def unpack_parts(data: bytes | bytearray | memoryview, source: str = "parts") -> dict[Key, Aggregate]:
+    """The aggregates of :func:`pack_parts` (:class:`AggregateFormatError` naming ``source`` if damaged).
+
+    Every declared count and length is checked against the bytes present before it is used."""
+    view = memoryview(data).cast("B")
+    if len(view) < 13 or view[:4] != _PARTS_MAGIC or view[4] != _PARTS_VERSION:
+        raise AggregateFormatError(f"{source}: not a partial-aggregates file (bad magic or version)")
+    end = len(view) - 4
+    if zlib.crc32(view[:end]) != int.from_bytes(view[end:], "little"):
+        raise AggregateFormatError(f"{source}: damaged (CRC-32 mismatch)")
+    count, pos, out = int.from_bytes(view[5:9], "little"), 9, {}
     try:
-        for _ in range(count):
-            (nlen,) = struct.unpack_from("<H", data, pos)
-            name = data[pos + 2:pos + 2 + nlen].decode("ascii")
-            (blen,) = struct.unpack_from("<Q", data, pos + 2 + nlen)
-            pos += 10 + nlen
-            out[parse_key_name(name)] = Aggregate.from_bytes(data[pos:pos + blen])
-            pos += blen
-    except (struct.error, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"{source}: damaged: {exc}") from None
+        for i in range(count):
+            nlen = int.from_bytes(view[pos:_span(pos, 2, end, f"part {i}: name length")], "little")
+            pos, stop = pos + 2, _span(pos + 2, nlen, end, f"part {i}: name")
+            name = view[pos:stop].tobytes().decode("ascii")
+            blen = int.from_bytes(view[stop:_span(stop, 8, end, f"part {i}: aggregate length")], "little")
+            pos, stop = stop + 8, _span(stop + 8, blen, end, f"part {i} ({name}): aggregate")
+            key = parse_key_name(name)
+            if key in out:
+                raise AggregateFormatError(f"part {name!r} appears twice")
+            out[key] = Aggregate.from_bytes(view[pos:stop])
+            pos = stop
+    except ValueError as exc:  # AggregateFormatError, a bad name (UnicodeDecodeError, parse_key_name)
+        raise AggregateFormatError(f"{source}: damaged: {str(exc)[:300]}") from None
+    if pos != end:
+        raise AggregateFormatError(f"{source}: damaged: {end - pos} bytes after the {count} declared parts")
     return out
+
+
+def _span(pos: int, size: int, end: int, what: str) -> int:
+    """``pos + size`` if ``size`` bytes remain before ``end`` (a declared length is checked before it is used)."""
+    if size > end - pos:
+        raise AggregateFormatError(f"{what} declares {size} bytes at offset {pos}, but only {end - pos} remain")
+    return pos + size
 
 
 def merge_into(target: dict[Key, Aggregate], other: Mapping[Key, Aggregate]) -> dict[Key, Aggregate]:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from ldp.spec.collection import CollectionSpec
-from ldp.spec.schema import SPEC_VERSION, SpecError
+from ldp.spec.schema import SPEC_VERSION
 
 __all__ = ["summary", "add_spec_arguments", "spec_command"]
 
@@ -46,14 +45,14 @@ def add_spec_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def spec_command(args: argparse.Namespace) -> int:
-    """Run ``ldp spec validate``: print the summary and return 0, or print every error to stderr and return 2."""
+    """Run ``ldp spec validate``: print the summary and return 0, or print every error to stderr (the last
+    line ``ldp spec validate: error: ...``) and return 2."""
+    from ldp.cli_support import BAD_INPUT, report_error
+
     try:
         spec = CollectionSpec.load(args.file)
-    except SpecError as err:
-        print(f"{err.source}: {len(err.errors)} error(s)", file=sys.stderr)
-        for e in err.errors:
-            print(f"  {e}", file=sys.stderr)
-        return 2
+    except BAD_INPUT as exc:  # a SpecError lists every error; deeper code may raise others on odd values
+        return report_error("ldp spec validate", exc)
     if getattr(args, "json", False):
         fps = {n: {"metric": m.fingerprint, "params": m.params_fingerprint} for n, m in spec.metrics.items()}
         print(json.dumps({"fingerprint": spec.fingerprint, "metrics": fps, "spec": spec.to_dict()}, indent=2,

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ldp.reports import MAX_LINE, MAX_WINDOW, REASONS, Report, ReportError, _no_duplicates
+from ldp.reports import MAX_LINE, MAX_WINDOW, REASONS, Report, ReportError, loads_utf8
 
 __all__ = ["Envelope", "EnvelopeError", "ENVELOPE_REASONS", "METRIC_RE", "MAX_WINDOW", "parse_envelope"]
 
@@ -71,7 +71,7 @@ def parse_envelope(line: str | bytes, specs: Any = None) -> Envelope:
     if len(line) > MAX_LINE:
         raise EnvelopeError("too_large", f"line longer than {MAX_LINE}")
     try:
-        obj = json.loads(line, object_pairs_hook=_no_duplicates)
+        obj = loads_utf8(line)
     except ReportError as err:  # a repeated key, anywhere in the line
         raise EnvelopeError(err.reason, err.detail) from None
     except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:

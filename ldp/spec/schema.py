@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ldp.accountant import PrivacyCost
+from ldp.ledger import MAX_CLOCK
 from ldp.protocols import client_protocols
 from ldp.reports import canonical_json
 from ldp.spec.envelope import METRIC_RE
@@ -27,6 +28,11 @@ from ldp.spec.envelope import METRIC_RE
 __all__ = ["SPEC_VERSION", "NAME_RE", "SpecError", "Budget", "UploadPolicy", "MetricSpec", "parse_document", "digest"]
 
 SPEC_VERSION = 1
+MAX_SECONDS = int(MAX_CLOCK)
+"""Longest window or upload interval: the clock's whole range (a ledger's clock stops at year 9999)."""
+_SECONDS_WHY = "the clock's range ends in year 9999"
+MAX_BATCH = 1 << 20
+"""Most envelopes in one upload batch."""
 NAME_RE = re.compile(r"[a-z][a-z0-9_.-]{0,63}\Z")
 """Collection names: a lowercase letter, then up to 63 lowercase letters, digits, ``_``, ``.`` or ``-``."""
 
@@ -105,6 +111,14 @@ def _cost_json(c: PrivacyCost) -> Any:
     return c.epsilon if c.delta == 0 else {"epsilon": c.epsilon, "delta": c.delta}
 
 
+def _finite(v: int | float) -> bool:
+    """``math.isfinite`` that says ``False`` for an int beyond the double range (instead of raising)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 class _Checker:
     """Collects ``path: message`` errors while normalizing a spec document."""
 
@@ -124,11 +138,14 @@ class _Checker:
             self.fail(_join(path, key), "required")
         return value
 
-    def int_(self, value: Any, path: str, low: int) -> int | None:
+    def int_(self, value: Any, path: str, low: int, high: int, why: str) -> int | None:
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(path, f"must be an integer, got {_kind(value)}")
         elif value < low:
             self.fail(path, f"must be >= {low}, got {value}")
+        elif value > high:
+            self.fail(path, f"must be <= {high:,} ({why}), got {value:,}" if value < 10**30 else
+                      f"must be <= {high:,} ({why}), got a {len(str(value))}-digit number")
         else:
             return value
         return None
@@ -144,7 +161,7 @@ class _Checker:
             parts = [(value, path), (0.0, path)]
             wanted = 'a finite number (ε) or {"epsilon": ε, "delta": δ}'
         for v, p in parts:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
                 self.fail(p, f"must be {wanted}, got {_kind(v)}")
                 return None
         (eps, eps_path), (delta, delta_path) = parts
@@ -251,7 +268,7 @@ def parse_document(data: Any, source: str = "spec") -> dict[str, Any]:
     name = data.get("name")
     if "name" in data and not (isinstance(name, str) and NAME_RE.match(name)):
         ck.fail("name", f"collection names match [a-z][a-z0-9_.-]{{0,63}}, got {name!r}")
-    window = ck.int_(data.get("window_seconds", 86400), "window_seconds", 1)
+    window = ck.int_(data.get("window_seconds", 86400), "window_seconds", 1, MAX_SECONDS, _SECONDS_WHY)
     total = Budget()
     if "budget" in data and ck.obj(data["budget"], "budget", {"per_window", "lifetime"}, set()) is not None:
         total = Budget(*(ck.cost(data["budget"][k], f"budget.{k}") if k in data["budget"] else None
@@ -260,8 +277,10 @@ def parse_document(data: Any, source: str = "spec") -> dict[str, Any]:
     upload = UploadPolicy()
     raw_up = data.get("upload", {})
     if ck.obj(raw_up, "upload", set(), {"min_interval_seconds", "max_batch"}) is not None:
-        interval = ck.int_(raw_up.get("min_interval_seconds", 86400), "upload.min_interval_seconds", 0)
-        batch = ck.int_(raw_up.get("max_batch", 1000), "upload.max_batch", 1)
+        interval = ck.int_(raw_up.get("min_interval_seconds", 86400), "upload.min_interval_seconds", 0, MAX_SECONDS,
+                           _SECONDS_WHY)
+        batch = ck.int_(raw_up.get("max_batch", 1000), "upload.max_batch", 1, MAX_BATCH,
+                        "a client holds one batch in memory")
         upload = UploadPolicy(86400 if interval is None else interval, batch or 1000)
     description = data.get("description", "")
     if not isinstance(description, str):

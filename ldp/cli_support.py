@@ -1,0 +1,118 @@
+"""What every ``ldp`` command shares: the error contract and the argument types.
+
+The contract (``docs/cli.md``): bad input exits 2 with one last stderr line ``ldp <command>: error:
+<message>`` (:func:`report_error`); argparse ``type=`` functions here check options where they are
+read, so the message names the rule broken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import sys
+from typing import Any, Callable
+
+__all__ = ["BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
+           "non_negative_int", "finite_float", "positive_float", "open_unit"]
+
+#: Exceptions that mean "bad input" (a value, a file, a missing extra): exit status 2 and one line.
+BAD_INPUT: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError, ArithmeticError, csv.Error,
+                                              ImportError, MemoryError, RecursionError, SyntaxError)
+
+
+def error_text(exc: BaseException) -> str:
+    """One line describing a bad-input exception (no line breaks or control characters from the input)."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        names = [os.fsdecode(n) for n in (exc.filename, exc.filename2) if n is not None]
+        text = f"{' -> '.join(names)}: {exc.strerror}"
+    elif isinstance(exc, ZeroDivisionError):
+        text = f"a value that must not be zero is zero ({type(exc).__name__}: {exc})"
+    elif isinstance(exc, ArithmeticError):
+        text = f"a value is too large or too small to compute with ({type(exc).__name__}: {exc})"
+    elif isinstance(exc, MemoryError):
+        text = f"not enough memory: {exc or 'the input declares sizes too large to allocate'}"
+    elif isinstance(exc, RecursionError):
+        text = "the input is nested too deeply"
+    elif isinstance(exc, UnicodeDecodeError):
+        text = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    elif isinstance(exc, (csv.Error, SyntaxError)):
+        text = f"malformed input ({type(exc).__name__}: {exc})"
+    else:
+        text = str(exc) or type(exc).__name__
+    text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+def report_error(prog: str, exc: BaseException) -> int:
+    """Print ``<prog>: error: <message>`` as the last line on stderr and return 2. A spec with several
+    errors lists them first, indented, one per line."""
+    from ldp.spec.schema import SpecError
+
+    if isinstance(exc, SpecError) and len(exc.errors) > 1:
+        for e in exc.errors:
+            print(f"  {error_text(ValueError(e))}", file=sys.stderr)
+        message = f"{error_text(ValueError(exc.source))}: {len(exc.errors)} error(s), listed above"
+    elif isinstance(exc, SpecError):
+        message = error_text(ValueError(f"{exc.source}: {exc.errors[0] if exc.errors else 'invalid'}"))
+    else:
+        message = error_text(exc)
+    _debug_traceback(exc)
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _debug_traceback(exc: BaseException) -> None:
+    """With ``LDP_DEBUG`` set, print the traceback before the one-line error (the status stays the same)."""
+    if os.environ.get("LDP_DEBUG"):
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+
+
+def number(kind: type, low: float | None = None, high: float | None = None, *, low_open: bool = False,
+            high_open: bool = False) -> Callable[[str], Any]:
+    """An argparse ``type=``: an int (or a finite float) within the bounds, or a message naming the rule."""
+    rules = [f"{'>' if low_open else '>='} {low:g}"] if low is not None else []
+    rules += [f"{'<' if high_open else '<='} {high:g}"] if high is not None else []
+    rule = ("an integer" if kind is int else "a finite number") + (" " + " and ".join(rules) if rules else "")
+
+    def convert(text: str) -> Any:
+        try:
+            value = int(text) if kind is int else float(text)
+        except (ValueError, OverflowError):
+            value = None
+        if (value is None or not math.isfinite(value)
+                or (low is not None and (value < low or (low_open and value == low)))
+                or (high is not None and (value > high or (high_open and value == high)))):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
+        return value
+
+    convert.__name__ = rule
+    return convert
+
+
+def count(text: str) -> int:
+    """An argparse ``type=``: a whole number >= 1, also written as a float (``1e6``)."""
+    try:
+        value = float(text)
+        whole = math.isfinite(value) and value.is_integer() and value >= 1
+    except (ValueError, OverflowError):
+        whole = False
+    if not whole:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1 (1e6 is accepted), got {text!r}")
+    return int(text) if text.strip().isdigit() else int(value)
+
+
+def input_file(text: str) -> str:
+    """An argparse ``type=``: the path of an existing file (not a folder)."""
+    if not os.path.isfile(text):
+        why = "is a folder, not a file" if os.path.isdir(text) else "no such file"
+        raise argparse.ArgumentTypeError(f"{why}: {text!r}")
+    return text
+
+
+positive_int, non_negative_int = number(int, 1), number(int, 0)
+finite_float, positive_float = number(float), number(float, 0, low_open=True)
+open_unit = number(float, 0, 1, low_open=True, high_open=True)  # a confidence level or significance level
