@@ -409,13 +409,14 @@ def _false_starts(data: bytes, start: int) -> tuple[int, list[ReportError]]:
     return (len(data) if nxt < 0 else nxt), errors
 
 
-def scan_frames(data: bytes) -> Iterator[Frame | ReportError]:
+def scan_frames(data: bytes, *, bulk: bool = True) -> Iterator[Frame | ReportError]:
     """Parse concatenated frames, yielding a :class:`ReportError` for each malformed one and
     going on after it: past its end when its header was readable (a failed CRC) and another
     frame (or the end of the data) follows there, otherwise at the next frame magic. Every
     intact frame is read; the CRC-32 rejects a false start found inside damaged bytes. Runs of
     false starts that fail before their protocol name are counted in bulk (one error per reason,
-    its ``records`` the number of them), so junk full of magics is skipped at ``bytes.find`` speed."""
+    its ``records`` the number of them), so junk full of magics is skipped at ``bytes.find`` speed;
+    ``bulk=False`` parses each false start on its own (the reference the bulk path is tested against)."""
     data = bytes(data)
     pos = 0
     while pos < len(data):
@@ -428,9 +429,9 @@ def scan_frames(data: bytes) -> Iterator[Frame | ReportError]:
                 err.resume, err.records, nxt = None, 1, None
             yield err
             if nxt is None:
-                nxt, bulk = _false_starts(data, pos + 1)
-                yield from bulk
-                if not bulk:
+                nxt, skipped = _false_starts(data, pos + 1) if bulk else (-1, [])
+                yield from skipped
+                if not skipped:
                     nxt = data.find(MAGIC, pos + 1)
             pos = len(data) if nxt < 0 else nxt
             continue

@@ -64,11 +64,15 @@ def write_case(case: str, folder: Path, size: int, seed: int = 0) -> Path:
     lines = _printable_lines(rng, BLOCK, commas=case == "csv_rows")  # one block, repeated
     rand = lambda i: rng.bytes(BLOCK)  # noqa: E731
     path = folder / {"jsonl_short": "a.jsonl", "jsonl_huge": "a.jsonl", "csv_rows": "a.csv", "csv_cell": "a.csv",
-                     "ldpe_random": "a.ldpe", "parquet_random": "a.parquet"}[case]
+                     "ldpe_random": "a.ldpe", "ldpe_magics": "a.ldpe", "ldpe_magics_v1": "a.ldpe",
+                     "parquet_random": "a.parquet"}[case]
     if case in ("jsonl_short", "csv_rows"):
         _fill(path, size, b"spec,metric,window,report\n" if case == "csv_rows" else b"", lambda i: lines, b"\n")
     elif case == "jsonl_huge":
         _fill(path, size, b"", lambda i: b"x" * BLOCK, b"\n")
+    elif case in ("ldpe_magics", "ldpe_magics_v1"):  # every 4 or 5 bytes a false frame start
+        unit = b"LDPB" if case == "ldpe_magics" else b"LDPB\x01"
+        _fill(path, size, b"", lambda i: unit * (BLOCK // len(unit)))
     elif case == "csv_cell":
         _fill(path, size, b'spec,metric,window,report\n0123456789abcdef,m,1,"', lambda i: b'x""' * (BLOCK // 3),
               b'"\n')
@@ -77,7 +81,8 @@ def write_case(case: str, folder: Path, size: int, seed: int = 0) -> Path:
     return path
 
 
-CASES = ("jsonl_short", "jsonl_huge", "csv_rows", "csv_cell", "ldpe_random", "parquet_random")
+CASES = ("jsonl_short", "jsonl_huge", "csv_rows", "csv_cell", "ldpe_random", "ldpe_magics", "ldpe_magics_v1",
+         "parquet_random")
 
 
 def run_case(case: str, size: int, seed: int = 0, timeout: float = 600.0) -> dict[str, Any]:

@@ -60,7 +60,7 @@ EPS_INF = SPEC.params("page").epsilon_inf  # 4 ln 3 ≈ 4.394
 
 def open_client(tmp_path: Path, clock: Clock | None = None, spec: CollectionSpec = SPEC, **kw) -> TelemetryClient:
     rng = kw.pop("rng", 1)
-    return TelemetryClient(spec, tmp_path / "state.db", clock=clock or Clock(), rng=rng, simulation=rng is not None, **kw)
+    return TelemetryClient(spec, tmp_path / "state.db", clock=clock or Clock(), rng=rng, simulation=True, **kw)
 
 
 def check_invariants(path: Path) -> dict:

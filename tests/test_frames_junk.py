@@ -11,27 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ldp.encoders import GRREncoder, GRRParams
-from ldp.reports import MAGIC, ReportError, _read_frame, scan_frames
+from ldp.reports import MAGIC, ReportError, scan_frames
 
 FRAME = GRREncoder(GRRParams(1.0, 4), simulation=True, rng=1).encode_batch([0, 1, 2, 3], rng=2).to_bytes()
 
 
 def one_by_one(data: bytes):
     """The reference: every false start parsed on its own, resuming at the next magic."""
-    pos = 0
-    while pos < len(data):
-        try:
-            frame, pos = _read_frame(data, pos)
-        except ReportError as err:
-            nxt = err.resume
-            if nxt is not None and nxt < len(data) and data[nxt:nxt + 4] != MAGIC:
-                err.resume, err.records, nxt = None, 1, None
-            yield err
-            if nxt is None:
-                nxt = data.find(MAGIC, pos + 1)
-            pos = len(data) if nxt < 0 else nxt
-            continue
-        yield frame
+    return scan_frames(data, bulk=False)
 
 
 def tally(items) -> tuple[Counter, list]:

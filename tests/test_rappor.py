@@ -35,7 +35,7 @@ def test_params_are_validated_with_clear_errors(kwargs, match):
 
 def test_no_32_bit_limit_in_ldp_mode():
     params = RapporParams(1000, 3, 4, 0.25, 0.75, 0.5)
-    bits = RapporEncoder(params, rng=1).encode("x").payload["bits"]
+    bits = RapporEncoder(params, rng=1, simulation=True).encode("x").payload["bits"]
     assert len(bits) == 1000
 
 
@@ -70,7 +70,7 @@ def test_f_zero_has_no_finite_longitudinal_bound():
 ])
 def test_google_bloom_and_prr_vectors(k, word, cohort, bits, bloom, prr):
     params = RapporParams(k, 2, 64, 0.0, 1.0, 0.5, mode="google")  # p=0, q=1: the IRR is the PRR
-    enc = RapporEncoder(params, secret="c1", cohort=cohort, rng=7)
+    enc = RapporEncoder(params, secret="c1", cohort=cohort, rng=7, simulation=True)
     assert list(bloom_bits(params, word, cohort)) == bits
     assert enc.encode_parts(word) == (bloom, prr, prr)
     report = enc.encode(word)
@@ -196,13 +196,13 @@ def test_prr_bits_have_the_stated_probabilities():
 
 
 def test_irr_is_fresh_per_report():
-    enc = RapporEncoder(DEMO, secret=b"x", cohort=0, rng=5)
+    enc = RapporEncoder(DEMO, secret=b"x", cohort=0, rng=5, simulation=True)
     reports = {enc.encode("same").payload["bits"].to01() for _ in range(30)}
     assert len(reports) > 10
 
 
 def test_bad_values_are_type_errors():
-    enc = RapporEncoder(DEMO, rng=1)
+    enc = RapporEncoder(DEMO, rng=1, simulation=True)
     for bad in (3, 2.5, None, ["a"]):
         with pytest.raises(TypeError, match="str or bytes"):
             enc.encode(bad)
@@ -251,7 +251,7 @@ def test_window_cap_below_eps1_refuses_every_report():
 # -- batch path ------------------------------------------------------------------------------------
 def test_batch_reports_have_the_per_report_bit_probabilities():
     params = RapporParams(32, 2, 4, 0.25, 0.75, 0.5)
-    enc = RapporEncoder(params, rng=1)
+    enc = RapporEncoder(params, rng=1, simulation=True)
     cands = ["a", "b", "c"]
     n = 60_000
     batch = enc.encode_batch(np.zeros(n, dtype=np.int64), rng=3, candidates=cands, cohorts=2)
@@ -271,9 +271,9 @@ def test_batch_matches_the_client_path_in_distribution():
     n = 4000
     client = np.zeros(8)
     for s in range(n):
-        enc = RapporEncoder(params, secret=s.to_bytes(4, "big"), cohort=0, rng=s)
+        enc = RapporEncoder(params, secret=s.to_bytes(4, "big"), cohort=0, rng=s, simulation=True)
         client += np.array(enc.encode("z").payload["bits"].tolist())
-    batch = RapporEncoder(params, rng=0).encode_batch(["z"] * n, rng=9, cohorts=0)
+    batch = RapporEncoder(params, rng=0, simulation=True).encode_batch(["z"] * n, rng=9, cohorts=0)
     brate = np.unpackbits(batch.columns["bits"], axis=1, bitorder="little")[:, :8].mean(axis=0)
     crate = client / n
     p = np.maximum(crate, 0.05)
@@ -281,7 +281,7 @@ def test_batch_matches_the_client_path_in_distribution():
 
 
 def test_batch_input_errors():
-    enc = RapporEncoder(DEMO, rng=1)
+    enc = RapporEncoder(DEMO, rng=1, simulation=True)
     with pytest.raises(ValueError, match="candidates"):
         enc.encode_batch(np.array([0, 1]))
     with pytest.raises(ValueError, match=r"\[0, 2\)"):

@@ -26,7 +26,7 @@ def _naive_counts(params, cohort, bits):
 
 @pytest.mark.parametrize("params", [DEMO, RapporParams(13, 2, 300, 0.25, 0.75, 0.5), RapporParams(8, 1, 5000, 0.25, 0.75, 0.5)])
 def test_fold_counts_ones_per_cohort_and_bit(params):
-    enc = RapporEncoder(params, rng=1)
+    enc = RapporEncoder(params, rng=1, simulation=True)
     batch = enc.encode_batch(np.arange(5000) % 7, rng=2, candidates=[f"s{i}" for i in range(7)])
     agg = RapporAggregate(params)
     assert agg.add(batch) == 5000
@@ -35,7 +35,7 @@ def test_fold_counts_ones_per_cohort_and_bit(params):
 
 
 def test_client_reports_frames_json_and_merge_agree():
-    encs = [RapporEncoder(DEMO, rng=s) for s in range(40)]
+    encs = [RapporEncoder(DEMO, rng=s, simulation=True) for s in range(40)]
     reports = [e.encode(f"w{i % 3}") for i, e in enumerate(encs)]
     a, b, c = RapporAggregate(DEMO), RapporAggregate(DEMO), RapporAggregate(DEMO)
     a.add(reports)
@@ -52,8 +52,8 @@ def test_client_reports_frames_json_and_merge_agree():
 
 def test_bad_reports_are_rejected_with_reasons():
     agg = RapporAggregate(DEMO)
-    good = RapporEncoder(DEMO, rng=1).encode("x")
-    other = RapporEncoder(RapporParams(16, 2, 8, 0.5, 0.75, 0.25), rng=1).encode("x")
+    good = RapporEncoder(DEMO, rng=1, simulation=True).encode("x")
+    other = RapporEncoder(RapporParams(16, 2, 8, 0.5, 0.75, 0.25), rng=1, simulation=True).encode("x")
     bad_cohort = Report(DEMO.protocol, DEMO.fingerprint, {"cohort": 8, "bits": good.payload["bits"]})
     bad_len = Report(DEMO.protocol, DEMO.fingerprint, {"cohort": 0, "bits": "0" * 17})
     seen = []

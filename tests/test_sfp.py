@@ -72,7 +72,7 @@ def test_words_are_padded_truncated_and_replaced_only_when_asked():
     q = SfpParams(1.0, 1.0, replacement="z", truncate=True)
     w = q.prepare_word("Héllo wörld!")
     assert w.word == "zzllozwzrl" and w.truncated and w.replaced == 4  # H é space ö; '!' is cut, not counted
-    enc = SfpEncoder(q, rng=1)
+    enc = SfpEncoder(q, rng=1, simulation=True)
     enc.encode("Héllo wörld!")
     enc.encode("ok")
     enc.encode_batch(["x" * 12, "ab", "x" * 12], rng=2)
@@ -133,7 +133,7 @@ def test_paths_give_unbiased_word_and_fragment_estimates(method):
     (f and f/P; 4 words × 6 checks, so a correct path fails with probability < 1e-4)."""
     p = SfpParams(3.0, 3.0, **SMALL)
     if method == "client":
-        enc = SfpEncoder(p, rng=11)
+        enc = SfpEncoder(p, rng=11, simulation=True)
         agg = SfpAggregate(p)
         agg.add([enc.encode(w) for w, c in TRUTH.items() for _ in range(c)])
     else:
@@ -259,7 +259,7 @@ def test_candidate_cap_and_grid_cap_have_clear_errors():
 # -- server: bad input, merge, serialization ------------------------------------------------------------
 def test_bad_reports_are_rejected_with_reasons_and_nothing_is_lost():
     p = SfpParams(2.0, 2.0, **SMALL)
-    enc = SfpEncoder(p, rng=1)
+    enc = SfpEncoder(p, rng=1, simulation=True)
     good = enc.encode("cat")
     payload = dict(good.payload, position=p.num_positions)
     bad = Report(p.protocol, p.fingerprint, payload)

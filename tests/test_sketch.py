@@ -100,7 +100,7 @@ def test_client_batch_and_aggregate_paths_agree(params_type, encoder_type):
     sd = np.sqrt((per.var(axis=0, ddof=1) + agg.var(axis=0, ddof=1)) / reps)
     assert np.abs((per.mean(axis=0) - agg.mean(axis=0)) / sd).max() < 4.5
     client = SketchAggregate(params)
-    client.add([encoder_type(params, rng=s).encode(cands[s % 3]) for s in range(600)])
+    client.add([encoder_type(params, rng=s, simulation=True).encode(cands[s % 3]) for s in range(600)])
     assert client.n == 600 and client.row_n.sum() == 600
 
 
@@ -121,13 +121,13 @@ def test_cms_fold_counts_bits_per_row():
 def test_bad_reports_are_rejected_with_reasons(params_type):
     params = params_type(1.0, 4, 16)
     agg = SketchAggregate(params)
-    enc = (CmsEncoder if params_type is CmsParams else HcmsEncoder)(params, rng=1)
+    enc = (CmsEncoder if params_type is CmsParams else HcmsEncoder)(params, rng=1, simulation=True)
     good = enc.encode("x")
     payload = dict(good.payload)
     payload["hash"] = 4
     bad_hash = Report(params.protocol, params.fingerprint, payload)
     other = params_type(2.0, 4, 16)
-    foreign = (CmsEncoder if params_type is CmsParams else HcmsEncoder)(other, rng=1).encode("x")
+    foreign = (CmsEncoder if params_type is CmsParams else HcmsEncoder)(other, rng=1, simulation=True).encode("x")
     assert agg.add([good, bad_hash, foreign]) == 1
     assert agg.rejected == {"out_of_range": 1, "wrong_fingerprint": 1}
 

@@ -128,7 +128,7 @@ def test_fingerprint_sees_every_change(change):
 def test_metric_fingerprints_and_params_fingerprint():
     spec = CollectionSpec.from_dict(doc())
     color = spec.metrics["color"]
-    assert color.params_fingerprint == GRREncoder(color.params, rng=1).encode("g").fingerprint
+    assert color.params_fingerprint == GRREncoder(color.params, rng=1, simulation=True).encode("g").fingerprint
     d = doc()
     d["metrics"]["page"]["budget"]["per_window"] = 3  # another metric's change leaves this one alone
     assert CollectionSpec.from_dict(d).metrics["color"].fingerprint == color.fingerprint
@@ -263,8 +263,8 @@ SPEC = CollectionSpec.from_dict(doc())
 
 
 def good_lines() -> list[str]:
-    color = GRREncoder(SPEC.params("color"), rng=3)
-    page = RapporEncoder(SPEC.params("page"), secret=b"s", cohort=2, rng=4)
+    color = GRREncoder(SPEC.params("color"), rng=3, simulation=True)
+    page = RapporEncoder(SPEC.params("page"), secret=b"s", cohort=2, rng=4, simulation=True)
     return [Envelope(SPEC.fingerprint, "color", 20000, color.encode("g")).to_json(),
             Envelope(SPEC.fingerprint, "page", 20001, page.encode("example.com")).to_json()]
 

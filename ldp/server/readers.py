@@ -52,35 +52,60 @@ def iter_line_chunks(fh: IO[bytes], chunk_bytes: int = CHUNK_BYTES, max_line: in
     """``(line number of the first line, bytes of whole lines each ending in \\n)``, and
     ``(line number, Oversize)`` for every line longer than ``max_line``. The last line gets a
     ``\\n`` if it lacks one. Memory: at most ``chunk_bytes + max_line`` bytes held."""
-    line_no, carry = 1, b""
+    return _iter_records(fh, chunk_bytes, max_line, progress, _line_cut, _line_first_end, lambda carry: 0)
+
+
+def _line_cut(data: bytes) -> tuple[int, int]:
+    cut = data.rfind(b"\n") + 1
+    return cut, data.count(b"\n", 0, cut)
+
+
+def _line_first_end(block: bytes, state: int) -> tuple[int, int]:
+    return block.find(b"\n"), 0
+
+
+def _iter_records(fh: IO[bytes], chunk_bytes: int, max_line: int, progress: Progress | None,
+                  cut_of: Callable[[bytes], tuple[int, int]], first_end: Callable[[bytes, int], tuple[int, int]],
+                  state_of: Callable[[bytes], int]) -> Iterator[tuple[int, bytes | Oversize]]:
+    """Whole records of a stream, a chunk at a time: ``cut_of(data)`` gives the offset after the
+    last record end in ``data`` (which starts a record) and how many records end before it; a
+    record longer than ``max_line`` is skipped (:func:`_skip_record`, from ``state_of(its start)``)."""
+    number, carry = 1, b""
     while True:
         block = fh.read(chunk_bytes)
         if progress is not None and block:
             progress(len(block))
         if not block:
             if carry:
-                yield line_no, carry + b"\n"
+                yield number, carry + b"\n"
             return
         data = carry + block
-        cut = data.rfind(b"\n") + 1
+        cut, count = cut_of(data)
         if cut:
-            yield line_no, data[:cut]
-            line_no += data.count(b"\n", 0, cut)
+            yield number, data[:cut]
+            number += count
         carry = data[cut:]
-        if len(carry) > max_line:  # skip the rest of this line without keeping it
-            head, length = carry[:4 * RAW_LIMIT], len(carry)
-            while True:
-                block = fh.read(chunk_bytes)
-                if progress is not None and block:
-                    progress(len(block))
-                end = block.find(b"\n")
-                if end >= 0 or not block:
-                    length += end if end >= 0 else len(block)
-                    carry = block[end + 1:] if end >= 0 else b""
-                    break
-                length += len(block)
-            yield line_no, Oversize(head, length)
-            line_no += 1
+        if len(carry) > max_line:  # skip the rest of this record without keeping it
+            oversize, carry = _skip_record(fh, carry, chunk_bytes, progress, first_end, state_of(carry))
+            yield number, oversize
+            number += 1
+
+
+def _skip_record(fh: IO[bytes], carry: bytes, chunk_bytes: int, progress: Progress | None,
+                 first_end: Callable[[bytes, int], tuple[int, int]], state: int = 0) -> tuple[Oversize, bytes]:
+    """Read past the end of an over-long record that begins with ``carry``, holding one block at a
+    time: ``(the record as an Oversize, the bytes after its end)``. ``first_end(block, state)`` is
+    the offset of the record's end in ``block`` (-1: none) and the state carried to the next block."""
+    head, length = carry[:4 * RAW_LIMIT], len(carry)
+    while True:
+        block = fh.read(chunk_bytes)
+        if progress is not None and block:
+            progress(len(block))
+        end, state = first_end(block, state)
+        if end >= 0 or not block:
+            length += end if end >= 0 else len(block)
+            return Oversize(head, length), (block[end + 1:] if end >= 0 else b"")
+        length += len(block)
 
 
 def read_jsonl(fh: IO[bytes], folder: Folder, chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None) -> None:
@@ -111,39 +136,21 @@ def iter_csv_records(fh: IO[bytes], chunk_bytes: int = CSV_CHUNK, max_line: int 
                      progress: Progress | None = None) -> Iterator[tuple[int, bytes | Oversize]]:
     """As :func:`iter_line_chunks`, for CSV records (:func:`_csv_ends`): ``(number of the first
     record, whole records each ending in \\n)`` and ``(number, Oversize)`` for a record longer than
-    ``max_line``, skipped without being held. Memory: ``chunk_bytes + max_line`` bytes, and arrays
-    of the positions of the newlines and quotes of one chunk."""
-    number, carry = 1, b""
-    while True:
-        block = fh.read(chunk_bytes)
-        if progress is not None and block:
-            progress(len(block))
-        if not block:
-            if carry:
-                yield number, carry + b"\n"
-            return
-        data = carry + block
-        ends = _csv_ends(data)
-        cut = int(ends[-1]) + 1 if ends.size else 0
-        if cut:
-            yield number, data[:cut]
-            number += len(ends)
-        carry = data[cut:]
-        if len(carry) > max_line:  # skip to the end of this record, keeping only its quote parity
-            head, length, odd = carry[:4 * RAW_LIMIT], len(carry), carry.count(b'"') % 2
-            while True:
-                block = fh.read(chunk_bytes)
-                if progress is not None and block:
-                    progress(len(block))
-                end = _csv_ends(b'"' * odd + block)[:1] - odd
-                if end.size or not block:
-                    length += int(end[0]) if end.size else len(block)
-                    carry = block[int(end[0]) + 1:] if end.size else b""
-                    break
-                length += len(block)
-                odd = (odd + block.count(b'"')) % 2
-            yield number, Oversize(head, length)
-            number += 1
+    ``max_line``, skipped without being held (only its quote parity is kept). Memory:
+    ``chunk_bytes + max_line`` bytes, and arrays of the positions of the newlines and quotes of one chunk."""
+    return _iter_records(fh, chunk_bytes, max_line, progress, _csv_cut, _csv_first_end,
+                         lambda carry: carry.count(b'"') % 2)
+
+
+def _csv_cut(data: bytes) -> tuple[int, int]:
+    ends = _csv_ends(data)
+    return (int(ends[-1]) + 1 if ends.size else 0), len(ends)
+
+
+def _csv_first_end(block: bytes, odd: int) -> tuple[int, int]:
+    """The first record end in ``block`` when ``odd`` quotes precede it in its record, and the parity after it."""
+    end = _csv_ends(b'"' * odd + block)[:1] - odd
+    return (int(end[0]) if end.size else -1), (odd + block.count(b'"')) % 2
 
 
 def _csv_row(text: str) -> list[str] | str:
