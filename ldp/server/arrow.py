@@ -61,6 +61,8 @@ def read_parquet(path: str | os.PathLike[str], folder: Folder, batch_rows: int =
             for batch in item:
                 fold_arrow(folder, batch, record)
                 record += batch.num_rows
+            batch = None
+        item = None  # let the row group go before the next is decoded
         if progress is not None:
             total = total or max(_pyarrow()[1].read_metadata(path).num_rows, 1)
             progress(int(size * rows / total))

@@ -272,8 +272,8 @@ def parquet_row_groups(path: str | os.PathLike[str], batch_rows: int, source: st
                 if rg in unchecked:  # the others have checksums: a page header without one is damaged
                     raise ValueError(f"page header without checksum in {unchecked[rg]}")
                 if info.total_byte_size <= PARQUET_VERIFY_IN_MEMORY:
-                    held: Iterable[Any] = list(batches())
-                    got = sum(b.num_rows for b in held)  # type: ignore[attr-defined]
+                    decoded = list(batches())
+                    got, held = sum(b.num_rows for b in decoded), _drain(decoded)
                 else:
                     got, held = sum(b.num_rows for b in batches()), _reread(batches, source)
                 if got != rows:
@@ -282,9 +282,17 @@ def parquet_row_groups(path: str | os.PathLike[str], batch_rows: int, source: st
                 yield record, rows, f"row group {rg} of {rows} rows: {str(exc)[:300]}"
             else:
                 yield record, rows, held
+            held = decoded = None  # never two row groups alive at once
             record += rows
     finally:
         pf.close()
+
+
+def _drain(decoded: list[Any]) -> Iterator[Any]:
+    """The batches of a verified row group, each let go as soon as it is handed out."""
+    decoded.reverse()
+    while decoded:
+        yield decoded.pop()
 
 
 def _reread(batches: Callable[[], Iterator[Any]], source: str) -> Iterator[Any]:
