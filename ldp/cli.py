@@ -11,153 +11,9 @@ from typing import Any, Sequence
 
 from ldp import __version__
 
+from ldp.cli_protocols import add_params_options, key_value, privacy_summary, rappor_decode_files, sfp_discover_files, build_params
 from ldp.cli_support import (BAD_INPUT, _debug_traceback, count, error_text, finite_float, input_file,
                              non_negative_int, number, open_unit, positive_float, positive_int, report_error)
-
-
-def _kv(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    key, raw = text.split("=", 1)
-    try:
-        return key, json.loads(raw)
-    except (ValueError, RecursionError):
-        return key, raw
-
-
-def _add_params_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("protocol parameters")
-    g.add_argument("--epsilon", type=finite_float, help="privacy parameter ε (rr: symmetric RR at ε; grr: ε)")
-    g.add_argument("--d", type=int, help="domain size (grr)")
-    g.add_argument("--p", type=finite_float, help="rr: Pr[report 1 | true 0]")
-    g.add_argument("--q", type=finite_float, help="rr: Pr[report 1 | true 1]")
-    g.add_argument("--truth-prob", type=finite_float,
-                   help="rr forced response: probability of answering truthfully (α)")
-    g.add_argument("--yes-prob", type=finite_float, help="rr forced response: probability the forced answer is yes (β)")
-    g.add_argument("--param", type=_kv, action="append", default=[], metavar="KEY=VALUE",
-                   help="any parameter of the protocol's Params class (repeatable)")
-
-
-def build_params(protocol: str, args: argparse.Namespace) -> Any:
-    """Protocol parameters from command-line options (clear errors for missing ones)."""
-    from ldp.protocols import client_protocols
-
-    known = client_protocols()
-    if protocol not in known:
-        raise ValueError(f"unknown protocol {protocol!r}; known: {', '.join(sorted(known))}")
-    params_type = known[protocol][0]
-    extra = dict(args.param)
-    if protocol == "rr" and not extra:
-        from ldp.encoders.randomized_response import BinaryRRParams
-
-        if args.truth_prob is not None or args.yes_prob is not None:
-            return BinaryRRParams.forced_response(args.truth_prob if args.truth_prob is not None else 0.5,
-                                                  args.yes_prob if args.yes_prob is not None else 0.5)
-        if args.p is not None or args.q is not None:
-            if args.p is None or args.q is None:
-                raise ValueError("rr with --p/--q needs both")
-            return BinaryRRParams(args.p, args.q)
-        if args.epsilon is not None:
-            return BinaryRRParams.from_epsilon(args.epsilon)
-        return BinaryRRParams.forced_response()
-    if protocol == "grr" and not extra:
-        if args.epsilon is None or args.d is None:
-            raise ValueError("grr needs --epsilon and --d")
-        return params_type(args.epsilon, args.d)
-    try:
-        return params_type.from_dict(extra)
-    except TypeError as exc:  # a missing or unknown field
-        raise ValueError(f"{protocol} parameters: {exc} (give them as --param KEY=VALUE)") from None
-
-
-def _privacy(args: argparse.Namespace) -> dict[str, Any]:
-    params = build_params(args.protocol, args)
-    out = {"protocol": params.protocol, "params": params.to_dict(), "fingerprint": params.fingerprint,
-           **params.privacy_cost.to_dict()}
-    for name in ("p", "q", "p_star", "q_star", "f_effective", "epsilon_one", "epsilon_inf"):
-        if hasattr(params, name) and name not in out["params"]:
-            out[name] = getattr(params, name)
-    return out
-
-
-def _read_bytes(path: str) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-
-
-def _read_text(path: str) -> str:
-    data = _read_bytes(path)
-    try:
-        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # universal newlines
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-
-def _rappor_decode(args: argparse.Namespace) -> Any:
-    """Decode RAPPOR counts: Google's params/counts/map CSVs, or our aggregate file + candidates."""
-    from ldp.decoders.rappor import RapporAggregate
-    from ldp.decoders.rappor_decode import CandidateMap, decode
-    from ldp.encoders.rappor import RapporParams
-    from ldp.server.store import read_aggregate
-
-    if args.aggregate:
-        if args.counts or args.params:
-            raise ValueError("give either --aggregate or --params with --counts, not both")
-        agg = read_aggregate(args.aggregate)
-        if not isinstance(agg, RapporAggregate):
-            raise ValueError(f"{args.aggregate} holds a {agg.params.protocol} aggregate, not RAPPOR")
-    else:
-        if not (args.params and args.counts):
-            raise ValueError("need --aggregate FILE, or Google's --params params.csv and --counts counts.csv")
-        params = RapporParams.from_google_csv(_read_text(args.params))
-        agg = RapporAggregate.from_google_counts(params, _read_text(args.counts))
-    if bool(args.map) == bool(args.candidates):
-        raise ValueError("give the candidates as exactly one of --map map.csv (Google) or --candidates FILE")
-    if args.map:
-        cands: Any = CandidateMap.from_google_map(agg.params, _read_text(args.map))
-    else:
-        cands = [ln.rstrip("\r\n") for ln in _read_text(args.candidates).splitlines() if ln.strip()]
-    est = decode(agg, cands, alpha=args.alpha, correction=args.correction, confidence=args.confidence)
-    return est.sorted()
-
-
-def _sfp_discover(args: argparse.Namespace) -> Any:
-    """Discover words from an SFP aggregate file, or from report files and the parameters."""
-    from ldp.decoders.sfp import SfpAggregate
-    from ldp.encoders.sfp import SfpParams
-    from ldp.server.store import read_aggregate
-
-    if args.aggregate:
-        if args.reports or args.param:
-            raise ValueError("give either --aggregate or --reports with --param options, not both")
-        agg = read_aggregate(args.aggregate)
-        if not isinstance(agg, SfpAggregate):
-            raise ValueError(f"{args.aggregate} holds a {agg.params.protocol} aggregate, not SFP")
-    else:
-        if not args.reports:
-            raise ValueError("need --aggregate FILE, or --reports FILE... with the parameters as --param KEY=VALUE")
-        try:
-            params = SfpParams.from_dict(dict(args.param))
-        except TypeError as exc:
-            raise ValueError(f"SFP parameters: {exc} (give them as --param KEY=VALUE)") from None
-        agg = SfpAggregate(params)
-        for path in args.reports:
-            data = _read_bytes(path)
-            if data.lstrip()[:1] == b"{":
-                agg.add_json_lines(data.splitlines())
-            else:
-                agg.add_bytes(data)
-        if args.save:
-            with open(args.save, "wb") as fh:
-                fh.write(agg.to_bytes())
-    if agg.n == 0:
-        raise ValueError(f"no valid reports (rejected: {dict(agg.rejected) or 'none'})")
-    found = agg.discover(top=args.top, alpha=None if args.alpha <= 0 else args.alpha, confidence=args.confidence,
-                         max_candidates=args.max_candidates)
-    return agg, found
 
 
 def _simulate(args: argparse.Namespace) -> dict[str, Any]:
@@ -269,7 +125,7 @@ def make_parser() -> argparse.ArgumentParser:
                           description="Print ε (and δ) and the derived probabilities of a protocol's parameters, "
                                       "e.g. `ldp privacy rr --truth-prob 0.5 --yes-prob 0.5` (ε = ln 3).")
     priv.add_argument("protocol", help="protocol name (rr, grr, ...)")
-    _add_params_options(priv)
+    add_params_options(priv)
     priv.add_argument("--seed", type=non_negative_int,
                       help="accepted for uniformity; the privacy cost is deterministic")
     priv.add_argument("--json", action="store_true", help="machine-readable output")
@@ -285,7 +141,7 @@ def make_parser() -> argparse.ArgumentParser:
     sim.add_argument("--method", choices=("aggregate", "per_report"), default="aggregate",
                      help="aggregate-level exact draw (fast) or every report encoded")
     sim.add_argument("--confidence", type=open_unit, default=0.95, help="confidence level of the intervals")
-    _add_params_options(sim)
+    add_params_options(sim)
     sim.add_argument("--seed", type=non_negative_int, help="seed for a reproducible run")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     pl = sub.add_parser("plan", help="standard errors, detection limit and privacy of a collection before deploying it",
@@ -293,7 +149,7 @@ def make_parser() -> argparse.ArgumentParser:
                                     "with --epsilon (the planner picks the rest) or its --param values, the users "
                                     "--n and the domain size --d; or --target-se to solve for n; or --recommend.")
     pl.add_argument("protocol", nargs="?", help="rr, grr, rappor, cms, hcms or sfp")
-    _add_params_options(pl)
+    add_params_options(pl)
     pl.add_argument("--n", type=count, help="number of users (1e6 is accepted)")
     pl.add_argument("--frequency", type=number(float, 0, 1, low_open=True),
                     help="fraction of users holding the item of interest (default 1/d)")
@@ -329,7 +185,7 @@ def make_parser() -> argparse.ArgumentParser:
     sd.add_argument("--aggregate", type=input_file, help="an ldp SFP aggregate (Aggregate.to_bytes)")
     sd.add_argument("--reports", nargs="+", metavar="FILE", type=input_file,
                     help="report files (JSON lines or binary frames); parameters as --param KEY=VALUE")
-    sd.add_argument("--param", type=_kv, action="append", default=[], metavar="KEY=VALUE",
+    sd.add_argument("--param", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                     help="an SfpParams field, e.g. --param word_epsilon=2 --param fragment_epsilon=6 (repeatable)")
     sd.add_argument("--save", metavar="FILE", help="with --reports: also write the aggregate to FILE")
     sd.add_argument("--top", type=positive_int, default=20, help="records kept per position (default 20)")
@@ -423,7 +279,7 @@ def _run(args: argparse.Namespace) -> int:
 
         return spec_command(args)
     elif args.command == "privacy":
-        out = _privacy(args)
+        out = privacy_summary(args)
         print(json.dumps(out, indent=2) if args.json else
               "\n".join(f"{k}: {v}" for k, v in out.items()))
     elif args.command == "simulate":
@@ -434,7 +290,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps([p.to_dict() for p in plans], indent=2) if args.json
               else _render_plans(plans, args.recommend))
     elif args.command == "rappor-decode":
-        est = _rappor_decode(args)
+        est = rappor_decode_files(args)
         if args.json:
             print(est.to_json())
         elif args.csv:
@@ -443,7 +299,7 @@ def _run(args: argparse.Namespace) -> int:
             shown = est if args.all else _only_detected(est)
             print(shown.table(max_rows=len(shown.items) if args.all else 100))
     elif args.command == "sfp-discover":
-        agg, found = _sfp_discover(args)
+        agg, found = sfp_discover_files(args)
         shown = found.candidates if args.all else found.words
         if args.json:
             print(json.dumps({**json.loads(shown.to_json()), "stats": found.stats,
