@@ -352,7 +352,7 @@ def test_every_bad_input_exception_is_one_line_and_status_2(monkeypatch, exc, me
     import ldp.server.cli
     import ldp.spec.collection
 
-    monkeypatch.setattr(ldp.cli, "_privacy", _raiser(exc))
+    monkeypatch.setattr(ldp.cli, "privacy_summary", _raiser(exc))
     monkeypatch.setattr(ldp.server.cli, "_merge", _raiser(exc))
     monkeypatch.setattr(ldp.spec.collection.CollectionSpec, "load", _raiser(exc))
     for argv in (["privacy", "rr"], ["merge", "x", "--out", "y"], ["spec", "validate", "x"]):
@@ -364,7 +364,7 @@ def test_every_bad_input_exception_is_one_line_and_status_2(monkeypatch, exc, me
 def test_a_bug_is_one_line_with_status_1_and_a_traceback_on_request(monkeypatch):
     import ldp.cli
 
-    monkeypatch.setattr(ldp.cli, "_privacy", _raiser(KeyError("p_star")))
+    monkeypatch.setattr(ldp.cli, "privacy_summary", _raiser(KeyError("p_star")))
     status, _, err = run(["privacy", "rr"])
     assert status == 1 and err == ("ldp privacy: internal error: KeyError: 'p_star' "
                                    "(run with LDP_DEBUG=1 for the traceback)\n")
