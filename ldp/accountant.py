@@ -99,6 +99,43 @@ def _fits(amount: float, cap: float) -> bool:
     return amount <= cap * (1.0 + _REL_TOL) + 1e-15
 
 
+_DELTA_MAX = math.nextafter(1.0, 0.0)
+
+
+def _clamped(eps: float, delta: float) -> tuple[float, float]:
+    """A stored running total as ``(ε, δ)``, clamped like ``PrivacyCost(max(ε, 0), min(max(δ, 0), 1⁻))``;
+    a NaN or infinite total raises the ``ValueError`` that ``PrivacyCost`` raises."""
+    e, d = max(eps, 0.0), min(max(delta, 0.0), _DELTA_MAX)
+    if not (e < math.inf and d >= 0.0):
+        PrivacyCost(e, d)  # raises
+    return e, d
+
+
+def _cap_limits(cap: PrivacyCost) -> tuple[float, float]:
+    """The largest ε and δ totals that fit within ``cap``: the right-hand sides of :func:`_fits`."""
+    return cap.epsilon * (1.0 + _REL_TOL) + 1e-15, cap.delta * (1.0 + _REL_TOL) + 1e-15
+
+
+def _first_exceeded(spent: list[tuple[float, float]], epsilon: float, delta: float,
+                    limits: tuple[tuple[int, float, float], ...]) -> int:
+    """The first ``k`` of ``limits`` (``(k, ε limit, δ limit)`` from :func:`_cap_limits` of cap k)
+    whose cap a charge of ``(epsilon, delta)`` on top of ``spent[k]`` would exceed, or -1.
+
+    The ledger's per-charge cap check, on floats: the same as the first k for which
+    ``not (PrivacyCost(*_clamped(*spent[k])) + PrivacyCost(epsilon, delta)).fits_within(cap_k)``,
+    raising where that raises (tests/test_ledger_batch.py checks it with hypothesis)."""
+    for k, limit_epsilon, limit_delta in limits:
+        se, sd = spent[k]
+        if not (0.0 <= se < math.inf and 0.0 <= sd <= _DELTA_MAX):  # negative, NaN, inf: clamp or raise
+            se, sd = _clamped(se, sd)
+        e = se + epsilon
+        if e == math.inf:
+            PrivacyCost(e, 0.0)  # raises the ValueError of the reference sum
+        if e > limit_epsilon or min(sd + delta, _DELTA_MAX) > limit_delta:
+            return k
+    return -1
+
+
 def compose_sequential(costs: Iterable[PrivacyCost]) -> PrivacyCost:
     """Basic sequential composition: sum of ε and of δ."""
     total = ZERO_COST

@@ -113,10 +113,10 @@ def make_parser() -> argparse.ArgumentParser:
                           description="Seed 004's counting experiment (randomized response against the Laplace "
                                       "mechanism), error vs n and ε of every local protocol against central Laplace "
                                       "and Gaussian histograms, and local against central linear regression.")
-    from ldp.compare.options import add_compare_arguments
+    from ldp.cli_compare import add_compare_arguments
 
     add_compare_arguments(cmp_)
-    from ldp.server.cli import add_server_arguments
+    from ldp.cli_server import add_server_arguments
     from ldp.spec.cli import add_spec_arguments
 
     add_spec_arguments(sub)
@@ -271,7 +271,7 @@ def _run(args: argparse.Namespace) -> int:
         _compare_options(args)
         return compare_command(args)
     elif args.command in ("aggregate", "merge", "decode"):
-        from ldp.server.cli import server_command
+        from ldp.cli_server import server_command
 
         return server_command(args)
     elif args.command == "spec":

@@ -5,7 +5,8 @@ PRR derives from it), the cohort of each RAPPOR metric (drawn once, uniformly), 
 (:class:`ldp.ledger.BudgetLedger`'s own tables) and the outbox of envelopes waiting for upload.
 
 ``record(metric, value)`` validates the value, then in ONE ``BEGIN IMMEDIATE`` transaction checks
-and charges every cap, randomizes, and stores the envelope in the outbox. If the process dies
+and charges every cap, randomizes, and stores the envelope in the outbox (``record_many`` does
+the same for a batch of reports, all or nothing, in one transaction). If the process dies
 before COMMIT, SQLite rolls back the charge together with the report that was never stored nor
 returned: nothing left the device, so this is not a refund. After COMMIT, both exist. Several
 processes may share the file (WAL; the write lock serializes check-and-charge). A file that is
@@ -29,6 +30,7 @@ from ldp.accountant import BudgetExceeded, PrivacyCost
 from ldp.encoders.base import Encoder
 from ldp.encoders.rappor import RapporEncoder
 from ldp.ledger import BudgetLedger, BudgetPolicy, LedgerDamagedError, LedgerError, Reservation, check_clock
+from ldp.ledger_sql import LEDGER_TABLES
 from ldp.protocols import client_protocols
 from ldp.randomness import SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import canonical_json
@@ -37,8 +39,6 @@ from ldp.spec import CollectionSpec, Envelope
 __all__ = ["TelemetryClient", "StateError", "PendingItem", "STATE_FORMAT", "BudgetExceeded"]
 
 STATE_FORMAT = 1
-_LEDGER_TABLES = frozenset({"ldp_ledger_meta", "ldp_ledger_charges", "ldp_ledger_window_totals",
-                            "ldp_ledger_lifetime_totals", "ldp_ledger_memo"})
 _CLIENT_TABLES = frozenset({"ldp_client_meta", "ldp_client_cohorts", "ldp_client_outbox", "ldp_client_uploads"})
 _SCHEMA = (
     "CREATE TABLE ldp_client_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -129,7 +129,7 @@ class TelemetryClient:
                            [*meta.items(), ("digest", self._digest(db, meta)), ("last_upload", "-inf")])
         elif "ldp_client_meta" not in tables:
             raise self._fail("is a bare budget ledger, not a telemetry client state file")
-        elif missing := (_LEDGER_TABLES | _CLIENT_TABLES) - tables:
+        elif missing := (LEDGER_TABLES | _CLIENT_TABLES) - tables:
             raise self._fail(f"is damaged: table(s) {', '.join(sorted(missing))} missing")
         if (check := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
             raise self._fail(f"is corrupted: {check}")
@@ -208,23 +208,63 @@ class TelemetryClient:
         both with nothing written. Charge and outbox row are committed together (see the module)."""
         enc = self._encoder(metric)
         prepared = enc.prepare(value)  # invalid values fail here, before any charge
-        cost = enc.charge_for(prepared)
         spec_fp = self.spec.fingerprint
 
         def store(reservation: Reservation, db: sqlite3.Connection) -> int:
-            _at("charged")
-            line = Envelope(spec_fp, metric, reservation.window, enc.randomize(prepared)).to_json()
-            _at("randomized")
-            cur = db.execute("INSERT INTO ldp_client_outbox (charge, metric, window, line) VALUES (?, ?, ?, ?)",
-                             (reservation.id, metric, reservation.window, line))
-            _at("inserted")
-            return int(cur.lastrowid)
+            return self._store(db, spec_fp, enc, prepared, reservation)
 
         _at("before_charge")
         with self._guard():
-            outbox_id = self._ledger.charge_atomically(metric, cost, store)
+            outbox_id = self._ledger.charge_atomically(metric, enc.charge_for(prepared), store)
         _at("committed")
         return outbox_id
+
+    def record_many(self, items: Iterable[tuple[str, Any]]) -> list[int]:
+        """Record several ``(metric, value)`` pairs in ONE transaction (one fsync); return their
+        outbox ids, in order. All or nothing:
+
+        * every value is checked first: a bad one raises ``ValueError``/``TypeError`` naming its
+          item, with nothing written;
+        * then all are charged in order, each seeing the ones before it (as the same ``record``
+          calls in a row would); if any would exceed a cap, :class:`BudgetExceeded` is raised (its
+          ``index`` is the refused item) and NONE is charged or stored — retry without that item,
+          or with ``record`` one by one to keep the ones that fit;
+        * a crash before COMMIT keeps nothing of the batch, after COMMIT everything."""
+        batch = list(items)
+        work = []
+        for i, item in enumerate(batch):
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise TypeError(f"record_many takes (metric, value) pairs; item {i} is {item!r}")
+            metric, value = item
+            try:
+                enc = self._encoder(metric)
+                prepared = enc.prepare(value)  # invalid values fail here, before any charge
+            except (ValueError, TypeError) as exc:
+                if type(exc) not in (ValueError, TypeError):
+                    raise
+                raise type(exc)(f"record_many item {i} ({metric!r}): {exc}") from None
+            work.append((metric, enc, prepared))
+        spec_fp = self.spec.fingerprint
+
+        def store(reservations: list[Reservation], db: sqlite3.Connection) -> list[int]:
+            return [self._store(db, spec_fp, enc, prepared, r) for (_, enc, prepared), r in zip(work, reservations)]
+
+        _at("before_charge")
+        with self._guard():
+            ids = self._ledger.charge_many([(m, enc.charge_for(p)) for m, enc, p in work], store)
+        _at("committed")
+        return ids
+
+    @staticmethod
+    def _store(db: sqlite3.Connection, spec_fp: str, enc: Encoder, prepared: Any, reservation: Reservation) -> int:
+        """Randomize a charged report and put its envelope in the outbox (inside the charge's transaction)."""
+        _at("charged")
+        line = Envelope(spec_fp, reservation.metric, reservation.window, enc.randomize(prepared)).to_json()
+        _at("randomized")
+        cur = db.execute("INSERT INTO ldp_client_outbox (charge, metric, window, line) VALUES (?, ?, ?, ?)",
+                         (reservation.id, reservation.metric, reservation.window, line))
+        _at("inserted")
+        return int(cur.lastrowid)
 
     # -- uploading -------------------------------------------------------------------------------
     def _last_upload(self, db: sqlite3.Connection) -> float:

@@ -25,7 +25,7 @@ import hashlib
 
 import mmh3
 
-__all__ = ["value_bytes", "hash32", "bucket", "buckets", "namespaced", "md5_buckets", "MAX_SEED"]
+__all__ = ["value_bytes", "hash32", "bucket", "buckets", "bucket_of_bytes", "namespaced", "md5_buckets", "MAX_SEED"]
 
 MAX_SEED = 2**32 - 1
 """Largest hash-function index (MurmurHash3's seed is an unsigned 32-bit integer)."""
@@ -76,6 +76,12 @@ def buckets(value: Value, m: int, seeds: Iterable[int]) -> list[int]:
     data = value_bytes(value)
     m = _check_width(m)
     return [mmh3.hash(data, _check_seed(s), signed=False) % m for s in seeds]
+
+
+def bucket_of_bytes(data: bytes, m: int, seed: int) -> int:
+    """:func:`bucket` of bytes already made by :func:`value_bytes`, for a width ``m`` and ``seed``
+    already validated (the encoders' hot path: parameters are checked once, when they are made)."""
+    return mmh3.hash(data, seed, signed=False) % m
 
 
 def namespaced(namespace: int, value: Value) -> bytes:

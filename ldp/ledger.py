@@ -1,23 +1,23 @@
 """The client's budget ledger: caps per metric and overall, per window and lifetime, in SQLite.
 
-Design notes (research: apple-and-theory.md §8.3): charge before randomizing and never refund;
-no carry-over between windows; a monotone clock; memoization-aware charges; one SQLite file
-shared safely by several processes (``BEGIN IMMEDIATE`` serializes writers).
+Design notes (research: apple-and-theory.md §8.3): a charge is on disk before its report can leave
+the process, and is never refunded; no carry-over between windows; a monotone clock;
+memoization-aware charges; one SQLite file shared safely by several processes (``BEGIN IMMEDIATE``
+serializes writers). One charged report is one transaction (schema and statements: ``ldp.ledger_sql``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import math
 import os
 import sqlite3
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, TypeVar
+from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
-from ldp.accountant import PrivacyCost, _check_real
+from ldp import ledger_sql as sql
+from ldp.accountant import PrivacyCost, _cap_limits, _check_real, _clamped, _first_exceeded
 from ldp.reports import MAX_WINDOW
 
 __all__ = ["BudgetPolicy", "MemoizedCharge", "Reservation", "BudgetExceeded", "LedgerError", "LedgerDamagedError",
@@ -64,10 +64,16 @@ class Reservation:
 class BudgetExceeded(Exception):
     """A charge would exceed a cap; nothing was charged and no report may be produced."""
 
-    def __init__(self, scope: str, period: str, requested: PrivacyCost, spent: PrivacyCost, cap: PrivacyCost):
+    def __init__(self, scope: str, period: str, requested: PrivacyCost, spent: PrivacyCost, cap: PrivacyCost,
+                 index: int | None = None):
+        """``index``: which charge of a batch (:meth:`BudgetLedger.charge_many`) was refused; ``spent``
+        then includes the batch's earlier charges, none of which was kept."""
         self.scope, self.period, self.requested, self.spent, self.cap = scope, period, requested, spent, cap
+        self.index = index
         where = "all metrics" if scope == BudgetLedger.ALL else f"metric {scope!r}"
-        super().__init__(f"privacy budget exceeded for {where} ({period}): spent {spent}, requested {requested}, cap {cap}")
+        item = "" if index is None else f" at charge {index} of a batch (nothing of the batch was charged)"
+        super().__init__(f"privacy budget exceeded for {where} ({period}){item}: spent {spent}, "
+                         f"requested {requested}, cap {cap}")
 
 
 class LedgerError(Exception):
@@ -98,33 +104,16 @@ def check_clock(reading: object) -> float:
     return t
 
 
-_APPLICATION_ID = 0x4C445031  # "LDP1"
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ldp_ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ldp_ledger_charges (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, metric TEXT NOT NULL, window INTEGER NOT NULL,
-    epsilon REAL NOT NULL, delta REAL NOT NULL, at REAL NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('reserved', 'committed')));
-CREATE INDEX IF NOT EXISTS ldp_ledger_charges_mw ON ldp_ledger_charges (metric, window);
-CREATE TABLE IF NOT EXISTS ldp_ledger_window_totals (
-    scope TEXT NOT NULL, window INTEGER NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL,
-    PRIMARY KEY (scope, window));
-CREATE TABLE IF NOT EXISTS ldp_ledger_lifetime_totals (
-    scope TEXT PRIMARY KEY, epsilon REAL NOT NULL, delta REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS ldp_ledger_memo (
-    metric TEXT NOT NULL, key TEXT NOT NULL, reports INTEGER NOT NULL,
-    epsilon REAL NOT NULL, delta REAL NOT NULL, PRIMARY KEY (metric, key));
-"""
-
-
 class BudgetLedger:
     """A client's privacy budget, persisted atomically in SQLite (safe across processes).
 
     * caps per metric (``metrics``, or ``default`` for unlisted metrics) and across all metrics
       (``total``), each per window of ``window_seconds`` (aligned to the Unix epoch: UTC days by
       default) and over the lifetime; unused budget never carries over to another window;
-    * :meth:`reserve` charges durably *before* randomization; :meth:`commit` marks the report as
-      produced. A reservation is never refunded, so a crash in between keeps the charge;
+    * a charge is on disk before any report it pays for can leave the process, and is never
+      refunded: :meth:`charge_atomically` (one transaction: charge, then randomize inside it; the
+      report exists outside only after COMMIT) or :meth:`reserve` -> randomize -> :meth:`commit`
+      (a crash in between keeps the charge); :meth:`charge_many` charges a batch all or nothing;
     * time is monotone: ``now = max(clock(), latest time ever seen)``, so a clock moved backwards
       never reopens a past window;
     * :class:`MemoizedCharge` supports charges that depend on a value's history; the ledger keeps
@@ -167,6 +156,12 @@ class BudgetLedger:
         self._clock = clock
         try:
             self._db = sqlite3.connect(os.fspath(path), timeout=timeout, isolation_level=None)
+            self._cur = self._db.cursor()  # the per-charge statements (their plans stay in the connection's cache)
+            self._known = sql.Known(private=os.fspath(path) in (":memory:", ""))
+            if self._known.private:  # smaller pages: less to copy into the rollback journal per charge
+                self._db.execute("PRAGMA page_size=1024")
+            self._txn = sql.Transaction(self._db, self._known)
+            self._limits: dict[str, tuple] = {}
         except sqlite3.DatabaseError as exc:
             raise LedgerError(f"{os.fspath(path)!r} is not a usable ldp budget ledger: {exc}") from None
         try:
@@ -183,21 +178,12 @@ class BudgetLedger:
         db = self._db
         app_id = db.execute("PRAGMA application_id").fetchone()[0]
         has_tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
-        if app_id not in (0, _APPLICATION_ID) or (app_id == 0 and has_tables and not self._has_ledger_tables()):
+        if app_id not in (0, sql.APPLICATION_ID) or (app_id == 0 and has_tables and not sql.has_ledger_tables(db)):
             raise LedgerError("file belongs to another application")
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA synchronous=FULL")  # every charge is on disk (one WAL fsync) before COMMIT returns
         with self._transaction():
-            tables = frozenset(r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'"))
-            db.execute(f"PRAGMA application_id={_APPLICATION_ID}")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-            db.execute("INSERT OR IGNORE INTO ldp_ledger_meta VALUES ('window_seconds', ?)", (repr(self.window_seconds),))
-            db.execute("INSERT OR IGNORE INTO ldp_ledger_meta VALUES ('salt', ?)", (os.urandom(16).hex(),))
-            db.execute("INSERT OR IGNORE INTO ldp_ledger_meta VALUES ('clock', '-inf')")
-            if db.execute("SELECT value FROM ldp_ledger_meta WHERE key='totals'").fetchone() is None:
-                self._rebuild_totals()
+            tables = sql.create_schema(db, self.window_seconds)
             if setup is not None:
                 setup(db, tables)
             stored = float(self._meta("window_seconds"))
@@ -205,24 +191,8 @@ class BudgetLedger:
             raise LedgerError(f"ledger was created with window_seconds={stored}, opened with {self.window_seconds}")
         self._salt = bytes.fromhex(self._meta("salt"))
 
-    def _rebuild_totals(self) -> None:
-        """Recompute the running totals from the charge log (a ledger written before they existed)."""
-        db = self._db
-        db.execute("DELETE FROM ldp_ledger_window_totals")
-        db.execute("DELETE FROM ldp_ledger_lifetime_totals")
-        for scope_sql in ("metric", "'*'"):
-            db.execute(f"INSERT INTO ldp_ledger_window_totals SELECT {scope_sql}, window, SUM(epsilon), SUM(delta) "
-                       f"FROM ldp_ledger_charges GROUP BY {scope_sql}, window")
-            db.execute(f"INSERT INTO ldp_ledger_lifetime_totals SELECT {scope_sql}, SUM(epsilon), SUM(delta) "
-                       f"FROM ldp_ledger_charges GROUP BY {scope_sql}")
-        db.execute("INSERT OR REPLACE INTO ldp_ledger_meta VALUES ('totals', '1')")
-
-    def _has_ledger_tables(self) -> bool:
-        row = self._db.execute("SELECT count(*) FROM sqlite_master WHERE name='ldp_ledger_meta'").fetchone()
-        return row[0] == 1
-
     def _meta(self, key: str) -> str:
-        row = self._db.execute("SELECT value FROM ldp_ledger_meta WHERE key=?", (key,)).fetchone()
+        row = self._db.execute(sql.READ_META, (key,)).fetchone()
         if row is None or not isinstance(row[0], str):
             raise LedgerDamagedError(f"ledger is corrupted: {key!r} is {'missing' if row is None else repr(row[0])}")
         return row[0]
@@ -235,19 +205,10 @@ class BudgetLedger:
     @property
     def simulation(self) -> bool:
         """Whether seeded randomness ever charged this ledger (see :meth:`mark_simulation`)."""
-        row = self._db.execute("SELECT value FROM ldp_ledger_meta WHERE key='simulation'").fetchone()
-        return row is not None
+        return self._db.execute(sql.READ_META, ("simulation",)).fetchone() is not None
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")  # takes the write lock: one writer across processes
-        try:
-            yield
-            self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:  # also when COMMIT itself failed (disk full, I/O error)
-                self._db.execute("ROLLBACK")
-            raise
+    def _transaction(self) -> sql.Transaction:
+        return self._txn
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -258,22 +219,30 @@ class BudgetLedger:
             yield self._db
 
     # -- time --------------------------------------------------------------------------------
-    def _stored_clock(self) -> float:
-        text = self._meta("clock")
-        try:
-            stored = float(text)
-        except ValueError:
-            stored = math.nan
-        if not (stored == -math.inf or 0.0 <= stored <= MAX_CLOCK):
-            raise LedgerDamagedError(f"ledger is corrupted: its clock {text!r} is not a Unix time in [0, {MAX_CLOCK:.0f}]")
-        return stored
-
     def _advance_clock(self) -> float:
-        """Monotone now (inside a transaction): never earlier than any time seen before. A reading
-        outside ``[0, MAX_CLOCK]`` raises :class:`ClockError` before anything is written."""
-        now = max(check_clock(self._clock()), self._stored_clock())
-        self._db.execute("UPDATE ldp_ledger_meta SET value=? WHERE key='clock'", (repr(now),))
-        return now
+        """Monotone now, inside the caller's transaction: ``max(clock(), latest time stored)``, the
+        stored time read from the file (or known unchanged since this connection wrote it: see
+        :class:`ldp.ledger_sql.Known`), so it is monotone across processes. A reading outside
+        ``[0, MAX_CLOCK]`` raises :class:`ClockError` before anything is written; the write is
+        skipped when the stored time did not move."""
+        reading = check_clock(self._clock())
+        known = self._known
+        known.check(self._db)
+        stored = known.clock
+        if stored is None:
+            text = self._meta("clock")
+            try:
+                stored = float(text)
+            except ValueError:  # not a number
+                stored = math.nan
+            if not (stored == -math.inf or 0.0 <= stored <= MAX_CLOCK):
+                raise LedgerDamagedError(f"ledger is corrupted: its clock {text!r} is not a Unix time in "
+                                         f"[0, {MAX_CLOCK:.0f}]")
+        if reading > stored:
+            self._cur.execute(sql.WRITE_CLOCK, (repr(reading),))
+            stored = reading
+        known.clock = stored
+        return stored
 
     def current_window(self) -> int:
         """Index of the current window (monotone)."""
@@ -284,41 +253,32 @@ class BudgetLedger:
     def _policy(self, metric: str) -> BudgetPolicy:
         return self.total if metric == self.ALL else self.metrics.get(metric, self.default)
 
+    def _caps(self, metric: str) -> tuple[tuple[PrivacyCost | None, ...], tuple[tuple[int, float, float], ...]]:
+        """The caps a charge to ``metric`` must fit, in the order they are checked (metric window,
+        metric lifetime, total window, total lifetime), and their ``(k, limits)`` for
+        :func:`~ldp.accountant._first_exceeded` (kept while the policies are the same objects)."""
+        mine, total = self.metrics.get(metric, self.default), self.total
+        hit = self._limits.get(metric)
+        if hit is None or hit[0] is not mine or hit[1] is not total:
+            caps = (mine.per_window, mine.lifetime, total.per_window, total.lifetime)
+            hit = self._limits[metric] = (mine, total, caps,
+                                          tuple((k, *_cap_limits(c)) for k, c in enumerate(caps) if c is not None))
+        return hit[2], hit[3]
+
     def _sum(self, scope: str, window: int | None) -> PrivacyCost:
         """Running total of ``scope`` (a metric or ``ALL``) in ``window``, or over the lifetime."""
         if window is None:
-            row = self._db.execute("SELECT epsilon, delta FROM ldp_ledger_lifetime_totals WHERE scope=?", (scope,))
+            row = self._db.execute(sql.READ_LIFETIME_TOTAL, (scope,))
         else:
-            row = self._db.execute(
-                "SELECT epsilon, delta FROM ldp_ledger_window_totals WHERE scope=? AND window=?", (scope, window))
-        eps, delta = row.fetchone() or (0.0, 0.0)
-        return PrivacyCost(max(eps, 0.0), min(max(delta, 0.0), math.nextafter(1.0, 0.0)))
-
-    def _add_to_totals(self, scope: str, window: int, inc: PrivacyCost) -> None:
-        self._db.execute(
-            "INSERT INTO ldp_ledger_window_totals VALUES (?,?,?,?) ON CONFLICT (scope, window) DO UPDATE SET "
-            "epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta", (scope, window, inc.epsilon, inc.delta))
-        self._db.execute(
-            "INSERT INTO ldp_ledger_lifetime_totals VALUES (?,?,?) ON CONFLICT (scope) DO UPDATE SET "
-            "epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta", (scope, inc.epsilon, inc.delta))
-
-    def _memo_increment(self, metric: str, charge: MemoizedCharge) -> tuple[str, PrivacyCost]:
-        key = hmac.new(self._salt, metric.encode() + b"\x00" + bytes(charge.key), hashlib.sha256).hexdigest()
-        row = self._db.execute(
-            "SELECT reports, epsilon, delta FROM ldp_ledger_memo WHERE metric=? AND key=?", (metric, key)
-        ).fetchone()
-        reports, eps, delta = row if row else (0, 0.0, 0.0)
-        step = charge.first if reports == 0 else charge.then
-        inc = PrivacyCost(
-            max(0.0, min(step.epsilon, charge.cap.epsilon - eps)), max(0.0, min(step.delta, charge.cap.delta - delta))
-        )
-        return key, inc
+            row = self._db.execute(sql.READ_WINDOW_TOTAL, (scope, window))
+        return PrivacyCost(*_clamped(*(row.fetchone() or (0.0, 0.0))))
 
     def reserve(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> Reservation:
-        """Charge ``cost`` to ``metric`` now, or raise :class:`BudgetExceeded` and charge nothing."""
+        """Charge ``cost`` to ``metric`` now (durably, state 'reserved'), or raise
+        :class:`BudgetExceeded` and charge nothing. Randomize after it, then :meth:`commit`."""
         self._check_charge(metric, cost)
         with self._transaction():
-            return self._charge(metric, cost, "reserved")
+            return self._charge(metric, cost, "reserved", self._advance_clock())
 
     def charge_atomically(self, metric: str, cost: PrivacyCost | MemoizedCharge,
                           work: Callable[[Reservation, sqlite3.Connection], T]) -> T:
@@ -327,11 +287,39 @@ class BudgetLedger:
         The charge (recorded as 'committed') and whatever ``work`` writes persist together at COMMIT,
         or not at all: an exception in ``work``, or the process dying before COMMIT, rolls both back.
         That is no refund only because ``work``'s output cannot leave the process before COMMIT:
-        use it to randomize and *store* a report (the client's outbox), never to send one.
-        :class:`BudgetExceeded` is raised before ``work`` runs, with nothing charged."""
+        use it to randomize and *store* a report (the client's outbox) or to *return* one (what
+        :meth:`ldp.encoders.base.Encoder.encode` does), never to send one. COMMIT returns only once
+        the charge is on disk (``synchronous=FULL``: one WAL fsync), so a report that left the
+        process was charged durably. :class:`BudgetExceeded` is raised before ``work`` runs, with
+        nothing charged."""
         self._check_charge(metric, cost)
+        with self._txn:
+            return work(self._charge(metric, cost, "committed", self._advance_clock()), self._db)
+
+    def charge_many(self, charges: Iterable[tuple[str, PrivacyCost | MemoizedCharge]],
+                    work: Callable[[list[Reservation], sqlite3.Connection], T]) -> T:
+        """Charge several ``(metric, cost)`` pairs and run ``work(reservations, connection)`` in ONE
+        transaction (one fsync in all); return ``work``'s result. All or nothing.
+
+        The charges are made in order at one time (one window), exactly as the same calls of
+        :meth:`charge_atomically` in a row would make them (each sees the ones before it, memoized
+        keys included), except that if any would exceed a cap, :class:`BudgetExceeded` (with its
+        ``index``) is raised before ``work`` runs and NONE of them is kept. Everything else is as
+        in :meth:`charge_atomically`."""
+        items: Sequence[tuple[str, PrivacyCost | MemoizedCharge]] = list(charges)
+        for item in items:
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise TypeError(f"charges are (metric, cost) pairs, got {item!r}")
+            self._check_charge(*item)
         with self._transaction():
-            return work(self._charge(metric, cost, "committed"), self._db)
+            now = self._advance_clock()
+            reservations = []
+            for i, (metric, cost) in enumerate(items):
+                try:
+                    reservations.append(self._charge(metric, cost, "committed", now))
+                except BudgetExceeded as exc:
+                    raise BudgetExceeded(exc.scope, exc.period, exc.requested, exc.spent, exc.cap, index=i) from None
+            return work(reservations, self._db)
 
     def _check_charge(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> None:
         if not isinstance(metric, str) or not metric or metric == self.ALL:
@@ -339,32 +327,25 @@ class BudgetLedger:
         if not isinstance(cost, (PrivacyCost, MemoizedCharge)):
             raise TypeError(f"cost must be a PrivacyCost or MemoizedCharge, got {type(cost).__name__}")
 
-    def _charge(self, metric: str, cost: PrivacyCost | MemoizedCharge, state: str) -> Reservation:
-        """Check every cap and record the charge (inside a transaction)."""
-        now = self._advance_clock()
+    def _charge(self, metric: str, cost: PrivacyCost | MemoizedCharge, state: str, now: float) -> Reservation:
+        """Check every cap and record the charge at time ``now`` (inside a transaction)."""
+        cur = self._cur
         window = math.floor(now / self.window_seconds)
-        memo_key, inc = self._memo_increment(metric, cost) if isinstance(cost, MemoizedCharge) else (None, cost)
-        for scope in (metric, self.ALL):
-            policy = self._policy(scope)
-            for period, cap, win in (("window", policy.per_window, window), ("lifetime", policy.lifetime, None)):
-                if cap is None:
-                    continue
-                spent = self._sum(scope, win)
-                if not (spent + inc).fits_within(cap):
-                    raise BudgetExceeded(scope, period, inc, spent, cap)
-        cur = self._db.execute(
-            "INSERT INTO ldp_ledger_charges (metric, window, epsilon, delta, at, state) VALUES (?,?,?,?,?,?)",
-            (metric, window, inc.epsilon, inc.delta, now, state),
-        )
-        for scope in (metric, self.ALL):
-            self._add_to_totals(scope, window, inc)
+        memo_key, inc = sql.memo_increment(cur, self._salt, metric, cost) if isinstance(cost, MemoizedCharge) \
+            else (None, cost)
+        eps, delta = inc.epsilon, inc.delta
+        keys, spent = self._known.spent(cur, metric, self.ALL, window)
+        caps, limits = self._caps(metric)
+        if limits and (k := _first_exceeded(spent, eps, delta, limits)) >= 0:
+            raise BudgetExceeded(metric if k < 2 else self.ALL, "lifetime" if k % 2 else "window",
+                                 inc, PrivacyCost(*_clamped(*spent[k])), caps[k])  # type: ignore[arg-type]
+        charge_id = cur.execute(sql.INSERT_CHARGE, (metric, window, eps, delta, now, state)).lastrowid
+        cur.execute(sql.ADD_WINDOW_TOTALS, (metric, window, eps, delta, self.ALL, window, eps, delta))
+        cur.execute(sql.ADD_LIFETIME_TOTALS, (metric, eps, delta, self.ALL, eps, delta))
         if memo_key is not None:
-            self._db.execute(
-                "INSERT INTO ldp_ledger_memo VALUES (?,?,1,?,?) ON CONFLICT (metric, key) DO UPDATE SET "
-                "reports=reports+1, epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta",
-                (metric, memo_key, inc.epsilon, inc.delta),
-            )
-        return Reservation(int(cur.lastrowid), metric, inc, window)
+            cur.execute(sql.ADD_MEMO, (metric, memo_key, eps, delta))
+        self._known.add(keys, spent, eps, delta)
+        return Reservation(int(charge_id), metric, inc, window)  # type: ignore[arg-type]
 
     def commit(self, reservation: Reservation) -> None:
         """Mark a reservation's report as produced (the charge itself was already final).
@@ -375,10 +356,7 @@ class BudgetLedger:
         self._db.execute("PRAGMA synchronous=NORMAL")
         try:
             with self._transaction():
-                cur = self._db.execute(
-                    "UPDATE ldp_ledger_charges SET state='committed' WHERE id=? AND metric=?",
-                    (reservation.id, reservation.metric),
-                )
+                cur = self._db.execute(sql.MARK_COMMITTED, (reservation.id, reservation.metric))
                 if cur.rowcount != 1:
                     raise LedgerError(f"no reservation {reservation.id} for metric {reservation.metric!r} in this ledger")
         finally:

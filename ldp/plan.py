@@ -23,6 +23,9 @@ detectable count is the ``f`` detected with probability ``power``: ``f = z_{1−
 
 from __future__ import annotations
 
+import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+# isort: split
+
 import math
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache

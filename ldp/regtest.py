@@ -11,6 +11,9 @@ matplotlib (the ``plot`` extra) is imported only inside :func:`plot_case`.
 
 from __future__ import annotations
 
+import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+# isort: split
+
 import math
 import re
 import time

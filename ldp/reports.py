@@ -29,11 +29,12 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
 
 from bitarray import frozenbitarray
+from bitarray.util import int2ba
 
 __all__ = [
     "FORMAT_VERSION", "MAX_LINE", "MAX_WINDOW", "max_line_bytes", "REASONS", "ReportError", "Field", "Report", "Frame", "ReportBatch",
     "canonical_json", "fingerprint", "parse_json", "encode_frames", "iter_frames", "scan_frames", "decode_binary",
-    "validate_report",
+    "validate_report", "bits_from_int",
 ]
 
 FORMAT_VERSION = 1
@@ -98,6 +99,15 @@ class Field:
 PayloadValue = int | frozenbitarray
 
 
+def bits_from_int(value: int, length: int) -> frozenbitarray:
+    """The ``length``-bit string whose bit ``i`` is bit ``i`` of ``value`` (``0 <= value < 2**length``):
+    ``frozenbitarray(int2ba(value, length, endian="little"))``, made from the little-endian bytes
+    directly when ``length`` is a multiple of 8."""
+    if length & 7:
+        return frozenbitarray(int2ba(value, length=length, endian="little"))
+    return frozenbitarray(buffer=value.to_bytes(length >> 3, "little"), endian="little")
+
+
 def max_line_bytes(protocol: str, schema: Sequence[Field]) -> int:
     """Bytes of the longest upload line (envelope JSON and its newline) a report with ``schema`` can
     make: 16-hex fingerprints, a 32-character metric name, window ``MAX_WINDOW``, every ``uint`` at
@@ -147,12 +157,12 @@ class Report:
 
     @classmethod
     def trusted(cls, protocol: str, fingerprint: str, payload: dict[str, PayloadValue]) -> "Report":
-        """Build without re-validating (for encoders whose output is valid by construction)."""
+        """Build without re-validating (for encoders whose output is valid by construction): the
+        same object as ``Report(...)`` would make, its fields written straight into ``__dict__``."""
         report = object.__new__(cls)
-        object.__setattr__(report, "protocol", protocol)
-        object.__setattr__(report, "fingerprint", fingerprint)
-        object.__setattr__(report, "payload", MappingProxyType(payload))
-        object.__setattr__(report, "version", FORMAT_VERSION)
+        fields = report.__dict__
+        fields["protocol"], fields["fingerprint"] = protocol, fingerprint
+        fields["payload"], fields["version"] = MappingProxyType(payload), FORMAT_VERSION
         return report
 
     def to_dict(self) -> dict[str, Any]:
@@ -238,14 +248,15 @@ class Frame:
 
     ``layout`` gives, per field, ``(name, kind, width)``: ``width`` is the byte width (1, 2, 4, 8,
     little-endian) of a ``uint`` column, or the bit length of a ``bits`` column (each record packed
-    in ceil(width/8) bytes, bit i in byte i//8 at position i%8).
+    in ceil(width/8) bytes, bit i in byte i//8 at position i%8). Parsed frames' ``columns`` are
+    read-only memoryviews of the input bytes (no copy).
     """
 
     protocol: str
     fingerprint: str
     layout: tuple[tuple[str, str, int], ...]
     count: int
-    columns: Mapping[str, bytes]
+    columns: Mapping[str, bytes | memoryview]
 
     def reports(self) -> Iterator[Report]:
         """The frame's records as :class:`Report` objects (validated)."""
@@ -321,10 +332,12 @@ def _encode_run(run: list[Report]) -> bytes:
 
 
 class _Reader:
-    def __init__(self, data: bytes, pos: int) -> None:
+    """Reads a frame from a memoryview: every field and column is a view of the input, never a copy."""
+
+    def __init__(self, data: memoryview, pos: int) -> None:
         self.data, self.pos = data, pos
 
-    def take(self, n: int) -> bytes:
+    def take(self, n: int) -> memoryview:
         if self.pos + n > len(self.data):
             raise ReportError("truncated", f"needed {n} bytes at offset {self.pos}")
         chunk = self.data[self.pos:self.pos + n]
@@ -336,13 +349,15 @@ class _Reader:
 
     def ascii(self, n: int, pattern: re.Pattern[str], reason: str) -> str:
         raw = self.take(n)
-        text = raw.decode("ascii", errors="replace")
+        text = str(raw, "ascii", errors="replace")
         if not pattern.match(text):
-            raise ReportError(reason, f"invalid name {raw!r}")
+            raise ReportError(reason, f"invalid name {bytes(raw)!r}")
         return text
 
 
-def _read_frame(data: bytes, pos: int) -> tuple[Frame, int]:
+def _read_frame(data: memoryview, pos: int) -> tuple[Frame, int]:
+    """The frame at ``pos`` of ``data`` (a byte memoryview) and the offset after it. Its columns are
+    views of ``data`` and its CRC-32 is computed over a view: parsing copies no record."""
     rd = _Reader(data, pos)
     if rd.take(4) != MAGIC:
         raise ReportError("bad_magic", f"no frame magic at offset {pos}")
@@ -409,19 +424,22 @@ def _false_starts(data: bytes, start: int) -> tuple[int, list[ReportError]]:
     return (len(data) if nxt < 0 else nxt), errors
 
 
-def scan_frames(data: bytes, *, bulk: bool = True) -> Iterator[Frame | ReportError]:
+def scan_frames(data: bytes | bytearray | memoryview, *, bulk: bool = True) -> Iterator[Frame | ReportError]:
     """Parse concatenated frames, yielding a :class:`ReportError` for each malformed one and
     going on after it: past its end when its header was readable (a failed CRC) and another
     frame (or the end of the data) follows there, otherwise at the next frame magic. Every
     intact frame is read; the CRC-32 rejects a false start found inside damaged bytes. Runs of
     false starts that fail before their protocol name are counted in bulk (one error per reason,
     its ``records`` the number of them), so junk full of magics is skipped at ``bytes.find`` speed;
-    ``bulk=False`` parses each false start on its own (the reference the bulk path is tested against)."""
-    data = bytes(data)
+    ``bulk=False`` parses each false start on its own (the reference the bulk path is tested against).
+    Intact frames' columns are views of ``data`` (``bytes`` are not copied; other buffers once)."""
+    if type(data) is not bytes:
+        data = bytes(data)  # immutable (frames are views of it) and searched with bytes.find/count
+    view = memoryview(data)
     pos = 0
     while pos < len(data):
         try:
-            frame, pos = _read_frame(data, pos)
+            frame, pos = _read_frame(view, pos)
         except ReportError as err:
             nxt = err.resume
             if nxt is not None and nxt < len(data) and data[nxt:nxt + 4] != MAGIC:

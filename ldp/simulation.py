@@ -11,6 +11,9 @@ Both paths work for any protocol in :mod:`ldp.protocols` whose aggregate defines
 
 from __future__ import annotations
 
+import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+# isort: split
+
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence

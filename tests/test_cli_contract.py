@@ -349,11 +349,11 @@ BAD = [
 @pytest.mark.parametrize("exc, message", BAD, ids=[type(e).__name__ for e, _ in BAD])
 def test_every_bad_input_exception_is_one_line_and_status_2(monkeypatch, exc, message):
     import ldp.cli
-    import ldp.server.cli
+    import ldp.cli_server
     import ldp.spec.collection
 
     monkeypatch.setattr(ldp.cli, "privacy_summary", _raiser(exc))
-    monkeypatch.setattr(ldp.server.cli, "_merge", _raiser(exc))
+    monkeypatch.setattr(ldp.cli_server, "_merge", _raiser(exc))
     monkeypatch.setattr(ldp.spec.collection.CollectionSpec, "load", _raiser(exc))
     for argv in (["privacy", "rr"], ["merge", "x", "--out", "y"], ["spec", "validate", "x"]):
         status, out, err = run(argv)

@@ -69,6 +69,73 @@ def test_client_side_imports_without_numpy():
 
 def test_blocker_really_blocks_server_code():
     """Control: the same harness makes the server side fail, so the test above can fail."""
-    result = _run("import ldp.decoders")
+    result = _run("import numpy")
     assert result.returncode != 0
     assert "numpy is blocked" in result.stderr
+
+
+SERVER_SIDE = ["ldp.decoders", "ldp.decoders.base", "ldp.batch", "ldp.batch.rappor", "ldp.server", "ldp.server.job",
+               "ldp.simulation", "ldp.plan", "ldp.compare", "ldp.demo", "ldp.regression", "ldp.regtest"]
+
+
+def test_server_side_without_the_extra_names_it():
+    """Every server package and module refuses with the extra to install, never a bare ModuleNotFoundError."""
+    code = textwrap.dedent(f"""
+        import importlib
+        from ldp.extras import MissingExtraError
+        for name in {SERVER_SIDE!r}:
+            try:
+                importlib.import_module(name)
+            except MissingExtraError as exc:
+                assert "pip install 'ldp[server]'" in str(exc), (name, exc)
+            else:
+                raise AssertionError(name + " imported without numpy")
+        print("refused ok")
+    """)
+    result = _run(code)
+    assert result.returncode == 0, result.stderr
+    assert "refused ok" in result.stdout
+
+
+def test_cli_without_the_extra():
+    """The client commands work; the server commands exit 2 with one line naming the extra."""
+    code = textwrap.dedent("""
+        import contextlib, io, sys
+        from ldp.cli import main
+        def run(*argv):
+            err = io.StringIO()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                try:
+                    status = main(list(argv))
+                except SystemExit as exc:
+                    status = exc.code
+            return status, err.getvalue()
+        assert run("--help")[0] == 0
+        assert run("spec", "validate", "examples/collection.json")[0] == 0
+        assert run("privacy", "grr", "--epsilon", "1", "--d", "4")[0] == 0
+        for argv in (["demo", "--quick"], ["simulate", "--protocol", "grr", "--epsilon", "1", "--d", "4", "--n", "10"],
+                     ["plan", "--recommend", "--epsilon", "1", "--d", "8"]):
+            status, err = run(*argv)
+            last = err.strip().splitlines()[-1]
+            assert status == 2 and last.startswith(f"ldp {argv[0]}: error:") and "ldp[server]" in last, (argv, err)
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in {"numpy", "scipy", "sklearn", "pandas"})
+        assert not heavy, heavy
+        print("cli ok")
+    """)
+    result = _run(code)
+    assert result.returncode == 0, result.stderr
+    assert "cli ok" in result.stdout
+
+
+LIGHT = ["ldp.decoders", "ldp.simulation", "ldp.plan", "ldp.server.job", "ldp.server.decode", "ldp.server.store",
+         "ldp.decoders.rappor_decode", "ldp.decoders.sfp", "ldp.demo", "ldp.compare.report", "ldp.regression",
+         "ldp.regression.mechanisms", "ldp.cli_server", "ldp.cli_protocols"]
+
+
+def test_commands_start_without_scipy_or_scikit_learn():
+    """scipy and scikit-learn are imported only where a lasso or a regression is fitted (start-up <= 1 s)."""
+    code = ("import sys, ldp.cli, " + ", ".join(LIGHT) +
+            "\nheavy = sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'sklearn'})\nprint(heavy)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -104,3 +104,16 @@ def test_as_generator():
         as_generator(-1)
     with pytest.raises(TypeError):
         as_generator("x")
+
+
+def test_keyed_source_draws_are_pinned():
+    """RAPPOR's PRR derives from this stream: its draws for a fixed key and message never change."""
+    from ldp.randomness import KeyedRandomSource
+
+    src = KeyedRandomSource(b"key", b"msg")
+    assert [src.randbits(k) for k in (1, 7, 8, 9, 16, 64, 65, 200, 3)] == [
+        0, 75, 110, 401, 43546, 3227180923478416259, 20148052323735033955,
+        1211627795522079137036938173728756092222789369156411574633332, 5]
+    assert src.bernoulli(0.3) is True
+    assert src.bernoulli_bits(0.1, 100) == 20551748159073133933887488
+    assert src.randbelow(1000) == 99

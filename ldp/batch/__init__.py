@@ -7,6 +7,9 @@ its kernel only when ``encode_batch`` is called.
 
 from __future__ import annotations
 
+import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+# isort: split
+
 from typing import Any, Sequence
 
 import numpy as np

@@ -10,28 +10,35 @@ per report. (Repeated reports by one client share its PRR; simulate those per cl
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Sequence
 
 import numpy as np
 
-from ldp.batch import check_candidates, values_and_candidates
+from ldp.batch import values_and_candidates
 from ldp.batch.bits import packed_bernoulli, row_padding_mask
-from ldp.encoders.rappor import RapporParams, bloom_bits
+from ldp.batch.murmur import namespaced_bucket_table
+from ldp.encoders.rappor import RapporParams
+from ldp.hashing import value_bytes
 from ldp.randomness import as_generator
 
 __all__ = ["bloom_index_table", "bloom_table", "rappor_encode_batch"]
 
 
 def bloom_index_table(params: RapporParams, candidates: Sequence[str | bytes]) -> np.ndarray:
-    """``int64`` array ``(d, m, h)``: hash ``j`` of candidate ``v`` in cohort ``c`` is bit ``[v, c, j]``.
+    """``int64`` array ``(d, m, h)``: hash ``j`` of candidate ``v`` in cohort ``c`` is bit ``[v, c, j]``,
+    equal to :func:`~ldp.encoders.rappor.bloom_bits` ``(params, v, c)[j]``.
 
-    One hash per candidate, cohort and hash function (a loop over candidates, never over reports)."""
-    m, h = params.num_cohorts, params.num_hashes
-    out = np.empty((len(candidates), m, h), dtype=np.int64)
-    for v, s in enumerate(candidates):
-        for c in range(m):
-            out[v, c] = bloom_bits(params, s, c)
-    return out
+    ``ldp`` mode: ``bucket(namespaced(c, v), k, seed=j)``, vectorized over every candidate, cohort
+    and hash function (:func:`~ldp.batch.murmur.namespaced_bucket_table`). Google mode: byte ``j``
+    of ``MD5(namespaced(c, v))`` mod ``k`` (one ``hashlib`` call per candidate and cohort)."""
+    m, h, k = params.num_cohorts, params.num_hashes, params.num_bloombits
+    if params.mode == "google":
+        prefixes = [c.to_bytes(4, "big") for c in range(m)]
+        digests = b"".join(hashlib.md5(p + vb).digest() for vb in map(value_bytes, candidates) for p in prefixes)
+        table = np.frombuffer(digests, dtype=np.uint8).reshape(len(candidates), m, 16)[:, :, :h]
+        return table.astype(np.int64) % k
+    return namespaced_bucket_table(candidates, k, np.arange(m), np.arange(h)).astype(np.int64)
 
 
 def bloom_table(params: RapporParams, candidates: Sequence[str | bytes]) -> np.ndarray:

@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+# isort: split
+
 import importlib
 from typing import Any
 
@@ -19,8 +22,7 @@ _EXPORTS = {
                  "seed004_errors", "seed004_slopes"),
     "regression": ("RegressionSetup", "local_noise_sd", "local_reports", "local_sensitivity", "multiplier_rows",
                    "regression_rows"),
-    "report": ("run_compare", "render", "compare_command"),
-    "options": ("add_compare_arguments",),
+    "report": ("run_compare", "render", "compare_command", "add_compare_arguments"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = list(_WHERE)

@@ -16,8 +16,7 @@ import numpy as np
 from ldp.compare.counting import (
     CountingSetup, central_noise_sd, protocol_rows, seed004_errors, seed004_rows, seed004_slopes,
 )
-from ldp.compare.regression import RegressionSetup, multiplier_rows, regression_rows
-from ldp.compare.options import add_compare_arguments  # noqa: F401  (re-exported)
+from ldp.cli_compare import add_compare_arguments  # noqa: F401  (re-exported)
 from ldp.simulation import write_rows_csv
 
 __all__ = ["Settings", "settings", "run_compare", "render", "compare_command", "COLUMNS"]
@@ -109,6 +108,8 @@ def run_compare(*, quick: bool = False, seed: int | None = 0, out_dir: str | Pat
         raise ValueError("plots need matplotlib (pip install matplotlib, or 'ldp[plot]')")
     start = time.perf_counter()
     st = settings(quick, trials)
+    from ldp.compare.regression import RegressionSetup, multiplier_rows, regression_rows  # scikit-learn: fitting
+
     cs, rs = CountingSetup(), RegressionSetup()
     g004, gn, geps, greg = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
     raw = seed004_rows(sizes=np.arange(st.seed004_step, 3001, st.seed004_step), trials=st.seed004_trials, rng=g004)
@@ -194,7 +195,7 @@ def render(result: dict[str, Any]) -> str:
     parts.append("")
     parts.append(_grid("Linear regression: mean ‖θ̂ − θ‖², simulated (first-order theory)", t["regression"], "method",
                        "n", lambda r: f"{_g(r['mse'], 2)} ({_g(r['theory_mse'], 2)})", decades=True))
-    parts.append(_grid(f"Users local DP needs for the MSE of central DP at n_C (multiplier n_L/n_C, simulated / "
+    parts.append(_grid("Users local DP needs for the MSE of central DP at n_C (multiplier n_L/n_C, simulated / "
                        "theory):", [r for r in t["multiplier"] if _decade(r["n_central"]) or _finite(r["multiplier"])],
                        "central", "n_central", lambda r: f"{_g(r['multiplier'])}/{_g(r['theory_multiplier'])}"))
     if result["files"]:

@@ -64,6 +64,15 @@ def frame_to_batch(frame: Frame) -> ReportBatch:
     return ReportBatch(frame.protocol, frame.fingerprint, tuple(schema), columns)
 
 
+def _all_below(col: np.ndarray, size: int) -> bool:
+    """Every value of an integer column is in ``[0, size)``: one or two reductions, no temporary."""
+    if col.size == 0:
+        return True
+    if col.dtype.kind not in "ui":
+        return False  # the elementwise check decides
+    return (col.dtype.kind == "u" or int(col.min()) >= 0) and int(col.max()) < size
+
+
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     it = iter(items)
     while chunk := list(islice(it, size)):
@@ -157,7 +166,9 @@ class Aggregate(ABC):
 
     def add_bytes(self, data: bytes, on_reject: RejectHandler | None = None) -> int:
         """Add every report of concatenated binary frames. A damaged frame is rejected whole and
-        counted once per report it declared; reading resumes after it (see ``scan_frames``)."""
+        counted once per report it declared; reading resumes after it (see ``scan_frames``).
+        Nothing is copied: each frame's CRC-32 is taken over a view of ``data``, its columns are
+        numpy views of it, and valid columns are folded as they are (one reduction checks each)."""
         total = 0
         for item in scan_frames(data):
             if isinstance(item, ReportError):
@@ -191,25 +202,30 @@ class Aggregate(ABC):
         if set(got) != {f.name for f in p.schema} or any(got[f.name].kind != f.kind for f in p.schema):
             self._reject(batch, ReportError("payload_mismatch", "batch fields differ from the protocol's"), on_reject, batch.n)
             return 0
-        ok = np.ones(batch.n, dtype=bool)
+        ok: np.ndarray | None = None  # None while every row is valid (checked by one reduction per column)
         for f in p.schema:
             col = batch.columns[f.name]
             if f.kind == "uint":
+                if _all_below(col, f.size):
+                    continue
                 bad, reason = (col >= f.size) | (col < 0), "out_of_range"
             elif got[f.name].size != f.size:
                 self._reject(batch, ReportError("bad_length", f"{f.name}: {got[f.name].size} bits"), on_reject, batch.n)
                 return 0
             else:
                 pad = (-f.size) % 8
-                bad, reason = ((col[:, -1] >> (8 - pad)) != 0 if pad else np.zeros(batch.n, bool)), "bad_value"
-            bad &= ok
+                if not pad or _all_below(col[:, -1], 1 << (8 - pad)):
+                    continue
+                bad, reason = (col[:, -1] >> (8 - pad)) != 0, "bad_value"
+            if ok is not None:
+                bad &= ok
             if bad.any():
                 for i in np.flatnonzero(bad) if on_reject else ():
                     on_reject(int(i), ReportError(reason, f"row {i}: {f.name}"))
                 self.rejected[reason] += int(bad.sum())
-                ok &= ~bad
-        cols = batch.columns if ok.all() else {k: v[ok] for k, v in batch.columns.items()}
-        accepted = int(ok.sum())
+                ok = ~bad if ok is None else ok & ~bad
+        cols = batch.columns if ok is None else {k: v[ok] for k, v in batch.columns.items()}
+        accepted = batch.n if ok is None else int(ok.sum())
         if accepted:
             self._fold(dict(cols))
             self.n += accepted

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ldp.batch.bits import ones_by_group
+from ldp.batch.bits import add_ones_by_group
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.encoders.rappor import RapporParams
 from ldp.randomness import as_generator
@@ -67,11 +67,8 @@ class RapporAggregate(Aggregate):
         return {"cohort_n": (np.dtype(np.int64), (m,)), "ones": (np.dtype(np.int64), (m, k))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        """Count reports per cohort and ones per (cohort, bit) (:func:`~ldp.batch.bits.ones_by_group`)."""
-        counts, ones = ones_by_group(columns["cohort"], columns["bits"], self.params.num_cohorts,
-                                     self.params.num_bloombits)
-        self.cohort_n += counts
-        self.ones += ones
+        """Count reports per cohort and ones per (cohort, bit), in place (:func:`~ldp.batch.bits.add_ones_by_group`)."""
+        add_ones_by_group(columns["cohort"], columns["bits"], self.cohort_n, self.ones)
 
     # -- step 1 of decoding --------------------------------------------------------------------
     def bit_estimates(self) -> BitEstimates:

@@ -30,30 +30,41 @@ from __future__ import annotations
 
 import csv
 import io
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from statistics import NormalDist
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from ldp.batch import check_candidates
 from ldp.batch.rappor import bloom_index_table
 from ldp.decoders.rappor import RapporAggregate, bit_count_variance
 from ldp.decoders.results import Estimates
 from ldp.encoders.rappor import RapporParams
-from ldp.regression import benjamini_hochberg, bonferroni, least_squares, nonnegative_lasso
+
+if TYPE_CHECKING:  # scipy and scikit-learn (via ldp.regression) load only when a map is built or a fit is made
+    import scipy.sparse as sp
 
 __all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance", "CORRECTIONS"]
 
 CORRECTIONS = ("bonferroni", "bh")
 _MAX_LEVEL = 0.2  # z = 0.84: fewer candidates would make the lasso penalty vanish
-_MISFIT = 2.0
-_MAX_ROUNDS = 5  # least-squares refits that add candidates significant by their score test  # dispersion above which the result warns about unexplained mass
+_MISFIT = 2.0  # dispersion above which the result warns about unexplained mass
+_MAX_ROUNDS = 5  # least-squares refits that add candidates significant by their score test
+_SMALL_WORK = 1e10  # multiply-adds below which one BLAS/OpenMP thread beats several (see _threads_for)
 
 
 def _name(c: str | bytes) -> str:
     return c if isinstance(c, str) else c.decode("utf-8", "backslashreplace")
+
+
+def _pattern_rows(params: RapporParams, cands: Sequence[str | bytes]) -> np.ndarray:
+    """``int64 (d, m·h)``: row ``c·k + bit`` of each hash of each candidate, cohort-major."""
+    rows = bloom_index_table(params, cands)
+    rows += np.arange(params.num_cohorts)[None, :, None] * params.num_bloombits
+    return rows.reshape(len(cands), params.num_cohorts * params.num_hashes)
 
 
 @dataclass(frozen=True)
@@ -68,23 +79,33 @@ class CandidateMap:
     @classmethod
     def from_candidates(cls, params: RapporParams, candidates: Sequence[str | bytes]) -> "CandidateMap":
         cands = check_candidates(candidates)
-        idx = bloom_index_table(params, cands)  # (d, m, h)
-        rows = (np.arange(params.num_cohorts)[None, :, None] * params.num_bloombits + idx).reshape(len(cands), -1)
-        return cls._from_rows(params, cands, rows)
+        return cls._from_rows(params, cands, _pattern_rows(params, cands))
 
     @classmethod
     def _from_rows(cls, params: RapporParams, cands: list, rows: np.ndarray) -> "CandidateMap":
+        """The map from each candidate's ``m·h`` pattern rows ``(d, m·h)``, built without a loop per candidate.
+
+        Column ``v`` holds the distinct rows of ``rows[v]`` (hashes that collide within a cohort
+        set one bit), ascending. Its representative is the first candidate with the same set."""
+        import scipy.sparse as sp
+
         d = len(cands)
         nrows = params.num_cohorts * params.num_bloombits
-        cols = np.repeat(np.arange(d), rows.shape[1] if d else 0)
-        pattern = sp.csc_matrix((np.ones(cols.size), (rows.reshape(-1), cols)), shape=(nrows, d))
-        pattern.sum_duplicates()
-        pattern.data[:] = 1.0  # hashes that collide within a cohort set one bit
-        first: dict[bytes, int] = {}
-        rep = np.empty(d, dtype=np.int64)
-        for v in range(d):
-            key = pattern.indices[pattern.indptr[v]:pattern.indptr[v + 1]].tobytes()
-            rep[v] = first.setdefault(key, v)
+        srt = np.sort(rows.astype(np.int32 if nrows < 2**31 else np.int64), axis=1)
+        repeat = np.zeros(srt.shape, dtype=bool)
+        repeat[:, 1:] = srt[:, 1:] == srt[:, :-1]
+        indptr = np.concatenate([[0], np.cumsum(srt.shape[1] - repeat.sum(axis=1))])
+        indices = srt[~repeat]
+        pattern = sp.csc_matrix((np.ones(indices.size), indices, indptr), shape=(nrows, d))
+        # identical sets <=> identical sorted rows once repeats are blanked (to -1) and moved first
+        collided = np.flatnonzero(repeat.any(axis=1))
+        if collided.size:
+            srt[collided] = np.sort(np.where(repeat[collided], -1, srt[collided]), axis=1)
+        rep = np.arange(d, dtype=np.int64)
+        if d:
+            keys = srt.view(np.dtype((np.void, srt.shape[1] * srt.itemsize))).ravel()
+            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)  # first occurrences
+            rep = first[inverse.ravel()].astype(np.int64)
         return cls(params, cands, pattern, rep)
 
     @classmethod
@@ -123,21 +144,25 @@ class CandidateMap:
 
     def to_google_map(self) -> str:
         """This map as Google's ``map.csv`` (1-based rows; collided hashes repeat their row)."""
-        idx = bloom_index_table(self.params, self.candidates)
-        rows = np.arange(self.params.num_cohorts)[None, :, None] * self.params.num_bloombits + idx + 1
+        rows = _pattern_rows(self.params, self.candidates) + 1
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        for c, r in zip(self.candidates, rows.reshape(len(self.candidates), -1).tolist()):
-            writer.writerow([_name(c), *r])
+        quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)  # csv leaves a lone \r bare
+        for c, r in zip(self.candidates, rows.tolist()):
+            name = _name(c)
+            (quoted if "\r" in name else writer).writerow([name, *r])
         return buf.getvalue()
 
     @property
     def duplicates(self) -> list[list[str]]:
-        """Groups of candidates with identical Bloom bits in every cohort (indistinguishable)."""
+        """Groups of candidates with identical Bloom bits in every cohort (indistinguishable), in
+        candidate order (groups by their first member)."""
+        rep = self.representative
+        shared = np.isin(rep, rep[rep != np.arange(rep.size)])  # members of groups of two or more
         groups: dict[int, list[str]] = {}
-        for v, r in enumerate(self.representative.tolist()):
-            groups.setdefault(r, []).append(_name(self.candidates[v]))
-        return [g for g in groups.values() if len(g) > 1]
+        for v in np.flatnonzero(shared).tolist():
+            groups.setdefault(int(rep[v]), []).append(_name(self.candidates[v]))
+        return list(groups.values())
 
 
 @dataclass(frozen=True)
@@ -175,7 +200,7 @@ class RapporEstimates(Estimates):
 
 
 def _design(agg: RapporAggregate, cmap: CandidateMap) -> tuple[sp.csc_matrix, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows of non-empty cohorts: design X (rows × d), y, weights, and null variances."""
+    """Rows of non-empty cohorts: design X (rows × d) = diag(N_c/N)·pattern, y, weights, and null variances."""
     pr = agg.params
     k = pr.num_bloombits
     be = agg.bit_estimates()
@@ -184,8 +209,26 @@ def _design(agg: RapporAggregate, cmap: CandidateMap) -> tuple[sp.csc_matrix, np
     y = be.count.reshape(-1)[keep]
     var = np.maximum(be.variance.reshape(-1)[keep], 1e-12)
     null_var = np.maximum(bit_count_variance(pr, n_row, 0.0), 1e-12)
-    x = sp.diags(n_row / agg.n) @ cmap.pattern[np.flatnonzero(keep)]
-    return sp.csc_matrix(x), y, 1.0 / var, null_var
+    x = cmap.pattern.copy() if keep.all() else cmap.pattern[np.flatnonzero(keep)].tocsc()
+    x.data *= (n_row / agg.n)[x.indices]  # the pattern's values are 1: each becomes its row's N_c/N
+    return x, y, 1.0 / var, null_var
+
+
+def _threads_for(work: float) -> AbstractContextManager[Any]:
+    """Limit BLAS and OpenMP to one thread for a step of fewer than ``_SMALL_WORK`` multiply-adds.
+
+    On a shared machine, OpenBLAS's default threads made small decodes 10–100× slower (threads
+    spinning against other processes); a step this small takes well under a second on one core."""
+    return nullcontext() if work >= _SMALL_WORK else _thread_controller().limit(limits=1)
+
+
+@lru_cache(maxsize=1)
+def _thread_controller() -> Any:
+    """One ``threadpoolctl`` controller per process (finding the libraries takes ms; limiting, µs).
+    First made inside :func:`decode`, once numpy's and scipy's BLAS are loaded."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes], *, alpha: float = 0.05,
@@ -203,6 +246,8 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
     if selection not in ("lasso", "none"):
         raise ValueError(f"selection must be 'lasso' or 'none', got {selection!r}")
+    from ldp.regression import benjamini_hochberg, bonferroni, nonnegative_lasso  # scipy, scikit-learn
+
     pr = agg.params
     cmap = candidates if isinstance(candidates, CandidateMap) else CandidateMap.from_candidates(pr, candidates)
     if cmap.params.fingerprint != pr.fingerprint:
@@ -231,7 +276,8 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
                          f"of at least {mdf.min():.3g} (> 1) of the clients to be detected")
         if selection == "lasso":
             level = select_level or min(_MAX_LEVEL, max(1.0 / big_m, alpha if correction == "bh" else 0.0))
-            lasso = nonnegative_lasso(xr, y, weights=w, level=level)
+            with _threads_for(float(xr.shape[0]) * xr.shape[1]):  # one coordinate-descent pass, densely counted
+                lasso = nonnegative_lasso(xr, y, weights=w, level=level)
             support = lasso.support
             summary["lasso_alpha"], summary["select_level"] = lasso.alpha, level
             if not lasso.converged:
@@ -279,9 +325,10 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         "duplicate_of": np.array([None if o else names[r] for o, r in zip(own, cmap.representative)], dtype=object),
     }
     cnt, err = np.where(own, count[pos], np.nan), np.where(own, se[pos], np.nan)
-    if cmap.duplicates:
-        groups = "; ".join(" = ".join(g[:4]) + (" ..." if len(g) > 4 else "") for g in cmap.duplicates[:5])
-        notes.append(f"{sum(len(g) - 1 for g in cmap.duplicates)} candidates are indistinguishable from another "
+    dups = cmap.duplicates
+    if dups:
+        groups = "; ".join(" = ".join(g[:4]) + (" ..." if len(g) > 4 else "") for g in dups[:5])
+        notes.append(f"{sum(len(g) - 1 for g in dups)} candidates are indistinguishable from another "
                      f"(same Bloom bits in every cohort); each group's count is on its first member: {groups}")
     if summary["selected"] < d:
         notes.append("candidates not selected by the lasso have count 0; their standard error and z are those of "
@@ -291,10 +338,13 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
 
 def _fit(xr: sp.csc_matrix, y: np.ndarray, w: np.ndarray, support: np.ndarray) -> tuple[Any, np.ndarray, float]:
     """Weighted least squares on ``support``: (fit or None, residuals, scale used for the errors)."""
+    from ldp.regression import least_squares
+
     if not support.size:
         return None, y, 1.0
     xs = xr[:, support]
-    fit = least_squares(xs, y, weights=w, variance="conservative" if xr.shape[0] > support.size else "known")
+    with _threads_for(float(xs.shape[0]) * xs.shape[1] ** 2):  # the dense pivoted QR
+        fit = least_squares(xs, y, weights=w, variance="conservative" if xr.shape[0] > support.size else "known")
     return fit, y - xs @ fit.coef, fit.scale
 
 
@@ -325,6 +375,8 @@ def exact_count_covariance(params: RapporParams, cmap: CandidateMap, true_counts
     t = np.asarray(true_counts, dtype=np.float64)
     if t.shape != (len(cmap.candidates),):
         raise ValueError(f"need one true count per candidate ({len(cmap.candidates)}), got shape {t.shape}")
+    import scipy.sparse as sp
+
     m = params.num_cohorts
     x = cmap.pattern / m
     true_bits = x @ t

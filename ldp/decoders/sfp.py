@@ -114,15 +114,13 @@ class SfpAggregate(Aggregate):
         pr = self.params
         w, f = pr.word_params, pr.fragment_params
         word = {k[5:]: v for k, v in columns.items() if k.startswith("word_")}
-        row_n, sums = sketch_counts(w, word["hash"], word, w.num_hashes)
-        self.word_row_n += row_n
-        self.word_sums += sums
+        sketch_counts(w, word["hash"], word, w.num_hashes, out=(self.word_row_n, self.word_sums))
         frag = {k[9:]: v for k, v in columns.items() if k.startswith("fragment_")}
-        groups = columns["position"].astype(np.int64) * f.num_hashes + frag["hash"].astype(np.int64)
         G = pr.num_positions * f.num_hashes
-        row_n, sums = sketch_counts(f, groups if G > 65535 else groups.astype(np.uint16), frag, G)
-        self.fragment_row_n += row_n.reshape(pr.num_positions, f.num_hashes)
-        self.fragment_sums += sums.reshape(pr.num_positions, f.num_hashes, f.width)
+        gtype = np.uint16 if G <= 65535 else np.int64
+        groups = columns["position"].astype(gtype) * gtype(f.num_hashes) + frag["hash"].astype(gtype)
+        out = (_view(self.fragment_row_n, (G,)), _view(self.fragment_sums, (G, f.width)))  # group = position·k' + hash
+        sketch_counts(f, groups, frag, G, out=out)
 
     # -- the sketches ---------------------------------------------------------------------------------
     def word_sketch(self) -> SketchAggregate:
@@ -276,3 +274,11 @@ class SfpAggregate(Aggregate):
 def _subset(est: Estimates, idx: np.ndarray) -> Estimates:
     return Estimates(est.protocol, [est.items[i] for i in idx], est.n, est.count[idx], est.std_error[idx],
                      est.confidence, est.privacy, {k: v[idx] for k, v in est.extra.items()}, est.notes)
+
+
+def _view(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``a`` reshaped without a copy (state arrays are C-contiguous), to be added to in place."""
+    v = a.reshape(shape)
+    if not np.may_share_memory(v, a):
+        raise RuntimeError("state array is not contiguous: an in-place fold would be lost")
+    return v

@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ldp.batch import check_candidates
-from ldp.batch.bits import ones_by_group
+from ldp.batch.bits import add_ones_by_group
 from ldp.batch.sketch import hadamard_sign, sketch_buckets
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.results import Estimates
@@ -63,18 +63,25 @@ def sketch_variance(params: SketchParams, f: Any, n: int, f2: Any) -> np.ndarray
     return r * n * (c**2 - 1) / 4 + ((1 - 1 / k) * (n - f) + f2 / k) / (m - 1)
 
 
-def sketch_counts(params: SketchParams, groups: np.ndarray, columns: Mapping[str, np.ndarray],
-                  num_groups: int) -> tuple[np.ndarray, np.ndarray]:
+def sketch_counts(params: SketchParams, groups: np.ndarray, columns: Mapping[str, np.ndarray], num_groups: int,
+                  out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(reports per group, sums (num_groups, m))`` of validated CMS (``bits``) or HCMS (``row``,
-    ``bit``) columns; ``groups`` is the hash index, or any grouping of it (SFP: position·k + hash)."""
+    ``bit``) columns; ``groups`` is the hash index, or any grouping of it (SFP: position·k + hash).
+    With ``out`` (int64, C-contiguous), the counts are added to it in place and it is returned."""
     m = params.width
+    if out is None:
+        out = (np.zeros(num_groups, np.int64), np.zeros((num_groups, m), np.int64))
     if isinstance(params, HcmsParams):
         g = np.asarray(groups).astype(np.int64)
         cell = g * m + columns["row"].astype(np.int64)
         total = np.bincount(cell, minlength=num_groups * m)
         ones = np.bincount(cell, weights=columns["bit"], minlength=num_groups * m).astype(np.int64)
-        return np.bincount(g, minlength=num_groups), (2 * ones - total).reshape(num_groups, m)
-    return ones_by_group(groups, columns["bits"], num_groups, m)
+        row_n = np.bincount(g, minlength=num_groups)
+        out[0][...] += row_n
+        out[1][...] += (2 * ones - total).reshape(num_groups, m)
+        return out
+    add_ones_by_group(groups, columns["bits"], *out)
+    return out
 
 
 class SketchAggregate(Aggregate):
@@ -89,9 +96,7 @@ class SketchAggregate(Aggregate):
         return {"row_n": (np.dtype(np.int64), (k,)), "sums": (np.dtype(np.int64), (k, m))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        row_n, sums = sketch_counts(self.params, columns["hash"], columns, self.params.num_hashes)
-        self.row_n += row_n
-        self.sums += sums
+        sketch_counts(self.params, columns["hash"], columns, self.params.num_hashes, out=(self.row_n, self.sums))
 
     # -- the sketch and the frequency oracle -------------------------------------------------------
     def sketch(self) -> np.ndarray:

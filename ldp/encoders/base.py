@@ -6,6 +6,7 @@ import dataclasses
 import math
 import warnings
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from functools import cached_property
 from typing import Any, ClassVar, Mapping
 
@@ -13,7 +14,7 @@ from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
 
-__all__ = ["ProtocolParams", "Encoder", "check_epsilon", "check_int", "check_string_value", "MAX_AGGREGATE_CELLS"]
+__all__ = ["ProtocolParams", "Encoder", "BoundedMemo", "check_epsilon", "check_int", "check_string_value", "MAX_AGGREGATE_CELLS"]
 
 MAX_AGGREGATE_CELLS = 1 << 28
 """Counters a server aggregate of one metric may hold (2 GiB of int64): parameters needing more are refused."""
@@ -43,6 +44,43 @@ def check_string_value(value: Any, protocol: str) -> Any:
     if not isinstance(value, (str, bytes, bytearray)):
         raise TypeError(f"{protocol} values must be str or bytes, got {type(value).__name__}")
     return value
+
+
+class BoundedMemo:
+    """A least-recently-used map of at most ``entries`` items, for what a client recomputes per value
+    (RAPPOR's Bloom filter and PRR, SFP's prepared word). Keys are ``str`` or ``bytes`` values of at
+    most ``max_len`` characters or bytes; others are never stored (:meth:`get` misses, :meth:`put`
+    ignores them), so the memory it holds is bounded by ``entries`` values of ``max_len``.
+    Safe to share between threads (each step is one atomic ``OrderedDict`` operation)."""
+
+    def __init__(self, entries: int, max_len: int) -> None:
+        self.entries, self.max_len = check_int(entries, "entries", 1), check_int(max_len, "max_len", 0)
+        self._items: OrderedDict[str | bytes, Any] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        """The item stored for ``key`` (now the most recent), or ``None``."""
+        if type(key) is not str and type(key) is not bytes:  # exact types: a subclass may redefine equality
+            return None
+        item = self._items.get(key)
+        if item is not None:
+            try:
+                self._items.move_to_end(key)
+            except KeyError:  # evicted by another thread meanwhile
+                pass
+        return item
+
+    def put(self, key: Any, item: Any) -> None:
+        """Store ``item`` for ``key`` (if storable), evicting the least recently used beyond ``entries``."""
+        if (type(key) is str or type(key) is bytes) and len(key) <= self.max_len:
+            self._items[key] = item
+            while len(self._items) > self.entries:
+                try:
+                    self._items.popitem(last=False)
+                except KeyError:  # emptied by another thread meanwhile
+                    break
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 class ProtocolParams:
@@ -134,7 +172,7 @@ class Encoder(ABC):
         if ledger is not None and simulation and is_seeded(rng):
             ledger.mark_simulation()
         self.ledger, self.metric = ledger, metric
-        self._fp = params.fingerprint
+        self._fp, self._protocol = params.fingerprint, params.protocol
 
     @property
     def privacy_cost(self) -> PrivacyCost:
@@ -146,17 +184,17 @@ class Encoder(ABC):
         return self.params.privacy_cost
 
     def encode(self, value: Any) -> Report:
-        """One privatized report of ``value`` (reserve -> randomize -> commit when a ledger is set)."""
+        """One privatized report of ``value``. With a ledger: check the caps, charge, randomize, all in
+        one transaction (:meth:`BudgetLedger.charge_atomically`); the report is returned only after
+        COMMIT put the charge on disk, so a crash before it loses charge and report together."""
         prepared = self.prepare(value)  # invalid input fails here, before any charge
         if self.ledger is None:
             return self.randomize(prepared)
-        reservation = self.ledger.reserve(self.metric, self.charge_for(prepared))  # type: ignore[arg-type]
-        report = self.randomize(prepared)
-        self.ledger.commit(reservation)
-        return report
+        return self.ledger.charge_atomically(self.metric, self.charge_for(prepared),  # type: ignore[arg-type]
+                                             lambda _reservation, _db: self.randomize(prepared))
 
     def _report(self, payload: dict[str, Any]) -> Report:
-        return Report.trusted(self.params.protocol, self._fp, payload)
+        return Report.trusted(self._protocol, self._fp, payload)
 
     def _batch(self, columns: dict[str, Any]) -> ReportBatch:
         return ReportBatch(self.params.protocol, self._fp, self.params.schema, columns)

@@ -17,13 +17,12 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from bitarray import frozenbitarray
-from bitarray.util import int2ba
 
 from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
-from ldp.hashing import MAX_SEED, bucket, buckets
+from ldp.hashing import MAX_SEED, bucket, bucket_of_bytes, buckets, value_bytes
 from ldp.randomness import bernoulli_threshold, logistic_tail
-from ldp.reports import Field, Report, ReportBatch
+from ldp.reports import Field, Report, ReportBatch, bits_from_int
 
 __all__ = ["SketchParams", "CmsParams", "CmsEncoder"]
 
@@ -104,7 +103,7 @@ class CmsParams(SketchParams):
     def __post_init__(self) -> None:
         self._check_sketch()
 
-    @property
+    @cached_property
     def flip_probability(self) -> float:
         """Each ±1 entry is flipped with probability ``1/(1+e^{ε/2})``."""
         return logistic_tail(self.epsilon / 2)
@@ -126,15 +125,19 @@ class CmsEncoder(Encoder):
     params: CmsParams
     params_type: ClassVar[type] = CmsParams
 
-    def prepare(self, value: Any) -> Any:
-        return check_string_value(value, "CMS")
+    def prepare(self, value: Any) -> bytes:
+        """The value's hashed bytes (:func:`~ldp.hashing.value_bytes`): a bad value fails here, before any charge."""
+        return value_bytes(check_string_value(value, "CMS"))
 
-    def randomize(self, prepared: Any) -> Report:
-        pr = self.params
-        j = self._rng.randbelow(pr.num_hashes)
-        onehot = 1 << pr.bucket_of(prepared, j)
-        flips = self._rng.bernoulli_bits(pr.flip_probability, pr.width)
-        bits = frozenbitarray(int2ba(onehot ^ flips, length=pr.width, endian="little"))
+    def draw(self, prepared: bytes) -> tuple[int, frozenbitarray]:
+        """The payload's values in schema order: ``(j, bits)`` (draws: ``randbelow(k)``, then the m flips)."""
+        pr, rng = self.params, self._rng
+        j = rng.randbelow(pr.num_hashes)
+        onehot = 1 << bucket_of_bytes(prepared, pr.width, pr.hash_seed + j)
+        return j, bits_from_int(onehot ^ rng.bernoulli_bits(pr.flip_probability, pr.width), pr.width)
+
+    def randomize(self, prepared: bytes) -> Report:
+        j, bits = self.draw(prepared)
         return self._report({"hash": j, "bits": bits})
 
     def encode_batch(self, values: Any, rng: Any = None, *, candidates: Any = None) -> ReportBatch:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from ldp.encoders.base import Encoder, check_string_value
 from ldp.encoders.cms import SketchParams
+from ldp.hashing import bucket_of_bytes, value_bytes
 from ldp.randomness import logistic_tail
 from ldp.reports import Field, Report, ReportBatch
 
@@ -43,7 +44,7 @@ class HcmsParams(SketchParams):
         if self.width & (self.width - 1):
             raise ValueError(f"HCMS width m must be a power of two (Hadamard transform), got {self.width}")
 
-    @property
+    @cached_property
     def flip_probability(self) -> float:
         """The one Hadamard coefficient is flipped with probability ``1/(1+e^ε)``."""
         return logistic_tail(self.epsilon)
@@ -65,17 +66,22 @@ class HcmsEncoder(Encoder):
     params: HcmsParams
     params_type: ClassVar[type] = HcmsParams
 
-    def prepare(self, value: Any) -> Any:
-        return check_string_value(value, "HCMS")
+    def prepare(self, value: Any) -> bytes:
+        """The value's hashed bytes (:func:`~ldp.hashing.value_bytes`): a bad value fails here, before any charge."""
+        return value_bytes(check_string_value(value, "HCMS"))
 
-    def randomize(self, prepared: Any) -> Report:
-        pr = self.params
-        j = self._rng.randbelow(pr.num_hashes)
-        l = self._rng.randbelow(pr.width)
-        sign = hadamard_entry(pr.bucket_of(prepared, j), l)
-        if self._rng.bernoulli(pr.flip_probability):
-            sign = -sign
-        return self._report({"hash": j, "row": l, "bit": int(sign > 0)})
+    def draw(self, prepared: bytes) -> tuple[int, int, int]:
+        """The payload's values in schema order: ``(j, l, bit)``; draws ``randbelow(k)``, ``randbelow(m)``,
+        then the flip. The bit is 1 iff ``H[h_j(v), l]`` (+1 iff ``popcount(h_j(v) & l)`` is even) survives."""
+        pr, rng = self.params, self._rng
+        j = rng.randbelow(pr.num_hashes)
+        l = rng.randbelow(pr.width)
+        odd = (bucket_of_bytes(prepared, pr.width, pr.hash_seed + j) & l).bit_count() & 1
+        return j, l, odd ^ (not rng.bernoulli(pr.flip_probability))
+
+    def randomize(self, prepared: bytes) -> Report:
+        j, l, bit = self.draw(prepared)
+        return self._report({"hash": j, "row": l, "bit": bit})
 
     def encode_batch(self, values: Any, rng: Any = None, *, candidates: Any = None) -> ReportBatch:
         """Vectorized reports (``values``: indices into ``candidates`` or the strings; see :mod:`ldp.batch.sketch`)."""

@@ -185,7 +185,7 @@ class BinaryRREncoder(Encoder):
     params_type: ClassVar[type] = BinaryRRParams
 
     def prepare(self, value: Any) -> int:
-        if isinstance(value, bool):
+        if value is True or value is False:
             return int(value)
         if isinstance(value, int):
             if value in (0, 1):
@@ -210,12 +210,15 @@ class GRREncoder(Encoder):
     params_type: ClassVar[type] = GRRParams
 
     def prepare(self, value: Any) -> int:
+        if type(value) is int and 0 <= value < self.params.domain_size:  # the common case, checked inline
+            return value
         return self.params.index_of(value)
 
     def randomize(self, prepared: int) -> Report:
-        if self._rng.bernoulli(self.params.p):
+        rng, pr = self._rng, self.params
+        if rng.bernoulli(pr.p):
             return self._report({"index": prepared})
-        other = self._rng.randbelow(self.params.domain_size - 1)  # uniform over the d-1 other values
+        other = rng.randbelow(pr.domain_size - 1)  # uniform over the d-1 other values
         return self._report({"index": other + (other >= prepared)})
 
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:

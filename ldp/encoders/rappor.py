@@ -37,14 +37,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Sequence
 
-from bitarray import frozenbitarray
-from bitarray.util import int2ba
-
 from ldp.accountant import MemoizedCharge, PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_int, check_string_value
+from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_int, check_string_value
 from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
 from ldp.randomness import KeyedRandomSource, RandomSource, check_resolvable, realized_probability
-from ldp.reports import Field, Report, ReportBatch
+from ldp.reports import Field, Report, ReportBatch, bits_from_int
 
 __all__ = ["RapporParams", "RapporEncoder", "bloom_bits", "bloom_filter", "google_prr_masks", "MODES", "CHARGING"]
 
@@ -53,6 +50,10 @@ CHARGING = ("min", "upfront")
 _PRR_DOMAIN = b"ldp/rappor/prr/v1\x00"
 _MEMO_DOMAIN = b"ldp/rappor/memo/v1\x00"
 SECRET_BYTES = 32
+MEMO_ENTRIES = 256
+"""Values whose Bloom filter, PRR and memo key an encoder keeps (least recently used evicted)."""
+MEMO_MAX_VALUE = 512
+"""Longest value (characters of a str, bytes of bytes) whose PRR is kept in memory."""
 MAX_COHORTS = 1 << 16
 
 
@@ -211,10 +212,16 @@ def google_prr_masks(secret: bytes, message: bytes, f: float, k: int) -> tuple[i
     return uniform, fmask
 
 
-@dataclass(frozen=True)
 class _Prepared:
-    bloom: int
-    message: bytes  # what the PRR is memoized on
+    """A value as the encoder needs it: Bloom filter, the message its PRR is memoized on, and,
+    filled in on first use when the PRR comes from the secret, the PRR and the ledger's memo key."""
+
+    __slots__ = ("bloom", "message", "prr", "memo_key")
+
+    def __init__(self, bloom: int, message: bytes) -> None:
+        self.bloom, self.message = bloom, message
+        self.prr: int | None = None
+        self.memo_key: bytes | None = None
 
 
 class RapporEncoder(Encoder):
@@ -236,6 +243,14 @@ class RapporEncoder(Encoder):
 
     ``prr_rng`` is for audits and simulation only: the PRR is drawn from it instead of from the
     secret (HMAC modelled as a random function), so nothing is memoized.
+
+    Speed: the Bloom filter, PRR and memo key of the :data:`MEMO_ENTRIES` most recently encoded
+    values (each at most :data:`MEMO_MAX_VALUE` characters or bytes) are kept in memory
+    (:class:`~ldp.encoders.base.BoundedMemo`), so a repeated value costs only its IRR. They are
+    deterministic functions of the secret, cohort and value, so this changes no output. Memory: at
+    most 256 × (a value of ≤ 512 characters, ≤ 2 KiB as a str; its ≤ 2.1 KiB message; a PRR; a
+    32-byte key), ≤ 1.2 MB; measured 0.1 MB for 50-character URLs (k = 16) and 0.6 MB beside the
+    values for 512 four-byte characters (k = 128). ``secret`` and ``cohort`` are read-only.
     """
 
     params: RapporParams
@@ -254,15 +269,26 @@ class RapporEncoder(Encoder):
             secret = secret.encode("utf-8")
         if not isinstance(secret, (bytes, bytearray)) or not secret:
             raise TypeError("secret must be non-empty bytes (or str)")
-        self.secret = bytes(secret)
-        self.cohort = self._rng.randbelow(params.num_cohorts) if cohort is None else check_int(
+        self._secret = bytes(secret)
+        self._cohort = self._rng.randbelow(params.num_cohorts) if cohort is None else check_int(
             cohort, "cohort", 0, params.num_cohorts - 1)
         if prr_rng is not None and params.mode == "google":
             raise ValueError("prr_rng replaces the PRR derivation of 'ldp' mode only")
         self.charging = charging
         self._prr_rng = prr_rng
         self._hex_fp = self._fp.encode("ascii")
+        self._memo = BoundedMemo(MEMO_ENTRIES, MEMO_MAX_VALUE)
         self._table_cache: tuple[tuple, Any] | None = None  # (candidates, packed Bloom table) for encode_batch
+
+    @property
+    def secret(self) -> bytes:
+        """The client's secret (read-only: the memoized PRRs derive from it)."""
+        return self._secret
+
+    @property
+    def cohort(self) -> int:
+        """The client's cohort (read-only: the memoized Bloom filters derive from it)."""
+        return self._cohort
 
     def state(self) -> dict[str, Any]:
         """What the app must persist to keep memoization: ``{"secret": hex, "cohort": int}``."""
@@ -274,17 +300,24 @@ class RapporEncoder(Encoder):
 
     # -- the three steps ------------------------------------------------------------------------
     def prepare(self, value: Any) -> _Prepared:
-        """Bloom filter of ``value`` (str or bytes) and the message its PRR is memoized on."""
+        """Bloom filter of ``value`` (str or bytes) and the message its PRR is memoized on (memoized)."""
+        prepared = self._memo.get(value)
+        if prepared is not None:
+            return prepared
         check_string_value(value, "RAPPOR")
         bloom = bloom_filter(self.params, value, self.cohort)
         if self.params.mode == "google":
             message = bloom.to_bytes(4, "big")
         else:
             message = _PRR_DOMAIN + self._hex_fp + self.cohort.to_bytes(4, "big") + value_bytes(value)
-        return _Prepared(bloom, message)
+        prepared = _Prepared(bloom, message)
+        self._memo.put(value, prepared)
+        return prepared
 
     def permanent_response(self, prepared: _Prepared) -> int:
         """The PRR ``B'`` (an int, bit i = Bloom index i): the same for the same value, always."""
+        if prepared.prr is not None and self._prr_rng is None:
+            return prepared.prr
         pr, k = self.params, self.params.num_bloombits
         if pr.mode == "google":
             uniform, fmask = google_prr_masks(self.secret, prepared.message, pr.f, k)
@@ -292,13 +325,16 @@ class RapporEncoder(Encoder):
             src = self._prr_rng or KeyedRandomSource(self.secret, prepared.message)
             fmask = src.bernoulli_bits(pr.f, k)
             uniform = src.bernoulli_bits(0.5, k)
-        return (prepared.bloom & ~fmask) | (uniform & fmask)
+        prr = (prepared.bloom & ~fmask) | (uniform & fmask)
+        if self._prr_rng is None:  # a function of (secret, message): kept with the prepared value
+            prepared.prr = prr
+        return prr
 
     def instantaneous_response(self, prr: int) -> int:
         """The IRR: fresh masks P (bits 1 w.p. p) then Q (w.p. q); ``S = (P & ~B') | (Q & B')``."""
-        k = self.params.num_bloombits
-        pmask = self._rng.bernoulli_bits(self.params.p, k)
-        qmask = self._rng.bernoulli_bits(self.params.q, k)
+        pr, rng = self.params, self._rng
+        pmask = rng.bernoulli_bits(pr.p, pr.num_bloombits)
+        qmask = rng.bernoulli_bits(pr.q, pr.num_bloombits)
         return (pmask & ~prr) | (qmask & prr)
 
     def encode_parts(self, value: Any) -> tuple[int, int, int]:
@@ -309,8 +345,7 @@ class RapporEncoder(Encoder):
 
     def randomize(self, prepared: _Prepared) -> Report:
         irr = self.instantaneous_response(self.permanent_response(prepared))
-        bits = frozenbitarray(int2ba(irr, length=self.params.num_bloombits, endian="little"))
-        return self._report({"cohort": self.cohort, "bits": bits})
+        return self._report({"cohort": self._cohort, "bits": bits_from_int(irr, self.params.num_bloombits)})
 
     def charge_for(self, prepared: _Prepared) -> PrivacyCost | MemoizedCharge:
         """Memoization-aware charge (see the class docstring); plain ε₁ when f = 0 (nothing memoized)."""
@@ -319,7 +354,9 @@ class RapporEncoder(Encoder):
         if math.isinf(pr.epsilon_inf):
             return one
         cap = PrivacyCost(pr.epsilon_inf)
-        key = hmac.new(self.secret, _MEMO_DOMAIN + prepared.message, hashlib.sha256).digest()
+        key = prepared.memo_key
+        if key is None:
+            key = prepared.memo_key = hmac.new(self.secret, _MEMO_DOMAIN + prepared.message, hashlib.sha256).digest()
         if self.charging == "upfront":
             return MemoizedCharge(key, first=cap, then=PrivacyCost(0.0), cap=cap)
         return MemoizedCharge(key, first=one, then=one, cap=cap)

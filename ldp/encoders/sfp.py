@@ -26,13 +26,20 @@ from functools import cached_property
 from typing import Any, ClassVar, NamedTuple
 
 from ldp.accountant import PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.cms import CmsEncoder, CmsParams, SketchParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
-from ldp.hashing import MAX_SEED, bucket
+from ldp.hashing import MAX_SEED, bucket, value_bytes
 from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["SfpParams", "SfpEncoder", "PreparedWord", "SKETCHES"]
+
+MEMO_ENTRIES = 256
+"""Words whose prepared form (padded word, hash, fragment records) an encoder keeps."""
+MEMO_MAX_VALUE = 256
+"""Longest word (characters) whose prepared form is kept."""
+MEMO_BYTES = 1 << 20
+"""Bound on the memory the kept words may take (see :meth:`SfpEncoder.memo_entries`)."""
 
 SKETCHES: dict[str, tuple[type, type]] = {"cms": (CmsParams, CmsEncoder), "hcms": (HcmsParams, HcmsEncoder)}
 """The sketch each SFP part can use: name -> (params type, encoder type)."""
@@ -227,8 +234,22 @@ class SfpParams(ProtocolParams):
         return padded[position * r:(position + 1) * r]
 
 
+class _Word(NamedTuple):
+    """What one prepared word needs per report: its UTF-8 bytes and the fragment record of each
+    position (each made on first use)."""
+
+    prepared: PreparedWord
+    data: bytes
+    records: list[bytes | None]
+
+
 class SfpEncoder(Encoder):
-    """Client encoder for :class:`SfpParams`; counts the words it ``truncated`` and the symbols it ``replaced``."""
+    """Client encoder for :class:`SfpParams`; counts the words it ``truncated`` and the symbols it ``replaced``.
+
+    The prepared form of the most recent words (at most :data:`MEMO_MAX_VALUE` characters; a
+    deterministic function of the word: padded word, hash and one fragment record per position) is
+    kept in a :class:`~ldp.encoders.base.BoundedMemo` of :meth:`memo_entries` words, which bounds
+    it by :data:`MEMO_BYTES` (256 words of the default parameters take ~0.3 MB)."""
 
     params: SfpParams
     params_type: ClassVar[type] = SfpParams
@@ -239,24 +260,40 @@ class SfpEncoder(Encoder):
         # the two sketches draw from this encoder's source, already checked above
         self._word = SKETCHES[params.word_sketch][1](params.word_params, rng=self._rng, simulation=True)
         self._fragment = SKETCHES[params.fragment_sketch][1](params.fragment_params, rng=self._rng, simulation=True)
+        self._names = tuple(f.name for f in params.schema)
+        self._memo = BoundedMemo(self.memo_entries(params), MEMO_MAX_VALUE)
         self.truncated = 0
         self.replaced = 0
 
-    def prepare(self, value: Any) -> PreparedWord:
-        return self.params.prepare_word(value)
+    @staticmethod
+    def memo_entries(params: SfpParams) -> int:
+        """Words kept: ``MEMO_ENTRIES``, fewer if an entry may exceed ``MEMO_BYTES / MEMO_ENTRIES``. An
+        entry is bounded by 4 bytes per character of the key, word and padded word, and ~56 bytes
+        per fragment record (a bytes object of at most 2 + 2r bytes, and its slot in the list)."""
+        entry = 4 * (2 * MEMO_MAX_VALUE + params.length) + params.num_positions * (56 + 2 * params.fragment_length) + 512
+        return max(1, min(MEMO_ENTRIES, MEMO_BYTES // entry))
 
-    def randomize(self, prepared: PreparedWord) -> Report:
+    def prepare(self, value: Any) -> _Word:
+        word = self._memo.get(value)
+        if word is None:
+            pr = self.params
+            prepared = pr.prepare_word(value)
+            word = _Word(prepared, value_bytes(prepared.word), [None] * pr.num_positions)
+            self._memo.put(value, word)
+        return word
+
+    def randomize(self, prepared: _Word) -> Report:
         pr = self.params
         position = self._rng.randbelow(pr.num_positions)
-        word = self._word.randomize(prepared.word).payload
-        record = pr.fragment_record(prepared.hash, pr.fragment_at(prepared.padded, position))
-        fragment = self._fragment.randomize(record).payload
-        self.truncated += prepared.truncated
-        self.replaced += prepared.replaced
-        payload = {"position": position}
-        payload.update({f"word_{k}": v for k, v in word.items()})
-        payload.update({f"fragment_{k}": v for k, v in fragment.items()})
-        return self._report(payload)
+        word = self._word.draw(prepared.data)
+        record = prepared.records[position]
+        if record is None:
+            w = prepared.prepared
+            record = prepared.records[position] = pr.fragment_record(w.hash, pr.fragment_at(w.padded, position))
+        values = (position, *word, *self._fragment.draw(record))
+        self.truncated += prepared.prepared.truncated
+        self.replaced += prepared.prepared.replaced
+        return self._report(dict(zip(self._names, values)))
 
     def encode_batch(self, values: Any, rng: Any = None, *, candidates: Any = None) -> ReportBatch:
         """Vectorized reports (``values``: indices into ``candidates`` or the words; see :mod:`ldp.batch.sfp`)."""

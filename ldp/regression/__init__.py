@@ -20,20 +20,60 @@ Central DP (scikit-learn estimators on one-pass, mergeable sufficient statistics
 
 from __future__ import annotations
 
-from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
+import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+# isort: split
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# eager: its function shares the submodule's name, which the import system would otherwise set here
 from ldp.regression.least_squares import LeastSquaresFit, least_squares
-from ldp.regression.mechanisms import PrivacyLeakWarning, ReproductionOnlyWarning
-from ldp.regression.objective import FunctionalMechanism, OutputPerturbation
-from ldp.regression.preprocessing import (
-    ClipSymmetric, ClipUpper, InterceptColumn, MaxNormMap, RowNormMap, Standardize, TargetScaler,
-)
-from ldp.regression.pipeline import KalajaPipeline, kalaja_pipeline, unstandardized_coefficients
-from ldp.regression.rplr import NonPrivateRobustLR, RobustPrivateLR
-from ldp.regression.rplr_search import choose_clipping, choose_split
-from ldp.regression.selection import LassoSelection, entry_threshold, nonnegative_lasso
-from ldp.regression.ssp import SSP, AdaSSP, AdaSSPBudget, ConstSSPFull
-from ldp.regression.stats import SufficientStatistics
-from ldp.regression.testing import adjusted_p_values, benjamini_hochberg, bonferroni
+
+_EXPORTS = {
+    "ldp.regression.baselines": ("OLS", "Ridge", "TrivialPredictor"),
+    "ldp.regression.mechanisms": ("PrivacyLeakWarning", "ReproductionOnlyWarning"),
+    "ldp.regression.objective": ("FunctionalMechanism", "OutputPerturbation"),
+    "ldp.regression.preprocessing": ("ClipSymmetric", "ClipUpper", "InterceptColumn", "MaxNormMap", "RowNormMap",
+                                     "Standardize", "TargetScaler"),
+    "ldp.regression.pipeline": ("KalajaPipeline", "kalaja_pipeline", "unstandardized_coefficients"),
+    "ldp.regression.rplr": ("NonPrivateRobustLR", "RobustPrivateLR"),
+    "ldp.regression.rplr_search": ("choose_clipping", "choose_split"),
+    "ldp.regression.selection": ("LassoSelection", "entry_threshold", "nonnegative_lasso"),
+    "ldp.regression.ssp": ("SSP", "AdaSSP", "AdaSSPBudget", "ConstSSPFull"),
+    "ldp.regression.stats": ("SufficientStatistics",),
+    "ldp.regression.testing": ("adjusted_p_values", "benjamini_hochberg", "bonferroni"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+if TYPE_CHECKING:
+    from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
+    from ldp.regression.mechanisms import PrivacyLeakWarning, ReproductionOnlyWarning
+    from ldp.regression.objective import FunctionalMechanism, OutputPerturbation
+    from ldp.regression.preprocessing import (
+        ClipSymmetric, ClipUpper, InterceptColumn, MaxNormMap, RowNormMap, Standardize, TargetScaler,
+    )
+    from ldp.regression.pipeline import KalajaPipeline, kalaja_pipeline, unstandardized_coefficients
+    from ldp.regression.rplr import NonPrivateRobustLR, RobustPrivateLR
+    from ldp.regression.rplr_search import choose_clipping, choose_split
+    from ldp.regression.selection import LassoSelection, entry_threshold, nonnegative_lasso
+    from ldp.regression.ssp import SSP, AdaSSP, AdaSSPBudget, ConstSSPFull
+    from ldp.regression.stats import SufficientStatistics
+    from ldp.regression.testing import adjusted_p_values, benjamini_hochberg, bonferroni
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use: ``ldp.regression.mechanisms`` (numpy only) must not pull in scikit-learn."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ldp.regression' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "LeastSquaresFit",

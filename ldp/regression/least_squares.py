@@ -30,10 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.linalg
-import scipy.linalg.lapack
-import scipy.sparse as sp
-from scipy import special
+
+# scipy is imported inside the functions that use it: ``import ldp.regression`` (which exposes
+# :func:`least_squares`) must not load scipy before a fit
 
 __all__ = ["LeastSquaresFit", "least_squares", "VARIANCE_MODES", "ALTERNATIVES"]
 
@@ -52,6 +51,8 @@ def _as_float(value: Any, name: str) -> np.ndarray:
 
 def _check_design(X: Any) -> tuple[Any, int, int]:
     """A float64 (n, p) design, dense ndarray or scipy.sparse, with n, p >= 1 and finite entries."""
+    import scipy.sparse as sp
+
     if sp.issparse(X):
         if X.ndim != 2:
             raise ValueError(f"X must be a 2-D (n, p) matrix, got a {X.ndim}-D sparse array")
@@ -130,9 +131,13 @@ class LeastSquaresFit:
 
     def _cdf(self, x: np.ndarray) -> np.ndarray:
         """CDF of N(0, 1) when the variance is known, of t_df otherwise (scipy.special, vectorised)."""
+        from scipy import special
+
         return special.ndtr(x) if self.variance == "known" else special.stdtr(self.df, x)
 
     def _quantile(self, q: float) -> float:
+        from scipy import special
+
         return float(special.ndtri(q) if self.variance == "known" else special.stdtrit(self.df, q))
 
     def statistic(self) -> np.ndarray:
@@ -175,6 +180,8 @@ class LeastSquaresFit:
 
 def _apply_qt(qr: np.ndarray, tau: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``Q'c`` for the Householder reflectors stored by LAPACK ``geqrf``/``geqp3`` (``dormqr``)."""
+    import scipy.linalg.lapack
+
     k = tau.size
     if k == 0:
         return np.array(c, dtype=np.float64, order="F")
@@ -215,6 +222,8 @@ def _ordered_basis(C: np.ndarray, cy: np.ndarray, tol: float,
     None when fewer than ``rank`` columns pass the tolerance (a borderline near-deficiency that
     the pivoted QR judged otherwise).
     """
+    import scipy.linalg
+
     rank, p = C.shape
     work = np.asfortranarray(np.column_stack([C, cy]))  # residual coordinates; last column carries y
     remaining = np.arange(p)
@@ -251,6 +260,10 @@ def least_squares(X: Any, y: Any, *, weights: Any = None, variance: str = "estim
     ``"known"`` (φ = 1), ``"estimated"`` (φ̂ = RSS_w/df) or ``"conservative"`` (max(1, φ̂)).
     See the module docstring for the formulas and the treatment of rank deficiency.
     """
+    import scipy.linalg
+    import scipy.linalg.lapack
+    import scipy.sparse as sp
+
     if variance not in VARIANCE_MODES:
         raise ValueError(f"variance must be one of {VARIANCE_MODES}, got {variance!r}")
     X, n, p = _check_design(X)

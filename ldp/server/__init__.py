@@ -14,11 +14,14 @@ See ``docs/server.md`` for the formats byte for byte and the guarantees.
 
 from __future__ import annotations
 
+import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+# isort: split
+
 import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "ldp.server.cli": ("SERVER_COMMANDS", "add_server_arguments", "server_command"),
+    "ldp.cli_server": ("SERVER_COMMANDS", "add_server_arguments", "server_command"),
     "ldp.server.dask_engine": ("DaskResult", "aggregate_bag", "aggregate_dataframe"),
     "ldp.server.decode": ("decode_aggregate", "decode_file", "find_metric", "load_candidates", "write_estimates"),
     "ldp.server.fold": ("Folder", "Key", "key_name", "parse_key_name"),
@@ -32,7 +35,7 @@ _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
 
 if TYPE_CHECKING:
-    from ldp.server.cli import SERVER_COMMANDS, add_server_arguments, server_command
+    from ldp.cli_server import SERVER_COMMANDS, add_server_arguments, server_command
     from ldp.server.dask_engine import DaskResult, aggregate_bag, aggregate_dataframe
     from ldp.server.decode import decode_aggregate, decode_file, find_metric, load_candidates, write_estimates
     from ldp.server.fold import Folder, Key, key_name, parse_key_name
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    """Import on first use, so that ``ldp.server.cli`` (the ``ldp`` command) stays light."""
+    """Import on first use, so that ``import ldp.server`` stays light."""
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'ldp.server' has no attribute {name!r}")

@@ -1,0 +1,59 @@
+"""Client-only smoke test, run by .ci/run in a venv made with a plain `pip install .` (no extras).
+
+Every protocol's encoder encodes a value from the OS CSPRNG, and a TelemetryClient records and
+lists its outbox, with numpy (and the rest of the server extra) provably absent: not installed,
+and not imported. Exits non-zero on any failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+
+for module in ("numpy", "scipy", "sklearn"):
+    assert importlib.util.find_spec(module) is None, f"{module} is installed in the client-only venv"
+
+from ldp.client import TelemetryClient  # noqa: E402
+from ldp.encoders import BinaryRRParams, CmsParams, GRRParams, HcmsParams, RapporParams  # noqa: E402
+from ldp.encoders.sfp import SfpParams  # noqa: E402
+from ldp.extras import MissingExtraError  # noqa: E402
+from ldp.protocols import client_protocols  # noqa: E402
+from ldp.reports import parse_json  # noqa: E402
+
+CASES = {
+    "rr": (BinaryRRParams.forced_response(), 1),
+    "grr": (GRRParams.from_labels(1.0, ["a", "b", "c"]), "b"),
+    "rappor": (RapporParams(16, 2, 8, 0.25, 0.75, 0.5), "https://example.com/"),
+    "cms": (CmsParams(4.0, 16, 256), "word"),
+    "hcms": (HcmsParams(4.0, 16, 256), "word"),
+    "sfp": (SfpParams(2.0, 2.0, word_num_hashes=16, word_width=256, fragment_num_hashes=16, fragment_width=256),
+            "hello"),
+}
+assert set(CASES) == set(client_protocols()), f"smoke test misses {set(client_protocols()) - set(CASES)}"
+for name, (params, value) in CASES.items():
+    encoder_type = client_protocols()[name][1]
+    line = encoder_type(params).encode(value).to_json()
+    assert parse_json(line).protocol == name
+    print(f"{name}: {line[:100]}")
+
+spec = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "collection.json")
+with tempfile.TemporaryDirectory() as tmp, TelemetryClient(spec, os.path.join(tmp, "state.db")) as app:
+    app.record("app_category", "games")
+    app.record("dark_mode", True)
+    app.record("homepage", "https://example.com/")
+    pending = app.pending()
+    assert len(pending) == 3 and all(json.loads(item.line)["spec"] for item in pending)
+    print(f"TelemetryClient: {len(pending)} envelopes pending, ε spent {app.spent().epsilon:.3f}")
+
+try:
+    import ldp.decoders  # noqa: F401
+except MissingExtraError as exc:
+    assert "pip install 'ldp[server]'" in str(exc)
+else:
+    raise AssertionError("ldp.decoders imported without the server extra")
+for module in ("numpy", "scipy", "sklearn"):
+    assert module not in sys.modules, f"{module} was imported"
+print("client-only smoke test passed")

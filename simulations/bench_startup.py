@@ -1,0 +1,77 @@
+"""Start-up section of ``simulations/benchmark.py`` (issue 16, item 2), registered by :func:`register`.
+
+Each figure is the wall time of a fresh interpreter that imports what a command needs before it
+starts its work (``python -c "import ldp.cli, MODULE"``), best of several runs: the interpreter's
+own start is included, so the figures are what a user waits for. Targets: ``import ldp.decoders``
+<= 0.5 s; every ``ldp`` subcommand <= 1 s before its work (scipy and scikit-learn are imported only
+where a lasso or a regression is fitted, so they are the work's cost, not the start-up's).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+COMMANDS = {  # subcommand -> the modules it imports before its work
+    "--help": [],
+    "privacy": ["ldp.cli_protocols", "ldp.encoders"],
+    "spec validate": ["ldp.cli_server", "ldp.spec.cli", "ldp.spec"],
+    "simulate": ["ldp.simulation", "ldp.protocols", "ldp.decoders"],
+    "plan": ["ldp.plan"],
+    "aggregate": ["ldp.cli_server", "ldp.server.job", "ldp.server.readers", "ldp.server.arrow"],
+    "merge": ["ldp.cli_server", "ldp.server.store"],
+    "decode": ["ldp.cli_server", "ldp.server.decode", "ldp.decoders"],
+    "rappor-decode": ["ldp.cli_protocols", "ldp.decoders.rappor_decode", "ldp.server.store"],
+    "sfp-discover": ["ldp.cli_protocols", "ldp.decoders.sfp", "ldp.server.store"],
+    "demo": ["ldp.demo"],
+    "compare": ["ldp.compare.report"],
+}
+IMPORTS = {"ldp.encoders": ["ldp.encoders"], "ldp.client": ["ldp.client"], "ldp.decoders": ["ldp.decoders"]}
+
+
+def fresh_import_seconds(modules: list[str], repeats: int) -> dict[str, Any]:
+    """Best and median wall time of a fresh ``python -c "import ..."`` of ``modules`` (and ldp.cli)."""
+    code = "import " + ", ".join(["ldp.cli", *modules])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    runs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, env=env)
+        runs.append(time.perf_counter() - t0)
+    runs.sort()
+    return {"best_s": round(runs[0], 4), "median_s": round(runs[len(runs) // 2], 4), "imports": modules}
+
+
+def heavy_modules(modules: list[str]) -> list[str]:
+    """Which of scipy and scikit-learn a fresh import of ``modules`` loads (should be none)."""
+    code = ("import sys, " + ", ".join(["ldp.cli", *modules]) +
+            "; print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'sklearn'})))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
+    return out.stdout.split()
+
+
+def register(b: ModuleType) -> None:
+    """Add the ``startup`` section to the benchmark module ``b``."""
+
+    @b.benchmark("startup")
+    def startup(ctx: Any) -> dict[str, Any]:
+        repeats = 3 if ctx.quick else 5
+        out: dict[str, Any] = {"imports": {}, "commands": {}}
+        for name, modules in IMPORTS.items():
+            out["imports"][name] = fresh_import_seconds(modules, repeats)
+        decoders = out["imports"]["ldp.decoders"]
+        decoders.update(ctx.judge("import ldp.decoders", decoders["best_s"], "<=", 0.5, "s"))
+        for command, modules in COMMANDS.items():
+            row = fresh_import_seconds(modules, repeats)
+            row["loads_scipy_or_sklearn"] = heavy_modules(modules)
+            row.update(ctx.judge(f"ldp {command} before its work", row["best_s"], "<=", 1.0, "s"))
+            out["commands"][command] = row
+        return out

@@ -1,0 +1,231 @@
+"""The fast folds agree exactly with the straightforward ones (issue 16, item 6).
+
+* :func:`ldp.batch.bits.add_ones_by_group`, compiled (when built) and pure numpy, against a loop that
+  unpacks every row: random batches, 0/1/flush-boundary sizes, bit widths not multiples of 8, one
+  group and many, every group dtype, all-ones rows (the SWAR lanes at their capacity);
+* every aggregate that folds packed bits (RAPPOR, CMS, HCMS, SFP), fed binary frames through
+  ``add_bytes``, against per-report ``add`` of :class:`~ldp.reports.Report` objects folded by that loop;
+* the batch validation's reduction fast path against the elementwise rule (rejects and their order);
+* frame parsing copies nothing: columns are views of the input bytes, the CRC-32 is taken over a view.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ldp.batch.bits as bits_mod
+import ldp.decoders.rappor as rappor_mod
+import ldp.decoders.sketch as sketch_mod
+from ldp.batch.bits import add_ones_by_group, ones_by_group
+from ldp.decoders.base import frame_to_batch
+from ldp.decoders.rappor import RapporAggregate
+from ldp.decoders.sfp import SfpAggregate
+from ldp.decoders.sketch import SketchAggregate
+from ldp.encoders.cms import CmsParams
+from ldp.encoders.hcms import HcmsParams
+from ldp.encoders.rappor import RapporParams
+from ldp.encoders.sfp import SfpParams
+from ldp.reports import ReportBatch, scan_frames
+
+KERNELS = ["numpy"] + (["compiled"] if bits_mod._foldkernel is not None else [])
+DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64, np.int64, np.dtype(">u2")]
+
+
+def reference_add(groups: np.ndarray, rows: np.ndarray, counts: np.ndarray, ones: np.ndarray, kernel=None) -> None:
+    """The straightforward fold: one row at a time, its bits unpacked."""
+    nbits = ones.shape[1]
+    for g, row in zip(np.asarray(groups).tolist(), np.asarray(rows, np.uint8)):
+        counts[g] += 1
+        ones[g] += np.unpackbits(row, bitorder="little")[:nbits]
+
+
+def packed_rows(rng: np.random.Generator, n: int, nbits: int, density: float) -> np.ndarray:
+    """(n, ceil(nbits/8)) packed rows, each bit 1 with probability ``density``, padding bits zero."""
+    unpacked = rng.random((n, nbits)) < density
+    return np.packbits(unpacked, axis=1, bitorder="little").reshape(n, (nbits + 7) // 8)
+
+
+@st.composite
+def fold_cases(draw):
+    n = draw(st.one_of(st.sampled_from([0, 1, 14, 15, 16, 254, 255, 256, 257, 4081]), st.integers(0, 1200)))
+    num_groups = draw(st.one_of(st.just(1), st.integers(1, 300)))
+    nbits = draw(st.one_of(st.sampled_from([1, 7, 8, 9, 63, 64, 65, 128, 300]), st.integers(1, 320)))
+    dtype = draw(st.sampled_from([d for d in DTYPES if num_groups <= 256 or np.dtype(d).itemsize > 1]))
+    density = draw(st.sampled_from([0.0, 0.1, 0.5, 1.0]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    skew = draw(st.booleans())  # most rows in group 0: runs far past the 15- and 255-row lane flushes
+    groups = np.where(rng.random(n) < 0.9, 0, rng.integers(0, num_groups, n)) if skew else rng.integers(0, num_groups, n)
+    return groups.astype(dtype), packed_rows(rng, n, nbits, density), num_groups, nbits, seed
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(case=fold_cases())
+def test_add_ones_by_group_equals_the_row_by_row_fold(kernel, case):
+    groups, rows, num_groups, nbits, seed = case
+    rng = np.random.default_rng(seed + 1)
+    start_counts = rng.integers(0, 1000, num_groups)
+    start_ones = rng.integers(0, 1000, (num_groups, nbits))
+    want_counts, want_ones = start_counts.copy(), start_ones.copy()
+    reference_add(groups, rows, want_counts, want_ones)
+    counts, ones = start_counts.copy(), start_ones.copy()  # added to in place
+    add_ones_by_group(groups, rows, counts, ones, kernel=kernel)
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_array_equal(ones, want_ones)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("nbits", [5, 128, 1024])
+def test_lanes_never_overflow(kernel, nbits):
+    """All-ones rows, all in one group: every lane receives its maximum between flushes."""
+    n = 255 * 17 + 300
+    rows = packed_rows(np.random.default_rng(0), n, nbits, 1.0)
+    counts, ones = np.zeros(2, np.int64), np.zeros((2, nbits), np.int64)
+    add_ones_by_group(np.zeros(n, np.uint8), rows, counts, ones, kernel=kernel)
+    assert counts.tolist() == [n, 0]
+    assert (ones[0] == n).all() and (ones[1] == 0).all()
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_group_out_of_range_adds_nothing(kernel):
+    rows = packed_rows(np.random.default_rng(1), 50, 20, 0.5)
+    groups = np.arange(50, dtype=np.int64) % 4
+    groups[37] = 4
+    counts, ones = np.zeros(4, np.int64), np.zeros((4, 20), np.int64)
+    with pytest.raises((ValueError, IndexError)):
+        add_ones_by_group(groups, rows, counts, ones, kernel=kernel)
+    assert not counts.any() and not ones.any()
+    groups[37] = -1
+    with pytest.raises((ValueError, IndexError)):
+        add_ones_by_group(groups, rows, counts, ones, kernel=kernel)
+    assert not counts.any() and not ones.any()
+
+
+def test_bad_shapes_and_kernels_are_refused():
+    assert ones_by_group(np.zeros(0, np.uint8), np.zeros((0, 2), np.uint8), 3, 9)[1].shape == (3, 9)
+    counts, ones = np.zeros(3, np.int64), np.zeros((3, 9), np.int64)
+    with pytest.raises(ValueError, match="kernel"):
+        add_ones_by_group(np.zeros(2, np.uint8), np.zeros((2, 2), np.uint8), counts, ones, kernel="fortran")
+    with pytest.raises(ValueError, match="int64"):
+        add_ones_by_group(np.zeros(2, np.uint8), np.zeros((2, 2), np.uint8), counts.astype(np.int32), ones)
+    if bits_mod._foldkernel is not None:
+        with pytest.raises(ValueError, match="rows"):
+            add_ones_by_group(np.zeros(3, np.uint8), np.zeros((2, 2), np.uint8), counts, ones, kernel="compiled")
+        with pytest.raises(TypeError, match="integers"):
+            add_ones_by_group(np.zeros(2), np.zeros((2, 2), np.uint8), counts, ones, kernel="compiled")
+        with pytest.raises(ValueError):  # the C entry point checks its buffers itself
+            bits_mod._foldkernel.add_ones_by_group(b"\0\0", 1, b"\0" * 4, 2, counts, ones, 17)
+
+
+# -- aggregates: binary frames through add_bytes vs Report objects folded row by row ----------------------------
+
+PARAMS = {
+    "rappor_k13_m5": RapporParams(13, 2, 5, 0.25, 0.75, 0.5),
+    "rappor_k128_m64": RapporParams(128, 2, 64, 0.25, 0.75, 0.5),
+    "rappor_k8_m1": RapporParams(8, 1, 1, 0.25, 0.75, 0.5),
+    "cms_k3_m20": CmsParams(4.0, 3, 20),
+    "cms_k256_m1024": CmsParams(4.0, 256, 1024),
+    "hcms_k4_m16": HcmsParams(4.0, 4, 16),
+    "sfp_small": SfpParams(2.0, 6.0, length=4, word_num_hashes=3, word_width=20, fragment_num_hashes=5,
+                           fragment_width=12),
+}
+AGGREGATES = {"rappor": RapporAggregate, "cms": SketchAggregate, "hcms": SketchAggregate, "sfp": SfpAggregate}
+
+
+def random_batch(params, n: int, rng: np.random.Generator) -> ReportBatch:
+    columns = {}
+    for f in params.schema:
+        if f.kind == "uint":
+            columns[f.name] = rng.integers(0, f.size, n).astype(np.min_scalar_type(f.size - 1))
+        else:
+            columns[f.name] = packed_rows(rng, n, f.size, 0.3)
+    return ReportBatch(params.protocol, params.fingerprint, params.schema, columns)
+
+
+def assert_same_state(a, b) -> None:
+    assert a.n == b.n and a.rejected == b.rejected
+    for (name, x), y in zip(a._state().items(), b._state().values()):
+        np.testing.assert_array_equal(x, y, err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(n=st.one_of(st.sampled_from([0, 1, 255, 256]), st.integers(0, 400)), seed=st.integers(0, 2**32 - 1))
+def test_frames_fold_like_reports_one_by_one(name, n, seed):
+    params = PARAMS[name]
+    aggregate = AGGREGATES[name.split("_")[0]]
+    batch = random_batch(params, n, np.random.default_rng(seed))
+    data = batch.to_bytes()
+    fast = aggregate(params)
+    assert fast.add_bytes(data) == n
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bits_mod, "FOLD_KERNEL", "numpy")
+        numpy_only = aggregate(params)
+        numpy_only.add_bytes(data)
+        mp.setattr(rappor_mod, "add_ones_by_group", reference_add)
+        mp.setattr(sketch_mod, "add_ones_by_group", reference_add)
+        reference = aggregate(params)
+        assert reference.add(list(batch.reports())) == n
+    assert_same_state(fast, reference)
+    assert_same_state(numpy_only, reference)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(n=st.integers(1, 300), seed=st.integers(0, 2**32 - 1), bad_share=st.sampled_from([0.0, 0.01, 0.3, 1.0]))
+def test_batch_validation_rejects_exactly_the_elementwise_rule(n, seed, bad_share):
+    params = PARAMS["rappor_k13_m5"]
+    rng = np.random.default_rng(seed)
+    batch = random_batch(params, n, rng)
+    cohort, rows = batch.columns["cohort"], batch.columns["bits"]
+    cohort[rng.random(n) < bad_share] = 5 + rng.integers(0, 3)  # out of [0, m)
+    rows[rng.random(n) < bad_share, -1] |= np.uint8(0x20)  # a padding bit (13 bits: 3 padding bits)
+    out_of_range = cohort >= 5
+    bad_value = ((rows[:, -1] >> 5) != 0) & ~out_of_range
+    want = [(int(i), "out_of_range") for i in np.flatnonzero(out_of_range)]
+    want += [(int(i), "bad_value") for i in np.flatnonzero(bad_value)]
+    seen: list[tuple[int, str]] = []
+    agg = RapporAggregate(params)
+    ok = ~(out_of_range | bad_value)
+    assert agg.add(batch, on_reject=lambda i, err: seen.append((i, err.reason))) == int(ok.sum())
+    assert seen == want
+    assert agg.rejected == {k: v for k, v in (("out_of_range", int(out_of_range.sum())),
+                                              ("bad_value", int(bad_value.sum()))) if v}
+    counts, ones = np.zeros(5, np.int64), np.zeros((5, 13), np.int64)
+    reference_add(cohort[ok], rows[ok], counts, ones)
+    np.testing.assert_array_equal(agg.cohort_n, counts)
+    np.testing.assert_array_equal(agg.ones, ones)
+
+
+# -- zero-copy frames ---------------------------------------------------------------------------------------------
+
+
+def test_frame_columns_are_views_of_the_input_bytes():
+    params = PARAMS["rappor_k128_m64"]
+    data = random_batch(params, 1000, np.random.default_rng(3)).to_bytes()
+    (frame,) = list(scan_frames(data))
+    whole = np.frombuffer(data, np.uint8)
+    for name, column in frame.columns.items():
+        assert isinstance(column, memoryview) and column.obj is data and column.readonly, name
+    for name, arr in frame_to_batch(frame).columns.items():
+        assert np.shares_memory(arr, whole), name
+
+
+@pytest.mark.skipif(bits_mod._foldkernel is None, reason="the compiled fold kernel is not built")
+def test_add_bytes_allocates_far_less_than_the_frames():
+    """Parsing (columns, CRC-32), validation and the compiled fold copy no column and no frame."""
+    params = PARAMS["rappor_k128_m64"]
+    data = random_batch(params, 200_000, np.random.default_rng(4)).to_bytes()  # 3.4 MB in one frame
+    agg = RapporAggregate(params)
+    tracemalloc.start()
+    try:
+        agg.add_bytes(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert agg.n == 200_000
+    assert peak < len(data) // 8, peak
