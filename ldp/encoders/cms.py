@@ -70,7 +70,7 @@ class SketchParams(ProtocolParams):
         pq = bernoulli_threshold(self.flip_probability) / 2.0**64
         return self._epsilon_per_flip * math.log((1.0 - pq) / pq)
 
-    @property
+    @cached_property
     def privacy_cost(self) -> PrivacyCost:
         """The cost charged per report: ``max(epsilon, effective_epsilon)``."""
         return PrivacyCost(max(self.epsilon, self.effective_epsilon))

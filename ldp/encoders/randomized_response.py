@@ -76,7 +76,7 @@ class BinaryRRParams(ProtocolParams):
         p, q = realized_probability(self.p), realized_probability(self.q)
         return max(math.log(q / p), math.log((1.0 - p) / (1.0 - q)))
 
-    @property
+    @cached_property
     def privacy_cost(self) -> PrivacyCost:
         return PrivacyCost(self.epsilon)
 
@@ -143,7 +143,7 @@ class GRRParams(ProtocolParams):
         (~1e-16 relative for ε below ~10); near the resolution limit it may differ more."""
         return math.log(self.p * (self.domain_size - 1) / (1.0 - self.p))
 
-    @property
+    @cached_property
     def privacy_cost(self) -> PrivacyCost:
         """The cost charged per report: ``max(epsilon, effective_epsilon)``."""
         return PrivacyCost(max(self.epsilon, self.effective_epsilon))

@@ -141,7 +141,7 @@ class RapporParams(ProtocolParams):
         f = self.f_effective
         return math.inf if f == 0.0 else 2 * self.h * math.log((1.0 - f / 2) / (f / 2))
 
-    @property
+    @cached_property
     def privacy_cost(self) -> PrivacyCost:
         """The cost of one report, ε₁ (a ``ValueError`` if these parameters give no finite ε₁)."""
         if math.isinf(self.epsilon_one):

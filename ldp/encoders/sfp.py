@@ -142,7 +142,7 @@ class SfpParams(ProtocolParams):
         """Seed of the ``hash_bits``-bit word hash ``h`` (after both sketches' seeds)."""
         return self.hash_seed + self.word_num_hashes + self.fragment_num_hashes
 
-    @property
+    @cached_property
     def privacy_cost(self) -> PrivacyCost:
         """``ε_word + ε_fragment`` (each sketch's realized ε; sequential composition)."""
         return PrivacyCost(self.word_params.privacy_cost.epsilon + self.fragment_params.privacy_cost.epsilon)
