@@ -14,8 +14,7 @@ from __future__ import annotations
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
 # isort: split
 
-import importlib
-from typing import Any
+from ldp.lazy import lazy_exports
 
 _EXPORTS = {
     "counting": ("CountingSetup", "central_noise_sd", "local_params", "protocol_rows", "seed004_rows",
@@ -24,12 +23,5 @@ _EXPORTS = {
                    "regression_rows"),
     "report": ("run_compare", "render", "compare_command", "add_compare_arguments"),
 }
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = list(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    """Load submodules on first use: ``ldp compare``'s options cost no numpy import (PEP 562)."""
-    if name not in _WHERE:
-        raise AttributeError(f"module 'ldp.compare' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"ldp.compare.{_WHERE[name]}"), name)
+__all__ = [name for names in _EXPORTS.values() for name in names]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())  # submodules load on first use

@@ -23,8 +23,9 @@ from __future__ import annotations
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
 # isort: split
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ldp.lazy import lazy_exports
 
 # eager: its function shares the submodule's name, which the import system would otherwise set here
 from ldp.regression.least_squares import LeastSquaresFit, least_squares
@@ -43,7 +44,8 @@ _EXPORTS = {
     "ldp.regression.stats": ("SufficientStatistics",),
     "ldp.regression.testing": ("adjusted_p_values", "benjamini_hochberg", "bonferroni"),
 }
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+# scikit-learn only where an estimator is used: ``ldp.regression.mechanisms`` (numpy only) stays light
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:
     from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
@@ -59,20 +61,6 @@ if TYPE_CHECKING:
     from ldp.regression.ssp import SSP, AdaSSP, AdaSSPBudget, ConstSSPFull
     from ldp.regression.stats import SufficientStatistics
     from ldp.regression.testing import adjusted_p_values, benjamini_hochberg, bonferroni
-
-
-def __getattr__(name: str) -> Any:
-    """Import on first use: ``ldp.regression.mechanisms`` (numpy only) must not pull in scikit-learn."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ldp.regression' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [

@@ -17,8 +17,9 @@ from __future__ import annotations
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
 # isort: split
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ldp.lazy import lazy_exports
 
 _EXPORTS = {
     "ldp.cli_server": ("SERVER_COMMANDS", "add_server_arguments", "server_command"),
@@ -31,8 +32,8 @@ _EXPORTS = {
     "ldp.server.readers": ("InputError", "read_input"),
     "ldp.server.store": ("merge_files", "read_aggregate", "write_aggregate"),
 }
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_WHERE)
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())  # so that ``import ldp.server`` stays light
 
 if TYPE_CHECKING:
     from ldp.cli_server import SERVER_COMMANDS, add_server_arguments, server_command
@@ -45,16 +46,3 @@ if TYPE_CHECKING:
     from ldp.server.readers import InputError, read_input
     from ldp.server.store import merge_files, read_aggregate, write_aggregate
 
-
-def __getattr__(name: str) -> Any:
-    """Import on first use, so that ``import ldp.server`` stays light."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ldp.server' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
