@@ -191,12 +191,10 @@ class RapporEstimates(Estimates):
                 f"min detectable fraction={s.get('min_detectable_fraction', float('nan')):.4g}")
         return head + "\n" + super().table(max_rows)
 
-    def to_json(self) -> str:
-        import json
-
-        base = json.loads(super().to_json())
-        base["summary"] = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in self.summary.items()}
-        return json.dumps(base)
+    def metadata(self) -> dict[str, Any]:
+        """:meth:`Estimates.metadata` and the decode's ``summary`` (in :meth:`to_json` and ``to_pandas().attrs``)."""
+        summary = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in self.summary.items()}
+        return {**super().metadata(), "summary": summary}
 
 
 def _design(agg: RapporAggregate, cmap: CandidateMap) -> tuple[sp.csc_matrix, np.ndarray, np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Estimates as a small result object: prints as a table, converts to dicts, CSV and JSON."""
+"""Estimates as a small result object: prints as a table, converts to dicts, CSV, JSON and pandas."""
 
 from __future__ import annotations
 
@@ -7,13 +7,16 @@ import io
 import json
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from ldp.accountant import PrivacyCost
 
-__all__ = ["Estimates", "normal_quantile", "project_to_simplex"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Estimates", "column_rows", "normal_quantile", "project_to_simplex", "require_pandas", "to_frame"]
 
 
 def normal_quantile(confidence: float) -> float:
@@ -96,9 +99,13 @@ class Estimates:
         return replace(self, count=project_to_simplex(self.count, self.n),
                        notes=self.notes + ("counts projected onto the simplex",))
 
+    def metadata(self) -> dict[str, Any]:
+        """What the rows do not say, as plain values: protocol, n, confidence, privacy and notes."""
+        return {"protocol": self.protocol, "n": self.n, "confidence": self.confidence,
+                "privacy": self.privacy.to_dict() if self.privacy else None, "notes": list(self.notes)}
+
     def to_dicts(self) -> list[dict[str, Any]]:
-        cols = self.columns()
-        return [{k: _plain(v[i]) for k, v in cols.items()} for i in range(len(self.items))]
+        return column_rows(self.columns(), len(self.items))
 
     def to_csv(self) -> str:
         buf = io.StringIO()
@@ -108,9 +115,13 @@ class Estimates:
         return buf.getvalue()
 
     def to_json(self) -> str:
-        meta = {"protocol": self.protocol, "n": self.n, "confidence": self.confidence,
-                "privacy": self.privacy.to_dict() if self.privacy else None, "notes": list(self.notes)}
-        return json.dumps({**meta, "estimates": self.to_dicts()})
+        return json.dumps({**self.metadata(), "estimates": self.to_dicts()})
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per item with typed columns (:func:`to_frame`); :meth:`metadata` in ``attrs``.
+
+        Needs pandas (``pip install 'ldp[pandas]'``)."""
+        return to_frame(self.columns(), self.metadata())
 
     def table(self, max_rows: int = 40) -> str:
         cols = self.columns()
@@ -126,6 +137,60 @@ class Estimates:
 
     def __str__(self) -> str:
         return self.table()
+
+
+def column_rows(columns: Mapping[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:
+    """The ``n`` rows of equal-length ``columns`` as dicts of plain Python values."""
+    return [{k: _plain(v[i]) for k, v in columns.items()} for i in range(n)]
+
+
+def require_pandas(feature: str = "to_pandas()") -> Any:
+    """The pandas module, or an ImportError naming the extra that installs it."""
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError(f"{feature} needs pandas: pip install pandas, or 'ldp[pandas]'") from None
+    return pandas
+
+
+def to_frame(columns: Mapping[str, Sequence[Any]], attrs: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """A DataFrame of equal-length ``columns`` with typed columns, ``attrs`` attached.
+
+    Strings become ``string``, booleans ``bool``, integers ``int64``, floats ``float64``. An
+    object column with missing values (``None``) becomes the nullable ``string``, ``boolean``,
+    ``Int64`` or ``float64`` (NaN) column of its other values; an empty or all-missing one, ``string``."""
+    pd = require_pandas()
+    frame = pd.DataFrame({name: _typed(pd, values) for name, values in columns.items()})
+    frame.attrs.update(attrs or {})
+    return frame
+
+
+def _typed(pd: Any, values: Sequence[Any]) -> Any:
+    """``values`` as a pandas array of the dtype :func:`to_frame` documents."""
+    a = values if isinstance(values, np.ndarray) else np.asarray(list(values), dtype=object)
+    if a.ndim != 1:
+        raise ValueError(f"a data frame column must be one-dimensional, got shape {a.shape}")
+    kind = a.dtype.kind
+    if kind == "b":
+        return pd.array(a, dtype="bool")
+    if kind in "iu":
+        return pd.array(a, dtype="uint64" if kind == "u" and a.dtype.itemsize == 8 else "int64")
+    if kind == "f":
+        return pd.array(a, dtype="float64")
+    if kind in "US":
+        return pd.array(a.astype(str), dtype="string")
+    if kind != "O":
+        return pd.array(a)
+    present = [_plain(v) for v in a.tolist() if v is not None]
+    if all(isinstance(v, str) for v in present):
+        return pd.array(a.tolist(), dtype="string")
+    if all(isinstance(v, bool) for v in present):
+        return pd.array(a.tolist(), dtype="boolean")
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pd.array([_plain(v) for v in a.tolist()], dtype="Int64")
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return pd.array([np.nan if v is None else float(v) for v in a.tolist()], dtype="float64")
+    return pd.array(a, dtype=object)
 
 
 def _plain(v: Any) -> Any:

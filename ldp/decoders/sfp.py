@@ -18,17 +18,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
 from ldp.batch.murmur import bucket_table
 from ldp.batch.sketch import sketch_buckets
 from ldp.decoders.base import Aggregate, StateLayout
-from ldp.decoders.results import Estimates
+from ldp.decoders.results import Estimates, column_rows, to_frame
 from ldp.decoders.sketch import SketchAggregate, sketch_counts
 from ldp.encoders.sfp import SfpParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["SfpAggregate", "SfpDiscovery", "CandidateLimitError", "record_grid"]
 
@@ -92,6 +95,31 @@ class SfpDiscovery:
                 f"{s['hashes_complete']} hashes with a record at every position; {s['formed']} candidates formed, "
                 f"{s['pruned_padding']} pruned (padding), {s['pruned_hash']} pruned (hash mismatch), "
                 f"{s['scored']} scored in the word sketch, {s['discovered']} discovered")
+
+    def to_dicts(self, part: str = "words") -> list[dict[str, Any]]:
+        """Rows of ``part``: ``"words"``, ``"candidates"`` or ``"fragments"`` (one row per kept
+        record: ``position``, ``hash``, ``fragment``, ``count``, ``std_error``)."""
+        cols = self._columns(part)
+        return column_rows(cols, len(cols["count"]))
+
+    def to_pandas(self, part: str = "words") -> pd.DataFrame:
+        """``part`` (as in :meth:`to_dicts`) as a DataFrame with typed columns; ``attrs`` holds the
+        words' :meth:`~ldp.decoders.results.Estimates.metadata` and ``stats``. Needs pandas."""
+        return to_frame(self._columns(part), {**self.words.metadata(), "stats": dict(self.stats)})
+
+    def _columns(self, part: str) -> dict[str, Any]:
+        if part in ("words", "candidates"):
+            return (self.words if part == "words" else self.candidates).columns()
+        if part != "fragments":
+            raise ValueError(f"part must be 'words', 'candidates' or 'fragments', got {part!r}")
+        frags = self.fragments
+
+        def cat(key: str, dtype: type) -> np.ndarray:
+            return np.concatenate([np.asarray(f[key], dtype) for f in frags] or [np.zeros(0, dtype)])
+
+        return {"position": np.repeat(np.arange(len(frags), dtype=np.int64), [len(f["count"]) for f in frags]),
+                "hash": cat("hash", np.int64), "fragment": [w for f in self.fragments for w in f["fragment"]],
+                "count": cat("count", np.float64), "std_error": cat("std_error", np.float64)}
 
 
 class SfpAggregate(Aggregate):
