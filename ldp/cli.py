@@ -17,18 +17,37 @@ from ldp.cli_support import (BAD_INPUT, _debug_traceback, count, error_text, fin
 
 
 def _simulate(args: argparse.Namespace) -> dict[str, Any]:
-    from ldp.simulation import accuracy, make_population
+    """``ldp simulate``: parameters given (``--param``, rr/grr options) or the planner's defaults at
+    ``--epsilon``; open-domain protocols are simulated on ``--d`` candidates."""
+    from ldp.plan import PLANNED_PROTOCOLS, default_params
+    from ldp.simulation import accuracy, default_candidates, make_population
 
-    params = build_params(args.protocol, args)
+    given = [args.p, args.q, args.truth_prob, args.yes_prob]
+    if args.param or args.protocol in ("rr", "grr") or args.protocol not in PLANNED_PROTOCOLS or any(
+            v is not None for v in given):
+        params = build_params(args.protocol, args)
+    elif args.epsilon is None:
+        raise ValueError(f"{args.protocol} needs --epsilon (the planner chooses the rest, as `ldp plan` does) "
+                         "or its --param values")
+    else:
+        params = default_params(args.protocol, args.epsilon, args.d)
+    d = params.domain_size
+    if d is None:
+        if args.d is None:
+            raise ValueError(f"{args.protocol} is simulated on d candidate strings: give --d")
+        d = args.d
+    elif args.d is not None and args.d != d:
+        raise ValueError(f"{args.protocol} has a domain of {d} values; --d {args.d} contradicts it")
+    candidates = default_candidates(params, d) if params.domain_size is None else None  # checks d first
     options = {}
     if args.s is not None:
         options["s"] = args.s
-    population = make_population(args.population, params.domain_size, **options)
+    population = make_population(args.population, d, **options)
     result = accuracy(params, population, args.n, trials=args.trials, method=args.method, rng=args.seed,
-                      confidence=args.confidence)
+                      confidence=args.confidence, candidates=candidates)
     return {"protocol": params.protocol, "params": params.to_dict(), "population": population.name,
             "method": args.method, "epsilon": params.privacy_cost.epsilon,
-            "summary": result.summary(), "items": result.rows()}
+            "summary": result.summary(), "items": result.rows(), "notes": list(result.notes)}
 
 
 def _render_simulation(out: dict[str, Any]) -> str:
@@ -39,10 +58,16 @@ def _render_simulation(out: dict[str, Any]) -> str:
     rows = [[str(r["item"]), str(r["true_count"]), f"{r['mean_estimate']:.1f}", f"{r['empirical_sd']:.1f}",
              f"{r['theoretical_sd']:.1f}", f"{r['coverage']:.2f}"] for r in out["items"][:40]]
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
-    fmt = lambda cells: "  ".join(x.rjust(w) for x, w in zip(cells, widths))  # noqa: E731
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(x.rjust(w) for x, w in zip(cells, widths))
+
     lines = [head, fmt(cols), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+    if len(out["items"]) > len(rows):
+        lines.append(f"... {len(out['items']) - len(rows)} more items (--json for all)")
     lines.append(f"RMSE (counts) {s['rmse_count']:.2f} vs theory {s['theoretical_rmse_count']:.2f}; "
                  f"CI coverage {s['coverage']:.3f} (nominal {s['nominal_coverage']})")
+    lines += [f"note: {note}" for note in out.get("notes", [])]
     return "\n".join(lines)
 
 
@@ -133,7 +158,9 @@ def make_parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="accuracy of a protocol on a simulated population",
                          description="Simulate repeated collections and compare estimates with the truth and "
                                      "with the exact variance formula.")
-    sim.add_argument("--protocol", required=True, help="protocol name (rr, grr, ...)")
+    sim.add_argument("--protocol", required=True,
+                     help="rr, grr, rappor, cms, hcms or sfp; with --epsilon alone the others' parameters are "
+                          "the planner's defaults, and rappor, cms, hcms and sfp are simulated on --d candidates")
     sim.add_argument("--population", default="zipf", help="uniform, zipf, exponential or gaussian (default zipf)")
     sim.add_argument("--s", type=finite_float, help="Zipf exponent (default 1)")
     sim.add_argument("--n", type=positive_int, default=100_000, help="number of users (default 100000)")

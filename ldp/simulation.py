@@ -7,16 +7,21 @@
   milliseconds.
 
 Both paths work for any protocol in :mod:`ldp.protocols` whose aggregate defines ``simulate``.
+Open-domain protocols (RAPPOR, CMS, HCMS, SFP) are simulated on ``d`` candidate strings
+(:func:`default_candidates`), and their accuracy is that of the candidates' estimates.
 """
 
 from __future__ import annotations
 
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+
 # isort: split
 
+import itertools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -25,11 +30,12 @@ from ldp.protocols import get_protocol
 from ldp.randomness import as_generator
 
 __all__ = [
-    "Population", "uniform", "zipf", "exponential", "gaussian", "from_counts", "POPULATIONS",
-    "make_population", "simulate", "AccuracyResult", "accuracy",
+    "POPULATIONS", "AccuracyResult", "Population", "accuracy", "default_candidates", "exponential",
+    "from_counts", "gaussian", "make_population", "simulate", "uniform", "zipf",
 ]
 
 METHODS = ("aggregate", "per_report")
+MAX_CANDIDATES = 1_000_000  # open-domain simulations hold every candidate string in memory
 
 
 @dataclass(frozen=True)
@@ -171,6 +177,7 @@ class AccuracyResult:
     trials: int
     n: int
     confidence: float
+    notes: tuple[str, ...] = ()
 
     def summary(self) -> dict[str, float]:
         err2 = self.empirical_sd**2 + (self.mean_estimate - self.true_count) ** 2
@@ -191,30 +198,97 @@ class AccuracyResult:
         ]
 
 
+def default_candidates(params: Any, d: int) -> list[str]:
+    """The ``d`` strings an open-domain protocol is simulated on: ``item0 … item{d-1}``; for SFP,
+    whose words are spelled in its alphabet, the first ``d`` words in shortlex order
+    (``a, b, …, z, aa, ab, …`` with the default alphabet)."""
+    d = _check_d(d)
+    if d > MAX_CANDIDATES:
+        raise ValueError(f"an open-domain simulation holds its d candidates in memory: d must be <= "
+                         f"{MAX_CANDIDATES:,}, got {d:,}")
+    alphabet = getattr(params, "alphabet", None)
+    if alphabet is None:
+        return [f"item{i}" for i in range(d)]
+    spelled = ("".join(t) for size in range(1, params.length + 1) for t in itertools.product(alphabet, repeat=size))
+    words = list(itertools.islice(spelled, d))
+    if len(words) < d:
+        raise ValueError(f"{params.protocol} words have at most {params.length} symbols of {alphabet!r}: "
+                         f"fewer than d={d} of them")
+    return words
+
+
+def _open_domain(params: Any, population: Population,
+                 candidates: Sequence[str] | None) -> tuple[list[str], Any, Callable[[np.ndarray], np.ndarray], str]:
+    """For an open-domain protocol: ``(candidates, what its decoder takes, exact variance of the
+    candidates' estimates given their true counts, a note on what is estimated)``."""
+    from ldp.decoders.sketch import SketchAggregate
+
+    cands = list(candidates if candidates is not None else
+                 population.labels if population.labels is not None else default_candidates(params, population.d))
+    if len(cands) != population.d or len(set(cands)) != len(cands):
+        raise ValueError(f"need {population.d} distinct candidates (one per population value), got {len(cands)} "
+                         f"with {len(set(cands))} distinct")
+    if params.protocol == "rappor":
+        from ldp.decoders.rappor_decode import CandidateMap, exact_count_covariance
+
+        cmap = CandidateMap.from_candidates(params, cands)
+        if cmap.duplicates:
+            raise ValueError(f"RAPPOR with k·m = {params.num_bloombits}·{params.num_cohorts} Bloom rows cannot tell "
+                             f"{len(cands)} candidates apart; raise num_bloombits or num_cohorts")
+        note = ("estimates: least squares over every candidate (decode with selection='none'); theory ignores "
+                "the cohort-sampling noise")
+        return cands, cmap, lambda t: np.diag(exact_count_covariance(params, cmap, t)), note
+    if params.protocol == "sfp":
+        prepared = [params.prepare_word(w).word for w in cands]
+        if len(set(prepared)) != len(prepared):
+            raise ValueError("two candidates become the same SFP word once replaced or truncated")
+        return (cands, cands, lambda t: SketchAggregate.exact_variance(params.word_params, t),
+                "estimates: the word sketch's counts of the candidate words")
+    return (cands, cands, lambda t: SketchAggregate.exact_variance(params, t),
+            "estimates: the de-biased sketch's counts of the candidates; theory averages over hash functions")
+
+
 def accuracy(params: Any, population: Population, n: int, *, trials: int = 20, method: str = "aggregate",
-             rng: Any = None, confidence: float = 0.95) -> AccuracyResult:
+             rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None) -> AccuracyResult:
     """Simulate ``trials`` collections of ``n`` users (one fixed draw of true counts) and compare
-    the estimates with the truth and with the exact variance formula."""
+    the estimates with the truth and with the exact variance formula.
+
+    Open-domain protocols (``params.domain_size is None``) are simulated on ``candidates``: by
+    default the population's labels, else :func:`default_candidates`; the error is that of the
+    candidates' estimates (RAPPOR: the decoder's least squares over every candidate; CMS/HCMS: the
+    de-biased sketch; SFP: the word sketch)."""
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be an int >= 1, got {trials!r}")
-    if params.domain_size is None:
-        raise ValueError(f"accuracy() needs a fixed-domain protocol; {params.protocol} estimates strings from "
-                         "candidates: see simulations/rappor_regtest.py (RAPPOR) or simulations/apple_sketches.py")
-    if population.d != params.domain_size:
+    open_domain = params.domain_size is None
+    if not open_domain and population.d != params.domain_size:
         raise ValueError(f"population has {population.d} values, protocol domain has {params.domain_size}")
+    if not open_domain and candidates is not None:
+        raise ValueError(f"candidates are for open-domain protocols; {params.protocol} has a fixed domain")
+    proto = get_protocol(params.protocol)
+    values: list[str] | None = None
+    notes: tuple[str, ...] = ()
+    variance: Callable[[np.ndarray], np.ndarray] = lambda t: proto.aggregate_type.exact_variance(params, t)
+    if open_domain:
+        values, decoder_input, variance, note = _open_domain(params, population, candidates)
+        notes = (note,)
     gen = as_generator(rng)
     truth = population.counts(n, gen)
-    proto = get_protocol(params.protocol)
     est = np.empty((trials, truth.size))
     covered = np.zeros(truth.size)
     for i in range(trials):
-        e = simulate(params, truth, method=method, rng=gen).estimate(confidence)
+        if open_domain:
+            agg = simulate(params, truth, method=method, rng=gen, values=values)
+            options = {"selection": "none"} if params.protocol == "rappor" else {}
+            e = agg.estimate(decoder_input, confidence=confidence, **options)
+        else:
+            e = simulate(params, truth, method=method, rng=gen).estimate(confidence)
         est[i] = e.count
         covered += (e.ci_low <= truth) & (truth <= e.ci_high)
     items = e.items
     sd = est.std(axis=0, ddof=1) if trials > 1 else np.full(truth.size, np.nan)
-    theory = np.sqrt(proto.aggregate_type.exact_variance(params, truth))
-    return AccuracyResult(items, truth, est.mean(axis=0), sd, theory, covered / trials, trials, int(truth.sum()), confidence)
+    theory = np.sqrt(variance(truth))
+    return AccuracyResult(items, truth, est.mean(axis=0), sd, theory, covered / trials, trials, int(truth.sum()),
+                          confidence, notes)
 
 
 def _csv_cell(v: Any) -> Any:
