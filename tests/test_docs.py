@@ -1,4 +1,5 @@
-"""Every ```python block of the docs runs, and prints exactly the ```text block that follows it.
+"""Every ```python block of the docs and of the README runs, and prints exactly the ```text block that
+follows it.
 
 Each page runs in one subprocess (numpy is imported once per page); each block gets a fresh
 namespace, as a reader pasting it into a new interpreter would."""
@@ -16,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PAGES = sorted(p for p in DOCS.rglob("*.md") if "```python" in p.read_text(encoding="utf-8"))
+PAGES = sorted(p for p in DOCS.rglob("*.md") if "```python" in p.read_text(encoding="utf-8")) + [ROOT / "README.md"]
 
 RUNNER = r"""
 import contextlib, io, json, sys, traceback
@@ -39,7 +40,7 @@ def _blocks(page: Path) -> list[tuple[str, str | None]]:
             for i, (lang, body) in enumerate(found) if lang == "python"]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS if DOCS in p.parents else ROOT)) for p in PAGES])
 def test_examples_run_and_print_what_the_page_says(page: Path, tmp_path: Path) -> None:
     blocks = _blocks(page)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
