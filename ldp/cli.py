@@ -124,13 +124,13 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ldp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="a simulated collection end to end, in a few seconds",
+    demo = sub.add_parser("demo", help="a simulated collection end to end (about 10 s on 2 idle cores; --quick about 3 s)",
                           description="Simulate clients encoding with their budget ledgers, the server aggregating "
                                       "and estimating, and the privacy spent.")
     demo.add_argument("--n", type=int, help="devices with budget ledgers (default 5000, or 500 with --quick)")
     demo.add_argument("--epsilon", type=finite_float, default=1.0, help="ε of the app-category metric (default 1)")
     demo.add_argument("--seed", type=non_negative_int, help="seed for a reproducible run")
-    demo.add_argument("--quick", action="store_true", help="smaller collections: a few seconds (for CI)")
+    demo.add_argument("--quick", action="store_true", help="smaller collections: about 3 s on 2 idle cores (for CI)")
     demo.add_argument("--plots", metavar="DIR", help="also write one figure per question into DIR (needs matplotlib)")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
 

@@ -168,13 +168,15 @@ def _grid(title: str, rows: list[dict[str, Any]], key: str, col: str, cell: Any,
 def render(result: dict[str, Any]) -> str:
     """A compact text summary of :func:`run_compare`'s result."""
     t, s = result["tables"], result["summary"]
-    parts = ["Seed 004 (20% of 3,000 smoke; RR with fair coins vs Laplace Lap(1/ε) on the count, ε = ln 3):",
-             "  slope of log RMSE on log n   (simulated ± se / theory)"]
+    parts = ["Counting smokers, local vs central (the smoker experiment of thesis seed 004): 3,000 people, 20% smoke;",
+             "n0 of them answer by randomized response with fair coins (local), or their exact count gets",
+             "Laplace noise Lap(1/ε) (central), both at ε = ln 3.",
+             "  slope of log RMSE on log n0   (simulated ± its standard error / theory)"]
     for r in t["seed004_slopes"]:
         parts.append(f"  {r['mechanism']:<8} {r['scale']:<9} {r['slope']:+.3f} ± {r['slope_se']:.3f} / "
                      f"{r['theory_slope']:+.1f}")
     picks = {5, 100, 1000, 3000}
-    parts.append(_grid("  RMSE of the fraction (simulated / theory) at n0:",
+    parts.append(_grid("  RMSE of the smoker fraction, simulated / theory, by the number n0 of people asked:",
                        [r for r in t["seed004_errors"] if r["n"] in picks], "mechanism", "n",
                        lambda r: f"{_g(r['rmse_fraction'], 2)}/{_g(r['theory_sd_fraction'], 2)}"))
 
