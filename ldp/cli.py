@@ -12,6 +12,8 @@ from typing import Any, Sequence
 from ldp import __version__
 
 from ldp.cli_protocols import add_params_options, key_value, privacy_summary, rappor_decode_files, sfp_discover_files, build_params
+from ldp.cli_logging import add_logging_arguments, cli_logging
+from ldp.tables import Column, render
 from ldp.cli_support import (BAD_INPUT, _debug_traceback, count, error_text, finite_float, input_file,
                              non_negative_int, number, open_unit, positive_float, positive_int, report_error)
 
@@ -54,17 +56,10 @@ def _render_simulation(out: dict[str, Any]) -> str:
     s = out["summary"]
     head = (f"{out['protocol']} ε={out['epsilon']:.4g}, population {out['population']}, n={s['n']}, "
             f"{s['trials']} trials ({out['method']} simulation)")
-    cols = ["item", "true_count", "mean_estimate", "empirical_sd", "theoretical_sd", "coverage"]
-    rows = [[str(r["item"]), str(r["true_count"]), f"{r['mean_estimate']:.1f}", f"{r['empirical_sd']:.1f}",
-             f"{r['theoretical_sd']:.1f}", f"{r['coverage']:.2f}"] for r in out["items"][:40]]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
-
-    def fmt(cells: list[str]) -> str:
-        return "  ".join(x.rjust(w) for x, w in zip(cells, widths))
-
-    lines = [head, fmt(cols), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
-    if len(out["items"]) > len(rows):
-        lines.append(f"... {len(out['items']) - len(rows)} more items (--json for all)")
+    cols = [Column("item"), Column("true_count", ".0f"), Column("mean_estimate", ".1f"),
+            Column("empirical_sd", ".1f"), Column("theoretical_sd", ".1f"), Column("coverage", ".2f")]
+    lines = [render(cols, ([r[c.header] for c in cols] for r in out["items"]), title=head, max_rows=40,
+                    more="... {} more items (--json for all)")]
     lines.append(f"RMSE (counts) {s['rmse_count']:.2f} vs theory {s['theoretical_rmse_count']:.2f}; "
                  f"CI coverage {s['coverage']:.3f} (nominal {s['nominal_coverage']})")
     lines += [f"note: {note}" for note in out.get("notes", [])]
@@ -101,14 +96,15 @@ def _plan(args: argparse.Namespace) -> Any:
 def _render_plans(plans: list[Any], ranked: bool) -> str:
     if not ranked:
         return plans[0].table()
-    cols = ["protocol", "SE of a fraction", "min detectable", "report bits", "ε per report"]
-    rows = [[p.protocol, f"{100 * p.std_error_fraction:.4g}%", f"{100 * p.min_detectable_fraction:.4g}%",
-             str(p.report_bits), str(p.epsilon_per_report)] for p in plans]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
-    fmt = lambda cells: "  ".join(x.ljust(w) for x, w in zip(cells, widths)).rstrip()  # noqa: E731
+    pct = lambda x: f"{100 * x:.4g}%"  # noqa: E731
+    cols = [Column("protocol", align="left"), Column("SE of a fraction", pct, "left"),
+            Column("min detectable", pct, "left"), Column("report bits", align="left"),
+            Column("ε per report", align="left")]
+    rows = [[p.protocol, p.std_error_fraction, p.min_detectable_fraction, p.report_bits, p.epsilon_per_report]
+            for p in plans]
     head = (f"lowest variance first, n={plans[0].n:,}, d={plans[0].domain_size:,}, "
             f"at frequency {100 * plans[0].frequency:.4g}%")
-    return "\n".join([head, fmt(cols), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
+    return render(cols, rows, title=head)
 
 
 def _only_detected(est: Any) -> Any:
@@ -122,6 +118,7 @@ def _only_detected(est: Any) -> Any:
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ldp", description="Telemetry under local differential privacy.")
     parser.add_argument("--version", action="version", version=f"ldp {__version__}")
+    add_logging_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="a simulated collection end to end (about 10 s on 2 idle cores; --quick about 3 s)",
@@ -234,6 +231,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     (one line, or the traceback with ``LDP_DEBUG=1``); 130 interrupted."""
     args = make_parser().parse_args(argv)
     prog = f"ldp {args.command}" + (f" {args.spec_command}" if args.command == "spec" else "")
+    with cli_logging(args.verbose, args.log_quiet):
+        return _main(args, prog)
+
+
+def _main(args: argparse.Namespace, prog: str) -> int:
+    """:func:`main` once the arguments are parsed and logging is set up."""
     try:
         status = _run(args)
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler

@@ -44,7 +44,7 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
                      help="fold Parquet files without page checksums (refused by default: damage in them cannot be "
                           "detected)")
     agg.add_argument("--quiet", "-q", action="store_true",
-                     help="no progress bar and no summary (notes and warnings still go to stderr)")
+                     help="no progress bar and no summary (notes and warnings still go to stderr, unless ldp -q)")
     agg.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     mrg = subparsers.add_parser(
@@ -95,15 +95,16 @@ def server_command(args: argparse.Namespace) -> int:
 def _aggregate(args: argparse.Namespace) -> int:
     from ldp.server.job import aggregate_files
 
+    quiet = args.quiet or getattr(args, "log_quiet", False)  # ldp aggregate -q, or ldp -q aggregate
     summary = aggregate_files(args.inputs, args.spec, args.out, by_window=args.by_window, fmt=args.format,
                               on_change=args.on_change, chunk_bytes=int(args.chunk_mb * 2**20), engine=args.engine,
-                              scheduler=args.scheduler, progress=False if args.quiet else None,
+                              scheduler=args.scheduler, progress=False if quiet else None,
                               duplicates=args.duplicates, parquet_unverified=args.parquet_unverified)
     if args.json:
         print(json.dumps(summary.to_dict(), indent=1))
     elif not args.quiet:
         print(summary.text())
-    else:  # renames, duplicates, vanished inputs: never silent
+    elif not getattr(args, "log_quiet", False):  # renames, duplicates, vanished inputs: silent only with ldp -q
         for line in summary.text().splitlines():
             if line.startswith(("note:", "warning:")):
                 print(line, file=sys.stderr)

@@ -15,7 +15,7 @@ import sys
 from typing import Any, Callable
 
 __all__ = ["BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
-           "non_negative_int", "finite_float", "positive_float", "open_unit"]
+           "non_negative_int", "finite_float", "positive_float", "open_unit", "matplotlib_missing"]
 
 #: Exceptions that mean "bad input" (a value, a file, a missing extra): exit status 2 and one line.
 BAD_INPUT: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError, ArithmeticError, csv.Error,
@@ -116,3 +116,14 @@ def input_file(text: str) -> str:
 positive_int, non_negative_int = number(int, 1), number(int, 0)
 finite_float, positive_float = number(float), number(float, 0, low_open=True)
 open_unit = number(float, 0, 1, low_open=True, high_open=True)  # a confidence level or significance level
+
+
+def matplotlib_missing(no_plots: bool, install: str = "pip install matplotlib, or 'ldp[plot]'") -> bool:
+    """For command-line scripts: ``True`` (after saying so on stderr) when plots are wanted but
+    matplotlib is not installed."""
+    import importlib.util
+
+    if no_plots or importlib.util.find_spec("matplotlib") is not None:
+        return False
+    print(f"error: plots need matplotlib ({install}); or pass --no-plots", file=sys.stderr)
+    return True

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import sqlite3
@@ -37,6 +38,10 @@ from ldp.reports import canonical_json
 from ldp.spec import CollectionSpec, Envelope
 
 __all__ = ["TelemetryClient", "StateError", "PendingItem", "STATE_FORMAT", "BudgetExceeded"]
+
+logger = logging.getLogger(__name__)
+"""Events and counts only (a state file opened, reports recorded or refused, uploads acknowledged):
+never a value, a report, a secret or a cohort."""
 
 STATE_FORMAT = 1
 _CLIENT_TABLES = frozenset({"ldp_client_meta", "ldp_client_cohorts", "ldp_client_outbox", "ldp_client_uploads"})
@@ -58,6 +63,16 @@ _fault: Callable[[str], None] | None = None
 def _at(point: str) -> None:
     if _fault is not None:
         _fault(point)
+
+
+@contextmanager
+def _log_refusal(what: str, reports: int) -> Iterator[None]:
+    """Log (at INFO) a budget refusal of ``reports`` report(s) of ``what`` (a metric, or a batch), then re-raise."""
+    try:
+        yield
+    except BudgetExceeded:
+        logger.info("the privacy budget refused %d report(s) of %s: nothing recorded", reports, what)
+        raise
 
 
 class StateError(LedgerError):
@@ -114,6 +129,7 @@ class TelemetryClient:
             warnings.warn(f"{self.path!r} was used by a simulation with seeded randomness: reports recorded in it "
                           "are not private; use a new state file on a real device", SeededRandomnessWarning,
                           stacklevel=2)
+        logger.debug("opened the state of collection %r (%d metric(s))", s.name, len(s.metrics))
 
     # -- the state file --------------------------------------------------------------------------
     def _fail(self, msg: str) -> StateError:
@@ -214,9 +230,10 @@ class TelemetryClient:
             return self._store(db, spec_fp, enc, prepared, reservation)
 
         _at("before_charge")
-        with self._guard():
+        with self._guard(), _log_refusal(repr(metric), 1):
             outbox_id = self._ledger.charge_atomically(metric, enc.charge_for(prepared), store)
         _at("committed")
+        logger.debug("recorded 1 report of %r", metric)
         return outbox_id
 
     def record_many(self, items: Iterable[tuple[str, Any]]) -> list[int]:
@@ -250,9 +267,10 @@ class TelemetryClient:
             return [self._store(db, spec_fp, enc, prepared, r) for (_, enc, prepared), r in zip(work, reservations)]
 
         _at("before_charge")
-        with self._guard():
+        with self._guard(), _log_refusal("a batch", len(work)):
             ids = self._ledger.charge_many([(m, enc.charge_for(p)) for m, enc, p in work], store)
         _at("committed")
+        logger.debug("recorded %d report(s) in one batch", len(ids))
         return ids
 
     @staticmethod
@@ -316,6 +334,7 @@ class TelemetryClient:
                 last = self._last_upload(db)
                 db.execute("UPDATE ldp_client_meta SET value=? WHERE key='last_upload'",
                            (repr(max(check_clock(self._clock()), last)),))
+        logger.debug("acknowledged %d uploaded report(s)", done)
         return done
 
     # -- transparency ----------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from ldp.encoders.hcms import HcmsParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
 from ldp.encoders.sfp import SfpParams
+from ldp.tables import key_values
 
 __all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "plan", "solve_n", "recommend"]
 
@@ -192,8 +193,7 @@ class Plan:
             (f"ε per distinct value, {self.reports} report{'s' * (self.reports != 1)}", str(self.epsilon_per_value)),
             (f"ε in all, {self.reports} report{'s' * (self.reports != 1)}", str(self.epsilon_total)),
         ]
-        w = max(len(a) for a, _ in rows)
-        return "\n".join([f"{a:<{w}}  {b}" for a, b in rows] + [f"note: {s}" for s in self.notes])
+        return "\n".join([key_values(rows)] + [f"note: {s}" for s in self.notes])
 
 
 def _report_bits(params: ProtocolParams, d: int) -> int:

@@ -336,17 +336,6 @@ def comma_list(kind: type = float) -> Callable[[str], list[Any]]:
     return parse
 
 
-def matplotlib_missing(no_plots: bool, install: str = "pip install matplotlib, or 'ldp[plot]'") -> bool:
-    """``True`` (after saying so on stderr) when plots are wanted but matplotlib is not installed."""
-    import importlib.util
-    import sys
-
-    if no_plots or importlib.util.find_spec("matplotlib") is not None:
-        return False
-    print(f"error: plots need matplotlib ({install}); or pass --no-plots", file=sys.stderr)
-    return True
-
-
 def save_png(fig: Any, path: Any, dpi: int = 100) -> None:
     """Save a matplotlib figure and close it; with Pillow (a matplotlib dependency) as a 256-colour
     palette PNG, about a quarter of the size, which keeps figures committed to docs/img small."""

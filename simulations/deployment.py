@@ -162,7 +162,7 @@ def estimate_rows(spec: CollectionSpec, out: Path, truth: dict[str, int]) -> lis
         agg = read_aggregate(path)
         est = decode_aggregate(agg, cands if metric == "homepage" else None, selection="none")
         for i, item in enumerate(est.items):
-            value = {"0": "False", "1": "True"}[item] if metric == "dark_mode" else item  # RR items: the bit
+            value = {"no": "False", "yes": "True"}[item] if metric == "dark_mode" else item  # RR items: no, yes
             t = truth.get(f"{metric}|{window[1:]}|{value}", 0)
             lo, hi = float(est.ci_low[i]), float(est.ci_high[i])
             rows.append({"metric": metric, "window": int(window[1:]), "item": item, "true_count": t,

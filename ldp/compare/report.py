@@ -18,6 +18,7 @@ from ldp.compare.counting import (
 )
 from ldp.cli_compare import add_compare_arguments  # noqa: F401  (re-exported)
 from ldp.simulation import write_rows_csv
+from ldp.tables import Column, render as render_table
 
 __all__ = ["Settings", "settings", "run_compare", "render", "compare_command", "COLUMNS"]
 
@@ -157,12 +158,10 @@ def _grid(title: str, rows: list[dict[str, Any]], key: str, col: str, cell: Any,
     """A table: one line per ``key``, one column per ``col`` value (only powers of 10 if ``decades``)."""
     cols = sorted(c for c in {r[col] for r in rows} if not decades or _decade(c))
     keys = list(dict.fromkeys(r[key] for r in rows))
-    width = 20
-    lines = [title, f"{key:<{width}}" + "".join(f"{_g(c):>18}" for c in cols)]
-    for k in keys:
-        by = {r[col]: r for r in rows if r[key] == k}
-        lines.append(f"{str(k):<{width}}" + "".join(f"{cell(by[c]) if c in by else '':>18}" for c in cols))
-    return "\n".join(lines)
+    by = {(r[key], r[col]): r for r in rows}
+    columns = [Column(key, align="left", width=20)] + [Column(_g(c), cell, width=18) for c in cols]
+    return render_table(columns, ([str(k)] + [by.get((k, c)) for c in cols] for k in keys), title=title,
+                        rule=False, sep="")
 
 
 def render(result: dict[str, Any]) -> str:

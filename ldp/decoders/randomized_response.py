@@ -26,7 +26,9 @@ from ldp.decoders.results import Estimates
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.randomness import as_generator
 
-__all__ = ["RRAggregate", "GRRAggregate", "rr_variance", "grr_variance"]
+__all__ = ["RRAggregate", "GRRAggregate", "RR_ITEMS", "rr_variance", "grr_variance"]
+
+RR_ITEMS = ("no", "yes")  # the item labels of binary RR's values 0 and 1
 
 
 def _true_counts(true_counts: Any, d: int) -> np.ndarray:
@@ -63,11 +65,12 @@ class RRAggregate(Aggregate):
         self.ones[0] += int(np.count_nonzero(columns["bit"]))
 
     def estimate(self, confidence: float = 0.95) -> Estimates:
-        """Unbiased counts of users holding 0 and 1, with plug-in standard errors and normal CIs."""
+        """Unbiased counts of users holding 0 and 1 (items ``no``, ``yes``), with plug-in standard errors
+        and normal CIs."""
         p, q = self.params.p, self.params.q
         c1, se = pure_count_estimate(self.ones.astype(np.float64), self.n, q, p)
         count = np.array([self.n - c1[0], c1[0]])
-        return Estimates("rr", ["0", "1"], self.n, count, np.repeat(se, 2), confidence, self.params.privacy_cost)
+        return Estimates("rr", list(RR_ITEMS), self.n, count, np.repeat(se, 2), confidence, self.params.privacy_cost)
 
     @staticmethod
     def exact_variance(params: BinaryRRParams, true_counts: Any) -> np.ndarray:

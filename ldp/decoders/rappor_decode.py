@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -48,6 +49,8 @@ if TYPE_CHECKING:  # scipy and scikit-learn (via ldp.regression) load only when 
     import scipy.sparse as sp
 
 __all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance", "CORRECTIONS"]
+
+logger = logging.getLogger(__name__)
 
 CORRECTIONS = ("bonferroni", "bh")
 _MAX_LEVEL = 0.2  # z = 0.84: fewer candidates would make the lasso penalty vanish
@@ -278,7 +281,10 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
                 lasso = nonnegative_lasso(xr, y, weights=w, level=level)
             support = lasso.support
             summary["lasso_alpha"], summary["select_level"] = lasso.alpha, level
+            logger.debug("rappor decode: lasso at level %.3g selected %d of %d candidates (penalty %.4g, "
+                         "converged: %s)", level, lasso.support.size, len(reps), lasso.alpha, lasso.converged)
             if not lasso.converged:
+                logger.warning("rappor decode: the lasso did not converge; selection may be incomplete")
                 notes.append("the lasso did not converge; selection may be incomplete")
         else:
             support = np.arange(len(reps))
@@ -331,6 +337,10 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
     if summary["selected"] < d:
         notes.append("candidates not selected by the lasso have count 0; their standard error and z are those of "
                      "adding each one alone to the fitted model (a score test)")
+    logger.info("rappor decode: n=%d, %d candidate(s), %d selected, %d detected", agg.n, d, summary["selected"],
+                summary["detected"])
+    for note in notes:
+        logger.info("rappor decode: note: %s", note)
     return RapporEstimates("rappor", names, agg.n, cnt, err, confidence, _privacy(pr), extra, tuple(notes), summary)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -12,11 +13,13 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from ldp.accountant import PrivacyCost
+from ldp.tables import Column, render
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Estimates", "column_rows", "normal_quantile", "project_to_simplex", "require_pandas", "to_frame"]
+__all__ = ["Estimates", "column_format", "column_rows", "normal_quantile", "project_to_simplex", "require_pandas",
+           "to_frame"]
 
 
 def normal_quantile(confidence: float) -> float:
@@ -124,16 +127,12 @@ class Estimates:
         return to_frame(self.columns(), self.metadata())
 
     def table(self, max_rows: int = 40) -> str:
+        """A header line (protocol, n, confidence, privacy), one row per item, then the notes."""
         cols = self.columns()
-        names = list(cols)
-        rows = [[_fmt(cols[k][i]) for k in names] for i in range(min(len(self.items), max_rows))]
-        widths = [max(len(k), *(len(r[j]) for r in rows)) if rows else len(k) for j, k in enumerate(names)]
-        line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
-        out = [f"{self.protocol}: n={self.n}, {self.confidence:.0%} CI" + (f", {self.privacy}" if self.privacy else ""),
-               line(names), line(["-" * w for w in widths])] + [line(r) for r in rows]
-        if len(self.items) > max_rows:
-            out.append(f"... {len(self.items) - max_rows} more rows")
-        return "\n".join(out + [f"note: {n}" for n in self.notes])
+        head = f"{self.protocol}: n={self.n}, {self.confidence:.0%} CI" + (f", {self.privacy}" if self.privacy else "")
+        rows = zip(*cols.values(), strict=True)
+        text = render([Column(k, column_format(k, cols[k])) for k in cols], rows, title=head, max_rows=max_rows)
+        return "\n".join([text] + [f"note: {n}" for n in self.notes])
 
     def __str__(self) -> str:
         return self.table()
@@ -197,10 +196,19 @@ def _plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _fmt(v: Any) -> str:
-    v = _plain(v)
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v:.4f}" if abs(v) < 1 else f"{v:.1f}"
-    return str(v)
+COUNT_COLUMNS = frozenset({"count", "std_error", "ci_low", "ci_high", "true_count", "error", "threshold"})
+COLUMN_FORMATS = {"fraction": ".4f", "z": ".2f", "p_value": "p"}
+
+
+def column_format(name: str, values: Sequence[Any]) -> str:
+    """The one number format of a table column: counts 1 decimal, fractions 4, z 2, p-values
+    :func:`~ldp.tables.format_p_value`; another float column 4 decimals if every value is below 1,
+    else 1; a column without floats ``str``."""
+    if name in COUNT_COLUMNS:
+        return ".1f"
+    if name in COLUMN_FORMATS:
+        return COLUMN_FORMATS[name]
+    floats = [abs(v) for v in map(_plain, values) if isinstance(v, float) and math.isfinite(v)]
+    if not floats:
+        return ""
+    return ".4f" if max(floats) < 1 else ".1f"

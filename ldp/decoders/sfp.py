@@ -16,6 +16,7 @@ integers, so merging is exact). :meth:`SfpAggregate.discover`:
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
@@ -32,6 +33,8 @@ from ldp.randomness import as_generator
 
 if TYPE_CHECKING:
     import pandas as pd
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["SfpAggregate", "SfpDiscovery", "CandidateLimitError", "record_grid"]
 
@@ -209,6 +212,9 @@ class SfpAggregate(Aggregate):
         scored = self._as_sfp(scored)
         found = scored if alpha is None else _subset(scored, np.flatnonzero(scored.extra["detected"]))
         stats.update(scored=len(scored.items), discovered=len(found.items))
+        logger.info("sfp discover: n=%d, %d hash(es) complete at every position, %d candidate word(s) formed, "
+                    "%d scored, %d discovered", self.n, stats["hashes_complete"], stats["formed"], stats["scored"],
+                    stats["discovered"])
         return SfpDiscovery(found, scored, fragments, stats)
 
     def _keep(self, position: int, table: np.ndarray, hashes: np.ndarray, symbols: np.ndarray,

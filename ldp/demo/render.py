@@ -7,31 +7,26 @@ from typing import Any
 import numpy as np
 
 from ldp.decoders.results import Estimates
+from ldp.tables import Column, format_value
+from ldp.tables import render as render_table
 
 
 def compact(est: Estimates, max_rows: int = 10) -> str:
     """``item, true, estimate, 95% CI, in CI`` (and ``detected`` where the decoder tests)."""
     cols = est.columns()
-    head = ["item", "true", "estimate", f"{round(100 * est.confidence)}% CI", "in CI"]
-    detected = cols.get("detected")
-    if detected is not None:
-        head.append("detected")
-    rows = []
-    for i in range(min(len(est.items), max_rows)):
-        row = [str(est.items[i]), f"{cols['true_count'][i]:,.0f}", f"{est.count[i]:,.0f}",
-               f"[{est.ci_low[i]:,.0f}, {est.ci_high[i]:,.0f}]", "yes" if cols["covered"][i] else "NO"]
-        if detected is not None:
-            row.append("yes" if detected[i] else "no")
-        rows.append(row)
-    widths = [max(len(h), *(len(r[j]) for r in rows)) if rows else len(h) for j, h in enumerate(head)]
-    fmt = lambda cells: "  ".join(c.ljust(w) if j == 0 else c.rjust(w)  # noqa: E731
-                                  for j, (c, w) in enumerate(zip(cells, widths))).rstrip()
-    lines = [fmt(head), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
-    if len(est.items) > max_rows:
-        lines.append(f"... {len(est.items) - max_rows} more")
+    ci = lambda lo_hi: "[{}, {}]".format(*(format_value(x, ",.0f", "-") for x in lo_hi))  # noqa: E731
+    columns = [Column("item", align="left"), Column("true", ",.0f", missing="-"),
+               Column("estimate", ",.0f", missing="-"), Column(f"{round(100 * est.confidence)}% CI", ci),
+               Column("in CI", lambda c: "yes" if c else "NO")]
+    values = [est.items, cols["true_count"], est.count, zip(est.ci_low, est.ci_high, strict=True),
+              [bool(c) for c in cols["covered"]]]
+    if "detected" in cols:
+        columns.append(Column("detected"))
+        values.append(cols["detected"])
+    lines = [render_table(columns, zip(*values, strict=True), max_rows=max_rows, more="... {} more")]
     covered = np.asarray(cols["covered"], dtype=bool)
     lines.append(f"{int(covered.sum())} of {covered.size} true counts inside their {round(100 * est.confidence)}% CI")
-    return "\n".join("    " + ln for ln in lines)
+    return "\n".join("    " + ln for ln in "\n".join(lines).split("\n"))
 
 
 def render(result: dict[str, Any]) -> str:

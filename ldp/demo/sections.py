@@ -20,6 +20,7 @@ from ldp.encoders.randomized_response import GRRParams
 from ldp.encoders.sfp import SfpParams
 from ldp.plan import plan
 from ldp.simulation import simulate, zipf
+from ldp.tables import Column, render
 
 EMOJI = ("joy", "heart", "sob", "rofl", "heart_eyes", "pray", "fire", "smile", "thumbsup", "blush", "100", "eyes",
          "sparkles", "clap", "skull", "wink", "thinking", "party", "grin", "kiss", "relieved", "muscle", "ok_hand",
@@ -101,12 +102,9 @@ def regression(n_max: int, gen: np.random.Generator, quick: bool) -> dict[str, A
     rows = regression_rows(ns=ns, trials=1, rng=gen, setup=setup)
     mse = {(r["method"], r["n"]): r["mse"] for r in rows}
     methods = (("local", "local DP"), ("ssp", "central SSP"), ("adassp", "central AdaSSP"), ("ols", "no privacy"))
-    head = ["users n"] + [label for _, label in methods]
-    body = [[f"{n:,}"] + [f"{mse[m, n]:.2e}" for m, _ in methods] for n in ns]
-    widths = [max(len(h), *(len(r[j]) for r in body)) for j, h in enumerate(head)]
-    fmt = lambda cells: "    " + "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
-    table = "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(r) for r in body]
-                      + ["    (mean squared error of the coefficients, ‖θ̂ − θ‖², one data set per n)"])
+    columns = [Column("users n", ",")] + [Column(label, ".2e") for _, label in methods]
+    table = (render(columns, ([n] + [mse[m, n] for m, _ in methods] for n in ns), indent="    ")
+             + "\n    (mean squared error of the coefficients, ‖θ̂ − θ‖², one data set per n)")
     mult = {r["central"]: r for r in multiplier_rows(rows, setup) if r["n_central"] == ns[0]}
     takeaway = (f"To match central AdaSSP at n = {ns[0]:,}, local DP needs about "
                 f"{mult['adassp']['theory_n_local']:,.0f} users ({mult['adassp']['theory_multiplier']:,.0f}×; "

@@ -8,6 +8,7 @@ given instead); SFP discovers its words (or scores given candidates).
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -16,6 +17,8 @@ from ldp.decoders.base import Aggregate
 from ldp.server.fold import parse_key_name
 from ldp.server.store import AGG_SUFFIX, read_aggregate
 from ldp.spec import CollectionSpec, MetricSpec
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["find_metric", "load_candidates", "decode_aggregate", "decode_file", "write_estimates", "plot_estimates"]
 
@@ -57,6 +60,8 @@ def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *,
                      alpha: float = 0.05, top: int = 20, selection: str = "lasso") -> Any:
     """Estimates (an :class:`~ldp.decoders.results.Estimates`) of any protocol's aggregate."""
     protocol = agg.params.protocol
+    logger.info("decode: %s aggregate of %d reports, %s candidate(s)", protocol, agg.n,
+                "no" if candidates is None else len(candidates))
     if protocol in ("grr", "rr"):
         return agg.estimate(confidence=confidence)  # type: ignore[attr-defined]
     if protocol == "sfp":

@@ -18,6 +18,7 @@ and runs of identical short lines are rejected in bulk, without a Python step pe
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections import Counter
 from typing import IO, Any, Callable, Mapping, Sequence
@@ -34,6 +35,8 @@ __all__ = ["Key", "Folder", "key_name", "parse_key_name", "groups", "RAW_LIMIT",
 
 Key = tuple[str, str, "int | None"]
 """(metric, parameter fingerprint, window or ``None`` when windows are folded together)."""
+logger = logging.getLogger(__name__)
+
 RAW_LIMIT = 1000
 """Characters of a rejected record kept in the rejects file."""
 REJECTS_CAP = 1000
@@ -174,6 +177,8 @@ class Folder:
             return
         self._closed = True
         for reason, n in sorted(self.omitted.items()):
+            logger.debug("%s: %d more reports rejected as %s than the rejects file keeps (%d entries)",
+                         self.source, n, reason, self.cap)
             self._write({"source": self.source, "record": self._first_omitted[reason], "records": n, "reason": reason,
                          "detail": f"{n} more reports rejected as {reason} are not written here (the first "
                                    f"{self.cap} entries of each reason of an input are)", "omitted": True})

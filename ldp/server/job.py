@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import shutil
 import sys
@@ -35,6 +36,8 @@ from ldp.spec import CollectionSpec
 
 __all__ = ["aggregate_files", "fold_input", "expand_inputs", "spec_index", "JobSummary", "InputChangedError",
            "JobError"]
+
+logger = logging.getLogger(__name__)
 
 ON_CHANGE = ("error", "reprocess")
 DUPLICATES = ("once", "count")
@@ -216,12 +219,16 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
             manifest.save()
         plan = _plan(files, manifest, fmt, on_change, duplicates)
         tasks = plan.tasks
+        logger.info("aggregate: %d input(s) given: %d to fold, %d skipped (already folded or renamed), "
+                    "%d duplicate(s) not folded", len(files), len(tasks), len(plan.skipped), len(plan.duplicates))
         docs = [s.to_dict() for s in index.values()]
         run = {"records": 0, "accepted": 0, "bytes": 0}
         results = _run(tasks, docs, by_window, chunk_bytes, fast, manifest.dir, engine, scheduler, progress,
                        parquet_unverified)
         for task, (blob, stats, rejects) in results:
             _commit(manifest, task, blob, stats, rejects)
+            logger.debug("folded %s (%s): %d reports, %d accepted, %d rejected in %.3f s", task.source, task.fmt,
+                         stats["records"], stats["accepted"], sum(stats["rejected"].values()), stats["seconds"])
             run["records"] += stats["records"]
             run["accepted"] += stats["accepted"]
             run["bytes"] += stats["size"]
@@ -232,10 +239,26 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
                             for path, e in sorted(manifest.entries.items())
                             if path not in given and not os.path.exists(path)]
         summary.run = {**run, "seconds": round(time.perf_counter() - t0, 6)}
+        _log_summary(summary)
         write_atomic(manifest.dir / "summary.json", (_json(summary.to_dict()) + "\n").encode())
         return summary
     finally:
         manifest.close()
+
+
+def _log_summary(summary: JobSummary) -> None:
+    """The run at INFO: inputs processed, skipped, reports rejected (its notes and warnings too: they
+    are also in the summary returned, which the command prints)."""
+    run = summary.run
+    logger.info("aggregate: %d input(s) processed, %d skipped; %d reports read, %d accepted, %d rejected in %.2f s",
+                len(summary.processed), len(summary.skipped), run["records"], run["accepted"],
+                run["records"] - run["accepted"], run["seconds"])
+    if summary.rejected:
+        logger.info("aggregate: in total %d rejected: %s", sum(summary.rejected.values()),
+                    ", ".join(f"{reason} {n}" for reason, n in summary.rejected.items()))
+    for line in summary.text().splitlines():
+        if line.startswith(("note:", "warning:")):
+            logger.info("aggregate: %s", line)
 
 
 def _json(obj: Any) -> str:

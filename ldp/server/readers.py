@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import re
 from typing import IO, Any, Callable, Iterator
@@ -26,6 +27,8 @@ from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
 
 __all__ = ["CHUNK_BYTES", "InputError", "iter_line_chunks", "iter_csv_records", "read_input", "read_jsonl", "read_csv",
            "read_binary"]
+
+logger = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 23
 """Bytes read at a time (8 MiB)."""
@@ -170,25 +173,28 @@ def read_csv(fh: IO[bytes], folder: Folder, progress: Progress | None = None, ch
     that cannot be 4 cells are found and counted in bulk, from their unquoted commas. ``max_line``
     defaults to ``MAX_LINE``."""
     max_line = MAX_LINE if max_line is None else max_line
-    csv.field_size_limit(max(csv.field_size_limit(), max_line))
-    chunks = iter_csv_records(fh, chunk_bytes, max_line, progress)
-    header = True
-    for number, data in chunks:
-        if isinstance(data, Oversize):
+    limit = csv.field_size_limit(max(csv.field_size_limit(), max_line))  # process-wide: restored below
+    try:
+        chunks = iter_csv_records(fh, chunk_bytes, max_line, progress)
+        header = True
+        for number, data in chunks:
+            if isinstance(data, Oversize):
+                if header:
+                    raise InputError(f"{folder.source}: not a CSV file: a first row of {data.length} bytes")
+                folder.log(number - 1, "too_large", f"row longer than {max_line} bytes", data.head)
+                continue
+            raw = np.frombuffer(data, dtype=np.uint8)
+            ends = _csv_ends(data)
+            if not ends.size:  # the last record, with a quote left open
+                ends = np.array([len(data) - 1])
+            starts = np.concatenate(([0], ends[:-1] + 1))
+            ends = ends - ((ends > starts) & (raw[np.maximum(ends - 1, 0)] == 13))  # a CRLF ends a record too
             if header:
-                raise InputError(f"{folder.source}: not a CSV file: a first row of {data.length} bytes")
-            folder.log(number - 1, "too_large", f"row longer than {max_line} bytes", data.head)
-            continue
-        raw = np.frombuffer(data, dtype=np.uint8)
-        ends = _csv_ends(data)
-        if not ends.size:  # the last record, with a quote left open
-            ends = np.array([len(data) - 1])
-        starts = np.concatenate(([0], ends[:-1] + 1))
-        ends = ends - ((ends > starts) & (raw[np.maximum(ends - 1, 0)] == 13))  # a CRLF ends a record too
-        if header:
-            _check_header(data[:int(ends[0])].decode("utf-8", "replace"), folder.source)
-            header, starts, ends, number = False, starts[1:], ends[1:], number + 1
-        _fold_csv_chunk(folder, data, starts, ends, number - 1, max_line)
+                _check_header(data[:int(ends[0])].decode("utf-8", "replace"), folder.source)
+                header, starts, ends, number = False, starts[1:], ends[1:], number + 1
+            _fold_csv_chunk(folder, data, starts, ends, number - 1, max_line)
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _check_header(text: str, source: str) -> None:
@@ -359,6 +365,7 @@ def read_input(path: str | os.PathLike[str], folder: Folder, fmt: str | None = N
     """Fold one input file of format ``fmt`` (default: from its extension) into ``folder``.
     ``parquet_unverified``: fold Parquet files without page checksums (refused by default)."""
     fmt = fmt or detect_format(path)
+    logger.debug("reading %s as %s", os.fspath(path), fmt)
     if fmt == "parquet":
         from ldp.server.arrow import read_parquet
 

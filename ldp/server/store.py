@@ -9,6 +9,7 @@ to a temporary file in the same folder, is flushed to disk, and replaces the tar
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import struct
@@ -23,6 +24,8 @@ from ldp.server.fold import Key, key_name, parse_key_name
 
 __all__ = ["AGG_SUFFIX", "canonical_bytes", "write_atomic", "write_aggregate", "read_aggregate", "pack_parts",
            "unpack_parts", "merge_into", "merge_files", "aggregate_files_in"]
+
+logger = logging.getLogger(__name__)
 
 AGG_SUFFIX = ".agg"
 _PARTS_MAGIC = b"LDPS"
@@ -177,6 +180,7 @@ def merge_files(inputs: Sequence[str | os.PathLike[str]], output: str | os.PathL
                 raise ValueError(f"{f}: {exc}") from None
         else:
             merged[name] = agg
+    logger.info("merge: %d file(s) into %d aggregate(s)", len(files), len(merged))
     out = Path(output)
     if out.suffix == AGG_SUFFIX and not out.is_dir():
         if len(merged) > 1:

@@ -1,0 +1,161 @@
+"""Logging, not silence or prints (issue 17, item 3): the library logs through ``logging.getLogger``
+under ``ldp`` and never configures logging; the ``ldp`` command maps ``-v``/``-q`` to log levels and
+writes ``ldp: LEVEL: message`` lines on stderr; no ``print`` in library code."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ldp.accountant import BudgetExceeded
+from ldp.cli import main
+from ldp.client import TelemetryClient
+from ldp.server import aggregate_files
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "collection.json"
+DAY = 86400.0 * 20000
+VALUE = "zz-distinctive-value-7f3a9c.example"
+
+#: Modules that talk to the user and may print: the CLI, the demo, and the compare report's command.
+PRINT_ALLOWED = {"ldp/cli.py", "ldp/cli_server.py", "ldp/cli_support.py", "ldp/cli_compare.py",
+                 "ldp/cli_protocols.py", "ldp/cli_logging.py", "ldp/spec/cli.py"}
+PRINT_ALLOWED_FUNCTIONS = {"ldp/compare/report.py": {"compare_command"}}
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    """``ldp ARGV`` in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 2
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture()
+def uploads(tmp_path: Path) -> Path:
+    """A JSON-lines upload of 6 valid reports and 2 lines the server rejects."""
+    lines = []
+    for value in (0, 1, 2):  # three devices
+        with TelemetryClient(EXAMPLE, tmp_path / f"state{value}.db", clock=lambda: DAY, rng=value,
+                             simulation=True) as client:
+            client.record("app_category", value)
+            client.record("dark_mode", bool(value % 2))
+            lines += [item.line for item in client.pending()]
+    path = tmp_path / "up.jsonl"
+    path.write_text("\n".join(lines + ["not json", '{"v": 1}']) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_server_job_logs_inputs_processed_skipped_and_rejected(uploads, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="ldp")
+    aggregate_files([uploads], EXAMPLE, tmp_path / "out")
+    text = caplog.text
+    assert "1 input(s) processed, 0 skipped; 8 reports read, 6 accepted, 2 rejected" in text
+    assert any(r.name == "ldp.server.job" and r.levelno == logging.INFO for r in caplog.records)
+    caplog.clear()
+    aggregate_files([uploads], EXAMPLE, tmp_path / "out")  # already folded: skipped
+    assert "0 input(s) processed, 1 skipped; 0 reports read, 0 accepted, 0 rejected" in caplog.text
+
+
+def test_the_client_never_logs_a_value_a_report_or_the_secret(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG, logger="ldp")
+    with TelemetryClient(EXAMPLE, tmp_path / "state.db", clock=lambda: DAY, rng=3, simulation=True) as client:
+        client.record("homepage", VALUE)
+        client.record_many([("homepage", VALUE)])
+        with pytest.raises(BudgetExceeded):
+            client.record("homepage", VALUE)  # the window's budget of 2.2 is spent
+        lines = [item.line for item in client.pending()]
+        client.acknowledge(item.id for item in client.pending())
+        secret = client._secret.hex()
+    text = caplog.text
+    assert "recorded 1 report of 'homepage'" in text and "refused 1 report(s) of 'homepage'" in text
+    assert "acknowledged 2 uploaded report(s)" in text
+    assert VALUE not in text and secret not in text and secret[:16] not in text
+    for line in lines:
+        assert line not in text
+        for field in json.loads(line).values():
+            if isinstance(field, str) and len(field) > 12:  # the report's payload
+                assert field not in text
+
+
+def test_ldp_v_shows_info_on_stderr_and_the_default_does_not(uploads, tmp_path):
+    argv = ["aggregate", str(uploads), "--spec", str(EXAMPLE)]
+    status, out, err = run(argv + ["--out", str(tmp_path / "a")])
+    assert status == 0 and "ldp: INFO:" not in err and "inputs: 1" in out
+    status, out, err = run(["-v", *argv, "--out", str(tmp_path / "b")])
+    assert status == 0 and "inputs: 1" in out
+    assert "ldp: INFO: aggregate: 1 input(s) processed, 0 skipped" in err
+    assert "ldp: DEBUG:" not in err
+    status, _, err = run(["-vv", *argv, "--out", str(tmp_path / "c")])
+    assert status == 0 and "ldp: DEBUG: folded " in err
+    assert logging.getLogger("ldp").level == logging.NOTSET and not logging.getLogger("ldp").handlers  # restored
+
+
+def test_aggregate_keeps_its_own_quiet_and_ldp_q_hides_warnings(uploads, tmp_path):
+    argv = ["aggregate", str(uploads), str(uploads.with_name("copy.jsonl")), "--spec", str(EXAMPLE)]
+    uploads.with_name("copy.jsonl").write_bytes(uploads.read_bytes())  # a duplicate: a warning line
+    status, out, err = run([*argv, "--out", str(tmp_path / "a"), "-q"])
+    assert status == 0 and out == "" and "warning:" in err
+    status, out, err = run(["-q", *argv, "--out", str(tmp_path / "b"), "-q"])
+    assert status == 0 and out == "" and err == ""
+    status, out, err = run(["-q", *argv, "--out", str(tmp_path / "c")])
+    assert status == 0 and "inputs: 1" in out and "warning:" in out and err == ""
+
+
+def test_ldp_q_hides_logged_warnings(caplog):
+    from ldp import cli_logging
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        for quiet in (False, True):
+            with cli_logging.cli_logging(0, quiet):
+                logging.getLogger("ldp.server.job").warning("careful %d", quiet)
+    assert err.getvalue() == "ldp: WARNING: careful 0\n"
+    assert run(["-q", "-v", "privacy", "rr"])[0] == 2  # one or the other
+
+
+def test_importing_ldp_configures_no_logging():
+    code = ("import logging, ldp, ldp.client, ldp.server, ldp.cli; "
+            "assert not logging.getLogger().handlers and not logging.getLogger('ldp').handlers; "
+            "assert logging.getLogger('ldp').level == logging.NOTSET")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _prints(tree: ast.AST, allowed_functions: set[str]) -> list[int]:
+    """Line numbers of ``print(...)`` calls outside the allowed functions."""
+    found: list[int] = []
+
+    def visit(node: ast.AST, inside_allowed: bool) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in allowed_functions:
+            inside_allowed = True
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+                and not inside_allowed):
+            found.append(node.lineno)
+        for child in ast.iter_child_nodes(node):
+            visit(child, inside_allowed)
+
+    visit(tree, False)
+    return found
+
+
+def test_no_print_in_library_modules():
+    offenders = {}
+    for path in sorted((ROOT / "ldp").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in PRINT_ALLOWED or rel.startswith("ldp/demo/"):
+            continue
+        lines = _prints(ast.parse(path.read_text(encoding="utf-8")), PRINT_ALLOWED_FUNCTIONS.get(rel, set()))
+        if lines:
+            offenders[rel] = lines
+    assert not offenders, f"print() in library code (log through logging.getLogger(__name__)): {offenders}"
