@@ -46,7 +46,8 @@ def _simulate(args: argparse.Namespace) -> dict[str, Any]:
         options["s"] = args.s
     population = make_population(args.population, d, **options)
     result = accuracy(params, population, args.n, trials=args.trials, method=args.method, rng=args.seed,
-                      confidence=args.confidence, candidates=candidates)
+                      confidence=args.confidence, candidates=candidates,
+                      progress=False if getattr(args, "log_quiet", False) else None)
     return {"protocol": params.protocol, "params": params.to_dict(), "population": population.name,
             "method": args.method, "epsilon": params.privacy_cost.epsilon,
             "summary": result.summary(), "items": result.rows(), "notes": list(result.notes)}
@@ -288,7 +289,8 @@ def _run(args: argparse.Namespace) -> int:
             if importlib.util.find_spec("matplotlib") is None:
                 raise ValueError("--plots needs matplotlib: pip install matplotlib, or 'ldp[plot]'")
         n = args.n if args.n is not None else (500 if args.quick else 5000)
-        result = run_demo(n=n, seed=args.seed, epsilon=args.epsilon, quick=args.quick)
+        result = run_demo(n=n, seed=args.seed, epsilon=args.epsilon, quick=args.quick,
+                          progress=False if args.log_quiet else None)
         print(json.dumps(to_jsonable(result), indent=2) if args.json else render(result))
         if args.plots is not None:
             from ldp.demo.plots import write_plots

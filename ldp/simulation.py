@@ -249,14 +249,18 @@ def _open_domain(params: Any, population: Population,
 
 
 def accuracy(params: Any, population: Population, n: int, *, trials: int = 20, method: str = "aggregate",
-             rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None) -> AccuracyResult:
+             rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
+             progress: bool | None = None) -> AccuracyResult:
     """Simulate ``trials`` collections of ``n`` users (one fixed draw of true counts) and compare
     the estimates with the truth and with the exact variance formula.
 
     Open-domain protocols (``params.domain_size is None``) are simulated on ``candidates``: by
     default the population's labels, else :func:`default_candidates`; the error is that of the
     candidates' estimates (RAPPOR: the decoder's least squares over every candidate; CMS/HCMS: the
-    de-biased sketch; SFP: the word sketch)."""
+    de-biased sketch; SFP: the word sketch). ``progress``: a bar over the trials on stderr (``None``:
+    when stderr is a terminal; :mod:`ldp.progress`)."""
+    from ldp.progress import iterate
+
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be an int >= 1, got {trials!r}")
     open_domain = params.domain_size is None
@@ -275,7 +279,7 @@ def accuracy(params: Any, population: Population, n: int, *, trials: int = 20, m
     truth = population.counts(n, gen)
     est = np.empty((trials, truth.size))
     covered = np.zeros(truth.size)
-    for i in range(trials):
+    for i in iterate(range(trials), desc=f"simulate {params.protocol}", enabled=progress, unit="trial"):
         if open_domain:
             agg = simulate(params, truth, method=method, rng=gen, values=values)
             options = {"selection": "none"} if params.protocol == "rappor" else {}

@@ -98,11 +98,12 @@ def _headline(tables: dict[str, list[dict[str, Any]]], cs: CountingSetup, st: Se
 
 
 def run_compare(*, quick: bool = False, seed: int | None = 0, out_dir: str | Path | None = None,
-                plots: bool = False, trials: int | None = None) -> dict[str, Any]:
+                plots: bool = False, trials: int | None = None, progress: bool | None = None) -> dict[str, Any]:
     """Run the seed-004 reproduction, the protocol sweeps (vs n at ε = 1 and vs ε) and the regression
     comparison. Returns ``{"tables": {name: rows}, "summary": key numbers, "text": printable summary,
     "files": written paths, "seconds": elapsed}``; writes ``<name>.csv`` (and ``compare-*.png``
-    when ``plots``) into ``out_dir``."""
+    when ``plots``) into ``out_dir``. ``progress``: a bar per table on stderr (``None``: when stderr
+    is a terminal; :mod:`ldp.progress`)."""
     if plots and out_dir is None:
         raise ValueError("plots need an output folder (out_dir)")
     if plots and importlib.util.find_spec("matplotlib") is None:
@@ -110,16 +111,28 @@ def run_compare(*, quick: bool = False, seed: int | None = 0, out_dir: str | Pat
     start = time.perf_counter()
     st = settings(quick, trials)
     from ldp.compare.regression import RegressionSetup, multiplier_rows, regression_rows  # scikit-learn: fitting
+    from ldp.progress import progress as progress_bar
 
     cs, rs = CountingSetup(), RegressionSetup()
     g004, gn, geps, greg = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
-    raw = seed004_rows(sizes=np.arange(st.seed004_step, 3001, st.seed004_step), trials=st.seed004_trials, rng=g004)
+    steps = {  # each with its own generator
+        "seed004": lambda: seed004_rows(sizes=np.arange(st.seed004_step, 3001, st.seed004_step),
+                                        trials=st.seed004_trials, rng=g004),
+        "counting vs n": lambda: protocol_rows(ns=st.ns, epsilons=[st.epsilon], trials=st.trials, rng=gn, setup=cs,
+                                               sweep="n"),
+        "counting vs ε": lambda: protocol_rows(ns=[st.n_epsilon], epsilons=st.epsilons, trials=st.trials, rng=geps,
+                                               setup=cs, sweep="epsilon"),
+        "regression": lambda: regression_rows(ns=st.regression_ns, trials=st.regression_trials,
+                                              noise_draws=st.noise_draws, rng=greg, setup=rs)}
+    done: dict[str, list[dict[str, Any]]] = {}
+    with progress_bar(len(steps), "compare", progress, unit="table") as bar:
+        for name, step in steps.items():
+            bar.set_postfix_str(name)
+            done[name] = step()
+            bar.update(1)
+    raw, regression = done["seed004"], done["regression"]
     errors = seed004_errors(raw)
-    counting = protocol_rows(ns=st.ns, epsilons=[st.epsilon], trials=st.trials, rng=gn, setup=cs, sweep="n")
-    counting += protocol_rows(ns=[st.n_epsilon], epsilons=st.epsilons, trials=st.trials, rng=geps, setup=cs,
-                              sweep="epsilon")
-    regression = regression_rows(ns=st.regression_ns, trials=st.regression_trials, noise_draws=st.noise_draws,
-                                 rng=greg, setup=rs)
+    counting = done["counting vs n"] + done["counting vs ε"]
     tables = {"seed004_series": [r for r in raw if r["trial"] == 0], "seed004_errors": errors,
               "seed004_slopes": seed004_slopes(errors), "counting": counting, "regression": regression,
               "multiplier": multiplier_rows(regression, rs)}
@@ -228,7 +241,8 @@ def compare_command(args: argparse.Namespace) -> int:
         plots = args.out is not None and importlib.util.find_spec("matplotlib") is not None
     elif plots and importlib.util.find_spec("matplotlib") is None:
         raise ValueError("plots need matplotlib (pip install matplotlib, or 'ldp[plot]'); or leave out --plots")
-    result = run_compare(quick=args.quick, seed=args.seed, out_dir=args.out, plots=plots, trials=args.trials)
+    result = run_compare(quick=args.quick, seed=args.seed, out_dir=args.out, plots=plots, trials=args.trials,
+                         progress=False if getattr(args, "log_quiet", False) else None)
     if args.json:
         # the per-n0 seed-004 tables (1,200 rows each) are in the CSVs; their slopes are in the JSON
         tables = {k: v for k, v in result["tables"].items() if k not in ("seed004_series", "seed004_errors")}

@@ -181,12 +181,16 @@ class SfpAggregate(Aggregate):
 
     # -- puzzle reconstruction -------------------------------------------------------------------------
     def discover(self, top: int | None = 20, alpha: float | None = 0.05, confidence: float = 0.95,
-                 max_candidates: int = 1_000_000, max_grid: int = 1 << 22) -> SfpDiscovery:
+                 max_candidates: int = 1_000_000, max_grid: int = 1 << 22, *,
+                 progress: bool | None = None) -> SfpDiscovery:
         """Reconstruct popular words (module docstring). ``top``: records kept per position
         (``None``: no limit); ``alpha``: keep only records above the detection threshold and report
         only words detected in the word sketch (``None``: no test; every scored candidate is
         reported). ``max_candidates`` and ``max_grid`` bound the work, with a clear error (the
-        grid's bucket table takes ``4·k'`` bytes per record: 1 GiB at the default cap, k' = 64)."""
+        grid's bucket table takes ``4·k'`` bytes per record: 1 GiB at the default cap, k' = 64).
+        ``progress``: a bar over the positions on stderr (``None``: when stderr is a terminal)."""
+        from ldp.progress import iterate
+
         pr = self.params
         if self.n == 0:
             raise ValueError("no reports to reconstruct from (the aggregate is empty)")
@@ -201,7 +205,8 @@ class SfpAggregate(Aggregate):
                              "fragment_length, or raise max_grid")
         hashes, symbols, table = _grid_table(pr.fragment_params.hash_seed, pr.fragment_num_hashes,
                                              pr.fragment_width, pr.hash_bits, pr.symbols, pr.fragment_length)
-        fragments = [self._keep(l, table, hashes, symbols, top, alpha) for l in range(pr.num_positions)]
+        fragments = [self._keep(l, table, hashes, symbols, top, alpha)
+                     for l in iterate(range(pr.num_positions), desc="sfp discover", enabled=progress, unit="position")]
         mats, complete, stats = self._candidates(fragments, max_candidates)
         stats["grid"] = pr.num_records
         words = self._words(mats, complete, stats)

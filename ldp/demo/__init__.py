@@ -18,11 +18,13 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 # isort: split
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ldp.demo.clients import CATEGORIES, run_clients
 from ldp.demo.render import render, to_jsonable
 from ldp.demo.sections import at_scale, emoji_sketches, new_words, regression
+from ldp.progress import progress as progress_bar
 from ldp.randomness import as_generator
 
 __all__ = ["run_demo", "render", "to_jsonable", "SIZES"]
@@ -34,17 +36,26 @@ SIZES = {  # emoji reports, SFP users, the largest regression data set
 
 
 def run_demo(n: int = 5000, seed: int | None = None, epsilon: float = 1.0, dark_mode_rate: float = 0.3,
-             quick: bool = False) -> dict[str, Any]:
-    """Run every part of the demo; ``n`` devices keep ledgers, ``quick`` shrinks the larger parts."""
+             quick: bool = False, *, progress: bool | None = None) -> dict[str, Any]:
+    """Run every part of the demo; ``n`` devices keep ledgers, ``quick`` shrinks the larger parts.
+    ``progress``: a bar per section on stderr (``None``: when stderr is a terminal; :mod:`ldp.progress`)."""
     if n < 10:
         raise ValueError(f"the demo needs at least 10 clients, got {n}")
     gen = as_generator(seed)
     t0 = time.perf_counter()
     sizes = SIZES["quick" if quick else "full"]
-    result = run_clients(n, gen, epsilon, dark_mode_rate)
-    parts = {"emoji": emoji_sketches(sizes["emoji"], gen), "words": new_words(sizes["words"], gen),
-             "regression": regression(sizes["regression"], gen, quick),
-             "scale": at_scale(10**8, gen, epsilon, CATEGORIES)}
+    sections: dict[str, Callable[[], dict[str, Any]]] = {  # run in this order: they share the generator
+        "clients": lambda: run_clients(n, gen, epsilon, dark_mode_rate),
+        "emoji": lambda: emoji_sketches(sizes["emoji"], gen), "words": lambda: new_words(sizes["words"], gen),
+        "regression": lambda: regression(sizes["regression"], gen, quick),
+        "scale": lambda: at_scale(10**8, gen, epsilon, CATEGORIES)}
+    parts: dict[str, dict[str, Any]] = {}
+    with progress_bar(len(sections), "demo", progress, unit="section") as bar:
+        for name, run in sections.items():
+            bar.set_postfix_str(name)
+            parts[name] = run()
+            bar.update(1)
+    result = parts.pop("clients")
     for name, part in parts.items():
         result["estimates"].update(part.pop("estimates", {}))
         result["seconds"][name] = part.pop("seconds")

@@ -20,7 +20,6 @@ import io
 import logging
 import os
 import shutil
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -345,14 +344,12 @@ def _run(tasks: list[_Task], docs: list[dict[str, Any]], by_window: bool, chunk_
 
 
 def _progress_bar(total: int, enabled: bool | None) -> Any:
-    """A tqdm bar over input bytes, when wanted (default: stderr is a terminal) and tqdm is installed."""
-    if enabled is False or (enabled is None and not sys.stderr.isatty()):
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="B", unit_scale=True, desc="aggregate", file=sys.stderr)
+    """A tqdm bar over input bytes (:func:`ldp.progress.progress`: when wanted, by default when stderr
+    is a terminal, and tqdm is installed), else ``None``."""
+    from ldp.progress import NoProgress, progress
+
+    bar = progress(total, "aggregate", enabled, unit="B", unit_scale=True, leave=True)
+    return None if isinstance(bar, NoProgress) else bar
 
 
 def _input_id(path: Path) -> str:
