@@ -91,19 +91,26 @@ def _read_text(path: str) -> str:
         raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
+def _aggregate_file(path: str, aggregate_type: type, protocol: str) -> Any:
+    """The aggregate in the file ``path`` (checked as untrusted bytes), which must be of ``aggregate_type``."""
+    from ldp.server.store import read_aggregate
+
+    agg = read_aggregate(path)
+    if not isinstance(agg, aggregate_type):
+        raise ValueError(f"{path} holds a {agg.params.protocol} aggregate, not {protocol}")
+    return agg
+
+
 def rappor_decode_files(args: argparse.Namespace) -> Any:
     """Decode RAPPOR counts: Google's params/counts/map CSVs, or our aggregate file + candidates."""
     from ldp.decoders.rappor import RapporAggregate
     from ldp.decoders.rappor_decode import CandidateMap, decode
     from ldp.encoders.rappor import RapporParams
-    from ldp.server.store import read_aggregate
 
     if args.aggregate:
         if args.counts or args.params:
             raise ValueError("give either --aggregate or --params with --counts, not both")
-        agg = read_aggregate(args.aggregate)
-        if not isinstance(agg, RapporAggregate):
-            raise ValueError(f"{args.aggregate} holds a {agg.params.protocol} aggregate, not RAPPOR")
+        agg = _aggregate_file(args.aggregate, RapporAggregate, "RAPPOR")
     else:
         if not (args.params and args.counts):
             raise ValueError("need --aggregate FILE, or Google's --params params.csv and --counts counts.csv")
@@ -123,14 +130,11 @@ def sfp_discover_files(args: argparse.Namespace) -> Any:
     """Discover words from an SFP aggregate file, or from report files and the parameters."""
     from ldp.decoders.sfp import SfpAggregate
     from ldp.encoders.sfp import SfpParams
-    from ldp.server.store import read_aggregate
 
     if args.aggregate:
         if args.reports or args.param:
             raise ValueError("give either --aggregate or --reports with --param options, not both")
-        agg = read_aggregate(args.aggregate)
-        if not isinstance(agg, SfpAggregate):
-            raise ValueError(f"{args.aggregate} holds a {agg.params.protocol} aggregate, not SFP")
+        agg = _aggregate_file(args.aggregate, SfpAggregate, "SFP")
     else:
         if not args.reports:
             raise ValueError("need --aggregate FILE, or --reports FILE... with the parameters as --param KEY=VALUE")

@@ -9,9 +9,9 @@ Two encodings:
 
 * **JSON lines**: ``{"v":1,"protocol":"grr","params":"<16 hex>","payload":{"index":3}}``, bit
   strings as ``"0110..."`` (character i is bit i);
-* **binary frames** for bulk: a header naming protocol, fingerprint and field layout, then one
-  fixed-width column per field and a CRC-32, so a server reads a frame with one ``frombuffer``
-  per column.
+* **binary frames** for bulk (:mod:`ldp.frames`): a header naming protocol, fingerprint and field
+  layout, then one fixed-width column per field and a CRC-32, so a server reads a frame with one
+  ``frombuffer`` per column.
 
 Parsing validates everything; anything malformed raises :class:`ReportError`, whose ``reason``
 is a machine-readable code from :data:`REASONS`.
@@ -22,19 +22,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import struct
-import zlib
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Iterator, Literal, Mapping, Sequence
 
 from bitarray import frozenbitarray
 from bitarray.util import int2ba
 
-__all__ = [
-    "FORMAT_VERSION", "MAX_LINE", "MAX_WINDOW", "max_line_bytes", "REASONS", "ReportError", "Field", "Report", "Frame", "ReportBatch",
-    "canonical_json", "fingerprint", "parse_json", "encode_frames", "iter_frames", "scan_frames", "decode_binary",
-    "validate_report", "bits_from_int",
+__all__ = [  # and, from ldp.frames: Frame, encode_frames, iter_frames, scan_frames, decode_binary (see __getattr__)
+    "FORMAT_VERSION", "MAX_LINE", "MAX_WINDOW", "max_line_bytes", "REASONS", "ReportError", "Field", "Report",
+    "ReportBatch", "canonical_json", "fingerprint", "parse_json", "validate_report", "bits_from_int",
 ]
 
 FORMAT_VERSION = 1
@@ -175,6 +172,8 @@ class Report:
 
     def to_bytes(self) -> bytes:
         """This report alone as one binary frame."""
+        from ldp.frames import encode_frames
+
         return encode_frames([self])
 
 
@@ -238,230 +237,6 @@ def validate_report(report: Report, protocol: str, fp: str, schema: tuple[Field,
 
 
 # --------------------------------------------------------------------------------------------
-# Binary frames
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Frame:
-    """A parsed binary frame: ``count`` records of ``fields``, stored column by column.
-
-    ``layout`` gives, per field, ``(name, kind, width)``: ``width`` is the byte width (1, 2, 4, 8,
-    little-endian) of a ``uint`` column, or the bit length of a ``bits`` column (each record packed
-    in ceil(width/8) bytes, bit i in byte i//8 at position i%8). Parsed frames' ``columns`` are
-    read-only memoryviews of the input bytes (no copy).
-    """
-
-    protocol: str
-    fingerprint: str
-    layout: tuple[tuple[str, str, int], ...]
-    count: int
-    columns: Mapping[str, bytes | memoryview]
-
-    def reports(self) -> Iterator[Report]:
-        """The frame's records as :class:`Report` objects (validated)."""
-        readers = []
-        for name, kind, width in self.layout:
-            col = self.columns[name]
-            if kind == "uint":
-                readers.append((name, lambda i, c=col, w=width: int.from_bytes(c[i * w:(i + 1) * w], "little")))
-            else:
-                nbytes = (width + 7) // 8
-                readers.append((name, lambda i, c=col, w=width, nb=nbytes: _unpack_bits(c[i * nb:(i + 1) * nb], w)))
-        for i in range(self.count):
-            yield Report(self.protocol, self.fingerprint, {name: read(i) for name, read in readers})
-
-
-def _unpack_bits(raw: bytes, nbits: int) -> frozenbitarray:
-    bits = frozenbitarray(buffer=raw, endian="little") if raw else frozenbitarray(endian="little")
-    if bits[nbits:].any():
-        raise ReportError("bad_value", "padding bits after the last bit must be zero")
-    return bits[:nbits]
-
-
-def _uint_width(max_value: int) -> int:
-    return next(w for w in (1, 2, 4, 8) if max_value < 1 << (8 * w))
-
-
-def _frame_header(protocol: str, fp: str, layout: Iterable[tuple[str, str, int]], count: int) -> bytes:
-    layout = list(layout)
-    out = [MAGIC, bytes([FORMAT_VERSION, len(protocol)]), protocol.encode("ascii"), bytes.fromhex(fp), bytes([len(layout)])]
-    for name, kind, width in layout:
-        out += [bytes([len(name)]), name.encode("ascii"), struct.pack("<BI", _KIND_CODES[kind], width)]
-    out.append(struct.pack("<I", count))
-    return b"".join(out)
-
-
-def _seal(body: bytes) -> bytes:
-    return body + struct.pack("<I", zlib.crc32(body))
-
-
-def _layout_of(report: Report) -> tuple[tuple[str, str, int], ...]:
-    return tuple((k, "uint", 0) if isinstance(v, int) else (k, "bits", len(v)) for k, v in report.payload.items())
-
-
-def encode_frames(reports: Iterable[Report]) -> bytes:
-    """Encode reports as binary frames, one frame per run of reports with the same layout."""
-    out: list[bytes] = []
-    run: list[Report] = []
-    key: tuple[Any, ...] | None = None
-    for r in reports:
-        k = (r.protocol, r.fingerprint, _layout_of(r))
-        if k != key or len(run) >= MAX_FRAME_RECORDS:
-            if run:
-                out.append(_encode_run(run))
-            run, key = [], k
-        run.append(r)
-    if run:
-        out.append(_encode_run(run))
-    return b"".join(out)
-
-
-def _encode_run(run: list[Report]) -> bytes:
-    first = run[0]
-    layout, columns = [], []
-    for name, kind, width in _layout_of(first):
-        values = [r.payload[name] for r in run]
-        if kind == "uint":
-            width = _uint_width(max(values))
-            columns.append(b"".join(v.to_bytes(width, "little") for v in values))
-        else:
-            columns.append(b"".join(v.tobytes() for v in values))
-        layout.append((name, kind, width))
-    return _seal(_frame_header(first.protocol, first.fingerprint, layout, len(run)) + b"".join(columns))
-
-
-class _Reader:
-    """Reads a frame from a memoryview: every field and column is a view of the input, never a copy."""
-
-    def __init__(self, data: memoryview, pos: int) -> None:
-        self.data, self.pos = data, pos
-
-    def take(self, n: int) -> memoryview:
-        if self.pos + n > len(self.data):
-            raise ReportError("truncated", f"needed {n} bytes at offset {self.pos}")
-        chunk = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return chunk
-
-    def byte(self) -> int:
-        return self.take(1)[0]
-
-    def ascii(self, n: int, pattern: re.Pattern[str], reason: str) -> str:
-        raw = self.take(n)
-        text = str(raw, "ascii", errors="replace")
-        if not pattern.match(text):
-            raise ReportError(reason, f"invalid name {bytes(raw)!r}")
-        return text
-
-
-def _read_frame(data: memoryview, pos: int) -> tuple[Frame, int]:
-    """The frame at ``pos`` of ``data`` (a byte memoryview) and the offset after it. Its columns are
-    views of ``data`` and its CRC-32 is computed over a view: parsing copies no record."""
-    rd = _Reader(data, pos)
-    if rd.take(4) != MAGIC:
-        raise ReportError("bad_magic", f"no frame magic at offset {pos}")
-    if (version := rd.byte()) != FORMAT_VERSION:
-        raise ReportError("bad_version", f"frame format version {version}")
-    protocol = rd.ascii(rd.byte(), _PROTOCOL_RE, "bad_protocol")
-    fp = rd.take(8).hex()
-    nfields = rd.byte()
-    if not 1 <= nfields <= MAX_FIELDS:
-        raise ReportError("bad_payload", f"frames have 1..{MAX_FIELDS} fields, got {nfields}")
-    layout, sizes = [], []
-    for _ in range(nfields):
-        name = rd.ascii(rd.byte(), _FIELD_RE, "bad_field")
-        code, width = struct.unpack("<BI", rd.take(5))
-        kind = _KIND_NAMES.get(code)
-        if kind == "uint" and width in (1, 2, 4, 8):
-            sizes.append(width)
-        elif kind == "bits" and 1 <= width <= MAX_BITS:
-            sizes.append((width + 7) // 8)
-        else:
-            raise ReportError("bad_field", f"field {name!r}: kind {code} with width {width}")
-        if any(name == n for n, _, _ in layout):
-            raise ReportError("duplicate_key", f"field {name!r} appears twice")
-        layout.append((name, kind, width))
-    (count,) = struct.unpack("<I", rd.take(4))
-    if count == 0:
-        raise ReportError("bad_payload", "frame holds no record")
-    columns = {name: rd.take(count * size) for (name, _, _), size in zip(layout, sizes)}
-    body_end = rd.pos
-    (crc,) = struct.unpack("<I", rd.take(4))
-    if zlib.crc32(data[pos:body_end]) != crc:
-        raise ReportError("bad_checksum", f"frame at offset {pos} fails its CRC-32", records=count, resume=rd.pos)
-    return Frame(protocol, fp, tuple(layout), count, MappingProxyType(columns)), rd.pos
-
-
-def iter_frames(data: bytes) -> Iterator[Frame]:
-    """Parse concatenated binary frames; the first malformed frame raises :class:`ReportError`."""
-    for item in scan_frames(data):
-        if isinstance(item, ReportError):
-            raise item
-        yield item
-
-
-_PLAUSIBLE_FRAME = re.compile(MAGIC + bytes([FORMAT_VERSION]) + rb"[\x01-\x20][a-z]")
-"""A frame magic followed by the format version and a protocol name's plausible first two bytes."""
-_FALSE_START_MARGIN = 4 + 1 + 1 + 255 + 1
-"""Bytes a false start's failed checks (magic, version, protocol name) can read at most."""
-
-
-def _false_starts(data: bytes, start: int) -> tuple[int, list[ReportError]]:
-    """Skip, in bulk, the frame magics from ``start`` on that fail before their protocol name: the
-    next plausible frame start (or the tail, where a false start may be ``truncated``) and one
-    error per reason with ``records`` = how many, exactly what one-by-one parsing would count."""
-    m = _PLAUSIBLE_FRAME.search(data, start)
-    stop = min(m.start() if m else len(data), len(data) - _FALSE_START_MARGIN)
-    if stop <= start:
-        return start, []
-    magics = data.count(MAGIC, start, stop + len(MAGIC) - 1)
-    versioned = data.count(MAGIC + bytes([FORMAT_VERSION]), start, stop + len(MAGIC))
-    errors = [ReportError(reason, f"{n} false frame starts from offset {start}: {what}", records=n)
-              for reason, n, what in (("bad_version", magics - versioned, "frame magic without the format version"),
-                                      ("bad_protocol", versioned, "no valid protocol name after the magic")) if n]
-    nxt = data.find(MAGIC, stop)
-    return (len(data) if nxt < 0 else nxt), errors
-
-
-def scan_frames(data: bytes | bytearray | memoryview, *, bulk: bool = True) -> Iterator[Frame | ReportError]:
-    """Parse concatenated frames, yielding a :class:`ReportError` for each malformed one and
-    going on after it: past its end when its header was readable (a failed CRC) and another
-    frame (or the end of the data) follows there, otherwise at the next frame magic. Every
-    intact frame is read; the CRC-32 rejects a false start found inside damaged bytes. Runs of
-    false starts that fail before their protocol name are counted in bulk (one error per reason,
-    its ``records`` the number of them), so junk full of magics is skipped at ``bytes.find`` speed;
-    ``bulk=False`` parses each false start on its own (the reference the bulk path is tested against).
-    Intact frames' columns are views of ``data`` (``bytes`` are not copied; other buffers once)."""
-    if type(data) is not bytes:
-        data = bytes(data)  # immutable (frames are views of it) and searched with bytes.find/count
-    view = memoryview(data)
-    pos = 0
-    while pos < len(data):
-        try:
-            frame, pos = _read_frame(view, pos)
-        except ReportError as err:
-            nxt = err.resume
-            if nxt is not None and nxt < len(data) and data[nxt:nxt + 4] != MAGIC:
-                # the damaged header mis-states the frame's size: do not trust its end or count
-                err.resume, err.records, nxt = None, 1, None
-            yield err
-            if nxt is None:
-                nxt, skipped = _false_starts(data, pos + 1) if bulk else (-1, [])
-                yield from skipped
-                if not skipped:
-                    nxt = data.find(MAGIC, pos + 1)
-            pos = len(data) if nxt < 0 else nxt
-            continue
-        yield frame
-
-
-def decode_binary(data: bytes) -> list[Report]:
-    """All reports in ``data`` (concatenated frames); raise :class:`ReportError` if any is malformed."""
-    return [r for frame in iter_frames(data) for r in frame.reports()]
-
-
-# --------------------------------------------------------------------------------------------
 # Columnar batches (simulation and vectorized server paths; columns are numpy arrays)
 # --------------------------------------------------------------------------------------------
 
@@ -487,25 +262,26 @@ class ReportBatch:
         return self.n
 
     def to_bytes(self) -> bytes:
-        """The batch as binary frames (vectorized: one ``tobytes`` per column and frame)."""
-        out = []
-        for start in range(0, self.n, MAX_FRAME_RECORDS):
-            stop = min(self.n, start + MAX_FRAME_RECORDS)
-            layout, cols = [], []
-            for f in self.schema:
-                col = self.columns[f.name][start:stop]
-                if f.kind == "uint":
-                    width = _uint_width(max(f.size - 1, 0))
-                    if col.size and (col.min() < 0 or col.max() >= f.size):
-                        raise ValueError(f"field {f.name!r} has values outside [0, {f.size}); refusing to encode them")
-                    cols.append(col.astype(f"<u{width}").tobytes())
-                    layout.append((f.name, "uint", width))
-                else:
-                    cols.append(col.tobytes())
-                    layout.append((f.name, "bits", f.size))
-            out.append(_seal(_frame_header(self.protocol, self.fingerprint, layout, stop - start) + b"".join(cols)))
-        return b"".join(out)
+        """The batch as binary frames (:func:`ldp.frames.encode_batch`)."""
+        from ldp.frames import encode_batch
+
+        return encode_batch(self)
 
     def reports(self) -> Iterator[Report]:
         """The batch as individual reports (a Python loop: for export, not for bulk paths)."""
+        from ldp.frames import iter_frames
+
         return (r for frame in iter_frames(self.to_bytes()) for r in frame.reports())
+
+
+_FRAME_NAMES = frozenset({"Frame", "encode_frames", "iter_frames", "scan_frames", "decode_binary"})
+
+
+def __getattr__(name: str) -> Any:
+    """The binary-frame names, defined in :mod:`ldp.frames`, exported here too (on first use: the two
+    modules import each other)."""
+    if name in _FRAME_NAMES:
+        from ldp import frames
+
+        return getattr(frames, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
