@@ -15,8 +15,9 @@ Composition (Dwork & Roth, *The Algorithmic Foundations of DP*, 2014):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 __all__ = [
     "PrivacyCost",
@@ -65,19 +66,19 @@ class PrivacyCost:
         object.__setattr__(self, "epsilon", _check_real(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check_real(self.delta, "delta", upper=1.0, upper_open=True))
 
-    def __add__(self, other: "PrivacyCost") -> "PrivacyCost":
+    def __add__(self, other: PrivacyCost) -> PrivacyCost:
         """Sequential composition."""
         if not isinstance(other, PrivacyCost):
             return NotImplemented
         return PrivacyCost(self.epsilon + other.epsilon, min(self.delta + other.delta, math.nextafter(1.0, 0.0)))
 
-    def times(self, k: int) -> "PrivacyCost":
+    def times(self, k: int) -> PrivacyCost:
         """k-fold sequential composition: ``(k·ε, k·δ)``."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError(f"number of compositions must be an int >= 0, got {k!r}")
         return PrivacyCost(k * self.epsilon, min(k * self.delta, math.nextafter(1.0, 0.0)))
 
-    def fits_within(self, cap: "PrivacyCost") -> bool:
+    def fits_within(self, cap: PrivacyCost) -> bool:
         """``True`` if both ε and δ are at most the cap's (with a 1e-9 relative rounding slack)."""
         return _fits(self.epsilon, cap.epsilon) and _fits(self.delta, cap.delta)
 
@@ -85,7 +86,7 @@ class PrivacyCost:
         return {"epsilon": self.epsilon, "delta": self.delta}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, float]) -> "PrivacyCost":
+    def from_dict(cls, d: Mapping[str, float]) -> PrivacyCost:
         return cls(d["epsilon"], d.get("delta", 0.0))
 
     def __str__(self) -> str:
@@ -175,10 +176,10 @@ class PrivacyAccountant:
         self.cap = cap
         self.releases: list[tuple[str, PrivacyCost]] = []
 
-    def __copy__(self) -> "PrivacyAccountant":
+    def __copy__(self) -> PrivacyAccountant:
         return self  # one running total: copies (scikit-learn's clone in cross-validation) share it
 
-    def __deepcopy__(self, memo: dict) -> "PrivacyAccountant":
+    def __deepcopy__(self, memo: dict) -> PrivacyAccountant:
         return self
 
     @property

@@ -14,10 +14,11 @@ Standard library only, so client-side code can be audited without numpy.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any
 
 from ldp.randomness import PRECISION_BITS, RandomSource, bernoulli_threshold
 

@@ -14,7 +14,8 @@ import secrets
 import struct
 import threading
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ldp.random_base import PRECISION_BITS, RandomSource, bernoulli_threshold
 
@@ -202,7 +203,7 @@ class SystemRandomSource(BufferedRandomSource):
         return "SystemRandomSource()"
 
 
-_OS_SOURCES: "weakref.WeakSet[BufferedRandomSource]" = weakref.WeakSet()
+_OS_SOURCES: weakref.WeakSet[BufferedRandomSource] = weakref.WeakSet()
 
 
 def _forget_buffers_after_fork() -> None:

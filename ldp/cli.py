@@ -7,15 +7,34 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ldp import __version__
-
-from ldp.cli_protocols import add_params_options, key_value, privacy_summary, rappor_decode_files, sfp_discover_files, build_params
 from ldp.cli_logging import add_logging_arguments, cli_logging
+from ldp.cli_protocols import (
+    add_params_options,
+    build_params,
+    key_value,
+    privacy_summary,
+    rappor_decode_files,
+    sfp_discover_files,
+)
+from ldp.cli_support import (
+    BAD_INPUT,
+    _debug_traceback,
+    count,
+    error_text,
+    finite_float,
+    input_file,
+    non_negative_int,
+    number,
+    open_unit,
+    positive_float,
+    positive_int,
+    report_error,
+)
 from ldp.tables import Column, render
-from ldp.cli_support import (BAD_INPUT, _debug_traceback, count, error_text, finite_float, input_file,
-                             non_negative_int, number, open_unit, positive_float, positive_int, report_error)
 
 
 def _simulate(args: argparse.Namespace) -> dict[str, Any]:

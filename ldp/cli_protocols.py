@@ -10,6 +10,7 @@ from typing import Any
 
 from ldp.cli_support import finite_float
 
+
 def key_value(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")

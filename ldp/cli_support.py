@@ -12,7 +12,8 @@ import csv
 import math
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
            "non_negative_int", "finite_float", "positive_float", "open_unit", "matplotlib_missing"]

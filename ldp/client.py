@@ -24,8 +24,9 @@ import secrets
 import sqlite3
 import time
 import warnings
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 from ldp.accountant import BudgetExceeded, PrivacyCost
 from ldp.encoders.base import Encoder
@@ -368,7 +369,7 @@ class TelemetryClient:
     def close(self) -> None:
         self._ledger.close()
 
-    def __enter__(self) -> "TelemetryClient":
+    def __enter__(self) -> TelemetryClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

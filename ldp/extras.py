@@ -11,7 +11,7 @@ instead of failing deep inside with a bare ``ModuleNotFoundError``.
 from __future__ import annotations
 
 import importlib.util
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["SERVER_MODULES", "MissingExtraError", "require_extra"]
 

@@ -12,14 +12,27 @@ from __future__ import annotations
 import re
 import struct
 import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from bitarray import frozenbitarray
 
-from ldp.reports import (_FIELD_RE, _KIND_CODES, _KIND_NAMES, _PROTOCOL_RE, FORMAT_VERSION, MAGIC, MAX_BITS,
-                         MAX_FIELDS, MAX_FRAME_RECORDS, Report, ReportBatch, ReportError)
+from ldp.reports import (
+    _FIELD_RE,
+    _KIND_CODES,
+    _KIND_NAMES,
+    _PROTOCOL_RE,
+    FORMAT_VERSION,
+    MAGIC,
+    MAX_BITS,
+    MAX_FIELDS,
+    MAX_FRAME_RECORDS,
+    Report,
+    ReportBatch,
+    ReportError,
+)
 
 __all__ = ["Frame", "encode_frames", "encode_batch", "iter_frames", "scan_frames", "decode_binary"]
 

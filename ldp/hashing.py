@@ -19,9 +19,8 @@ Never use Python's built-in ``hash()``: it is salted per process.
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import hashlib
+from collections.abc import Iterable
 
 import mmh3
 

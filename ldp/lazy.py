@@ -4,7 +4,8 @@ package, or one light submodule of it, does not import every heavy submodule."""
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any
 
 __all__ = ["lazy_exports"]
 

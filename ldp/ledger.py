@@ -12,9 +12,10 @@ import math
 import os
 import sqlite3
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import TypeVar
 
 from ldp import ledger_sql as sql
 from ldp.accountant import PrivacyCost, _cap_limits, _check_real, _clamped, _first_exceeded
@@ -405,7 +406,7 @@ class BudgetLedger:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "BudgetLedger":
+    def __enter__(self) -> BudgetLedger:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -24,13 +24,15 @@ detectable count is the ``f`` detected with probability ``power``: ``f = z_{1−
 from __future__ import annotations
 
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+
 # isort: split
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

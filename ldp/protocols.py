@@ -13,7 +13,7 @@ import importlib
 import inspect
 import pkgutil
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 __all__ = ["Protocol", "client_protocols", "get_protocol", "protocols", "params_from_dict"]
@@ -38,7 +38,7 @@ def _scan(package: str, base: type) -> list[type]:
     return found
 
 
-@lru_cache(maxsize=None)
+@cache
 def client_protocols() -> dict[str, tuple[type, type]]:
     """``{name: (params_type, encoder_type)}`` from :mod:`ldp.encoders` (standard library only)."""
     from ldp.encoders.base import Encoder
@@ -52,7 +52,7 @@ def client_protocols() -> dict[str, tuple[type, type]]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def protocols() -> dict[str, Protocol]:
     """Every protocol with its params, encoder and aggregate types (imports numpy)."""
     from ldp.decoders.base import Aggregate

@@ -27,8 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 # re-exported: the primitives (random_base) and the buffered OS source (buffered_random)
 from ldp.buffered_random import BufferedRandomSource, SystemRandomSource, UnbufferedSystemRandomSource
-from ldp.random_base import (PRECISION_BITS, RandomSource, bernoulli_threshold, bitsliced_below, check_probability,
-                             check_resolvable, logistic_tail, realized_probability)
+from ldp.random_base import (
+    PRECISION_BITS,
+    RandomSource,
+    bernoulli_threshold,
+    bitsliced_below,
+    check_probability,
+    check_resolvable,
+    logistic_tail,
+    realized_probability,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -156,7 +164,7 @@ def client_source(rng: Any = None) -> RandomSource:
     )
 
 
-def as_generator(rng: Any = None) -> "np.random.Generator":
+def as_generator(rng: Any = None) -> np.random.Generator:
     """Resolve a simulation's randomness to a numpy ``Generator`` (imports numpy lazily).
 
     ``None`` -> fresh OS entropy; int or ``SeedSequence`` -> seeded; ``Generator`` -> itself;
@@ -181,6 +189,6 @@ def as_generator(rng: Any = None) -> "np.random.Generator":
     raise TypeError(f"rng must be None, an int seed, a numpy Generator or SeedSequence; got {type(rng).__name__}")
 
 
-def batch_bernoulli(gen: "np.random.Generator", p: Any, size: Any) -> "np.ndarray":
+def batch_bernoulli(gen: np.random.Generator, p: Any, size: Any) -> np.ndarray:
     """Boolean array of Bernoulli(p) draws (p scalar or broadcastable array), resolution 2**-53."""
     return gen.random(size) < p

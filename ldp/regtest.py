@@ -12,13 +12,15 @@ matplotlib (the ``plot`` extra) is imported only inside :func:`plot_case`.
 from __future__ import annotations
 
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+
 # isort: split
 
 import math
 import re
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

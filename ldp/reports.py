@@ -22,9 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Iterator, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from bitarray import frozenbitarray
 from bitarray.util import int2ba
@@ -153,7 +154,7 @@ class Report:
         object.__setattr__(self, "payload", MappingProxyType(clean))
 
     @classmethod
-    def trusted(cls, protocol: str, fingerprint: str, payload: dict[str, PayloadValue]) -> "Report":
+    def trusted(cls, protocol: str, fingerprint: str, payload: dict[str, PayloadValue]) -> Report:
         """Build without re-validating (for encoders whose output is valid by construction): the
         same object as ``Report(...)`` would make, its fields written straight into ``__dict__``."""
         report = object.__new__(cls)

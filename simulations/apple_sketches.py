@@ -45,15 +45,18 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
-from ldp.simulation import comma_list, write_rows_csv as write_csv  # noqa: E402
+from ldp.simulation import comma_list  # noqa: E402
+from ldp.simulation import write_rows_csv as write_csv
+
 DEFAULT_OUT = ROOT / "simulations" / "results" / "apple_sketches"
 SWEEPS = ("epsilon", "m", "k")
 ORACLES = ("cms", "hcms")

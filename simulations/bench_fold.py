@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import time
 import zlib
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -139,8 +139,9 @@ def _two_processes(paths: list[Path]) -> float:
 
 
 def _warm(_: int) -> None:
-    import ldp.server.arrow  # noqa: F401
     import pyarrow.parquet  # noqa: F401
+
+    import ldp.server.arrow  # noqa: F401
 
 
 def register(b: ModuleType) -> None:

@@ -16,8 +16,9 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 BATCH = 10
 

@@ -43,9 +43,10 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -53,8 +54,16 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from ldp.client import BudgetExceeded, TelemetryClient  # noqa: E402
-from ldp.server import (aggregate_files, decode_aggregate, load_candidates, read_aggregate,  # noqa: E402
-                        sections_from_envelopes, write_binary, write_csv, write_parquet)
+from ldp.server import (  # noqa: E402
+    aggregate_files,
+    decode_aggregate,
+    load_candidates,
+    read_aggregate,
+    sections_from_envelopes,
+    write_binary,
+    write_csv,
+    write_parquet,
+)
 from ldp.simulation import write_rows_csv  # noqa: E402
 from ldp.spec import CollectionSpec, parse_envelope  # noqa: E402
 

@@ -83,15 +83,18 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
-from ldp.simulation import comma_list, write_rows_csv as write_csv  # noqa: E402
+from ldp.simulation import comma_list  # noqa: E402
+from ldp.simulation import write_rows_csv as write_csv
+
 DEFAULT_OUT = ROOT / "simulations" / "results" / "kalaja"
 DATASETS = ("diabetes", "workinghours", "diamonds")
 DEFAULT_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 2.9, 5.0, 10.0)
@@ -236,7 +239,12 @@ class FittedMaps:
 
 def fit_maps(variant: Variant, X: Any, y: Any, y_center: str) -> FittedMaps:
     from ldp.regression.preprocessing import (
-        ClipUpper, InterceptColumn, MaxNormMap, RowNormMap, Standardize, TargetScaler,
+        ClipUpper,
+        InterceptColumn,
+        MaxNormMap,
+        RowNormMap,
+        Standardize,
+        TargetScaler,
     )
 
     steps: list[Any] = []
@@ -369,6 +377,7 @@ def _diagnostics(maps: FittedMaps, Xtr: Any, Zte: Any) -> tuple[float, float, fl
     """x_max, y_max, the median training row norm after the mapping (intercept column excluded), the
     clipped share of training entries, the share of test rows outside the unit ball."""
     import numpy as np
+
     from ldp.regression.preprocessing import ClipUpper, InterceptColumn, MaxNormMap
 
     x_max = next((s.x_max_ for s in maps.steps if isinstance(s, MaxNormMap)), math.nan)

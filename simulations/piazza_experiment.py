@@ -102,15 +102,18 @@ import math
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
-from ldp.simulation import comma_list, write_rows_csv as write_csv  # noqa: E402
+from ldp.simulation import comma_list  # noqa: E402
+from ldp.simulation import write_rows_csv as write_csv
+
 DEFAULT_OUT = ROOT / "simulations" / "results" / "piazza"
 DESIGNS = ("isotropic", "toeplitz")
 NOISES = ("piazza", "analytic")
@@ -347,9 +350,7 @@ def run_dataset(design: str, n: int, theta: Any, args: argparse.Namespace) -> tu
     """All splits of one data set: per-(noise, ε, algorithm, γ) traces and the references' per-split values."""
     import numpy as np
 
-    from ldp.regression.stats import enforce_bounds
-
-    from ldp.regression.stats import SufficientStatistics
+    from ldp.regression.stats import SufficientStatistics, enforce_bounds
 
     X, y = make_data(design, n, theta, args.seed, args.toeplitz_rho)
     # Clipping is row by row, so clipping the whole data set once = clipping each training split.

@@ -22,8 +22,9 @@ import sys
 import time
 import warnings
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "simulations" / "results" / "rappor_regtest"

@@ -15,7 +15,8 @@ import struct
 import tracemalloc
 import zlib
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -10,6 +10,7 @@ import sqlite3
 import warnings
 
 import pytest
+from test_client import SPEC, T0, Clock, check_invariants, spec_doc
 
 from ldp.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
 from ldp.client import StateError, TelemetryClient
@@ -18,7 +19,6 @@ from ldp.ledger import MAX_CLOCK, ClockError, check_clock
 from ldp.randomness import SeededRandomnessWarning, is_seeded
 from ldp.reports import ReportError, parse_json
 from ldp.spec import CollectionSpec, EnvelopeError, SpecError, parse_envelope
-from test_client import SPEC, T0, Clock, check_invariants, spec_doc
 
 GRR = GRRParams.from_labels(1.0, ["r", "g", "b"])
 RAPPOR = RapporParams(16, 2, 4, 0.5, 0.75, 0.5)

@@ -24,14 +24,23 @@ from bitarray.util import int2ba
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ldp.encoders import (BinaryRREncoder, BinaryRRParams, CmsEncoder, CmsParams, GRREncoder, GRRParams,
-                          HcmsEncoder, HcmsParams, RapporEncoder, RapporParams)
+from ldp.encoders import (
+    BinaryRREncoder,
+    BinaryRRParams,
+    CmsEncoder,
+    CmsParams,
+    GRREncoder,
+    GRRParams,
+    HcmsEncoder,
+    HcmsParams,
+    RapporEncoder,
+    RapporParams,
+)
 from ldp.encoders.base import BoundedMemo
 from ldp.encoders.hcms import hadamard_entry
 from ldp.encoders.rappor import MEMO_ENTRIES, MEMO_MAX_VALUE
 from ldp.encoders.sfp import SfpEncoder, SfpParams
-from ldp.randomness import (BufferedRandomSource, RandomSource, SeededRandomSource, SystemRandomSource,
-                            client_source)
+from ldp.randomness import BufferedRandomSource, RandomSource, SeededRandomSource, SystemRandomSource, client_source
 from ldp.reports import Report, bits_from_int
 
 

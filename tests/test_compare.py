@@ -16,15 +16,26 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from script_helpers import ROOT, load_script, read_csv
 
 from ldp.cli import main
 from ldp.compare import (
-    RegressionSetup, add_compare_arguments, compare_command, local_noise_sd, local_reports, local_sensitivity,
-    multiplier_rows, protocol_rows, regression_rows, render, seed004_errors, seed004_rows, seed004_slopes,
+    RegressionSetup,
+    add_compare_arguments,
+    compare_command,
+    local_noise_sd,
+    local_reports,
+    local_sensitivity,
+    multiplier_rows,
+    protocol_rows,
+    regression_rows,
+    render,
+    seed004_errors,
+    seed004_rows,
+    seed004_slopes,
 )
 from ldp.compare.regression import aggregate_noise, first_order_mse, sum_reports, user_statistics
 from ldp.compare.report import COLUMNS
-from script_helpers import ROOT, load_script, read_csv
 
 Z = 4.0
 SIZES = 5 * 2 ** np.arange(10)  # n0 = 5, 10, 20, …, 2560: subsamples of seed 004's 3,000 people

@@ -24,8 +24,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ldp import ledger_sql
-from ldp.accountant import (BudgetExceeded, BudgetLedger, BudgetPolicy, MemoizedCharge, PrivacyCost, _cap_limits,
-                            _first_exceeded)
+from ldp.accountant import (
+    BudgetExceeded,
+    BudgetLedger,
+    BudgetPolicy,
+    MemoizedCharge,
+    PrivacyCost,
+    _cap_limits,
+    _first_exceeded,
+)
 from ldp.client import TelemetryClient
 from ldp.encoders import GRREncoder, GRRParams
 from ldp.ledger import LedgerDamagedError

@@ -14,8 +14,13 @@ import pytest
 
 from ldp.accountant import BudgetExceeded, PrivacyAccountant, PrivacyCost
 from ldp.regression.objective import (
-    FunctionalMechanism, OutputPerturbation, constrained_ridge, functional_mechanism_sensitivity,
-    minimise_noisy_quadratic, objective_coefficients, output_perturbation_sensitivity,
+    FunctionalMechanism,
+    OutputPerturbation,
+    constrained_ridge,
+    functional_mechanism_sensitivity,
+    minimise_noisy_quadratic,
+    objective_coefficients,
+    output_perturbation_sensitivity,
 )
 from ldp.regression.stats import SufficientStatistics
 

@@ -60,7 +60,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from script_helpers import load_script, read_csv
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,11 +10,11 @@ import math
 import sys
 
 import pytest
+from script_helpers import load_script, read_csv
 
 from ldp.encoders import CmsParams, GRRParams
 from ldp.encoders.sfp import SfpParams
 from ldp.plan import default_params, plan, solve_n
-from script_helpers import load_script, read_csv
 
 REL = 1e-5
 

@@ -10,8 +10,18 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ldp.audit import audit, audit_encoder
-from ldp.encoders import (BinaryRREncoder, BinaryRRParams, CmsEncoder, CmsParams, GRREncoder, GRRParams,
-                          HcmsEncoder, HcmsParams, RapporEncoder, RapporParams)
+from ldp.encoders import (
+    BinaryRREncoder,
+    BinaryRRParams,
+    CmsEncoder,
+    CmsParams,
+    GRREncoder,
+    GRRParams,
+    HcmsEncoder,
+    HcmsParams,
+    RapporEncoder,
+    RapporParams,
+)
 from ldp.encoders.base import MAX_AGGREGATE_CELLS
 from ldp.encoders.sfp import SfpEncoder, SfpParams
 from ldp.randomness import realized_probability

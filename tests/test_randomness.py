@@ -10,8 +10,14 @@ import numpy as np
 import pytest
 
 from ldp.randomness import (
-    GeneratorRandomSource, RandomSource, SeededRandomSource, SystemRandomSource, as_generator,
-    bernoulli_threshold, bitsliced_below, client_source,
+    GeneratorRandomSource,
+    RandomSource,
+    SeededRandomSource,
+    SystemRandomSource,
+    as_generator,
+    bernoulli_threshold,
+    bitsliced_below,
+    client_source,
 )
 
 

@@ -12,10 +12,16 @@ import sklearn
 
 from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
 from ldp.regression.mechanisms import PrivacyLeakWarning
-from ldp.regression.preprocessing import (
-    ClipSymmetric, ClipUpper, InterceptColumn, MaxNormMap, RowNormMap, Standardize, TargetScaler,
-)
 from ldp.regression.pipeline import KalajaPipeline, kalaja_pipeline, unstandardized_coefficients
+from ldp.regression.preprocessing import (
+    ClipSymmetric,
+    ClipUpper,
+    InterceptColumn,
+    MaxNormMap,
+    RowNormMap,
+    Standardize,
+    TargetScaler,
+)
 from ldp.regression.ssp import SSP, AdaSSP
 
 WITH_STATS = {  # transformer -> the keys of public_statistics_

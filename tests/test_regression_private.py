@@ -14,7 +14,12 @@ from scipy.stats import norm
 from ldp.accountant import BudgetExceeded, PrivacyAccountant, PrivacyCost, compose_sequential
 from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
 from ldp.regression.mechanisms import (
-    PrivacyLeakWarning, ReproductionOnlyWarning, analytic_gaussian_sigma, gaussian_sigma, log_term, split_budget,
+    PrivacyLeakWarning,
+    ReproductionOnlyWarning,
+    analytic_gaussian_sigma,
+    gaussian_sigma,
+    log_term,
+    split_budget,
     symmetric_noise,
 )
 from ldp.regression.ssp import SSP, AdaSSP, AdaSSPBudget, ConstSSPFull

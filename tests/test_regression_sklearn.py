@@ -16,8 +16,20 @@ from sklearn.utils import get_tags
 from sklearn.utils.estimator_checks import check_estimator
 
 from ldp.regression import (
-    OLS, SSP, AdaSSP, AdaSSPBudget, ConstSSPFull, FunctionalMechanism, KalajaPipeline, NonPrivateRobustLR,
-    OutputPerturbation, PrivacyLeakWarning, Ridge, RobustPrivateLR, SufficientStatistics, TrivialPredictor,
+    OLS,
+    SSP,
+    AdaSSP,
+    AdaSSPBudget,
+    ConstSSPFull,
+    FunctionalMechanism,
+    KalajaPipeline,
+    NonPrivateRobustLR,
+    OutputPerturbation,
+    PrivacyLeakWarning,
+    Ridge,
+    RobustPrivateLR,
+    SufficientStatistics,
+    TrivialPredictor,
 )
 
 DEFAULTS = [SSP(), AdaSSP(), AdaSSPBudget(), ConstSSPFull(), RobustPrivateLR(), NonPrivateRobustLR(),

@@ -9,21 +9,22 @@ import random
 import struct
 import zlib
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from ldp.decoders.base import Aggregate
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate
 from ldp.encoders.randomized_response import BinaryRRParams, GRREncoder, GRRParams
 from ldp.reports import (
     MAX_BITS,
-    Frame,
     MAX_LINE,
     REASONS,
     Field,
+    Frame,
     Report,
     ReportBatch,
     ReportError,

@@ -14,11 +14,25 @@ from scipy.stats import rankdata, spearmanr
 from ldp.accountant import BudgetExceeded, PrivacyAccountant, PrivacyCost, compose_sequential
 from ldp.regression.mechanisms import PrivacyLeakWarning
 from ldp.regression.rplr import (
-    DEFAULT_OMEGA_GRID, DEFAULT_SPLIT, THESIS_OMEGA_GRID, NonPrivateRobustLR, RobustPrivateLR, clip_data,
-    posterior_mean, rplr_noise_scales, rplr_sensitivities,
+    DEFAULT_OMEGA_GRID,
+    DEFAULT_SPLIT,
+    THESIS_OMEGA_GRID,
+    NonPrivateRobustLR,
+    RobustPrivateLR,
+    clip_data,
+    posterior_mean,
+    rplr_noise_scales,
+    rplr_sensitivities,
 )
 from ldp.regression.rplr_search import (
-    _rho_fast, auxiliary_data, choose_clipping, choose_split, model_311, preprocess, spearman, spearman_columns,
+    _rho_fast,
+    auxiliary_data,
+    choose_clipping,
+    choose_split,
+    model_311,
+    preprocess,
+    spearman,
+    spearman_columns,
     split_grid,
 )
 from ldp.regression.stats import SufficientStatistics

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from script_helpers import load_script, read_csv
 
 ROOT = Path(__file__).resolve().parent.parent

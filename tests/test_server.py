@@ -22,10 +22,24 @@ import pytest
 
 import ldp.server.job as job_module
 from ldp.protocols import get_protocol
-from ldp.reports import ReportError
-from ldp.server import (Folder, InputChangedError, JobError, Section, add_server_arguments, aggregate_files,
-                        decode_file, merge_files, read_aggregate, sections_from_envelopes, server_command,
-                        spec_index, write_binary, write_csv, write_jsonl, write_parquet)
+from ldp.server import (
+    Folder,
+    InputChangedError,
+    JobError,
+    Section,
+    add_server_arguments,
+    aggregate_files,
+    decode_file,
+    merge_files,
+    read_aggregate,
+    sections_from_envelopes,
+    server_command,
+    spec_index,
+    write_binary,
+    write_csv,
+    write_jsonl,
+    write_parquet,
+)
 from ldp.server.fold import SERVER_REASONS
 from ldp.server.readers import iter_line_chunks, read_jsonl
 from ldp.spec import ENVELOPE_REASONS, CollectionSpec, Envelope, EnvelopeError, parse_envelope

@@ -10,11 +10,17 @@ distributed = pytest.importorskip("distributed")
 dask_bag = pytest.importorskip("dask.bag")
 pytest.importorskip("pyarrow")
 
-from test_server import (agg_bytes, envelopes, fuzzed_lines, make_sections, spec,  # noqa: E402,F401
-                         write_lines)
+from test_server import agg_bytes, envelopes, fuzzed_lines, make_sections, spec, write_lines  # noqa: E402,F401
 
-from ldp.server import aggregate_bag, aggregate_dataframe, aggregate_files, key_name  # noqa: E402
-from ldp.server import sections_from_envelopes, write_binary, write_csv, write_parquet  # noqa: E402
+from ldp.server import (  # noqa: E402  # noqa: E402
+    aggregate_bag,
+    aggregate_dataframe,
+    aggregate_files,
+    key_name,
+    write_binary,
+    write_csv,
+    write_parquet,
+)
 from ldp.server.store import canonical_bytes  # noqa: E402
 
 

@@ -14,7 +14,9 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_server import agg_bytes, envelopes, make_sections, spec  # noqa: F401  (spec: a fixture)
 
 import ldp.server.readers as readers
 from ldp.server import Folder, aggregate_files, write_jsonl
@@ -22,7 +24,6 @@ from ldp.server.fold import REJECTS_CAP
 from ldp.server.jsonl import junk_lines
 from ldp.server.readers import _csv_line, iter_csv_records, read_csv
 from ldp.spec import EnvelopeError, parse_envelope
-from test_server import agg_bytes, envelopes, make_sections, spec  # noqa: F401  (spec: a fixture)
 
 HEADER = "spec,metric,window,report\n"
 

@@ -23,11 +23,12 @@ from hypothesis import strategies as st
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
+from test_server import CANDIDATES, WINDOW, envelopes, make_sections, spec_doc  # noqa: E402
+
 from ldp.server import Folder, aggregate_files, sections_from_envelopes, write_parquet  # noqa: E402
 from ldp.server.arrow import fold_arrow, read_parquet  # noqa: E402
 from ldp.server.readers import InputError  # noqa: E402
 from ldp.spec import CollectionSpec  # noqa: E402
-from test_server import CANDIDATES, WINDOW, envelopes, make_sections, spec_doc  # noqa: E402
 
 TEXT = ("spec", "metric", "protocol", "params")
 

@@ -14,7 +14,13 @@ import pytest
 from ldp.encoders import GRREncoder, RapporEncoder
 from ldp.reports import ReportError
 from ldp.spec import (
-    ENVELOPE_REASONS, CollectionSpec, Envelope, EnvelopeError, SpecError, add_spec_arguments, parse_envelope,
+    ENVELOPE_REASONS,
+    CollectionSpec,
+    Envelope,
+    EnvelopeError,
+    SpecError,
+    add_spec_arguments,
+    parse_envelope,
     spec_command,
 )
 

@@ -14,7 +14,7 @@ it once per namespace and seed, then hashes each value's bytes once for all of t
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -11,7 +11,8 @@ per report. (Repeated reports by one client share its PRR; simulate those per cl
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

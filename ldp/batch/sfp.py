@@ -8,7 +8,8 @@ is over distinct words, never over reports.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -9,7 +9,8 @@ Candidates are hashed once per batch with the vectorized MurmurHash3 (:mod:`ldp.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

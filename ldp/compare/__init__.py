@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+
 # isort: split
 
 from ldp.lazy import lazy_exports

@@ -19,8 +19,9 @@ L1 sensitivity 2 and L2 sensitivity √2 (add/remove one person: 1 and 1, ``rela
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -31,8 +31,9 @@ A = tr(Σ⁻¹MΣ⁻¹) at unit n). Equal accuracy: ``n_L = n_C·(S + A_L)/(S + 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

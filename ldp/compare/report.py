@@ -13,12 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from ldp.compare.counting import (
-    CountingSetup, central_noise_sd, protocol_rows, seed004_errors, seed004_rows, seed004_slopes,
-)
 from ldp.cli_compare import add_compare_arguments  # noqa: F401  (re-exported)
+from ldp.compare.counting import (
+    CountingSetup,
+    central_noise_sd,
+    protocol_rows,
+    seed004_errors,
+    seed004_rows,
+    seed004_slopes,
+)
 from ldp.simulation import write_rows_csv
-from ldp.tables import Column, render as render_table
+from ldp.tables import Column
+from ldp.tables import render as render_table
 
 __all__ = ["Settings", "settings", "run_compare", "render", "compare_command", "COLUMNS"]
 

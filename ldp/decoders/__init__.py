@@ -1,6 +1,7 @@
 """Server-side decoders (numpy): aggregates, estimators and exact variances for every protocol."""
 
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+
 # isort: split
 
 from ldp.decoders.base import Aggregate, frame_to_batch

@@ -15,8 +15,9 @@ import struct
 import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any, Callable, ClassVar, Iterable, Iterator, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -232,7 +233,7 @@ class Aggregate(ABC):
         return accepted
 
     # -- merge and serialization -----------------------------------------------------------------
-    def _check_compatible(self, other: "Aggregate") -> None:
+    def _check_compatible(self, other: Aggregate) -> None:
         if type(other) is not type(self) or other.params.fingerprint != self.params.fingerprint:
             raise ValueError(
                 f"cannot merge {type(other).__name__}[{other.params.fingerprint}] into "
@@ -269,7 +270,7 @@ class Aggregate(ABC):
         return blob + struct.pack("<I", zlib.crc32(blob))
 
     @staticmethod
-    def from_bytes(data: bytes | bytearray | memoryview) -> "Aggregate":
+    def from_bytes(data: bytes | bytearray | memoryview) -> Aggregate:
         """Rebuild any protocol's aggregate from :meth:`to_bytes` output.
 
         The bytes may come from anywhere: the header is parsed within :data:`MAX_HEADER`, its
@@ -289,7 +290,7 @@ class Aggregate(ABC):
             raise AggregateFormatError(f"corrupt aggregate: {_clip(exc)}") from None
 
     @staticmethod
-    def _load(data: memoryview) -> "Aggregate":
+    def _load(data: memoryview) -> Aggregate:
         from ldp.protocols import get_protocol
 
         header = _read_header(data)

@@ -77,7 +77,7 @@ class RRAggregate(Aggregate):
         return rr_variance(params, true_counts)
 
     @classmethod
-    def simulate(cls, params: BinaryRRParams, true_counts: Any, rng: Any = None) -> "RRAggregate":
+    def simulate(cls, params: BinaryRRParams, true_counts: Any, rng: Any = None) -> RRAggregate:
         """Exact aggregate-level draw: ``ones = Bin(n_1, q) + Bin(n_0, p)``."""
         t = _true_counts(true_counts, 2)
         gen = as_generator(rng)
@@ -114,7 +114,7 @@ class GRRAggregate(Aggregate):
         return grr_variance(params, true_counts)
 
     @classmethod
-    def simulate(cls, params: GRRParams, true_counts: Any, rng: Any = None) -> "GRRAggregate":
+    def simulate(cls, params: GRRParams, true_counts: Any, rng: Any = None) -> GRRAggregate:
         """Exact aggregate-level draw via the keep-or-uniform mixture (module docstring)."""
         d = params.domain_size
         t = _true_counts(true_counts, d)

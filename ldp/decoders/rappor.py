@@ -19,8 +19,9 @@ Count recovery from candidate strings (lasso selection, least squares, tests) is
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class RapporAggregate(Aggregate):
     # -- exact aggregate-level simulation ----------------------------------------------------------
     @classmethod
     def simulate(cls, params: RapporParams, true_counts: Mapping[str, int] | Sequence[int], rng: Any = None, *,
-                 values: Sequence[str | bytes] | None = None, cohorts: str = "uniform") -> "RapporAggregate":
+                 values: Sequence[str | bytes] | None = None, cohorts: str = "uniform") -> RapporAggregate:
         """Exact draw of the aggregate of one report per client (module docstring).
 
         ``true_counts``: ``{string: clients}``, or counts aligned with ``values``. ``cohorts``:
@@ -119,7 +120,7 @@ class RapporAggregate(Aggregate):
 
     # -- Google's counts.csv -----------------------------------------------------------------------
     @classmethod
-    def from_google_counts(cls, params: RapporParams, text: str) -> "RapporAggregate":
+    def from_google_counts(cls, params: RapporParams, text: str) -> RapporAggregate:
         """Read Google's ``counts.csv``: m rows ``N_c, c_c0, ..., c_c(k-1)`` (no header)."""
         rows = [ln for ln in text.splitlines() if ln.strip()]
         m, k = params.num_cohorts, params.num_bloombits

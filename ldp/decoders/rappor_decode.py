@@ -31,11 +31,12 @@ from __future__ import annotations
 import csv
 import io
 import logging
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -80,12 +81,12 @@ class CandidateMap:
     representative: np.ndarray  # first candidate with the identical pattern (itself if unique)
 
     @classmethod
-    def from_candidates(cls, params: RapporParams, candidates: Sequence[str | bytes]) -> "CandidateMap":
+    def from_candidates(cls, params: RapporParams, candidates: Sequence[str | bytes]) -> CandidateMap:
         cands = check_candidates(candidates)
         return cls._from_rows(params, cands, _pattern_rows(params, cands))
 
     @classmethod
-    def _from_rows(cls, params: RapporParams, cands: list, rows: np.ndarray) -> "CandidateMap":
+    def _from_rows(cls, params: RapporParams, cands: list, rows: np.ndarray) -> CandidateMap:
         """The map from each candidate's ``m·h`` pattern rows ``(d, m·h)``, built without a loop per candidate.
 
         Column ``v`` holds the distinct rows of ``rows[v]`` (hashes that collide within a cohort
@@ -112,7 +113,7 @@ class CandidateMap:
         return cls(params, cands, pattern, rep)
 
     @classmethod
-    def from_google_map(cls, params: RapporParams, text: str) -> "CandidateMap":
+    def from_google_map(cls, params: RapporParams, text: str) -> CandidateMap:
         """Read Google's ``map.csv``: ``string, idx...`` with m·h 1-based rows ``c·k + bit + 1``.
         Lines may end in ``\n``, ``\r\n`` or ``\r``; any malformed line raises ``ValueError`` naming it."""
         m, k, h = params.num_cohorts, params.num_bloombits, params.num_hashes
@@ -181,7 +182,7 @@ class RapporEstimates(Estimates):
     def detected_items(self) -> list[str]:
         return [it for it, d in zip(self.items, self.detected) if d]
 
-    def sorted(self) -> "RapporEstimates":
+    def sorted(self) -> RapporEstimates:
         """Rows by decreasing estimated count (candidates without an estimate last)."""
         order = np.argsort(-np.nan_to_num(self.count, nan=-np.inf), kind="stable")
         return replace(self, items=[self.items[i] for i in order], count=self.count[order],

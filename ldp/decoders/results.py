@@ -6,9 +6,10 @@ import csv
 import io
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class Estimates:
         cols.update(self.extra)
         return cols
 
-    def with_truth(self, true_counts: Sequence[float]) -> "Estimates":
+    def with_truth(self, true_counts: Sequence[float]) -> Estimates:
         """Add ``true_count``, ``error`` and ``covered`` (truth inside the CI) columns."""
         t = np.asarray(true_counts, dtype=np.float64)
         if t.shape != self.count.shape:
@@ -93,11 +94,11 @@ class Estimates:
         extra = dict(self.extra, true_count=t, error=self.count - t, covered=(self.ci_low <= t) & (t <= self.ci_high))
         return replace(self, extra=extra)
 
-    def clipped(self) -> "Estimates":
+    def clipped(self) -> Estimates:
         """Counts clipped to [0, n] (biased; the standard errors are those of the raw estimate)."""
         return replace(self, count=np.clip(self.count, 0, self.n), notes=self.notes + ("counts clipped to [0, n]",))
 
-    def projected(self) -> "Estimates":
+    def projected(self) -> Estimates:
         """Counts projected onto the simplex (non-negative, summing to n); biased."""
         return replace(self, count=project_to_simplex(self.count, self.n),
                        notes=self.notes + ("counts projected onto the simplex",))

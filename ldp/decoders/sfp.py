@@ -17,9 +17,10 @@ integers, so merging is exact). :meth:`SfpAggregate.discover`:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -279,7 +280,7 @@ class SfpAggregate(Aggregate):
     # -- exact aggregate-level simulation ----------------------------------------------------------------
     @classmethod
     def simulate(cls, params: SfpParams, true_counts: Mapping[str, int] | Sequence[int], rng: Any = None, *,
-                 values: Sequence[str] | None = None) -> "SfpAggregate":
+                 values: Sequence[str] | None = None) -> SfpAggregate:
         """Exact draw of the aggregate: each word's users split over positions by a multinomial,
         then the word sketch and every position's fragment sketch drawn by
         :meth:`SketchAggregate.simulate` (a user's word and fragment reports are independent given

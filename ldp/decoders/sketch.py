@@ -21,8 +21,9 @@ outside the candidate list is not counted in the collision term.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from statistics import NormalDist
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -167,7 +168,7 @@ class SketchAggregate(Aggregate):
 
     @classmethod
     def _simulate_reports(cls, params: SketchParams, values: list, counts: np.ndarray,
-                          gen: np.random.Generator) -> "SketchAggregate":
+                          gen: np.random.Generator) -> SketchAggregate:
         """The same distribution by encoding every report in vectorized batches (exact too)."""
         from ldp.protocols import get_protocol
 
@@ -181,7 +182,7 @@ class SketchAggregate(Aggregate):
     # -- exact aggregate-level simulation ------------------------------------------------------------
     @classmethod
     def simulate(cls, params: SketchParams, true_counts: Mapping[str, int] | Sequence[int], rng: Any = None, *,
-                 values: Sequence[str | bytes] | None = None) -> "SketchAggregate":
+                 values: Sequence[str | bytes] | None = None) -> SketchAggregate:
         """Exact draw of the aggregate: rows by a multinomial per value; CMS bits as binomials per
         cell; HCMS per (row, bucket) group a multinomial over (Hadamard row, reported sign), or, when
         that costs more (groups × m > 8n), every report encoded in vectorized batches."""

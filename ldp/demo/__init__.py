@@ -15,6 +15,7 @@ writes one figure per question (:func:`ldp.demo.plots.write_plots`).
 from __future__ import annotations
 
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+
 # isort: split
 
 import time

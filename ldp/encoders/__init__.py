@@ -6,9 +6,9 @@ imports its numpy kernel from :mod:`ldp.batch` when called.
 
 from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams
-from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
 from ldp.encoders.cms import CmsEncoder, CmsParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
+from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
 from ldp.encoders.rappor import RapporEncoder, RapporParams
 from ldp.reports import Report, ReportError
 

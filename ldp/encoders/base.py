@@ -7,8 +7,9 @@ import math
 import warnings
 from abc import ABC, abstractmethod
 from collections import OrderedDict
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source, is_seeded
@@ -120,7 +121,7 @@ class ProtocolParams:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ProtocolParams":
+    def from_dict(cls, d: Mapping[str, Any]) -> ProtocolParams:
         names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         if unknown := set(d) - names:
             raise ValueError(f"unknown {cls.__name__} parameters: {sorted(unknown)}")

@@ -20,9 +20,10 @@ Realized probabilities
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
@@ -53,7 +54,7 @@ class BinaryRRParams(ProtocolParams):
         self.check_collectable()
 
     @classmethod
-    def from_epsilon(cls, epsilon: float) -> "BinaryRRParams":
+    def from_epsilon(cls, epsilon: float) -> BinaryRRParams:
         """Symmetric (Warner) RR at ε: ``q = e^ε/(1+e^ε)``, ``p = 1 - q``."""
         eps = check_epsilon(epsilon)
         p, q = logistic_tail(eps), logistic_tail(-eps)
@@ -63,7 +64,7 @@ class BinaryRRParams(ProtocolParams):
         return cls(p, q)
 
     @classmethod
-    def forced_response(cls, truth_prob: float = 0.5, yes_prob: float = 0.5) -> "BinaryRRParams":
+    def forced_response(cls, truth_prob: float = 0.5, yes_prob: float = 0.5) -> BinaryRRParams:
         """Answer truthfully with probability α = ``truth_prob``, else "yes" with β = ``yes_prob``."""
         a, b = check_probability(truth_prob, "truth_prob"), check_probability(yes_prob, "yes_prob")
         if not (0.0 < a < 1.0 and 0.0 < b < 1.0):
@@ -123,7 +124,7 @@ class GRRParams(ProtocolParams):
         self.check_collectable()
 
     @classmethod
-    def from_labels(cls, epsilon: float, labels: Sequence[str]) -> "GRRParams":
+    def from_labels(cls, epsilon: float, labels: Sequence[str]) -> GRRParams:
         return cls(epsilon, len(labels), tuple(labels))
 
     @cached_property

@@ -33,9 +33,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from ldp.accountant import MemoizedCharge, PrivacyCost
 from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_int, check_string_value
@@ -164,7 +165,7 @@ class RapporParams(ProtocolParams):
 
     # -- Google's params.csv ------------------------------------------------------------------------
     @classmethod
-    def from_google_csv(cls, text: str) -> "RapporParams":
+    def from_google_csv(cls, text: str) -> RapporParams:
         """Parse Google's ``params.csv`` (header ``k,h,m,p,q,f`` and one row) in Google mode."""
         lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
         if len(lines) != 2 or [c.strip() for c in lines[0].split(",")] != ["k", "h", "m", "p", "q", "f"]:
@@ -295,7 +296,7 @@ class RapporEncoder(Encoder):
         return {"secret": self.secret.hex(), "cohort": self.cohort}
 
     @classmethod
-    def from_state(cls, params: RapporParams, state: dict[str, Any], **kwargs: Any) -> "RapporEncoder":
+    def from_state(cls, params: RapporParams, state: dict[str, Any], **kwargs: Any) -> RapporEncoder:
         return cls(params, secret=bytes.fromhex(state["secret"]), cohort=state["cohort"], **kwargs)
 
     # -- the three steps ------------------------------------------------------------------------

@@ -21,6 +21,7 @@ Central DP (scikit-learn estimators on one-pass, mergeable sufficient statistics
 from __future__ import annotations
 
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+
 # isort: split
 
 from typing import TYPE_CHECKING
@@ -51,10 +52,16 @@ if TYPE_CHECKING:
     from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
     from ldp.regression.mechanisms import PrivacyLeakWarning, ReproductionOnlyWarning
     from ldp.regression.objective import FunctionalMechanism, OutputPerturbation
-    from ldp.regression.preprocessing import (
-        ClipSymmetric, ClipUpper, InterceptColumn, MaxNormMap, RowNormMap, Standardize, TargetScaler,
-    )
     from ldp.regression.pipeline import KalajaPipeline, kalaja_pipeline, unstandardized_coefficients
+    from ldp.regression.preprocessing import (
+        ClipSymmetric,
+        ClipUpper,
+        InterceptColumn,
+        MaxNormMap,
+        RowNormMap,
+        Standardize,
+        TargetScaler,
+    )
     from ldp.regression.rplr import NonPrivateRobustLR, RobustPrivateLR
     from ldp.regression.rplr_search import choose_clipping, choose_split
     from ldp.regression.selection import LassoSelection, entry_threshold, nonnegative_lasso

@@ -43,7 +43,7 @@ def as_numpy_generator(random_state: Any) -> np.random.Generator:
     raise ValueError(f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}")
 
 
-def _can_stream(model: "LinearModelBase") -> bool:
+def _can_stream(model: LinearModelBase) -> bool:
     """``partial_fit`` exists only on a model whose parameters let it take rows in chunks (bounds
     fixed a priori): scikit-learn's ``available_if`` convention, as for ``MLPRegressor.partial_fit``.
     Otherwise ``AttributeError`` says what is missing."""
@@ -91,7 +91,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         return X, np.asarray(y, dtype=np.float64)
 
     # -- fitting -------------------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any) -> "LinearModelBase":
+    def fit(self, X: Any, y: Any) -> LinearModelBase:
         X, y = self._check(X, y, reset=True)
         self._reset()
         self._accumulate(X, y, owner=type(self).__name__)
@@ -107,7 +107,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
                 "from data that arrives in chunks (fit takes them from the data, with a PrivacyLeakWarning)")
 
     @available_if(_can_stream)
-    def partial_fit(self, X: Any, y: Any) -> "LinearModelBase":
+    def partial_fit(self, X: Any, y: Any) -> LinearModelBase:
         """Accumulate a chunk (bounds enforced); nothing is released until :meth:`release`. Only
         on a model whose bounds are fixed a priori."""
         first = not hasattr(self, "statistics_")
@@ -117,7 +117,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         self._accumulate(X, y, owner=type(self).__name__, streaming=True)
         return self
 
-    def merge_statistics(self, stats: SufficientStatistics) -> "LinearModelBase":
+    def merge_statistics(self, stats: SufficientStatistics) -> LinearModelBase:
         """Add statistics accumulated elsewhere (rows already inside this model's bounds, which
         must then be given: ``bound_X`` and ``bound_y``)."""
         if not hasattr(self, "statistics_"):
@@ -136,7 +136,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         self.statistics_.merge(stats)
         return self
 
-    def forget_statistics(self) -> "LinearModelBase":
+    def forget_statistics(self) -> LinearModelBase:
         """Drop the exact sufficient statistics (and the counts of bounded rows) kept for streaming.
 
         They are the curator's private data: a fitted model holds them until this is called, so
@@ -145,7 +145,7 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
             self.__dict__.pop(name, None)
         return self
 
-    def release(self) -> "LinearModelBase":
+    def release(self) -> LinearModelBase:
         """Release the model from the accumulated statistics (spends the budget once)."""
         if not hasattr(self, "statistics_") or self.statistics_.n == 0:
             raise ValueError("nothing to release: fit or partial_fit some rows first")

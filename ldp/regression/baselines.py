@@ -6,6 +6,7 @@ private: ``privacy_cost_`` is ``None``."""
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from ldp.regression.base import LinearModelBase, solve_ridge

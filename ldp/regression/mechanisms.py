@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 

@@ -132,7 +132,7 @@ class _UnitDomainModel(PrivateLinearModel):
         self.n_clipped_ += values
         self.statistics_.update(X, y)
 
-    def release(self) -> "_UnitDomainModel":
+    def release(self) -> _UnitDomainModel:
         """Release from the accumulated statistics. The parameters are checked before the accountant
         is charged, so a bad parameter never spends budget."""
         self._cost()

@@ -16,7 +16,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from ldp.regression.mechanisms import PrivacyLeakWarning
 from ldp.regression.preprocessing import (
-    ClipUpper, InterceptColumn, MaxNormMap, RowNormMap, Standardize, TargetScaler, _real, _validate, _validate_Xy,
+    ClipUpper,
+    InterceptColumn,
+    MaxNormMap,
+    RowNormMap,
+    Standardize,
+    TargetScaler,
+    _real,
+    _validate,
+    _validate_Xy,
 )
 
 __all__ = ["unstandardized_coefficients", "KalajaPipeline", "kalaja_pipeline"]
@@ -103,7 +111,7 @@ class KalajaPipeline(RegressorMixin, BaseEstimator):
                 tags.regressor_tags.poor_score = inner.regressor_tags.poor_score
         return tags
 
-    def fit(self, X: Any, y: Any) -> "KalajaPipeline":
+    def fit(self, X: Any, y: Any) -> KalajaPipeline:
         if self.estimator is None:
             raise ValueError("KalajaPipeline needs an estimator, e.g. AdaSSP(epsilon, delta)")
         if self.mapping not in _MAPPINGS:

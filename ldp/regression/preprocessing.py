@@ -121,7 +121,7 @@ class Standardize(OneToOneFeatureMixin, _PublicStatisticsTransformer):
         self.ddof = ddof
         self.warn = warn
 
-    def fit(self, X: Any, y: Any = None) -> "Standardize":
+    def fit(self, X: Any, y: Any = None) -> Standardize:
         if isinstance(self.ddof, bool) or not isinstance(self.ddof, numbers.Integral) or self.ddof < 0:
             raise ValueError(f"ddof must be an integer >= 0, got {self.ddof!r}")
         X = _validate(self, X, reset=True)
@@ -162,7 +162,7 @@ class ClipUpper(OneToOneFeatureMixin, _PublicStatisticsTransformer):
         self.c = c
         self.warn = warn
 
-    def fit(self, X: Any, y: Any = None) -> "ClipUpper":
+    def fit(self, X: Any, y: Any = None) -> ClipUpper:
         c = _real("c", self.c, minimum=0.0)
         X = _validate(self, X, reset=True)
         mean = X.mean(axis=0)
@@ -194,7 +194,7 @@ class ClipSymmetric(OneToOneFeatureMixin, _PublicStatisticsTransformer):
         self.pooled = pooled
         self.warn = warn
 
-    def fit(self, X: Any, y: Any = None) -> "ClipSymmetric":
+    def fit(self, X: Any, y: Any = None) -> ClipSymmetric:
         omega = _real("omega", self.omega, minimum=0.0)
         X = _validate(self, X, reset=True)
         mean = X.mean(axis=0)
@@ -231,7 +231,7 @@ class MaxNormMap(OneToOneFeatureMixin, _PublicStatisticsTransformer):
     def __init__(self, *, warn: bool = True) -> None:
         self.warn = warn
 
-    def fit(self, X: Any, y: Any = None) -> "MaxNormMap":
+    def fit(self, X: Any, y: Any = None) -> MaxNormMap:
         X = _validate(self, X, reset=True)
         x_max = float(_row_norms(X).max())
         self.x_max_ = x_max if x_max > 0 else 1.0
@@ -257,7 +257,7 @@ class RowNormMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     own norm, so ``public_statistics_`` is empty and it never warns. Not invertible.
     """
 
-    def fit(self, X: Any, y: Any = None) -> "RowNormMap":
+    def fit(self, X: Any, y: Any = None) -> RowNormMap:
         _validate(self, X, reset=True)
         self.public_statistics_ = {}
         return self
@@ -294,7 +294,7 @@ class InterceptColumn(TransformerMixin, BaseEstimator):
     def __init__(self, scale_to_unit: bool = True) -> None:
         self.scale_to_unit = scale_to_unit
 
-    def fit(self, X: Any, y: Any = None) -> "InterceptColumn":
+    def fit(self, X: Any, y: Any = None) -> InterceptColumn:
         _validate(self, X, reset=True)
         unit = bool(self.scale_to_unit)
         self.constant_ = _SQRT_HALF if unit else 1.0
@@ -358,7 +358,7 @@ class TargetScaler(OneToOneFeatureMixin, _PublicStatisticsTransformer):
                 return _validate(self, arr.reshape(-1, 1), reset=reset), True
         return _validate(self, X, reset=reset), False
 
-    def fit(self, X: Any, y: Any = None) -> "TargetScaler":
+    def fit(self, X: Any, y: Any = None) -> TargetScaler:
         """Learn ``y_max_`` (and ``y_mean_``) from the training target ``X`` (1-D or one column per
         target; the second argument is ignored, as in scikit-learn's target transformers)."""
         Y, _ = self._as_2d(X, reset=True)

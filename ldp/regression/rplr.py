@@ -82,7 +82,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.utils.metaestimators import available_if
@@ -255,7 +256,7 @@ class _RobustLinearModel(LinearModelBase):
         return SufficientStatistics.from_data(Z, u)
 
     # -- fitting -------------------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any, public_X: Any = None, public_y: Any = None) -> "_RobustLinearModel":
+    def fit(self, X: Any, y: Any, public_X: Any = None, public_y: Any = None) -> _RobustLinearModel:
         """Clip, accumulate and release once. ``public_X``, ``public_y``: a public data set whose
         exact (clipped) statistics are added to the released ones."""
         self._settings()
@@ -265,7 +266,7 @@ class _RobustLinearModel(LinearModelBase):
         return self.release(public_X, public_y)
 
     @available_if(_can_stream)
-    def partial_fit(self, X: Any, y: Any) -> "_RobustLinearModel":
+    def partial_fit(self, X: Any, y: Any) -> _RobustLinearModel:
         """Accumulate a chunk (clipped; only with ``clip_X`` and ``clip_y`` fixed a priori). Nothing
         is released until :meth:`release`."""
         self._settings()
@@ -276,7 +277,7 @@ class _RobustLinearModel(LinearModelBase):
         self._accumulate(X, y, owner=type(self).__name__, streaming=True)
         return self
 
-    def merge_statistics(self, stats: SufficientStatistics) -> "_RobustLinearModel":
+    def merge_statistics(self, stats: SufficientStatistics) -> _RobustLinearModel:
         """Add statistics accumulated elsewhere from rows that were already clipped at this model's
         ``clip_X`` and ``clip_y``. This cannot be checked: the caller must make sure of it."""
         if not hasattr(self, "_bounds_"):
@@ -292,7 +293,7 @@ class _RobustLinearModel(LinearModelBase):
             self.n_features_in_ = stats.d
         return super().merge_statistics(stats)  # type: ignore[return-value]
 
-    def release(self, public_X: Any = None, public_y: Any = None) -> "_RobustLinearModel":
+    def release(self, public_X: Any = None, public_y: Any = None) -> _RobustLinearModel:
         """Release the statistics (private: spends ε once), add the public ones, fit µ*. Every
         parameter and the public rows are checked before anything is charged."""
         if not hasattr(self, "statistics_") or self.statistics_.n == 0:

@@ -26,7 +26,12 @@ import numpy as np
 from ldp.accountant import PrivacyCost
 from ldp.regression.base import PrivateLinearModel, solve_ridge
 from ldp.regression.mechanisms import (
-    GAUSSIAN_CONVENTIONS, ReproductionOnlyWarning, gaussian_sigma, log_term, split_budget, symmetric_noise,
+    GAUSSIAN_CONVENTIONS,
+    ReproductionOnlyWarning,
+    gaussian_sigma,
+    log_term,
+    split_budget,
+    symmetric_noise,
 )
 from ldp.regression.stats import SufficientStatistics
 

@@ -69,7 +69,7 @@ def resolve_bounds(X: np.ndarray, y: np.ndarray, bound_X: float | None, bound_y:
     return out[0], out[1]
 
 
-def check_finite_release(stats: "SufficientStatistics", bounds: tuple[float, float], owner: str) -> None:
+def check_finite_release(stats: SufficientStatistics, bounds: tuple[float, float], owner: str) -> None:
     """``ValueError`` when the statistics overflowed float64, or when the squared bounds times
     ``d(d+1)`` (the largest sensitivity any release here uses) do: the noise would be infinite."""
     if not (np.isfinite(stats.xtx).all() and np.isfinite(stats.xty).all() and np.isfinite(stats.yty)):
@@ -110,11 +110,11 @@ class SufficientStatistics:
             self.xty = np.zeros(self.d)
 
     @classmethod
-    def from_data(cls, X: np.ndarray, y: np.ndarray, chunk_rows: int = 1 << 16) -> "SufficientStatistics":
+    def from_data(cls, X: np.ndarray, y: np.ndarray, chunk_rows: int = 1 << 16) -> SufficientStatistics:
         stats = cls(X.shape[1])
         return stats.update(X, y, chunk_rows)
 
-    def update(self, X: np.ndarray, y: np.ndarray, chunk_rows: int = 1 << 16) -> "SufficientStatistics":
+    def update(self, X: np.ndarray, y: np.ndarray, chunk_rows: int = 1 << 16) -> SufficientStatistics:
         """Add the rows of ``X``, ``y`` (one pass; BLAS products per chunk)."""
         if X.shape[1] != self.d:
             raise ValueError(f"X has {X.shape[1]} features, these statistics have {self.d}")
@@ -126,7 +126,7 @@ class SufficientStatistics:
         self.n += X.shape[0]
         return self
 
-    def merge(self, other: "SufficientStatistics") -> "SufficientStatistics":
+    def merge(self, other: SufficientStatistics) -> SufficientStatistics:
         """Fold in another part of the data (statistics of a union are sums)."""
         if other.d != self.d:
             raise ValueError(f"cannot merge statistics of {other.d} features into {self.d}")
@@ -136,8 +136,8 @@ class SufficientStatistics:
         self.n += other.n
         return self
 
-    def __add__(self, other: "SufficientStatistics") -> "SufficientStatistics":
+    def __add__(self, other: SufficientStatistics) -> SufficientStatistics:
         return self.copy().merge(other)
 
-    def copy(self) -> "SufficientStatistics":
+    def copy(self) -> SufficientStatistics:
         return SufficientStatistics(self.d, self.n, self.xtx.copy(), self.xty.copy(), self.yty)

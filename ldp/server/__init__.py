@@ -15,6 +15,7 @@ See ``docs/server.md`` for the formats byte for byte and the guarantees.
 from __future__ import annotations
 
 import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+
 # isort: split
 
 from typing import TYPE_CHECKING
@@ -40,8 +41,16 @@ if TYPE_CHECKING:
     from ldp.server.dask_engine import DaskResult, aggregate_bag, aggregate_dataframe
     from ldp.server.decode import decode_aggregate, decode_file, find_metric, load_candidates, write_estimates
     from ldp.server.fold import Folder, Key, key_name, parse_key_name
-    from ldp.server.formats import (FORMATS, Section, detect_format, sections_from_envelopes, write_binary,
-                                    write_csv, write_jsonl, write_parquet)
+    from ldp.server.formats import (
+        FORMATS,
+        Section,
+        detect_format,
+        sections_from_envelopes,
+        write_binary,
+        write_csv,
+        write_jsonl,
+        write_parquet,
+    )
     from ldp.server.job import InputChangedError, JobError, JobSummary, aggregate_files, fold_input, spec_index
     from ldp.server.readers import InputError, read_input
     from ldp.server.store import merge_files, read_aggregate, write_aggregate

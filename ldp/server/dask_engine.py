@@ -13,8 +13,9 @@ Merging is integer addition, so the aggregates are byte for byte those of the si
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ldp.decoders.base import Aggregate
 from ldp.server.fold import Folder, Key

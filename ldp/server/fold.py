@@ -21,7 +21,8 @@ import json
 import logging
 import re
 from collections import Counter
-from typing import IO, Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO, Any
 
 import numpy as np
 

@@ -18,9 +18,10 @@ import json
 import os
 import struct
 import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, Sequence
+from typing import IO, Any
 
 from ldp.reports import MAX_FRAME_RECORDS, Report, ReportBatch, encode_frames
 from ldp.spec import Envelope

@@ -22,12 +22,13 @@ import os
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ldp.server.fold import Folder, key_name
-from ldp.server.formats import FORMATS, EXTENSIONS, detect_format
+from ldp.server.formats import EXTENSIONS, FORMATS, detect_format
 from ldp.server.manifest import JobError, Manifest
 from ldp.server.readers import CHUNK_BYTES, read_input
 from ldp.server.store import AGG_SUFFIX, merge_into, pack_parts, unpack_parts, write_aggregate, write_atomic

@@ -17,8 +17,9 @@ checks are the spec's); every other line is left to that full parser, which give
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -14,15 +14,16 @@ import json
 import logging
 import os
 import re
-from typing import IO, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import IO, Any
 
 import numpy as np
 
 from ldp.decoders.base import frame_to_batch
-from ldp.reports import MAGIC as FRAME_MAGIC, MAX_LINE, ReportError, scan_frames
+from ldp.reports import MAGIC as FRAME_MAGIC
+from ldp.reports import MAX_LINE, ReportError, scan_frames
 from ldp.server.fold import RAW_LIMIT, Folder
-from ldp.server.formats import (CSV_HEADER, MAX_SECTION, SECTION_MAGIC, SectionHeader, detect_format,
-                                read_section_header)
+from ldp.server.formats import CSV_HEADER, MAX_SECTION, SECTION_MAGIC, SectionHeader, detect_format, read_section_header
 from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
 
 __all__ = ["CHUNK_BYTES", "InputError", "iter_line_chunks", "iter_csv_records", "read_input", "read_jsonl", "read_csv",

@@ -16,8 +16,8 @@ import struct
 import tempfile
 import zlib
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 from ldp.decoders.base import Aggregate, AggregateFormatError
 from ldp.server.fold import Key, key_name, parse_key_name

@@ -8,10 +8,10 @@ in an :class:`Envelope` naming the spec's fingerprint, the metric and the window
 :func:`parse_envelope` checks one with a reason code per failure. See ``docs/client.md``.
 """
 
+from ldp.spec.cli import add_spec_arguments, spec_command, summary
+from ldp.spec.collection import CollectionSpec
 from ldp.spec.envelope import ENVELOPE_REASONS, Envelope, EnvelopeError, parse_envelope
 from ldp.spec.schema import SPEC_VERSION, Budget, MetricSpec, SpecError, UploadPolicy
-from ldp.spec.collection import CollectionSpec
-from ldp.spec.cli import add_spec_arguments, spec_command, summary
 
 __all__ = [
     "SPEC_VERSION", "CollectionSpec", "MetricSpec", "Budget", "UploadPolicy", "SpecError",

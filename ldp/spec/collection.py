@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ldp.reports import ReportError
 from ldp.spec.envelope import Envelope, EnvelopeError
@@ -36,13 +37,13 @@ class CollectionSpec:
 
     @classmethod
     def from_dict(cls, data: Any, *, base_dir: str | os.PathLike[str] | None = None,
-                  source: str = "spec") -> "CollectionSpec":
+                  source: str = "spec") -> CollectionSpec:
         """Validate and normalize a decoded document; :class:`SpecError` lists every problem."""
         return cls(**parse_document(data, source), base_dir=Path(base_dir) if base_dir is not None else None)
 
     @classmethod
     def loads(cls, text: str | bytes, *, base_dir: str | os.PathLike[str] | None = None,
-              source: str = "spec") -> "CollectionSpec":
+              source: str = "spec") -> CollectionSpec:
         """Parse JSON text (a key repeated in one object is an error) and validate it."""
         def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             out: dict[str, Any] = {}
@@ -61,7 +62,7 @@ class CollectionSpec:
         return cls.from_dict(data, base_dir=base_dir, source=source)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "CollectionSpec":
+    def load(cls, path: str | os.PathLike[str]) -> CollectionSpec:
         """Read and validate a spec file; candidate paths are relative to its folder."""
         try:
             raw = Path(path).read_bytes()

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ldp.reports import MAX_LINE, MAX_WINDOW, REASONS, Report, ReportError, loads_utf8
 
