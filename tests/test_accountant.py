@@ -466,7 +466,8 @@ def test_reserve_then_commit_states(tmp_path):
         assert isinstance(r, Reservation)
         assert (r.metric, r.cost, r.window) == ("a", C(0.5, 1e-7), 2)
         assert led.history() == [
-            {"id": r.id, "metric": "a", "window": 2, "epsilon": 0.5, "delta": 1e-7, "at": 2 * DAY + 30, "state": "reserved"}
+            {"id": r.id, "metric": "a", "window": 2, "epsilon": 0.5, "delta": 1e-7, "at": 2 * DAY + 30,
+             "state": "reserved"}
         ]
         led.commit(r)
         assert led.history()[0]["state"] == "committed"

@@ -321,7 +321,7 @@ def test_fuzzed_aggregate_bytes_are_read_consistently_or_refused(name, data):
     blob = data.draw(hostile_blobs(BLOBS[name]))
     agg = check_read(blob, Aggregate.from_bytes)
     if isinstance(agg, Aggregate):
-        for arr, (dtype, shape) in zip(agg._state().values(), agg.state_layout(agg.params).values()):
+        for arr, (dtype, shape) in zip(agg._state().values(), agg.state_layout(agg.params).values(), strict=True):
             assert (arr.dtype, arr.shape, arr.flags.writeable) == (dtype, shape, True)
         again = agg.to_bytes()
         same(agg, Aggregate.from_bytes(again))
@@ -360,7 +360,7 @@ def test_parts_round_trip_and_hostile_lengths():
         "name not a key": body[:11] + b"." + body[12:],
         "duplicate part": body[:5] + struct.pack("<I", 2) + body[9:] + body[9:],
     }
-    for what, blob in hostile.items():
+    for _what, blob in hostile.items():
         with pytest.raises(AggregateFormatError, match="^src: "):
             unpack_parts(reseal_parts(blob), "src")
     for inner in REPRO:

@@ -89,7 +89,8 @@ def test_module_entry_point_help():
 def test_privacy_rappor_prints_both_epsilons(capsys):
     out = run_json(capsys, "privacy", "rappor", "--param", "num_bloombits=16", "--param", "num_hashes=2",
                    "--param", "num_cohorts=64", "--param", "p=0.5", "--param", "q=0.75", "--param", "f=0.5", "--json")
-    assert out["epsilon_one"] == pytest.approx(1.0743, abs=1e-4) and out["epsilon_inf"] == pytest.approx(4 * math.log(3))
+    assert out["epsilon_one"] == pytest.approx(1.0743, abs=1e-4)
+    assert out["epsilon_inf"] == pytest.approx(4 * math.log(3))
 
 
 def test_rappor_decode_reads_google_files_and_aggregates(capsys, tmp_path):

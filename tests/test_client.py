@@ -148,7 +148,7 @@ def test_record_puts_an_envelope_in_the_outbox(tmp_path):
         ids = [client.record("color", "g"), client.record("flag", True), client.record("page", "example.com")]
         items = client.pending()
         assert [i.id for i in items] == ids and all(isinstance(i, PendingItem) for i in items)
-        for item, metric in zip(items, ("color", "flag", "page")):
+        for item, metric in zip(items, ("color", "flag", "page"), strict=True):
             obj = json.loads(item.line)
             assert list(obj) == ["spec", "metric", "window", "report"]  # no identifier, no timestamp
             assert (obj["spec"], obj["metric"], obj["window"]) == (SPEC.fingerprint, metric, 20000)

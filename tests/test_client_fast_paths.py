@@ -256,11 +256,11 @@ def ref_cms(params, value, rng):
 
 
 def ref_hcms(params, value, rng):
-    j, l = rng.randbelow(params.num_hashes), rng.randbelow(params.width)
-    sign = hadamard_entry(params.bucket_of(value, j), l)
+    j, col = rng.randbelow(params.num_hashes), rng.randbelow(params.width)
+    sign = hadamard_entry(params.bucket_of(value, j), col)
     if rng.bernoulli(params.flip_probability):
         sign = -sign
-    return {"hash": j, "row": l, "bit": int(sign > 0)}
+    return {"hash": j, "row": col, "bit": int(sign > 0)}
 
 
 def ref_sfp(params, value, rng):

@@ -305,7 +305,8 @@ def test_quick_json_and_summary(quick_run):
     errors = [{**r, **{k: float(r[k]) for k in ("rmse_fraction", "theory_sd_fraction")}, "n": int(r["n"])}
               for r in read_csv(out / "seed004_errors.csv")]
     text = render({**result, "tables": {**result["tables"], "seed004_errors": errors}})
-    for heading in ("Counting smokers, local vs central", "SE of a fraction", "Linear regression", "Users local DP needs"):
+    for heading in ("Counting smokers, local vs central", "SE of a fraction", "Linear regression",
+                    "Users local DP needs"):
         assert heading in text
 
 

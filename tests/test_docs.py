@@ -47,7 +47,7 @@ def test_examples_run_and_print_what_the_page_says(page: Path, tmp_path: Path) -
     res = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps([b for b, _ in blocks]),
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert res.returncode == 0, res.stderr
-    for i, ((body, expected), (got, error)) in enumerate(zip(blocks, json.loads(res.stdout))):
+    for i, ((body, expected), (got, error)) in enumerate(zip(blocks, json.loads(res.stdout), strict=True)):
         assert error is None, f"{page.name} python block {i} failed:\n{body}\n{error}"
         if expected is not None:
             assert got == expected, f"{page.name} python block {i} printed something else"

@@ -39,7 +39,7 @@ DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64, np.int64, np.dtype(">u2")]
 def reference_add(groups: np.ndarray, rows: np.ndarray, counts: np.ndarray, ones: np.ndarray, kernel=None) -> None:
     """The straightforward fold: one row at a time, its bits unpacked."""
     nbits = ones.shape[1]
-    for g, row in zip(np.asarray(groups).tolist(), np.asarray(rows, np.uint8)):
+    for g, row in zip(np.asarray(groups).tolist(), np.asarray(rows, np.uint8), strict=True):
         counts[g] += 1
         ones[g] += np.unpackbits(row, bitorder="little")[:nbits]
 
@@ -60,7 +60,9 @@ def fold_cases(draw):
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     skew = draw(st.booleans())  # most rows in group 0: runs far past the 15- and 255-row lane flushes
-    groups = np.where(rng.random(n) < 0.9, 0, rng.integers(0, num_groups, n)) if skew else rng.integers(0, num_groups, n)
+    groups = rng.integers(0, num_groups, n)
+    if skew:
+        groups = np.where(rng.random(n) < 0.9, 0, groups)
     return groups.astype(dtype), packed_rows(rng, n, nbits, density), num_groups, nbits, seed
 
 
@@ -150,7 +152,7 @@ def random_batch(params, n: int, rng: np.random.Generator) -> ReportBatch:
 
 def assert_same_state(a, b) -> None:
     assert a.n == b.n and a.rejected == b.rejected
-    for (name, x), y in zip(a._state().items(), b._state().values()):
+    for (name, x), y in zip(a._state().items(), b._state().values(), strict=True):
         np.testing.assert_array_equal(x, y, err_msg=name)
 
 

@@ -304,7 +304,8 @@ def test_charge_many_is_the_same_calls_in_a_row_or_nothing(prefix, batch):
 def test_charge_many_checks_every_item_before_charging():
     with BudgetLedger(":memory:", clock=Clock()) as led:
         for bad, exc in ((["m", PrivacyCost(1)], TypeError), ([("m", 1.0)], TypeError),
-                         ([("*", PrivacyCost(1))], ValueError), ([("m", PrivacyCost(1)), ("", PrivacyCost(1))], ValueError)):
+                         ([("*", PrivacyCost(1))], ValueError),
+                         ([("m", PrivacyCost(1)), ("", PrivacyCost(1))], ValueError)):
             with pytest.raises(exc):
                 led.charge_many(bad, lambda rs, db: None)
         assert led.history() == []

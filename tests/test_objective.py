@@ -238,11 +238,11 @@ def test_constrained_solution_lies_in_the_ball_and_is_optimal():
         assert np.linalg.norm(w) <= radius and mu > 0
         assert np.linalg.norm(w) == pytest.approx(radius, rel=1e-9)  # active constraint: on the sphere
 
-        def J(v):
+        def J(v, X=X, y=y, lam=lam):
             return np.mean((y - X @ v) ** 2) + lam / 2 * v @ v
 
         ref = minimize(J, np.zeros(5), method="SLSQP", options={"ftol": 1e-14, "maxiter": 500},
-                       constraints=[{"type": "ineq", "fun": lambda v: radius**2 - v @ v}])
+                       constraints=[{"type": "ineq", "fun": lambda v, r=radius: r**2 - v @ v}])
         assert J(w) <= ref.fun + 1e-9
 
 

@@ -36,7 +36,8 @@ def _check_ratio(samples: np.ndarray, var: float, d: int) -> None:
 def test_planned_standard_error_matches_simulation(protocol: str) -> None:
     d, n, reps = 16, 20_000, 300
     # small sketches, so that the hash-collision term (over a fresh hash family per collection) counts
-    params = {"grr": GRRParams(2.0, d), "cms": CmsParams(2.0, 16, 128, 0), "hcms": HcmsParams(2.0, 16, 128, 0)}[protocol]
+    params = {"grr": GRRParams(2.0, d), "cms": CmsParams(2.0, 16, 128, 0),
+              "hcms": HcmsParams(2.0, 16, 128, 0)}[protocol]
     pl = plan(params, n=n, domain_size=d)  # frequency 1/d: every item has the planned SE
     truth = np.full(d, n // d)
     gen = np.random.default_rng(7)
@@ -44,7 +45,7 @@ def test_planned_standard_error_matches_simulation(protocol: str) -> None:
     if protocol == "grr":
         errors = [GRRAggregate.simulate(params, truth, rng=gen).estimate().count - truth for _ in range(reps)]
     else:
-        counts = dict(zip(labels, truth.tolist()))
+        counts = dict(zip(labels, truth.tolist(), strict=True))
         errors = [SketchAggregate.simulate(replace(params, hash_seed=16 * r), counts, rng=gen).estimate(labels).count
                   - truth for r in range(reps)]
     _check_ratio(np.concatenate(errors), pl.std_error_count**2, d)

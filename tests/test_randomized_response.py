@@ -230,7 +230,8 @@ def test_confidence_intervals_cover_at_the_nominal_rate():
 
 def _exact_marginal_pmf(f, n, p_star, q_star):
     """pmf of C_v = Bin(f, p*) + Bin(n − f, q*)."""
-    return np.convolve(stats.binom.pmf(np.arange(f + 1), f, p_star), stats.binom.pmf(np.arange(n - f + 1), n - f, q_star))
+    return np.convolve(stats.binom.pmf(np.arange(f + 1), f, p_star),
+                       stats.binom.pmf(np.arange(n - f + 1), n - f, q_star))
 
 
 def _gof_pvalue(samples, pmf):

@@ -57,7 +57,7 @@ def test_bitsliced_sampler_is_exact(k):
         dist = Counter()
         for planes in itertools.product(range(1 << k), repeat=precision):
             it = iter(planes)
-            dist[bitsliced_below(t, precision, k, lambda width: next(it))] += 1
+            dist[bitsliced_below(t, precision, k, lambda width, it=it: next(it))] += 1
         total = (1 << k) ** precision
         for mask in range(1 << k):
             ones = bin(mask).count("1")

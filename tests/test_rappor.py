@@ -59,7 +59,7 @@ def test_f_zero_has_no_finite_longitudinal_bound():
     pr = RapporParams(8, 2, 128, 0.225, 0.775, 0.0)
     assert math.isinf(pr.epsilon_inf) and pr.epsilon_one == pytest.approx(4.9471, abs=5e-5)
     with pytest.raises(ValueError, match="no finite"):
-        RapporParams(8, 2, 4, 0.0, 1.0, 0.0).privacy_cost
+        _ = RapporParams(8, 2, 4, 0.0, 1.0, 0.0).privacy_cost
 
 
 # -- Google compatibility (rappor-reference.md §2.4) -----------------------------------------------
@@ -220,14 +220,16 @@ def test_ledger_charges_eps1_per_report_capped_at_eps_inf_per_value():
         assert ledger.spent("homepage", "lifetime").epsilon == pytest.approx(min(t * e1, einf))
     enc.encode("other.org")  # another value: its own PRR, its own charge
     assert ledger.spent("homepage", "lifetime").epsilon == pytest.approx(einf + e1)
-    fresh = RapporEncoder(DEMO, secret=b"new secret", cohort=0, rng=1, simulation=True, ledger=ledger, metric="homepage")
+    fresh = RapporEncoder(DEMO, secret=b"new secret", cohort=0, rng=1, simulation=True, ledger=ledger,
+                          metric="homepage")
     fresh.encode("example.com")  # a new secret means a new PRR: charged again
     assert ledger.spent("homepage", "lifetime").epsilon == pytest.approx(einf + 2 * e1)
 
 
 def test_upfront_charging_and_budget_exhaustion():
     ledger = BudgetLedger(metrics={"m": BudgetPolicy(lifetime=PrivacyCost(DEMO.epsilon_inf * 1.5))})
-    enc = RapporEncoder(DEMO, secret=b"s", cohort=0, rng=1, simulation=True, ledger=ledger, metric="m", charging="upfront")
+    enc = RapporEncoder(DEMO, secret=b"s", cohort=0, rng=1, simulation=True, ledger=ledger, metric="m",
+                        charging="upfront")
     enc.encode("a")
     assert ledger.spent("m", "lifetime").epsilon == pytest.approx(DEMO.epsilon_inf)
     for _ in range(5):

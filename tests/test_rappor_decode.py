@@ -24,7 +24,8 @@ def _naive_counts(params, cohort, bits):
     return np.bincount(cohort.astype(np.int64), minlength=params.num_cohorts), ones
 
 
-@pytest.mark.parametrize("params", [DEMO, RapporParams(13, 2, 300, 0.25, 0.75, 0.5), RapporParams(8, 1, 5000, 0.25, 0.75, 0.5)])
+@pytest.mark.parametrize("params", [DEMO, RapporParams(13, 2, 300, 0.25, 0.75, 0.5),
+                                    RapporParams(8, 1, 5000, 0.25, 0.75, 0.5)])
 def test_fold_counts_ones_per_cohort_and_bit(params):
     enc = RapporEncoder(params, rng=1, simulation=True)
     batch = enc.encode_batch(np.arange(5000) % 7, rng=2, candidates=[f"s{i}" for i in range(7)])

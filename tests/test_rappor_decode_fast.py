@@ -140,8 +140,9 @@ def test_bloom_table_equals_bloom_filter(params, cands):
     k = params.num_bloombits
     bits = np.unpackbits(packed, axis=2, bitorder="little")[:, :, :k]
     weights = [1 << i for i in range(k)]
-    assert [[sum(w for w, b in zip(weights, row.tolist()) if b) for row in per_cohort] for per_cohort in bits] == \
-        [[bloom_filter(params, v, c) for c in range(params.num_cohorts)] for v in cands]
+    got = [[sum(w for w, b in zip(weights, row.tolist(), strict=True) if b) for row in per_cohort]
+           for per_cohort in bits]
+    assert got == [[bloom_filter(params, v, c) for c in range(params.num_cohorts)] for v in cands]
 
 
 # -- candidate maps ------------------------------------------------------------------------------------

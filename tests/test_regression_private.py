@@ -246,7 +246,8 @@ def test_empirical_privacy_on_neighbouring_datasets():
     y = np.clip(0.5 * X[:, 0] + rng.normal(0, 0.1, 50), -1, 1)
     X2, y2 = np.vstack([X, [[1.0]]]), np.append(y, -1.0)
     eps, delta, draws = 1.0, 1e-3, 20000
-    m, m2 = SSP(eps, delta, bound_X=1, bound_y=1).partial_fit(X, y), SSP(eps, delta, bound_X=1, bound_y=1).partial_fit(X2, y2)
+    m = SSP(eps, delta, bound_X=1, bound_y=1).partial_fit(X, y)
+    m2 = SSP(eps, delta, bound_X=1, bound_y=1).partial_fit(X2, y2)
     a = np.array([m.set_params(random_state=s).release().coef_[0] for s in range(draws)])
     b = np.array([m2.set_params(random_state=10**6 + s).release().coef_[0] for s in range(draws)])
     edges = np.quantile(np.concatenate([a, b]), np.linspace(0.02, 0.98, 25))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import random
 import struct
@@ -153,7 +154,7 @@ class TestRoundTrips:
         def key(r):
             return (r.protocol, r.fingerprint, tuple((k, "uint" if isinstance(v, int) else len(v)) for k, v in r.payload.items()))
 
-        runs = 1 + sum(key(a) != key(b) for a, b in zip(reports, reports[1:]))
+        runs = 1 + sum(key(a) != key(b) for a, b in itertools.pairwise(reports))
         frames = list(iter_frames(data))
         assert len(frames) == runs
         assert sum(f.count for f in frames) == len(reports)
@@ -192,7 +193,7 @@ class TestRoundTrips:
         batch = ReportBatch("demo", DEMO_FP, schema, {"cohort": cohort, "bits": packed})
         assert len(batch) == n
         expected = [
-            Report("demo", DEMO_FP, {"cohort": int(c), "bits": "".join(map(str, b))}) for c, b in zip(cohort, bits)
+            Report("demo", DEMO_FP, {"cohort": int(c), "bits": "".join(map(str, b))}) for c, b in zip(cohort, bits, strict=True)
         ]
         frames = list(iter_frames(batch.to_bytes()))
         assert len(frames) == 1
@@ -308,9 +309,9 @@ REJECTIONS: list[tuple[str, str, Callable[[], object]]] = [
     ("not_object", "number", lambda: parse_json("1")),
     ("not_object", "string", lambda: parse_json('"report"')),
     ("not_object", "null", lambda: parse_json("null")),
-    ("duplicate_key", "top level", lambda: parse_json('{"v":1,"v":1,"protocol":"grr","params":"%s","payload":{"index":1}}' % FP)),
-    ("duplicate_key", "in payload", lambda: parse_json('{"v":1,"protocol":"grr","params":"%s","payload":{"index":1,"index":2}}' % FP)),
-    ("duplicate_key", "nested", lambda: parse_json('{"v":1,"protocol":"grr","params":"%s","payload":{"index":{"a":1,"a":1}}}' % FP)),
+    ("duplicate_key", "top level", lambda: parse_json(f'{{"v":1,"v":1,"protocol":"grr","params":"{FP}","payload":{{"index":1}}}}')),
+    ("duplicate_key", "in payload", lambda: parse_json(f'{{"v":1,"protocol":"grr","params":"{FP}","payload":{{"index":1,"index":2}}}}')),
+    ("duplicate_key", "nested", lambda: parse_json(f'{{"v":1,"protocol":"grr","params":"{FP}","payload":{{"index":{{"a":1,"a":1}}}}}}')),
     ("missing_key", "no v", lambda: parse_json(line_of(v=_DROP))),
     ("missing_key", "no protocol", lambda: parse_json(line_of(protocol=_DROP))),
     ("missing_key", "no params", lambda: parse_json(line_of(params=_DROP))),
@@ -351,7 +352,7 @@ REJECTIONS: list[tuple[str, str, Callable[[], object]]] = [
     ("bad_value", "false", lambda: parse_json(line_of(payload={"index": False}))),
     ("bad_value", "float", lambda: parse_json(line_of(payload={"index": 1.5}))),
     ("bad_value", "integral float", lambda: parse_json(line_of(payload={"index": 1.0}))),
-    ("bad_value", "exponent", lambda: parse_json('{"v":1,"protocol":"grr","params":"%s","payload":{"index":1e3}}' % FP)),
+    ("bad_value", "exponent", lambda: parse_json(f'{{"v":1,"protocol":"grr","params":"{FP}","payload":{{"index":1e3}}}}')),
     ("bad_value", "negative", lambda: parse_json(line_of(payload={"index": -1}))),
     ("bad_value", "2**64", lambda: parse_json(line_of(payload={"index": 2**64}))),
     ("bad_value", "bit string with 2", lambda: parse_json(line_of(payload={"mask": "0120"}))),
@@ -431,7 +432,7 @@ def test_boundary_values_are_accepted():
 def test_every_truncation_of_a_frame_is_reported_as_truncated():
     data = demo_report().to_bytes()
     for i in range(1, len(data)):
-        assert reason_of(lambda: decode_binary(data[:i])) == "truncated", i
+        assert reason_of(lambda i=i: decode_binary(data[:i])) == "truncated", i
 
 
 def test_every_single_byte_change_in_the_columns_or_crc_is_a_checksum_error():
@@ -439,7 +440,7 @@ def test_every_single_byte_change_in_the_columns_or_crc_is_a_checksum_error():
     body_start = len(data) - 4 - 3  # the 1-byte cohort column and the 2-byte bits column, then the CRC
     for pos in range(body_start, len(data)):
         for mask in (0x01, 0x80, 0xFF):
-            assert reason_of(lambda: decode_binary(_flip(data, pos, mask))) == "bad_checksum"
+            assert reason_of(lambda pos=pos, mask=mask: decode_binary(_flip(data, pos, mask))) == "bad_checksum"
 
 
 # --------------------------------------------------------------------------------------------
@@ -636,7 +637,7 @@ def test_add_json_lines_counts_valid_and_rejected():
         ("{", "not_json"),
         (b"\xff\xfe", "not_json"),
         ("[1]", "not_object"),
-        ('{"v":1,"v":1,"protocol":"grr","params":"%s","payload":{"index":1}}' % FP5, "duplicate_key"),
+        (f'{{"v":1,"v":1,"protocol":"grr","params":"{FP5}","payload":{{"index":1}}}}', "duplicate_key"),
         ('{"v":1,"protocol":"grr","payload":{"index":1}}', "missing_key"),
         (json.dumps({"v": 1, "protocol": "grr", "params": FP5, "payload": {"index": 1}, "user_id": "u-1"}), "unknown_key"),
         (json.dumps({"v": 2, "protocol": "grr", "params": FP5, "payload": {"index": 1}}), "bad_version"),
@@ -661,7 +662,7 @@ def test_add_json_lines_counts_valid_and_rejected():
         (grr5_line(2**64 - 1), "out_of_range"),
     ]
     blanks = ["", "   ", b"\n", "\t"]
-    lines = valid + [l for l, _ in parse_bad] + [l for l, _ in validate_bad] + blanks
+    lines = valid + [line for line, _ in parse_bad] + [line for line, _ in validate_bad] + blanks
     random.Random(5).shuffle(lines)
     agg = GRRAggregate(GRR5)
     rejects = Rejects()
@@ -674,9 +675,9 @@ def test_add_json_lines_counts_valid_and_rejected():
     # each once and in input order.
     parse_reason, validate_reason = dict(parse_bad), dict(validate_bad)
     got_parse = [c for c in rejects.calls if not isinstance(c[0], Report)]
-    assert got_parse == [(l, parse_reason[l]) for l in lines if l in parse_reason]
+    assert got_parse == [(line, parse_reason[line]) for line in lines if line in parse_reason]
     got_validate = [c for c in rejects.calls if isinstance(c[0], Report)]
-    assert got_validate == [(parse_json(l), validate_reason[l]) for l in lines if l in validate_reason]
+    assert got_validate == [(parse_json(line), validate_reason[line]) for line in lines if line in validate_reason]
     assert len(rejects.calls) == len(parse_bad) + len(validate_bad)
 
 
@@ -909,7 +910,7 @@ def test_corrupted_aggregate_bytes_raise_value_error():
         "extra array": _join({**header, "arrays": header["arrays"] + [["more", "<i8", [1]]]}, body + bytes(8)),
         "array too long": _join({**header, "arrays": [["counts", "<i8", [6]]]}, body),
     }
-    for what, blob in bad.items():
+    for _what, blob in bad.items():
         with pytest.raises(ValueError):
             Aggregate.from_bytes(blob)
     for i in range(len(data)):  # every truncation

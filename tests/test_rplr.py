@@ -105,7 +105,7 @@ def test_budget_split_composes_to_epsilon(eps, split):
     m = RobustPrivateLR(eps, clip_X=0.2, clip_y=2.0, split=split, random_state=0).fit(X, y)
     assert len(m.budget_split_) == 3 and all(p.delta == 0 for p in m.budget_split_)
     assert compose_sequential(m.budget_split_).epsilon == pytest.approx(eps, rel=1e-12)
-    for part, p in zip(m.budget_split_, split):
+    for part, p in zip(m.budget_split_, split, strict=True):
         assert part.epsilon == pytest.approx(p * eps, rel=1e-12)
     assert m.privacy_cost_ == PrivacyCost(eps)
 

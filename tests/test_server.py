@@ -70,8 +70,9 @@ def spec_doc(name: str = "server_test") -> dict:
     }
 
 
-@pytest.fixture(scope="module")
-def spec(tmp_path_factory) -> CollectionSpec:
+@pytest.fixture(scope="module", name="spec")
+def server_spec(tmp_path_factory) -> CollectionSpec:
+    """The test spec (fixture ``spec``; other test modules import it as ``server_spec``)."""
     folder = tmp_path_factory.mktemp("spec")
     (folder / "candidates.txt").write_text("\n".join(CANDIDATES) + "\n")
     (folder / "spec.json").write_text(json.dumps(spec_doc()))
@@ -171,7 +172,7 @@ def _mutate(line: str, rng: np.random.Generator, other_fp: str) -> str:
                                  1)
         return b
     if kind == 9:
-        return b.replace(b[9:25], "%016x" % int(rng.integers(0, 2**62)), 1)
+        return b.replace(b[9:25], f"{int(rng.integers(0, 2**62)):016x}", 1)
     if kind == 10:
         return b.replace('"metric":"', '"metric":"x', 1)
     if kind == 11:
@@ -237,7 +238,7 @@ def test_fuzzed_lines_are_each_aggregated_or_rejected(spec, tmp_path, seed):
         ref = get_protocol(agg.params.protocol).aggregate_type(agg.params)
         ref.add(reports)
         assert agg.n == ref.n
-        assert all(np.array_equal(a, b) for a, b in zip(agg._state().values(), ref._state().values()))
+        assert all(np.array_equal(a, b) for a, b in zip(agg._state().values(), ref._state().values(), strict=True))
 
 
 def test_rejects_name_the_reason_record_and_raw_line(spec, tmp_path):

@@ -10,7 +10,7 @@ distributed = pytest.importorskip("distributed")
 dask_bag = pytest.importorskip("dask.bag")
 pytest.importorskip("pyarrow")
 
-from test_server import agg_bytes, envelopes, fuzzed_lines, make_sections, spec, write_lines  # noqa: E402,F401
+from test_server import agg_bytes, envelopes, fuzzed_lines, make_sections, server_spec, write_lines  # noqa: E402,F401
 
 from ldp.server import (  # noqa: E402  # noqa: E402
     aggregate_bag,

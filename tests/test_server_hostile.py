@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_server import agg_bytes, envelopes, make_sections, spec  # noqa: F401  (spec: a fixture)
+from test_server import agg_bytes, envelopes, make_sections, server_spec  # noqa: F401  (the spec fixture)
 
 import ldp.server.readers as readers
 from ldp.server import Folder, aggregate_files, write_jsonl
@@ -89,7 +89,7 @@ def test_junk_found_in_bulk_is_what_the_parser_calls_not_json(lines):
     chunk = b"".join(x + b"\n" for x in lines)
     starts = np.cumsum([0] + [len(x) + 1 for x in lines[:-1]]).astype(np.int64)
     ends = starts + np.array([len(x) for x in lines], dtype=np.int64)
-    for line, junk in zip(lines, junk_lines(chunk, starts, ends)):
+    for line, junk in zip(lines, junk_lines(chunk, starts, ends), strict=True):
         if junk:
             with pytest.raises(EnvelopeError) as err:
                 parse_envelope(line)

@@ -136,7 +136,7 @@ def build_table(rows: list[dict], cuts: list[int], unused: list[str], seed: int,
         types[k] = pa.string()
     schema = pa.schema([(k, t) for k, t in types.items()])
     batches = []
-    for lo, hi in zip([0] + cuts, cuts + [len(rows)]):
+    for lo, hi in zip([0] + cuts, cuts + [len(rows)], strict=True):
         part = rows[lo:hi]
         arrays = []
         for name in schema.names:
@@ -274,13 +274,13 @@ def _colliding_table(specs: dict[str, CollectionSpec], words: int = 65_536) -> t
     arrays = []
     for name in TEXT:
         dictionary = [f"unused{i}" for i in range(words)]
-        for row, pos in zip(rows, at[name]):
+        for row, pos in zip(rows, at[name], strict=True):
             dictionary[pos] = row[name]
         arrays.append(pa.DictionaryArray.from_arrays(pa.array(at[name], pa.int32()), pa.array(dictionary)))
     arrays += [pa.array([WINDOW] * 2, pa.uint16()), pa.array([1, 1], pa.uint8()), pa.array([1, 2], pa.uint8()),
                pa.array([None, None], pa.uint8())]
     names = list(TEXT) + ["window", "v", "payload.index", "payload.bit"]
-    return pa.table(dict(zip(names, arrays))), rows
+    return pa.table(dict(zip(names, arrays, strict=True))), rows
 
 
 def test_rows_whose_old_group_codes_wrap_to_the_same_int64_are_not_merged(specs, tmp_path):

@@ -84,7 +84,8 @@ def test_words_are_padded_truncated_and_replaced_only_when_asked():
 @pytest.mark.parametrize("kwargs", [
     dict(alphabet="ab", length=4, fragment_length=2, hash_bits=3),
     dict(alphabet="abc", length=3, fragment_length=3, hash_bits=9),        # a 2-byte hash
-    dict(alphabet="".join(chr(0x100 + i) for i in range(300)), length=2, fragment_length=1, hash_bits=2),  # 2-byte symbols
+    # 2-byte symbols
+    dict(alphabet="".join(chr(0x100 + i) for i in range(300)), length=2, fragment_length=1, hash_bits=2),
     dict(alphabet="a", length=1, fragment_length=1, hash_bits=0),
 ])
 def test_fragment_records_are_injective(kwargs):
@@ -93,7 +94,7 @@ def test_fragment_records_are_injective(kwargs):
     hashes, symbols, records = record_grid(p)
     assert len(records) == p.num_records == len(set(records))
     sym = p.symbols
-    for h, row, rec in zip(hashes.tolist(), symbols.tolist(), records):
+    for h, row, rec in zip(hashes.tolist(), symbols.tolist(), records, strict=True):
         assert p.fragment_record(h, "".join(sym[i] for i in row)) == rec
     pairs = [(h, "".join(f)) for h in range(1 << p.hash_bits) for f in itertools.product(sym, repeat=p.fragment_length)]
     assert len({p.fragment_record(h, f) for h, f in pairs}) == len(pairs)
@@ -146,13 +147,13 @@ def test_paths_give_unbiased_word_and_fragment_estimates(method):
     per_position = agg.fragment_row_n.sum(axis=1)
     chi2 = float(((per_position - agg.n / P) ** 2 / (agg.n / P)).sum())
     assert chi2 < 20.5  # χ²_4 upper 0.0004 quantile: positions are uniform
-    for l in range(P):
+    for pos in range(P):
         records = {}
         for w, c in TRUTH.items():
             pw = p.prepare_word(w)
-            key = p.fragment_record(pw.hash, p.fragment_at(pw.padded, l))
+            key = p.fragment_record(pw.hash, p.fragment_at(pw.padded, pos))
             records[key] = records.get(key, 0) + c
-        frag = agg.fragment_sketch(l).estimate(list(records))
+        frag = agg.fragment_sketch(pos).estimate(list(records))
         # given n_l the record counts are binomial(f, 1/P) around f/P: add that to the variance
         expected = np.array(list(records.values()), float) / P
         sd = np.sqrt(frag.std_error**2 + expected * (1 - 1 / P))
@@ -215,7 +216,7 @@ def _same_hash_pair(p: SfpParams, length: int) -> tuple[str, str]:
     while True:
         w = "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), length))
         h = p.word_hash(w)
-        if h in seen and seen[h] != w and all(a != b for a, b in zip(seen[h], w)):
+        if h in seen and seen[h] != w and all(a != b for a, b in zip(seen[h], w, strict=True)):
             return seen[h], w
         seen[h] = w
 
