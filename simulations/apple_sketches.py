@@ -54,8 +54,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.progress import progress  # noqa: E402
 from ldp.simulation import comma_list  # noqa: E402
-from ldp.simulation import write_rows_csv as write_csv
+from ldp.simulation import write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "apple_sketches"
 SWEEPS = ("epsilon", "m", "k")
@@ -90,6 +91,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help=f"repetitions per setting (default {DEFAULT_REPS}; {QUICK_REPS} with --quick)")
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_REPS} repetitions per setting")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--seed", type=int, default=0, help="master seed (vocabulary, population, every repetition)")
     ap.add_argument("--n", type=int, default=100_000, help="number of users (default 100000)")
     ap.add_argument("--vocab", type=int, default=1000, help="vocabulary size (default 1000)")
@@ -488,16 +490,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     item_rows: list[dict[str, Any]] = []
     tables: list[str] = []
     by_sweep: dict[str, list[dict[str, Any]]] = {}
+    settings = dict.fromkeys((oracle, *s) for sweep in args.sweeps for oracle in args.oracles
+                             for s in sweep_settings(args, sweep))
+    with progress(len(settings), "apple_sketches", False if args.quiet else None, unit="setting") as bar:
+        for key in settings:
+            cache[key] = run_setting(*key, pop, args.reps, args.seed, args.hcms_sim, args.fixed_hash_seed, args.top)
+            oracle, eps, k, m = key
+            note = f"  {oracle} ε={eps:g} k={k} m={m}: {cache[key].row['seconds']:.1f} s"
+            (bar.write if bar else print)(note, file=sys.stderr)  # above the bar, or a plain line
+            bar.update(1)
     for sweep in args.sweeps:
         rows = []
         for oracle in args.oracles:
             for eps, k, m in sweep_settings(args, sweep):
-                key = (oracle, eps, k, m)
-                if key not in cache:
-                    cache[key] = run_setting(oracle, eps, k, m, pop, args.reps, args.seed, args.hcms_sim,
-                                             args.fixed_hash_seed, args.top)
-                    print(f"  {oracle} ε={eps:g} k={k} m={m}: {cache[key].row['seconds']:.1f} s", file=sys.stderr)
-                res = cache[key]
+                res = cache[(oracle, eps, k, m)]
                 rows.append(res.row)
                 truth = pop.truth
                 for i, item in enumerate(pop.candidates):

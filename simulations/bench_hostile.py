@@ -126,10 +126,14 @@ def _peak_rss_mib(usage: Any) -> float:
     return round(usage.ru_maxrss / 1024, 1)  # KiB on Linux
 
 
-def run(cases: list[str], size: int, seed: int = 0, timeout: float = 600.0) -> dict[str, Any]:
-    """:func:`run_case` for each case."""
+def run(cases: list[str], size: int, seed: int = 0, timeout: float = 600.0,
+        progress: bool | None = None) -> dict[str, Any]:
+    """:func:`run_case` for each case; ``progress``: a bar over the cases on stderr (:mod:`ldp.progress`)."""
+    from ldp.progress import iterate
+
     return {"size_bytes": size, "limits": {"seconds": TIME_LIMIT, "peak_rss_mib": RSS_LIMIT_MIB},
-            "cases": {c: run_case(c, size, seed, timeout) for c in cases}}
+            "cases": {c: run_case(c, size, seed, timeout)
+                      for c in iterate(cases, desc="bench_hostile", enabled=progress, unit="case")}}
 
 
 def parse_size(text: str) -> int:
@@ -160,12 +164,13 @@ def main() -> None:
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {','.join(CASES)}")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds before a run is killed")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     args = ap.parse_args()
     cases = [c for c in args.cases.split(",") if c]
     unknown = set(cases) - set(CASES)
     if unknown:
         ap.error(f"unknown cases {sorted(unknown)} (known: {', '.join(CASES)})")
-    print(json.dumps(run(cases, args.size, args.seed, args.timeout), indent=1))
+    print(json.dumps(run(cases, args.size, args.seed, args.timeout, False if args.quiet else None), indent=1))
 
 
 if __name__ == "__main__":

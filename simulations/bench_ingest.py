@@ -68,8 +68,8 @@ def jsonl_block(sections: list[Section]) -> bytes:
             else:
                 chars = (np.unpackbits(col, axis=1, bitorder="little")[:, :f.size] + 48).astype(np.uint8)
                 texts.append([f'"{f.name}":"{x.decode()}"' for x in chars.view(f"S{f.size}").ravel().tolist()])
-        per_metric.append([head + ",".join(parts) + "}}}" for parts in zip(*texts)])
-    lines = [x for group in zip(*per_metric) for x in group]
+        per_metric.append([head + ",".join(parts) + "}}}" for parts in zip(*texts, strict=True)])
+    lines = [x for group in zip(*per_metric, strict=False) for x in group]
     lines += [x for group in per_metric for x in group[len(per_metric[-1]):]]
     return ("\n".join(lines) + "\n").encode("ascii")
 
@@ -166,7 +166,7 @@ def register(b: ModuleType) -> None:
                 b.log(f"  {fmt}: writing {n:,} reports")
                 path = write_inputs(Path(tmp), n, ctx.seed)[fmt]
                 b.log(f"  {fmt}: ingesting {path.stat().st_size:,} bytes")
-                timing, folder = b.time_runs(lambda _: ingest(path), ctx.sizes.repeats)
+                timing, folder = b.time_runs(lambda _, path=path: ingest(path), ctx.sizes.repeats)
                 rate = b.throughput(n, timing)
                 t0 = time.perf_counter()
                 job = aggregate_files([path], spec, Path(tmp) / f"job-{fmt}", progress=False)

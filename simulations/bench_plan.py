@@ -39,8 +39,10 @@ def register(b: ModuleType) -> None:
 
         out: dict[str, Any] = {"domain_size": 1000, "n": 10**6}
         for protocol in ("grr", "cms", "hcms", "rappor", "sfp"):
-            timing, pl = b.time_runs(lambda _: plan(protocol, n=10**6, domain_size=1000, epsilon=1.0),
-                                     ctx.sizes.repeats)
+            def run(_: Any, protocol: str = protocol) -> Any:
+                return plan(protocol, n=10**6, domain_size=1000, epsilon=1.0)
+
+            timing, pl = b.time_runs(run, ctx.sizes.repeats)
             out[protocol] = {"seconds": timing, "std_error_fraction": pl.std_error_fraction,
                              "min_detectable_fraction": pl.min_detectable_fraction}
         worst = max(out[p]["seconds"]["best_s"] for p in ("grr", "cms", "hcms", "rappor", "sfp"))

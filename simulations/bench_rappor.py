@@ -75,7 +75,7 @@ def register(b: ModuleType) -> None:
             if mode != "ldp_k16":
                 with tempfile.TemporaryDirectory(prefix="ldp-bench-") as tmp:
                     row["with_ledger"] = {
-                        kind: b.ledger_path_timing(lambda led: make(ledger=led, metric="bench"), "https://site1.example/",
+                        kind: b.ledger_path_timing(lambda led, make=make: make(ledger=led, metric="bench"), "https://site1.example/",
                                                    ":memory:" if kind == "memory" else os.path.join(tmp, "l.sqlite"),
                                                    calls, s.ledger_blocks, True)
                         for kind, calls in (("memory", s.ledger_memory_calls), ("file", s.ledger_file_calls))}

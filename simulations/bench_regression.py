@@ -48,11 +48,11 @@ def register(b: ModuleType) -> None:
             except (ImportError, AttributeError):
                 continue
             est = cls(**kwargs, random_state=0) if "random_state" in cls().get_params() else cls(**kwargs)
-            timing, _ = b.time_runs(lambda _: est.fit(X, y), ctx.sizes.repeats)
+            timing, _ = b.time_runs(lambda _, est=est: est.fit(X, y), ctx.sizes.repeats)
             row: dict[str, Any] = {"seconds": timing}
             row.update(ctx.judge(f"{name}.fit_seconds", timing["best_s"], "<=", 1.0, "s"))
             if hasattr(est, "partial_fit"):
-                def stream(_: Any) -> Any:
+                def stream(_: Any, cls: Any = cls, kwargs: dict[str, Any] = kwargs) -> Any:
                     fresh = cls(**kwargs)
                     for start in range(0, n, 1 << 17):
                         fresh.partial_fit(X[start:start + (1 << 17)], y[start:start + (1 << 17)])

@@ -75,7 +75,7 @@ def register(b: ModuleType) -> None:
         rng = ctx.rng(65)
         words = vocabulary(rng, 10_000)
         counts = zipf_counts(rng, 1_000_000, len(words))
-        agg = SfpAggregate.simulate(params, dict(zip(words, counts.tolist())), ctx.rng(66))
+        agg = SfpAggregate.simulate(params, dict(zip(words, counts.tolist(), strict=True)), ctx.rng(66))
         timing, found = b.time_runs(lambda _: agg.discover(top=20), ctx.sizes.repeats)
         top10 = set(words[:10])
         row: dict[str, Any] = {

@@ -8,7 +8,8 @@ Run by hand or by a reviewer (never as a timed test), from anywhere::
     python simulations/benchmark.py --only grr_batch_encode,client_report
     python simulations/benchmark.py --list           # the benchmark names, as JSON
 
-Progress goes to stderr; stdout carries only the JSON result. The script benchmarks the ldp
+Progress goes to stderr (a bar over the sections on a terminal, unless ``-q``); stdout carries
+only the JSON result. The script benchmarks the ldp
 source tree it sits in (the repository root is put first on ``sys.path``).
 
 Method
@@ -43,6 +44,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import datetime  # noqa: E402
+import functools  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
@@ -57,7 +59,7 @@ import tracemalloc  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any
+from typing import Any  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -69,6 +71,7 @@ import ldp  # noqa: E402
 from ldp.accountant import BudgetLedger, BudgetPolicy, PrivacyCost  # noqa: E402
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate  # noqa: E402
 from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams  # noqa: E402
+from ldp.progress import NoProgress, progress  # noqa: E402
 from ldp.simulation import simulate, zipf  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
@@ -97,8 +100,15 @@ QUICK = Sizes(batch_n=10**6, repeats=3, client_calls=10_000, ledger_memory_calls
               ledger_blocks=4, accuracy_trials=50)
 
 
+_bar: Any = NoProgress()  # main's bar over the sections, while it runs: log() writes above it
+
+
 def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    """A progress line on stderr (above the sections' bar when one is shown)."""
+    if _bar:
+        _bar.write(msg, file=sys.stderr)
+    else:
+        print(msg, file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -200,13 +210,14 @@ def batch_encode_section(ctx: Context, encoder: Any, variants: dict[str, np.ndar
     for name, values in variants.items():
         log(f"  encode_batch [{name}] n={values.size:,}")
         gen = ctx.rng(1)
-        timing, batch = time_runs(lambda _: encoder.encode_batch(values, gen), ctx.sizes.repeats)
+        encode = functools.partial(encoder.encode_batch, values, gen)
+        timing, batch = time_runs(lambda _, encode=encode: encode(), ctx.sizes.repeats)
         rate = throughput(values.size, timing)
         col = next(iter(batch.columns.values()))
         row: dict[str, Any] = {
             "input_dtype": str(values.dtype), "output_dtype": str(col.dtype),
             "reports_per_s": rate, "seconds": timing,
-            "tracemalloc_peak_mib": tracemalloc_peak_mib(lambda: encoder.encode_batch(values, gen)),
+            "tracemalloc_peak_mib": tracemalloc_peak_mib(encode),
             "check_n_out": int(batch.n),
         }
         if target_rate is not None:
@@ -248,7 +259,7 @@ def aggregate_section(ctx: Context, make_aggregate: Callable[[], Any], batch: An
         "add_batch_accepted_all": accepted_batch == n and reference.n == n and not reference.rejected,
         "add_bytes_accepted_all": accepted == n and check.n == n and not check.rejected,
         "bytes_path_equals_batch_path": all(
-            np.array_equal(a, b) for a, b in zip(reference._state().values(), check._state().values())),
+            np.array_equal(a, b) for a, b in zip(reference._state().values(), check._state().values(), strict=True)),
     }
     return out
 
@@ -383,8 +394,8 @@ def client_report(ctx: Context) -> dict[str, Any]:
                     label = f"{kind}{'' if capped else '_uncapped'}"
                     path = ":memory:" if kind == "memory" else os.path.join(tmp, f"{name}-{label}.sqlite")
                     log(f"  {name}: {calls:,} calls, ledger {label}")
-                    with_ledger[label] = ledger_path_timing(
-                        lambda led: make(ledger=led, metric="bench"), value, path, calls, s.ledger_blocks, capped)
+                    with_ledger[label] = ledger_path_timing(lambda led, make=make: make(ledger=led, metric="bench"),
+                                                            value, path, calls, s.ledger_blocks, capped)
                     if kind == "file":
                         with_ledger[label]["ledger_dir"] = tmp
                     if capped:  # issue 16 item 4: memory <= 30 µs, file <= 1 ms per charged report
@@ -410,7 +421,8 @@ def aggregate_simulation_1e9(ctx: Context) -> dict[str, Any]:
                                            ("rr", RRAggregate, RR_BENCH_PARAMS, rr_counts)):
         log(f"  {name}: simulate n={n:,}")
         gen = ctx.rng(30)
-        timing, agg = time_runs(lambda _: agg_type.simulate(params, counts, gen), ctx.sizes.repeats)
+        timing, agg = time_runs(lambda _, agg_type=agg_type, params=params, counts=counts, gen=gen:
+                                agg_type.simulate(params, counts, gen), ctx.sizes.repeats)
         state_total = int(next(iter(agg._state().values())).sum())
         row = {"params": params.to_dict(), "seconds": timing, "check_n": agg.n == n,
                "check_state_total": state_total}
@@ -565,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20240601, help="seed of every generator used (default %(default)s)")
     ap.add_argument("--repeats", type=int, help="timed runs per measurement (default 5, quick 3)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr (the log lines stay)")
     args = ap.parse_args(argv)
 
     if args.list:
@@ -595,20 +608,27 @@ def main(argv: list[str] | None = None) -> int:
         "mode": "quick" if args.quick else "full", "seed": args.seed, "sizes": sizes.__dict__,
         "machine": machine_info(pinned, affinity_before), "results": {},
     }
+    global _bar
     real_stdout, t_start = sys.stdout, time.perf_counter()
     sys.stdout = sys.stderr  # stray prints must not corrupt the JSON on stdout
     try:
-        for name in names:
-            log(f"[{name}]")
-            ctx.section = name
-            gc.collect()
-            rss_before, t0 = maxrss_kib(), time.perf_counter()
-            section = BENCHMARKS[name](ctx)
-            section["section_seconds"] = time.perf_counter() - t0
-            section["ru_maxrss_kib"] = {"before": rss_before, "after": maxrss_kib()}
-            result["results"][name] = section
-            log(f"[{name}] done in {section['section_seconds']:.1f} s")
+        # the bar is drawn only between sections (on update), never inside a timed region; the
+        # library's own bars stay off inside it
+        with progress(len(names), "benchmark", False if args.quiet else None, unit="section") as _bar:
+            for name in names:
+                _bar.set_postfix_str(name)
+                log(f"[{name}]")
+                ctx.section = name
+                gc.collect()
+                rss_before, t0 = maxrss_kib(), time.perf_counter()
+                section = BENCHMARKS[name](ctx)
+                section["section_seconds"] = time.perf_counter() - t0
+                section["ru_maxrss_kib"] = {"before": rss_before, "after": maxrss_kib()}
+                result["results"][name] = section
+                log(f"[{name}] done in {section['section_seconds']:.1f} s")
+                _bar.update(1)
     finally:
+        _bar = NoProgress()
         sys.stdout = real_stdout
     result["total_seconds"] = time.perf_counter() - t_start
     result["summary"] = ctx.summary

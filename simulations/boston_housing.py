@@ -82,8 +82,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.progress import progress  # noqa: E402
 from ldp.simulation import comma_list  # noqa: E402
-from ldp.simulation import write_rows_csv as write_csv
+from ldp.simulation import write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "boston"
 ALL_FEATURES = ("crim", "zn", "indus", "chas", "nox", "rm", "age", "dis", "rad", "tax", "ptratio", "black", "lstat")
@@ -117,6 +118,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true",
                     help=f"{QUICK_REPS} repetitions and a {QUICK_GRID}-point ε grid unless given")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plot")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--seed", type=int, default=0, help="master seed (fold shuffles and every mechanism's noise)")
     ap.add_argument("--folds", type=int, default=10, help="number of CV folds (default 10)")
     ap.add_argument("--epsilons", type=comma_list(float), default=None, help="comma list of ε (overrides the log grid)")
@@ -215,8 +217,10 @@ class MinMax:
 
 
 # -- experiment ---------------------------------------------------------------------------------------
-def run_feature_set(name: str, X: Any, y: Any, epsilons: Sequence[float], args: argparse.Namespace) -> dict:
-    """CV MSE (price scale and [−1, 1] scale) of every method, ε and repetition: ``{(method, ε): (R, 2) array}``."""
+def run_feature_set(name: str, X: Any, y: Any, epsilons: Sequence[float], args: argparse.Namespace,
+                    bar: Any = None) -> dict:
+    """CV MSE (price scale and [−1, 1] scale) of every method, ε and repetition: ``{(method, ε): (R, 2) array}``.
+    ``bar`` (an :func:`ldp.progress.progress` bar) advances by one per repetition."""
     import numpy as np
 
     from ldp.regression.baselines import OLS
@@ -241,7 +245,8 @@ def run_feature_set(name: str, X: Any, y: Any, epsilons: Sequence[float], args: 
             ys_train, y_test = sy.forward(y[train]), y[test]
             ys_test = sy.forward(y_test)
 
-            def record(method: str, eps: float, pred_price: Any) -> None:
+            def record(method: str, eps: float, pred_price: Any, *, y_test: Any = y_test, sy: MinMax = sy,
+                       ys_test: Any = ys_test, rep: int = rep) -> None:
                 err = pred_price - y_test
                 err_s = sy.forward(pred_price) - ys_test
                 out[(method, eps)][rep] += [np.mean(err**2) / args.folds, np.mean(err_s**2) / args.folds]
@@ -262,6 +267,8 @@ def run_feature_set(name: str, X: Any, y: Any, epsilons: Sequence[float], args: 
                 record("output_perturbation", eps, sy.backward(pred))
                 noisy = ols_pred + rng.laplace(0.0, args.method1_sensitivity / eps, test.size)
                 record("seed004_method1_NOT_DP", eps, noisy)
+        if bar is not None:
+            bar.update(1)
     return out
 
 
@@ -317,7 +324,7 @@ def plot(path: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> No
     style = {"functional_mechanism": ("-", "tab:blue", "functional mechanism (ε-DP)"),
              "output_perturbation": ("-", "tab:orange", "output perturbation (ε-DP)"),
              "seed004_method1_NOT_DP": ("--", "tab:gray", "seed 004 method 1: Lap(3.01/ε) on predictions (NOT DP)")}
-    for ax, fs in zip(axes[0], sets):
+    for ax, fs in zip(axes[0], sets, strict=True):
         for m, (ls, color, label) in style.items():
             rs = sorted((r for r in rows if r["feature_set"] == fs and r["method"] == m), key=lambda r: r["epsilon"])
             eps = [r["epsilon"] for r in rs]
@@ -354,14 +361,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     rep_rows: list[dict[str, Any]] = []
-    for fs in args.feature_sets:
-        cols = [names.index(c) for c in FEATURE_SETS[fs]]
-        t0 = time.perf_counter()
-        res = run_feature_set(fs, X[:, cols], y, epsilons, args)
-        s, r = summarise(fs, res, args)
-        rows += s
-        rep_rows += r
-        print(f"  {fs}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    with progress(len(args.feature_sets) * args.reps, "boston_housing", False if args.quiet else None,
+                  unit="rep") as bar:
+        for fs in args.feature_sets:
+            cols = [names.index(c) for c in FEATURE_SETS[fs]]
+            t0 = time.perf_counter()
+            res = run_feature_set(fs, X[:, cols], y, epsilons, args, bar)
+            s, r = summarise(fs, res, args)
+            rows += s
+            rep_rows += r
+            note = f"  {fs}: {time.perf_counter() - t0:.1f} s"
+            (bar.write if bar else print)(note, file=sys.stderr)  # above the bar, or a plain line
     write_csv(args.out / "cv_error_vs_epsilon.csv", SUMMARY_COLUMNS, rows)
     write_csv(args.out / "per_repetition.csv", REP_COLUMNS, rep_rows)
     if not args.no_plots:

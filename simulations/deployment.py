@@ -36,6 +36,7 @@ and the server's folders.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -45,6 +46,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,7 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from ldp.client import BudgetExceeded, TelemetryClient  # noqa: E402
+from ldp.progress import progress  # noqa: E402
 from ldp.server import (  # noqa: E402
     aggregate_files,
     decode_aggregate,
@@ -78,6 +81,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--clients", type=int, help="simulated devices (default 1000; 120 with --quick)")
     ap.add_argument("--days", type=int, help="days of recording (default 4; 3 with --quick)")
     ap.add_argument("--quick", action="store_true", help="a small deployment, for tests (a few seconds)")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--seed", type=int, default=2024, help="seed of the population and of the clients' noise")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                     help="processes simulating the clients (default: 2)")
@@ -115,7 +119,8 @@ def simulate_clients(ids: list[int], pop: dict[str, np.ndarray], days: int, seed
         path = os.path.join(state_dir, f"client-{cid}.sqlite")
         for day in range(days + 1):  # the extra day: everyone comes online once more and uploads
             now[0] = (FIRST_DAY + day) * DAY + float(rng.uniform(60, DAY - 60))
-            with TelemetryClient(spec, path, clock=lambda: now[0], rng=int(rng.integers(2**32)), simulation=True) as app:
+            with TelemetryClient(spec, path, clock=lambda now=now: now[0], rng=int(rng.integers(2**32)),
+                                 simulation=True) as app:
                 if day < days:
                     category = pop["category"][cid] if rng.random() < 0.7 else int(rng.integers(len(labels)))
                     values = {"app_category": labels[category], "dark_mode": bool(pop["dark"][cid]),
@@ -213,14 +218,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pop = population(spec, args.clients, args.seed)
     state = Path(args.state_dir) if args.state_dir else Path(tempfile.mkdtemp(prefix="ldp-deployment-"))
     state.mkdir(parents=True, exist_ok=True)
-    blocks = [list(range(i, args.clients, max(args.workers, 1))) for i in range(max(args.workers, 1))]
+    # small blocks of clients (each client's randomness is its own), so that the progress bar moves
+    n_blocks = min(args.clients, 8 * max(args.workers, 1))
+    blocks = [list(range(i, args.clients, n_blocks)) for i in range(n_blocks)]
+    parts = []
     try:
-        if args.workers > 1:
-            with ProcessPoolExecutor(args.workers) as pool:
-                parts = list(pool.map(simulate_clients, blocks, [pop] * len(blocks), [args.days] * len(blocks),
-                                      [args.seed] * len(blocks), [str(state)] * len(blocks)))
-        else:
-            parts = [simulate_clients(blocks[0], pop, args.days, args.seed, str(state))]
+        with (contextlib.ExitStack() as stack,
+              progress(args.clients, "deployment", False if args.quiet else None, unit="client") as bar):
+            pool = stack.enter_context(ProcessPoolExecutor(args.workers)) if args.workers > 1 else None
+            done = (pool.map if pool else map)(simulate_clients, blocks, repeat(pop), repeat(args.days),
+                                               repeat(args.seed), repeat(str(state)))
+            for block, part in zip(blocks, done, strict=True):
+                parts.append(part)
+                bar.update(len(block))
     finally:
         if not args.state_dir:
             shutil.rmtree(state, ignore_errors=True)

@@ -92,8 +92,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.progress import progress  # noqa: E402
 from ldp.simulation import comma_list  # noqa: E402
-from ldp.simulation import write_rows_csv as write_csv
+from ldp.simulation import write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "kalaja"
 DATASETS = ("diabetes", "workinghours", "diamonds")
@@ -121,8 +122,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true",
                     help=f"{QUICK_REPS} repetition, ε in {QUICK_EPSILONS}, c in {QUICK_CLIP_CS}")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--seed", type=int, default=0, help="master seed (CV shuffles and every noise draw)")
-    ap.add_argument("--datasets", type=comma_list(str), default=list(DATASETS), help=f"comma list of {','.join(DATASETS)}")
+    ap.add_argument("--datasets", type=comma_list(str), default=list(DATASETS),
+                    help=f"comma list of {','.join(DATASETS)}")
     ap.add_argument("--epsilons", type=comma_list(float), default=None,
                     help=f"total ε grid (default {','.join(f'{e:g}' for e in DEFAULT_EPSILONS)})")
     ap.add_argument("--clip-cs", type=comma_list(float), default=None,
@@ -303,7 +306,9 @@ class Accumulator:
 
 
 def run_dataset(ds: Dataset, variants: list[Variant], methods: list[Method], reps: int, folds: int, seed: int,
-                y_center: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                y_center: str, bar: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every variant and method over ``reps`` x ``folds`` CV folds: the result rows and the per-variant
+    diagnostics. ``bar`` (an :func:`ldp.progress.progress` bar) advances by one per fold."""
     import numpy as np
     from sklearn.model_selection import KFold
 
@@ -345,6 +350,8 @@ def run_dataset(ds: Dataset, variants: list[Variant], methods: list[Method], rep
                     a.folds[-1].append(float(np.mean((pred - yte) ** 2)))
                     if hasattr(est, "lambda_"):
                         a.lambdas.append(float(est.lambda_))
+            if bar is not None:
+                bar.update(1)
 
     rows = []
     for v in variants:
@@ -369,7 +376,7 @@ def run_dataset(ds: Dataset, variants: list[Variant], methods: list[Method], rep
     for v in variants:
         p = np.asarray(prep[v.name])
         prep_rows.append({"dataset": ds.name, "n": ds.n, "d": ds.d, "variant": v.name, "comparison": v.comparison,
-                          **dict(zip(PREP_COLUMNS[5:], p.mean(axis=0)))})
+                          **dict(zip(PREP_COLUMNS[5:], p.mean(axis=0), strict=True))})
     return rows, prep_rows
 
 
@@ -463,18 +470,18 @@ def plot_dataset(path: Path, ds: Dataset, rows: list[dict[str, Any]], variants: 
             pts = sorted((float(r["epsilon"]), r["nmse"]) for r in rows
                          if r["variant"] == "base" and r["method"] == method and r["noise"] == noise)
             if pts:
-                ax.plot(*zip(*pts), ls=ls, marker="o", ms=3, color=color, label=f"{method} ({noise})")
+                ax.plot(*zip(*pts, strict=True), ls=ls, marker="o", ms=3, color=color, label=f"{method} ({noise})")
     finish(ax, "methods, base pipeline (after split, max-norm, intercept)")
     groups = [("a", "(a) normalise before vs after the split"), ("b", "(b) row-norm vs max-norm mapping"),
               ("c", "(c) intercept column vs none"), ("d", "(d) upper clipping of the training X"),
               ("e", "(e) clipping the test rows too (Eq 3.9)")]
     cmap = plt.get_cmap("tab10")
-    for ax, (letter, title) in zip(axes.flat[1:], groups):
+    for ax, (letter, title) in zip(axes.flat[1:], groups, strict=True):
         shown = [v for v in variants if v.comparison in ("base", letter)]
         ax.axhline(triv, color="gray", lw=1)
         for i, v in enumerate(shown):
             pts = adassp_curve(rows, v.name)
-            ax.plot(*zip(*pts), marker="o", ms=3, color=cmap(i), label=v.name)
+            ax.plot(*zip(*pts, strict=True), marker="o", ms=3, color=cmap(i), label=v.name)
             ax.axhline(_ref(rows, v.name, "ridge"), color=cmap(i), ls=":", lw=1)
         finish(ax, title)
     for ax in axes[1]:
@@ -499,20 +506,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     all_rows: list[dict[str, Any]] = []
     all_prep: list[dict[str, Any]] = []
     tables = []
-    for name in args.datasets:
-        t0 = time.perf_counter()
-        try:
-            ds = load_dataset(name)
-        except RuntimeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        rows, prep_rows = run_dataset(ds, variants, methods, args.reps, args.folds, args.seed, args.y_center)
-        all_rows += rows
-        all_prep += prep_rows
-        tables.append(format_summary(ds, rows, prep_rows, variants))
-        if not args.no_plots:
-            plot_dataset(args.out / f"kalaja_{name}.png", ds, rows, variants, args.reps, args.folds)
-        print(f"  {name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    folds = len(args.datasets) * args.reps * args.folds
+    with progress(folds, "kalaja_preprocessing", False if args.quiet else None, unit="fold") as bar:
+        for name in args.datasets:
+            t0 = time.perf_counter()
+            try:
+                ds = load_dataset(name)
+            except RuntimeError as exc:
+                bar.close()  # before the message, so that it is not drawn over
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            rows, prep_rows = run_dataset(ds, variants, methods, args.reps, args.folds, args.seed, args.y_center, bar)
+            all_rows += rows
+            all_prep += prep_rows
+            tables.append(format_summary(ds, rows, prep_rows, variants))
+            if not args.no_plots:
+                plot_dataset(args.out / f"kalaja_{name}.png", ds, rows, variants, args.reps, args.folds)
+            note = f"  {name}: {time.perf_counter() - t0:.1f} s"
+            (bar.write if bar else print)(note, file=sys.stderr)  # above the bar, or a plain line
     write_csv(args.out / "cv_mse.csv", CV_COLUMNS, all_rows)
     write_csv(args.out / "preprocessing.csv", PREP_COLUMNS, all_prep)
     print(f"{args.folds}-fold CV x {args.reps} rep(s); δ={DELTA:g}, ρ={RHO:g}; y centred: {args.y_center}; "

@@ -38,6 +38,8 @@ DEFAULT_OUT = ROOT / "simulations" / "results" / "local_vs_central"
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_compare_arguments(ap)
+    ap.add_argument("-q", "--quiet", dest="log_quiet", action="store_true",
+                    help="no progress bar on stderr (as ldp -q compare)")
     ap.set_defaults(out=DEFAULT_OUT)
     return ap.parse_args(argv)
 

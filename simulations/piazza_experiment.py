@@ -111,8 +111,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.progress import progress  # noqa: E402
 from ldp.simulation import comma_list  # noqa: E402
-from ldp.simulation import write_rows_csv as write_csv
+from ldp.simulation import write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "piazza"
 DESIGNS = ("isotropic", "toeplitz")
@@ -149,6 +150,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true",
                     help=f"{QUICK_TRIALS} splits and n in {','.join(map(str, QUICK_NS))} (unless given)")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--seed", type=int, default=0, help="master seed (θ₀, data, splits, noise)")
     ap.add_argument("--trials", type=int, default=None,
                     help=f"random 90/10 splits per setting (default {DEFAULT_TRIALS}; {QUICK_TRIALS} with --quick)")
@@ -346,8 +348,9 @@ def check_settings(args: argparse.Namespace) -> None:
                                                 np.random.default_rng(0)), s)
 
 
-def run_dataset(design: str, n: int, theta: Any, args: argparse.Namespace) -> tuple[dict, dict]:
-    """All splits of one data set: per-(noise, ε, algorithm, γ) traces and the references' per-split values."""
+def run_dataset(design: str, n: int, theta: Any, args: argparse.Namespace, bar: Any = None) -> tuple[dict, dict]:
+    """All splits of one data set: per-(noise, ε, algorithm, γ) traces and the references' per-split values.
+    ``bar`` (an :func:`ldp.progress.progress` bar) advances by one per split."""
     import numpy as np
 
     from ldp.regression.stats import SufficientStatistics, enforce_bounds
@@ -404,6 +407,8 @@ def run_dataset(design: str, n: int, theta: Any, args: argparse.Namespace) -> tu
                         t.ceiling = float(getattr(est, "lambda_ceiling_", est.lambda_))  # SSP: 0
                         t.lstsq += est.solver_ == "lstsq"
                         t.noise_sd_xty = float(est.noise_sd_[-1])
+        if bar is not None:
+            bar.update(1)
     return traces, ref
 
 
@@ -489,8 +494,8 @@ def _panels(rows: list[dict[str, Any]], design: str, noise: str, path: Path, met
     ns = sorted({r["n"] for r in sel})
     colors = plt.get_cmap("viridis")([0.1 + 0.75 * i / max(1, len(ns) - 1) for i in range(len(ns))])
     fig, axes = plt.subplots(1, len(epsilons), figsize=(4.2 * len(epsilons), 4.2), squeeze=False)
-    for ax, eps in zip(axes[0], epsilons):
-        for n, color in zip(ns, colors):
+    for ax, eps in zip(axes[0], epsilons, strict=True):
+        for n, color in zip(ns, colors, strict=True):
             rs = sorted((r for r in sel if r["n"] == n and r["epsilon"] == eps and r["algorithm"] == "adassp_budget"),
                         key=lambda r: r["gamma"])
             gs = [r["gamma"] for r in rs]
@@ -515,7 +520,7 @@ def _panels(rows: list[dict[str, Any]], design: str, noise: str, path: Path, met
     axes[0][0].set_ylabel(ylabel)
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=c, marker="o", ms=3, label=f"n={n}") for n, c in zip(ns, colors)]
+    handles = [Line2D([], [], color=c, marker="o", ms=3, label=f"n={n}") for n, c in zip(ns, colors, strict=True)]
     if metric != "lzp":
         handles += [Line2D([], [], color="black", ls=ls, label=lab) for ls, lab in
                     (("-", "adaSSPbudget"), ("--", "SSP"), (":", "constSSPfull"))]
@@ -561,12 +566,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():  # no data-derived bounds or unverified constants in the measured runs
         warnings.simplefilter("error", PrivacyLeakWarning)
         warnings.simplefilter("error", ReproductionOnlyWarning)
-        for design in args.designs:
-            for n in args.ns:
-                t0 = time.perf_counter()
-                traces, ref = run_dataset(design, n, theta, args)
-                rows.extend(summarize(design, n, args, traces, ref))
-                print(f"  {design} n={n}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        splits = len(args.designs) * len(args.ns) * args.trials
+        with progress(splits, "piazza_experiment", False if args.quiet else None, unit="split") as bar:
+            for design in args.designs:
+                for n in args.ns:
+                    t0 = time.perf_counter()
+                    traces, ref = run_dataset(design, n, theta, args, bar)
+                    rows.extend(summarize(design, n, args, traces, ref))
+                    note = f"  {design} n={n}: {time.perf_counter() - t0:.1f} s"
+                    (bar.write if bar else print)(note, file=sys.stderr)  # above the bar, or a plain line
     write_csv(args.out / "results.csv", COLUMNS, rows)
     if not args.no_plots:
         plot_all(args.out, rows, args)

@@ -46,8 +46,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.progress import progress  # noqa: E402
 from ldp.simulation import comma_list, save_png  # noqa: E402
-from ldp.simulation import write_rows_csv as write_csv
+from ldp.simulation import write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "planner_figures"
 DEFAULT_IMG = ROOT / "docs" / "img"
@@ -81,6 +82,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--img", type=Path, default=None,
                     help=f"PNG folder (default {DEFAULT_IMG}; with --quick, the --out folder)")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--quick", action="store_true", help="coarse grids (a second or so)")
     ap.add_argument("--figures", type=comma_list(str), default=None,
                     help="comma list of tables/figures to make (default all): " + ", ".join(FIGURE_NAMES))
@@ -422,13 +424,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     tables = {}
-    for name in args.figures:
-        columns, make, plot, png = FIGURES[name]
-        tables[name] = rows = make(args)
-        write_csv(args.out / f"{name}.csv", columns, rows)
-        if not args.no_plots:
-            args.img.mkdir(parents=True, exist_ok=True)
-            plot(args.img / png, rows)
+    with progress(len(args.figures), "planner_figures", False if args.quiet else None, unit="figure") as bar:
+        for name in args.figures:
+            bar.set_postfix_str(name)
+            columns, make, plot, png = FIGURES[name]
+            tables[name] = rows = make(args)
+            write_csv(args.out / f"{name}.csv", columns, rows)
+            if not args.no_plots:
+                args.img.mkdir(parents=True, exist_ok=True)
+                plot(args.img / png, rows)
+            bar.update(1)
     print(summary(tables))
     where = f"{args.out}" + ("" if args.no_plots else f" and {len(tables)} figure(s) in {args.img}")
     print(f"{time.perf_counter() - start:.1f} s; wrote {where}")

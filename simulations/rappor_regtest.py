@@ -45,6 +45,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--mode", choices=("ldp", "google"), default="ldp", help="Bloom hashing of the encoder")
     ap.add_argument("--repeats", type=int, default=1, help="instances per case (default 1)")
     ap.add_argument("--alpha", type=float, default=0.05)
@@ -113,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import numpy as np
 
     from ldp import regtest
+    from ldp.progress import progress
 
     if not args.no_plots and importlib.util.find_spec("matplotlib") is None:
         print("error: plots need matplotlib (pip install 'ldp[plot]'); or pass --no-plots", file=sys.stderr)
@@ -125,17 +127,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
-    for i, case in enumerate(selected, 1):
-        for rep in range(args.repeats):
-            rng = np.random.default_rng([args.seed, zlib.crc32(case.name.encode()), rep])
-            with warnings.catch_warnings():  # scikit-learn's lasso warns per fit on the big cases; keep the table readable
-                warnings.filterwarnings("ignore", message="Objective did not converge")
-                res = regtest.run_case(case, rng, alpha=args.alpha, correction=args.correction)
-            row = res.row()
-            rows.append({"case": row.pop("case"), "repeat": rep, **row})
-            if rep == 0 and not args.no_plots:
-                regtest.plot_case(res, args.out / f"{case.name}.png")
-        print(f"[{i}/{len(selected)}] {case.name}", file=sys.stderr)
+    runs = len(selected) * args.repeats
+    with progress(runs, "rappor_regtest", False if args.quiet else None, unit="run") as bar:
+        for i, case in enumerate(selected, 1):
+            bar.set_postfix_str(case.name)
+            for rep in range(args.repeats):
+                rng = np.random.default_rng([args.seed, zlib.crc32(case.name.encode()), rep])
+                # scikit-learn's lasso warns per fit on the big cases; keep the table readable
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message="Objective did not converge")
+                    res = regtest.run_case(case, rng, alpha=args.alpha, correction=args.correction)
+                row = res.row()
+                rows.append({"case": row.pop("case"), "repeat": rep, **row})
+                if rep == 0 and not args.no_plots:
+                    regtest.plot_case(res, args.out / f"{case.name}.png")
+                bar.update(1)
+            if not bar:  # a log line per case without a bar (the bar shows the case's name)
+                print(f"[{i}/{len(selected)}] {case.name}", file=sys.stderr)
     elapsed = time.perf_counter() - start
     summary = summarize(rows)
     _write_csv(args.out / "results.csv", rows)

@@ -77,8 +77,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.progress import progress  # noqa: E402
 from ldp.simulation import comma_list  # noqa: E402
-from ldp.simulation import write_rows_csv as write_csv
+from ldp.simulation import write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "rplr"
 SWEEPS = ("epsilon", "npv")
@@ -99,11 +100,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true",
                     help=f"{QUICK_SPLITS} splits, {QUICK_AUX} × {QUICK_AUX} searches on a coarse ω grid")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--seed", type=int, default=0, help="master seed (data, splits, searches, noise)")
     ap.add_argument("--splits", type=int, default=None,
                     help=f"Monte Carlo CV splits (default {DEFAULT_SPLITS}; {QUICK_SPLITS} with --quick)")
     ap.add_argument("--sweeps", type=comma_list(str), default=list(SWEEPS), help="comma list of epsilon,npv")
-    ap.add_argument("--epsilons", type=comma_list(float), default=[0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0], help="ε of the ε sweep")
+    ap.add_argument("--epsilons", type=comma_list(float), default=[0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0],
+                    help="ε of the ε sweep")
     ap.add_argument("--n-pvs", type=comma_list(int), default=list(range(0, 801, 100)), help="n_pv of the n_pv sweep")
     ap.add_argument("--epsilon", type=float, default=2.0, help="ε of the n_pv sweep (default 2)")
     ap.add_argument("--n-pv", type=int, default=500, help="n_pv of the ε sweep (default 500)")
@@ -111,7 +114,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--n-test", type=int, default=100, help="validation rows (default 100)")
     ap.add_argument("--n-total", type=int, default=1000, help="rows of the synthetic data set (default 1000)")
     ap.add_argument("--d", type=int, default=10, help="dimension (default 10)")
-    ap.add_argument("--split", type=comma_list(float), default=None, help="budget split p1,p2,p3 (default 0.35,0.6,0.05)")
+    ap.add_argument("--split", type=comma_list(float), default=None,
+                    help="budget split p1,p2,p3 (default 0.35,0.6,0.05)")
     ap.add_argument("--aux-datasets", type=int, default=None,
                     help=f"auxiliary data sets per threshold search (default {DEFAULT_AUX}; {QUICK_AUX} with --quick)")
     ap.add_argument("--aux-noise", type=int, default=None,
@@ -280,13 +284,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache: dict[tuple[float, int], tuple[list[dict[str, Any]], dict[str, Any]]] = {}
     all_rows: list[dict[str, Any]] = []
     summaries: dict[str, list[dict[str, Any]]] = {}
+    todo = dict.fromkeys(s for sweep in args.sweeps for s in settings[sweep])
+    with progress(len(todo), "rplr_experiment", False if args.quiet else None, unit="setting") as bar:
+        for eps, n_pv in todo:
+            cache[(eps, n_pv)] = run_setting(X, y, eps, n_pv, args, rplr, split_p, rplr_search)
+            note = f"  ε={eps:g} n_pv={n_pv}: search {cache[(eps, n_pv)][1]['search_seconds']:.1f} s"
+            (bar.write if bar else print)(note, file=sys.stderr)  # above the bar, or a plain line
+            bar.update(1)
     for sweep in args.sweeps:
         rows: list[dict[str, Any]] = []
         for eps, n_pv in settings[sweep]:
-            if (eps, n_pv) not in cache:
-                cache[(eps, n_pv)] = run_setting(X, y, eps, n_pv, args, rplr, split_p, rplr_search)
-                print(f"  ε={eps:g} n_pv={n_pv}: search {cache[(eps, n_pv)][1]['search_seconds']:.1f} s",
-                      file=sys.stderr)
             rows += [{"sweep": sweep, **r} for r in cache[(eps, n_pv)][0]]
         summaries[sweep] = summarise(sweep, rows, {k: v[1] for k, v in cache.items()})
         all_rows += rows

@@ -83,8 +83,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.progress import progress  # noqa: E402
 from ldp.simulation import comma_list  # noqa: E402
-from ldp.simulation import write_rows_csv as write_csv
+from ldp.simulation import write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "sfp_discovery"
 HASH_SEED_STEP = 7919  # hash_seed of repetition r; > k + k' + 1, so two repetitions never share a hash function
@@ -130,6 +131,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help=f"repetitions per setting (default {DEFAULT_REPS}; {QUICK_REPS} with --quick)")
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_REPS} repetition per setting")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--seed", type=int, default=0, help="master seed (vocabulary, populations, every repetition)")
     ap.add_argument("--ns", type=comma_list(int), default=[10**5, 10**6, 10**7], help="comma list of user counts n")
     ap.add_argument("--budgets", type=_budgets, default=[(2.0, 6.0), (4.0, 4.0), (4.0, 8.0)],
@@ -216,7 +218,7 @@ def make_population(n: int, words: list[str], zipf: float, seed: int, params: An
     counts = rng.multinomial(n, weights / weights.sum()).astype(np.int64)
     merged: dict[str, int] = {}
     truncated = 0
-    for w, c in zip(words, counts.tolist()):
+    for w, c in zip(words, counts.tolist(), strict=True):
         p = params.prepare_word(w)
         truncated += p.truncated
         if c:
@@ -411,18 +413,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     shares: list[str] = []
-    for n in args.ns:
-        pop = make_population(n, words, args.zipf, args.seed, encoder)
-        counts = list(pop.encoded.values())
-        shares.append(f"n={n}: top 10 hold {sum(counts[:10]) / n:.1%}, the 10th {counts[min(9, len(counts) - 1)]}, "
-                      f"the 50th {counts[min(49, len(counts) - 1)]} users")
-        for eps_word, eps_fragment in args.budgets:
-            results = [run_rep(pop, eps_word, eps_fragment, rep, args) for rep in range(args.reps)]
-            rows.extend(r.row for r in results)
-            summary.append(summarize(results))
-            print(f"  n={n} ε_word={eps_word:g} ε_fragment={eps_fragment:g}: "
-                  f"{sum(r.row['seconds_discover'] + r.row['seconds_simulate'] for r in results):.1f} s",
-                  file=sys.stderr)
+    reps = len(args.ns) * len(args.budgets) * args.reps
+    with progress(reps, "sfp_discovery", False if args.quiet else None, unit="rep") as bar:
+        for n in args.ns:
+            pop = make_population(n, words, args.zipf, args.seed, encoder)
+            counts = list(pop.encoded.values())
+            shares.append(f"n={n}: top 10 hold {sum(counts[:10]) / n:.1%}, the 10th "
+                          f"{counts[min(9, len(counts) - 1)]}, the 50th {counts[min(49, len(counts) - 1)]} users")
+            for eps_word, eps_fragment in args.budgets:
+                results = []
+                for rep in range(args.reps):
+                    results.append(run_rep(pop, eps_word, eps_fragment, rep, args))
+                    bar.update(1)
+                rows.extend(r.row for r in results)
+                summary.append(summarize(results))
+                note = (f"  n={n} ε_word={eps_word:g} ε_fragment={eps_fragment:g}: "
+                        f"{sum(r.row['seconds_discover'] + r.row['seconds_simulate'] for r in results):.1f} s")
+                (bar.write if bar else print)(note, file=sys.stderr)  # above the bar, or a plain line
     write_csv(args.out / "results.csv", RESULT_COLUMNS, rows)
     write_csv(args.out / "summary.csv", SUMMARY_COLUMNS, summary)
 
