@@ -17,7 +17,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # served lazily by __getattr__ below (ldp.ledger imports this module)
+    from ldp.ledger import BudgetExceeded, BudgetLedger, BudgetPolicy, LedgerError, MemoizedCharge, Reservation
 
 __all__ = [
     "PrivacyCost",
@@ -179,7 +182,7 @@ class PrivacyAccountant:
     def __copy__(self) -> PrivacyAccountant:
         return self  # one running total: copies (scikit-learn's clone in cross-validation) share it
 
-    def __deepcopy__(self, memo: dict) -> PrivacyAccountant:
+    def __deepcopy__(self, memo: dict[int, object]) -> PrivacyAccountant:
         return self
 
     @property

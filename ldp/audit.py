@@ -17,10 +17,13 @@ import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any
 
 from ldp.randomness import PRECISION_BITS, RandomSource, bernoulli_threshold
+
+if TYPE_CHECKING:
+    from ldp.encoders.base import Encoder
 
 __all__ = ["AuditError", "AuditResult", "output_distribution", "audit", "audit_encoder"]
 
@@ -118,14 +121,19 @@ class AuditResult:
         return math.isclose(self.epsilon, claimed, rel_tol=rel_tol, abs_tol=1e-12)
 
 
-def audit(inputs: Iterable[Any], run: Callable[[Any, RandomSource], Hashable], max_paths: int = 1 << 20) -> AuditResult:
+def _run_on(run: Callable[[Any, RandomSource], Hashable], x: Any, src: RandomSource) -> Hashable:
+    return run(x, src)
+
+
+def audit(inputs: Iterable[Any], run: Callable[[Any, RandomSource], Hashable],
+          max_paths: int = 1 << 20) -> AuditResult:
     """Audit a mechanism given as ``run(input, source) -> hashable output`` over ``inputs``."""
     inputs = list(inputs)
     if len(inputs) < 2:
         raise ValueError("an audit needs at least two inputs")
-    dists = {x: output_distribution(lambda src, x=x: run(x, src), max_paths) for x in inputs}
-    outputs = set().union(*dists.values())
-    worst = (-1.0, None, (None, None))
+    dists = {x: output_distribution(partial(_run_on, run, x), max_paths) for x in inputs}
+    outputs: set[Hashable] = set().union(*dists.values())
+    worst: tuple[float, Hashable, tuple[Any, Any]] = (-1.0, None, (None, None))
     for o in outputs:
         probs = [(dists[x].get(o, Fraction(0)), x) for x in inputs]
         hi, lo = max(probs, key=lambda t: t[0]), min(probs, key=lambda t: t[0])
@@ -135,7 +143,8 @@ def audit(inputs: Iterable[Any], run: Callable[[Any, RandomSource], Hashable], m
     return AuditResult(worst[0], worst[1], worst[2], dists)
 
 
-def audit_encoder(make_encoder: Callable[[RandomSource], Any], inputs: Iterable[Any], max_paths: int = 1 << 20) -> AuditResult:
+def audit_encoder(make_encoder: Callable[[RandomSource], Encoder], inputs: Iterable[Any],
+                  max_paths: int = 1 << 20) -> AuditResult:
     """Audit an encoder's real ``encode`` path; ``make_encoder(source)`` builds it with that source.
 
     Outputs are compared by their JSON line, i.e. by everything a report carries.

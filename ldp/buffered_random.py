@@ -14,7 +14,7 @@ import secrets
 import struct
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ldp.random_base import PRECISION_BITS, RandomSource, bernoulli_threshold
@@ -69,11 +69,11 @@ class BufferedRandomSource(RandomSource):
         if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk <= 0 or chunk % 8:
             raise ValueError(f"chunk must be a positive multiple of 8 bytes, got {chunk!r}")
         self._read, self._chunk = read, chunk
-        self._unpack = struct.Struct("<%dQ" % (chunk // 8)).unpack
+        self._unpack = struct.Struct(f"<{chunk // 8}Q").unpack
         self._drop_buffers()
 
     def _drop_buffers(self) -> None:
-        self._words: Any = iter(())
+        self._words: Iterator[int] = iter(())
         self._bytes, self._offset, self._lock = b"", 0, threading.Lock()
 
     def _refill_word(self) -> int:
@@ -184,8 +184,8 @@ class SystemRandomSource(BufferedRandomSource):
 
     Fork-safe: in a child made by ``os.fork`` (or ``multiprocessing``'s fork) every live instance
     drops its buffers before any draw (``os.register_at_fork``), so parent and child never share
-    noise; a copy or a pickled source starts empty too. Thread-safe: see :class:`BufferedRandomSource` (on an interpreter without the GIL the
-    default client source is :class:`UnbufferedSystemRandomSource` instead).
+    noise; a copy or a pickled source starts empty too. Thread-safe: see :class:`BufferedRandomSource` (on an
+    interpreter without the GIL the default client source is :class:`UnbufferedSystemRandomSource` instead).
     """
 
     def __init__(self) -> None:

@@ -265,7 +265,8 @@ class TelemetryClient:
         spec_fp = self.spec.fingerprint
 
         def store(reservations: list[Reservation], db: sqlite3.Connection) -> list[int]:
-            return [self._store(db, spec_fp, enc, prepared, r) for (_, enc, prepared), r in zip(work, reservations)]
+            return [self._store(db, spec_fp, enc, prepared, r)
+                    for (_, enc, prepared), r in zip(work, reservations, strict=True)]  # one reservation per item
 
         _at("before_charge")
         with self._guard(), _log_refusal("a batch", len(work)):
@@ -283,7 +284,7 @@ class TelemetryClient:
         cur = db.execute("INSERT INTO ldp_client_outbox (charge, metric, window, line) VALUES (?, ?, ?, ?)",
                          (reservation.id, reservation.metric, reservation.window, line))
         _at("inserted")
-        return int(cur.lastrowid)
+        return int(cur.lastrowid)  # type: ignore[arg-type]  # an INSERT sets lastrowid
 
     # -- uploading -------------------------------------------------------------------------------
     def _last_upload(self, db: sqlite3.Connection) -> float:

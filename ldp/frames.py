@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from bitarray import frozenbitarray
 
@@ -29,6 +30,7 @@ from ldp.reports import (
     MAX_BITS,
     MAX_FIELDS,
     MAX_FRAME_RECORDS,
+    PayloadValue,
     Report,
     ReportBatch,
     ReportError,
@@ -55,19 +57,28 @@ class Frame:
 
     def reports(self) -> Iterator[Report]:
         """The frame's records as :class:`Report` objects (validated)."""
-        readers = []
+        readers: list[tuple[str, Callable[[int], PayloadValue]]] = []
         for name, kind, width in self.layout:
             col = self.columns[name]
             if kind == "uint":
-                readers.append((name, lambda i, c=col, w=width: int.from_bytes(c[i * w:(i + 1) * w], "little")))
+                readers.append((name, partial(_read_uint, col, width)))
             else:
-                nbytes = (width + 7) // 8
-                readers.append((name, lambda i, c=col, w=width, nb=nbytes: _unpack_bits(c[i * nb:(i + 1) * nb], w)))
+                readers.append((name, partial(_read_bits, col, width, (width + 7) // 8)))
         for i in range(self.count):
             yield Report(self.protocol, self.fingerprint, {name: read(i) for name, read in readers})
 
 
-def _unpack_bits(raw: bytes, nbits: int) -> frozenbitarray:
+def _read_uint(col: bytes | memoryview, width: int, i: int) -> int:
+    """Record ``i`` of a ``uint`` column of ``width`` bytes."""
+    return int.from_bytes(col[i * width:(i + 1) * width], "little")
+
+
+def _read_bits(col: bytes | memoryview, nbits: int, nbytes: int, i: int) -> frozenbitarray:
+    """Record ``i`` of a ``bits`` column of ``nbits`` bits (``nbytes`` bytes a record)."""
+    return _unpack_bits(col[i * nbytes:(i + 1) * nbytes], nbits)
+
+
+def _unpack_bits(raw: bytes | memoryview, nbits: int) -> frozenbitarray:
     bits = frozenbitarray(buffer=raw, endian="little") if raw else frozenbitarray(endian="little")
     if bits[nbits:].any():
         raise ReportError("bad_value", "padding bits after the last bit must be zero")
@@ -80,7 +91,8 @@ def _uint_width(max_value: int) -> int:
 
 def _frame_header(protocol: str, fp: str, layout: Iterable[tuple[str, str, int]], count: int) -> bytes:
     layout = list(layout)
-    out = [MAGIC, bytes([FORMAT_VERSION, len(protocol)]), protocol.encode("ascii"), bytes.fromhex(fp), bytes([len(layout)])]
+    out = [MAGIC, bytes([FORMAT_VERSION, len(protocol)]), protocol.encode("ascii"), bytes.fromhex(fp),
+           bytes([len(layout)])]
     for name, kind, width in layout:
         out += [bytes([len(name)]), name.encode("ascii"), struct.pack("<BI", _KIND_CODES[kind], width)]
     out.append(struct.pack("<I", count))
@@ -135,14 +147,16 @@ def encode_batch(batch: ReportBatch) -> bytes:
 
 def _encode_run(run: list[Report]) -> bytes:
     first = run[0]
-    layout, columns = [], []
+    layout: list[tuple[str, str, int]] = []
+    columns: list[bytes] = []
     for name, kind, width in _layout_of(first):
-        values = [r.payload[name] for r in run]
+        values = [r.payload[name] for r in run]  # all of one kind: the run's reports share their layout
         if kind == "uint":
-            width = _uint_width(max(values))
-            columns.append(b"".join(v.to_bytes(width, "little") for v in values))
+            ints = cast("list[int]", values)
+            width = _uint_width(max(ints))
+            columns.append(b"".join(v.to_bytes(width, "little") for v in ints))
         else:
-            columns.append(b"".join(v.tobytes() for v in values))
+            columns.append(b"".join(v.tobytes() for v in cast("list[frozenbitarray]", values)))
         layout.append((name, kind, width))
     return _seal(_frame_header(first.protocol, first.fingerprint, layout, len(run)) + b"".join(columns))
 
@@ -184,7 +198,8 @@ def _read_frame(data: memoryview, pos: int) -> tuple[Frame, int]:
     nfields = rd.byte()
     if not 1 <= nfields <= MAX_FIELDS:
         raise ReportError("bad_payload", f"frames have 1..{MAX_FIELDS} fields, got {nfields}")
-    layout, sizes = [], []
+    layout: list[tuple[str, str, int]] = []
+    sizes: list[int] = []
     for _ in range(nfields):
         name = rd.ascii(rd.byte(), _FIELD_RE, "bad_field")
         code, width = struct.unpack("<BI", rd.take(5))
@@ -201,7 +216,7 @@ def _read_frame(data: memoryview, pos: int) -> tuple[Frame, int]:
     (count,) = struct.unpack("<I", rd.take(4))
     if count == 0:
         raise ReportError("bad_payload", "frame holds no record")
-    columns = {name: rd.take(count * size) for (name, _, _), size in zip(layout, sizes)}
+    columns = {name: rd.take(count * size) for (name, _, _), size in zip(layout, sizes, strict=True)}
     body_end = rd.pos
     (crc,) = struct.unpack("<I", rd.take(4))
     if zlib.crc32(data[pos:body_end]) != crc:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 from ldp import ledger_sql as sql
 from ldp.accountant import PrivacyCost, _cap_limits, _check_real, _clamped, _first_exceeded
@@ -28,6 +28,10 @@ MAX_CLOCK = 253402300799.0
 """The last second of 9999-12-31 UTC: the latest clock reading a ledger accepts."""
 
 T = TypeVar("T")
+
+_Caps: TypeAlias = tuple[PrivacyCost | None, ...]
+_Limits: TypeAlias = tuple["BudgetPolicy", "BudgetPolicy", _Caps, tuple[tuple[int, float, float], ...]]
+"""What :meth:`BudgetLedger._caps` keeps per metric: its policy, the total's, their caps and limits."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,8 @@ class BudgetLedger:
         if self.window_seconds == 0.0:
             raise ValueError("window_seconds must be > 0, got 0")
         if MAX_CLOCK / self.window_seconds > MAX_WINDOW:
-            raise ValueError(f"window_seconds must be >= {MAX_CLOCK / MAX_WINDOW:.3g} (window indices stay below 2^53), "
+            raise ValueError(f"window_seconds must be >= {MAX_CLOCK / MAX_WINDOW:.3g} "
+                             "(window indices stay below 2^53), "
                              f"got {self.window_seconds}")
         self.total = total or BudgetPolicy()
         self.metrics = dict(metrics or {})
@@ -162,7 +167,7 @@ class BudgetLedger:
             if self._known.private:  # smaller pages: less to copy into the rollback journal per charge
                 self._db.execute("PRAGMA page_size=1024")
             self._txn = sql.Transaction(self._db, self._known)
-            self._limits: dict[str, tuple] = {}
+            self._limits: dict[str, _Limits] = {}
         except sqlite3.DatabaseError as exc:
             raise LedgerError(f"{os.fspath(path)!r} is not a usable ldp budget ledger: {exc}") from None
         try:
@@ -257,7 +262,7 @@ class BudgetLedger:
     def _policy(self, metric: str) -> BudgetPolicy:
         return self.total if metric == self.ALL else self.metrics.get(metric, self.default)
 
-    def _caps(self, metric: str) -> tuple[tuple[PrivacyCost | None, ...], tuple[tuple[int, float, float], ...]]:
+    def _caps(self, metric: str) -> tuple[_Caps, tuple[tuple[int, float, float], ...]]:
         """The caps a charge to ``metric`` must fit, in the order they are checked (metric window,
         metric lifetime, total window, total lifetime), and their ``(k, limits)`` for
         :func:`~ldp.accountant._first_exceeded` (kept while the policies are the same objects)."""
@@ -342,14 +347,15 @@ class BudgetLedger:
         caps, limits = self._caps(metric)
         if limits and (k := _first_exceeded(spent, eps, delta, limits)) >= 0:
             raise BudgetExceeded(metric if k < 2 else self.ALL, "lifetime" if k % 2 else "window",
-                                 inc, PrivacyCost(*_clamped(*spent[k])), caps[k])  # type: ignore[arg-type]
+                                 inc, PrivacyCost(*_clamped(*spent[k])),
+                                 caps[k])  # type: ignore[arg-type]  # k is in limits only for a cap that is not None
         charge_id = cur.execute(sql.INSERT_CHARGE, (metric, window, eps, delta, now, state)).lastrowid
         cur.execute(sql.ADD_WINDOW_TOTALS, (metric, window, eps, delta, self.ALL, window, eps, delta))
         cur.execute(sql.ADD_LIFETIME_TOTALS, (metric, eps, delta, self.ALL, eps, delta))
         if memo_key is not None:
             cur.execute(sql.ADD_MEMO, (metric, memo_key, eps, delta))
         self._known.add(keys, spent, eps, delta)
-        return Reservation(int(charge_id), metric, inc, window)  # type: ignore[arg-type]
+        return Reservation(int(charge_id), metric, inc, window)  # type: ignore[arg-type]  # INSERT sets lastrowid
 
     def commit(self, reservation: Reservation) -> None:
         """Mark a reservation's report as produced (the charge itself was already final).
@@ -362,7 +368,8 @@ class BudgetLedger:
             with self._transaction():
                 cur = self._db.execute(sql.MARK_COMMITTED, (reservation.id, reservation.metric))
                 if cur.rowcount != 1:
-                    raise LedgerError(f"no reservation {reservation.id} for metric {reservation.metric!r} in this ledger")
+                    raise LedgerError(f"no reservation {reservation.id} for metric {reservation.metric!r} "
+                                      "in this ledger")
         finally:
             self._db.execute("PRAGMA synchronous=FULL")
 
@@ -392,16 +399,18 @@ class BudgetLedger:
                     continue
                 s = self.spent(scope, period)
                 here = PrivacyCost(max(0.0, cap.epsilon - s.epsilon), max(0.0, cap.delta - s.delta))
-                left = here if left is None else PrivacyCost(min(left.epsilon, here.epsilon), min(left.delta, here.delta))
+                left = here if left is None else PrivacyCost(min(left.epsilon, here.epsilon),
+                                                             min(left.delta, here.delta))
             out[period] = left
         return out
 
     def history(self, metric: str | None = None) -> list[dict[str, object]]:
         """Every charge (oldest first): id, metric, window, epsilon, delta, at, state."""
         sql = "SELECT id, metric, window, epsilon, delta, at, state FROM ldp_ledger_charges"
-        rows = self._db.execute(sql + (" WHERE metric=? ORDER BY id" if metric else " ORDER BY id"), (metric,) if metric else ())
+        rows = self._db.execute(sql + (" WHERE metric=? ORDER BY id" if metric else " ORDER BY id"),
+                                (metric,) if metric else ())
         names = ("id", "metric", "window", "epsilon", "delta", "at", "state")
-        return [dict(zip(names, r)) for r in rows]
+        return [dict(zip(names, r, strict=True)) for r in rows]
 
     def close(self) -> None:
         self._db.close()

@@ -13,9 +13,12 @@ import hashlib
 import hmac
 import os
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from ldp.accountant import PrivacyCost
+
+if TYPE_CHECKING:
+    from ldp.ledger import MemoizedCharge
 
 __all__ = ["APPLICATION_ID", "LEDGER_TABLES", "Known", "Transaction", "create_schema", "has_ledger_tables",
            "memo_increment", "rebuild_totals"]
@@ -67,7 +70,7 @@ ADD_MEMO = ("INSERT INTO ldp_ledger_memo VALUES (?,?,1,?,?) ON CONFLICT (metric,
 MARK_COMMITTED = "UPDATE ldp_ledger_charges SET state='committed' WHERE id=? AND metric=?"
 
 
-Key = tuple  # (scope, window) of a window total, (scope, None) of a lifetime total
+Key: TypeAlias = tuple[str, int | None]  # (scope, window) of a window total, (scope, None) of a lifetime total
 
 
 class Known:
@@ -114,7 +117,7 @@ class Known:
             spent = [(0.0, 0.0)] * 4
             for k, e, d in cur.execute(READ_TOTALS, (metric, everything, window)):
                 spent[k] = (e, d)
-        return keys, spent  # type: ignore[return-value]
+        return keys, spent  # type: ignore[return-value]  # no None left: all four were known, or all were read
 
     def add(self, keys: tuple[Key, ...], spent: list[tuple[float, float]], epsilon: float, delta: float) -> None:
         """Know what :data:`ADD_WINDOW_TOTALS` and :data:`ADD_LIFETIME_TOTALS` just stored (IEEE sums)."""
@@ -140,12 +143,12 @@ class Transaction:
     def __enter__(self) -> None:
         self._db.execute("BEGIN IMMEDIATE")  # takes the write lock: one writer across processes
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         db = self._db
         if exc_type is None:
             try:
                 db.execute("COMMIT")
-                return False
+                return
             except BaseException:
                 self._known.forget()
                 if db.in_transaction:  # COMMIT itself failed (disk full, I/O error)
@@ -154,10 +157,10 @@ class Transaction:
         self._known.forget()
         if db.in_transaction:
             db.execute("ROLLBACK")
-        return False
 
 
-def memo_increment(cur: sqlite3.Cursor, salt: bytes, metric: str, charge: Any) -> tuple[str, PrivacyCost]:
+def memo_increment(cur: sqlite3.Cursor, salt: bytes, metric: str,
+                   charge: MemoizedCharge) -> tuple[str, PrivacyCost]:
     """The keyed hash of a :class:`~ldp.ledger.MemoizedCharge`'s key (HMAC-SHA256 of ``metric || 0x00 ||
     key`` under the ledger's salt: the value itself is never stored) and what this report of it costs:
     ``first`` for the first report, ``then`` after, each cut so that the key's total stays within ``cap``."""
@@ -170,8 +173,8 @@ def memo_increment(cur: sqlite3.Cursor, salt: bytes, metric: str, charge: Any) -
 
 
 def has_ledger_tables(db: sqlite3.Connection) -> bool:
-    row = db.execute("SELECT count(*) FROM sqlite_master WHERE name='ldp_ledger_meta'").fetchone()
-    return row[0] == 1
+    count: int = db.execute("SELECT count(*) FROM sqlite_master WHERE name='ldp_ledger_meta'").fetchone()[0]
+    return count == 1
 
 
 def create_schema(db: sqlite3.Connection, window_seconds: float) -> frozenset[str]:

@@ -14,22 +14,28 @@ import inspect
 import pkgutil
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ldp.decoders.base import Aggregate
+    from ldp.encoders.base import Encoder, ProtocolParams
 
 __all__ = ["Protocol", "client_protocols", "get_protocol", "protocols", "params_from_dict"]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class Protocol:
     name: str
-    params_type: type
-    encoder_type: type
-    aggregate_type: Any = None
+    params_type: type[ProtocolParams]
+    encoder_type: type[Encoder]
+    aggregate_type: Any = None  # an Aggregate subclass; its simulate/exact_variance are not declared on Aggregate
 
 
-def _scan(package: str, base: type) -> list[type]:
+def _scan(package: str, base: type[_T]) -> list[type[_T]]:
     pkg = importlib.import_module(package)
-    found = []
+    found: list[type[_T]] = []
     for info in pkgutil.iter_modules(pkg.__path__):
         module = importlib.import_module(f"{package}.{info.name}")
         for _, obj in inspect.getmembers(module, inspect.isclass):
@@ -39,12 +45,12 @@ def _scan(package: str, base: type) -> list[type]:
 
 
 @cache
-def client_protocols() -> dict[str, tuple[type, type]]:
+def client_protocols() -> dict[str, tuple[type[ProtocolParams], type[Encoder]]]:
     """``{name: (params_type, encoder_type)}`` from :mod:`ldp.encoders` (standard library only)."""
     from ldp.encoders.base import Encoder
 
-    out: dict[str, tuple[type, type]] = {}
-    for enc in _scan("ldp.encoders", Encoder):
+    out: dict[str, tuple[type[ProtocolParams], type[Encoder]]] = {}
+    for enc in _scan("ldp.encoders", Encoder):  # type: ignore[type-abstract]  # a base to test, never made
         params = enc.params_type
         if params.protocol in out:
             raise RuntimeError(f"two encoders claim protocol {params.protocol!r}")
@@ -57,8 +63,9 @@ def protocols() -> dict[str, Protocol]:
     """Every protocol with its params, encoder and aggregate types (imports numpy)."""
     from ldp.decoders.base import Aggregate
 
-    aggregates = {}
-    for agg in _scan("ldp.decoders", Aggregate):  # an aggregate may serve several protocols (CMS, HCMS)
+    aggregates: dict[type[ProtocolParams], type[Aggregate]] = {}
+    # an aggregate may serve several protocols (CMS, HCMS)
+    for agg in _scan("ldp.decoders", Aggregate):  # type: ignore[type-abstract]  # a base to test, never made
         for params_type in agg.params_type if isinstance(agg.params_type, tuple) else (agg.params_type,):
             aggregates[params_type] = agg
     return {
@@ -75,7 +82,7 @@ def get_protocol(name: str) -> Protocol:
     return known[name]
 
 
-def params_from_dict(d: dict[str, Any]) -> Any:
+def params_from_dict(d: dict[str, Any]) -> ProtocolParams:
     """Params from ``{"protocol": name, "params": {...}}`` (client side, no numpy)."""
     try:
         params_type, _ = client_protocols()[d["protocol"]]

@@ -231,9 +231,10 @@ def validate_report(report: Report, protocol: str, fp: str, schema: tuple[Field,
         v = payload.get(f.name)
         if v is None or (f.kind == "uint") != isinstance(v, int):
             raise ReportError("payload_mismatch", f"field {f.name!r} must be {f.kind}")
-        if f.kind == "uint" and v >= f.size:
-            raise ReportError("out_of_range", f"{f.name} must be < {f.size}, got {v}")
-        if f.kind == "bits" and len(v) != f.size:
+        if isinstance(v, int):  # then f.kind == "uint" (checked above)
+            if v >= f.size:
+                raise ReportError("out_of_range", f"{f.name} must be < {f.size}, got {v}")
+        elif f.kind == "bits" and len(v) != f.size:
             raise ReportError("bad_length", f"{f.name} must have {f.size} bits, got {len(v)}")
 
 

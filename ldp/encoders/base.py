@@ -9,13 +9,17 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
 
-__all__ = ["ProtocolParams", "Encoder", "BoundedMemo", "check_epsilon", "check_int", "check_string_value", "MAX_AGGREGATE_CELLS"]
+__all__ = ["ProtocolParams", "Encoder", "BoundedMemo", "check_epsilon", "check_int", "check_string_value",
+           "MAX_AGGREGATE_CELLS"]
+
+_V = TypeVar("_V")
+_P = TypeVar("_P", bound="ProtocolParams")
 
 MAX_AGGREGATE_CELLS = 1 << 28
 """Counters a server aggregate of one metric may hold (2 GiB of int64): parameters needing more are refused."""
@@ -47,7 +51,7 @@ def check_string_value(value: Any, protocol: str) -> Any:
     return value
 
 
-class BoundedMemo:
+class BoundedMemo(Generic[_V]):
     """A least-recently-used map of at most ``entries`` items, for what a client recomputes per value
     (RAPPOR's Bloom filter and PRR, SFP's prepared word). Keys are ``str`` or ``bytes`` values of at
     most ``max_len`` characters or bytes; others are never stored (:meth:`get` misses, :meth:`put`
@@ -56,9 +60,9 @@ class BoundedMemo:
 
     def __init__(self, entries: int, max_len: int) -> None:
         self.entries, self.max_len = check_int(entries, "entries", 1), check_int(max_len, "max_len", 0)
-        self._items: OrderedDict[str | bytes, Any] = OrderedDict()
+        self._items: OrderedDict[str | bytes, _V] = OrderedDict()
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: object) -> _V | None:
         """The item stored for ``key`` (now the most recent), or ``None``."""
         if type(key) is not str and type(key) is not bytes:  # exact types: a subclass may redefine equality
             return None
@@ -70,7 +74,7 @@ class BoundedMemo:
                 pass
         return item
 
-    def put(self, key: Any, item: Any) -> None:
+    def put(self, key: object, item: _V) -> None:
         """Store ``item`` for ``key`` (if storable), evicting the least recently used beyond ``entries``."""
         if (type(key) is str or type(key) is bytes) and len(key) <= self.max_len:
             self._items[key] = item
@@ -94,10 +98,22 @@ class ProtocolParams:
     """
 
     protocol: ClassVar[str]
-    schema: tuple[Field, ...]
-    privacy_cost: PrivacyCost
-    domain_size: int
-    aggregate_cells: int
+
+    if TYPE_CHECKING:  # what each subclass defines, as a field, a property or a cached_property
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # each subclass is a dataclass
+
+        @property
+        def schema(self) -> tuple[Field, ...]: ...
+
+        @property
+        def privacy_cost(self) -> PrivacyCost: ...
+
+        @property
+        def domain_size(self) -> int | None:
+            """``None`` for an open-domain protocol (the sketches, RAPPOR, SFP: any string)."""
+
+        @property
+        def aggregate_cells(self) -> int: ...
 
     def check_collectable(self) -> None:
         """``ValueError`` unless reports of these parameters can be uploaded and aggregated: every
@@ -115,14 +131,15 @@ class ProtocolParams:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict of the parameters (tuples become lists)."""
         out = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             out[f.name] = list(v) if isinstance(v, tuple) else v
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ProtocolParams:
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    def from_dict(cls: type[_P], d: Mapping[str, Any]) -> _P:
+        """The parameters of :meth:`to_dict`'s dict (lists become tuples); ``ValueError`` on unknown names."""
+        names = {f.name for f in dataclasses.fields(cls)}
         if unknown := set(d) - names:
             raise ValueError(f"unknown {cls.__name__} parameters: {sorted(unknown)}")
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
@@ -191,7 +208,8 @@ class Encoder(ABC):
         prepared = self.prepare(value)  # invalid input fails here, before any charge
         if self.ledger is None:
             return self.randomize(prepared)
-        return self.ledger.charge_atomically(self.metric, self.charge_for(prepared),  # type: ignore[arg-type]
+        return self.ledger.charge_atomically(self.metric,  # type: ignore[arg-type]  # __init__: a ledger has a metric
+                                             self.charge_for(prepared),
                                              lambda _reservation, _db: self.randomize(prepared))
 
     def _report(self, payload: dict[str, Any]) -> Report:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bitarray import frozenbitarray
 
@@ -60,7 +60,15 @@ class SketchParams(ProtocolParams):
         """Reports per hash function and sums per hash function and bucket: ``k·(m+1)``."""
         return self.num_hashes * (self.width + 1)
 
-    flip_probability: float
+    if TYPE_CHECKING:  # defined by each subclass
+        @property
+        def flip_probability(self) -> float:
+            """Probability that the client flips one ±1 entry."""
+
+        @property
+        def c(self) -> float:
+            """``c_ε``: ``1/c`` is the mean of a kept-or-flipped ±1 entry's sign."""
+
     _epsilon_per_flip: ClassVar[float] = 1.0  # ε = this × ln((1−p)/p) for flip probability p
 
     @property
@@ -123,7 +131,7 @@ class CmsEncoder(Encoder):
     """Client encoder for :class:`CmsParams`; values are str or bytes."""
 
     params: CmsParams
-    params_type: ClassVar[type] = CmsParams
+    params_type: ClassVar[type[CmsParams]] = CmsParams
 
     def prepare(self, value: Any) -> bytes:
         """The value's hashed bytes (:func:`~ldp.hashing.value_bytes`): a bad value fails here, before any charge."""

@@ -1,8 +1,8 @@
 """Apple's Hadamard Count Mean Sketch (HCMS), client side (apple-and-theory.md §2.1).
 
-The client draws a hash index ``j`` uniformly from ``[k]`` and a Hadamard row ``l`` uniformly
-from ``[m]`` (``m`` a power of two), and sends ``(j, l, bit)`` where the bit encodes
-``b·H[h_j(value), l]``: the Sylvester Hadamard entry ``H[a, l] = (−1)^{popcount(a & l)}``, kept
+The client draws a hash index ``j`` uniformly from ``[k]`` and a Hadamard row ``r`` uniformly
+from ``[m]`` (``m`` a power of two), and sends ``(j, r, bit)`` where the bit encodes
+``b·H[h_j(value), r]``: the Sylvester Hadamard entry ``H[a, r] = (−1)^{popcount(a & r)}``, kept
 with probability ``e^ε/(1+e^ε)`` and flipped with probability ``1/(1+e^ε)`` (bit 1 = +1). Only one
 ±1 value depends on the input: ε-LDP. Hashing is shared with CMS (:class:`~ldp.encoders.cms.SketchParams`).
 """
@@ -23,9 +23,9 @@ from ldp.reports import Field, Report, ReportBatch
 __all__ = ["HcmsParams", "HcmsEncoder", "hadamard_entry"]
 
 
-def hadamard_entry(a: int, l: int) -> int:
-    """Sylvester Hadamard matrix entry ``H[a, l] = (−1)^{popcount(a AND l)}`` (+1 or −1)."""
-    return -1 if (a & l).bit_count() & 1 else 1
+def hadamard_entry(a: int, row: int) -> int:
+    """Sylvester Hadamard matrix entry ``H[a, row] = (−1)^{popcount(a AND row)}`` (+1 or −1)."""
+    return -1 if (a & row).bit_count() & 1 else 1
 
 
 @dataclass(frozen=True)
@@ -64,28 +64,28 @@ class HcmsEncoder(Encoder):
     """Client encoder for :class:`HcmsParams`; values are str or bytes."""
 
     params: HcmsParams
-    params_type: ClassVar[type] = HcmsParams
+    params_type: ClassVar[type[HcmsParams]] = HcmsParams
 
     def prepare(self, value: Any) -> bytes:
         """The value's hashed bytes (:func:`~ldp.hashing.value_bytes`): a bad value fails here, before any charge."""
         return value_bytes(check_string_value(value, "HCMS"))
 
     def draw(self, prepared: bytes) -> tuple[int, int, int]:
-        """The payload's values in schema order: ``(j, l, bit)``; draws ``randbelow(k)``, ``randbelow(m)``,
-        then the flip. The bit is 1 iff ``H[h_j(v), l]`` (+1 iff ``popcount(h_j(v) & l)`` is even) survives."""
+        """The payload's values in schema order: ``(j, row, bit)``; draws ``randbelow(k)``, ``randbelow(m)``,
+        then the flip. The bit is 1 iff ``H[h_j(v), row]`` (+1 iff ``popcount(h_j(v) & row)`` is even) survives."""
         pr, rng = self.params, self._rng
         j = rng.randbelow(pr.num_hashes)
-        l = rng.randbelow(pr.width)
-        odd = (bucket_of_bytes(prepared, pr.width, pr.hash_seed + j) & l).bit_count() & 1
-        return j, l, odd ^ (not rng.bernoulli(pr.flip_probability))
+        row = rng.randbelow(pr.width)
+        odd = (bucket_of_bytes(prepared, pr.width, pr.hash_seed + j) & row).bit_count() & 1
+        return j, row, odd ^ (not rng.bernoulli(pr.flip_probability))
 
     def randomize(self, prepared: bytes) -> Report:
-        j, l, bit = self.draw(prepared)
-        return self._report({"hash": j, "row": l, "bit": bit})
+        j, row, bit = self.draw(prepared)
+        return self._report({"hash": j, "row": row, "bit": bit})
 
     def encode_batch(self, values: Any, rng: Any = None, *, candidates: Any = None) -> ReportBatch:
         """Vectorized reports (``values``: indices into ``candidates`` or the strings; see :mod:`ldp.batch.sketch`)."""
         from ldp.batch.sketch import hcms_encode_batch  # numpy, loaded only here
 
-        j, l, bit = hcms_encode_batch(self.params, values, rng, candidates=candidates)
-        return self._batch({"hash": j, "row": l, "bit": bit})
+        j, row, bit = hcms_encode_batch(self.params, values, rng, candidates=candidates)
+        return self._batch({"hash": j, "row": row, "bit": bit})

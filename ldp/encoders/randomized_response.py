@@ -183,7 +183,7 @@ class BinaryRREncoder(Encoder):
     """Client encoder for :class:`BinaryRRParams`; values are ``bool`` or ``0``/``1``."""
 
     params: BinaryRRParams
-    params_type: ClassVar[type] = BinaryRRParams
+    params_type: ClassVar[type[BinaryRRParams]] = BinaryRRParams
 
     def prepare(self, value: Any) -> int:
         if value is True or value is False:
@@ -208,7 +208,7 @@ class GRREncoder(Encoder):
     """Client encoder for :class:`GRRParams`; values are labels or indices in ``[0, d)``."""
 
     params: GRRParams
-    params_type: ClassVar[type] = GRRParams
+    params_type: ClassVar[type[GRRParams]] = GRRParams
 
     def prepare(self, value: Any) -> int:
         if type(value) is int and 0 <= value < self.params.domain_size:  # the common case, checked inline

@@ -36,13 +36,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ldp.accountant import MemoizedCharge, PrivacyCost
 from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_int, check_string_value
 from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
 from ldp.randomness import KeyedRandomSource, RandomSource, check_resolvable, realized_probability
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
+
+if TYPE_CHECKING:  # numpy is for simulation only: the client never imports it
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["RapporParams", "RapporEncoder", "bloom_bits", "bloom_filter", "google_prr_masks", "MODES", "CHARGING"]
 
@@ -81,7 +85,8 @@ class RapporParams(ProtocolParams):
         if not 0.0 <= f < 1.0:
             raise ValueError(f"f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got {f}")
         if not p < q:
-            raise ValueError(f"RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), got p={p}, q={q}")
+            raise ValueError("RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), "
+                             f"got p={p}, q={q}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         for name, v in (("p", p), ("q", q), ("f", f)):
@@ -255,7 +260,7 @@ class RapporEncoder(Encoder):
     """
 
     params: RapporParams
-    params_type: ClassVar[type] = RapporParams
+    params_type: ClassVar[type[RapporParams]] = RapporParams
 
     def __init__(self, params: RapporParams, *, secret: bytes | str | None = None, cohort: int | None = None,
                  rng: Any = None, ledger: Any = None, metric: str | None = None, charging: str = "min",
@@ -278,8 +283,9 @@ class RapporEncoder(Encoder):
         self.charging = charging
         self._prr_rng = prr_rng
         self._hex_fp = self._fp.encode("ascii")
-        self._memo = BoundedMemo(MEMO_ENTRIES, MEMO_MAX_VALUE)
-        self._table_cache: tuple[tuple, Any] | None = None  # (candidates, packed Bloom table) for encode_batch
+        self._memo: BoundedMemo[_Prepared] = BoundedMemo(MEMO_ENTRIES, MEMO_MAX_VALUE)
+        # (candidates, packed Bloom table) for encode_batch
+        self._table_cache: tuple[tuple[str | bytes, ...], npt.NDArray[np.uint8]] | None = None
 
     @property
     def secret(self) -> bytes:

@@ -21,9 +21,10 @@ draws, then the fragment sketch's (see :mod:`ldp.encoders.cms`, :mod:`ldp.encode
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeAlias
 
 from ldp.accountant import PrivacyCost
 from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_epsilon, check_int
@@ -41,7 +42,10 @@ MEMO_MAX_VALUE = 256
 MEMO_BYTES = 1 << 20
 """Bound on the memory the kept words may take (see :meth:`SfpEncoder.memo_entries`)."""
 
-SKETCHES: dict[str, tuple[type, type]] = {"cms": (CmsParams, CmsEncoder), "hcms": (HcmsParams, HcmsEncoder)}
+_Sketch: TypeAlias = tuple[Callable[[float, int, int, int], SketchParams], type[CmsEncoder] | type[HcmsEncoder]]
+"""A sketch's params type (called as ``(epsilon, num_hashes, width, hash_seed)``) and encoder type."""
+
+SKETCHES: dict[str, _Sketch] = {"cms": (CmsParams, CmsEncoder), "hcms": (HcmsParams, HcmsEncoder)}
 """The sketch each SFP part can use: name -> (params type, encoder type)."""
 
 
@@ -105,7 +109,8 @@ class SfpParams(ProtocolParams):
         check_int(self.hash_bits, "hash_bits", 0, 16)
         for part in ("word", "fragment"):
             if getattr(self, f"{part}_sketch") not in SKETCHES:
-                raise ValueError(f"{part}_sketch must be one of {sorted(SKETCHES)}, got {getattr(self, f'{part}_sketch')!r}")
+                raise ValueError(f"{part}_sketch must be one of {sorted(SKETCHES)}, "
+                                 f"got {getattr(self, f'{part}_sketch')!r}")
         check_int(self.hash_seed, "hash_seed", 0, MAX_SEED)
         check_int(self.word_num_hashes, "word_num_hashes", 1, 1 << 16)
         check_int(self.fragment_num_hashes, "fragment_num_hashes", 1, 1 << 16)
@@ -170,7 +175,8 @@ class SfpParams(ProtocolParams):
     @property
     def num_records(self) -> int:
         """Size of the (hash, fragment) grid the server scores per position: ``2^bits·(|Σ|+1)^r``."""
-        return (1 << self.hash_bits) * len(self.symbols) ** self.fragment_length
+        fragments: int = len(self.symbols) ** self.fragment_length  # int ** int >= 0: an int
+        return (1 << self.hash_bits) * fragments
 
     @cached_property
     def schema(self) -> tuple[Field, ...]:
@@ -197,7 +203,7 @@ class SfpParams(ProtocolParams):
                                  "(set replacement= to replace such characters)")
             chars = [ch if ch in index and ch != self.pad else self.replacement for ch in value]
             kept = self.length if self.truncate else len(value)  # count only the symbols that are sent
-            replaced = sum(a != b for a, b in zip(chars[:kept], value[:kept]))
+            replaced = sum(a != b for a, b in zip(chars[:kept], value[:kept], strict=True))
             value = "".join(chars)
         truncated = len(value) > self.length
         if truncated:
@@ -252,7 +258,7 @@ class SfpEncoder(Encoder):
     it by :data:`MEMO_BYTES` (256 words of the default parameters take ~0.3 MB)."""
 
     params: SfpParams
-    params_type: ClassVar[type] = SfpParams
+    params_type: ClassVar[type[SfpParams]] = SfpParams
 
     def __init__(self, params: SfpParams, *, rng: Any = None, ledger: Any = None, metric: str | None = None,
                  simulation: bool = False) -> None:
@@ -261,7 +267,7 @@ class SfpEncoder(Encoder):
         self._word = SKETCHES[params.word_sketch][1](params.word_params, rng=self._rng, simulation=True)
         self._fragment = SKETCHES[params.fragment_sketch][1](params.fragment_params, rng=self._rng, simulation=True)
         self._names = tuple(f.name for f in params.schema)
-        self._memo = BoundedMemo(self.memo_entries(params), MEMO_MAX_VALUE)
+        self._memo: BoundedMemo[_Word] = BoundedMemo(self.memo_entries(params), MEMO_MAX_VALUE)
         self.truncated = 0
         self.replaced = 0
 
@@ -270,7 +276,8 @@ class SfpEncoder(Encoder):
         """Words kept: ``MEMO_ENTRIES``, fewer if an entry may exceed ``MEMO_BYTES / MEMO_ENTRIES``. An
         entry is bounded by 4 bytes per character of the key, word and padded word, and ~56 bytes
         per fragment record (a bytes object of at most 2 + 2r bytes, and its slot in the list)."""
-        entry = 4 * (2 * MEMO_MAX_VALUE + params.length) + params.num_positions * (56 + 2 * params.fragment_length) + 512
+        entry = (4 * (2 * MEMO_MAX_VALUE + params.length) + params.num_positions * (56 + 2 * params.fragment_length)
+                 + 512)
         return max(1, min(MEMO_ENTRIES, MEMO_BYTES // entry))
 
     def prepare(self, value: Any) -> _Word:
@@ -293,7 +300,7 @@ class SfpEncoder(Encoder):
         values = (position, *word, *self._fragment.draw(record))
         self.truncated += prepared.prepared.truncated
         self.replaced += prepared.prepared.replaced
-        return self._report(dict(zip(self._names, values)))
+        return self._report(dict(zip(self._names, values)))  # noqa: B905  # schema order by construction; hot path
 
     def encode_batch(self, values: Any, rng: Any = None, *, candidates: Any = None) -> ReportBatch:
         """Vectorized reports (``values``: indices into ``candidates`` or the words; see :mod:`ldp.batch.sfp`)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from ldp.spec.collection import CollectionSpec
 from ldp.spec.schema import SPEC_VERSION
@@ -25,7 +24,7 @@ def summary(spec: CollectionSpec) -> str:
                      str(m.budget.per_window or "-"), str(m.budget.lifetime or "-"), m.params_fingerprint,
                      m.fingerprint))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     for m in spec.metrics.values():
         if (loc := spec.candidates(m.name)) is not None:
             missing = isinstance(loc, Path) and not loc.exists()
@@ -33,7 +32,7 @@ def summary(spec: CollectionSpec) -> str:
     return "\n".join(lines)
 
 
-def add_spec_arguments(subparsers: Any) -> argparse.ArgumentParser:
+def add_spec_arguments(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``spec validate FILE [--json]`` to an argparse subparsers object; return the ``spec`` parser."""
     spec = subparsers.add_parser("spec", help="check a collection spec",
                                  description="Validate a collection spec; print its metrics, costs and fingerprints.")

@@ -17,13 +17,16 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ldp.accountant import PrivacyCost
 from ldp.ledger import MAX_CLOCK
 from ldp.protocols import client_protocols
 from ldp.reports import canonical_json
 from ldp.spec.envelope import METRIC_RE
+
+if TYPE_CHECKING:
+    from ldp.encoders.base import ProtocolParams
 
 __all__ = ["SPEC_VERSION", "NAME_RE", "SpecError", "Budget", "UploadPolicy", "MetricSpec", "parse_document", "digest"]
 
@@ -78,7 +81,7 @@ class MetricSpec:
     """One metric: its protocol parameters, budget, candidate dictionary location and description."""
 
     name: str
-    params: Any  # a ProtocolParams
+    params: ProtocolParams
     budget: Budget
     candidates: str | None = None
     description: str = ""
@@ -189,7 +192,7 @@ def _join(path: str, key: str) -> str:
     return key if path == "$" else f"{path}.{key}"
 
 
-def _params(ck: _Checker, protocol: Any, raw: Any, path: str) -> Any:
+def _params(ck: _Checker, protocol: Any, raw: Any, path: str) -> ProtocolParams | None:
     """Validated protocol parameters (errors naming ``...params.<field>`` where the rule names one)."""
     known = client_protocols()
     if not isinstance(protocol, str) or protocol not in known:
@@ -204,7 +207,7 @@ def _params(ck: _Checker, protocol: Any, raw: Any, path: str) -> Any:
         return None
     try:
         params = params_type.from_dict(raw)
-        params.privacy_cost  # RAPPOR without a finite ε₁ fails here
+        _ = params.privacy_cost  # RAPPOR without a finite ε₁ fails here
         return params
     except (TypeError, ValueError) as exc:
         msg = str(exc)  # "epsilon must be > 0" -> "params.epsilon: must be > 0"
@@ -234,8 +237,8 @@ def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | No
         ck.le(budget.per_report, budget.lifetime, _join(bpath, "per_report"), "the metric's lifetime")
         ck.le(budget.per_report, total.per_window, _join(bpath, "per_report"), "budget.per_window of the collection")
         ck.le(budget.per_report, total.lifetime, _join(bpath, "per_report"), "budget.lifetime of the collection")
-        cost = params.privacy_cost if params is not None else None
-        if cost is not None and budget.per_report is not None and not cost.fits_within(budget.per_report):
+        if params is not None and budget.per_report is not None and not params.privacy_cost.fits_within(
+                budget.per_report):
             ck.fail(_join(bpath, "per_report"), f"{budget.per_report} is less than what one {params.protocol} report "
                                                 f"costs with these params ({params.privacy_cost})")
     candidates = raw.get("candidates")
