@@ -141,20 +141,23 @@ def make_parser() -> argparse.ArgumentParser:
     add_logging_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="a simulated collection end to end (about 10 s on 2 idle cores; --quick about 3 s)",
+    demo = sub.add_parser("demo", help="a simulated collection end to end (measured: about 11 s on 2 idle cores; "
+                                       "--quick about 4 s)",
                           description="Simulate clients encoding with their budget ledgers, the server aggregating "
                                       "and estimating, and the privacy spent.")
     demo.add_argument("--n", type=int, help="devices with budget ledgers (default 5000, or 500 with --quick)")
     demo.add_argument("--epsilon", type=finite_float, default=1.0, help="ε of the app-category metric (default 1)")
     demo.add_argument("--seed", type=non_negative_int, help="seed for a reproducible run")
-    demo.add_argument("--quick", action="store_true", help="smaller collections: about 3 s on 2 idle cores (for CI)")
+    demo.add_argument("--quick", action="store_true", help="smaller collections: measured about 4 s on 2 idle cores")
     demo.add_argument("--plots", metavar="DIR", help="also write one figure per question into DIR (needs matplotlib)")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
 
     cmp_ = sub.add_parser("compare", help="local against central DP: counting queries and linear regression",
-                          description="Seed 004's counting experiment (randomized response against the Laplace "
-                                      "mechanism), error vs n and ε of every local protocol against central Laplace "
-                                      "and Gaussian histograms, and local against central linear regression.")
+                          description="Measures by simulation what local DP costs against central DP: the smoker "
+                                      "survey of an introductory thesis on DP (randomized response against Laplace "
+                                      "noise on the count), the error of every local protocol against central "
+                                      "Laplace and Gaussian noise as n and ε vary, and local against central linear "
+                                      "regression. Every printed table is followed by a legend of its columns.")
     from ldp.cli_compare import add_compare_arguments
 
     add_compare_arguments(cmp_)

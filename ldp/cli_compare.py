@@ -12,7 +12,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ldp compare`` (values checked here, so a bad one fails before the run starts)."""
     from ldp.cli_support import non_negative_int, number
 
-    parser.add_argument("--quick", action="store_true", help="small sizes: about 3 s on 2 idle cores (the test suite runs it)")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes: measured about 3 s on 2 idle cores (the full run about 20 s)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="master seed (default 0)")
     parser.add_argument("--out", metavar="DIR", type=Path, default=None, help="write the CSV tables (and PNGs) here")
     parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=None,

@@ -59,7 +59,9 @@ def build_params(protocol: str, args: argparse.Namespace) -> Any:
     if protocol == "grr" and not extra:
         if args.epsilon is None or args.d is None:
             raise ValueError("grr needs --epsilon and --d")
-        return params_type(args.epsilon, args.d)
+        from ldp.encoders.randomized_response import GRRParams
+
+        return GRRParams(args.epsilon, args.d)
     try:
         return params_type.from_dict(extra)
     except TypeError as exc:  # a missing or unknown field

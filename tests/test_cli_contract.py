@@ -230,7 +230,8 @@ def _closed_pipe(argv: list[str], read_first_line: bool) -> tuple[int, str]:
     if read_first_line:  # like `| head -1`
         assert proc.stdout.readline()
     proc.stdout.close()
-    err = proc.stderr.read().decode()
+    with proc.stderr:
+        err = proc.stderr.read().decode()
     return proc.wait(timeout=120), err
 
 

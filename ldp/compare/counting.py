@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate, grr_variance, rr_variance
 from ldp.decoders.rappor import RapporAggregate
@@ -57,7 +58,7 @@ def check_count(value: Any, name: str) -> int:
 
 
 # -- seed 004 ------------------------------------------------------------------------------------------
-def seed004_rows(*, sizes: Sequence[int] | None = None, trials: int = 1, rng: Any = None,
+def seed004_rows(*, sizes: npt.ArrayLike | None = None, trials: int = 1, rng: Any = None,
                  fraction: float = 0.2) -> list[dict[str, Any]]:
     """One row per (trial, mechanism, subsample size ``n``): the estimated count and fraction, the
     errors, and the theoretical SDs — RR: ``sqrt(rr_variance)`` (count), ``/n`` (fraction);
@@ -71,19 +72,19 @@ def seed004_rows(*, sizes: Sequence[int] | None = None, trials: int = 1, rng: An
         raise ValueError(f"every size times the fraction {fraction} must be a positive whole number of people")
     check_count(trials, "trials")
     gen = as_generator(rng)
-    rr_sd = np.sqrt([rr_variance(params, [n - s, s])[1] for n, s in zip(n_all.tolist(), pos.tolist())])
+    rr_sd = np.sqrt([rr_variance(params, [n - s, s])[1] for n, s in zip(n_all.tolist(), pos.tolist(), strict=True)])
     rows: list[dict[str, Any]] = []
     for t in range(trials):
         lap = pos + gen.laplace(0.0, b, n_all.size)
         rr = np.array([RRAggregate.simulate(params, [n - s, s], gen).estimate().count[1]
-                       for n, s in zip(n_all.tolist(), pos.tolist())])
+                       for n, s in zip(n_all.tolist(), pos.tolist(), strict=True)])
         for mech, est, sd in (("rr", rr, rr_sd), ("laplace", lap, np.full(n_all.size, math.sqrt(2) * b))):
             err = est - pos
             rows.extend({"mechanism": mech, "trial": t, "n": int(n), "epsilon": eps, "true_count": int(s),
                          "estimate_count": float(e), "estimate_fraction": float(e / n), "error_count": float(r),
                          "abs_error_count": abs(float(r)), "abs_error_fraction": abs(float(r)) / n,
                          "theory_sd_count": float(v), "theory_sd_fraction": float(v / n)}
-                        for n, s, e, r, v in zip(n_all.tolist(), pos.tolist(), est, err, sd))
+                        for n, s, e, r, v in zip(n_all.tolist(), pos.tolist(), est, err, sd, strict=True))
     return rows
 
 
@@ -198,10 +199,13 @@ def _local_trial(protocol: str, params: Any, truth: np.ndarray, gen: np.random.G
     if protocol == "grr":
         return GRRAggregate.simulate(params, truth, gen).estimate().count, grr_variance(params, truth)
     if protocol == "rappor":
-        agg = RapporAggregate.simulate(params, truth, gen, values=cmap.candidates, cohorts="balanced")
-        return decode(agg, cmap, selection="none").count, np.diag(exact_count_covariance(params, cmap, truth))
-    agg = SketchAggregate.simulate(params, truth, gen, values=setup.values())
-    return agg.estimate(setup.values()).count, SketchAggregate.exact_variance(params, truth)
+        if cmap is None:
+            raise ValueError("rappor needs the candidate map of its values")
+        counts = truth.tolist()
+        agg = RapporAggregate.simulate(params, counts, gen, values=cmap.candidates, cohorts="balanced")
+        return decode(agg, cmap, selection="none").count, np.diag(exact_count_covariance(params, cmap, counts))
+    sketch = SketchAggregate.simulate(params, truth.tolist(), gen, values=setup.values())
+    return sketch.estimate(setup.values()).count, SketchAggregate.exact_variance(params, truth)
 
 
 def _row(protocol: str, kind: str, n: int, eps: float, err: np.ndarray, var: np.ndarray,

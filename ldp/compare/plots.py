@@ -59,10 +59,10 @@ def _seed004(path: Path, tables: dict[str, list[dict[str, Any]]]) -> None:
     errors = tables["seed004_errors"]
     for mech in ("rr", "laplace"):
         rs = [r for r in errors if r["mechanism"] == mech]
-        n = [r["n"] for r in rs]
-        ax.plot(n, [r["rmse_fraction"] for r in rs], ".", ms=2.5, color=COLORS[mech],
+        sizes = [r["n"] for r in rs]
+        ax.plot(sizes, [r["rmse_fraction"] for r in rs], ".", ms=2.5, color=COLORS[mech],
                 label=f"{LABELS[mech]}: RMSE over {rs[0]['trials']} runs")
-        ax.plot(n, [r["theory_sd_fraction"] for r in rs], "-", color="black", lw=0.8)
+        ax.plot(sizes, [r["theory_sd_fraction"] for r in rs], "-", color="black", lw=0.8)
     ax.plot([], [], "-", color="black", lw=0.8, label="theory: RR ∝ 1/√n0, Laplace √2/(ε·n0)")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -78,7 +78,7 @@ def _seed004(path: Path, tables: dict[str, list[dict[str, Any]]]) -> None:
 def _counting(path: Path, rows: list[dict[str, Any]], sweep: str, cs: CountingSetup) -> None:
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, binary in zip(axes, (True, False)):
+    for ax, binary in zip(axes, (True, False), strict=True):
         sel = [r for r in rows if r["sweep"] == sweep and (r["domain"] == 2) == binary]
         for proto in dict.fromkeys(r["protocol"] for r in sel):
             rs = sorted((r for r in sel if r["protocol"] == proto), key=lambda r: r[sweep])

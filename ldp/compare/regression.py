@@ -211,7 +211,8 @@ def regression_rows(*, ns: Sequence[int], trials: int, noise_draws: int = 1, rng
             e = np.array(err[method, n])
             sd_xx, sd_xy = sds[method, n]
             rows.append({"method": method, "n": n, "trials": trials,
-                         "noise_draws": 1 if method == "ols" else noise_draws, "epsilon": setup.epsilon, "delta": setup.delta, "mse": float(e.mean()),
+                         "noise_draws": 1 if method == "ols" else noise_draws, "epsilon": setup.epsilon,
+                         "delta": setup.delta, "mse": float(e.mean()),
                          "mse_se": float(e.std(ddof=1) / math.sqrt(e.size)) if e.size > 1 else math.nan,
                          "noise_sd_xx": sd_xx, "noise_sd_xy": sd_xy,
                          "theory_mse": float(first_order_mse(setup, n, sd_xx**2, sd_xy**2)),

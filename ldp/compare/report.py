@@ -62,7 +62,7 @@ class Settings:
 
 
 def settings(quick: bool, trials: int | None = None) -> Settings:
-    """The full run (~20 s) or the quick one (a few seconds); ``trials`` overrides every repetition
+    """The full run (20-26 s on 2 cores) or the quick one (about 3 s); ``trials`` overrides every repetition
     count (seed-004 runs, runs per protocol setting, regression data sets)."""
     if quick:
         s = Settings(5, 3, (10**3, 10**4, 10**5), 10**4, 1.0, (0.5, 2.0, 8.0), 5, (10**3, 10**4, 10**5, 10**6), 2, 5)
@@ -153,7 +153,7 @@ def run_compare(*, quick: bool = False, seed: int | None = 0, out_dir: str | Pat
             from ldp.compare.plots import write_plots
 
             files += [str(p) for p in write_plots(out, tables, cs, rs)]
-    result = {"tables": tables, "summary": _headline(tables, cs, st), "files": files,
+    result: dict[str, Any] = {"tables": tables, "summary": _headline(tables, cs, st), "files": files,
               "settings": {"quick": quick, "seed": seed, **st.__dict__}}
     result["seconds"] = time.perf_counter() - start
     result["text"] = render(result)
@@ -161,8 +161,19 @@ def run_compare(*, quick: bool = False, seed: int | None = 0, out_dir: str | Pat
 
 
 # -- the printable summary -------------------------------------------------------------------------------
+THESIS = ("the smoker survey of an introductory thesis on",
+          "differential privacy and its practicability (§3.2, Figures 3.6 and 3.8)")
+NAMES = {  # what the user reads for each mechanism, protocol and method
+    "rr": "randomized response", "grr": "GRR", "rappor": "RAPPOR", "cms": "CMS", "hcms": "HCMS",
+    "laplace": "Laplace", "gaussian": "Gaussian", "local": "local (noisy statistics)",
+    "central_gaussian": "central Gaussian", "ssp": "central SSP", "adassp": "central AdaSSP",
+    "ols": "no privacy (OLS)",
+}
+NOT_REACHED = "-"  # a multiplier the simulated local curve did not reach
+
+
 def _g(v: Any, digits: int = 3) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}g}"
+    return NOT_REACHED if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}g}"
 
 
 def _decade(x: float) -> bool:
@@ -173,53 +184,126 @@ def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def _grid(title: str, rows: list[dict[str, Any]], key: str, col: str, cell: Any, decades: bool = False) -> str:
-    """A table: one line per ``key``, one column per ``col`` value (only powers of 10 if ``decades``)."""
+def _size(n: float) -> str:
+    """A number of people as ``1,000`` (not ``1e+03``)."""
+    return f"{int(n):,}" if float(n).is_integer() else _g(n)
+
+
+def _grid(title: str, rows: list[dict[str, Any]], key: str, col: str, cell: Any, head: Any = _size,
+          decades: bool = False, name: str = "") -> str:
+    """A table: one line per ``key``, one column per ``col`` value (only powers of 10 if ``decades``),
+    each headed ``head(value)``; ``name`` heads the first column."""
     cols = sorted(c for c in {r[col] for r in rows} if not decades or _decade(c))
     keys = list(dict.fromkeys(r[key] for r in rows))
     by = {(r[key], r[col]): r for r in rows}
-    columns = [Column(key, align="left", width=20)] + [Column(_g(c), cell, width=18) for c in cols]
-    return render_table(columns, ([str(k)] + [by.get((k, c)) for c in cols] for k in keys), title=title,
-                        rule=False, sep="")
+    columns = [Column(name or key, align="left")] + [Column(head(c), cell, width=10) for c in cols]
+    return render_table(columns, ([str(k)] + [by.get((k, c)) for c in cols] for k in keys), title=title, indent="  ")
+
+
+def _legend(*lines: str) -> str:
+    """The lines that explain a table's columns, and a blank line after them."""
+    return "\n".join(("  Columns: " if i == 0 else "    ") + ln for i, ln in enumerate(lines)) + "\n"
+
+
+def _protocol_label(r: dict[str, Any]) -> str:
+    what = "yes/no" if r["domain"] == 2 else f"{r['domain']} values"
+    return f"{NAMES[r['protocol']]}, {what} ({r['kind']})"
 
 
 def render(result: dict[str, Any]) -> str:
-    """A compact text summary of :func:`run_compare`'s result."""
-    t, s = result["tables"], result["summary"]
-    parts = ["Counting smokers, local vs central (the smoker experiment of thesis seed 004): 3,000 people, 20% smoke;",
-             "n0 of them answer by randomized response with fair coins (local), or their exact count gets",
-             "Laplace noise Lap(1/ε) (central), both at ε = ln 3.",
-             "  slope of log RMSE on log n0   (simulated ± its standard error / theory)"]
-    for r in t["seed004_slopes"]:
-        parts.append(f"  {r['mechanism']:<8} {r['scale']:<9} {r['slope']:+.3f} ± {r['slope_se']:.3f} / "
-                     f"{r['theory_slope']:+.1f}")
+    """A text summary of :func:`run_compare`'s result: every table with a legend of its columns."""
+    t, s, st = result["tables"], result["summary"], result["settings"]
+    run = "quick run: fewer sizes and repetitions" if st.get("quick") else "full run"
+    parts = [f"Local against central differential privacy, measured by simulation ({run}, seed {st.get('seed')}).",
+             "Local: every person randomizes their own answer before sending it, so no one is trusted.",
+             "Central: a trusted curator sees the true answers and adds noise once to what it publishes.",
+             "",
+             f"1. Counting smokers, local vs central: {THESIS[0]}",
+             f"   {THESIS[1]}.",
+             "   Of 3,000 people 20% smoke; n0 of them are asked. The share of smokers is estimated by randomized",
+             "   response with fair coins (local) or from the exact count plus Laplace noise Lap(1/ε) (central),",
+             "   both at ε = ln 3 ≈ 1.1.",
+             ""]
+    parts.append(render_table(
+        [Column("mechanism", align="left"), Column("estimate", align="left"), Column("slope", "+.3f"),
+         Column("± SE", ".3f"), Column("theory", "+.1f")],
+        ([NAMES[r["mechanism"]], "count" if r["scale"] == "count" else "share", r["slope"], r["slope_se"],
+          r["theory_slope"]] for r in t["seed004_slopes"]),
+        title="  How the error grows with the number asked:", indent="  "))
+    parts.append(_legend(
+        "mechanism: randomized response (local) or Laplace noise on the exact count (central);",
+        "estimate: count = number of smokers, share = fraction of smokers (count / n0);",
+        "slope: how the simulated error scales with n0 (slope of log RMSE against log n0: +0.5 = grows",
+        "like √n0, -1 = shrinks like 1/n0); ± SE: its standard error; theory: the slope theory predicts."))
     picks = {5, 100, 1000, 3000}
-    parts.append(_grid("  RMSE of the smoker fraction, simulated / theory, by the number n0 of people asked:",
-                       [r for r in t["seed004_errors"] if r["n"] in picks], "mechanism", "n",
-                       lambda r: f"{_g(r['rmse_fraction'], 2)}/{_g(r['theory_sd_fraction'], 2)}"))
+    parts.append(_grid("  Error of the smoker share, by the number n0 of people asked:",
+                       [dict(r, label=NAMES[r["mechanism"]]) for r in t["seed004_errors"] if r["n"] in picks],
+                       "label", "n", lambda r: f"{_g(r['rmse_fraction'], 2)}/{_g(r['theory_sd_fraction'], 2)}",
+                       head=lambda n: f"n0={_size(n)}", name="mechanism"))
+    parts.append(_legend(
+        "n0=…: people asked; each cell: simulated / theory, the root mean squared error of the estimated",
+        "share over the repetitions / its theoretical standard deviation (a share: 0.01 = 1 percentage point)."))
 
     def cell(r: dict[str, Any]) -> str:
         return f"{_g(r['rmse_fraction'], 2)}/{_g(r['theory_se_fraction'], 2)}"
 
-    for sweep, col, what in (("n", "n", f"ε = {result['settings']['epsilon']:g}"),
-                             ("epsilon", "epsilon", f"n = {result['settings']['n_epsilon']}")):
-        rows = [dict(r, label=f"{r['protocol']} (d={r['domain']})") for r in t["counting"] if r["sweep"] == sweep]
+    cs = CountingSetup()  # run_compare's populations
+    parts.append("2. Every protocol of the toolkit against central noise on the same counts: a yes/no attribute")
+    parts.append(f"   ({cs.binary_fraction:.0%} yes) and {cs.d} values with Zipf frequencies. The central noise "
+                 "protects one person's")
+    parts.append("   answer being replaced by another, as local DP does.")
+    for sweep, col, what, head in (
+            ("n", "n", f"at ε = {st['epsilon']:g}, by the number n of users", lambda n: f"n={_size(n)}"),
+            ("epsilon", "epsilon", f"with n = {st['n_epsilon']:,} users, by ε", lambda e: f"ε={e:g}")):
+        rows = [dict(r, label=_protocol_label(r)) for r in t["counting"] if r["sweep"] == sweep]
         parts.append("")
-        parts.append(_grid(f"SE of a fraction, simulated/theory, {what} (central: replace-one):", rows, "label", col,
-                           cell, decades=sweep == "n"))
-    parts.append(f"\nUsers local DP needs to match central Laplace's fraction error at n_C = {REFERENCE_N} "
-                 f"(n_L = per-user variance · n_C² / SD_Laplace²; variances at n = {s['counting_at_n']}):")
-    for proto, c in s["counting"].items():
-        parts.append(f"  {proto:<8} per-user variance {_g(c['per_user_variance'])}, "
-                     f"Laplace SD {_g(c['laplace_sd_count'])}: n_L = {_g(c[f'n_local_for_central_{REFERENCE_N}'])}")
+        parts.append(_grid(f"  SE of a fraction {what}:", rows, "label", col, cell, head=head,
+                           decades=sweep == "n", name="protocol"))
+    parts.append(_legend(
+        "protocol: the local protocol (GRR = generalized randomized response; CMS, HCMS = Apple's count",
+        f"mean sketches) or the central mechanism, and what is counted (yes/no: one count; {cs.d} values: a",
+        "histogram); n=… or ε=…: the number of users, or the privacy level ε (smaller = more private;",
+        f"the Gaussian mechanism also has δ = {cs.delta:g});",
+        "each cell: simulated / theory, the standard error of an estimated fraction (count / n) measured over",
+        "the repetitions / the exact value from the decoder's variance or the noise's SD."))
+    parts.append(render_table(
+        [Column("protocol", align="left"), Column("variance per user", ".3g"), Column("Laplace SD", ".3g"),
+         Column("users needed", ".3g")],
+        ([NAMES[p], c["per_user_variance"], c["laplace_sd_count"], c[f"n_local_for_central_{REFERENCE_N}"]]
+         for p, c in s["counting"].items()), indent="  ",
+        title=f"  Users local DP needs to match central Laplace's fraction error at n_C = {REFERENCE_N:,} users "
+              f"(ε = {st['epsilon']:g}):"))
+    parts.append(_legend(
+        f"variance per user: the local estimate's count variance divided by n (at n = {s['counting_at_n']:,});",
+        "Laplace SD: the central count's noise SD; users needed: n_L = variance per user · n_C² / Laplace SD²,",
+        f"the number of users local DP needs for the error central DP has with {REFERENCE_N:,}."))
+    reg = t["regression"][0]
+    parts.append(f"3. Linear regression at ε = {reg['epsilon']:g}, δ = {reg['delta']:g}: each user sends noisy "
+                 "sufficient statistics (local),")
+    parts.append("   or a curator fits on everyone's exact data and adds noise once (central).")
     parts.append("")
-    parts.append(_grid("Linear regression: mean ‖θ̂ − θ‖², simulated (first-order theory)", t["regression"], "method",
-                       "n", lambda r: f"{_g(r['mse'], 2)} ({_g(r['theory_mse'], 2)})", decades=True))
-    parts.append(_grid("Users local DP needs for the MSE of central DP at n_C (multiplier n_L/n_C, simulated / "
-                       "theory):", [r for r in t["multiplier"] if _decade(r["n_central"]) or _finite(r["multiplier"])],
-                       "central", "n_central", lambda r: f"{_g(r['multiplier'])}/{_g(r['theory_multiplier'])}"))
+    parts.append(_grid("  Linear regression: error of the coefficients by the number n of users:",
+                       [dict(r, label=NAMES[r["method"]]) for r in t["regression"]], "label", "n",
+                       lambda r: f"{_g(r['mse'], 2)} ({_g(r['theory_mse'], 2)})", head=lambda n: f"n={_size(n)}",
+                       decades=True, name="method"))
+    parts.append(_legend(
+        "method: local, central (Gaussian noise on the statistics, SSP, AdaSSP) or no privacy;",
+        "each cell: simulated (theory), the mean squared error ‖θ̂ − θ‖² of the fitted coefficients over the",
+        f"repetitions (predicting θ = 0 scores ‖θ‖² = {reg['trivial_mse']:.2g}), and in brackets its first-order "
+        "theory."))
+    parts.append(_grid("  Users local DP needs for the MSE of central DP with n_C users (multiplier n_L/n_C):",
+                       [dict(r, label=NAMES[r["central"]]) for r in t["multiplier"]
+                        if _decade(r["n_central"]) or _finite(r["multiplier"])],
+                       "label", "n_central", lambda r: f"{_g(r['multiplier'])}/{_g(r['theory_multiplier'])}",
+                       head=lambda n: f"n_C={_size(n)}", name="central method"))
+    n_max = max((r["n"] for r in t["regression"]), default=0)
+    parts.append(_legend(
+        "n_C=…: users of the central method; each cell: simulated / theory, how many times more users the",
+        "local method needs for the same error (n_L / n_C); simulated by interpolating the local curve,",
+        f"\"{NOT_REACHED}\" when the local error never got that low within the users simulated (up to "
+        f"{_size(n_max)})."))
     if result["files"]:
-        parts.append(f"\nwrote {len(result['files'])} files to {Path(result['files'][0]).parent}")
+        parts.append(f"wrote {len(result['files'])} files to {Path(result['files'][0]).parent}")
     parts.append(f"({result['seconds']:.1f} s)")
     return "\n".join(parts)
 

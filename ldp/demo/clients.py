@@ -43,7 +43,8 @@ def run_clients(n: int, gen: np.random.Generator, epsilon: float, dark_mode_rate
     truth_home = zipf(len(HOMEPAGES), 1.5).counts(n, gen)
     users_home = gen.permutation(np.repeat(np.arange(len(HOMEPAGES)), truth_home))
 
-    policy_total = BudgetPolicy(per_window=PrivacyCost(epsilon + math.log(3) + 1.5), lifetime=PrivacyCost(40.0))
+    window_cap = PrivacyCost(epsilon + math.log(3) + 1.5)
+    policy_total = BudgetPolicy(per_window=window_cap, lifetime=PrivacyCost(40.0))
     metrics = {"app_category": BudgetPolicy(per_window=PrivacyCost(epsilon)),
                "dark_mode": BudgetPolicy(per_window=PrivacyCost(math.log(3))),
                "homepage": BudgetPolicy(lifetime=PrivacyCost(2 * HOMEPAGE_PARAMS.epsilon_inf))}
@@ -81,9 +82,9 @@ def run_clients(n: int, gen: np.random.Generator, epsilon: float, dark_mode_rate
     agg_home.add_json_lines(home_lines)
     candidates = HOMEPAGES + UNUSED
     est_home = agg_home.estimate(candidates).with_truth(list(truth_home) + [0] * len(UNUSED)).sorted()
-    dark_est = agg_dark.estimate().with_truth(truth_dark)
+    dark_est = agg_dark.estimate().with_truth(truth_dark.tolist())
     estimates = {"dark_mode": replace(dark_est, items=["off", "on"]),
-                 "app_category": agg_cat.estimate().with_truth(truth_cat),
+                 "app_category": agg_cat.estimate().with_truth(truth_cat.tolist()),
                  "homepage": est_home}
     return {
         "n_clients": n, "reports_sent": len(lines) + len(home_lines), "reports_refused_by_budget": refused,
@@ -95,7 +96,7 @@ def run_clients(n: int, gen: np.random.Generator, epsilon: float, dark_mode_rate
                            "homepage": HOMEPAGE_PARAMS.epsilon_one},
             "homepage_per_value_lifetime": HOMEPAGE_PARAMS.epsilon_inf,
             "per_client_today_max": max(spent), "per_client_today_mean": float(np.mean(spent)),
-            "window_cap_all_metrics": policy_total.per_window.epsilon,  # type: ignore[union-attr]
+            "window_cap_all_metrics": window_cap.epsilon,
         },
         "seconds": {"clients": t_clients, "server": time.perf_counter() - t1},
     }

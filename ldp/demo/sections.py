@@ -8,10 +8,11 @@ exactly at the aggregate level (:mod:`ldp.simulation`), since their point is sca
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from ldp.decoders.randomized_response import GRRAggregate
 from ldp.decoders.sfp import SfpAggregate
 from ldp.decoders.sketch import SketchAggregate
 from ldp.encoders.cms import CmsEncoder, CmsParams
@@ -47,7 +48,7 @@ def emoji_sketches(n: int, gen: np.random.Generator) -> dict[str, Any]:
         frames = encoder(params).encode_batch(users, gen, candidates=dictionary).to_bytes()  # client mechanism
         agg = SketchAggregate(params)
         agg.add_bytes(frames)  # the server reads the binary frames
-        est = agg.estimate(list(dictionary)).with_truth(truth)
+        est = agg.estimate(list(dictionary)).with_truth(truth.tolist())
         order = np.argsort(-truth, kind="stable")
         out["estimates"][name] = _reorder(est, order)
         top = int(truth[order[0]])
@@ -71,7 +72,7 @@ def new_words(n: int, gen: np.random.Generator) -> dict[str, Any]:
     """Which new words are people typing? SFP finds them with no dictionary at all."""
     t0 = time.perf_counter()
     counts = zipf(len(NEW_WORDS), 1.1).counts(n, gen)
-    truth = dict(zip(NEW_WORDS, counts.tolist()))
+    truth = dict(zip(NEW_WORDS, counts.tolist(), strict=True))
     agg = SfpAggregate.simulate(SFP_PARAMS, truth, gen)
     found = agg.discover(top=20)
     words = found.words
@@ -87,7 +88,8 @@ def at_scale(n: int, gen: np.random.Generator, epsilon: float, labels: tuple[str
     t0 = time.perf_counter()
     params = GRRParams.from_labels(epsilon, labels)
     truth = zipf(len(labels), 1.1).counts(n, exact=True)
-    est = simulate(params, truth, method="aggregate", rng=gen).estimate().with_truth(truth)
+    agg = cast(GRRAggregate, simulate(params, truth, method="aggregate", rng=gen))  # GRR params: a GRR aggregate
+    est = agg.estimate().with_truth(truth.tolist())
     return {"estimates": {"app_category_at_scale": est}, "n": n, "seconds": time.perf_counter() - t0}
 
 
