@@ -20,10 +20,11 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
+from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import decode
 from ldp.encoders.rappor import RapporParams
 from ldp.randomness import as_generator
@@ -163,8 +164,21 @@ def candidates(case: RegtestCase) -> list[str]:
 
 
 # -- metrics (compare_dist.R) -------------------------------------------------------------------------
+class CaseMetrics(TypedDict):
+    """What :func:`case_metrics` returns."""
+
+    num_actual: int
+    num_detected: int
+    fp: int
+    fn: int
+    fp_rate: float
+    fn_rate: float
+    total_variation: float
+    allocated_mass: float
+
+
 def case_metrics(truth: Mapping[str, int], estimates: Mapping[str, float], detected: Iterable[str],
-                 num_additional: int) -> dict[str, float]:
+                 num_additional: int) -> CaseMetrics:
     """FP, FN, their rates, total variation and allocated mass of one decode.
 
     ``truth``: true counts (values with count 0 are ignored); ``estimates``: estimated counts
@@ -224,19 +238,19 @@ def run_case(case: RegtestCase, rng: Any = None, method: str | None = None, alph
     method = method or ("per_report" if case.n_reports <= _PER_REPORT_MAX else "aggregate")
     truth = true_counts(case, gen)
     cands = candidates(case)
-    agg = simulate(params, truth, method=method, rng=gen)
+    agg = cast(RapporAggregate, simulate(params, truth, method=method, rng=gen))  # RAPPOR params: its aggregate
     start = time.perf_counter()
     est = decode(agg, cands, alpha=alpha, correction=correction)
     seconds = time.perf_counter() - start
     det = np.asarray(est.detected, dtype=bool)
-    counts = dict(zip(est.items, est.count.tolist()))
-    detected = {it for it, d in zip(est.items, det) if d}
+    counts = dict(zip(est.items, est.count.tolist(), strict=True))
+    detected = {it for it, d in zip(est.items, det, strict=True) if d}
     met = case_metrics(truth, counts, detected, case.num_additional)
     n = case.n_reports
     p_true = {v: c / n for v, c in truth.items()}
     estimated = {v: float(np.nan_to_num(counts[v])) / n for v in detected}
     lo, hi = est.ci_low / n, est.ci_high / n
-    ci = {it: (float(a), float(b)) for it, a, b, d in zip(est.items, lo, hi, det) if d}
+    ci = {it: (float(a), float(b)) for it, a, b, d in zip(est.items, lo, hi, det, strict=True) if d}
     covered = sum(1 for v, (a, b) in ci.items() if a < p_true.get(v, 0.0) < b)
     return CaseResult(case.name, n, met["num_actual"], len(cands), case.num_additional, met["num_detected"],
                       met["fp"], met["fn"], met["fp_rate"], met["fn_rate"], met["total_variation"],

@@ -17,6 +17,7 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 
 # isort: split
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ldp.decoders.base import Aggregate
 from ldp.protocols import get_protocol
@@ -51,7 +53,7 @@ class Population:
     def d(self) -> int:
         return int(self.pmf.size)
 
-    def counts(self, n: int, rng: Any = None, exact: bool = False) -> np.ndarray:
+    def counts(self, n: int, rng: Any = None, exact: bool = False) -> npt.NDArray[np.int64]:
         """True counts of ``n`` users: a multinomial draw, or with ``exact=True`` the
         largest-remainder rounding of ``n·pmf`` (deterministic). User-supplied counts are returned as given."""
         if self.fixed_counts is not None:
@@ -153,7 +155,8 @@ def simulate(params: Any, true_counts: Any, *, method: str = "aggregate", rng: A
     else:
         counts = np.asarray(true_counts, dtype=np.int64)
         if counts.shape != (params.domain_size,) or (counts.size and counts.min() < 0):
-            raise ValueError(f"true counts must be {params.domain_size} non-negative integers, got shape {counts.shape}")
+            raise ValueError(f"true counts must be {params.domain_size} non-negative integers, "
+                             f"got shape {counts.shape}")
         if method == "aggregate":
             return proto.aggregate_type.simulate(params, counts, gen)
         encoder, kwargs = proto.encoder_type(params), {}
@@ -194,7 +197,7 @@ class AccuracyResult:
             {"item": it, "true_count": int(t), "mean_estimate": float(m), "empirical_sd": float(e),
              "theoretical_sd": float(s), "coverage": float(c)}
             for it, t, m, e, s, c in zip(self.items, self.true_count, self.mean_estimate, self.empirical_sd,
-                                          self.theoretical_sd, self.coverage)
+                                          self.theoretical_sd, self.coverage, strict=True)
         ]
 
 
@@ -271,10 +274,12 @@ def accuracy(params: Any, population: Population, n: int, *, trials: int = 20, m
     proto = get_protocol(params.protocol)
     values: list[str] | None = None
     notes: tuple[str, ...] = ()
-    variance: Callable[[np.ndarray], np.ndarray] = lambda t: proto.aggregate_type.exact_variance(params, t)
+    variance: Callable[[np.ndarray], np.ndarray]
     if open_domain:
         values, decoder_input, variance, note = _open_domain(params, population, candidates)
         notes = (note,)
+    else:
+        variance = functools.partial(proto.aggregate_type.exact_variance, params)
     gen = as_generator(rng)
     truth = population.counts(n, gen)
     est = np.empty((trials, truth.size))

@@ -17,12 +17,17 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import numpy as np
 
 from ldp.encoders.base import ProtocolParams
 from ldp.reports import Frame, Report, ReportBatch, ReportError, _no_duplicates, parse_json, scan_frames
+
+if TYPE_CHECKING:
+    from bitarray import frozenbitarray
+
+    from ldp.decoders.results import Estimates
 
 __all__ = ["Aggregate", "AggregateFormatError", "RejectHandler", "StateLayout", "frame_to_batch", "MAX_HEADER",
            "MAX_COUNT"]
@@ -121,8 +126,19 @@ class Aggregate(ABC):
         for name, arr in state.items():
             getattr(self, name)[...] = arr
 
+    # -- what every protocol defines, each with its own arguments (typed loosely here) ------------
+    def estimate(self, *args: Any, **options: Any) -> Estimates:
+        """The counts (with standard errors and CIs) the aggregate's reports support."""
+        raise NotImplementedError(f"{type(self).__name__} defines no estimate")
+
+    @classmethod
+    def simulate(cls: type[A], params: Any, true_counts: Any, rng: Any = None, *args: Any, **options: Any) -> A:
+        """An exact draw of the aggregate of users holding ``true_counts`` (no report is made)."""
+        raise NotImplementedError(f"{cls.__name__} defines no simulate")
+
     # -- ingestion -----------------------------------------------------------------------------
-    def add(self, reports: Report | ReportBatch | Frame | Iterable[Report], on_reject: RejectHandler | None = None) -> int:
+    def add(self, reports: Report | ReportBatch | Frame | Iterable[Report],
+            on_reject: RejectHandler | None = None) -> int:
         """Validate and fold reports in; return how many were accepted."""
         if isinstance(reports, Frame):
             reports = frame_to_batch(reports)
@@ -189,7 +205,8 @@ class Aggregate(ABC):
             if f.kind == "uint":
                 cols[f.name] = np.fromiter((r.payload[f.name] for r in reports), dtype=np.uint64, count=len(reports))
             else:
-                raw = b"".join(r.payload[f.name].tobytes() for r in reports)
+                # validated against the schema: a "bits" field holds a frozenbitarray
+                raw = b"".join(cast("frozenbitarray", r.payload[f.name]).tobytes() for r in reports)
                 cols[f.name] = np.frombuffer(raw, dtype=np.uint8).reshape(len(reports), -1)
         return cols
 
@@ -197,11 +214,13 @@ class Aggregate(ABC):
         p = self.params
         if batch.protocol != p.protocol or batch.fingerprint != p.fingerprint:
             reason = "wrong_protocol" if batch.protocol != p.protocol else "wrong_fingerprint"
-            self._reject(batch, ReportError(reason, f"batch of {batch.protocol}/{batch.fingerprint}"), on_reject, batch.n)
+            err = ReportError(reason, f"batch of {batch.protocol}/{batch.fingerprint}")
+            self._reject(batch, err, on_reject, batch.n)
             return 0
         got = {f.name: f for f in batch.schema}
         if set(got) != {f.name for f in p.schema} or any(got[f.name].kind != f.kind for f in p.schema):
-            self._reject(batch, ReportError("payload_mismatch", "batch fields differ from the protocol's"), on_reject, batch.n)
+            err = ReportError("payload_mismatch", "batch fields differ from the protocol's")
+            self._reject(batch, err, on_reject, batch.n)
             return 0
         ok: np.ndarray | None = None  # None while every row is valid (checked by one reduction per column)
         for f in p.schema:
@@ -221,8 +240,9 @@ class Aggregate(ABC):
             if ok is not None:
                 bad &= ok
             if bad.any():
-                for i in np.flatnonzero(bad) if on_reject else ():
-                    on_reject(int(i), ReportError(reason, f"row {i}: {f.name}"))
+                if on_reject:
+                    for i in np.flatnonzero(bad):
+                        on_reject(int(i), ReportError(reason, f"row {i}: {f.name}"))
                 self.rejected[reason] += int(bad.sum())
                 ok = ~bad if ok is None else ok & ~bad
         cols = batch.columns if ok is None else {k: v[ok] for k, v in batch.columns.items()}
@@ -317,8 +337,8 @@ class Aggregate(ABC):
         n, rejected = _count(header["n"], "n"), _typed(header, "rejected", dict)
         for reason, count in rejected.items():
             _count(count, f"rejected[{_clip(reason)}]")
-        state = {}
-        for (name, (dtype, shape)), size in zip(layout.items(), sizes):  # views of the payload, no copy yet
+        state = {}  # views of the payload, no copy yet
+        for (name, (dtype, shape)), size in zip(layout.items(), sizes, strict=True):
             state[name] = np.frombuffer(data[pos:pos + size], dtype=dtype.newbyteorder("<")).reshape(shape)
             pos += size
         agg = cls(params)  # allocates the state: exactly the payload's size, checked above
@@ -379,11 +399,12 @@ def _count(value: Any, what: str) -> int:
 
 
 def _same_json(got: Any, want: Any) -> bool:
-    """``got == want`` type for type (``True`` is not ``1``, ``2.0`` is not ``2``); recurses only as deep as ``want``."""
+    """``got == want`` type for type (``True`` is not ``1``, ``2.0`` is not ``2``); recurses only as deep as
+    ``want``."""
     if type(got) is not type(want):
         return False
     if isinstance(want, list):
-        return len(got) == len(want) and all(_same_json(g, w) for g, w in zip(got, want))
+        return len(got) == len(want) and all(_same_json(g, w) for g, w in zip(got, want, strict=True))
     return bool(got == want)
 
 

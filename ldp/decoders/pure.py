@@ -14,12 +14,14 @@ The standard error reported with an estimate plugs ``f̂_v = clip(ĉ_v, 0, n)`` 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["pure_count_estimate", "pure_count_variance"]
 
 
-def pure_count_estimate(support_counts: np.ndarray, n: int, p_star: float | np.ndarray,
-                        q_star: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pure_count_estimate(support_counts: npt.ArrayLike, n: float, p_star: float | npt.NDArray[np.float64],
+                        q_star: float | npt.NDArray[np.float64]
+                        ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Unbiased count estimates and their plug-in standard errors from support counts ``C_v``."""
     c = np.asarray(support_counts, dtype=np.float64)
     est = (c - n * q_star) / (p_star - q_star)
@@ -27,8 +29,9 @@ def pure_count_estimate(support_counts: np.ndarray, n: int, p_star: float | np.n
     return est, np.sqrt(var)
 
 
-def pure_count_variance(true_counts: np.ndarray, n: int, p_star: float | np.ndarray,
-                        q_star: float | np.ndarray) -> np.ndarray:
-    """Exact ``Var[ĉ_v]`` (count scale) given the true counts ``f_v`` of n users."""
+def pure_count_variance(true_counts: npt.ArrayLike, n: float, p_star: float | npt.NDArray[np.float64],
+                        q_star: float | npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Exact ``Var[ĉ_v]`` (count scale) given the true counts ``f_v`` of n users (``n`` and the counts may be
+    fractional: the planner's expected counts)."""
     f = np.asarray(true_counts, dtype=np.float64)
     return (f * p_star * (1.0 - p_star) + (n - f) * q_star * (1.0 - q_star)) / (p_star - q_star) ** 2

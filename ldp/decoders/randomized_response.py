@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.pure import pure_count_estimate, pure_count_variance
@@ -31,21 +32,21 @@ __all__ = ["RRAggregate", "GRRAggregate", "RR_ITEMS", "rr_variance", "grr_varian
 RR_ITEMS = ("no", "yes")  # the item labels of binary RR's values 0 and 1
 
 
-def _true_counts(true_counts: Any, d: int) -> np.ndarray:
+def _true_counts(true_counts: Any, d: int) -> npt.NDArray[np.int64]:
     t = np.asarray(true_counts)
     if t.shape != (d,) or (t.size and (t.min() < 0 or not np.issubdtype(t.dtype, np.integer))):
         raise ValueError(f"true counts must be {d} non-negative integers, got shape {t.shape}, dtype {t.dtype}")
     return t.astype(np.int64)
 
 
-def rr_variance(params: BinaryRRParams, true_counts: Any) -> np.ndarray:
+def rr_variance(params: BinaryRRParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Exact variance of the count estimates of items [0, 1] given true counts ``[n_0, n_1]``."""
     t = _true_counts(true_counts, 2)
     v1 = pure_count_variance(t[1], int(t.sum()), params.q, params.p)
     return np.array([v1, v1])  # ĉ_0 = n − ĉ_1 has the same variance
 
 
-def grr_variance(params: GRRParams, true_counts: Any) -> np.ndarray:
+def grr_variance(params: GRRParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Exact variance of each item's count estimate given the true counts ``f_v``."""
     t = _true_counts(true_counts, params.domain_size)
     return pure_count_variance(t, int(t.sum()), params.p, params.q)
@@ -56,6 +57,7 @@ class RRAggregate(Aggregate):
 
     params_type: ClassVar[type] = BinaryRRParams
     params: BinaryRRParams
+    ones: npt.NDArray[np.int64]  # (1,), created by _init_state
 
     @classmethod
     def state_layout(cls, params: BinaryRRParams) -> StateLayout:
@@ -73,7 +75,7 @@ class RRAggregate(Aggregate):
         return Estimates("rr", list(RR_ITEMS), self.n, count, np.repeat(se, 2), confidence, self.params.privacy_cost)
 
     @staticmethod
-    def exact_variance(params: BinaryRRParams, true_counts: Any) -> np.ndarray:
+    def exact_variance(params: BinaryRRParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
         return rr_variance(params, true_counts)
 
     @classmethod
@@ -92,6 +94,7 @@ class GRRAggregate(Aggregate):
 
     params_type: ClassVar[type] = GRRParams
     params: GRRParams
+    counts: npt.NDArray[np.int64]  # (d,), created by _init_state
 
     @classmethod
     def state_layout(cls, params: GRRParams) -> StateLayout:
@@ -110,7 +113,7 @@ class GRRAggregate(Aggregate):
         return Estimates("grr", items, self.n, count, se, confidence, pr.privacy_cost)
 
     @staticmethod
-    def exact_variance(params: GRRParams, true_counts: Any) -> np.ndarray:
+    def exact_variance(params: GRRParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
         return grr_variance(params, true_counts)
 
     @classmethod

@@ -21,19 +21,26 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ldp.batch.bits import add_ones_by_group
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.encoders.rappor import RapporParams
 from ldp.randomness import as_generator
 
-__all__ = ["RapporAggregate", "BitEstimates", "bit_count_variance", "open_domain_counts"]
+__all__ = ["RapporAggregate", "BitEstimates", "bit_count_variance", "open_domain_counts", "OpenDomainCounts"]
+
+S = TypeVar("S", str, bytes, str | bytes)
+OpenDomainCounts = Mapping[S, int] | Sequence[int] | npt.NDArray[np.integer[Any]]
+"""True counts of an open-domain protocol (strings of type ``S``): ``{string: clients}``, or counts aligned with
+separate ``values``."""
 
 
-def bit_count_variance(params: RapporParams, cohort_n: Any, true_bits: Any) -> np.ndarray:
+def bit_count_variance(params: RapporParams, cohort_n: npt.ArrayLike,
+                       true_bits: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Exact ``Var[t_ci]`` given ``N_c`` (shape (m,) or broadcastable) and true bit counts ``T_ci``."""
     ps, qs = params.p_star, params.q_star
     n = np.asarray(cohort_n, dtype=np.float64)
@@ -61,6 +68,8 @@ class RapporAggregate(Aggregate):
 
     params_type: ClassVar[type] = RapporParams
     params: RapporParams
+    cohort_n: npt.NDArray[np.int64]  # (m,), created by _init_state
+    ones: npt.NDArray[np.int64]  # (m, k)
 
     @classmethod
     def state_layout(cls, params: RapporParams) -> StateLayout:
@@ -85,8 +94,8 @@ class RapporAggregate(Aggregate):
 
     # -- exact aggregate-level simulation ----------------------------------------------------------
     @classmethod
-    def simulate(cls, params: RapporParams, true_counts: Mapping[str, int] | Sequence[int], rng: Any = None, *,
-                 values: Sequence[str | bytes] | None = None, cohorts: str = "uniform") -> RapporAggregate:
+    def simulate(cls, params: RapporParams, true_counts: OpenDomainCounts[S], rng: Any = None, *,
+                 values: Sequence[S] | None = None, cohorts: str = "uniform") -> RapporAggregate:
         """Exact draw of the aggregate of one report per client (module docstring).
 
         ``true_counts``: ``{string: clients}``, or counts aligned with ``values``. ``cohorts``:
@@ -95,8 +104,8 @@ class RapporAggregate(Aggregate):
         from ldp.batch import check_candidates
         from ldp.batch.rappor import bloom_index_table
 
-        values, counts = open_domain_counts(true_counts, values)
-        values = check_candidates(values)
+        strings, counts = open_domain_counts(true_counts, values)
+        cands = check_candidates(strings)
         gen = as_generator(rng)
         m, k = params.num_cohorts, params.num_bloombits
         if cohorts == "uniform":
@@ -105,10 +114,10 @@ class RapporAggregate(Aggregate):
             per_cohort = counts[:, None] // m + (np.arange(m)[None, :] < (counts % m)[:, None])
         else:
             raise ValueError(f"cohorts must be 'uniform' or 'balanced', got {cohorts!r}")
-        idx = bloom_index_table(params, values)
+        idx = bloom_index_table(params, cands)
         true_bits = np.zeros((m, k), dtype=np.int64)
         for c in range(m):
-            pattern = np.zeros((len(values), k), dtype=np.int64)
+            pattern = np.zeros((len(cands), k), dtype=np.int64)
             np.put_along_axis(pattern, idx[:, c, :], 1, axis=1)
             true_bits[c] = per_cohort[:, c] @ pattern
         agg = cls(params)
@@ -153,8 +162,10 @@ class RapporAggregate(Aggregate):
         return decode(self, candidates, **options)
 
 
-def open_domain_counts(true_counts: Any, values: Sequence[str | bytes] | None) -> tuple[list, np.ndarray]:
+def open_domain_counts(true_counts: OpenDomainCounts[S],
+                       values: Sequence[S] | None) -> tuple[list[S], npt.NDArray[np.int64]]:
     """``(strings, counts)`` from ``{string: count}`` or from counts aligned with ``values``."""
+    raw: Sequence[int] | npt.NDArray[np.integer[Any]]
     if isinstance(true_counts, Mapping):
         if values is not None:
             raise ValueError("give either a {value: count} mapping or counts with `values`, not both")

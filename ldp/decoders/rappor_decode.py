@@ -39,6 +39,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ldp.batch import check_candidates
 from ldp.batch.rappor import bloom_index_table
@@ -118,7 +119,8 @@ class CandidateMap:
         Lines may end in ``\n``, ``\r\n`` or ``\r``; any malformed line raises ``ValueError`` naming it."""
         m, k, h = params.num_cohorts, params.num_bloombits, params.num_hashes
         cohort = np.repeat(np.arange(m), h)
-        cands, rows = [], []
+        names: list[str] = []
+        rows: list[np.ndarray] = []
         reader = csv.reader(io.StringIO(text, newline=""))  # the csv module splits the lines itself
         while True:
             try:
@@ -141,9 +143,9 @@ class CandidateMap:
             r = np.array(idx, dtype=np.int64) - 1
             if (r < cohort * k).any() or (r >= (cohort + 1) * k).any():
                 raise ValueError(f"map.csv line {reader.line_num}: index outside its cohort's rows c·k+1..(c+1)·k")
-            cands.append(rec[0])
+            names.append(rec[0])
             rows.append(r)
-        cands = check_candidates(cands)
+        cands = check_candidates(names)
         return cls._from_rows(params, cands, np.array(rows, dtype=np.int64).reshape(len(cands), m * h))
 
     def to_google_map(self) -> str:
@@ -152,7 +154,7 @@ class CandidateMap:
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)  # csv leaves a lone \r bare
-        for c, r in zip(self.candidates, rows.tolist()):
+        for c, r in zip(self.candidates, rows.tolist(), strict=True):
             name = _name(c)
             (quoted if "\r" in name else writer).writerow([name, *r])
         return buf.getvalue()
@@ -180,7 +182,7 @@ class RapporEstimates(Estimates):
         return self.extra["detected"]
 
     def detected_items(self) -> list[str]:
-        return [it for it, d in zip(self.items, self.detected) if d]
+        return [it for it, d in zip(self.items, self.detected, strict=True) if d]
 
     def sorted(self) -> RapporEstimates:
         """Rows by decreasing estimated count (candidates without an estimate last)."""
@@ -327,7 +329,8 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
     names = [_name(c) for c in cmap.candidates]
     extra = {
         "z": stat[pos], "p_value": pval[pos], "detected": detected[pos], "selected": selected[pos] & own,
-        "duplicate_of": np.array([None if o else names[r] for o, r in zip(own, cmap.representative)], dtype=object),
+        "duplicate_of": np.array([None if o else names[r] for o, r in zip(own, cmap.representative, strict=True)],
+                                 dtype=object),
     }
     cnt, err = np.where(own, count[pos], np.nan), np.where(own, se[pos], np.nan)
     dups = cmap.duplicates
@@ -377,7 +380,8 @@ def _privacy(pr: RapporParams) -> Any:
         return None
 
 
-def exact_count_covariance(params: RapporParams, cmap: CandidateMap, true_counts: Sequence[int]) -> np.ndarray:
+def exact_count_covariance(params: RapporParams, cmap: CandidateMap,
+                           true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Exact covariance of the least-squares counts when the fit holds exactly the true candidates,
     with ``N = Σ n_v`` clients split evenly over the cohorts (no cohort-sampling noise):
     ``(XᵀΣ⁻¹X)⁻¹`` with ``X = pattern/m`` and ``Σ = diag(Var[t_ci])`` (:func:`bit_count_variance`)."""

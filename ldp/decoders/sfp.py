@@ -17,12 +17,13 @@ integers, so merging is exact). :meth:`SfpAggregate.discover`:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ldp.batch.murmur import bucket_table
 from ldp.batch.sketch import sketch_buckets
@@ -34,6 +35,8 @@ from ldp.randomness import as_generator
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ldp.decoders.rappor import OpenDomainCounts
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +135,10 @@ class SfpAggregate(Aggregate):
 
     params_type: ClassVar[Any] = SfpParams
     params: SfpParams
+    word_row_n: npt.NDArray[np.int64]  # (k,), created by _init_state
+    word_sums: npt.NDArray[np.int64]  # (k, m)
+    fragment_row_n: npt.NDArray[np.int64]  # (P, k')
+    fragment_sums: npt.NDArray[np.int64]  # (P, k', m')
 
     @classmethod
     def state_layout(cls, params: SfpParams) -> StateLayout:
@@ -149,8 +156,8 @@ class SfpAggregate(Aggregate):
         sketch_counts(w, word["hash"], word, w.num_hashes, out=(self.word_row_n, self.word_sums))
         frag = {k[9:]: v for k, v in columns.items() if k.startswith("fragment_")}
         G = pr.num_positions * f.num_hashes
-        gtype = np.uint16 if G <= 65535 else np.int64
-        groups = columns["position"].astype(gtype) * gtype(f.num_hashes) + frag["hash"].astype(gtype)
+        gtype: np.dtype[np.integer[Any]] = np.dtype(np.uint16) if G <= 65535 else np.dtype(np.int64)
+        groups = columns["position"].astype(gtype) * gtype.type(f.num_hashes) + frag["hash"].astype(gtype)
         out = (_view(self.fragment_row_n, (G,)), _view(self.fragment_sums, (G, f.width)))  # group = position·k' + hash
         sketch_counts(f, groups, frag, G, out=out)
 
@@ -206,8 +213,8 @@ class SfpAggregate(Aggregate):
                              "fragment_length, or raise max_grid")
         hashes, symbols, table = _grid_table(pr.fragment_params.hash_seed, pr.fragment_num_hashes,
                                              pr.fragment_width, pr.hash_bits, pr.symbols, pr.fragment_length)
-        fragments = [self._keep(l, table, hashes, symbols, top, alpha)
-                     for l in iterate(range(pr.num_positions), desc="sfp discover", enabled=progress, unit="position")]
+        positions = iterate(range(pr.num_positions), desc="sfp discover", enabled=progress, unit="position")
+        fragments = [self._keep(pos, table, hashes, symbols, top, alpha) for pos in positions]
         mats, complete, stats = self._candidates(fragments, max_candidates)
         stats["grid"] = pr.num_records
         words = self._words(mats, complete, stats)
@@ -251,7 +258,7 @@ class SfpAggregate(Aggregate):
         mats = []
         for parts in groups:
             grid = np.indices([len(p) for p in parts]).reshape(P, -1)  # every choice, position-major order
-            mats.append(np.concatenate([parts[l][grid[l]] for l in range(P)], axis=1))
+            mats.append(np.concatenate([parts[pos][grid[pos]] for pos in range(P)], axis=1))
         return mats, complete, {"hashes_complete": len(groups), "formed": formed}
 
     def _words(self, mats: list[np.ndarray], complete: list[int], stats: dict[str, int]) -> list[str]:
@@ -262,7 +269,7 @@ class SfpAggregate(Aggregate):
             stats.update(pruned_padding=0, pruned_hash=0)
             return []
         mat = np.concatenate(mats)
-        expected = np.concatenate([np.full(len(m), h) for m, h in zip(mats, complete)])
+        expected = np.concatenate([np.full(len(m), h) for m, h in zip(mats, complete, strict=True)])
         is_pad = mat == pad
         suffix = np.cumsum(is_pad[:, ::-1], axis=1)[:, ::-1] == np.arange(pr.length, 0, -1)  # pad from here on
         ok = ~(is_pad & ~suffix).any(axis=1) & ~is_pad[:, 0]
@@ -275,11 +282,11 @@ class SfpAggregate(Aggregate):
         got = bucket_table(words, 1 << pr.hash_bits, [pr.word_hash_seed])[:, 0]
         match = got == expected[ok]
         stats["pruned_hash"] = int((~match).sum())
-        return [w for w, m in zip(words, match) if m]
+        return [w for w, m in zip(words, match, strict=True) if m]
 
     # -- exact aggregate-level simulation ----------------------------------------------------------------
     @classmethod
-    def simulate(cls, params: SfpParams, true_counts: Mapping[str, int] | Sequence[int], rng: Any = None, *,
+    def simulate(cls, params: SfpParams, true_counts: OpenDomainCounts[str], rng: Any = None, *,
                  values: Sequence[str] | None = None) -> SfpAggregate:
         """Exact draw of the aggregate: each word's users split over positions by a multinomial,
         then the word sketch and every position's fragment sketch drawn by
@@ -295,19 +302,19 @@ class SfpAggregate(Aggregate):
         agg = cls(params)
         agg.n = int(counts.sum())
         word_counts: dict[str, int] = {}
-        for p, c in zip(prepared, counts.tolist()):
+        for p, c in zip(prepared, counts.tolist(), strict=True):
             word_counts[p.word] = word_counts.get(p.word, 0) + c
         ws = SketchAggregate.simulate(params.word_params, word_counts, gen)
         agg.word_row_n[:], agg.word_sums[:] = ws.row_n, ws.sums
         P = params.num_positions
         split = gen.multinomial(counts, np.full(P, 1.0 / P)) if counts.size else np.zeros((0, P), np.int64)
-        for l in range(P):
+        for pos in range(P):
             rec: dict[bytes, int] = {}
-            for p, c in zip(prepared, split[:, l].tolist()):
-                key = params.fragment_record(p.hash, params.fragment_at(p.padded, l))
+            for p, c in zip(prepared, split[:, pos].tolist(), strict=True):
+                key = params.fragment_record(p.hash, params.fragment_at(p.padded, pos))
                 rec[key] = rec.get(key, 0) + c
             fs = SketchAggregate.simulate(params.fragment_params, rec, gen)
-            agg.fragment_row_n[l], agg.fragment_sums[l] = fs.row_n, fs.sums
+            agg.fragment_row_n[pos], agg.fragment_sums[pos] = fs.row_n, fs.sums
         return agg
 
 

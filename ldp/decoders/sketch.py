@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ldp.batch import check_candidates
 from ldp.batch.bits import add_ones_by_group
@@ -36,10 +37,13 @@ from ldp.encoders.cms import CmsParams, SketchParams
 from ldp.encoders.hcms import HcmsParams
 from ldp.randomness import as_generator
 
+if TYPE_CHECKING:
+    from ldp.decoders.rappor import OpenDomainCounts, S
+
 __all__ = ["SketchAggregate", "sketch_variance", "sketch_counts", "fwht"]
 
 
-def fwht(a: np.ndarray) -> np.ndarray:
+def fwht(a: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Unnormalized fast Walsh–Hadamard transform of each row (``a @ H_m``, Sylvester order), O(m log m)."""
     x = np.array(a, dtype=np.float64)
     rows, m = x.shape
@@ -53,8 +57,9 @@ def fwht(a: np.ndarray) -> np.ndarray:
     return x
 
 
-def sketch_variance(params: SketchParams, f: Any, n: int, f2: Any) -> np.ndarray:
-    """Exact ``Var[f̃(d)]`` for true counts ``f`` of the estimated items, ``n`` reports and ``F2(d)``."""
+def sketch_variance(params: SketchParams, f: npt.ArrayLike, n: float, f2: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Exact ``Var[f̃(d)]`` for true counts ``f`` of the estimated items, ``n`` reports and ``F2(d)`` (all may
+    be fractional: the planner's expected counts)."""
     k, m = params.num_hashes, params.width
     f, f2 = np.asarray(f, dtype=np.float64), np.asarray(f2, dtype=np.float64)
     r = (m / (m - 1)) ** 2
@@ -90,6 +95,8 @@ class SketchAggregate(Aggregate):
 
     params_type: ClassVar[Any] = (CmsParams, HcmsParams)
     params: SketchParams
+    row_n: npt.NDArray[np.int64]  # (k,), created by _init_state
+    sums: npt.NDArray[np.int64]  # (k, m)
 
     @classmethod
     def state_layout(cls, params: SketchParams) -> StateLayout:
@@ -100,7 +107,7 @@ class SketchAggregate(Aggregate):
         sketch_counts(self.params, columns["hash"], columns, self.params.num_hashes, out=(self.row_n, self.sums))
 
     # -- the sketch and the frequency oracle -------------------------------------------------------
-    def sketch(self) -> np.ndarray:
+    def sketch(self) -> npt.NDArray[np.float64]:
         """The de-biased ``k × m`` sketch ``M`` (module docstring)."""
         pr = self.params
         k, c = pr.num_hashes, pr.c
@@ -161,18 +168,19 @@ class SketchAggregate(Aggregate):
                          est.confidence, est.privacy, {k: v[keep] for k, v in est.extra.items()}, est.notes)
 
     @staticmethod
-    def exact_variance(params: SketchParams, true_counts: Any) -> np.ndarray:
+    def exact_variance(params: SketchParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Exact variance of each item's estimate when ``true_counts`` are all the users' values."""
         t = np.asarray(true_counts, dtype=np.float64)
         return sketch_variance(params, t, int(t.sum()), (t**2).sum() - t**2)
 
     @classmethod
-    def _simulate_reports(cls, params: SketchParams, values: list, counts: np.ndarray,
+    def _simulate_reports(cls, params: SketchParams, values: Sequence[str | bytes], counts: np.ndarray,
                           gen: np.random.Generator) -> SketchAggregate:
         """The same distribution by encoding every report in vectorized batches (exact too)."""
-        from ldp.protocols import get_protocol
+        from ldp.encoders.cms import CmsEncoder
+        from ldp.encoders.hcms import HcmsEncoder
 
-        encoder = get_protocol(params.protocol).encoder_type(params)
+        encoder = HcmsEncoder(params) if isinstance(params, HcmsParams) else CmsEncoder(params)
         agg = cls(params)
         idx = np.repeat(np.arange(counts.size), counts)
         for start in range(0, idx.size, 1 << 20):
@@ -181,8 +189,8 @@ class SketchAggregate(Aggregate):
 
     # -- exact aggregate-level simulation ------------------------------------------------------------
     @classmethod
-    def simulate(cls, params: SketchParams, true_counts: Mapping[str, int] | Sequence[int], rng: Any = None, *,
-                 values: Sequence[str | bytes] | None = None) -> SketchAggregate:
+    def simulate(cls, params: SketchParams, true_counts: OpenDomainCounts[S], rng: Any = None, *,
+                 values: Sequence[S] | None = None) -> SketchAggregate:
         """Exact draw of the aggregate: rows by a multinomial per value; CMS bits as binomials per
         cell; HCMS per (row, bucket) group a multinomial over (Hadamard row, reported sign), or, when
         that costs more (groups × m > 8n), every report encoded in vectorized batches."""

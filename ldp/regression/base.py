@@ -53,7 +53,8 @@ def _can_stream(model: LinearModelBase) -> bool:
     return True
 
 
-def solve_ridge(xtx: np.ndarray, xty: np.ndarray, ridge: float = 0.0, symmetrize: bool = True) -> tuple[np.ndarray, str]:
+def solve_ridge(xtx: np.ndarray, xty: np.ndarray, ridge: float = 0.0,
+                symmetrize: bool = True) -> tuple[np.ndarray, str]:
     """``(XᵀX + ridge·I)⁻¹ Xᵀy`` (symmetrized unless ``symmetrize=False``) and how it was solved:
     ``"solve"``, or ``"lstsq"`` (minimum-norm least squares) when the matrix is singular — the one
     policy for every release."""

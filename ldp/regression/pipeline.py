@@ -142,7 +142,7 @@ class KalajaPipeline(RegressorMixin, BaseEstimator):
         est = clone(self.estimator)
         params = est.get_params(deep=False)
         updates = {}
-        for name, value in zip(("bound_X", "bound_y"), self.bounds_):
+        for name, value in zip(("bound_X", "bound_y"), self.bounds_, strict=True):
             if name not in params:
                 continue
             given = params[name]

@@ -38,6 +38,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
@@ -95,6 +96,8 @@ def _constant(sd: np.ndarray, mean: np.ndarray) -> np.ndarray:
 class _PublicStatisticsTransformer(TransformerMixin, BaseEstimator):
     """Records ``public_statistics_`` and warns once per fit unless ``warn=False``."""
 
+    public_statistics_: dict[str, Any]
+
     def _publish(self, statistics: dict[str, Any]) -> None:
         self.public_statistics_ = statistics
         if statistics and getattr(self, "warn", True):
@@ -116,6 +119,10 @@ class Standardize(OneToOneFeatureMixin, _PublicStatisticsTransformer):
     training data) and nothing is divided by zero; ``constant_`` marks those columns.
     ``public_statistics_``: ``mean``, ``sd`` (the divisors used).
     """
+
+    mean_: npt.NDArray[np.float64]
+    scale_: npt.NDArray[np.float64]
+    constant_: npt.NDArray[np.bool_]
 
     def __init__(self, ddof: int = 0, *, warn: bool = True) -> None:
         self.ddof = ddof
@@ -259,7 +266,7 @@ class RowNormMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> RowNormMap:
         _validate(self, X, reset=True)
-        self.public_statistics_ = {}
+        self.public_statistics_: dict[str, Any] = {}
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -300,7 +307,7 @@ class InterceptColumn(TransformerMixin, BaseEstimator):
         self.constant_ = _SQRT_HALF if unit else 1.0
         self.scale_ = _SQRT_HALF if unit else 1.0
         self.bound_X_factor_ = 1.0 if unit else math.sqrt(2.0)
-        self.public_statistics_ = {}
+        self.public_statistics_: dict[str, Any] = {}
         return self
 
     def transform(self, X: Any) -> np.ndarray:

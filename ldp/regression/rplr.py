@@ -129,7 +129,7 @@ def _check_split(split: Sequence[float]) -> tuple[float, float, float]:
         raise ValueError(f"split must be three budget fractions (XᵀX, Xᵀy, yᵀy), got {split!r}")
     if any(not (math.isfinite(p) and p > 0) for p in parts) or abs(math.fsum(parts) - 1) > 1e-12:
         raise ValueError(f"split fractions must each be > 0 and sum to 1, got {list(parts)}")
-    return parts  # type: ignore[return-value]
+    return parts
 
 
 def clip_data(X: np.ndarray, y: np.ndarray, clip_X: float, clip_y: float) -> tuple[np.ndarray, np.ndarray, int]:
@@ -153,7 +153,8 @@ def rplr_noise_scales(d: int, epsilon: float, split: Sequence[float], clip_X: fl
     For example, d = 10, ε = 2, B_x = B_y = 1 and the default split give 157.1, 16.7 and 10.0."""
     parts = split_budget(PrivacyCost(_positive(epsilon, "epsilon")), _check_split(split))
     sens = rplr_sensitivities(d, clip_X, clip_y)
-    return tuple(laplace_scale(s, p.epsilon) for s, p in zip(sens, parts))  # type: ignore[return-value]
+    b_xx, b_xy, b_yy = (laplace_scale(s, p.epsilon) for s, p in zip(sens, parts, strict=True))
+    return b_xx, b_xy, b_yy
 
 
 def posterior_mean(xtx: np.ndarray, xty: np.ndarray, precision: float = 1.0,
@@ -291,7 +292,7 @@ class _RobustLinearModel(LinearModelBase):
             self.statistics_ = SufficientStatistics(stats.d)
             self.n_bounded_ = 0
             self.n_features_in_ = stats.d
-        return super().merge_statistics(stats)  # type: ignore[return-value]
+        return super().merge_statistics(stats)
 
     def release(self, public_X: Any = None, public_y: Any = None) -> _RobustLinearModel:
         """Release the statistics (private: spends ε once), add the public ones, fit µ*. Every
@@ -299,7 +300,7 @@ class _RobustLinearModel(LinearModelBase):
         if not hasattr(self, "statistics_") or self.statistics_.n == 0:
             raise ValueError("nothing to release: fit or partial_fit some rows first")
         self.public_statistics_ = self._public(public_X, public_y)
-        return super().release()  # type: ignore[return-value]
+        return super().release()
 
     def _check_release(self, d: int, bounds: tuple[float, float]) -> None:
         self._settings()
@@ -361,7 +362,8 @@ class RobustPrivateLR(_RobustLinearModel, PrivateLinearModel):
                rng: np.random.Generator) -> SufficientStatistics:
         d = stats.d
         parts = split_budget(self._cost(), _check_split(self.split))
-        scales = tuple(laplace_scale(s, p.epsilon) for s, p in zip(rplr_sensitivities(d, *bounds), parts))
+        sens = rplr_sensitivities(d, *bounds)
+        scales = tuple(laplace_scale(s, p.epsilon) for s, p in zip(sens, parts, strict=True))
         P = symmetric_noise(rng, d, scales[0], "upper", "laplace")
         Q = rng.laplace(0.0, scales[1], d)
         R = float(rng.laplace(0.0, scales[2]))

@@ -10,7 +10,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from scipy.stats import rankdata
@@ -299,7 +299,17 @@ class SplitChoice:
     table: list[dict[str, float]] = field(default_factory=list)
 
 
-QUICK_SPLIT_SEARCH = {"step": 0.1, "grid": (0.005, 0.02, 0.1, 0.5, 1.0), "n_datasets": 3, "n_noise": 3}
+class _SplitSearch(TypedDict):
+    """The settings of :func:`choose_split`'s search that ``quick`` picks."""
+
+    step: float
+    grid: Sequence[float]
+    n_datasets: int
+    n_noise: int
+
+
+QUICK_SPLIT_SEARCH: _SplitSearch = {"step": 0.1, "grid": (0.005, 0.02, 0.1, 0.5, 1.0), "n_datasets": 3,
+                                    "n_noise": 3}
 """The cheaper settings that ``choose_split(quick=True)`` uses (36 splits, 5 × 5 cells, 3 × 3)."""
 
 
@@ -325,8 +335,8 @@ def choose_split(n: int = 500, d: int = 10, epsilon: float = 2.0, *, quick: bool
     well under a second at n = 500, d = 10. Arguments given explicitly override either. For the results
     at the thesis's setting, see the module docstring.
     """
-    preset = QUICK_SPLIT_SEARCH if quick else {"step": 0.05, "grid": DEFAULT_OMEGA_GRID, "n_datasets": 5,
-                                               "n_noise": 5}
+    preset: _SplitSearch = QUICK_SPLIT_SEARCH if quick else {"step": 0.05, "grid": DEFAULT_OMEGA_GRID,
+                                                             "n_datasets": 5, "n_noise": 5}
     step = preset["step"] if step is None else step
     grid = preset["grid"] if grid is None else grid
     n_datasets = preset["n_datasets"] if n_datasets is None else n_datasets

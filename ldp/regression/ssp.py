@@ -83,7 +83,8 @@ class SSP(PrivateLinearModel):
                  bound_y: float | None = None, noise: str = "analytic", ridge_offset: float = 1.0,
                  random_state: Any = None, accountant: Any = None) -> None:
         self.epsilon, self.delta, self.bound_X, self.bound_y = epsilon, delta, bound_X, bound_y
-        self.noise, self.ridge_offset, self.random_state, self.accountant = noise, ridge_offset, random_state, accountant
+        self.noise, self.ridge_offset = noise, ridge_offset
+        self.random_state, self.accountant = random_state, accountant
 
     def _check_release(self, d: int, bounds: tuple[float, float]) -> None:
         _dry_run(self, [0.5, 0.5], d, bounds)

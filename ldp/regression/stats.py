@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -21,6 +21,10 @@ MIN_DERIVED_BOUND = float(np.sqrt(np.finfo(float).tiny))
 still a positive normal float."""
 
 
+@overload
+def check_Xy(X: Any, y: None = None, *, n_features: int | None = None) -> tuple[np.ndarray, None]: ...
+@overload
+def check_Xy(X: Any, y: Any, *, n_features: int | None = None) -> tuple[np.ndarray, np.ndarray]: ...
 def check_Xy(X: Any, y: Any = None, *, n_features: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """``X`` as a finite float (n, d) array (and ``y`` as finite (n,)), ``ValueError`` naming the rule."""
     X = np.asarray(X, dtype=np.float64)
@@ -99,8 +103,8 @@ class SufficientStatistics:
 
     d: int
     n: int = 0
-    xtx: np.ndarray = field(default=None)  # type: ignore[assignment]
-    xty: np.ndarray = field(default=None)  # type: ignore[assignment]
+    xtx: np.ndarray = field(default=None)  # type: ignore[arg-type]  # None: zeros made in __post_init__
+    xty: np.ndarray = field(default=None)  # type: ignore[arg-type]  # None: zeros made in __post_init__
     yty: float = 0.0
 
     def __post_init__(self) -> None:
