@@ -55,8 +55,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source 
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
 from ldp.progress import progress  # noqa: E402
-from ldp.simulation import comma_list  # noqa: E402
-from ldp.simulation import write_rows_csv as write_csv  # noqa: E402
+from ldp.simulation import comma_list, write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "apple_sketches"
 SWEEPS = ("epsilon", "m", "k")

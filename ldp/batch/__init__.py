@@ -46,7 +46,7 @@ def check_candidates(candidates: Any) -> list[str | bytes]:
     keys = [value_bytes(c) for c in out]
     if len(set(keys)) != len(keys):
         seen: set[bytes] = set()
-        dup = next(c for c, key in zip(out, keys) if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        dup = next(c for c, key in zip(out, keys, strict=True) if key in seen or seen.add(key))  # type: ignore[func-returns-value]
         raise ValueError(f"candidate {dup!r} appears more than once")
     return out
 

@@ -16,6 +16,8 @@ and pure numpy otherwise; both are tested against a row-by-row fold (``tests/tes
 from __future__ import annotations
 
 import os
+from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -25,9 +27,9 @@ __all__ = ["packed_bernoulli", "packed_uniform", "row_padding_mask", "ones_by_gr
            "FOLD_KERNEL"]
 
 try:  # optional compiled kernel (ldp/batch/_foldkernel.c, built on install where a C compiler is found)
-    from ldp.batch import _foldkernel
+    import ldp.batch._foldkernel as _foldkernel
 except ImportError:  # pragma: no cover - depends on the install
-    _foldkernel = None
+    _foldkernel = None  # type: ignore[assignment]  # optional: None when the extension is not built
 FOLD_KERNEL = os.environ.get("LDP_FOLD_KERNEL") or ("compiled" if _foldkernel is not None else "numpy")
 """Which kernel :func:`add_ones_by_group` uses: ``"compiled"`` (the C extension, when built) or
 ``"numpy"``; the environment variable ``LDP_FOLD_KERNEL`` chooses (e.g. to benchmark the fallback)."""
@@ -221,9 +223,10 @@ def _ones_by_group_numpy(groups: np.ndarray, bits: np.ndarray, num_groups: int,
         return counts, _ones_sorted(g, bits, num_groups, nbits)
     ones = np.zeros((num_groups, nbits), dtype=np.int64)
     step = max(1 << 18, (1 << 24) // max(bits.shape[1], 1))  # >= 256K rows, ~16 MiB of narrow rows
+    lane_type: type[np.integer[Any]] = np.uint16 if num_groups <= 256 else np.int64  # uint16 bincounts are fastest
     for start in range(0, g.size, step):
         chunk, rows = g[start:start + step], bits[start:start + step]
-        base = chunk.astype(np.uint16 if num_groups <= 256 else np.int64) << 8  # uint16 bincounts are fastest
+        base = chunk.astype(lane_type) << 8
         for j, col in enumerate(_byte_columns(rows)):
             table = np.bincount(base | col, minlength=num_groups * 256).reshape(num_groups, 256)
             hi = min(8 * j + 8, nbits)
@@ -248,7 +251,7 @@ def _ones_sorted(groups: np.ndarray, bits: np.ndarray, num_groups: int, nbits: i
         sorted_groups = chunk[order]
         rows = bits[start:start + step][order]
         edges = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1], True]).tolist()
-        for a, b in zip(edges[:-1], edges[1:]):
+        for a, b in pairwise(edges):
             total = ones[sorted_groups[a]]
             for p in range(a, b, _LANE_ROWS):
                 lanes = np.unpackbits(rows[p:min(p + _LANE_ROWS, b)], axis=1, bitorder="little").view(np.uint64)

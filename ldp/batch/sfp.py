@@ -32,8 +32,8 @@ def sketch_columns(params: SketchParams, values: np.ndarray, gen: np.random.Gene
                    candidates: Sequence[str | bytes], prefix: str) -> dict[str, np.ndarray]:
     """The report columns of a CMS or HCMS batch, names prefixed (``word_hash``, ``fragment_bits``, ...)."""
     if isinstance(params, HcmsParams):
-        j, l, bit = hcms_encode_batch(params, values, gen, candidates=candidates)
-        return {f"{prefix}hash": j, f"{prefix}row": l, f"{prefix}bit": bit}
+        j, row, bit = hcms_encode_batch(params, values, gen, candidates=candidates)
+        return {f"{prefix}hash": j, f"{prefix}row": row, f"{prefix}bit": bit}
     j, bits = cms_encode_batch(params, values, gen, candidates=candidates)  # type: ignore[arg-type]
     return {f"{prefix}hash": j, f"{prefix}bits": bits}
 
@@ -56,8 +56,8 @@ def sfp_encode_batch(params: SfpParams, values: Any, rng: Any = None, *,
         return columns, 0, 0
     columns.update(sketch_columns(params.word_params, idx, gen, [p.word for p in prepared], "word_"))
     slots: dict[bytes, int] = {}  # distinct records (a word can repeat a fragment, e.g. padding)
-    record_of = np.array([slots.setdefault(params.fragment_record(p.hash, params.fragment_at(p.padded, l)), len(slots))
-                          for p in prepared for l in range(P)], dtype=np.int64)
+    record_of = np.array([slots.setdefault(params.fragment_record(p.hash, params.fragment_at(p.padded, i)), len(slots))
+                          for p in prepared for i in range(P)], dtype=np.int64)
     columns.update(sketch_columns(params.fragment_params, record_of[idx * P + position], gen, list(slots), "fragment_"))
     truncated = np.fromiter((p.truncated for p in prepared), dtype=np.int64, count=len(prepared))
     replaced = np.fromiter((p.replaced for p in prepared), dtype=np.int64, count=len(prepared))

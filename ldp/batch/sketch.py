@@ -30,9 +30,9 @@ def sketch_buckets(params: SketchParams, candidates: Sequence[str | bytes]) -> n
     return bucket_table(candidates, params.width, seeds)
 
 
-def hadamard_sign(a: np.ndarray, l: np.ndarray) -> np.ndarray:
-    """``H[a, l] > 0`` elementwise: the parity of ``popcount(a & l)`` is even."""
-    x = (np.asarray(a, np.uint64) & np.asarray(l, np.uint64))
+def hadamard_sign(a: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """``H[a, row] > 0`` elementwise: the parity of ``popcount(a & row)`` is even."""
+    x = (np.asarray(a, np.uint64) & np.asarray(row, np.uint64))
     x ^= x >> np.uint64(32)
     x ^= x >> np.uint64(16)
     x ^= x >> np.uint64(8)
@@ -72,8 +72,8 @@ def hcms_encode_batch(params: HcmsParams, values: Any, rng: Any = None, *,
     gen = as_generator(rng)
     j, b = _rows_and_buckets(params, values, gen, candidates)
     m = params.width
-    l = gen.integers(0, m, size=j.size, dtype=np.int64).astype(np.min_scalar_type(m - 1))
-    sign = hadamard_sign(b, l)
+    row = gen.integers(0, m, size=j.size, dtype=np.int64).astype(np.min_scalar_type(m - 1))
+    sign = hadamard_sign(b, row)
     threshold = bernoulli_threshold(params.flip_probability)  # flip iff a uniform 64-bit word is below it
     flip = gen.integers(0, (1 << 64) - 1, j.size, dtype=np.uint64, endpoint=True) < np.uint64(threshold)
-    return j, l, (sign ^ flip).astype(np.uint8)
+    return j, row, (sign ^ flip).astype(np.uint8)

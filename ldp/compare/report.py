@@ -23,8 +23,7 @@ from ldp.compare.counting import (
     seed004_slopes,
 )
 from ldp.simulation import write_rows_csv
-from ldp.tables import Column
-from ldp.tables import render as render_table
+from ldp.tables import Column, render as render_table
 
 __all__ = ["Settings", "settings", "run_compare", "render", "compare_command", "COLUMNS"]
 

@@ -7,8 +7,7 @@ from typing import Any
 import numpy as np
 
 from ldp.decoders.results import Estimates
-from ldp.tables import Column, format_value
-from ldp.tables import render as render_table
+from ldp.tables import Column, format_value, render as render_table
 
 
 def compact(est: Estimates, max_rows: int = 10) -> str:

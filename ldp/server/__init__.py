@@ -36,22 +36,46 @@ _EXPORTS = {
 __all__ = sorted(name for names in _EXPORTS.values() for name in names)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())  # so that ``import ldp.server`` stays light
 
-if TYPE_CHECKING:
-    from ldp.cli_server import SERVER_COMMANDS, add_server_arguments, server_command
-    from ldp.server.dask_engine import DaskResult, aggregate_bag, aggregate_dataframe
-    from ldp.server.decode import decode_aggregate, decode_file, find_metric, load_candidates, write_estimates
-    from ldp.server.fold import Folder, Key, key_name, parse_key_name
-    from ldp.server.formats import (
-        FORMATS,
-        Section,
-        detect_format,
-        sections_from_envelopes,
-        write_binary,
-        write_csv,
-        write_jsonl,
-        write_parquet,
+if TYPE_CHECKING:  # the lazy names, for type checkers and linters (`X as X`: re-exported)
+    from ldp.cli_server import (
+        SERVER_COMMANDS as SERVER_COMMANDS,
+        add_server_arguments as add_server_arguments,
+        server_command as server_command,
     )
-    from ldp.server.job import InputChangedError, JobError, JobSummary, aggregate_files, fold_input, spec_index
-    from ldp.server.readers import InputError, read_input
-    from ldp.server.store import merge_files, read_aggregate, write_aggregate
-
+    from ldp.server.dask_engine import (
+        DaskResult as DaskResult,
+        aggregate_bag as aggregate_bag,
+        aggregate_dataframe as aggregate_dataframe,
+    )
+    from ldp.server.decode import (
+        decode_aggregate as decode_aggregate,
+        decode_file as decode_file,
+        find_metric as find_metric,
+        load_candidates as load_candidates,
+        write_estimates as write_estimates,
+    )
+    from ldp.server.fold import Folder as Folder, Key as Key, key_name as key_name, parse_key_name as parse_key_name
+    from ldp.server.formats import (
+        FORMATS as FORMATS,
+        Section as Section,
+        detect_format as detect_format,
+        sections_from_envelopes as sections_from_envelopes,
+        write_binary as write_binary,
+        write_csv as write_csv,
+        write_jsonl as write_jsonl,
+        write_parquet as write_parquet,
+    )
+    from ldp.server.job import (
+        InputChangedError as InputChangedError,
+        JobError as JobError,
+        JobSummary as JobSummary,
+        aggregate_files as aggregate_files,
+        fold_input as fold_input,
+        spec_index as spec_index,
+    )
+    from ldp.server.readers import InputError as InputError, read_input as read_input
+    from ldp.server.store import (
+        merge_files as merge_files,
+        read_aggregate as read_aggregate,
+        write_aggregate as write_aggregate,
+    )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,8 @@ def read_parquet(path: str | os.PathLike[str], folder: Folder, batch_rows: int =
     source = folder.source or os.fspath(path)
     size = os.path.getsize(path)
     total = None
+    item: Iterable[Any] | str | None  # None once folded: a row group is let go before the next is decoded
+    batch: Any  # a pyarrow RecordBatch, or None once folded
     for record, rows, item in parquet_row_groups(path, batch_rows, source, unverified=unverified,
                                                  check_schema=lambda schema: _check_schema(schema, source)):
         if isinstance(item, str):  # a damaged row group: counted, never folded
@@ -167,6 +169,11 @@ class _Columns:
         return lut[codes]
 
 
+def _mismatch(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    """``word -> True`` when ``pattern`` does not match the word."""
+    return lambda word: not pattern.match(word)
+
+
 def _reject_rows(folder: Folder, cols: _Columns, rows: np.ndarray, first: int, reason: str, detail: str,
                  agg: Any = None) -> None:
     for i in rows.tolist():
@@ -203,14 +210,14 @@ def fold_arrow(folder: Folder, batch: Any, first_record: int) -> None:
             drop(_valid(batch.column(name)), "unknown_key", f"column {name!r} (no identifier or timestamp allowed)")
     for name in ("spec", "metric"):
         pattern, reason, detail = _PATTERNS[name]
-        drop(cols.bad_words(name, live, lambda w: not pattern.match(w)), reason, detail)
+        drop(cols.bad_words(name, live, _mismatch(pattern)), reason, detail)
     drop((cols.window < 0) | (cols.window > MAX_WINDOW), "bad_window", "window must be an integer in [0, 2**53]")
     drop(cols.null["v"] | cols.null["protocol"] | cols.null["params"], "missing_key",
          "report lacks v, protocol or params")
     drop(cols.v != 1, "bad_version", "supported format version is 1")
     for name in ("protocol", "params"):
         pattern, reason, detail = _PATTERNS[name]
-        drop(cols.bad_words(name, live, lambda w: not pattern.match(w)), reason, detail)
+        drop(cols.bad_words(name, live, _mismatch(pattern)), reason, detail)
     count = _check_payload_values(pa, cols, payload, drop)
     drop(cols.bad_words("spec", live, lambda w: w not in folder.specs), "unknown_spec",
          "no known spec has this fingerprint")

@@ -12,12 +12,16 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ldp.decoders.base import Aggregate
 from ldp.server.fold import parse_key_name
 from ldp.server.store import AGG_SUFFIX, read_aggregate
 from ldp.spec import CollectionSpec, MetricSpec
+
+if TYPE_CHECKING:
+    from ldp.decoders.rappor import RapporAggregate
+    from ldp.decoders.sfp import SfpAggregate
 
 logger = logging.getLogger(__name__)
 
@@ -64,19 +68,21 @@ def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *,
     logger.info("decode: %s aggregate of %d reports, %s candidate(s)", protocol, agg.n,
                 "no" if candidates is None else len(candidates))
     if protocol in ("grr", "rr"):
-        return agg.estimate(confidence=confidence)  # type: ignore[attr-defined]
+        return agg.estimate(confidence=confidence)
     if protocol == "sfp":
         if candidates:
-            return agg.estimate(list(candidates), confidence=confidence, alpha=alpha)  # type: ignore[attr-defined]
-        return agg.discover(top=top, alpha=alpha, confidence=confidence).words  # type: ignore[attr-defined]
+            return agg.estimate(list(candidates), confidence=confidence, alpha=alpha)
+        sfp = cast("SfpAggregate", agg)  # the protocol registry pairs "sfp" with SfpAggregate
+        return sfp.discover(top=top, alpha=alpha, confidence=confidence).words
     if not candidates:
         raise ValueError(f"{protocol} needs a candidate dictionary: put its location in the spec "
                          "(metrics.M.candidates) or pass --candidates FILE")
     if protocol == "rappor":
         from ldp.decoders.rappor_decode import decode
 
-        return decode(agg, list(candidates), alpha=alpha, confidence=confidence, selection=selection)  # type: ignore
-    return agg.estimate(list(candidates), confidence=confidence, alpha=alpha)  # type: ignore[attr-defined]
+        rappor = cast("RapporAggregate", agg)  # the protocol registry pairs "rappor" with RapporAggregate
+        return decode(rappor, list(candidates), alpha=alpha, confidence=confidence, selection=selection)
+    return agg.estimate(list(candidates), confidence=confidence, alpha=alpha)
 
 
 def decode_file(path: str | os.PathLike[str], specs: Mapping[str, CollectionSpec], *, metric: str | None = None,

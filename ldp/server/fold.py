@@ -94,6 +94,11 @@ def _parser_detail(line: bytes) -> str:
     return ""
 
 
+def _through(raw_of: Callable[[int], Any], rows: np.ndarray) -> Callable[[int], Any]:
+    """``i -> raw_of(rows[i])``: the raw record of row ``i`` of a batch taken from ``rows`` of a chunk."""
+    return lambda i: raw_of(rows[i])
+
+
 class Folder:
     """Folds the records of one input (``source`` names it in the rejects) into aggregates.
 
@@ -119,7 +124,10 @@ class Folder:
         key = (metric.name, metric.params_fingerprint, window if self.by_window else None)
         agg = self.aggregates.get(key)
         if agg is None:
-            agg = self.aggregates[key] = get_protocol(metric.protocol).aggregate_type(metric.params)
+            aggregate_type = get_protocol(metric.protocol).aggregate_type
+            if aggregate_type is None:
+                raise ValueError(f"protocol {metric.protocol!r} has no server aggregate")
+            agg = self.aggregates[key] = aggregate_type(metric.params)
         return agg
 
     def metric_of(self, spec_fp: str, metric: str) -> MetricSpec | None:
@@ -224,15 +232,14 @@ class Folder:
         ``raws[i]``: what the rejects file shows for line i (default: the line)."""
         matched, starts, ends, accepted = match_lines(chunk, self.templates)
         offsets = numbers if numbers is not None else np.arange(first_record, first_record + len(starts))
+        raw_of = (lambda i: raws[i]) if raws else (lambda i: chunk[starts[i]:ends[i]])
         for m in matched:
             metric = self.specs[m.template.spec].metrics[m.template.metric]
             for window, rows in (groups(m.windows) if self.by_window else [(0, None)]):
                 cols = m.columns if rows is None else {k: v[rows] for k, v in m.columns.items()}
                 idx = m.rows if rows is None else m.rows[rows]
                 batch = ReportBatch(metric.protocol, metric.params_fingerprint, tuple(metric.params.schema), cols)
-                self.fold_batch(metric, window, batch, offsets[idx],
-                                lambda i, idx=idx: raws[idx[i]] if raws else chunk[starts[idx[i]]:ends[idx[i]]])
-        raw_of = (lambda i: raws[i]) if raws else (lambda i: chunk[starts[i]:ends[i]])
+                self.fold_batch(metric, window, batch, offsets[idx], _through(raw_of, idx))
         rest = np.flatnonzero(~accepted)
         junk = junk_lines(chunk, starts[rest], ends[rest])  # surely not JSON: counted at once
         junk_rows, rest = rest[junk], rest[~junk]
@@ -244,7 +251,8 @@ class Folder:
         heads = np.concatenate((rest[cuts], junk_rows[:room]))
         kinds = np.concatenate((np.arange(len(cuts)), np.full(min(room, len(junk_rows)), -1)))
         pending: dict[int, tuple[Aggregate, list[Report]]] = {}
-        for i, k in zip(heads[np.argsort(heads, kind="stable")].tolist(), kinds[np.argsort(heads, kind="stable")].tolist()):
+        order = np.argsort(heads, kind="stable")
+        for i, k in zip(heads[order].tolist(), kinds[order].tolist(), strict=True):
             line = chunk[starts[i]:ends[i]]
             if k < 0:
                 self.log(int(offsets[i]), "not_json", _parser_detail(line), raw_of(i))
@@ -280,11 +288,11 @@ class Folder:
         outcome = self._check(line)
         if isinstance(outcome[0], str):
             reason, detail, agg = outcome
-            self.reject(record, reason, detail, raw, agg=agg)  # type: ignore[arg-type]
+            self.reject(record, reason, detail, raw, agg=agg)
         elif pending is None:
-            self._fold_reports(outcome[0], [outcome[1]])  # type: ignore[list-item]
+            self._fold_reports(outcome[0], [outcome[1]])
         else:
-            pending.setdefault(id(outcome[0]), (outcome[0], []))[1].append(outcome[1])  # type: ignore[arg-type]
+            pending.setdefault(id(outcome[0]), (outcome[0], []))[1].append(outcome[1])
 
     def _check(self, line: bytes | str) -> tuple[str, str, Aggregate | None] | tuple[Aggregate, Report]:
         """``(aggregate, report)`` for a line to fold, or ``(reason, detail, aggregate or None)``."""

@@ -137,7 +137,7 @@ def _frames(reports: ReportBatch | Sequence[Report]) -> Iterator[bytes]:
 
 def _open(target: str | os.PathLike[str] | IO[Any], mode: str) -> tuple[IO[Any], bool]:
     if isinstance(target, (str, os.PathLike)):
-        return open(target, mode, **({"newline": ""} if "b" not in mode else {})), True
+        return (open(target, mode) if "b" in mode else open(target, mode, newline="")), True
     return target, False
 
 
@@ -202,7 +202,9 @@ def write_parquet(target: str | os.PathLike[str] | IO[bytes], sections: Iterable
     import numpy as np
 
     pa, pq = _pyarrow()
-    batches, fields, top_window = [], {}, 0
+    batches: list[tuple[Section, ReportBatch]] = []
+    fields: dict[str, tuple[str, int]] = {}  # name: (kind, largest value)
+    top_window = 0
     for s in sections:
         batch = s.reports if isinstance(s.reports, ReportBatch) else _batch_of(s.reports)
         for f in batch.schema:
@@ -262,6 +264,8 @@ def parquet_row_groups(path: str | os.PathLike[str], batch_rows: int, source: st
                              "write_parquet, or pyarrow's write_page_checksum=True), or allow unverified Parquet files "
                              "explicitly")
         record = 1
+        decoded: list[Any] | None  # None between row groups: never two alive at once
+        held: Iterator[Any] | None
         for rg in range(meta.num_row_groups):
             info = meta.row_group(rg)
             rows = info.num_rows
@@ -384,16 +388,19 @@ def _batch_of(reports: Sequence[Report]) -> ReportBatch:
     if any(r.protocol != first.protocol or r.fingerprint != first.fingerprint or list(r.payload) != names
            for r in reports):
         raise ValueError("a section's reports must share protocol, parameters and payload fields")
-    schema, cols = [], {}
+    schema: list[Field] = []
+    cols: dict[str, np.ndarray] = {}
     for name in names:
-        if isinstance(first.payload[name], int):
+        value = first.payload[name]
+        if isinstance(value, int):
             cols[name] = np.fromiter((r.payload[name] for r in reports), np.uint64, len(reports))
             schema.append(Field(name, "uint", int(cols[name].max()) + 1))
         else:
-            size = len(first.payload[name])
-            if any(len(r.payload[name]) != size for r in reports):
+            size = len(value)
+            bits = [b for r in reports if not isinstance(b := r.payload[name], int) and len(b) == size]
+            if len(bits) != len(reports):
                 raise ValueError(f"a section's {name!r} bit strings must all have {size} bits")
-            raw = b"".join(r.payload[name].tobytes() for r in reports)
+            raw = b"".join(b.tobytes() for b in bits)
             cols[name] = np.frombuffer(raw, np.uint8).reshape(len(reports), -1)
             schema.append(Field(name, "bits", size))
     return ReportBatch(first.protocol, first.fingerprint, tuple(schema), cols)

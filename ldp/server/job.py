@@ -166,7 +166,8 @@ class JobSummary:
         lines += [f"note: {r['from']} was renamed to {r['to']} (already counted)" for r in self.renamed]
         lines += [f"warning: {d['path']} has the same content as {d['same_as']}, already counted: not counted again"
                   for d in self.duplicates]
-        lines += [f"note: {v['source']} is gone from disk; its {v['records']:,} reports stay counted" for v in self.vanished]
+        lines += [f"note: {v['source']} is gone from disk; its {v['records']:,} reports stay counted"
+                  for v in self.vanished]
         return "\n".join(lines + [f"warning: {w}" for w in self.warnings])
 
 
@@ -200,8 +201,9 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
     input with the content of another input, folded or in this run, is a duplicate: ``duplicates``
     ``"once"`` (default) skips it with a warning, ``"count"`` folds it again. Folded inputs gone
     from disk stay counted and are listed (``vanished``). ``parquet_unverified``: fold Parquet files
-    without page checksums, which cannot be checked for damage (refused by default). ``engine="dask"`` folds the inputs on a Dask cluster (``scheduler``: an
-    address or a ``distributed.Client``; ``None`` starts a local one)."""
+    without page checksums, which cannot be checked for damage (refused by default).
+    ``engine="dask"`` folds the inputs on a Dask cluster (``scheduler``: an address or a
+    ``distributed.Client``; ``None`` starts a local one)."""
     if on_change not in ON_CHANGE:
         raise ValueError(f"on_change must be one of {ON_CHANGE}, got {on_change!r}")
     if duplicates not in DUPLICATES:
@@ -285,28 +287,30 @@ def _plan(files: list[Path], manifest: Manifest, fmt: str | None, on_change: str
             changed.add(real)
     stats = {r: inputs[r].stat() for r in new}
     sizes = Counter([e["size"] for e in manifest.entries.values()] + [st.st_size for st in stats.values()])
-    known = {r: (st.st_size, st.st_mtime_ns, sha256_file(inputs[r])) for r, st in stats.items() if sizes[st.st_size] > 1}
+    known = {r: (st.st_size, st.st_mtime_ns, sha256_file(inputs[r]))
+             for r, st in stats.items() if sizes[st.st_size] > 1}
     folded: dict[str, list[str]] = {}
     for path, e in sorted(manifest.entries.items()):
         folded.setdefault(e["sha256"], []).append(path)
     moves: list[tuple[str, str]] = []
     planned: dict[str, str] = {}
     for real in new:
-        source, digest = os.fspath(inputs[real]), known[real][2] if real in known else None
-        gone = [p for p in folded.get(digest, ()) if p in changed or p not in inputs and not os.path.exists(p)]
-        if gone:  # renamed: its old path is gone, or holds other content now
-            moves.append((gone[0], real))
-            folded[digest].remove(gone[0])  # type: ignore[index]
-            plan.renamed.append({"from": manifest.entries[gone[0]]["source"], "to": source})
-            plan.skipped.append(source)
-            planned.setdefault(digest, source)  # type: ignore[arg-type]
-            continue
-        same = folded.get(digest) or ([] if digest not in planned else [planned[digest]])  # type: ignore[operator]
-        if same and duplicates == "once":
-            other = manifest.entries[same[0]]["source"] if same[0] in manifest.entries else same[0]
-            plan.duplicates.append({"path": source, "same_as": other, "sha256": digest})  # type: ignore[dict-item]
-            continue
-        if digest is not None:
+        source = os.fspath(inputs[real])
+        digest = known[real][2] if real in known else None
+        if digest is not None:  # hashed: its size is shared, so it may be a rename or a duplicate
+            gone = [p for p in folded.get(digest, ()) if p in changed or p not in inputs and not os.path.exists(p)]
+            if gone:  # renamed: its old path is gone, or holds other content now
+                moves.append((gone[0], real))
+                folded[digest].remove(gone[0])
+                plan.renamed.append({"from": manifest.entries[gone[0]]["source"], "to": source})
+                plan.skipped.append(source)
+                planned.setdefault(digest, source)
+                continue
+            same = folded.get(digest) or ([] if digest not in planned else [planned[digest]])
+            if same and duplicates == "once":
+                other = manifest.entries[same[0]]["source"] if same[0] in manifest.entries else same[0]
+                plan.duplicates.append({"path": source, "same_as": other, "sha256": digest})
+                continue
             planned.setdefault(digest, source)
         plan.tasks.append(_Task(inputs[real], source, fmt or detect_format(inputs[real]), None, known.get(real)))
     moved_away = {old for old, _ in moves}
@@ -315,8 +319,8 @@ def _plan(files: list[Path], manifest: Manifest, fmt: str | None, on_change: str
             raise InputChangedError(f"{os.fspath(inputs[real])} changed since it was aggregated (SHA-256 differs from "
                                     "the manifest's); pass --on-change reprocess to fold it again in place of its old "
                                     "content, or give it another name if it holds new reports")
-    for old, real in moves:
-        manifest.move(old, real, os.fspath(inputs[real]))
+    for old_path, real in moves:
+        manifest.move(old_path, real, os.fspath(inputs[real]))
     for real in sorted(changed, key=list(inputs).index):  # moved away: new content at an old path
         f = inputs[real]
         plan.tasks.append(_Task(f, os.fspath(f), fmt or detect_format(f), manifest.entries.get(real)))

@@ -57,7 +57,8 @@ def _template(spec_fp: str, metric: str, params: Any) -> Template | None:
     if any(f.kind == "uint" and len(str(f.size - 1)) > _MAX_UINT_DIGITS for f in params.schema):
         return None
     head = (f',"report":{{"v":1,"protocol":"{params.protocol}","params":"{params.fingerprint}","payload":{{')
-    pieces, sep, quote = [], "", ""
+    pieces: list[str] = []
+    sep = quote = ""
     for f in params.schema:
         opening = '"' if f.kind == "bits" else ""
         pieces.append(f'{head if not pieces else ""}{quote}{sep}"{f.name}":{opening}')
@@ -154,7 +155,7 @@ def _match_one(t: Template, buf: _Buffer, starts: np.ndarray,
     window, ok, pos = buf.uint(pos, _WINDOW_DIGITS)
     ok &= window <= MAX_WINDOW
     columns: dict[str, np.ndarray] = {}
-    for piece, f in zip(t.pieces, (*t.fields, None)):
+    for piece, f in zip(t.pieces, (*t.fields, None), strict=True):
         ok &= buf.literal(pos, piece)
         pos = pos + len(piece)
         if f is None:

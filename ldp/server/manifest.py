@@ -3,9 +3,10 @@
 ``OUT/manifest.json`` holds the settings (spec fingerprints, ``by_window``) and one entry per input
 (real path, size, SHA-256, counts, its partial aggregates file and rejects file). Each input
 finished since is appended to ``OUT/journal.jsonl`` (one fsynced line, after its files are in
-place; a renamed input's line names its old path in ``moved_from``), and the journal is folded into the manifest at the end of a run, which then replaces it
-atomically. A crash leaves at worst a torn last journal line: that input was not committed and is
-folded again on resume. ``OUT/.lock`` keeps a second job out of the folder.
+place; a renamed input's line names its old path in ``moved_from``), and the journal is folded
+into the manifest at the end of a run, which then replaces it atomically. A crash leaves at worst
+a torn last journal line: that input was not committed and is folded again on resume.
+``OUT/.lock`` keeps a second job out of the folder.
 """
 
 from __future__ import annotations
@@ -36,9 +37,13 @@ class Manifest:
         self.path, self.journal = self.dir / "manifest.json", self.dir / "journal.jsonl"
         self.settings = {"format": JOB_FORMAT, "specs": sorted(specs), "by_window": bool(by_window)}
         self.entries: dict[str, dict[str, Any]] = {}
-        if self.path.exists():
-            self._load()
-        self._replay()
+        try:
+            if self.path.exists():
+                self._load()
+            self._replay()
+        except BaseException:  # a folder this job cannot use: let it go at once, not when collected
+            self.close()
+            raise
 
     def _load(self) -> None:
         try:

@@ -20,8 +20,7 @@ from typing import IO, Any
 import numpy as np
 
 from ldp.decoders.base import frame_to_batch
-from ldp.reports import MAGIC as FRAME_MAGIC
-from ldp.reports import MAX_LINE, ReportError, scan_frames
+from ldp.reports import MAGIC as FRAME_MAGIC, MAX_LINE, ReportError, scan_frames
 from ldp.server.fold import RAW_LIMIT, Folder
 from ldp.server.formats import CSV_HEADER, MAX_SECTION, SECTION_MAGIC, SectionHeader, detect_format, read_section_header
 from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
@@ -227,7 +226,8 @@ def _fold_csv_chunk(folder: Folder, data: bytes, starts: np.ndarray, ends: np.nd
 
     large = ends - starts > max_line
     for i in np.flatnonzero(large).tolist():
-        folder.log(first + i, "too_large", f"row longer than {max_line} bytes", data[starts[i]:starts[i] + 4 * RAW_LIMIT])
+        folder.log(first + i, "too_large", f"row longer than {max_line} bytes",
+                   data[starts[i]:starts[i] + 4 * RAW_LIMIT])
     bad = np.flatnonzero(~blank & ~large & (cells != 4))
     if bad.size:
         folder.log_bulk("bad_row", bad + first, describe)
