@@ -15,8 +15,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import ldp.batch.bits as bits_mod
 import ldp.decoders.rappor as rappor_mod

@@ -7,8 +7,7 @@ import random
 import time
 from collections import Counter
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ldp.encoders import GRREncoder, GRRParams
 from ldp.reports import MAGIC, ReportError, scan_frames

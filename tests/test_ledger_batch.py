@@ -20,8 +20,7 @@ import math
 import sqlite3
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ldp import ledger_sql
 from ldp.accountant import (

@@ -10,8 +10,7 @@ import mmh3
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ldp.batch.murmur import bucket_table, murmur3_32, namespaced_bucket_table, namespaced_murmur3_32
 from ldp.batch.rappor import bloom_index_table, bloom_table

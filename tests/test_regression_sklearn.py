@@ -9,8 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.utils import get_tags
 from sklearn.utils.estimator_checks import check_estimator

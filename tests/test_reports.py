@@ -14,8 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from ldp.decoders.base import Aggregate
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate

@@ -14,8 +14,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from test_server import agg_bytes, envelopes, make_sections, server_spec  # noqa: F401  (the spec fixture)
 
 import ldp.server.readers as readers
