@@ -20,9 +20,6 @@ from fractions import Fraction
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
-from bitarray import bitarray
-from bitarray.util import int2ba
-
 from ldp.randomness import PRECISION_BITS, RandomSource, bernoulli_threshold
 
 if TYPE_CHECKING:
@@ -74,14 +71,6 @@ class _EnumeratingSource(RandomSource):
         if k > 20:
             raise AuditError(f"bernoulli_bits with k={k} has too many outcomes to enumerate")
         return self._choose(_bits_weights(bernoulli_threshold(p), k))
-
-    def bernoulli_lanes(self, p: float, k: int) -> bitarray:
-        """The law of :meth:`bernoulli_bits` (the draws differ, the distribution does not): one choice of a mask."""
-        out = bitarray(k, endian="little")
-        out.setall(0)
-        if k:
-            out |= int2ba(self.bernoulli_bits(p, k), length=k, endian="little")
-        return out
 
     def randbelow(self, n: int) -> int:
         if n > 1 << 20:

@@ -17,15 +17,11 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from bitarray import bitarray
-
-from ldp.random_base import LANE_TIE_BITS, PRECISION_BITS, RandomSource, bernoulli_threshold
+from ldp.random_base import PRECISION_BITS, RandomSource, bernoulli_threshold
 
 _CACHE_LIMIT = 1024
 _THRESHOLDS: dict[float, int] = {}
 _SCHEDULES: dict[float, tuple[int, ...]] = {}
-_LANE_TABLES: dict[float, tuple[bytes, bytes, int]] = {}
-_TIE_MASK = (1 << LANE_TIE_BITS) - 1
 
 
 def _fast_threshold(p: Any) -> int:
@@ -52,22 +48,6 @@ def _schedule(p: Any) -> tuple[int, ...]:
         if t and len(_SCHEDULES) < _CACHE_LIMIT:
             _SCHEDULES[p] = sched
     return sched
-
-
-def _lane_table(p: Any) -> tuple[bytes, bytes, int] | None:
-    """For :func:`~ldp.random_base.bytelane_below` at ``p``: the ``bytes.translate`` table sending a
-    lane byte to 1 when below the threshold's top byte ``T`` (else 0), ``T`` as one byte, and the
-    threshold's low 56 bits; ``None`` where :func:`_fast_threshold` gives 0 (cached like it)."""
-    table = _LANE_TABLES.get(p) if type(p) is float else None
-    if table is None:
-        t = _fast_threshold(p)
-        if not t:
-            return None
-        top = t >> LANE_TIE_BITS
-        table = (bytes(1 if b < top else 0 for b in range(256)), bytes((top,)), t & _TIE_MASK)
-        if len(_LANE_TABLES) < _CACHE_LIMIT:
-            _LANE_TABLES[p] = table
-    return table
 
 
 class BufferedRandomSource(RandomSource):
@@ -173,28 +153,6 @@ class BufferedRandomSource(RandomSource):
             finally:  # what was read stays consumed, even if a read fails
                 self._bytes, self._offset = buf, off
         return below
-
-    def bernoulli_lanes(self, p: float, k: int) -> bitarray:
-        """:func:`~ldp.random_base.bytelane_below` with the lane bytes sliced from the byte pool, packed
-        by ``bytes.translate`` and ``bitarray.pack``, and only the tied lanes visited (the same draws)."""
-        table = _lane_table(p)
-        if table is None or type(k) is not int or k <= 8:
-            return super().bernoulli_lanes(p, k)  # validates; k <= 8 reads the word pool (randbits(8k <= 64))
-        below, tie, low = table
-        with self._lock:
-            buf, off = self._bytes, self._offset
-            if off + k > len(buf):
-                buf, off = self._refilled(buf, off, k), 0
-            self._bytes, self._offset = buf, off + k
-        lanes = buf[off:off + k]
-        out = bitarray(endian="little")
-        out.pack(lanes.translate(below))
-        i = lanes.find(tie)
-        while i >= 0:
-            w = next(self._words, None)
-            out[i] = ((self._refill_word() if w is None else w) & _TIE_MASK) < low
-            i = lanes.find(tie, i + 1)
-        return out
 
     def randbelow(self, n: int) -> int:
         if type(n) is not int or n <= 1 or n > 1 << 64:

@@ -13,8 +13,6 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any
 
-from bitarray import bitarray
-
 PRECISION_BITS = 64
 """Bits of uniform randomness behind every client Bernoulli draw."""
 
@@ -92,29 +90,6 @@ def bitsliced_below(threshold: int, precision: int, k: int, randbits: Any) -> in
     return below & full
 
 
-LANE_TIE_BITS = PRECISION_BITS - 8
-"""Bits drawn to settle a lane whose random byte equals the threshold's top byte (:func:`bytelane_below`)."""
-
-
-def bytelane_below(threshold: int, k: int, randbits: Any) -> list[int]:
-    """The lanes ``i < k`` (ascending) where ``U_i < threshold``, for uniform 64-bit ``U_i``, drawn a byte at a time.
-
-    ``randbits(8 k)`` gives every lane's top byte ``B_i`` (lane ``i`` = byte ``i``, little-endian);
-    with ``T`` the threshold's top byte, a lane is below when ``B_i < T``, above when ``B_i > T``,
-    and when ``B_i = T`` (probability 1/256) it is below when ``randbits(56) < threshold mod 2**56``,
-    drawn for the tied lanes in ascending order. So ``P(below) = threshold / 2**64`` exactly, the
-    law of :func:`bitsliced_below`, with ``k + 8k/256`` bytes on average instead of ``k/8`` per
-    plane for about ``log2(k) + 2`` planes: fewer for wide ``k``.
-    """
-    if threshold <= 0 or k <= 0:
-        return []
-    if threshold >= 1 << PRECISION_BITS:
-        return list(range(k))
-    top, low = threshold >> LANE_TIE_BITS, threshold & ((1 << LANE_TIE_BITS) - 1)
-    lanes = randbits(8 * k).to_bytes(k, "little")
-    return [i for i, b in enumerate(lanes) if b < top or (b == top and randbits(LANE_TIE_BITS) < low)]
-
-
 class RandomSource(ABC):
     """The random choices a client encoder may make. Subclasses provide :meth:`randbits`.
 
@@ -138,20 +113,6 @@ class RandomSource(ABC):
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError(f"number of bits must be a non-negative int, got {k!r}")
         return bitsliced_below(bernoulli_threshold(p), PRECISION_BITS, k, self.randbits)
-
-    def bernoulli_lanes(self, p: float, k: int) -> bitarray:
-        """A little-endian ``bitarray`` of ``k`` independent Bernoulli(p) bits at 2**-64 resolution: the law
-        of :meth:`bernoulli_bits`, drawn byte-lane by byte-lane (:func:`bytelane_below`), for wide sketches.
-
-        For fresh noise only: the draws differ from :meth:`bernoulli_bits`, so a value memoized from a
-        keyed source (RAPPOR's PRR) must keep using :meth:`bernoulli_bits`."""
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise ValueError(f"number of bits must be a non-negative int, got {k!r}")
-        out = bitarray(k, endian="little")
-        out.setall(0)
-        for i in bytelane_below(bernoulli_threshold(p), k, self.randbits):
-            out[i] = 1
-        return out
 
     def randbelow(self, n: int) -> int:
         """A uniform integer in ``[0, n)``, exactly (rejection sampling)."""

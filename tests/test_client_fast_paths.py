@@ -21,7 +21,8 @@ import tracemalloc
 import pytest
 from bitarray import frozenbitarray
 from bitarray.util import int2ba
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ldp.encoders import (
     BinaryRREncoder,
@@ -39,7 +40,6 @@ from ldp.encoders.base import BoundedMemo
 from ldp.encoders.hcms import hadamard_entry
 from ldp.encoders.rappor import MEMO_ENTRIES, MEMO_MAX_VALUE
 from ldp.encoders.sfp import SfpEncoder, SfpParams
-from ldp.random_base import bernoulli_threshold, bytelane_below
 from ldp.randomness import BufferedRandomSource, RandomSource, SeededRandomSource, SystemRandomSource, client_source
 from ldp.reports import Report, bits_from_int
 
@@ -251,8 +251,7 @@ def ref_grr(params, value, rng):
 def ref_cms(params, value, rng):
     j = rng.randbelow(params.num_hashes)
     onehot = 1 << params.bucket_of(value, j)
-    flips = sum(1 << i for i in bytelane_below(bernoulli_threshold(params.flip_probability), params.width,
-                                                 rng.randbits))
+    flips = rng.bernoulli_bits(params.flip_probability, params.width)
     return {"hash": j, "bits": frozenbitarray(int2ba(onehot ^ flips, length=params.width, endian="little"))}
 
 

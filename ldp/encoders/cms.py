@@ -22,7 +22,7 @@ from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
 from ldp.hashing import MAX_SEED, bucket, bucket_of_bytes, buckets, value_bytes
 from ldp.randomness import bernoulli_threshold, logistic_tail
-from ldp.reports import Field, Report, ReportBatch
+from ldp.reports import Field, Report, ReportBatch, bits_from_int
 
 __all__ = ["SketchParams", "CmsParams", "CmsEncoder"]
 
@@ -138,13 +138,11 @@ class CmsEncoder(Encoder):
         return value_bytes(check_string_value(value, "CMS"))
 
     def draw(self, prepared: bytes) -> tuple[int, frozenbitarray]:
-        """The payload's values in schema order: ``(j, bits)`` (draws: ``randbelow(k)``, then the m flips,
-        by :meth:`~ldp.randomness.RandomSource.bernoulli_lanes`); the one-hot bit is the flips' bit inverted."""
+        """The payload's values in schema order: ``(j, bits)`` (draws: ``randbelow(k)``, then the m flips)."""
         pr, rng = self.params, self._rng
         j = rng.randbelow(pr.num_hashes)
-        bits = rng.bernoulli_lanes(pr.flip_probability, pr.width)
-        bits.invert(bucket_of_bytes(prepared, pr.width, pr.hash_seed + j))
-        return j, frozenbitarray(bits)
+        onehot = 1 << bucket_of_bytes(prepared, pr.width, pr.hash_seed + j)
+        return j, bits_from_int(onehot ^ rng.bernoulli_bits(pr.flip_probability, pr.width), pr.width)
 
     def randomize(self, prepared: bytes) -> Report:
         j, bits = self.draw(prepared)
