@@ -21,8 +21,7 @@ import tracemalloc
 import pytest
 from bitarray import frozenbitarray
 from bitarray.util import int2ba
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ldp.encoders import (
     BinaryRREncoder,
