@@ -32,7 +32,7 @@ from ldp.encoders.hcms import HcmsParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
 from ldp.encoders.sfp import SfpParams
-from ldp.protocols import get_protocol
+from ldp.protocols import get_protocol, protocols
 from ldp.reports import fingerprint
 from ldp.server.decode import decode_file
 from ldp.server.store import merge_files, pack_parts, read_aggregate, unpack_parts
@@ -114,6 +114,7 @@ def traced_peak(call: Callable[[], Any]) -> tuple[Any, int]:
 
 def assert_refused_cheaply(blob: bytes, read: Callable[[bytes], Any] = Aggregate.from_bytes,
                            limit: int = MiB) -> AggregateFormatError:
+    protocols()  # the one-time import of every protocol's modules is not the refusal's cost
     result, peak = traced_peak(lambda: read(blob))
     assert isinstance(result, AggregateFormatError), repr(result)
     assert peak < limit + 2 * len(blob), f"allocated {peak} bytes to refuse {len(blob)}"

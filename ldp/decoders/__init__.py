@@ -5,6 +5,9 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 # isort: split
 
 from ldp.decoders.base import Aggregate, frame_to_batch
+from ldp.decoders.histogram import BucketGRRAggregate, DBitFlipAggregate, dbitflip_variance
+from ldp.decoders.mean_results import MeanEstimate
+from ldp.decoders.numeric import DuchiAggregate, HybridAggregate, PiecewiseAggregate
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate, grr_variance, rr_variance
 from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import CandidateMap, RapporEstimates
@@ -12,4 +15,6 @@ from ldp.decoders.results import Estimates
 from ldp.decoders.sketch import SketchAggregate, sketch_variance
 
 __all__ = ["Aggregate", "CandidateMap", "Estimates", "GRRAggregate", "RRAggregate", "RapporAggregate",
-           "RapporEstimates", "SketchAggregate", "frame_to_batch", "sketch_variance", "grr_variance", "rr_variance"]
+           "RapporEstimates", "SketchAggregate", "frame_to_batch", "sketch_variance", "grr_variance", "rr_variance",
+           "DBitFlipAggregate", "BucketGRRAggregate", "dbitflip_variance", "MeanEstimate", "DuchiAggregate",
+           "PiecewiseAggregate", "HybridAggregate"]

@@ -8,6 +8,15 @@ from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCo
 from ldp.encoders.base import Encoder, ProtocolParams
 from ldp.encoders.cms import CmsEncoder, CmsParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
+from ldp.encoders.histogram import BucketGRREncoder, BucketGRRParams, DBitFlipEncoder, DBitFlipParams
+from ldp.encoders.numeric import (
+    DuchiEncoder,
+    DuchiParams,
+    HybridEncoder,
+    HybridParams,
+    PiecewiseEncoder,
+    PiecewiseParams,
+)
 from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
 from ldp.encoders.rappor import RapporEncoder, RapporParams
 from ldp.reports import Report, ReportError
@@ -16,5 +25,7 @@ __all__ = [
     "BudgetExceeded", "BudgetLedger", "BudgetPolicy", "PrivacyCost", "Encoder", "ProtocolParams",
     "BinaryRREncoder", "BinaryRRParams", "GRREncoder", "GRRParams", "RapporEncoder", "RapporParams",
     "CmsEncoder", "CmsParams", "HcmsEncoder", "HcmsParams",
+    "DBitFlipEncoder", "DBitFlipParams", "BucketGRREncoder", "BucketGRRParams",
+    "DuchiEncoder", "DuchiParams", "PiecewiseEncoder", "PiecewiseParams", "HybridEncoder", "HybridParams",
     "Report", "ReportError",
 ]

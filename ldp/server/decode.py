@@ -61,13 +61,17 @@ def load_candidates(spec: CollectionSpec | None, metric: str, path: str | os.Pat
     return [line for line in text.splitlines() if line.strip()]
 
 
+CANDIDATE_PROTOCOLS = frozenset({"rappor", "cms", "hcms", "sfp"})
+"""Protocols whose estimates are of candidate strings (SFP: or of the words it discovers)."""
+
+
 def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *, confidence: float = 0.95,
                      alpha: float = 0.05, top: int = 20, selection: str = "lasso") -> Any:
     """Estimates (an :class:`~ldp.decoders.results.Estimates`) of any protocol's aggregate."""
     protocol = agg.params.protocol
     logger.info("decode: %s aggregate of %d reports, %s candidate(s)", protocol, agg.n,
                 "no" if candidates is None else len(candidates))
-    if protocol in ("grr", "rr"):
+    if protocol not in CANDIDATE_PROTOCOLS:  # a fixed domain (RR, GRR, histograms) or a mean: all in the aggregate
         return agg.estimate(confidence=confidence)
     if protocol == "sfp":
         if candidates:

@@ -1,0 +1,193 @@
+"""Histograms of numbers, server side: dBitFlip's aggregate and estimator, and bucketized GRR's (GRR's).
+
+dBitFlip (Ding, Kulkarni, Yekhanin 2017). Per bucket v the aggregate keeps ``N_v``, the reports that
+sampled v, and ``O_v``, the ones among them. With ``r = d/k`` and ``Δ = p1 − p0`` (realized
+probabilities), the count estimate is
+
+    ``ĉ_v = (O_v − p0·N_v) / (r·Δ)``,
+
+a sum over users of ``Y_i = s_i·(b_i − p0)/(r·Δ)``, where ``s_i ~ Bernoulli(r)`` says whether user i
+sampled v and ``b_i`` is its bit there: Bernoulli(p1) if v is its bucket, else Bernoulli(p0). So
+``E[Y_i] = [x_i = v]`` (unbiased), and since ``E[(b − p0)²]`` is ``p0(1−p0)`` for ``b ~ B(p0)`` and
+``p1(1−p1) + Δ²`` for ``b ~ B(p1)``, with ``f_v`` of the n users in bucket v:
+
+    ``Var[ĉ_v] = (n − f_v)·p0(1−p0)/(r·Δ²) + f_v·((p1(1−p1) + Δ²)/(r·Δ²) − 1)``.
+
+With ``d = k`` (r = 1) it is the pure-protocol variance of symmetric unary encoding. The standard
+error reported plugs ``clip(ĉ_v, 0, n)`` into it.
+
+Aggregate-level simulation is exact: users are followed in groups by (own bucket, picks left) while
+the buckets are visited in order; a user with ``j`` of its d picks left among ``K`` unvisited buckets
+includes the next one with probability ``j/K`` (its set is a uniform j-subset of them), so each group's
+takers are binomial. That gives ``N_v`` and ``M_v`` (users of bucket v that sampled v), and then
+``O_v = Bin(M_v, p1) + Bin(N_v − M_v, p0)``. It costs ``O(k²·d)`` binomials; when that exceeds a
+per-report draw (``O(n·(d + k/8))``), the vectorized encoder is run instead (exact too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ldp.batch.bits import add_ones_by_group, row_padding_mask
+from ldp.batch.histogram import dbitflip_encode_batch, row_popcount
+from ldp.decoders.base import Aggregate, RejectHandler, StateLayout
+from ldp.decoders.randomized_response import GRRAggregate, grr_variance
+from ldp.decoders.results import Estimates
+from ldp.encoders.histogram import BucketGRRParams, DBitFlipParams
+from ldp.randomness import as_generator
+from ldp.reports import ReportBatch, ReportError
+
+__all__ = ["DBitFlipAggregate", "BucketGRRAggregate", "dbitflip_variance"]
+
+_SIM_CHUNK = 1 << 18
+
+
+def _true_counts(true_counts: Any, k: int) -> npt.NDArray[np.int64]:
+    t = np.asarray(true_counts)
+    if t.shape != (k,) or (t.size and (not np.issubdtype(t.dtype, np.integer) or t.min() < 0)):
+        raise ValueError(f"true counts must be {k} non-negative integers, got shape {t.shape}, dtype {t.dtype}")
+    return t.astype(np.int64)
+
+
+def dbitflip_variance(params: DBitFlipParams, true_counts: npt.ArrayLike, n: float | None = None
+                      ) -> npt.NDArray[np.float64]:
+    """Exact ``Var[ĉ_v]`` (module docstring) given the counts ``f_v`` of ``n`` users (default: their sum;
+    both may be fractional, e.g. expected counts)."""
+    f = np.asarray(true_counts, dtype=np.float64)
+    n = float(f.sum()) if n is None else n
+    p0, p1 = params.p0, params.p1
+    r, delta2 = params.d / params.num_buckets, (p1 - p0) ** 2
+    return (n - f) * p0 * (1.0 - p0) / (r * delta2) + f * ((p1 * (1.0 - p1) + delta2) / (r * delta2) - 1.0)
+
+
+class DBitFlipAggregate(Aggregate):
+    """Sufficient statistics of dBitFlip: per bucket, the reports that sampled it and the ones among them."""
+
+    params_type: ClassVar[type] = DBitFlipParams
+    params: DBitFlipParams
+    sampled: npt.NDArray[np.int64]  # (k,), created by _init_state
+    ones: npt.NDArray[np.int64]  # (k,)
+
+    @classmethod
+    def state_layout(cls, params: DBitFlipParams) -> StateLayout:
+        k = params.num_buckets
+        return {"sampled": (np.dtype(np.int64), (k,)), "ones": (np.dtype(np.int64), (k,))}
+
+    def _fold(self, columns: dict[str, np.ndarray]) -> None:
+        k, n = self.params.num_buckets, len(columns["sampled"])
+        groups, reports = np.zeros(n, np.uint8), np.zeros(1, np.int64)
+        add_ones_by_group(groups, columns["sampled"], reports, self.sampled.reshape(1, k))
+        add_ones_by_group(groups, columns["bits"], reports, self.ones.reshape(1, k))
+
+    def _rule_breakers(self, batch: ReportBatch) -> np.ndarray | None:
+        """Rows of a batch that fit the schema but not dBitFlip's rule (``None``: the base rejects it whole)."""
+        p, k = self.params, self.params.num_buckets
+        got = {f.name: f for f in batch.schema}
+        if (batch.protocol, batch.fingerprint) != (p.protocol, p.fingerprint) or set(got) != {"sampled", "bits"}:
+            return None
+        if any(got[name].kind != "bits" or got[name].size != k for name in got):
+            return None
+        mask = row_padding_mask(k)
+        sampled, bits = batch.columns["sampled"] & mask, batch.columns["bits"] & mask
+        return (row_popcount(sampled) != p.d) | (bits & ~sampled).any(axis=1)
+
+    def _add_batch(self, batch: ReportBatch, on_reject: RejectHandler | None) -> int:
+        """The base's checks, after rejecting (``bad_value``) the rows that break dBitFlip's rule."""
+        bad = self._rule_breakers(batch)
+        if bad is None or not bad.any():
+            return super()._add_batch(batch, on_reject)
+        rows = np.flatnonzero(bad)
+        self.rejected["bad_value"] += int(rows.size)
+        if on_reject is not None:
+            for i in rows:
+                on_reject(int(i), ReportError("bad_value", f"row {i}: not exactly d={self.params.d} sampled "
+                                                           "buckets, or a 1 outside them"))
+        keep = np.flatnonzero(~bad)
+        rest = ReportBatch(batch.protocol, batch.fingerprint, batch.schema,
+                           {name: col[keep] for name, col in batch.columns.items()})
+
+        def renumber(item: Any, err: ReportError) -> None:  # row numbers of `rest` -> of `batch`
+            assert on_reject is not None
+            on_reject(int(keep[item]) if isinstance(item, int) else item, err)
+
+        return super()._add_batch(rest, None if on_reject is None else renumber)
+
+    def estimate(self, confidence: float = 0.95) -> Estimates:
+        """Unbiased count of users per bucket, with plug-in standard errors and normal CIs."""
+        pr = self.params
+        r, delta = pr.d / pr.num_buckets, pr.p1 - pr.p0
+        count = (self.ones - pr.p0 * self.sampled) / (r * delta)
+        se = np.sqrt(dbitflip_variance(pr, np.clip(count, 0.0, self.n), float(self.n)))
+        return Estimates(pr.protocol, list(pr.labels), self.n, count, se, confidence, pr.privacy_cost)
+
+    @staticmethod
+    def exact_variance(params: DBitFlipParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        return dbitflip_variance(params, _true_counts(true_counts, params.num_buckets))
+
+    @classmethod
+    def simulate(cls, params: DBitFlipParams, true_counts: Any, rng: Any = None) -> DBitFlipAggregate:
+        """An exact draw of the aggregate of users with ``true_counts`` per bucket (module docstring)."""
+        k, d = params.num_buckets, params.d
+        t = _true_counts(true_counts, k)
+        gen, agg = as_generator(rng), cls(params)
+        n = int(t.sum())
+        if k * k * (d + 1) > 4 * n * (d + k // 8 + 1):  # per report is cheaper
+            values = np.repeat(np.arange(k), t)
+            for start in range(0, n, _SIM_CHUNK):
+                sampled, bits = dbitflip_encode_batch(params, values[start:start + _SIM_CHUNK], gen)
+                agg._fold({"sampled": sampled, "bits": bits})
+            agg.n = n
+            return agg
+        left = np.zeros((k, d + 1), np.int64)  # users by (own bucket, picks left)
+        left[:, d] = t
+        picks = np.arange(d + 1)
+        own = np.zeros(k, np.int64)  # M_v
+        for b in range(k):
+            take = gen.binomial(left, np.minimum(picks / (k - b), 1.0))
+            agg.sampled[b], own[b] = take.sum(), take[b].sum()
+            left -= take
+            left[:, :-1] += take[:, 1:]
+        agg.ones[:] = gen.binomial(own, params.p1) + gen.binomial(agg.sampled - own, params.p0)
+        agg.n = n
+        return agg
+
+
+class BucketGRRAggregate(Aggregate):
+    """Bucketized GRR: GRR's aggregate (:class:`~ldp.decoders.randomized_response.GRRAggregate`) over the buckets."""
+
+    params_type: ClassVar[type] = BucketGRRParams
+    params: BucketGRRParams
+    counts: npt.NDArray[np.int64]  # (k,), created by _init_state
+
+    @classmethod
+    def state_layout(cls, params: BucketGRRParams) -> StateLayout:
+        return GRRAggregate.state_layout(params.grr)
+
+    def _as_grr(self) -> GRRAggregate:
+        """This aggregate as GRR's, sharing its counts."""
+        agg = GRRAggregate(self.params.grr)
+        agg.counts, agg.n = self.counts, self.n
+        return agg
+
+    def _fold(self, columns: dict[str, np.ndarray]) -> None:
+        self._as_grr()._fold(columns)
+
+    def estimate(self, confidence: float = 0.95) -> Estimates:
+        """GRR's unbiased counts per bucket, with plug-in standard errors and normal CIs."""
+        return replace(self._as_grr().estimate(confidence), protocol=self.params.protocol)
+
+    @staticmethod
+    def exact_variance(params: BucketGRRParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        return grr_variance(params.grr, true_counts)
+
+    @classmethod
+    def simulate(cls, params: BucketGRRParams, true_counts: Any, rng: Any = None) -> BucketGRRAggregate:
+        """GRR's exact aggregate-level draw."""
+        grr = GRRAggregate.simulate(params.grr, true_counts, rng)
+        agg = cls(params)
+        agg.counts[:], agg.n = grr.counts, grr.n
+        return agg

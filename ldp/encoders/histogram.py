@@ -1,0 +1,280 @@
+"""Histograms of numbers: dBitFlip and bucketized GRR over the buckets of ``edges``. Client side.
+
+Buckets
+    ``edges`` are strictly increasing finite floats; bucket ``i`` is ``[edges[i], edges[i+1])`` and the
+    last bucket is closed, ``[edges[k-1], edges[k]]``. A value outside ``[edges[0], edges[k]]`` is a
+    client error unless ``clip=True``, which puts it in the first or last bucket.
+
+dBitFlip (Ding, Kulkarni, Yekhanin, NeurIPS 2017)
+    Each report samples ``d`` of the ``k`` buckets uniformly without replacement (independently of the
+    value) and, for each sampled bucket ``j``, sends a bit that is 1 with probability
+    ``p1 = e^{ε/2}/(e^{ε/2}+1)`` if ``j`` is the value's bucket and ``p0 = 1/(e^{ε/2}+1)`` otherwise.
+    Wire: ``sampled`` (k bits, exactly d ones) and ``bits`` (k bits, zero outside ``sampled``).
+
+    Privacy, from the realized probabilities ``p0``, ``p1`` (:func:`ldp.randomness.realized_probability`):
+    the sampled set has the same law for every input, and two inputs change at most the bits of their
+    two buckets. With ``d >= 2`` both may be sampled, so the worst ratio is
+    ``ε* = ln(p1/p0) + ln((1-p0)/(1-p1))`` (``= ε`` when ``p0 + p1 = 1``); with ``d = 1`` at most one of
+    them is, and ``ε* = max(ln(p1/p0), ln((1-p0)/(1-p1))) ≈ ε/2``. The charge is ``max(ε_nominal, ε*)``
+    with ``ε_nominal = ε`` (``ε/2`` for ``d = 1``): exactly the audited ε, never below it.
+
+Bucketized GRR
+    GRR (:class:`~ldp.encoders.randomized_response.GRRParams`) over the ``k`` bucket indices, with the
+    bucket labels as its labels; its law, cost and aggregate are GRR's.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+from ldp.accountant import PrivacyCost
+from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.randomized_response import GRREncoder, GRRParams
+from ldp.randomness import logistic_tail, realized_probability
+from ldp.reports import Field, Report, ReportBatch, ReportError, bits_from_int
+
+__all__ = ["MAX_BUCKETS", "check_edges", "bucket_labels", "bucket_index", "DBitFlipParams", "DBitFlipEncoder",
+           "BucketGRRParams", "BucketGRREncoder"]
+
+MAX_BUCKETS = 1 << 15
+"""Most buckets a histogram may have (its edges must fit an aggregate file's 1 MiB header)."""
+
+
+def check_edges(edges: Any) -> tuple[float, ...]:
+    """``edges`` as a tuple of floats: at least 3 (2 buckets), finite, strictly increasing."""
+    if isinstance(edges, (str, bytes)) or not isinstance(edges, Sequence):
+        raise TypeError(f"edges must be a sequence of numbers, got {type(edges).__name__}")
+    if not 3 <= len(edges) <= MAX_BUCKETS + 1:
+        raise ValueError(f"edges must have between 3 and {MAX_BUCKETS + 1} entries (2 to {MAX_BUCKETS} buckets), "
+                         f"got {len(edges)}")
+    out: list[float] = []
+    for i, e in enumerate(edges):
+        if isinstance(e, bool) or not isinstance(e, numbers.Real):
+            raise TypeError(f"edges must be real numbers, got {type(e).__name__} at position {i}")
+        f = float(e)
+        if not math.isfinite(f):
+            raise ValueError(f"edges must be finite, got {e!r} at position {i}")
+        if out and f <= out[-1]:
+            raise ValueError(f"edges must be strictly increasing, got {out[-1]!r} then {f!r} at position {i}")
+        out.append(f)
+    return tuple(out)
+
+
+def _edge_text(e: float) -> str:
+    return str(int(e)) if e.is_integer() and abs(e) < 1e16 else repr(e)
+
+
+def bucket_labels(edges: Sequence[float]) -> tuple[str, ...]:
+    """``"[a, b)"`` for each bucket, ``"[a, b]"`` for the last (closed) one."""
+    k = len(edges) - 1
+    return tuple(f"[{_edge_text(edges[i])}, {_edge_text(edges[i + 1])}{']' if i == k - 1 else ')'}"
+                 for i in range(k))
+
+
+def bucket_index(edges: Sequence[float], value: Any, clip: bool) -> int:
+    """The bucket of a real ``value`` (``TypeError``/``ValueError`` naming the rule otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"histogram values must be real numbers, got {type(value).__name__}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int or Fraction beyond a double's range is finite
+        finite = True
+    if not finite:
+        raise ValueError(f"histogram values must be finite, got {value!r}")
+    k = len(edges) - 1
+    below, above = value < edges[0], not value <= edges[k]  # exact comparisons, even for ints beyond 2^53
+    if not (below or above):
+        return min(bisect.bisect_right(edges, value) - 1, k - 1)
+    if clip:
+        return 0 if below else k - 1
+    raise ValueError(f"value {value!r} is outside the histogram's range [{edges[0]!r}, {edges[k]!r}] "
+                     "(pass clip=True in the params to clip it)")
+
+
+class _Buckets:
+    """What both histogram protocols' params share: ``edges``, ``clip``, the buckets and their labels."""
+
+    edges: tuple[float, ...]
+    clip: bool
+
+    def _check_buckets(self) -> None:
+        object.__setattr__(self, "edges", check_edges(self.edges))
+        if not isinstance(self.clip, bool):
+            raise TypeError(f"clip must be a bool, got {type(self.clip).__name__}")
+
+    @cached_property
+    def num_buckets(self) -> int:
+        return len(self.edges) - 1
+
+    @property
+    def domain_size(self) -> int:
+        return self.num_buckets
+
+    @cached_property
+    def labels(self) -> tuple[str, ...]:
+        return bucket_labels(self.edges)
+
+    def bucket_of(self, value: Any) -> int:
+        """The bucket index of a number (see :func:`bucket_index`)."""
+        return bucket_index(self.edges, value, self.clip)
+
+
+@dataclass(frozen=True)
+class DBitFlipParams(_Buckets, ProtocolParams):
+    """dBitFlip over the buckets of ``edges``: each report carries ``d`` of the ``k`` buckets' bits."""
+
+    epsilon: float
+    edges: tuple[float, ...]
+    d: int = 1
+    clip: bool = False
+    protocol: ClassVar[str] = "dbitflip"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        self._check_buckets()
+        check_int(self.d, "d", 1, self.num_buckets)
+        if self.p0 == 0.0 or self.p1 >= 1.0:
+            raise ValueError(f"epsilon={self.epsilon} is too large for dBitFlip: 1/(e^(ε/2)+1) rounds to 0 at the "
+                             "client's resolution, so reports would not be private")
+        if self.p1 <= self.p0:
+            raise ValueError(f"epsilon={self.epsilon} is too small for dBitFlip: p0 and p1 are equal at the client's "
+                             "resolution, so reports would carry no information")
+        self.check_collectable()
+
+    @cached_property
+    def p1(self) -> float:
+        """Probability of a 1 for the value's own bucket, ``e^{ε/2}/(e^{ε/2}+1)``, as realized."""
+        return realized_probability(logistic_tail(-self.epsilon / 2))
+
+    @cached_property
+    def p0(self) -> float:
+        """Probability of a 1 for a sampled bucket that is not the value's, ``1/(e^{ε/2}+1)``, as realized."""
+        return realized_probability(logistic_tail(self.epsilon / 2))
+
+    @property
+    def effective_epsilon(self) -> float:
+        """The exact worst log-ratio of the realized law (module docstring)."""
+        up, down = math.log(self.p1 / self.p0), math.log((1.0 - self.p0) / (1.0 - self.p1))
+        return up + down if self.d >= 2 else max(up, down)
+
+    @cached_property
+    def privacy_cost(self) -> PrivacyCost:
+        """``max(ε_nominal, effective_epsilon)``; ``ε_nominal`` is ``epsilon``, or ``epsilon/2`` when d = 1."""
+        nominal = self.epsilon if self.d >= 2 else self.epsilon / 2
+        return PrivacyCost(max(nominal, self.effective_epsilon))
+
+    @cached_property
+    def schema(self) -> tuple[Field, ...]:
+        return (Field("sampled", "bits", self.num_buckets), Field("bits", "bits", self.num_buckets))
+
+    @property
+    def aggregate_cells(self) -> int:
+        return 2 * self.num_buckets
+
+    def validate(self, report: Report) -> None:
+        """The schema's checks, then dBitFlip's rule: exactly ``d`` sampled buckets, no 1 outside them."""
+        super().validate(report)
+        sampled, bits = report.payload["sampled"], report.payload["bits"]
+        assert not isinstance(sampled, int) and not isinstance(bits, int)  # bit strings: checked by the schema
+        if sampled.count() != self.d:
+            raise ReportError("bad_value", f"sampled must have exactly d={self.d} ones, got {sampled.count()}")
+        if (bits & ~sampled).any():
+            raise ReportError("bad_value", "bits has a 1 outside the sampled buckets")
+
+
+class DBitFlipEncoder(Encoder):
+    """Client encoder for :class:`DBitFlipParams`; values are real numbers in the edges' range."""
+
+    params: DBitFlipParams
+    params_type: ClassVar[type[DBitFlipParams]] = DBitFlipParams
+
+    def prepare(self, value: Any) -> int:
+        return self.params.bucket_of(value)
+
+    def _sample(self) -> int:
+        """A uniform d-subset of the k buckets as a bit mask (Floyd's algorithm: d exact ``randbelow``)."""
+        k, d = self.params.num_buckets, self.params.d
+        if d == k:
+            return (1 << k) - 1
+        mask = 0
+        for j in range(k - d, k):
+            t = self._rng.randbelow(j + 1)
+            mask |= 1 << (j if mask >> t & 1 else t)
+        return mask
+
+    def randomize(self, prepared: int) -> Report:
+        pr, rng, k = self.params, self._rng, self.params.num_buckets
+        sampled = self._sample()
+        own = 1 << prepared
+        bits = rng.bernoulli_bits(pr.p0, k) & sampled & ~own
+        if sampled & own and rng.bernoulli(pr.p1):
+            bits |= own
+        return self._report({"sampled": bits_from_int(sampled, k), "bits": bits_from_int(bits, k)})
+
+    def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
+        """Vectorized dBitFlip of bucket indices (:func:`ldp.batch.histogram.bucketize` maps numbers to them)."""
+        from ldp.batch.histogram import dbitflip_encode_batch  # numpy, loaded only here
+
+        sampled, bits = dbitflip_encode_batch(self.params, values, rng)
+        return self._batch({"sampled": sampled, "bits": bits})
+
+
+@dataclass(frozen=True)
+class BucketGRRParams(_Buckets, ProtocolParams):
+    """GRR over the buckets of ``edges`` (the bucket labels are its values)."""
+
+    epsilon: float
+    edges: tuple[float, ...]
+    clip: bool = False
+    protocol: ClassVar[str] = "bucket-grr"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        self._check_buckets()
+        _ = self.grr  # GRR's own checks of epsilon against the number of buckets
+        self.check_collectable()
+
+    @cached_property
+    def grr(self) -> GRRParams:
+        """The GRR these parameters run: ``epsilon`` over the ``k`` bucket labels."""
+        return GRRParams(self.epsilon, self.num_buckets, self.labels)
+
+    @property
+    def privacy_cost(self) -> PrivacyCost:
+        return self.grr.privacy_cost
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.grr.schema
+
+    @property
+    def aggregate_cells(self) -> int:
+        return self.grr.aggregate_cells
+
+
+class BucketGRREncoder(Encoder):
+    """Client encoder for :class:`BucketGRRParams`: a number's bucket, reported by GRR's encoder."""
+
+    params: BucketGRRParams
+    params_type: ClassVar[type[BucketGRRParams]] = BucketGRRParams
+
+    def __init__(self, params: BucketGRRParams, **options: Any) -> None:
+        super().__init__(params, **options)
+        # GRR's law, drawing from this encoder's source (checked for seeding above; no ledger of its own)
+        self._grr = GRREncoder(self.params.grr, rng=self._rng, simulation=True)
+
+    def prepare(self, value: Any) -> int:
+        return self.params.bucket_of(value)
+
+    def randomize(self, prepared: int) -> Report:
+        return self._report(dict(self._grr.randomize(prepared).payload))
+
+    def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
+        """Vectorized GRR of bucket indices (:func:`ldp.batch.histogram.bucketize` maps numbers to them)."""
+        return self._batch(dict(self._grr.encode_batch(values, rng).columns))
