@@ -437,6 +437,7 @@ def _register_protocol_sections() -> None:
     import bench_hostile
     import bench_ingest
     import bench_ledger
+    import bench_numeric
     import bench_plan
     import bench_rappor
     import bench_regression
@@ -447,6 +448,7 @@ def _register_protocol_sections() -> None:
     bench_rappor.register(sys.modules[__name__])
     bench_sketch.register(sys.modules[__name__])
     bench_sfp.register(sys.modules[__name__])
+    bench_numeric.register(sys.modules[__name__])
     bench_regression.register(sys.modules[__name__])
     bench_plan.register(sys.modules[__name__])
     bench_ingest.register(sys.modules[__name__])

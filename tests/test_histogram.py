@@ -156,7 +156,8 @@ def test_bucketize_matches_the_client():
 # ----------------------------------------------------------------------------------- exact audit
 
 @pytest.mark.parametrize("edges, d", [((0, 1, 2), 1), ((0, 1, 2), 2), ((0, 1, 2, 3), 1), ((0, 1, 2, 3), 2),
-                                      ((0, 1, 2, 3, 4), 2), ((0, 1, 2, 3, 4), 3)])
+                                      ((0, 1, 2, 3, 4), 2), ((0, 1, 2, 3, 4), 3),
+                                      (tuple(range(10)), 9)])  # d > 8: the bit-sliced draw of the k lanes
 @pytest.mark.parametrize("eps", [0.5, 2.0])
 def test_audit_dbitflip_equals_claimed_epsilon(edges, d, eps):
     params = DBitFlipParams(eps, edges, d)

@@ -255,3 +255,23 @@ def test_huge_bounds_estimate_without_overflow(P, E, A):
     with np.errstate(over="raise", invalid="raise"):
         est = A.simulate(params, [0.0] * 100 + [1e300] * 100, rng=2).estimate()
     assert math.isfinite(est.mean) and math.isfinite(est.std_error) and abs(est.mean - 5e299) < 6 * est.std_error
+
+
+def test_hybrid_fold_matches_a_row_by_row_count():
+    """The one-bincount fold of the Hybrid aggregate against a plain count of (pm, out) pairs."""
+    import collections
+
+    import numpy as np
+
+    from ldp.decoders.numeric import HybridAggregate
+    from ldp.encoders.numeric import HybridParams
+
+    params = HybridParams(2.0, 0.0, 1.0, cells=16)
+    gen = np.random.default_rng(5)
+    pm = gen.integers(0, 2, 5000).astype(np.uint8)
+    out = np.where(pm == 1, gen.integers(0, 16, 5000), gen.integers(0, 2, 5000)).astype(np.int64)
+    agg = HybridAggregate(params)
+    agg._fold({"pm": pm, "out": out})
+    pairs = collections.Counter(zip(pm.tolist(), out.tolist(), strict=True))
+    assert agg.duchi.tolist() == [pairs[(0, 0)], pairs[(0, 1)]]
+    assert agg.cells.tolist() == [pairs[(1, j)] for j in range(16)]

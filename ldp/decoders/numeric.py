@@ -295,9 +295,15 @@ class HybridAggregate(_MeanAggregate):
         return {"duchi": (np.dtype(np.int64), (2,)), "cells": (np.dtype(np.int64), (params.cells,))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        pm, out = columns["pm"] != 0, columns["out"]
-        self.duchi += _bincount(out[~pm], 2)
-        self.cells += _bincount(out[pm], self.params.cells)
+        """One bincount of ``pm·G + out`` (validated rows: ``out < 2`` where ``pm = 0``), in bounded chunks."""
+        pm, out, size = columns["pm"], columns["out"], self.params.cells
+        total = np.zeros(2 * size, dtype=np.int64)
+        for start in range(0, out.size, 1 << 20):
+            idx = (pm[start:start + (1 << 20)] != 0).astype(np.uint32) * np.uint32(size)
+            np.add(idx, out[start:start + (1 << 20)], out=idx, casting="unsafe")  # out < G: validated
+            total += np.bincount(idx, minlength=2 * size)
+        self.duchi += total[:2]
+        self.cells += total[size:]
 
     def _add_batch(self, batch: ReportBatch, on_reject: RejectHandler | None) -> int:
         """Rejects ``pm = 0`` rows whose ``out`` is not a bit (``out_of_range``), then the generic checks."""

@@ -79,6 +79,8 @@ def bucket_labels(edges: Sequence[float]) -> tuple[str, ...]:
 
 def bucket_index(edges: Sequence[float], value: Any, clip: bool) -> int:
     """The bucket of a real ``value`` (``TypeError``/``ValueError`` naming the rule otherwise)."""
+    if type(value) is float and edges[0] <= value <= edges[-1]:  # the common case: finite, in range
+        return min(bisect.bisect_right(edges, value) - 1, len(edges) - 2)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"histogram values must be real numbers, got {type(value).__name__}")
     try:
@@ -212,7 +214,15 @@ class DBitFlipEncoder(Encoder):
         pr, rng, k = self.params, self._rng, self.params.num_buckets
         sampled = self._sample()
         own = 1 << prepared
-        bits = rng.bernoulli_bits(pr.p0, k) & sampled & ~own
+        if pr.d > 8:  # many sampled buckets: all k lanes at once, bit-sliced (about log2(k) + 2 planes)
+            bits = rng.bernoulli_bits(pr.p0, k) & sampled & ~own
+        else:  # a few: one draw per sampled bucket (the same law, fewer draws)
+            bits, rest = 0, sampled & ~own
+            while rest:
+                low = rest & -rest
+                if rng.bernoulli(pr.p0):
+                    bits |= low
+                rest ^= low
         if sampled & own and rng.bernoulli(pr.p1):
             bits |= own
         return self._report({"sampled": bits_from_int(sampled, k), "bits": bits_from_int(bits, k)})
