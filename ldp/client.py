@@ -1,8 +1,9 @@
 """The client runtime: one SQLite state file per collection, ``record`` -> outbox -> upload.
 
-:class:`TelemetryClient` keeps, in ONE file: the client's secret (OS CSPRNG; RAPPOR's memoized
-PRR derives from it), the cohort of each RAPPOR metric (drawn once, uniformly), the budget ledger
-(:class:`ldp.ledger.BudgetLedger`'s own tables) and the outbox of envelopes waiting for upload.
+:class:`TelemetryClient` keeps, in ONE file: the client's secret (OS CSPRNG; each metric whose encoder
+memoizes, RAPPOR's or one with ``needs_secret``, gets a secret derived from it), the cohort of each
+RAPPOR metric (drawn once, uniformly), the budget ledger (:class:`ldp.ledger.BudgetLedger`'s own
+tables) and the outbox of envelopes waiting for upload.
 
 ``record(metric, value)`` validates the value, then in ONE ``BEGIN IMMEDIATE`` transaction checks
 and charges every cap, randomizes, and stores the envelope in the outbox (``record_many`` does
@@ -192,12 +193,12 @@ class TelemetryClient:
                              f"(metrics: {', '.join(self.spec.metrics)})")
         params = self.spec.params(metric)
         encoder_type = client_protocols()[params.protocol][1]
+        extra: dict[str, Any] = {}
         if issubclass(encoder_type, RapporEncoder):
-            secret = hmac.new(self._secret, _METRIC_SECRET + metric.encode("ascii"), hashlib.sha256).digest()
-            enc = encoder_type(params, secret=secret, cohort=self._cohort(metric, params), rng=self._rng,
-                               simulation=self.simulation)
-        else:
-            enc = encoder_type(params, rng=self._rng, simulation=self.simulation)
+            extra["cohort"] = self._cohort(metric, params)
+        if extra or getattr(encoder_type, "needs_secret", False):  # memoized responses: the metric's secret
+            extra["secret"] = hmac.new(self._secret, _METRIC_SECRET + metric.encode("ascii"), hashlib.sha256).digest()
+        enc = encoder_type(params, rng=self._rng, simulation=self.simulation, **extra)
         self._encoders[metric] = enc
         return enc
 

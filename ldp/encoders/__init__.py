@@ -9,6 +9,7 @@ from ldp.encoders.base import Encoder, ProtocolParams
 from ldp.encoders.cms import CmsEncoder, CmsParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
 from ldp.encoders.histogram import BucketGRREncoder, BucketGRRParams, DBitFlipEncoder, DBitFlipParams
+from ldp.encoders.longitudinal import LGRREncoder, LGRRParams, MemoMeanEncoder, MemoMeanParams
 from ldp.encoders.numeric import (
     DuchiEncoder,
     DuchiParams,
@@ -27,5 +28,6 @@ __all__ = [
     "CmsEncoder", "CmsParams", "HcmsEncoder", "HcmsParams",
     "DBitFlipEncoder", "DBitFlipParams", "BucketGRREncoder", "BucketGRRParams",
     "DuchiEncoder", "DuchiParams", "PiecewiseEncoder", "PiecewiseParams", "HybridEncoder", "HybridParams",
+    "LGRREncoder", "LGRRParams", "MemoMeanEncoder", "MemoMeanParams",
     "Report", "ReportError",
 ]

@@ -1,0 +1,156 @@
+"""Longitudinal protocols, server side: aggregates, unbiased estimators, exact variances, simulation.
+
+Both estimators are over the devices' randomness: their secrets (the memoized responses, α) and
+the per-report coins, with one report per device per window from devices whose secrets are
+independent. Within one window that is what an aggregate holds. Across windows, a device replays
+its memoized responses, so successive windows' estimates are correlated (a device whose value does
+not change adds the same memoized error every day): averaging windows does not shrink that part.
+
+L-GRR (``lgrr``): a pure frequency oracle (:mod:`ldp.decoders.pure`) with the realized
+``p* = p1·p2 + (1 − p1)·q2`` and ``q* = (1 − p*)/(k − 1)``; ``ĉ_v = (C_v − n·q*)/(p* − q*)``,
+``Var[ĉ_v] = (f_v·p*(1 − p*) + (n − f_v)·q*(1 − q*))/(p* − q*)²``. The two rounds compose to one GRR
+with ``λ* = p* − q*``, so the aggregate-level draw is GRR's keep-or-uniform mixture.
+
+Memoized 1BitMean (``memo-mean``): over α and the memoized bit, ``Pr[bit = 1 | x] = P1 = q + φ(1 − 2q)``
+with ``φ = (x − low)/(high − low)`` (``E_α[j]/s = φ``) and ``q = γ + (1 − 2γ)·q_memo`` (:attr:`MemoMeanParams.q`):
+1BitMean with flip probability q. Each report has the unbiased value
+``v = low + (high − low)·(bit − q)/(1 − 2q)``, ``Var[v | x] = (high − low)²·P1(1 − P1)/(1 − 2q)²``; the
+mean estimate ``Σ v/n`` has variance ``Σ_i Var[v | x_i]/n²``, and the aggregate-level draw is
+``ones = Σ_x Bin(n_x, P1(x))``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ldp.batch.numeric import checked_values, unit_values
+from ldp.decoders.base import Aggregate, StateLayout
+from ldp.decoders.mean_results import MeanEstimate
+from ldp.decoders.numeric import mean_from_histogram
+from ldp.decoders.pure import pure_count_estimate, pure_count_variance
+from ldp.decoders.results import Estimates
+from ldp.encoders.longitudinal import LGRRParams, MemoMeanParams
+from ldp.randomness import as_generator
+
+__all__ = ["LGRRAggregate", "MemoMeanAggregate", "lgrr_variance", "memo_mean_report_variance"]
+
+Floats = npt.NDArray[np.float64]
+Counts = npt.NDArray[np.int64]
+
+
+def _bincount(col: np.ndarray, size: int) -> Counts:
+    out = np.zeros(size, dtype=np.int64)
+    for start in range(0, col.size, 1 << 20):  # bounded temporaries (bincount widens to intp)
+        out += np.bincount(col[start:start + (1 << 20)], minlength=size)
+    return out
+
+
+def _true_counts(params: LGRRParams, true_counts: Any) -> Counts:
+    t = np.asarray(true_counts)
+    d = params.domain_size
+    if t.shape != (d,) or (t.size and (t.min() < 0 or not np.issubdtype(t.dtype, np.integer))):
+        raise ValueError(f"true counts must be {d} non-negative integers, got shape {t.shape}, dtype {t.dtype}")
+    return t.astype(np.int64)
+
+
+def lgrr_variance(params: LGRRParams, true_counts: npt.ArrayLike) -> Floats:
+    """Exact variance of each value's count estimate given the true counts (one report per device)."""
+    t = _true_counts(params, true_counts)
+    return pure_count_variance(t, int(t.sum()), params.p_star, params.q_star)
+
+
+class LGRRAggregate(Aggregate):
+    """Sufficient statistics of L-GRR: how many reports name each value."""
+
+    params_type: ClassVar[type] = LGRRParams
+    params: LGRRParams
+    counts: Counts
+
+    @classmethod
+    def state_layout(cls, params: LGRRParams) -> StateLayout:
+        return {"counts": (np.dtype(np.int64), (params.domain_size,))}
+
+    def _fold(self, columns: dict[str, np.ndarray]) -> None:
+        self.counts += _bincount(columns["index"], self.params.domain_size)
+
+    def estimate(self, confidence: float = 0.95) -> Estimates:
+        """Unbiased count of devices per value (module docstring), plug-in standard errors, normal CIs."""
+        pr = self.params
+        count, se = pure_count_estimate(self.counts, self.n, pr.p_star, pr.q_star)
+        items = [pr.label_of(i) for i in range(pr.domain_size)]
+        return Estimates(pr.protocol, items, self.n, count, se, confidence, pr.privacy_cost)
+
+    @staticmethod
+    def exact_variance(params: LGRRParams, true_counts: npt.ArrayLike) -> Floats:
+        return lgrr_variance(params, true_counts)
+
+    @classmethod
+    def simulate(cls, params: LGRRParams, true_counts: Any, rng: Any = None) -> LGRRAggregate:
+        """Exact aggregate-level draw of fresh devices: keep with ``λ* = p* − q*``, else uniform."""
+        d = params.domain_size
+        t = _true_counts(params, true_counts)
+        gen = as_generator(rng)
+        kept = gen.binomial(t, params.p_star - params.q_star)
+        agg = cls(params)
+        agg.counts[:] = kept + gen.multinomial(int(t.sum() - kept.sum()), np.full(d, 1.0 / d))
+        agg.n = int(t.sum())
+        return agg
+
+
+def _probability_one(params: MemoMeanParams, x: Floats) -> Floats:
+    return params.q + unit_values(params, x) * (1.0 - 2.0 * params.q)
+
+
+def memo_mean_report_variance(params: MemoMeanParams, x: Floats) -> Floats:
+    """``Var[v | x]`` of one report of each value in ``x``, over α, the memoized bit and the flip."""
+    p1 = _probability_one(params, np.asarray(x, dtype=np.float64))
+    return (params.high - params.low) ** 2 * p1 * (1.0 - p1) / (1.0 - 2.0 * params.q) ** 2
+
+
+class MemoMeanAggregate(Aggregate):
+    """Sufficient statistics of the memoized 1BitMean: the counts of bits 0 and 1."""
+
+    params_type: ClassVar[type] = MemoMeanParams
+    params: MemoMeanParams
+    counts: Counts
+
+    @classmethod
+    def state_layout(cls, params: MemoMeanParams) -> StateLayout:
+        return {"counts": (np.dtype(np.int64), (2,))}
+
+    def _fold(self, columns: dict[str, np.ndarray]) -> None:
+        self.counts += _bincount(columns["bit"], 2)
+
+    def estimate(self, confidence: float = 0.95) -> MeanEstimate:  # type: ignore[override]  # a mean, not counts
+        """The unbiased mean over devices with its plug-in standard error and a normal CI."""
+        pr = self.params
+        units = (np.array([0.0, 1.0]) - pr.q) / (1.0 - 2.0 * pr.q)
+        unit_mean, unit_se = mean_from_histogram(units, self.counts)
+        notes = ("unbiased over the devices' α, memoized bits and flips (one report per device); successive "
+                 "windows from the same devices are correlated",)
+        return MeanEstimate(pr.protocol, self.n, pr.low + (pr.high - pr.low) * unit_mean,
+                            (pr.high - pr.low) * unit_se, confidence, pr.privacy_cost, pr.low, pr.high, notes)
+
+    @classmethod
+    def report_variance(cls, params: MemoMeanParams, x: Floats) -> Floats:
+        return memo_mean_report_variance(params, x)
+
+    @classmethod
+    def exact_variance(cls, params: MemoMeanParams, values: Any) -> float:
+        """Exact variance of the mean estimate of devices holding ``values``: ``Σ Var[v | x_i]/n²``."""
+        x = checked_values(params, values)
+        return float(memo_mean_report_variance(params, x).sum()) / x.size**2 if x.size else float("nan")
+
+    @classmethod
+    def simulate(cls, params: MemoMeanParams, values: Any, rng: Any = None) -> MemoMeanAggregate:
+        """Exact aggregate-level draw of fresh devices: ``ones = Σ_x Bin(n_x, P1(x))``."""
+        uniq, cnt = np.unique(checked_values(params, values), return_counts=True)
+        ones = int(as_generator(rng).binomial(cnt, _probability_one(params, uniq)).sum())
+        agg = cls(params)
+        agg.counts[:] = [int(cnt.sum()) - ones, ones]
+        agg.n = int(cnt.sum())
+        return agg
+
