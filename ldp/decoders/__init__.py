@@ -8,6 +8,7 @@ from ldp.decoders.base import Aggregate, frame_to_batch
 from ldp.decoders.histogram import BucketGRRAggregate, DBitFlipAggregate, dbitflip_variance
 from ldp.decoders.longitudinal import LGRRAggregate, MemoMeanAggregate
 from ldp.decoders.mean_results import MeanEstimate
+from ldp.decoders.multi import MultiAggregate, MultiEstimates, multi_variance, recommend_mode
 from ldp.decoders.numeric import DuchiAggregate, HybridAggregate, PiecewiseAggregate
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate, grr_variance, rr_variance
 from ldp.decoders.rappor import RapporAggregate
@@ -18,4 +19,5 @@ from ldp.decoders.sketch import SketchAggregate, sketch_variance
 __all__ = ["Aggregate", "CandidateMap", "Estimates", "GRRAggregate", "RRAggregate", "RapporAggregate",
            "RapporEstimates", "SketchAggregate", "frame_to_batch", "sketch_variance", "grr_variance", "rr_variance",
            "DBitFlipAggregate", "BucketGRRAggregate", "dbitflip_variance", "MeanEstimate", "DuchiAggregate",
-           "PiecewiseAggregate", "HybridAggregate", "LGRRAggregate", "MemoMeanAggregate"]
+           "PiecewiseAggregate", "HybridAggregate", "LGRRAggregate", "MemoMeanAggregate",
+           "MultiAggregate", "MultiEstimates", "multi_variance", "recommend_mode"]

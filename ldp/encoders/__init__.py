@@ -10,6 +10,7 @@ from ldp.encoders.cms import CmsEncoder, CmsParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
 from ldp.encoders.histogram import BucketGRREncoder, BucketGRRParams, DBitFlipEncoder, DBitFlipParams
 from ldp.encoders.longitudinal import LGRREncoder, LGRRParams, MemoMeanEncoder, MemoMeanParams
+from ldp.encoders.multi import MultiEncoder, MultiParams
 from ldp.encoders.numeric import (
     DuchiEncoder,
     DuchiParams,
@@ -28,6 +29,6 @@ __all__ = [
     "CmsEncoder", "CmsParams", "HcmsEncoder", "HcmsParams",
     "DBitFlipEncoder", "DBitFlipParams", "BucketGRREncoder", "BucketGRRParams",
     "DuchiEncoder", "DuchiParams", "PiecewiseEncoder", "PiecewiseParams", "HybridEncoder", "HybridParams",
-    "LGRREncoder", "LGRRParams", "MemoMeanEncoder", "MemoMeanParams",
+    "LGRREncoder", "LGRRParams", "MemoMeanEncoder", "MemoMeanParams", "MultiEncoder", "MultiParams",
     "Report", "ReportError",
 ]
