@@ -119,7 +119,8 @@ def write_estimates(est: Any, *, csv: str | os.PathLike[str] | None = None, json
 
 
 def plot_estimates(est: Any, path: str | os.PathLike[str], title: str = "", top: int = 30) -> None:
-    """A bar per item (the ``top`` largest counts) with its confidence interval, as a PNG."""
+    """A PNG: a bar per item (the ``top`` largest counts) with its confidence interval; a mean as one point
+    with its interval; a multi metric's estimates (``{attribute: estimate}``) as one panel per attribute."""
     try:
         import matplotlib
 
@@ -127,18 +128,38 @@ def plot_estimates(est: Any, path: str | os.PathLike[str], title: str = "", top:
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("the plot needs matplotlib: pip install matplotlib, or 'ldp[plot]'") from None
+
+    panels = list(est.items()) if isinstance(est, Mapping) else [("", est)]
+    heights = [1.2 + 0.32 * (min(len(e.items), top) if hasattr(e, "items") and not isinstance(e, Mapping) else 1)
+               for _, e in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, sum(heights)), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    for ax, (name, e) in zip(axes[:, 0], panels, strict=True):
+        _plot_panel(ax, e, top)
+        label = f"{e.protocol}: n={e.n:,}"
+        ax.set_title(f"{name} ({label})" if name else (title or label))
+    if title and len(panels) > 1:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_panel(ax: Any, est: Any, top: int) -> None:
+    """One estimate on ``ax``: counts as bars with intervals, a mean as a point with its interval."""
     import numpy as np
 
+    if not hasattr(est, "count"):  # a MeanEstimate
+        ax.errorbar([est.mean], [0], xerr=[[est.mean - est.ci_low], [est.ci_high - est.mean]], fmt="o",
+                    color="#4C72B0", ecolor="#333333", capsize=3)
+        ax.set_yticks([0], ["mean"])
+        ax.set_xlabel(f"estimated mean ({est.confidence:.0%} CI)")
+        return
     count = np.nan_to_num(np.asarray(est.count, dtype=float), nan=0.0)
     order = np.argsort(-count, kind="stable")[:top][::-1]
     items = [est.items[i] for i in order]
     err = np.nan_to_num(est.z * np.asarray(est.std_error, dtype=float)[order], nan=0.0)
-    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.32 * max(len(items), 1)))
     ax.barh(range(len(items)), count[order], xerr=err, color="#4C72B0", ecolor="#333333", capsize=3)
     ax.set_yticks(range(len(items)), items)
     ax.axvline(0, color="#999999", linewidth=0.8)
     ax.set_xlabel(f"estimated count of clients ({est.confidence:.0%} CI)")
-    ax.set_title(title or f"{est.protocol}: n={est.n:,}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
