@@ -12,6 +12,14 @@ from typing import Any
 
 from ldp import __version__
 from ldp.cli_logging import add_logging_arguments, cli_logging
+from ldp.cli_numeric import (
+    add_numeric_options,
+    is_mean_command,
+    plan_means,
+    render_mean_plans,
+    render_mean_simulation,
+    simulate_means,
+)
 from ldp.cli_protocols import (
     add_params_options,
     build_params,
@@ -43,6 +51,8 @@ def _simulate(args: argparse.Namespace) -> dict[str, Any]:
     from ldp.plan import PLANNED_PROTOCOLS, default_params
     from ldp.simulation import accuracy, default_candidates, make_population
 
+    if args.values is not None or args.loc is not None or args.scale is not None:
+        raise ValueError("--values, --loc and --scale are for the mean mechanisms (duchi, piecewise, hybrid)")
     given = [args.p, args.q, args.truth_prob, args.yes_prob]
     if args.param or args.protocol in ("rr", "grr") or args.protocol not in PLANNED_PROTOCOLS or any(
             v is not None for v in given):
@@ -63,7 +73,7 @@ def _simulate(args: argparse.Namespace) -> dict[str, Any]:
     options = {}
     if args.s is not None:
         options["s"] = args.s
-    population = make_population(args.population, d, **options)
+    population = make_population(args.population or "zipf", d, **options)
     result = accuracy(params, population, args.n, trials=args.trials, method=args.method, rng=args.seed,
                       confidence=args.confidence, candidates=candidates,
                       progress=False if getattr(args, "log_quiet", False) else None)
@@ -91,14 +101,18 @@ def _plan(args: argparse.Namespace) -> Any:
     from ldp.plan import default_params, plan, recommend, solve_n
 
     if args.d is None:
-        raise ValueError("give the domain size with --d (2 for a yes/no question)")
+        raise ValueError("give the domain size with --d (2 for a yes/no question), or plan a mean: "
+                         "duchi, piecewise, hybrid, or --recommend --mean")
+    if args.values is not None:
+        raise ValueError("--values is for the mean mechanisms (duchi, piecewise, hybrid)")
     options = dict(frequency=args.frequency, alpha=args.alpha)
     if args.recommend:
         if args.epsilon is None:
             raise ValueError("--recommend needs --epsilon")
         return recommend(args.epsilon, args.d, n=int(args.n or 1_000_000), **options)
     if args.protocol is None:
-        raise ValueError("name a protocol (rr, grr, rappor, cms, hcms, sfp), or use --recommend")
+        raise ValueError("name a protocol (rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr; duchi, piecewise, "
+                         "hybrid for a mean), or use --recommend")
     explicit = args.param or args.p is not None or args.truth_prob is not None or args.protocol in ("rr", "grr")
     params = build_params(args.protocol, args) if explicit else (
         default_params(args.protocol, args.epsilon, args.d) if args.epsilon is not None else None)
@@ -179,9 +193,12 @@ def make_parser() -> argparse.ArgumentParser:
                          description="Simulate repeated collections and compare estimates with the truth and "
                                      "with the exact variance formula.")
     sim.add_argument("--protocol", required=True,
-                     help="rr, grr, rappor, cms, hcms or sfp; with --epsilon alone the others' parameters are "
-                          "the planner's defaults, and rappor, cms, hcms and sfp are simulated on --d candidates")
-    sim.add_argument("--population", default="zipf", help="uniform, zipf, exponential or gaussian (default zipf)")
+                     help="rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr, or a mean: duchi, piecewise, hybrid; "
+                          "with --epsilon alone the others' parameters are the planner's defaults, and rappor, cms, "
+                          "hcms and sfp are simulated on --d candidates")
+    sim.add_argument("--population",
+                     help="uniform, zipf, exponential or gaussian over the domain (default zipf); for a mean: "
+                          "uniform, normal or exponential on [low, high] (default uniform)")
     sim.add_argument("--s", type=finite_float, help="Zipf exponent (default 1)")
     sim.add_argument("--n", type=positive_int, default=100_000, help="number of users (default 100000)")
     sim.add_argument("--trials", type=positive_int, default=20, help="number of simulated collections (default 20)")
@@ -189,13 +206,15 @@ def make_parser() -> argparse.ArgumentParser:
                      help="aggregate-level exact draw (fast) or every report encoded")
     sim.add_argument("--confidence", type=open_unit, default=0.95, help="confidence level of the intervals")
     add_params_options(sim)
+    add_numeric_options(sim, simulate=True)
     sim.add_argument("--seed", type=non_negative_int, help="seed for a reproducible run")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     pl = sub.add_parser("plan", help="standard errors, detection limit and privacy of a collection before deploying it",
                         description="Plan a collection from the decoders' exact variance formulas: give a protocol "
                                     "with --epsilon (the planner picks the rest) or its --param values, the users "
                                     "--n and the domain size --d; or --target-se to solve for n; or --recommend.")
-    pl.add_argument("protocol", nargs="?", help="rr, grr, rappor, cms, hcms or sfp")
+    pl.add_argument("protocol", nargs="?",
+                    help="rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr; or a mean: duchi, piecewise, hybrid")
     add_params_options(pl)
     pl.add_argument("--n", type=count, help="number of users (1e6 is accepted)")
     pl.add_argument("--frequency", type=number(float, 0, 1, low_open=True),
@@ -206,8 +225,12 @@ def make_parser() -> argparse.ArgumentParser:
     pl.add_argument("--reports", type=positive_int, default=1, help="reports per user over the horizon (default 1)")
     pl.add_argument("--distinct-values", type=positive_int, default=1,
                     help="distinct values a user reports over the horizon (default 1)")
-    pl.add_argument("--target-se", type=positive_float, help="solve for the n giving this standard error of a fraction")
+    pl.add_argument("--target-se", type=positive_float,
+                    help="solve for the n giving this standard error of a fraction (of a mean: in the values' units)")
     pl.add_argument("--recommend", action="store_true", help="rank every protocol for --epsilon and --d")
+    pl.add_argument("--mean", action="store_true",
+                    help="with --recommend: rank the mean mechanisms for --epsilon (bounds: --param low=, high=)")
+    add_numeric_options(pl, simulate=False)
     pl.add_argument("--json", action="store_true", help="machine-readable output")
     rd = sub.add_parser("rappor-decode", help="decode RAPPOR counts into candidate frequencies",
                         description="Count recovery by lasso selection then least squares with significance tests, "
@@ -336,9 +359,16 @@ def _run(args: argparse.Namespace) -> int:
         out = privacy_summary(args)
         print(json.dumps(out, indent=2) if args.json else
               "\n".join(f"{k}: {v}" for k, v in out.items()))
+    elif args.command == "simulate" and is_mean_command(args):
+        out = simulate_means(args)
+        print(json.dumps(out, indent=2) if args.json else render_mean_simulation(out))
     elif args.command == "simulate":
         out = _simulate(args)
         print(json.dumps(out, indent=2) if args.json else _render_simulation(out))
+    elif args.command == "plan" and is_mean_command(args):
+        plans = plan_means(args)
+        print(json.dumps([p.to_dict() for p in plans], indent=2) if args.json
+              else render_mean_plans(plans, args.recommend))
     elif args.command == "plan":
         plans = _plan(args)
         print(json.dumps([p.to_dict() for p in plans], indent=2) if args.json

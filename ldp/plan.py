@@ -9,6 +9,7 @@ Every number comes from the exact variance formula the protocol's decoder uses:
   spread evenly over the other ``d − 1`` values, ``F2 = (n−f)²/(d−1)``, unless ``f2`` is given;
 * RAPPOR: the covariance of the least-squares counts over the ``d`` candidates
   (:func:`ldp.decoders.rappor_decode.exact_count_covariance`), for ``d`` synthetic candidates;
+* dBitFlip: :func:`ldp.decoders.histogram.dbitflip_variance`; bucketized GRR: GRR's (a bucket is a value);
 * SFP: a word's count is the word sketch's; discovery needs its fragments detected in the
   fragment sketch of one position, which ``n/(L/r)`` users report on average, over the grid of
   ``2^bits·|Σ|^r`` records (an approximation: the binomial split over positions is ignored).
@@ -40,6 +41,7 @@ from ldp.accountant import PrivacyCost
 from ldp.encoders.base import ProtocolParams
 from ldp.encoders.cms import CmsParams, SketchParams
 from ldp.encoders.hcms import HcmsParams
+from ldp.encoders.histogram import BucketGRRParams, DBitFlipParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
 from ldp.encoders.sfp import SfpParams
@@ -47,7 +49,7 @@ from ldp.tables import key_values
 
 __all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "plan", "solve_n", "recommend"]
 
-PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp")
+PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "dbitflip", "bucket-grr")
 SKETCH_DEFAULTS = {"num_hashes": 256, "width": 1024}  # the benchmark's sizes: collision term negligible
 RAPPOR_DEFAULTS = {"num_bloombits": 64, "num_hashes": 2, "num_cohorts": 32}
 
@@ -61,7 +63,12 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
       PRR's ``f = 2/(1+e^{ε/(2h)})``, so every report and every number of reports of one value
       costs ε (``ε₁ = ε∞ = ε``);
     * cms, hcms: k=256 hash functions, m=1024 buckets at ε;
-    * sfp: the defaults of :class:`~ldp.encoders.sfp.SfpParams` with ε split evenly.
+    * sfp: the defaults of :class:`~ldp.encoders.sfp.SfpParams` with ε split evenly;
+    * dbitflip: ``d = 1`` bucket per report (Microsoft's one-bit setting) at ``epsilon = 2ε``, so that a
+      report costs ε (one bit at ``2ε`` is charged ``ε``), over the buckets ``edges = 0, 1, …, d``;
+    * bucket-grr: GRR over the buckets ``edges = 0, 1, …, d`` at ε.
+
+    The mean mechanisms (duchi, piecewise, hybrid) have their own planner: :mod:`ldp.plan_numeric`.
     """
     if protocol == "rr":
         if domain_size != 2:
@@ -78,6 +85,10 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
         return cls(epsilon, SKETCH_DEFAULTS["num_hashes"], SKETCH_DEFAULTS["width"], 0)
     if protocol == "sfp":
         return SfpParams(epsilon / 2, epsilon / 2)
+    if protocol == "dbitflip":
+        return DBitFlipParams(2 * epsilon, tuple(range(domain_size + 1)), d=1)
+    if protocol == "bucket-grr":
+        return BucketGRRParams(epsilon, tuple(range(domain_size + 1)))
     raise ValueError(f"the planner knows {', '.join(PLANNED_PROTOCOLS)}; got {protocol!r}")
 
 
@@ -108,8 +119,13 @@ def count_variance(params: ProtocolParams, n: float, count: float, domain_size: 
         f2 = rest * (n - count)
     if isinstance(params, BinaryRRParams):
         return float(pure_count_variance(count, n, params.q, params.p))
-    if isinstance(params, GRRParams):
-        return float(pure_count_variance(count, n, params.p, params.q))
+    if isinstance(params, (GRRParams, BucketGRRParams)):
+        grr = params.grr if isinstance(params, BucketGRRParams) else params
+        return float(pure_count_variance(count, n, grr.p, grr.q))
+    if isinstance(params, DBitFlipParams):
+        from ldp.decoders.histogram import dbitflip_variance
+
+        return float(dbitflip_variance(params, np.array([count]), n)[0])
     if isinstance(params, SketchParams):
         return float(sketch_variance(params, count, n, f2))
     if isinstance(params, SfpParams):
@@ -202,8 +218,10 @@ def _report_bits(params: ProtocolParams, d: int) -> int:
     lg = lambda x: max(1, math.ceil(math.log2(x))) if x > 1 else 0  # noqa: E731
     if isinstance(params, BinaryRRParams):
         return 1
-    if isinstance(params, GRRParams):
+    if isinstance(params, (GRRParams, BucketGRRParams)):
         return lg(d)
+    if isinstance(params, DBitFlipParams):  # two k-bit fields on the wire
+        return 2 * params.num_buckets
     if isinstance(params, RapporParams):
         return params.num_bloombits + lg(params.num_cohorts)
     if isinstance(params, HcmsParams):
@@ -251,8 +269,9 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
     if reports < 1 or distinct_values < 1:
         raise ValueError(f"reports and distinct_values must be >= 1, got {reports}, {distinct_values}")
     params = _resolve(protocol, epsilon, domain_size)
-    if isinstance(params, GRRParams) and params.domain_size != domain_size:
-        raise ValueError(f"GRR parameters are for {params.domain_size} values, the plan for {domain_size}")
+    if isinstance(params, (GRRParams, BucketGRRParams, DBitFlipParams)) and params.domain_size != domain_size:
+        raise ValueError(f"{params.protocol} parameters are for {params.domain_size} values, the plan for "
+                         f"{domain_size}")
     phi = 1.0 / domain_size if frequency is None else float(frequency)
     if not 0.0 <= phi <= 1.0:
         raise ValueError(f"frequency is a fraction in [0, 1], got {frequency}")

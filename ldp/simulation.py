@@ -22,7 +22,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -30,10 +30,11 @@ import numpy.typing as npt
 from ldp.decoders.base import Aggregate
 from ldp.protocols import get_protocol
 from ldp.randomness import as_generator
+from ldp.simulation_numeric import MeanAccuracyResult, NumericPopulation, is_mean_protocol, mean_accuracy, simulate_mean
 
 __all__ = [
-    "POPULATIONS", "AccuracyResult", "Population", "accuracy", "default_candidates", "exponential",
-    "from_counts", "gaussian", "make_population", "simulate", "uniform", "zipf",
+    "POPULATIONS", "AccuracyResult", "MeanAccuracyResult", "NumericPopulation", "Population", "accuracy",
+    "default_candidates", "exponential", "from_counts", "gaussian", "make_population", "simulate", "uniform", "zipf",
 ]
 
 METHODS = ("aggregate", "per_report")
@@ -137,10 +138,13 @@ def make_population(name: str, d: int, **options: Any) -> Population:
 
 def simulate(params: Any, true_counts: Any, *, method: str = "aggregate", rng: Any = None,
              chunk_size: int = 1 << 20, values: Sequence[Any] | None = None) -> Aggregate:
-    """Simulate a collection from users with ``true_counts[v]`` holding value ``v``.
+    """Simulate a collection from users with ``true_counts[v]`` holding value ``v``; for the mean
+    mechanisms (``duchi``, ``piecewise``, ``hybrid``) ``true_counts`` is the users' values.
 
     Open-domain protocols (RAPPOR: ``params.domain_size is None``) take ``{string: count}`` or
     counts with their strings in ``values``."""
+    if is_mean_protocol(params):  # values, not counts
+        return simulate_mean(params, true_counts, method=method, rng=rng, chunk_size=chunk_size)
     proto = get_protocol(params.protocol)
     gen = as_generator(rng)
     if method not in METHODS:
@@ -251,9 +255,22 @@ def _open_domain(params: Any, population: Population,
             "estimates: the de-biased sketch's counts of the candidates; theory averages over hash functions")
 
 
-def accuracy(params: Any, population: Population, n: int, *, trials: int = 20, method: str = "aggregate",
-             rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
-             progress: bool | None = None) -> AccuracyResult:
+@overload
+def accuracy(params: Any, population: Population, n: int, *, trials: int = ..., method: str = ..., rng: Any = ...,
+             confidence: float = ..., candidates: Sequence[str] | None = ...,
+             progress: bool | None = ...) -> AccuracyResult: ...
+
+
+@overload
+def accuracy(params: Any, population: NumericPopulation, n: int | None, *, trials: int = ..., method: str = ...,
+             rng: Any = ..., confidence: float = ..., candidates: Sequence[str] | None = ...,
+             progress: bool | None = ...) -> MeanAccuracyResult: ...
+
+
+def accuracy(params: Any, population: Population | NumericPopulation, n: int | None, *, trials: int = 20,
+             method: str = "aggregate", rng: Any = None, confidence: float = 0.95,
+             candidates: Sequence[str] | None = None,
+             progress: bool | None = None) -> AccuracyResult | MeanAccuracyResult:
     """Simulate ``trials`` collections of ``n`` users (one fixed draw of true counts) and compare
     the estimates with the truth and with the exact variance formula.
 
@@ -261,8 +278,19 @@ def accuracy(params: Any, population: Population, n: int, *, trials: int = 20, m
     default the population's labels, else :func:`default_candidates`; the error is that of the
     candidates' estimates (RAPPOR: the decoder's least squares over every candidate; CMS/HCMS: the
     de-biased sketch; SFP: the word sketch). ``progress``: a bar over the trials on stderr (``None``:
-    when stderr is a terminal; :mod:`ldp.progress`)."""
+    when stderr is a terminal; :mod:`ldp.progress`).
+
+    The mean mechanisms take a :class:`~ldp.simulation_numeric.NumericPopulation` and return a
+    :class:`~ldp.simulation_numeric.MeanAccuracyResult` (:func:`~ldp.simulation_numeric.mean_accuracy`)."""
     from ldp.progress import iterate
+
+    if is_mean_protocol(params) or isinstance(population, NumericPopulation):
+        if not (is_mean_protocol(params) and isinstance(population, NumericPopulation)):
+            raise ValueError("the mean mechanisms (duchi, piecewise, hybrid) take a population of numbers "
+                             "(ldp.simulation_numeric), and only they do")
+        return mean_accuracy(params, population, n, trials=trials, method=method, rng=rng,
+                             confidence=confidence, progress=progress)
+    assert isinstance(population, Population) and n is not None
 
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be an int >= 1, got {trials!r}")

@@ -45,7 +45,8 @@ def test_demo_quick_json_is_reproducible_and_covers_every_protocol(capsys):
         part.pop("seconds", None)
     assert a == b
     assert set(a["estimates"]) == {"dark_mode", "app_category", "homepage", "emoji_cms", "emoji_hcms", "new_words",
-                                   "app_category_at_scale"}
+                                   "app_category_at_scale", "minutes_histogram"}
+    assert len(a["minutes"]["days"]) == 7 and a["minutes"]["protocol"] == "hybrid"
     assert a["words"]["recall_top10"] == 1.0 and a["words"]["false_words"] == 0
     mse = {(r["method"], r["n"]): r["mse"] for r in a["regression"]["rows"]}
     assert mse["local", 100_000] > 100 * mse["adassp", 100_000]  # local DP needs far more users
@@ -62,11 +63,12 @@ def test_demo_quick_prints_every_question_and_writes_plots(capsys, tmp_path):
     assert main(["demo", "--quick", "--n", "100", "--seed", "2", "--plots", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     for title in ("Dark mode on?", "app category?", "Homepage URL?", "Which emoji?", "new words",
-                  "Linear regression", "100,000,000 users"):
+                  "Linear regression", "100,000,000 users", "Daily minutes of use"):
         assert title in out
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["demo-dark-mode.png", "demo-app-category.png", "demo-homepage.png", "demo-emoji-cms.png",
-         "demo-emoji-hcms.png", "demo-new-words.png", "demo-app-category-at-scale.png", "demo-regression.png"])
+         "demo-emoji-hcms.png", "demo-new-words.png", "demo-app-category-at-scale.png", "demo-regression.png",
+         "demo-minutes-histogram.png", "demo-minutes.png"])
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -6,7 +6,9 @@
 2. emoji frequencies with Apple's Count Mean Sketch and Hadamard CMS, as binary frames;
 3. new words discovered with the Sequence Fragment Puzzle, without a dictionary;
 4. linear regression with local DP against central DP (:mod:`ldp.compare`);
-5. the app-category question at 10^8 users, drawn exactly at the aggregate level.
+5. the app-category question at 10^8 users, drawn exactly at the aggregate level;
+6. daily minutes of use: a mean a day for a week with the planner's mean mechanism, and a histogram
+   with bucketized GRR (:mod:`ldp.demo.minutes`).
 
 :func:`run_demo` returns everything as plain data; :func:`render` prints it; ``--plots DIR``
 writes one figure per question (:func:`ldp.demo.plots.write_plots`).
@@ -23,17 +25,19 @@ from collections.abc import Callable
 from typing import Any
 
 from ldp.demo.clients import CATEGORIES, run_clients
+from ldp.demo.minutes import daily_minutes
 from ldp.demo.render import render, to_jsonable
 from ldp.demo.sections import at_scale, emoji_sketches, new_words, regression
 from ldp.progress import progress as progress_bar
 from ldp.randomness import as_generator
 
-__all__ = ["run_demo", "render", "to_jsonable", "SIZES"]
+__all__ = ["run_demo", "render", "to_jsonable", "SIZES", "MINUTES_DEVICES"]
 
 SIZES = {  # emoji reports, SFP users, the largest regression data set
     "full": {"emoji": 500_000, "words": 1_000_000, "regression": 1_000_000},
     "quick": {"emoji": 50_000, "words": 300_000, "regression": 100_000},
 }
+MINUTES_DEVICES = {"full": 200_000, "quick": 20_000}  # devices reporting their daily minutes of use
 
 
 def run_demo(n: int = 5000, seed: int | None = None, epsilon: float = 1.0, dark_mode_rate: float = 0.3,
@@ -49,7 +53,8 @@ def run_demo(n: int = 5000, seed: int | None = None, epsilon: float = 1.0, dark_
         "clients": lambda: run_clients(n, gen, epsilon, dark_mode_rate),
         "emoji": lambda: emoji_sketches(sizes["emoji"], gen), "words": lambda: new_words(sizes["words"], gen),
         "regression": lambda: regression(sizes["regression"], gen, quick),
-        "scale": lambda: at_scale(10**8, gen, epsilon, CATEGORIES)}
+        "scale": lambda: at_scale(10**8, gen, epsilon, CATEGORIES),
+        "minutes": lambda: daily_minutes(MINUTES_DEVICES["quick" if quick else "full"], gen, epsilon)}
     parts: dict[str, dict[str, Any]] = {}
     with progress_bar(len(sections), "demo", progress, unit="section") as bar:
         for name, run in sections.items():

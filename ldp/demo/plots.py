@@ -15,6 +15,7 @@ TITLES = {
     "emoji_hcms": "Emoji (Hadamard CMS)",
     "new_words": "New words (Sequence Fragment Puzzle)",
     "app_category_at_scale": "App category at 10^8 users (aggregate-level)",
+    "minutes_histogram": "Sunday's minutes of use (bucketized GRR)",
 }
 
 
@@ -58,4 +59,24 @@ def write_plots(result: dict[str, Any], out_dir: str | Path, max_items: int = 15
     path = out / "demo-regression.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return paths + [path]
+    return paths + [path, _minutes_plot(result["minutes"], out, plt)]
+
+
+def _minutes_plot(part: dict[str, Any], out: Path, plt: Any) -> Path:
+    """The week's daily means with their CIs beside the truth."""
+    days = part["days"]
+    x = np.arange(len(days))
+    est = np.array([d["mean"] for d in days])
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(x, [d["true_mean"] for d in days], "s", color="#8395a7", label="true mean")
+    ax.errorbar(x, est, yerr=[est - [d["ci_low"] for d in days], [d["ci_high"] for d in days] - est], fmt="o",
+                color="#c0392b", capsize=3, label="estimate, 95% CI")
+    ax.set_xticks(x, [d["day"] for d in days])
+    ax.set_ylabel("minutes of use (mean)")
+    ax.set_title(f"Daily minutes, {part['protocol']} at ε = {part['epsilon']:g}, n = {part['n']:,}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / "demo-minutes.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ldp.decoders.results import Estimates
+from ldp.demo.minutes import CAP, render_minutes
 from ldp.tables import Column, format_value, render as render_table
 
 
@@ -32,6 +33,7 @@ def render(result: dict[str, Any]) -> str:
     """Human-readable demo report."""
     est, p, sec = result["estimates"], result["privacy"], result["seconds"]
     emoji, words, reg, scale = result["emoji"], result["words"], result["regression"], result["scale"]
+    minutes = result["minutes"]
     rejected = "; ".join(f"{metric}: " + ", ".join(f"{n} {reason}" for reason, n in sorted(why.items()))
                          for metric, why in result["rejected"].items() if why)
     out = [
@@ -83,8 +85,20 @@ def render(result: dict[str, Any]) -> str:
         f"({sec['scale'] * 1e3:.0f} ms)",
         compact(est["app_category_at_scale"]),
         "",
-        "Next: `ldp plan --recommend --epsilon 1 --d 1000` picks a protocol; `ldp compare` runs the full "
-        "local-vs-central comparison; `ldp demo --plots DIR` draws these tables.",
+        f"6. Daily minutes of use, capped at {CAP:g}: {minutes['n']:,} devices, one report a day for a week with "
+        f"{minutes['protocol']} at ε = {minutes['epsilon']:.4g} ({sec['minutes']:.1f} s)",
+        "   the planner's choice at this ε (worst-case SE of a day's mean: "
+        + ", ".join(f"{name} {se:.3g}" for name, se in minutes["ranking"]) + " minutes)",
+        render_minutes(minutes),
+        f"   A device spends ε = {minutes['epsilon']:.4g} a day on this metric, {7 * minutes['epsilon']:.4g} over "
+        "the week (sequential composition).",
+        "   Sunday's minutes as a histogram: GRR over 5 buckets "
+        f"(ε = {minutes['histogram_epsilon']:.4g} more that day)",
+        compact(est["minutes_histogram"]),
+        "",
+        "Next: `ldp plan --recommend --epsilon 1 --d 1000` picks a protocol (`--recommend --mean` a mean "
+        "mechanism); `ldp compare` runs the full local-vs-central comparison; `ldp demo --plots DIR` draws these "
+        "tables.",
     ]
     return "\n".join(out)
 
