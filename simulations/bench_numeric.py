@@ -16,6 +16,8 @@ import numpy as np
 from ldp.decoders.histogram import BucketGRRAggregate, DBitFlipAggregate
 from ldp.decoders.numeric import DuchiAggregate, HybridAggregate, PiecewiseAggregate
 from ldp.encoders.histogram import BucketGRREncoder, BucketGRRParams, DBitFlipEncoder, DBitFlipParams
+from ldp.encoders.longitudinal import LGRREncoder, LGRRParams, MemoMeanEncoder, MemoMeanParams
+from ldp.encoders.multi import MultiEncoder, MultiParams
 from ldp.encoders.numeric import (
     DuchiEncoder,
     DuchiParams,
@@ -37,6 +39,8 @@ HISTOGRAMS = {
     "dbitflip": (DBitFlipParams(EPS, EDGES, d=4), DBitFlipEncoder, DBitFlipAggregate),
     "bucket-grr": (BucketGRRParams(EPS, EDGES), BucketGRREncoder, BucketGRRAggregate),
 }
+MULTI_ATTRIBUTES = (("screen", "grr", {"domain_size": 8}), ("minutes", "piecewise", {"low": LOW, "high": HIGH}),
+                    ("dark", "rr", {}))
 REPS, N_PER_REP = 10_000, 2000  # variance ratio: R estimates of n reports each (quick: 1,000); the sd of the
 # ratio is sqrt(2/(R-1)) = 0.014, so [0.95, 1.05] is 3.5 sd wide each side
 
@@ -77,11 +81,20 @@ def register(b: ModuleType) -> None:
         out: dict[str, Any] = {"rng": b.CLIENT_RNG_NOTE}
         cases = {name: (encoder_type(params), 37.5) for name, (params, encoder_type, _, _) in MEANS.items()}
         cases.update({name: (encoder_type(params), 37.5) for name, (params, encoder_type, _) in HISTOGRAMS.items()})
+        # repeated collection: a memoized value (the first call draws and stores its permanent response)
+        cases["lgrr"] = (LGRREncoder(LGRRParams(4.0, 1.0, 16)), 3)
+        cases["memo-mean"] = (MemoMeanEncoder(MemoMeanParams(EPS, LOW, HIGH)), 37.5)
+        multi_value = {"screen": 3, "minutes": 37.5, "dark": True}
+        for mode in ("split", "sample"):
+            cases[f"multi-{mode}"] = (MultiEncoder(MultiParams(EPS, mode, MULTI_ATTRIBUTES)), multi_value)
         for name, (encoder, value) in cases.items():
             b.log(f"  {name}: {s.client_calls:,} calls, no ledger")
             row = b.client_path_timing(encoder, value, s.client_calls, s.client_batch)
             row["params"] = encoder.params.to_dict()
-            row.update(ctx.judge(f"{name}.us_mean", row["us_mean"], "<=", 5.0, "µs/report"))
+            if name.startswith("multi-"):  # several encoders in one report: reported, not judged against 5 µs
+                row["note"] = "split encodes every attribute; sample one, plus the choice and the other fields' zeros"
+            else:
+                row.update(ctx.judge(f"{name}.us_mean", row["us_mean"], "<=", 5.0, "µs/report"))
             out[name] = row
         return out
 
