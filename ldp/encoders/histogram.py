@@ -26,6 +26,8 @@ Bucketized GRR
 from __future__ import annotations
 
 import bisect
+import functools
+import itertools
 import math
 import numbers
 from collections.abc import Sequence
@@ -190,6 +192,14 @@ class DBitFlipParams(_Buckets, ProtocolParams):
             raise ReportError("bad_value", "bits has a 1 outside the sampled buckets")
 
 
+@functools.cache
+def _subset_masks(k: int, d: int) -> tuple[int, ...]:
+    """Every d-subset of ``range(k)`` as a bit mask (empty when there are more than 4,096: kept small)."""
+    if math.comb(k, d) > 4096:
+        return ()
+    return tuple(sum(1 << i for i in c) for c in itertools.combinations(range(k), d))
+
+
 class DBitFlipEncoder(Encoder):
     """Client encoder for :class:`DBitFlipParams`; values are real numbers in the edges' range."""
 
@@ -200,10 +210,14 @@ class DBitFlipEncoder(Encoder):
         return self.params.bucket_of(value)
 
     def _sample(self) -> int:
-        """A uniform d-subset of the k buckets as a bit mask (Floyd's algorithm: d exact ``randbelow``)."""
+        """A uniform d-subset of the k buckets as a bit mask: one ``randbelow`` into the list of all
+        d-subsets when there are at most 4,096 of them, else Floyd's algorithm (d exact ``randbelow``)."""
         k, d = self.params.num_buckets, self.params.d
         if d == k:
             return (1 << k) - 1
+        subsets = _subset_masks(k, d)
+        if subsets:
+            return subsets[self._rng.randbelow(len(subsets))]
         mask = 0
         for j in range(k - d, k):
             t = self._rng.randbelow(j + 1)
