@@ -12,6 +12,7 @@ from typing import Any
 
 from ldp import __version__
 from ldp.cli_logging import add_logging_arguments, cli_logging
+from ldp.cli_multi import is_multi_command, plan_multi_command, render_multi_simulation, simulate_multi_command
 from ldp.cli_numeric import (
     add_numeric_options,
     is_mean_command,
@@ -52,7 +53,8 @@ def _simulate(args: argparse.Namespace) -> dict[str, Any]:
     from ldp.simulation import accuracy, default_candidates, make_population
 
     if args.values is not None or args.loc is not None or args.scale is not None:
-        raise ValueError("--values, --loc and --scale are for the mean mechanisms (duchi, piecewise, hybrid)")
+        raise ValueError("--values, --loc and --scale are for the mean protocols (duchi, piecewise, hybrid, "
+                         "memo-mean) and multi")
     given = [args.p, args.q, args.truth_prob, args.yes_prob]
     if args.param or args.protocol in ("rr", "grr") or args.protocol not in PLANNED_PROTOCOLS or any(
             v is not None for v in given):
@@ -102,17 +104,17 @@ def _plan(args: argparse.Namespace) -> Any:
 
     if args.d is None:
         raise ValueError("give the domain size with --d (2 for a yes/no question), or plan a mean: "
-                         "duchi, piecewise, hybrid, or --recommend --mean")
+                         "duchi, piecewise, hybrid, memo-mean, or --recommend --mean; or several attributes: multi")
     if args.values is not None:
-        raise ValueError("--values is for the mean mechanisms (duchi, piecewise, hybrid)")
+        raise ValueError("--values is for the mean protocols (duchi, piecewise, hybrid, memo-mean)")
     options = dict(frequency=args.frequency, alpha=args.alpha)
     if args.recommend:
         if args.epsilon is None:
             raise ValueError("--recommend needs --epsilon")
         return recommend(args.epsilon, args.d, n=int(args.n or 1_000_000), **options)
     if args.protocol is None:
-        raise ValueError("name a protocol (rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr; duchi, piecewise, "
-                         "hybrid for a mean), or use --recommend")
+        raise ValueError("name a protocol (rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr, lgrr; duchi, "
+                         "piecewise, hybrid, memo-mean for a mean; multi), or use --recommend")
     explicit = args.param or args.p is not None or args.truth_prob is not None or args.protocol in ("rr", "grr")
     params = build_params(args.protocol, args) if explicit else (
         default_params(args.protocol, args.epsilon, args.d) if args.epsilon is not None else None)
@@ -193,9 +195,10 @@ def make_parser() -> argparse.ArgumentParser:
                          description="Simulate repeated collections and compare estimates with the truth and "
                                      "with the exact variance formula.")
     sim.add_argument("--protocol", required=True,
-                     help="rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr, or a mean: duchi, piecewise, hybrid; "
-                          "with --epsilon alone the others' parameters are the planner's defaults, and rappor, cms, "
-                          "hcms and sfp are simulated on --d candidates")
+                     help="rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr, lgrr, or a mean: duchi, piecewise, "
+                          "hybrid, memo-mean; or multi (--param attributes=JSON); with --epsilon alone the others' "
+                          "parameters are the planner's defaults, and rappor, cms, hcms and sfp are simulated on --d "
+                          "candidates")
     sim.add_argument("--population",
                      help="uniform, zipf, exponential or gaussian over the domain (default zipf); for a mean: "
                           "uniform, normal or exponential on [low, high] (default uniform)")
@@ -214,7 +217,8 @@ def make_parser() -> argparse.ArgumentParser:
                                     "with --epsilon (the planner picks the rest) or its --param values, the users "
                                     "--n and the domain size --d; or --target-se to solve for n; or --recommend.")
     pl.add_argument("protocol", nargs="?",
-                    help="rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr; or a mean: duchi, piecewise, hybrid")
+                    help="rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr, lgrr; or a mean: duchi, piecewise, "
+                         "hybrid, memo-mean; or multi: split or sample for --param attributes=JSON")
     add_params_options(pl)
     pl.add_argument("--n", type=count, help="number of users (1e6 is accepted)")
     pl.add_argument("--frequency", type=number(float, 0, 1, low_open=True),
@@ -224,7 +228,7 @@ def make_parser() -> argparse.ArgumentParser:
     pl.add_argument("--power", type=open_unit, default=0.5, help="detection probability at the limit (default 0.5)")
     pl.add_argument("--reports", type=positive_int, default=1, help="reports per user over the horizon (default 1)")
     pl.add_argument("--distinct-values", type=positive_int, default=1,
-                    help="distinct values a user reports over the horizon (default 1)")
+                    help="distinct values a user reports over the horizon (memo-mean: rounded values; default 1)")
     pl.add_argument("--target-se", type=positive_float,
                     help="solve for the n giving this standard error of a fraction (of a mean: in the values' units)")
     pl.add_argument("--recommend", action="store_true", help="rank every protocol for --epsilon and --d")
@@ -359,12 +363,18 @@ def _run(args: argparse.Namespace) -> int:
         out = privacy_summary(args)
         print(json.dumps(out, indent=2) if args.json else
               "\n".join(f"{k}: {v}" for k, v in out.items()))
+    elif args.command == "simulate" and is_multi_command(args):
+        out = simulate_multi_command(args)
+        print(json.dumps(out, indent=2) if args.json else render_multi_simulation(out))
     elif args.command == "simulate" and is_mean_command(args):
         out = simulate_means(args)
         print(json.dumps(out, indent=2) if args.json else render_mean_simulation(out))
     elif args.command == "simulate":
         out = _simulate(args)
         print(json.dumps(out, indent=2) if args.json else _render_simulation(out))
+    elif args.command == "plan" and is_multi_command(args):
+        mplan = plan_multi_command(args)
+        print(json.dumps(mplan.to_dict(), indent=2) if args.json else mplan.table())
     elif args.command == "plan" and is_mean_command(args):
         plans = plan_means(args)
         print(json.dumps([p.to_dict() for p in plans], indent=2) if args.json

@@ -1,4 +1,4 @@
-"""``ldp simulate`` and ``ldp plan`` for the mean mechanisms (``duchi``, ``piecewise``, ``hybrid``).
+"""``ldp simulate`` and ``ldp plan`` for the mean protocols (``duchi``, ``piecewise``, ``hybrid``, ``memo-mean``).
 
 Their parameters are given as for every protocol (``--param KEY=VALUE``), or by ``--epsilon`` with the
 bounds defaulting to ``low=0``, ``high=1`` (``--epsilon 1 --param high=240`` sets one of them); the
@@ -10,19 +10,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ldp.encoders.numeric import MEAN_PROTOCOLS
 from ldp.tables import Column, key_values, render
 
 __all__ = ["add_numeric_options", "is_mean_command", "mean_params", "plan_means", "render_mean_plans",
            "render_mean_simulation", "simulate_means"]
-
-MEAN_PROTOCOLS = ("duchi", "piecewise", "hybrid")
 
 
 def add_numeric_options(p: argparse.ArgumentParser, simulate: bool) -> None:
     """The options of a population of numbers (``simulate``) or of the values a plan is for."""
     from ldp.cli_support import finite_float, input_file
 
-    g = p.add_argument_group("numbers (duchi, piecewise, hybrid)")
+    g = p.add_argument_group(f"numbers ({', '.join(MEAN_PROTOCOLS)})")
     g.add_argument("--values", type=input_file, metavar="FILE",
                    help="the users' values: numbers separated by commas, spaces or newlines" +
                         ("" if simulate else " (the plan's SE is then exact for them, not the worst case)"))
@@ -112,8 +111,8 @@ def plan_means(args: argparse.Namespace) -> list[Any]:
     if args.d is not None:
         raise ValueError("the mean mechanisms take numbers in [low, high], not a domain: leave out --d")
     if not args.recommend and args.protocol not in MEAN_PROTOCOLS:
-        raise ValueError("--mean ranks the mean mechanisms with --recommend; for one plan name duchi, piecewise or "
-                         "hybrid")
+        raise ValueError("--mean ranks the mean mechanisms with --recommend; for one plan name one of "
+                         f"{', '.join(MEAN_PROTOCOLS)}")
     values = read_values(args.values) if args.values is not None else None
     if args.recommend:
         if args.epsilon is None:
@@ -126,7 +125,7 @@ def plan_means(args: argparse.Namespace) -> list[Any]:
         n = solve_n_mean(params, args.target_se, values=values)
     if n is None:
         raise ValueError("give the number of users --n, or --target-se to solve for it")
-    return [plan_mean(params, n=int(n), values=values, reports=args.reports)]
+    return [plan_mean(params, n=int(n), values=values, reports=args.reports, distinct_values=args.distinct_values)]
 
 
 def render_mean_plans(plans: list[Any], ranked: bool) -> str:

@@ -10,6 +10,10 @@ Every number comes from the exact variance formula the protocol's decoder uses:
 * RAPPOR: the covariance of the least-squares counts over the ``d`` candidates
   (:func:`ldp.decoders.rappor_decode.exact_count_covariance`), for ``d`` synthetic candidates;
 * dBitFlip: :func:`ldp.decoders.histogram.dbitflip_variance`; bucketized GRR: GRR's (a bucket is a value);
+* L-GRR: one report per device per window is GRR with the realized ``p*``, ``q*`` of the two rounds
+  (:func:`ldp.decoders.longitudinal.lgrr_variance`); its lifetime charge per value is
+  ``min(R·c, epsilon_perm)`` (``charging="min"``, ``c`` = ``LGRRParams.report_charge``) or
+  ``epsilon_perm`` (``"upfront"``);
 * SFP: a word's count is the word sketch's; discovery needs its fragments detected in the
   fragment sketch of one position, which ``n/(L/r)`` users report on average, over the grid of
   ``2^bits·|Σ|^r`` records (an approximation: the binomial split over positions is ignored).
@@ -42,16 +46,19 @@ from ldp.encoders.base import ProtocolParams
 from ldp.encoders.cms import CmsParams, SketchParams
 from ldp.encoders.hcms import HcmsParams
 from ldp.encoders.histogram import BucketGRRParams, DBitFlipParams
+from ldp.encoders.longitudinal import CHARGING, LGRRParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
 from ldp.encoders.sfp import SfpParams
 from ldp.tables import key_values
 
-__all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "plan", "solve_n", "recommend"]
+__all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgrr_charges", "plan", "solve_n",
+           "recommend"]
 
-PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "dbitflip", "bucket-grr")
+PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "dbitflip", "bucket-grr", "lgrr")
 SKETCH_DEFAULTS = {"num_hashes": 256, "width": 1024}  # the benchmark's sizes: collision term negligible
 RAPPOR_DEFAULTS = {"num_bloombits": 64, "num_hashes": 2, "num_cohorts": 32}
+LGRR_PERM_FACTOR = 4.0  # epsilon_perm = 4ε, about the ratio of Google's RAPPOR defaults (ε∞ ≈ 4.4, ε₁ ≈ 1.1)
 
 
 def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolParams:
@@ -66,9 +73,11 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
     * sfp: the defaults of :class:`~ldp.encoders.sfp.SfpParams` with ε split evenly;
     * dbitflip: ``d = 1`` bucket per report (Microsoft's one-bit setting) at ``epsilon = 2ε``, so that a
       report costs ε (one bit at ``2ε`` is charged ``ε``), over the buckets ``edges = 0, 1, …, d``;
-    * bucket-grr: GRR over the buckets ``edges = 0, 1, …, d`` at ε.
+    * bucket-grr: GRR over the buckets ``edges = 0, 1, …, d`` at ε;
+    * lgrr: one report at ε, the memoized permanent response at ``epsilon_perm = 4ε``.
 
-    The mean mechanisms (duchi, piecewise, hybrid) have their own planner: :mod:`ldp.plan_numeric`.
+    The mean protocols (duchi, piecewise, hybrid, memo-mean) have their own planner: :mod:`ldp.plan_numeric`;
+    ``multi``: :mod:`ldp.plan_multi`.
     """
     if protocol == "rr":
         if domain_size != 2:
@@ -89,6 +98,8 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
         return DBitFlipParams(2 * epsilon, tuple(range(domain_size + 1)), d=1)
     if protocol == "bucket-grr":
         return BucketGRRParams(epsilon, tuple(range(domain_size + 1)))
+    if protocol == "lgrr":
+        return LGRRParams(LGRR_PERM_FACTOR * epsilon, epsilon, domain_size)
     raise ValueError(f"the planner knows {', '.join(PLANNED_PROTOCOLS)}; got {protocol!r}")
 
 
@@ -122,6 +133,8 @@ def count_variance(params: ProtocolParams, n: float, count: float, domain_size: 
     if isinstance(params, (GRRParams, BucketGRRParams)):
         grr = params.grr if isinstance(params, BucketGRRParams) else params
         return float(pure_count_variance(count, n, grr.p, grr.q))
+    if isinstance(params, LGRRParams):  # one report per device: GRR with the realized p*, q*
+        return float(pure_count_variance(count, n, params.p_star, params.q_star))
     if isinstance(params, DBitFlipParams):
         from ldp.decoders.histogram import dbitflip_variance
 
@@ -186,12 +199,15 @@ class Plan:
     epsilon_per_value: PrivacyCost
     epsilon_total: PrivacyCost
     notes: tuple[str, ...] = field(default=())
+    per_value_by_charging: dict[str, PrivacyCost] = field(default_factory=dict)
+    """Memoized protocols (lgrr): ε per distinct value over the reports under each charging mode."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["params"] = self.params.to_dict()
         for k in ("epsilon_per_report", "epsilon_per_value", "epsilon_total"):
             d[k] = getattr(self, k).to_dict()
+        d["per_value_by_charging"] = {k: v.to_dict() for k, v in self.per_value_by_charging.items()}
         d["notes"] = list(self.notes)
         return d
 
@@ -211,6 +227,8 @@ class Plan:
             (f"ε per distinct value, {self.reports} report{'s' * (self.reports != 1)}", str(self.epsilon_per_value)),
             (f"ε in all, {self.reports} report{'s' * (self.reports != 1)}", str(self.epsilon_total)),
         ]
+        rows[-2:-1] = [(f"ε per distinct value, {self.reports} report{'s' * (self.reports != 1)}, charging={mode}",
+                        str(cost)) for mode, cost in self.per_value_by_charging.items()] or rows[-2:-1]
         return "\n".join([key_values(rows)] + [f"note: {s}" for s in self.notes])
 
 
@@ -218,7 +236,7 @@ def _report_bits(params: ProtocolParams, d: int) -> int:
     lg = lambda x: max(1, math.ceil(math.log2(x))) if x > 1 else 0  # noqa: E731
     if isinstance(params, BinaryRRParams):
         return 1
-    if isinstance(params, (GRRParams, BucketGRRParams)):
+    if isinstance(params, (GRRParams, BucketGRRParams, LGRRParams)):
         return lg(d)
     if isinstance(params, DBitFlipParams):  # two k-bit fields on the wire
         return 2 * params.num_buckets
@@ -242,7 +260,20 @@ def _privacy(params: ProtocolParams, reports: int, distinct: int) -> tuple[Priva
     if isinstance(params, RapporParams) and math.isfinite(params.epsilon_inf):
         per_value = PrivacyCost(min(reports * one.epsilon, params.epsilon_inf))
         return one, per_value, PrivacyCost(min(reports * one.epsilon, min(distinct, reports) * params.epsilon_inf))
+    if isinstance(params, LGRRParams):  # charging="min", the encoder's default
+        per_value = lgrr_charges(params, reports)["min"]
+        return one, per_value, PrivacyCost(min(reports * params.report_charge.epsilon,
+                                               min(distinct, reports) * params.memo_cap.epsilon))
     return one, one.times(reports), one.times(reports)
+
+
+def lgrr_charges(params: LGRRParams, reports: int) -> dict[str, PrivacyCost]:
+    """What the ledger charges for ``reports`` reports of one value under each charging mode:
+    ``min(R·c, cap)`` with ``c = report_charge`` (``"min"``), ``cap = epsilon_perm`` on the first (``"upfront"``)."""
+    cap = params.memo_cap
+    out = {"min": PrivacyCost(min(reports * params.report_charge.epsilon, cap.epsilon)), "upfront": cap}
+    assert set(out) == set(CHARGING)
+    return out
 
 
 def _resolve(protocol: str | ProtocolParams, epsilon: float | None, domain_size: int) -> ProtocolParams:
@@ -269,7 +300,8 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
     if reports < 1 or distinct_values < 1:
         raise ValueError(f"reports and distinct_values must be >= 1, got {reports}, {distinct_values}")
     params = _resolve(protocol, epsilon, domain_size)
-    if isinstance(params, (GRRParams, BucketGRRParams, DBitFlipParams)) and params.domain_size != domain_size:
+    if isinstance(params, (GRRParams, BucketGRRParams, DBitFlipParams, LGRRParams)) and \
+            params.domain_size != domain_size:
         raise ValueError(f"{params.protocol} parameters are for {params.domain_size} values, the plan for "
                          f"{domain_size}")
     phi = 1.0 / domain_size if frequency is None else float(frequency)
@@ -289,9 +321,14 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
                      "users per position (the split over positions is ignored)")
         mdc = mdc * params.num_positions
     per_report, per_value, total = _privacy(params, reports, distinct_values)
+    charges: dict[str, PrivacyCost] = {}
+    if isinstance(params, LGRRParams):
+        charges = lgrr_charges(params, reports)
+        notes.append(f"lgrr: the SE is that of one window (one report per device); charging=min charges "
+                     f"{params.report_charge} per report, at most {params.memo_cap} per value; ε in all is for it")
     return Plan(params.protocol, params, n, domain_size, phi, math.sqrt(var), math.sqrt(var) / n, mdc, mdc / n,
                 alpha, det_m, power, _report_bits(params, domain_size), per_report, reports, per_value, total,
-                tuple(notes))
+                tuple(notes), charges)
 
 
 def _variance_coefficients(params: ProtocolParams, phi: float, domain_size: int) -> tuple[float, float]:

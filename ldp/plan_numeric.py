@@ -1,4 +1,5 @@
-"""The planner for means of bounded numbers: Duchi's 1-bit mechanism, the Piecewise and the Hybrid Mechanism.
+"""The planner for means of bounded numbers: Duchi's 1-bit mechanism, the Piecewise and the Hybrid Mechanism,
+and the memoized 1BitMean for repeated collection (``memo-mean``).
 
 Every number comes from the decoders' exact per-report variance ``Var[v | x]``
 (:mod:`ldp.decoders.numeric`): the standard error of the mean of ``n`` reports is
@@ -13,6 +14,11 @@ with fewer bits, is named) and beats both above it (at 1024 cells, up to ε ≈ 
 discrete PM and it alternate as the PM's window is rounded); Duchi's beats the PM's below
 :data:`~ldp.encoders.numeric.PM_CROSSOVER`. Local Laplace noise, variance ``2·(2/ε)²`` on ``[−1, 1]``,
 is an analytic reference only (docs/protocols/numeric.md says why it is not a protocol here).
+
+``memo-mean`` (one report per device per window) is planned like the others (its variance is Duchi's with
+the flip probability ``q = γ + (1 − 2γ)·q_memo``); it is left out of the ranking, which compares one-shot
+mechanisms, and its privacy over ``R`` reports of ``D`` distinct rounded values is the memoized bound
+``min(R·ε₁, D·cap)``, not ``R·ε₁``.
 """
 
 from __future__ import annotations
@@ -29,19 +35,30 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.accountant import PrivacyCost
-from ldp.encoders.numeric import HYBRID_THRESHOLD, DuchiParams, HybridParams, NumericParams, PiecewiseParams
+from ldp.encoders.longitudinal import MemoMeanParams
+from ldp.encoders.numeric import (
+    HYBRID_THRESHOLD,
+    MEAN_PROTOCOLS,
+    DuchiParams,
+    HybridParams,
+    NumericParams,
+    PiecewiseParams,
+)
 from ldp.tables import key_values
 
 __all__ = ["MEAN_PROTOCOLS", "MeanPlan", "default_mean_params", "laplace_variance", "mean_report_variance",
            "plan_mean", "recommend_mean", "solve_n_mean", "worst_case_variance"]
 
-MEAN_PROTOCOLS = ("duchi", "piecewise", "hybrid")
-_TYPES: dict[str, type[NumericParams]] = {"duchi": DuchiParams, "piecewise": PiecewiseParams, "hybrid": HybridParams}
+_TYPES: dict[str, type[NumericParams]] = {"duchi": DuchiParams, "piecewise": PiecewiseParams, "hybrid": HybridParams,
+                                          "memo-mean": MemoMeanParams}
+assert set(_TYPES) == set(MEAN_PROTOCOLS)
+RANKED = tuple(p for p in MEAN_PROTOCOLS if p != "memo-mean")
+"""The one-shot mechanisms :func:`recommend_mean` ranks (``memo-mean`` is for repeated collection)."""
 
 
 def default_mean_params(protocol: str, epsilon: float, low: float = 0.0, high: float = 1.0) -> NumericParams:
     """The planner's parameters from ε and the bounds: each mechanism's defaults (``cells=1024`` for
-    the PM and the Hybrid; no clipping)."""
+    the PM and the Hybrid; ``buckets=16``, ``gamma=0`` for memo-mean; no clipping)."""
     if protocol not in _TYPES:
         raise ValueError(f"the mean planner knows {', '.join(MEAN_PROTOCOLS)}; got {protocol!r}")
     return _TYPES[protocol](epsilon, low, high)
@@ -104,10 +121,11 @@ class MeanPlan:
     reports: int
     epsilon_total: PrivacyCost
     notes: tuple[str, ...] = field(default=())
+    distinct_values: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("protocol", "n", "report_variance", "std_error", "worst_case",
-                                             "laplace_std_error", "report_bits", "reports")}
+                                             "laplace_std_error", "report_bits", "reports", "distinct_values")}
         out.update(params=self.params.to_dict(), epsilon_per_report=self.epsilon_per_report.to_dict(),
                    epsilon_total=self.epsilon_total.to_dict(), notes=list(self.notes))
         return out
@@ -123,13 +141,15 @@ class MeanPlan:
             (f"SE of the mean ({which})", f"{self.std_error:.4g}"),
             ("SE with local Laplace (reference)", f"{self.laplace_std_error:.4g}"),
             ("ε per report", str(self.epsilon_per_report)),
-            (f"ε in all, {self.reports} report{'s' * (self.reports != 1)}", str(self.epsilon_total)),
+            (f"ε in all, {self.reports} report{'s' * (self.reports != 1)}" + (
+                f" of {self.distinct_values} rounded value{'s' * (self.distinct_values != 1)}"
+                if isinstance(pr, MemoMeanParams) else ""), str(self.epsilon_total)),
         ]
         return "\n".join([key_values(rows)] + [f"note: {s}" for s in self.notes])
 
 
 def _report_bits(params: NumericParams) -> int:
-    if isinstance(params, DuchiParams):
+    if isinstance(params, (DuchiParams, MemoMeanParams)):
         return 1
     cells = params.cells if isinstance(params, (PiecewiseParams, HybridParams)) else 2
     bits = max(1, math.ceil(math.log2(cells)))
@@ -145,14 +165,18 @@ def _resolve(protocol: str | NumericParams, epsilon: float | None, low: float, h
 
 
 def plan_mean(protocol: str | NumericParams, *, n: int, epsilon: float | None = None, low: float = 0.0,
-              high: float = 1.0, values: npt.ArrayLike | None = None, reports: int = 1) -> MeanPlan:
+              high: float = 1.0, values: npt.ArrayLike | None = None, reports: int = 1,
+              distinct_values: int = 1) -> MeanPlan:
     """Plan the mean of ``n`` users' numbers: ``protocol`` is a name (with ``epsilon`` and the bounds)
     or a Params object. Without ``values`` the standard error is the worst case over the values;
-    ``reports`` per user over the horizon compose sequentially (no memoization)."""
+    ``reports`` per user over the horizon compose sequentially, except for memo-mean, whose
+    ``distinct_values`` rounded values cost at most the memoized bit's ε each."""
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"need n >= 1, got {n}")
     if isinstance(reports, bool) or int(reports) != reports or reports < 1:
         raise ValueError(f"reports must be >= 1, got {reports}")
+    if isinstance(distinct_values, bool) or int(distinct_values) != distinct_values or distinct_values < 1:
+        raise ValueError(f"distinct_values must be >= 1, got {distinct_values}")
     params = _resolve(protocol, epsilon, low, high)
     var = _per_report(params, values)
     lap = laplace_variance(params.privacy_cost.epsilon, params.low, params.high)
@@ -161,8 +185,14 @@ def plan_mean(protocol: str | NumericParams, *, n: int, epsilon: float | None = 
         notes.append(f"at ε <= ε* = {HYBRID_THRESHOLD:.4f} the Hybrid Mechanism is Duchi's (α = 0), "
                      "which sends fewer bits")
     one = params.privacy_cost
+    total = one.times(int(reports))
+    if isinstance(params, MemoMeanParams):  # charging="min": one report's ε per report, the cap per rounded value
+        total = PrivacyCost(min(reports * one.epsilon, min(distinct_values, reports) * params.memo_cap.epsilon))
+        notes.append(f"memo-mean: the SE is that of one window (one report per device); a device pays at most "
+                     f"{params.memo_cap} per rounded value (at most {params.buckets + 1} of them) however often "
+                     "it reports")
     return MeanPlan(params.protocol, params, int(n), var, math.sqrt(var / n), values is None, math.sqrt(lap / n),
-                    _report_bits(params), one, int(reports), one.times(int(reports)), tuple(notes))
+                    _report_bits(params), one, int(reports), total, tuple(notes), int(distinct_values))
 
 
 def solve_n_mean(protocol: str | NumericParams, target_se: float, *, epsilon: float | None = None, low: float = 0.0,
@@ -177,11 +207,11 @@ def solve_n_mean(protocol: str | NumericParams, target_se: float, *, epsilon: fl
 
 def recommend_mean(epsilon: float, *, n: int = 1_000_000, low: float = 0.0, high: float = 1.0,
                    values: npt.ArrayLike | None = None) -> list[MeanPlan]:
-    """Plans of the three mean mechanisms at ``ε``, lowest standard error first (ties, as the Hybrid
-    with α = 0 and Duchi's: fewer report bits first). Worst case over the values unless ``values``.
+    """Plans of the three one-shot mean mechanisms (:data:`RANKED`) at ``ε``, lowest standard error first
+    (ties, as the Hybrid with α = 0 and Duchi's: fewer report bits first). Worst case over the values unless ``values``.
     A mechanism whose probabilities the client cannot realize at this ε (say Duchi's beyond ε ≈ 44) is left out."""
     plans, refused = [], []
-    for name in MEAN_PROTOCOLS:
+    for name in RANKED:
         try:
             params = default_mean_params(name, epsilon, low, high)
         except ValueError as exc:

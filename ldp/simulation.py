@@ -6,7 +6,9 @@
   (``Aggregate.simulate``: sums of independent Bernoullis are binomials), so 10^9 users take
   milliseconds.
 
-Both paths work for any protocol in :mod:`ldp.protocols` whose aggregate defines ``simulate``.
+Both paths work for any protocol in :mod:`ldp.protocols` whose aggregate defines ``simulate``; the
+mean protocols take numbers (:mod:`ldp.simulation_numeric`), ``multi`` a truth per attribute
+(:mod:`ldp.simulation_multi`).
 Open-domain protocols (RAPPOR, CMS, HCMS, SFP) are simulated on ``d`` candidate strings
 (:func:`default_candidates`), and their accuracy is that of the candidates' estimates.
 """
@@ -20,9 +22,9 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 import functools
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +32,17 @@ import numpy.typing as npt
 from ldp.decoders.base import Aggregate
 from ldp.protocols import get_protocol
 from ldp.randomness import as_generator
-from ldp.simulation_numeric import MeanAccuracyResult, NumericPopulation, is_mean_protocol, mean_accuracy, simulate_mean
+from ldp.simulation_numeric import (
+    MEAN_PROTOCOLS,
+    MeanAccuracyResult,
+    NumericPopulation,
+    is_mean_protocol,
+    mean_accuracy,
+    simulate_mean,
+)
+
+if TYPE_CHECKING:
+    from ldp.simulation_multi import MultiAccuracyResult
 
 __all__ = [
     "POPULATIONS", "AccuracyResult", "MeanAccuracyResult", "NumericPopulation", "Population", "accuracy",
@@ -139,12 +151,17 @@ def make_population(name: str, d: int, **options: Any) -> Population:
 def simulate(params: Any, true_counts: Any, *, method: str = "aggregate", rng: Any = None,
              chunk_size: int = 1 << 20, values: Sequence[Any] | None = None) -> Aggregate:
     """Simulate a collection from users with ``true_counts[v]`` holding value ``v``; for the mean
-    mechanisms (``duchi``, ``piecewise``, ``hybrid``) ``true_counts`` is the users' values.
+    protocols (``duchi``, ``piecewise``, ``hybrid``, ``memo-mean``) ``true_counts`` is the users' values,
+    for ``multi`` ``{attribute: counts or values}``.
 
     Open-domain protocols (RAPPOR: ``params.domain_size is None``) take ``{string: count}`` or
     counts with their strings in ``values``."""
     if is_mean_protocol(params):  # values, not counts
         return simulate_mean(params, true_counts, method=method, rng=rng, chunk_size=chunk_size)
+    if params.protocol == "multi":
+        from ldp.simulation_multi import simulate_multi
+
+        return simulate_multi(params, true_counts, method=method, rng=rng)
     proto = get_protocol(params.protocol)
     gen = as_generator(rng)
     if method not in METHODS:
@@ -256,6 +273,12 @@ def _open_domain(params: Any, population: Population,
 
 
 @overload
+def accuracy(params: Any, population: Mapping[str, Population | NumericPopulation] | None, n: int, *,
+             trials: int = ..., method: str = ..., rng: Any = ..., confidence: float = ...,
+             candidates: Sequence[str] | None = ..., progress: bool | None = ...) -> MultiAccuracyResult: ...
+
+
+@overload
 def accuracy(params: Any, population: Population, n: int, *, trials: int = ..., method: str = ..., rng: Any = ...,
              confidence: float = ..., candidates: Sequence[str] | None = ...,
              progress: bool | None = ...) -> AccuracyResult: ...
@@ -267,10 +290,10 @@ def accuracy(params: Any, population: NumericPopulation, n: int | None, *, trial
              progress: bool | None = ...) -> MeanAccuracyResult: ...
 
 
-def accuracy(params: Any, population: Population | NumericPopulation, n: int | None, *, trials: int = 20,
-             method: str = "aggregate", rng: Any = None, confidence: float = 0.95,
-             candidates: Sequence[str] | None = None,
-             progress: bool | None = None) -> AccuracyResult | MeanAccuracyResult:
+def accuracy(params: Any, population: Population | NumericPopulation | Mapping[str, Population | NumericPopulation]
+             | None, n: int | None, *, trials: int = 20, method: str = "aggregate", rng: Any = None,
+             confidence: float = 0.95, candidates: Sequence[str] | None = None,
+             progress: bool | None = None) -> AccuracyResult | MeanAccuracyResult | MultiAccuracyResult:
     """Simulate ``trials`` collections of ``n`` users (one fixed draw of true counts) and compare
     the estimates with the truth and with the exact variance formula.
 
@@ -281,16 +304,26 @@ def accuracy(params: Any, population: Population | NumericPopulation, n: int | N
     when stderr is a terminal; :mod:`ldp.progress`).
 
     The mean mechanisms take a :class:`~ldp.simulation_numeric.NumericPopulation` and return a
-    :class:`~ldp.simulation_numeric.MeanAccuracyResult` (:func:`~ldp.simulation_numeric.mean_accuracy`)."""
+    :class:`~ldp.simulation_numeric.MeanAccuracyResult` (:func:`~ldp.simulation_numeric.mean_accuracy`);
+    ``multi`` takes ``{attribute: population}`` (``None`` or missing attributes: Zipf over a domain, uniform
+    numbers) and returns a :class:`~ldp.simulation_multi.MultiAccuracyResult`."""
     from ldp.progress import iterate
 
+    if params.protocol == "multi" or isinstance(population, Mapping):
+        if not (params.protocol == "multi" and (population is None or isinstance(population, Mapping))):
+            raise ValueError("multi takes {attribute: population} (or None for the defaults), and only it does")
+        from ldp.simulation_multi import multi_accuracy
+
+        assert n is not None
+        return multi_accuracy(params, population, n, trials=trials, method=method, rng=rng,
+                              confidence=confidence, progress=progress)
     if is_mean_protocol(params) or isinstance(population, NumericPopulation):
         if not (is_mean_protocol(params) and isinstance(population, NumericPopulation)):
-            raise ValueError("the mean mechanisms (duchi, piecewise, hybrid) take a population of numbers "
+            raise ValueError(f"the mean protocols ({', '.join(MEAN_PROTOCOLS)}) take a population of numbers "
                              "(ldp.simulation_numeric), and only they do")
         return mean_accuracy(params, population, n, trials=trials, method=method, rng=rng,
                              confidence=confidence, progress=progress)
-    assert isinstance(population, Population) and n is not None
+    assert isinstance(population, Population) and n is not None  # the other kinds returned above
 
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be an int >= 1, got {trials!r}")

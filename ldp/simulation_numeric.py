@@ -1,4 +1,5 @@
-"""Simulated collections of numbers for the mean mechanisms (``duchi``, ``piecewise``, ``hybrid``).
+"""Simulated collections of numbers for the mean protocols (:data:`~ldp.encoders.numeric.MEAN_PROTOCOLS`:
+``duchi``, ``piecewise``, ``hybrid`` and the memoized ``memo-mean``, one report per device per window).
 
 A :class:`NumericPopulation` draws users' values in ``[low, high]``: uniform, a normal or an
 exponential truncated to the bounds (drawn exactly, by rejection or by the inverse CDF), or given
@@ -18,19 +19,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ldp.encoders.numeric import MEAN_PROTOCOLS
 from ldp.randomness import as_generator
 
-__all__ = ["NUMERIC_POPULATIONS", "NumericPopulation", "MeanAccuracyResult", "exponential_values", "given_values",
-           "is_mean_protocol", "make_numeric_population", "mean_accuracy", "normal_values", "read_values",
-           "simulate_mean", "uniform_values"]
+__all__ = ["MEAN_PROTOCOLS", "NUMERIC_POPULATIONS", "NumericPopulation", "MeanAccuracyResult", "exponential_values",
+           "given_values", "is_mean_protocol", "make_numeric_population", "mean_accuracy", "normal_values",
+           "read_values", "simulate_mean", "uniform_values"]
 
 Floats = npt.NDArray[np.float64]
 Sampler = Callable[[int, np.random.Generator], Floats]
-MEAN_PROTOCOLS = ("duchi", "piecewise", "hybrid")
 
 
 def is_mean_protocol(params: Any) -> bool:
-    """Whether ``params`` are a mean mechanism's (values are numbers in ``[low, high]``)."""
+    """Whether ``params`` are a mean protocol's (values are numbers in ``[low, high]``)."""
     return getattr(params, "protocol", None) in MEAN_PROTOCOLS
 
 

@@ -90,7 +90,7 @@ def test_accuracy_refuses_mismatched_populations():
     (["--protocol", "duchi"], "duchi needs --epsilon"),
     (["--protocol", "duchi", "--epsilon", "1", "--population", "zipf"], "unknown numeric population"),
     (["--protocol", "duchi", "--epsilon", "1", "--param", "epsilon=1"], "give ε once"),
-    (["--protocol", "grr", "--epsilon", "1", "--d", "4", "--loc", "2"], "for the mean mechanisms"),
+    (["--protocol", "grr", "--epsilon", "1", "--d", "4", "--loc", "2"], "for the mean protocols"),
     (["--protocol", "piecewise", "--epsilon", "1", "--param", "low=2"], "low < high"),
     (["--protocol", "duchi", "--epsilon", "1", "--population", "uniform", "--values", "VALUES"], "--values gives"),
     (["--protocol", "duchi", "--epsilon", "1", "--values", "VALUES"], "outside the bounds"),

@@ -172,7 +172,7 @@ def test_cli_recommends_a_mean_mechanism(capsys):
     (["plan", "duchi", "--epsilon", "1", "--param", "epsilon=2", "--n", "10"], "give ε once"),
     (["plan", "grr", "--mean", "--epsilon", "1", "--n", "10"], "--mean ranks the mean mechanisms"),
     (["plan", "--recommend", "--mean"], "--recommend needs --epsilon"),
-    (["plan", "grr", "--epsilon", "1", "--d", "4", "--n", "10", "--values", "x"], "for the mean mechanisms"),
+    (["plan", "grr", "--epsilon", "1", "--d", "4", "--n", "10", "--values", "x"], "for the mean protocols"),
 ])
 def test_cli_plan_errors_name_the_rule(capsys, argv, message, tmp_path):
     if "x" in argv:

@@ -46,7 +46,12 @@ from ldp.randomness import RandomSource, bernoulli_threshold, logistic_tail, rea
 from ldp.reports import Field, Report, ReportBatch, ReportError
 
 __all__ = ["NumericParams", "DuchiParams", "PiecewiseParams", "HybridParams", "DuchiEncoder", "PiecewiseEncoder",
-           "HybridEncoder", "HYBRID_THRESHOLD", "PM_CROSSOVER", "MAX_CELLS"]
+           "HybridEncoder", "HYBRID_THRESHOLD", "PM_CROSSOVER", "MAX_CELLS", "MEAN_PROTOCOLS"]
+
+MEAN_PROTOCOLS = ("duchi", "piecewise", "hybrid", "memo-mean")
+"""The protocols that estimate a mean of bounded numbers (their aggregates' ``estimate`` returns a
+``MeanEstimate``): the three one-shot mechanisms here and the memoized 1BitMean
+(:mod:`ldp.encoders.longitudinal`) for repeated collection."""
 
 MAX_CELLS = 1 << 16
 """Most output cells of the discrete Piecewise Mechanism."""
