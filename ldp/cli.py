@@ -31,6 +31,7 @@ from ldp.cli_protocols import (
 )
 from ldp.cli_support import (
     BAD_INPUT,
+    PROTOCOLS_HELP,
     _debug_traceback,
     count,
     error_text,
@@ -113,8 +114,7 @@ def _plan(args: argparse.Namespace) -> Any:
             raise ValueError("--recommend needs --epsilon")
         return recommend(args.epsilon, args.d, n=int(args.n or 1_000_000), **options)
     if args.protocol is None:
-        raise ValueError("name a protocol (rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr, lgrr; duchi, "
-                         "piecewise, hybrid, memo-mean for a mean; multi), or use --recommend")
+        raise ValueError(f"name a protocol ({PROTOCOLS_HELP}), or use --recommend")
     explicit = args.param or args.p is not None or args.truth_prob is not None or args.protocol in ("rr", "grr")
     params = build_params(args.protocol, args) if explicit else (
         default_params(args.protocol, args.epsilon, args.d) if args.epsilon is not None else None)
@@ -195,10 +195,8 @@ def make_parser() -> argparse.ArgumentParser:
                          description="Simulate repeated collections and compare estimates with the truth and "
                                      "with the exact variance formula.")
     sim.add_argument("--protocol", required=True,
-                     help="rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr, lgrr, or a mean: duchi, piecewise, "
-                          "hybrid, memo-mean; or multi (--param attributes=JSON); with --epsilon alone the others' "
-                          "parameters are the planner's defaults, and rappor, cms, hcms and sfp are simulated on --d "
-                          "candidates")
+                     help=f"{PROTOCOLS_HELP}; with --epsilon alone the others' parameters are the planner's "
+                          "defaults, and rappor, cms, hcms and sfp are simulated on --d candidates")
     sim.add_argument("--population",
                      help="uniform, zipf, exponential or gaussian over the domain (default zipf); for a mean: "
                           "uniform, normal or exponential on [low, high] (default uniform)")
@@ -217,8 +215,7 @@ def make_parser() -> argparse.ArgumentParser:
                                     "with --epsilon (the planner picks the rest) or its --param values, the users "
                                     "--n and the domain size --d; or --target-se to solve for n; or --recommend.")
     pl.add_argument("protocol", nargs="?",
-                    help="rr, grr, rappor, cms, hcms, sfp, dbitflip, bucket-grr, lgrr; or a mean: duchi, piecewise, "
-                         "hybrid, memo-mean; or multi: split or sample for --param attributes=JSON")
+                    help=f"{PROTOCOLS_HELP}: split or sample")
     add_params_options(pl)
     pl.add_argument("--n", type=count, help="number of users (1e6 is accepted)")
     pl.add_argument("--frequency", type=number(float, 0, 1, low_open=True),

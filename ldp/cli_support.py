@@ -15,8 +15,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
+__all__ = ["COUNT_PROTOCOLS", "PROTOCOLS_HELP",
+           "BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
            "non_negative_int", "finite_float", "positive_float", "open_unit", "matplotlib_missing"]
+
+COUNT_PROTOCOLS = ("rr", "grr", "sue", "oue", "rappor", "cms", "hcms", "sfp", "dbitflip", "bucket-grr", "bucket-oue",
+                   "lgrr", "loue")
+"""The protocols that estimate counts, in the order the help texts list them (a test checks that they,
+:data:`ldp.encoders.numeric.MEAN_PROTOCOLS` and ``multi`` are every registered protocol)."""
+PROTOCOLS_HELP = (", ".join(COUNT_PROTOCOLS) + "; or a mean: duchi, piecewise, hybrid, memo-mean; "
+                  "or multi (--param attributes=JSON)")
 
 #: Exceptions that mean "bad input" (a value, a file, a missing extra): exit status 2 and one line.
 BAD_INPUT: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError, ArithmeticError, csv.Error,

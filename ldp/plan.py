@@ -9,7 +9,9 @@ Every number comes from the exact variance formula the protocol's decoder uses:
   spread evenly over the other ``d − 1`` values, ``F2 = (n−f)²/(d−1)``, unless ``f2`` is given;
 * RAPPOR: the covariance of the least-squares counts over the ``d`` candidates
   (:func:`ldp.decoders.rappor_decode.exact_count_covariance`), for ``d`` synthetic candidates;
-* dBitFlip: :func:`ldp.decoders.histogram.dbitflip_variance`; bucketized GRR: GRR's (a bucket is a value);
+* dBitFlip: :func:`ldp.decoders.histogram.dbitflip_variance`; bucketized GRR and OUE: GRR's and OUE's;
+* SUE, OUE, L-OUE: pure oracles with the realized bit probabilities (:func:`ldp.decoders.unary.unary_variance`;
+  L-OUE: one report per device, charged like L-GRR);
 * L-GRR: one report per device per window is GRR with the realized ``p*``, ``q*`` of the two rounds
   (:func:`ldp.decoders.longitudinal.lgrr_variance`); its lifetime charge per value is
   ``min(R·c, epsilon_perm)`` (``charging="min"``, ``c`` = ``LGRRParams.report_charge``) or
@@ -45,17 +47,19 @@ from ldp.accountant import PrivacyCost
 from ldp.encoders.base import ProtocolParams
 from ldp.encoders.cms import CmsParams, SketchParams
 from ldp.encoders.hcms import HcmsParams
-from ldp.encoders.histogram import BucketGRRParams, DBitFlipParams
+from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
 from ldp.encoders.longitudinal import CHARGING, LGRRParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
 from ldp.encoders.sfp import SfpParams
+from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams, UnaryParams
 from ldp.tables import key_values
 
 __all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgrr_charges", "plan", "solve_n",
            "recommend"]
 
-PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "dbitflip", "bucket-grr", "lgrr")
+PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "dbitflip", "bucket-grr", "lgrr", "sue", "oue",
+                     "bucket-oue", "loue")
 SKETCH_DEFAULTS = {"num_hashes": 256, "width": 1024}  # the benchmark's sizes: collision term negligible
 RAPPOR_DEFAULTS = {"num_bloombits": 64, "num_hashes": 2, "num_cohorts": 32}
 LGRR_PERM_FACTOR = 4.0  # epsilon_perm = 4ε, about the ratio of Google's RAPPOR defaults (ε∞ ≈ 4.4, ε₁ ≈ 1.1)
@@ -74,7 +78,9 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
     * dbitflip: ``d = 1`` bucket per report (Microsoft's one-bit setting) at ``epsilon = 2ε``, so that a
       report costs ε (one bit at ``2ε`` is charged ``ε``), over the buckets ``edges = 0, 1, …, d``;
     * bucket-grr: GRR over the buckets ``edges = 0, 1, …, d`` at ε;
-    * lgrr: one report at ε, the memoized permanent response at ``epsilon_perm = 4ε``.
+    * lgrr: one report at ε, the memoized permanent response at ``epsilon_perm = 4ε``;
+    * sue, oue: unary encoding over the domain at ε; bucket-oue: OUE over the buckets ``edges = 0, 1, …, d``;
+    * loue: L-OUE (permanent OUE) with one report at ε, the permanent response at ``epsilon_perm = 4ε``.
 
     The mean protocols (duchi, piecewise, hybrid, memo-mean) have their own planner: :mod:`ldp.plan_numeric`;
     ``multi``: :mod:`ldp.plan_multi`.
@@ -100,6 +106,12 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
         return BucketGRRParams(epsilon, tuple(range(domain_size + 1)))
     if protocol == "lgrr":
         return LGRRParams(LGRR_PERM_FACTOR * epsilon, epsilon, domain_size)
+    if protocol in ("sue", "oue"):
+        return (SUEParams if protocol == "sue" else OUEParams)(epsilon, domain_size)
+    if protocol == "bucket-oue":
+        return BucketOUEParams(epsilon, tuple(range(domain_size + 1)))
+    if protocol == "loue":
+        return LOUEParams(LGRR_PERM_FACTOR * epsilon, epsilon, domain_size)
     raise ValueError(f"the planner knows {', '.join(PLANNED_PROTOCOLS)}; got {protocol!r}")
 
 
@@ -133,6 +145,8 @@ def count_variance(params: ProtocolParams, n: float, count: float, domain_size: 
     if isinstance(params, (GRRParams, BucketGRRParams)):
         grr = params.grr if isinstance(params, BucketGRRParams) else params
         return float(pure_count_variance(count, n, grr.p, grr.q))
+    if isinstance(params, (UnaryParams, BucketOUEParams)):  # pure, with the realized bit probabilities
+        return float(pure_count_variance(count, n, params.p, params.q))
     if isinstance(params, LGRRParams):  # one report per device: GRR with the realized p*, q*
         return float(pure_count_variance(count, n, params.p_star, params.q_star))
     if isinstance(params, DBitFlipParams):
@@ -238,6 +252,8 @@ def _report_bits(params: ProtocolParams, d: int) -> int:
         return 1
     if isinstance(params, (GRRParams, BucketGRRParams, LGRRParams)):
         return lg(d)
+    if isinstance(params, (UnaryParams, BucketOUEParams)):  # one bit per value
+        return params.domain_size
     if isinstance(params, DBitFlipParams):  # two k-bit fields on the wire
         return 2 * params.num_buckets
     if isinstance(params, RapporParams):
@@ -260,14 +276,14 @@ def _privacy(params: ProtocolParams, reports: int, distinct: int) -> tuple[Priva
     if isinstance(params, RapporParams) and math.isfinite(params.epsilon_inf):
         per_value = PrivacyCost(min(reports * one.epsilon, params.epsilon_inf))
         return one, per_value, PrivacyCost(min(reports * one.epsilon, min(distinct, reports) * params.epsilon_inf))
-    if isinstance(params, LGRRParams):  # charging="min", the encoder's default
+    if isinstance(params, (LGRRParams, LOUEParams)):  # charging="min", the encoder's default
         per_value = lgrr_charges(params, reports)["min"]
         return one, per_value, PrivacyCost(min(reports * params.report_charge.epsilon,
                                                min(distinct, reports) * params.memo_cap.epsilon))
     return one, one.times(reports), one.times(reports)
 
 
-def lgrr_charges(params: LGRRParams, reports: int) -> dict[str, PrivacyCost]:
+def lgrr_charges(params: LGRRParams | LOUEParams, reports: int) -> dict[str, PrivacyCost]:
     """What the ledger charges for ``reports`` reports of one value under each charging mode:
     ``min(R·c, cap)`` with ``c = report_charge`` (``"min"``), ``cap = epsilon_perm`` on the first (``"upfront"``)."""
     cap = params.memo_cap
@@ -300,7 +316,7 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
     if reports < 1 or distinct_values < 1:
         raise ValueError(f"reports and distinct_values must be >= 1, got {reports}, {distinct_values}")
     params = _resolve(protocol, epsilon, domain_size)
-    if isinstance(params, (GRRParams, BucketGRRParams, DBitFlipParams, LGRRParams)) and \
+    if isinstance(params, (GRRParams, BucketGRRParams, DBitFlipParams, LGRRParams, UnaryParams, BucketOUEParams)) and \
             params.domain_size != domain_size:
         raise ValueError(f"{params.protocol} parameters are for {params.domain_size} values, the plan for "
                          f"{domain_size}")
@@ -322,9 +338,9 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
         mdc = mdc * params.num_positions
     per_report, per_value, total = _privacy(params, reports, distinct_values)
     charges: dict[str, PrivacyCost] = {}
-    if isinstance(params, LGRRParams):
+    if isinstance(params, (LGRRParams, LOUEParams)):
         charges = lgrr_charges(params, reports)
-        notes.append(f"lgrr: the SE is that of one window (one report per device); charging=min charges "
+        notes.append(f"{params.protocol}: the SE is that of one window (one report per device); charging=min charges "
                      f"{params.report_charge} per report, at most {params.memo_cap} per value; ε in all is for it")
     return Plan(params.protocol, params, n, domain_size, phi, math.sqrt(var), math.sqrt(var) / n, mdc, mdc / n,
                 alpha, det_m, power, _report_bits(params, domain_size), per_report, reports, per_value, total,

@@ -163,3 +163,13 @@ def test_server_commands_are_subcommands(capsys):
             main([command, "--help"])
         assert exc.value.code == 0 and f"usage: ldp {command}" in capsys.readouterr().out
     assert main(["merge", "/nonexistent.agg", "--out", "/tmp/never-written.agg"]) == 2
+
+
+def test_the_help_texts_name_every_protocol():
+    """The CLI's one list of protocol names (ldp.cli_support) against the registry."""
+    from ldp.cli_support import COUNT_PROTOCOLS, PROTOCOLS_HELP
+    from ldp.encoders.numeric import MEAN_PROTOCOLS
+    from ldp.protocols import client_protocols
+
+    assert set(COUNT_PROTOCOLS) | set(MEAN_PROTOCOLS) | {"multi"} == set(client_protocols())
+    assert all(name in PROTOCOLS_HELP for name in MEAN_PROTOCOLS)

@@ -142,7 +142,7 @@ def test_bad_input_is_refused_with_reasons() -> None:
     with pytest.raises(ValueError, match="binary"):
         plan("rr", n=10, domain_size=3, epsilon=1.0)
     with pytest.raises(ValueError, match="planner knows"):
-        plan("oue", n=10, domain_size=3, epsilon=1.0)
+        plan("no-such-protocol", n=10, domain_size=3, epsilon=1.0)
     with pytest.raises(ValueError, match="give the protocol"):
         plan("grr", n=10, domain_size=3)
     with pytest.raises(ValueError, match="frequency"):

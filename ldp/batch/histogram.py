@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from ldp.batch import checked_indices
 from ldp.batch.bits import packed_bernoulli, row_padding_mask
-from ldp.encoders.histogram import BucketGRRParams, DBitFlipParams
+from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
 from ldp.randomness import as_generator
 
 __all__ = ["bucketize", "dbitflip_encode_batch", "onehot_rows", "row_popcount"]
@@ -23,7 +23,7 @@ __all__ = ["bucketize", "dbitflip_encode_batch", "onehot_rows", "row_popcount"]
 _POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.uint8)
 
 
-def bucketize(params: DBitFlipParams | BucketGRRParams, values: Any) -> npt.NDArray[np.int64]:
+def bucketize(params: DBitFlipParams | BucketGRRParams | BucketOUEParams, values: Any) -> npt.NDArray[np.int64]:
     """The bucket index of each number, as the client's ``prepare`` gives it (non-finite values refused;
     values outside the edges refused, or clipped when ``params.clip``)."""
     x = np.asarray(values)

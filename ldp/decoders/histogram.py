@@ -1,4 +1,5 @@
-"""Histograms of numbers, server side: dBitFlip's aggregate and estimator, and bucketized GRR's (GRR's).
+"""Histograms of numbers, server side: dBitFlip's aggregate and estimator, and bucketized GRR's and OUE's
+(GRR's and OUE's: :mod:`ldp.decoders.unary`).
 
 dBitFlip (Ding, Kulkarni, Yekhanin 2017). Per bucket v the aggregate keeps ``N_v``, the reports that
 sampled v, and ``O_v``, the ones among them. With ``r = d/k`` and ``Δ = p1 − p0`` (realized
@@ -37,11 +38,12 @@ from ldp.batch.histogram import dbitflip_encode_batch, row_popcount
 from ldp.decoders.base import Aggregate, RejectHandler, StateLayout
 from ldp.decoders.randomized_response import GRRAggregate, grr_variance
 from ldp.decoders.results import Estimates
-from ldp.encoders.histogram import BucketGRRParams, DBitFlipParams
+from ldp.decoders.unary import UnaryAggregate
+from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
 from ldp.randomness import as_generator
 from ldp.reports import ReportBatch, ReportError
 
-__all__ = ["DBitFlipAggregate", "BucketGRRAggregate", "dbitflip_variance"]
+__all__ = ["DBitFlipAggregate", "BucketGRRAggregate", "BucketOUEAggregate", "dbitflip_variance"]
 
 _SIM_CHUNK = 1 << 18
 
@@ -191,3 +193,9 @@ class BucketGRRAggregate(Aggregate):
         agg = cls(params)
         agg.counts[:], agg.n = grr.counts, grr.n
         return agg
+
+
+class BucketOUEAggregate(UnaryAggregate):
+    """Bucketized OUE: OUE's aggregate (:class:`~ldp.decoders.unary.UnaryAggregate`) over the buckets."""
+
+    params_type: ClassVar[Any] = BucketOUEParams

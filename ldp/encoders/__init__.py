@@ -8,7 +8,14 @@ from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCo
 from ldp.encoders.base import Encoder, ProtocolParams
 from ldp.encoders.cms import CmsEncoder, CmsParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
-from ldp.encoders.histogram import BucketGRREncoder, BucketGRRParams, DBitFlipEncoder, DBitFlipParams
+from ldp.encoders.histogram import (
+    BucketGRREncoder,
+    BucketGRRParams,
+    BucketOUEEncoder,
+    BucketOUEParams,
+    DBitFlipEncoder,
+    DBitFlipParams,
+)
 from ldp.encoders.longitudinal import LGRREncoder, LGRRParams, MemoMeanEncoder, MemoMeanParams
 from ldp.encoders.multi import MultiEncoder, MultiParams
 from ldp.encoders.numeric import (
@@ -21,6 +28,7 @@ from ldp.encoders.numeric import (
 )
 from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
 from ldp.encoders.rappor import RapporEncoder, RapporParams
+from ldp.encoders.unary import LOUEEncoder, LOUEParams, OUEEncoder, OUEParams, SUEEncoder, SUEParams
 from ldp.reports import Report, ReportError
 
 __all__ = [
@@ -30,5 +38,6 @@ __all__ = [
     "DBitFlipEncoder", "DBitFlipParams", "BucketGRREncoder", "BucketGRRParams",
     "DuchiEncoder", "DuchiParams", "PiecewiseEncoder", "PiecewiseParams", "HybridEncoder", "HybridParams",
     "LGRREncoder", "LGRRParams", "MemoMeanEncoder", "MemoMeanParams", "MultiEncoder", "MultiParams",
-    "Report", "ReportError",
+    "SUEEncoder", "SUEParams", "OUEEncoder", "OUEParams", "LOUEEncoder", "LOUEParams", "BucketOUEEncoder",
+    "BucketOUEParams", "Report", "ReportError",
 ]

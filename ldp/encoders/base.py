@@ -15,11 +15,15 @@ from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
 
-__all__ = ["ProtocolParams", "Encoder", "BoundedMemo", "check_epsilon", "check_int", "check_string_value",
+__all__ = ["ProtocolParams", "Encoder", "BoundedMemo", "client_secret", "SECRET_BYTES",
+           "check_epsilon", "check_int", "check_string_value",
            "MAX_AGGREGATE_CELLS"]
 
 _V = TypeVar("_V")
 _P = TypeVar("_P", bound="ProtocolParams")
+
+SECRET_BYTES = 32
+"""Bytes of a client secret drawn when none is given (the keyed, memoized responses derive from it)."""
 
 MAX_AGGREGATE_CELLS = 1 << 28
 """Counters a server aggregate of one metric may hold (2 GiB of int64): parameters needing more are refused."""
@@ -49,6 +53,18 @@ def check_string_value(value: Any, protocol: str) -> Any:
     if not isinstance(value, (str, bytes, bytearray)):
         raise TypeError(f"{protocol} values must be str or bytes, got {type(value).__name__}")
     return value
+
+
+def client_secret(secret: bytes | bytearray | str | None, rng: RandomSource) -> bytes:
+    """The client secret of a memoizing encoder: ``secret`` (str is UTF-8 encoded), or :data:`SECRET_BYTES`
+    fresh bytes from ``rng`` (the CSPRNG unless seeded); ``TypeError`` unless non-empty bytes or str."""
+    if secret is None:
+        return rng.token_bytes(SECRET_BYTES)
+    if isinstance(secret, str):
+        secret = secret.encode("utf-8")
+    if not isinstance(secret, (bytes, bytearray)) or not secret:
+        raise TypeError("secret must be non-empty bytes (or str)")
+    return bytes(secret)
 
 
 class BoundedMemo(Generic[_V]):

@@ -36,17 +36,16 @@ from functools import cached_property, partial
 from typing import Any, ClassVar
 
 from ldp.accountant import MemoizedCharge, PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, client_secret
 from ldp.encoders.numeric import DuchiParams, NumericParams
 from ldp.encoders.randomized_response import GRRParams
 from ldp.randomness import KeyedRandomSource, RandomSource, bernoulli_threshold, check_probability, realized_probability
 from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["LGRRParams", "LGRREncoder", "MemoMeanParams", "MemoMeanEncoder", "CHARGING", "grr_draw",
-           "lgrr_leakage", "MAX_BUCKETS"]
+           "lgrr_leakage", "memo_report_charge", "MAX_BUCKETS"]
 
 CHARGING = ("min", "upfront")
-SECRET_BYTES = 32
 MAX_BUCKETS = 1 << 16
 """Most buckets of the memoized 1BitMean (a device memoizes at most ``buckets + 1`` bits)."""
 MEMO_ENTRIES = 4096
@@ -102,6 +101,18 @@ def lgrr_leakage(p1: float, p2: float, k: int, t: int) -> float:
             den = _logaddexp(lq1 + log_s, d + b * lr)
             worst = max(worst, num - den)
     return worst
+
+
+def memo_report_charge(one: PrivacyCost, cap: PrivacyCost, leakage: Callable[[int], float]) -> PrivacyCost:
+    """The per-report charge ``c`` of ``charging="min"`` given the exact leakage ``L(t)`` of t reports
+    of one value: ``max_{t<=T} L(t)/t`` (at least ``one``) with ``T`` the first t at which ``t·c >= cap``;
+    ``cap`` if there is no such T within :data:`MAX_CHARGE_REPORTS` reports."""
+    c = one.epsilon
+    for t in range(1, MAX_CHARGE_REPORTS + 1):
+        c = max(c, leakage(t) / t)
+        if t * c >= cap.epsilon:
+            return PrivacyCost(min(c, cap.epsilon))
+    return cap
 
 
 @dataclass(frozen=True)
@@ -192,13 +203,7 @@ class LGRRParams(ProtocolParams):
         ``t`` at which ``t·c >= cap``, so ``min(t·c, cap)`` bounds ``L(t)`` for every t (beyond T, the
         cap does: every report is post-processing of the permanent response). The cap itself if no
         such T is found within :data:`MAX_CHARGE_REPORTS` reports (then ``"min"`` is ``"upfront"``)."""
-        cap = self.memo_cap.epsilon
-        c = self.privacy_cost.epsilon
-        for t in range(1, MAX_CHARGE_REPORTS + 1):
-            c = max(c, self.leakage(t) / t)
-            if t * c >= cap:
-                return PrivacyCost(min(c, cap))
-        return self.memo_cap
+        return memo_report_charge(self.privacy_cost, self.memo_cap, self.leakage)
 
     @cached_property
     def schema(self) -> tuple[Field, ...]:
@@ -284,13 +289,7 @@ class _SecretEncoder(Encoder):
         super().__init__(params, rng=rng, ledger=ledger, metric=metric, simulation=simulation)
         if charging not in CHARGING:
             raise ValueError(f"charging must be one of {CHARGING}, got {charging!r}")
-        if secret is None:
-            secret = self._rng.token_bytes(SECRET_BYTES)
-        elif isinstance(secret, str):
-            secret = secret.encode("utf-8")
-        if not isinstance(secret, (bytes, bytearray)) or not secret:
-            raise TypeError("secret must be non-empty bytes (or str)")
-        self._secret = bytes(secret)
+        self._secret = client_secret(secret, self._rng)
         self.charging = charging
         self._prr_rng = prr_rng
         self._memo: dict[int, int] = {}

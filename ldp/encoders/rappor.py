@@ -39,7 +39,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ldp.accountant import MemoizedCharge, PrivacyCost
-from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_int, check_string_value
+from ldp.encoders.base import (
+    BoundedMemo,
+    Encoder,
+    ProtocolParams,
+    check_int,
+    check_string_value,
+    client_secret,
+)
 from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
 from ldp.randomness import KeyedRandomSource, RandomSource, check_resolvable, realized_probability
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
@@ -54,7 +61,6 @@ MODES = ("ldp", "google")
 CHARGING = ("min", "upfront")
 _PRR_DOMAIN = b"ldp/rappor/prr/v1\x00"
 _MEMO_DOMAIN = b"ldp/rappor/memo/v1\x00"
-SECRET_BYTES = 32
 MEMO_ENTRIES = 256
 """Values whose Bloom filter, PRR and memo key an encoder keeps (least recently used evicted)."""
 MEMO_MAX_VALUE = 512
@@ -269,13 +275,7 @@ class RapporEncoder(Encoder):
         params.check_google_client()
         if charging not in CHARGING:
             raise ValueError(f"charging must be one of {CHARGING}, got {charging!r}")
-        if secret is None:
-            secret = self._rng.token_bytes(SECRET_BYTES)
-        elif isinstance(secret, str):
-            secret = secret.encode("utf-8")
-        if not isinstance(secret, (bytes, bytearray)) or not secret:
-            raise TypeError("secret must be non-empty bytes (or str)")
-        self._secret = bytes(secret)
+        self._secret = client_secret(secret, self._rng)
         self._cohort = self._rng.randbelow(params.num_cohorts) if cohort is None else check_int(
             cohort, "cohort", 0, params.num_cohorts - 1)
         if prr_rng is not None and params.mode == "google":
