@@ -187,7 +187,7 @@ ERROR_CASES = [
     (_set("metrics." + "m" * 33, {}), f'metrics["{"m" * 33}"]: metric names match'),
     (_set("metrics.color", "grr"), "metrics.color: must be an object, got a string"),
     (_set("metrics.color.protocol", "no-such-protocol"),
-     "metrics.color.protocol: unknown protocol 'no-such-protocol' (known: bucket-grr, cms"),
+     "metrics.color.protocol: unknown protocol 'no-such-protocol' (known: "),
     (_set("metrics.color.protocol", _DELETE), "metrics.color.protocol: required"),
     (_set("metrics.color.params", _DELETE), "metrics.color.params: required"),
     (_set("metrics.color.params", [1]), "metrics.color.params: must be an object, got a list"),
