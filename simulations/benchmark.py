@@ -444,11 +444,13 @@ def _register_protocol_sections() -> None:
     import bench_sfp
     import bench_sketch
     import bench_startup
+    import bench_unary
 
     bench_rappor.register(sys.modules[__name__])
     bench_sketch.register(sys.modules[__name__])
     bench_sfp.register(sys.modules[__name__])
     bench_numeric.register(sys.modules[__name__])
+    bench_unary.register(sys.modules[__name__])
     bench_regression.register(sys.modules[__name__])
     bench_plan.register(sys.modules[__name__])
     bench_ingest.register(sys.modules[__name__])
