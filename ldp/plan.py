@@ -46,12 +46,14 @@ import numpy as np
 from ldp.accountant import PrivacyCost
 from ldp.encoders.base import ProtocolParams
 from ldp.encoders.cms import CmsParams, SketchParams
+from ldp.encoders.hadamard_response import HRParams
 from ldp.encoders.hcms import HcmsParams
 from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
 from ldp.encoders.longitudinal import CHARGING, LGRRParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
 from ldp.encoders.sfp import SfpParams
+from ldp.encoders.subset_selection import SSParams
 from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams, UnaryParams
 from ldp.tables import key_values
 
@@ -59,7 +61,7 @@ __all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgr
            "recommend"]
 
 PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "dbitflip", "bucket-grr", "lgrr", "sue", "oue",
-                     "bucket-oue", "loue")
+                     "bucket-oue", "loue", "hr", "ss")
 SKETCH_DEFAULTS = {"num_hashes": 256, "width": 1024}  # the benchmark's sizes: collision term negligible
 RAPPOR_DEFAULTS = {"num_bloombits": 64, "num_hashes": 2, "num_cohorts": 32}
 LGRR_PERM_FACTOR = 4.0  # epsilon_perm = 4ε, about the ratio of Google's RAPPOR defaults (ε∞ ≈ 4.4, ε₁ ≈ 1.1)
@@ -80,7 +82,8 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
     * bucket-grr: GRR over the buckets ``edges = 0, 1, …, d`` at ε;
     * lgrr: one report at ε, the memoized permanent response at ``epsilon_perm = 4ε``;
     * sue, oue: unary encoding over the domain at ε; bucket-oue: OUE over the buckets ``edges = 0, 1, …, d``;
-    * loue: L-OUE (permanent OUE) with one report at ε, the permanent response at ``epsilon_perm = 4ε``.
+    * loue: L-OUE (permanent OUE) with one report at ε, the permanent response at ``epsilon_perm = 4ε``;
+    * hr, ss: Hadamard Response and Subset Selection over the domain at ε.
 
     The mean protocols (duchi, piecewise, hybrid, memo-mean) have their own planner: :mod:`ldp.plan_numeric`;
     ``multi``: :mod:`ldp.plan_multi`.
@@ -112,6 +115,8 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
         return BucketOUEParams(epsilon, tuple(range(domain_size + 1)))
     if protocol == "loue":
         return LOUEParams(LGRR_PERM_FACTOR * epsilon, epsilon, domain_size)
+    if protocol in ("hr", "ss"):
+        return (HRParams if protocol == "hr" else SSParams)(epsilon, domain_size)
     raise ValueError(f"the planner knows {', '.join(PLANNED_PROTOCOLS)}; got {protocol!r}")
 
 

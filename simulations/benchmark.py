@@ -438,6 +438,7 @@ def _register_protocol_sections() -> None:
     import bench_ingest
     import bench_ledger
     import bench_numeric
+    import bench_oracles
     import bench_plan
     import bench_rappor
     import bench_regression
@@ -451,6 +452,7 @@ def _register_protocol_sections() -> None:
     bench_sfp.register(sys.modules[__name__])
     bench_numeric.register(sys.modules[__name__])
     bench_unary.register(sys.modules[__name__])
+    bench_oracles.register(sys.modules[__name__])
     bench_regression.register(sys.modules[__name__])
     bench_plan.register(sys.modules[__name__])
     bench_ingest.register(sys.modules[__name__])

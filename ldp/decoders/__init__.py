@@ -5,6 +5,7 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 # isort: split
 
 from ldp.decoders.base import Aggregate, frame_to_batch
+from ldp.decoders.hadamard_response import HRAggregate, hr_variance
 from ldp.decoders.histogram import BucketGRRAggregate, BucketOUEAggregate, DBitFlipAggregate, dbitflip_variance
 from ldp.decoders.longitudinal import LGRRAggregate, MemoMeanAggregate
 from ldp.decoders.mean_results import MeanEstimate
@@ -15,9 +16,11 @@ from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import CandidateMap, RapporEstimates
 from ldp.decoders.results import Estimates
 from ldp.decoders.sketch import SketchAggregate, sketch_variance
+from ldp.decoders.subset_selection import SSAggregate, ss_variance
 from ldp.decoders.unary import UnaryAggregate, unary_variance
 
-__all__ = ["Aggregate", "CandidateMap", "Estimates", "GRRAggregate", "RRAggregate", "RapporAggregate",
+__all__ = ["HRAggregate", "hr_variance", "SSAggregate", "ss_variance",
+           "Aggregate", "CandidateMap", "Estimates", "GRRAggregate", "RRAggregate", "RapporAggregate",
            "RapporEstimates", "SketchAggregate", "frame_to_batch", "sketch_variance", "grr_variance", "rr_variance",
            "DBitFlipAggregate", "BucketGRRAggregate", "dbitflip_variance", "MeanEstimate", "DuchiAggregate",
            "PiecewiseAggregate", "HybridAggregate", "LGRRAggregate", "MemoMeanAggregate",

@@ -7,6 +7,7 @@ imports its numpy kernel from :mod:`ldp.batch` when called.
 from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams
 from ldp.encoders.cms import CmsEncoder, CmsParams
+from ldp.encoders.hadamard_response import HREncoder, HRParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
 from ldp.encoders.histogram import (
     BucketGRREncoder,
@@ -28,10 +29,12 @@ from ldp.encoders.numeric import (
 )
 from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
 from ldp.encoders.rappor import RapporEncoder, RapporParams
+from ldp.encoders.subset_selection import SSEncoder, SSParams
 from ldp.encoders.unary import LOUEEncoder, LOUEParams, OUEEncoder, OUEParams, SUEEncoder, SUEParams
 from ldp.reports import Report, ReportError
 
 __all__ = [
+    "HREncoder", "HRParams", "SSEncoder", "SSParams",
     "BudgetExceeded", "BudgetLedger", "BudgetPolicy", "PrivacyCost", "Encoder", "ProtocolParams",
     "BinaryRREncoder", "BinaryRRParams", "GRREncoder", "GRRParams", "RapporEncoder", "RapporParams",
     "CmsEncoder", "CmsParams", "HcmsEncoder", "HcmsParams",

@@ -1,0 +1,189 @@
+"""Hadamard Response (protocol ``hr``): params, audit, FWHT estimator and exact variance, batch law, wire format."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldp.accountant import BudgetLedger
+from ldp.audit import audit_encoder, output_distribution
+from ldp.decoders.base import Aggregate
+from ldp.decoders.hadamard_response import HRAggregate, hr_counts, hr_variance
+from ldp.decoders.pure import pure_count_variance
+from ldp.decoders.sketch import fwht
+from ldp.encoders.hadamard_response import HREncoder, HRParams, hr_order
+from ldp.protocols import get_protocol
+
+LABELS = ("a", "b", "c")
+HR = HRParams(1.0, 3, LABELS)
+
+
+def hadamard(k: int) -> np.ndarray:
+    """The Sylvester Hadamard matrix ``H[i, j] = (−1)^popcount(i & j)``, built directly."""
+    i = np.arange(k)
+    return np.where(np.bitwise_count(i[:, None] & i[None, :]) % 2 == 0, 1, -1)
+
+
+@pytest.mark.parametrize("make, rule", [
+    (lambda: HRParams(0.0, 3), "epsilon must be finite and > 0"),
+    (lambda: HRParams(math.nan, 3), "epsilon must be finite"),
+    (lambda: HRParams(1.0, 1), "domain_size must be in"),
+    (lambda: HRParams(1.0, 3.0), "domain_size must be an int"),
+    (lambda: HRParams(1.0, 2, ("a",)), "labels must have"),
+    (lambda: HRParams(1.0, 2, ("a", "a")), "labels must be distinct"),
+    (lambda: HRParams(50.0, 3), "too large"),
+    (lambda: HRParams(1e-20, 3), "too small"),
+    (lambda: HRParams(1.0, 1 << 28), "counters"),
+])
+def test_params_refused_naming_the_rule(make, rule):
+    with pytest.raises((ValueError, TypeError), match=rule):
+        make()
+
+
+def test_params_round_trip_discovery_and_probabilities():
+    assert HRParams.from_dict(json.loads(json.dumps(HR.to_dict()))) == HR == HRParams.from_labels(1.0, LABELS)
+    proto = get_protocol("hr")
+    assert proto.params_type is HRParams and proto.encoder_type is HREncoder and proto.aggregate_type is HRAggregate
+    assert [hr_order(d) for d in (2, 3, 4, 7, 8, 65_536)] == [4, 4, 8, 8, 16, 131_072]
+    assert HR.p == pytest.approx(math.e / (math.e + 1), rel=1e-15) and HR.q == 0.5
+    assert HR.effective_epsilon == pytest.approx(1.0, rel=1e-12) and HR.privacy_cost.epsilon >= 1.0
+    assert HR.schema[0].kind == "uint" and HR.schema[0].size == 4
+
+
+def test_values_refused_before_any_charge():
+    ledger = BudgetLedger()
+    enc = HREncoder(HR, ledger=ledger, metric="m")
+    for value in (3, -1, "z", 1.0, True, None):
+        with pytest.raises((ValueError, TypeError)):
+            enc.encode(value)
+    assert ledger.spent("m", "lifetime").epsilon == 0.0
+    enc.encode("b")
+    assert ledger.spent("m", "lifetime").epsilon == HR.privacy_cost.epsilon
+
+
+@pytest.mark.parametrize("eps, d", [(0.5, 2), (1.0, 3), (3.0, 5)])
+def test_audit_equals_the_stated_epsilon(eps, d):
+    params = HRParams(eps, d)
+    res = audit_encoder(lambda src: HREncoder(params, rng=src), range(d))
+    assert res.matches(params.privacy_cost.epsilon), (res.epsilon, params.privacy_cost)
+
+
+def test_client_law_is_the_hadamard_sets():
+    """Each j of C_v = {j: H[v+1, j] = +1} w.p. 2p/K, each other j w.p. 2(1−p)/K, exactly."""
+    params = HRParams(1.5, 5)
+    k, h = params.order, hadamard(params.order)
+    for v in range(5):
+        dist = output_distribution(lambda src, v=v: HREncoder(params, rng=src).encode(v).payload["j"])
+        want = np.where(h[v + 1] == 1, 2 * params.p / k, 2 * (1 - params.p) / k)
+        np.testing.assert_allclose([float(dist.get(j, 0)) for j in range(k)], want, rtol=1e-12)
+
+
+def test_fwht_decoder_is_the_support_count_estimator():
+    params, gen = HRParams(1.0, 11), np.random.default_rng(0)
+    hist = gen.integers(0, 50, params.order)
+    h = hadamard(params.order)
+    support = np.array([hist[h[v + 1] == 1].sum() for v in range(11)])  # S_v, item by item
+    n = hist.sum()
+    np.testing.assert_allclose(hr_counts(params, hist), (support - n / 2) / (params.p - 0.5), rtol=1e-12)
+    np.testing.assert_allclose(fwht(hist.reshape(1, -1))[0], h @ hist)
+
+
+def test_variance_closed_form_and_ratio_to_the_optimum():
+    f = np.array([500, 300, 200])
+    np.testing.assert_allclose(hr_variance(HR, f), 1000 / (2 * HR.p - 1) ** 2 - f, rtol=1e-12)
+    np.testing.assert_allclose(hr_variance(HR, f), pure_count_variance(f, 1000, HR.p, 0.5), rtol=1e-12)
+    for eps in (0.5, 1.0, 2.0, 4.0):  # per user at f_v ≪ n: (e^ε+1)²/(4e^ε) times the optimum
+        e = math.exp(eps)
+        per_user = hr_variance(HRParams(eps, 4), [0, 0, 0, 1_000_000])[0] / 1_000_000
+        assert per_user / (4 * e / (e - 1) ** 2) == pytest.approx((e + 1) ** 2 / (4 * e), rel=1e-9)
+
+
+@pytest.mark.parametrize("method", ["aggregate", "reports"])
+def test_unbiased_with_the_exact_variance(method):
+    """Mean within 5 SE of the truth, sample variance within 5 of its SDs (√(2/(T−1)), relative) of the formula."""
+    params, truth, trials = HRParams(1.0, 6), np.array([600, 300, 100, 0, 50, 0]), 400
+    gen = np.random.default_rng(5)
+    enc = HREncoder(params)
+    values = np.repeat(np.arange(6), truth)
+    est = np.empty((trials, 6))
+    for i in range(trials):
+        if method == "aggregate":
+            agg = HRAggregate.simulate(params, truth, gen)
+        else:
+            agg = HRAggregate(params)
+            agg.add(enc.encode_batch(values, gen))
+        assert agg.n == truth.sum() and agg.counts.sum() == truth.sum()
+        est[i] = agg.estimate().count
+    var = hr_variance(params, truth)
+    assert np.all(np.abs(est.mean(axis=0) - truth) < 5 * np.sqrt(var / trials))
+    assert np.all(np.abs(est.var(axis=0, ddof=1) / var - 1) < 5 * math.sqrt(2 / (trials - 1)))
+
+
+def test_client_encoder_is_unbiased():
+    params, truth = HRParams(2.0, 4), np.array([300, 0, 100, 100])
+    enc = HREncoder(params, rng=3, simulation=True)
+    agg = HRAggregate(params)
+    agg.add([enc.encode(int(v)) for v in np.repeat(np.arange(4), truth)])
+    assert np.all(np.abs(agg.estimate().count - truth) < 5 * np.sqrt(hr_variance(params, truth)))
+
+
+@pytest.mark.parametrize("params, value", [(HR, 1), (HRParams(0.7, 9), 8)])
+def test_batch_follows_the_clients_exact_law(params, value):
+    size = 60_000
+    exact = output_distribution(lambda src: HREncoder(params, rng=src).encode(value).payload["j"])
+    j = HREncoder(params).encode_batch(np.full(size, value), rng=9).columns["j"]
+    observed = np.bincount(j, minlength=params.order)
+    expected = np.array([float(exact.get(i, 0)) for i in range(params.order)]) * size
+    assert stats.chisquare(observed, expected).pvalue > 1e-6
+
+
+def test_batch_rejects_bad_indices():
+    with pytest.raises(ValueError, match=r"in \[0, 3\)"):
+        HREncoder(HR).encode_batch(np.array([0, 3]))
+
+
+def test_json_lines_merge_and_bytes():
+    enc = HREncoder(HR, rng=3, simulation=True)
+    values = ["a", "b", "c", "a"]
+    lines = [enc.encode(v).to_json() for v in values * 50]
+
+    def line(payload: object, fp: str = HR.fingerprint) -> str:
+        return json.dumps({"v": 1, "protocol": "hr", "params": fp, "payload": {"j": payload}})
+
+    bad = [line(4), line(-1), line("01"), line(1, "0" * 16), "{not json"]
+    seen: list[str] = []
+    agg = HRAggregate(HR)
+    assert agg.add_json_lines(lines + bad, on_reject=lambda i, e: seen.append(e.reason)) == 200
+    assert sum(agg.rejected.values()) == 5 and len(seen) == 5 and "not_json" in seen
+    other = HRAggregate(HR)
+    other.add(enc.encode_batch(np.array([0, 1, 2, 0] * 25), rng=4))
+    by_bytes = HRAggregate(HR)
+    by_bytes.add_bytes(b"".join(enc.encode(v).to_bytes() for v in values))
+    merged = Aggregate.from_bytes(agg.to_bytes()).merge(other)
+    assert type(merged) is HRAggregate and merged.n == 300 and merged.params == HR and by_bytes.n == 4
+    np.testing.assert_array_equal(merged.counts, agg.counts + other.counts)
+    assert merged.estimate().items == list(LABELS)
+    with pytest.raises(ValueError, match="parameters differ"):
+        agg.merge(HRAggregate(HRParams(0.25, 3, LABELS)))
+
+
+def test_telemetry_client_round_trip(tmp_path):
+    from ldp.client import TelemetryClient
+    from ldp.spec import CollectionSpec
+
+    doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},
+           "upload": {"min_interval_seconds": 0, "max_batch": 100},
+           "metrics": {"browser": {"protocol": "hr", "params": {"epsilon": 1.0, "domain_size": 3,
+                                                               "labels": list(LABELS)},
+                                   "budget": {"per_report": 2}}}}
+    with TelemetryClient(CollectionSpec.from_dict(doc), tmp_path / "state.db", rng=1, simulation=True) as client:
+        for v in ("a", "b", "b"):
+            client.record("browser", v)
+        assert client.spent("browser", "lifetime").epsilon == pytest.approx(3 * HR.privacy_cost.epsilon)
+        lines = [json.dumps(json.loads(item.line)["report"]) for item in client.pending()]
+    agg = HRAggregate(HR)
+    assert agg.add_json_lines(lines) == 3 and agg.estimate().n == 3

@@ -1,0 +1,193 @@
+"""Subset Selection (protocol ``ss``): params, audit, exact subset law, estimator and exact variance, wire format."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldp.accountant import BudgetLedger
+from ldp.audit import audit_encoder, output_distribution
+from ldp.decoders.base import Aggregate
+from ldp.decoders.subset_selection import SSAggregate, ss_variance
+from ldp.encoders.subset_selection import SSEncoder, SSParams, floyd_subset, subset_size
+from ldp.protocols import get_protocol
+from ldp.reports import ReportBatch
+
+LABELS = ("a", "b", "c", "d", "e")
+SS = SSParams(0.5, 5, LABELS)  # ω = 2
+
+
+@pytest.mark.parametrize("make, rule", [
+    (lambda: SSParams(0.0, 3), "epsilon must be finite and > 0"),
+    (lambda: SSParams(math.inf, 3), "epsilon must be finite"),
+    (lambda: SSParams(1.0, 1), "domain_size must be in"),
+    (lambda: SSParams(1.0, 3.0), "domain_size must be an int"),
+    (lambda: SSParams(1.0, 2, ("a",)), "labels must have"),
+    (lambda: SSParams(1.0, 2, ("a", "a")), "labels must be distinct"),
+    (lambda: SSParams(50.0, 3), "too large"),
+    (lambda: SSParams(1e-20, 3), "too small"),
+    (lambda: SSParams(1.0, 1 << 22), "bytes as an upload line"),
+])
+def test_params_refused_naming_the_rule(make, rule):
+    with pytest.raises((ValueError, TypeError), match=rule):
+        make()
+
+
+def test_params_round_trip_discovery_and_probabilities():
+    assert SSParams.from_dict(json.loads(json.dumps(SS.to_dict()))) == SS == SSParams.from_labels(0.5, LABELS)
+    proto = get_protocol("ss")
+    assert proto.params_type is SSParams and proto.encoder_type is SSEncoder and proto.aggregate_type is SSAggregate
+    assert SS.omega == 2 and [subset_size(e, 1024) for e in (0.5, 1.0, 2.0, 4.0, 10.0)] == [387, 275, 122, 18, 1]
+    e, w, d = math.exp(0.5), 2, 5
+    assert SS.p == pytest.approx(w * e / (w * e + d - w), rel=1e-15)
+    assert SS.q == pytest.approx(SS.p * (w - 1) / (d - 1) + (1 - SS.p) * w / (d - 1), rel=1e-15)
+    assert SS.effective_epsilon == pytest.approx(0.5, rel=1e-12) and SS.privacy_cost.epsilon >= 0.5
+
+
+def test_values_refused_before_any_charge():
+    ledger = BudgetLedger()
+    enc = SSEncoder(SS, ledger=ledger, metric="m")
+    for value in (5, -1, "z", 1.0, True, None):
+        with pytest.raises((ValueError, TypeError)):
+            enc.encode(value)
+    assert ledger.spent("m", "lifetime").epsilon == 0.0
+    enc.encode("b")
+    assert ledger.spent("m", "lifetime").epsilon == SS.privacy_cost.epsilon
+
+
+@pytest.mark.parametrize("eps, d", [(1.0, 2), (1.0, 4), (0.5, 5), (0.3, 6)])
+def test_audit_equals_the_stated_epsilon(eps, d):
+    params = SSParams(eps, d)
+    res = audit_encoder(lambda src: SSEncoder(params, rng=src), range(d))
+    assert res.matches(params.privacy_cost.epsilon), (res.epsilon, params.privacy_cost)
+
+
+def subset_law(params: SSParams, value: int) -> dict[str, float]:
+    return {str(k): float(p) for k, p in output_distribution(
+        lambda src: SSEncoder(params, rng=src).encode(value).payload["bits"].to01()).items()}
+
+
+def test_client_law_is_exact():
+    """Pr[S | v] = p/C(d−1, ω−1) for v ∈ S, (1−p)/C(d−1, ω) otherwise; every S has ω elements."""
+    params = SSParams(0.3, 6)  # ω = 3
+    d, w = 6, params.omega
+    for v in (0, 3, 5):
+        law = subset_law(params, v)
+        assert len(law) == math.comb(d, w) and all(s.count("1") == w for s in law)
+        for s, prob in law.items():
+            want = params.p / math.comb(d - 1, w - 1) if s[v] == "1" else (1 - params.p) / math.comb(d - 1, w)
+            assert prob == pytest.approx(want, rel=1e-12)
+
+
+def test_floyd_subset_is_uniform():
+    law = output_distribution(lambda src: floyd_subset(5, 2, src))
+    assert len(law) == 10 and set(law.values()) == {Fraction(1, 10)}
+
+
+def test_variance_is_the_pure_oracles_and_near_the_optimum():
+    f, n = np.array([500, 300, 200, 0, 0]), 1000
+    p, q = SS.p, SS.q
+    np.testing.assert_allclose(ss_variance(SS, f), n * q * (1 - q) / (p - q) ** 2 + f * (1 - p - q) / (p - q),
+                               rtol=1e-12)
+    for eps in (0.5, 1.0, 2.0, 4.0):  # d ≫ e^ε: per-user variance within 5% of 4e^ε/(e^ε−1)²
+        params, e = SSParams(eps, 1024), math.exp(eps)
+        per_user = ss_variance(params, [0] * 1023 + [10**6])[0] / 10**6
+        assert per_user / (4 * e / (e - 1) ** 2) <= 1.05
+
+
+@pytest.mark.parametrize("method", ["aggregate", "reports"])
+def test_unbiased_with_the_exact_variance(method):
+    """Mean within 5 SE of the truth, sample variance within 5 of its SDs (√(2/(T−1)), relative) of the formula."""
+    params, truth, trials = SSParams(1.0, 8), np.array([500, 300, 100, 0, 50, 0, 20, 30]), 300
+    gen = np.random.default_rng(5)
+    values = np.repeat(np.arange(8), truth)
+    est = np.empty((trials, 8))
+    for i in range(trials):
+        if method == "aggregate":
+            agg = SSAggregate.simulate(params, truth, gen)
+        else:
+            agg = SSAggregate(params)
+            agg.add(SSEncoder(params).encode_batch(values, gen))
+        assert agg.ones.sum() == params.omega * truth.sum()
+        est[i] = agg.estimate().count
+    var = SSAggregate.exact_variance(params, truth)
+    assert np.all(np.abs(est.mean(axis=0) - truth) < 5 * np.sqrt(var / trials))
+    assert np.all(np.abs(est.var(axis=0, ddof=1) / var - 1) < 5 * math.sqrt(2 / (trials - 1)))
+
+
+def test_client_encoder_is_unbiased():
+    params, truth = SSParams(1.0, 6), np.array([300, 0, 100, 100, 0, 50])
+    enc = SSEncoder(params, rng=3, simulation=True)
+    agg = SSAggregate(params)
+    agg.add([enc.encode(int(v)) for v in np.repeat(np.arange(6), truth)])
+    assert np.all(np.abs(agg.estimate().count - truth) < 5 * np.sqrt(ss_variance(params, truth)))
+
+
+@pytest.mark.parametrize("params, value", [(SS, 1), (SS, 4), (SSParams(0.3, 6), 0), (SSParams(0.2, 11), 10)])
+def test_batch_follows_the_clients_exact_law(params, value):
+    size, d = 60_000, params.domain_size
+    law = subset_law(params, value) if d <= 6 else None
+    rows = SSEncoder(params).encode_batch(np.full(size, value), rng=9).columns["bits"]
+    bits = np.unpackbits(rows, axis=1, bitorder="little")
+    assert not bits[:, d:].any() and np.all(bits.sum(axis=1) == params.omega)
+    if law is None:  # per-value frequencies: p at the own value, q elsewhere
+        expect = np.full(d, params.q * size)
+        expect[value] = params.p * size
+        assert np.all(np.abs(bits[:, :d].sum(axis=0) - expect) < 5 * np.sqrt(expect))
+        return
+    keys, counts = np.unique(bits[:, :d], axis=0, return_counts=True)
+    observed = {"".join(map(str, k)): int(c) for k, c in zip(keys, counts, strict=True)}
+    assert set(observed) <= set(law)
+    assert stats.chisquare([observed.get(k, 0) for k in law], [law[k] * size for k in law]).pvalue > 1e-6
+
+
+def test_json_lines_batches_merge_and_bytes():
+    enc = SSEncoder(SS, rng=3, simulation=True)
+    values = ["a", "b", "c", "e"]
+    lines = [enc.encode(v).to_json() for v in values * 50]
+
+    def line(payload: object, fp: str = SS.fingerprint) -> str:
+        return json.dumps({"v": 1, "protocol": "ss", "params": fp, "payload": {"bits": payload}})
+
+    bad = [line("11100"), line("10000"), line("110"), line(3), line("11000", "0" * 16), "{not json"]
+    seen: list[str] = []
+    agg = SSAggregate(SS)
+    assert agg.add_json_lines(lines + bad, on_reject=lambda i, e: seen.append(e.reason)) == 200
+    assert len(seen) == 6 and seen.count("bad_value") == 2 and "not_json" in seen
+    other = SSAggregate(SS)
+    good = enc.encode_batch(np.array([0, 1, 2, 4] * 25), rng=4)
+    cols = good.columns["bits"].copy()
+    cols[[3, 7]] = np.packbits(np.array([[1, 1, 1, 0, 0, 0, 0, 0]], np.uint8), axis=1, bitorder="little")
+    rows: list[int] = []
+    other.add(ReportBatch("ss", SS.fingerprint, SS.schema, {"bits": cols}), on_reject=lambda i, e: rows.append(i))
+    assert other.n == 98 and rows == [3, 7] and other.rejected["bad_value"] == 2
+    by_bytes = SSAggregate(SS)
+    by_bytes.add_bytes(b"".join(enc.encode(v).to_bytes() for v in values))
+    merged = Aggregate.from_bytes(agg.to_bytes()).merge(other)
+    assert type(merged) is SSAggregate and merged.n == 298 and merged.params == SS and by_bytes.n == 4
+    np.testing.assert_array_equal(merged.ones, agg.ones + other.ones)
+    assert merged.estimate().items == list(LABELS)
+
+
+def test_telemetry_client_round_trip(tmp_path):
+    from ldp.client import TelemetryClient
+    from ldp.spec import CollectionSpec
+
+    doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},
+           "upload": {"min_interval_seconds": 0, "max_batch": 100},
+           "metrics": {"browser": {"protocol": "ss", "params": {"epsilon": 0.5, "domain_size": 5,
+                                                               "labels": list(LABELS)},
+                                   "budget": {"per_report": 2}}}}
+    with TelemetryClient(CollectionSpec.from_dict(doc), tmp_path / "state.db", rng=1, simulation=True) as client:
+        for v in ("a", "b", "b"):
+            client.record("browser", v)
+        assert client.spent("browser", "lifetime").epsilon == pytest.approx(3 * SS.privacy_cost.epsilon)
+        lines = [json.dumps(json.loads(item.line)["report"]) for item in client.pending()]
+    agg = SSAggregate(SS)
+    assert agg.add_json_lines(lines) == 3 and agg.estimate().n == 3
+
