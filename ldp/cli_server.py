@@ -71,6 +71,9 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     dec.add_argument("--alpha", type=open_unit, default=0.05, help="significance level of detection (default 0.05)")
     dec.add_argument("--selection", choices=("lasso", "none"), default="lasso", help="RAPPOR: candidate selection")
     dec.add_argument("--top", type=positive_int, default=20, help="SFP: fragments kept per position (default 20)")
+    dec.add_argument("--consistency", choices=("none", "clip", "project", "norm-sub", "base-cut", "ibu"),
+                     default="none", help="post-process the counts (default none: the raw unbiased estimate; see "
+                                          "docs/postprocessing.md)")
     out = dec.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output (every item)")
     out.add_argument("--csv", action="store_true", help="CSV output (every item)")
@@ -134,6 +137,10 @@ def _decode(args: argparse.Namespace) -> int:
             raise ImportError("--plot needs matplotlib: pip install matplotlib, or 'ldp[plot]'")
     metric, est = decode_file(args.aggregate, spec_index(args.spec), metric=args.metric, candidates=args.candidates,
                               confidence=args.confidence, alpha=args.alpha, top=args.top, selection=args.selection)
+    if args.consistency != "none":
+        if not hasattr(est, "consistent"):
+            raise ValueError(f"--consistency applies to frequency estimates, not to {metric.protocol}'s")
+        est = est.consistent(args.consistency, metric.params)
     if args.json:
         print(est.to_json())
     elif args.csv:

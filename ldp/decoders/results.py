@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ldp.accountant import PrivacyCost
+from ldp.decoders import consistency
 from ldp.tables import Column, render
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Estimates", "column_format", "column_rows", "normal_quantile", "project_to_simplex", "require_pandas",
-           "to_frame"]
+__all__ = ["CONSISTENCY_METHODS", "Estimates", "column_format", "column_rows", "normal_quantile", "project_to_simplex",
+           "require_pandas", "to_frame"]
 
 
 def normal_quantile(confidence: float) -> float:
@@ -103,6 +104,56 @@ class Estimates:
         return replace(self, count=project_to_simplex(self.count, self.n),
                        notes=self.notes + ("counts projected onto the simplex",))
 
+    def norm_sub(self) -> Estimates:
+        """Norm-Sub (Wang et al., NDSS 2020): ``max(ĉ_v − δ, 0)`` with the δ that makes the counts sum to n.
+
+        Biased, usually a lower total squared error; the standard errors are those of the raw estimate
+        (:func:`ldp.decoders.consistency.norm_sub`)."""
+        delta = consistency.norm_sub_delta(self.count, self.n)
+        return replace(self, count=np.maximum(self.count - delta, 0.0),
+                       notes=self.notes + (f"Norm-Sub: counts shifted by {-delta:+.1f} and clipped at 0 to sum to n",))
+
+    def base_cut(self, z: float | None = None) -> Estimates:
+        """Base-Cut (Wang et al., NDSS 2020): counts not above ``z·std_error`` set to 0, the others kept.
+
+        ``z`` defaults to ``Φ⁻¹(1 − α/d)`` with ``α = 1 − confidence`` (one-sided, Bonferroni over the d
+        items). Biased (rare items to 0, no longer summing to n) (:func:`ldp.decoders.consistency.base_cut`)."""
+        if z is None:
+            z = NormalDist().inv_cdf(1.0 - (1.0 - self.confidence) / max(len(self.items), 1))
+        return replace(self, count=consistency.base_cut(self.count, z * self.std_error),
+                       notes=self.notes + (f"Base-Cut: counts not above {z:.2f} standard errors set to 0",))
+
+    def ibu(self, params: Any, tol: float = 1e-8, max_iter: int = 10_000) -> Estimates:
+        """Maximum-likelihood counts by IBU / EM from this *raw* estimate under the protocol's ``params``.
+
+        For the protocols of :data:`ldp.decoders.consistency.IBU_PROTOCOLS` (``ValueError`` otherwise, or
+        after another post-processing); non-negative, summing to n, biased. Convergence: ``tol`` on the
+        largest change of a fraction, at most ``max_iter`` iterations (:func:`ldp.decoders.consistency.ibu`)."""
+        if getattr(params, "protocol", None) != self.protocol:
+            raise ValueError(f"params are for {getattr(params, 'protocol', None)!r}, the estimates for "
+                             f"{self.protocol!r}")
+        done = [note for note in self.notes if note.startswith(_POSTPROCESSED)]
+        if done:
+            raise ValueError(f"IBU needs the raw estimate; these were post-processed ({done[0]})")
+        count = consistency.ibu_counts(self.count, self.n, params, tol, max_iter)
+        return replace(self, count=count, notes=self.notes + ("IBU: maximum-likelihood counts by EM",))
+
+    def consistent(self, method: str = "none", params: Any = None, **options: Any) -> Estimates:
+        """The estimate post-processed by ``method``, one of :data:`CONSISTENCY_METHODS` (``none``: unchanged).
+
+        ``params`` is needed by ``ibu`` only; ``options`` go to the method (``z`` for ``base-cut``,
+        ``tol`` and ``max_iter`` for ``ibu``)."""
+        if method == "none":
+            return self
+        if method == "ibu":
+            if params is None:
+                raise ValueError("consistency 'ibu' needs the protocol's params")
+            return self.ibu(params, **options)
+        maps = {"clip": self.clipped, "project": self.projected, "norm-sub": self.norm_sub, "base-cut": self.base_cut}
+        if method not in maps:
+            raise ValueError(f"unknown consistency method {method!r}; known: {', '.join(CONSISTENCY_METHODS)}")
+        return maps[method](**options)
+
     def metadata(self) -> dict[str, Any]:
         """What the rows do not say, as plain values: protocol, n, confidence, privacy and notes."""
         return {"protocol": self.protocol, "n": self.n, "confidence": self.confidence,
@@ -137,6 +188,11 @@ class Estimates:
 
     def __str__(self) -> str:
         return self.table()
+
+
+CONSISTENCY_METHODS = ("none", "clip", "project", "norm-sub", "base-cut", "ibu")
+"""The names :meth:`Estimates.consistent` takes (``none``, the default: the raw unbiased estimate)."""
+_POSTPROCESSED = ("counts clipped", "counts projected", "Norm-Sub", "Base-Cut", "IBU")  # notes of the maps above
 
 
 def column_rows(columns: Mapping[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:
