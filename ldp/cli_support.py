@@ -20,7 +20,7 @@ __all__ = ["COUNT_PROTOCOLS", "PROTOCOLS_HELP",
            "non_negative_int", "finite_float", "positive_float", "open_unit", "matplotlib_missing"]
 
 COUNT_PROTOCOLS = ("rr", "grr", "sue", "oue", "rappor", "cms", "hcms", "sfp", "dbitflip", "bucket-grr", "bucket-oue",
-                   "lgrr", "loue", "hr", "ss")
+                   "lgrr", "loue", "hr", "ss", "blh", "olh")
 """The protocols that estimate counts, in the order the help texts list them (a test checks that they,
 :data:`ldp.encoders.numeric.MEAN_PROTOCOLS` and ``multi`` are every registered protocol)."""
 PROTOCOLS_HELP = (", ".join(COUNT_PROTOCOLS) + "; or a mean: duchi, piecewise, hybrid, memo-mean; "

@@ -49,6 +49,7 @@ from ldp.encoders.cms import CmsParams, SketchParams
 from ldp.encoders.hadamard_response import HRParams
 from ldp.encoders.hcms import HcmsParams
 from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
+from ldp.encoders.local_hashing import BLHParams, LocalHashingParams, OLHParams
 from ldp.encoders.longitudinal import CHARGING, LGRRParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
@@ -61,7 +62,7 @@ __all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgr
            "recommend"]
 
 PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "dbitflip", "bucket-grr", "lgrr", "sue", "oue",
-                     "bucket-oue", "loue", "hr", "ss")
+                     "bucket-oue", "loue", "hr", "ss", "blh", "olh")
 SKETCH_DEFAULTS = {"num_hashes": 256, "width": 1024}  # the benchmark's sizes: collision term negligible
 RAPPOR_DEFAULTS = {"num_bloombits": 64, "num_hashes": 2, "num_cohorts": 32}
 LGRR_PERM_FACTOR = 4.0  # epsilon_perm = 4ε, about the ratio of Google's RAPPOR defaults (ε∞ ≈ 4.4, ε₁ ≈ 1.1)
@@ -83,7 +84,8 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
     * lgrr: one report at ε, the memoized permanent response at ``epsilon_perm = 4ε``;
     * sue, oue: unary encoding over the domain at ε; bucket-oue: OUE over the buckets ``edges = 0, 1, …, d``;
     * loue: L-OUE (permanent OUE) with one report at ε, the permanent response at ``epsilon_perm = 4ε``;
-    * hr, ss: Hadamard Response and Subset Selection over the domain at ε.
+    * hr, ss: Hadamard Response and Subset Selection over the domain at ε;
+    * blh, olh: local hashing over the domain at ε (OLH's g = round(e^ε) + 1).
 
     The mean protocols (duchi, piecewise, hybrid, memo-mean) have their own planner: :mod:`ldp.plan_numeric`;
     ``multi``: :mod:`ldp.plan_multi`.
@@ -117,6 +119,8 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
         return LOUEParams(LGRR_PERM_FACTOR * epsilon, epsilon, domain_size)
     if protocol in ("hr", "ss"):
         return (HRParams if protocol == "hr" else SSParams)(epsilon, domain_size)
+    if protocol in ("blh", "olh"):
+        return (BLHParams if protocol == "blh" else OLHParams)(epsilon, domain_size)
     raise ValueError(f"the planner knows {', '.join(PLANNED_PROTOCOLS)}; got {protocol!r}")
 
 
@@ -152,6 +156,8 @@ def count_variance(params: ProtocolParams, n: float, count: float, domain_size: 
         return float(pure_count_variance(count, n, grr.p, grr.q))
     if isinstance(params, (UnaryParams, BucketOUEParams)):  # pure, with the realized bit probabilities
         return float(pure_count_variance(count, n, params.p, params.q))
+    if isinstance(params, LocalHashingParams):  # support probabilities: p* (own hash value), q* = 1/g
+        return float(pure_count_variance(count, n, params.p_star, params.q_star))
     if isinstance(params, LGRRParams):  # one report per device: GRR with the realized p*, q*
         return float(pure_count_variance(count, n, params.p_star, params.q_star))
     if isinstance(params, DBitFlipParams):

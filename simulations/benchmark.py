@@ -437,6 +437,7 @@ def _register_protocol_sections() -> None:
     import bench_hostile
     import bench_ingest
     import bench_ledger
+    import bench_local_hashing
     import bench_numeric
     import bench_oracles
     import bench_plan
@@ -453,6 +454,7 @@ def _register_protocol_sections() -> None:
     bench_numeric.register(sys.modules[__name__])
     bench_unary.register(sys.modules[__name__])
     bench_oracles.register(sys.modules[__name__])
+    bench_local_hashing.register(sys.modules[__name__])
     bench_regression.register(sys.modules[__name__])
     bench_plan.register(sys.modules[__name__])
     bench_ingest.register(sys.modules[__name__])

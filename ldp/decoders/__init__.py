@@ -7,6 +7,7 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 from ldp.decoders.base import Aggregate, frame_to_batch
 from ldp.decoders.hadamard_response import HRAggregate, hr_variance
 from ldp.decoders.histogram import BucketGRRAggregate, BucketOUEAggregate, DBitFlipAggregate, dbitflip_variance
+from ldp.decoders.local_hashing import LocalHashingAggregate, lh_variance
 from ldp.decoders.longitudinal import LGRRAggregate, MemoMeanAggregate
 from ldp.decoders.mean_results import MeanEstimate
 from ldp.decoders.multi import MultiAggregate, MultiEstimates, multi_variance, recommend_mode
@@ -19,7 +20,7 @@ from ldp.decoders.sketch import SketchAggregate, sketch_variance
 from ldp.decoders.subset_selection import SSAggregate, ss_variance
 from ldp.decoders.unary import UnaryAggregate, unary_variance
 
-__all__ = ["HRAggregate", "hr_variance", "SSAggregate", "ss_variance",
+__all__ = ["HRAggregate", "hr_variance", "SSAggregate", "ss_variance", "LocalHashingAggregate", "lh_variance",
            "Aggregate", "CandidateMap", "Estimates", "GRRAggregate", "RRAggregate", "RapporAggregate",
            "RapporEstimates", "SketchAggregate", "frame_to_batch", "sketch_variance", "grr_variance", "rr_variance",
            "DBitFlipAggregate", "BucketGRRAggregate", "dbitflip_variance", "MeanEstimate", "DuchiAggregate",

@@ -17,6 +17,7 @@ from ldp.encoders.histogram import (
     DBitFlipEncoder,
     DBitFlipParams,
 )
+from ldp.encoders.local_hashing import BLHEncoder, BLHParams, OLHEncoder, OLHParams
 from ldp.encoders.longitudinal import LGRREncoder, LGRRParams, MemoMeanEncoder, MemoMeanParams
 from ldp.encoders.multi import MultiEncoder, MultiParams
 from ldp.encoders.numeric import (
@@ -34,7 +35,7 @@ from ldp.encoders.unary import LOUEEncoder, LOUEParams, OUEEncoder, OUEParams, S
 from ldp.reports import Report, ReportError
 
 __all__ = [
-    "HREncoder", "HRParams", "SSEncoder", "SSParams",
+    "HREncoder", "HRParams", "SSEncoder", "SSParams", "BLHEncoder", "BLHParams", "OLHEncoder", "OLHParams",
     "BudgetExceeded", "BudgetLedger", "BudgetPolicy", "PrivacyCost", "Encoder", "ProtocolParams",
     "BinaryRREncoder", "BinaryRRParams", "GRREncoder", "GRRParams", "RapporEncoder", "RapporParams",
     "CmsEncoder", "CmsParams", "HcmsEncoder", "HcmsParams",
