@@ -17,8 +17,28 @@ for module in ("numpy", "scipy", "sklearn"):
     assert importlib.util.find_spec(module) is None, f"{module} is installed in the client-only venv"
 
 from ldp.client import TelemetryClient  # noqa: E402
-from ldp.encoders import BinaryRRParams, CmsParams, GRRParams, HcmsParams, RapporParams  # noqa: E402
+from ldp.encoders import (  # noqa: E402
+    BinaryRRParams,
+    BLHParams,
+    BucketGRRParams,
+    CmsParams,
+    DBitFlipParams,
+    DuchiParams,
+    GRRParams,
+    HcmsParams,
+    HRParams,
+    HybridParams,
+    LGRRParams,
+    MemoMeanParams,
+    MultiParams,
+    OLHParams,
+    PiecewiseParams,
+    RapporParams,
+    SSParams,
+)
+from ldp.encoders.histogram import BucketOUEParams  # noqa: E402
 from ldp.encoders.sfp import SfpParams  # noqa: E402
+from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams  # noqa: E402
 from ldp.extras import MissingExtraError  # noqa: E402
 from ldp.protocols import client_protocols  # noqa: E402
 from ldp.reports import parse_json  # noqa: E402
@@ -31,6 +51,24 @@ CASES = {
     "hcms": (HcmsParams(4.0, 16, 256), "word"),
     "sfp": (SfpParams(2.0, 2.0, word_num_hashes=16, word_width=256, fragment_num_hashes=16, fragment_width=256),
             "hello"),
+    "sue": (SUEParams(1.0, 8), 3),
+    "oue": (OUEParams(1.0, 8), 3),
+    "blh": (BLHParams(1.0, 8), 3),
+    "olh": (OLHParams(1.0, 8), 3),
+    "hr": (HRParams(1.0, 8), 3),
+    "ss": (SSParams(1.0, 8), 3),
+    "duchi": (DuchiParams(1.0, 0.0, 240.0), 37.5),
+    "piecewise": (PiecewiseParams(1.0, 0.0, 240.0), 37.5),
+    "hybrid": (HybridParams(1.0, 0.0, 240.0), 37.5),
+    "dbitflip": (DBitFlipParams(2.0, (0, 30, 60, 120, 240), d=2), 37.5),
+    "bucket-grr": (BucketGRRParams(1.0, (0, 30, 60, 120, 240)), 37.5),
+    "bucket-oue": (BucketOUEParams(1.0, (0, 30, 60, 120, 240)), 37.5),
+    "lgrr": (LGRRParams(4.0, 1.0, 3), 1),
+    "loue": (LOUEParams(4.0, 1.0, 3), 1),
+    "memo-mean": (MemoMeanParams(1.0, 0.0, 240.0), 37.5),
+    "multi": (MultiParams(2.0, "sample", (("screen", "grr", {"domain_size": 3}),
+                                          ("minutes", "duchi", {"low": 0, "high": 240}))),
+              {"screen": 1, "minutes": 30.0}),
 }
 assert set(CASES) == set(client_protocols()), f"smoke test misses {set(client_protocols()) - set(CASES)}"
 for name, (params, value) in CASES.items():

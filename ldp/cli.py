@@ -134,13 +134,17 @@ def _render_plans(plans: list[Any], ranked: bool) -> str:
         return plans[0].table()
     pct = lambda x: f"{100 * x:.4g}%"  # noqa: E731
     cols = [Column("protocol", align="left"), Column("SE of a fraction", pct, "left"),
-            Column("min detectable", pct, "left"), Column("report bits", align="left"),
-            Column("ε per report", align="left")]
-    rows = [[p.protocol, p.std_error_fraction, p.min_detectable_fraction, p.report_bits, p.epsilon_per_report]
-            for p in plans]
-    head = (f"lowest variance first, n={plans[0].n:,}, d={plans[0].domain_size:,}, "
-            f"at frequency {100 * plans[0].frequency:.4g}%")
-    return render(cols, rows, title=head)
+            Column("min detectable", pct, "left"), Column("var/optimum", lambda x: f"{x:.3f}", "left"),
+            Column("report bits", align="left"), Column("bytes", align="left"), Column("ε per report", align="left")]
+    from ldp.plan_oracles import Ranking
+
+    assert isinstance(plans, Ranking)  # recommend()'s: variance of a rare item's count / the optimum, frame bytes
+    sc = plans.scores
+    rows = [[p.protocol, p.std_error_fraction, p.min_detectable_fraction, sc[p.protocol].variance_ratio,
+             p.report_bits, sc[p.protocol].report_bytes, p.epsilon_per_report] for p in plans]
+    head = (f"lowest variance of a rare item's count first, n={plans[0].n:,}, d={plans[0].domain_size:,}, "
+            f"SE at frequency {100 * plans[0].frequency:.4g}%")
+    return "\n".join([render(cols, rows, title=head), plans.summary()])
 
 
 def _only_detected(est: Any) -> Any:

@@ -12,6 +12,8 @@ Every number comes from the exact variance formula the protocol's decoder uses:
 * dBitFlip: :func:`ldp.decoders.histogram.dbitflip_variance`; bucketized GRR and OUE: GRR's and OUE's;
 * SUE, OUE, L-OUE: pure oracles with the realized bit probabilities (:func:`ldp.decoders.unary.unary_variance`;
   L-OUE: one report per device, charged like L-GRR);
+* HR, SS, BLH, OLH: pure oracles with their realized ``p*``, ``q*`` (HR and BLH: ``q* = 1/2``; OLH: ``1/g``
+  for its rounded ``g``); :func:`recommend` ranks the oracles with :mod:`ldp.plan_oracles`;
 * L-GRR: one report per device per window is GRR with the realized ``p*``, ``q*`` of the two rounds
   (:func:`ldp.decoders.longitudinal.lgrr_variance`); its lifetime charge per value is
   ``min(R·c, epsilon_perm)`` (``charging="min"``, ``c`` = ``LGRRParams.report_charge``) or
@@ -39,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,6 +59,9 @@ from ldp.encoders.sfp import SfpParams
 from ldp.encoders.subset_selection import SSParams
 from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams, UnaryParams
 from ldp.tables import key_values
+
+if TYPE_CHECKING:
+    from ldp.plan_oracles import Ranking
 
 __all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgrr_charges", "plan", "solve_n",
            "recommend"]
@@ -263,6 +268,8 @@ def _report_bits(params: ProtocolParams, d: int) -> int:
         return 1
     if isinstance(params, (GRRParams, BucketGRRParams, LGRRParams)):
         return lg(d)
+    if isinstance(params, (HRParams, LocalHashingParams)):  # uints: j in [0, K); seed and y in [0, g)
+        return sum(lg(f.size) for f in params.schema)
     if isinstance(params, (UnaryParams, BucketOUEParams)):  # one bit per value
         return params.domain_size
     if isinstance(params, DBitFlipParams):  # two k-bit fields on the wire
@@ -383,12 +390,27 @@ def solve_n(protocol: str | ProtocolParams, target_se: float, *, domain_size: in
 
 
 def recommend(epsilon: float, domain_size: int, *, n: int = 1_000_000, frequency: float | None = None,
-              alpha: float = 0.05) -> list[Plan]:
-    """Plans of every frequency protocol applicable to ``(ε, d)``, lowest standard error first
-    (ties: fewer report bits). RAPPOR is left out where its defaults cannot separate ``d`` values."""
-    names = ["rr"] if domain_size == 2 else []
-    names += ["grr", "cms", "hcms"]
+              alpha: float = 0.05) -> Ranking:
+    """Plans of every frequency protocol applicable to ``(ε, d)``: the fixed-domain oracles (rr when
+    ``d = 2``, grr, sue, oue, blh, olh, hr, ss), CMS, HCMS and RAPPOR (left out where its defaults cannot
+    separate ``d`` values), lowest exact variance of a rare item's count first (ties: fewer report bytes).
+
+    The :class:`~ldp.plan_oracles.Ranking` also holds each one's variance / the optimum 4e^ε/(e^ε−1)²
+    and bytes per report (``scores``), and names the best for variance and for size. An oracle whose
+    parameters cannot be made at this ε (a probability that rounds to 0 or 1) is left out, with the reason
+    in ``left_out``."""
+    from ldp.plan_oracles import FIXED_DOMAIN_ORACLES, Ranking
+
+    names = [p for p in FIXED_DOMAIN_ORACLES if p != "rr" or domain_size == 2] + ["cms", "hcms"]
     if domain_size <= RAPPOR_DEFAULTS["num_bloombits"] * RAPPOR_DEFAULTS["num_cohorts"] // 2:
         names.append("rappor")
-    plans = [plan(p, n=n, domain_size=domain_size, epsilon=epsilon, frequency=frequency, alpha=alpha) for p in names]
-    return sorted(plans, key=lambda pl: (round(pl.std_error_count, 9), pl.report_bits))
+    plans, left_out = [], {}
+    for p in names:
+        try:
+            plans.append(plan(p, n=n, domain_size=domain_size, epsilon=epsilon, frequency=frequency, alpha=alpha))
+        except ValueError as e:
+            left_out[p] = str(e)
+    if not plans:
+        raise ValueError(f"no frequency protocol can be planned at epsilon={epsilon}: " +
+                         "; ".join(f"{p}: {why}" for p, why in left_out.items()))
+    return Ranking(plans, epsilon, left_out)

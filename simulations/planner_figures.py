@@ -24,6 +24,9 @@ Tables (CSV in ``--out``, default ``simulations/results/planner_figures``) and f
 * ``sketch_floor.csv``, ``plan-sketch-floor.png``: the standard error of a CMS fraction against
   ``n`` for several numbers of hash functions ``k``, and the floor set by hash collisions (for
   docs/protocols/sketches.md);
+* ``oracles.csv``, ``plan-oracles.png``: every frequency oracle's exact variance of a rare item's
+  count divided by the optimum ``4e^ε/(e^ε−1)²``, against ``d`` at ε ∈ {0.5, 1, 2, 4}, and its
+  bytes per report in a binary frame (:mod:`ldp.plan_oracles`; for docs/planner.md);
 * ``sfp_split.csv``, ``plan-sfp-split.png``: SFP with a total ε of ``--sfp-total``, split between
   the word and the fragment sketches: the smallest discoverable word against the error of a found
   word's count (for docs/protocols/sfp.md).
@@ -54,7 +57,13 @@ DEFAULT_IMG = ROOT / "docs" / "img"
 PROTOCOLS = ("grr", "rappor", "cms", "hcms", "sfp")
 COLORS = {"grr": "tab:green", "rappor": "tab:purple", "cms": "tab:blue", "hcms": "tab:orange", "sfp": "tab:red"}
 DPI = 100
-FIGURE_NAMES = ("se_vs_n", "detectable_vs_epsilon", "grr_vs_d", "rappor_horizon", "sketch_floor", "sfp_split")
+FIGURE_NAMES = ("se_vs_n", "detectable_vs_epsilon", "grr_vs_d", "rappor_horizon", "sketch_floor", "sfp_split",
+                "oracles")
+ORACLES = ("grr", "sue", "oue", "blh", "olh", "hr", "ss", "cms", "hcms")  # rr is GRR at d = 2
+ORACLE_EPSILONS = (0.5, 1.0, 2.0, 4.0)
+ORACLE_STYLES = {"grr": ("tab:green", "-"), "sue": ("tab:gray", "-"), "oue": ("tab:blue", "-"),
+                 "blh": ("tab:pink", "--"), "olh": ("tab:red", "--"), "hr": ("tab:brown", "-."),
+                 "ss": ("black", ":"), "cms": ("tab:cyan", "-"), "hcms": ("tab:orange", "-.")}
 
 SE_COLUMNS = ("protocol", "epsilon", "d", "n", "frequency", "std_error_count", "std_error_fraction", "report_bits")
 DETECT_COLUMNS = ("protocol", "epsilon", "d", "n", "candidates", "alpha", "power", "min_detectable_count",
@@ -63,6 +72,7 @@ GRR_COLUMNS = ("protocol", "epsilon", "d", "n", "frequency", "std_error_fraction
 HORIZON_COLUMNS = ("series", "protocol", "reports", "distinct_values", "epsilon_per_report", "epsilon_per_value",
                    "epsilon_total")
 FLOOR_COLUMNS = ("k", "m", "epsilon", "d", "n", "frequency", "std_error_fraction", "floor")
+ORACLE_COLUMNS = ("protocol", "epsilon", "d", "n", "variance_per_user", "optimum", "variance_ratio", "report_bytes")
 SPLIT_COLUMNS = ("total_epsilon", "word_epsilon", "fragment_epsilon", "d", "n", "frequency", "std_error_fraction",
                  "min_detectable_fraction")
 
@@ -227,6 +237,23 @@ def sfp_split(args: argparse.Namespace, d: int = 1000, frequency: float = 0.01) 
     return rows
 
 
+def oracles(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The numbers :func:`ldp.plan.recommend` ranks by, for every oracle over a grid of ``d``."""
+    from ldp.plan import plan
+    from ldp.plan_oracles import optimal_variance, score
+
+    ds = [2, 4, 16, 64, 256, 1024, 4096] if args.quick else [2**i for i in range(1, 17)]
+    rows = []
+    for eps in ORACLE_EPSILONS:
+        for protocol in ORACLES:
+            for d in ds:
+                s = score(plan(protocol, n=args.n, domain_size=d, epsilon=eps), eps)
+                rows.append({"protocol": protocol, "epsilon": eps, "d": d, "n": args.n,
+                             "variance_per_user": s.variance_per_user, "optimum": optimal_variance(eps),
+                             "variance_ratio": s.variance_ratio, "report_bytes": s.report_bytes})
+    return rows
+
+
 # -- figures -----------------------------------------------------------------------------------------
 def _figure() -> tuple[Any, Any, Any]:
     import matplotlib
@@ -370,6 +397,40 @@ def plot_split(path: Path, rows: list[dict[str, Any]]) -> None:
     _save(plt, fig, ax, path, legend_loc="upper center")
 
 
+def plot_oracles(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Four panels of variance / optimum against d (one per ε) and one of bytes per report (the same at
+    every ε of the grid: OLH's ``y`` needs a second byte only for ``g > 256``, ε > 5.5)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 3, figsize=(13.0, 7.6))
+    for ax, eps in zip(axes.flat[:4], ORACLE_EPSILONS, strict=True):
+        for protocol in ORACLES:
+            rs = [r for r in rows if r["protocol"] == protocol and r["epsilon"] == eps]
+            color, ls = ORACLE_STYLES[protocol]
+            ax.plot([r["d"] for r in rs], [r["variance_ratio"] for r in rs], ls, color=color, lw=1.4, label=protocol)
+        ax.axhline(1.0, color="0.6", lw=3, alpha=0.4, zorder=0)
+        ax.axvline(3 * math.exp(eps) + 2, color="tab:green", lw=0.8, ls=":")
+        ax.set(xscale="log", yscale="log", ylim=(0.2, 50), xlabel="domain size d", ylabel="variance / optimum",
+               title=f"ε = {eps:g} (dotted: d = 3e^ε + 2)")
+        ax.grid(True, which="major", alpha=0.35)
+    ax = axes.flat[4]
+    for protocol in ORACLES:
+        rs = [r for r in rows if r["protocol"] == protocol and r["epsilon"] == 1.0]
+        color, ls = ORACLE_STYLES[protocol]
+        ax.plot([r["d"] for r in rs], [r["report_bytes"] for r in rs], ls, color=color, lw=1.4, label=protocol)
+    ax.set(xscale="log", yscale="log", xlabel="domain size d", ylabel="bytes per report (binary frame)",
+           title="report size (the same at each ε above)")
+    ax.grid(True, which="major", alpha=0.35)
+    axes.flat[5].axis("off")
+    axes.flat[5].legend(*axes.flat[0].get_legend_handles_labels(), loc="center", fontsize=10,
+                        title="exact variance of a rare item's count, per user")
+    fig.tight_layout()
+    save_png(fig, path, DPI)
+
+
 FIGURES = {  # name: (CSV columns, table, figure, PNG file)
     "se_vs_n": (SE_COLUMNS, se_vs_n, plot_se_vs_n, "plan-se-vs-n.png"),
     "detectable_vs_epsilon": (DETECT_COLUMNS, detectable_vs_epsilon, plot_detectable, "plan-detectable-vs-epsilon.png"),
@@ -377,6 +438,7 @@ FIGURES = {  # name: (CSV columns, table, figure, PNG file)
     "rappor_horizon": (HORIZON_COLUMNS, rappor_horizon, plot_horizon, "plan-rappor-horizon.png"),
     "sketch_floor": (FLOOR_COLUMNS, sketch_floor, plot_floor, "plan-sketch-floor.png"),
     "sfp_split": (SPLIT_COLUMNS, sfp_split, plot_split, "plan-sfp-split.png"),
+    "oracles": (ORACLE_COLUMNS, oracles, plot_oracles, "plan-oracles.png"),
 }
 
 
@@ -413,6 +475,12 @@ def summary(tables: dict[str, list[dict[str, Any]]]) -> str:
         lines.append("SFP split (ε_fragment: smallest word found / SE of a word at 1%): " + ", ".join(
             f"{r['fragment_epsilon']:g}: {_pct(r['min_detectable_fraction'])} / {_pct(r['std_error_fraction'])}"
             for r in sp))
+    if orc := tables.get("oracles"):
+        d_max = max(r["d"] for r in orc)
+        for eps in ORACLE_EPSILONS:
+            at = sorted((r for r in orc if r["epsilon"] == eps and r["d"] == d_max), key=lambda r: r["variance_ratio"])
+            lines.append(f"ε = {eps:g}, d = {d_max:,}, variance / optimum: " + ", ".join(
+                f"{r['protocol']} {r['variance_ratio']:.3g} ({r['report_bytes']} B)" for r in at))
     return "\n".join(lines)
 
 

@@ -107,14 +107,17 @@ def test_solve_n_refuses_a_target_below_the_collision_floor() -> None:
 
 
 def test_recommend_follows_the_known_crossover() -> None:
-    """GRR beats the unary-like sketches when ``d − 2 < 3e^ε`` roughly (Wang et al. 2017)."""
+    """GRR beats the unary-like oracles and sketches when ``d − 2 < 3e^ε`` roughly (Wang et al. 2017).
+
+    The ranking is by the variance of a rare item's count (tests/test_plan_oracles.py), not by the standard
+    error at ``frequency`` (1/d), which can order near-ties differently (OLH and OUE, HR and GRR at ε = 2, d = 64)."""
     assert recommend(3.0, 8)[0].protocol == "grr"
-    best_large = recommend(1.0, 1000)[0].protocol
-    assert best_large in ("cms", "hcms")
-    assert [p.protocol for p in recommend(1.0, 1000)][-1] == "grr"
+    large = [p.protocol for p in recommend(1.0, 1000)]
+    assert large[0] in ("oue", "olh", "ss") and large[-1] == "grr"
+    assert min(large.index("cms"), large.index("hcms")) == large.index("cms")  # the sketches: CMS before HCMS
     plans = recommend(2.0, 64)
-    ses = [p.std_error_count for p in plans]
-    assert ses == sorted(ses)
+    rare = [plans.scores[p.protocol].variance_per_user for p in plans]
+    assert rare == sorted(rare)
 
 
 def test_privacy_over_a_horizon() -> None:
@@ -164,7 +167,7 @@ def test_cli_plan_single_target_and_recommend(capsys: pytest.CaptureFixture[str]
     assert out["n"] == solve_n("grr", 0.001, domain_size=50, epsilon=2.0) and out["std_error_fraction"] <= 0.001
     assert main(["plan", "--recommend", "--epsilon", "1", "--d", "200", "--n", "1e6"]) == 0
     text = capsys.readouterr().out
-    assert text.splitlines()[3].startswith("cms") and "grr" in text
+    assert text.splitlines()[3].startswith("ss") and "grr" in text and "cms" in text
     assert main(["plan", "cms", "--n", "10", "--d", "5"]) == 2
     assert "needs --epsilon" in capsys.readouterr().err
     assert main(["plan", "rr", "--epsilon", "1", "--n", "100"]) == 2

@@ -125,3 +125,29 @@ def test_plots_and_arguments(tmp_path, monkeypatch, capsys):
     for png in ("plan-rappor-horizon.png", "plan-sfp-split.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (tmp_path / "plan-se-vs-n.png").exists()
+
+
+def test_oracles_are_recommends_scores(quick_run):
+    """Each row is recommend()'s score of that oracle; GRR is under the optimum exactly below d = 3e^ε + 2."""
+    from ldp.plan import recommend
+    from ldp.plan_oracles import optimal_variance
+
+    script, out = quick_run
+    rows = read_csv(out / "oracles.csv")
+    assert {r["protocol"] for r in rows} == set(script.ORACLES)
+    assert {float(r["epsilon"]) for r in rows} == set(script.ORACLE_EPSILONS)
+    small = {(float(r["epsilon"]), int(r["d"])) for r in rows if int(r["d"]) in (16, 64)}  # RAPPOR is slow at large d
+    for eps, d in small:
+        scores = recommend(eps, d, n=int(rows[0]["n"])).scores
+        for r in (r for r in rows if float(r["epsilon"]) == eps and int(r["d"]) == d):
+            s = scores[r["protocol"]]
+            assert float(r["variance_per_user"]) == pytest.approx(s.variance_per_user, rel=REL)
+            assert float(r["variance_ratio"]) == pytest.approx(s.variance_ratio, rel=REL)
+            assert int(r["report_bytes"]) == s.report_bytes
+    for r in rows:
+        eps, d, ratio = float(r["epsilon"]), int(r["d"]), float(r["variance_ratio"])
+        assert float(r["optimum"]) == pytest.approx(optimal_variance(eps), rel=REL)
+        if r["protocol"] == "grr":
+            assert (ratio < 1) == (d < 3 * math.exp(eps) + 2)
+        if r["protocol"] == "oue":
+            assert ratio == pytest.approx(1.0, rel=REL)
