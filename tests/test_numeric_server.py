@@ -35,7 +35,17 @@ METRICS = {
     "screen_daily": ("lgrr", {"epsilon_perm": 4, "epsilon": 1, "domain_size": 3}),
     "minutes_memo": ("memo-mean", {"epsilon": 1, "low": 0, "high": 240, "buckets": 8}),
     "profile": ("multi", {"epsilon": 2, "mode": "sample", "attributes": ATTRIBUTES}),
+    # the frequency oracles of issue 19
+    "screen_sue": ("sue", {"epsilon": 1, "domain_size": 5}),
+    "screen_oue": ("oue", {"epsilon": 1, "domain_size": 5}),
+    "screen_olh": ("olh", {"epsilon": 1, "domain_size": 5}),
+    "screen_blh": ("blh", {"epsilon": 1, "domain_size": 5}),
+    "screen_hr": ("hr", {"epsilon": 1, "domain_size": 5}),
+    "screen_ss": ("ss", {"epsilon": 1, "domain_size": 5}),
+    "screen_loue": ("loue", {"epsilon_perm": 4, "epsilon": 1, "domain_size": 5}),
+    "minutes_oue": ("bucket-oue", {"epsilon": 1, "edges": [0, 30, 60, 120, 240]}),
 }
+ORACLES = ("sue", "oue", "olh", "blh", "hr", "ss", "loue")
 
 
 def spec_doc() -> dict:
@@ -53,10 +63,12 @@ def spec(tmp_path_factory) -> CollectionSpec:
 
 def _values(protocol: str, n: int, rng: np.random.Generator):
     minutes = np.minimum(rng.exponential(45.0, n), 240.0)
-    if protocol in ("dbitflip", "bucket-grr"):
+    if protocol in ("dbitflip", "bucket-grr", "bucket-oue"):
         return np.searchsorted([30, 60, 120], minutes, side="right")  # the batch encoders take bucket indices
     if protocol == "lgrr":
         return rng.integers(0, 3, n)
+    if protocol in ORACLES:
+        return rng.integers(0, 5, n)
     if protocol == "multi":
         return {"screen": rng.integers(0, 3, n), "minutes": minutes}
     return minutes
@@ -99,6 +111,8 @@ def test_client_uploads_aggregate_and_decode(spec, tmp_path):
                              rng=device, simulation=True) as app:
             for metric, (protocol, _) in METRICS.items():
                 value = {"lgrr": 1, "multi": {"screen": 2, "minutes": 30.0}}.get(protocol, 30.0)
+                if protocol in ORACLES:
+                    value = 3
                 app.record(metric, value)
             lines += [item.line for item in app.pending()]
     (tmp_path / "up.jsonl").write_text("\n".join(lines) + "\n")
