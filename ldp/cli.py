@@ -247,8 +247,9 @@ def make_parser() -> argparse.ArgumentParser:
     rd.add_argument("--map", type=input_file, help="Google's map.csv of candidates")
     rd.add_argument("--candidates", type=input_file, help="a file of candidate strings, one per line")
     rd.add_argument("--alpha", type=open_unit, default=0.05, help="significance level (default 0.05)")
-    rd.add_argument("--correction", choices=("bonferroni", "bh"), default="bonferroni",
-                    help="multiple-testing correction: Bonferroni (default) or Benjamini-Hochberg FDR")
+    rd.add_argument("--correction", choices=("bonferroni", "holm", "bh"), default="bonferroni",
+                    help="multiple-testing correction: Bonferroni (default), Holm (the same family-wise "
+                         "guarantee, never fewer detections) or Benjamini-Hochberg FDR")
     rd.add_argument("--confidence", type=open_unit, default=0.95, help="confidence level of the intervals")
     rd.add_argument("--all", action="store_true", help="print every candidate, not only the detected ones")
     out = rd.add_mutually_exclusive_group()

@@ -25,6 +25,7 @@ from ldp.regression import (
     benjamini_hochberg,
     bonferroni,
     entry_threshold,
+    holm,
     least_squares,
     nonnegative_lasso,
 )
@@ -465,13 +466,15 @@ def test_corrections_agree_with_adjusted_p_values_and_keep_shape():
         np.testing.assert_array_equal(benjamini_hochberg(p, alpha), adjusted_p_values(p, "bh") <= alpha)
         assert benjamini_hochberg(p, alpha).shape == p.shape
         assert np.all(bonferroni(p, alpha) <= benjamini_hochberg(p, alpha))  # BH is less strict
+        np.testing.assert_array_equal(holm(p, alpha), adjusted_p_values(p, "holm") <= alpha)
+        assert np.all(bonferroni(p, alpha) <= holm(p, alpha))  # Holm rejects all Bonferroni does
     assert bonferroni([], 0.05).shape == (0,) and benjamini_hochberg([], 0.05).shape == (0,)
     assert adjusted_p_values([], "bh").shape == (0,)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, 1.5, np.nan])
 def test_corrections_reject_bad_alpha(alpha):
-    for f in (bonferroni, benjamini_hochberg):
+    for f in (bonferroni, holm, benjamini_hochberg):
         with pytest.raises(ValueError, match="alpha must lie strictly between 0 and 1"):
             f([0.1, 0.2], alpha)
 
@@ -486,7 +489,7 @@ def test_corrections_reject_p_values_outside_unit_interval(p):
 
 def test_unknown_adjustment_method():
     with pytest.raises(ValueError, match="method must be one of"):
-        adjusted_p_values([0.1], "holm")
+        adjusted_p_values([0.1], "hommel")
 
 
 # ----------------------------------------------------------------------------------- bad input
@@ -545,3 +548,19 @@ def test_bad_options_raise_value_error(small):
         nonnegative_lasso(X, y, level=0.05, max_iter=0)
     with pytest.raises(ValueError, match="tol must be positive"):
         nonnegative_lasso(X, y, level=0.05, tol=-1.0)
+
+
+def test_holm_hand_example_and_brute_force():
+    """Holm step-down: M = 4, α = 0.05, thresholds 0.0125, 0.0167, 0.025, 0.05 for p sorted ascending."""
+    np.testing.assert_array_equal(holm([0.010, 0.015, 0.030, 0.040], 0.05), [True, True, False, False])
+    np.testing.assert_array_equal(holm([0.010, 0.020, 0.001, 0.5], 0.05), [True, True, True, False])
+    assert not holm([0.03, 0.04], 0.05).any()  # 0.03 > 0.05/2 stops it at once
+    rng = np.random.default_rng(7)
+    for _ in range(200):  # against the definition, nan (untested) counting in M but never rejected
+        p = np.where(rng.uniform(size=12) < 0.1, np.nan, rng.uniform(0, 0.08, size=12))
+        m, want = p.size, np.zeros(12, dtype=bool)
+        for rank, i in enumerate(np.argsort(np.where(np.isnan(p), np.inf, p), kind="stable")):
+            if np.isnan(p[i]) or p[i] > 0.05 / (m - rank):
+                break
+            want[i] = True
+        np.testing.assert_array_equal(holm(p, 0.05), want)

@@ -43,7 +43,7 @@ _EXPORTS = {
     "ldp.regression.selection": ("LassoSelection", "entry_threshold", "nonnegative_lasso"),
     "ldp.regression.ssp": ("SSP", "AdaSSP", "AdaSSPBudget", "ConstSSPFull"),
     "ldp.regression.stats": ("SufficientStatistics",),
-    "ldp.regression.testing": ("adjusted_p_values", "benjamini_hochberg", "bonferroni"),
+    "ldp.regression.testing": ("adjusted_p_values", "benjamini_hochberg", "bonferroni", "holm"),
 }
 # scikit-learn only where an estimator is used: ``ldp.regression.mechanisms`` (numpy only) stays light
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from ldp.regression.selection import LassoSelection, entry_threshold, nonnegative_lasso
     from ldp.regression.ssp import SSP, AdaSSP, AdaSSPBudget, ConstSSPFull
     from ldp.regression.stats import SufficientStatistics
-    from ldp.regression.testing import adjusted_p_values, benjamini_hochberg, bonferroni
+    from ldp.regression.testing import adjusted_p_values, benjamini_hochberg, bonferroni, holm
 
 
 __all__ = [
@@ -77,6 +77,7 @@ __all__ = [
     "entry_threshold",
     "nonnegative_lasso",
     "bonferroni",
+    "holm",
     "benjamini_hochberg",
     "adjusted_p_values",
     "OLS",
