@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import mmh3
 
 from ldp.accountant import PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base import Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.randomness import realized_probability
 from ldp.reports import Field, Report, ReportBatch
 
@@ -51,7 +51,7 @@ def olh_width(epsilon: float) -> int:
     return math.floor(math.exp(epsilon) + 0.5) + 1
 
 
-class LocalHashingParams(ProtocolParams):
+class LocalHashingParams(LabeledDomain, ProtocolParams):
     """What BLH and OLH share: the hash range ``g``, the realized GRR probabilities over ``[0, g)``, the
     seed range, the domain (``index_of`` / ``label_of``) and the wire format ``seed``, ``y`` (uints)."""
 
@@ -81,15 +81,7 @@ class LocalHashingParams(ProtocolParams):
         if self.p <= self.q:
             raise ValueError(f"epsilon={self.epsilon} is too small for {self.protocol}: the keep probability "
                              f"rounds to 1/g, so reports would carry no information")
-        if self.labels is not None:
-            labels = tuple(self.labels)
-            if len(labels) != self.domain_size:
-                raise ValueError(f"labels must have domain_size={self.domain_size} entries, got {len(labels)}")
-            if not all(isinstance(s, str) for s in labels):
-                raise TypeError("labels must be strings")
-            if len(set(labels)) != len(labels):
-                raise ValueError("labels must be distinct")
-            object.__setattr__(self, "labels", labels)
+        self._check_labels()
         self.check_collectable()
 
     @cached_property
@@ -126,31 +118,6 @@ class LocalHashingParams(ProtocolParams):
     def schema(self) -> tuple[Field, ...]:
         return (Field("seed", "uint", self.seed_range), Field("y", "uint", self.g))
 
-    @property
-    def aggregate_cells(self) -> int:
-        return self.domain_size
-
-    @cached_property
-    def _index(self) -> dict[str, int]:
-        return {label: i for i, label in enumerate(self.labels or ())}
-
-    def index_of(self, value: Any) -> int:
-        """Domain index of a label (or of an int index), with a clear error outside the domain."""
-        d = self.domain_size
-        if isinstance(value, str) and self.labels is not None:
-            try:
-                return self._index[value]
-            except KeyError:
-                raise ValueError(f"value {value!r} is not one of the {d} declared labels") from None
-        if isinstance(value, int) and not isinstance(value, bool):
-            if not 0 <= value < d:
-                raise ValueError(f"value index must be in [0, {d}), got {value}")
-            return value
-        kind = "a label or an int index" if self.labels is not None else "an int index in [0, domain_size)"
-        raise TypeError(f"{self.protocol} values must be {kind}, got {type(value).__name__}")
-
-    def label_of(self, index: int) -> str:
-        return self.labels[index] if self.labels is not None else str(index)
 
     def hash_of(self, value: Any, seed: int) -> int:
         """``h_seed`` of a value (label or index): the bucket a report with this seed keeps w.p. ``p``."""

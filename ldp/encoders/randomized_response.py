@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.accountant import PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base import Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.randomness import check_probability, check_resolvable, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch
 
@@ -95,7 +95,7 @@ class BinaryRRParams(ProtocolParams):
 
 
 @dataclass(frozen=True)
-class GRRParams(ProtocolParams):
+class GRRParams(LabeledDomain, ProtocolParams):
     """Generalized randomized response over ``domain_size`` values, optionally named by ``labels``."""
 
     epsilon: float
@@ -112,15 +112,7 @@ class GRRParams(ProtocolParams):
         if self.p <= self.q:
             raise ValueError(f"epsilon={self.epsilon} is too small for domain_size={self.domain_size}: the keep "
                              "probability rounds to 1/d, so reports would carry no information")
-        if self.labels is not None:
-            labels = tuple(self.labels)
-            if len(labels) != self.domain_size:
-                raise ValueError(f"labels must have domain_size={self.domain_size} entries, got {len(labels)}")
-            if not all(isinstance(s, str) for s in labels):
-                raise TypeError("labels must be strings")
-            if len(set(labels)) != len(labels):
-                raise ValueError("labels must be distinct")
-            object.__setattr__(self, "labels", labels)
+        self._check_labels()
         self.check_collectable()
 
     @classmethod
@@ -153,30 +145,6 @@ class GRRParams(ProtocolParams):
     def schema(self) -> tuple[Field, ...]:
         return (Field("index", "uint", self.domain_size),)
 
-    @property
-    def aggregate_cells(self) -> int:
-        return self.domain_size
-
-    @cached_property
-    def _index(self) -> dict[str, int]:
-        return {label: i for i, label in enumerate(self.labels or ())}
-
-    def index_of(self, value: Any) -> int:
-        """Domain index of a label (or of an int index), with a clear error outside the domain."""
-        if isinstance(value, str) and self.labels is not None:
-            try:
-                return self._index[value]
-            except KeyError:
-                raise ValueError(f"value {value!r} is not one of the {self.domain_size} declared labels") from None
-        if isinstance(value, int) and not isinstance(value, bool):
-            if not 0 <= value < self.domain_size:
-                raise ValueError(f"value index must be in [0, {self.domain_size}), got {value}")
-            return value
-        kind = "a label or an int index" if self.labels is not None else "an int index in [0, domain_size)"
-        raise TypeError(f"GRR values must be {kind}, got {type(value).__name__}")
-
-    def label_of(self, index: int) -> str:
-        return self.labels[index] if self.labels is not None else str(index)
 
 
 class BinaryRREncoder(Encoder):

@@ -33,7 +33,7 @@ from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ldp.accountant import MemoizedCharge, PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base import Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.longitudinal import _logaddexp, _SecretEncoder, memo_report_charge
 from ldp.randomness import RandomSource, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
@@ -57,7 +57,7 @@ def unary_draw(p: float, q: float, d: int, index: int, rng: RandomSource) -> int
     return bits | own if rng.bernoulli(p) else bits
 
 
-class UnaryParams:
+class UnaryParams(LabeledDomain):
     """What SUE, OUE, L-OUE and bucketized OUE share: ``domain_size``, ``labels``, the realized bit
     probabilities ``p`` (own bit) and ``q`` (every other bit), and the wire format ``bits`` (d bits)."""
 
@@ -77,22 +77,14 @@ class UnaryParams:
 
     def _check_unary(self, what: str) -> None:
         """The domain, the labels, and that ``p``, ``q`` are realizable and informative (``what``: the ε named)."""
-        d = check_int(self.domain_size, "domain_size", 2, 2**32)
+        check_int(self.domain_size, "domain_size", 2, 2**32)
         if self.q <= 0.0 or self.p >= 1.0:
             raise ValueError(f"{what} is too large for {self.protocol}: a bit probability rounds to 0 or 1 at the "
                              "client's resolution, so reports would not be private")
         if self.p <= self.q:
             raise ValueError(f"{what} is too small for {self.protocol}: p and q are equal at the client's "
                              "resolution, so reports would carry no information")
-        if self.labels is not None:
-            labels = tuple(self.labels)
-            if len(labels) != d:
-                raise ValueError(f"labels must have domain_size={d} entries, got {len(labels)}")
-            if not all(isinstance(s, str) for s in labels):
-                raise TypeError("labels must be strings")
-            if len(set(labels)) != len(labels):
-                raise ValueError("labels must be distinct")
-            object.__setattr__(self, "labels", labels)
+        self._check_labels()
 
     @property
     def effective_epsilon(self) -> float:
@@ -103,31 +95,6 @@ class UnaryParams:
     def schema(self) -> tuple[Field, ...]:
         return (Field("bits", "bits", self.domain_size),)
 
-    @property
-    def aggregate_cells(self) -> int:
-        return self.domain_size
-
-    @cached_property
-    def _index(self) -> dict[str, int]:
-        return {label: i for i, label in enumerate(self.labels or ())}
-
-    def index_of(self, value: Any) -> int:
-        """Domain index of a label (or of an int index), with a clear error outside the domain."""
-        d = self.domain_size
-        if isinstance(value, str) and self.labels is not None:
-            try:
-                return self._index[value]
-            except KeyError:
-                raise ValueError(f"value {value!r} is not one of the {d} declared labels") from None
-        if isinstance(value, int) and not isinstance(value, bool):
-            if not 0 <= value < d:
-                raise ValueError(f"value index must be in [0, {d}), got {value}")
-            return value
-        kind = "a label or an int index" if self.labels is not None else "an int index in [0, domain_size)"
-        raise TypeError(f"{self.protocol} values must be {kind}, got {type(value).__name__}")
-
-    def label_of(self, index: int) -> str:
-        return self.labels[index] if self.labels is not None else str(index)
 
 
 @dataclass(frozen=True)
