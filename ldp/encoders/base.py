@@ -15,9 +15,8 @@ from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
 
-__all__ = ["ProtocolParams", "Encoder", "BoundedMemo", "LabeledDomain", "client_secret", "SECRET_BYTES",
-           "check_epsilon", "check_int", "check_string_value",
-           "MAX_AGGREGATE_CELLS"]
+__all__ = ["ProtocolParams", "Encoder", "BoundedMemo", "LabeledDomain", "DomainPrepare", "client_secret",
+           "SECRET_BYTES", "check_epsilon", "check_int", "check_string_value", "MAX_AGGREGATE_CELLS"]
 
 _V = TypeVar("_V")
 _P = TypeVar("_P", bound="ProtocolParams")
@@ -114,6 +113,20 @@ class LabeledDomain:
 
     def label_of(self, index: int) -> str:
         return self.labels[index] if self.labels is not None else str(index)
+
+
+class DomainPrepare:
+    """``prepare`` for an encoder of a :class:`LabeledDomain`: the value's index, an in-range int checked inline
+    (the common case), anything else through ``params.index_of`` (labels, clear errors). Listed before
+    :class:`Encoder` in the bases."""
+
+    params: Any
+
+    def prepare(self, value: Any) -> int:
+        if type(value) is int and 0 <= value < self.params.domain_size:
+            return value
+        index: int = self.params.index_of(value)
+        return index
 
 
 class BoundedMemo(Generic[_V]):

@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.accountant import PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon
+from ldp.encoders.base import DomainPrepare, Encoder, ProtocolParams, check_epsilon
 from ldp.encoders.unary import UnaryParams
 from ldp.randomness import logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch
@@ -91,16 +91,11 @@ class HRParams(UnaryParams, ProtocolParams):
         return self.order
 
 
-class HREncoder(Encoder):
+class HREncoder(DomainPrepare, Encoder):
     """Client encoder for :class:`HRParams`; values are labels or indices in ``[0, d)``."""
 
     params: HRParams
     params_type: ClassVar[type[HRParams]] = HRParams
-
-    def prepare(self, value: Any) -> int:
-        if type(value) is int and 0 <= value < self.params.domain_size:  # the common case, checked inline
-            return value
-        return self.params.index_of(value)
 
     def randomize(self, prepared: int) -> Report:
         rng, pr = self._rng, self.params

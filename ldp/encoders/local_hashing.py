@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import mmh3
 
 from ldp.accountant import PrivacyCost
-from ldp.encoders.base import Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.randomness import realized_probability
 from ldp.reports import Field, Report, ReportBatch
 
@@ -170,15 +170,10 @@ class OLHParams(LocalHashingParams):
         return olh_width(check_epsilon(self.epsilon))
 
 
-class _LocalHashingEncoder(Encoder):
+class _LocalHashingEncoder(DomainPrepare, Encoder):
     """Shared by BLH and OLH (abstract: each subclass's ``randomize`` names its law for discovery)."""
 
     params: BLHParams | OLHParams
-
-    def prepare(self, value: Any) -> int:
-        if type(value) is int and 0 <= value < self.params.domain_size:  # the common case, checked inline
-            return value
-        return self.params.index_of(value)
 
     def _lh_report(self, prepared: int) -> Report:
         rng, pr = self._rng, self.params

@@ -36,7 +36,7 @@ from functools import cached_property, partial
 from typing import Any, ClassVar
 
 from ldp.accountant import MemoizedCharge, PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, client_secret
+from ldp.encoders.base import DomainPrepare, Encoder, ProtocolParams, check_epsilon, check_int, client_secret
 from ldp.encoders.numeric import DuchiParams, NumericParams
 from ldp.encoders.randomized_response import GRRParams
 from ldp.randomness import KeyedRandomSource, RandomSource, bernoulli_threshold, check_probability, realized_probability
@@ -329,7 +329,7 @@ class _SecretEncoder(Encoder):
         return MemoizedCharge(key, first=one, then=one, cap=cap)
 
 
-class LGRREncoder(_SecretEncoder):
+class LGRREncoder(DomainPrepare, _SecretEncoder):
     """L-GRR client: values are labels or indices in ``[0, k)``. ``charging="min"`` charges
     :attr:`LGRRParams.report_charge` per report, at most ``epsilon_perm`` per value; ``"upfront"``
     charges ``epsilon_perm`` on a value's first report. ``prr_rng`` (audits, simulation) draws each
@@ -337,11 +337,6 @@ class LGRREncoder(_SecretEncoder):
 
     params: LGRRParams
     params_type: ClassVar[type[LGRRParams]] = LGRRParams
-
-    def prepare(self, value: Any) -> int:
-        if type(value) is int and 0 <= value < self.params.domain_size:
-            return value
-        return self.params.index_of(value)
 
     def permanent_response(self, index: int) -> int:
         """The memoized round-1 response of ``index`` (the same for the same value, always)."""

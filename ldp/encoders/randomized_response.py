@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.accountant import PrivacyCost
-from ldp.encoders.base import Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.randomness import check_probability, check_resolvable, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch
 
@@ -172,16 +172,11 @@ class BinaryRREncoder(Encoder):
         return self._batch({"bit": rr_encode_batch(self.params, values, rng)})
 
 
-class GRREncoder(Encoder):
+class GRREncoder(DomainPrepare, Encoder):
     """Client encoder for :class:`GRRParams`; values are labels or indices in ``[0, d)``."""
 
     params: GRRParams
     params_type: ClassVar[type[GRRParams]] = GRRParams
-
-    def prepare(self, value: Any) -> int:
-        if type(value) is int and 0 <= value < self.params.domain_size:  # the common case, checked inline
-            return value
-        return self.params.index_of(value)
 
     def randomize(self, prepared: int) -> Report:
         rng, pr = self._rng, self.params

@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.accountant import PrivacyCost
-from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon
+from ldp.encoders.base import DomainPrepare, Encoder, ProtocolParams, check_epsilon
 from ldp.encoders.unary import UnaryParams
 from ldp.randomness import RandomSource, logistic_tail, realized_probability
 from ldp.reports import Report, ReportBatch, ReportError, bits_from_int
@@ -98,16 +98,11 @@ class SSParams(UnaryParams, ProtocolParams):
             raise ReportError("bad_value", f"bits must have exactly omega={self.omega} ones, got {bits.count()}")
 
 
-class SSEncoder(Encoder):
+class SSEncoder(DomainPrepare, Encoder):
     """Client encoder for :class:`SSParams`; values are labels or indices in ``[0, d)``."""
 
     params: SSParams
     params_type: ClassVar[type[SSParams]] = SSParams
-
-    def prepare(self, value: Any) -> int:
-        if type(value) is int and 0 <= value < self.params.domain_size:  # the common case, checked inline
-            return value
-        return self.params.index_of(value)
 
     def randomize(self, prepared: int) -> Report:
         pr, rng, v = self.params, self._rng, prepared

@@ -33,7 +33,7 @@ from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ldp.accountant import MemoizedCharge, PrivacyCost
-from ldp.encoders.base import Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.longitudinal import _logaddexp, _SecretEncoder, memo_report_charge
 from ldp.randomness import RandomSource, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
@@ -165,15 +165,10 @@ class OUEParams(UnaryParams, ProtocolParams):
         return PrivacyCost(max(self.epsilon, self.effective_epsilon))
 
 
-class _UnaryEncoder(Encoder):
+class _UnaryEncoder(DomainPrepare, Encoder):
     """Shared by SUE and OUE (abstract: each subclass's ``randomize`` names its law for discovery)."""
 
     params: SUEParams | OUEParams
-
-    def prepare(self, value: Any) -> int:
-        if type(value) is int and 0 <= value < self.params.domain_size:  # the common case, checked inline
-            return value
-        return self.params.index_of(value)
 
     def _unary_report(self, prepared: int) -> Report:
         pr = self.params
@@ -308,18 +303,13 @@ class LOUEParams(UnaryParams, ProtocolParams):
         return memo_report_charge(self.privacy_cost, self.memo_cap, self.leakage)
 
 
-class LOUEEncoder(_SecretEncoder):
+class LOUEEncoder(DomainPrepare, _SecretEncoder):
     """L-OUE client: values are labels or indices in ``[0, d)``. The permanent response of each value
     comes from the device secret (as :class:`~ldp.encoders.longitudinal.LGRREncoder`'s); ``charging``
     and ``prr_rng`` as there."""
 
     params: LOUEParams
     params_type: ClassVar[type[LOUEParams]] = LOUEParams
-
-    def prepare(self, value: Any) -> int:
-        if type(value) is int and 0 <= value < self.params.domain_size:
-            return value
-        return self.params.index_of(value)
 
     def permanent_response(self, index: int) -> int:
         """The memoized round-1 bits of ``index`` as an int (the same for the same value, always)."""
