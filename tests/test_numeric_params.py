@@ -275,3 +275,22 @@ def test_hybrid_fold_matches_a_row_by_row_count():
     pairs = collections.Counter(zip(pm.tolist(), out.tolist(), strict=True))
     assert agg.duchi.tolist() == [pairs[(0, 0)], pairs[(0, 1)]]
     assert agg.cells.tolist() == [pairs[(1, j)] for j in range(16)]
+
+
+def test_hybrid_batch_rejects_keep_the_rows_of_the_batch():
+    """A row broken by the Hybrid's own rule and a row the generic checks reject: both reported with their
+    row numbers in the batch given (the generic check once saw the filtered batch's numbers)."""
+    import numpy as np
+
+    from ldp.decoders.numeric import HybridAggregate
+    from ldp.encoders.numeric import HybridParams
+    from ldp.reports import ReportBatch
+
+    params = HybridParams(2.0, 0.0, 1.0, cells=16)
+    cols = {"pm": np.array([0, 1, 1, 0], dtype=np.uint8), "out": np.array([5, 3, 16, 1], dtype=np.uint32)}
+    batch = ReportBatch(params.protocol, params.fingerprint, tuple(params.schema), cols)
+    seen = []
+    agg = HybridAggregate(params)
+    assert agg.add(batch, on_reject=lambda row, err: seen.append((row, err.reason))) == 2
+    assert sorted(seen) == [(0, "out_of_range"), (2, "out_of_range")]
+    assert agg.rejected["out_of_range"] == 2 and agg.n == 2

@@ -15,7 +15,7 @@ import struct
 import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
@@ -127,14 +127,14 @@ class Aggregate(ABC):
             getattr(self, name)[...] = arr
 
     # -- what every protocol defines, each with its own arguments (typed loosely here) ------------
+    @abstractmethod
     def estimate(self, *args: Any, **options: Any) -> Estimates:
         """The counts (with standard errors and CIs) the aggregate's reports support."""
-        raise NotImplementedError(f"{type(self).__name__} defines no estimate")
 
     @classmethod
+    @abstractmethod
     def simulate(cls: type[A], params: Any, true_counts: Any, rng: Any = None, *args: Any, **options: Any) -> A:
         """An exact draw of the aggregate of users holding ``true_counts`` (no report is made)."""
-        raise NotImplementedError(f"{cls.__name__} defines no simulate")
 
     # -- ingestion -----------------------------------------------------------------------------
     def add(self, reports: Report | ReportBatch | Frame | Iterable[Report],
@@ -251,6 +251,29 @@ class Aggregate(ABC):
             self._fold(dict(cols))
             self.n += accepted
         return accepted
+
+    def _add_batch_without(self, batch: ReportBatch, bad: np.ndarray, reasons: str | Sequence[str], detail: str,
+                           on_reject: RejectHandler | None,
+                           then: Callable[[ReportBatch, RejectHandler | None], int]) -> int:
+        """Reject the rows ``bad`` of a batch (a protocol's own rule: ``reasons``, one or one per row, with
+        ``row i: detail``), then ``then`` (the next ``_add_batch``) on the rest, whose rejects are reported
+        with the row numbers of ``batch``."""
+        for i in np.flatnonzero(bad).tolist():
+            reason = reasons if isinstance(reasons, str) else reasons[i]
+            self.rejected[reason] += 1
+            if on_reject is not None:
+                on_reject(i, ReportError(reason, f"row {i}: {detail}"))
+        keep = np.flatnonzero(~bad)
+        rest = ReportBatch(batch.protocol, batch.fingerprint, batch.schema,
+                           {name: np.asarray(col)[keep] for name, col in batch.columns.items()})
+        if on_reject is None:
+            return then(rest, None)
+        report = on_reject
+
+        def renumber(item: Any, err: ReportError) -> None:  # row numbers of `rest` -> of `batch`
+            report(int(keep[item]) if isinstance(item, int) else item, err)
+
+        return then(rest, renumber)
 
     # -- merge and serialization -----------------------------------------------------------------
     def _check_compatible(self, other: Aggregate) -> None:

@@ -41,7 +41,7 @@ from ldp.decoders.results import Estimates
 from ldp.decoders.unary import UnaryAggregate
 from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
 from ldp.randomness import as_generator
-from ldp.reports import ReportBatch, ReportError
+from ldp.reports import ReportBatch
 
 __all__ = ["DBitFlipAggregate", "BucketGRRAggregate", "BucketOUEAggregate", "dbitflip_variance"]
 
@@ -102,21 +102,9 @@ class DBitFlipAggregate(Aggregate):
         bad = self._rule_breakers(batch)
         if bad is None or not bad.any():
             return super()._add_batch(batch, on_reject)
-        rows = np.flatnonzero(bad)
-        self.rejected["bad_value"] += int(rows.size)
-        if on_reject is not None:
-            for i in rows:
-                on_reject(int(i), ReportError("bad_value", f"row {i}: not exactly d={self.params.d} sampled "
-                                                           "buckets, or a 1 outside them"))
-        keep = np.flatnonzero(~bad)
-        rest = ReportBatch(batch.protocol, batch.fingerprint, batch.schema,
-                           {name: col[keep] for name, col in batch.columns.items()})
-
-        def renumber(item: Any, err: ReportError) -> None:  # row numbers of `rest` -> of `batch`
-            assert on_reject is not None
-            on_reject(int(keep[item]) if isinstance(item, int) else item, err)
-
-        return super()._add_batch(rest, None if on_reject is None else renumber)
+        return self._add_batch_without(batch, bad, "bad_value",
+                                       f"not exactly d={self.params.d} sampled buckets, or a 1 outside them",
+                                       on_reject, super()._add_batch)
 
     def estimate(self, confidence: float = 0.95) -> Estimates:
         """Unbiased count of users per bucket, with plug-in standard errors and normal CIs."""

@@ -53,7 +53,7 @@ from ldp.encoders.base import ProtocolParams
 from ldp.encoders.multi import MultiParams
 from ldp.encoders.numeric import NumericParams
 from ldp.randomness import as_generator
-from ldp.reports import ReportBatch, ReportError
+from ldp.reports import ReportBatch
 
 __all__ = ["MultiAggregate", "MultiEstimates", "inverse_moment", "attribute_variance", "multi_variance",
            "recommend_mode"]
@@ -292,19 +292,8 @@ class MultiAggregate(Aggregate):
         if found is None or not found[0].any():
             return super()._add_batch(batch, on_reject)
         bad, reasons = found
-        for i in np.flatnonzero(bad):
-            self.rejected[reasons[i]] += 1
-            if on_reject is not None:
-                on_reject(int(i), ReportError(reasons[i], f"row {i}: breaks the multi or its attribute's rules"))
-        keep = np.flatnonzero(~bad)
-        rest = ReportBatch(batch.protocol, batch.fingerprint, batch.schema,
-                           {name: np.asarray(col)[keep] for name, col in batch.columns.items()})
-
-        def renumber(item: Any, err: ReportError) -> None:  # row numbers of `rest` -> of `batch`
-            assert on_reject is not None
-            on_reject(int(keep[item]) if isinstance(item, int) else item, err)
-
-        return super()._add_batch(rest, None if on_reject is None else renumber)
+        return self._add_batch_without(batch, bad, reasons, "breaks the multi or its attribute's rules", on_reject,
+                                       super()._add_batch)
 
     # -- estimates -------------------------------------------------------------------------------
     def estimate(self, confidence: float = 0.95) -> MultiEstimates:  # type: ignore[override]  # one per attribute

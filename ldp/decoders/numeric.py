@@ -22,6 +22,7 @@ more distinct indices than reports to spread, each report's uniform cell).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,7 +33,7 @@ from ldp.decoders.base import Aggregate, RejectHandler, StateLayout
 from ldp.decoders.mean_results import MeanEstimate
 from ldp.encoders.numeric import DuchiParams, HybridParams, NumericParams, PiecewiseParams
 from ldp.randomness import as_generator
-from ldp.reports import ReportBatch, ReportError
+from ldp.reports import ReportBatch
 
 __all__ = ["DuchiAggregate", "PiecewiseAggregate", "HybridAggregate", "duchi_values", "duchi_probability_one",
            "duchi_report_variance", "piecewise_values", "piecewise_cell_probabilities", "piecewise_report_variance",
@@ -196,9 +197,9 @@ def _bincount(col: np.ndarray, size: int) -> Counts:
 class _MeanAggregate(Aggregate):
     params: Any
 
+    @abstractmethod
     def _units_and_counts(self) -> tuple[Floats, Counts]:
         """Each outcome's unbiased value in units of the range (``(v − low)/(high − low)``), and its count."""
-        raise NotImplementedError
 
     def estimate(self, confidence: float = 0.95) -> MeanEstimate:  # type: ignore[override]  # a mean, not counts
         """The unbiased mean with its plug-in standard error (module docstring) and a normal CI."""
@@ -210,8 +211,9 @@ class _MeanAggregate(Aggregate):
         return MeanEstimate(pr.protocol, self.n, mean, se, confidence, pr.privacy_cost, pr.low, pr.high, notes)
 
     @classmethod
+    @abstractmethod
     def report_variance(cls, params: Any, x: Floats) -> Floats:
-        raise NotImplementedError
+        """The exact variance of one report's unbiased value for users holding ``x``."""
 
     @classmethod
     def exact_variance(cls, params: Any, values: Any) -> float:
@@ -312,14 +314,9 @@ class HybridAggregate(_MeanAggregate):
             pm, out = np.asarray(cols["pm"]), np.asarray(cols["out"])
             if pm.shape == out.shape and pm.ndim == 1:
                 bad = (pm == 0) & (out >= 2)
-                if bad.any():
-                    if on_reject is not None:
-                        for i in np.flatnonzero(bad):
-                            on_reject(int(i), ReportError("out_of_range", f"row {i}: out must be a bit when pm = 0"))
-                    self.rejected["out_of_range"] += int(bad.sum())
-                    keep = ~bad
-                    batch = ReportBatch(batch.protocol, batch.fingerprint, batch.schema,
-                                        {k: np.asarray(v)[keep] for k, v in cols.items()})
+                if bad.any():  # the rest's rejects keep the row numbers of `batch`
+                    return self._add_batch_without(batch, bad, "out_of_range", "out must be a bit when pm = 0",
+                                                   on_reject, super()._add_batch)
         return super()._add_batch(batch, on_reject)
 
     def _units_and_counts(self) -> tuple[Floats, Counts]:

@@ -25,7 +25,7 @@ from ldp.decoders.randomized_response import _true_counts
 from ldp.decoders.unary import UnaryAggregate, unary_variance
 from ldp.encoders.subset_selection import SSParams
 from ldp.randomness import as_generator
-from ldp.reports import ReportBatch, ReportError
+from ldp.reports import ReportBatch
 
 __all__ = ["SSAggregate", "ss_variance"]
 
@@ -52,19 +52,8 @@ class SSAggregate(UnaryAggregate):
         bad = row_popcount(batch.columns["bits"] & row_padding_mask(p.domain_size)) != p.omega
         if not bad.any():
             return super()._add_batch(batch, on_reject)
-        rows = np.flatnonzero(bad)
-        self.rejected["bad_value"] += int(rows.size)
-        if on_reject is not None:
-            for i in rows:
-                on_reject(int(i), ReportError("bad_value", f"row {i}: not exactly omega={p.omega} ones"))
-        keep = np.flatnonzero(~bad)
-        rest = ReportBatch(batch.protocol, batch.fingerprint, batch.schema, {"bits": batch.columns["bits"][keep]})
-
-        def renumber(item: Any, err: ReportError) -> None:  # row numbers of `rest` -> of `batch`
-            assert on_reject is not None
-            on_reject(int(keep[item]) if isinstance(item, int) else item, err)
-
-        return super()._add_batch(rest, None if on_reject is None else renumber)
+        return self._add_batch_without(batch, bad, "bad_value", f"not exactly omega={p.omega} ones", on_reject,
+                                       super()._add_batch)
 
     @classmethod
     def simulate(cls, params: SSParams, true_counts: Any, rng: Any = None) -> SSAggregate:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
@@ -125,9 +125,11 @@ class NumericParams(ProtocolParams):
         """The realized ε (never above the requested ``epsilon``)."""
         return PrivacyCost(self.realized_epsilon)
 
-    @property
-    def realized_epsilon(self) -> float:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what each mechanism defines
+
+        @property
+        def realized_epsilon(self) -> float:
+            """The exact ε of the probabilities the client realizes."""
 
     def check_value(self, value: Any) -> float:
         """``value`` as a float in ``[low, high]``: ``TypeError`` for a bool, str or non-number,

@@ -36,7 +36,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ldp.accountant import MemoizedCharge, PrivacyCost
 from ldp.encoders.base import (
@@ -50,10 +50,6 @@ from ldp.encoders.base import (
 from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
 from ldp.randomness import KeyedRandomSource, RandomSource, check_resolvable, realized_probability
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
-
-if TYPE_CHECKING:  # numpy is for simulation only: the client never imports it
-    import numpy as np
-    import numpy.typing as npt
 
 __all__ = ["RapporParams", "RapporEncoder", "bloom_bits", "bloom_filter", "google_prr_masks", "MODES", "CHARGING"]
 
@@ -285,7 +281,7 @@ class RapporEncoder(Encoder):
         self._hex_fp = self._fp.encode("ascii")
         self._memo: BoundedMemo[_Prepared] = BoundedMemo(MEMO_ENTRIES, MEMO_MAX_VALUE)
         # (candidates, packed Bloom table) for encode_batch
-        self._table_cache: tuple[tuple[str | bytes, ...], npt.NDArray[np.uint8]] | None = None
+        self._table_cache: tuple[tuple[str | bytes, ...], Any] | None = None  # (candidates, numpy uint8 table)
 
     @property
     def secret(self) -> bytes:
