@@ -147,14 +147,6 @@ def _render_plans(plans: list[Any], ranked: bool) -> str:
     return "\n".join([render(cols, rows, title=head), plans.summary()])
 
 
-def _only_detected(est: Any) -> Any:
-    from dataclasses import replace
-
-    keep = [i for i, d in enumerate(est.detected) if d]
-    return replace(est, items=[est.items[i] for i in keep], count=est.count[keep], std_error=est.std_error[keep],
-                   extra={k: v[keep] for k, v in est.extra.items()})
-
-
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ldp", description="Telemetry under local differential privacy.")
     parser.add_argument("--version", action="version", version=f"ldp {__version__}")
@@ -244,17 +236,34 @@ def make_parser() -> argparse.ArgumentParser:
     rd.add_argument("--counts", type=input_file, help="Google's counts.csv (one row per cohort)")
     rd.add_argument("--aggregate", type=input_file,
                     help="an ldp RAPPOR aggregate (Aggregate.to_bytes) instead of --params/--counts")
-    rd.add_argument("--map", type=input_file, help="Google's map.csv of candidates")
-    rd.add_argument("--candidates", type=input_file, help="a file of candidate strings, one per line")
+    rd.add_argument("--map", type=input_file,
+                    help="Google's map.csv of candidates (a leading UTF-8 byte-order mark is dropped)")
+    rd.add_argument("--candidates", type=input_file,
+                    help="a UTF-8 file of candidate strings, one per line, each exactly as written; a leading "
+                         "byte-order mark is dropped and blank lines skipped; a repeated candidate or text that "
+                         "is not UTF-8 is an error")
     rd.add_argument("--alpha", type=open_unit, default=0.05, help="significance level (default 0.05)")
-    rd.add_argument("--correction", choices=("bonferroni", "holm", "bh"), default="bonferroni",
-                    help="multiple-testing correction: Bonferroni (default), Holm (the same family-wise "
-                         "guarantee, never fewer detections) or Benjamini-Hochberg FDR")
-    rd.add_argument("--confidence", type=open_unit, default=0.95, help="confidence level of the intervals")
-    rd.add_argument("--all", action="store_true", help="print every candidate, not only the detected ones")
+    rd.add_argument("--correction", choices=("bh", "holm", "bonferroni"), default="bh",
+                    help="multiple-testing correction: Benjamini-Hochberg (default: the expected share of false "
+                         "detections among the detections is at most --alpha), Holm or Bonferroni (the chance of "
+                         "any false detection is at most --alpha; Holm never detects fewer)")
+    rd.add_argument("--selection", choices=("auto", "lasso", "none"), default="auto",
+                    help="fit every candidate (none), select by the lasso first (lasso) or choose: every candidate "
+                         "when there are at most half as many as count rows, else the lasso (auto, default)")
+    rd.add_argument("--confidence", type=open_unit, default=0.95,
+                    help="confidence level of the intervals (default 0.95; --google-csv names its interval "
+                         "columns for it)")
+    shown = rd.add_mutually_exclusive_group()
+    shown.add_argument("--all", action="store_true", help="print every candidate, not only the detected ones")
+    shown.add_argument("--detected-only", action="store_true",
+                       help="with --csv or --json: only the detected candidates (the printed table shows only "
+                            "them unless --all)")
     out = rd.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="machine-readable output")
+    out.add_argument("--json", action="store_true", help="machine-readable output (every candidate)")
     out.add_argument("--csv", action="store_true", help="CSV output (every candidate)")
+    out.add_argument("--google-csv", action="store_true",
+                     help="Google's results.csv (string, estimate, std_error, proportion, prop_std_error, "
+                          "prop_low_95, prop_high_95): the detected candidates by decreasing estimate")
     sd = sub.add_parser("sfp-discover", help="discover popular words from Sequence Fragment Puzzle reports",
                         description="Puzzle reconstruction: score every (hash, fragment) record per position, keep "
                                     "the top ones, glue them by word hash and confirm candidates in the word sketch.")
@@ -386,13 +395,16 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps([p.to_dict() for p in plans], indent=2) if args.json
               else _render_plans(plans, args.recommend))
     elif args.command == "rappor-decode":
+        from ldp.decoders.rappor_output import detected_only, google_results_csv
+
         est = rappor_decode_files(args)
-        if args.json:
-            print(est.to_json())
-        elif args.csv:
-            print(est.to_csv(), end="")
+        if args.google_csv:
+            print(google_results_csv(est), end="")
+        elif args.json or args.csv:
+            est = detected_only(est) if args.detected_only else est
+            print(est.to_json() if args.json else est.to_csv(), end="\n" if args.json else "")
         else:
-            shown = est if args.all else _only_detected(est)
+            shown = est if args.all else detected_only(est)
             print(shown.table(max_rows=len(shown.items) if args.all else 100))
     elif args.command == "sfp-discover":
         agg, found = sfp_discover_files(args)

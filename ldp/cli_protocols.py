@@ -105,11 +105,18 @@ def _aggregate_file(path: str, aggregate_type: type, protocol: str) -> Any:
 
 
 def rappor_decode_files(args: argparse.Namespace) -> Any:
-    """Decode RAPPOR counts: Google's params/counts/map CSVs, or our aggregate file + candidates."""
+    """Decode RAPPOR counts: Google's params/counts/map CSVs, or our aggregate file + candidates.
+
+    Text files are read as UTF-8 (a leading byte-order mark dropped; :func:`ldp.decoders.rappor_output.decode_text`);
+    a candidate file by :func:`~ldp.decoders.rappor_output.read_candidates`; no candidates is an error."""
     from ldp.decoders.rappor import RapporAggregate
     from ldp.decoders.rappor_decode import CandidateMap, decode
+    from ldp.decoders.rappor_output import decode_text, read_candidates
     from ldp.encoders.rappor import RapporParams
 
+    if getattr(args, "google_csv", False) and args.all:
+        raise ValueError("--google-csv writes the detected candidates only, as Google's results.csv does; "
+                         "for every candidate use --csv or --json")
     if args.aggregate:
         if args.counts or args.params:
             raise ValueError("give either --aggregate or --params with --counts, not both")
@@ -117,15 +124,20 @@ def rappor_decode_files(args: argparse.Namespace) -> Any:
     else:
         if not (args.params and args.counts):
             raise ValueError("need --aggregate FILE, or Google's --params params.csv and --counts counts.csv")
-        params = RapporParams.from_google_csv(_read_text(args.params))
-        agg = RapporAggregate.from_google_counts(params, _read_text(args.counts))
+        params = RapporParams.from_google_csv(decode_text(_read_bytes(args.params), args.params))
+        agg = RapporAggregate.from_google_counts(params, decode_text(_read_bytes(args.counts), args.counts))
     if bool(args.map) == bool(args.candidates):
         raise ValueError("give the candidates as exactly one of --map map.csv (Google) or --candidates FILE")
     if args.map:
-        cands: Any = CandidateMap.from_google_map(agg.params, _read_text(args.map))
+        cands: Any = CandidateMap.from_google_map(agg.params, decode_text(_read_bytes(args.map), args.map))
+        given = len(cands.candidates)
     else:
-        cands = [ln.rstrip("\r\n") for ln in _read_text(args.candidates).splitlines() if ln.strip()]
-    est = decode(agg, cands, alpha=args.alpha, correction=args.correction, confidence=args.confidence)
+        cands = read_candidates(_read_bytes(args.candidates), args.candidates)
+        given = len(cands)
+    if not given:
+        raise ValueError(f"{args.map or args.candidates} holds no candidates")
+    est = decode(agg, cands, alpha=args.alpha, correction=args.correction, confidence=args.confidence,
+                 selection=args.selection)
     return est.sorted()
 
 

@@ -50,11 +50,12 @@ from ldp.encoders.rappor import RapporParams
 if TYPE_CHECKING:  # scipy and scikit-learn (via ldp.regression) load only when a map is built or a fit is made
     import scipy.sparse as sp
 
-__all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance", "CORRECTIONS"]
+__all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance", "CORRECTIONS", "SELECTIONS"]
 
 logger = logging.getLogger(__name__)
 
 CORRECTIONS = ("bonferroni", "holm", "bh")
+SELECTIONS = ("auto", "lasso", "none")
 _MAX_LEVEL = 0.2  # z = 0.84: fewer candidates would make the lasso penalty vanish
 _MISFIT = 2.0  # dispersion above which the result warns about unexplained mass
 _MAX_ROUNDS = 5  # least-squares refits that add candidates significant by their score test
@@ -121,6 +122,7 @@ class CandidateMap:
         cohort = np.repeat(np.arange(m), h)
         names: list[str] = []
         rows: list[np.ndarray] = []
+        first: dict[str, int] = {}  # candidate -> its line
         reader = csv.reader(io.StringIO(text, newline=""))  # the csv module splits the lines itself
         while True:
             try:
@@ -143,6 +145,9 @@ class CandidateMap:
             r = np.array(idx, dtype=np.int64) - 1
             if (r < cohort * k).any() or (r >= (cohort + 1) * k).any():
                 raise ValueError(f"map.csv line {reader.line_num}: index outside its cohort's rows c·k+1..(c+1)·k")
+            if rec[0] in first:
+                raise ValueError(f"map.csv line {reader.line_num}: candidate {rec[0]!r} repeats line {first[rec[0]]}")
+            first[rec[0]] = reader.line_num
             names.append(rec[0])
             rows.append(r)
         cands = check_candidates(names)
@@ -236,20 +241,21 @@ def _thread_controller() -> Any:
 
 
 def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes], *, alpha: float = 0.05,
-           correction: str = "bonferroni", confidence: float = 0.95, selection: str = "lasso",
+           correction: str = "bh", confidence: float = 0.95, selection: str = "auto",
            select_level: float | None = None) -> RapporEstimates:
     """Estimate how many clients hold each candidate, test which are present (module docstring).
 
-    ``selection="none"`` skips the lasso and fits every distinguishable candidate (for short,
-    trusted candidate lists)."""
+    ``selection``: ``"auto"`` (default) fits every distinguishable candidate when there are at most
+    half as many as rows (``m·k`` over non-empty cohorts), else selects by the lasso first;
+    ``"none"`` always fits every candidate, ``"lasso"`` always selects."""
     if not isinstance(agg, RapporAggregate):
         raise TypeError(f"decode needs a RapporAggregate, got {type(agg).__name__}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
-    if selection not in ("lasso", "none"):
-        raise ValueError(f"selection must be 'lasso' or 'none', got {selection!r}")
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     from ldp.regression import benjamini_hochberg, bonferroni, holm, nonnegative_lasso  # scipy, scikit-learn
 
     pr = agg.params
@@ -278,6 +284,9 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         if mdf.min() > 1.0:
             notes.append(f"too few reports to detect anything: with n={agg.n} a candidate would need a fraction "
                          f"of at least {mdf.min():.3g} (> 1) of the clients to be detected")
+        if selection == "auto":
+            selection = "none" if 2 * len(reps) <= x.shape[0] else "lasso"
+        summary["selection"] = selection
         if selection == "lasso":
             level = select_level or min(_MAX_LEVEL, max(1.0 / big_m, alpha if correction == "bh" else 0.0))
             with _threads_for(float(xr.shape[0]) * xr.shape[1]):  # one coordinate-descent pass, densely counted
@@ -320,6 +329,13 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         summary["selected"] = int(selected.sum())
     detected = {"bonferroni": bonferroni, "holm": holm, "bh": benjamini_hochberg}[correction](pval, alpha)
     detected &= selected  # a count of 0 is never a detection
+    summary["detection_cutoff_z"] = cutoff = _cutoff(correction, alpha, big_m, int(detected.sum()))
+    adj_low, adj_high = np.full(len(reps), np.nan), np.full(len(reps), np.nan)
+    if detected.any():
+        from ldp.regression.selective import selection_adjusted_interval
+
+        lo, hi = selection_adjusted_interval(stat[detected] * se[detected], se[detected], cutoff, confidence)
+        adj_low[detected], adj_high[detected] = np.maximum(lo, 0.0), np.maximum(hi, 0.0)  # counts are >= 0
     summary["detected"] = int(detected.sum())
     summary["expected_false_discoveries"] = alpha if correction != "bh" else alpha * int(detected.sum())
     summary["allocated_fraction"] = float(np.nansum(np.where(detected, count, 0.0)) / agg.n) if agg.n else 0.0
@@ -329,6 +345,7 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
     names = [_name(c) for c in cmap.candidates]
     extra = {
         "z": stat[pos], "p_value": pval[pos], "detected": detected[pos], "selected": selected[pos] & own,
+        "adjusted_ci_low": adj_low[pos], "adjusted_ci_high": adj_high[pos],
         "duplicate_of": np.array([None if o else names[r] for o, r in zip(own, cmap.representative, strict=True)],
                                  dtype=object),
     }
@@ -365,6 +382,14 @@ def _score(xo: sp.csc_matrix, resid: np.ndarray, w: np.ndarray, scale: float) ->
     and the standard error ``sqrt(scale / x'W x)`` of its count if it were added alone."""
     xwx = np.asarray(xo.multiply(xo).T @ w).ravel()
     return np.asarray(xo.T @ (w * resid)).ravel() / np.sqrt(scale * xwx), np.sqrt(scale / xwx)
+
+
+def _cutoff(correction: str, alpha: float, big_m: int, rejected: int) -> float:
+    """The z a detected candidate had to exceed: the rule's final p-value threshold on the normal scale
+    (Bonferroni ``α/M``; Holm ``α/(M − R + 1)`` at its last rejection; BH ``α·R/M``; ``R`` rejections)."""
+    r = max(rejected, 1)
+    level = {"bonferroni": alpha / big_m, "holm": alpha / (big_m - r + 1), "bh": alpha * r / big_m}[correction]
+    return NormalDist().inv_cdf(1.0 - min(level, 0.5))
 
 
 def _upper_tail(z: np.ndarray) -> np.ndarray:

@@ -179,8 +179,11 @@ class Estimates:
         return to_frame(self.columns(), self.metadata())
 
     def table(self, max_rows: int = 40) -> str:
-        """A header line (protocol, n, confidence, privacy), one row per item, then the notes."""
-        cols = self.columns()
+        """A header line (protocol, n, confidence, privacy), one row per item, then the notes.
+
+        A column with no value in any row (all None or NaN, e.g. ``duplicate_of`` without duplicates)
+        is left out; p-values print as :func:`~ldp.tables.format_p_value` (scientific below 1e-4)."""
+        cols = {k: v for k, v in self.columns().items() if not self.items or not _all_missing(v)}
         head = f"{self.protocol}: n={self.n}, {self.confidence:.0%} CI" + (f", {self.privacy}" if self.privacy else "")
         rows = zip(*cols.values(), strict=True)
         text = render([Column(k, column_format(k, cols[k])) for k in cols], rows, title=head, max_rows=max_rows)
@@ -251,6 +254,11 @@ def _typed(pd: Any, values: Sequence[Any]) -> Any:
 
 def _plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
+
+
+def _all_missing(values: Sequence[Any]) -> bool:
+    """Whether every value is None or a float NaN (a column a table leaves out)."""
+    return all(v is None or (isinstance(v, float) and math.isnan(v)) for v in map(_plain, values))
 
 
 COUNT_COLUMNS = frozenset({"count", "std_error", "ci_low", "ci_high", "true_count", "error", "threshold"})
