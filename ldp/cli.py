@@ -230,7 +230,8 @@ def make_parser() -> argparse.ArgumentParser:
     add_numeric_options(pl, simulate=False)
     pl.add_argument("--json", action="store_true", help="machine-readable output")
     rd = sub.add_parser("rappor-decode", help="decode RAPPOR counts into candidate frequencies",
-                        description="Count recovery by lasso selection then least squares with significance tests, "
+                        description="Count recovery by least squares over every candidate (or a lasso's selection when "
+                                    "there are many) with Benjamini-Hochberg (default), Holm or Bonferroni tests, "
                                     "from Google's params.csv/counts.csv/map.csv or from an ldp aggregate file.")
     rd.add_argument("--params", type=input_file, help="Google's params.csv (k,h,m,p,q,f), with --counts")
     rd.add_argument("--counts", type=input_file, help="Google's counts.csv (one row per cohort)")
@@ -249,7 +250,8 @@ def make_parser() -> argparse.ArgumentParser:
                          "any false detection is at most --alpha; Holm never detects fewer)")
     rd.add_argument("--selection", choices=("auto", "lasso", "none"), default="auto",
                     help="fit every candidate (none), select by the lasso first (lasso) or choose: every candidate "
-                         "when there are at most half as many as count rows, else the lasso (auto, default)")
+                         "when there are at most half as many as count rows and the fit is small "
+                         "(rows x candidates^2 <= 4e9), else the lasso (auto, default)")
     rd.add_argument("--confidence", type=open_unit, default=0.95,
                     help="confidence level of the intervals (default 0.95; --google-csv names its interval "
                          "columns for it)")

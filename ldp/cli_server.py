@@ -69,7 +69,9 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     dec.add_argument("--confidence", type=open_unit, default=0.95,
                      help="confidence level of the intervals (default 0.95)")
     dec.add_argument("--alpha", type=open_unit, default=0.05, help="significance level of detection (default 0.05)")
-    dec.add_argument("--selection", choices=("lasso", "none"), default="lasso", help="RAPPOR: candidate selection")
+    dec.add_argument("--selection", choices=("auto", "lasso", "none"), default="auto",
+                     help="RAPPOR: fit every candidate (none), the lasso's selection (lasso) or choose by size (auto, "
+                          "default; see ldp rappor-decode --help)")
     dec.add_argument("--top", type=positive_int, default=20, help="SFP: fragments kept per position (default 20)")
     dec.add_argument("--consistency", choices=("none", "clip", "project", "norm-sub", "base-cut", "ibu"),
                      default="none", help="post-process the counts (default none: the raw unbiased estimate; see "

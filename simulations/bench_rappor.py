@@ -133,3 +133,20 @@ def register(b: ModuleType) -> None:
         row["note"] = ("decode caps BLAS/OpenMP at one thread for steps under 1e10 multiply-adds (threadpoolctl); "
                        "timings include the candidate hashing")
         return row
+
+    @b.benchmark("rappor_dev_cases")
+    def rappor_dev_cases(ctx: Any) -> dict[str, Any]:
+        """Issue 20: per case of ``shared/rappor-dev-cases`` (Google's client and R decoder), FP, FN, TV and
+        decode seconds for Google, the default, Holm and Bonferroni; decode ≤ 1/10 of Google's time where
+        Google takes > 1 s. Skipped when the cases are not beside the project."""
+        import rappor_dev_cases as dev
+
+        if not dev.DEFAULT_CASES.is_dir():
+            return {"skipped": f"no cases at {dev.DEFAULT_CASES}"}
+        rows = dev.run(dev.DEFAULT_CASES, repeats=max(1, ctx.sizes.repeats // 2))
+        out: dict[str, Any] = {"cases": rows, "goal_met": {n: sum(r[n]["goal"] for r in rows) for n in dev.VARIANTS}}
+        for r in rows:
+            if r["google"]["seconds"] > 1.0:
+                out[r["case"]] = ctx.judge(f"{r['case']}.seconds", r["default (bh, auto)"]["seconds"], "<=",
+                                           r["google"]["seconds"] / 10, "s")
+        return out

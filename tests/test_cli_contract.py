@@ -491,7 +491,9 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
             lambda t: ["plan", *t[0], *t[1], *t[2]])
     if command == "rappor-decode":
         opts = {"--params": path, "--counts": path, "--aggregate": path, "--map": path, "--candidates": path,
-                "--alpha": NUMBERS, "--confidence": NUMBERS, "--correction": st.sampled_from(["bh", "holm", "bonferroni"]),
+                "--alpha": NUMBERS, "--confidence": NUMBERS,
+                "--correction": st.sampled_from(["bh", "holm", "bonferroni"]),
+                "--selection": st.sampled_from(["auto", "lasso", "none"]),
                 "--all": FLAG, "--json": FLAG, "--csv": FLAG, "--google-csv": FLAG, "--detected-only": FLAG}
         good = st.just(["--params", str(files["params.csv"]), "--counts", str(files["counts.csv"])])
         return st.tuples(st.one_of(good, st.just([])), options(opts)).map(

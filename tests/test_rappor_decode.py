@@ -214,7 +214,8 @@ def test_decode_output_formats_and_bad_input():
 
 def test_a_candidate_the_lasso_leaves_out_is_added_when_its_score_test_is_significant():
     agg = RapporAggregate.simulate(PARAMS, TRUE, rng=5)
-    est = decode(agg, list(TRUE) + NULLS[:10], selection="lasso", select_level=1e-300)  # a penalty that keeps out almost everything
+    # a penalty that keeps out almost everything
+    est = decode(agg, list(TRUE) + NULLS[:10], selection="lasso", select_level=1e-300)
     assert est.detected[:2].all() and (est.count[:2] > 0).all()
     assert any("score test" in n for n in est.notes)
     assert not (est.detected & ~est.extra["selected"]).any()

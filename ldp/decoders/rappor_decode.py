@@ -1,4 +1,4 @@
-"""RAPPOR count recovery: lasso selection, then least squares with significance tests (paper §4).
+"""RAPPOR count recovery: least squares on the candidates (after a lasso when they are many), tests, intervals.
 
 Model. Row ``(c, i)`` (cohort-major, bit-minor) holds ``y_ci = t_ci``, the unbiased estimate of
 how many clients of cohort ``c`` have Bloom bit ``i`` set (:class:`~ldp.decoders.rappor.BitEstimates`).
@@ -6,21 +6,22 @@ With ``n_v`` clients holding candidate ``v`` spread over cohorts in proportion t
 ``E[y_ci] = Σ_v X_(ci),v · n_v`` where ``X_(ci),v = B_v,c,i · N_c/N`` (``B`` = the candidate's
 Bloom bits in cohort ``c``), so the coefficients are counts of clients.
 
-1. **Selection**: non-negative lasso on the whitened design (weights ``1/Var̂[t_ci]``, columns at
-   unit norm), with the penalty at which a null candidate enters the empty model with
-   probability ``level`` (:func:`ldp.regression.nonnegative_lasso`). Default
-   ``level = 1/M`` for Bonferroni (about one null candidate selected in expectation, while every
-   candidate significant at the test's level ``α/M`` clears the lower bar) and ``max(1/M, α)``
-   for Benjamini–Hochberg, whose thresholds reach up to ``α``.
-2. **Least squares** on the selected candidates, weighted by ``1/Var̂[t_ci]``, with covariance
+1. **Selection** (``selection="auto"``): every one of the ``M`` distinguishable candidates is fitted
+   when ``M`` is at most half the rows (``m·k`` over non-empty cohorts), so absent candidates cannot
+   take counts from true ones; otherwise a non-negative lasso on the whitened design selects first,
+   its penalty set so a null candidate enters with probability ``level`` (``1/M``, or ``max(1/M, α)``
+   for BH; :func:`ldp.regression.nonnegative_lasso`). ``"none"`` / ``"lasso"`` force either.
+2. **Least squares** on the fitted candidates, weighted by ``1/Var̂[t_ci]``, with covariance
    ``max(1, φ̂)·(XᵀWX)⁻¹``: ``φ̂`` (weighted RSS / df) above 1 means variation the model does not
-   explain (strings missing from the candidates, cohort sampling), and inflates the errors.
-3. **Score tests** for the candidates left out: ``z = x_vᵀW r/√(scale·x_vᵀWx_v)`` on the residuals
-   ``r``; any significant at ``α/M`` joins the fit, which is refitted (the lasso's shrinkage can
-   leave out a candidate that clearly belongs).
-4. **Tests**: one-sided ``H0: n_v = 0`` by the t statistic; Bonferroni at ``α/M`` (default), Holm's
-   step-down (the same family-wise guarantee, never fewer detections) or Benjamini–Hochberg FDR at
-   ``α``, over the ``M`` distinguishable candidates; only fitted candidates can be detected.
+   explain (strings missing from the candidates, cohort sampling), and inflates the errors. Candidates
+   the lasso left out get a score test on the residuals; any significant at ``α/M`` joins the fit.
+3. **Tests**: one-sided ``H0: n_v = 0`` by the t statistic over the ``M`` candidates:
+   Benjamini–Hochberg FDR at ``α`` (default), Bonferroni at ``α/M`` or Holm's step-down (family-wise
+   rate ``α``); only fitted candidates can be detected.
+4. **Intervals**: ``count ± z·SE`` for a string named in advance; for detected strings also the
+   selection-adjusted interval given ``z`` above the correction's final cutoff
+   (:func:`ldp.regression.selective.selection_adjusted_interval`, clipped at 0), which corrects the
+   winner's curse. The count stays the unconditional least-squares estimate.
 
 Candidates whose Bloom bits coincide in every cohort cannot be told apart: they are one
 hypothesis; the count goes to the first of the group, the others name it in ``duplicate_of``.
@@ -59,6 +60,7 @@ SELECTIONS = ("auto", "lasso", "none")
 _MAX_LEVEL = 0.2  # z = 0.84: fewer candidates would make the lasso penalty vanish
 _MISFIT = 2.0  # dispersion above which the result warns about unexplained mass
 _MAX_ROUNDS = 5  # least-squares refits that add candidates significant by their score test
+_FULL_FIT_WORK = 4e9  # rows·d² of the dense QR "auto" accepts for fitting every candidate (about 1 s)
 _SMALL_WORK = 1e10  # multiply-adds below which one BLAS/OpenMP thread beats several (see _threads_for)
 
 
@@ -246,7 +248,8 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
     """Estimate how many clients hold each candidate, test which are present (module docstring).
 
     ``selection``: ``"auto"`` (default) fits every distinguishable candidate when there are at most
-    half as many as rows (``m·k`` over non-empty cohorts), else selects by the lasso first;
+    half as many as rows (``m·k`` over non-empty cohorts) and the fit stays near a second
+    (``rows·d² ≤ 4·10⁹``), else selects by the lasso first;
     ``"none"`` always fits every candidate, ``"lasso"`` always selects."""
     if not isinstance(agg, RapporAggregate):
         raise TypeError(f"decode needs a RapporAggregate, got {type(agg).__name__}")
@@ -285,7 +288,8 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
             notes.append(f"too few reports to detect anything: with n={agg.n} a candidate would need a fraction "
                          f"of at least {mdf.min():.3g} (> 1) of the clients to be detected")
         if selection == "auto":
-            selection = "none" if 2 * len(reps) <= x.shape[0] else "lasso"
+            small = 2 * len(reps) <= x.shape[0] and float(x.shape[0]) * len(reps) ** 2 <= _FULL_FIT_WORK
+            selection = "none" if small else "lasso"
         summary["selection"] = selection
         if selection == "lasso":
             level = select_level or min(_MAX_LEVEL, max(1.0 / big_m, alpha if correction == "bh" else 0.0))

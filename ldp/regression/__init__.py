@@ -4,7 +4,8 @@ Decoding (used by :mod:`ldp.decoders.rappor_decode`):
 
 * :func:`least_squares` — weighted least squares with rank detection, z/t inference;
 * :func:`nonnegative_lasso` — non-negative lasso whose penalty is a per-column entry test level;
-* :func:`bonferroni`, :func:`benjamini_hochberg`, :func:`adjusted_p_values` — multiple testing.
+* :func:`bonferroni`, :func:`holm`, :func:`benjamini_hochberg`, :func:`adjusted_p_values` — multiple testing;
+* :func:`selection_adjusted_interval` — intervals for estimates reported because they passed a threshold.
 
 Central DP (scikit-learn estimators on one-pass, mergeable sufficient statistics; see
 ``docs/regression.md``):
@@ -42,6 +43,7 @@ _EXPORTS = {
     "ldp.regression.rplr_search": ("choose_clipping", "choose_split"),
     "ldp.regression.selection": ("LassoSelection", "entry_threshold", "nonnegative_lasso"),
     "ldp.regression.ssp": ("SSP", "AdaSSP", "AdaSSPBudget", "ConstSSPFull"),
+    "ldp.regression.selective": ("selection_adjusted_interval",),
     "ldp.regression.stats": ("SufficientStatistics",),
     "ldp.regression.testing": ("adjusted_p_values", "benjamini_hochberg", "bonferroni", "holm"),
 }
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
     from ldp.regression.rplr import NonPrivateRobustLR, RobustPrivateLR
     from ldp.regression.rplr_search import choose_clipping, choose_split
     from ldp.regression.selection import LassoSelection, entry_threshold, nonnegative_lasso
+    from ldp.regression.selective import selection_adjusted_interval
     from ldp.regression.ssp import SSP, AdaSSP, AdaSSPBudget, ConstSSPFull
     from ldp.regression.stats import SufficientStatistics
     from ldp.regression.testing import adjusted_p_values, benjamini_hochberg, bonferroni, holm
@@ -80,6 +83,7 @@ __all__ = [
     "holm",
     "benjamini_hochberg",
     "adjusted_p_values",
+    "selection_adjusted_interval",
     "OLS",
     "Ridge",
     "TrivialPredictor",
