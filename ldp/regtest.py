@@ -228,7 +228,7 @@ class CaseResult:
 
 
 def run_case(case: RegtestCase, rng: Any = None, method: str | None = None, alpha: float = 0.05,
-             correction: str = "bonferroni", mode: str | None = None) -> CaseResult:
+             correction: str = "bh", mode: str | None = None) -> CaseResult:
     """Simulate one instance of ``case``, decode it against :func:`candidates`, and score it.
 
     ``method``: ``"per_report"`` up to 1,000,000 reports, else ``"aggregate"`` (exact in law);

@@ -49,7 +49,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--mode", choices=("ldp", "google"), default="ldp", help="Bloom hashing of the encoder")
     ap.add_argument("--repeats", type=int, default=1, help="instances per case (default 1)")
     ap.add_argument("--alpha", type=float, default=0.05)
-    ap.add_argument("--correction", choices=("bonferroni", "bh"), default="bonferroni")
+    ap.add_argument("--correction", choices=("bh", "holm", "bonferroni"), default="bh")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
