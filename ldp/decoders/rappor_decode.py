@@ -292,6 +292,9 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
             selection = "none" if small else "lasso"
         summary["selection"] = selection
         if selection == "lasso":
+            notes.append("the lasso chose which candidates to fit: absent candidates it lets in take counts from the "
+                         "true strings sharing their Bloom bits, so counts and intervals can be biased (fewer "
+                         "candidates, or more cohorts or bits, allow fitting every one; see the RAPPOR docs)")
             level = select_level or min(_MAX_LEVEL, max(1.0 / big_m, alpha if correction == "bh" else 0.0))
             with _threads_for(float(xr.shape[0]) * xr.shape[1]):  # one coordinate-descent pass, densely counted
                 lasso = nonnegative_lasso(xr, y, weights=w, level=level)
