@@ -268,16 +268,22 @@ def make_parser() -> argparse.ArgumentParser:
                           "prop_low_95, prop_high_95): the detected candidates by decreasing estimate")
     sd = sub.add_parser("sfp-discover", help="discover popular words from Sequence Fragment Puzzle reports",
                         description="Puzzle reconstruction: score every (hash, fragment) record per position, keep "
-                                    "the top ones, glue them by word hash and confirm candidates in the word sketch.")
+                                    "the records detected by test, glue them by word hash and confirm candidates in "
+                                    "the word sketch.")
     sd.add_argument("--aggregate", type=input_file, help="an ldp SFP aggregate (Aggregate.to_bytes)")
     sd.add_argument("--reports", nargs="+", metavar="FILE", type=input_file,
                     help="report files (JSON lines or binary frames); parameters as --param KEY=VALUE")
     sd.add_argument("--param", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                     help="an SfpParams field, e.g. --param word_epsilon=2 --param fragment_epsilon=6 (repeatable)")
     sd.add_argument("--save", metavar="FILE", help="with --reports: also write the aggregate to FILE")
-    sd.add_argument("--top", type=positive_int, default=20, help="records kept per position (default 20)")
+    sd.add_argument("--top", type=positive_int, default=None,
+                    help="cap: at most this many detected records per position (default: no cap)")
     sd.add_argument("--alpha", type=number(float, 0, 1, high_open=True), default=0.05,
-                    help="significance level of the record and word tests (default 0.05; 0 turns the tests off)")
+                    help="expected number of false words reported (default 0.05; 0 turns the tests off, needs --top)")
+    sd.add_argument("--false-records", type=number(float, 0, None, low_open=True), default=None,
+                    help="expected absent records kept per position (default: 100 per 256 hashes)")
+    sd.add_argument("--no-peel", action="store_true",
+                    help="raw estimates: do not peel heavy records off the sketches before testing")
     sd.add_argument("--max-candidates", type=positive_int, default=1_000_000,
                     help="stop with an error if more candidate words would be formed (default 1000000)")
     sd.add_argument("--confidence", type=open_unit, default=0.95, help="confidence level of the intervals")

@@ -170,6 +170,6 @@ def sfp_discover_files(args: argparse.Namespace) -> Any:
     if agg.n == 0:
         raise ValueError(f"no valid reports (rejected: {dict(agg.rejected) or 'none'})")
     found = agg.discover(top=args.top, alpha=None if args.alpha <= 0 else args.alpha, confidence=args.confidence,
-                         max_candidates=args.max_candidates,
+                         max_candidates=args.max_candidates, false_records=args.false_records, peel=not args.no_peel,
                          progress=False if getattr(args, "log_quiet", False) else None)
     return agg, found

@@ -72,7 +72,8 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     dec.add_argument("--selection", choices=("auto", "lasso", "none"), default="auto",
                      help="RAPPOR: fit every candidate (none), the lasso's selection (lasso) or choose by size (auto, "
                           "default; see ldp rappor-decode --help)")
-    dec.add_argument("--top", type=positive_int, default=20, help="SFP: fragments kept per position (default 20)")
+    dec.add_argument("--top", type=positive_int, default=None,
+                     help="SFP: cap on detected records per position (default: none)")
     dec.add_argument("--consistency", choices=("none", "clip", "project", "norm-sub", "base-cut", "ibu"),
                      default="none", help="post-process the counts (default none: the raw unbiased estimate; see "
                                           "docs/postprocessing.md)")

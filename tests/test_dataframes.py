@@ -33,7 +33,7 @@ BASE = {"item": "string", "count": "float64", "std_error": "float64", "ci_low": 
         "fraction": "float64"}
 SKETCH = {**BASE, "threshold": "float64", "detected": "bool"}
 RAPPOR = {**BASE, "z": "float64", "p_value": "float64", "detected": "bool", "selected": "bool",
-          "duplicate_of": "string"}
+          "adjusted_ci_low": "float64", "adjusted_ci_high": "float64", "duplicate_of": "string"}
 
 
 def _plain_rows(frame: Any) -> list[dict[str, Any]]:

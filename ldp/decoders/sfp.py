@@ -3,20 +3,30 @@
 State: one word sketch and one fragment sketch per position (CMS or HCMS sufficient statistics,
 integers, so merging is exact). :meth:`SfpAggregate.discover`:
 
-1. hashes the full grid of records ``h ‖ fragment`` (``2^bits·|Σ|^r``) once and scores it in
+1. hashes the full grid of records ``h ‖ fragment`` (``N = 2^bits·|Σ|^r``) once and scores it in
    every position's fragment sketch (:meth:`~ldp.decoders.sketch.SketchAggregate.oracle`);
-2. keeps per position the ``top`` records by estimated count, or only those above the
-   variance-derived detection threshold (``alpha``, Bonferroni over the grid), or both;
+2. keeps per position the records above the detection threshold ``z_{1−q/N}·sd₀``, where ``q``
+   (``false_records``) is the expected number of records nobody holds that a position keeps;
+   ``top`` (off by default) then keeps only the largest of them;
 3. for each hash with a kept record at every position, forms the cartesian product of the kept
    fragments in position order (a cap, ``max_candidates``, stops a blow-up before it happens);
 4. prunes candidates whose padding is not a suffix, or whose word hash is not the ``h`` they
    were glued under (a chimera of fragments that cannot come from one word), and scores the rest
-   in the word sketch: the discovered words are those detected there, ranked by estimated count.
+   in the word sketch, each at level ``alpha/C`` over the ``C`` scored candidates: the word
+   sketch is independent of the fragment sketches given the counts, so the expected number of
+   false words reported is at most ``alpha`` (Bonferroni's bound is the sum of the levels). The
+   discovered words are those detected there, ranked by estimated count.
+
+Both levels hold over random hash families (apple-and-theory.md §1.4). Given the one fixed family
+of a deployment, a record or word sharing rows with heavy ones is biased upward (by thousands of
+absent records per position on a heavy head), so both tests are peeled (:func:`peeled_oracle`):
+the detected records are taken off the sketch and everything is scored again without them.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -40,7 +50,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SfpAggregate", "SfpDiscovery", "CandidateLimitError", "record_grid"]
+__all__ = ["SfpAggregate", "SfpDiscovery", "CandidateLimitError", "record_grid", "peeled_oracle",
+           "FALSE_RECORDS_PER_HASH", "PEEL_LIMIT"]
+
+PEEL_LIMIT = 5000
+""":func:`peeled_oracle` peels from at most this many records above the threshold (the largest)."""
+
+FALSE_RECORDS_PER_HASH = 100 / 256
+""":meth:`SfpAggregate.discover`'s default ``false_records`` is this times ``2^hash_bits`` (100 at 8 bits):
+about 0.4 absent records per hash and position, so they rarely complete a hash on their own and add
+about ``1.4^P`` candidates to a real word's hash."""
 
 
 class CandidateLimitError(ValueError):
@@ -188,14 +207,28 @@ class SfpAggregate(Aggregate):
                        notes=est.notes + ("counts from the word sketch; the cost is ε_word + ε_fragment",))
 
     # -- puzzle reconstruction -------------------------------------------------------------------------
-    def discover(self, top: int | None = 20, alpha: float | None = 0.05, confidence: float = 0.95,
+    def discover(self, top: int | None = None, alpha: float | None = 0.05, confidence: float = 0.95,
                  max_candidates: int = 1_000_000, max_grid: int = 1 << 22, *,
+                 false_records: float | None = None, peel: bool = True,
                  progress: bool | None = None) -> SfpDiscovery:
-        """Reconstruct popular words (module docstring). ``top``: records kept per position
-        (``None``: no limit); ``alpha``: keep only records above the detection threshold and report
-        only words detected in the word sketch (``None``: no test; every scored candidate is
-        reported). ``max_candidates`` and ``max_grid`` bound the work, with a clear error (the
-        grid's bucket table takes ``4·k'`` bytes per record: 1 GiB at the default cap, k' = 64).
+        """Reconstruct popular words (module docstring).
+
+        ``alpha``: the expected number of false words reported (words nobody holds). Each of the
+        ``C`` candidates scored in the word sketch is tested at level ``alpha/C`` (at most 1/2), so
+        ``E[false words] ≤ alpha`` and ``P(any false word) ≤ alpha``, over random hash families.
+        ``None``: no tests at all (every scored candidate is reported; needs ``top``).
+        ``false_records``: the expected number of records nobody holds kept per position (the
+        fragment stage only proposes candidates, so this buys power, not false words): a record is
+        kept when its estimate exceeds ``z_{1−q/N}·sd₀`` with ``q = false_records`` and ``N =
+        2^hash_bits·|Σ|^r`` the grid (level ``q/N`` per record, at most 1/2). ``None``: ``100`` per
+        256 hashes (:data:`FALSE_RECORDS_PER_HASH` · ``2^hash_bits``; 100 with the 8-bit hash).
+        ``peel``: peel heavy records off the sketches (:func:`peeled_oracle`) in both tests, which
+        removes the bias that the one fixed hash family gives absent records and chimeras sharing
+        rows with heavy ones (``False``: the raw estimates, calibrated only over hash families).
+        ``top``: keep at most the ``top`` largest detected records per position (``None``, the
+        default: every detected record; with ``alpha=None``, the ``top`` largest with no test).
+        ``max_candidates`` and ``max_grid`` bound the work, with a clear error (the grid's bucket
+        table takes ``4·k'`` bytes per record: 1 GiB at the default cap, k' = 64).
         ``progress``: a bar over the positions on stderr (``None``: when stderr is a terminal)."""
         from ldp.progress import iterate
 
@@ -206,6 +239,12 @@ class SfpAggregate(Aggregate):
             raise ValueError("give top=, alpha= or both: keeping every record of the grid is never useful")
         if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
             raise ValueError(f"top must be a positive int or None, got {top!r}")
+        _check_expected("alpha", alpha, allow_none=True)
+        if false_records is None:
+            false_records = FALSE_RECORDS_PER_HASH * (1 << pr.hash_bits)
+        _check_expected("false_records", false_records)
+        if not isinstance(peel, bool):
+            raise ValueError(f"peel must be True or False, got {peel!r}")
         if pr.num_records > max_grid:
             table_gib = pr.num_records * pr.fragment_num_hashes * 4 / 2**30
             raise ValueError(f"the (hash, fragment) grid has {pr.num_records} records, above max_grid={max_grid} "
@@ -213,16 +252,27 @@ class SfpAggregate(Aggregate):
                              "fragment_length, or raise max_grid")
         hashes, symbols, table = _grid_table(pr.fragment_params.hash_seed, pr.fragment_num_hashes,
                                              pr.fragment_width, pr.hash_bits, pr.symbols, pr.fragment_length)
+        level = min(float(false_records), pr.num_records / 2)  # q/N per record, at most 1/2
+        record_level = None if alpha is None else level
         positions = iterate(range(pr.num_positions), desc="sfp discover", enabled=progress, unit="position")
-        fragments = [self._keep(pos, table, hashes, symbols, top, alpha) for pos in positions]
+        fragments = [self._keep(pos, table, hashes, symbols, top, record_level, peel) for pos in positions]
         mats, complete, stats = self._candidates(fragments, max_candidates)
         stats["grid"] = pr.num_records
         words = self._words(mats, complete, stats)
-        test_alpha = 0.05 if alpha is None else alpha
-        scored = self.word_sketch().estimate(words, confidence=confidence, alpha=test_alpha)
+        word_level = 0.05 if alpha is None else min(float(alpha), max(len(words), 1) / 2)  # alpha/C, at most 1/2
+        word_agg = self.word_sketch()
+        scored = word_agg.estimate(words, confidence=confidence, alpha=word_level)
+        if alpha is not None and peel and words:
+            count, se, threshold = peeled_oracle(word_agg, sketch_buckets(pr.word_params, words), word_level)
+            scored = replace(scored, count=count, std_error=se,
+                             extra={**scored.extra, "threshold": threshold, "detected": count > threshold})
         order = np.argsort(-scored.count, kind="stable")
-        scored = _subset(scored, order)
-        scored = self._as_sfp(scored)
+        scored = self._as_sfp(_subset(scored, order))
+        if alpha is not None:
+            scored = replace(scored, notes=scored.notes + (
+                f"detection: {false_records:g} expected absent records per position, {alpha:g} expected false "
+                f"words (levels {level / pr.num_records:.3g} per record, "
+                f"{word_level / max(len(words), 1):.3g} per candidate)",))
         found = scored if alpha is None else _subset(scored, np.flatnonzero(scored.extra["detected"]))
         stats.update(scored=len(scored.items), discovered=len(found.items))
         logger.info("sfp discover: n=%d, %d hash(es) complete at every position, %d candidate word(s) formed, "
@@ -231,10 +281,15 @@ class SfpAggregate(Aggregate):
         return SfpDiscovery(found, scored, fragments, stats)
 
     def _keep(self, position: int, table: np.ndarray, hashes: np.ndarray, symbols: np.ndarray,
-              top: int | None, alpha: float | None) -> dict[str, Any]:
+              top: int | None, level: float | None, peel: bool) -> dict[str, Any]:
+        """Position ``position``'s kept records: above the (peeled) threshold at ``level`` expected
+        absent records over the grid (``None``: no test, no peeling), the ``top`` largest of them."""
         agg = self.fragment_sketch(position)
-        count, se, threshold = agg.oracle(table, 0.05 if alpha is None else alpha)
-        keep = np.flatnonzero(count > threshold) if alpha is not None else np.arange(count.size)
+        if level is None or not peel:
+            count, se, threshold = agg.oracle(table, 0.05 if level is None else level)
+        else:
+            count, se, threshold = peeled_oracle(agg, table, level)
+        keep = np.flatnonzero(count > threshold) if level is not None else np.arange(count.size)
         keep = keep[np.argsort(-count[keep], kind="stable")][:top]
         chars = np.array(list(self.params.symbols))
         return {"hash": hashes[keep], "symbols": symbols[keep], "count": count[keep], "std_error": se[keep],
@@ -254,7 +309,8 @@ class SfpAggregate(Aggregate):
         if formed > cap:
             raise CandidateLimitError(
                 f"reconstruction would form {formed} candidate words (max_candidates={cap}) from "
-                f"{len(groups)} hashes; lower top or alpha, or raise max_candidates")
+                f"{len(groups)} hashes; lower false_records, set top= (records kept per position), "
+                "or raise max_candidates")
         mats = []
         for parts in groups:
             grid = np.indices([len(p) for p in parts]).reshape(P, -1)  # every choice, position-major order
@@ -316,6 +372,56 @@ class SfpAggregate(Aggregate):
             fs = SketchAggregate.simulate(params.fragment_params, rec, gen)
             agg.fragment_row_n[pos], agg.fragment_sums[pos] = fs.row_n, fs.sums
         return agg
+
+
+def peeled_oracle(agg: SketchAggregate, table: np.ndarray, level: float,
+                  limit: int = PEEL_LIMIT) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:meth:`~ldp.decoders.sketch.SketchAggregate.oracle` given the hash family: the heavy records
+    are peeled off the sketch, and every record is scored again without them.
+
+    Given the family, ``E[M[j, b]] = Σ_{x: h_j(x) = b} f(x)`` (CMS and HCMS alike), so a record
+    sharing ``C`` of the ``k`` rows with a heavy one ``y`` is estimated at about ``m/(m−1)·(C/k −
+    1/m)·f(y)`` more than its count (apple-and-theory.md §1.4: the estimator is unbiased only over
+    the hash draw). Greedy, largest first (at most ``limit`` records above the threshold): a record
+    is peeled when its estimate less that bias from the records already peeled is still above
+    its threshold, at that value ``f̂``. With ``A`` the sketch of the peeled set ``S`` at ``f̂`` and
+    ``F_S = Σ f̂``, the residual sketch ``M − A + F_S/m`` scores every record without ``S`` in one
+    more pass over the table; a record of ``S`` gets its own ``f̂`` back. The threshold's ``F2``
+    plug-in comes from the residual, so it no longer counts ``S``'s collisions either."""
+    sk = agg.sketch()
+    count, se, threshold = agg.oracle(table, level, sketch=sk)
+    k, m = agg.params.num_hashes, agg.params.width
+    above = np.flatnonzero(count > threshold)
+    above = above[np.argsort(-count[above], kind="stable")][:limit]
+    if above.size == 0:
+        return count, se, threshold
+    rows = table[above]
+    peel: list[int] = []
+    f: list[float] = []
+    for i, x in enumerate(above.tolist()):
+        est = float(count[x])
+        if peel:
+            shared = (rows[peel] == rows[i]).sum(axis=1)
+            est -= m / (m - 1) * float(np.dot(shared / k - 1 / m, f))
+        if est > threshold[x]:
+            peel.append(i)
+            f.append(est)
+    idx, fs = above[peel], np.array(f)
+    mass = np.zeros((k, m))
+    for j in range(k):
+        np.add.at(mass[j], table[idx, j], fs)
+    count, se, threshold = agg.oracle(table, level, sketch=sk - mass + fs.sum() / m)
+    count[idx] += fs
+    return count, se, threshold
+
+
+def _check_expected(name: str, value: float | None, allow_none: bool = False) -> None:
+    """An expected number of false findings: a finite number > 0 (or ``None`` when allowed)."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} is an expected number of false findings: a finite number > 0"
+                         f"{' or None' if allow_none else ''}, got {value!r}")
 
 
 def _subset(est: Estimates, idx: np.ndarray) -> Estimates:

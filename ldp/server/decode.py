@@ -66,7 +66,7 @@ CANDIDATE_PROTOCOLS = frozenset({"rappor", "cms", "hcms", "sfp"})
 
 
 def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *, confidence: float = 0.95,
-                     alpha: float = 0.05, top: int = 20, selection: str = "auto") -> Any:
+                     alpha: float = 0.05, top: int | None = None, selection: str = "auto") -> Any:
     """Estimates (an :class:`~ldp.decoders.results.Estimates`) of any protocol's aggregate."""
     protocol = agg.params.protocol
     logger.info("decode: %s aggregate of %d reports, %s candidate(s)", protocol, agg.n,
