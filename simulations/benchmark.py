@@ -440,6 +440,7 @@ def _register_protocol_sections() -> None:
     import bench_local_hashing
     import bench_numeric
     import bench_oracles
+    import bench_pem
     import bench_plan
     import bench_rappor
     import bench_regression
@@ -451,6 +452,7 @@ def _register_protocol_sections() -> None:
     bench_rappor.register(sys.modules[__name__])
     bench_sketch.register(sys.modules[__name__])
     bench_sfp.register(sys.modules[__name__])
+    bench_pem.register(sys.modules[__name__])
     bench_numeric.register(sys.modules[__name__])
     bench_unary.register(sys.modules[__name__])
     bench_oracles.register(sys.modules[__name__])

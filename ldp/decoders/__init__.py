@@ -12,6 +12,7 @@ from ldp.decoders.longitudinal import LGRRAggregate, MemoMeanAggregate
 from ldp.decoders.mean_results import MeanEstimate
 from ldp.decoders.multi import MultiAggregate, MultiEstimates, multi_variance, recommend_mode
 from ldp.decoders.numeric import DuchiAggregate, HybridAggregate, PiecewiseAggregate
+from ldp.decoders.pem import PEMAggregate, PEMDiscovery
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate, grr_variance, rr_variance
 from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import CandidateMap, RapporEstimates
@@ -26,4 +27,4 @@ __all__ = ["HRAggregate", "hr_variance", "SSAggregate", "ss_variance", "LocalHas
            "DBitFlipAggregate", "BucketGRRAggregate", "dbitflip_variance", "MeanEstimate", "DuchiAggregate",
            "PiecewiseAggregate", "HybridAggregate", "LGRRAggregate", "MemoMeanAggregate",
            "MultiAggregate", "MultiEstimates", "multi_variance", "recommend_mode",
-           "UnaryAggregate", "unary_variance", "BucketOUEAggregate"]
+           "UnaryAggregate", "unary_variance", "BucketOUEAggregate", "PEMAggregate", "PEMDiscovery"]

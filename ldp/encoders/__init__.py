@@ -28,6 +28,7 @@ from ldp.encoders.numeric import (
     PiecewiseEncoder,
     PiecewiseParams,
 )
+from ldp.encoders.pem import PEMEncoder, PEMParams
 from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
 from ldp.encoders.rappor import RapporEncoder, RapporParams
 from ldp.encoders.subset_selection import SSEncoder, SSParams
@@ -43,5 +44,5 @@ __all__ = [
     "DuchiEncoder", "DuchiParams", "PiecewiseEncoder", "PiecewiseParams", "HybridEncoder", "HybridParams",
     "LGRREncoder", "LGRRParams", "MemoMeanEncoder", "MemoMeanParams", "MultiEncoder", "MultiParams",
     "SUEEncoder", "SUEParams", "OUEEncoder", "OUEParams", "LOUEEncoder", "LOUEParams", "BucketOUEEncoder",
-    "BucketOUEParams", "Report", "ReportError",
+    "BucketOUEParams", "PEMEncoder", "PEMParams", "Report", "ReportError",
 ]

@@ -20,6 +20,7 @@ from ldp.server.store import AGG_SUFFIX, read_aggregate
 from ldp.spec import CollectionSpec, MetricSpec
 
 if TYPE_CHECKING:
+    from ldp.decoders.pem import PEMAggregate
     from ldp.decoders.rappor import RapporAggregate
     from ldp.decoders.sfp import SfpAggregate
 
@@ -61,8 +62,8 @@ def load_candidates(spec: CollectionSpec | None, metric: str, path: str | os.Pat
     return [line for line in text.splitlines() if line.strip()]
 
 
-CANDIDATE_PROTOCOLS = frozenset({"rappor", "cms", "hcms", "sfp"})
-"""Protocols whose estimates are of candidate strings (SFP: or of the words it discovers)."""
+CANDIDATE_PROTOCOLS = frozenset({"rappor", "cms", "hcms", "sfp", "pem"})
+"""Protocols whose estimates are of candidate strings (SFP and PEM: or of the strings they discover)."""
 
 
 def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *, confidence: float = 0.95,
@@ -78,6 +79,11 @@ def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *,
             return agg.estimate(list(candidates), confidence=confidence, alpha=alpha)
         sfp = cast("SfpAggregate", agg)  # the protocol registry pairs "sfp" with SfpAggregate
         return sfp.discover(top=top, alpha=alpha, confidence=confidence).words
+    if protocol == "pem":
+        if candidates:
+            return agg.estimate(list(candidates), confidence=confidence)
+        pem = cast("PEMAggregate", agg)  # the protocol registry pairs "pem" with PEMAggregate
+        return pem.discover(top_k=top, alpha=alpha, confidence=confidence).strings
     if not candidates:
         raise ValueError(f"{protocol} needs a candidate dictionary: put its location in the spec "
                          "(metrics.M.candidates) or pass --candidates FILE")

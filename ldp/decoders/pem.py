@@ -1,0 +1,358 @@
+"""PEM, server side: the per-group reports, the scaled OLH estimator with its exact variance, discovery.
+
+Estimator. Group ``j`` holds ``N_j`` reports. A report supports a ``b_j``-bit prefix ``c`` when
+``lh_hash(key(c), seed, g) = y`` (:func:`ldp.batch.pem.key_support`); with ``C`` supports,
+``ĉ_j = (C − N_j/g)/(p − 1/g)`` is OLH's unbiased count of the group's users holding ``c``, and
+
+    ``F̂ = (n/N_j)·ĉ_j``
+
+estimates the count ``F`` among all ``n`` users. Given ``N_j``, the group is a uniformly random subset of
+the users (each client draws its group uniformly and independently), so its holders ``f_j`` are
+hypergeometric: mean ``N_j·φ`` (``φ = F/n``), variance ``N_j·φ(1−φ)(n−N_j)/(n−1)``; OLH adds, given
+``f_j``, ``N_j·V0 + f_j·a`` with ``V0 = q'(1−q')/(p−q')²``, ``a = (1−p−q')/(p−q')``, ``q' = 1/g``
+(:mod:`ldp.decoders.local_hashing`). Hence ``E[F̂ | N_j] = F`` and, exactly,
+
+    ``Var[F̂ | N_j] = (n²/N_j)·(V0 + φ·a + φ(1−φ)·(n−N_j)/(n−1))``:
+
+OLH's variance of the group scaled by ``(n/N_j)²``, plus the sampling of the group. Standard errors
+plug in ``φ̂ = clip(F̂/n, 0, 1)``; the null standard error (``φ = 0``) is ``n·√(V0/N_j)``. Prefixes over
+32 bits are hashed to a 32-bit key: a candidate also gets the users of another prefix with its key
+(probability 2^-32 per pair), which the variance leaves out.
+
+Discovery (:meth:`PEMAggregate.discover`). Round 0 scores every ``b_0``-bit prefix in group 0; round
+``j`` extends each prefix kept in round ``j−1`` by every ``b_j − b_{j−1}``-bit pattern and scores them
+in group ``j``. Candidates no client can hold are pruned first: a first byte NUL (empty string), a
+non-NUL byte after a NUL (the pad is a suffix), and, with ``alphabet``, a complete non-NUL byte outside
+its UTF-8 bytes. A round keeps the candidates whose estimate exceeds ``z_{1−q/C}·n·√(V0/N_j)`` (``C``
+scored, ``q = false_prefixes`` expected absent prefixes kept, level at most 1/2), at most ``top_k`` of
+them, the largest. The last round reports every candidate above ``z_{1−α/C}`` of its null standard
+error: the expected number of strings nobody holds that are reported is at most ``alpha``. With
+``false_prefixes=None`` / ``alpha=None`` a round keeps the ``top_k`` largest with no test (the paper's rule).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ldp.batch.pem import key_support, pem_encode_batch
+from ldp.decoders.base import (
+    _MAGIC,
+    _PREFIX,
+    _VERSION,
+    Aggregate,
+    AggregateFormatError,
+    StateLayout,
+    _count,
+    _declared_arrays,
+    _read_header,
+    _same_json,
+)
+from ldp.decoders.results import Estimates, column_rows
+from ldp.encoders.pem import PEMParams, prefix_key
+from ldp.randomness import as_generator
+
+__all__ = ["PEMAggregate", "PEMDiscovery", "pem_variance", "pem_null_se", "pem_detectable_share"]
+
+
+def _olh_terms(params: PEMParams) -> tuple[float, float]:
+    """``(V0, a)``: OLH's per-report variance of an absent item and its per-holder term."""
+    p, q = params.p, params.q_star
+    return q * (1.0 - q) / (p - q) ** 2, (1.0 - p - q) / (p - q)
+
+
+def pem_variance(params: PEMParams, true_counts: npt.ArrayLike, n: int, group_n: int) -> npt.NDArray[np.float64]:
+    """Exact ``Var[F̂ | N_j]`` of the counts ``F`` among ``n`` users from a group of ``group_n`` reports."""
+    v0, a = _olh_terms(params)
+    phi = np.asarray(true_counts, dtype=np.float64) / n
+    return n * n / group_n * (v0 + phi * a + phi * (1.0 - phi) * (n - group_n) / max(n - 1, 1))
+
+
+def pem_null_se(params: PEMParams, n: int, group_n: int) -> float:
+    """``n·√(V0/N_j)``: the standard error of a prefix nobody holds."""
+    return n * math.sqrt(_olh_terms(params)[0] / group_n)
+
+
+def pem_detectable_share(params: PEMParams, n: int, alpha: float = 0.05, candidates: int | None = None) -> float:
+    """The share of users a string needs to pass the last round's test, with groups of ``n/G`` reports:
+    ``z_{1−α/C}·√(G·V0/n)``; ``C`` defaults to ``top_k·2^(last step)``, the most the last round scores.
+    (For the planner: the string must also survive every earlier round, whose prefixes are at least as
+    frequent and whose thresholds are of the same order.)"""
+    G = params.groups
+    last = params.total_bits - (params.prefix_bits(G - 2) if G > 1 else 0)
+    c = params.top_k << last if candidates is None else candidates
+    z = NormalDist().inv_cdf(1.0 - min(alpha / max(c, 1), 0.5))
+    return z * math.sqrt(G * _olh_terms(params)[0] / n)
+
+
+@dataclass(frozen=True)
+class PEMDiscovery:
+    """What :meth:`PEMAggregate.discover` found: ``strings`` (reported, largest first), ``candidates``
+    (every candidate of the last round, scored) and per round ``bits``, ``candidates`` (scored),
+    ``pruned``, ``kept`` and ``threshold``."""
+
+    strings: Estimates
+    candidates: Estimates
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        per = "; ".join(f"{r['bits']} bits: {r['candidates']} scored, {r['kept']} kept" for r in self.rounds)
+        return f"PEM discovery: {per}; {len(self.strings.items)} strings reported"
+
+    def to_dicts(self, part: str = "strings") -> list[dict[str, Any]]:
+        """Rows of ``"strings"`` or ``"candidates"``."""
+        if part not in ("strings", "candidates"):
+            raise ValueError(f"part must be 'strings' or 'candidates', got {part!r}")
+        est = self.strings if part == "strings" else self.candidates
+        return column_rows(est.columns(), len(est.items))
+
+
+def _decode(prefix: int, bits: int) -> str:
+    """A full-length candidate as text: its bytes less the NUL padding, UTF-8 (invalid bytes escaped)."""
+    return prefix.to_bytes(bits // 8, "big").rstrip(b"\x00").decode("utf-8", "backslashreplace")
+
+
+def _possible(prefix: int, bits: int, allowed: frozenset[int] | None) -> bool:
+    """Could a client's padded string start with this prefix? (module docstring: pruning)"""
+    whole, rest = divmod(bits, 8)
+    data = (prefix >> rest).to_bytes(whole, "big")
+    if whole and data[0] == 0:
+        return False
+    nul = data.find(b"\x00")
+    if nul >= 0 and (data[nul:].strip(b"\x00") or (rest and prefix & ((1 << rest) - 1))):
+        return False
+    body = data if nul < 0 else data[:nul]
+    return allowed is None or all(b in allowed for b in body)
+
+
+class PEMAggregate(Aggregate):
+    """PEM's reports (``group``, ``seed``, ``y``, kept as arrays: candidates are known only at discovery)
+    and ``group_n``, the reports per group. Serialized in the aggregate format with the arrays' real
+    lengths, so :meth:`from_bytes` of this class reads it (module docstring of :mod:`ldp.decoders.base`)."""
+
+    params_type: ClassVar[Any] = PEMParams
+    params: PEMParams
+    group_n: npt.NDArray[np.int64]  # (G,), created by _init_state
+    _COLUMNS: ClassVar[tuple[tuple[str, Any], ...]] = (("group", np.uint16), ("seed", np.uint32), ("y", np.uint32))
+
+    @classmethod
+    def state_layout(cls, params: PEMParams) -> StateLayout:
+        return {"group_n": (np.dtype(np.int64), (params.groups,))}
+
+    def _init_state(self) -> None:
+        super()._init_state()
+        self._parts: list[tuple[npt.NDArray[Any], ...]] = []
+        self._sorted: tuple[npt.NDArray[Any], ...] | None = None
+
+    def _fold(self, columns: dict[str, np.ndarray]) -> None:
+        cols = tuple(np.asarray(columns[name]).astype(dt) for name, dt in self._COLUMNS)
+        self._parts.append(cols)
+        self._sorted = None
+        self.group_n += np.bincount(cols[0], minlength=self.params.groups)
+
+    def reports(self) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+        """``(group, seed, y)`` of every accepted report, sorted by group (stable)."""
+        if self._sorted is None:
+            cols = [np.concatenate([p[i] for p in self._parts]) if self._parts else np.zeros(0, dt)
+                    for i, (_, dt) in enumerate(self._COLUMNS)]
+            order = np.argsort(cols[0], kind="stable")
+            self._sorted = tuple(c[order] for c in cols)
+            self._parts = [self._sorted]
+        g, s, y = self._sorted
+        return g, s, y
+
+    def merge(self, other: PEMAggregate) -> PEMAggregate:
+        super().merge(other)
+        self._parts.extend(other._parts)
+        self._sorted = None
+        return self
+
+    # -- serialization: the base format with the report arrays at their real length -------------------------
+    def _layout(self) -> StateLayout:
+        return {**self.state_layout(self.params), **{name: (np.dtype(dt), (self.n,)) for name, dt in self._COLUMNS}}
+
+    def _serial_state(self) -> dict[str, np.ndarray]:
+        return {"group_n": self.group_n, **dict(zip([c for c, _ in self._COLUMNS], self.reports(), strict=True))}
+
+    def to_bytes(self) -> bytes:
+        import json
+
+        header = {"protocol": self.params.protocol, "params": self.params.to_dict(),
+                  "fingerprint": self.params.fingerprint, "n": self.n, "rejected": dict(self.rejected),
+                  "arrays": _declared_arrays(self._layout())}
+        head = json.dumps(header, separators=(",", ":")).encode()
+        body = b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes()
+                        for v in self._serial_state().values())
+        blob = _MAGIC + bytes([_VERSION]) + struct.pack("<I", len(head)) + head + body
+        return blob + struct.pack("<I", zlib.crc32(blob))
+
+    @staticmethod
+    def from_bytes(data: bytes | bytearray | memoryview) -> PEMAggregate:
+        """A PEM aggregate from :meth:`to_bytes` (every check of :meth:`Aggregate.from_bytes`)."""
+        view = memoryview(data).cast("B")
+        if len(view) < _PREFIX + 4 or view[:4] != _MAGIC or view[4] != _VERSION:
+            raise AggregateFormatError("not a serialized ldp aggregate (bad magic or version)")
+        if zlib.crc32(view[:-4]) != int.from_bytes(view[-4:], "little"):
+            raise AggregateFormatError("aggregate bytes are damaged (CRC-32 mismatch)")
+        try:
+            return PEMAggregate._load_pem(view[:-4])
+        except AggregateFormatError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
+            raise AggregateFormatError(f"corrupt PEM aggregate: {exc}") from None
+
+    @staticmethod
+    def _load_pem(data: memoryview) -> PEMAggregate:
+        header = _read_header(data)
+        if header["protocol"] != PEMParams.protocol:
+            raise AggregateFormatError(f"not a PEM aggregate (protocol {header['protocol']!r})")
+        params = PEMParams.from_dict(header["params"])
+        if params.fingerprint != header["fingerprint"]:
+            raise AggregateFormatError("aggregate fingerprint does not match its parameters")
+        return PEMAggregate._load_state(data, header, params)
+
+    @classmethod
+    def _load_state(cls, data: memoryview, header: dict[str, Any], params: PEMParams) -> PEMAggregate:
+        """The aggregate of a checked header (its parameters and fingerprint verified) and its arrays:
+        the hook a generic loader can call for a state whose size the parameters do not fix."""
+        agg = cls(params)
+        agg.n = _count(header["n"], "n")
+        layout = agg._layout()
+        if not _same_json(header["arrays"], _declared_arrays(layout)):
+            raise AggregateFormatError("aggregate arrays do not match PEM's state for its n")
+        pos = _PREFIX + int.from_bytes(data[5:_PREFIX], "little")
+        sizes = [math.prod(shape) * dtype.itemsize for dtype, shape in layout.values()]
+        if sum(sizes) != len(data) - pos:
+            raise AggregateFormatError(f"the state takes {sum(sizes)} bytes but the aggregate carries "
+                                       f"{len(data) - pos}")
+        state = {}
+        for (name, (dtype, shape)), size in zip(layout.items(), sizes, strict=True):
+            state[name] = np.frombuffer(data[pos:pos + size], dtype=dtype.newbyteorder("<")).reshape(shape).copy()
+            pos += size
+        cols = tuple(state[name] for name, _ in cls._COLUMNS)
+        if (cols[0].size and int(cols[0].max()) >= params.groups) or (cols[2].size and int(cols[2].max()) >= params.g) \
+                or (cols[1].size and int(cols[1].max()) >= params.seed_range):
+            raise AggregateFormatError("aggregate reports are out of range for their parameters")
+        if not np.array_equal(np.bincount(cols[0], minlength=params.groups), state["group_n"]):
+            raise AggregateFormatError("aggregate group counts do not match its reports")
+        agg.group_n[:] = state["group_n"]
+        agg._parts = [tuple(c.astype(dt) for c, (_, dt) in zip(cols, cls._COLUMNS, strict=True))]
+        agg.rejected = Counter({str(k): _count(v, f"rejected[{k}]") for k, v in dict(header["rejected"]).items()})
+        return agg
+
+    # -- estimation ----------------------------------------------------------------------------------------
+    def _group(self, j: int) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+        g, s, y = self.reports()
+        start = int(self.group_n[:j].sum())
+        end = start + int(self.group_n[j])
+        return s[start:end], y[start:end]
+
+    def score(self, group: int, prefixes: list[int]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """``(F̂, standard error)`` of ``b_group``-bit prefixes (ints) among all users (module docstring)."""
+        pr = self.params
+        bits, m = pr.prefix_bits(group), int(self.group_n[group])
+        if m == 0:
+            raise ValueError(f"group {group} has no reports: nothing to estimate from")
+        seeds, ys = self._group(group)
+        support = key_support(seeds, ys, [prefix_key(c, bits) for c in prefixes], pr.g).astype(np.float64)
+        q = pr.q_star
+        count = self.n / m * (support - m * q) / (pr.p - q)
+        se = np.sqrt(pem_variance(pr, np.clip(count, 0, self.n), self.n, m))
+        return count, se
+
+    def estimate(self, values: list[Any], confidence: float = 0.95) -> Estimates:
+        """Counts of given strings (as the client pads them) from the last group, with standard errors."""
+        pr = self.params
+        last = pr.groups - 1
+        prefixes = [int.from_bytes(pr.padded(v), "big") for v in values]
+        count, se = self.score(last, prefixes)
+        items = [_decode(c, pr.total_bits) for c in prefixes]
+        return Estimates(pr.protocol, items, self.n, count, se, confidence, pr.privacy_cost,
+                         notes=("counts from the last group, scaled by n/N_j",))
+
+    def discover(self, top_k: int | None = None, alpha: float | None = 0.05, false_prefixes: float | None = 5.0,
+                 alphabet: str | bytes | None = None, confidence: float = 0.95) -> PEMDiscovery:
+        """Find the frequent strings round by round (module docstring). ``top_k``: prefixes kept per round
+        (default ``params.top_k``); ``alpha``: expected strings nobody holds reported; ``false_prefixes``:
+        expected absent prefixes kept per round; ``alphabet``: the bytes a string may hold (a pruning rule
+        of the server only)."""
+        pr = self.params
+        top = pr.top_k if top_k is None else top_k
+        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+            raise ValueError(f"top_k must be a positive int, got {top!r}")
+        for name, v in (("alpha", alpha), ("false_prefixes", false_prefixes)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf):
+                raise ValueError(f"{name} is an expected number of false findings: a finite number > 0 or None, "
+                                 f"got {v!r}")
+        if self.n == 0:
+            raise ValueError("no reports to discover from (the aggregate is empty)")
+        allowed = None if alphabet is None else frozenset(
+            alphabet.encode("utf-8") if isinstance(alphabet, str) else bytes(alphabet)) - {0}
+        rounds: list[dict[str, Any]] = []
+        kept: list[int] = [0]
+        prev_bits = 0
+        count = se = np.zeros(0)
+        cands: list[int] = []
+        for j in range(pr.groups):
+            bits = pr.prefix_bits(j)
+            step = bits - prev_bits
+            formed = [(c << step) | e for c in kept for e in range(1 << step)]
+            cands = [c for c in formed if _possible(c, bits, allowed)]
+            last = j == pr.groups - 1
+            level_of = alpha if last else false_prefixes
+            if not cands:
+                rounds.append({"bits": bits, "candidates": 0, "pruned": len(formed), "kept": 0, "threshold": math.nan})
+                break
+            count, se = self.score(j, cands)
+            threshold = -math.inf
+            if level_of is not None:
+                level = min(level_of / len(cands), 0.5)
+                threshold = NormalDist().inv_cdf(1.0 - level) * pem_null_se(pr, self.n, int(self.group_n[j]))
+            order = [int(i) for i in np.argsort(-count, kind="stable") if count[i] > threshold]
+            if not last or level_of is None:
+                order = order[:top]
+            rounds.append({"bits": bits, "candidates": len(cands), "pruned": len(formed) - len(cands),
+                           "kept": len(order), "threshold": threshold})
+            kept, prev_bits = [cands[i] for i in order], bits
+            if not kept:
+                break
+        return self._discovery(rounds, cands, count, se, kept, confidence)
+
+    def _discovery(self, rounds: list[dict[str, Any]], cands: list[int], count: npt.NDArray[np.float64],
+                   se: npt.NDArray[np.float64], kept: list[int], confidence: float) -> PEMDiscovery:
+        pr = self.params
+        finished = len(rounds) == pr.groups and rounds[-1]["candidates"] > 0
+        if not finished:  # stopped early: nothing reaches the last round
+            cands, count, se, kept = [], np.zeros(0), np.zeros(0), []
+        thr = rounds[-1]["threshold"] if rounds else math.nan
+        note = (f"PEM over OLH, {pr.groups} groups; counts from the last group scaled by n/N_j",)
+        cand = Estimates(pr.protocol, [_decode(c, pr.total_bits) for c in cands], self.n, count, se, confidence,
+                         pr.privacy_cost, {"detected": count > thr}, note)
+        where = {c: i for i, c in enumerate(cands)}
+        idx = np.array([where[c] for c in kept], np.int64)
+        found = Estimates(pr.protocol, [cand.items[i] for i in idx], self.n, count[idx], se[idx], confidence,
+                          pr.privacy_cost, {}, note)
+        return PEMDiscovery(found, cand, rounds)
+
+    @classmethod
+    def simulate(cls, params: PEMParams, true_counts: Any, rng: Any = None, *,
+                 values: list[Any] | None = None) -> PEMAggregate:
+        """The aggregate of users holding ``true_counts`` (``{string: count}``, or counts with ``values``),
+        drawn with the client's law in batch (its cost is O(n))."""
+        from ldp.decoders.rappor import open_domain_counts
+
+        words, counts = open_domain_counts(true_counts, values)
+        idx = np.repeat(np.arange(len(words)), counts)
+        agg = cls(params)
+        cols = pem_encode_batch(params, idx, as_generator(rng), candidates=words)
+        agg._fold(cols)
+        agg.n = int(idx.size)
+        return agg
