@@ -1,5 +1,5 @@
 """The ``ldp`` command: ``demo``, ``plan``, ``compare``, ``spec``, ``aggregate``, ``merge``, ``decode``,
-``privacy``, ``simulate``, ``rappor-decode``, ``sfp-discover``."""
+``privacy``, ``simulate``, ``rappor-decode``, ``sfp-discover``, ``pem-discover``."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from ldp.cli_numeric import (
     render_mean_simulation,
     simulate_means,
 )
+from ldp.cli_pem import add_pem_discover_arguments, pem_discover_command, pem_params
 from ldp.cli_protocols import (
     add_params_options,
     build_params,
@@ -57,7 +58,9 @@ def _simulate(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--values, --loc and --scale are for the mean protocols (duchi, piecewise, hybrid, "
                          "memo-mean) and multi")
     given = [args.p, args.q, args.truth_prob, args.yes_prob]
-    if args.param or args.protocol in ("rr", "grr") or args.protocol not in PLANNED_PROTOCOLS or any(
+    if args.protocol == "pem":
+        params = pem_params(args)
+    elif args.param or args.protocol in ("rr", "grr") or args.protocol not in PLANNED_PROTOCOLS or any(
             v is not None for v in given):
         params = build_params(args.protocol, args)
     elif args.epsilon is None:
@@ -91,10 +94,16 @@ def _render_simulation(out: dict[str, Any]) -> str:
             f"{s['trials']} trials ({out['method']} simulation)")
     cols = [Column("item"), Column("true_count", ".0f"), Column("mean_estimate", ".1f"),
             Column("empirical_sd", ".1f"), Column("theoretical_sd", ".1f"), Column("coverage", ".2f")]
+    if out["items"] and "detected" in out["items"][0]:
+        cols.append(Column("detected", ".2f"))
     lines = [render(cols, ([r[c.header] for c in cols] for r in out["items"]), title=head, max_rows=40,
                     more="... {} more items (--json for all)")]
     lines.append(f"RMSE (counts) {s['rmse_count']:.2f} vs theory {s['theoretical_rmse_count']:.2f}; "
                  f"CI coverage {s['coverage']:.3f} (nominal {s['nominal_coverage']})")
+    recall = [f"{k} {v:.3f}" for k, v in s.items() if k.startswith("recall@")]
+    if recall:  # a discovery protocol (pem): its recall and false strings per trial
+        lines.append(f"discovery: {', '.join(recall)}; {s['strings_found_mean']:.1f} strings found per trial, "
+                     f"{s['false_strings_mean']:.2f} false (at most {s['false_strings_max']})")
     lines += [f"note: {note}" for note in out.get("notes", [])]
     return "\n".join(lines)
 
@@ -116,7 +125,7 @@ def _plan(args: argparse.Namespace) -> Any:
     if args.protocol is None:
         raise ValueError(f"name a protocol ({PROTOCOLS_HELP}), or use --recommend")
     explicit = args.param or args.p is not None or args.truth_prob is not None or args.protocol in ("rr", "grr")
-    params = build_params(args.protocol, args) if explicit else (
+    params = pem_params(args) if args.protocol == "pem" else build_params(args.protocol, args) if explicit else (
         default_params(args.protocol, args.epsilon, args.d) if args.epsilon is not None else None)
     if params is None:
         raise ValueError(f"{args.protocol} needs --epsilon (the planner chooses the rest) or its --param values")
@@ -192,7 +201,8 @@ def make_parser() -> argparse.ArgumentParser:
                                      "with the exact variance formula.")
     sim.add_argument("--protocol", required=True,
                      help=f"{PROTOCOLS_HELP}; with --epsilon alone the others' parameters are the planner's "
-                          "defaults, and rappor, cms, hcms and sfp are simulated on --d candidates")
+                          "defaults (pem: also with --param), and rappor, cms, hcms, sfp and pem are simulated on "
+                          "--d candidates")
     sim.add_argument("--population",
                      help="uniform, zipf, exponential or gaussian over the domain (default zipf); for a mean: "
                           "uniform, normal or exponential on [low, high] (default uniform)")
@@ -291,6 +301,7 @@ def make_parser() -> argparse.ArgumentParser:
     out = sd.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output")
     out.add_argument("--csv", action="store_true", help="CSV output")
+    add_pem_discover_arguments(sub)
     return parser
 
 
@@ -427,6 +438,8 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{agg.n} reports" + (f" ({rejected} rejected: {dict(agg.rejected)})" if rejected else ""))
             print(found.summary())
             print(shown.table(max_rows=len(shown.items)))
+    elif args.command == "pem-discover":
+        return pem_discover_command(args)
     return 0
 
 

@@ -1,6 +1,6 @@
 """The protocol commands' parameter handling and the two decoders the ``ldp`` command runs on files:
 ``--param KEY=VALUE`` options into params (:func:`build_params`), ``ldp privacy``, ``ldp
-rappor-decode`` (Google's CSVs or an aggregate file) and ``ldp sfp-discover``."""
+rappor-decode`` (Google's CSVs or an aggregate file), ``ldp sfp-discover`` and ``ldp pem-discover``."""
 
 from __future__ import annotations
 
@@ -172,4 +172,45 @@ def sfp_discover_files(args: argparse.Namespace) -> Any:
     found = agg.discover(top=args.top, alpha=None if args.alpha <= 0 else args.alpha, confidence=args.confidence,
                          max_candidates=args.max_candidates, false_records=args.false_records, peel=not args.no_peel,
                          progress=False if getattr(args, "log_quiet", False) else None)
+    return agg, found
+
+
+def _fold_report_files(agg: Any, paths: list[str], save: str | None) -> None:
+    """Add the reports of each file to ``agg``: JSON lines when the file starts with ``{`` (after
+    whitespace), else binary frames; malformed reports are rejected with a reason and counted. With
+    ``save``, write the aggregate there."""
+    for path in paths:
+        data = _read_bytes(path)
+        if data.lstrip()[:1] == b"{":
+            agg.add_json_lines(data.splitlines())
+        else:
+            agg.add_bytes(data)
+    if save:
+        with open(save, "wb") as fh:
+            fh.write(agg.to_bytes())
+
+
+def pem_discover_files(args: argparse.Namespace) -> Any:
+    """Discover strings from a PEM aggregate file, or from report files and the parameters
+    (``--param KEY=VALUE``): ``(aggregate, PEMDiscovery)``."""
+    from ldp.decoders.pem import PEMAggregate
+    from ldp.encoders.pem import PEMParams
+
+    if args.aggregate:
+        if args.reports or args.param:
+            raise ValueError("give either --aggregate or --reports with --param options, not both")
+        agg = _aggregate_file(args.aggregate, PEMAggregate, "PEM")
+    else:
+        if not args.reports:
+            raise ValueError("need --aggregate FILE, or --reports FILE... with the parameters as --param KEY=VALUE")
+        try:
+            params = PEMParams.from_dict(dict(args.param))
+        except TypeError as exc:
+            raise ValueError(f"PEM parameters: {exc} (give them as --param KEY=VALUE)") from None
+        agg = PEMAggregate(params)
+        _fold_report_files(agg, args.reports, args.save)
+    if agg.n == 0:
+        raise ValueError(f"no valid reports (rejected: {dict(agg.rejected) or 'none'})")
+    found = agg.discover(top_k=args.top_k, alpha=args.alpha or None, false_prefixes=args.false_prefixes or None,
+                         alphabet=args.alphabet, confidence=args.confidence)
     return agg, found

@@ -20,7 +20,9 @@ Every number comes from the exact variance formula the protocol's decoder uses:
   ``epsilon_perm`` (``"upfront"``);
 * SFP: a word's count is the word sketch's; discovery needs its fragments detected in the
   fragment sketch of one position, which ``n/(L/r)`` users report on average, over the grid of
-  ``2^bits·|Σ|^r`` records (an approximation: the binomial split over positions is ignored).
+  ``2^bits·|Σ|^r`` records (an approximation: the binomial split over positions is ignored);
+* PEM: a string's count is estimated in the last of ``G`` groups of about ``n/G`` users, and discovered
+  when it passes the last round's test among ``top_k·2^(last step)`` candidates (:mod:`ldp.plan_pem`).
 
 At fixed fractions every one of these variances is exactly ``a·n + b·n²`` on the count scale
 (``b > 0`` only for the sketches' collision term), which :func:`solve_n` inverts in closed form.
@@ -53,11 +55,13 @@ from ldp.encoders.hcms import HcmsParams
 from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
 from ldp.encoders.local_hashing import BLHParams, LocalHashingParams, OLHParams
 from ldp.encoders.longitudinal import CHARGING, LGRRParams
+from ldp.encoders.pem import PEMParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
 from ldp.encoders.sfp import SfpParams
 from ldp.encoders.subset_selection import SSParams
 from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams, UnaryParams
+from ldp.plan_pem import pem_candidates, pem_count_variance, pem_notes, pem_report_bits
 from ldp.tables import key_values
 
 if TYPE_CHECKING:
@@ -66,7 +70,7 @@ if TYPE_CHECKING:
 __all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgrr_charges", "plan", "solve_n",
            "recommend"]
 
-PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "dbitflip", "bucket-grr", "lgrr", "sue", "oue",
+PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "pem", "dbitflip", "bucket-grr", "lgrr", "sue", "oue",
                      "bucket-oue", "loue", "hr", "ss", "blh", "olh")
 SKETCH_DEFAULTS = {"num_hashes": 256, "width": 1024}  # the benchmark's sizes: collision term negligible
 RAPPOR_DEFAULTS = {"num_bloombits": 64, "num_hashes": 2, "num_cohorts": 32}
@@ -83,6 +87,7 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
       costs ε (``ε₁ = ε∞ = ε``);
     * cms, hcms: k=256 hash functions, m=1024 buckets at ε;
     * sfp: the defaults of :class:`~ldp.encoders.sfp.SfpParams` with ε split evenly;
+    * pem: the defaults of :class:`~ldp.encoders.pem.PEMParams` at ε (10-byte strings, 8-bit steps, top_k=32);
     * dbitflip: ``d = 1`` bucket per report (Microsoft's one-bit setting) at ``epsilon = 2ε``, so that a
       report costs ε (one bit at ``2ε`` is charged ``ε``), over the buckets ``edges = 0, 1, …, d``;
     * bucket-grr: GRR over the buckets ``edges = 0, 1, …, d`` at ε;
@@ -110,6 +115,8 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
         return cls(epsilon, SKETCH_DEFAULTS["num_hashes"], SKETCH_DEFAULTS["width"], 0)
     if protocol == "sfp":
         return SfpParams(epsilon / 2, epsilon / 2)
+    if protocol == "pem":
+        return PEMParams(epsilon)
     if protocol == "dbitflip":
         return DBitFlipParams(2 * epsilon, tuple(range(domain_size + 1)), d=1)
     if protocol == "bucket-grr":
@@ -173,6 +180,8 @@ def count_variance(params: ProtocolParams, n: float, count: float, domain_size: 
         return float(sketch_variance(params, count, n, f2))
     if isinstance(params, SfpParams):
         return float(sketch_variance(params.word_params, count, n, f2))
+    if isinstance(params, PEMParams):  # the last group's n/G reports, scaled to the n users
+        return pem_count_variance(params, n, count)
     if isinstance(params, RapporParams):
         from ldp.decoders.rappor_decode import exact_count_covariance
 
@@ -282,6 +291,8 @@ def _report_bits(params: ProtocolParams, d: int) -> int:
         return params.width + lg(params.num_hashes)
     if isinstance(params, SfpParams):
         return lg(params.num_positions) + _report_bits(params.word_params, d) + _report_bits(params.fragment_params, d)
+    if isinstance(params, PEMParams):
+        return pem_report_bits(params)
     raise TypeError(type(params).__name__)
 
 
@@ -341,7 +352,8 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
     phi = 1.0 / domain_size if frequency is None else float(frequency)
     if not 0.0 <= phi <= 1.0:
         raise ValueError(f"frequency is a fraction in [0, 1], got {frequency}")
-    m_cand = domain_size if candidates is None else int(candidates)
+    m_cand = int(candidates) if candidates is not None else \
+        pem_candidates(params) if isinstance(params, PEMParams) else domain_size
     if m_cand < 1:
         raise ValueError(f"candidates must be >= 1, got {candidates}")
     var = count_variance(params, n, phi * n, domain_size, f2)
@@ -354,6 +366,8 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
         notes.append(f"discovery: fragments are tested among {det_m:,} records by about n/{params.num_positions} "
                      "users per position (the split over positions is ignored)")
         mdc = mdc * params.num_positions
+    if isinstance(params, PEMParams):
+        notes += pem_notes(params, det_m)
     per_report, per_value, total = _privacy(params, reports, distinct_values)
     charges: dict[str, PrivacyCost] = {}
     if isinstance(params, (LGRRParams, LOUEParams)):

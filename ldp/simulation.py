@@ -9,8 +9,9 @@
 Both paths work for any protocol in :mod:`ldp.protocols` whose aggregate defines ``simulate``; the
 mean protocols take numbers (:mod:`ldp.simulation_numeric`), ``multi`` a truth per attribute
 (:mod:`ldp.simulation_multi`).
-Open-domain protocols (RAPPOR, CMS, HCMS, SFP) are simulated on ``d`` candidate strings
-(:func:`default_candidates`), and their accuracy is that of the candidates' estimates.
+Open-domain protocols (RAPPOR, CMS, HCMS, SFP, PEM) are simulated on ``d`` candidate strings
+(:func:`default_candidates`), and their accuracy is that of the candidates' estimates; PEM's also that of
+its discovery (:mod:`ldp.simulation_pem`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 import functools
 import itertools
 import math
+import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
@@ -225,18 +227,22 @@ class AccuracyResult:
 def default_candidates(params: Any, d: int) -> list[str]:
     """The ``d`` strings an open-domain protocol is simulated on: ``item0 … item{d-1}``; for SFP,
     whose words are spelled in its alphabet, the first ``d`` words in shortlex order
-    (``a, b, …, z, aa, ab, …`` with the default alphabet)."""
+    (``a, b, …, z, aa, ab, …`` with the default alphabet); for PEM the same over ``a–z`` up to its
+    ``max_length``."""
     d = _check_d(d)
     if d > MAX_CANDIDATES:
         raise ValueError(f"an open-domain simulation holds its d candidates in memory: d must be <= "
                          f"{MAX_CANDIDATES:,}, got {d:,}")
-    alphabet = getattr(params, "alphabet", None)
+    alphabet: str | None = getattr(params, "alphabet", None)
+    length: int = getattr(params, "length", 0)
+    if params.protocol == "pem":
+        alphabet, length = string.ascii_lowercase, params.max_length
     if alphabet is None:
         return [f"item{i}" for i in range(d)]
-    spelled = ("".join(t) for size in range(1, params.length + 1) for t in itertools.product(alphabet, repeat=size))
+    spelled = ("".join(t) for size in range(1, length + 1) for t in itertools.product(alphabet, repeat=size))
     words = list(itertools.islice(spelled, d))
     if len(words) < d:
-        raise ValueError(f"{params.protocol} words have at most {params.length} symbols of {alphabet!r}: "
+        raise ValueError(f"{params.protocol} words have at most {length} symbols of {alphabet!r}: "
                          f"fewer than d={d} of them")
     return words
 
@@ -300,8 +306,9 @@ def accuracy(params: Any, population: Population | NumericPopulation | Mapping[s
     Open-domain protocols (``params.domain_size is None``) are simulated on ``candidates``: by
     default the population's labels, else :func:`default_candidates`; the error is that of the
     candidates' estimates (RAPPOR: the decoder's least squares over every candidate; CMS/HCMS: the
-    de-biased sketch; SFP: the word sketch). ``progress``: a bar over the trials on stderr (``None``:
-    when stderr is a terminal; :mod:`ldp.progress`).
+    de-biased sketch; SFP: the word sketch). PEM returns a :class:`~ldp.simulation_pem.PEMAccuracyResult`:
+    its last group's estimates, and its discovery's recall and false strings (:func:`~ldp.simulation_pem.pem_accuracy`).
+    ``progress``: a bar over the trials on stderr (``None``: when stderr is a terminal; :mod:`ldp.progress`).
 
     The mean mechanisms take a :class:`~ldp.simulation_numeric.NumericPopulation` and return a
     :class:`~ldp.simulation_numeric.MeanAccuracyResult` (:func:`~ldp.simulation_numeric.mean_accuracy`);
@@ -332,6 +339,11 @@ def accuracy(params: Any, population: Population | NumericPopulation | Mapping[s
         raise ValueError(f"population has {population.d} values, protocol domain has {params.domain_size}")
     if not open_domain and candidates is not None:
         raise ValueError(f"candidates are for open-domain protocols; {params.protocol} has a fixed domain")
+    if params.protocol == "pem":
+        from ldp.simulation_pem import pem_accuracy
+
+        return pem_accuracy(params, population, n, trials=trials, method=method, rng=rng, confidence=confidence,
+                            candidates=candidates, progress=progress)
     proto = get_protocol(params.protocol)
     values: list[str] | None = None
     notes: tuple[str, ...] = ()

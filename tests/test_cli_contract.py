@@ -84,9 +84,11 @@ def _spec_doc() -> dict[str, Any]:
 def files(tmp_path_factory) -> dict[str, Path]:
     """Named files for the fuzz test: valid inputs of every command, and empty, garbage, truncated,
     missing and folder stand-ins."""
+    from ldp.decoders.pem import PEMAggregate
     from ldp.decoders.rappor import RapporAggregate
     from ldp.decoders.rappor_decode import CandidateMap
     from ldp.decoders.sfp import SfpAggregate
+    from ldp.encoders.pem import PEMEncoder, PEMParams
     from ldp.encoders.rappor import RapporParams
     from ldp.encoders.sfp import SfpEncoder, SfpParams
     from ldp.protocols import get_protocol
@@ -131,6 +133,16 @@ def files(tmp_path_factory) -> dict[str, Path]:
     sagg.add_bytes(batch.to_bytes())
     f["sfp.agg"] = d / "sfp.agg"
     f["sfp.agg"].write_bytes(sagg.to_bytes())
+    pem = PEMParams(4.0, max_length=3, top_k=4)
+    batch = PEMEncoder(pem).encode_batch(np.repeat([0, 1], [300, 200]), rng=1, candidates=["cat", "dog"])
+    f["pem.bin"] = d / "pem.bin"
+    f["pem.bin"].write_bytes(batch.to_bytes())
+    f["pem.jsonl"] = d / "pem.jsonl"
+    f["pem.jsonl"].write_text("\n".join(r.to_json() for r in batch.reports()) + "\n")
+    pagg = PEMAggregate(pem)
+    pagg.add_bytes(batch.to_bytes())
+    f["pem.agg"] = d / "pem.agg"
+    f["pem.agg"].write_bytes(pagg.to_bytes())
 
     spec_dir = d / "spec"
     spec_dir.mkdir()
@@ -214,6 +226,8 @@ def test_simulate_with_no_users_is_refused_by_the_option():
     ["rappor-decode", "--aggregate", "{missing}", "--candidates", "x.txt"],
     ["sfp-discover", "--aggregate", "{missing}"],
     ["sfp-discover", "--reports", "{missing}", "--param", "word_epsilon=2"],
+    ["pem-discover", "--aggregate", "{missing}"],
+    ["pem-discover", "--reports", "{missing}", "--param", "epsilon=2"],
     ["rappor-decode", "--params", "{folder}", "--counts", "x", "--map", "y"],
     ["decode", "{missing}", "--spec", "s.json"],
 ])
@@ -424,8 +438,9 @@ JSON_VALUES = st.one_of(NUMBERS, st.sampled_from(["null", "true", "[]", "[1, 2]"
                                                   "1e400", "-1e400", "NaN", "Infinity", "99999999999999999999"]))
 PARAM_KEYS = ["epsilon", "domain_size", "p", "q", "f", "num_bloombits", "num_hashes", "num_cohorts", "width",
               "hash_seed", "word_epsilon", "fragment_epsilon", "word_num_hashes", "word_width",
-              "fragment_num_hashes", "fragment_width", "mode", "labels", "nope"]
-PROTOCOLS = st.sampled_from(["rr", "grr", "rappor", "cms", "hcms", "sfp", "nope", ""])
+              "fragment_num_hashes", "fragment_width", "mode", "labels", "max_length", "start_bits", "step_bits",
+              "top_k", "nope"]
+PROTOCOLS = st.sampled_from(["rr", "grr", "rappor", "cms", "hcms", "sfp", "pem", "nope", ""])
 COUNTER = itertools.count()
 
 
@@ -481,7 +496,7 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
                 "--s": NUMBERS, "--n": _small_count(2000), "--trials": _small_count(5),
                 "--method": st.sampled_from(["aggregate", "per_report", "x"]), "--confidence": NUMBERS,
                 "--seed": NUMBERS, "--json": FLAG}
-        return st.tuples(st.sampled_from(["rr", "grr", "cms", "nope"]), options(opts), param_values()).map(
+        return st.tuples(st.sampled_from(["rr", "grr", "cms", "pem", "nope"]), options(opts), param_values()).map(
             lambda t: ["simulate", "--protocol", t[0], *t[1], *t[2]])
     if command == "plan":
         opts = {**PARAM_OPTS, "--n": NUMBERS, "--frequency": NUMBERS, "--alpha": NUMBERS, "--candidates": NUMBERS,
@@ -503,6 +518,17 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
         opts = {"--aggregate": path, "--reports": reports, "--top": _small_count(50), "--alpha": NUMBERS,
                 "--max-candidates": NUMBERS, "--confidence": NUMBERS, "--all": FLAG, "--csv": FLAG}
         return st.tuples(options(opts), param_values()).map(lambda t: ["sfp-discover", *t[0], *t[1]])
+    if command == "pem-discover":
+        reports = st.lists(path, min_size=1, max_size=3)
+        good = st.just([f"--param={k}={json.dumps(v)}" for k, v in
+                        {"epsilon": 4.0, "max_length": 3, "top_k": 4}.items()])
+        save = st.builds(lambda: str(tmp / f"pem{next(COUNTER)}.agg"))
+        opts = {"--aggregate": path, "--reports": reports, "--save": save,
+                "--top-k": _small_count(50), "--alpha": NUMBERS, "--false-prefixes": NUMBERS,
+                "--alphabet": st.sampled_from(["abcdefghijklmnopqrstuvwxyz", "cat", "é€", "", "\x00"]),
+                "--confidence": NUMBERS, "--all": FLAG, "--json": FLAG, "--csv": FLAG}
+        return st.tuples(options(opts), st.one_of(good, param_values())).map(
+            lambda t: ["pem-discover", *t[0], *t[1]])
     if command == "spec validate":
         return st.one_of(path, _spec_files(tmp)).map(lambda p: ["spec", "validate", p])
     out = st.builds(lambda: str(tmp / f"out{next(COUNTER)}"))
@@ -568,8 +594,8 @@ def _spec_files(tmp: Path) -> st.SearchStrategy[str]:
     return st.builds(build, st.sampled_from(paths), odd)
 
 
-COMMANDS = ["privacy", "simulate", "plan", "rappor-decode", "sfp-discover", "spec validate", "aggregate", "merge",
-            "decode"]
+COMMANDS = ["privacy", "simulate", "plan", "rappor-decode", "sfp-discover", "pem-discover", "spec validate",
+            "aggregate", "merge", "decode"]
 FUZZ_EXAMPLES = int(os.environ.get("LDP_FUZZ_EXAMPLES", "40"))
 
 

@@ -12,7 +12,7 @@ from ldp.accountant import BudgetLedger
 from ldp.audit import audit_encoder, output_distribution
 from ldp.batch.pem import key_support
 from ldp.decoders.base import Aggregate, AggregateFormatError
-from ldp.decoders.pem import PEMAggregate, pem_detectable_share, pem_null_se, pem_variance
+from ldp.decoders.pem import PEMAggregate, null_threshold, pem_detectable_share, pem_null_se, pem_variance
 from ldp.encoders.local_hashing import lh_hash
 from ldp.encoders.pem import PEMEncoder, PEMParams, prefix_key
 
@@ -159,6 +159,24 @@ def test_discover_finds_the_heavy_strings_and_no_false_one():
         agg.discover(top_k=0)
     with pytest.raises(ValueError, match="expected number"):
         agg.discover(alpha=-1)
+
+
+@pytest.mark.parametrize("group_n", [60, 700, 20_000])
+def test_null_threshold_is_the_exact_binomial_quantile(group_n):
+    """An absent prefix's support is Binomial(N_j, 1/g): the count cutoff is exceeded with probability at
+    most the level, and is the smallest such cutoff (one support count less would exceed it)."""
+    p = PEMParams(6.0, max_length=3)
+    n, level, q = 3 * group_n, 1e-3, p.q_star
+    thr = null_threshold(p, n, group_n, level)
+    c = thr / (n / group_n) * (p.p - q) + group_n * q  # back to a support count
+    assert c == pytest.approx(round(c)) and stats.binom.sf(round(c), group_n, q) <= level
+    assert stats.binom.sf(round(c) - 1, group_n, q) > level
+    support = np.random.default_rng(group_n).binomial(group_n, q, 200_000)  # absent prefixes' supports
+    exceed = np.mean(n / group_n * (support - group_n * q) / (p.p - q) > thr)
+    assert exceed <= level + 4 * math.sqrt(level / 200_000)
+    normal = stats.norm.isf(level) * pem_null_se(p, n, group_n)  # the normal cutoff is too low in small groups
+    if group_n == 60:
+        assert normal < thr
 
 
 def test_detectable_share_is_the_last_threshold():

@@ -37,7 +37,6 @@ import struct
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
-from statistics import NormalDist
 from typing import Any, ClassVar
 
 import numpy as np
@@ -60,7 +59,7 @@ from ldp.decoders.results import Estimates, column_rows
 from ldp.encoders.pem import PEMParams, prefix_key
 from ldp.randomness import as_generator
 
-__all__ = ["PEMAggregate", "PEMDiscovery", "pem_variance", "pem_null_se", "pem_detectable_share"]
+__all__ = ["PEMAggregate", "PEMDiscovery", "pem_variance", "pem_null_se", "pem_detectable_share", "null_threshold"]
 
 
 def _olh_terms(params: PEMParams) -> tuple[float, float]:
@@ -81,16 +80,29 @@ def pem_null_se(params: PEMParams, n: int, group_n: int) -> float:
     return n * math.sqrt(_olh_terms(params)[0] / group_n)
 
 
+def null_threshold(params: PEMParams, n: int, group_n: int, level: float) -> float:
+    """The count an absent prefix exceeds with probability at most ``level``: its support among the
+    group's ``N_j`` reports is exactly ``Binomial(N_j, 1/g)`` (each report's hash of it is uniform and
+    independent of the value), so the cutoff is that law's upper quantile ``c`` (``P(C > c) ≤ level``)
+    mapped to a count, ``n/N_j·(c − N_j/g)/(p − 1/g)``: exact, where the normal approximation
+    ``z·`` :func:`pem_null_se` is anti-conservative in the binomial's right tail for small groups."""
+    from scipy.stats import binom
+
+    q = params.q_star
+    c = float(binom.isf(level, group_n, q))
+    return n / group_n * (c - group_n * q) / (params.p - q)
+
+
 def pem_detectable_share(params: PEMParams, n: int, alpha: float = 0.05, candidates: int | None = None) -> float:
     """The share of users a string needs to pass the last round's test, with groups of ``n/G`` reports:
-    ``z_{1−α/C}·√(G·V0/n)``; ``C`` defaults to ``top_k·2^(last step)``, the most the last round scores.
-    (For the planner: the string must also survive every earlier round, whose prefixes are at least as
-    frequent and whose thresholds are of the same order.)"""
+    :func:`null_threshold` at level ``α/C`` over ``n`` (about ``z_{1−α/C}·√(G·V0/n)``); ``C`` defaults to
+    ``top_k·2^(last step)``, the most the last round scores. (For the planner: the string must also survive
+    every earlier round, whose prefixes are at least as frequent and whose thresholds are of the same order.)"""
     G = params.groups
     last = params.total_bits - (params.prefix_bits(G - 2) if G > 1 else 0)
     c = params.top_k << last if candidates is None else candidates
-    z = NormalDist().inv_cdf(1.0 - min(alpha / max(c, 1), 0.5))
-    return z * math.sqrt(G * _olh_terms(params)[0] / n)
+    group_n = max(round(n / G), 1)
+    return null_threshold(params, n, group_n, min(alpha / max(c, 1), 0.5)) / n
 
 
 @dataclass(frozen=True)
@@ -116,8 +128,10 @@ class PEMDiscovery:
 
 
 def _decode(prefix: int, bits: int) -> str:
-    """A full-length candidate as text: its bytes less the NUL padding, UTF-8 (invalid bytes escaped)."""
-    return prefix.to_bytes(bits // 8, "big").rstrip(b"\x00").decode("utf-8", "backslashreplace")
+    """A full-length candidate as text: its bytes less the NUL padding, UTF-8, with invalid bytes and
+    non-printable characters escaped (``\\x01``), so a table never hides part of a string."""
+    text = prefix.to_bytes(bits // 8, "big").rstrip(b"\x00").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
 
 
 def _possible(prefix: int, bits: int, allowed: frozenset[int] | None) -> bool:
@@ -314,8 +328,7 @@ class PEMAggregate(Aggregate):
             count, se = self.score(j, cands)
             threshold = -math.inf
             if level_of is not None:
-                level = min(level_of / len(cands), 0.5)
-                threshold = NormalDist().inv_cdf(1.0 - level) * pem_null_se(pr, self.n, int(self.group_n[j]))
+                threshold = null_threshold(pr, self.n, int(self.group_n[j]), min(level_of / len(cands), 0.5))
             order = [int(i) for i in np.argsort(-count, kind="stable") if count[i] > threshold]
             if not last or level_of is None:
                 order = order[:top]
