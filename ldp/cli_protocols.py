@@ -86,14 +86,6 @@ def _read_bytes(path: str) -> bytes:
         raise ValueError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def _read_text(path: str) -> str:
-    data = _read_bytes(path)
-    try:
-        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # universal newlines
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-
 def _aggregate_file(path: str, aggregate_type: type, protocol: str) -> Any:
     """The aggregate in the file ``path`` (checked as untrusted bytes), which must be of ``aggregate_type``."""
     from ldp.server.store import read_aggregate
@@ -146,33 +138,44 @@ def sfp_discover_files(args: argparse.Namespace) -> Any:
     from ldp.decoders.sfp import SfpAggregate
     from ldp.encoders.sfp import SfpParams
 
-    if args.aggregate:
-        if args.reports or args.param:
-            raise ValueError("give either --aggregate or --reports with --param options, not both")
-        agg = _aggregate_file(args.aggregate, SfpAggregate, "SFP")
-    else:
-        if not args.reports:
-            raise ValueError("need --aggregate FILE, or --reports FILE... with the parameters as --param KEY=VALUE")
-        try:
-            params = SfpParams.from_dict(dict(args.param))
-        except TypeError as exc:
-            raise ValueError(f"SFP parameters: {exc} (give them as --param KEY=VALUE)") from None
-        agg = SfpAggregate(params)
-        for path in args.reports:
-            data = _read_bytes(path)
-            if data.lstrip()[:1] == b"{":
-                agg.add_json_lines(data.splitlines())
-            else:
-                agg.add_bytes(data)
-        if args.save:
-            with open(args.save, "wb") as fh:
-                fh.write(agg.to_bytes())
-    if agg.n == 0:
-        raise ValueError(f"no valid reports (rejected: {dict(agg.rejected) or 'none'})")
+    agg = _discovery_aggregate(args, SfpAggregate, SfpParams, "SFP")
     found = agg.discover(top=args.top, alpha=None if args.alpha <= 0 else args.alpha, confidence=args.confidence,
                          max_candidates=args.max_candidates, false_records=args.false_records, peel=not args.no_peel,
                          progress=False if getattr(args, "log_quiet", False) else None)
     return agg, found
+
+
+def pem_discover_files(args: argparse.Namespace) -> Any:
+    """Discover strings from a PEM aggregate file, or from report files and the parameters
+    (``--param KEY=VALUE``): ``(aggregate, PEMDiscovery)``."""
+    from ldp.decoders.pem import PEMAggregate
+    from ldp.encoders.pem import PEMParams
+
+    agg = _discovery_aggregate(args, PEMAggregate, PEMParams, "PEM")
+    found = agg.discover(top_k=args.top_k, alpha=args.alpha or None, false_prefixes=args.false_prefixes or None,
+                         alphabet=args.alphabet, confidence=args.confidence)
+    return agg, found
+
+
+def _discovery_aggregate(args: argparse.Namespace, aggregate_type: Any, params_type: Any, name: str) -> Any:
+    """The aggregate a discovery command works on: ``--aggregate FILE``, or ``--reports FILE...`` folded
+    with the parameters given as ``--param KEY=VALUE`` (``--save`` writes it); no valid report is an error."""
+    if args.aggregate:
+        if args.reports or args.param:
+            raise ValueError("give either --aggregate or --reports with --param options, not both")
+        agg = _aggregate_file(args.aggregate, aggregate_type, name)
+    else:
+        if not args.reports:
+            raise ValueError("need --aggregate FILE, or --reports FILE... with the parameters as --param KEY=VALUE")
+        try:
+            params = params_type.from_dict(dict(args.param))
+        except TypeError as exc:
+            raise ValueError(f"{name} parameters: {exc} (give them as --param KEY=VALUE)") from None
+        agg = aggregate_type(params)
+        _fold_report_files(agg, args.reports, args.save)
+    if agg.n == 0:
+        raise ValueError(f"no valid reports (rejected: {dict(agg.rejected) or 'none'})")
+    return agg
 
 
 def _fold_report_files(agg: Any, paths: list[str], save: str | None) -> None:
@@ -188,29 +191,3 @@ def _fold_report_files(agg: Any, paths: list[str], save: str | None) -> None:
     if save:
         with open(save, "wb") as fh:
             fh.write(agg.to_bytes())
-
-
-def pem_discover_files(args: argparse.Namespace) -> Any:
-    """Discover strings from a PEM aggregate file, or from report files and the parameters
-    (``--param KEY=VALUE``): ``(aggregate, PEMDiscovery)``."""
-    from ldp.decoders.pem import PEMAggregate
-    from ldp.encoders.pem import PEMParams
-
-    if args.aggregate:
-        if args.reports or args.param:
-            raise ValueError("give either --aggregate or --reports with --param options, not both")
-        agg = _aggregate_file(args.aggregate, PEMAggregate, "PEM")
-    else:
-        if not args.reports:
-            raise ValueError("need --aggregate FILE, or --reports FILE... with the parameters as --param KEY=VALUE")
-        try:
-            params = PEMParams.from_dict(dict(args.param))
-        except TypeError as exc:
-            raise ValueError(f"PEM parameters: {exc} (give them as --param KEY=VALUE)") from None
-        agg = PEMAggregate(params)
-        _fold_report_files(agg, args.reports, args.save)
-    if agg.n == 0:
-        raise ValueError(f"no valid reports (rejected: {dict(agg.rejected) or 'none'})")
-    found = agg.discover(top_k=args.top_k, alpha=args.alpha or None, false_prefixes=args.false_prefixes or None,
-                         alphabet=args.alphabet, confidence=args.confidence)
-    return agg, found

@@ -52,7 +52,6 @@ from ldp.decoders.base import (
     StateLayout,
     _count,
     _declared_arrays,
-    _read_header,
     _same_json,
 )
 from ldp.decoders.results import Estimates, column_rows
@@ -210,28 +209,12 @@ class PEMAggregate(Aggregate):
 
     @staticmethod
     def from_bytes(data: bytes | bytearray | memoryview) -> PEMAggregate:
-        """A PEM aggregate from :meth:`to_bytes` (every check of :meth:`Aggregate.from_bytes`)."""
-        view = memoryview(data).cast("B")
-        if len(view) < _PREFIX + 4 or view[:4] != _MAGIC or view[4] != _VERSION:
-            raise AggregateFormatError("not a serialized ldp aggregate (bad magic or version)")
-        if zlib.crc32(view[:-4]) != int.from_bytes(view[-4:], "little"):
-            raise AggregateFormatError("aggregate bytes are damaged (CRC-32 mismatch)")
-        try:
-            return PEMAggregate._load_pem(view[:-4])
-        except AggregateFormatError:
-            raise
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
-            raise AggregateFormatError(f"corrupt PEM aggregate: {exc}") from None
-
-    @staticmethod
-    def _load_pem(data: memoryview) -> PEMAggregate:
-        header = _read_header(data)
-        if header["protocol"] != PEMParams.protocol:
-            raise AggregateFormatError(f"not a PEM aggregate (protocol {header['protocol']!r})")
-        params = PEMParams.from_dict(header["params"])
-        if params.fingerprint != header["fingerprint"]:
-            raise AggregateFormatError("aggregate fingerprint does not match its parameters")
-        return PEMAggregate._load_state(data, header, params)
+        """A PEM aggregate from :meth:`to_bytes`: :meth:`Aggregate.from_bytes` (every check, then
+        :meth:`_load_state`), refusing another protocol's aggregate."""
+        agg = Aggregate.from_bytes(data)
+        if not isinstance(agg, PEMAggregate):
+            raise AggregateFormatError(f"not a PEM aggregate (protocol {agg.params.protocol!r})")
+        return agg
 
     @classmethod
     def _load_state(cls, data: memoryview, header: dict[str, Any], params: PEMParams) -> PEMAggregate:
