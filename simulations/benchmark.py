@@ -433,6 +433,7 @@ def aggregate_simulation_1e9(ctx: Context) -> dict[str, Any]:
 
 def _register_protocol_sections() -> None:
     """Protocol sections kept in their own files (``simulations/bench_*.py``)."""
+    import bench_association
     import bench_fold
     import bench_hostile
     import bench_ingest
@@ -453,6 +454,7 @@ def _register_protocol_sections() -> None:
     bench_sketch.register(sys.modules[__name__])
     bench_sfp.register(sys.modules[__name__])
     bench_pem.register(sys.modules[__name__])
+    bench_association.register(sys.modules[__name__])
     bench_numeric.register(sys.modules[__name__])
     bench_unary.register(sys.modules[__name__])
     bench_oracles.register(sys.modules[__name__])

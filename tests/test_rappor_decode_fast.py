@@ -14,8 +14,9 @@ from hypothesis import given, settings, strategies as st
 
 from ldp.batch.murmur import bucket_table, murmur3_32, namespaced_bucket_table, namespaced_murmur3_32
 from ldp.batch.rappor import bloom_index_table, bloom_table
+from ldp.batch.threads import threads_for
 from ldp.decoders.rappor import RapporAggregate
-from ldp.decoders.rappor_decode import CandidateMap, _design, _threads_for, decode
+from ldp.decoders.rappor_decode import CandidateMap, _design, decode
 from ldp.encoders.rappor import RapporParams, bloom_bits, bloom_filter
 from ldp.hashing import namespaced, value_bytes
 
@@ -203,7 +204,7 @@ def test_small_steps_run_on_one_blas_thread():
     from threadpoolctl import threadpool_info
 
     decode(RapporAggregate.simulate(RapporParams(8, 2, 2, 0.25, 0.75, 0.5), {"a": 100}, rng=1), ["a"])  # loads BLAS
-    with _threads_for(1e6):
+    with threads_for(1e6):
         assert all(lib["num_threads"] == 1 for lib in threadpool_info() if lib["user_api"] == "blas")
 
 

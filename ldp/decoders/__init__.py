@@ -4,6 +4,7 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 
 # isort: split
 
+from ldp.decoders.association import Association, Variable, associate, pair_cost
 from ldp.decoders.base import Aggregate, frame_to_batch
 from ldp.decoders.hadamard_response import HRAggregate, hr_variance
 from ldp.decoders.histogram import BucketGRRAggregate, BucketOUEAggregate, DBitFlipAggregate, dbitflip_variance
@@ -27,4 +28,5 @@ __all__ = ["HRAggregate", "hr_variance", "SSAggregate", "ss_variance", "LocalHas
            "DBitFlipAggregate", "BucketGRRAggregate", "dbitflip_variance", "MeanEstimate", "DuchiAggregate",
            "PiecewiseAggregate", "HybridAggregate", "LGRRAggregate", "MemoMeanAggregate",
            "MultiAggregate", "MultiEstimates", "multi_variance", "recommend_mode",
-           "UnaryAggregate", "unary_variance", "BucketOUEAggregate", "PEMAggregate", "PEMDiscovery"]
+           "UnaryAggregate", "unary_variance", "BucketOUEAggregate", "PEMAggregate", "PEMDiscovery",
+           "Association", "Variable", "associate", "pair_cost"]

@@ -33,9 +33,7 @@ import csv
 import io
 import logging
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +42,7 @@ import numpy.typing as npt
 
 from ldp.batch import check_candidates
 from ldp.batch.rappor import bloom_index_table
+from ldp.batch.threads import threads_for as _threads_for
 from ldp.decoders.rappor import RapporAggregate, bit_count_variance
 from ldp.decoders.results import Estimates
 from ldp.encoders.rappor import RapporParams
@@ -61,7 +60,6 @@ _MAX_LEVEL = 0.2  # z = 0.84: fewer candidates would make the lasso penalty vani
 _MISFIT = 2.0  # dispersion above which the result warns about unexplained mass
 _MAX_ROUNDS = 5  # least-squares refits that add candidates significant by their score test
 _FULL_FIT_WORK = 4e9  # rows·d² of the dense QR "auto" accepts for fitting every candidate (about 1 s)
-_SMALL_WORK = 1e10  # multiply-adds below which one BLAS/OpenMP thread beats several (see _threads_for)
 
 
 def _name(c: str | bytes) -> str:
@@ -223,23 +221,6 @@ def _design(agg: RapporAggregate, cmap: CandidateMap) -> tuple[sp.csc_matrix, np
     x = cmap.pattern.copy() if keep.all() else cmap.pattern[np.flatnonzero(keep)].tocsc()
     x.data *= (n_row / agg.n)[x.indices]  # the pattern's values are 1: each becomes its row's N_c/N
     return x, y, 1.0 / var, null_var
-
-
-def _threads_for(work: float) -> AbstractContextManager[Any]:
-    """Limit BLAS and OpenMP to one thread for a step of fewer than ``_SMALL_WORK`` multiply-adds.
-
-    On a shared machine, OpenBLAS's default threads made small decodes 10–100× slower (threads
-    spinning against other processes); a step this small takes well under a second on one core."""
-    return nullcontext() if work >= _SMALL_WORK else _thread_controller().limit(limits=1)
-
-
-@lru_cache(maxsize=1)
-def _thread_controller() -> Any:
-    """One ``threadpoolctl`` controller per process (finding the libraries takes ms; limiting, µs).
-    First made inside :func:`decode`, once numpy's and scipy's BLAS are loaded."""
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
 
 
 def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes], *, alpha: float = 0.05,
