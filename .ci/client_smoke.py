@@ -38,6 +38,7 @@ from ldp.encoders import (  # noqa: E402
 )
 from ldp.encoders.histogram import BucketOUEParams  # noqa: E402
 from ldp.encoders.pem import PEMParams  # noqa: E402
+from ldp.encoders.rappor_ngrams import RapporNgramsParams  # noqa: E402
 from ldp.encoders.sfp import SfpParams  # noqa: E402
 from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams  # noqa: E402
 from ldp.extras import MissingExtraError  # noqa: E402
@@ -51,6 +52,7 @@ CASES = {
     "cms": (CmsParams(4.0, 16, 256), "word"),
     "hcms": (HcmsParams(4.0, 16, 256), "word"),
     "pem": (PEMParams(4.0), "hello"),
+    "rappor-ngrams": (RapporNgramsParams(16, 2, 8, 0.25, 0.75, 0.5, 16, 2, 8, 0.25, 0.75, 0.5), "hello"),
     "sfp": (SfpParams(2.0, 2.0, word_num_hashes=16, word_width=256, fragment_num_hashes=16, fragment_width=256),
             "hello"),
     "sue": (SUEParams(1.0, 8), 3),

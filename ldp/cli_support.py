@@ -19,8 +19,8 @@ __all__ = ["COUNT_PROTOCOLS", "PROTOCOLS_HELP",
            "BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
            "non_negative_int", "finite_float", "positive_float", "open_unit", "matplotlib_missing"]
 
-COUNT_PROTOCOLS = ("rr", "grr", "sue", "oue", "rappor", "cms", "hcms", "sfp", "pem", "dbitflip", "bucket-grr",
-                   "bucket-oue", "lgrr", "loue", "hr", "ss", "blh", "olh")
+COUNT_PROTOCOLS = ("rr", "grr", "sue", "oue", "rappor", "cms", "hcms", "sfp", "pem", "rappor-ngrams", "dbitflip",
+                   "bucket-grr", "bucket-oue", "lgrr", "loue", "hr", "ss", "blh", "olh")
 """The protocols that estimate counts, in the order the help texts list them (a test checks that they,
 :data:`ldp.encoders.numeric.MEAN_PROTOCOLS` and ``multi`` are every registered protocol)."""
 PROTOCOLS_HELP = (", ".join(COUNT_PROTOCOLS) + "; or a mean: duchi, piecewise, hybrid, memo-mean; "

@@ -444,6 +444,7 @@ def _register_protocol_sections() -> None:
     import bench_pem
     import bench_plan
     import bench_rappor
+    import bench_rappor_ngrams
     import bench_regression
     import bench_sfp
     import bench_sketch
@@ -455,6 +456,7 @@ def _register_protocol_sections() -> None:
     bench_sfp.register(sys.modules[__name__])
     bench_pem.register(sys.modules[__name__])
     bench_association.register(sys.modules[__name__])
+    bench_rappor_ngrams.register(sys.modules[__name__])
     bench_numeric.register(sys.modules[__name__])
     bench_unary.register(sys.modules[__name__])
     bench_oracles.register(sys.modules[__name__])

@@ -17,6 +17,8 @@ from ldp.decoders.pem import PEMAggregate, PEMDiscovery
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate, grr_variance, rr_variance
 from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import CandidateMap, RapporEstimates
+from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
+from ldp.decoders.rappor_ngrams_discovery import NgramDiscovery
 from ldp.decoders.results import Estimates
 from ldp.decoders.sketch import SketchAggregate, sketch_variance
 from ldp.decoders.subset_selection import SSAggregate, ss_variance
@@ -29,4 +31,4 @@ __all__ = ["HRAggregate", "hr_variance", "SSAggregate", "ss_variance", "LocalHas
            "PiecewiseAggregate", "HybridAggregate", "LGRRAggregate", "MemoMeanAggregate",
            "MultiAggregate", "MultiEstimates", "multi_variance", "recommend_mode",
            "UnaryAggregate", "unary_variance", "BucketOUEAggregate", "PEMAggregate", "PEMDiscovery",
-           "Association", "Variable", "associate", "pair_cost"]
+           "Association", "Variable", "associate", "pair_cost", "RapporNgramsAggregate", "NgramDiscovery"]

@@ -31,6 +31,7 @@ from ldp.encoders.numeric import (
 from ldp.encoders.pem import PEMEncoder, PEMParams
 from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
 from ldp.encoders.rappor import RapporEncoder, RapporParams
+from ldp.encoders.rappor_ngrams import RapporNgramsEncoder, RapporNgramsParams
 from ldp.encoders.subset_selection import SSEncoder, SSParams
 from ldp.encoders.unary import LOUEEncoder, LOUEParams, OUEEncoder, OUEParams, SUEEncoder, SUEParams
 from ldp.reports import Report, ReportError
@@ -44,5 +45,6 @@ __all__ = [
     "DuchiEncoder", "DuchiParams", "PiecewiseEncoder", "PiecewiseParams", "HybridEncoder", "HybridParams",
     "LGRREncoder", "LGRRParams", "MemoMeanEncoder", "MemoMeanParams", "MultiEncoder", "MultiParams",
     "SUEEncoder", "SUEParams", "OUEEncoder", "OUEParams", "LOUEEncoder", "LOUEParams", "BucketOUEEncoder",
-    "BucketOUEParams", "PEMEncoder", "PEMParams", "Report", "ReportError",
+    "BucketOUEParams", "PEMEncoder", "PEMParams", "RapporNgramsEncoder", "RapporNgramsParams",
+    "Report", "ReportError",
 ]

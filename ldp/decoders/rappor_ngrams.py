@@ -1,0 +1,223 @@
+"""RAPPOR with unknown strings, server side: the aggregate that keeps the paired n-gram reports.
+
+:class:`RapporNgramsAggregate` keeps the full-string RAPPOR counts (per cohort ``N_c`` and ones per bit,
+exactly :class:`~ldp.decoders.rappor.RapporAggregate`'s state: :meth:`~RapporNgramsAggregate.full_aggregate`)
+and every accepted report's n-gram part as arrays (``gram_cohort``, ``pos_a``, ``pos_b``, ``gram_a``,
+``gram_b``): the association EM needs each client's two n-gram reports together, so they cannot be
+summed into counts. Serialized in the aggregate format with the arrays at their real length (as
+:class:`~ldp.decoders.pem.PEMAggregate`), so :meth:`Aggregate.from_bytes` reads it through the
+``_load_state`` hook. A report with ``pos_a >= pos_b`` is rejected as ``bad_value``.
+
+Discovery (finding the strings nobody listed) is :func:`ldp.decoders.rappor_ngrams_discovery.discover`,
+also :meth:`RapporNgramsAggregate.discover`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import zlib
+from collections import Counter
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ldp.batch.bits import add_ones_by_group, row_padding_mask
+from ldp.decoders.base import (
+    _MAGIC,
+    _PREFIX,
+    _VERSION,
+    Aggregate,
+    AggregateFormatError,
+    RejectHandler,
+    StateLayout,
+    _count,
+    _declared_arrays,
+    _read_header,
+    _same_json,
+)
+from ldp.decoders.rappor import RapporAggregate, open_domain_counts
+from ldp.encoders.rappor_ngrams import RapporNgramsParams
+from ldp.randomness import as_generator
+from ldp.reports import ReportBatch
+
+if TYPE_CHECKING:
+    from ldp.decoders.rappor_decode import RapporEstimates
+    from ldp.decoders.rappor_ngrams_discovery import NgramDiscovery
+
+__all__ = ["RapporNgramsAggregate"]
+
+_U8 = np.dtype(np.uint8)
+
+
+class RapporNgramsAggregate(Aggregate):
+    """Full-string counts ``cohort_n`` (m,), ``ones`` (m, k) and the n-gram reports as arrays (module docstring)."""
+
+    params_type: ClassVar[Any] = RapporNgramsParams
+    params: RapporNgramsParams
+    cohort_n: npt.NDArray[np.int64]  # (m,), created by _init_state
+    ones: npt.NDArray[np.int64]  # (m, k)
+    _COLUMNS: ClassVar[tuple[tuple[str, Any], ...]] = (
+        ("gram_cohort", np.uint16), ("pos_a", np.uint8), ("pos_b", np.uint8), ("gram_a", np.uint8),
+        ("gram_b", np.uint8))
+
+    @classmethod
+    def state_layout(cls, params: RapporNgramsParams) -> StateLayout:
+        m, k = params.num_cohorts, params.num_bloombits
+        return {"cohort_n": (np.dtype(np.int64), (m,)), "ones": (np.dtype(np.int64), (m, k))}
+
+    def _init_state(self) -> None:
+        super()._init_state()
+        self._parts: list[tuple[npt.NDArray[Any], ...]] = []
+        self._joined: tuple[npt.NDArray[Any], ...] | None = None
+
+    def _fold(self, columns: dict[str, np.ndarray]) -> None:
+        add_ones_by_group(columns["cohort"], columns["bits"], self.cohort_n, self.ones)
+        self._parts.append(tuple(np.asarray(columns[name]).astype(dt) for name, dt in self._COLUMNS))
+        self._joined = None
+
+    def _add_batch(self, batch: ReportBatch, on_reject: RejectHandler | None) -> int:
+        """The base's checks, after rejecting (``bad_value``) the rows with ``pos_a >= pos_b``."""
+        p = self.params
+        names = {f.name for f in batch.schema}
+        if (batch.protocol, batch.fingerprint) != (p.protocol, p.fingerprint) or not {"pos_a", "pos_b"} <= names:
+            return super()._add_batch(batch, on_reject)  # rejected whole by the base
+        bad = np.asarray(batch.columns["pos_a"]).astype(np.int64) >= np.asarray(batch.columns["pos_b"])
+        if not bad.any():
+            return super()._add_batch(batch, on_reject)
+        return self._add_batch_without(batch, bad, "bad_value", "pos_a must be < pos_b", on_reject,
+                                       super()._add_batch)
+
+    def reports(self) -> dict[str, npt.NDArray[Any]]:
+        """The n-gram columns of every accepted report, in arrival order."""
+        if self._joined is None:
+            w = (self.params.gram_bloombits + 7) // 8
+            empty = [np.zeros((0, w) if name.startswith("gram_") and name != "gram_cohort" else 0, dt)
+                     for name, dt in self._COLUMNS]
+            self._joined = tuple(np.concatenate([p[i] for p in self._parts]) if self._parts else empty[i]
+                                 for i in range(len(self._COLUMNS)))
+            self._parts = [self._joined]
+        return dict(zip([c for c, _ in self._COLUMNS], self._joined, strict=True))
+
+    def merge(self, other: RapporNgramsAggregate) -> RapporNgramsAggregate:
+        super().merge(other)
+        self._parts.extend(other._parts)
+        self._joined = None
+        return self
+
+    # -- the parts the analysis reads ------------------------------------------------------------------
+    def full_aggregate(self) -> RapporAggregate:
+        """The full-string reports as a :class:`~ldp.decoders.rappor.RapporAggregate` (a copy)."""
+        agg = RapporAggregate(self.params.full)
+        agg.cohort_n[:], agg.ones[:], agg.n = self.cohort_n, self.ones, self.n
+        return agg
+
+    def position_aggregate(self, position: int) -> RapporAggregate:
+        """Every n-gram report at ``position`` (from either slot) as a RAPPOR aggregate of the n-gram parameters."""
+        r = self.reports()
+        agg = RapporAggregate(self.params.gram)
+        for pos, bits in ((r["pos_a"], r["gram_a"]), (r["pos_b"], r["gram_b"])):
+            sel = pos == position
+            add_ones_by_group(r["gram_cohort"][sel], bits[sel], agg.cohort_n, agg.ones)
+            agg.n += int(sel.sum())
+        return agg
+
+    def pair_columns(self, a: int, b: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The report columns (``cohort``, ``bits``) of the n-grams at ``a`` and at ``b`` of the clients that
+        reported the pair ``(a, b)``, row ``i`` of both from client ``i``
+        (for :func:`ldp.decoders.association.associate`)."""
+        r = self.reports()
+        sel = (r["pos_a"] == a) & (r["pos_b"] == b)
+        cohort = r["gram_cohort"][sel].astype(np.int64)
+        return {"cohort": cohort, "bits": r["gram_a"][sel]}, {"cohort": cohort, "bits": r["gram_b"][sel]}
+
+    def estimate(self, candidates: Any, **options: Any) -> RapporEstimates:
+        """Counts of full-string ``candidates`` (:func:`ldp.decoders.rappor_decode.decode` and its options)."""
+        from ldp.decoders.rappor_decode import decode
+
+        return decode(self.full_aggregate(), candidates, **options)
+
+    def discover(self, **options: Any) -> NgramDiscovery:
+        """Find the frequent strings from the n-gram reports (:func:`ldp.decoders.rappor_ngrams_discovery.discover`)."""
+        from ldp.decoders.rappor_ngrams_discovery import discover
+
+        return discover(self, **options)
+
+    @classmethod
+    def simulate(cls, params: RapporNgramsParams, true_counts: Any, rng: Any = None, *,
+                 values: list[Any] | None = None) -> RapporNgramsAggregate:
+        """The aggregate of one report from each client holding ``true_counts`` (``{string: count}``, or counts
+        with ``values``), drawn with the client's law in batch (:func:`ldp.batch.rappor_ngrams.ngrams_encode_batch`)."""
+        from ldp.batch.rappor_ngrams import ngrams_encode_batch
+
+        words, counts = open_domain_counts(true_counts, values)
+        idx = np.repeat(np.arange(len(words)), counts)
+        gen, agg = as_generator(rng), cls(params)
+        for start in range(0, idx.size, 1 << 20):
+            agg._fold(ngrams_encode_batch(params, idx[start:start + (1 << 20)], gen, candidates=words))
+        agg.n = int(idx.size)
+        return agg
+
+    # -- serialization: the base format with the report arrays at their real length ------------------
+    def _layout(self) -> StateLayout:
+        w = (self.params.gram_bloombits + 7) // 8
+        cols = {name: (np.dtype(dt), (self.n, w) if name in ("gram_a", "gram_b") else (self.n,))
+                for name, dt in self._COLUMNS}
+        return {**self.state_layout(self.params), **cols}
+
+    def to_bytes(self) -> bytes:
+        header = {"protocol": self.params.protocol, "params": self.params.to_dict(),
+                  "fingerprint": self.params.fingerprint, "n": self.n, "rejected": dict(self.rejected),
+                  "arrays": _declared_arrays(self._layout())}
+        head = json.dumps(header, separators=(",", ":")).encode()
+        state = {"cohort_n": self.cohort_n, "ones": self.ones, **self.reports()}
+        body = b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes() for v in state.values())
+        blob = _MAGIC + bytes([_VERSION]) + struct.pack("<I", len(head)) + head + body
+        return blob + struct.pack("<I", zlib.crc32(blob))
+
+    @staticmethod
+    def from_bytes(data: bytes | bytearray | memoryview) -> RapporNgramsAggregate:
+        """The aggregate of :meth:`to_bytes` (the checks of :meth:`Aggregate.from_bytes`)."""
+        agg = Aggregate.from_bytes(data)
+        if not isinstance(agg, RapporNgramsAggregate):
+            raise AggregateFormatError(f"not a rappor_ngrams aggregate ({type(agg).__name__})")
+        return agg
+
+    @classmethod
+    def _load_state(cls, data: memoryview, header: dict[str, Any], params: RapporNgramsParams) -> RapporNgramsAggregate:
+        """The aggregate of a checked header (parameters and fingerprint verified) and its arrays."""
+        _read_header(data)  # the generic loader read it already; cheap, and keeps this callable alone
+        agg = cls(params)
+        agg.n = _count(header["n"], "n")
+        layout = agg._layout()
+        if not _same_json(header["arrays"], _declared_arrays(layout)):
+            raise AggregateFormatError("aggregate arrays do not match rappor_ngrams' state for its n")
+        pos = _PREFIX + int.from_bytes(data[5:_PREFIX], "little")
+        sizes = [math.prod(shape) * dtype.itemsize for dtype, shape in layout.values()]
+        if sum(sizes) != len(data) - pos:
+            raise AggregateFormatError(f"the state takes {sum(sizes)} bytes but the aggregate carries "
+                                       f"{len(data) - pos}")
+        state = {}
+        for (name, (dtype, shape)), size in zip(layout.items(), sizes, strict=True):
+            state[name] = np.frombuffer(data[pos:pos + size], dtype=dtype.newbyteorder("<")).reshape(shape).copy()
+            pos += size
+        _check_state(params, agg.n, state)
+        agg.cohort_n[:], agg.ones[:] = state["cohort_n"], state["ones"]
+        agg._parts = [tuple(state[name].astype(dt) for name, dt in cls._COLUMNS)]
+        agg.rejected = Counter({str(k): _count(v, f"rejected[{k}]") for k, v in dict(header["rejected"]).items()})
+        return agg
+
+
+def _check_state(params: RapporNgramsParams, n: int, s: dict[str, npt.NDArray[Any]]) -> None:
+    """``AggregateFormatError`` unless the loaded arrays could come from ``n`` valid reports."""
+    cn, ones = s["cohort_n"], s["ones"]
+    if (cn < 0).any() or int(cn.sum()) != n or (ones < 0).any() or (ones > cn[:, None]).any():
+        raise AggregateFormatError("aggregate full-string counts are inconsistent (negative, over N_c, or not n)")
+    if n and (int(s["gram_cohort"].max()) >= params.gram_cohorts or int(s["pos_b"].max()) >= params.positions
+              or (s["pos_a"] >= s["pos_b"]).any()):
+        raise AggregateFormatError("aggregate n-gram reports are out of range for their parameters")
+    pad = row_padding_mask(params.gram_bloombits)
+    if n and ((s["gram_a"] & ~pad).any() or (s["gram_b"] & ~pad).any()):
+        raise AggregateFormatError("aggregate n-gram reports set bits past the Bloom filter")

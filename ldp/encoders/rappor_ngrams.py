@@ -1,0 +1,331 @@
+"""RAPPOR with unknown strings (Fanti, Pihur & Erlingsson, "Building a RAPPOR with the Unknown", PETS 2016).
+The client. Standard library + mmh3 + bitarray.
+
+A value is a string of at most ``max_length`` (``L``) characters of ``alphabet``. It is padded with the
+``pad`` character to exactly ``L`` characters and cut into ``P = L/n`` non-overlapping n-grams; n-gram
+``i`` is characters ``[i·n, (i+1)·n)`` (``L`` must be a multiple of ``n``). Refused before any charge: an
+empty string, a character outside ``alphabet`` (the pad included), and a string over ``L`` characters
+unless ``truncate=True`` (then cut to ``L``).
+
+One report carries three RAPPOR reports (:mod:`ldp.encoders.rappor`, ``"ldp"`` mode):
+
+* the **full string** under the full-string parameters (``num_bloombits`` ... ``f``): fields ``cohort``,
+  ``bits``;
+* a **pair of n-grams**: positions ``a < b`` drawn uniformly among the ``P(P−1)/2`` pairs (independent of
+  the value, sent in the clear as ``pos_a``, ``pos_b``), and the n-grams at those positions, each reported
+  through RAPPOR under the n-gram parameters (``gram_*``) with the client's n-gram cohort
+  (``gram_cohort``): fields ``gram_a``, ``gram_b``. The n-gram at position ``i`` is hashed and memoized as
+  the string ``f"{i}|{gram}"`` (:func:`gram_value`), so its Bloom filter and its PRR belong to the pair
+  (position, n-gram).
+
+Budget. The three reports are independent mechanisms of one value: by sequential composition one report
+costs ``ε₁(full) + 2·ε₁(gram)`` (:attr:`RapporNgramsParams.privacy_cost`). With a ledger the client charges
+them as three memoized charges in one transaction (:meth:`~ldp.ledger.BudgetLedger.charge_many`), each
+exactly as :class:`~ldp.encoders.rappor.RapporEncoder` charges one report: ``ε₁`` per report, capped at
+``ε∞`` per memoized PRR — one PRR per full string, one per (position, n-gram). A client that keeps its
+value therefore spends at most ``ε∞(full) + P·ε∞(gram)`` (:attr:`RapporNgramsParams.epsilon_inf`) however
+many reports it sends. Through :class:`~ldp.client.TelemetryClient`, which takes one charge per report,
+the client charges :meth:`RapporNgramsEncoder.charge_for` instead: the same ``ε₁`` sum per report, memoized
+per triple of PRRs and capped at ``ε∞(full) + 2·ε∞(gram)`` per triple (conservative: never below the
+exact charges). The sub-encoders' secrets and the cohorts are derived from the client's secret
+(HMAC-SHA256 with distinct labels), so the full string's and the n-grams' PRRs are independent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+from ldp.accountant import MemoizedCharge, PrivacyCost
+from ldp.encoders.base import Encoder, ProtocolParams, check_int, check_string_value, client_secret
+from ldp.encoders.rappor import RapporEncoder, RapporParams
+from ldp.reports import Field, Report, ReportBatch, ReportError
+
+__all__ = ["RapporNgramsParams", "RapporNgramsEncoder", "gram_value", "pair_of", "pair_index", "MAX_POSITIONS"]
+
+ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+MAX_POSITIONS = 64
+"""Most n-gram positions ``P = L/n`` a configuration may have."""
+_SUB_SECRET = b"ldp/rappor-ngrams/v1/"
+
+
+def gram_value(position: int, gram: str) -> str:
+    """The string the n-gram RAPPOR hashes and memoizes for ``gram`` at ``position``: ``"{position}|{gram}"``."""
+    return f"{position}|{gram}"
+
+
+def pair_of(index: int, positions: int) -> tuple[int, int]:
+    """The position pair ``(a, b)``, ``a < b``, of pair ``index`` in lexicographic order."""
+    a = 0
+    while index >= positions - 1 - a:
+        index -= positions - 1 - a
+        a += 1
+    return a, a + 1 + index
+
+
+def pair_index(a: int, b: int, positions: int) -> int:
+    """Inverse of :func:`pair_of`."""
+    return a * (2 * positions - a - 1) // 2 + (b - a - 1)
+
+
+@dataclass(frozen=True)
+class RapporNgramsParams(ProtocolParams):
+    """Full-string RAPPOR (``num_bloombits`` k, ``num_hashes`` h, ``num_cohorts`` m, ``p``, ``q``, ``f``), n-gram
+    RAPPOR (``gram_*``), the n-gram length ``n``, the padded length ``max_length`` (L, a multiple of n, in
+    characters), the ``alphabet``, the ``pad`` character, and ``truncate`` (cut over-long strings)."""
+
+    num_bloombits: int
+    num_hashes: int
+    num_cohorts: int
+    p: float
+    q: float
+    f: float
+    gram_bloombits: int
+    gram_hashes: int
+    gram_cohorts: int
+    gram_p: float
+    gram_q: float
+    gram_f: float
+    n: int = 2
+    max_length: int = 6
+    alphabet: str = ALPHABET
+    pad: str = "_"
+    truncate: bool = False
+    protocol: ClassVar[str] = "rappor-ngrams"
+
+    def __post_init__(self) -> None:
+        check_int(self.n, "n (gram length)", 1, 8)
+        check_int(self.max_length, "max_length (L, characters)", 2, 8 * MAX_POSITIONS)
+        if self.max_length % self.n:
+            raise ValueError(f"max_length (L={self.max_length}) must be a multiple of n={self.n}")
+        check_int(self.positions, "positions (L/n)", 2, MAX_POSITIONS)
+        if not isinstance(self.alphabet, str) or not self.alphabet:
+            raise ValueError("alphabet must be a non-empty str")
+        if len(set(self.alphabet)) != len(self.alphabet):
+            raise ValueError(f"alphabet must not repeat a character: {self.alphabet!r}")
+        if not isinstance(self.pad, str) or len(self.pad) != 1:
+            raise ValueError(f"pad must be one character, got {self.pad!r}")
+        if self.pad in self.alphabet:
+            raise ValueError(f"pad {self.pad!r} must not be a character of the alphabet")
+        if not isinstance(self.truncate, bool):
+            raise TypeError(f"truncate must be a bool, got {type(self.truncate).__name__}")
+        for name in ("p", "q", "f", "gram_p", "gram_q", "gram_f"):
+            value = getattr(self.full if not name.startswith("gram_") else self.gram, name.removeprefix("gram_"))
+            object.__setattr__(self, name, value)  # the sub-parameters' checks ran; keep their floats
+        _ = self.privacy_cost  # both RAPPORs must be private (finite ε₁)
+        self.check_collectable()
+
+    @cached_property
+    def full(self) -> RapporParams:
+        """The full-string RAPPOR parameters."""
+        return RapporParams(self.num_bloombits, self.num_hashes, self.num_cohorts, self.p, self.q, self.f)
+
+    @cached_property
+    def gram(self) -> RapporParams:
+        """The n-gram RAPPOR parameters (each of the two n-gram reports)."""
+        return RapporParams(self.gram_bloombits, self.gram_hashes, self.gram_cohorts, self.gram_p, self.gram_q,
+                            self.gram_f)
+
+    @property
+    def positions(self) -> int:
+        """``P = L/n`` n-gram positions."""
+        return self.max_length // self.n
+
+    @property
+    def pairs(self) -> int:
+        """``P(P−1)/2`` position pairs a client draws from."""
+        return self.positions * (self.positions - 1) // 2
+
+    @cached_property
+    def privacy_cost(self) -> PrivacyCost:
+        """One report: ``ε₁(full) + 2·ε₁(gram)`` (sequential composition of the three RAPPOR reports)."""
+        return self.full.privacy_cost + self.gram.privacy_cost.times(2)
+
+    @property
+    def epsilon_inf(self) -> float:
+        """Any number of reports of one value: ``ε∞(full) + P·ε∞(gram)`` (one PRR per (position, n-gram))."""
+        return self.full.epsilon_inf + self.positions * self.gram.epsilon_inf
+
+    @property
+    def domain_size(self) -> None:
+        """Strings from an open domain: no fixed domain size."""
+        return None
+
+    @cached_property
+    def schema(self) -> tuple[Field, ...]:
+        return (Field("cohort", "uint", self.num_cohorts), Field("bits", "bits", self.num_bloombits),
+                Field("gram_cohort", "uint", self.gram_cohorts), Field("pos_a", "uint", self.positions),
+                Field("pos_b", "uint", self.positions), Field("gram_a", "bits", self.gram_bloombits),
+                Field("gram_b", "bits", self.gram_bloombits))
+
+    @property
+    def aggregate_cells(self) -> int:
+        """The full-string RAPPOR aggregate's counters (the n-gram reports are kept as arrays)."""
+        return self.full.aggregate_cells
+
+    def validate(self, report: Report) -> None:
+        """The schema's checks, then the pair's rule: ``pos_a < pos_b`` (``bad_value``)."""
+        super().validate(report)
+        a, b = report.payload["pos_a"], report.payload["pos_b"]
+        if not a < b:  # type: ignore[operator]  # uint fields: ints, checked by the schema
+            raise ReportError("bad_value", f"pos_a must be < pos_b, got {a} and {b}")
+
+    def padded(self, value: Any) -> str:
+        """``value`` checked (module docstring) and padded to ``L`` characters."""
+        check_string_value(value, self.protocol)
+        if isinstance(value, (bytes, bytearray)):
+            try:
+                value = bytes(value).decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"{self.protocol} values given as bytes must be UTF-8") from None
+        if not value:
+            raise ValueError(f"{self.protocol} values must be non-empty strings")
+        bad = sorted(set(value) - set(self.alphabet))
+        if bad:
+            raise ValueError(f"{self.protocol} value has characters outside the alphabet: {''.join(bad)!r}")
+        if len(value) > self.max_length:
+            if not self.truncate:
+                raise ValueError(f"{self.protocol} value of {len(value)} characters is over max_length="
+                                 f"{self.max_length} (set truncate=True to cut it)")
+            value = value[:self.max_length]
+        return str(value).ljust(self.max_length, self.pad)
+
+    def grams(self, value: Any) -> tuple[str, ...]:
+        """The ``P`` n-grams of the padded ``value``."""
+        s = self.padded(value)
+        return tuple(s[i:i + self.n] for i in range(0, self.max_length, self.n))
+
+    def unpad(self, padded: str) -> str:
+        """A padded string without its pad suffix."""
+        return padded.rstrip(self.pad)
+
+
+class _Prepared:
+    """A checked value: its text, the full string's RAPPOR preparation, its ``P`` n-grams and the drawn pair."""
+
+    __slots__ = ("full", "grams", "pair", "value")
+
+    def __init__(self, value: str, full: Any, grams: tuple[str, ...], pair: tuple[int, int]) -> None:
+        self.value, self.full, self.grams, self.pair = value, full, grams, pair
+
+
+def _derived(secret: bytes, label: bytes) -> bytes:
+    return hmac.new(secret, _SUB_SECRET + label, hashlib.sha256).digest()
+
+
+class RapporNgramsEncoder(Encoder):
+    """One client: a secret (persisted by the app, :meth:`state`) from which the two sub-encoders' secrets
+    and, unless given, the two cohorts (full string, n-grams) are derived (HMAC-SHA256, cohort = 64 bits mod m).
+
+    :meth:`prepare` checks the value and draws the position pair (``randbelow``, independent of the value,
+    so drawing it before the charge reveals nothing); :meth:`randomize` then draws each n-gram's PRR (when
+    not memoized) and IRR, then the full string's. ``prr_rng`` (audits and simulation only) replaces every
+    PRR derivation, as in :class:`~ldp.encoders.rappor.RapporEncoder`.
+
+    Charging: :meth:`encode` with a ledger charges the three reports exactly (:meth:`charges`, three
+    memoized charges in one transaction). :meth:`charge_for` (one charge, what
+    :class:`~ldp.client.TelemetryClient` asks for) is a single memoized charge keyed by the triple of PRRs
+    (full string, (a, n-gram), (b, n-gram)): ``ε₁`` per report, capped at ``ε∞(full) + 2·ε∞(gram)`` per
+    triple — never below the exact charges, and above them once caps bind (a full-string PRR shared by
+    several triples is capped once per triple)."""
+
+    params: RapporNgramsParams
+    params_type: ClassVar[type[RapporNgramsParams]] = RapporNgramsParams
+    needs_secret: ClassVar[bool] = True
+
+    def __init__(self, params: RapporNgramsParams, *, secret: bytes | str | None = None, cohort: int | None = None,
+                 gram_cohort: int | None = None, rng: Any = None, ledger: Any = None, metric: str | None = None,
+                 prr_rng: Any = None, simulation: bool = False) -> None:
+        super().__init__(params, rng=rng, ledger=ledger, metric=metric, simulation=simulation)
+        self._secret = client_secret(secret, self._rng)
+        if cohort is None:
+            cohort = int.from_bytes(_derived(self._secret, b"cohort")[:8], "big") % params.num_cohorts
+        if gram_cohort is None:
+            gram_cohort = int.from_bytes(_derived(self._secret, b"gram_cohort")[:8], "big") % params.gram_cohorts
+        check_int(gram_cohort, "gram_cohort", 0, params.gram_cohorts - 1)
+        self._full = RapporEncoder(params.full, secret=_derived(self._secret, b"full"), cohort=cohort, rng=self._rng,
+                                   prr_rng=prr_rng, simulation=simulation)
+        self._gram = RapporEncoder(params.gram, secret=_derived(self._secret, b"gram"), cohort=gram_cohort,
+                                   rng=self._rng, prr_rng=prr_rng, simulation=simulation)
+
+    @property
+    def secret(self) -> bytes:
+        return self._secret
+
+    @property
+    def cohort(self) -> int:
+        return self._full.cohort
+
+    @property
+    def gram_cohort(self) -> int:
+        return self._gram.cohort
+
+    def state(self) -> dict[str, Any]:
+        """What the app must persist to keep memoization: the secret (hex) and both cohorts."""
+        return {"secret": self._secret.hex(), "cohort": self.cohort, "gram_cohort": self.gram_cohort}
+
+    @classmethod
+    def from_state(cls, params: RapporNgramsParams, state: dict[str, Any], **kwargs: Any) -> RapporNgramsEncoder:
+        return cls(params, secret=bytes.fromhex(state["secret"]), cohort=state["cohort"],
+                   gram_cohort=state["gram_cohort"], **kwargs)
+
+    def prepare(self, value: Any) -> _Prepared:
+        """Check and pad ``value`` (bad input raises here, before any draw), then draw the position pair."""
+        pr = self.params
+        padded = pr.padded(value)
+        text = pr.unpad(padded)
+        full = self._full.prepare(text)
+        pair = pair_of(self._rng.randbelow(pr.pairs), pr.positions)
+        return _Prepared(text, full, tuple(padded[i:i + pr.n] for i in range(0, pr.max_length, pr.n)), pair)
+
+    def _gram_prepared(self, prepared: _Prepared, pos: int) -> Any:
+        return self._gram.prepare(gram_value(pos, prepared.grams[pos]))
+
+    def ngram_payload(self, prepared: _Prepared) -> dict[str, Any]:
+        """The n-gram part of a report: the pair, the n-gram cohort and the two n-grams' RAPPOR bits."""
+        a, b = prepared.pair
+        payload: dict[str, Any] = {"gram_cohort": self._gram.cohort, "pos_a": a, "pos_b": b}
+        for name, pos in (("gram_a", a), ("gram_b", b)):
+            payload[name] = self._gram.randomize(self._gram_prepared(prepared, pos)).payload["bits"]
+        return payload
+
+    def randomize(self, prepared: _Prepared) -> Report:
+        grams = self.ngram_payload(prepared)
+        full = self._full.randomize(prepared.full).payload
+        return self._report({"cohort": full["cohort"], "bits": full["bits"], **grams})
+
+    def charges(self, prepared: _Prepared) -> list[PrivacyCost | MemoizedCharge]:
+        """The three reports' exact charges, each memoized as RAPPOR's (module docstring): the full string's
+        and the n-grams' at the pair's two positions."""
+        return [self._full.charge_for(prepared.full),
+                *(self._gram.charge_for(self._gram_prepared(prepared, pos)) for pos in prepared.pair)]
+
+    def charge_for(self, prepared: _Prepared) -> PrivacyCost | MemoizedCharge:
+        """One charge for the report (class docstring): memoized per PRR triple, conservative."""
+        parts = self.charges(prepared)
+        if not all(isinstance(c, MemoizedCharge) for c in parts):  # f = 0 somewhere: nothing memoized
+            return self.params.privacy_cost
+        keys = b"".join(c.key for c in parts if isinstance(c, MemoizedCharge))
+        cap = PrivacyCost(self.params.full.epsilon_inf + 2 * self.params.gram.epsilon_inf)
+        one = self.params.privacy_cost
+        return MemoizedCharge(hashlib.sha256(_SUB_SECRET + b"triple" + keys).digest(), first=one, then=one, cap=cap)
+
+    def encode(self, value: Any) -> Report:
+        """One report; with a ledger, its three exact charges (:meth:`charges`) and the randomization in one
+        transaction (:meth:`~ldp.ledger.BudgetLedger.charge_many`)."""
+        prepared = self.prepare(value)  # invalid input fails here, before any charge
+        if self.ledger is None:
+            return self.randomize(prepared)
+        metric = self.metric
+        assert metric is not None  # Encoder.__init__: a ledger needs a metric
+        return self.ledger.charge_many([(metric, c) for c in self.charges(prepared)],
+                                       lambda _reservations, _db: self.randomize(prepared))
+
+    def encode_batch(self, values: Any, rng: Any = None, *, candidates: Any = None) -> ReportBatch:
+        """Vectorized reports of fresh clients for simulation (:func:`ldp.batch.rappor_ngrams.ngrams_encode_batch`)."""
+        from ldp.batch.rappor_ngrams import ngrams_encode_batch  # numpy, loaded only here
+
+        return self._batch(ngrams_encode_batch(self.params, values, rng, candidates=candidates))
