@@ -290,3 +290,16 @@ def test_simulation_script_runs(tmp_path, capsys):
     assert "rec@10" in capsys.readouterr().out
     rows = (tmp_path / "results.csv").read_text().splitlines()
     assert len(rows) == 2 and rows[0].startswith("n,epsilon,gram")
+
+
+def test_the_server_decode_path_discovers_or_estimates(found):
+    """``ldp decode`` (ldp.server.decode.decode_aggregate): discovery without candidates, the full-string
+    decode with them, after a round trip through the generic aggregate loader."""
+    from ldp.decoders.base import Aggregate
+    from ldp.server.decode import decode_aggregate
+
+    agg, res = found
+    back = Aggregate.from_bytes(agg.to_bytes())
+    assert sorted(decode_aggregate(back).items) == sorted(res.strings.items)
+    est = decode_aggregate(back, [*WORDS, "nope"])  # every held string listed: the absent one stays out
+    assert est.items == [*WORDS, "nope"] and est.detected[:-1].all() and not est.detected[-1]

@@ -22,6 +22,7 @@ from ldp.spec import CollectionSpec, MetricSpec
 if TYPE_CHECKING:
     from ldp.decoders.pem import PEMAggregate
     from ldp.decoders.rappor import RapporAggregate
+    from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
     from ldp.decoders.sfp import SfpAggregate
 
 logger = logging.getLogger(__name__)
@@ -62,8 +63,9 @@ def load_candidates(spec: CollectionSpec | None, metric: str, path: str | os.Pat
     return [line for line in text.splitlines() if line.strip()]
 
 
-CANDIDATE_PROTOCOLS = frozenset({"rappor", "cms", "hcms", "sfp", "pem"})
-"""Protocols whose estimates are of candidate strings (SFP and PEM: or of the strings they discover)."""
+CANDIDATE_PROTOCOLS = frozenset({"rappor", "cms", "hcms", "sfp", "pem", "rappor-ngrams"})
+"""Protocols whose estimates are of candidate strings (SFP, PEM and RAPPOR n-grams: or of the strings they
+discover)."""
 
 
 def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *, confidence: float = 0.95,
@@ -84,6 +86,11 @@ def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *,
             return agg.estimate(list(candidates), confidence=confidence)
         pem = cast("PEMAggregate", agg)  # the protocol registry pairs "pem" with PEMAggregate
         return pem.discover(top_k=top, alpha=alpha, confidence=confidence).strings
+    if protocol == "rappor-ngrams":
+        ngrams = cast("RapporNgramsAggregate", agg)  # the registry pairs "rappor-ngrams" with this aggregate
+        if candidates:
+            return ngrams.estimate(list(candidates), alpha=alpha, confidence=confidence, selection=selection)
+        return ngrams.discover(alpha=alpha, confidence=confidence).strings
     if not candidates:
         raise ValueError(f"{protocol} needs a candidate dictionary: put its location in the spec "
                          "(metrics.M.candidates) or pass --candidates FILE")
