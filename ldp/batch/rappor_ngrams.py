@@ -36,7 +36,11 @@ def ngrams_encode_batch(params: RapporNgramsParams, values: Any, rng: Any = None
     Every distinct string is checked (and padded or cut) as the client does; a bad one raises ``ValueError``."""
     gen = as_generator(rng)
     idx, cands = values_and_candidates(values, candidates)
-    texts = [params.unpad(params.padded(c)) for c in cands]
+    encoded = [params.unpad(params.padded(c)) for c in cands]
+    # distinct values may encode alike (truncated to the same prefix): one candidate per encoded string
+    texts = list(dict.fromkeys(encoded))
+    first = {t: j for j, t in enumerate(texts)}
+    idx = np.array([first[t] for t in encoded], dtype=np.int64)[idx] if len(texts) < len(encoded) else idx
     grams = [params.grams(t) for t in texts]
     cohort, bits = rappor_encode_batch(params.full, idx, gen, candidates=texts)
     pairs = pair_table(params.positions)[gen.integers(0, params.pairs, size=idx.size)]
