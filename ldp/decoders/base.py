@@ -15,7 +15,7 @@ import struct
 import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
@@ -299,18 +299,7 @@ class Aggregate(ABC):
 
     def to_bytes(self) -> bytes:
         """``LDPA`` | version | u32 header length | JSON header | little-endian arrays | u32 CRC-32."""
-        state = self._state()
-        header = {
-            "protocol": self.params.protocol, "params": self.params.to_dict(), "fingerprint": self.params.fingerprint,
-            "n": self.n, "rejected": dict(self.rejected), "arrays": _declared_arrays(self.state_layout(self.params)),
-        }
-        head = json.dumps(header, separators=(",", ":")).encode()
-        if len(head) > MAX_HEADER:  # never write what from_bytes would refuse
-            raise ValueError(f"the aggregate's header (its parameters) takes {len(head)} bytes, above the "
-                             f"{MAX_HEADER}-byte limit of aggregate files")
-        body = b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes() for v in state.values())
-        blob = _MAGIC + bytes([_VERSION]) + struct.pack("<I", len(head)) + head + body
-        return blob + struct.pack("<I", zlib.crc32(blob))
+        return write_aggregate(self, self.state_layout(self.params), self._state())
 
     @staticmethod
     def from_bytes(data: bytes | bytearray | memoryview) -> Aggregate:
@@ -350,23 +339,10 @@ class Aggregate(ABC):
         load_state = getattr(cls, "_load_state", None)
         if load_state is not None:  # a state the parameters do not size (PEM keeps its reports)
             return load_state(data, header, params)
-        layout = cls.state_layout(params)
-        expected = _declared_arrays(layout)
-        if not _same_json(header["arrays"], expected):
-            raise AggregateFormatError(f"aggregate arrays {_clip(header['arrays'])} do not match the protocol's "
-                                       f"state {_clip(expected)}")
-        sizes = [math.prod(shape) * dtype.itemsize for dtype, shape in layout.values()]
-        pos = _PREFIX + int.from_bytes(data[5:_PREFIX], "little")
-        if sum(sizes) != len(data) - pos:
-            raise AggregateFormatError(f"the parameters' state takes {sum(sizes)} bytes but the aggregate carries "
-                                       f"{len(data) - pos}")
+        state = read_state(data, header, cls.state_layout(params))  # views of the payload, no copy yet
         n, rejected = _count(header["n"], "n"), _typed(header, "rejected", dict)
         for reason, count in rejected.items():
             _count(count, f"rejected[{_clip(reason)}]")
-        state = {}  # views of the payload, no copy yet
-        for (name, (dtype, shape)), size in zip(layout.items(), sizes, strict=True):
-            state[name] = np.frombuffer(data[pos:pos + size], dtype=dtype.newbyteorder("<")).reshape(shape)
-            pos += size
         agg = cls(params)  # allocates the state: exactly the payload's size, checked above
         agg._set_state(state)
         agg.n, agg.rejected = n, Counter(rejected)
@@ -375,6 +351,41 @@ class Aggregate(ABC):
     def __repr__(self) -> str:
         rej = sum(self.rejected.values())
         return f"{type(self).__name__}(n={self.n}, rejected={rej}, params={self.params})"
+
+
+def write_aggregate(agg: Aggregate, layout: StateLayout, state: Mapping[str, np.ndarray]) -> bytes:
+    """The aggregate file format of ``agg`` with ``state`` (arrays in ``layout``'s order and shapes):
+    ``LDPA`` | version | u32 header length | JSON header | little-endian arrays | u32 CRC-32."""
+    header = {
+        "protocol": agg.params.protocol, "params": agg.params.to_dict(), "fingerprint": agg.params.fingerprint,
+        "n": agg.n, "rejected": dict(agg.rejected), "arrays": _declared_arrays(layout),
+    }
+    head = json.dumps(header, separators=(",", ":")).encode()
+    if len(head) > MAX_HEADER:  # never write what from_bytes would refuse
+        raise ValueError(f"the aggregate's header (its parameters) takes {len(head)} bytes, above the "
+                         f"{MAX_HEADER}-byte limit of aggregate files")
+    body = b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes() for v in state.values())
+    blob = _MAGIC + bytes([_VERSION]) + struct.pack("<I", len(head)) + head + body
+    return blob + struct.pack("<I", zlib.crc32(blob))
+
+
+def read_state(data: memoryview, header: Mapping[str, Any], layout: StateLayout) -> dict[str, np.ndarray]:
+    """The arrays of an aggregate file (``data`` without its CRC) as read-only views, after checking that
+    the header declares exactly ``layout`` and that the payload is exactly its size (nothing allocated
+    before): :class:`AggregateFormatError` otherwise."""
+    expected = _declared_arrays(layout)
+    if not _same_json(header["arrays"], expected):
+        raise AggregateFormatError(f"aggregate arrays {_clip(header['arrays'])} do not match the protocol's "
+                                   f"state {_clip(expected)}")
+    sizes = [math.prod(shape) * dtype.itemsize for dtype, shape in layout.values()]
+    pos = _PREFIX + int.from_bytes(data[5:_PREFIX], "little")
+    if sum(sizes) != len(data) - pos:
+        raise AggregateFormatError(f"the state takes {sum(sizes)} bytes but the aggregate carries {len(data) - pos}")
+    state = {}
+    for (name, (dtype, shape)), size in zip(layout.items(), sizes, strict=True):
+        state[name] = np.frombuffer(data[pos:pos + size], dtype=dtype.newbyteorder("<")).reshape(shape)
+        pos += size
+    return state
 
 
 def _declared_arrays(layout: StateLayout) -> list[list[Any]]:

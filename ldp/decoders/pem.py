@@ -33,8 +33,6 @@ error: the expected number of strings nobody holds that are reported is at most 
 from __future__ import annotations
 
 import math
-import struct
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -44,15 +42,12 @@ import numpy.typing as npt
 
 from ldp.batch.pem import key_support, pem_encode_batch
 from ldp.decoders.base import (
-    _MAGIC,
-    _PREFIX,
-    _VERSION,
     Aggregate,
     AggregateFormatError,
     StateLayout,
     _count,
-    _declared_arrays,
-    _same_json,
+    read_state,
+    write_aggregate,
 )
 from ldp.decoders.results import Estimates, column_rows
 from ldp.encoders.pem import PEMParams, prefix_key
@@ -196,16 +191,8 @@ class PEMAggregate(Aggregate):
         return {"group_n": self.group_n, **dict(zip([c for c, _ in self._COLUMNS], self.reports(), strict=True))}
 
     def to_bytes(self) -> bytes:
-        import json
-
-        header = {"protocol": self.params.protocol, "params": self.params.to_dict(),
-                  "fingerprint": self.params.fingerprint, "n": self.n, "rejected": dict(self.rejected),
-                  "arrays": _declared_arrays(self._layout())}
-        head = json.dumps(header, separators=(",", ":")).encode()
-        body = b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes()
-                        for v in self._serial_state().values())
-        blob = _MAGIC + bytes([_VERSION]) + struct.pack("<I", len(head)) + head + body
-        return blob + struct.pack("<I", zlib.crc32(blob))
+        """The aggregate file format (:func:`~ldp.decoders.base.write_aggregate`), the reports at their length."""
+        return write_aggregate(self, self._layout(), self._serial_state())
 
     @staticmethod
     def from_bytes(data: bytes | bytearray | memoryview) -> PEMAggregate:
@@ -222,18 +209,7 @@ class PEMAggregate(Aggregate):
         the hook a generic loader can call for a state whose size the parameters do not fix."""
         agg = cls(params)
         agg.n = _count(header["n"], "n")
-        layout = agg._layout()
-        if not _same_json(header["arrays"], _declared_arrays(layout)):
-            raise AggregateFormatError("aggregate arrays do not match PEM's state for its n")
-        pos = _PREFIX + int.from_bytes(data[5:_PREFIX], "little")
-        sizes = [math.prod(shape) * dtype.itemsize for dtype, shape in layout.values()]
-        if sum(sizes) != len(data) - pos:
-            raise AggregateFormatError(f"the state takes {sum(sizes)} bytes but the aggregate carries "
-                                       f"{len(data) - pos}")
-        state = {}
-        for (name, (dtype, shape)), size in zip(layout.items(), sizes, strict=True):
-            state[name] = np.frombuffer(data[pos:pos + size], dtype=dtype.newbyteorder("<")).reshape(shape).copy()
-            pos += size
+        state = {k: v.copy() for k, v in read_state(data, header, agg._layout()).items()}
         cols = tuple(state[name] for name, _ in cls._COLUMNS)
         if (cols[0].size and int(cols[0].max()) >= params.groups) or (cols[2].size and int(cols[2].max()) >= params.g) \
                 or (cols[1].size and int(cols[1].max()) >= params.seed_range):

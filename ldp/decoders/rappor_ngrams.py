@@ -14,10 +14,6 @@ also :meth:`RapporNgramsAggregate.discover`.
 
 from __future__ import annotations
 
-import json
-import math
-import struct
-import zlib
 from collections import Counter
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -26,17 +22,14 @@ import numpy.typing as npt
 
 from ldp.batch.bits import add_ones_by_group, row_padding_mask
 from ldp.decoders.base import (
-    _MAGIC,
-    _PREFIX,
-    _VERSION,
     Aggregate,
     AggregateFormatError,
     RejectHandler,
     StateLayout,
     _count,
-    _declared_arrays,
     _read_header,
-    _same_json,
+    read_state,
+    write_aggregate,
 )
 from ldp.decoders.rappor import RapporAggregate, open_domain_counts
 from ldp.encoders.rappor_ngrams import RapporNgramsParams
@@ -168,14 +161,8 @@ class RapporNgramsAggregate(Aggregate):
         return {**self.state_layout(self.params), **cols}
 
     def to_bytes(self) -> bytes:
-        header = {"protocol": self.params.protocol, "params": self.params.to_dict(),
-                  "fingerprint": self.params.fingerprint, "n": self.n, "rejected": dict(self.rejected),
-                  "arrays": _declared_arrays(self._layout())}
-        head = json.dumps(header, separators=(",", ":")).encode()
-        state = {"cohort_n": self.cohort_n, "ones": self.ones, **self.reports()}
-        body = b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes() for v in state.values())
-        blob = _MAGIC + bytes([_VERSION]) + struct.pack("<I", len(head)) + head + body
-        return blob + struct.pack("<I", zlib.crc32(blob))
+        """The aggregate file format (:func:`~ldp.decoders.base.write_aggregate`), the reports at their length."""
+        return write_aggregate(self, self._layout(), {"cohort_n": self.cohort_n, "ones": self.ones, **self.reports()})
 
     @staticmethod
     def from_bytes(data: bytes | bytearray | memoryview) -> RapporNgramsAggregate:
@@ -191,18 +178,7 @@ class RapporNgramsAggregate(Aggregate):
         _read_header(data)  # the generic loader read it already; cheap, and keeps this callable alone
         agg = cls(params)
         agg.n = _count(header["n"], "n")
-        layout = agg._layout()
-        if not _same_json(header["arrays"], _declared_arrays(layout)):
-            raise AggregateFormatError("aggregate arrays do not match rappor_ngrams' state for its n")
-        pos = _PREFIX + int.from_bytes(data[5:_PREFIX], "little")
-        sizes = [math.prod(shape) * dtype.itemsize for dtype, shape in layout.values()]
-        if sum(sizes) != len(data) - pos:
-            raise AggregateFormatError(f"the state takes {sum(sizes)} bytes but the aggregate carries "
-                                       f"{len(data) - pos}")
-        state = {}
-        for (name, (dtype, shape)), size in zip(layout.items(), sizes, strict=True):
-            state[name] = np.frombuffer(data[pos:pos + size], dtype=dtype.newbyteorder("<")).reshape(shape).copy()
-            pos += size
+        state = {k: v.copy() for k, v in read_state(data, header, agg._layout()).items()}
         _check_state(params, agg.n, state)
         agg.cohort_n[:], agg.ones[:] = state["cohort_n"], state["ones"]
         agg._parts = [tuple(state[name].astype(dt) for name, dt in cls._COLUMNS)]
