@@ -234,7 +234,7 @@ def default_candidates(params: Any, d: int) -> list[str]:
         raise ValueError(f"an open-domain simulation holds its d candidates in memory: d must be <= "
                          f"{MAX_CANDIDATES:,}, got {d:,}")
     alphabet: str | None = getattr(params, "alphabet", None)
-    length: int = getattr(params, "length", 0)
+    length: int = getattr(params, "length", 0) or getattr(params, "max_length", 0)
     if params.protocol == "pem":
         alphabet, length = string.ascii_lowercase, params.max_length
     if alphabet is None:
@@ -339,6 +339,9 @@ def accuracy(params: Any, population: Population | NumericPopulation | Mapping[s
         raise ValueError(f"population has {population.d} values, protocol domain has {params.domain_size}")
     if not open_domain and candidates is not None:
         raise ValueError(f"candidates are for open-domain protocols; {params.protocol} has a fixed domain")
+    if params.protocol == "rappor-ngrams":
+        raise ValueError("accuracy() does not simulate rappor-ngrams yet: its discovery is studied by "
+                         "simulations/rappor_ngrams.py and simulations/discovery_comparison.py")
     if params.protocol == "pem":
         from ldp.simulation_pem import pem_accuracy
 
