@@ -23,9 +23,9 @@ from ldp.cli_numeric import (
 )
 from ldp.cli_pem import add_pem_discover_arguments, pem_discover_command, pem_params
 from ldp.cli_protocols import (
+    add_discovery_inputs,
     add_params_options,
     build_params,
-    key_value,
     privacy_summary,
     rappor_decode_files,
     sfp_discover_files,
@@ -280,12 +280,7 @@ def make_parser() -> argparse.ArgumentParser:
                         description="Puzzle reconstruction: score every (hash, fragment) record per position, keep "
                                     "the records detected by test, glue them by word hash and confirm candidates in "
                                     "the word sketch.")
-    sd.add_argument("--aggregate", type=input_file, help="an ldp SFP aggregate (Aggregate.to_bytes)")
-    sd.add_argument("--reports", nargs="+", metavar="FILE", type=input_file,
-                    help="report files (JSON lines or binary frames); parameters as --param KEY=VALUE")
-    sd.add_argument("--param", type=key_value, action="append", default=[], metavar="KEY=VALUE",
-                    help="an SfpParams field, e.g. --param word_epsilon=2 --param fragment_epsilon=6 (repeatable)")
-    sd.add_argument("--save", metavar="FILE", help="with --reports: also write the aggregate to FILE")
+    add_discovery_inputs(sd, "SFP", "SfpParams", "--param word_epsilon=2 --param fragment_epsilon=6")
     sd.add_argument("--top", type=positive_int, default=None,
                     help="cap: at most this many detected records per position (default: no cap)")
     sd.add_argument("--alpha", type=number(float, 0, 1, high_open=True), default=0.05,

@@ -7,8 +7,8 @@ import json
 import math
 from typing import Any
 
-from ldp.cli_protocols import key_value
-from ldp.cli_support import input_file, number, open_unit, positive_int
+from ldp.cli_protocols import add_discovery_inputs
+from ldp.cli_support import number, open_unit, positive_int
 
 __all__ = ["pem_params", "add_pem_discover_arguments", "pem_discover_command"]
 
@@ -38,12 +38,7 @@ def add_pem_discover_arguments(sub: Any) -> None:
                         description="Prefix extension: score every first prefix in the first group, extend the "
                                     "prefixes kept round by round, and report the full-length strings above the "
                                     "last round's threshold (docs/protocols/pem.md).")
-    pd.add_argument("--aggregate", type=input_file, help="an ldp PEM aggregate (PEMAggregate.to_bytes)")
-    pd.add_argument("--reports", nargs="+", metavar="FILE", type=input_file,
-                    help="report files (JSON lines or binary frames); parameters as --param KEY=VALUE")
-    pd.add_argument("--param", type=key_value, action="append", default=[], metavar="KEY=VALUE",
-                    help="a PEMParams field, e.g. --param epsilon=4 --param max_length=10 (repeatable)")
-    pd.add_argument("--save", metavar="FILE", help="with --reports: also write the aggregate to FILE")
+    add_discovery_inputs(pd, "PEM", "PEMParams", "--param epsilon=4 --param max_length=10")
     pd.add_argument("--top-k", type=positive_int, default=None,
                     help="prefixes kept per round (default: the parameters' top_k)")
     pd.add_argument("--alpha", type=number(float, 0), default=0.05,

@@ -8,7 +8,7 @@ import argparse
 import json
 from typing import Any
 
-from ldp.cli_support import finite_float
+from ldp.cli_support import finite_float, input_file
 
 
 def key_value(text: str) -> tuple[str, Any]:
@@ -143,6 +143,17 @@ def sfp_discover_files(args: argparse.Namespace) -> Any:
                          max_candidates=args.max_candidates, false_records=args.false_records, peel=not args.no_peel,
                          progress=False if getattr(args, "log_quiet", False) else None)
     return agg, found
+
+
+def add_discovery_inputs(parser: argparse.ArgumentParser, name: str, params_type: str, example: str) -> None:
+    """The input options every discovery command shares: ``--aggregate``, or ``--reports`` with the
+    parameters as ``--param KEY=VALUE`` (and ``--save``); read by :func:`_discovery_aggregate`."""
+    parser.add_argument("--aggregate", type=input_file, help=f"an ldp {name} aggregate (Aggregate.to_bytes)")
+    parser.add_argument("--reports", nargs="+", metavar="FILE", type=input_file,
+                        help="report files (JSON lines or binary frames); parameters as --param KEY=VALUE")
+    parser.add_argument("--param", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                        help=f"a {params_type} field, e.g. {example} (repeatable)")
+    parser.add_argument("--save", metavar="FILE", help="with --reports: also write the aggregate to FILE")
 
 
 def pem_discover_files(args: argparse.Namespace) -> Any:

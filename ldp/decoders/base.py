@@ -8,21 +8,29 @@ frames or JSON lines), ``merge`` another aggregate of the same parameters, ``to_
 
 from __future__ import annotations
 
-import json
-import math
-import reprlib
-import struct
-import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import numpy as np
 
+from ldp.decoders.aggregate_file import (
+    MAX_COUNT,
+    MAX_HEADER,
+    AggregateFormatError,
+    StateLayout,
+    _clip,
+    _count,
+    _read_header,
+    _typed,
+    read_state,
+    unframe,
+    write_aggregate,
+)
 from ldp.encoders.base import ProtocolParams
-from ldp.reports import Frame, Report, ReportBatch, ReportError, _no_duplicates, parse_json, scan_frames
+from ldp.reports import Frame, Report, ReportBatch, ReportError, parse_json, scan_frames
 
 if TYPE_CHECKING:
     from bitarray import frozenbitarray
@@ -35,23 +43,8 @@ __all__ = ["Aggregate", "AggregateFormatError", "RejectHandler", "StateLayout", 
 RejectHandler = Callable[[Any, ReportError], None]
 """Called with (the rejected item: a Report, a raw line, or a batch row index; the error)."""
 
-StateLayout = dict[str, tuple[np.dtype, tuple[int, ...]]]
-"""Name → (dtype, shape) of each array of an aggregate's sufficient statistics."""
-
-_MAGIC = b"LDPA"
 _CHUNK = 1 << 16
-_VERSION = 1
-_PREFIX = 9  # magic, version, u32 header length
-MAX_HEADER = 1 << 20
-"""Largest JSON header an aggregate file may have (bytes): parsing it takes at most ~25x this in memory."""
-MAX_COUNT = (1 << 63) - 1
-"""Largest report count (``n`` and each rejection count) an aggregate file may declare (int64, like its state)."""
-_HEADER_KEYS = frozenset({"protocol", "params", "fingerprint", "n", "rejected", "arrays"})
 A = TypeVar("A", bound="Aggregate")
-
-
-class AggregateFormatError(ValueError):
-    """Bytes that are not a well-formed aggregate: whatever is wrong with them, this is raised."""
 
 
 def frame_to_batch(frame: Frame) -> ReportBatch:
@@ -299,7 +292,7 @@ class Aggregate(ABC):
 
     def to_bytes(self) -> bytes:
         """``LDPA`` | version | u32 header length | JSON header | little-endian arrays | u32 CRC-32."""
-        return write_aggregate(self, self.state_layout(self.params), self._state())
+        return write_aggregate(self.params, self.n, self.rejected, self.state_layout(self.params), self._state())
 
     @staticmethod
     def from_bytes(data: bytes | bytearray | memoryview) -> Aggregate:
@@ -309,13 +302,9 @@ class Aggregate(ABC):
         arrays must be exactly the parameters' :meth:`state_layout`, and their size must be the
         payload's before anything is allocated. Whatever is wrong raises
         :class:`AggregateFormatError` (a ``ValueError``)."""
-        view = memoryview(data).cast("B")
-        if len(view) < _PREFIX + 4 or view[:4] != _MAGIC or view[4] != _VERSION:
-            raise AggregateFormatError("not a serialized ldp aggregate (bad magic or version)")
-        if zlib.crc32(view[:-4]) != int.from_bytes(view[-4:], "little"):
-            raise AggregateFormatError("aggregate bytes are damaged (CRC-32 mismatch)")
+        view = unframe(data)
         try:
-            return Aggregate._load(view[:-4])
+            return Aggregate._load(view)
         except AggregateFormatError:
             raise
         except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
@@ -351,104 +340,3 @@ class Aggregate(ABC):
     def __repr__(self) -> str:
         rej = sum(self.rejected.values())
         return f"{type(self).__name__}(n={self.n}, rejected={rej}, params={self.params})"
-
-
-def write_aggregate(agg: Aggregate, layout: StateLayout, state: Mapping[str, np.ndarray]) -> bytes:
-    """The aggregate file format of ``agg`` with ``state`` (arrays in ``layout``'s order and shapes):
-    ``LDPA`` | version | u32 header length | JSON header | little-endian arrays | u32 CRC-32."""
-    header = {
-        "protocol": agg.params.protocol, "params": agg.params.to_dict(), "fingerprint": agg.params.fingerprint,
-        "n": agg.n, "rejected": dict(agg.rejected), "arrays": _declared_arrays(layout),
-    }
-    head = json.dumps(header, separators=(",", ":")).encode()
-    if len(head) > MAX_HEADER:  # never write what from_bytes would refuse
-        raise ValueError(f"the aggregate's header (its parameters) takes {len(head)} bytes, above the "
-                         f"{MAX_HEADER}-byte limit of aggregate files")
-    body = b"".join(np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<")).tobytes() for v in state.values())
-    blob = _MAGIC + bytes([_VERSION]) + struct.pack("<I", len(head)) + head + body
-    return blob + struct.pack("<I", zlib.crc32(blob))
-
-
-def read_state(data: memoryview, header: Mapping[str, Any], layout: StateLayout) -> dict[str, np.ndarray]:
-    """The arrays of an aggregate file (``data`` without its CRC) as read-only views, after checking that
-    the header declares exactly ``layout`` and that the payload is exactly its size (nothing allocated
-    before): :class:`AggregateFormatError` otherwise."""
-    expected = _declared_arrays(layout)
-    if not _same_json(header["arrays"], expected):
-        raise AggregateFormatError(f"aggregate arrays {_clip(header['arrays'])} do not match the protocol's "
-                                   f"state {_clip(expected)}")
-    sizes = [math.prod(shape) * dtype.itemsize for dtype, shape in layout.values()]
-    pos = _PREFIX + int.from_bytes(data[5:_PREFIX], "little")
-    if sum(sizes) != len(data) - pos:
-        raise AggregateFormatError(f"the state takes {sum(sizes)} bytes but the aggregate carries {len(data) - pos}")
-    state = {}
-    for (name, (dtype, shape)), size in zip(layout.items(), sizes, strict=True):
-        state[name] = np.frombuffer(data[pos:pos + size], dtype=dtype.newbyteorder("<")).reshape(shape)
-        pos += size
-    return state
-
-
-def _declared_arrays(layout: StateLayout) -> list[list[Any]]:
-    """The header's ``arrays`` entry for a state layout: ``[name, little-endian dtype string, shape]``."""
-    return [[name, dtype.newbyteorder("<").str, list(shape)] for name, (dtype, shape) in layout.items()]
-
-
-def _read_header(data: memoryview) -> dict[str, Any]:
-    """The JSON header of aggregate bytes (CRC removed): at most :data:`MAX_HEADER` bytes of ASCII JSON
-    (nesting past the interpreter's recursion limit refused), no duplicate keys, exactly the known keys."""
-    hlen = int.from_bytes(data[5:_PREFIX], "little")
-    if hlen > MAX_HEADER:
-        raise AggregateFormatError(f"aggregate header declares {hlen} bytes, above the {MAX_HEADER}-byte limit")
-    if hlen > len(data) - _PREFIX:
-        raise AggregateFormatError(f"aggregate header declares {hlen} bytes but only {len(data) - _PREFIX} follow")
-    try:
-        text = data[_PREFIX:_PREFIX + hlen].tobytes().decode("ascii")
-        header = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except RecursionError:
-        raise AggregateFormatError("aggregate header is nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a duplicate key, NaN
-        raise AggregateFormatError(f"aggregate header is not ASCII JSON: {_clip(exc)}") from None
-    if not isinstance(header, dict) or header.keys() != _HEADER_KEYS:
-        keys = sorted(header) if isinstance(header, dict) else type(header).__name__
-        raise AggregateFormatError(f"aggregate header must have exactly the keys {sorted(_HEADER_KEYS)}, got "
-                                   f"{_clip(keys)}")
-    return header
-
-
-def _no_constant(name: str) -> Any:
-    """``parse_constant`` hook: ``NaN`` and ``Infinity`` are not JSON, and ``to_bytes`` never writes them."""
-    raise ValueError(f"{name} is not a number an aggregate holds")
-
-
-def _typed(header: dict[str, Any], key: str, kind: type) -> Any:
-    value = header[key]
-    if not isinstance(value, kind):
-        raise AggregateFormatError(f"aggregate header {key!r} must be a {kind.__name__}, got {type(value).__name__}")
-    return value
-
-
-def _count(value: Any, what: str) -> int:
-    """``value`` if it is an int in ``[0, MAX_COUNT]`` (not a bool, not a float)."""
-    if type(value) is not int or not 0 <= value <= MAX_COUNT:
-        raise AggregateFormatError(f"aggregate header has a bad report count {what} = {_clip(value)} "
-                                   f"(an int in [0, 2**63 - 1])")
-    return value
-
-
-def _same_json(got: Any, want: Any) -> bool:
-    """``got == want`` type for type (``True`` is not ``1``, ``2.0`` is not ``2``); recurses only as deep as
-    ``want``."""
-    if type(got) is not type(want):
-        return False
-    if isinstance(want, list):
-        return len(got) == len(want) and all(_same_json(g, w) for g, w in zip(got, want, strict=True))
-    return bool(got == want)
-
-
-_SHORT = reprlib.Repr()
-_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 3, 6, 6, 60, 60, 40
-
-
-def _clip(value: Any) -> str:
-    """A short repr of an untrusted value (bounded in length and depth) for an error message."""
-    return str(value)[:200] if isinstance(value, BaseException) else _SHORT.repr(value)

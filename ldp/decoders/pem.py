@@ -41,14 +41,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.batch.pem import key_support, pem_encode_batch
-from ldp.decoders.base import (
-    Aggregate,
+from ldp.decoders.aggregate_file import (
     AggregateFormatError,
     StateLayout,
     _count,
     read_state,
     write_aggregate,
 )
+from ldp.decoders.base import Aggregate
 from ldp.decoders.results import Estimates, column_rows
 from ldp.encoders.pem import PEMParams, prefix_key
 from ldp.randomness import as_generator
@@ -192,7 +192,7 @@ class PEMAggregate(Aggregate):
 
     def to_bytes(self) -> bytes:
         """The aggregate file format (:func:`~ldp.decoders.base.write_aggregate`), the reports at their length."""
-        return write_aggregate(self, self._layout(), self._serial_state())
+        return write_aggregate(self.params, self.n, self.rejected, self._layout(), self._serial_state())
 
     @staticmethod
     def from_bytes(data: bytes | bytearray | memoryview) -> PEMAggregate:

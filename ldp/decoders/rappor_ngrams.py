@@ -21,16 +21,15 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.batch.bits import add_ones_by_group, row_padding_mask
-from ldp.decoders.base import (
-    Aggregate,
+from ldp.decoders.aggregate_file import (
     AggregateFormatError,
-    RejectHandler,
     StateLayout,
     _count,
     _read_header,
     read_state,
     write_aggregate,
 )
+from ldp.decoders.base import Aggregate, RejectHandler
 from ldp.decoders.rappor import RapporAggregate, open_domain_counts
 from ldp.encoders.rappor_ngrams import RapporNgramsParams
 from ldp.randomness import as_generator
@@ -162,7 +161,8 @@ class RapporNgramsAggregate(Aggregate):
 
     def to_bytes(self) -> bytes:
         """The aggregate file format (:func:`~ldp.decoders.base.write_aggregate`), the reports at their length."""
-        return write_aggregate(self, self._layout(), {"cohort_n": self.cohort_n, "ones": self.ones, **self.reports()})
+        state = {"cohort_n": self.cohort_n, "ones": self.ones, **self.reports()}
+        return write_aggregate(self.params, self.n, self.rejected, self._layout(), state)
 
     @staticmethod
     def from_bytes(data: bytes | bytearray | memoryview) -> RapporNgramsAggregate:
