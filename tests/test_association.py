@@ -86,15 +86,22 @@ def _reference_em(la: np.ndarray, lb: np.ndarray, maps: int) -> np.ndarray:
     return pi
 
 
-@pytest.mark.parametrize("dense", [True, False])
-def test_grouped_em_equals_per_client_reference(monkeypatch: pytest.MonkeyPatch, dense: bool) -> None:
+KERNELS = ["numpy", pytest.param("compiled", marks=pytest.mark.skipif(
+    kernel._emkernel is None, reason="the compiled EM kernel is not built"))]
+
+
+@pytest.mark.parametrize(("dense", "which"), [(True, None), (False, "numpy"), (False, "compiled")])
+def test_grouped_em_equals_per_client_reference(monkeypatch: pytest.MonkeyPatch, dense: bool,
+                                                 which: str | None) -> None:
+    if which == "compiled" and kernel._emkernel is None:
+        pytest.skip("the compiled EM kernel is not built")
     a, b = Variable(TINY_RAPPOR, CANDS), Variable(GRRParams(1.0, 2))
     ra, rb, _, _ = simulate_pairs(a.params, b.params, JOINT, 3000, 5, candidates_a=CANDS)
     if not dense:
         monkeypatch.setattr(kernel, "DENSE_CELLS", 0)
     data = pair_data(a, b, ra, rb)
     assert data.dense is dense and data.counts.sum() == 3000 and data.ia.size < 3000
-    fit = em_fit(data, np.full((3, 2), 1 / 6), tol=0.0, max_maps=7, accelerate=False)
+    fit = em_fit(data, np.full((3, 2), 1 / 6), tol=0.0, max_maps=7, accelerate=False, kernel=which)
     la = np.exp(report_loglik(a, dict(ra.columns)))
     lb = np.exp(report_loglik(b, dict(rb.columns)))
     assert np.allclose(fit.pi[0], _reference_em(la, lb, 7), rtol=1e-10, atol=1e-15)
@@ -223,3 +230,59 @@ def test_z_matches_level() -> None:
     res = associate(Variable(g), Variable(g), *simulate_pairs(g, g, np.ones((2, 2)), 200, 3)[:2], se="information",
                     level=0.9)
     assert np.allclose(res.upper - res.table, np.minimum(NormalDist().inv_cdf(0.95) * res.se, 1 - res.table))
+
+
+def _random_pairs(gen: np.random.Generator, ra: int, rb: int, d: int, j: int) -> tuple[PairData, np.ndarray]:
+    la, lb = gen.random((ra, d)) + 0.01, gen.random((rb, d)) + 0.01
+    ia, ib = np.sort(gen.integers(0, ra, j)), gen.integers(0, rb, j)
+    counts = gen.integers(0, 4, j).astype(np.float64)  # zero counts too (a bootstrap replicate has them)
+    return PairData(la, lb, ia, ib, counts), gen.random((d, d)) + 0.1
+
+
+@pytest.mark.skipif(kernel._emkernel is None, reason="the compiled EM kernel is not built")
+@settings(max_examples=40, deadline=None)
+@given(ra=st.integers(1, 30), rb=st.integers(1, 30), d=st.integers(1, 13), j=st.integers(0, 400),
+       seed=st.integers(0, 2**32 - 1))
+def test_compiled_pass_agrees_with_numpy(ra: int, rb: int, d: int, j: int, seed: int) -> None:
+    """Differential: the fused C pass gives the numpy path's W·L_B and log-likelihood (to the last bits
+    of the dot product's summation order)."""
+    data, pi = _random_pairs(np.random.default_rng(seed), ra, rb, d, j)
+    m = data.la @ pi
+    fast = kernel._Mapper(data, data.counts[None, :], "compiled")._sparse_pass(m, data.counts)
+    slow = kernel._Mapper(data, data.counts[None, :], "numpy")._sparse_pass(m, data.counts)
+    assert np.allclose(fast[0], slow[0], rtol=1e-12, atol=0.0)
+    assert math.isclose(fast[1], slow[1], rel_tol=1e-12, abs_tol=1e-9)
+
+
+@pytest.mark.skipif(kernel._emkernel is None, reason="the compiled EM kernel is not built")
+def test_compiled_pass_in_parts_agrees_and_checks_indices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernel, "KERNEL_THREADS", 3)
+    data, pi = _random_pairs(np.random.default_rng(9), 500, 400, 3, (1 << 17) + 1000)
+    mapper = kernel._Mapper(data, data.counts[None, :], "compiled")
+    assert len(mapper.parts) == 4 and mapper.parts[0] == 0 and mapper.parts[-1] == data.ia.size
+    cut = np.array(mapper.parts[1:-1])
+    assert (data.ia[cut] != data.ia[cut - 1]).all()  # parts are cut between A-rows: no row of g is shared
+    m = data.la @ pi
+    fast = mapper._sparse_pass(m, data.counts)
+    slow = kernel._Mapper(data, data.counts[None, :], "numpy")._sparse_pass(m, data.counts)
+    assert np.allclose(fast[0], slow[0], rtol=1e-12, atol=0.0) and math.isclose(fast[1], slow[1], rel_tol=1e-12)
+    g = np.zeros((2, 3))
+    with pytest.raises(ValueError, match="out of range"):
+        kernel._emkernel.pair_step(np.ones((2, 3)), np.ones((2, 3)), np.array([0, 2]), np.array([0, 1]),
+                                   np.ones(2), 2, 2, 2, 3, g)
+    with pytest.raises(ValueError, match="bad sizes"):
+        kernel._emkernel.pair_step(np.ones((2, 3)), np.ones((2, 3)), np.array([0, 1]), np.array([0, 1]),
+                                   np.ones(2), 3, 2, 2, 3, g)
+    with pytest.raises(ValueError, match="kernel must be"):
+        kernel._Mapper(data, data.counts[None, :], "fortran")
+
+
+def test_independence_start_is_the_product_of_the_fitted_marginals() -> None:
+    a, b = Variable(GRRParams(2.0, 3)), Variable(GRRParams(2.0, 2))
+    ra, rb, _, _ = simulate_pairs(a.params, b.params, JOINT, 20000, 3)
+    data = pair_data(a, b, ra, rb)
+    start = kernel.independence_start(data, mix=0.0)
+    joint = em_fit(data, np.full((3, 2), 1 / 6), tol=1e-12).pi[0]
+    # the joint MLE's margins are the marginal MLEs when both are interior (GRR: the same likelihood factors)
+    assert np.allclose(start[0], np.outer(joint.sum(axis=1), joint.sum(axis=0)), atol=1e-6)
+    assert (kernel.independence_start(data) > 0).all() and math.isclose(kernel.independence_start(data).sum(), 1.0)

@@ -45,7 +45,7 @@ import numpy.typing as npt
 
 from ldp.accountant import PrivacyCost
 from ldp.batch import check_candidates
-from ldp.batch.association import EMFit, PairData, em_fit
+from ldp.batch.association import EMFit, PairData, em_fit, independence_start
 from ldp.encoders.base import ProtocolParams
 from ldp.encoders.randomized_response import BinaryRRParams
 from ldp.encoders.rappor import RapporParams
@@ -307,8 +307,7 @@ def associate(a: Variable, b: Variable, reports_a: Any, reports_b: Any, *, se: s
         raise ValueError(f"level must be in (0, 1), got {level}")
     data = pair_data(a, b, reports_a, reports_b)
     n = int(data.counts.sum())
-    da, db = data.la.shape[1], data.lb.shape[1]
-    fit = em_fit(data, np.full((da, db), 1.0 / (da * db)), tol=tol, max_maps=max_maps)
+    fit = em_fit(data, independence_start(data), tol=tol, max_maps=max_maps)
     pi = fit.pi[0]
     if se == "bootstrap":
         err = _bootstrap_se(data, pi, replicates, rng, tol, max_maps)
@@ -340,7 +339,7 @@ def _bootstrap_se(data: PairData, pi: Float, replicates: int, rng: Any, tol: flo
     gen = as_generator(rng)
     n = data.counts.sum()
     counts = gen.multinomial(int(n), data.counts / n, size=replicates).astype(np.float64)
-    start = np.full((replicates, *pi.shape), 1.0 / pi.size)  # each replicate reruns the whole estimator
+    start = independence_start(data, counts)  # each replicate reruns the whole estimator
     fit: EMFit = em_fit(data, start, counts, tol=tol, max_maps=max_maps)
     return np.asarray(fit.pi.std(axis=0, ddof=1))
 
