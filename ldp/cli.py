@@ -187,6 +187,11 @@ def make_parser() -> argparse.ArgumentParser:
 
     add_spec_arguments(sub)
     add_server_arguments(sub)
+    from ldp.cli_serve import add_serve_arguments
+    from ldp.cli_watch import add_watch_arguments
+
+    add_serve_arguments(sub)
+    add_watch_arguments(sub)
     priv = sub.add_parser("privacy", help="the privacy cost (ε, δ) of given protocol parameters",
                           description="Print ε (and δ) and the derived probabilities of a protocol's parameters, "
                                       "e.g. `ldp privacy rr --truth-prob 0.5 --yes-prob 0.5` (ε = ln 3).")
@@ -380,6 +385,14 @@ def _run(args: argparse.Namespace) -> int:
         from ldp.cli_server import server_command
 
         return server_command(args)
+    elif args.command == "serve":
+        from ldp.cli_serve import serve_command
+
+        return serve_command(args)
+    elif args.command == "watch":
+        from ldp.cli_watch import watch_command
+
+        return watch_command(args)
     elif args.command == "spec":
         from ldp.spec.cli import spec_command
 

@@ -38,8 +38,10 @@ from ldp.protocols import client_protocols
 from ldp.randomness import SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import canonical_json
 from ldp.spec import CollectionSpec, Envelope
+from ldp.uploader import BATCH_ID_CHARS, Opener, UploadError, UploadResult, batch_id, upload
 
-__all__ = ["TelemetryClient", "StateError", "PendingItem", "STATE_FORMAT", "BudgetExceeded"]
+__all__ = ["TelemetryClient", "StateError", "PendingItem", "STATE_FORMAT", "BudgetExceeded", "UploadError",
+           "UploadResult"]
 
 logger = logging.getLogger(__name__)
 """Events and counts only (a state file opened, reports recorded or refused, uploads acknowledged):
@@ -47,6 +49,9 @@ never a value, a report, a secret or a cohort."""
 
 STATE_FORMAT = 1
 _CLIENT_TABLES = frozenset({"ldp_client_meta", "ldp_client_cohorts", "ldp_client_outbox", "ldp_client_uploads"})
+_BATCH_TABLE = "CREATE TABLE ldp_client_batch (outbox INTEGER PRIMARY KEY, batch TEXT NOT NULL)"
+"""The pinned upload batch: its outbox ids, each with the id of the batch part it is sent in (added
+after format 1 was released: created when a file lacks it)."""
 _SCHEMA = (
     "CREATE TABLE ldp_client_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE ldp_client_cohorts (metric TEXT NOT NULL, params TEXT NOT NULL, cohort INTEGER NOT NULL, "
@@ -54,6 +59,7 @@ _SCHEMA = (
     "CREATE TABLE ldp_client_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, charge INTEGER NOT NULL UNIQUE, "
     "metric TEXT NOT NULL, window INTEGER NOT NULL, line TEXT NOT NULL)",
     "CREATE TABLE ldp_client_uploads (metric TEXT PRIMARY KEY, reports INTEGER NOT NULL)",
+    _BATCH_TABLE,
 )
 _SEALED = ("format", "collection", "secret")  # with the ledger's salt and window: covered by the digest
 _METRIC_SECRET = b"ldp/client/metric-secret/v1\x00"
@@ -149,6 +155,8 @@ class TelemetryClient:
             raise self._fail("is a bare budget ledger, not a telemetry client state file")
         elif missing := (LEDGER_TABLES | _CLIENT_TABLES) - tables:
             raise self._fail(f"is damaged: table(s) {', '.join(sorted(missing))} missing")
+        elif "ldp_client_batch" not in tables:  # a file of a version without the uploader
+            db.execute(_BATCH_TABLE)
         if (check := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
             raise self._fail(f"is corrupted: {check}")
         meta = dict(db.execute("SELECT key, value FROM ldp_client_meta"))
@@ -306,12 +314,15 @@ class TelemetryClient:
         upload. Read only: the same batch comes back until it is acknowledged."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
-        n = self.spec.upload.max_batch if limit is None else min(limit, self.spec.upload.max_batch)
         with self._guard(), self._ledger.transaction() as db:
-            last = self._last_upload(db)
-            if max(check_clock(self._clock()), last) < last + self.spec.upload.min_interval_seconds:
-                return []
-            rows = db.execute("SELECT id, line FROM ldp_client_outbox ORDER BY id LIMIT ?", (n,)).fetchall()
+            return self._pending(db, limit)
+
+    def _pending(self, db: sqlite3.Connection, limit: int | None) -> list[PendingItem]:
+        n = self.spec.upload.max_batch if limit is None else min(limit, self.spec.upload.max_batch)
+        last = self._last_upload(db)
+        if max(check_clock(self._clock()), last) < last + self.spec.upload.min_interval_seconds:
+            return []
+        rows = db.execute("SELECT id, line FROM ldp_client_outbox ORDER BY id LIMIT ?", (n,)).fetchall()
         return [PendingItem(int(i), line) for i, line in rows]
 
     def acknowledge(self, ids: Iterable[int]) -> int:
@@ -320,25 +331,112 @@ class TelemetryClient:
         ids = list(ids)
         if any(isinstance(i, bool) or not isinstance(i, int) for i in ids):
             raise TypeError("outbox ids are ints (PendingItem.id)")
-        ids = sorted(set(ids))
-        done = 0
         with self._guard(), self._ledger.transaction() as db:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                marks = ",".join("?" * len(chunk))
-                for metric, n in db.execute(f"SELECT metric, count(*) FROM ldp_client_outbox WHERE id IN ({marks}) "
-                                            "GROUP BY metric", chunk).fetchall():
-                    db.execute("INSERT INTO ldp_client_uploads VALUES (?, ?) ON CONFLICT (metric) DO UPDATE SET "
-                               "reports = reports + excluded.reports", (metric, n))
-                    done += n
-                db.execute(f"DELETE FROM ldp_client_outbox WHERE id IN ({marks})", chunk)
-            _at("acknowledge")
-            if done:
-                last = self._last_upload(db)
-                db.execute("UPDATE ldp_client_meta SET value=? WHERE key='last_upload'",
-                           (repr(max(check_clock(self._clock()), last)),))
+            done = self._acknowledge(db, ids)
         logger.debug("acknowledged %d uploaded report(s)", done)
         return done
+
+    def _acknowledge(self, db: sqlite3.Connection, ids: list[int]) -> int:
+        """``acknowledge`` inside the caller's transaction."""
+        ids = sorted(set(ids))
+        done = 0
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for metric, n in db.execute(f"SELECT metric, count(*) FROM ldp_client_outbox WHERE id IN ({marks}) "
+                                        "GROUP BY metric", chunk).fetchall():
+                db.execute("INSERT INTO ldp_client_uploads VALUES (?, ?) ON CONFLICT (metric) DO UPDATE SET "
+                           "reports = reports + excluded.reports", (metric, n))
+                done += n
+            db.execute(f"DELETE FROM ldp_client_outbox WHERE id IN ({marks})", chunk)
+            db.execute(f"DELETE FROM ldp_client_batch WHERE outbox IN ({marks})", chunk)
+        _at("acknowledge")
+        if done:
+            last = self._last_upload(db)
+            db.execute("UPDATE ldp_client_meta SET value=? WHERE key='last_upload'",
+                       (repr(max(check_clock(self._clock()), last)),))
+        return done
+
+    def upload(self, url: str, token: str, *, timeout: float = 30.0, max_attempts: int = 8, gzip: bool = True,
+               max_delay: float = 300.0, opener: Opener | None = None, sleep: Callable[[float], None] = time.sleep,
+               clock: Callable[[], float] | None = None) -> UploadResult:
+        """Upload the outbox to an ``ldp serve`` collector (``POST url``, bearer ``token``) until it is
+        empty or the upload interval stops it; return what was done.
+
+        Each batch is pinned in the state file (its outbox ids and its id) before it is first sent,
+        and acknowledged only after a 2xx naming its id, so a retry, a crash or a lost answer resends
+        the same lines under the same id, and the collector stores them once. Raises
+        :class:`~ldp.uploader.UploadError` (the batch stays pinned and pending) when the collector
+        refuses it or it is not delivered in ``max_attempts`` tries. ``opener``, ``sleep`` and
+        ``clock`` (default: the client's) are for tests. See :mod:`ldp.uploader`."""
+        return upload(self, url, token, timeout=timeout, max_attempts=max_attempts, gzip=gzip, max_delay=max_delay,
+                      opener=opener, sleep=sleep, clock=clock or self._clock)
+
+    def _batch_salt(self, db: sqlite3.Connection) -> bytes:
+        """The device's random key for batch ids: made (CSPRNG) on first use, then kept."""
+        db.execute("INSERT OR IGNORE INTO ldp_client_meta VALUES ('batch_salt', ?)", (secrets.token_bytes(32).hex(),))
+        value = db.execute("SELECT value FROM ldp_client_meta WHERE key='batch_salt'").fetchone()[0]
+        try:
+            salt = bytes.fromhex(value)
+        except (TypeError, ValueError):
+            salt = b""
+        if len(salt) != 32:
+            raise self._fail("is damaged: its batch_salt is not 32 bytes of hex")
+        return salt
+
+    def _upload_part(self, limit: int | None) -> tuple[str, list[PendingItem]] | None:
+        """The next batch part to send, with its id: the pinned batch's first part, else a new batch
+        from :meth:`pending` (at most ``limit`` items), pinned in this same transaction. ``None``:
+        nothing to send now."""
+        with self._guard(), self._ledger.transaction() as db:
+            # items acknowledged by other means (say, an older version sharing the file) were delivered
+            db.execute("DELETE FROM ldp_client_batch WHERE outbox NOT IN (SELECT id FROM ldp_client_outbox)")
+            row = db.execute("SELECT batch FROM ldp_client_batch ORDER BY outbox LIMIT 1").fetchone()
+            if row is not None:
+                if not (isinstance(row[0], str) and len(row[0]) == BATCH_ID_CHARS
+                        and all(c in "0123456789abcdef" for c in row[0])):
+                    raise self._fail(f"is damaged: pinned batch id {row[0]!r} is not {BATCH_ID_CHARS} hex digits")
+                rows = db.execute("SELECT o.id, o.line FROM ldp_client_batch b JOIN ldp_client_outbox o "
+                                  "ON o.id = b.outbox WHERE b.batch = ? ORDER BY o.id", row).fetchall()
+                return row[0], [PendingItem(int(i), line) for i, line in rows]
+            items = self._pending(db, limit)
+            if not items:
+                return None
+            bid = self._pin(db, items)
+        _at("pinned")
+        return bid, items
+
+    def _pin(self, db: sqlite3.Connection, items: list[PendingItem]) -> str:
+        ids = [item.id for item in items]
+        bid = batch_id(self._batch_salt(db), ids, [item.line for item in items])
+        db.executemany("INSERT OR REPLACE INTO ldp_client_batch VALUES (?, ?)", [(i, bid) for i in ids])
+        return bid
+
+    def _split_part(self, bid: str) -> int:
+        """Split pinned part ``bid`` (refused as too large: nothing of it was stored) in two new parts;
+        return the size of the first."""
+        with self._guard(), self._ledger.transaction() as db:
+            rows = db.execute("SELECT o.id, o.line FROM ldp_client_batch b JOIN ldp_client_outbox o "
+                              "ON o.id = b.outbox WHERE b.batch = ? ORDER BY o.id", (bid,)).fetchall()
+            items = [PendingItem(int(i), line) for i, line in rows]
+            half = (len(items) + 1) // 2
+            if half:
+                self._pin(db, items[:half])
+                self._pin(db, items[half:])
+        return half
+
+    def _acknowledge_part(self, bid: str, ids: list[int]) -> int:
+        """After a 2xx for part ``bid``: acknowledge its items and unpin it, in one transaction."""
+        _at("uploaded")
+        with self._guard(), self._ledger.transaction() as db:
+            done = self._acknowledge(db, ids)
+            db.execute("DELETE FROM ldp_client_batch WHERE batch = ?", (bid,))
+        logger.debug("acknowledged %d uploaded report(s)", done)
+        return done
+
+    def _has_pending(self) -> bool:
+        with self._guard(), self._ledger.transaction() as db:
+            return db.execute("SELECT 1 FROM ldp_client_outbox LIMIT 1").fetchone() is not None
 
     # -- transparency ----------------------------------------------------------------------------
     def spent(self, metric: str | None = None, period: str = "window") -> PrivacyCost:

@@ -531,6 +531,16 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
             lambda t: ["pem-discover", *t[0], *t[1]])
     if command == "spec validate":
         return st.one_of(path, _spec_files(tmp)).map(lambda p: ["spec", "validate", p])
+    if command in ("serve", "watch"):
+        # a valid config only for ``watch --once``: ``ldp serve`` with one would run until stopped
+        configs = st.one_of(path, _collector_configs(tmp, files["spec.json"], valid=command == "watch"))
+        if command == "watch":
+            opts = {"--every": NUMBERS, "--json": FLAG}
+            return st.tuples(configs, options(opts)).map(lambda t: ["watch", "--config", t[0], "--once", *t[1]])
+        token = st.tuples(options({"--app": st.text(max_size=12)})).map(lambda t: ["serve", "token", *t[0]])
+        run_ = st.tuples(configs, options({"--host": st.sampled_from(["127.0.0.1", "::1", "", "nowhere."]),
+                                          "--port": NUMBERS})).map(lambda t: ["serve", "--config", t[0], *t[1]])
+        return st.one_of(token, run_)
     out = st.builds(lambda: str(tmp / f"out{next(COUNTER)}"))
     specs = st.one_of(st.just(str(files["spec.json"])), _spec_files(tmp), path)
     if command == "aggregate":
@@ -548,6 +558,29 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
             "--selection": st.sampled_from(["lasso", "none"]), "--top": _small_count(50), "--max-rows": NUMBERS,
             "--csv": FLAG}
     return st.tuples(path, specs, options(opts)).map(lambda t: ["decode", t[0], "--spec", t[1], *t[2]])
+
+
+def _collector_configs(tmp: Path, spec: Path, *, valid: bool) -> st.SearchStrategy[str]:
+    """Collector configs (TOML) with one fault each, and (``valid``) a good one, written to files."""
+    good = {"data_dir": f'"{tmp / "collector-data"}"', "specs": f'["{spec}"]', "token_sha256": f'"{"ab" * 32}"',
+            "every_seconds": "60", "max_lines": "100"}
+    faults = {"data_dir": ["3", '""'], "specs": ['["missing.json"]', "[]", '"x"', f'["{spec}", "{spec}"]'],
+              "token_sha256": ['"ab"', f'"{"zz" * 32}"', "1"], "every_seconds": ["-1", '"x"', "inf"],
+              "max_lines": ["0", "-5", "1e99", "true"]}
+    choices = [st.sampled_from([(k, v) for k, vs in faults.items() for v in vs])]
+    if valid:
+        choices.append(st.just(("", "")))
+
+    def write(fault: tuple[str, str], extra: str) -> str:
+        v = {**good, **({fault[0]: fault[1]} if fault[0] else {})}
+        text = (f"data_dir = {v['data_dir']}\n{extra}\n[limits]\nmax_lines = {v['max_lines']}\n"
+                f"[fold]\nevery_seconds = {v['every_seconds']}\n"
+                f"[apps.demo]\ntoken_sha256 = {v['token_sha256']}\nspecs = {v['specs']}\n")
+        path = tmp / f"collector{next(COUNTER)}.toml"
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    return st.builds(write, st.one_of(*choices), st.sampled_from(["", "unknown = 1", "[apps.x]", "data_dir = 1"]))
 
 
 def _valid_float_under(text: str, limit: float) -> bool:
@@ -595,7 +628,7 @@ def _spec_files(tmp: Path) -> st.SearchStrategy[str]:
 
 
 COMMANDS = ["privacy", "simulate", "plan", "rappor-decode", "sfp-discover", "pem-discover", "spec validate",
-            "aggregate", "merge", "decode"]
+            "aggregate", "merge", "decode", "serve", "watch"]
 FUZZ_EXAMPLES = int(os.environ.get("LDP_FUZZ_EXAMPLES", "40"))
 
 

@@ -39,7 +39,7 @@ CLIENT = textwrap.dedent("""
     from ldp.audit import audit_encoder
     assert audit_encoder(lambda s: GRREncoder(params, rng=s), range(4)).matches(1.0)
     import os, tempfile
-    import ldp.spec, ldp.client
+    import ldp.spec, ldp.client, ldp.uploader
     for info in pkgutil.iter_modules(ldp.spec.__path__):
         importlib.import_module("ldp.spec." + info.name)
     from ldp.spec import CollectionSpec, parse_envelope

@@ -1,0 +1,228 @@
+"""The collector's ASGI app (Starlette): ``POST /v1/reports`` and ``GET /healthz``.
+
+:func:`create_app` builds it from a :class:`~ldp.collector.config.CollectorConfig`. The request
+path: auth first (nothing is read before the token is known good), then the headers, then the body,
+read as it streams in under the size limits and the body timeout (gunzipped on the fly within
+``max_decompressed_bytes``), validated with the parser of ``ldp aggregate``, queued to the writer
+(:class:`~ldp.collector.segments.SegmentWriter`) and answered once fsynced. One JSON log line per
+request on the ``ldp.collector.access`` logger, never with a report line or a token."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import inspect
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ldp.collector.config import AppConfig, CollectorConfig
+from ldp.collector.ingest import Gunzip, IngestError, check_batch_id, count_lines, prepare_body
+from ldp.collector.segments import Batch, QueueFull, SegmentWriter, Stored, WriterClosed
+
+__all__ = ["create_app", "Hook", "ACCESS_LOGGER", "CONTENT_TYPES"]
+
+ACCESS_LOGGER = "ldp.collector.access"
+CONTENT_TYPES = ("application/x-ndjson", "application/jsonl")
+Hook = Callable[[Starlette], "Awaitable[None] | None"]
+"""A startup or shutdown hook: called with the app (its ``state.collector`` is the
+:class:`~ldp.collector.segments.SegmentWriter`, ``state.config`` the config); may be async."""
+access_log = logging.getLogger(ACCESS_LOGGER)
+logger = logging.getLogger(__name__)
+_RETRY_AFTER = "1"
+
+
+def _error(status: int, reason: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": reason, "detail": detail}, status_code=status, headers=headers)
+
+
+class _Auth:
+    """Bearer token -> app, comparing SHA-256 digests in constant time against every app."""
+
+    def __init__(self, apps: Sequence[AppConfig]) -> None:
+        self.apps = [(bytes.fromhex(a.token_sha256), a) for a in apps]
+
+    def app_for(self, header: str | None) -> AppConfig | None:
+        if not header or not header[:7].lower() == "bearer ":
+            return None
+        digest = hashlib.sha256(header[7:].strip().encode("utf-8", "surrogateescape")).digest()
+        found = None
+        for want, app in self.apps:
+            if hmac.compare_digest(digest, want):
+                found = app
+        return found
+
+
+def _check_headers(request: Request, config: CollectorConfig) -> tuple[str, bool]:
+    """The batch id and whether the body is gzip; :class:`IngestError` for bad headers."""
+    ctype = request.headers.get("content-type", "")
+    mime, *params = [p.strip().lower() for p in ctype.split(";")]
+    charset = [p.split("=", 1)[1].strip(' "') for p in params if p.startswith("charset=")]
+    if mime not in CONTENT_TYPES or any(c not in ("utf-8", "utf8") for c in charset):
+        raise IngestError(415, "unsupported_media_type", f"Content-Type must be {' or '.join(CONTENT_TYPES)} "
+                                                         "(charset utf-8)")
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("identity", "gzip"):
+        raise IngestError(415, "unsupported_encoding", "Content-Encoding must be gzip or absent")
+    length = request.headers.get("content-length")
+    if length is not None and length.strip().isdigit() and int(length) > config.limits.max_body_bytes:
+        raise IngestError(413, "too_large", f"the body is over {config.limits.max_body_bytes} bytes")
+    return check_batch_id(request.headers.get("ldp-batch-id")), encoding == "gzip"
+
+
+async def _read_body(request: Request, config: CollectorConfig, gzip: bool) -> tuple[bytes, int]:
+    """The (decompressed) body and its size on the wire, read under the limits."""
+    limits = config.limits
+    unzip = Gunzip(limits.max_decompressed_bytes) if gzip else None
+    parts: list[bytes] = []
+    size = 0
+    try:
+        with anyio.fail_after(limits.body_timeout_seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limits.max_body_bytes:
+                    raise IngestError(413, "too_large", f"the body is over {limits.max_body_bytes} bytes")
+                if unzip is not None:
+                    unzip.feed(chunk)
+                else:
+                    parts.append(chunk)
+    except TimeoutError:
+        raise IngestError(408, "body_timeout", f"the body took over {limits.body_timeout_seconds} s") from None
+    except ClientDisconnect:
+        raise IngestError(400, "client_disconnected", "the client went away before the end of the body") from None
+    return (unzip.finish() if unzip is not None else b"".join(parts)), size
+
+
+class _Collector:
+    def __init__(self, config: CollectorConfig, writer: SegmentWriter) -> None:
+        self.config, self.writer = config, writer
+        self.auth = _Auth(list(config.apps.values()))
+
+    async def reports(self, request: Request) -> Response:
+        t0 = time.perf_counter()
+        log: dict[str, Any] = {"method": request.method, "path": request.url.path, "app": None}
+        try:
+            response = await self._reports(request, log)
+        except IngestError as err:
+            log["error"] = err.reason
+            self.writer.count_refusal(err.reason)
+            headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+            if err.status in (429, 503):
+                headers = {"Retry-After": _RETRY_AFTER}
+            response = _error(err.status, err.reason, err.detail, headers)
+            if err.status in (408, 413) or err.reason == "unauthorized":  # the body may be left unread
+                response.headers["Connection"] = "close"
+        except Exception as exc:  # a bug: logged without its message, which could quote the body
+            log["error"] = f"internal: {type(exc).__name__}"
+            logger.error("internal error on %s (%s)", request.url.path, type(exc).__name__)
+            response = _error(500, "internal", "the collector failed on this request")
+        log.update(status=response.status_code, ms=round((time.perf_counter() - t0) * 1e3, 2))
+        access_log.info("%s", json.dumps(log, separators=(",", ":")))
+        return response
+
+    async def _reports(self, request: Request, log: dict[str, Any]) -> Response:
+        app = self.auth.app_for(request.headers.get("authorization"))
+        if app is None:
+            raise IngestError(401, "unauthorized", "a valid 'Authorization: Bearer <token>' header is required")
+        log["app"] = app.name
+        batch_id, gzip = _check_headers(request, self.config)
+        log["batch_id"] = batch_id
+        if self.writer.closing:
+            raise IngestError(503, "unavailable", "the collector is shutting down")
+        raw, log["bytes"] = await _read_body(request, self.config, gzip)
+        known = self.writer.known(app.name, batch_id)
+        if known is not None:
+            stored = Stored(known, True)
+        else:
+            body = prepare_body(raw, self.config.limits.max_lines)
+            counts = count_lines(body, app.specs)
+            stored = await self._store(app.name, batch_id, body, counts)
+        log.update(lines=stored.counts.lines, duplicate=stored.duplicate)
+        return JSONResponse({"batch_id": batch_id, **stored.counts.to_dict(), "duplicate": stored.duplicate})
+
+    async def _store(self, app: str, batch_id: str, body: bytes, counts: Any) -> Stored:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Stored] = loop.create_future()
+
+        def settle(result: Stored | BaseException) -> None:
+            if future.done():
+                return
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+        def done(result: Stored | BaseException) -> None:  # in the writer thread
+            loop.call_soon_threadsafe(settle, result)
+
+        try:
+            self.writer.submit(Batch(app, batch_id, body, counts, done))
+        except QueueFull:
+            raise IngestError(429, "busy", "the write queue is full; retry later") from None
+        except WriterClosed as exc:
+            raise IngestError(503, "unavailable", str(exc)) from None
+        try:
+            return await asyncio.shield(future)
+        except WriterClosed as exc:
+            raise IngestError(503, "unavailable", str(exc)) from None
+
+    async def healthz(self, request: Request) -> Response:
+        w = self.writer
+        doc = {"status": "ok" if w.healthy else "unavailable", "apps": sorted(self.config.apps),
+               "pending": w.pending}
+        if w.error:
+            doc["error"] = w.error
+        return JSONResponse(doc, status_code=200 if w.healthy else 503,
+                            headers=None if w.healthy else {"Retry-After": _RETRY_AFTER})
+
+
+async def _call(hook: Hook, app: Starlette) -> None:
+    result = hook(app)
+    if inspect.isawaitable(result):
+        await result
+
+
+def create_app(config: CollectorConfig, *, extra_routes: Sequence[BaseRoute] = (), on_startup: Sequence[Hook] = (),
+               on_shutdown: Sequence[Hook] = ()) -> Starlette:
+    """The collector app. ``extra_routes`` are added after ``/v1/reports`` and ``/healthz``;
+    ``on_startup`` hooks run after the segments are recovered and the writer started, in order;
+    ``on_shutdown`` hooks run (in reverse order) before the writer stores what is queued and
+    closes the segments. Hooks see the writer as ``app.state.collector`` and the config as
+    ``app.state.config``."""
+    writer = SegmentWriter(config)
+    collector = _Collector(config, writer)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        cut = await asyncio.to_thread(writer.start)
+        logger.info("collector started: data in %s, apps %s; cut on recovery: %s", config.data_dir,
+                    ", ".join(sorted(config.apps)), json.dumps(cut))
+        try:
+            for hook in on_startup:
+                await _call(hook, app)
+            yield
+        finally:
+            writer.closing = True
+            try:
+                for hook in reversed(on_shutdown):
+                    await _call(hook, app)
+            finally:
+                await asyncio.to_thread(writer.close)
+                logger.info("collector stopped: segments closed")
+
+    routes = [Route("/v1/reports", collector.reports, methods=["POST"]),
+              Route("/healthz", collector.healthz, methods=["GET"]), *extra_routes]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.collector = writer
+    app.state.config = config
+    return app

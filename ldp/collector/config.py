@@ -1,0 +1,181 @@
+"""The collector's configuration: one TOML file (see docs/collector.md), loaded by :func:`load_config`.
+
+Paths in the file (``data_dir``, each app's ``specs``) are relative to the file's folder. Tokens are
+never stored: an app has the SHA-256 of its bearer token (:func:`new_token` makes one, 32 random
+bytes in URL-safe base64, so one unsalted hash suffices)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import secrets
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ldp.spec import CollectionSpec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the backport on 3.10
+    import tomli as tomllib
+
+__all__ = ["ConfigError", "Limits", "AppConfig", "CollectorConfig", "load_config", "parse_config", "new_token",
+           "token_sha256", "APP_NAME_RE"]
+
+APP_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
+"""An app's name: it names a folder under ``DATA/apps``."""
+_HASH_RE = re.compile(r"[0-9a-f]{64}\Z")
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used (the message names the file and the key)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Request and segment limits (the ``[limits]`` table)."""
+
+    max_body_bytes: int = 4 * 2**20
+    max_decompressed_bytes: int = 32 * 2**20
+    max_lines: int = 5000
+    body_timeout_seconds: float = 10.0
+    max_pending_batches: int = 64
+    segment_max_bytes: int = 64 * 2**20
+    segment_max_seconds: float = 300.0
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """One app: its name, the SHA-256 (hex) of its bearer token, its spec files and the specs by fingerprint."""
+
+    name: str
+    token_sha256: str
+    spec_paths: tuple[Path, ...]
+    specs: Mapping[str, CollectionSpec] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class CollectorConfig:
+    """The whole configuration. ``fold_every_seconds`` is the continuous aggregation period (0: off)."""
+
+    path: Path | None
+    data_dir: Path
+    limits: Limits
+    apps: Mapping[str, AppConfig]
+    fold_every_seconds: float = 60.0
+
+    def app_dir(self, app: str) -> Path:
+        """``DATA/apps/<app>``."""
+        return self.data_dir / "apps" / app
+
+    def closed_dir(self, app: str) -> Path:
+        """Where an app's closed (immutable) segments are: the input folder of ``ldp aggregate``."""
+        return self.app_dir(app) / "segments" / "closed"
+
+
+def new_token() -> str:
+    """A new bearer token: 32 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode("ascii")
+
+
+def token_sha256(token: str) -> str:
+    """The hex SHA-256 of a token, as the config's ``token_sha256`` holds it."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _number(where: str, value: Any, kind: type, low: float, low_open: bool = False) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+        raise ConfigError(f"{where} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
+    if value < low or (low_open and value == low) or value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(f"{where} must be {'>' if low_open else '>='} {low}, got {value!r}")
+    return kind(value)
+
+
+def _table(where: str, value: Any, known: set[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table, got {type(value).__name__}")
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))} "
+                          f"(known: {', '.join(sorted(known))})")
+    return value
+
+
+def _limits(where: str, raw: Any) -> Limits:
+    names = {f.name: f for f in fields(Limits)}
+    doc = _table(where, raw, set(names))
+    values = {}
+    for name, value in doc.items():
+        is_int = names[name].type in ("int", int)
+        values[name] = _number(f"{where}.{name}", value, int if is_int else float, 0 if is_int else 0.0,
+                               low_open=True)
+    return Limits(**values)
+
+
+def _app(where: str, name: str, raw: Any, base: Path) -> AppConfig:
+    if not APP_NAME_RE.match(name):
+        raise ConfigError(f"{where}: an app name is 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or "
+                          f"digit; got {name!r}")
+    doc = _table(where, raw, {"token_sha256", "specs"})
+    digest = doc.get("token_sha256")
+    if not isinstance(digest, str) or not _HASH_RE.match(digest):
+        raise ConfigError(f"{where}.token_sha256 must be the 64 lowercase hex digits of sha256(token) (run "
+                          f"'ldp serve token'), got {digest!r}")
+    paths = doc.get("specs")
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise ConfigError(f"{where}.specs must be a non-empty list of spec file paths, got {paths!r}")
+    resolved = tuple(base / p for p in paths)
+    specs: dict[str, CollectionSpec] = {}
+    for p in resolved:
+        if not p.is_file():
+            raise ConfigError(f"{where}.specs: no such spec file: {p}")
+        try:
+            spec = CollectionSpec.load(p)
+        except ValueError as exc:
+            raise ConfigError(f"{where}.specs: {p} is not a valid spec: {exc}") from None
+        specs[spec.fingerprint] = spec
+    return AppConfig(name, digest, resolved, specs)
+
+
+def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, path: Path | None = None,
+                 source: str = "config") -> CollectorConfig:
+    """Validate a decoded config document; relative paths are taken from ``base_dir``."""
+    base = Path(base_dir)
+    top = _table(source, dict(doc), {"data_dir", "limits", "fold", "apps"})
+    data_dir = top.get("data_dir", "data")
+    if not isinstance(data_dir, str) or not data_dir:
+        raise ConfigError(f"{source}: data_dir must be a path, got {data_dir!r}")
+    limits = _limits(f"{source}: [limits]", top.get("limits", {}))
+    fold = _table(f"{source}: [fold]", top.get("fold", {}), {"every_seconds"})
+    every = _number(f"{source}: [fold].every_seconds", fold.get("every_seconds", 60.0), float, 0.0)
+    apps_doc = _table(f"{source}: [apps]", top.get("apps", {}), set(top.get("apps", {})))
+    if not apps_doc:
+        raise ConfigError(f"{source}: no [apps.<name>] table: the collector would accept nothing")
+    apps = {name: _app(f"{source}: [apps.{name}]", name, raw, base) for name, raw in apps_doc.items()}
+    seen: dict[str, str] = {}
+    for app in apps.values():
+        if app.token_sha256 in seen:
+            raise ConfigError(f"{source}: apps {seen[app.token_sha256]!r} and {app.name!r} have the same token; "
+                              "a token identifies one app")
+        seen[app.token_sha256] = app.name
+    return CollectorConfig(path, (base / data_dir).resolve(), limits, apps, every)
+
+
+def load_config(path: str | os.PathLike[str]) -> CollectorConfig:
+    """Read and validate a TOML config file (:class:`ConfigError` saying what is wrong)."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            doc = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {p}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    return parse_config(doc, p.resolve().parent, path=p, source=os.fspath(p))

@@ -1,0 +1,118 @@
+"""Reading and validating one uploaded batch: the body's bytes (gunzipped within bounds), the
+batch id, and the counts by reason from the parser of ``ldp aggregate``
+(:meth:`ldp.server.fold.Folder.fold_lines`), so the collector's answer and a later
+``ldp aggregate`` of the segments agree line for line."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ldp.server.fold import Folder
+from ldp.spec import CollectionSpec
+
+__all__ = ["BATCH_ID_RE", "BatchCounts", "IngestError", "Gunzip", "check_batch_id", "count_lines", "prepare_body"]
+
+BATCH_ID_RE = re.compile(r"[A-Za-z0-9._~-]{1,128}\Z")
+"""A batch id (header ``Ldp-Batch-Id``)."""
+
+
+class IngestError(Exception):
+    """A refused request: HTTP ``status``, a short ``reason`` (the JSON ``error``) and a ``detail``
+    that never quotes a report line."""
+
+    def __init__(self, status: int, reason: str, detail: str = "") -> None:
+        super().__init__(f"{status} {reason}: {detail}")
+        self.status, self.reason, self.detail = status, reason, detail
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    """What a batch held: ``lines`` (non-blank), ``accepted`` and ``rejected`` by reason."""
+
+    lines: int
+    accepted: int
+    rejected: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"accepted": self.accepted, "rejected": dict(self.rejected), "lines": self.lines}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BatchCounts:
+        return cls(int(d["lines"]), int(d["accepted"]), {str(k): int(v) for k, v in d["rejected"].items()})
+
+
+def check_batch_id(value: str | None) -> str:
+    """The batch id of a request, or :class:`IngestError` 400."""
+    if value is None or not BATCH_ID_RE.match(value):
+        raise IngestError(400, "bad_batch_id", "the Ldp-Batch-Id header must be 1 to 128 characters of "
+                                               "A-Z, a-z, 0-9, '.', '_', '~' and '-'")
+    return value
+
+
+class Gunzip:
+    """A streaming gunzip that never holds more than ``limit`` decompressed bytes (413 beyond)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self._parts: list[bytes] = []
+        self.size = 0
+
+    def feed(self, data: bytes) -> None:
+        """Decompress ``data``; raises :class:`IngestError` (400 bad gzip, 413 too large)."""
+        if self._z.eof:
+            if data:
+                raise IngestError(400, "bad_gzip", "data after the end of the gzip stream")
+            return
+        try:
+            out = self._z.decompress(data, self.limit - self.size + 1)
+        except zlib.error as exc:
+            raise IngestError(400, "bad_gzip", f"the body is not valid gzip: {exc}") from None
+        self._take(out)
+        if self._z.unconsumed_tail:  # the limit was reached with input left: too large
+            raise IngestError(413, "too_large", f"the body decompresses to more than {self.limit} bytes")
+        if self._z.eof and self._z.unused_data:
+            raise IngestError(400, "bad_gzip", "data after the end of the gzip stream")
+
+    def _take(self, out: bytes) -> None:
+        self.size += len(out)
+        if self.size > self.limit:
+            raise IngestError(413, "too_large", f"the body decompresses to more than {self.limit} bytes")
+        self._parts.append(out)
+
+    def finish(self) -> bytes:
+        """The decompressed body (400 when the gzip stream is truncated)."""
+        if not self._z.eof:
+            raise IngestError(400, "bad_gzip", "the gzip stream is truncated")
+        return b"".join(self._parts)
+
+
+def prepare_body(body: bytes, max_lines: int) -> bytes:
+    """Check a decompressed body (non-empty, UTF-8, at most ``max_lines`` lines) and return it
+    ending in a newline, as it will be stored."""
+    if not body:
+        raise IngestError(400, "empty_body", "the body holds no line")
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IngestError(400, "not_utf8", f"the body is not UTF-8 (byte {exc.start})") from None
+    if not body.endswith(b"\n"):
+        body += b"\n"
+    n = body.count(b"\n")
+    if n > max_lines:
+        raise IngestError(413, "too_many_lines", f"{n} lines in one batch; at most {max_lines}")
+    return body
+
+
+def count_lines(body: bytes, specs: Mapping[str, CollectionSpec]) -> BatchCounts:
+    """Validate every line of ``body`` (whole lines, each ending in ``\\n``) exactly as
+    ``ldp aggregate`` does; blank lines are not counted."""
+    folder = Folder(specs)
+    folder.fold_lines(body, 0)
+    if not folder.records:
+        raise IngestError(400, "empty_body", "the body holds only blank lines")
+    return BatchCounts(folder.records, folder.accepted, dict(sorted(folder.rejected.items())))

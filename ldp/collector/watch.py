@@ -1,0 +1,346 @@
+"""Continuous aggregation: fold an app's closed segments into its aggregates and cache decoded estimates.
+
+:func:`fold_app` runs the ``ldp aggregate`` job (:func:`ldp.server.job.aggregate_files`: idempotent,
+resumable by its manifest) on ``DATA/apps/<app>/segments/closed/`` into ``DATA/apps/<app>/aggregates/``,
+decodes every aggregate with :mod:`ldp.server.decode` and writes ``DATA/apps/<app>/estimates.json``
+atomically. :class:`Watcher` does that for every app every N seconds in a background thread.
+Nothing here imports an HTTP stack.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from ldp.accountant import PrivacyCost
+from ldp.server.job import JobSummary, aggregate_files, spec_index
+from ldp.server.store import AGG_SUFFIX, write_atomic
+from ldp.spec import CollectionSpec, MetricSpec
+
+if TYPE_CHECKING:
+    from ldp.collector.config import CollectorConfig
+
+__all__ = ["ESTIMATES_FORMAT", "FoldBusyError", "Watcher", "app_dir", "estimate_rows", "estimates_path", "fold_app",
+           "load_estimates", "privacy_entry", "utc_now"]
+
+logger = logging.getLogger(__name__)
+
+ESTIMATES_FORMAT = "ldp-estimates/1"
+Specs = Union[CollectionSpec, str, "os.PathLike[str]", Sequence[Any], Mapping[str, CollectionSpec]]
+"""An app's specs as :func:`ldp.server.job.spec_index` takes them: files, specs, or ``{fingerprint: spec}``."""
+
+
+class FoldBusyError(RuntimeError):
+    """Another process (or thread) is folding this app right now."""
+
+
+def app_dir(data_dir: str | os.PathLike[str], app: str) -> Path:
+    """``DATA/apps/<app>``."""
+    return Path(data_dir) / "apps" / app
+
+
+def estimates_path(data_dir: str | os.PathLike[str], app: str) -> Path:
+    """``DATA/apps/<app>/estimates.json``."""
+    return app_dir(data_dir, app) / "estimates.json"
+
+
+def utc_now() -> str:
+    """The time now as ISO 8601 UTC to the second (``2026-01-31T12:00:00Z``)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def load_estimates(data_dir: str | os.PathLike[str], app: str) -> dict[str, Any] | None:
+    """The app's ``estimates.json`` (``None`` before its first fold, or if damaged: the next fold rewrites it)."""
+    path = estimates_path(data_dir, app)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        logger.warning("%s is damaged (%s): ignored until the next fold rewrites it", path, exc)
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("metrics"), list) else None
+
+
+def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *,
+             confidence: float = 0.95, alpha: float = 0.05) -> dict[str, Any]:
+    """Fold the app's closed segments not folded yet, decode every metric, write ``estimates.json``
+    atomically and return what it holds. Folding again with no new segment counts nothing twice
+    (the job's manifest) and reuses the decoded estimates. ``FoldBusyError`` when another fold of
+    this app is running (a file lock, so also across processes)."""
+    base = app_dir(data_dir, app)
+    index = spec_index(specs)
+    fingerprints = sorted(index)
+    settings = {"specs": fingerprints, "confidence": confidence, "alpha": alpha}
+    with _fold_lock(base):
+        out = base / "aggregates"
+        _set_aside_if_other_specs(out, fingerprints)
+        closed = base / "segments" / "closed"
+        summary = aggregate_files([closed] if closed.is_dir() else [], index, out, progress=False)
+        previous = load_estimates(data_dir, app)
+        now = utc_now()
+        if (previous is not None and not summary.processed and previous.get("settings") == settings
+                and not any(m.get("error") for m in previous["metrics"])):
+            metrics, folded_at = previous["metrics"], previous["folded_at"]  # nothing new: no decoding again
+        else:
+            metrics, folded_at = _decode_all(out, index, summary, confidence, alpha), now
+        raw = {"format": ESTIMATES_FORMAT, "app": app, "folded_at": folded_at, "checked_at": now,
+               "settings": settings, "specs": [_spec_entry(s) for s in index.values()],
+               "segments": summary.inputs, "records": summary.records, "accepted": summary.accepted,
+               "blank": summary.blank, "rejected": summary.rejected,
+               "this_fold": {"segments": len(summary.processed), **summary.run},
+               "warnings": summary.warnings, "metrics": metrics}
+        doc: dict[str, Any] = _json_safe(raw)
+        write_atomic(estimates_path(data_dir, app), (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode())
+    logger.info("fold %s: %d new segment(s), %d report(s) in total, %d metric(s) decoded", app,
+                len(summary.processed), summary.records, len(metrics))
+    return doc
+
+
+@contextmanager
+def _fold_lock(base: Path) -> Iterator[None]:
+    """An exclusive, non-blocking lock on ``<app>/.fold.lock`` (POSIX ``flock``; elsewhere none)."""
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: the job's own lock still guards the manifest
+        yield
+        return
+    with open(base / ".fold.lock", "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise FoldBusyError(f"another fold of {base.name} is running (it holds {base / '.fold.lock'})") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _set_aside_if_other_specs(out: Path, fingerprints: list[str]) -> None:
+    """The job refuses a folder made with other spec versions: when the app's spec list changed (a
+    version deployed), move the old folder to ``aggregates.previous`` and fold every segment again."""
+    try:
+        made_with = json.loads((out / "manifest.json").read_text(encoding="utf-8")).get("specs")
+    except (OSError, ValueError, AttributeError):
+        return  # no manifest yet (or damaged: the job says so)
+    if made_with == fingerprints:
+        return
+    old = out.with_name(out.name + ".previous")
+    logger.warning("fold %s: the spec versions changed (%s -> %s): aggregating every segment again; the old "
+                   "aggregates are in %s", out.parent.name, made_with, fingerprints, old)
+    if old.exists():
+        shutil.rmtree(old)
+    os.replace(out, old)
+
+
+def _spec_entry(spec: CollectionSpec) -> dict[str, Any]:
+    return {"name": spec.name, "fingerprint": spec.fingerprint, "description": spec.description,
+            "window_seconds": spec.window_seconds, "budget": _costs(spec.budget.per_window, spec.budget.lifetime)}
+
+
+def _costs(per_window: PrivacyCost | None, lifetime: PrivacyCost | None) -> dict[str, Any]:
+    return {"per_window": _cost(per_window), "lifetime": _cost(lifetime)}
+
+
+def _cost(c: PrivacyCost | None) -> dict[str, Any] | None:
+    return None if c is None else {**c.to_dict(), "text": str(c)}
+
+
+def privacy_entry(spec: CollectionSpec, metric: MetricSpec) -> dict[str, Any]:
+    """What one report of ``metric`` costs, and the caps a device spends it under (as ``ldp spec`` prints
+    them): the metric's per report / per window / lifetime, and the collection's over all metrics."""
+    b = metric.budget
+    return {"per_report": _cost(metric.params.privacy_cost), "per_report_cap": _cost(b.per_report),
+            "metric": _costs(b.per_window, b.lifetime), "collection": _costs(spec.budget.per_window,
+                                                                              spec.budget.lifetime),
+            "window_seconds": spec.window_seconds}
+
+
+def _decode_all(out: Path, specs: Mapping[str, CollectionSpec], summary: JobSummary, confidence: float,
+                alpha: float) -> list[dict[str, Any]]:
+    """One entry per aggregate, then one (with no reports) per spec metric without an aggregate."""
+    entries = [_decode_one(out / "aggregates" / f"{name}{AGG_SUFFIX}", info["metric"], specs, confidence, alpha)
+               for name, info in summary.aggregates.items()]
+    seen = {(e["metric"], e["params_fingerprint"]) for e in entries}
+    for spec in specs.values():
+        for m in spec.metrics.values():
+            if (m.name, m.params_fingerprint) not in seen:
+                seen.add((m.name, m.params_fingerprint))
+                entries.append(_metric_entry(spec, m, n=0, rejected={}))
+    return sorted(entries, key=lambda e: (e["metric"], e["params_fingerprint"]))
+
+
+def _metric_entry(spec: CollectionSpec, m: MetricSpec, *, n: int, rejected: Mapping[str, int]) -> dict[str, Any]:
+    return {"key": None, "metric": m.name, "description": m.description, "protocol": m.protocol,
+            "params_fingerprint": m.params_fingerprint, "spec": spec.name, "n": n,
+            "rejected": dict(sorted(rejected.items())), "privacy": privacy_entry(spec, m), "confidence": None,
+            "kind": None, "rows": [], "detected": None, "notes": [], "error": None}
+
+
+def _decode_one(path: Path, metric: str, specs: Mapping[str, CollectionSpec], confidence: float,
+                alpha: float) -> dict[str, Any]:
+    """Decode one aggregate file as ``ldp decode`` does; a metric that cannot be decoded (no candidate
+    dictionary, say) keeps its counts and says why in ``error``."""
+    from ldp.server.decode import decode_aggregate, find_metric, load_candidates
+    from ldp.server.store import read_aggregate
+
+    agg = read_aggregate(path)
+    m = find_metric(agg, specs, metric)
+    spec = next(s for s in specs.values() if s.metrics.get(m.name) is m)
+    entry = _metric_entry(spec, m, n=agg.n, rejected=agg.rejected)
+    entry["key"] = path.name[:-len(AGG_SUFFIX)]
+    try:
+        est = decode_aggregate(agg, load_candidates(spec, m.name), confidence=confidence, alpha=alpha)
+    except (ValueError, ArithmeticError) as exc:
+        from ldp.cli_support import error_text
+
+        logger.warning("fold: cannot decode %s: %s", entry["key"], error_text(exc))
+        entry["error"] = error_text(exc)
+        return entry
+    entry.update(estimate_rows(est))
+    entry["confidence"] = confidence
+    return entry
+
+
+def estimate_rows(est: Any) -> dict[str, Any]:
+    """Any decoder's result as ``kind`` (counts, mean or multi), ``rows`` of item, estimate, std_error,
+    ci_low, ci_high (and detected where the protocol detects), ``detected`` items (or ``None``) and notes."""
+    from ldp.decoders.mean_results import MeanEstimate
+    from ldp.decoders.multi import MultiEstimates
+
+    if isinstance(est, MeanEstimate):
+        return {"kind": "mean", "rows": [{"item": "mean", "estimate": est.mean, "std_error": est.std_error,
+                                          "ci_low": est.ci_low, "ci_high": est.ci_high}],
+                "detected": None, "notes": list(est.notes)}
+    if isinstance(est, MultiEstimates):
+        rows = [{"item": f"{r.pop('attribute')}: {r.pop('item')}", **r} for r in est.rows()]
+        notes = [f"{name}: {n}" for name, e in est.items() for n in e.notes]
+        return {"kind": "multi", "rows": rows, "detected": None, "notes": notes}
+    rows = [{"item": str(r["item"]), "estimate": r["count"], "std_error": r["std_error"], "ci_low": r["ci_low"],
+             "ci_high": r["ci_high"], **({"detected": bool(r["detected"])} if "detected" in r else {})}
+            for r in est.to_dicts()]
+    detected = [r["item"] for r in rows if r.get("detected")] if "detected" in est.extra else None
+    return {"kind": "counts", "rows": rows, "detected": detected, "notes": list(est.notes)}
+
+
+def _json_safe(obj: Any) -> Any:
+    """``obj`` with NaN and infinities as ``None`` (strict JSON) and numpy scalars as Python numbers."""
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float) or hasattr(obj, "item"):
+        v = obj.item() if hasattr(obj, "item") else obj
+        return v if not isinstance(v, float) or math.isfinite(v) else None
+    return obj
+
+
+class Watcher:
+    """Run :func:`fold_app` for every app every ``every_seconds`` in a background thread.
+
+    ``apps`` maps each app's name to its specs (files, or ``{fingerprint: spec}``). A fold that
+    fails is logged and retried at the next tick; folds never overlap (one at a time in this
+    process; a file lock per app across processes). :meth:`startup_hook` and :meth:`shutdown_hook`
+    are for :func:`ldp.collector.app.create_app`'s ``on_startup`` and ``on_shutdown``."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], apps: Mapping[str, Specs], every_seconds: float, *,
+                 fold: Callable[..., dict[str, Any]] = fold_app, confidence: float = 0.95,
+                 alpha: float = 0.05) -> None:
+        if not every_seconds > 0:
+            raise ValueError(f"every_seconds must be > 0, got {every_seconds!r}")
+        self.data_dir, self.apps, self.every_seconds = Path(data_dir), dict(apps), float(every_seconds)
+        self._fold, self._options = fold, {"confidence": confidence, "alpha": alpha}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.folds = 0
+        self.failures = 0
+        self.last_error: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def fold_all(self) -> dict[str, dict[str, Any] | None]:
+        """Fold every app once now (waiting for a fold under way to finish); ``None`` for an app that failed."""
+        return self._fold_all(stoppable=False)
+
+    def _fold_all(self, stoppable: bool) -> dict[str, dict[str, Any] | None]:
+        out: dict[str, dict[str, Any] | None] = {}
+        with self._lock:
+            for app, specs in self.apps.items():
+                if stoppable and self._stop.is_set():
+                    break  # shutting down: the other apps wait for the next start
+                try:
+                    out[app] = self._fold(self.data_dir, app, specs, **self._options)
+                    self.folds += 1
+                except FoldBusyError as exc:
+                    logger.info("fold %s skipped: %s", app, exc)
+                    out[app] = None
+                except Exception as exc:  # logged, never fatal: the next tick tries again
+                    self.failures += 1
+                    self.last_error = f"{app}: {type(exc).__name__}: {exc}"
+                    logger.exception("fold %s failed (retried in %g s)", app, self.every_seconds)
+                    out[app] = None
+        return out
+
+    def start(self) -> None:
+        """Start folding in a daemon thread (the first fold at once); a no-op when running."""
+        if self.running:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="ldp-fold", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Ask the thread to stop and wait for it (a fold under way finishes first)."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            self._fold_all(stoppable=True)
+            self._stop.wait(max(0.0, self.every_seconds - (time.monotonic() - t0)))
+
+    @classmethod
+    def from_config(cls, config: CollectorConfig, every_seconds: float | None = None) -> Watcher:
+        """A watcher of every app of a collector config, every ``every_seconds`` (default: its
+        ``[fold].every_seconds``, which must then be > 0)."""
+        every = config.fold_every_seconds if every_seconds is None else every_seconds
+        return cls(config.data_dir, {name: app.specs for name, app in config.apps.items()}, every)
+
+    async def startup_hook(self, app: object = None) -> None:
+        """An ``on_startup`` hook for :func:`ldp.collector.app.create_app`: :meth:`start`."""
+        self.start()
+
+    async def shutdown_hook(self, app: object = None) -> None:
+        """An ``on_shutdown`` hook: :meth:`stop`, waited for off the event loop (a fold may be under way)."""
+        import asyncio
+
+        await asyncio.to_thread(self.stop)
+
+    def __enter__(self) -> Watcher:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
