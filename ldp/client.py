@@ -38,7 +38,7 @@ from ldp.protocols import client_protocols
 from ldp.randomness import SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import canonical_json
 from ldp.spec import CollectionSpec, Envelope
-from ldp.uploader import BATCH_ID_CHARS, Opener, UploadError, UploadResult, batch_id, upload
+from ldp.uploader import Opener, UploadError, UploadResult, upload
 
 __all__ = ["TelemetryClient", "StateError", "PendingItem", "STATE_FORMAT", "BudgetExceeded", "UploadError",
            "UploadResult"]
@@ -371,72 +371,6 @@ class TelemetryClient:
         ``clock`` (default: the client's) are for tests. See :mod:`ldp.uploader`."""
         return upload(self, url, token, timeout=timeout, max_attempts=max_attempts, gzip=gzip, max_delay=max_delay,
                       opener=opener, sleep=sleep, clock=clock or self._clock)
-
-    def _batch_salt(self, db: sqlite3.Connection) -> bytes:
-        """The device's random key for batch ids: made (CSPRNG) on first use, then kept."""
-        db.execute("INSERT OR IGNORE INTO ldp_client_meta VALUES ('batch_salt', ?)", (secrets.token_bytes(32).hex(),))
-        value = db.execute("SELECT value FROM ldp_client_meta WHERE key='batch_salt'").fetchone()[0]
-        try:
-            salt = bytes.fromhex(value)
-        except (TypeError, ValueError):
-            salt = b""
-        if len(salt) != 32:
-            raise self._fail("is damaged: its batch_salt is not 32 bytes of hex")
-        return salt
-
-    def _upload_part(self, limit: int | None) -> tuple[str, list[PendingItem]] | None:
-        """The next batch part to send, with its id: the pinned batch's first part, else a new batch
-        from :meth:`pending` (at most ``limit`` items), pinned in this same transaction. ``None``:
-        nothing to send now."""
-        with self._guard(), self._ledger.transaction() as db:
-            # items acknowledged by other means (say, an older version sharing the file) were delivered
-            db.execute("DELETE FROM ldp_client_batch WHERE outbox NOT IN (SELECT id FROM ldp_client_outbox)")
-            row = db.execute("SELECT batch FROM ldp_client_batch ORDER BY outbox LIMIT 1").fetchone()
-            if row is not None:
-                if not (isinstance(row[0], str) and len(row[0]) == BATCH_ID_CHARS
-                        and all(c in "0123456789abcdef" for c in row[0])):
-                    raise self._fail(f"is damaged: pinned batch id {row[0]!r} is not {BATCH_ID_CHARS} hex digits")
-                rows = db.execute("SELECT o.id, o.line FROM ldp_client_batch b JOIN ldp_client_outbox o "
-                                  "ON o.id = b.outbox WHERE b.batch = ? ORDER BY o.id", row).fetchall()
-                return row[0], [PendingItem(int(i), line) for i, line in rows]
-            items = self._pending(db, limit)
-            if not items:
-                return None
-            bid = self._pin(db, items)
-        _at("pinned")
-        return bid, items
-
-    def _pin(self, db: sqlite3.Connection, items: list[PendingItem]) -> str:
-        ids = [item.id for item in items]
-        bid = batch_id(self._batch_salt(db), ids, [item.line for item in items])
-        db.executemany("INSERT OR REPLACE INTO ldp_client_batch VALUES (?, ?)", [(i, bid) for i in ids])
-        return bid
-
-    def _split_part(self, bid: str) -> int:
-        """Split pinned part ``bid`` (refused as too large: nothing of it was stored) in two new parts;
-        return the size of the first."""
-        with self._guard(), self._ledger.transaction() as db:
-            rows = db.execute("SELECT o.id, o.line FROM ldp_client_batch b JOIN ldp_client_outbox o "
-                              "ON o.id = b.outbox WHERE b.batch = ? ORDER BY o.id", (bid,)).fetchall()
-            items = [PendingItem(int(i), line) for i, line in rows]
-            half = (len(items) + 1) // 2
-            if half:
-                self._pin(db, items[:half])
-                self._pin(db, items[half:])
-        return half
-
-    def _acknowledge_part(self, bid: str, ids: list[int]) -> int:
-        """After a 2xx for part ``bid``: acknowledge its items and unpin it, in one transaction."""
-        _at("uploaded")
-        with self._guard(), self._ledger.transaction() as db:
-            done = self._acknowledge(db, ids)
-            db.execute("DELETE FROM ldp_client_batch WHERE batch = ?", (bid,))
-        logger.debug("acknowledged %d uploaded report(s)", done)
-        return done
-
-    def _has_pending(self) -> bool:
-        with self._guard(), self._ledger.transaction() as db:
-            return db.execute("SELECT 1 FROM ldp_client_outbox LIMIT 1").fetchone() is not None
 
     # -- transparency ----------------------------------------------------------------------------
     def spent(self, metric: str | None = None, period: str = "window") -> PrivacyCost:
