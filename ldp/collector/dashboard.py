@@ -98,6 +98,7 @@ def render_page(estimates: Mapping[str, Mapping[str, Any] | None], ingest: Mappi
     return "\n".join([
         "<!doctype html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<link rel="icon" href="data:,">',  # no icon: the browser would otherwise ask for /favicon.ico
         f'<meta http-equiv="refresh" content="{refresh_seconds}">', "<title>LDP estimates</title>",
         f"<style>{STYLE}</style>", "</head>", "<body>",
         "<header>", "<h1>LDP estimates</h1>",
@@ -186,8 +187,18 @@ def _ingest_table(app: str, counters: Mapping[str, Any]) -> str:
             rows.append((str(k), v))
     if not rows:
         return ""
-    body = "".join(f'<tr><th scope="row">{escape(k)}</th><td>{_count(v)}</td></tr>' for k, v in rows)
+    body = "".join(f'<tr><th scope="row">{escape(k)}</th><td>{_counter(k, v)}</td></tr>' for k, v in rows)
     return _table(f"Uploads received for {app} (collector counters)", ["Counter", "Value"], body)
+
+
+def _counter(name: str, value: Any) -> str:
+    """A counter's cell: times (``*_at``, Unix seconds) as dates, everything else as a count."""
+    if name.endswith("_at") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return _time(datetime.fromtimestamp(value, timezone.utc))
+        except (OverflowError, OSError, ValueError):
+            pass
+    return _count(value)
 
 
 def shown_rows(rows: Sequence[Mapping[str, Any]], limit: int = CHART_ROWS) -> list[Mapping[str, Any]]:
