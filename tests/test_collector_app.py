@@ -252,3 +252,18 @@ def test_fuzz_gzip(data: bytes) -> None:
 
 def test_limits_defaults() -> None:
     assert Limits().max_lines == 5000
+
+
+def test_bodies_held_at_once_are_bounded(tmp_path: Path) -> None:
+    """``max_buffered_bytes`` bounds the bodies all requests hold together: over it, 429 with
+    Retry-After and nothing stored; the budget is given back, so the next batch that fits goes in."""
+    cfg = make_config(tmp_path, max_buffered_bytes=3000)
+    big, small = b"".join(GOOD[:40]), b"".join(GOOD[:5])
+    assert len(big) > 3000 > len(small)
+    with TestClient(create_app(cfg)) as c:
+        for body, extra in ((big, {}), (gzip.compress(big), {"Content-Encoding": "gzip"})):
+            r = c.post("/v1/reports", content=body, headers=headers("big", **extra))
+            assert r.status_code == 429 and r.headers["retry-after"] == "1" and r.json()["error"] == "busy"
+        for i in range(3):  # each answered request gave its bytes back
+            assert c.post("/v1/reports", content=small, headers=headers(f"s{i}")).status_code == 200
+    assert stored_bytes(cfg) == small * 3

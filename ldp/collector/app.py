@@ -17,7 +17,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import anyio
@@ -80,8 +80,35 @@ def _check_headers(request: Request, config: CollectorConfig) -> tuple[str, bool
     return check_batch_id(request.headers.get("ldp-batch-id")), encoding == "gzip"
 
 
-async def _read_body(request: Request, config: CollectorConfig, gzip: bool) -> tuple[bytes, int]:
-    """The (decompressed) body and its size on the wire, read under the limits."""
+class _Memory:
+    """Bytes of request bodies held by all requests together (``Limits.max_buffered_bytes``): a request
+    takes what it holds as it streams in (received and inflated) and gives it back when answered. Only
+    the event loop's thread touches it, so it needs no lock."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.used = limit, 0
+
+    @contextlib.contextmanager
+    def account(self) -> Iterator[Callable[[int], None]]:
+        held = 0
+
+        def take(n: int) -> None:
+            nonlocal held
+            if self.used + n > self.limit:
+                raise IngestError(429, "busy", "the collector holds too many request bodies at once; retry later")
+            self.used += n
+            held += n
+
+        try:
+            yield take
+        finally:
+            self.used -= held
+
+
+async def _read_body(request: Request, config: CollectorConfig, gzip: bool,
+                     take: Callable[[int], None]) -> tuple[bytes, int]:
+    """The (decompressed) body and its size on the wire, read under the limits; ``take`` charges the
+    bytes held to the collector's memory budget (429 when it is spent)."""
     limits = config.limits
     unzip = Gunzip(limits.max_decompressed_bytes) if gzip else None
     parts: list[bytes] = []
@@ -93,8 +120,11 @@ async def _read_body(request: Request, config: CollectorConfig, gzip: bool) -> t
                 if size > limits.max_body_bytes:
                     raise IngestError(413, "too_large", f"the body is over {limits.max_body_bytes} bytes")
                 if unzip is not None:
+                    inflated = unzip.size
                     unzip.feed(chunk)
+                    take(unzip.size - inflated)
                 else:
+                    take(len(chunk))
                     parts.append(chunk)
     except TimeoutError:
         raise IngestError(408, "body_timeout", f"the body took over {limits.body_timeout_seconds} s") from None
@@ -107,6 +137,7 @@ class _Collector:
     def __init__(self, config: CollectorConfig, writer: SegmentWriter) -> None:
         self.config, self.writer = config, writer
         self.auth = _Auth(list(config.apps.values()))
+        self.memory = _Memory(config.limits.max_buffered_bytes)
 
     async def reports(self, request: Request) -> Response:
         t0 = time.perf_counter()
@@ -120,7 +151,7 @@ class _Collector:
             if err.status in (429, 503):
                 headers = {"Retry-After": _RETRY_AFTER}
             response = _error(err.status, err.reason, err.detail, headers)
-            if err.status in (408, 413) or err.reason == "unauthorized":  # the body may be left unread
+            if err.status in (408, 413, 429) or err.reason == "unauthorized":  # the body may be left unread
                 response.headers["Connection"] = "close"
         except Exception as exc:  # a bug: logged without its message, which could quote the body
             log["error"] = f"internal: {type(exc).__name__}"
@@ -139,14 +170,15 @@ class _Collector:
         log["batch_id"] = batch_id
         if self.writer.closing:
             raise IngestError(503, "unavailable", "the collector is shutting down")
-        raw, log["bytes"] = await _read_body(request, self.config, gzip)
-        known = self.writer.known(app.name, batch_id)
-        if known is not None:
-            stored = Stored(known, True)
-        else:
-            body = prepare_body(raw, self.config.limits.max_lines)
-            counts = count_lines(body, app.specs)
-            stored = await self._store(app.name, batch_id, body, counts)
+        with self.memory.account() as take:  # the body counts against the budget until it is stored
+            raw, log["bytes"] = await _read_body(request, self.config, gzip, take)
+            known = self.writer.known(app.name, batch_id)
+            if known is not None:
+                stored = Stored(known, True)
+            else:
+                body = prepare_body(raw, self.config.limits.max_lines)
+                counts = count_lines(body, app.specs)
+                stored = await self._store(app.name, batch_id, body, counts)
         log.update(lines=stored.counts.lines, duplicate=stored.duplicate)
         return JSONResponse({"batch_id": batch_id, **stored.counts.to_dict(), "duplicate": stored.duplicate})
 

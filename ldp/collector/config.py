@@ -38,13 +38,15 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Request and segment limits (the ``[limits]`` table)."""
+    """Request and segment limits (the ``[limits]`` table). ``max_buffered_bytes`` bounds the request
+    bodies held at once by all requests together (as received plus inflated, until stored)."""
 
     max_body_bytes: int = 4 * 2**20
     max_decompressed_bytes: int = 32 * 2**20
     max_lines: int = 5000
     body_timeout_seconds: float = 10.0
     max_pending_batches: int = 64
+    max_buffered_bytes: int = 256 * 2**20
     segment_max_bytes: int = 64 * 2**20
     segment_max_seconds: float = 300.0
 
