@@ -1,5 +1,6 @@
 """The ``ldp`` command: ``demo``, ``plan``, ``compare``, ``spec``, ``aggregate``, ``merge``, ``decode``,
-``privacy``, ``simulate``, ``rappor-decode``, ``sfp-discover``, ``pem-discover``."""
+``privacy``, ``simulate``, ``rappor-decode``, ``sfp-discover``, ``pem-discover``, ``ngrams-discover``,
+``associate``, ``serve``, ``watch``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from ldp import __version__
 from ldp.cli_logging import add_logging_arguments, cli_logging
 from ldp.cli_multi import is_multi_command, plan_multi_command, render_multi_simulation, simulate_multi_command
+from ldp.cli_ngrams import add_ngrams_arguments, ngrams_command, ngrams_params
 from ldp.cli_numeric import (
     add_numeric_options,
     is_mean_command,
@@ -60,6 +62,8 @@ def _simulate(args: argparse.Namespace) -> dict[str, Any]:
     given = [args.p, args.q, args.truth_prob, args.yes_prob]
     if args.protocol == "pem":
         params = pem_params(args)
+    elif args.protocol == "rappor-ngrams":
+        params = ngrams_params(args)
     elif args.param or args.protocol in ("rr", "grr") or args.protocol not in PLANNED_PROTOCOLS or any(
             v is not None for v in given):
         params = build_params(args.protocol, args)
@@ -125,8 +129,9 @@ def _plan(args: argparse.Namespace) -> Any:
     if args.protocol is None:
         raise ValueError(f"name a protocol ({PROTOCOLS_HELP}), or use --recommend")
     explicit = args.param or args.p is not None or args.truth_prob is not None or args.protocol in ("rr", "grr")
-    params = pem_params(args) if args.protocol == "pem" else build_params(args.protocol, args) if explicit else (
-        default_params(args.protocol, args.epsilon, args.d) if args.epsilon is not None else None)
+    params = pem_params(args) if args.protocol == "pem" else ngrams_params(args) if args.protocol == "rappor-ngrams" \
+        else build_params(args.protocol, args) if explicit else (
+            default_params(args.protocol, args.epsilon, args.d) if args.epsilon is not None else None)
     if params is None:
         raise ValueError(f"{args.protocol} needs --epsilon (the planner chooses the rest) or its --param values")
     n = args.n
@@ -302,6 +307,10 @@ def make_parser() -> argparse.ArgumentParser:
     out.add_argument("--json", action="store_true", help="machine-readable output")
     out.add_argument("--csv", action="store_true", help="CSV output")
     add_pem_discover_arguments(sub)
+    add_ngrams_arguments(sub)
+    from ldp.cli_associate import add_associate_arguments
+
+    add_associate_arguments(sub)
     return parser
 
 
@@ -448,6 +457,12 @@ def _run(args: argparse.Namespace) -> int:
             print(shown.table(max_rows=len(shown.items)))
     elif args.command == "pem-discover":
         return pem_discover_command(args)
+    elif args.command == "ngrams-discover":
+        return ngrams_command(args)
+    elif args.command == "associate":
+        from ldp.cli_associate import associate_command
+
+        return associate_command(args)
     return 0
 
 

@@ -22,7 +22,10 @@ Every number comes from the exact variance formula the protocol's decoder uses:
   fragment sketch of one position, which ``n/(L/r)`` users report on average, over the grid of
   ``2^bits·|Σ|^r`` records (an approximation: the binomial split over positions is ignored);
 * PEM: a string's count is estimated in the last of ``G`` groups of about ``n/G`` users, and discovered
-  when it passes the last round's test among ``top_k·2^(last step)`` candidates (:mod:`ldp.plan_pem`).
+  when it passes the last round's test among ``top_k·2^(last step)`` candidates (:mod:`ldp.plan_pem`);
+* rappor-ngrams: a string's count is the full-string RAPPOR's; it is discovered when its n-grams pass the
+  screen at every position, every pair of them the EM's pair test, and the string the final decode
+  (:mod:`ldp.plan_ngrams`: the product of the tests' pass probabilities reaches ``power``).
 
 At fixed fractions every one of these variances is exactly ``a·n + b·n²`` on the count scale
 (``b > 0`` only for the sketches' collision term), which :func:`solve_n` inverts in closed form.
@@ -58,9 +61,18 @@ from ldp.encoders.longitudinal import CHARGING, LGRRParams
 from ldp.encoders.pem import PEMParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
+from ldp.encoders.rappor_ngrams import RapporNgramsParams
 from ldp.encoders.sfp import SfpParams
 from ldp.encoders.subset_selection import SSParams
 from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams, UnaryParams
+from ldp.plan_ngrams import (
+    ngrams_count_variance,
+    ngrams_default_params,
+    ngrams_detectable_share,
+    ngrams_notes,
+    ngrams_privacy,
+    ngrams_report_bits,
+)
 from ldp.plan_pem import pem_candidates, pem_count_variance, pem_notes, pem_report_bits
 from ldp.tables import key_values
 
@@ -70,8 +82,8 @@ if TYPE_CHECKING:
 __all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgrr_charges", "plan", "solve_n",
            "recommend"]
 
-PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "pem", "dbitflip", "bucket-grr", "lgrr", "sue", "oue",
-                     "bucket-oue", "loue", "hr", "ss", "blh", "olh")
+PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "pem", "rappor-ngrams", "dbitflip", "bucket-grr",
+                     "lgrr", "sue", "oue", "bucket-oue", "loue", "hr", "ss", "blh", "olh")
 SKETCH_DEFAULTS = {"num_hashes": 256, "width": 1024}  # the benchmark's sizes: collision term negligible
 RAPPOR_DEFAULTS = {"num_bloombits": 64, "num_hashes": 2, "num_cohorts": 32}
 LGRR_PERM_FACTOR = 4.0  # epsilon_perm = 4ε, about the ratio of Google's RAPPOR defaults (ε∞ ≈ 4.4, ε₁ ≈ 1.1)
@@ -88,6 +100,8 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
     * cms, hcms: k=256 hash functions, m=1024 buckets at ε;
     * sfp: the defaults of :class:`~ldp.encoders.sfp.SfpParams` with ε split evenly;
     * pem: the defaults of :class:`~ldp.encoders.pem.PEMParams` at ε (10-byte strings, 8-bit steps, top_k=32);
+    * rappor-ngrams: :func:`~ldp.plan_ngrams.ngrams_default_params` (a–z, 2-grams, 6 characters; half of ε to
+      the full string, a quarter to each n-gram; one report per client: ``f = 0``, ``q = 1 − p``);
     * dbitflip: ``d = 1`` bucket per report (Microsoft's one-bit setting) at ``epsilon = 2ε``, so that a
       report costs ε (one bit at ``2ε`` is charged ``ε``), over the buckets ``edges = 0, 1, …, d``;
     * bucket-grr: GRR over the buckets ``edges = 0, 1, …, d`` at ε;
@@ -117,6 +131,8 @@ def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolP
         return SfpParams(epsilon / 2, epsilon / 2)
     if protocol == "pem":
         return PEMParams(epsilon)
+    if protocol == "rappor-ngrams":
+        return ngrams_default_params(epsilon)
     if protocol == "dbitflip":
         return DBitFlipParams(2 * epsilon, tuple(range(domain_size + 1)), d=1)
     if protocol == "bucket-grr":
@@ -182,6 +198,8 @@ def count_variance(params: ProtocolParams, n: float, count: float, domain_size: 
         return float(sketch_variance(params.word_params, count, n, f2))
     if isinstance(params, PEMParams):  # the last group's n/G reports, scaled to the n users
         return pem_count_variance(params, n, count)
+    if isinstance(params, RapporNgramsParams):  # the full-string RAPPOR
+        return ngrams_count_variance(params, n, count, domain_size)
     if isinstance(params, RapporParams):
         from ldp.decoders.rappor_decode import exact_count_covariance
 
@@ -293,6 +311,8 @@ def _report_bits(params: ProtocolParams, d: int) -> int:
         return lg(params.num_positions) + _report_bits(params.word_params, d) + _report_bits(params.fragment_params, d)
     if isinstance(params, PEMParams):
         return pem_report_bits(params)
+    if isinstance(params, RapporNgramsParams):
+        return ngrams_report_bits(params)
     raise TypeError(type(params).__name__)
 
 
@@ -302,6 +322,8 @@ def _privacy(params: ProtocolParams, reports: int, distinct: int) -> tuple[Priva
     RAPPOR memoizes its PRR: one value costs at most ε∞ however often it is reported, so the
     total is at most ``min(R·ε₁, D·ε∞)`` for ``R`` reports of ``D`` distinct values."""
     one = params.privacy_cost
+    if isinstance(params, RapporNgramsParams):  # three memoized PRRs: the string's and P n-grams'
+        return ngrams_privacy(params, reports, distinct)
     if isinstance(params, RapporParams) and math.isfinite(params.epsilon_inf):
         per_value = PrivacyCost(min(reports * one.epsilon, params.epsilon_inf))
         return one, per_value, PrivacyCost(min(reports * one.epsilon, min(distinct, reports) * params.epsilon_inf))
@@ -360,7 +382,11 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
     det_params, det_n, det_m = _detection_params(params, n, m_cand)
     det_d = domain_size if det_params is params else det_m
     det_f2 = f2 if det_params is params else None  # a given F2 is that of the other items, here too
-    mdc = _min_detectable(lambda f: count_variance(det_params, det_n, f, det_d, det_f2), det_n, alpha, det_m, power)
+    if isinstance(params, RapporNgramsParams):
+        mdc = n * ngrams_detectable_share(params, n, power=power, alpha=alpha, candidates=m_cand)
+    else:
+        mdc = _min_detectable(lambda f: count_variance(det_params, det_n, f, det_d, det_f2), det_n, alpha, det_m,
+                              power)
     notes = []
     if isinstance(params, SfpParams):
         notes.append(f"discovery: fragments are tested among {det_m:,} records by about n/{params.num_positions} "
@@ -368,6 +394,8 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
         mdc = mdc * params.num_positions
     if isinstance(params, PEMParams):
         notes += pem_notes(params, det_m)
+    if isinstance(params, RapporNgramsParams):
+        notes += ngrams_notes(params, m_cand)
     per_report, per_value, total = _privacy(params, reports, distinct_values)
     charges: dict[str, PrivacyCost] = {}
     if isinstance(params, (LGRRParams, LOUEParams)):

@@ -9,9 +9,9 @@
 Both paths work for any protocol in :mod:`ldp.protocols` whose aggregate defines ``simulate``; the
 mean protocols take numbers (:mod:`ldp.simulation_numeric`), ``multi`` a truth per attribute
 (:mod:`ldp.simulation_multi`).
-Open-domain protocols (RAPPOR, CMS, HCMS, SFP, PEM) are simulated on ``d`` candidate strings
-(:func:`default_candidates`), and their accuracy is that of the candidates' estimates; PEM's also that of
-its discovery (:mod:`ldp.simulation_pem`).
+Open-domain protocols (RAPPOR, CMS, HCMS, SFP, PEM, rappor-ngrams) are simulated on ``d`` candidate
+strings (:func:`default_candidates`), and their accuracy is that of the candidates' estimates; PEM's and
+rappor-ngrams' also that of their discovery (:mod:`ldp.simulation_pem`, :mod:`ldp.simulation_ngrams`).
 """
 
 from __future__ import annotations
@@ -228,7 +228,8 @@ def default_candidates(params: Any, d: int) -> list[str]:
     """The ``d`` strings an open-domain protocol is simulated on: ``item0 … item{d-1}``; for SFP,
     whose words are spelled in its alphabet, the first ``d`` words in shortlex order
     (``a, b, …, z, aa, ab, …`` with the default alphabet); for PEM the same over ``a–z`` up to its
-    ``max_length``."""
+    ``max_length``; for rappor-ngrams pseudo-random strings of ``max_length`` characters
+    (:func:`~ldp.simulation_ngrams.ngram_candidates`)."""
     d = _check_d(d)
     if d > MAX_CANDIDATES:
         raise ValueError(f"an open-domain simulation holds its d candidates in memory: d must be <= "
@@ -237,6 +238,10 @@ def default_candidates(params: Any, d: int) -> list[str]:
     length: int = getattr(params, "length", 0) or getattr(params, "max_length", 0)
     if params.protocol == "pem":
         alphabet, length = string.ascii_lowercase, params.max_length
+    if params.protocol == "rappor-ngrams":
+        from ldp.simulation_ngrams import ngram_candidates
+
+        return ngram_candidates(params, d)
     if alphabet is None:
         return [f"item{i}" for i in range(d)]
     spelled = ("".join(t) for size in range(1, length + 1) for t in itertools.product(alphabet, repeat=size))
@@ -307,7 +312,8 @@ def accuracy(params: Any, population: Population | NumericPopulation | Mapping[s
     default the population's labels, else :func:`default_candidates`; the error is that of the
     candidates' estimates (RAPPOR: the decoder's least squares over every candidate; CMS/HCMS: the
     de-biased sketch; SFP: the word sketch). PEM returns a :class:`~ldp.simulation_pem.PEMAccuracyResult`:
-    its last group's estimates, and its discovery's recall and false strings (:func:`~ldp.simulation_pem.pem_accuracy`).
+    its last group's estimates, and its discovery's recall and false strings (:func:`~ldp.simulation_pem.pem_accuracy`);
+    rappor-ngrams likewise (:func:`~ldp.simulation_ngrams.ngrams_accuracy`: the full-string estimates).
     ``progress``: a bar over the trials on stderr (``None``: when stderr is a terminal; :mod:`ldp.progress`).
 
     The mean mechanisms take a :class:`~ldp.simulation_numeric.NumericPopulation` and return a
@@ -340,8 +346,10 @@ def accuracy(params: Any, population: Population | NumericPopulation | Mapping[s
     if not open_domain and candidates is not None:
         raise ValueError(f"candidates are for open-domain protocols; {params.protocol} has a fixed domain")
     if params.protocol == "rappor-ngrams":
-        raise ValueError("accuracy() does not simulate rappor-ngrams yet: its discovery is studied by "
-                         "simulations/rappor_ngrams.py and simulations/discovery_comparison.py")
+        from ldp.simulation_ngrams import ngrams_accuracy
+
+        return ngrams_accuracy(params, population, n, trials=trials, method=method, rng=rng, confidence=confidence,
+                               candidates=candidates, progress=progress)
     if params.protocol == "pem":
         from ldp.simulation_pem import pem_accuracy
 

@@ -5,7 +5,9 @@ Each trial draws the reports of the same true counts (:func:`ldp.simulation.simu
 :meth:`~ldp.decoders.pem.PEMAggregate.discover` and scores every population string with
 :meth:`~ldp.decoders.pem.PEMAggregate.estimate` (the last group). The theoretical variance is
 :func:`~ldp.decoders.pem.pem_variance` averaged over the last group's size ``N ~ Bin(n, 1/G)`` given
-``N ≥ 1``: the variance is ``A·(1/N) + B`` (linear in ``1/N``), so the average is ``A·E[1/N] + B``.
+``N ≥ 1``: the variance is ``A·(1/N) + B`` (linear in ``1/N``), so the average is ``A·E[1/N] + B``. Both
+follow the parameters' oracle choice (``oracle``: each group's reports and the last group's variance are
+its own oracle's, OLH or GRR).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import dataclasses
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +27,8 @@ from ldp.randomness import as_generator
 from ldp.simulation import AccuracyResult, Population, default_candidates, simulate
 
 __all__ = ["PEMAccuracyResult", "pem_accuracy", "pem_theoretical_variance", "RECALL_AT"]
+
+_R = TypeVar("_R", bound="PEMAccuracyResult")
 
 RECALL_AT = (10, 50, 100)
 """The ``k`` of recall@k (those at most the number of strings users hold; else that number)."""
@@ -52,7 +56,7 @@ class PEMAccuracyResult(AccuracyResult):
     detected: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
-    def from_base(cls, base: AccuracyResult, disc: _Discovery) -> PEMAccuracyResult:
+    def from_base(cls: type[_R], base: AccuracyResult, disc: _Discovery) -> _R:
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(AccuracyResult)}
         return cls(**fields, recall=disc.recall, false_strings=disc.false_strings, found=disc.found,
                    detected=disc.detected)
@@ -142,5 +146,6 @@ def pem_accuracy(params: PEMParams, population: Population, n: int, *, trials: i
                           ("estimates: the last group's counts of the population's strings, scaled by n/N; theory "
                            "averages the exact variance over the group's size",
                            f"discovery: top_k={params.top_k if top_k is None else top_k}, alpha={alpha}, "
-                           f"false_prefixes={false_prefixes}, alphabet={alphabet!r}"))
+                           f"false_prefixes={false_prefixes}, alphabet={alphabet!r}; oracles by group: "
+                           f"{params.oracle_summary}"))
     return PEMAccuracyResult.from_base(base, _discovery_stats(cands, truth, found))

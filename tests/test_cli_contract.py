@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ldp.cli import main
+from ldp.plan_ngrams import ngrams_default_params
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "collection.json"
@@ -144,6 +145,21 @@ def files(tmp_path_factory) -> dict[str, Path]:
     f["pem.agg"] = d / "pem.agg"
     f["pem.agg"].write_bytes(pagg.to_bytes())
 
+    from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
+    from ldp.encoders.rappor_ngrams import RapporNgramsEncoder
+
+    ngrams = ngrams_default_params(8.0, max_length=4, alphabet="abcd")
+    batch = RapporNgramsEncoder(ngrams, simulation=True).encode_batch(np.repeat([0, 1], [300, 200]), rng=1,
+                                                                      candidates=["abcd", "dab"])
+    f["ngrams.bin"] = d / "ngrams.bin"
+    f["ngrams.bin"].write_bytes(batch.to_bytes())
+    f["ngrams.jsonl"] = d / "ngrams.jsonl"
+    f["ngrams.jsonl"].write_text("\n".join(r.to_json() for r in batch.reports()) + "\n")
+    nagg = RapporNgramsAggregate(ngrams)
+    nagg.add_bytes(batch.to_bytes())
+    f["ngrams.agg"] = d / "ngrams.agg"
+    f["ngrams.agg"].write_bytes(nagg.to_bytes())
+
     spec_dir = d / "spec"
     spec_dir.mkdir()
     shutil.copy(ROOT / "examples" / "homepage_candidates.txt", spec_dir)
@@ -228,6 +244,7 @@ def test_simulate_with_no_users_is_refused_by_the_option():
     ["sfp-discover", "--reports", "{missing}", "--param", "word_epsilon=2"],
     ["pem-discover", "--aggregate", "{missing}"],
     ["pem-discover", "--reports", "{missing}", "--param", "epsilon=2"],
+    ["ngrams-discover", "--aggregate", "{missing}"],
     ["rappor-decode", "--params", "{folder}", "--counts", "x", "--map", "y"],
     ["decode", "{missing}", "--spec", "s.json"],
 ])
@@ -529,6 +546,18 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
                 "--confidence": NUMBERS, "--all": FLAG, "--json": FLAG, "--csv": FLAG}
         return st.tuples(options(opts), st.one_of(good, param_values())).map(
             lambda t: ["pem-discover", *t[0], *t[1]])
+    if command == "ngrams-discover":
+        reports = st.lists(path, min_size=1, max_size=3)
+        good = st.just([f"--param={k}={json.dumps(v)}" for k, v in
+                        ngrams_default_params(8.0, max_length=4, alphabet="abcd").to_dict().items()])
+        save = st.builds(lambda: str(tmp / f"ngrams{next(COUNTER)}.agg"))
+        opts = {"--aggregate": path, "--reports": reports, "--save": save, "--alpha": NUMBERS,
+                "--gram-alpha": NUMBERS, "--pair-alpha": NUMBERS, "--max-grams": _small_count(50),
+                "--max-candidates": NUMBERS, "--max-maps": _small_count(50),
+                "--se": st.sampled_from(["auto", "information", "bootstrap", "x"]), "--seed": NUMBERS,
+                "--confidence": NUMBERS, "--all": FLAG, "--json": FLAG, "--csv": FLAG}
+        return st.tuples(options(opts), st.one_of(good, param_values())).map(
+            lambda t: ["ngrams-discover", *t[0], *t[1]])
     if command == "spec validate":
         return st.one_of(path, _spec_files(tmp)).map(lambda p: ["spec", "validate", p])
     if command in ("serve", "watch"):
@@ -541,6 +570,20 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
         run_ = st.tuples(configs, options({"--host": st.sampled_from(["127.0.0.1", "::1", "", "nowhere."]),
                                           "--port": NUMBERS})).map(lambda t: ["serve", "--config", t[0], *t[1]])
         return st.one_of(token, run_)
+    if command == "associate":
+        assoc = _association_files(tmp)
+        names = st.sampled_from(["usage", "screen", "dark", "app_category", "dark_mode", "homepage", "nope", ""])
+        opts = {"--metric": names, "--attributes": st.tuples(names, names), "--pair": st.tuples(names, names),
+                "--a-reports": path, "--b-reports": path,
+                "--format": st.sampled_from(["jsonl", "csv", "parquet", "binary"]),
+                "--se": st.sampled_from(["bootstrap", "information", "none"]), "--replicates": _small_count(30),
+                "--confidence": NUMBERS, "--seed": NUMBERS, "--candidates-a": path, "--candidates-b": path,
+                "--other": FLAG, "--json": FLAG, "--csv": FLAG}
+        reports = st.lists(st.one_of(st.just(str(assoc["up"])), path), max_size=3)
+        specs_ = st.one_of(st.sampled_from([str(assoc["spec"]), str(files["spec.json"])]), path)
+        good = st.just(["--metric", "usage", "--attributes", "screen", "dark"])
+        return st.tuples(reports, specs_, st.one_of(good, st.just([])), options(opts)).map(
+            lambda t: ["associate", *t[0], "--spec", t[1], *t[2], *t[3]])
     out = st.builds(lambda: str(tmp / f"out{next(COUNTER)}"))
     specs = st.one_of(st.just(str(files["spec.json"])), _spec_files(tmp), path)
     if command == "aggregate":
@@ -560,27 +603,65 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
     return st.tuples(path, specs, options(opts)).map(lambda t: ["decode", t[0], "--spec", t[1], *t[2]])
 
 
+def _association_files(tmp: Path) -> dict[str, Path]:
+    """A spec with a split multi metric and 300 of its reports (written once per folder)."""
+    from ldp.encoders.multi import MultiEncoder
+    from ldp.server.formats import write_jsonl
+    from ldp.spec import CollectionSpec, Envelope
+
+    out = {"spec": tmp / "assoc_spec.json", "up": tmp / "assoc_up.jsonl"}
+    if not out["up"].exists():
+        doc = {"spec_version": 1, "name": "assoc", "budget": {"per_window": 4, "lifetime": 40},
+               "metrics": {"usage": {"protocol": "multi", "budget": {"per_report": 4},
+                                     "params": {"epsilon": 4, "mode": "split",
+                                                "attributes": [["screen", "grr", {"domain_size": 3}],
+                                                               ["dark", "rr", {}]]}}}}
+        out["spec"].write_text(json.dumps(doc))
+        spec = CollectionSpec.load(out["spec"])
+        values = np.random.default_rng(3).integers(0, 6, 300)
+        batch = MultiEncoder(spec.params("usage"), simulation=True).encode_batch(
+            {"screen": values // 2, "dark": values % 2}, rng=4)
+        write_jsonl(out["up"], [Envelope(spec.fingerprint, "usage", 0, r) for r in batch.reports()])
+    return out
+
+
+CONFIG_FAULTS = {"data_dir": ["3", '""'], "specs": ['["missing.json"]', "[]", '"x"'],
+                 "token_sha256": ['"ab"', f'"{"zz" * 32}"', "1"], "every_seconds": ["-1", '"x"', "inf"],
+                 "max_lines": ["0", "-5", "1e99", "true"]}
+CONFIG_EXTRAS = ["", "unknown = 1", "[apps.x]", "data_dir = 1"]
+
+
+def _collector_config(tmp: Path, spec: Path, fault: tuple[str, str], extra: str) -> str:
+    """A collector config (TOML) file with ``fault`` (key, value; ``("", "")``: none) and an ``extra`` line."""
+    v = {"data_dir": f'"{tmp / "collector-data"}"', "specs": f'["{spec}"]', "token_sha256": f'"{"ab" * 32}"',
+         "every_seconds": "60", "max_lines": "100", **({fault[0]: fault[1]} if fault[0] else {})}
+    text = (f"data_dir = {v['data_dir']}\n{extra}\n[limits]\nmax_lines = {v['max_lines']}\n"
+            f"[fold]\nevery_seconds = {v['every_seconds']}\n"
+            f"[apps.demo]\ntoken_sha256 = {v['token_sha256']}\nspecs = {v['specs']}\n")
+    path = tmp / f"collector{next(COUNTER)}.toml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
 def _collector_configs(tmp: Path, spec: Path, *, valid: bool) -> st.SearchStrategy[str]:
-    """Collector configs (TOML) with one fault each, and (``valid``) a good one, written to files."""
-    good = {"data_dir": f'"{tmp / "collector-data"}"', "specs": f'["{spec}"]', "token_sha256": f'"{"ab" * 32}"',
-            "every_seconds": "60", "max_lines": "100"}
-    faults = {"data_dir": ["3", '""'], "specs": ['["missing.json"]', "[]", '"x"', f'["{spec}", "{spec}"]'],
-              "token_sha256": ['"ab"', f'"{"zz" * 32}"', "1"], "every_seconds": ["-1", '"x"', "inf"],
-              "max_lines": ["0", "-5", "1e99", "true"]}
-    choices = [st.sampled_from([(k, v) for k, vs in faults.items() for v in vs])]
+    """Collector config files with one fault each, and (``valid``) a good one. ``ldp serve`` is fuzzed
+    with the faulty ones only (a good one would serve until stopped):
+    :func:`test_every_config_fault_is_refused` keeps them all faulty."""
+    choices = [st.sampled_from([(k, v) for k, vs in CONFIG_FAULTS.items() for v in vs])]
     if valid:
         choices.append(st.just(("", "")))
+    return st.builds(lambda fault, extra: _collector_config(tmp, spec, fault, extra), st.one_of(*choices),
+                     st.sampled_from(CONFIG_EXTRAS))
 
-    def write(fault: tuple[str, str], extra: str) -> str:
-        v = {**good, **({fault[0]: fault[1]} if fault[0] else {})}
-        text = (f"data_dir = {v['data_dir']}\n{extra}\n[limits]\nmax_lines = {v['max_lines']}\n"
-                f"[fold]\nevery_seconds = {v['every_seconds']}\n"
-                f"[apps.demo]\ntoken_sha256 = {v['token_sha256']}\nspecs = {v['specs']}\n")
-        path = tmp / f"collector{next(COUNTER)}.toml"
-        path.write_text(text, encoding="utf-8")
-        return str(path)
 
-    return st.builds(write, st.one_of(*choices), st.sampled_from(["", "unknown = 1", "[apps.x]", "data_dir = 1"]))
+def test_every_config_fault_is_refused(files, tmp_path):
+    from ldp.collector.config import ConfigError, load_config
+
+    load_config(_collector_config(tmp_path, files["spec.json"], ("", ""), ""))  # the base is valid
+    for key, values in CONFIG_FAULTS.items():
+        for value, extra in itertools.product(values, CONFIG_EXTRAS):
+            with pytest.raises(ConfigError):
+                load_config(_collector_config(tmp_path, files["spec.json"], (key, value), extra))
 
 
 def _valid_float_under(text: str, limit: float) -> bool:
@@ -628,7 +709,7 @@ def _spec_files(tmp: Path) -> st.SearchStrategy[str]:
 
 
 COMMANDS = ["privacy", "simulate", "plan", "rappor-decode", "sfp-discover", "pem-discover", "spec validate",
-            "aggregate", "merge", "decode", "serve", "watch"]
+            "aggregate", "merge", "decode", "serve", "watch", "associate", "ngrams-discover"]
 FUZZ_EXAMPLES = int(os.environ.get("LDP_FUZZ_EXAMPLES", "40"))
 
 

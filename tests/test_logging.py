@@ -28,6 +28,7 @@ VALUE = "zz-distinctive-value-7f3a9c.example"
 #: Modules that talk to the user and may print: the CLI, the demo, and the compare report's command.
 PRINT_ALLOWED = {"ldp/cli.py", "ldp/cli_server.py", "ldp/cli_support.py", "ldp/cli_compare.py",
                  "ldp/cli_protocols.py", "ldp/cli_logging.py", "ldp/cli_pem.py", "ldp/cli_serve.py", "ldp/cli_watch.py",
+                 "ldp/cli_associate.py", "ldp/cli_ngrams.py",
                  "ldp/spec/cli.py"}
 PRINT_ALLOWED_FUNCTIONS = {"ldp/compare/report.py": {"compare_command"}}
 

@@ -30,7 +30,8 @@ def enc(params=SMALL, rng=1):
     ({"epsilon": 1, "max_length": 1, "start_bits": 9}, "start_bits must be in"),
     ({"epsilon": 1, "step_bits": 17}, "step_bits must be in"),
     ({"epsilon": 1, "top_k": 0}, "top_k must be in"),
-    ({"epsilon": 1, "oracle": "grr"}, "oracle must be 'olh'"),
+    ({"epsilon": 1, "oracle": "oue"}, "oracle must be one of 'olh', 'grr', 'auto'"),
+    ({"epsilon": 1, "oracle": "grr"}, r"oracle='grr' .* at most 2\^16: the last group's prefixes have 80 bits"),
     ({"epsilon": 1, "truncate": 1}, "truncate must be a bool"),
     ({"epsilon": 40}, "too large for olh"),
 ])

@@ -195,3 +195,24 @@ def test_spec_metric_from_the_client_through_aggregate_to_decode(capsys, tmp_pat
     assert "metric word (pem" in capsys.readouterr().out
     found = run_json(capsys, "pem-discover", "--aggregate", str(agg_file), "--json")
     assert [r["item"] for r in found["estimates"]][:3] == ["cat", "dog", "ox"]
+
+
+# ------------------------------------------------------------------------------------------ oracles
+def test_simulate_and_plan_follow_the_oracle_choice(capsys):
+    """oracle=auto through --param: GRR in the first group, named in the notes; the last group stays OLH, so
+    the plan's numbers are OLH's; the round shares use each group's oracle (GRR's cutoff is the lower)."""
+    from ldp.plan_pem import pem_round_shares
+
+    argv = ["simulate", "--protocol", "pem", "--epsilon", "6", "--param", "max_length=3", "--param", "oracle=auto",
+            "--d", "12", "--n", "20000", "--trials", "3", "--seed", "3", "--json"]
+    out = run_json(capsys, *argv)
+    assert out["params"]["oracle"] == "auto" and out["summary"]["recall@10"] == 1.0
+    assert out["summary"]["false_strings_mean"] == 0 and "oracles by group: GRR, OLH×2" in " ".join(out["notes"])
+    plan = run_json(capsys, "plan", "pem", "--epsilon", "6", "--param", "oracle=auto", "--n", "1e6", "--d", "1000",
+                    "--json")[0]
+    olh = run_json(capsys, "plan", "pem", "--epsilon", "6", "--n", "1e6", "--d", "1000", "--json")[0]
+    assert plan["min_detectable_fraction"] == olh["min_detectable_fraction"]
+    assert "oracles by group: GRR, OLH×9 (oracle='auto')" in plan["notes"]
+    auto, plain = pem_round_shares(PEMParams(6.0, oracle="auto"), 1e5), pem_round_shares(PEMParams(6.0), 1e5)
+    assert [r["oracle"] for r in auto] == ["grr"] + ["olh"] * 9 and auto[0]["share"] < plain[0]["share"]
+    assert auto[1:] == plain[1:] and auto[0]["candidates"] == 256 and auto[1]["candidates"] == 32 << 8

@@ -310,14 +310,3 @@ def test_the_server_decode_path_discovers_or_estimates(found):
     assert sorted(decode_aggregate(back).items) == sorted(res.strings.items)
     est = decode_aggregate(back, [*WORDS, "nope"])  # every held string listed: the absent one stays out
     assert est.items == [*WORDS, "nope"] and est.detected[:-1].all() and not est.detected[-1]
-
-
-def test_ldp_simulate_says_it_does_not_cover_rappor_ngrams_yet(capsys):
-    """``ldp simulate --protocol rappor-ngrams``: a clear refusal naming the scripts that study it."""
-    from ldp.cli import main
-
-    args = ["simulate", "--protocol", "rappor-ngrams", "--d", "10", "--n", "1000", "--trials", "1"]
-    for key, value in BASE.items():
-        args += ["--param", f"{key}={value}"]
-    assert main(args) == 2
-    assert "simulations/rappor_ngrams.py" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""PEM with numpy: batch encoding and the support of arbitrary 32-bit keys among one group's OLH reports.
+"""PEM with numpy: batch encoding (OLH and GRR groups) and the support of arbitrary 32-bit keys among one
+group's OLH reports (a GRR group's support of a prefix is the count of reports equal to it).
 
 A report ``(seed, y)`` supports key ``k`` when ``lh_hash(k, seed, g) = y``. :func:`key_support` runs the
 blocks of :func:`ldp.batch.local_hashing.support_counts` (its MurmurHash3 halves, ``_finish`` and the
@@ -37,7 +38,9 @@ def string_keys(params: PEMParams, strings: Sequence[Any]) -> npt.NDArray[np.uin
 def pem_encode_batch(params: PEMParams, values: Any, rng: Any = None, *, candidates: Any = None,
                      groups: Any = None) -> dict[str, npt.NDArray[Any]]:
     """Columns ``group``, ``seed``, ``y`` of reports of ``values`` (indices into ``candidates``, or strings),
-    the client's law vectorized: uniform group (or ``groups``), uniform seed, GRR over ``[0, g)``."""
+    the client's law vectorized: uniform group (or ``groups``); in an OLH group a uniform seed and GRR over
+    ``[0, g)`` of the hash, in a GRR group seed 0 and GRR over ``[0, 2^b_j)`` of the prefix. (With
+    ``oracle="olh"`` the draws are those of earlier versions: same generator, same reports.)"""
     gen, G, g = as_generator(rng), params.groups, params.g
     if candidates is None:
         uniq: dict[Any, int] = {}
@@ -55,13 +58,26 @@ def pem_encode_batch(params: PEMParams, values: Any, rng: Any = None, *, candida
         grp = np.asarray(groups)
         if grp.shape != idx.shape or (n and (grp.dtype.kind not in "iu" or grp.min() < 0 or grp.max() >= G)):
             raise ValueError(f"groups must be one int in [0, {G}) per value")
-    keys = table[idx.reshape(-1), grp.reshape(-1)] if n else np.zeros(0, np.uint32)
+    grp = grp.reshape(-1)
+    keys = table[idx.reshape(-1), grp] if n else np.zeros(0, np.uint32)
     seeds = gen.integers(0, params.seed_range, size=n, dtype=np.uint32)
-    hashed = _reduce(lh_hashes(seeds, keys), g)
-    other = gen.integers(0, g - 1, size=n, dtype=np.uint32) if g > 2 else np.zeros(n, np.uint32)
+    if params.oracle == "olh":
+        hashed = _reduce(lh_hashes(seeds, keys), g)
+        other = gen.integers(0, g - 1, size=n, dtype=np.uint32) if g > 2 else np.zeros(n, np.uint32)
+        keep_p: npt.NDArray[np.float64] | float = params.p
+    else:
+        is_grr = np.array([o == "grr" for o in params.oracles])[grp]
+        seeds[is_grr] = 0
+        hashed = keys.copy()  # a GRR group's value is its prefix (its key: at most 16 bits)
+        olh_rows = ~is_grr
+        if olh_rows.any():
+            hashed[olh_rows] = _reduce(lh_hashes(seeds[olh_rows], keys[olh_rows]), g)
+        sizes = np.array([params.y_size(j) for j in range(G)], np.int64)[grp]
+        other = gen.integers(0, sizes - 1, dtype=np.int64).astype(np.uint32)  # high 1 (g = 2) gives 0
+        keep_p = np.array([params.group_pq(j)[0] for j in range(G)])[grp]
     other += other >= hashed
-    keep = gen.random(n) < params.p
-    return {"group": grp.reshape(-1), "seed": seeds, "y": np.where(keep, hashed, other)}
+    keep = gen.random(n) < keep_p
+    return {"group": grp, "seed": seeds, "y": np.where(keep, hashed, other)}
 
 
 def key_support(seeds: npt.NDArray[Any], ys: npt.NDArray[Any], keys: npt.ArrayLike, g: int) -> npt.NDArray[np.int64]:

@@ -19,8 +19,9 @@ Identical reports share a likelihood row and identical pairs are grouped with th
 Standard errors (``se=``):
 
 * ``"bootstrap"`` (default): the nonparametric bootstrap over clients — ``replicates`` multinomial
-  re-weightings of the distinct pairs, each refitted by EM from ``π̂`` (all replicates in one stacked
-  EM). It needs no ``K × K`` matrix (``K = d_A·d_B`` cells: 10⁴ for 100 × 100, whose information
+  re-weightings of the distinct pairs, each refitted by EM from the product of its own fitted
+  marginals (:func:`~ldp.batch.association.independence_start`; all replicates in one stacked EM).
+  It needs no ``K × K`` matrix (``K = d_A·d_B`` cells: 10⁴ for 100 × 100, whose information
   matrix alone is 800 MB), respects the simplex by construction, and is calibrated in the tests.
 * ``"information"``: the observed information (Google's ``Σ x xᵀ/(xᵀπ̂)²``) in the free parameters of
   ``π``: cells below ``1e-9`` are held at 0 (boundary), the largest cell is ``1 − Σ others``, and the

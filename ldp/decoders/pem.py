@@ -1,20 +1,24 @@
-"""PEM, server side: the per-group reports, the scaled OLH estimator with its exact variance, discovery.
+"""PEM, server side: the per-group reports, the scaled OLH or GRR estimator with its exact variance, discovery.
 
-Estimator. Group ``j`` holds ``N_j`` reports. A report supports a ``b_j``-bit prefix ``c`` when
-``lh_hash(key(c), seed, g) = y`` (:func:`ldp.batch.pem.key_support`); with ``C`` supports,
-``ĉ_j = (C − N_j/g)/(p − 1/g)`` is OLH's unbiased count of the group's users holding ``c``, and
+Estimator. Group ``j`` holds ``N_j`` reports. In an OLH group a report supports a ``b_j``-bit prefix ``c``
+when ``lh_hash(key(c), seed, g) = y`` (:func:`ldp.batch.pem.key_support`); in a GRR group when ``y = c``.
+Each oracle supports the true prefix with probability ``p`` and any other given prefix with ``q'`` (OLH:
+``q' = 1/g``; GRR over ``d = 2^b_j``: ``q' = (1−p)/(d−1)``; :meth:`~ldp.encoders.pem.PEMParams.group_pq`).
+With ``C`` supports, ``ĉ_j = (C − N_j·q')/(p − q')`` is the oracle's unbiased count of the group's users
+holding ``c``, and
 
     ``F̂ = (n/N_j)·ĉ_j``
 
 estimates the count ``F`` among all ``n`` users. Given ``N_j``, the group is a uniformly random subset of
 the users (each client draws its group uniformly and independently), so its holders ``f_j`` are
-hypergeometric: mean ``N_j·φ`` (``φ = F/n``), variance ``N_j·φ(1−φ)(n−N_j)/(n−1)``; OLH adds, given
-``f_j``, ``N_j·V0 + f_j·a`` with ``V0 = q'(1−q')/(p−q')²``, ``a = (1−p−q')/(p−q')``, ``q' = 1/g``
-(:mod:`ldp.decoders.local_hashing`). Hence ``E[F̂ | N_j] = F`` and, exactly,
+hypergeometric: mean ``N_j·φ`` (``φ = F/n``), variance ``N_j·φ(1−φ)(n−N_j)/(n−1)``; the oracle adds,
+given ``f_j``, ``N_j·V0 + f_j·a`` with ``V0 = q'(1−q')/(p−q')²``, ``a = (1−p−q')/(p−q')`` (the supports
+are independent Bernoullis, ``p`` for holders and ``q'`` for the others; :mod:`ldp.decoders.local_hashing`).
+Hence ``E[F̂ | N_j] = F`` and, exactly,
 
     ``Var[F̂ | N_j] = (n²/N_j)·(V0 + φ·a + φ(1−φ)·(n−N_j)/(n−1))``:
 
-OLH's variance of the group scaled by ``(n/N_j)²``, plus the sampling of the group. Standard errors
+the oracle's variance of the group scaled by ``(n/N_j)²``, plus the sampling of the group. Standard errors
 plug in ``φ̂ = clip(F̂/n, 0, 1)``; the null standard error (``φ = 0``) is ``n·√(V0/N_j)``. Prefixes over
 32 bits are hashed to a 32-bit key: a candidate also gets the users of another prefix with its key
 (probability 2^-32 per pair), which the variance leaves out.
@@ -28,6 +32,7 @@ scored, ``q = false_prefixes`` expected absent prefixes kept, level at most 1/2)
 them, the largest. The last round reports every candidate above ``z_{1−α/C}`` of its null standard
 error: the expected number of strings nobody holds that are reported is at most ``alpha``. With
 ``false_prefixes=None`` / ``alpha=None`` a round keeps the ``top_k`` largest with no test (the paper's rule).
+Every function taking ``group`` uses that group's oracle; ``group=None`` is the last group (the estimates').
 """
 
 from __future__ import annotations
@@ -48,43 +53,51 @@ from ldp.decoders.aggregate_file import (
     read_state,
     write_aggregate,
 )
-from ldp.decoders.base import Aggregate
+from ldp.decoders.base import Aggregate, RejectHandler
 from ldp.decoders.results import Estimates, column_rows
-from ldp.encoders.pem import PEMParams, prefix_key
+from ldp.encoders.pem import PEMParams, null_variance, prefix_key
 from ldp.randomness import as_generator
+from ldp.reports import ReportBatch
 
 __all__ = ["PEMAggregate", "PEMDiscovery", "pem_variance", "pem_null_se", "pem_detectable_share", "null_threshold"]
 
 
-def _olh_terms(params: PEMParams) -> tuple[float, float]:
-    """``(V0, a)``: OLH's per-report variance of an absent item and its per-holder term."""
-    p, q = params.p, params.q_star
-    return q * (1.0 - q) / (p - q) ** 2, (1.0 - p - q) / (p - q)
+def _group(params: PEMParams, group: int | None) -> int:
+    return params.groups - 1 if group is None else group
 
 
-def pem_variance(params: PEMParams, true_counts: npt.ArrayLike, n: int, group_n: int) -> npt.NDArray[np.float64]:
-    """Exact ``Var[F̂ | N_j]`` of the counts ``F`` among ``n`` users from a group of ``group_n`` reports."""
-    v0, a = _olh_terms(params)
+def _terms(params: PEMParams, group: int | None) -> tuple[float, float]:
+    """``(V0, a)``: the group's oracle's per-report variance of an absent prefix and its per-holder term."""
+    p, q = params.group_pq(_group(params, group))
+    return null_variance(p, q), (1.0 - p - q) / (p - q)
+
+
+def pem_variance(params: PEMParams, true_counts: npt.ArrayLike, n: int, group_n: int,
+                 group: int | None = None) -> npt.NDArray[np.float64]:
+    """Exact ``Var[F̂ | N_j]`` of the counts ``F`` among ``n`` users from group ``group`` (default the last)
+    of ``group_n`` reports."""
+    v0, a = _terms(params, group)
     phi = np.asarray(true_counts, dtype=np.float64) / n
     return n * n / group_n * (v0 + phi * a + phi * (1.0 - phi) * (n - group_n) / max(n - 1, 1))
 
 
-def pem_null_se(params: PEMParams, n: int, group_n: int) -> float:
+def pem_null_se(params: PEMParams, n: int, group_n: int, group: int | None = None) -> float:
     """``n·√(V0/N_j)``: the standard error of a prefix nobody holds."""
-    return n * math.sqrt(_olh_terms(params)[0] / group_n)
+    return n * math.sqrt(_terms(params, group)[0] / group_n)
 
 
-def null_threshold(params: PEMParams, n: int, group_n: int, level: float) -> float:
+def null_threshold(params: PEMParams, n: int, group_n: int, level: float, group: int | None = None) -> float:
     """The count an absent prefix exceeds with probability at most ``level``: its support among the
-    group's ``N_j`` reports is exactly ``Binomial(N_j, 1/g)`` (each report's hash of it is uniform and
-    independent of the value), so the cutoff is that law's upper quantile ``c`` (``P(C > c) ≤ level``)
-    mapped to a count, ``n/N_j·(c − N_j/g)/(p − 1/g)``: exact, where the normal approximation
+    group's ``N_j`` reports is exactly ``Binomial(N_j, q')`` (OLH: each report's hash of it is uniform and
+    independent of the value, ``q' = 1/g``; GRR: each report is it with ``q' = (1−p)/(d−1)``, every user
+    holding another prefix), so the cutoff is that law's upper quantile ``c`` (``P(C > c) ≤ level``)
+    mapped to a count, ``n/N_j·(c − N_j·q')/(p − q')``: exact, where the normal approximation
     ``z·`` :func:`pem_null_se` is anti-conservative in the binomial's right tail for small groups."""
     from scipy.stats import binom
 
-    q = params.q_star
+    p, q = params.group_pq(_group(params, group))
     c = float(binom.isf(level, group_n, q))
-    return n / group_n * (c - group_n * q) / (params.p - q)
+    return n / group_n * (c - group_n * q) / (p - q)
 
 
 def pem_detectable_share(params: PEMParams, n: int, alpha: float = 0.05, candidates: int | None = None) -> float:
@@ -96,7 +109,7 @@ def pem_detectable_share(params: PEMParams, n: int, alpha: float = 0.05, candida
     last = params.total_bits - (params.prefix_bits(G - 2) if G > 1 else 0)
     c = params.top_k << last if candidates is None else candidates
     group_n = max(round(n / G), 1)
-    return null_threshold(params, n, group_n, min(alpha / max(c, 1), 0.5)) / n
+    return null_threshold(params, n, group_n, min(alpha / max(c, 1), 0.5), G - 1) / n
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,17 @@ def _possible(prefix: int, bits: int, allowed: frozenset[int] | None) -> bool:
     return allowed is None or all(b in allowed for b in body)
 
 
+def _bad_rows(params: PEMParams, grp: npt.NDArray[Any], seed: npt.NDArray[Any],
+              y: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
+    """Rows (groups in range) whose ``y`` is outside their group's range, whose seed is outside the seed
+    range, or whose seed is not 0 in a GRR group."""
+    g = np.asarray(grp, np.int64)
+    sizes = np.array([params.y_size(j) for j in range(params.groups)], np.int64)
+    is_grr = np.array([o == "grr" for o in params.oracles])
+    s, v = np.asarray(seed, np.int64), np.asarray(y, np.int64)
+    return (v < 0) | (v >= sizes[g]) | (s < 0) | (s >= params.seed_range) | (is_grr[g] & (s != 0))
+
+
 class PEMAggregate(Aggregate):
     """PEM's reports (``group``, ``seed``, ``y``, kept as arrays: candidates are known only at discovery)
     and ``group_n``, the reports per group. Serialized in the aggregate format with the arrays' real
@@ -165,6 +189,23 @@ class PEMAggregate(Aggregate):
         self._parts.append(cols)
         self._sorted = None
         self.group_n += np.bincount(cols[0], minlength=self.params.groups)
+
+    def _add_batch(self, batch: ReportBatch, on_reject: RejectHandler | None) -> int:
+        """The base's checks, after rejecting (``out_of_range``) rows outside their own group's range: ``y``
+        at least the group's ``y_size``, or a GRR group's seed not 0 (parameters mixing the oracles only)."""
+        p = self.params
+        names = {"group", "seed", "y"}
+        if (p.oracle == "olh" or (batch.protocol, batch.fingerprint) != (p.protocol, p.fingerprint)
+                or {f.name for f in batch.schema} != names or any(f.kind != "uint" for f in batch.schema)):
+            return super()._add_batch(batch, on_reject)  # one range per field, or rejected whole by the base
+        grp, seed, y = (np.asarray(batch.columns[k]) for k in ("group", "seed", "y"))
+        inside = (grp >= 0) & (grp < p.groups)  # the other rows are the base's to reject
+        bad = np.zeros(grp.shape, np.bool_)
+        bad[inside] = _bad_rows(p, grp[inside], seed[inside], y[inside])
+        if not bad.any():
+            return super()._add_batch(batch, on_reject)
+        return self._add_batch_without(batch, bad, "out_of_range", "y or seed out of its group's range", on_reject,
+                                       super()._add_batch)
 
     def reports(self) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
         """``(group, seed, y)`` of every accepted report, sorted by group (stable)."""
@@ -211,8 +252,7 @@ class PEMAggregate(Aggregate):
         agg.n = _count(header["n"], "n")
         state = {k: v.copy() for k, v in read_state(data, header, agg._layout()).items()}
         cols = tuple(state[name] for name, _ in cls._COLUMNS)
-        if (cols[0].size and int(cols[0].max()) >= params.groups) or (cols[2].size and int(cols[2].max()) >= params.g) \
-                or (cols[1].size and int(cols[1].max()) >= params.seed_range):
+        if (cols[0].size and int(cols[0].max()) >= params.groups) or _bad_rows(params, *cols).any():
             raise AggregateFormatError("aggregate reports are out of range for their parameters")
         if not np.array_equal(np.bincount(cols[0], minlength=params.groups), state["group_n"]):
             raise AggregateFormatError("aggregate group counts do not match its reports")
@@ -235,10 +275,13 @@ class PEMAggregate(Aggregate):
         if m == 0:
             raise ValueError(f"group {group} has no reports: nothing to estimate from")
         seeds, ys = self._group(group)
-        support = key_support(seeds, ys, [prefix_key(c, bits) for c in prefixes], pr.g).astype(np.float64)
-        q = pr.q_star
-        count = self.n / m * (support - m * q) / (pr.p - q)
-        se = np.sqrt(pem_variance(pr, np.clip(count, 0, self.n), self.n, m))
+        if pr.oracle_of(group) == "grr":  # a report supports the prefix it is
+            support = np.bincount(ys, minlength=1 << bits)[np.asarray(prefixes, np.int64)].astype(np.float64)
+        else:
+            support = key_support(seeds, ys, [prefix_key(c, bits) for c in prefixes], pr.g).astype(np.float64)
+        p, q = pr.group_pq(group)
+        count = self.n / m * (support - m * q) / (p - q)
+        se = np.sqrt(pem_variance(pr, np.clip(count, 0, self.n), self.n, m, group))
         return count, se
 
     def estimate(self, values: list[Any], confidence: float = 0.95) -> Estimates:
@@ -287,7 +330,7 @@ class PEMAggregate(Aggregate):
             count, se = self.score(j, cands)
             threshold = -math.inf
             if level_of is not None:
-                threshold = null_threshold(pr, self.n, int(self.group_n[j]), min(level_of / len(cands), 0.5))
+                threshold = null_threshold(pr, self.n, int(self.group_n[j]), min(level_of / len(cands), 0.5), j)
             order = [int(i) for i in np.argsort(-count, kind="stable") if count[i] > threshold]
             if not last or level_of is None:
                 order = order[:top]
@@ -305,7 +348,7 @@ class PEMAggregate(Aggregate):
         if not finished:  # stopped early: nothing reaches the last round
             cands, count, se, kept = [], np.zeros(0), np.zeros(0), []
         thr = rounds[-1]["threshold"] if rounds else math.nan
-        note = (f"PEM over OLH, {pr.groups} groups; counts from the last group scaled by n/N_j",)
+        note = (f"PEM over {pr.oracle_summary}, {pr.groups} groups; counts from the last group scaled by n/N_j",)
         cand = Estimates(pr.protocol, [_decode(c, pr.total_bits) for c in cands], self.n, count, se, confidence,
                          pr.privacy_cost, {"detected": count > thr}, note)
         where = {c: i for i, c in enumerate(cands)}

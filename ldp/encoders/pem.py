@@ -10,19 +10,28 @@ refused).
 
 Users are split into ``G`` groups; group ``j`` reports the prefix of ``b_j = min(start_bits + j·step_bits,
 L)`` bits of the padded string, ``G = 1 + ceil((L − start_bits)/step_bits)``. A client draws its group
-uniformly (``randbelow(G)``, independent of the value) and reports its prefix through OLH with the full
-ε: the prefix's 32-bit key ``k`` (the prefix itself when ``b_j ≤ 32``, else ``MurmurHash3_x86_32`` of its
-``ceil(b_j/8)`` big-endian bytes under seed :data:`KEY_SEED`), then a uniform ``seed`` and
-``y = GRR_[0,g)(lh_hash(k, seed, g))`` exactly as :class:`~ldp.encoders.local_hashing.OLHEncoder` does for
-index ``k``. Report fields: ``group``, ``seed``, ``y``. The group is public and independent of the value,
-so a report is exactly as private as one OLH report: ``privacy_cost`` is OLH's ``max(ε, ε*)`` of the
-realized keep probability. Draw order: group, seed, keep bit, other value.
+uniformly (``randbelow(G)``, independent of the value) and reports its prefix with the full ε through
+the group's frequency oracle (``oracle``; :meth:`PEMParams.oracle_of`):
+
+* OLH: the prefix's 32-bit key ``k`` (the prefix itself when ``b_j ≤ 32``, else ``MurmurHash3_x86_32`` of
+  its ``ceil(b_j/8)`` big-endian bytes under seed :data:`KEY_SEED`), then a uniform ``seed`` and
+  ``y = GRR_[0,g)(lh_hash(k, seed, g))`` exactly as :class:`~ldp.encoders.local_hashing.OLHEncoder` does
+  for index ``k``. Draw order: group, seed, keep bit, other value.
+* GRR over the group's whole prefix domain ``[0, 2^b_j)`` (``b_j ≤`` :data:`MAX_GRR_BITS`): ``seed = 0``
+  and ``y`` the prefix kept with GRR's ``p``, else a uniform other prefix, exactly as
+  :class:`~ldp.encoders.randomized_response.GRREncoder` does. Draw order: group, keep bit, other value.
+
+Report fields: ``group``, ``seed``, ``y`` for every oracle (``y < `` the largest range of a group; a
+report is valid only within its own group's range, and a GRR group's seed is 0). The group is public and
+independent of the value, so the worst likelihood ratio of a report is that of its group's oracle:
+``privacy_cost`` is the largest ``max(ε, ε*)`` (ε* of the realized keep probability) of the oracles used.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
+from itertools import groupby
 from typing import Any, ClassVar
 
 import mmh3
@@ -30,9 +39,11 @@ import mmh3
 from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
 from ldp.encoders.local_hashing import SEED_RANGE, OLHParams, lh_hash
-from ldp.reports import Field, Report, ReportBatch
+from ldp.encoders.randomized_response import GRRParams
+from ldp.reports import Field, Report, ReportBatch, ReportError
 
-__all__ = ["PEMParams", "PEMEncoder", "KEY_SEED", "prefix_key", "pad_value"]
+__all__ = ["PEMParams", "PEMEncoder", "KEY_SEED", "MAX_GRR_BITS", "ORACLES", "prefix_key", "pad_value",
+           "null_variance"]
 
 KEY_SEED = 0x50454D  # "PEM"
 """MurmurHash3 seed of the 32-bit key of a prefix longer than 32 bits."""
@@ -40,6 +51,16 @@ MAX_START_BITS = 24
 """The server enumerates every prefix of ``start_bits`` bits: at most 2^24."""
 MAX_STEP_BITS = 16
 """The server extends each kept prefix by every ``step_bits`` pattern: at most 2^16."""
+MAX_GRR_BITS = 16
+"""GRR reports a prefix over its whole domain: at most 2^16 values (longer prefixes use OLH)."""
+ORACLES = ("olh", "grr", "auto")
+"""``PEMParams.oracle``: OLH in every group, GRR in every group, or per group the smaller variance."""
+
+
+def null_variance(p: float, q: float) -> float:
+    """``V0 = q(1−q)/(p−q)²``: the variance per report of the unbiased count of a value nobody holds, for
+    an oracle that supports the true value with probability ``p`` and any other given value with ``q``."""
+    return q * (1.0 - q) / (p - q) ** 2
 
 
 def prefix_key(prefix: int, bits: int) -> int:
@@ -70,10 +91,11 @@ def pad_value(value: Any, max_length: int, truncate: bool, protocol: str = "pem"
 
 @dataclass(frozen=True)
 class PEMParams(ProtocolParams):
-    """PEM over OLH: ``epsilon`` per report, strings of up to ``max_length`` bytes, group prefixes of
+    """PEM: ``epsilon`` per report, strings of up to ``max_length`` bytes, group prefixes of
     ``start_bits + j·step_bits`` bits (the last clipped to ``8·max_length``), and the server's default
-    ``top_k`` (prefixes kept per round; it does not change reports). ``oracle`` is ``"olh"`` (the only
-    one supported). ``truncate``: cut strings over ``max_length`` bytes instead of refusing them."""
+    ``top_k`` (prefixes kept per round; it does not change reports). ``oracle``: ``"olh"`` (every group),
+    ``"grr"`` (every group; each prefix domain at most 2^:data:`MAX_GRR_BITS`) or ``"auto"`` (per group,
+    :meth:`oracle_of`). ``truncate``: cut strings over ``max_length`` bytes instead of refusing them."""
 
     epsilon: float
     max_length: int = 10
@@ -92,18 +114,81 @@ class PEMParams(ProtocolParams):
         check_int(self.step_bits, "step_bits", 1, MAX_STEP_BITS)
         check_int(self.top_k, "top_k", 1, 1 << 16)
         check_int(self.seed_range, "seed_range", 1, SEED_RANGE)
-        if self.oracle != "olh":
-            raise ValueError(f"oracle must be 'olh' (the only frequency oracle PEM supports), got {self.oracle!r}")
+        if self.oracle not in ORACLES:
+            raise ValueError(f"oracle must be one of {', '.join(map(repr, ORACLES))}, got {self.oracle!r}")
         if not isinstance(self.truncate, bool):
             raise TypeError(f"truncate must be a bool, got {type(self.truncate).__name__}")
         check_int(self.groups, "groups (1 + ceil((8·max_length − start_bits)/step_bits))", 1, 1 << 16)
-        self.olh  # noqa: B018  (OLH's checks: ε neither too large nor too small for the client)
+        if self.oracle == "grr" and (bits := self.prefix_bits(self.groups - 1)) > MAX_GRR_BITS:
+            raise ValueError(f"oracle='grr' reports each prefix over its whole domain of 2^bits values, at most "
+                             f"2^{MAX_GRR_BITS}: the last group's prefixes have {bits} bits (use oracle='auto', "
+                             "GRR where it is smaller and allowed, OLH elsewhere)")
+        if "olh" in self.oracles:  # (GRR's checks ran in choosing: ε neither too large nor too small)
+            self.olh  # noqa: B018  (OLH's checks: ε neither too large nor too small for the client)
         self.check_collectable()
 
     @cached_property
     def olh(self) -> OLHParams:
-        """The oracle every group reports through (its ``g``, ``p``, ``q_star`` and cost; the domain is unused)."""
+        """The OLH oracle of the OLH groups (its ``g``, ``p``, ``q_star`` and cost; the domain is unused)."""
         return OLHParams(self.epsilon, 2, seed_range=self.seed_range)
+
+    def grr(self, group: int) -> GRRParams:
+        """GRR over group ``group``'s whole prefix domain, ``2^b_j`` values (up to 2^:data:`MAX_GRR_BITS`)."""
+        bits = self.prefix_bits(group)
+        if bits > MAX_GRR_BITS:
+            raise ValueError(f"group {group} has {bits}-bit prefixes: GRR over 2^{bits} values is over the cap of "
+                             f"2^{MAX_GRR_BITS}")
+        return _grr(self.epsilon, bits)
+
+    @cached_property
+    def oracles(self) -> tuple[str, ...]:
+        """Each group's oracle, ``"olh"`` or ``"grr"``. With ``oracle="auto"``, GRR iff the group's domain
+        ``d = 2^b_j`` is at most 2^:data:`MAX_GRR_BITS` and GRR's null variance per report is smaller than
+        OLH's, both of the probabilities the client realizes (:func:`null_variance`):
+
+            ``q(1−q)/(p−q)²`` (GRR: ``p``, ``q = (1−p)/(d−1)``)  <  ``q'(1−q')/(p'−q')²`` (OLH: ``p'``, ``q' = 1/g``).
+
+        With the ideal ``p = e^ε/(e^ε+d−1)`` the left side is ``(e^ε+d−2)/(e^ε−1)²``, and with ``g = e^ε+1``
+        the right is ``4e^ε/(e^ε−1)²`` (Wang et al., USENIX Security 2017), so GRR iff ``d − 2 < 3e^ε``;
+        OLH's integer ``g`` moves the boundary slightly, which the realized comparison accounts for. A tie
+        goes to OLH. The per-holder term ``a = (1−p−q')/(p−q')`` is left out: it is GRR's larger when its
+        ``p`` is below OLH's (about 1/2, i.e. ``e^ε < d − 1``), and it dominates for prefixes held by few
+        users in small groups at large ε, where "auto" can then detect less (docs/protocols/pem.md)."""
+        if self.oracle == "olh":
+            return ("olh",) * self.groups
+        if self.oracle == "grr":
+            for j in range(self.groups):
+                self.grr(j)  # its checks: ε neither too large nor too small for the client
+            return ("grr",) * self.groups
+        out = []
+        for j in range(self.groups):
+            bits = self.prefix_bits(j)
+            grr = _grr(self.epsilon, bits) if bits <= MAX_GRR_BITS else None
+            use = grr is not None and null_variance(grr.p, grr.q) < null_variance(self.olh.p, self.olh.q_star)
+            out.append("grr" if use else "olh")
+        return tuple(out)
+
+    @property
+    def oracle_summary(self) -> str:
+        """The groups' oracles in order, runs counted: ``"OLH"``, ``"GRR"`` or e.g. ``"GRR, OLH×9"``."""
+        runs = [(o, len(list(same))) for o, same in groupby(self.oracles)]
+        return ", ".join(o.upper() + (f"×{k}" if k > 1 and len(runs) > 1 else "") for o, k in runs)
+
+    def oracle_of(self, group: int) -> str:
+        """``"olh"`` or ``"grr"``: the oracle group ``group`` reports through (:attr:`oracles`)."""
+        return self.oracles[check_int(group, "group", 0, self.groups - 1)]
+
+    def group_pq(self, group: int) -> tuple[float, float]:
+        """``(p, q')`` of group ``group``: a report supports the true prefix with probability ``p`` and any
+        other given prefix with ``q'`` (OLH: ``p`` and ``1/g``; GRR: ``p`` and ``(1−p)/(d−1)``)."""
+        if self.oracle_of(group) == "grr":
+            grr = self.grr(group)
+            return grr.p, grr.q
+        return self.olh.p, self.olh.q_star
+
+    def y_size(self, group: int) -> int:
+        """The range of ``y`` in group ``group``'s reports: OLH's ``g`` or GRR's ``2^b_j``."""
+        return 1 << self.prefix_bits(group) if self.oracle_of(group) == "grr" else self.olh.g
 
     @property
     def total_bits(self) -> int:
@@ -122,7 +207,7 @@ class PEMParams(ProtocolParams):
 
     @property
     def g(self) -> int:
-        """OLH's hash range."""
+        """OLH's hash range (of the OLH groups)."""
         return self.olh.g
 
     @property
@@ -135,8 +220,10 @@ class PEMParams(ProtocolParams):
 
     @cached_property
     def privacy_cost(self) -> PrivacyCost:
-        """One OLH report's cost: every user reports once, in one group (user partitioning)."""
-        return self.olh.privacy_cost
+        """One report's cost, the largest of its oracles' (every user reports once, in one group whose
+        choice is independent of the value: a report's likelihood ratio is that of its group's oracle)."""
+        costs = [self.olh.privacy_cost if o == "olh" else self.grr(j).privacy_cost for j, o in enumerate(self.oracles)]
+        return PrivacyCost(max(c.epsilon for c in costs))
 
     @property
     def domain_size(self) -> None:
@@ -148,8 +235,20 @@ class PEMParams(ProtocolParams):
 
     @cached_property
     def schema(self) -> tuple[Field, ...]:
-        return (Field("group", "uint", self.groups), Field("seed", "uint", self.seed_range),
-                Field("y", "uint", self.g))
+        ys = self.g if self.oracle == "olh" else max(self.y_size(j) for j in range(self.groups))
+        return (Field("group", "uint", self.groups), Field("seed", "uint", self.seed_range), Field("y", "uint", ys))
+
+    def validate(self, report: Report) -> None:
+        """The schema's checks, then its group's: ``y`` within the group's range, a GRR group's seed 0."""
+        super().validate(report)
+        if self.oracle == "olh":
+            return  # one range for every group: the schema's
+        group, seed, y = (report.payload[k] for k in ("group", "seed", "y"))
+        assert isinstance(group, int) and isinstance(seed, int) and isinstance(y, int)  # checked by the schema
+        if y >= self.y_size(group):
+            raise ReportError("out_of_range", f"y must be < {self.y_size(group)} in group {group}, got {y}")
+        if seed and self.oracle_of(group) == "grr":
+            raise ReportError("out_of_range", f"seed must be 0 in group {group} (GRR), got {seed}")
 
     def padded(self, value: Any) -> bytes:
         """The value as the client encodes it: checked, truncated if allowed, NUL-padded."""
@@ -160,6 +259,12 @@ class PEMParams(ProtocolParams):
         padded = value if isinstance(value, int) else int.from_bytes(self.padded(value), "big")
         bits = self.prefix_bits(group)
         return prefix_key(padded >> (self.total_bits - bits), bits)
+
+
+@lru_cache(maxsize=64)
+def _grr(epsilon: float, bits: int) -> GRRParams:
+    """GRR over the ``2^bits`` prefixes (shared by every params of one ε)."""
+    return GRRParams(epsilon, 1 << bits)
 
 
 class PEMEncoder(Encoder):
@@ -174,6 +279,12 @@ class PEMEncoder(Encoder):
     def randomize(self, prepared: int) -> Report:
         rng, pr = self._rng, self.params
         group = rng.randbelow(pr.groups)
+        if pr.oracle_of(group) == "grr":
+            grr, x = pr.grr(group), pr.key_of(prepared, group)  # the prefix itself (at most 16 bits)
+            if rng.bernoulli(grr.p):
+                return self._report({"group": group, "seed": 0, "y": x})
+            other = rng.randbelow(grr.domain_size - 1)  # uniform over the d-1 other prefixes
+            return self._report({"group": group, "seed": 0, "y": other + (other >= x)})
         key, g = pr.key_of(prepared, group), pr.g
         seed = rng.randbelow(pr.seed_range)
         x = lh_hash(key, seed, g)
