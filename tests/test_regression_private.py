@@ -245,7 +245,7 @@ def test_empirical_privacy_on_neighbouring_datasets():
     X = rng.uniform(-1, 1, (50, 1))
     y = np.clip(0.5 * X[:, 0] + rng.normal(0, 0.1, 50), -1, 1)
     X2, y2 = np.vstack([X, [[1.0]]]), np.append(y, -1.0)
-    eps, delta, draws = 1.0, 1e-3, 20000
+    eps, delta, draws = 1.0, 1e-3, 10000
     m = SSP(eps, delta, bound_X=1, bound_y=1).partial_fit(X, y)
     m2 = SSP(eps, delta, bound_X=1, bound_y=1).partial_fit(X2, y2)
     a = np.array([m.set_params(random_state=s).release().coef_[0] for s in range(draws)])
