@@ -133,10 +133,12 @@ def test_rotation_by_size_and_age(tmp_path: Path) -> None:
     res = Results()
     submit_all(w, [res.batch("b", b"x\n")], res)
     w._maintain()
+    w.jobs.join()  # the move to closed/ is a chore of its own thread
     opened, closed, _ = app_files(config)
     assert len(closed) == 1 and len(opened) == 1
     clock[0] += 61
     w._maintain()
+    w.jobs.join()
     opened, closed, _ = app_files(config)
     assert len(closed) == 2 and not opened
     assert closed[0].name.endswith("-000001.jsonl") and closed[1].name.endswith("-000002.jsonl")

@@ -232,21 +232,34 @@ class AppLog:
             self.stats.add(it.counts, len(it.body), at)
         return answers
 
-    def maybe_rotate(self, force: bool = False) -> bool:
-        """Close the open segment when it is over its size or age (or ``force``) and not empty."""
+    def detach(self, force: bool = False) -> Callable[[], None] | None:
+        """Stop appending to the open segment when it is over its size or age (or ``force``) and not
+        empty; return the step that moves it to ``closed/`` (rename, fsync of both folders), which the
+        caller may run on another thread: every byte in it is fsynced already (each commit is), and a
+        crash before the move leaves it in ``open/``, where :meth:`recover` closes it."""
         if self._fd is None or self._size == 0:
-            return False
+            return None
         if not force and self._size < self.limits.segment_max_bytes and \
                 self.clock() - self._opened_at < self.limits.segment_max_seconds:
-            return False
-        os.fsync(self._fd)
+            return None
         os.close(self._fd)
         self._fd = None
-        os.replace(self.open_dir / self._name, self.closed_dir / self._name)
-        fsync_dir(self.closed_dir)
-        fsync_dir(self.open_dir)
-        logger.info("closed segment %s (%d bytes)", self.closed_dir / self._name, self._size)
-        return True
+        src, dst, size = self.open_dir / self._name, self.closed_dir / self._name, self._size
+
+        def move() -> None:
+            os.replace(src, dst)
+            fsync_dir(dst.parent)
+            fsync_dir(src.parent)
+            logger.info("closed segment %s (%d bytes)", dst, size)
+
+        return move
+
+    def maybe_rotate(self, force: bool = False) -> bool:
+        """Close the open segment now when it is over its size or age (or ``force``) and not empty."""
+        move = self.detach(force)
+        if move is not None:
+            move()
+        return move is not None
 
     def close(self) -> None:
         """Rotate the open segment (when not empty) and close the files."""
@@ -276,6 +289,10 @@ class SegmentWriter:
         self.started_at = time.time()
         self._dirty = True
         self._counters_at = 0.0
+        # the slow, non-urgent file work (moving rotated segments, rewriting ingest.json) runs on its own
+        # thread, so that a batch never waits behind it for its fsync and its answer
+        self.jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._chores: threading.Thread | None = None
 
     @property
     def healthy(self) -> bool:
@@ -290,6 +307,8 @@ class SegmentWriter:
         """Recover every app (see :meth:`AppLog.recover`) and start the writer thread."""
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         cut = {name: log.recover() for name, log in self.logs.items()}
+        self._chores = threading.Thread(target=self._run_chores, name="ldp-collector-chores", daemon=True)
+        self._chores.start()
         self._thread = threading.Thread(target=self._run, name="ldp-collector-writer", daemon=True)
         self._thread.start()
         return cut
@@ -323,6 +342,9 @@ class SegmentWriter:
         if self._thread is not None and self._thread.is_alive():
             self._queue.put(None)
             self._thread.join(timeout)
+        if self._chores is not None and self._chores.is_alive():
+            self.jobs.put(None)
+            self._chores.join(timeout)
         for log in self.logs.values():
             try:
                 log.close()
@@ -370,16 +392,32 @@ class SegmentWriter:
                 it.done(stored)
 
     def _maintain(self) -> None:
+        """Rotate segments and refresh the counters: decided here, the file work queued as chores."""
         for log in self.logs.values():
             try:
-                log.maybe_rotate()
+                move = log.detach()
             except OSError as exc:
                 self.error = f"rotating a segment of {log.dir} failed: {exc.strerror or exc}"
                 logger.error("%s", self.error)
+                continue
+            if move is not None:
+                self.jobs.put(move)
         now = time.monotonic()
-        if self._dirty and now - self._counters_at >= 1.0:
-            self.write_counters()
+        if self._dirty and now - self._counters_at >= 1.0 and self.jobs.empty():
+            data = (json.dumps(self.counters(), indent=1) + "\n").encode()
+            self.jobs.put(lambda: self._write_counters(data))
             self._counters_at = now
+
+    def _run_chores(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            try:
+                job()
+            except OSError as exc:
+                self.error = f"closing a segment or writing the counters failed: {exc.strerror or exc}"
+                logger.error("%s", self.error)
+            finally:
+                self.jobs.task_done()
+        self.jobs.task_done()
 
     def counters(self) -> dict[str, Any]:
         """The ``ingest.json`` document."""
@@ -391,7 +429,10 @@ class SegmentWriter:
 
     def write_counters(self) -> None:
         """Rewrite ``DATA/ingest.json`` atomically."""
+        self._write_counters((json.dumps(self.counters(), indent=1) + "\n").encode())
+
+    def _write_counters(self, data: bytes) -> None:
         try:
-            write_atomic(self.config.data_dir / "ingest.json", (json.dumps(self.counters(), indent=1) + "\n").encode())
+            write_atomic(self.config.data_dir / "ingest.json", data)
         except OSError:
             logger.exception("cannot write ingest.json")
