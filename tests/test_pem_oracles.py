@@ -100,7 +100,8 @@ def test_grr_report_is_the_prefix_or_another():
             assert 0 <= r["y"] < MIXED.g
 
 
-@pytest.mark.parametrize("params", [MIXED, PEMParams(1.0, oracle="grr", **TINY)], ids=["auto", "grr"])
+@pytest.mark.parametrize("params", [PEMParams(1.0, max_length=1, start_bits=4, step_bits=4, seed_range=3), MIXED,
+                                    PEMParams(1.0, oracle="grr", **TINY)], ids=["olh", "auto", "grr"])
 def test_batch_follows_the_clients_exact_law(params, size=80_000):
     def run(src):
         pl = PEMEncoder(params, rng=src).encode("b").payload
