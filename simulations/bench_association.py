@@ -45,6 +45,7 @@ def register(b: ModuleType) -> None:
     @b.benchmark("association_rappor")
     def association_rappor(ctx: Any) -> dict[str, Any]:
         n = 10**5 if ctx.quick else N  # the bootstrap costs replicates × the EM here: EM alone is timed
-        out: dict[str, Any] = {"n": n, "em_only": time_analysis("rappor", n, "none"), "target_seconds": 10.0}
+        with b.all_cpus():  # the compiled EM pass runs on every core (the target is wall time on this machine)
+            out: dict[str, Any] = {"n": n, "em_only": time_analysis("rappor", n, "none"), "target_seconds": 10.0}
         out["meets_time"] = out["em_only"]["seconds"] <= 10.0
         return out

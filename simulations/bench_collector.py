@@ -289,15 +289,8 @@ def register(b: ModuleType) -> None:
 
     @b.benchmark("collector")
     def collector(ctx: Any) -> dict[str, Any]:
-        seconds = 10.0 if ctx.quick else 60.0
-        pinned = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-        if pinned is not None:  # the benchmark pins itself to one CPU: the server and its clients need them all
-            os.sched_setaffinity(0, range(os.cpu_count() or 1))
-        try:
-            return _section(seconds)
-        finally:
-            if pinned is not None:
-                os.sched_setaffinity(0, pinned)
+        with b.all_cpus():  # the server and its clients need every core
+            return _section(10.0 if ctx.quick else 60.0)
 
 
 def _section(seconds: float) -> dict[str, Any]:

@@ -56,7 +56,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -133,6 +133,20 @@ class Context:
 
 BenchmarkFn = Callable[[Context], dict[str, Any]]
 BENCHMARKS: dict[str, BenchmarkFn] = {}
+
+
+@contextlib.contextmanager
+def all_cpus() -> Iterator[None]:
+    """Undo the benchmark's pinning to one CPU for a section whose target is wall time on the whole
+    machine (the collector's server and clients, association's EM pass on the cores)."""
+    pinned = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    if pinned is not None:
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    try:
+        yield
+    finally:
+        if pinned is not None:
+            os.sched_setaffinity(0, pinned)
 
 
 def benchmark(name: str) -> Callable[[BenchmarkFn], BenchmarkFn]:
