@@ -27,6 +27,7 @@ from ldp.cli_pem import add_pem_discover_arguments, pem_discover_command
 from ldp.cli_protocols import (
     add_discovery_inputs,
     add_params_options,
+    print_discovery,
     privacy_summary,
     rappor_decode_files,
     sfp_discover_files,
@@ -331,17 +332,7 @@ def _run(args: argparse.Namespace) -> int:
             print(shown.table(max_rows=len(shown.items) if args.all else 100))
     elif args.command == "sfp-discover":
         agg, found = sfp_discover_files(args)
-        shown = found.candidates if args.all else found.words
-        if args.json:
-            print(json.dumps({**json.loads(shown.to_json()), "stats": found.stats,
-                              "rejected": dict(agg.rejected)}))
-        elif args.csv:
-            print(shown.to_csv(), end="")
-        else:
-            rejected = sum(agg.rejected.values())
-            print(f"{agg.n} reports" + (f" ({rejected} rejected: {dict(agg.rejected)})" if rejected else ""))
-            print(found.summary())
-            print(shown.table(max_rows=len(shown.items)))
+        print_discovery(args, agg, found, found.candidates if args.all else found.words, stats=found.stats)
     elif args.command == "pem-discover":
         return pem_discover_command(args)
     elif args.command == "ngrams-discover":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from typing import Any
 
@@ -63,18 +62,9 @@ def _round_json(r: dict[str, Any]) -> dict[str, Any]:
 
 def pem_discover_command(args: argparse.Namespace) -> int:
     """Run ``ldp pem-discover`` and print its result."""
-    from ldp.cli_protocols import pem_discover_files
+    from ldp.cli_protocols import pem_discover_files, print_discovery
 
     agg, found = pem_discover_files(args)
-    shown = found.candidates if args.all else found.strings
-    if args.json:
-        print(json.dumps({**json.loads(shown.to_json()), "rounds": [_round_json(r) for r in found.rounds],
-                          "rejected": dict(agg.rejected)}))
-    elif args.csv:
-        print(shown.to_csv(), end="")
-    else:
-        rejected = sum(agg.rejected.values())
-        print(f"{agg.n} reports" + (f" ({rejected} rejected: {dict(agg.rejected)})" if rejected else ""))
-        print(found.summary())
-        print(shown.table(max_rows=len(shown.items)))
+    print_discovery(args, agg, found, found.candidates if args.all else found.strings,
+                    rounds=[_round_json(r) for r in found.rounds])
     return 0

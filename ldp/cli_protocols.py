@@ -202,3 +202,17 @@ def _fold_report_files(agg: Any, paths: list[str], save: str | None) -> None:
     if save:
         with open(save, "wb") as fh:
             fh.write(agg.to_bytes())
+
+
+def print_discovery(args: argparse.Namespace, agg: Any, found: Any, shown: Any, **extra_json: Any) -> None:
+    """The output of a discovery command (``sfp-discover``, ``pem-discover``): ``--json`` (the shown
+    estimates, ``extra_json`` and the rejects), ``--csv``, or the reports read, the summary and a table."""
+    if args.json:
+        print(json.dumps({**json.loads(shown.to_json()), **extra_json, "rejected": dict(agg.rejected)}))
+    elif args.csv:
+        print(shown.to_csv(), end="")
+    else:
+        rejected = sum(agg.rejected.values())
+        print(f"{agg.n} reports" + (f" ({rejected} rejected: {dict(agg.rejected)})" if rejected else ""))
+        print(found.summary())
+        print(shown.table(max_rows=len(shown.items)))
