@@ -57,7 +57,7 @@ from ldp.encoders.hadamard_response import HRParams
 from ldp.encoders.hcms import HcmsParams
 from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
 from ldp.encoders.local_hashing import BLHParams, LocalHashingParams, OLHParams
-from ldp.encoders.longitudinal import CHARGING, LGRRParams
+from ldp.encoders.longitudinal import LGRRParams
 from ldp.encoders.pem import PEMParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
@@ -65,15 +65,14 @@ from ldp.encoders.rappor_ngrams import RapporNgramsParams
 from ldp.encoders.sfp import SfpParams
 from ldp.encoders.subset_selection import SSParams
 from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams, UnaryParams
+from ldp.plan_costs import lgrr_charges, plan_privacy, report_bits
 from ldp.plan_ngrams import (
     ngrams_count_variance,
     ngrams_default_params,
     ngrams_detectable_share,
     ngrams_notes,
-    ngrams_privacy,
-    ngrams_report_bits,
 )
-from ldp.plan_pem import pem_candidates, pem_count_variance, pem_notes, pem_report_bits
+from ldp.plan_pem import pem_candidates, pem_count_variance, pem_notes
 from ldp.tables import key_values
 
 if TYPE_CHECKING:
@@ -289,60 +288,6 @@ class Plan:
         return "\n".join([key_values(rows)] + [f"note: {s}" for s in self.notes])
 
 
-def _report_bits(params: ProtocolParams, d: int) -> int:
-    lg = lambda x: max(1, math.ceil(math.log2(x))) if x > 1 else 0  # noqa: E731
-    if isinstance(params, BinaryRRParams):
-        return 1
-    if isinstance(params, (GRRParams, BucketGRRParams, LGRRParams)):
-        return lg(d)
-    if isinstance(params, (HRParams, LocalHashingParams)):  # uints: j in [0, K); seed and y in [0, g)
-        return sum(lg(f.size) for f in params.schema)
-    if isinstance(params, (UnaryParams, BucketOUEParams)):  # one bit per value
-        return params.domain_size
-    if isinstance(params, DBitFlipParams):  # two k-bit fields on the wire
-        return 2 * params.num_buckets
-    if isinstance(params, RapporParams):
-        return params.num_bloombits + lg(params.num_cohorts)
-    if isinstance(params, HcmsParams):
-        return 1 + lg(params.num_hashes) + lg(params.width)
-    if isinstance(params, CmsParams):
-        return params.width + lg(params.num_hashes)
-    if isinstance(params, SfpParams):
-        return lg(params.num_positions) + _report_bits(params.word_params, d) + _report_bits(params.fragment_params, d)
-    if isinstance(params, PEMParams):
-        return pem_report_bits(params)
-    if isinstance(params, RapporNgramsParams):
-        return ngrams_report_bits(params)
-    raise TypeError(type(params).__name__)
-
-
-def _privacy(params: ProtocolParams, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
-    """Per report; per distinct value over ``reports`` reports; in all, by sequential composition.
-
-    RAPPOR memoizes its PRR: one value costs at most ε∞ however often it is reported, so the
-    total is at most ``min(R·ε₁, D·ε∞)`` for ``R`` reports of ``D`` distinct values."""
-    one = params.privacy_cost
-    if isinstance(params, RapporNgramsParams):  # three memoized PRRs: the string's and P n-grams'
-        return ngrams_privacy(params, reports, distinct)
-    if isinstance(params, RapporParams) and math.isfinite(params.epsilon_inf):
-        per_value = PrivacyCost(min(reports * one.epsilon, params.epsilon_inf))
-        return one, per_value, PrivacyCost(min(reports * one.epsilon, min(distinct, reports) * params.epsilon_inf))
-    if isinstance(params, (LGRRParams, LOUEParams)):  # charging="min", the encoder's default
-        per_value = lgrr_charges(params, reports)["min"]
-        return one, per_value, PrivacyCost(min(reports * params.report_charge.epsilon,
-                                               min(distinct, reports) * params.memo_cap.epsilon))
-    return one, one.times(reports), one.times(reports)
-
-
-def lgrr_charges(params: LGRRParams | LOUEParams, reports: int) -> dict[str, PrivacyCost]:
-    """What the ledger charges for ``reports`` reports of one value under each charging mode:
-    ``min(R·c, cap)`` with ``c = report_charge`` (``"min"``), ``cap = epsilon_perm`` on the first (``"upfront"``)."""
-    cap = params.memo_cap
-    out = {"min": PrivacyCost(min(reports * params.report_charge.epsilon, cap.epsilon)), "upfront": cap}
-    assert set(out) == set(CHARGING)
-    return out
-
-
 def _resolve(protocol: str | ProtocolParams, epsilon: float | None, domain_size: int) -> ProtocolParams:
     if isinstance(protocol, ProtocolParams):
         return protocol
@@ -396,14 +341,14 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
         notes += pem_notes(params, det_m)
     if isinstance(params, RapporNgramsParams):
         notes += ngrams_notes(params, m_cand)
-    per_report, per_value, total = _privacy(params, reports, distinct_values)
+    per_report, per_value, total = plan_privacy(params, reports, distinct_values)
     charges: dict[str, PrivacyCost] = {}
     if isinstance(params, (LGRRParams, LOUEParams)):
         charges = lgrr_charges(params, reports)
         notes.append(f"{params.protocol}: the SE is that of one window (one report per device); charging=min charges "
                      f"{params.report_charge} per report, at most {params.memo_cap} per value; ε in all is for it")
     return Plan(params.protocol, params, n, domain_size, phi, math.sqrt(var), math.sqrt(var) / n, mdc, mdc / n,
-                alpha, det_m, power, _report_bits(params, domain_size), per_report, reports, per_value, total,
+                alpha, det_m, power, report_bits(params, domain_size), per_report, reports, per_value, total,
                 tuple(notes), charges)
 
 
