@@ -93,7 +93,7 @@ with tempfile.TemporaryDirectory() as tmp, TelemetryClient(spec, os.path.join(tm
 try:
     import ldp.decoders  # noqa: F401
 except MissingExtraError as exc:
-    assert "pip install 'ldp[server]'" in str(exc)
+    assert "pip install 'ldp-telemetry[server]'" in str(exc)
 else:
     raise AssertionError("ldp.decoders imported without the server extra")
 for module in ("numpy", "scipy", "sklearn"):

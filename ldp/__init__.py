@@ -3,8 +3,16 @@
 Client code imports :mod:`ldp.encoders` (standard library, mmh3 and bitarray only).
 Server and simulation code imports :mod:`ldp.decoders` and :mod:`ldp.simulation` (numpy).
 This package root imports nothing heavy so that clients stay light.
+
+The library logs under the ``ldp`` logger and never configures logging: a :class:`logging.NullHandler`
+keeps an app that configured none from seeing our records on stderr through logging's last resort
+(an ``upload stopped`` warning after the app caught :class:`~ldp.uploader.UploadError`, say).
 """
 
+import logging
+
 __version__ = "0.1.0"
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = ["__version__"]

@@ -47,11 +47,12 @@ from ldp.cli_support import (
     positive_int,
     report_error,
 )
+from ldp.extras import DISTRIBUTION, install_hint
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ldp", description="Telemetry under local differential privacy.")
-    parser.add_argument("--version", action="version", version=f"ldp {__version__}")
+    parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {__version__}")
     add_logging_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -251,7 +252,7 @@ def _compare_options(args: argparse.Namespace) -> None:
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
-            raise ImportError("--plots needs matplotlib: pip install matplotlib, or 'ldp[plot]'; or --no-plots")
+            raise ImportError(f"--plots needs matplotlib: {install_hint('matplotlib', 'plot')}; or --no-plots")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -263,7 +264,7 @@ def _run(args: argparse.Namespace) -> int:
             import importlib.util
 
             if importlib.util.find_spec("matplotlib") is None:
-                raise ValueError("--plots needs matplotlib: pip install matplotlib, or 'ldp[plot]'")
+                raise ValueError(f"--plots needs matplotlib: {install_hint('matplotlib', 'plot')}")
         n = args.n if args.n is not None else (500 if args.quick else 5000)
         result = run_demo(n=n, seed=args.seed, epsilon=args.epsilon, quick=args.quick,
                           progress=False if args.log_quiet else None)

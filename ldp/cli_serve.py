@@ -9,6 +9,8 @@ import ipaddress
 import logging
 import sys
 
+from ldp.extras import pip_install
+
 __all__ = ["add_serve_arguments", "serve_command"]
 
 logger = logging.getLogger("ldp.collector")
@@ -90,7 +92,7 @@ def _serve(config_path: str, host: str, port: int) -> int:
 
         from ldp.collector.service import create_service
     except ImportError as exc:
-        raise ImportError(f"ldp serve needs starlette and uvicorn: pip install 'ldp[serve]' ({exc})") from None
+        raise ImportError(f"ldp serve needs starlette and uvicorn: {pip_install('serve')} ({exc})") from None
     from ldp.collector.config import load_config
 
     config = load_config(config_path)

@@ -9,6 +9,8 @@ import json
 import sys
 from typing import Any
 
+from ldp.extras import install_hint
+
 __all__ = ["SERVER_COMMANDS", "add_server_arguments", "server_command"]
 
 SERVER_COMMANDS = ("aggregate", "merge", "decode")
@@ -137,7 +139,7 @@ def _decode(args: argparse.Namespace) -> int:
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
-            raise ImportError("--plot needs matplotlib: pip install matplotlib, or 'ldp[plot]'")
+            raise ImportError(f"--plot needs matplotlib: {install_hint('matplotlib', 'plot')}")
     metric, est = decode_file(args.aggregate, spec_index(args.spec), metric=args.metric, candidates=args.candidates,
                               confidence=args.confidence, alpha=args.alpha, top=args.top, selection=args.selection)
     if args.consistency != "none":

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ldp.extras import install_hint
+
 __all__ = ["COUNT_PROTOCOLS", "PROTOCOLS_HELP",
            "BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
            "non_negative_int", "finite_float", "positive_float", "open_unit", "matplotlib_missing"]
@@ -127,7 +129,7 @@ finite_float, positive_float = number(float), number(float, 0, low_open=True)
 open_unit = number(float, 0, 1, low_open=True, high_open=True)  # a confidence level or significance level
 
 
-def matplotlib_missing(no_plots: bool, install: str = "pip install matplotlib, or 'ldp[plot]'") -> bool:
+def matplotlib_missing(no_plots: bool, install: str = install_hint("matplotlib", "plot")) -> bool:
     """For command-line scripts: ``True`` (after saying so on stderr) when plots are wanted but
     matplotlib is not installed."""
     import importlib.util

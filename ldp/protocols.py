@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import types
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,12 +34,18 @@ class Protocol:
     aggregate_type: Any = None  # an Aggregate subclass; its simulate/exact_variance are not declared on Aggregate
 
 
+def _is_class(obj: object) -> bool:
+    """A real class: not a parametrized alias such as ``StateLayout = dict[str, int]``, which
+    ``inspect.isclass`` accepts on Python 3.10 and ``issubclass`` then refuses."""
+    return inspect.isclass(obj) and not isinstance(obj, types.GenericAlias)
+
+
 def _scan(package: str, base: type[_T]) -> list[type[_T]]:
     pkg = importlib.import_module(package)
     found: list[type[_T]] = []
     for info in pkgutil.iter_modules(pkg.__path__):
         module = importlib.import_module(f"{package}.{info.name}")
-        for _, obj in inspect.getmembers(module, inspect.isclass):
+        for _, obj in inspect.getmembers(module, _is_class):
             if issubclass(obj, base) and not inspect.isabstract(obj) and obj.__module__ == module.__name__:
                 found.append(obj)
     return found

@@ -27,6 +27,7 @@ import numpy as np
 from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import decode
 from ldp.encoders.rappor import RapporParams
+from ldp.extras import install_hint
 from ldp.randomness import as_generator
 from ldp.simulation import simulate
 
@@ -263,7 +264,8 @@ def plot_case(result: CaseResult, path: Any, top: int = 50) -> None:
     try:
         import matplotlib
     except ImportError:
-        raise ImportError("plot_case needs matplotlib: pip install 'ldp[plot]' (or run without plots)") from None
+        raise ImportError(f"plot_case needs matplotlib: {install_hint('matplotlib', 'plot')}; "
+                          "or run without plots") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

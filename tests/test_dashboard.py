@@ -9,7 +9,7 @@ import math
 import re
 import time
 import xml.etree.ElementTree as ET
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 
 import pytest
@@ -183,7 +183,7 @@ def test_rendering_needs_no_http_stack():
 
 def test_time_is_shown_relative(spec_path, tmp_path):
     doc = {"folded_at": "2026-01-01T00:00:00Z", "checked_at": "2026-01-01T00:05:00Z", "metrics": []}
-    now = datetime(2026, 1, 1, 0, 10, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
     html = render_page({"demo": doc}, now=now)
     assert "(10 min ago)" in html and '<time datetime="2026-01-01T00:05:00Z">' in html
 

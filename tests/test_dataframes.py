@@ -166,4 +166,4 @@ def test_missing_pandas_is_a_clear_import_error():
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "to_pandas() needs pandas: pip install pandas, or 'ldp[pandas]'"
+    assert out.stdout.strip() == "to_pandas() needs pandas: pip install 'ldp-telemetry[pandas]' (or pip install pandas)"

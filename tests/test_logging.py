@@ -101,7 +101,8 @@ def test_ldp_v_shows_info_on_stderr_and_the_default_does_not(uploads, tmp_path):
     assert "ldp: DEBUG:" not in err
     status, _, err = run(["-vv", *argv, "--out", str(tmp_path / "c")])
     assert status == 0 and "ldp: DEBUG: folded " in err
-    assert logging.getLogger("ldp").level == logging.NOTSET and not logging.getLogger("ldp").handlers  # restored
+    ldp_logger = logging.getLogger("ldp")
+    assert ldp_logger.level == logging.NOTSET and [type(h) for h in ldp_logger.handlers] == [logging.NullHandler]
 
 
 def test_aggregate_keeps_its_own_quiet_and_ldp_q_hides_warnings(uploads, tmp_path):
@@ -129,9 +130,42 @@ def test_ldp_q_hides_logged_warnings(caplog):
 
 def test_importing_ldp_configures_no_logging():
     code = ("import logging, ldp, ldp.client, ldp.server, ldp.cli; "
-            "assert not logging.getLogger().handlers and not logging.getLogger('ldp').handlers; "
+            "assert not logging.getLogger().handlers; "
+            "assert [type(h) for h in logging.getLogger('ldp').handlers] == [logging.NullHandler]; "
             "assert logging.getLogger('ldp').level == logging.NOTSET")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+UPLOAD_AND_CATCH = """
+import json, logging, socket, sys, tempfile
+from pathlib import Path
+from ldp.client import TelemetryClient
+from ldp.spec import CollectionSpec
+from ldp.uploader import UploadError
+if sys.argv[1] == "no-null-handler":
+    logging.getLogger("ldp").handlers.clear()
+spec = CollectionSpec.from_dict({"spec_version": 1, "name": "app", "budget": {"per_window": 10, "lifetime": 100},
+    "metrics": {"flag": {"protocol": "rr", "params": {"p": 0.25, "q": 0.75}, "budget": {"per_report": 1.1}}}})
+with socket.socket() as s:  # a port nobody listens on: every attempt is refused
+    s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+with TelemetryClient(spec, Path(tempfile.mkdtemp()) / "state.db") as client:
+    client.record("flag", True)
+    try:
+        client.upload(f"http://127.0.0.1:{port}/v1/reports/app", "t", max_attempts=1, sleep=lambda s: None)
+    except UploadError:
+        print("caught")
+"""
+
+
+@pytest.mark.parametrize("handlers", ["as-shipped", "no-null-handler"])
+def test_an_app_that_configured_no_logging_sees_nothing_on_stderr(handlers):
+    out = subprocess.run([sys.executable, "-c", UPLOAD_AND_CATCH, handlers], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout == "caught\n", out
+    if handlers == "as-shipped":
+        assert out.stderr == ""
+    else:  # the control: without our NullHandler, logging's last resort prints the warning
+        assert "upload stopped" in out.stderr
 
 
 def _prints(tree: ast.AST, allowed_functions: set[str]) -> list[int]:

@@ -119,7 +119,7 @@ def test_plot_case(tmp_path, monkeypatch):
     res = run_case(_case("r-zipf1.5-small-typical"), rng=1, method="aggregate")
     with monkeypatch.context() as mp:
         mp.setitem(sys.modules, "matplotlib", None)  # as if not installed
-        with pytest.raises(ImportError, match="pip install 'ldp\\[plot\\]'"):
+        with pytest.raises(ImportError, match=r"pip install 'ldp-telemetry\[plot\]'"):
             regtest.plot_case(res, tmp_path / "x.png")
     pytest.importorskip("matplotlib")
     regtest.plot_case(res, tmp_path / "x.png")

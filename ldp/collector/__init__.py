@@ -1,4 +1,4 @@
-"""``ldp serve``: the HTTP collector (``pip install 'ldp[serve]'``).
+"""``ldp serve``: the HTTP collector (``pip install 'ldp-telemetry[serve]'``).
 
 :func:`~ldp.collector.app.create_app` is the ASGI app, :func:`~ldp.collector.config.load_config`
 reads its TOML config, :class:`~ldp.collector.segments.SegmentWriter` stores batches durably and

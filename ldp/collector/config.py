@@ -11,18 +11,13 @@ import hashlib
 import os
 import re
 import secrets
-import sys
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ldp.spec import CollectionSpec
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - the backport on 3.10
-    import tomli as tomllib
 
 __all__ = ["ConfigError", "Limits", "AppConfig", "CollectorConfig", "load_config", "parse_config", "new_token",
            "token_sha256", "APP_NAME_RE"]

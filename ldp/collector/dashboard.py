@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,7 +88,7 @@ def render_page(estimates: Mapping[str, Mapping[str, Any] | None], ingest: Mappi
     """The whole HTML page: a section per app, in it a section per metric (chart and table)."""
     if isinstance(refresh_seconds, bool) or not isinstance(refresh_seconds, int) or refresh_seconds < 1:
         raise ValueError(f"refresh_seconds must be an int >= 1, got {refresh_seconds!r}")
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     ingest_apps = ingest.get("apps") if isinstance(ingest, Mapping) else None
     nav = "".join(f'<li><a href="#app{i}">{escape(app)}</a></li>' for i, app in enumerate(estimates))
     body = [_app_section(i, app, doc, ingest_apps.get(app) if isinstance(ingest_apps, Mapping) else None, now)
@@ -110,13 +110,13 @@ def render_page(estimates: Mapping[str, Mapping[str, Any] | None], ingest: Mappi
 
 
 def _time(t: datetime) -> str:
-    iso = t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    iso = t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return f'<time datetime="{iso}">{iso.replace("T", " ").replace("Z", " UTC")}</time>'
 
 
 def _parse_time(text: Any) -> datetime | None:
     try:
-        return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
         return None
 
@@ -195,7 +195,7 @@ def _counter(name: str, value: Any) -> str:
     """A counter's cell: times (``*_at``, Unix seconds) as dates, everything else as a count."""
     if name.endswith("_at") and isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
-            return _time(datetime.fromtimestamp(value, timezone.utc))
+            return _time(datetime.fromtimestamp(value, UTC))
         except (OverflowError, OSError, ValueError):
             pass
     return _count(value)

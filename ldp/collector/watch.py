@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
@@ -56,7 +56,7 @@ def estimates_path(data_dir: str | os.PathLike[str], app: str) -> Path:
 
 def utc_now() -> str:
     """The time now as ISO 8601 UTC to the second (``2026-01-31T12:00:00Z``)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def load_estimates(data_dir: str | os.PathLike[str], app: str) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from ldp.compare.counting import (
     seed004_rows,
     seed004_slopes,
 )
+from ldp.extras import install_hint
 from ldp.simulation import write_rows_csv
 from ldp.tables import Column, render as render_table
 
@@ -112,7 +113,7 @@ def run_compare(*, quick: bool = False, seed: int | None = 0, out_dir: str | Pat
     if plots and out_dir is None:
         raise ValueError("plots need an output folder (out_dir)")
     if plots and importlib.util.find_spec("matplotlib") is None:
-        raise ValueError("plots need matplotlib (pip install matplotlib, or 'ldp[plot]')")
+        raise ValueError(f"plots need matplotlib: {install_hint('matplotlib', 'plot')}")
     start = time.perf_counter()
     st = settings(quick, trials)
     from ldp.compare.regression import RegressionSetup, multiplier_rows, regression_rows  # scikit-learn: fitting
@@ -329,7 +330,7 @@ def compare_command(args: argparse.Namespace) -> int:
     if plots is None:
         plots = args.out is not None and importlib.util.find_spec("matplotlib") is not None
     elif plots and importlib.util.find_spec("matplotlib") is None:
-        raise ValueError("plots need matplotlib (pip install matplotlib, or 'ldp[plot]'); or leave out --plots")
+        raise ValueError(f"plots need matplotlib: {install_hint('matplotlib', 'plot')}; or leave out --plots")
     result = run_compare(quick=args.quick, seed=args.seed, out_dir=args.out, plots=plots, trials=args.trials,
                          progress=False if getattr(args, "log_quiet", False) else None)
     if args.json:

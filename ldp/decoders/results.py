@@ -15,6 +15,7 @@ import numpy as np
 
 from ldp.accountant import PrivacyCost
 from ldp.decoders import consistency
+from ldp.extras import install_hint
 from ldp.tables import Column, render
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ class Estimates:
     def to_pandas(self) -> pd.DataFrame:
         """One row per item with typed columns (:func:`to_frame`); :meth:`metadata` in ``attrs``.
 
-        Needs pandas (``pip install 'ldp[pandas]'``)."""
+        Needs pandas (``pip install 'ldp-telemetry[pandas]'``)."""
         return to_frame(self.columns(), self.metadata())
 
     def table(self, max_rows: int = 40) -> str:
@@ -208,7 +209,7 @@ def require_pandas(feature: str = "to_pandas()") -> Any:
     try:
         import pandas
     except ImportError:
-        raise ImportError(f"{feature} needs pandas: pip install pandas, or 'ldp[pandas]'") from None
+        raise ImportError(f"{feature} needs pandas: {install_hint('pandas', 'pandas')}") from None
     return pandas
 
 

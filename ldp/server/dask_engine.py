@@ -1,4 +1,4 @@
-"""Past one machine: the same folding on a Dask cluster (``pip install 'ldp[dask]'``).
+"""Past one machine: the same folding on a Dask cluster (``pip install 'ldp-telemetry[dask]'``).
 
 * ``aggregate_files(..., engine="dask", scheduler=ADDRESS)`` (``ldp aggregate --engine dask``)
   folds each input file as one task on the workers (which must see the input paths); the client
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ldp.decoders.base import Aggregate
+from ldp.extras import install_hint
 from ldp.server.fold import Folder, Key
 from ldp.server.store import merge_into, pack_parts, unpack_parts
 from ldp.spec import CollectionSpec
@@ -29,8 +30,8 @@ def _distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        raise ImportError("the Dask engine needs dask and distributed: pip install 'dask[distributed]', "
-                          "or 'ldp[dask]'") from None
+        raise ImportError("the Dask engine needs dask and distributed: "
+                          + install_hint("'dask[distributed]'", "dask")) from None
     return distributed
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ldp.decoders.base import Aggregate
+from ldp.extras import install_hint
 from ldp.server.fold import parse_key_name
 from ldp.server.store import AGG_SUFFIX, read_aggregate
 from ldp.spec import CollectionSpec, MetricSpec
@@ -140,7 +141,7 @@ def plot_estimates(est: Any, path: str | os.PathLike[str], title: str = "", top:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError("the plot needs matplotlib: pip install matplotlib, or 'ldp[plot]'") from None
+        raise ImportError(f"the plot needs matplotlib: {install_hint('matplotlib', 'plot')}") from None
 
     panels = list(est.items()) if isinstance(est, Mapping) else [("", est)]
     heights = [1.2 + 0.32 * (min(len(e.items), top) if hasattr(e, "items") and not isinstance(e, Mapping) else 1)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ldp.extras import install_hint
 from ldp.reports import MAX_FRAME_RECORDS, Report, ReportBatch, encode_frames
 from ldp.spec import Envelope
 from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
@@ -197,7 +198,7 @@ def write_parquet(target: str | os.PathLike[str] | IO[bytes], sections: Iterable
                   row_group_size: int = 1 << 20, compression: str = "zstd") -> int:
     """Write sections in the Parquet layout (``compression``: zstd, or ``"none"``), row groups of at
     most ``row_group_size`` rows, every page with its CRC-32 page checksum (needs pyarrow:
-    ``pip install 'ldp[parquet]'``); returns the rows written. Integer columns get the narrowest
+    ``pip install 'ldp-telemetry[parquet]'``); returns the rows written. Integer columns get the narrowest
     unsigned type that holds every value the sections' parameters allow."""
     import numpy as np
 
@@ -411,6 +412,6 @@ def _pyarrow() -> tuple[Any, Any]:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise ImportError("Parquet needs pyarrow: pip install pyarrow, or 'ldp[parquet]'") from None
+        raise ImportError(f"Parquet needs pyarrow: {install_hint('pyarrow', 'parquet')}") from None
     return pa, pq
 

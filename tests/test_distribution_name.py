@@ -1,0 +1,91 @@
+"""Our PyPI name is ``ldp-telemetry``: ``ldp`` on PyPI is someone else's package, so no install line a
+user copies may name it (the import package stays ``ldp``, as scikit-learn installs ``sklearn``)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from ldp.extras import DISTRIBUTION, install_hint, pip_install
+
+ROOT = Path(__file__).resolve().parent.parent
+SKIP_DIRS = {".git", "site", "build", "dist", ".venv", ".ci-venv", "node_modules", "__pycache__", ".hypothesis",
+             ".pytest_cache", "results", "artifacts"}
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg", ".yml", ".yaml", ".json", ".html", ".j2", ".sh", ".ts", ""}
+
+# `pip install ldp`, `pip install -U "ldp[server]"`, `uv pip install ldp==0.1`, or a quoted requirement 'ldp[plot]'
+BARE_INSTALL = re.compile(r"""(?:pip3?\s+install|pipx\s+install|poetry\s+add|uv\s+add)\s+(?:-\S+\s+)*['"]?ldp(?![\w.-])"""
+                          r"""|['"]ldp\[[\w,\s-]*\]""")
+
+
+def bare_install_lines(text: str) -> list[str]:
+    """The lines of ``text`` that would install the unrelated ``ldp`` distribution."""
+    return [line.strip() for line in text.splitlines() if BARE_INSTALL.search(line)]
+
+
+@pytest.mark.parametrize("line", [
+    "pip install ldp", "pip install 'ldp[server]'", 'pip install "ldp[serve,plot]"', "pip install -U ldp",
+    "python -m pip install --quiet ldp==0.1", "uv pip install ldp", "poetry add ldp", "test = [\"ldp[server]\", \"x\"]",
+    "raise ImportError(\"needs pandas: pip install pandas, or 'ldp[pandas]'\")",
+])
+def test_detector_catches_the_old_name(line: str) -> None:
+    assert bare_install_lines(line) == [line]
+
+
+@pytest.mark.parametrize("line", [
+    "pip install ldp-telemetry", "pip install 'ldp-telemetry[server]'", "pip install '.[server]' && ldp demo",
+    "from ldp.encoders import GRRParams", "ldp demo --quick", "pip install ldp_telemetry", "pip install ldpkit",
+])
+def test_detector_passes_our_lines(line: str) -> None:
+    assert bare_install_lines(line) == []
+
+
+def _tree_files() -> list[Path]:
+    out = []
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT).parts
+        if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in rel[:-1]) or not path.is_file():
+            continue
+        if path.suffix in TEXT_SUFFIXES and path.stat().st_size < 2_000_000:
+            out.append(path)
+    return out
+
+
+def test_no_install_line_in_the_tree_names_the_old_distribution() -> None:
+    files = _tree_files()
+    assert len(files) > 100  # the walk found the tree
+    offenders = []
+    for path in files:
+        if path == Path(__file__).resolve():
+            continue  # this file's own examples of what is refused
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        offenders += [f"{path.relative_to(ROOT)}: {line}" for line in bare_install_lines(text)]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_project_metadata_names_our_distribution() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION == "ldp-telemetry"
+    for extra, reqs in project["optional-dependencies"].items():
+        for req in reqs:
+            if req.split("[")[0] in {"ldp", DISTRIBUTION}:
+                assert req.startswith(f"{DISTRIBUTION}["), (extra, req)
+
+
+def test_install_lines_and_version_name_it() -> None:
+    assert pip_install() == "pip install ldp-telemetry"
+    assert pip_install("serve") == "pip install 'ldp-telemetry[serve]'"
+    assert install_hint("matplotlib", "plot") == "pip install 'ldp-telemetry[plot]' (or pip install matplotlib)"
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install ldp-telemetry" in readme
+    out = subprocess.run([sys.executable, "-m", "ldp", "--version"], capture_output=True, text=True, check=True)
+    from ldp import __version__
+    assert out.stdout.strip() == f"ldp-telemetry {__version__}"
