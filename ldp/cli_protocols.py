@@ -5,7 +5,9 @@ rappor-decode`` (Google's CSVs or an aggregate file), ``ldp sfp-discover`` and `
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 from typing import Any
 
 from ldp.cli_support import finite_float, input_file
@@ -23,8 +25,11 @@ def key_value(text: str) -> tuple[str, Any]:
 
 def add_params_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("protocol parameters")
-    g.add_argument("--epsilon", type=finite_float, help="privacy parameter ε (rr: symmetric RR at ε; grr: ε)")
-    g.add_argument("--d", type=int, help="domain size (grr)")
+    g.add_argument("--epsilon", type=finite_float,
+                   help="ε per report: the protocol's epsilon field, or the planner's parameters at ε for the "
+                        "fields no --param gives (rr: symmetric RR at ε)")
+    g.add_argument("--d", type=int, help="domain size, the number of values: the protocol's domain_size field "
+                                         "(bucket protocols: buckets; open-domain ones: candidates simulated)")
     g.add_argument("--p", type=finite_float, help="rr: Pr[report 1 | true 0]")
     g.add_argument("--q", type=finite_float, help="rr: Pr[report 1 | true 1]")
     g.add_argument("--truth-prob", type=finite_float,
@@ -62,10 +67,37 @@ def build_params(protocol: str, args: argparse.Namespace) -> Any:
         from ldp.encoders.randomized_response import GRRParams
 
         return GRRParams(args.epsilon, args.d)
+    return params_with_options(params_type, extra, args.epsilon, args.d)
+
+
+def params_with_options(params_type: Any, fields: dict[str, Any], epsilon: float | None, d: int | None) -> Any:
+    """``params_type`` from ``--param`` ``fields``, with ``--epsilon`` and ``--d`` as its ``epsilon`` and
+    ``domain_size`` fields when it has them and no ``--param`` sets them; when fields are still missing
+    and ``--epsilon`` is given, the planner's defaults at ε (``ldp plan``'s choice) with ``fields`` over
+    them. ``ValueError`` names what is missing."""
+    names = {f.name for f in dataclasses.fields(params_type)}
+    given = dict(fields)
+    for name, value in (("epsilon", epsilon), ("domain_size", d)):
+        if value is not None and name in names:
+            given.setdefault(name, value)
     try:
-        return params_type.from_dict(extra)
-    except TypeError as exc:  # a missing or unknown field
-        raise ValueError(f"{protocol} parameters: {exc} (give them as --param KEY=VALUE)") from None
+        return params_type.from_dict(given)
+    except TypeError as exc:  # a missing field (an unknown one is a ValueError of from_dict)
+        missing = exc
+    if epsilon is not None:
+        from ldp.plan import PLANNED_PROTOCOLS, default_params
+
+        if params_type.protocol in PLANNED_PROTOCOLS and (d is not None or "domain_size" not in names):
+            base = default_params(params_type.protocol, epsilon, d if d is not None else 2).to_dict()
+            params = params_type.from_dict({**base, **fields})
+            realized = params.privacy_cost.epsilon
+            if not math.isclose(realized, epsilon, rel_tol=1e-9):  # a --param moved what ε had set
+                raise ValueError(f"{params_type.protocol}: the planner's parameters at --epsilon {epsilon:g} with "
+                                 f"--param {', '.join(sorted(fields))} cost ε={realized:.6g} per report, not "
+                                 f"{epsilon:g}; give every field as --param KEY=VALUE, or drop --epsilon")
+            return params
+    raise ValueError(f"{params_type.protocol} parameters: {missing} (give --epsilon and --d, or the fields as "
+                     "--param KEY=VALUE)") from None
 
 
 def privacy_summary(args: argparse.Namespace) -> dict[str, Any]:

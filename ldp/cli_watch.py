@@ -20,7 +20,7 @@ def add_watch_arguments(subparsers: Any) -> argparse.ArgumentParser:
     w: argparse.ArgumentParser = subparsers.add_parser(
         "watch", help="fold the collector's closed segments into aggregates and estimates, every N seconds",
         description="Continuous aggregation: for every app of the collector's config, fold the closed segments "
-                    "not folded yet into DATA/apps/<app>/aggregates (the ldp aggregate job: each segment counted "
+                    "not folded yet into DATA/apps/<app>/job (the ldp aggregate job: each segment counted "
                     "once), decode every metric and write DATA/apps/<app>/estimates.json, which the dashboard "
                     "shows. Runs until interrupted, or once with --once.")
     w.add_argument("--config", "-c", required=True, metavar="FILE", help="the collector's TOML config")

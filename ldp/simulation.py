@@ -204,9 +204,25 @@ class AccuracyResult:
     n: int
     confidence: float
     notes: tuple[str, ...] = ()
+    mse: np.ndarray | None = None  # per item, the mean over trials of (estimate − truth)²
+
+    @classmethod
+    def from_trials(cls, items: list[str], truth: np.ndarray, est: np.ndarray, covered: np.ndarray,
+                    theoretical_sd: np.ndarray, confidence: float, notes: tuple[str, ...] = ()) -> AccuracyResult:
+        """The result of ``est``, one row of estimates per trial, against ``truth``: the mean, the sample
+        SD (``ddof = 1``; NaN for one trial, where it is undefined), the MSE over trials and the coverage
+        from ``covered``, the number of trials whose CI held the truth."""
+        trials = est.shape[0]
+        truth = np.asarray(truth)
+        sd = est.std(axis=0, ddof=1) if trials > 1 else np.full(truth.size, np.nan)
+        mse = ((est - truth) ** 2).mean(axis=0)
+        return cls(items, truth, est.mean(axis=0), sd, theoretical_sd, covered / trials, trials, int(truth.sum()),
+                   confidence, notes, mse)
 
     def summary(self) -> dict[str, float]:
-        err2 = self.empirical_sd**2 + (self.mean_estimate - self.true_count) ** 2
+        """``rmse_count``: √ of the MSE over trials and items (defined for one trial too; without a
+        recorded MSE, from the sample SD and the bias)."""
+        err2 = self.mse if self.mse is not None else self.empirical_sd**2 + (self.mean_estimate - self.true_count) ** 2
         return {
             "n": self.n, "trials": self.trials, "items": len(self.items),
             "rmse_count": float(np.sqrt(err2.mean())),
@@ -377,11 +393,7 @@ def accuracy(params: Any, population: Population | NumericPopulation | Mapping[s
             e = simulate(params, truth, method=method, rng=gen).estimate(confidence)
         est[i] = e.count
         covered += (e.ci_low <= truth) & (truth <= e.ci_high)
-    items = e.items
-    sd = est.std(axis=0, ddof=1) if trials > 1 else np.full(truth.size, np.nan)
-    theory = np.sqrt(variance(truth))
-    return AccuracyResult(items, truth, est.mean(axis=0), sd, theory, covered / trials, trials, int(truth.sum()),
-                          confidence, notes)
+    return AccuracyResult.from_trials(e.items, truth, est, covered, np.sqrt(variance(truth)), confidence, notes)
 
 
 def _csv_cell(v: Any) -> Any:

@@ -135,9 +135,7 @@ class MultiAccuracyResult:
 def _count_result(truth: Any, est: np.ndarray, covered: np.ndarray, var: Any, items: list[str],
                   trials: int, confidence: float) -> AccuracyResult:
     t = np.asarray(truth, dtype=np.int64)
-    sd = est.std(axis=0, ddof=1) if trials > 1 else np.full(t.size, np.nan)
-    return AccuracyResult(items, t, est.mean(axis=0), sd, np.sqrt(np.asarray(var, dtype=np.float64)),
-                          covered / trials, trials, int(t.sum()), confidence)
+    return AccuracyResult.from_trials(items, t, est, covered, np.sqrt(np.asarray(var, dtype=np.float64)), confidence)
 
 
 def multi_accuracy(params: Any, populations: Mapping[str, AnyPopulation] | None, n: int, *, trials: int = 20,

@@ -89,11 +89,9 @@ def ngrams_accuracy(params: RapporNgramsParams, population: Population, n: int, 
         est[i] = e.count
         covered += (e.ci_low <= truth) & (truth <= e.ci_high)
         found.append(list(agg.discover(confidence=confidence, rng=gen, **discovery).strings.items))
-    sd = est.std(axis=0, ddof=1) if trials > 1 else np.full(truth.size, np.nan)
     shown = ", ".join(f"{k}={v}" for k, v in sorted(discovery.items())) or "the decoder's defaults"
-    base = AccuracyResult(list(cands), truth, est.mean(axis=0), sd, np.sqrt(variance(truth)), covered / trials,
-                          trials, int(truth.sum()), confidence,
-                          ("estimates: the full-string RAPPOR's least squares over every population string "
-                           "(selection='none'); theory ignores the cohort-sampling noise",
-                           f"discovery: {shown}"))
+    base = AccuracyResult.from_trials(list(cands), truth, est, covered, np.sqrt(variance(truth)), confidence,
+                                      ("estimates: the full-string RAPPOR's least squares over every population string "
+                                       "(selection='none'); theory ignores the cohort-sampling noise",
+                                       f"discovery: {shown}"))
     return NgramsAccuracyResult.from_base(base, _discovery_stats(cands, truth, found))

@@ -139,13 +139,10 @@ def pem_accuracy(params: PEMParams, population: Population, n: int, *, trials: i
         est[i] = e.count
         covered += (e.ci_low <= truth) & (truth <= e.ci_high)
         found.append(list(agg.discover(top_k, alpha, false_prefixes, alphabet, confidence).strings.items))
-    sd = est.std(axis=0, ddof=1) if trials > 1 else np.full(truth.size, np.nan)
     theory = np.sqrt(pem_theoretical_variance(params, truth, int(truth.sum())))
-    base = AccuracyResult(list(cands), truth, est.mean(axis=0), sd, theory, covered / trials, trials,
-                          int(truth.sum()), confidence,
-                          ("estimates: the last group's counts of the population's strings, scaled by n/N; theory "
-                           "averages the exact variance over the group's size",
-                           f"discovery: top_k={params.top_k if top_k is None else top_k}, alpha={alpha}, "
-                           f"false_prefixes={false_prefixes}, alphabet={alphabet!r}; oracles by group: "
-                           f"{params.oracle_summary}"))
+    notes = ("estimates: the last group's counts of the population's strings, scaled by n/N; theory averages "
+             "the exact variance over the group's size",
+             f"discovery: top_k={params.top_k if top_k is None else top_k}, alpha={alpha}, "
+             f"false_prefixes={false_prefixes}, alphabet={alphabet!r}; oracles by group: {params.oracle_summary}")
+    base = AccuracyResult.from_trials(list(cands), truth, est, covered, theory, confidence, notes)
     return PEMAccuracyResult.from_base(base, _discovery_stats(cands, truth, found))

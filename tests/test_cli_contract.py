@@ -414,7 +414,51 @@ def test_debug_shows_the_traceback_of_bad_input_too(monkeypatch):
 
 
 def test_missing_protocol_parameters_say_how_to_give_them():
-    assert_bad_input(["privacy", "rappor"], "rappor parameters: ", "(give them as --param KEY=VALUE)")
+    assert_bad_input(["privacy", "rappor"], "rappor parameters: ", "or the fields as --param KEY=VALUE)")
+
+
+# the corners a new user hit in issue 28
+
+
+def test_plan_takes_epsilon_and_d_beside_a_param():
+    status, out, err = run(["plan", "lgrr", "--epsilon", "1", "--d", "8", "--param", "epsilon_perm=2", "--n", "1e4",
+                            "--json"])
+    assert status == 0, err
+    assert json.loads(out)[0]["params"] == {"epsilon_perm": 2.0, "epsilon": 1.0, "domain_size": 8, "labels": None}
+    status, out, err = run(["privacy", "lgrr", "--epsilon", "1", "--d", "8", "--param", "epsilon_perm=2", "--json"])
+    assert status == 0 and json.loads(out)["epsilon"] == 1.0, err
+    # a --param that moves what --epsilon set is refused, not silently planned at another ε
+    assert_bad_input(["plan", "rappor", "--epsilon", "1", "--d", "8", "--param", "num_hashes=4", "--n", "1e4"],
+                     "cost ε=2 per report, not 1")
+
+
+@pytest.mark.parametrize("protocol, extra", [("rappor-ngrams", ["--epsilon", "8", "--d", "4"]),
+                                             ("grr", ["--epsilon", "1", "--d", "4"]),
+                                             ("pem", ["--epsilon", "4", "--d", "4"])])
+def test_simulate_one_trial_has_a_finite_rmse(protocol, extra):
+    argv = ["simulate", "--protocol", protocol, *extra, "--n", "3000", "--trials", "1", "--seed", "1"]
+    status, out, err = run(argv)
+    assert status == 0, err
+    assert_sound_output(argv, out)
+    status, out, err = run([*argv, "--json"])
+    summary = json.loads(out)["summary"]
+    assert status == 0 and np.isfinite(summary["rmse_count"]) and summary["rmse_count"] > 0
+
+
+def test_plan_help_says_d_is_for_every_protocol():
+    status, out, _ = run(["plan", "--help"])
+    assert status == 0 and "domain size (grr)" not in out and "domain_size field" in " ".join(out.split())
+
+
+def test_no_documented_aggregate_command_nests_aggregates_in_aggregates():
+    """``ldp aggregate --out DIR`` writes ``DIR/aggregates/*.agg``: no page may name ``DIR`` ``aggregates``."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    commands = [line for page in pages for line in page.read_text(encoding="utf-8").splitlines()
+                if "ldp aggregate " in line and "--out" in line]
+    assert len(commands) >= 3
+    for line in commands:
+        target = line.split("--out", 1)[1].split()[0].strip("`").rstrip("/")
+        assert not target.endswith("aggregates"), line
 
 
 def test_a_huge_chunk_size_is_refused_by_the_option(files, tmp_path):
@@ -456,8 +500,8 @@ JSON_VALUES = st.one_of(NUMBERS, st.sampled_from(["null", "true", "[]", "[1, 2]"
 PARAM_KEYS = ["epsilon", "domain_size", "p", "q", "f", "num_bloombits", "num_hashes", "num_cohorts", "width",
               "hash_seed", "word_epsilon", "fragment_epsilon", "word_num_hashes", "word_width",
               "fragment_num_hashes", "fragment_width", "mode", "labels", "max_length", "start_bits", "step_bits",
-              "top_k", "nope"]
-PROTOCOLS = st.sampled_from(["rr", "grr", "rappor", "cms", "hcms", "sfp", "pem", "nope", ""])
+              "top_k", "epsilon_perm", "nope"]
+PROTOCOLS = st.sampled_from(["rr", "grr", "rappor", "cms", "hcms", "sfp", "pem", "lgrr", "rappor-ngrams", "nope", ""])
 COUNTER = itertools.count()
 
 
@@ -513,7 +557,8 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
                 "--s": NUMBERS, "--n": _small_count(2000), "--trials": _small_count(5),
                 "--method": st.sampled_from(["aggregate", "per_report", "x"]), "--confidence": NUMBERS,
                 "--seed": NUMBERS, "--json": FLAG}
-        return st.tuples(st.sampled_from(["rr", "grr", "cms", "pem", "nope"]), options(opts), param_values()).map(
+        return st.tuples(st.sampled_from(["rr", "grr", "cms", "pem", "lgrr", "nope"]), options(opts),
+                         param_values()).map(
             lambda t: ["simulate", "--protocol", t[0], *t[1], *t[2]])
     if command == "plan":
         opts = {**PARAM_OPTS, "--n": NUMBERS, "--frequency": NUMBERS, "--alpha": NUMBERS, "--candidates": NUMBERS,
@@ -722,8 +767,22 @@ def test_fuzz_every_command_keeps_the_contract(files, tmp_path_factory, command,
     tmp = tmp_path_factory.getbasetemp() / "fuzz"
     tmp.mkdir(exist_ok=True)
     argv = data.draw(argv_for(command, files, tmp), label="argv")
-    status, _, err = run(argv)
+    status, out, err = run(argv)
     assert_contract(argv, status, err)
+    if status == 0:
+        assert_sound_output(argv, out)
+
+
+def assert_sound_output(argv: list[str], out: str) -> None:
+    """What a successful run prints holds no undefined summary: a simulation's RMSE is a number, one
+    trial or many (only a per-item SD of one trial is undefined)."""
+    if argv[0] == "simulate" and "RMSE (counts)" in out:
+        assert "RMSE (counts) nan" not in out, (argv, out[-2000:])
+    if argv[0] == "simulate" and "--json" in argv:
+        summary = json.loads(out)["summary"]
+        for key in ("rmse_count", "rmse_fraction", "theoretical_rmse_count"):
+            if key in summary:
+                assert np.isfinite(summary[key]), (argv, key, summary)
 
 
 def test_fuzz_compare_options_with_the_run_stubbed(monkeypatch):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -16,7 +17,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ldp.collector.watch import FoldBusyError, Watcher, _fold_lock, estimates_path, fold_app, load_estimates
+from ldp.collector.watch import (
+    JOB_DIR,
+    FoldBusyError,
+    Watcher,
+    _fold_lock,
+    estimates_path,
+    fold_app,
+    load_estimates,
+)
 from ldp.protocols import get_protocol
 from ldp.server import Section, aggregate_files, decode_file, spec_index, write_jsonl
 from ldp.spec import CollectionSpec, Envelope
@@ -180,7 +189,19 @@ def test_no_segments_yet_and_a_new_spec_version(spec, spec_path, tmp_path):
     v2 = write_spec(tmp_path / "specs", watch_spec_doc("watch_test_v2"), "spec2.json")
     both = fold_app(data, "demo", [spec_path, v2])  # the job refuses other specs in a folder: folded afresh
     assert both["records"] == 200 and both["settings"]["specs"] == sorted(spec_index([spec_path, v2]))
-    assert (data / "apps" / "demo" / "aggregates.previous" / "manifest.json").exists()
+    assert (data / "apps" / "demo" / "job.previous" / "manifest.json").exists()
+
+
+def test_the_job_folder_is_job_and_an_old_layout_moves_once(spec, spec_path, tmp_path):
+    data = tmp_path / "data"
+    add_segment(data, simulate_lines(spec, 50, seed=1), 1)
+    first = fold_app(data, "demo", [spec_path])
+    app = data / "apps" / "demo"
+    assert sorted(p.name for p in (app / JOB_DIR / "aggregates").glob("*.agg")) and not (app / "aggregates").exists()
+    os.replace(app / JOB_DIR, app / "aggregates")  # a data folder as versions before 0.2 left it
+    again = fold_app(data, "demo", [spec_path])
+    assert (app / JOB_DIR / "manifest.json").is_file() and not (app / "aggregates").exists()
+    assert again["records"] == first["records"] == 200 and again["this_fold"]["segments"] == 0  # nothing twice
 
 
 def test_a_damaged_estimates_file_is_rewritten(spec, spec_path, tmp_path):

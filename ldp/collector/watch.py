@@ -1,7 +1,8 @@
 """Continuous aggregation: fold an app's closed segments into its aggregates and cache decoded estimates.
 
 :func:`fold_app` runs the ``ldp aggregate`` job (:func:`ldp.server.job.aggregate_files`: idempotent,
-resumable by its manifest) on ``DATA/apps/<app>/segments/closed/`` into ``DATA/apps/<app>/aggregates/``,
+resumable by its manifest) on ``DATA/apps/<app>/segments/closed/`` into the job folder ``DATA/apps/<app>/job/``
+(``job/aggregates/*.agg``, ``job/rejects.jsonl``, ``job/manifest.json``, as ``ldp aggregate --out`` writes),
 decodes every aggregate with :mod:`ldp.server.decode` and writes ``DATA/apps/<app>/estimates.json``
 atomically. :class:`Watcher` does that for every app every N seconds in a background thread.
 Nothing here imports an HTTP stack.
@@ -30,7 +31,7 @@ from ldp.spec import CollectionSpec, MetricSpec
 if TYPE_CHECKING:
     from ldp.collector.config import CollectorConfig
 
-__all__ = ["ESTIMATES_FORMAT", "FoldBusyError", "Watcher", "app_dir", "estimate_rows", "estimates_path", "fold_app",
+__all__ = ["ESTIMATES_FORMAT", "JOB_DIR", "FoldBusyError", "Watcher", "app_dir", "estimate_rows", "estimates_path", "fold_app",
            "load_estimates", "privacy_entry", "utc_now"]
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,8 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *,
     fingerprints = sorted(index)
     settings = {"specs": fingerprints, "confidence": confidence, "alpha": alpha}
     with _fold_lock(base):
-        out = base / "aggregates"
+        out = base / JOB_DIR
+        _move_old_layout(base, out)
         _set_aside_if_other_specs(out, fingerprints)
         closed = base / "segments" / "closed"
         summary = aggregate_files([closed] if closed.is_dir() else [], index, out, progress=False)
@@ -127,9 +129,23 @@ def _fold_lock(base: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
+JOB_DIR = "job"
+"""The app's ``ldp aggregate`` job folder under ``DATA/apps/<app>/`` (its aggregates in ``job/aggregates/``)."""
+_OLD_JOB_DIR = "aggregates"  # before 0.2: DATA/apps/<app>/aggregates/aggregates/*.agg
+
+
+def _move_old_layout(base: Path, out: Path) -> None:
+    """A data folder from before 0.2 kept the job in ``<app>/aggregates/``: move it to ``<app>/job/`` once
+    (one ``os.replace``, so a crash leaves one or the other), so nothing is folded twice."""
+    old = base / _OLD_JOB_DIR
+    if not out.exists() and (old / "manifest.json").is_file():
+        os.replace(old, out)
+        logger.info("fold %s: moved the aggregate job folder %s to %s", base.name, old, out)
+
+
 def _set_aside_if_other_specs(out: Path, fingerprints: list[str]) -> None:
     """The job refuses a folder made with other spec versions: when the app's spec list changed (a
-    version deployed), move the old folder to ``aggregates.previous`` and fold every segment again."""
+    version deployed), move the old folder to ``job.previous`` and fold every segment again."""
     try:
         made_with = json.loads((out / "manifest.json").read_text(encoding="utf-8")).get("specs")
     except (OSError, ValueError, AttributeError):
