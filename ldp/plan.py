@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ldp.accountant import PrivacyCost
+from ldp.decoders.tabular import ResultTable
 from ldp.encoders.base import ProtocolParams
 from ldp.encoders.cms import CmsParams, SketchParams
 from ldp.encoders.hadamard_response import HRParams
@@ -233,9 +234,12 @@ def _min_detectable(var: Callable[[float], float], n: float, alpha: float, candi
     raise ArithmeticError("the minimum detectable count did not converge")
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What a collection will deliver: standard errors, detection limit and privacy spent."""
+@dataclass(frozen=True, repr=False)
+class Plan(ResultTable):
+    """What a collection will deliver: standard errors, detection limit and privacy spent.
+
+    A one-row result table: :meth:`row` has the numbers (ε as numbers), :meth:`metadata` the params and
+    notes; :meth:`to_dict` is the nested document ``ldp plan --json`` prints."""
 
     protocol: str
     params: ProtocolParams
@@ -267,8 +271,31 @@ class Plan:
         d["notes"] = list(self.notes)
         return d
 
-    def table(self) -> str:
-        """The plan as aligned ``name  value`` lines."""
+    json_rows = None
+
+    def row(self) -> dict[str, Any]:
+        """The plan's numbers as one row (each ε and δ a number)."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in (
+            "protocol", "n", "domain_size", "frequency", "std_error_count", "std_error_fraction",
+            "min_detectable_count", "min_detectable_fraction", "alpha", "candidates", "power", "report_bits",
+            "reports")}
+        for k in ("epsilon_per_report", "epsilon_per_value", "epsilon_total"):
+            cost = getattr(self, k)
+            out[k], out[k.replace("epsilon", "delta")] = cost.epsilon, cost.delta
+        return out
+
+    def columns(self) -> dict[str, list[Any]]:
+        return {k: [v] for k, v in self.row().items()}
+
+    def metadata(self) -> dict[str, Any]:
+        return {"params": self.params.to_dict(), "notes": list(self.notes),
+                "per_value_by_charging": {k: v.to_dict() for k, v in self.per_value_by_charging.items()}}
+
+    def title(self) -> str:
+        return f"plan: {self.protocol}, n={self.n:,}, d={self.domain_size:,}, {self.epsilon_per_report} per report"
+
+    def table(self, max_rows: int | None = None) -> str:
+        """The plan as aligned ``name  value`` lines (``max_rows``: the views' common signature; one row)."""
         pct = lambda x: f"{100 * x:.4g}%" if math.isfinite(x) else "never (raise n or ε)"  # noqa: E731
         rows = [
             ("protocol", f"{self.protocol} {self.params.to_dict()}"),

@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 
 from ldp.accountant import PrivacyCost
+from ldp.decoders.tabular import ResultTable
 from ldp.tables import Column, render
 
 __all__ = ["MultiPlan", "plan_multi"]
 
 
-@dataclass(frozen=True)
-class MultiPlan:
+@dataclass(frozen=True, repr=False)
+class MultiPlan(ResultTable):
     """Both modes of a multi collection: each attribute's standard error, the report's ε, the recommendation."""
 
     epsilon: float
@@ -49,16 +50,36 @@ class MultiPlan:
                                for a, p, m in self.attributes],
                 "epsilon_per_report": {k: v.to_dict() for k, v in self.epsilon_per_report.items()}}
 
-    def table(self) -> str:
+    def columns(self) -> dict[str, list[Any]]:
+        """One row per attribute: its protocol, estimate kind, SE in each mode and their variance ratio."""
+        att = self.attributes
+        split = [self.std_error[a]["split"] for a, _, _ in att]
+        sample = [self.std_error[a]["sample"] for a, _, _ in att]
+        return {"attribute": [a for a, _, _ in att], "protocol": [p for _, p, _ in att],
+                "estimate": ["mean" if m else "count" for _, _, m in att], "std_error_split": split,
+                "std_error_sample": sample,
+                "sample_split_variance": [(b / a) ** 2 if a else math.nan for a, b in zip(split, sample, strict=True)]}
+
+    def metadata(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "n": self.n, "recommended": self.recommended,
+                "epsilon_per_report": {k: v.to_dict() for k, v in self.epsilon_per_report.items()}, "notes": []}
+
+    def title(self) -> str:
+        return (f"multi at ε={self.epsilon:g}, n={self.n:,}, d={len(self.attributes)} attributes "
+                f"(split: ε/{len(self.attributes)} each, ε per report {self.epsilon_per_report['split']}; "
+                f"sample: one at ε, {self.epsilon_per_report['sample']})")
+
+    def result_notes(self) -> tuple[str, ...]:
+        return ()
+
+    def table(self, max_rows: int | None = 40) -> str:
         """One row per attribute (SE in each mode, the sample/split variance ratio), then the recommendation."""
         cols = [Column("attribute", align="left"), Column("protocol", align="left"), Column("estimate", align="left"),
                 Column("SE split", ".4g"), Column("SE sample", ".4g"), Column("sample/split variance", ".3f")]
-        rows = [[a, p, "mean" if m else "count", self.std_error[a]["split"], self.std_error[a]["sample"],
-                 (self.std_error[a]["sample"] / self.std_error[a]["split"]) ** 2] for a, p, m in self.attributes]
-        head = (f"multi at ε={self.epsilon:g}, n={self.n:,}, d={len(self.attributes)} attributes "
-                f"(split: ε/{len(self.attributes)} each, ε per report {self.epsilon_per_report['split']}; "
-                f"sample: one at ε, {self.epsilon_per_report['sample']})")
-        return "\n".join([render(cols, rows, title=head), f"recommended mode: {self.recommended}"])
+        c = self.columns()
+        rows = zip(*c.values(), strict=True)
+        return "\n".join([render(cols, rows, title=self.title(), max_rows=max_rows),
+                          f"recommended mode: {self.recommended}"])
 
 
 def plan_multi(epsilon: float, attributes: Sequence[Any], n: int,

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.accountant import PrivacyCost
+from ldp.decoders.tabular import ResultTable
 from ldp.encoders.longitudinal import MemoMeanParams
 from ldp.encoders.numeric import (
     HYBRID_THRESHOLD,
@@ -105,9 +106,10 @@ def _per_report(params: NumericParams, values: npt.ArrayLike | None) -> float:
     return float(mean_report_variance(params, x).mean())
 
 
-@dataclass(frozen=True)
-class MeanPlan:
-    """What a mean collection will deliver: its standard error, report size and privacy spent."""
+@dataclass(frozen=True, repr=False)
+class MeanPlan(ResultTable):
+    """What a mean collection will deliver: its standard error, report size and privacy spent (a one-row
+    result table; :meth:`to_dict` is the nested document ``ldp plan --json`` prints)."""
 
     protocol: str
     params: NumericParams
@@ -130,8 +132,31 @@ class MeanPlan:
                    epsilon_total=self.epsilon_total.to_dict(), notes=list(self.notes))
         return out
 
-    def table(self) -> str:
-        """The plan as aligned ``name  value`` lines."""
+    json_rows = None
+
+    def row(self) -> dict[str, Any]:
+        """The plan's numbers as one row (each ε and δ a number)."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in (
+            "protocol", "n", "report_variance", "std_error", "worst_case", "laplace_std_error", "report_bits",
+            "reports", "distinct_values")}
+        out.update(low=self.params.low, high=self.params.high)
+        for k in ("epsilon_per_report", "epsilon_total"):
+            cost = getattr(self, k)
+            out[k], out[k.replace("epsilon", "delta")] = cost.epsilon, cost.delta
+        return out
+
+    def columns(self) -> dict[str, list[Any]]:
+        return {k: [v] for k, v in self.row().items()}
+
+    def metadata(self) -> dict[str, Any]:
+        return {"params": self.params.to_dict(), "notes": list(self.notes)}
+
+    def title(self) -> str:
+        return (f"plan: {self.protocol}, n={self.n:,}, values in [{self.params.low:g}, {self.params.high:g}], "
+                f"{self.epsilon_per_report} per report")
+
+    def table(self, max_rows: int | None = None) -> str:
+        """The plan as aligned ``name  value`` lines (``max_rows``: the views' common signature; one row)."""
         pr = self.params
         which = "worst case over the values" if self.worst_case else "for the given values"
         rows = [

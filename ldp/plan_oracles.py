@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
+from ldp.decoders.tabular import ResultTable
 from ldp.encoders.base import ProtocolParams
 from ldp.frames import _uint_width
 from ldp.plan import Plan
@@ -56,7 +58,7 @@ def score(plan: Plan, epsilon: float) -> OracleScore:
     return OracleScore(plan.protocol, var, var / optimal_variance(epsilon), report_bytes(plan.params))
 
 
-class Ranking(list[Plan]):
+class Ranking(ResultTable, list[Plan]):
     """:func:`ldp.plan.recommend`'s plans, lowest variance of a rare item's count first (ties: fewer
     bytes), with each one's :class:`OracleScore` in ``scores`` and the protocols left out (and why)."""
 
@@ -84,3 +86,31 @@ class Ranking(list[Plan]):
         return (f"lowest variance: {v.protocol} ({v.variance_ratio:.3f} × the optimum 4e^ε/(e^ε−1)², "
                 f"{size(v.report_bytes)} a report)\nsmallest report: {s.protocol} ({size(s.report_bytes)}, "
                 f"{s.variance_ratio:.3f} × the optimum)")
+
+    def columns(self) -> dict[str, list[Any]]:
+        """One row per protocol, best first: SE of a fraction, smallest detectable fraction, variance of a rare
+        item's count over the optimum, report bits and frame bytes, ε per report."""
+        sc = self.scores
+        return {"protocol": [p.protocol for p in self], "std_error_fraction": [p.std_error_fraction for p in self],
+                "min_detectable_fraction": [p.min_detectable_fraction for p in self],
+                "variance_ratio": [sc[p.protocol].variance_ratio for p in self],
+                "report_bits": [p.report_bits for p in self],
+                "report_bytes": [sc[p.protocol].report_bytes for p in self],
+                "epsilon_per_report": [p.epsilon_per_report.epsilon for p in self]}
+
+    def metadata(self) -> dict[str, Any]:
+        first = self[0] if self else None
+        return {"epsilon": self.epsilon, "n": first.n if first else None,
+                "domain_size": first.domain_size if first else None,
+                "frequency": first.frequency if first else None, "left_out": dict(self.left_out),
+                "notes": list(self.result_notes())}
+
+    def title(self) -> str:
+        if not self:
+            return f"no protocol planned at ε={self.epsilon:g}"
+        return (f"lowest variance of a rare item's count first, n={self[0].n:,}, d={self[0].domain_size:,}, "
+                f"SE at frequency {100 * self[0].frequency:.4g}%")
+
+    def result_notes(self) -> tuple[str, ...]:
+        best = tuple(self.summary().split("\n")) if self else ()
+        return best + tuple(f"{p} left out: {why}" for p, why in self.left_out.items())

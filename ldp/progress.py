@@ -1,7 +1,8 @@
-"""Progress bars for long work: a tqdm bar on a terminal, nothing otherwise.
+"""Progress bars for long work: a tqdm bar on a terminal or in a notebook, nothing otherwise.
 
-:func:`progress` returns a tqdm bar on stderr when it is wanted (``enabled=True``, or ``None`` and
-stderr is a terminal) and tqdm is installed (the ``server`` extra installs it); otherwise a
+:func:`progress` returns a tqdm bar when it is wanted (``enabled=True``, or ``None`` and stderr is a
+terminal or the code runs in a Jupyter kernel) and tqdm is installed; it is tqdm's automatic front
+end (``tqdm.auto``: a widget in a notebook with ipywidgets, text on stderr elsewhere) (the ``server`` extra installs it); otherwise a
 :class:`NoProgress` with the same ``update``/``set_postfix_str``/``close`` and context-manager
 interface that does nothing. A missing tqdm is never an error. Bars go to stderr only: what a
 command prints on stdout never changes. The library functions that show progress take
@@ -17,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["NoProgress", "iterate", "progress", "wanted"]
+__all__ = ["NoProgress", "in_notebook", "iterate", "progress", "wanted"]
 
 T = TypeVar("T")
 
@@ -91,10 +92,25 @@ class _Bar(_Scope):
 
 
 def wanted(enabled: bool | None) -> bool:
-    """``enabled``, or when ``None``: whether stderr is a terminal and no bar is open around the call."""
+    """``enabled``, or when ``None``: whether no bar is open around the call and stderr is a terminal or
+    this is a notebook (:func:`in_notebook`)."""
     if enabled is not None:
         return bool(enabled)
-    return _open.get() == 0 and _stderr_is_terminal()
+    return _open.get() == 0 and (_stderr_is_terminal() or in_notebook())
+
+
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (an IPython shell with an ``IPKernelApp``); IPython is only
+    looked up among the loaded modules, never imported."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    if get is None:
+        return False
+    try:
+        shell = get()
+        return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+    except Exception:  # noqa: BLE001 - a half-initialised or foreign IPython: no bar rather than an error
+        return False
 
 
 def _stderr_is_terminal() -> bool:
@@ -111,7 +127,7 @@ def progress(total: float | None = None, desc: str = "", enabled: bool | None = 
     if not wanted(enabled):
         return NoProgress()
     try:
-        from tqdm import tqdm
+        from tqdm.auto import tqdm
     except ImportError:
         return NoProgress()
     return _Bar(tqdm(total=total, desc=desc, file=sys.stderr, **{"leave": False, "dynamic_ncols": True, **options}))

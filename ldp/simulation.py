@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.decoders.base import Aggregate
+from ldp.decoders.tabular import ResultTable, columns_of
 from ldp.protocols import get_protocol
 from ldp.randomness import as_generator
 from ldp.simulation_numeric import (
@@ -190,9 +191,12 @@ def simulate(params: Any, true_counts: Any, *, method: str = "aggregate", rng: A
     return agg
 
 
-@dataclass(frozen=True)
-class AccuracyResult:
-    """Accuracy of a protocol over repeated simulated collections, beside its exact theory."""
+@dataclass(frozen=True, repr=False)
+class AccuracyResult(ResultTable):
+    """Accuracy of a protocol over repeated simulated collections, beside its exact theory: one row per
+    item (:meth:`rows`), the :meth:`summary` in the metadata."""
+
+    json_rows = "items"
 
     items: list[str]
     true_count: np.ndarray
@@ -238,6 +242,22 @@ class AccuracyResult:
             for it, t, m, e, s, c in zip(self.items, self.true_count, self.mean_estimate, self.empirical_sd,
                                           self.theoretical_sd, self.coverage, strict=True)
         ]
+
+    def columns(self) -> dict[str, list[Any]]:
+        rows = self.rows()
+        return columns_of(rows) if rows else {k: [] for k in _ACCURACY_COLUMNS}
+
+    def metadata(self) -> dict[str, Any]:
+        return {"summary": self.summary(), "notes": list(self.notes)}
+
+    def title(self) -> str:
+        s = self.summary()
+        return (f"{s['trials']} simulated collection{'s' * (s['trials'] != 1)} of n={s['n']:,}: RMSE (counts) "
+                f"{s['rmse_count']:.4g} vs theory {s['theoretical_rmse_count']:.4g}, CI coverage "
+                f"{s['coverage']:.3f} (nominal {s['nominal_coverage']})")
+
+
+_ACCURACY_COLUMNS = ("item", "true_count", "mean_estimate", "empirical_sd", "theoretical_sd", "coverage")
 
 
 def default_candidates(params: Any, d: int) -> list[str]:

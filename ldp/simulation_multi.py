@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ldp.decoders.tabular import ResultTable, columns_of
 from ldp.randomness import as_generator
 from ldp.simulation import AccuracyResult, Population, make_population
 from ldp.simulation_numeric import MeanAccuracyResult, NumericPopulation, make_numeric_population
@@ -92,8 +93,8 @@ def simulate_multi(params: Any, truth: Mapping[str, Any], *, method: str = "aggr
     return agg
 
 
-@dataclass(frozen=True)
-class MultiAccuracyResult:
+@dataclass(frozen=True, repr=False)
+class MultiAccuracyResult(ResultTable):
     """Each attribute's accuracy over repeated simulated multi collections: :class:`AccuracyResult` for counts,
     :class:`MeanAccuracyResult` for a mean."""
 
@@ -117,6 +118,18 @@ class MultiAccuracyResult:
                      "mean_estimate": r["mean_estimate"], "empirical_se": r["empirical_sd"],
                      "exact_se": r["theoretical_sd"], "coverage": r["coverage"]} for r in res.rows()]
         return out
+
+    def columns(self) -> dict[str, list[Any]]:
+        rows = self.rows()
+        return columns_of(rows) if rows else {k: [] for k in ("attribute", "item", "truth", "mean_estimate",
+                                                              "empirical_se", "exact_se", "coverage")}
+
+    def metadata(self) -> dict[str, Any]:
+        return {"summary": self.summary(), "notes": list(self.notes)}
+
+    def title(self) -> str:
+        return (f"multi ({self.mode}): {self.trials} simulated collection{'s' * (self.trials != 1)} of "
+                f"n={self.n:,}, {len(self.attributes)} attributes")
 
     def summary(self) -> dict[str, Any]:
         """Per attribute: the root-mean-square empirical and exact standard errors over its items (a mean: its

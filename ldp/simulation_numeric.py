@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ldp.decoders.tabular import ResultTable
 from ldp.encoders.numeric import MEAN_PROTOCOLS
 from ldp.randomness import as_generator
 
@@ -158,9 +159,12 @@ def read_values(path: str) -> list[float]:
     return out
 
 
-@dataclass(frozen=True)
-class MeanAccuracyResult:
-    """Accuracy of a mean mechanism over repeated simulated collections, beside its exact theory."""
+@dataclass(frozen=True, repr=False)
+class MeanAccuracyResult(ResultTable):
+    """Accuracy of a mean mechanism over repeated simulated collections, beside its exact theory (a one-row
+    result table: :meth:`rows`)."""
+
+    json_rows = None
 
     protocol: str
     population: str
@@ -193,6 +197,13 @@ class MeanAccuracyResult:
     def rows(self) -> list[dict[str, Any]]:
         """One row (the summary), for tables and CSV."""
         return [{"protocol": self.protocol, "population": self.population, **self.summary()}]
+
+    def columns(self) -> dict[str, list[Any]]:
+        return {k: [v] for k, v in self.rows()[0].items()}
+
+    def title(self) -> str:
+        return (f"{self.protocol}: {self.trials} simulated collection{'s' * (self.trials != 1)} of n={self.n:,}, "
+                f"population {self.population}")
 
 
 def simulate_mean(params: Any, values: Any, *, method: str = "aggregate", rng: Any = None,

@@ -45,7 +45,7 @@ class _Discovery:
     detected: npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PEMAccuracyResult(AccuracyResult):
     """:class:`~ldp.simulation.AccuracyResult` of the strings' estimates, with discovery: mean ``recall``
     at each k, ``false_strings`` and ``found`` per trial, and ``detected``, how often each string was found."""

@@ -207,7 +207,7 @@ def test_merge_and_bytes_round_trip(mode):
     est = back.estimate()
     assert set(est) == set(p.names) and all(e.n == 65 for e in est.values())
     assert isinstance(est["app"], Estimates) and isinstance(est["minutes"], MeanEstimate)
-    assert json.loads(est.to_json())["minutes"]["protocol"] == "duchi" and "minutes" in str(est)
+    assert json.loads(est.to_json())["attributes"]["minutes"]["protocol"] == "duchi" and "minutes" in str(est)
     assert est.to_csv().splitlines()[0] == "attribute,item,estimate,std_error,ci_low,ci_high"
     assert len(est.to_csv().splitlines()) == 1 + 3 + 1 + 2 + 3 + 1 + 1 + 2
     assert back.part("app").n == (65 if mode == "split" else int(back.reports[0]))

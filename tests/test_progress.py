@@ -54,8 +54,52 @@ def test_enabled_true_without_a_terminal(capsys):
     assert "forced" in capsys.readouterr().err
 
 
+class _Shell:
+    def __init__(self, config):
+        self.config = config
+
+
+@pytest.mark.parametrize("shell, notebook", [(_Shell({"IPKernelApp": {}}), True),  # Jupyter
+                                             (_Shell({"TerminalIPythonApp": {}}), False),  # plain IPython
+                                             (None, False)])  # IPython imported, no shell
+def test_a_notebook_gets_a_bar_without_a_terminal(monkeypatch, shell, notebook):
+    fake = type(sys)("IPython")
+    fake.get_ipython = lambda: shell
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    assert ldp.progress.in_notebook() is notebook
+    assert wanted(None) is notebook  # stderr is pytest's capture: not a terminal
+
+
+def test_no_ipython_loaded_is_no_notebook(monkeypatch):
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)
+    assert not ldp.progress.in_notebook()
+
+
+def test_the_bar_is_tqdms_automatic_front_end(monkeypatch):
+    """In a notebook tqdm.auto is the widget bar; here it is whatever tqdm.auto names, never tqdm.std directly."""
+    made = []
+
+    class FakeBar:
+        def __init__(self, **options):
+            made.append(options)
+
+        def update(self, n=1):
+            pass
+
+        def close(self):
+            pass
+
+    fake_auto = type(sys)("tqdm.auto")
+    fake_auto.tqdm = FakeBar
+    monkeypatch.setitem(sys.modules, "tqdm.auto", fake_auto)
+    with progress(3, "work", enabled=True) as bar:
+        assert isinstance(bar.bar, FakeBar)
+    assert made and made[0]["desc"] == "work"
+
+
 def test_no_tqdm_no_bar_no_error(tty, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm raises ImportError
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # (and tqdm.auto, if an earlier test loaded it)
     assert isinstance(progress(5, "work", enabled=True), NoProgress)
     assert list(iterate(range(3), desc="work", enabled=True)) == [0, 1, 2]
     assert capsys.readouterr().err == ""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import shutil
 import threading
@@ -31,8 +30,8 @@ from ldp.spec import CollectionSpec, MetricSpec
 if TYPE_CHECKING:
     from ldp.collector.config import CollectorConfig
 
-__all__ = ["ESTIMATES_FORMAT", "JOB_DIR", "FoldBusyError", "Watcher", "app_dir", "estimate_rows", "estimates_path", "fold_app",
-           "load_estimates", "privacy_entry", "utc_now"]
+__all__ = ["ESTIMATES_FORMAT", "JOB_DIR", "FoldBusyError", "Watcher", "app_dir", "estimate_rows", "estimates_path",
+           "fold_app", "load_estimates", "privacy_entry", "utc_now"]
 
 logger = logging.getLogger(__name__)
 
@@ -252,18 +251,9 @@ def estimate_rows(est: Any) -> dict[str, Any]:
 
 def _json_safe(obj: Any) -> Any:
     """``obj`` with NaN and infinities as ``None`` (strict JSON) and numpy scalars as Python numbers."""
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
-        return obj
-    if isinstance(obj, int):
-        return int(obj)
-    if isinstance(obj, float) or hasattr(obj, "item"):
-        v = obj.item() if hasattr(obj, "item") else obj
-        return v if not isinstance(v, float) or math.isfinite(v) else None
-    return obj
+    from ldp.decoders.tabular import jsonable
+
+    return jsonable(obj, strict=True)
 
 
 class Watcher:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from statistics import NormalDist
 from typing import Any
@@ -47,6 +47,7 @@ import numpy.typing as npt
 from ldp.accountant import PrivacyCost
 from ldp.batch import check_candidates
 from ldp.batch.association import EMFit, PairData, em_fit, independence_start
+from ldp.decoders.tabular import ResultTable
 from ldp.encoders.base import ProtocolParams
 from ldp.encoders.randomized_response import BinaryRRParams
 from ldp.encoders.rappor import RapporParams
@@ -251,13 +252,17 @@ def pair_cost(params_a: ProtocolParams, params_b: ProtocolParams, reports: int =
     return total
 
 
-@dataclass(frozen=True)
-class Association:
-    """The estimated joint table (proportions, rows: A's values), its standard errors and intervals."""
+@dataclass(frozen=True, repr=False)
+class Association(ResultTable):
+    """The estimated joint table (proportions, rows: A's values), its standard errors and intervals.
+
+    As a result table it has one row per cell (``a``, ``b``, ``proportion``, ``std_error``, ``ci_low``,
+    ``ci_high``, ``count``); ``str()`` prints the table of cells with ``± SE`` (:meth:`format`). Its field
+    ``table`` is the proportions, so its text view is ``str()``, not a ``table()`` method."""
 
     labels_a: list[str]
     labels_b: list[str]
-    table: Float
+    table: Float = field()  # type: ignore[assignment]  # the proportions (no default: not the views' table())
     se: Float
     level: float
     n: int
@@ -282,6 +287,28 @@ class Association:
     @property
     def counts(self) -> Float:
         return self.table * self.n
+
+    def columns(self) -> dict[str, Any]:
+        ka, kb = len(self.labels_a), len(self.labels_b)
+        return {"a": [a for a in self.labels_a for _ in range(kb)], "b": list(self.labels_b) * ka,
+                "proportion": self.table.ravel(), "std_error": self.se.ravel(), "ci_low": self.lower.ravel(),
+                "ci_high": self.upper.ravel(), "count": self.counts.ravel()}
+
+    def metadata(self) -> dict[str, Any]:
+        return {"n": self.n, "level": self.level, "loglik": self.loglik, "maps": self.maps,
+                "converged": self.converged, "se_method": self.se_method, "privacy": self.privacy_cost.to_dict(),
+                "notes": []}
+
+    def title(self) -> str:
+        return (f"joint table of {self.n} clients, {len(self.labels_a)}×{len(self.labels_b)} values, SE by "
+                f"{self.se_method}, {self.level:.0%} CI, {self.privacy_cost}"
+                + ("" if self.converged else f"; EM not converged after {self.maps} maps"))
+
+    def row_count(self) -> int:
+        return int(self.table.size)
+
+    def __str__(self) -> str:
+        return f"{self.title()}\n{self.format()}"
 
     def format(self, digits: int = 3) -> str:
         """The table with ``± SE``, one row per value of A."""

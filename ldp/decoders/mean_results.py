@@ -1,23 +1,21 @@
-"""The estimate of a mean: a small result object that prints as a table and converts to dicts, JSON, pandas."""
+"""The estimate of a mean: a small result object that prints as a table and converts to dicts, CSV, JSON,
+pandas and HTML (:class:`~ldp.decoders.tabular.ResultTable`, one row)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ldp.accountant import PrivacyCost
-from ldp.decoders.results import normal_quantile, to_frame
+from ldp.decoders.results import normal_quantile
+from ldp.decoders.tabular import ResultTable
 from ldp.tables import Column, render
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = ["MeanEstimate"]
 
 
-@dataclass(frozen=True)
-class MeanEstimate:
+@dataclass(frozen=True, repr=False)
+class MeanEstimate(ResultTable):
     """An unbiased estimate of the mean of ``n`` users' values in ``[low, high]``, with its standard error
     and a normal confidence interval (the raw estimate: it may fall outside the bounds)."""
 
@@ -66,24 +64,22 @@ class MeanEstimate:
                 "high": self.high, "privacy": self.privacy.to_dict() if self.privacy else None,
                 "notes": list(self.notes)}
 
+    json_rows = None
+
+    def columns(self) -> dict[str, list[Any]]:
+        return {k: [v] for k, v in self.row().items()}
+
     def to_dict(self) -> dict[str, Any]:
         return {**self.metadata(), **self.row()}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict())
-
-    def to_pandas(self) -> pd.DataFrame:
-        """One row (typed columns, :func:`~ldp.decoders.results.to_frame`); :meth:`metadata` in ``attrs``."""
-        return to_frame({k: [v] for k, v in self.row().items()}, self.metadata())
-
-    def table(self) -> str:
-        """A header line (protocol, n, bounds, confidence, privacy), one row, then the notes."""
-        row = self.row()
-        head = (f"{self.protocol}: n={self.n}, values in [{self.low:g}, {self.high:g}], {self.confidence:.0%} CI"
+    def title(self) -> str:
+        """``protocol: n=…, values in [low, high], 95% CI, ε=…``."""
+        return (f"{self.protocol}: n={self.n}, values in [{self.low:g}, {self.high:g}], {self.confidence:.0%} CI"
                 + (f", {self.privacy}" if self.privacy else ""))
-        cols = [Column(k, "" if isinstance(v, bool) else ".4g") for k, v in row.items()]
-        text = render(cols, [list(row.values())], title=head)
-        return "\n".join([text] + [f"note: {n}" for n in self.notes])
 
-    def __str__(self) -> str:
-        return self.table()
+    def table(self, max_rows: int | None = 40) -> str:
+        """The title, the one row, then the notes (``max_rows`` is taken for the views' common signature)."""
+        row = self.row()
+        cols = [Column(k, "" if isinstance(v, bool) else ".4g") for k, v in row.items()]
+        text = render(cols, [list(row.values())], title=self.title())
+        return "\n".join([text] + [f"note: {n}" for n in self.notes])

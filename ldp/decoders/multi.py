@@ -35,8 +35,6 @@ standard deviation of the per-report values, is conservative by ``S²/n``).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -49,6 +47,7 @@ import numpy.typing as npt
 from ldp.decoders.base import Aggregate, RejectHandler, StateLayout
 from ldp.decoders.mean_results import MeanEstimate
 from ldp.decoders.results import Estimates
+from ldp.decoders.tabular import ResultTable, columns_of
 from ldp.encoders.base import ProtocolParams
 from ldp.encoders.multi import MultiParams
 from ldp.encoders.numeric import NumericParams
@@ -164,10 +163,10 @@ def recommend_mode(epsilon: float, attributes: Sequence[Any], n: int | None = No
     return "sample" if log_ratio <= 0 else "split"
 
 
-class MultiEstimates(dict[str, Estimate]):
-    """``{name: estimate}`` of a multi aggregate, which also prints as one table per attribute and converts to
-    JSON (``{name: the estimate's JSON}``) and CSV (one row per attribute and item; ``item`` = ``mean`` for a
-    mean), like the other result objects."""
+class MultiEstimates(ResultTable, dict[str, Estimate]):
+    """``{name: estimate}`` of a multi aggregate, which is also a result table: one row per attribute and item
+    (``item`` = ``mean`` for a mean), printed as one table per attribute; its JSON holds each attribute's own
+    document under ``attributes`` and the rows under ``rows``."""
 
     def rows(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -182,22 +181,22 @@ class MultiEstimates(dict[str, Estimate]):
                             "ci_high": float(est.ci_high[i])})
         return out
 
-    def to_csv(self) -> str:
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=["attribute", "item", "estimate", "std_error", "ci_low", "ci_high"],
-                                lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(self.rows())
-        return buf.getvalue()
+    def columns(self) -> dict[str, list[Any]]:
+        rows = self.rows()
+        return columns_of(rows) if rows else {k: [] for k in _MULTI_COLUMNS}
 
-    def to_json(self) -> str:
-        return json.dumps({name: json.loads(est.to_json()) for name, est in self.items()})
+    def metadata(self) -> dict[str, Any]:
+        return {"attributes": {name: json.loads(est.to_json()) for name, est in self.items()}, "notes": []}
 
-    def table(self) -> str:
-        return "\n\n".join(f"{name}:\n{est.table()}" for name, est in self.items())
+    def title(self) -> str:
+        return f"multi: {len(self)} attribute{'s' * (len(self) != 1)} ({', '.join(self)})"
 
-    def __str__(self) -> str:
-        return self.table()
+    def table(self, max_rows: int | None = 40) -> str:
+        """The title, then one table per attribute, each of at most ``max_rows`` rows."""
+        return "\n\n".join([self.title(), *(f"{name}:\n{est.table(max_rows)}" for name, est in self.items())])
+
+
+_MULTI_COLUMNS = ("attribute", "item", "estimate", "std_error", "ci_low", "ci_high")
 
 
 # -- the aggregate -------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -55,9 +55,13 @@ from ldp.decoders.aggregate_file import (
 )
 from ldp.decoders.base import Aggregate, RejectHandler
 from ldp.decoders.results import Estimates, column_rows
+from ldp.decoders.tabular import ResultTable, jsonable, to_frame
 from ldp.encoders.pem import PEMParams, null_variance, prefix_key
 from ldp.randomness import as_generator
 from ldp.reports import ReportBatch
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PEMAggregate", "PEMDiscovery", "pem_variance", "pem_null_se", "pem_detectable_share", "null_threshold"]
 
@@ -112,8 +116,8 @@ def pem_detectable_share(params: PEMParams, n: int, alpha: float = 0.05, candida
     return null_threshold(params, n, group_n, min(alpha / max(c, 1), 0.5), G - 1) / n
 
 
-@dataclass(frozen=True)
-class PEMDiscovery:
+@dataclass(frozen=True, repr=False)
+class PEMDiscovery(ResultTable):
     """What :meth:`PEMAggregate.discover` found: ``strings`` (reported, largest first), ``candidates``
     (every candidate of the last round, scored) and per round ``bits``, ``candidates`` (scored),
     ``pruned``, ``kept`` and ``threshold``."""
@@ -126,12 +130,36 @@ class PEMDiscovery:
         per = "; ".join(f"{r['bits']} bits: {r['candidates']} scored, {r['kept']} kept" for r in self.rounds)
         return f"PEM discovery: {per}; {len(self.strings.items)} strings reported"
 
-    def to_dicts(self, part: str = "strings") -> list[dict[str, Any]]:
-        """Rows of ``"strings"`` or ``"candidates"``."""
+    json_rows = "strings"
+
+    def _part(self, part: str) -> Estimates:
         if part not in ("strings", "candidates"):
             raise ValueError(f"part must be 'strings' or 'candidates', got {part!r}")
-        est = self.strings if part == "strings" else self.candidates
+        return self.strings if part == "strings" else self.candidates
+
+    def columns(self) -> dict[str, Any]:
+        """The reported strings' columns (the candidates: :meth:`to_dicts` and :meth:`to_pandas`)."""
+        return self.strings.columns()
+
+    def metadata(self) -> dict[str, Any]:
+        """The strings' :meth:`~ldp.decoders.results.Estimates.metadata` and the ``rounds``."""
+        return {**self.strings.metadata(), "rounds": jsonable(self.rounds)}
+
+    def title(self) -> str:
+        return self.summary()
+
+    def result_notes(self) -> tuple[str, ...]:
+        return self.strings.notes
+
+    def to_dicts(self, part: str = "strings") -> list[dict[str, Any]]:
+        """Rows of ``"strings"`` or ``"candidates"``."""
+        est = self._part(part)
         return column_rows(est.columns(), len(est.items))
+
+    def to_pandas(self, part: str = "strings") -> pd.DataFrame:
+        """``part`` (as in :meth:`to_dicts`) as a DataFrame with typed columns, the :meth:`metadata` in
+        ``attrs``. Needs pandas."""
+        return to_frame(self._part(part).columns(), self.metadata())
 
 
 def _decode(prefix: int, bits: int) -> str:

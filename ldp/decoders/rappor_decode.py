@@ -176,7 +176,7 @@ class CandidateMap:
         return list(groups.values())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RapporEstimates(Estimates):
     """Per-candidate counts with standard errors, CIs, p-values and detection, plus a summary."""
 
@@ -195,7 +195,7 @@ class RapporEstimates(Estimates):
         return replace(self, items=[self.items[i] for i in order], count=self.count[order],
                        std_error=self.std_error[order], extra={k: np.asarray(v)[order] for k, v in self.extra.items()})
 
-    def table(self, max_rows: int = 40) -> str:
+    def table(self, max_rows: int | None = 40) -> str:
         s = self.summary
         head = (f"candidates={s.get('candidates')} distinct={s.get('distinct')} selected={s.get('selected')} "
                 f"detected={s.get('detected')} ({s.get('correction')}, alpha={s.get('alpha')}); "

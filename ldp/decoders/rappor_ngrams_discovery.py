@@ -40,6 +40,7 @@ import numpy as np
 from ldp.decoders.association import INFORMATION_WORK, Association, Variable, associate, information_se, pair_data
 from ldp.decoders.rappor_decode import RapporEstimates, decode
 from ldp.decoders.results import Estimates
+from ldp.decoders.tabular import ResultTable, jsonable
 from ldp.encoders.rappor_ngrams import RapporNgramsParams, gram_value
 
 if TYPE_CHECKING:
@@ -63,8 +64,8 @@ def possible_grams(params: RapporNgramsParams, position: int) -> list[str]:
     return [g for g in out if not (position == 0 and g[0] == params.pad)]
 
 
-@dataclass(frozen=True)
-class NgramDiscovery:
+@dataclass(frozen=True, repr=False)
+class NgramDiscovery(ResultTable):
     """What :func:`discover` found: ``strings`` (detected, largest first), ``estimates`` (every candidate,
     the full decode), ``grams`` (kept n-grams per position), ``pairs`` (significant n-gram pairs per position
     pair, with ``π̂``), ``associations`` (the EM tables), ``candidates`` and a ``summary``."""
@@ -77,11 +78,26 @@ class NgramDiscovery:
     candidates: list[str]
     summary: dict[str, Any]
 
-    def table(self, max_rows: int = 40) -> str:
+    json_rows = "strings"
+
+    def columns(self) -> dict[str, Any]:
+        """The detected strings' columns."""
+        return self.strings.columns()
+
+    def metadata(self) -> dict[str, Any]:
+        """The strings' :meth:`~ldp.decoders.results.Estimates.metadata`, the kept n-grams and the ``summary``."""
+        return {**self.strings.metadata(), "grams": [list(g) for g in self.grams], "summary": jsonable(self.summary)}
+
+    def title(self) -> str:
         s = self.summary
-        head = (f"n-grams kept per position={s['grams_kept']}; significant pairs={s['pairs_significant']}; "
+        return (f"n-grams kept per position={s['grams_kept']}; significant pairs={s['pairs_significant']}; "
                 f"candidates={s['candidates']}; detected={s['detected']}")
-        return head + "\n" + self.strings.table(max_rows)
+
+    def result_notes(self) -> tuple[str, ...]:
+        return self.strings.notes
+
+    def table(self, max_rows: int | None = 40) -> str:
+        return self.title() + "\n" + self.strings.table(max_rows)
 
 
 def _pair_table(va: Variable, vb: Variable, cols_a: dict[str, Any], cols_b: dict[str, Any], se: str,

@@ -1,25 +1,18 @@
-"""Estimates as a small result object: prints as a table, converts to dicts, CSV, JSON and pandas."""
+"""Estimates as a small result object: prints as a table, converts to dicts, CSV, JSON, pandas and HTML
+(the views of :class:`~ldp.decoders.tabular.ResultTable`)."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ldp.accountant import PrivacyCost
 from ldp.decoders import consistency
-from ldp.extras import install_hint
-from ldp.tables import Column, render
-
-if TYPE_CHECKING:
-    import pandas as pd
+from ldp.decoders.tabular import ResultTable, column_format, column_rows, require_pandas, to_frame
 
 __all__ = ["CONSISTENCY_METHODS", "Estimates", "column_format", "column_rows", "normal_quantile", "project_to_simplex",
            "require_pandas", "to_frame"]
@@ -42,8 +35,8 @@ def project_to_simplex(v: np.ndarray, total: float = 1.0) -> np.ndarray:
     return np.maximum(v - css[rho] / (rho + 1), 0.0)
 
 
-@dataclass(frozen=True)
-class Estimates:
+@dataclass(frozen=True, repr=False)
+class Estimates(ResultTable):
     """Per-item count estimates with standard errors and normal confidence intervals.
 
     ``count`` is an unbiased estimate of each item's number of users (raw, possibly negative,
@@ -160,121 +153,16 @@ class Estimates:
         return {"protocol": self.protocol, "n": self.n, "confidence": self.confidence,
                 "privacy": self.privacy.to_dict() if self.privacy else None, "notes": list(self.notes)}
 
-    def to_dicts(self) -> list[dict[str, Any]]:
-        return column_rows(self.columns(), len(self.items))
+    json_rows = "estimates"
 
-    def to_csv(self) -> str:
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(self.columns()), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(self.to_dicts())
-        return buf.getvalue()
+    def title(self) -> str:
+        """``protocol: n=…, 95% CI, ε=…``."""
+        return f"{self.protocol}: n={self.n}, {self.confidence:.0%} CI" + (f", {self.privacy}" if self.privacy else "")
 
-    def to_json(self) -> str:
-        return json.dumps({**self.metadata(), "estimates": self.to_dicts()})
-
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per item with typed columns (:func:`to_frame`); :meth:`metadata` in ``attrs``.
-
-        Needs pandas (``pip install 'ldp-telemetry[pandas]'``)."""
-        return to_frame(self.columns(), self.metadata())
-
-    def table(self, max_rows: int = 40) -> str:
-        """A header line (protocol, n, confidence, privacy), one row per item, then the notes.
-
-        A column with no value in any row (all None or NaN, e.g. ``duplicate_of`` without duplicates)
-        is left out; p-values print as :func:`~ldp.tables.format_p_value` (scientific below 1e-4)."""
-        cols = {k: v for k, v in self.columns().items() if not self.items or not _all_missing(v)}
-        head = f"{self.protocol}: n={self.n}, {self.confidence:.0%} CI" + (f", {self.privacy}" if self.privacy else "")
-        rows = zip(*cols.values(), strict=True)
-        text = render([Column(k, column_format(k, cols[k])) for k in cols], rows, title=head, max_rows=max_rows)
-        return "\n".join([text] + [f"note: {n}" for n in self.notes])
-
-    def __str__(self) -> str:
-        return self.table()
+    def row_count(self) -> int:
+        return len(self.items)
 
 
 CONSISTENCY_METHODS = ("none", "clip", "project", "norm-sub", "base-cut", "ibu")
 """The names :meth:`Estimates.consistent` takes (``none``, the default: the raw unbiased estimate)."""
 _POSTPROCESSED = ("counts clipped", "counts projected", "Norm-Sub", "Base-Cut", "IBU")  # notes of the maps above
-
-
-def column_rows(columns: Mapping[str, Sequence[Any]], n: int) -> list[dict[str, Any]]:
-    """The ``n`` rows of equal-length ``columns`` as dicts of plain Python values."""
-    return [{k: _plain(v[i]) for k, v in columns.items()} for i in range(n)]
-
-
-def require_pandas(feature: str = "to_pandas()") -> Any:
-    """The pandas module, or an ImportError naming the extra that installs it."""
-    try:
-        import pandas
-    except ImportError:
-        raise ImportError(f"{feature} needs pandas: {install_hint('pandas', 'pandas')}") from None
-    return pandas
-
-
-def to_frame(columns: Mapping[str, Sequence[Any]], attrs: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """A DataFrame of equal-length ``columns`` with typed columns, ``attrs`` attached.
-
-    Strings become ``string``, booleans ``bool``, integers ``int64``, floats ``float64``. An
-    object column with missing values (``None``) becomes the nullable ``string``, ``boolean``,
-    ``Int64`` or ``float64`` (NaN) column of its other values; an empty or all-missing one, ``string``."""
-    pd = require_pandas()
-    frame = pd.DataFrame({name: _typed(pd, values) for name, values in columns.items()})
-    frame.attrs.update(attrs or {})
-    return frame
-
-
-def _typed(pd: Any, values: Sequence[Any]) -> Any:
-    """``values`` as a pandas array of the dtype :func:`to_frame` documents."""
-    a = values if isinstance(values, np.ndarray) else np.asarray(list(values), dtype=object)
-    if a.ndim != 1:
-        raise ValueError(f"a data frame column must be one-dimensional, got shape {a.shape}")
-    kind = a.dtype.kind
-    if kind == "b":
-        return pd.array(a, dtype="bool")
-    if kind in "iu":
-        return pd.array(a, dtype="uint64" if kind == "u" and a.dtype.itemsize == 8 else "int64")
-    if kind == "f":
-        return pd.array(a, dtype="float64")
-    if kind in "US":
-        return pd.array(a.astype(str), dtype="string")
-    if kind != "O":
-        return pd.array(a)
-    present = [_plain(v) for v in a.tolist() if v is not None]
-    if all(isinstance(v, str) for v in present):
-        return pd.array(a.tolist(), dtype="string")
-    if all(isinstance(v, bool) for v in present):
-        return pd.array(a.tolist(), dtype="boolean")
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        return pd.array([_plain(v) for v in a.tolist()], dtype="Int64")
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        return pd.array([np.nan if v is None else float(v) for v in a.tolist()], dtype="float64")
-    return pd.array(a, dtype=object)
-
-
-def _plain(v: Any) -> Any:
-    return v.item() if isinstance(v, np.generic) else v
-
-
-def _all_missing(values: Sequence[Any]) -> bool:
-    """Whether every value is None or a float NaN (a column a table leaves out)."""
-    return all(v is None or (isinstance(v, float) and math.isnan(v)) for v in map(_plain, values))
-
-
-COUNT_COLUMNS = frozenset({"count", "std_error", "ci_low", "ci_high", "true_count", "error", "threshold"})
-COLUMN_FORMATS = {"fraction": ".4f", "z": ".2f", "p_value": "p"}
-
-
-def column_format(name: str, values: Sequence[Any]) -> str:
-    """The one number format of a table column: counts 1 decimal, fractions 4, z 2, p-values
-    :func:`~ldp.tables.format_p_value`; another float column 4 decimals if every value is below 1,
-    else 1; a column without floats ``str``."""
-    if name in COUNT_COLUMNS:
-        return ".1f"
-    if name in COLUMN_FORMATS:
-        return COLUMN_FORMATS[name]
-    floats = [abs(v) for v in map(_plain, values) if isinstance(v, float) and math.isfinite(v)]
-    if not floats:
-        return ""
-    return ".4f" if max(floats) < 1 else ".1f"

@@ -40,6 +40,7 @@ from ldp.batch.sketch import sketch_buckets
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.results import Estimates, column_rows, to_frame
 from ldp.decoders.sketch import SketchAggregate, sketch_counts
+from ldp.decoders.tabular import ResultTable, jsonable
 from ldp.encoders.sfp import SfpParams
 from ldp.randomness import as_generator
 
@@ -98,8 +99,8 @@ def _grid_table(hash_seed: int, num_hashes: int, width: int, hash_bits: int, sym
     return hashes, symbols_idx, table
 
 
-@dataclass(frozen=True)
-class SfpDiscovery:
+@dataclass(frozen=True, repr=False)
+class SfpDiscovery(ResultTable):
     """What :meth:`SfpAggregate.discover` found.
 
     ``words``: the discovered words (detected in the word sketch), ranked by estimated count.
@@ -122,6 +123,22 @@ class SfpDiscovery:
                 f"{s['pruned_padding']} pruned (padding), {s['pruned_hash']} pruned (hash mismatch), "
                 f"{s['scored']} scored in the word sketch, {s['discovered']} discovered")
 
+    json_rows = "words"
+
+    def columns(self) -> dict[str, Any]:
+        """The discovered words' columns (the other parts: :meth:`to_dicts` and :meth:`to_pandas`)."""
+        return self._columns("words")
+
+    def metadata(self) -> dict[str, Any]:
+        """The words' :meth:`~ldp.decoders.results.Estimates.metadata` and ``stats``."""
+        return {**self.words.metadata(), "stats": jsonable(self.stats)}
+
+    def title(self) -> str:
+        return self.summary()
+
+    def result_notes(self) -> tuple[str, ...]:
+        return self.words.notes
+
     def to_dicts(self, part: str = "words") -> list[dict[str, Any]]:
         """Rows of ``part``: ``"words"``, ``"candidates"`` or ``"fragments"`` (one row per kept
         record: ``position``, ``hash``, ``fragment``, ``count``, ``std_error``)."""
@@ -130,8 +147,8 @@ class SfpDiscovery:
 
     def to_pandas(self, part: str = "words") -> pd.DataFrame:
         """``part`` (as in :meth:`to_dicts`) as a DataFrame with typed columns; ``attrs`` holds the
-        words' :meth:`~ldp.decoders.results.Estimates.metadata` and ``stats``. Needs pandas."""
-        return to_frame(self._columns(part), {**self.words.metadata(), "stats": dict(self.stats)})
+        :meth:`metadata`. Needs pandas."""
+        return to_frame(self._columns(part), self.metadata())
 
     def _columns(self, part: str) -> dict[str, Any]:
         if part in ("words", "candidates"):
