@@ -1,5 +1,6 @@
 """Our PyPI name is ``ldp-telemetry``: ``ldp`` on PyPI is someone else's package, so no install line a
-user copies may name it (the import package stays ``ldp``, as scikit-learn installs ``sklearn``)."""
+user copies may name it (the import package stays ``ldp``, as scikit-learn installs ``sklearn``). And the
+Pythons we declare are the ones CI runs (issue 28, items 1 and 2)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ SKIP_DIRS = {".git", "site", "build", "dist", ".venv", ".ci-venv", "node_modules
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg", ".yml", ".yaml", ".json", ".html", ".j2", ".sh", ".ts", ""}
 
 # `pip install ldp`, `pip install -U "ldp[server]"`, `uv pip install ldp==0.1`, or a quoted requirement 'ldp[plot]'
-BARE_INSTALL = re.compile(r"""(?:pip3?\s+install|pipx\s+install|poetry\s+add|uv\s+add)\s+(?:-\S+\s+)*['"]?ldp(?![\w.-])"""
+BARE_INSTALL = re.compile(r"""(?:pip3?\s+install|pipx\s+install|poetry\s+add|uv\s+add)\s+"""
+                          r"""(?:-\S+\s+)*['"]?ldp(?![\w.-])"""
                           r"""|['"]ldp\[[\w,\s-]*\]""")
 
 
@@ -89,3 +91,34 @@ def test_install_lines_and_version_name_it() -> None:
     out = subprocess.run([sys.executable, "-m", "ldp", "--version"], capture_output=True, text=True, check=True)
     from ldp import __version__
     assert out.stdout.strip() == f"ldp-telemetry {__version__}"
+
+
+def test_declared_pythons_agree_and_ci_runs_the_lowest_and_highest():
+    sys.path.insert(0, str(ROOT / ".ci"))
+    try:
+        import pythons
+    finally:
+        sys.path.remove(str(ROOT / ".ci"))
+    versions = pythons.supported()
+    assert versions[0] == (3, 11) and versions == sorted(versions) and len(versions) >= 2  # 3.10 is past its end
+    assert sys.version_info[:2] in versions  # the suite runs on a declared Python
+    run = (ROOT / ".ci" / "run").read_text()
+    assert "python3 .ci/pythons.py --find" in run and "client_only \"$py\"" in run and "ldp demo --quick" in run
+
+
+def test_the_registry_scan_skips_type_aliases(tmp_path, monkeypatch):
+    """Python 3.10's ``inspect.isclass`` took ``dict[str, int]`` for a class and ``issubclass`` then failed
+    (``ldp demo`` crashed there); an alias beside a protocol class is skipped, the class found."""
+    from ldp.protocols import _is_class, _scan
+
+    assert _is_class(int) and not _is_class(dict[str, int]) and not _is_class(list[int])
+    pkg = tmp_path / "fakeprotos"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "one.py").write_text("from tests_base_for_scan import Base\nLayout = dict[str, int]\n"
+                                "class Proto(Base):\n    pass\n")
+    (tmp_path / "tests_base_for_scan.py").write_text("class Base:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tests_base_for_scan
+
+    assert [c.__name__ for c in _scan("fakeprotos", tests_base_for_scan.Base)] == ["Proto"]
