@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ldp.accountant import PrivacyCost
-from ldp.decoders.tabular import ResultTable
+from ldp.decoders.tabular import OneRowResult, cost_fields
 from ldp.encoders.base import ProtocolParams
 from ldp.encoders.cms import CmsParams, SketchParams
 from ldp.encoders.hadamard_response import HRParams
@@ -235,7 +235,7 @@ def _min_detectable(var: Callable[[float], float], n: float, alpha: float, candi
 
 
 @dataclass(frozen=True, repr=False)
-class Plan(ResultTable):
+class Plan(OneRowResult):
     """What a collection will deliver: standard errors, detection limit and privacy spent.
 
     A one-row result table: :meth:`row` has the numbers (ε as numbers), :meth:`metadata` the params and
@@ -271,21 +271,13 @@ class Plan(ResultTable):
         d["notes"] = list(self.notes)
         return d
 
-    json_rows = None
-
     def row(self) -> dict[str, Any]:
         """The plan's numbers as one row (each ε and δ a number)."""
         out: dict[str, Any] = {k: getattr(self, k) for k in (
             "protocol", "n", "domain_size", "frequency", "std_error_count", "std_error_fraction",
             "min_detectable_count", "min_detectable_fraction", "alpha", "candidates", "power", "report_bits",
             "reports")}
-        for k in ("epsilon_per_report", "epsilon_per_value", "epsilon_total"):
-            cost = getattr(self, k)
-            out[k], out[k.replace("epsilon", "delta")] = cost.epsilon, cost.delta
-        return out
-
-    def columns(self) -> dict[str, list[Any]]:
-        return {k: [v] for k, v in self.row().items()}
+        return {**out, **cost_fields(self, ("epsilon_per_report", "epsilon_per_value", "epsilon_total"))}
 
     def metadata(self) -> dict[str, Any]:
         return {"params": self.params.to_dict(), "notes": list(self.notes),

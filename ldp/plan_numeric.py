@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.accountant import PrivacyCost
-from ldp.decoders.tabular import ResultTable
+from ldp.decoders.tabular import OneRowResult, cost_fields
 from ldp.encoders.longitudinal import MemoMeanParams
 from ldp.encoders.numeric import (
     HYBRID_THRESHOLD,
@@ -107,7 +107,7 @@ def _per_report(params: NumericParams, values: npt.ArrayLike | None) -> float:
 
 
 @dataclass(frozen=True, repr=False)
-class MeanPlan(ResultTable):
+class MeanPlan(OneRowResult):
     """What a mean collection will deliver: its standard error, report size and privacy spent (a one-row
     result table; :meth:`to_dict` is the nested document ``ldp plan --json`` prints)."""
 
@@ -132,21 +132,13 @@ class MeanPlan(ResultTable):
                    epsilon_total=self.epsilon_total.to_dict(), notes=list(self.notes))
         return out
 
-    json_rows = None
-
     def row(self) -> dict[str, Any]:
         """The plan's numbers as one row (each ε and δ a number)."""
         out: dict[str, Any] = {k: getattr(self, k) for k in (
             "protocol", "n", "report_variance", "std_error", "worst_case", "laplace_std_error", "report_bits",
             "reports", "distinct_values")}
         out.update(low=self.params.low, high=self.params.high)
-        for k in ("epsilon_per_report", "epsilon_total"):
-            cost = getattr(self, k)
-            out[k], out[k.replace("epsilon", "delta")] = cost.epsilon, cost.delta
-        return out
-
-    def columns(self) -> dict[str, list[Any]]:
-        return {k: [v] for k, v in self.row().items()}
+        return {**out, **cost_fields(self, ("epsilon_per_report", "epsilon_total"))}
 
     def metadata(self) -> dict[str, Any]:
         return {"params": self.params.to_dict(), "notes": list(self.notes)}

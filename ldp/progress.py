@@ -1,10 +1,10 @@
 """Progress bars for long work: a tqdm bar on a terminal or in a notebook, nothing otherwise.
 
 :func:`progress` returns a tqdm bar when it is wanted (``enabled=True``, or ``None`` and stderr is a
-terminal or the code runs in a Jupyter kernel) and tqdm is installed; it is tqdm's automatic front
-end (``tqdm.auto``: a widget in a notebook with ipywidgets, text on stderr elsewhere) (the ``server`` extra installs it); otherwise a
-:class:`NoProgress` with the same ``update``/``set_postfix_str``/``close`` and context-manager
-interface that does nothing. A missing tqdm is never an error. Bars go to stderr only: what a
+terminal or the code runs in a Jupyter kernel) and tqdm is installed (the ``server`` extra installs
+it); it is tqdm's automatic front end (``tqdm.auto``: a widget in a notebook with ipywidgets, text on
+stderr elsewhere). Otherwise a :class:`NoProgress` with the same ``update``/``set_postfix_str``/``close``
+and context-manager interface that does nothing. A missing tqdm is never an error. Bars go to stderr only: what a
 command prints on stdout never changes. The library functions that show progress take
 ``progress: bool | None = None``; the ``ldp`` command passes ``False`` under ``-q``. Work run
 inside a bar's ``with`` block (the demo's SFP discovery, say) shows no bar of its own unless asked

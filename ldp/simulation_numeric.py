@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ldp.decoders.tabular import ResultTable
+from ldp.decoders.tabular import OneRowResult
 from ldp.encoders.numeric import MEAN_PROTOCOLS
 from ldp.randomness import as_generator
 
@@ -160,11 +160,9 @@ def read_values(path: str) -> list[float]:
 
 
 @dataclass(frozen=True, repr=False)
-class MeanAccuracyResult(ResultTable):
+class MeanAccuracyResult(OneRowResult):
     """Accuracy of a mean mechanism over repeated simulated collections, beside its exact theory (a one-row
     result table: :meth:`rows`)."""
-
-    json_rows = None
 
     protocol: str
     population: str
@@ -198,8 +196,8 @@ class MeanAccuracyResult(ResultTable):
         """One row (the summary), for tables and CSV."""
         return [{"protocol": self.protocol, "population": self.population, **self.summary()}]
 
-    def columns(self) -> dict[str, list[Any]]:
-        return {k: [v] for k, v in self.rows()[0].items()}
+    def row(self) -> dict[str, Any]:
+        return self.rows()[0]
 
     def title(self) -> str:
         return (f"{self.protocol}: {self.trials} simulated collection{'s' * (self.trials != 1)} of n={self.n:,}, "

@@ -8,14 +8,14 @@ from typing import Any
 
 from ldp.accountant import PrivacyCost
 from ldp.decoders.results import normal_quantile
-from ldp.decoders.tabular import ResultTable
+from ldp.decoders.tabular import OneRowResult
 from ldp.tables import Column, render
 
 __all__ = ["MeanEstimate"]
 
 
 @dataclass(frozen=True, repr=False)
-class MeanEstimate(ResultTable):
+class MeanEstimate(OneRowResult):
     """An unbiased estimate of the mean of ``n`` users' values in ``[low, high]``, with its standard error
     and a normal confidence interval (the raw estimate: it may fall outside the bounds)."""
 
@@ -63,11 +63,6 @@ class MeanEstimate(ResultTable):
         return {"protocol": self.protocol, "n": self.n, "confidence": self.confidence, "low": self.low,
                 "high": self.high, "privacy": self.privacy.to_dict() if self.privacy else None,
                 "notes": list(self.notes)}
-
-    json_rows = None
-
-    def columns(self) -> dict[str, list[Any]]:
-        return {k: [v] for k, v in self.row().items()}
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.metadata(), **self.row()}

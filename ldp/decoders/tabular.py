@@ -28,7 +28,8 @@ from ldp.tables import Column, key_values, render
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ResultTable", "column_format", "column_rows", "columns_of", "jsonable", "require_pandas", "to_frame"]
+__all__ = ["OneRowResult", "ResultTable", "column_format", "column_rows", "columns_of", "cost_fields", "jsonable",
+           "require_pandas", "to_frame"]
 
 HTML_MAX_ROWS = 40
 """Rows a notebook shows (:meth:`ResultTable._repr_html_`); the others are counted, and all are in
@@ -147,6 +148,29 @@ def columns_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     lacks it)."""
     names = list(dict.fromkeys(k for r in rows for k in r))
     return {k: [r.get(k) for r in rows] for k in names}
+
+
+class OneRowResult(ResultTable):
+    """A result that is one row (a plan, a mean): :meth:`row` gives it; its JSON is the metadata and the
+    row's fields side by side."""
+
+    json_rows = None
+
+    def row(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def columns(self) -> dict[str, list[Any]]:
+        return {k: [v] for k, v in self.row().items()}
+
+
+def cost_fields(obj: Any, names: Sequence[str]) -> dict[str, float]:
+    """Each :class:`~ldp.accountant.PrivacyCost` attribute ``epsilon_X`` of ``obj`` as two numbers,
+    ``epsilon_X`` and ``delta_X``."""
+    out: dict[str, float] = {}
+    for name in names:
+        cost = getattr(obj, name)
+        out[name], out[name.replace("epsilon", "delta", 1)] = cost.epsilon, cost.delta
+    return out
 
 
 def _cell(name: str, value: Any) -> str:
