@@ -12,6 +12,7 @@ import math
 import os
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -162,6 +163,8 @@ class BudgetLedger:
         self._clock = clock
         try:
             self._db = sqlite3.connect(os.fspath(path), timeout=timeout, isolation_level=None)
+            # a ledger never closed is closed when it is collected (Python 3.13 warns of an open connection)
+            self._finalizer = weakref.finalize(self, self._db.close)
             self._cur = self._db.cursor()  # the per-charge statements (their plans stay in the connection's cache)
             self._known = sql.Known(private=os.fspath(path) in (":memory:", ""))
             if self._known.private:  # smaller pages: less to copy into the rollback journal per charge
@@ -413,7 +416,8 @@ class BudgetLedger:
         return [dict(zip(names, r, strict=True)) for r in rows]
 
     def close(self) -> None:
-        self._db.close()
+        """Close the database connection (also done when the ledger is garbage-collected)."""
+        self._finalizer()
 
     def __enter__(self) -> BudgetLedger:
         return self

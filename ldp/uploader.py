@@ -71,7 +71,8 @@ class UploadResult:
     """What one ``upload`` call did. ``acknowledged``: outbox items deleted; ``accepted`` and
     ``rejected`` (by reason): the server's counts summed over its answers (a duplicate answer repeats
     the first answer's counts); ``duplicates``: parts the server had already stored; ``stopped``:
-    ``"empty"`` (nothing left) or ``"interval"`` (the rest waits until ``next_upload_at``)."""
+    ``"empty"`` (nothing left) or ``"interval"`` (the rest waits until ``next_upload_at``), and
+    ``"error"`` in the ``result`` of an :class:`UploadError`."""
 
     batches: int = 0
     acknowledged: int = 0
