@@ -1,6 +1,11 @@
 """Every ```python block of the docs and of the README runs, and prints exactly the ```text block that
 follows it.
 
+The pages' outputs were made with numpy :data:`DOCS_NUMPY`. numpy may change the streams of its
+``Generator`` methods in a feature release (its stated policy), and so the numbers a seeded simulation
+prints: under another feature release (numpy 2.5 on Python 3.12+) every block must still run, and print
+something where the page shows output, but its numbers are not compared.
+
 Each page runs in one subprocess (numpy is imported once per page); each block gets a fresh
 namespace, as a reader pasting it into a new interpreter would."""
 
@@ -17,6 +22,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+DOCS_NUMPY = (2, 4)
+"""The numpy feature release the pages' printed outputs were made with."""
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "```python" in p.read_text(encoding="utf-8")) + [ROOT / "README.md"]
 
 RUNNER = r"""
@@ -49,5 +56,14 @@ def test_examples_run_and_print_what_the_page_says(page: Path, tmp_path: Path) -
     assert res.returncode == 0, res.stderr
     for i, ((body, expected), (got, error)) in enumerate(zip(blocks, json.loads(res.stdout), strict=True)):
         assert error is None, f"{page.name} python block {i} failed:\n{body}\n{error}"
-        if expected is not None:
+        if expected is not None and _numpy_release() == DOCS_NUMPY:
             assert got == expected, f"{page.name} python block {i} printed something else"
+        elif expected is not None:
+            assert got.strip(), f"{page.name} python block {i} printed nothing"
+
+
+def _numpy_release() -> tuple[int, int]:
+    import numpy
+
+    major, minor = numpy.__version__.split(".")[:2]
+    return int(major), int(minor)
