@@ -91,12 +91,13 @@ def run_case(case: str, size: int, seed: int = 0, timeout: float = 600.0) -> dic
     peak RSS and the summary."""
     with tempfile.TemporaryDirectory(prefix="ldp-hostile-") as tmp:
         path = write_case(case, Path(tmp), size, seed)
-        cmd = [sys.executable, "-m", "ldp.cli", "aggregate", os.fspath(path), "--spec", os.fspath(SPEC), "--out",
-               os.fspath(Path(tmp) / "job"), "-q", "--json"]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+        # -P: the installed ldp, not a source tree in the current directory (benchmark.py --source puts the
+        # working tree on PYTHONPATH, inherited)
+        cmd = [sys.executable, "-P", "-m", "ldp.cli", "aggregate", os.fspath(path), "--spec", os.fspath(SPEC),
+               "--out", os.fspath(Path(tmp) / "job"), "-q", "--json"]
         t0 = time.perf_counter()
         with open(Path(tmp) / "stdout", "w+b") as out, open(Path(tmp) / "stderr", "w+b") as err:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+            proc = subprocess.Popen(cmd, stdout=out, stderr=err)
             timer = threading.Timer(timeout, proc.kill)
             timer.start()
             _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage (peak RSS)

@@ -93,7 +93,6 @@ def write_inputs(folder: Path, n: int, seed: int, repeat: int = 1) -> dict[str, 
 
 _RSS_CHILD = r"""
 import json, resource, sys, time
-sys.path.insert(0, sys.argv[1])
 from ldp.server import Folder, read_input
 from ldp.spec import CollectionSpec
 
@@ -104,11 +103,11 @@ def peak_kib():
     except (OSError, StopIteration):  # elsewhere: ru_maxrss (KiB on Linux, bytes on macOS)
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-spec = CollectionSpec.load(sys.argv[2])
+spec = CollectionSpec.load(sys.argv[1])
 before = peak_kib()
 folder = Folder({spec.fingerprint: spec})
 t0 = time.perf_counter()
-read_input(sys.argv[3], folder)
+read_input(sys.argv[2], folder)
 dt = time.perf_counter() - t0
 print(json.dumps({"records": folder.records, "accepted": folder.accepted, "seconds": dt,
                   "peak_rss_kib_after_imports": before, "peak_rss_kib": peak_kib()}))
@@ -117,8 +116,9 @@ print(json.dumps({"records": folder.records, "accepted": folder.accepted, "secon
 
 def peak_rss(path: Path) -> dict[str, Any]:
     """Ingest ``path`` in a fresh process; its peak RSS (KiB: VmHWM, or ``ru_maxrss``) after the
-    imports and at the end."""
-    res = subprocess.run([sys.executable, "-c", _RSS_CHILD, str(REPO), str(SPEC), str(path)], capture_output=True,
+    imports and at the end. The child imports the ldp the benchmark measures (``-P``: not a source tree in
+    the current directory; ``benchmark.py --source`` puts the working tree on ``PYTHONPATH``)."""
+    res = subprocess.run([sys.executable, "-P", "-c", _RSS_CHILD, str(SPEC), str(path)], capture_output=True,
                          text=True, check=True)
     return json.loads(res.stdout)
 
@@ -205,13 +205,13 @@ def register(b: ModuleType) -> None:
 
     @b.benchmark("ingest_dask")
     def ingest_dask(ctx: Any) -> dict[str, Any]:
-        """10^8 reports (10^7 with --quick) in 16 files, binary and Parquet: the job in one process
+        """10^8 reports (2·10^6 with --quick) in 16 files, binary and Parquet: the job in one process
         vs the job with ``engine="dask"`` on a local cluster of 2 worker processes."""
         try:
             import distributed
         except ImportError:
             return {"skipped": "dask[distributed] is not installed"}
-        n, files = (10**7 if ctx.quick else 10**8), 16
+        n, files = (2 * 10**6 if ctx.quick else 10**8), 16
         out: dict[str, Any] = {"n": n, "files": files, "cpus": os.cpu_count(),
                                "cluster": "LocalCluster(n_workers=2, threads_per_worker=1, processes=True)",
                                "timed": "aggregate_files over all files: SHA-256, fold, manifest, merged output"}

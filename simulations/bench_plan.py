@@ -7,24 +7,20 @@ protocol at d = 1000 should take well under a second.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def _command_seconds(argv: list[str], repeats: int) -> dict[str, Any]:
-    """Best and median wall time of ``python -m ldp.cli ARGV`` (stdout discarded)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    """Best and median wall time of ``python -P -m ldp.cli ARGV`` (stdout discarded): the ldp the benchmark
+    measures (the installed one; ``benchmark.py --source`` puts the working tree on ``PYTHONPATH``)."""
     runs = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ldp.cli", *argv], check=True, stdout=subprocess.DEVNULL, env=env)
+        subprocess.run([sys.executable, "-P", "-m", "ldp.cli", *argv], check=True, stdout=subprocess.DEVNULL)
         runs.append(time.perf_counter() - t0)
     runs.sort()
     return {"best_s": runs[0], "median_s": runs[len(runs) // 2], "runs_s": runs}

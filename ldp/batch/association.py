@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from ldp.encoders.base import ProtocolParams
     from ldp.reports import ReportBatch
 
-__all__ = ["PairData", "EMFit", "em_fit", "independence_start", "draw_cells", "simulate_pairs", "EM_KERNEL"]
+__all__ = ["PairData", "EMFit", "em_fit", "independence_start", "draw_cells", "simulate_pairs", "EM_KERNEL",
+           "kernel_in_use"]
 
 try:  # optional compiled kernel (ldp/batch/_emkernel.c, built on install where a C compiler is found)
     import ldp.batch._emkernel as _emkernel
@@ -45,6 +46,14 @@ except ImportError:  # pragma: no cover - depends on the install
 EM_KERNEL = os.environ.get("LDP_EM_KERNEL") or ("compiled" if _emkernel is not None else "numpy")
 """Which pass the sparse EM map uses: ``"compiled"`` (the C extension, when built) or ``"numpy"``; the
 environment variable ``LDP_EM_KERNEL`` chooses (e.g. to benchmark the fallback)."""
+
+
+def kernel_in_use() -> bool:
+    """Whether the EM map (:func:`em_fit`) runs the compiled kernel by default: built, and not switched off by
+    ``LDP_EM_KERNEL`` (otherwise the numpy fallback runs)."""
+    return EM_KERNEL == "compiled" and _emkernel is not None
+
+
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 KERNEL_THREADS = max(1, min(4, _CORES))
 """Threads of the compiled pass (the usable cores, at most 4; one below 2¹⁷ pairs)."""

@@ -24,7 +24,7 @@ import numpy as np
 from ldp.randomness import PRECISION_BITS, bernoulli_threshold
 
 __all__ = ["packed_bernoulli", "packed_uniform", "row_padding_mask", "ones_by_group", "add_ones_by_group",
-           "FOLD_KERNEL"]
+           "FOLD_KERNEL", "kernel_in_use"]
 
 try:  # optional compiled kernel (ldp/batch/_foldkernel.c, built on install where a C compiler is found)
     import ldp.batch._foldkernel as _foldkernel
@@ -33,6 +33,13 @@ except ImportError:  # pragma: no cover - depends on the install
 FOLD_KERNEL = os.environ.get("LDP_FOLD_KERNEL") or ("compiled" if _foldkernel is not None else "numpy")
 """Which kernel :func:`add_ones_by_group` uses: ``"compiled"`` (the C extension, when built) or
 ``"numpy"``; the environment variable ``LDP_FOLD_KERNEL`` chooses (e.g. to benchmark the fallback)."""
+
+
+def kernel_in_use() -> bool:
+    """Whether :func:`add_ones_by_group` runs the compiled kernel by default: built, and not switched off by
+    ``LDP_FOLD_KERNEL`` (otherwise the numpy fallback runs)."""
+    return FOLD_KERNEL == "compiled" and _foldkernel is not None
+
 
 _MAX64 = (1 << 64) - 1
 _CHUNK = 1 << 15  # words per block (256 KiB)

@@ -33,7 +33,8 @@ from ldp.batch.murmur import _N1, _mix_k, _rotl
 from ldp.encoders.local_hashing import LocalHashingParams
 from ldp.randomness import as_generator
 
-__all__ = ["lh_hashes", "lh_encode_batch", "support_counts", "BLOCK_REPORTS", "BLOCK_ITEMS", "LH_KERNEL"]
+__all__ = ["lh_hashes", "lh_encode_batch", "support_counts", "BLOCK_REPORTS", "BLOCK_ITEMS", "LH_KERNEL",
+           "kernel_in_use"]
 
 try:  # optional compiled kernel (ldp/batch/_lhkernel.c, built on install where a C compiler is found)
     import ldp.batch._lhkernel as _lhkernel
@@ -42,6 +43,13 @@ except ImportError:  # pragma: no cover - depends on the install
 LH_KERNEL = os.environ.get("LDP_LH_KERNEL") or ("compiled" if _lhkernel is not None else "numpy")
 """Which kernel :func:`support_counts` uses: ``"compiled"`` (the C extension, when built) or ``"numpy"``;
 the environment variable ``LDP_LH_KERNEL`` chooses (e.g. to benchmark the fallback)."""
+
+
+def kernel_in_use() -> bool:
+    """Whether :func:`support_counts` runs the compiled kernel by default: built, and not switched off by
+    ``LDP_LH_KERNEL`` (otherwise the numpy fallback runs)."""
+    return LH_KERNEL == "compiled" and _lhkernel is not None
+
 
 BLOCK_REPORTS = 256
 BLOCK_ITEMS = 512
