@@ -48,8 +48,8 @@ def _decode_inputs(folder: Path) -> list[tuple[str, list[str]]]:
     """A spec with one metric per protocol and an aggregate file of each, made through the public API."""
     import numpy as np
 
-    from ldp.plan import default_params
-    from ldp.simulation import default_candidates, simulate
+    from ldp.plan.frequency import default_params
+    from ldp.simulation.collect import default_candidates, simulate
 
     metrics, commands = {}, []
     for protocol in _protocols():
@@ -64,7 +64,7 @@ def _decode_inputs(folder: Path) -> list[tuple[str, list[str]]]:
             cands = default_candidates(params, 8)
             (folder / f"{protocol}.txt").write_text("\n".join(cands) + "\n")
             metric["candidates"] = f"{protocol}.txt"
-            agg = simulate(params, dict(zip(cands, counts.tolist())), rng=rng)
+            agg = simulate(params, dict(zip(cands, counts.tolist(), strict=True)), rng=rng)
         else:
             agg = simulate(params, counts[:params.domain_size] if params.domain_size <= 8
                            else np.resize(counts, params.domain_size), rng=rng)
@@ -122,7 +122,7 @@ def collect() -> dict[str, str]:
         cmds = commands(folder)
         with ThreadPoolExecutor(max_workers=4) as pool:
             texts = list(pool.map(lambda c: _run(c[1], folder), cmds))
-        return {name: text for (name, _), text in zip(cmds, texts)}
+        return {name: text for (name, _), text in zip(cmds, texts, strict=True)}
 
 
 def main() -> int:

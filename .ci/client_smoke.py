@@ -16,7 +16,7 @@ import tempfile
 for module in ("numpy", "scipy", "sklearn"):
     assert importlib.util.find_spec(module) is None, f"{module} is installed in the client-only venv"
 
-from ldp.client import TelemetryClient  # noqa: E402
+from ldp.client.runtime import TelemetryClient  # noqa: E402
 from ldp.encoders import (  # noqa: E402
     BinaryRRParams,
     BLHParams,

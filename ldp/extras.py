@@ -2,8 +2,8 @@
 
 The distribution is ``ldp-telemetry`` on PyPI (the name ``ldp`` there belongs to an unrelated
 project); the import package is :mod:`ldp`. A plain ``pip install ldp-telemetry`` is what a client
-app needs: the standard library, ``mmh3`` and ``bitarray`` (:mod:`ldp.encoders`, :mod:`ldp.client`,
-:mod:`ldp.spec`, :mod:`ldp.ledger`, :mod:`ldp.audit`). The server, simulation, planning and
+app needs: the standard library, ``mmh3`` and ``bitarray`` (:mod:`ldp.encoders`, :mod:`ldp.client.runtime`,
+:mod:`ldp.spec`, :mod:`ldp.privacy.ledger`, :mod:`ldp.privacy.audit`). The server, simulation, planning and
 regression side needs the ``server`` extra (numpy, scipy, scikit-learn):
 ``pip install 'ldp-telemetry[server]'``. Each server package checks for it when imported, so a
 client-only install asked for a server feature says which extra to install instead of failing deep

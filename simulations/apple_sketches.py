@@ -53,9 +53,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
-from ldp.cli_support import matplotlib_missing  # noqa: E402
-from ldp.progress import progress  # noqa: E402
-from ldp.simulation import comma_list, write_rows_csv as write_csv  # noqa: E402
+from ldp.cli.support import matplotlib_missing  # noqa: E402
+from ldp.display.progress import progress  # noqa: E402
+from ldp.simulation.collect import comma_list, write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "apple_sketches"
 SWEEPS = ("epsilon", "m", "k")

@@ -83,8 +83,8 @@ def register(b: ModuleType) -> None:
 
     @b.benchmark("ledger_batch")
     def ledger_batch(ctx: Any) -> dict[str, Any]:
-        from ldp.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
-        from ldp.client import TelemetryClient
+        from ldp.client.runtime import TelemetryClient
+        from ldp.privacy.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
 
         s = ctx.sizes
         big = PrivacyCost(1e9)

@@ -15,12 +15,12 @@ from typing import Any
 
 
 def _command_seconds(argv: list[str], repeats: int) -> dict[str, Any]:
-    """Best and median wall time of ``python -P -m ldp.cli ARGV`` (stdout discarded): the ldp the benchmark
+    """Best and median wall time of ``python -P -m ldp.cli.command ARGV`` (stdout discarded): the ldp the benchmark
     measures (the installed one; ``benchmark.py --source`` puts the working tree on ``PYTHONPATH``)."""
     runs = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-P", "-m", "ldp.cli", *argv], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-P", "-m", "ldp.cli.command", *argv], check=True, stdout=subprocess.DEVNULL)
         runs.append(time.perf_counter() - t0)
     runs.sort()
     return {"best_s": runs[0], "median_s": runs[len(runs) // 2], "runs_s": runs}
@@ -31,7 +31,7 @@ def register(b: ModuleType) -> None:
 
     @b.benchmark("planner")
     def planner(ctx: Any) -> dict[str, Any]:
-        from ldp.plan import plan, recommend, solve_n
+        from ldp.plan.frequency import plan, recommend, solve_n
 
         out: dict[str, Any] = {"domain_size": 1000, "n": 10**6}
         for protocol in ("grr", "cms", "hcms", "rappor", "sfp"):

@@ -18,7 +18,7 @@ import numpy as np
 from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import CandidateMap, decode
 from ldp.encoders.rappor import RapporEncoder, RapporParams
-from ldp.simulation import zipf
+from ldp.simulation.collect import zipf
 
 PARAMS = RapporParams(128, 2, 64, 0.25, 0.75, 0.5)  # Chrome's NORMAL_NOISE with 128-bit filters
 CANDIDATES = [f"https://site{i}.example/" for i in range(1000)]

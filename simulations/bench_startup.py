@@ -1,7 +1,7 @@
 """Start-up section of ``simulations/benchmark.py`` (issue 16, item 2), registered by :func:`register`.
 
 Each figure is the wall time of a fresh interpreter that imports what a command needs before it
-starts its work (``python -c "import ldp.cli, MODULE"``), best of several runs: the interpreter's
+starts its work (``python -c "import ldp.cli.command, MODULE"``), best of several runs: the interpreter's
 own start is included, so the figures are what a user waits for. Targets: ``import ldp.decoders``
 <= 0.5 s; every ``ldp`` subcommand <= 1 s before its work (scipy and scikit-learn are imported only
 where a lasso or a regression is fitted, so they are the work's cost, not the start-up's).
@@ -22,25 +22,26 @@ from typing import Any
 
 COMMANDS = {  # subcommand -> the modules it imports before its work
     "--help": [],
-    "privacy": ["ldp.cli_protocols", "ldp.encoders"],
-    "spec validate": ["ldp.cli_server", "ldp.spec.cli", "ldp.spec"],
-    "simulate": ["ldp.simulation", "ldp.protocols", "ldp.decoders"],
-    "plan": ["ldp.plan"],
-    "aggregate": ["ldp.cli_server", "ldp.server.job", "ldp.server.readers", "ldp.server.arrow"],
-    "merge": ["ldp.cli_server", "ldp.server.store"],
-    "decode": ["ldp.cli_server", "ldp.server.decode", "ldp.decoders"],
-    "rappor-decode": ["ldp.cli_protocols", "ldp.decoders.rappor_decode", "ldp.server.store"],
-    "sfp-discover": ["ldp.cli_protocols", "ldp.decoders.sfp", "ldp.server.store"],
+    "privacy": ["ldp.cli.protocols", "ldp.encoders"],
+    "spec validate": ["ldp.cli.server", "ldp.spec.cli", "ldp.spec"],
+    "simulate": ["ldp.simulation.collect", "ldp.protocols", "ldp.decoders"],
+    "plan": ["ldp.plan.frequency"],
+    "aggregate": ["ldp.cli.server", "ldp.server.job", "ldp.server.readers", "ldp.server.arrow"],
+    "merge": ["ldp.cli.server", "ldp.server.store"],
+    "decode": ["ldp.cli.server", "ldp.server.decode", "ldp.decoders"],
+    "rappor-decode": ["ldp.cli.protocols", "ldp.decoders.rappor_decode", "ldp.server.store"],
+    "sfp-discover": ["ldp.cli.protocols", "ldp.decoders.sfp", "ldp.server.store"],
     "demo": ["ldp.demo"],
     "compare": ["ldp.compare.report"],
 }
-IMPORTS = {"ldp.encoders": ["ldp.encoders"], "ldp.client": ["ldp.client"], "ldp.decoders": ["ldp.decoders"]}
+IMPORTS = {"ldp.encoders": ["ldp.encoders"], "ldp.client.runtime": ["ldp.client.runtime"],
+           "ldp.decoders": ["ldp.decoders"]}
 
 
 def fresh_import_seconds(modules: list[str], repeats: int) -> dict[str, Any]:
-    """Best and median wall time of a fresh ``python -c "import ..."`` of ``modules`` (and ldp.cli), and
+    """Best and median wall time of a fresh ``python -c "import ..."`` of ``modules`` (and ldp.cli.command), and
     which of scipy and scikit-learn that loads (``loads_scipy_or_sklearn``: should be none)."""
-    code = ("import sys, " + ", ".join(["ldp.cli", *modules]) +
+    code = ("import sys, " + ", ".join(["ldp.cli.command", *modules]) +
             "; print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'sklearn'})))")
     runs, heavy = [], ""
     for _ in range(repeats):

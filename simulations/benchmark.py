@@ -113,11 +113,11 @@ try:
     import numpy as np
 
     import ldp
-    from ldp.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
     from ldp.decoders.randomized_response import GRRAggregate, RRAggregate
+    from ldp.display.progress import NoProgress, progress
     from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
-    from ldp.progress import NoProgress, progress
-    from ldp.simulation import simulate, zipf
+    from ldp.privacy.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
+    from ldp.simulation.collect import simulate, zipf
 except ModuleNotFoundError as _exc:
     if _exc.name is None or _exc.name.split(".")[0] not in ("ldp", "numpy", "scipy", "sklearn"):
         raise

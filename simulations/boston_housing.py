@@ -104,10 +104,10 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
-from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.cli.support import matplotlib_missing  # noqa: E402
+from ldp.display.progress import progress  # noqa: E402
 from ldp.extras import install_hint, pip_install  # noqa: E402
-from ldp.progress import progress  # noqa: E402
-from ldp.simulation import comma_list, write_rows_csv as write_csv  # noqa: E402
+from ldp.simulation.collect import comma_list, write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "boston"
 ALL_FEATURES = ("crim", "zn", "indus", "chas", "nox", "rm", "age", "dis", "rad", "tax", "ptratio", "black", "lstat")
@@ -315,7 +315,7 @@ def thesis_ols_rmse(X: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> f
 def run_feature_set(name: str, X: Any, y: Any, epsilons: Sequence[float], args: argparse.Namespace,
                     bar: Any = None) -> dict:
     """CV MSE (price scale and [−1, 1] scale) and mean per-fold RMSE (price scale) of every method, ε and
-    repetition: ``{(method, ε): (R, 3) array}``. ``bar`` (an :func:`ldp.progress.progress` bar) advances by one
+    repetition: ``{(method, ε): (R, 3) array}``. ``bar`` (an :func:`ldp.display.progress.progress` bar) advances by one
     per repetition."""
     import numpy as np
 

@@ -30,8 +30,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
-from ldp.progress import progress  # noqa: E402
-from ldp.simulation import comma_list, save_png, write_rows_csv as write_csv, zipf  # noqa: E402
+from ldp.display.progress import progress  # noqa: E402
+from ldp.simulation.collect import comma_list, save_png, write_rows_csv as write_csv, zipf  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "consistency_figures"
 DEFAULT_IMG = ROOT / "docs" / "img"

@@ -55,8 +55,8 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from ldp.client import BudgetExceeded, TelemetryClient  # noqa: E402
-from ldp.progress import progress  # noqa: E402
+from ldp.client.runtime import BudgetExceeded, TelemetryClient  # noqa: E402
+from ldp.display.progress import progress  # noqa: E402
 from ldp.server import (  # noqa: E402
     aggregate_files,
     decode_aggregate,
@@ -67,7 +67,7 @@ from ldp.server import (  # noqa: E402
     write_csv,
     write_parquet,
 )
-from ldp.simulation import write_rows_csv  # noqa: E402
+from ldp.simulation.collect import write_rows_csv  # noqa: E402
 from ldp.spec import CollectionSpec, parse_envelope  # noqa: E402
 
 SPEC_PATH = REPO / "examples" / "collection.json"

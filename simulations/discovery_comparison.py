@@ -42,7 +42,7 @@ import pem_discovery as pem  # noqa: E402
 import rappor_ngrams as ngrams  # noqa: E402
 import sfp_discovery as sfp  # noqa: E402
 
-from ldp.simulation import comma_list, write_rows_csv  # noqa: E402
+from ldp.simulation.collect import comma_list, write_rows_csv  # noqa: E402
 
 METHODS = ("pem", "sfp", "rappor-ngrams")
 METRICS = ("recall_top10", "recall_top50", "recall_top100", "discovered", "false_found", "seconds_discover")

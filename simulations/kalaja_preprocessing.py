@@ -91,10 +91,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
-from ldp.cli_support import matplotlib_missing  # noqa: E402
+from ldp.cli.support import matplotlib_missing  # noqa: E402
+from ldp.display.progress import progress  # noqa: E402
 from ldp.extras import install_hint  # noqa: E402
-from ldp.progress import progress  # noqa: E402
-from ldp.simulation import comma_list, write_rows_csv as write_csv  # noqa: E402
+from ldp.simulation.collect import comma_list, write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "kalaja"
 DATASETS = ("diabetes", "workinghours", "diamonds")
@@ -309,7 +309,7 @@ class Accumulator:
 def run_dataset(ds: Dataset, variants: list[Variant], methods: list[Method], reps: int, folds: int, seed: int,
                 y_center: str, bar: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every variant and method over ``reps`` x ``folds`` CV folds: the result rows and the per-variant
-    diagnostics. ``bar`` (an :func:`ldp.progress.progress` bar) advances by one per fold."""
+    diagnostics. ``bar`` (an :func:`ldp.display.progress.progress` bar) advances by one per fold."""
     import numpy as np
     from sklearn.model_selection import KFold
 

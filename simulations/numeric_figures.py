@@ -5,7 +5,7 @@
     python simulations/numeric_figures.py --quick --no-plots  # coarse grid, CSVs only (about a second)
 
 On ``[−1, 1]``, the worst case over the inputs of the per-report variance (from the decoders' exact
-formulas, :func:`ldp.plan_numeric.worst_case_variance`) of Duchi's mechanism, the discrete PM and the
+formulas, :func:`ldp.plan.numeric.worst_case_variance`) of Duchi's mechanism, the discrete PM and the
 Hybrid at ``--cells`` output cells, the continuous PM's formula ``4s/(3(s − 1)²)`` (``s = e^{ε/2}``),
 and local Laplace noise ``8/ε²`` (a reference, not a protocol here), for ε on a log grid. At each ε
 of ``--measure`` every mechanism is also *measured*: ``--n`` reports of each of the inputs
@@ -32,9 +32,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
-from ldp.cli_support import matplotlib_missing  # noqa: E402
-from ldp.progress import progress  # noqa: E402
-from ldp.simulation import comma_list, save_png, write_rows_csv as write_csv  # noqa: E402
+from ldp.cli.support import matplotlib_missing  # noqa: E402
+from ldp.display.progress import progress  # noqa: E402
+from ldp.simulation.collect import comma_list, save_png, write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "numeric_figures"
 DEFAULT_IMG = ROOT / "docs" / "img"
@@ -84,7 +84,7 @@ def _params(name: str, epsilon: float, cells: int) -> Any:
 def curve_rows(epsilons: Sequence[float], cells: int) -> list[dict[str, Any]]:
     """The worst-case per-report variance of every mechanism at each ε (exact formulas)."""
     from ldp.decoders.numeric import continuous_pm_variance
-    from ldp.plan_numeric import laplace_variance, worst_case_variance
+    from ldp.plan.numeric import laplace_variance, worst_case_variance
 
     rows = []
     for eps in epsilons:
@@ -100,8 +100,8 @@ def measured_rows(epsilons: Sequence[float], cells: int, n: int, gen: np.random.
                   tick: Callable[[], None]) -> list[dict[str, Any]]:
     """Each mechanism's measured worst-case variance: the largest, over the inputs ``t = −1, 0, 1``, of
     the sample variance of ``n`` per-report values (every report encoded by the client law)."""
-    from ldp.plan_numeric import mean_report_variance, worst_case_variance
-    from ldp.simulation_numeric import simulate_mean
+    from ldp.plan.numeric import mean_report_variance, worst_case_variance
+    from ldp.simulation.numeric import simulate_mean
 
     rows = []
     for eps in epsilons:

@@ -32,7 +32,7 @@ for _p in (HERE.parent, HERE):
         sys.path.insert(0, str(_p))
 import pem_discovery as pd  # noqa: E402
 
-from ldp.simulation import comma_list  # noqa: E402
+from ldp.simulation.collect import comma_list  # noqa: E402
 
 
 @dataclass(frozen=True)

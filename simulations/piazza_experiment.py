@@ -110,9 +110,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
-from ldp.cli_support import matplotlib_missing  # noqa: E402
-from ldp.progress import progress  # noqa: E402
-from ldp.simulation import comma_list, write_rows_csv as write_csv  # noqa: E402
+from ldp.cli.support import matplotlib_missing  # noqa: E402
+from ldp.display.progress import progress  # noqa: E402
+from ldp.simulation.collect import comma_list, write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "piazza"
 DESIGNS = ("isotropic", "toeplitz")
@@ -349,7 +349,7 @@ def check_settings(args: argparse.Namespace) -> None:
 
 def run_dataset(design: str, n: int, theta: Any, args: argparse.Namespace, bar: Any = None) -> tuple[dict, dict]:
     """All splits of one data set: per-(noise, ε, algorithm, γ) traces and the references' per-split values.
-    ``bar`` (an :func:`ldp.progress.progress` bar) advances by one per split."""
+    ``bar`` (an :func:`ldp.display.progress.progress` bar) advances by one per split."""
     import numpy as np
 
     from ldp.regression.stats import SufficientStatistics, enforce_bounds

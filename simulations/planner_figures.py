@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The planner's figures for the documentation: accuracy, detection limits and privacy from ``ldp.plan``.
+"""The planner's figures for the documentation: accuracy, detection limits and privacy from ``ldp.plan.frequency``.
 
     python simulations/planner_figures.py                    # CSVs, and PNGs into docs/img (a few seconds)
     python simulations/planner_figures.py --quick --no-plots # coarse grids, CSVs only (about a second)
@@ -26,7 +26,7 @@ Tables (CSV in ``--out``, default ``simulations/results/planner_figures``) and f
   docs/protocols/sketches.md);
 * ``oracles.csv``, ``plan-oracles.png``: every frequency oracle's exact variance of a rare item's
   count divided by the optimum ``4e^ε/(e^ε−1)²``, against ``d`` at ε ∈ {0.5, 1, 2, 4}, and its
-  bytes per report in a binary frame (:mod:`ldp.plan_oracles`; for docs/planner.md);
+  bytes per report in a binary frame (:mod:`ldp.plan.oracles`; for docs/planner.md);
 * ``sfp_split.csv``, ``plan-sfp-split.png``: SFP with a total ε of ``--sfp-total``, split between
   the word and the fragment sketches: the smallest discoverable word against the error of a found
   word's count (for docs/protocols/sfp.md).
@@ -48,9 +48,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: use this source tree's ldp
     sys.path.insert(0, str(ROOT))
-from ldp.cli_support import matplotlib_missing  # noqa: E402
-from ldp.progress import progress  # noqa: E402
-from ldp.simulation import comma_list, save_png, write_rows_csv as write_csv  # noqa: E402
+from ldp.cli.support import matplotlib_missing  # noqa: E402
+from ldp.display.progress import progress  # noqa: E402
+from ldp.simulation.collect import comma_list, save_png, write_rows_csv as write_csv  # noqa: E402
 
 DEFAULT_OUT = ROOT / "simulations" / "results" / "planner_figures"
 DEFAULT_IMG = ROOT / "docs" / "img"
@@ -135,7 +135,7 @@ def n_grid(lo: float, hi: float, quick: bool) -> list[int]:
 
 # -- tables ------------------------------------------------------------------------------------------
 def se_vs_n(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from ldp.plan import plan
+    from ldp.plan.frequency import plan
 
     rows = []
     for protocol in PROTOCOLS:
@@ -148,7 +148,7 @@ def se_vs_n(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def detectable_vs_epsilon(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from ldp.plan import plan
+    from ldp.plan.frequency import plan
 
     rows = []
     for protocol in PROTOCOLS:
@@ -161,7 +161,7 @@ def detectable_vs_epsilon(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def grr_vs_d(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from ldp.plan import plan
+    from ldp.plan.frequency import plan
 
     ds = [2, 4, 16, 64, 256, 1024, 4096] if args.quick else [2 ** i for i in range(1, 15)]
     rows = []
@@ -177,7 +177,7 @@ def grr_vs_d(args: argparse.Namespace) -> list[dict[str, Any]]:
 def horizon_series() -> list[tuple[str, Any, int]]:
     """(label, params, distinct values) of the privacy-horizon figure."""
     from ldp.encoders import GRRParams, RapporParams
-    from ldp.plan import default_params
+    from ldp.plan.frequency import default_params
 
     chrome = RapporParams(128, 2, 128, 0.25, 0.75, 0.5)  # Chrome's NORMAL_NOISE: ε₁ = 2.04, ε∞ = 4.39
     return [
@@ -189,7 +189,7 @@ def horizon_series() -> list[tuple[str, Any, int]]:
 
 
 def rappor_horizon(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from ldp.plan import plan
+    from ldp.plan.frequency import plan
 
     reports = [1, 3, 10, 30, 100, 365] if args.quick else [1, 2, 3, 5, 7, 10, 14, 20, 30, 50, 100, 200, 365]
     rows = []
@@ -207,7 +207,7 @@ def sketch_floor(args: argparse.Namespace, epsilon: float = 4.0, m: int = 1024) 
     with the other users spread evenly over ``d − 1`` values, ``F2 = (n − f)²/(d − 1)``, so the
     collision variance of a fraction tends to ``(1 − φ)²/((d − 1)·k·(m − 1))`` as ``n`` grows."""
     from ldp.encoders import CmsParams
-    from ldp.plan import plan
+    from ldp.plan.frequency import plan
 
     rows = []
     for k in args.ks:
@@ -222,7 +222,7 @@ def sketch_floor(args: argparse.Namespace, epsilon: float = 4.0, m: int = 1024) 
 
 def sfp_split(args: argparse.Namespace, d: int = 1000, frequency: float = 0.01) -> list[dict[str, Any]]:
     from ldp.encoders.sfp import SfpParams
-    from ldp.plan import plan
+    from ldp.plan.frequency import plan
 
     total = args.sfp_total
     shares = [1 / 8, 1 / 4, 1 / 2, 3 / 4, 7 / 8] if args.quick else [i / 16 for i in range(1, 16)]
@@ -239,8 +239,8 @@ def sfp_split(args: argparse.Namespace, d: int = 1000, frequency: float = 0.01) 
 
 def oracles(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The numbers :func:`ldp.plan.recommend` ranks by, for every oracle over a grid of ``d``."""
-    from ldp.plan import plan
-    from ldp.plan_oracles import optimal_variance, score
+    from ldp.plan.frequency import plan
+    from ldp.plan.oracles import optimal_variance, score
 
     ds = [2, 4, 16, 64, 256, 1024, 4096] if args.quick else [2**i for i in range(1, 17)]
     rows = []

@@ -37,7 +37,7 @@ for _p in (HERE.parent, HERE):  # this source tree's ldp, and sfp_discovery besi
         sys.path.insert(0, str(_p))
 import sfp_discovery as sfp  # noqa: E402
 
-from ldp.simulation import comma_list, write_rows_csv  # noqa: E402
+from ldp.simulation.collect import comma_list, write_rows_csv  # noqa: E402
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 COLUMNS = ("n", "epsilon", "gram", "max_length", "rep", "recall_top10", "recall_top50", "recall_top100",

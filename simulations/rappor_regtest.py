@@ -5,7 +5,7 @@
     python simulations/rappor_regtest.py --all-sizes          # + medium and large (aggregate-level simulation)
     python simulations/rappor_regtest.py --dists exp,zipf1 --configs sharp --repeats 5 --no-plots
 
-Cases, metrics and the per-case plot are in :mod:`ldp.regtest`. Writes to ``--out``:
+Cases, metrics and the per-case plot are in :mod:`ldp.simulation.rappor_regtest`. Writes to ``--out``:
 ``results.csv`` (one row per case and repeat), ``summary.csv`` (per case: the mean of every
 metric and its standard error over the repeats, as Google's make_summary.py) and, unless
 ``--no-plots``, ``<case>.png`` (first repeat). Every case and repeat has its own random stream
@@ -113,9 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from ldp import regtest
+    from ldp.display.progress import progress
     from ldp.extras import install_hint
-    from ldp.progress import progress
+    from ldp.simulation import rappor_regtest as regtest
 
     if not args.no_plots and importlib.util.find_spec("matplotlib") is None:
         print(f"error: plots need matplotlib: {install_hint('matplotlib', 'plot')}; or pass --no-plots",

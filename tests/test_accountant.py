@@ -1,4 +1,4 @@
-"""Tests of ldp.accountant: privacy costs, composition, and the client's persistent budget ledger."""
+"""Tests of ldp.privacy.accountant: privacy costs, composition, and the client's persistent budget ledger."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ldp.accountant import (
+from ldp.privacy.accountant import (
     ZERO_COST,
     BudgetExceeded,
     BudgetLedger,
@@ -502,7 +502,7 @@ def test_reservation_survives_a_hard_crash(tmp_path):
     script = textwrap.dedent(
         f"""
         import os
-        from ldp.accountant import BudgetLedger, PrivacyCost
+        from ldp.privacy.accountant import BudgetLedger, PrivacyCost
         led = BudgetLedger({str(path)!r}, clock=lambda: 5 * 86400.0)
         led.reserve("a", PrivacyCost(0.75))
         os._exit(0)  # no commit, no close
@@ -738,7 +738,7 @@ def _child_env() -> dict[str, str]:
 _WORKER = textwrap.dedent(
     """
     import sys, time
-    from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
+    from ldp.privacy.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
     path, charge = sys.argv[1], float(sys.argv[2])
     one = PrivacyCost(1.0)
     led = BudgetLedger(

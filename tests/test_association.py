@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ldp.batch.association as kernel
-from ldp.accountant import PrivacyCost
 from ldp.batch.association import PairData, draw_cells, em_fit, simulate_pairs
 from ldp.decoders.association import Variable, associate, pair_cost, pair_data, report_loglik
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams, bloom_bits
 from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams
+from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import realized_probability
 
 TINY_RAPPOR = RapporParams(4, 2, 2, 0.25, 0.75, 0.5)

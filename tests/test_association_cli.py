@@ -1,4 +1,4 @@
-"""Association pairs from deployed data (ldp.decoders.association_io) and ``ldp associate`` (ldp.cli_associate):
+"""Association pairs from deployed data (ldp.decoders.association_io) and ``ldp associate`` (ldp.cli.associate):
 split multi reports made by the TelemetryClient, row-aligned files, rejects, refusals, the CLI contract."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ldp.batch.association import simulate_pairs
-from ldp.cli_associate import add_associate_arguments, associate_command
-from ldp.client import TelemetryClient
+from ldp.cli.associate import add_associate_arguments, associate_command
+from ldp.client.runtime import TelemetryClient
 from ldp.decoders.association_io import aligned_pairs, multi_pairs
 from ldp.server.formats import sections_from_envelopes, write_binary, write_csv, write_jsonl
 from ldp.spec import CollectionSpec, Envelope
@@ -284,11 +284,11 @@ def test_the_command_module_starts_without_numpy() -> None:
     import subprocess
     import sys
 
-    from ldp.cli_associate import SE_CHOICES
+    from ldp.cli.associate import SE_CHOICES
     from ldp.decoders.association import SE_METHODS
 
     assert SE_CHOICES == SE_METHODS
-    code = ("import argparse, sys\nfrom ldp.cli_associate import add_associate_arguments\n"
+    code = ("import argparse, sys\nfrom ldp.cli.associate import add_associate_arguments\n"
             "add_associate_arguments(argparse.ArgumentParser().add_subparsers())\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy'}))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

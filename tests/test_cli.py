@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ldp.cli import main
+from ldp.cli.command import main
 
 
 def run_json(capsys, *argv):
@@ -84,7 +84,7 @@ def test_errors_are_clear(capsys, argv, message):
 
 
 def test_module_entry_point_help():
-    out = subprocess.run([sys.executable, "-m", "ldp.cli", "--help"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "ldp", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "demo" in out.stdout and "simulate" in out.stdout
 
 
@@ -166,8 +166,8 @@ def test_server_commands_are_subcommands(capsys):
 
 
 def test_the_help_texts_name_every_protocol():
-    """The CLI's one list of protocol names (ldp.cli_support) against the registry."""
-    from ldp.cli_support import COUNT_PROTOCOLS, PROTOCOLS_HELP
+    """The CLI's one list of protocol names (ldp.cli.support) against the registry."""
+    from ldp.cli.support import COUNT_PROTOCOLS, PROTOCOLS_HELP
     from ldp.encoders.numeric import MEAN_PROTOCOLS
     from ldp.protocols import client_protocols
 

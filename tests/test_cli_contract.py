@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ldp.cli import main
-from ldp.plan_ngrams import ngrams_default_params
+from ldp.cli.command import main
+from ldp.plan.ngrams import ngrams_default_params
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "collection.json"
@@ -255,7 +255,7 @@ def test_missing_files_are_named(tmp_path, argv):
 
 
 def _closed_pipe(argv: list[str], read_first_line: bool) -> tuple[int, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "ldp.cli", *argv], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "ldp", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     if read_first_line:  # like `| head -1`
         assert proc.stdout.readline()
@@ -287,7 +287,7 @@ def test_a_closed_pipe_in_process_returns_0_quietly():
 
 def test_the_exact_stderr_lines_in_a_subprocess():
     def ldp(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "ldp.cli", *argv], capture_output=True, text=True, timeout=120)
+        return subprocess.run([sys.executable, "-m", "ldp", *argv], capture_output=True, text=True, timeout=120)
 
     res = ldp("privacy", "grr", "--epsilon", "nan", "--d", "4")  # argparse: usage, then the error line
     assert res.returncode == 2 and res.stdout == "" and res.stderr.startswith("usage: ldp privacy ")
@@ -380,12 +380,12 @@ BAD = [
 
 @pytest.mark.parametrize("exc, message", BAD, ids=[type(e).__name__ for e, _ in BAD])
 def test_every_bad_input_exception_is_one_line_and_status_2(monkeypatch, exc, message):
-    import ldp.cli
-    import ldp.cli_server
+    import ldp.cli.command
+    import ldp.cli.server
     import ldp.spec.collection
 
-    monkeypatch.setattr(ldp.cli, "privacy_summary", _raiser(exc))
-    monkeypatch.setattr(ldp.cli_server, "_merge", _raiser(exc))
+    monkeypatch.setattr(ldp.cli.command, "privacy_summary", _raiser(exc))
+    monkeypatch.setattr(ldp.cli.server, "_merge", _raiser(exc))
     monkeypatch.setattr(ldp.spec.collection.CollectionSpec, "load", _raiser(exc))
     for argv in (["privacy", "rr"], ["merge", "x", "--out", "y"], ["spec", "validate", "x"]):
         status, out, err = run(argv)
@@ -394,9 +394,9 @@ def test_every_bad_input_exception_is_one_line_and_status_2(monkeypatch, exc, me
 
 
 def test_a_bug_is_one_line_with_status_1_and_a_traceback_on_request(monkeypatch):
-    import ldp.cli
+    import ldp.cli.command
 
-    monkeypatch.setattr(ldp.cli, "privacy_summary", _raiser(KeyError("p_star")))
+    monkeypatch.setattr(ldp.cli.command, "privacy_summary", _raiser(KeyError("p_star")))
     status, _, err = run(["privacy", "rr"])
     assert status == 1 and err == ("ldp privacy: internal error: KeyError: 'p_star' "
                                    "(run with LDP_DEBUG=1 for the traceback)\n")

@@ -1,4 +1,4 @@
-"""Tests of ldp.client (the telemetry client runtime) and of the ledger's atomic charge.
+"""Tests of ldp.client.runtime (the telemetry client runtime) and of the ledger's atomic charge.
 
 Crash safety and concurrency run real processes: children killed at exact points of a
 transaction (a private fault hook) or by SIGKILL at random moments, and several processes
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, LedgerError, PrivacyCost
-from ldp.client import PendingItem, StateError, TelemetryClient
+from ldp.client.runtime import PendingItem, StateError, TelemetryClient
+from ldp.privacy.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, LedgerError, PrivacyCost
 from ldp.spec import CollectionSpec, EnvelopeError, parse_envelope
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -408,14 +408,14 @@ def test_corrupted_pages_are_refused(tmp_path):
 
 CHILD = r"""
 import json, os, sys, time
-import ldp.client
-from ldp.client import BudgetExceeded, TelemetryClient
+import ldp.client.runtime
+from ldp.client.runtime import BudgetExceeded, TelemetryClient
 mode, spec_path, state_path, now = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 client = TelemetryClient(spec_path, state_path, clock=lambda: now)
 if mode == "crash":
     point = sys.argv[5]
     ids = [client.record("color", "g"), client.record("page", "example.com")]
-    ldp.client._fault = lambda p: os._exit(77) if p == point else None
+    ldp.client.runtime._fault = lambda p: os._exit(77) if p == point else None
     if point == "acknowledge":
         client.acknowledge(ids)
     else:
@@ -430,7 +430,7 @@ elif mode == "crash_many":  # killed inside a batch: at the SECOND item's point,
             hits.append(p)
             if p in ("before_charge", "committed") or len(hits) == 2:
                 os._exit(77)
-    ldp.client._fault = fault
+    ldp.client.runtime._fault = fault
     client.record_many([("color", "b"), ("page", "example.com")])
     os._exit(0)
 elif mode in ("race", "race_many"):
@@ -450,7 +450,7 @@ elif mode in ("race", "race_many"):
     print(json.dumps({"ok": ok, "refused": refused}))
 elif mode in ("encode_crash", "encode_storm"):  # Encoder.encode through a file ledger, no client
     from ldp.encoders import GRREncoder, GRRParams
-    from ldp.ledger import BudgetLedger
+    from ldp.privacy.ledger import BudgetLedger
     client.close()
     ledger = BudgetLedger(state_path + ".ledger", clock=lambda: now)
     enc = GRREncoder(GRRParams(1.0, 4), ledger=ledger, metric="m")

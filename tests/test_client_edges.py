@@ -12,10 +12,10 @@ import warnings
 import pytest
 from test_client import SPEC, T0, Clock, check_invariants, spec_doc
 
-from ldp.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
-from ldp.client import StateError, TelemetryClient
+from ldp.client.runtime import StateError, TelemetryClient
 from ldp.encoders import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams, RapporEncoder, RapporParams
-from ldp.ledger import MAX_CLOCK, ClockError, check_clock
+from ldp.privacy.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
+from ldp.privacy.ledger import MAX_CLOCK, ClockError, check_clock
 from ldp.randomness import SeededRandomnessWarning, is_seeded
 from ldp.reports import ReportError, parse_json
 from ldp.spec import CollectionSpec, EnvelopeError, SpecError, parse_envelope

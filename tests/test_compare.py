@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 from script_helpers import ROOT, load_script, read_csv
 
-from ldp.cli import main
+from ldp.cli.command import main
 from ldp.compare import (
     RegressionSetup,
     add_compare_arguments,

@@ -209,7 +209,7 @@ def test_ldp_decode_applies_the_consistency_option(tmp_path):
     agg = GRRAggregate.simulate(GRRParams(1.0, 5), [600, 300, 80, 15, 5], 3)
     path = tmp_path / f"color.{spec.metrics['color'].params_fingerprint}.agg"
     write_aggregate(path, agg)
-    out = subprocess.run([sys.executable, "-m", "ldp.cli", "decode", str(path), "--spec", str(tmp_path / "spec.json"),
+    out = subprocess.run([sys.executable, "-m", "ldp", "decode", str(path), "--spec", str(tmp_path / "spec.json"),
                           "--consistency", "norm-sub", "--json"], capture_output=True, text=True, check=True).stdout
     result = _json.loads(out)
     counts = [row["count"] for row in result["estimates"]]

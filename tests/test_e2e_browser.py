@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from e2e_support import CHROMIUM, CHROMIUM_ARGS, Served, artifact_dir, get_json, need_browser, serve
 
-from ldp.client import TelemetryClient
+from ldp.client.runtime import TelemetryClient
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page

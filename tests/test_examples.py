@@ -1,6 +1,6 @@
 """The example files of ``examples/``: regenerating them gives the same bytes, they stay small, and
 every shell block of the README and of docs/cli.md that uses them runs as written from a copy of
-the repository's ``examples/`` (``ldp`` run as ``python -m ldp.cli``)."""
+the repository's ``examples/`` (``ldp`` run as ``python -m ldp``)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_the_example_commands_run_as_written(page: Path, tmp_path: Path) -> None
     commands = _example_commands(page)
     assert len(commands) >= 3, f"{page.name} should show the example commands"
     shutil.copytree(EXAMPLES, tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
-    ldp = f"{shlex.quote(sys.executable)} -m ldp.cli"
+    ldp = f"{shlex.quote(sys.executable)} -m ldp"
     outputs = []
     for command in commands:
         res = subprocess.run(ldp + command[len("ldp"):], shell=True, capture_output=True, text=True,  # globs

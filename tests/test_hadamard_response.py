@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldp.accountant import BudgetLedger
-from ldp.audit import audit_encoder, output_distribution
 from ldp.decoders.base import Aggregate
 from ldp.decoders.hadamard_response import HRAggregate, hr_counts, hr_variance
 from ldp.decoders.pure import pure_count_variance
 from ldp.decoders.sketch import fwht
 from ldp.encoders.hadamard_response import HREncoder, HRParams, hr_order
+from ldp.privacy.accountant import BudgetLedger
+from ldp.privacy.audit import audit_encoder, output_distribution
 from ldp.protocols import get_protocol
 
 LABELS = ("a", "b", "c")
@@ -172,7 +172,7 @@ def test_json_lines_merge_and_bytes():
 
 
 def test_telemetry_client_round_trip(tmp_path):
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
     from ldp.spec import CollectionSpec
 
     doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},

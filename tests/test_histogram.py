@@ -17,16 +17,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldp.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
-from ldp.audit import audit_encoder, output_distribution
 from ldp.decoders.base import Aggregate
 from ldp.decoders.histogram import BucketGRRAggregate, DBitFlipAggregate, dbitflip_variance
 from ldp.decoders.randomized_response import grr_variance
 from ldp.encoders.histogram import BucketGRREncoder, BucketGRRParams, DBitFlipEncoder, DBitFlipParams
+from ldp.privacy.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
+from ldp.privacy.audit import audit_encoder, output_distribution
 from ldp.protocols import get_protocol, params_from_dict
 from ldp.randomness import RandomSource
 from ldp.reports import ReportBatch
-from ldp.simulation import accuracy, from_counts, simulate
+from ldp.simulation.collect import accuracy, from_counts, simulate
 
 EDGES = (0.0, 10.0, 20.0, 50.0, 100.0)
 LABELS = ["[0, 10)", "[10, 20)", "[20, 50)", "[50, 100]"]

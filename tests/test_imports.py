@@ -21,12 +21,13 @@ BLOCKER = textwrap.dedent("""
 
 CLIENT = textwrap.dedent("""
     import importlib, pkgutil
-    import ldp, ldp.encoders, ldp.accountant, ldp.ledger, ldp.reports, ldp.hashing, ldp.randomness, ldp.audit
+    import ldp, ldp.encoders, ldp.privacy.accountant, ldp.privacy.ledger, ldp.reports, ldp.hashing, ldp.randomness
+    import ldp.privacy.audit
     for info in pkgutil.iter_modules(ldp.encoders.__path__):
         importlib.import_module("ldp.encoders." + info.name)
     from ldp.protocols import client_protocols, params_from_dict
     from ldp.encoders import GRREncoder, GRRParams, BinaryRREncoder, BinaryRRParams
-    from ldp.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
+    from ldp.privacy.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
     assert {"rr", "grr"} <= set(client_protocols())
     ledger = BudgetLedger(":memory:", total=BudgetPolicy(per_window=PrivacyCost(5)))
     params = params_from_dict({"protocol": "grr", "params": GRRParams(1.0, 4).to_dict()})
@@ -36,14 +37,14 @@ CLIENT = textwrap.dedent("""
     SfpEncoder(SfpParams(1.0, 1.0, word_sketch="hcms"), ledger=ledger, metric="w").encode("hello")
     from ldp.reports import parse_json, decode_binary
     assert parse_json(report.to_json()) == report == decode_binary(report.to_bytes())[0]
-    from ldp.audit import audit_encoder
+    from ldp.privacy.audit import audit_encoder
     assert audit_encoder(lambda s: GRREncoder(params, rng=s), range(4)).matches(1.0)
     import os, tempfile
-    import ldp.spec, ldp.client, ldp.uploader
+    import ldp.spec, ldp.client.runtime, ldp.client.uploader
     for info in pkgutil.iter_modules(ldp.spec.__path__):
         importlib.import_module("ldp.spec." + info.name)
     from ldp.spec import CollectionSpec, parse_envelope
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
     spec = CollectionSpec.load("examples/collection.json")
     with TelemetryClient(spec, os.path.join(tempfile.mkdtemp(), "state.db")) as app:
         app.record("app_category", "games")
@@ -75,7 +76,8 @@ def test_blocker_really_blocks_server_code():
 
 
 SERVER_SIDE = ["ldp.decoders", "ldp.decoders.base", "ldp.batch", "ldp.batch.rappor", "ldp.server", "ldp.server.job",
-               "ldp.simulation", "ldp.plan", "ldp.compare", "ldp.demo", "ldp.regression", "ldp.regtest"]
+               "ldp.simulation.collect", "ldp.plan.frequency", "ldp.compare", "ldp.demo", "ldp.regression",
+               "ldp.simulation.rappor_regtest"]
 
 
 def test_server_side_without_the_extra_names_it():
@@ -101,7 +103,7 @@ def test_cli_without_the_extra():
     """The client commands work; the server commands exit 2 with one line naming the extra."""
     code = textwrap.dedent("""
         import contextlib, io, sys
-        from ldp.cli import main
+        from ldp.cli.command import main
         def run(*argv):
             err = io.StringIO()
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
@@ -128,14 +130,15 @@ def test_cli_without_the_extra():
     assert "cli ok" in result.stdout
 
 
-LIGHT = ["ldp.decoders", "ldp.simulation", "ldp.plan", "ldp.server.job", "ldp.server.decode", "ldp.server.store",
+LIGHT = ["ldp.decoders", "ldp.simulation.collect", "ldp.plan.frequency", "ldp.server.job", "ldp.server.decode",
+         "ldp.server.store",
          "ldp.decoders.rappor_decode", "ldp.decoders.sfp", "ldp.demo", "ldp.compare.report", "ldp.regression",
-         "ldp.regression.mechanisms", "ldp.cli_server", "ldp.cli_protocols"]
+         "ldp.regression.mechanisms", "ldp.cli.server", "ldp.cli.protocols"]
 
 
 def test_commands_start_without_scipy_or_scikit_learn():
     """scipy and scikit-learn are imported only where a lasso or a regression is fitted (start-up <= 1 s)."""
-    code = ("import sys, ldp.cli, " + ", ".join(LIGHT) +
+    code = ("import sys, ldp.cli.command, " + ", ".join(LIGHT) +
             "\nheavy = sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'sklearn'})\nprint(heavy)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

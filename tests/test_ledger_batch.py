@@ -5,7 +5,7 @@
   WAL mode with ``synchronous=FULL`` (the charge is on disk before the report leaves);
 * the float cap check (``_first_exceeded``) agrees exactly with the ``PrivacyCost`` arithmetic
   it replaced (hypothesis);
-* what a ledger knows without reading the file (:class:`ldp.ledger_sql.Known`) gives exactly
+* what a ledger knows without reading the file (:class:`ldp.privacy.ledger_store.Known`) gives exactly
   what reading the file every time gives (hypothesis), sees other connections' commits, and is
   forgotten on rollback;
 * a batch is all or nothing, and when it fits it is the same calls one by one (hypothesis).
@@ -22,8 +22,10 @@ import sqlite3
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ldp import ledger_sql
-from ldp.accountant import (
+from ldp.client.runtime import TelemetryClient
+from ldp.encoders import GRREncoder, GRRParams
+from ldp.privacy import ledger_store as ledger_sql
+from ldp.privacy.accountant import (
     BudgetExceeded,
     BudgetLedger,
     BudgetPolicy,
@@ -32,9 +34,7 @@ from ldp.accountant import (
     _cap_limits,
     _first_exceeded,
 )
-from ldp.client import TelemetryClient
-from ldp.encoders import GRREncoder, GRRParams
-from ldp.ledger import LedgerDamagedError
+from ldp.privacy.ledger import LedgerDamagedError
 from ldp.spec import CollectionSpec, parse_envelope
 
 DAY = 86400.0

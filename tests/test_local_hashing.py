@@ -11,12 +11,12 @@ import pytest
 from scipy import stats
 
 import ldp.batch.local_hashing as lhb
-from ldp.accountant import BudgetLedger
-from ldp.audit import audit_encoder, output_distribution
 from ldp.batch.murmur import murmur3_32
 from ldp.decoders.base import Aggregate
 from ldp.decoders.local_hashing import LocalHashingAggregate, lh_per_user_variance, lh_variance
 from ldp.encoders.local_hashing import BLHParams, OLHEncoder, OLHParams, lh_hash, olh_width
+from ldp.privacy.accountant import BudgetLedger
+from ldp.privacy.audit import audit_encoder, output_distribution
 from ldp.protocols import get_protocol
 from ldp.randomness import RandomSource
 
@@ -269,7 +269,7 @@ def test_json_lines_merge_and_bytes(params):
 
 
 def test_fixed_domain_simulation_path():
-    from ldp.simulation import accuracy, make_population
+    from ldp.simulation.collect import accuracy, make_population
 
     res = accuracy(OLHParams(1.0, 16), make_population("zipf", 16), 2000, trials=3, method="aggregate", rng=1,
                    progress=False)
@@ -280,7 +280,7 @@ def test_fixed_domain_simulation_path():
 
 
 def test_telemetry_client_round_trip(tmp_path):
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
     from ldp.spec import CollectionSpec
 
     doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},

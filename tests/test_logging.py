@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ldp.accountant import BudgetExceeded
-from ldp.cli import main
-from ldp.client import TelemetryClient
+from ldp.cli.command import main
+from ldp.client.runtime import TelemetryClient
+from ldp.privacy.accountant import BudgetExceeded
 from ldp.server import aggregate_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,9 +26,9 @@ DAY = 86400.0 * 20000
 VALUE = "zz-distinctive-value-7f3a9c.example"
 
 #: Modules that talk to the user and may print: the CLI, the demo, and the compare report's command.
-PRINT_ALLOWED = {"ldp/cli.py", "ldp/cli_server.py", "ldp/cli_support.py", "ldp/cli_compare.py",
-                 "ldp/cli_protocols.py", "ldp/cli_logging.py", "ldp/cli_pem.py", "ldp/cli_serve.py", "ldp/cli_watch.py",
-                 "ldp/cli_associate.py", "ldp/cli_ngrams.py",
+PRINT_ALLOWED = {"ldp/cli/command.py", "ldp/cli/server.py", "ldp/cli/support.py", "ldp/cli/compare.py",
+                 "ldp/cli/protocols.py", "ldp/cli/log.py", "ldp/cli/pem.py", "ldp/cli/serve.py", "ldp/cli/watch.py",
+                 "ldp/cli/associate.py", "ldp/cli/ngrams.py",
                  "ldp/spec/cli.py"}
 PRINT_ALLOWED_FUNCTIONS = {"ldp/compare/report.py": {"compare_command"}}
 
@@ -117,7 +117,7 @@ def test_aggregate_keeps_its_own_quiet_and_ldp_q_hides_warnings(uploads, tmp_pat
 
 
 def test_ldp_q_hides_logged_warnings(caplog):
-    from ldp import cli_logging
+    from ldp.cli import log as cli_logging
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
@@ -129,7 +129,7 @@ def test_ldp_q_hides_logged_warnings(caplog):
 
 
 def test_importing_ldp_configures_no_logging():
-    code = ("import logging, ldp, ldp.client, ldp.server, ldp.cli; "
+    code = ("import logging, ldp, ldp.client.runtime, ldp.server, ldp.cli.command; "
             "assert not logging.getLogger().handlers; "
             "assert [type(h) for h in logging.getLogger('ldp').handlers] == [logging.NullHandler]; "
             "assert logging.getLogger('ldp').level == logging.NOTSET")
@@ -139,9 +139,9 @@ def test_importing_ldp_configures_no_logging():
 UPLOAD_AND_CATCH = """
 import json, logging, socket, sys, tempfile
 from pathlib import Path
-from ldp.client import TelemetryClient
+from ldp.client.runtime import TelemetryClient
 from ldp.spec import CollectionSpec
-from ldp.uploader import UploadError
+from ldp.client.uploader import UploadError
 if sys.argv[1] == "no-null-handler":
     logging.getLogger("ldp").handlers.clear()
 spec = CollectionSpec.from_dict({"spec_version": 1, "name": "app", "budget": {"per_window": 10, "lifetime": 100},

@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
-from ldp.audit import audit
 from ldp.batch.longitudinal import lgrr_memo, memo_mean_devices
 from ldp.decoders.base import Aggregate
 from ldp.decoders.longitudinal import LGRRAggregate, MemoMeanAggregate
 from ldp.encoders.longitudinal import LGRREncoder, LGRRParams, MemoMeanEncoder, MemoMeanParams, lgrr_leakage
+from ldp.privacy.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
+from ldp.privacy.audit import audit
 from ldp.protocols import get_protocol
 from ldp.randomness import RandomSource
 from ldp.reports import Report
@@ -336,7 +336,7 @@ def test_estimates_print():
 
 # ---------------------------------------------------------------------------------------- client
 def test_telemetry_client_gives_memoizing_encoders_the_metric_secret(tmp_path):
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
     from ldp.spec import CollectionSpec
 
     doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},

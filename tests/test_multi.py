@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from ldp.audit import audit
 from ldp.decoders.base import Aggregate
 from ldp.decoders.mean_results import MeanEstimate
 from ldp.decoders.multi import MultiAggregate, inverse_moment, multi_variance, recommend_mode
 from ldp.decoders.results import Estimates
 from ldp.encoders.multi import MultiEncoder, MultiParams, build_component
+from ldp.privacy.audit import audit
 from ldp.protocols import get_protocol, params_from_dict
 from ldp.reports import Report, ReportError, canonical_json
 
@@ -82,7 +82,7 @@ def test_params_validation_names_the_rule(args, error, match):
     ({"app": 1, "minutes": "5"}, TypeError, "attribute 'minutes'"),
 ])
 def test_bad_values_fail_before_any_charge(tmp_path, value, error, match):
-    from ldp.accountant import BudgetLedger
+    from ldp.privacy.accountant import BudgetLedger
 
     ledger = BudgetLedger(tmp_path / "l.db")
     enc = MultiEncoder(MultiParams(1, "sample", ATTRS), ledger=ledger, metric="m")
@@ -302,7 +302,7 @@ def test_multi_variance_sample_wins_at_small_epsilon_split_at_large():
 
 # -- the client ------------------------------------------------------------------------------------
 def test_telemetry_client_with_a_multi_metric(tmp_path):
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
     from ldp.spec import CollectionSpec, SpecError, parse_envelope
 
     doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 4, "lifetime": 40},

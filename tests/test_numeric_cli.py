@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from ldp.cli import main
+from ldp.cli.command import main
 from ldp.decoders.numeric import HybridAggregate
 from ldp.encoders.numeric import DuchiParams, HybridParams, PiecewiseParams
-from ldp.simulation import accuracy, simulate, zipf
-from ldp.simulation_numeric import given_values, make_numeric_population, read_values
+from ldp.simulation.collect import accuracy, simulate, zipf
+from ldp.simulation.numeric import given_values, make_numeric_population, read_values
 
 
 def run(capsys, *argv):

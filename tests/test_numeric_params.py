@@ -8,8 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from ldp.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
-from ldp.audit import audit_encoder
 from ldp.decoders.base import Aggregate
 from ldp.decoders.numeric import (
     DuchiAggregate,
@@ -30,6 +28,8 @@ from ldp.encoders.numeric import (
     PiecewiseEncoder,
     PiecewiseParams,
 )
+from ldp.privacy.accountant import BudgetLedger, BudgetPolicy, PrivacyCost
+from ldp.privacy.audit import audit_encoder
 from ldp.protocols import get_protocol
 from ldp.reports import Report, parse_json
 

@@ -1,4 +1,5 @@
-"""The planner for means (ldp.plan_numeric), for histogram buckets (ldp.plan), and the variance-vs-ε figure's data."""
+"""The planner for means (ldp.plan.numeric), for histogram buckets (ldp.plan.frequency), and the variance-vs-ε
+figure's data."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import numpy as np
 import pytest
 from script_helpers import load_script, read_csv
 
-from ldp.cli import main
+from ldp.cli.command import main
 from ldp.decoders.histogram import dbitflip_variance
 from ldp.decoders.numeric import DuchiAggregate, HybridAggregate, PiecewiseAggregate, continuous_pm_variance
 from ldp.decoders.pure import pure_count_variance
 from ldp.encoders.numeric import HYBRID_THRESHOLD, PM_CROSSOVER, DuchiParams, HybridParams, PiecewiseParams
-from ldp.plan import default_params, plan, solve_n
-from ldp.plan_numeric import (
+from ldp.plan.frequency import default_params, plan, solve_n
+from ldp.plan.numeric import (
     default_mean_params,
     laplace_variance,
     plan_mean,
@@ -23,7 +24,7 @@ from ldp.plan_numeric import (
     solve_n_mean,
     worst_case_variance,
 )
-from ldp.simulation_numeric import simulate_mean
+from ldp.simulation.numeric import simulate_mean
 
 AGGREGATES = {"duchi": DuchiAggregate, "piecewise": PiecewiseAggregate, "hybrid": HybridAggregate}
 

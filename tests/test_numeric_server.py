@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ldp.client import TelemetryClient
+from ldp.client.runtime import TelemetryClient
 from ldp.protocols import get_protocol
 from ldp.server import (
     Section,

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from ldp.accountant import BudgetExceeded, PrivacyAccountant, PrivacyCost
+from ldp.privacy.accountant import BudgetExceeded, PrivacyAccountant, PrivacyCost
 from ldp.regression.objective import (
     FunctionalMechanism,
     OutputPerturbation,

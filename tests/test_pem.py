@@ -8,13 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy import stats
 
-from ldp.accountant import BudgetLedger
-from ldp.audit import audit_encoder
 from ldp.batch.pem import key_support
 from ldp.decoders.base import Aggregate, AggregateFormatError
 from ldp.decoders.pem import PEMAggregate, null_threshold, pem_detectable_share, pem_null_se, pem_variance
 from ldp.encoders.local_hashing import lh_hash
 from ldp.encoders.pem import PEMEncoder, PEMParams, prefix_key
+from ldp.privacy.accountant import BudgetLedger
+from ldp.privacy.audit import audit_encoder
 
 SMALL = PEMParams(2.0, max_length=2)  # G = 2 groups: prefixes of 8 and 16 bits
 
@@ -238,7 +238,7 @@ def test_report_parser_never_crashes(payloads):
 
 
 def test_telemetry_client_round_trip(tmp_path):
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
     from ldp.spec import CollectionSpec
 
     doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from ldp.cli import main
+from ldp.cli.command import main
 from ldp.decoders.pem import PEMAggregate, pem_detectable_share, pem_variance
 from ldp.encoders.pem import PEMEncoder, PEMParams
 
@@ -48,8 +48,8 @@ def test_simulate_pem_gives_recall_false_strings_and_errors_against_theory(capsy
 
 
 def test_simulate_pem_theory_is_the_variance_averaged_over_the_group_size():
-    from ldp.simulation import from_counts
-    from ldp.simulation_pem import pem_accuracy, pem_theoretical_variance
+    from ldp.simulation.collect import from_counts
+    from ldp.simulation.pem import pem_accuracy, pem_theoretical_variance
 
     params = PEMParams(2.0, max_length=2)  # G = 2
     truth = np.array([3000, 1000, 0])
@@ -91,8 +91,8 @@ def test_plan_pem_detectable_share_is_the_decoders(capsys):
 
 
 def test_plan_pem_grid_falls_with_n_and_epsilon_and_rises_with_length():
-    from ldp.plan import default_params, solve_n
-    from ldp.plan_pem import detectable_grid
+    from ldp.plan.frequency import default_params, solve_n
+    from ldp.plan.pem import detectable_grid
 
     rows = {(r["n"], r["epsilon"], r["max_length"]): r["detectable_share"]
             for r in detectable_grid([10**5, 10**6], [2.0, 4.0], [5, 10])}
@@ -164,7 +164,7 @@ def test_pem_discover_bad_input(capsys, report_files, tmp_path):
 
 # ------------------------------------------------------------------------------------------ end to end
 def test_spec_metric_from_the_client_through_aggregate_to_decode(capsys, tmp_path):
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
     from ldp.spec import CollectionSpec
 
     doc = {"spec_version": 1, "name": "words", "budget": {"per_window": 100000, "lifetime": 1000000},
@@ -201,7 +201,7 @@ def test_spec_metric_from_the_client_through_aggregate_to_decode(capsys, tmp_pat
 def test_simulate_and_plan_follow_the_oracle_choice(capsys):
     """oracle=auto through --param: GRR in the first group, named in the notes; the last group stays OLH, so
     the plan's numbers are OLH's; the round shares use each group's oracle (GRR's cutoff is the lower)."""
-    from ldp.plan_pem import pem_round_shares
+    from ldp.plan.pem import pem_round_shares
 
     argv = ["simulate", "--protocol", "pem", "--epsilon", "6", "--param", "max_length=3", "--param", "oracle=auto",
             "--d", "12", "--n", "20000", "--trials", "3", "--seed", "3", "--json"]

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy import stats
 
-from ldp.audit import audit_encoder, output_distribution
 from ldp.batch.pem import pem_encode_batch
 from ldp.decoders.aggregate_file import AggregateFormatError
 from ldp.decoders.pem import PEMAggregate, null_threshold, pem_detectable_share, pem_null_se, pem_variance
 from ldp.encoders.pem import MAX_GRR_BITS, PEMEncoder, PEMParams, null_variance
+from ldp.privacy.audit import audit_encoder, output_distribution
 from ldp.reports import Report, ReportBatch
 
 TINY = {"max_length": 1, "start_bits": 4, "step_bits": 4, "seed_range": 3}  # groups of 4 and 8 bits: enumerable

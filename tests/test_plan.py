@@ -22,7 +22,7 @@ from ldp.decoders.rappor_decode import CandidateMap, decode
 from ldp.decoders.sketch import SketchAggregate
 from ldp.encoders import BinaryRRParams, CmsParams, GRRParams, HcmsParams, RapporParams
 from ldp.encoders.sfp import SfpParams
-from ldp.plan import count_variance, default_params, plan, recommend, solve_n
+from ldp.plan.frequency import count_variance, default_params, plan, recommend, solve_n
 
 
 def _check_ratio(samples: np.ndarray, var: float, d: int) -> None:
@@ -160,7 +160,7 @@ def test_bad_input_is_refused_with_reasons() -> None:
 def test_cli_plan_single_target_and_recommend(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from ldp.cli import main
+    from ldp.cli.command import main
 
     assert main(["plan", "grr", "--epsilon", "2", "--d", "50", "--target-se", "0.001", "--json"]) == 0
     (out,) = json.loads(capsys.readouterr().out)

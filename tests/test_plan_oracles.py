@@ -14,8 +14,8 @@ import pytest
 
 import ldp.encoders as enc
 from ldp.frames import encode_batch
-from ldp.plan import default_params, plan, recommend
-from ldp.plan_oracles import FIXED_DOMAIN_ORACLES, optimal_variance, report_bytes
+from ldp.plan.frequency import default_params, plan, recommend
+from ldp.plan.oracles import FIXED_DOMAIN_ORACLES, optimal_variance, report_bytes
 
 ENCODERS = {"rr": enc.BinaryRREncoder, "grr": enc.GRREncoder, "sue": enc.SUEEncoder, "oue": enc.OUEEncoder,
             "blh": enc.BLHEncoder, "olh": enc.OLHEncoder, "hr": enc.HREncoder, "ss": enc.SSEncoder,
@@ -94,7 +94,7 @@ def test_report_bits_of_the_hashing_oracles() -> None:
 
 
 def test_cli_recommend_prints_the_ranking(capsys: pytest.CaptureFixture[str]) -> None:
-    from ldp.cli import main
+    from ldp.cli.command import main
 
     assert main(["plan", "--recommend", "--epsilon", "1", "--d", "200"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -14,7 +14,7 @@ from script_helpers import load_script, read_csv
 
 from ldp.encoders import CmsParams, GRRParams
 from ldp.encoders.sfp import SfpParams
-from ldp.plan import default_params, plan, solve_n
+from ldp.plan.frequency import default_params, plan, solve_n
 
 REL = 1e-5
 
@@ -129,8 +129,8 @@ def test_plots_and_arguments(tmp_path, monkeypatch, capsys):
 
 def test_oracles_are_recommends_scores(quick_run):
     """Each row is recommend()'s score of that oracle; GRR is under the optimum exactly below d = 3e^ε + 2."""
-    from ldp.plan import recommend
-    from ldp.plan_oracles import optimal_variance
+    from ldp.plan.frequency import recommend
+    from ldp.plan.oracles import optimal_variance
 
     script, out = quick_run
     rows = read_csv(out / "oracles.csv")

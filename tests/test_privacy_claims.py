@@ -8,7 +8,6 @@ import math
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from ldp.audit import audit, audit_encoder
 from ldp.encoders import (
     BinaryRREncoder,
     BinaryRRParams,
@@ -23,6 +22,7 @@ from ldp.encoders import (
 )
 from ldp.encoders.base import MAX_AGGREGATE_CELLS
 from ldp.encoders.sfp import SfpEncoder, SfpParams
+from ldp.privacy.audit import audit, audit_encoder
 from ldp.randomness import realized_probability
 from ldp.reports import MAX_LINE, max_line_bytes
 
@@ -204,7 +204,7 @@ def test_max_line_bytes_is_the_length_of_the_longest_envelope():
 
 # -- item 11: Google's files with k > 32 decode ------------------------------------------------------
 def test_google_params_with_k_128_decode_but_do_not_encode(tmp_path, capsys):
-    from ldp.cli import main
+    from ldp.cli.command import main
     from ldp.decoders import RapporAggregate
     from ldp.decoders.rappor_decode import CandidateMap, decode
 

@@ -1,4 +1,4 @@
-"""ldp.progress: a tqdm bar on a terminal, nothing otherwise; the long commands use it."""
+"""ldp.display.progress: a tqdm bar on a terminal, nothing otherwise; the long commands use it."""
 
 import re
 import sys
@@ -6,17 +6,17 @@ import sys
 import pytest
 
 import ldp.demo
-import ldp.progress
-from ldp.cli import main
+import ldp.display.progress
+from ldp.cli.command import main
+from ldp.display.progress import NoProgress, iterate, progress, wanted
 from ldp.encoders import GRRParams
-from ldp.progress import NoProgress, iterate, progress, wanted
-from ldp.simulation import accuracy, make_population
+from ldp.simulation.collect import accuracy, make_population
 
 
 @pytest.fixture
 def tty(monkeypatch):
     """Make stderr (captured by pytest) count as a terminal."""
-    monkeypatch.setattr(ldp.progress, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(ldp.display.progress, "_stderr_is_terminal", lambda: True)
 
 
 def test_off_when_stderr_is_not_a_terminal(capsys):
@@ -66,13 +66,13 @@ def test_a_notebook_gets_a_bar_without_a_terminal(monkeypatch, shell, notebook):
     fake = type(sys)("IPython")
     fake.get_ipython = lambda: shell
     monkeypatch.setitem(sys.modules, "IPython", fake)
-    assert ldp.progress.in_notebook() is notebook
+    assert ldp.display.progress.in_notebook() is notebook
     assert wanted(None) is notebook  # stderr is pytest's capture: not a terminal
 
 
 def test_no_ipython_loaded_is_no_notebook(monkeypatch):
     monkeypatch.delitem(sys.modules, "IPython", raising=False)
-    assert not ldp.progress.in_notebook()
+    assert not ldp.display.progress.in_notebook()
 
 
 def test_the_bar_is_tqdms_automatic_front_end(monkeypatch):
@@ -130,7 +130,7 @@ def test_demo_stdout_is_unchanged_by_the_bar(small_demo, monkeypatch, capsys):
     assert main(argv) == 0
     plain = capsys.readouterr()
     assert plain.err == ""  # stderr not a terminal: no bar
-    monkeypatch.setattr(ldp.progress, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(ldp.display.progress, "_stderr_is_terminal", lambda: True)
     assert main(argv) == 0
     barred = capsys.readouterr()
     assert "demo" in barred.err and "section" in barred.err

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
-from ldp.audit import audit, audit_encoder
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate, grr_variance, rr_variance
 from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
-from ldp.simulation import simulate
+from ldp.privacy.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
+from ldp.privacy.audit import audit, audit_encoder
+from ldp.simulation.collect import simulate
 
 
 def z_family(checks: int, alpha: float = 1e-6) -> float:

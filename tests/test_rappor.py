@@ -8,9 +8,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
-from ldp.audit import audit
 from ldp.encoders.rappor import RapporEncoder, RapporParams, bloom_bits, google_prr_masks
+from ldp.privacy.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
+from ldp.privacy.audit import audit
 from ldp.randomness import RandomSource
 
 DEMO = RapporParams(16, 2, 64, 0.5, 0.75, 0.5)

@@ -12,7 +12,7 @@ from ldp.decoders.rappor import RapporAggregate, bit_count_variance
 from ldp.decoders.rappor_decode import CandidateMap, decode, exact_count_covariance
 from ldp.encoders.rappor import RapporEncoder, RapporParams, bloom_filter
 from ldp.reports import Report
-from ldp.simulation import simulate
+from ldp.simulation.collect import simulate
 
 DEMO = RapporParams(16, 2, 8, 0.5, 0.75, 0.5)
 

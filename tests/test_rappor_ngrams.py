@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ldp.accountant import BudgetLedger
-from ldp.audit import audit
 from ldp.decoders.base import Aggregate, AggregateFormatError
 from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
 from ldp.decoders.rappor_ngrams_discovery import join_candidates, possible_grams
 from ldp.encoders.rappor import bloom_bits
 from ldp.encoders.rappor_ngrams import RapporNgramsEncoder, RapporNgramsParams, gram_value, pair_index, pair_of
-from ldp.ledger import MemoizedCharge
+from ldp.privacy.accountant import BudgetLedger
+from ldp.privacy.audit import audit
+from ldp.privacy.ledger import MemoizedCharge
 
 SMALL = RapporNgramsParams(16, 2, 4, 0.25, 0.75, 0.5, 8, 1, 2, 0.25, 0.75, 0.5, n=2, max_length=6, alphabet="abcd")
 POP = RapporNgramsParams(32, 2, 32, 0.25, 0.75, 0.25, 16, 2, 16, 0.25, 0.75, 0.25, n=2, max_length=6,
@@ -268,7 +268,7 @@ def test_join_prunes_by_every_pair_and_caps_candidates(found):
 
 
 def test_telemetry_client_round_trip(tmp_path):
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
     from ldp.spec import CollectionSpec
 
     doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},

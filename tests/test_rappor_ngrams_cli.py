@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import ldp.cli as cli
-from ldp.cli_ngrams import add_ngrams_arguments, ngrams_command, ngrams_params
+import ldp.cli.command as cli
+from ldp.cli.ngrams import add_ngrams_arguments, ngrams_command, ngrams_params
 from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
 from ldp.encoders.rappor_ngrams import RapporNgramsEncoder, RapporNgramsParams
-from ldp.plan_ngrams import (
+from ldp.plan.ngrams import (
     detectable_grid,
     ngrams_default_params,
     ngrams_detectable_share,
     ngrams_pass_probability,
 )
-from ldp.simulation import accuracy, from_counts, zipf
-from ldp.simulation_ngrams import ngram_candidates, ngrams_accuracy
+from ldp.simulation.collect import accuracy, from_counts, zipf
+from ldp.simulation.ngrams import ngram_candidates, ngrams_accuracy
 
 SMALL = ngrams_default_params(8.0, max_length=4, alphabet="abcd")  # 2 positions, 21 possible n-grams each
 TRUTH = {"abcd": 1500, "dcba": 900, "bad": 600}
@@ -29,7 +29,7 @@ TRUTH = {"abcd": 1500, "dcba": 900, "bad": 600}
 
 @pytest.fixture(autouse=True)
 def registered(monkeypatch):
-    """`ldp ngrams-discover` in `ldp.cli.main`: as registered there, or added here until it is."""
+    """`ldp ngrams-discover` in `ldp.cli.command`: as registered there, or added here until it is."""
     sub = next(a for a in cli.make_parser()._actions if isinstance(a, argparse._SubParsersAction))
     if "ngrams-discover" in sub.choices:
         return

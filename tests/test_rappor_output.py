@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ldp.cli import main
+from ldp.cli.command import main
 from ldp.decoders.rappor_decode import RapporEstimates
 from ldp.decoders.rappor_output import (
     GOOGLE_COLUMNS,

@@ -16,7 +16,7 @@ from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import CandidateMap, _cutoff, decode
 from ldp.encoders.rappor import RapporParams
 from ldp.regression.selective import selection_adjusted_interval
-from ldp.regtest import PRIVACY, pmf
+from ldp.simulation.rappor_regtest import PRIVACY, pmf
 
 
 def _coverage_floor(n: int, level: float = 0.95, sigmas: float = 4.0) -> float:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from ldp.accountant import BudgetExceeded, PrivacyAccountant, PrivacyCost, compose_sequential
+from ldp.privacy.accountant import BudgetExceeded, PrivacyAccountant, PrivacyCost, compose_sequential
 from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
 from ldp.regression.mechanisms import (
     PrivacyLeakWarning,

@@ -112,7 +112,7 @@ def test_default_fit_on_any_finite_data_gives_finite_coefficients(data):
 
 @pytest.mark.parametrize("cls", PRIVATE_DEFAULTS, ids=lambda c: c.__name__)
 def test_statistics_that_overflow_are_refused_before_any_charge(cls):
-    from ldp.accountant import PrivacyAccountant
+    from ldp.privacy.accountant import PrivacyAccountant
 
     X, y = np.full((4, 2), 1e200), np.full(4, 1e200)
     acc = PrivacyAccountant()

@@ -1,4 +1,4 @@
-"""Google's RAPPOR regtest as data (ldp.regtest) and its script (simulations/rappor_regtest.py)."""
+"""Google's RAPPOR regtest as data (ldp.simulation.rappor_regtest) and its script (simulations/rappor_regtest.py)."""
 
 import csv
 import importlib.util
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldp import regtest
-from ldp.regtest import CONFIGS, SIZES, candidates, case_metrics, cases, pmf, run_case, true_counts
+from ldp.simulation import rappor_regtest as regtest
+from ldp.simulation.rappor_regtest import CONFIGS, SIZES, candidates, case_metrics, cases, pmf, run_case, true_counts
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,17 +10,17 @@ import re
 import numpy as np
 import pytest
 
-from ldp.cli import main
+from ldp.cli.command import main
 from ldp.decoders.longitudinal import lgrr_variance
 from ldp.decoders.multi import MultiAggregate, multi_variance, recommend_mode
 from ldp.encoders.longitudinal import LGRRParams, MemoMeanParams
 from ldp.encoders.multi import MultiParams
-from ldp.plan import default_params, lgrr_charges, plan, solve_n
-from ldp.plan_multi import plan_multi
-from ldp.plan_numeric import plan_mean, recommend_mean, solve_n_mean
-from ldp.simulation import accuracy, simulate, zipf
-from ldp.simulation_multi import MultiAccuracyResult, attribute_populations, draw_truth
-from ldp.simulation_numeric import MeanAccuracyResult, uniform_values
+from ldp.plan.frequency import default_params, lgrr_charges, plan, solve_n
+from ldp.plan.multi import plan_multi
+from ldp.plan.numeric import plan_mean, recommend_mean, solve_n_mean
+from ldp.simulation.collect import accuracy, simulate, zipf
+from ldp.simulation.multi import MultiAccuracyResult, attribute_populations, draw_truth
+from ldp.simulation.numeric import MeanAccuracyResult, uniform_values
 
 ATTRS = [["screen", "grr", {"domain_size": 3}], ["minutes", "piecewise", {"low": 0, "high": 120, "cells": 64}],
          ["dark", "rr", {}]]
@@ -34,15 +34,15 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_mean_protocols_are_defined_once():
-    import ldp.cli_numeric
-    import ldp.plan_numeric
-    import ldp.simulation_numeric
+    import ldp.cli.numeric
+    import ldp.plan.numeric
+    import ldp.simulation.numeric
     from ldp.encoders.numeric import MEAN_PROTOCOLS
 
     assert "memo-mean" in MEAN_PROTOCOLS
-    assert ldp.simulation_numeric.MEAN_PROTOCOLS is MEAN_PROTOCOLS
-    assert ldp.cli_numeric.MEAN_PROTOCOLS is MEAN_PROTOCOLS
-    assert not hasattr(ldp.plan_numeric, "MEAN_PROTOCOLS") or ldp.plan_numeric.MEAN_PROTOCOLS is MEAN_PROTOCOLS
+    assert ldp.simulation.numeric.MEAN_PROTOCOLS is MEAN_PROTOCOLS
+    assert ldp.cli.numeric.MEAN_PROTOCOLS is MEAN_PROTOCOLS
+    assert not hasattr(ldp.plan.numeric, "MEAN_PROTOCOLS") or ldp.plan.numeric.MEAN_PROTOCOLS is MEAN_PROTOCOLS
     assert [p.protocol for p in recommend_mean(1.0)] == ["hybrid", "duchi", "piecewise"]  # memo-mean not ranked
 
 

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-import ldp.plan_oracles  # noqa: F401  (registers Ranking)
-import ldp.simulation_multi  # noqa: F401  (registers MultiAccuracyResult)
-import ldp.simulation_ngrams  # noqa: F401
-import ldp.simulation_pem  # noqa: F401
-from ldp.cli import main
+import ldp.plan.oracles  # noqa: F401  (registers Ranking)
+import ldp.simulation.multi  # noqa: F401  (registers MultiAccuracyResult)
+import ldp.simulation.ngrams  # noqa: F401
+import ldp.simulation.pem  # noqa: F401
+from ldp.cli.command import main
 from ldp.decoders import Association, MultiAggregate, RapporAggregate, Variable, associate
 from ldp.decoders.pem import PEMAggregate
 from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
@@ -39,13 +39,13 @@ from ldp.encoders import (
 from ldp.encoders.multi import MultiEncoder
 from ldp.encoders.pem import PEMParams
 from ldp.encoders.sfp import SfpParams
-from ldp.plan import plan, recommend
-from ldp.plan_multi import plan_multi
-from ldp.plan_ngrams import ngrams_default_params
-from ldp.plan_numeric import plan_mean
+from ldp.plan.frequency import plan, recommend
+from ldp.plan.multi import plan_multi
+from ldp.plan.ngrams import ngrams_default_params
+from ldp.plan.numeric import plan_mean
 from ldp.server.store import write_aggregate
-from ldp.simulation import accuracy, make_population, simulate, zipf
-from ldp.simulation_numeric import simulate_mean, uniform_values
+from ldp.simulation.collect import accuracy, make_population, simulate, zipf
+from ldp.simulation.numeric import simulate_mean, uniform_values
 from ldp.spec import CollectionSpec
 
 pd = pytest.importorskip("pandas")

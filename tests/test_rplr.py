@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata, spearmanr
 
-from ldp.accountant import BudgetExceeded, PrivacyAccountant, PrivacyCost, compose_sequential
+from ldp.privacy.accountant import BudgetExceeded, PrivacyAccountant, PrivacyCost, compose_sequential
 from ldp.regression.mechanisms import PrivacyLeakWarning
 from ldp.regression.rplr import (
     DEFAULT_OMEGA_GRID,

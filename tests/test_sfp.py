@@ -10,14 +10,14 @@ import math
 import numpy as np
 import pytest
 
-from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
-from ldp.audit import audit_encoder
 from ldp.decoders.base import Aggregate
 from ldp.decoders.sfp import CandidateLimitError, SfpAggregate, record_grid
 from ldp.decoders.sketch import sketch_variance
 from ldp.encoders.sfp import SfpEncoder, SfpParams
+from ldp.privacy.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
+from ldp.privacy.audit import audit_encoder
 from ldp.reports import Report
-from ldp.simulation import simulate
+from ldp.simulation.collect import simulate
 
 SMALL = dict(word_num_hashes=16, word_width=256, fragment_num_hashes=16, fragment_width=256)
 

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from ldp.cli import main
-from ldp.plan import PLANNED_PROTOCOLS, default_params
-from ldp.simulation import accuracy, default_candidates, from_counts, simulate, zipf
+from ldp.cli.command import main
+from ldp.plan.frequency import PLANNED_PROTOCOLS, default_params
+from ldp.simulation.collect import accuracy, default_candidates, from_counts, simulate, zipf
 
 TRIALS = 5
 OPEN_DOMAIN = ("rappor", "cms", "hcms", "sfp")

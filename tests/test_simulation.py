@@ -4,7 +4,16 @@ import numpy as np
 import pytest
 
 from ldp.encoders.randomized_response import GRRParams
-from ldp.simulation import accuracy, exponential, from_counts, gaussian, make_population, simulate, uniform, zipf
+from ldp.simulation.collect import (
+    accuracy,
+    exponential,
+    from_counts,
+    gaussian,
+    make_population,
+    simulate,
+    uniform,
+    zipf,
+)
 
 
 def test_population_shapes():

@@ -8,14 +8,14 @@ import mmh3
 import numpy as np
 import pytest
 
-from ldp.audit import audit_encoder
 from ldp.batch.murmur import murmur3_32
 from ldp.decoders.base import Aggregate
 from ldp.decoders.sketch import SketchAggregate, fwht, sketch_variance
 from ldp.encoders.cms import CmsEncoder, CmsParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
+from ldp.privacy.audit import audit_encoder
 from ldp.reports import Report
-from ldp.simulation import simulate
+from ldp.simulation.collect import simulate
 
 KINDS = [(CmsParams, CmsEncoder), (HcmsParams, HcmsEncoder)]
 
@@ -71,7 +71,7 @@ def test_hcms_audit_equals_epsilon(eps):
 # -- client and batch paths ------------------------------------------------------------------------
 @pytest.mark.parametrize("params_type, encoder_type", KINDS)
 def test_bad_values_and_ledger(params_type, encoder_type):
-    from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
+    from ldp.privacy.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
 
     params = params_type(1.0, 4, 16)
     with pytest.raises(TypeError, match="str or bytes"):

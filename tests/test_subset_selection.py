@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldp.accountant import BudgetLedger
-from ldp.audit import audit_encoder, output_distribution
 from ldp.decoders.base import Aggregate
 from ldp.decoders.subset_selection import SSAggregate, ss_variance
 from ldp.encoders.subset_selection import SSEncoder, SSParams, floyd_subset, subset_size
+from ldp.privacy.accountant import BudgetLedger
+from ldp.privacy.audit import audit_encoder, output_distribution
 from ldp.protocols import get_protocol
 from ldp.reports import ReportBatch
 
@@ -175,7 +175,7 @@ def test_json_lines_batches_merge_and_bytes():
 
 
 def test_telemetry_client_round_trip(tmp_path):
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
     from ldp.spec import CollectionSpec
 
     doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},

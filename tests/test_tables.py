@@ -1,4 +1,4 @@
-"""ldp.tables: the one table renderer, and the cosmetics of the tables built on it."""
+"""ldp.display.tables: the one table renderer, and the cosmetics of the tables built on it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from ldp.decoders.randomized_response import RRAggregate
 from ldp.decoders.results import Estimates, column_format
+from ldp.display.tables import Column, format_p_value, format_value, key_values, render
 from ldp.encoders.randomized_response import BinaryRRParams
-from ldp.tables import Column, format_p_value, format_value, key_values, render
 
 
 def test_render_aligns_formats_and_rules() -> None:

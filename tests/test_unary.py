@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldp.accountant import BudgetLedger, MemoizedCharge
-from ldp.audit import audit, audit_encoder, output_distribution
 from ldp.decoders.base import Aggregate
 from ldp.decoders.histogram import BucketOUEAggregate
 from ldp.decoders.randomized_response import grr_variance
@@ -19,7 +17,9 @@ from ldp.decoders.unary import UnaryAggregate, unary_variance
 from ldp.encoders.histogram import BucketOUEEncoder, BucketOUEParams
 from ldp.encoders.randomized_response import GRRParams
 from ldp.encoders.unary import LOUEEncoder, LOUEParams, OUEEncoder, OUEParams, SUEParams, loue_leakage
-from ldp.plan import default_params, plan
+from ldp.plan.frequency import default_params, plan
+from ldp.privacy.accountant import BudgetLedger, MemoizedCharge
+from ldp.privacy.audit import audit, audit_encoder, output_distribution
 from ldp.protocols import get_protocol
 from ldp.randomness import RandomSource
 
@@ -307,7 +307,7 @@ def test_planner_knows_unary():
 
 
 def test_telemetry_client_round_trip(tmp_path):
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
     from ldp.spec import CollectionSpec
 
     doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},

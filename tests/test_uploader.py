@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ldp.client import StateError, TelemetryClient
+from ldp.client.runtime import StateError, TelemetryClient
+from ldp.client.uploader import UploadError, backoff_delay, batch_id, parse_retry_after
 from ldp.spec import CollectionSpec, EnvelopeError, parse_envelope
-from ldp.uploader import UploadError, backoff_delay, batch_id, parse_retry_after
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 86400.0 * 20000 + 3600.0
@@ -383,11 +383,11 @@ def test_a_damaged_batch_salt_is_refused(tmp_path, collector):
 
 CHILD = r"""
 import os, sys
-import ldp.client
-from ldp.client import TelemetryClient
+import ldp.client.runtime
+from ldp.client.runtime import TelemetryClient
 spec_path, state_path, url, token, point = sys.argv[1:6]
 client = TelemetryClient(spec_path, state_path, clock=lambda: float(sys.argv[6]))
-ldp.client._fault = lambda p: os._exit(77) if p == point else None
+ldp.client.runtime._fault = lambda p: os._exit(77) if p == point else None
 client.upload(url, token, sleep=lambda s: None)
 os._exit(0)
 """

@@ -163,7 +163,7 @@ def test_folding_again_adds_nothing_and_a_new_segment_adds_exactly_its_reports(s
 
 
 def test_real_client_lines_fold(spec, spec_path, tmp_path):
-    from ldp.client import TelemetryClient
+    from ldp.client.runtime import TelemetryClient
 
     data = tmp_path / "data"
     lines = []
@@ -291,7 +291,7 @@ def _config(tmp_path: Path, spec_path: Path, every: int = 60) -> Path:
 
 
 def _args(*argv: str) -> argparse.Namespace:
-    from ldp.cli_watch import add_watch_arguments
+    from ldp.cli.watch import add_watch_arguments
 
     parser = argparse.ArgumentParser(prog="ldp")
     add_watch_arguments(parser.add_subparsers(dest="command"))
@@ -299,7 +299,7 @@ def _args(*argv: str) -> argparse.Namespace:
 
 
 def test_cli_watch_once(spec, spec_path, tmp_path, capsys):
-    from ldp.cli_watch import watch_command
+    from ldp.cli.watch import watch_command
 
     cfg = _config(tmp_path, spec_path)
     add_segment(tmp_path / "data", simulate_lines(spec, 20, seed=1), 1)

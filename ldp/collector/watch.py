@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from ldp.accountant import PrivacyCost
+from ldp.privacy.accountant import PrivacyCost
 from ldp.server.job import JobSummary, aggregate_files, spec_index
 from ldp.server.store import AGG_SUFFIX, write_atomic
 from ldp.spec import CollectionSpec, MetricSpec
@@ -218,7 +218,7 @@ def _decode_one(path: Path, metric: str, specs: Mapping[str, CollectionSpec], co
     try:
         est = decode_aggregate(agg, load_candidates(spec, m.name), confidence=confidence, alpha=alpha)
     except (ValueError, ArithmeticError) as exc:
-        from ldp.cli_support import error_text
+        from ldp.cli.support import error_text
 
         logger.warning("fold: cannot decode %s: %s", entry["key"], error_text(exc))
         entry["error"] = error_text(exc)

@@ -36,7 +36,7 @@ from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
 from ldp.randomness import as_generator
 from ldp.regression.mechanisms import analytic_gaussian_sigma, laplace_scale
-from ldp.simulation import zipf
+from ldp.simulation.collect import zipf
 
 __all__ = [
     "LOCAL_PROTOCOLS", "CENTRAL_MECHANISMS", "RELATIONS", "CountingSetup", "seed004_rows", "seed004_errors",

@@ -33,7 +33,7 @@ def _plt() -> Any:
 
 def _save(fig: Any, path: Path) -> None:
     """Save at :data:`DPI` as a small palette PNG (:func:`ldp.simulation.save_png`)."""
-    from ldp.simulation import save_png
+    from ldp.simulation.collect import save_png
 
     save_png(fig, path, DPI)
 

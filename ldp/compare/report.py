@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ldp.cli_compare import add_compare_arguments  # noqa: F401  (re-exported)
+from ldp.cli.compare import add_compare_arguments  # noqa: F401  (re-exported)
 from ldp.compare.counting import (
     CountingSetup,
     central_noise_sd,
@@ -22,9 +22,9 @@ from ldp.compare.counting import (
     seed004_rows,
     seed004_slopes,
 )
+from ldp.display.tables import Column, render as render_table
 from ldp.extras import install_hint
-from ldp.simulation import write_rows_csv
-from ldp.tables import Column, render as render_table
+from ldp.simulation.collect import write_rows_csv
 
 __all__ = ["Settings", "settings", "run_compare", "render", "compare_command", "COLUMNS"]
 
@@ -109,7 +109,7 @@ def run_compare(*, quick: bool = False, seed: int | None = 0, out_dir: str | Pat
     comparison. Returns ``{"tables": {name: rows}, "summary": key numbers, "text": printable summary,
     "files": written paths, "seconds": elapsed}``; writes ``<name>.csv`` (and ``compare-*.png``
     when ``plots``) into ``out_dir``. ``progress``: a bar per table on stderr (``None``: when stderr
-    is a terminal; :mod:`ldp.progress`)."""
+    is a terminal; :mod:`ldp.display.progress`)."""
     if plots and out_dir is None:
         raise ValueError("plots need an output folder (out_dir)")
     if plots and importlib.util.find_spec("matplotlib") is None:
@@ -117,7 +117,7 @@ def run_compare(*, quick: bool = False, seed: int | None = 0, out_dir: str | Pat
     start = time.perf_counter()
     st = settings(quick, trials)
     from ldp.compare.regression import RegressionSetup, multiplier_rows, regression_rows  # scikit-learn: fitting
-    from ldp.progress import progress as progress_bar
+    from ldp.display.progress import progress as progress_bar
 
     cs, rs = CountingSetup(), RegressionSetup()
     g004, gn, geps, greg = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
@@ -323,7 +323,7 @@ def _jsonable(v: Any) -> Any:
 
 def compare_command(args: argparse.Namespace) -> int:
     """``ldp compare``: run :func:`run_compare` and print the summary (or JSON). Bad options raise
-    ``ValueError``, which :func:`ldp.cli.main` reports as ``ldp compare: error: …`` (status 2)."""
+    ``ValueError``, which :func:`ldp.cli.command` reports as ``ldp compare: error: …`` (status 2)."""
     plots = args.plots
     if plots and args.out is None:
         raise ValueError("--plots needs --out DIR")

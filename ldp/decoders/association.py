@@ -44,13 +44,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ldp.accountant import PrivacyCost
 from ldp.batch import check_candidates
 from ldp.batch.association import EMFit, PairData, em_fit, independence_start
 from ldp.decoders.tabular import ResultTable
 from ldp.encoders.base import ProtocolParams
 from ldp.encoders.randomized_response import BinaryRRParams
 from ldp.encoders.rappor import RapporParams
+from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import as_generator, realized_probability
 from ldp.reports import Report, ReportBatch
 

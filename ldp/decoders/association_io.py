@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ldp.accountant import PrivacyCost
 from ldp.decoders.association import PROTOCOLS, Association, Variable, associate, pair_cost
 from ldp.decoders.base import Aggregate
 from ldp.encoders.multi import MultiParams
+from ldp.privacy.accountant import PrivacyCost
 from ldp.reports import ReportBatch
 from ldp.server.fold import Folder, Key
 from ldp.spec import CollectionSpec, MetricSpec

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ldp.accountant import PrivacyCost
 from ldp.decoders.results import normal_quantile
 from ldp.decoders.tabular import OneRowResult
-from ldp.tables import Column, render
+from ldp.display.tables import Column, render
+from ldp.privacy.accountant import PrivacyCost
 
 __all__ = ["MeanEstimate"]
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ldp.accountant import PrivacyCost
 from ldp.decoders import consistency
 from ldp.decoders.tabular import ResultTable, column_format, column_rows, require_pandas, to_frame
+from ldp.privacy.accountant import PrivacyCost
 
 __all__ = ["CONSISTENCY_METHODS", "Estimates", "column_format", "column_rows", "normal_quantile", "project_to_simplex",
            "require_pandas", "to_frame"]

@@ -247,7 +247,7 @@ class SfpAggregate(Aggregate):
         ``max_candidates`` and ``max_grid`` bound the work, with a clear error (the grid's bucket
         table takes ``4·k'`` bytes per record: 1 GiB at the default cap, k' = 64).
         ``progress``: a bar over the positions on stderr (``None``: when stderr is a terminal)."""
-        from ldp.progress import iterate
+        from ldp.display.progress import iterate
 
         pr = self.params
         if self.n == 0:

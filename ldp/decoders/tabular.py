@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from ldp.display.tables import Column, key_values, render
 from ldp.extras import install_hint
-from ldp.tables import Column, key_values, render
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -164,7 +164,7 @@ class OneRowResult(ResultTable):
 
 
 def cost_fields(obj: Any, names: Sequence[str]) -> dict[str, float]:
-    """Each :class:`~ldp.accountant.PrivacyCost` attribute ``epsilon_X`` of ``obj`` as two numbers,
+    """Each :class:`~ldp.privacy.accountant.PrivacyCost` attribute ``epsilon_X`` of ``obj`` as two numbers,
     ``epsilon_X`` and ``delta_X``."""
     out: dict[str, float] = {}
     for name in names:
@@ -248,7 +248,7 @@ COLUMN_FORMATS = {"fraction": ".4f", "z": ".2f", "p_value": "p", "variance_ratio
 
 def column_format(name: str, values: Sequence[Any]) -> str:
     """The one number format of a table column: counts 1 decimal, fractions 4, z 2, p-values
-    :func:`~ldp.tables.format_p_value`; another float column 4 decimals if every value is below 1,
+    :func:`~ldp.display.tables.format_p_value`; another float column 4 decimals if every value is below 1,
     else 1; a column without floats ``str``."""
     if name in COUNT_COLUMNS:
         return ".1f"

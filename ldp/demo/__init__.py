@@ -28,7 +28,7 @@ from ldp.demo.clients import CATEGORIES, run_clients
 from ldp.demo.minutes import daily_minutes
 from ldp.demo.render import render, to_jsonable
 from ldp.demo.sections import at_scale, emoji_sketches, new_words, regression
-from ldp.progress import progress as progress_bar
+from ldp.display.progress import progress as progress_bar
 from ldp.randomness import as_generator
 
 __all__ = ["run_demo", "render", "to_jsonable", "SIZES", "MINUTES_DEVICES"]
@@ -43,7 +43,7 @@ MINUTES_DEVICES = {"full": 200_000, "quick": 20_000}  # devices reporting their 
 def run_demo(n: int = 5000, seed: int | None = None, epsilon: float = 1.0, dark_mode_rate: float = 0.3,
              quick: bool = False, *, progress: bool | None = None) -> dict[str, Any]:
     """Run every part of the demo; ``n`` devices keep ledgers, ``quick`` shrinks the larger parts.
-    ``progress``: a bar per section on stderr (``None``: when stderr is a terminal; :mod:`ldp.progress`)."""
+    ``progress``: a bar per section on stderr (``None``: when stderr is a terminal; :mod:`ldp.display.progress`)."""
     if n < 10:
         raise ValueError(f"the demo needs at least 10 clients, got {n}")
     gen = as_generator(seed)

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
 from ldp.decoders.randomized_response import GRRAggregate, RRAggregate
 from ldp.decoders.rappor import RapporAggregate
 from ldp.encoders.randomized_response import BinaryRREncoder, BinaryRRParams, GRREncoder, GRRParams
 from ldp.encoders.rappor import RapporEncoder, RapporParams
-from ldp.simulation import zipf
+from ldp.privacy.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
+from ldp.simulation.collect import zipf
 
 CATEGORIES = ("games", "social", "news", "video", "music", "maps", "shopping", "weather")
 HOMEPAGES = tuple(f"https://{s}.example/" for s in (

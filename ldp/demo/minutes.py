@@ -2,7 +2,7 @@
 
 Each device has its own habit (a log-normal level) and varies from day to day; values are capped at
 240 minutes by the params (``clip=True``: the cap is part of the fingerprint). The mean mechanism is
-the planner's recommendation at ε (:func:`ldp.plan_numeric.recommend_mean`); every day's collection is
+the planner's recommendation at ε (:func:`ldp.plan.numeric.recommend_mean`); every day's collection is
 drawn exactly at the aggregate level (``Aggregate.simulate``), and the last day's values are also
 collected as a histogram with bucketized GRR (with 5 buckets it beats dBitFlip at ε = 1:
 docs/protocols/histograms.md, "Which to choose").
@@ -19,10 +19,10 @@ import numpy as np
 from ldp.batch.histogram import bucketize
 from ldp.decoders.histogram import BucketGRRAggregate
 from ldp.decoders.mean_results import MeanEstimate
+from ldp.display.tables import Column, format_value, render
 from ldp.encoders.histogram import BucketGRRParams
-from ldp.plan_numeric import recommend_mean
-from ldp.simulation_numeric import simulate_mean
-from ldp.tables import Column, format_value, render
+from ldp.plan.numeric import recommend_mean
+from ldp.simulation.numeric import simulate_mean
 
 __all__ = ["CAP", "EDGES", "daily_minutes", "render_minutes"]
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ldp.decoders.results import Estimates
 from ldp.demo.minutes import CAP, render_minutes
-from ldp.tables import Column, format_value, render as render_table
+from ldp.display.tables import Column, format_value, render as render_table
 
 
 def compact(est: Estimates, max_rows: int = 10) -> str:

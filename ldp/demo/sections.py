@@ -2,7 +2,7 @@
 
 The sketch clients run the encoders' vectorized client mechanism (``encode_batch``), the reports
 travel as binary frames and the server folds them; SFP and the 10^8-user collection are drawn
-exactly at the aggregate level (:mod:`ldp.simulation`), since their point is scale.
+exactly at the aggregate level (:mod:`ldp.simulation.collect`), since their point is scale.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import numpy as np
 from ldp.decoders.randomized_response import GRRAggregate
 from ldp.decoders.sfp import SfpAggregate
 from ldp.decoders.sketch import SketchAggregate
+from ldp.display.tables import Column, render
 from ldp.encoders.cms import CmsEncoder, CmsParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
 from ldp.encoders.randomized_response import GRRParams
 from ldp.encoders.sfp import SfpParams
-from ldp.plan import plan
-from ldp.simulation import simulate, zipf
-from ldp.tables import Column, render
+from ldp.plan.frequency import plan
+from ldp.simulation.collect import simulate, zipf
 
 EMOJI = ("joy", "heart", "sob", "rofl", "heart_eyes", "pray", "fire", "smile", "thumbsup", "blush", "100", "eyes",
          "sparkles", "clap", "skull", "wink", "thinking", "party", "grin", "kiss", "relieved", "muscle", "ok_hand",

@@ -4,7 +4,6 @@ A client app vendors this package; it contains no numpy code. ``encode_batch`` (
 imports its numpy kernel from :mod:`ldp.batch` when called.
 """
 
-from ldp.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams
 from ldp.encoders.cms import CmsEncoder, CmsParams
 from ldp.encoders.hadamard_response import HREncoder, HRParams
@@ -34,6 +33,7 @@ from ldp.encoders.rappor import RapporEncoder, RapporParams
 from ldp.encoders.rappor_ngrams import RapporNgramsEncoder, RapporNgramsParams
 from ldp.encoders.subset_selection import SSEncoder, SSParams
 from ldp.encoders.unary import LOUEEncoder, LOUEParams, OUEEncoder, OUEParams, SUEEncoder, SUEParams
+from ldp.privacy.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
 from ldp.reports import Report, ReportError
 
 __all__ = [

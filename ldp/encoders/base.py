@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from ldp.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
+from ldp.privacy.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
 
@@ -241,7 +241,7 @@ class Encoder(ABC):
     (``ValueError``) and one without a ledger warns (:class:`~ldp.randomness.SeededRandomnessWarning`);
     with it, the ledger's file records that it was used so. With a ``ledger``, every report is
     charged to ``metric`` before randomness is drawn; an exhausted budget raises
-    :class:`ldp.accountant.BudgetExceeded` and no report is produced.
+    :class:`ldp.privacy.accountant.BudgetExceeded` and no report is produced.
     """
 
     params_type: ClassVar[type[ProtocolParams]]

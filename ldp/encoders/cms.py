@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from bitarray import frozenbitarray
 
-from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
 from ldp.hashing import MAX_SEED, bucket, bucket_of_bytes, buckets, value_bytes
+from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import bernoulli_threshold, logistic_tail
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
 

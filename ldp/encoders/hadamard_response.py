@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
-from ldp.accountant import PrivacyCost
 from ldp.encoders.base import DomainPrepare, Encoder, ProtocolParams, check_epsilon
 from ldp.encoders.unary import UnaryParams
+from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch
 

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
-from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.randomized_response import GRREncoder, GRRParams
 from ldp.encoders.unary import OUEEncoder, OUEParams
+from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch, ReportError, bits_from_int
 

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import mmh3
 
-from ldp.accountant import PrivacyCost
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import realized_probability
 from ldp.reports import Field, Report, ReportBatch
 

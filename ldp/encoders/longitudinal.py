@@ -35,10 +35,10 @@ from fractions import Fraction
 from functools import cached_property, partial
 from typing import Any, ClassVar
 
-from ldp.accountant import MemoizedCharge, PrivacyCost
 from ldp.encoders.base import DomainPrepare, Encoder, ProtocolParams, check_epsilon, check_int, client_secret
 from ldp.encoders.numeric import DuchiParams, NumericParams
 from ldp.encoders.randomized_response import GRRParams
+from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.randomness import KeyedRandomSource, RandomSource, bernoulli_threshold, check_probability, realized_probability
 from ldp.reports import Field, Report, ReportBatch
 

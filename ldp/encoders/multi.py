@@ -38,11 +38,11 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon
 from ldp.encoders.histogram import BucketGRRParams, DBitFlipParams
 from ldp.encoders.numeric import DuchiParams, HybridParams, PiecewiseParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
+from ldp.privacy.accountant import PrivacyCost
 from ldp.reports import MAX_FIELDS, Field, PayloadValue, Report, ReportBatch, ReportError, bits_from_int
 
 __all__ = ["MultiParams", "MultiEncoder", "COMPONENT_PROTOCOLS", "MODES", "Attribute"]

@@ -2,7 +2,7 @@
 Client side (standard library only).
 
 Every mechanism draws only through the client's exact primitives (``bernoulli`` at 2^-64 resolution,
-``randbelow`` exactly uniform), so the exact audit (:mod:`ldp.audit`) enumerates it, the stated ε is
+``randbelow`` exactly uniform), so the exact audit (:mod:`ldp.privacy.audit`) enumerates it, the stated ε is
 the ε of the *realized* probabilities, and a report is plain ``uint`` fields (no float on the wire).
 
 Duchi et al. (FOCS 2013) = Microsoft's 1BitMean (Ding et al., NeurIPS 2017), protocol ``duchi``
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import RandomSource, bernoulli_threshold, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch, ReportError
 

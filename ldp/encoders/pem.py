@@ -36,10 +36,10 @@ from typing import Any, ClassVar
 
 import mmh3
 
-from ldp.accountant import PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
 from ldp.encoders.local_hashing import SEED_RANGE, OLHParams, lh_hash
 from ldp.encoders.randomized_response import GRRParams
+from ldp.privacy.accountant import PrivacyCost
 from ldp.reports import Field, Report, ReportBatch, ReportError
 
 __all__ = ["PEMParams", "PEMEncoder", "KEY_SEED", "MAX_GRR_BITS", "ORACLES", "prefix_key", "pad_value",

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
-from ldp.accountant import PrivacyCost
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import check_probability, check_resolvable, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch
 

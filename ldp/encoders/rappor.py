@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
-from ldp.accountant import MemoizedCharge, PrivacyCost
 from ldp.encoders.base import (
     BoundedMemo,
     Encoder,
@@ -48,6 +47,7 @@ from ldp.encoders.base import (
     client_secret,
 )
 from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
+from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.randomness import KeyedRandomSource, RandomSource, check_resolvable, realized_probability
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
 

@@ -20,7 +20,7 @@ One report carries three RAPPOR reports (:mod:`ldp.encoders.rappor`, ``"ldp"`` m
 
 Budget. The three reports are independent mechanisms of one value: by sequential composition one report
 costs ``ε₁(full) + 2·ε₁(gram)`` (:attr:`RapporNgramsParams.privacy_cost`). With a ledger the client charges
-them as three memoized charges in one transaction (:meth:`~ldp.ledger.BudgetLedger.charge_many`), each
+them as three memoized charges in one transaction (:meth:`~ldp.privacy.ledger.BudgetLedger.charge_many`), each
 exactly as :class:`~ldp.encoders.rappor.RapporEncoder` charges one report: ``ε₁`` per report, capped at
 ``ε∞`` per memoized PRR — one PRR per full string, one per (position, n-gram). A client that keeps its
 value therefore spends at most ``ε∞(full) + P·ε∞(gram)`` (:attr:`RapporNgramsParams.epsilon_inf`) however
@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
-from ldp.accountant import MemoizedCharge, PrivacyCost
 from ldp.encoders.base import Encoder, ProtocolParams, check_int, check_string_value, client_secret
 from ldp.encoders.rappor import RapporEncoder, RapporParams
+from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.reports import Field, Report, ReportBatch, ReportError
 
 __all__ = ["RapporNgramsParams", "RapporNgramsEncoder", "gram_value", "pair_of", "pair_index", "MAX_POSITIONS"]
@@ -315,7 +315,7 @@ class RapporNgramsEncoder(Encoder):
 
     def encode(self, value: Any) -> Report:
         """One report; with a ledger, its three exact charges (:meth:`charges`) and the randomization in one
-        transaction (:meth:`~ldp.ledger.BudgetLedger.charge_many`)."""
+        transaction (:meth:`~ldp.privacy.ledger.BudgetLedger.charge_many`)."""
         prepared = self.prepare(value)  # invalid input fails here, before any charge
         if self.ledger is None:
             return self.randomize(prepared)

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, NamedTuple, TypeAlias
 
-from ldp.accountant import PrivacyCost
 from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.cms import CmsEncoder, CmsParams, SketchParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
 from ldp.hashing import MAX_SEED, bucket, value_bytes
+from ldp.privacy.accountant import PrivacyCost
 from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["SfpParams", "SfpEncoder", "PreparedWord", "SKETCHES"]

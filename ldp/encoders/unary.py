@@ -32,9 +32,9 @@ from fractions import Fraction
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ldp.accountant import MemoizedCharge, PrivacyCost
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.longitudinal import _logaddexp, _SecretEncoder, memo_report_charge
+from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
 

@@ -4,8 +4,8 @@
 pass and releases the model once. For data larger than memory or spread over machines,
 ``partial_fit(X, y)`` only accumulates (no budget is spent), statistics from elsewhere can be
 added with ``merge_statistics``, and ``release()`` then spends the budget once. Every release is
-recorded as a :class:`~ldp.accountant.PrivacyCost` in ``privacy_cost_`` and, when given, in the
-``accountant`` (a :class:`~ldp.accountant.PrivacyAccountant`), which refuses a release over its cap
+recorded as a :class:`~ldp.privacy.accountant.PrivacyCost` in ``privacy_cost_`` and, when given, in the
+``accountant`` (a :class:`~ldp.privacy.accountant.PrivacyAccountant`), which refuses a release over its cap
 before any noise is drawn.
 """
 
@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - older scikit-learn
     def _validate_data(estimator: Any, X: Any, y: Any = "no_validation", **kwargs: Any) -> Any:
         return estimator._validate_data(X, y, **kwargs)
 
-from ldp.accountant import PrivacyCost
+from ldp.privacy.accountant import PrivacyCost
 from ldp.regression.mechanisms import check_budget
 from ldp.regression.stats import SufficientStatistics, check_finite_release, enforce_bounds, resolve_bounds
 

@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ldp.accountant import PrivacyCost
+from ldp.privacy.accountant import PrivacyCost
 
 __all__ = [
     "PrivacyLeakWarning", "ReproductionOnlyWarning", "GAUSSIAN_CONVENTIONS", "check_budget",

@@ -88,7 +88,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.metaestimators import available_if
 
-from ldp.accountant import PrivacyCost
+from ldp.privacy.accountant import PrivacyCost
 from ldp.regression.base import LinearModelBase, PrivateLinearModel, _can_stream, solve_ridge
 from ldp.regression.mechanisms import PrivacyLeakWarning, laplace_scale, split_budget, symmetric_noise
 from ldp.regression.stats import MIN_DERIVED_BOUND, SufficientStatistics, check_Xy

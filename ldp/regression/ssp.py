@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ldp.accountant import PrivacyCost
+from ldp.privacy.accountant import PrivacyCost
 from ldp.regression.base import PrivateLinearModel, solve_ridge
 from ldp.regression.mechanisms import (
     GAUSSIAN_CONVENTIONS,

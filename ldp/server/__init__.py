@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ldp.lazy import lazy_exports
 
 _EXPORTS = {
-    "ldp.cli_server": ("SERVER_COMMANDS", "add_server_arguments", "server_command"),
+    "ldp.cli.server": ("SERVER_COMMANDS", "add_server_arguments", "server_command"),
     "ldp.server.dask_engine": ("DaskResult", "aggregate_bag", "aggregate_dataframe"),
     "ldp.server.decode": ("decode_aggregate", "decode_file", "find_metric", "load_candidates", "write_estimates"),
     "ldp.server.fold": ("Folder", "Key", "key_name", "parse_key_name"),
@@ -37,7 +37,7 @@ __all__ = sorted(name for names in _EXPORTS.values() for name in names)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())  # so that ``import ldp.server`` stays light
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and linters (`X as X`: re-exported)
-    from ldp.cli_server import (
+    from ldp.cli.server import (
         SERVER_COMMANDS as SERVER_COMMANDS,
         add_server_arguments as add_server_arguments,
         server_command as server_command,

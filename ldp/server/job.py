@@ -349,9 +349,9 @@ def _run(tasks: list[_Task], docs: list[dict[str, Any]], by_window: bool, chunk_
 
 
 def _progress_bar(total: int, enabled: bool | None) -> Any:
-    """A tqdm bar over input bytes (:func:`ldp.progress.progress`: when wanted, by default when stderr
+    """A tqdm bar over input bytes (:func:`ldp.display.progress.progress`: when wanted, by default when stderr
     is a terminal, and tqdm is installed), else ``None``."""
-    from ldp.progress import NoProgress, progress
+    from ldp.display.progress import NoProgress, progress
 
     bar = progress(total, "aggregate", enabled, unit="B", unit_scale=True, leave=True)
     return None if isinstance(bar, NoProgress) else bar

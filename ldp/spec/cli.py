@@ -46,7 +46,7 @@ def add_spec_arguments(subparsers: argparse._SubParsersAction[argparse.ArgumentP
 def spec_command(args: argparse.Namespace) -> int:
     """Run ``ldp spec validate``: print the summary and return 0, or print every error to stderr (the last
     line ``ldp spec validate: error: ...``) and return 2."""
-    from ldp.cli_support import BAD_INPUT, report_error
+    from ldp.cli.support import BAD_INPUT, report_error
 
     try:
         spec = CollectionSpec.load(args.file)

@@ -19,8 +19,8 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ldp.accountant import PrivacyCost
-from ldp.ledger import MAX_CLOCK
+from ldp.privacy.accountant import PrivacyCost
+from ldp.privacy.ledger import MAX_CLOCK
 from ldp.protocols import client_protocols
 from ldp.reports import canonical_json
 from ldp.spec.envelope import METRIC_RE

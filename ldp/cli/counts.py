@@ -1,0 +1,128 @@
+"""``ldp simulate`` and ``ldp plan`` for the counting protocols: the parameters from the options (PEM's
+and the n-gram RAPPOR's own builders, the planner's defaults from ``--epsilon`` alone), the run, and the
+tables printed (the mean mechanisms and ``multi`` have theirs in :mod:`ldp.cli.numeric` and
+:mod:`ldp.cli.multi`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ldp.cli.ngrams import ngrams_params
+from ldp.cli.pem import pem_params
+from ldp.cli.protocols import build_params
+from ldp.cli.support import PROTOCOLS_HELP
+from ldp.display.tables import Column, render
+
+__all__ = ["simulate_counts", "render_count_simulation", "plan_counts", "render_count_plans"]
+
+
+def simulate_counts(args: argparse.Namespace) -> dict[str, Any]:
+    """``ldp simulate``: parameters given (``--param``, rr/grr options) or the planner's defaults at
+    ``--epsilon``; open-domain protocols are simulated on ``--d`` candidates."""
+    from ldp.plan.frequency import PLANNED_PROTOCOLS, default_params
+    from ldp.simulation.collect import accuracy, default_candidates, make_population
+
+    if args.values is not None or args.loc is not None or args.scale is not None:
+        raise ValueError("--values, --loc and --scale are for the mean protocols (duchi, piecewise, hybrid, "
+                         "memo-mean) and multi")
+    given = [args.p, args.q, args.truth_prob, args.yes_prob]
+    if args.protocol == "pem":
+        params = pem_params(args)
+    elif args.protocol == "rappor-ngrams":
+        params = ngrams_params(args)
+    elif args.param or args.protocol in ("rr", "grr") or args.protocol not in PLANNED_PROTOCOLS or any(
+            v is not None for v in given):
+        params = build_params(args.protocol, args)
+    elif args.epsilon is None:
+        raise ValueError(f"{args.protocol} needs --epsilon (the planner chooses the rest, as `ldp plan` does) "
+                         "or its --param values")
+    else:
+        params = default_params(args.protocol, args.epsilon, args.d)
+    d = params.domain_size
+    if d is None:
+        if args.d is None:
+            raise ValueError(f"{args.protocol} is simulated on d candidate strings: give --d")
+        d = args.d
+    elif args.d is not None and args.d != d:
+        raise ValueError(f"{args.protocol} has a domain of {d} values; --d {args.d} contradicts it")
+    candidates = default_candidates(params, d) if params.domain_size is None else None  # checks d first
+    options = {}
+    if args.s is not None:
+        options["s"] = args.s
+    population = make_population(args.population or "zipf", d, **options)
+    result = accuracy(params, population, args.n, trials=args.trials, method=args.method, rng=args.seed,
+                      confidence=args.confidence, candidates=candidates,
+                      progress=False if getattr(args, "log_quiet", False) else None)
+    return {"protocol": params.protocol, "params": params.to_dict(), "population": population.name,
+            "method": args.method, "epsilon": params.privacy_cost.epsilon,
+            "summary": result.summary(), "items": result.rows(), "notes": list(result.notes)}
+
+
+def render_count_simulation(out: dict[str, Any]) -> str:
+    s = out["summary"]
+    head = (f"{out['protocol']} ε={out['epsilon']:.4g}, population {out['population']}, n={s['n']}, "
+            f"{s['trials']} trials ({out['method']} simulation)")
+    cols = [Column("item"), Column("true_count", ".0f"), Column("mean_estimate", ".1f"),
+            Column("empirical_sd", ".1f"), Column("theoretical_sd", ".1f"), Column("coverage", ".2f")]
+    if out["items"] and "detected" in out["items"][0]:
+        cols.append(Column("detected", ".2f"))
+    lines = [render(cols, ([r[c.header] for c in cols] for r in out["items"]), title=head, max_rows=40,
+                    more="... {} more items (--json for all)")]
+    lines.append(f"RMSE (counts) {s['rmse_count']:.2f} vs theory {s['theoretical_rmse_count']:.2f}; "
+                 f"CI coverage {s['coverage']:.3f} (nominal {s['nominal_coverage']})")
+    recall = [f"{k} {v:.3f}" for k, v in s.items() if k.startswith("recall@")]
+    if recall:  # a discovery protocol (pem): its recall and false strings per trial
+        lines.append(f"discovery: {', '.join(recall)}; {s['strings_found_mean']:.1f} strings found per trial, "
+                     f"{s['false_strings_mean']:.2f} false (at most {s['false_strings_max']})")
+    lines += [f"note: {note}" for note in out.get("notes", [])]
+    return "\n".join(lines)
+
+
+def plan_counts(args: argparse.Namespace) -> Any:
+    """``ldp plan``: one plan, the n for a target SE, or every protocol ranked (``--recommend``)."""
+    from ldp.plan.frequency import default_params, plan, recommend, solve_n
+
+    if args.d is None:
+        raise ValueError("give the domain size with --d (2 for a yes/no question), or plan a mean: "
+                         "duchi, piecewise, hybrid, memo-mean, or --recommend --mean; or several attributes: multi")
+    if args.values is not None:
+        raise ValueError("--values is for the mean protocols (duchi, piecewise, hybrid, memo-mean)")
+    options = dict(frequency=args.frequency, alpha=args.alpha)
+    if args.recommend:
+        if args.epsilon is None:
+            raise ValueError("--recommend needs --epsilon")
+        return recommend(args.epsilon, args.d, n=int(args.n or 1_000_000), **options)
+    if args.protocol is None:
+        raise ValueError(f"name a protocol ({PROTOCOLS_HELP}), or use --recommend")
+    explicit = args.param or args.p is not None or args.truth_prob is not None or args.protocol in ("rr", "grr")
+    params = pem_params(args) if args.protocol == "pem" else ngrams_params(args) if args.protocol == "rappor-ngrams" \
+        else build_params(args.protocol, args) if explicit else (
+            default_params(args.protocol, args.epsilon, args.d) if args.epsilon is not None else None)
+    if params is None:
+        raise ValueError(f"{args.protocol} needs --epsilon (the planner chooses the rest) or its --param values")
+    n = args.n
+    if args.target_se is not None:
+        n = solve_n(params, args.target_se, domain_size=args.d, frequency=args.frequency)
+    if n is None:
+        raise ValueError("give the number of users --n, or --target-se to solve for it")
+    return [plan(params, n=int(n), domain_size=args.d, candidates=args.candidates, power=args.power,
+                 reports=args.reports, distinct_values=args.distinct_values, **options)]
+
+
+def render_count_plans(plans: list[Any], ranked: bool) -> str:
+    if not ranked:
+        return plans[0].table()
+    pct = lambda x: f"{100 * x:.4g}%"  # noqa: E731
+    cols = [Column("protocol", align="left"), Column("SE of a fraction", pct, "left"),
+            Column("min detectable", pct, "left"), Column("var/optimum", lambda x: f"{x:.3f}", "left"),
+            Column("report bits", align="left"), Column("bytes", align="left"), Column("ε per report", align="left")]
+    from ldp.plan.oracles import Ranking
+
+    assert isinstance(plans, Ranking)  # recommend()'s: variance of a rare item's count / the optimum, frame bytes
+    sc = plans.scores
+    rows = [[p.protocol, p.std_error_fraction, p.min_detectable_fraction, sc[p.protocol].variance_ratio,
+             p.report_bits, sc[p.protocol].report_bytes, p.epsilon_per_report] for p in plans]
+    head = (f"lowest variance of a rare item's count first, n={plans[0].n:,}, d={plans[0].domain_size:,}, "
+            f"SE at frequency {100 * plans[0].frequency:.4g}%")
+    return "\n".join([render(cols, rows, title=head), plans.summary()])

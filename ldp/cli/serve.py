@@ -1,0 +1,112 @@
+"""``ldp serve``: :func:`add_serve_arguments` adds the command to an argparse subparsers object and
+:func:`serve_command` runs it: the HTTP collector (uvicorn serving :func:`ldp.collector.app.create_app`)
+or, with ``ldp serve token``, a new bearer token and the config line holding its hash."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import sys
+
+from ldp.extras import pip_install
+
+__all__ = ["add_serve_arguments", "serve_command"]
+
+logger = logging.getLogger("ldp.collector")
+
+
+def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Add the ``serve`` command; returns its parser."""
+    from ldp.cli.support import number
+
+    srv = subparsers.add_parser(
+        "serve", help="the HTTP collector: POST /v1/reports into durable segments (and `ldp serve token`)",
+        description="Run the collector: clients POST batches of upload envelopes to /v1/reports; each line is "
+                    "validated as `ldp aggregate` does and stored, exactly once, in segment files under the config's "
+                    "data_dir (fsynced before the answer). `ldp serve token [--app NAME]` prints a new bearer token "
+                    "and the token_sha256 line for the config. TLS: run behind a reverse proxy (see "
+                    "docs/collector.md).")
+    srv.add_argument("serve_action", nargs="?", choices=("token",), metavar="token",
+                     help="print a new bearer token and its token_sha256 config line, and exit")
+    srv.add_argument("--config", "-c", metavar="FILE", help="the collector's TOML config (required to serve)")
+    srv.add_argument("--host", default="127.0.0.1",
+                     help="address to listen on (default 127.0.0.1; TLS terminates at a reverse proxy)")
+    srv.add_argument("--port", type=number(int, 1, 65535), default=8000, help="port (default 8000)")
+    srv.add_argument("--app", metavar="NAME", help="with token: the app the printed config lines are for")
+    return srv
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Run ``ldp serve`` (or ``ldp serve token``); a bad config ends with ``ldp serve: error: ...``
+    on stderr and status 2."""
+    from ldp.cli.support import BAD_INPUT, report_error
+
+    try:
+        if args.serve_action == "token":
+            return _token(args.app)
+        if not args.config:
+            raise ValueError("--config FILE is required (the collector's TOML config)")
+        return _serve(args.config, args.host, args.port)
+    except BAD_INPUT as exc:
+        return report_error("ldp serve", exc)
+
+
+def _token(app: str | None) -> int:
+    from ldp.collector.config import APP_NAME_RE, new_token, token_sha256
+
+    if app is not None and not APP_NAME_RE.match(app):
+        raise ValueError(f"--app: an app name is 1 to 64 of a-z, 0-9, '_' and '-', got {app!r}")
+    token = new_token()
+    print(token)
+    print(f"# give the token above to the app's clients; the config keeps only its hash, under [apps.{app or 'NAME'}]:")
+    print(f'token_sha256 = "{token_sha256(token)}"')
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _access_log_to_stderr() -> None:
+    """One JSON object per request on stderr (unless the access logger is already set up)."""
+    from ldp.collector.app import ACCESS_LOGGER
+
+    access = logging.getLogger(ACCESS_LOGGER)
+    if not access.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
+        access.propagate = False
+
+
+def _serve(config_path: str, host: str, port: int) -> int:
+    try:
+        import uvicorn
+
+        from ldp.collector.service import create_service
+    except ImportError as exc:
+        raise ImportError(f"ldp serve needs starlette and uvicorn: {pip_install('serve')} ({exc})") from None
+    from ldp.collector.config import load_config
+
+    config = load_config(config_path)
+    if not _is_loopback(host):
+        print(f"ldp serve: warning: listening on {host}, not a loopback address: put a TLS-terminating reverse "
+              "proxy in front (tokens travel in the Authorization header)", file=sys.stderr)
+    _access_log_to_stderr()
+    app = create_service(config)
+    server = uvicorn.Server(uvicorn.Config(
+        app, host=host, port=port, log_config=None, access_log=False, lifespan="on", limit_concurrency=1024,
+        timeout_keep_alive=5, timeout_graceful_shutdown=int(config.limits.body_timeout_seconds) + 5,
+        server_header=False))
+    server.run()  # SIGTERM/SIGINT: stop accepting, finish the requests, then the lifespan closes the segments
+    if not server.started:
+        print(f"ldp serve: error: could not start on {host}:{port} (see the messages above)", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,159 @@
+"""``ldp aggregate``, ``ldp merge`` and ``ldp decode``: :func:`add_server_arguments` adds them to an
+argparse subparsers object and :func:`server_command` runs them (exit status 0, or 2 with the
+error on stderr for bad input: a spec, a changed input, an unreadable file, a missing extra)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ldp.extras import install_hint
+
+__all__ = ["SERVER_COMMANDS", "add_server_arguments", "server_command"]
+
+SERVER_COMMANDS = ("aggregate", "merge", "decode")
+
+
+def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
+    """Add the ``aggregate``, ``merge`` and ``decode`` commands; returns their parsers by name."""
+    from ldp.cli.support import input_file, number, open_unit, positive_int
+
+    agg = subparsers.add_parser(
+        "aggregate", help="fold report files into one aggregate per metric (validated, resumable)",
+        description="Validate upload envelopes (JSONL, CSV, Parquet, binary .ldpe) against the collection spec, fold "
+                    "the valid ones into one aggregate per metric and write the rejected ones, with their reason, to "
+                    "OUT/rejects.jsonl. Re-running skips inputs already folded; an interrupted run resumes.")
+    agg.add_argument("inputs", nargs="+", metavar="INPUT", help="report files, or folders of them")
+    agg.add_argument("--spec", action="append", required=True, metavar="FILE",
+                     help="the collection spec; repeat for every version deployed")
+    agg.add_argument("--out", "-o", required=True, metavar="DIR",
+                     help="the output folder (manifest, aggregates, rejects)")
+    agg.add_argument("--format", choices=("jsonl", "csv", "parquet", "binary"),
+                     help="the inputs' format (default: from each file's extension)")
+    agg.add_argument("--by-window", action="store_true", help="one aggregate per metric and window (e.g. per day)")
+    agg.add_argument("--on-change", choices=("error", "reprocess"), default="error",
+                     help="an input already folded whose content changed: stop (default) or fold it again in place")
+    agg.add_argument("--chunk-mb", type=number(float, 0, 1024, low_open=True), default=8.0,
+                     help="MiB read at a time (default 8, at most 1024)")
+    agg.add_argument("--engine", choices=("local", "dask"), default="local", help="where to fold (default local)")
+    agg.add_argument("--scheduler", metavar="ADDRESS",
+                     help="Dask scheduler address (default with --engine dask: a local cluster of 2 workers)")
+    agg.add_argument("--duplicates", choices=("once", "count"), default="once",
+                     help="an input with the same content as another: count it once (default) or again")
+    agg.add_argument("--parquet-unverified", action="store_true",
+                     help="fold Parquet files without page checksums (refused by default: damage in them cannot be "
+                          "detected)")
+    agg.add_argument("--quiet", "-q", action="store_true",
+                     help="no progress bar and no summary (notes and warnings still go to stderr, unless ldp -q)")
+    agg.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    mrg = subparsers.add_parser(
+        "merge", help="merge aggregate files from many jobs, processes or machines",
+        description="Merge aggregate files (or output folders of ldp aggregate): files of the same name are added "
+                    "up exactly.")
+    mrg.add_argument("inputs", nargs="+", metavar="INPUT", help=".agg files, or folders of them")
+    mrg.add_argument("--out", "-o", required=True, metavar="PATH",
+                     help="a folder for the merged files, or one .agg file when all inputs merge into one")
+    mrg.add_argument("--all-windows", action="store_true", help="merge the windows of each metric into one aggregate")
+    mrg.add_argument("--json", action="store_true", help="print the merged files as JSON")
+
+    dec = subparsers.add_parser(
+        "decode", help="estimates from an aggregate file: table, CSV, JSON, PNG plot",
+        description="Turn an aggregate into estimates with standard errors and confidence intervals, using the "
+                    "metric's candidate dictionary from the spec for RAPPOR, CMS and HCMS.")
+    dec.add_argument("aggregate", type=input_file, help="an .agg file")
+    dec.add_argument("--spec", action="append", required=True, metavar="FILE", help="the collection spec (repeatable)")
+    dec.add_argument("--metric", help="the metric (default: from the file name, or the only one with these parameters)")
+    dec.add_argument("--candidates", metavar="FILE", type=input_file,
+                     help="candidate dictionary, one per line (default: the spec's)")
+    dec.add_argument("--confidence", type=open_unit, default=0.95,
+                     help="confidence level of the intervals (default 0.95)")
+    dec.add_argument("--alpha", type=open_unit, default=0.05, help="significance level of detection (default 0.05)")
+    dec.add_argument("--selection", choices=("auto", "lasso", "none"), default="auto",
+                     help="RAPPOR: fit every candidate (none), the lasso's selection (lasso) or choose by size (auto, "
+                          "default; see ldp rappor-decode --help)")
+    dec.add_argument("--top", type=positive_int, default=None,
+                     help="SFP: cap on detected records per position (default: none)")
+    dec.add_argument("--consistency", choices=("none", "clip", "project", "norm-sub", "base-cut", "ibu"),
+                     default="none", help="post-process the counts (default none: the raw unbiased estimate; see "
+                                          "docs/postprocessing.md)")
+    out = dec.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="machine-readable output (every item)")
+    out.add_argument("--csv", action="store_true", help="CSV output (every item)")
+    dec.add_argument("--plot", metavar="FILE.png", help="also write a bar chart with the intervals (needs matplotlib)")
+    dec.add_argument("--max-rows", type=positive_int, default=40, help="rows of the printed table (default 40)")
+    return {"aggregate": agg, "merge": mrg, "decode": dec}
+
+
+def server_command(args: argparse.Namespace) -> int:
+    """Run ``args.command`` (one of :data:`SERVER_COMMANDS`); bad input (a spec, a changed input, an
+    unreadable file, a missing extra) ends with ``ldp <command>: error: ...`` on stderr and status 2."""
+    from ldp.cli.support import BAD_INPUT, report_error
+
+    try:
+        return {"aggregate": _aggregate, "merge": _merge, "decode": _decode}[args.command](args)
+    except BrokenPipeError:
+        raise  # the caller decides (ldp.cli.command: the reader closed stdout)
+    except BAD_INPUT as exc:
+        return report_error(f"ldp {args.command}", exc)
+
+
+def _aggregate(args: argparse.Namespace) -> int:
+    from ldp.server.job import aggregate_files
+
+    quiet = args.quiet or getattr(args, "log_quiet", False)  # ldp aggregate -q, or ldp -q aggregate
+    summary = aggregate_files(args.inputs, args.spec, args.out, by_window=args.by_window, fmt=args.format,
+                              on_change=args.on_change, chunk_bytes=int(args.chunk_mb * 2**20), engine=args.engine,
+                              scheduler=args.scheduler, progress=False if quiet else None,
+                              duplicates=args.duplicates, parquet_unverified=args.parquet_unverified)
+    if args.json:
+        print(json.dumps(summary.to_dict(), indent=1))
+    elif not args.quiet:
+        print(summary.text())
+    elif not getattr(args, "log_quiet", False):  # renames, duplicates, vanished inputs: silent only with ldp -q
+        for line in summary.text().splitlines():
+            if line.startswith(("note:", "warning:")):
+                print(line, file=sys.stderr)
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from ldp.server.store import merge_files
+
+    paths = merge_files(args.inputs, args.out, all_windows=args.all_windows)
+    if args.json:
+        print(json.dumps({name: str(path) for name, path in paths.items()}, indent=1))
+    else:
+        for name, path in paths.items():
+            print(f"{name}: {path}")
+    return 0
+
+
+def _decode(args: argparse.Namespace) -> int:
+    from ldp.server.decode import decode_file, write_estimates
+    from ldp.server.job import spec_index
+
+    if args.plot is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise ImportError(f"--plot needs matplotlib: {install_hint('matplotlib', 'plot')}")
+    metric, est = decode_file(args.aggregate, spec_index(args.spec), metric=args.metric, candidates=args.candidates,
+                              confidence=args.confidence, alpha=args.alpha, top=args.top, selection=args.selection)
+    if args.consistency != "none":
+        if not hasattr(est, "consistent"):
+            raise ValueError(f"--consistency applies to frequency estimates, not to {metric.protocol}'s")
+        est = est.consistent(args.consistency, metric.params)
+    if args.json:
+        print(est.to_json())
+    elif args.csv:
+        print(est.to_csv(), end="")
+    else:
+        print(f"metric {metric.name} ({metric.protocol}, parameters {metric.params_fingerprint})")
+        print(est.table(max_rows=args.max_rows))
+    if args.plot is not None:
+        write_estimates(est, plot=args.plot, title=f"{metric.name} ({metric.protocol}), n={est.n:,}")
+        print(f"wrote {args.plot}", file=sys.stderr if args.json or args.csv else sys.stdout)
+    return 0

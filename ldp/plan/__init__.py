@@ -1,0 +1,18 @@
+"""The planner: accuracy, detection limits and privacy of a collection before it is deployed, from the decoders"
+exact variance formulas. Counting protocols in :mod:`ldp.plan.frequency`, means in :mod:`ldp.plan.numeric`,
+several attributes in :mod:`ldp.plan.multi`, the oracles" ranking in :mod:`ldp.plan.oracles`, discovery in
+:mod:`ldp.plan.pem` and :mod:`ldp.plan.ngrams`, report sizes in :mod:`ldp.plan.costs`."""
+
+from ldp.plan.frequency import (
+    PLANNED_PROTOCOLS,
+    Plan,
+    count_variance,
+    default_params,
+    lgrr_charges,
+    plan,
+    recommend,
+    solve_n,
+)
+
+__all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgrr_charges", "plan", "solve_n",
+           "recommend"]

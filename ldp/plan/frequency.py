@@ -1,0 +1,422 @@
+"""The parameter planner: accuracy and privacy of a collection before it is deployed.
+
+Every number comes from the exact variance formula the protocol's decoder uses:
+
+* RR, GRR (pure oracles, Wang et al. 2017, Thm 2): ``Var[ĉ] = (f·p*(1−p*) + (n−f)·q*(1−q*))/(p*−q*)²``
+  (:func:`ldp.decoders.pure.pure_count_variance`);
+* CMS, HCMS (apple-and-theory.md §1.4, §2.3): :func:`ldp.decoders.sketch.sketch_variance`, whose
+  collision term needs ``F2`` of the other items; the planner assumes the other ``n − f`` users
+  spread evenly over the other ``d − 1`` values, ``F2 = (n−f)²/(d−1)``, unless ``f2`` is given;
+* RAPPOR: the covariance of the least-squares counts over the ``d`` candidates
+  (:func:`ldp.decoders.rappor_decode.exact_count_covariance`), for ``d`` synthetic candidates;
+* dBitFlip: :func:`ldp.decoders.histogram.dbitflip_variance`; bucketized GRR and OUE: GRR's and OUE's;
+* SUE, OUE, L-OUE: pure oracles with the realized bit probabilities (:func:`ldp.decoders.unary.unary_variance`;
+  L-OUE: one report per device, charged like L-GRR);
+* HR, SS, BLH, OLH: pure oracles with their realized ``p*``, ``q*`` (HR and BLH: ``q* = 1/2``; OLH: ``1/g``
+  for its rounded ``g``); :func:`recommend` ranks the oracles with :mod:`ldp.plan.oracles`;
+* L-GRR: one report per device per window is GRR with the realized ``p*``, ``q*`` of the two rounds
+  (:func:`ldp.decoders.longitudinal.lgrr_variance`); its lifetime charge per value is
+  ``min(R·c, epsilon_perm)`` (``charging="min"``, ``c`` = ``LGRRParams.report_charge``) or
+  ``epsilon_perm`` (``"upfront"``);
+* SFP: a word's count is the word sketch's; discovery needs its fragments detected in the
+  fragment sketch of one position, which ``n/(L/r)`` users report on average, over the grid of
+  ``2^bits·|Σ|^r`` records (an approximation: the binomial split over positions is ignored);
+* PEM: a string's count is estimated in the last of ``G`` groups of about ``n/G`` users, and discovered
+  when it passes the last round's test among ``top_k·2^(last step)`` candidates (:mod:`ldp.plan.pem`);
+* rappor-ngrams: a string's count is the full-string RAPPOR's; it is discovered when its n-grams pass the
+  screen at every position, every pair of them the EM's pair test, and the string the final decode
+  (:mod:`ldp.plan.ngrams`: the product of the tests' pass probabilities reaches ``power``).
+
+At fixed fractions every one of these variances is exactly ``a·n + b·n²`` on the count scale
+(``b > 0`` only for the sketches' collision term), which :func:`solve_n` inverts in closed form.
+
+Detection follows the decoders: an item is detected when its estimate exceeds ``z_{1−α/M}·SE₀``
+(``SE₀`` its standard error at ``f = 0``, Bonferroni over ``M`` candidates). The minimum
+detectable count is the ``f`` detected with probability ``power``: ``f = z_{1−α/M}·SE₀ + z_power·SE(f)``.
+"""
+
+from __future__ import annotations
+
+import ldp._server  # noqa: F401  (first: names the 'server' extra if it is missing)
+
+# isort: split
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ldp.decoders.tabular import OneRowResult, cost_fields
+from ldp.display.tables import key_values
+from ldp.encoders.base import ProtocolParams
+from ldp.encoders.cms import CmsParams, SketchParams
+from ldp.encoders.hadamard_response import HRParams
+from ldp.encoders.hcms import HcmsParams
+from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
+from ldp.encoders.local_hashing import BLHParams, LocalHashingParams, OLHParams
+from ldp.encoders.longitudinal import LGRRParams
+from ldp.encoders.pem import PEMParams
+from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
+from ldp.encoders.rappor import RapporParams
+from ldp.encoders.rappor_ngrams import RapporNgramsParams
+from ldp.encoders.sfp import SfpParams
+from ldp.encoders.subset_selection import SSParams
+from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams, UnaryParams
+from ldp.plan.costs import lgrr_charges, plan_privacy, report_bits
+from ldp.plan.ngrams import (
+    ngrams_count_variance,
+    ngrams_default_params,
+    ngrams_detectable_share,
+    ngrams_notes,
+)
+from ldp.plan.pem import pem_candidates, pem_count_variance, pem_notes
+from ldp.privacy.accountant import PrivacyCost
+
+if TYPE_CHECKING:
+    from ldp.plan.oracles import Ranking
+
+__all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgrr_charges", "plan", "solve_n",
+           "recommend"]
+
+PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "pem", "rappor-ngrams", "dbitflip", "bucket-grr",
+                     "lgrr", "sue", "oue", "bucket-oue", "loue", "hr", "ss", "blh", "olh")
+SKETCH_DEFAULTS = {"num_hashes": 256, "width": 1024}  # the benchmark's sizes: collision term negligible
+RAPPOR_DEFAULTS = {"num_bloombits": 64, "num_hashes": 2, "num_cohorts": 32}
+LGRR_PERM_FACTOR = 4.0  # epsilon_perm = 4ε, about the ratio of Google's RAPPOR defaults (ε∞ ≈ 4.4, ε₁ ≈ 1.1)
+
+
+def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolParams:
+    """The parameters the planner chooses when only ε is given (documented in docs/planner.md).
+
+    * rr: symmetric (Warner) RR at ε; only for ``domain_size = 2``;
+    * grr: GRR over the domain at ε;
+    * rappor: basic (one-time) RAPPOR, k=64 bits, h=2, m=32 cohorts, no IRR (p=0, q=1) and the
+      PRR's ``f = 2/(1+e^{ε/(2h)})``, so every report and every number of reports of one value
+      costs ε (``ε₁ = ε∞ = ε``);
+    * cms, hcms: k=256 hash functions, m=1024 buckets at ε;
+    * sfp: the defaults of :class:`~ldp.encoders.sfp.SfpParams` with ε split evenly;
+    * pem: the defaults of :class:`~ldp.encoders.pem.PEMParams` at ε (10-byte strings, 8-bit steps, top_k=32);
+    * rappor-ngrams: :func:`~ldp.plan.ngrams.ngrams_default_params` (a–z, 2-grams, 6 characters; half of ε to
+      the full string, a quarter to each n-gram; one report per client: ``f = 0``, ``q = 1 − p``);
+    * dbitflip: ``d = 1`` bucket per report (Microsoft's one-bit setting) at ``epsilon = 2ε``, so that a
+      report costs ε (one bit at ``2ε`` is charged ``ε``), over the buckets ``edges = 0, 1, …, d``;
+    * bucket-grr: GRR over the buckets ``edges = 0, 1, …, d`` at ε;
+    * lgrr: one report at ε, the memoized permanent response at ``epsilon_perm = 4ε``;
+    * sue, oue: unary encoding over the domain at ε; bucket-oue: OUE over the buckets ``edges = 0, 1, …, d``;
+    * loue: L-OUE (permanent OUE) with one report at ε, the permanent response at ``epsilon_perm = 4ε``;
+    * hr, ss: Hadamard Response and Subset Selection over the domain at ε;
+    * blh, olh: local hashing over the domain at ε (OLH's g = round(e^ε) + 1).
+
+    The mean protocols (duchi, piecewise, hybrid, memo-mean) have their own planner: :mod:`ldp.plan.numeric`;
+    ``multi``: :mod:`ldp.plan.multi`.
+    """
+    if protocol == "rr":
+        if domain_size != 2:
+            raise ValueError(f"rr is binary: it needs domain_size 2, got {domain_size}; use grr for more values")
+        return BinaryRRParams.from_epsilon(epsilon)
+    if protocol == "grr":
+        return GRRParams(epsilon, domain_size)
+    if protocol == "rappor":
+        h = RAPPOR_DEFAULTS["num_hashes"]
+        f = 2.0 / (1.0 + math.exp(epsilon / (2 * h)))
+        return RapporParams(RAPPOR_DEFAULTS["num_bloombits"], h, RAPPOR_DEFAULTS["num_cohorts"], 0.0, 1.0, f)
+    if protocol in ("cms", "hcms"):
+        cls = CmsParams if protocol == "cms" else HcmsParams
+        return cls(epsilon, SKETCH_DEFAULTS["num_hashes"], SKETCH_DEFAULTS["width"], 0)
+    if protocol == "sfp":
+        return SfpParams(epsilon / 2, epsilon / 2)
+    if protocol == "pem":
+        return PEMParams(epsilon)
+    if protocol == "rappor-ngrams":
+        return ngrams_default_params(epsilon)
+    if protocol == "dbitflip":
+        return DBitFlipParams(2 * epsilon, tuple(range(domain_size + 1)), d=1)
+    if protocol == "bucket-grr":
+        return BucketGRRParams(epsilon, tuple(range(domain_size + 1)))
+    if protocol == "lgrr":
+        return LGRRParams(LGRR_PERM_FACTOR * epsilon, epsilon, domain_size)
+    if protocol in ("sue", "oue"):
+        return (SUEParams if protocol == "sue" else OUEParams)(epsilon, domain_size)
+    if protocol == "bucket-oue":
+        return BucketOUEParams(epsilon, tuple(range(domain_size + 1)))
+    if protocol == "loue":
+        return LOUEParams(LGRR_PERM_FACTOR * epsilon, epsilon, domain_size)
+    if protocol in ("hr", "ss"):
+        return (HRParams if protocol == "hr" else SSParams)(epsilon, domain_size)
+    if protocol in ("blh", "olh"):
+        return (BLHParams if protocol == "blh" else OLHParams)(epsilon, domain_size)
+    raise ValueError(f"the planner knows {', '.join(PLANNED_PROTOCOLS)}; got {protocol!r}")
+
+
+@lru_cache(maxsize=8)
+def _rappor_map(params: RapporParams, d: int) -> Any:
+    from ldp.decoders.rappor_decode import CandidateMap
+
+    cmap = CandidateMap.from_candidates(params, [f"value-{i}" for i in range(d)])
+    if d > params.num_cohorts * params.num_bloombits or len(cmap.duplicates):
+        raise ValueError(f"RAPPOR with k·m = {params.num_bloombits}·{params.num_cohorts} Bloom rows cannot tell "
+                         f"{d} candidates apart; raise num_bloombits or num_cohorts")
+    return cmap
+
+
+def count_variance(params: ProtocolParams, n: float, count: float, domain_size: int,
+                   f2: float | None = None) -> float:
+    """Exact ``Var`` of one item's count estimate with true count ``count`` among ``n`` users.
+
+    The other ``n − count`` users hold the other ``domain_size − 1`` values evenly (this sets
+    ``F2`` for the sketches unless ``f2`` is given, and the other candidates' counts for RAPPOR)."""
+    from ldp.decoders.pure import pure_count_variance
+    from ldp.decoders.sketch import sketch_variance
+
+    if not 0 <= count <= n:
+        raise ValueError(f"count must be in [0, n={n}], got {count}")
+    rest = (n - count) / max(domain_size - 1, 1)
+    if f2 is None:
+        f2 = rest * (n - count)
+    if isinstance(params, BinaryRRParams):
+        return float(pure_count_variance(count, n, params.q, params.p))
+    if isinstance(params, (GRRParams, BucketGRRParams)):
+        grr = params.grr if isinstance(params, BucketGRRParams) else params
+        return float(pure_count_variance(count, n, grr.p, grr.q))
+    if isinstance(params, (UnaryParams, BucketOUEParams)):  # pure, with the realized bit probabilities
+        return float(pure_count_variance(count, n, params.p, params.q))
+    if isinstance(params, LocalHashingParams):  # support probabilities: p* (own hash value), q* = 1/g
+        return float(pure_count_variance(count, n, params.p_star, params.q_star))
+    if isinstance(params, LGRRParams):  # one report per device: GRR with the realized p*, q*
+        return float(pure_count_variance(count, n, params.p_star, params.q_star))
+    if isinstance(params, DBitFlipParams):
+        from ldp.decoders.histogram import dbitflip_variance
+
+        return float(dbitflip_variance(params, np.array([count]), n)[0])
+    if isinstance(params, SketchParams):
+        return float(sketch_variance(params, count, n, f2))
+    if isinstance(params, SfpParams):
+        return float(sketch_variance(params.word_params, count, n, f2))
+    if isinstance(params, PEMParams):  # the last group's n/G reports, scaled to the n users
+        return pem_count_variance(params, n, count)
+    if isinstance(params, RapporNgramsParams):  # the full-string RAPPOR
+        return ngrams_count_variance(params, n, count, domain_size)
+    if isinstance(params, RapporParams):
+        from ldp.decoders.rappor_decode import exact_count_covariance
+
+        counts = np.full(domain_size, rest)
+        counts[0] = count
+        return float(exact_count_covariance(params, _rappor_map(params, domain_size), counts)[0, 0])
+    raise TypeError(f"the planner has no variance formula for {type(params).__name__}")
+
+
+def _detection_params(params: ProtocolParams, n: float, candidates: int) -> tuple[ProtocolParams, float, int]:
+    """What discovery is tested in: SFP's fragment sketch of one position over its record grid."""
+    if isinstance(params, SfpParams):
+        return params.fragment_params, n / params.num_positions, params.num_records
+    return params, n, candidates
+
+
+def _min_detectable(var: Callable[[float], float], n: float, alpha: float, candidates: int, power: float) -> float:
+    """Smallest count ``f`` with ``Pr[f̂ > z_{1−α/M}·SE₀] = power`` (normal approximation).
+
+    Solves ``f = z_{1−α/M}·SE₀ + z_power·SE(f)`` by fixed-point iteration (a contraction: ``SE``
+    grows like ``√f`` at most); ``inf`` when even ``f = n`` is not enough."""
+    threshold = NormalDist().inv_cdf(1 - alpha / candidates) * math.sqrt(var(0.0))
+    zp = NormalDist().inv_cdf(power)
+    f = threshold
+    for _ in range(200):
+        if f > n:
+            return math.inf
+        nxt = max(threshold + zp * math.sqrt(var(max(f, 0.0))), 0.0)
+        if abs(nxt - f) <= 1e-10 * max(f, 1.0):
+            return nxt if nxt <= n else math.inf
+        f = nxt
+    raise ArithmeticError("the minimum detectable count did not converge")
+
+
+@dataclass(frozen=True, repr=False)
+class Plan(OneRowResult):
+    """What a collection will deliver: standard errors, detection limit and privacy spent.
+
+    A one-row result table: :meth:`row` has the numbers (ε as numbers), :meth:`metadata` the params and
+    notes; :meth:`to_dict` is the nested document ``ldp plan --json`` prints."""
+
+    protocol: str
+    params: ProtocolParams
+    n: int
+    domain_size: int
+    frequency: float
+    std_error_count: float
+    std_error_fraction: float
+    min_detectable_count: float
+    min_detectable_fraction: float
+    alpha: float
+    candidates: int
+    power: float
+    report_bits: int
+    epsilon_per_report: PrivacyCost
+    reports: int
+    epsilon_per_value: PrivacyCost
+    epsilon_total: PrivacyCost
+    notes: tuple[str, ...] = field(default=())
+    per_value_by_charging: dict[str, PrivacyCost] = field(default_factory=dict)
+    """Memoized protocols (lgrr): ε per distinct value over the reports under each charging mode."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["params"] = self.params.to_dict()
+        for k in ("epsilon_per_report", "epsilon_per_value", "epsilon_total"):
+            d[k] = getattr(self, k).to_dict()
+        d["per_value_by_charging"] = {k: v.to_dict() for k, v in self.per_value_by_charging.items()}
+        d["notes"] = list(self.notes)
+        return d
+
+    def row(self) -> dict[str, Any]:
+        """The plan's numbers as one row (each ε and δ a number)."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in (
+            "protocol", "n", "domain_size", "frequency", "std_error_count", "std_error_fraction",
+            "min_detectable_count", "min_detectable_fraction", "alpha", "candidates", "power", "report_bits",
+            "reports")}
+        return {**out, **cost_fields(self, ("epsilon_per_report", "epsilon_per_value", "epsilon_total"))}
+
+    def metadata(self) -> dict[str, Any]:
+        return {"params": self.params.to_dict(), "notes": list(self.notes),
+                "per_value_by_charging": {k: v.to_dict() for k, v in self.per_value_by_charging.items()}}
+
+    def title(self) -> str:
+        return f"plan: {self.protocol}, n={self.n:,}, d={self.domain_size:,}, {self.epsilon_per_report} per report"
+
+    def table(self, max_rows: int | None = None) -> str:
+        """The plan as aligned ``name  value`` lines (``max_rows``: the views' common signature; one row)."""
+        pct = lambda x: f"{100 * x:.4g}%" if math.isfinite(x) else "never (raise n or ε)"  # noqa: E731
+        rows = [
+            ("protocol", f"{self.protocol} {self.params.to_dict()}"),
+            ("users n, domain d", f"{self.n:,}, {self.domain_size:,}"),
+            ("report size", f"{self.report_bits} bits"),
+            (f"SE of a count (at {pct(self.frequency)})", f"{self.std_error_count:,.1f}"),
+            ("SE of a fraction", pct(self.std_error_fraction)),
+            (f"min detectable (α={self.alpha:g}/{self.candidates:,}, power {self.power:g})",
+             f"{pct(self.min_detectable_fraction)} = {self.min_detectable_count:,.0f} users"
+             if math.isfinite(self.min_detectable_count) else pct(math.inf)),
+            ("ε per report", str(self.epsilon_per_report)),
+            (f"ε per distinct value, {self.reports} report{'s' * (self.reports != 1)}", str(self.epsilon_per_value)),
+            (f"ε in all, {self.reports} report{'s' * (self.reports != 1)}", str(self.epsilon_total)),
+        ]
+        rows[-2:-1] = [(f"ε per distinct value, {self.reports} report{'s' * (self.reports != 1)}, charging={mode}",
+                        str(cost)) for mode, cost in self.per_value_by_charging.items()] or rows[-2:-1]
+        return "\n".join([key_values(rows)] + [f"note: {s}" for s in self.notes])
+
+
+def _resolve(protocol: str | ProtocolParams, epsilon: float | None, domain_size: int) -> ProtocolParams:
+    if isinstance(protocol, ProtocolParams):
+        return protocol
+    if epsilon is None:
+        raise ValueError("give the protocol's parameters, or ε for the planner to choose them")
+    return default_params(protocol, epsilon, domain_size)
+
+
+def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: float | None = None,
+         frequency: float | None = None, alpha: float = 0.05, candidates: int | None = None, power: float = 0.5,
+         reports: int = 1, distinct_values: int = 1, f2: float | None = None) -> Plan:
+    """Plan one collection: ``protocol`` is a name (with ``epsilon``) or a Params object.
+
+    ``frequency`` is the fraction of users holding the item whose standard error is given (default
+    ``1/d``); ``candidates`` (default ``d``) is the Bonferroni ``M``; ``reports`` and
+    ``distinct_values`` describe one user over the horizon (e.g. 30 daily reports of 3 values)."""
+    n, domain_size = int(n), int(domain_size)
+    if n < 1 or domain_size < 2:
+        raise ValueError(f"need n >= 1 and domain_size >= 2, got n={n}, domain_size={domain_size}")
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError(f"alpha and power must be in (0, 1), got alpha={alpha}, power={power}")
+    if reports < 1 or distinct_values < 1:
+        raise ValueError(f"reports and distinct_values must be >= 1, got {reports}, {distinct_values}")
+    params = _resolve(protocol, epsilon, domain_size)
+    if isinstance(params, (GRRParams, BucketGRRParams, DBitFlipParams, LGRRParams, UnaryParams, BucketOUEParams)) and \
+            params.domain_size != domain_size:
+        raise ValueError(f"{params.protocol} parameters are for {params.domain_size} values, the plan for "
+                         f"{domain_size}")
+    phi = 1.0 / domain_size if frequency is None else float(frequency)
+    if not 0.0 <= phi <= 1.0:
+        raise ValueError(f"frequency is a fraction in [0, 1], got {frequency}")
+    m_cand = int(candidates) if candidates is not None else \
+        pem_candidates(params) if isinstance(params, PEMParams) else domain_size
+    if m_cand < 1:
+        raise ValueError(f"candidates must be >= 1, got {candidates}")
+    var = count_variance(params, n, phi * n, domain_size, f2)
+    det_params, det_n, det_m = _detection_params(params, n, m_cand)
+    det_d = domain_size if det_params is params else det_m
+    det_f2 = f2 if det_params is params else None  # a given F2 is that of the other items, here too
+    if isinstance(params, RapporNgramsParams):
+        mdc = n * ngrams_detectable_share(params, n, power=power, alpha=alpha, candidates=m_cand)
+    else:
+        mdc = _min_detectable(lambda f: count_variance(det_params, det_n, f, det_d, det_f2), det_n, alpha, det_m,
+                              power)
+    notes = []
+    if isinstance(params, SfpParams):
+        notes.append(f"discovery: fragments are tested among {det_m:,} records by about n/{params.num_positions} "
+                     "users per position (the split over positions is ignored)")
+        mdc = mdc * params.num_positions
+    if isinstance(params, PEMParams):
+        notes += pem_notes(params, det_m)
+    if isinstance(params, RapporNgramsParams):
+        notes += ngrams_notes(params, m_cand)
+    per_report, per_value, total = plan_privacy(params, reports, distinct_values)
+    charges: dict[str, PrivacyCost] = {}
+    if isinstance(params, (LGRRParams, LOUEParams)):
+        charges = lgrr_charges(params, reports)
+        notes.append(f"{params.protocol}: the SE is that of one window (one report per device); charging=min charges "
+                     f"{params.report_charge} per report, at most {params.memo_cap} per value; ε in all is for it")
+    return Plan(params.protocol, params, n, domain_size, phi, math.sqrt(var), math.sqrt(var) / n, mdc, mdc / n,
+                alpha, det_m, power, report_bits(params, domain_size), per_report, reports, per_value, total,
+                tuple(notes), charges)
+
+
+def _variance_coefficients(params: ProtocolParams, phi: float, domain_size: int) -> tuple[float, float]:
+    """``(a, b)`` with ``Var[count] = a·n + b·n²`` at fraction ``phi`` (exact: two evaluations)."""
+    n1, n2 = 1e6, 2e6
+    v1, v2 = (count_variance(params, n, phi * n, domain_size) for n in (n1, n2))
+    b = max((v2 / n2 - v1 / n1) / (n2 - n1), 0.0)
+    return v1 / n1 - b * n1, b
+
+
+def solve_n(protocol: str | ProtocolParams, target_se: float, *, domain_size: int, epsilon: float | None = None,
+            frequency: float | None = None) -> int:
+    """The fewest users for a fraction's standard error ``≤ target_se``: ``n = a/(target² − b)``.
+
+    Raises ``ValueError`` when the sketch's collision floor ``√b`` is above the target (raise k or m)."""
+    if not 0 < target_se < 1:
+        raise ValueError(f"target_se is a fraction's standard error in (0, 1), got {target_se}")
+    params = _resolve(protocol, epsilon, domain_size)
+    phi = 1.0 / domain_size if frequency is None else float(frequency)
+    a, b = _variance_coefficients(params, phi, domain_size)
+    if target_se**2 <= b:
+        raise ValueError(f"{params.protocol} cannot reach a standard error of {target_se:g} at any n: its hash "
+                         f"collisions give a floor of {math.sqrt(b):.3g}; raise num_hashes or width")
+    return max(1, math.ceil(a / (target_se**2 - b)))
+
+
+def recommend(epsilon: float, domain_size: int, *, n: int = 1_000_000, frequency: float | None = None,
+              alpha: float = 0.05) -> Ranking:
+    """Plans of every frequency protocol applicable to ``(ε, d)``: the fixed-domain oracles (rr when
+    ``d = 2``, grr, sue, oue, blh, olh, hr, ss), CMS, HCMS and RAPPOR (left out where its defaults cannot
+    separate ``d`` values), lowest exact variance of a rare item's count first (ties: fewer report bytes).
+
+    The :class:`~ldp.plan.oracles.Ranking` also holds each one's variance / the optimum 4e^ε/(e^ε−1)²
+    and bytes per report (``scores``), and names the best for variance and for size. An oracle whose
+    parameters cannot be made at this ε (a probability that rounds to 0 or 1) is left out, with the reason
+    in ``left_out``."""
+    from ldp.plan.oracles import FIXED_DOMAIN_ORACLES, Ranking
+
+    names = [p for p in FIXED_DOMAIN_ORACLES if p != "rr" or domain_size == 2] + ["cms", "hcms"]
+    if domain_size <= RAPPOR_DEFAULTS["num_bloombits"] * RAPPOR_DEFAULTS["num_cohorts"] // 2:
+        names.append("rappor")
+    plans, left_out = [], {}
+    for p in names:
+        try:
+            plans.append(plan(p, n=n, domain_size=domain_size, epsilon=epsilon, frequency=frequency, alpha=alpha))
+        except ValueError as e:
+            left_out[p] = str(e)
+    if not plans:
+        raise ValueError(f"no frequency protocol can be planned at epsilon={epsilon}: " +
+                         "; ".join(f"{p}: {why}" for p, why in left_out.items()))
+    return Ranking(plans, epsilon, left_out)

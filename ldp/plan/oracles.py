@@ -1,0 +1,116 @@
+"""The frequency oracles side by side: exact variance of a rare item's count, and bytes per report.
+
+:func:`ldp.plan.recommend` ranks with these numbers (docs/planner.md, "Ranking the protocols"):
+
+* ``variance_per_user``: the exact ``Var[ĉ]/n`` of an item nobody holds (``f = 0``), from
+  :func:`ldp.plan.count_variance` with the realized probabilities. For the pure oracles it is
+  ``q*(1 − q*)/(p* − q*)²`` whatever ``n``; the sketches add their collision term, which grows with ``n``;
+* ``variance_ratio``: that divided by :func:`optimal_variance` ``= 4e^ε/(e^ε − 1)²``, the per-user
+  variance of OUE and OLH (Wang et al., USENIX Security 2017). GRR is below it when ``d < 3e^ε + 2``;
+* ``report_bytes``: the bytes one report takes in a binary frame (docs/wire-format.md): a ``uint``
+  field of range ``size`` takes the smallest of 1, 2, 4, 8 bytes that holds ``size − 1``, a ``bits``
+  field ``⌈size/8⌉`` bytes; the frame's header and CRC, shared by up to a million reports, are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ldp.decoders.tabular import ResultTable
+from ldp.encoders.base import ProtocolParams
+from ldp.frames import _uint_width
+from ldp.plan.frequency import Plan
+
+__all__ = ["FIXED_DOMAIN_ORACLES", "OracleScore", "Ranking", "optimal_variance", "report_bytes", "score"]
+
+FIXED_DOMAIN_ORACLES = ("rr", "grr", "sue", "oue", "blh", "olh", "hr", "ss")
+"""The fixed-domain frequency oracles (``rr`` only for ``d = 2``); :func:`ldp.plan.recommend` ranks the
+sketches (cms, hcms) and RAPPOR with them."""
+
+
+def optimal_variance(epsilon: float) -> float:
+    """``4e^ε/(e^ε − 1)²``: the per-user variance of a rare item's count under OUE and OLH."""
+    return 4.0 * math.exp(epsilon) / math.expm1(epsilon) ** 2
+
+
+def report_bytes(params: ProtocolParams) -> int:
+    """Bytes of one report in a binary frame (its column widths; header and CRC left out)."""
+    return sum(_uint_width(f.size - 1) if f.kind == "uint" else (f.size + 7) // 8 for f in params.schema)
+
+
+@dataclass(frozen=True)
+class OracleScore:
+    """One oracle's numbers at ``(ε, d, n)`` (see the module docstring)."""
+
+    protocol: str
+    variance_per_user: float
+    variance_ratio: float
+    report_bytes: int
+
+
+def score(plan: Plan, epsilon: float) -> OracleScore:
+    """The score of a plan made at ``epsilon`` (the ratio's optimum is taken at that ε)."""
+    from ldp.plan.frequency import count_variance
+
+    var = count_variance(plan.params, plan.n, 0.0, plan.domain_size) / plan.n
+    return OracleScore(plan.protocol, var, var / optimal_variance(epsilon), report_bytes(plan.params))
+
+
+class Ranking(ResultTable, list[Plan]):
+    """:func:`ldp.plan.recommend`'s plans, lowest variance of a rare item's count first (ties: fewer
+    bytes), with each one's :class:`OracleScore` in ``scores`` and the protocols left out (and why)."""
+
+    def __init__(self, plans: list[Plan], epsilon: float, left_out: dict[str, str] | None = None) -> None:
+        self.epsilon = epsilon
+        self.scores = {pl.protocol: score(pl, epsilon) for pl in plans}
+        self.left_out = dict(left_out or {})
+        key = {p: (round(s.variance_per_user, 9), s.report_bytes) for p, s in self.scores.items()}
+        super().__init__(sorted(plans, key=lambda pl: key[pl.protocol]))
+
+    @property
+    def best_variance(self) -> str:
+        """The protocol with the lowest variance of a rare item's count."""
+        return self[0].protocol
+
+    @property
+    def best_size(self) -> str:
+        """The protocol with the smallest reports (ties: the lower variance)."""
+        return min(self, key=lambda pl: self.scores[pl.protocol].report_bytes).protocol
+
+    def summary(self) -> str:
+        """Which is best for variance and which for size, in one line each."""
+        v, s = self.scores[self.best_variance], self.scores[self.best_size]
+        size = lambda b: f"{b} byte{'s' * (b != 1)}"  # noqa: E731
+        return (f"lowest variance: {v.protocol} ({v.variance_ratio:.3f} × the optimum 4e^ε/(e^ε−1)², "
+                f"{size(v.report_bytes)} a report)\nsmallest report: {s.protocol} ({size(s.report_bytes)}, "
+                f"{s.variance_ratio:.3f} × the optimum)")
+
+    def columns(self) -> dict[str, list[Any]]:
+        """One row per protocol, best first: SE of a fraction, smallest detectable fraction, variance of a rare
+        item's count over the optimum, report bits and frame bytes, ε per report."""
+        sc = self.scores
+        return {"protocol": [p.protocol for p in self], "std_error_fraction": [p.std_error_fraction for p in self],
+                "min_detectable_fraction": [p.min_detectable_fraction for p in self],
+                "variance_ratio": [sc[p.protocol].variance_ratio for p in self],
+                "report_bits": [p.report_bits for p in self],
+                "report_bytes": [sc[p.protocol].report_bytes for p in self],
+                "epsilon_per_report": [p.epsilon_per_report.epsilon for p in self]}
+
+    def metadata(self) -> dict[str, Any]:
+        first = self[0] if self else None
+        return {"epsilon": self.epsilon, "n": first.n if first else None,
+                "domain_size": first.domain_size if first else None,
+                "frequency": first.frequency if first else None, "left_out": dict(self.left_out),
+                "notes": list(self.result_notes())}
+
+    def title(self) -> str:
+        if not self:
+            return f"no protocol planned at ε={self.epsilon:g}"
+        return (f"lowest variance of a rare item's count first, n={self[0].n:,}, d={self[0].domain_size:,}, "
+                f"SE at frequency {100 * self[0].frequency:.4g}%")
+
+    def result_notes(self) -> tuple[str, ...]:
+        best = tuple(self.summary().split("\n")) if self else ()
+        return best + tuple(f"{p} left out: {why}" for p, why in self.left_out.items())

@@ -1,0 +1,97 @@
+"""Simulated collections of RAPPOR with unknown strings (``rappor-ngrams``): discovery (recall of the top
+strings, false strings) and the full-string estimates of the population's strings against their exact variance.
+
+Each trial draws the reports of the same true counts (:func:`ldp.simulation.simulate`, either path), runs
+:meth:`~ldp.decoders.rappor_ngrams.RapporNgramsAggregate.discover` and scores every population string with
+the full-string RAPPOR's least squares over all of them (``selection="none"``), whose exact variance is
+:func:`~ldp.decoders.rappor_decode.exact_count_covariance` (as for ``rappor``). The default strings are
+:func:`ngram_candidates`: distinct pseudo-random strings of ``max_length`` characters, so every n-gram
+position carries information (the shortlex words of :func:`~ldp.simulation.default_candidates` would be
+mostly pads).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
+from ldp.encoders.rappor_ngrams import RapporNgramsParams
+from ldp.randomness import as_generator
+from ldp.simulation.collect import AccuracyResult, Population, simulate
+from ldp.simulation.pem import PEMAccuracyResult, _discovery_stats
+
+__all__ = ["NgramsAccuracyResult", "ngrams_accuracy", "ngram_candidates"]
+
+CANDIDATE_SEED = 20_160_718
+"""The fixed seed of :func:`ngram_candidates` (the same strings in every run)."""
+
+
+class NgramsAccuracyResult(PEMAccuracyResult):
+    """:class:`~ldp.simulation.AccuracyResult` of the full-string estimates, with discovery: mean ``recall``
+    at each k, ``false_strings`` and ``found`` per trial, and ``detected``, how often each string was found
+    (the fields and summary of :class:`~ldp.simulation.pem.PEMAccuracyResult`)."""
+
+
+def ngram_candidates(params: RapporNgramsParams, d: int) -> list[str]:
+    """``d`` distinct strings of exactly ``max_length`` characters of the alphabet, drawn uniformly with a
+    fixed seed (:data:`CANDIDATE_SEED`); ``ValueError`` when there are fewer than ``d`` such strings."""
+    alphabet, length = params.alphabet, params.max_length
+    if len(alphabet) ** length < 2 * d:  # a small space: enumerate it, then shuffle
+        space = ["".join(t) for t in itertools.product(alphabet, repeat=length)]
+        if len(space) < d:
+            raise ValueError(f"rappor-ngrams strings of {length} characters of {alphabet!r}: fewer than d={d}")
+        order = np.random.default_rng(CANDIDATE_SEED).permutation(len(space))[:d]
+        return [space[i] for i in order]
+    gen = np.random.default_rng(CANDIDATE_SEED)
+    chars = np.array(list(alphabet))
+    out: dict[str, None] = {}
+    while len(out) < d:
+        for row in gen.integers(0, len(alphabet), size=(d, length)):
+            out.setdefault("".join(chars[row]), None)
+            if len(out) == d:
+                break
+    return list(out)
+
+
+def ngrams_accuracy(params: RapporNgramsParams, population: Population, n: int, *, trials: int = 20,
+                    method: str = "aggregate", rng: Any = None, confidence: float = 0.95,
+                    candidates: Sequence[str] | None = None, progress: bool | None = None,
+                    **discovery: Any) -> NgramsAccuracyResult:
+    """Accuracy of rappor-ngrams over ``trials`` collections of ``n`` users (one fixed draw of the true counts
+    over the population's strings: ``candidates``, the population's labels or :func:`ngram_candidates`):
+    an :class:`NgramsAccuracyResult`. ``discovery``: options of
+    :func:`~ldp.decoders.rappor_ngrams_discovery.discover` (``alpha``, ``gram_alpha``, ``max_grams``, ...)."""
+    from ldp.display.progress import iterate
+    from ldp.simulation.collect import _open_domain
+
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be an int >= 1, got {trials!r}")
+    if candidates is None and population.labels is None:
+        candidates = ngram_candidates(params, population.d)
+    cands, cmap, variance, _ = _open_domain(params.full, population, candidates)
+    encoded = [params.unpad(params.padded(s)) for s in cands]  # the client's checks: alphabet, length, empty
+    if encoded != cands:
+        raise ValueError("rappor-ngrams simulates strings as the client encodes them: give them within "
+                         f"max_length={params.max_length}, not truncated")
+    gen = as_generator(rng)
+    truth = population.counts(n, gen)
+    est = np.empty((trials, truth.size))
+    covered = np.zeros(truth.size)
+    found: list[list[str]] = []
+    for i in iterate(range(trials), desc="simulate rappor-ngrams", enabled=progress, unit="trial"):
+        agg = simulate(params, truth, method=method, rng=gen, values=cands)
+        assert isinstance(agg, RapporNgramsAggregate)  # the protocol registry pairs the two
+        e = agg.estimate(cmap, confidence=confidence, selection="none")
+        est[i] = e.count
+        covered += (e.ci_low <= truth) & (truth <= e.ci_high)
+        found.append(list(agg.discover(confidence=confidence, rng=gen, **discovery).strings.items))
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(discovery.items())) or "the decoder's defaults"
+    base = AccuracyResult.from_trials(list(cands), truth, est, covered, np.sqrt(variance(truth)), confidence,
+                                      ("estimates: the full-string RAPPOR's least squares over every population string "
+                                       "(selection='none'); theory ignores the cohort-sampling noise",
+                                       f"discovery: {shown}"))
+    return NgramsAccuracyResult.from_base(base, _discovery_stats(cands, truth, found))

@@ -1,0 +1,148 @@
+"""Simulated PEM collections: discovery (recall of the top strings, false strings) and the estimates of
+the population's strings against their exact variance.
+
+Each trial draws the reports of the same true counts (:func:`ldp.simulation.simulate`, either path), runs
+:meth:`~ldp.decoders.pem.PEMAggregate.discover` and scores every population string with
+:meth:`~ldp.decoders.pem.PEMAggregate.estimate` (the last group). The theoretical variance is
+:func:`~ldp.decoders.pem.pem_variance` averaged over the last group's size ``N ~ Bin(n, 1/G)`` given
+``N ≥ 1``: the variance is ``A·(1/N) + B`` (linear in ``1/N``), so the average is ``A·E[1/N] + B``. Both
+follow the parameters' oracle choice (``oracle``: each group's reports and the last group's variance are
+its own oracle's, OLH or GRR).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ldp.decoders.pem import PEMAggregate, pem_variance
+from ldp.encoders.pem import PEMParams
+from ldp.randomness import as_generator
+from ldp.simulation.collect import AccuracyResult, Population, default_candidates, simulate
+
+__all__ = ["PEMAccuracyResult", "pem_accuracy", "pem_theoretical_variance", "RECALL_AT"]
+
+_R = TypeVar("_R", bound="PEMAccuracyResult")
+
+RECALL_AT = (10, 50, 100)
+"""The ``k`` of recall@k (those at most the number of strings users hold; else that number)."""
+
+
+@dataclass(frozen=True)
+class _Discovery:
+    """Discovery over the trials: mean recall@k, false strings and strings found per trial, and how
+    often each population string was found."""
+
+    recall: dict[int, float]
+    false_strings: npt.NDArray[np.int64]
+    found: npt.NDArray[np.int64]
+    detected: npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, repr=False)
+class PEMAccuracyResult(AccuracyResult):
+    """:class:`~ldp.simulation.AccuracyResult` of the strings' estimates, with discovery: mean ``recall``
+    at each k, ``false_strings`` and ``found`` per trial, and ``detected``, how often each string was found."""
+
+    recall: dict[int, float] = field(default_factory=dict)
+    false_strings: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    found: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    detected: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+
+    @classmethod
+    def from_base(cls: type[_R], base: AccuracyResult, disc: _Discovery) -> _R:
+        fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(AccuracyResult)}
+        return cls(**fields, recall=disc.recall, false_strings=disc.false_strings, found=disc.found,
+                   detected=disc.detected)
+
+    def summary(self) -> dict[str, float]:
+        out = super().summary()
+        out.update({f"recall@{k}": v for k, v in self.recall.items()})
+        out.update(false_strings_mean=float(self.false_strings.mean()), false_strings_max=int(self.false_strings.max()),
+                   strings_found_mean=float(self.found.mean()))
+        return out
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{**r, "detected": float(d)} for r, d in zip(super().rows(), self.detected, strict=True)]
+
+
+def pem_theoretical_variance(params: PEMParams, true_counts: npt.ArrayLike, n: int) -> npt.NDArray[np.float64]:
+    """``E[Var[F̂ | N]]`` over the last group's ``N ~ Bin(n, 1/G)`` given ``N ≥ 1`` (module docstring)."""
+    from scipy import stats
+
+    if n < 2:
+        raise ValueError(f"a PEM simulation needs n >= 2 users, got {n}")
+    at_one, at_n = pem_variance(params, true_counts, n, 1), pem_variance(params, true_counts, n, n)
+    slope = (at_one - at_n) / (1.0 - 1.0 / n)  # A, with Var = A/N + B
+    sizes = np.arange(1, n + 1)
+    pmf = stats.binom.pmf(sizes, n, 1.0 / params.groups)
+    inv_mean = float(np.sum(pmf / sizes) / np.sum(pmf))
+    return np.asarray(slope * inv_mean + (at_one - slope), dtype=np.float64)
+
+
+def _recall_ks(held: int) -> list[int]:
+    ks = [k for k in RECALL_AT if k <= held]
+    return ks or ([held] if held else [])
+
+
+def _discovery_stats(items: Sequence[str], truth: npt.NDArray[np.int64], found: list[list[str]]) -> _Discovery:
+    held = {s for s, c in zip(items, truth, strict=True) if c > 0}
+    order = [items[i] for i in np.argsort(-truth, kind="stable") if truth[i] > 0]
+    ks = _recall_ks(len(order))
+    recall = {k: float(np.mean([len(set(order[:k]) & set(f)) / k for f in found])) for k in ks}
+    false = np.array([sum(s not in held for s in f) for f in found], np.int64)
+    detected = np.array([np.mean([s in f for f in found]) for s in items], np.float64)
+    return _Discovery(recall, false, np.array([len(f) for f in found], np.int64), detected)
+
+
+def pem_accuracy(params: PEMParams, population: Population, n: int, *, trials: int = 20, method: str = "aggregate",
+                 rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
+                 progress: bool | None = None, top_k: int | None = None, alpha: float | None = 0.05,
+                 false_prefixes: float | None = 5.0, alphabet: str | bytes | None = "auto") -> PEMAccuracyResult:
+    """Accuracy of PEM over ``trials`` collections of ``n`` users (one fixed draw of the true counts over
+    the population's strings, ``candidates`` or :func:`~ldp.simulation.default_candidates`): a
+    :class:`PEMAccuracyResult`. ``top_k``, ``alpha``, ``false_prefixes``, ``alphabet``: discovery's
+    (``"auto"``: ``a–z`` when the strings are spelled in it, as the default ones are, else their characters: a
+    pruning rule the server may know)."""
+    from ldp.display.progress import iterate
+
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be an int >= 1, got {trials!r}")
+    cands = list(candidates if candidates is not None else population.labels if population.labels is not None
+                 else default_candidates(params, population.d))
+    if len(cands) != population.d or len(set(cands)) != len(cands):
+        raise ValueError(f"need {population.d} distinct strings (one per population value), got {len(cands)} "
+                         f"with {len(set(cands))} distinct")
+    padded = [params.padded(s) for s in cands]  # the client's checks: too long, empty, NUL
+    if len(set(padded)) != len(padded):
+        raise ValueError("two strings become the same PEM value once truncated")
+    if alphabet == "auto":
+        chars = {c for s in cands for c in s}
+        alphabet = string.ascii_lowercase if chars <= set(string.ascii_lowercase) else "".join(sorted(chars))
+    gen = as_generator(rng)
+    truth = population.counts(n, gen)
+    est = np.empty((trials, truth.size))
+    covered = np.zeros(truth.size)
+    found: list[list[str]] = []
+    for i in iterate(range(trials), desc="simulate pem", enabled=progress, unit="trial"):
+        agg = simulate(params, truth, method=method, rng=gen, values=cands)
+        assert isinstance(agg, PEMAggregate)  # the protocol registry pairs "pem" with PEMAggregate
+        if agg.group_n[-1] == 0:
+            raise ValueError(f"n={n} users left the last of {params.groups} groups empty: raise n")
+        e = agg.estimate(cands, confidence)
+        est[i] = e.count
+        covered += (e.ci_low <= truth) & (truth <= e.ci_high)
+        found.append(list(agg.discover(top_k, alpha, false_prefixes, alphabet, confidence).strings.items))
+    theory = np.sqrt(pem_theoretical_variance(params, truth, int(truth.sum())))
+    notes = ("estimates: the last group's counts of the population's strings, scaled by n/N; theory averages "
+             "the exact variance over the group's size",
+             f"discovery: top_k={params.top_k if top_k is None else top_k}, alpha={alpha}, "
+             f"false_prefixes={false_prefixes}, alphabet={alphabet!r}; oracles by group: {params.oracle_summary}")
+    base = AccuracyResult.from_trials(list(cands), truth, est, covered, theory, confidence, notes)
+    return PEMAccuracyResult.from_base(base, _discovery_stats(cands, truth, found))
