@@ -9,7 +9,7 @@
 * ``reports.jsonl``: upload envelopes of 200 simulated devices for the spec ``collection.json``
   (one report per metric each, and two damaged lines), for ``ldp aggregate``.
 
-``tests/test_examples.py`` regenerates them and checks the bytes, so the files cannot go stale.
+``tests/docs/test_examples.py`` regenerates them and checks the bytes, so the files cannot go stale.
 Needs the ``server`` extra (numpy).
 """
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Sequence
 
+from ldp.errors import MissingExtraError
+
 __all__ = ["DISTRIBUTION", "SERVER_MODULES", "MissingExtraError", "install_hint", "pip_install", "require_extra"]
 
 DISTRIBUTION = "ldp-telemetry"
@@ -32,10 +34,6 @@ def pip_install(extra: str | None = None) -> str:
 def install_hint(package: str, extra: str) -> str:
     """How to get one optional ``package``: ``pip install 'ldp-telemetry[plot]' (or pip install matplotlib)``."""
     return f"{pip_install(extra)} (or pip install {package})"
-
-
-class MissingExtraError(ImportError):
-    """A feature needs an optional extra that is not installed (the message says which)."""
 
 
 def _importable(module: str) -> bool:

@@ -3,8 +3,9 @@
 A frame is a header naming the protocol, the parameter fingerprint and the field layout, then one
 fixed-width column per field and a CRC-32, so a server reads a frame with one ``frombuffer`` per
 column (:class:`Frame` holds memoryviews of the input: no copy). :func:`scan_frames` reads a stream
-of frames and goes on past damaged ones; junk full of frame magics is skipped in bulk. These names
-are also exported by :mod:`ldp.reports`.
+of frames and goes on past damaged ones; junk full of frame magics is skipped in bulk. A
+:class:`ReportBatch` holds many reports column by column. The writer of single reports' frames is in
+:mod:`ldp.wire`, below this module; :mod:`ldp.reports`, above it, exports the names of both.
 """
 
 from __future__ import annotations
@@ -12,17 +13,17 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
 from bitarray import frozenbitarray
 
-from ldp.reports import (
+from ldp.errors import ReportError
+from ldp.wire import (
     _FIELD_RE,
-    _KIND_CODES,
     _KIND_NAMES,
     _PROTOCOL_RE,
     FORMAT_VERSION,
@@ -30,13 +31,47 @@ from ldp.reports import (
     MAX_BITS,
     MAX_FIELDS,
     MAX_FRAME_RECORDS,
+    Field,
     PayloadValue,
     Report,
-    ReportBatch,
-    ReportError,
+    encode_frames,
+    frame_header,
+    seal_frame,
+    uint_width,
 )
 
-__all__ = ["Frame", "encode_frames", "encode_batch", "iter_frames", "scan_frames", "decode_binary"]
+__all__ = ["Frame", "ReportBatch", "encode_frames", "encode_batch", "iter_frames", "scan_frames", "decode_binary"]
+
+_uint_width = uint_width  # its name here before it moved to ldp.wire (ldp.plan.oracles imports it)
+
+
+@dataclass(frozen=True)
+class ReportBatch:
+    """Many reports of one protocol and parameter set, column by column.
+
+    ``columns[name]`` is a 1-D integer array for a ``uint`` field and an ``(n, ceil(size/8))``
+    ``uint8`` array of little-endian packed bits for a ``bits`` field.
+    """
+
+    protocol: str
+    fingerprint: str
+    schema: tuple[Field, ...]
+    columns: Mapping[str, Any]
+
+    @property
+    def n(self) -> int:
+        return len(self.columns[self.schema[0].name])
+
+    def __len__(self) -> int:
+        return self.n
+
+    def to_bytes(self) -> bytes:
+        """The batch as binary frames (:func:`ldp.frames.encode_batch`)."""
+        return encode_batch(self)
+
+    def reports(self) -> Iterator[Report]:
+        """The batch as individual reports (a Python loop: for export, not for bulk paths)."""
+        return (r for frame in iter_frames(self.to_bytes()) for r in frame.reports())
 
 
 @dataclass(frozen=True)
@@ -85,45 +120,6 @@ def _unpack_bits(raw: bytes | memoryview, nbits: int) -> frozenbitarray:
     return bits[:nbits]
 
 
-def _uint_width(max_value: int) -> int:
-    return next(w for w in (1, 2, 4, 8) if max_value < 1 << (8 * w))
-
-
-def _frame_header(protocol: str, fp: str, layout: Iterable[tuple[str, str, int]], count: int) -> bytes:
-    layout = list(layout)
-    out = [MAGIC, bytes([FORMAT_VERSION, len(protocol)]), protocol.encode("ascii"), bytes.fromhex(fp),
-           bytes([len(layout)])]
-    for name, kind, width in layout:
-        out += [bytes([len(name)]), name.encode("ascii"), struct.pack("<BI", _KIND_CODES[kind], width)]
-    out.append(struct.pack("<I", count))
-    return b"".join(out)
-
-
-def _seal(body: bytes) -> bytes:
-    return body + struct.pack("<I", zlib.crc32(body))
-
-
-def _layout_of(report: Report) -> tuple[tuple[str, str, int], ...]:
-    return tuple((k, "uint", 0) if isinstance(v, int) else (k, "bits", len(v)) for k, v in report.payload.items())
-
-
-def encode_frames(reports: Iterable[Report]) -> bytes:
-    """Encode reports as binary frames, one frame per run of reports with the same layout."""
-    out: list[bytes] = []
-    run: list[Report] = []
-    key: tuple[Any, ...] | None = None
-    for r in reports:
-        k = (r.protocol, r.fingerprint, _layout_of(r))
-        if k != key or len(run) >= MAX_FRAME_RECORDS:
-            if run:
-                out.append(_encode_run(run))
-            run, key = [], k
-        run.append(r)
-    if run:
-        out.append(_encode_run(run))
-    return b"".join(out)
-
-
 def encode_batch(batch: ReportBatch) -> bytes:
     """A batch as binary frames (vectorized: one ``tobytes`` per column and frame)."""
     out = []
@@ -133,7 +129,7 @@ def encode_batch(batch: ReportBatch) -> bytes:
         for f in batch.schema:
             col = batch.columns[f.name][start:stop]
             if f.kind == "uint":
-                width = _uint_width(max(f.size - 1, 0))
+                width = uint_width(max(f.size - 1, 0))
                 if col.size and (col.min() < 0 or col.max() >= f.size):
                     raise ValueError(f"field {f.name!r} has values outside [0, {f.size}); refusing to encode them")
                 cols.append(col.astype(f"<u{width}").tobytes())
@@ -141,24 +137,8 @@ def encode_batch(batch: ReportBatch) -> bytes:
             else:
                 cols.append(col.tobytes())
                 layout.append((f.name, "bits", f.size))
-        out.append(_seal(_frame_header(batch.protocol, batch.fingerprint, layout, stop - start) + b"".join(cols)))
+        out.append(seal_frame(frame_header(batch.protocol, batch.fingerprint, layout, stop - start) + b"".join(cols)))
     return b"".join(out)
-
-
-def _encode_run(run: list[Report]) -> bytes:
-    first = run[0]
-    layout: list[tuple[str, str, int]] = []
-    columns: list[bytes] = []
-    for name, kind, width in _layout_of(first):
-        values = [r.payload[name] for r in run]  # all of one kind: the run's reports share their layout
-        if kind == "uint":
-            ints = cast("list[int]", values)
-            width = _uint_width(max(ints))
-            columns.append(b"".join(v.to_bytes(width, "little") for v in ints))
-        else:
-            columns.append(b"".join(v.tobytes() for v in cast("list[frozenbitarray]", values)))
-        layout.append((name, kind, width))
-    return _seal(_frame_header(first.protocol, first.fingerprint, layout, len(run)) + b"".join(columns))
 
 
 class _Reader:

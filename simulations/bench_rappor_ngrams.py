@@ -1,8 +1,8 @@
 """RAPPOR with unknown strings: sections of ``simulations/benchmark.py`` (registered by :func:`register`).
 
 Timed: the per-report client encode with the CSPRNG, batch encoding, and discovery on the small case of
-``tests/test_rappor_ngrams.py`` (L = 6, n = 2, 8 letters, 10 strings, 10^5 clients): strings found, false
-strings (the judged targets: all 10 found, 0 false).
+``tests/protocols/test_rappor_ngrams.py`` (L = 6, n = 2, 8 letters, 10 strings, 10^5 clients): strings found,
+false strings (the judged targets: all 10 found, 0 false).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
     python simulations/planner_figures.py --quick --no-plots # coarse grids, CSVs only (about a second)
 
 Nothing here is simulated: every number is the planner's, that is the exact variance formula of
-the protocol's decoder (see ``docs/planner.md``; ``tests/test_plan.py`` checks the planner against
+the protocol's decoder (see ``docs/planner.md``; ``tests/plan/test_plan.py`` checks the planner against
 simulated collections). Protocols named without parameters get the planner's defaults for their ε
 (:func:`ldp.plan.default_params`).
 

@@ -7,14 +7,16 @@ wanted — the client's bijection between the halves, so ``j`` is uniform on the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ldp.batch import checked_indices
-from ldp.encoders.hadamard_response import HRParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.hadamard_response import HRParams
 
 __all__ = ["hr_encode_batch", "own_half", "parity"]
 

@@ -8,15 +8,17 @@ at the client's 2^-64 resolution. Bucketized GRR needs no kernel of its own: it 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ldp.batch import checked_indices
 from ldp.batch.bits import packed_bernoulli, row_padding_mask
-from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
 
 __all__ = ["bucketize", "dbitflip_encode_batch", "onehot_rows", "row_popcount"]
 

@@ -23,15 +23,17 @@ those reports' limit is one less. (numpy's uint32 ``%`` alone costs about 2 ns p
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ldp.batch import checked_indices
 from ldp.batch.murmur import _N1, _mix_k, _rotl
-from ldp.encoders.local_hashing import LocalHashingParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.local_hashing import LocalHashingParams
 
 __all__ = ["lh_hashes", "lh_encode_batch", "support_counts", "BLOCK_REPORTS", "BLOCK_ITEMS", "LH_KERNEL",
            "kernel_in_use"]

@@ -8,7 +8,7 @@ collection from the same devices.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -16,8 +16,10 @@ import numpy.typing as npt
 from ldp.batch import checked_indices
 from ldp.batch.numeric import checked_values
 from ldp.batch.randomized_response import grr_encode_batch
-from ldp.encoders.longitudinal import LGRRParams, MemoMeanParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.longitudinal import LGRRParams, MemoMeanParams
 
 __all__ = ["lgrr_memo", "lgrr_encode_batch", "MemoMeanDevices", "memo_mean_devices", "memo_mean_encode_batch",
            "memo_mean_rounding"]

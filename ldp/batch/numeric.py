@@ -5,13 +5,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ldp.encoders.numeric import DuchiParams, HybridParams, NumericParams, PiecewiseParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.numeric import DuchiParams, HybridParams, NumericParams, PiecewiseParams
 
 __all__ = ["checked_values", "unit_values", "grid_values", "duchi_encode_batch", "piecewise_encode_batch",
            "hybrid_encode_batch"]

@@ -12,15 +12,17 @@ these blocks, about 7 ns per pair.)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ldp.batch.local_hashing import BLOCK_ITEMS, BLOCK_REPORTS, _finish, _item_keys, _Matcher, _reduce, lh_hashes
 from ldp.batch.murmur import _rotl
-from ldp.encoders.pem import PEMParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.pem import PEMParams
 
 __all__ = ["pem_encode_batch", "key_support", "string_keys"]
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ldp.batch import checked_indices
-from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 
 __all__ = ["rr_encode_batch", "grr_encode_batch"]
 

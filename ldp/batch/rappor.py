@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ldp.batch import values_and_candidates
 from ldp.batch.bits import packed_bernoulli, row_padding_mask
 from ldp.batch.murmur import namespaced_bucket_table
-from ldp.encoders.rappor import RapporParams
 from ldp.hashing import value_bytes
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.rappor import RapporParams
 
 __all__ = ["bloom_index_table", "bloom_table", "rappor_encode_batch"]
 

@@ -9,15 +9,17 @@ the ``P(P−1)/2`` pairs and the n-gram cohort uniform, shared by the row's two 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ldp.batch import values_and_candidates
 from ldp.batch.rappor import rappor_encode_batch
-from ldp.encoders.rappor_ngrams import RapporNgramsParams, gram_value
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.rappor_ngrams import RapporNgramsParams
 
 __all__ = ["ngrams_encode_batch", "pair_table"]
 
@@ -46,9 +48,9 @@ def ngrams_encode_batch(params: RapporNgramsParams, values: Any, rng: Any = None
     pairs = pair_table(params.positions)[gen.integers(0, params.pairs, size=idx.size)]
     gram_cohort = gen.integers(0, params.gram_cohorts, size=idx.size, dtype=np.int64)
     # the tagged n-grams: one per (candidate, position); each slot gathers its row's
-    tagged = sorted({gram_value(i, g[i]) for g in grams for i in range(params.positions)})
+    tagged = sorted({params.gram_value(i, g[i]) for g in grams for i in range(params.positions)})
     where = {t: j for j, t in enumerate(tagged)}
-    table = np.array([[where[gram_value(i, g[i])] for i in range(params.positions)] for g in grams],
+    table = np.array([[where[params.gram_value(i, g[i])] for i in range(params.positions)] for g in grams],
                      dtype=np.int64).reshape(len(grams), params.positions)
     out: dict[str, npt.NDArray[Any]] = {"cohort": cohort, "bits": bits, "gram_cohort": gram_cohort,
                                         "pos_a": pairs[:, 0], "pos_b": pairs[:, 1]}

@@ -9,16 +9,18 @@ is over distinct words, never over reports.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ldp.batch import values_and_candidates
 from ldp.batch.sketch import cms_encode_batch, hcms_encode_batch
-from ldp.encoders.cms import SketchParams
-from ldp.encoders.hcms import HcmsParams
-from ldp.encoders.sfp import PreparedWord, SfpParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.cms import SketchParams
+    from ldp.encoders.hcms import HcmsParams
+    from ldp.encoders.sfp import PreparedWord, SfpParams
 
 __all__ = ["prepare_words", "sfp_encode_batch", "sketch_columns"]
 
@@ -31,8 +33,8 @@ def prepare_words(params: SfpParams, words: Sequence[str]) -> list[PreparedWord]
 def sketch_columns(params: SketchParams, values: np.ndarray, gen: np.random.Generator,
                    candidates: Sequence[str | bytes], prefix: str) -> dict[str, np.ndarray]:
     """The report columns of a CMS or HCMS batch, names prefixed (``word_hash``, ``fragment_bits``, ...)."""
-    if isinstance(params, HcmsParams):
-        j, row, bit = hcms_encode_batch(params, values, gen, candidates=candidates)
+    if params.hadamard:
+        j, row, bit = hcms_encode_batch(cast("HcmsParams", params), values, gen, candidates=candidates)
         return {f"{prefix}hash": j, f"{prefix}row": row, f"{prefix}bit": bit}
     j, bits = cms_encode_batch(params, values, gen, candidates=candidates)  # type: ignore[arg-type]
     return {f"{prefix}hash": j, f"{prefix}bits": bits}

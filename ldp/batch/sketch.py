@@ -10,16 +10,18 @@ Candidates are hashed once per batch with the vectorized MurmurHash3 (:mod:`ldp.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ldp.batch import values_and_candidates
 from ldp.batch.bits import packed_uniform
 from ldp.batch.murmur import bucket_table
-from ldp.encoders.cms import CmsParams, SketchParams
-from ldp.encoders.hcms import HcmsParams
 from ldp.randomness import as_generator, bernoulli_threshold
+
+if TYPE_CHECKING:
+    from ldp.encoders.cms import CmsParams, SketchParams
+    from ldp.encoders.hcms import HcmsParams
 
 __all__ = ["sketch_buckets", "cms_encode_batch", "hcms_encode_batch", "hadamard_sign"]
 

@@ -7,15 +7,17 @@ Per report: ``v ∈ S`` with probability ``p`` (``Generator.random``, 2^-53 reso
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ldp.batch import checked_indices
 from ldp.batch.histogram import _sampled_rows
-from ldp.encoders.subset_selection import SSParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.subset_selection import SSParams
 
 __all__ = ["ss_encode_batch"]
 

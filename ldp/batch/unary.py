@@ -6,15 +6,17 @@ batch is one :func:`~ldp.batch.bits.packed_bernoulli` call over one-hot rows (at
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ldp.batch import checked_indices
 from ldp.batch.bits import packed_uniform, row_padding_mask
-from ldp.encoders.unary import UnaryParams
 from ldp.randomness import as_generator
+
+if TYPE_CHECKING:
+    from ldp.encoders.unary import UnaryParams
 
 __all__ = ["unary_encode_batch"]
 

@@ -81,7 +81,8 @@ def render_count_simulation(out: dict[str, Any]) -> str:
 
 def plan_counts(args: argparse.Namespace) -> Any:
     """``ldp plan``: one plan, the n for a target SE, or every protocol ranked (``--recommend``)."""
-    from ldp.plan.frequency import default_params, plan, recommend, solve_n
+    from ldp.plan.frequency import default_params, plan, solve_n
+    from ldp.plan.oracles import recommend
 
     if args.d is None:
         raise ValueError("give the domain size with --d (2 for a yes/no question), or plan a mean: "

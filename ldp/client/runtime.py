@@ -29,11 +29,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from ldp.client.uploader import Opener, UploadError, UploadResult, upload
+from ldp.client.uploader import BATCH_ID_CHARS, Opener, UploadError, UploadResult, batch_id, upload
 from ldp.encoders.base import Encoder
 from ldp.encoders.rappor import RapporEncoder
-from ldp.privacy.accountant import BudgetExceeded, PrivacyCost
-from ldp.privacy.ledger import BudgetLedger, BudgetPolicy, LedgerDamagedError, LedgerError, Reservation, check_clock
+from ldp.errors import BudgetExceeded, LedgerDamagedError, LedgerError, StateError
+from ldp.privacy.accountant import PrivacyCost
+from ldp.privacy.ledger import BudgetLedger, BudgetPolicy, Reservation, check_clock
 from ldp.privacy.ledger_store import LEDGER_TABLES
 from ldp.protocols import client_protocols
 from ldp.randomness import SeededRandomnessWarning, client_source, is_seeded
@@ -81,10 +82,6 @@ def _log_refusal(what: str, reports: int) -> Iterator[None]:
     except BudgetExceeded:
         logger.info("the privacy budget refused %d report(s) of %s: nothing recorded", reports, what)
         raise
-
-
-class StateError(LedgerError):
-    """The state file is foreign, damaged, or belongs to another collection (nothing was changed)."""
 
 
 class PendingItem(NamedTuple):
@@ -356,6 +353,76 @@ class TelemetryClient:
             db.execute("UPDATE ldp_client_meta SET value=? WHERE key='last_upload'",
                        (repr(max(check_clock(self._clock()), last)),))
         return done
+
+    # -- upload batches: pinned in the state file (table ldp_client_batch) until acknowledged ----------------
+    def next_batch(self, limit: int | None = None) -> tuple[str, list[PendingItem]] | None:
+        """The next batch part to upload and its id: the pinned batch's first part, else a new batch from
+        :meth:`pending` (at most ``limit`` items), pinned in this same transaction. ``None``: nothing to send
+        now. The same part and id come back until :meth:`acknowledge_batch` or :meth:`split_batch`."""
+        with self._guard(), self._ledger.transaction() as db:
+            # items acknowledged by other means (say, an older version sharing the file) were delivered
+            db.execute("DELETE FROM ldp_client_batch WHERE outbox NOT IN (SELECT id FROM ldp_client_outbox)")
+            row = db.execute("SELECT batch FROM ldp_client_batch ORDER BY outbox LIMIT 1").fetchone()
+            if row is not None:
+                if not (isinstance(row[0], str) and len(row[0]) == BATCH_ID_CHARS
+                        and all(c in "0123456789abcdef" for c in row[0])):
+                    raise self._fail(f"is damaged: pinned batch id {row[0]!r} is not {BATCH_ID_CHARS} hex digits")
+                return row[0], self._batch_items(db, row[0])
+            items = self._pending(db, limit)
+            if not items:
+                return None
+            bid = self._pin(db, items)
+        _at("pinned")
+        return bid, items
+
+    def split_batch(self, batch: str) -> int:
+        """Split pinned part ``batch`` (refused as too large: nothing of it was stored) in two new parts;
+        return the size of the first."""
+        with self._guard(), self._ledger.transaction() as db:
+            items = self._batch_items(db, batch)
+            half = (len(items) + 1) // 2
+            if half:
+                self._pin(db, items[:half])
+                self._pin(db, items[half:])
+        return half
+
+    def acknowledge_batch(self, batch: str, ids: Iterable[int]) -> int:
+        """After the collector stored part ``batch``: acknowledge its items ``ids`` and unpin it, in one
+        transaction; return how many were in the outbox."""
+        _at("uploaded")
+        with self._guard(), self._ledger.transaction() as db:
+            done = self._acknowledge(db, list(ids))
+            db.execute("DELETE FROM ldp_client_batch WHERE batch = ?", (batch,))
+        return done
+
+    def has_pending(self) -> bool:
+        """Whether the outbox holds a report not yet acknowledged."""
+        with self._guard(), self._ledger.transaction() as db:
+            return db.execute("SELECT 1 FROM ldp_client_outbox LIMIT 1").fetchone() is not None
+
+    @staticmethod
+    def _batch_items(db: sqlite3.Connection, batch: str) -> list[PendingItem]:
+        rows = db.execute("SELECT o.id, o.line FROM ldp_client_batch b JOIN ldp_client_outbox o "
+                          "ON o.id = b.outbox WHERE b.batch = ? ORDER BY o.id", (batch,)).fetchall()
+        return [PendingItem(int(i), line) for i, line in rows]
+
+    def _pin(self, db: sqlite3.Connection, items: list[PendingItem]) -> str:
+        ids = [item.id for item in items]
+        bid = batch_id(self._batch_salt(db), ids, [item.line for item in items])
+        db.executemany("INSERT OR REPLACE INTO ldp_client_batch VALUES (?, ?)", [(i, bid) for i in ids])
+        return bid
+
+    def _batch_salt(self, db: sqlite3.Connection) -> bytes:
+        """The device's random key for batch ids: made (CSPRNG) on first use, then kept."""
+        db.execute("INSERT OR IGNORE INTO ldp_client_meta VALUES ('batch_salt', ?)", (secrets.token_bytes(32).hex(),))
+        value = db.execute("SELECT value FROM ldp_client_meta WHERE key='batch_salt'").fetchone()[0]
+        try:
+            salt = bytes.fromhex(value)
+        except (TypeError, ValueError):
+            salt = b""
+        if len(salt) != 32:
+            raise self._fail("is damaged: its batch_salt is not 32 bytes of hex")
+        return salt
 
     def upload(self, url: str, token: str, *, timeout: float = 30.0, max_attempts: int = 8, gzip: bool = True,
                max_delay: float = 300.0, opener: Opener | None = None, sleep: Callable[[float], None] = time.sleep,

@@ -1,8 +1,9 @@
 """The client's uploader: ``TelemetryClient.upload`` sends the outbox to an ``ldp serve`` collector.
 
-Standard library only (urllib). The state side is the pinned batch in the client's state file
-(table ``ldp_client_batch``, below ``upload``), acknowledged through :mod:`ldp.client.runtime`; the HTTP
-side is one ``POST /v1/reports`` per batch part, with
+Standard library only (urllib); nothing of :mod:`ldp.client.runtime` is imported. The state side is the
+pinned batch in the client's state file (table ``ldp_client_batch``), reached through the client's batch
+methods (:class:`Outbox`: ``next_batch``, ``split_batch``, ``acknowledge_batch``); the HTTP side is one
+``POST /v1/reports`` per batch part, with
 
 * ``Authorization: Bearer <token>``, ``Content-Type: application/x-ndjson``, ``Ldp-Batch-Id``, and
   ``Content-Encoding: gzip`` (``mtime`` 0: the body carries no timestamp) unless ``gzip=False``;
@@ -26,21 +27,18 @@ import http.client
 import json
 import logging
 import random
-import secrets
-import sqlite3
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
-if TYPE_CHECKING:
-    from ldp.client.runtime import PendingItem, TelemetryClient
+from ldp.errors import UploadError
 
-__all__ = ["UploadError", "UploadResult", "Opener", "batch_id", "parse_retry_after", "backoff_delay", "default_opener",
-           "upload", "BATCH_ID_CHARS"]
+__all__ = ["UploadError", "UploadResult", "Opener", "Outbox", "batch_id", "parse_retry_after", "backoff_delay",
+           "default_opener", "upload", "BATCH_ID_CHARS"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,21 +47,6 @@ _BATCH_TAG = b"ldp/client/batch-id/v1\x00"
 _WAIT = frozenset({429, 503})
 _MAX_ANSWER = 1 << 20  # bytes of a response body read at most
 _RNG = random.SystemRandom()
-
-
-class UploadError(Exception):
-    """An upload stopped: the server refused the batch, or it could not be delivered in ``max_attempts``.
-
-    Nothing was acknowledged for the batch part that failed: its items stay in the outbox and its pin
-    (batch id) is kept, so the next ``upload`` resends exactly the same lines under the same id.
-    ``status`` is the last HTTP status (``None``: no answer), ``reason`` the server's ``error``
-    field or a short description, and ``result`` what was done before the failure."""
-
-    def __init__(self, message: str, *, status: int | None, reason: str, result: UploadResult) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.result = result
 
 
 @dataclass(frozen=True)
@@ -85,6 +68,30 @@ class UploadResult:
     @property
     def rejected_total(self) -> int:
         return sum(self.rejected.values())
+
+
+class Item(Protocol):
+    """An outbox entry (:class:`~ldp.client.PendingItem`): its local ``id`` and the ``line`` to upload."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def line(self) -> str: ...
+
+
+class Outbox(Protocol):
+    """What ``upload`` needs of a :class:`~ldp.client.TelemetryClient`: its batches, pinned in the state file."""
+
+    def next_batch(self, limit: int | None = None) -> tuple[str, Sequence[Item]] | None: ...
+
+    def split_batch(self, batch: str) -> int: ...
+
+    def acknowledge_batch(self, batch: str, ids: list[int]) -> int: ...
+
+    def has_pending(self) -> bool: ...
+
+    def next_upload_at(self) -> float: ...
 
 
 class Opener(Protocol):
@@ -226,90 +233,7 @@ def _check(url: str, token: str, timeout: float, max_attempts: int, max_delay: f
         raise ValueError(f"max_attempts must be an int >= 1, got {max_attempts!r}")
 
 
-# -- the state side: the pinned batch in the client's state file (table ldp_client_batch) ---------------
-def _client_at(point: str) -> None:
-    from ldp.client.runtime import _at  # a crash point of the client's tests (no import cycle at module load)
-
-    _at(point)
-
-
-def _batch_salt(client: TelemetryClient, db: sqlite3.Connection) -> bytes:
-    """The device's random key for batch ids: made (CSPRNG) on first use, then kept."""
-    db.execute("INSERT OR IGNORE INTO ldp_client_meta VALUES ('batch_salt', ?)", (secrets.token_bytes(32).hex(),))
-    value = db.execute("SELECT value FROM ldp_client_meta WHERE key='batch_salt'").fetchone()[0]
-    try:
-        salt = bytes.fromhex(value)
-    except (TypeError, ValueError):
-        salt = b""
-    if len(salt) != 32:
-        raise client._fail("is damaged: its batch_salt is not 32 bytes of hex")
-    return salt
-
-
-def _upload_part(client: TelemetryClient, limit: int | None) -> tuple[str, list[PendingItem]] | None:
-    """The next batch part to send, with its id: the pinned batch's first part, else a new batch
-    from :meth:`~ldp.client.TelemetryClient.pending` (at most ``limit`` items), pinned in this same
-    transaction. ``None``: nothing to send now."""
-    from ldp.client.runtime import PendingItem  # no import cycle at module load
-
-    with client._guard(), client._ledger.transaction() as db:
-        # items acknowledged by other means (say, an older version sharing the file) were delivered
-        db.execute("DELETE FROM ldp_client_batch WHERE outbox NOT IN (SELECT id FROM ldp_client_outbox)")
-        row = db.execute("SELECT batch FROM ldp_client_batch ORDER BY outbox LIMIT 1").fetchone()
-        if row is not None:
-            if not (isinstance(row[0], str) and len(row[0]) == BATCH_ID_CHARS
-                    and all(c in "0123456789abcdef" for c in row[0])):
-                raise client._fail(f"is damaged: pinned batch id {row[0]!r} is not {BATCH_ID_CHARS} hex digits")
-            rows = db.execute("SELECT o.id, o.line FROM ldp_client_batch b JOIN ldp_client_outbox o "
-                              "ON o.id = b.outbox WHERE b.batch = ? ORDER BY o.id", row).fetchall()
-            return row[0], [PendingItem(int(i), line) for i, line in rows]
-        items = client._pending(db, limit)
-        if not items:
-            return None
-        bid = _pin(client, db, items)
-    _client_at("pinned")
-    return bid, items
-
-
-def _pin(client: TelemetryClient, db: sqlite3.Connection, items: list[PendingItem]) -> str:
-    ids = [item.id for item in items]
-    bid = batch_id(_batch_salt(client, db), ids, [item.line for item in items])
-    db.executemany("INSERT OR REPLACE INTO ldp_client_batch VALUES (?, ?)", [(i, bid) for i in ids])
-    return bid
-
-
-def _split_part(client: TelemetryClient, bid: str) -> int:
-    """Split pinned part ``bid`` (refused as too large: nothing of it was stored) in two new parts;
-    return the size of the first."""
-    from ldp.client.runtime import PendingItem  # no import cycle at module load
-
-    with client._guard(), client._ledger.transaction() as db:
-        rows = db.execute("SELECT o.id, o.line FROM ldp_client_batch b JOIN ldp_client_outbox o "
-                          "ON o.id = b.outbox WHERE b.batch = ? ORDER BY o.id", (bid,)).fetchall()
-        items = [PendingItem(int(i), line) for i, line in rows]
-        half = (len(items) + 1) // 2
-        if half:
-            _pin(client, db, items[:half])
-            _pin(client, db, items[half:])
-    return half
-
-
-def _acknowledge_part(client: TelemetryClient, bid: str, ids: list[int]) -> int:
-    """After a 2xx for part ``bid``: acknowledge its items and unpin it, in one transaction."""
-    _client_at("uploaded")
-    with client._guard(), client._ledger.transaction() as db:
-        done = client._acknowledge(db, ids)
-        db.execute("DELETE FROM ldp_client_batch WHERE batch = ?", (bid,))
-    logger.debug("acknowledged %d uploaded report(s)", done)
-    return done
-
-
-def _has_pending(client: TelemetryClient) -> bool:
-    with client._guard(), client._ledger.transaction() as db:
-        return db.execute("SELECT 1 FROM ldp_client_outbox LIMIT 1").fetchone() is not None
-
-
-def upload(client: TelemetryClient, url: str, token: str, *, timeout: float = 30.0, max_attempts: int = 8,
+def upload(client: Outbox, url: str, token: str, *, timeout: float = 30.0, max_attempts: int = 8,
            gzip: bool = True, max_delay: float = 300.0, opener: Opener | None = None,
            sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] | None = None) -> UploadResult:
     """Send pinned batch parts (pinning new batches from ``pending()``) until nothing is left or the
@@ -320,7 +244,7 @@ def upload(client: TelemetryClient, url: str, token: str, *, timeout: float = 30
     host = urllib.parse.urlsplit(url).hostname
     tally = _Tally()
     limit: int | None = None  # after a 413: new batches no larger than what was last split off
-    while (part := _upload_part(client, limit)) is not None:
+    while (part := client.next_batch(limit)) is not None:
         bid, items = part
         lines = [item.line for item in items]
         body = ("\n".join(lines) + "\n").encode("utf-8")
@@ -336,14 +260,16 @@ def upload(client: TelemetryClient, url: str, token: str, *, timeout: float = 30
             if status is not None and 200 <= status < 300:
                 data = answer.json()
                 if data is not None and data.get("batch_id") == bid:
-                    tally.add(data, _acknowledge_part(client, bid, [item.id for item in items]))
+                    done = client.acknowledge_batch(bid, [item.id for item in items])
+                    logger.debug("acknowledged %d uploaded report(s)", done)
+                    tally.add(data, done)
                     break
                 answer.error = "a 2xx answer without this batch's id"
             if status == 413:
                 if len(items) == 1:
                     raise _fail(f"the collector refused a single report as too large ({answer.reason()})",
                                 answer, tally, client)
-                limit = _split_part(client, bid)
+                limit = client.split_batch(bid)
                 logger.info("batch %s was too large for %s: split in two (%d line(s) at most)", bid, host, limit)
                 break
             if not _retryable(status):
@@ -359,13 +285,13 @@ def upload(client: TelemetryClient, url: str, token: str, *, timeout: float = 30
                         delay)
             sleep(delay)
     next_at = client.next_upload_at()
-    stopped: Literal["empty", "interval"] = "interval" if _has_pending(client) else "empty"
+    stopped: Literal["empty", "interval"] = "interval" if client.has_pending() else "empty"
     logger.info("uploaded %d batch(es) to %s: %d report(s) acknowledged, %d duplicate batch(es); stopped: %s",
                 tally.batches, host, tally.acknowledged, tally.duplicates, stopped)
     return tally.result(stopped, next_at)
 
 
-def _fail(message: str, answer: _Answer, tally: _Tally, client: TelemetryClient) -> UploadError:
+def _fail(message: str, answer: _Answer, tally: _Tally, client: Outbox) -> UploadError:
     logger.warning("upload stopped: %s", message)
     return UploadError(message, status=answer.status, reason=answer.reason(),
                        result=tally.result("error", client.next_upload_at()))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ldp.errors import ConfigError
 from ldp.spec import CollectionSpec
 
 __all__ = ["ConfigError", "Limits", "AppConfig", "CollectorConfig", "load_config", "parse_config", "new_token",
@@ -25,10 +26,6 @@ __all__ = ["ConfigError", "Limits", "AppConfig", "CollectorConfig", "load_config
 APP_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 """An app's name: it names a folder under ``DATA/apps``."""
 _HASH_RE = re.compile(r"[0-9a-f]{64}\Z")
-
-
-class ConfigError(ValueError):
-    """A configuration file that cannot be used (the message names the file and the key)."""
 
 
 @dataclass(frozen=True)

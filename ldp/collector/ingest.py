@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ldp.errors import IngestError
 from ldp.server.fold import Folder
 from ldp.spec import CollectionSpec
 
@@ -18,15 +19,6 @@ __all__ = ["BATCH_ID_RE", "BatchCounts", "IngestError", "Gunzip", "check_batch_i
 
 BATCH_ID_RE = re.compile(r"[A-Za-z0-9._~-]{1,128}\Z")
 """A batch id (header ``Ldp-Batch-Id``)."""
-
-
-class IngestError(Exception):
-    """A refused request: HTTP ``status``, a short ``reason`` (the JSON ``error``) and a ``detail``
-    that never quotes a report line."""
-
-    def __init__(self, status: int, reason: str, detail: str = "") -> None:
-        super().__init__(f"{status} {reason}: {detail}")
-        self.status, self.reason, self.detail = status, reason, detail
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from typing import Any
 
 from ldp.collector.config import CollectorConfig, Limits
 from ldp.collector.ingest import BatchCounts
+from ldp.errors import QueueFull, WriterClosed
 from ldp.server.store import fsync_dir, write_atomic
 
 __all__ = ["Batch", "Stored", "AppLog", "SegmentWriter", "JOURNAL", "QueueFull", "WriterClosed"]
@@ -35,14 +36,6 @@ __all__ = ["Batch", "Stored", "AppLog", "SegmentWriter", "JOURNAL", "QueueFull",
 logger = logging.getLogger(__name__)
 JOURNAL = "journal.jsonl"
 _TICK = 0.25  # seconds between checks of segment age and of the counters file
-
-
-class QueueFull(Exception):
-    """The write queue holds ``max_pending_batches``: answer 429."""
-
-
-class WriterClosed(Exception):
-    """The writer is shutting down or failed: answer 503."""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from ldp.errors import FoldBusyError
 from ldp.privacy.accountant import PrivacyCost
 from ldp.server.job import JobSummary, aggregate_files, spec_index
 from ldp.server.store import AGG_SUFFIX, write_atomic
@@ -38,10 +39,6 @@ logger = logging.getLogger(__name__)
 ESTIMATES_FORMAT = "ldp-estimates/1"
 Specs = Union[CollectionSpec, str, "os.PathLike[str]", Sequence[Any], Mapping[str, CollectionSpec]]
 """An app's specs as :func:`ldp.server.job.spec_index` takes them: files, specs, or ``{fingerprint: spec}``."""
-
-
-class FoldBusyError(RuntimeError):
-    """Another process (or thread) is folding this app right now."""
 
 
 def app_dir(data_dir: str | os.PathLike[str], app: str) -> Path:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ldp.reports import _no_duplicates
+from ldp.errors import AggregateFormatError
+from ldp.wire import _no_duplicates
 
 if TYPE_CHECKING:
     from ldp.encoders.base import ProtocolParams
@@ -34,10 +35,6 @@ MAX_HEADER = 1 << 20
 MAX_COUNT = (1 << 63) - 1
 """Largest report count (``n`` and each rejection count) an aggregate file may declare (int64, like its state)."""
 _HEADER_KEYS = frozenset({"protocol", "params", "fingerprint", "n", "rejected", "arrays"})
-
-
-class AggregateFormatError(ValueError):
-    """Bytes that are not a well-formed aggregate: whatever is wrong with them, this is raised."""
 
 
 def unframe(data: bytes | bytearray | memoryview) -> memoryview:

@@ -8,9 +8,14 @@ frames or JSON lines), ``merge`` another aggregate of the same parameters, ``to_
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+import types
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import cache
 from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
@@ -128,6 +133,14 @@ class Aggregate(ABC):
     @abstractmethod
     def simulate(cls: type[A], params: Any, true_counts: Any, rng: Any = None, *args: Any, **options: Any) -> A:
         """An exact draw of the aggregate of users holding ``true_counts`` (no report is made)."""
+
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """Exact ``Var`` of one item's count estimate when ``count`` of ``n`` users hold it and the others hold the
+        other ``domain_size − 1`` values evenly (``F2``, the sum of squared counts of the others, where it
+        matters: given, or that even spread). What the planner is built on; a protocol it does not plan
+        raises ``NotImplementedError``."""
+        raise NotImplementedError(f"{cls.__name__} has no count variance for the planner")
 
     # -- ingestion -----------------------------------------------------------------------------
     def add(self, reports: Report | ReportBatch | Frame | Iterable[Report],
@@ -312,19 +325,18 @@ class Aggregate(ABC):
 
     @staticmethod
     def _load(data: memoryview) -> Aggregate:
-        from ldp.protocols import get_protocol
-
         header = _read_header(data)
-        proto = get_protocol(_typed(header, "protocol", str))
-        if proto.aggregate_type is None:
-            raise AggregateFormatError(f"protocol {proto.name!r} has no server aggregate")
+        name = _typed(header, "protocol", str)
+        known = _aggregates()
+        if name not in known:
+            raise ValueError(f"unknown protocol {name!r}; known: {', '.join(known)}")
+        params_type, cls = known[name]
         try:
-            params = proto.params_type.from_dict(_typed(header, "params", dict))
+            params = params_type.from_dict(_typed(header, "params", dict))
         except (TypeError, ValueError) as exc:
-            raise AggregateFormatError(f"aggregate header has bad {proto.name} parameters: {exc}") from None
+            raise AggregateFormatError(f"aggregate header has bad {name} parameters: {exc}") from None
         if params.fingerprint != header["fingerprint"]:
             raise AggregateFormatError("aggregate fingerprint does not match its parameters")
-        cls: type[Aggregate] = proto.aggregate_type
         load_state = getattr(cls, "_load_state", None)
         if load_state is not None:  # a state the parameters do not size (PEM keeps its reports)
             return load_state(data, header, params)
@@ -340,3 +352,22 @@ class Aggregate(ABC):
     def __repr__(self) -> str:
         rej = sum(self.rejected.values())
         return f"{type(self).__name__}(n={self.n}, rejected={rej}, params={self.params})"
+
+
+@cache
+def _aggregates() -> dict[str, tuple[type[ProtocolParams], type[Aggregate]]]:
+    """``{protocol: (params type, aggregate)}``, by name: the concrete :class:`Aggregate` subclasses defined in
+    the modules of :mod:`ldp.decoders` (imported on the first call), under the protocols of their ``params_type``.
+
+    What :meth:`Aggregate.from_bytes` reads a header's protocol with. The registry (:mod:`ldp.protocols`) finds
+    the aggregates the same way; it sits above this module, which does not import it."""
+    package = importlib.import_module(__name__.rpartition(".")[0])
+    found: dict[str, tuple[type[ProtocolParams], type[Aggregate]]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for obj in vars(module).values():
+            if (inspect.isclass(obj) and not isinstance(obj, types.GenericAlias) and issubclass(obj, Aggregate)
+                    and obj.__module__ == module.__name__ and not inspect.isabstract(obj)):
+                kinds = obj.params_type if isinstance(obj.params_type, tuple) else (obj.params_type,)
+                found.update((params_type.protocol, (params_type, obj)) for params_type in kinds)
+    return dict(sorted(found.items()))

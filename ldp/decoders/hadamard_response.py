@@ -91,3 +91,8 @@ class HRAggregate(Aggregate):
         agg.counts += gen.multinomial(int(t.sum() - own.sum()), np.full(k, 1.0 / k))
         agg.n = int(t.sum())
         return agg
+
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """The pure-oracle variance with the realized ``p``, ``q``."""
+        return float(pure_count_variance(count, n, params.p, params.q))

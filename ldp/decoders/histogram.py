@@ -36,6 +36,7 @@ import numpy.typing as npt
 from ldp.batch.bits import add_ones_by_group, row_padding_mask
 from ldp.batch.histogram import dbitflip_encode_batch, row_popcount
 from ldp.decoders.base import Aggregate, RejectHandler, StateLayout
+from ldp.decoders.pure import pure_count_variance
 from ldp.decoders.randomized_response import GRRAggregate, grr_variance
 from ldp.decoders.results import Estimates
 from ldp.decoders.unary import UnaryAggregate
@@ -145,6 +146,11 @@ class DBitFlipAggregate(Aggregate):
         agg.n = n
         return agg
 
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """:func:`dbitflip_variance` of the item's bucket."""
+        return float(dbitflip_variance(params, np.array([count]), n)[0])
+
 
 class BucketGRRAggregate(Aggregate):
     """Bucketized GRR: GRR's aggregate (:class:`~ldp.decoders.randomized_response.GRRAggregate`) over the buckets."""
@@ -181,6 +187,11 @@ class BucketGRRAggregate(Aggregate):
         agg = cls(params)
         agg.counts[:], agg.n = grr.counts, grr.n
         return agg
+
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """GRR's pure-oracle variance over the buckets."""
+        return float(pure_count_variance(count, n, params.grr.p, params.grr.q))
 
 
 class BucketOUEAggregate(UnaryAggregate):

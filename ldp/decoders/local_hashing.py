@@ -94,3 +94,8 @@ class LocalHashingAggregate(Aggregate):
         agg.support[:] = gen.binomial(t, params.p) + gen.binomial(n - t, params.q_star)
         agg.n = n
         return agg
+
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """The pure-oracle variance with the support probabilities ``p*`` (own hash value) and ``q* = 1/g``."""
+        return float(pure_count_variance(count, n, params.p_star, params.q_star))

@@ -99,6 +99,11 @@ class LGRRAggregate(Aggregate):
         agg.n = int(t.sum())
         return agg
 
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """One report per device: GRR's pure-oracle variance with the realized ``p*``, ``q*``."""
+        return float(pure_count_variance(count, n, params.p_star, params.q_star))
+
 
 def _probability_one(params: MemoMeanParams, x: Floats) -> Floats:
     return params.q + unit_values(params, x) * (1.0 - 2.0 * params.q)

@@ -63,7 +63,13 @@ from ldp.reports import ReportBatch
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PEMAggregate", "PEMDiscovery", "pem_variance", "pem_null_se", "pem_detectable_share", "null_threshold"]
+__all__ = ["PEMAggregate", "PEMDiscovery", "pem_variance", "pem_group_n",
+           "pem_null_se", "pem_detectable_share", "null_threshold"]
+
+
+def pem_group_n(params: PEMParams, n: float) -> int:
+    """The reports of one group the planner assumes: ``n/G``, at least 1."""
+    return max(1, round(n / params.groups))
 
 
 def _group(params: PEMParams, group: int | None) -> int:
@@ -399,3 +405,8 @@ class PEMAggregate(Aggregate):
         agg._fold(cols)
         agg.n = int(idx.size)
         return agg
+
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """``Var[F̂]`` from the last group's ``n/G`` reports (:func:`pem_group_n`), scaled to the ``n`` users."""
+        return float(pem_variance(params, [count], round(n), pem_group_n(params, n))[0])

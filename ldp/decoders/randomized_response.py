@@ -88,6 +88,11 @@ class RRAggregate(Aggregate):
         agg.n = int(t.sum())
         return agg
 
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """The pure-oracle variance with the probabilities of reporting 1 (Wang et al. 2017, Thm 2)."""
+        return float(pure_count_variance(count, n, params.q, params.p))
+
 
 class GRRAggregate(Aggregate):
     """Sufficient statistics of GRR: how many reports name each value."""
@@ -127,4 +132,9 @@ class GRRAggregate(Aggregate):
         agg.counts[:] = kept + gen.multinomial(int(t.sum() - kept.sum()), np.full(d, 1.0 / d))
         agg.n = int(t.sum())
         return agg
+
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """The pure-oracle variance with GRR's ``p``, ``q`` (Wang et al. 2017, Thm 2)."""
+        return float(pure_count_variance(count, n, params.p, params.q))
 

@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from ldp.batch.bits import add_ones_by_group
 from ldp.decoders.base import Aggregate, StateLayout
+from ldp.decoders.rappor_decode import bit_count_variance
 from ldp.encoders.rappor import RapporParams
 from ldp.randomness import as_generator
 
@@ -37,17 +38,6 @@ S = TypeVar("S", str, bytes, str | bytes)
 OpenDomainCounts = Mapping[S, int] | Sequence[int] | npt.NDArray[np.integer[Any]]
 """True counts of an open-domain protocol (strings of type ``S``): ``{string: clients}``, or counts aligned with
 separate ``values``."""
-
-
-def bit_count_variance(params: RapporParams, cohort_n: npt.ArrayLike,
-                       true_bits: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """Exact ``Var[t_ci]`` given ``N_c`` (shape (m,) or broadcastable) and true bit counts ``T_ci``."""
-    ps, qs = params.p_star, params.q_star
-    n = np.asarray(cohort_n, dtype=np.float64)
-    t = np.asarray(true_bits, dtype=np.float64)
-    if n.ndim == 1 and t.ndim == 2:
-        n = n[:, None]
-    return (t * qs * (1 - qs) + (n - t) * ps * (1 - ps)) / (qs - ps) ** 2
 
 
 @dataclass(frozen=True)
@@ -160,6 +150,16 @@ class RapporAggregate(Aggregate):
         from ldp.decoders.rappor_decode import decode
 
         return decode(self, candidates, **options)
+
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """The least-squares count's exact variance over ``domain_size`` synthetic candidates
+        (:func:`~ldp.decoders.rappor_decode.exact_count_covariance`), the others holding the rest evenly."""
+        from ldp.decoders.rappor_decode import exact_count_covariance, synthetic_map
+
+        counts = np.full(domain_size, (n - count) / max(domain_size - 1, 1))
+        counts[0] = count
+        return float(exact_count_covariance(params, synthetic_map(params, domain_size), counts)[0, 0])
 
 
 def open_domain_counts(true_counts: OpenDomainCounts[S],

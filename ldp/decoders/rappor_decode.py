@@ -34,6 +34,7 @@ import io
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
@@ -43,19 +44,35 @@ import numpy.typing as npt
 from ldp.batch import check_candidates
 from ldp.batch.rappor import bloom_index_table
 from ldp.batch.threads import threads_for as _threads_for
-from ldp.decoders.rappor import RapporAggregate, bit_count_variance
+from ldp.decoders.base import Aggregate
 from ldp.decoders.results import Estimates
 from ldp.encoders.rappor import RapporParams
 
 if TYPE_CHECKING:  # scipy and scikit-learn (via ldp.regression) load only when a map is built or a fit is made
     import scipy.sparse as sp
 
-__all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance", "CORRECTIONS", "SELECTIONS"]
+    from ldp.decoders.rappor import RapporAggregate
+
+__all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance", "synthetic_map", "bit_count_variance",
+           "CORRECTIONS", "SELECTIONS"]
 
 logger = logging.getLogger(__name__)
 
 CORRECTIONS = ("bonferroni", "holm", "bh")
 SELECTIONS = ("auto", "lasso", "none")
+
+
+def bit_count_variance(params: RapporParams, cohort_n: npt.ArrayLike,
+                       true_bits: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Exact ``Var[t_ci]`` given ``N_c`` (shape (m,) or broadcastable) and true bit counts ``T_ci``."""
+    ps, qs = params.p_star, params.q_star
+    n = np.asarray(cohort_n, dtype=np.float64)
+    t = np.asarray(true_bits, dtype=np.float64)
+    if n.ndim == 1 and t.ndim == 2:
+        n = n[:, None]
+    return (t * qs * (1 - qs) + (n - t) * ps * (1 - ps)) / (qs - ps) ** 2
+
+
 _MAX_LEVEL = 0.2  # z = 0.84: fewer candidates would make the lasso penalty vanish
 _MISFIT = 2.0  # dispersion above which the result warns about unexplained mass
 _MAX_ROUNDS = 5  # least-squares refits that add candidates significant by their score test
@@ -232,7 +249,7 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
     half as many as rows (``m·k`` over non-empty cohorts) and the fit stays near a second
     (``rows·d² ≤ 4·10⁹``), else selects by the lasso first;
     ``"none"`` always fits every candidate, ``"lasso"`` always selects."""
-    if not isinstance(agg, RapporAggregate):
+    if not (isinstance(agg, Aggregate) and isinstance(agg.params, RapporParams)):  # a RapporAggregate
         raise TypeError(f"decode needs a RapporAggregate, got {type(agg).__name__}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -409,3 +426,14 @@ def exact_count_covariance(params: RapporParams, cmap: CandidateMap,
     var = bit_count_variance(params, t.sum() / m, true_bits)
     xtwx = (x.T @ sp.diags(1.0 / var) @ x).toarray()
     return np.linalg.inv(xtwx)
+
+
+@lru_cache(maxsize=8)
+def synthetic_map(params: RapporParams, d: int) -> CandidateMap:
+    """The map of ``d`` synthetic candidates ``value-0 …`` the planner's variance is computed on; ``ValueError``
+    when the Bloom rows cannot tell them apart."""
+    cmap = CandidateMap.from_candidates(params, [f"value-{i}" for i in range(d)])
+    if d > params.num_cohorts * params.num_bloombits or len(cmap.duplicates):
+        raise ValueError(f"RAPPOR with k·m = {params.num_bloombits}·{params.num_cohorts} Bloom rows cannot tell "
+                         f"{d} candidates apart; raise num_bloombits or num_cohorts")
+    return cmap

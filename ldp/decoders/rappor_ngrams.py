@@ -185,6 +185,11 @@ class RapporNgramsAggregate(Aggregate):
         agg.rejected = Counter({str(k): _count(v, f"rejected[{k}]") for k, v in dict(header["rejected"]).items()})
         return agg
 
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """The full-string RAPPOR's variance over ``domain_size`` candidates (at least 2)."""
+        return RapporAggregate.count_variance(params.full, n, count, max(domain_size, 2))
+
 
 def _check_state(params: RapporNgramsParams, n: int, s: dict[str, npt.NDArray[Any]]) -> None:
     """``AggregateFormatError`` unless the loaded arrays could come from ``n`` valid reports."""

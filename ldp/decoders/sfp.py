@@ -39,9 +39,10 @@ from ldp.batch.murmur import bucket_table
 from ldp.batch.sketch import sketch_buckets
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.results import Estimates, column_rows, to_frame
-from ldp.decoders.sketch import SketchAggregate, sketch_counts
+from ldp.decoders.sketch import SketchAggregate, even_f2, sketch_counts, sketch_variance
 from ldp.decoders.tabular import ResultTable, jsonable
 from ldp.encoders.sfp import SfpParams
+from ldp.errors import CandidateLimitError
 from ldp.randomness import as_generator
 
 if TYPE_CHECKING:
@@ -61,10 +62,6 @@ FALSE_RECORDS_PER_HASH = 100 / 256
 """:meth:`SfpAggregate.discover`'s default ``false_records`` is this times ``2^hash_bits`` (100 at 8 bits):
 about 0.4 absent records per hash and position, so they rarely complete a hash on their own and add
 about ``1.4^P`` candidates to a real word's hash."""
-
-
-class CandidateLimitError(ValueError):
-    """Reconstruction would form more candidate words than ``max_candidates``."""
 
 
 def record_grid(params: SfpParams) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
@@ -389,6 +386,12 @@ class SfpAggregate(Aggregate):
             fs = SketchAggregate.simulate(params.fragment_params, rec, gen)
             agg.fragment_row_n[pos], agg.fragment_sums[pos] = fs.row_n, fs.sums
         return agg
+
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """The word sketch's :func:`~ldp.decoders.sketch.sketch_variance`."""
+        f2 = even_f2(n, count, domain_size) if f2 is None else f2
+        return float(sketch_variance(params.word_params, count, n, f2))
 
 
 def peeled_oracle(agg: SketchAggregate, table: np.ndarray, level: float,

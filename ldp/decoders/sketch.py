@@ -40,7 +40,7 @@ from ldp.randomness import as_generator
 if TYPE_CHECKING:
     from ldp.decoders.rappor import OpenDomainCounts, S
 
-__all__ = ["SketchAggregate", "sketch_variance", "sketch_counts", "fwht"]
+__all__ = ["SketchAggregate", "sketch_variance", "even_f2", "sketch_counts", "fwht"]
 
 
 def fwht(a: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -55,6 +55,12 @@ def fwht(a: npt.ArrayLike) -> npt.NDArray[np.float64]:
         y[:, :, 1, :] = top - bottom
         h *= 2
     return x
+
+
+def even_f2(n: float, count: float, domain_size: int) -> float:
+    """``F2`` of the other ``n − count`` users spread evenly over the other ``domain_size − 1`` values:
+    ``(n − count)²/(domain_size − 1)`` (the planner's assumption)."""
+    return (n - count) / max(domain_size - 1, 1) * (n - count)
 
 
 def sketch_variance(params: SketchParams, f: npt.ArrayLike, n: float, f2: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -221,3 +227,9 @@ class SketchAggregate(Aggregate):
             draws = gen.multinomial(cells[j, a], probs)
             np.add.at(agg.sums, j, draws[:, :m] - draws[:, m:])
         return agg
+
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """:func:`sketch_variance`, whose collision term needs ``F2`` of the other items (default: the even spread,
+        ``F2 = (n − count)²/(domain_size − 1)``)."""
+        return float(sketch_variance(params, count, n, even_f2(n, count, domain_size) if f2 is None else f2))

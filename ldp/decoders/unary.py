@@ -75,3 +75,8 @@ class UnaryAggregate(Aggregate):
         agg.n = n
         return agg
 
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """The pure-oracle variance with the realized bit probabilities ``p``, ``q``."""
+        return float(pure_count_variance(count, n, params.p, params.q))
+

@@ -231,6 +231,72 @@ class ProtocolParams:
         """Raise :class:`ldp.reports.ReportError` unless ``report`` was made with these parameters."""
         validate_report(report, self.protocol, self.fingerprint, self.schema)
 
+    # -- what the planner, the simulation and the CLI ask of a protocol (issue 29) ---------------------------------
+
+    @classmethod
+    def for_epsilon(cls: type[_P], epsilon: float, domain_size: int) -> _P:
+        """The parameters the planner chooses when only ``ε`` (and the domain size) is given, so that one report
+        costs ``ε``; documented per protocol in docs/planner.md. A protocol the planner does not choose for
+        raises ``NotImplementedError`` (:func:`plans_for_epsilon` tells which)."""
+        raise NotImplementedError(f"the planner does not choose {cls.protocol} parameters from ε alone")
+
+    @property
+    def report_bits(self) -> int:
+        """Bits of one report's payload on the wire: each field of :attr:`schema` packed tight (a bit string's
+        length; an integer's :func:`uint_bits`)."""
+        return sum(f.size if f.kind == "bits" else uint_bits(f.size) for f in self.schema)
+
+    def horizon_cost(self, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
+        """The privacy of ``reports`` reports of ``distinct`` values over a horizon: ``(per report, per distinct
+        value, in all)`` by sequential composition; a protocol that memoizes its responses caps the last two."""
+        one = self.privacy_cost
+        return one, one.times(reports), one.times(reports)
+
+    # -- what the conformance suite asks of a protocol (:mod:`ldp.protocols.checks`) -------------------------------
+
+    @classmethod
+    def examples(cls: type[_P]) -> list[_P]:
+        """A few small valid parameter sets: each a collection of a few thousand simulated users decodes quickly
+        (the statistical, merge, serialization and spec checks run on every one). Every protocol defines it."""
+        raise NotImplementedError(f"{cls.__name__} defines no examples(): the conformance suite "
+                                  "(ldp.protocols.checks) needs a few small valid parameter sets")
+
+    @classmethod
+    def audit_examples(cls: type[_P]) -> list[_P]:
+        """Parameter sets small enough to enumerate every output of one report (the exact privacy audit and the
+        batch-law check): :meth:`examples` unless a protocol needs smaller ones (hash families, Bloom filters)."""
+        return cls.examples()
+
+    def audit_inputs(self) -> list[Any]:
+        """The values an exact audit enumerates, at least two, among them a pair attaining the claimed ε: every
+        index of a small fixed domain by default; other protocols say which values."""
+        d = self.domain_size
+        if d is None or not 2 <= d <= 64:
+            raise NotImplementedError(f"{type(self).__name__} defines no audit_inputs(): the values to enumerate")
+        return list(range(d))
+
+    def audit_epsilon(self) -> float:
+        """The ε the exact audit of one report over :meth:`audit_inputs` attains: the claimed
+        ``privacy_cost.epsilon`` (the claim is tight); parameters whose claim is only an upper bound there
+        say what is attained."""
+        return self.privacy_cost.epsilon
+
+    def batch_values(self, values: list[Any]) -> Any:
+        """What :meth:`Encoder.encode_batch` takes for users whose :meth:`Encoder.encode` values are ``values``:
+        the same values by default (indices, numbers, strings)."""
+        return values
+
+
+def uint_bits(size: int) -> int:
+    """Bits of an integer in ``[0, size)``: ``⌈log₂ size⌉`` (at least 1), 0 when it has one value."""
+    return max(1, math.ceil(math.log2(size))) if size > 1 else 0
+
+
+def plans_for_epsilon(params_type: type[ProtocolParams]) -> bool:
+    """Whether the planner chooses this protocol's parameters from ``ε`` (it overrides
+    :meth:`ProtocolParams.for_epsilon`)."""
+    return params_type.for_epsilon.__func__ is not ProtocolParams.for_epsilon.__func__  # type: ignore[attr-defined]
+
 
 class Encoder(ABC):
     """A client encoder: ``encode(value)`` validates, charges the ledger, randomizes, commits.
@@ -278,6 +344,12 @@ class Encoder(ABC):
     def charge_for(self, prepared: Any) -> PrivacyCost | MemoizedCharge:
         """What one report of ``prepared`` costs; protocols with memoization override this."""
         return self.params.privacy_cost
+
+    @classmethod
+    def for_audit(cls, params: Any, source: RandomSource) -> Encoder:
+        """An encoder whose every random draw comes from ``source`` (the exact audit enumerates them); a
+        memoizing encoder also draws its permanent response from it, under a fixed secret."""
+        return cls(params, rng=source, simulation=True)
 
     def encode(self, value: Any) -> Report:
         """One privatized report of ``value``. With a ledger: check the caps, charge, randomize, all in

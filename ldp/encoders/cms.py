@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from bitarray import frozenbitarray
 
@@ -24,9 +24,12 @@ from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import bernoulli_threshold, logistic_tail
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
 
-__all__ = ["SketchParams", "CmsParams", "CmsEncoder"]
+__all__ = ["SketchParams", "CmsParams", "CmsEncoder", "PLANNER_SKETCH"]
 
 MAX_WIDTH = 1 << 24
+PLANNER_SKETCH = (256, 1024)
+"""``(num_hashes, width)`` of the planner's CMS and HCMS: the benchmark's sizes, where the collision term is
+negligible."""
 
 
 class SketchParams(ProtocolParams):
@@ -36,6 +39,8 @@ class SketchParams(ProtocolParams):
     num_hashes: int
     width: int
     hash_seed: int
+    hadamard: ClassVar[bool] = False
+    """Whether a report is one Hadamard coefficient of the sketch row (HCMS), not the whole row (CMS)."""
 
     def _check_sketch(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -95,6 +100,32 @@ class SketchParams(ProtocolParams):
     def buckets_of(self, value: Any) -> list[int]:
         """``[h_0(value), ..., h_{k-1}(value)]`` (the value's bytes are made once)."""
         return buckets(value, self.width, range(self.hash_seed, self.hash_seed + self.num_hashes))
+
+    @classmethod
+    def examples(cls) -> list[Self]:
+        """Narrow sketches (conformance suite: its statistics redraw ``hash_seed``, since the exact variance
+        averages over the hash family)."""
+        return [cls(2.0, 2, 8), cls(4.0, 4, 16, hash_seed=100)]  # type: ignore[call-arg]  # each subclass's fields
+
+    @classmethod
+    def audit_examples(cls) -> list[Self]:
+        """At most 8 buckets: a CMS report's ``m`` bits are ``2^m`` outputs per hash function."""
+        return [cls(1.0, 2, 4), cls(2.0, 3, 8, hash_seed=3)]  # type: ignore[call-arg]
+
+    def audit_inputs(self) -> list[str]:
+        """Two strings in different buckets under every hash function (they attain ε)."""
+        words = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+        for a in words:
+            for b in words:
+                if all(self.bucket_of(a, j) != self.bucket_of(b, j) for j in range(self.num_hashes)):
+                    return [a, b]
+        raise ValueError(f"no two letters in different buckets under every hash function of {self}")
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: :data:`PLANNER_SKETCH` ``(k, m)`` at ``ε`` (the collision term is negligible)."""
+        k, m = PLANNER_SKETCH
+        return cls(epsilon, k, m, 0)  # type: ignore[call-arg]  # each subclass's fields
 
 
 @dataclass(frozen=True)

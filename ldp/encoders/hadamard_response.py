@@ -57,6 +57,11 @@ class HRParams(UnaryParams, ProtocolParams):
     def from_labels(cls, epsilon: float, labels: Sequence[str]) -> HRParams:
         return cls(epsilon, len(labels), tuple(labels))
 
+    @classmethod
+    def examples(cls) -> list[HRParams]:
+        """Three values (a Hadamard order of 4) and five (order 8) (conformance suite)."""
+        return [cls(1.0, 3), cls(2.0, 5)]
+
     @property
     def order(self) -> int:
         """``K``, the Hadamard order: reports are ``j`` in ``[0, K)``."""

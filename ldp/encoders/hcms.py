@@ -37,6 +37,7 @@ class HcmsParams(SketchParams):
     width: int
     hash_seed: int = 0
     protocol: ClassVar[str] = "hcms"
+    hadamard: ClassVar[bool] = True
     _epsilon_per_flip: ClassVar[float] = 1.0
 
     def __post_init__(self) -> None:

@@ -34,7 +34,7 @@ import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.randomized_response import GRREncoder, GRRParams
@@ -130,6 +130,25 @@ class _Buckets:
         """The bucket index of a number (see :func:`bucket_index`)."""
         return bucket_index(self.edges, value, self.clip)
 
+    @classmethod
+    def examples(cls) -> list[Self]:
+        """Three buckets of unequal widths, and four (conformance suite)."""
+        return [cls(1.0, (0.0, 1.0, 2.0, 4.0)), cls(2.0, (-1.0, 0.0, 0.5, 1.0, 3.0))]  # type: ignore[call-arg]
+
+    def audit_inputs(self) -> list[float]:
+        """The middle of every bucket: the numbers the client is given, one per bucket."""
+        e = self.edges
+        return [(e[i] + e[i + 1]) / 2 for i in range(self.num_buckets)]
+
+    def batch_values(self, values: list[Any]) -> list[int]:
+        """``encode_batch`` takes bucket indices (:meth:`bucket_of` of each number)."""
+        return [self.bucket_of(v) for v in values]
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: ``ε`` over the buckets ``edges = 0, 1, …, domain_size``."""
+        return cls(epsilon, tuple(range(domain_size + 1)))  # type: ignore[call-arg]  # each subclass's fields
+
 
 @dataclass(frozen=True)
 class DBitFlipParams(_Buckets, ProtocolParams):
@@ -192,6 +211,12 @@ class DBitFlipParams(_Buckets, ProtocolParams):
             raise ReportError("bad_value", f"sampled must have exactly d={self.d} ones, got {sampled.count()}")
         if (bits & ~sampled).any():
             raise ReportError("bad_value", "bits has a 1 outside the sampled buckets")
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: one bucket per report (Microsoft's one-bit setting) at ``epsilon = 2ε``, so that
+        a report costs ``ε``, over the buckets ``edges = 0, 1, …, domain_size``."""
+        return cls(2 * epsilon, tuple(range(domain_size + 1)), d=1)
 
 
 @functools.cache

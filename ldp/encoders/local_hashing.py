@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import mmh3
 
@@ -122,6 +122,21 @@ class LocalHashingParams(LabeledDomain, ProtocolParams):
     def hash_of(self, value: Any, seed: int) -> int:
         """``h_seed`` of a value (label or index): the bucket a report with this seed keeps w.p. ``p``."""
         return lh_hash(self.index_of(value), check_int(seed, "seed", 0, self.seed_range - 1), self.g)
+
+    @classmethod
+    def examples(cls) -> list[Self]:
+        """Four values at ε = 1 and six at ε = 2, with every client's own hash function (conformance suite)."""
+        return [cls(1.0, 4), cls(2.0, 6)]  # type: ignore[call-arg]  # each subclass's fields
+
+    @classmethod
+    def audit_examples(cls) -> list[Self]:
+        """Four hash functions (``seed_range=4``): enumerable, and the law given a seed is GRR over ``[0, g)``."""
+        return [cls(1.0, 3, seed_range=4), cls(2.0, 4, seed_range=3)]  # type: ignore[call-arg]
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: ``local hashing`` over the ``domain_size`` values at ``ε``."""
+        return cls(epsilon, domain_size)  # type: ignore[call-arg]  # each subclass's fields
 
 
 @dataclass(frozen=True)

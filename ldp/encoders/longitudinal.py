@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, Encoder, ProtocolParams, check_epsilon, check_int, client_secret
 from ldp.encoders.numeric import DuchiParams, NumericParams
@@ -43,9 +43,13 @@ from ldp.randomness import KeyedRandomSource, RandomSource, bernoulli_threshold,
 from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["LGRRParams", "LGRREncoder", "MemoMeanParams", "MemoMeanEncoder", "CHARGING", "grr_draw",
-           "lgrr_leakage", "memo_report_charge", "MAX_BUCKETS"]
+           "lgrr_leakage", "memo_report_charge", "MAX_BUCKETS", "PLANNER_PERM_FACTOR", "memoized_charges",
+           "memoized_horizon_cost"]
 
 CHARGING = ("min", "upfront")
+PLANNER_PERM_FACTOR = 4.0
+"""The planner's ``epsilon_perm / ε`` for L-GRR and L-OUE: about the ratio of Google's RAPPOR defaults
+(``ε∞ ≈ 4.4``, ``ε₁ ≈ 1.1``)."""
 MAX_BUCKETS = 1 << 16
 """Most buckets of the memoized 1BitMean (a device memoizes at most ``buckets + 1`` bits)."""
 MEMO_ENTRIES = 4096
@@ -115,6 +119,22 @@ def memo_report_charge(one: PrivacyCost, cap: PrivacyCost, leakage: Callable[[in
     return cap
 
 
+def memoized_horizon_cost(params: Any, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
+    """What the ledger charges a memoized protocol (``report_charge`` ``c`` per report, at most ``memo_cap`` per
+    value; ``charging="min"``) over ``reports`` reports of ``distinct`` values: ``(ε per report, min(R·c, cap),
+    min(R·c, min(D, R)·cap))``."""
+    per_value = memoized_charges(params, reports)["min"]
+    return params.privacy_cost, per_value, PrivacyCost(min(reports * params.report_charge.epsilon,
+                                                          min(distinct, reports) * params.memo_cap.epsilon))
+
+
+def memoized_charges(params: Any, reports: int) -> dict[str, PrivacyCost]:
+    """What the ledger charges for ``reports`` reports of one value under each charging mode:
+    ``min(R·c, cap)`` with ``c = report_charge`` (``"min"``), ``cap = memo_cap`` on the first (``"upfront"``)."""
+    cap = params.memo_cap
+    return {"min": PrivacyCost(min(reports * params.report_charge.epsilon, cap.epsilon)), "upfront": cap}
+
+
 @dataclass(frozen=True)
 class LGRRParams(ProtocolParams):
     """L-GRR over ``domain_size`` values: permanent GRR at ``epsilon_perm`` (memoized), then a fresh
@@ -138,6 +158,11 @@ class LGRRParams(ProtocolParams):
             object.__setattr__(self, "labels", tuple(self.labels))
         _ = self.permanent, self.instantaneous  # their checks (labels, keep probabilities) apply
         self.check_collectable()
+
+    @classmethod
+    def examples(cls) -> list[LGRRParams]:
+        """Three values, and four labels (conformance suite)."""
+        return [cls(2.0, 0.5, 3), cls(3.0, 1.0, 4, ("n", "e", "s", "w"))]
 
     @cached_property
     def permanent(self) -> GRRParams:
@@ -219,6 +244,16 @@ class LGRRParams(ProtocolParams):
     def label_of(self, index: int) -> str:
         return self.permanent.label_of(index)
 
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: one report at ``ε``, the permanent response at ``epsilon_perm = 4ε``
+        (:data:`PLANNER_PERM_FACTOR`)."""
+        return cls(PLANNER_PERM_FACTOR * epsilon, epsilon, domain_size)
+
+    def horizon_cost(self, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
+        """Charged ``min(R·c, ε_perm)`` per value (``charging="min"``, the encoder's default)."""
+        return memoized_horizon_cost(self, reports, distinct)
+
 
 @dataclass(frozen=True)
 class MemoMeanParams(NumericParams):
@@ -263,6 +298,15 @@ class MemoMeanParams(NumericParams):
         """Every report of one rounded value together: the memoized bit's realized ε."""
         return self.memo.privacy_cost
 
+    @classmethod
+    def examples(cls) -> list[Self]:
+        """Two buckets with output flips, four without (conformance suite)."""
+        return [cls(1.0, 0.0, 10.0, buckets=2, gamma=0.1), cls(2.0, -1.0, 1.0, buckets=4)]
+
+    def audit_inputs(self) -> list[float]:
+        """The bucket edges: no α-point rounding there, so one device's law is every device's (the batch's)."""
+        return [self.low + j * (self.high - self.low) / self.buckets for j in range(self.buckets + 1)]
+
     def rounding(self, x: float) -> tuple[int, float]:
         """``(j0, φ)`` with ``s·unit(x) = j0 + φ``, ``0 <= φ < 1`` (``j0 = s``, ``φ = 0`` at ``high``)."""
         u = self.unit(x) * self.buckets
@@ -294,6 +338,11 @@ class _SecretEncoder(Encoder):
         self._prr_rng = prr_rng
         self._memo: dict[int, int] = {}
         self._hex_fp = self._fp.encode("ascii")
+
+    @classmethod
+    def for_audit(cls, params: Any, source: RandomSource) -> Self:
+        """Under a fixed secret, the permanent response drawn from ``source`` too (a fresh device per path)."""
+        return cls(params, secret=b"audit", rng=source, prr_rng=source, simulation=True)
 
     @property
     def secret(self) -> bytes:

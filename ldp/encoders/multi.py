@@ -217,6 +217,29 @@ class MultiParams(ProtocolParams):
         """``None``: a value is a mapping of attributes, not an index."""
         return None
 
+    @classmethod
+    def examples(cls) -> list[MultiParams]:
+        """A category, a number and a yes/no, split and sampled; buckets and a hybrid mean, sampled
+        (conformance suite)."""
+        small: tuple[Attribute, ...] = (("a", "grr", {"domain_size": 3}), ("x", "duchi", {"low": 0, "high": 1}),
+                                        ("s", "rr", {}))
+        mixed: tuple[Attribute, ...] = (("l", "dbitflip", {"edges": [0, 1, 2], "d": 2}),
+                                        ("h", "hybrid", {"low": 0, "high": 1, "cells": 4}))
+        return [cls(1.5, "split", small), cls(1.5, "sample", small), cls(2.0, "sample", mixed)]
+
+    def audit_inputs(self) -> list[dict[str, Any]]:
+        """Every combination of the attributes' own audit inputs: the worst pair differs in every attribute
+        (split mode attains the sum of their ε, sample mode the largest)."""
+        from itertools import product
+
+        combos = product(*(c.audit_inputs() for c in self.components))
+        return [dict(zip(self.names, combo, strict=True)) for combo in combos]
+
+    def batch_values(self, values: list[Any]) -> dict[str, Any]:
+        """``{name: what that attribute's encode_batch takes}`` of a list of value mappings."""
+        return {name: comp.batch_values([v[name] for v in values])
+                for name, comp in zip(self.names, self.components, strict=True)}
+
     @property
     def aggregate_cells(self) -> int:
         return self.d + sum(c.aggregate_cells for c in self.components)

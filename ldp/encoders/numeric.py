@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
 from ldp.privacy.accountant import PrivacyCost
@@ -119,6 +119,20 @@ class NumericParams(ProtocolParams):
     def domain_size(self) -> None:
         """``None``: the inputs are numbers in ``[low, high]``, not indices."""
         return None
+
+    @classmethod
+    def examples(cls) -> list[Self]:
+        """``[0, 10]`` at ε = 1, ``[−1, 1]`` at ε = 4 with clipping (conformance suite)."""
+        return [cls(1.0, 0.0, 10.0), cls(4.0, -1.0, 1.0, clip=True)]
+
+    @classmethod
+    def audit_examples(cls) -> list[Self]:
+        """The examples with 8 cells where the mechanism has cells (1024 outputs enumerate slowly)."""
+        return [cls.from_dict({**p.to_dict(), "cells": 8}) if "cells" in p.to_dict() else p for p in cls.examples()]
+
+    def audit_inputs(self) -> list[float]:
+        """Both bounds (they attain the realized ε) and a number between them."""
+        return [self.low, self.low + 0.3 * (self.high - self.low), self.high]
 
     @cached_property
     def privacy_cost(self) -> PrivacyCost:

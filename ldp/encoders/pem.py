@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import groupby
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import mmh3
 
@@ -229,6 +229,22 @@ class PEMParams(ProtocolParams):
     def domain_size(self) -> None:
         return None
 
+    @classmethod
+    def examples(cls) -> list[PEMParams]:
+        """One-byte strings in two groups of 4 and 8 bits, OLH and mixed oracles (conformance suite)."""
+        return [cls(2.0, max_length=1, start_bits=4, step_bits=4),
+                cls(3.0, max_length=1, start_bits=4, step_bits=4, oracle="auto")]
+
+    @classmethod
+    def audit_examples(cls) -> list[PEMParams]:
+        """As :meth:`examples` with three hash functions (``seed_range=3``): enumerable."""
+        return [cls(1.0, max_length=1, start_bits=4, step_bits=4, seed_range=3),
+                cls(2.0, max_length=1, start_bits=4, step_bits=4, oracle="auto", seed_range=3)]
+
+    def audit_inputs(self) -> list[str]:
+        """Strings apart in their first 4 bits (``a``, ``q``) and only in their last (``a``, ``b``)."""
+        return ["a", "b", "q"]
+
     @property
     def aggregate_cells(self) -> int:
         return self.groups
@@ -259,6 +275,11 @@ class PEMParams(ProtocolParams):
         padded = value if isinstance(value, int) else int.from_bytes(self.padded(value), "big")
         bits = self.prefix_bits(group)
         return prefix_key(padded >> (self.total_bits - bits), bits)
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: the defaults (10-byte strings, 8-bit steps, ``top_k = 32``) at ``ε``."""
+        return cls(epsilon)
 
 
 @lru_cache(maxsize=64)

@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.privacy.accountant import PrivacyCost
@@ -71,6 +71,11 @@ class BinaryRRParams(ProtocolParams):
             raise ValueError(f"forced response needs 0 < truth_prob < 1 and 0 < yes_prob < 1, got {a}, {b}")
         return cls((1.0 - a) * b, a + (1.0 - a) * b)
 
+    @classmethod
+    def examples(cls) -> list[BinaryRRParams]:
+        """Warner's symmetric RR and an asymmetric forced response (conformance suite)."""
+        return [cls(0.25, 0.75), cls.forced_response(0.3, 0.8)]
+
     @property
     def epsilon(self) -> float:
         """ε = max(ln(q/p), ln((1-p)/(1-q))) of the realized p and q (equal to p and q above 2^-11)."""
@@ -92,6 +97,13 @@ class BinaryRRParams(ProtocolParams):
     @cached_property
     def schema(self) -> tuple[Field, ...]:
         return (Field("bit", "uint", 2),)
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: symmetric (Warner) RR at ``ε``, for ``domain_size = 2`` only."""
+        if domain_size != 2:
+            raise ValueError(f"rr is binary: it needs domain_size 2, got {domain_size}; use grr for more values")
+        return cls.from_epsilon(epsilon)  # type: ignore[return-value]  # from_epsilon builds cls
 
 
 @dataclass(frozen=True)
@@ -119,6 +131,11 @@ class GRRParams(LabeledDomain, ProtocolParams):
     def from_labels(cls, epsilon: float, labels: Sequence[str]) -> GRRParams:
         return cls(epsilon, len(labels), tuple(labels))
 
+    @classmethod
+    def examples(cls) -> list[GRRParams]:
+        """Three indices, and four labels (conformance suite)."""
+        return [cls(1.0, 3), cls.from_labels(2.0, ["red", "green", "blue", "grey"])]
+
     @cached_property
     def p(self) -> float:
         """Probability of reporting the true value, ``e^ε/(e^ε+d-1)``, as the client realizes it."""
@@ -144,6 +161,11 @@ class GRRParams(LabeledDomain, ProtocolParams):
     @cached_property
     def schema(self) -> tuple[Field, ...]:
         return (Field("index", "uint", self.domain_size),)
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: ``GRR`` over the ``domain_size`` values at ``ε``."""
+        return cls(epsilon, domain_size)
 
 
 

@@ -36,7 +36,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import (
     BoundedMemo,
@@ -51,9 +51,12 @@ from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.randomness import KeyedRandomSource, RandomSource, check_resolvable, realized_probability
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
 
-__all__ = ["RapporParams", "RapporEncoder", "bloom_bits", "bloom_filter", "google_prr_masks", "MODES", "CHARGING"]
+__all__ = ["RapporParams", "RapporEncoder", "bloom_bits", "bloom_filter", "google_prr_masks", "MODES", "CHARGING",
+           "PLANNER_BLOOM"]
 
 MODES = ("ldp", "google")
+PLANNER_BLOOM = (64, 2, 32)
+"""``(num_bloombits, num_hashes, num_cohorts)`` of the planner's RAPPOR (:meth:`RapporParams.for_epsilon`)."""
 CHARGING = ("min", "upfront")
 _PRR_DOMAIN = b"ldp/rappor/prr/v1\x00"
 _MEMO_DOMAIN = b"ldp/rappor/memo/v1\x00"
@@ -190,6 +193,46 @@ class RapporParams(ProtocolParams):
     def to_google_csv(self) -> str:
         return f"k,h,m,p,q,f\n{self.k},{self.h},{self.m},{self.p!r},{self.q!r},{self.f!r}\n"
 
+    @classmethod
+    def examples(cls) -> list[RapporParams]:
+        """16 Bloom bits, one cohort (the decoder's exact variance has no cohort-size noise), in this
+        library's mode and in Google's (conformance suite)."""
+        return [cls(16, 2, 1, 0.25, 0.75, 0.5), cls(16, 2, 1, 0.5, 0.75, 0.25, mode="google")]
+
+    @classmethod
+    def audit_examples(cls) -> list[RapporParams]:
+        """Two Bloom bits: PRR and IRR draw ``2^(4k)`` paths per cohort, enumerable."""
+        return [cls(2, 1, 2, 0.25, 0.75, 0.5), cls(2, 1, 1, 0.5, 0.75, 0.25)]
+
+    def audit_inputs(self) -> list[str]:
+        """Two strings whose Bloom filters in cohort 0 have ``h`` bits each, disjoint: they attain ε₁."""
+        chosen: list[str] = []
+        used: set[int] = set()
+        for i in range(10_000):
+            bits = set(bloom_bits(self, f"v{i}", 0))
+            if len(bits) == self.num_hashes and not bits & used:
+                chosen.append(f"v{i}")
+                used |= bits
+                if len(chosen) == 2:
+                    return chosen
+        raise ValueError(f"no two strings with disjoint Bloom filters under {self}")
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: basic (one-time) RAPPOR with :data:`PLANNER_BLOOM` ``(k, h, m)``, no IRR
+        (``p = 0, q = 1``) and the PRR's ``f = 2/(1+e^{ε/(2h)})``, so that ``ε₁ = ε∞ = ε``."""
+        k, h, m = PLANNER_BLOOM
+        return cls(k, h, m, 0.0, 1.0, 2.0 / (1.0 + math.exp(epsilon / (2 * h))))
+
+    def horizon_cost(self, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
+        """The memoized PRR caps one value at ``ε∞`` however often it is reported: per value
+        ``min(R·ε₁, ε∞)``, in all ``min(R·ε₁, min(D, R)·ε∞)``."""
+        one = self.privacy_cost
+        if not math.isfinite(self.epsilon_inf):
+            return one, one.times(reports), one.times(reports)
+        per_value = PrivacyCost(min(reports * one.epsilon, self.epsilon_inf))
+        return one, per_value, PrivacyCost(min(reports * one.epsilon, min(distinct, reports) * self.epsilon_inf))
+
 
 def bloom_bits(params: RapporParams, value: str | bytes, cohort: int) -> tuple[int, ...]:
     """The ``h`` Bloom bit indices of ``value`` in ``cohort`` (repeats when hashes collide)."""
@@ -282,6 +325,12 @@ class RapporEncoder(Encoder):
         self._memo: BoundedMemo[_Prepared] = BoundedMemo(MEMO_ENTRIES, MEMO_MAX_VALUE)
         # (candidates, packed Bloom table) for encode_batch
         self._table_cache: tuple[tuple[str | bytes, ...], Any] | None = None  # (candidates, numpy uint8 table)
+
+    @classmethod
+    def for_audit(cls, params: Any, source: RandomSource) -> Self:
+        """Under a fixed secret, the cohort and the permanent response drawn from ``source`` too (a fresh device
+        per path, as :meth:`encode_batch` simulates)."""
+        return cls(params, secret=b"audit", rng=source, prr_rng=source, simulation=True)
 
     @property
     def secret(self) -> bytes:

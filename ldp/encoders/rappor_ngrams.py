@@ -35,18 +35,24 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_int, check_string_value, client_secret
 from ldp.encoders.rappor import RapporEncoder, RapporParams
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.reports import Field, Report, ReportBatch, ReportError
 
-__all__ = ["RapporNgramsParams", "RapporNgramsEncoder", "gram_value", "pair_of", "pair_index", "MAX_POSITIONS"]
+__all__ = ["RapporNgramsParams", "RapporNgramsEncoder", "gram_value", "pair_of", "pair_index", "MAX_POSITIONS",
+           "PLANNER_BLOOM", "PLANNER_FULL_SHARE"]
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+PLANNER_FULL_SHARE = 0.5
+"""The share of ε the planner's parameters give the full string (the rest split over the two n-grams)."""
+PLANNER_BLOOM = (32, 2, 64)
+"""``(k, h, m)`` of both RAPPORs in the planner's parameters (2,048 rows: all 703 a–z 2-grams fit)."""
 MAX_POSITIONS = 64
 """Most n-gram positions ``P = L/n`` a configuration may have."""
 _SUB_SECRET = b"ldp/rappor-ngrams/v1/"
@@ -95,6 +101,11 @@ class RapporNgramsParams(ProtocolParams):
     pad: str = "_"
     truncate: bool = False
     protocol: ClassVar[str] = "rappor-ngrams"
+
+    @staticmethod
+    def gram_value(position: int, gram: str) -> str:
+        """:func:`gram_value`, for code that holds only the params (:mod:`ldp.batch.rappor_ngrams`)."""
+        return gram_value(position, gram)
 
     def __post_init__(self) -> None:
         check_int(self.n, "n (gram length)", 1, 8)
@@ -202,6 +213,71 @@ class RapporNgramsParams(ProtocolParams):
         """A padded string without its pad suffix."""
         return padded.rstrip(self.pad)
 
+    @classmethod
+    def examples(cls) -> list[RapporNgramsParams]:
+        """2-grams of strings of up to 4 letters of ``abc``: the full string in one cohort (its decoder's exact
+        variance has no cohort-size noise), n-grams at a small ε (discovery screens them out quickly: the suite
+        simulates hundreds of collections) (conformance suite)."""
+        return [cls(16, 2, 1, 0.25, 0.75, 0.5, 8, 2, 1, 0.45, 0.55, 0.75, n=2, max_length=4, alphabet="abc")]
+
+    @classmethod
+    def audit_examples(cls) -> list[RapporNgramsParams]:
+        """One Bloom bit in each of the three RAPPORs: ``2^12`` paths per input, the smallest enumerable report
+        (two bits in any one of them multiply the paths by 16)."""
+        return [cls(1, 1, 1, 0.25, 0.75, 0.5, 1, 1, 1, 0.3, 0.7, 0.4, n=1, max_length=2, alphabet="ab")]
+
+    def audit_inputs(self) -> list[str]:
+        """Two strings of up to ``max_length`` of the first 4 letters whose full-string filters, and n-gram filters
+        at every position, are disjoint (cohort 0) wherever a filter has more than one bit."""
+        from itertools import product
+
+        from ldp.encoders.rappor import bloom_bits
+
+        def filters(s: str) -> list[set[int]]:
+            parts = [(self.full, s)] * (self.num_bloombits > 1) + [
+                (self.gram, gram_value(i, g)) for i, g in enumerate(self.grams(s)) if self.gram_bloombits > 1]
+            return [set(bloom_bits(p, v, 0)) for p, v in parts]
+
+        words = ["".join(t) for j in range(1, self.max_length + 1) for t in product(self.alphabet[:4], repeat=j)]
+        for x, y in product(words, repeat=2):
+            if x != y and all(a.isdisjoint(b) for a, b in zip(filters(x), filters(y), strict=True)):
+                return [x, y]
+        raise ValueError(f"no two strings with disjoint filters under {self}")
+
+    def audit_epsilon(self) -> float:
+        """``ε₁(full) + 2·ε₁(gram)``, less each RAPPOR whose filter has one bit: that bit is set by every value,
+        so its reports carry nothing of it."""
+        full = self.full.epsilon_one if self.num_bloombits > 1 else 0.0
+        return full + (2 * self.gram.epsilon_one if self.gram_bloombits > 1 else 0.0)
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int = 0, *, n: int = 2, max_length: int = 6,
+                    alphabet: str = ALPHABET, full_share: float = PLANNER_FULL_SHARE) -> Self:
+        """The planner's choice: one report costs ``epsilon`` — ``f = 0`` (one report per client), ``q = 1 − p``,
+        so each RAPPOR's ε is its ``ε₁ = 2h·ln(q/p)``; the full string gets ``full_share`` of ε and each n-gram
+        half the rest; both Bloom filters :data:`PLANNER_BLOOM` (``domain_size``, the candidates, plays no part)."""
+        if not (math.isfinite(epsilon) and epsilon > 0):
+            raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
+        if not 0.0 < full_share < 1.0:
+            raise ValueError(f"full_share must be in (0, 1), got {full_share}")
+        k, h, m = PLANNER_BLOOM
+
+        def p_of(eps: float) -> float:
+            return 1.0 / (1.0 + math.exp(eps / (2 * h)))
+
+        p, gp = p_of(epsilon * full_share), p_of(epsilon * (1.0 - full_share) / 2)
+        return cls(k, h, m, p, 1.0 - p, 0.0, k, h, m, gp, 1.0 - gp, 0.0, n=n, max_length=max_length, alphabet=alphabet)
+
+    def horizon_cost(self, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
+        """Three memoized PRRs: per distinct value the full string's capped at its ``ε∞`` plus the ``2R`` n-gram
+        reports' at ``P·ε∞(gram)`` (one PRR per position); in all, at most ``distinct`` values' worth."""
+        one = self.privacy_cost
+        full, gram = self.full, self.gram
+        per_value = (min(reports * full.epsilon_one, full.epsilon_inf)
+                     + min(2 * reports * gram.epsilon_one, self.positions * gram.epsilon_inf))
+        total = min(reports * one.epsilon, min(distinct, reports) * per_value)
+        return one, PrivacyCost(per_value), PrivacyCost(total)
+
 
 class _Prepared:
     """A checked value: its text, the full string's RAPPOR preparation, its ``P`` n-grams and the drawn pair."""
@@ -250,6 +326,13 @@ class RapporNgramsEncoder(Encoder):
                                    prr_rng=prr_rng, simulation=simulation)
         self._gram = RapporEncoder(params.gram, secret=_derived(self._secret, b"gram"), cohort=gram_cohort,
                                    rng=self._rng, prr_rng=prr_rng, simulation=simulation)
+
+    @classmethod
+    def for_audit(cls, params: Any, source: Any) -> Self:
+        """Under a fixed secret, both cohorts and every permanent response drawn from ``source`` (a fresh device
+        per path, as :meth:`encode_batch` simulates)."""
+        return cls(params, secret=b"audit", cohort=source.randbelow(params.num_cohorts),
+                   gram_cohort=source.randbelow(params.gram_cohorts), rng=source, prr_rng=source, simulation=True)
 
     @property
     def secret(self) -> bytes:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar, NamedTuple, TypeAlias
+from typing import Any, ClassVar, NamedTuple, Self, TypeAlias
 
 from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.cms import CmsEncoder, CmsParams, SketchParams
@@ -157,6 +157,25 @@ class SfpParams(ProtocolParams):
         """Any string over the alphabet: no fixed domain."""
         return None
 
+    @classmethod
+    def examples(cls) -> list[SfpParams]:
+        """Words of up to 4 letters of ``abc``, CMS and HCMS sketches (conformance suite)."""
+        small: dict[str, Any] = dict(alphabet="abc", length=4, fragment_length=2, hash_bits=2, word_num_hashes=4,
+                                     word_width=16, fragment_num_hashes=4, fragment_width=16)
+        return [cls(2.0, 2.0, **small), cls(3.0, 1.0, word_sketch="hcms", fragment_sketch="hcms", **small)]
+
+    @classmethod
+    def audit_examples(cls) -> list[SfpParams]:
+        """Words of up to 2 letters of ``ab``, one hash function of 4 buckets per sketch: enumerable."""
+        tiny: dict[str, Any] = dict(alphabet="ab", length=2, fragment_length=1, hash_bits=1, word_num_hashes=1,
+                                    word_width=4, fragment_num_hashes=1, fragment_width=4)
+        return [cls(0.7, 1.3, **tiny), cls(1.0, 2.0, word_sketch="hcms", fragment_sketch="cms", **tiny)]
+
+    def audit_inputs(self) -> list[str]:
+        """Two one-letter words and their concatenation."""
+        a, b = self.alphabet[0], self.alphabet[1 % len(self.alphabet)]
+        return [a, b, a + b]
+
     @property
     def symbols(self) -> str:
         """The alphabet followed by the pad symbol (a symbol's index is its position here)."""
@@ -238,6 +257,11 @@ class SfpParams(ProtocolParams):
     def fragment_at(self, padded: str, position: int) -> str:
         r = self.fragment_length
         return padded[position * r:(position + 1) * r]
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: the default sketches with ``ε`` split evenly between word and fragment."""
+        return cls(epsilon / 2, epsilon / 2)
 
 
 class _Word(NamedTuple):

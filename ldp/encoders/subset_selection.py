@@ -62,6 +62,11 @@ class SSParams(UnaryParams, ProtocolParams):
     def from_labels(cls, epsilon: float, labels: Sequence[str]) -> SSParams:
         return cls(epsilon, len(labels), tuple(labels))
 
+    @classmethod
+    def examples(cls) -> list[SSParams]:
+        """Subsets of one of four values, and of two of six (conformance suite)."""
+        return [cls(1.0, 4), cls(0.5, 6)]
+
     @cached_property
     def omega(self) -> int:
         """``ω``, the size of every reported subset (:func:`subset_size`)."""

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.longitudinal import _logaddexp, _SecretEncoder, memo_report_charge
@@ -95,6 +95,11 @@ class UnaryParams(LabeledDomain):
     def schema(self) -> tuple[Field, ...]:
         return (Field("bits", "bits", self.domain_size),)
 
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: ``the protocol`` over the ``domain_size`` values at ``ε``."""
+        return cls(epsilon, domain_size)  # type: ignore[call-arg]  # each subclass's fields
+
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,11 @@ class SUEParams(UnaryParams, ProtocolParams):
     @classmethod
     def from_labels(cls, epsilon: float, labels: Sequence[str]) -> SUEParams:
         return cls(epsilon, len(labels), tuple(labels))
+
+    @classmethod
+    def examples(cls) -> list[SUEParams]:
+        """Four indices, and three labels (conformance suite)."""
+        return [cls(1.0, 4), cls.from_labels(2.0, ["a", "b", "c"])]
 
     @cached_property
     def p(self) -> float:
@@ -148,6 +158,11 @@ class OUEParams(UnaryParams, ProtocolParams):
     @classmethod
     def from_labels(cls, epsilon: float, labels: Sequence[str]) -> OUEParams:
         return cls(epsilon, len(labels), tuple(labels))
+
+    @classmethod
+    def examples(cls) -> list[OUEParams]:
+        """Four values at ε = 1, three at ε = 3 (conformance suite)."""
+        return [cls(1.0, 4), cls(3.0, 3)]
 
     @property
     def p(self) -> float:
@@ -288,6 +303,11 @@ class LOUEParams(UnaryParams, ProtocolParams):
         """One report: ``max(epsilon, realized_epsilon)``."""
         return PrivacyCost(max(self.epsilon, self.realized_epsilon))
 
+    @classmethod
+    def examples(cls) -> list[LOUEParams]:
+        """A permanent OUE and a permanent SUE, three values each (conformance suite)."""
+        return [cls(2.0, 0.5, 3), cls(1.0, 0.9, 3, permanent="sue")]
+
     @cached_property
     def memo_cap(self) -> PrivacyCost:
         """Every report of one value together: the permanent response's cost."""
@@ -301,6 +321,20 @@ class LOUEParams(UnaryParams, ProtocolParams):
     def report_charge(self) -> PrivacyCost:
         """The per-report charge of ``charging="min"`` (:func:`~ldp.encoders.longitudinal.memo_report_charge`)."""
         return memo_report_charge(self.privacy_cost, self.memo_cap, self.leakage)
+
+    @classmethod
+    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
+        """The planner's choice: one report at ``ε``, the permanent response at ``epsilon_perm = 4ε``
+        (:data:`~ldp.encoders.longitudinal.PLANNER_PERM_FACTOR`)."""
+        from ldp.encoders.longitudinal import PLANNER_PERM_FACTOR
+
+        return cls(PLANNER_PERM_FACTOR * epsilon, epsilon, domain_size)
+
+    def horizon_cost(self, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
+        """Charged ``min(R·c, ε_perm)`` per value (``charging="min"``, the encoder's default)."""
+        from ldp.encoders.longitudinal import memoized_horizon_cost
+
+        return memoized_horizon_cost(self, reports, distinct)
 
 
 class LOUEEncoder(DomainPrepare, _SecretEncoder):

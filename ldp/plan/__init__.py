@@ -10,9 +10,9 @@ from ldp.plan.frequency import (
     default_params,
     lgrr_charges,
     plan,
-    recommend,
     solve_n,
 )
+from ldp.plan.oracles import recommend
 
 __all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgrr_charges", "plan", "solve_n",
            "recommend"]

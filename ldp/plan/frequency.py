@@ -44,169 +44,66 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-
+from ldp.decoders.base import Aggregate
 from ldp.decoders.tabular import OneRowResult, cost_fields
 from ldp.display.tables import key_values
-from ldp.encoders.base import ProtocolParams
-from ldp.encoders.cms import CmsParams, SketchParams
-from ldp.encoders.hadamard_response import HRParams
-from ldp.encoders.hcms import HcmsParams
-from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
-from ldp.encoders.local_hashing import BLHParams, LocalHashingParams, OLHParams
-from ldp.encoders.longitudinal import LGRRParams
+from ldp.encoders.base import ProtocolParams, plans_for_epsilon
+from ldp.encoders.longitudinal import LGRRParams, memoized_charges
 from ldp.encoders.pem import PEMParams
-from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
-from ldp.encoders.rappor import RapporParams
 from ldp.encoders.rappor_ngrams import RapporNgramsParams
 from ldp.encoders.sfp import SfpParams
-from ldp.encoders.subset_selection import SSParams
-from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams, UnaryParams
-from ldp.plan.costs import lgrr_charges, plan_privacy, report_bits
-from ldp.plan.ngrams import (
-    ngrams_count_variance,
-    ngrams_default_params,
-    ngrams_detectable_share,
-    ngrams_notes,
-)
-from ldp.plan.pem import pem_candidates, pem_count_variance, pem_notes
+from ldp.encoders.unary import LOUEParams
+from ldp.plan.ngrams import ngrams_detectable_share, ngrams_notes
+from ldp.plan.pem import pem_candidates, pem_notes
 from ldp.privacy.accountant import PrivacyCost
+from ldp.protocols import get_protocol, protocols
 
-if TYPE_CHECKING:
-    from ldp.plan.oracles import Ranking
+__all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgrr_charges", "plan", "solve_n"]
 
-__all__ = ["Plan", "PLANNED_PROTOCOLS", "default_params", "count_variance", "lgrr_charges", "plan", "solve_n",
-           "recommend"]
+lgrr_charges = memoized_charges  # 0.1's name
 
-PLANNED_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms", "sfp", "pem", "rappor-ngrams", "dbitflip", "bucket-grr",
-                     "lgrr", "sue", "oue", "bucket-oue", "loue", "hr", "ss", "blh", "olh")
-SKETCH_DEFAULTS = {"num_hashes": 256, "width": 1024}  # the benchmark's sizes: collision term negligible
-RAPPOR_DEFAULTS = {"num_bloombits": 64, "num_hashes": 2, "num_cohorts": 32}
-LGRR_PERM_FACTOR = 4.0  # epsilon_perm = 4ε, about the ratio of Google's RAPPOR defaults (ε∞ ≈ 4.4, ε₁ ≈ 1.1)
+
+def _planned() -> tuple[str, ...]:
+    """The protocols the planner chooses parameters for from ε (their params define ``for_epsilon``) and whose
+    aggregate gives a count variance: read from the registry."""
+    return tuple(name for name, proto in protocols().items() if plans_for_epsilon(proto.params_type)
+                 and proto.aggregate_type is not None
+                 and proto.aggregate_type.count_variance.__func__
+                 is not Aggregate.count_variance.__func__)  # type: ignore[attr-defined]
+
+
+PLANNED_PROTOCOLS = _planned()
 
 
 def default_params(protocol: str, epsilon: float, domain_size: int) -> ProtocolParams:
-    """The parameters the planner chooses when only ε is given (documented in docs/planner.md).
-
-    * rr: symmetric (Warner) RR at ε; only for ``domain_size = 2``;
-    * grr: GRR over the domain at ε;
-    * rappor: basic (one-time) RAPPOR, k=64 bits, h=2, m=32 cohorts, no IRR (p=0, q=1) and the
-      PRR's ``f = 2/(1+e^{ε/(2h)})``, so every report and every number of reports of one value
-      costs ε (``ε₁ = ε∞ = ε``);
-    * cms, hcms: k=256 hash functions, m=1024 buckets at ε;
-    * sfp: the defaults of :class:`~ldp.encoders.sfp.SfpParams` with ε split evenly;
-    * pem: the defaults of :class:`~ldp.encoders.pem.PEMParams` at ε (10-byte strings, 8-bit steps, top_k=32);
-    * rappor-ngrams: :func:`~ldp.plan.ngrams.ngrams_default_params` (a–z, 2-grams, 6 characters; half of ε to
-      the full string, a quarter to each n-gram; one report per client: ``f = 0``, ``q = 1 − p``);
-    * dbitflip: ``d = 1`` bucket per report (Microsoft's one-bit setting) at ``epsilon = 2ε``, so that a
-      report costs ε (one bit at ``2ε`` is charged ``ε``), over the buckets ``edges = 0, 1, …, d``;
-    * bucket-grr: GRR over the buckets ``edges = 0, 1, …, d`` at ε;
-    * lgrr: one report at ε, the memoized permanent response at ``epsilon_perm = 4ε``;
-    * sue, oue: unary encoding over the domain at ε; bucket-oue: OUE over the buckets ``edges = 0, 1, …, d``;
-    * loue: L-OUE (permanent OUE) with one report at ε, the permanent response at ``epsilon_perm = 4ε``;
-    * hr, ss: Hadamard Response and Subset Selection over the domain at ε;
-    * blh, olh: local hashing over the domain at ε (OLH's g = round(e^ε) + 1).
+    """The parameters the planner chooses when only ε is given: the protocol's own
+    :meth:`~ldp.encoders.base.ProtocolParams.for_epsilon` (each documented there and in docs/planner.md).
 
     The mean protocols (duchi, piecewise, hybrid, memo-mean) have their own planner: :mod:`ldp.plan.numeric`;
     ``multi``: :mod:`ldp.plan.multi`.
     """
-    if protocol == "rr":
-        if domain_size != 2:
-            raise ValueError(f"rr is binary: it needs domain_size 2, got {domain_size}; use grr for more values")
-        return BinaryRRParams.from_epsilon(epsilon)
-    if protocol == "grr":
-        return GRRParams(epsilon, domain_size)
-    if protocol == "rappor":
-        h = RAPPOR_DEFAULTS["num_hashes"]
-        f = 2.0 / (1.0 + math.exp(epsilon / (2 * h)))
-        return RapporParams(RAPPOR_DEFAULTS["num_bloombits"], h, RAPPOR_DEFAULTS["num_cohorts"], 0.0, 1.0, f)
-    if protocol in ("cms", "hcms"):
-        cls = CmsParams if protocol == "cms" else HcmsParams
-        return cls(epsilon, SKETCH_DEFAULTS["num_hashes"], SKETCH_DEFAULTS["width"], 0)
-    if protocol == "sfp":
-        return SfpParams(epsilon / 2, epsilon / 2)
-    if protocol == "pem":
-        return PEMParams(epsilon)
-    if protocol == "rappor-ngrams":
-        return ngrams_default_params(epsilon)
-    if protocol == "dbitflip":
-        return DBitFlipParams(2 * epsilon, tuple(range(domain_size + 1)), d=1)
-    if protocol == "bucket-grr":
-        return BucketGRRParams(epsilon, tuple(range(domain_size + 1)))
-    if protocol == "lgrr":
-        return LGRRParams(LGRR_PERM_FACTOR * epsilon, epsilon, domain_size)
-    if protocol in ("sue", "oue"):
-        return (SUEParams if protocol == "sue" else OUEParams)(epsilon, domain_size)
-    if protocol == "bucket-oue":
-        return BucketOUEParams(epsilon, tuple(range(domain_size + 1)))
-    if protocol == "loue":
-        return LOUEParams(LGRR_PERM_FACTOR * epsilon, epsilon, domain_size)
-    if protocol in ("hr", "ss"):
-        return (HRParams if protocol == "hr" else SSParams)(epsilon, domain_size)
-    if protocol in ("blh", "olh"):
-        return (BLHParams if protocol == "blh" else OLHParams)(epsilon, domain_size)
-    raise ValueError(f"the planner knows {', '.join(PLANNED_PROTOCOLS)}; got {protocol!r}")
-
-
-@lru_cache(maxsize=8)
-def _rappor_map(params: RapporParams, d: int) -> Any:
-    from ldp.decoders.rappor_decode import CandidateMap
-
-    cmap = CandidateMap.from_candidates(params, [f"value-{i}" for i in range(d)])
-    if d > params.num_cohorts * params.num_bloombits or len(cmap.duplicates):
-        raise ValueError(f"RAPPOR with k·m = {params.num_bloombits}·{params.num_cohorts} Bloom rows cannot tell "
-                         f"{d} candidates apart; raise num_bloombits or num_cohorts")
-    return cmap
+    if protocol not in PLANNED_PROTOCOLS:
+        raise ValueError(f"the planner knows {', '.join(PLANNED_PROTOCOLS)}; got {protocol!r}")
+    return get_protocol(protocol).params_type.for_epsilon(epsilon, domain_size)
 
 
 def count_variance(params: ProtocolParams, n: float, count: float, domain_size: int,
                    f2: float | None = None) -> float:
-    """Exact ``Var`` of one item's count estimate with true count ``count`` among ``n`` users.
+    """Exact ``Var`` of one item's count estimate with true count ``count`` among ``n`` users: the protocol's
+    :meth:`~ldp.decoders.base.Aggregate.count_variance`.
 
     The other ``n − count`` users hold the other ``domain_size − 1`` values evenly (this sets
     ``F2`` for the sketches unless ``f2`` is given, and the other candidates' counts for RAPPOR)."""
-    from ldp.decoders.pure import pure_count_variance
-    from ldp.decoders.sketch import sketch_variance
-
     if not 0 <= count <= n:
         raise ValueError(f"count must be in [0, n={n}], got {count}")
-    rest = (n - count) / max(domain_size - 1, 1)
-    if f2 is None:
-        f2 = rest * (n - count)
-    if isinstance(params, BinaryRRParams):
-        return float(pure_count_variance(count, n, params.q, params.p))
-    if isinstance(params, (GRRParams, BucketGRRParams)):
-        grr = params.grr if isinstance(params, BucketGRRParams) else params
-        return float(pure_count_variance(count, n, grr.p, grr.q))
-    if isinstance(params, (UnaryParams, BucketOUEParams)):  # pure, with the realized bit probabilities
-        return float(pure_count_variance(count, n, params.p, params.q))
-    if isinstance(params, LocalHashingParams):  # support probabilities: p* (own hash value), q* = 1/g
-        return float(pure_count_variance(count, n, params.p_star, params.q_star))
-    if isinstance(params, LGRRParams):  # one report per device: GRR with the realized p*, q*
-        return float(pure_count_variance(count, n, params.p_star, params.q_star))
-    if isinstance(params, DBitFlipParams):
-        from ldp.decoders.histogram import dbitflip_variance
-
-        return float(dbitflip_variance(params, np.array([count]), n)[0])
-    if isinstance(params, SketchParams):
-        return float(sketch_variance(params, count, n, f2))
-    if isinstance(params, SfpParams):
-        return float(sketch_variance(params.word_params, count, n, f2))
-    if isinstance(params, PEMParams):  # the last group's n/G reports, scaled to the n users
-        return pem_count_variance(params, n, count)
-    if isinstance(params, RapporNgramsParams):  # the full-string RAPPOR
-        return ngrams_count_variance(params, n, count, domain_size)
-    if isinstance(params, RapporParams):
-        from ldp.decoders.rappor_decode import exact_count_covariance
-
-        counts = np.full(domain_size, rest)
-        counts[0] = count
-        return float(exact_count_covariance(params, _rappor_map(params, domain_size), counts)[0, 0])
-    raise TypeError(f"the planner has no variance formula for {type(params).__name__}")
+    aggregate = get_protocol(params.protocol).aggregate_type
+    try:
+        return float(aggregate.count_variance(params, n, count, domain_size, f2))
+    except NotImplementedError:
+        raise TypeError(f"the planner has no variance formula for {type(params).__name__}") from None
 
 
 def _detection_params(params: ProtocolParams, n: float, candidates: int) -> tuple[ProtocolParams, float, int]:
@@ -331,8 +228,7 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
     if reports < 1 or distinct_values < 1:
         raise ValueError(f"reports and distinct_values must be >= 1, got {reports}, {distinct_values}")
     params = _resolve(protocol, epsilon, domain_size)
-    if isinstance(params, (GRRParams, BucketGRRParams, DBitFlipParams, LGRRParams, UnaryParams, BucketOUEParams)) and \
-            params.domain_size != domain_size:
+    if getattr(params, "domain_size", None) not in (None, domain_size):
         raise ValueError(f"{params.protocol} parameters are for {params.domain_size} values, the plan for "
                          f"{domain_size}")
     phi = 1.0 / domain_size if frequency is None else float(frequency)
@@ -360,14 +256,14 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
         notes += pem_notes(params, det_m)
     if isinstance(params, RapporNgramsParams):
         notes += ngrams_notes(params, m_cand)
-    per_report, per_value, total = plan_privacy(params, reports, distinct_values)
+    per_report, per_value, total = params.horizon_cost(reports, distinct_values)
     charges: dict[str, PrivacyCost] = {}
     if isinstance(params, (LGRRParams, LOUEParams)):
-        charges = lgrr_charges(params, reports)
+        charges = memoized_charges(params, reports)
         notes.append(f"{params.protocol}: the SE is that of one window (one report per device); charging=min charges "
                      f"{params.report_charge} per report, at most {params.memo_cap} per value; ε in all is for it")
     return Plan(params.protocol, params, n, domain_size, phi, math.sqrt(var), math.sqrt(var) / n, mdc, mdc / n,
-                alpha, det_m, power, report_bits(params, domain_size), per_report, reports, per_value, total,
+                alpha, det_m, power, params.report_bits, per_report, reports, per_value, total,
                 tuple(notes), charges)
 
 
@@ -393,30 +289,3 @@ def solve_n(protocol: str | ProtocolParams, target_se: float, *, domain_size: in
         raise ValueError(f"{params.protocol} cannot reach a standard error of {target_se:g} at any n: its hash "
                          f"collisions give a floor of {math.sqrt(b):.3g}; raise num_hashes or width")
     return max(1, math.ceil(a / (target_se**2 - b)))
-
-
-def recommend(epsilon: float, domain_size: int, *, n: int = 1_000_000, frequency: float | None = None,
-              alpha: float = 0.05) -> Ranking:
-    """Plans of every frequency protocol applicable to ``(ε, d)``: the fixed-domain oracles (rr when
-    ``d = 2``, grr, sue, oue, blh, olh, hr, ss), CMS, HCMS and RAPPOR (left out where its defaults cannot
-    separate ``d`` values), lowest exact variance of a rare item's count first (ties: fewer report bytes).
-
-    The :class:`~ldp.plan.oracles.Ranking` also holds each one's variance / the optimum 4e^ε/(e^ε−1)²
-    and bytes per report (``scores``), and names the best for variance and for size. An oracle whose
-    parameters cannot be made at this ε (a probability that rounds to 0 or 1) is left out, with the reason
-    in ``left_out``."""
-    from ldp.plan.oracles import FIXED_DOMAIN_ORACLES, Ranking
-
-    names = [p for p in FIXED_DOMAIN_ORACLES if p != "rr" or domain_size == 2] + ["cms", "hcms"]
-    if domain_size <= RAPPOR_DEFAULTS["num_bloombits"] * RAPPOR_DEFAULTS["num_cohorts"] // 2:
-        names.append("rappor")
-    plans, left_out = [], {}
-    for p in names:
-        try:
-            plans.append(plan(p, n=n, domain_size=domain_size, epsilon=epsilon, frequency=frequency, alpha=alpha))
-        except ValueError as e:
-            left_out[p] = str(e)
-    if not plans:
-        raise ValueError(f"no frequency protocol can be planned at epsilon={epsilon}: " +
-                         "; ".join(f"{p}: {why}" for p, why in left_out.items()))
-    return Ranking(plans, epsilon, left_out)

@@ -32,42 +32,22 @@ from collections.abc import Callable, Iterable
 from statistics import NormalDist
 from typing import Any
 
-from ldp.encoders.rappor_ngrams import ALPHABET, RapporNgramsParams
-from ldp.privacy.accountant import PrivacyCost
+from ldp.decoders.rappor import RapporAggregate
+from ldp.encoders.rappor_ngrams import ALPHABET, PLANNER_FULL_SHARE, RapporNgramsParams
 
 __all__ = ["ngrams_default_params", "ngrams_count_variance", "ngrams_pass_probability", "ngrams_detectable_share",
-           "ngrams_report_bits", "ngrams_privacy", "ngrams_notes", "detectable_grid"]
-
-FULL_SHARE = 0.5
-"""The share of ε the planner's default parameters give the full string (the rest split over the two n-grams)."""
-BLOOM = (32, 2, 64)
-"""``(k, h, m)`` of both RAPPORs in the planner's default parameters (2,048 rows: all 703 a–z 2-grams fit)."""
-
+           "ngrams_notes", "detectable_grid"]
 
 def ngrams_default_params(epsilon: float, *, n: int = 2, max_length: int = 6, alphabet: str = ALPHABET,
-                          full_share: float = FULL_SHARE) -> RapporNgramsParams:
-    """One report costs ``epsilon``: ``f = 0`` (one report per client), ``q = 1 − p``, so each RAPPOR's ε
-    is its ``ε₁ = 2h·ln(q/p)``; the full string gets ``full_share`` of ε and each n-gram half the rest;
-    both Bloom filters :data:`BLOOM`."""
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
-    if not 0.0 < full_share < 1.0:
-        raise ValueError(f"full_share must be in (0, 1), got {full_share}")
-    k, h, m = BLOOM
-
-    def p_of(eps: float) -> float:
-        return 1.0 / (1.0 + math.exp(eps / (2 * h)))
-
-    p, gp = p_of(epsilon * full_share), p_of(epsilon * (1.0 - full_share) / 2)
-    return RapporNgramsParams(k, h, m, p, 1.0 - p, 0.0, k, h, m, gp, 1.0 - gp, 0.0, n=n, max_length=max_length,
-                              alphabet=alphabet)
+                          full_share: float = PLANNER_FULL_SHARE) -> RapporNgramsParams:
+    """The planner's parameters at ``epsilon`` (:meth:`RapporNgramsParams.for_epsilon`), shaped by the rest."""
+    return RapporNgramsParams.for_epsilon(epsilon, n=n, max_length=max_length, alphabet=alphabet,
+                                          full_share=full_share)
 
 
 def ngrams_count_variance(params: RapporNgramsParams, n: float, count: float, candidates: int) -> float:
     """``Var[ĉ]`` of a string held by ``count`` of ``n`` users: the full-string RAPPOR over ``candidates``."""
-    from ldp.plan.frequency import count_variance
-
-    return count_variance(params.full, n, count, max(candidates, 2))
+    return RapporAggregate.count_variance(params.full, n, count, max(candidates, 2))
 
 
 def _test(var: Callable[[float], float], z: float) -> Callable[[float], float]:
@@ -98,7 +78,6 @@ def _tests(params: RapporNgramsParams, n: float, *, alpha: float, gram_alpha: fl
            max_grams: int, candidates: int) -> dict[str, Callable[[float], float]]:
     """Each test of discovery as ``share ↦ pass probability`` (module docstring)."""
     from ldp.decoders.rappor_ngrams_discovery import possible_grams
-    from ldp.plan.frequency import count_variance
 
     positions = params.positions
     n_pos = 2.0 * n / positions
@@ -111,7 +90,7 @@ def _tests(params: RapporNgramsParams, n: float, *, alpha: float, gram_alpha: fl
 
         def var(f: float, c: int = c_i) -> float:
             if (c, f) not in memo:
-                memo[(c, f)] = count_variance(params.gram, n_pos, f, c)
+                memo[(c, f)] = RapporAggregate.count_variance(params.gram, n_pos, f, c)
             return memo[(c, f)]
 
         screen = _test(var, _z(gram_alpha, c_i))
@@ -164,24 +143,6 @@ def ngrams_detectable_share(params: RapporNgramsParams, n: float, *, power: floa
         mid = (low + high) / 2
         low, high = (mid, high) if found(mid) < power else (low, mid)
     return high
-
-
-def ngrams_report_bits(params: RapporNgramsParams) -> int:
-    """Bits of one report: the ``bits`` fields at their length, the ``uint`` fields at ``ceil(log2(size))``."""
-    return sum(f.size if f.kind == "bits" else max(1, math.ceil(math.log2(f.size))) if f.size > 1 else 0
-               for f in params.schema)
-
-
-def ngrams_privacy(params: RapporNgramsParams, reports: int,
-                   distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
-    """Per report; per distinct value over ``reports`` reports (the full string's PRR capped at its ``ε∞``, the
-    ``2R`` n-gram reports at ``P·ε∞(gram)``: one PRR per position); in all, at most ``distinct`` values' worth."""
-    one = params.privacy_cost
-    full, gram = params.full, params.gram
-    per_value = (min(reports * full.epsilon_one, full.epsilon_inf)
-                 + min(2 * reports * gram.epsilon_one, params.positions * gram.epsilon_inf))
-    total = min(reports * one.epsilon, min(distinct, reports) * per_value)
-    return one, PrivacyCost(per_value), PrivacyCost(total)
 
 
 def ngrams_notes(params: RapporNgramsParams, candidates: int, max_grams: int = 32) -> list[str]:

@@ -40,7 +40,6 @@ from ldp.encoders.longitudinal import MemoMeanParams
 from ldp.encoders.numeric import (
     HYBRID_THRESHOLD,
     MEAN_PROTOCOLS,
-    DuchiParams,
     HybridParams,
     NumericParams,
     PiecewiseParams,
@@ -50,9 +49,6 @@ from ldp.privacy.accountant import PrivacyCost
 __all__ = ["MEAN_PROTOCOLS", "MeanPlan", "default_mean_params", "laplace_variance", "mean_report_variance",
            "plan_mean", "recommend_mean", "solve_n_mean", "worst_case_variance"]
 
-_TYPES: dict[str, type[NumericParams]] = {"duchi": DuchiParams, "piecewise": PiecewiseParams, "hybrid": HybridParams,
-                                          "memo-mean": MemoMeanParams}
-assert set(_TYPES) == set(MEAN_PROTOCOLS)
 RANKED = tuple(p for p in MEAN_PROTOCOLS if p != "memo-mean")
 """The one-shot mechanisms :func:`recommend_mean` ranks (``memo-mean`` is for repeated collection)."""
 
@@ -60,9 +56,11 @@ RANKED = tuple(p for p in MEAN_PROTOCOLS if p != "memo-mean")
 def default_mean_params(protocol: str, epsilon: float, low: float = 0.0, high: float = 1.0) -> NumericParams:
     """The planner's parameters from ε and the bounds: each mechanism's defaults (``cells=1024`` for
     the PM and the Hybrid; ``buckets=16``, ``gamma=0`` for memo-mean; no clipping)."""
-    if protocol not in _TYPES:
+    if protocol not in MEAN_PROTOCOLS:
         raise ValueError(f"the mean planner knows {', '.join(MEAN_PROTOCOLS)}; got {protocol!r}")
-    return _TYPES[protocol](epsilon, low, high)
+    from ldp.protocols import get_protocol
+
+    return get_protocol(protocol).params_type(epsilon, low, high)  # type: ignore[call-arg,return-value]  # a NumericParams
 
 
 def laplace_variance(epsilon: float, low: float = -1.0, high: float = 1.0) -> float:
@@ -165,14 +163,6 @@ class MeanPlan(OneRowResult):
         return "\n".join([key_values(rows)] + [f"note: {s}" for s in self.notes])
 
 
-def _report_bits(params: NumericParams) -> int:
-    if isinstance(params, (DuchiParams, MemoMeanParams)):
-        return 1
-    cells = params.cells if isinstance(params, (PiecewiseParams, HybridParams)) else 2
-    bits = max(1, math.ceil(math.log2(cells)))
-    return bits + 1 if isinstance(params, HybridParams) else bits
-
-
 def _resolve(protocol: str | NumericParams, epsilon: float | None, low: float, high: float) -> NumericParams:
     if isinstance(protocol, NumericParams):
         return protocol
@@ -209,7 +199,7 @@ def plan_mean(protocol: str | NumericParams, *, n: int, epsilon: float | None = 
                      f"{params.memo_cap} per rounded value (at most {params.buckets + 1} of them) however often "
                      "it reports")
     return MeanPlan(params.protocol, params, int(n), var, math.sqrt(var / n), values is None, math.sqrt(lap / n),
-                    _report_bits(params), one, int(reports), total, tuple(notes), int(distinct_values))
+                    params.report_bits, one, int(reports), total, tuple(notes), int(distinct_values))
 
 
 def solve_n_mean(protocol: str | NumericParams, target_se: float, *, epsilon: float | None = None, low: float = 0.0,

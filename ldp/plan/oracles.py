@@ -20,10 +20,11 @@ from typing import Any
 
 from ldp.decoders.tabular import ResultTable
 from ldp.encoders.base import ProtocolParams
+from ldp.encoders.rappor import PLANNER_BLOOM
 from ldp.frames import _uint_width
-from ldp.plan.frequency import Plan
+from ldp.plan.frequency import Plan, count_variance, plan
 
-__all__ = ["FIXED_DOMAIN_ORACLES", "OracleScore", "Ranking", "optimal_variance", "report_bytes", "score"]
+__all__ = ["FIXED_DOMAIN_ORACLES", "OracleScore", "Ranking", "optimal_variance", "report_bytes", "score", "recommend"]
 
 FIXED_DOMAIN_ORACLES = ("rr", "grr", "sue", "oue", "blh", "olh", "hr", "ss")
 """The fixed-domain frequency oracles (``rr`` only for ``d = 2``); :func:`ldp.plan.recommend` ranks the
@@ -52,8 +53,6 @@ class OracleScore:
 
 def score(plan: Plan, epsilon: float) -> OracleScore:
     """The score of a plan made at ``epsilon`` (the ratio's optimum is taken at that ε)."""
-    from ldp.plan.frequency import count_variance
-
     var = count_variance(plan.params, plan.n, 0.0, plan.domain_size) / plan.n
     return OracleScore(plan.protocol, var, var / optimal_variance(epsilon), report_bytes(plan.params))
 
@@ -114,3 +113,28 @@ class Ranking(ResultTable, list[Plan]):
     def result_notes(self) -> tuple[str, ...]:
         best = tuple(self.summary().split("\n")) if self else ()
         return best + tuple(f"{p} left out: {why}" for p, why in self.left_out.items())
+
+
+def recommend(epsilon: float, domain_size: int, *, n: int = 1_000_000, frequency: float | None = None,
+              alpha: float = 0.05) -> Ranking:
+    """Plans of every frequency protocol applicable to ``(ε, d)``: the fixed-domain oracles (rr when
+    ``d = 2``, grr, sue, oue, blh, olh, hr, ss), CMS, HCMS and RAPPOR (left out where its defaults cannot
+    separate ``d`` values), lowest exact variance of a rare item's count first (ties: fewer report bytes).
+
+    The :class:`~ldp.plan.oracles.Ranking` also holds each one's variance / the optimum 4e^ε/(e^ε−1)²
+    and bytes per report (``scores``), and names the best for variance and for size. An oracle whose
+    parameters cannot be made at this ε (a probability that rounds to 0 or 1) is left out, with the reason
+    in ``left_out``."""
+    names = [p for p in FIXED_DOMAIN_ORACLES if p != "rr" or domain_size == 2] + ["cms", "hcms"]
+    if domain_size <= PLANNER_BLOOM[0] * PLANNER_BLOOM[2] // 2:
+        names.append("rappor")
+    plans, left_out = [], {}
+    for p in names:
+        try:
+            plans.append(plan(p, n=n, domain_size=domain_size, epsilon=epsilon, frequency=frequency, alpha=alpha))
+        except ValueError as e:
+            left_out[p] = str(e)
+    if not plans:
+        raise ValueError(f"no frequency protocol can be planned at epsilon={epsilon}: " +
+                         "; ".join(f"{p}: {why}" for p, why in left_out.items()))
+    return Ranking(plans, epsilon, left_out)

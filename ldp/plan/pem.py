@@ -14,25 +14,19 @@ round's cutoff needs, where GRR's smaller variance shows in the first rounds.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
-from ldp.decoders.pem import null_threshold, pem_detectable_share, pem_variance
+from ldp.decoders.pem import PEMAggregate, null_threshold, pem_detectable_share, pem_group_n
 from ldp.encoders.pem import PEMParams
 
-__all__ = ["pem_group_n", "pem_count_variance", "pem_candidates", "pem_report_bits", "pem_notes",
+__all__ = ["pem_group_n", "pem_count_variance", "pem_candidates", "pem_notes",
            "pem_round_shares", "detectable_grid"]
 
 
-def pem_group_n(params: PEMParams, n: float) -> int:
-    """The reports of one group the planner assumes: ``n/G``, at least 1."""
-    return max(1, round(n / params.groups))
-
-
 def pem_count_variance(params: PEMParams, n: float, count: float) -> float:
-    """``Var[F̂]`` of a string held by ``count`` of ``n`` users, from a last group of ``n/G`` reports."""
-    return float(pem_variance(params, [count], round(n), pem_group_n(params, n))[0])
+    """``Var[F̂]`` of a string held by ``count`` of ``n`` users (:meth:`PEMAggregate.count_variance`)."""
+    return PEMAggregate.count_variance(params, n, count, 0)
 
 
 def pem_candidates(params: PEMParams) -> int:
@@ -40,11 +34,6 @@ def pem_candidates(params: PEMParams) -> int:
     groups = params.groups
     last_step = params.total_bits - (params.prefix_bits(groups - 2) if groups > 1 else 0)
     return params.top_k << last_step
-
-
-def pem_report_bits(params: PEMParams) -> int:
-    """Bits of one report: its group, seed and hashed value (``ceil(log2)`` of each range)."""
-    return sum(max(1, math.ceil(math.log2(f.size))) if f.size > 1 else 0 for f in params.schema)
 
 
 def pem_notes(params: PEMParams, candidates: int) -> list[str]:

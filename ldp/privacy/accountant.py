@@ -3,7 +3,9 @@
 One accountant for the whole toolkit: encoders state a :class:`PrivacyCost`, the client's
 :class:`BudgetLedger` (in :mod:`ldp.privacy.ledger`, also importable from here) charges it before any
 randomness is drawn, and decoders and the central-DP regressions report what they release with
-the same type.
+the same type. The costs and their composition are defined in :mod:`ldp.privacy.cost` (the lowest module of
+:mod:`ldp.privacy`), the ledger in :mod:`ldp.privacy.ledger`; this module adds the central
+:class:`PrivacyAccountant` and exports them all, so it sits above both.
 
 Composition (Dwork & Roth, *The Algorithmic Foundations of DP*, 2014):
 
@@ -14,13 +16,20 @@ Composition (Dwork & Roth, *The Algorithmic Foundations of DP*, 2014):
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # served lazily by __getattr__ below (ldp.privacy.ledger imports this module)
-    from ldp.privacy.ledger import BudgetExceeded, BudgetLedger, BudgetPolicy, LedgerError, MemoizedCharge, Reservation
+from ldp.errors import BudgetExceeded, LedgerError
+from ldp.privacy.cost import (
+    ZERO_COST,
+    MemoizedCharge,
+    PrivacyCost,
+    advanced_composition,
+    cap_limits,
+    check_real,
+    clamped,
+    compose_parallel,
+    compose_sequential,
+    first_exceeded,
+)
+from ldp.privacy.ledger import BudgetLedger, BudgetPolicy, Reservation
 
 __all__ = [
     "PrivacyCost",
@@ -29,7 +38,7 @@ __all__ = [
     "compose_parallel",
     "advanced_composition",
     "PrivacyAccountant",
-    # the client's budget ledger, defined in ldp.privacy.ledger and exported here too
+    # the client's budget ledger, defined in ldp.privacy.ledger (its errors in ldp.errors) and exported here too
     "BudgetPolicy",
     "MemoizedCharge",
     "Reservation",
@@ -38,136 +47,8 @@ __all__ = [
     "BudgetLedger",
 ]
 
-_LEDGER_NAMES = frozenset(__all__[6:])
-
-_REL_TOL = 1e-9
-"""Relative slack when comparing spending with a cap, so that 10 x 0.1 fits in 1.0 despite rounding."""
-
-
-def _check_real(x: float, name: str, *, upper: float = math.inf, upper_open: bool = False) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    try:
-        x = float(x)
-    except OverflowError:  # an int beyond the double range
-        x = math.inf
-    if not (x >= 0.0 and math.isfinite(x)):
-        raise ValueError(f"{name} must be finite and >= 0, got {x}")
-    if x > upper or (upper_open and x == upper):
-        raise ValueError(f"{name} must be {'<' if upper_open else '<='} {upper}, got {x}")
-    return x
-
-
-@dataclass(frozen=True)
-class PrivacyCost:
-    """An (ε, δ) differential-privacy guarantee (δ = 0 for pure ε-DP)."""
-
-    epsilon: float
-    delta: float = 0.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _check_real(self.epsilon, "epsilon"))
-        object.__setattr__(self, "delta", _check_real(self.delta, "delta", upper=1.0, upper_open=True))
-
-    def __add__(self, other: PrivacyCost) -> PrivacyCost:
-        """Sequential composition."""
-        if not isinstance(other, PrivacyCost):
-            return NotImplemented
-        return PrivacyCost(self.epsilon + other.epsilon, min(self.delta + other.delta, math.nextafter(1.0, 0.0)))
-
-    def times(self, k: int) -> PrivacyCost:
-        """k-fold sequential composition: ``(k·ε, k·δ)``."""
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise ValueError(f"number of compositions must be an int >= 0, got {k!r}")
-        return PrivacyCost(k * self.epsilon, min(k * self.delta, math.nextafter(1.0, 0.0)))
-
-    def fits_within(self, cap: PrivacyCost) -> bool:
-        """``True`` if both ε and δ are at most the cap's (with a 1e-9 relative rounding slack)."""
-        return _fits(self.epsilon, cap.epsilon) and _fits(self.delta, cap.delta)
-
-    def to_dict(self) -> dict[str, float]:
-        return {"epsilon": self.epsilon, "delta": self.delta}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, float]) -> PrivacyCost:
-        return cls(d["epsilon"], d.get("delta", 0.0))
-
-    def __str__(self) -> str:
-        return f"ε={self.epsilon:.6g}" + (f", δ={self.delta:.3g}" if self.delta else "")
-
-
-ZERO_COST = PrivacyCost(0.0, 0.0)
-
-
-def _fits(amount: float, cap: float) -> bool:
-    return amount <= cap * (1.0 + _REL_TOL) + 1e-15
-
-
-_DELTA_MAX = math.nextafter(1.0, 0.0)
-
-
-def _clamped(eps: float, delta: float) -> tuple[float, float]:
-    """A stored running total as ``(ε, δ)``, clamped like ``PrivacyCost(max(ε, 0), min(max(δ, 0), 1⁻))``;
-    a NaN or infinite total raises the ``ValueError`` that ``PrivacyCost`` raises."""
-    e, d = max(eps, 0.0), min(max(delta, 0.0), _DELTA_MAX)
-    if not (e < math.inf and d >= 0.0):
-        PrivacyCost(e, d)  # raises
-    return e, d
-
-
-def _cap_limits(cap: PrivacyCost) -> tuple[float, float]:
-    """The largest ε and δ totals that fit within ``cap``: the right-hand sides of :func:`_fits`."""
-    return cap.epsilon * (1.0 + _REL_TOL) + 1e-15, cap.delta * (1.0 + _REL_TOL) + 1e-15
-
-
-def _first_exceeded(spent: list[tuple[float, float]], epsilon: float, delta: float,
-                    limits: tuple[tuple[int, float, float], ...]) -> int:
-    """The first ``k`` of ``limits`` (``(k, ε limit, δ limit)`` from :func:`_cap_limits` of cap k)
-    whose cap a charge of ``(epsilon, delta)`` on top of ``spent[k]`` would exceed, or -1.
-
-    The ledger's per-charge cap check, on floats: the same as the first k for which
-    ``not (PrivacyCost(*_clamped(*spent[k])) + PrivacyCost(epsilon, delta)).fits_within(cap_k)``,
-    raising where that raises (tests/test_ledger_batch.py checks it with hypothesis)."""
-    for k, limit_epsilon, limit_delta in limits:
-        se, sd = spent[k]
-        if not (0.0 <= se < math.inf and 0.0 <= sd <= _DELTA_MAX):  # negative, NaN, inf: clamp or raise
-            se, sd = _clamped(se, sd)
-        e = se + epsilon
-        if e == math.inf:
-            PrivacyCost(e, 0.0)  # raises the ValueError of the reference sum
-        if e > limit_epsilon or min(sd + delta, _DELTA_MAX) > limit_delta:
-            return k
-    return -1
-
-
-def compose_sequential(costs: Iterable[PrivacyCost]) -> PrivacyCost:
-    """Basic sequential composition: sum of ε and of δ."""
-    total = ZERO_COST
-    for c in costs:
-        total = total + c
-    return total
-
-
-def compose_parallel(costs: Iterable[PrivacyCost]) -> PrivacyCost:
-    """Parallel composition over disjoint data: the maximum ε and the maximum δ."""
-    costs = list(costs)
-    if not costs:
-        return ZERO_COST
-    return PrivacyCost(max(c.epsilon for c in costs), max(c.delta for c in costs))
-
-
-def advanced_composition(cost: PrivacyCost, k: int, delta_slack: float) -> PrivacyCost:
-    """k-fold adaptive composition (Dwork, Rothblum & Vadhan 2010; Dwork & Roth Thm 3.20)."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"number of compositions must be an int >= 1, got {k!r}")
-    slack = _check_real(delta_slack, "delta_slack", upper=1.0, upper_open=True)
-    if slack == 0.0:
-        raise ValueError("delta_slack must be > 0 for advanced composition")
-    eps = cost.epsilon
-    return PrivacyCost(
-        eps * math.sqrt(2 * k * math.log(1 / slack)) + k * eps * math.expm1(eps),
-        min(k * cost.delta + slack, math.nextafter(1.0, 0.0)),
-    )
+# their names before they moved to ldp.privacy.cost (tests/privacy/test_ledger_batch.py imports two of them)
+_check_real, _clamped, _cap_limits, _first_exceeded = check_real, clamped, cap_limits, first_exceeded
 
 
 class PrivacyAccountant:
@@ -192,19 +73,9 @@ class PrivacyAccountant:
     def spend(self, cost: PrivacyCost, label: str = "") -> None:
         """Record ``cost`` (or raise :class:`BudgetExceeded`, recording nothing)."""
         if self.cap is not None and not (self.spent + cost).fits_within(self.cap):
-            from ldp.privacy.ledger import BudgetExceeded
-
             raise BudgetExceeded(label or "central", "total", cost, self.spent, self.cap)
         self.releases.append((label, cost))
 
     def __repr__(self) -> str:
         return f"PrivacyAccountant(spent={self.spent}, cap={self.cap}, releases={len(self.releases)})"
 
-
-def __getattr__(name: str) -> Any:
-    """Export the ledger's names lazily (PEP 562), avoiding a circular import with ldp.privacy.ledger."""
-    if name in _LEDGER_NAMES:
-        from ldp.privacy import ledger
-
-        return getattr(ledger, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,16 +20,13 @@ from fractions import Fraction
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
+from ldp.errors import AuditError
 from ldp.randomness import PRECISION_BITS, RandomSource, bernoulli_threshold
 
 if TYPE_CHECKING:
     from ldp.encoders.base import Encoder
 
 __all__ = ["AuditError", "AuditResult", "output_distribution", "audit", "audit_encoder"]
-
-
-class AuditError(RuntimeError):
-    """The mechanism cannot be audited as written (too many paths, or a non-enumerable draw)."""
 
 
 @lru_cache(maxsize=64)

@@ -18,8 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeAlias, TypeVar
 
+from ldp.errors import ALL_METRICS, BudgetExceeded, ClockError, LedgerDamagedError, LedgerError
 from ldp.privacy import ledger_store as sql
-from ldp.privacy.accountant import PrivacyCost, _cap_limits, _check_real, _clamped, _first_exceeded
+from ldp.privacy.cost import MemoizedCharge, PrivacyCost, cap_limits, check_real, clamped, first_exceeded
 from ldp.reports import MAX_WINDOW
 
 __all__ = ["BudgetPolicy", "MemoizedCharge", "Reservation", "BudgetExceeded", "LedgerError", "LedgerDamagedError",
@@ -44,20 +45,6 @@ class BudgetPolicy:
 
 
 @dataclass(frozen=True)
-class MemoizedCharge:
-    """A history-dependent charge for a memoized response (RAPPOR's PRR).
-
-    The first report of ``key`` is charged ``first``; each later report ``then``; the total ever
-    charged for ``key`` in its metric never exceeds ``cap`` (each increment is cut to fit).
-    """
-
-    key: bytes
-    first: PrivacyCost
-    then: PrivacyCost
-    cap: PrivacyCost
-
-
-@dataclass(frozen=True)
 class Reservation:
     """A charge recorded by :meth:`BudgetLedger.reserve` (spent whether or not it is committed)."""
 
@@ -65,33 +52,6 @@ class Reservation:
     metric: str
     cost: PrivacyCost
     window: int
-
-
-class BudgetExceeded(Exception):
-    """A charge would exceed a cap; nothing was charged and no report may be produced."""
-
-    def __init__(self, scope: str, period: str, requested: PrivacyCost, spent: PrivacyCost, cap: PrivacyCost,
-                 index: int | None = None):
-        """``index``: which charge of a batch (:meth:`BudgetLedger.charge_many`) was refused; ``spent``
-        then includes the batch's earlier charges, none of which was kept."""
-        self.scope, self.period, self.requested, self.spent, self.cap = scope, period, requested, spent, cap
-        self.index = index
-        where = "all metrics" if scope == BudgetLedger.ALL else f"metric {scope!r}"
-        item = "" if index is None else f" at charge {index} of a batch (nothing of the batch was charged)"
-        super().__init__(f"privacy budget exceeded for {where} ({period}){item}: spent {spent}, "
-                         f"requested {requested}, cap {cap}")
-
-
-class LedgerError(Exception):
-    """The ledger file is not an ldp ledger, is corrupted, or was made with other settings."""
-
-
-class LedgerDamagedError(LedgerError):
-    """A value the ledger stored is unreadable (the file was modified or damaged); nothing was changed."""
-
-
-class ClockError(LedgerError, ValueError):
-    """A clock reading that is not a Unix time in ``[0, MAX_CLOCK]``; nothing was charged or written."""
 
 
 def check_clock(reading: object) -> float:
@@ -129,7 +89,7 @@ class BudgetLedger:
     their own statements in :meth:`transaction`, and charge with :meth:`charge_atomically`.
     """
 
-    ALL = "*"
+    ALL = ALL_METRICS
     """Scope name of the budget across all metrics."""
 
     def __init__(
@@ -148,7 +108,7 @@ class BudgetLedger:
         after the ledger's tables are made, with the names of the tables that existed before; it
         may create tables of its own, or raise to refuse the file (nothing it or the ledger wrote
         is kept then)."""
-        self.window_seconds = _check_real(window_seconds, "window_seconds")
+        self.window_seconds = check_real(window_seconds, "window_seconds")
         if self.window_seconds == 0.0:
             raise ValueError("window_seconds must be > 0, got 0")
         if MAX_CLOCK / self.window_seconds > MAX_WINDOW:
@@ -268,13 +228,13 @@ class BudgetLedger:
     def _caps(self, metric: str) -> tuple[_Caps, tuple[tuple[int, float, float], ...]]:
         """The caps a charge to ``metric`` must fit, in the order they are checked (metric window,
         metric lifetime, total window, total lifetime), and their ``(k, limits)`` for
-        :func:`~ldp.privacy.accountant._first_exceeded` (kept while the policies are the same objects)."""
+        :func:`~ldp.privacy.cost.first_exceeded` (kept while the policies are the same objects)."""
         mine, total = self.metrics.get(metric, self.default), self.total
         hit = self._limits.get(metric)
         if hit is None or hit[0] is not mine or hit[1] is not total:
             caps = (mine.per_window, mine.lifetime, total.per_window, total.lifetime)
             hit = self._limits[metric] = (mine, total, caps,
-                                          tuple((k, *_cap_limits(c)) for k, c in enumerate(caps) if c is not None))
+                                          tuple((k, *cap_limits(c)) for k, c in enumerate(caps) if c is not None))
         return hit[2], hit[3]
 
     def _sum(self, scope: str, window: int | None) -> PrivacyCost:
@@ -283,7 +243,7 @@ class BudgetLedger:
             row = self._db.execute(sql.READ_LIFETIME_TOTAL, (scope,))
         else:
             row = self._db.execute(sql.READ_WINDOW_TOTAL, (scope, window))
-        return PrivacyCost(*_clamped(*(row.fetchone() or (0.0, 0.0))))
+        return PrivacyCost(*clamped(*(row.fetchone() or (0.0, 0.0))))
 
     def reserve(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> Reservation:
         """Charge ``cost`` to ``metric`` now (durably, state 'reserved'), or raise
@@ -348,9 +308,9 @@ class BudgetLedger:
         eps, delta = inc.epsilon, inc.delta
         keys, spent = self._known.spent(cur, metric, self.ALL, window)
         caps, limits = self._caps(metric)
-        if limits and (k := _first_exceeded(spent, eps, delta, limits)) >= 0:
+        if limits and (k := first_exceeded(spent, eps, delta, limits)) >= 0:
             raise BudgetExceeded(metric if k < 2 else self.ALL, "lifetime" if k % 2 else "window",
-                                 inc, PrivacyCost(*_clamped(*spent[k])),
+                                 inc, PrivacyCost(*clamped(*spent[k])),
                                  caps[k])  # type: ignore[arg-type]  # k is in limits only for a cap that is not None
         charge_id = cur.execute(sql.INSERT_CHARGE, (metric, window, eps, delta, now, state)).lastrowid
         cur.execute(sql.ADD_WINDOW_TOTALS, (metric, window, eps, delta, self.ALL, window, eps, delta))

@@ -13,12 +13,9 @@ import hashlib
 import hmac
 import os
 import sqlite3
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
-from ldp.privacy.accountant import PrivacyCost
-
-if TYPE_CHECKING:
-    from ldp.privacy.ledger import MemoizedCharge
+from ldp.privacy.cost import MemoizedCharge, PrivacyCost
 
 __all__ = ["APPLICATION_ID", "LEDGER_TABLES", "Known", "Transaction", "create_schema", "has_ledger_tables",
            "memo_increment", "rebuild_totals"]
@@ -161,7 +158,7 @@ class Transaction:
 
 def memo_increment(cur: sqlite3.Cursor, salt: bytes, metric: str,
                    charge: MemoizedCharge) -> tuple[str, PrivacyCost]:
-    """The keyed hash of a :class:`~ldp.privacy.ledger.MemoizedCharge`'s key (HMAC-SHA256 of ``metric || 0x00 ||
+    """The keyed hash of a :class:`~ldp.privacy.cost.MemoizedCharge`'s key (HMAC-SHA256 of ``metric || 0x00 ||
     key`` under the ledger's salt: the value itself is never stored) and what this report of it costs:
     ``first`` for the first report, ``then`` after, each cut so that the key's total stays within ``cap``."""
     key = hmac.new(salt, metric.encode() + b"\x00" + bytes(charge.key), hashlib.sha256).hexdigest()

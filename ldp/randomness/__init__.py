@@ -25,6 +25,7 @@ import random
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ldp.errors import SeededRandomnessWarning
 from ldp.randomness.base import (
     PRECISION_BITS,
     RandomSource,
@@ -123,10 +124,6 @@ class KeyedRandomSource(RandomSource):
 
 _GIL = getattr(sys, "_is_gil_enabled", lambda: True)()
 _SYSTEM: RandomSource = SystemRandomSource() if _GIL else UnbufferedSystemRandomSource()
-
-
-class SeededRandomnessWarning(UserWarning):
-    """A client encoder draws from a seed: every device given that seed reports the same noise."""
 
 
 def is_seeded(rng: Any) -> bool:

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ldp.errors import PrivacyLeakWarning, ReproductionOnlyWarning
 from ldp.privacy.accountant import PrivacyCost
 
 __all__ = [
@@ -31,14 +32,6 @@ __all__ = [
 ]
 
 GAUSSIAN_CONVENTIONS = ("analytic", "piazza", "kalaja", "wang")
-
-
-class PrivacyLeakWarning(UserWarning):
-    """Something about the data is used without privacy accounting (e.g. bounds taken from it)."""
-
-
-class ReproductionOnlyWarning(UserWarning):
-    """A noise constant reproduced from a source that is not verified to give its stated guarantee."""
 
 
 def check_budget(epsilon: float, delta: float | None, *, need_delta: bool) -> PrivacyCost:

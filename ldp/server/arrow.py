@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from ldp.errors import InputError
 from ldp.reports import MAX_BITS, MAX_FIELDS, ReportBatch
 from ldp.server.fold import Folder
 from ldp.server.formats import PARQUET_KEYS, _pyarrow, parquet_row_groups
-from ldp.server.readers import InputError
 from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
 
 __all__ = ["read_parquet", "fold_arrow", "BATCH_ROWS"]

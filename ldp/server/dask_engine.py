@@ -13,13 +13,13 @@ Merging is integer addition, so the aggregates are byte for byte those of the si
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ldp.decoders.base import Aggregate
 from ldp.extras import install_hint
-from ldp.server.fold import Folder, Key
+from ldp.server.fold import Folder, Key, spec_index
 from ldp.server.store import merge_into, pack_parts, unpack_parts
 from ldp.spec import CollectionSpec
 
@@ -46,10 +46,10 @@ def _client(scheduler: Any) -> tuple[Any, bool]:
 
 
 def fold_inputs_on_dask(tasks: Sequence[Any], docs: list[dict[str, Any]], by_window: bool, chunk_bytes: int,
-                        fast: bool, scheduler: Any, parquet_unverified: bool = False) -> Iterator[tuple[Any, Any]]:
-    """Fold each input on the cluster; yield ``(task, (blob, stats, rejects bytes))`` as they finish."""
-    from ldp.server.job import fold_input
-
+                        fast: bool, scheduler: Any, parquet_unverified: bool = False, *,
+                        fold_input: Callable[..., Any]) -> Iterator[tuple[Any, Any]]:
+    """Fold each input on the cluster with ``fold_input`` (:func:`ldp.server.job.fold_input`, which the job
+    passes); yield ``(task, (blob, stats, rejects bytes))`` as they finish."""
     if not tasks:
         return
     distributed = _distributed()
@@ -176,8 +176,6 @@ def aggregate_bag(bag: Any, specs: Any, *, by_window: bool = False, split_every:
     tree-merge the aggregates. ``client``: a ``distributed.Client`` (default: Dask's current scheduler)."""
     from dask import delayed
 
-    from ldp.server.job import spec_index
-
     docs = [s.to_dict() for s in spec_index(specs).values()]
     parts = [delayed(_fold_lines)(p, i, docs, by_window, fast, keep_rejects) for i, p in enumerate(bag.to_delayed())]
     return _compute(parts, split_every, client)
@@ -188,8 +186,6 @@ def aggregate_dataframe(df: Any, specs: Any, *, by_window: bool = False, split_e
     """Fold a Dask dataframe in the Parquet layout (``dask.dataframe.read_parquet(...)``; use
     ``dtype_backend="pyarrow"`` to keep integer columns with nulls as integers) the same way."""
     from dask import delayed
-
-    from ldp.server.job import spec_index
 
     docs = [s.to_dict() for s in spec_index(specs).values()]
     parts = [delayed(_fold_frame)(p, i, docs, by_window, keep_rejects) for i, p in enumerate(df.to_delayed())]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +33,8 @@ from ldp.reports import Report, ReportBatch, ReportError
 from ldp.server.jsonl import junk_lines, match_lines, repeats, templates_for
 from ldp.spec import CollectionSpec, EnvelopeError, MetricSpec, parse_envelope
 
-__all__ = ["Key", "Folder", "key_name", "parse_key_name", "groups", "RAW_LIMIT", "REJECTS_CAP", "SERVER_REASONS"]
+__all__ = ["Key", "Folder", "key_name", "parse_key_name", "groups", "spec_index", "RAW_LIMIT", "REJECTS_CAP",
+           "SERVER_REASONS"]
 
 Key = tuple[str, str, "int | None"]
 """(metric, parameter fingerprint, window or ``None`` when windows are folded together)."""
@@ -60,6 +62,21 @@ def parse_key_name(name: str) -> Key:
     if m is None:
         raise ValueError(f"{name!r} is not an aggregate name (metric.fingerprint[.wWINDOW])")
     return m.group(1), m.group(2), None if m.group(3) is None else int(m.group(3))
+
+
+def spec_index(specs: CollectionSpec | str | os.PathLike[str] | Sequence[Any] | Mapping[str, Any]
+               ) -> dict[str, CollectionSpec]:
+    """``{fingerprint: spec}`` from a spec, a path, or several of them (every version deployed)."""
+    if isinstance(specs, Mapping):
+        return dict(specs)
+    items = [specs] if isinstance(specs, (CollectionSpec, str, os.PathLike)) else list(specs)
+    out = {}
+    for s in items:
+        spec = s if isinstance(s, CollectionSpec) else CollectionSpec.load(s)
+        out[spec.fingerprint] = spec
+    if not out:
+        raise ValueError("give at least one collection spec")
+    return out
 
 
 def groups(values: np.ndarray) -> list[tuple[int, np.ndarray | None]]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ldp.errors import InputError
 from ldp.extras import install_hint
 from ldp.reports import MAX_FRAME_RECORDS, Report, ReportBatch, encode_frames
 from ldp.spec import Envelope
@@ -245,8 +246,6 @@ def parquet_row_groups(path: str | os.PathLike[str], batch_rows: int, source: st
     page of the row group passed its checksum and decoded to the footer's row count; for a damaged
     row group, ``(first record, rows, why)``. ``InputError``: an unreadable footer, a schema that
     ``check_schema`` refuses, or pages without checksums (unless ``unverified``)."""
-    from ldp.server.readers import InputError
-
     pa, pq = _pyarrow()
     damage = (pa.ArrowException, OSError, ValueError, MemoryError)
     try:  # no pre-buffering of row groups, one thread: memory stays flat in the file's size
@@ -303,8 +302,6 @@ def _drain(decoded: list[Any]) -> Iterator[Any]:
 
 def _reread(batches: Callable[[], Iterator[Any]], source: str) -> Iterator[Any]:
     """The second pass over a verified row group: a failure now means the file changed meanwhile."""
-    from ldp.server.readers import InputError
-
     pa, _ = _pyarrow()
     try:
         yield from batches()

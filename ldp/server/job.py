@@ -22,14 +22,15 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ldp.server.fold import Folder, key_name
+from ldp.errors import InputChangedError, JobError
+from ldp.server.fold import Folder, key_name, spec_index
 from ldp.server.formats import EXTENSIONS, FORMATS, detect_format
-from ldp.server.manifest import JobError, Manifest
+from ldp.server.manifest import Manifest
 from ldp.server.readers import CHUNK_BYTES, read_input
 from ldp.server.store import AGG_SUFFIX, merge_into, pack_parts, unpack_parts, write_aggregate, write_atomic
 from ldp.spec import CollectionSpec
@@ -43,25 +44,6 @@ ON_CHANGE = ("error", "reprocess")
 DUPLICATES = ("once", "count")
 _hook: Callable[[str, dict[str, Any]], None] | None = None
 """Tests only: called at "part_written" (before an input's manifest line) and "input_done"."""
-
-
-class InputChangedError(JobError):
-    """An input in the manifest changed (or changed while it was read)."""
-
-
-def spec_index(specs: CollectionSpec | str | os.PathLike[str] | Sequence[Any] | Mapping[str, Any]
-               ) -> dict[str, CollectionSpec]:
-    """``{fingerprint: spec}`` from a spec, a path, or several of them (every version deployed)."""
-    if isinstance(specs, Mapping):
-        return dict(specs)
-    items = [specs] if isinstance(specs, (CollectionSpec, str, os.PathLike)) else list(specs)
-    out = {}
-    for s in items:
-        spec = s if isinstance(s, CollectionSpec) else CollectionSpec.load(s)
-        out[spec.fingerprint] = spec
-    if not out:
-        raise ValueError("give at least one collection spec")
-    return out
 
 
 def expand_inputs(paths: Sequence[str | os.PathLike[str]], warnings: list[str] | None = None) -> list[Path]:
@@ -332,7 +314,8 @@ def _run(tasks: list[_Task], docs: list[dict[str, Any]], by_window: bool, chunk_
     if engine == "dask":
         from ldp.server.dask_engine import fold_inputs_on_dask
 
-        yield from fold_inputs_on_dask(tasks, docs, by_window, chunk_bytes, fast, scheduler, parquet_unverified)
+        yield from fold_inputs_on_dask(tasks, docs, by_window, chunk_bytes, fast, scheduler, parquet_unverified,
+                                       fold_input=fold_input)
         return
     if engine != "local":
         raise ValueError(f"engine must be 'local' or 'dask', got {engine!r}")

@@ -16,15 +16,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ldp.errors import JobError
 from ldp.server.store import fsync_dir, write_atomic
 
 __all__ = ["JOB_FORMAT", "Manifest", "JobError"]
 
 JOB_FORMAT = "ldp-aggregate-job/1"
-
-
-class JobError(ValueError):
-    """The output folder cannot be used for this job (settings differ, damaged, or in use)."""
 
 
 class Manifest:

@@ -20,6 +20,7 @@ from typing import IO, Any
 import numpy as np
 
 from ldp.decoders.base import frame_to_batch
+from ldp.errors import InputError
 from ldp.reports import MAGIC as FRAME_MAGIC, MAX_LINE, ReportError, scan_frames
 from ldp.server.fold import RAW_LIMIT, Folder
 from ldp.server.formats import CSV_HEADER, MAX_SECTION, SECTION_MAGIC, SectionHeader, detect_format, read_section_header
@@ -37,10 +38,6 @@ CSV_CHUNK = 1 << 21
 _INT_RE = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 _HEADER_MAX = 34 + 255
 Progress = Callable[[int], None]
-
-
-class InputError(ValueError):
-    """An input file that cannot be read as its format at all (e.g. a CSV without the header)."""
 
 
 class Oversize:

@@ -14,28 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ldp.reports import MAX_LINE, MAX_WINDOW, REASONS, Report, ReportError, loads_utf8
+from ldp.errors import ENVELOPE_REASONS, EnvelopeError
+from ldp.reports import MAX_LINE, MAX_WINDOW, Report, ReportError, loads_utf8
 
 __all__ = ["Envelope", "EnvelopeError", "ENVELOPE_REASONS", "METRIC_RE", "MAX_WINDOW", "parse_envelope"]
 
 METRIC_RE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
 """Metric names: a lowercase letter, then up to 31 lowercase letters, digits or underscores."""
 _FP_RE = re.compile(r"[0-9a-f]{16}\Z")
-
-ENVELOPE_REASONS = REASONS | {"bad_spec", "bad_metric", "bad_window", "bad_report", "unknown_spec", "unknown_metric"}
-"""Every reason an upload line can be rejected with."""
-
-
-class EnvelopeError(ReportError):
-    """A rejected upload line; ``reason`` is one of :data:`ENVELOPE_REASONS`.
-
-    A :class:`~ldp.reports.ReportError`, so one ``except ReportError`` counts both kinds."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        if reason not in ENVELOPE_REASONS:
-            raise ValueError(f"unknown envelope rejection reason {reason!r}")
-        self.reason, self.detail, self.records, self.resume = reason, detail, 1, None
-        ValueError.__init__(self, f"{reason}: {detail}" if detail else reason)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ldp.errors import SpecError
 from ldp.privacy.accountant import PrivacyCost
 from ldp.privacy.ledger import MAX_CLOCK
 from ldp.protocols import client_protocols
@@ -43,14 +44,6 @@ NAME_RE = re.compile(r"[a-z][a-z0-9_.-]{0,63}\Z")
 def digest(obj: Any) -> str:
     """First 16 hex digits of SHA-256 over ``canonical_json(obj)``."""
     return hashlib.sha256(canonical_json(obj).encode("ascii")).hexdigest()[:16]
-
-
-class SpecError(ValueError):
-    """An invalid spec; ``errors`` lists every problem as ``"json.path: message"``."""
-
-    def __init__(self, errors: list[str], source: str = "spec") -> None:
-        self.errors, self.source = list(errors), source
-        super().__init__(f"{source}: {len(errors)} error(s):\n  " + "\n  ".join(errors))
 
 
 @dataclass(frozen=True)

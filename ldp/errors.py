@@ -1,0 +1,220 @@
+"""Every exception and warning of :mod:`ldp`, under two bases (standard library only; imports nothing of ldp).
+
+Each class keeps the builtin base it always had, so ``except ValueError`` still catches a bad report, and each
+stays importable from the module that raises it (``from ldp.privacy.ledger import BudgetExceeded``)::
+
+    LdpError (Exception)
+    ├── BudgetExceeded                       a charge would exceed a privacy cap    (ldp.privacy.ledger)
+    ├── LedgerError                          not a usable budget ledger             (ldp.privacy.ledger)
+    │   ├── LedgerDamagedError               a stored value is unreadable           (ldp.privacy.ledger)
+    │   ├── ClockError, ValueError           a clock reading that is no Unix time   (ldp.privacy.ledger)
+    │   └── StateError                       a foreign or damaged client state file (ldp.client.runtime)
+    ├── AuditError, RuntimeError             a mechanism that cannot be audited     (ldp.privacy.audit)
+    ├── ReportError, ValueError              a malformed or mismatched report       (ldp.reports)
+    │   └── EnvelopeError                    a rejected upload line                 (ldp.spec.envelope)
+    ├── SpecError, ValueError                an invalid collection spec             (ldp.spec.schema)
+    ├── UploadError                          an upload that stopped                 (ldp.client.uploader)
+    ├── AggregateFormatError, ValueError     bytes that are not an aggregate        (ldp.decoders.aggregate_file)
+    ├── CandidateLimitError, ValueError      too many SFP candidate words           (ldp.decoders.sfp)
+    ├── InputError, ValueError               an unreadable input file               (ldp.server.readers)
+    ├── JobError, ValueError                 an unusable output folder              (ldp.server.manifest)
+    │   └── InputChangedError                an input changed                       (ldp.server.job)
+    ├── ConfigError, ValueError              an unusable collector configuration    (ldp.collector.config)
+    ├── IngestError                          a refused collector request            (ldp.collector.ingest)
+    ├── QueueFull                            the collector's write queue is full    (ldp.collector.segments)
+    ├── WriterClosed                         the collector's writer is closed       (ldp.collector.segments)
+    ├── FoldBusyError, RuntimeError          another process folds this app         (ldp.collector.watch)
+    └── MissingExtraError, ImportError       an optional extra is not installed     (ldp.extras)
+    LdpWarning (UserWarning)
+    ├── SeededRandomnessWarning              a client drawing from a seed           (ldp.randomness)
+    ├── PrivacyLeakWarning                   data used without privacy accounting   (ldp.regression.mechanisms)
+    └── ReproductionOnlyWarning              an unverified noise constant           (ldp.regression.mechanisms)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: this module imports nothing of ldp
+    from ldp.client.uploader import UploadResult
+    from ldp.privacy.cost import PrivacyCost
+
+__all__ = [
+    "LdpError", "LdpWarning", "BudgetExceeded", "LedgerError", "LedgerDamagedError", "ClockError", "StateError",
+    "AuditError", "ReportError", "EnvelopeError", "SpecError", "UploadError", "AggregateFormatError",
+    "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
+    "WriterClosed", "FoldBusyError", "MissingExtraError", "SeededRandomnessWarning", "PrivacyLeakWarning",
+    "ReproductionOnlyWarning", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
+]
+
+REASONS = frozenset({
+    "too_large", "not_json", "not_object", "duplicate_key", "missing_key", "unknown_key",
+    "bad_version", "bad_protocol", "bad_fingerprint", "bad_payload", "bad_field", "bad_value",
+    "bad_magic", "truncated", "bad_checksum",
+    "wrong_protocol", "wrong_fingerprint", "payload_mismatch", "out_of_range", "bad_length",
+})
+"""Every reason a report can be rejected with (:class:`ReportError`; exported by :mod:`ldp.reports`)."""
+
+ENVELOPE_REASONS = REASONS | {"bad_spec", "bad_metric", "bad_window", "bad_report", "unknown_spec", "unknown_metric"}
+"""Every reason an upload line can be rejected with (:class:`EnvelopeError`; exported by :mod:`ldp.spec.envelope`)."""
+
+ALL_METRICS = "*"
+"""The scope of the budget across all metrics (:attr:`ldp.privacy.ledger.BudgetLedger.ALL`)."""
+
+
+class LdpError(Exception):
+    """The base of every exception :mod:`ldp` raises on purpose."""
+
+
+class LdpWarning(UserWarning):
+    """The base of every warning :mod:`ldp` issues."""
+
+
+# -- privacy: the budget ledger, the client's state file, the audit ---------------------------------------------
+class BudgetExceeded(LdpError):
+    """A charge would exceed a cap; nothing was charged and no report may be produced."""
+
+    def __init__(self, scope: str, period: str, requested: PrivacyCost, spent: PrivacyCost, cap: PrivacyCost,
+                 index: int | None = None):
+        """``index``: which charge of a batch (:meth:`BudgetLedger.charge_many`) was refused; ``spent``
+        then includes the batch's earlier charges, none of which was kept."""
+        self.scope, self.period, self.requested, self.spent, self.cap = scope, period, requested, spent, cap
+        self.index = index
+        where = "all metrics" if scope == ALL_METRICS else f"metric {scope!r}"
+        item = "" if index is None else f" at charge {index} of a batch (nothing of the batch was charged)"
+        super().__init__(f"privacy budget exceeded for {where} ({period}){item}: spent {spent}, "
+                         f"requested {requested}, cap {cap}")
+
+
+class LedgerError(LdpError):
+    """The ledger file is not an ldp ledger, is corrupted, or was made with other settings."""
+
+
+class LedgerDamagedError(LedgerError):
+    """A value the ledger stored is unreadable (the file was modified or damaged); nothing was changed."""
+
+
+class ClockError(LedgerError, ValueError):
+    """A clock reading that is not a Unix time in ``[0, MAX_CLOCK]``; nothing was charged or written."""
+
+
+class StateError(LedgerError):
+    """The state file is foreign, damaged, or belongs to another collection (nothing was changed)."""
+
+
+class AuditError(LdpError, RuntimeError):
+    """The mechanism cannot be audited as written (too many paths, or a non-enumerable draw)."""
+
+
+# -- reports, upload envelopes, collection specs, uploads ---------------------------------------------------------
+class ReportError(LdpError, ValueError):
+    """A malformed or mismatched report; ``reason`` is one of :data:`REASONS`.
+
+    For a malformed binary frame, ``records`` is the number of reports it declared (1 when its
+    header is unreadable) and ``resume`` the offset where reading may safely go on, if known.
+    """
+
+    def __init__(self, reason: str, detail: str = "", records: int = 1, resume: int | None = None) -> None:
+        assert reason in REASONS, reason
+        self.reason, self.detail, self.records, self.resume = reason, detail, records, resume
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+
+
+class EnvelopeError(ReportError):
+    """A rejected upload line; ``reason`` is one of :data:`ENVELOPE_REASONS`.
+
+    A :class:`~ldp.reports.ReportError`, so one ``except ReportError`` counts both kinds."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        if reason not in ENVELOPE_REASONS:
+            raise ValueError(f"unknown envelope rejection reason {reason!r}")
+        self.reason, self.detail, self.records, self.resume = reason, detail, 1, None
+        ValueError.__init__(self, f"{reason}: {detail}" if detail else reason)
+
+
+class SpecError(LdpError, ValueError):
+    """An invalid spec; ``errors`` lists every problem as ``"json.path: message"``."""
+
+    def __init__(self, errors: list[str], source: str = "spec") -> None:
+        self.errors, self.source = list(errors), source
+        super().__init__(f"{source}: {len(errors)} error(s):\n  " + "\n  ".join(errors))
+
+
+class UploadError(LdpError):
+    """An upload stopped: the server refused the batch, or it could not be delivered in ``max_attempts``.
+
+    Nothing was acknowledged for the batch part that failed: its items stay in the outbox and its pin
+    (batch id) is kept, so the next ``upload`` resends exactly the same lines under the same id.
+    ``status`` is the last HTTP status (``None``: no answer), ``reason`` the server's ``error``
+    field or a short description, and ``result`` what was done before the failure."""
+
+    def __init__(self, message: str, *, status: int | None, reason: str, result: UploadResult) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.result = result
+
+
+# -- the server side: aggregates, decoding, batch jobs ----------------------------------------------------------
+class AggregateFormatError(LdpError, ValueError):
+    """Bytes that are not a well-formed aggregate: whatever is wrong with them, this is raised."""
+
+
+class CandidateLimitError(LdpError, ValueError):
+    """Reconstruction would form more candidate words than ``max_candidates``."""
+
+
+class InputError(LdpError, ValueError):
+    """An input file that cannot be read as its format at all (e.g. a CSV without the header)."""
+
+
+class JobError(LdpError, ValueError):
+    """The output folder cannot be used for this job (settings differ, damaged, or in use)."""
+
+
+class InputChangedError(JobError):
+    """An input in the manifest changed (or changed while it was read)."""
+
+
+# -- the collector ----------------------------------------------------------------------------------------------
+class ConfigError(LdpError, ValueError):
+    """A configuration file that cannot be used (the message names the file and the key)."""
+
+
+class IngestError(LdpError):
+    """A refused request: HTTP ``status``, a short ``reason`` (the JSON ``error``) and a ``detail``
+    that never quotes a report line."""
+
+    def __init__(self, status: int, reason: str, detail: str = "") -> None:
+        super().__init__(f"{status} {reason}: {detail}")
+        self.status, self.reason, self.detail = status, reason, detail
+
+
+class QueueFull(LdpError):
+    """The write queue holds ``max_pending_batches``: answer 429."""
+
+
+class WriterClosed(LdpError):
+    """The writer is shutting down or failed: answer 503."""
+
+
+class FoldBusyError(LdpError, RuntimeError):
+    """Another process (or thread) is folding this app right now."""
+
+
+# -- installation ------------------------------------------------------------------------------------------------
+class MissingExtraError(LdpError, ImportError):
+    """A feature needs an optional extra that is not installed (the message says which)."""
+
+
+# -- warnings ------------------------------------------------------------------------------------------------------
+class SeededRandomnessWarning(LdpWarning):
+    """A client encoder draws from a seed: every device given that seed reports the same noise."""
+
+
+class PrivacyLeakWarning(LdpWarning):
+    """Something about the data is used without privacy accounting (e.g. bounds taken from it)."""
+
+
+class ReproductionOnlyWarning(LdpWarning):
+    """A noise constant reproduced from a source that is not verified to give its stated guarantee."""

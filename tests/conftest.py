@@ -1,0 +1,39 @@
+"""The test suite, in folders by idea (file names are unique across folders: pytest imports each test file
+by its name):
+
+* ``protocols/``: one file (or a few) per protocol family, and the hash family they share;
+* ``privacy/``: the accountant and the budget ledger, privacy claims against the exact audit, client randomness;
+* ``client/``: the collection spec, the telemetry client and its uploads, logging, imports without numpy;
+* ``server/``: the wire format, the aggregation job (formats, folds, hostile inputs), aggregate bytes;
+* ``collector/``: ``ldp serve``, ``ldp watch``, the dashboard, and the end-to-end browser test;
+* ``cli/``: the ``ldp`` command, its error contract and progress bars;
+* ``plan/``, ``simulation/``, ``regression/``: the planner, simulated collections (and local vs central DP),
+  central-DP regression;
+* ``results/``: result classes and their outputs, consistency post-processing, association analysis;
+* ``docs/``: the docs' snippets, the examples, the distribution's name;
+* ``scripts/``: the experiment scripts of ``simulations/``;
+* ``structure/``: the structure of the package (its import graph, switches over protocol names);
+* ``support/``: helpers, imported as ``support`` (``tests/`` is on ``sys.path`` through ``pythonpath`` in
+  ``[tool.pytest.ini_options]``); :data:`support.ROOT` is the repository root.
+
+The fixtures here are those that several files need."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+
+@pytest.fixture
+def run_ldp(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """``run_ldp(*argv)``: ``ldp ARGV`` in this process, returning (exit status, stdout, stderr) as read by
+    ``capsys`` (for a module-scoped fixture or a hypothesis test: :func:`support.call_main`)."""
+    from ldp.cli.command import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        status = main(list(argv))
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run

@@ -1,0 +1,114 @@
+"""Our PyPI name is ``ldp-telemetry``: ``ldp`` on PyPI is someone else's package, so no install line a
+user copies may name it (the import package stays ``ldp``, as scikit-learn installs ``sklearn``). And the
+Pythons we declare are the ones CI runs (issue 28, items 1 and 2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from support import ROOT, install_lines
+from support.install_lines import bare_install_lines
+
+from ldp.extras import DISTRIBUTION, install_hint, pip_install
+
+SKIP_DIRS = {".git", "site", "build", "dist", ".venv", ".ci-venv", "node_modules", "__pycache__", ".hypothesis",
+             ".pytest_cache", "results", "artifacts"}
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg", ".yml", ".yaml", ".json", ".html", ".j2", ".sh", ".ts", ""}
+
+
+@pytest.mark.parametrize("line", [
+    "pip install ldp", "pip install 'ldp[server]'", 'pip install "ldp[serve,plot]"', "pip install -U ldp",
+    "python -m pip install --quiet ldp==0.1", "uv pip install ldp", "poetry add ldp", "test = [\"ldp[server]\", \"x\"]",
+    "raise ImportError(\"needs pandas: pip install pandas, or 'ldp[pandas]'\")",
+])
+def test_detector_catches_the_old_name(line: str) -> None:
+    assert bare_install_lines(line) == [line]
+
+
+@pytest.mark.parametrize("line", [
+    "pip install ldp-telemetry", "pip install 'ldp-telemetry[server]'", "pip install '.[server]' && ldp demo",
+    "from ldp.encoders import GRRParams", "ldp demo --quick", "pip install ldp_telemetry", "pip install ldpkit",
+])
+def test_detector_passes_our_lines(line: str) -> None:
+    assert bare_install_lines(line) == []
+
+
+def _tree_files() -> list[Path]:
+    out = []
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT).parts
+        if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in rel[:-1]) or not path.is_file():
+            continue
+        if path.suffix in TEXT_SUFFIXES and path.stat().st_size < 2_000_000:
+            out.append(path)
+    return out
+
+
+def test_no_install_line_in_the_tree_names_the_old_distribution() -> None:
+    files = _tree_files()
+    assert len(files) > 100  # the walk found the tree
+    offenders = []
+    for path in files:
+        if path in (Path(__file__).resolve(), Path(install_lines.__file__).resolve()):
+            continue  # the detector and this file's own examples of what is refused
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        offenders += [f"{path.relative_to(ROOT)}: {line}" for line in bare_install_lines(text)]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_project_metadata_names_our_distribution() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION == "ldp-telemetry"
+    for extra, reqs in project["optional-dependencies"].items():
+        for req in reqs:
+            if req.split("[")[0] in {"ldp", DISTRIBUTION}:
+                assert req.startswith(f"{DISTRIBUTION}["), (extra, req)
+
+
+def test_install_lines_and_version_name_it() -> None:
+    assert pip_install() == "pip install ldp-telemetry"
+    assert pip_install("serve") == "pip install 'ldp-telemetry[serve]'"
+    assert install_hint("matplotlib", "plot") == "pip install 'ldp-telemetry[plot]' (or pip install matplotlib)"
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install ldp-telemetry" in readme
+    out = subprocess.run([sys.executable, "-m", "ldp", "--version"], capture_output=True, text=True, check=True)
+    from ldp import __version__
+    assert out.stdout.strip() == f"ldp-telemetry {__version__}"
+
+
+def test_declared_pythons_agree_and_ci_runs_the_lowest_and_highest():
+    sys.path.insert(0, str(ROOT / ".ci"))
+    try:
+        import pythons
+    finally:
+        sys.path.remove(str(ROOT / ".ci"))
+    versions = pythons.supported()
+    assert versions[0] == (3, 11) and versions == sorted(versions) and len(versions) >= 2  # 3.10 is past its end
+    assert sys.version_info[:2] in versions  # the suite runs on a declared Python
+    run = (ROOT / ".ci" / "run").read_text()
+    assert "python3 .ci/pythons.py --find" in run and "client_only \"$py\"" in run and "ldp demo --quick" in run
+
+
+def test_the_registry_scan_skips_type_aliases(tmp_path, monkeypatch):
+    """Python 3.10's ``inspect.isclass`` took ``dict[str, int]`` for a class and ``issubclass`` then failed
+    (``ldp demo`` crashed there); an alias beside a protocol class is skipped, the class found."""
+    from ldp.protocols.registry import _is_class, _scan
+
+    assert _is_class(int) and not _is_class(dict[str, int]) and not _is_class(list[int])
+    pkg = tmp_path / "fakeprotos"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "one.py").write_text("from tests_base_for_scan import Base\nLayout = dict[str, int]\n"
+                                "class Proto(Base):\n    pass\n")
+    (tmp_path / "tests_base_for_scan.py").write_text("class Base:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tests_base_for_scan
+
+    assert [c.__name__ for c in _scan("fakeprotos", tests_base_for_scan.Base)] == ["Proto"]
