@@ -172,4 +172,4 @@ def test_ldp_errors_imports_nothing_of_ldp():
     """Only standard library at run time (its ``TYPE_CHECKING`` imports are annotations)."""
     path = PACKAGE / "errors.py"
     assert imports_of("ldp.errors", path, set(modules())) == []
-    assert Path(errors.__file__).read_text() == path.read_text()  # the module read is the one imported (CI installs a copy)
+    assert Path(errors.__file__).read_text() == path.read_text()  # CI imports an installed copy
