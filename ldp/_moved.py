@@ -27,7 +27,7 @@ MOVED: dict[str, str] = {
     "ldp.cli_counts": "ldp.cli.counts",
     "ldp.cli_logging": "ldp.cli.log",
     "ldp.cli_multi": "ldp.cli.multi",
-    "ldp.cli_ngrams": "ldp.cli.ngrams",
+    "ldp.cli_ngrams": "ldp.cli.rappor_ngrams",
     "ldp.cli_numeric": "ldp.cli.numeric",
     "ldp.cli_pem": "ldp.cli.pem",
     "ldp.cli_protocols": "ldp.cli.protocols",
@@ -37,12 +37,12 @@ MOVED: dict[str, str] = {
     "ldp.cli_watch": "ldp.cli.watch",
     "ldp.plan_costs": "ldp.plan.costs",
     "ldp.plan_multi": "ldp.plan.multi",
-    "ldp.plan_ngrams": "ldp.plan.ngrams",
+    "ldp.plan_ngrams": "ldp.plan.rappor_ngrams",
     "ldp.plan_numeric": "ldp.plan.numeric",
     "ldp.plan_oracles": "ldp.plan.oracles",
     "ldp.plan_pem": "ldp.plan.pem",
     "ldp.simulation_multi": "ldp.simulation.multi",
-    "ldp.simulation_ngrams": "ldp.simulation.ngrams",
+    "ldp.simulation_ngrams": "ldp.simulation.rappor_ngrams",
     "ldp.simulation_numeric": "ldp.simulation.numeric",
     "ldp.simulation_pem": "ldp.simulation.pem",
     "ldp.regtest": "ldp.simulation.rappor_regtest",
@@ -50,6 +50,7 @@ MOVED: dict[str, str] = {
     "ldp.buffered_random": "ldp.randomness.buffered",
     "ldp.tables": "ldp.display.tables",
     "ldp.progress": "ldp.display.progress",
+    "ldp.decoders.association_io": "ldp.server.association",
 }
 """Old module path → its home since 0.2. (``ldp.client``, ``ldp.cli``, ``ldp.plan``, ``ldp.simulation`` and
 ``ldp.randomness`` became packages under the same name, re-exporting their public names.)"""

@@ -33,6 +33,8 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
 
 from __future__ import annotations
 
+import csv
+import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: this module imports nothing of ldp
@@ -44,7 +46,7 @@ __all__ = [
     "AuditError", "ReportError", "EnvelopeError", "SpecError", "UploadError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
     "WriterClosed", "FoldBusyError", "MissingExtraError", "SeededRandomnessWarning", "PrivacyLeakWarning",
-    "ReproductionOnlyWarning", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
+    "ReproductionOnlyWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
 ]
 
 REASONS = frozenset({
@@ -218,3 +220,28 @@ class PrivacyLeakWarning(LdpWarning):
 
 class ReproductionOnlyWarning(LdpWarning):
     """A noise constant reproduced from a source that is not verified to give its stated guarantee."""
+
+
+# -- describing an error -------------------------------------------------------------------------------------------
+def error_text(exc: BaseException) -> str:
+    """One line describing a bad-input exception (no line breaks or control characters from the input): what the
+    command line prints after ``error:`` and the collector logs for an aggregate it cannot decode."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        names = [os.fsdecode(n) for n in (exc.filename, exc.filename2) if n is not None]
+        text = f"{' -> '.join(names)}: {exc.strerror}"
+    elif isinstance(exc, ZeroDivisionError):
+        text = f"a value that must not be zero is zero ({type(exc).__name__}: {exc})"
+    elif isinstance(exc, ArithmeticError):
+        text = f"a value is too large or too small to compute with ({type(exc).__name__}: {exc})"
+    elif isinstance(exc, MemoryError):
+        text = f"not enough memory: {exc or 'the input declares sizes too large to allocate'}"
+    elif isinstance(exc, RecursionError):
+        text = "the input is nested too deeply"
+    elif isinstance(exc, UnicodeDecodeError):
+        text = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    elif isinstance(exc, (csv.Error, SyntaxError)):
+        text = f"malformed input ({type(exc).__name__}: {exc})"
+    else:
+        text = str(exc) or type(exc).__name__
+    text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)

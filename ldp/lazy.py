@@ -1,13 +1,19 @@
 """Packages that export names from their submodules on first use (PEP 562), so that importing the
-package, or one light submodule of it, does not import every heavy submodule."""
+package, or one light submodule of it, does not import every heavy submodule; and the classes a package's
+submodules define, found by importing them (how the protocol registry discovers protocols)."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import pkgutil
+import types
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "subclasses_in"]
+
+_T = TypeVar("_T")
 
 
 def lazy_exports(package: str, exports: Mapping[str, tuple[str, ...]], namespace: MutableMapping[str, Any]
@@ -30,3 +36,18 @@ def lazy_exports(package: str, exports: Mapping[str, tuple[str, ...]], namespace
         return sorted(set(namespace) | set(where))
 
     return __getattr__, __dir__
+
+
+def subclasses_in(package: str, base: type[_T]) -> list[type[_T]]:
+    """The concrete subclasses of ``base`` defined in the modules directly inside ``package`` (each module is
+    imported), in module then name order. A parametrized alias (``Layout = dict[str, int]``, which
+    :func:`inspect.isclass` accepts on Python 3.10) is no class here."""
+    pkg = importlib.import_module(package)
+    found: list[type[_T]] = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        module = importlib.import_module(f"{package}.{info.name}")
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            if (not isinstance(obj, types.GenericAlias) and issubclass(obj, base) and not inspect.isabstract(obj)
+                    and obj.__module__ == module.__name__):
+                found.append(obj)
+    return found

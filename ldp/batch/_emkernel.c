@@ -13,7 +13,7 @@
  * over the pairs, so each pair's rows are read once from cache instead of being copied into (j, d) arrays
  * (the numpy path is memory-bound: about 0.5 s per map at a million pairs of 100 values). The dot product
  * keeps four partial sums (so the compiler can pipeline it); it therefore differs from numpy's sum in the
- * last bits only, which tests/test_association.py checks against the numpy path. Only the buffer protocol
+ * last bits only, which tests/results/test_association.py checks against the numpy path. Only the buffer protocol
  * is used (no numpy headers); every index is checked before any write; the GIL is released meanwhile.
  */
 #define PY_SSIZE_T_CLEAN

@@ -13,7 +13,7 @@
  *
  * Only the Python buffer protocol is used (no numpy headers): building needs a C compiler and
  * nothing else, and ldp.batch.bits falls back to pure numpy when this module is absent. The GIL
- * is released while folding. The reference it is tested against: tests/test_fold_fast.py.
+ * is released while folding. The reference it is tested against: tests/server/test_fold_fast.py.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

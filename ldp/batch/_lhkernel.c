@@ -11,7 +11,7 @@
  * h mod g == y: a mask when g is a power of two, else the divisibility test of the numpy path
  * (rotr((h - y) * odd^-1, k) <= limit_y, see ldp/batch/local_hashing.py). Only the buffer protocol is
  * used (no numpy headers); the GIL is released while counting. Tested against the numpy path and mmh3
- * in tests/test_local_hashing.py.
+ * in tests/protocols/test_local_hashing.py.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ldp.reports import ReportBatch
 
 __all__ = ["PairData", "EMFit", "em_fit", "independence_start", "draw_cells", "simulate_pairs", "EM_KERNEL",
-           "kernel_in_use"]
+           "kernel_in_use", "unpack_bits", "bernoulli_logs"]
 
 try:  # optional compiled kernel (ldp/batch/_emkernel.c, built on install where a C compiler is found)
     import ldp.batch._emkernel as _emkernel
@@ -52,6 +52,17 @@ def kernel_in_use() -> bool:
     """Whether the EM map (:func:`em_fit`) runs the compiled kernel by default: built, and not switched off by
     ``LDP_EM_KERNEL`` (otherwise the numpy fallback runs)."""
     return EM_KERNEL == "compiled" and _emkernel is not None
+
+
+def unpack_bits(rows: npt.NDArray[np.uint8], size: int) -> npt.NDArray[np.float64]:
+    """Packed bit rows (little bit order, as reports store them) as a (rows × ``size``) array of 0.0 and 1.0."""
+    return np.unpackbits(rows, axis=1, bitorder="little", count=size).astype(np.float64)
+
+
+def bernoulli_logs(p: float, q: float) -> tuple[float, float]:
+    """``(log(q/p), log((1−q)/(1−p)))``: a bit's log-ratio when its probability of 1 is ``q`` instead of ``p``
+    (what the report likelihoods of bit-vector protocols add per bit)."""
+    return math.log(q / p), math.log1p(-q) - math.log1p(-p)
 
 
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -267,8 +278,8 @@ def simulate_pairs(params_a: ProtocolParams, params_b: ProtocolParams, joint: An
                    candidates_a: Any = None, candidates_b: Any = None) -> tuple[ReportBatch, ReportBatch, Int, Int]:
     """Paired reports of ``n`` fresh clients whose values are drawn from ``joint`` (rows: values of A).
 
-    Each variable goes through its encoder's ``encode_batch`` (vectorized); a RAPPOR variable needs
-    ``candidates_*``, the strings that ``joint``'s rows (A) or columns (B) stand for. Returns
+    Each variable goes through its encoder's ``encode_batch`` (vectorized); an open-domain variable
+    (RAPPOR) needs ``candidates_*``, the strings that ``joint``'s rows (A) or columns (B) stand for. Returns
     ``(reports_a, reports_b, u, v)``, ``u``, ``v`` the true value indices."""
     from ldp.protocols import client_protocols
 
@@ -276,8 +287,9 @@ def simulate_pairs(params_a: ProtocolParams, params_b: ProtocolParams, joint: An
     u, v = draw_cells(joint, n, gen)
     out = []
     for params, values, cands in ((params_a, u, candidates_a), (params_b, v, candidates_b)):
-        if cands is not None and params.protocol != "rappor":
-            raise ValueError(f"candidates are for RAPPOR variables only, not {params.protocol!r}")
+        if cands is not None and params.domain_size is not None:
+            raise ValueError(f"candidates are for open-domain variables (RAPPOR) only, not {params.protocol!r} "
+                             f"(a fixed domain of {params.domain_size} values)")
         encoder = client_protocols()[params.protocol][1](params, rng=gen, simulation=True)
         kwargs = {} if cands is None else {"candidates": list(cands)}
         out.append(encoder.encode_batch(values, gen, **kwargs))

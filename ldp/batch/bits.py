@@ -10,7 +10,7 @@ With one probability for every bit (``p0 == p1``) a byte-wise comparison is fast
 
 The server's fold of such rows, :func:`add_ones_by_group` (reports and ones per group and bit, for
 RAPPOR, CMS and SFP), runs the optional compiled kernel ``ldp/batch/_foldkernel.c`` when it is built
-and pure numpy otherwise; both are tested against a row-by-row fold (``tests/test_fold_fast.py``).
+and pure numpy otherwise; both are tested against a row-by-row fold (``tests/server/test_fold_fast.py``).
 """
 
 from __future__ import annotations

@@ -83,8 +83,8 @@ def associate_command(args: argparse.Namespace) -> int:
 
 
 def _pairs(args: argparse.Namespace) -> Any:
-    """The :class:`~ldp.decoders.association_io.Pairs` the options name (their combinations checked first)."""
-    from ldp.decoders.association_io import aligned_pairs, multi_pairs
+    """The :class:`~ldp.server.association.Pairs` the options name (their combinations checked first)."""
+    from ldp.server.association import aligned_pairs, multi_pairs
 
     if (args.metric is None) == (args.pair is None):
         raise ValueError("give either --metric M --attributes A B REPORTS... (a split multi metric) or "

@@ -14,7 +14,6 @@ from ldp import __version__
 from ldp.cli.counts import plan_counts, render_count_plans, render_count_simulation, simulate_counts
 from ldp.cli.log import add_logging_arguments, cli_logging
 from ldp.cli.multi import is_multi_command, plan_multi_command, render_multi_simulation, simulate_multi_command
-from ldp.cli.ngrams import add_ngrams_arguments, ngrams_command
 from ldp.cli.numeric import (
     add_numeric_options,
     is_mean_command,
@@ -32,6 +31,7 @@ from ldp.cli.protocols import (
     rappor_decode_files,
     sfp_discover_files,
 )
+from ldp.cli.rappor_ngrams import add_ngrams_arguments, ngrams_command
 from ldp.cli.support import (
     BAD_INPUT,
     PROTOCOLS_HELP,

@@ -1,20 +1,47 @@
-"""``ldp simulate`` and ``ldp plan`` for the counting protocols: the parameters from the options (PEM's
-and the n-gram RAPPOR's own builders, the planner's defaults from ``--epsilon`` alone), the run, and the
-tables printed (the mean mechanisms and ``multi`` have theirs in :mod:`ldp.cli.numeric` and
-:mod:`ldp.cli.multi`)."""
+"""``ldp simulate`` and ``ldp plan`` for the counting protocols: the parameters from the options (a protocol's
+own builder, :func:`options_builder`; else its params' own options,
+:meth:`~ldp.encoders.base.ProtocolParams.from_options`; else the ``--param`` fields, else the planner's defaults from
+``--epsilon`` alone), the run, and the tables printed (the mean mechanisms and
+``multi`` have theirs in :mod:`ldp.cli.numeric` and :mod:`ldp.cli.multi`)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+from collections.abc import Callable
 from typing import Any
 
-from ldp.cli.ngrams import ngrams_params
-from ldp.cli.pem import pem_params
-from ldp.cli.protocols import build_params
+from ldp.cli.protocols import build_params, loose_options
 from ldp.cli.support import PROTOCOLS_HELP
 from ldp.display.tables import Column, render
 
-__all__ = ["simulate_counts", "render_count_simulation", "plan_counts", "render_count_plans"]
+__all__ = ["simulate_counts", "render_count_simulation", "plan_counts", "render_count_plans", "options_builder"]
+
+
+def options_builder(protocol: str) -> Callable[[argparse.Namespace], Any] | None:
+    """The builder of a protocol whose command line has options of its own: ``params_from_args`` of the CLI module
+    named after its family (``ldp/cli/<stem>.py``, the stem of the module of its params: ``ldp.cli.pem``,
+    ``ldp.cli.rappor_ngrams``), which takes the parsed options; else its params' :meth:`from_options
+    <ldp.encoders.base.ProtocolParams.from_options>` when that answers for the options given (rr, grr); else
+    ``None`` (an unknown protocol too: :func:`build_params` names the known ones)."""
+    from ldp.protocols import client_protocols
+
+    known = client_protocols().get(protocol)
+    if known is None:
+        return None
+    params_type = known[0]
+    module = f"ldp.cli.{params_type.__module__.rpartition('.')[2]}"
+    if importlib.util.find_spec(module) is not None:
+        builder: Callable[[argparse.Namespace], Any] | None = getattr(importlib.import_module(module),
+                                                                      "params_from_args", None)
+        if builder is not None:
+            return builder
+
+    def own_options(args: argparse.Namespace) -> Any:
+        return None if args.param else params_type.from_options(loose_options(args))
+
+    return own_options
 
 
 def simulate_counts(args: argparse.Namespace) -> dict[str, Any]:
@@ -27,12 +54,11 @@ def simulate_counts(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--values, --loc and --scale are for the mean protocols (duchi, piecewise, hybrid, "
                          "memo-mean) and multi")
     given = [args.p, args.q, args.truth_prob, args.yes_prob]
-    if args.protocol == "pem":
-        params = pem_params(args)
-    elif args.protocol == "rappor-ngrams":
-        params = ngrams_params(args)
-    elif args.param or args.protocol in ("rr", "grr") or args.protocol not in PLANNED_PROTOCOLS or any(
-            v is not None for v in given):
+    own = options_builder(args.protocol)
+    params = own(args) if own is not None else None
+    if params is not None:
+        pass  # the protocol's own options made them
+    elif args.param or args.protocol not in PLANNED_PROTOCOLS or any(v is not None for v in given):
         params = build_params(args.protocol, args)
     elif args.epsilon is None:
         raise ValueError(f"{args.protocol} needs --epsilon (the planner chooses the rest, as `ldp plan` does) "
@@ -96,9 +122,11 @@ def plan_counts(args: argparse.Namespace) -> Any:
         return recommend(args.epsilon, args.d, n=int(args.n or 1_000_000), **options)
     if args.protocol is None:
         raise ValueError(f"name a protocol ({PROTOCOLS_HELP}), or use --recommend")
-    explicit = args.param or args.p is not None or args.truth_prob is not None or args.protocol in ("rr", "grr")
-    params = pem_params(args) if args.protocol == "pem" else ngrams_params(args) if args.protocol == "rappor-ngrams" \
-        else build_params(args.protocol, args) if explicit else (
+    explicit = args.param or args.p is not None or args.truth_prob is not None
+    own = options_builder(args.protocol)
+    params = own(args) if own is not None else None
+    if params is None:
+        params = build_params(args.protocol, args) if explicit else (
             default_params(args.protocol, args.epsilon, args.d) if args.epsilon is not None else None)
     if params is None:
         raise ValueError(f"{args.protocol} needs --epsilon (the planner chooses the rest) or its --param values")

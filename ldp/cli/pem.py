@@ -31,6 +31,9 @@ def pem_params(args: argparse.Namespace) -> Any:
         raise ValueError(f"pem parameters: {exc} (give them as --param KEY=VALUE)") from None
 
 
+params_from_args = pem_params  # what `ldp simulate pem` and `ldp plan pem` build params with (ldp.cli.counts)
+
+
 def add_pem_discover_arguments(sub: Any) -> None:
     """The ``pem-discover`` subcommand."""
     pd = sub.add_parser("pem-discover", help="discover frequent strings from PEM (prefix extending) reports",

@@ -23,6 +23,16 @@ def key_value(text: str) -> tuple[str, Any]:
         return key, raw
 
 
+LOOSE_OPTIONS = ("epsilon", "d", "p", "q", "truth_prob", "yes_prob")
+"""The options of :func:`add_params_options` besides ``--param``, as :meth:`ProtocolParams.from_options
+<ldp.encoders.base.ProtocolParams.from_options>` receives them."""
+
+
+def loose_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :data:`LOOSE_OPTIONS` of parsed ``args`` (``None`` where not given)."""
+    return {name: getattr(args, name, None) for name in LOOSE_OPTIONS}
+
+
 def add_params_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("protocol parameters")
     g.add_argument("--epsilon", type=finite_float,
@@ -48,25 +58,10 @@ def build_params(protocol: str, args: argparse.Namespace) -> Any:
         raise ValueError(f"unknown protocol {protocol!r}; known: {', '.join(sorted(known))}")
     params_type = known[protocol][0]
     extra = dict(args.param)
-    if protocol == "rr" and not extra:
-        from ldp.encoders.randomized_response import BinaryRRParams
-
-        if args.truth_prob is not None or args.yes_prob is not None:
-            return BinaryRRParams.forced_response(args.truth_prob if args.truth_prob is not None else 0.5,
-                                                  args.yes_prob if args.yes_prob is not None else 0.5)
-        if args.p is not None or args.q is not None:
-            if args.p is None or args.q is None:
-                raise ValueError("rr with --p/--q needs both")
-            return BinaryRRParams(args.p, args.q)
-        if args.epsilon is not None:
-            return BinaryRRParams.from_epsilon(args.epsilon)
-        return BinaryRRParams.forced_response()
-    if protocol == "grr" and not extra:
-        if args.epsilon is None or args.d is None:
-            raise ValueError("grr needs --epsilon and --d")
-        from ldp.encoders.randomized_response import GRRParams
-
-        return GRRParams(args.epsilon, args.d)
+    if not extra:  # a protocol with options of its own reads them (ProtocolParams.from_options)
+        own = params_type.from_options(loose_options(args))
+        if own is not None:
+            return own
     return params_with_options(params_type, extra, args.epsilon, args.d)
 
 

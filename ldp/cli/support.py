@@ -15,45 +15,33 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ldp.errors import error_text
 from ldp.extras import install_hint
+from ldp.protocols import client_protocols
 
 __all__ = ["COUNT_PROTOCOLS", "PROTOCOLS_HELP",
            "BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
            "non_negative_int", "finite_float", "positive_float", "open_unit", "matplotlib_missing"]
 
-COUNT_PROTOCOLS = ("rr", "grr", "sue", "oue", "rappor", "cms", "hcms", "sfp", "pem", "rappor-ngrams", "dbitflip",
-                   "bucket-grr", "bucket-oue", "lgrr", "loue", "hr", "ss", "blh", "olh")
-"""The protocols that estimate counts, in the order the help texts list them (a test checks that they,
-:data:`ldp.encoders.numeric.MEAN_PROTOCOLS` and ``multi`` are every registered protocol)."""
-PROTOCOLS_HELP = (", ".join(COUNT_PROTOCOLS) + "; or a mean: duchi, piecewise, hybrid, memo-mean; "
-                  "or multi (--param attributes=JSON)")
+
+
+def _protocols_taking(kind: str) -> tuple[str, ...]:
+    """The registered protocols whose collections take ``kind`` (their params'
+    :attr:`~ldp.encoders.base.ProtocolParams.population_kind`), by name."""
+    return tuple(sorted(name for name, (params, _) in client_protocols().items() if params.population_kind == kind))
+
+
+COUNT_PROTOCOLS = _protocols_taking("counts")
+"""The protocols that estimate counts (of the values or strings their users hold), by name: the registry's
+protocols whose collections take counts (a test checks that they, :data:`ldp.encoders.numeric.MEAN_PROTOCOLS`
+and ``multi`` are every registered protocol)."""
+PROTOCOLS_HELP = (", ".join(COUNT_PROTOCOLS) + "; or a mean: " + ", ".join(_protocols_taking("numbers"))
+                  + "; or several attributes (--param attributes=JSON): " + ", ".join(_protocols_taking("attributes")))
+"""The protocols as the help texts list them: the counting ones, the means, the attributes."""
 
 #: Exceptions that mean "bad input" (a value, a file, a missing extra): exit status 2 and one line.
 BAD_INPUT: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError, ArithmeticError, csv.Error,
                                               ImportError, MemoryError, RecursionError, SyntaxError)
-
-
-def error_text(exc: BaseException) -> str:
-    """One line describing a bad-input exception (no line breaks or control characters from the input)."""
-    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        names = [os.fsdecode(n) for n in (exc.filename, exc.filename2) if n is not None]
-        text = f"{' -> '.join(names)}: {exc.strerror}"
-    elif isinstance(exc, ZeroDivisionError):
-        text = f"a value that must not be zero is zero ({type(exc).__name__}: {exc})"
-    elif isinstance(exc, ArithmeticError):
-        text = f"a value is too large or too small to compute with ({type(exc).__name__}: {exc})"
-    elif isinstance(exc, MemoryError):
-        text = f"not enough memory: {exc or 'the input declares sizes too large to allocate'}"
-    elif isinstance(exc, RecursionError):
-        text = "the input is nested too deeply"
-    elif isinstance(exc, UnicodeDecodeError):
-        text = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-    elif isinstance(exc, (csv.Error, SyntaxError)):
-        text = f"malformed input ({type(exc).__name__}: {exc})"
-    else:
-        text = str(exc) or type(exc).__name__
-    text = " ".join(part.strip() for part in text.splitlines() if part.strip())
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
 
 
 def report_error(prog: str, exc: BaseException) -> int:

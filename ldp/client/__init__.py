@@ -1,6 +1,7 @@
-"""The device side: the runtime (:mod:`ldp.client.runtime`: a state file per collection, ``record`` → outbox)
-and the uploader (:mod:`ldp.client.uploader`: batches to ``ldp serve``). Standard library, mmh3 and bitarray
-only."""
+"""The device side: the runtime (:mod:`ldp.client.runtime`: :class:`TelemetryClient`, ``record`` → outbox), its
+state file (:mod:`ldp.client.state`: one per collection, checked on opening), the outbox and its pinned upload
+batches (:mod:`ldp.client.outbox`) and the uploader (:mod:`ldp.client.uploader`: batches to ``ldp serve``).
+Standard library, mmh3 and bitarray only."""
 
 from ldp.client.runtime import STATE_FORMAT, PendingItem, StateError, TelemetryClient
 from ldp.client.uploader import UploadError, UploadResult

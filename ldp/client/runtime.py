@@ -1,9 +1,11 @@
-"""The client runtime: one SQLite state file per collection, ``record`` -> outbox -> upload.
+"""The client runtime: :class:`TelemetryClient`, one SQLite state file per collection, ``record`` -> outbox -> upload.
 
-:class:`TelemetryClient` keeps, in ONE file: the client's secret (OS CSPRNG; each metric whose encoder
-memoizes, RAPPOR's or one with ``needs_secret``, gets a secret derived from it), the cohort of each
-RAPPOR metric (drawn once, uniformly), the budget ledger (:class:`ldp.privacy.ledger.BudgetLedger`'s own
-tables) and the outbox of envelopes waiting for upload.
+:class:`TelemetryClient` keeps, in ONE file (:mod:`ldp.client.state`): the client's secret (OS CSPRNG; each
+metric whose encoder memoizes, :attr:`~ldp.encoders.base.Encoder.needs_secret`, gets a secret derived from it),
+the cohort of each metric whose encoder is assigned one (:meth:`~ldp.encoders.base.Encoder.assigned_cohorts`;
+drawn once, uniformly), the budget ledger (:class:`ldp.privacy.ledger.BudgetLedger`'s own tables) and the outbox
+of envelopes waiting for upload (:mod:`ldp.client.outbox`). This module holds the client itself: its encoders,
+recording, and what it tells about its budget; the outbox and its upload batches are delegated.
 
 ``record(metric, value)`` validates the value, then in ONE ``BEGIN IMMEDIATE`` transaction checks
 and charges every cap, randomizes, and stores the envelope in the outbox (``record_many`` does
@@ -17,8 +19,6 @@ never silently reset. Standard library + mmh3 + bitarray only. See ``docs/client
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import os
 import secrets
@@ -27,18 +27,17 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 
-from ldp.client.uploader import BATCH_ID_CHARS, Opener, UploadError, UploadResult, batch_id, upload
+from ldp.client.outbox import ClientOutbox, PendingItem
+from ldp.client.state import STATE_FORMAT, StateFile, at
+from ldp.client.uploader import Opener, UploadError, UploadResult, upload
 from ldp.encoders.base import Encoder
-from ldp.encoders.rappor import RapporEncoder
-from ldp.errors import BudgetExceeded, LedgerDamagedError, LedgerError, StateError
+from ldp.errors import BudgetExceeded, LedgerError, StateError
 from ldp.privacy.accountant import PrivacyCost
-from ldp.privacy.ledger import BudgetLedger, BudgetPolicy, Reservation, check_clock
-from ldp.privacy.ledger_store import LEDGER_TABLES
+from ldp.privacy.ledger import BudgetLedger, BudgetPolicy, Reservation
 from ldp.protocols import client_protocols
 from ldp.randomness import SeededRandomnessWarning, client_source, is_seeded
-from ldp.reports import canonical_json
 from ldp.spec import CollectionSpec, Envelope
 
 __all__ = ["TelemetryClient", "StateError", "PendingItem", "STATE_FORMAT", "BudgetExceeded", "UploadError",
@@ -47,31 +46,6 @@ __all__ = ["TelemetryClient", "StateError", "PendingItem", "STATE_FORMAT", "Budg
 logger = logging.getLogger(__name__)
 """Events and counts only (a state file opened, reports recorded or refused, uploads acknowledged):
 never a value, a report, a secret or a cohort."""
-
-STATE_FORMAT = 1
-_CLIENT_TABLES = frozenset({"ldp_client_meta", "ldp_client_cohorts", "ldp_client_outbox", "ldp_client_uploads"})
-_BATCH_TABLE = "CREATE TABLE ldp_client_batch (outbox INTEGER PRIMARY KEY, batch TEXT NOT NULL)"
-"""The pinned upload batch: its outbox ids, each with the id of the batch part it is sent in (added
-after format 1 was released: created when a file lacks it)."""
-_SCHEMA = (
-    "CREATE TABLE ldp_client_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE ldp_client_cohorts (metric TEXT NOT NULL, params TEXT NOT NULL, cohort INTEGER NOT NULL, "
-    "PRIMARY KEY (metric, params))",
-    "CREATE TABLE ldp_client_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, charge INTEGER NOT NULL UNIQUE, "
-    "metric TEXT NOT NULL, window INTEGER NOT NULL, line TEXT NOT NULL)",
-    "CREATE TABLE ldp_client_uploads (metric TEXT PRIMARY KEY, reports INTEGER NOT NULL)",
-    _BATCH_TABLE,
-)
-_SEALED = ("format", "collection", "secret")  # with the ledger's salt and window: covered by the digest
-_METRIC_SECRET = b"ldp/client/metric-secret/v1\x00"
-
-_fault: Callable[[str], None] | None = None
-"""Tests only: called at named points of ``record``/``acknowledge`` (to kill the process there)."""
-
-
-def _at(point: str) -> None:
-    if _fault is not None:
-        _fault(point)
 
 
 @contextmanager
@@ -82,14 +56,6 @@ def _log_refusal(what: str, reports: int) -> Iterator[None]:
     except BudgetExceeded:
         logger.info("the privacy budget refused %d report(s) of %s: nothing recorded", reports, what)
         raise
-
-
-class PendingItem(NamedTuple):
-    """An outbox entry: ``id`` (local, for :meth:`TelemetryClient.acknowledge`; never sent) and the
-    ``line`` to upload."""
-
-    id: int
-    line: str
 
 
 class TelemetryClient:
@@ -119,11 +85,12 @@ class TelemetryClient:
         self.simulation = simulation
         self._encoders: dict[str, Encoder] = {}
         s = self.spec
+        self._state = StateFile(self.path, s.name)
         try:
             self._ledger = BudgetLedger(
                 self.path, total=BudgetPolicy(s.budget.per_window, s.budget.lifetime),
                 metrics={n: BudgetPolicy(m.budget.per_window, m.budget.lifetime) for n, m in s.metrics.items()},
-                window_seconds=float(s.window_seconds), clock=clock, timeout=timeout, setup=self._setup)
+                window_seconds=float(s.window_seconds), clock=clock, timeout=timeout, setup=self._state.setup)
         except StateError:
             raise
         except LedgerError as exc:
@@ -134,60 +101,8 @@ class TelemetryClient:
             warnings.warn(f"{self.path!r} was used by a simulation with seeded randomness: reports recorded in it "
                           "are not private; use a new state file on a real device", SeededRandomnessWarning,
                           stacklevel=2)
+        self._outbox = ClientOutbox(self._ledger, self._state, s.upload, clock)
         logger.debug("opened the state of collection %r (%d metric(s))", s.name, len(s.metrics))
-
-    # -- the state file --------------------------------------------------------------------------
-    def _fail(self, msg: str) -> StateError:
-        return StateError(f"{self.path!r} {msg}; refusing to use it (the budget is never reset silently)")
-
-    def _setup(self, db: sqlite3.Connection, tables: frozenset[str]) -> None:
-        """Create a new state file, or check an existing one (inside the ledger's opening transaction)."""
-        if not tables:
-            for statement in _SCHEMA:
-                db.execute(statement)
-            meta = {"format": str(STATE_FORMAT), "collection": self.spec.name, "secret": secrets.token_bytes(32).hex()}
-            db.executemany("INSERT INTO ldp_client_meta VALUES (?, ?)",
-                           [*meta.items(), ("digest", self._digest(db, meta)), ("last_upload", "-inf")])
-        elif "ldp_client_meta" not in tables:
-            raise self._fail("is a bare budget ledger, not a telemetry client state file")
-        elif missing := (LEDGER_TABLES | _CLIENT_TABLES) - tables:
-            raise self._fail(f"is damaged: table(s) {', '.join(sorted(missing))} missing")
-        elif "ldp_client_batch" not in tables:  # a file of a version without the uploader
-            db.execute(_BATCH_TABLE)
-        if (check := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
-            raise self._fail(f"is corrupted: {check}")
-        meta = dict(db.execute("SELECT key, value FROM ldp_client_meta"))
-        if lacking := [k for k in (*_SEALED, "digest", "last_upload") if k not in meta]:
-            raise self._fail(f"is damaged: meta key(s) {', '.join(lacking)} missing")
-        if meta["format"] != str(STATE_FORMAT):
-            raise self._fail(f"has state format {meta['format']!r}; this version reads {STATE_FORMAT}")
-        if not hmac.compare_digest(meta["digest"], self._digest(db, meta)):
-            raise self._fail("is damaged: its meta data (collection, secret, salt or window) was modified")
-        if meta["collection"] != self.spec.name:
-            raise self._fail(f"belongs to collection {meta['collection']!r}, not {self.spec.name!r} "
-                             "(each collection keeps its own state file)")
-        try:
-            self._secret = bytes.fromhex(meta["secret"])
-        except ValueError:
-            raise self._fail("is damaged: its secret is not hex") from None
-
-    @staticmethod
-    def _digest(db: sqlite3.Connection, meta: dict[str, str]) -> str:
-        ledger = dict(db.execute("SELECT key, value FROM ldp_ledger_meta WHERE key IN ('salt', 'window_seconds')"))
-        sealed = {**{k: meta[k] for k in _SEALED}, **{f"ledger_{k}": v for k, v in ledger.items()}}
-        return hashlib.sha256(b"ldp/client/state/v1\x00" + canonical_json(sealed).encode("ascii")).hexdigest()
-
-    @contextmanager
-    def _guard(self) -> Iterator[None]:
-        """Report a file damaged while open as :class:`StateError` (a busy file stays ``OperationalError``)."""
-        try:
-            yield
-        except LedgerDamagedError as exc:
-            raise self._fail(f"is damaged: {exc}") from None
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError):
-                raise
-            raise self._fail(f"is damaged: {exc}") from None
 
     # -- encoders --------------------------------------------------------------------------------
     def _encoder(self, metric: str) -> Encoder:
@@ -199,28 +114,29 @@ class TelemetryClient:
         params = self.spec.params(metric)
         encoder_type = client_protocols()[params.protocol][1]
         extra: dict[str, Any] = {}
-        if issubclass(encoder_type, RapporEncoder):
-            extra["cohort"] = self._cohort(metric, params)
-        if extra or getattr(encoder_type, "needs_secret", False):  # memoized responses: the metric's secret
-            extra["secret"] = hmac.new(self._secret, _METRIC_SECRET + metric.encode("ascii"), hashlib.sha256).digest()
+        if cohorts := encoder_type.assigned_cohorts(params):
+            extra["cohort"] = self._cohort(metric, params.fingerprint, cohorts)
+        if encoder_type.needs_secret:  # memoized responses: the metric's secret
+            extra["secret"] = self._state.metric_secret(metric)
         enc = encoder_type(params, rng=self._rng, simulation=self.simulation, **extra)
         self._encoders[metric] = enc
         return enc
 
-    def _cohort(self, metric: str, params: Any) -> int:
-        """The metric's cohort under these parameters: drawn once (CSPRNG, uniform), then kept."""
-        with self._guard(), self._ledger.transaction() as db:
-            key = (metric, params.fingerprint)
+    def _cohort(self, metric: str, fingerprint: str, cohorts: int) -> int:
+        """The metric's cohort under the parameters of ``fingerprint``: drawn once (CSPRNG, uniform in
+        ``range(cohorts)``), then kept."""
+        with self._state.guard(), self._ledger.transaction() as db:
+            key = (metric, fingerprint)
             row = db.execute("SELECT cohort FROM ldp_client_cohorts WHERE metric=? AND params=?", key).fetchone()
             if row is None:
-                row = (secrets.randbelow(params.num_cohorts),)
+                row = (secrets.randbelow(cohorts),)
                 db.execute("INSERT INTO ldp_client_cohorts VALUES (?, ?, ?)", (*key, row[0]))
-        if type(row[0]) is not int or not 0 <= row[0] < params.num_cohorts:
-            raise self._fail(f"is damaged: cohort {row[0]!r} of {metric!r} is not in [0, {params.num_cohorts})")
+        if type(row[0]) is not int or not 0 <= row[0] < cohorts:
+            raise self._state.fail(f"is damaged: cohort {row[0]!r} of {metric!r} is not in [0, {cohorts})")
         return row[0]
 
     def cohort(self, metric: str) -> int | None:
-        """The cohort a RAPPOR metric reports in (``None`` for protocols without cohorts)."""
+        """The cohort a metric reports in, RAPPOR's say (``None`` for protocols without cohorts)."""
         return getattr(self._encoder(metric), "cohort", None)
 
     # -- recording -------------------------------------------------------------------------------
@@ -236,10 +152,10 @@ class TelemetryClient:
         def store(reservation: Reservation, db: sqlite3.Connection) -> int:
             return self._store(db, spec_fp, enc, prepared, reservation)
 
-        _at("before_charge")
-        with self._guard(), _log_refusal(repr(metric), 1):
+        at("before_charge")
+        with self._state.guard(), _log_refusal(repr(metric), 1):
             outbox_id = self._ledger.charge_atomically(metric, enc.charge_for(prepared), store)
-        _at("committed")
+        at("committed")
         logger.debug("recorded 1 report of %r", metric)
         return outbox_id
 
@@ -274,155 +190,58 @@ class TelemetryClient:
             return [self._store(db, spec_fp, enc, prepared, r)
                     for (_, enc, prepared), r in zip(work, reservations, strict=True)]  # one reservation per item
 
-        _at("before_charge")
-        with self._guard(), _log_refusal("a batch", len(work)):
+        at("before_charge")
+        with self._state.guard(), _log_refusal("a batch", len(work)):
             ids = self._ledger.charge_many([(m, enc.charge_for(p)) for m, enc, p in work], store)
-        _at("committed")
+        at("committed")
         logger.debug("recorded %d report(s) in one batch", len(ids))
         return ids
 
-    @staticmethod
-    def _store(db: sqlite3.Connection, spec_fp: str, enc: Encoder, prepared: Any, reservation: Reservation) -> int:
+    def _store(self, db: sqlite3.Connection, spec_fp: str, enc: Encoder, prepared: Any, reservation: Reservation
+               ) -> int:
         """Randomize a charged report and put its envelope in the outbox (inside the charge's transaction)."""
-        _at("charged")
+        at("charged")
         line = Envelope(spec_fp, reservation.metric, reservation.window, enc.randomize(prepared)).to_json()
-        _at("randomized")
-        cur = db.execute("INSERT INTO ldp_client_outbox (charge, metric, window, line) VALUES (?, ?, ?, ?)",
-                         (reservation.id, reservation.metric, reservation.window, line))
-        _at("inserted")
-        return int(cur.lastrowid)  # type: ignore[arg-type]  # an INSERT sets lastrowid
+        at("randomized")
+        return self._outbox.put(db, reservation, line)
 
-    # -- uploading -------------------------------------------------------------------------------
-    def _last_upload(self, db: sqlite3.Connection) -> float:
-        row = db.execute("SELECT value FROM ldp_client_meta WHERE key='last_upload'").fetchone()
-        try:
-            return float(row[0])
-        except (TypeError, ValueError):
-            raise self._fail(f"is damaged: last_upload is {row and row[0]!r}") from None
-
+    # -- the outbox and its upload batches (:class:`~ldp.client.outbox.ClientOutbox`) -----------------------
     def next_upload_at(self) -> float:
         """Unix time from which :meth:`pending` returns a batch (``-inf``: at once)."""
-        with self._guard(), self._ledger.transaction() as db:
-            return self._last_upload(db) + self.spec.upload.min_interval_seconds
+        return self._outbox.next_upload_at()
 
     def pending(self, limit: int | None = None) -> list[PendingItem]:
         """The next batch to upload, oldest first: at most ``upload.max_batch`` (and ``limit``) items,
         and nothing until ``upload.min_interval_seconds`` have passed since the last acknowledged
         upload. Read only: the same batch comes back until it is acknowledged."""
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise ValueError(f"limit must be None or an int >= 0, got {limit!r}")
-        with self._guard(), self._ledger.transaction() as db:
-            return self._pending(db, limit)
-
-    def _pending(self, db: sqlite3.Connection, limit: int | None) -> list[PendingItem]:
-        n = self.spec.upload.max_batch if limit is None else min(limit, self.spec.upload.max_batch)
-        last = self._last_upload(db)
-        if max(check_clock(self._clock()), last) < last + self.spec.upload.min_interval_seconds:
-            return []
-        rows = db.execute("SELECT id, line FROM ldp_client_outbox ORDER BY id LIMIT ?", (n,)).fetchall()
-        return [PendingItem(int(i), line) for i, line in rows]
+        return self._outbox.pending(limit)
 
     def acknowledge(self, ids: Iterable[int]) -> int:
         """Delete uploaded items from the outbox; return how many were there (unknown or already
         acknowledged ids are ignored, so a repeated call is harmless). Starts the upload interval."""
-        ids = list(ids)
-        if any(isinstance(i, bool) or not isinstance(i, int) for i in ids):
-            raise TypeError("outbox ids are ints (PendingItem.id)")
-        with self._guard(), self._ledger.transaction() as db:
-            done = self._acknowledge(db, ids)
+        done = self._outbox.acknowledge(list(ids))
         logger.debug("acknowledged %d uploaded report(s)", done)
         return done
 
-    def _acknowledge(self, db: sqlite3.Connection, ids: list[int]) -> int:
-        """``acknowledge`` inside the caller's transaction."""
-        ids = sorted(set(ids))
-        done = 0
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for metric, n in db.execute(f"SELECT metric, count(*) FROM ldp_client_outbox WHERE id IN ({marks}) "
-                                        "GROUP BY metric", chunk).fetchall():
-                db.execute("INSERT INTO ldp_client_uploads VALUES (?, ?) ON CONFLICT (metric) DO UPDATE SET "
-                           "reports = reports + excluded.reports", (metric, n))
-                done += n
-            db.execute(f"DELETE FROM ldp_client_outbox WHERE id IN ({marks})", chunk)
-            db.execute(f"DELETE FROM ldp_client_batch WHERE outbox IN ({marks})", chunk)
-        _at("acknowledge")
-        if done:
-            last = self._last_upload(db)
-            db.execute("UPDATE ldp_client_meta SET value=? WHERE key='last_upload'",
-                       (repr(max(check_clock(self._clock()), last)),))
-        return done
-
-    # -- upload batches: pinned in the state file (table ldp_client_batch) until acknowledged ----------------
     def next_batch(self, limit: int | None = None) -> tuple[str, list[PendingItem]] | None:
         """The next batch part to upload and its id: the pinned batch's first part, else a new batch from
         :meth:`pending` (at most ``limit`` items), pinned in this same transaction. ``None``: nothing to send
         now. The same part and id come back until :meth:`acknowledge_batch` or :meth:`split_batch`."""
-        with self._guard(), self._ledger.transaction() as db:
-            # items acknowledged by other means (say, an older version sharing the file) were delivered
-            db.execute("DELETE FROM ldp_client_batch WHERE outbox NOT IN (SELECT id FROM ldp_client_outbox)")
-            row = db.execute("SELECT batch FROM ldp_client_batch ORDER BY outbox LIMIT 1").fetchone()
-            if row is not None:
-                if not (isinstance(row[0], str) and len(row[0]) == BATCH_ID_CHARS
-                        and all(c in "0123456789abcdef" for c in row[0])):
-                    raise self._fail(f"is damaged: pinned batch id {row[0]!r} is not {BATCH_ID_CHARS} hex digits")
-                return row[0], self._batch_items(db, row[0])
-            items = self._pending(db, limit)
-            if not items:
-                return None
-            bid = self._pin(db, items)
-        _at("pinned")
-        return bid, items
+        return self._outbox.next_batch(limit)
 
     def split_batch(self, batch: str) -> int:
         """Split pinned part ``batch`` (refused as too large: nothing of it was stored) in two new parts;
         return the size of the first."""
-        with self._guard(), self._ledger.transaction() as db:
-            items = self._batch_items(db, batch)
-            half = (len(items) + 1) // 2
-            if half:
-                self._pin(db, items[:half])
-                self._pin(db, items[half:])
-        return half
+        return self._outbox.split_batch(batch)
 
     def acknowledge_batch(self, batch: str, ids: Iterable[int]) -> int:
         """After the collector stored part ``batch``: acknowledge its items ``ids`` and unpin it, in one
         transaction; return how many were in the outbox."""
-        _at("uploaded")
-        with self._guard(), self._ledger.transaction() as db:
-            done = self._acknowledge(db, list(ids))
-            db.execute("DELETE FROM ldp_client_batch WHERE batch = ?", (batch,))
-        return done
+        return self._outbox.acknowledge_batch(batch, list(ids))
 
     def has_pending(self) -> bool:
         """Whether the outbox holds a report not yet acknowledged."""
-        with self._guard(), self._ledger.transaction() as db:
-            return db.execute("SELECT 1 FROM ldp_client_outbox LIMIT 1").fetchone() is not None
-
-    @staticmethod
-    def _batch_items(db: sqlite3.Connection, batch: str) -> list[PendingItem]:
-        rows = db.execute("SELECT o.id, o.line FROM ldp_client_batch b JOIN ldp_client_outbox o "
-                          "ON o.id = b.outbox WHERE b.batch = ? ORDER BY o.id", (batch,)).fetchall()
-        return [PendingItem(int(i), line) for i, line in rows]
-
-    def _pin(self, db: sqlite3.Connection, items: list[PendingItem]) -> str:
-        ids = [item.id for item in items]
-        bid = batch_id(self._batch_salt(db), ids, [item.line for item in items])
-        db.executemany("INSERT OR REPLACE INTO ldp_client_batch VALUES (?, ?)", [(i, bid) for i in ids])
-        return bid
-
-    def _batch_salt(self, db: sqlite3.Connection) -> bytes:
-        """The device's random key for batch ids: made (CSPRNG) on first use, then kept."""
-        db.execute("INSERT OR IGNORE INTO ldp_client_meta VALUES ('batch_salt', ?)", (secrets.token_bytes(32).hex(),))
-        value = db.execute("SELECT value FROM ldp_client_meta WHERE key='batch_salt'").fetchone()[0]
-        try:
-            salt = bytes.fromhex(value)
-        except (TypeError, ValueError):
-            salt = b""
-        if len(salt) != 32:
-            raise self._fail("is damaged: its batch_salt is not 32 bytes of hex")
-        return salt
+        return self._outbox.has_pending()
 
     def upload(self, url: str, token: str, *, timeout: float = 30.0, max_attempts: int = 8, gzip: bool = True,
                max_delay: float = 300.0, opener: Opener | None = None, sleep: Callable[[float], None] = time.sleep,
@@ -442,24 +261,24 @@ class TelemetryClient:
     # -- transparency ----------------------------------------------------------------------------
     def spent(self, metric: str | None = None, period: str = "window") -> PrivacyCost:
         """ε (and δ) spent on ``metric`` (default: all metrics) in the current window or ``"lifetime"``."""
-        with self._guard():
+        with self._state.guard():
             return self._ledger.spent(metric or BudgetLedger.ALL, period)
 
     def remaining(self, metric: str | None = None) -> dict[str, PrivacyCost | None]:
         """What may still be spent on ``metric`` (or on all metrics) per window and lifetime."""
-        with self._guard():
+        with self._state.guard():
             return self._ledger.remaining(metric or BudgetLedger.ALL)
 
     def current_window(self) -> int:
         """The window index reports recorded now would carry."""
-        with self._guard():
+        with self._state.guard():
             return self._ledger.current_window()
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Per metric: ``reports`` recorded (charges), ``pending`` in the outbox, ``uploaded``
         (acknowledged). Always ``reports == pending + uploaded``."""
         out: dict[str, dict[str, int]] = {}
-        with self._guard(), self._ledger.transaction() as db:
+        with self._state.guard(), self._ledger.transaction() as db:
             for key, sql in (("reports", "SELECT metric, count(*) FROM ldp_ledger_charges GROUP BY metric"),
                              ("pending", "SELECT metric, count(*) FROM ldp_client_outbox GROUP BY metric"),
                              ("uploaded", "SELECT metric, reports FROM ldp_client_uploads")):

@@ -215,7 +215,7 @@ def _decode_one(path: Path, metric: str, specs: Mapping[str, CollectionSpec], co
     try:
         est = decode_aggregate(agg, load_candidates(spec, m.name), confidence=confidence, alpha=alpha)
     except (ValueError, ArithmeticError) as exc:
-        from ldp.cli.support import error_text
+        from ldp.errors import error_text
 
         logger.warning("fold: cannot decode %s: %s", entry["key"], error_text(exc))
         entry["error"] = error_text(exc)

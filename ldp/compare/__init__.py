@@ -18,7 +18,7 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 from ldp.lazy import lazy_exports
 
 _EXPORTS = {
-    "counting": ("CountingSetup", "central_noise_sd", "local_params", "protocol_rows", "seed004_rows",
+    "counting": ("CountingSetup", "LocalProtocol", "central_noise_sd", "local_params", "protocol_rows", "seed004_rows",
                  "seed004_errors", "seed004_slopes"),
     "regression": ("RegressionSetup", "local_noise_sd", "local_reports", "local_sensitivity", "multiplier_rows",
                    "regression_rows"),

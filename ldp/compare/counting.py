@@ -20,30 +20,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ldp.decoders.randomized_response import GRRAggregate, RRAggregate, grr_variance, rr_variance
-from ldp.decoders.rappor import RapporAggregate
-from ldp.decoders.rappor_decode import CandidateMap, decode, exact_count_covariance
-from ldp.decoders.sketch import SketchAggregate
+from ldp.decoders.randomized_response import RRAggregate, rr_variance
+from ldp.encoders.base import ProtocolParams
 from ldp.encoders.cms import CmsParams
 from ldp.encoders.hcms import HcmsParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.encoders.rappor import RapporParams
+from ldp.protocols import get_protocol
 from ldp.randomness import as_generator
 from ldp.regression.mechanisms import analytic_gaussian_sigma, laplace_scale
 from ldp.simulation.collect import zipf
 
 __all__ = [
-    "LOCAL_PROTOCOLS", "CENTRAL_MECHANISMS", "RELATIONS", "CountingSetup", "seed004_rows", "seed004_errors",
-    "seed004_slopes", "loglog_slope", "central_noise_sd", "local_params", "protocol_rows",
+    "LOCAL_PROTOCOLS", "CENTRAL_MECHANISMS", "RELATIONS", "LocalProtocol", "CountingSetup", "seed004_rows",
+    "seed004_errors", "seed004_slopes", "loglog_slope", "central_noise_sd", "local_params", "protocol_rows",
 ]
 
-LOCAL_PROTOCOLS = ("rr", "grr", "rappor", "cms", "hcms")
 CENTRAL_MECHANISMS = ("laplace", "gaussian")
 RELATIONS = ("replace-one", "add-remove")
 KURTOSIS_BOUND = 6.0  # Laplace's kurtosis; RR's, GRR's and the sketches' errors are closer to normal (3)
@@ -131,6 +129,23 @@ def seed004_slopes(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # -- every protocol ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class LocalProtocol:
+    """One local protocol of the comparison: its parameters at ε = 1 (each ε of a sweep recalibrates them with
+    :meth:`~ldp.encoders.base.ProtocolParams.with_epsilon`), whether it counts the yes/no attribute (else the
+    ``d`` values), and how the text summary (``name``) and the figures (``label``, ``color``) show it."""
+
+    params: ProtocolParams
+    binary: bool
+    name: str
+    label: str
+    color: str
+
+    @property
+    def protocol(self) -> str:
+        return self.params.protocol
+
+
+@dataclass(frozen=True)
 class CountingSetup:
     """The populations and protocol parameters of the extension.
 
@@ -153,12 +168,31 @@ class CountingSetup:
     def values(self) -> list[str]:
         return [f"value-{i:03d}" for i in range(self.d)]
 
-    def counts(self, protocol: str, n: int) -> np.ndarray:
-        """True counts: ``[no, yes]`` for RR (``yes = round(fraction·n)``), Zipf counts otherwise."""
-        if protocol == "rr":
+    def local(self) -> tuple[LocalProtocol, ...]:
+        """The local protocols compared, in order (the experiment's data): binary RR on the yes/no attribute and
+        GRR on the ``d`` values at the planner's parameters (``for_epsilon``); one-time RAPPOR and the sketches
+        with this setup's Bloom filter and sketch sizes."""
+        d = self.d
+        rappor = replace(RapporParams.for_epsilon(1.0, d), num_bloombits=self.rappor_bits,
+                         num_hashes=self.rappor_hashes, num_cohorts=self.rappor_cohorts).with_epsilon(1.0)
+        cms, hcms = (replace(cls.for_epsilon(1.0, d), num_hashes=self.sketch_hashes, width=self.sketch_width)
+                     for cls in (CmsParams, HcmsParams))
+        return (LocalProtocol(BinaryRRParams.for_epsilon(1.0, 2), True, "randomized response", "binary RR", "tab:blue"),
+                LocalProtocol(GRRParams.for_epsilon(1.0, d), False, "GRR", "GRR", "tab:blue"),
+                LocalProtocol(rappor, False, "RAPPOR", "RAPPOR (one-time)", "tab:purple"),
+                LocalProtocol(cms, False, "CMS", "CMS", "tab:green"),
+                LocalProtocol(hcms, False, "HCMS", "HCMS", "tab:olive"))
+
+    def counts(self, n: int, *, binary: bool) -> np.ndarray:
+        """True counts: ``[no, yes]`` for the yes/no attribute (``yes = round(fraction·n)``), Zipf counts of the
+        ``d`` values otherwise."""
+        if binary:
             yes = int(round(self.binary_fraction * n))
             return np.array([n - yes, yes], dtype=np.int64)
         return zipf(self.d, self.zipf_s).counts(int(n), exact=True)
+
+
+LOCAL_PROTOCOLS = tuple(lp.protocol for lp in CountingSetup().local())
 
 
 def central_noise_sd(mechanism: str, epsilon: float, *, binary: bool, delta: float = 1e-8,
@@ -176,36 +210,22 @@ def central_noise_sd(mechanism: str, epsilon: float, *, binary: bool, delta: flo
     raise ValueError(f"mechanism must be one of {CENTRAL_MECHANISMS}, got {mechanism!r}")
 
 
+def _chosen(protocols: Sequence[str] | None, setup: CountingSetup) -> list[LocalProtocol]:
+    """The setup's local protocols named in ``protocols`` (in that order; ``None``: all of them)."""
+    known = {lp.protocol: lp for lp in setup.local()}
+    if protocols is None:
+        return list(known.values())
+    unknown = [p for p in protocols if p not in known]
+    if unknown:
+        raise ValueError(f"protocol must be one of {tuple(known)}, got {unknown[0]!r}")
+    return [known[p] for p in protocols]
+
+
 def local_params(protocol: str, epsilon: float, setup: CountingSetup = CountingSetup(), trial: int = 0) -> Any:
-    """The protocol's parameters at ε (sketches: the hash family of ``trial``)."""
-    if protocol == "rr":
-        return BinaryRRParams.from_epsilon(epsilon)
-    if protocol == "grr":
-        return GRRParams(epsilon, setup.d)
-    if protocol == "rappor":
-        f = 2.0 / (1.0 + math.exp(epsilon / (2 * setup.rappor_hashes)))
-        return RapporParams(setup.rappor_bits, setup.rappor_hashes, setup.rappor_cohorts, 0.0, 1.0, f)
-    if protocol in ("cms", "hcms"):
-        cls = CmsParams if protocol == "cms" else HcmsParams
-        return cls(epsilon, setup.sketch_hashes, setup.sketch_width, hash_seed=SKETCH_SEED_STEP * trial)
-    raise ValueError(f"protocol must be one of {LOCAL_PROTOCOLS}, got {protocol!r}")
-
-
-def _local_trial(protocol: str, params: Any, truth: np.ndarray, gen: np.random.Generator,
-                 setup: CountingSetup, cmap: CandidateMap | None) -> tuple[np.ndarray, np.ndarray]:
-    """(estimated counts, exact variances) of the evaluated items in one simulated collection."""
-    if protocol == "rr":
-        return RRAggregate.simulate(params, truth, gen).estimate().count[1:], rr_variance(params, truth)[1:]
-    if protocol == "grr":
-        return GRRAggregate.simulate(params, truth, gen).estimate().count, grr_variance(params, truth)
-    if protocol == "rappor":
-        if cmap is None:
-            raise ValueError("rappor needs the candidate map of its values")
-        counts = truth.tolist()
-        agg = RapporAggregate.simulate(params, counts, gen, values=cmap.candidates, cohorts="balanced")
-        return decode(agg, cmap, selection="none").count, np.diag(exact_count_covariance(params, cmap, counts))
-    sketch = SketchAggregate.simulate(params, truth.tolist(), gen, values=setup.values())
-    return sketch.estimate(setup.values()).count, SketchAggregate.exact_variance(params, truth)
+    """The protocol's parameters at ε (a hash family of its own for each ``trial``: ``hash_seed = 7919·trial``
+    where the parameters have one)."""
+    lp = _chosen([protocol], setup)[0]
+    return lp.params.with_epsilon(epsilon).with_hash_seed(SKETCH_SEED_STEP * trial)
 
 
 def _row(protocol: str, kind: str, n: int, eps: float, err: np.ndarray, var: np.ndarray,
@@ -223,40 +243,46 @@ def _row(protocol: str, kind: str, n: int, eps: float, err: np.ndarray, var: np.
 
 
 def protocol_rows(*, ns: Sequence[int], epsilons: Sequence[float], trials: int, rng: Any = None,
-                  protocols: Sequence[str] = LOCAL_PROTOCOLS, setup: CountingSetup = CountingSetup(),
+                  protocols: Sequence[str] | None = None, setup: CountingSetup = CountingSetup(),
                   sweep: str = "") -> list[dict[str, Any]]:
     """One row per (protocol or central mechanism, n, ε): simulated RMSE of the counts over
-    ``trials`` collections beside the exact standard error (local: the decoders' variances;
-    central: the noise SD). The central releases are listed for both domains: ``rr`` compares with
-    one count (``domain = 2``), the others with a d-bin histogram."""
+    ``trials`` collections beside the exact standard error (local: the decoders' variances,
+    ``Aggregate.simulate_estimates``; central: the noise SD). ``protocols``: names among the setup's
+    local protocols (default: all, :data:`LOCAL_PROTOCOLS`). The central releases are listed for both
+    domains: a yes/no protocol (binary RR) compares with one count, its "yes" (``domain = 2``), the
+    others with a d-bin histogram."""
     check_count(trials, "trials")
     if not len(ns) or min(ns) < 1:
         raise ValueError(f"ns must be user counts >= 1, got {list(ns)!r}")
+    chosen = _chosen(protocols, setup)
     gen = as_generator(rng)
+    values = setup.values()
     rows = []
     for n in ns:
         for eps in epsilons:
-            for proto in protocols:
-                truth = setup.counts(proto, int(n))
-                cmap = CandidateMap.from_candidates(local_params("rappor", eps, setup), setup.values()) \
-                    if proto == "rappor" else None
+            for lp in chosen:
+                truth = setup.counts(int(n), binary=lp.binary)
+                items = slice(1, None) if lp.binary else slice(None)  # yes/no: the count of "yes"
+                aggregate = get_protocol(lp.protocol).aggregate_type
+                params_eps = lp.params.with_epsilon(eps)
                 err, var = [], None
                 for t in range(trials):
-                    params = local_params(proto, eps, setup, t)
-                    est, var = _local_trial(proto, params, truth, gen, setup, cmap)
-                    err.append(est - (truth[1:] if proto == "rr" else truth))
-                domain = 2 if proto == "rr" else setup.d
-                rows.append(_row(proto, "local", n, eps, np.array(err), np.asarray(var, dtype=np.float64),
+                    params = params_eps.with_hash_seed(SKETCH_SEED_STEP * t)
+                    est, var = aggregate.simulate_estimates(params, truth, gen, values=values)
+                    err.append(est[items] - truth[items])
+                    var = var[items]
+                domain = 2 if lp.binary else setup.d
+                rows.append(_row(lp.protocol, "local", n, eps, np.array(err), np.asarray(var, dtype=np.float64),
                                  {"domain": domain, "delta": 0.0, "sweep": sweep}))
-            domains = [b for b, wanted in ((True, "rr" in protocols), (False, bool(set(protocols) - {"rr"})))
-                       if wanted]
+            domains = [b for b, wanted in ((True, any(lp.binary for lp in chosen)),
+                                           (False, not all(lp.binary for lp in chosen))) if wanted]
             for binary in domains:
-                items = 1 if binary else setup.d
+                items_n = 1 if binary else setup.d
                 for mech in CENTRAL_MECHANISMS:
                     sd = central_noise_sd(mech, eps, binary=binary, delta=setup.delta, relation=setup.relation)
-                    noise = gen.laplace(0.0, sd / math.sqrt(2), (trials, items)) if mech == "laplace" \
-                        else gen.normal(0.0, sd, (trials, items))
-                    rows.append(_row(mech, "central", n, eps, noise, np.full(items, sd**2),
+                    noise = gen.laplace(0.0, sd / math.sqrt(2), (trials, items_n)) if mech == "laplace" \
+                        else gen.normal(0.0, sd, (trials, items_n))
+                    rows.append(_row(mech, "central", n, eps, noise, np.full(items_n, sd**2),
                                      {"domain": 2 if binary else setup.d,
                                       "delta": setup.delta if mech == "gaussian" else 0.0, "sweep": sweep}))
     return rows

@@ -13,13 +13,18 @@ from ldp.compare.regression import RegressionSetup
 __all__ = ["write_plots"]
 
 DPI = 100
-COLORS = {"rr": "tab:blue", "grr": "tab:blue", "rappor": "tab:purple", "cms": "tab:green", "hcms": "tab:olive",
-          "laplace": "tab:red", "gaussian": "tab:orange", "local": "tab:blue", "central_gaussian": "tab:orange",
+# the central mechanisms' and regression methods' (a local protocol's: LocalProtocol.color and .label)
+COLORS = {"laplace": "tab:red", "gaussian": "tab:orange", "local": "tab:blue", "central_gaussian": "tab:orange",
           "ssp": "tab:red", "adassp": "tab:brown", "ols": "black"}
-LABELS = {"rr": "binary RR", "grr": "GRR", "rappor": "RAPPOR (one-time)", "cms": "CMS", "hcms": "HCMS",
-          "laplace": "central Laplace", "gaussian": "central Gaussian", "local": "local Gaussian (per user)",
+LABELS = {"laplace": "central Laplace", "gaussian": "central Gaussian", "local": "local Gaussian (per user)",
           "central_gaussian": "central Gaussian (same release, once)", "ssp": "SSP", "adassp": "AdaSSP",
           "ols": "OLS (not private)"}
+
+
+def _styles(cs: CountingSetup) -> tuple[dict[str, str], dict[str, str]]:
+    """:data:`COLORS` and :data:`LABELS` with the colours and labels of the setup's local protocols."""
+    local = cs.local()
+    return {**COLORS, **{lp.protocol: lp.color for lp in local}}, {**LABELS, **{lp.protocol: lp.label for lp in local}}
 
 
 def _plt() -> Any:
@@ -38,8 +43,9 @@ def _save(fig: Any, path: Path) -> None:
     save_png(fig, path, DPI)
 
 
-def _seed004(path: Path, tables: dict[str, list[dict[str, Any]]]) -> None:
+def _seed004(path: Path, tables: dict[str, list[dict[str, Any]]], cs: CountingSetup) -> None:
     plt = _plt()
+    colors, labels = _styles(cs)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     series = tables["seed004_series"]
     for ax, mech, title in ((axes[0], "rr", "randomized response (fair coins), cf. Fig. 3.6"),
@@ -48,7 +54,7 @@ def _seed004(path: Path, tables: dict[str, list[dict[str, Any]]]) -> None:
         n = np.array([r["n"] for r in rs])
         sd = np.array([r["theory_sd_fraction"] for r in rs])
         ax.fill_between(n, 0.2 - 2 * sd, 0.2 + 2 * sd, color="0.85", label="0.2 ± 2 SD (theory)")
-        ax.plot(n, [r["estimate_fraction"] for r in rs], ".", ms=2.5, color=COLORS[mech], label="estimate")
+        ax.plot(n, [r["estimate_fraction"] for r in rs], ".", ms=2.5, color=colors[mech], label="estimate")
         ax.axhline(0.2, color="black", lw=0.8)
         ax.set_ylim(-0.6, 1.0)
         ax.set_xlabel("participants n0")
@@ -60,8 +66,8 @@ def _seed004(path: Path, tables: dict[str, list[dict[str, Any]]]) -> None:
     for mech in ("rr", "laplace"):
         rs = [r for r in errors if r["mechanism"] == mech]
         sizes = [r["n"] for r in rs]
-        ax.plot(sizes, [r["rmse_fraction"] for r in rs], ".", ms=2.5, color=COLORS[mech],
-                label=f"{LABELS[mech]}: RMSE over {rs[0]['trials']} runs")
+        ax.plot(sizes, [r["rmse_fraction"] for r in rs], ".", ms=2.5, color=colors[mech],
+                label=f"{labels[mech]}: RMSE over {rs[0]['trials']} runs")
         ax.plot(sizes, [r["theory_sd_fraction"] for r in rs], "-", color="black", lw=0.8)
     ax.plot([], [], "-", color="black", lw=0.8, label="theory: RR ∝ 1/√n0, Laplace √2/(ε·n0)")
     ax.set_xscale("log")
@@ -77,6 +83,7 @@ def _seed004(path: Path, tables: dict[str, list[dict[str, Any]]]) -> None:
 
 def _counting(path: Path, rows: list[dict[str, Any]], sweep: str, cs: CountingSetup) -> None:
     plt = _plt()
+    colors, labels = _styles(cs)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, binary in zip(axes, (True, False), strict=True):
         sel = [r for r in rows if r["sweep"] == sweep and (r["domain"] == 2) == binary]
@@ -84,9 +91,9 @@ def _counting(path: Path, rows: list[dict[str, Any]], sweep: str, cs: CountingSe
             rs = sorted((r for r in sel if r["protocol"] == proto), key=lambda r: r[sweep])
             x = [r[sweep] for r in rs]
             ax.plot(x, [r["theory_se_fraction"] for r in rs], "-" if rs[0]["kind"] == "local" else "--",
-                    color=COLORS[proto], lw=1)
-            ax.plot(x, [r["rmse_fraction"] for r in rs], "o", mfc="none", ms=5, color=COLORS[proto],
-                    label=LABELS[proto])
+                    color=colors[proto], lw=1)
+            ax.plot(x, [r["rmse_fraction"] for r in rs], "o", mfc="none", ms=5, color=colors[proto],
+                    label=labels[proto])
         ax.plot([], [], "-", color="gray", lw=1, label="theory (local: exact variance)")
         ax.plot([], [], "--", color="gray", lw=1, label="theory (central: noise SD)")
         ax.set_xscale("log", base=10 if sweep == "n" else 2)
@@ -148,7 +155,7 @@ def write_plots(out: Path, tables: dict[str, list[dict[str, Any]]], cs: Counting
     ``compare-regression.png`` in ``out``."""
     paths = [out / "compare-seed004.png", out / "compare-counting-n.png", out / "compare-counting-epsilon.png",
              out / "compare-regression.png"]
-    _seed004(paths[0], tables)
+    _seed004(paths[0], tables, cs)
     _counting(paths[1], tables["counting"], "n", cs)
     _counting(paths[2], tables["counting"], "epsilon", cs)
     _regression(paths[3], tables["regression"], tables["multiplier"], rs)

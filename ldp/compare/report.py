@@ -163,8 +163,7 @@ def run_compare(*, quick: bool = False, seed: int | None = 0, out_dir: str | Pat
 # -- the printable summary -------------------------------------------------------------------------------
 THESIS = ("the smoker survey of an introductory thesis on",
           "differential privacy and its practicability (§3.2, Figures 3.6 and 3.8)")
-NAMES = {  # what the user reads for each mechanism, protocol and method
-    "rr": "randomized response", "grr": "GRR", "rappor": "RAPPOR", "cms": "CMS", "hcms": "HCMS",
+NAMES = {  # what the user reads for each central mechanism and method (a local protocol: LocalProtocol.name)
     "laplace": "Laplace", "gaussian": "Gaussian", "local": "local (noisy statistics)",
     "central_gaussian": "central Gaussian", "ssp": "central SSP", "adassp": "central AdaSSP",
     "ols": "no privacy (OLS)",
@@ -205,14 +204,21 @@ def _legend(*lines: str) -> str:
     return "\n".join(("  Columns: " if i == 0 else "    ") + ln for i, ln in enumerate(lines)) + "\n"
 
 
-def _protocol_label(r: dict[str, Any]) -> str:
+def _names(cs: CountingSetup) -> dict[str, str]:
+    """:data:`NAMES` and the names of the setup's local protocols."""
+    return {**NAMES, **{lp.protocol: lp.name for lp in cs.local()}}
+
+
+def _protocol_label(r: dict[str, Any], names: dict[str, str]) -> str:
     what = "yes/no" if r["domain"] == 2 else f"{r['domain']} values"
-    return f"{NAMES[r['protocol']]}, {what} ({r['kind']})"
+    return f"{names[r['protocol']]}, {what} ({r['kind']})"
 
 
 def render(result: dict[str, Any]) -> str:
     """A text summary of :func:`run_compare`'s result: every table with a legend of its columns."""
     t, s, st = result["tables"], result["summary"], result["settings"]
+    cs = CountingSetup()  # run_compare's populations
+    names = _names(cs)
     run = "quick run: fewer sizes and repetitions" if st.get("quick") else "full run"
     parts = [f"Local against central differential privacy, measured by simulation ({run}, seed {st.get('seed')}).",
              "Local: every person randomizes their own answer before sending it, so no one is trusted.",
@@ -227,7 +233,7 @@ def render(result: dict[str, Any]) -> str:
     parts.append(render_table(
         [Column("mechanism", align="left"), Column("estimate", align="left"), Column("slope", "+.3f"),
          Column("± SE", ".3f"), Column("theory", "+.1f")],
-        ([NAMES[r["mechanism"]], "count" if r["scale"] == "count" else "share", r["slope"], r["slope_se"],
+        ([names[r["mechanism"]], "count" if r["scale"] == "count" else "share", r["slope"], r["slope_se"],
           r["theory_slope"]] for r in t["seed004_slopes"]),
         title="  How the error grows with the number asked:", indent="  "))
     parts.append(_legend(
@@ -237,7 +243,7 @@ def render(result: dict[str, Any]) -> str:
         "like √n0, -1 = shrinks like 1/n0); ± SE: its standard error; theory: the slope theory predicts."))
     picks = {5, 100, 1000, 3000}
     parts.append(_grid("  Error of the smoker share, by the number n0 of people asked:",
-                       [dict(r, label=NAMES[r["mechanism"]]) for r in t["seed004_errors"] if r["n"] in picks],
+                       [dict(r, label=names[r["mechanism"]]) for r in t["seed004_errors"] if r["n"] in picks],
                        "label", "n", lambda r: f"{_g(r['rmse_fraction'], 2)}/{_g(r['theory_sd_fraction'], 2)}",
                        head=lambda n: f"n0={_size(n)}", name="mechanism"))
     parts.append(_legend(
@@ -247,7 +253,6 @@ def render(result: dict[str, Any]) -> str:
     def cell(r: dict[str, Any]) -> str:
         return f"{_g(r['rmse_fraction'], 2)}/{_g(r['theory_se_fraction'], 2)}"
 
-    cs = CountingSetup()  # run_compare's populations
     parts.append("2. Every protocol of the toolkit against central noise on the same counts: a yes/no attribute")
     parts.append(f"   ({cs.binary_fraction:.0%} yes) and {cs.d} values with Zipf frequencies. The central noise "
                  "protects one person's")
@@ -255,7 +260,7 @@ def render(result: dict[str, Any]) -> str:
     for sweep, col, what, head in (
             ("n", "n", f"at ε = {st['epsilon']:g}, by the number n of users", lambda n: f"n={_size(n)}"),
             ("epsilon", "epsilon", f"with n = {st['n_epsilon']:,} users, by ε", lambda e: f"ε={e:g}")):
-        rows = [dict(r, label=_protocol_label(r)) for r in t["counting"] if r["sweep"] == sweep]
+        rows = [dict(r, label=_protocol_label(r, names)) for r in t["counting"] if r["sweep"] == sweep]
         parts.append("")
         parts.append(_grid(f"  SE of a fraction {what}:", rows, "label", col, cell, head=head,
                            decades=sweep == "n", name="protocol"))
@@ -269,7 +274,7 @@ def render(result: dict[str, Any]) -> str:
     parts.append(render_table(
         [Column("protocol", align="left"), Column("variance per user", ".3g"), Column("Laplace SD", ".3g"),
          Column("users needed", ".3g")],
-        ([NAMES[p], c["per_user_variance"], c["laplace_sd_count"], c[f"n_local_for_central_{REFERENCE_N}"]]
+        ([names[p], c["per_user_variance"], c["laplace_sd_count"], c[f"n_local_for_central_{REFERENCE_N}"]]
          for p, c in s["counting"].items()), indent="  ",
         title=f"  Users local DP needs to match central Laplace's fraction error at n_C = {REFERENCE_N:,} users "
               f"(ε = {st['epsilon']:g}):"))
@@ -283,7 +288,7 @@ def render(result: dict[str, Any]) -> str:
     parts.append("   or a curator fits on everyone's exact data and adds noise once (central).")
     parts.append("")
     parts.append(_grid("  Linear regression: error of the coefficients by the number n of users:",
-                       [dict(r, label=NAMES[r["method"]]) for r in t["regression"]], "label", "n",
+                       [dict(r, label=names[r["method"]]) for r in t["regression"]], "label", "n",
                        lambda r: f"{_g(r['mse'], 2)} ({_g(r['theory_mse'], 2)})", head=lambda n: f"n={_size(n)}",
                        decades=True, name="method"))
     parts.append(_legend(
@@ -292,7 +297,7 @@ def render(result: dict[str, Any]) -> str:
         f"repetitions (predicting θ = 0 scores ‖θ‖² = {reg['trivial_mse']:.2g}), and in brackets its first-order "
         "theory."))
     parts.append(_grid("  Users local DP needs for the MSE of central DP with n_C users (multiplier n_L/n_C):",
-                       [dict(r, label=NAMES[r["central"]]) for r in t["multiplier"]
+                       [dict(r, label=names[r["central"]]) for r in t["multiplier"]
                         if _decade(r["n_central"]) or _finite(r["multiplier"])],
                        "label", "n_central", lambda r: f"{_g(r['multiplier'])}/{_g(r['theory_multiplier'])}",
                        head=lambda n: f"n_C={_size(n)}", name="central method"))

@@ -1,15 +1,15 @@
 """Association analysis: the joint distribution of two variables reported by the same clients, by EM.
 
-Each client sends one report of variable A and one of B, each with its own protocol (RAPPOR, GRR,
-binary RR, OUE or SUE). Given the values ``(u, v)`` the two reports are independent, so a pair's
-likelihood under the joint table ``π`` is ``D = L_A[r_A] π L_B[r_B]ᵀ``, ``L[r, u] = Pr[report r | value u]``:
+Each client sends one report of variable A and one of B, each with its own protocol: one whose aggregate
+gives the likelihood of a report (:meth:`Aggregate.report_loglik <ldp.decoders.base.Aggregate.report_loglik>`,
+for the params types of its ``report_loglik_types``; :func:`joint_protocols`: RAPPOR, GRR, binary RR, OUE and
+SUE). Given the values ``(u, v)`` the two reports are independent, so a pair's likelihood under the joint table
+``π`` is ``D = L_A[r_A] π L_B[r_B]ᵀ``, ``L[r, u] = Pr[report r | value u]``:
 
 * RAPPOR, candidate ``u`` with Bloom bits ``B`` in the report's cohort: ``Π_{i∈B} q*^{r_i}(1−q*)^{1−r_i} ·
-  Π_{i∉B} p*^{r_i}(1−p*)^{1−r_i}`` (a first report's bits are independent given the Bloom filter). The
-  optional **other** value (``other=True``) stands for any string not among the candidates: its Bloom
-  bits are ``h`` uniform hash positions (the random-oracle model), so its likelihood is that average,
-  computed exactly over the positions' distinct-set distribution (no data-driven estimate, unlike
-  Google's ``GetOtherProbs``: the model stays a true likelihood).
+  Π_{i∉B} p*^{r_i}(1−p*)^{1−r_i}``. An open-domain variable's values are candidate strings, and the optional
+  **other** value (``other=True``) any string not among them (for RAPPOR: ``h`` uniform hash positions,
+  averaged exactly; :mod:`ldp.decoders.rappor_likelihood`).
 * GRR: ``p`` if ``r = u``, else ``q``; binary RR: ``q^r(1−q)^{1−r}`` for 1, ``p^r(1−p)^{1−r}`` for 0;
   OUE/SUE: bit ``u`` is 1 w.p. ``p``, every other bit w.p. ``q`` (all realized probabilities).
 
@@ -34,10 +34,9 @@ sum of their costs (sequential composition, :func:`pair_cost`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from statistics import NormalDist
 from typing import Any
 
@@ -48,22 +47,37 @@ from ldp.batch import check_candidates
 from ldp.batch.association import EMFit, PairData, em_fit, independence_start
 from ldp.decoders.tabular import ResultTable
 from ldp.encoders.base import ProtocolParams
-from ldp.encoders.randomized_response import BinaryRRParams
-from ldp.encoders.rappor import RapporParams
 from ldp.privacy.accountant import PrivacyCost
-from ldp.randomness import as_generator, realized_probability
+from ldp.randomness import as_generator
 from ldp.reports import Report, ReportBatch
 
-__all__ = ["Variable", "Association", "associate", "pair_cost", "report_loglik", "PROTOCOLS", "SE_METHODS"]
+__all__ = ["Variable", "Association", "associate", "pair_cost", "report_loglik", "joint_protocols", "SE_METHODS"]
 
 Float = npt.NDArray[np.float64]
 Int = npt.NDArray[np.int64]
 
-PROTOCOLS = ("rappor", "grr", "rr", "oue", "sue")
 SE_METHODS = ("bootstrap", "information", "none")
 INFORMATION_WORK = 5e9
 """Largest ``J·K²`` (distinct pairs × squared free cells) the ``"information"`` method accepts."""
 OTHER = "(other)"
+
+
+@cache
+def joint_protocols() -> tuple[str, ...]:
+    """The registered protocols a variable may use: those whose aggregate gives their reports' likelihood
+    (their params type is among its ``report_loglik_types``)."""
+    from ldp.protocols import protocols
+
+    return tuple(name for name, p in protocols().items()
+                 if p.aggregate_type is not None and p.params_type in p.aggregate_type.report_loglik_types)
+
+
+def __getattr__(name: str) -> Any:
+    """``PROTOCOLS`` (deprecated, kept for one release): :func:`joint_protocols`, computed on first use (the
+    registry imports every decoder, so not at import)."""
+    if name == "PROTOCOLS":
+        return joint_protocols()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -75,28 +89,36 @@ class Variable:
     other: bool = False
 
     def __post_init__(self) -> None:
-        if self.params.protocol not in PROTOCOLS:
-            raise ValueError(f"association supports the protocols {PROTOCOLS}, got {self.params.protocol!r}")
-        _ = self.params.privacy_cost  # refuses non-private (e.g. p* = 0) RAPPOR parameters: likelihoods must be > 0
-        if isinstance(self.params, RapporParams):
+        pr = self.params
+        if pr.protocol not in joint_protocols():
+            raise ValueError(f"association supports the protocols {joint_protocols()}, got {pr.protocol!r}")
+        _ = pr.privacy_cost  # refuses non-private (e.g. p* = 0) RAPPOR parameters: likelihoods must be > 0
+        if pr.domain_size is None:  # an open domain: the values are candidate strings
             if self.candidates is None:
-                raise ValueError("a RAPPOR variable needs its candidate strings")
+                raise ValueError(f"a {pr.protocol} variable (an open domain) needs its candidate strings")
             object.__setattr__(self, "candidates", tuple(check_candidates(self.candidates)))
             if not self.candidates and not self.other:
-                raise ValueError("a RAPPOR variable needs at least one candidate (or other=True)")
+                raise ValueError(f"a {pr.protocol} variable needs at least one candidate (or other=True)")
         elif self.candidates is not None or self.other:
-            raise ValueError(f"{self.params.protocol} has a fixed domain: no candidates or 'other' category")
+            raise ValueError(f"{pr.protocol} has a fixed domain: no candidates or 'other' category")
 
     @cached_property
     def labels(self) -> list[str]:
-        """The values estimated: candidates (+ ``"(other)"``), labels, or indices as strings."""
-        pr: Any = self.params
-        if isinstance(pr, RapporParams):
+        """The values estimated: candidates (+ ``"(other)"``), or a fixed domain's labels (indices as strings)."""
+        pr = self.params
+        if pr.domain_size is None:
             names = [c if isinstance(c, str) else c.decode("utf-8", "backslashreplace") for c in self.candidates or ()]
             return names + [OTHER] * self.other
-        if isinstance(pr, BinaryRRParams):
-            return ["0", "1"]
-        return list(pr.labels) if pr.labels else [str(i) for i in range(pr.domain_size)]
+        return [pr.label_of(i) for i in range(pr.domain_size)]
+
+    def loglik(self, cols: dict[str, Any]) -> Float:
+        """``log Pr[report | value]`` (reports × values) for report columns: the protocol's aggregate says
+        (:meth:`~ldp.decoders.base.Aggregate.report_loglik`)."""
+        from ldp.protocols import get_protocol
+
+        aggregate = get_protocol(self.params.protocol).aggregate_type
+        out: Float = aggregate.report_loglik(self.params, cols, self.candidates or (), self.other)
+        return out
 
     def columns(self, reports: Any) -> dict[str, Any]:
         """The report columns from a :class:`ReportBatch`, a sequence of :class:`Report` or a column mapping."""
@@ -157,98 +179,21 @@ def _width(col: Any) -> int:
     return max(1, (top.bit_length() + 7) // 8)
 
 
-def _unpack(rows: npt.NDArray[np.uint8], size: int) -> Float:
-    return np.unpackbits(rows, axis=1, bitorder="little", count=size).astype(np.float64)
-
-
-def _bernoulli_logs(p: float, q: float) -> tuple[float, float]:
-    """``(log(q/p), log((1−q)/(1−p)))``: a bit's log-ratio when its probability of 1 is ``q`` instead of ``p``."""
-    return math.log(q / p), math.log1p(-q) - math.log1p(-p)
-
-
-def _other_log(params: RapporParams, ones: Int) -> Float:
-    """Log-factor of "other" per report with ``ones`` set bits: ``log E[Π_{i∈S} ratio_i]``, ``S`` the distinct
-    positions of ``h`` uniform hashes (a DP over (ones hit, zeros hit))."""
-    k, h = params.k, params.h
-    a1, a0 = _bernoulli_logs(params.p_star, params.q_star)
-    out = np.empty(k + 1)
-    for w in range(k + 1):
-        prob = np.zeros((h + 1, h + 1))
-        prob[0, 0] = 1.0
-        for _ in range(h):
-            nxt = np.zeros_like(prob)
-            for a in range(h + 1):
-                for b in range(h + 1 - a):
-                    if prob[a, b]:
-                        nxt[a, b] += prob[a, b] * (a + b) / k
-                        if a < h:
-                            nxt[a + 1, b] += prob[a, b] * (w - a) / k
-                        if b < h:
-                            nxt[a, b + 1] += prob[a, b] * (k - w - b) / k
-            prob = nxt
-        hit1, hit0 = np.nonzero(prob)
-        terms = np.log(prob[hit1, hit0]) + hit1 * a1 + hit0 * a0
-        out[w] = terms.max() + np.log(np.exp(terms - terms.max()).sum())
-    return out[ones]
-
-
 def report_loglik(var: Variable, cols: dict[str, Any]) -> Float:
     """``log Pr[report | value]`` (reports × values of ``var``) for report columns (RAPPOR: given the cohort)."""
-    pr: Any = var.params
-    if pr.protocol == "grr":
-        idx = np.asarray(cols["index"], dtype=np.int64)
-        out = np.full((idx.size, pr.domain_size), math.log(pr.q))
-        out[np.arange(idx.size), idx] = math.log(pr.p)
-        return out
-    if pr.protocol == "rr":
-        p, q = realized_probability(pr.p), realized_probability(pr.q)
-        r = np.asarray(cols["bit"], dtype=np.float64)[:, None]
-        probs = np.array([p, q])[None, :]
-        return r * np.log(probs) + (1.0 - r) * np.log1p(-probs)
-    if pr.protocol in ("oue", "sue"):
-        s = _unpack(cols["bits"], pr.domain_size)
-        base = s.sum(axis=1, keepdims=True) * math.log(pr.q) + (pr.domain_size - s.sum(axis=1, keepdims=True)) * \
-            math.log1p(-pr.q)
-        a1, a0 = _bernoulli_logs(pr.q, pr.p)
-        return base + s * a1 + (1.0 - s) * a0
-    return _rappor_loglik(var, cols)
-
-
-def _rappor_loglik(var: Variable, cols: dict[str, Any]) -> Float:
-    from ldp.batch.rappor import bloom_table
-
-    pr = var.params
-    assert isinstance(pr, RapporParams)  # report_loglik dispatches RAPPOR here
-    cands = list(var.candidates or ())
-    s = _unpack(cols["bits"], pr.k)
-    cohort = np.asarray(cols["cohort"], dtype=np.int64)
-    ones = s.sum(axis=1)
-    ps, qs = pr.p_star, pr.q_star
-    base = ones * math.log(ps) + (pr.k - ones) * math.log1p(-ps)
-    a1, a0 = _bernoulli_logs(ps, qs)
-    out = np.empty((s.shape[0], len(cands) + var.other))
-    if cands:
-        bloom = _unpack(bloom_table(pr, cands).reshape(-1, (pr.k + 7) // 8), pr.k).reshape(len(cands), pr.m, pr.k)
-        x = s * a1 + (1.0 - s) * a0
-        for c in np.unique(cohort):
-            sel = np.flatnonzero(cohort == c)
-            out[sel, :len(cands)] = x[sel] @ bloom[:, c, :].T
-    if var.other:
-        out[:, -1] = _other_log(pr, ones.astype(np.int64))
-    return out + base[:, None]
+    return var.loglik(cols)
 
 
 def pair_cost(params_a: ProtocolParams, params_b: ProtocolParams, reports: int = 1) -> PrivacyCost:
     """What each client pays for ``reports`` pairs of one value pair: the sum of the two variables' costs
-    (sequential composition); a RAPPOR variable pays ``min(t·ε₁, ε∞)`` (its memoized PRR caps it)."""
+    (sequential composition), each its cost of ``reports`` reports of one value
+    (:meth:`~ldp.encoders.base.ProtocolParams.horizon_cost`: a RAPPOR variable pays ``min(t·ε₁, ε∞)``, its
+    memoized PRR caps it)."""
     if isinstance(reports, bool) or not isinstance(reports, int) or reports < 1:
         raise ValueError(f"reports must be an integer >= 1, got {reports!r}")
     total = PrivacyCost(0.0)
     for pr in (params_a, params_b):
-        one = pr.privacy_cost.times(reports)
-        if isinstance(pr, RapporParams) and one.epsilon > pr.epsilon_inf:
-            one = PrivacyCost(pr.epsilon_inf)
-        total = total + one
+        total = total + pr.horizon_cost(reports, 1)[1]
     return total
 
 

@@ -8,10 +8,6 @@ frames or JSON lines), ``merge`` another aggregate of the same parameters, ``to_
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
-import types
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -35,6 +31,7 @@ from ldp.decoders.aggregate_file import (
     write_aggregate,
 )
 from ldp.encoders.base import ProtocolParams
+from ldp.lazy import subclasses_in
 from ldp.reports import Frame, Report, ReportBatch, ReportError, parse_json, scan_frames
 
 if TYPE_CHECKING:
@@ -141,6 +138,40 @@ class Aggregate(ABC):
         matters: given, or that even spread). What the planner is built on; a protocol it does not plan
         raises ``NotImplementedError``."""
         raise NotImplementedError(f"{cls.__name__} has no count variance for the planner")
+
+    candidate_dictionary: ClassVar[str] = "none"
+    """What :meth:`decode` does with a dictionary of candidate strings: ``"none"`` (a fixed domain or a mean: all is
+    in the aggregate, candidates are ignored), ``"required"`` (it estimates the candidates' counts) or
+    ``"optional"`` (it scores given candidates, else discovers the strings)."""
+
+    def decode(self, candidates: Sequence[str] | None = None, *, confidence: float = 0.95, alpha: float = 0.05,
+               top: int | None = None, selection: str = "auto") -> Any:
+        """The estimates ``ldp decode`` writes, with the :attr:`candidate_dictionary` when there is one; ``alpha``,
+        ``top`` and ``selection`` are the options of a protocol's test, discovery and model selection. Default:
+        :meth:`estimate` at ``confidence``."""
+        return self.estimate(confidence=confidence)
+
+    @classmethod
+    def simulate_estimates(cls, params: Any, true_counts: Any, rng: Any = None, *,
+                           values: Sequence[Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(estimated counts, their exact variances)`` of every value in one exact simulated collection from users
+        holding ``true_counts`` (of ``values``: the strings an open-domain protocol hashes; a fixed domain's values
+        are its indices). Default: :meth:`simulate`, ``estimate().count`` (an open domain's: ``estimate(values)``)
+        and the aggregate's ``exact_variance``; a protocol that decodes otherwise overrides this, one that counts
+        no values or has no exact variance raises ``NotImplementedError``."""
+        exact_variance = getattr(cls, "exact_variance", None)
+        if exact_variance is None or getattr(params, "population_kind", "counts") != "counts":
+            raise NotImplementedError(f"{cls.__name__} has no exact variance of counts")
+        if params.domain_size is not None:
+            est = cls.simulate(params, true_counts, rng).estimate()
+        elif values is None:
+            raise ValueError(f"{params.protocol} is open-domain: pass the strings the counts are of as `values`")
+        else:
+            est = cls.simulate(params, true_counts, rng, values=values).estimate(values)
+        return est.count, exact_variance(params, true_counts)
+
+    report_loglik_types: ClassVar[tuple[type[ProtocolParams], ...]] = ()
+    """Params types whose ``log Pr[report | value]`` the ``report_loglik`` classmethod gives (association EM)."""
 
     # -- ingestion -----------------------------------------------------------------------------
     def add(self, reports: Report | ReportBatch | Frame | Iterable[Report],
@@ -360,14 +391,10 @@ def _aggregates() -> dict[str, tuple[type[ProtocolParams], type[Aggregate]]]:
     the modules of :mod:`ldp.decoders` (imported on the first call), under the protocols of their ``params_type``.
 
     What :meth:`Aggregate.from_bytes` reads a header's protocol with. The registry (:mod:`ldp.protocols`) finds
-    the aggregates the same way; it sits above this module, which does not import it."""
-    package = importlib.import_module(__name__.rpartition(".")[0])
+    the aggregates with the same scanner (:func:`ldp.lazy.subclasses_in`); it sits above this module, which does
+    not import it."""
     found: dict[str, tuple[type[ProtocolParams], type[Aggregate]]] = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        for obj in vars(module).values():
-            if (inspect.isclass(obj) and not isinstance(obj, types.GenericAlias) and issubclass(obj, Aggregate)
-                    and obj.__module__ == module.__name__ and not inspect.isabstract(obj)):
-                kinds = obj.params_type if isinstance(obj.params_type, tuple) else (obj.params_type,)
-                found.update((params_type.protocol, (params_type, obj)) for params_type in kinds)
+    for agg in subclasses_in(__name__.rpartition(".")[0], Aggregate):  # type: ignore[type-abstract]  # a base to test
+        kinds = agg.params_type if isinstance(agg.params_type, tuple) else (agg.params_type,)
+        found.update((params_type.protocol, (params_type, agg)) for params_type in kinds)
     return dict(sorted(found.items()))

@@ -17,8 +17,9 @@ Differentially Private Frequency Estimation with Consistency", NDSS 2020):
   decreases (it is concave, so the limit is a global maximum).
 
 :class:`SupportChannel` is ``A`` of a pure oracle with support probabilities ``p*``, ``q*``;
-:func:`oracle_channel` finds them from a protocol's params, and :func:`ibu_counts` runs IBU on a raw
-estimate, recovering the support counts ``C_v = ĉ_v·(p*_v − q*_v) + n·q*_v`` it was computed from.
+:func:`oracle_channel` finds them from a protocol's params (their ``support_probabilities``, else their exact
+``response_matrix``), and :func:`ibu_counts` runs IBU on a raw estimate, recovering the support counts
+``C_v = ĉ_v·(p*_v − q*_v) + n·q*_v`` it was computed from.
 """
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["IBU_PROTOCOLS", "base_cut", "ibu", "ibu_counts", "norm_sub", "norm_sub_delta", "oracle_channel",
-           "SupportChannel"]
+__all__ = ["base_cut", "ibu", "ibu_counts", "norm_sub", "norm_sub_delta", "oracle_channel", "SupportChannel"]
 
 log = logging.getLogger(__name__)
 
@@ -161,27 +161,27 @@ def ibu(observed: npt.ArrayLike, channel: npt.ArrayLike | SupportChannel, tol: f
     return pi
 
 
-IBU_PROTOCOLS = ("rr", "grr", "bucket-grr", "lgrr", "sue", "oue", "loue", "bucket-oue")
-"""The protocols whose channel :func:`oracle_channel` knows (each report supports items through a known law)."""
-
-
 def oracle_channel(params: Any) -> tuple[FloatArray | SupportChannel, FloatArray, FloatArray]:
-    """``(A, p*, q*)`` of a protocol in :data:`IBU_PROTOCOLS`: the IBU channel and per-item support probabilities.
+    """``(A, p*, q*)`` of a protocol's ``params``: the IBU channel and per-item support probabilities.
 
-    Binary RR (``Pr[1|0] = p``, ``Pr[1|1] = q``): ``A = [[1−p, 1−q], [p, q]]``, item 0 supported by a 0.
-    GRR, bucketized GRR and L-GRR: the d×d channel ``p*`` on the diagonal, ``q*`` off it (exact).
-    SUE, OUE, L-OUE and bucketized OUE: the support channel of the per-bit law (:class:`SupportChannel`)."""
-    protocol = getattr(params, "protocol", None)
-    if protocol not in IBU_PROTOCOLS:
-        raise ValueError(f"IBU needs the channel of the protocol, known for {', '.join(IBU_PROTOCOLS)}; "
-                         f"not for {protocol!r} (use norm_sub, projected or base_cut instead)")
-    if protocol == "rr":
-        p, q = params.p, params.q
-        return np.array([[1.0 - p, 1.0 - q], [p, q]]), np.array([1.0 - p, q]), np.array([1.0 - q, p])
-    inner = params.grr if protocol == "bucket-grr" else params
-    p_star, q_star = (inner.p_star, inner.q_star) if protocol == "lgrr" else (inner.p, inner.q)
-    d = inner.domain_size
-    return SupportChannel(p_star, q_star, d), np.full(d, p_star), np.full(d, q_star)
+    Params with ``support_probabilities`` ``(p*, q*)`` (GRR, bucketized GRR, L-GRR: each report names one
+    item; SUE, OUE, L-OUE, bucketized OUE: per-bit law): :class:`SupportChannel` of the d items (exact for
+    the GRR family). Else params with an exact ``response_matrix`` ``A`` whose output ``y`` supports item ``y``
+    (binary RR: ``[[1−p, 1−q], [p, q]]``): ``p*_y = A[y, y]``, ``q*_y = A[y, x]`` for ``x ≠ y`` (the next
+    column; one value per row in a pure oracle). ``ValueError`` for params with neither."""
+    law = getattr(params, "support_probabilities", None)
+    if law is not None:
+        p_star, q_star = law
+        d = params.domain_size
+        return SupportChannel(p_star, q_star, d), np.full(d, p_star), np.full(d, q_star)
+    matrix = getattr(params, "response_matrix", None)
+    if matrix is None:
+        raise ValueError(f"IBU needs the channel of the protocol: {getattr(params, 'protocol', None)!r} gives "
+                         "none (no support probabilities or response matrix; use norm_sub, projected or base_cut "
+                         "instead)")
+    a = np.array(matrix, dtype=np.float64)
+    items = np.arange(a.shape[1])
+    return a, a[items, items], a[items, (items + 1) % items.size]
 
 
 def ibu_counts(counts: npt.ArrayLike, n: int, params: Any, tol: float = 1e-8, max_iter: int = 10_000

@@ -1,46 +1,16 @@
-"""PEM, server side: the per-group reports, the scaled OLH or GRR estimator with its exact variance, discovery.
+"""PEM, server side: the aggregate of the per-group reports, its estimator and its discovery.
 
-Estimator. Group ``j`` holds ``N_j`` reports. In an OLH group a report supports a ``b_j``-bit prefix ``c``
-when ``lh_hash(key(c), seed, g) = y`` (:func:`ldp.batch.pem.key_support`); in a GRR group when ``y = c``.
-Each oracle supports the true prefix with probability ``p`` and any other given prefix with ``q'`` (OLH:
-``q' = 1/g``; GRR over ``d = 2^b_j``: ``q' = (1−p)/(d−1)``; :meth:`~ldp.encoders.pem.PEMParams.group_pq`).
-With ``C`` supports, ``ĉ_j = (C − N_j·q')/(p − q')`` is the oracle's unbiased count of the group's users
-holding ``c``, and
-
-    ``F̂ = (n/N_j)·ĉ_j``
-
-estimates the count ``F`` among all ``n`` users. Given ``N_j``, the group is a uniformly random subset of
-the users (each client draws its group uniformly and independently), so its holders ``f_j`` are
-hypergeometric: mean ``N_j·φ`` (``φ = F/n``), variance ``N_j·φ(1−φ)(n−N_j)/(n−1)``; the oracle adds,
-given ``f_j``, ``N_j·V0 + f_j·a`` with ``V0 = q'(1−q')/(p−q')²``, ``a = (1−p−q')/(p−q')`` (the supports
-are independent Bernoullis, ``p`` for holders and ``q'`` for the others; :mod:`ldp.decoders.local_hashing`).
-Hence ``E[F̂ | N_j] = F`` and, exactly,
-
-    ``Var[F̂ | N_j] = (n²/N_j)·(V0 + φ·a + φ(1−φ)·(n−N_j)/(n−1))``:
-
-the oracle's variance of the group scaled by ``(n/N_j)²``, plus the sampling of the group. Standard errors
-plug in ``φ̂ = clip(F̂/n, 0, 1)``; the null standard error (``φ = 0``) is ``n·√(V0/N_j)``. Prefixes over
-32 bits are hashed to a 32-bit key: a candidate also gets the users of another prefix with its key
-(probability 2^-32 per pair), which the variance leaves out.
-
-Discovery (:meth:`PEMAggregate.discover`). Round 0 scores every ``b_0``-bit prefix in group 0; round
-``j`` extends each prefix kept in round ``j−1`` by every ``b_j − b_{j−1}``-bit pattern and scores them
-in group ``j``. Candidates no client can hold are pruned first: a first byte NUL (empty string), a
-non-NUL byte after a NUL (the pad is a suffix), and, with ``alphabet``, a complete non-NUL byte outside
-its UTF-8 bytes. A round keeps the candidates whose estimate exceeds ``z_{1−q/C}·n·√(V0/N_j)`` (``C``
-scored, ``q = false_prefixes`` expected absent prefixes kept, level at most 1/2), at most ``top_k`` of
-them, the largest. The last round reports every candidate above ``z_{1−α/C}`` of its null standard
-error: the expected number of strings nobody holds that are reported is at most ``alpha``. With
-``false_prefixes=None`` / ``alpha=None`` a round keeps the ``top_k`` largest with no test (the paper's rule).
-Every function taking ``group`` uses that group's oracle; ``group=None`` is the last group (the estimates').
+:class:`PEMAggregate` keeps every report (``group``, ``seed``, ``y``): candidates are known only at
+discovery. :meth:`PEMAggregate.score` is the scaled OLH or GRR estimator of a group, whose exact variance
+and null thresholds are :mod:`ldp.decoders.pem_estimator`'s; :meth:`PEMAggregate.discover` finds the
+frequent strings round by round (:mod:`ldp.decoders.pem_discovery`).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -54,138 +24,21 @@ from ldp.decoders.aggregate_file import (
     write_aggregate,
 )
 from ldp.decoders.base import Aggregate, RejectHandler
-from ldp.decoders.results import Estimates, column_rows
-from ldp.decoders.tabular import ResultTable, jsonable, to_frame
-from ldp.encoders.pem import PEMParams, null_variance, prefix_key
+from ldp.decoders.pem_discovery import PEMDiscovery, _decode, discover
+from ldp.decoders.pem_estimator import (
+    null_threshold,
+    pem_detectable_share,
+    pem_group_n,
+    pem_null_se,
+    pem_variance,
+)
+from ldp.decoders.results import Estimates
+from ldp.encoders.pem import PEMParams, prefix_key
 from ldp.randomness import as_generator
 from ldp.reports import ReportBatch
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 __all__ = ["PEMAggregate", "PEMDiscovery", "pem_variance", "pem_group_n",
            "pem_null_se", "pem_detectable_share", "null_threshold"]
-
-
-def pem_group_n(params: PEMParams, n: float) -> int:
-    """The reports of one group the planner assumes: ``n/G``, at least 1."""
-    return max(1, round(n / params.groups))
-
-
-def _group(params: PEMParams, group: int | None) -> int:
-    return params.groups - 1 if group is None else group
-
-
-def _terms(params: PEMParams, group: int | None) -> tuple[float, float]:
-    """``(V0, a)``: the group's oracle's per-report variance of an absent prefix and its per-holder term."""
-    p, q = params.group_pq(_group(params, group))
-    return null_variance(p, q), (1.0 - p - q) / (p - q)
-
-
-def pem_variance(params: PEMParams, true_counts: npt.ArrayLike, n: int, group_n: int,
-                 group: int | None = None) -> npt.NDArray[np.float64]:
-    """Exact ``Var[F̂ | N_j]`` of the counts ``F`` among ``n`` users from group ``group`` (default the last)
-    of ``group_n`` reports."""
-    v0, a = _terms(params, group)
-    phi = np.asarray(true_counts, dtype=np.float64) / n
-    return n * n / group_n * (v0 + phi * a + phi * (1.0 - phi) * (n - group_n) / max(n - 1, 1))
-
-
-def pem_null_se(params: PEMParams, n: int, group_n: int, group: int | None = None) -> float:
-    """``n·√(V0/N_j)``: the standard error of a prefix nobody holds."""
-    return n * math.sqrt(_terms(params, group)[0] / group_n)
-
-
-def null_threshold(params: PEMParams, n: int, group_n: int, level: float, group: int | None = None) -> float:
-    """The count an absent prefix exceeds with probability at most ``level``: its support among the
-    group's ``N_j`` reports is exactly ``Binomial(N_j, q')`` (OLH: each report's hash of it is uniform and
-    independent of the value, ``q' = 1/g``; GRR: each report is it with ``q' = (1−p)/(d−1)``, every user
-    holding another prefix), so the cutoff is that law's upper quantile ``c`` (``P(C > c) ≤ level``)
-    mapped to a count, ``n/N_j·(c − N_j·q')/(p − q')``: exact, where the normal approximation
-    ``z·`` :func:`pem_null_se` is anti-conservative in the binomial's right tail for small groups."""
-    from scipy.stats import binom
-
-    p, q = params.group_pq(_group(params, group))
-    c = float(binom.isf(level, group_n, q))
-    return n / group_n * (c - group_n * q) / (p - q)
-
-
-def pem_detectable_share(params: PEMParams, n: int, alpha: float = 0.05, candidates: int | None = None) -> float:
-    """The share of users a string needs to pass the last round's test, with groups of ``n/G`` reports:
-    :func:`null_threshold` at level ``α/C`` over ``n`` (about ``z_{1−α/C}·√(G·V0/n)``); ``C`` defaults to
-    ``top_k·2^(last step)``, the most the last round scores. (For the planner: the string must also survive
-    every earlier round, whose prefixes are at least as frequent and whose thresholds are of the same order.)"""
-    G = params.groups
-    last = params.total_bits - (params.prefix_bits(G - 2) if G > 1 else 0)
-    c = params.top_k << last if candidates is None else candidates
-    group_n = max(round(n / G), 1)
-    return null_threshold(params, n, group_n, min(alpha / max(c, 1), 0.5), G - 1) / n
-
-
-@dataclass(frozen=True, repr=False)
-class PEMDiscovery(ResultTable):
-    """What :meth:`PEMAggregate.discover` found: ``strings`` (reported, largest first), ``candidates``
-    (every candidate of the last round, scored) and per round ``bits``, ``candidates`` (scored),
-    ``pruned``, ``kept`` and ``threshold``."""
-
-    strings: Estimates
-    candidates: Estimates
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-
-    def summary(self) -> str:
-        per = "; ".join(f"{r['bits']} bits: {r['candidates']} scored, {r['kept']} kept" for r in self.rounds)
-        return f"PEM discovery: {per}; {len(self.strings.items)} strings reported"
-
-    json_rows = "strings"
-
-    def _part(self, part: str) -> Estimates:
-        if part not in ("strings", "candidates"):
-            raise ValueError(f"part must be 'strings' or 'candidates', got {part!r}")
-        return self.strings if part == "strings" else self.candidates
-
-    def columns(self) -> dict[str, Any]:
-        """The reported strings' columns (the candidates: :meth:`to_dicts` and :meth:`to_pandas`)."""
-        return self.strings.columns()
-
-    def metadata(self) -> dict[str, Any]:
-        """The strings' :meth:`~ldp.decoders.results.Estimates.metadata` and the ``rounds``."""
-        return {**self.strings.metadata(), "rounds": jsonable(self.rounds)}
-
-    def title(self) -> str:
-        return self.summary()
-
-    def result_notes(self) -> tuple[str, ...]:
-        return self.strings.notes
-
-    def to_dicts(self, part: str = "strings") -> list[dict[str, Any]]:
-        """Rows of ``"strings"`` or ``"candidates"``."""
-        est = self._part(part)
-        return column_rows(est.columns(), len(est.items))
-
-    def to_pandas(self, part: str = "strings") -> pd.DataFrame:
-        """``part`` (as in :meth:`to_dicts`) as a DataFrame with typed columns, the :meth:`metadata` in
-        ``attrs``. Needs pandas."""
-        return to_frame(self._part(part).columns(), self.metadata())
-
-
-def _decode(prefix: int, bits: int) -> str:
-    """A full-length candidate as text: its bytes less the NUL padding, UTF-8, with invalid bytes and
-    non-printable characters escaped (``\\x01``), so a table never hides part of a string."""
-    text = prefix.to_bytes(bits // 8, "big").rstrip(b"\x00").decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
-
-
-def _possible(prefix: int, bits: int, allowed: frozenset[int] | None) -> bool:
-    """Could a client's padded string start with this prefix? (module docstring: pruning)"""
-    whole, rest = divmod(bits, 8)
-    data = (prefix >> rest).to_bytes(whole, "big")
-    if whole and data[0] == 0:
-        return False
-    nul = data.find(b"\x00")
-    if nul >= 0 and (data[nul:].strip(b"\x00") or (rest and prefix & ((1 << rest) - 1))):
-        return False
-    body = data if nul < 0 else data[:nul]
-    return allowed is None or all(b in allowed for b in body)
 
 
 def _bad_rows(params: PEMParams, grp: npt.NDArray[Any], seed: npt.NDArray[Any],
@@ -303,7 +156,8 @@ class PEMAggregate(Aggregate):
         return s[start:end], y[start:end]
 
     def score(self, group: int, prefixes: list[int]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """``(F̂, standard error)`` of ``b_group``-bit prefixes (ints) among all users (module docstring)."""
+        """``(F̂, standard error)`` of ``b_group``-bit prefixes (ints) among all users
+        (:mod:`ldp.decoders.pem_estimator`)."""
         pr = self.params
         bits, m = pr.prefix_bits(group), int(self.group_n[group])
         if m == 0:
@@ -328,68 +182,23 @@ class PEMAggregate(Aggregate):
         return Estimates(pr.protocol, items, self.n, count, se, confidence, pr.privacy_cost,
                          notes=("counts from the last group, scaled by n/N_j",))
 
+    candidate_dictionary: ClassVar[str] = "optional"
+
+    def decode(self, candidates: Sequence[str] | None = None, *, confidence: float = 0.95, alpha: float = 0.05,
+               top: int | None = None, selection: str = "auto") -> Estimates:
+        """:meth:`estimate` of the candidates, else the strings :meth:`discover` finds (``top``: its ``top_k``;
+        ``selection``: unused)."""
+        if candidates:
+            return self.estimate(list(candidates), confidence=confidence)
+        return self.discover(top_k=top, alpha=alpha, confidence=confidence).strings
+
     def discover(self, top_k: int | None = None, alpha: float | None = 0.05, false_prefixes: float | None = 5.0,
                  alphabet: str | bytes | None = None, confidence: float = 0.95) -> PEMDiscovery:
-        """Find the frequent strings round by round (module docstring). ``top_k``: prefixes kept per round
-        (default ``params.top_k``); ``alpha``: expected strings nobody holds reported; ``false_prefixes``:
-        expected absent prefixes kept per round; ``alphabet``: the bytes a string may hold (a pruning rule
-        of the server only)."""
-        pr = self.params
-        top = pr.top_k if top_k is None else top_k
-        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-            raise ValueError(f"top_k must be a positive int, got {top!r}")
-        for name, v in (("alpha", alpha), ("false_prefixes", false_prefixes)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf):
-                raise ValueError(f"{name} is an expected number of false findings: a finite number > 0 or None, "
-                                 f"got {v!r}")
-        if self.n == 0:
-            raise ValueError("no reports to discover from (the aggregate is empty)")
-        allowed = None if alphabet is None else frozenset(
-            alphabet.encode("utf-8") if isinstance(alphabet, str) else bytes(alphabet)) - {0}
-        rounds: list[dict[str, Any]] = []
-        kept: list[int] = [0]
-        prev_bits = 0
-        count = se = np.zeros(0)
-        cands: list[int] = []
-        for j in range(pr.groups):
-            bits = pr.prefix_bits(j)
-            step = bits - prev_bits
-            formed = [(c << step) | e for c in kept for e in range(1 << step)]
-            cands = [c for c in formed if _possible(c, bits, allowed)]
-            last = j == pr.groups - 1
-            level_of = alpha if last else false_prefixes
-            if not cands:
-                rounds.append({"bits": bits, "candidates": 0, "pruned": len(formed), "kept": 0, "threshold": math.nan})
-                break
-            count, se = self.score(j, cands)
-            threshold = -math.inf
-            if level_of is not None:
-                threshold = null_threshold(pr, self.n, int(self.group_n[j]), min(level_of / len(cands), 0.5), j)
-            order = [int(i) for i in np.argsort(-count, kind="stable") if count[i] > threshold]
-            if not last or level_of is None:
-                order = order[:top]
-            rounds.append({"bits": bits, "candidates": len(cands), "pruned": len(formed) - len(cands),
-                           "kept": len(order), "threshold": threshold})
-            kept, prev_bits = [cands[i] for i in order], bits
-            if not kept:
-                break
-        return self._discovery(rounds, cands, count, se, kept, confidence)
-
-    def _discovery(self, rounds: list[dict[str, Any]], cands: list[int], count: npt.NDArray[np.float64],
-                   se: npt.NDArray[np.float64], kept: list[int], confidence: float) -> PEMDiscovery:
-        pr = self.params
-        finished = len(rounds) == pr.groups and rounds[-1]["candidates"] > 0
-        if not finished:  # stopped early: nothing reaches the last round
-            cands, count, se, kept = [], np.zeros(0), np.zeros(0), []
-        thr = rounds[-1]["threshold"] if rounds else math.nan
-        note = (f"PEM over {pr.oracle_summary}, {pr.groups} groups; counts from the last group scaled by n/N_j",)
-        cand = Estimates(pr.protocol, [_decode(c, pr.total_bits) for c in cands], self.n, count, se, confidence,
-                         pr.privacy_cost, {"detected": count > thr}, note)
-        where = {c: i for i, c in enumerate(cands)}
-        idx = np.array([where[c] for c in kept], np.int64)
-        found = Estimates(pr.protocol, [cand.items[i] for i in idx], self.n, count[idx], se[idx], confidence,
-                          pr.privacy_cost, {}, note)
-        return PEMDiscovery(found, cand, rounds)
+        """Find the frequent strings round by round (:mod:`ldp.decoders.pem_discovery`). ``top_k``: prefixes
+        kept per round (default ``params.top_k``); ``alpha``: expected strings nobody holds reported;
+        ``false_prefixes``: expected absent prefixes kept per round; ``alphabet``: the bytes a string may hold
+        (a pruning rule of the server only)."""
+        return discover(self, top_k, alpha, false_prefixes, alphabet, confidence)
 
     @classmethod
     def simulate(cls, params: PEMParams, true_counts: Any, rng: Any = None, *,

@@ -16,6 +16,7 @@ Aggregate-level simulation draws the aggregate's exact distribution: for RR,
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +26,7 @@ from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.pure import pure_count_estimate, pure_count_variance
 from ldp.decoders.results import Estimates
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
-from ldp.randomness import as_generator
+from ldp.randomness import as_generator, realized_probability
 
 __all__ = ["RRAggregate", "GRRAggregate", "RR_ITEMS", "rr_variance", "grr_variance"]
 
@@ -93,6 +94,18 @@ class RRAggregate(Aggregate):
         """The pure-oracle variance with the probabilities of reporting 1 (Wang et al. 2017, Thm 2)."""
         return float(pure_count_variance(count, n, params.q, params.p))
 
+    report_loglik_types: ClassVar[tuple[type, ...]] = (BinaryRRParams,)
+
+    @classmethod
+    def report_loglik(cls, params: BinaryRRParams, columns: dict[str, np.ndarray], candidates: Any = (),
+                      other: bool = False) -> npt.NDArray[np.float64]:
+        """``q^r(1−q)^{1−r}`` for value 1, ``p^r(1−p)^{1−r}`` for 0 (realized probabilities)."""
+        p, q = realized_probability(params.p), realized_probability(params.q)
+        r = np.asarray(columns["bit"], dtype=np.float64)[:, None]
+        probs = np.array([p, q])[None, :]
+        out: npt.NDArray[np.float64] = r * np.log(probs) + (1.0 - r) * np.log1p(-probs)
+        return out
+
 
 class GRRAggregate(Aggregate):
     """Sufficient statistics of GRR: how many reports name each value."""
@@ -137,4 +150,15 @@ class GRRAggregate(Aggregate):
     def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
         """The pure-oracle variance with GRR's ``p``, ``q`` (Wang et al. 2017, Thm 2)."""
         return float(pure_count_variance(count, n, params.p, params.q))
+
+    report_loglik_types: ClassVar[tuple[type, ...]] = (GRRParams,)
+
+    @classmethod
+    def report_loglik(cls, params: GRRParams, columns: dict[str, np.ndarray], candidates: Any = (),
+                      other: bool = False) -> npt.NDArray[np.float64]:
+        """``log p`` where the report names the value, ``log q`` elsewhere."""
+        idx = np.asarray(columns["index"], dtype=np.int64)
+        out = np.full((idx.size, params.domain_size), math.log(params.q))
+        out[np.arange(idx.size), idx] = math.log(params.p)
+        return out
 

@@ -151,6 +151,15 @@ class RapporAggregate(Aggregate):
 
         return decode(self, candidates, **options)
 
+    candidate_dictionary: ClassVar[str] = "required"
+
+    def decode(self, candidates: Sequence[str] | None = None, *, confidence: float = 0.95, alpha: float = 0.05,
+               top: int | None = None, selection: str = "auto") -> Any:
+        """:meth:`estimate` of the candidates with the test at ``alpha`` and ``selection`` (``top``: unused)."""
+        if not candidates:
+            raise ValueError("rappor estimates the counts of candidate strings: give them")
+        return self.estimate(list(candidates), alpha=alpha, confidence=confidence, selection=selection)
+
     @classmethod
     def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
         """The least-squares count's exact variance over ``domain_size`` synthetic candidates
@@ -160,6 +169,32 @@ class RapporAggregate(Aggregate):
         counts = np.full(domain_size, (n - count) / max(domain_size - 1, 1))
         counts[0] = count
         return float(exact_count_covariance(params, synthetic_map(params, domain_size), counts)[0, 0])
+
+    report_loglik_types: ClassVar[tuple[type, ...]] = (RapporParams,)
+
+    @classmethod
+    def report_loglik(cls, params: RapporParams, columns: dict[str, np.ndarray], candidates: Sequence[str | bytes] = (),
+                      other: bool = False) -> npt.NDArray[np.float64]:
+        """Given the cohort, of each candidate's Bloom filter, and of "other" (``h`` uniform hash positions):
+        :func:`ldp.decoders.rappor_likelihood.rappor_loglik`."""
+        from ldp.decoders.rappor_likelihood import rappor_loglik
+
+        return rappor_loglik(params, columns, candidates, other)
+
+    @classmethod
+    def simulate_estimates(cls, params: Any, true_counts: Any, rng: Any = None, *,
+                           values: Sequence[Any] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Each value's clients split evenly over the cohorts (``cohorts="balanced"``: no cohort-sampling noise),
+        least squares over every value (``selection="none"``), and the diagonal of
+        :func:`~ldp.decoders.rappor_decode.exact_count_covariance`, exact for that split."""
+        from ldp.decoders.rappor_decode import CandidateMap, decode, exact_count_covariance
+
+        if values is None:
+            raise ValueError("RAPPOR simulates the strings `values` the counts are of")
+        cmap = CandidateMap.from_candidates(params, values)
+        counts = np.asarray(true_counts).tolist()
+        agg = cls.simulate(params, counts, rng, values=cmap.candidates, cohorts="balanced")
+        return decode(agg, cmap, selection="none").count, np.diag(exact_count_covariance(params, cmap, counts))
 
 
 def open_domain_counts(true_counts: OpenDomainCounts[S],

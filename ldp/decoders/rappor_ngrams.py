@@ -15,6 +15,7 @@ also :meth:`RapporNgramsAggregate.discover`.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -130,6 +131,16 @@ class RapporNgramsAggregate(Aggregate):
         from ldp.decoders.rappor_decode import decode
 
         return decode(self.full_aggregate(), candidates, **options)
+
+    candidate_dictionary: ClassVar[str] = "optional"
+
+    def decode(self, candidates: Sequence[str] | None = None, *, confidence: float = 0.95, alpha: float = 0.05,
+               top: int | None = None, selection: str = "auto") -> Any:
+        """The full-string estimates of the candidates (test at ``alpha``, ``selection``), else the strings
+        :meth:`discover` finds (``top``: unused)."""
+        if candidates:
+            return self.estimate(list(candidates), alpha=alpha, confidence=confidence, selection=selection)
+        return self.discover(alpha=alpha, confidence=confidence).strings
 
     def discover(self, **options: Any) -> NgramDiscovery:
         """Find the frequent strings from the n-gram reports (:func:`ldp.decoders.rappor_ngrams_discovery.discover`)."""

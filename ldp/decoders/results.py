@@ -120,9 +120,10 @@ class Estimates(ResultTable):
     def ibu(self, params: Any, tol: float = 1e-8, max_iter: int = 10_000) -> Estimates:
         """Maximum-likelihood counts by IBU / EM from this *raw* estimate under the protocol's ``params``.
 
-        For the protocols of :data:`ldp.decoders.consistency.IBU_PROTOCOLS` (``ValueError`` otherwise, or
-        after another post-processing); non-negative, summing to n, biased. Convergence: ``tol`` on the
-        largest change of a fraction, at most ``max_iter`` iterations (:func:`ldp.decoders.consistency.ibu`)."""
+        For the protocols whose params state their channel (``support_probabilities`` or ``response_matrix``;
+        ``ValueError`` otherwise, or after another post-processing); non-negative, summing to n, biased.
+        Convergence: ``tol`` on the largest change of a fraction, at most ``max_iter`` iterations
+        (:func:`ldp.decoders.consistency.ibu`)."""
         if getattr(params, "protocol", None) != self.protocol:
             raise ValueError(f"params are for {getattr(params, 'protocol', None)!r}, the estimates for "
                              f"{self.protocol!r}")

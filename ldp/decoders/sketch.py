@@ -122,6 +122,15 @@ class SketchAggregate(Aggregate):
         n_j = self.row_n[:, None].astype(np.float64)
         return k * (c * (2 * self.sums - n_j) / 2 + n_j / 2)
 
+    candidate_dictionary: ClassVar[str] = "required"
+
+    def decode(self, candidates: Sequence[str] | None = None, *, confidence: float = 0.95, alpha: float = 0.05,
+               top: int | None = None, selection: str = "auto") -> Estimates:
+        """:meth:`estimate` of the candidates (``top``, ``selection``: unused)."""
+        if not candidates:
+            raise ValueError(f"{self.params.protocol} estimates the counts of candidate strings: give them")
+        return self.estimate(list(candidates), confidence=confidence, alpha=alpha)
+
     def estimate(self, candidates: Sequence[str | bytes], confidence: float = 0.95, alpha: float = 0.05) -> Estimates:
         """Unbiased counts of every candidate (vectorized), standard errors, CIs and heavy-hitter flags.
 

@@ -16,11 +16,13 @@ Aggregate-level simulation is exact: ``O_v = Bin(f_v, p) + Bin(n − f_v, q)``, 
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from ldp.batch.association import bernoulli_logs, unpack_bits
 from ldp.batch.bits import add_ones_by_group
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.pure import pure_count_estimate, pure_count_variance
@@ -79,4 +81,18 @@ class UnaryAggregate(Aggregate):
     def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
         """The pure-oracle variance with the realized bit probabilities ``p``, ``q``."""
         return float(pure_count_variance(count, n, params.p, params.q))
+
+    report_loglik_types: ClassVar[tuple[type, ...]] = (SUEParams, OUEParams)
+
+    @classmethod
+    def report_loglik(cls, params: Any, columns: dict[str, np.ndarray], candidates: Any = (),
+                      other: bool = False) -> npt.NDArray[np.float64]:
+        """Independent bits: bit ``u`` is 1 with probability ``p`` for value ``u``, every other bit with ``q``."""
+        d = params.domain_size
+        s = unpack_bits(columns["bits"], d)
+        ones = s.sum(axis=1, keepdims=True)
+        base = ones * math.log(params.q) + (d - ones) * math.log1p(-params.q)
+        a1, a0 = bernoulli_logs(params.q, params.p)
+        out: npt.NDArray[np.float64] = base + s * a1 + (1.0 - s) * a0
+        return out
 

@@ -1,4 +1,7 @@
-"""What every protocol's client side shares: parameters and the encode path through the ledger."""
+"""What every protocol's client side shares: parameters and the encode path through the ledger.
+
+The checks of what a protocol is given (:mod:`ldp.encoders.base_checks`), the fixed labeled domain
+(:mod:`ldp.encoders.base_domain`) and the bounded memo (:mod:`ldp.encoders.base_memo`) are re-exported here."""
 
 from __future__ import annotations
 
@@ -6,11 +9,13 @@ import dataclasses
 import math
 import warnings
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from ldp.encoders.base_checks import SECRET_BYTES, check_epsilon, check_int, check_string_value, client_secret
+from ldp.encoders.base_domain import DomainPrepare, LabeledDomain
+from ldp.encoders.base_memo import BoundedMemo
 from ldp.privacy.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
@@ -18,152 +23,10 @@ from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_l
 __all__ = ["ProtocolParams", "Encoder", "BoundedMemo", "LabeledDomain", "DomainPrepare", "client_secret",
            "SECRET_BYTES", "check_epsilon", "check_int", "check_string_value", "MAX_AGGREGATE_CELLS"]
 
-_V = TypeVar("_V")
 _P = TypeVar("_P", bound="ProtocolParams")
-
-SECRET_BYTES = 32
-"""Bytes of a client secret drawn when none is given (the keyed, memoized responses derive from it)."""
 
 MAX_AGGREGATE_CELLS = 1 << 28
 """Counters a server aggregate of one metric may hold (2 GiB of int64): parameters needing more are refused."""
-
-
-def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
-    """``float(epsilon)`` if it is a finite real > 0, else ``ValueError`` naming the rule."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
-        raise TypeError(f"{name} must be a real number, got {type(epsilon).__name__}")
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise ValueError(f"{name} must be finite and > 0, got {epsilon}")
-    return float(epsilon)
-
-
-def check_int(value: int, name: str, low: int, high: int | None = None) -> int:
-    """``value`` if it is an int in ``[low, high]``, else a ``TypeError``/``ValueError`` naming it."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be {bound}, got {value}")
-    return value
-
-
-def check_string_value(value: Any, protocol: str) -> Any:
-    """``value`` if it is str or bytes (what the string protocols hash), else a ``TypeError``."""
-    if not isinstance(value, (str, bytes, bytearray)):
-        raise TypeError(f"{protocol} values must be str or bytes, got {type(value).__name__}")
-    return value
-
-
-def client_secret(secret: bytes | bytearray | str | None, rng: RandomSource) -> bytes:
-    """The client secret of a memoizing encoder: ``secret`` (str is UTF-8 encoded), or :data:`SECRET_BYTES`
-    fresh bytes from ``rng`` (the CSPRNG unless seeded); ``TypeError`` unless non-empty bytes or str."""
-    if secret is None:
-        return rng.token_bytes(SECRET_BYTES)
-    if isinstance(secret, str):
-        secret = secret.encode("utf-8")
-    if not isinstance(secret, (bytes, bytearray)) or not secret:
-        raise TypeError("secret must be non-empty bytes (or str)")
-    return bytes(secret)
-
-
-class LabeledDomain:
-    """A fixed domain of ``domain_size`` values, optionally named by distinct string ``labels``: what GRR,
-    the unary encodings, local hashing, Hadamard Response and Subset Selection share. A value is a label
-    (when there are labels) or an int index in ``[0, domain_size)``."""
-
-    domain_size: int
-    labels: tuple[str, ...] | None
-    protocol: ClassVar[str]
-
-    def _check_labels(self) -> None:
-        """``labels`` (if any): ``domain_size`` distinct strings, stored as a tuple."""
-        if self.labels is None:
-            return
-        labels = tuple(self.labels)
-        if len(labels) != self.domain_size:
-            raise ValueError(f"labels must have domain_size={self.domain_size} entries, got {len(labels)}")
-        if not all(isinstance(s, str) for s in labels):
-            raise TypeError("labels must be strings")
-        if len(set(labels)) != len(labels):
-            raise ValueError("labels must be distinct")
-        object.__setattr__(self, "labels", labels)
-
-    @property
-    def aggregate_cells(self) -> int:
-        return self.domain_size
-
-    @cached_property
-    def _index(self) -> dict[str, int]:
-        return {label: i for i, label in enumerate(self.labels or ())}
-
-    def index_of(self, value: Any) -> int:
-        """Domain index of a label (or of an int index), with a clear error outside the domain."""
-        d = self.domain_size
-        if isinstance(value, str) and self.labels is not None:
-            try:
-                return self._index[value]
-            except KeyError:
-                raise ValueError(f"value {value!r} is not one of the {d} declared labels") from None
-        if isinstance(value, int) and not isinstance(value, bool):
-            if not 0 <= value < d:
-                raise ValueError(f"value index must be in [0, {d}), got {value}")
-            return value
-        kind = "a label or an int index" if self.labels is not None else "an int index in [0, domain_size)"
-        raise TypeError(f"{self.protocol} values must be {kind}, got {type(value).__name__}")
-
-    def label_of(self, index: int) -> str:
-        return self.labels[index] if self.labels is not None else str(index)
-
-
-class DomainPrepare:
-    """``prepare`` for an encoder of a :class:`LabeledDomain`: the value's index, an in-range int checked inline
-    (the common case), anything else through ``params.index_of`` (labels, clear errors). Listed before
-    :class:`Encoder` in the bases."""
-
-    params: Any
-
-    def prepare(self, value: Any) -> int:
-        if type(value) is int and 0 <= value < self.params.domain_size:
-            return value
-        index: int = self.params.index_of(value)
-        return index
-
-
-class BoundedMemo(Generic[_V]):
-    """A least-recently-used map of at most ``entries`` items, for what a client recomputes per value
-    (RAPPOR's Bloom filter and PRR, SFP's prepared word). Keys are ``str`` or ``bytes`` values of at
-    most ``max_len`` characters or bytes; others are never stored (:meth:`get` misses, :meth:`put`
-    ignores them), so the memory it holds is bounded by ``entries`` values of ``max_len``.
-    Safe to share between threads (each step is one atomic ``OrderedDict`` operation)."""
-
-    def __init__(self, entries: int, max_len: int) -> None:
-        self.entries, self.max_len = check_int(entries, "entries", 1), check_int(max_len, "max_len", 0)
-        self._items: OrderedDict[str | bytes, _V] = OrderedDict()
-
-    def get(self, key: object) -> _V | None:
-        """The item stored for ``key`` (now the most recent), or ``None``."""
-        if type(key) is not str and type(key) is not bytes:  # exact types: a subclass may redefine equality
-            return None
-        item = self._items.get(key)
-        if item is not None:
-            try:
-                self._items.move_to_end(key)
-            except KeyError:  # evicted by another thread meanwhile
-                pass
-        return item
-
-    def put(self, key: object, item: _V) -> None:
-        """Store ``item`` for ``key`` (if storable), evicting the least recently used beyond ``entries``."""
-        if (type(key) is str or type(key) is bytes) and len(key) <= self.max_len:
-            self._items[key] = item
-            while len(self._items) > self.entries:
-                try:
-                    self._items.popitem(last=False)
-                except KeyError:  # emptied by another thread meanwhile
-                    break
-
-    def __len__(self) -> int:
-        return len(self._items)
 
 
 class ProtocolParams:
@@ -176,6 +39,10 @@ class ProtocolParams:
     """
 
     protocol: ClassVar[str]
+    population_kind: ClassVar[str] = "counts"
+    """What a simulated collection of the protocol takes (:mod:`ldp.simulation`): ``"counts"`` of the users'
+    values over its domain (or its candidate strings), ``"numbers"`` (the users' values, a mean mechanism) or
+    ``"attributes"`` (one population per attribute)."""
 
     if TYPE_CHECKING:  # what each subclass defines, as a field, a property or a cached_property
         __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # each subclass is a dataclass
@@ -252,6 +119,71 @@ class ProtocolParams:
         one = self.privacy_cost
         return one, one.times(reports), one.times(reports)
 
+    @classmethod
+    def frequency_oracle_for(cls, domain_size: int) -> bool:
+        """Whether the protocol is a frequency oracle for ``domain_size`` arbitrary categories, to compare with the
+        others on the variance of a rare item's count (what :func:`ldp.plan.recommend` ranks): one report per user
+        of one value, every value's count estimated, at :meth:`for_epsilon`'s parameters. ``False`` by default
+        (numbers and their buckets, string discovery, the oracles made for repeated collection, attributes)."""
+        return False
+
+    @classmethod
+    def from_options(cls: type[_P], options: Mapping[str, Any]) -> _P | None:
+        """The parameters a command's loose options give when no field is named (no ``--param``): ``options`` holds
+        ``epsilon`` and ``d`` (the domain size) and the few a protocol has of its own (rr's ``p``, ``q``,
+        ``truth_prob``, ``yes_prob``), ``None`` where not given. ``None`` (the default): the options are the
+        ``epsilon`` and ``domain_size`` fields, and the planner's choice at ``epsilon`` fills the rest."""
+        return None
+
+    def with_epsilon(self: _P, epsilon: float) -> _P:
+        """Parameters like these (same protocol, domain, sketch or Bloom sizes, hash family) calibrated so that one
+        report costs ``ε``. By default the ``epsilon`` field replaced, where that is what one report then costs
+        (checked); a protocol whose ε follows from other parameters overrides this, and one that cannot be
+        recalibrated so raises ``NotImplementedError``."""
+        if "epsilon" in {f.name for f in dataclasses.fields(self)}:
+            out = dataclasses.replace(self, epsilon=epsilon)
+            if math.isclose(out.privacy_cost.epsilon, epsilon, rel_tol=1e-9):
+                return out
+        raise NotImplementedError(f"{type(self).__name__} defines no with_epsilon: no epsilon field that is the cost "
+                                  "of one report")
+
+    def with_hash_seed(self: _P, seed: int) -> _P:
+        """These parameters with hash family number ``seed`` (independent families for distinct seeds): the
+        ``hash_seed`` field replaced when the parameters hold one, else the parameters themselves (fixed hashes,
+        or none)."""
+        if "hash_seed" not in {f.name for f in dataclasses.fields(self)}:
+            return self
+        return dataclasses.replace(self, hash_seed=seed)
+
+    # -- what the joint (association) analysis and the consistency post-processing ask (ldp.decoders) --------------
+
+    def label_of(self, index: int) -> str:
+        """The name of value ``index`` of a fixed domain: its label (params with ``labels``), else the index."""
+        labels = getattr(self, "labels", None)
+        return labels[index] if labels else str(index)
+
+    @property
+    def support_probabilities(self) -> tuple[float, float] | None:
+        """``(p*, q*)`` when a report supports the user's value with probability ``p*`` and each other value with
+        ``q*``, alike for every value (a pure frequency oracle, Wang et al., USENIX Security 2017); else ``None``."""
+        return None
+
+    @property
+    def response_matrix(self) -> tuple[tuple[float, ...], ...] | None:
+        """``Pr[output y | value x]`` (rows y, columns x) of a report that is one of a few outputs, output ``y``
+        supporting value ``y``, when :attr:`support_probabilities` cannot say it (they differ by value); else None."""
+        return None
+
+    @property
+    def attribute_parts(self) -> dict[str, tuple[ProtocolParams, str]]:
+        """A value of several attributes, each reported by a component protocol: by attribute name, its parameters
+        and the prefix of its payload fields. Empty (the default): a value is one attribute."""
+        return {}
+
+    def check_parts_together(self) -> None:
+        """``ValueError`` saying why unless every report carries all :attr:`attribute_parts` (two of them can then be
+        paired from one report, with no link between reports); the default passes."""
+
     # -- what the conformance suite asks of a protocol (:mod:`ldp.protocols.checks`) -------------------------------
 
     @classmethod
@@ -311,6 +243,16 @@ class Encoder(ABC):
     """
 
     params_type: ClassVar[type[ProtocolParams]]
+    needs_secret: ClassVar[bool] = False
+    """Whether reports derive from a per-device secret (memoized responses): the caller then passes the
+    device's kept ``secret=`` (a fresh one each time would charge every value anew)."""
+
+    @classmethod
+    def assigned_cohorts(cls, params: Any) -> int:
+        """How many cohorts the caller assigns a device to: it draws one uniformly from ``range(n)`` once, keeps
+        it with the device's state and passes it as ``cohort=``. ``0`` (default): the encoder takes no cohort
+        from its caller (it has none, or derives it from its secret)."""
+        return 0
 
     def __init__(self, params: ProtocolParams, *, rng: Any = None, ledger: BudgetLedger | None = None,
                  metric: str | None = None, simulation: bool = False) -> None:

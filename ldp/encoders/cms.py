@@ -127,6 +127,11 @@ class SketchParams(ProtocolParams):
         k, m = PLANNER_SKETCH
         return cls(epsilon, k, m, 0)  # type: ignore[call-arg]  # each subclass's fields
 
+    @classmethod
+    def frequency_oracle_for(cls, domain_size: int) -> bool:
+        """A frequency oracle over any strings (its count of an item is over the sketch's hashed buckets)."""
+        return True
+
 
 @dataclass(frozen=True)
 class CmsParams(SketchParams):

@@ -3,7 +3,8 @@
 Buckets
     ``edges`` are strictly increasing finite floats; bucket ``i`` is ``[edges[i], edges[i+1])`` and the
     last bucket is closed, ``[edges[k-1], edges[k]]``. A value outside ``[edges[0], edges[k]]`` is a
-    client error unless ``clip=True``, which puts it in the first or last bucket.
+    client error unless ``clip=True``, which puts it in the first or last bucket
+    (:mod:`ldp.encoders.histogram_buckets`).
 
 dBitFlip (Ding, Kulkarni, Yekhanin, NeurIPS 2017)
     Each report samples ``d`` of the ``k`` buckets uniformly without replacement (independently of the
@@ -26,17 +27,15 @@ Bucketized GRR and OUE
 
 from __future__ import annotations
 
-import bisect
 import functools
 import itertools
 import math
-import numbers
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.histogram_buckets import MAX_BUCKETS, _Buckets, bucket_index, bucket_labels, check_edges
 from ldp.encoders.randomized_response import GRREncoder, GRRParams
 from ldp.encoders.unary import OUEEncoder, OUEParams
 from ldp.privacy.accountant import PrivacyCost
@@ -45,109 +44,6 @@ from ldp.reports import Field, Report, ReportBatch, ReportError, bits_from_int
 
 __all__ = ["MAX_BUCKETS", "check_edges", "bucket_labels", "bucket_index", "DBitFlipParams", "DBitFlipEncoder",
            "BucketGRRParams", "BucketGRREncoder", "BucketOUEParams", "BucketOUEEncoder"]
-
-MAX_BUCKETS = 1 << 15
-"""Most buckets a histogram may have (its edges must fit an aggregate file's 1 MiB header)."""
-
-
-def check_edges(edges: Any) -> tuple[float, ...]:
-    """``edges`` as a tuple of floats: at least 3 (2 buckets), finite, strictly increasing."""
-    if isinstance(edges, (str, bytes)) or not isinstance(edges, Sequence):
-        raise TypeError(f"edges must be a sequence of numbers, got {type(edges).__name__}")
-    if not 3 <= len(edges) <= MAX_BUCKETS + 1:
-        raise ValueError(f"edges must have between 3 and {MAX_BUCKETS + 1} entries (2 to {MAX_BUCKETS} buckets), "
-                         f"got {len(edges)}")
-    out: list[float] = []
-    for i, e in enumerate(edges):
-        if isinstance(e, bool) or not isinstance(e, numbers.Real):
-            raise TypeError(f"edges must be real numbers, got {type(e).__name__} at position {i}")
-        f = float(e)
-        if not math.isfinite(f):
-            raise ValueError(f"edges must be finite, got {e!r} at position {i}")
-        if out and f <= out[-1]:
-            raise ValueError(f"edges must be strictly increasing, got {out[-1]!r} then {f!r} at position {i}")
-        out.append(f)
-    return tuple(out)
-
-
-def _edge_text(e: float) -> str:
-    return str(int(e)) if e.is_integer() and abs(e) < 1e16 else repr(e)
-
-
-def bucket_labels(edges: Sequence[float]) -> tuple[str, ...]:
-    """``"[a, b)"`` for each bucket, ``"[a, b]"`` for the last (closed) one."""
-    k = len(edges) - 1
-    return tuple(f"[{_edge_text(edges[i])}, {_edge_text(edges[i + 1])}{']' if i == k - 1 else ')'}"
-                 for i in range(k))
-
-
-def bucket_index(edges: Sequence[float], value: Any, clip: bool) -> int:
-    """The bucket of a real ``value`` (``TypeError``/``ValueError`` naming the rule otherwise)."""
-    if type(value) is float and edges[0] <= value <= edges[-1]:  # the common case: finite, in range
-        return min(bisect.bisect_right(edges, value) - 1, len(edges) - 2)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"histogram values must be real numbers, got {type(value).__name__}")
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:  # an int or Fraction beyond a double's range is finite
-        finite = True
-    if not finite:
-        raise ValueError(f"histogram values must be finite, got {value!r}")
-    k = len(edges) - 1
-    below, above = value < edges[0], not value <= edges[k]  # exact comparisons, even for ints beyond 2^53
-    if not (below or above):
-        return min(bisect.bisect_right(edges, value) - 1, k - 1)
-    if clip:
-        return 0 if below else k - 1
-    raise ValueError(f"value {value!r} is outside the histogram's range [{edges[0]!r}, {edges[k]!r}] "
-                     "(pass clip=True in the params to clip it)")
-
-
-class _Buckets:
-    """What both histogram protocols' params share: ``edges``, ``clip``, the buckets and their labels."""
-
-    edges: tuple[float, ...]
-    clip: bool
-
-    def _check_buckets(self) -> None:
-        object.__setattr__(self, "edges", check_edges(self.edges))
-        if not isinstance(self.clip, bool):
-            raise TypeError(f"clip must be a bool, got {type(self.clip).__name__}")
-
-    @cached_property
-    def num_buckets(self) -> int:
-        return len(self.edges) - 1
-
-    @property
-    def domain_size(self) -> int:
-        return self.num_buckets
-
-    @cached_property
-    def labels(self) -> tuple[str, ...]:
-        return bucket_labels(self.edges)
-
-    def bucket_of(self, value: Any) -> int:
-        """The bucket index of a number (see :func:`bucket_index`)."""
-        return bucket_index(self.edges, value, self.clip)
-
-    @classmethod
-    def examples(cls) -> list[Self]:
-        """Three buckets of unequal widths, and four (conformance suite)."""
-        return [cls(1.0, (0.0, 1.0, 2.0, 4.0)), cls(2.0, (-1.0, 0.0, 0.5, 1.0, 3.0))]  # type: ignore[call-arg]
-
-    def audit_inputs(self) -> list[float]:
-        """The middle of every bucket: the numbers the client is given, one per bucket."""
-        e = self.edges
-        return [(e[i] + e[i + 1]) / 2 for i in range(self.num_buckets)]
-
-    def batch_values(self, values: list[Any]) -> list[int]:
-        """``encode_batch`` takes bucket indices (:meth:`bucket_of` of each number)."""
-        return [self.bucket_of(v) for v in values]
-
-    @classmethod
-    def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
-        """The planner's choice: ``ε`` over the buckets ``edges = 0, 1, …, domain_size``."""
-        return cls(epsilon, tuple(range(domain_size + 1)))  # type: ignore[call-arg]  # each subclass's fields
 
 
 @dataclass(frozen=True)
@@ -301,6 +197,10 @@ class BucketGRRParams(_Buckets, ProtocolParams):
         return self.grr.privacy_cost
 
     @property
+    def support_probabilities(self) -> tuple[float, float]:  # GRR's (p, q) over the buckets
+        return self.grr.support_probabilities
+
+    @property
     def schema(self) -> tuple[Field, ...]:
         return self.grr.schema
 
@@ -359,8 +259,9 @@ class BucketOUEParams(_Buckets, ProtocolParams):
     def q(self) -> float:
         return self.oue.q
 
-    def label_of(self, index: int) -> str:
-        return self.labels[index]
+    @property
+    def support_probabilities(self) -> tuple[float, float]:  # OUE's bit probabilities (p, q) over the buckets
+        return self.p, self.q
 
     @property
     def privacy_cost(self) -> PrivacyCost:

@@ -138,6 +138,11 @@ class LocalHashingParams(LabeledDomain, ProtocolParams):
         """The planner's choice: ``local hashing`` over the ``domain_size`` values at ``ε``."""
         return cls(epsilon, domain_size)  # type: ignore[call-arg]  # each subclass's fields
 
+    @classmethod
+    def frequency_oracle_for(cls, domain_size: int) -> bool:
+        """A frequency oracle over any number of values."""
+        return True
+
 
 @dataclass(frozen=True)
 class BLHParams(LocalHashingParams):

@@ -4,7 +4,9 @@
 Both protocols keep a per-device secret (made with the CSPRNG, never sent, the same one a
 :class:`~ldp.client.TelemetryClient` derives per metric) and derive from it, with
 :class:`~ldp.randomness.KeyedRandomSource` (HMAC-SHA256), a *permanent* response per value, so
-that repeated reports of one value reveal at most that response however many are sent.
+that repeated reports of one value reveal at most that response however many are sent
+(:mod:`ldp.encoders.longitudinal_memo`); what such reports leak and are charged is in
+:mod:`ldp.encoders.longitudinal_charges`.
 
 L-GRR, protocol ``lgrr`` (RAPPOR's PRR/IRR for a k-ary value)
     Round 1 (memoized per value ``v``): ``m = GRR_{ε_perm}(v)`` with keep probability ``p1``.
@@ -26,16 +28,21 @@ Memoized 1BitMean with α-point rounding (Ding, Kulkarni & Yekhanin, NeurIPS 201
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, partial
 from typing import Any, ClassVar, Self
 
-from ldp.encoders.base import DomainPrepare, Encoder, ProtocolParams, check_epsilon, check_int, client_secret
+from ldp.encoders.base import DomainPrepare, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.longitudinal_charges import (
+    MAX_CHARGE_REPORTS,
+    lgrr_leakage,
+    memo_report_charge,
+    memoized_charges,
+    memoized_horizon_cost,
+)
+from ldp.encoders.longitudinal_memo import CHARGING, MEMO_ENTRIES, _SecretEncoder
 from ldp.encoders.numeric import DuchiParams, NumericParams
 from ldp.encoders.randomized_response import GRRParams
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
@@ -44,20 +51,13 @@ from ldp.reports import Field, Report, ReportBatch
 
 __all__ = ["LGRRParams", "LGRREncoder", "MemoMeanParams", "MemoMeanEncoder", "CHARGING", "grr_draw",
            "lgrr_leakage", "memo_report_charge", "MAX_BUCKETS", "PLANNER_PERM_FACTOR", "memoized_charges",
-           "memoized_horizon_cost"]
+           "memoized_horizon_cost", "MAX_CHARGE_REPORTS", "MEMO_ENTRIES"]
 
-CHARGING = ("min", "upfront")
 PLANNER_PERM_FACTOR = 4.0
 """The planner's ``epsilon_perm / ε`` for L-GRR and L-OUE: about the ratio of Google's RAPPOR defaults
 (``ε∞ ≈ 4.4``, ``ε₁ ≈ 1.1``)."""
 MAX_BUCKETS = 1 << 16
 """Most buckets of the memoized 1BitMean (a device memoizes at most ``buckets + 1`` bits)."""
-MEMO_ENTRIES = 4096
-"""Memoized responses an encoder keeps in memory (each recomputable from the secret; beyond, recomputed)."""
-MAX_CHARGE_REPORTS = 64
-"""Most reports :meth:`LGRRParams.report_charge` examines before it falls back to the upfront charge."""
-_PRR_DOMAIN = b"ldp/longitudinal/prr/v1\x00"
-_MEMO_DOMAIN = b"ldp/longitudinal/memo/v1\x00"
 _ALPHA_DOMAIN = b"ldp/longitudinal/alpha/v1\x00"
 
 
@@ -67,72 +67,6 @@ def grr_draw(params: GRRParams, index: int, rng: RandomSource) -> int:
         return index
     other = rng.randbelow(params.domain_size - 1)
     return other + (other >= index)
-
-
-def _logaddexp(a: float, b: float) -> float:
-    if a < b:
-        a, b = b, a
-    return a if b == -math.inf else a + math.log1p(math.exp(b - a))
-
-
-def lgrr_leakage(p1: float, p2: float, k: int, t: int) -> float:
-    """Exact worst log-likelihood ratio ``L(t)`` of ``t`` L-GRR reports of one value, over every
-    report sequence and every pair of values, for keep probabilities ``p1`` (memoized) and ``p2``.
-
-    ``Pr[r | v] ∝ q1·Σ_m ρ^{c_m} + (p1 − q1)·ρ^{c_v}`` with ``c_m`` the number of reports naming
-    ``m`` and ``ρ = p2/q2``; it depends on the reports only through the counts. For values ``v, v'``
-    with counts ``a >= b`` the ratio falls as ``S = Σ_m ρ^{c_m}`` grows, and for the other ``k − 2``
-    values (``t − a − b`` reports) ``S`` is least when they are spread evenly (ρ^c is convex), so
-    the worst case is a maximum over ``(a, b)``: ``O(t²)`` for any k."""
-    q1, q2 = (1.0 - p1) / (k - 1), (1.0 - p2) / (k - 1)
-    lr, d = math.log(p2 / q2), math.log(p1 - q1)
-    lq1 = math.log(q1)
-    worst = 0.0
-    for a in range(t + 1):
-        for b in range(min(a, t - a) + 1):
-            rest, others = t - a - b, k - 2
-            if others == 0:
-                if rest:
-                    continue
-                log_s = _logaddexp(a * lr, b * lr)
-            else:
-                base, extra = divmod(rest, others)
-                log_s = _logaddexp(a * lr, b * lr)
-                log_s = _logaddexp(log_s, math.log(others - extra) + base * lr)
-                if extra:
-                    log_s = _logaddexp(log_s, math.log(extra) + (base + 1) * lr)
-            num = _logaddexp(lq1 + log_s, d + a * lr)
-            den = _logaddexp(lq1 + log_s, d + b * lr)
-            worst = max(worst, num - den)
-    return worst
-
-
-def memo_report_charge(one: PrivacyCost, cap: PrivacyCost, leakage: Callable[[int], float]) -> PrivacyCost:
-    """The per-report charge ``c`` of ``charging="min"`` given the exact leakage ``L(t)`` of t reports
-    of one value: ``max_{t<=T} L(t)/t`` (at least ``one``) with ``T`` the first t at which ``t·c >= cap``;
-    ``cap`` if there is no such T within :data:`MAX_CHARGE_REPORTS` reports."""
-    c = one.epsilon
-    for t in range(1, MAX_CHARGE_REPORTS + 1):
-        c = max(c, leakage(t) / t)
-        if t * c >= cap.epsilon:
-            return PrivacyCost(min(c, cap.epsilon))
-    return cap
-
-
-def memoized_horizon_cost(params: Any, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
-    """What the ledger charges a memoized protocol (``report_charge`` ``c`` per report, at most ``memo_cap`` per
-    value; ``charging="min"``) over ``reports`` reports of ``distinct`` values: ``(ε per report, min(R·c, cap),
-    min(R·c, min(D, R)·cap))``."""
-    per_value = memoized_charges(params, reports)["min"]
-    return params.privacy_cost, per_value, PrivacyCost(min(reports * params.report_charge.epsilon,
-                                                          min(distinct, reports) * params.memo_cap.epsilon))
-
-
-def memoized_charges(params: Any, reports: int) -> dict[str, PrivacyCost]:
-    """What the ledger charges for ``reports`` reports of one value under each charging mode:
-    ``min(R·c, cap)`` with ``c = report_charge`` (``"min"``), ``cap = memo_cap`` on the first (``"upfront"``)."""
-    cap = params.memo_cap
-    return {"min": PrivacyCost(min(reports * params.report_charge.epsilon, cap.epsilon)), "upfront": cap}
 
 
 @dataclass(frozen=True)
@@ -193,6 +127,11 @@ class LGRRParams(ProtocolParams):
     def q_star(self) -> float:
         """Realized ``Pr[report = u | v]`` for each ``u != v``: ``(1 − p*)/(k − 1)``."""
         return (1.0 - self.p_star) / (self.domain_size - 1)
+
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """``(p*, q*)`` of one report (over fresh devices)."""
+        return self.p_star, self.q_star
 
     @cached_property
     def realized_epsilon(self) -> float:
@@ -320,62 +259,6 @@ class MemoMeanParams(NumericParams):
     @property
     def aggregate_cells(self) -> int:
         return 2
-
-
-class _SecretEncoder(Encoder):
-    """An encoder whose memoized responses derive from a per-device secret (``needs_secret``)."""
-
-    needs_secret: ClassVar[bool] = True
-
-    def __init__(self, params: ProtocolParams, *, secret: bytes | str | None = None, rng: Any = None,
-                 ledger: Any = None, metric: str | None = None, charging: str = "min",
-                 prr_rng: RandomSource | None = None, simulation: bool = False) -> None:
-        super().__init__(params, rng=rng, ledger=ledger, metric=metric, simulation=simulation)
-        if charging not in CHARGING:
-            raise ValueError(f"charging must be one of {CHARGING}, got {charging!r}")
-        self._secret = client_secret(secret, self._rng)
-        self.charging = charging
-        self._prr_rng = prr_rng
-        self._memo: dict[int, int] = {}
-        self._hex_fp = self._fp.encode("ascii")
-
-    @classmethod
-    def for_audit(cls, params: Any, source: RandomSource) -> Self:
-        """Under a fixed secret, the permanent response drawn from ``source`` too (a fresh device per path)."""
-        return cls(params, secret=b"audit", rng=source, prr_rng=source, simulation=True)
-
-    @property
-    def secret(self) -> bytes:
-        """The device's secret (read-only: the memoized responses derive from it)."""
-        return self._secret
-
-    def state(self) -> dict[str, Any]:
-        """What the app must persist to keep memoization: ``{"secret": hex}``."""
-        return {"secret": self._secret.hex()}
-
-    def _message(self, index: int) -> bytes:
-        return self._hex_fp + index.to_bytes(4, "big")
-
-    def _memoized(self, index: int, draw: Callable[[RandomSource], int]) -> int:
-        """The memoized response of ``index``: ``draw`` from the keyed randomness of (secret, index),
-        or, with ``prr_rng`` (audits, simulation), from it once per index and kept by this encoder
-        (HMAC modelled as a random function)."""
-        if (memo := self._memo.get(index)) is not None:
-            return memo
-        if self._prr_rng is not None:  # every draw kept: it must never be redrawn
-            memo = self._memo[index] = draw(self._prr_rng)
-            return memo
-        memo = draw(KeyedRandomSource(self._secret, _PRR_DOMAIN + self._message(index)))
-        if len(self._memo) < MEMO_ENTRIES:  # a function of (secret, index): keeping it changes no output
-            self._memo[index] = memo
-        return memo
-
-    def _memoized_charge(self, index: int, one: PrivacyCost, cap: PrivacyCost) -> MemoizedCharge:
-        """``min``: ``one`` per report, at most ``cap`` per memo key; ``upfront``: ``cap`` on the first."""
-        key = hmac.new(self._secret, _MEMO_DOMAIN + self._message(index), hashlib.sha256).digest()
-        if self.charging == "upfront":
-            return MemoizedCharge(key, first=cap, then=PrivacyCost(0.0), cap=cap)
-        return MemoizedCharge(key, first=one, then=one, cap=cap)
 
 
 class LGRREncoder(DomainPrepare, _SecretEncoder):

@@ -129,6 +129,7 @@ class MultiParams(ProtocolParams):
     mode: str
     attributes: tuple[Attribute, ...]
     protocol: ClassVar[str] = "multi"
+    population_kind: ClassVar[str] = "attributes"  # a simulation takes one population per attribute
 
     def __post_init__(self) -> None:
         eps = check_epsilon(self.epsilon)
@@ -205,6 +206,18 @@ class MultiParams(ProtocolParams):
     @cached_property
     def prefixes(self) -> tuple[str, ...]:
         return tuple(f"{name}_" for name in self.names)
+
+    @property
+    def attribute_parts(self) -> dict[str, tuple[ProtocolParams, str]]:
+        """Each attribute's component params and field prefix, by name (in attribute order)."""
+        return {name: (comp, pre) for name, comp, pre in zip(self.names, self.components, self.prefixes, strict=True)}
+
+    def check_parts_together(self) -> None:
+        """A split report carries every attribute; a sample-mode report one (``ValueError``)."""
+        if self.mode != "split":
+            raise ValueError("a sample-mode multi: each report carries ONE attribute, so no report pairs two, and "
+                             "envelopes carry no client identifier to link two reports; collect the pair with mode "
+                             "'split' (one report carries every attribute)")
 
     @cached_property
     def privacy_cost(self) -> PrivacyCost:

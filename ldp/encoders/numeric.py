@@ -102,6 +102,7 @@ class NumericParams(ProtocolParams):
     low: float
     high: float
     clip: bool = False
+    population_kind: ClassVar[str] = "numbers"  # a simulation draws the users' values (ldp.simulation.numeric)
 
     def _check_common(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))

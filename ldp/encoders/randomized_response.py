@@ -20,7 +20,7 @@ Realized probabilities
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Self
@@ -94,6 +94,11 @@ class BinaryRRParams(ProtocolParams):
     def aggregate_cells(self) -> int:
         return 1
 
+    @property
+    def response_matrix(self) -> tuple[tuple[float, ...], ...]:
+        """``[[1−p, 1−q], [p, q]]``: report bit ``y`` given value ``x`` (bit y supports value y)."""
+        return ((1.0 - self.p, 1.0 - self.q), (self.p, self.q))
+
     @cached_property
     def schema(self) -> tuple[Field, ...]:
         return (Field("bit", "uint", 2),)
@@ -104,6 +109,31 @@ class BinaryRRParams(ProtocolParams):
         if domain_size != 2:
             raise ValueError(f"rr is binary: it needs domain_size 2, got {domain_size}; use grr for more values")
         return cls.from_epsilon(epsilon)  # type: ignore[return-value]  # from_epsilon builds cls
+
+    @classmethod
+    def frequency_oracle_for(cls, domain_size: int) -> bool:
+        """A frequency oracle for two values only."""
+        return domain_size == 2
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> BinaryRRParams:
+        """rr's own options: forced response (``truth_prob`` α, ``yes_prob`` β; a coin of 1/2 for the one not
+        given), else the flip probabilities ``p`` and ``q`` (both), else symmetric RR at ``epsilon``, else forced
+        response with fair coins."""
+        truth, yes, p, q = (options.get(k) for k in ("truth_prob", "yes_prob", "p", "q"))
+        if truth is not None or yes is not None:
+            return cls.forced_response(truth if truth is not None else 0.5, yes if yes is not None else 0.5)
+        if p is not None or q is not None:
+            if p is None or q is None:
+                raise ValueError("rr with --p/--q needs both")
+            return cls(p, q)
+        if options.get("epsilon") is not None:
+            return cls.from_epsilon(options["epsilon"])
+        return cls.forced_response()
+
+    def with_epsilon(self, epsilon: float) -> Self:
+        """Symmetric (Warner) RR at ``ε`` (:meth:`from_epsilon`): ``p`` and ``q`` follow from ε alone."""
+        return type(self).from_epsilon(epsilon)  # type: ignore[return-value]  # from_epsilon builds cls
 
 
 @dataclass(frozen=True)
@@ -148,6 +178,11 @@ class GRRParams(LabeledDomain, ProtocolParams):
         return (1.0 - self.p) / (self.domain_size - 1)
 
     @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """``(p, q)``: a report names the user's value or one given other value."""
+        return self.p, self.q
+
+    @property
     def effective_epsilon(self) -> float:
         """The ε of the realized probabilities, ``ln(p(d-1)/(1-p))``: ``epsilon`` up to rounding
         (~1e-16 relative for ε below ~10); near the resolution limit it may differ more."""
@@ -166,6 +201,18 @@ class GRRParams(LabeledDomain, ProtocolParams):
     def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
         """The planner's choice: ``GRR`` over the ``domain_size`` values at ``ε``."""
         return cls(epsilon, domain_size)
+
+    @classmethod
+    def frequency_oracle_for(cls, domain_size: int) -> bool:
+        """A frequency oracle over any number of values."""
+        return True
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> Self:
+        """GRR from ``epsilon`` and ``d``, both needed (no planner's choice for a missing one)."""
+        if options.get("epsilon") is None or options.get("d") is None:
+            raise ValueError("grr needs --epsilon and --d")
+        return cls(options["epsilon"], options["d"])
 
 
 

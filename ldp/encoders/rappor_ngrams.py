@@ -5,7 +5,7 @@ A value is a string of at most ``max_length`` (``L``) characters of ``alphabet``
 ``pad`` character to exactly ``L`` characters and cut into ``P = L/n`` non-overlapping n-grams; n-gram
 ``i`` is characters ``[i·n, (i+1)·n)`` (``L`` must be a multiple of ``n``). Refused before any charge: an
 empty string, a character outside ``alphabet`` (the pad included), and a string over ``L`` characters
-unless ``truncate=True`` (then cut to ``L``).
+unless ``truncate=True`` (then cut to ``L``): :mod:`ldp.encoders.rappor_ngrams_text`.
 
 One report carries three RAPPOR reports (:mod:`ldp.encoders.rappor`, ``"ldp"`` mode):
 
@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Self
 
-from ldp.encoders.base import Encoder, ProtocolParams, check_int, check_string_value, client_secret
+from ldp.encoders.base import Encoder, ProtocolParams, check_int, client_secret
 from ldp.encoders.rappor import RapporEncoder, RapporParams
+from ldp.encoders.rappor_ngrams_text import NgramsText, gram_value, pair_index, pair_of
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.reports import Field, Report, ReportBatch, ReportError
 
@@ -58,27 +59,8 @@ MAX_POSITIONS = 64
 _SUB_SECRET = b"ldp/rappor-ngrams/v1/"
 
 
-def gram_value(position: int, gram: str) -> str:
-    """The string the n-gram RAPPOR hashes and memoizes for ``gram`` at ``position``: ``"{position}|{gram}"``."""
-    return f"{position}|{gram}"
-
-
-def pair_of(index: int, positions: int) -> tuple[int, int]:
-    """The position pair ``(a, b)``, ``a < b``, of pair ``index`` in lexicographic order."""
-    a = 0
-    while index >= positions - 1 - a:
-        index -= positions - 1 - a
-        a += 1
-    return a, a + 1 + index
-
-
-def pair_index(a: int, b: int, positions: int) -> int:
-    """Inverse of :func:`pair_of`."""
-    return a * (2 * positions - a - 1) // 2 + (b - a - 1)
-
-
 @dataclass(frozen=True)
-class RapporNgramsParams(ProtocolParams):
+class RapporNgramsParams(NgramsText, ProtocolParams):
     """Full-string RAPPOR (``num_bloombits`` k, ``num_hashes`` h, ``num_cohorts`` m, ``p``, ``q``, ``f``), n-gram
     RAPPOR (``gram_*``), the n-gram length ``n``, the padded length ``max_length`` (L, a multiple of n, in
     characters), the ``alphabet``, the ``pad`` character, and ``truncate`` (cut over-long strings)."""
@@ -101,11 +83,6 @@ class RapporNgramsParams(ProtocolParams):
     pad: str = "_"
     truncate: bool = False
     protocol: ClassVar[str] = "rappor-ngrams"
-
-    @staticmethod
-    def gram_value(position: int, gram: str) -> str:
-        """:func:`gram_value`, for code that holds only the params (:mod:`ldp.batch.rappor_ngrams`)."""
-        return gram_value(position, gram)
 
     def __post_init__(self) -> None:
         check_int(self.n, "n (gram length)", 1, 8)
@@ -140,16 +117,6 @@ class RapporNgramsParams(ProtocolParams):
         return RapporParams(self.gram_bloombits, self.gram_hashes, self.gram_cohorts, self.gram_p, self.gram_q,
                             self.gram_f)
 
-    @property
-    def positions(self) -> int:
-        """``P = L/n`` n-gram positions."""
-        return self.max_length // self.n
-
-    @property
-    def pairs(self) -> int:
-        """``P(P−1)/2`` position pairs a client draws from."""
-        return self.positions * (self.positions - 1) // 2
-
     @cached_property
     def privacy_cost(self) -> PrivacyCost:
         """One report: ``ε₁(full) + 2·ε₁(gram)`` (sequential composition of the three RAPPOR reports)."""
@@ -183,35 +150,6 @@ class RapporNgramsParams(ProtocolParams):
         a, b = report.payload["pos_a"], report.payload["pos_b"]
         if not a < b:  # type: ignore[operator]  # uint fields: ints, checked by the schema
             raise ReportError("bad_value", f"pos_a must be < pos_b, got {a} and {b}")
-
-    def padded(self, value: Any) -> str:
-        """``value`` checked (module docstring) and padded to ``L`` characters."""
-        check_string_value(value, self.protocol)
-        if isinstance(value, (bytes, bytearray)):
-            try:
-                value = bytes(value).decode("utf-8")
-            except UnicodeDecodeError:
-                raise ValueError(f"{self.protocol} values given as bytes must be UTF-8") from None
-        if not value:
-            raise ValueError(f"{self.protocol} values must be non-empty strings")
-        bad = sorted(set(value) - set(self.alphabet))
-        if bad:
-            raise ValueError(f"{self.protocol} value has characters outside the alphabet: {''.join(bad)!r}")
-        if len(value) > self.max_length:
-            if not self.truncate:
-                raise ValueError(f"{self.protocol} value of {len(value)} characters is over max_length="
-                                 f"{self.max_length} (set truncate=True to cut it)")
-            value = value[:self.max_length]
-        return str(value).ljust(self.max_length, self.pad)
-
-    def grams(self, value: Any) -> tuple[str, ...]:
-        """The ``P`` n-grams of the padded ``value``."""
-        s = self.padded(value)
-        return tuple(s[i:i + self.n] for i in range(0, self.max_length, self.n))
-
-    def unpad(self, padded: str) -> str:
-        """A padded string without its pad suffix."""
-        return padded.rstrip(self.pad)
 
     @classmethod
     def examples(cls) -> list[RapporNgramsParams]:

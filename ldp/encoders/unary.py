@@ -33,7 +33,8 @@ from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
-from ldp.encoders.longitudinal import _logaddexp, _SecretEncoder, memo_report_charge
+from ldp.encoders.longitudinal_charges import _logaddexp, memo_report_charge
+from ldp.encoders.longitudinal_memo import _SecretEncoder
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
@@ -100,6 +101,11 @@ class UnaryParams(LabeledDomain):
         """The planner's choice: ``the protocol`` over the ``domain_size`` values at ``ε``."""
         return cls(epsilon, domain_size)  # type: ignore[call-arg]  # each subclass's fields
 
+    @classmethod
+    def frequency_oracle_for(cls, domain_size: int) -> bool:
+        """A frequency oracle over any number of values (SUE, OUE, HR, SS; L-OUE's memoized reports are not)."""
+        return True
+
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,11 @@ class SUEParams(UnaryParams, ProtocolParams):
         """``max(epsilon, effective_epsilon)``."""
         return PrivacyCost(max(self.epsilon, self.effective_epsilon))
 
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """``(p, q)``: a report's bit v is 1 with probability p if v is the user's value, else q."""
+        return self.p, self.q
+
 
 @dataclass(frozen=True)
 class OUEParams(UnaryParams, ProtocolParams):
@@ -178,6 +189,11 @@ class OUEParams(UnaryParams, ProtocolParams):
     def privacy_cost(self) -> PrivacyCost:
         """``max(epsilon, effective_epsilon)``."""
         return PrivacyCost(max(self.epsilon, self.effective_epsilon))
+
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """``(p, q)``: a report's bit v is 1 with probability p if v is the user's value, else q."""
+        return self.p, self.q
 
 
 class _UnaryEncoder(DomainPrepare, Encoder):
@@ -303,6 +319,11 @@ class LOUEParams(UnaryParams, ProtocolParams):
         """One report: ``max(epsilon, realized_epsilon)``."""
         return PrivacyCost(max(self.epsilon, self.realized_epsilon))
 
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """``(p, q)``: a report's bit v is 1 with probability p if v is the user's value, else q."""
+        return self.p, self.q
+
     @classmethod
     def examples(cls) -> list[LOUEParams]:
         """A permanent OUE and a permanent SUE, three values each (conformance suite)."""
@@ -329,6 +350,11 @@ class LOUEParams(UnaryParams, ProtocolParams):
         from ldp.encoders.longitudinal import PLANNER_PERM_FACTOR
 
         return cls(PLANNER_PERM_FACTOR * epsilon, epsilon, domain_size)
+
+    @classmethod
+    def frequency_oracle_for(cls, domain_size: int) -> bool:
+        """No: made for repeated collection (one report per window), planned and charged as such."""
+        return False
 
     def horizon_cost(self, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
         """Charged ``min(R·c, ε_perm)`` per value (``charging="min"``, the encoder's default)."""

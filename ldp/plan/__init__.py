@@ -1,7 +1,9 @@
 """The planner: accuracy, detection limits and privacy of a collection before it is deployed, from the decoders"
 exact variance formulas. Counting protocols in :mod:`ldp.plan.frequency`, means in :mod:`ldp.plan.numeric`,
-several attributes in :mod:`ldp.plan.multi`, the oracles" ranking in :mod:`ldp.plan.oracles`, discovery in
-:mod:`ldp.plan.pem` and :mod:`ldp.plan.ngrams`, report sizes in :mod:`ldp.plan.costs`."""
+several attributes in :mod:`ldp.plan.multi`, the oracles" ranking in :mod:`ldp.plan.oracles`, report sizes in
+:mod:`ldp.plan.costs`. What a counting protocol answers otherwise than a frequency oracle (discovery, charging
+modes) is its :class:`~ldp.plan.planners.CountPlanner` in its planner module: :mod:`ldp.plan.pem`,
+:mod:`ldp.plan.sfp`, :mod:`ldp.plan.rappor_ngrams`, :mod:`ldp.plan.longitudinal`."""
 
 from ldp.plan.frequency import (
     PLANNED_PROTOCOLS,

@@ -25,7 +25,7 @@ Every number comes from the exact variance formula the protocol's decoder uses:
   when it passes the last round's test among ``top_k·2^(last step)`` candidates (:mod:`ldp.plan.pem`);
 * rappor-ngrams: a string's count is the full-string RAPPOR's; it is discovered when its n-grams pass the
   screen at every position, every pair of them the EM's pair test, and the string the final decode
-  (:mod:`ldp.plan.ngrams`: the product of the tests' pass probabilities reaches ``power``).
+  (:mod:`ldp.plan.rappor_ngrams`: the product of the tests' pass probabilities reaches ``power``).
 
 At fixed fractions every one of these variances is exactly ``a·n + b·n²`` on the count scale
 (``b > 0`` only for the sketches' collision term), which :func:`solve_n` inverts in closed form.
@@ -33,6 +33,8 @@ At fixed fractions every one of these variances is exactly ``a·n + b·n²`` on 
 Detection follows the decoders: an item is detected when its estimate exceeds ``z_{1−α/M}·SE₀``
 (``SE₀`` its standard error at ``f = 0``, Bonferroni over ``M`` candidates). The minimum
 detectable count is the ``f`` detected with probability ``power``: ``f = z_{1−α/M}·SE₀ + z_power·SE(f)``.
+What differs by protocol (the candidates, how discovery is tested, notes, charging modes) each protocol's
+:class:`~ldp.plan.planners.CountPlanner` answers.
 """
 
 from __future__ import annotations
@@ -42,22 +44,15 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 # isort: split
 
 import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from statistics import NormalDist
 from typing import Any
 
 from ldp.decoders.base import Aggregate
 from ldp.decoders.tabular import OneRowResult, cost_fields
 from ldp.display.tables import key_values
 from ldp.encoders.base import ProtocolParams, plans_for_epsilon
-from ldp.encoders.longitudinal import LGRRParams, memoized_charges
-from ldp.encoders.pem import PEMParams
-from ldp.encoders.rappor_ngrams import RapporNgramsParams
-from ldp.encoders.sfp import SfpParams
-from ldp.encoders.unary import LOUEParams
-from ldp.plan.ngrams import ngrams_detectable_share, ngrams_notes
-from ldp.plan.pem import pem_candidates, pem_notes
+from ldp.encoders.longitudinal import memoized_charges
+from ldp.plan.planners import planner_for
 from ldp.privacy.accountant import PrivacyCost
 from ldp.protocols import get_protocol, protocols
 
@@ -104,31 +99,6 @@ def count_variance(params: ProtocolParams, n: float, count: float, domain_size: 
         return float(aggregate.count_variance(params, n, count, domain_size, f2))
     except NotImplementedError:
         raise TypeError(f"the planner has no variance formula for {type(params).__name__}") from None
-
-
-def _detection_params(params: ProtocolParams, n: float, candidates: int) -> tuple[ProtocolParams, float, int]:
-    """What discovery is tested in: SFP's fragment sketch of one position over its record grid."""
-    if isinstance(params, SfpParams):
-        return params.fragment_params, n / params.num_positions, params.num_records
-    return params, n, candidates
-
-
-def _min_detectable(var: Callable[[float], float], n: float, alpha: float, candidates: int, power: float) -> float:
-    """Smallest count ``f`` with ``Pr[f̂ > z_{1−α/M}·SE₀] = power`` (normal approximation).
-
-    Solves ``f = z_{1−α/M}·SE₀ + z_power·SE(f)`` by fixed-point iteration (a contraction: ``SE``
-    grows like ``√f`` at most); ``inf`` when even ``f = n`` is not enough."""
-    threshold = NormalDist().inv_cdf(1 - alpha / candidates) * math.sqrt(var(0.0))
-    zp = NormalDist().inv_cdf(power)
-    f = threshold
-    for _ in range(200):
-        if f > n:
-            return math.inf
-        nxt = max(threshold + zp * math.sqrt(var(max(f, 0.0))), 0.0)
-        if abs(nxt - f) <= 1e-10 * max(f, 1.0):
-            return nxt if nxt <= n else math.inf
-        f = nxt
-    raise ArithmeticError("the minimum detectable count did not converge")
 
 
 @dataclass(frozen=True, repr=False)
@@ -234,34 +204,16 @@ def plan(protocol: str | ProtocolParams, *, n: int, domain_size: int, epsilon: f
     phi = 1.0 / domain_size if frequency is None else float(frequency)
     if not 0.0 <= phi <= 1.0:
         raise ValueError(f"frequency is a fraction in [0, 1], got {frequency}")
-    m_cand = int(candidates) if candidates is not None else \
-        pem_candidates(params) if isinstance(params, PEMParams) else domain_size
+    planner = planner_for(params)  # the protocol's answers (ldp.plan.planners)
+    m_cand = int(candidates) if candidates is not None else planner.candidates(params, domain_size)
     if m_cand < 1:
         raise ValueError(f"candidates must be >= 1, got {candidates}")
     var = count_variance(params, n, phi * n, domain_size, f2)
-    det_params, det_n, det_m = _detection_params(params, n, m_cand)
-    det_d = domain_size if det_params is params else det_m
-    det_f2 = f2 if det_params is params else None  # a given F2 is that of the other items, here too
-    if isinstance(params, RapporNgramsParams):
-        mdc = n * ngrams_detectable_share(params, n, power=power, alpha=alpha, candidates=m_cand)
-    else:
-        mdc = _min_detectable(lambda f: count_variance(det_params, det_n, f, det_d, det_f2), det_n, alpha, det_m,
-                              power)
-    notes = []
-    if isinstance(params, SfpParams):
-        notes.append(f"discovery: fragments are tested among {det_m:,} records by about n/{params.num_positions} "
-                     "users per position (the split over positions is ignored)")
-        mdc = mdc * params.num_positions
-    if isinstance(params, PEMParams):
-        notes += pem_notes(params, det_m)
-    if isinstance(params, RapporNgramsParams):
-        notes += ngrams_notes(params, m_cand)
+    mdc, det_m = planner.min_detectable_count(params, n, domain_size, m_cand, alpha=alpha, power=power, f2=f2,
+                                              variance=count_variance)
+    notes = planner.notes(params, det_m)
     per_report, per_value, total = params.horizon_cost(reports, distinct_values)
-    charges: dict[str, PrivacyCost] = {}
-    if isinstance(params, (LGRRParams, LOUEParams)):
-        charges = memoized_charges(params, reports)
-        notes.append(f"{params.protocol}: the SE is that of one window (one report per device); charging=min charges "
-                     f"{params.report_charge} per report, at most {params.memo_cap} per value; ε in all is for it")
+    charges = planner.per_value_by_charging(params, reports)
     return Plan(params.protocol, params, n, domain_size, phi, math.sqrt(var), math.sqrt(var) / n, mdc, mdc / n,
                 alpha, det_m, power, params.report_bits, per_report, reports, per_value, total,
                 tuple(notes), charges)

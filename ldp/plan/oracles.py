@@ -20,15 +20,29 @@ from typing import Any
 
 from ldp.decoders.tabular import ResultTable
 from ldp.encoders.base import ProtocolParams
-from ldp.encoders.rappor import PLANNER_BLOOM
 from ldp.frames import _uint_width
-from ldp.plan.frequency import Plan, count_variance, plan
+from ldp.plan.frequency import PLANNED_PROTOCOLS, Plan, count_variance, plan
+from ldp.protocols import get_protocol
 
-__all__ = ["FIXED_DOMAIN_ORACLES", "OracleScore", "Ranking", "optimal_variance", "report_bytes", "score", "recommend"]
+__all__ = ["FIXED_DOMAIN_ORACLES", "OracleScore", "Ranking", "frequency_oracles", "optimal_variance", "report_bytes",
+           "score", "recommend"]
 
-FIXED_DOMAIN_ORACLES = ("rr", "grr", "sue", "oue", "blh", "olh", "hr", "ss")
-"""The fixed-domain frequency oracles (``rr`` only for ``d = 2``); :func:`ldp.plan.recommend` ranks the
-sketches (cms, hcms) and RAPPOR with them."""
+
+def frequency_oracles(domain_size: int) -> tuple[str, ...]:
+    """The planned protocols that are frequency oracles for ``domain_size`` categories (their params'
+    :meth:`~ldp.encoders.base.ProtocolParams.frequency_oracle_for`): what :func:`recommend` ranks, in the order
+    it lists equals: one made for exactly ``domain_size`` values (binary RR at ``d = 2``) first, then by name."""
+    oracles = [get_protocol(p).params_type for p in PLANNED_PROTOCOLS]
+    found = [t for t in oracles if t.frequency_oracle_for(domain_size)]
+    found.sort(key=lambda t: (t.frequency_oracle_for(domain_size - 1) or t.frequency_oracle_for(domain_size + 1),
+                              t.protocol))
+    return tuple(t.protocol for t in found)
+
+
+FIXED_DOMAIN_ORACLES = tuple(sorted(p for p in frequency_oracles(2)
+                                    if get_protocol(p).params_type.for_epsilon(1.0, 2).domain_size is not None))
+"""The fixed-domain frequency oracles (``rr`` only for ``d = 2``), by name: :func:`frequency_oracles` less the
+open-domain ones (the sketches, RAPPOR), whose planned parameters take any value."""
 
 
 def optimal_variance(epsilon: float) -> float:
@@ -117,19 +131,17 @@ class Ranking(ResultTable, list[Plan]):
 
 def recommend(epsilon: float, domain_size: int, *, n: int = 1_000_000, frequency: float | None = None,
               alpha: float = 0.05) -> Ranking:
-    """Plans of every frequency protocol applicable to ``(ε, d)``: the fixed-domain oracles (rr when
-    ``d = 2``, grr, sue, oue, blh, olh, hr, ss), CMS, HCMS and RAPPOR (left out where its defaults cannot
-    separate ``d`` values), lowest exact variance of a rare item's count first (ties: fewer report bytes).
+    """Plans of every frequency protocol applicable to ``(ε, d)`` (:func:`frequency_oracles`): the fixed-domain
+    oracles (rr when ``d = 2``, grr, sue, oue, blh, olh, hr, ss), CMS, HCMS and RAPPOR (not where its defaults
+    cannot separate ``d`` values), lowest exact variance of a rare item's count first (ties: fewer report bytes,
+    then :func:`frequency_oracles`' order).
 
     The :class:`~ldp.plan.oracles.Ranking` also holds each one's variance / the optimum 4e^ε/(e^ε−1)²
     and bytes per report (``scores``), and names the best for variance and for size. An oracle whose
     parameters cannot be made at this ε (a probability that rounds to 0 or 1) is left out, with the reason
     in ``left_out``."""
-    names = [p for p in FIXED_DOMAIN_ORACLES if p != "rr" or domain_size == 2] + ["cms", "hcms"]
-    if domain_size <= PLANNER_BLOOM[0] * PLANNER_BLOOM[2] // 2:
-        names.append("rappor")
     plans, left_out = [], {}
-    for p in names:
+    for p in frequency_oracles(domain_size):
         try:
             plans.append(plan(p, n=n, domain_size=domain_size, epsilon=epsilon, frequency=frequency, alpha=alpha))
         except ValueError as e:

@@ -15,13 +15,14 @@ round's cutoff needs, where GRR's smaller variance shows in the first rounds.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from ldp.decoders.pem import PEMAggregate, null_threshold, pem_detectable_share, pem_group_n
 from ldp.encoders.pem import PEMParams
+from ldp.plan.planners import CountPlanner
 
 __all__ = ["pem_group_n", "pem_count_variance", "pem_candidates", "pem_notes",
-           "pem_round_shares", "detectable_grid"]
+           "pem_round_shares", "detectable_grid", "PEMPlanner"]
 
 
 def pem_count_variance(params: PEMParams, n: float, count: float) -> float:
@@ -42,6 +43,19 @@ def pem_notes(params: PEMParams, candidates: int) -> list[str]:
             f"of about n/{params.groups} users (the earlier rounds and the split over groups are not modelled)",
             f"at most top_k={params.top_k} prefixes are kept per round, so at most {params.top_k} strings are found",
             f"oracles by group: {params.oracle_summary} (oracle={params.oracle!r})"]
+
+
+class PEMPlanner(CountPlanner):
+    """PEM's answers to :func:`ldp.plan.plan`: the last round's candidates (:func:`pem_candidates`) and what the
+    plan assumes (:func:`pem_notes`); the detection test is the count's (its variance already the last group's)."""
+
+    params_type: ClassVar[type[PEMParams]] = PEMParams
+
+    def candidates(self, params: PEMParams, domain_size: int) -> int:
+        return pem_candidates(params)
+
+    def notes(self, params: PEMParams, candidates: int) -> list[str]:
+        return pem_notes(params, candidates)
 
 
 def pem_round_shares(params: PEMParams, n: float, alpha: float = 0.05,

@@ -9,7 +9,8 @@ protocol and check: ``tests/protocols/test_conformance.py``).
 default the examples), ``audit_inputs()`` (the values to enumerate; default every index of a small domain),
 ``audit_epsilon()`` (the ε the audit attains; default the claimed one) and ``batch_values(values)`` (what
 ``encode_batch`` takes for those values; default the same). Its encoder answers ``for_audit(params, source)`` (every
-draw from ``source``; memoizing encoders override it). Nothing here is keyed by a protocol's name.
+draw from ``source``; memoizing encoders override it); what its simulated users hold is its params'
+``population_kind``. Nothing here is keyed by a protocol's name.
 
 **The checks**, each on every example, each able to fail, with fixed seeds:
 
@@ -24,7 +25,8 @@ draw from ``source``; memoizing encoders override it). Nothing here is keyed by 
    band ``[χ²_{a/2}(T−1), χ²_{1−a/2}(T−1)]/(T−1)`` of the exact variance σ² (``exact_variance``); ``z`` and ``a``
    Bonferroni over the items (:data:`ALPHA`). Params with a ``hash_seed`` are redrawn per collection (their exact
    variance averages over the hash family); their collision noise is heavy-tailed, so their variance band is
-   ``z·√((μ₄ − s⁴)/T)``, the large-sample variance of a sample variance (Cramér 1946, ch. 27).
+   ``z·√((μ₄ − s⁴)/T)``, the large-sample variance of a sample variance (Cramér 1946, ch. 27). It lives in
+   :mod:`ldp.protocols.check_statistics`, with its moment helpers.
 4. ``merge``: reports split into two aggregates (one with a rejected report) merge into the bytes of one aggregate
    of all; ``Aggregate.from_bytes(to_bytes())`` gives the same type and bytes; foreign params refuse to merge.
 5. ``batch``: ``encode_batch`` draws follow the exact law of ``encode`` that the audit enumerates (Pearson's
@@ -33,6 +35,12 @@ draw from ``source``; memoizing encoders override it). Nothing here is keyed by 
 6. ``client``: a collection spec with a metric of the protocol validates and round-trips; a
    :class:`~ldp.client.TelemetryClient` records values into envelopes that :func:`ldp.spec.parse_envelope`
    routes and the aggregate folds.
+
+**The modules.** This one holds the suite (:class:`Check`, :func:`protocol_checks`, :func:`all_checks`,
+:func:`check_protocol`) and checks 1, 2, 4, 5 and 6; :mod:`ldp.protocols.check_statistics` check 3;
+:mod:`ldp.protocols.check_examples` what every check runs on (the protocol's examples, their audit inputs, users
+drawn from them, the memoized exact audit) and the fixed :data:`SEED` and :data:`ALPHA`. Every check and constant
+is importable from here.
 """
 
 from __future__ import annotations
@@ -42,35 +50,37 @@ import json
 import math
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from ldp.decoders.base import Aggregate
-from ldp.privacy.audit import AuditResult, audit
+from ldp.protocols.check_examples import (
+    ALPHA as ALPHA,
+    SEED as SEED,
+    draw_users,
+    exact_audit,
+    examples_of,
+    inputs_of,
+)
+from ldp.protocols.check_statistics import (
+    CANDIDATES as CANDIDATES,
+    TRIALS as TRIALS,
+    check_statistics as check_statistics,
+)
 from ldp.protocols.registry import Protocol, get_protocol, params_from_dict, protocols
 from ldp.reports import Report, fingerprint
 
 __all__ = ["ALPHA", "Check", "all_checks", "check_protocol", "protocol_checks"]
 
-ALPHA = 1e-6
-"""Probability that a correct protocol fails one family of statistical tests (an example on one simulation path; the
-goodness of fit of a check), Bonferroni within it. The seeds are fixed: a run passes or fails, always the same."""
-TRIALS = {"aggregate": (300, 2_000), "per_report": (100, 1_000)}
-"""Simulated collections and users per collection, per simulation path."""
-CANDIDATES = 3
-"""Strings an open-domain protocol is simulated on (:func:`ldp.simulation.default_candidates`)."""
 BATCH_DRAWS = 8_000
 """``encode_batch`` reports per audit example in the goodness-of-fit check, shared by its inputs (at least 400
 each)."""
-SEED = 20_240_229
 
 
 @dataclass(frozen=True)
@@ -88,33 +98,6 @@ class Check:
         return f"{self.protocol}-{self.name}"
 
 
-def _examples(proto: Protocol, audit_sized: bool = False) -> list[Any]:
-    kind = "audit_examples" if audit_sized else "examples"
-    try:
-        found = getattr(proto.params_type, kind)()
-    except NotImplementedError as exc:
-        raise AssertionError(f"{proto.name}: {exc}") from None
-    assert found and all(isinstance(p, proto.params_type) for p in found), \
-        f"{proto.name}: {kind}() must return a non-empty list of {proto.params_type.__name__}"
-    return list(found)
-
-
-def _inputs(params: Any) -> list[Any]:
-    """``params.audit_inputs()``, at least two (``AssertionError`` naming the hook otherwise)."""
-    try:
-        inputs = list(params.audit_inputs())
-    except NotImplementedError as exc:
-        raise AssertionError(f"{params.protocol}: {exc}") from None
-    assert len(inputs) >= 2, f"{params!r}: audit_inputs() must give at least two values"
-    return inputs
-
-
-def _users(params: Any, n: int, seed: int) -> list[Any]:
-    """``n`` users' values drawn from ``audit_inputs`` (weights 1, 2, 3, …: not uniform)."""
-    values = _inputs(params)
-    w = np.arange(1, len(values) + 1, dtype=float)
-    return [values[i] for i in np.random.default_rng(seed).choice(len(values), n, p=w / w.sum())]
-
 
 # -- 1. params ----------------------------------------------------------------------------------------------
 def _frozen_dataclass(obj: Any) -> bool:
@@ -125,7 +108,7 @@ def _frozen_dataclass(obj: Any) -> bool:
 def check_params(proto: Protocol) -> None:
     """Frozen, round trip through the registry's dict form, stable fingerprints."""
     seen: dict[str, Any] = {}
-    for p in _examples(proto) + _examples(proto, audit_sized=True):
+    for p in examples_of(proto) + examples_of(proto, audit_sized=True):
         assert _frozen_dataclass(p), f"{p!r} is not a frozen dataclass"
         name = dataclasses.fields(p)[0].name
         try:
@@ -146,22 +129,11 @@ def check_params(proto: Protocol) -> None:
 
 
 # -- 2. exact privacy audit ---------------------------------------------------------------------------------
-@lru_cache(maxsize=64)
-def _audit(proto: Protocol, params: Any) -> tuple[list[Any], AuditResult]:
-    """The exact audit of one report over ``audit_inputs`` (by index: inputs need not be hashable)."""
-    inputs = _inputs(params)
-
-    def run(i: int, src: Any) -> str:
-        return proto.encoder_type.for_audit(params, src).encode(inputs[i]).to_json()
-
-    return inputs, audit(range(len(inputs)), run)
-
-
 def check_privacy(proto: Protocol) -> None:
     """The exact audit attains ``audit_epsilon()`` and never exceeds the claimed ε."""
-    for p in _examples(proto, audit_sized=True):
+    for p in examples_of(proto, audit_sized=True):
         claimed, attained = p.privacy_cost.epsilon, p.audit_epsilon()
-        inputs, res = _audit(proto, p)
+        inputs, res = exact_audit(proto, p)
         worst = [inputs[i] for i in res.worst_inputs]
         assert res.epsilon <= claimed * (1 + 1e-9) + 1e-12, \
             f"{p!r}: the exact audit finds ε = {res.epsilon!r} between {worst}, above the claimed ε = {claimed!r}"
@@ -170,110 +142,19 @@ def check_privacy(proto: Protocol) -> None:
             f"{p!r}: the exact audit finds ε = {res.epsilon!r} (between {worst}), not the stated {attained!r}"
 
 
-# -- 3. unbiasedness and exact variance ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Moments:
-    """Per item: truth, mean and sample variance of ``trials`` estimates, exact variance; the fourth central
-    moment when the estimates may be far from normal (else ``None``: the chi-square band applies)."""
-
-    label: str
-    truth: np.ndarray
-    mean: np.ndarray
-    var: np.ndarray
-    exact: np.ndarray
-    trials: int
-    fourth: np.ndarray | None = None
-
-
-def _moments(label: str, res: Any) -> Iterator[_Moments]:
-    """The moments of an accuracy result: counts, a mean, or one of either per attribute (``multi``)."""
-    if hasattr(res, "attributes"):
-        for name, part in res.attributes.items():
-            yield from _moments(f"{label} attribute {name}", part)
-    elif hasattr(res, "true_mean"):
-        yield _Moments(label, np.array([res.true_mean]), np.array([res.mean_estimate]),
-                       np.array([res.empirical_se**2]), np.array([res.exact_se**2]), res.trials)
-    else:
-        yield _Moments(label, np.asarray(res.true_count, float), res.mean_estimate, res.empirical_sd**2,
-                       res.theoretical_sd**2, res.trials)
-
-
-def _population(params: Any) -> Any:
-    """What the simulated users hold: numbers in ``[low, high]`` (a mean protocol), one of ``domain_size``
-    values, every attribute's default (several ``components``), or one of :data:`CANDIDATES` strings."""
-    from ldp.simulation.collect import zipf
-    from ldp.simulation.numeric import is_mean_protocol, uniform_values
-
-    if is_mean_protocol(params):
-        return uniform_values(params.low, params.high)
-    if params.domain_size is not None:
-        return zipf(params.domain_size)
-    if getattr(params, "components", None) is not None:
-        return None
-    return zipf(CANDIDATES)
-
-
-def _simulated(params: Any, method: str, trials: int, n: int, seed: int) -> Iterator[_Moments]:
-    from ldp.simulation.collect import accuracy, from_counts
-
-    label = f"{params!r} ({method}, {trials} collections of {n})"
-    pop = _population(params)
-    if "hash_seed" not in {f.name for f in dataclasses.fields(params)}:
-        yield from _moments(label, accuracy(params, pop, n, trials=trials, method=method, rng=seed))
-        return
-    gen = np.random.default_rng(seed)
-    fixed = from_counts(pop.counts(n, gen))
-    seeds = gen.choice(1 << 24, trials, replace=False) << 6  # hash families far apart: no function shared
-    runs = [accuracy(dataclasses.replace(params, hash_seed=int(s)), fixed, n, trials=1, method=method, rng=gen)
-            for s in seeds]
-    est = np.array([r.mean_estimate for r in runs])
-    dev = est - est.mean(axis=0)
-    yield _Moments(label + ", a hash_seed per collection", np.asarray(runs[0].true_count, float), est.mean(axis=0),
-                   est.var(axis=0, ddof=1), runs[0].theoretical_sd**2, trials, (dev**4).mean(axis=0))
-
-
-def _check_moments(m: _Moments, tests: int) -> None:
-    z = NormalDist().inv_cdf(1 - ALPHA / (2 * tests))
-    a = ALPHA / tests
-    t = m.trials
-    lo, hi = stats.chi2.ppf(a / 2, t - 1) / (t - 1), stats.chi2.isf(a / 2, t - 1) / (t - 1)
-    for i in range(m.truth.size):
-        exact, truth, mean, var = m.exact[i], m.truth[i], m.mean[i], m.var[i]
-        assert math.isfinite(exact) and exact > 0, f"{m.label}: item {i}: exact variance {exact} is not > 0"
-        se = math.sqrt(exact / t)
-        assert abs(mean - truth) <= z * se, (f"{m.label}: item {i}: the mean estimate {mean:.6g} is "
-                                             f"{(mean - truth) / se:+.2f} standard errors from the truth {truth:.6g} "
-                                             f"(allowed ±{z:.2f})")
-        if m.fourth is None:
-            assert lo <= var / exact <= hi, (f"{m.label}: item {i}: empirical / exact variance = {var / exact:.4f}, "
-                                             f"outside the chi-square band [{lo:.4f}, {hi:.4f}]")
-        else:
-            se_var = math.sqrt(max(m.fourth[i] - var**2, 0.0) / t)
-            assert abs(var - exact) <= z * se_var, (f"{m.label}: item {i}: empirical variance {var:.6g} is "
-                                                    f"{(var - exact) / se_var:+.2f} standard errors from the exact "
-                                                    f"{exact:.6g} (allowed ±{z:.2f})")
-
-
-def check_statistics(proto: Protocol) -> None:
-    """Estimates unbiased, their variance the exact formula's, along both simulation paths."""
-    for k, p in enumerate(_examples(proto)):
-        for j, (method, (trials, n)) in enumerate(TRIALS.items()):
-            found = list(_simulated(p, method, trials, n, SEED + 10 * k + j))
-            tests = 2 * sum(m.truth.size for m in found)
-            for m in found:
-                _check_moments(m, tests)
+# -- 3. unbiasedness and exact variance: ldp.protocols.check_statistics -------------------------------------
 
 
 # -- 4. merge and serialization -----------------------------------------------------------------------------
 def _reports(proto: Protocol, params: Any, n: int, seed: int) -> list[Report]:
     encoder = proto.encoder_type(params, rng=seed, simulation=True)  # seeded: the same reports every run
-    batch = encoder.encode_batch(params.batch_values(_users(params, n, seed)), seed)
+    batch = encoder.encode_batch(params.batch_values(draw_users(params, n, seed)), seed)
     return list(batch.reports())
 
 
 def check_merge(proto: Protocol) -> None:
     """Merge of two halves = one aggregate of all; bytes round trip; foreign params refused."""
-    examples = _examples(proto)
+    examples = examples_of(proto)
     for k, p in enumerate(examples):
         reports = _reports(proto, p, 500, SEED + k)
         foreign = Report(p.protocol, "0" * 16, reports[0].payload)
@@ -319,11 +200,11 @@ def _goodness_of_fit(law: dict[Any, Fraction], seen: Counter[str], draws: int) -
 
 def check_batch(proto: Protocol) -> None:
     """``encode_batch`` follows ``encode``'s exact law; ``encode`` reports fold like batches, by every path."""
-    audited = _examples(proto, audit_sized=True)
-    total = sum(len(_inputs(p)) for p in audited)
+    audited = examples_of(proto, audit_sized=True)
+    total = sum(len(inputs_of(p)) for p in audited)
     gen = np.random.default_rng(SEED)
     for p in audited:
-        inputs, res = _audit(proto, p)
+        inputs, res = exact_audit(proto, p)
         encoder, draws = proto.encoder_type(p, rng=SEED, simulation=True), max(400, BATCH_DRAWS // len(inputs))
         for i, x in enumerate(inputs):
             batch = encoder.encode_batch(p.batch_values([x] * draws), gen)
@@ -331,8 +212,8 @@ def check_batch(proto: Protocol) -> None:
             pvalue, how = _goodness_of_fit(res.distributions[i], seen, draws)
             assert pvalue >= ALPHA / total, (f"{p!r}: encode_batch of {x!r} does not follow encode's exact law "
                                              f"(p = {pvalue:.3g}, {how})")
-    for k, p in enumerate(_examples(proto)):
-        users = _users(p, 300, SEED + k)
+    for k, p in enumerate(examples_of(proto)):
+        users = draw_users(p, 300, SEED + k)
         encoder = proto.encoder_type(p, rng=SEED + k, simulation=True)
         reports = [encoder.encode(v) for v in users]
         batch = encoder.encode_batch(p.batch_values(users), SEED + k)
@@ -355,7 +236,7 @@ def check_client(proto: Protocol) -> None:
     from ldp.client import TelemetryClient
     from ldp.spec import CollectionSpec, parse_envelope
 
-    for k, p in enumerate(_examples(proto)):
+    for k, p in enumerate(examples_of(proto)):
         cost = p.privacy_cost
         per_report: Any = cost.epsilon if not cost.delta else {"epsilon": cost.epsilon, "delta": cost.delta}
         doc = {"spec_version": 1, "name": "conformance", "budget": {"per_window": 1e4, "lifetime": 1e5},
@@ -363,7 +244,7 @@ def check_client(proto: Protocol) -> None:
         spec = CollectionSpec.from_dict(json.loads(json.dumps(doc)))
         assert spec.params("m") == p, f"{p!r}: the spec's params are {spec.params('m')!r}"
         assert CollectionSpec.from_dict(spec.to_dict()).fingerprint == spec.fingerprint, f"{p!r}: spec round trip"
-        users = _users(p, 12, SEED + k)
+        users = draw_users(p, 12, SEED + k)
         with tempfile.TemporaryDirectory() as tmp:
             client = TelemetryClient(spec, Path(tmp) / "state.db", rng=SEED + k, simulation=True)
             try:

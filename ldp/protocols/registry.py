@@ -9,22 +9,17 @@ imports the decoders.
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
-import types
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
+
+from ldp.lazy import subclasses_in
 
 if TYPE_CHECKING:
     from ldp.decoders.base import Aggregate
     from ldp.encoders.base import Encoder, ProtocolParams
 
 __all__ = ["Protocol", "client_protocols", "get_protocol", "protocols", "params_from_dict"]
-
-_T = TypeVar("_T")
-
 
 @dataclass(frozen=True)
 class Protocol:
@@ -34,30 +29,13 @@ class Protocol:
     aggregate_type: Any = None  # an Aggregate subclass; its simulate/exact_variance are not declared on Aggregate
 
 
-def _is_class(obj: object) -> bool:
-    """A real class: not a parametrized alias such as ``StateLayout = dict[str, int]``, which
-    ``inspect.isclass`` accepts on Python 3.10 and ``issubclass`` then refuses."""
-    return inspect.isclass(obj) and not isinstance(obj, types.GenericAlias)
-
-
-def _scan(package: str, base: type[_T]) -> list[type[_T]]:
-    pkg = importlib.import_module(package)
-    found: list[type[_T]] = []
-    for info in pkgutil.iter_modules(pkg.__path__):
-        module = importlib.import_module(f"{package}.{info.name}")
-        for _, obj in inspect.getmembers(module, _is_class):
-            if issubclass(obj, base) and not inspect.isabstract(obj) and obj.__module__ == module.__name__:
-                found.append(obj)
-    return found
-
-
 @cache
 def client_protocols() -> dict[str, tuple[type[ProtocolParams], type[Encoder]]]:
     """``{name: (params_type, encoder_type)}`` from :mod:`ldp.encoders` (standard library only)."""
     from ldp.encoders.base import Encoder
 
     out: dict[str, tuple[type[ProtocolParams], type[Encoder]]] = {}
-    for enc in _scan("ldp.encoders", Encoder):  # type: ignore[type-abstract]  # a base to test, never made
+    for enc in subclasses_in("ldp.encoders", Encoder):  # type: ignore[type-abstract]  # a base to test, never made
         params = enc.params_type
         if params.protocol in out:
             raise RuntimeError(f"two encoders claim protocol {params.protocol!r}")
@@ -72,7 +50,7 @@ def protocols() -> dict[str, Protocol]:
 
     aggregates: dict[type[ProtocolParams], type[Aggregate]] = {}
     # an aggregate may serve several protocols (CMS, HCMS)
-    for agg in _scan("ldp.decoders", Aggregate):  # type: ignore[type-abstract]  # a base to test, never made
+    for agg in subclasses_in("ldp.decoders", Aggregate):  # type: ignore[type-abstract]  # a base to test, never made
         for params_type in agg.params_type if isinstance(agg.params_type, tuple) else (agg.params_type,):
             aggregates[params_type] = agg
     return {

@@ -26,7 +26,7 @@ import numpy as np
 from ldp.errors import InputError
 from ldp.reports import MAX_BITS, MAX_FIELDS, ReportBatch
 from ldp.server.fold import Folder
-from ldp.server.formats import PARQUET_KEYS, _pyarrow, parquet_row_groups
+from ldp.server.formats_parquet import PARQUET_KEYS, _pyarrow, parquet_row_groups
 from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
 
 __all__ = ["read_parquet", "fold_arrow", "BATCH_ROWS"]

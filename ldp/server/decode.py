@@ -1,9 +1,11 @@
 """``ldp decode``: an aggregate file (+ the metric's candidate dictionary) into estimates, CSV/JSON and a plot.
 
 The metric comes from the file name (``metric.fingerprint[.wWINDOW].agg``) or from the spec
-metric whose parameters the aggregate was made with. GRR and RR need no candidates; RAPPOR, CMS
-and HCMS estimate the candidates of the spec's dictionary (``spec.candidates(metric)``, or a file
-given instead); SFP discovers its words (or scores given candidates).
+metric whose parameters the aggregate was made with. The aggregate decodes itself
+(:meth:`~ldp.decoders.base.Aggregate.decode`) with the candidates of the spec's dictionary
+(``spec.candidates(metric)``, or a file given instead) when its
+:attr:`~ldp.decoders.base.Aggregate.candidate_dictionary` says it takes them: GRR and RR need none; RAPPOR, CMS
+and HCMS estimate the candidates; SFP, PEM and rappor-ngrams discover their strings (or score given candidates).
 """
 
 from __future__ import annotations
@@ -12,19 +14,13 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from ldp.decoders.base import Aggregate
 from ldp.extras import install_hint
 from ldp.server.fold import parse_key_name
 from ldp.server.store import AGG_SUFFIX, read_aggregate
 from ldp.spec import CollectionSpec, MetricSpec
-
-if TYPE_CHECKING:
-    from ldp.decoders.pem import PEMAggregate
-    from ldp.decoders.rappor import RapporAggregate
-    from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
-    from ldp.decoders.sfp import SfpAggregate
 
 logger = logging.getLogger(__name__)
 
@@ -64,43 +60,18 @@ def load_candidates(spec: CollectionSpec | None, metric: str, path: str | os.Pat
     return [line for line in text.splitlines() if line.strip()]
 
 
-CANDIDATE_PROTOCOLS = frozenset({"rappor", "cms", "hcms", "sfp", "pem", "rappor-ngrams"})
-"""Protocols whose estimates are of candidate strings (SFP, PEM and RAPPOR n-grams: or of the strings they
-discover)."""
-
-
 def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *, confidence: float = 0.95,
                      alpha: float = 0.05, top: int | None = None, selection: str = "auto") -> Any:
-    """Estimates (an :class:`~ldp.decoders.results.Estimates`) of any protocol's aggregate."""
-    protocol = agg.params.protocol
-    logger.info("decode: %s aggregate of %d reports, %s candidate(s)", protocol, agg.n,
+    """Estimates (an :class:`~ldp.decoders.results.Estimates`) of any protocol's aggregate: its
+    :meth:`~ldp.decoders.base.Aggregate.decode`, given ``candidates`` when it takes them."""
+    logger.info("decode: %s aggregate of %d reports, %s candidate(s)", agg.params.protocol, agg.n,
                 "no" if candidates is None else len(candidates))
-    if protocol not in CANDIDATE_PROTOCOLS:  # a fixed domain (RR, GRR, histograms) or a mean: all in the aggregate
-        return agg.estimate(confidence=confidence)
-    if protocol == "sfp":
-        if candidates:
-            return agg.estimate(list(candidates), confidence=confidence, alpha=alpha)
-        sfp = cast("SfpAggregate", agg)  # the protocol registry pairs "sfp" with SfpAggregate
-        return sfp.discover(top=top, alpha=alpha, confidence=confidence).words
-    if protocol == "pem":
-        if candidates:
-            return agg.estimate(list(candidates), confidence=confidence)
-        pem = cast("PEMAggregate", agg)  # the protocol registry pairs "pem" with PEMAggregate
-        return pem.discover(top_k=top, alpha=alpha, confidence=confidence).strings
-    if protocol == "rappor-ngrams":
-        ngrams = cast("RapporNgramsAggregate", agg)  # the registry pairs "rappor-ngrams" with this aggregate
-        if candidates:
-            return ngrams.estimate(list(candidates), alpha=alpha, confidence=confidence, selection=selection)
-        return ngrams.discover(alpha=alpha, confidence=confidence).strings
-    if not candidates:
-        raise ValueError(f"{protocol} needs a candidate dictionary: put its location in the spec "
+    takes = agg.candidate_dictionary
+    if takes == "required" and not candidates:
+        raise ValueError(f"{agg.params.protocol} needs a candidate dictionary: put its location in the spec "
                          "(metrics.M.candidates) or pass --candidates FILE")
-    if protocol == "rappor":
-        from ldp.decoders.rappor_decode import decode
-
-        rappor = cast("RapporAggregate", agg)  # the protocol registry pairs "rappor" with RapporAggregate
-        return decode(rappor, list(candidates), alpha=alpha, confidence=confidence, selection=selection)
-    return agg.estimate(list(candidates), confidence=confidence, alpha=alpha)
+    given = list(candidates) if candidates and takes != "none" else None
+    return agg.decode(given, confidence=confidence, alpha=alpha, top=top, selection=selection)
 
 
 def decode_file(path: str | os.PathLike[str], specs: Mapping[str, CollectionSpec], *, metric: str | None = None,

@@ -11,6 +11,10 @@ input's partial aggregates), ``rejects/`` (each input's rejects), and the result
   are in the manifest: nothing is counted twice;
 * the results are the merge of the committed parts (integer sums): the same bytes whatever the
   order, the grouping into runs, or the engine.
+
+This module runs the job: it folds each planned input (:func:`fold_input`, locally or on Dask), commits it, and
+merges the committed parts into the results (:class:`JobSummary`). Which inputs are folded, skipped, renamed or
+duplicates is decided by :mod:`ldp.server.inputs`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import logging
 import os
 import shutil
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +32,8 @@ from typing import Any
 
 from ldp.errors import InputChangedError, JobError
 from ldp.server.fold import Folder, key_name, spec_index
-from ldp.server.formats import EXTENSIONS, FORMATS, detect_format
+from ldp.server.formats import FORMATS
+from ldp.server.inputs import DUPLICATES, ON_CHANGE, InputTask, expand_inputs, plan_inputs, sha256_file
 from ldp.server.manifest import Manifest
 from ldp.server.readers import CHUNK_BYTES, read_input
 from ldp.server.store import AGG_SUFFIX, merge_into, pack_parts, unpack_parts, write_aggregate, write_atomic
@@ -40,37 +44,8 @@ __all__ = ["aggregate_files", "fold_input", "expand_inputs", "spec_index", "JobS
 
 logger = logging.getLogger(__name__)
 
-ON_CHANGE = ("error", "reprocess")
-DUPLICATES = ("once", "count")
 _hook: Callable[[str, dict[str, Any]], None] | None = None
 """Tests only: called at "part_written" (before an input's manifest line) and "input_done"."""
-
-
-def expand_inputs(paths: Sequence[str | os.PathLike[str]], warnings: list[str] | None = None) -> list[Path]:
-    """Files as given, and the files of known extensions under each folder (recursively, sorted);
-    the other files of a folder are named in ``warnings``."""
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("."))
-            out += [f for f in files if f.suffix.lower() in EXTENSIONS]
-            other = [f.name for f in files if f.suffix.lower() not in EXTENSIONS]
-            if other and warnings is not None:
-                warnings.append(f"{len(other)} file(s) in {os.fspath(p)} not read (unknown extension): "
-                                + ", ".join(other[:5]) + (" ..." if len(other) > 5 else ""))
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise FileNotFoundError(f"no such input file or folder: {os.fspath(p)}")
-    return out
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 22):
-            h.update(block)
-    return h.hexdigest()
 
 
 def fold_input(path: str, fmt: str, spec_docs: list[dict[str, Any]], by_window: bool, source: str,
@@ -153,22 +128,6 @@ class JobSummary:
         return "\n".join(lines + [f"warning: {w}" for w in self.warnings])
 
 
-@dataclass(frozen=True)
-class _Task:
-    path: Path
-    source: str
-    fmt: str
-    old: dict[str, Any] | None
-    known: tuple[int, int, str] | None = None  # (size, mtime_ns, SHA-256) when hashed while planning
-
-
-@dataclass
-class _Plan:
-    tasks: list[_Task]
-    skipped: list[str]
-    renamed: list[dict[str, str]] = field(default_factory=list)
-    duplicates: list[dict[str, str]] = field(default_factory=list)
-
 
 def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_dir: str | os.PathLike[str], *,
                     by_window: bool = False, fmt: str | None = None, on_change: str = "error",
@@ -201,7 +160,7 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
     try:
         if not manifest.path.exists():
             manifest.save()
-        plan = _plan(files, manifest, fmt, on_change, duplicates)
+        plan = plan_inputs(files, manifest, fmt, on_change, duplicates)
         tasks = plan.tasks
         logger.info("aggregate: %d input(s) given: %d to fold, %d skipped (already folded or renamed), "
                     "%d duplicate(s) not folded", len(files), len(tasks), len(plan.skipped), len(plan.duplicates))
@@ -251,66 +210,10 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=1)
 
 
-def _plan(files: list[Path], manifest: Manifest, fmt: str | None, on_change: str, duplicates: str) -> _Plan:
-    """What to fold, skip, rename in the manifest (same content at a new path, the old one gone or
-    changed) or skip as a duplicate. Known paths are checked by SHA-256 (as ever); a new path is
-    hashed here only when another input or folded input has its size (then the digest is reused)."""
-    inputs: dict[str, Path] = {}
-    for f in files:
-        inputs.setdefault(os.path.realpath(f), f)
-    changed, new, plan = set(), [], _Plan([], [])
-    for real, f in inputs.items():
-        old = manifest.entries.get(real)
-        if old is None:
-            new.append(real)
-        elif f.stat().st_size == old["size"] and sha256_file(f) == old["sha256"]:
-            plan.skipped.append(os.fspath(f))
-        else:
-            changed.add(real)
-    stats = {r: inputs[r].stat() for r in new}
-    sizes = Counter([e["size"] for e in manifest.entries.values()] + [st.st_size for st in stats.values()])
-    known = {r: (st.st_size, st.st_mtime_ns, sha256_file(inputs[r]))
-             for r, st in stats.items() if sizes[st.st_size] > 1}
-    folded: dict[str, list[str]] = {}
-    for path, e in sorted(manifest.entries.items()):
-        folded.setdefault(e["sha256"], []).append(path)
-    moves: list[tuple[str, str]] = []
-    planned: dict[str, str] = {}
-    for real in new:
-        source = os.fspath(inputs[real])
-        digest = known[real][2] if real in known else None
-        if digest is not None:  # hashed: its size is shared, so it may be a rename or a duplicate
-            gone = [p for p in folded.get(digest, ()) if p in changed or p not in inputs and not os.path.exists(p)]
-            if gone:  # renamed: its old path is gone, or holds other content now
-                moves.append((gone[0], real))
-                folded[digest].remove(gone[0])
-                plan.renamed.append({"from": manifest.entries[gone[0]]["source"], "to": source})
-                plan.skipped.append(source)
-                planned.setdefault(digest, source)
-                continue
-            same = folded.get(digest) or ([] if digest not in planned else [planned[digest]])
-            if same and duplicates == "once":
-                other = manifest.entries[same[0]]["source"] if same[0] in manifest.entries else same[0]
-                plan.duplicates.append({"path": source, "same_as": other, "sha256": digest})
-                continue
-            planned.setdefault(digest, source)
-        plan.tasks.append(_Task(inputs[real], source, fmt or detect_format(inputs[real]), None, known.get(real)))
-    moved_away = {old for old, _ in moves}
-    for real in sorted(changed - moved_away, key=list(inputs).index):
-        if on_change == "error":
-            raise InputChangedError(f"{os.fspath(inputs[real])} changed since it was aggregated (SHA-256 differs from "
-                                    "the manifest's); pass --on-change reprocess to fold it again in place of its old "
-                                    "content, or give it another name if it holds new reports")
-    for old_path, real in moves:
-        manifest.move(old_path, real, os.fspath(inputs[real]))
-    for real in sorted(changed, key=list(inputs).index):  # moved away: new content at an old path
-        f = inputs[real]
-        plan.tasks.append(_Task(f, os.fspath(f), fmt or detect_format(f), manifest.entries.get(real)))
-    return plan
 
-
-def _run(tasks: list[_Task], docs: list[dict[str, Any]], by_window: bool, chunk_bytes: int, fast: bool, out: Path,
-         engine: str, scheduler: Any, progress: bool | None, parquet_unverified: bool) -> Iterator[tuple[_Task, Any]]:
+def _run(tasks: list[InputTask], docs: list[dict[str, Any]], by_window: bool, chunk_bytes: int, fast: bool,
+         out: Path, engine: str, scheduler: Any, progress: bool | None, parquet_unverified: bool
+         ) -> Iterator[tuple[InputTask, Any]]:
     if engine == "dask":
         from ldp.server.dask_engine import fold_inputs_on_dask
 
@@ -344,7 +247,7 @@ def _input_id(path: Path) -> str:
     return hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:16]
 
 
-def _commit(manifest: Manifest, task: _Task, blob: bytes, stats: dict[str, Any], rejects: Any) -> None:
+def _commit(manifest: Manifest, task: InputTask, blob: bytes, stats: dict[str, Any], rejects: Any) -> None:
     """Put an input's part and rejects files in place, then append its manifest line."""
     name = f"{_input_id(task.path)}-{stats['sha256'][:16]}"
     part, rej = f"parts/{name}.ldps", f"rejects/{name}.jsonl"

@@ -1,6 +1,9 @@
-"""Simulated collections: populations and the two honest simulation paths (:mod:`ldp.simulation.collect`),
-means (:mod:`ldp.simulation.numeric`), several attributes (:mod:`ldp.simulation.multi`), discovery
-(:mod:`ldp.simulation.pem`, :mod:`ldp.simulation.ngrams`) and Google"s RAPPOR regression test
+"""Simulated collections: populations (:mod:`ldp.simulation.population`), the two honest simulation paths and what
+they ask of a protocol (:mod:`ldp.simulation.base`), the entry points :func:`simulate`, :func:`accuracy` and
+:func:`default_candidates` (:mod:`ldp.simulation.collect`), and each protocol family's own simulation: means
+(:mod:`ldp.simulation.numeric`), several attributes (:mod:`ldp.simulation.multi`), discovery
+(:mod:`ldp.simulation.pem`, :mod:`ldp.simulation.rappor_ngrams`), candidate scoring (:mod:`ldp.simulation.rappor`,
+:mod:`ldp.simulation.sfp`, :mod:`ldp.simulation.sketch`) and Google's RAPPOR regression test
 (:mod:`ldp.simulation.rappor_regtest`)."""
 
 from ldp.simulation.collect import (

@@ -2,26 +2,31 @@
 
 The truth is per attribute: true counts over its domain (fixed-domain attributes, a :class:`~ldp.simulation.Population`)
 or the users' values (numeric attributes, a :class:`~ldp.simulation.numeric.NumericPopulation`), all of the same
-``n`` users. :func:`multi_accuracy` (which :func:`ldp.simulation.accuracy` calls for ``multi``) draws them once,
-simulates ``trials`` collections and sets each attribute's empirical standard error beside the exact one
-(``MultiAggregate.exact_variance``, in split or sample mode) with the CI coverage, as the one-attribute results do.
+``n`` users. :func:`multi_accuracy` (which :func:`ldp.simulation.accuracy` calls for ``multi``, through
+:class:`MultiSimulation`) draws them once, simulates ``trials`` collections and sets each attribute's empirical
+standard error beside the exact one (``MultiAggregate.exact_variance``, in split or sample mode) with the CI
+coverage, as the one-attribute results do.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ldp.decoders.tabular import ResultTable, columns_of
+from ldp.encoders.multi import MultiParams
 from ldp.randomness import as_generator
-from ldp.simulation.collect import AccuracyResult, Population, make_population
+from ldp.simulation.base import Simulation
 from ldp.simulation.numeric import MeanAccuracyResult, NumericPopulation, make_numeric_population
+from ldp.simulation.population import Population, make_population
+from ldp.simulation.result import AccuracyResult
 
-__all__ = ["MultiAccuracyResult", "attribute_populations", "draw_truth", "multi_accuracy", "simulate_multi"]
+__all__ = ["MultiAccuracyResult", "MultiSimulation", "attribute_populations", "draw_truth", "multi_accuracy",
+           "simulate_multi"]
 
 AnyPopulation = Population | NumericPopulation
 
@@ -203,3 +208,22 @@ def multi_accuracy(params: Any, populations: Mapping[str, AnyPopulation] | None,
     if params.mode == "sample":
         notes.append("sample mode: counts are scaled to all n users; exact_se includes the sampling of attributes")
     return MultiAccuracyResult(params.mode, int(n), trials, results, tuple(notes))
+
+
+class MultiSimulation(Simulation):
+    """``multi``'s simulation: a truth per attribute (:func:`simulate_multi`, :func:`multi_accuracy`)."""
+
+    params_type = MultiParams
+
+    def simulate(self, params: Any, truth: Any, *, method: str = "aggregate", rng: Any = None,
+                 chunk_size: int = 1 << 20, values: Sequence[Any] | None = None) -> Any:
+        """:func:`simulate_multi` of ``{attribute: counts or values}`` (``chunk_size``, ``values``: unused)."""
+        return simulate_multi(params, truth, method=method, rng=rng)
+
+    def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
+                 rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
+                 progress: bool | None = None) -> MultiAccuracyResult:
+        """:func:`multi_accuracy` of ``{attribute: population}`` (``None``: the defaults; ``candidates``: unused)."""
+        assert n is not None
+        return multi_accuracy(params, population, n, trials=trials, method=method, rng=rng, confidence=confidence,
+                              progress=progress)

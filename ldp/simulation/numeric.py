@@ -20,20 +20,22 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.decoders.tabular import OneRowResult
-from ldp.encoders.numeric import MEAN_PROTOCOLS
+from ldp.encoders.numeric import MEAN_PROTOCOLS, NumericParams
 from ldp.randomness import as_generator
+from ldp.simulation.base import Simulation
 
-__all__ = ["MEAN_PROTOCOLS", "NUMERIC_POPULATIONS", "NumericPopulation", "MeanAccuracyResult", "exponential_values",
-           "given_values", "is_mean_protocol", "make_numeric_population", "mean_accuracy", "normal_values",
-           "read_values", "simulate_mean", "uniform_values"]
+__all__ = ["MEAN_PROTOCOLS", "NUMERIC_POPULATIONS", "NumericPopulation", "NumericSimulation", "MeanAccuracyResult",
+           "exponential_values", "given_values", "is_mean_protocol", "make_numeric_population", "mean_accuracy",
+           "normal_values", "read_values", "simulate_mean", "uniform_values"]
 
 Floats = npt.NDArray[np.float64]
 Sampler = Callable[[int, np.random.Generator], Floats]
 
 
 def is_mean_protocol(params: Any) -> bool:
-    """Whether ``params`` are a mean protocol's (values are numbers in ``[low, high]``)."""
-    return getattr(params, "protocol", None) in MEAN_PROTOCOLS
+    """Whether ``params`` (or a params type) are a mean protocol's: a simulation draws numbers in ``[low, high]``
+    (:attr:`~ldp.encoders.base.ProtocolParams.population_kind` ``"numbers"``)."""
+    return getattr(params, "population_kind", None) == "numbers"
 
 
 @dataclass(frozen=True)
@@ -255,3 +257,21 @@ def mean_accuracy(params: Any, population: NumericPopulation, n: int | None, *, 
              "the spread of the values",)
     return MeanAccuracyResult(params.protocol, population.name, int(x.size), trials, truth, float(means.mean()), sd,
                               exact, float(ses.mean()), covered / trials, confidence, notes)
+
+
+class NumericSimulation(Simulation):
+    """The mean mechanisms' simulation: users' values, not counts (:func:`simulate_mean`, :func:`mean_accuracy`)."""
+
+    params_type = NumericParams
+
+    def simulate(self, params: Any, truth: Any, *, method: str = "aggregate", rng: Any = None,
+                 chunk_size: int = 1 << 20, values: Sequence[Any] | None = None) -> Any:
+        """:func:`simulate_mean` of the users' values ``truth`` (``values``: unused, numbers have no strings)."""
+        return simulate_mean(params, truth, method=method, rng=rng, chunk_size=chunk_size)
+
+    def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
+                 rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
+                 progress: bool | None = None) -> MeanAccuracyResult:
+        """:func:`mean_accuracy` (``candidates``: unused)."""
+        return mean_accuracy(params, population, n, trials=trials, method=method, rng=rng, confidence=confidence,
+                             progress=progress)

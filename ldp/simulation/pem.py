@@ -7,7 +7,8 @@ Each trial draws the reports of the same true counts (:func:`ldp.simulation.simu
 :func:`~ldp.decoders.pem.pem_variance` averaged over the last group's size ``N ~ Bin(n, 1/G)`` given
 ``N ≥ 1``: the variance is ``A·(1/N) + B`` (linear in ``1/N``), so the average is ``A·E[1/N] + B``. Both
 follow the parameters' oracle choice (``oracle``: each group's reports and the last group's variance are
-its own oracle's, OLH or GRR).
+its own oracle's, OLH or GRR). The default strings are :func:`pem_candidates`; :class:`PEMSimulation` is what
+:func:`ldp.simulation.accuracy` and :func:`ldp.simulation.default_candidates` ask for PEM.
 """
 
 from __future__ import annotations
@@ -24,9 +25,19 @@ import numpy.typing as npt
 from ldp.decoders.pem import PEMAggregate, pem_variance
 from ldp.encoders.pem import PEMParams
 from ldp.randomness import as_generator
-from ldp.simulation.collect import AccuracyResult, Population, default_candidates, simulate
+from ldp.simulation.base import (
+    Simulation,
+    check_candidate_count,
+    check_trials,
+    population_strings,
+    shortlex_words,
+    simulate_counts,
+)
+from ldp.simulation.population import Population
+from ldp.simulation.result import AccuracyResult
 
-__all__ = ["PEMAccuracyResult", "pem_accuracy", "pem_theoretical_variance", "RECALL_AT"]
+__all__ = ["PEMAccuracyResult", "PEMSimulation", "pem_accuracy", "pem_candidates", "pem_theoretical_variance",
+           "RECALL_AT"]
 
 _R = TypeVar("_R", bound="PEMAccuracyResult")
 
@@ -72,6 +83,12 @@ class PEMAccuracyResult(AccuracyResult):
         return [{**r, "detected": float(d)} for r, d in zip(super().rows(), self.detected, strict=True)]
 
 
+def pem_candidates(params: PEMParams, d: int) -> list[str]:
+    """The ``d`` strings PEM is simulated on by default: the first ``d`` words over ``a–z`` of at most
+    ``max_length`` letters, in shortlex order (``a, b, …, z, aa, ab, …``)."""
+    return shortlex_words(string.ascii_lowercase, params.max_length, d, params.protocol)
+
+
 def pem_theoretical_variance(params: PEMParams, true_counts: npt.ArrayLike, n: int) -> npt.NDArray[np.float64]:
     """``E[Var[F̂ | N]]`` over the last group's ``N ~ Bin(n, 1/G)`` given ``N ≥ 1`` (module docstring)."""
     from scipy import stats
@@ -106,19 +123,15 @@ def pem_accuracy(params: PEMParams, population: Population, n: int, *, trials: i
                  progress: bool | None = None, top_k: int | None = None, alpha: float | None = 0.05,
                  false_prefixes: float | None = 5.0, alphabet: str | bytes | None = "auto") -> PEMAccuracyResult:
     """Accuracy of PEM over ``trials`` collections of ``n`` users (one fixed draw of the true counts over
-    the population's strings, ``candidates`` or :func:`~ldp.simulation.default_candidates`): a
+    the population's strings: ``candidates``, the population's labels or :func:`pem_candidates`): a
     :class:`PEMAccuracyResult`. ``top_k``, ``alpha``, ``false_prefixes``, ``alphabet``: discovery's
     (``"auto"``: ``a–z`` when the strings are spelled in it, as the default ones are, else their characters: a
     pruning rule the server may know)."""
     from ldp.display.progress import iterate
 
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise ValueError(f"trials must be an int >= 1, got {trials!r}")
-    cands = list(candidates if candidates is not None else population.labels if population.labels is not None
-                 else default_candidates(params, population.d))
-    if len(cands) != population.d or len(set(cands)) != len(cands):
-        raise ValueError(f"need {population.d} distinct strings (one per population value), got {len(cands)} "
-                         f"with {len(set(cands))} distinct")
+    check_trials(trials)
+    cands = population_strings(population, candidates,
+                               lambda: pem_candidates(params, check_candidate_count(population.d)), "strings")
     padded = [params.padded(s) for s in cands]  # the client's checks: too long, empty, NUL
     if len(set(padded)) != len(padded):
         raise ValueError("two strings become the same PEM value once truncated")
@@ -131,7 +144,7 @@ def pem_accuracy(params: PEMParams, population: Population, n: int, *, trials: i
     covered = np.zeros(truth.size)
     found: list[list[str]] = []
     for i in iterate(range(trials), desc="simulate pem", enabled=progress, unit="trial"):
-        agg = simulate(params, truth, method=method, rng=gen, values=cands)
+        agg = simulate_counts(params, truth, method=method, rng=gen, values=cands)
         assert isinstance(agg, PEMAggregate)  # the protocol registry pairs "pem" with PEMAggregate
         if agg.group_n[-1] == 0:
             raise ValueError(f"n={n} users left the last of {params.groups} groups empty: raise n")
@@ -146,3 +159,20 @@ def pem_accuracy(params: PEMParams, population: Population, n: int, *, trials: i
              f"false_prefixes={false_prefixes}, alphabet={alphabet!r}; oracles by group: {params.oracle_summary}")
     base = AccuracyResult.from_trials(list(cands), truth, est, covered, theory, confidence, notes)
     return PEMAccuracyResult.from_base(base, _discovery_stats(cands, truth, found))
+
+
+class PEMSimulation(Simulation):
+    """PEM's simulation: strings over ``a–z`` by default (:func:`pem_candidates`), the accuracy of the last group's
+    estimates and of the discovery (:func:`pem_accuracy`)."""
+
+    params_type = PEMParams
+
+    def candidates(self, params: Any, d: int) -> list[str]:
+        return pem_candidates(params, d)
+
+    def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
+                 rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
+                 progress: bool | None = None) -> PEMAccuracyResult:
+        assert isinstance(population, Population) and n is not None  # ldp.simulation.accuracy checked the kind
+        return pem_accuracy(params, population, n, trials=trials, method=method, rng=rng, confidence=confidence,
+                            candidates=candidates, progress=progress)

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from support import ROOT, call_main
 
 from ldp.cli.command import main
-from ldp.plan.ngrams import ngrams_default_params
+from ldp.plan.rappor_ngrams import ngrams_default_params
 
 EXAMPLE = ROOT / "examples" / "collection.json"
 WINDOW = 20000

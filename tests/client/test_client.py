@@ -157,7 +157,7 @@ def test_record_puts_an_envelope_in_the_outbox(tmp_path):
         assert client.counts() == {m: {"reports": 1, "pending": 1, "uploaded": 0} for m in ("color", "flag", "page")}
         assert client.spent() == PrivacyCost(1.0 + LN3 + EPS_ONE)
         assert client.current_window() == 20000
-        secret = client._secret.hex()
+        secret = client._state.secret.hex()
     text = "\n".join(i.line for i in items)
     assert secret not in text and "state.db" not in text and str(int(T0)) not in text
 
@@ -408,14 +408,14 @@ def test_corrupted_pages_are_refused(tmp_path):
 
 CHILD = r"""
 import json, os, sys, time
-import ldp.client.runtime
+import ldp.client.state
 from ldp.client.runtime import BudgetExceeded, TelemetryClient
 mode, spec_path, state_path, now = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 client = TelemetryClient(spec_path, state_path, clock=lambda: now)
 if mode == "crash":
     point = sys.argv[5]
     ids = [client.record("color", "g"), client.record("page", "example.com")]
-    ldp.client.runtime._fault = lambda p: os._exit(77) if p == point else None
+    ldp.client.state._fault = lambda p: os._exit(77) if p == point else None
     if point == "acknowledge":
         client.acknowledge(ids)
     else:
@@ -430,7 +430,7 @@ elif mode == "crash_many":  # killed inside a batch: at the SECOND item's point,
             hits.append(p)
             if p in ("before_charge", "committed") or len(hits) == 2:
                 os._exit(77)
-    ldp.client.runtime._fault = fault
+    ldp.client.state._fault = fault
     client.record_many([("color", "b"), ("page", "example.com")])
     os._exit(0)
 elif mode in ("race", "race_many"):

@@ -42,6 +42,9 @@ CLIENT = textwrap.dedent("""
     import ldp.spec, ldp.client.runtime, ldp.client.uploader
     for info in pkgutil.iter_modules(ldp.spec.__path__):
         importlib.import_module("ldp.spec." + info.name)
+    import ldp.client
+    for info in pkgutil.iter_modules(ldp.client.__path__):
+        importlib.import_module("ldp.client." + info.name)
     from ldp.spec import CollectionSpec, parse_envelope
     from ldp.client.runtime import TelemetryClient
     spec = CollectionSpec.load("examples/collection.json")

@@ -27,7 +27,7 @@ VALUE = "zz-distinctive-value-7f3a9c.example"
 #: Modules that talk to the user and may print: the CLI, the demo, and the compare report's command.
 PRINT_ALLOWED = {"ldp/cli/command.py", "ldp/cli/server.py", "ldp/cli/support.py", "ldp/cli/compare.py",
                  "ldp/cli/protocols.py", "ldp/cli/log.py", "ldp/cli/pem.py", "ldp/cli/serve.py", "ldp/cli/watch.py",
-                 "ldp/cli/associate.py", "ldp/cli/ngrams.py",
+                 "ldp/cli/associate.py", "ldp/cli/rappor_ngrams.py",
                  "ldp/spec/cli.py"}
 PRINT_ALLOWED_FUNCTIONS = {"ldp/compare/report.py": {"compare_command"}}
 
@@ -67,7 +67,7 @@ def test_the_client_never_logs_a_value_a_report_or_the_secret(tmp_path, caplog):
             client.record("homepage", VALUE)  # the window's budget of 2.2 is spent
         lines = [item.line for item in client.pending()]
         client.acknowledge(item.id for item in client.pending())
-        secret = client._secret.hex()
+        secret = client._state.secret.hex()
     text = caplog.text
     assert "recorded 1 report of 'homepage'" in text and "refused 1 report(s) of 'homepage'" in text
     assert "acknowledged 2 uploaded report(s)" in text

@@ -383,11 +383,11 @@ def test_a_damaged_batch_salt_is_refused(tmp_path, collector):
 
 CHILD = r"""
 import os, sys
-import ldp.client.runtime
+import ldp.client.state
 from ldp.client.runtime import TelemetryClient
 spec_path, state_path, url, token, point = sys.argv[1:6]
 client = TelemetryClient(spec_path, state_path, clock=lambda: float(sys.argv[6]))
-ldp.client.runtime._fault = lambda p: os._exit(77) if p == point else None
+ldp.client.state._fault = lambda p: os._exit(77) if p == point else None
 client.upload(url, token, sleep=lambda s: None)
 os._exit(0)
 """

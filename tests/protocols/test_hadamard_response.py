@@ -123,14 +123,6 @@ def test_unbiased_with_the_exact_variance(method):
     assert np.all(np.abs(est.var(axis=0, ddof=1) / var - 1) < 5 * math.sqrt(2 / (trials - 1)))
 
 
-def test_client_encoder_is_unbiased():
-    params, truth = HRParams(2.0, 4), np.array([300, 0, 100, 100])
-    enc = HREncoder(params, rng=3, simulation=True)
-    agg = HRAggregate(params)
-    agg.add([enc.encode(int(v)) for v in np.repeat(np.arange(4), truth)])
-    assert np.all(np.abs(agg.estimate().count - truth) < 5 * np.sqrt(hr_variance(params, truth)))
-
-
 @pytest.mark.parametrize("params, value", [(HR, 1), (HRParams(0.7, 9), 8)])
 def test_batch_follows_the_clients_exact_law(params, value):
     size = 60_000
@@ -171,19 +163,3 @@ def test_json_lines_merge_and_bytes():
         agg.merge(HRAggregate(HRParams(0.25, 3, LABELS)))
 
 
-def test_telemetry_client_round_trip(tmp_path):
-    from ldp.client.runtime import TelemetryClient
-    from ldp.spec import CollectionSpec
-
-    doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},
-           "upload": {"min_interval_seconds": 0, "max_batch": 100},
-           "metrics": {"browser": {"protocol": "hr", "params": {"epsilon": 1.0, "domain_size": 3,
-                                                               "labels": list(LABELS)},
-                                   "budget": {"per_report": 2}}}}
-    with TelemetryClient(CollectionSpec.from_dict(doc), tmp_path / "state.db", rng=1, simulation=True) as client:
-        for v in ("a", "b", "b"):
-            client.record("browser", v)
-        assert client.spent("browser", "lifetime").epsilon == pytest.approx(3 * HR.privacy_cost.epsilon)
-        lines = [json.dumps(json.loads(item.line)["report"]) for item in client.pending()]
-    agg = HRAggregate(HR)
-    assert agg.add_json_lines(lines) == 3 and agg.estimate().n == 3

@@ -17,7 +17,6 @@ import pytest
 from scipy import stats
 from support.stats import simulated_counts, z_family
 
-from ldp.decoders.base import Aggregate
 from ldp.decoders.histogram import BucketGRRAggregate, DBitFlipAggregate, dbitflip_variance
 from ldp.decoders.randomized_response import grr_variance
 from ldp.encoders.histogram import BucketGRREncoder, BucketGRRParams, DBitFlipEncoder, DBitFlipParams
@@ -317,28 +316,6 @@ def test_dbitflip_batch_rejects_bad_indices():
 def _reports(params, values, seed):
     enc = get_protocol(params.protocol).encoder_type(params, rng=seed, simulation=True)
     return [enc.encode(v) for v in values]
-
-
-@pytest.mark.parametrize("params", [dbf(1.0, d=2), BucketGRRParams(1.0, EDGES)])
-def test_json_lines_batches_merge_and_bytes_agree(params):
-    values = [5.0] * 30 + [15.0] * 10 + [35.0] * 50 + [100.0] * 10
-    reports = _reports(params, values, seed=1)
-    agg_type = get_protocol(params.protocol).aggregate_type
-    from_lines = agg_type(params)
-    assert from_lines.add_json_lines([r.to_json() for r in reports]) == 100
-    halves = agg_type(params), agg_type(params)
-    halves[0].add(reports[:40])
-    halves[1].add_bytes(b"".join(r.to_bytes() for r in reports[40:]))
-    merged = halves[0].merge(halves[1])
-    again = Aggregate.from_bytes(merged.to_bytes())
-    assert type(again) is agg_type and again.params == params
-    e1, e2, e3 = (a.estimate() for a in (from_lines, merged, again))
-    assert e1.protocol == params.protocol and e1.items == LABELS and e1.n == 100
-    for e in (e2, e3):
-        np.testing.assert_array_equal(e.count, e1.count)
-        np.testing.assert_array_equal(e.std_error, e1.std_error)
-    with pytest.raises(ValueError, match="parameters differ"):
-        merged.merge(agg_type(type(params)(**{**params.to_dict(), "clip": True})))
 
 
 def _line(params: DBitFlipParams, sampled: str, bits: object) -> str:

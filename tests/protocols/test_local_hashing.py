@@ -203,14 +203,6 @@ def test_unbiased_with_the_exact_variance(params, method):
     assert np.all(np.abs(est.var(axis=0, ddof=1) / var - 1) < 5 * math.sqrt(2 / (trials - 1)))
 
 
-def test_client_encoder_is_unbiased():
-    params, truth = OLHParams(1.0, 5), np.array([300, 0, 100, 100, 0])
-    enc = OLHEncoder(params, rng=3, simulation=True)
-    agg = LocalHashingAggregate(params)
-    agg.add([enc.encode(int(v)) for v in np.repeat(np.arange(5), truth)])
-    assert np.all(np.abs(agg.estimate().count - truth) < 5 * np.sqrt(lh_variance(params, truth)))
-
-
 # ------------------------------------------------------------------ batch encoding's exact law
 @pytest.mark.parametrize("params", [BLHParams(1.0, 5, seed_range=6), OLHParams(2.0, 5, seed_range=5)])
 def test_batch_follows_the_clients_exact_law(params):
@@ -268,38 +260,3 @@ def test_json_lines_merge_and_bytes(params):
         agg.merge(LocalHashingAggregate(type(params).from_dict({**params.to_dict(), "epsilon": 0.25})))
 
 
-def test_fixed_domain_simulation_path():
-    from ldp.simulation.collect import accuracy, make_population
-
-    res = accuracy(OLHParams(1.0, 16), make_population("zipf", 16), 2000, trials=3, method="aggregate", rng=1,
-                   progress=False)
-    assert res.summary()["trials"] == 3
-    res = accuracy(BLHParams(1.0, 16), make_population("zipf", 16), 2000, trials=2, method="per_report", rng=1,
-                   progress=False)
-    assert res.summary()["trials"] == 2
-
-
-def test_telemetry_client_round_trip(tmp_path):
-    from ldp.client.runtime import TelemetryClient
-    from ldp.spec import CollectionSpec
-
-    doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},
-           "upload": {"min_interval_seconds": 0, "max_batch": 100},
-           "metrics": {
-               "browser": {"protocol": "olh", "params": {"epsilon": 2.0, "domain_size": 3, "labels": list(LABELS)},
-                           "budget": {"per_report": 2}},
-               "mode": {"protocol": "blh", "params": {"epsilon": 1.0, "domain_size": 3},
-                        "budget": {"per_report": 2}}}}
-    spec = CollectionSpec.from_dict(doc)
-    with TelemetryClient(spec, tmp_path / "state.db", rng=1, simulation=True) as client:
-        for v in ("a", "b", "b"):
-            client.record("browser", v)
-        for _ in range(4):
-            client.record("mode", 1)
-        assert client.spent("browser", "lifetime").epsilon == pytest.approx(3 * OLH.privacy_cost.epsilon)
-        lines = [json.dumps(json.loads(item.line)["report"]) for item in client.pending()]
-    assert len(lines) == 7
-    browser = LocalHashingAggregate(OLH)
-    assert browser.add_json_lines(lines) == 3 and sum(browser.rejected.values()) == 4
-    mode = LocalHashingAggregate(BLHParams(1.0, 3))
-    assert mode.add_json_lines(lines) == 4 and mode.estimate().n == 4

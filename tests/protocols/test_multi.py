@@ -1,5 +1,6 @@
-"""Tests of the ``multi`` protocol (several attributes per report): params, exact audit, estimators against
-their exact variances, batch and aggregate-level simulation, merge/bytes, JSON-line rejects, the client."""
+"""Tests of the ``multi`` protocol (several attributes per report): params, estimators against their exact
+variances, batch and aggregate-level simulation, merge/bytes, JSON-line rejects, the client. The exact audit of
+its audit examples (split and sample modes) is the conformance suite's (tests/protocols/test_conformance.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from ldp.decoders.mean_results import MeanEstimate
 from ldp.decoders.multi import MultiAggregate, inverse_moment, multi_variance, recommend_mode
 from ldp.decoders.results import Estimates
 from ldp.encoders.multi import MultiEncoder, MultiParams, build_component
-from ldp.privacy.audit import audit
 from ldp.protocols import get_protocol, params_from_dict
 from ldp.reports import Report, ReportError, canonical_json
 
@@ -91,32 +91,6 @@ def test_bad_values_fail_before_any_charge(tmp_path, value, error, match):
     assert ledger.spent("m", "lifetime").epsilon == 0
     enc.encode({"app": 1, "minutes": 1})
     assert ledger.spent("m", "lifetime").epsilon == pytest.approx(1)
-
-
-# -- exact audit -----------------------------------------------------------------------------------
-SMALL = (("a", "grr", {"domain_size": 3}), ("x", "duchi", {"low": 0, "high": 1}), ("s", "rr", {}))
-SMALL_INPUTS = [(("a", a), ("x", x), ("s", s)) for a in range(3) for x in (0.0, 1.0) for s in (0, 1)]
-
-
-@pytest.mark.parametrize("mode", ["split", "sample"])
-def test_exact_audit_matches_the_stated_epsilon(mode):
-    p = MultiParams(1.5, mode, SMALL)
-    result = audit(SMALL_INPUTS, lambda x, src: MultiEncoder(p, rng=src, simulation=True).encode(dict(x)).to_json())
-    parts = [audit([((n, v),) for v in vals], lambda x, src, c=c: get_protocol(c.protocol).encoder_type(
-        c, rng=src, simulation=True).encode(x[0][1]).to_json()).epsilon
-        for (n, _, _), c, vals in zip(SMALL, p.components, ([0, 1, 2], [0.0, 1.0], [0, 1]), strict=True)]
-    expected = sum(parts) if mode == "split" else max(parts)
-    assert result.epsilon == pytest.approx(expected, rel=1e-9)
-    assert result.matches(p.privacy_cost.epsilon, rel_tol=1e-9)
-
-
-def test_audit_dbitflip_and_hybrid_sample_mode():
-    attrs = (("l", "dbitflip", {"edges": [0, 1, 2], "d": 2}), ("h", "hybrid", {"low": 0, "high": 1, "cells": 4}))
-    p = MultiParams(2.0, "sample", attrs)
-    inputs = [(("l", v), ("h", x)) for v in (0.5, 1.5) for x in (0.0, 1.0)]
-    result = audit(inputs, lambda x, src: MultiEncoder(p, rng=src, simulation=True).encode(dict(x)).to_json())
-    assert result.epsilon <= p.privacy_cost.epsilon * (1 + 1e-9)
-    assert result.matches(max(c.privacy_cost.epsilon for c in p.components))
 
 
 # -- reports, validation, rejects ------------------------------------------------------------------

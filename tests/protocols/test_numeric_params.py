@@ -1,5 +1,6 @@
 """Mean mechanisms (Duchi, discrete Piecewise, Hybrid): parameters, client validation before any charge,
-exact privacy audit of the realized ε, the crossover points, and the reports through the generic machinery."""
+exact privacy audit of the realized ε, the crossover points, and bad reports through the generic machinery
+(JSON lines, bytes and merge of good ones: the conformance suite, tests/protocols/test_conformance.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import math
 import numpy as np
 import pytest
 
-from ldp.decoders.base import Aggregate
 from ldp.decoders.numeric import (
     DuchiAggregate,
     HybridAggregate,
@@ -205,24 +205,6 @@ def test_hybrid_variance_mixes_the_branches():
 
 
 # ------------------------------------------------------------------- reports through the machinery
-
-@pytest.mark.parametrize("P, E, A", MECHANISMS, ids=MECH_IDS)
-def test_reports_json_lines_to_estimate(P, E, A):
-    params = P(2.0, 0, 10, cells=16) if P is not DuchiParams else P(2.0, 0, 10)
-    enc = E(params, rng=3, simulation=True)
-    values = [i % 11 for i in range(3000)]
-    lines = [enc.encode(v).to_json() for v in values]
-    agg = A(params)
-    assert agg.add_json_lines(lines) == 3000 and not agg.rejected
-    est = agg.estimate()
-    assert est.n == 3000 and abs(est.mean - np.mean(values)) < 5 * est.std_error
-    rebuilt = Aggregate.from_bytes(agg.to_bytes())
-    assert type(rebuilt) is A and rebuilt.estimate().mean == est.mean
-    agg2 = A.simulate(params, values, rng=4)
-    merged = A.from_bytes(agg.to_bytes()).merge(agg2)
-    assert merged.n == 6000
-    assert merged.estimate().mean == pytest.approx((est.mean + agg2.estimate().mean) / 2)
-
 
 @pytest.mark.parametrize("P, E, A, payload", [
     (DuchiParams, DuchiEncoder, DuchiAggregate, {"bit": 2}),

@@ -11,17 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import ldp.cli.command as cli
-from ldp.cli.ngrams import add_ngrams_arguments, ngrams_command, ngrams_params
+from ldp.cli.rappor_ngrams import add_ngrams_arguments, ngrams_command, ngrams_params
 from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
 from ldp.encoders.rappor_ngrams import RapporNgramsEncoder, RapporNgramsParams
-from ldp.plan.ngrams import (
+from ldp.plan.rappor_ngrams import (
     detectable_grid,
     ngrams_default_params,
     ngrams_detectable_share,
     ngrams_pass_probability,
 )
 from ldp.simulation.collect import accuracy, from_counts, zipf
-from ldp.simulation.ngrams import ngram_candidates, ngrams_accuracy
+from ldp.simulation.rappor_ngrams import ngram_candidates, ngrams_accuracy
 
 SMALL = ngrams_default_params(8.0, max_length=4, alphabet="abcd")  # 2 positions, 21 possible n-grams each
 TRUTH = {"abcd": 1500, "dcba": 900, "bad": 600}

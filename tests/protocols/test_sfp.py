@@ -10,7 +10,6 @@ import math
 import numpy as np
 import pytest
 
-from ldp.decoders.base import Aggregate
 from ldp.decoders.sfp import CandidateLimitError, SfpAggregate, record_grid
 from ldp.decoders.sketch import sketch_variance
 from ldp.encoders.sfp import SfpEncoder, SfpParams
@@ -276,23 +275,3 @@ def test_bad_reports_are_rejected_with_reasons_and_nothing_is_lost():
         agg.fragment_sketch(p.num_positions)
 
 
-def test_merge_and_bytes_round_trip():
-    p = SfpParams(2.0, 3.0, word_sketch="hcms", **SMALL)
-    words = np.arange(4000) % 3
-    enc = SfpEncoder(p)
-    whole, a, b = SfpAggregate(p), SfpAggregate(p), SfpAggregate(p)
-    batch = enc.encode_batch(words, rng=9, candidates=["one", "two", "three"])
-    whole.add(batch)
-    a.add(enc.encode_batch(words[:1500], rng=10, candidates=["one", "two", "three"]))
-    b.add(enc.encode_batch(words[1500:], rng=11, candidates=["one", "two", "three"]))
-    merged = a.merge(b)
-    assert merged.n == whole.n == 4000
-    assert merged.fragment_row_n.sum() == 4000 and merged.word_row_n.sum() == 4000
-    back = Aggregate.from_bytes(whole.to_bytes())
-    for name, arr in whole._state().items():
-        assert (getattr(back, name) == arr).all(), name
-    framed, lines = SfpAggregate(p), SfpAggregate(p)  # binary frames and JSON lines fold the same sums
-    assert framed.add_bytes(batch.to_bytes()) == 4000
-    assert lines.add_json_lines(r.to_json() for r in batch.reports()) == 4000
-    for name, arr in whole._state().items():
-        assert (getattr(framed, name) == arr).all() and (getattr(lines, name) == arr).all(), name

@@ -15,7 +15,6 @@ from ldp.encoders.cms import CmsEncoder, CmsParams
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
 from ldp.privacy.audit import audit_encoder
 from ldp.reports import Report
-from ldp.simulation.collect import simulate
 
 KINDS = [(CmsParams, CmsEncoder), (HcmsParams, HcmsEncoder)]
 
@@ -83,25 +82,6 @@ def test_bad_values_and_ledger(params_type, encoder_type):
     with pytest.raises(BudgetExceeded):
         enc.encode("x")
     assert ledger.spent("emoji").epsilon == pytest.approx(2.0)
-
-
-@pytest.mark.parametrize("params_type, encoder_type", KINDS)
-def test_client_batch_and_aggregate_paths_agree(params_type, encoder_type):
-    """Client reports, batch rows and the aggregate-level draw: same mean sketch within noise."""
-    params = params_type(2.0, 4, 16)
-    truth = {"x": 1500, "y": 700, "z": 300}
-    cands = list(truth)
-    reps = 40
-    per, agg = [], []
-    for s in range(reps):
-        per.append(simulate(params, truth, method="per_report", rng=s).sketch())
-        agg.append(simulate(params, truth, method="aggregate", rng=500 + s).sketch())
-    per, agg = np.array(per), np.array(agg)
-    sd = np.sqrt((per.var(axis=0, ddof=1) + agg.var(axis=0, ddof=1)) / reps)
-    assert np.abs((per.mean(axis=0) - agg.mean(axis=0)) / sd).max() < 4.5
-    client = SketchAggregate(params)
-    client.add([encoder_type(params, rng=s, simulation=True).encode(cands[s % 3]) for s in range(600)])
-    assert client.n == 600 and client.row_n.sum() == 600
 
 
 def test_cms_fold_counts_bits_per_row():

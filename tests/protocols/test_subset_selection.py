@@ -120,14 +120,6 @@ def test_unbiased_with_the_exact_variance(method):
     assert np.all(np.abs(est.var(axis=0, ddof=1) / var - 1) < 5 * math.sqrt(2 / (trials - 1)))
 
 
-def test_client_encoder_is_unbiased():
-    params, truth = SSParams(1.0, 6), np.array([300, 0, 100, 100, 0, 50])
-    enc = SSEncoder(params, rng=3, simulation=True)
-    agg = SSAggregate(params)
-    agg.add([enc.encode(int(v)) for v in np.repeat(np.arange(6), truth)])
-    assert np.all(np.abs(agg.estimate().count - truth) < 5 * np.sqrt(ss_variance(params, truth)))
-
-
 @pytest.mark.parametrize("params, value", [(SS, 1), (SS, 4), (SSParams(0.3, 6), 0), (SSParams(0.2, 11), 10)])
 def test_batch_follows_the_clients_exact_law(params, value):
     size, d = 60_000, params.domain_size
@@ -173,21 +165,4 @@ def test_json_lines_batches_merge_and_bytes():
     np.testing.assert_array_equal(merged.ones, agg.ones + other.ones)
     assert merged.estimate().items == list(LABELS)
 
-
-def test_telemetry_client_round_trip(tmp_path):
-    from ldp.client.runtime import TelemetryClient
-    from ldp.spec import CollectionSpec
-
-    doc = {"spec_version": 1, "name": "app", "budget": {"per_window": 50, "lifetime": 100},
-           "upload": {"min_interval_seconds": 0, "max_batch": 100},
-           "metrics": {"browser": {"protocol": "ss", "params": {"epsilon": 0.5, "domain_size": 5,
-                                                               "labels": list(LABELS)},
-                                   "budget": {"per_report": 2}}}}
-    with TelemetryClient(CollectionSpec.from_dict(doc), tmp_path / "state.db", rng=1, simulation=True) as client:
-        for v in ("a", "b", "b"):
-            client.record("browser", v)
-        assert client.spent("browser", "lifetime").epsilon == pytest.approx(3 * SS.privacy_cost.epsilon)
-        lines = [json.dumps(json.loads(item.line)["report"]) for item in client.pending()]
-    agg = SSAggregate(SS)
-    assert agg.add_json_lines(lines) == 3 and agg.estimate().n == 3
 

@@ -212,15 +212,6 @@ def test_unbiased_with_the_exact_variance(params, method):
     assert np.all(np.abs(est.var(axis=0, ddof=1) / var - 1) < 5 * math.sqrt(2 / (trials - 1)))
 
 
-def test_client_encoder_is_unbiased():
-    params, truth = OUEParams(2.0, 4), np.array([300, 0, 100, 100])
-    enc = OUEEncoder(params, rng=3, simulation=True)
-    agg = UnaryAggregate(params)
-    agg.add([enc.encode(int(v)) for v in np.repeat(np.arange(4), truth)])
-    se = np.sqrt(unary_variance(params, truth))
-    assert np.all(np.abs(agg.estimate().count - truth) < 5 * se)
-
-
 # ------------------------------------------------------------------ batch encoding's exact law
 @pytest.mark.parametrize("params", [OUE, SUE, LOUE, OUEParams(0.7, 11)])
 def test_batch_follows_the_clients_exact_law(params):

@@ -1,4 +1,4 @@
-"""Association pairs from deployed data (ldp.decoders.association_io) and ``ldp associate`` (ldp.cli.associate):
+"""Association pairs from deployed data (ldp.server.association) and ``ldp associate`` (ldp.cli.associate):
 split multi reports made by the TelemetryClient, row-aligned files, rejects, refusals, the CLI contract."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from ldp.batch.association import simulate_pairs
 from ldp.cli.associate import add_associate_arguments, associate_command
 from ldp.client.runtime import TelemetryClient
-from ldp.decoders.association_io import aligned_pairs, multi_pairs
+from ldp.server.association import aligned_pairs, multi_pairs
 from ldp.server.formats import sections_from_envelopes, write_binary, write_csv, write_jsonl
 from ldp.spec import CollectionSpec, Envelope
 

@@ -19,8 +19,8 @@ import pytest
 
 import ldp.plan.oracles  # noqa: F401  (registers Ranking)
 import ldp.simulation.multi  # noqa: F401  (registers MultiAccuracyResult)
-import ldp.simulation.ngrams  # noqa: F401
 import ldp.simulation.pem  # noqa: F401
+import ldp.simulation.rappor_ngrams  # noqa: F401
 from ldp.cli.command import main
 from ldp.decoders import Association, MultiAggregate, RapporAggregate, Variable, associate
 from ldp.decoders.pem import PEMAggregate
@@ -41,9 +41,9 @@ from ldp.encoders.pem import PEMParams
 from ldp.encoders.sfp import SfpParams
 from ldp.plan.frequency import plan
 from ldp.plan.multi import plan_multi
-from ldp.plan.ngrams import ngrams_default_params
 from ldp.plan.numeric import plan_mean
 from ldp.plan.oracles import recommend
+from ldp.plan.rappor_ngrams import ngrams_default_params
 from ldp.server.store import write_aggregate
 from ldp.simulation.collect import accuracy, make_population, simulate, zipf
 from ldp.simulation.numeric import simulate_mean, uniform_values

@@ -335,3 +335,26 @@ def test_only_the_plots_module_imports_matplotlib():
             assert not any(n.split(".")[0] == "matplotlib" for n in names), path.name
         top = [node.module for node in tree.body if isinstance(node, ast.ImportFrom)]
         assert "ldp.compare.plots" not in top, path.name
+
+
+def test_local_protocols_are_the_documented_configurations():
+    """The setup's local protocols, recalibrated per ε through the protocols' hooks (``with_epsilon``,
+    ``with_hash_seed``), are the configurations the module docstring and CountingSetup describe."""
+    from ldp.compare.counting import LOCAL_PROTOCOLS, CountingSetup, local_params
+    from ldp.encoders.cms import CmsParams
+    from ldp.encoders.hcms import HcmsParams
+    from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
+    from ldp.encoders.rappor import RapporParams
+
+    assert LOCAL_PROTOCOLS == ("rr", "grr", "rappor", "cms", "hcms")
+    setup = CountingSetup(d=5, rappor_hashes=3, rappor_cohorts=4, sketch_hashes=8, sketch_width=64)
+    assert [lp.binary for lp in setup.local()] == [True, False, False, False, False]
+    for eps in (0.5, 2.0):
+        assert local_params("rr", eps, setup, 3) == BinaryRRParams.from_epsilon(eps)
+        assert local_params("grr", eps, setup, 3) == GRRParams(eps, 5)
+        assert local_params("rappor", eps, setup, 3) == RapporParams(32, 3, 4, 0.0, 1.0,
+                                                                      2 / (1 + math.exp(eps / 6)))
+        assert local_params("cms", eps, setup, 3) == CmsParams(eps, 8, 64, hash_seed=3 * 7919)
+        assert local_params("hcms", eps, setup, 0) == HcmsParams(eps, 8, 64)
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        local_params("oue", 1.0, setup)

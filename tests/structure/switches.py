@@ -92,17 +92,39 @@ def registry() -> tuple[dict[str, set[str]], set[str], dict[str, str]]:
     return owned, set(owner), owner
 
 
-def all_switches() -> list[Switch]:
+def family_stems() -> set[str]:
+    """The file stems of the protocol families: the basenames of the modules that define a registered protocol's
+    params, encoder or aggregate (``rappor``, ``sketch``, ``cms``, ``pem``, …)."""
+    owned, _, _ = registry()
+    return {m.rsplit(".", 1)[-1] for mods in owned.values() for m in mods}
+
+
+def is_protocol_module(module: str, stems: set[str]) -> bool:
+    """A protocol's own module: its basename is a family stem or starts with one and ``_`` (``rappor_decode``,
+    ``rappor_output``), in any package (``ldp.simulation.pem``, ``ldp.cli.pem``, ``ldp.batch.rappor``). A
+    protocol's files may name the protocols it is built from (PEM's oracles, SFP's sketches, ``multi``'s
+    attributes)."""
+    base = module.rsplit(".", 1)[-1]
+    return any(base == s or base.startswith(s + "_") for s in stems)
+
+
+def all_switches(*, outside_protocols: bool = True) -> list[Switch]:
+    """Every switch; with ``outside_protocols`` only those outside the protocols' own modules (the ones to fix)."""
     owned, classes, _ = registry()
     protocols = set(owned)
+    stems = family_stems()
     found = []
     for module, path in modules().items():
+        if outside_protocols and is_protocol_module(module, stems):
+            continue
         found.extend(switches_in(module, path, protocols, classes))
     return found
 
 
 if __name__ == "__main__":
-    found = all_switches()
+    import sys
+
+    found = all_switches(outside_protocols="--all" not in sys.argv)
     for s in found:
         print(s)
     print(len(found))

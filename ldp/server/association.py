@@ -5,7 +5,8 @@ takes, read from report files with the parser of ``ldp aggregate`` (:class:`~ldp
   one user, so the server pairs them without linking envelopes (which carry no client identifier, by
   design). The pair costs what the report costs: the sum of its components' ε (sequential composition,
   already charged by the client's ledger for the one report). A **sample**-mode report carries one attribute:
-  nothing to pair, refused.
+  nothing to pair, refused. (A metric's attributes are what its params' ``attribute_parts`` give, and
+  ``check_parts_together`` says whether one report carries them all.)
 * :func:`aligned_pairs`: two files of two metrics whose row ``i`` is client ``i``'s (research and simulation:
   :func:`~ldp.batch.association.simulate_pairs` written with :mod:`ldp.server.formats`). A row rejected in
   either file drops that client; files of different lengths are refused. The pair costs the sum of the two
@@ -29,21 +30,28 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ldp.decoders.association import PROTOCOLS, Association, Variable, associate, pair_cost
+from ldp.decoders.association import Association, Variable, associate, joint_protocols, pair_cost
 from ldp.decoders.base import Aggregate
-from ldp.encoders.multi import MultiParams
+from ldp.encoders.base import ProtocolParams
 from ldp.privacy.accountant import PrivacyCost
 from ldp.reports import ReportBatch
 from ldp.server.fold import Folder, Key
 from ldp.spec import CollectionSpec, MetricSpec
 
-__all__ = ["Pairs", "multi_pairs", "aligned_pairs", "PAIRABLE_COMPONENTS"]
+__all__ = ["Pairs", "multi_pairs", "aligned_pairs"]
 
 Int = npt.NDArray[np.int64]
 Columns = dict[str, npt.NDArray[Any]]
-PAIRABLE_COMPONENTS = tuple(p for p in ("rr", "grr") if p in PROTOCOLS)
-"""The ``multi`` component protocols association analysis supports (of rr, grr, bucket-grr, dbitflip and
-the numeric ones: its likelihoods are for rr, grr, oue, sue and rappor)."""
+
+
+def __getattr__(name: str) -> Any:
+    """``PAIRABLE_COMPONENTS`` (deprecated, kept for one release): the ``multi`` component protocols association
+    analysis supports (those of :func:`~ldp.decoders.association.joint_protocols`), computed on first use."""
+    if name == "PAIRABLE_COMPONENTS":
+        from ldp.encoders.multi import COMPONENT_PROTOCOLS
+
+        return tuple(p for p in COMPONENT_PROTOCOLS if p in joint_protocols())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -201,27 +209,25 @@ def _metric_versions(specs: dict[str, CollectionSpec], metric: str) -> list[Metr
     return found
 
 
-def _check_multi(m: MetricSpec, attributes: tuple[str, str]) -> MultiParams:
-    pr = m.params
-    if not isinstance(pr, MultiParams):
+def _check_multi(m: MetricSpec, attributes: tuple[str, str]) -> None:
+    parts = m.params.attribute_parts
+    if not parts:
         raise ValueError(f"metric {m.name!r} is {m.protocol}, not a multi metric: to pair two metrics from "
                          "row-aligned files use --pair METRIC_A METRIC_B")
-    if pr.mode != "split":
-        raise ValueError(f"metric {m.name!r} is a sample-mode multi: each report carries ONE attribute, so no "
-                         "report pairs two, and envelopes carry no client identifier to link two reports; collect "
-                         "the pair with mode 'split' (one report carries every attribute)")
+    try:
+        m.params.check_parts_together()
+    except ValueError as err:
+        raise ValueError(f"metric {m.name!r} is {err}") from None
     a, b = attributes
     if a == b:
         raise ValueError(f"give two different attributes, got {a!r} twice")
     for name in attributes:
-        if name not in pr.names:
-            raise ValueError(f"metric {m.name!r} has no attribute {name!r} (attributes: {', '.join(pr.names)})")
-        proto = pr.components[pr.names.index(name)].protocol
-        if proto not in PAIRABLE_COMPONENTS:
-            raise ValueError(f"attribute {name!r} of {m.name!r} uses {proto}: association analysis supports the "
-                             f"multi components {', '.join(PAIRABLE_COMPONENTS)} (its likelihoods are for "
-                             f"{', '.join(PROTOCOLS)})")
-    return pr
+        if name not in parts:
+            raise ValueError(f"metric {m.name!r} has no attribute {name!r} (attributes: {', '.join(parts)})")
+        proto = parts[name][0].protocol
+        if proto not in joint_protocols():
+            raise ValueError(f"attribute {name!r} of {m.name!r} uses {proto}: association analysis supports "
+                             f"{', '.join(joint_protocols())}")
 
 
 def multi_pairs(specs: Any, metric: str, attributes: Sequence[str], inputs: Sequence[str | os.PathLike[str]], *,
@@ -239,13 +245,12 @@ def multi_pairs(specs: Any, metric: str, attributes: Sequence[str], inputs: Sequ
     rejected: Counter[str] = Counter()
     records = accepted = 0
     chunks: dict[str, list[_Chunk]] = {}
-    params: dict[str, MultiParams] = {}
+    params: dict[str, ProtocolParams] = {}
     for path in expand_inputs(list(inputs)):
         folder = _read(index, {metric}, path, fmt)
         rejected.update(folder.rejected)
         records, accepted = records + folder.records, accepted + folder.accepted
         for (_, fp, _), keep in folder.kept().items():
-            assert isinstance(keep.params, MultiParams)  # the metric was checked to be a multi
             params[fp] = keep.params
             chunks.setdefault(fp, []).extend(keep.sink)
     if len(chunks) > 1:
@@ -255,41 +260,42 @@ def multi_pairs(specs: Any, metric: str, attributes: Sequence[str], inputs: Sequ
         raise ValueError(f"no valid report of {metric!r} (rejected: {dict(rejected) or 'none'})")
     (fp, parts), = chunks.items()
     pr, cols = params[fp], _columns(parts)
+    attrs = pr.attribute_parts
     sides = []
     for name in pair:
-        j = pr.names.index(name)
-        comp, pre = pr.components[j], pr.prefixes[j]
+        comp, pre = attrs[name]
         sides.append((Variable(comp), {f.name: cols[pre + f.name] for f in comp.schema}))
     n = len(next(iter(cols.values())))
-    each = ", ".join(f"{name} ε={c.privacy_cost.epsilon:.4g}" for name, c in zip(pr.names, pr.components,
-                                                                                strict=True))
+    each = ", ".join(f"{name} ε={c.privacy_cost.epsilon:.4g}" for name, (c, _) in attrs.items())
     note = (f"one split multi report per client carries both attributes: its cost is the report's, the sum of "
-            f"its {pr.d} attributes' ({each}; sequential composition)")
+            f"its {len(attrs)} attributes' ({each}; sequential composition)")
     return Pairs(sides[0][0], sides[1][0], (f"{metric}.{pair[0]}", f"{metric}.{pair[1]}"), sides[0][1], sides[1][1],
                  records, rejected, accepted - n, 0, pr.privacy_cost, note)
 
 
 # -- two metrics, row-aligned files -----------------------------------------------------------------------
 def _check_pairable(m: MetricSpec) -> None:
-    if isinstance(m.params, MultiParams):
+    if m.params.attribute_parts:
         raise ValueError(f"metric {m.name!r} is a multi: pair two of its attributes with --metric {m.name} "
                          "--attributes A B")
-    if m.protocol not in PROTOCOLS:
-        raise ValueError(f"metric {m.name!r} uses {m.protocol}: association analysis supports {', '.join(PROTOCOLS)}")
+    if m.protocol not in joint_protocols():
+        raise ValueError(f"metric {m.name!r} uses {m.protocol}: association analysis supports "
+                         f"{', '.join(joint_protocols())}")
 
 
 def _variable(m: MetricSpec, spec: CollectionSpec, candidates: Any, other: bool) -> Variable:
     from ldp.server.decode import load_candidates
 
     _check_pairable(m)
-    if m.protocol != "rappor":
+    if m.params.domain_size is not None:  # a fixed domain: its values are in the aggregate
         if candidates is not None:
-            raise ValueError(f"candidates are for RAPPOR metrics; {m.name!r} is {m.protocol}")
+            raise ValueError(f"candidates are for RAPPOR (open-domain) metrics; {m.name!r} is {m.protocol}, a "
+                             "fixed domain")
         return Variable(m.params)
     cands = (list(candidates) if candidates is not None and not isinstance(candidates, (str, os.PathLike))
              else load_candidates(spec, m.name, candidates))
     if cands is None and not other:
-        raise ValueError(f"RAPPOR metric {m.name!r} needs candidates: the spec has none (give a file)")
+        raise ValueError(f"{m.protocol} metric {m.name!r} needs candidates: the spec has none (give a file)")
     return Variable(m.params, cands or [], other=other)
 
 
@@ -317,8 +323,8 @@ def aligned_pairs(specs: Any, metric_a: str, metric_b: str, file_a: str | os.Pat
                   other: bool = False, fmt: str | None = None) -> Pairs:
     """Pairs of two metrics from two row-aligned files (row ``i`` of each: client ``i``; module docstring).
 
-    ``candidates_*``: a RAPPOR metric's candidates (a sequence, or a file; default the spec's); ``other``:
-    add ``"(other)"`` to the RAPPOR variables."""
+    ``candidates_*``: a RAPPOR (open-domain) metric's candidates (a sequence, or a file; default the spec's);
+    ``other``: add ``"(other)"`` to the open-domain variables."""
     from ldp.server.job import spec_index
 
     index = spec_index(specs)
@@ -326,8 +332,8 @@ def aligned_pairs(specs: Any, metric_a: str, metric_b: str, file_a: str | os.Pat
     for ms in versions.values():
         for m in ms:
             _check_pairable(m)
-    if other and not any(m.protocol == "rappor" for ms in versions.values() for m in ms):
-        raise ValueError("'other' is for RAPPOR variables; neither metric is RAPPOR")
+    if other and not any(m.params.domain_size is None for ms in versions.values() for m in ms):
+        raise ValueError("'other' is for RAPPOR (open-domain) variables; neither metric is one")
     fa, sa, ma, ca, ra = _side(index, metric_a, file_a, fmt)
     fb, sb, mb, cb, rb = _side(index, metric_b, file_b, fmt)
     if fa.records + fa.blank != fb.records + fb.blank:
@@ -336,8 +342,8 @@ def aligned_pairs(specs: Any, metric_a: str, metric_b: str, file_a: str | os.Pat
     common, ia, ib = np.intersect1d(ra, rb, assume_unique=True, return_indices=True)
     if not common.size:
         raise ValueError("no client has a valid report in both files")
-    va = _variable(ma, sa, candidates_a, other and ma.protocol == "rappor")
-    vb = _variable(mb, sb, candidates_b, other and mb.protocol == "rappor")
+    va = _variable(ma, sa, candidates_a, other and ma.params.domain_size is None)
+    vb = _variable(mb, sb, candidates_b, other and mb.params.domain_size is None)
     cost = pair_cost(ma.params, mb.params)
     note = (f"each client sent two reports, {metric_a} (ε={ma.params.privacy_cost.epsilon:.4g}) and {metric_b} "
             f"(ε={mb.params.privacy_cost.epsilon:.4g}): the pair costs their sum (sequential composition)")

@@ -13,15 +13,15 @@ from ldp.cli.support import non_negative_int, open_unit, positive_int
 __all__ = ["ngrams_params", "add_ngrams_arguments", "ngrams_command", "ngrams_discover_files"]
 
 _SHAPE = ("n", "max_length", "alphabet")
-"""The fields :func:`~ldp.plan.ngrams.ngrams_default_params` takes besides ε."""
+"""The fields :func:`~ldp.plan.rappor_ngrams.ngrams_default_params` takes besides ε."""
 
 
 def ngrams_params(args: argparse.Namespace) -> Any:
     """:class:`~ldp.encoders.rappor_ngrams.RapporNgramsParams` from ``--param KEY=VALUE`` options; with
-    ``--epsilon``, the planner's defaults at ε (:func:`~ldp.plan.ngrams.ngrams_default_params`, shaped by any
+    ``--epsilon``, the planner's defaults at ε (:func:`~ldp.plan.rappor_ngrams.ngrams_default_params`, shaped by any
     ``--param n=``, ``max_length=``, ``alphabet=``) with the other ``--param`` fields over them."""
     from ldp.encoders.rappor_ngrams import RapporNgramsParams
-    from ldp.plan.ngrams import ngrams_default_params
+    from ldp.plan.rappor_ngrams import ngrams_default_params
 
     fields = dict(args.param)
     try:
@@ -32,6 +32,9 @@ def ngrams_params(args: argparse.Namespace) -> Any:
     except TypeError as exc:  # an unknown or missing field, or a value of the wrong type
         raise ValueError(f"rappor-ngrams parameters: {exc} (give --epsilon, or every field as --param KEY=VALUE)"
                          ) from None
+
+
+params_from_args = ngrams_params  # what `ldp simulate` and `ldp plan` build params with (ldp.cli.counts)
 
 
 def add_ngrams_arguments(sub: Any) -> None:

@@ -7,7 +7,8 @@ the full-string RAPPOR's least squares over all of them (``selection="none"``), 
 :func:`~ldp.decoders.rappor_decode.exact_count_covariance` (as for ``rappor``). The default strings are
 :func:`ngram_candidates`: distinct pseudo-random strings of ``max_length`` characters, so every n-gram
 position carries information (the shortlex words of :func:`~ldp.simulation.default_candidates` would be
-mostly pads).
+mostly pads). :class:`RapporNgramsSimulation` is what :func:`ldp.simulation.accuracy` and
+:func:`ldp.simulation.default_candidates` ask for rappor-ngrams.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ import numpy as np
 from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
 from ldp.encoders.rappor_ngrams import RapporNgramsParams
 from ldp.randomness import as_generator
-from ldp.simulation.collect import AccuracyResult, Population, simulate
+from ldp.simulation.base import Simulation, check_trials, population_strings, simulate_counts
 from ldp.simulation.pem import PEMAccuracyResult, _discovery_stats
+from ldp.simulation.population import Population
+from ldp.simulation.rappor import RapporSimulation
+from ldp.simulation.result import AccuracyResult
 
-__all__ = ["NgramsAccuracyResult", "ngrams_accuracy", "ngram_candidates"]
+__all__ = ["NgramsAccuracyResult", "RapporNgramsSimulation", "ngrams_accuracy", "ngram_candidates"]
 
 CANDIDATE_SEED = 20_160_718
 """The fixed seed of :func:`ngram_candidates` (the same strings in every run)."""
@@ -66,13 +70,10 @@ def ngrams_accuracy(params: RapporNgramsParams, population: Population, n: int, 
     an :class:`NgramsAccuracyResult`. ``discovery``: options of
     :func:`~ldp.decoders.rappor_ngrams_discovery.discover` (``alpha``, ``gram_alpha``, ``max_grams``, ...)."""
     from ldp.display.progress import iterate
-    from ldp.simulation.collect import _open_domain
 
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise ValueError(f"trials must be an int >= 1, got {trials!r}")
-    if candidates is None and population.labels is None:
-        candidates = ngram_candidates(params, population.d)
-    cands, cmap, variance, _ = _open_domain(params.full, population, candidates)
+    check_trials(trials)
+    cands = population_strings(population, candidates, lambda: ngram_candidates(params, population.d))
+    scoring = RapporSimulation().scoring(params.full, cands)  # the full-string RAPPOR's least squares
     encoded = [params.unpad(params.padded(s)) for s in cands]  # the client's checks: alphabet, length, empty
     if encoded != cands:
         raise ValueError("rappor-ngrams simulates strings as the client encodes them: give them within "
@@ -83,15 +84,33 @@ def ngrams_accuracy(params: RapporNgramsParams, population: Population, n: int, 
     covered = np.zeros(truth.size)
     found: list[list[str]] = []
     for i in iterate(range(trials), desc="simulate rappor-ngrams", enabled=progress, unit="trial"):
-        agg = simulate(params, truth, method=method, rng=gen, values=cands)
+        agg = simulate_counts(params, truth, method=method, rng=gen, values=cands)
         assert isinstance(agg, RapporNgramsAggregate)  # the protocol registry pairs the two
-        e = agg.estimate(cmap, confidence=confidence, selection="none")
+        e = agg.estimate(scoring.decoder_input, confidence=confidence, **scoring.options)
         est[i] = e.count
         covered += (e.ci_low <= truth) & (truth <= e.ci_high)
         found.append(list(agg.discover(confidence=confidence, rng=gen, **discovery).strings.items))
     shown = ", ".join(f"{k}={v}" for k, v in sorted(discovery.items())) or "the decoder's defaults"
-    base = AccuracyResult.from_trials(list(cands), truth, est, covered, np.sqrt(variance(truth)), confidence,
+    base = AccuracyResult.from_trials(list(cands), truth, est, covered, np.sqrt(scoring.variance(truth)), confidence,
                                       ("estimates: the full-string RAPPOR's least squares over every population string "
                                        "(selection='none'); theory ignores the cohort-sampling noise",
                                        f"discovery: {shown}"))
     return NgramsAccuracyResult.from_base(base, _discovery_stats(cands, truth, found))
+
+
+class RapporNgramsSimulation(Simulation):
+    """rappor-ngrams' simulation: pseudo-random strings of ``max_length`` characters by default
+    (:func:`ngram_candidates`), the accuracy of the full-string estimates and of the discovery
+    (:func:`ngrams_accuracy`)."""
+
+    params_type = RapporNgramsParams
+
+    def candidates(self, params: Any, d: int) -> list[str]:
+        return ngram_candidates(params, d)
+
+    def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
+                 rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
+                 progress: bool | None = None) -> NgramsAccuracyResult:
+        assert isinstance(population, Population) and n is not None  # ldp.simulation.accuracy checked the kind
+        return ngrams_accuracy(params, population, n, trials=trials, method=method, rng=rng, confidence=confidence,
+                               candidates=candidates, progress=progress)

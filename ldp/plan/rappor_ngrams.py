@@ -30,13 +30,14 @@ import functools
 import math
 from collections.abc import Callable, Iterable
 from statistics import NormalDist
-from typing import Any
+from typing import Any, ClassVar
 
 from ldp.decoders.rappor import RapporAggregate
 from ldp.encoders.rappor_ngrams import ALPHABET, PLANNER_FULL_SHARE, RapporNgramsParams
+from ldp.plan.planners import CountPlanner, CountVariance
 
 __all__ = ["ngrams_default_params", "ngrams_count_variance", "ngrams_pass_probability", "ngrams_detectable_share",
-           "ngrams_notes", "detectable_grid"]
+           "ngrams_notes", "detectable_grid", "NgramsPlanner"]
 
 def ngrams_default_params(epsilon: float, *, n: int = 2, max_length: int = 6, alphabet: str = ALPHABET,
                           full_share: float = PLANNER_FULL_SHARE) -> RapporNgramsParams:
@@ -153,6 +154,22 @@ def ngrams_notes(params: RapporNgramsParams, candidates: int, max_grams: int = 3
             "candidates; found = all tests pass (their probabilities multiplied)",
             "the pair test's variance is the moment estimator's, an upper bound on the EM's; n-grams shared "
             "with other strings and the split over positions are not modelled"]
+
+
+class NgramsPlanner(CountPlanner):
+    """rappor-ngrams' answers to :func:`ldp.plan.plan`: a string is found when all its tests pass
+    (:func:`ngrams_detectable_share`), not when its count estimate alone does (:func:`ngrams_notes`)."""
+
+    params_type: ClassVar[type[RapporNgramsParams]] = RapporNgramsParams
+
+    def min_detectable_count(self, params: RapporNgramsParams, n: float, domain_size: int, candidates: int, *,
+                             alpha: float, power: float, f2: float | None,
+                             variance: CountVariance) -> tuple[float, int]:
+        """``n`` times the share found with probability ``power``, the full string among ``candidates``."""
+        return n * ngrams_detectable_share(params, n, power=power, alpha=alpha, candidates=candidates), candidates
+
+    def notes(self, params: RapporNgramsParams, candidates: int) -> list[str]:
+        return ngrams_notes(params, candidates)
 
 
 def detectable_grid(ns: Iterable[int], epsilons: Iterable[float], max_lengths: Iterable[int], *,

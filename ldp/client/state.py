@@ -1,0 +1,130 @@
+"""The client's state file: its tables, its format, and the checks that refuse a foreign or damaged file.
+
+One SQLite file per collection holds the budget ledger's tables (:mod:`ldp.privacy.ledger_store`) and the
+client's: ``ldp_client_meta`` (state format, collection name, the device secret, a digest sealing them with the
+ledger's salt and window, the time of the last upload, the batch-id salt), ``ldp_client_cohorts`` (each RAPPOR
+metric's cohort), ``ldp_client_outbox`` (envelopes waiting for upload, :mod:`ldp.client.outbox`),
+``ldp_client_uploads`` (reports acknowledged, per metric) and ``ldp_client_batch`` (the pinned upload batch).
+
+:class:`StateFile` creates them in a new file, or checks them in an existing one, inside the ledger's opening
+transaction; a file that fails a check raises :class:`StateError`: the budget is never silently reset. Also here:
+the named points at which the crash tests stop a write (:func:`at`). Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from ldp.errors import LedgerDamagedError, StateError
+from ldp.privacy.ledger_store import LEDGER_TABLES
+from ldp.reports import canonical_json
+
+__all__ = ["STATE_FORMAT", "StateError", "StateFile", "at"]
+
+STATE_FORMAT = 1
+CLIENT_TABLES = frozenset({"ldp_client_meta", "ldp_client_cohorts", "ldp_client_outbox", "ldp_client_uploads"})
+BATCH_TABLE = "CREATE TABLE ldp_client_batch (outbox INTEGER PRIMARY KEY, batch TEXT NOT NULL)"
+"""The pinned upload batch: its outbox ids, each with the id of the batch part it is sent in (added
+after format 1 was released: created when a file lacks it)."""
+SCHEMA = (
+    "CREATE TABLE ldp_client_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE ldp_client_cohorts (metric TEXT NOT NULL, params TEXT NOT NULL, cohort INTEGER NOT NULL, "
+    "PRIMARY KEY (metric, params))",
+    "CREATE TABLE ldp_client_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, charge INTEGER NOT NULL UNIQUE, "
+    "metric TEXT NOT NULL, window INTEGER NOT NULL, line TEXT NOT NULL)",
+    "CREATE TABLE ldp_client_uploads (metric TEXT PRIMARY KEY, reports INTEGER NOT NULL)",
+    BATCH_TABLE,
+)
+_SEALED = ("format", "collection", "secret")  # with the ledger's salt and window: covered by the digest
+_DIGEST_TAG = b"ldp/client/state/v1\x00"
+_METRIC_SECRET = b"ldp/client/metric-secret/v1\x00"
+
+_fault: Callable[[str], None] | None = None
+"""Tests only: called at named points of ``record``/``acknowledge``/batch pinning (to kill the process there)."""
+
+
+def at(point: str) -> None:
+    """A named point of a write to the state file: the crash tests' ``_fault`` is called here."""
+    if _fault is not None:
+        _fault(point)
+
+
+class StateFile:
+    """The client side of one state file: :meth:`setup` creates or checks its tables (the ledger calls it in
+    its opening transaction), :meth:`guard` reports damage found later, :meth:`metric_secret` derives each
+    metric's secret from the device secret kept in the file."""
+
+    def __init__(self, path: str, collection: str) -> None:
+        self.path = path
+        self.collection = collection
+        self._secret: bytes | None = None
+
+    def fail(self, msg: str) -> StateError:
+        """The error for a state file that cannot be used: ``msg`` says why."""
+        return StateError(f"{self.path!r} {msg}; refusing to use it (the budget is never reset silently)")
+
+    def setup(self, db: sqlite3.Connection, tables: frozenset[str]) -> None:
+        """Create a new state file, or check an existing one (inside the ledger's opening transaction)."""
+        if not tables:
+            for statement in SCHEMA:
+                db.execute(statement)
+            meta = {"format": str(STATE_FORMAT), "collection": self.collection, "secret": secrets.token_bytes(32).hex()}
+            db.executemany("INSERT INTO ldp_client_meta VALUES (?, ?)",
+                           [*meta.items(), ("digest", self._digest(db, meta)), ("last_upload", "-inf")])
+        elif "ldp_client_meta" not in tables:
+            raise self.fail("is a bare budget ledger, not a telemetry client state file")
+        elif missing := (LEDGER_TABLES | CLIENT_TABLES) - tables:
+            raise self.fail(f"is damaged: table(s) {', '.join(sorted(missing))} missing")
+        elif "ldp_client_batch" not in tables:  # a file of a version without the uploader
+            db.execute(BATCH_TABLE)
+        if (check := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
+            raise self.fail(f"is corrupted: {check}")
+        meta = dict(db.execute("SELECT key, value FROM ldp_client_meta"))
+        if lacking := [k for k in (*_SEALED, "digest", "last_upload") if k not in meta]:
+            raise self.fail(f"is damaged: meta key(s) {', '.join(lacking)} missing")
+        if meta["format"] != str(STATE_FORMAT):
+            raise self.fail(f"has state format {meta['format']!r}; this version reads {STATE_FORMAT}")
+        if not hmac.compare_digest(meta["digest"], self._digest(db, meta)):
+            raise self.fail("is damaged: its meta data (collection, secret, salt or window) was modified")
+        if meta["collection"] != self.collection:
+            raise self.fail(f"belongs to collection {meta['collection']!r}, not {self.collection!r} "
+                            "(each collection keeps its own state file)")
+        try:
+            self._secret = bytes.fromhex(meta["secret"])
+        except ValueError:
+            raise self.fail("is damaged: its secret is not hex") from None
+
+    @staticmethod
+    def _digest(db: sqlite3.Connection, meta: dict[str, str]) -> str:
+        """``SHA-256(tag || canonical JSON of the sealed meta keys and the ledger's salt and window)`` as hex."""
+        ledger = dict(db.execute("SELECT key, value FROM ldp_ledger_meta WHERE key IN ('salt', 'window_seconds')"))
+        sealed = {**{k: meta[k] for k in _SEALED}, **{f"ledger_{k}": v for k, v in ledger.items()}}
+        return hashlib.sha256(_DIGEST_TAG + canonical_json(sealed).encode("ascii")).hexdigest()
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Report a file damaged while open as :class:`StateError` (a busy file stays ``OperationalError``)."""
+        try:
+            yield
+        except LedgerDamagedError as exc:
+            raise self.fail(f"is damaged: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                raise
+            raise self.fail(f"is damaged: {exc}") from None
+
+    @property
+    def secret(self) -> bytes:
+        """The device secret kept in the file (never sent, never logged)."""
+        if self._secret is None:
+            raise RuntimeError("the state file is not set up yet")
+        return self._secret
+
+    def metric_secret(self, metric: str) -> bytes:
+        """``HMAC-SHA256(device secret, tag || metric)``: each metric's memoized responses get their own secret."""
+        return hmac.new(self.secret, _METRIC_SECRET + metric.encode("ascii"), hashlib.sha256).digest()
