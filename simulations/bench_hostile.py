@@ -93,7 +93,7 @@ def run_case(case: str, size: int, seed: int = 0, timeout: float = 600.0) -> dic
         path = write_case(case, Path(tmp), size, seed)
         # -P: the installed ldp, not a source tree in the current directory (benchmark.py --source puts the
         # working tree on PYTHONPATH, inherited)
-        cmd = [sys.executable, "-P", "-m", "ldp.cli.command", "aggregate", os.fspath(path), "--spec", os.fspath(SPEC),
+        cmd = [sys.executable, "-P", "-m", "ldp.cli", "aggregate", os.fspath(path), "--spec", os.fspath(SPEC),
                "--out", os.fspath(Path(tmp) / "job"), "-q", "--json"]
         t0 = time.perf_counter()
         with open(Path(tmp) / "stdout", "w+b") as out, open(Path(tmp) / "stderr", "w+b") as err:

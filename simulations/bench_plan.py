@@ -20,7 +20,7 @@ def _command_seconds(argv: list[str], repeats: int) -> dict[str, Any]:
     runs = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-P", "-m", "ldp.cli.command", *argv], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-P", "-m", "ldp.cli", *argv], check=True, stdout=subprocess.DEVNULL)
         runs.append(time.perf_counter() - t0)
     runs.sort()
     return {"best_s": runs[0], "median_s": runs[len(runs) // 2], "runs_s": runs}
