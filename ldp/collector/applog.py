@@ -8,30 +8,35 @@ Per app (``DATA/apps/<app>``): ``segments/open/`` holds the segment being append
 their journal lines appended and fsynced; a batch id in the journal is answered as a duplicate. On start,
 :meth:`AppLog.recover` cuts each open segment back to the end of its last journaled batch (bytes past it belong
 to batches never acknowledged, which their clients resend) and closes it, and rebuilds the batch ids and
-counters of every segment from the journal, so a batch id is stored once, ever. Only one thread (the writer
-of :mod:`ldp.collector.segments`) calls an :class:`AppLog`.
+counters of every segment from the journal (:mod:`ldp.collector.journal`), so a batch id is stored once within
+the dedup horizon. Rejected lines are stored within bounds (:mod:`ldp.collector.rejects`).
+
+**A failed write** (a full disk, say) leaves both files as they were: the bytes written past the last acknowledged
+batch are cut off again (``ftruncate``, which needs no free space) and the batches of that group are answered 503.
+When even the cut fails, the app is *damaged*: it refuses writes until :meth:`AppLog.repair` has cut the files back,
+which the writer tries every tick, so the collector recovers by itself once the disk does. Only one thread (the
+writer of :mod:`ldp.collector.segments`) calls an :class:`AppLog`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ldp.collector.config import Limits
 from ldp.collector.ingest import BatchCounts
-from ldp.server.store import fsync_dir
+from ldp.collector.journal import JOURNAL, AppStats, Journal
+from ldp.collector.rejects import RejectKeeper, RejectSpan
+from ldp.server.store import fsync_dir, write_all
 
 __all__ = ["Batch", "Stored", "AppStats", "AppLog", "JOURNAL"]
 
 logger = logging.getLogger(__name__)
-JOURNAL = "journal.jsonl"
 
 
 @dataclass(frozen=True)
@@ -51,42 +56,12 @@ class Batch:
     body: bytes
     counts: BatchCounts
     done: Callable[[Stored | BaseException], None]
+    rejects: list[RejectSpan] | None = None
+    """The byte spans of the body's rejected lines (:func:`ldp.collector.rejects.find_rejects`)."""
 
 
 def _segment_name(seq: int, now: float) -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-{seq:06d}.jsonl"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-@dataclass
-class AppStats:
-    """Counters of one app (rebuilt from the journal on start, but ``duplicates``)."""
-
-    batches: int = 0
-    lines: int = 0
-    accepted: int = 0
-    bytes: int = 0
-    duplicates: int = 0
-    rejected: Counter[str] = field(default_factory=Counter)
-    last_batch_at: float | None = None
-
-    def add(self, counts: BatchCounts, size: int, at: float) -> None:
-        self.batches += 1
-        self.lines += counts.lines
-        self.accepted += counts.accepted
-        self.bytes += size
-        self.rejected.update(counts.rejected)
-        self.last_batch_at = at
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"batches": self.batches, "lines": self.lines, "accepted": self.accepted,
-                "rejected": dict(sorted(self.rejected.items())), "bytes": self.bytes, "duplicates": self.duplicates,
-                "last_batch_at": self.last_batch_at}
 
 
 class AppLog:
@@ -97,22 +72,33 @@ class AppLog:
         self.open_dir = app_dir / "segments" / "open"
         self.closed_dir = app_dir / "segments" / "closed"
         self.journal_path = app_dir / "journal" / JOURNAL
-        self.index: dict[str, BatchCounts] = {}
-        self.stats = AppStats()
+        self.journal = Journal(self.journal_path, limits.dedup_horizon_seconds)
+        self.rejects = RejectKeeper(app_dir / "rejects", limits.max_reject_line_bytes, limits.reject_bytes_per_day)
         self._fd: int | None = None
-        self._jfd: int | None = None
         self._name = ""
         self._size = 0
         self._opened_at = 0.0
         self._seq = 0
+        self.damaged: tuple[int, int] | None = None  # (segment size, journal size) to cut back to
+
+    @property
+    def index(self) -> dict[str, BatchCounts]:
+        """Batch id -> counts of every batch stored within the dedup horizon."""
+        return self.journal.index
+
+    @property
+    def stats(self) -> AppStats:
+        return self.journal.stats
 
     # -- start -----------------------------------------------------------------------------------------
     def recover(self) -> dict[str, int]:
         """Read the journal (cutting a torn last line), cut each open segment back to its journaled
         end and close it; returns what was cut: ``{"journal_bytes": .., "segment_bytes": ..}``."""
-        for d in (self.open_dir, self.closed_dir, self.journal_path.parent):
+        for d in (self.open_dir, self.closed_dir):
             d.mkdir(parents=True, exist_ok=True)
-        ends, cut_journal = self._read_journal()
+        cut_journal = self.journal.load(lambda e: self.rejects.charge_restored(float(e["t"]), int(e.get("rc", 0))))
+        self.journal.evict(self.clock())
+        ends = self.journal.ends
         names = [p.name for d in (self.open_dir, self.closed_dir) for p in d.glob("*.jsonl")]
         self._seq = max((int(n[-12:-6]) for n in names if n[-12:-6].isdigit()), default=0)
         cut_segments = 0
@@ -133,39 +119,7 @@ class AppLog:
             else:
                 path.unlink()
             fsync_dir(self.open_dir)
-        self._jfd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        fsync_dir(self.journal_path.parent)
         return {"journal_bytes": cut_journal, "segment_bytes": cut_segments}
-
-    def _read_journal(self) -> tuple[dict[str, int], int]:
-        """Load the index and counters; the journaled end of each segment; bytes of a torn tail cut."""
-        ends: dict[str, int] = {}
-        if not self.journal_path.exists():
-            return ends, 0
-        data = self.journal_path.read_bytes()
-        good = 0
-        for n, line in enumerate(data.splitlines(keepends=True)):
-            try:
-                if not line.endswith(b"\n"):
-                    raise ValueError("no newline")
-                e = json.loads(line)
-                counts = BatchCounts.from_dict(e)
-                seg, end, batch_id, size, at = str(e["seg"]), int(e["end"]), str(e["id"]), int(e["bytes"]), e["t"]
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                if good + len(line) < len(data):
-                    raise RuntimeError(f"{self.journal_path}: line {n + 1} is damaged ({exc}); the collector cannot "
-                                       "know which batches it acknowledged") from None
-                break
-            good += len(line)
-            ends[seg] = end
-            self.index[batch_id] = counts
-            self.stats.add(counts, size, float(at))
-        if good < len(data):
-            logger.warning("journal %s: cutting a torn last line (%d bytes)", self.journal_path, len(data) - good)
-            with open(self.journal_path, "r+b") as fh:
-                fh.truncate(good)
-                os.fsync(fh.fileno())
-        return ends, len(data) - good
 
     # -- writing ---------------------------------------------------------------------------------------
     def _ensure_open(self) -> int:
@@ -173,14 +127,22 @@ class AppLog:
             self._seq += 1
             now = self.clock()
             self._name = _segment_name(self._seq, now)
-            self._fd = os.open(self.open_dir / self._name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-            fsync_dir(self.open_dir)
             self._size, self._opened_at = 0, now
+            fd = os.open(self.open_dir / self._name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            try:
+                fsync_dir(self.open_dir)  # the new name is durable before a byte in it is acknowledged
+            except OSError:
+                os.close(fd)
+                (self.open_dir / self._name).unlink(missing_ok=True)
+                raise
+            self._fd = fd
         return self._fd
 
     def commit(self, items: list[Batch]) -> list[tuple[Batch, Stored]]:
         """Store the new batches of ``items`` (one fsync of the segment, one of the journal) and
-        return every item's answer; an ``OSError`` leaves both files as they were (when it can)."""
+        return every item's answer; an ``OSError`` leaves both files as they were (see :meth:`repair`)."""
+        if self.damaged is not None and not self.repair():
+            raise OSError(f"the files of {self.dir.name} could not be cut back after a failed write")
         answers: list[tuple[Batch, Stored]] = []
         new: list[Batch] = []
         here: dict[str, BatchCounts] = {}
@@ -194,39 +156,56 @@ class AppLog:
                 answers.append((it, Stored(it.counts, False)))
         if not new:
             return answers
-        fd, jfd = self._ensure_open(), self._jfd
-        assert jfd is not None, "recover() first"
-        start, at, end = self._size, self.clock(), self._size
-        entries = []
-        for it in new:
-            end += len(it.body)
-            entries.append(json.dumps({"id": it.batch_id, "seg": self._name, "end": end, **it.counts.to_dict(),
-                                       "bytes": len(it.body), "t": round(at, 3)}, separators=(",", ":")))
-        jstart = os.fstat(jfd).st_size
+        fd = self._ensure_open()
+        at = self.clock()
+        budget = (self.rejects.day, self.rejects.used)
+        kept = [self.rejects.keep(it.body, it.rejects or [], at) for it in new]
+        start, end, jstart = self._size, self._size, self.journal.size
+        entries: list[dict[str, Any]] = []
+        for it, k in zip(new, kept, strict=True):
+            end += len(k.body)
+            e: dict[str, Any] = {"id": it.batch_id, "seg": self._name, "end": end, **it.counts.to_dict(),
+                                 "bytes": len(k.body), "t": round(at, 3)}
+            e.update({key: v for key, v in (("rc", k.charged), ("rl", k.left_out), ("ru", k.unkept)) if v})
+            entries.append(e)
         try:
-            _write_all(fd, b"".join(it.body for it in new))
+            write_all(fd, b"".join(k.body for k in kept))
             os.fsync(fd)
-            _write_all(jfd, ("\n".join(entries) + "\n").encode("utf-8"))
-            os.fsync(jfd)
+            self.journal.append(entries)
         except OSError:
-            for f, size in ((jfd, jstart), (fd, start)):
-                try:
-                    os.ftruncate(f, size)
-                except OSError:  # pragma: no cover - the disk is gone; recovery cuts the segment on restart
-                    logger.exception("cannot undo a failed write")
+            self.rejects.day, self.rejects.used = budget
+            self.damaged = (start, jstart)
+            self.repair()
             raise
         self._size = end
-        for it in new:
-            self.index[it.batch_id] = it.counts
-            self.stats.add(it.counts, len(it.body), at)
+        self.rejects.append(b"".join(k.side for k in kept), at)
+        self.journal.note(entries, [(it.counts, len(k.body), k.left_out, k.unkept) for it, k in zip(new, kept,
+                                                                                                     strict=True)])
         return answers
+
+    def repair(self) -> bool:
+        """Cut the open segment and the journal back to their sizes before a failed write; ``True`` when done
+        (or nothing to do)."""
+        if self.damaged is None:
+            return True
+        seg_size, journal_size = self.damaged
+        try:
+            if self._fd is not None:
+                os.ftruncate(self._fd, seg_size)
+            self.journal.cut(journal_size)
+        except OSError as exc:
+            logger.error("cannot cut the files of %s back after a failed write (%s); trying again", self.dir.name,
+                         exc.strerror)
+            return False
+        self.damaged = None
+        return True
 
     def detach(self, force: bool = False) -> Callable[[], None] | None:
         """Stop appending to the open segment when it is over its size or age (or ``force``) and not
         empty; return the step that moves it to ``closed/`` (rename, fsync of both folders), which the
         caller may run on another thread: every byte in it is fsynced already (each commit is), and a
         crash before the move leaves it in ``open/``, where :meth:`recover` closes it."""
-        if self._fd is None or self._size == 0:
+        if self._fd is None or self._size == 0 or self.damaged is not None:
             return None
         if not force and self._size < self.limits.segment_max_bytes and \
                 self.clock() - self._opened_at < self.limits.segment_max_seconds:
@@ -252,12 +231,11 @@ class AppLog:
 
     def close(self) -> None:
         """Rotate the open segment (when not empty) and close the files."""
+        self.repair()
         self.maybe_rotate(force=True)
-        if self._fd is not None:  # an empty segment
+        if self._fd is not None:  # an empty segment, or one not cut back (recover() cuts it on the next start)
             os.close(self._fd)
-            (self.open_dir / self._name).unlink(missing_ok=True)
+            if self.damaged is None:
+                (self.open_dir / self._name).unlink(missing_ok=True)
             self._fd = None
-        if self._jfd is not None:
-            os.close(self._jfd)
-            self._jfd = None
-
+        self.journal.close()

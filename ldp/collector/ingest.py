@@ -11,11 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ldp.collector.rejects import RejectSpan, find_rejects
 from ldp.errors import IngestError
-from ldp.server.fold import Folder
 from ldp.spec import CollectionSpec
 
-__all__ = ["BATCH_ID_RE", "BatchCounts", "IngestError", "Gunzip", "check_batch_id", "count_lines", "prepare_body"]
+__all__ = ["BATCH_ID_RE", "BatchCounts", "IngestError", "Gunzip", "check_batch_id", "count_lines", "check_lines",
+           "prepare_body", "MAX_GZIP_MEMBERS"]
 
 BATCH_ID_RE = re.compile(r"[A-Za-z0-9._~-]{1,128}\Z")
 """A batch id (header ``Ldp-Batch-Id``)."""
@@ -45,30 +46,40 @@ def check_batch_id(value: str | None) -> str:
     return value
 
 
+MAX_GZIP_MEMBERS = 1024
+"""Most gzip members in one body (RFC 1952 allows several, one after the other; each costs a decompressor)."""
+
+
 class Gunzip:
-    """A streaming gunzip that never holds more than ``limit`` decompressed bytes (413 beyond)."""
+    """A streaming gunzip that never holds more than ``limit`` decompressed bytes (413 beyond). A body of several
+    gzip members (RFC 1952 §2.2, as ``cat a.gz b.gz`` makes) is their concatenated contents, as ``gzip -d`` gives;
+    bytes after a member that do not start another are refused (400 ``bad_gzip``)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
         self._parts: list[bytes] = []
         self.size = 0
+        self.members = 1
 
     def feed(self, data: bytes) -> None:
         """Decompress ``data``; raises :class:`IngestError` (400 bad gzip, 413 too large)."""
-        if self._z.eof:
-            if data:
-                raise IngestError(400, "bad_gzip", "data after the end of the gzip stream")
-            return
-        try:
-            out = self._z.decompress(data, self.limit - self.size + 1)
-        except zlib.error as exc:
-            raise IngestError(400, "bad_gzip", f"the body is not valid gzip: {exc}") from None
-        self._take(out)
-        if self._z.unconsumed_tail:  # the limit was reached with input left: too large
-            raise IngestError(413, "too_large", f"the body decompresses to more than {self.limit} bytes")
-        if self._z.eof and self._z.unused_data:
-            raise IngestError(400, "bad_gzip", "data after the end of the gzip stream")
+        while data:
+            if self._z.eof:  # the next member starts
+                if self.members >= MAX_GZIP_MEMBERS:
+                    raise IngestError(400, "bad_gzip", f"more than {MAX_GZIP_MEMBERS} gzip members in one body")
+                self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                self.members += 1
+            try:
+                out = self._z.decompress(data, self.limit - self.size + 1)
+            except zlib.error as exc:
+                what = "the body is not valid gzip" if self.members == 1 else \
+                    f"the data after gzip member {self.members - 1} is not a gzip member"
+                raise IngestError(400, "bad_gzip", f"{what}: {exc}") from None
+            self._take(out)
+            if self._z.unconsumed_tail:  # the limit was reached with input left: too large
+                raise IngestError(413, "too_large", f"the body decompresses to more than {self.limit} bytes")
+            data = self._z.unused_data if self._z.eof else b""
 
     def _take(self, out: bytes) -> None:
         self.size += len(out)
@@ -103,8 +114,12 @@ def prepare_body(body: bytes, max_lines: int) -> bytes:
 def count_lines(body: bytes, specs: Mapping[str, CollectionSpec]) -> BatchCounts:
     """Validate every line of ``body`` (whole lines, each ending in ``\\n``) exactly as
     ``ldp aggregate`` does; blank lines are not counted."""
-    folder = Folder(specs)
-    folder.fold_lines(body, 0)
+    return check_lines(body, specs)[0]
+
+
+def check_lines(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[BatchCounts, list[RejectSpan]]:
+    """:func:`count_lines`, and the byte span and reason of each rejected line (to store them within bounds)."""
+    folder, spans = find_rejects(body, specs)
     if not folder.records:
         raise IngestError(400, "empty_body", "the body holds only blank lines")
-    return BatchCounts(folder.records, folder.accepted, dict(sorted(folder.rejected.items())))
+    return BatchCounts(folder.records, folder.accepted, dict(sorted(folder.rejected.items()))), spans

@@ -7,12 +7,19 @@ queued at once and commits them with one fsync of each file touched (group commi
 A batch is acknowledged (its ``done`` called) only after its lines and then its journal line are fsynced. The slow,
 non-urgent file work (moving rotated segments to ``closed/``, rewriting the ``DATA/ingest.json`` counters) runs
 on a second thread, so that a batch never waits behind it.
+
+**Storage errors heal.** A failed write (``ENOSPC``, ``EIO``) answers its batches 503 and puts the writer in error:
+uploads get 503 with ``Retry-After`` and ``/healthz`` says why. Every :data:`PROBE_SECONDS` the writer thread cuts
+the apps' files back where a write failed (:meth:`AppLog.repair`) and writes, fsyncs and removes a
+:data:`PROBE_BYTES` probe file in the data folder; when that works the error is cleared and uploads are taken
+again, without a restart. A segment move that fails is tried again later, without stopping uploads.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import threading
 import time
@@ -24,12 +31,18 @@ from ldp.collector.applog import JOURNAL, AppLog, Batch, Stored
 from ldp.collector.config import CollectorConfig
 from ldp.collector.ingest import BatchCounts
 from ldp.errors import QueueFull, WriterClosed
-from ldp.server.store import write_atomic
+from ldp.server.store import fsync_dir, write_all, write_atomic
 
 __all__ = ["Batch", "Stored", "AppLog", "SegmentWriter", "JOURNAL", "QueueFull", "WriterClosed"]
 
 logger = logging.getLogger(__name__)
 _TICK = 0.25  # seconds between checks of segment age and of the counters file
+PROBE_SECONDS = 1.0
+"""Seconds between two probes of the storage while the writer is in error."""
+PROBE_BYTES = 256 * 2**10
+"""Size of the probe file: a write this big must work before uploads are taken again."""
+COMPACT_SECONDS = 60.0
+"""Seconds between two checks of the journals' dedup horizon (:meth:`~ldp.collector.journal.Journal.compact`)."""
 
 
 class SegmentWriter:
@@ -44,6 +57,13 @@ class SegmentWriter:
         self._lock = threading.Lock()
         self.refused: Counter[str] = Counter()
         self.error: str | None = None
+        self.error_since: float | None = None
+        self.recovered: dict[str, Any] | None = None  # the last error healed: {"error", "since", "at"}
+        self.warning: str | None = None  # a chore failed (tried again); uploads go on
+        self.on_commit: Callable[[str, int, float], None] | None = None
+        """Called by the writer thread after each app's group commit: (app, batches, seconds writing + fsyncing)."""
+        self._probe_at = 0.0
+        self._compact_at = time.monotonic()
         self.closing = False
         self.started_at = time.time()
         self._dirty = True
@@ -56,6 +76,22 @@ class SegmentWriter:
     @property
     def healthy(self) -> bool:
         return self._thread is not None and self._thread.is_alive() and self.error is None and not self.closing
+
+    def health(self) -> dict[str, Any]:
+        """What ``/healthz`` answers: ``status`` (``ok``, ``storage_error`` while writes fail and uploads are refused,
+        ``closing``, ``stopped``), the error and since when, the last error healed, a chore's warning, the queue."""
+        status = ("closing" if self.closing else "stopped" if self._thread is None or not self._thread.is_alive()
+                  else "storage_error" if self.error is not None else "ok")
+        doc: dict[str, Any] = {"status": status, "pending": self.pending}
+        if self.error is not None:
+            doc.update(error=self.error, error_since=self.error_since,
+                       detail=f"uploads are refused; the storage is probed every {PROBE_SECONDS:g} s and uploads "
+                              "resume by themselves when a write works")
+        if self.recovered is not None:
+            doc["recovered"] = self.recovered
+        if self.warning is not None:
+            doc["warning"] = self.warning
+        return doc
 
     @property
     def pending(self) -> int:
@@ -135,33 +171,76 @@ class SegmentWriter:
         for b in batches:
             by_app.setdefault(b.app, []).append(b)
         for app, items in by_app.items():
-            try:
-                answers = self.logs[app].commit(items)
-            except OSError as exc:
-                self.error = f"writing the segments of {app!r} failed: {exc.strerror or exc}"
-                logger.error("%s", self.error)
+            if self.error is not None:  # queued before the error: refused as the next uploads are
                 for it in items:
                     it.done(WriterClosed(self.error))
                 continue
-            self.error = None
+            t0 = time.perf_counter()
+            try:
+                answers = self.logs[app].commit(items)
+            except OSError as exc:
+                self._fail(f"writing the segments of {app!r} failed: {exc.strerror or exc}")
+                for it in items:
+                    it.done(WriterClosed(self.error or "storage error"))
+                continue
+            if self.on_commit is not None:
+                self.on_commit(app, len(items), time.perf_counter() - t0)
             with self._lock:
                 self.logs[app].stats.duplicates += sum(stored.duplicate for _, stored in answers)
                 self._dirty = True
             for it, stored in answers:
                 it.done(stored)
 
+    def _fail(self, error: str) -> None:
+        """Enter the error state (uploads refused with 503 until :meth:`_probe` succeeds)."""
+        if self.error is None:
+            self.error_since = time.time()
+        self.error = error
+        self._probe_at = time.monotonic() + PROBE_SECONDS
+        logger.error("%s; uploads are refused until the storage works again", error)
+
+    def _probe(self) -> None:
+        """Cut back what failed writes left, then write, fsync and remove a probe file: the error is cleared when
+        all of it works."""
+        try:
+            if not all(log.repair() for log in self.logs.values()):
+                raise OSError("a segment or journal cannot be cut back yet")
+            path = self.config.data_dir / ".probe"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                write_all(fd, bytes(PROBE_BYTES))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+                path.unlink(missing_ok=True)
+            fsync_dir(self.config.data_dir)
+        except OSError as exc:
+            logger.debug("storage probe failed: %s", exc.strerror or exc)
+            self._probe_at = time.monotonic() + PROBE_SECONDS
+            return
+        self.recovered = {"error": self.error, "since": self.error_since, "at": round(time.time(), 3)}
+        logger.warning("storage works again after %.1f s: taking uploads (%s)",
+                       time.time() - (self.error_since or time.time()), self.error)
+        self.error = self.error_since = None
+
     def _maintain(self) -> None:
-        """Rotate segments and refresh the counters: decided here, the file work queued as chores."""
+        """Rotate segments and refresh the counters: decided here, the file work queued as chores; probe the
+        storage while in error; compact the journals now and then."""
+        if self.error is not None and time.monotonic() >= self._probe_at:
+            self._probe()
         for log in self.logs.values():
             try:
                 move = log.detach()
             except OSError as exc:
-                self.error = f"rotating a segment of {log.dir} failed: {exc.strerror or exc}"
-                logger.error("%s", self.error)
+                self._fail(f"rotating a segment of {log.dir} failed: {exc.strerror or exc}")
                 continue
             if move is not None:
                 self.jobs.put(move)
         now = time.monotonic()
+        if now - self._compact_at >= COMPACT_SECONDS:
+            self._compact_at = now
+            for log in self.logs.values():
+                log.journal.compact(time.time())
         if self._dirty and now - self._counters_at >= 1.0 and self.jobs.empty():
             data = (json.dumps(self.counters(), indent=1) + "\n").encode()
             self.jobs.put(lambda: self._write_counters(data))
@@ -171,9 +250,14 @@ class SegmentWriter:
         while (job := self.jobs.get()) is not None:
             try:
                 job()
+                self.warning = None
             except OSError as exc:
-                self.error = f"closing a segment or writing the counters failed: {exc.strerror or exc}"
-                logger.error("%s", self.error)
+                self.warning = f"closing a segment failed: {exc.strerror or exc} (tried again in {PROBE_SECONDS:g} s)"
+                logger.error("%s", self.warning)
+                if not self.closing:  # else the segment stays in open/, where recover() closes it on the next start
+                    retry = threading.Timer(PROBE_SECONDS, self.jobs.put, (job,))
+                    retry.daemon = True
+                    retry.start()
             finally:
                 self.jobs.task_done()
         self.jobs.task_done()

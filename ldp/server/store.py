@@ -22,8 +22,8 @@ from pathlib import Path
 from ldp.decoders.base import Aggregate, AggregateFormatError
 from ldp.server.fold import Key, key_name, parse_key_name
 
-__all__ = ["AGG_SUFFIX", "canonical_bytes", "write_atomic", "write_aggregate", "read_aggregate", "pack_parts",
-           "unpack_parts", "merge_into", "merge_files", "aggregate_files_in"]
+__all__ = ["AGG_SUFFIX", "canonical_bytes", "write_atomic", "write_all", "write_aggregate", "read_aggregate",
+           "pack_parts", "unpack_parts", "merge_into", "merge_files", "aggregate_files_in"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,13 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte of ``data`` is written (a write may take only a part)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:

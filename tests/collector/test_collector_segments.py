@@ -96,7 +96,7 @@ def test_torn_write_is_cut_on_recovery(tmp_path: Path) -> None:
     with open(journal, "ab") as fh:
         fh.write(b'{"id":"b","seg":"')
     os.close(log._fd)  # type: ignore[arg-type]
-    os.close(log._jfd)  # type: ignore[arg-type]
+    log.journal.close()
 
     w2 = SegmentWriter(config)
     cut = w2.start()

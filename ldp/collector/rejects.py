@@ -1,0 +1,167 @@
+"""Rejected lines, kept within bounds: what a batch's rejected lines cost on disk.
+
+A rejected line is stored in the segment as it came (``ldp aggregate`` then rejects it again, with the same reason,
+and writes it to the job's ``rejects.jsonl``) when it is at most ``Limits.max_reject_line_bytes`` long and the app's
+reject budget for the UTC day (``Limits.reject_bytes_per_day``) has room. A longer line is left out of the segment:
+``DATA/apps/<app>/rejects/<yyyymmdd>.jsonl`` gets one entry for it (reason, length, SHA-256, and the first
+:data:`PREFIX_BYTES` bytes), charged to the same budget. Once the day's budget is spent, rejected lines are only
+counted (the answer and the journal's counts stay exact) and the app's ``rejects_unkept`` counter says how many.
+Without this, one 30 KB gzip request could store a 30 MiB junk line.
+
+:func:`find_rejects` gives the lines of a body the parser rejects (:class:`~ldp.server.fold.Folder`, the parser of
+``ldp aggregate``), :class:`RejectKeeper` decides, per app, in the writer thread, what is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ldp.server.fold import Folder
+from ldp.server.store import write_all
+from ldp.spec import CollectionSpec
+
+__all__ = ["PREFIX_BYTES", "RejectSpan", "Kept", "RejectKeeper", "find_rejects", "utc_day"]
+
+logger = logging.getLogger(__name__)
+PREFIX_BYTES = 256
+"""Bytes of a left-out rejected line kept in its ``rejects/`` entry."""
+
+
+@dataclass(frozen=True)
+class RejectSpan:
+    """One rejected line of a body: bytes ``start:end`` (its newline included) and the parser's reason."""
+
+    start: int
+    end: int
+    reason: str
+
+
+class _SpanFolder(Folder):
+    """A :class:`Folder` that notes the record number and reason of every rejection instead of writing it."""
+
+    def __init__(self, specs: Mapping[str, CollectionSpec]) -> None:
+        super().__init__(specs, rejects=None)
+        self.out = self  # type: ignore[assignment]  # truthy: every rejection goes through log()
+        self.cap = 2**62
+        self.noted: list[tuple[int, int, str]] = []
+
+    def log(self, record: int, reason: str, detail: str, raw: Any, records: int = 1,
+            offset: int | None = None) -> None:
+        self.records += records
+        self.rejected[reason] += records
+        self.noted.append((record, records, reason))
+
+
+def find_rejects(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[Folder, list[RejectSpan]]:
+    """Fold ``body`` (whole lines, each ending in ``\\n``) as ``ldp aggregate`` does; the folder (its counts) and
+    the byte span and reason of every rejected line, in order."""
+    folder = _SpanFolder(specs)
+    folder.fold_lines(body, 0)
+    if not folder.noted:
+        return folder, []
+    reasons: dict[int, str] = {}
+    for record, records, reason in folder.noted:
+        for r in range(record, record + records):
+            reasons[r] = reason
+    spans, start = [], 0
+    for i in range(body.count(b"\n")):
+        end = body.index(b"\n", start) + 1
+        if i in reasons:
+            spans.append(RejectSpan(start, end, reasons[i]))
+        start = end
+    return folder, spans
+
+
+def utc_day(t: float) -> str:
+    """``yyyymmdd`` of a Unix time, UTC."""
+    return time.strftime("%Y%m%d", time.gmtime(t))
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What is stored of one batch: the ``body`` for the segment, the reject bytes charged to the budget
+    (``charged``: lines kept in the segment and ``rejects/`` entries), the ``rejects/`` entries (``side``,
+    written by :meth:`RejectKeeper.append` once the batch is stored) of the rejected lines left out of the segment
+    (``left_out``) and the number not kept at all (``unkept``, the budget was spent)."""
+
+    body: bytes
+    charged: int = 0
+    side: bytes = b""
+    left_out: int = 0
+    unkept: int = 0
+
+
+class RejectKeeper:
+    """One app's reject budget for the current UTC day and its ``rejects/`` folder. Only the writer thread uses it."""
+
+    def __init__(self, folder: Path, max_line: int, per_day: int) -> None:
+        self.folder, self.max_line, self.per_day = folder, max_line, per_day
+        self.day = ""
+        self.used = 0
+
+    def charge_restored(self, t: float, charged: int) -> None:
+        """Count a journaled batch's charge (on recovery) when it is of today's budget."""
+        day = utc_day(t)
+        if day != self.day and day > self.day:
+            self.day, self.used = day, 0
+        if day == self.day:
+            self.used += charged
+
+    def _room(self, n: int, now: float) -> bool:
+        day = utc_day(now)
+        if day != self.day:
+            self.day, self.used = day, 0
+        if self.used + n > self.per_day:
+            return False
+        self.used += n
+        return True
+
+    def keep(self, body: bytes, spans: list[RejectSpan], now: float) -> Kept:
+        """The part of ``body`` stored in the segment and the ``rejects/`` entries of the lines left out."""
+        if not spans:
+            return Kept(body)
+        parts: list[bytes] = []
+        entries: list[bytes] = []
+        at = charged = left_out = unkept = 0
+        for s in spans:
+            n = s.end - s.start
+            if n <= self.max_line and self._room(n, now):
+                charged += n
+                continue  # stays in the segment
+            parts.append(body[at:s.start])
+            at = s.end
+            line = body[s.start:s.end]
+            entry = (json.dumps({"reason": s.reason, "bytes": n, "sha256": hashlib.sha256(line).hexdigest(),
+                                 "prefix": line[:PREFIX_BYTES].decode("utf-8", "replace"),
+                                 "why": "too_long" if n > self.max_line else "over_budget",
+                                 "day": utc_day(now)}, separators=(",", ":")) + "\n").encode()
+            if self._room(len(entry), now):
+                entries.append(entry)
+                charged += len(entry)
+                left_out += 1
+            else:
+                unkept += 1
+        parts.append(body[at:])
+        return Kept(b"".join(parts), charged, b"".join(entries), left_out, unkept)
+
+    def append(self, data: bytes, now: float) -> None:
+        """Append entries to today's ``rejects/`` file (not fsynced: diagnostics, not acknowledged data)."""
+        if not data:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder / f"{utc_day(now)}.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                write_all(fd, data)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            logger.warning("cannot write to %s: %s (the rejects are still counted)", self.folder, exc.strerror)
