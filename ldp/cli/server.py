@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -62,8 +63,14 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     dec = subparsers.add_parser(
         "decode", help="estimates from an aggregate file: table, CSV, JSON, PNG plot",
         description="Turn an aggregate into estimates with standard errors and confidence intervals, using the "
-                    "metric's candidate dictionary from the spec for RAPPOR, CMS and HCMS.")
-    dec.add_argument("aggregate", type=input_file, help="an .agg file")
+                    "metric's candidate dictionary from the spec for RAPPOR, CMS and HCMS. Given a job folder "
+                    "(ldp aggregate --by-window, or a collector's DATA/apps/APP/job) or several files, --window "
+                    "and --metric choose the aggregate; files of the same name are merged.")
+    dec.add_argument("aggregate", nargs="+", type=_agg_path, metavar="AGGREGATE",
+                     help="an .agg file, or several, or a job folder")
+    dec.add_argument("--window", type=_window, metavar="W",
+                     help="the window to decode: its index (the spec's floor(unix time / window_seconds)), latest, "
+                          "or all (every window merged)")
     dec.add_argument("--spec", action="append", required=True, metavar="FILE", help="the collection spec (repeatable)")
     dec.add_argument("--metric", help="the metric (default: from the file name, or the only one with these parameters)")
     dec.add_argument("--candidates", metavar="FILE", type=input_file,
@@ -85,6 +92,22 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     dec.add_argument("--plot", metavar="FILE.png", help="also write a bar chart with the intervals (needs matplotlib)")
     dec.add_argument("--max-rows", type=positive_int, default=40, help="rows of the printed table (default 40)")
     return {"aggregate": agg, "merge": mrg, "decode": dec}
+
+
+def _agg_path(text: str) -> str:
+    """An argparse ``type=``: an existing file or folder."""
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"no such file or folder: {text!r}")
+    return text
+
+
+def _window(text: str) -> int | str:
+    from ldp.server.decode import parse_window
+
+    try:
+        return parse_window(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def server_command(args: argparse.Namespace) -> int:
@@ -140,7 +163,9 @@ def _decode(args: argparse.Namespace) -> int:
 
         if importlib.util.find_spec("matplotlib") is None:
             raise ImportError(f"--plot needs matplotlib: {install_hint('matplotlib', 'plot')}")
-    metric, est = decode_file(args.aggregate, spec_index(args.spec), metric=args.metric, candidates=args.candidates,
+    paths = args.aggregate if isinstance(args.aggregate, list) else [args.aggregate]
+    metric, est = decode_file(paths[0] if len(paths) == 1 else paths, spec_index(args.spec), metric=args.metric,
+                              candidates=args.candidates, window=getattr(args, "window", None),
                               confidence=args.confidence, alpha=args.alpha, top=args.top, selection=args.selection)
     if args.consistency != "none":
         if not hasattr(est, "consistent"):
@@ -151,7 +176,9 @@ def _decode(args: argparse.Namespace) -> int:
     elif args.csv:
         print(est.to_csv(), end="")
     else:
-        print(f"metric {metric.name} ({metric.protocol}, parameters {metric.params_fingerprint})")
+        window = getattr(args, "window", None)
+        print(f"metric {metric.name} ({metric.protocol}, parameters {metric.params_fingerprint})"
+              + ("" if window is None else f", window {window}"))
         print(est.table(max_rows=args.max_rows))
     if args.plot is not None:
         write_estimates(est, plot=args.plot, title=f"{metric.name} ({metric.protocol}), n={est.n:,}")

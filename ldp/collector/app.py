@@ -1,11 +1,12 @@
-"""The collector's ASGI app (Starlette): ``POST /v1/reports`` and ``GET /healthz``.
+"""The collector's ASGI app (Starlette): ``POST /v1/reports``, ``GET /healthz`` and ``GET /metrics``.
 
 :func:`create_app` builds it from a :class:`~ldp.collector.config.CollectorConfig`. The request
 path: auth first (nothing is read before the token is known good), then the headers, then the body,
 read as it streams in under the size limits and the body timeout (gunzipped on the fly within
 ``max_decompressed_bytes``), validated with the parser of ``ldp aggregate``, queued to the writer
 (:class:`~ldp.collector.segments.SegmentWriter`) and answered once fsynced. One JSON log line per
-request on the ``ldp.collector.access`` logger, never with a report line or a token."""
+request on the ``ldp.collector.access`` logger, never with a report line or a token; the request counters and
+latency histogram of :mod:`ldp.collector.metrics` (unless ``[metrics] enabled = false``)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ldp.collector.config import AppConfig, CollectorConfig
-from ldp.collector.ingest import Gunzip, IngestError, check_batch_id, count_lines, prepare_body
+from ldp.collector.ingest import Gunzip, IngestError, check_batch_id, check_lines, prepare_body
+from ldp.collector.metrics import CollectorMetrics
 from ldp.collector.segments import Batch, QueueFull, SegmentWriter, Stored, WriterClosed
 
 __all__ = ["create_app", "Hook", "ACCESS_LOGGER", "CONTENT_TYPES"]
@@ -46,6 +48,13 @@ def _error(status: int, reason: str, detail: str, headers: dict[str, str] | None
     return JSONResponse({"error": reason, "detail": detail}, status_code=status, headers=headers)
 
 
+def _bearer_digest(header: str | None) -> bytes | None:
+    """The SHA-256 of the token of an ``Authorization: Bearer <token>`` header (``None`` without one)."""
+    if not header or not header[:7].lower() == "bearer ":
+        return None
+    return hashlib.sha256(header[7:].strip().encode("utf-8", "surrogateescape")).digest()
+
+
 class _Auth:
     """Bearer token -> app, comparing SHA-256 digests in constant time against every app."""
 
@@ -53,9 +62,9 @@ class _Auth:
         self.apps = [(bytes.fromhex(a.token_sha256), a) for a in apps]
 
     def app_for(self, header: str | None) -> AppConfig | None:
-        if not header or not header[:7].lower() == "bearer ":
+        digest = _bearer_digest(header)
+        if digest is None:
             return None
-        digest = hashlib.sha256(header[7:].strip().encode("utf-8", "surrogateescape")).digest()
         found = None
         for want, app in self.apps:
             if hmac.compare_digest(digest, want):
@@ -138,6 +147,7 @@ class _Collector:
         self.config, self.writer = config, writer
         self.auth = _Auth(list(config.apps.values()))
         self.memory = _Memory(config.limits.max_buffered_bytes)
+        self.metrics: CollectorMetrics | None = None
 
     async def reports(self, request: Request) -> Response:
         t0 = time.perf_counter()
@@ -157,7 +167,10 @@ class _Collector:
             log["error"] = f"internal: {type(exc).__name__}"
             logger.error("internal error on %s (%s)", request.url.path, type(exc).__name__)
             response = _error(500, "internal", "the collector failed on this request")
-        log.update(status=response.status_code, ms=round((time.perf_counter() - t0) * 1e3, 2))
+        elapsed = time.perf_counter() - t0
+        log.update(status=response.status_code, ms=round(elapsed * 1e3, 2))
+        if self.metrics is not None:
+            self.metrics.upload(response.status_code, elapsed)
         access_log.info("%s", json.dumps(log, separators=(",", ":")))
         return response
 
@@ -177,12 +190,12 @@ class _Collector:
                 stored = Stored(known, True)
             else:
                 body = prepare_body(raw, self.config.limits.max_lines)
-                counts = count_lines(body, app.specs)
-                stored = await self._store(app.name, batch_id, body, counts)
+                counts, spans = check_lines(body, app.specs)
+                stored = await self._store(app.name, batch_id, body, counts, spans)
         log.update(lines=stored.counts.lines, duplicate=stored.duplicate)
         return JSONResponse({"batch_id": batch_id, **stored.counts.to_dict(), "duplicate": stored.duplicate})
 
-    async def _store(self, app: str, batch_id: str, body: bytes, counts: Any) -> Stored:
+    async def _store(self, app: str, batch_id: str, body: bytes, counts: Any, spans: Any = None) -> Stored:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Stored] = loop.create_future()
 
@@ -198,7 +211,7 @@ class _Collector:
             loop.call_soon_threadsafe(settle, result)
 
         try:
-            self.writer.submit(Batch(app, batch_id, body, counts, done))
+            self.writer.submit(Batch(app, batch_id, body, counts, done, spans))
         except QueueFull:
             raise IngestError(429, "busy", "the write queue is full; retry later") from None
         except WriterClosed as exc:
@@ -210,12 +223,25 @@ class _Collector:
 
     async def healthz(self, request: Request) -> Response:
         w = self.writer
-        doc = {"status": "ok" if w.healthy else "unavailable", "apps": sorted(self.config.apps),
-               "pending": w.pending}
-        if w.error:
-            doc["error"] = w.error
-        return JSONResponse(doc, status_code=200 if w.healthy else 503,
-                            headers=None if w.healthy else {"Retry-After": _RETRY_AFTER})
+        doc = {**w.health(), "apps": sorted(self.config.apps)}
+        status = 200 if w.healthy else 503
+        if self.metrics is not None:
+            self.metrics.count("/healthz", status)
+        return JSONResponse(doc, status_code=status, headers=None if w.healthy else {"Retry-After": _RETRY_AFTER})
+
+    async def metrics_page(self, request: Request) -> Response:
+        """``GET /metrics``: the Prometheus page (a bearer token first, when ``[metrics] token_sha256`` is set)."""
+        metrics, want = self.metrics, self.config.metrics.token_sha256
+        assert metrics is not None
+        if want is not None:
+            digest = _bearer_digest(request.headers.get("authorization"))
+            if digest is None or not hmac.compare_digest(digest, bytes.fromhex(want)):
+                metrics.count("/metrics", 401)
+                return _error(401, "unauthorized", "a valid 'Authorization: Bearer <token>' header is required",
+                              {"WWW-Authenticate": "Bearer"})
+        body, content_type = await asyncio.to_thread(metrics.render, request.headers.get("accept"))
+        metrics.count("/metrics", 200)
+        return Response(body, media_type=content_type, headers={"Cache-Control": "no-store"})
 
 
 async def _call(hook: Hook, app: Starlette) -> None:
@@ -226,13 +252,15 @@ async def _call(hook: Hook, app: Starlette) -> None:
 
 def create_app(config: CollectorConfig, *, extra_routes: Sequence[BaseRoute] = (), on_startup: Sequence[Hook] = (),
                on_shutdown: Sequence[Hook] = ()) -> Starlette:
-    """The collector app. ``extra_routes`` are added after ``/v1/reports`` and ``/healthz``;
+    """The collector app. ``extra_routes`` are added after ``/v1/reports``, ``/healthz`` and ``/metrics``;
     ``on_startup`` hooks run after the segments are recovered and the writer started, in order;
     ``on_shutdown`` hooks run (in reverse order) before the writer stores what is queued and
     closes the segments. Hooks see the writer as ``app.state.collector`` and the config as
     ``app.state.config``."""
     writer = SegmentWriter(config)
     collector = _Collector(config, writer)
+    if config.metrics.enabled:
+        collector.metrics = CollectorMetrics(config, writer, buffered=lambda: collector.memory.used)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -253,8 +281,11 @@ def create_app(config: CollectorConfig, *, extra_routes: Sequence[BaseRoute] = (
                 logger.info("collector stopped: segments closed")
 
     routes = [Route("/v1/reports", collector.reports, methods=["POST"]),
-              Route("/healthz", collector.healthz, methods=["GET"]), *extra_routes]
-    app = Starlette(routes=routes, lifespan=lifespan)
+              Route("/healthz", collector.healthz, methods=["GET"])]
+    if collector.metrics is not None:
+        routes.append(Route("/metrics", collector.metrics_page, methods=["GET"]))
+    app = Starlette(routes=[*routes, *extra_routes], lifespan=lifespan)
     app.state.collector = writer
     app.state.config = config
+    app.state.metrics = collector.metrics
     return app

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-__all__ = ["BAR", "BAR_MUTED", "format_number", "interval_chart", "nice_ticks"]
+__all__ = ["BAR", "BAR_MUTED", "SERIES_COLOURS", "format_number", "interval_chart", "nice_ticks", "series_chart"]
 
 BAR = "#2f5f98"        # 6.6:1 on white
 BAR_MUTED = "#b3c2d3"  # items not detected (the legend and the table say so too)
@@ -108,5 +108,101 @@ def interval_chart(rows: Sequence[Mapping[str, Any]], *, title: str, desc: str, 
                     f'<line x1="{b}" y1="{mid - 5}" x2="{b}" y2="{mid + 5}" stroke="{INK}" stroke-width="1.5"/>']
         out.append(f'<text x="{label_w + plot_w + 10}" y="{mid + 4}">{escape(format_number(est))}</text>')
     out += [f'<text x="{label_w + plot_w / 2}" y="{bottom + 32}" text-anchor="middle">{escape(axis_label)}</text>',
+            "</g></svg>"]
+    return "\n".join(out)
+
+
+SERIES_COLOURS = ("#2f5f98", "#b3261e", "#1a7f37", "#8250df", "#9a6700")  # each >= 4.5:1 on white
+SERIES_DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2")  # the lines differ by more than their colour
+Point = Mapping[str, Any] | None
+
+
+def _runs(points: Sequence[Point]) -> list[list[int]]:
+    """The slots of each stretch of consecutive points that have an estimate."""
+    runs: list[list[int]] = []
+    for i, p in enumerate(points):
+        if p is not None and _num(p, "estimate") is not None:
+            if runs and runs[-1][-1] == i - 1:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+    return runs
+
+
+def series_chart(slots: Sequence[str], lines: Sequence[tuple[str, Sequence[Point]]], *, title: str, desc: str,
+                 chart_id: str, axis_label: str, zero: bool = True, width: int = 640) -> str:
+    """An SVG time series: ``slots`` are the x positions' labels (one per window, oldest first); each line is
+    ``(name, points)``, a point per slot (``estimate``, ``ci_low``, ``ci_high``; ``None`` where the window has
+    no estimate). Each line is drawn with its confidence interval as a shaded band (``class="ci-band"``, one
+    per stretch of consecutive windows), its estimates as points (``class="point"``, each with a ``<title>``)
+    and a legend. ``zero``: the y axis includes 0 (counts)."""
+    if not slots or not lines:
+        raise ValueError("a time series needs at least one window and one line")
+    if any(len(points) != len(slots) for _, points in lines):
+        raise ValueError("every line needs one point (or None) per window")
+    values = [v for _, points in lines for p in points if p is not None
+              for k in ("estimate", "ci_low", "ci_high") if (v := _num(p, k)) is not None]
+    ticks = nice_ticks(min([0.0] * zero + values or [0.0]), max([0.0] * zero + values or [1.0]))
+    lo, hi = ticks[0], ticks[-1]
+    left, right, legend_rows = 64, 16, math.ceil(len(lines) / 2)
+    top = 10 + 20 * legend_rows
+    plot_w, plot_h = max(width - left - right, 160), 220
+    width, height = left + plot_w + right, top + plot_h + 64
+    step = plot_w / len(slots)
+
+    def x(i: int) -> float:
+        return round(left + step * (i + 0.5), 2)
+
+    def y(v: float) -> float:
+        return round(top + plot_h - (v - lo) / (hi - lo) * plot_h, 2)
+
+    tid, did = f"{chart_id}-title", f"{chart_id}-desc"
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
+           f'style="max-width:{width}px;height:auto" role="img" aria-labelledby="{tid} {did}" id="{escape(chart_id)}">',
+           f'<title id="{tid}">{escape(title)}</title>', f'<desc id="{did}">{escape(desc)}</desc>',
+           f'<g style="{FONT}" fill="{INK}">']
+    for j, (name, _) in enumerate(lines):
+        lx, ly = left + (j % 2) * (plot_w / 2), 10 + 20 * (j // 2)
+        colour, dash = SERIES_COLOURS[j % len(SERIES_COLOURS)], SERIES_DASHES[j % len(SERIES_DASHES)]
+        out += [f'<line x1="{lx}" y1="{ly + 6}" x2="{lx + 24}" y2="{ly + 6}" stroke="{colour}" stroke-width="2.5"'
+                + (f' stroke-dasharray="{dash}"' if dash else "") + "/>",
+                f'<text x="{lx + 30}" y="{ly + 10}">{escape(_label(name))}</text>']
+    for t in ticks:
+        out += [f'<line x1="{left}" y1="{y(t)}" x2="{left + plot_w}" y2="{y(t)}" stroke="{GRID}" stroke-width="1"/>',
+                f'<text x="{left - 6}" y="{y(t) + 4}" text-anchor="end">{t:,.10g}</text>']
+    if lo < 0 < hi:
+        out.append(f'<line x1="{left}" y1="{y(0.0)}" x2="{left + plot_w}" y2="{y(0.0)}" stroke="{INK}"/>')
+    every = max(1, math.ceil(len(slots) / 7))
+    for i, label in enumerate(slots):
+        if i % every == 0 or i == len(slots) - 1:
+            out += [f'<line x1="{x(i)}" y1="{top + plot_h}" x2="{x(i)}" y2="{top + plot_h + 4}" stroke="{INK}"/>',
+                    f'<text x="{x(i)}" y="{top + plot_h + 18}" text-anchor="middle">{escape(label)}</text>']
+    for j, (name, points) in enumerate(lines):
+        colour, dash = SERIES_COLOURS[j % len(SERIES_COLOURS)], SERIES_DASHES[j % len(SERIES_DASHES)]
+        for run in _runs(points):
+            band = [i for i in run if _num(points[i] or {}, "ci_low") is not None
+                    and _num(points[i] or {}, "ci_high") is not None]
+            if band:
+                half = 0.0 if len(band) > 1 else min(step / 4, 8)
+                upper = [f"{x(i) - half},{y(_num(points[i] or {}, 'ci_high') or 0.0)}" for i in band]
+                lower = [f"{x(i) + half},{y(_num(points[i] or {}, 'ci_low') or 0.0)}" for i in reversed(band)]
+                if half:
+                    upper.append(f"{x(band[0]) + half},{y(_num(points[band[0]] or {}, 'ci_high') or 0.0)}")
+                    lower.append(f"{x(band[0]) - half},{y(_num(points[band[0]] or {}, 'ci_low') or 0.0)}")
+                out.append(f'<polygon class="ci-band" data-series="{j}" points="{" ".join(upper + lower)}" '
+                           f'fill="{colour}" fill-opacity="0.18" stroke="none"/>')
+            if len(run) > 1:
+                path = " ".join(f"{x(i)},{y(_num(points[i] or {}, 'estimate') or 0.0)}" for i in run)
+                out.append(f'<polyline class="series" data-series="{j}" points="{path}" fill="none" '
+                           f'stroke="{colour}" stroke-width="2"' + (f' stroke-dasharray="{dash}"' if dash else "")
+                           + "/>")
+            for i in run:
+                p = points[i] or {}
+                tip = (f"{name}, {slots[i]}: {format_number(_num(p, 'estimate'))} "
+                       f"[{format_number(_num(p, 'ci_low'))}, {format_number(_num(p, 'ci_high'))}]")
+                out.append(f'<circle class="point" data-series="{j}" data-slot="{i}" cx="{x(i)}" '
+                           f'cy="{y(_num(p, "estimate") or 0.0)}" r="3.5" fill="{colour}">'
+                           f"<title>{escape(tip)}</title></circle>")
+    out += [f'<text x="{left + plot_w / 2}" y="{top + plot_h + 40}" text-anchor="middle">{escape(axis_label)}</text>',
             "</g></svg>"]
     return "\n".join(out)

@@ -21,7 +21,7 @@ from ldp.errors import ConfigError
 from ldp.spec import CollectionSpec
 
 __all__ = ["ConfigError", "Limits", "AppConfig", "CollectorConfig", "load_config", "parse_config", "new_token",
-           "token_sha256", "APP_NAME_RE"]
+           "token_sha256", "APP_NAME_RE", "MetricsConfig"]
 
 APP_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 """An app's name: it names a folder under ``DATA/apps``."""
@@ -31,7 +31,14 @@ _HASH_RE = re.compile(r"[0-9a-f]{64}\Z")
 @dataclass(frozen=True)
 class Limits:
     """Request and segment limits (the ``[limits]`` table). ``max_buffered_bytes`` bounds the request
-    bodies held at once by all requests together (as received plus inflated, until stored)."""
+    bodies held at once by all requests together (as received plus inflated, until stored). A rejected line
+    over ``max_reject_line_bytes`` is stored only as a prefix and a digest, and each app stores at most
+    ``reject_bytes_per_day`` of rejects per UTC day (:mod:`ldp.collector.rejects`). A batch id is recognised
+    as a duplicate for ``dedup_horizon_seconds`` after it was stored (:mod:`ldp.collector.journal`).
+    ``header_timeout_seconds`` bounds the time from a connection's accept (or its last answer) to the end
+    of the next request's headers, ``idle_timeout_seconds`` the time without a byte while no request is
+    in progress, and ``max_header_bytes`` a request's line and headers (a connection's buffer before its
+    request starts)."""
 
     max_body_bytes: int = 4 * 2**20
     max_decompressed_bytes: int = 32 * 2**20
@@ -41,6 +48,12 @@ class Limits:
     max_buffered_bytes: int = 256 * 2**20
     segment_max_bytes: int = 64 * 2**20
     segment_max_seconds: float = 300.0
+    max_reject_line_bytes: int = 64 * 2**10
+    reject_bytes_per_day: int = 64 * 2**20
+    dedup_horizon_seconds: float = 90 * 86400.0
+    header_timeout_seconds: float = 10.0
+    idle_timeout_seconds: float = 5.0
+    max_header_bytes: int = 16384
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,15 @@ class AppConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """The ``[metrics]`` table: whether ``GET /metrics`` is served, and the SHA-256 (hex) of the bearer
+    token it then requires (``None``: no token, like ``/healthz``)."""
+
+    enabled: bool = True
+    token_sha256: str | None = None
+
+
+@dataclass(frozen=True)
 class CollectorConfig:
     """The whole configuration. ``fold_every_seconds`` is the continuous aggregation period (0: off)."""
 
@@ -62,6 +84,9 @@ class CollectorConfig:
     limits: Limits
     apps: Mapping[str, AppConfig]
     fold_every_seconds: float = 60.0
+    metrics: MetricsConfig = MetricsConfig()
+    fold_windows: int = 14
+    """Windows each metric keeps decoded in ``estimates.json`` (``[fold] windows``): the dashboard's time series."""
 
     def app_dir(self, app: str) -> Path:
         """``DATA/apps/<app>``."""
@@ -108,7 +133,27 @@ def _limits(where: str, raw: Any) -> Limits:
         is_int = names[name].type in ("int", int)
         values[name] = _number(f"{where}.{name}", value, int if is_int else float, 0 if is_int else 0.0,
                                low_open=True)
-    return Limits(**values)
+    limits = Limits(**values)
+    if limits.dedup_horizon_seconds <= limits.segment_max_seconds:
+        raise ConfigError(f"{where}.dedup_horizon_seconds ({limits.dedup_horizon_seconds:g}) must be over "
+                          f"segment_max_seconds ({limits.segment_max_seconds:g}): the journal of an open segment "
+                          "must stay whole")
+    return limits
+
+
+def _metrics(where: str, raw: Any, apps: Mapping[str, AppConfig]) -> MetricsConfig:
+    doc = _table(where, raw, {"enabled", "token_sha256"})
+    enabled = doc.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{where}.enabled must be true or false, got {enabled!r}")
+    digest = doc.get("token_sha256")
+    if digest is not None and (not isinstance(digest, str) or not _HASH_RE.match(digest)):
+        raise ConfigError(f"{where}.token_sha256 must be the 64 lowercase hex digits of sha256(token) (run "
+                          f"'ldp serve token'), got {digest!r}")
+    same = [a.name for a in apps.values() if a.token_sha256 == digest]
+    if same:
+        raise ConfigError(f"{where}.token_sha256 is the token of app {same[0]!r}: the scraper needs its own token")
+    return MetricsConfig(enabled, digest)
 
 
 def _app(where: str, name: str, raw: Any, base: Path) -> AppConfig:
@@ -142,13 +187,14 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
                  source: str = "config") -> CollectorConfig:
     """Validate a decoded config document; relative paths are taken from ``base_dir``."""
     base = Path(base_dir)
-    top = _table(source, dict(doc), {"data_dir", "limits", "fold", "apps"})
+    top = _table(source, dict(doc), {"data_dir", "limits", "fold", "apps", "metrics"})
     data_dir = top.get("data_dir", "data")
     if not isinstance(data_dir, str) or not data_dir:
         raise ConfigError(f"{source}: data_dir must be a path, got {data_dir!r}")
     limits = _limits(f"{source}: [limits]", top.get("limits", {}))
-    fold = _table(f"{source}: [fold]", top.get("fold", {}), {"every_seconds"})
+    fold = _table(f"{source}: [fold]", top.get("fold", {}), {"every_seconds", "windows"})
     every = _number(f"{source}: [fold].every_seconds", fold.get("every_seconds", 60.0), float, 0.0)
+    windows = _number(f"{source}: [fold].windows", fold.get("windows", 14), int, 1)
     apps_doc = _table(f"{source}: [apps]", top.get("apps", {}), set(top.get("apps", {})))
     if not apps_doc:
         raise ConfigError(f"{source}: no [apps.<name>] table: the collector would accept nothing")
@@ -159,7 +205,9 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
             raise ConfigError(f"{source}: apps {seen[app.token_sha256]!r} and {app.name!r} have the same token; "
                               "a token identifies one app")
         seen[app.token_sha256] = app.name
-    return CollectorConfig(path, (base / data_dir).resolve(), limits, apps, every)
+    metrics = _metrics(f"{source}: [metrics]", top.get("metrics", {}), apps)
+    return CollectorConfig(path, (base / data_dir).resolve(), limits, apps, every, metrics=metrics,
+                           fold_windows=windows)
 
 
 def load_config(path: str | os.PathLike[str]) -> CollectorConfig:

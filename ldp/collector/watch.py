@@ -22,11 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry
 from ldp.errors import FoldBusyError
-from ldp.privacy.accountant import PrivacyCost
-from ldp.server.job import JobSummary, aggregate_files, spec_index
-from ldp.server.store import AGG_SUFFIX, write_atomic
-from ldp.spec import CollectionSpec, MetricSpec
+from ldp.server.job import aggregate_files, spec_index
+from ldp.server.store import write_atomic
+from ldp.spec import CollectionSpec
 
 if TYPE_CHECKING:
     from ldp.collector.config import CollectorConfig
@@ -69,31 +69,44 @@ def load_estimates(data_dir: str | os.PathLike[str], app: str) -> dict[str, Any]
     return doc if isinstance(doc, dict) and isinstance(doc.get("metrics"), list) else None
 
 
-def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *,
-             confidence: float = 0.95, alpha: float = 0.05) -> dict[str, Any]:
-    """Fold the app's closed segments not folded yet, decode every metric, write ``estimates.json``
-    atomically and return what it holds. Folding again with no new segment counts nothing twice
-    (the job's manifest) and reuses the decoded estimates. ``FoldBusyError`` when another fold of
-    this app is running (a file lock, so also across processes)."""
+def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confidence: float = 0.95,
+             alpha: float = 0.05, windows: int = DEFAULT_WINDOWS, every_seconds: float | None = None,
+             segment_max_seconds: float | None = None) -> dict[str, Any]:
+    """Fold the app's closed segments not folded yet, one aggregate per metric and window, decode every
+    metric (the last ``windows`` windows, and all of them pooled), write ``estimates.json`` atomically and
+    return what it holds. Folding again with no new segment counts nothing twice (the job's manifest) and
+    reuses the decoded estimates; a window whose count did not change is not decoded again.
+    ``every_seconds`` and ``segment_max_seconds`` (the folding period and the collector's segment age, when
+    known) go into ``schedule``, from which the dashboard tells when reports waiting will be folded.
+    ``FoldBusyError`` when another fold of this app is running (a file lock, so also across processes)."""
+    if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
+        raise ValueError(f"windows must be an int >= 1, got {windows!r}")
     base = app_dir(data_dir, app)
     index = spec_index(specs)
     fingerprints = sorted(index)
-    settings = {"specs": fingerprints, "confidence": confidence, "alpha": alpha}
+    settings = {"specs": fingerprints, "confidence": confidence, "alpha": alpha, "by_window": True,
+                "windows": windows}
     with _fold_lock(base):
         out = base / JOB_DIR
         _move_old_layout(base, out)
-        _set_aside_if_other_specs(out, fingerprints)
+        _set_aside_if_other_settings(out, fingerprints)
         closed = base / "segments" / "closed"
-        summary = aggregate_files([closed] if closed.is_dir() else [], index, out, progress=False)
+        summary = aggregate_files([closed] if closed.is_dir() else [], index, out, by_window=True, progress=False)
         previous = load_estimates(data_dir, app)
+        same = previous is not None and previous.get("settings") == settings
         now = utc_now()
-        if (previous is not None and not summary.processed and previous.get("settings") == settings
+        if (same and previous is not None and not summary.processed
                 and not any(m.get("error") for m in previous["metrics"])):
             metrics, folded_at = previous["metrics"], previous["folded_at"]  # nothing new: no decoding again
         else:
-            metrics, folded_at = _decode_all(out, index, summary, confidence, alpha), now
+            metrics = decode_metrics(out / "aggregates", index, summary.aggregates,
+                                     previous["metrics"] if same and previous is not None else None,
+                                     confidence=confidence, alpha=alpha, keep=windows)
+            folded_at = now if summary.processed or previous is None else previous["folded_at"]
         raw = {"format": ESTIMATES_FORMAT, "app": app, "folded_at": folded_at, "checked_at": now,
-               "settings": settings, "specs": [_spec_entry(s) for s in index.values()],
+               "settings": settings, "schedule": {"every_seconds": every_seconds,
+                                                  "segment_max_seconds": segment_max_seconds},
+               "specs": [_spec_entry(s) for s in index.values()],
                "segments": summary.inputs, "records": summary.records, "accepted": summary.accepted,
                "blank": summary.blank, "rejected": summary.rejected,
                "this_fold": {"segments": len(summary.processed), **summary.run},
@@ -139,18 +152,23 @@ def _move_old_layout(base: Path, out: Path) -> None:
         logger.info("fold %s: moved the aggregate job folder %s to %s", base.name, old, out)
 
 
-def _set_aside_if_other_specs(out: Path, fingerprints: list[str]) -> None:
-    """The job refuses a folder made with other spec versions: when the app's spec list changed (a
-    version deployed), move the old folder to ``job.previous`` and fold every segment again."""
+def _set_aside_if_other_settings(out: Path, fingerprints: list[str]) -> None:
+    """The job refuses a folder made with other settings: when the app's spec list changed (a version
+    deployed), or the folder was made without windows (before telemetry over time), move it to
+    ``job.previous`` and fold every segment again (each closed segment is still there: nothing is lost,
+    and the new folder counts each once)."""
     try:
-        made_with = json.loads((out / "manifest.json").read_text(encoding="utf-8")).get("specs")
+        made = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        made_with, by_window = made.get("specs"), made.get("by_window")
     except (OSError, ValueError, AttributeError):
         return  # no manifest yet (or damaged: the job says so)
-    if made_with == fingerprints:
+    if made_with == fingerprints and by_window is True:
         return
     old = out.with_name(out.name + ".previous")
-    logger.warning("fold %s: the spec versions changed (%s -> %s): aggregating every segment again; the old "
-                   "aggregates are in %s", out.parent.name, made_with, fingerprints, old)
+    why = (f"the spec versions changed ({made_with} -> {fingerprints})" if made_with != fingerprints else
+           "the aggregates were not per window")
+    logger.warning("fold %s: %s: aggregating every segment again, one aggregate per window; the old aggregates "
+                   "are in %s", out.parent.name, why, old)
     if old.exists():
         shutil.rmtree(old)
     os.replace(out, old)
@@ -158,92 +176,7 @@ def _set_aside_if_other_specs(out: Path, fingerprints: list[str]) -> None:
 
 def _spec_entry(spec: CollectionSpec) -> dict[str, Any]:
     return {"name": spec.name, "fingerprint": spec.fingerprint, "description": spec.description,
-            "window_seconds": spec.window_seconds, "budget": _costs(spec.budget.per_window, spec.budget.lifetime)}
-
-
-def _costs(per_window: PrivacyCost | None, lifetime: PrivacyCost | None) -> dict[str, Any]:
-    return {"per_window": _cost(per_window), "lifetime": _cost(lifetime)}
-
-
-def _cost(c: PrivacyCost | None) -> dict[str, Any] | None:
-    return None if c is None else {**c.to_dict(), "text": str(c)}
-
-
-def privacy_entry(spec: CollectionSpec, metric: MetricSpec) -> dict[str, Any]:
-    """What one report of ``metric`` costs, and the caps a device spends it under (as ``ldp spec`` prints
-    them): the metric's per report / per window / lifetime, and the collection's over all metrics."""
-    b = metric.budget
-    return {"per_report": _cost(metric.params.privacy_cost), "per_report_cap": _cost(b.per_report),
-            "metric": _costs(b.per_window, b.lifetime), "collection": _costs(spec.budget.per_window,
-                                                                              spec.budget.lifetime),
-            "window_seconds": spec.window_seconds}
-
-
-def _decode_all(out: Path, specs: Mapping[str, CollectionSpec], summary: JobSummary, confidence: float,
-                alpha: float) -> list[dict[str, Any]]:
-    """One entry per aggregate, then one (with no reports) per spec metric without an aggregate."""
-    entries = [_decode_one(out / "aggregates" / f"{name}{AGG_SUFFIX}", info["metric"], specs, confidence, alpha)
-               for name, info in summary.aggregates.items()]
-    seen = {(e["metric"], e["params_fingerprint"]) for e in entries}
-    for spec in specs.values():
-        for m in spec.metrics.values():
-            if (m.name, m.params_fingerprint) not in seen:
-                seen.add((m.name, m.params_fingerprint))
-                entries.append(_metric_entry(spec, m, n=0, rejected={}))
-    return sorted(entries, key=lambda e: (e["metric"], e["params_fingerprint"]))
-
-
-def _metric_entry(spec: CollectionSpec, m: MetricSpec, *, n: int, rejected: Mapping[str, int]) -> dict[str, Any]:
-    return {"key": None, "metric": m.name, "description": m.description, "protocol": m.protocol,
-            "params_fingerprint": m.params_fingerprint, "spec": spec.name, "n": n,
-            "rejected": dict(sorted(rejected.items())), "privacy": privacy_entry(spec, m), "confidence": None,
-            "kind": None, "rows": [], "detected": None, "notes": [], "error": None}
-
-
-def _decode_one(path: Path, metric: str, specs: Mapping[str, CollectionSpec], confidence: float,
-                alpha: float) -> dict[str, Any]:
-    """Decode one aggregate file as ``ldp decode`` does; a metric that cannot be decoded (no candidate
-    dictionary, say) keeps its counts and says why in ``error``."""
-    from ldp.server.decode import decode_aggregate, find_metric, load_candidates
-    from ldp.server.store import read_aggregate
-
-    agg = read_aggregate(path)
-    m = find_metric(agg, specs, metric)
-    spec = next(s for s in specs.values() if s.metrics.get(m.name) is m)
-    entry = _metric_entry(spec, m, n=agg.n, rejected=agg.rejected)
-    entry["key"] = path.name[:-len(AGG_SUFFIX)]
-    try:
-        est = decode_aggregate(agg, load_candidates(spec, m.name), confidence=confidence, alpha=alpha)
-    except (ValueError, ArithmeticError) as exc:
-        from ldp.errors import error_text
-
-        logger.warning("fold: cannot decode %s: %s", entry["key"], error_text(exc))
-        entry["error"] = error_text(exc)
-        return entry
-    entry.update(estimate_rows(est))
-    entry["confidence"] = confidence
-    return entry
-
-
-def estimate_rows(est: Any) -> dict[str, Any]:
-    """Any decoder's result as ``kind`` (counts, mean or multi), ``rows`` of item, estimate, std_error,
-    ci_low, ci_high (and detected where the protocol detects), ``detected`` items (or ``None``) and notes."""
-    from ldp.decoders.mean_results import MeanEstimate
-    from ldp.decoders.multi import MultiEstimates
-
-    if isinstance(est, MeanEstimate):
-        return {"kind": "mean", "rows": [{"item": "mean", "estimate": est.mean, "std_error": est.std_error,
-                                          "ci_low": est.ci_low, "ci_high": est.ci_high}],
-                "detected": None, "notes": list(est.notes)}
-    if isinstance(est, MultiEstimates):
-        rows = [{"item": f"{r.pop('attribute')}: {r.pop('item')}", **r} for r in est.rows()]
-        notes = [f"{name}: {n}" for name, e in est.items() for n in e.notes]
-        return {"kind": "multi", "rows": rows, "detected": None, "notes": notes}
-    rows = [{"item": str(r["item"]), "estimate": r["count"], "std_error": r["std_error"], "ci_low": r["ci_low"],
-             "ci_high": r["ci_high"], **({"detected": bool(r["detected"])} if "detected" in r else {})}
-            for r in est.to_dicts()]
-    detected = [r["item"] for r in rows if r.get("detected")] if "detected" in est.extra else None
-    return {"kind": "counts", "rows": rows, "detected": detected, "notes": list(est.notes)}
+            "window_seconds": spec.window_seconds, "budget": costs(spec.budget.per_window, spec.budget.lifetime)}
 
 
 def _json_safe(obj: Any) -> Any:
@@ -256,18 +189,23 @@ def _json_safe(obj: Any) -> Any:
 class Watcher:
     """Run :func:`fold_app` for every app every ``every_seconds`` in a background thread.
 
-    ``apps`` maps each app's name to its specs (files, or ``{fingerprint: spec}``). A fold that
+    ``apps`` maps each app's name to its specs (files, or ``{fingerprint: spec}``); ``windows`` is how many
+    windows each metric keeps decoded, ``segment_max_seconds`` the collector's segment age (both written to
+    ``estimates.json`` with the period, while the thread runs, for the dashboard's next-fold time). A fold that
     fails is logged and retried at the next tick; folds never overlap (one at a time in this
     process; a file lock per app across processes). :meth:`startup_hook` and :meth:`shutdown_hook`
     are for :func:`ldp.collector.app.create_app`'s ``on_startup`` and ``on_shutdown``."""
 
     def __init__(self, data_dir: str | os.PathLike[str], apps: Mapping[str, Specs], every_seconds: float, *,
                  fold: Callable[..., dict[str, Any]] = fold_app, confidence: float = 0.95,
-                 alpha: float = 0.05) -> None:
+                 alpha: float = 0.05, windows: int = DEFAULT_WINDOWS, segment_max_seconds: float | None = None
+                 ) -> None:
         if not every_seconds > 0:
             raise ValueError(f"every_seconds must be > 0, got {every_seconds!r}")
         self.data_dir, self.apps, self.every_seconds = Path(data_dir), dict(apps), float(every_seconds)
-        self._fold, self._options = fold, {"confidence": confidence, "alpha": alpha}
+        self._fold = fold
+        self._options: dict[str, Any] = {"confidence": confidence, "alpha": alpha, "windows": windows,
+                                         "segment_max_seconds": segment_max_seconds}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -290,7 +228,8 @@ class Watcher:
                 if stoppable and self._stop.is_set():
                     break  # shutting down: the other apps wait for the next start
                 try:
-                    out[app] = self._fold(self.data_dir, app, specs, **self._options)
+                    every = self.every_seconds if self.running else None  # by hand: no next fold promised
+                    out[app] = self._fold(self.data_dir, app, specs, every_seconds=every, **self._options)
                     self.folds += 1
                 except FoldBusyError as exc:
                     logger.info("fold %s skipped: %s", app, exc)
@@ -328,7 +267,9 @@ class Watcher:
         """A watcher of every app of a collector config, every ``every_seconds`` (default: its
         ``[fold].every_seconds``, which must then be > 0)."""
         every = config.fold_every_seconds if every_seconds is None else every_seconds
-        return cls(config.data_dir, {name: app.specs for name, app in config.apps.items()}, every)
+        return cls(config.data_dir, {name: app.specs for name, app in config.apps.items()}, every,
+                   windows=config.fold_windows,
+                   segment_max_seconds=config.limits.segment_max_seconds)
 
     async def startup_hook(self, app: object = None) -> None:
         """An ``on_startup`` hook for :func:`ldp.collector.app.create_app`: :meth:`start`."""

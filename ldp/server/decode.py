@@ -18,13 +18,14 @@ from typing import Any
 
 from ldp.decoders.base import Aggregate
 from ldp.extras import install_hint
-from ldp.server.fold import parse_key_name
-from ldp.server.store import AGG_SUFFIX, read_aggregate
+from ldp.server.fold import key_name, parse_key_name
+from ldp.server.store import AGG_SUFFIX, aggregate_files_in, read_aggregate
 from ldp.spec import CollectionSpec, MetricSpec
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["find_metric", "load_candidates", "decode_aggregate", "decode_file", "write_estimates", "plot_estimates"]
+__all__ = ["find_metric", "load_candidates", "decode_aggregate", "decode_file", "parse_window", "select_aggregate",
+           "write_estimates", "plot_estimates"]
 
 
 def find_metric(agg: Aggregate, specs: Mapping[str, CollectionSpec], metric: str | None = None) -> MetricSpec:
@@ -74,17 +75,88 @@ def decode_aggregate(agg: Aggregate, candidates: Sequence[str] | None = None, *,
     return agg.decode(given, confidence=confidence, alpha=alpha, top=top, selection=selection)
 
 
-def decode_file(path: str | os.PathLike[str], specs: Mapping[str, CollectionSpec], *, metric: str | None = None,
-                candidates: str | os.PathLike[str] | None = None, **options: Any) -> tuple[MetricSpec, Any]:
-    """Read an aggregate file and decode it: ``(metric, estimates)``."""
-    agg = read_aggregate(path)
-    name = Path(path).name
-    if metric is None and name.endswith(AGG_SUFFIX):
+def parse_window(text: str) -> int | str:
+    """A window as given on the command line or in ``?window=``: ``latest``, ``all`` or a window index (the
+    spec's ``floor(unix time / window_seconds)``, as envelopes carry it); ``ValueError`` otherwise."""
+    from ldp.spec.envelope import MAX_WINDOW
+
+    if text in ("latest", "all"):
+        return text
+    if not (0 < len(text) <= 20 and text.isascii() and text.isdigit()) or int(text) > MAX_WINDOW:
+        raise ValueError(f"a window is 'latest', 'all' or an index from 0 to {MAX_WINDOW}, got {text[:40]!r}")
+    return int(text)
+
+
+def select_aggregate(paths: Sequence[str | os.PathLike[str]], *, window: int | str | None = None,
+                     metric: str | None = None) -> tuple[str | None, Aggregate, str]:
+    """The aggregate to decode among ``paths`` (aggregate files, or job folders and folders of them): with
+    ``window``, the files of that window (an index, ``"latest"``, or ``"all"``: every window merged); with
+    ``metric``, that metric's. Files of the same name are merged. Returns the metric named by the files (or
+    ``None``), the aggregate and what was chosen, in words. ``ValueError`` naming the windows and metrics
+    there are when the choice is missing or ambiguous."""
+    files = [f for p in paths for f in aggregate_files_in(p)]
+    if not files:
+        raise ValueError("no .agg file among " + ", ".join(os.fspath(p) for p in paths))
+    if len(files) == 1 and window is None:
+        return None, read_aggregate(files[0]), os.fspath(files[0])
+    keys: dict[Path, tuple[str, str, int | None]] = {}
+    for f in files:
         try:
-            metric = parse_key_name(name[:-len(AGG_SUFFIX)])[0]
+            keys[f] = parse_key_name(f.name[:-len(AGG_SUFFIX)] if f.name.endswith(AGG_SUFFIX) else f.name)
         except ValueError:
-            pass
-    m = find_metric(agg, specs, metric)
+            raise ValueError(f"{f}: not named metric.fingerprint[.wWINDOW].agg, so its metric and window are "
+                             "unknown: decode it alone, without --window") from None
+    if metric is not None:
+        keys = {f: k for f, k in keys.items() if k[0] == metric}
+        if not keys:
+            raise ValueError(f"no aggregate of metric {metric!r}; the metrics there are: "
+                             + ", ".join(sorted({k[0] for k in map(_key_of, files)})))
+    windows = sorted({k[2] for k in keys.values() if k[2] is not None})
+    listed = ", ".join(map(str, windows)) or "none (the aggregates are not per window: made without --by-window)"
+    if window is None:
+        if len(set(keys.values())) > 1 and windows:
+            raise ValueError(f"the aggregates given hold several windows ({listed}): pass --window W, latest or all")
+    elif window == "all":
+        keys = {f: (k[0], k[1], None) for f, k in keys.items()}
+    else:
+        if not windows:
+            raise ValueError(f"no aggregate for window {window}: the windows there are {listed}")
+        chosen = windows[-1] if window == "latest" else window
+        keys = {f: k for f, k in keys.items() if k[2] == chosen}
+        if not keys:
+            raise ValueError(f"no aggregate for window {window}; the windows there are: {listed}")
+    names = sorted({key_name(k) for k in keys.values()})
+    if len(names) > 1:
+        raise ValueError("the aggregates chosen are of several metrics or parameters (" + ", ".join(names) + "): "
+                         "pass --metric, or one file")
+    agg: Aggregate | None = None
+    for f in sorted(keys):
+        one = read_aggregate(f)
+        agg = one if agg is None else agg.merge(one)
+    assert agg is not None
+    return next(iter(keys.values()))[0], agg, names[0]
+
+
+def _key_of(f: Path) -> tuple[str, str, int | None]:
+    return parse_key_name(f.name[:-len(AGG_SUFFIX)])
+
+
+def decode_file(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                specs: Mapping[str, CollectionSpec], *, metric: str | None = None,
+                candidates: str | os.PathLike[str] | None = None, window: int | str | None = None,
+                **options: Any) -> tuple[MetricSpec, Any]:
+    """Read an aggregate file (or choose and merge among files and job folders, :func:`select_aggregate`,
+    e.g. one ``window``) and decode it: ``(metric, estimates)``."""
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    named, agg, _ = select_aggregate(paths, window=window, metric=metric)
+    if metric is None and named is None and len(paths) == 1:
+        name = Path(paths[0]).name
+        if name.endswith(AGG_SUFFIX):
+            try:
+                named = parse_key_name(name[:-len(AGG_SUFFIX)])[0]
+            except ValueError:
+                pass
+    m = find_metric(agg, specs, metric or named)
     spec = next(s for s in specs.values() if s.metrics.get(m.name) is m)
     return m, decode_aggregate(agg, load_candidates(spec, m.name, candidates), **options)
 

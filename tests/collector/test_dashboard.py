@@ -73,8 +73,9 @@ def test_the_page_shows_every_metric_with_its_numbers(data):
     assert "Test &lt;b&gt;collection&lt;/b&gt;" in html
     for m in doc["metrics"]:
         assert f">{m['metric']}</h3>" in html
-        assert f"Estimates of {m['metric']}</caption>" in html
-        for row in m["rows"][:3]:
+        assert f"Estimates of {m['metric']} in the window of 2024-10-04</caption>" in html  # window 20000
+        assert f"{m['metric']} per window</caption>" in html
+        for row in m["windows"][-1]["rows"][:3]:
             for key in ("estimate", "ci_low", "ci_high", "std_error"):
                 assert f"<td>{format_number(row[key])}</td>" in html
     assert "Last folded at <time" in html and doc["folded_at"] in html
@@ -85,7 +86,7 @@ def test_the_page_shows_every_metric_with_its_numbers(data):
     for tag in ("header", "main", "section", "caption", "figure", "figcaption", "dl"):
         assert tag in names
     svgs = re.findall(r"<svg.*?</svg>", html, re.S)
-    assert len(svgs) == 4
+    assert len(svgs) == 8  # a time series and the latest window's chart per metric
     for svg in svgs:
         root = ET.fromstring(svg)
         assert root.get("role") == "img" and root.find(f"{SVG}title").text and root.find(f"{SVG}desc").text
@@ -98,16 +99,23 @@ def test_the_page_shows_every_metric_with_its_numbers(data):
 def test_a_hostile_string_is_escaped_everywhere():
     evil = "</title><script>alert(1)</script><svg onload=x>&"
     rows = [{"item": evil, "estimate": 5.0, "std_error": 1.0, "ci_low": 3.0, "ci_high": 7.0, "detected": True}]
+    window = {"window": 20000, "start": "2024-10-04T00:00:00Z", "end": "2024-10-05T00:00:00Z", "open": False,
+              "key": evil, "n": 1, "rejected": {}, "kind": "counts", "rows": rows, "detected": [evil],
+              "notes": [evil], "error": None, "confidence": 0.95}
     doc = {"folded_at": "2026-01-01T00:00:00Z", "checked_at": evil, "specs": [{"name": evil, "description": evil}],
            "segments": 1, "records": 1, "accepted": 1, "rejected": {evil: 1}, "warnings": [evil],
            "metrics": [{"metric": evil, "description": evil, "protocol": evil, "n": 1, "rejected": {evil: 2},
                         "privacy": {"per_report": {"text": evil}}, "kind": "counts", "rows": rows,
-                        "detected": [evil], "notes": [evil], "error": None, "confidence": 0.95}]}
-    html = render_page({evil: doc}, {"apps": {evil: {evil: evil}}}, refresh_seconds=5)
+                        "detected": [evil], "notes": [evil], "error": None, "confidence": 0.95,
+                        "window_seconds": 86400, "window_n": {"20000": 1}, "latest": 20000, "windows": [window]}]}
+    html = render_page({evil: doc}, {"apps": {evil: {evil: evil, "accepted": 3}}}, refresh_seconds=5)
     parse(html)
-    assert "<script" not in html and "onload=x>" not in html and "</title><" not in html
+    assert "<script" not in html and "onload=x>" not in html and "</title><script" not in html
     assert html.count("&lt;script&gt;") >= 10
-    ET.fromstring(re.search(r"<svg.*?</svg>", html, re.S).group(0))
+    svgs = re.findall(r"<svg.*?</svg>", html, re.S)
+    assert len(svgs) == 2
+    for svg in svgs:
+        ET.fromstring(svg)
 
 
 def test_apps_not_folded_yet_and_metrics_without_reports(spec, spec_path, tmp_path):

@@ -1,11 +1,15 @@
-"""From device to dashboard, as a person would use it (issue 22, item 5).
+"""From device to dashboard, as a person would use it (issue 22, item 5; issue 30, items 6 and 7).
 
 A real ``python -m ldp serve`` on a loopback port (a TOML config, a bearer token, a collection spec of two
-metrics, folding every second); simulated devices that record reports with ``TelemetryClient`` and send them
-with ``TelemetryClient.upload``; then the dashboard in a real headless Chromium (Debian's, driven by
-Playwright), checked by what it shows: each metric's name and number of reports, estimates near the truth
-with their confidence intervals, the privacy cost, the chart; no console error; the same text without
-JavaScript; no sideways scrolling on a phone-sized screen. A full-page screenshot is kept as an artifact.
+metrics, folding every second); simulated devices that record reports with ``TelemetryClient`` on three days
+(the last two days and today) and send them all at once with ``TelemetryClient.upload``, as a device offline
+for two days would. First the segment stays open (``segment_max_seconds`` is an hour): the page says the
+reports wait for the next fold. Then the collector is restarted (a stop closes the open segment) and folds
+them: the dashboard in a real headless Chromium (Debian's, driven by Playwright) is checked by what it shows:
+each metric's name and number of reports, a time series of three windows with confidence bands (counted in
+SVG elements), the latest window's estimates near the truth with their confidence intervals, the privacy cost;
+no console error; the same text without JavaScript; no sideways scrolling on a phone-sized screen. Full-page
+screenshots are kept as artifacts.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ LABELS = ["games", "social", "news", "other"]
 SHARES = [0.4, 0.3, 0.2, 0.1]  # of app_category; dark mode is on for DARK_SHARE of the devices
 DARK_SHARE = 0.35
 CLIENTS = 4                    # simulated apps, each standing for DEVICES_EACH devices (the budget allows it)
-DEVICES_EACH = 750
+DEVICES_EACH = 250
 DEVICES = CLIENTS * DEVICES_EACH
+DAYS = 3                       # the same devices report on the last two days and today
 METRICS: dict[str, dict[str, Any]] = {
     "app_category": {"description": "Category of the app used most today.", "protocol": "grr",
                      "params": {"epsilon": 2.0, "domain_size": 4, "labels": LABELS}, "budget": {"per_report": 2.0}},
@@ -72,21 +77,28 @@ def write_config(tmp: Path, token: str) -> Path:
 
     (tmp / "spec.json").write_text(json.dumps(SPEC))
     config = tmp / "collector.toml"
-    config.write_text(f'data_dir = "data"\n[limits]\nsegment_max_seconds = 1\n[fold]\nevery_seconds = 1\n'
+    # an hour: the segment stays open until the collector stops, so the reports wait for a fold meanwhile
+    config.write_text(f'data_dir = "data"\n[limits]\nsegment_max_seconds = 3600\n[fold]\nevery_seconds = 1\n'
                       f'[apps.{APP}]\ntoken_sha256 = "{token_sha256(token)}"\nspecs = ["spec.json"]\n')
     return config
 
 
 def run_devices(tmp: Path, url: str, token: str) -> int:
-    """Record every device's reports and upload them; return the number of reports acknowledged."""
+    """Record every device's reports on each of the DAYS days (a clock set to that day) and upload them all at
+    once; return the number of reports acknowledged."""
     acked = 0
+    now = [0.0]
     for c in range(CLIENTS):
         values = device_values(c)
-        with TelemetryClient(tmp / "spec.json", tmp / f"device{c}.sqlite", rng=1000 + c, simulation=True) as client:
-            client.record_many(values)
+        with TelemetryClient(tmp / "spec.json", tmp / f"device{c}.sqlite", rng=1000 + c, simulation=True,
+                             clock=lambda: now[0]) as client:
+            for day in range(DAYS - 1, -1, -1):
+                now[0] = time.time() - day * 86400
+                client.record_many(values)
+            now[0] = time.time()
             result = client.upload(url, token, timeout=10.0, max_attempts=4)
             counts = client.counts()
-        assert result.stopped == "empty" and result.acknowledged == result.accepted == len(values), result
+        assert result.stopped == "empty" and result.acknowledged == result.accepted == DAYS * len(values), result
         assert not result.rejected and not result.duplicates, result
         assert all(m["pending"] == 0 and m["uploaded"] == m["reports"] for m in counts.values()), counts
         acked += result.acknowledged
@@ -107,6 +119,19 @@ def wait_for_fold(served: Served, reports: int) -> dict[str, Any]:
     raise AssertionError(f"the reports were not folded within {FOLD_TIMEOUT} s: {json.dumps(doc)[:2000]}")
 
 
+def wait_for_waiting(served: Served, reports: int) -> dict[str, Any]:
+    """Poll GET /v1/estimates until the collector counts the reports and says when they will be folded."""
+    deadline = time.monotonic() + FOLD_TIMEOUT
+    body: Any = None
+    while time.monotonic() < deadline:
+        status, body = get_json(served.port, "/v1/estimates")
+        state = (body.get("waiting") or {}).get(APP) if status == 200 else None
+        if state and state["reports"] == reports and state["next_fold_at"] and state["open_segment_closes_at"]:
+            return dict(state)
+        time.sleep(0.2)
+    raise AssertionError(f"the reports were not waiting within {FOLD_TIMEOUT} s: {json.dumps(body)[:2000]}")
+
+
 def number(text: str) -> float:
     return float(text.replace(",", "").strip())
 
@@ -122,28 +147,52 @@ def estimates_table(section: Locator, metric: str) -> dict[str, dict[str, float]
     return rows
 
 
+def check_waiting(page: Page, reports: int) -> None:
+    """Before the fold: the page says how many reports wait and until when (the open segment's close)."""
+    from playwright.sync_api import expect
+
+    status = page.get_by_role("status")
+    expect(status).to_contain_text(f"{reports:,} reports waiting for the next fold at ")
+    expect(status).to_contain_text("folded only once it closes, by ")
+    text = page.inner_text("body")
+    assert re.search(r"Reports accepted by the collector\s+" + re.escape(f"{reports:,}"), text), text[:3000]
+    assert text.count("No reports yet.") == len(METRICS), text[:3000]
+
+
 def check_page(page: Page, folded: Mapping[str, Any]) -> None:
-    """What a person sees: names, report counts, estimates near the truth with CIs, privacy costs, charts."""
+    """What a person sees: names, report counts, a time series of DAYS windows with confidence bands, the latest
+    window's estimates near the truth with CIs, privacy costs, charts."""
     from playwright.sync_api import expect
 
     expect(page.get_by_role("heading", name="LDP estimates", level=1)).to_be_visible()
     expect(page.get_by_role("heading", name=f"App {APP}")).to_be_visible()
     text = page.inner_text("body")
     assert re.search(r"Reports aggregated\s+" + re.escape(f"{folded['accepted']:,}"), text), text[:3000]
+    assert page.get_by_role("status").count() == 0  # nothing waits any more
     true = truth()
     for metric, spec in METRICS.items():
         section = page.get_by_role("region", name=metric)
         expect(section.get_by_role("heading", name=metric)).to_be_visible()
         shown = section.inner_text()
         assert spec["description"] in shown
-        assert re.search(r"Reports\s+" + re.escape(f"{DEVICES:,}") + r"\b", shown), shown
+        assert re.search(r"Reports in all windows\s+" + re.escape(f"{DAYS * DEVICES:,}") + r"\b", shown), shown
+        assert re.search(r"Reports in the latest window\s+" + re.escape(f"{DEVICES:,}") + r"\b", shown), shown
+        assert re.search(r"Windows with reports\s+" + str(DAYS) + r"\b", shown), shown
         assert re.search(r"Privacy cost per report\s+" + re.escape(COST[metric]), shown), shown
         assert re.search(r"Per device per window \(86,400 s\)\s+this metric: no cap; all metrics: ε=10000\b", shown), \
             shown
-        chart = section.get_by_role("img", name=re.compile(rf"^{metric}: estimated number of clients"))
-        expect(chart).to_be_visible()
-        box = chart.bounding_box()
+        assert "estimated number of clients" not in shown
+        series = section.get_by_role("img", name=re.compile(
+            rf"^{metric}: estimated reports in the window, window by window \(1 day\)"))
+        expect(series).to_be_visible()
+        items = len(true[metric])
+        assert series.locator("circle.point").count() == DAYS * items  # a point per window and item
+        assert series.locator("polygon.ci-band").count() == items     # one band per item over the DAYS windows
+        box = series.bounding_box()
         assert box is not None and box["width"] > 100 and box["height"] > 50, box
+        expect(section.get_by_role("table", name=f"{metric} per window")).to_be_visible()
+        chart = section.get_by_role("img", name=re.compile(rf"^{metric}: estimated reports in the window of "))
+        expect(chart).to_be_visible()
         rows = estimates_table(section, metric)
         assert set(rows) == set(true[metric]), (metric, rows)
         for item, count in true[metric].items():
@@ -161,15 +210,26 @@ def test_devices_upload_and_the_dashboard_shows_estimates(tmp_path: Path) -> Non
     t0 = time.monotonic()
     token = new_token()
     config = write_config(tmp_path, token)
-    with serve(config, tmp_path / "server.log") as served:
-        reports = run_devices(tmp_path, served.url + "/v1/reports", token)
-        assert reports == DEVICES * len(METRICS)
-        folded = wait_for_fold(served, reports)
-        print(f"e2e: {reports} reports uploaded and folded in {time.monotonic() - t0:.1f} s")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            with serve(config, tmp_path / "server.log") as served:
+                reports = run_devices(tmp_path, served.url + "/v1/reports", token)
+                assert reports == DAYS * DEVICES * len(METRICS)
+                state = wait_for_waiting(served, reports)
+                print(f"e2e: {reports} reports uploaded, waiting: {state['text']}")
+                page = browser.new_page(viewport={"width": 1200, "height": 900})
+                page.goto(served.url + "/")
+                waiting = artifact_dir(tmp_path) / "e2e-dashboard-waiting.png"
+                page.screenshot(path=str(waiting), full_page=True)
+                print(f"e2e: waiting screenshot: {waiting}")
+                check_waiting(page, reports)
+                page.close()
+            assert served.proc.returncode in (0, -15), served.tail()  # a graceful stop closes the open segment
 
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
+            with serve(config, tmp_path / "server.log") as served:
+                folded = wait_for_fold(served, reports)
+                print(f"e2e: {reports} reports uploaded and folded in {time.monotonic() - t0:.1f} s")
                 errors: list[str] = []
                 page = browser.new_page(viewport={"width": 1200, "height": 900})
                 page.on("console", lambda m: errors.append(f"{m.text} ({m.location.get('url')})")
@@ -201,8 +261,8 @@ def test_devices_upload_and_the_dashboard_shows_estimates(tmp_path: Path) -> Non
                 width = page3.evaluate("document.documentElement.scrollWidth")
                 assert width <= 380, f"the page scrolls sideways at 380 px: scrollWidth {width}"
                 phone.close()
-            finally:
-                browser.close()
+        finally:
+            browser.close()
     assert served.proc.returncode in (0, -15), served.tail()  # a graceful stop
     assert token not in served.log.read_text(errors="replace")
     print(f"e2e: total {time.monotonic() - t0:.1f} s")
