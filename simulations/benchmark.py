@@ -503,6 +503,7 @@ def _register_protocol_sections() -> None:
     """Protocol sections kept in their own files (``simulations/bench_*.py``)."""
     import bench_association
     import bench_collector
+    import bench_connections
     import bench_fold
     import bench_hostile
     import bench_ingest
@@ -538,6 +539,7 @@ def _register_protocol_sections() -> None:
     bench_fold.register(sys.modules[__name__])
     bench_startup.register(sys.modules[__name__])
     bench_collector.register(sys.modules[__name__])
+    bench_connections.register(sys.modules[__name__])
 
 
 def _v_opt(eps: float, d: int) -> tuple[float, str]:

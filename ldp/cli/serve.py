@@ -32,7 +32,8 @@ def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.Argument
     srv.add_argument("--config", "-c", metavar="FILE", help="the collector's TOML config (required to serve)")
     srv.add_argument("--host", default="127.0.0.1",
                      help="address to listen on (default 127.0.0.1; TLS terminates at a reverse proxy)")
-    srv.add_argument("--port", type=number(int, 1, 65535), default=8000, help="port (default 8000)")
+    srv.add_argument("--port", type=number(int, 0, 65535), default=8000,
+                     help="port (default 8000; 0: any free port, named in the start-up line)")
     srv.add_argument("--app", metavar="NAME", help="with token: the app the printed config lines are for")
     return srv
 
@@ -88,8 +89,7 @@ def _access_log_to_stderr() -> None:
 
 def _serve(config_path: str, host: str, port: int) -> int:
     try:
-        import uvicorn
-
+        from ldp.collector import http
         from ldp.collector.service import create_service
     except ImportError as exc:
         raise ImportError(f"ldp serve needs starlette and uvicorn: {pip_install('serve')} ({exc})") from None
@@ -100,11 +100,12 @@ def _serve(config_path: str, host: str, port: int) -> int:
         print(f"ldp serve: warning: listening on {host}, not a loopback address: put a TLS-terminating reverse "
               "proxy in front (tokens travel in the Authorization header)", file=sys.stderr)
     _access_log_to_stderr()
+    http.limit_server_log()
+    open_files = http.raise_open_files_limit()
     app = create_service(config)
-    server = uvicorn.Server(uvicorn.Config(
-        app, host=host, port=port, log_config=None, access_log=False, lifespan="on", limit_concurrency=1024,
-        timeout_keep_alive=5, timeout_graceful_shutdown=int(config.limits.body_timeout_seconds) + 5,
-        server_header=False))
+    app.state.connection_stats = stats = http.ConnectionStats()  # open connections, deadline closes
+    server = http.ListeningServer(http.server_config(app, config.limits, host=host, port=port, stats=stats),
+                                  http.print_startup_line(config, open_files))
     server.run()  # SIGTERM/SIGINT: stop accepting, finish the requests, then the lifespan closes the segments
     if not server.started:
         print(f"ldp serve: error: could not start on {host}:{port} (see the messages above)", file=sys.stderr)
