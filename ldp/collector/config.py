@@ -37,8 +37,8 @@ class Limits:
     as a duplicate for ``dedup_horizon_seconds`` after it was stored (:mod:`ldp.collector.journal`).
     ``header_timeout_seconds`` bounds the time from a connection's accept (or its last answer) to the end
     of the next request's headers, ``idle_timeout_seconds`` the time without a byte while no request is
-    in progress, and ``max_header_bytes`` a request's line and headers (a connection's buffer before its
-    request starts)."""
+    in progress, and ``max_header_bytes`` what a connection may buffer while its request's headers are
+    incomplete (400 beyond)."""
 
     max_body_bytes: int = 4 * 2**20
     max_decompressed_bytes: int = 32 * 2**20
@@ -53,7 +53,7 @@ class Limits:
     dedup_horizon_seconds: float = 90 * 86400.0
     header_timeout_seconds: float = 10.0
     idle_timeout_seconds: float = 5.0
-    max_header_bytes: int = 16384
+    max_header_bytes: int = 8192
 
 
 @dataclass(frozen=True)
