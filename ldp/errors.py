@@ -14,6 +14,8 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     │   └── EnvelopeError                    a rejected upload line                 (ldp.spec.envelope)
     ├── SpecError, ValueError                an invalid collection spec             (ldp.spec.schema)
     ├── UploadError                          an upload that stopped                 (ldp.client.uploader)
+    │   └── UploadProtocolError              an answer that is not a sane answer    (ldp.client.uploader)
+    ├── ThreadMisuseError, RuntimeError      a client used from another thread      (ldp.client.runtime)
     ├── AggregateFormatError, ValueError     bytes that are not an aggregate        (ldp.decoders.aggregate_file)
     ├── CandidateLimitError, ValueError      too many SFP candidate words           (ldp.decoders.sfp)
     ├── InputError, ValueError               an unreadable input file               (ldp.server.readers)
@@ -43,7 +45,8 @@ if TYPE_CHECKING:  # annotations only: this module imports nothing of ldp
 
 __all__ = [
     "LdpError", "LdpWarning", "BudgetExceeded", "LedgerError", "LedgerDamagedError", "ClockError", "StateError",
-    "AuditError", "ReportError", "EnvelopeError", "SpecError", "UploadError", "AggregateFormatError",
+    "AuditError", "ReportError", "EnvelopeError", "SpecError", "UploadError", "UploadProtocolError",
+    "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
     "WriterClosed", "FoldBusyError", "MissingExtraError", "SeededRandomnessWarning", "PrivacyLeakWarning",
     "ReproductionOnlyWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
@@ -155,6 +158,17 @@ class UploadError(LdpError):
         self.status = status
         self.reason = reason
         self.result = result
+
+
+class UploadProtocolError(UploadError):
+    """A collector's 2xx answer that is not a sane answer of the upload protocol (not JSON, over the size limit,
+    another batch id, counts that are missing, not integers, negative, or do not add up to the lines sent):
+    nothing was acknowledged, and ``reason`` says what was wrong."""
+
+
+class ThreadMisuseError(LdpError, RuntimeError):
+    """A :class:`~ldp.client.TelemetryClient` used from a thread other than the one that created it (its
+    SQLite connection stays in that thread); raised before the state file is touched."""
 
 
 # -- the server side: aggregates, decoding, batch jobs ----------------------------------------------------------

@@ -33,7 +33,7 @@ from ldp.client.outbox import ClientOutbox, PendingItem
 from ldp.client.state import STATE_FORMAT, StateFile, at
 from ldp.client.uploader import Opener, UploadError, UploadResult, upload
 from ldp.encoders.base import Encoder
-from ldp.errors import BudgetExceeded, LedgerError, StateError
+from ldp.errors import BudgetExceeded, LedgerError, StateError, ThreadMisuseError, UploadProtocolError
 from ldp.privacy.accountant import PrivacyCost
 from ldp.privacy.ledger import BudgetLedger, BudgetPolicy, Reservation
 from ldp.protocols import client_protocols
@@ -41,7 +41,7 @@ from ldp.randomness import SeededRandomnessWarning, client_source, is_seeded
 from ldp.spec import CollectionSpec, Envelope
 
 __all__ = ["TelemetryClient", "StateError", "PendingItem", "STATE_FORMAT", "BudgetExceeded", "UploadError",
-           "UploadResult"]
+           "UploadResult", "ThreadMisuseError", "UploadProtocolError"]
 
 logger = logging.getLogger(__name__)
 """Events and counts only (a state file opened, reports recorded or refused, uploads acknowledged):
@@ -66,8 +66,9 @@ class TelemetryClient:
     :class:`~ldp.privacy.ledger.ClockError` with nothing written). ``rng`` is the OS CSPRNG by default; a
     seed makes every device given it report the same noise, so it needs ``simulation=True`` (a
     ``ValueError`` otherwise), and the state file then records that it was used so (opening such a
-    file later without ``simulation=True`` warns). One instance per thread; any number of processes
-    may share ``state_path``.
+    file later without ``simulation=True`` warns). One instance per thread (used from another thread, it
+    raises :class:`~ldp.errors.ThreadMisuseError`, touching nothing); any number of instances, in threads or
+    processes, may share ``state_path``.
     """
 
     def __init__(self, spec: CollectionSpec | str | os.PathLike[str], state_path: str | os.PathLike[str], *,
@@ -145,6 +146,7 @@ class TelemetryClient:
 
         A bad value raises ``ValueError``/``TypeError`` and a spent budget :class:`BudgetExceeded`,
         both with nothing written. Charge and outbox row are committed together (see the module)."""
+        self._state.check_thread()
         enc = self._encoder(metric)
         prepared = enc.prepare(value)  # invalid values fail here, before any charge
         spec_fp = self.spec.fingerprint
@@ -170,6 +172,7 @@ class TelemetryClient:
           ``index`` is the refused item) and NONE is charged or stored — retry without that item,
           or with ``record`` one by one to keep the ones that fit;
         * a crash before COMMIT keeps nothing of the batch, after COMMIT everything."""
+        self._state.check_thread()
         batch = list(items)
         work = []
         for i, item in enumerate(batch):
@@ -243,20 +246,25 @@ class TelemetryClient:
         """Whether the outbox holds a report not yet acknowledged."""
         return self._outbox.has_pending()
 
-    def upload(self, url: str, token: str, *, timeout: float = 30.0, max_attempts: int = 8, gzip: bool = True,
-               max_delay: float = 300.0, opener: Opener | None = None, sleep: Callable[[float], None] = time.sleep,
-               clock: Callable[[], float] | None = None) -> UploadResult:
+    def upload(self, url: str, token: str, *, timeout: float = 30.0, call_timeout: float | None = None,
+               max_attempts: int = 8, gzip: bool = True, max_delay: float = 300.0, opener: Opener | None = None,
+               sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] | None = None
+               ) -> UploadResult:
         """Upload the outbox to an ``ldp serve`` collector (``POST url``, bearer ``token``) until it is
-        empty or the upload interval stops it; return what was done.
+        empty, the upload interval stops it or ``call_timeout`` seconds have passed; return what was done.
 
         Each batch is pinned in the state file (its outbox ids and its id) before it is first sent,
-        and acknowledged only after a 2xx naming its id, so a retry, a crash or a lost answer resends
+        and acknowledged only after a sane 2xx naming its id, so a retry, a crash or a lost answer resends
         the same lines under the same id, and the collector stores them once. Raises
         :class:`~ldp.client.uploader.UploadError` (the batch stays pinned and pending) when the collector
-        refuses it or it is not delivered in ``max_attempts`` tries. ``opener``, ``sleep`` and
+        refuses it or it is not delivered in ``max_attempts`` tries, and
+        :class:`~ldp.errors.UploadProtocolError` when its 2xx answer is not sane. ``timeout``: seconds for one
+        request, from connecting to the end of its answer; ``call_timeout``: seconds for the whole call (``None``:
+        no limit), after which the rest stays in the outbox (``stopped="deadline"``). ``opener``, ``sleep`` and
         ``clock`` (default: the client's) are for tests. See :mod:`ldp.client.uploader`."""
-        return upload(self, url, token, timeout=timeout, max_attempts=max_attempts, gzip=gzip, max_delay=max_delay,
-                      opener=opener, sleep=sleep, clock=clock or self._clock)
+        self._state.check_thread()
+        return upload(self, url, token, timeout=timeout, call_timeout=call_timeout, max_attempts=max_attempts,
+                      gzip=gzip, max_delay=max_delay, opener=opener, sleep=sleep, clock=clock or self._clock)
 
     # -- transparency ----------------------------------------------------------------------------
     def spent(self, metric: str | None = None, period: str = "window") -> PrivacyCost:
@@ -287,6 +295,8 @@ class TelemetryClient:
         return out
 
     def close(self) -> None:
+        """Close the state file (from the thread that created the client)."""
+        self._state.check_thread()
         self._ledger.close()
 
     def __enter__(self) -> TelemetryClient:

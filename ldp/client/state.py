@@ -17,10 +17,11 @@ import hashlib
 import hmac
 import secrets
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from ldp.errors import LedgerDamagedError, StateError
+from ldp.errors import LedgerDamagedError, StateError, ThreadMisuseError
 from ldp.privacy.ledger_store import LEDGER_TABLES
 from ldp.reports import canonical_json
 
@@ -63,6 +64,17 @@ class StateFile:
         self.path = path
         self.collection = collection
         self._secret: bytes | None = None
+        self._thread = threading.get_ident()  # the thread that opens the file: its connection stays there
+        self._thread_name = threading.current_thread().name
+
+    def check_thread(self) -> None:
+        """Raise :class:`ThreadMisuseError` when called from another thread than the one that opened the file."""
+        if threading.get_ident() != self._thread:
+            raise ThreadMisuseError(
+                f"this TelemetryClient ({self.path!r}) was created in thread {self._thread_name!r} and is used from "
+                f"thread {threading.current_thread().name!r}: its SQLite connection stays in the thread that "
+                "opened it. Create one TelemetryClient per thread (any number may share the state file: the budget "
+                "is checked and charged under the file's lock), or hand the work to the thread that owns it")
 
     def fail(self, msg: str) -> StateError:
         """The error for a state file that cannot be used: ``msg`` says why."""
@@ -108,7 +120,9 @@ class StateFile:
 
     @contextmanager
     def guard(self) -> Iterator[None]:
-        """Report a file damaged while open as :class:`StateError` (a busy file stays ``OperationalError``)."""
+        """Report a file damaged while open as :class:`StateError` (a busy file stays ``OperationalError``); first,
+        refuse another thread (:meth:`check_thread`) before the file is touched."""
+        self.check_thread()
         try:
             yield
         except LedgerDamagedError as exc:

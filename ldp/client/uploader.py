@@ -3,15 +3,19 @@
 Standard library only (urllib); nothing of :mod:`ldp.client.runtime` is imported. The state side is the
 pinned batch in the client's state file (table ``ldp_client_batch``), reached through the client's batch
 methods (:class:`Outbox`: ``next_batch``, ``split_batch``, ``acknowledge_batch``); the HTTP side is one
-``POST /v1/reports`` per batch part, with
+``POST /v1/reports`` per batch part (:mod:`ldp.client.transport`: each request ends by its deadline), with
 
 * ``Authorization: Bearer <token>``, ``Content-Type: application/x-ndjson``, ``Ldp-Batch-Id``, and
   ``Content-Encoding: gzip`` (``mtime`` 0: the body carries no timestamp) unless ``gzip=False``;
-* a 2xx whose JSON names the batch id acknowledges the part; 413 splits it in two (nothing was
-  stored); 429/503 wait ``Retry-After`` (delta-seconds or HTTP date, capped at ``max_delay``);
-  connection errors, 408, other 5xx and unreadable 2xx answers retry with exponential backoff and
-  full jitter (base 1 s, capped at ``max_delay``), ``max_attempts`` tries per part in all; any other
-  status raises :class:`UploadError`. Redirects are refused (they would carry the token elsewhere).
+* a 2xx whose JSON is a sane answer for the part (:func:`check_answer`: its batch id, counts that add up
+  to the lines sent) acknowledges it; any other 2xx raises :class:`UploadProtocolError`, acknowledging
+  nothing; 413 splits the part in two (nothing was stored); 429/503 wait ``Retry-After`` (delta-seconds
+  or HTTP date, capped at ``max_delay``); no answer by the request's deadline (``timeout``), connection
+  errors, 408 and other 5xx retry with exponential backoff and full jitter (base 1 s, capped at
+  ``max_delay``), ``max_attempts`` tries per part in all; any other status raises :class:`UploadError`.
+  Redirects are refused (they would carry the token elsewhere).
+* ``call_timeout`` bounds the whole call: no request, wait or retry goes past it; the parts not sent by
+  then stay in the outbox (the one in flight stays pinned), and the result says ``stopped="deadline"``.
 
 Nothing here logs a report line or the token: only counts, statuses, batch ids and the host.
 """
@@ -23,30 +27,33 @@ import email.utils
 import gzip as gzip_module
 import hashlib
 import hmac
-import http.client
 import json
 import logging
+import math
 import random
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ldp.errors import UploadError
+from ldp.client.transport import Answer, Opener, default_opener, post
+from ldp.errors import UploadError, UploadProtocolError
+from ldp.spec.schema import MAX_BATCH
 
-__all__ = ["UploadError", "UploadResult", "Opener", "Outbox", "batch_id", "parse_retry_after", "backoff_delay",
-           "default_opener", "upload", "BATCH_ID_CHARS"]
+__all__ = ["UploadError", "UploadProtocolError", "UploadResult", "Opener", "Outbox", "batch_id",
+           "parse_retry_after", "backoff_delay", "check_answer", "default_opener", "upload", "BATCH_ID_CHARS",
+           "MAX_ANSWER"]
 
 logger = logging.getLogger(__name__)
 
 BATCH_ID_CHARS = 32
+MAX_ANSWER = 1 << 16
+"""Bytes of a collector's answer read at most: a longer 2xx is a protocol error (a sane one is under 1 KiB)."""
 _BATCH_TAG = b"ldp/client/batch-id/v1\x00"
 _WAIT = frozenset({429, 503})
-_MAX_ANSWER = 1 << 20  # bytes of a response body read at most
 _RNG = random.SystemRandom()
+_Stopped = Literal["empty", "interval", "deadline", "error"]
 
 
 @dataclass(frozen=True)
@@ -54,15 +61,16 @@ class UploadResult:
     """What one ``upload`` call did. ``acknowledged``: outbox items deleted; ``accepted`` and
     ``rejected`` (by reason): the server's counts summed over its answers (a duplicate answer repeats
     the first answer's counts); ``duplicates``: parts the server had already stored; ``stopped``:
-    ``"empty"`` (nothing left) or ``"interval"`` (the rest waits until ``next_upload_at``), and
-    ``"error"`` in the ``result`` of an :class:`UploadError`."""
+    ``"empty"`` (nothing left), ``"interval"`` (the rest waits until ``next_upload_at``) or
+    ``"deadline"`` (``call_timeout`` passed: the rest stays in the outbox), and ``"error"`` in the
+    ``result`` of an :class:`UploadError`."""
 
     batches: int = 0
     acknowledged: int = 0
     accepted: int = 0
     rejected: Mapping[str, int] = field(default_factory=dict)
     duplicates: int = 0
-    stopped: Literal["empty", "interval", "error"] = "empty"
+    stopped: _Stopped = "empty"
     next_upload_at: float = float("-inf")
 
     @property
@@ -92,25 +100,6 @@ class Outbox(Protocol):
     def has_pending(self) -> bool: ...
 
     def next_upload_at(self) -> float: ...
-
-
-class Opener(Protocol):
-    """What ``upload`` needs of a ``urllib.request.OpenerDirector``."""
-
-    def open(self, fullurl: urllib.request.Request, data: None = None, timeout: float = ...) -> Any: ...
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuse redirects: following one would send the token and the reports to another address."""
-
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
-                         newurl: str) -> None:
-        return None
-
-
-def default_opener() -> urllib.request.OpenerDirector:
-    """urllib's opener (proxies from the environment, HTTPS with the system's CAs), redirects refused."""
-    return urllib.request.build_opener(_NoRedirect())
 
 
 def batch_id(salt: bytes, ids: Sequence[int], lines: Sequence[str]) -> str:
@@ -145,13 +134,80 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
 
 
 def _retryable(status: int | None) -> bool:
-    """No answer, 408, 429, 5xx, or a 2xx that did not name the batch: try again (after a delay)."""
-    return status is None or status in (408, 429) or status >= 500 or 200 <= status < 300
+    """No answer, 408, 429 or 5xx: try again (after a delay)."""
+    return status is None or status in (408, 429) or status >= 500
 
 
 def backoff_delay(attempt: int, max_delay: float, rng: random.Random = _RNG) -> float:
     """Full jitter: uniform in ``[0, min(max_delay, 2 ** (attempt - 1))]`` seconds (attempt >= 1)."""
     return rng.uniform(0.0, min(max_delay, 2.0 ** min(attempt - 1, 1023)))
+
+
+# -- the answer ---------------------------------------------------------------------------------------------
+def _show(value: object) -> str:
+    text = repr(value)
+    text = text if len(text) <= 40 else text[:37] + "..."
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"the answer repeats key {_show(next(k for k in keys if keys.count(k) > 1))}")
+    return dict(pairs)
+
+
+def _not_a_number(name: str) -> None:
+    raise ValueError(f"the answer holds {name}")
+
+
+def _count(answer: Mapping[str, Any], key: str) -> int:
+    value = answer[key]
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{key} is {_show(value)}, not an integer >= 0")
+    return value
+
+
+def check_answer(body: bytes, batch: str, sent: int) -> dict[str, Any]:
+    """The collector's 2xx answer to part ``batch`` of ``sent`` lines, if it is sane, else ``ValueError`` saying
+    what is wrong. Sane: one JSON object (no repeated key) with ``batch_id`` equal to ``batch``; ``accepted``,
+    ``lines`` and each count of ``rejected`` (an object of reason names) integers >= 0, not booleans;
+    ``accepted + sum(rejected) == lines``; ``lines == sent``, or, for ``"duplicate": true`` (the counts of the
+    first delivery, whose part may have held items since acknowledged by other means), ``sent <= lines <=
+    MAX_BATCH``; ``duplicate``, if given, a boolean. Other keys are ignored."""
+    try:
+        answer = json.loads(body.decode("utf-8"), object_pairs_hook=_no_duplicate_keys,
+                            parse_constant=_not_a_number)
+    except UnicodeDecodeError:
+        raise ValueError("the answer is not UTF-8") from None
+    except RecursionError:
+        raise ValueError("the answer is nested too deeply") from None
+    except ValueError as exc:
+        if str(exc).startswith("the answer"):
+            raise
+        raise ValueError(f"the answer is not JSON ({str(exc)[:80]})") from None
+    if not isinstance(answer, dict):
+        raise ValueError(f"the answer is {type(answer).__name__}, not a JSON object")
+    if "batch_id" in answer and answer["batch_id"] != batch:
+        raise ValueError(f"the answer names batch {_show(answer['batch_id'])}, not {batch}")
+    if missing := [k for k in ("batch_id", "accepted", "rejected", "lines") if k not in answer]:
+        raise ValueError(f"the answer lacks {', '.join(missing)}")
+    accepted, lines = _count(answer, "accepted"), _count(answer, "lines")
+    rejected = answer["rejected"]
+    if not isinstance(rejected, dict):
+        raise ValueError(f"rejected is {_show(rejected)}, not an object of counts by reason")
+    for reason in rejected:
+        if not (0 < len(reason) <= 100 and reason.isprintable()):
+            raise ValueError(f"rejected names reason {_show(reason)}")
+        _count(rejected, reason)
+    duplicate = answer.get("duplicate", False)
+    if not isinstance(duplicate, bool):
+        raise ValueError(f"duplicate is {_show(duplicate)}, not a boolean")
+    if accepted + sum(rejected.values()) != lines:
+        raise ValueError(f"accepted ({accepted}) + rejected ({sum(rejected.values())}) != lines ({lines})")
+    if not (sent <= lines <= MAX_BATCH if duplicate else lines == sent):
+        raise ValueError(f"the answer counts {lines} line(s); {sent} were sent")
+    return answer
 
 
 @dataclass
@@ -162,89 +218,69 @@ class _Tally:
     rejected: dict[str, int] = field(default_factory=dict)
     duplicates: int = 0
 
-    def result(self, stopped: Literal["empty", "interval", "error"], next_at: float) -> UploadResult:
+    def result(self, stopped: _Stopped, next_at: float) -> UploadResult:
         return UploadResult(self.batches, self.acknowledged, self.accepted, dict(sorted(self.rejected.items())),
                             self.duplicates, stopped, next_at)
 
     def add(self, answer: dict[str, Any], acknowledged: int) -> None:
+        """Count a sane answer (:func:`check_answer`)."""
         self.batches += 1
         self.acknowledged += acknowledged
-        if _is_int(answer.get("accepted")):
-            self.accepted += answer["accepted"]
-        rejected = answer.get("rejected")
-        if isinstance(rejected, dict):
-            for reason, n in rejected.items():
-                if isinstance(reason, str) and _is_int(n):
-                    self.rejected[reason] = self.rejected.get(reason, 0) + n
+        self.accepted += answer["accepted"]
+        for reason, n in answer["rejected"].items():
+            self.rejected[reason] = self.rejected.get(reason, 0) + n
         self.duplicates += answer.get("duplicate") is True
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-class _Answer:
-    """One exchange: ``status`` (``None``: no HTTP answer), ``Retry-After`` and body, or the connection error."""
-
-    def __init__(self, status: int | None, retry_after: str | None = None, body: bytes = b"",
-                 error: str = "") -> None:
-        self.status, self.retry_after, self.body, self.error = status, retry_after, body, error
-
-    def json(self) -> dict[str, Any] | None:
-        try:
-            data = json.loads(self.body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
-
-    def reason(self) -> str:
-        data = self.json()
-        if data is not None and isinstance(data.get("error"), str):
-            return str(data["error"])[:100]
-        return self.error or f"HTTP {self.status}"
-
-
-def _post(opener: Opener, url: str, headers: dict[str, str], body: bytes, timeout: float) -> _Answer:
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+# -- the call -----------------------------------------------------------------------------------------------
+def _seconds(value: object) -> bool:
+    """A finite number of seconds > 0 (not a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
     try:
-        with opener.open(request, timeout=timeout) as response:
-            return _Answer(response.status, response.headers.get("Retry-After"), response.read(_MAX_ANSWER))
-    except urllib.error.HTTPError as exc:
-        with exc:
-            try:
-                answer = exc.read(_MAX_ANSWER)
-            except (OSError, http.client.HTTPException):
-                answer = b""
-            return _Answer(exc.code, exc.headers.get("Retry-After"), answer)
-    except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts, resets, RemoteDisconnected
-        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        return _Answer(None, error=f"{type(exc).__name__}: {reason}"[:200])
+        return 0 < float(value) < math.inf
+    except OverflowError:  # an int beyond any float
+        return False
 
 
-def _check(url: str, token: str, timeout: float, max_attempts: int, max_delay: float) -> None:
+def _check(url: str, token: str, timeout: float, call_timeout: float | None, max_attempts: int,
+           max_delay: float) -> None:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"upload url must be http(s)://host/..., got scheme {parts.scheme!r}")
     if not isinstance(token, str) or not token or not token.isascii() or not token.isprintable() or " " in token:
         raise ValueError("upload token must be a non-empty printable ASCII string without spaces")
-    if not timeout > 0 or not max_delay >= 0:
-        raise ValueError(f"timeout must be > 0 and max_delay >= 0, got {timeout!r}, {max_delay!r}")
+    if not _seconds(timeout):
+        raise ValueError(f"timeout (seconds for one request, from connecting to the end of its answer) must be a "
+                         f"finite number > 0, got {timeout!r}")
+    if call_timeout is not None and not _seconds(call_timeout):
+        raise ValueError(f"call_timeout (seconds for the whole upload call) must be None or a finite number > 0, "
+                         f"got {call_timeout!r}")
+    if isinstance(max_delay, bool) or not isinstance(max_delay, (int, float)) or not max_delay >= 0:
+        raise ValueError(f"max_delay must be a number >= 0, got {max_delay!r}")
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
         raise ValueError(f"max_attempts must be an int >= 1, got {max_attempts!r}")
 
 
-def upload(client: Outbox, url: str, token: str, *, timeout: float = 30.0, max_attempts: int = 8,
-           gzip: bool = True, max_delay: float = 300.0, opener: Opener | None = None,
+def upload(client: Outbox, url: str, token: str, *, timeout: float = 30.0, call_timeout: float | None = None,
+           max_attempts: int = 8, gzip: bool = True, max_delay: float = 300.0, opener: Opener | None = None,
            sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] | None = None) -> UploadResult:
-    """Send pinned batch parts (pinning new batches from ``pending()``) until nothing is left or the
-    upload interval stops it. See :meth:`ldp.client.TelemetryClient.upload`."""
-    _check(url, token, timeout, max_attempts, max_delay)
+    """Send pinned batch parts (pinning new batches from ``pending()``) until nothing is left, the upload
+    interval stops it or ``call_timeout`` passes. See :meth:`ldp.client.TelemetryClient.upload`."""
+    _check(url, token, timeout, call_timeout, max_attempts, max_delay)
+    call_end = math.inf if call_timeout is None else time.monotonic() + call_timeout
     opener = opener or default_opener()
     clock = clock or time.time
     host = urllib.parse.urlsplit(url).hostname
     tally = _Tally()
     limit: int | None = None  # after a 413: new batches no larger than what was last split off
-    while (part := client.next_batch(limit)) is not None:
+    stopped: _Stopped | None = None
+    while stopped is None:
+        if time.monotonic() >= call_end:
+            stopped = "deadline"
+            break
+        if (part := client.next_batch(limit)) is None:
+            break
         bid, items = part
         lines = [item.line for item in items]
         body = ("\n".join(lines) + "\n").encode("utf-8")
@@ -254,17 +290,21 @@ def upload(client: Outbox, url: str, token: str, *, timeout: float = 30.0, max_a
             body = gzip_module.compress(body, mtime=0)
             headers["Content-Encoding"] = "gzip"
         for attempt in range(1, max_attempts + 1):
-            answer = _post(opener, url, headers, body, timeout)
+            answer = post(opener, url, headers, body, min(time.monotonic() + timeout, call_end), MAX_ANSWER)
             status = answer.status
             logger.debug("upload of batch %s (%d line(s)) to %s: %s", bid, len(lines), host, status or answer.error)
             if status is not None and 200 <= status < 300:
-                data = answer.json()
-                if data is not None and data.get("batch_id") == bid:
-                    done = client.acknowledge_batch(bid, [item.id for item in items])
-                    logger.debug("acknowledged %d uploaded report(s)", done)
-                    tally.add(data, done)
-                    break
-                answer.error = "a 2xx answer without this batch's id"
+                try:
+                    if answer.over:
+                        raise ValueError(f"the answer is over {MAX_ANSWER} bytes")
+                    data = check_answer(answer.body, bid, len(lines))
+                except ValueError as exc:
+                    raise _fail(f"the collector's answer to batch {bid} is not sane: {exc}; nothing acknowledged",
+                                answer, tally, client, str(exc), UploadProtocolError) from None
+                done = client.acknowledge_batch(bid, [item.id for item in items])
+                logger.debug("acknowledged %d uploaded report(s)", done)
+                tally.add(data, done)
+                break
             if status == 413:
                 if len(items) == 1:
                     raise _fail(f"the collector refused a single report as too large ({answer.reason()})",
@@ -275,23 +315,30 @@ def upload(client: Outbox, url: str, token: str, *, timeout: float = 30.0, max_a
             if not _retryable(status):
                 raise _fail(f"the collector refused batch {bid} with HTTP {status}: {answer.reason()}",
                             answer, tally, client)
+            if time.monotonic() >= call_end:
+                stopped = "deadline"
+                break
+            what = f"HTTP {status}" if status is not None else answer.error
             if attempt == max_attempts:
-                what = f"HTTP {status}" if status is not None else answer.error
                 raise _fail(f"batch {bid} not delivered after {max_attempts} attempt(s) (last: {what})",
                             answer, tally, client)
             wait = parse_retry_after(answer.retry_after, clock()) if status in _WAIT else None
             delay = min(max_delay, wait) if wait is not None else backoff_delay(attempt, max_delay)
-            logger.info("upload to %s: %s; retrying in %.3g s", host, f"HTTP {status}" if status else answer.error,
-                        delay)
+            if time.monotonic() + delay >= call_end:
+                stopped = "deadline"
+                break
+            logger.info("upload to %s: %s; retrying in %.3g s", host, what, delay)
             sleep(delay)
     next_at = client.next_upload_at()
-    stopped: Literal["empty", "interval"] = "interval" if client.has_pending() else "empty"
+    if stopped is None:
+        stopped = "interval" if client.has_pending() else "empty"
     logger.info("uploaded %d batch(es) to %s: %d report(s) acknowledged, %d duplicate batch(es); stopped: %s",
                 tally.batches, host, tally.acknowledged, tally.duplicates, stopped)
     return tally.result(stopped, next_at)
 
 
-def _fail(message: str, answer: _Answer, tally: _Tally, client: Outbox) -> UploadError:
+def _fail(message: str, answer: Answer, tally: _Tally, client: Outbox, reason: str | None = None,
+          kind: type[UploadError] = UploadError) -> UploadError:
     logger.warning("upload stopped: %s", message)
-    return UploadError(message, status=answer.status, reason=answer.reason(),
-                       result=tally.result("error", client.next_upload_at()))
+    return kind(message, status=answer.status, reason=reason or answer.reason(),
+                result=tally.result("error", client.next_upload_at()))

@@ -201,7 +201,9 @@ def print_startup_line(config: CollectorConfig, open_files: int, stream: TextIO 
                        ) -> Callable[[list[tuple[Any, ...]]], None]:
     """An ``on_listening`` callback printing :func:`startup_line` to ``stream`` (stderr)."""
     def on_listening(addresses: list[tuple[Any, ...]]) -> None:
-        print(startup_line(config, addresses, open_files), file=stream or sys.stderr, flush=True)
+        out = stream or sys.stderr
+        out.write(startup_line(config, addresses, open_files) + "\n")
+        out.flush()
     return on_listening
 
 

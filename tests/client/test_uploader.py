@@ -23,7 +23,7 @@ from hypothesis import given, settings, strategies as st
 from support import ROOT
 
 from ldp.client.runtime import StateError, TelemetryClient
-from ldp.client.uploader import UploadError, backoff_delay, batch_id, parse_retry_after
+from ldp.client.uploader import UploadError, UploadProtocolError, backoff_delay, batch_id, parse_retry_after
 from ldp.spec import CollectionSpec, EnvelopeError, parse_envelope
 
 T0 = 86400.0 * 20000 + 3600.0
@@ -215,11 +215,16 @@ def test_a_lost_answer_is_retried_under_the_same_id_and_stored_once(tmp_path, co
     assert len(sleeps) == 1 and 0 <= sleeps[0] <= 1
 
 
-def test_a_2xx_without_the_batch_id_acknowledges_nothing(tmp_path, collector):
-    collector.script = [(200, {}, {"batch_id": "other"}), (200, {}, {"ok": True})]
-    with make_client(tmp_path, 3) as client, pytest.raises(UploadError, match="after 2 attempt"):
-        client.upload(collector.url, TOKEN, max_attempts=2, sleep=Sleeps())
-    assert len(pins(tmp_path)) == 3
+@pytest.mark.parametrize("answer, what", [({"batch_id": "other", "accepted": 3, "rejected": {}, "lines": 3},
+                                           "names batch 'other'"),
+                                          ({"ok": True}, "lacks batch_id, accepted, rejected, lines")])
+def test_a_2xx_without_the_batch_id_acknowledges_nothing(tmp_path, collector, answer, what):
+    collector.script = [(200, {}, answer)]
+    sleeps = Sleeps()
+    with make_client(tmp_path, 3) as client, pytest.raises(UploadProtocolError, match=what) as info:
+        client.upload(collector.url, TOKEN, max_attempts=2, sleep=sleeps)
+    assert info.value.status == 200 and what in info.value.reason  # refused at once: a protocol error, no retry
+    assert len(collector.requests) == 1 and sleeps == [] and len(pins(tmp_path)) == 3
     with make_client(tmp_path, 0) as client:
         assert len(client.pending()) == 3
 
