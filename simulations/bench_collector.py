@@ -131,6 +131,7 @@ class Tally:
 
     acked: dict[str, int] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
+    acked_at: list[float] = field(default_factory=list)  # time.monotonic() of each latency's acknowledgement
     retries: Counter[str] = field(default_factory=Counter)
     failed: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -163,6 +164,7 @@ def client(wid: int, port: int, token: str, pool: list[bytes], stop_at: float, t
                     with tally.lock:
                         tally.acked[batch_id] = idx
                         tally.latencies.append((time.perf_counter() - t0) * 1e3)
+                        tally.acked_at.append(time.monotonic())
                     break
                 if resp.status not in (429, 503):
                     raise RuntimeError(f"unexpected {resp.status}: {data[:200]!r}")

@@ -206,12 +206,13 @@ def crowd(port: int, idle: int, slow: int, gap: float, stop: threading.Event, st
 class CrowdProcess:
     """The crowd in a child process (``bench_connections.py --crowd``): started, then stopped for its stats."""
 
-    def __init__(self, port: int, idle: int, slow: int, gap: float = 0.5) -> None:
-        # niced: on a test machine the crowd shares the cores with the server; an attacker's would not
+    def __init__(self, port: int, idle: int, slow: int, gap: float = 0.5, nice: bool = True) -> None:
+        # niced: on a test machine the crowd shares the cores with the server; an attacker's would not. A
+        # test on a loaded machine does not nice it: starved, it could not hold its sockets at all.
         cmd = [sys.executable, str(Path(__file__).resolve()), "--crowd", "--port", str(port), "--idle", str(idle),
                "--slow", str(slow), "--gap", str(gap)]
-        nice = ["nice", "-n", "19"] if shutil.which("nice") else []
-        self.proc = subprocess.Popen([*nice, *cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        prefix = ["nice", "-n", "19"] if nice and shutil.which("nice") else []
+        self.proc = subprocess.Popen([*prefix, *cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # "ready" once every socket is opened
         if not line.startswith(b"ready"):
@@ -300,6 +301,22 @@ def poll_health(port: int, pid: int, stop: threading.Event, health: Health, ever
         stop.wait(every)
 
 
+def scrape_connections(port: int) -> dict[str, float]:
+    """The ``ldp_collector_connections_*`` samples of the server's ``/metrics`` (name without the prefix)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", "/metrics")
+        page = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    prefix, out = "ldp_collector_connections_", {}
+    for line in page.splitlines():
+        if line.startswith(prefix) and not line.startswith("#"):
+            name, _, number = line.partition(" ")
+            out[name[len(prefix):]] = float(number)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 # One run
 # ------------------------------------------------------------------------------------------------
@@ -320,7 +337,7 @@ def write_config(work: Path, limits: dict[str, float]) -> tuple[Path, Path, str]
 
 def run(work: Path, seconds: float = 20.0, rate: float = 10_000.0, clients: int = 4, idle: int = 1000,
         slow: int = 1000, gap: float = 0.5, batch: int = 500, limits: dict[str, float] | None = None,
-        pool_size: int = 40, give_up: float = 5.0) -> dict[str, Any]:
+        pool_size: int = 40, give_up: float = 5.0, nice: bool = True) -> dict[str, Any]:
     """One run: the server, the crowd, the clients and the poller for ``seconds``; then SIGTERM and the checks."""
     raise_nofile(64)
     config, spec_path, token = write_config(work, limits or {})
@@ -333,7 +350,7 @@ def run(work: Path, seconds: float = 20.0, rate: float = 10_000.0, clients: int 
     cpu_before = _proc_cpu_seconds(server.proc.pid)
     health, stop = Health(), threading.Event()
     try:
-        crowd_proc = CrowdProcess(server.port, idle, slow, gap) if idle + slow else None
+        crowd_proc = CrowdProcess(server.port, idle, slow, gap, nice) if idle + slow else None
         poller = threading.Thread(target=poll_health, args=(server.port, server.proc.pid, stop, health))
         poller.start()
         tally = bench_collector.Tally()
@@ -347,6 +364,7 @@ def run(work: Path, seconds: float = 20.0, rate: float = 10_000.0, clients: int 
         for t in threads:
             t.join()
         wall = time.monotonic() - t0
+        connections = scrape_connections(server.port)  # the server's view, the crowd still there
         stop.set()
         poller.join()
         crowd_out = crowd_proc.stop() if crowd_proc is not None else {}
@@ -372,7 +390,8 @@ def run(work: Path, seconds: float = 20.0, rate: float = 10_000.0, clients: int 
                     "max_ms": bench_collector.percentile(health.latencies, 1.0)},
         "server": {"fds_before": fds_before, "fds_max": health.max_fds, "rss_mib_before": round(rss_before / 1024, 1),
                    "rss_mib_max": round(health.max_rss_kib / 1024, 1),
-                   "cpu_seconds": round(health.cpu_seconds - cpu_before, 2), "exit": status, "start_line": start_line},
+                   "cpu_seconds": round(health.cpu_seconds - cpu_before, 2), "exit": status, "start_line": start_line,
+                   "connections": connections},
         "check": check, "crowd_lifetimes": crowd_out.get("lifetimes", {}),
     }
 

@@ -104,6 +104,8 @@ def _serve(config_path: str, host: str, port: int) -> int:
     open_files = http.raise_open_files_limit()
     app = create_service(config)
     app.state.connection_stats = stats = http.ConnectionStats()  # open connections, deadline closes
+    if app.state.metrics is not None:
+        app.state.metrics.watch_connections(stats)
     server = http.ListeningServer(http.server_config(app, config.limits, host=host, port=port, stats=stats),
                                   http.print_startup_line(config, open_files))
     server.run()  # SIGTERM/SIGINT: stop accepting, finish the requests, then the lifespan closes the segments

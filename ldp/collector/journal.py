@@ -72,7 +72,7 @@ def _base_of(entries: list[dict[str, Any]], base: dict[str, Any] | None) -> dict
     s = AppStats()
     if base:
         s.add(BatchCounts.from_dict(base), int(base["bytes"]), float(base["t"]), int(base["rl"]), int(base["ru"]))
-        s.batches, s.compacted = int(base["batches"]), int(base["batches"])
+        s.batches = int(base["batches"])
     for e in entries:
         s.add(BatchCounts.from_dict(e), int(e["bytes"]), float(e["t"]), int(e.get("rl", 0)), int(e.get("ru", 0)))
     return {"base": True, "batches": s.batches, "lines": s.lines, "accepted": s.accepted,

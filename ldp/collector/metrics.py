@@ -26,10 +26,11 @@ from ldp.collector.watch import estimates_path, load_estimates
 
 if TYPE_CHECKING:
     from ldp.collector.config import CollectorConfig
+    from ldp.collector.http import ConnectionStats
     from ldp.collector.segments import SegmentWriter
 
-__all__ = ["CollectorMetrics", "StateCollector", "DiskUsage", "UPLOAD_BUCKETS", "COMMIT_BUCKETS", "DISK_PARTS",
-           "DISK_CACHE_SECONDS", "WRITER_STATES"]
+__all__ = ["CollectorMetrics", "StateCollector", "ConnectionsCollector", "DiskUsage", "UPLOAD_BUCKETS",
+           "COMMIT_BUCKETS", "DISK_PARTS", "DISK_CACHE_SECONDS", "WRITER_STATES"]
 
 UPLOAD_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Upper bounds (seconds) of the upload latency histogram: 1 ms to 10 s (the default body timeout)."""
@@ -228,6 +229,27 @@ class StateCollector:
         yield from (disk, pending, age)
 
 
+class ConnectionsCollector:
+    """The server's connections (``ldp.collector.http.ConnectionStats``, kept by the HTTP protocol): open now,
+    accepted, and closed by each deadline, since the start."""
+
+    def __init__(self, stats: ConnectionStats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.stats
+        yield GaugeMetricFamily("ldp_collector_connections_open", "TCP connections open now (idle ones included).",
+                                value=s.open)
+        yield CounterMetricFamily("ldp_collector_connections_accepted", "TCP connections accepted since the start.",
+                                  value=s.accepted)
+        yield CounterMetricFamily("ldp_collector_connections_idle_closed", "Connections closed after "
+                                  "idle_timeout_seconds without a byte while no request was in progress.",
+                                  value=s.idle_closed)
+        yield CounterMetricFamily("ldp_collector_connections_header_timeouts", "Connections closed because a "
+                                  "request's headers were not complete within header_timeout_seconds.",
+                                  value=s.header_timeouts)
+
+
 class CollectorMetrics:
     """The metrics of one collector app, in a registry of their own (:attr:`registry`). :meth:`count` and
     :meth:`upload` run on the request path; :meth:`committed` is the writer's ``on_commit``."""
@@ -259,6 +281,10 @@ class CollectorMetrics:
                 self.committed(app, batches, seconds)
 
             writer.on_commit = both
+
+    def watch_connections(self, stats: ConnectionStats) -> None:
+        """Export the server's connection counters too (``ldp serve`` calls this once it made them)."""
+        self.registry.register(ConnectionsCollector(stats))
 
     def count(self, route: str, status: int) -> None:
         """One request answered (called on the event loop's thread only)."""

@@ -267,3 +267,12 @@ def test_bodies_held_at_once_are_bounded(tmp_path: Path) -> None:
         for i in range(3):  # each answered request gave its bytes back
             assert c.post("/v1/reports", content=small, headers=headers(f"s{i}")).status_code == 200
     assert stored_bytes(cfg) == small * 3
+
+
+def test_startup_loads_what_the_first_upload_needs(config: CollectorConfig) -> None:
+    """The protocol registry (about 20 ms of imports) is built at start-up, not in the first upload."""
+    from ldp.protocols.registry import protocols
+
+    protocols.cache_clear()
+    with TestClient(create_app(config)):
+        assert protocols.cache_info().currsize == 1

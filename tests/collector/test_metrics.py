@@ -356,3 +356,22 @@ def test_registry_per_app(tmp_path: Path) -> None:
     assert value(sa, "ldp_collector_requests_total", route="/v1/reports", status="200") == 1
     assert value(sb, "ldp_collector_requests_total", route="/v1/reports", status="200") is None
     assert json.loads((a.data_dir / "ingest.json").read_text())["apps"]["demo"]["batches"] == 1
+
+
+def test_connection_counters(tmp_path: Path) -> None:
+    """``ldp serve`` hands the HTTP protocol's ConnectionStats to the metrics: read live at each scrape."""
+    from ldp.collector.http import ConnectionStats
+
+    stats = ConnectionStats(open=3, accepted=10, idle_closed=4, header_timeouts=2)
+    app = create_app(make_config(tmp_path))
+    app.state.metrics.watch_connections(stats)
+    with TestClient(app) as c:
+        _, samples = scrape(c)
+        stats.open, stats.idle_closed = 7, 5
+        _, later = scrape(c)
+    assert value(samples, "ldp_collector_connections_open") == 3
+    assert value(samples, "ldp_collector_connections_accepted_total") == 10
+    assert value(samples, "ldp_collector_connections_idle_closed_total") == 4
+    assert value(samples, "ldp_collector_connections_header_timeouts_total") == 2
+    assert value(later, "ldp_collector_connections_open") == 7
+    assert value(later, "ldp_collector_connections_idle_closed_total") == 5

@@ -92,14 +92,14 @@ def exchange(port: int, chunks: list[bytes], gap: float) -> tuple[bytes, float]:
 
 def test_silent_connection_closed_after_idle_timeout(port: int) -> None:
     got, seconds = exchange(port, [], 0)
-    assert got == b"" and IDLE_S - 0.01 <= seconds < IDLE_S + SLACK_S
+    assert got == b"" and IDLE_S - 0.01 <= seconds < IDLE_S * (1 + http.JITTER) + SLACK_S
 
 
 def test_slow_headers_closed_at_deadline_with_408(port: int) -> None:
     # one byte every 0.05 s (4 times faster than the idle timeout): only the header deadline stops it
     got, seconds = exchange(port, [bytes([c]) for c in b"GET /x HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"a" * 100], 0.05)
     assert got.startswith(b"HTTP/1.1 408 ") and b'"header_timeout"' in got
-    assert HEADER_S - 0.01 <= seconds < HEADER_S + SLACK_S
+    assert HEADER_S - 0.01 <= seconds < HEADER_S * (1 + http.JITTER) + SLACK_S
 
 
 def test_deadline_restarts_after_each_answer(port: int) -> None:
@@ -132,7 +132,7 @@ def test_deadline_restarts_after_each_answer(port: int) -> None:
             if not got or got.endswith(b"}"):
                 break
         seconds = time.monotonic() - answered
-    assert got.startswith(b"HTTP/1.1 408 ") and HEADER_S - 0.01 <= seconds < HEADER_S + SLACK_S
+    assert got.startswith(b"HTTP/1.1 408 ") and HEADER_S - 0.01 <= seconds < HEADER_S * (1 + http.JITTER) + SLACK_S
 
 
 def test_slow_body_is_not_cut_by_the_header_deadline(port: int) -> None:
@@ -168,9 +168,75 @@ def test_headers_that_never_end_are_closed_by_the_deadline(port: int, junk: list
     and never open past the deadline."""
     got, seconds = exchange(port, junk, 0.05)
     assert not got.startswith(b"HTTP/1.1 200")
-    assert seconds < HEADER_S + SLACK_S
+    assert seconds < HEADER_S * (1 + http.JITTER) + SLACK_S
     if not got.startswith(b"HTTP/1.1 400"):
         assert seconds >= HEADER_S - 0.01 and got.startswith(b"HTTP/1.1 408")
+
+
+def test_deadlines_are_spread_never_early() -> None:
+    """Each deadline is its limit times U(1, 1 + JITTER): never before the limit, and spread over the range
+    (a crowd opened at once must not expire in one turn of the loop)."""
+    draws = sorted(http._jitter(10.0) for _ in range(2000))
+    assert 10.0 <= draws[0] and draws[-1] <= 10.0 * (1 + http.JITTER)
+    # 2,000 uniform draws: each tenth of the range holds 200 ± 4.2 sd; none below 120 (p < 1e-8 each)
+    tenths = [0] * 10
+    for d in draws:
+        tenths[min(9, int((d / 10.0 - 1) / http.JITTER * 10))] += 1
+    assert min(tenths) >= 120, tenths
+
+
+def test_kernel_queue_holds_a_burst_while_the_loop_is_busy() -> None:
+    """asyncio accepts ACCEPT_BATCH connections per turn, but the kernel's listen queue is BACKLOG: 600
+    connects made while the event loop is blocked all complete at once (with a queue of ACCEPT_BATCH,
+    those past it would wait for a SYN retransmit, 1 s or more)."""
+    import selectors
+
+    release, bound = threading.Event(), []
+    blocked = threading.Event()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await echo_app(scope, receive, send)
+            return
+        blocked.set()
+        release.wait(10)  # blocks the event loop itself
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    server = http.ListeningServer(http.server_config(app, Limits(), host="127.0.0.1", port=0),
+                                  lambda addresses: bound.append(addresses[0][1]))
+    assert server.config.backlog == http.ACCEPT_BATCH < 600 <= http.BACKLOG
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    socks: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 10
+        while not bound and time.monotonic() < deadline:
+            time.sleep(0.01)
+        first = socket.create_connection(("127.0.0.1", bound[0]), timeout=5)
+        socks.append(first)
+        first.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert blocked.wait(5)
+        sel = selectors.DefaultSelector()
+        for _ in range(600):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", bound[0]))
+            socks.append(s)
+            sel.register(s, selectors.EVENT_WRITE)
+        connected, end = 0, time.monotonic() + 0.8
+        while connected < 600 and time.monotonic() < end:
+            for key, _ in sel.select(0.05):
+                sel.unregister(key.fileobj)
+                connected += key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0  # type: ignore[union-attr]
+        sel.close()
+        assert connected == 600
+    finally:
+        release.set()
+        for s in socks:
+            s.close()
+        server.should_exit = True
+        thread.join(10)
 
 
 def test_startup_line() -> None:
@@ -213,7 +279,8 @@ def test_serve_answers_while_2000_idle_and_slow_connections_are_held(tmp_path: P
         pytest.skip(str(exc))
     header, idle = 2.0, 1.0
     out = bench.run(tmp_path, seconds=5.0, rate=2000.0, clients=2, idle=1000, slow=1000, batch=100, pool_size=8,
-                    limits={"header_timeout_seconds": header, "idle_timeout_seconds": idle}, give_up=4.0)
+                    limits={"header_timeout_seconds": header, "idle_timeout_seconds": idle}, give_up=4.0,
+                    nice=False)
     assert out["healthz"]["statuses"].keys() == {"200"} and out["healthz"]["statuses"]["200"] >= 10, out["healthz"]
     assert out["batches"]["gave_up"] == 0 and out["batches"]["stored"] >= 20, out["batches"]
     assert out["check"]["ok"], out["check"]  # each acknowledged batch in the segments exactly once, nothing else
@@ -227,9 +294,14 @@ def test_serve_answers_while_2000_idle_and_slow_connections_are_held(tmp_path: P
     # accepting a burst of 2,000 connects and the crowd (niced, on a shared machine) seeing the close late.
     assert closed["idle"] >= 2000 and closed["slow"] >= 1000 and crowd["other_answers"] == 0, closed
     assert len(lifetimes["408"]) >= 1000
-    assert header - 0.01 <= min(lifetimes["408"]) and max(lifetimes["408"]) < header + SLACK_S + 1.0
-    assert idle - 0.01 <= min(lifetimes["none"]) and max(lifetimes["none"]) < idle + SLACK_S + 1.0
+    assert header - 0.01 <= min(lifetimes["408"]) and max(lifetimes["408"]) < header * (1 + http.JITTER) + SLACK_S + 1.0
+    assert idle - 0.01 <= min(lifetimes["none"]) and max(lifetimes["none"]) < idle * (1 + http.JITTER) + SLACK_S + 1.0
     assert out["server"]["start_line"].startswith("ldp serve: listening on http://127.0.0.1:")
+    # /metrics counts the same closes from the server's side (the scrape comes before the crowd leaves)
+    seen = out["server"]["connections"]
+    # open: most of the crowd (a few of its reconnects may still wait in the listen queue)
+    assert seen["open"] >= 1500 and seen["idle_closed_total"] >= 2000 and seen["header_timeouts_total"] >= 1000, seen
+    assert seen["accepted_total"] >= seen["open"] + seen["idle_closed_total"] + seen["header_timeouts_total"], seen
 
 
 def test_connection_limits_in_the_config(tmp_path: Path) -> None:
