@@ -38,13 +38,15 @@ def lazy_exports(package: str, exports: Mapping[str, tuple[str, ...]], namespace
     return __getattr__, __dir__
 
 
-def subclasses_in(package: str, base: type[_T]) -> list[type[_T]]:
-    """The concrete subclasses of ``base`` defined in the modules directly inside ``package`` (each module is
-    imported), in module then name order. A parametrized alias (``Layout = dict[str, int]``, which
-    :func:`inspect.isclass` accepts on Python 3.10) is no class here."""
+def subclasses_in(package: str, base: type[_T], *, suffix: str = "") -> list[type[_T]]:
+    """The concrete subclasses of ``base`` defined in the modules directly inside ``package`` whose name ends with
+    ``suffix`` (each such module is imported), in module then name order. A parametrized alias
+    (``Layout = dict[str, int]``, which :func:`inspect.isclass` accepts on Python 3.10) is no class here."""
     pkg = importlib.import_module(package)
     found: list[type[_T]] = []
     for info in pkgutil.iter_modules(pkg.__path__):
+        if not info.name.endswith(suffix):
+            continue
         module = importlib.import_module(f"{package}.{info.name}")
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if (not isinstance(obj, types.GenericAlias) and issubclass(obj, base) and not inspect.isabstract(obj)

@@ -11,7 +11,13 @@ import sys
 from collections.abc import Sequence
 
 from ldp import __version__
-from ldp.cli.counts import plan_counts, render_count_plans, render_count_simulation, simulate_counts
+from ldp.cli.counts import (
+    plan_counts,
+    render_count_plans,
+    render_count_simulation,
+    simulate_attack_command,
+    simulate_counts,
+)
 from ldp.cli.log import add_logging_arguments, cli_logging
 from ldp.cli.multi import is_multi_command, plan_multi_command, render_multi_simulation, simulate_multi_command
 from ldp.cli.numeric import (
@@ -32,6 +38,7 @@ from ldp.cli.protocols import (
     sfp_discover_files,
 )
 from ldp.cli.rappor_ngrams import add_ngrams_arguments, ngrams_command
+from ldp.cli.shuffled import add_shuffle_options, plan_output, privacy_output
 from ldp.cli.support import (
     BAD_INPUT,
     PROTOCOLS_HELP,
@@ -93,6 +100,7 @@ def make_parser() -> argparse.ArgumentParser:
     add_params_options(priv)
     priv.add_argument("--seed", type=non_negative_int,
                       help="accepted for uniformity; the privacy cost is deterministic")
+    add_shuffle_options(priv)
     priv.add_argument("--json", action="store_true", help="machine-readable output")
 
     sim = sub.add_parser("simulate", help="accuracy of a protocol on a simulated population",
@@ -113,6 +121,13 @@ def make_parser() -> argparse.ArgumentParser:
     sim.add_argument("--confidence", type=open_unit, default=0.95, help="confidence level of the intervals")
     add_params_options(sim)
     add_numeric_options(sim, simulate=True)
+    sim.add_argument("--attack", choices=("mga", "random"),
+                     help="poison one collection (Cao, Jia and Gong 2021): fake users run the maximal gain attack or "
+                          "send uniformly random reports; prints the targets' frequency gain and what the "
+                          "poisoning checks say")
+    sim.add_argument("--fraction", type=open_unit, default=0.05,
+                     help="with --attack: β, the share of fake users among --n (default 0.05)")
+    sim.add_argument("--targets", type=positive_int, default=10, help="with --attack: target items (default 10)")
     sim.add_argument("--seed", type=non_negative_int, help="seed for a reproducible run")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     pl = sub.add_parser("plan", help="standard errors, detection limit and privacy of a collection before deploying it",
@@ -137,6 +152,7 @@ def make_parser() -> argparse.ArgumentParser:
     pl.add_argument("--mean", action="store_true",
                     help="with --recommend: rank the mean mechanisms for --epsilon (bounds: --param low=, high=)")
     add_numeric_options(pl, simulate=False)
+    add_shuffle_options(pl)
     pl.add_argument("--json", action="store_true", help="machine-readable output")
     rd = sub.add_parser("rappor-decode", help="decode RAPPOR counts into candidate frequencies",
                         description="Count recovery by least squares over every candidate (or a lasso's selection when "
@@ -296,9 +312,12 @@ def _run(args: argparse.Namespace) -> int:
 
         return spec_command(args)
     elif args.command == "privacy":
-        out = privacy_summary(args)
-        print(json.dumps(out, indent=2) if args.json else
-              "\n".join(f"{k}: {v}" for k, v in out.items()))
+        print(privacy_output(privacy_summary(args), args))
+    elif args.command == "simulate" and args.attack is not None:
+        if is_multi_command(args) or is_mean_command(args):
+            raise ValueError("--attack is for the frequency protocols (the poisoning attacks promote items)")
+        res = simulate_attack_command(args)
+        print(json.dumps(res.to_dict(), indent=2) if args.json else "\n".join(res.lines()))
     elif args.command == "simulate" and is_multi_command(args):
         out = simulate_multi_command(args)
         print(json.dumps(out, indent=2) if args.json else render_multi_simulation(out))
@@ -310,15 +329,24 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2) if args.json else render_count_simulation(out))
     elif args.command == "plan" and is_multi_command(args):
         mplan = plan_multi_command(args)
-        print(json.dumps(mplan.to_dict(), indent=2) if args.json else mplan.table())
+        if args.shuffled is None:
+            print(json.dumps(mplan.to_dict(), indent=2) if args.json else mplan.table())
+        else:  # one central guarantee per mode (split, sample), under the plan's key "central"
+            modes = list(mplan.epsilon_per_report.items())
+            shown = plan_output([mplan.to_dict()] * len(modes), modes, mplan.table(), args)
+            if args.json:
+                both = json.loads(shown)
+                shown = json.dumps({**both[0], "central": {m: p["central"]
+                                                           for (m, _), p in zip(modes, both, strict=True)}}, indent=2)
+            print(shown)
     elif args.command == "plan" and is_mean_command(args):
         plans = plan_means(args)
-        print(json.dumps([p.to_dict() for p in plans], indent=2) if args.json
-              else render_mean_plans(plans, args.recommend))
+        print(plan_output([p.to_dict() for p in plans], [(p.protocol, p.epsilon_per_report) for p in plans],
+                          "" if args.json else render_mean_plans(plans, args.recommend), args))
     elif args.command == "plan":
         plans = plan_counts(args)
-        print(json.dumps([p.to_dict() for p in plans], indent=2) if args.json
-              else render_count_plans(plans, args.recommend))
+        print(plan_output([p.to_dict() for p in plans], [(p.protocol, p.epsilon_per_report) for p in plans],
+                          "" if args.json else render_count_plans(plans, args.recommend), args))
     elif args.command == "rappor-decode":
         from ldp.decoders.rappor_output import detected_only, google_results_csv
 

@@ -44,11 +44,10 @@ def options_builder(protocol: str) -> Callable[[argparse.Namespace], Any] | None
     return own_options
 
 
-def simulate_counts(args: argparse.Namespace) -> dict[str, Any]:
-    """``ldp simulate``: parameters given (``--param``, rr/grr options) or the planner's defaults at
-    ``--epsilon``; open-domain protocols are simulated on ``--d`` candidates."""
+def _simulated_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """``ldp simulate``'s protocol parameters, population and candidates (open-domain protocols: ``--d``)."""
     from ldp.plan.frequency import PLANNED_PROTOCOLS, default_params
-    from ldp.simulation.collect import accuracy, default_candidates, make_population
+    from ldp.simulation.collect import default_candidates, make_population
 
     if args.values is not None or args.loc is not None or args.scale is not None:
         raise ValueError("--values, --loc and --scale are for the mean protocols (duchi, piecewise, hybrid, "
@@ -76,7 +75,15 @@ def simulate_counts(args: argparse.Namespace) -> dict[str, Any]:
     options = {}
     if args.s is not None:
         options["s"] = args.s
-    population = make_population(args.population or "zipf", d, **options)
+    return params, make_population(args.population or "zipf", d, **options), candidates
+
+
+def simulate_counts(args: argparse.Namespace) -> dict[str, Any]:
+    """``ldp simulate``: parameters given (``--param``, rr/grr options) or the planner's defaults at
+    ``--epsilon``; open-domain protocols are simulated on ``--d`` candidates."""
+    from ldp.simulation.collect import accuracy
+
+    params, population, candidates = _simulated_setup(args)
     result = accuracy(params, population, args.n, trials=args.trials, method=args.method, rng=args.seed,
                       confidence=args.confidence, candidates=candidates,
                       progress=False if getattr(args, "log_quiet", False) else None)
@@ -155,3 +162,13 @@ def render_count_plans(plans: list[Any], ranked: bool) -> str:
     head = (f"lowest variance of a rare item's count first, n={plans[0].n:,}, d={plans[0].domain_size:,}, "
             f"SE at frequency {100 * plans[0].frequency:.4g}%")
     return "\n".join([render(cols, rows, title=head), plans.summary()])
+
+
+def simulate_attack_command(args: argparse.Namespace) -> Any:
+    """``ldp simulate --attack``: one collection of ``--n`` users, ``--fraction`` of them fake (Cao, Jia and Gong
+    2021), its damage and what the poisoning checks say (an :class:`~ldp.simulation.attack.AttackResult`)."""
+    from ldp.simulation.attack import simulate_attack
+
+    params, population, _ = _simulated_setup(args)
+    return simulate_attack(params, population, args.n, attack=args.attack, fraction=args.fraction,
+                           targets=args.targets, rng=args.seed)

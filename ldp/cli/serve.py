@@ -35,6 +35,9 @@ def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.Argument
     srv.add_argument("--port", type=number(int, 0, 65535), default=8000,
                      help="port (default 8000; 0: any free port, named in the start-up line)")
     srv.add_argument("--app", metavar="NAME", help="with token: the app the printed config lines are for")
+    srv.add_argument("--no-access-log", action="store_true",
+                     help="log no line per request (its batch ids, sizes and times would let whoever reads the log "
+                          "see batches arrive; see docs/collector.md, shuffled storage)")
     return srv
 
 
@@ -48,7 +51,7 @@ def serve_command(args: argparse.Namespace) -> int:
             return _token(args.app)
         if not args.config:
             raise ValueError("--config FILE is required (the collector's TOML config)")
-        return _serve(args.config, args.host, args.port)
+        return _serve(args.config, args.host, args.port, access_log=not args.no_access_log)
     except BAD_INPUT as exc:
         return report_error("ldp serve", exc)
 
@@ -74,6 +77,15 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _access_log_off() -> None:
+    """No line per request anywhere (not even through the root logger)."""
+    from ldp.collector.app import ACCESS_LOGGER
+
+    access = logging.getLogger(ACCESS_LOGGER)
+    access.setLevel(logging.WARNING)
+    access.propagate = False
+
+
 def _access_log_to_stderr() -> None:
     """One JSON object per request on stderr (unless the access logger is already set up)."""
     from ldp.collector.app import ACCESS_LOGGER
@@ -87,7 +99,7 @@ def _access_log_to_stderr() -> None:
         access.propagate = False
 
 
-def _serve(config_path: str, host: str, port: int) -> int:
+def _serve(config_path: str, host: str, port: int, access_log: bool = True) -> int:
     try:
         from ldp.collector import http
         from ldp.collector.service import create_service
@@ -99,7 +111,10 @@ def _serve(config_path: str, host: str, port: int) -> int:
     if not _is_loopback(host):
         print(f"ldp serve: warning: listening on {host}, not a loopback address: put a TLS-terminating reverse "
               "proxy in front (tokens travel in the Authorization header)", file=sys.stderr)
-    _access_log_to_stderr()
+    if not access_log:
+        _access_log_off()
+    else:
+        _access_log_to_stderr()
     http.limit_server_log()
     open_files = http.raise_open_files_limit()
     app = create_service(config)

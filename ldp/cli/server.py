@@ -91,6 +91,9 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     out.add_argument("--csv", action="store_true", help="CSV output (every item)")
     dec.add_argument("--plot", metavar="FILE.png", help="also write a bar chart with the intervals (needs matplotlib)")
     dec.add_argument("--max-rows", type=positive_int, default=40, help="rows of the printed table (default 40)")
+    dec.add_argument("--no-release", action="store_true",
+                     help="show every estimate, ignoring the spec's release thresholds (min_reports, min_z): the "
+                          "data owner's view, said so in the output")
     return {"aggregate": agg, "merge": mrg, "decode": dec}
 
 
@@ -155,8 +158,9 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    from ldp.server.decode import decode_file, write_estimates
+    from ldp.server.decode import decode_job, write_estimates
     from ldp.server.job import spec_index
+    from ldp.server.release import release
 
     if args.plot is not None:
         import importlib.util
@@ -164,23 +168,33 @@ def _decode(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("matplotlib") is None:
             raise ImportError(f"--plot needs matplotlib: {install_hint('matplotlib', 'plot')}")
     paths = args.aggregate if isinstance(args.aggregate, list) else [args.aggregate]
-    metric, est = decode_file(paths[0] if len(paths) == 1 else paths, spec_index(args.spec), metric=args.metric,
-                              candidates=args.candidates, window=getattr(args, "window", None),
-                              confidence=args.confidence, alpha=args.alpha, top=args.top, selection=args.selection)
+    window = getattr(args, "window", None)
+    spec, metric, n, raw = decode_job(paths[0] if len(paths) == 1 else paths, spec_index(args.spec),
+                                      metric=args.metric, candidates=args.candidates, window=window,
+                                      confidence=args.confidence, alpha=args.alpha, top=args.top,
+                                      selection=args.selection)
+    est = raw
     if args.consistency != "none":
         if not hasattr(est, "consistent"):
             raise ValueError(f"--consistency applies to frequency estimates, not to {metric.protocol}'s")
         est = est.consistent(args.consistency, metric.params)
+    out = release(est, spec.release_for(metric.name), n, basis=raw, apply=not getattr(args, "no_release", False))
+    shown, state = out.estimates, out.to_dict()
     if args.json:
-        print(est.to_json())
+        doc = json.loads(shown.to_json()) if shown is not None else {"protocol": metric.protocol, "n": n}
+        print(json.dumps({"metric": metric.name, **doc, "release": state}))
     elif args.csv:
-        print(est.to_csv(), end="")
+        if shown is not None:
+            print(shown.to_csv(), end="")
     else:
-        window = getattr(args, "window", None)
         print(f"metric {metric.name} ({metric.protocol}, parameters {metric.params_fingerprint})"
               + ("" if window is None else f", window {window}"))
-        print(est.table(max_rows=args.max_rows))
-    if args.plot is not None:
-        write_estimates(est, plot=args.plot, title=f"{metric.name} ({metric.protocol}), n={est.n:,}")
+        if shown is not None:
+            print(shown.table(max_rows=args.max_rows))
+    if state["text"] and not args.json:
+        stream = sys.stderr if args.csv else sys.stdout
+        print(("not released: " if shown is None else "release: ") + state["text"], file=stream)
+    if args.plot is not None and shown is not None:
+        write_estimates(shown, plot=args.plot, title=f"{metric.name} ({metric.protocol}), n={n:,}")
         print(f"wrote {args.plot}", file=sys.stderr if args.json or args.csv else sys.stdout)
     return 0

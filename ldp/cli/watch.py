@@ -42,6 +42,16 @@ def watch_command(args: argparse.Namespace) -> int:
         return report_error("ldp watch", exc)
 
 
+def _withheld(doc: dict[str, Any]) -> str:
+    """What the release thresholds withheld of the pooled estimates (``estimates.json`` keeps only the rest)."""
+    states = [m.get("release") or {} for m in doc["metrics"]]
+    held = sum(1 for r in states if r.get("released") is False)
+    items = sum(r.get("withheld_items") or 0 for r in states)
+    if not held and not items:
+        return ""
+    return f" ({held} not released: not enough reports yet; {items:,} item(s) withheld below min_z)"
+
+
 def _watch(args: argparse.Namespace) -> int:
     from ldp.collector.config import load_config
     from ldp.collector.watch import Watcher, estimates_path
@@ -59,7 +69,7 @@ def _watch(args: argparse.Namespace) -> int:
                     continue
                 print(f"{app}: {doc['segments']} segment(s) ({doc['this_fold']['segments']} new), "
                       f"{doc['records']:,} report(s), {sum(doc['rejected'].values()):,} rejected, "
-                      f"{len(doc['metrics'])} metric(s); {estimates_path(config.data_dir, app)}")
+                      f"{len(doc['metrics'])} metric(s){_withheld(doc)}; {estimates_path(config.data_dir, app)}")
         return 0 if all(d is not None for d in docs.values()) else 1
     if not every:
         raise ValueError(f"{args.config}: [fold].every_seconds is 0 (folding off): pass --every SECONDS or --once")

@@ -174,7 +174,8 @@ def check_answer(body: bytes, batch: str, sent: int) -> dict[str, Any]:
     ``lines`` and each count of ``rejected`` (an object of reason names) integers >= 0, not booleans;
     ``accepted + sum(rejected) == lines``; ``lines == sent``, or, for ``"duplicate": true`` (the counts of the
     first delivery, whose part may have held items since acknowledged by other means), ``sent <= lines <=
-    MAX_BATCH``; ``duplicate``, if given, a boolean. Other keys are ignored."""
+    MAX_BATCH``, and ``accepted`` and ``rejected`` may both be absent (the collector keeps only the line count of
+    a batch whose segment it shuffled); ``duplicate``, if given, a boolean. Other keys are ignored."""
     try:
         answer = json.loads(body.decode("utf-8"), object_pairs_hook=_no_duplicate_keys,
                             parse_constant=_not_a_number)
@@ -190,21 +191,24 @@ def check_answer(body: bytes, batch: str, sent: int) -> dict[str, Any]:
         raise ValueError(f"the answer is {type(answer).__name__}, not a JSON object")
     if "batch_id" in answer and answer["batch_id"] != batch:
         raise ValueError(f"the answer names batch {_show(answer['batch_id'])}, not {batch}")
-    if missing := [k for k in ("batch_id", "accepted", "rejected", "lines") if k not in answer]:
-        raise ValueError(f"the answer lacks {', '.join(missing)}")
-    accepted, lines = _count(answer, "accepted"), _count(answer, "lines")
-    rejected = answer["rejected"]
-    if not isinstance(rejected, dict):
-        raise ValueError(f"rejected is {_show(rejected)}, not an object of counts by reason")
-    for reason in rejected:
-        if not (0 < len(reason) <= 100 and reason.isprintable()):
-            raise ValueError(f"rejected names reason {_show(reason)}")
-        _count(rejected, reason)
     duplicate = answer.get("duplicate", False)
     if not isinstance(duplicate, bool):
         raise ValueError(f"duplicate is {_show(duplicate)}, not a boolean")
-    if accepted + sum(rejected.values()) != lines:
-        raise ValueError(f"accepted ({accepted}) + rejected ({sum(rejected.values())}) != lines ({lines})")
+    counted = not (duplicate and "accepted" not in answer and "rejected" not in answer)
+    needed = ("batch_id", "accepted", "rejected", "lines") if counted else ("batch_id", "lines")
+    if missing := [k for k in needed if k not in answer]:
+        raise ValueError(f"the answer lacks {', '.join(missing)}")
+    lines = _count(answer, "lines")
+    if counted:
+        accepted, rejected = _count(answer, "accepted"), answer["rejected"]
+        if not isinstance(rejected, dict):
+            raise ValueError(f"rejected is {_show(rejected)}, not an object of counts by reason")
+        for reason in rejected:
+            if not (0 < len(reason) <= 100 and reason.isprintable()):
+                raise ValueError(f"rejected names reason {_show(reason)}")
+            _count(rejected, reason)
+        if accepted + sum(rejected.values()) != lines:
+            raise ValueError(f"accepted ({accepted}) + rejected ({sum(rejected.values())}) != lines ({lines})")
     if not (sent <= lines <= MAX_BATCH if duplicate else lines == sent):
         raise ValueError(f"the answer counts {lines} line(s); {sent} were sent")
     return answer
@@ -226,8 +230,8 @@ class _Tally:
         """Count a sane answer (:func:`check_answer`)."""
         self.batches += 1
         self.acknowledged += acknowledged
-        self.accepted += answer["accepted"]
-        for reason, n in answer["rejected"].items():
+        self.accepted += answer.get("accepted", 0)
+        for reason, n in answer.get("rejected", {}).items():
             self.rejected[reason] = self.rejected.get(reason, 0) + n
         self.duplicates += answer.get("duplicate") is True
 

@@ -179,6 +179,10 @@ def _app(where: str, name: str, raw: Any, base: Path) -> AppConfig:
             spec = CollectionSpec.load(p)
         except ValueError as exc:
             raise ConfigError(f"{where}.specs: {p} is not a valid spec: {exc}") from None
+        if (other := specs.get(spec.fingerprint)) is not None and other != spec:
+            raise ConfigError(f"{where}.specs: {p} and another spec file have the same fingerprint "
+                              f"{spec.fingerprint} but differ (in their release thresholds, which no fingerprint "
+                              "covers): keep one")
         specs[spec.fingerprint] = spec
     return AppConfig(name, digest, resolved, specs)
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ldp.collector.backlog import open_segment_started, waiting_state
 from ldp.collector.pageview import CHART_ROWS, app_view, shown_rows, time_view
-from ldp.collector.series import window_entry_for
+from ldp.collector.series import release_settings, window_entry_for
 from ldp.collector.watch import app_dir, load_estimates
 
 if TYPE_CHECKING:
@@ -42,10 +42,26 @@ def load_ingest(data_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def load_state(data_dir: str | os.PathLike[str], apps: Iterable[str]
+def load_state(data_dir: str | os.PathLike[str], apps: Iterable[str],
+               release: Mapping[str, Mapping[str, Any]] | None = None
                ) -> tuple[dict[str, dict[str, Any] | None], dict[str, Any] | None]:
-    """Every app's estimates (``None`` before its first fold) and the ingest counters."""
-    return {app: load_estimates(data_dir, app) for app in apps}, load_ingest(data_dir)
+    """Every app's estimates (``None`` before its first fold) and the ingest counters. An ``estimates.json``
+    folded under other release thresholds than ``release[app]`` (:func:`~ldp.collector.series.release_settings`
+    of the app's specs; without it, under none) counts as not folded yet: it may hold what they now withhold."""
+    docs = {app: load_estimates(data_dir, app) for app in apps}
+    for app, doc in docs.items():
+        made = (doc.get("settings") or {}).get("release") if doc is not None else None
+        if doc is not None and (made is None or (release is not None and app in release and made != release[app])):
+            docs[app] = None
+    return docs, load_ingest(data_dir)
+
+
+def release_of(apps: Iterable[str] | Mapping[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """Each app's release settings when ``apps`` maps names to app configs (with ``specs``), else ``None``."""
+    if not isinstance(apps, Mapping):
+        return None
+    return {name: release_settings(a.specs) for name, a in apps.items() if isinstance(getattr(a, "specs", None),
+                                                                                       Mapping)}
 
 
 def _ingest_app(ingest: Mapping[str, Any] | None, app: str) -> Mapping[str, Any] | None:
@@ -76,9 +92,10 @@ def _template() -> Any:
     return env.get_template("dashboard.html")
 
 
-def render_dashboard(data_dir: str | os.PathLike[str], apps: Iterable[str], refresh_seconds: int = 30) -> str:
-    """The page for the data directory as it is now."""
-    estimates, ingest = load_state(data_dir, apps)
+def render_dashboard(data_dir: str | os.PathLike[str], apps: Iterable[str], refresh_seconds: int = 30, *,
+                     release: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The page for the data directory as it is now (``release``: as :func:`load_state` takes it)."""
+    estimates, ingest = load_state(data_dir, apps, release)
     return render_page(estimates, ingest, refresh_seconds=refresh_seconds, data_dir=data_dir)
 
 
@@ -116,7 +133,8 @@ def dashboard_routes(data_dir: str | os.PathLike[str], apps: Iterable[str], refr
                      ) -> list[Route]:
     """Starlette routes: ``GET /`` the page, ``GET /v1/estimates[?window=W|latest|all]`` every app's
     ``estimates.json`` (and the ingest counters, and the reports waiting for a fold) as one JSON document.
-    ``apps``: the app names (a mapping's keys will do)."""
+    ``apps``: the app names, or the config's apps (name -> app config): then an ``estimates.json`` folded under
+    other release thresholds than the specs' is not shown until the next fold."""
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, JSONResponse
     from starlette.routing import Route
@@ -124,10 +142,12 @@ def dashboard_routes(data_dir: str | os.PathLike[str], apps: Iterable[str], refr
     from ldp.server.decode import parse_window
 
     names = list(apps)
+    expected = release_of(apps)
     render_page({}, None, refresh_seconds=refresh_seconds)  # refuses a bad refresh period now, not per request
 
     def page(request: Request) -> HTMLResponse:  # sync: Starlette runs it in its thread pool (file reads)
-        return HTMLResponse(render_dashboard(data_dir, names, refresh_seconds), headers=SECURITY_HEADERS)
+        return HTMLResponse(render_dashboard(data_dir, names, refresh_seconds, release=expected),
+                            headers=SECURITY_HEADERS)
 
     def estimates(request: Request) -> JSONResponse:
         window = None
@@ -140,7 +160,7 @@ def dashboard_routes(data_dir: str | os.PathLike[str], apps: Iterable[str], refr
             except ValueError as exc:
                 return JSONResponse({"error": "bad_window", "detail": str(exc)}, status_code=400,
                                     headers=SECURITY_HEADERS)
-        docs, ingest = load_state(data_dir, names)
+        docs, ingest = load_state(data_dir, names, expected)
         return JSONResponse(estimates_document(docs, ingest, window, data_dir=data_dir), headers=SECURITY_HEADERS)
 
     return [Route("/", page, methods=["GET"]), Route("/v1/estimates", estimates, methods=["GET"])]

@@ -1,25 +1,34 @@
-"""One app's journal: a line per stored batch, the batch-id index built from it, and its compaction.
+"""One app's journals: what an open segment holds, batch by batch, and the batch ids seen once it is closed.
 
-``journal/journal.jsonl`` holds one JSON line per stored batch: ``id``, ``seg`` (its segment), ``end`` (the segment's
-size after it), its counts (``lines``, ``accepted``, ``rejected``), ``bytes`` stored and ``t`` (arrival, Unix s);
-``rc``/``rl``/``ru`` when some of its rejected lines cost reject budget / were left out of the segment / were not kept
-(:mod:`ldp.collector.rejects`). A batch id in the index is answered as a duplicate.
+**The open segment's journal** (``journal/<segment name>``, :class:`SegmentJournal`) has one JSON line per batch
+stored in that segment: ``id``, ``end`` (the segment's size after it), its counts (``lines``, ``accepted``,
+``rejected``), ``bytes`` stored, ``w`` (the arrival window's start, Unix s: never a finer time) and ``rc``/``rl``/
+``ru`` when some of its rejected lines cost reject budget / were left out / were not kept
+(:mod:`ldp.collector.rejects`). It is how a crash is recovered: bytes past the last ``end`` were never acknowledged.
+When the segment closes its lines are shuffled and the file is removed, byte ranges and all; a last line
+``{"closed_as": NAME}`` marks, until then, which closed segment it became.
 
-**Compaction.** The index would grow by about 400 bytes per batch forever. Batch ids older than the dedup horizon
-(``Limits.dedup_horizon_seconds``) leave the index (:meth:`Journal.evict`), and when they make up half the file or
-more, :meth:`Journal.compact` rewrites it: a first ``{"base": ...}`` line holds the sums of every dropped entry (so
-the app's counters stay whole), then the entries inside the horizon; the new file replaces the old one atomically
-(written, fsynced, renamed, folder fsynced). Exactly-once holds for every batch id inside the horizon; a batch
-resent after it would be stored again (clients resend within minutes to days; the horizon's default is 90 days).
+**The seen index** (``journal/seen.jsonl``, :class:`SeenIndex`) keeps what outlives the close and nothing that
+links a line to its batch: per batch ``{"id", "n": lines, "w"}`` (in a random order); per closed segment and
+window the sums of its batches (``{"sum": ..., "w"}``: the app's counters); then ``{"closed": NAME}``, written
+last, which commits the group (lines after the last marker are a torn write, cut on load). A batch id in either
+journal is answered as a duplicate: with its counts while its segment is open, with its line count only once
+closed.
+
+**Compaction.** Ids whose window ended more than the dedup horizon (``Limits.dedup_horizon_seconds``) ago leave the
+index (:meth:`SeenIndex.evict`); once they are half the file, :meth:`SeenIndex.compact` rewrites it atomically with a
+first ``{"base": ...}`` line holding the sums it dropped. Exactly-once holds inside the horizon.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import secrets
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,17 +36,34 @@ from typing import Any
 from ldp.collector.ingest import BatchCounts
 from ldp.server.store import fsync_dir, write_all
 
-__all__ = ["AppStats", "Journal", "JOURNAL"]
+__all__ = ["AppStats", "ClosedCounts", "SegmentJournal", "SeenIndex", "SEEN", "coarse", "sums", "dump_lines",
+           "read_lines"]
 
 logger = logging.getLogger(__name__)
-JOURNAL = "journal.jsonl"
+SEEN = "seen.jsonl"
+
+
+def coarse(t: float, granularity: float) -> float:
+    """The start of the window of length ``granularity`` (s, from the Unix epoch) holding time ``t``."""
+    return float(int(t // granularity) * granularity)
+
+
+@dataclass(frozen=True)
+class ClosedCounts:
+    """A closed segment's batch as the seen index keeps it: its number of lines, nothing that ties it to them."""
+
+    lines: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lines": self.lines}
 
 
 @dataclass
 class AppStats:
-    """Counters of one app (rebuilt from the journal on start, but ``duplicates``). ``rejects_left_out``: rejected
+    """Counters of one app (rebuilt from the journals on start, but ``duplicates``). ``rejects_left_out``: rejected
     lines kept only as a ``rejects/`` entry; ``rejects_unkept``: rejected lines only counted (budget spent);
-    ``compacted``: batches whose ids left the index past the dedup horizon."""
+    ``compacted``: batches whose ids left the index past the dedup horizon. ``last_batch_at``: the start of the
+    window of the last batch (arrival times are kept no finer)."""
 
     batches: int = 0
     lines: int = 0
@@ -50,8 +76,9 @@ class AppStats:
     rejects_unkept: int = 0
     compacted: int = 0
 
-    def add(self, counts: BatchCounts, size: int, at: float, left_out: int = 0, unkept: int = 0) -> None:
-        self.batches += 1
+    def add(self, counts: BatchCounts, size: int, at: float, left_out: int = 0, unkept: int = 0,
+            batches: int = 1) -> None:
+        self.batches += batches
         self.lines += counts.lines
         self.accepted += counts.accepted
         self.bytes += size
@@ -60,6 +87,11 @@ class AppStats:
         self.rejects_unkept += unkept
         self.last_batch_at = at if self.last_batch_at is None else max(self.last_batch_at, at)
 
+    def add_sum(self, s: dict[str, Any]) -> None:
+        """Add a ``sum`` or ``base`` document (see :func:`sums`)."""
+        self.add(BatchCounts.from_dict(s), int(s["bytes"]), float(s["w"]), int(s["rl"]), int(s["ru"]),
+                 int(s["batches"]))
+
     def to_dict(self) -> dict[str, Any]:
         return {"batches": self.batches, "lines": self.lines, "accepted": self.accepted,
                 "rejected": dict(sorted(self.rejected.items())), "bytes": self.bytes, "duplicates": self.duplicates,
@@ -67,104 +99,200 @@ class AppStats:
                 "rejects_unkept": self.rejects_unkept, "compacted": self.compacted}
 
 
-def _base_of(entries: list[dict[str, Any]], base: dict[str, Any] | None) -> dict[str, Any]:
-    """The ``base`` line: the sums of ``entries`` added to the previous base."""
+def sums(entries: Iterable[dict[str, Any]], w: float) -> dict[str, Any]:
+    """The sums of segment-journal ``entries`` (or of ``sum`` documents) as one ``sum`` document of window ``w``."""
     s = AppStats()
-    if base:
-        s.add(BatchCounts.from_dict(base), int(base["bytes"]), float(base["t"]), int(base["rl"]), int(base["ru"]))
-        s.batches = int(base["batches"])
+    rc = 0
     for e in entries:
-        s.add(BatchCounts.from_dict(e), int(e["bytes"]), float(e["t"]), int(e.get("rl", 0)), int(e.get("ru", 0)))
-    return {"base": True, "batches": s.batches, "lines": s.lines, "accepted": s.accepted,
-            "rejected": dict(sorted(s.rejected.items())), "bytes": s.bytes, "t": s.last_batch_at or 0.0,
-            "rl": s.rejects_left_out, "ru": s.rejects_unkept}
+        if "batches" in e:
+            s.add_sum(e)
+        else:
+            s.add(BatchCounts.from_dict(e), int(e["bytes"]), float(e["w"]), int(e.get("rl", 0)), int(e.get("ru", 0)))
+        rc += int(e.get("rc", 0))
+    return {"batches": s.batches, "lines": s.lines, "accepted": s.accepted,
+            "rejected": dict(sorted(s.rejected.items())), "bytes": s.bytes, "rl": s.rejects_left_out,
+            "ru": s.rejects_unkept, "rc": rc, "w": w}
 
 
-class Journal:
-    """The journal file of one app and what it says: :attr:`index`, :attr:`stats`, :attr:`ends` (each segment's
-    journaled size). Only the writer thread calls it after :meth:`load`."""
+def dump_lines(docs: Iterable[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(d, separators=(",", ":")) + "\n" for d in docs).encode("utf-8")
 
-    def __init__(self, path: Path, horizon: float) -> None:
-        self.path, self.horizon = path, horizon
-        self.index: dict[str, BatchCounts] = {}
-        self.times: deque[tuple[float, str]] = deque()  # (arrival, id) in journal order
-        self.stats = AppStats()
-        self.ends: dict[str, int] = {}
-        self.entries = 0  # lines in the file but the base
-        self.dead = 0  # of which have left the index
-        self._base: dict[str, Any] | None = None
+
+def _append_durably(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` and fsync; on an ``OSError`` cut the file back to its size before, so a retry
+    never finds part of this write in front of its own."""
+    with open(path, "ab") as fh:
+        before = fh.tell()
+        try:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        except OSError:
+            with contextlib.suppress(OSError):
+                fh.truncate(before)
+            raise
+
+
+def read_lines(path: Path, is_commit: Any = lambda d: True) -> tuple[list[dict[str, Any]], int]:
+    """The JSON lines of ``path`` up to the last one ``is_commit`` accepts, and the bytes cut after it (a torn
+    write: fsynced to the shorter size). A damaged line before a good one is an error: what was acknowledged
+    cannot be known."""
+    data = path.read_bytes() if path.exists() else b""
+    docs: list[dict[str, Any]] = []
+    good = committed = 0
+    n_committed = 0
+    for n, line in enumerate(data.splitlines(keepends=True)):
+        try:
+            if not line.endswith(b"\n"):
+                raise ValueError("no newline")
+            doc = json.loads(line)
+            if not isinstance(doc, dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            if good + len(line) < len(data):
+                raise RuntimeError(f"{path}: line {n + 1} is damaged ({exc}); the collector cannot know which "
+                                   "batches it acknowledged") from None
+            break
+        docs.append(doc)
+        good += len(line)
+        if is_commit(doc):
+            committed, n_committed = good, len(docs)
+    if committed < len(data):
+        logger.warning("journal %s: cutting %d bytes of a torn write", path, len(data) - committed)
+        with open(path, "r+b") as fh:
+            fh.truncate(committed)
+            os.fsync(fh.fileno())
+    return docs[:n_committed], len(data) - committed
+
+
+class SegmentJournal:
+    """The journal of one open segment (``journal/<segment name>``); only the writer thread appends to it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: list[dict[str, Any]] = []
+        self.closed_as: str | None = None
         self._fd: int | None = None
 
-    # -- reading ---------------------------------------------------------------------------------------
-    def load(self, on_entry: Callable[[dict[str, Any]], None] = lambda e: None) -> int:
-        """Read the file (cutting a torn last line: returns its bytes) and open it for appending."""
+    def load(self) -> int:
+        """Read the file (cutting a torn last line: returns its bytes)."""
+        docs, cut = read_lines(self.path)
+        for d in docs:
+            if "closed_as" in d:
+                self.closed_as = str(d["closed_as"])
+            else:
+                self.entries.append(d)
+        return cut
+
+    @property
+    def end(self) -> int:
+        """The segment's size after the last batch journaled (0 before any)."""
+        return int(self.entries[-1]["end"]) if self.entries else 0
+
+    def open(self) -> None:
+        """Create the file (its name made durable) for appending."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = self.path.read_bytes() if self.path.exists() else b""
-        good = 0
-        for n, line in enumerate(data.splitlines(keepends=True)):
-            try:
-                if not line.endswith(b"\n"):
-                    raise ValueError("no newline")
-                self._load_line(json.loads(line), on_entry)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                if good + len(line) < len(data):
-                    raise RuntimeError(f"{self.path}: line {n + 1} is damaged ({exc}); the collector cannot "
-                                       "know which batches it acknowledged") from None
-                break
-            good += len(line)
-        if good < len(data):
-            logger.warning("journal %s: cutting a torn last line (%d bytes)", self.path, len(data) - good)
-            with open(self.path, "r+b") as fh:
-                fh.truncate(good)
-                os.fsync(fh.fileno())
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         fsync_dir(self.path.parent)
-        return len(data) - good
 
-    def _load_line(self, e: dict[str, Any], on_entry: Callable[[dict[str, Any]], None]) -> None:
-        if e.get("base") is True:
-            b = self._base = e
-            self.stats.add(BatchCounts.from_dict(b), int(b["bytes"]), float(b["t"]), int(b["rl"]), int(b["ru"]))
-            self.stats.batches = self.stats.compacted = int(b["batches"])
-            return
-        counts = BatchCounts.from_dict(e)
-        seg, end, batch_id, size, at = str(e["seg"]), int(e["end"]), str(e["id"]), int(e["bytes"]), float(e["t"])
-        self.ends[seg] = end
-        self.index[batch_id] = counts
-        self.times.append((at, batch_id))
-        self.entries += 1
-        self.stats.add(counts, size, at, int(e.get("rl", 0)), int(e.get("ru", 0)))
-        on_entry(e)
-
-    # -- writing ---------------------------------------------------------------------------------------
     @property
     def size(self) -> int:
-        assert self._fd is not None, "load() first"
-        return os.fstat(self._fd).st_size
+        return os.fstat(self._fd).st_size if self._fd is not None else 0
 
     def append(self, entries: list[dict[str, Any]]) -> None:
         """Append and fsync ``entries`` (an ``OSError`` is the caller's to undo with :meth:`cut`)."""
-        assert self._fd is not None, "load() first"
-        write_all(self._fd, "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries).encode("utf-8"))
+        if self._fd is None:
+            self.open()
+        assert self._fd is not None
+        write_all(self._fd, dump_lines(entries))
         os.fsync(self._fd)
+
+    def note(self, entries: list[dict[str, Any]]) -> None:
+        self.entries.extend(entries)
 
     def cut(self, size: int) -> None:
         """Truncate the file back to ``size`` bytes (undo a failed :meth:`append`)."""
-        assert self._fd is not None, "load() first"
-        os.ftruncate(self._fd, size)
+        if self._fd is not None:
+            os.ftruncate(self._fd, size)
 
-    def note(self, entries: list[dict[str, Any]], batches: list[tuple[BatchCounts, int, int, int]]) -> None:
-        """Record appended ``entries`` in the index and counters (``batches``: counts, bytes, left out, unkept)."""
-        for e, (counts, size, left_out, unkept) in zip(entries, batches, strict=True):
-            self.index[e["id"]] = counts
-            self.times.append((e["t"], e["id"]))
+    def mark_closed(self, name: str) -> None:
+        """Record (fsynced) the closed segment this one becomes, before that file appears."""
+        _append_durably(self.path, dump_lines([{"closed_as": name}]))
+        self.closed_as = name
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class SeenIndex:
+    """``journal/seen.jsonl``: the batch ids of closed segments and the app's sums. The writer thread reads
+    :attr:`index`; the thread closing segments appends (:meth:`add_closed`) and compacts."""
+
+    def __init__(self, path: Path, horizon: float, granularity: float) -> None:
+        self.path, self.horizon, self.granularity = path, horizon, granularity
+        self.index: dict[str, ClosedCounts] = {}
+        self.times: deque[tuple[float, str]] = deque()  # (window, id) in file order
+        self.stats = AppStats()
+        self.closed: set[str] = set()
+        self.rejects_charged: list[tuple[float, int]] = []  # (window, bytes) of reject budget, for the day's budget
+        self.entries = 0  # id lines in the file
+        self.dead = 0  # of which have left the index
+        self._base: dict[str, Any] | None = None
+
+    def load(self) -> int:
+        """Read the file (cutting a torn write after the last commit marker: returns its bytes)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        docs, cut = read_lines(self.path, lambda d: "closed" in d or d.get("base") is True)
+        for d in docs:
+            self._take(d)
+        return cut
+
+    def _take(self, d: dict[str, Any]) -> None:
+        if d.get("base") is True:
+            self._base = d
+            self.stats.add_sum(d)
+            self.stats.compacted = int(d["batches"])
+        elif "id" in d:
+            w = float(d["w"])
+            self.index[str(d["id"])] = ClosedCounts(int(d["n"]))
+            self.times.append((w, str(d["id"])))
             self.entries += 1
-            self.stats.add(counts, size, e["t"], left_out, unkept)
+        elif "sum" in d:
+            self.stats.add_sum(d["sum"])
+            self.rejects_charged.append((float(d["sum"]["w"]), int(d["sum"].get("rc", 0))))
+        elif "closed" in d:
+            self.closed.add(str(d["closed"]))
+
+    def add_closed(self, name: str, entries: list[dict[str, Any]], count: bool = True) -> None:
+        """Append (one fsync) the ids of a closed segment's batches, its sums per window, then its marker; the
+        index takes the ids. ``count``: add the sums to :attr:`stats` (not when they were counted already, from
+        the segment journal)."""
+        by_window: dict[float, list[dict[str, Any]]] = {}
+        for e in entries:
+            by_window.setdefault(float(e["w"]), []).append(e)
+        docs: list[dict[str, Any]] = [{"id": e["id"], "n": int(e["lines"]), "w": float(e["w"])} for e in entries]
+        secrets.SystemRandom().shuffle(docs)  # not in arrival order either
+        docs += [{"sum": sums(group, w), "w": w} for w, group in sorted(by_window.items())]
+        docs.append({"closed": name})
+        _append_durably(self.path, dump_lines(docs))
+        w = max(float(e["w"]) for e in entries)
+        os.utime(self.path, (w, w))  # dated by the window, not by the close
+        fsync_dir(self.path.parent)
+        for d in docs:
+            if "sum" in d and not count:
+                continue
+            self._take(d)
 
     # -- compaction ------------------------------------------------------------------------------------
+    def _cutoff(self, now: float) -> float:
+        """Windows that ended before this have left the horizon."""
+        return now - self.horizon - self.granularity
+
     def evict(self, now: float) -> int:
-        """Drop the ids that arrived before ``now - horizon`` from the index; returns how many."""
-        cutoff, n = now - self.horizon, 0
+        """Drop the ids of windows past the horizon from the index; returns how many."""
+        cutoff, n = self._cutoff(now), 0
         while self.times and self.times[0][0] < cutoff:
             _, batch_id = self.times.popleft()
             self.index.pop(batch_id, None)
@@ -173,25 +301,34 @@ class Journal:
         return n
 
     def compact(self, now: float, *, min_dead: int = 1000) -> bool:
-        """Evict, and rewrite the file without the evicted entries when they are at least ``min_dead`` and half
-        the file; ``True`` when rewritten. On an ``OSError`` the old file stays (logged; tried again later)."""
+        """Evict, and rewrite the file without the evicted ids (their sums folded into the base line) when they are
+        at least ``min_dead`` and half the file; ``True`` when rewritten. On an ``OSError`` the old file stays."""
         self.evict(now)
         if self.dead < max(min_dead, 1) or self.dead * 2 < self.entries:
             return False
-        cutoff = now - self.horizon
+        cutoff = self._cutoff(now)
         tmp = self.path.with_name(self.path.name + ".compact")
+        old: list[dict[str, Any]] = [self._base] if self._base else []
+        kept: list[dict[str, Any]] = []
+        group: list[dict[str, Any]] = []  # the kept lines of the group read so far (up to its marker)
         try:
-            dropped: list[bytes] = []
-            kept: list[bytes] = []
             for line in self.path.read_bytes().splitlines():
-                e = json.loads(line)
-                if e.get("base") is True:
+                d = json.loads(line)
+                if d.get("base") is True:
                     continue
-                (dropped if float(e["t"]) < cutoff else kept).append(line)
-            base = _base_of([json.loads(x) for x in dropped], self._base)
+                old_line = ("id" in d or "sum" in d) and float(d["w"]) < cutoff
+                if "sum" in d and old_line:
+                    old.append(d["sum"])
+                elif "closed" in d:
+                    if group:  # a group wholly past the horizon loses its marker too
+                        kept += [*group, d]
+                    group = []
+                elif not old_line:
+                    group.append(d)
+            kept += group
+            base = {"base": True, **sums(old, max((float(s["w"]) for s in old), default=0.0))}
             with open(tmp, "wb") as fh:
-                fh.write(json.dumps(base, separators=(",", ":")).encode() + b"\n")
-                fh.write(b"".join(x + b"\n" for x in kept))
+                fh.write(dump_lines([base, *kept]))
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, self.path)
@@ -200,15 +337,8 @@ class Journal:
             logger.warning("journal %s: compaction failed (%s); the old journal stays", self.path, exc.strerror)
             tmp.unlink(missing_ok=True)
             return False
-        self.close()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND, 0o644)
-        self._base, self.entries, self.dead = base, len(kept), 0
+        dropped = self.entries - sum("id" in d for d in kept)
+        self._base, self.entries, self.dead = base, self.entries - dropped, 0
         self.stats.compacted = int(base["batches"])
-        logger.info("journal %s: compacted %d entries older than the dedup horizon (%d kept)", self.path,
-                    len(dropped), len(kept))
+        logger.info("journal %s: compacted %d ids older than the dedup horizon", self.path, dropped)
         return True
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None

@@ -124,6 +124,7 @@ class StateCollector:
         self._usage = {app: DiskUsage(config.app_dir(app)) for app in config.apps}
         self._disk: tuple[float, dict[str, dict[str, int]]] | None = None
         self._folds: dict[str, tuple[tuple[int, int, int], tuple[float | None, int | None]]] = {}
+        self._poisoning: dict[str, dict[tuple[str, str], float]] = {}  # app -> (spec, metric) -> 1 if suspicious
 
     def disk(self) -> dict[str, dict[str, int]]:
         """Bytes on disk per app and part, measured at most every ``disk_cache_seconds``."""
@@ -147,11 +148,18 @@ class StateCollector:
         if cached is not None and cached[0] == key:
             return cached[1]
         doc = load_estimates(self.config.data_dir, app) or {}
+        flags: dict[tuple[str, str], float] = {}
+        for m in doc.get("metrics") or []:
+            windows = m.get("windows") or [] if isinstance(m, dict) else []
+            ev = (windows[-1] or {}).get("poisoning") if windows and isinstance(windows[-1], dict) else None
+            if isinstance(ev, dict) and ev.get("verdict") in ("ok", "suspicious"):
+                flags[(str(m.get("spec", "")), str(m.get("metric", "")))] = float(ev["verdict"] == "suspicious")
         accepted = doc.get("accepted")
         value = (_timestamp(doc.get("checked_at")),
                  accepted if isinstance(accepted, int) and not isinstance(accepted, bool) else None)
         with self._lock:
             self._folds[app] = (key, value)
+            self._poisoning[app] = flags
         return value
 
     def collect(self) -> Iterator[Metric]:
@@ -174,6 +182,10 @@ class StateCollector:
         last = GaugeMetricFamily("ldp_collector_last_batch_timestamp_seconds", "When the app's last batch was stored "
                                  "(seconds since the epoch); absent before the first.", labels=["app"])
         kept = {field: CounterMetricFamily(name, text, labels=["app"]) for field, name, text in _REJECTS_KEPT}
+        poisoned = GaugeMetricFamily("ldp_collector_poisoning_suspicious", "1 when the latest window's reports of a "
+                                     "metric leave the law honest reports follow (family-wise false-alarm rate 0.01; "
+                                     "docs/poisoning.md), 0 when they match it; absent when untested.",
+                                     labels=["app", "spec", "metric"])
         for app, log in w.logs.items():
             s = log.stats
             n_accepted = s.accepted
@@ -190,6 +202,10 @@ class StateCollector:
                 if count is not None:
                     family.add_metric([app], count)
             folded_at, folded = self.fold(app)
+            with self._lock:
+                flags = dict(self._poisoning.get(app, {}))
+            for (spec, metric), flag in sorted(flags.items()):
+                poisoned.add_metric([app, spec, metric], flag)
             pending.add_metric([app], max(0, n_accepted - (folded or 0)))
             if folded_at is not None:
                 age.add_metric([app], max(0.0, self.wall() - folded_at))
@@ -226,7 +242,7 @@ class StateCollector:
         for app, parts in self.disk().items():
             for part, size in parts.items():
                 disk.add_metric([app, part], size)
-        yield from (disk, pending, age)
+        yield from (disk, pending, age, poisoned)
 
 
 class ConnectionsCollector:

@@ -13,7 +13,9 @@ from typing import Any
 
 from ldp.collector.charts import format_number, interval_chart, series_chart
 
-__all__ = ["CHART_ROWS", "SERIES_ITEMS", "app_view", "count", "shown_rows", "time_view", "window_label"]
+__all__ = ["CHART_ROWS", "SERIES_ITEMS", "app_view", "count", "poisoning_view", "release_view", "shown_rows",
+           "time_view",
+           "window_label"]
 
 CHART_ROWS = 30
 """Items shown per metric (chart and table): all of them up to this many, else the largest estimates."""
@@ -174,6 +176,28 @@ def _metric_view(sid: str, m: Mapping[str, Any], now: datetime) -> dict[str, Any
     return view
 
 
+def release_view(w: Mapping[str, Any] | None) -> dict[str, str | None]:
+    """A window's release state for people (its ``release`` entry, :mod:`ldp.server.release`): ``held``, the
+    reason it is not released (``not enough reports yet — 37 of 100``), or ``withheld``, the count line of items
+    withheld (``12 items below 2 SE withheld``); ``None`` each when it does not apply."""
+    rel = (w or {}).get("release")
+    if not isinstance(rel, Mapping):
+        return {"held": None, "withheld": None}
+    held = str(rel.get("reason")) if rel.get("released") is False and rel.get("reason") else None
+    withheld = str(rel.get("text")) if held is None and rel.get("withheld_items") else None
+    return {"held": held, "withheld": withheld}
+
+
+def poisoning_view(w: Mapping[str, Any] | None) -> str | None:
+    """The warning line of a window whose reports leave the honest law (:mod:`ldp.server.poisoning`), else
+    ``None``."""
+    ev = (w or {}).get("poisoning")
+    if not isinstance(ev, Mapping) or ev.get("verdict") != "suspicious":
+        return None
+    return (f"Possible poisoning: the reports of this window do not follow the law honest reports follow "
+            f"({ev.get('message')}). A test never proves an attack; see docs/poisoning.md.")
+
+
 def _what(kind: Any) -> str:
     return "estimated mean of the reported values" if kind == "mean" else "estimated reports in the window"
 
@@ -186,7 +210,8 @@ def _series_view(sid: str, name: str, m: Mapping[str, Any], windows: Sequence[Ma
     first, last = windows[0]["window"], latest["window"]
     slots = list(range(first, last + 1))
     by_window = {w["window"]: w for w in windows}
-    items = [str(r.get("item")) for r in shown_rows(latest.get("rows") or [], SERIES_ITEMS)]
+    newest = next((w for w in reversed(windows) if w.get("rows")), latest)  # the latest may be withheld
+    items = [str(r.get("item")) for r in shown_rows(newest.get("rows") or [], SERIES_ITEMS)]
     lines = []
     for item in items:
         points = []
@@ -216,7 +241,8 @@ def _series_view(sid: str, name: str, m: Mapping[str, Any], windows: Sequence[Ma
             cells.append("" if p is None else f"{format_number(p.get('estimate'))} ({format_number(p.get('ci_low'))}"
                                                f" to {format_number(p.get('ci_high'))})")
         rows.append({"label": window_label(s, seconds), "n": count((w or {}).get("n", 0)),
-                     "open": bool((w or {}).get("open")), "cells": cells})
+                     "open": bool((w or {}).get("open")), "cells": cells, "suspicious": poisoning_view(w) is not None,
+                     **release_view(w)})
     return {"chart": chart, "what": what, "level": level, "names": items, "rows": rows, "span": span,
             "length": length_text(seconds), "count": len(slots)}
 
@@ -228,7 +254,8 @@ def _latest_view(sid: str, name: str, w: Mapping[str, Any], seconds: int, now: d
     view: dict[str, Any] = {"label": label, "length": length_text(seconds), "open": bool(w.get("open")),
                             "start": time_view(w.get("start")), "end": time_view(w.get("end")),
                             "n": count(w.get("n", 0)), "error": str(w["error"]) if w.get("error") else None,
-                            "rows": [], "chart": None, "notes": [str(n) for n in w.get("notes") or []]}
+                            "rows": [], "chart": None, "notes": [str(n) for n in w.get("notes") or []],
+                            "poisoning": poisoning_view(w), **release_view(w)}
     if view["error"] or not rows:
         return view
     shown = shown_rows(rows)

@@ -27,13 +27,14 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ldp.collector.applog import JOURNAL, AppLog, Batch, Stored
-from ldp.collector.config import CollectorConfig
+from ldp.collector.applog import AppLog, Batch, Stored
+from ldp.collector.config import AppConfig, CollectorConfig
 from ldp.collector.ingest import BatchCounts
+from ldp.collector.journal import ClosedCounts, coarse
 from ldp.errors import QueueFull, WriterClosed
 from ldp.server.store import fsync_dir, write_all, write_atomic
 
-__all__ = ["Batch", "Stored", "AppLog", "SegmentWriter", "JOURNAL", "QueueFull", "WriterClosed"]
+__all__ = ["Batch", "Stored", "AppLog", "SegmentWriter", "QueueFull", "WriterClosed", "granularity"]
 
 logger = logging.getLogger(__name__)
 _TICK = 0.25  # seconds between checks of segment age and of the counters file
@@ -42,7 +43,12 @@ PROBE_SECONDS = 1.0
 PROBE_BYTES = 256 * 2**10
 """Size of the probe file: a write this big must work before uploads are taken again."""
 COMPACT_SECONDS = 60.0
-"""Seconds between two checks of the journals' dedup horizon (:meth:`~ldp.collector.journal.Journal.compact`)."""
+"""Seconds between two checks of the journals' dedup horizon (:meth:`~ldp.collector.journal.SeenIndex.compact`)."""
+
+
+def granularity(app: AppConfig) -> float:
+    """The window (s) an app's arrival times are coarsened to: its specs' shortest window, at most a day."""
+    return float(min([86400, *(s.window_seconds for s in app.specs.values())]))
 
 
 class SegmentWriter:
@@ -51,7 +57,10 @@ class SegmentWriter:
 
     def __init__(self, config: CollectorConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
-        self.logs = {name: AppLog(config.app_dir(name), config.limits, clock) for name in config.apps}
+        self.logs = {name: AppLog(config.app_dir(name), config.limits, clock, granularity(app))
+                     for name, app in config.apps.items()}
+        self.granularity = min((log.granularity for log in self.logs.values()), default=86400.0)
+        """The window ``ingest.json``'s times are coarsened to (the apps' shortest)."""
         self._queue: queue.Queue[Batch | None] = queue.Queue(maxsize=config.limits.max_pending_batches)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -102,15 +111,19 @@ class SegmentWriter:
         """Recover every app (see :meth:`AppLog.recover`) and start the writer thread."""
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         cut = {name: log.recover() for name, log in self.logs.items()}
+        for log in self.logs.values():
+            for close in log.deferred:
+                self.jobs.put(close)
+            log.deferred.clear()
         self._chores = threading.Thread(target=self._run_chores, name="ldp-collector-chores", daemon=True)
         self._chores.start()
         self._thread = threading.Thread(target=self._run, name="ldp-collector-writer", daemon=True)
         self._thread.start()
         return cut
 
-    def known(self, app: str, batch_id: str) -> BatchCounts | None:
+    def known(self, app: str, batch_id: str) -> BatchCounts | ClosedCounts | None:
         """The counts of a batch id already stored for ``app`` (counted as a duplicate), else ``None``."""
-        counts = self.logs[app].index.get(batch_id)  # a dict lookup: no lock needed
+        counts = self.logs[app].known(batch_id)  # dict lookups: no lock needed
         if counts is not None:
             with self._lock:
                 self.logs[app].stats.duplicates += 1
@@ -237,10 +250,10 @@ class SegmentWriter:
             if move is not None:
                 self.jobs.put(move)
         now = time.monotonic()
-        if now - self._compact_at >= COMPACT_SECONDS:
+        if now - self._compact_at >= COMPACT_SECONDS:  # on the chores thread, which appends to the seen index
             self._compact_at = now
             for log in self.logs.values():
-                log.journal.compact(time.time())
+                self.jobs.put(lambda log=log: log.seen.compact(time.time()))  # type: ignore[misc]
         if self._dirty and now - self._counters_at >= 1.0 and self.jobs.empty():
             data = (json.dumps(self.counters(), indent=1) + "\n").encode()
             self.jobs.put(lambda: self._write_counters(data))
@@ -267,7 +280,8 @@ class SegmentWriter:
         with self._lock:
             refused = dict(sorted(self.refused.items()))
             self._dirty = False
-        return {"updated": round(time.time(), 3), "started": round(self.started_at, 3),
+        g = self.granularity
+        return {"updated": coarse(time.time(), g), "started": coarse(self.started_at, g),
                 "apps": {name: log.stats.to_dict() for name, log in self.logs.items()}, "refused": refused}
 
     def write_counters(self) -> None:
@@ -276,6 +290,9 @@ class SegmentWriter:
 
     def _write_counters(self, data: bytes) -> None:
         try:
-            write_atomic(self.config.data_dir / "ingest.json", data)
+            path = self.config.data_dir / "ingest.json"
+            write_atomic(path, data)
+            w = coarse(time.time(), self.granularity)
+            os.utime(path, (w, w))  # its times say the window, not when the last batch came
         except OSError:
             logger.exception("cannot write ingest.json")

@@ -22,18 +22,19 @@ from typing import Any
 from ldp.decoders.base import Aggregate
 from ldp.privacy.accountant import PrivacyCost
 from ldp.server.fold import parse_key_name
+from ldp.server.release import release, release_info
 from ldp.server.store import AGG_SUFFIX, read_aggregate
 from ldp.spec import CollectionSpec, MetricSpec
 
 __all__ = ["DEFAULT_WINDOWS", "WINDOW_FIELDS", "decode_metrics", "estimate_rows", "metric_entry", "privacy_entry",
-           "window_entry_for", "window_times"]
+           "release_settings", "window_entry_for", "window_times"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_WINDOWS = 14
 """Windows kept decoded per metric in ``estimates.json`` (config ``[fold] windows``)."""
 WINDOW_FIELDS = ("window", "start", "end", "open", "key", "n", "rejected", "confidence", "kind", "rows", "detected",
-                 "notes", "error")
+                 "notes", "error", "release", "poisoning")
 """The keys of one window's entry (the rest of a metric's entry is the same for every window)."""
 
 
@@ -67,12 +68,21 @@ def privacy_entry(spec: CollectionSpec, metric: MetricSpec) -> dict[str, Any]:
             "window_seconds": spec.window_seconds}
 
 
+def release_settings(specs: Mapping[str, CollectionSpec]) -> dict[str, dict[str, Any]]:
+    """Every metric's release thresholds, ``{"<spec fingerprint>/<metric>": {min_reports, min_z}}``: part of
+    the fold's settings, so a change (which moves no fingerprint) decodes again, and the dashboard can tell an
+    ``estimates.json`` made under other thresholds."""
+    return {f"{fp}/{name}": spec.release_for(name).to_dict() for fp, spec in sorted(specs.items())
+            for name in sorted(spec.metrics)}
+
+
 def metric_entry(spec: CollectionSpec, m: MetricSpec, *, n: int, rejected: Mapping[str, int]) -> dict[str, Any]:
     """A metric's entry before decoding: its spec fields, ``n`` reports, no rows, no windows."""
     return {"key": None, "metric": m.name, "description": m.description, "protocol": m.protocol,
             "params_fingerprint": m.params_fingerprint, "spec": spec.name, "n": n,
             "rejected": dict(sorted(rejected.items())), "privacy": privacy_entry(spec, m), "confidence": None,
-            "kind": None, "rows": [], "detected": None, "notes": [], "error": None, "window": "all",
+            "kind": None, "rows": [], "detected": None, "notes": [], "error": None,
+            "release": release_info(spec.release_for(m.name), n), "window": "all",
             "window_seconds": spec.window_seconds, "latest": None, "window_n": {}, "future_reports": 0,
             "windows": []}
 
@@ -98,20 +108,44 @@ def estimate_rows(est: Any) -> dict[str, Any]:
     return {"kind": "counts", "rows": rows, "detected": detected, "notes": list(est.notes)}
 
 
+POISONING_ALPHA = 0.01
+"""The family-wise false-alarm rate of the poisoning checks of each window (:mod:`ldp.server.poisoning`)."""
+
+
+def poisoning(agg: Aggregate) -> dict[str, Any] | None:
+    """The poisoning evidence of one aggregate (``verdict``, ``message``, the smallest ``p_value``), from the
+    aggregate alone: the fold keeps no per-report statistic (``None`` for an empty aggregate)."""
+    from ldp.server.poisoning import poisoning_evidence
+
+    if agg.n == 0:
+        return None
+    ev = poisoning_evidence(agg, alpha=POISONING_ALPHA)
+    p_values = [c.p_value for c in ev.checks if c.verdict != "untested"]
+    return {"verdict": ev.verdict, "message": ev.message, "alpha": POISONING_ALPHA,
+            "p_value": min(p_values) if p_values else None}
+
+
 def _decode(agg: Aggregate, spec: CollectionSpec, m: MetricSpec, confidence: float, alpha: float) -> dict[str, Any]:
-    """``kind``, ``rows``, ``detected``, ``notes``, ``confidence`` and ``error`` of one aggregate, decoded as
-    ``ldp decode`` does; a metric that cannot be decoded (no candidate dictionary, say) says why in ``error``."""
+    """``kind``, ``rows``, ``detected``, ``notes``, ``confidence``, ``error`` and ``release`` of one aggregate,
+    decoded as ``ldp decode`` does and released by the metric's thresholds (:mod:`ldp.server.release`: only what
+    they let out is kept; under ``min_reports`` nothing is decoded); a metric that cannot be decoded (no
+    candidate dictionary, say) says why in ``error``."""
     from ldp.errors import error_text
     from ldp.server.decode import decode_aggregate, load_candidates
 
-    out: dict[str, Any] = {"confidence": None, "kind": None, "rows": [], "detected": None, "notes": [], "error": None}
+    policy = spec.release_for(m.name)
+    out: dict[str, Any] = {"confidence": None, "kind": None, "rows": [], "detected": None, "notes": [], "error": None,
+                           "release": release(None, policy, agg.n).to_dict(), "poisoning": poisoning(agg)}
+    if not out["release"]["released"]:
+        return out
     try:
         est = decode_aggregate(agg, load_candidates(spec, m.name), confidence=confidence, alpha=alpha)
     except (ValueError, ArithmeticError) as exc:
         logger.warning("fold: cannot decode %s (%d reports): %s", m.name, agg.n, error_text(exc))
         out["error"] = error_text(exc)
         return out
-    out.update(estimate_rows(est))
+    shown = release(est, policy, agg.n)
+    out.update(estimate_rows(shown.estimates), release=shown.to_dict())
     out["confidence"] = confidence
     return out
 
@@ -177,7 +211,7 @@ def _metric_with_windows(agg_dir: Path, specs: Mapping[str, CollectionSpec], key
     # the pooled view: the merge of every window (or the one aggregate of a job made without windows)
     if old is not None and old.get("window_n") == window_n and not old.get("error") and windows:
         pooled: dict[str, Any] = {k: old.get(k) for k in ("n", "rejected", "confidence", "kind", "rows", "detected",
-                                                           "notes", "error")}
+                                                           "notes", "error", "release", "poisoning")}
     else:
         total = first.copy()
         for w in windows[:-1]:
@@ -224,4 +258,5 @@ def _empty(window: int | None, metric: Mapping[str, Any]) -> dict[str, Any]:
     seconds = metric.get("window_seconds")
     start, end = window_times(window, seconds) if window is not None and isinstance(seconds, int) else (None, None)
     return {"window": window, "start": start, "end": end, "open": None, "key": None, "n": 0, "rejected": {},
-            "confidence": None, "kind": None, "rows": [], "detected": None, "notes": [], "error": None}
+            "confidence": None, "kind": None, "rows": [], "detected": None, "notes": [], "error": None,
+            "release": None, "poisoning": None}

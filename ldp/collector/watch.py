@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry
+from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry, release_settings
 from ldp.errors import FoldBusyError
 from ldp.server.job import aggregate_files, spec_index
 from ldp.server.store import write_atomic
@@ -74,8 +74,10 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
              segment_max_seconds: float | None = None) -> dict[str, Any]:
     """Fold the app's closed segments not folded yet, one aggregate per metric and window, decode every
     metric (the last ``windows`` windows, and all of them pooled), write ``estimates.json`` atomically and
-    return what it holds. Folding again with no new segment counts nothing twice (the job's manifest) and
-    reuses the decoded estimates; a window whose count did not change is not decoded again.
+    return what it holds: only what each metric's release thresholds let out (:mod:`ldp.server.release`;
+    ``ldp decode JOB --no-release`` shows the rest to the data owner). Folding again with no new segment
+    counts nothing twice (the job's manifest) and reuses the decoded estimates; a window whose count did not
+    change is not decoded again.
     ``every_seconds`` and ``segment_max_seconds`` (the folding period and the collector's segment age, when
     known) go into ``schedule``, from which the dashboard tells when reports waiting will be folded.
     ``FoldBusyError`` when another fold of this app is running (a file lock, so also across processes)."""
@@ -85,7 +87,7 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
     index = spec_index(specs)
     fingerprints = sorted(index)
     settings = {"specs": fingerprints, "confidence": confidence, "alpha": alpha, "by_window": True,
-                "windows": windows}
+                "windows": windows, "release": release_settings(index)}
     with _fold_lock(base):
         out = base / JOB_DIR
         _move_old_layout(base, out)

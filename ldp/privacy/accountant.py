@@ -30,6 +30,7 @@ from ldp.privacy.cost import (
     first_exceeded,
 )
 from ldp.privacy.ledger import BudgetLedger, BudgetPolicy, Reservation
+from ldp.privacy.shuffle import ShuffleGuarantee, shuffled_cost, shuffled_epsilon
 
 __all__ = [
     "PrivacyCost",
@@ -38,6 +39,10 @@ __all__ = [
     "compose_parallel",
     "advanced_composition",
     "PrivacyAccountant",
+    # the central guarantee of n shuffled reports (ldp.privacy.shuffle): shuffled_cost(per_report, n, delta)
+    "ShuffleGuarantee",
+    "shuffled_cost",
+    "shuffled_epsilon",
     # the client's budget ledger, defined in ldp.privacy.ledger (its errors in ldp.errors) and exported here too
     "BudgetPolicy",
     "MemoizedCharge",

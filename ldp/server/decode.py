@@ -14,7 +14,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ldp.decoders.base import Aggregate
 from ldp.extras import install_hint
@@ -24,8 +24,8 @@ from ldp.spec import CollectionSpec, MetricSpec
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["find_metric", "load_candidates", "decode_aggregate", "decode_file", "parse_window", "select_aggregate",
-           "write_estimates", "plot_estimates"]
+__all__ = ["Decoded", "find_metric", "load_candidates", "decode_aggregate", "decode_file", "decode_job",
+           "parse_window", "select_aggregate", "write_estimates", "plot_estimates"]
 
 
 def find_metric(agg: Aggregate, specs: Mapping[str, CollectionSpec], metric: str | None = None) -> MetricSpec:
@@ -141,12 +141,22 @@ def _key_of(f: Path) -> tuple[str, str, int | None]:
     return parse_key_name(f.name[:-len(AGG_SUFFIX)])
 
 
-def decode_file(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-                specs: Mapping[str, CollectionSpec], *, metric: str | None = None,
-                candidates: str | os.PathLike[str] | None = None, window: int | str | None = None,
-                **options: Any) -> tuple[MetricSpec, Any]:
+class Decoded(NamedTuple):
+    """One decoded aggregate: its spec and metric, its number of reports and its estimates."""
+
+    spec: CollectionSpec
+    metric: MetricSpec
+    n: int
+    estimates: Any
+
+
+def decode_job(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+               specs: Mapping[str, CollectionSpec], *, metric: str | None = None,
+               candidates: str | os.PathLike[str] | None = None, window: int | str | None = None,
+               **options: Any) -> Decoded:
     """Read an aggregate file (or choose and merge among files and job folders, :func:`select_aggregate`,
-    e.g. one ``window``) and decode it: ``(metric, estimates)``."""
+    e.g. one ``window``) and decode it: its spec, metric, ``n`` and estimates (all of them: the caller applies
+    the metric's release thresholds, :func:`ldp.server.release.release`)."""
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     named, agg, _ = select_aggregate(paths, window=window, metric=metric)
     if metric is None and named is None and len(paths) == 1:
@@ -158,7 +168,16 @@ def decode_file(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
                 pass
     m = find_metric(agg, specs, metric or named)
     spec = next(s for s in specs.values() if s.metrics.get(m.name) is m)
-    return m, decode_aggregate(agg, load_candidates(spec, m.name, candidates), **options)
+    return Decoded(spec, m, agg.n, decode_aggregate(agg, load_candidates(spec, m.name, candidates), **options))
+
+
+def decode_file(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                specs: Mapping[str, CollectionSpec], *, metric: str | None = None,
+                candidates: str | os.PathLike[str] | None = None, window: int | str | None = None,
+                **options: Any) -> tuple[MetricSpec, Any]:
+    """:func:`decode_job`'s ``(metric, estimates)``: every estimate, no release threshold applied."""
+    d = decode_job(path, specs, metric=metric, candidates=candidates, window=window, **options)
+    return d.metric, d.estimates
 
 
 def write_estimates(est: Any, *, csv: str | os.PathLike[str] | None = None, json: str | os.PathLike[str] | None = None,

@@ -9,7 +9,38 @@ from pathlib import Path
 from ldp.spec.collection import CollectionSpec
 from ldp.spec.schema import SPEC_VERSION
 
-__all__ = ["summary", "add_spec_arguments", "spec_command"]
+__all__ = ["summary", "add_spec_arguments", "spec_command", "reports_per_window", "central_lines", "central_json"]
+
+
+def reports_per_window(spec: CollectionSpec, name: str) -> int | None:
+    """The most reports of metric ``name`` one device can send in a window: its per-window cap (the metric's,
+    else the collection's) over its per-report cost (``None``: no per-window cap)."""
+    m = spec.metric(name)
+    cap = m.budget.per_window or spec.budget.per_window
+    per = m.budget.per_report or m.params.privacy_cost
+    if cap is None or per.epsilon <= 0:
+        return None
+    return max(1, int(cap.epsilon / per.epsilon + 1e-9))
+
+
+def central_lines(spec: CollectionSpec, n: int, delta: float) -> list[str]:
+    """Per metric, the central guarantee against the analyst when a trusted shuffler mixes the reports of ``n``
+    devices in a window (:mod:`ldp.privacy.shuffle`). A device's k reports of a metric in a window count as one
+    report of k·ε₀ (the analyst's multiset of reports is a function of the multiset of devices' tuples)."""
+    from ldp.privacy.shuffle import shuffled_epsilon
+
+    lines = [f"shuffled: central guarantee per window against the analyst, {n:,} devices shuffled, δ = {delta:g}"]
+    for m in spec.metrics.values():
+        eps0, k = m.params.privacy_cost.epsilon, reports_per_window(spec, m.name)
+        if k is None or m.params.privacy_cost.delta > 0:
+            lines.append(f"  {m.name}: no central bound (" + ("no per-window cap" if k is None else "δ > 0 per report")
+                         + "); the local guarantee stands")
+            continue
+        g = shuffled_epsilon(k * eps0, n, delta)
+        how = f"ε={g.epsilon:.4g}" if g.amplified else "no amplification proven"
+        lines.append(f"  {m.name}: local ε₀={eps0:g} per report, ≤ {k} a window; central {how}")
+    lines.append("  trust: the shuffler (the collector) is trusted and is not the analyst; see docs/shuffling.md")
+    return lines
 
 
 def summary(spec: CollectionSpec) -> str:
@@ -40,6 +71,10 @@ def add_spec_arguments(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     val = sub.add_parser("validate", help="validate a spec file (exit status 2 on errors)")
     val.add_argument("file", help="the spec file (JSON)")
     val.add_argument("--json", action="store_true", help="print the normalized spec and its fingerprints as JSON")
+    val.add_argument("--shuffled", type=int, metavar="N",
+                     help="also give each metric's central guarantee per window when a trusted shuffler mixes the "
+                          "reports of N devices (docs/shuffling.md)")
+    val.add_argument("--delta", type=float, default=1e-8, help="δ of the central guarantee (default 1e-8)")
     return spec
 
 
@@ -52,10 +87,31 @@ def spec_command(args: argparse.Namespace) -> int:
         spec = CollectionSpec.load(args.file)
     except BAD_INPUT as exc:  # a SpecError lists every error; deeper code may raise others on odd values
         return report_error("ldp spec validate", exc)
+    shuffled = getattr(args, "shuffled", None)
+    if shuffled is not None and (shuffled < 1 or not 0 < args.delta < 1):
+        return report_error("ldp spec validate", ValueError(f"--shuffled must be >= 1 and --delta in (0, 1), got "
+                                                            f"{shuffled} and {args.delta}"))
     if getattr(args, "json", False):
         fps = {n: {"metric": m.fingerprint, "params": m.params_fingerprint} for n, m in spec.metrics.items()}
-        print(json.dumps({"fingerprint": spec.fingerprint, "metrics": fps, "spec": spec.to_dict()}, indent=2,
-                         ensure_ascii=False))
+        doc = {"fingerprint": spec.fingerprint, "metrics": fps, "spec": spec.to_dict()}
+        if shuffled is not None:
+            doc["central"] = central_json(spec, shuffled, args.delta)
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        print(summary(spec))
+        print(summary(spec) + ("" if shuffled is None else "\n" + "\n".join(central_lines(spec, shuffled,
+                                                                                        args.delta))))
     return 0
+
+
+def central_json(spec: CollectionSpec, n: int, delta: float) -> dict[str, object]:
+    """:func:`central_lines` as JSON: per metric, ``reports_per_window`` and the guarantee (or ``None``)."""
+    from ldp.privacy.shuffle import shuffled_epsilon
+
+    out: dict[str, object] = {}
+    for m in spec.metrics.values():
+        k = reports_per_window(spec, m.name)
+        g = None
+        if k is not None and m.params.privacy_cost.delta == 0:
+            g = shuffled_epsilon(k * m.params.privacy_cost.epsilon, n, delta).to_dict()
+        out[m.name] = {"reports_per_window": k, "guarantee": g}
+    return out

@@ -12,7 +12,7 @@ from typing import Any
 
 from ldp.reports import ReportError
 from ldp.spec.envelope import Envelope, EnvelopeError
-from ldp.spec.schema import SPEC_VERSION, Budget, MetricSpec, SpecError, UploadPolicy, digest, parse_document
+from ldp.spec.schema import SPEC_VERSION, Budget, MetricSpec, Release, SpecError, UploadPolicy, digest, parse_document
 
 __all__ = ["CollectionSpec"]
 
@@ -22,7 +22,9 @@ class CollectionSpec:
     """A validated collection spec (build it with :meth:`load`, :meth:`loads` or :meth:`from_dict`).
 
     ``metrics`` maps each metric's name to its :class:`~ldp.spec.MetricSpec`; ``base_dir`` is the
-    folder candidate paths are relative to (the spec file's), not part of the spec itself."""
+    folder candidate paths are relative to (the spec file's), not part of the spec itself. ``release`` holds the
+    collection's release thresholds (each metric's own replace them, :meth:`release_for`); they are the server's
+    policy, so no fingerprint covers them."""
 
     name: str
     budget: Budget
@@ -30,6 +32,7 @@ class CollectionSpec:
     window_seconds: int = 86400
     upload: UploadPolicy = field(default_factory=UploadPolicy)
     description: str = ""
+    release: Release | None = None
     base_dir: Path | None = field(default=None, compare=False)
 
     def __hash__(self) -> int:
@@ -70,14 +73,17 @@ class CollectionSpec:
             raise SpecError([f"$: cannot read the file: {exc.strerror}"], os.fspath(path)) from None
         return cls.loads(raw, base_dir=Path(path).resolve().parent, source=os.fspath(path))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, release: bool = True) -> dict[str, Any]:
         """The normalized document: defaults filled in, numbers as floats, budgets as ε or {epsilon, delta}.
-        ``from_dict(to_dict())`` gives an equal spec with the same fingerprint."""
+        ``from_dict(to_dict())`` gives an equal spec with the same fingerprint. ``release=False``: without the
+        release thresholds (the collection's and the metrics'), the document the fingerprint covers."""
         out: dict[str, Any] = {"spec_version": SPEC_VERSION, "name": self.name, "window_seconds": self.window_seconds,
                                "budget": self.budget.to_dict(), "upload": self.upload.to_dict(),
-                               "metrics": {n: m.to_dict() for n, m in sorted(self.metrics.items())}}
+                               "metrics": {n: m.to_dict(release=release) for n, m in sorted(self.metrics.items())}}
         if self.description:
             out["description"] = self.description
+        if release and self.release is not None:
+            out["release"] = self.release.to_dict()
         return out
 
     def to_json(self) -> str:
@@ -86,9 +92,16 @@ class CollectionSpec:
 
     @cached_property
     def fingerprint(self) -> str:
-        """16 hex digits of SHA-256 over :meth:`to_dict` as canonical JSON: names this exact spec.
-        Every envelope carries it; key order, spacing and ``1`` vs ``1.0`` do not change it."""
-        return digest(self.to_dict())
+        """16 hex digits of SHA-256 over :meth:`to_dict` as canonical JSON, without the release thresholds:
+        names this exact spec. Every envelope carries it; key order, spacing and ``1`` vs ``1.0`` do not change
+        it, and neither does ``release`` (a server-side policy: raising a threshold orphans no report)."""
+        return digest(self.to_dict(release=False))
+
+    def release_for(self, name: str) -> Release:
+        """The release thresholds of metric ``name``: its own when it has a ``release``, else the collection's
+        (a metric's ``release`` replaces the collection's whole: keys it leaves out are not inherited)."""
+        own = self.metric(name).release
+        return own if own is not None else self.release or Release()
 
     def metric(self, name: str) -> MetricSpec:
         """The metric called ``name`` (``KeyError`` naming the known ones otherwise)."""

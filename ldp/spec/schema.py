@@ -29,12 +29,15 @@ from ldp.spec.envelope import METRIC_RE
 if TYPE_CHECKING:
     from ldp.encoders.base import ProtocolParams
 
-__all__ = ["SPEC_VERSION", "NAME_RE", "SpecError", "Budget", "UploadPolicy", "MetricSpec", "parse_document", "digest"]
+__all__ = ["SPEC_VERSION", "NAME_RE", "SpecError", "Budget", "UploadPolicy", "Release", "MetricSpec", "parse_document",
+           "digest"]
 
 SPEC_VERSION = 1
 MAX_SECONDS = int(MAX_CLOCK)
 """Longest window or upload interval: the clock's whole range (a ledger's clock stops at year 9999)."""
 _SECONDS_WHY = "the clock's range ends in year 9999"
+MAX_MIN_REPORTS = 1 << 62
+"""Largest ``release.min_reports`` (far beyond any collection; keeps the number an ordinary integer)."""
 MAX_BATCH = 1 << 20
 """Most envelopes in one upload batch."""
 NAME_RE = re.compile(r"[a-z][a-z0-9_.-]{0,63}\Z")
@@ -70,14 +73,29 @@ class UploadPolicy:
 
 
 @dataclass(frozen=True)
+class Release:
+    """The server's release thresholds: estimates of fewer than ``min_reports`` reports are withheld, and so is
+    each item whose estimate is below ``min_z`` standard errors (``None``: no such threshold). A server-side
+    policy: not part of any fingerprint, so changing it orphans no report."""
+
+    min_reports: int | None = None
+    min_z: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in (("min_reports", self.min_reports), ("min_z", self.min_z)) if v is not None}
+
+
+@dataclass(frozen=True)
 class MetricSpec:
-    """One metric: its protocol parameters, budget, candidate dictionary location and description."""
+    """One metric: its protocol parameters, budget, candidate dictionary location, description and (when it
+    overrides the collection's) release thresholds."""
 
     name: str
     params: ProtocolParams
     budget: Budget
     candidates: str | None = None
     description: str = ""
+    release: Release | None = None
 
     @property
     def protocol(self) -> str:
@@ -90,16 +108,19 @@ class MetricSpec:
 
     @cached_property
     def fingerprint(self) -> str:
-        """16 hex digits of SHA-256 over this metric's canonical JSON (its name included)."""
-        return digest({"metric": self.name, **self.to_dict()})
+        """16 hex digits of SHA-256 over this metric's canonical JSON (its name included, ``release`` not)."""
+        return digest({"metric": self.name, **self.to_dict(release=False)})
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, release: bool = True) -> dict[str, Any]:
+        """The metric's document (``release=False``: without its release thresholds, as fingerprinted)."""
         out: dict[str, Any] = {"protocol": self.protocol, "params": self.params.to_dict(),
                                "budget": self.budget.to_dict()}
         if self.candidates is not None:
             out["candidates"] = self.candidates
         if self.description:
             out["description"] = self.description
+        if release and self.release is not None:
+            out["release"] = self.release.to_dict()
         return out
 
 
@@ -169,6 +190,23 @@ class _Checker:
             return PrivacyCost(float(eps), float(delta))
         return None
 
+    def release(self, value: Any, path: str) -> Release | None:
+        """Release thresholds: ``min_reports`` an integer >= 0, ``min_z`` a finite number >= 0 (both optional)."""
+        if self.obj(value, path, set(), {"min_reports", "min_z"}) is None:
+            return None
+        before = len(self.errors)
+        n = z = None
+        if "min_reports" in value:
+            n = self.int_(value["min_reports"], _join(path, "min_reports"), 0, MAX_MIN_REPORTS, "a count of reports")
+        if "min_z" in value:
+            z, zpath = value["min_z"], _join(path, "min_z")
+            if isinstance(z, bool) or not isinstance(z, (int, float)) or not _finite(z):
+                self.fail(zpath, f"must be a finite number >= 0, got {_kind(z)}")
+            elif z < 0:
+                self.fail(zpath, f"must be >= 0, got {z}")
+            z = float(z) if len(self.errors) == before else None
+        return Release(n, z) if len(self.errors) == before else None
+
     def le(self, small: PrivacyCost | None, big: PrivacyCost | None, path: str, what: str) -> None:
         if small is not None and big is not None and not small.fits_within(big):
             self.fail(path, f"{small} exceeds {what} ({big})")
@@ -216,7 +254,7 @@ def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | No
     path = _join("metrics", name)
     if not METRIC_RE.match(name):
         ck.fail(path, "metric names match [a-z][a-z0-9_]{0,31}")
-    if ck.obj(raw, path, {"protocol", "params", "budget"}, {"candidates", "description"}) is None:
+    if ck.obj(raw, path, {"protocol", "params", "budget"}, {"candidates", "description", "release"}) is None:
         return None
     params = _params(ck, raw["protocol"], raw["params"], path) if {"protocol", "params"} <= raw.keys() else None
     bpath = _join(path, "budget")
@@ -247,16 +285,18 @@ def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | No
     description = raw.get("description", "")
     if not isinstance(description, str):
         ck.fail(_join(path, "description"), f"must be a string, got {_kind(description)}")
+    release = ck.release(raw["release"], _join(path, "release")) if "release" in raw else None
     if params is None or budget is None or budget.per_report is None:
         return None
-    return MetricSpec(name, params, budget, candidates, description if isinstance(description, str) else "")
+    return MetricSpec(name, params, budget, candidates, description if isinstance(description, str) else "", release)
 
 
 def parse_document(data: Any, source: str = "spec") -> dict[str, Any]:
     """The normalized parts of a spec document (the fields of :class:`~ldp.spec.CollectionSpec`),
     or :class:`SpecError` listing every problem."""
     ck = _Checker()
-    required, optional = {"spec_version", "name", "budget", "metrics"}, {"window_seconds", "upload", "description"}
+    required = {"spec_version", "name", "budget", "metrics"}
+    optional = {"window_seconds", "upload", "description", "release"}
     if ck.obj(data, "$", required, optional) is None:
         raise SpecError(ck.errors, source)
     if "spec_version" in data and (type(data["spec_version"]) is not int or data["spec_version"] != SPEC_VERSION):
@@ -281,6 +321,7 @@ def parse_document(data: Any, source: str = "spec") -> dict[str, Any]:
     description = data.get("description", "")
     if not isinstance(description, str):
         ck.fail("description", f"must be a string, got {_kind(description)}")
+    release = ck.release(data["release"], "release") if "release" in data else None
     metrics: dict[str, MetricSpec] = {}
     raw_metrics = data.get("metrics")
     names = set(raw_metrics) if isinstance(raw_metrics, dict) else set()
@@ -293,4 +334,4 @@ def parse_document(data: Any, source: str = "spec") -> dict[str, Any]:
     if ck.errors:
         raise SpecError(ck.errors, source)
     return {"name": name, "budget": total, "metrics": MappingProxyType(metrics), "window_seconds": window,
-            "upload": upload, "description": description}
+            "upload": upload, "description": description, "release": release}

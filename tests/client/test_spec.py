@@ -420,6 +420,26 @@ def test_cli_validate_json(capsys):
     assert out["metrics"]["homepage"]["params"] == spec.metrics["homepage"].params_fingerprint
 
 
+def test_cli_validate_shuffled_shows_both_guarantees(capsys):
+    """``--shuffled N``: per metric the local ε₀, the reports a device may send a window (k) and the central ε of a
+    shuffle of N devices at k·ε₀, with the trust assumption; JSON keeps the same numbers."""
+    from ldp.privacy.shuffle import shuffled_epsilon
+
+    assert run_cli(["spec", "validate", str(EXAMPLE), "--shuffled", "1000000"]) == 0
+    out = capsys.readouterr().out
+    spec = CollectionSpec.load(EXAMPLE)
+    assert "trust: the shuffler (the collector) is trusted and is not the analyst" in out
+    # homepage: per_window 2.2 over per_report 1.1, two reports a window
+    eps0 = spec.metrics["homepage"].params.privacy_cost.epsilon
+    assert f"homepage: local ε₀={eps0:g} per report, ≤ 2 a window; central ε=" \
+           f"{shuffled_epsilon(2 * eps0, 10**6, 1e-8).epsilon:.4g}" in out
+    assert run_cli(["spec", "validate", str(EXAMPLE), "--shuffled", "1000000", "--json"]) == 0
+    doc_ = json.loads(capsys.readouterr().out)["central"]
+    assert doc_["homepage"]["reports_per_window"] == 2 and doc_["app_category"]["reports_per_window"] == 1
+    assert doc_["app_category"]["guarantee"]["epsilon"] == shuffled_epsilon(1.0, 10**6, 1e-8).epsilon
+    assert run_cli(["spec", "validate", str(EXAMPLE), "--shuffled", "0"]) == 2
+
+
 def test_cli_validate_errors_exit_2(tmp_path, capsys):
     bad = copy.deepcopy(doc())
     bad["metrics"]["color"]["params"]["epsilon"] = 0

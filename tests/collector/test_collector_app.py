@@ -49,9 +49,14 @@ def client(config: CollectorConfig):
         yield c
 
 
-def stored_bytes(config: CollectorConfig) -> bytes:
+def lines(data: bytes) -> list[bytes]:
+    """The lines of ``data``, sorted: what can be compared once segments are shuffled on close."""
+    return sorted(data.splitlines(keepends=True))
+
+
+def stored_lines(config: CollectorConfig) -> list[bytes]:
     d = config.app_dir("demo") / "segments"
-    return b"".join(p.read_bytes() for p in sorted(d.rglob("*.jsonl")))
+    return lines(b"".join(p.read_bytes() for p in d.rglob("*.jsonl")))
 
 
 def test_accepts_and_counts(client: TestClient, config: CollectorConfig) -> None:
@@ -61,7 +66,7 @@ def test_accepts_and_counts(client: TestClient, config: CollectorConfig) -> None
     doc = r.json()
     assert doc["batch_id"] == "b1" and doc["accepted"] == 50 and doc["lines"] == 52 and not doc["duplicate"]
     assert sum(doc["rejected"].values()) == 2 and doc["rejected"]["not_json"] == 1
-    assert stored_bytes(config) == body + b"\n"  # rejected lines are stored too, a final newline added
+    assert stored_lines(config) == lines(body + b"\n")  # rejected lines are stored too, a final newline added
 
 
 def test_retry_is_stored_once(client: TestClient, config: CollectorConfig) -> None:
@@ -71,7 +76,7 @@ def test_retry_is_stored_once(client: TestClient, config: CollectorConfig) -> No
         "Content-Encoding": "gzip"}))
     assert again.status_code == 200
     assert {**first.json(), "duplicate": True} == again.json()
-    assert stored_bytes(config) == body
+    assert stored_lines(config) == lines(body)
 
 
 def test_closed_segments_aggregate_to_the_accepted_reports(config: CollectorConfig, tmp_path: Path) -> None:
@@ -102,7 +107,7 @@ def test_auth_401_stores_nothing(client: TestClient, config: CollectorConfig, au
         h["Authorization"] = auth
     r = client.post("/v1/reports", content=GOOD[0], headers=h)
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
-    assert stored_bytes(config) == b""
+    assert stored_lines(config) == lines(b"")
 
 
 @pytest.mark.parametrize("ctype, encoding", [("text/plain", None), ("application/json", None),
@@ -129,7 +134,7 @@ def test_413_body_bomb_and_lines(client: TestClient, config: CollectorConfig) ->
     many = b"".join(GOOD[i % len(GOOD)] for i in range(1001))
     r = client.post("/v1/reports", content=gzip.compress(many), headers=headers(**{"Content-Encoding": "gzip"}))
     assert r.status_code == 413 and r.json()["error"] == "too_many_lines"
-    assert stored_bytes(config) == b""
+    assert stored_lines(config) == lines(b"")
 
 
 def test_streamed_body_over_the_limit(client: TestClient, config: CollectorConfig) -> None:
@@ -152,7 +157,7 @@ def test_400(client: TestClient, config: CollectorConfig, body: bytes, gz: bool,
     h = headers(**({"Content-Encoding": "gzip"} if gz else {}))
     r = client.post("/v1/reports", content=body, headers=h)
     assert r.status_code == 400 and r.json()["error"] == reason
-    assert stored_bytes(config) == b""
+    assert stored_lines(config) == lines(b"")
 
 
 @pytest.mark.parametrize("batch_id", [None, "", "a b", "x" * 129, "é", "a/b"])
@@ -266,7 +271,7 @@ def test_bodies_held_at_once_are_bounded(tmp_path: Path) -> None:
             assert r.status_code == 429 and r.headers["retry-after"] == "1" and r.json()["error"] == "busy"
         for i in range(3):  # each answered request gave its bytes back
             assert c.post("/v1/reports", content=small, headers=headers(f"s{i}")).status_code == 200
-    assert stored_bytes(cfg) == small * 3
+    assert stored_lines(cfg) == lines(small * 3)
 
 
 def test_startup_loads_what_the_first_upload_needs(config: CollectorConfig) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -15,6 +16,7 @@ from support import ROOT
 
 from ldp.collector.config import ConfigError, load_config, new_token, parse_config, token_sha256
 from ldp.collector.ingest import BatchCounts
+from ldp.collector.journal import ClosedCounts
 from ldp.collector.segments import Batch, SegmentWriter, Stored
 
 SPEC = ROOT / "examples" / "collection.json"
@@ -49,9 +51,15 @@ def submit_all(writer: SegmentWriter, batches: list[Batch], res: Results) -> Non
 
 
 def app_files(config) -> tuple[list[Path], list[Path], Path]:
+    """The open and closed segments (``*.jsonl``) and the seen index."""
     seg = config.app_dir("demo") / "segments"
-    return sorted((seg / "open").glob("*")), sorted((seg / "closed").glob("*")), \
-        config.app_dir("demo") / "journal" / "journal.jsonl"
+    return sorted((seg / "open").glob("*.jsonl")), sorted((seg / "closed").glob("*.jsonl")), \
+        config.app_dir("demo") / "journal" / "seen.jsonl"
+
+
+def lines_of(paths: list[Path]) -> list[bytes]:
+    """Every line of the segments, sorted (a closed segment's order is random)."""
+    return sorted(x for p in paths for x in p.read_bytes().splitlines(keepends=True))
 
 
 def test_group_commit_dedups_within_and_across_groups(tmp_path: Path) -> None:
@@ -65,13 +73,16 @@ def test_group_commit_dedups_within_and_across_groups(tmp_path: Path) -> None:
     w.close()
     w2 = SegmentWriter(config)  # a restart: the ids come back from the journal
     w2.start()
-    assert w2.known("demo", "a") == BatchCounts(1, 1) and w2.known("demo", "zz") is None
+    # once its segment closed, a batch is known by its line count only
+    assert w2.known("demo", "a") == ClosedCounts(1) and w2.known("demo", "zz") is None
     res2 = Results()
     submit_all(w2, [res2.batch("b", b"2\n"), res2.batch("c", b"3\n")], res2)
+    answers = sorted((k, r) for k, r in res2.got.items() if isinstance(r, Stored))
+    assert [r.counts for _, r in answers] == [ClosedCounts(1), BatchCounts(1, 1)]
     w2.close()
-    opened, closed, journal = app_files(config)
-    assert not opened and b"".join(p.read_bytes() for p in closed) == b"1\n2\n3\n"
-    assert [json.loads(x)["id"] for x in journal.read_text().splitlines()] == ["a", "b", "c"]
+    opened, closed, seen = app_files(config)
+    assert not opened and lines_of(closed) == [b"1\n", b"2\n", b"3\n"]
+    assert [d["id"] for d in map(json.loads, seen.read_text().splitlines()) if "id" in d] == ["a", "b", "c"]
     counters = json.loads((config.data_dir / "ingest.json").read_text())["apps"]["demo"]
     assert counters["batches"] == 3 and counters["duplicates"] == 2  # duplicates: since the start only
 
@@ -89,36 +100,37 @@ def test_torn_write_is_cut_on_recovery(tmp_path: Path) -> None:
     w._queue.put(None)
     assert w._thread is not None
     w._thread.join()
-    opened, _, journal = app_files(config)
+    opened, _, _ = app_files(config)
     assert len(opened) == 1
+    journal = config.app_dir("demo") / "journal" / opened[0].name  # the open segment's own journal
     with open(opened[0], "ab") as fh:
         fh.write(b"torn, never acknowledged\npartial li")
     with open(journal, "ab") as fh:
-        fh.write(b'{"id":"b","seg":"')
+        fh.write(b'{"id":"b","end":')
     os.close(log._fd)  # type: ignore[arg-type]
-    log.journal.close()
+    assert log._journal is not None
+    log._journal.close()
 
     w2 = SegmentWriter(config)
     cut = w2.start()
-    assert cut["demo"] == {"journal_bytes": len(b'{"id":"b","seg":"'), "segment_bytes": len(
+    assert cut["demo"] == {"journal_bytes": len(b'{"id":"b","end":'), "segment_bytes": len(
         b"torn, never acknowledged\npartial li")}
-    opened, closed, journal = app_files(config)
-    assert not opened and [p.read_bytes() for p in closed] == [b"first\n"]
-    assert journal.read_text().count("\n") == 1 and journal.read_text().endswith("\n")
+    opened, closed, seen = app_files(config)
+    assert not opened and [p.read_bytes() for p in closed] == [b"first\n"] and not journal.exists()
+    assert [d.get("id") for d in map(json.loads, seen.read_text().splitlines()) if "id" in d] == ["a"]
     res2 = Results()
     submit_all(w2, [res2.batch("b", b"second\n"), res2.batch("a", b"first\n")], res2)
     w2.close()
     _, closed, _ = app_files(config)
-    assert b"".join(p.read_bytes() for p in closed) == b"first\nsecond\n"
-    assert len({p.name for p in closed}) == 2  # a new segment after recovery, a new sequence number
+    assert lines_of(closed) == [b"first\n", b"second\n"] and len(closed) == 2
 
 
-def test_damaged_journal_middle_refuses_to_start(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["seen.jsonl", "journal.jsonl"])  # the seen index; a journal from before 0.3
+def test_damaged_journal_middle_refuses_to_start(tmp_path: Path, name: str) -> None:
     config = config_for(tmp_path)
-    journal = config.app_dir("demo") / "journal" / "journal.jsonl"
+    journal = config.app_dir("demo") / "journal" / name
     journal.parent.mkdir(parents=True)
-    journal.write_text("garbage\n" + json.dumps({"id": "a", "seg": "x.jsonl", "end": 1, "lines": 1, "accepted": 1,
-                                                 "rejected": {}, "bytes": 1, "t": 0}) + "\n")
+    journal.write_text("garbage\n" + json.dumps({"closed": "x.jsonl"}) + "\n")
     with pytest.raises(RuntimeError, match="line 1 is damaged"):
         SegmentWriter(config).start()
 
@@ -141,7 +153,9 @@ def test_rotation_by_size_and_age(tmp_path: Path) -> None:
     w.jobs.join()
     opened, closed, _ = app_files(config)
     assert len(closed) == 2 and not opened
-    assert closed[0].name.endswith("-000001.jsonl") and closed[1].name.endswith("-000002.jsonl")
+    # named and dated by the arrival window (a day here: the spec's), a random part instead of an order
+    assert all(re.fullmatch(r"19700101T000000Z-[0-9a-f]{16}\.jsonl", p.name) for p in closed)
+    assert all(p.stat().st_mtime == 0.0 for p in closed)
     w.close()
 
 
@@ -190,3 +204,15 @@ def test_token_command() -> None:
 def test_serve_without_config_is_an_error() -> None:
     r = subprocess.run([sys.executable, "-m", "ldp", "serve"], capture_output=True, text=True)
     assert r.returncode == 2 and "--config FILE is required" in r.stderr
+
+
+def test_two_specs_differing_only_in_release_are_refused(tmp_path: Path) -> None:
+    """Release thresholds are outside the fingerprint: two such files would map one fingerprint to two policies."""
+    doc = json.loads(SPEC.read_text())
+    (tmp_path / "a.json").write_text(json.dumps({**doc, "release": {"min_reports": 10}}))
+    (tmp_path / "b.json").write_text(json.dumps({**doc, "release": {"min_reports": 20}}))
+    (tmp_path / "c.json").write_text(json.dumps({**doc, "release": {"min_reports": 10}}))
+    app = {"token_sha256": "0" * 64}
+    with pytest.raises(ConfigError, match="same fingerprint .* but differ"):
+        parse_config({"apps": {"demo": {**app, "specs": ["a.json", "b.json"]}}}, tmp_path)
+    parse_config({"apps": {"demo": {**app, "specs": ["a.json", "c.json"]}}}, tmp_path)  # the same: fine

@@ -230,3 +230,30 @@ def test_the_collector_app_folds_and_serves_the_dashboard(spec, spec_path, tmp_p
         page = client.get("/").text
         assert "app_category" in page and "Reports aggregated</dt><dd>400</dd>" in page
     assert not watcher.running and watcher.failures == 0
+
+
+def test_the_page_says_what_the_release_thresholds_withheld():
+    def window(w, n, rows, release):
+        return {"window": w, "start": None, "end": None, "open": False, "key": None, "n": n, "rejected": {},
+                "confidence": 0.95, "kind": "counts", "rows": rows, "detected": None, "notes": [], "error": None,
+                "release": release}
+
+    row = {"item": "shown", "estimate": 90.0, "std_error": 10.0, "ci_low": 70.4, "ci_high": 109.6}
+    kept = {"applied": True, "min_reports": 100, "min_z": 2.0, "n": 150, "released": True, "withheld_items": 12,
+            "reason": None, "text": "12 items below 2 SE withheld"}
+    held = {"applied": True, "min_reports": 100, "min_z": 2.0, "n": 37, "released": False, "withheld_items": None,
+            "reason": "not enough reports yet — 37 of 100", "text": "not enough reports yet — 37 of 100"}
+    metric = {"metric": "m", "protocol": "grr", "n": 187, "window_seconds": 86400, "window_n": {"1": 150, "2": 37},
+              "windows": [window(1, 150, [row], kept), window(2, 37, [], held)], "rows": [], "release": held}
+    doc = {"folded_at": "2026-01-01T00:00:00Z", "metrics": [metric]}
+    html = render_page({"demo": doc}, now=datetime(2026, 1, 1, tzinfo=UTC))
+    parse(html)
+    assert "Not released: not enough reports yet — 37 of 100." in html
+    assert "<td colspan=\"1\">not released: not enough reports yet — 37 of 100</td>" in html
+    metric["windows"] = metric["windows"][:1]
+    html = render_page({"demo": doc}, now=datetime(2026, 1, 1, tzinfo=UTC))
+    parse(html)
+    assert '<p class="held">12 items below 2 SE withheld.</p>' in html and "shown" in html
+    metric["windows"][0]["rows"] = []
+    html = render_page({"demo": doc}, now=datetime(2026, 1, 1, tzinfo=UTC))
+    assert "12 items below 2 SE withheld: nothing else to show in this window." in html

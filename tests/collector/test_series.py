@@ -314,3 +314,140 @@ def test_a_window_from_the_future_does_not_hijack_the_series(spec_path, tmp_path
     assert far["n"] == 1 and far["start"] is None and "had not started" in far["error"]
     html = render_dashboard(data, ["demo"])
     assert "Reports in windows not started yet (in the pooled count only)</dt><dd>1</dd>" in html
+
+
+# -- release thresholds (issue 31 item 3): the fold keeps only what they let out; decode, API and page agree ----
+RELEASE_Z = 5.0
+
+
+@pytest.fixture(name="released")
+def released_fixture(tmp_path):
+    """Three days of 200 devices and a fourth window of 37, under ``min_reports`` 200 (the minutes metric:
+    637, exactly its pooled count) and ``min_z`` 5."""
+    doc = json.loads(json.dumps(SPEC))
+    doc["release"] = {"min_reports": 200, "min_z": RELEASE_Z}
+    doc["metrics"]["minutes"]["release"] = {"min_reports": 637}
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(doc))
+    spec, data = CollectionSpec.load(path), tmp_path / "data"
+    assert spec.fingerprint == CollectionSpec.from_dict(SPEC).fingerprint  # release moves no fingerprint
+    three_days(data, spec)
+    return path, spec, data
+
+
+def _small_window(data: Path, spec: CollectionSpec) -> None:
+    lines = day_lines(spec, W0 + 3, seed=7)
+    add_segment(data, lines[:37] + lines[DEVICES:DEVICES + 37], 4)
+
+
+def _full(job: str, spec_path: Path, window: int | str) -> tuple[list[str], list[str]]:
+    """The items a full decode (no threshold) releases and withholds at min_z, for one window of app_category."""
+    metric_spec, est = decode_file(job, {s.fingerprint: s for s in [CollectionSpec.load(spec_path)]},
+                                   metric="app_category", window=window)
+    z = est.count / est.std_error
+    return [i for i, v in zip(est.items, z, strict=True) if v >= RELEASE_Z], \
+        [i for i, v in zip(est.items, z, strict=True) if not v >= RELEASE_Z]
+
+
+def test_the_fold_keeps_only_what_the_thresholds_release(released, capsys):
+    spec_path, spec, data = released
+    doc = fold_app(data, "demo", [spec_path])
+    job = str(data / "apps" / "demo" / JOB_DIR)
+    m = metric(doc, "app_category")
+    withheld_total = 0
+    for w in m["windows"] + [m]:
+        shown, hidden = _full(job, spec_path, w["window"])
+        assert [r["item"] for r in w["rows"]] == shown and w["release"]["withheld_items"] == len(hidden)
+        assert w["release"]["released"] and w["release"]["min_z"] == RELEASE_Z
+        withheld_total += len(hidden)
+        if hidden:
+            assert w["release"]["text"] == f"{len(hidden)} item{'s' * (len(hidden) != 1)} below 5 SE withheld"
+    assert withheld_total > 0 and all(w["rows"] for w in m["windows"])  # the test can fail both ways
+    minutes = metric(doc, "minutes")  # 200 a window, under its own 637: withheld; pooled 600 too
+    assert all(w["rows"] == [] and w["release"]["reason"] == "not enough reports yet — 200 of 637"
+               for w in minutes["windows"])
+    # the page's latest window: the count line of the items withheld, never their values
+    latest = m["windows"][-1]
+    html = render_dashboard(data, ["demo"])
+    if latest["release"]["withheld_items"]:
+        assert latest["release"]["text"] + "." in html
+    assert "not enough reports yet — 200 of 637" in html
+    # a window of 37 reports, and the pooled minutes at exactly 637: released at the boundary
+    _small_window(data, spec)
+    doc = fold_app(data, "demo", [spec_path])
+    small = metric(doc, "app_category")["windows"][-1]
+    assert small["window"] == W0 + 3 and small["n"] == 37 and small["rows"] == [] and small["detected"] is None
+    assert small["release"] == {"applied": True, "min_reports": 200, "min_z": RELEASE_Z, "n": 37, "released": False,
+                                "withheld_items": None, "reason": "not enough reports yet — 37 of 200",
+                                "text": "not enough reports yet — 37 of 200"}
+    pooled = metric(doc, "minutes")
+    assert pooled["n"] == 637 and pooled["release"]["released"] and pooled["rows"][0]["item"] == "mean"
+    html = render_dashboard(data, ["demo"])
+    assert "Not released: not enough reports yet — 37 of 200." in html
+    # ldp decode: the same thresholds, and --no-release for the data owner
+    for args in (["--window", str(W0 + 3)], ["--window", str(W0 + 3), "--json"]):
+        assert _decode_cli(job, "--spec", str(spec_path), "--metric", "app_category", *args) == 0
+        out = capsys.readouterr().out
+        text = json.loads(out)["release"]["reason"] if "--json" in args else out
+        assert "not enough reports yet — 37 of 200" in text and "games" not in out
+    assert _decode_cli(job, "--spec", str(spec_path), "--metric", "app_category", "--window", str(W0 + 3),
+                       "--no-release", "--json") == 0
+    full = json.loads(capsys.readouterr().out)
+    assert len(full["estimates"]) == 4 and full["release"]["applied"] is False
+    assert "for the data owner only" in full["release"]["text"]
+    shown, hidden = _full(job, spec_path, W0)
+    assert _decode_cli(job, "--spec", str(spec_path), "--metric", "app_category", "--window", str(W0)) == 0
+    table = capsys.readouterr().out
+    assert all(i in table for i in shown) and not any(i in table for i in hidden)
+    assert (f"release: {len(hidden)} item" in table) == bool(hidden)
+
+
+def test_the_api_never_shows_a_withheld_value(released):
+    pytest.importorskip("starlette")
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from ldp.collector.dashboard import dashboard_routes
+
+    spec_path, spec, data = released
+    _small_window(data, spec)
+    doc = fold_app(data, "demo", [spec_path])
+    job = str(data / "apps" / "demo" / JOB_DIR)
+    with TestClient(Starlette(routes=dashboard_routes(data, ["demo"]))) as client:
+        for window in (None, "latest", "all", str(W0), str(W0 + 1), str(W0 + 3)):
+            got = client.get("/v1/estimates", params={} if window is None else {"window": window}).json()
+            entries = got["apps"]["demo"]["metrics"]
+            for e in entries:
+                for w in e.get("windows") or [e]:
+                    rel = w["release"] or {}
+                    if e["metric"] == "minutes" or rel.get("released") is False:
+                        assert w["rows"] == [] or (e["metric"] == "minutes" and w["n"] == 637)
+                    elif w["rows"]:
+                        shown, _ = _full(job, spec_path, w["window"])
+                        assert [r["item"] for r in w["rows"]] == shown
+    assert metric(doc, "app_category")["windows"][-1]["rows"] == []
+
+
+def test_a_threshold_change_decodes_again_and_the_page_waits_for_it(released):
+    from ldp.collector.dashboard import load_state, release_of
+    from ldp.collector.series import release_settings
+
+    spec_path, spec, data = released
+    fold_app(data, "demo", [spec_path])
+    raised = json.loads(spec_path.read_text())
+    raised["release"]["min_z"] = 1000.0
+    spec_path.write_text(json.dumps(raised))
+    new = CollectionSpec.load(spec_path)
+    assert new.fingerprint == spec.fingerprint
+    expected = {"demo": release_settings({new.fingerprint: new})}
+    assert load_state(data, ["demo"], expected)[0]["demo"] is None  # folded under the old thresholds: not shown
+    assert load_state(data, ["demo"])[0]["demo"] is not None
+    doc = fold_app(data, "demo", [spec_path])  # no new segment: decoded again all the same
+    assert all(w["rows"] == [] and w["release"]["withheld_items"] == 4
+               for w in metric(doc, "app_category")["windows"])
+    assert load_state(data, ["demo"], expected)[0]["demo"] == doc
+
+    class App:
+        specs = {new.fingerprint: new}
+
+    assert release_of({"demo": App()}) == expected and release_of(["demo"]) is None

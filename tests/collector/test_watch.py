@@ -313,3 +313,25 @@ def test_cli_watch_once(spec, spec_path, tmp_path, capsys):
     off = _config(tmp_path, spec_path, every=0)
     assert watch_command(_args("--config", str(off))) == 2
     assert "--every" in capsys.readouterr().err
+
+
+def test_cli_watch_once_honours_the_release_thresholds(spec, tmp_path, capsys):
+    from ldp.cli.watch import watch_command
+
+    doc = watch_spec_doc()
+    doc["release"] = {"min_reports": 21}
+    doc["metrics"]["minutes"]["release"] = {"min_reports": 20}  # exactly its 20 reports: released
+    spec_path = write_spec(tmp_path / "released", doc)
+    assert CollectionSpec.load(spec_path).fingerprint == spec.fingerprint
+    cfg = _config(tmp_path, spec_path)
+    add_segment(tmp_path / "data", simulate_lines(spec, 20, seed=1), 1)
+    assert watch_command(_args("--config", str(cfg), "--once")) == 0
+    out = capsys.readouterr().out
+    assert "4 metric(s) (3 not released: not enough reports yet; 0 item(s) withheld below min_z)" in out
+    assert watch_command(_args("--config", str(cfg), "--once", "--json")) == 0
+    metrics = {m["metric"]: m for m in json.loads(capsys.readouterr().out)["demo"]["metrics"]}
+    assert metrics["minutes"]["rows"] and metrics["minutes"]["release"]["released"]
+    for name in ("app_category", "dark_mode", "homepage"):
+        m = metrics[name]
+        assert m["rows"] == [] and m["release"]["reason"] == "not enough reports yet — 20 of 21"
+        assert all(w["rows"] == [] for w in m["windows"])

@@ -116,7 +116,7 @@ def episodes(data_dir: Path, n: int, seed: int) -> dict[str, object]:
     second = sorted(_stored_lines(config))
     return {"episodes": n, "failures": failures, "refused_then_stored": refused, "batches_acknowledged": len(acked),
             "lines_acknowledged": len(want), "lost_or_doubled": int(first != want) + int(second != want),
-            "cut_on_recovery": cut["demo"], "index": len(w2.logs["demo"].index),
+            "cut_on_recovery": cut["demo"], "index": len(w2.logs["demo"].ids()),
             "heal_seconds_max": round(max(heal_seconds), 3)}
 
 

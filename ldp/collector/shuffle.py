@@ -1,0 +1,38 @@
+"""The shuffler's two tools: a uniformly random order of a segment's lines from the OS CSPRNG, and the name and
+time a closed segment shows (its arrival window, never finer).
+
+Apple's ingestion (thesis 004, §5.2.1; Prochlo's Encode–Shuffle–Analyze) strips what ties a report to its sender
+and permutes the records before anyone analyses them: then an analyst cannot link one device's reports to each
+other by their order, and amplification by shuffling applies (:mod:`ldp.privacy.shuffle`)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+
+import numpy as np
+
+__all__ = ["shuffle_lines", "closed_name", "KEY_BYTES"]
+
+KEY_BYTES = 8
+"""Random bytes per line: lines are sorted by independent uniform 64-bit keys from ``os.urandom``. The order is
+uniform among all n! orders but for ties, which have probability below n²/2⁶⁵ (3·10⁻⁹ for 500,000 lines)."""
+
+
+def shuffle_lines(data: bytes) -> bytes:
+    """The lines of ``data`` (each ending in ``\\n``) in a uniformly random order, from the OS CSPRNG."""
+    if not data:
+        return data
+    if not data.endswith(b"\n"):
+        raise ValueError("a segment ends with a newline")
+    lines = data[:-1].split(b"\n")
+    keys = np.frombuffer(os.urandom(KEY_BYTES * len(lines)), dtype=np.uint64)
+    order = np.argsort(keys, kind="stable")
+    return b"\n".join([lines[i] for i in order.tolist()]) + b"\n"
+
+
+def closed_name(window_start: float) -> str:
+    """``<UTC window start>-<16 random hex digits>.jsonl``: the window, and nothing of when in it or in which
+    order the segment closed."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(window_start)) + f"-{secrets.token_hex(8)}.jsonl"

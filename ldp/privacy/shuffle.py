@@ -1,0 +1,274 @@
+"""The central guarantee that shuffling buys: n reports from an ε₀-LDP randomizer, one per user, stripped of
+identifiers and permuted by a shuffler the analyst does not control, are (ε, δ)-DP against the analyst.
+
+The bound is the numerical one of Feldman, McMillan and Talwar, "Hiding among the clones: a simple and nearly
+optimal analysis of privacy amplification by shuffling" (FOCS 2021, arXiv:2012.12803, Theorem 3.2 and Appendix E):
+the shuffled output is (ε, δ)-DP if the pair of distributions below is (ε, δ)-indistinguishable. With
+``p = e^-ε₀``, ``C ~ Bin(n-1, p)`` (the other users that are "clones" of the two differing ones),
+``A ~ Bin(C, 1/2)`` and ``Δ ~ Bern(e^ε₀ / (e^ε₀ + 1))``, ``P = (A + Δ, C - A + 1 - Δ)`` and
+``Q = (A + 1 - Δ, C - A + Δ)``. Their hockey-stick divergence is
+
+    δ(ε) = Σ_c Pr[C = c] · D_c(ε),    D_c(ε) = Σ_{x ≥ m_c} (u·b_c(x-1) - v·b_c(x)),
+
+where ``b_c`` is the Bin(c, 1/2) law, ``u = (e^ε₀ - e^ε)/(e^ε₀ + 1)``, ``v = (e^(ε+ε₀) - 1)/(e^ε₀ + 1)`` and
+``m_c`` is the first x with a positive term (the two directions are equal by symmetry). ``D_c`` does not
+increase with c (``P_{c+1}``, ``Q_{c+1}`` are ``P_c``, ``Q_c`` plus the same fair coin), so the sum over a group
+of c is at most the group's mass times ``D`` at its first c; the lower tail of C (Chernoff bound) is charged
+``D_0``, the upper tail goes into the last group, and each ``D_c`` sum is cut with a geometric bound on what
+remains. :func:`delta_upper_bound` is therefore an upper bound on δ(ε) (up to floating-point rounding), and
+:func:`shuffled_epsilon` returns the smallest ε it finds with that bound at most δ: a valid ε, never below the
+true one. :func:`closed_form_epsilon` is the paper's Theorem 3.1, a looser check.
+
+Standard library only (the privacy layer is client code). The work grows like sqrt(n) at most: measured, each
+value of the docs' table (ε₀ ≤ 8, n ≤ 10⁸, δ = 10⁻⁸) takes under a second.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ldp.privacy.cost import PrivacyCost
+
+__all__ = ["ShuffleGuarantee", "shuffled_epsilon", "shuffled_cost", "closed_form_epsilon", "delta_upper_bound",
+           "TRUST_ASSUMPTION"]
+
+TRUST_ASSUMPTION = ("the shuffler is trusted and is not the analyst: it strips identifiers and permutes the n "
+                    "reports (n distinct users, one report each); the central guarantee holds against the analyst "
+                    "only, while the shuffler and anyone who sees a report in transit get the local one")
+
+_SLACK = 1e-4
+"""Relative share of δ spent on the truncated tails (the lower tail of C, each cut D_c sum)."""
+_GROUP_GROWTH = 5e-3
+"""Target log-ratio of D between the ends of a group of c values (the bound's looseness per group)."""
+
+
+@dataclass(frozen=True)
+class ShuffleGuarantee:
+    """The central (ε, δ) of n shuffled ε₀-LDP reports, against the analyst; ``method`` is ``"numerical"``
+    (the FMT21 numerical bound) or ``"none"`` (no amplification proven: ε = ε₀, δ = 0, the local guarantee)."""
+
+    epsilon: float
+    delta: float
+    epsilon0: float
+    n: int
+    method: str
+    trust: str = TRUST_ASSUMPTION
+
+    @property
+    def amplified(self) -> bool:
+        return self.method != "none"
+
+    @property
+    def cost(self) -> PrivacyCost:
+        """The guarantee as a :class:`~ldp.privacy.cost.PrivacyCost`."""
+        return PrivacyCost(self.epsilon, self.delta)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "delta": self.delta, "epsilon0": self.epsilon0, "n": self.n,
+                "method": self.method, "amplified": self.amplified, "trust": self.trust}
+
+    def __str__(self) -> str:
+        if not self.amplified:
+            return f"ε={self.epsilon:.4g} (no amplification proven at n={self.n:,})"
+        return f"ε={self.epsilon:.4g}, δ={self.delta:.3g} (n={self.n:,} shuffled reports of ε₀={self.epsilon0:.4g})"
+
+
+def _check(eps0: float, n: int, delta: float) -> tuple[float, int, float]:
+    if isinstance(eps0, bool) or not isinstance(eps0, (int, float)) or not (0.0 < eps0 < math.inf):
+        raise ValueError(f"the local ε₀ must be a finite number > 0, got {eps0!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n (reports shuffled together, one per user) must be an int >= 1, got {n!r}")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0.0 < delta < 1.0):
+        raise ValueError(f"δ must be in (0, 1), got {delta!r}")
+    if eps0 > 700:
+        raise ValueError(f"the local ε₀ must be at most 700 (e^ε₀ must be a float), got {eps0!r}")
+    return float(eps0), n, float(delta)
+
+
+def closed_form_epsilon(eps0: float, n: int, delta: float) -> float | None:
+    """FMT21 Theorem 3.1: for ε₀ ≤ ln(n / (16 ln(2/δ))), the shuffle is (ε, δ)-DP with
+    ``ε = ln(1 + (e^ε₀ - 1)/(e^ε₀ + 1) · (8 sqrt(e^ε₀ ln(4/δ) / n) + 8 e^ε₀ / n))``; ``None`` outside that regime."""
+    eps0, n, delta = _check(eps0, n, delta)
+    if n < 2 or eps0 > math.log(n / (16 * math.log(2 / delta))):
+        return None
+    e0 = math.exp(eps0)
+    return math.log1p(math.expm1(eps0) / (e0 + 1) * (8 * math.sqrt(e0 * math.log(4 / delta) / n) + 8 * e0 / n))
+
+
+def _log_binom(c: int, k: int) -> float:
+    """ln of C(c, k)·2^-c, the Bin(c, 1/2) law at k (0 <= k <= c)."""
+    return math.lgamma(c + 1) - math.lgamma(k + 1) - math.lgamma(c - k + 1) - c * math.log(2)
+
+
+def _hockey_stick(c: int, u: float, v: float, floor: float) -> float:
+    """An upper bound on D_c (module docstring): the exact sum, cut once a geometric bound on the rest is below
+    ``floor`` or a ``_SLACK`` share of the sum so far (that bound is added)."""
+    m = int(v * (c + 1) / (u + v)) + 1  # first x with u·x > v·(c + 1 - x)
+    while m > 1 and u * (m - 1) > v * (c + 2 - m):
+        m -= 1
+    while m <= c and u * m <= v * (c + 1 - m):
+        m += 1
+    log_prev = _log_binom(c, m - 1)  # b(m - 1)
+    if log_prev < -745.0:  # the whole tail underflows: bound it by u·b(m-1)/(1 - ρ) in logs
+        rho = (c - m + 1) / m
+        return math.exp(min(0.0, math.log(u) + log_prev - math.log1p(-rho))) if rho < 1 else 0.0
+    prev = math.exp(log_prev)
+    total = 0.0
+    x = m
+    while x <= c + 1:
+        for y in range(x, min(x + 64, c + 2)):
+            cur = prev * (c - y + 1) / y  # b(y) from b(y - 1)
+            total += u * prev - v * cur
+            prev = cur
+        x = min(x + 64, c + 2)
+        # the rest, sum over y >= x of (u·b(y-1) - v·b(y)), is at most u·S(x - 1) <= u·b(x-1)/(1 - ρ_{x-1})
+        if x <= c + 1:
+            rest = u * prev / (1.0 - (c - x + 1) / x)
+            if rest <= max(floor, _SLACK * total):
+                return total + rest
+    return total
+
+
+class _Clones:
+    """The law of C ~ Bin(n-1, e^-ε₀) cut into groups of c values, for :func:`delta_upper_bound`."""
+
+    def __init__(self, eps0: float, n: int, delta: float) -> None:
+        size, p = n - 1, math.exp(-eps0)
+        self.lower_tail = 0.0
+        self.starts: list[int] = [0]
+        self.masses: list[float] = [1.0]
+        if size == 0:
+            return
+        mean, sd = size * p, math.sqrt(size * p * (1 - p))
+        # lowest c: Pr[C < lo] <= exp(-size·KL(lo/size || p)) (Chernoff) at most _SLACK·δ
+        budget = _SLACK * delta
+        lo = max(0, int(mean - sd))
+        while lo > 0 and _chernoff_lower(size, p, lo) > budget:
+            lo = max(0, lo - max(1, int(sd / 4)))
+        self.lower_tail = _chernoff_lower(size, p, lo) if lo > 0 else 0.0
+        hi = min(size, int(mean + 5 * sd) + 1)
+        # D_c falls like exp(-κc), κ about ln(1/δ)/mean near the answer: a group [a, a + w) overstates its share
+        # of δ by about κw. Central groups get w0 = _GROUP_GROWTH/κ; elsewhere w grows so that each group's
+        # overstatement, pmf(a)·w·e^(κ(mean - a))·κw, stays that of a central group.
+        kappa = math.log(1 / delta) / max(mean, 1.0)
+        w0 = _GROUP_GROWTH / kappa
+        centre = max(0, int(mean - kappa * sd * sd))  # where pmf(c)·e^(-κc), the weight of c in δ, peaks
+        log_peak = _log_pmf(size, p, centre) + kappa * (mean - centre)
+        self.starts, self.masses = [], []
+        k = lo
+        ratio = p / (1 - p)
+        pmf = math.exp(_log_pmf(size, p, k))
+        while k < hi:
+            shift = min(50.0, max(-50.0, log_peak - math.log(max(pmf, 1e-300)) - kappa * (mean - k)))
+            width = w0 * math.exp(shift / 2)
+            if k < centre:  # below the peak the widths shrink towards it: stop halfway there
+                width = min(width, max(w0, (centre - k) / 2))
+            width = max(1, int(width))
+            start, mass = k, 0.0
+            for _ in range(min(width, hi - k)):
+                mass += pmf
+                pmf *= (size - k) / (k + 1) * ratio
+                k += 1
+            pmf = math.exp(_log_pmf(size, p, k)) if k <= size else 0.0  # no drift across groups
+            self.starts.append(start)
+            self.masses.append(mass)
+        # the last group runs to size: its mass is everything not counted below it
+        self.starts.append(hi)
+        self.masses.append(max(0.0, 1.0 - sum(self.masses)))
+
+
+def _log_pmf(size: int, p: float, k: int) -> float:
+    return (math.lgamma(size + 1) - math.lgamma(k + 1) - math.lgamma(size - k + 1)
+            + k * math.log(p) + (size - k) * math.log1p(-p))
+
+
+def _chernoff_lower(size: int, p: float, k: int) -> float:
+    """Pr[Bin(size, p) < k] <= exp(-size·KL(k/size || p)) for k <= size·p."""
+    a = k / size
+    if a >= p:
+        return 1.0
+    kl = (a * math.log(a / p) if a > 0 else 0.0) + (1 - a) * math.log((1 - a) / (1 - p))
+    return math.exp(-size * kl)
+
+
+def _delta_bound(clones: _Clones, eps0: float, eps: float, delta: float) -> float:
+    if eps >= eps0:
+        return 0.0
+    e0, e = math.exp(eps0), math.exp(eps)
+    u = (e0 - e) / (e0 + 1)
+    v = math.expm1(eps + eps0) / (e0 + 1)
+    floor = _SLACK * delta / max(1, len(clones.starts))
+    total = clones.lower_tail * u  # c below the first group: D_c <= D_0 = u
+    for start, mass in zip(clones.starts, clones.masses, strict=True):
+        if mass > 0.0:
+            total += mass * _hockey_stick(start, u, v, floor / max(mass, 1e-300))
+    return min(total, 1.0)
+
+
+def delta_upper_bound(eps0: float, n: int, eps: float, delta_scale: float = 1e-8) -> float:
+    """An upper bound on the δ at which n shuffled ε₀-LDP reports are ε-DP (FMT21's numerical bound); the
+    truncations spend at most about ``1e-4·delta_scale``."""
+    eps0, n, delta_scale = _check(eps0, n, delta_scale)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
+        raise ValueError(f"ε must be a number >= 0, got {eps!r}")
+    return _delta_bound(_Clones(eps0, n, delta_scale), eps0, float(eps), delta_scale)
+
+
+def shuffled_epsilon(eps0: float, n: int, delta: float) -> ShuffleGuarantee:
+    """The central (ε, δ) against the analyst of n shuffled reports, one per user, each from an ε₀-LDP
+    randomizer: the smallest ε found whose :func:`delta_upper_bound` is at most δ (relative accuracy 1e-5,
+    always rounded up). Where that proves no gain (ε within 0.1 % of ε₀, e.g. n = 1) the result is ε₀ itself,
+    δ = 0, ``method="none"``."""
+    eps0, n, delta = _check(eps0, n, delta)
+    none = ShuffleGuarantee(eps0, 0.0, eps0, n, "none")
+    if n < 2:
+        return none
+    clones = _Clones(eps0, n, delta)
+
+    def excess(eps: float) -> float:  # ln δ̄(ε) - ln δ: > 0 not enough, <= 0 certified
+        d = _delta_bound(clones, eps0, eps, delta)
+        return math.log(d) - math.log(delta) if d > 0 else -math.inf
+
+    lo, hi, f_lo, f_hi = 0.0, eps0, math.inf, -math.inf
+    closed = closed_form_epsilon(eps0, n, delta)
+    if closed is not None and closed < hi:
+        f = excess(closed)
+        if f <= 0:
+            hi, f_hi = closed, f
+        else:
+            lo, f_lo = closed, f
+    # regula falsi on ln δ̄ (Illinois variant), falling back to bisection where a side is infinite
+    side = 0
+    for _ in range(100):
+        if hi - lo <= 1e-5 * hi:
+            break
+        if math.isfinite(f_lo) and math.isfinite(f_hi) and f_lo != f_hi:
+            mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+            if not (lo < mid < hi):
+                mid = (lo + hi) / 2
+        else:
+            mid = (lo + hi) / 2
+        f = excess(mid)
+        if f <= 0:
+            hi, f_hi = mid, f
+            if side == -1:
+                f_lo /= 2
+            side = -1
+        else:
+            lo, f_lo = mid, f
+            if side == 1:
+                f_hi /= 2
+            side = 1
+    if hi >= eps0 * (1 - 1e-3):
+        return none
+    return ShuffleGuarantee(hi, delta, eps0, n, "numerical")
+
+
+def shuffled_cost(per_report: PrivacyCost, n: int, delta: float) -> ShuffleGuarantee:
+    """:func:`shuffled_epsilon` for a per-report :class:`~ldp.privacy.cost.PrivacyCost`, which must be pure
+    (δ = 0: the bound is for ε₀-LDP randomizers)."""
+    if per_report.delta != 0.0:
+        raise ValueError(f"the shuffling bound needs a pure ε₀-LDP report (δ = 0), got {per_report}")
+    return shuffled_epsilon(per_report.epsilon, n, delta)

@@ -1,0 +1,65 @@
+"""Poisoning evidence in the collector (issue 31 item 4): each folded window records the verdict of the law tests
+of :mod:`ldp.server.poisoning`; the page warns on a suspicious window and ``/metrics`` exports it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_watch import add_segment
+
+from ldp.collector.config import parse_config
+from ldp.collector.dashboard import render_dashboard
+from ldp.collector.metrics import CollectorMetrics
+from ldp.collector.segments import SegmentWriter
+from ldp.collector.watch import fold_app
+from ldp.protocols import get_protocol
+from ldp.server import Section
+from ldp.simulation.attack import fake_reports
+from ldp.spec import CollectionSpec, Envelope
+
+pytest.importorskip("prometheus_client")
+
+W0 = 20000
+SPEC = {"spec_version": 1, "name": "poison_test", "budget": {"per_window": 10, "lifetime": 1000},
+        "metrics": {"site": {"protocol": "oue", "params": {"epsilon": 1, "domain_size": 32},
+                             "budget": {"per_report": 1}}}}
+
+
+def lines(spec: CollectionSpec, window: int, honest: int, fake: int, seed: int) -> list[str]:
+    """``honest`` reports of a skewed population, then ``fake`` random reports (each bit 1 with probability 1/2:
+    far more 1s than OUE's law allows)."""
+    rng = np.random.default_rng(seed)
+    m = spec.metrics["site"]
+    batches = [get_protocol(m.protocol).encoder_type(m.params).encode_batch(rng.zipf(1.5, honest) % 32, rng)]
+    if fake:
+        batches.append(fake_reports(m.params, "random-report", [0], fake, rng))
+    out = []
+    for batch in batches:
+        s = Section(spec.fingerprint, "site", window, batch)
+        out += [Envelope(s.spec, s.metric, s.window, r).to_json() for r in s.reports.reports()]
+    return out
+
+
+def test_each_window_has_a_verdict_the_page_and_metrics_show_it(tmp_path: Path) -> None:
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(SPEC))
+    spec, data = CollectionSpec.load(spec_path), tmp_path / "data"
+    add_segment(data, lines(spec, W0, 3000, 0, seed=1), 1)      # honest
+    add_segment(data, lines(spec, W0 + 1, 3000, 150, seed=2), 2)  # 5 % fake random reports
+    doc = fold_app(data, "demo", [spec_path])
+    (m,) = doc["metrics"]
+    first, second = (w["poisoning"] for w in m["windows"])
+    # the total of 1s: honest z ~ N(0, 1); 150 random reports add 150 (16 − 0.5 − 31/(e+1)) ≈ 2,070 ones, about
+    # 28 honest standard deviations (sqrt(3,150 (p(1−p) + 31 q(1−q))) ≈ 73)
+    assert first["verdict"] == "ok" and first["p_value"] > 0.01
+    assert second["verdict"] == "suspicious" and second["p_value"] < 1e-10
+    assert m["poisoning"]["verdict"] == "suspicious"  # the pooled view holds the fake reports too
+    html = render_dashboard(data, ["demo"])
+    assert html.count("Possible poisoning") == 1 and "(possible poisoning)" in html
+    config = parse_config({"data_dir": str(data), "apps": {"demo": {"token_sha256": "0" * 64,
+                                                                    "specs": [str(spec_path)]}}}, tmp_path)
+    page, _ = CollectorMetrics(config, SegmentWriter(config)).render()
+    assert 'ldp_collector_poisoning_suspicious{app="demo",metric="site",spec="poison_test"} 1.0' in page.decode()

@@ -1,0 +1,146 @@
+"""The central ε of shuffled reports (ldp.privacy.shuffle): reference values, order, bad inputs, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ldp.cli.command import main
+from ldp.privacy.cost import PrivacyCost
+from ldp.privacy.shuffle import (
+    ShuffleGuarantee,
+    closed_form_epsilon,
+    delta_upper_bound,
+    shuffled_cost,
+    shuffled_epsilon,
+)
+
+REFERENCE = json.loads((Path(__file__).parent / "data" / "shuffle_reference.json").read_text())["cells"]
+CELLS = [(c["eps0"], c["n"]) for c in REFERENCE]
+
+
+@pytest.mark.parametrize("cell", REFERENCE, ids=[f"eps0={a}-n={b:.0e}" for a, b in CELLS])
+def test_reference_table(cell: dict) -> None:
+    """3 significant digits of the tight value; between Apple's reference lower and upper values (its bisection's
+    resolution allowed for)."""
+    g = shuffled_epsilon(cell["eps0"], cell["n"], cell["delta"])
+    if cell["exact"] is not None:
+        if cell["exact"] >= 0.999 * cell["eps0"]:  # no amplification worth the name: we say so
+            assert g.method == "none" and g.epsilon == cell["eps0"]
+        else:
+            assert g.method == "numerical"
+            assert f"{g.epsilon:.3g}" == f"{cell['exact']:.3g}" or abs(g.epsilon / cell["exact"] - 1) < 5e-4
+            # an upper bound: never below the tight value (its bisection: 2^-50 of ε₀)
+            assert g.epsilon >= cell["exact"] * (1 - 1e-9)
+    if cell["reference_upper"] is not None:
+        assert g.epsilon <= cell["reference_upper"]
+    if cell["reference_lower"] is not None:  # its 10 halvings leave it up to start/1024 above its fixed point
+        assert g.epsilon >= cell["reference_lower"] - cell["reference_start"] / 1024
+
+
+def test_readme_example_of_the_reference() -> None:
+    """Apple's README: n=1e5, ε₀=4, δ=1e-6 lies between 0.16754 and 0.17279 (its lower and upper bounds)."""
+    g = shuffled_epsilon(4, 10**5, 1e-6)
+    assert 0.1675385583317841 <= g.epsilon <= 0.172790550755978
+
+
+def test_certificate() -> None:
+    """The returned ε has δ̄(ε) <= δ and a slightly smaller ε does not."""
+    g = shuffled_epsilon(2, 10**5, 1e-8)
+    assert delta_upper_bound(2, 10**5, g.epsilon, 1e-8) <= 1e-8
+    assert delta_upper_bound(2, 10**5, g.epsilon * (1 - 1e-4), 1e-8) > 1e-8
+
+
+@pytest.mark.parametrize("n", [10**3, 10**5, 10**7])
+def test_numerical_below_closed_form(n: int) -> None:
+    for eps0 in (0.5, 1, 2, 4):
+        closed = closed_form_epsilon(eps0, n, 1e-8)
+        g = shuffled_epsilon(eps0, n, 1e-8)
+        assert g.epsilon <= eps0
+        if closed is not None:
+            assert g.epsilon <= closed <= eps0
+
+
+def test_monotone() -> None:
+    by_n = [shuffled_epsilon(2, n, 1e-8).epsilon for n in (10**3, 10**4, 10**5, 3 * 10**5)]
+    assert by_n == sorted(by_n, reverse=True) and len(set(by_n)) == 4
+    by_eps0 = [shuffled_epsilon(e, 10**5, 1e-8).epsilon for e in (0.5, 1, 2, 4, 6)]
+    assert by_eps0 == sorted(by_eps0) and len(set(by_eps0)) == 5
+    by_delta = [shuffled_epsilon(2, 10**5, d).epsilon for d in (1e-12, 1e-8, 1e-4, 1e-2)]
+    assert by_delta == sorted(by_delta, reverse=True) and len(set(by_delta)) == 4
+
+
+def test_no_amplification_is_said() -> None:
+    for eps0, n in ((1.0, 1), (8.0, 10**4), (3.0, 2)):
+        g = shuffled_epsilon(eps0, n, 1e-8)
+        assert (g.epsilon, g.delta, g.method, g.amplified) == (eps0, 0.0, "none", False)
+        assert "no amplification" in str(g)
+    assert closed_form_epsilon(8, 10**4, 1e-8) is None  # outside Theorem 3.1's regime
+
+
+def test_views() -> None:
+    g = shuffled_epsilon(4, 10**6, 1e-8)
+    assert isinstance(g, ShuffleGuarantee) and g.amplified
+    assert g.cost == PrivacyCost(g.epsilon, 1e-8)
+    assert g.to_dict()["trust"].startswith("the shuffler is trusted and is not the analyst")
+    assert shuffled_cost(PrivacyCost(4.0), 10**6, 1e-8) == g
+    with pytest.raises(ValueError, match="pure"):
+        shuffled_cost(PrivacyCost(4.0, 1e-9), 10**6, 1e-8)
+    with pytest.raises(AttributeError):
+        g.epsilon = 1.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("eps0", "n", "delta", "match"), [
+    (0, 100, 1e-8, "ε₀"), (-1, 100, 1e-8, "ε₀"), (math.inf, 100, 1e-8, "ε₀"), (math.nan, 100, 1e-8, "ε₀"),
+    (True, 100, 1e-8, "ε₀"), (1000, 100, 1e-8, "at most 700"), (1, 0, 1e-8, "n "), (1, 10.0, 1e-8, "n "),
+    (1, True, 1e-8, "n "), (1, 100, 0, "δ"), (1, 100, 1, "δ"), (1, 100, -0.5, "δ"), (1, 100, math.nan, "δ"),
+])
+def test_bad_inputs(eps0: float, n: int, delta: float, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        shuffled_epsilon(eps0, n, delta)
+
+
+@settings(max_examples=40, deadline=None)
+@given(eps0=st.floats(0.01, 12), n=st.integers(1, 3 * 10**5), log_delta=st.floats(-15, -1))
+def test_any_valid_input(eps0: float, n: int, log_delta: float) -> None:
+    g = shuffled_epsilon(eps0, n, 10**log_delta)
+    assert 0 < g.epsilon <= eps0
+    assert g.method in ("numerical", "none")
+    if g.amplified:
+        assert g.delta == 10**log_delta and g.epsilon < eps0
+
+
+def test_cli_privacy_shuffled(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["privacy", "grr", "--epsilon", "4", "--d", "10", "--shuffled", "1e6", "--delta", "1e-8"]) == 0
+    text = capsys.readouterr().out
+    expected = shuffled_epsilon(4.0, 10**6, 1e-8)
+    assert "local (per report, against everyone): ε=4" in text
+    assert f"ε={expected.epsilon:.4g}, δ=1e-08" in text and "against the analyst only" in text
+    assert "trust: the shuffler is trusted and is not the analyst" in text
+    assert main(["privacy", "grr", "--epsilon", "4", "--d", "10", "--shuffled", "1e6", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["epsilon"] == pytest.approx(4.0) and out["central"]["epsilon"] == pytest.approx(expected.epsilon)
+    assert out["central"]["delta"] == 1e-8 and out["central"]["n"] == 10**6
+    assert main(["privacy", "grr", "--epsilon", "4", "--d", "10"]) == 0
+    assert "central" not in capsys.readouterr().out
+
+
+def test_cli_plan_shuffled(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "grr", "--epsilon", "2", "--d", "10", "--n", "1e5", "--shuffled", "1e5"]) == 0
+    text = capsys.readouterr().out
+    assert f"grr: central (100,000 shuffled reports, against the analyst only): " \
+           f"ε={shuffled_epsilon(2.0, 10**5, 1e-8).epsilon:.4g}" in text
+    assert main(["plan", "grr", "--epsilon", "2", "--d", "10", "--n", "1e5", "--shuffled", "1e5", "--json",
+                 "--delta", "1e-6"]) == 0
+    plans = json.loads(capsys.readouterr().out)
+    assert plans[0]["epsilon_per_report"]["epsilon"] == pytest.approx(2.0)
+    assert plans[0]["central"]["epsilon"] == pytest.approx(shuffled_epsilon(2.0, 10**5, 1e-6).epsilon)
+    assert main(["plan", "grr", "--epsilon", "8", "--d", "10", "--n", "1e4", "--shuffled", "1e4"]) == 0
+    assert "no amplification proven" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:  # argparse refuses it
+        main(["plan", "grr", "--epsilon", "2", "--d", "10", "--n", "1e5", "--shuffled", "0"])
+    assert exc.value.code == 2 and "--shuffled: must be a whole number >= 1" in capsys.readouterr().err
