@@ -96,6 +96,25 @@ def _privacy(p: Mapping[str, Any] | None) -> list[tuple[str, str]]:
                                      f"{text(total.get('lifetime'))}")]
 
 
+def _central(sh: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The central guarantee the shuffle buys (``shuffle`` of a metric entry, :mod:`ldp.collector.amplification`)."""
+    if not isinstance(sh, Mapping):
+        return []
+    out = []
+    g = sh.get("central")
+    if isinstance(g, Mapping) and sh.get("smallest"):
+        head = (f"ε={g.get('epsilon'):.3g}, δ={sh.get('delta'):g}" if g.get("amplified") else
+                "none proven at this size (the local guarantee stands)")
+        out.append(("Central guarantee against the analyst (shuffled)",
+                    f"{head}: a device's one report among the {count(sh['smallest'])} of the smallest of "
+                    f"{count(sh.get('segments'))} shuffled segments; only if whoever runs the collector is not the "
+                    "analyst"))
+    if sh.get("unshuffled_segments"):
+        out.append(("Segments stored before shuffling", f"{count(sh['unshuffled_segments'])}: their reports have the "
+                                                        "local guarantee only"))
+    return out
+
+
 def _counters(counters: Mapping[str, Any]) -> list[tuple[str, str, dict[str, str] | None]]:
     """The collector's counters for an app (numbers, one level nested): name, value, or a time for ``*_at``."""
     rows = []
@@ -165,7 +184,7 @@ def _metric_view(sid: str, m: Mapping[str, Any], now: datetime) -> dict[str, Any
         if isinstance(latest.get("detected"), list):
             facts.append(("Detected items (latest window)", f"{len(latest['detected']):,}"))
     view: dict[str, Any] = {"id": sid, "name": name, "description": str(m.get("description") or ""),
-                            "facts": facts + _privacy(m.get("privacy")),
+                            "facts": facts + _privacy(m.get("privacy")) + _central(m.get("shuffle")),
                             "reasons": _reasons(m.get("rejected") or {}, None), "n": m.get("n") or 0,
                             "error": None, "series": None, "latest": None}
     if latest is None or not isinstance(seconds, int):

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from ldp.collector.amplification import per_report_epsilon, segment_counts, shuffle_entry
 from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry, release_settings
 from ldp.errors import FoldBusyError
 from ldp.server.job import aggregate_files, spec_index
@@ -105,6 +106,10 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
                                      previous["metrics"] if same and previous is not None else None,
                                      confidence=confidence, alpha=alpha, keep=windows)
             folded_at = now if summary.processed or previous is None else previous["folded_at"]
+        counts = segment_counts(out)
+        for m in metrics:
+            segments = counts.get((str(m.get("metric")), str(m.get("params_fingerprint"))), [])
+            m["shuffle"] = shuffle_entry(per_report_epsilon(m.get("privacy")), segments)
         raw = {"format": ESTIMATES_FORMAT, "app": app, "folded_at": folded_at, "checked_at": now,
                "settings": settings, "schedule": {"every_seconds": every_seconds,
                                                   "segment_max_seconds": segment_max_seconds},

@@ -75,6 +75,7 @@ def fold_input(path: str, fmt: str, spec_docs: list[dict[str, Any]], by_window: 
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise InputChangedError(f"{source} changed while it was read; run the job again")
     stats = {"size": before.st_size, "mtime_ns": before.st_mtime_ns, "sha256": digest, **folder.stats(),
+             "n_by_key": dict(sorted((key_name(k), a.n) for k, a in folder.aggregates.items())),
              "seconds": round(time.perf_counter() - t0, 6)}
     rejects = None if rejects_path else out.getvalue().encode("ascii")  # type: ignore[union-attr]
     return pack_parts(folder.aggregates), stats, rejects

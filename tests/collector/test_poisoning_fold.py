@@ -15,6 +15,7 @@ from ldp.collector.dashboard import render_dashboard
 from ldp.collector.metrics import CollectorMetrics
 from ldp.collector.segments import SegmentWriter
 from ldp.collector.watch import fold_app
+from ldp.privacy.shuffle import shuffled_epsilon
 from ldp.protocols import get_protocol
 from ldp.server import Section
 from ldp.simulation.attack import fake_reports
@@ -59,7 +60,25 @@ def test_each_window_has_a_verdict_the_page_and_metrics_show_it(tmp_path: Path) 
     assert m["poisoning"]["verdict"] == "suspicious"  # the pooled view holds the fake reports too
     html = render_dashboard(data, ["demo"])
     assert html.count("Possible poisoning") == 1 and "(possible poisoning)" in html
+    # the shuffle's central guarantee: one report among the 3,000 of the smallest segment
+    sh = m["shuffle"]
+    assert sh["segments"] == 2 and sh["smallest"] == 3000 and sh["unshuffled_segments"] == 0
+    assert m["shuffle"]["central"] == shuffled_epsilon(1.0, 3000, 1e-8).to_dict()
+    assert "Central guarantee against the analyst (shuffled)" in html
     config = parse_config({"data_dir": str(data), "apps": {"demo": {"token_sha256": "0" * 64,
                                                                     "specs": [str(spec_path)]}}}, tmp_path)
     page, _ = CollectorMetrics(config, SegmentWriter(config)).render()
     assert 'ldp_collector_poisoning_suspicious{app="demo",metric="site",spec="poison_test"} 1.0' in page.decode()
+
+
+def test_segments_stored_before_shuffling_have_no_central_guarantee(tmp_path: Path) -> None:
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(SPEC))
+    spec, data = CollectionSpec.load(spec_path), tmp_path / "data"
+    old = add_segment(data, lines(spec, W0, 500, 0, seed=4), 1)
+    old.rename(old.with_name("20250101T000000Z-000001.jsonl"))  # the name of a segment closed in arrival order
+    doc = fold_app(data, "demo", [spec_path])
+    (m,) = doc["metrics"]
+    assert m["shuffle"] == {"segments": 0, "smallest": None, "unshuffled_segments": 1, "delta": 1e-8,
+                            "central": None}
+    assert "Segments stored before shuffling" in render_dashboard(data, ["demo"])

@@ -83,8 +83,9 @@ def closed_dir(data: Path, app: str = "demo") -> Path:
 
 
 def add_segment(data: Path, lines: list[str], seq: int, app: str = "demo") -> Path:
-    """A closed segment, named as the collector names them; written aside, then moved in (as rotation does)."""
-    path = closed_dir(data, app) / f"20260101T0000{seq:02d}Z-{seq:06d}.jsonl"
+    """A closed segment, named as the collector names them (a window's start, 16 hex digits); written aside, then
+    moved in (as the close does)."""
+    path = closed_dir(data, app) / f"20260101T0000{seq:02d}Z-{seq:016x}.jsonl"
     tmp = path.parent.parent / f".tmp-{seq}"
     write_jsonl(tmp, lines)
     tmp.replace(path)
