@@ -59,12 +59,6 @@ class LocalHashingLaw(ReportLaw):
 
     params_type = (BLHParams, OLHParams)
 
-    def aggregate_check_count(self, params: Any) -> int:
-        return 1
-
-    def report_check_count(self, params: Any) -> int:
-        return 1
-
     def aggregate_checks(self, aggregate: Any, alpha: float) -> list[LawCheck]:
         n = int(aggregate.n)
         mean, var = support_moments(aggregate.params)

@@ -183,10 +183,12 @@ class ReportLaw:
     params_type: ClassVar[type | tuple[type, ...]] = ()
 
     def aggregate_check_count(self, params: Any) -> int:
-        return 0
+        """How many :meth:`aggregate_checks` returns: one when a family defines them (override otherwise)."""
+        return int(type(self).aggregate_checks is not ReportLaw.aggregate_checks)
 
     def report_check_count(self, params: Any) -> int:
-        return 0
+        """How many :meth:`report_checks` returns: one when a family defines them (override otherwise)."""
+        return int(type(self).report_checks is not ReportLaw.report_checks)
 
     def aggregate_checks(self, aggregate: Any, alpha: float) -> list[LawCheck]:
         """Tests of the folded aggregate alone."""

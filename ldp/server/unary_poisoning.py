@@ -34,12 +34,6 @@ class UnaryLaw(ReportLaw):
 
     params_type = (SUEParams, OUEParams)
 
-    def aggregate_check_count(self, params: Any) -> int:
-        return 1
-
-    def report_check_count(self, params: Any) -> int:
-        return 1
-
     def aggregate_checks(self, aggregate: Any, alpha: float) -> list[LawCheck]:
         n = int(aggregate.n)
         mean, var = unary_ones_moments(aggregate.params)

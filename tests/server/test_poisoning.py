@@ -174,3 +174,18 @@ def test_popcounts_validates_shape(rows: int, width: int, nbits: int) -> None:
 def test_reports_must_be_columns() -> None:
     with pytest.raises(TypeError, match="ReportBatch"):
         check_reports(OUEParams(1.0, 4), [1, 2, 3])
+
+
+@pytest.mark.parametrize("params", [OUEParams(1.0, 8), SUEParams(1.0, 8), OLHParams(2.0, 8),
+                                    RapporParams(num_bloombits=16, num_hashes=2, num_cohorts=4, p=0.25, q=0.75,
+                                                 f=0.5)])
+def test_each_law_returns_as_many_checks_as_it_announces(params: Any) -> None:
+    """The counts split alpha (Bonferroni): a law returning more checks than it announces would raise the
+    family-wise false-alarm rate above alpha."""
+    from ldp.server.poisoning import law_for
+
+    agg, batch = _honest(params, 300, np.random.default_rng(5), 8)
+    law = law_for(params)
+    assert law is not None
+    assert len(law.aggregate_checks(agg, 0.01)) == law.aggregate_check_count(params) >= 1
+    assert len(law.report_checks(params, batch.columns, 0.01)) == law.report_check_count(params)
