@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ldp.server.fold import Folder
 from ldp.server.store import write_all
 from ldp.spec import CollectionSpec
@@ -67,16 +69,13 @@ def find_rejects(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[Fold
     folder.fold_lines(body, 0)
     if not folder.noted:
         return folder, []
+    ends = np.flatnonzero(np.frombuffer(body, dtype=np.uint8) == 0x0A) + 1  # line i is body[ends[i-1]:ends[i]]
     reasons: dict[int, str] = {}
     for record, records, reason in folder.noted:
         for r in range(record, record + records):
             reasons[r] = reason
-    spans, start = [], 0
-    for i in range(body.count(b"\n")):
-        end = body.index(b"\n", start) + 1
-        if i in reasons:
-            spans.append(RejectSpan(start, end, reasons[i]))
-        start = end
+    spans = [RejectSpan(int(ends[i - 1]) if i else 0, int(ends[i]), reason) for i, reason in sorted(reasons.items())
+             if i < len(ends)]
     return folder, spans
 
 

@@ -28,6 +28,8 @@ from ldp.spec.envelope import MAX_WINDOW
 
 __all__ = ["Template", "templates_for", "match_lines", "Matched", "junk_lines", "repeats"]
 
+_POW10 = np.array([10**k for k in range(20)], dtype=np.uint64)
+"""10^0 … 10^19: the weights of a decimal's digits (:meth:`_Buffer.uint` reads at most 19)."""
 _WINDOW_DIGITS = len(str(MAX_WINDOW))
 _MAX_UINT_DIGITS = 19  # 10**19 - 1 < 2**64: longer numbers (or larger sizes) go to the full parser
 _KEY_AT = len('{"spec":"0123456789abcdef","metric":"')  # every prefix has >= 8 bytes from here
@@ -128,9 +130,10 @@ class _Buffer:
         d = g - np.uint8(48)
         run = np.argmin(d < 10, axis=1)  # the first non-digit (0 when all are digits: rejected below)
         ok = (run >= 1) & ~((g[:, 0] == 48) & (run > 1))
-        value = np.zeros(len(pos), dtype=np.uint64)
-        for j in range(digits):
-            value = np.where(j < run, value * np.uint64(10) + d[:, j], value)
+        # digit j of a number of `run` digits weighs 10^(run-1-j); the digits past the number weigh nothing
+        exponent = run[:, None] - 1 - np.arange(digits)
+        weight = np.where(exponent >= 0, _POW10[np.maximum(exponent, 0)], np.uint64(0))
+        value = (d[:, :digits].astype(np.uint64) * weight).sum(axis=1, dtype=np.uint64)
         return value, ok, pos + run
 
     def bits(self, pos: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
