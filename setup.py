@@ -1,11 +1,13 @@
 """Build hook for the optional compiled server kernels: the fold kernel (``ldp/batch/_foldkernel.c``),
-local hashing's support counts (``ldp/batch/_lhkernel.c``) and association's EM pass
-(``ldp/batch/_emkernel.c``) — server side only, no numpy headers, no runtime dependency. Everything else
-is declared in ``pyproject.toml``. Without a C compiler the build goes on without them, and
-:mod:`ldp.batch.bits`, :mod:`ldp.batch.local_hashing` and :mod:`ldp.batch.association` use pure numpy."""
+local hashing's support counts (``ldp/batch/_lhkernel.c``), association's EM pass (``ldp/batch/_emkernel.c``)
+and the JSONL fast path's line matcher (``ldp/batch/_linekernel.c``) — server side only, no numpy headers, no
+runtime dependency. Everything else is declared in ``pyproject.toml``. Without a C compiler the build goes on
+without them, and :mod:`ldp.batch.bits`, :mod:`ldp.batch.local_hashing`, :mod:`ldp.batch.association` and
+:mod:`ldp.server.jsonl` use pure numpy."""
 
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("ldp.batch._foldkernel", ["ldp/batch/_foldkernel.c"], optional=True),
                    Extension("ldp.batch._lhkernel", ["ldp/batch/_lhkernel.c"], optional=True),
-                   Extension("ldp.batch._emkernel", ["ldp/batch/_emkernel.c"], optional=True)])
+                   Extension("ldp.batch._emkernel", ["ldp/batch/_emkernel.c"], optional=True),
+                   Extension("ldp.batch._linekernel", ["ldp/batch/_linekernel.c"], optional=True)])

@@ -18,17 +18,19 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ldp.decoders.base import Aggregate
 from ldp.server.fold import Folder
 from ldp.server.store import write_all
-from ldp.spec import CollectionSpec
+from ldp.spec import CollectionSpec, MetricSpec
 
 __all__ = ["PREFIX_BYTES", "RejectSpan", "Kept", "RejectKeeper", "find_rejects", "utc_day"]
 
@@ -47,13 +49,25 @@ class RejectSpan:
 
 
 class _SpanFolder(Folder):
-    """A :class:`Folder` that notes the record number and reason of every rejection instead of writing it."""
+    """A :class:`Folder` that notes the record number and reason of every rejection instead of writing it (no
+    rejects stream: no detail is asked for), and folds into scratch aggregates kept per thread (made once per
+    metric; only the accept/reject outcome of :meth:`Aggregate.add` is used, never their state)."""
+
+    _scratch = threading.local()
 
     def __init__(self, specs: Mapping[str, CollectionSpec]) -> None:
         super().__init__(specs, rejects=None)
-        self.out = self  # type: ignore[assignment]  # truthy: every rejection goes through log()
-        self.cap = 2**62
         self.noted: list[tuple[int, int, str]] = []
+        self.bulk: list[tuple[np.ndarray, str]] = []
+        if not hasattr(self._scratch, "aggregates"):
+            self._scratch.aggregates = {}
+        self.aggregates = self._scratch.aggregates
+
+    def aggregate(self, metric: MetricSpec, window: int) -> Aggregate:
+        if len(self.aggregates) > SCRATCH_KEPT and (metric.name, metric.params_fingerprint, None) not in \
+                self.aggregates:
+            self.aggregates.clear()
+        return super().aggregate(metric, window)
 
     def log(self, record: int, reason: str, detail: str, raw: Any, records: int = 1,
             offset: int | None = None) -> None:
@@ -61,19 +75,35 @@ class _SpanFolder(Folder):
         self.rejected[reason] += records
         self.noted.append((record, records, reason))
 
+    def log_bulk(self, reason: str, records: np.ndarray, describe: Callable[[int], tuple[str, Any]]) -> None:
+        self.records += len(records)
+        self.rejected[reason] += len(records)
+        self.bulk.append((records, reason))
+
+    def reasons(self) -> dict[int, str]:
+        """``{record: reason}`` of every rejected record."""
+        out: dict[int, str] = {}
+        for record, records, reason in self.noted:
+            for r in range(record, record + records):
+                out[r] = reason
+        for rows, reason in self.bulk:
+            out.update(dict.fromkeys(rows.tolist(), reason))
+        return out
+
+
+SCRATCH_KEPT = 256
+"""Scratch aggregates kept per thread (one per metric and parameters validated); past it they are made anew."""
+
 
 def find_rejects(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[Folder, list[RejectSpan]]:
     """Fold ``body`` (whole lines, each ending in ``\\n``) as ``ldp aggregate`` does; the folder (its counts) and
     the byte span and reason of every rejected line, in order."""
     folder = _SpanFolder(specs)
     folder.fold_lines(body, 0)
-    if not folder.noted:
+    if not folder.noted and not folder.bulk:
         return folder, []
     ends = np.flatnonzero(np.frombuffer(body, dtype=np.uint8) == 0x0A) + 1  # line i is body[ends[i-1]:ends[i]]
-    reasons: dict[int, str] = {}
-    for record, records, reason in folder.noted:
-        for r in range(record, record + records):
-            reasons[r] = reason
+    reasons = folder.reasons()
     spans = [RejectSpan(int(ends[i - 1]) if i else 0, int(ends[i]), reason) for i, reason in sorted(reasons.items())
              if i < len(ends)]
     return folder, spans

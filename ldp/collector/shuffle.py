@@ -13,7 +13,9 @@ import time
 
 import numpy as np
 
-__all__ = ["shuffle_lines", "closed_name", "KEY_BYTES"]
+from ldp.server import jsonl
+
+__all__ = ["shuffle_lines", "in_order", "closed_name", "KEY_BYTES"]
 
 KEY_BYTES = 8
 """Random bytes per line: lines are sorted by independent uniform 64-bit keys from ``os.urandom``. The order is
@@ -21,15 +23,30 @@ uniform among all n! orders but for ties, which have probability below n²/2⁶�
 
 
 def shuffle_lines(data: bytes) -> bytes:
-    """The lines of ``data`` (each ending in ``\\n``) in a uniformly random order, from the OS CSPRNG."""
+    """The lines of ``data`` (each ending in ``\\n``) in a uniformly random order, from the OS CSPRNG; the lines
+    are copied in that order by the compiled kernel (``ldp/batch/_linekernel.c``, without the GIL) when it is
+    built, else joined in Python."""
     if not data:
         return data
     if not data.endswith(b"\n"):
         raise ValueError("a segment ends with a newline")
-    lines = data[:-1].split(b"\n")
-    keys = np.frombuffer(os.urandom(KEY_BYTES * len(lines)), dtype=np.uint64)
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1  # exclusive, the newline included
+    n = len(ends)
+    keys = np.frombuffer(os.urandom(KEY_BYTES * n), dtype=np.uint64)
     order = np.argsort(keys, kind="stable")
-    return b"\n".join([lines[i] for i in order.tolist()]) + b"\n"
+    return in_order(data, np.concatenate(([0], ends[:-1])).astype(np.int64), ends, order)
+
+
+def in_order(data: bytes, starts: np.ndarray, ends: np.ndarray, order: np.ndarray,
+             compiled: bool | None = None) -> bytes:
+    """The lines ``data[starts[i]:ends[i]]`` for ``i`` in ``order``, one after the other (``compiled``: the
+    kernel's copy or Python's join; default: the kernel when in use)."""
+    if jsonl.kernel_in_use() if compiled is None else compiled:
+        out = bytearray(int((ends - starts).sum()))
+        jsonl._linekernel.permute(data, starts.astype(np.int64), ends.astype(np.int64), order.astype(np.int64),
+                                  len(order), out)
+        return bytes(out)
+    return b"".join([data[a:b] for a, b in zip(starts[order].tolist(), ends[order].tolist(), strict=True)])
 
 
 def closed_name(window_start: float) -> str:

@@ -10,6 +10,10 @@ pieces of that shape for one (spec, metric); :func:`match_lines` checks a whole 
 against every template at once, numpy operations per *piece* (never a Python loop per line), and
 parses the window and the payload columns of the lines that match exactly and are in range.
 
+The matching runs in the optional compiled kernel ``ldp/batch/_linekernel.c`` when it is built (one pass over
+the lines, the template's steps in C; :data:`LINE_KERNEL`), else in numpy (:func:`_match_one`); the two give the
+same result, tested against each other.
+
 Guarantee: a line is accepted here only if :func:`ldp.spec.parse_envelope` would accept it with the
 same window and payload (the template fixes every byte but the numbers and bits, and the range
 checks are the spec's); every other line is left to that full parser, which gives the reason.
@@ -17,8 +21,10 @@ checks are the spec's); every other line is left to that full parser, which give
 
 from __future__ import annotations
 
+import os
+import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,7 +32,22 @@ import numpy as np
 from ldp.reports import MAX_LINE, Field
 from ldp.spec.envelope import MAX_WINDOW
 
-__all__ = ["Template", "templates_for", "match_lines", "Matched", "junk_lines", "repeats"]
+__all__ = ["Template", "templates_for", "match_lines", "Matched", "junk_lines", "repeats", "LINE_KERNEL",
+           "kernel_in_use"]
+
+try:  # optional compiled kernel (ldp/batch/_linekernel.c, built on install where a C compiler is found)
+    import ldp.batch._linekernel as _linekernel
+except ImportError:  # pragma: no cover - depends on the install
+    _linekernel = None  # type: ignore[assignment]  # optional: None when the extension is not built
+LINE_KERNEL = os.environ.get("LDP_LINE_KERNEL") or ("compiled" if _linekernel is not None else "numpy")
+"""Which kernel :func:`match_lines` uses: ``"compiled"`` (the C extension, when built) or ``"numpy"``; the
+environment variable ``LDP_LINE_KERNEL`` chooses (e.g. to benchmark the fallback)."""
+
+
+def kernel_in_use() -> bool:
+    """Whether :func:`match_lines` runs the compiled kernel by default: built, and not switched off by
+    ``LDP_LINE_KERNEL``."""
+    return LINE_KERNEL == "compiled" and _linekernel is not None
 
 _POW10 = np.array([10**k for k in range(20)], dtype=np.uint64)
 """10^0 … 10^19: the weights of a decimal's digits (:meth:`_Buffer.uint` reads at most 19)."""
@@ -45,12 +66,42 @@ class Template:
     prefix: bytes
     pieces: tuple[bytes, ...]
     fields: tuple[Field, ...]
+    program: bytes = field(init=False, repr=False, compare=False)
+    """The steps of the compiled kernel (``ldp/batch/_linekernel.c``): the prefix, the window, then each piece
+    and field."""
+
+    def __post_init__(self) -> None:
+        steps = [_literal(self.prefix), _number(_WINDOW_DIGITS, MAX_WINDOW + 1)]
+        for piece, f in zip(self.pieces, (*self.fields, None), strict=True):
+            steps.append(_literal(piece))
+            if f is not None:
+                steps.append(_number(len(str(f.size - 1)), f.size) if f.kind == "uint" else
+                             b"B" + struct.pack("<I", f.size))
+        object.__setattr__(self, "program", b"".join(steps))
+
+    @property
+    def numbers(self) -> int:
+        """The window and the uint fields: the kernel's numbers per line."""
+        return 1 + sum(f.kind == "uint" for f in self.fields)
+
+    @property
+    def bit_bytes(self) -> int:
+        """Packed bytes of the bits fields per line."""
+        return sum((f.size + 7) // 8 for f in self.fields if f.kind == "bits")
 
     @property
     def max_length(self) -> int:
         """The longest canonical line (no newline)."""
         digits = sum(f.size if f.kind == "bits" else len(str(f.size - 1)) for f in self.fields)
         return len(self.prefix) + _WINDOW_DIGITS + sum(map(len, self.pieces)) + digits
+
+
+def _literal(lit: bytes) -> bytes:
+    return b"L" + struct.pack("<H", len(lit)) + lit
+
+
+def _number(digits: int, bound: int) -> bytes:
+    return b"N" + struct.pack("<BQ", digits, bound)
 
 
 def _template(spec_fp: str, metric: str, params: Any) -> Template | None:
@@ -71,8 +122,23 @@ def _template(spec_fp: str, metric: str, params: Any) -> Template | None:
                     tuple(params.schema))
 
 
+_TEMPLATES: dict[tuple[tuple[str, str], ...], list[Template]] = {}
+_TEMPLATES_KEPT = 64
+
+
 def templates_for(specs: Mapping[str, Any]) -> list[Template]:
-    """One template per (spec, metric) of the given ``{fingerprint: CollectionSpec}``."""
+    """One template per (spec, metric) of the given ``{fingerprint: CollectionSpec}`` (kept for the next call
+    with the same specs: a collector asks once per upload)."""
+    key = tuple((fp, spec.fingerprint) for fp, spec in specs.items())
+    kept = _TEMPLATES.get(key)
+    if kept is None:
+        if len(_TEMPLATES) >= _TEMPLATES_KEPT:
+            _TEMPLATES.clear()
+        kept = _TEMPLATES[key] = _templates_for(specs)
+    return list(kept)
+
+
+def _templates_for(specs: Mapping[str, Any]) -> list[Template]:
     out = []
     for fp, spec in specs.items():
         for name, m in spec.metrics.items():
@@ -193,6 +259,8 @@ def match_lines(chunk: bytes, templates: Iterable[Template]) -> tuple[list[Match
     accepted = np.zeros(len(starts), dtype=bool)
     if not templates or not len(starts):
         return [], starts, ends, accepted
+    if kernel_in_use():
+        return _match_compiled(chunk, templates, starts, ends, accepted), starts, ends, accepted
     longest = max(t.max_length for t in templates)
     buf = _Buffer(raw, longest + _WINDOW_DIGITS + 64)
     lengths = ends - starts
@@ -206,12 +274,48 @@ def match_lines(chunk: bytes, templates: Iterable[Template]) -> tuple[list[Match
         if not rows.size:
             continue
         ok, window, columns = _match_one(t, buf, starts[rows], ends[rows])
+        if not ok.any():  # no empty batch: it would make an aggregate the full parser may not
+            continue
         if not ok.all():
             rows, window = rows[ok], window[ok]
             columns = {k: v[ok] for k, v in columns.items()}
         accepted[rows] = True
         out.append(Matched(t, rows, window, columns))
     return out, starts, ends, accepted
+
+
+def _match_compiled(chunk: bytes, templates: list[Template], starts: np.ndarray, ends: np.ndarray,
+                    accepted: np.ndarray) -> list[Matched]:
+    """:func:`match_lines`'s matching in the compiled kernel: one pass over the lines, ``accepted`` set."""
+    n = len(starts)
+    width_nums = max(t.numbers for t in templates)
+    width_bits = max(t.bit_bytes for t in templates)
+    which = np.empty(n, dtype=np.int32)
+    nums = np.empty((n, width_nums), dtype=np.uint64)
+    bits = np.empty((n, width_bits), dtype=np.uint8)
+    programs = struct.pack("<I", len(templates)) + b"".join(struct.pack("<I", len(t.program)) + t.program
+                                                              for t in templates)
+    _linekernel.match(chunk, starts, ends, n, programs, _KEY_AT, which, nums, width_nums, bits, width_bits)
+    out = []
+    found = which >= 0
+    accepted |= found
+    present: list[int] = np.flatnonzero(np.bincount(which[found], minlength=len(templates))).tolist() \
+        if found.any() else []
+    for ti in present:
+        t = templates[ti]
+        rows = np.flatnonzero(which == ti)
+        columns: dict[str, np.ndarray] = {}
+        column, at = 1, 0
+        for f in t.fields:
+            if f.kind == "uint":
+                columns[f.name] = nums[rows, column].astype(np.min_scalar_type(f.size - 1))
+                column += 1
+            else:
+                width = (f.size + 7) // 8
+                columns[f.name] = bits[rows, at:at + width]
+                at += width
+        out.append(Matched(t, rows, nums[rows, 0], columns))
+    return out
 
 
 # -- junk, rejected in bulk ------------------------------------------------------------------------------------

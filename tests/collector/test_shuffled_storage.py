@@ -11,14 +11,17 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ldp.collector import applog as applog_module
 from ldp.collector.applog import AppLog, Batch
 from ldp.collector.config import Limits
 from ldp.collector.ingest import BatchCounts
 from ldp.collector.journal import SEEN, ClosedCounts, SeenIndex, SegmentJournal
-from ldp.collector.shuffle import closed_name, shuffle_lines
+from ldp.collector.shuffle import closed_name, in_order, shuffle_lines
+from ldp.server import jsonl
 
 DAY = 86400.0
 T0 = 20000 * DAY + 3 * 3600 + 17.25  # a time well inside a UTC day
@@ -118,6 +121,25 @@ def test_shuffle_is_a_permutation_and_uniform() -> None:
         counts[out.splitlines().index(b"0")] += 1
     chi2 = sum((c - 1000) ** 2 / 1000 for c in counts)
     assert chi2 < 35.9, counts
+
+
+@pytest.mark.skipif(jsonl._linekernel is None, reason="ldp/batch/_linekernel.c not built")
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=60),
+       seed=st.integers(0, 2**32 - 1))
+def test_the_compiled_copy_writes_the_lines_in_the_given_order(lines: list[bytes], seed: int) -> None:
+    data = b"".join(x + b"\n" for x in lines)
+    ends = np.cumsum([len(x) + 1 for x in lines])
+    starts = ends - [len(x) + 1 for x in lines]
+    order = np.random.default_rng(seed).permutation(len(lines))
+    want = b"".join(lines[i] + b"\n" for i in order)
+    assert in_order(data, starts, ends, order, compiled=True) == want == in_order(data, starts, ends, order,
+                                                                                  compiled=False)
+    with pytest.raises(ValueError, match="outside"):
+        jsonl._linekernel.permute(data, starts, ends, np.full(len(lines), len(lines), np.int64), len(lines),
+                                  bytearray(len(data)))
+    with pytest.raises(ValueError, match="bytes"):
+        jsonl._linekernel.permute(data, starts, ends, order, len(lines), bytearray(len(data) + 1))
 
 
 class Crash(BaseException):
