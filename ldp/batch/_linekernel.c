@@ -219,6 +219,39 @@ done:
     return res;
 }
 
+/* split(chunk, starts, ends): the lines of chunk (each ending in '\n'; as many entries as newlines): line i
+ * is chunk[starts[i]:ends[i]], without its '\n' and a '\r' before it (int64 offsets, written in place) */
+static PyObject *split(PyObject *self, PyObject *args)
+{
+    Py_buffer chunk, starts, ends;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*w*w*", &chunk, &starts, &ends))
+        return NULL;
+    PyObject *res = NULL;
+    const char *c = (const char *)chunk.buf, *p = c, *stop = c + chunk.len;
+    int64_t *s = (int64_t *)starts.buf, *e = (int64_t *)ends.buf;
+    Py_ssize_t room = starts.len / 8 < ends.len / 8 ? starts.len / 8 : ends.len / 8, n = 0;
+    while (p < stop) {
+        const char *nl = memchr(p, '\n', (size_t)(stop - p));
+        if (nl == NULL)
+            break;
+        if (n == room) {
+            PyErr_SetString(PyExc_ValueError, "split: more lines than entries");
+            goto done;
+        }
+        s[n] = p - c;
+        e[n] = (nl > p && nl[-1] == '\r') ? nl - 1 - c : nl - c;
+        n++;
+        p = nl + 1;
+    }
+    res = PyLong_FromSsize_t(n);
+done:
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    return res;
+}
+
 /* permute(data, starts, ends, order, n, out): out = the lines data[starts[order[k]]:ends[order[k]]] for k < n,
  * one after the other (int64 offsets, ends exclusive; out as long as their sum) */
 static PyObject *permute(PyObject *self, PyObject *args)
@@ -271,6 +304,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"match", match, METH_VARARGS, "Match upload lines against their templates (see the module source)."},
+    {"split", split, METH_VARARGS, "Line offsets of a chunk (see the module source)."},
     {"permute", permute, METH_VARARGS, "Write lines in a given order (see the module source)."},
     {NULL, NULL, 0, NULL},
 };

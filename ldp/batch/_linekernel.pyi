@@ -17,3 +17,8 @@ def match(chunk: _Buf, starts: _Buf, ends: _Buf, n: int, programs: bytes, key_at
 def permute(data: _Buf, starts: _Buf, ends: _Buf, order: _Buf, n: int, out: _Buf, /) -> None:
     """Write the lines ``data[starts[order[k]]:ends[order[k]]]``, ``k < n``, one after the other into ``out``
     (int64 offsets, ends exclusive; ``out`` exactly as long as the lines)."""
+
+def split(chunk: _Buf, starts: _Buf, ends: _Buf, /) -> int:
+    """The number of lines of ``chunk`` (each ending in ``\\n``); line i is ``chunk[starts[i]:ends[i]]`` without
+    its ``\\n`` and a ``\\r`` before it (int64 offsets written in place; ``ValueError`` when they are too
+    short)."""

@@ -4,8 +4,9 @@ config, the open-files limit and the start-up line.
 uvicorn's own protocols only time out a connection *between* requests, and only once it has
 answered one: a connection that never sends a byte, or sends its headers one byte at a time, stays
 open forever, and ``limit_concurrency`` counts such connections, so a thousand of them turn every
-request away with 503. :class:`DeadlineH11Protocol` (uvicorn's h11 protocol, chosen explicitly
-whatever else is installed) closes a connection that
+request away with 503. :class:`DeadlineHttpToolsProtocol` (uvicorn's protocol on the httptools parser, the
+``serve`` extra's default) and :class:`DeadlineH11Protocol` (uvicorn's pure-Python h11 protocol, used when
+httptools is not installed) close a connection that
 
 * sends no byte for ``idle_timeout_seconds`` while no request is in progress (a new connection, or
   a keep-alive one after its last answer), or
@@ -14,10 +15,15 @@ whatever else is installed) closes a connection that
   it sent part of a request).
 
 Once the headers are complete the request belongs to the app, whose ``body_timeout_seconds`` bounds
-the body. The server has no connection cap (:func:`server_config`): connections are bounded by the
-deadlines, the open-files limit (raised to the hard limit by :func:`raise_open_files_limit`) and the
-listen backlog; memory by ``max_header_bytes`` per connection (what it may buffer before its headers
-are complete; 400 beyond) and ``max_buffered_bytes`` for the bodies. No WebSocket upgrades."""
+the body. A request whose headers are not complete within ``max_header_bytes`` is answered 400 (h11 counts
+them itself; for httptools the bytes received since the deadline was armed are counted after each read, so
+one read of at most 256 KiB may pass the limit before the answer). httptools parses a request in C, which
+frees the event loop's time for validation (``simulations/bench_collector.py``).
+
+The server has no connection cap (:func:`server_config`): connections are bounded by the deadlines, the
+open-files limit (raised to the hard limit by :func:`raise_open_files_limit`) and the listen backlog; memory by
+``max_header_bytes`` per connection (what it may buffer before its headers are complete; 400 beyond) and
+``max_buffered_bytes`` for the bodies. No WebSocket upgrades."""
 
 from __future__ import annotations
 
@@ -38,10 +44,16 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # pragma: no cover - httptools comes with the serve extra
+    HttpToolsProtocol = None  # type: ignore[assignment,misc]
+
 if TYPE_CHECKING:
     from ldp.collector.config import CollectorConfig, Limits
 
-__all__ = ["RateLimitFilter", "limit_server_log", "ConnectionStats", "DeadlineH11Protocol", "protocol_class",
+__all__ = ["RateLimitFilter", "limit_server_log", "ConnectionStats", "DeadlineH11Protocol",
+           "DeadlineHttpToolsProtocol", "protocol_class",
            "server_config", "ListeningServer", "raise_open_files_limit", "startup_line", "print_startup_line",
            "BACKLOG"]
 
@@ -82,14 +94,19 @@ class ConnectionStats:
     header_timeouts: int = 0
 
 
-class DeadlineH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with an idle timeout from the accept on and a header deadline per request.
-
-    Use :func:`protocol_class` to get a subclass with the limits set."""
+class _Deadlines(asyncio.Protocol):
+    """An idle timeout from the accept on and a header deadline per request, for a uvicorn HTTP protocol (the
+    class this is mixed into). Use :func:`protocol_class` to get a subclass with the limits set."""
 
     header_timeout: ClassVar[float] = 10.0
     idle_timeout: ClassVar[float] = 5.0
+    max_header_bytes: ClassVar[int] = 8192
     stats: ClassVar[ConnectionStats] = ConnectionStats()
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    cycle: Any
+    timeout_keep_alive: int
+    timeout_keep_alive_task: asyncio.TimerHandle | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -113,18 +130,31 @@ class DeadlineH11Protocol(H11Protocol):
         if self._deadline is not None:
             self._partial += len(data)
         super().data_received(data)
-        if self._deadline is not None and self._in_request():
-            self._disarm()
+        if self._deadline is not None:
+            if self._in_request():
+                self._disarm()
+            elif self._partial > self.max_header_bytes and not self.transport.is_closing():
+                self._headers_too_large()
+
+    def _headers_too_large(self) -> None:
+        """Headers over ``max_header_bytes`` and still incomplete (a protocol without its own count)."""
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()  # arms the idle timer; may start a pipelined request
+        super().on_response_complete()  # type: ignore[misc]  # arms the idle timer; may start a pipelined request
         if not self.transport.is_closing() and not self._in_request():
             self._arm()
 
     def timeout_keep_alive_handler(self) -> None:
         if not self.transport.is_closing():
             self.stats.idle_closed += 1
-        super().timeout_keep_alive_handler()
+        super().timeout_keep_alive_handler()  # type: ignore[misc]
+
+    def _unset_keepalive_if_required(self) -> None:
+        super()._unset_keepalive_if_required()  # type: ignore[misc]
+
+    def _answering(self) -> bool:
+        """An answer is being written (a 408 would land in its middle)."""
+        return False
 
     def _in_request(self) -> bool:
         """A request's headers are complete and its answer is not (the app owns the connection)."""
@@ -145,26 +175,55 @@ class DeadlineH11Protocol(H11Protocol):
         if self.transport.is_closing() or self._in_request():
             return
         self.stats.header_timeouts += 1
-        if self._partial and self.conn.our_state is h11.IDLE:  # part of a request, no answer under way
+        if self._partial and not self._answering():  # part of a request, no answer under way
             self.transport.write(_TIMEOUT_408)
         self._unset_keepalive_if_required()
         self.transport.close()
 
 
-def protocol_class(limits: Limits, stats: ConnectionStats | None = None) -> type[DeadlineH11Protocol]:
-    """A :class:`DeadlineH11Protocol` subclass with the deadlines of ``limits`` (and its own counters)."""
+class DeadlineH11Protocol(_Deadlines, H11Protocol):
+    """uvicorn's h11 protocol with the deadlines (:class:`_Deadlines`); h11 bounds the headers itself."""
+
+    def _answering(self) -> bool:
+        return self.conn.our_state is not h11.IDLE
+
+
+if HttpToolsProtocol is not None:
+    class DeadlineHttpToolsProtocol(_Deadlines, HttpToolsProtocol):
+        """uvicorn's httptools protocol with the deadlines (:class:`_Deadlines`) and the header limit: answered
+        400 and closed, as h11 does, once ``max_header_bytes`` came without the end of the headers."""
+
+        def _headers_too_large(self) -> None:
+            msg = "Invalid HTTP request received."
+            self.logger.warning(msg)
+            self.send_400_response(msg)
+else:  # pragma: no cover - httptools comes with the serve extra
+    DeadlineHttpToolsProtocol = None  # type: ignore[assignment,misc]
+
+
+def protocol_class(limits: Limits, stats: ConnectionStats | None = None,
+                   parser: str | None = None) -> type[asyncio.Protocol]:
+    """A subclass of :class:`DeadlineHttpToolsProtocol` (``parser="httptools"``, the default when installed) or
+    :class:`DeadlineH11Protocol` (``"h11"``) with the deadlines and header limit of ``limits`` (and its own
+    counters)."""
+    parser = parser or ("httptools" if DeadlineHttpToolsProtocol is not None else "h11")
+    if parser == "httptools" and DeadlineHttpToolsProtocol is None:
+        raise ImportError("httptools is not installed: pip install httptools, or use the h11 protocol")
+    base: type[_Deadlines] = DeadlineHttpToolsProtocol if parser == "httptools" else DeadlineH11Protocol
     attrs = {"header_timeout": float(limits.header_timeout_seconds),
-             "idle_timeout": float(limits.idle_timeout_seconds), "stats": stats or ConnectionStats()}
-    return type("DeadlineH11Protocol", (DeadlineH11Protocol,), attrs)
+             "idle_timeout": float(limits.idle_timeout_seconds), "max_header_bytes": int(limits.max_header_bytes),
+             "stats": stats or ConnectionStats()}
+    return type(base.__name__, (base,), attrs)
 
 
-def server_config(app: Any, limits: Limits, *, host: str, port: int,
-                  stats: ConnectionStats | None = None) -> uvicorn.Config:
+def server_config(app: Any, limits: Limits, *, host: str, port: int, stats: ConnectionStats | None = None,
+                  parser: str | None = None) -> uvicorn.Config:
     """The uvicorn config of ``ldp serve``: no connection cap (idle and slow connections are closed by
-    the deadlines instead), the h11 protocol with them, and a graceful shutdown as long as a body may take."""
+    the deadlines instead), the HTTP protocol with them (:func:`protocol_class`), and a graceful shutdown as long
+    as a body may take."""
     return uvicorn.Config(
-        app, host=host, port=port, http=protocol_class(limits, stats), ws="none", log_config=None, access_log=False,
-        lifespan="on", limit_concurrency=None, backlog=ACCEPT_BATCH,
+        app, host=host, port=port, http=protocol_class(limits, stats, parser), ws="none", log_config=None,
+        access_log=False, lifespan="on", limit_concurrency=None, backlog=ACCEPT_BATCH,
         timeout_keep_alive=max(1, math.ceil(limits.idle_timeout_seconds)),
         h11_max_incomplete_event_size=limits.max_header_bytes,
         timeout_graceful_shutdown=int(limits.body_timeout_seconds) + 5, server_header=False)

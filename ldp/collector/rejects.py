@@ -29,6 +29,7 @@ import numpy as np
 
 from ldp.decoders.base import Aggregate
 from ldp.server.fold import Folder
+from ldp.server.jsonl import line_bounds
 from ldp.server.store import write_all
 from ldp.spec import CollectionSpec, MetricSpec
 
@@ -102,9 +103,9 @@ def find_rejects(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[Fold
     folder.fold_lines(body, 0)
     if not folder.noted and not folder.bulk:
         return folder, []
-    ends = np.flatnonzero(np.frombuffer(body, dtype=np.uint8) == 0x0A) + 1  # line i is body[ends[i-1]:ends[i]]
-    reasons = folder.reasons()
-    spans = [RejectSpan(int(ends[i - 1]) if i else 0, int(ends[i]), reason) for i, reason in sorted(reasons.items())
+    starts = line_bounds(body)[0].tolist()
+    ends = [*starts[1:], len(body)]  # line i is body[starts[i]:ends[i]], its newline included
+    spans = [RejectSpan(starts[i], ends[i], reason) for i, reason in sorted(folder.reasons().items())
              if i < len(ends)]
     return folder, spans
 

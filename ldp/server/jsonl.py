@@ -32,7 +32,7 @@ import numpy as np
 from ldp.reports import MAX_LINE, Field
 from ldp.spec.envelope import MAX_WINDOW
 
-__all__ = ["Template", "templates_for", "match_lines", "Matched", "junk_lines", "repeats", "LINE_KERNEL",
+__all__ = ["Template", "templates_for", "match_lines", "line_bounds", "Matched", "junk_lines", "repeats", "LINE_KERNEL",
            "kernel_in_use"]
 
 try:  # optional compiled kernel (ldp/batch/_linekernel.c, built on install where a C compiler is found)
@@ -241,6 +241,25 @@ def _match_one(t: Template, buf: _Buffer, starts: np.ndarray,
     return ok, window, columns
 
 
+def line_bounds(chunk: bytes, compiled: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, ends)`` of the lines of ``chunk`` (complete lines, each ending in ``\\n``; int64): the end
+    excludes the ``\\n`` and a ``\\r`` before it. ``compiled``: the kernel's scan or numpy's (default: the kernel
+    when in use; one ``memchr`` pass, the GIL held)."""
+    if kernel_in_use() if compiled is None else compiled:
+        n = chunk.count(b"\n")
+        starts, ends = np.empty(n, np.int64), np.empty(n, np.int64)
+        _linekernel.split(chunk, starts, ends)
+        return starts, ends
+    raw = np.frombuffer(chunk, dtype=np.uint8)
+    nl = np.flatnonzero(raw == 10)
+    starts = np.concatenate(([0], nl[:-1] + 1)).astype(np.int64) if nl.size else np.zeros(0, np.int64)
+    ends = nl.astype(np.int64)
+    if nl.size:
+        cr = (ends > starts) & (raw[np.maximum(ends - 1, 0)] == 13)
+        ends = ends - cr
+    return starts, ends
+
+
 def match_lines(chunk: bytes, templates: Iterable[Template]) -> tuple[list[Matched], np.ndarray, np.ndarray,
                                                                        np.ndarray]:
     """Match every line of ``chunk`` (complete lines, each ending in ``\\n``) against the templates.
@@ -249,18 +268,13 @@ def match_lines(chunk: bytes, templates: Iterable[Template]) -> tuple[list[Match
     line's start and end offsets (the end excludes ``\\n`` and a ``\\r`` before it) and a mask of
     the lines accepted here. The other lines are for the full parser."""
     templates = list(templates)
-    raw = np.frombuffer(chunk, dtype=np.uint8)
-    nl = np.flatnonzero(raw == 10)
-    starts = np.concatenate(([0], nl[:-1] + 1)).astype(np.int64) if nl.size else np.zeros(0, np.int64)
-    ends = nl.astype(np.int64)
-    if nl.size:
-        cr = (ends > starts) & (raw[np.maximum(ends - 1, 0)] == 13)
-        ends = ends - cr
+    starts, ends = line_bounds(chunk)
     accepted = np.zeros(len(starts), dtype=bool)
     if not templates or not len(starts):
         return [], starts, ends, accepted
     if kernel_in_use():
         return _match_compiled(chunk, templates, starts, ends, accepted), starts, ends, accepted
+    raw = np.frombuffer(chunk, dtype=np.uint8)
     longest = max(t.max_length for t in templates)
     buf = _Buffer(raw, longest + _WINDOW_DIGITS + 64)
     lengths = ends - starts

@@ -49,12 +49,13 @@ async def echo_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": out})
 
 
-@pytest.fixture(scope="module")
-def port() -> Iterator[int]:
-    """A uvicorn server with ``ldp serve``'s config (deadline 0.4 s, idle 0.2 s) in a thread."""
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def port(request: pytest.FixtureRequest) -> Iterator[int]:
+    """A uvicorn server with ``ldp serve``'s config (deadline 0.4 s, idle 0.2 s) in a thread, on each parser."""
     bound: list[int] = []
     limits = Limits(header_timeout_seconds=HEADER_S, idle_timeout_seconds=IDLE_S)
-    server = http.ListeningServer(http.server_config(echo_app, limits, host="127.0.0.1", port=0),
+    server = http.ListeningServer(http.server_config(echo_app, limits, host="127.0.0.1", port=0,
+                                                     parser=request.param),
                                   lambda addresses: bound.append(addresses[0][1]))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -1,6 +1,6 @@
 """The compiled line matcher (``ldp/batch/_linekernel.c``) against the numpy one (``ldp.server.jsonl._match_one``):
 the same lines accepted, for the same templates, with the same windows and payload columns, on canonical lines and
-on lines mutated at random (hypothesis); and its refusals of malformed arguments."""
+on lines mutated at random (hypothesis); the same line bounds; and its refusals of malformed arguments."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from ldp.reports import Field
 from ldp.server import jsonl
-from ldp.server.jsonl import _KEY_AT, MAX_WINDOW, _template, match_lines
+from ldp.server.jsonl import _KEY_AT, MAX_WINDOW, _template, line_bounds, match_lines
 
 pytestmark = pytest.mark.skipif(jsonl._linekernel is None, reason="ldp/batch/_linekernel.c not built")
 
@@ -156,3 +156,16 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="truncated"):
         jsonl._linekernel.match(chunk, starts, ends, 1, struct.pack("<I", 2) + good[4:], _KEY_AT, which, nums, 2,
                                 bits, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.sampled_from([b"a", b"\r", b"\n", b"\r\n", b"{}", b"\x00"]), max_size=40))
+def test_compiled_and_numpy_line_bounds_agree(parts):
+    chunk = b"".join(parts)
+    chunk += b"" if chunk.endswith(b"\n") else b"\n"
+    fast, slow = line_bounds(chunk, compiled=True), line_bounds(chunk, compiled=False)
+    assert all(a.dtype == b.dtype == np.int64 and np.array_equal(a, b) for a, b in zip(fast, slow, strict=True))
+    assert [chunk[a:b] for a, b in zip(*fast, strict=True)] == [x[:-1] if x.endswith(b"\r") else x
+                                                                 for x in chunk.split(b"\n")[:-1]]
+    with pytest.raises(ValueError, match="more lines"):
+        jsonl._linekernel.split(chunk + b"\n", *(np.empty(len(fast[0]), np.int64) for _ in range(2)))
