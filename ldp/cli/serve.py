@@ -123,6 +123,7 @@ def _serve(config_path: str, host: str, port: int, access_log: bool = True) -> i
         app.state.metrics.watch_connections(stats)
     server = http.ListeningServer(http.server_config(app, config.limits, host=host, port=port, stats=stats),
                                   http.print_startup_line(config, open_files))
+    sys.setswitchinterval(http.SWITCH_INTERVAL)
     server.run()  # SIGTERM/SIGINT: stop accepting, finish the requests, then the lifespan closes the segments
     if not server.started:
         print(f"ldp serve: error: could not start on {host}:{port} (see the messages above)", file=sys.stderr)

@@ -280,7 +280,8 @@ class AppLog:
         if journal.closed_as is None:
             if not path.exists():
                 raise RuntimeError(f"{journal.path} lists batches but their segment {path} is gone")
-            data = path.read_bytes()[:journal.end]
+            with open(path, "rb") as fh:  # the acknowledged bytes (a failed write may have left more)
+                data = fh.read(journal.end)
             with open(part, "wb") as fh:
                 fh.write(shuffle_lines(data))
                 fh.flush()

@@ -22,7 +22,7 @@ KEY_BYTES = 8
 uniform among all n! orders but for ties, which have probability below n²/2⁶⁵ (3·10⁻⁹ for 500,000 lines)."""
 
 
-def shuffle_lines(data: bytes) -> bytes:
+def shuffle_lines(data: bytes) -> bytes | bytearray:
     """The lines of ``data`` (each ending in ``\\n``) in a uniformly random order, from the OS CSPRNG; the lines
     are copied in that order by the compiled kernel (``ldp/batch/_linekernel.c``, without the GIL) when it is
     built, else joined in Python."""
@@ -38,14 +38,14 @@ def shuffle_lines(data: bytes) -> bytes:
 
 
 def in_order(data: bytes, starts: np.ndarray, ends: np.ndarray, order: np.ndarray,
-             compiled: bool | None = None) -> bytes:
+             compiled: bool | None = None) -> bytes | bytearray:
     """The lines ``data[starts[i]:ends[i]]`` for ``i`` in ``order``, one after the other (``compiled``: the
-    kernel's copy or Python's join; default: the kernel when in use)."""
+    kernel's copy into a new ``bytearray``, or Python's join; default: the kernel when in use)."""
     if jsonl.kernel_in_use() if compiled is None else compiled:
         out = bytearray(int((ends - starts).sum()))
         jsonl._linekernel.permute(data, starts.astype(np.int64), ends.astype(np.int64), order.astype(np.int64),
                                   len(order), out)
-        return bytes(out)
+        return out  # not copied to bytes: 8 MiB would hold the GIL ~2 ms, the event loop waiting
     return b"".join([data[a:b] for a, b in zip(starts[order].tolist(), ends[order].tolist(), strict=True)])
 
 
