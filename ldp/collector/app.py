@@ -18,7 +18,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -43,6 +43,7 @@ Hook = Callable[[Starlette], "Awaitable[None] | None"]
 access_log = logging.getLogger(ACCESS_LOGGER)
 logger = logging.getLogger(__name__)
 _RETRY_AFTER = "1"
+UPLOAD_PATH = "/v1/reports"
 
 
 def _error(status: int, reason: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -98,21 +99,33 @@ class _Memory:
     def __init__(self, limit: int) -> None:
         self.limit, self.used = limit, 0
 
-    @contextlib.contextmanager
-    def account(self) -> Iterator[Callable[[int], None]]:
-        held = 0
+    def account(self) -> _Held:
+        """A context for one request: ``with memory.account() as take``; ``take(n)`` charges ``n`` more bytes
+        (429 past the limit), all given back at the exit."""
+        return _Held(self)
 
-        def take(n: int) -> None:
-            nonlocal held
-            if self.used + n > self.limit:
-                raise IngestError(429, "busy", "the collector holds too many request bodies at once; retry later")
-            self.used += n
-            held += n
 
-        try:
-            yield take
-        finally:
-            self.used -= held
+class _Held:
+    """What one request holds of :class:`_Memory` (a plain class: the upload path's cost per request matters)."""
+
+    __slots__ = ("memory", "held")
+
+    def __init__(self, memory: _Memory) -> None:
+        self.memory, self.held = memory, 0
+
+    def __enter__(self) -> Callable[[int], None]:
+        return self.take
+
+    def __exit__(self, *exc: object) -> None:
+        self.memory.used -= self.held
+        self.held = 0
+
+    def take(self, n: int) -> None:
+        m = self.memory
+        if m.used + n > m.limit:
+            raise IngestError(429, "busy", "the collector holds too many request bodies at once; retry later")
+        m.used += n
+        self.held += n
 
 
 async def _read_body(request: Request, config: CollectorConfig, gzip: bool,
@@ -124,7 +137,7 @@ async def _read_body(request: Request, config: CollectorConfig, gzip: bool,
     parts: list[bytes] = []
     size = 0
     try:
-        with anyio.fail_after(limits.body_timeout_seconds):
+        async with asyncio.timeout(limits.body_timeout_seconds):
             async for chunk in request.stream():
                 size += len(chunk)
                 if size > limits.max_body_bytes:
@@ -245,6 +258,21 @@ class _Collector:
         return Response(body, media_type=content_type, headers={"Cache-Control": "no-store"})
 
 
+class _CollectorApp(Starlette):
+    """The Starlette app, with ``POST /v1/reports`` answered without its routing and error middlewares (six
+    coroutine layers per upload): the handler turns every error into its answer itself."""
+
+    uploads: Callable[[Request], Awaitable[Response]]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == UPLOAD_PATH and scope["method"] == "POST":
+            scope["app"] = self
+            response = await self.uploads(Request(scope, receive, send))
+            await response(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
 async def _call(hook: Hook, app: Starlette) -> None:
     result = hook(app)
     if inspect.isawaitable(result):
@@ -289,11 +317,12 @@ def create_app(config: CollectorConfig, *, extra_routes: Sequence[BaseRoute] = (
                 await asyncio.to_thread(writer.close)
                 logger.info("collector stopped: segments closed")
 
-    routes = [Route("/v1/reports", collector.reports, methods=["POST"]),
+    routes = [Route(UPLOAD_PATH, collector.reports, methods=["POST"]),
               Route("/healthz", collector.healthz, methods=["GET"])]
     if collector.metrics is not None:
         routes.append(Route("/metrics", collector.metrics_page, methods=["GET"]))
-    app = Starlette(routes=[*routes, *extra_routes], lifespan=lifespan)
+    app = _CollectorApp(routes=[*routes, *extra_routes], lifespan=lifespan)
+    app.uploads = collector.reports
     app.state.collector = writer
     app.state.config = config
     app.state.metrics = collector.metrics

@@ -100,10 +100,11 @@ def find_rejects(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[Fold
     """Fold ``body`` (whole lines, each ending in ``\\n``) as ``ldp aggregate`` does; the folder (its counts) and
     the byte span and reason of every rejected line, in order."""
     folder = _SpanFolder(specs)
-    folder.fold_lines(body, 0)
+    bounds = line_bounds(body)
+    folder.fold_lines(body, 0, bounds=bounds)
     if not folder.noted and not folder.bulk:
         return folder, []
-    starts = line_bounds(body)[0].tolist()
+    starts = bounds[0].tolist()
     ends = [*starts[1:], len(body)]  # line i is body[starts[i]:ends[i]], its newline included
     spans = [RejectSpan(starts[i], ends[i], reason) for i, reason in sorted(folder.reasons().items())
              if i < len(ends)]

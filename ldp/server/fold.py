@@ -239,15 +239,16 @@ class Folder:
 
     # -- lines (JSONL, and CSV rows made into lines) ---------------------------------------------------------
     def fold_lines(self, chunk: bytes, first_record: int, raws: Sequence[Any] | None = None, *,
-                   numbers: np.ndarray | None = None) -> None:
+                   numbers: np.ndarray | None = None, bounds: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Fold a chunk of whole lines (each ending in ``\\n``); line i is record ``first_record + i``
         (or ``numbers[i]`` when given).
 
         Lines in the client's exact form go through the vectorized fast path; junk (:func:`junk_lines`)
         is rejected in bulk; the rest through :func:`ldp.spec.parse_envelope` (same result, and the
         reason when rejected), once per run of identical short lines.
-        ``raws[i]``: what the rejects file shows for line i (default: the line)."""
-        matched, starts, ends, accepted = match_lines(chunk, self.templates)
+        ``raws[i]``: what the rejects file shows for line i (default: the line); ``bounds``: the lines' offsets
+        from :func:`~ldp.server.jsonl.line_bounds`, when the caller has them."""
+        matched, starts, ends, accepted = match_lines(chunk, self.templates, bounds)
         offsets = numbers if numbers is not None else np.arange(first_record, first_record + len(starts))
         raw_of = (lambda i: raws[i]) if raws else (lambda i: chunk[starts[i]:ends[i]])
         for m in matched:

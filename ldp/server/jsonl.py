@@ -260,15 +260,17 @@ def line_bounds(chunk: bytes, compiled: bool | None = None) -> tuple[np.ndarray,
     return starts, ends
 
 
-def match_lines(chunk: bytes, templates: Iterable[Template]) -> tuple[list[Matched], np.ndarray, np.ndarray,
-                                                                       np.ndarray]:
+def match_lines(chunk: bytes, templates: Iterable[Template],
+                bounds: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[Matched], np.ndarray, np.ndarray,
+                                                                              np.ndarray]:
     """Match every line of ``chunk`` (complete lines, each ending in ``\\n``) against the templates.
 
     Returns ``(matched, starts, ends, accepted)``: per template the accepted lines' data, each
-    line's start and end offsets (the end excludes ``\\n`` and a ``\\r`` before it) and a mask of
-    the lines accepted here. The other lines are for the full parser."""
+    line's start and end offsets (the end excludes ``\\n`` and a ``\\r`` before it; ``bounds``: these, when the
+    caller has them from :func:`line_bounds`) and a mask of the lines accepted here. The other lines are for the
+    full parser."""
     templates = list(templates)
-    starts, ends = line_bounds(chunk)
+    starts, ends = bounds if bounds is not None else line_bounds(chunk)
     accepted = np.zeros(len(starts), dtype=bool)
     if not templates or not len(starts):
         return [], starts, ends, accepted
