@@ -219,6 +219,80 @@ done:
     return res;
 }
 
+/* junk(chunk, starts, ends, n, maybe_json, json_space, space, number, word_length, max_line, out):
+ * out[i] = 1 when line i (chunk[starts[i]:ends[i]]) is surely not JSON by ldp.server.jsonl.junk_lines's rule,
+ * line by line; the byte tables come from there (maybe_json: 256 x 256 uint8 indexed [first][last]; json_space,
+ * space, number: 256 uint8; word_length: 256 int64). Tested against the numpy rule. */
+static PyObject *junk(PyObject *self, PyObject *args)
+{
+    Py_buffer chunk, starts, ends, maybe_json, json_space, space, number, word_length, out;
+    Py_ssize_t n, max_line;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*ny*y*y*y*y*nw*", &chunk, &starts, &ends, &n, &maybe_json, &json_space,
+                          &space, &number, &word_length, &max_line, &out))
+        return NULL;
+    PyObject *res = NULL;
+    const unsigned char *c = (const unsigned char *)chunk.buf, *mj = (const unsigned char *)maybe_json.buf;
+    const unsigned char *js = (const unsigned char *)json_space.buf, *sp = (const unsigned char *)space.buf;
+    const unsigned char *num = (const unsigned char *)number.buf;
+    const int64_t *wl = (const int64_t *)word_length.buf;
+    const int64_t *st = (const int64_t *)starts.buf, *en = (const int64_t *)ends.buf;
+    unsigned char *o = (unsigned char *)out.buf;
+    if (n < 0 || starts.len < n * 8 || ends.len < n * 8 || out.len < n || maybe_json.len != 65536 ||
+        json_space.len != 256 || space.len != 256 || number.len != 256 || word_length.len != 256 * 8) {
+        PyErr_SetString(PyExc_ValueError, "junk: bad sizes");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (st[i] < 0 || en[i] < st[i] || en[i] >= chunk.len) { /* each line ends in a newline */
+            PyErr_Format(PyExc_ValueError, "junk: line %zd is outside the chunk", i);
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s = st[i], e = en[i];
+        o[i] = 0;
+        if (e - s <= 0 || e - s > max_line)
+            continue;
+        int encoded = c[s + 1] == 0;
+        if (js[c[s]] && s + 1 < e)
+            s++;
+        if (js[c[e - 1]] && e - 1 > s)
+            e--;
+        unsigned char first = c[s], last = c[e - 1];
+        int junk = !mj[first * 256 + last] && !encoded;
+        if (junk && (first == '{' || first == '[') && memchr(c + s, '}', (size_t)(e - s)) != NULL)
+            junk = 0;
+        if (!junk && !sp[last]) {
+            if (wl[first] > 0) {
+                if (e - s != wl[first])
+                    junk = 1;
+            } else if (num[first] && c[s + 1] != 'I') {
+                for (int64_t j = s; j < e; j++) {
+                    if (!num[c[j]]) {
+                        junk = 1;
+                        break;
+                    }
+                }
+            }
+        }
+        o[i] = (unsigned char)junk;
+    }
+    res = Py_None;
+    Py_INCREF(res);
+done:
+    PyBuffer_Release(&chunk);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&maybe_json);
+    PyBuffer_Release(&json_space);
+    PyBuffer_Release(&space);
+    PyBuffer_Release(&number);
+    PyBuffer_Release(&word_length);
+    PyBuffer_Release(&out);
+    return res;
+}
+
 /* split(chunk, starts, ends): the lines of chunk (each ending in '\n'; as many entries as newlines): line i
  * is chunk[starts[i]:ends[i]], without its '\n' and a '\r' before it (int64 offsets, written in place) */
 static PyObject *split(PyObject *self, PyObject *args)
@@ -304,6 +378,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"match", match, METH_VARARGS, "Match upload lines against their templates (see the module source)."},
+    {"junk", junk, METH_VARARGS, "Lines that are surely not JSON (see the module source)."},
     {"split", split, METH_VARARGS, "Line offsets of a chunk (see the module source)."},
     {"permute", permute, METH_VARARGS, "Write lines in a given order (see the module source)."},
     {NULL, NULL, 0, NULL},

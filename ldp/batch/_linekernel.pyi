@@ -22,3 +22,7 @@ def split(chunk: _Buf, starts: _Buf, ends: _Buf, /) -> int:
     """The number of lines of ``chunk`` (each ending in ``\\n``); line i is ``chunk[starts[i]:ends[i]]`` without
     its ``\\n`` and a ``\\r`` before it (int64 offsets written in place; ``ValueError`` when they are too
     short)."""
+
+def junk(chunk: _Buf, starts: _Buf, ends: _Buf, n: int, maybe_json: _Buf, json_space: _Buf, space: _Buf,
+         number: _Buf, word_length: _Buf, max_line: int, out: _Buf, /) -> None:
+    """``out[i] = 1`` when line ``i`` is surely not JSON (``ldp.server.jsonl.junk_lines``'s rule and tables)."""

@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from ldp.reports import Field
 from ldp.server import jsonl
-from ldp.server.jsonl import _KEY_AT, MAX_WINDOW, _template, line_bounds, match_lines
+from ldp.server.jsonl import _KEY_AT, MAX_WINDOW, _template, junk_lines, line_bounds, match_lines
 
 pytestmark = pytest.mark.skipif(jsonl._linekernel is None, reason="ldp/batch/_linekernel.c not built")
 
@@ -169,3 +169,29 @@ def test_compiled_and_numpy_line_bounds_agree(parts):
                                                                  for x in chunk.split(b"\n")[:-1]]
     with pytest.raises(ValueError, match="more lines"):
         jsonl._linekernel.split(chunk + b"\n", *(np.empty(len(fast[0]), np.int64) for _ in range(2)))
+
+
+JUNKY = [b"{", b"}", b"[", b"]", b'"', b" ", b"\t", b"\r", b"\x0b", b"\x00", b"\xef\xbb\xbf", b"\xff", b"0", b"7", b"-",
+         b"+", b".", b"e", b"E", b"I", b"Infinity", b"NaN", b"true", b"false", b"null", b"t", b"x", b"junk", b"{}",
+         b'{"a":1}', b"1e5"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.lists(st.sampled_from(JUNKY), max_size=6).map(b"".join), min_size=1, max_size=30),
+       crlf=st.booleans())
+def test_compiled_and_numpy_junk_tests_agree(lines, crlf):
+    chunk = b"".join(x + (b"\r\n" if crlf else b"\n") for x in lines)
+    starts, ends = line_bounds(chunk, compiled=False)
+    fast, slow = junk_lines(chunk, starts, ends, compiled=True), junk_lines(chunk, starts, ends, compiled=False)
+    assert fast.dtype == slow.dtype == bool and np.array_equal(fast, slow), [
+        (x, a, b) for x, a, b in zip(lines, fast, slow, strict=True) if a != b]
+    keep = np.arange(len(starts))[::2]  # any subset of the lines, as the folder passes the rest
+    assert np.array_equal(junk_lines(chunk, starts[keep], ends[keep], compiled=True),
+                          junk_lines(chunk, starts[keep], ends[keep], compiled=False))
+
+
+def test_junk_tests_agree_on_blank_and_oversized_lines():
+    chunk = b"\n" + b"x" * (jsonl.MAX_LINE + 1) + b"\n" + b"x" * jsonl.MAX_LINE + b"\n" + b" \n"
+    starts, ends = line_bounds(chunk)
+    fast, slow = junk_lines(chunk, starts, ends, compiled=True), junk_lines(chunk, starts, ends, compiled=False)
+    assert fast.tolist() == slow.tolist() == [False, False, True, False]
