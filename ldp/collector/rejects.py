@@ -18,7 +18,6 @@ import hashlib
 import json
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,11 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from ldp.decoders.base import Aggregate
 from ldp.server.fold import Folder
 from ldp.server.jsonl import line_bounds
 from ldp.server.store import write_all
-from ldp.spec import CollectionSpec, MetricSpec
+from ldp.spec import CollectionSpec
 
 __all__ = ["PREFIX_BYTES", "RejectSpan", "Kept", "RejectKeeper", "find_rejects", "utc_day"]
 
@@ -51,24 +49,13 @@ class RejectSpan:
 
 class _SpanFolder(Folder):
     """A :class:`Folder` that notes the record number and reason of every rejection instead of writing it (no
-    rejects stream: no detail is asked for), and folds into scratch aggregates kept per thread (made once per
-    metric; only the accept/reject outcome of :meth:`Aggregate.add` is used, never their state)."""
-
-    _scratch = threading.local()
+    rejects stream: no detail is asked for). Its aggregates are thrown away with it (made anew per upload: ~5 µs
+    each, and some, e.g. PEM's, keep every report, so a kept one would grow without bound)."""
 
     def __init__(self, specs: Mapping[str, CollectionSpec]) -> None:
         super().__init__(specs, rejects=None)
         self.noted: list[tuple[int, int, str]] = []
         self.bulk: list[tuple[np.ndarray, str]] = []
-        if not hasattr(self._scratch, "aggregates"):
-            self._scratch.aggregates = {}
-        self.aggregates = self._scratch.aggregates
-
-    def aggregate(self, metric: MetricSpec, window: int) -> Aggregate:
-        if len(self.aggregates) > SCRATCH_KEPT and (metric.name, metric.params_fingerprint, None) not in \
-                self.aggregates:
-            self.aggregates.clear()
-        return super().aggregate(metric, window)
 
     def log(self, record: int, reason: str, detail: str, raw: Any, records: int = 1,
             offset: int | None = None) -> None:
@@ -91,9 +78,6 @@ class _SpanFolder(Folder):
             out.update(dict.fromkeys(rows.tolist(), reason))
         return out
 
-
-SCRATCH_KEPT = 256
-"""Scratch aggregates kept per thread (one per metric and parameters validated); past it they are made anew."""
 
 
 def find_rejects(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[Folder, list[RejectSpan]]:
