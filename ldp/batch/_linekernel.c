@@ -220,7 +220,7 @@ done:
 }
 
 /* junk(chunk, starts, ends, n, maybe_json, json_space, space, number, word_length, max_line, out):
- * out[i] = 1 when line i (chunk[starts[i]:ends[i]]) is surely not JSON by ldp.server.jsonl.junk_lines's rule,
+ * out[i] = 1 when line i (chunk[starts[i]:ends[i]]) is surely not JSON by ldp.server.junk.junk_lines's rule,
  * line by line; the byte tables come from there (maybe_json: 256 x 256 uint8 indexed [first][last]; json_space,
  * space, number: 256 uint8; word_length: 256 int64). Tested against the numpy rule. */
 static PyObject *junk(PyObject *self, PyObject *args)

@@ -35,9 +35,10 @@ import random
 import resource
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import h11
@@ -93,12 +94,21 @@ def _jitter(limit: float) -> float:
 
 @dataclass
 class ConnectionStats:
-    """Connections open now, and counts since start, shared by every connection of one server."""
+    """Connections open now, and counts since start, shared by every connection of one server. The event loop
+    changes them under :attr:`lock`, a connection leaves ``open`` when the server decides to close it (not a
+    turn later, when the socket is gone), and :meth:`snapshot` reads them under the lock: the counts a scrape
+    sees add up (``accepted`` = ``open`` + ``idle_closed`` + ``header_timeouts`` + the other closes)."""
 
     open: int = 0
     accepted: int = 0
     idle_closed: int = 0
     header_timeouts: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def snapshot(self) -> ConnectionStats:
+        """A copy of the counts, taken at one moment."""
+        with self.lock:
+            return ConnectionStats(self.open, self.accepted, self.idle_closed, self.header_timeouts)
 
 
 class _Deadlines(asyncio.Protocol):
@@ -120,16 +130,18 @@ class _Deadlines(asyncio.Protocol):
         self.timeout_keep_alive = _jitter(self.idle_timeout)  # type: ignore[assignment]  # uvicorn's timer
         self._deadline: asyncio.TimerHandle | None = None
         self._partial = 0  # bytes received since the deadline was armed
+        self._closed = False  # counted out of ConnectionStats.open
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.stats.accepted += 1
-        self.stats.open += 1
+        with self.stats.lock:
+            self.stats.accepted += 1
+            self.stats.open += 1
         self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.stats.open -= 1
+        self._count_close(None)
         self._disarm()
         super().connection_lost(exc)
 
@@ -153,8 +165,18 @@ class _Deadlines(asyncio.Protocol):
 
     def timeout_keep_alive_handler(self) -> None:
         if not self.transport.is_closing():
-            self.stats.idle_closed += 1
+            self._count_close("idle_closed")
         super().timeout_keep_alive_handler()  # type: ignore[misc]
+
+    def _count_close(self, cause: str | None) -> None:
+        """The connection leaves ``open`` (once), counted under ``cause`` when the server closes it for one."""
+        if self._closed:
+            return
+        self._closed = True
+        with self.stats.lock:
+            self.stats.open -= 1
+            if cause is not None:
+                setattr(self.stats, cause, getattr(self.stats, cause) + 1)
 
     def _unset_keepalive_if_required(self) -> None:
         super()._unset_keepalive_if_required()  # type: ignore[misc]
@@ -181,7 +203,7 @@ class _Deadlines(asyncio.Protocol):
         self._deadline = None
         if self.transport.is_closing() or self._in_request():
             return
-        self.stats.header_timeouts += 1
+        self._count_close("header_timeouts")
         if self._partial and not self._answering():  # part of a request, no answer under way
             self.transport.write(_TIMEOUT_408)
         self._unset_keepalive_if_required()

@@ -253,7 +253,7 @@ class ConnectionsCollector:
         self.stats = stats
 
     def collect(self) -> Iterator[Metric]:
-        s = self.stats
+        s = self.stats.snapshot()  # the counts of one moment (the page renders on another thread)
         yield GaugeMetricFamily("ldp_collector_connections_open", "TCP connections open now (idle ones included).",
                                 value=s.open)
         yield CounterMetricFamily("ldp_collector_connections_accepted", "TCP connections accepted since the start.",

@@ -30,7 +30,8 @@ import numpy as np
 from ldp.decoders.base import Aggregate
 from ldp.protocols import get_protocol
 from ldp.reports import Report, ReportBatch, ReportError
-from ldp.server.jsonl import junk_lines, match_lines, repeats, templates_for
+from ldp.server.jsonl import match_lines, repeats, templates_for
+from ldp.server.junk import junk_lines
 from ldp.spec import CollectionSpec, EnvelopeError, MetricSpec, parse_envelope
 
 __all__ = ["Key", "Folder", "key_name", "parse_key_name", "groups", "spec_index", "RAW_LIMIT", "REJECTS_CAP",

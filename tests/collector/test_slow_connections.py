@@ -336,3 +336,19 @@ def test_server_log_is_rate_limited() -> None:
     now[0] = 61.0
     r = rec("Invalid HTTP request received.")
     assert f.filter(r) and "990 more like it" in str(r.msg)
+
+
+def test_a_connection_leaves_open_once_when_the_server_closes_it() -> None:
+    """Counted out of ``open`` when the server decides to close (an idle or header deadline), not again when the
+    socket goes a turn later: a scrape between the two still adds up."""
+    stats = http.ConnectionStats(open=2, accepted=2)
+    cls = http.protocol_class(Limits(), stats)
+    idle, lost = object.__new__(cls), object.__new__(cls)
+    for proto in (idle, lost):
+        proto._closed = False
+    idle._count_close("idle_closed")
+    assert stats.snapshot() == http.ConnectionStats(open=1, accepted=2, idle_closed=1)
+    idle._count_close(None)  # connection_lost, a turn later
+    lost._count_close(None)  # closed by the client
+    snap = stats.snapshot()
+    assert snap == http.ConnectionStats(open=0, accepted=2, idle_closed=1) and snap is not stats

@@ -13,7 +13,8 @@ from hypothesis import given, settings, strategies as st
 
 from ldp.reports import Field
 from ldp.server import jsonl
-from ldp.server.jsonl import _KEY_AT, MAX_WINDOW, _template, junk_lines, line_bounds, match_lines
+from ldp.server.jsonl import _KEY_AT, MAX_WINDOW, _template, line_bounds, match_lines
+from ldp.server.junk import junk_lines
 
 pytestmark = pytest.mark.skipif(jsonl._linekernel is None, reason="ldp/batch/_linekernel.c not built")
 

@@ -20,7 +20,7 @@ from test_server import agg_bytes, envelopes, make_sections, server_spec  # noqa
 import ldp.server.readers as readers
 from ldp.server import Folder, aggregate_files, write_jsonl
 from ldp.server.fold import REJECTS_CAP
-from ldp.server.jsonl import junk_lines
+from ldp.server.junk import junk_lines
 from ldp.server.readers import _csv_line, iter_csv_records, read_csv
 from ldp.spec import EnvelopeError, parse_envelope
 
