@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # annotations only: this module imports nothing of ldp
 
 __all__ = [
     "LdpError", "LdpWarning", "BudgetExceeded", "LedgerError", "LedgerDamagedError", "ClockError", "StateError",
-    "AuditError", "ReportError", "EnvelopeError", "SpecError", "UploadError", "UploadProtocolError",
+    "AuditError", "ReplayError", "ReportError", "EnvelopeError", "SpecError", "UploadError", "UploadProtocolError",
     "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
     "WriterClosed", "FoldBusyError", "MissingExtraError", "SeededRandomnessWarning", "PrivacyLeakWarning",
@@ -109,6 +109,11 @@ class StateError(LedgerError):
 
 class AuditError(LdpError, RuntimeError):
     """The mechanism cannot be audited as written (too many paths, or a non-enumerable draw)."""
+
+
+class ReplayError(LdpError, AssertionError):
+    """A replayed random stream (:class:`ldp.randomness.ReplaySource`) was drawn from in another order (another
+    number of bits) or beyond its end: the code under test does not draw as the recording did."""
 
 
 # -- reports, upload envelopes, collection specs, uploads ---------------------------------------------------------

@@ -25,7 +25,7 @@ from ldp.errors import LedgerDamagedError, StateError, ThreadMisuseError
 from ldp.privacy.ledger_store import LEDGER_TABLES
 from ldp.reports import canonical_json
 
-__all__ = ["STATE_FORMAT", "StateError", "StateFile", "at"]
+__all__ = ["STATE_FORMAT", "StateError", "StateFile", "at", "metric_secret"]
 
 STATE_FORMAT = 1
 CLIENT_TABLES = frozenset({"ldp_client_meta", "ldp_client_cohorts", "ldp_client_outbox", "ldp_client_uploads"})
@@ -53,6 +53,12 @@ def at(point: str) -> None:
     """A named point of a write to the state file: the crash tests' ``_fault`` is called here."""
     if _fault is not None:
         _fault(point)
+
+
+def metric_secret(device_secret: bytes, metric: str) -> bytes:
+    """``HMAC-SHA256(device secret, "ldp/client/metric-secret/v1\\0" || metric)``: the secret a memoizing metric's
+    responses derive from (docs/conformance.md gives the derivation to clients in other languages)."""
+    return hmac.new(device_secret, _METRIC_SECRET + metric.encode("ascii"), hashlib.sha256).digest()
 
 
 class StateFile:
@@ -141,4 +147,4 @@ class StateFile:
 
     def metric_secret(self, metric: str) -> bytes:
         """``HMAC-SHA256(device secret, tag || metric)``: each metric's memoized responses get their own secret."""
-        return hmac.new(self.secret, _METRIC_SECRET + metric.encode("ascii"), hashlib.sha256).digest()
+        return metric_secret(self.secret, metric)

@@ -84,9 +84,13 @@ class ProtocolParams:
     @classmethod
     def from_dict(cls: type[_P], d: Mapping[str, Any]) -> _P:
         """The parameters of :meth:`to_dict`'s dict (lists become tuples); ``ValueError`` on unknown names."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        if unknown := set(d) - names:
+        fields = dataclasses.fields(cls)
+        if unknown := set(d) - {f.name for f in fields}:
             raise ValueError(f"unknown {cls.__name__} parameters: {sorted(unknown)}")
+        required = [f.name for f in fields if f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING]
+        if missing := [name for name in required if name not in d]:
+            raise TypeError(f"missing {cls.__name__} parameters: {missing}")
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
 
     @cached_property
@@ -192,6 +196,16 @@ class ProtocolParams:
         (the statistical, merge, serialization and spec checks run on every one). Every protocol defines it."""
         raise NotImplementedError(f"{cls.__name__} defines no examples(): the conformance suite "
                                   "(ldp.protocols.checks) needs a few small valid parameter sets")
+
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ()
+    """Parameters (in :meth:`to_dict` form) the conformance vectors cover beyond :meth:`examples`: larger domains,
+    labels that need escapes, floats whose canonical form has an exponent (docs/conformance.md)."""
+
+    @classmethod
+    def conformance_examples(cls: type[_P]) -> list[_P]:
+        """The parameter sets of the conformance vectors (:mod:`ldp.conformance`): :meth:`examples`, then
+        :attr:`conformance_extra`."""
+        return [*cls.examples(), *(cls.from_dict(d) for d in cls.conformance_extra)]
 
     @classmethod
     def audit_examples(cls: type[_P]) -> list[_P]:

@@ -23,6 +23,9 @@ class LabeledDomain:
         """``labels`` (if any): ``domain_size`` distinct strings, stored as a tuple."""
         if self.labels is None:
             return
+        if not isinstance(self.labels, (list, tuple)):
+            raise TypeError(f"labels must be a list of domain_size={self.domain_size} distinct strings (or None), "
+                            f"got {type(self.labels).__name__}")
         labels = tuple(self.labels)
         if len(labels) != self.domain_size:
             raise ValueError(f"labels must have domain_size={self.domain_size} entries, got {len(labels)}")

@@ -142,6 +142,7 @@ class CmsParams(SketchParams):
     width: int
     hash_seed: int = 0
     protocol: ClassVar[str] = "cms"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 4.0, "num_hashes": 256, "width": 1024},)
     _epsilon_per_flip: ClassVar[float] = 2.0  # two entries differ between inputs, each ln((1−p)/p) = ε/2
 
     def __post_init__(self) -> None:

@@ -47,6 +47,7 @@ class HRParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "hr"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.0, "domain_size": 100},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))

@@ -37,6 +37,8 @@ class HcmsParams(SketchParams):
     width: int
     hash_seed: int = 0
     protocol: ClassVar[str] = "hcms"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon": 4.0, "num_hashes": 256, "width": 1024, "hash_seed": 7},)
     hadamard: ClassVar[bool] = True
     _epsilon_per_flip: ClassVar[float] = 1.0
 

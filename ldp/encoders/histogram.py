@@ -55,6 +55,8 @@ class DBitFlipParams(_Buckets, ProtocolParams):
     d: int = 1
     clip: bool = False
     protocol: ClassVar[str] = "dbitflip"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon": 2.0, "edges": [0.0, 10.0, 20.0, 40.0, 80.0], "d": 2},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -180,6 +182,8 @@ class BucketGRRParams(_Buckets, ProtocolParams):
     edges: tuple[float, ...]
     clip: bool = False
     protocol: ClassVar[str] = "bucket-grr"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon": 1.0, "edges": [0.0, 0.1, 0.2, 0.30000000000000004], "clip": True},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -239,6 +243,8 @@ class BucketOUEParams(_Buckets, ProtocolParams):
     edges: tuple[float, ...]
     clip: bool = False
     protocol: ClassVar[str] = "bucket-oue"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon": 1.0, "edges": [0.0, 1.0, 10.0, 100.0], "clip": True},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))

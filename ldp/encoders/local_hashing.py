@@ -153,6 +153,7 @@ class BLHParams(LocalHashingParams):
     labels: tuple[str, ...] | None = None
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "blh"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 2.5, "domain_size": 1000},)
 
     def __post_init__(self) -> None:
         self._check()
@@ -176,6 +177,8 @@ class OLHParams(LocalHashingParams):
     labels: tuple[str, ...] | None = None
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "olh"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon": 2.5, "domain_size": 1000}, {"epsilon": 1.0, "domain_size": 50, "seed_range": 1000})
 
     def __post_init__(self) -> None:
         self._check()

@@ -79,6 +79,8 @@ class LGRRParams(ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "lgrr"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon_perm": 4.0, "epsilon": 1.0, "domain_size": 10},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon_perm", check_epsilon(self.epsilon_perm, "epsilon_perm"))
@@ -88,7 +90,7 @@ class LGRRParams(ProtocolParams):
             raise ValueError(f"L-GRR needs epsilon < epsilon_perm (a report is post-processing of the permanent "
                              f"response, so it cannot leak more), got epsilon={self.epsilon}, "
                              f"epsilon_perm={self.epsilon_perm}")
-        if self.labels is not None:
+        if self.labels is not None and isinstance(self.labels, (list, tuple)):
             object.__setattr__(self, "labels", tuple(self.labels))
         _ = self.permanent, self.instantaneous  # their checks (labels, keep probabilities) apply
         self.check_collectable()
@@ -201,6 +203,7 @@ class MemoMeanParams(NumericParams):
     buckets: int = 16
     gamma: float = 0.0
     protocol: ClassVar[str] = "memo-mean"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.0, "low": 0.0, "high": 1.0},)
 
     def __post_init__(self) -> None:
         self._check_common()

@@ -171,6 +171,7 @@ class DuchiParams(NumericParams):
     """Duchi et al.'s 1-bit mechanism (1BitMean): one bit per report."""
 
     protocol: ClassVar[str] = "duchi"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 0.5, "low": 0.001, "high": 1e16},)
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -212,6 +213,8 @@ class PiecewiseParams(NumericParams):
 
     cells: int = 1024
     protocol: ClassVar[str] = "piecewise"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon": 2.0, "low": -5e-05, "high": 5e-05, "cells": 16},)
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -274,6 +277,8 @@ class HybridParams(NumericParams):
 
     cells: int = 1024
     protocol: ClassVar[str] = "hybrid"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon": 0.3, "low": 0.0, "high": 100.0, "cells": 64},)
 
     def __post_init__(self) -> None:
         self._check_common()

@@ -39,6 +39,7 @@ import mmh3
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
 from ldp.encoders.local_hashing import SEED_RANGE, OLHParams, lh_hash
 from ldp.encoders.randomized_response import GRRParams
+from ldp.hashing import value_bytes
 from ldp.privacy.accountant import PrivacyCost
 from ldp.reports import Field, Report, ReportBatch, ReportError
 
@@ -74,7 +75,7 @@ def prefix_key(prefix: int, bits: int) -> int:
 def pad_value(value: Any, max_length: int, truncate: bool, protocol: str = "pem") -> bytes:
     """``value`` (str as UTF-8, or bytes) checked and NUL-padded to ``max_length`` bytes (module docstring)."""
     check_string_value(value, protocol)
-    raw = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    raw = value_bytes(value)
     if b"\x00" in raw:
         raise ValueError(f"{protocol} values must not contain a NUL byte (the pad)")
     if len(raw) > max_length:
@@ -106,6 +107,7 @@ class PEMParams(ProtocolParams):
     truncate: bool = False
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "pem"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 2.0, "max_length": 2, "oracle": "grr"},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))

@@ -40,6 +40,7 @@ class BinaryRRParams(ProtocolParams):
     p: float
     q: float
     protocol: ClassVar[str] = "rr"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"p": 0.1, "q": 0.9},)
 
     def __post_init__(self) -> None:
         p, q = check_probability(self.p, "p"), check_probability(self.q, "q")
@@ -144,6 +145,9 @@ class GRRParams(LabeledDomain, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "grr"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon": 0.7, "domain_size": 100},
+        {"epsilon": 1.0, "domain_size": 3, "labels": ["caf\u00e9", "\u65e5\u672c", "\U0001f600 \"q\"\\"]})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))

@@ -58,6 +58,7 @@ __all__ = ["RapporParams", "RapporEncoder", "bloom_bits", "bloom_filter", "googl
 
 MODES = ("ldp", "google")
 PLANNER_BLOOM = (64, 2, 32)
+_CONFORMANCE = {"num_bloombits": 32, "num_hashes": 2, "num_cohorts": 64, "p": 0.5, "q": 0.75, "f": 0.5}
 """``(num_bloombits, num_hashes, num_cohorts)`` of the planner's RAPPOR (:meth:`RapporParams.for_epsilon`)."""
 CHARGING = ("min", "upfront")
 _PRR_DOMAIN = b"ldp/rappor/prr/v1\x00"
@@ -81,6 +82,8 @@ class RapporParams(RapporPrivacy, ProtocolParams):
     f: float
     mode: str = "ldp"
     protocol: ClassVar[str] = "rappor"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (_CONFORMANCE, {**_CONFORMANCE, "mode": "google"},
+        {**_CONFORMANCE, "num_bloombits": 128, "num_hashes": 4, "f": 0.0})
 
     def __post_init__(self) -> None:
         check_int(self.num_bloombits, "num_bloombits (k)", 1)

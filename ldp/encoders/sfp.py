@@ -108,9 +108,10 @@ class SfpParams(ProtocolParams):
                              "(fragments are the L/r non-overlapping substrings)")
         check_int(self.hash_bits, "hash_bits", 0, 16)
         for part in ("word", "fragment"):
-            if getattr(self, f"{part}_sketch") not in SKETCHES:
+            sketch = getattr(self, f"{part}_sketch")
+            if not (isinstance(sketch, str) and sketch in SKETCHES):
                 raise ValueError(f"{part}_sketch must be one of {sorted(SKETCHES)}, "
-                                 f"got {getattr(self, f'{part}_sketch')!r}")
+                                 f"got {sketch!r}")
         check_int(self.hash_seed, "hash_seed", 0, MAX_SEED)
         check_int(self.word_num_hashes, "word_num_hashes", 1, 1 << 16)
         check_int(self.fragment_num_hashes, "fragment_num_hashes", 1, 1 << 16)

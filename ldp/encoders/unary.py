@@ -116,6 +116,7 @@ class SUEParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "sue"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.5, "domain_size": 40},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -160,6 +161,7 @@ class OUEParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "oue"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.5, "domain_size": 40},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -257,6 +259,8 @@ class LOUEParams(UnaryParams, ProtocolParams):
     labels: tuple[str, ...] | None = None
     permanent: str = "oue"
     protocol: ClassVar[str] = "loue"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon_perm": 4.0, "epsilon": 1.0, "domain_size": 10},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon_perm", check_epsilon(self.epsilon_perm, "epsilon_perm"))

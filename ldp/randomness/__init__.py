@@ -39,6 +39,7 @@ from ldp.randomness.base import (
 
 # re-exported: the primitives (random_base) and the buffered OS source (buffered_random)
 from ldp.randomness.buffered import BufferedRandomSource, SystemRandomSource, UnbufferedSystemRandomSource
+from ldp.randomness.replay import Draw, RecordingSource, ReplayError, ReplaySource
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -63,6 +64,10 @@ __all__ = [
     "logistic_tail",
     "SeededRandomnessWarning",
     "is_seeded",
+    "Draw",
+    "RecordingSource",
+    "ReplaySource",
+    "ReplayError",
 ]
 
 class SeededRandomSource(RandomSource):

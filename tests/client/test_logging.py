@@ -28,7 +28,7 @@ VALUE = "zz-distinctive-value-7f3a9c.example"
 PRINT_ALLOWED = {"ldp/cli/command.py", "ldp/cli/server.py", "ldp/cli/support.py", "ldp/cli/compare.py",
                  "ldp/cli/protocols.py", "ldp/cli/log.py", "ldp/cli/pem.py", "ldp/cli/serve.py", "ldp/cli/watch.py",
                  "ldp/cli/associate.py", "ldp/cli/rappor_ngrams.py",
-                 "ldp/spec/cli.py"}
+                 "ldp/spec/cli.py", "ldp/conformance/__main__.py"}
 PRINT_ALLOWED_FUNCTIONS = {"ldp/compare/report.py": {"compare_command"}}
 
 
