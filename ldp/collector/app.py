@@ -1,4 +1,4 @@
-"""The collector's ASGI app (Starlette): ``POST /v1/reports``, ``GET /healthz`` and ``GET /metrics``.
+"""The collector's ASGI app (Starlette): ``POST /v1/reports`` and its CORS preflight, ``GET /healthz``, ``/metrics``.
 
 :func:`create_app` builds it from a :class:`~ldp.collector.config.CollectorConfig`. The request
 path: auth first (nothing is read before the token is known good), then the headers, then the body,
@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ldp.collector.config import AppConfig, CollectorConfig
+from ldp.collector.cors import Cors
 from ldp.collector.ingest import Gunzip, IngestError, check_batch_id, check_lines, prepare_body
 from ldp.collector.metrics import CollectorMetrics
 from ldp.collector.segments import Batch, QueueFull, SegmentWriter, Stored, WriterClosed
@@ -162,6 +163,7 @@ class _Collector:
         self.auth = _Auth(list(config.apps.values()))
         self.memory = _Memory(config.limits.max_buffered_bytes)
         self.metrics: CollectorMetrics | None = None
+        self.cors = Cors(config.cors_origins) if config.cors_origins else None
 
     async def reports(self, request: Request) -> Response:
         t0 = time.perf_counter()
@@ -235,6 +237,17 @@ class _Collector:
         except WriterClosed as exc:
             raise IngestError(503, "unavailable", str(exc)) from None
 
+    def preflight(self, scope: Any) -> Response:
+        """``OPTIONS /v1/reports`` with an ``Origin`` (:meth:`Cors.preflight`), logged and counted like an upload."""
+        assert self.cors is not None
+        log: dict[str, Any] = {"method": "OPTIONS", "path": UPLOAD_PATH}
+        response = self.cors.preflight(scope["headers"], log)
+        log["status"] = response.status_code
+        if self.metrics is not None:
+            self.metrics.count(UPLOAD_PATH, response.status_code)
+        access_log.info("%s", json.dumps(log, separators=(",", ":")))
+        return response
+
     async def healthz(self, request: Request) -> Response:
         w = self.writer
         doc = {**w.health(), "apps": sorted(self.config.apps)}
@@ -260,16 +273,27 @@ class _Collector:
 
 class _CollectorApp(Starlette):
     """The Starlette app, with ``POST /v1/reports`` answered without its routing and error middlewares (six
-    coroutine layers per upload): the handler turns every error into its answer itself."""
+    coroutine layers per upload): the handler turns every error into its answer itself. With ``cors_origins``,
+    the upload's answer to a listed ``Origin`` carries the CORS headers, and ``OPTIONS /v1/reports`` with an
+    ``Origin`` (a preflight) is answered here too (:mod:`ldp.collector.cors`)."""
 
     uploads: Callable[[Request], Awaitable[Response]]
+    preflights: Callable[[Any], Response]
+    cors: Cors | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"] == UPLOAD_PATH and scope["method"] == "POST":
-            scope["app"] = self
-            response = await self.uploads(Request(scope, receive, send))
-            await response(scope, receive, send)
-            return
+        if scope["type"] == "http" and scope["path"] == UPLOAD_PATH:
+            method, cors = scope["method"], self.cors
+            if method == "POST":
+                scope["app"] = self
+                response = await self.uploads(Request(scope, receive, send))
+                if cors is not None and (origin := cors.allowed(scope["headers"])) is not None:
+                    cors.expose(origin, response)
+                await response(scope, receive, send)
+                return
+            if method == "OPTIONS" and cors is not None and any(k == b"origin" for k, _ in scope["headers"]):
+                await self.preflights(scope)(scope, receive, send)
+                return
         await super().__call__(scope, receive, send)
 
 
@@ -322,7 +346,7 @@ def create_app(config: CollectorConfig, *, extra_routes: Sequence[BaseRoute] = (
     if collector.metrics is not None:
         routes.append(Route("/metrics", collector.metrics_page, methods=["GET"]))
     app = _CollectorApp(routes=[*routes, *extra_routes], lifespan=lifespan)
-    app.uploads = collector.reports
+    app.uploads, app.preflights, app.cors = collector.reports, collector.preflight, collector.cors
     app.state.collector = writer
     app.state.config = config
     app.state.metrics = collector.metrics

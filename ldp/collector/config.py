@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import os
 import re
 import secrets
@@ -21,7 +22,7 @@ from ldp.errors import ConfigError
 from ldp.spec import CollectionSpec
 
 __all__ = ["ConfigError", "Limits", "AppConfig", "CollectorConfig", "load_config", "parse_config", "new_token",
-           "token_sha256", "APP_NAME_RE", "MetricsConfig"]
+           "token_sha256", "APP_NAME_RE", "MetricsConfig", "check_origin"]
 
 APP_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 """An app's name: it names a folder under ``DATA/apps``."""
@@ -87,6 +88,9 @@ class CollectorConfig:
     metrics: MetricsConfig = MetricsConfig()
     fold_windows: int = 14
     """Windows each metric keeps decoded in ``estimates.json`` (``[fold] windows``): the dashboard's time series."""
+    cors_origins: tuple[str, ...] = ()
+    """The web origins whose pages may upload (``cors_origins``; ``("*",)``: any): see :mod:`ldp.collector.cors`.
+    Empty: no CORS headers at all."""
 
     def app_dir(self, app: str) -> Path:
         """``DATA/apps/<app>``."""
@@ -156,6 +160,89 @@ def _metrics(where: str, raw: Any, apps: Mapping[str, AppConfig]) -> MetricsConf
     return MetricsConfig(enabled, digest)
 
 
+_ORIGIN_RE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<host>\[[^\]/?#]*\]|[^/:?#\[\]]*)"
+                        r"(?::(?P<port>[^/?#]*))?(?P<rest>.*)\Z", re.S)
+_LABEL_RE = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\Z")
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def _ipv6_text(address: ipaddress.IPv6Address) -> str:
+    """An IPv6 address as browsers write it in an origin (WHATWG URL: lowercase hex, the first longest run of two
+    or more zero pieces as ``::``, never dotted IPv4)."""
+    pieces = [int.from_bytes(address.packed[i:i + 2], "big") for i in range(0, 16, 2)]
+    best, start = (0, -1), None
+    for i, piece in enumerate([*pieces, 1]):
+        if piece == 0 and start is None:
+            start = i
+        elif piece != 0 and start is not None:
+            best = max(best, (i - start, -start))
+            start = None
+    run, first = best[0], -best[1]
+    hexes = [f"{p:x}" for p in pieces]
+    if run < 2:
+        return ":".join(hexes)
+    return ":".join(hexes[:first]) + "::" + ":".join(hexes[first + run:])
+
+
+def check_origin(origin: str) -> str | None:
+    """What is wrong with ``origin`` as an entry of ``cors_origins`` (``None``: nothing). An entry is compared
+    byte for byte with the ``Origin`` header, so it must be written as browsers write it: ``http`` or ``https``,
+    ``://``, the host in lowercase (ASCII: ``xn--`` for an internationalised name; an IP address in its usual
+    form), a port only when not the scheme's default, and nothing after (no path, not even ``/``)."""
+    if origin == "null":
+        return "is the origin of sandboxed frames and local files, which any site can produce: not allowed"
+    m = _ORIGIN_RE.match(origin)
+    if m is None or not m["host"] or "@" in m["host"]:
+        return "is not an origin: write scheme://host[:port], e.g. 'https://app.example.com'"
+    scheme, host, port, rest = m["scheme"].lower(), m["host"], m["port"], m["rest"]
+    if scheme not in _DEFAULT_PORTS:
+        return f"has the scheme {m['scheme']!r}: an origin here is http:// or https://"
+    if port is not None and port.isdigit():
+        port = str(int(port))
+    canonical = f"{scheme}://{host.lower()}" + (f":{port}" if port and port != _DEFAULT_PORTS[scheme] else "")
+    if rest:
+        what = "a trailing slash" if rest == "/" else "a path, query or fragment"
+        return f"has {what}: an origin is scheme://host[:port] only; write {canonical!r}"
+    if not host.isascii():
+        return "has a host that is not ASCII: write an internationalised domain name in its xn-- (punycode) form"
+    if canonical != origin:
+        return (f"is not written as browsers send it (lowercase, no default port, no leading zero); write "
+                f"{canonical!r}")
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        return f"has the port {port!r}: a port is 1 to 65535"
+    if host.startswith("["):
+        try:
+            address = ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return f"has the host {host!r}, not an IPv6 address"
+        if address.scope_id or f"[{_ipv6_text(address)}]" != host:
+            return f"has the IPv6 address {host!r}, which browsers write as '[{_ipv6_text(address)}]'"
+        return None
+    labels = host.split(".")
+    if labels[-1].isdigit() or labels[-1].startswith("0x"):  # browsers read a host ending in a number as IPv4
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return f"has the host {host!r}, which ends in a number but is not an IPv4 address like 192.0.2.1"
+        return None
+    if len(host) > 253 or not all(_LABEL_RE.match(label) for label in labels):
+        return f"has the host {host!r}, not a valid host name"
+    return None
+
+
+def _cors_origins(where: str, raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(o, str) for o in raw):
+        raise ConfigError(f"{where} must be a list of origins such as \"https://app.example.com\", got {raw!r}")
+    if "*" in raw and len(raw) > 1:
+        raise ConfigError(f"{where}: \"*\" (any origin) must be alone, got {raw!r}")
+    for origin in raw:
+        if origin != "*" and (problem := check_origin(origin)) is not None:
+            raise ConfigError(f"{where}: {origin!r} {problem}")
+    return tuple(dict.fromkeys(raw))
+
+
 def _app(where: str, name: str, raw: Any, base: Path) -> AppConfig:
     if not APP_NAME_RE.match(name):
         raise ConfigError(f"{where}: an app name is 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or "
@@ -191,7 +278,8 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
                  source: str = "config") -> CollectorConfig:
     """Validate a decoded config document; relative paths are taken from ``base_dir``."""
     base = Path(base_dir)
-    top = _table(source, dict(doc), {"data_dir", "limits", "fold", "apps", "metrics"})
+    top = _table(source, dict(doc), {"data_dir", "limits", "fold", "apps", "metrics",
+                                            "cors_origins"})
     data_dir = top.get("data_dir", "data")
     if not isinstance(data_dir, str) or not data_dir:
         raise ConfigError(f"{source}: data_dir must be a path, got {data_dir!r}")
@@ -210,8 +298,9 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
                               "a token identifies one app")
         seen[app.token_sha256] = app.name
     metrics = _metrics(f"{source}: [metrics]", top.get("metrics", {}), apps)
+    origins = _cors_origins(f"{source}: cors_origins", top.get("cors_origins", []))
     return CollectorConfig(path, (base / data_dir).resolve(), limits, apps, every, metrics=metrics,
-                           fold_windows=windows)
+                           fold_windows=windows, cors_origins=origins)
 
 
 def load_config(path: str | os.PathLike[str]) -> CollectorConfig:
