@@ -1,0 +1,34 @@
+/**
+ * The core of the ldp TypeScript client: every protocol's params and encoder, randomness, hashing, canonical JSON,
+ * reports and envelopes, and the collection spec. Browser-safe (nothing imports `node:*`); what
+ * `scripts/size.mjs` measures against the 30 kB (minified + gzip) target.
+ */
+export {
+  ALL_METRICS, BudgetExceeded, LdpTypeError, LdpValueError, ReplayError, UploadError, UploadProtocolError, costText,
+} from "./errors.js";
+export type { CostLike, UploadErrorResult } from "./errors.js";
+export {
+  bigIntToBytesLE, bytesEqual, bytesToBigIntLE, concatBytes, fromHex, namespaced, toHex, uint32BE, utf8Encode,
+  valueBytes,
+} from "./bytes.js";
+export type { HashValue } from "./bytes.js";
+export { MAX_SEED, bucket, bucketOfBytes, buckets, hash32 } from "./hash/murmur3.js";
+export { HmacSha256, Sha256, hmacSha256, sha256 } from "./hash/sha256.js";
+export { md5, md5Buckets } from "./hash/md5.js";
+export {
+  PyFloat, canonicalJson, compareCodePoints, fingerprint, pyFloatRepr, pyFormatG, pyJsonString, pyRepr, pyReprArg,
+  pyTypeName, sha256Hex16,
+} from "./canonical.js";
+export type { JsonValue } from "./canonical.js";
+export {
+  CryptoRandomSource, KeyedRandomSource, PRECISION_BITS, RandomSource, RecordingSource, ReplaySource,
+  bernoulliThreshold, bitslicedBelow, checkProbability, checkResolvable, realizedProbability,
+} from "./random.js";
+export type { Draw, FillRandom } from "./random.js";
+export { PROTOCOLS, protocol } from "./protocols/index.js";
+export { ProtocolParams, fromDict, isPyInt } from "./params/base.js";
+export type { Field, FieldSpec, ParamsDict, PrivacyCost } from "./params/base.js";
+export { Encoder, bitsString, envelopeJson, isMemoized, reportJson } from "./encoders/base.js";
+export type { Charge, EncoderOptions, MemoizedCharge, PayloadValue, ProtocolEntry, Report } from "./encoders/base.js";
+export { CollectionSpec, SpecError, fitsWithin } from "./spec.js";
+export type { Budget, MetricSpec } from "./spec.js";

@@ -1,0 +1,175 @@
+/**
+ * What every encoder shares: the report and its JSON line, the upload envelope, charges, and the labeled domain of
+ * the fixed-domain protocols (`ldp/encoders/base.py`, `base_domain.py`, `ldp/wire.py`, `ldp/spec/envelope.py`).
+ */
+import { LdpTypeError, LdpValueError } from "../errors.js";
+import { CryptoRandomSource, RandomSource } from "../random.js";
+import { PrivacyCost, ProtocolParams, isPyInt, pyReprValue, pyType } from "../params/base.js";
+
+/** A payload value: a `uint` (number, or bigint beyond 2^53) or a `bits` string of '0'/'1' (character i = bit i). */
+export type PayloadValue = number | bigint | string;
+
+/** One privatized report (`ldp.reports.Report`): protocol, params fingerprint, payload fields in schema order. */
+export interface Report {
+  readonly protocol: string;
+  readonly params: string;
+  readonly payload: ReadonlyArray<readonly [string, PayloadValue]>;
+}
+
+/** A charge whose total per value is capped (Python's `MemoizedCharge`): RAPPOR's memoized PRR. */
+export interface MemoizedCharge {
+  readonly key: Uint8Array;
+  readonly first: PrivacyCost;
+  readonly then: PrivacyCost;
+  readonly cap: PrivacyCost;
+}
+
+export type Charge = PrivacyCost | MemoizedCharge;
+
+export function isMemoized(c: Charge): c is MemoizedCharge {
+  return (c as MemoizedCharge).key !== undefined;
+}
+
+/** The bits string of `value`'s low `k` bits: character i is bit i (`frozenbitarray.to01()`, little-endian). */
+export function bitsString(value: bigint, k: number): string {
+  const s = value.toString(2).padStart(k, "0");
+  let out = "";
+  for (let i = s.length - 1; i >= s.length - k; i--) out += s[i];
+  return out;
+}
+
+function payloadJson(v: PayloadValue): string {
+  return typeof v === "string" ? `"${v}"` : v.toString();
+}
+
+/** The report's JSON (`Report.to_json`): `{"v":1,"protocol":…,"params":…,"payload":{…}}`, no spaces. */
+export function reportJson(r: Report): string {
+  const payload = r.payload.map(([k, v]) => `"${k}":${payloadJson(v)}`).join(",");
+  return `{"v":1,"protocol":"${r.protocol}","params":"${r.params}","payload":{${payload}}}`;
+}
+
+/** One upload line (`Envelope.to_json`): spec fingerprint, metric, window, report, in that order; no newline. */
+export function envelopeJson(spec: string, metric: string, window: number, r: Report): string {
+  return `{"spec":"${spec}","metric":"${metric}","window":${window},"report":${reportJson(r)}}`;
+}
+
+/** What an encoder is made with: randomness (default: the platform CSPRNG), and a memoizing client's secret and
+ * an assigned cohort where the protocol has them. */
+export interface EncoderOptions {
+  readonly rng?: RandomSource;
+  readonly secret?: Uint8Array;
+  readonly cohort?: number;
+  /** Audits only: a memoizing encoder draws its permanent responses from this source instead of the keyed (HMAC)
+   * stream of its secret, so the exact audit enumerates them too (Python's `for_audit`, `prr_rng=`). */
+  readonly prrRng?: RandomSource;
+}
+
+let systemSource: RandomSource | undefined;
+
+/** The default randomness: one `CryptoRandomSource` (crypto.getRandomValues) shared by encoders. */
+export function defaultSource(): RandomSource {
+  if (systemSource === undefined) systemSource = new CryptoRandomSource();
+  return systemSource;
+}
+
+/**
+ * A client encoder (`ldp.encoders.base.Encoder`): `prepare` checks a value (throwing Python's error type and
+ * text), `randomize` draws only through the source's `bernoulli`, `bernoulliBits`, `randbelow` and `tokenBytes`
+ * (docs/randomness.md, "The rule for encoders"), `chargeFor` says what the ledger charges.
+ */
+export abstract class Encoder<P extends ProtocolParams = ProtocolParams, V = unknown> {
+  readonly params: P;
+  protected readonly rng: RandomSource;
+
+  constructor(params: P, options: EncoderOptions = {}) {
+    this.params = params;
+    this.rng = options.rng ?? defaultSource();
+  }
+
+  abstract prepare(value: unknown): V;
+  abstract randomize(prepared: V): Report;
+
+  /** What one report of `prepared` costs (memoizing protocols override). */
+  chargeFor(_prepared: V): Charge {
+    return this.params.privacyCost;
+  }
+
+  /** One report of `value` (no ledger: the client runtime charges before it randomizes). */
+  encode(value: unknown): Report {
+    return this.randomize(this.prepare(value));
+  }
+
+  protected report(payload: Array<readonly [string, PayloadValue]>): Report {
+    return { protocol: this.params.protocol, params: this.params.fingerprint, payload };
+  }
+}
+
+/** `LabeledDomain.check_labels`: labels, if given, are `domain_size` distinct strings. */
+export function checkLabels(labels: unknown, domainSize: number): string[] | null {
+  if (labels === null || labels === undefined) return null;
+  if (!Array.isArray(labels)) {
+    throw new LdpTypeError(`labels must be a list of domain_size=${domainSize} distinct strings (or None), got ${pyType(labels)}`);
+  }
+  if (labels.length !== domainSize) throw new LdpValueError(`labels must have domain_size=${domainSize} entries, got ${labels.length}`);
+  if (!labels.every((s) => typeof s === "string")) throw new LdpTypeError("labels must be strings");
+  if (new Set(labels).size !== labels.length) throw new LdpValueError("labels must be distinct");
+  return labels as string[];
+}
+
+/** `LabeledDomain.index_of`: the index of a label, or an int index in range, with Python's errors. */
+export function indexOf(protocol: string, domainSize: number, labels: readonly string[] | null, value: unknown): number {
+  if (typeof value === "string" && labels !== null) {
+    const i = labels.indexOf(value);
+    if (i < 0) throw new LdpValueError(`value ${pyReprValue(value)} is not one of the ${domainSize} declared labels`);
+    return i;
+  }
+  if (isPyInt(value)) {
+    if (!(value >= 0 && value < domainSize)) throw new LdpValueError(`value index must be in [0, ${domainSize}), got ${value}`);
+    return value;
+  }
+  const kind = labels !== null ? "a label or an int index" : "an int index in [0, domain_size)";
+  throw new LdpTypeError(`${protocol} values must be ${kind}, got ${pyType(value)}`);
+}
+
+/** A protocol as the client runtime and the tests see it: its name, params class and how to make its encoder. */
+export interface ProtocolEntry<P extends ProtocolParams = ProtocolParams, V = unknown> {
+  readonly name: string;
+  readonly Params: import("../params/base.js").ParamsClass<P>;
+  makeEncoder(params: P, options?: EncoderOptions): Encoder<P, V>;
+  /** Whether reports derive from the metric's secret (memoized responses). */
+  readonly needsSecret: boolean;
+  /** How many cohorts the caller assigns a device to (0: none). */
+  assignedCohorts(params: P): number;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A fixed domain named by indices or labels (enc-A, additive): Python's `LabeledDomain` (the params' `labels`) and
+// `DomainPrepare` (the encoders' `prepare`), shared by grr, sue, oue, olh, blh, hr and ss.
+
+/** Parameters of a fixed domain of `domainSize` values, optionally named by distinct `labels` (`LabeledDomain`). */
+export interface LabeledDomainParams extends ProtocolParams {
+  readonly domainSize: number;
+  readonly labels: readonly string[] | null;
+}
+
+/** `values` with a list of `labels` copied and frozen (Python's `from_dict` makes it a tuple), so a caller's later
+ * change to its array cannot change the parameters (or their fingerprint). Anything else is left for the checks. */
+export function withFrozenLabels<T extends Record<string, unknown>>(values: T): T {
+  const labels = values.labels;
+  return Array.isArray(labels) ? { ...values, labels: Object.freeze([...labels]) } : values;
+}
+
+/**
+ * `DomainPrepare`: an encoder's `prepare` for a labeled domain: the value's index (an int index in range, or a
+ * label's position), with `indexOf`'s errors. A `bigint` stands for a Python int.
+ */
+export abstract class DomainEncoder<P extends LabeledDomainParams = LabeledDomainParams> extends Encoder<P, number> {
+  prepare(value: unknown): number {
+    const d = this.params.domainSize;
+    if (typeof value === "bigint") {
+      if (!(value >= 0n && value < BigInt(d))) throw new LdpValueError(`value index must be in [0, ${d}), got ${value}`);
+      return Number(value);
+    }
+    return indexOf(this.params.protocol, d, this.params.labels, value);
+  }
+}

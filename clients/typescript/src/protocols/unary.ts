@@ -1,0 +1,241 @@
+/**
+ * Unary encoding, client side (`ldp/encoders/unary.py`): symmetric (`sue`, basic one-time RAPPOR) and optimized
+ * (`oue`) unary encoding (Wang, Blocki, Li, Jha, USENIX Security 2017).
+ *
+ * A value v of [0, d) is one-hot encoded as d bits, each reported independently: bit v is 1 with probability p, every
+ * other bit with probability q. SUE: p = realized(σ(−ε/2)), q = realized(σ(ε/2)); OUE: p = 1/2, q = realized(σ(ε)).
+ * The charge is max(ε, ε*) with ε* = ln(p(1−q)/((1−p)q)) computed exactly in rationals (`unaryEpsilon`).
+ * Draws: `BB(q, d)` (the other bits; bit v cleared), then `B(p)` (bit v).
+ *
+ * `UnaryParams` (the domain, the labels, `checkUnary` and the `bits` schema) is shared with Hadamard Response and
+ * Subset Selection, as in Python.
+ */
+import { pyFloatRepr } from "../canonical.js";
+import { LdpValueError } from "../errors.js";
+import { log } from "../pymath.js";
+import { RandomSource, realizedProbability } from "../random.js";
+import {
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, logisticTail,
+} from "../params/base.js";
+import { DomainEncoder, ProtocolEntry, Report, bitsString, checkLabels, withFrozenLabels } from "../encoders/base.js";
+
+/** The exact value of a finite double as a fraction `[num, den]` of bigints (`Fraction(x)`, not reduced; `den` a
+ * power of two). */
+function exactFraction(x: number): [bigint, bigint] {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  const hi = view.getUint32(0), lo = view.getUint32(4);
+  const biased = (hi >>> 20) & 0x7ff;
+  let m = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
+  let e: number;
+  if (biased === 0) e = -1074;
+  else {
+    m |= 1n << 52n;
+    e = biased - 1075;
+  }
+  if (hi >>> 31) m = -m;
+  return e >= 0 ? [m << BigInt(e), 1n] : [m, 1n << BigInt(-e)];
+}
+
+function gcd(a: bigint, b: bigint): bigint {
+  if (a < 0n) a = -a;
+  if (b < 0n) b = -b;
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * `unary_epsilon(p, q)` = ln(p(1−q)/((1−p)q)): the worst log-ratio of a unary report whose own bit is 1 w.p. p,
+ * the others w.p. q. As Python: the ratio exactly in rationals, reduced, then `log(numerator) − log(denominator)`
+ * of the two integers (each converted to the nearest double, as Python's `math.log` of an int below 2^1024 does).
+ * Needs 0 < q and p < 1.
+ */
+export function unaryEpsilon(p: number, q: number): number {
+  const [a, A] = exactFraction(p);
+  const [b, B] = exactFraction(q);
+  // p(1−q) / ((1−p)q) = (a/A)((B−b)/B) / (((A−a)/A)(b/B)) = a(B−b) / ((A−a)b)
+  let num = a * (B - b), den = (A - a) * b;
+  if (den < 0n) {
+    num = -num;
+    den = -den;
+  }
+  const g = gcd(num, den);
+  if (g > 1n) {
+    num /= g;
+    den /= g;
+  }
+  return log(Number(num)) - log(Number(den));
+}
+
+/** `unary_draw`: the d report bits of `index` as a bigint: bit `index` Bernoulli(p), the others Bernoulli(q). */
+export function unaryDraw(p: number, q: number, d: number, index: number, rng: RandomSource): bigint {
+  const own = 1n << BigInt(index);
+  const bits = rng.bernoulliBits(q, d) & ~own;
+  return rng.bernoulli(p) ? bits | own : bits;
+}
+
+/** The fields of SUE, OUE, HR and SS parameters, in dataclass order. */
+export const DOMAIN_FIELDS: readonly FieldSpec[] = [
+  { name: "epsilon", type: "float" },
+  { name: "domain_size", type: "int" },
+  { name: "labels", type: "labels", default: null },
+];
+
+/**
+ * What SUE, OUE, Hadamard Response and Subset Selection share (`UnaryParams` with `LabeledDomain`): `epsilon`,
+ * `domain_size`, `labels`, the realized probabilities `p` (own bit) and `q` (every other bit), `checkUnary` and the
+ * wire format `bits` (d bits). A leaf class's constructor checks ε, then calls `checkUnary`, then `checkCollectable`.
+ */
+export abstract class UnaryParams extends ProtocolParams {
+  private labels_: readonly string[] | null = null;
+  private unaryFields: readonly Field[] | undefined;
+  private cost: PrivacyCost | undefined;
+
+  constructor(values: ParamsDict) {
+    super(withFrozenLabels(values));
+  }
+
+  /** Realized Pr[bit v = 1 | value v]. */
+  abstract get p(): number;
+  /** Realized Pr[bit u = 1 | value v], u ≠ v. */
+  abstract get q(): number;
+
+  get epsilon(): number {
+    return this.values.epsilon as number;
+  }
+
+  override get domainSize(): number {
+    return this.values.domain_size as number;
+  }
+
+  get labels(): readonly string[] | null {
+    return this.labels_;
+  }
+
+  /** `_check_unary`: the domain, that p and q are realizable and informative (`what`: the ε named), the labels. */
+  protected checkUnary(what: string): void {
+    const d = checkInt(this.values.domain_size, "domain_size", 2, 2 ** 32);
+    if (this.q <= 0.0 || this.p >= 1.0) {
+      throw new LdpValueError(`${what} is too large for ${this.protocol}: a bit probability rounds to 0 or 1 at the ` +
+        "client's resolution, so reports would not be private");
+    }
+    if (this.p <= this.q) {
+      throw new LdpValueError(`${what} is too small for ${this.protocol}: p and q are equal at the client's ` +
+        "resolution, so reports would carry no information");
+    }
+    this.labels_ = checkLabels(this.values.labels, d);
+  }
+
+  /** The common checks of a leaf class, in Python's order: ε, `checkUnary`, `checkCollectable`. */
+  protected checkAll(): void {
+    const epsilon = checkEpsilon(this.values.epsilon);
+    this.checkUnary(`epsilon=${pyFloatRepr(epsilon)}`);
+    checkCollectable(this.protocol, this.schema, this.aggregateCells);
+  }
+
+  /** The exact worst log-ratio of one report's realized law, ln(p(1−q)/((1−p)q)). */
+  get effectiveEpsilon(): number {
+    return unaryEpsilon(this.p, this.q);
+  }
+
+  /** max(epsilon, effectiveEpsilon). */
+  get privacyCost(): PrivacyCost {
+    if (this.cost === undefined) this.cost = Object.freeze({ epsilon: Math.max(this.epsilon, this.effectiveEpsilon), delta: 0.0 });
+    return this.cost;
+  }
+
+  get aggregateCells(): number {
+    return this.domainSize;
+  }
+
+  get schema(): readonly Field[] {
+    if (this.unaryFields === undefined) {
+      this.unaryFields = Object.freeze([{ name: "bits", kind: "bits", size: this.values.domain_size as number }] as Field[]);
+    }
+    return this.unaryFields;
+  }
+
+  /** The name of value `index`: its label, else the index. */
+  labelOf(index: number): string {
+    return this.labels !== null ? this.labels[index] : String(index);
+  }
+}
+
+/** Symmetric unary encoding (basic one-time RAPPOR): every bit kept w.p. e^{ε/2}/(e^{ε/2}+1). */
+export class SUEParams extends UnaryParams {
+  static readonly className = "SUEParams";
+  static readonly fields = DOMAIN_FIELDS;
+  readonly protocol = "sue";
+  private p_: number | undefined;
+  private q_: number | undefined;
+
+  constructor(values: ParamsDict) {
+    super(values);
+    this.checkAll();
+  }
+
+  /** e^{ε/2}/(e^{ε/2}+1), as realized. */
+  get p(): number {
+    if (this.p_ === undefined) this.p_ = realizedProbability(logisticTail(-this.epsilon / 2));
+    return this.p_;
+  }
+
+  /** 1/(e^{ε/2}+1), as realized. */
+  get q(): number {
+    if (this.q_ === undefined) this.q_ = realizedProbability(logisticTail(this.epsilon / 2));
+    return this.q_;
+  }
+}
+
+/** Optimized unary encoding: own bit 1 w.p. 1/2, every other bit w.p. 1/(e^ε+1). */
+export class OUEParams extends UnaryParams {
+  static readonly className = "OUEParams";
+  static readonly fields = DOMAIN_FIELDS;
+  readonly protocol = "oue";
+  private q_: number | undefined;
+
+  constructor(values: ParamsDict) {
+    super(values);
+    this.checkAll();
+  }
+
+  /** 1/2 (exactly realized). */
+  get p(): number {
+    return 0.5;
+  }
+
+  /** 1/(e^ε+1), as realized. */
+  get q(): number {
+    if (this.q_ === undefined) this.q_ = realizedProbability(logisticTail(this.epsilon));
+    return this.q_;
+  }
+}
+
+/** Client encoder for `SUEParams` and `OUEParams`; values are labels or indices in [0, d). */
+export class UnaryEncoder<P extends SUEParams | OUEParams = SUEParams | OUEParams> extends DomainEncoder<P> {
+  /** The report's bits as a bigint (bit i = character i). */
+  draw(prepared: number): bigint {
+    const pr = this.params;
+    return unaryDraw(pr.p, pr.q, pr.domainSize, prepared, this.rng);
+  }
+
+  randomize(prepared: number): Report {
+    return this.report([["bits", bitsString(this.draw(prepared), this.params.domainSize)]]);
+  }
+}
+
+export const sue: ProtocolEntry<SUEParams, number> = {
+  name: "sue",
+  Params: SUEParams,
+  makeEncoder: (params, options) => new UnaryEncoder(params, options),
+  needsSecret: false,
+  assignedCohorts: () => 0,
+};
+
+export const oue: ProtocolEntry<OUEParams, number> = {
+  name: "oue",
+  Params: OUEParams,
+  makeEncoder: (params, options) => new UnaryEncoder(params, options),
+  needsSecret: false,
+  assignedCohorts: () => 0,
+};

@@ -1,0 +1,321 @@
+/**
+ * Client randomness, exactly as docs/randomness.md and `ldp/randomness/base.py`: every draw reduces to
+ * `randbits(k)`, a uniform integer in `[0, 2^k)` (a `bigint`); `bernoulli`, `bernoulliBits`, `randbelow` and
+ * `tokenBytes` are built on it with the same algorithms, so a source fed the same stream as Python's draws the same
+ * results in the same order (what the conformance vectors check with `ReplaySource`).
+ */
+import { bigIntToBytesLE, bytesToBigIntLE, uint32BE } from "./bytes.js";
+import { pyFloatRepr, pyReprArg, pyTypeName } from "./canonical.js";
+import { LdpTypeError, LdpValueError, ReplayError } from "./errors.js";
+import { HmacSha256 } from "./hash/sha256.js";
+
+/** Bits of uniform randomness behind every client Bernoulli draw (`PRECISION_BITS`). */
+export const PRECISION_BITS = 64;
+
+const TWO_64 = 1n << 64n;
+
+/** `check_probability`: `p` if it is a number in [0, 1] (NaN refused), else Python's `TypeError`/`ValueError`. */
+export function checkProbability(p: unknown, name = "p"): number {
+  if (typeof p !== "number") throw new LdpTypeError(`${name} must be a real number, got ${pyTypeName(p)}`);
+  if (!(p >= 0 && p <= 1)) throw new LdpValueError(`${name} must be in [0, 1], got ${pyFloatRepr(p)}`);
+  return p;
+}
+
+/**
+ * `bernoulli_threshold(p)` = floor(p · 2^64) (docs/randomness.md "Bernoulli draws, exact to 2^-64"): scaling a
+ * double by 2^64 is exact, and a double below 2^65 converts to a bigint exactly.
+ */
+export function bernoulliThreshold(p: number): bigint {
+  return BigInt(Math.floor(checkProbability(p) * 2 ** 64));
+}
+
+/**
+ * The probability a client's `bernoulli(p)` really has: floor(p·2^64)/2^64 (`realized_probability`). Exact as a
+ * double: `p` itself for p >= 2^-11, and a threshold below 2^53 otherwise.
+ */
+export function realizedProbability(p: number): number {
+  return Number(bernoulliThreshold(p)) * 2 ** -64;
+}
+
+/** `check_resolvable`: `checkProbability`, refusing a positive `p` the client would round to 0 (p < 2^-64). */
+export function checkResolvable(p: unknown, name = "p"): number {
+  const q = checkProbability(p, name);
+  if (q > 0 && bernoulliThreshold(q) === 0n) {
+    throw new LdpValueError(`${name}=${pyFloatRepr(q)} is below the client's 2^-64 resolution: it would be drawn with ` +
+                            "probability 0 (use 0 if that is meant, or a value >= 2^-64)");
+  }
+  return q;
+}
+
+/**
+ * `bitsliced_below`: `k` independent bits, bit i = [U_i < threshold] for uniform `precision`-bit lanes U_i
+ * (docs/randomness.md "k bits at once"). `randbits(k)` supplies one bit plane of all lanes, most significant plane
+ * first; the loop stops once no lane is tied, or once the threshold's remaining low bits are all zero.
+ */
+export function bitslicedBelow(threshold: bigint, precision: number, k: number,
+                               randbits: (k: number) => bigint): bigint {
+  if (threshold <= 0n || k === 0) return 0n;
+  const full = (1n << BigInt(k)) - 1n;
+  if (threshold >= 1n << BigInt(precision)) return full;
+  let below = 0n;
+  let tied = full;
+  for (let plane = precision - 1; plane >= 0; plane--) {
+    const r = randbits(k);
+    const bit = 1n << BigInt(plane);
+    if (threshold & bit) {
+      below |= tied & ~r;
+      tied &= r;
+    } else {
+      tied &= ~r;
+    }
+    if (tied === 0n || (threshold & (bit - 1n)) === 0n) break;
+  }
+  return below & full;
+}
+
+/** The number of bits of a non-negative safe integer (`int.bit_length`). */
+function bitLength(n: number): number {
+  return n === 0 ? 0 : n.toString(2).length;
+}
+
+/**
+ * The random choices a client encoder may make (`ldp.randomness.RandomSource`). Subclasses provide `randbits`;
+ * encoders draw only through `bernoulli`, `bernoulliBits`, `randbelow` and `tokenBytes` (docs/randomness.md, "The
+ * rule for encoders"), whose draw sequences are Python's.
+ */
+export abstract class RandomSource {
+  /** A uniform integer in `[0, 2^k)`; `0n` for `k <= 0`, drawing nothing. */
+  abstract randbits(k: number): bigint;
+
+  /** `true` with probability floor(p·2^64)/2^64: one `randbits(64)` compared with the threshold, drawn only when
+   * the threshold is strictly between 0 and 2^64 (so p = 0 and p = 1 draw nothing). */
+  bernoulli(p: number): boolean {
+    const threshold = bernoulliThreshold(p);
+    if (threshold >= TWO_64) return true;
+    return threshold > 0n && this.randbits(PRECISION_BITS) < threshold;
+  }
+
+  /** A bigint whose bits 0..k-1 are independent Bernoulli(p) at 2^-64 resolution: the bit-sliced comparison
+   * (`bitslicedBelow`). `k` is checked first, then `p`, as in Python. */
+  bernoulliBits(p: number, k: number): bigint {
+    if (typeof k !== "number" || !Number.isInteger(k) || k < 0) {
+      throw new LdpValueError(`number of bits must be a non-negative int, got ${pyReprArg(k)}`);
+    }
+    return bitslicedBelow(bernoulliThreshold(p), PRECISION_BITS, k, (n) => this.randbits(n));
+  }
+
+  /** A uniform integer in `[0, n)`, exactly: draws of `bit_length(n - 1)` bits, retried while `>= n`; `n = 1`
+   * draws nothing. `n` is an integer in [1, 2^53] (a JS number holds no larger exact integer). */
+  randbelow(n: number): number {
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > 2 ** 53) {
+      throw new LdpValueError(`randbelow needs an int n >= 1, got ${pyReprArg(n)}`);
+    }
+    if (n === 1) return 0;
+    const bits = bitLength(n - 1);
+    const limit = BigInt(n);
+    for (;;) {
+      const r = this.randbits(bits);
+      if (r < limit) return Number(r);
+    }
+  }
+
+  /** `n` uniform bytes: `randbits(8n)` as `n` little-endian bytes; empty (no draw) for `n <= 0`. */
+  tokenBytes(n: number): Uint8Array {
+    if (typeof n !== "number" || !Number.isInteger(n)) {
+      throw new LdpTypeError(`'${pyTypeName(n)}' object cannot be interpreted as an integer`);
+    }
+    if (n <= 0) return new Uint8Array(0);
+    return bigIntToBytesLE(this.randbits(8 * n), n);
+  }
+}
+
+/** The low `k` bits of the little-endian integer of `bytes` (`int.from_bytes(b, "little") & (2^k - 1)`). */
+function lowBits(bytes: Uint8Array, k: number): bigint {
+  const v = bytesToBigIntLE(bytes);
+  return k % 8 === 0 ? v : v & ((1n << BigInt(k)) - 1n);
+}
+
+/** Fills an array with random bytes: `crypto.getRandomValues` (at most 65,536 bytes a call). */
+export type FillRandom = (array: Uint8Array) => void;
+
+const GET_RANDOM_VALUES_MAX = 65536;
+
+function platformFill(): FillRandom {
+  const c = (globalThis as { crypto?: { getRandomValues?: (a: Uint8Array) => Uint8Array } }).crypto;
+  const get = c?.getRandomValues;
+  if (c === undefined || typeof get !== "function") {
+    throw new Error("crypto.getRandomValues is not available: a client needs the platform's CSPRNG " +
+                    "(browsers, Node >= 19, Deno and Bun have it)");
+  }
+  return (a) => {
+    get.call(c, a);
+  };
+}
+
+/**
+ * The platform's CSPRNG (`crypto.getRandomValues`): the default for every client, as Python's `SystemRandomSource`.
+ * `randbits(k)` takes the next `ceil(k/8)` bytes, little-endian, keeping the low `k` bits. Bytes come from a pool
+ * refilled 4 KiB at a time, each byte going to one draw at most (a draw wider than the pool reads its own bytes).
+ * `tokenBytes` (client secrets) reads fresh bytes and never touches the pool. `fill` may be given for tests.
+ */
+export class CryptoRandomSource extends RandomSource {
+  private readonly fill: FillRandom;
+  private readonly pool = new Uint8Array(4096);
+  private offset = 4096; // bytes of the pool already used
+
+  constructor(fill?: FillRandom) {
+    super();
+    this.fill = fill ?? platformFill();
+  }
+
+  /** `n` fresh bytes, read in chunks of at most 65,536 (the `getRandomValues` limit). */
+  private fresh(n: number): Uint8Array {
+    const out = new Uint8Array(n);
+    for (let off = 0; off < n; off += GET_RANDOM_VALUES_MAX) {
+      this.fill(out.subarray(off, Math.min(n, off + GET_RANDOM_VALUES_MAX)));
+    }
+    return out;
+  }
+
+  randbits(k: number): bigint {
+    if (!(k > 0)) return 0n;
+    const nbytes = Math.ceil(k / 8);
+    if (nbytes > this.pool.length) return lowBits(this.fresh(nbytes), k);
+    if (this.offset + nbytes > this.pool.length) {
+      this.fill(this.pool);
+      this.offset = 0;
+    }
+    const bytes = this.pool.subarray(this.offset, this.offset + nbytes);
+    this.offset += nbytes;
+    const value = lowBits(bytes, k);
+    bytes.fill(0); // a used byte is not kept
+    return value;
+  }
+
+  override tokenBytes(n: number): Uint8Array {
+    if (typeof n !== "number" || !Number.isInteger(n)) {
+      throw new LdpTypeError(`'${pyTypeName(n)}' object cannot be interpreted as an integer`);
+    }
+    return n > 0 ? this.fresh(n) : new Uint8Array(0);
+  }
+
+  override toString(): string {
+    return "CryptoRandomSource()";
+  }
+}
+
+/**
+ * Deterministic randomness from a secret key and a message (`ldp.randomness.KeyedRandomSource`; docs/randomness.md
+ * "Keyed, deterministic randomness"): the stream is HMAC-SHA256(key, message ‖ uint32_BE(0)) ‖
+ * HMAC-SHA256(key, message ‖ uint32_BE(1)) ‖ …; `randbits(n)` takes the next `ceil(n/8)` bytes, little-endian,
+ * keeping the low `n` bits. The same key and message always give the same draws (memoized responses).
+ */
+export class KeyedRandomSource extends RandomSource {
+  private readonly hmac: HmacSha256;
+  private readonly message: Uint8Array;
+  private block = 0;
+  private buffer = new Uint8Array(0);
+  private offset = 0;
+
+  constructor(key: Uint8Array, message: Uint8Array) {
+    super();
+    if (!(key instanceof Uint8Array) || key.length === 0) throw new LdpValueError("the key must be non-empty bytes");
+    if (!(message instanceof Uint8Array)) {
+      throw new LdpTypeError(`the message must be bytes, got ${pyTypeName(message)}`);
+    }
+    this.hmac = new HmacSha256(key);
+    this.message = Uint8Array.from(message);
+  }
+
+  private take(nbytes: number): Uint8Array {
+    const available = this.buffer.length - this.offset;
+    if (available < nbytes) {
+      const blocks = Math.ceil((nbytes - available) / 32);
+      const next = new Uint8Array(available + 32 * blocks);
+      next.set(this.buffer.subarray(this.offset));
+      for (let b = 0; b < blocks; b++) {
+        next.set(this.hmac.mac(this.message, uint32BE(this.block)), available + 32 * b);
+        this.block++;
+      }
+      this.buffer = next;
+      this.offset = 0;
+    }
+    const out = this.buffer.subarray(this.offset, this.offset + nbytes);
+    this.offset += nbytes;
+    return out;
+  }
+
+  randbits(k: number): bigint {
+    if (!(k > 0)) return 0n;
+    return lowBits(this.take(Math.ceil(k / 8)), k);
+  }
+
+  override toString(): string {
+    return "KeyedRandomSource(<secret>)";
+  }
+}
+
+/** One recorded `randbits(k)` call: `[k, value as lowercase hex without 0x]` (the conformance vectors' `draws`). */
+export type Draw = readonly [number, string];
+
+/**
+ * Replays recorded draws (`ldp.randomness.ReplaySource`): `randbits(k)` returns the next recorded value after
+ * checking the recorded `k` is `k`, else a `ReplayError` naming the position; a call past the end is a
+ * `ReplayError` too. `randbits(0)` returns `0n` without consuming a record (a recording never holds `k = 0` draws:
+ * Python's `RecordingSource` does not record them). `remaining()` counts the records not consumed.
+ */
+export class ReplaySource extends RandomSource {
+  private readonly draws: Array<readonly [number, bigint]> = [];
+  private next = 0;
+
+  constructor(draws: Iterable<Draw>) {
+    super();
+    let i = 0;
+    for (const item of draws) {
+      const [k, hex] = item;
+      let value: bigint | null = null;
+      if (typeof hex === "string" && /^[0-9a-f]+$/.test(hex)) value = BigInt("0x" + hex);
+      if (!(typeof k === "number" && Number.isInteger(k) && k > 0 && value !== null && value < 1n << BigInt(k))) {
+        throw new LdpValueError(`draw ${i}: expected (k >= 1, value in [0, 2**k)), got (${pyReprArg(k)}, ${pyReprArg(hex)})`);
+      }
+      this.draws.push([k, value]);
+      i++;
+    }
+  }
+
+  randbits(k: number): bigint {
+    if (!(k > 0)) return 0n;
+    const i = this.next;
+    if (i >= this.draws.length) {
+      throw new ReplayError(`draw ${i}: randbits(${k}) asked past the end of the ${this.draws.length} recorded draws`);
+    }
+    const [want, value] = this.draws[i];
+    if (want !== k) throw new ReplayError(`draw ${i}: randbits(${k}) asked where the recording has randbits(${want})`);
+    this.next = i + 1;
+    return value;
+  }
+
+  /** Recorded draws not consumed yet (a replay that leaves some drew less than the recording did). */
+  remaining(): number {
+    return this.draws.length - this.next;
+  }
+}
+
+/**
+ * Records every `randbits` call of an inner source (`ldp.randomness.RecordingSource`), as `[k, hex]` draws a
+ * `ReplaySource` replays. `randbits(0)` draws nothing and is not recorded.
+ */
+export class RecordingSource extends RandomSource {
+  readonly draws: Array<[number, string]> = [];
+
+  constructor(private readonly inner: RandomSource) {
+    super();
+  }
+
+  randbits(k: number): bigint {
+    if (!(k > 0)) return 0n;
+    const value = this.inner.randbits(k);
+    this.draws.push([k, value.toString(16)]);
+    return value;
+  }
+}

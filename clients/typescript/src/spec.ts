@@ -1,0 +1,366 @@
+/**
+ * The collection spec (`ldp/spec/schema.py`, `ldp/spec/collection.py`, docs/client.md "The collection spec"): one
+ * JSON document naming every metric with its protocol, parameters and budgets. `CollectionSpec.fromDict` checks a
+ * decoded document with the Python validator's rules and texts (every problem, as `json.path: message`), and
+ * normalizes it so that `fingerprint` is the Python spec's fingerprint, which every envelope carries.
+ *
+ * This client implements 14 of the 24 protocols (`PROTOCOLS`); a metric of another protocol is refused here as an
+ * unknown protocol, naming the ones this client knows.
+ */
+import { PyFloat, canonicalJson, compareCodePoints, pyRepr, sha256Hex16 } from "./canonical.js";
+import { LdpValueError, costText } from "./errors.js";
+import { PROTOCOLS } from "./protocols/index.js";
+import { ParamsDict, PrivacyCost, ProtocolParams, fromDict, isPyInt, pyNum, pyType } from "./params/base.js";
+
+export const SPEC_VERSION = 1;
+/** The longest window or upload interval: the ledger clock's range (to year 9999). */
+export const MAX_SECONDS = 253402300799;
+export const MAX_BATCH = 1 << 20;
+const MAX_MIN_REPORTS = 2 ** 62;
+const SECONDS_WHY = "the clock's range ends in year 9999";
+const NAME_RE = /^[a-z][a-z0-9_.-]{0,63}$/;
+export const METRIC_RE = /^[a-z][a-z0-9_]{0,31}$/;
+const REL_TOL = 1e-9;
+
+/** An invalid spec: `errors` lists every problem as `json.path: message` (Python's `SpecError`). */
+export class SpecError extends LdpValueError {
+  readonly errors: string[];
+  constructor(errors: string[], source = "spec") {
+    super(`${source}: ${errors.length} error(s):\n  ${errors.join("\n  ")}`);
+    this.errors = errors;
+  }
+}
+
+/** `PrivacyCost.fits_within`: both parts at most the cap's, with a 1e-9 relative slack. */
+export function fitsWithin(c: PrivacyCost, cap: PrivacyCost): boolean {
+  const fits = (a: number, b: number) => a <= b * (1 + REL_TOL) + 1e-15;
+  return fits(c.epsilon, cap.epsilon) && fits(c.delta, cap.delta);
+}
+
+function thousands(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
+/** `_kind`: how the validator names a JSON value's type. */
+function kind(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "a list";
+  if (typeof v === "string") return "a string";
+  if (typeof v === "boolean") return "a boolean";
+  if (typeof v === "object") return "an object";
+  return `${pyType(v)} ${typeof v === "number" ? pyNum(v) : String(v)}`;
+}
+
+function join(path: string, key: string): string {
+  if (!METRIC_RE.test(key)) return `${path}[${JSON.stringify(key)}]`;
+  return path === "$" ? key : `${path}.${key}`;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+function sortedKeys(keys: Iterable<string>): string[] {
+  return [...keys].sort(compareCodePoints);
+}
+
+/** The budget caps of the collection or of a metric (`None`: no cap at that level). */
+export interface Budget {
+  readonly per_window?: PrivacyCost;
+  readonly lifetime?: PrivacyCost;
+  readonly per_report?: PrivacyCost;
+}
+
+/** One metric: its params, budget and where the server finds its candidates. */
+export interface MetricSpec {
+  readonly name: string;
+  readonly params: ProtocolParams;
+  readonly budget: Budget;
+  readonly candidates: string | null;
+  readonly description: string;
+}
+
+class Checker {
+  readonly errors: string[] = [];
+
+  fail(path: string, msg: string): void {
+    this.errors.push(`${path}: ${msg}`);
+  }
+
+  obj(value: unknown, path: string, required: string[], optional: string[]): Record<string, unknown> | null {
+    if (!isObject(value)) {
+      this.fail(path, `must be an object, got ${kind(value)}`);
+      return null;
+    }
+    const allowed = new Set([...required, ...optional]);
+    for (const key of sortedKeys(Object.keys(value).filter((k) => !allowed.has(k)))) {
+      this.fail(join(path, key), `unknown key (expected one of ${sortedKeys(allowed).join(", ")})`);
+    }
+    for (const key of sortedKeys(required.filter((k) => !(k in value)))) this.fail(join(path, key), "required");
+    return value;
+  }
+
+  int(value: unknown, path: string, low: number, high: number, why: string): number | null {
+    if (typeof value !== "number" || !isPyInt(value)) {
+      this.fail(path, `must be an integer, got ${kind(value)}`);
+    } else if (value < low) {
+      this.fail(path, `must be >= ${low}, got ${value}`);
+    } else if (value > high) {
+      this.fail(path, `must be <= ${thousands(high)} (${why}), got ${thousands(value)}`);
+    } else {
+      return value;
+    }
+    return null;
+  }
+
+  cost(value: unknown, path: string): PrivacyCost | null {
+    let parts: Array<[unknown, string]>;
+    let wanted: string;
+    if (isObject(value)) {
+      if (this.obj(value, path, ["epsilon"], ["delta"]) === null || !("epsilon" in value)) return null;
+      parts = [[value.epsilon, join(path, "epsilon")], ["delta" in value ? value.delta : 0, join(path, "delta")]];
+      wanted = "a finite number";
+    } else {
+      parts = [[value, path], [0, path]];
+      wanted = 'a finite number (ε) or {"epsilon": ε, "delta": δ}';
+    }
+    for (const [v, p] of parts) {
+      if (typeof v !== "number" || !Number.isFinite(v)) {
+        this.fail(p, `must be ${wanted}, got ${kind(v)}`);
+        return null;
+      }
+    }
+    const [[eps, epsPath], [delta, deltaPath]] = parts as Array<[number, string]>;
+    if (!(eps > 0)) this.fail(epsPath, `must be > 0, got ${pyNum(eps)}`);
+    else if (!(delta >= 0 && delta < 1)) this.fail(deltaPath, `must be in [0, 1), got ${pyNum(delta)}`);
+    else return { epsilon: eps, delta };
+    return null;
+  }
+
+  release(value: unknown, path: string): void {
+    const v = this.obj(value, path, [], ["min_reports", "min_z"]);
+    if (v === null) return;
+    if ("min_reports" in v) this.int(v.min_reports, join(path, "min_reports"), 0, MAX_MIN_REPORTS, "a count of reports");
+    if ("min_z" in v) {
+      const z = v.min_z;
+      if (typeof z !== "number" || !Number.isFinite(z)) this.fail(join(path, "min_z"), `must be a finite number >= 0, got ${kind(z)}`);
+      else if (z < 0) this.fail(join(path, "min_z"), `must be >= 0, got ${pyNum(z)}`);
+    }
+  }
+
+  le(small: PrivacyCost | undefined, big: PrivacyCost | undefined, path: string, what: string): void {
+    if (small !== undefined && big !== undefined && !fitsWithin(small, big)) {
+      this.fail(path, `${costText(small)} exceeds ${what} (${costText(big)})`);
+    }
+  }
+}
+
+function parseParams(ck: Checker, protocolName: unknown, raw: unknown, path: string): ProtocolParams | null {
+  const entry = typeof protocolName === "string" && Object.prototype.hasOwnProperty.call(PROTOCOLS, protocolName)
+    ? PROTOCOLS[protocolName] : undefined;
+  if (entry === undefined) {
+    const shown = typeof protocolName === "string" ? pyRepr(protocolName) : String(protocolName);
+    ck.fail(join(path, "protocol"), `unknown protocol ${shown} (known: ${sortedKeys(Object.keys(PROTOCOLS)).join(", ")})`);
+    return null;
+  }
+  const fields = entry.Params.fields;
+  const required = fields.filter((f) => !("default" in f)).map((f) => f.name);
+  const optional = fields.filter((f) => "default" in f).map((f) => f.name);
+  const ppath = join(path, "params");
+  const obj = ck.obj(raw, ppath, required, optional);
+  if (obj === null || !required.every((k) => k in obj) || !Object.keys(obj).every((k) => fields.some((f) => f.name === k))) {
+    return null;
+  }
+  try {
+    const params = fromDict(entry.Params, obj as ParamsDict);
+    void params.privacyCost;
+    return params;
+  } catch (err) {
+    if (!(err instanceof Error) || (err.name !== "ValueError" && err.name !== "TypeError")) throw err;
+    const msg = err.message;
+    const name = fields.map((f) => f.name).find((n) => msg.startsWith(n + " "));
+    if (name === undefined) ck.fail(ppath, msg);
+    else ck.fail(join(ppath, name), msg[name.length + 1] === "(" ? msg : msg.slice(name.length + 1));
+    return null;
+  }
+}
+
+function parseMetric(ck: Checker, name: string, raw: unknown, total: Budget): MetricSpec | null {
+  const path = join("metrics", name);
+  if (!METRIC_RE.test(name)) ck.fail(path, "metric names match [a-z][a-z0-9_]{0,31}");
+  const m = ck.obj(raw, path, ["protocol", "params", "budget"], ["candidates", "description", "release"]);
+  if (m === null) return null;
+  const params = "protocol" in m && "params" in m ? parseParams(ck, m.protocol, m.params, path) : null;
+  const bpath = join(path, "budget");
+  let budget: Budget | null = null;
+  if ("budget" in m && ck.obj(m.budget, bpath, ["per_report"], ["per_window", "lifetime"]) !== null) {
+    const raw = m.budget as Record<string, unknown>;
+    const costs: Record<string, PrivacyCost | undefined> = {};
+    for (const k of ["per_report", "per_window", "lifetime"]) {
+      if (k in raw) costs[k] = ck.cost(raw[k], join(bpath, k)) ?? undefined;
+    }
+    budget = { per_window: costs.per_window, lifetime: costs.lifetime, per_report: costs.per_report };
+    ck.le(budget.per_report, budget.per_window, join(bpath, "per_report"), "the metric's per_window");
+    ck.le(budget.per_window, budget.lifetime, join(bpath, "per_window"), "the metric's lifetime");
+    ck.le(budget.per_report, budget.lifetime, join(bpath, "per_report"), "the metric's lifetime");
+    ck.le(budget.per_report, total.per_window, join(bpath, "per_report"), "budget.per_window of the collection");
+    ck.le(budget.per_report, total.lifetime, join(bpath, "per_report"), "budget.lifetime of the collection");
+    if (params !== null && budget.per_report !== undefined && !fitsWithin(params.privacyCost, budget.per_report)) {
+      ck.fail(join(bpath, "per_report"), `${costText(budget.per_report)} is less than what one ${params.protocol} report ` +
+        `costs with these params (${costText(params.privacyCost)})`);
+    }
+  }
+  const candidates = "candidates" in m ? m.candidates : null;
+  const cpath = join(path, "candidates");
+  if (candidates !== null && candidates !== undefined) {
+    if (typeof candidates !== "string" || !candidates.trim()) {
+      ck.fail(cpath, `must be a path relative to the spec file, or a URL; got ${kind(candidates)}`);
+    } else if (!candidates.includes("://") && (candidates.startsWith("/") || candidates.startsWith("~"))) {
+      ck.fail(cpath, `must be relative to the spec file (or a URL), got ${pyRepr(candidates)}`);
+    } else if (params !== null && params.domainSize !== null) {
+      const d = params.domainSize;
+      ck.fail(cpath, `${params.protocol} has a fixed domain (domain_size=${d}); candidates are for open-domain protocols`);
+    }
+  }
+  const description = "description" in m ? m.description : "";
+  if (typeof description !== "string") ck.fail(join(path, "description"), `must be a string, got ${kind(description)}`);
+  if ("release" in m) ck.release(m.release, join(path, "release"));
+  if (params === null || budget === null || budget.per_report === undefined) return null;
+  return { name, params, budget, candidates: typeof candidates === "string" ? candidates : null,
+    description: typeof description === "string" ? description : "" };
+}
+
+function costJson(c: PrivacyCost): unknown {
+  return c.delta === 0 ? new PyFloat(c.epsilon) : { epsilon: new PyFloat(c.epsilon), delta: new PyFloat(c.delta) };
+}
+
+function budgetJson(b: Budget): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of ["per_report", "per_window", "lifetime"] as const) if (b[k]) out[k] = costJson(b[k] as PrivacyCost);
+  return out;
+}
+
+/** A validated collection spec: its metrics, budgets, window and upload policy, and its fingerprint. */
+export class CollectionSpec {
+  readonly name: string;
+  readonly budget: Budget;
+  readonly metrics: ReadonlyMap<string, MetricSpec>;
+  readonly windowSeconds: number;
+  readonly upload: { readonly min_interval_seconds: number; readonly max_batch: number };
+  readonly description: string;
+  private fp: string | undefined;
+
+  private constructor(name: string, budget: Budget, metrics: Map<string, MetricSpec>, windowSeconds: number,
+    upload: { min_interval_seconds: number; max_batch: number }, description: string) {
+    this.name = name;
+    this.budget = budget;
+    this.metrics = metrics;
+    this.windowSeconds = windowSeconds;
+    this.upload = upload;
+    this.description = description;
+  }
+
+  /** Parse JSON text (a key repeated in one object is allowed by `JSON.parse`: the Python loader refuses it). */
+  static loads(text: string, source = "spec"): CollectionSpec {
+    let data: unknown;
+    try {
+      data = JSON.parse(text);
+    } catch (err) {
+      throw new SpecError([`$: not valid JSON: ${(err as Error).message}`], source);
+    }
+    return CollectionSpec.fromDict(data, source);
+  }
+
+  /** Validate and normalize a decoded document; `SpecError` lists every problem. */
+  static fromDict(data: unknown, source = "spec"): CollectionSpec {
+    const ck = new Checker();
+    const d = ck.obj(data, "$", ["spec_version", "name", "budget", "metrics"], ["window_seconds", "upload", "description", "release"]);
+    if (d === null) throw new SpecError(ck.errors, source);
+    if ("spec_version" in d && d.spec_version !== SPEC_VERSION) {
+      const v = d.spec_version;
+      ck.fail("spec_version", `must be ${SPEC_VERSION}, got ${typeof v === "string" ? pyRepr(v) : typeof v === "number" ? pyNum(v) : JSON.stringify(v)}`);
+    }
+    const name = d.name;
+    if ("name" in d && !(typeof name === "string" && NAME_RE.test(name))) {
+      ck.fail("name", `collection names match [a-z][a-z0-9_.-]{0,63}, got ${typeof name === "string" ? pyRepr(name) : JSON.stringify(name)}`);
+    }
+    const window = ck.int("window_seconds" in d ? d.window_seconds : 86400, "window_seconds", 1, MAX_SECONDS, SECONDS_WHY);
+    let total: Budget = {};
+    if ("budget" in d && ck.obj(d.budget, "budget", ["per_window", "lifetime"], []) !== null) {
+      const b = d.budget as Record<string, unknown>;
+      total = {
+        per_window: "per_window" in b ? ck.cost(b.per_window, "budget.per_window") ?? undefined : undefined,
+        lifetime: "lifetime" in b ? ck.cost(b.lifetime, "budget.lifetime") ?? undefined : undefined,
+      };
+      ck.le(total.per_window, total.lifetime, "budget.per_window", "budget.lifetime");
+    }
+    let upload = { min_interval_seconds: 86400, max_batch: 1000 };
+    const rawUp = "upload" in d ? d.upload : {};
+    if (ck.obj(rawUp, "upload", [], ["min_interval_seconds", "max_batch"]) !== null) {
+      const up = rawUp as Record<string, unknown>;
+      const interval = ck.int("min_interval_seconds" in up ? up.min_interval_seconds : 86400, "upload.min_interval_seconds", 0,
+        MAX_SECONDS, SECONDS_WHY);
+      const batch = ck.int("max_batch" in up ? up.max_batch : 1000, "upload.max_batch", 1, MAX_BATCH,
+        "a client holds one batch in memory");
+      upload = { min_interval_seconds: interval ?? 86400, max_batch: batch || 1000 };
+    }
+    const description = "description" in d ? d.description : "";
+    if (typeof description !== "string") ck.fail("description", `must be a string, got ${kind(description)}`);
+    if ("release" in d) ck.release(d.release, "release");
+    const metrics = new Map<string, MetricSpec>();
+    const rawMetrics = d.metrics;
+    const names = isObject(rawMetrics) ? Object.keys(rawMetrics) : [];
+    if ("metrics" in d && ck.obj(rawMetrics, "metrics", [], names) !== null) {
+      if (!names.length) ck.fail("metrics", "a collection needs at least one metric");
+      for (const mname of sortedKeys(names)) {
+        const m = parseMetric(ck, mname, (rawMetrics as Record<string, unknown>)[mname], total);
+        if (m !== null) metrics.set(mname, m);
+      }
+    }
+    if (ck.errors.length) throw new SpecError(ck.errors, source);
+    return new CollectionSpec(name as string, total, metrics, window as number, upload, description as string);
+  }
+
+  /** The metric called `name` (an `LdpValueError` naming the known ones otherwise). */
+  metric(name: string): MetricSpec {
+    const m = this.metrics.get(name);
+    if (m === undefined) {
+      throw new LdpValueError(`no metric ${pyRepr(name)} in collection ${pyRepr(this.name)} (metrics: ${[...this.metrics.keys()].join(", ")})`);
+    }
+    return m;
+  }
+
+  /** The protocol parameters of metric `name`. */
+  params(name: string): ProtocolParams {
+    return this.metric(name).params;
+  }
+
+  /** The normalized document without release thresholds, with Python's number forms: what the fingerprint covers. */
+  canonicalDict(): Record<string, unknown> {
+    const metrics: Record<string, unknown> = {};
+    for (const name of sortedKeys(this.metrics.keys())) {
+      const m = this.metrics.get(name) as MetricSpec;
+      const doc: Record<string, unknown> = { protocol: m.params.protocol, params: m.params.canonicalDict(), budget: budgetJson(m.budget) };
+      if (m.candidates !== null) doc.candidates = m.candidates;
+      if (m.description) doc.description = m.description;
+      metrics[name] = doc;
+    }
+    const out: Record<string, unknown> = {
+      spec_version: SPEC_VERSION, name: this.name, window_seconds: this.windowSeconds, budget: budgetJson(this.budget),
+      upload: { min_interval_seconds: this.upload.min_interval_seconds, max_batch: this.upload.max_batch }, metrics,
+    };
+    if (this.description) out.description = this.description;
+    return out;
+  }
+
+  /** `canonical_json(spec.to_dict(release=False))`. */
+  canonical(): string {
+    return canonicalJson(this.canonicalDict());
+  }
+
+  /** 16 hex digits of SHA-256 over the canonical document: names this exact spec; every envelope carries it. */
+  get fingerprint(): string {
+    if (this.fp === undefined) this.fp = sha256Hex16(this.canonical());
+    return this.fp;
+  }
+}

@@ -1,0 +1,227 @@
+// Python's text forms: repr(float), format(x, ".Ng"), repr(str), canonical JSON and fingerprints, against tables
+// written by Python (test/data/make_float_repr.py) and the conformance vectors (conformance/vectors/primitives.json).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, existsSync } from "node:fs";
+import { createHash } from "node:crypto";
+
+import {
+  PyFloat, canonicalJson, compareCodePoints, fingerprint, pyFloatRepr, pyFormatG, pyJsonString, pyRepr, pyReprArg,
+  pyTypeName, sha256Hex16,
+} from "../dist/canonical.js";
+import { LdpTypeError, LdpValueError } from "../dist/errors.js";
+
+const here = new URL(".", import.meta.url);
+const load = (rel) => JSON.parse(readFileSync(new URL(rel, here), "utf8"));
+const PRIMITIVES = new URL("../../../conformance/vectors/primitives.json", here);
+
+function fromBits(hex) {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setBigUint64(0, BigInt("0x" + hex));
+  return view.getFloat64(0);
+}
+
+test("pyFloatRepr and pyFormatG match Python on 20,000 doubles", () => {
+  const table = load("data/float_repr.json");
+  assert.equal(table.rows.length, 8000);
+  let checked = 0;
+  for (const [bits, repr, g6, g3, g1] of table.rows) {
+    const x = fromBits(bits);
+    assert.equal(pyFloatRepr(x), repr, `repr of ${bits}`);
+    assert.equal(pyFormatG(x, 6), g6, `.6g of ${bits} (${repr})`);
+    assert.equal(pyFormatG(x, 3), g3, `.3g of ${bits} (${repr})`);
+    assert.equal(pyFormatG(x, 1), g1, `.1g of ${bits} (${repr})`);
+    checked++;
+  }
+  assert.equal(checked, 8000);
+});
+
+test("pyFloatRepr: the layout rule's examples", () => {
+  const cases = [
+    [1e-5, "1e-05"], [1.5e-7, "1.5e-07"], [1e16, "1e+16"], [1.2345678901234568e17, "1.2345678901234568e+17"],
+    [1, "1.0"], [100, "100.0"], [0.0001, "0.0001"], [123456789012345.6, "123456789012345.6"], [-0, "-0.0"],
+    [0, "0.0"], [5e-324, "5e-324"], [1.7976931348623157e308, "1.7976931348623157e+308"], [1e22, "1e+22"],
+    [9999999999999998, "9999999999999998.0"], [NaN, "nan"], [Infinity, "inf"], [-Infinity, "-inf"], [0.1, "0.1"],
+  ];
+  for (const [x, want] of cases) assert.equal(pyFloatRepr(x), want);
+});
+
+test("pyFormatG rounds half to even on the exact value, as Python", () => {
+  assert.equal(pyFormatG(2.5, 1), "2");
+  assert.equal(pyFormatG(3.5, 1), "4");
+  assert.equal(pyFormatG(1234565, 6), "1.23456e+06");
+  assert.equal(pyFormatG(0.125, 2), "0.12");
+  assert.equal(pyFormatG(1, 6), "1");
+  assert.equal(pyFormatG(1e-5, 6), "1e-05");
+  assert.equal(pyFormatG(0.0001, 6), "0.0001");
+  assert.equal(pyFormatG(123456, 6), "123456");
+  assert.equal(pyFormatG(1234567, 6), "1.23457e+06");
+  assert.equal(pyFormatG(-0, 6), "-0");
+  assert.equal(pyFormatG(NaN, 3), "nan");
+  assert.equal(pyFormatG(0.5, 0), "0.5");
+});
+
+/** The typed tree of canonical.json back to a JS value: ints as numbers (bigints beyond 2^53), floats as PyFloat. */
+function rebuild(t) {
+  if (t === null || typeof t === "boolean" || typeof t === "string") return t;
+  if (Array.isArray(t)) return t.map(rebuild);
+  if ("int" in t) {
+    const n = BigInt(t.int);
+    return n >= -(2n ** 53n) + 1n && n <= 2n ** 53n - 1n ? Number(n) : n;
+  }
+  if ("float" in t) return new PyFloat(fromBits(t.float));
+  const out = {};
+  for (const [k, v] of t.dict) out[k] = rebuild(v);
+  return out;
+}
+
+test("canonicalJson and sha256Hex16 match Python's json.dumps on random nested objects", () => {
+  const { cases } = load("data/canonical.json");
+  assert.ok(cases.length >= 500);
+  for (const c of cases) {
+    const text = canonicalJson(rebuild(c.typed));
+    assert.equal(text, c.canonical);
+    assert.equal(sha256Hex16(text), c.sha256_16);
+  }
+});
+
+test("canonicalJson: escapes, key order by code point, ints and floats", () => {
+  assert.equal(canonicalJson({ b: 1, a: [new PyFloat(1), 2, null, true, false] }), '{"a":[1.0,2,null,true,false],"b":1}');
+  assert.equal(canonicalJson({ s: "\x00\"\\\u2028\u{1F600}\x7f\b\f\n\r\t/é" }),
+               '{"s":"\\u0000\\"\\\\\\u2028\\ud83d\\ude00\\u007f\\b\\f\\n\\r\\t/\\u00e9"}');
+  // code point order puts U+1F600 after U+FFFF; UTF-16 unit order would put it before
+  assert.equal(canonicalJson({ "\u{1F600}": 1, "\uffff": 2, z: 3, A: 4 }), '{"A":4,"z":3,"\\uffff":2,"\\ud83d\\ude00":1}');
+  assert.equal(canonicalJson({ n: [1e-5, 1e16, -0, 0.30000000000000004].map((x) => new PyFloat(x)) }),
+               '{"n":[1e-05,1e+16,-0.0,0.30000000000000004]}');
+  assert.equal(canonicalJson(-0), "0");
+  assert.equal(canonicalJson(2n ** 70n), "1180591620717411303424");
+  assert.equal(canonicalJson(Object.create(null)), "{}");
+  assert.equal(canonicalJson("\ud800"), '"\\ud800"');
+});
+
+test("canonicalJson refuses what Python's json.dumps refuses", () => {
+  for (const x of [NaN, Infinity, -Infinity]) {
+    assert.throws(() => canonicalJson({ x: new PyFloat(x) }),
+                  (e) => e instanceof LdpValueError && e.name === "ValueError" &&
+                         e.message === "Out of range float values are not JSON compliant");
+  }
+  assert.throws(() => canonicalJson(1.5), LdpValueError);
+  assert.throws(() => canonicalJson(2 ** 53), LdpValueError);
+  assert.throws(() => canonicalJson(new Uint8Array(1)),
+                (e) => e instanceof LdpTypeError && e.message === "Object of type bytes is not JSON serializable");
+  assert.throws(() => canonicalJson({ a: undefined }), LdpTypeError);
+  assert.throws(() => canonicalJson(new Map()), LdpTypeError);
+  const loop = { a: [] };
+  loop.a.push(loop);
+  assert.throws(() => canonicalJson(loop), (e) => e instanceof LdpValueError && e.message === "Circular reference detected");
+  // a shared (not circular) object is fine
+  const shared = { x: 1 };
+  assert.equal(canonicalJson([shared, shared]), '[{"x":1},{"x":1}]');
+});
+
+test("compareCodePoints is Python's str order", () => {
+  const words = ["\u{1F600}", "\uffff", "\ue000", "z", "", "a", "ab", "\ud800", "\ud800x", "\u{10000}", "\udc00",
+                 "\ud800\ue000", "\u{10FFFF}", "\u00e9"];
+  const cps = (s) => {
+    // code points as Python sees the same string: pairs joined, lone surrogates alone
+    const out = [];
+    for (const ch of s) out.push(ch.codePointAt(0));
+    return out;
+  };
+  const ref = (a, b) => {
+    const x = cps(a), y = cps(b);
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
+    return x.length - y.length;
+  };
+  for (const a of words) for (const b of words) assert.equal(Math.sign(compareCodePoints(a, b)), Math.sign(ref(a, b)), `${pyRepr(a)} vs ${pyRepr(b)}`);
+  // random strings over a surrogate-heavy alphabet
+  const alphabet = ["a", "\ud800", "\udc00", "\udbff", "\udfff", "\ue000", "\uffff", "\u{10000}", "\u{1F600}"];
+  let seed = 7;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  for (let t = 0; t < 5000; t++) {
+    const mk = () => Array.from({ length: Math.floor(rnd() * 5) }, () => alphabet[Math.floor(rnd() * alphabet.length)]).join("");
+    const a = mk(), b = mk();
+    assert.equal(Math.sign(compareCodePoints(a, b)), Math.sign(ref(a, b)), `${pyRepr(a)} vs ${pyRepr(b)}`);
+  }
+});
+
+test("pyRepr matches Python's repr(str) on a Python-made table", () => {
+  const { cases } = load("data/py_repr.json");
+  assert.ok(cases.length > 3000);
+  for (const c of cases) assert.equal(pyRepr(c.value), c.repr);
+});
+
+test("pyRepr: quotes and escapes", () => {
+  assert.equal(pyRepr("it's"), `"it's"`);
+  assert.equal(pyRepr(`say "hi"`), `'say "hi"'`);
+  assert.equal(pyRepr(`both ' and "`), `'both \\' and "'`);
+  assert.equal(pyRepr("tab\tnew\nline\r\\"), "'tab\\tnew\\nline\\r\\\\'");
+  assert.equal(pyRepr("\x00\x7f\x80\xa0\xad\xe9"), "'\\x00\\x7f\\x80\\xa0\\xadé'");
+  assert.equal(pyRepr("\u2028\u200b\ufeff\u3000"), "'\\u2028\\u200b\\ufeff\\u3000'");
+  assert.equal(pyRepr("\u{1F600}\u{E0001}\ud800"), "'😀\\U000e0001\\ud800'");
+});
+
+test("pyTypeName and pyReprArg", () => {
+  const cases = [["s", "str"], [true, "bool"], [null, "NoneType"], [undefined, "NoneType"], [3, "int"], [3n, "int"],
+                 [1.5, "float"], [new PyFloat(1), "float"], [[], "list"], [new Uint8Array(0), "bytes"], [{}, "dict"],
+                 [new Map(), "Map"]];
+  for (const [v, name] of cases) assert.equal(pyTypeName(v), name);
+  assert.equal(pyReprArg(3), "3");
+  assert.equal(pyReprArg(1.5), "1.5");
+  assert.equal(pyReprArg(new PyFloat(2)), "2.0");
+  assert.equal(pyReprArg("x"), "'x'");
+  assert.equal(pyReprArg(true), "True");
+  assert.equal(pyReprArg(null), "None");
+});
+
+test("pyJsonString escapes every code unit outside space..~", () => {
+  for (let c = 0; c < 0x10000; c++) {
+    const s = String.fromCharCode(c);
+    const out = pyJsonString(s);
+    if (c >= 0x20 && c <= 0x7e && c !== 0x22 && c !== 0x5c) assert.equal(out, `"${s}"`);
+    else assert.match(out, /^"\\(u[0-9a-f]{4}|[\\"nrtbf])"$/);
+    if (c < 0xd800 || c > 0xdfff) assert.equal(JSON.parse(out), s);
+  }
+});
+
+test("fingerprint: SHA-256 of the canonical {protocol, params}, as ldp.wire.fingerprint", () => {
+  // /work/venv/bin/python -c "from ldp.wire import fingerprint; print(fingerprint('grr', {'epsilon': 1.0,
+  //     'domain_size': 4, 'labels': None}))"
+  assert.equal(fingerprint("grr", { epsilon: new PyFloat(1), domain_size: 4, labels: null }), "c96a633c99281e12");
+  const text = '{"params":{"domain_size":4,"epsilon":1.0,"labels":null},"protocol":"grr"}';
+  assert.equal(canonicalJson({ protocol: "grr", params: { epsilon: new PyFloat(1), domain_size: 4, labels: null } }), text);
+  assert.equal(sha256Hex16(text), createHash("sha256").update(text).digest("hex").slice(0, 16));
+});
+
+test("conformance vectors: floats and py_repr (primitives.json)", { skip: !existsSync(PRIMITIVES) }, () => {
+  const doc = JSON.parse(readFileSync(PRIMITIVES, "utf8"));
+  for (const { bits, repr } of doc.floats) assert.equal(pyFloatRepr(fromBits(bits)), repr);
+  for (const { value, repr } of doc.texts.py_repr) assert.equal(pyRepr(value), repr);
+  // canonical_json cases whose numbers are all floats or all ints can be rebuilt from JSON (JSON.parse loses 1.0)
+  const first = doc.texts.canonical_json.find((c) => c.value.n !== undefined);
+  assert.equal(canonicalJson({ n: first.value.n.map((x) => new PyFloat(x)) }), first.canonical);
+  const strings = doc.texts.canonical_json.filter((c) => c.value.s !== undefined);
+  for (const c of strings) assert.equal(canonicalJson(c.value), c.canonical);
+});
+
+test("error classes: Python's names and BudgetExceeded's text (ldp.errors, str(PrivacyCost))", async () => {
+  const { BudgetExceeded, ReplayError, UploadError, UploadProtocolError } = await import("../dist/errors.js");
+  assert.equal(new LdpValueError("x").name, "ValueError");
+  assert.equal(new LdpTypeError("x").name, "TypeError");
+  assert.ok(new UploadProtocolError("bad", { status: 200, reason: "r" }) instanceof UploadError);
+  assert.equal(new ReplayError("x").name, "ReplayError");
+  // the texts below are Python's, printed by ldp.errors.BudgetExceeded with ldp.privacy.cost.PrivacyCost
+  const c = (epsilon, delta = 0) => ({ epsilon, delta });
+  const e1 = new BudgetExceeded("m", "window", c(0.5), c(1), c(1));
+  assert.equal(e1.message, "privacy budget exceeded for metric 'm' (window): spent ε=1, requested ε=0.5, cap ε=1");
+  assert.equal(e1.name, "BudgetExceeded");
+  assert.equal(e1.metric, "m");
+  assert.deepEqual(e1.cost, c(0.5));
+  const e2 = new BudgetExceeded("*", "lifetime", c(0.1234567891, 1e-6), c(3.0000001, 2.5e-7), c(10, 1.23456e-5), 2);
+  assert.equal(e2.message, "privacy budget exceeded for all metrics (lifetime) at charge 2 of a batch (nothing of the " +
+               "batch was charged): spent ε=3, δ=2.5e-07, requested ε=0.123457, δ=1e-06, cap ε=10, δ=1.23e-05");
+  assert.equal(e2.metric, null);
+  assert.equal(e2.index, 2);
+  const e3 = new BudgetExceeded("it's", "window", c(1e-7), c(123456789), c(1e16));
+  assert.equal(e3.message, `privacy budget exceeded for metric "it's" (window): spent ε=1.23457e+08, requested ε=1e-07, cap ε=1e+16`);
+});
