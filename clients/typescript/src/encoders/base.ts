@@ -153,23 +153,28 @@ export interface LabeledDomainParams extends ProtocolParams {
 }
 
 /** `values` with a list of `labels` copied and frozen (Python's `from_dict` makes it a tuple), so a caller's later
- * change to its array cannot change the parameters (or their fingerprint). Anything else is left for the checks. */
+ * change to its array cannot change the parameters (or their fingerprint), and `labels` absent or `undefined` made
+ * `null` (the default, Python's `None`). Anything else is left for the checks. */
 export function withFrozenLabels<T extends Record<string, unknown>>(values: T): T {
   const labels = values.labels;
+  if (labels === undefined) return { ...values, labels: null };
   return Array.isArray(labels) ? { ...values, labels: Object.freeze([...labels]) } : values;
 }
 
-/**
- * `DomainPrepare`: an encoder's `prepare` for a labeled domain: the value's index (an int index in range, or a
- * label's position), with `indexOf`'s errors. A `bigint` stands for a Python int.
- */
+/** `LabeledDomain.index_of` of the params: the index of a label, or of an int index in range (a `bigint` stands for a
+ * Python int), with Python's errors (`indexOf`). */
+export function domainIndexOf(params: LabeledDomainParams, value: unknown): number {
+  const d = params.domainSize;
+  if (typeof value === "bigint") {
+    if (!(value >= 0n && value < BigInt(d))) throw new LdpValueError(`value index must be in [0, ${d}), got ${value}`);
+    return Number(value);
+  }
+  return indexOf(params.protocol, d, params.labels, value);
+}
+
+/** `DomainPrepare`: an encoder's `prepare` for a labeled domain: the value's index (`domainIndexOf`). */
 export abstract class DomainEncoder<P extends LabeledDomainParams = LabeledDomainParams> extends Encoder<P, number> {
   prepare(value: unknown): number {
-    const d = this.params.domainSize;
-    if (typeof value === "bigint") {
-      if (!(value >= 0n && value < BigInt(d))) throw new LdpValueError(`value index must be in [0, ${d}), got ${value}`);
-      return Number(value);
-    }
-    return indexOf(this.params.protocol, d, this.params.labels, value);
+    return domainIndexOf(this.params, value);
   }
 }

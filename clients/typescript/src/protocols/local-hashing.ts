@@ -15,7 +15,7 @@ import { realizedProbability } from "../random.js";
 import {
   Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt,
 } from "../params/base.js";
-import { DomainEncoder, ProtocolEntry, Report, checkLabels, indexOf, withFrozenLabels } from "../encoders/base.js";
+import { DomainEncoder, ProtocolEntry, Report, checkLabels, domainIndexOf, withFrozenLabels } from "../encoders/base.js";
 
 /** Default number of hash seeds a report draws from: every MurmurHash3 seed (`SEED_RANGE`). */
 export const SEED_RANGE = 2 ** 32;
@@ -57,7 +57,8 @@ export abstract class LocalHashingParams extends ProtocolParams {
   private fields_: readonly Field[] | undefined;
 
   constructor(values: ParamsDict) {
-    super(withFrozenLabels(values));
+    const v = withFrozenLabels(values);
+    super(v.seed_range === undefined ? { ...v, seed_range: SEED_RANGE } : v);
   }
 
   /** The hash range: reports carry y in [0, g). */
@@ -149,7 +150,7 @@ export abstract class LocalHashingParams extends ProtocolParams {
 
   /** `hash_of`: h_seed of a value (label or index), the bucket a report with this seed keeps w.p. p. */
   hashOf(value: unknown, seed: number): number {
-    const index = indexOf(this.protocol, this.domainSize, this.labels, value);
+    const index = domainIndexOf(this, value);
     return lhHash(index, checkInt(seed, "seed", 0, this.seedRange - 1), this.g);
   }
 

@@ -1,0 +1,244 @@
+// Hadamard Response (`hr`) beyond the conformance vectors: bad inputs of every JSON type (a seeded generator),
+// Python's refusal texts and derived values the vectors do not reach, the report law through the platform CSPRNG
+// (20,000 reports, within 4 standard errors), and the exact audits of the vectors.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { dirname, join } from "node:path";
+
+import { fromDict } from "../dist/params/base.js";
+import { reportJson } from "../dist/encoders/base.js";
+import { CryptoRandomSource } from "../dist/random.js";
+import { audit, matches } from "../dist/audit.js";
+
+import { HRParams, hr, hrOrder } from "../dist/protocols/hadamard-response.js";
+
+// ---- shared by the enc-A test files (each keeps its own copy: every .mjs under test/ is run as a test file) ----
+
+const VECTORS = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "conformance", "vectors");
+const N = 20000;
+
+/** A small seeded PRNG (mulberry32): the same inputs every run. */
+function prng(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const UNITS = ["a", "l0", "l1", "é", "\u0000", "\ud800", "\ud83d\ude00", "'", '"', "\\", " "];
+
+/** Any JSON-like value (and a few JS ones: bytes, bigints, NaN, ±Infinity, -0, undefined). */
+function randomValue(r, depth = 0) {
+  switch (Math.floor(r() * (depth > 2 ? 10 : 12))) {
+    case 0: return null;
+    case 1: return r() < 0.5;
+    case 2: case 3: return Math.floor(r() * 40) - 10;
+    case 4: return [2 ** 53, -(2 ** 53), 2 ** 32, 1e300, -0, NaN, Infinity, -Infinity, 0.5, 1e-300, 1.5][Math.floor(r() * 11)];
+    case 5: return [0n, 1n, 3n, -1n, 2n ** 64n][Math.floor(r() * 5)];
+    case 6: return (r() - 0.5) * 10 ** Math.floor(r() * 20 - 10);
+    case 7: return Array.from({ length: Math.floor(r() * 4) }, () => UNITS[Math.floor(r() * UNITS.length)]).join("");
+    case 8: return Uint8Array.from({ length: Math.floor(r() * 4) }, () => Math.floor(r() * 256));
+    case 9: return undefined;
+    case 10: return Array.from({ length: Math.floor(r() * 4) }, () => randomValue(r, depth + 1));
+    default: return Object.fromEntries(Array.from({ length: Math.floor(r() * 3) }, (_, i) => [`k${i}`, randomValue(r, depth + 1)]));
+  }
+}
+
+function show(v) {
+  return JSON.stringify(v, (_k, x) => (typeof x === "bigint" ? `${x}n` : x)) ?? String(v);
+}
+
+/** The report has the params' protocol, fingerprint and schema: every uint below its size, every bit string its
+ * length of 0/1; its JSON line parses. */
+function assertValidReport(report, params) {
+  assert.equal(report.protocol, params.protocol);
+  assert.equal(report.params, params.fingerprint);
+  assert.deepEqual(report.payload.map(([k]) => k), params.schema.map((f) => f.name));
+  for (const [i, f] of params.schema.entries()) {
+    const v = report.payload[i][1];
+    if (f.kind === "uint") assert.ok(Number.isInteger(v) && v >= 0 && v < f.size, `${f.name}=${v}`);
+    else assert.ok(typeof v === "string" && v.length === f.size && /^[01]+$/.test(v), `${f.name}=${v}`);
+  }
+  JSON.parse(reportJson(report));
+}
+
+function isPythonError(err) {
+  return err instanceof Error && (err.name === "ValueError" || err.name === "TypeError");
+}
+
+function withinSE(mean, expected, se, label) {
+  assert.ok(Math.abs(mean - expected) <= 4 * se, `${label}: ${mean} vs ${expected} (4 SE = ${4 * se})`);
+}
+
+function bernoulliWithin(count, n, p, label) {
+  withinSE(count / n, p, Math.sqrt((p * (1 - p)) / n), label);
+}
+
+/** Whether a fixed-domain encoder must accept `v`: an int index in range (a bigint too), or one of the labels. */
+function inDomain(v, d, labels) {
+  if (typeof v === "bigint") return v >= 0n && v < BigInt(d);
+  if (typeof v === "number") return Number.isInteger(v) && v >= 0 && v < d;
+  return typeof v === "string" && labels !== null && labels.includes(v);
+}
+
+/** Any value given to a fixed-domain encoder: a valid report exactly when the value is in the domain, else a
+ * ValueError/TypeError (and nothing else). `extra` checks each report. */
+function fuzzDomainValues(entry, Params, dicts, seed, extra = () => {}) {
+  test(`${entry.name}: any value is a valid report (in the domain) or a ValueError/TypeError`, () => {
+    const r = prng(seed);
+    for (const d of dicts) {
+      const params = fromDict(Params, d);
+      const encoder = entry.makeEncoder(params);
+      const labels = params.labels;
+      let reports = 0, refusals = 0;
+      for (let i = 0; i < 3000; i++) {
+        let v = randomValue(r);
+        if (r() < 0.2) v = Math.floor(r() * params.domainSize);
+        else if (labels !== null && r() < 0.2) v = labels[Math.floor(r() * labels.length)];
+        let report;
+        try {
+          report = encoder.encode(v);
+        } catch (err) {
+          assert.ok(isPythonError(err), `${show(v)}: ${err}`);
+          assert.ok(!inDomain(v, params.domainSize, labels), `${show(v)} refused: ${err.message}`);
+          refusals++;
+          continue;
+        }
+        assert.ok(inDomain(v, params.domainSize, labels), `${show(v)} accepted`);
+        assertValidReport(report, params);
+        extra(report, params, v);
+        reports++;
+      }
+      assert.ok(reports > 300 && refusals > 300, `${reports} reports, ${refusals} refusals`);
+    }
+  });
+}
+
+const SPECIAL_INTS = [0, -1, 1, 2, 3, 100, 2 ** 20, 2 ** 22, 2 ** 23, 2 ** 28, 2 ** 28 + 1, 2 ** 32, 2 ** 32 + 1, 1e-300, 745, 1e300];
+
+/** Any params dict: the params, or a ValueError/TypeError; valid ones cost at least ε (finite), and their reports
+ * (for domains up to 4096) are valid. */
+function fuzzDomainParams(entry, Params, base, seed, extra = () => {}) {
+  test(`${entry.name}: any params dict is ${Params.className} or a ValueError/TypeError`, () => {
+    const r = prng(seed);
+    let made = 0;
+    for (let i = 0; i < 3000; i++) {
+      const d = { ...base, epsilon: r() < 0.8 ? r() * 6 : 10 ** (r() * 8 - 6), domain_size: 2 + Math.floor(r() * 60) };
+      if (r() < 0.2) d.labels = Array.from({ length: d.domain_size }, (_, k) => `l${k}`);
+      for (const f of Object.keys(Params.fields.reduce((o, x) => ({ ...o, [x.name]: 1 }), {}))) {
+        const c = r();
+        if (c < 0.08) d[f] = randomValue(r);
+        else if (c < 0.12) delete d[f];
+        else if (c < 0.22 && f !== "labels") d[f] = SPECIAL_INTS[Math.floor(r() * SPECIAL_INTS.length)];
+      }
+      if (r() < 0.03) d.zz = 0;
+      let params;
+      try {
+        params = fromDict(Params, d);
+      } catch (err) {
+        assert.ok(isPythonError(err), `${show(d)}: ${err}`);
+        continue;
+      }
+      made++;
+      const e = params.privacyCost.epsilon;
+      assert.ok(e >= params.epsilon && Number.isFinite(e), `${show(d)}: ${e}`);
+      if (params.domainSize <= 4096) {
+        const report = entry.makeEncoder(params).encode(params.domainSize - 1);
+        assertValidReport(report, params);
+        extra(report, params);
+      }
+    }
+    assert.ok(made > 1000, `${made} valid params`);
+  });
+}
+
+/** The exact audits of the vector file attain the claimed ε. */
+function auditVectors(entry, Params) {
+  test(`${entry.name}: the exact audits of the vectors attain the claimed ε`, () => {
+    const doc = JSON.parse(readFileSync(join(VECTORS, `${entry.name}.json`), "utf8"));
+    assert.ok(doc.audits.length > 0);
+    for (const item of doc.audits) {
+      const params = fromDict(Params, item.params);
+      const result = audit(item.inputs, (x, src) => reportJson(entry.makeEncoder(params, { rng: src }).encode(x)));
+      assert.ok(matches(result.epsilon, item.epsilon), `${result.epsilon} vs ${item.epsilon}`);
+      assert.ok(matches(result.epsilon, params.privacyCost.epsilon), `${result.epsilon} vs ${params.privacyCost.epsilon}`);
+    }
+  });
+}
+
+/** `ValueError`/`TypeError` with exactly Python's text. */
+function refuses(Params, d, name, message) {
+  assert.throws(() => fromDict(Params, d), (err) => {
+    assert.equal(`${err.name}: ${err.message}`, `${name}: ${message}`, show(d));
+    return true;
+  });
+}
+
+/** Whether column j is in C_v = {j : H[v+1, j] = +1} (an even popcount of j & (v+1)). */
+function inC(j, v) {
+  let a = j & (v + 1), odd = 0;
+  for (; a; a &= a - 1) odd ^= 1;
+  return odd === 0;
+}
+
+fuzzDomainValues(hr, HRParams, [
+  { epsilon: 1, domain_size: 3 },
+  { epsilon: 2, domain_size: 5, labels: ["l0", "l1", "é", "\ud83d\ude00", "'"] },
+  { epsilon: 0.5, domain_size: 1000 },
+], 71);
+
+fuzzDomainParams(hr, HRParams, {}, 72);
+
+test("hr: K = 2^bit_length(d) and p = realized(σ(−ε)), as Python's; its texts for parameters it refuses", () => {
+  assert.deepEqual([2, 3, 4, 5, 7, 8, 100, 2 ** 27].map(hrOrder), [4, 4, 8, 8, 8, 16, 128, 2 ** 28]);
+  assert.equal(hrOrder(2 ** 32), 2 ** 33);
+  const params = fromDict(HRParams, { epsilon: 2, domain_size: 7 });
+  assert.equal(params.order, 8);
+  assert.equal(params.p, 0.8807970779778823);
+  assert.equal(params.privacyCost.epsilon, 2.0);
+  assert.deepEqual(params.schema, [{ name: "j", kind: "uint", size: 8 }]);
+  refuses(HRParams, { epsilon: 1000, domain_size: 5 }, "ValueError",
+    "epsilon=1000.0 is too large for hr: a bit probability rounds to 0 or 1 at the client's resolution, so reports " +
+    "would not be private");
+  refuses(HRParams, { epsilon: 1e-20, domain_size: 5 }, "ValueError",
+    "epsilon=1e-20 is too small for hr: p and q are equal at the client's resolution, so reports would carry no " +
+    "information");
+  refuses(HRParams, { epsilon: 1, domain_size: 2 ** 28 }, "ValueError",
+    "the hr aggregate of these parameters needs 536,870,912 counters (4.0 GiB), over the limit of 268,435,456 " +
+    "(2 GiB)");
+});
+
+test("hr: the largest collectable domain (2^28 − 1 values, K = 2^28) reports columns below K", () => {
+  const params = fromDict(HRParams, { epsilon: 1, domain_size: 2 ** 28 - 1 });
+  const encoder = hr.makeEncoder(params);
+  for (const v of [0, 1, 2 ** 27, 2 ** 28 - 2]) {
+    const report = encoder.encode(v);
+    assertValidReport(report, params);
+  }
+});
+
+for (const [epsilon, d, v] of [[1, 5, 3], [2, 8, 7], [0.5, 100, 42]]) {
+  test(`hr: 20,000 reports fall in C_v w.p. p and each column of C_v w.p. 2p/K, of the rest 2(1 − p)/K (ε=${epsilon}, d=${d})`, () => {
+    const params = fromDict(HRParams, { epsilon, domain_size: d });
+    const encoder = hr.makeEncoder(params, { rng: new CryptoRandomSource() });
+    const K = params.order;
+    const out = Array.from({ length: K }, (_, j) => j).find((j) => !inC(j, v)); // j = 0 is always in C_v
+    let inside = 0, zero = 0, first = 0;
+    for (let i = 0; i < N; i++) {
+      const j = encoder.encode(v).payload[0][1];
+      if (inC(j, v)) inside++;
+      if (j === 0) zero++;
+      if (j === out) first++;
+    }
+    bernoulliWithin(inside, N, params.p, "in C_v");
+    bernoulliWithin(zero, N, (2 * params.p) / K, "j = 0 (in C_v: 2p/K)");
+    bernoulliWithin(first, N, (2 * (1 - params.p)) / K, `j = ${out} (outside: 2(1 − p)/K)`);
+  });
+}
+
+auditVectors(hr, HRParams);
