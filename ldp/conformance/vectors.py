@@ -82,7 +82,10 @@ def _values(params: ProtocolParams) -> list[Any]:
 def _trace(params: ProtocolParams, value: Any) -> dict[str, Any]:
     """The bytes a string value is hashed as (docs/hashing.md), to find where another client goes astray."""
     if params.domain_size is None and isinstance(value, str):
-        return {"value_bytes": value_bytes(value).hex()}
+        try:
+            return {"value_bytes": value_bytes(value).hex()}
+        except ValueError:  # a lone surrogate, taken by a protocol that replaces characters outside its alphabet
+            return {}
     return {}
 
 

@@ -56,7 +56,9 @@ class DBitFlipParams(_Buckets, ProtocolParams):
     clip: bool = False
     protocol: ClassVar[str] = "dbitflip"
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
-        {"epsilon": 2.0, "edges": [0.0, 10.0, 20.0, 40.0, 80.0], "d": 2},)
+        {"epsilon": 2.0, "edges": [0.0, 10.0, 20.0, 40.0, 80.0], "d": 2},  # 6 subsets: one randbelow
+        {"epsilon": 2.0, "edges": [float(i) for i in range(17)], "d": 8},  # 12,870 subsets: Floyd's algorithm
+        {"epsilon": 2.0, "edges": [float(i) for i in range(21)], "d": 10})  # d > 8
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))

@@ -107,7 +107,9 @@ class PEMParams(ProtocolParams):
     truncate: bool = False
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "pem"
-    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 2.0, "max_length": 2, "oracle": "grr"},)
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"epsilon": 2.0, "max_length": 2, "oracle": "grr"},
+        {"epsilon": 2.0, "max_length": 6, "truncate": True})  # prefixes over 32 bits (KEY_SEED), truncation
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))

@@ -83,6 +83,10 @@ class RapporNgramsParams(NgramsText, ProtocolParams):
     pad: str = "_"
     truncate: bool = False
     protocol: ClassVar[str] = "rappor-ngrams"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (  # three grams, cohorts derived from the secret
+        {"num_bloombits": 16, "num_hashes": 2, "num_cohorts": 4, "p": 0.25, "q": 0.75, "f": 0.5, "gram_bloombits": 8,
+         "gram_hashes": 2, "gram_cohorts": 4, "gram_p": 0.45, "gram_q": 0.55, "gram_f": 0.75, "n": 2,
+         "max_length": 6, "alphabet": "abc", "truncate": True},)
 
     def __post_init__(self) -> None:
         check_int(self.n, "n (gram length)", 1, 8)

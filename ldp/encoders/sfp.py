@@ -90,6 +90,10 @@ class SfpParams(ProtocolParams):
     replacement: str | None = None
     truncate: bool = False
     protocol: ClassVar[str] = "sfp"
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (  # replacement and truncation, a 2-byte symbol
+        {"word_epsilon": 2.0, "fragment_epsilon": 2.0, "alphabet": "ab\u00e9", "length": 4, "fragment_length": 2,
+         "hash_bits": 2, "word_num_hashes": 4, "word_width": 16, "fragment_num_hashes": 4, "fragment_width": 16,
+         "replacement": "a", "truncate": True},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "word_epsilon", check_epsilon(self.word_epsilon, "word_epsilon"))
