@@ -3,3 +3,9 @@
  * is exported by `./node.js`): the core (`./core.js`).
  */
 export * from "./core.js";
+export { MemoryStore, LocalStorageStore } from "./state.js";
+export type { DeviceState, StateStore } from "./state.js";
+export { TelemetryClient, metricSecret } from "./client.js";
+export type { ClientOptions } from "./client.js";
+export { batchId, checkAnswer, parseRetryAfter, upload } from "./uploader.js";
+export type { UploadOptions, UploadResult } from "./uploader.js";

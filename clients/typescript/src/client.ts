@@ -1,0 +1,171 @@
+/**
+ * The client runtime (`ldp.client.TelemetryClient`): one device's reports for one collection. `record(metric,
+ * value)` checks the value, then in ONE atomic update of the device's state (`StateStore`) checks every cap,
+ * charges, randomizes and puts the envelope line in the outbox; `upload` sends the outbox to `ldp serve`
+ * (`uploader.ts`). Budgets as docs/client.md "Budgets": per window (`floor(unix seconds / window_seconds)`) and
+ * lifetime, for the collection and per metric, with Python's 1e-9 relative slack; memoized charges (RAPPOR's PRR)
+ * are cut so that one value's total never exceeds its cap.
+ */
+import { ALL_METRICS, BudgetExceeded, LdpValueError } from "./errors.js";
+import { CryptoRandomSource, RandomSource } from "./random.js";
+import { fromHex, toHex } from "./bytes.js";
+import { hmacSha256 } from "./hash/sha256.js";
+import { pyRepr } from "./canonical.js";
+import { Charge, Encoder, envelopeJson, isMemoized } from "./encoders/base.js";
+import { PrivacyCost } from "./params/base.js";
+import { PROTOCOLS } from "./protocols/index.js";
+import { CollectionSpec } from "./spec.js";
+import { DeviceState, StateStore } from "./state.js";
+import { UploadOptions, UploadResult, upload } from "./uploader.js";
+
+const METRIC_SECRET_TAG = new TextEncoder().encode("ldp/client/metric-secret/v1\0");
+const REL_TOL = 1e-9;
+const DELTA_MAX = 1 - 2 ** -53;
+
+/** `HMAC-SHA256(device secret, "ldp/client/metric-secret/v1\0" ‖ metric)`: a memoizing metric's secret. */
+export function metricSecret(deviceSecret: Uint8Array, metric: string): Uint8Array {
+  const name = new TextEncoder().encode(metric);
+  const msg = new Uint8Array(METRIC_SECRET_TAG.length + name.length);
+  msg.set(METRIC_SECRET_TAG);
+  msg.set(name, METRIC_SECRET_TAG.length);
+  return hmacSha256(deviceSecret, msg);
+}
+
+/** What a client is opened with: a clock (Unix seconds) and randomness (default: the platform CSPRNG). */
+export interface ClientOptions {
+  readonly clock?: () => number;
+  readonly rng?: RandomSource;
+}
+
+function limit(cap: PrivacyCost): [number, number] {
+  return [cap.epsilon * (1 + REL_TOL) + 1e-15, cap.delta * (1 + REL_TOL) + 1e-15];
+}
+
+/** One device's client of one collection. Open it with `TelemetryClient.open(spec, store)`. */
+export class TelemetryClient {
+  private readonly encoders = new Map<string, Encoder>();
+
+  private constructor(readonly spec: CollectionSpec, private readonly store: StateStore,
+    private readonly clock: () => number, private readonly rng: RandomSource, private readonly secret: Uint8Array) {}
+
+  /** Open (or create) the device's state in `store` for `spec`'s collection: a state of another collection is
+   * refused, never reset. */
+  static async open(spec: CollectionSpec, store: StateStore, options: ClientOptions = {}): Promise<TelemetryClient> {
+    const rng = options.rng ?? new CryptoRandomSource();
+    const state = await store.update((s) => {
+      if (s !== null) {
+        if (s.format !== 1 || s.collection !== spec.name) {
+          throw new LdpValueError(`this state belongs to collection ${pyRepr(String(s.collection))}, not ` +
+            `${pyRepr(spec.name)}: use another store (a budget is never reset)`);
+        }
+        return [s, s];
+      }
+      const fresh: DeviceState = { format: 1, collection: spec.name, secret: toHex(rng.tokenBytes(32)),
+        salt: toHex(rng.tokenBytes(32)), clock: 0, totals: {}, memo: {}, cohorts: {}, outbox: [], nextId: 1,
+        batch: null, lastUpload: null, uploaded: {} };
+      return [fresh, fresh];
+    });
+    return new TelemetryClient(spec, store, options.clock ?? (() => Date.now() / 1000), rng, fromHex(state.secret));
+  }
+
+  private encoder(metric: string, state: DeviceState): Encoder {
+    const known = this.encoders.get(metric);
+    if (known !== undefined) return known;
+    const m = this.spec.metric(metric);
+    const entry = PROTOCOLS[m.params.protocol];
+    const options: { rng: RandomSource; secret?: Uint8Array; cohort?: number } = { rng: this.rng };
+    const cohorts = entry.assignedCohorts(m.params);
+    if (cohorts) {
+      const key = `${metric}\0${m.params.fingerprint}`;
+      if (state.cohorts[key] === undefined) state.cohorts[key] = this.rng.randbelow(cohorts);
+      options.cohort = state.cohorts[key];
+    }
+    if (entry.needsSecret) options.secret = metricSecret(this.secret, metric);
+    const enc = entry.makeEncoder(m.params, options);
+    if (!cohorts) this.encoders.set(metric, enc);
+    return enc;
+  }
+
+  /** Privatize `value` for `metric` and put its envelope in the outbox; return its outbox id. A bad value throws
+   * `ValueError`/`TypeError` (Python's texts) and a spent budget `BudgetExceeded`, both with nothing written. */
+  async record(metric: string, value: unknown): Promise<number> {
+    this.spec.metric(metric);
+    const now = this.clock();
+    if (!(Number.isFinite(now) && now >= 0)) throw new LdpValueError(`the clock must give seconds >= 0, got ${now}`);
+    return this.store.update((state) => {
+      if (state === null) throw new LdpValueError("the client's state is gone");
+      const enc = this.encoder(metric, state);
+      const prepared = enc.prepare(value);
+      state.clock = Math.max(state.clock, now);
+      const window = Math.floor(state.clock / this.spec.windowSeconds);
+      this.charge(state, metric, enc.chargeFor(prepared), window);
+      const line = envelopeJson(this.spec.fingerprint, metric, window, enc.randomize(prepared));
+      const id = state.nextId++;
+      state.outbox.push({ id, metric, window, line });
+      return [state, id];
+    });
+  }
+
+  /** Check every cap and add the charge to the totals (Python's `BudgetLedger._charge`). */
+  private charge(state: DeviceState, metric: string, charge: Charge, window: number): void {
+    let inc: PrivacyCost = charge as PrivacyCost;
+    let memoKey: string | undefined;
+    if (isMemoized(charge)) {
+      memoKey = `${metric}\0${toHex(charge.key)}`;
+      const [reports, e, d] = state.memo[memoKey] ?? [0, 0, 0];
+      const step = reports === 0 ? charge.first : charge.then;
+      inc = { epsilon: Math.max(0, Math.min(step.epsilon, charge.cap.epsilon - e)),
+        delta: Math.max(0, Math.min(step.delta, charge.cap.delta - d)) };
+    }
+    const m = this.spec.metric(metric);
+    const scopes: Array<[string, PrivacyCost | undefined, PrivacyCost | undefined]> = [
+      [metric, m.budget.per_window, m.budget.lifetime], [ALL_METRICS, this.spec.budget.per_window, this.spec.budget.lifetime]];
+    for (const [scope, perWindow, lifetime] of scopes) {
+      const t = state.totals[scope];
+      const spent: [number, number] = t && t.window === window ? t.spent : [0, 0];
+      const life: [number, number] = t ? t.lifetime : [0, 0];
+      for (const [cap, total, period] of [[perWindow, spent, "window"], [lifetime, life, "lifetime"]] as const) {
+        if (cap === undefined) continue;
+        const [le, ld] = limit(cap);
+        if (total[0] + inc.epsilon > le || Math.min(total[1] + inc.delta, DELTA_MAX) > ld) {
+          throw new BudgetExceeded(scope, period, inc, { epsilon: total[0], delta: total[1] }, cap);
+        }
+      }
+    }
+    for (const [scope] of scopes) {
+      const t = state.totals[scope] ?? { window, spent: [0, 0], lifetime: [0, 0] };
+      if (t.window !== window) t.spent = [0, 0];
+      t.window = window;
+      t.spent = [t.spent[0] + inc.epsilon, Math.min(t.spent[1] + inc.delta, DELTA_MAX)];
+      t.lifetime = [t.lifetime[0] + inc.epsilon, Math.min(t.lifetime[1] + inc.delta, DELTA_MAX)];
+      state.totals[scope] = t;
+    }
+    if (memoKey !== undefined) {
+      const [reports, e, d] = state.memo[memoKey] ?? [0, 0, 0];
+      state.memo[memoKey] = [reports + 1, e + inc.epsilon, d + inc.delta];
+    }
+  }
+
+  /** (ε, δ) spent on `metric` (default: all metrics) in the current window, or over the lifetime. */
+  async spent(metric: string = ALL_METRICS, period: "window" | "lifetime" = "window"): Promise<PrivacyCost> {
+    const now = this.clock();
+    return this.store.update((s) => {
+      if (s === null) throw new LdpValueError("the client's state is gone");
+      const t = s.totals[metric];
+      const window = Math.floor(Math.max(s.clock, now) / this.spec.windowSeconds);
+      const [e, d] = !t ? [0, 0] : period === "lifetime" ? t.lifetime : t.window === window ? t.spent : [0, 0];
+      return [s, { epsilon: e, delta: d }];
+    });
+  }
+
+  /** Envelopes waiting for upload. */
+  async pending(): Promise<number> {
+    return this.store.update((s) => [s as DeviceState, (s as DeviceState).outbox.length]);
+  }
+
+  /** Send the outbox to an `ldp serve` collector (`POST url`, bearer `token`) until it is empty or the upload
+   * interval stops it (`uploader.ts`). */
+  upload(url: string, token: string, options: UploadOptions = {}): Promise<UploadResult> {
+    return upload(this.store, this.spec, url, token, { clock: this.clock, ...options });
+  }
+}

@@ -1,0 +1,180 @@
+"""The TypeScript client end to end (issue 32, item 3): a web page served from its own origin loads the built
+bundle (clients/typescript/dist/ldp-client.min.js) in a real headless Chromium, makes a thousand simulated devices
+with their own ledgers and secrets, records each device's values (four protocols: GRR with labels, binary RR,
+OLH, Duchi) and uploads them to a real ``python -m ldp serve`` on loopback, across origins (the collector's
+``cors_origins``). The collector is restarted (closing its segment) and folds the reports; the Python decoder's
+estimates must land within 4 standard errors of the truth, and every report must be accepted.
+
+CI builds the bundle first (.ci/run) and sets ``LDP_REQUIRE_TS_BUNDLE=1``, so a missing bundle fails there; a
+developer without Node gets a skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.e2e import CHROMIUM, CHROMIUM_ARGS, Served, artifact_dir, free_port, get_json, need_browser, serve
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLE = ROOT / "clients" / "typescript" / "dist" / "ldp-client.min.js"
+PAGE = Path(__file__).with_name("e2e_page.html")
+APP = "web"
+DEVICES = 1000
+LABELS = ["games", "social", "news", "other"]
+SHARES = [0.4, 0.3, 0.2, 0.1]
+DARK_SHARE = 0.35
+PAGES = [f"/p{i}" for i in range(8)]
+PAGE_SHARES = [0.3, 0.2, 0.15, 0.1, 0.1, 0.05, 0.05, 0.05]
+METRICS: dict[str, dict[str, Any]] = {
+    "app_category": {"protocol": "grr", "params": {"epsilon": 2.0, "domain_size": 4, "labels": LABELS},
+                     "budget": {"per_report": 2.0}},
+    "dark_mode": {"protocol": "rr", "params": {"p": 0.25, "q": 0.75}, "budget": {"per_report": 1.1}},
+    "page": {"protocol": "olh", "params": {"epsilon": 2.0, "domain_size": 8, "labels": PAGES},
+             "budget": {"per_report": 2.0}},
+    "load_time": {"protocol": "duchi", "params": {"epsilon": 1.0, "low": 0.0, "high": 1000.0},
+                  "budget": {"per_report": 1.0}},
+}
+SPEC = {"spec_version": 1, "name": "ts_e2e", "description": "The TypeScript client end to end.",
+        "budget": {"per_window": 10.0, "lifetime": 100.0}, "upload": {"min_interval_seconds": 0, "max_batch": 500},
+        "metrics": METRICS}
+FOLD_TIMEOUT = 30.0
+
+
+def _spread(labels: list[str], shares: list[float]) -> list[str]:
+    return [label for label, s in zip(labels, shares, strict=True) for _ in range(round(s * DEVICES))]
+
+
+def devices() -> list[list[tuple[str, Any]]]:
+    """Each device's (metric, value) pairs."""
+    cats, pages = _spread(LABELS, SHARES), _spread(PAGES, PAGE_SHARES)
+    dark = round(DARK_SHARE * DEVICES)
+    return [[("app_category", cats[d]), ("dark_mode", d < dark), ("page", pages[(d * 7) % DEVICES]),
+             ("load_time", float((d * 37) % 1000))] for d in range(DEVICES)]
+
+
+def truth() -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {m: {} for m in METRICS}
+    for values in devices():
+        for metric, value in values:
+            if metric == "load_time":
+                out[metric]["sum"] = out[metric].get("sum", 0.0) + value
+            else:
+                key = ("yes" if value else "no") if metric == "dark_mode" else value
+                out[metric][key] = out[metric].get(key, 0) + 1
+    return out
+
+
+@contextmanager
+def static_site(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` on a free loopback port (another origin than the collector's); yield its URL."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def write_site(tmp: Path) -> Path:
+    site = tmp / "site"
+    site.mkdir()
+    (site / "index.html").write_text(PAGE.read_text())
+    (site / "ldp-client.min.js").write_bytes(BUNDLE.read_bytes())
+    (site / "spec.json").write_text(json.dumps(SPEC))
+    (site / "devices.json").write_text(json.dumps(devices()))
+    return site
+
+
+def write_config(tmp: Path, token: str, origin: str) -> Path:
+    from ldp.collector.config import token_sha256
+
+    (tmp / "spec.json").write_text(json.dumps(SPEC))
+    config = tmp / "collector.toml"
+    config.write_text(f'data_dir = "data"\ncors_origins = ["{origin}"]\n[limits]\nsegment_max_seconds = 3600\n'
+                      f'[fold]\nevery_seconds = 1\n[apps.{APP}]\ntoken_sha256 = "{token_sha256(token)}"\n'
+                      'specs = ["spec.json"]\n')
+    return config
+
+
+def wait_for_fold(served: Served, reports: int) -> dict[str, Any]:
+    deadline = time.monotonic() + FOLD_TIMEOUT
+    doc: Any = None
+    while time.monotonic() < deadline:
+        status, body = get_json(served.port, "/v1/estimates")
+        doc = body.get("apps", {}).get(APP) if status == 200 else None
+        if doc and doc.get("accepted") == reports and all(m["n"] == DEVICES for m in doc["metrics"]):
+            return dict(doc)
+        time.sleep(0.2)
+    raise AssertionError(f"the reports were not folded within {FOLD_TIMEOUT} s: {json.dumps(doc)[:2000]}")
+
+
+def need_bundle() -> None:
+    if BUNDLE.exists():
+        return
+    reason = f"the TypeScript end-to-end test needs the built bundle {BUNDLE} (cd clients/typescript && npm test)"
+    if os.environ.get("LDP_REQUIRE_TS_BUNDLE") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_recovers_the_truth(
+        tmp_path: Path) -> None:
+    need_browser()
+    need_bundle()
+    from playwright.sync_api import sync_playwright
+
+    from ldp.collector.config import new_token
+
+    token = new_token()
+    site = write_site(tmp_path)
+    reports = DEVICES * len(METRICS)
+    with static_site(site) as origin, sync_playwright() as p:
+        config = write_config(tmp_path, token, origin)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            with serve(config, tmp_path / "server.log") as served:
+                errors: list[str] = []
+                page = browser.new_page()
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+                page.goto(f"{origin}/index.html?collector={served.url}/v1/reports&token={token}")
+                page.wait_for_function("window.__result !== undefined || window.__error !== undefined",
+                                       timeout=240_000)
+                page.screenshot(path=str(artifact_dir(tmp_path) / "ts-e2e.png"))
+                assert page.evaluate("window.__error === undefined"), page.evaluate("window.__error")
+                result = page.evaluate("window.__result")
+                assert errors == [], errors
+            assert result["recorded"] == result["acknowledged"] == result["accepted"] == reports, result
+            with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
+                folded = wait_for_fold(served, reports)
+        finally:
+            browser.close()
+    true = truth()
+    spec_fp = {s["fingerprint"] for s in folded["specs"]}
+    assert spec_fp == {result["specFingerprint"]}, (spec_fp, result)
+    for m in folded["metrics"]:
+        name, rows = m["metric"], {r["item"]: r for r in m["rows"]}
+        assert m["error"] is None and m["n"] == DEVICES, m
+        if m["kind"] == "mean":
+            (row,) = rows.values()
+            mean = true[name]["sum"] / DEVICES
+            assert abs(row["estimate"] - mean) <= 4 * row["std_error"], (name, row, mean)
+            continue
+        assert set(rows) == set(true[name]), (name, sorted(rows))
+        for item, count in true[name].items():
+            r = rows[item]
+            assert abs(r["estimate"] - count) <= 4 * r["std_error"], (name, item, r, count)
