@@ -14,21 +14,11 @@ import { fromDict } from "../dist/params/base.js";
 import { reportJson } from "../dist/encoders/base.js";
 import { CryptoRandomSource, realizedProbability } from "../dist/random.js";
 import { audit, matches } from "../dist/audit.js";
+import { prng, assertValidReport, isPythonError, withinSE } from "../test-support/domain.mjs";
 
 const VECTORS = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "conformance", "vectors");
 const N = 20000;
 const ENTRIES = [[duchi, DuchiParams], [piecewise, PiecewiseParams], [hybrid, HybridParams]];
-
-/** A small seeded PRNG (mulberry32): the same inputs every run. */
-function prng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const UNITS = ["a", "b", "é", "\u0000", "\ud800", "\udc00", "\ud83d\ude00", "'", '"', "\\", " ", "ß", "\uffff"];
 
@@ -57,25 +47,6 @@ function randomValue(r, depth = 0) {
 
 /** The report has the params' protocol, fingerprint and schema: every uint below its size, every bit string its
  * length of 0/1; its JSON line parses. */
-function assertValidReport(report, params) {
-  assert.equal(report.protocol, params.protocol);
-  assert.equal(report.params, params.fingerprint);
-  assert.deepEqual(report.payload.map(([k]) => k), params.schema.map((f) => f.name));
-  for (const [i, f] of params.schema.entries()) {
-    const v = report.payload[i][1];
-    if (f.kind === "uint") assert.ok(Number.isInteger(v) && v >= 0 && v < f.size, `${f.name}=${v}`);
-    else assert.ok(typeof v === "string" && v.length === f.size && /^[01]+$/.test(v), `${f.name}=${v}`);
-  }
-  JSON.parse(reportJson(report));
-}
-
-function isPythonError(err) {
-  return err instanceof Error && (err.name === "ValueError" || err.name === "TypeError");
-}
-
-function withinSE(mean, expected, se, label) {
-  assert.ok(Math.abs(mean - expected) <= 4 * se, `${label}: ${mean} vs ${expected} (4 SE = ${4 * se})`);
-}
 
 /** A number the generator likes for bounds and values: near the bounds, huge, tiny, negative zero, non-finite. */
 function randomNumber(r) {
