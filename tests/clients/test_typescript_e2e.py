@@ -28,6 +28,7 @@ from support.e2e import CHROMIUM, CHROMIUM_ARGS, Served, artifact_dir, free_port
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "clients" / "typescript" / "dist" / "ldp-client.min.js"
 PAGE = Path(__file__).with_name("e2e_page.html")
+TABS_PAGE = Path(__file__).with_name("e2e_tabs.html")
 APP = "web"
 DEVICES = 1000
 LABELS = ["games", "social", "news", "other"]
@@ -78,7 +79,7 @@ def truth() -> dict[str, dict[str, float]]:
 def static_site(folder: Path) -> Iterator[str]:
     """Serve ``folder`` on a free loopback port (another origin than the collector's); yield its URL."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]  # (a partial: set on the class below)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -93,6 +94,7 @@ def write_site(tmp: Path) -> Path:
     site = tmp / "site"
     site.mkdir()
     (site / "index.html").write_text(PAGE.read_text())
+    (site / "tabs.html").write_text(TABS_PAGE.read_text())
     (site / "ldp-client.min.js").write_bytes(BUNDLE.read_bytes())
     (site / "spec.json").write_text(json.dumps(SPEC))
     (site / "devices.json").write_text(json.dumps(devices()))
@@ -178,3 +180,32 @@ def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_re
         for item, count in true[name].items():
             r = rows[item]
             assert abs(r["estimate"] - count) <= 4 * r["std_error"], (name, item, r, count)
+
+
+def test_two_tabs_on_one_device_never_spend_over_the_budget(tmp_path: Path) -> None:
+    """Two tabs of one origin record into the same IndexedDB state at once (300 tries each against a lifetime of
+    200 reports): IndexedDB's readwrite transactions serialize the read-modify-writes, so exactly 200 are recorded
+    and charged. (localStorage under Web Locks failed this: 213 recorded, each tab reading a stale copy.)"""
+    need_browser()
+    need_bundle()
+    from playwright.sync_api import sync_playwright
+
+    site = write_site(tmp_path)
+    with static_site(site) as origin, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context()
+            tabs = [context.new_page() for _ in range(2)]
+            for tab in tabs:
+                tab.goto(f"{origin}/tabs.html")
+                tab.wait_for_function("window.ready === true")
+            for tab in tabs:  # start both, then wait for both: their records interleave
+                tab.evaluate("() => { window.run = window.runTab(300); }")  # not awaited here
+            results = [tab.evaluate("window.run") for tab in tabs]
+            state = tabs[0].evaluate("window.readState()")
+        finally:
+            browser.close()
+    assert sum(r["recorded"] for r in results) == 200, results
+    assert sum(r["refused"] for r in results) == 400, results
+    assert len(state["outbox"]) == 200 and state["totals"]["*"]["lifetime"][0] == 200.0, state["totals"]
+    assert all(r["recorded"] > 0 for r in results), results  # both tabs got some: they really ran at once

@@ -3,7 +3,7 @@
  * is exported by `./node.js`): the core (`./core.js`).
  */
 export * from "./core.js";
-export { MemoryStore, LocalStorageStore } from "./state.js";
+export { IndexedDBStore, MemoryStore } from "./state.js";
 export type { DeviceState, StateStore } from "./state.js";
 export { TelemetryClient, metricSecret } from "./client.js";
 export type { ClientOptions } from "./client.js";
