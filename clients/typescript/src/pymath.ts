@@ -32,7 +32,7 @@ function mul(a: bigint, b: bigint): bigint {
 }
 
 /** The exact value of a finite double as `[m, e]`, x = m·2^e with m a (signed) BigInt. */
-function decompose(x: number): [bigint, number] {
+export function decompose(x: number): [bigint, number] {
   const view = new DataView(new ArrayBuffer(8));
   view.setFloat64(0, x);
   const hi = view.getUint32(0), lo = view.getUint32(4);

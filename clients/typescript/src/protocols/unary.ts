@@ -12,7 +12,7 @@
  */
 import { pyFloatRepr } from "../canonical.js";
 import { LdpValueError } from "../errors.js";
-import { log } from "../pymath.js";
+import { decompose, log } from "../pymath.js";
 import { RandomSource, realizedProbability } from "../random.js";
 import {
   Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, logisticTail,
@@ -22,18 +22,7 @@ import { DomainEncoder, ProtocolEntry, Report, bitsString, checkLabels, withFroz
 /** The exact value of a finite double as a fraction `[num, den]` of bigints (`Fraction(x)`, not reduced; `den` a
  * power of two). */
 function exactFraction(x: number): [bigint, bigint] {
-  const view = new DataView(new ArrayBuffer(8));
-  view.setFloat64(0, x);
-  const hi = view.getUint32(0), lo = view.getUint32(4);
-  const biased = (hi >>> 20) & 0x7ff;
-  let m = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
-  let e: number;
-  if (biased === 0) e = -1074;
-  else {
-    m |= 1n << 52n;
-    e = biased - 1075;
-  }
-  if (hi >>> 31) m = -m;
+  const [m, e] = decompose(x);
   return e >= 0 ? [m << BigInt(e), 1n] : [m, 1n << BigInt(-e)];
 }
 
