@@ -37,7 +37,8 @@ from ldp.spec import Envelope
 from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
 
 __all__ = [
-    "FORMATS", "SECTION_MAGIC", "MAX_SECTION", "CSV_HEADER", "SectionHeader", "detect_format", "pack_section_header",
+    "FORMATS", "SECTION_MAGIC", "SECTION_VERSION", "MAX_SECTION", "CSV_HEADER", "SectionHeader", "detect_format",
+    "pack_section_header",
     "read_section_header", "Section", "sections_from_envelopes", "write_jsonl", "write_csv", "write_binary",
     "write_parquet", "PARQUET_KEYS", "EXTENSIONS", "parquet_row_groups",
 ]

@@ -23,7 +23,15 @@ from ldp.decoders.base import frame_to_batch
 from ldp.errors import InputError
 from ldp.reports import MAGIC as FRAME_MAGIC, MAX_LINE, ReportError, scan_frames
 from ldp.server.fold import RAW_LIMIT, Folder
-from ldp.server.formats import CSV_HEADER, MAX_SECTION, SECTION_MAGIC, SectionHeader, detect_format, read_section_header
+from ldp.server.formats import (
+    CSV_HEADER,
+    MAX_SECTION,
+    SECTION_MAGIC,
+    SECTION_VERSION,
+    SectionHeader,
+    detect_format,
+    read_section_header,
+)
 from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
 
 __all__ = ["CHUNK_BYTES", "InputError", "iter_line_chunks", "iter_csv_records", "read_input", "read_jsonl", "read_csv",
@@ -271,20 +279,28 @@ def _count_span(fh: IO[bytes], start: int, end: int, piece: int = CHUNK_BYTES) -
 
 
 def _next_section(fh: IO[bytes], start: int, size: int) -> int:
-    """Offset of the next section with an intact header after ``start`` (or ``size``)."""
+    """Offset of the next section with an intact header after ``start`` (or ``size``).
+
+    Only ``LDPE`` followed by the current version byte can start an intact header, so that is what
+    is searched for; a candidate's header is checked in the block already read (a new read only when
+    it straddles the block's end): the scan stays linear, with a few operations per candidate."""
+    lead = SECTION_MAGIC + bytes([SECTION_VERSION])
     pos = start + 1
     while pos < size:
         fh.seek(pos)
         block = fh.read(1 << 20)
-        at = block.find(SECTION_MAGIC)
+        at = block.find(lead)
         while at >= 0:
-            fh.seek(pos + at)
-            if isinstance(read_section_header(fh.read(_HEADER_MAX)), SectionHeader):
+            head = block[at:at + _HEADER_MAX]
+            if len(head) < _HEADER_MAX and pos + at + len(head) < size:
+                fh.seek(pos + at)
+                head = fh.read(_HEADER_MAX)
+            if isinstance(read_section_header(head), SectionHeader):
                 return pos + at
-            at = block.find(SECTION_MAGIC, at + 1)
+            at = block.find(lead, at + 1)
         if len(block) < 1 << 20:
             break
-        pos += len(block) - 3
+        pos += len(block) - len(lead) + 1
     return size
 
 
