@@ -10,6 +10,8 @@ L-GRR (``lgrr``): a pure frequency oracle (:mod:`ldp.decoders.pure`) with the re
 ``p* = p1·p2 + (1 − p1)·q2`` and ``q* = (1 − p*)/(k − 1)``; ``ĉ_v = (C_v − n·q*)/(p* − q*)``,
 ``Var[ĉ_v] = (f_v·p*(1 − p*) + (n − f_v)·q*(1 − q*))/(p* − q*)²``. The two rounds compose to one GRR
 with ``λ* = p* − q*``, so the aggregate-level draw is GRR's keep-or-uniform mixture.
+:func:`two_path_second_round` is the second-round probability of Arcolezi et al. (2021), kept for
+comparison: docs/protocols/longitudinal.md, "The second round", says why ours differs for k > 2.
 
 Memoized 1BitMean (``memo-mean``): over α and the memoized bit, ``Pr[bit = 1 | x] = P1 = q + φ(1 − 2q)``
 with ``φ = (x − low)/(high − low)`` (``E_α[j]/s = φ``) and ``q = γ + (1 − 2γ)·q_memo`` (:attr:`MemoMeanParams.q`):
@@ -21,6 +23,7 @@ mean estimate ``Σ v/n`` has variance ``Σ_i Var[v | x_i]/n²``, and the aggrega
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,7 +38,8 @@ from ldp.decoders.results import Estimates
 from ldp.encoders.longitudinal import LGRRParams, MemoMeanParams
 from ldp.randomness import as_generator
 
-__all__ = ["LGRRAggregate", "MemoMeanAggregate", "lgrr_variance", "memo_mean_report_variance"]
+__all__ = ["LGRRAggregate", "MemoMeanAggregate", "lgrr_variance", "memo_mean_report_variance", "composed_grr",
+           "two_path_second_round"]
 
 Floats = npt.NDArray[np.float64]
 Counts = npt.NDArray[np.int64]
@@ -60,6 +64,32 @@ def lgrr_variance(params: LGRRParams, true_counts: npt.ArrayLike) -> Floats:
     """Exact variance of each value's count estimate given the true counts (one report per device)."""
     t = _true_counts(params, true_counts)
     return pure_count_variance(t, int(t.sum()), params.p_star, params.q_star)
+
+
+def composed_grr(p1: float, p2: float, k: int) -> tuple[float, float]:
+    """``(p*, q*)`` of GRR(p2) applied to GRR(p1) over ``k`` values, exactly: a report names ``v`` from ``v``
+    through ``m = v`` or through any of the ``k − 1`` other ``m``; it names ``u != v`` through ``m = v``,
+    ``m = u`` or any of the ``k − 2`` others::
+
+        p* = p1·p2 + (k − 1)·q1·q2        q* = p1·q2 + q1·p2 + (k − 2)·q1·q2        (qi = (1 − pi)/(k − 1))
+
+    so ``p* − q* = (p1 − q1)(p2 − q2)``: one GRR with ``λ* = λ1·λ2``."""
+    q1, q2 = (1.0 - p1) / (k - 1), (1.0 - p2) / (k - 1)
+    return p1 * p2 + (k - 1) * q1 * q2, p1 * q2 + q1 * p2 + (k - 2) * q1 * q2
+
+
+def two_path_second_round(p1: float, k: int, epsilon: float) -> float:
+    """The second-round keep probability of Arcolezi et al. (2021, arXiv:2111.04636, L-GRR; also
+    multi-freq-ldpy's ``L_GRR_Client``): the root ``p2`` of ``e^ε = (p1·p2 + q1·q2)/(p1·q2 + q1·p2)``,
+
+        ``p2 = (q1 − e^ε·p1) / (−e^ε·p1 + (k − 1)·e^ε·q1 − (k − 1)·p1 + q1)``.
+
+    That ratio counts two paths per report and omits the ``(k − 2)·q1·q2`` of reports passing through a third
+    value (:func:`composed_grr`): it is the exact one at ``k = 2`` only. For ``k > 2`` the true ratio is
+    smaller, so a report realizes less than ε and carries more noise than ε allows; ldp's
+    :attr:`LGRRParams.instantaneous` takes the largest ``λ2`` that ε allows, ``λ*(ε)/λ1``. For comparison."""
+    q1, e = (1.0 - p1) / (k - 1), math.exp(epsilon)
+    return (q1 - e * p1) / (-e * p1 + (k - 1) * e * q1 - (k - 1) * p1 + q1)
 
 
 class LGRRAggregate(Aggregate):
