@@ -502,9 +502,11 @@ def aggregate_simulation_1e9(ctx: Context) -> dict[str, Any]:
 def _register_protocol_sections() -> None:
     """Protocol sections kept in their own files (``simulations/bench_*.py``)."""
     import bench_association
+    import bench_change
     import bench_collector
     import bench_connections
     import bench_fold
+    import bench_hadamard
     import bench_hostile
     import bench_ingest
     import bench_ledger
@@ -513,6 +515,8 @@ def _register_protocol_sections() -> None:
     import bench_oracles
     import bench_pem
     import bench_plan
+    import bench_quantiles
+    import bench_range
     import bench_rappor
     import bench_rappor_ngrams
     import bench_regression
@@ -529,6 +533,10 @@ def _register_protocol_sections() -> None:
     bench_rappor_ngrams.register(sys.modules[__name__])
     bench_numeric.register(sys.modules[__name__])
     bench_unary.register(sys.modules[__name__])
+    bench_hadamard.register(sys.modules[__name__])
+    bench_quantiles.register(sys.modules[__name__])
+    bench_range.register(sys.modules[__name__])
+    bench_change.register(sys.modules[__name__])
     bench_oracles.register(sys.modules[__name__])
     bench_local_hashing.register(sys.modules[__name__])
     bench_regression.register(sys.modules[__name__])

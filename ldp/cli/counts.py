@@ -87,9 +87,13 @@ def simulate_counts(args: argparse.Namespace) -> dict[str, Any]:
     result = accuracy(params, population, args.n, trials=args.trials, method=args.method, rng=args.seed,
                       confidence=args.confidence, candidates=candidates,
                       progress=False if getattr(args, "log_quiet", False) else None)
-    return {"protocol": params.protocol, "params": params.to_dict(), "population": population.name,
-            "method": args.method, "epsilon": params.privacy_cost.epsilon,
-            "summary": result.summary(), "items": result.rows(), "notes": list(result.notes)}
+    out = {"protocol": params.protocol, "params": params.to_dict(), "population": population.name,
+           "method": args.method, "epsilon": params.privacy_cost.epsilon,
+           "summary": result.summary(), "items": result.rows(), "notes": list(result.notes)}
+    quantile_rows = getattr(result, "quantile_rows", None)  # a protocol whose estimates have quantiles (histograms)
+    if quantile_rows is not None:
+        out["quantiles"] = quantile_rows()
+    return out
 
 
 def render_count_simulation(out: dict[str, Any]) -> str:
@@ -108,6 +112,11 @@ def render_count_simulation(out: dict[str, Any]) -> str:
     if recall:  # a discovery protocol (pem): its recall and false strings per trial
         lines.append(f"discovery: {', '.join(recall)}; {s['strings_found_mean']:.1f} strings found per trial, "
                      f"{s['false_strings_mean']:.2f} false (at most {s['false_strings_max']})")
+    if out.get("quantiles"):
+        qcols = [Column("quantile"), Column("true_value", ".4g"), Column("mean_estimate", ".4g"), Column("rmse", ".4g"),
+                 Column("mean_ci_width", ".4g"), Column("coverage", ".2f")]
+        title = f"quantiles over the {s['trials']} trials (nominal coverage {s['nominal_coverage']})"
+        lines.append(render(qcols, ([r[c.header] for c in qcols] for r in out["quantiles"]), title=title))
     lines += [f"note: {note}" for note in out.get("notes", [])]
     return "\n".join(lines)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ldp.extras import install_hint
 
-__all__ = ["SERVER_COMMANDS", "add_server_arguments", "server_command"]
+__all__ = ["SERVER_COMMANDS", "add_server_arguments", "quantile_list", "server_command"]
 
 SERVER_COMMANDS = ("aggregate", "merge", "decode")
 
@@ -89,12 +89,30 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     out = dec.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output (every item)")
     out.add_argument("--csv", action="store_true", help="CSV output (every item)")
+    dec.add_argument("--quantiles", type=quantile_list, metavar="Q,...",
+                     help="histogram metrics: also the quantiles with CIs, e.g. 0.5,0.9,0.99 or p50,p95 (from every "
+                          "bucket, when the metric is released; see docs/protocols/histograms.md)")
     dec.add_argument("--plot", metavar="FILE.png", help="also write a bar chart with the intervals (needs matplotlib)")
     dec.add_argument("--max-rows", type=positive_int, default=40, help="rows of the printed table (default 40)")
     dec.add_argument("--no-release", action="store_true",
                      help="show every estimate, ignoring the spec's release thresholds (min_reports, min_z): the "
                           "data owner's view, said so in the output")
     return {"aggregate": agg, "merge": mrg, "decode": dec}
+
+
+def quantile_list(text: str) -> tuple[float, ...]:
+    """An argparse ``type=``: comma-separated quantiles, each a number in (0, 1) or ``pNN`` (``p99.9`` is 0.999)."""
+    out = []
+    for part in text.split(","):
+        word = part.strip().lower()
+        try:
+            q = float(word[1:]) / 100.0 if word.startswith("p") else float(word)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a quantile: {part.strip()!r} (give 0.5 or p50)") from None
+        if not 0.0 < q < 1.0:  # NaN fails too
+            raise argparse.ArgumentTypeError(f"a quantile must be in (0, 1) (p50 is 0.5), got {part.strip()!r}")
+        out.append(q)
+    return tuple(out)
 
 
 def _agg_path(text: str) -> str:
@@ -180,9 +198,11 @@ def _decode(args: argparse.Namespace) -> int:
         est = est.consistent(args.consistency, metric.params)
     out = release(est, spec.release_for(metric.name), n, basis=raw, apply=not getattr(args, "no_release", False))
     shown, state = out.estimates, out.to_dict()
+    quantiles = _quantiles(est, args, metric.protocol) if out.released else None
     if args.json:
         doc = json.loads(shown.to_json()) if shown is not None else {"protocol": metric.protocol, "n": n}
-        print(json.dumps({"metric": metric.name, **doc, "release": state}))
+        extra = {} if quantiles is None else {"quantiles": quantiles.to_dict()}
+        print(json.dumps({"metric": metric.name, **doc, **extra, "release": state}))
     elif args.csv:
         if shown is not None:
             print(shown.to_csv(), end="")
@@ -191,6 +211,8 @@ def _decode(args: argparse.Namespace) -> int:
               + ("" if window is None else f", window {window}"))
         if shown is not None:
             print(shown.table(max_rows=args.max_rows))
+        if quantiles is not None:
+            print(quantiles.table())
     if state["text"] and not args.json:
         stream = sys.stderr if args.csv else sys.stdout
         print(("not released: " if shown is None else "release: ") + state["text"], file=stream)
@@ -198,3 +220,17 @@ def _decode(args: argparse.Namespace) -> int:
         write_estimates(shown, plot=args.plot, title=f"{metric.name} ({metric.protocol}), n={n:,}")
         print(f"wrote {args.plot}", file=sys.stderr if args.json or args.csv else sys.stdout)
     return 0
+
+
+def _quantiles(est: Any, args: argparse.Namespace, protocol: str) -> Any:
+    """``--quantiles`` of the estimate before items are withheld (a quantile is the whole metric's, as a mean),
+    at ``--confidence``; ``None`` without the option."""
+    qs = getattr(args, "quantiles", None)
+    if qs is None:
+        return None
+    if args.csv:
+        raise ValueError("--quantiles prints a second table: use it with the text or --json output, not --csv")
+    ask = getattr(est, "quantiles", None)
+    if ask is None:
+        raise ValueError(f"--quantiles applies to histogram metrics (buckets of numbers), not to {protocol}'s")
+    return ask(qs, args.confidence)

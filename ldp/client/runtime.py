@@ -204,7 +204,8 @@ class TelemetryClient:
                ) -> int:
         """Randomize a charged report and put its envelope in the outbox (inside the charge's transaction)."""
         at("charged")
-        line = Envelope(spec_fp, reservation.metric, reservation.window, enc.randomize(prepared)).to_json()
+        line = Envelope(spec_fp, reservation.metric, reservation.window,
+                        enc.randomize_charged(prepared, reservation)).to_json()
         at("randomized")
         return self._outbox.put(db, reservation, line)
 

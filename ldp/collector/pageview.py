@@ -13,9 +13,8 @@ from typing import Any
 
 from ldp.collector.charts import format_number, interval_chart, series_chart
 
-__all__ = ["CHART_ROWS", "SERIES_ITEMS", "app_view", "count", "poisoning_view", "release_view", "shown_rows",
-           "time_view",
-           "window_label"]
+__all__ = ["CHART_ROWS", "SERIES_ITEMS", "app_view", "count", "poisoning_view", "quantile_cells", "release_view",
+           "shown_rows", "time_view", "window_label"]
 
 CHART_ROWS = 30
 """Items shown per metric (chart and table): all of them up to this many, else the largest estimates."""
@@ -221,6 +220,16 @@ def _what(kind: Any) -> str:
     return "estimated mean of the reported values" if kind == "mean" else "estimated reports in the window"
 
 
+def quantile_cells(q: Any) -> list[tuple[str, str]]:
+    """A window's summary quantiles (its ``quantiles`` entry: p50 and p95 of a histogram metric, with CIs) as
+    ``(name, "estimate (low to high)")`` pairs; none when the metric has none."""
+    rows = q.get("quantiles") if isinstance(q, Mapping) else None
+    if not isinstance(rows, list):
+        return []
+    return [(str(r.get("quantile", "")), f"{format_number(r.get('estimate'))} ({format_number(r.get('ci_low'))} to "
+                                         f"{format_number(r.get('ci_high'))})") for r in rows if isinstance(r, Mapping)]
+
+
 def _series_view(sid: str, name: str, m: Mapping[str, Any], windows: Sequence[Mapping[str, Any]],
                  seconds: int) -> dict[str, Any]:
     """The time series of the windows kept: a chart of the top items (or the mean) with CI bands, and its table."""
@@ -251,6 +260,8 @@ def _series_view(sid: str, name: str, m: Mapping[str, Any], windows: Sequence[Ma
                                    "confidence bands", desc=desc, chart_id=f"{sid}-series",
                              axis_label=f"window start (UTC); y: {what} ({level} CI)", zero=kind != "mean",
                              width=640)
+    qnames = [name for name, _ in quantile_cells(next((w.get("quantiles") for w in reversed(windows)
+                                                        if w.get("quantiles")), None))]
     rows = []
     for s in slots:
         w = by_window.get(s)
@@ -259,11 +270,14 @@ def _series_view(sid: str, name: str, m: Mapping[str, Any], windows: Sequence[Ma
             p = points[slots.index(s)]
             cells.append("" if p is None else f"{format_number(p.get('estimate'))} ({format_number(p.get('ci_low'))}"
                                                f" to {format_number(p.get('ci_high'))})")
+        if qnames:  # a histogram metric: its quantiles over time, after the items
+            have = dict(quantile_cells((w or {}).get("quantiles")))
+            cells += [have.get(name, "") for name in qnames]
         rows.append({"label": window_label(s, seconds), "n": count((w or {}).get("n", 0)),
                      "open": bool((w or {}).get("open")), "cells": cells, "suspicious": poisoning_view(w) is not None,
                      **release_view(w)})
-    return {"chart": chart, "what": what, "level": level, "names": items, "rows": rows, "span": span,
-            "length": length_text(seconds), "count": len(slots)}
+    return {"chart": chart, "what": what, "level": level, "names": items, "qnames": qnames, "rows": rows,
+            "span": span, "length": length_text(seconds), "count": len(slots)}
 
 
 def _latest_view(sid: str, name: str, w: Mapping[str, Any], seconds: int, now: datetime) -> dict[str, Any]:
@@ -274,7 +288,8 @@ def _latest_view(sid: str, name: str, w: Mapping[str, Any], seconds: int, now: d
                             "start": time_view(w.get("start")), "end": time_view(w.get("end")),
                             "n": count(w.get("n", 0)), "error": str(w["error"]) if w.get("error") else None,
                             "rows": [], "chart": None, "notes": [str(n) for n in w.get("notes") or []],
-                            "poisoning": poisoning_view(w), **release_view(w)}
+                            "poisoning": poisoning_view(w), "quantiles": quantile_cells(w.get("quantiles")),
+                            "level": _level(w), **release_view(w)}
     if view["error"] or not rows:
         return view
     shown = shown_rows(rows)

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_WINDOWS = 14
 """Windows kept decoded per metric in ``estimates.json`` (config ``[fold] windows``)."""
 WINDOW_FIELDS = ("window", "start", "end", "open", "key", "n", "rejected", "confidence", "kind", "rows", "detected",
-                 "notes", "error", "release", "poisoning")
+                 "notes", "error", "release", "poisoning", "quantiles")
 """The keys of one window's entry (the rest of a metric's entry is the same for every window)."""
 
 
@@ -81,7 +81,7 @@ def metric_entry(spec: CollectionSpec, m: MetricSpec, *, n: int, rejected: Mappi
     return {"key": None, "metric": m.name, "description": m.description, "protocol": m.protocol,
             "params_fingerprint": m.params_fingerprint, "spec": spec.name, "n": n,
             "rejected": dict(sorted(rejected.items())), "privacy": privacy_entry(spec, m), "confidence": None,
-            "kind": None, "rows": [], "detected": None, "notes": [], "error": None,
+            "kind": None, "rows": [], "detected": None, "notes": [], "error": None, "quantiles": None,
             "release": release_info(spec.release_for(m.name), n), "window": "all",
             "window_seconds": spec.window_seconds, "latest": None, "window_n": {}, "future_reports": 0,
             "windows": []}
@@ -112,6 +112,15 @@ POISONING_ALPHA = 0.01
 """The family-wise false-alarm rate of the poisoning checks of each window (:mod:`ldp.server.poisoning`)."""
 
 
+def summary_quantiles(est: Any) -> dict[str, Any] | None:
+    """The estimate's own summary quantiles (its ``summary_quantiles()`` hook: p50 and p95 with CIs for the
+    histogram protocols) as plain JSON, else ``None``. Taken before items are withheld: a quantile is the whole
+    metric's, as a mean is (only ``min_reports`` applies to it)."""
+    ask = getattr(est, "summary_quantiles", None)
+    table = ask() if ask is not None else None
+    return None if table is None else table.to_dict()
+
+
 def poisoning(agg: Aggregate) -> dict[str, Any] | None:
     """The poisoning evidence of one aggregate (``verdict``, ``message``, the smallest ``p_value``), from the
     aggregate alone: the fold keeps no per-report statistic (``None`` for an empty aggregate)."""
@@ -135,7 +144,8 @@ def _decode(agg: Aggregate, spec: CollectionSpec, m: MetricSpec, confidence: flo
 
     policy = spec.release_for(m.name)
     out: dict[str, Any] = {"confidence": None, "kind": None, "rows": [], "detected": None, "notes": [], "error": None,
-                           "release": release(None, policy, agg.n).to_dict(), "poisoning": poisoning(agg)}
+                           "release": release(None, policy, agg.n).to_dict(), "poisoning": poisoning(agg),
+                           "quantiles": None}
     if not out["release"]["released"]:
         return out
     try:
@@ -145,7 +155,7 @@ def _decode(agg: Aggregate, spec: CollectionSpec, m: MetricSpec, confidence: flo
         out["error"] = error_text(exc)
         return out
     shown = release(est, policy, agg.n)
-    out.update(estimate_rows(shown.estimates), release=shown.to_dict())
+    out.update(estimate_rows(shown.estimates), release=shown.to_dict(), quantiles=summary_quantiles(est))
     out["confidence"] = confidence
     return out
 
@@ -211,7 +221,7 @@ def _metric_with_windows(agg_dir: Path, specs: Mapping[str, CollectionSpec], key
     # the pooled view: the merge of every window (or the one aggregate of a job made without windows)
     if old is not None and old.get("window_n") == window_n and not old.get("error") and windows:
         pooled: dict[str, Any] = {k: old.get(k) for k in ("n", "rejected", "confidence", "kind", "rows", "detected",
-                                                           "notes", "error", "release", "poisoning")}
+                                                           "notes", "error", "release", "poisoning", "quantiles")}
     else:
         total = first.copy()
         for w in windows[:-1]:
@@ -259,4 +269,4 @@ def _empty(window: int | None, metric: Mapping[str, Any]) -> dict[str, Any]:
     start, end = window_times(window, seconds) if window is not None and isinstance(seconds, int) else (None, None)
     return {"window": window, "start": start, "end": end, "open": None, "key": None, "n": 0, "rejected": {},
             "confidence": None, "kind": None, "rows": [], "detected": None, "notes": [], "error": None,
-            "release": None, "poisoning": None}
+            "release": None, "poisoning": None, "quantiles": None}

@@ -25,7 +25,7 @@ from ldp.conformance.cases import BAD_FIELD_VALUES, WINDOW, trial_values
 from ldp.conformance.primitives import primitives
 from ldp.encoders.base import Encoder, ProtocolParams
 from ldp.hashing import value_bytes
-from ldp.privacy.cost import MemoizedCharge, PrivacyCost
+from ldp.privacy.cost import ChangeCharge, Charge, MemoizedCharge, PrivacyCost
 from ldp.protocols import client_protocols
 from ldp.randomness import RecordingSource, SeededRandomSource
 from ldp.reports import canonical_json
@@ -52,7 +52,9 @@ def _cost(c: PrivacyCost) -> dict[str, float]:
     return {"epsilon": c.epsilon, "delta": c.delta}
 
 
-def _charge(charge: PrivacyCost | MemoizedCharge) -> dict[str, Any]:
+def _charge(charge: Charge) -> dict[str, Any]:
+    if isinstance(charge, ChangeCharge):
+        return {"change_stream": charge.stream.hex(), "change_value": charge.value.hex(), "cost": _cost(charge.cost)}
     if isinstance(charge, MemoizedCharge):
         return {"memo_key": charge.key.hex(), "first": _cost(charge.first), "then": _cost(charge.then),
                 "cap": _cost(charge.cap)}

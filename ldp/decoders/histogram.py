@@ -23,6 +23,21 @@ includes the next one with probability ``j/K`` (its set is a uniform j-subset of
 takers are binomial. That gives ``N_v`` and ``M_v`` (users of bucket v that sampled v), and then
 ``O_v = Bin(M_v, p1) + Bin(N_v − M_v, p0)``. It costs ``O(k²·d)`` binomials; when that exceeds a
 per-report draw (``O(n·(d + k/8))``), the vectorized encoder is run instead (exact too).
+
+Covariance of the bucket estimates (what the CDF, range fractions and quantiles need:
+:mod:`ldp.decoders.distribution`), given the users' values (their counts ``f``):
+
+* dBitFlip: ``Cov(ĉ_u, ĉ_v) = 0`` for ``u ≠ v``. Per user, ``Y_u·Y_v = s_u·s_v·(b_u − p0)(b_v − p0)/(rΔ)²``
+  and, given the sampled set, the bits are independent with ``E[b_w − p0] = Δ·[x = w]``: at most one of
+  ``u``, ``v`` is the user's bucket, so ``E[Y_u·Y_v] = 0 = E[Y_u]·E[Y_v]``.
+* bucket-OUE: 0 (the bits of a report are independent given the value).
+* bucket-GRR: one reported bucket ``y`` per user, so ``Cov([y = u], [y = v]) = −P(y = u)·P(y = v)`` and, over
+  users, ``Cov(ĉ_u, ĉ_v) = −(q²·n + q(p − q)(f_u + f_v))/(p − q)²`` (each row of the covariance sums to 0:
+  the estimates always sum to n). Kept as ``diag + c·11ᵀ + a1ᵀ + 1aᵀ`` with ``c = −q²n/(p − q)²``,
+  ``a_v = −q·f_v/(p − q)`` (:class:`~ldp.decoders.distribution.BucketCovariance`, O(k)).
+
+The estimates (:class:`~ldp.decoders.distribution_estimates.HistogramEstimates`) carry that covariance with
+the counts plugged in (``clip(ĉ_v, 0, n)``, as the standard errors).
 """
 
 from __future__ import annotations
@@ -36,6 +51,8 @@ import numpy.typing as npt
 from ldp.batch.bits import add_ones_by_group, row_padding_mask
 from ldp.batch.histogram import dbitflip_encode_batch, row_popcount
 from ldp.decoders.base import Aggregate, RejectHandler, StateLayout
+from ldp.decoders.distribution import BucketCovariance
+from ldp.decoders.distribution_estimates import HistogramEstimates
 from ldp.decoders.pure import pure_count_variance
 from ldp.decoders.randomized_response import GRRAggregate, grr_variance
 from ldp.decoders.results import Estimates
@@ -44,7 +61,8 @@ from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipPar
 from ldp.randomness import as_generator
 from ldp.reports import ReportBatch
 
-__all__ = ["DBitFlipAggregate", "BucketGRRAggregate", "BucketOUEAggregate", "dbitflip_variance"]
+__all__ = ["DBitFlipAggregate", "BucketGRRAggregate", "BucketOUEAggregate", "dbitflip_variance",
+           "histogram_covariance"]
 
 _SIM_CHUNK = 1 << 18
 
@@ -65,6 +83,31 @@ def dbitflip_variance(params: DBitFlipParams, true_counts: npt.ArrayLike, n: flo
     p0, p1 = params.p0, params.p1
     r, delta2 = params.d / params.num_buckets, (p1 - p0) ** 2
     return (n - f) * p0 * (1.0 - p0) / (r * delta2) + f * ((p1 * (1.0 - p1) + delta2) / (r * delta2) - 1.0)
+
+
+def histogram_covariance(params: DBitFlipParams | BucketGRRParams | BucketOUEParams, counts: npt.ArrayLike,
+                         n: float | None = None) -> BucketCovariance:
+    """The exact covariance of the count estimates (module docstring) given the counts ``f_v`` of ``n`` users
+    (default: their sum; fractional counts allowed: the plug-in ``clip(ĉ, 0, n)``)."""
+    f = np.asarray(counts, dtype=np.float64)
+    n = float(f.sum()) if n is None else float(n)
+    if isinstance(params, DBitFlipParams):
+        return BucketCovariance.diagonal(dbitflip_variance(params, f, n))
+    if not isinstance(params, (BucketGRRParams, BucketOUEParams)):
+        raise TypeError(f"no bucket covariance for {type(params).__name__}")
+    pq = params.grr if isinstance(params, BucketGRRParams) else params.oue
+    var = pure_count_variance(f, n, pq.p, pq.q)
+    if isinstance(params, BucketOUEParams):
+        return BucketCovariance.diagonal(var)
+    p, q = pq.p, pq.q
+    c, a = -q * q * n / (p - q) ** 2, -q * f / (p - q)
+    return BucketCovariance(var - c - 2.0 * a, c, a)
+
+
+def _with_distribution(est: Estimates, params: DBitFlipParams | BucketGRRParams | BucketOUEParams,
+                       n: int) -> HistogramEstimates:
+    """``est`` with the edges and the plug-in covariance (counts ``clip(ĉ, 0, n)``)."""
+    return HistogramEstimates.of(est, params.edges, histogram_covariance(params, np.clip(est.count, 0.0, n), n))
 
 
 class DBitFlipAggregate(Aggregate):
@@ -107,13 +150,15 @@ class DBitFlipAggregate(Aggregate):
                                        f"not exactly d={self.params.d} sampled buckets, or a 1 outside them",
                                        on_reject, super()._add_batch)
 
-    def estimate(self, confidence: float = 0.95) -> Estimates:
-        """Unbiased count of users per bucket, with plug-in standard errors and normal CIs."""
+    def estimate(self, confidence: float = 0.95) -> HistogramEstimates:
+        """Unbiased count of users per bucket, with plug-in standard errors and normal CIs (and the quantiles,
+        ranges and CDF they imply)."""
         pr = self.params
         r, delta = pr.d / pr.num_buckets, pr.p1 - pr.p0
         count = (self.ones - pr.p0 * self.sampled) / (r * delta)
-        se = np.sqrt(dbitflip_variance(pr, np.clip(count, 0.0, self.n), float(self.n)))
-        return Estimates(pr.protocol, list(pr.labels), self.n, count, se, confidence, pr.privacy_cost)
+        var = dbitflip_variance(pr, np.clip(count, 0.0, self.n), float(self.n))  # the covariance is diagonal
+        est = Estimates(pr.protocol, list(pr.labels), self.n, count, np.sqrt(var), confidence, pr.privacy_cost)
+        return HistogramEstimates.of(est, pr.edges, BucketCovariance.diagonal(var))
 
     @staticmethod
     def exact_variance(params: DBitFlipParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -172,9 +217,11 @@ class BucketGRRAggregate(Aggregate):
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         self._as_grr()._fold(columns)
 
-    def estimate(self, confidence: float = 0.95) -> Estimates:
-        """GRR's unbiased counts per bucket, with plug-in standard errors and normal CIs."""
-        return replace(self._as_grr().estimate(confidence), protocol=self.params.protocol)
+    def estimate(self, confidence: float = 0.95) -> HistogramEstimates:
+        """GRR's unbiased counts per bucket, with plug-in standard errors and normal CIs (and the quantiles,
+        ranges and CDF they imply)."""
+        est = replace(self._as_grr().estimate(confidence), protocol=self.params.protocol)
+        return _with_distribution(est, self.params, self.n)
 
     @staticmethod
     def exact_variance(params: BucketGRRParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -198,3 +245,8 @@ class BucketOUEAggregate(UnaryAggregate):
     """Bucketized OUE: OUE's aggregate (:class:`~ldp.decoders.unary.UnaryAggregate`) over the buckets."""
 
     params_type: ClassVar[Any] = BucketOUEParams
+
+    def estimate(self, confidence: float = 0.95) -> HistogramEstimates:
+        """OUE's unbiased counts per bucket, with plug-in standard errors and normal CIs (and the quantiles,
+        ranges and CDF they imply)."""
+        return _with_distribution(super().estimate(confidence), self.params, self.n)

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from ldp.encoders.base_checks import SECRET_BYTES, check_epsilon, check_int, check_string_value, client_secret
 from ldp.encoders.base_domain import DomainPrepare, LabeledDomain
 from ldp.encoders.base_memo import BoundedMemo
-from ldp.privacy.accountant import BudgetLedger, MemoizedCharge, PrivacyCost
+from ldp.privacy.accountant import BudgetLedger, PrivacyCost, Reservation
+from ldp.privacy.cost import Charge
 from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
 
@@ -297,8 +298,8 @@ class Encoder(ABC):
         """The ε (and δ) one report costs."""
         return self.params.privacy_cost
 
-    def charge_for(self, prepared: Any) -> PrivacyCost | MemoizedCharge:
-        """What one report of ``prepared`` costs; protocols with memoization override this."""
+    def charge_for(self, prepared: Any) -> Charge:
+        """What one report of ``prepared`` costs; protocols with memoization or change charges override this."""
         return self.params.privacy_cost
 
     @classmethod
@@ -316,7 +317,13 @@ class Encoder(ABC):
             return self.randomize(prepared)
         return self.ledger.charge_atomically(self.metric,  # type: ignore[arg-type]  # __init__: a ledger has a metric
                                              self.charge_for(prepared),
-                                             lambda _reservation, _db: self.randomize(prepared))
+                                             lambda reservation, _db: self.randomize_charged(prepared, reservation))
+
+    def randomize_charged(self, prepared: Any, reservation: Reservation) -> Report:
+        """The report of ``prepared`` once the ledger recorded ``reservation`` (inside its transaction); a
+        protocol whose response depends on what the ledger decided (:mod:`ldp.encoders.thresh`: the epoch)
+        overrides this."""
+        return self.randomize(prepared)
 
     def _report(self, payload: dict[str, Any]) -> Report:
         return Report.trusted(self._protocol, self._fp, payload)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ldp.errors import BudgetExceeded, LedgerError
 from ldp.privacy.cost import (
     ZERO_COST,
+    ChangeCharge,
     MemoizedCharge,
     PrivacyCost,
     advanced_composition,
@@ -46,6 +47,7 @@ __all__ = [
     # the client's budget ledger, defined in ldp.privacy.ledger (its errors in ldp.errors) and exported here too
     "BudgetPolicy",
     "MemoizedCharge",
+    "ChangeCharge",
     "Reservation",
     "BudgetExceeded",
     "LedgerError",

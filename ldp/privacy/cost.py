@@ -1,9 +1,10 @@
 """Privacy costs and their composition: what an encoder states, a ledger charges and a release reports.
 
 :class:`PrivacyCost` is an (ε, δ) guarantee; :class:`MemoizedCharge` a history-dependent charge (RAPPOR's
-PRR). The cap arithmetic the ledger runs on floats (:func:`cap_limits`, :func:`first_exceeded`,
-:func:`clamped`) is here too, beside the ``PrivacyCost`` arithmetic it must agree with. The lowest module of
-:mod:`ldp.privacy` (it imports nothing of ldp); :mod:`ldp.privacy.accountant` exports all of it.
+PRR); :class:`ChangeCharge` one made on each change of a stream's value (THRESH-style: :mod:`ldp.encoders.thresh`).
+The cap arithmetic the ledger runs on floats (:func:`cap_limits`, :func:`first_exceeded`, :func:`clamped`) is here
+too, beside the ``PrivacyCost`` arithmetic it must agree with. The lowest module of :mod:`ldp.privacy` (it imports
+nothing of ldp); :mod:`ldp.privacy.accountant` exports all of it.
 
 Composition (Dwork & Roth, *The Algorithmic Foundations of DP*, 2014):
 
@@ -18,8 +19,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["PrivacyCost", "ZERO_COST", "MemoizedCharge", "compose_sequential", "compose_parallel",
-           "advanced_composition", "check_real", "clamped", "cap_limits", "first_exceeded"]
+__all__ = ["PrivacyCost", "ZERO_COST", "MemoizedCharge", "ChangeCharge", "Charge", "compose_sequential",
+           "compose_parallel", "advanced_composition", "check_real", "clamped", "cap_limits", "first_exceeded"]
 
 _REL_TOL = 1e-9
 """Relative slack when comparing spending with a cap, so that 10 x 0.1 fits in 1.0 despite rounding."""
@@ -94,6 +95,27 @@ class MemoizedCharge:
     first: PrivacyCost
     then: PrivacyCost
     cap: PrivacyCost
+
+
+@dataclass(frozen=True)
+class ChangeCharge:
+    """A charge made only when a stream's value changes (Joseph, Roth, Ullman & Waggoner, NeurIPS 2018).
+
+    The ledger keeps, per ``stream`` of a metric, a keyed hash of the last ``value`` reported and an epoch
+    counter (never the value itself). A report whose ``value`` differs from the last one, or the stream's first
+    report, opens a new epoch and is charged ``cost``; a report of the same value is charged nothing. The epoch is
+    returned in the :class:`~ldp.privacy.ledger.Reservation` (``epoch``): the encoder draws the epoch's response
+    from (secret, epoch, value), so every response ever revealed is charged ``cost`` exactly once, and ``c``
+    changes over any number of reports cost ``(c + 1)·cost``.
+    """
+
+    stream: bytes
+    value: bytes
+    cost: PrivacyCost
+
+
+Charge = PrivacyCost | MemoizedCharge | ChangeCharge
+"""What a ledger charges for one report."""
 
 
 def _fits(amount: float, cap: float) -> bool:

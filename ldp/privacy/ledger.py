@@ -20,7 +20,7 @@ from typing import TypeAlias, TypeVar
 
 from ldp.errors import ALL_METRICS, BudgetExceeded, ClockError, LedgerDamagedError, LedgerError
 from ldp.privacy import ledger_store as sql
-from ldp.privacy.cost import MemoizedCharge, PrivacyCost, cap_limits, check_real, clamped, first_exceeded
+from ldp.privacy.cost import Charge, MemoizedCharge, PrivacyCost, cap_limits, check_real, clamped, first_exceeded
 from ldp.reports import MAX_WINDOW
 
 __all__ = ["BudgetPolicy", "MemoizedCharge", "Reservation", "BudgetExceeded", "LedgerError", "LedgerDamagedError",
@@ -52,6 +52,7 @@ class Reservation:
     metric: str
     cost: PrivacyCost
     window: int
+    epoch: int | None = None  # the stream's epoch of a ChangeCharge (None for the other charges)
 
 
 def check_clock(reading: object) -> float:
@@ -82,8 +83,8 @@ class BudgetLedger:
       (a crash in between keeps the charge); :meth:`charge_many` charges a batch all or nothing;
     * windows are monotone: a charge's window is that of ``max(clock(), the time stored when the
       latest window began)``, so a clock moved backwards never reopens a past window;
-    * :class:`MemoizedCharge` supports charges that depend on a value's history; the ledger keeps
-      only a keyed hash of each value, never the value.
+    * :class:`MemoizedCharge` and :class:`~ldp.privacy.cost.ChangeCharge` support charges that depend on a
+      value's history; the ledger keeps only a keyed hash of each value, never the value.
 
     Callers that keep their own tables in the same file (:mod:`ldp.client.runtime`) pass ``setup``, run
     their own statements in :meth:`transaction`, and charge with :meth:`charge_atomically`.
@@ -245,14 +246,14 @@ class BudgetLedger:
             row = self._db.execute(sql.READ_WINDOW_TOTAL, (scope, window))
         return PrivacyCost(*clamped(*(row.fetchone() or (0.0, 0.0))))
 
-    def reserve(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> Reservation:
+    def reserve(self, metric: str, cost: Charge) -> Reservation:
         """Charge ``cost`` to ``metric`` now (durably, state 'reserved'), or raise
         :class:`BudgetExceeded` and charge nothing. Randomize after it, then :meth:`commit`."""
         self._check_charge(metric, cost)
         with self._transaction():
             return self._charge(metric, cost, "reserved", self._advance_clock())
 
-    def charge_atomically(self, metric: str, cost: PrivacyCost | MemoizedCharge,
+    def charge_atomically(self, metric: str, cost: Charge,
                           work: Callable[[Reservation, sqlite3.Connection], T]) -> T:
         """Charge ``cost`` and run ``work(reservation, connection)`` in ONE transaction; return its result.
 
@@ -268,7 +269,7 @@ class BudgetLedger:
         with self._txn:
             return work(self._charge(metric, cost, "committed", self._advance_clock()), self._db)
 
-    def charge_many(self, charges: Iterable[tuple[str, PrivacyCost | MemoizedCharge]],
+    def charge_many(self, charges: Iterable[tuple[str, Charge]],
                     work: Callable[[list[Reservation], sqlite3.Connection], T]) -> T:
         """Charge several ``(metric, cost)`` pairs and run ``work(reservations, connection)`` in ONE
         transaction (one fsync in all); return ``work``'s result. All or nothing.
@@ -278,7 +279,7 @@ class BudgetLedger:
         keys included), except that if any would exceed a cap, :class:`BudgetExceeded` (with its
         ``index``) is raised before ``work`` runs and NONE of them is kept. Everything else is as
         in :meth:`charge_atomically`."""
-        items: Sequence[tuple[str, PrivacyCost | MemoizedCharge]] = list(charges)
+        items: Sequence[tuple[str, Charge]] = list(charges)
         for item in items:
             if not (isinstance(item, tuple) and len(item) == 2):
                 raise TypeError(f"charges are (metric, cost) pairs, got {item!r}")
@@ -293,18 +294,17 @@ class BudgetLedger:
                     raise BudgetExceeded(exc.scope, exc.period, exc.requested, exc.spent, exc.cap, index=i) from None
             return work(reservations, self._db)
 
-    def _check_charge(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> None:
+    def _check_charge(self, metric: str, cost: Charge) -> None:
         if not isinstance(metric, str) or not metric or metric == self.ALL:
             raise ValueError(f"metric must be a non-empty name other than {self.ALL!r}, got {metric!r}")
-        if not isinstance(cost, (PrivacyCost, MemoizedCharge)):
-            raise TypeError(f"cost must be a PrivacyCost or MemoizedCharge, got {type(cost).__name__}")
+        if not isinstance(cost, Charge):  # PrivacyCost | MemoizedCharge | ChangeCharge
+            raise TypeError(f"cost must be a PrivacyCost or MemoizedCharge or ChangeCharge, not {type(cost).__name__}")
 
-    def _charge(self, metric: str, cost: PrivacyCost | MemoizedCharge, state: str, now: float) -> Reservation:
+    def _charge(self, metric: str, cost: Charge, state: str, now: float) -> Reservation:
         """Check every cap and record the charge at time ``now`` (inside a transaction)."""
         cur = self._cur
         window = math.floor(now / self.window_seconds)
-        memo_key, inc = sql.memo_increment(cur, self._salt, metric, cost) if isinstance(cost, MemoizedCharge) \
-            else (None, cost)
+        memo_key, change, inc = sql.increment(cur, self._salt, metric, cost)
         eps, delta = inc.epsilon, inc.delta
         keys, spent = self._known.spent(cur, metric, self.ALL, window)
         caps, limits = self._caps(metric)
@@ -317,8 +317,11 @@ class BudgetLedger:
         cur.execute(sql.ADD_LIFETIME_TOTALS, (metric, eps, delta, self.ALL, eps, delta))
         if memo_key is not None:
             cur.execute(sql.ADD_MEMO, (metric, memo_key, eps, delta))
+        if change is not None and change.moved:
+            cur.execute(sql.SET_CHANGE, change.row)
         self._known.add(keys, spent, eps, delta)
-        return Reservation(int(charge_id), metric, inc, window)  # type: ignore[arg-type]  # INSERT sets lastrowid
+        return Reservation(int(charge_id), metric, inc, window,  # type: ignore[arg-type]  # INSERT sets lastrowid
+                           None if change is None else change.epoch)
 
     def commit(self, reservation: Reservation) -> None:
         """Mark a reservation's report as produced (the charge itself was already final).
@@ -337,7 +340,7 @@ class BudgetLedger:
             self._db.execute("PRAGMA synchronous=FULL")
 
     @contextmanager
-    def charge(self, metric: str, cost: PrivacyCost | MemoizedCharge) -> Iterator[Reservation]:
+    def charge(self, metric: str, cost: Charge) -> Iterator[Reservation]:
         """``reserve`` on entry, ``commit`` on normal exit; an exception leaves the charge reserved."""
         reservation = self.reserve(metric, cost)
         yield reservation

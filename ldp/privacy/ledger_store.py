@@ -15,10 +15,11 @@ import os
 import sqlite3
 from typing import TypeAlias
 
-from ldp.privacy.cost import MemoizedCharge, PrivacyCost
+from ldp.errors import LedgerDamagedError
+from ldp.privacy.cost import ChangeCharge, Charge, MemoizedCharge, PrivacyCost
 
 __all__ = ["APPLICATION_ID", "LEDGER_TABLES", "Known", "Transaction", "create_schema", "has_ledger_tables",
-           "memo_increment", "rebuild_totals"]
+           "memo_increment", "rebuild_totals", "Change", "change_increment", "increment"]
 
 APPLICATION_ID = 0x4C445031  # "LDP1"
 LEDGER_TABLES = frozenset({"ldp_ledger_meta", "ldp_ledger_charges", "ldp_ledger_window_totals",
@@ -42,7 +43,11 @@ CREATE TABLE IF NOT EXISTS ldp_ledger_lifetime_totals (
 CREATE TABLE IF NOT EXISTS ldp_ledger_memo (
     metric TEXT NOT NULL, key TEXT NOT NULL, reports INTEGER NOT NULL,
     epsilon REAL NOT NULL, delta REAL NOT NULL, PRIMARY KEY (metric, key));
+CREATE TABLE IF NOT EXISTS ldp_ledger_changes (
+    metric TEXT NOT NULL, stream TEXT NOT NULL, value TEXT NOT NULL, epoch INTEGER NOT NULL,
+    PRIMARY KEY (metric, stream));
 """
+# ldp_ledger_changes (ChangeCharge) is not in LEDGER_TABLES: files made before it get it when opened, unrefused
 
 READ_META = "SELECT value FROM ldp_ledger_meta WHERE key=?"
 WRITE_CLOCK = "UPDATE ldp_ledger_meta SET value=? WHERE key='clock'"
@@ -64,6 +69,9 @@ ADD_LIFETIME_TOTALS = (  # (metric, ε, δ, ALL, ε, δ)
 READ_MEMO = "SELECT reports, epsilon, delta FROM ldp_ledger_memo WHERE metric=? AND key=?"
 ADD_MEMO = ("INSERT INTO ldp_ledger_memo VALUES (?,?,1,?,?) ON CONFLICT (metric, key) DO UPDATE SET "
             "reports=reports+1, epsilon=epsilon+excluded.epsilon, delta=delta+excluded.delta")
+READ_CHANGE = "SELECT value, epoch FROM ldp_ledger_changes WHERE metric=? AND stream=?"
+SET_CHANGE = ("INSERT INTO ldp_ledger_changes VALUES (?,?,?,?) ON CONFLICT (metric, stream) DO UPDATE SET "
+              "value=excluded.value, epoch=excluded.epoch")
 MARK_COMMITTED = "UPDATE ldp_ledger_charges SET state='committed' WHERE id=? AND metric=?"
 
 
@@ -167,6 +175,47 @@ def memo_increment(cur: sqlite3.Cursor, salt: bytes, metric: str,
     step = charge.first if reports == 0 else charge.then
     return key, PrivacyCost(max(0.0, min(step.epsilon, charge.cap.epsilon - eps)),
                             max(0.0, min(step.delta, charge.cap.delta - delta)))
+
+
+class Change:
+    """What a :class:`~ldp.privacy.cost.ChangeCharge` does: the stream's ``epoch`` for this report, whether it
+    opens it (``moved``: a new value, or the stream's first report), the ``increment`` charged (its cost if it
+    moved, else 0) and the row :data:`SET_CHANGE` writes once the charge fits every cap."""
+
+    __slots__ = ("epoch", "moved", "increment", "row")
+
+    def __init__(self, epoch: int, moved: bool, increment: PrivacyCost, row: tuple[str, str, str, int]) -> None:
+        self.epoch, self.moved, self.increment, self.row = epoch, moved, increment, row
+
+
+def change_increment(cur: sqlite3.Cursor, salt: bytes, metric: str, charge: ChangeCharge) -> Change:
+    """The epoch of a :class:`~ldp.privacy.cost.ChangeCharge` and its increment: the stream and the value are
+    stored as keyed hashes under the ledger's salt (as memo keys are), the stream's last value is compared with
+    this one, and the epoch moves on (charged ``cost``) when they differ or the stream is new."""
+    prefix = metric.encode() + b"\x00"
+    stream = hmac.new(salt, b"stream\x00" + prefix + bytes(charge.stream), hashlib.sha256).hexdigest()
+    value = hmac.new(salt, b"value\x00" + prefix + bytes(charge.value), hashlib.sha256).hexdigest()
+    row = cur.execute(READ_CHANGE, (metric, stream)).fetchone()
+    if row is not None and (type(row[1]) is not int or row[1] < 0):
+        raise LedgerDamagedError(f"ledger is corrupted: the epoch of a stream of {metric!r} is {row[1]!r}")
+    if row is not None and row[0] == value:
+        return Change(row[1], False, PrivacyCost(0.0), (metric, stream, value, row[1]))
+    epoch = 0 if row is None else row[1] + 1
+    return Change(epoch, True, charge.cost, (metric, stream, value, epoch))
+
+
+def increment(cur: sqlite3.Cursor, salt: bytes, metric: str,
+              charge: Charge) -> tuple[str | None, Change | None, PrivacyCost]:
+    """What one report's ``charge`` adds: ``(memo key, None, increment)`` for a
+    :class:`~ldp.privacy.cost.MemoizedCharge` (:func:`memo_increment`), ``(None, change, increment)`` for a
+    :class:`~ldp.privacy.cost.ChangeCharge` (:func:`change_increment`), ``(None, None, charge)`` for a cost."""
+    if isinstance(charge, MemoizedCharge):
+        key, inc = memo_increment(cur, salt, metric, charge)
+        return key, None, inc
+    if isinstance(charge, ChangeCharge):
+        change = change_increment(cur, salt, metric, charge)
+        return None, change, change.increment
+    return None, None, charge
 
 
 def has_ledger_tables(db: sqlite3.Connection) -> bool:

@@ -189,6 +189,21 @@ def _ngrams(s: Replay, pr: Any, value: Any) -> None:
     BB(s, pr.q, pr.num_bloombits)
 
 
+def _hh(s: Replay, pr: Any, value: Any) -> None:
+    if pr.level_weights:
+        r, level = R(s, sum(pr.level_weights)), 0
+        while r >= pr.level_weights[level]:
+            r, level = r - pr.level_weights[level], level + 1
+    else:
+        level = R(s, pr.depth)
+    m, oracle = pr.level_size(level + 1), pr.level_oracle(level + 1)
+    if pr.oracle_kinds[level] == "grr":
+        _grr(s, oracle.p, m)
+    else:
+        BB(s, oracle.q, m)
+        B(s, 0.5)
+
+
 def _multi(s: Replay, pr: Any, value: Any) -> None:
     parts = list(zip(pr.names, pr.components, strict=True))
     if pr.mode == "sample":
@@ -207,6 +222,8 @@ RULES: dict[str, tuple[str, Predictor]] = {
             lambda s, pr, v: (R(s, pr.seed_range), _grr(s, pr.p, pr.g))),
     "blh": ("`R(seed_range)`, `B(p)`", lambda s, pr, v: (R(s, pr.seed_range), B(s, pr.p))),
     "hr": ("`B(p)`, `R(K)`", lambda s, pr, v: (B(s, pr.p), R(s, pr.order))),
+    "hr-block": ("`B(γ)`, then `R(K)` if true, `R(b)` if false",
+                 lambda s, pr, v: R(s, pr.order) if B(s, pr.gamma) else R(s, pr.block_order)),
     "ss": ("`B(p)`, then `R(d−ω+o)`, `R(d−ω+o+1)`, …, `R(d−1)`, with `o` = 1 if `B(p)` was true, else 0", _ss),
     "cms": ("`R(k)`, `BB(σ(ε/2), m)`", lambda s, pr, v: _sketch(s, pr)),
     "hcms": ("`R(k)`, `R(m)`, `B(σ(ε))`", lambda s, pr, v: _sketch(s, pr)),
@@ -227,9 +244,13 @@ RULES: dict[str, tuple[str, Predictor]] = {
                  "if the value's bucket is sampled", _dbitflip),
     "bucket-grr": ("`B(p)`, then `R(k−1)` if false", lambda s, pr, v: _grr(s, pr.grr.p, pr.num_buckets)),
     "bucket-oue": ("`BB(q, k)`, `B(1/2)`", lambda s, pr, v: (BB(s, pr.q, pr.num_buckets), B(s, 0.5))),
+    "hh": ("`R(depth)` (with `level_weights`: `R(Σw)`); at a GRR level `B(p)`, then `R(m−1)` if false; at an OUE "
+           "level `BB(q, m)`, `B(1/2)`", _hh),
     "lgrr": ("`B(p2)`, then `R(d−1)` if false", lambda s, pr, v: _grr(s, pr.instantaneous.p, pr.domain_size)),
     "loue": ("`BB(flip, d)`", lambda s, pr, v: BB(s, pr.flip, pr.domain_size)),
     "memo-mean": ("`B(γ)`", lambda s, pr, v: B(s, pr.gamma_realized)),
+    "memo-dbitflip": ("`B(γ)` per sampled bucket", lambda s, pr, v: [B(s, pr.gamma_realized) for _ in range(pr.d)]),
+    "thresh": ("nothing (every draw is from the keyed stream)", lambda s, pr, v: None),
     "multi": ("split: each attribute's, in order; sample: `R(d)`, then the sampled attribute's", _multi),
 }
 

@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 
 import ldp.encoders as enc
+from ldp.encoders.hadamard_block import HRBlockEncoder
 from ldp.frames import encode_batch
 from ldp.plan.frequency import default_params, plan
 from ldp.plan.oracles import FIXED_DOMAIN_ORACLES, optimal_variance, recommend, report_bytes
 
 ENCODERS = {"rr": enc.BinaryRREncoder, "grr": enc.GRREncoder, "sue": enc.SUEEncoder, "oue": enc.OUEEncoder,
-            "blh": enc.BLHEncoder, "olh": enc.OLHEncoder, "hr": enc.HREncoder, "ss": enc.SSEncoder,
+            "blh": enc.BLHEncoder, "olh": enc.OLHEncoder, "hr": enc.HREncoder,
+            "hr-block": HRBlockEncoder, "ss": enc.SSEncoder,
             "cms": enc.CmsEncoder, "hcms": enc.HcmsEncoder}
 
 
@@ -53,7 +55,7 @@ def test_scores_are_the_exact_variances_of_a_rare_item(eps: float) -> None:
 def test_ranking_order_best_and_left_out() -> None:
     r = recommend(1.0, 200)
     names = [p.protocol for p in r]
-    assert set(names) == {"grr", "sue", "oue", "blh", "olh", "hr", "ss", "cms", "hcms", "rappor"}
+    assert set(names) == {"grr", "sue", "oue", "blh", "olh", "hr", "hr-block", "ss", "cms", "hcms", "rappor"}
     var = [r.scores[p].variance_per_user for p in names]
     assert var == sorted(var) and r.best_variance == names[0] in ("oue", "olh", "ss")
     smallest = min(s.report_bytes for s in r.scores.values())

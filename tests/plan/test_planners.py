@@ -31,7 +31,7 @@ def test_every_count_planner_serves_registered_planned_protocols() -> None:
         assert isinstance(planner, CountPlanner) and type(planner) is not CountPlanner
         assert params_type in registered, f"{type(planner).__name__} serves unregistered {params_type.__name__}"
         assert registered[params_type] in PLANNED_PROTOCOLS, f"{registered[params_type]} is not planned"
-    assert {registered[t] for t in found} == {"sfp", "pem", "rappor-ngrams", "lgrr", "loue"}
+    assert {registered[t] for t in found} == {"sfp", "pem", "rappor-ngrams", "lgrr", "loue", "hh"}
 
 
 @pytest.mark.parametrize("name", PLANNED_PROTOCOLS)

@@ -57,7 +57,7 @@ def _channel(params: Any) -> Any:
 
 def test_the_protocols_with_an_ibu_channel_are_the_pure_oracles_known_before() -> None:
     have = {name for name, p in PROTOCOLS.items() if any(_channel(x) for x in p.params_type.examples())}
-    assert have == {"rr", "grr", "bucket-grr", "lgrr", "sue", "oue", "loue", "bucket-oue"}
+    assert have == {"rr", "grr", "bucket-grr", "lgrr", "sue", "oue", "loue", "bucket-oue", "thresh"}
 
 
 @pytest.mark.parametrize("proto", list(PROTOCOLS.values()), ids=lambda p: p.name)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import ldp.plan.oracles  # noqa: F401  (registers Ranking)
+import ldp.simulation.histogram  # noqa: F401  (registers HistogramAccuracyResult)
 import ldp.simulation.multi  # noqa: F401  (registers MultiAccuracyResult)
 import ldp.simulation.pem  # noqa: F401
 import ldp.simulation.rappor_ngrams  # noqa: F401
@@ -36,8 +37,10 @@ from ldp.encoders import (
     PiecewiseParams,
     RapporParams,
 )
+from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams
 from ldp.encoders.multi import MultiEncoder
 from ldp.encoders.pem import PEMParams
+from ldp.encoders.range_tree import HHParams
 from ldp.encoders.sfp import SfpParams
 from ldp.plan.frequency import plan
 from ldp.plan.multi import plan_multi
@@ -124,6 +127,14 @@ def _multi_accuracy() -> ResultTable:
     return accuracy(MultiParams(2.0, "sample", MULTI_ATTRS), None, 2000, trials=2, rng=13)
 
 
+def _histogram() -> Any:
+    return simulate(BucketOUEParams(1.0, (0, 10, 20, 50, 100)), [4000, 3000, 2000, 1000], rng=14).estimate()
+
+
+def _hh() -> Any:
+    return simulate(HHParams(1.0, 0.0, 16.0, branching=2, depth=4), list(range(100, 1700, 100)), rng=16).estimate()
+
+
 EXAMPLES: dict[str, Callable[[], ResultTable]] = {
     "Estimates": _estimates, "RapporEstimates": _rappor, "MeanEstimate": _mean, "MultiEstimates": _multi,
     "SfpDiscovery": _sfp, "PEMDiscovery": _pem, "NgramDiscovery": _ngrams, "Association": _association,
@@ -134,6 +145,11 @@ EXAMPLES: dict[str, Callable[[], ResultTable]] = {
     "Ranking": lambda: recommend(1.0, 16, n=100_000),
     "AccuracyResult": _accuracy, "PEMAccuracyResult": _pem_accuracy, "NgramsAccuracyResult": _ngrams_accuracy,
     "MeanAccuracyResult": _mean_accuracy, "MultiAccuracyResult": _multi_accuracy,
+    "HistogramEstimates": _histogram, "QuantileTable": lambda: _histogram().quantiles(),
+    "RangeFraction": lambda: _histogram().range_fraction(5, 50), "CdfTable": lambda: _histogram().cdf(),
+    "HistogramAccuracyResult": lambda: accuracy(BucketGRRParams(2.0, tuple(range(9))), zipf(8, 1.1), 5000, trials=3,
+                                                rng=15),
+    "HHEstimates": _hh, "RangeAnswers": lambda: _hh().ranges([0, 2], [7, 15]),
 }
 CASES = [*EXAMPLES, "AccuracyResult-one-trial"]
 EXAMPLES["AccuracyResult-one-trial"] = _accuracy_one_trial
