@@ -49,13 +49,7 @@ _SAMPLE_DOMAIN = b"ldp/dbitflip-memo/sample/v1\x00"
 
 def sample_mask(k: int, d: int, src: RandomSource) -> int:
     """A uniform d-subset of ``range(k)`` as a bit mask, by Floyd's algorithm (``d`` exact ``randbelow``)."""
-    if d == k:
-        return (1 << k) - 1
-    mask = 0
-    for j in range(k - d, k):
-        t = src.randbelow(j + 1)
-        mask |= 1 << (j if mask >> t & 1 else t)
-    return mask
+    return (1 << k) - 1 if d == k else src.subset_mask(k, d)
 
 
 @dataclass(frozen=True)

@@ -145,11 +145,7 @@ class DBitFlipEncoder(Encoder):
         subsets = _subset_masks(k, d)
         if subsets:
             return subsets[self._rng.randbelow(len(subsets))]
-        mask = 0
-        for j in range(k - d, k):
-            t = self._rng.randbelow(j + 1)
-            mask |= 1 << (j if mask >> t & 1 else t)
-        return mask
+        return self._rng.subset_mask(k, d)
 
     def randomize(self, prepared: int) -> Report:
         pr, rng, k = self.params, self._rng, self.params.num_buckets

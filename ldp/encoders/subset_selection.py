@@ -33,12 +33,9 @@ def subset_size(epsilon: float, domain_size: int) -> int:
 
 
 def floyd_subset(n: int, k: int, rng: RandomSource) -> int:
-    """A uniform ``k``-subset of ``range(n)`` as a bit mask (Floyd's algorithm: ``k`` exact ``randbelow``)."""
-    mask = 0
-    for j in range(n - k, n):
-        t = rng.randbelow(j + 1)
-        mask |= 1 << (j if mask >> t & 1 else t)
-    return mask
+    """A uniform ``k``-subset of ``range(n)`` as a bit mask (Floyd's algorithm: ``k`` exact ``randbelow``;
+    :meth:`ldp.randomness.RandomSource.subset_mask`)."""
+    return rng.subset_mask(n, k)
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,18 @@ class RandomSource(ABC):
             if r < n:
                 return r
 
+    def subset_mask(self, n: int, k: int) -> int:
+        """A uniform ``k``-subset of ``range(n)`` as a bit mask, exactly: Floyd's algorithm (Bentley & Floyd 1987),
+        for ``j = n − k, …, n − 1``: ``t = randbelow(j + 1)``, add ``j`` if ``t`` is already in, else ``t``."""
+        if isinstance(n, bool) or not isinstance(n, int) or isinstance(k, bool) or not isinstance(k, int) \
+                or not 0 <= k <= n:
+            raise ValueError(f"subset_mask needs ints 0 <= k <= n, got n={n!r}, k={k!r}")
+        mask = 0
+        for j in range(n - k, n):
+            t = self.randbelow(j + 1)
+            mask |= 1 << (j if mask >> t & 1 else t)
+        return mask
+
     def token_bytes(self, n: int) -> bytes:
         """``n`` uniform random bytes (client secrets)."""
         return self.randbits(8 * n).to_bytes(n, "little") if n > 0 else b""

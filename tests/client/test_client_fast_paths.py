@@ -77,6 +77,7 @@ OPS = st.one_of(
     st.tuples(st.just("bernoulli_bits"), st.sampled_from(PROBABILITIES), st.integers(0, 1100)),
     st.tuples(st.just("randbelow"), st.one_of(st.integers(1, 2000), st.integers(1, 2**64 + 5))),
     st.tuples(st.just("randbits"), st.integers(0, 700)),
+    st.integers(0, 1100).flatmap(lambda n: st.tuples(st.just("subset_mask"), st.just(n), st.integers(0, n))),
 )
 
 
@@ -135,6 +136,9 @@ def test_bad_arguments_fail_as_before():
         src.randbelow(True)
     with pytest.raises(ValueError, match="multiple of 8"):
         BufferedRandomSource(os.urandom, 12)
+    for n, k in ((3, 4), (3, -1), (-1, 0), (3.0, 1), (True, 1), (3, None)):
+        with pytest.raises(ValueError, match="subset_mask"):
+            src.subset_mask(n, k)
 
 
 def test_threads_never_share_a_word():

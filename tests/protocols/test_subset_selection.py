@@ -166,3 +166,18 @@ def test_json_lines_batches_merge_and_bytes():
     assert merged.estimate().items == list(LABELS)
 
 
+
+
+def test_batch_of_mixed_values_follows_each_values_law():
+    """Rows of different values in one batch (the columns are spread around each row's own value): every
+    value's rows have the client's exact subset law."""
+    params, size = SSParams(0.3, 5), 100_000
+    values = np.random.default_rng(3).integers(0, 5, size)
+    bits = np.unpackbits(SSEncoder(params).encode_batch(values, rng=10).columns["bits"], axis=1, bitorder="little")
+    for value in range(5):
+        law = subset_law(params, value)
+        keys, counts = np.unique(bits[values == value, :5], axis=0, return_counts=True)
+        observed = {"".join(map(str, k)): int(c) for k, c in zip(keys, counts, strict=True)}
+        assert set(observed) <= set(law)
+        m = int((values == value).sum())
+        assert stats.chisquare([observed.get(k, 0) for k in law], [law[k] * m for k in law]).pvalue > 1e-6
