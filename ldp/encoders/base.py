@@ -339,6 +339,11 @@ class Encoder(ABC):
     def randomize(self, prepared: Any) -> Report:
         """Privatize a prepared value into a report (all randomness from ``self._rng``)."""
 
+    def randomize_payload(self, prepared: Any) -> dict[str, Any]:
+        """The payload :meth:`randomize` would put in its report, the same draws (what a composite encoder such
+        as ``multi`` or ``bucket-grr`` takes of a part); a protocol overrides it to skip the report object."""
+        return dict(self.randomize(prepared).payload)
+
     @abstractmethod
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
         """Vectorized encoding of value indices for simulation (a numpy kernel from :mod:`ldp.batch`; no ledger)."""

@@ -226,7 +226,7 @@ class BucketGRREncoder(Encoder):
         return self.params.bucket_of(value)
 
     def randomize(self, prepared: int) -> Report:
-        return self._report(dict(self._grr.randomize(prepared).payload))
+        return self._report(self._grr.randomize_payload(prepared))
 
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
         """Vectorized GRR of bucket indices (:func:`ldp.batch.histogram.bucketize` maps numbers to them)."""

@@ -189,7 +189,7 @@ class MultiParams(ProtocolParams):
         """The number of attributes."""
         return len(self.attributes)
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(a[0] for a in self.attributes)
 
@@ -316,9 +316,11 @@ class MultiEncoder(Encoder):
         if not isinstance(value, Mapping):
             raise TypeError(f"multi values must be a mapping {{name: value}} of the attributes {list(names)}, "
                             f"got {type(value).__name__}")
-        if missing := [n for n in names if n not in value]:
-            raise ValueError(f"multi value is missing attributes {missing} (every report needs all of {list(names)})")
-        if extra := [k for k in value if k not in names]:
+        if len(value) != len(names) or not all(n in value for n in names):  # else none missing, none extra
+            if missing := [n for n in names if n not in value]:
+                raise ValueError(f"multi value is missing attributes {missing} (every report needs all of "
+                                 f"{list(names)})")
+            extra = [k for k in value if k not in names]
             raise ValueError(f"multi value has unknown attributes {[str(k) for k in extra][:5]} "
                              f"(the attributes are {list(names)})")
         out = []
@@ -334,14 +336,16 @@ class MultiEncoder(Encoder):
         if pr.mode == "split":
             payload: dict[str, PayloadValue] = {}
             for pre, part, x in zip(pr.prefixes, self._parts, prepared, strict=True):
-                payload.update((pre + k, v) for k, v in part.randomize(x).payload.items())
+                for k, v in part.randomize_payload(x).items():
+                    payload[pre + k] = v
             return self._report(payload)
         j = self._rng.randbelow(pr.d)
         payload = {"attr": j}
         for i, zeros in enumerate(pr.zero_payloads):
             if i == j:
-                sub = self._parts[j].randomize(prepared[j]).payload
-                payload.update((pr.prefixes[j] + k, v) for k, v in sub.items())
+                pre = pr.prefixes[j]
+                for k, v in self._parts[j].randomize_payload(prepared[j]).items():
+                    payload[pre + k] = v
             else:
                 payload.update(zeros)
         return self._report(payload)

@@ -236,8 +236,10 @@ class BinaryRREncoder(Encoder):
         raise TypeError(f"binary RR values must be bool or 0/1, got {type(value).__name__}")
 
     def randomize(self, prepared: int) -> Report:
-        bit = self._rng.bernoulli(self.params.q if prepared else self.params.p)
-        return self._report({"bit": int(bit)})
+        return self._report(self.randomize_payload(prepared))
+
+    def randomize_payload(self, prepared: int) -> dict[str, Any]:
+        return {"bit": int(self._rng.bernoulli(self.params.q if prepared else self.params.p))}
 
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
         from ldp.batch.randomized_response import rr_encode_batch  # numpy, loaded only here
@@ -252,11 +254,14 @@ class GRREncoder(DomainPrepare, Encoder):
     params_type: ClassVar[type[GRRParams]] = GRRParams
 
     def randomize(self, prepared: int) -> Report:
+        return self._report(self.randomize_payload(prepared))
+
+    def randomize_payload(self, prepared: int) -> dict[str, Any]:
         rng, pr = self._rng, self.params
         if rng.bernoulli(pr.p):
-            return self._report({"index": prepared})
+            return {"index": prepared}
         other = rng.randbelow(pr.domain_size - 1)  # uniform over the d-1 other values
-        return self._report({"index": other + (other >= prepared)})
+        return {"index": other + (other >= prepared)}
 
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
         """Vectorized GRR: keep each value with probability p, else a uniform other value."""
