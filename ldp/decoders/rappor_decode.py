@@ -126,13 +126,19 @@ def _design(agg: RapporAggregate, cmap: CandidateMap) -> tuple[sp.csc_matrix, np
 
 def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes], *, alpha: float = 0.05,
            correction: str = "bh", confidence: float = 0.95, selection: str = "auto",
-           select_level: float | None = None) -> RapporEstimates:
+           select_level: float | None = None, background: bool = False) -> RapporEstimates:
     """Estimate how many clients hold each candidate, test which are present (module docstring).
 
     ``selection``: ``"auto"`` (default) fits every distinguishable candidate when there are at most
     half as many as rows (``m·k`` over non-empty cohorts) and the fit stays near a second
     (``rows·d² ≤ 4·10⁹``), else selects by the lasso first;
-    ``"none"`` always fits every candidate, ``"lasso"`` always selects."""
+    ``"none"`` always fits every candidate, ``"lasso"`` always selects.
+
+    ``background``: also fit the clients whose strings are not among the candidates, as one column whose
+    Bloom bits are those of a random string, ``E[y_ci] ∋ (N_c/N)·β·n_other`` with ``β = 1 − (1 − 1/k)^h`` the
+    chance a given bit is one of a string's ``h`` hashed bits: without it their bits are explained by the
+    candidates sharing them, whose counts then sit above the truth. ``summary["unexplained"]`` (with
+    ``unexplained_se``) is the estimate of ``n_other``."""
     if not (isinstance(agg, Aggregate) and isinstance(agg.params, RapporParams)):  # a RapporAggregate
         raise TypeError(f"decode needs a RapporAggregate, got {type(agg).__name__}")
     if not 0.0 < alpha < 1.0:
@@ -163,6 +169,7 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
     else:
         x, y, w, null_var = _design(agg, cmap)
         xr = x[:, reps]
+        design, other = (_with_background(agg, xr), len(reps)) if background else (xr, -1)
         info = np.asarray(xr.multiply(xr).T @ (1.0 / null_var)).ravel()
         mdf = z_test / np.sqrt(info) / agg.n
         summary["min_detectable_fraction"] = float(np.median(mdf))
@@ -179,7 +186,7 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
                          "candidates, or more cohorts or bits, allow fitting every one; see the RAPPOR docs)")
             level = select_level or min(_MAX_LEVEL, max(1.0 / big_m, alpha if correction == "bh" else 0.0))
             with _threads_for(float(xr.shape[0]) * xr.shape[1]):  # one coordinate-descent pass, densely counted
-                lasso = nonnegative_lasso(xr, y, weights=w, level=level)
+                lasso = nonnegative_lasso(design, y, weights=w, level=level)
             support = lasso.support
             summary["lasso_alpha"], summary["select_level"] = lasso.alpha, level
             logger.debug("rappor decode: lasso at level %.3g selected %d of %d candidates (penalty %.4g, "
@@ -188,16 +195,18 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
                 logger.warning("rappor decode: the lasso did not converge; selection may be incomplete")
                 notes.append("the lasso did not converge; selection may be incomplete")
         else:
-            support = np.arange(len(reps))
+            support = np.arange(design.shape[1])
+        if background:
+            support = np.union1d(support, [other])
         count[:] = 0.0
         if support.size > x.shape[0]:
             support = support[np.argsort(-info[support])][: x.shape[0]]
             notes.append("more candidates selected than rows; kept the most informative")
         added = 0
         for _ in range(_MAX_ROUNDS):  # refit while a left-out candidate is significant by its score test
-            fit, resid, scale = _fit(xr, y, w, support)
+            fit, resid, scale = _fit(design, y, w, support)
             rest = np.setdiff1d(np.arange(len(reps)), support)
-            stat[rest], se[rest] = _score(xr[:, rest], resid, w, scale)
+            stat[rest], se[rest] = _score(design[:, rest], resid, w, scale)
             pval[rest] = _upper_tail(stat[rest])
             missed = rest[pval[rest] < alpha / big_m]
             if not missed.size or support.size + missed.size >= x.shape[0]:
@@ -207,9 +216,17 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
             notes.append(f"{added} candidates left out by the lasso were significant by their score test and were "
                          "added to the least-squares fit")
         if fit is not None:
-            count[support], se[support] = fit.coef, fit.std_error
-            pval[support], stat[support] = fit.p_values("greater"), fit.statistic()
-            selected[support] = True
+            cand = support != other
+            if background:
+                unexplained, unexplained_se = float(fit.coef[~cand][0]), float(fit.std_error[~cand][0])
+                summary["unexplained"], summary["unexplained_se"] = unexplained, unexplained_se
+                notes.append(f"an estimated {unexplained:.0f} ± {unexplained_se:.0f} clients "
+                             f"({unexplained / agg.n:.1%}) hold strings outside the candidates (fitted as a "
+                             "background of random Bloom bits)")
+            on = support[cand]
+            count[on], se[on] = fit.coef[cand], fit.std_error[cand]
+            pval[on], stat[on] = fit.p_values("greater")[cand], fit.statistic()[cand]
+            selected[on] = True
             summary["dispersion"], summary["scale"] = fit.dispersion, fit.scale
             if fit.dispersion > _MISFIT:
                 notes.append(f"the bits vary {fit.dispersion:.3g} times more than privacy noise explains: strings "
@@ -252,6 +269,19 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
     for note in notes:
         logger.info("rappor decode: note: %s", note)
     return RapporEstimates("rappor", names, agg.n, cnt, err, confidence, _privacy(pr), extra, tuple(notes), summary)
+
+
+def _with_background(agg: RapporAggregate, xr: sp.csc_matrix) -> sp.csc_matrix:
+    """``xr`` with the background column: row ``(c, i)`` of a non-empty cohort holds ``(N_c/N)·β``,
+    ``β = 1 − (1 − 1/k)^h`` (:func:`decode`)."""
+    import scipy.sparse as sp
+
+    pr = agg.params
+    k, h = pr.num_bloombits, pr.num_hashes
+    n_c = agg.cohort_n[agg.cohort_n > 0].astype(np.float64)
+    beta = -np.expm1(h * np.log1p(-1.0 / k))
+    col = np.repeat(n_c / agg.n * beta, k)[:, None]
+    return sp.hstack([xr, sp.csc_matrix(col)], format="csc")
 
 
 def _fit(xr: sp.csc_matrix, y: np.ndarray, w: np.ndarray, support: np.ndarray) -> tuple[Any, np.ndarray, float]:

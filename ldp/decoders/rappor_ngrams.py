@@ -127,10 +127,13 @@ class RapporNgramsAggregate(Aggregate):
         return {"cohort": cohort, "bits": r["gram_a"][sel]}, {"cohort": cohort, "bits": r["gram_b"][sel]}
 
     def estimate(self, candidates: Any, **options: Any) -> RapporEstimates:
-        """Counts of full-string ``candidates`` (:func:`ldp.decoders.rappor_decode.decode` and its options)."""
+        """Counts of full-string ``candidates`` (:func:`ldp.decoders.rappor_decode.decode` and its options), with
+        the clients holding other strings fitted as a background (``background=True`` unless given): candidates
+        proposed by discovery rarely hold every client, and without it the others' Bloom bits inflate the
+        candidates sharing them (docs/protocols/rappor-ngrams.md)."""
         from ldp.decoders.rappor_decode import decode
 
-        return decode(self.full_aggregate(), candidates, **options)
+        return decode(self.full_aggregate(), candidates, **{"background": True, **options})
 
     candidate_dictionary: ClassVar[str] = "optional"
 

@@ -167,7 +167,7 @@ def discover(agg: RapporNgramsAggregate, *, alpha: float = 0.05, gram_alpha: flo
                                "unconverged": [f"{a},{b}" for (a, b), r in assoc.items() if not r.converged],
                                "alpha": alpha, "gram_alpha": gram_alpha,
                                "pair_alpha": pair_alpha}
-    est = decode(agg.full_aggregate(), cands, alpha=alpha, confidence=confidence) if cands else None
+    est = decode(agg.full_aggregate(), cands, alpha=alpha, confidence=confidence, background=True) if cands else None
     strings = _detected(pr, agg.n, est, confidence)
     summary["detected"] = len(strings.items)
     return NgramDiscovery(strings, est, grams, pairs, assoc, cands, summary)
