@@ -513,6 +513,7 @@ def _register_protocol_sections() -> None:
     import bench_local_hashing
     import bench_numeric
     import bench_oracles
+    import bench_peers
     import bench_pem
     import bench_plan
     import bench_quantiles
@@ -537,6 +538,7 @@ def _register_protocol_sections() -> None:
     bench_quantiles.register(sys.modules[__name__])
     bench_range.register(sys.modules[__name__])
     bench_change.register(sys.modules[__name__])
+    bench_peers.register(sys.modules[__name__])
     bench_oracles.register(sys.modules[__name__])
     bench_local_hashing.register(sys.modules[__name__])
     bench_regression.register(sys.modules[__name__])

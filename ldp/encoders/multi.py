@@ -269,6 +269,13 @@ class MultiParams(ProtocolParams):
         return tuple({pre + f.name: (0 if f.kind == "uint" else bits_from_int(0, f.size)) for f in c.schema}
                      for pre, c in zip(self.prefixes, self.components, strict=True))
 
+    @cached_property
+    def sample_templates(self) -> tuple[dict[str, PayloadValue], ...]:
+        """Per sampled attribute ``j``, the sample-mode payload with every field in schema order: ``attr = j``
+        and all-zero fields (``j``'s are overwritten by its report)."""
+        zeros = {k: v for z in self.zero_payloads for k, v in z.items()}
+        return tuple({"attr": j, **zeros} for j in range(self.d))
+
     def sub_report(self, report: Report, j: int) -> Report:
         """Attribute ``j``'s part of a (schema-checked) report, as its protocol's report."""
         comp, pre = self.components[j], self.prefixes[j]
@@ -313,14 +320,17 @@ class MultiEncoder(Encoder):
     def prepare(self, value: Any) -> tuple[Any, ...]:
         """Every attribute's value checked by its protocol, in attribute order."""
         names = self.params.names
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):  # (a dict skips the ABC check's cost)
             raise TypeError(f"multi values must be a mapping {{name: value}} of the attributes {list(names)}, "
                             f"got {type(value).__name__}")
-        if len(value) != len(names) or not all(n in value for n in names):  # else none missing, none extra
-            if missing := [n for n in names if n not in value]:
-                raise ValueError(f"multi value is missing attributes {missing} (every report needs all of "
-                                 f"{list(names)})")
-            extra = [k for k in value if k not in names]
+        if len(value) == len(names):  # the common case in one pass; any problem: the checks below name it
+            try:
+                return tuple([part.prepare(value[name]) for name, part in zip(names, self._parts, strict=True)])
+            except (KeyError, TypeError, ValueError):
+                pass
+        if missing := [n for n in names if n not in value]:
+            raise ValueError(f"multi value is missing attributes {missing} (every report needs all of {list(names)})")
+        if extra := [k for k in value if k not in names]:
             raise ValueError(f"multi value has unknown attributes {[str(k) for k in extra][:5]} "
                              f"(the attributes are {list(names)})")
         out = []
@@ -340,14 +350,10 @@ class MultiEncoder(Encoder):
                     payload[pre + k] = v
             return self._report(payload)
         j = self._rng.randbelow(pr.d)
-        payload = {"attr": j}
-        for i, zeros in enumerate(pr.zero_payloads):
-            if i == j:
-                pre = pr.prefixes[j]
-                for k, v in self._parts[j].randomize_payload(prepared[j]).items():
-                    payload[pre + k] = v
-            else:
-                payload.update(zeros)
+        payload = dict(pr.sample_templates[j])  # "attr", then every field in schema order (the others' zeros)
+        pre = pr.prefixes[j]
+        for k, v in self._parts[j].randomize_payload(prepared[j]).items():
+            payload[pre + k] = v
         return self._report(payload)
 
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
