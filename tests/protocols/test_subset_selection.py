@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import ldp.batch.subset_selection as _ss_batch
 from ldp.decoders.base import Aggregate
 from ldp.decoders.subset_selection import SSAggregate, ss_variance
 from ldp.encoders.subset_selection import SSEncoder, SSParams, floyd_subset, subset_size
@@ -174,6 +175,52 @@ def test_batch_of_mixed_values_follows_each_values_law():
     params, size = SSParams(0.3, 5), 100_000
     values = np.random.default_rng(3).integers(0, 5, size)
     bits = np.unpackbits(SSEncoder(params).encode_batch(values, rng=10).columns["bits"], axis=1, bitorder="little")
+    for value in range(5):
+        law = subset_law(params, value)
+        keys, counts = np.unique(bits[values == value, :5], axis=0, return_counts=True)
+        observed = {"".join(map(str, k)): int(c) for k, c in zip(keys, counts, strict=True)}
+        assert set(observed) <= set(law)
+        m = int((values == value).sum())
+        assert stats.chisquare([observed.get(k, 0) for k in law], [law[k] * m for k in law]).pvalue > 1e-6
+
+
+needs_kernel = pytest.mark.skipif(not _ss_batch.kernel_in_use(), reason="the compiled SS kernel is not built")
+
+
+@needs_kernel
+@pytest.mark.parametrize("d, w, size", [(2, 1, 40), (5, 2, 300), (16, 4, 200), (100, 27, 50)])
+def test_compiled_floyd_rows_equal_their_python_transcription(d, w, size):
+    """Same 32-bit values, the same rows and the same count used; with too few values, both stop at the same
+    row, clear it, and resume to the same result."""
+    gen = np.random.default_rng(d)
+    v, own = gen.integers(0, d, size), (gen.random(size) < 0.5).astype(np.uint8)
+    halves = gen.bit_generator.random_raw(size * w).view(np.uint32)
+    for cut in (halves.size, halves.size // 3):
+        fast, ref = np.zeros((size, (d + 7) // 8), np.uint8), np.zeros((size, (d + 7) // 8), np.uint8)
+        got = _ss_batch._sskernel.floyd_rows(halves[:cut], v, own, w, d, fast, 0)
+        want = _ss_batch.floyd_rows_reference(halves[:cut], v, own, w, d, ref, 0)
+        assert got == want and np.array_equal(fast, ref)
+        if got[0] < size:  # resume from the row that ran out, with the rest of the values
+            got = _ss_batch._sskernel.floyd_rows(halves[cut:], v, own, w, d, fast, got[0])
+            want = _ss_batch.floyd_rows_reference(halves[cut:], v, own, w, d, ref, want[0])
+            assert got == want and np.array_equal(fast, ref)
+
+
+@needs_kernel
+def test_compiled_floyd_rows_refuses_inconsistent_buffers():
+    v, own, rows, halves = np.array([0, 1]), np.zeros(2, np.uint8), np.zeros((2, 1), np.uint8), np.ones(8, np.uint32)
+    for args in ((halves, v, own, 0, 5, rows, 0), (halves, v, own, 2, 5, rows, 3), (halves, v, own[:1], 2, 5, rows, 0),
+                 (halves, np.array([0, 9]), own, 2, 5, rows, 0), (halves, v, own, 2, 1, rows, 0)):
+        with pytest.raises(ValueError, match="floyd_rows"):
+            _ss_batch._sskernel.floyd_rows(*args)
+
+
+@pytest.mark.parametrize("kernel", ["numpy", pytest.param("compiled", marks=needs_kernel)])
+def test_both_batch_paths_follow_the_clients_exact_law(kernel, monkeypatch):
+    monkeypatch.setattr(_ss_batch, "SS_KERNEL", kernel)
+    params, size = SSParams(0.3, 5), 60_000
+    values = np.random.default_rng(5).integers(0, 5, size)
+    bits = np.unpackbits(SSEncoder(params).encode_batch(values, rng=11).columns["bits"], axis=1, bitorder="little")
     for value in range(5):
         law = subset_law(params, value)
         keys, counts = np.unique(bits[values == value, :5], axis=0, return_counts=True)
