@@ -36,7 +36,11 @@ from ldp.encoders import (  # noqa: E402
     RapporParams,
     SSParams,
 )
+from ldp.encoders.dbitflip_memo import MemoDBitFlipParams  # noqa: E402
+from ldp.encoders.hadamard_block import HRBlockParams  # noqa: E402
 from ldp.encoders.histogram import BucketOUEParams  # noqa: E402
+from ldp.encoders.range_tree import HHParams  # noqa: E402
+from ldp.encoders.thresh import ThreshParams  # noqa: E402
 from ldp.encoders.pem import PEMParams  # noqa: E402
 from ldp.encoders.rappor_ngrams import RapporNgramsParams  # noqa: E402
 from ldp.encoders.sfp import SfpParams  # noqa: E402
@@ -60,6 +64,7 @@ CASES = {
     "blh": (BLHParams(1.0, 8), 3),
     "olh": (OLHParams(1.0, 8), 3),
     "hr": (HRParams(1.0, 8), 3),
+    "hr-block": (HRBlockParams(4.0, 100), 42),
     "ss": (SSParams(1.0, 8), 3),
     "duchi": (DuchiParams(1.0, 0.0, 240.0), 37.5),
     "piecewise": (PiecewiseParams(1.0, 0.0, 240.0), 37.5),
@@ -67,9 +72,12 @@ CASES = {
     "dbitflip": (DBitFlipParams(2.0, (0, 30, 60, 120, 240), d=2), 37.5),
     "bucket-grr": (BucketGRRParams(1.0, (0, 30, 60, 120, 240)), 37.5),
     "bucket-oue": (BucketOUEParams(1.0, (0, 30, 60, 120, 240)), 37.5),
+    "hh": (HHParams(1.0, 0.0, 256.0), 37.5),
     "lgrr": (LGRRParams(4.0, 1.0, 3), 1),
     "loue": (LOUEParams(4.0, 1.0, 3), 1),
     "memo-mean": (MemoMeanParams(1.0, 0.0, 240.0), 37.5),
+    "memo-dbitflip": (MemoDBitFlipParams(2.0, (0, 30, 60, 120, 240), d=2), 37.5),
+    "thresh": (ThreshParams(1.0, 3, labels=("home", "search", "settings")), "search"),
     "multi": (MultiParams(2.0, "sample", (("screen", "grr", {"domain_size": 3}),
                                           ("minutes", "duchi", {"low": 0, "high": 240}))),
               {"screen": 1, "minutes": 30.0}),
