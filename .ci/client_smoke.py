@@ -39,11 +39,11 @@ from ldp.encoders import (  # noqa: E402
 from ldp.encoders.dbitflip_memo import MemoDBitFlipParams  # noqa: E402
 from ldp.encoders.hadamard_block import HRBlockParams  # noqa: E402
 from ldp.encoders.histogram import BucketOUEParams  # noqa: E402
-from ldp.encoders.range_tree import HHParams  # noqa: E402
-from ldp.encoders.thresh import ThreshParams  # noqa: E402
 from ldp.encoders.pem import PEMParams  # noqa: E402
+from ldp.encoders.range_tree import HHParams  # noqa: E402
 from ldp.encoders.rappor_ngrams import RapporNgramsParams  # noqa: E402
 from ldp.encoders.sfp import SfpParams  # noqa: E402
+from ldp.encoders.thresh import ThreshParams  # noqa: E402
 from ldp.encoders.unary import LOUEParams, OUEParams, SUEParams  # noqa: E402
 from ldp.extras import MissingExtraError  # noqa: E402
 from ldp.protocols import client_protocols  # noqa: E402
