@@ -316,6 +316,11 @@ class MultiEncoder(Encoder):
         # each component's law, drawing from this encoder's source (checked for seeding above; no ledger of its own)
         self._parts: tuple[Encoder, ...] = tuple(
             client_protocols()[c.protocol][1](c, rng=self._rng, simulation=True) for c in self.params.components)
+        pr = self.params
+        self._prepares = tuple(zip(pr.names, (part.prepare for part in self._parts), strict=True))
+        # per attribute: its part's payload function and its fields' prefixed names (built once, not per report)
+        self._payloads = tuple((part.randomize_payload, {f.name: pre + f.name for f in comp.schema})
+                               for part, comp, pre in zip(self._parts, pr.components, pr.prefixes, strict=True))
 
     def prepare(self, value: Any) -> tuple[Any, ...]:
         """Every attribute's value checked by its protocol, in attribute order."""
@@ -325,7 +330,7 @@ class MultiEncoder(Encoder):
                             f"got {type(value).__name__}")
         if len(value) == len(names):  # the common case in one pass; any problem: the checks below name it
             try:
-                return tuple([part.prepare(value[name]) for name, part in zip(names, self._parts, strict=True)])
+                return tuple([prepare(value[name]) for name, prepare in self._prepares])
             except (KeyError, TypeError, ValueError):
                 pass
         if missing := [n for n in names if n not in value]:
@@ -345,15 +350,15 @@ class MultiEncoder(Encoder):
         pr = self.params
         if pr.mode == "split":
             payload: dict[str, PayloadValue] = {}
-            for pre, part, x in zip(pr.prefixes, self._parts, prepared, strict=True):
-                for k, v in part.randomize_payload(x).items():
-                    payload[pre + k] = v
+            for (draw, names), x in zip(self._payloads, prepared, strict=True):
+                for k, v in draw(x).items():
+                    payload[names[k]] = v
             return self._report(payload)
         j = self._rng.randbelow(pr.d)
-        payload = dict(pr.sample_templates[j])  # "attr", then every field in schema order (the others' zeros)
-        pre = pr.prefixes[j]
-        for k, v in self._parts[j].randomize_payload(prepared[j]).items():
-            payload[pre + k] = v
+        payload = pr.sample_templates[j].copy()  # "attr", then every field in schema order (the others' zeros)
+        draw, names = self._payloads[j]
+        for k, v in draw(prepared[j]).items():
+            payload[names[k]] = v
         return self._report(payload)
 
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
