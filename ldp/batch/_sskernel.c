@@ -1,41 +1,63 @@
 /* Optional compiled kernel of Subset Selection's batch path (ldp/batch/subset_selection.py; clients never load it).
  *
- * floyd_rows(halves, v, own, w, d, rows, start) -> (stop, used):
- *   for each row i >= start: a uniform (w - own[i])-subset of the d - 1 columns other than v[i], by Floyd's
- *   algorithm over their positions 0..d-2 (position t is column t + (t >= v[i])), its bits OR-ed into the
- *   packed little-endian row i of `rows` (n rows of (d + 7) / 8 bytes), then bit v[i] if own[i]. Each draw of Floyd's R(j + 1) takes the next
- *   32-bit value of `halves` masked to bit_length(j) bits and rejects it above j: exactly uniform. When the
- *   values run out inside row i, that row is cleared and (i, values used) returned: the caller resumes at i
- *   with fresh values (the accepted draws are independent of how many were rejected, so restarting a row does
- *   not change its law). Returns (n, used) when every row is done. halves: native uint32; v: int64; own, rows:
- *   uint8; all C-contiguous. Only the buffer protocol is used (no numpy headers); the GIL is released.
- *   Tested against a Python transcription in tests/protocols/test_subset_selection.py.
+ * floyd_rows(seed, v, own, w, d, rows):
+ *   for each row i: a uniform (w - own[i])-subset of the d - 1 columns other than v[i], by Floyd's algorithm
+ *   over their positions 0..d-2 (position t is column t + (t >= v[i])), its bits OR-ed into the packed
+ *   little-endian row i of `rows` (n rows of (d + 7) / 8 bytes), then bit v[i] if own[i]. The draws come from
+ *   xoshiro256** (Blackman & Vigna 2018) seeded with the four 64-bit words of `seed` (the caller's numpy
+ *   generator): each R(j + 1) takes the next bit_length(j) bits of its 64-bit outputs (low bits first, a word's
+ *   leftover bits dropped when too few remain) and rejects a value above j: exactly uniform given uniform bits.
+ *   seed: 4 native uint64, not all zero; v: int64; own, rows: uint8; all C-contiguous. Only the buffer protocol is
+ *   used (no numpy headers); the GIL is released. Tested against a Python transcription in
+ *   tests/protocols/test_subset_selection.py.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-static Py_ssize_t floyd(const uint32_t *halves, Py_ssize_t nh, Py_ssize_t *used, const int64_t *v,
-                        const uint8_t *own, int64_t w, Py_ssize_t n, int64_t d, uint8_t *rows, Py_ssize_t start)
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static inline uint64_t next(uint64_t *s)
 {
-    Py_ssize_t nb = (Py_ssize_t)((d + 7) / 8), h = *used;
-    for (Py_ssize_t i = start; i < n; i++) {
+    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+static void floyd(uint64_t *state, const int64_t *v, const uint8_t *own, int64_t w, Py_ssize_t n, int64_t d,
+                  uint8_t *rows)
+{
+    Py_ssize_t nb = (Py_ssize_t)((d + 7) / 8);
+    uint64_t word = 0;
+    int left = 0; /* unused bits of `word` */
+    for (Py_ssize_t i = 0; i < n; i++) {
         uint8_t *row = rows + i * nb;
         int64_t vi = v[i];
-        for (int64_t j = d - 1 - (w - (own[i] != 0)); j < d - 1; j++) {
-            uint32_t t = 0;
+        int64_t j = d - 1 - (w - (own[i] != 0));
+        int bits = 0; /* bit_length(j), kept as j grows */
+        while (bits < 63 && (j >> bits) != 0)
+            bits++;
+        for (; j < d - 1; j++) {
+            uint64_t t = 0;
+            if ((j >> bits) != 0)
+                bits++;
             if (j > 0) {
-                uint32_t mask = (uint32_t)j; /* all ones up to j's top bit: 2^bit_length(j) - 1 */
-                mask |= mask >> 1; mask |= mask >> 2; mask |= mask >> 4; mask |= mask >> 8; mask |= mask >> 16;
+                uint64_t mask = (1ULL << bits) - 1; /* bits <= 32: d <= 2^31 */
                 do {
-                    if (h == nh) {
-                        memset(row, 0, (size_t)nb);
-                        *used = h;
-                        return i;
+                    if (left < bits) {
+                        word = next(state);
+                        left = 64;
                     }
-                    t = halves[h++] & mask;
-                } while (t > (uint32_t)j);
+                    t = word & mask;
+                    word >>= bits;
+                    left -= bits;
+                } while (t > (uint64_t)j);
             }
             int64_t c = (int64_t)t + ((int64_t)t >= vi);
             if (row[c >> 3] >> (c & 7) & 1)
@@ -45,42 +67,42 @@ static Py_ssize_t floyd(const uint32_t *halves, Py_ssize_t nh, Py_ssize_t *used,
         if (own[i])
             row[vi >> 3] |= (uint8_t)(1u << (vi & 7));
     }
-    *used = h;
-    return n;
 }
 
 static PyObject *floyd_rows(PyObject *self, PyObject *args)
 {
-    Py_buffer hb, vb, ob, rb;
+    Py_buffer sb, vb, ob, rb;
     long long w, d;
-    Py_ssize_t start;
-    if (!PyArg_ParseTuple(args, "y*y*y*LLw*n", &hb, &vb, &ob, &w, &d, &rb, &start))
+    if (!PyArg_ParseTuple(args, "y*y*y*LLw*", &sb, &vb, &ob, &w, &d, &rb))
         return NULL;
-    Py_ssize_t n = vb.len / 8, used = 0, stop = -1;
-    if (d < 2 || d > (1LL << 31) || w < 1 || w > d - 1 || ob.len != n || rb.len != n * ((d + 7) / 8) || start < 0
-        || start > n) {
-        PyErr_SetString(PyExc_ValueError, "floyd_rows: inconsistent buffer sizes, w or d");
+    Py_ssize_t n = vb.len / 8;
+    int failed = 1;
+    uint64_t state[4];
+    if (sb.len != 32 || d < 2 || d > (1LL << 31) || w < 1 || w > d - 1 || ob.len != n
+        || rb.len != n * ((d + 7) / 8)) {
+        PyErr_SetString(PyExc_ValueError, "floyd_rows: inconsistent buffer sizes, seed, w or d");
     } else {
         const int64_t *v = (const int64_t *)vb.buf;
-        int ok = 1;
+        memcpy(state, sb.buf, 32);
+        int ok = (state[0] | state[1] | state[2] | state[3]) != 0;
         for (Py_ssize_t i = 0; i < n; i++)
             ok &= v[i] >= 0 && v[i] < d;
         if (!ok) {
-            PyErr_SetString(PyExc_ValueError, "floyd_rows: a value out of range");
+            PyErr_SetString(PyExc_ValueError, "floyd_rows: a value out of range, or an all-zero seed");
         } else {
             Py_BEGIN_ALLOW_THREADS
-            stop = floyd((const uint32_t *)hb.buf, hb.len / 4, &used, v, (const uint8_t *)ob.buf, w, n, d,
-                         (uint8_t *)rb.buf, start);
+            floyd(state, v, (const uint8_t *)ob.buf, w, n, d, (uint8_t *)rb.buf);
             Py_END_ALLOW_THREADS
+            failed = 0;
         }
     }
-    PyBuffer_Release(&hb);
+    PyBuffer_Release(&sb);
     PyBuffer_Release(&vb);
     PyBuffer_Release(&ob);
     PyBuffer_Release(&rb);
-    if (stop < 0)
+    if (failed)
         return NULL;
-    return Py_BuildValue("nn", stop, used);
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {

@@ -8,7 +8,7 @@ from typing_extensions import Buffer
 # any buffer; numpy's stubs declare ``ndarray.__buffer__`` only from Python 3.12
 _Buf: TypeAlias = Buffer | np.ndarray[Any, Any]
 
-def floyd_rows(halves: _Buf, v: _Buf, own: _Buf, w: int, d: int, rows: _Buf, start: int, /) -> tuple[int, int]:
-    """OR into packed row ``i >= start`` a uniform ``(w − own[i])``-subset of the ``d − 1`` columns other than
-    ``v[i]`` (Floyd's algorithm, draws from the native uint32 ``halves``), then bit ``v[i]`` if ``own[i]``;
-    ``(row, halves used)`` where they ran out (that row cleared), or ``(n, used)``."""
+def floyd_rows(seed: _Buf, v: _Buf, own: _Buf, w: int, d: int, rows: _Buf, /) -> None:
+    """OR into packed row ``i`` a uniform ``(w − own[i])``-subset of the ``d − 1`` columns other than ``v[i]``
+    (Floyd's algorithm, draws from xoshiro256** seeded with the four uint64 of ``seed``), then bit ``v[i]`` if
+    ``own[i]``."""

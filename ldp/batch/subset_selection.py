@@ -3,9 +3,9 @@
 Per report: ``v ∈ S`` with probability ``p`` (``Generator.random``, 2^-53 resolution), then a uniform subset of
 ``ω − 1`` (or ``ω``) of the ``d − 1`` others by Floyd's algorithm, drawn straight into the packed rows around
 column ``v`` (no ``n × d`` matrix); in chunks of bounded memory. Floyd's loop runs in the optional compiled
-kernel (``ldp/batch/_sskernel.c``: row by row, its uniform draws by rejection from 32-bit values of the
-generator's raw stream) when it is built, else vectorized over rows in numpy (one ``Generator.integers`` per
-step): the same law, not the same draws. ``LDP_SS_KERNEL=numpy`` chooses the fallback.
+kernel (``ldp/batch/_sskernel.c``: row by row, each uniform draw by rejection from ``bit_length(j)`` bits of
+xoshiro256** seeded from the generator) when it is built, else vectorized over rows in numpy (one
+``Generator.integers`` per step): the same law, not the same draws. ``LDP_SS_KERNEL=numpy`` chooses the fallback.
 """
 
 from __future__ import annotations
@@ -56,23 +56,41 @@ def _floyd_around(gen: np.random.Generator, v: npt.NDArray[np.int64], k: int, d:
         rows[at, pick >> 3] |= np.left_shift(1, pick & 7).astype(np.uint8)
 
 
-def floyd_rows_reference(halves: npt.NDArray[np.uint32], v: npt.NDArray[np.int64], own: npt.NDArray[np.uint8], w: int,
-                         d: int, rows: npt.NDArray[np.uint8], start: int) -> tuple[int, int]:
-    """The compiled ``floyd_rows`` in Python, draw for draw (its differential test): for each row ``i >= start``,
-    Floyd's ``(w − own[i])``-subset of the positions ``0..d−2`` mapped around ``v[i]``, each ``R(j + 1)`` the
-    next value of ``halves`` masked to ``bit_length(j)`` bits, rejected above ``j``, then bit ``v[i]`` if
-    ``own[i]``; ``(row, used)`` where ``halves`` ran out (that row cleared), else ``(n, used)``."""
-    h = 0
-    for i in range(start, v.size):
+_M64 = (1 << 64) - 1
+
+
+def _xoshiro(state: list[int]) -> int:
+    """One output of xoshiro256** (Blackman & Vigna 2018), advancing ``state`` (four 64-bit ints) in place."""
+    s0, s1, s2, s3 = state
+    result = ((((s1 * 5) & _M64) << 7 | (s1 * 5 & _M64) >> 57) & _M64) * 9 & _M64
+    t = s1 << 17 & _M64
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = (s3 << 45 | s3 >> 19) & _M64
+    state[:] = [s0, s1, s2, s3]
+    return result
+
+
+def floyd_rows_reference(seed: npt.NDArray[np.uint64], v: npt.NDArray[np.int64], own: npt.NDArray[np.uint8], w: int,
+                         d: int, rows: npt.NDArray[np.uint8]) -> None:
+    """The compiled ``floyd_rows`` in Python, draw for draw (its differential test): for each row ``i``, Floyd's
+    ``(w − own[i])``-subset of the positions ``0..d−2`` mapped around ``v[i]``, each ``R(j + 1)`` the next
+    ``bit_length(j)`` bits of xoshiro256**'s outputs (low bits first; a word's leftover bits dropped when too few
+    remain), rejected above ``j``; then bit ``v[i]`` if ``own[i]``."""
+    state, word, left = [int(x) for x in seed], 0, 0
+    for i in range(v.size):
         vi = int(v[i])
         for j in range(d - 1 - (w - bool(own[i])), d - 1):
             t = 0
             if j:
+                bits = j.bit_length()
                 while True:
-                    if h == halves.size:
-                        rows[i] = 0
-                        return i, h
-                    t, h = int(halves[h]) & ((1 << j.bit_length()) - 1), h + 1
+                    if left < bits:
+                        word, left = _xoshiro(state), 64
+                    t, word, left = word & ((1 << bits) - 1), word >> bits, left - bits
                     if t <= j:
                         break
             c = t + (t >= vi)
@@ -81,19 +99,15 @@ def floyd_rows_reference(halves: npt.NDArray[np.uint32], v: npt.NDArray[np.int64
             rows[i, c >> 3] |= 1 << (c & 7)
         if own[i]:
             rows[i, vi >> 3] |= 1 << (vi & 7)
-    return v.size, h
 
 
 def _floyd_compiled(gen: np.random.Generator, v: npt.NDArray[np.int64], own: npt.NDArray[np.bool_], w: int,
                     d: int, rows: npt.NDArray[np.uint8]) -> None:
-    """The compiled Floyd loop over every row, fed fresh 32-bit values until each row is done (a row that ran
-    out is redrawn whole: its accepted draws are independent of its rejections, so its law is unchanged)."""
-    flags = own.view(np.uint8)
-    start = 0
-    while start < v.size:
-        need = (v.size - start) * w  # draws left, at most; ~1.5 values a draw with the rejections
-        halves = gen.bit_generator.random_raw(need * 3 // 4 + 64).view(np.uint32)
-        start, _ = _sskernel.floyd_rows(halves, v, flags, w, d, rows, start)
+    """The compiled Floyd loop over every row, its xoshiro256** seeded from ``gen`` (four words, not all zero)."""
+    seed = gen.bit_generator.random_raw(4)
+    while not seed.any():  # pragma: no cover - probability 2^-256
+        seed = gen.bit_generator.random_raw(4)
+    _sskernel.floyd_rows(seed, v, own.view(np.uint8), w, d, rows)
 
 
 def ss_encode_batch(params: SSParams, values: Any, rng: Any = None) -> npt.NDArray[np.uint8]:

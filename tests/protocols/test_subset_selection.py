@@ -188,29 +188,25 @@ needs_kernel = pytest.mark.skipif(not _ss_batch.kernel_in_use(), reason="the com
 
 
 @needs_kernel
-@pytest.mark.parametrize("d, w, size", [(2, 1, 40), (5, 2, 300), (16, 4, 200), (100, 27, 50)])
+@pytest.mark.parametrize("d, w, size", [(2, 1, 40), (5, 2, 300), (16, 4, 200), (100, 27, 50), (1024, 275, 4)])
 def test_compiled_floyd_rows_equal_their_python_transcription(d, w, size):
-    """Same 32-bit values, the same rows and the same count used; with too few values, both stop at the same
-    row, clear it, and resume to the same result."""
+    """The same seed gives the same rows, bit for bit (xoshiro256**, the bit-buffered draws, Floyd around v)."""
     gen = np.random.default_rng(d)
     v, own = gen.integers(0, d, size), (gen.random(size) < 0.5).astype(np.uint8)
-    halves = gen.bit_generator.random_raw(size * w).view(np.uint32)
-    for cut in (halves.size, halves.size // 3):
-        fast, ref = np.zeros((size, (d + 7) // 8), np.uint8), np.zeros((size, (d + 7) // 8), np.uint8)
-        got = _ss_batch._sskernel.floyd_rows(halves[:cut], v, own, w, d, fast, 0)
-        want = _ss_batch.floyd_rows_reference(halves[:cut], v, own, w, d, ref, 0)
-        assert got == want and np.array_equal(fast, ref)
-        if got[0] < size:  # resume from the row that ran out, with the rest of the values
-            got = _ss_batch._sskernel.floyd_rows(halves[cut:], v, own, w, d, fast, got[0])
-            want = _ss_batch.floyd_rows_reference(halves[cut:], v, own, w, d, ref, want[0])
-            assert got == want and np.array_equal(fast, ref)
+    seed = gen.bit_generator.random_raw(4)
+    fast, ref = np.zeros((size, (d + 7) // 8), np.uint8), np.zeros((size, (d + 7) // 8), np.uint8)
+    _ss_batch._sskernel.floyd_rows(seed, v, own, w, d, fast)
+    _ss_batch.floyd_rows_reference(seed, v, own, w, d, ref)
+    assert np.array_equal(fast, ref)
+    assert np.all(np.unpackbits(fast, axis=1, count=d, bitorder="little").sum(axis=1) == w)
 
 
 @needs_kernel
 def test_compiled_floyd_rows_refuses_inconsistent_buffers():
-    v, own, rows, halves = np.array([0, 1]), np.zeros(2, np.uint8), np.zeros((2, 1), np.uint8), np.ones(8, np.uint32)
-    for args in ((halves, v, own, 0, 5, rows, 0), (halves, v, own, 2, 5, rows, 3), (halves, v, own[:1], 2, 5, rows, 0),
-                 (halves, np.array([0, 9]), own, 2, 5, rows, 0), (halves, v, own, 2, 1, rows, 0)):
+    v, own, rows, seed = np.array([0, 1]), np.zeros(2, np.uint8), np.zeros((2, 1), np.uint8), np.ones(4, np.uint64)
+    for args in ((seed, v, own, 0, 5, rows), (seed, v, own, 5, 5, rows), (seed, v, own[:1], 2, 5, rows),
+                 (seed, np.array([0, 9]), own, 2, 5, rows), (seed, v, own, 2, 1, rows), (seed[:3], v, own, 2, 5, rows),
+                 (np.zeros(4, np.uint64), v, own, 2, 5, rows)):
         with pytest.raises(ValueError, match="floyd_rows"):
             _ss_batch._sskernel.floyd_rows(*args)
 
