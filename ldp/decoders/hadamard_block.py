@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.batch.hadamard_block import own_set
-from ldp.decoders.base import Aggregate, StateLayout
+from ldp.decoders.hadamard_response import HRAggregate
 from ldp.decoders.randomized_response import _true_counts
 from ldp.decoders.results import Estimates
 from ldp.decoders.sketch import fwht
@@ -67,21 +67,12 @@ def hrb_counts(params: HRBlockParams, histogram: npt.ArrayLike) -> npt.NDArray[n
     return coef[x % blocks, x // blocks + 1] / (1.0 - params.gamma)
 
 
-class HRBlockAggregate(Aggregate):
-    """Sufficient statistics of blocked Hadamard Response: how many reports name each ``j`` in ``[0, K)``."""
+class HRBlockAggregate(HRAggregate):
+    """Sufficient statistics of blocked Hadamard Response: how many reports name each ``j`` in ``[0, K)`` (HR's
+    state and fold, :class:`~ldp.decoders.hadamard_response.HRAggregate`; its own estimator)."""
 
     params_type: ClassVar[type] = HRBlockParams
-    params: HRBlockParams
-    counts: npt.NDArray[np.int64]  # (K,), created by _init_state
-
-    @classmethod
-    def state_layout(cls, params: HRBlockParams) -> StateLayout:
-        return {"counts": (np.dtype(np.int64), (params.order,))}
-
-    def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        j, k = columns["j"], self.params.order
-        for start in range(0, j.size, 1 << 20):  # bounded temporaries (bincount widens to intp)
-            self.counts += np.bincount(j[start:start + (1 << 20)], minlength=k)
+    params: Any  # HRBlockParams: what HR's state and fold read of it (order)
 
     def estimate(self, confidence: float = 0.95) -> Estimates:
         """Unbiased count of users per value (a FWHT per block), with plug-in standard errors (``clip(ĉ, 0, n)``
@@ -96,11 +87,13 @@ class HRBlockAggregate(Aggregate):
         return Estimates(pr.protocol, items, self.n, count, np.sqrt(var), confidence, pr.privacy_cost)
 
     @staticmethod
-    def exact_variance(params: HRBlockParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    def exact_variance(params: HRBlockParams,  # type: ignore[override]  # its own params type
+                       true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
         return hrb_variance(params, true_counts)
 
     @classmethod
-    def simulate(cls, params: HRBlockParams, true_counts: Any, rng: Any = None) -> HRBlockAggregate:
+    def simulate(cls, params: HRBlockParams,  # type: ignore[override]  # its own params type
+                 true_counts: Any, rng: Any = None) -> HRBlockAggregate:
         """Exact aggregate-level draw of the uniform-or-own-set mixture (module docstring)."""
         t = _true_counts(true_counts, params.domain_size)
         gen, agg, k = as_generator(rng), cls(params), params.order

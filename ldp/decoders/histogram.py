@@ -54,7 +54,7 @@ from ldp.decoders.base import Aggregate, RejectHandler, StateLayout
 from ldp.decoders.distribution import BucketCovariance
 from ldp.decoders.distribution_estimates import HistogramEstimates
 from ldp.decoders.pure import pure_count_variance
-from ldp.decoders.randomized_response import GRRAggregate, grr_variance
+from ldp.decoders.randomized_response import GRRAggregate, GRRBackedAggregate, grr_variance
 from ldp.decoders.results import Estimates
 from ldp.decoders.unary import UnaryAggregate
 from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
@@ -197,25 +197,11 @@ class DBitFlipAggregate(Aggregate):
         return float(dbitflip_variance(params, np.array([count]), n)[0])
 
 
-class BucketGRRAggregate(Aggregate):
+class BucketGRRAggregate(GRRBackedAggregate):
     """Bucketized GRR: GRR's aggregate (:class:`~ldp.decoders.randomized_response.GRRAggregate`) over the buckets."""
 
     params_type: ClassVar[type] = BucketGRRParams
     params: BucketGRRParams
-    counts: npt.NDArray[np.int64]  # (k,), created by _init_state
-
-    @classmethod
-    def state_layout(cls, params: BucketGRRParams) -> StateLayout:
-        return GRRAggregate.state_layout(params.grr)
-
-    def _as_grr(self) -> GRRAggregate:
-        """This aggregate as GRR's, sharing its counts."""
-        agg = GRRAggregate(self.params.grr)
-        agg.counts, agg.n = self.counts, self.n
-        return agg
-
-    def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        self._as_grr()._fold(columns)
 
     def estimate(self, confidence: float = 0.95) -> HistogramEstimates:
         """GRR's unbiased counts per bucket, with plug-in standard errors and normal CIs (and the quantiles,

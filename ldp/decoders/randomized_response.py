@@ -28,7 +28,7 @@ from ldp.decoders.results import Estimates
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.randomness import as_generator, realized_probability
 
-__all__ = ["RRAggregate", "GRRAggregate", "RR_ITEMS", "rr_variance", "grr_variance"]
+__all__ = ["RRAggregate", "GRRAggregate", "GRRBackedAggregate", "RR_ITEMS", "rr_variance", "grr_variance"]
 
 RR_ITEMS = ("no", "yes")  # the item labels of binary RR's values 0 and 1
 
@@ -162,3 +162,23 @@ class GRRAggregate(Aggregate):
         out[np.arange(idx.size), idx] = math.log(params.p)
         return out
 
+
+class GRRBackedAggregate(Aggregate):
+    """GRR's sufficient statistics for a protocol whose reports are GRR's over ``params.grr`` (bucketized GRR,
+    charge on change): the state and fold of :class:`GRRAggregate`, shared through :meth:`_as_grr`."""
+
+    params: Any  # a params with ``grr`` (its GRRParams)
+    counts: npt.NDArray[np.int64]  # (k,), created by _init_state
+
+    @classmethod
+    def state_layout(cls, params: Any) -> StateLayout:
+        return GRRAggregate.state_layout(params.grr)
+
+    def _as_grr(self) -> GRRAggregate:
+        """This aggregate as GRR's, sharing its counts."""
+        agg = GRRAggregate(self.params.grr)
+        agg.counts, agg.n = self.counts, self.n
+        return agg
+
+    def _fold(self, columns: dict[str, np.ndarray]) -> None:
+        self._as_grr()._fold(columns)

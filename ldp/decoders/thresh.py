@@ -26,9 +26,8 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.pure import pure_count_variance
-from ldp.decoders.randomized_response import GRRAggregate, grr_variance
+from ldp.decoders.randomized_response import GRRAggregate, GRRBackedAggregate, grr_variance
 from ldp.decoders.results import Estimates
 from ldp.encoders.thresh import ThreshParams
 
@@ -76,24 +75,11 @@ def change_estimate(before: ThreshAggregate, after: ThreshAggregate) -> Floats:
     return (after.counts - before.counts) / (p - q)
 
 
-class ThreshAggregate(Aggregate):
+class ThreshAggregate(GRRBackedAggregate):
     """GRR's sufficient statistics (reports naming each value) for the charge-on-change protocol."""
 
     params_type: ClassVar[type] = ThreshParams
     params: ThreshParams
-    counts: npt.NDArray[np.int64]  # (k,), created by _init_state
-
-    @classmethod
-    def state_layout(cls, params: ThreshParams) -> StateLayout:
-        return GRRAggregate.state_layout(params.grr)
-
-    def _as_grr(self) -> GRRAggregate:
-        agg = GRRAggregate(self.params.grr)
-        agg.counts, agg.n = self.counts, self.n
-        return agg
-
-    def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        self._as_grr()._fold(columns)
 
     def estimate(self, confidence: float = 0.95) -> Estimates:
         """GRR's unbiased counts of devices per value (one report each), with plug-in standard errors and CIs."""
