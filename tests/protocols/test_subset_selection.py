@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from fractions import Fraction
@@ -224,3 +225,23 @@ def test_both_batch_paths_follow_the_clients_exact_law(kernel, monkeypatch):
         assert set(observed) <= set(law)
         m = int((values == value).sum())
         assert stats.chisquare([observed.get(k, 0) for k in law], [law[k] * m for k in law]).pvalue > 1e-6
+
+
+@pytest.mark.parametrize("kernel", ["numpy", pytest.param("compiled", marks=needs_kernel)])
+def test_batch_subsets_of_a_larger_domain_have_the_closed_form_law(kernel, monkeypatch):
+    """d = 10, ω = 4 (210 subsets): Pr[S | v] = p/C(d−1, ω−1) when v ∈ S, else (1 − p)/C(d−1, ω) (chi-square
+    over every subset, 200,000 reports of one value)."""
+    monkeypatch.setattr(_ss_batch, "SS_KERNEL", kernel)
+    params, size, v = SSParams(0.5, 10), 200_000, 7
+    d, w = 10, params.omega
+    assert w == 4
+    rows = SSEncoder(params).encode_batch(np.full(size, v), rng=12).columns["bits"]
+    bits = np.unpackbits(rows, axis=1, count=d, bitorder="little")
+    assert np.all(bits.sum(axis=1) == w)
+    codes = bits @ (1 << np.arange(d))
+    subsets = [sum(1 << i for i in c) for c in itertools.combinations(range(d), w)]
+    observed = np.array([np.count_nonzero(codes == s) for s in subsets])
+    want = np.array([params.p / math.comb(d - 1, w - 1) if s >> v & 1 else (1 - params.p) / math.comb(d - 1, w)
+                     for s in subsets])
+    assert observed.sum() == size and math.isclose(want.sum(), 1.0)
+    assert stats.chisquare(observed, want * size).pvalue > 1e-6
