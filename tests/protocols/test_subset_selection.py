@@ -170,21 +170,6 @@ def test_json_lines_batches_merge_and_bytes():
 
 
 
-def test_batch_of_mixed_values_follows_each_values_law():
-    """Rows of different values in one batch (the columns are spread around each row's own value): every
-    value's rows have the client's exact subset law."""
-    params, size = SSParams(0.3, 5), 100_000
-    values = np.random.default_rng(3).integers(0, 5, size)
-    bits = np.unpackbits(SSEncoder(params).encode_batch(values, rng=10).columns["bits"], axis=1, bitorder="little")
-    for value in range(5):
-        law = subset_law(params, value)
-        keys, counts = np.unique(bits[values == value, :5], axis=0, return_counts=True)
-        observed = {"".join(map(str, k)): int(c) for k, c in zip(keys, counts, strict=True)}
-        assert set(observed) <= set(law)
-        m = int((values == value).sum())
-        assert stats.chisquare([observed.get(k, 0) for k in law], [law[k] * m for k in law]).pvalue > 1e-6
-
-
 needs_kernel = pytest.mark.skipif(not _ss_batch.kernel_in_use(), reason="the compiled SS kernel is not built")
 
 
@@ -214,6 +199,8 @@ def test_compiled_floyd_rows_refuses_inconsistent_buffers():
 
 @pytest.mark.parametrize("kernel", ["numpy", pytest.param("compiled", marks=needs_kernel)])
 def test_both_batch_paths_follow_the_clients_exact_law(kernel, monkeypatch):
+    """Rows of different values in one batch (each row's subset drawn around its own value): every value's rows
+    have the client's exact subset law, through the compiled kernel and the numpy loop."""
     monkeypatch.setattr(_ss_batch, "SS_KERNEL", kernel)
     params, size = SSParams(0.3, 5), 60_000
     values = np.random.default_rng(5).integers(0, 5, size)
