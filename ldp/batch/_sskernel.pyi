@@ -12,3 +12,8 @@ def floyd_rows(seed: _Buf, v: _Buf, own: _Buf, w: int, d: int, rows: _Buf, /) ->
     """OR into packed row ``i`` a uniform ``(w − own[i])``-subset of the ``d − 1`` columns other than ``v[i]``
     (Floyd's algorithm, draws from xoshiro256** seeded with the four uint64 of ``seed``), then bit ``v[i]`` if
     ``own[i]``."""
+
+def fixup_rows(seed: _Buf, v: _Buf, own: _Buf, w: int, d: int, threshold: int, planes: int, rows: _Buf, /) -> None:
+    """Write into packed row ``i`` a uniform ``(w − own[i])``-subset of the ``d − 1`` columns other than ``v[i]``:
+    independent Bernoulli(``threshold / 2**planes``) columns corrected to that size by uniform additions or
+    removals (draws from xoshiro256** seeded with the four uint64 of ``seed``), then bit ``v[i]`` if ``own[i]``."""

@@ -321,6 +321,9 @@ class MultiEncoder(Encoder):
         # per attribute: its part's payload function and its fields' prefixed names (built once, not per report)
         self._payloads = tuple((part.randomize_payload, {f.name: pre + f.name for f in comp.schema})
                                for part, comp, pre in zip(self._parts, pr.components, pr.prefixes, strict=True))
+        # sample mode, per sampled attribute: its payload template, payload function and names, in one lookup
+        self._samples = tuple((template, *payload) for template, payload in
+                              zip(pr.sample_templates, self._payloads, strict=True)) if pr.mode == "sample" else ()
 
     def prepare(self, value: Any) -> tuple[Any, ...]:
         """Every attribute's value checked by its protocol, in attribute order."""
@@ -355,11 +358,11 @@ class MultiEncoder(Encoder):
                     payload[names[k]] = v
             return self._report(payload)
         j = self._rng.randbelow(pr.d)
-        payload = pr.sample_templates[j].copy()  # "attr", then every field in schema order (the others' zeros)
-        draw, names = self._payloads[j]
+        template, draw, names = self._samples[j]
+        payload = template.copy()  # "attr", then every field in schema order (the others' zeros)
         for k, v in draw(prepared[j]).items():
             payload[names[k]] = v
-        return self._report(payload)
+        return Report.trusted(self._protocol, self._fp, payload)
 
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
         """Vectorized reports of ``{name: array}`` (each array as its protocol's ``encode_batch`` takes it:

@@ -214,11 +214,14 @@ def test_both_batch_paths_follow_the_clients_exact_law(kernel, monkeypatch):
         assert stats.chisquare([observed.get(k, 0) for k in law], [law[k] * m for k in law]).pvalue > 1e-6
 
 
-@pytest.mark.parametrize("kernel", ["numpy", pytest.param("compiled", marks=needs_kernel)])
-def test_batch_subsets_of_a_larger_domain_have_the_closed_form_law(kernel, monkeypatch):
+@pytest.mark.parametrize("kernel, method", [("numpy", None)] + [
+    pytest.param("compiled", m, marks=needs_kernel) for m in (None, (1, 2), (1, 1), (7, 4))])
+def test_batch_subsets_of_a_larger_domain_have_the_closed_form_law(kernel, method, monkeypatch):
     """d = 10, ω = 4 (210 subsets): Pr[S | v] = p/C(d−1, ω−1) when v ∈ S, else (1 − p)/C(d−1, ω) (chi-square
-    over every subset, 200,000 reports of one value)."""
+    over every subset, 200,000 reports of one value); compiled: Floyd, and Bernoulli columns at 1/4 (corrected by
+    additions), 1/2 (by removals) and 7/16 (both)."""
     monkeypatch.setattr(_ss_batch, "SS_KERNEL", kernel)
+    monkeypatch.setattr(_ss_batch, "subset_method", lambda d, w, p: method)
     params, size, v = SSParams(0.5, 10), 200_000, 7
     d, w = 10, params.omega
     assert w == 4
