@@ -126,14 +126,19 @@ class RapporNgramsAggregate(Aggregate):
         cohort = r["gram_cohort"][sel].astype(np.int64)
         return {"cohort": cohort, "bits": r["gram_a"][sel]}, {"cohort": cohort, "bits": r["gram_b"][sel]}
 
-    def estimate(self, candidates: Any, **options: Any) -> RapporEstimates:
+    def estimate(self, candidates: Any, *, check: bool = True, check_alpha: float = 0.01,
+                 **options: Any) -> RapporEstimates:
         """Counts of full-string ``candidates`` (:func:`ldp.decoders.rappor_decode.decode` and its options), with
         the clients holding other strings fitted as a background (``background=True`` unless given): candidates
         proposed by discovery rarely hold every client, and without it the others' Bloom bits inflate the
-        candidates sharing them (docs/protocols/rappor-ngrams.md)."""
+        candidates sharing them (docs/protocols/rappor-ngrams.md). ``check``: then test the counts against the
+        n-gram reports at ``check_alpha`` and widen the errors when they do not fit
+        (:func:`ldp.decoders.rappor_ngrams_fit.checked`)."""
         from ldp.decoders.rappor_decode import decode
+        from ldp.decoders.rappor_ngrams_fit import checked
 
-        return decode(self.full_aggregate(), candidates, **{"background": True, **options})
+        est = decode(self.full_aggregate(), candidates, **{"background": True, **options})
+        return checked(self, est, check_alpha) if check else est
 
     candidate_dictionary: ClassVar[str] = "optional"
 

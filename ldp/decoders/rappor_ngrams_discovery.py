@@ -24,8 +24,10 @@
    position by position; more than ``max_candidates`` partial chains raise ``ValueError``. A pad-holding
    n-gram must be followed by all-pad n-grams. The pad suffix is removed.
 4. **Strings**: the full-string RAPPOR decoded against the candidates
-   (:func:`~ldp.decoders.rappor_decode.decode`, BH at ``alpha``): the detected strings with counts,
-   standard errors and intervals.
+   (:meth:`~ldp.decoders.rappor_ngrams.RapporNgramsAggregate.estimate`, BH at ``alpha``, with the background
+   column for the clients outside them and the n-gram check of :mod:`ldp.decoders.rappor_ngrams_fit`): the
+   detected strings with counts, standard errors and intervals; their notes state the mass outside the
+   candidates and the check.
 """
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ def discover(agg: RapporNgramsAggregate, *, alpha: float = 0.05, gram_alpha: flo
                                "unconverged": [f"{a},{b}" for (a, b), r in assoc.items() if not r.converged],
                                "alpha": alpha, "gram_alpha": gram_alpha,
                                "pair_alpha": pair_alpha}
-    est = decode(agg.full_aggregate(), cands, alpha=alpha, confidence=confidence, background=True) if cands else None
+    est = agg.estimate(cands, alpha=alpha, confidence=confidence) if cands else None  # background, n-gram check
     strings = _detected(pr, agg.n, est, confidence)
     summary["detected"] = len(strings.items)
     return NgramDiscovery(strings, est, grams, pairs, assoc, cands, summary)
@@ -221,5 +223,10 @@ def _detected(pr: RapporNgramsParams, n: int, est: RapporEstimates | None, confi
     idx = np.flatnonzero(est.detected)
     idx = idx[np.argsort(-est.count[idx], kind="stable")]
     extra = {k: np.asarray(est.extra[k])[idx] for k in ("p_value", "adjusted_ci_low", "adjusted_ci_high")}
+    kept = tuple(t for t in est.notes if t.startswith(_KEPT_NOTES))  # the mass outside, the n-gram check
     return Estimates(pr.protocol, [est.items[i] for i in idx], n, est.count[idx], est.std_error[idx], confidence,
-                     pr.privacy_cost, extra, note)
+                     pr.privacy_cost, extra, note + kept)
+
+
+_KEPT_NOTES = ("an estimated", "n-gram check", "warning:", "the bits vary")
+"""The final decode's notes the discovered strings keep (:func:`_detected`)."""
