@@ -54,7 +54,7 @@ from ldp.decoders.base import Aggregate, RejectHandler, StateLayout
 from ldp.decoders.distribution import BucketCovariance
 from ldp.decoders.distribution_estimates import HistogramEstimates
 from ldp.decoders.pure import pure_count_variance
-from ldp.decoders.randomized_response import GRRAggregate, GRRBackedAggregate, grr_variance
+from ldp.decoders.randomized_response import GRRBackedAggregate, grr_variance
 from ldp.decoders.results import Estimates
 from ldp.decoders.unary import UnaryAggregate
 from ldp.encoders.histogram import BucketGRRParams, BucketOUEParams, DBitFlipParams
@@ -212,19 +212,6 @@ class BucketGRRAggregate(GRRBackedAggregate):
     @staticmethod
     def exact_variance(params: BucketGRRParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
         return grr_variance(params.grr, true_counts)
-
-    @classmethod
-    def simulate(cls, params: BucketGRRParams, true_counts: Any, rng: Any = None) -> BucketGRRAggregate:
-        """GRR's exact aggregate-level draw."""
-        grr = GRRAggregate.simulate(params.grr, true_counts, rng)
-        agg = cls(params)
-        agg.counts[:], agg.n = grr.counts, grr.n
-        return agg
-
-    @classmethod
-    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
-        """GRR's pure-oracle variance over the buckets."""
-        return float(pure_count_variance(count, n, params.grr.p, params.grr.q))
 
 
 class BucketOUEAggregate(UnaryAggregate):

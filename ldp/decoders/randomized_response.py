@@ -17,7 +17,7 @@ Aggregate-level simulation draws the aggregate's exact distribution: for RR,
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -182,3 +182,16 @@ class GRRBackedAggregate(Aggregate):
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         self._as_grr()._fold(columns)
+
+    @classmethod
+    def simulate(cls, params: Any, true_counts: Any, rng: Any = None) -> Self:
+        """GRR's exact aggregate-level draw over ``params.grr`` (one report per device)."""
+        grr = GRRAggregate.simulate(params.grr, true_counts, rng)
+        agg = cls(params)
+        agg.counts[:], agg.n = grr.counts, grr.n
+        return agg
+
+    @classmethod
+    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
+        """GRR's pure-oracle variance (of ``params.grr``)."""
+        return float(pure_count_variance(count, n, params.grr.p, params.grr.q))

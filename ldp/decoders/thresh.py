@@ -21,13 +21,12 @@ an epoch for tracking a statistic over time (Joseph et al. 2018, §1): the estim
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from ldp.decoders.pure import pure_count_variance
-from ldp.decoders.randomized_response import GRRAggregate, GRRBackedAggregate, grr_variance
+from ldp.decoders.randomized_response import GRRBackedAggregate, grr_variance
 from ldp.decoders.results import Estimates
 from ldp.encoders.thresh import ThreshParams
 
@@ -89,16 +88,3 @@ class ThreshAggregate(GRRBackedAggregate):
     @staticmethod
     def exact_variance(params: ThreshParams, true_counts: npt.ArrayLike) -> Floats:
         return thresh_variance(params, true_counts)
-
-    @classmethod
-    def simulate(cls, params: ThreshParams, true_counts: Any, rng: Any = None) -> ThreshAggregate:
-        """GRR's exact aggregate-level draw (one report per device)."""
-        grr = GRRAggregate.simulate(params.grr, true_counts, rng)
-        agg = cls(params)
-        agg.counts[:], agg.n = grr.counts, grr.n
-        return agg
-
-    @classmethod
-    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
-        """GRR's pure-oracle variance."""
-        return float(pure_count_variance(count, n, params.p, params.q))

@@ -35,12 +35,12 @@ from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import ProtocolParams, check_epsilon, check_int
 from ldp.encoders.histogram import DBitFlipParams
-from ldp.encoders.histogram_buckets import _Buckets
+from ldp.encoders.histogram_buckets import _SampledBits
 from ldp.encoders.longitudinal_charges import memoized_charges, memoized_horizon_cost
 from ldp.encoders.longitudinal_memo import _SecretEncoder
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.randomness import KeyedRandomSource, RandomSource, check_probability, realized_probability
-from ldp.reports import Field, Report, ReportBatch, ReportError, bits_from_int
+from ldp.reports import Report, ReportBatch, bits_from_int
 
 __all__ = ["MemoDBitFlipParams", "MemoDBitFlipEncoder", "sample_mask", "memoized_charges"]
 
@@ -53,7 +53,7 @@ def sample_mask(k: int, d: int, src: RandomSource) -> int:
 
 
 @dataclass(frozen=True)
-class MemoDBitFlipParams(_Buckets, ProtocolParams):
+class MemoDBitFlipParams(_SampledBits, ProtocolParams):
     """Memoized dBitFlip over the buckets of ``edges``: a permanent sample of ``d`` buckets, a permanent response
     per value bucket, each report's bits flipped with probability ``gamma``."""
 
@@ -126,24 +126,6 @@ class MemoDBitFlipParams(_Buckets, ProtocolParams):
         m, p0, p1 = check_int(runs, "runs", 1, self.num_buckets), self.memo.p0, self.memo.p1
         up, down = math.log(p1 / p0), math.log((1.0 - p0) / (1.0 - p1))
         return max(up, down) if m == 1 and self.d == 1 else min(m, self.d) * (up + down)
-
-    @cached_property
-    def schema(self) -> tuple[Field, ...]:
-        return (Field("sampled", "bits", self.num_buckets), Field("bits", "bits", self.num_buckets))
-
-    @property
-    def aggregate_cells(self) -> int:
-        return 2 * self.num_buckets
-
-    def validate(self, report: Report) -> None:
-        """The schema's checks, then dBitFlip's rule: exactly ``d`` sampled buckets, no 1 outside them."""
-        super().validate(report)
-        sampled, bits = report.payload["sampled"], report.payload["bits"]
-        assert not isinstance(sampled, int) and not isinstance(bits, int)  # bit strings: checked by the schema
-        if sampled.count() != self.d:
-            raise ReportError("bad_value", f"sampled must have exactly d={self.d} ones, got {sampled.count()}")
-        if (bits & ~sampled).any():
-            raise ReportError("bad_value", "bits has a 1 outside the sampled buckets")
 
     @classmethod
     def examples(cls) -> list[Self]:

@@ -35,19 +35,19 @@ from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
-from ldp.encoders.histogram_buckets import MAX_BUCKETS, _Buckets, bucket_index, bucket_labels, check_edges
+from ldp.encoders.histogram_buckets import MAX_BUCKETS, _Buckets, _SampledBits, bucket_index, bucket_labels, check_edges
 from ldp.encoders.randomized_response import GRREncoder, GRRParams
 from ldp.encoders.unary import OUEEncoder, OUEParams
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import logistic_tail, realized_probability
-from ldp.reports import Field, Report, ReportBatch, ReportError, bits_from_int
+from ldp.reports import Field, Report, ReportBatch, bits_from_int
 
 __all__ = ["MAX_BUCKETS", "check_edges", "bucket_labels", "bucket_index", "DBitFlipParams", "DBitFlipEncoder",
            "BucketGRRParams", "BucketGRREncoder", "BucketOUEParams", "BucketOUEEncoder"]
 
 
 @dataclass(frozen=True)
-class DBitFlipParams(_Buckets, ProtocolParams):
+class DBitFlipParams(_SampledBits, ProtocolParams):
     """dBitFlip over the buckets of ``edges``: each report carries ``d`` of the ``k`` buckets' bits."""
 
     epsilon: float
@@ -93,24 +93,6 @@ class DBitFlipParams(_Buckets, ProtocolParams):
         """``max(ε_nominal, effective_epsilon)``; ``ε_nominal`` is ``epsilon``, or ``epsilon/2`` when d = 1."""
         nominal = self.epsilon if self.d >= 2 else self.epsilon / 2
         return PrivacyCost(max(nominal, self.effective_epsilon))
-
-    @cached_property
-    def schema(self) -> tuple[Field, ...]:
-        return (Field("sampled", "bits", self.num_buckets), Field("bits", "bits", self.num_buckets))
-
-    @property
-    def aggregate_cells(self) -> int:
-        return 2 * self.num_buckets
-
-    def validate(self, report: Report) -> None:
-        """The schema's checks, then dBitFlip's rule: exactly ``d`` sampled buckets, no 1 outside them."""
-        super().validate(report)
-        sampled, bits = report.payload["sampled"], report.payload["bits"]
-        assert not isinstance(sampled, int) and not isinstance(bits, int)  # bit strings: checked by the schema
-        if sampled.count() != self.d:
-            raise ReportError("bad_value", f"sampled must have exactly d={self.d} ones, got {sampled.count()}")
-        if (bits & ~sampled).any():
-            raise ReportError("bad_value", "bits has a 1 outside the sampled buckets")
 
     @classmethod
     def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any, Self
 
+from ldp.reports import Field, Report, ReportError
+
 __all__ = ["MAX_BUCKETS", "check_edges", "bucket_labels", "bucket_index"]
 
 MAX_BUCKETS = 1 << 15
@@ -115,3 +117,28 @@ class _Buckets:
     def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
         """The planner's choice: ``ε`` over the buckets ``edges = 0, 1, …, domain_size``."""
         return cls(epsilon, tuple(range(domain_size + 1)))  # type: ignore[call-arg]  # each subclass's fields
+
+
+class _SampledBits(_Buckets):
+    """dBitFlip's wire, shared by ``dbitflip`` and ``memo-dbitflip``: ``sampled`` (``k`` bits, exactly ``d`` ones)
+    and ``bits`` (``k`` bits, zero outside ``sampled``)."""
+
+    d: int
+
+    @cached_property
+    def schema(self) -> tuple[Field, ...]:
+        return (Field("sampled", "bits", self.num_buckets), Field("bits", "bits", self.num_buckets))
+
+    @property
+    def aggregate_cells(self) -> int:
+        return 2 * self.num_buckets
+
+    def validate(self, report: Report) -> None:
+        """The schema's checks, then dBitFlip's rule: exactly ``d`` sampled buckets, no 1 outside them."""
+        super().validate(report)  # type: ignore[misc]  # ProtocolParams.validate, next in the params' MRO
+        sampled, bits = report.payload["sampled"], report.payload["bits"]
+        assert not isinstance(sampled, int) and not isinstance(bits, int)  # bit strings: checked by the schema
+        if sampled.count() != self.d:
+            raise ReportError("bad_value", f"sampled must have exactly d={self.d} ones, got {sampled.count()}")
+        if (bits & ~sampled).any():
+            raise ReportError("bad_value", "bits has a 1 outside the sampled buckets")
