@@ -231,7 +231,7 @@ def _inverted_ci(e: FloatArray, g: FloatArray, v: FloatArray, cn: FloatArray, q:
     a1 = 2.0 * (alpha * beta - z2 * (c - vj))
     a0 = alpha * alpha - z2 * vj
     disc = a1 * a1 - 4.0 * a2 * a0
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # an infinite root is out of [0, 1]
         root = np.sqrt(np.where(disc >= 0.0, disc, np.nan))
         half = -0.5 * (a1 + np.where(a1 >= 0.0, root, -root))  # the stable pair: half/a2 and a0/half
         r1, r2 = half / a2, a0 / half

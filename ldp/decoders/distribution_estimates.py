@@ -27,7 +27,7 @@ from ldp.decoders.distribution import (
 from ldp.decoders.results import Estimates, normal_quantile
 from ldp.decoders.tabular import ResultTable
 
-__all__ = ["DEFAULT_QUANTILES", "SUMMARY_QUANTILES", "CdfTable", "HistogramEstimates"]
+__all__ = ["DEFAULT_QUANTILES", "SUMMARY_QUANTILES", "CdfTable", "DistributionQueries", "HistogramEstimates"]
 
 DEFAULT_QUANTILES = (0.5, 0.9, 0.95, 0.99)
 """The quantiles :meth:`HistogramEstimates.quantiles` gives by default."""
@@ -63,8 +63,24 @@ class CdfTable(ResultTable):
         return f"values below each edge: n={self.n}, {self.confidence:.0%} CI"
 
 
+class DistributionQueries:
+    """A mixin of the estimates of a numeric distribution (histograms, hierarchical histograms), which answer
+    quantiles with CIs: the dashboard's ``summary_quantiles`` hook on top of their ``quantiles``."""
+
+    def quantiles(self, qs: Any = DEFAULT_QUANTILES, confidence: float | None = None) -> QuantileTable:
+        """Quantiles ``qs`` (in (0, 1)) with CIs, at the estimates' confidence unless given."""
+        raise NotImplementedError
+
+    def summary_quantiles(self) -> QuantileTable | None:
+        """p50 and p95 with CIs (the dashboard's hook), or ``None`` when they cannot be estimated."""
+        try:
+            return self.quantiles(SUMMARY_QUANTILES)
+        except ValueError:
+            return None
+
+
 @dataclass(frozen=True, repr=False)
-class HistogramEstimates(Estimates):
+class HistogramEstimates(DistributionQueries, Estimates):
     """Counts per bucket of ``edges`` with the covariance of their estimates (count scale): the quantiles, range
     fractions and CDF they imply (:mod:`ldp.decoders.distribution`)."""
 
@@ -117,10 +133,3 @@ class HistogramEstimates(Estimates):
         conf = self.confidence if confidence is None else confidence
         normal_quantile(conf)
         return CdfTable(e, g, np.sqrt(v), self.n, conf)
-
-    def summary_quantiles(self) -> QuantileTable | None:
-        """p50 and p95 with CIs (the dashboard's hook), or ``None`` when they cannot be estimated."""
-        try:
-            return self.quantiles(SUMMARY_QUANTILES)
-        except ValueError:
-            return None

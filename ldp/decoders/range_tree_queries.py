@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.decoders.distribution import QuantileTable, quantiles_from_cdf
+from ldp.decoders.distribution_estimates import DEFAULT_QUANTILES, DistributionQueries
 from ldp.decoders.range_tree_linear import (
     LevelNoise,
     adjoint,
@@ -41,14 +42,12 @@ from ldp.decoders.tabular import ResultTable
 if TYPE_CHECKING:
     from ldp.encoders.range_tree import HHParams
 
-__all__ = ["HHTree", "HHEstimates", "SUMMARY_QUANTILES", "RangeAnswers", "decompose", "check_range",
+__all__ = ["HHTree", "HHEstimates", "RangeAnswers", "decompose", "check_range",
            "range_coefficients", "exact_range_variance", "exact_cdf_covariance", "FULL_COVARIANCE_MAX"]
 
 Floats = npt.NDArray[np.float64]
 FULL_COVARIANCE_MAX = 2048
 """Most buckets whose CDF comes with its full covariance matrix (above, its diagonal)."""
-SUMMARY_QUANTILES = (0.5, 0.95)
-"""The quantiles :meth:`HHEstimates.summary_quantiles` gives (the dashboard's p50 and p95)."""
 
 
 def decompose(a: int, b: int, branching: int, depth: int) -> tuple[list[tuple[int, int]], bool]:
@@ -276,7 +275,7 @@ class HHTree:
 
 
 @dataclass(frozen=True, repr=False)
-class HHEstimates(Estimates):
+class HHEstimates(DistributionQueries, Estimates):
     """The consistent bucket counts of an HH_B aggregate (:class:`~ldp.decoders.results.Estimates`), which also answer
     ranges, the CDF and quantiles through their :class:`HHTree`."""
 
@@ -291,13 +290,6 @@ class HHEstimates(Estimates):
         """Users in buckets ``[a, b]`` (:meth:`HHTree.ranges`)."""
         return self._tree().ranges(a, b, consistent)
 
-    def quantiles(self, qs: Any = (0.5, 0.9, 0.95, 0.99), confidence: float | None = None) -> QuantileTable:
+    def quantiles(self, qs: Any = DEFAULT_QUANTILES, confidence: float | None = None) -> QuantileTable:
         """Quantiles with CIs (:meth:`HHTree.quantiles`), at the estimates' confidence unless given."""
         return self._tree().quantiles(qs, self.confidence if confidence is None else confidence)
-
-    def summary_quantiles(self) -> Any:
-        """p50 and p95 with CIs (the collector dashboard's hook), or ``None`` when they cannot be estimated."""
-        try:
-            return self.quantiles(SUMMARY_QUANTILES)
-        except ValueError:
-            return None

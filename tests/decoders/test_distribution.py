@@ -192,3 +192,12 @@ def test_quantiles_are_accepted_only_in_the_open_unit_interval(values):
     else:
         with pytest.raises(ValueError, match="quantiles must be in"):
             check_quantiles(values)
+
+
+def test_a_subnormal_cdf_step_gives_finite_quantiles():
+    """Hypothesis's case: a first bucket of 2.2e-313 with no variance (``a2`` subnormal: ``half/a2`` overflows to an
+    infinite root, which is outside [0, 1], with no warning raised as an error)."""
+    edges = np.array([0.0, 1.0, 2.0])
+    cdf, cdf_cov = cdf_from_fractions(np.array([2.22507386e-313, 0.0]), np.zeros(2))
+    t = quantiles_from_cdf(edges, cdf, cdf_cov, [0.5])
+    assert np.isfinite(t.low).all() and np.isfinite(t.high).all() and (t.low <= t.high).all()
