@@ -9,6 +9,7 @@ estimate through (``getattr(est, "summary_quantiles", None)``): p50 and p95, or 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -63,13 +64,13 @@ class CdfTable(ResultTable):
         return f"values below each edge: n={self.n}, {self.confidence:.0%} CI"
 
 
-class DistributionQueries:
+class DistributionQueries(ABC):
     """A mixin of the estimates of a numeric distribution (histograms, hierarchical histograms), which answer
     quantiles with CIs: the dashboard's ``summary_quantiles`` hook on top of their ``quantiles``."""
 
+    @abstractmethod
     def quantiles(self, qs: Any = DEFAULT_QUANTILES, confidence: float | None = None) -> QuantileTable:
         """Quantiles ``qs`` (in (0, 1)) with CIs, at the estimates' confidence unless given."""
-        raise NotImplementedError
 
     def summary_quantiles(self) -> QuantileTable | None:
         """p50 and p95 with CIs (the dashboard's hook), or ``None`` when they cannot be estimated."""

@@ -362,7 +362,7 @@ class MultiEncoder(Encoder):
         payload = template.copy()  # "attr", then every field in schema order (the others' zeros)
         for k, v in draw(prepared[j]).items():
             payload[names[k]] = v
-        return Report.trusted(self._protocol, self._fp, payload)
+        return Report.trusted(self._protocol, self._fp, payload)  # self._report inlined: SMP's per-report path
 
     def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
         """Vectorized reports of ``{name: array}`` (each array as its protocol's ``encode_batch`` takes it:

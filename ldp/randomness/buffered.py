@@ -190,7 +190,6 @@ class BufferedRandomSource(RandomSource):
             mask |= 1 << t
         return mask
 
-
     def _wide_subset_mask(self, n: int, k: int) -> int:
         """:meth:`subset_mask` for ``n >= 64``, the same words in the same order: membership as ASCII digits in a
         bytearray read once at the end as a base-2 int (no ``n``-bit int made per element), and the rejection mask
