@@ -1,0 +1,165 @@
+package io.github.ldptelemetry.client.internal
+
+import io.github.ldptelemetry.client.LdpTypeException
+import io.github.ldptelemetry.client.LdpValueException
+import java.security.MessageDigest
+import javax.crypto.Mac
+import javax.crypto.spec.SecretKeySpec
+
+/** Bytes, hex and the hashes every protocol uses (docs/hashing.md): MurmurHash3_x86_32, MD5, SHA-256, HMAC-SHA256
+ * (the last three from the platform's `java.security`/`javax.crypto` providers, present on every JVM and Android). */
+public object Bytes {
+    private val HEX = "0123456789abcdef".toCharArray()
+
+    /** Lowercase hex of [bytes]. */
+    public fun hex(bytes: ByteArray): String {
+        val out = CharArray(bytes.size * 2)
+        for ((i, b) in bytes.withIndex()) {
+            out[2 * i] = HEX[(b.toInt() shr 4) and 0xf]
+            out[2 * i + 1] = HEX[b.toInt() and 0xf]
+        }
+        return String(out)
+    }
+
+    /** The bytes of an even-length hex string. */
+    public fun fromHex(hex: String): ByteArray {
+        require(hex.length % 2 == 0) { "hex string of odd length ${hex.length}" }
+        return ByteArray(hex.length / 2) { i ->
+            val hi = Character.digit(hex[2 * i], 16)
+            val lo = Character.digit(hex[2 * i + 1], 16)
+            require(hi >= 0 && lo >= 0) { "not a hex string" }
+            ((hi shl 4) or lo).toByte()
+        }
+    }
+
+    public fun concat(vararg parts: ByteArray): ByteArray {
+        val out = ByteArray(parts.sumOf { it.size })
+        var off = 0
+        for (p in parts) {
+            System.arraycopy(p, 0, out, off, p.size)
+            off += p.size
+        }
+        return out
+    }
+
+    /** `n.to_bytes(4, "big")` for `0 <= n < 2^32`. */
+    public fun uint32BE(n: Long): ByteArray {
+        if (n < 0 || n > 0xffffffffL) throw LdpValueException("a uint32 must be an int in [0, 2**32), got $n")
+        return byteArrayOf((n ushr 24).toByte(), (n ushr 16).toByte(), (n ushr 8).toByte(), n.toByte())
+    }
+
+    /** `n.to_bytes(8, "big")`. */
+    public fun uint64BE(n: Long): ByteArray = ByteArray(8) { (n ushr (56 - 8 * it)).toByte() }
+
+    /** `n.to_bytes(4, "little")` for `0 <= n < 2^32`. */
+    public fun uint32LE(n: Long): ByteArray = byteArrayOf(n.toByte(), (n ushr 8).toByte(), (n ushr 16).toByte(), (n ushr 24).toByte())
+
+    /** ASCII bytes of a tag or fingerprint. */
+    public fun ascii(s: String): ByteArray = s.toByteArray(Charsets.US_ASCII)
+
+    /** Strict UTF-8 of [s]: a lone surrogate is refused with Python's text (`value_bytes`). */
+    public fun utf8(s: String): ByteArray {
+        var i = 0
+        var cp = 0 // code point index, as Python counts positions
+        while (i < s.length) {
+            val c = s[i]
+            if (Character.isHighSurrogate(c) && i + 1 < s.length && Character.isLowSurrogate(s[i + 1])) {
+                i += 2
+            } else if (Character.isSurrogate(c)) {
+                var end = i + 1
+                var n = 1
+                while (end < s.length && Character.isSurrogate(s[end]) &&
+                    !(Character.isHighSurrogate(s[end]) && end + 1 < s.length && Character.isLowSurrogate(s[end + 1]))
+                ) {
+                    end++
+                    n++
+                }
+                val what = if (n == 1) {
+                    "character ${PyText.repr(c.toString())} in position $cp"
+                } else {
+                    "characters in position $cp-${cp + n - 1}"
+                }
+                throw LdpValueException("value is not encodable as UTF-8: 'utf-8' codec can't encode $what: surrogates not allowed")
+            } else {
+                i++
+            }
+            cp++
+        }
+        return s.toByteArray(Charsets.UTF_8)
+    }
+
+    /** The bytes hashed for a value (`value_bytes`): a string's strict UTF-8, a [ByteArray] itself. */
+    public fun valueBytes(value: Any?): ByteArray = when (value) {
+        is String -> utf8(value)
+        is ByteArray -> value
+        else -> throw LdpTypeException("values to hash must be str or bytes (or bytearray), got ${PyText.typeName(value)}")
+    }
+
+    // --------------------------------------------------------------------------------------------------------
+    // Hashes
+
+    /** MurmurHash3_x86_32 of [data] with [seed] (an unsigned 32-bit value), as an unsigned value in [0, 2^32). */
+    public fun murmur3(data: ByteArray, seed: Long): Long {
+        val c1 = -0x3361d2af // 0xcc9e2d51
+        val c2 = 0x1b873593
+        val n = data.size
+        val blocks = n and 3.inv()
+        var h = seed.toInt()
+        var i = 0
+        while (i < blocks) {
+            var k = (data[i].toInt() and 0xff) or ((data[i + 1].toInt() and 0xff) shl 8) or
+                ((data[i + 2].toInt() and 0xff) shl 16) or ((data[i + 3].toInt() and 0xff) shl 24)
+            k *= c1
+            k = Integer.rotateLeft(k, 15)
+            k *= c2
+            h = h xor k
+            h = Integer.rotateLeft(h, 13)
+            h = h * 5 + -0x19ab949c // 0xe6546b64
+            i += 4
+        }
+        val tail = n and 3
+        if (tail != 0) {
+            var k = 0
+            if (tail == 3) k = k xor ((data[blocks + 2].toInt() and 0xff) shl 16)
+            if (tail >= 2) k = k xor ((data[blocks + 1].toInt() and 0xff) shl 8)
+            k = k xor (data[blocks].toInt() and 0xff)
+            k *= c1
+            k = Integer.rotateLeft(k, 15)
+            k *= c2
+            h = h xor k
+        }
+        h = h xor n
+        h = h xor (h ushr 16)
+        h *= -0x7a143595 // 0x85ebca6b
+        h = h xor (h ushr 13)
+        h *= -0x3d4d51cb // 0xc2b2ae35
+        h = h xor (h ushr 16)
+        return h.toLong() and 0xffffffffL
+    }
+
+    public fun md5(data: ByteArray): ByteArray = MessageDigest.getInstance("MD5").digest(data)
+
+    public fun sha256(vararg parts: ByteArray): ByteArray {
+        val md = MessageDigest.getInstance("SHA-256")
+        for (p in parts) md.update(p)
+        return md.digest()
+    }
+
+    /** HMAC-SHA256 of the concatenation of [parts] under [key]. */
+    public fun hmacSha256(key: ByteArray, vararg parts: ByteArray): ByteArray {
+        val mac = hmac(key)
+        for (p in parts) mac.update(p)
+        return mac.doFinal()
+    }
+
+    /** A fresh HMAC-SHA256 instance keyed with [key] (must be non-empty). */
+    public fun hmac(key: ByteArray): Mac {
+        if (key.isEmpty()) throw LdpValueException("the key must be non-empty bytes")
+        return Mac.getInstance("HmacSHA256").apply { init(SecretKeySpec(key, "HmacSHA256")) }
+    }
+
+    /** The metric secret a device gives a memoizing encoder: `HMAC-SHA256(device_secret,
+     * "ldp/client/metric-secret/v1\0" ‖ metric)`. */
+    public fun metricSecret(deviceSecret: ByteArray, metric: String): ByteArray =
+        hmacSha256(deviceSecret, ascii("ldp/client/metric-secret/v1\u0000"), utf8(metric))
+}

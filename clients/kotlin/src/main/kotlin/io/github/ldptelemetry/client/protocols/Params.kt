@@ -1,0 +1,228 @@
+package io.github.ldptelemetry.client.protocols
+
+import io.github.ldptelemetry.client.LdpTypeException
+import io.github.ldptelemetry.client.LdpValueException
+import io.github.ldptelemetry.client.PrivacyCost
+import io.github.ldptelemetry.client.internal.PyFloat
+import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.random.Threshold
+import java.math.BigInteger
+
+/** How a parameter is typed (its Python annotation): decides its canonical JSON form. */
+public enum class FieldType { FLOAT, INT, BOOL, STR, FLOATS, LABELS, OPTSTR, ANY }
+
+/** A parameter field: its name, type and default ([hasDefault] false: required). */
+public class ParamField(public val name: String, public val type: FieldType, public val default: Any? = null, public val hasDefault: Boolean = false) {
+    public companion object {
+        public fun required(name: String, type: FieldType): ParamField = ParamField(name, type)
+        public fun optional(name: String, type: FieldType, default: Any?): ParamField = ParamField(name, type, default, true)
+    }
+}
+
+/** One payload field of a report: a `uint` below [size] or a `bits` string of [size] characters. */
+public data class PayloadField(val name: String, val kind: Kind, val size: Long) {
+    public enum class Kind { UINT, BITS }
+
+    public companion object {
+        public fun uint(name: String, size: Long): PayloadField = PayloadField(name, Kind.UINT, size)
+        public fun bits(name: String, size: Int): PayloadField = PayloadField(name, Kind.BITS, size.toLong())
+    }
+}
+
+/**
+ * A protocol's validated parameters (Python's `ProtocolParams`): the field values as given (after `from_dict`),
+ * checked in the constructor in the order of the Python `__post_init__` so that the first error is Python's.
+ */
+public abstract class ProtocolParams(values: Map<String, Any?>) {
+    /** The field values, in field order (a JSON list frozen as an immutable list). */
+    public val values: Map<String, Any?> = LinkedHashMap(values.mapValues { (_, v) -> if (v is List<*>) v.toList() else v })
+
+    /** The protocol's name, as in a spec (`grr`, `rappor`, …). */
+    public abstract val protocol: String
+
+    /** The parameter fields, in Python's declaration order. */
+    public abstract val fields: List<ParamField>
+
+    /** The ε (and δ) one report costs. */
+    public abstract val privacyCost: PrivacyCost
+
+    /** The payload fields of a report, in order. */
+    public abstract val schema: List<PayloadField>
+
+    /** The number of distinct values of a fixed domain; `null` for open-domain (strings) and numeric protocols. */
+    public open val domainSize: Int? get() = (values["domain_size"] as? Long)?.toInt()
+
+    /** `to_dict()`: every field, in order, as JSON values. */
+    public fun toDict(): Map<String, Any?> = LinkedHashMap<String, Any?>().also { m -> fields.forEach { m[it.name] = values[it.name] } }
+
+    /** The dict the fingerprint hashes: float fields written as Python floats. */
+    public open fun canonicalDict(): Map<String, Any?> {
+        val out = LinkedHashMap<String, Any?>()
+        for (f in fields) {
+            val v = values[f.name]
+            out[f.name] = when (f.type) {
+                FieldType.FLOAT -> PyFloat(asDouble(v))
+                FieldType.FLOATS -> (v as List<*>).map { PyFloat(asDouble(it)) }
+                else -> v
+            }
+        }
+        return out
+    }
+
+    /** 16 hex digits naming the protocol and these parameters (`fingerprint`); every report carries it. */
+    public val fingerprint: String by lazy { PyText.fingerprint(protocol, canonicalDict()) }
+
+    override fun equals(other: Any?): Boolean = other is ProtocolParams && other.fingerprint == fingerprint
+    override fun hashCode(): Int = fingerprint.hashCode()
+    override fun toString(): String = "$protocol${PyText.canonicalJson(canonicalDict())}"
+
+    protected fun double(name: String): Double = asDouble(values[name])
+    protected fun int(name: String): Int = (values[name] as Number).toInt()
+    protected fun long(name: String): Long = (values[name] as Number).toLong()
+}
+
+/** A number as a double (a checked int or float field). */
+internal fun asDouble(v: Any?): Double = when (v) {
+    is Double -> v
+    is Number -> v.toDouble()
+    is PyFloat -> v.value
+    else -> throw LdpTypeException("expected a number, got ${PyText.typeName(v)}")
+}
+
+/**
+ * Parameters from their `to_dict()` form, as Python's `ProtocolParams.from_dict`: an unknown name is a
+ * `ValueError` (`unknown GRRParams parameters: ['x']`, sorted), a missing required one a `TypeError`
+ * (`missing GRRParams parameters: ['domain_size']`, in field order); defaults fill the rest; then [create] checks.
+ */
+public fun <P : ProtocolParams> fromDict(className: String, fields: List<ParamField>, d: Any?, create: (Map<String, Any?>) -> P): P {
+    if (d !is Map<*, *>) throw LdpTypeException("$className parameters must be an object, got ${PyText.typeName(d)}")
+    val names = fields.map { it.name }.toSet()
+    val unknown = d.keys.map { it.toString() }.filter { it !in names }
+    if (unknown.isNotEmpty()) throw LdpValueException("unknown $className parameters: ${PyText.strList(unknown.sortedWith(PyText.CODE_POINT_ORDER))}")
+    val missing = fields.filter { !it.hasDefault && !d.containsKey(it.name) }.map { it.name }
+    if (missing.isNotEmpty()) throw LdpTypeException("missing $className parameters: ${PyText.strList(missing)}")
+    val values = LinkedHashMap<String, Any?>()
+    for (f in fields) values[f.name] = if (d.containsKey(f.name)) normalize(d[f.name]) else f.default
+    return create(values)
+}
+
+/** Kotlin callers' numbers as the JSON reader gives them: Int/Short/Byte as Long, Float as Double. */
+internal fun normalize(v: Any?): Any? = when (v) {
+    is Int -> v.toLong()
+    is Short -> v.toLong()
+    is Byte -> v.toLong()
+    is Float -> v.toDouble()
+    is BigInteger -> if (v.bitLength() < 64) v.toLong() else v
+    is List<*> -> v.map { normalize(it) }
+    is Array<*> -> v.map { normalize(it) }
+    else -> v
+}
+
+/** Whether [v] is a Python int (not a bool). */
+public fun isInt(v: Any?): Boolean = v is Long || v is Int || v is Short || v is Byte || v is BigInteger
+
+/** Whether [v] is a Python real (int or float, not a bool). */
+public fun isReal(v: Any?): Boolean = isInt(v) || v is Double || v is Float
+
+/** The Python type name of a parameter value (after `from_dict`, a list is a `tuple`). */
+public fun paramTypeName(v: Any?): String = if (v is List<*>) "tuple" else PyText.typeName(v)
+
+/** Checks of `ldp/encoders/base_checks.py` and `ldp/randomness`, with Python's texts. */
+public object Checks {
+    /** `check_epsilon`: a finite real > 0. */
+    public fun epsilon(v: Any?, name: String = "epsilon"): Double {
+        if (!isReal(v)) throw LdpTypeException("$name must be a real number, got ${paramTypeName(v)}")
+        val x = asDouble(v)
+        if (!(x > 0 && !x.isInfinite())) throw LdpValueException("$name must be finite and > 0, got ${PyText.num(v)}")
+        return x
+    }
+
+    /** `check_int`: an int in `[low, high]` (`high` null: no upper bound). */
+    public fun int(v: Any?, name: String, low: Long, high: Long? = null): Long {
+        if (!isInt(v)) throw LdpTypeException("$name must be an int, got ${paramTypeName(v)}")
+        val big = if (v is BigInteger) v else BigInteger.valueOf((v as Number).toLong())
+        if (big < BigInteger.valueOf(low) || (high != null && big > BigInteger.valueOf(high))) {
+            val bound = if (high == null) ">= $low" else "in [$low, $high]"
+            throw LdpValueException("$name must be $bound, got $v")
+        }
+        return big.toLong()
+    }
+
+    /** `check_probability`: a real in [0, 1] (the text shows it as a float). */
+    public fun probability(v: Any?, name: String = "p"): Double {
+        if (!isReal(v)) throw LdpTypeException("$name must be a real number, got ${paramTypeName(v)}")
+        val p = asDouble(v)
+        if (!(p >= 0 && p <= 1)) throw LdpValueException("$name must be in [0, 1], got ${PyText.floatRepr(p)}")
+        return p
+    }
+
+    /** `check_resolvable`: a probability the client does not round to 0 (unless it is 0). */
+    public fun resolvable(v: Any?, name: String = "p"): Double {
+        val p = probability(v, name)
+        if (p > 0 && Threshold.realized(p) == 0.0) {
+            throw LdpValueException(
+                "$name=${PyText.floatRepr(p)} is below the client's 2^-64 resolution: it would be drawn with " +
+                    "probability 0 (use 0 if that is meant, or a value >= 2^-64)",
+            )
+        }
+        return p
+    }
+
+    /** A `bool` field. */
+    public fun bool(v: Any?, name: String): Boolean {
+        if (v !is Boolean) throw LdpTypeException("$name must be a bool, got ${paramTypeName(v)}")
+        return v
+    }
+
+    /** `LabeledDomain._check_labels`: labels, if given, are `domainSize` distinct strings. */
+    public fun labels(labels: Any?, domainSize: Long): List<String>? {
+        if (labels == null) return null
+        if (labels !is List<*>) {
+            throw LdpTypeException("labels must be a list of domain_size=$domainSize distinct strings (or None), got ${paramTypeName(labels)}")
+        }
+        if (labels.size.toLong() != domainSize) throw LdpValueException("labels must have domain_size=$domainSize entries, got ${labels.size}")
+        if (!labels.all { it is String }) throw LdpTypeException("labels must be strings")
+        if (labels.toSet().size != labels.size) throw LdpValueException("labels must be distinct")
+        @Suppress("UNCHECKED_CAST")
+        return labels as List<String>
+    }
+
+    /** The longest upload line a server job accepts, in bytes (`MAX_LINE`). */
+    public const val MAX_LINE: Long = 1L shl 22
+
+    /** The largest window index an envelope may carry. */
+    public const val MAX_WINDOW: Long = 1L shl 53
+
+    /** Counters a server aggregate of one metric may hold (2 GiB of int64). */
+    public const val MAX_AGGREGATE_CELLS: Long = 1L shl 28
+
+    /** `max_line_bytes`: the longest upload line (and its newline) a report with [schema] can make. */
+    public fun maxLineBytes(protocol: String, schema: List<PayloadField>): Long {
+        val payload = schema.joinToString(",") { f ->
+            "\"${f.name}\":" + if (f.kind == PayloadField.Kind.UINT) (f.size - 1).toString() else "\"\""
+        }
+        val report = "{\"v\":1,\"protocol\":\"$protocol\",\"params\":\"${"0".repeat(16)}\",\"payload\":{$payload}}"
+        val envelope = "{\"spec\":\"${"0".repeat(16)}\",\"metric\":\"${"m".repeat(32)}\",\"window\":$MAX_WINDOW,\"report\":$report}"
+        val bits = schema.filter { it.kind == PayloadField.Kind.BITS }.sumOf { it.size }
+        return envelope.length + bits + 1
+    }
+
+    /** `ProtocolParams.check_collectable`: every upload line within [MAX_LINE] and the aggregate within
+     * [MAX_AGGREGATE_CELLS] counters, else Python's `ValueError`. */
+    public fun collectable(protocol: String, schema: List<PayloadField>, aggregateCells: Long) {
+        val line = maxLineBytes(protocol, schema)
+        if (line > MAX_LINE) {
+            throw LdpValueException(
+                "$protocol reports of these parameters take up to ${PyText.thousands(line)} bytes as an upload line, " +
+                    "over the ${PyText.thousands(MAX_LINE)}-byte limit of every server job: all would be rejected",
+            )
+        }
+        if (aggregateCells > MAX_AGGREGATE_CELLS) {
+            throw LdpValueException(
+                "the $protocol aggregate of these parameters needs ${PyText.thousands(aggregateCells)} counters " +
+                    "(${PyText.fixed1(aggregateCells * 8.0 / (1L shl 30))} GiB), over the limit of " +
+                    "${PyText.thousands(MAX_AGGREGATE_CELLS)} (2 GiB)",
+            )
+        }
+    }
+}
