@@ -23,7 +23,7 @@ public abstract class RandomSource {
 
     /** `B(p)`: true with probability `floor(p·2^64)/2^64`; one `randbits(64)` compared with the threshold, drawn
      * only when the threshold is strictly between 0 and 2^64 (so `p = 0` and `p = 1` draw nothing). */
-    public fun bernoulli(p: Double): Boolean {
+    public open fun bernoulli(p: Double): Boolean {
         val t = Threshold.of(p)
         if (t.full) return true
         if (t.value == 0L) return false
@@ -33,7 +33,7 @@ public abstract class RandomSource {
     /** `BB(p, n)`: an `n`-bit mask of independent `B(p)` lanes by the bit-sliced comparison: one `randbits(n)` per
      * bit plane of the uniform lanes, from plane 63 down, stopping once no lane is tied with the threshold or the
      * threshold's remaining bits are all zero. */
-    public fun bernoulliBits(p: Double, n: Int): BitMask {
+    public open fun bernoulliBits(p: Double, n: Int): BitMask {
         if (n < 0) throw LdpValueException("number of bits must be a non-negative int, got $n")
         val t = Threshold.of(p)
         val out = BitMask(n)
@@ -91,7 +91,7 @@ public abstract class RandomSource {
 
     /** `R(n)`: a uniform integer in `[0, n)` by rejection: `randbits(bit_length(n − 1))` until below `n`; nothing
      * is drawn for `n = 1`. `1 <= n <= 2^62`. */
-    public fun randbelow(n: Long): Long {
+    public open fun randbelow(n: Long): Long {
         if (n < 1 || n > (1L shl 62)) throw LdpValueException("randbelow needs an int n >= 1, got $n")
         if (n == 1L) return 0
         val k = 64 - java.lang.Long.numberOfLeadingZeros(n - 1)
