@@ -1,0 +1,116 @@
+package io.github.ldptelemetry.client.ledger
+
+import io.github.ldptelemetry.client.LedgerException
+import io.github.ldptelemetry.client.internal.Json
+
+/** A running total of one scope (a metric, or `*` for the collection): the current [window]'s (ε, δ) and the
+ * lifetime's. */
+public class ScopeTotal(public var window: Long, public var windowEpsilon: Double, public var windowDelta: Double,
+                        public var lifetimeEpsilon: Double, public var lifetimeDelta: Double)
+
+/** A pinned upload part: its batch [id] and the outbox ids `first..last` it holds (contiguous, oldest first). */
+public class PinnedPart(public val id: String, public val first: Long, public val last: Long)
+
+/**
+ * Everything one device keeps for one collection, in one document changed only inside a store transaction
+ * ([StateStore.transact]): the device secret (each memoizing metric's secret derives from it; never sent) and the
+ * upload salt, the ledger's clock and totals, the memoized and charge-on-change records (keyed hashes, never the
+ * values), the metrics' cohorts, the pinned upload parts, and the outbox's bookkeeping. The report lines
+ * themselves are kept by the store (an append-only log in [FileStore]), so recording one costs the same however
+ * many wait. The Python client keeps the same things in its SQLite state file.
+ */
+public class DeviceState internal constructor(
+    public val collection: String,
+    internal val secretHex: String,
+    internal val saltHex: String,
+) {
+    /** The latest clock reading seen (Unix seconds): the ledger's clock never goes back. */
+    public var clock: Double = Double.NEGATIVE_INFINITY
+    internal val totals = LinkedHashMap<String, ScopeTotal>()
+    internal val memo = LinkedHashMap<String, DoubleArray>() // keyed hash -> [reports, ε, δ]
+    internal val changes = LinkedHashMap<String, Pair<String, Long>>() // keyed stream -> (keyed last value, epoch)
+    internal val cohorts = LinkedHashMap<String, Int>() // "metric\u0000fingerprint" -> cohort
+    internal val parts = ArrayList<PinnedPart>()
+    public var nextId: Long = 1
+        internal set
+    public var lastUpload: Double? = null
+        internal set
+    internal val uploaded = LinkedHashMap<String, Long>()
+
+    internal fun toJson(): Map<String, Any?> = linkedMapOf(
+        "format" to FORMAT.toLong(),
+        "collection" to collection,
+        "secret" to secretHex,
+        "salt" to saltHex,
+        "clock" to (if (clock.isInfinite()) null else clock),
+        "totals" to totals.mapValues { (_, t) ->
+            listOf(t.window, t.windowEpsilon, t.windowDelta, t.lifetimeEpsilon, t.lifetimeDelta)
+        },
+        "memo" to memo.mapValues { (_, v) -> listOf(v[0].toLong(), v[1], v[2]) },
+        "changes" to changes.mapValues { (_, v) -> listOf(v.first, v.second) },
+        "cohorts" to cohorts.mapValues { (_, v) -> v.toLong() },
+        "parts" to parts.map { listOf(it.id, it.first, it.last) },
+        "next_id" to nextId,
+        "last_upload" to lastUpload,
+        "uploaded" to uploaded,
+    )
+
+    internal companion object {
+        const val FORMAT = 1
+
+        private fun damaged(what: String): Nothing = throw LedgerException("the client's state is damaged: $what")
+
+        private fun num(v: Any?, what: String): Double = (v as? Number)?.toDouble()?.takeIf { !it.isNaN() } ?: damaged("$what is not a number")
+
+        private fun long(v: Any?, what: String): Long = when (v) {
+            is Long -> v
+            else -> damaged("$what is not an integer")
+        }
+
+        @Suppress("UNCHECKED_CAST")
+        private fun obj(v: Any?, what: String): Map<String, Any?> = v as? Map<String, Any?> ?: damaged("$what is not an object")
+
+        private fun list(v: Any?, what: String, size: Int): List<Any?> =
+            (v as? List<Any?>)?.takeIf { it.size == size } ?: damaged("$what is not a list of $size")
+
+        /** The state from its JSON document; [LedgerException] if anything is missing or malformed. */
+        fun fromJson(doc: Any?): DeviceState {
+            val d = obj(doc, "the document")
+            if (d["format"] != FORMAT.toLong()) damaged("format ${d["format"]} (this client reads format $FORMAT)")
+            val hex = Regex("^[0-9a-f]{64}$")
+            val secret = (d["secret"] as? String)?.takeIf { hex.matches(it) } ?: damaged("secret")
+            val salt = (d["salt"] as? String)?.takeIf { hex.matches(it) } ?: damaged("salt")
+            val s = DeviceState(d["collection"] as? String ?: damaged("collection"), secret, salt)
+            s.clock = d["clock"]?.let { num(it, "clock") } ?: Double.NEGATIVE_INFINITY
+            for ((k, v) in obj(d["totals"], "totals")) {
+                val t = list(v, "totals[$k]", 5)
+                s.totals[k] = ScopeTotal(long(t[0], "window"), num(t[1], "ε"), num(t[2], "δ"), num(t[3], "ε"), num(t[4], "δ"))
+            }
+            for ((k, v) in obj(d["memo"], "memo")) {
+                val m = list(v, "memo", 3)
+                s.memo[k] = doubleArrayOf(long(m[0], "reports").toDouble(), num(m[1], "ε"), num(m[2], "δ"))
+            }
+            for ((k, v) in obj(d["changes"], "changes")) {
+                val c = list(v, "changes", 2)
+                val epoch = long(c[1], "epoch")
+                if (epoch < 0) damaged("an epoch is negative")
+                s.changes[k] = (c[0] as? String ?: damaged("changes")) to epoch
+            }
+            for ((k, v) in obj(d["cohorts"], "cohorts")) s.cohorts[k] = long(v, "cohort").toInt()
+            for (p in d["parts"] as? List<*> ?: damaged("parts")) {
+                val q = list(p, "part", 3)
+                s.parts.add(PinnedPart(q[0] as? String ?: damaged("part id"), long(q[1], "part"), long(q[2], "part")))
+            }
+            s.nextId = long(d["next_id"], "next_id")
+            s.lastUpload = d["last_upload"]?.let { num(it, "last_upload") }
+            for ((k, v) in obj(d["uploaded"], "uploaded")) s.uploaded[k] = long(v, "uploaded")
+            return s
+        }
+
+        fun parse(text: String): DeviceState = try {
+            fromJson(Json.parse(text))
+        } catch (e: IllegalArgumentException) {
+            damaged(e.message ?: "not JSON")
+        }
+    }
+}
