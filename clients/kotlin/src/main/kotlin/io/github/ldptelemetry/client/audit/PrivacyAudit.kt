@@ -50,7 +50,7 @@ public object PrivacyAudit {
 
     private fun thresholdOf(p: Double): BigInteger {
         val t = Threshold.of(p)
-        return if (t.full) TWO64 else BigInteger(t.value.toULong().toString())
+        return if (t.full) TWO64 else io.github.ldptelemetry.client.internal.Bytes.unsigned(t.value)
     }
 
     /** Follows a prefix of choices, then the first branch of each new choice, recording each choice's arity. */

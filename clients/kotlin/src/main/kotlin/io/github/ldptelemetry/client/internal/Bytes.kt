@@ -54,6 +54,10 @@ public object Bytes {
     /** `n.to_bytes(4, "little")` for `0 <= n < 2^32`. */
     public fun uint32LE(n: Long): ByteArray = byteArrayOf(n.toByte(), (n ushr 8).toByte(), (n ushr 16).toByte(), (n ushr 24).toByte())
 
+    /** The unsigned value of a 64-bit word (without `Long.toUnsignedString`, which Android 24 lacks). */
+    public fun unsigned(v: Long): java.math.BigInteger =
+        java.math.BigInteger.valueOf(v ushr 1).shiftLeft(1).add(java.math.BigInteger.valueOf(v and 1L))
+
     /** ASCII bytes of a tag or fingerprint. */
     public fun ascii(s: String): ByteArray = s.toByteArray(Charsets.US_ASCII)
 

@@ -350,6 +350,6 @@ internal object DirectorySync {
 /** Loaded only where `java.nio.file` exists (see [DirectorySync]). */
 internal object NioSync {
     fun sync(dir: File) {
-        FileChannel.open(dir.toPath(), java.nio.file.StandardOpenOption.READ).use { it.force(true) }
+        FileChannel.open(java.nio.file.Paths.get(dir.path), java.nio.file.StandardOpenOption.READ).use { it.force(true) }
     }
 }

@@ -172,7 +172,7 @@ public class RecordingSource(private val inner: RandomSource) : RandomSource() {
     override fun wideBits(k: Int, into: LongArray) {
         inner.wideBits(k, into)
         var big = java.math.BigInteger.ZERO
-        for (w in ((k + 63) ushr 6) - 1 downTo 0) big = big.shiftLeft(64).or(java.math.BigInteger(into[w].toULong().toString()))
+        for (w in ((k + 63) ushr 6) - 1 downTo 0) big = big.shiftLeft(64).or(Bytes.unsigned(into[w]))
         recorded.add(k to big.toString(16))
     }
 }
