@@ -509,6 +509,7 @@ def _register_protocol_sections() -> None:
     import bench_hadamard
     import bench_hostile
     import bench_ingest
+    import bench_kotlin
     import bench_ledger
     import bench_local_hashing
     import bench_numeric
@@ -550,6 +551,7 @@ def _register_protocol_sections() -> None:
     bench_startup.register(sys.modules[__name__])
     bench_collector.register(sys.modules[__name__])
     bench_connections.register(sys.modules[__name__])
+    bench_kotlin.register(sys.modules[__name__])
 
 
 def _v_opt(eps: float, d: int) -> tuple[float, str]:
