@@ -1,0 +1,103 @@
+package io.github.ldptelemetry.client.upload
+
+import java.io.ByteArrayOutputStream
+import java.io.IOException
+import java.io.InputStream
+import java.net.HttpURLConnection
+import java.net.URL
+import java.util.concurrent.Executors
+import java.util.concurrent.ScheduledExecutorService
+import java.util.concurrent.ThreadFactory
+import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.AtomicBoolean
+import java.util.concurrent.atomic.AtomicReference
+
+/** The collector's answer to one POST: its [status] (null: no answer, [error] says why), the body read (at most the
+ * bound), whether the body was [over] the bound, and its `Retry-After` header. */
+public class Answer internal constructor(
+    public val status: Int?,
+    public val body: ByteArray,
+    public val over: Boolean,
+    public val retryAfter: String?,
+    public val error: String?,
+) {
+    /** A short reason for a log line or an exception: the collector's JSON `error`, else the status or the error. */
+    public fun reason(): String {
+        if (status != null) {
+            val text = String(body, Charsets.UTF_8)
+            Regex("\"error\"\\s*:\\s*\"([^\"]{1,100})\"").find(text)?.let { return it.groupValues[1] }
+            return "HTTP $status"
+        }
+        return error ?: "no answer"
+    }
+}
+
+/**
+ * One `POST` whose connection, request and WHOLE answer end by a deadline set in advance (Python's
+ * `ldp.client.transport.post`), on [HttpURLConnection] only (so it runs on Android unchanged).
+ *
+ * Socket timeouts bound one operation each, so a server sending one byte a second would keep a plain read going
+ * forever: here the connect and read timeouts are set to the time left, and a watchdog disconnects the connection
+ * when the deadline passes, which ends any read in progress. The answer is read in chunks, at most `limit + 1`
+ * bytes in all (a longer one is cut while reading: [Answer.over]). Redirects are not followed.
+ */
+internal object HttpTransport {
+    private val watchdog: ScheduledExecutorService = Executors.newSingleThreadScheduledExecutor(
+        ThreadFactory { r -> Thread(r, "ldp-upload-watchdog").apply { isDaemon = true } },
+    )
+
+    fun post(url: String, headers: Map<String, String>, body: ByteArray, deadlineNanos: Long, limit: Int): Answer {
+        val leftMs = { TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()) }
+        if (leftMs() <= 0) return Answer(null, ByteArray(0), false, null, "the request's deadline passed")
+        val conn = AtomicReference<HttpURLConnection?>(null)
+        val cut = AtomicBoolean(false)
+        val timer = watchdog.schedule({
+            cut.set(true)
+            conn.get()?.disconnect()
+        }, leftMs(), TimeUnit.MILLISECONDS)
+        try {
+            val c = URL(url).openConnection() as HttpURLConnection
+            conn.set(c)
+            if (cut.get()) c.disconnect()
+            c.instanceFollowRedirects = false
+            c.useCaches = false
+            c.requestMethod = "POST"
+            c.doOutput = true
+            c.setFixedLengthStreamingMode(body.size)
+            for ((k, v) in headers) c.setRequestProperty(k, v)
+            c.connectTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()
+            c.readTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()
+            c.outputStream.use { it.write(body) }
+            val status = c.responseCode
+            val retryAfter = c.getHeaderField("Retry-After")
+            val stream: InputStream? = if (status >= 400) c.errorStream else try {
+                c.inputStream
+            } catch (e: IOException) {
+                c.errorStream
+            }
+            val out = ByteArrayOutputStream()
+            var over = false
+            stream?.use { input ->
+                val buf = ByteArray(8192)
+                while (true) {
+                    if (leftMs() <= 0) throw IOException("the request's deadline passed while reading the answer")
+                    val n = input.read(buf)
+                    if (n < 0) break
+                    out.write(buf, 0, n)
+                    if (out.size() > limit) {
+                        over = true
+                        break
+                    }
+                }
+            }
+            if (cut.get()) return Answer(null, ByteArray(0), false, null, "the request's deadline passed")
+            return Answer(status, out.toByteArray(), over, retryAfter, null)
+        } catch (e: IOException) {
+            val why = if (cut.get()) "the request's deadline passed" else "${e.javaClass.simpleName}: ${e.message}"
+            return Answer(null, ByteArray(0), false, null, why)
+        } finally {
+            timer.cancel(false)
+            conn.get()?.disconnect()
+        }
+    }
+}

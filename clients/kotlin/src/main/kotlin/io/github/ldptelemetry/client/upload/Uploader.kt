@@ -1,0 +1,280 @@
+package io.github.ldptelemetry.client.upload
+
+import io.github.ldptelemetry.client.internal.Json
+import io.github.ldptelemetry.client.internal.PyText
+import java.io.ByteArrayOutputStream
+import java.io.IOException
+import java.net.URL
+import java.security.SecureRandom
+import java.text.ParsePosition
+import java.text.SimpleDateFormat
+import java.util.Locale
+import java.util.TimeZone
+import java.util.concurrent.TimeUnit
+import java.util.zip.GZIPOutputStream
+
+/** Why an upload call returned: nothing left, the upload interval, the call's deadline, or an error. */
+public enum class Stopped { EMPTY, INTERVAL, DEADLINE, ERROR }
+
+/**
+ * What one [Uploader.upload] call did (Python's `UploadResult`): [acknowledged] reports deleted from the outbox;
+ * [accepted] and [rejected] (by reason) the collector's counts summed over its answers; [duplicates] parts the
+ * collector had already stored; why it [stopped]; from when the next batch may go ([nextUploadAt], Unix seconds).
+ */
+public data class UploadResult(
+    val batches: Int,
+    val acknowledged: Long,
+    val accepted: Long,
+    val rejected: Map<String, Long>,
+    val duplicates: Int,
+    val stopped: Stopped,
+    val nextUploadAt: Double,
+)
+
+/** An upload that stopped on an error (Python's `UploadError`): the HTTP [status] (null: no answer), a short
+ * [reason], and what was done before it ([result]). What was not acknowledged stays in the outbox. */
+public open class UploadException(message: String, public val status: Int?, public val reason: String, public val result: UploadResult) :
+    IOException(message)
+
+/** The collector answered 2xx with an answer that is not sane for the batch (Python's `UploadProtocolError`):
+ * nothing was acknowledged. */
+public class UploadProtocolException(message: String, status: Int?, reason: String, result: UploadResult) :
+    UploadException(message, status, reason, result)
+
+/**
+ * How to upload: the collector [endpoints] (`https://host/v1/reports`, tried in turn: a failed attempt moves to the
+ * next), the app's bearer [token], seconds per request from connecting to the end of the answer ([timeoutSeconds]),
+ * for the whole call ([callTimeoutSeconds], null: none), tries per batch ([maxAttempts]), the back-off cap
+ * ([maxDelaySeconds]) and [gzip]. [sleep], [clock] (Unix seconds) and [random] (uniform in [0, 1)) are for tests.
+ */
+public class UploadOptions @JvmOverloads constructor(
+    public val endpoints: List<String>,
+    public val token: String,
+    public val timeoutSeconds: Double = 30.0,
+    public val callTimeoutSeconds: Double? = null,
+    public val maxAttempts: Int = 8,
+    public val maxDelaySeconds: Double = 300.0,
+    public val gzip: Boolean = true,
+    public val sleep: (Double) -> Unit = { Thread.sleep((it * 1000).toLong()) },
+    public val clock: () -> Double = { System.currentTimeMillis() / 1000.0 },
+    public val random: () -> Double = SecureRandom().let { r -> { r.nextDouble() } },
+) {
+    init {
+        require(endpoints.isNotEmpty()) { "endpoints: give at least one collector URL" }
+        for (e in endpoints) {
+            val u = try {
+                URL(e)
+            } catch (x: java.net.MalformedURLException) {
+                throw IllegalArgumentException("upload url must be http(s)://host/..., got ${PyText.repr(e)}")
+            }
+            require(u.protocol in setOf("http", "https") && u.host.isNotEmpty()) { "upload url must be http(s)://host/..., got scheme ${PyText.repr(u.protocol)}" }
+        }
+        require(token.isNotEmpty() && token.all { it.code in 0x21..0x7e }) { "upload token must be a non-empty printable ASCII string without spaces" }
+        require(timeoutSeconds > 0 && !timeoutSeconds.isInfinite()) { "timeout (seconds for one request) must be a finite number > 0, got $timeoutSeconds" }
+        require(callTimeoutSeconds == null || (callTimeoutSeconds > 0 && !callTimeoutSeconds.isInfinite())) {
+            "callTimeout (seconds for the whole call) must be null or a finite number > 0, got $callTimeoutSeconds"
+        }
+        require(maxAttempts >= 1) { "maxAttempts must be >= 1, got $maxAttempts" }
+        require(maxDelaySeconds >= 0) { "maxDelay must be >= 0, got $maxDelaySeconds" }
+    }
+}
+
+/**
+ * Sends a device's outbox to `ldp serve` (Python's `ldp.client.uploader.upload`): one `POST` per batch part with
+ * `Authorization: Bearer`, `Content-Type: application/x-ndjson`, `Ldp-Batch-Id` and `Content-Encoding: gzip`.
+ *
+ * - The part (its reports and id) is pinned in the outbox before it is first sent, so a retry, a crash or a lost
+ *   answer resends the same lines under the same id, to whichever endpoint, and the collector stores them once.
+ * - A 2xx whose answer is sane for the part ([checkAnswer]) acknowledges it; any other 2xx is an
+ *   [UploadProtocolException], acknowledging nothing. 413 splits the part in two; 429 and 503 wait `Retry-After`
+ *   ([parseRetryAfter], capped); no answer by the request's deadline, connection errors, 408 and other 5xx back off
+ *   with full jitter; [UploadOptions.maxAttempts] tries per part; any other status is an [UploadException].
+ *   Redirects are refused (they would carry the token elsewhere).
+ * - The call ends by [UploadOptions.callTimeoutSeconds]: the parts not sent stay in the outbox ([Stopped.DEADLINE]).
+ *
+ * Nothing here logs a report line or the token. One upload at a time per outbox (the outbox's lock serializes the
+ * state, but two concurrent calls would send the same pinned part twice; the collector would count it once).
+ */
+public class Uploader(public val options: UploadOptions) {
+    private var endpoint = 0
+
+    public fun upload(outbox: Outbox): UploadResult {
+        val o = options
+        val callEnd = o.callTimeoutSeconds?.let { System.nanoTime() + (it * 1e9).toLong() } ?: Long.MAX_VALUE
+        val tally = Tally()
+        var limit: Int? = null
+        var stopped: Stopped? = null
+        loop@ while (stopped == null) {
+            if (System.nanoTime() >= callEnd) {
+                stopped = Stopped.DEADLINE
+                break
+            }
+            val part = outbox.nextBatch(limit) ?: break
+            val lines = part.reports.map { it.line }
+            var body = (lines.joinToString("\n") + "\n").toByteArray(Charsets.UTF_8)
+            val headers = linkedMapOf(
+                "Authorization" to "Bearer ${o.token}", "Content-Type" to "application/x-ndjson",
+                "Accept" to "application/json", "Ldp-Batch-Id" to part.id,
+            )
+            if (o.gzip) {
+                body = gzip(body)
+                headers["Content-Encoding"] = "gzip"
+            }
+            for (attempt in 1..o.maxAttempts) {
+                val url = o.endpoints[endpoint % o.endpoints.size]
+                val deadline = minOf(System.nanoTime() + (o.timeoutSeconds * 1e9).toLong(), callEnd)
+                val answer = HttpTransport.post(url, headers, body, deadline, MAX_ANSWER)
+                val status = answer.status
+                if (status != null && status in 200..299) {
+                    val data = try {
+                        if (answer.over) throw IllegalArgumentException("the answer is over $MAX_ANSWER bytes")
+                        checkAnswer(answer.body, part.id, lines.size)
+                    } catch (e: IllegalArgumentException) {
+                        throw UploadProtocolException(
+                            "the collector's answer to batch ${part.id} is not sane: ${e.message}; nothing acknowledged",
+                            status, e.message ?: "bad answer", tally.result(Stopped.ERROR, outbox.nextUploadAt()),
+                        )
+                    }
+                    tally.add(data, outbox.acknowledgeBatch(part.id, part.reports.map { it.id }))
+                    break
+                }
+                if (status == 413) {
+                    if (part.reports.size == 1) fail("the collector refused a single report as too large (${answer.reason()})", answer, tally, outbox)
+                    limit = outbox.splitBatch(part.id)
+                    break
+                }
+                if (status != null && status in 300..399) fail("the collector redirected batch ${part.id} (HTTP $status): refused, a redirect would carry the token elsewhere", answer, tally, outbox)
+                if (!retryable(status)) fail("the collector refused batch ${part.id} with HTTP $status: ${answer.reason()}", answer, tally, outbox)
+                endpoint++ // the next attempt goes to the next collector
+                if (System.nanoTime() >= callEnd) {
+                    stopped = Stopped.DEADLINE
+                    break@loop
+                }
+                val what = if (status != null) "HTTP $status" else answer.error ?: "no answer"
+                if (attempt == o.maxAttempts) fail("batch ${part.id} not delivered after ${o.maxAttempts} attempt(s) (last: $what)", answer, tally, outbox)
+                val wait = if (status == 429 || status == 503) parseRetryAfter(answer.retryAfter, o.clock()) else null
+                val delay = if (wait != null) minOf(o.maxDelaySeconds, wait) else backoffDelay(attempt)
+                if (System.nanoTime() + (delay * 1e9).toLong() >= callEnd) {
+                    stopped = Stopped.DEADLINE
+                    break@loop
+                }
+                o.sleep(delay)
+            }
+        }
+        val nextAt = outbox.nextUploadAt()
+        return tally.result(stopped ?: if (outbox.hasPending()) Stopped.INTERVAL else Stopped.EMPTY, nextAt)
+    }
+
+    /** Full jitter: uniform in `[0, min(maxDelay, 2^(attempt − 1))]` seconds. */
+    private fun backoffDelay(attempt: Int): Double = options.random() * minOf(options.maxDelaySeconds, Math.pow(2.0, minOf(attempt - 1, 1023).toDouble()))
+
+    private fun fail(message: String, answer: Answer, tally: Tally, outbox: Outbox): Nothing =
+        throw UploadException(message, answer.status, answer.reason(), tally.result(Stopped.ERROR, outbox.nextUploadAt()))
+
+    private class Tally {
+        var batches = 0
+        var acknowledged = 0L
+        var accepted = 0L
+        val rejected = sortedMapOf<String, Long>()
+        var duplicates = 0
+
+        fun add(answer: Map<String, Any?>, done: Int) {
+            batches++
+            acknowledged += done
+            accepted += (answer["accepted"] as? Long) ?: 0L
+            (answer["rejected"] as? Map<*, *>)?.forEach { (k, v) -> rejected[k as String] = (rejected[k] ?: 0L) + (v as Long) }
+            if (answer["duplicate"] == true) duplicates++
+        }
+
+        fun result(stopped: Stopped, nextAt: Double) = UploadResult(batches, acknowledged, accepted, LinkedHashMap(rejected), duplicates, stopped, nextAt)
+    }
+
+    public companion object {
+        /** Bytes of a collector's answer read at most: a longer 2xx is a protocol error (a sane one is under 1 KiB). */
+        public const val MAX_ANSWER: Int = 1 shl 16
+
+        /** The most lines a batch may have (the spec's `max_batch` limit). */
+        public const val MAX_BATCH: Long = 1L shl 20
+
+        private fun retryable(status: Int?): Boolean = status == null || status == 408 || status == 429 || status >= 500
+
+        private fun gzip(data: ByteArray): ByteArray {
+            val out = ByteArrayOutputStream()
+            GZIPOutputStream(out).use { it.write(data) } // Java writes mtime 0: the body carries no timestamp
+            return out.toByteArray()
+        }
+
+        private fun show(v: Any?): String {
+            val text = if (v is String) PyText.repr(v) else PyText.reprValue(v)
+            val cut = if (text.length <= 40) text else text.substring(0, 37) + "..."
+            return cut.map { if (it.code in 0x20..0x7e) it else '?' }.joinToString("")
+        }
+
+        private fun count(answer: Map<*, *>, key: String): Long {
+            val v = answer[key]
+            if (v !is Long || v < 0) throw IllegalArgumentException("$key is ${show(v)}, not an integer >= 0")
+            return v
+        }
+
+        /**
+         * The collector's 2xx answer to part [batch] of [sent] lines if it is sane (Python's `check_answer`), else an
+         * [IllegalArgumentException] saying what is wrong: one JSON object (no repeated key) naming [batch];
+         * `accepted`, `lines` and each count of `rejected` integers >= 0; `accepted + sum(rejected) == lines`;
+         * `lines == sent`, or for a duplicate `sent <= lines <= MAX_BATCH` (its counts may be absent).
+         */
+        @JvmStatic
+        public fun checkAnswer(body: ByteArray, batch: String, sent: Int): Map<String, Any?> {
+            val text = try {
+                Charsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(body)).toString()
+            } catch (e: java.nio.charset.CharacterCodingException) {
+                throw IllegalArgumentException("the answer is not UTF-8")
+            }
+            val answer = try {
+                Json.parse(text)
+            } catch (e: IllegalArgumentException) {
+                throw IllegalArgumentException("the answer is not JSON (${(e.message ?: "").take(80)})")
+            }
+            if (answer !is Map<*, *>) throw IllegalArgumentException("the answer is ${PyText.typeName(answer)}, not a JSON object")
+            if ("batch_id" in answer && answer["batch_id"] != batch) throw IllegalArgumentException("the answer names batch ${show(answer["batch_id"])}, not $batch")
+            val duplicate = answer["duplicate"] ?: false
+            if (duplicate !is Boolean) throw IllegalArgumentException("duplicate is ${show(duplicate)}, not a boolean")
+            val counted = !(duplicate && "accepted" !in answer && "rejected" !in answer)
+            val needed = if (counted) listOf("batch_id", "accepted", "rejected", "lines") else listOf("batch_id", "lines")
+            val missing = needed.filter { it !in answer }
+            if (missing.isNotEmpty()) throw IllegalArgumentException("the answer lacks ${missing.joinToString(", ")}")
+            val lines = count(answer, "lines")
+            if (counted) {
+                val accepted = count(answer, "accepted")
+                val rejected = answer["rejected"] as? Map<*, *> ?: throw IllegalArgumentException("rejected is ${show(answer["rejected"])}, not an object of counts by reason")
+                var total = 0L
+                for (reason in rejected.keys) {
+                    val r = reason as String
+                    if (!(r.isNotEmpty() && r.length <= 100 && r.all { !Character.isISOControl(it) })) throw IllegalArgumentException("rejected names reason ${show(r)}")
+                    total += count(rejected, r)
+                }
+                if (accepted + total != lines) throw IllegalArgumentException("accepted ($accepted) + rejected ($total) != lines ($lines)")
+            }
+            val ok = if (duplicate) sent <= lines && lines <= MAX_BATCH else lines == sent.toLong()
+            if (!ok) throw IllegalArgumentException("the answer counts $lines line(s); $sent were sent")
+            @Suppress("UNCHECKED_CAST")
+            return answer as Map<String, Any?>
+        }
+
+        /** Seconds to wait from a `Retry-After` value: delta-seconds, or an HTTP date (a past one gives 0); null when
+         * absent or unusable (Python's `parse_retry_after`). */
+        @JvmStatic
+        public fun parseRetryAfter(value: String?, now: Double): Double? {
+            val v = value?.trim() ?: return null
+            if (v.isNotEmpty() && v.all { it in '0'..'9' }) return v.toBigDecimal().toDouble()
+            for (pattern in listOf("EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy")) {
+                val f = SimpleDateFormat(pattern, Locale.US).apply { timeZone = TimeZone.getTimeZone("GMT"); isLenient = false }
+                val pos = ParsePosition(0)
+                val date = f.parse(v, pos) ?: continue
+                if (pos.index != v.length) continue
+                return maxOf(0.0, date.time / 1000.0 - now)
+            }
+            return null
+        }
+
+    }
+}
