@@ -8,13 +8,15 @@ public object Protocols {
     private val all: Map<String, Protocol<*>> = listOf<Protocol<*>>(
         BinaryRRParams.PROTOCOL,
         GRRParams.PROTOCOL,
+        LGRRParams.PROTOCOL,
+        ThreshParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
         "blh", "bucket-grr", "bucket-oue", "cms", "dbitflip", "duchi", "hcms", "hh", "hr", "hr-block", "hybrid",
-        "lgrr", "loue", "memo-dbitflip", "memo-mean", "multi", "olh", "oue", "pem", "piecewise", "rappor",
-        "rappor-ngrams", "sfp", "ss", "sue", "thresh",
+        "loue", "memo-dbitflip", "memo-mean", "multi", "olh", "oue", "pem", "piecewise", "rappor",
+        "rappor-ngrams", "sfp", "ss", "sue",
     )
 
     /** The names of every protocol implemented here, sorted. */
