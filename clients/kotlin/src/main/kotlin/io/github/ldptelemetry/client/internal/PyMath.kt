@@ -61,8 +61,8 @@ public object PyMath {
         return if (s >= 0) m.shiftLeft(s) else m.shiftRight(-s)
     }
 
-    /** The double nearest to m·2^e, half to even, with subnormals and overflow. */
-    internal fun nearestDouble(m: BigInteger, e: Int): Double {
+    /** The double nearest to m·2^e, half to even, with subnormals and overflow (m·2^e exactly, rounded once). */
+    public fun nearestDouble(m: BigInteger, e: Int): Double {
         if (m.signum() == 0) return 0.0
         val neg = m.signum() < 0
         val a = m.abs()

@@ -76,8 +76,16 @@ internal class Rational private constructor(val num: BigInteger, val den: BigInt
     operator fun times(o: Rational) = of(num * o.num, den * o.den)
     operator fun div(o: Rational) = of(num * o.den, den * o.num)
 
-    /** `float(Fraction)`: correctly rounded. */
-    fun toDouble(): Double = java.math.BigDecimal(num).divide(java.math.BigDecimal(den), java.math.MathContext(40)).toDouble()
+    /** `float(Fraction)`: correctly rounded (a quotient of 70+ bits with a sticky bit, rounded once). */
+    fun toDouble(): Double {
+        if (num.signum() == 0) return 0.0
+        val shift = maxOf(0, 70 - (num.abs().bitLength() - den.bitLength()))
+        val qr = num.abs().shiftLeft(shift).divideAndRemainder(den)
+        var q = qr[0].shiftLeft(1)
+        if (qr[1].signum() != 0) q = q.or(BigInteger.ONE)
+        val r = PyMath.nearestDouble(q, -shift - 1)
+        return if (num.signum() < 0) -r else r
+    }
 
     /** `math.log(num) - math.log(den)` of the reduced fraction, as Python computes `log` of two ints. */
     fun logRatio(): Double = PyMath.log(num.toDouble()) - PyMath.log(den.toDouble())

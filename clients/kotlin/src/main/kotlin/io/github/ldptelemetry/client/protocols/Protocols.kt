@@ -10,13 +10,16 @@ public object Protocols {
         GRRParams.PROTOCOL,
         LGRRParams.PROTOCOL,
         ThreshParams.PROTOCOL,
+        SUEParams.PROTOCOL,
+        OUEParams.PROTOCOL,
+        LOUEParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
         "blh", "bucket-grr", "bucket-oue", "cms", "dbitflip", "duchi", "hcms", "hh", "hr", "hr-block", "hybrid",
-        "loue", "memo-dbitflip", "memo-mean", "multi", "olh", "oue", "pem", "piecewise", "rappor",
-        "rappor-ngrams", "sfp", "ss", "sue",
+        "memo-dbitflip", "memo-mean", "multi", "olh", "pem", "piecewise", "rappor",
+        "rappor-ngrams", "sfp", "ss",
     )
 
     /** The names of every protocol implemented here, sorted. */
