@@ -13,13 +13,17 @@ public object Protocols {
         SUEParams.PROTOCOL,
         OUEParams.PROTOCOL,
         LOUEParams.PROTOCOL,
+        OLHParams.PROTOCOL,
+        BLHParams.PROTOCOL,
+        HRParams.PROTOCOL,
+        SSParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
-        "blh", "bucket-grr", "bucket-oue", "cms", "dbitflip", "duchi", "hcms", "hh", "hr", "hr-block", "hybrid",
-        "memo-dbitflip", "memo-mean", "multi", "olh", "pem", "piecewise", "rappor",
-        "rappor-ngrams", "sfp", "ss",
+        "bucket-grr", "bucket-oue", "cms", "dbitflip", "duchi", "hcms", "hh", "hr-block", "hybrid",
+        "memo-dbitflip", "memo-mean", "multi", "pem", "piecewise", "rappor",
+        "rappor-ngrams", "sfp",
     )
 
     /** The names of every protocol implemented here, sorted. */

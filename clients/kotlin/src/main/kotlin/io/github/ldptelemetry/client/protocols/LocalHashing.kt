@@ -1,0 +1,133 @@
+package io.github.ldptelemetry.client.protocols
+
+import io.github.ldptelemetry.client.LdpValueException
+import io.github.ldptelemetry.client.PrivacyCost
+import io.github.ldptelemetry.client.internal.Bytes
+import io.github.ldptelemetry.client.internal.PyMath
+import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.random.RandomSource
+import io.github.ldptelemetry.client.random.Threshold
+
+/**
+ * Local hashing (`ldp/encoders/local_hashing.py`; Wang, Blocki, Li & Jha, USENIX Security 2017): a report is a
+ * random `seed` and a GRR over `[0, g)` of `h_seed(v) = MurmurHash3_x86_32(uint32_LE(v), seed) mod g`, kept with
+ * `p = realized(1/(1 + (g − 1)·e^−ε))`. Optimized (`olh`): `g = floor(e^ε + 1/2) + 1`; binary (`blh`): `g = 2`.
+ * Draws: `R(seed_range)`, `B(p)`, then `R(g − 1)` if false.
+ */
+public abstract class LocalHashingParams(values: Map<String, Any?>) : ProtocolParams(values) {
+    override val fields: List<ParamField> get() = FIELDS
+
+    /** The hash range: reports carry `y` in `[0, g)`. */
+    public abstract val g: Long
+    public val epsilon: Double get() = asDouble(values["epsilon"])
+    override val domainSize: Int get() = (values["domain_size"] as Long).toInt()
+    public val seedRange: Long get() = values["seed_range"] as Long
+    public var labels: List<String>? = null
+        private set
+
+    /** Pr[y = h_seed(v)], as the client realizes it. */
+    public val p: Double by lazy { Threshold.realized(1.0 / (1.0 + (g - 1) * PyMath.exp(-epsilon))) }
+
+    /** Pr[y = u] for one given u ≠ h_seed(v). */
+    public val q: Double get() = (1.0 - p) / (g - 1)
+
+    /** Python's `_check`, in its order. */
+    protected fun checkLocalHashing() {
+        val eps = Checks.epsilon(values["epsilon"])
+        val d = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
+        Checks.int(values["seed_range"], "seed_range", 1, SEED_RANGE)
+        val g = g
+        if (g > (1L shl 32)) {
+            throw LdpValueException("epsilon=${PyText.floatRepr(eps)} is too large for $protocol: g = $g exceeds 2**32, the range of a 32-bit hash")
+        }
+        if (p >= 1.0) {
+            throw LdpValueException("epsilon=${PyText.floatRepr(eps)} is too large for $protocol: the keep probability rounds to 1 at the client's resolution, so reports would not be private")
+        }
+        if (p <= q) {
+            throw LdpValueException("epsilon=${PyText.floatRepr(eps)} is too small for $protocol: the keep probability rounds to 1/g, so reports would carry no information")
+        }
+        labels = Checks.labels(values["labels"], d)
+        Checks.collectable(protocol, schema, d)
+    }
+
+    /** The ε of the realized GRR over `[0, g)`. */
+    public val effectiveEpsilon: Double get() = PyMath.log(p * (g - 1) / (1.0 - p))
+
+    override val privacyCost: PrivacyCost by lazy { PrivacyCost(maxOf(epsilon, effectiveEpsilon)) }
+    override val schema: List<PayloadField> get() = listOf(PayloadField.uint("seed", values["seed_range"] as Long), PayloadField.uint("y", g))
+
+    /** The index of a label or an int index. */
+    public fun indexOf(value: Any?): Int = domainIndexOf(protocol, domainSize, labels, value)
+
+    public companion object {
+        /** The default (and largest) seed range: a 32-bit seed. */
+        public const val SEED_RANGE: Long = 1L shl 32
+        public val FIELDS: List<ParamField> = listOf(
+            ParamField.required("epsilon", FieldType.FLOAT),
+            ParamField.required("domain_size", FieldType.INT),
+            ParamField.optional("labels", FieldType.LABELS, null),
+            ParamField.optional("seed_range", FieldType.INT, SEED_RANGE),
+        )
+
+        /** `lh_hash`: `MurmurHash3_x86_32(uint32_LE(key), seed) mod g` (OLH, BLH and PEM's OLH groups). */
+        @JvmStatic
+        public fun hash(key: Long, seed: Long, g: Long): Long = Bytes.murmur3(Bytes.uint32LE(key), seed) % g
+
+        /** OLH's `g = floor(e^ε + 1/2) + 1`, refused beyond a 32-bit hash's range. */
+        @JvmStatic
+        public fun olhWidth(epsilon: Double): Long {
+            if (epsilon > 32.0) {
+                throw LdpValueException("epsilon=${PyText.floatRepr(epsilon)} is too large for olh: g = round(e^ε) + 1 exceeds 2**32, the range of a 32-bit hash")
+            }
+            return Math.floor(PyMath.exp(epsilon) + 0.5).toLong() + 1
+        }
+
+        /** One local-hashing report of [index]: `[seed, y]`. */
+        @JvmStatic
+        public fun draw(rng: RandomSource, seedRange: Long, g: Long, p: Double, index: Long): LongArray {
+            val seed = rng.randbelow(seedRange)
+            val x = hash(index, seed, g)
+            if (rng.bernoulli(p)) return longArrayOf(seed, x)
+            val other = rng.randbelow(g - 1)
+            return longArrayOf(seed, other + if (other >= x) 1 else 0)
+        }
+    }
+}
+
+/** Optimized local hashing (`olh`). */
+public class OLHParams(values: Map<String, Any?>) : LocalHashingParams(values) {
+    override val protocol: String get() = "olh"
+    override val g: Long by lazy { olhWidth(Checks.epsilon(values["epsilon"])) }
+
+    init {
+        checkLocalHashing()
+    }
+
+    public companion object {
+        public val PROTOCOL: Protocol<OLHParams> = Protocol("olh", "OLHParams", FIELDS, ::OLHParams, { p, o -> LocalHashingEncoder(p, o) })
+    }
+}
+
+/** Binary local hashing (`blh`). */
+public class BLHParams(values: Map<String, Any?>) : LocalHashingParams(values) {
+    override val protocol: String get() = "blh"
+    override val g: Long get() = 2
+
+    init {
+        checkLocalHashing()
+    }
+
+    public companion object {
+        public val PROTOCOL: Protocol<BLHParams> = Protocol("blh", "BLHParams", FIELDS, ::BLHParams, { p, o -> LocalHashingEncoder(p, o) })
+    }
+}
+
+/** The `olh` and `blh` encoder: values are labels or indices in `[0, d)`. */
+public class LocalHashingEncoder<P : LocalHashingParams>(params: P, options: EncoderOptions) : Encoder<P, Int>(params, options) {
+    override fun check(value: Any?): Int = params.indexOf(value)
+
+    override fun draw(value: Int): Report {
+        val r = LocalHashingParams.draw(rng, params.seedRange, params.g, params.p, value.toLong())
+        return report("seed" to r[0], "y" to r[1])
+    }
+}
