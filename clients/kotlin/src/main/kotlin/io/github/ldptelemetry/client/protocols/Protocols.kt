@@ -17,12 +17,16 @@ public object Protocols {
         BLHParams.PROTOCOL,
         HRParams.PROTOCOL,
         SSParams.PROTOCOL,
+        DuchiParams.PROTOCOL,
+        PiecewiseParams.PROTOCOL,
+        HybridParams.PROTOCOL,
+        MemoMeanParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
-        "bucket-grr", "bucket-oue", "cms", "dbitflip", "duchi", "hcms", "hh", "hr-block", "hybrid",
-        "memo-dbitflip", "memo-mean", "multi", "pem", "piecewise", "rappor",
+        "bucket-grr", "bucket-oue", "cms", "dbitflip", "hcms", "hh", "hr-block",
+        "memo-dbitflip", "multi", "pem", "rappor",
         "rappor-ngrams", "sfp",
     )
 
