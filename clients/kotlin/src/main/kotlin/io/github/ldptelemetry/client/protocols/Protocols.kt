@@ -21,12 +21,13 @@ public object Protocols {
         PiecewiseParams.PROTOCOL,
         HybridParams.PROTOCOL,
         MemoMeanParams.PROTOCOL,
+        RapporParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
         "bucket-grr", "bucket-oue", "cms", "dbitflip", "hcms", "hh", "hr-block",
-        "memo-dbitflip", "multi", "pem", "rappor",
+        "memo-dbitflip", "multi", "pem",
         "rappor-ngrams", "sfp",
     )
 
