@@ -22,11 +22,13 @@ public object Protocols {
         HybridParams.PROTOCOL,
         MemoMeanParams.PROTOCOL,
         RapporParams.PROTOCOL,
+        CmsParams.PROTOCOL,
+        HcmsParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
-        "bucket-grr", "bucket-oue", "cms", "dbitflip", "hcms", "hh", "hr-block",
+        "bucket-grr", "bucket-oue", "dbitflip", "hh", "hr-block",
         "memo-dbitflip", "multi", "pem",
         "rappor-ngrams", "sfp",
     )
