@@ -18,7 +18,8 @@ import java.math.BigInteger
 public abstract class MemoizedEncoder<P : ProtocolParams, V>(params: P, options: EncoderOptions) : Encoder<P, V>(params, options) {
     protected val secret: ByteArray = (options.secret ?: options.prrRng?.let { "audit".toByteArray() }
         ?: throw LdpTypeException("${params.protocol} needs the metric secret (EncoderOptions.secret): its permanent responses derive from it")).copyOf()
-    private val prrRng: RandomSource? = options.prrRng
+    /** The audits' source of permanent responses (null: the keyed stream). */
+    protected val prrRng: RandomSource? = options.prrRng
     private val memo = HashMap<Long, Any>()
     protected val fp: ByteArray = Bytes.ascii(params.fingerprint)
 

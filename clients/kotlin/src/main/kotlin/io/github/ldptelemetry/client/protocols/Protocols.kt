@@ -24,12 +24,16 @@ public object Protocols {
         RapporParams.PROTOCOL,
         CmsParams.PROTOCOL,
         HcmsParams.PROTOCOL,
+        DBitFlipParams.PROTOCOL,
+        BucketGRRParams.PROTOCOL,
+        BucketOUEParams.PROTOCOL,
+        MemoDBitFlipParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
-        "bucket-grr", "bucket-oue", "dbitflip", "hh", "hr-block",
-        "memo-dbitflip", "multi", "pem",
+        "hh", "hr-block",
+        "multi", "pem",
         "rappor-ngrams", "sfp",
     )
 
