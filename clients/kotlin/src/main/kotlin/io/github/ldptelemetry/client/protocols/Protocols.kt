@@ -28,11 +28,12 @@ public object Protocols {
         BucketGRRParams.PROTOCOL,
         BucketOUEParams.PROTOCOL,
         MemoDBitFlipParams.PROTOCOL,
+        HRBlockParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
-        "hh", "hr-block",
+        "hh",
         "multi", "pem",
         "rappor-ngrams", "sfp",
     )
