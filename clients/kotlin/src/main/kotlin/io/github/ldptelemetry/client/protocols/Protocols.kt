@@ -29,11 +29,11 @@ public object Protocols {
         BucketOUEParams.PROTOCOL,
         MemoDBitFlipParams.PROTOCOL,
         HRBlockParams.PROTOCOL,
+        HHParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
-        "hh",
         "multi", "pem",
         "rappor-ngrams", "sfp",
     )

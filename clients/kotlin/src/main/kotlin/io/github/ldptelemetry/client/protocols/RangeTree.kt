@@ -1,0 +1,174 @@
+package io.github.ldptelemetry.client.protocols
+
+import io.github.ldptelemetry.client.LdpTypeException
+import io.github.ldptelemetry.client.LdpValueException
+import io.github.ldptelemetry.client.PrivacyCost
+import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.random.BitMask
+import java.math.BigInteger
+
+/**
+ * Hierarchical histograms for range queries (`hh`; Cormode, Kulkarni & Srivastava, PVLDB 2019 §4,
+ * `ldp/encoders/range_tree.py`): `[low, high]` cut into `D = branching^depth` equal buckets; a report draws a level
+ * of the `B`-ary tree (uniformly, or by `level_weights`) and reports its bucket's node there through that level's
+ * oracle at the full ε: GRR or OUE (`"auto"`: the one of smaller null variance). Charged the largest of the oracles'.
+ */
+public class HHParams(values: Map<String, Any?>) : ProtocolParams(values) {
+    override val protocol: String get() = "hh"
+    override val fields: List<ParamField> get() = FIELDS
+    public val epsilon: Double = Checks.epsilon(values["epsilon"])
+    public val low: Double = finite(values["low"], "low")
+    public val high: Double = finite(values["high"], "high")
+    public val branching: Int
+    public val depth: Int
+    public val oracle: String
+    public val clip: Boolean
+    public val weights: List<Long>
+    private val hasWeights: Boolean
+
+    init {
+        if (!(low < high)) throw LdpValueException("need low < high, got low=${PyText.floatRepr(low)}, high=${PyText.floatRepr(high)}")
+        branching = Checks.int(values["branching"], "branching", 2, MAX_LEAVES).toInt()
+        depth = Checks.int(values["depth"], "depth", 1, 16).toInt()
+        if (BigInteger.valueOf(branching.toLong()).pow(depth) > BigInteger.valueOf(MAX_LEAVES)) {
+            throw LdpValueException("branching^depth = $branching^$depth buckets is over the ${PyText.thousands(MAX_LEAVES)} allowed")
+        }
+        val o = values["oracle"]
+        if (o !in ORACLES) throw LdpValueException("oracle must be one of 'auto', 'oue', 'grr', got ${PyText.reprValue(o, tuples = true)}")
+        oracle = o as String
+        val c = values["clip"]
+        if (c !is Boolean) throw LdpTypeException("clip must be a bool, got ${paramTypeName(c)}")
+        clip = c
+        val w = values["level_weights"]
+        if (w !is List<*>) throw LdpTypeException("level_weights must be a list of ints, got ${paramTypeName(w)}")
+        if (w.isNotEmpty()) {
+            if (w.size != depth) throw LdpValueException("level_weights must have depth=$depth entries (levels 1..$depth), got ${w.size}")
+            w.forEachIndexed { i, x -> Checks.int(x, "level_weights[$i]", 0, 1L shl 32) }
+            if ((w.last() as Long) == 0L) {
+                throw LdpValueException("level_weights must give the leaf level (the last) a weight > 0: the buckets' counts are estimated from it")
+            }
+        }
+        hasWeights = w.isNotEmpty()
+        weights = if (hasWeights) w.map { it as Long } else List(depth) { 1L }
+    }
+
+    public val numBuckets: Int = pow(branching, depth)
+    override val domainSize: Int get() = numBuckets
+
+    /** `low + (high − low)·i/D`, then `high`. */
+    public val edges: List<Double> = (0 until numBuckets).map { low + (high - low) * it / numBuckets } + high
+    private val oracles: List<ProtocolParams>
+
+    init {
+        if (edges.toSet().size != edges.size) {
+            throw LdpValueException("[${PyText.floatRepr(low)}, ${PyText.floatRepr(high)}] is too narrow for $numBuckets distinct bucket edges")
+        }
+        oracles = (1..depth).map { levelOracle(pow(branching, it)) }
+        Checks.collectable(protocol, schema, depth * (numBuckets + 1L))
+    }
+
+    private fun levelOracle(m: Int): ProtocolParams {
+        val v = linkedMapOf<String, Any?>("epsilon" to epsilon, "domain_size" to m.toLong(), "labels" to null)
+        return when (oracle) {
+            "grr" -> GRRParams(v)
+            "oue" -> OUEParams(v)
+            else -> {
+                val oue = OUEParams(v)
+                val grr = try {
+                    GRRParams(v)
+                } catch (e: LdpValueException) {
+                    null
+                }
+                if (grr != null && nullVariance(grr.p, grr.q) < nullVariance(oue.p, oue.q)) grr else oue
+            }
+        }
+    }
+
+    /** The oracle of level `level` (1-based). */
+    public fun levelOracleOf(level: Int): ProtocolParams = oracles[level - 1]
+
+    private val kinds: List<Boolean> get() = oracles.map { it is GRRParams } // true: GRR
+    override val privacyCost: PrivacyCost by lazy { PrivacyCost(oracles.maxOf { it.privacyCost.epsilon }) }
+    override val schema: List<PayloadField>
+        get() {
+            val out = mutableListOf(PayloadField.uint("level", depth.toLong()))
+            val grrSizes = (1..depth).filter { kinds[it - 1] }.map { pow(branching, it).toLong() }
+            if (grrSizes.isNotEmpty()) out.add(PayloadField.uint("y", grrSizes.max()))
+            if (kinds.any { !it }) out.add(PayloadField.bits("bits", numBuckets))
+            return out
+        }
+    internal val usesGrr: Boolean get() = kinds.any { it }
+    internal val usesOue: Boolean get() = kinds.any { !it }
+    internal val weighted: Boolean get() = hasWeights
+
+    public fun bucketOf(value: Any?): Int = Buckets.index(edges, value, clip)
+
+    public companion object {
+        public const val MAX_LEAVES: Long = 1L shl 16
+        private val ORACLES = listOf("auto", "oue", "grr")
+        public val FIELDS: List<ParamField> = listOf(
+            ParamField.required("epsilon", FieldType.FLOAT),
+            ParamField.required("low", FieldType.FLOAT),
+            ParamField.required("high", FieldType.FLOAT),
+            ParamField.optional("branching", FieldType.INT, 4L),
+            ParamField.optional("depth", FieldType.INT, 5L),
+            ParamField.optional("oracle", FieldType.STR, "auto"),
+            ParamField.optional("level_weights", FieldType.ANY, emptyList<Long>()),
+            ParamField.optional("clip", FieldType.BOOL, false),
+        )
+        public val PROTOCOL: Protocol<HHParams> = Protocol("hh", "HHParams", FIELDS, ::HHParams, { p, o -> HHEncoder(p, o) })
+
+        private fun finite(v: Any?, name: String): Double {
+            if (!isReal(v) || asDouble(v).let { it.isNaN() || it.isInfinite() }) throw LdpValueException("$name must be a finite real number, got ${PyText.reprValue(v, tuples = true)}")
+            return asDouble(v)
+        }
+
+        private fun pow(b: Int, e: Int): Int {
+            var r = 1L
+            repeat(e) { r *= b }
+            return r.toInt()
+        }
+
+        /** `V0 = q(1−q)/(p−q)²`: the variance per report of the count of a value nobody holds. */
+        public fun nullVariance(p: Double, q: Double): Double = q * (1.0 - q) / ((p - q) * (p - q))
+    }
+}
+
+/** The `hh` encoder: values are numbers in `[low, high]`. */
+public class HHEncoder(params: HHParams, options: EncoderOptions) : Encoder<HHParams, Int>(params, options) {
+    override fun check(value: Any?): Int = params.bucketOf(value)
+
+    override fun draw(value: Int): Report {
+        val pr = params
+        val level = if (!pr.weighted) {
+            rng.randbelow(pr.depth)
+        } else {
+            var r = rng.randbelow(pr.weights.sum())
+            var l = 0
+            while (r >= pr.weights[l]) {
+                r -= pr.weights[l]
+                l++
+            }
+            l
+        }
+        var m = 1
+        repeat(level + 1) { m *= pr.branching }
+        val node = value / (pr.numBuckets / m)
+        val payload = mutableListOf<Pair<String, Any>>("level" to level.toLong())
+        when (val oracle = pr.levelOracleOf(level + 1)) {
+            is GRRParams -> {
+                payload.add("y" to GRRParams.draw(rng, oracle.p, m, node).toLong())
+                if (pr.usesOue) payload.add("bits" to BitMask(pr.numBuckets))
+            }
+            is OUEParams -> {
+                val own = UnaryEncoding.draw(rng, oracle.p, oracle.q, m, node)
+                if (pr.usesGrr) payload.add("y" to 0L)
+                val bits = BitMask(pr.numBuckets)
+                for (i in own.setBits()) bits[i] = true
+                payload.add("bits" to bits)
+            }
+            else -> error("unreachable")
+        }
+        return report(payload)
+    }
+}
