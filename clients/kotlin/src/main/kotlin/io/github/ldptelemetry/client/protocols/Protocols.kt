@@ -30,11 +30,12 @@ public object Protocols {
         MemoDBitFlipParams.PROTOCOL,
         HRBlockParams.PROTOCOL,
         HHParams.PROTOCOL,
+        MultiParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
-        "multi", "pem",
+        "pem",
         "rappor-ngrams", "sfp",
     )
 
