@@ -31,11 +31,11 @@ public object Protocols {
         HRBlockParams.PROTOCOL,
         HHParams.PROTOCOL,
         MultiParams.PROTOCOL,
+        PEMParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
-        "pem",
         "rappor-ngrams", "sfp",
     )
 
