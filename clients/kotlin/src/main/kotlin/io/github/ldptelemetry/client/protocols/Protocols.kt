@@ -32,11 +32,12 @@ public object Protocols {
         HHParams.PROTOCOL,
         MultiParams.PROTOCOL,
         PEMParams.PROTOCOL,
+        SfpParams.PROTOCOL,
     ).associateBy { it.name }.toSortedMap()
 
     /** The protocols of the Python client this client does not implement yet (docs/kotlin-client.md prints it). */
     public val NOT_YET: List<String> = listOf(
-        "rappor-ngrams", "sfp",
+        "rappor-ngrams",
     )
 
     /** The names of every protocol implemented here, sorted. */

@@ -1,0 +1,183 @@
+package io.github.ldptelemetry.client.protocols
+
+import io.github.ldptelemetry.client.LdpTypeException
+import io.github.ldptelemetry.client.LdpValueException
+import io.github.ldptelemetry.client.PrivacyCost
+import io.github.ldptelemetry.client.internal.Bytes
+import io.github.ldptelemetry.client.internal.PyText
+
+/**
+ * Apple's Sequence Fragment Puzzle (`sfp`; "Learning with Privacy at Scale", 2017, `ldp/encoders/sfp.py`): a word
+ * over `alphabet` (other characters replaced by `replacement` or refused; cut to `length` when `truncate`) is
+ * reported as a CMS/HCMS report of the whole word and one of the fragment record `h ‖ fragment` at a random
+ * position `R(L/r)`, `h` a `hash_bits`-bit hash of the word. Charged the sum of the two sketches' ε.
+ */
+public class SfpParams(values: Map<String, Any?>) : ProtocolParams(values) {
+    override val protocol: String get() = "sfp"
+    override val fields: List<ParamField> get() = FIELDS
+    public val wordEpsilon: Double = Checks.epsilon(values["word_epsilon"], "word_epsilon")
+    public val fragmentEpsilon: Double = Checks.epsilon(values["fragment_epsilon"], "fragment_epsilon")
+
+    /** The alphabet's symbols then the pad, as code points (a symbol's index is its position here). */
+    public val symbols: IntArray
+    public val pad: Int
+    public val length: Int
+    public val fragmentLength: Int
+    public val hashBits: Int
+    public val hashSeed: Long
+    public val replacement: Int?
+    public val truncate: Boolean
+    public val wordParams: SketchParams
+    public val fragmentParams: SketchParams
+    private val index = HashMap<Int, Int>()
+
+    init {
+        val alphabet = values["alphabet"]
+        if (alphabet !is String || alphabet.isEmpty()) throw LdpValueException("alphabet must be a non-empty string of symbols")
+        val cps = alphabet.codePoints().toArray()
+        if (cps.toSet().size != cps.size) throw LdpValueException("alphabet has repeated symbols: ${PyText.repr(alphabet)}")
+        val padValue = values["pad"]
+        if (padValue !is String || padValue.codePointCount(0, padValue.length) != 1 || padValue.codePointAt(0) in cps) {
+            throw LdpValueException("pad must be one symbol that is not in the alphabet, got ${PyText.reprValue(padValue, tuples = true)}")
+        }
+        pad = padValue.codePointAt(0)
+        Checks.int(cps.size.toLong(), "alphabet size", 1, (1L shl 16) - 2)
+        length = Checks.int(values["length"], "length (L)", 1, 1L shl 12).toInt()
+        fragmentLength = Checks.int(values["fragment_length"], "fragment_length (r)", 1, length.toLong()).toInt()
+        if (length % fragmentLength != 0) {
+            throw LdpValueException("length L=$length must be a multiple of fragment_length r=$fragmentLength (fragments are the L/r non-overlapping substrings)")
+        }
+        hashBits = Checks.int(values["hash_bits"], "hash_bits", 0, 16).toInt()
+        for (part in listOf("word", "fragment")) {
+            val s = values["${part}_sketch"]
+            if (!(s is String && s in SKETCHES)) throw LdpValueException("${part}_sketch must be one of ['cms', 'hcms'], got ${PyText.reprValue(s, tuples = true)}")
+        }
+        hashSeed = Checks.int(values["hash_seed"], "hash_seed", 0, 0xffffffffL)
+        val wk = Checks.int(values["word_num_hashes"], "word_num_hashes", 1, 1L shl 16)
+        val fk = Checks.int(values["fragment_num_hashes"], "fragment_num_hashes", 1, 1L shl 16)
+        if (hashSeed + wk + fk > 0xffffffffL) throw LdpValueException("hash_seed leaves no room for the sketches' hash functions below 2**32")
+        val rep = values["replacement"]
+        if (rep != null && (rep !is String || rep.codePointCount(0, rep.length) != 1 || rep.codePointAt(0) !in cps)) {
+            throw LdpValueException("replacement must be one symbol of the alphabet (or None), got ${PyText.reprValue(rep, tuples = true)}")
+        }
+        replacement = (rep as String?)?.codePointAt(0)
+        val t = values["truncate"]
+        if (t !is Boolean) throw LdpTypeException("truncate must be a bool, got ${paramTypeName(t)}")
+        truncate = t
+        symbols = cps + pad
+        symbols.forEachIndexed { i, c -> index[c] = i }
+        wordParams = sketch("word", values["word_sketch"] as String, wordEpsilon, wk, values["word_width"], hashSeed)
+        fragmentParams = sketch("fragment", values["fragment_sketch"] as String, fragmentEpsilon, fk, values["fragment_width"], hashSeed + wk)
+        Checks.collectable(protocol, schema, cells(wordParams) + numPositions * cells(fragmentParams))
+    }
+
+    private fun sketch(part: String, kind: String, eps: Double, k: Long, width: Any?, seed: Long): SketchParams {
+        val v = linkedMapOf("epsilon" to eps, "num_hashes" to k, "width" to width, "hash_seed" to seed)
+        return try {
+            if (kind == "cms") CmsParams(v) else HcmsParams(v)
+        } catch (e: LdpValueException) {
+            throw LdpValueException("$part sketch: ${e.message}")
+        } catch (e: LdpTypeException) {
+            throw LdpTypeException("$part sketch: ${e.message}")
+        }
+    }
+
+    private fun cells(s: SketchParams) = s.numHashes.toLong() * (s.width + 1)
+
+    override val domainSize: Int? get() = null
+    public val numPositions: Int get() = length / fragmentLength
+
+    /** Seed of the word hash `h` (after both sketches' seeds). */
+    public val wordHashSeed: Long get() = hashSeed + wordParams.numHashes + fragmentParams.numHashes
+    override val privacyCost: PrivacyCost by lazy { PrivacyCost(wordParams.privacyCost.epsilon + fragmentParams.privacyCost.epsilon) }
+    override val schema: List<PayloadField>
+        get() = listOf(PayloadField.uint("position", numPositions.toLong())) +
+            wordParams.schema.map { it.copy(name = "word_" + it.name) } + fragmentParams.schema.map { it.copy(name = "fragment_" + it.name) }
+
+    /** A word as the client encodes it: the word (replaced, truncated), padded to L symbols, and its hash. */
+    public class PreparedWord(public val word: String, public val padded: IntArray, public val hash: Long, public val data: ByteArray)
+
+    /** Python's `prepare_word`. */
+    public fun prepareWord(value: Any?): PreparedWord {
+        if (value !is String) throw LdpTypeException("SFP words must be str, got ${PyText.typeName(value)}")
+        if (value.isEmpty()) throw LdpValueException("SFP cannot encode the empty string")
+        var cps = value.codePoints().toArray()
+        val ok = { c: Int -> c in index && c != pad }
+        if (cps.any { !ok(it) }) {
+            val r = replacement
+                ?: throw LdpValueException(
+                    "character ${PyText.repr(String(Character.toChars(cps.first { !ok(it) })))} of ${PyText.repr(value)} is not in the alphabet (set replacement= to replace such characters)",
+                )
+            cps = cps.map { if (ok(it)) it else r }.toIntArray()
+        }
+        val word0 = String(cps, 0, cps.size)
+        if (cps.size > length) {
+            if (!truncate) throw LdpValueException("${PyText.repr(word0)} is longer than length=$length (set truncate=True to cut it)")
+            cps = cps.copyOf(length)
+        }
+        val word = String(cps, 0, cps.size)
+        val padded = IntArray(length) { if (it < cps.size) cps[it] else pad }
+        val data = Bytes.utf8(word)
+        return PreparedWord(word, padded, Bytes.murmur3(data, wordHashSeed) % (1L shl hashBits), data)
+    }
+
+    /** `h ‖ fragment`: `h` big-endian, then each symbol's index (1 or 2 bytes each). */
+    public fun fragmentRecord(word: PreparedWord, position: Int): ByteArray {
+        val hashBytes = (hashBits + 7) / 8
+        val symbolBytes = if (symbols.size <= 256) 1 else 2
+        val out = ByteArray(hashBytes + fragmentLength * symbolBytes)
+        for (i in 0 until hashBytes) out[i] = (word.hash ushr (8 * (hashBytes - 1 - i))).toByte()
+        for (s in 0 until fragmentLength) {
+            val idx = index[word.padded[position * fragmentLength + s]]!!
+            val at = hashBytes + s * symbolBytes
+            if (symbolBytes == 2) {
+                out[at] = (idx ushr 8).toByte()
+                out[at + 1] = idx.toByte()
+            } else {
+                out[at] = idx.toByte()
+            }
+        }
+        return out
+    }
+
+    public companion object {
+        private val SKETCHES = listOf("cms", "hcms")
+        public val FIELDS: List<ParamField> = listOf(
+            ParamField.required("word_epsilon", FieldType.FLOAT),
+            ParamField.required("fragment_epsilon", FieldType.FLOAT),
+            ParamField.optional("alphabet", FieldType.STR, "abcdefghijklmnopqrstuvwxyz"),
+            ParamField.optional("pad", FieldType.STR, "_"),
+            ParamField.optional("length", FieldType.INT, 10L),
+            ParamField.optional("fragment_length", FieldType.INT, 2L),
+            ParamField.optional("hash_bits", FieldType.INT, 8L),
+            ParamField.optional("word_sketch", FieldType.STR, "cms"),
+            ParamField.optional("word_num_hashes", FieldType.INT, 64L),
+            ParamField.optional("word_width", FieldType.INT, 1024L),
+            ParamField.optional("fragment_sketch", FieldType.STR, "cms"),
+            ParamField.optional("fragment_num_hashes", FieldType.INT, 64L),
+            ParamField.optional("fragment_width", FieldType.INT, 512L),
+            ParamField.optional("hash_seed", FieldType.INT, 0L),
+            ParamField.optional("replacement", FieldType.OPTSTR, null),
+            ParamField.optional("truncate", FieldType.BOOL, false),
+        )
+        public val PROTOCOL: Protocol<SfpParams> = Protocol("sfp", "SfpParams", FIELDS, ::SfpParams, { p, o -> SfpEncoder(p, o) })
+    }
+}
+
+/** The `sfp` encoder: values are strings. */
+public class SfpEncoder(params: SfpParams, options: EncoderOptions) : Encoder<SfpParams, SfpParams.PreparedWord>(params, options) {
+    override fun check(value: Any?): SfpParams.PreparedWord = params.prepareWord(value)
+
+    private fun sketch(s: SketchParams, data: ByteArray, prefix: String): List<Pair<String, Any>> = when (s) {
+        is CmsParams -> s.draw(rng, data).let { (j, bits) -> listOf("${prefix}hash" to j, "${prefix}bits" to bits) }
+        is HcmsParams -> s.draw(rng, data).let { r -> listOf("${prefix}hash" to r[0], "${prefix}row" to r[1], "${prefix}bit" to r[2]) }
+        else -> error("unreachable")
+    }
+
+    override fun draw(value: SfpParams.PreparedWord): Report {
+        val position = rng.randbelow(params.numPositions)
+        val word = sketch(params.wordParams, value.data, "word_")
+        val fragment = sketch(params.fragmentParams, params.fragmentRecord(value, position), "fragment_")
+        return report(listOf<Pair<String, Any>>("position" to position.toLong()) + word + fragment)
+    }
+}
