@@ -11,9 +11,9 @@ not_yet = sorted(re.findall(r'"([a-z-]+)"', kt.split("val NOT_YET")[1].split(")"
 kotlin = [p for p in vectors if p not in not_yet]
 ts_index = (root / "clients/typescript/src/protocols/index.ts").read_text()
 ts = set(re.search(r"\(\[([^\]]+)\] as ProtocolEntry", ts_index).group(1).replace(" ", "").split(","))
-ts = {{"ss": "ss"}.get(n, n) for n in ts}
 table = ["| protocol | Python | TypeScript | Kotlin |", "|---|---|---|---|"]
-table += [f"| `{p}` | yes | {'yes' if p in ts else 'not yet'} | {'yes' if p in kotlin else 'not yet'} |" for p in vectors]
+table += [f"| `{p}` | yes | {'yes' if p in ts else 'not yet'} | {'yes' if p in kotlin else 'not yet'} |"
+          for p in vectors]
 conf = root / "docs/conformance.md"
 text = conf.read_text()
 head, _, _ = text.partition("| protocol | Python | TypeScript | Kotlin |")
@@ -27,7 +27,12 @@ else:
 conf.write_text(text)
 page = root / "docs/kotlin-client.md"
 lines = page.read_text().split("\n")
-fmt = lambda names: ", ".join(f"`{n}`" for n in names) or "none"
+
+
+def fmt(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names) or "none"
+
+
 for i, line in enumerate(lines):
     if line.startswith("| protocols |"):
         lines[i] = f"| protocols | {fmt(kotlin)} |"

@@ -9,8 +9,10 @@ The devices' noise comes from a seeded stream (``KeyedRandomSource`` keyed by th
 device): a simulation, labelled so in the program, so that this test's outcome is fixed; every other part is the
 production path. A fixed seed fixes which 1 % tails are hit: the first seed tried put the dark-mode estimate 2.8
 standard errors from the truth (a 0.5 % event for one estimate, seeds 1 to 3 pass); the law of every report is proven
-exactly by the Kotlin suite's audit, this test proves the path from the device to the decoder. CI builds the client first (.ci/run: ``mvn test`` and the classpath file) and sets
-``LDP_REQUIRE_KOTLIN_BUILD=1``, so a missing build fails there; a developer without Maven gets a skip.
+exactly by the Kotlin suite's audit, this test proves the path from the device to the decoder.
+
+CI builds the client first (.ci/run: ``mvn test`` and the classpath file) and sets ``LDP_REQUIRE_KOTLIN_BUILD=1``,
+so a missing build fails there; a developer without Maven gets a skip.
 """
 
 from __future__ import annotations
