@@ -21,12 +21,11 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.e2e import Served, get_json, serve
+from support.e2e import serve, wait_for_fold, write_collector_config
 
 ROOT = Path(__file__).resolve().parents[2]
 KOTLIN = ROOT / "clients" / "kotlin"
@@ -91,16 +90,6 @@ def classpath() -> str:
     return os.pathsep.join([str(KOTLIN / "target" / "classes"), str(KOTLIN / "target" / "test-classes"), deps])
 
 
-def write_config(tmp: Path, token: str) -> Path:
-    from ldp.collector.config import token_sha256
-
-    (tmp / "spec.json").write_text(json.dumps(SPEC))
-    config = tmp / "collector.toml"
-    config.write_text(f'data_dir = "data"\n[limits]\nsegment_max_seconds = 3600\n[fold]\nevery_seconds = 1\n'
-                      f'[apps.{APP}]\ntoken_sha256 = "{token_sha256(token)}"\nspecs = ["spec.json"]\n')
-    return config
-
-
 def run_devices(tmp: Path, url: str, token: str) -> dict[str, Any]:
     cmd = ["java", "-cp", classpath(), MAIN, str(tmp / "spec.json"), str(tmp / "devices.json"),
            str(tmp / "states"), url, token, SEED]
@@ -110,25 +99,13 @@ def run_devices(tmp: Path, url: str, token: str) -> dict[str, Any]:
     return result
 
 
-def wait_for_fold(served: Served, reports: int) -> dict[str, Any]:
-    deadline = time.monotonic() + FOLD_TIMEOUT
-    doc: Any = None
-    while time.monotonic() < deadline:
-        status, body = get_json(served.port, "/v1/estimates")
-        doc = body.get("apps", {}).get(APP) if status == 200 else None
-        if doc and doc.get("accepted") == reports and all(m["n"] == DEVICES for m in doc["metrics"]):
-            return dict(doc)
-        time.sleep(0.2)
-    raise AssertionError(f"the reports were not folded within {FOLD_TIMEOUT} s: {json.dumps(doc)[:2000]}")
-
-
 def test_kotlin_devices_upload_and_the_python_decoder_recovers_the_truth(tmp_path: Path) -> None:
     from ldp.collector.config import new_token
 
     cp = classpath()
     assert cp
     token = new_token()
-    config = write_config(tmp_path, token)
+    config = write_collector_config(tmp_path, APP, token, SPEC)
     (tmp_path / "devices.json").write_text(json.dumps(devices()))
     reports = DEVICES * len(METRICS)
     with serve(config, tmp_path / "server.log") as served:
@@ -138,7 +115,7 @@ def test_kotlin_devices_upload_and_the_python_decoder_recovers_the_truth(tmp_pat
     assert first["rejected"] == {} and first["duplicates"] == 0, first
     assert again["acknowledged"] == again["accepted"] == 0 and again["pending"] == 0, again
     with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
-        folded = wait_for_fold(served, reports)
+        folded = wait_for_fold(served, APP, reports, DEVICES, FOLD_TIMEOUT)
     assert {s["fingerprint"] for s in folded["specs"]} == {first["spec"]}
     true = truth()
     for m in folded["metrics"]:

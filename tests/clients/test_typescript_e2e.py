@@ -16,14 +16,22 @@ import http.server
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.e2e import CHROMIUM, CHROMIUM_ARGS, Served, artifact_dir, free_port, get_json, need_browser, serve
+from support.e2e import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    artifact_dir,
+    free_port,
+    need_browser,
+    serve,
+    wait_for_fold,
+    write_collector_config,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "clients" / "typescript" / "dist" / "ldp-client.min.js"
@@ -101,29 +109,6 @@ def write_site(tmp: Path) -> Path:
     return site
 
 
-def write_config(tmp: Path, token: str, origin: str) -> Path:
-    from ldp.collector.config import token_sha256
-
-    (tmp / "spec.json").write_text(json.dumps(SPEC))
-    config = tmp / "collector.toml"
-    config.write_text(f'data_dir = "data"\ncors_origins = ["{origin}"]\n[limits]\nsegment_max_seconds = 3600\n'
-                      f'[fold]\nevery_seconds = 1\n[apps.{APP}]\ntoken_sha256 = "{token_sha256(token)}"\n'
-                      'specs = ["spec.json"]\n')
-    return config
-
-
-def wait_for_fold(served: Served, reports: int) -> dict[str, Any]:
-    deadline = time.monotonic() + FOLD_TIMEOUT
-    doc: Any = None
-    while time.monotonic() < deadline:
-        status, body = get_json(served.port, "/v1/estimates")
-        doc = body.get("apps", {}).get(APP) if status == 200 else None
-        if doc and doc.get("accepted") == reports and all(m["n"] == DEVICES for m in doc["metrics"]):
-            return dict(doc)
-        time.sleep(0.2)
-    raise AssertionError(f"the reports were not folded within {FOLD_TIMEOUT} s: {json.dumps(doc)[:2000]}")
-
-
 def need_bundle() -> None:
     if BUNDLE.exists():
         return
@@ -145,7 +130,7 @@ def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_re
     site = write_site(tmp_path)
     reports = DEVICES * len(METRICS)
     with static_site(site) as origin, sync_playwright() as p:
-        config = write_config(tmp_path, token, origin)
+        config = write_collector_config(tmp_path, APP, token, SPEC, cors_origin=origin)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             with serve(config, tmp_path / "server.log") as served:
@@ -162,7 +147,7 @@ def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_re
                 assert errors == [], errors
             assert result["recorded"] == result["acknowledged"] == result["accepted"] == reports, result
             with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
-                folded = wait_for_fold(served, reports)
+                folded = wait_for_fold(served, APP, reports, DEVICES, FOLD_TIMEOUT)
         finally:
             browser.close()
     true = truth()

@@ -144,3 +144,32 @@ def serve(config: Path, log: Path, timeout: float = 30.0, tries: int = 3) -> Ite
         raise
     finally:
         served.stop()
+
+
+def write_collector_config(tmp: Path, app: str, token: str, spec: dict[str, Any],
+                           cors_origin: str | None = None) -> Path:
+    """``tmp/collector.toml`` for one app uploading ``spec`` (written to ``tmp/spec.json``) with ``token``: folds every
+    second, segments open for an hour (so the reports wait for a fold until the collector stops), and
+    ``cors_origins`` when a web page of ``cors_origin`` uploads."""
+    from ldp.collector.config import token_sha256
+
+    (tmp / "spec.json").write_text(json.dumps(spec))
+    config = tmp / "collector.toml"
+    cors = f'cors_origins = ["{cors_origin}"]\n' if cors_origin else ""
+    config.write_text(f'data_dir = "data"\n{cors}[limits]\nsegment_max_seconds = 3600\n[fold]\nevery_seconds = 1\n'
+                      f'[apps.{app}]\ntoken_sha256 = "{token_sha256(token)}"\nspecs = ["spec.json"]\n')
+    return config
+
+
+def wait_for_fold(served: Served, app: str, reports: int, devices: int, timeout: float) -> dict[str, Any]:
+    """``/v1/estimates``'s document of ``app`` once it has folded ``reports`` reports, every metric from ``devices``
+    devices; ``AssertionError`` with the last document after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    doc: Any = None
+    while time.monotonic() < deadline:
+        status, body = get_json(served.port, "/v1/estimates")
+        doc = body.get("apps", {}).get(app) if status == 200 else None
+        if doc and doc.get("accepted") == reports and all(m["n"] == devices for m in doc["metrics"]):
+            return dict(doc)
+        time.sleep(0.2)
+    raise AssertionError(f"the reports were not folded within {timeout} s: {json.dumps(doc)[:2000]}")
