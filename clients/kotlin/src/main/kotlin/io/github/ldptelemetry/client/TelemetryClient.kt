@@ -67,13 +67,15 @@ public class TelemetryClient @JvmOverloads constructor(
         val protocol = m.protocol
         val cohorts = protocol.assignedCohorts(m.params)
         var cohort: Int? = null
+        var committed = true // a cohort drawn now is committed with this transaction, or not at all
         if (cohorts > 0) {
             val key = "$metric\u0000${m.params.fingerprint}"
+            committed = key in state.cohorts
             cohort = state.cohorts.getOrPut(key) { rng.randbelow(cohorts) }
         }
         val secret = if (protocol.needsSecret) Bytes.metricSecret(deviceSecret, metric) else null
         val encoder = protocol.encoder(m.params, EncoderOptions(rng = rng, secret = secret, cohort = cohort))
-        if (cohort == null) encoders[metric] = encoder // a cohort is committed with the first report that uses it
+        if (committed) encoders[metric] = encoder
         return encoder
     }
 

@@ -5,6 +5,7 @@ import io.github.ldptelemetry.client.LedgerException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.TelemetryClient
 import io.github.ldptelemetry.client.internal.Bytes
+import io.github.ldptelemetry.client.internal.Json
 import io.github.ldptelemetry.client.protocols.Charge
 import io.github.ldptelemetry.client.spec.CollectionSpec
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -170,6 +171,23 @@ class LedgerTest {
         assertEquals(40, results.sumOf { it.get() })
         pool.shutdown()
         assertEquals(40L, TelemetryClient(spec, FileStore(dir), clock = { now }).pending())
+    }
+
+    @Test
+    fun `a RAPPOR device keeps its cohort across reports and restarts, and its memoized charge is capped`() {
+        val spec = CollectionSpec.parse(
+            """{"spec_version":1,"name":"cohorts","budget":{"per_window":100,"lifetime":100},
+               "metrics":{"site":{"protocol":"rappor","params":{"num_bloombits":16,"num_hashes":2,"num_cohorts":64,
+               "p":0.25,"q":0.75,"f":0.5},"budget":{"per_report":2.1}}}}""",
+        )
+        fun cohorts(c: TelemetryClient) = c.nextBatch()!!.reports.map { ((Json.parse(it.line) as Map<*, *>)["report"] as Map<*, *>)["payload"].let { p -> (p as Map<*, *>)["cohort"] } }
+        val first = TelemetryClient(spec, FileStore(dir), clock = { now })
+        repeat(3) { first.record("site", "https://a.example/") }
+        val again = TelemetryClient(spec, FileStore(dir), clock = { now })
+        again.record("site", "https://a.example/")
+        assertEquals(1, cohorts(again).toSet().size, "one cohort for the device")
+        val params = spec.params("site") as io.github.ldptelemetry.client.protocols.RapporParams
+        assertTrue(again.spent(lifetime = true).epsilon <= params.epsilonInf + 1e-9, "four reports of one value: at most ε∞")
     }
 
     @Test
