@@ -22,7 +22,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from support.e2e import CHROMIUM, CHROMIUM_ARGS, Served, artifact_dir, get_json, need_browser, serve
+from support.e2e import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Served,
+    artifact_dir,
+    get_json,
+    need_browser,
+    serve,
+    wait_for_fold,
+    write_collector_config,
+)
 
 from ldp.client.runtime import TelemetryClient
 
@@ -72,17 +82,6 @@ def device_values(client: int) -> list[tuple[str, Any]]:
     return out
 
 
-def write_config(tmp: Path, token: str) -> Path:
-    from ldp.collector.config import token_sha256
-
-    (tmp / "spec.json").write_text(json.dumps(SPEC))
-    config = tmp / "collector.toml"
-    # an hour: the segment stays open until the collector stops, so the reports wait for a fold meanwhile
-    config.write_text(f'data_dir = "data"\n[limits]\nsegment_max_seconds = 3600\n[fold]\nevery_seconds = 1\n'
-                      f'[apps.{APP}]\ntoken_sha256 = "{token_sha256(token)}"\nspecs = ["spec.json"]\n')
-    return config
-
-
 def run_devices(tmp: Path, url: str, token: str) -> int:
     """Record every device's reports on each of the DAYS days (a clock set to that day) and upload them all at
     once; return the number of reports acknowledged."""
@@ -103,20 +102,6 @@ def run_devices(tmp: Path, url: str, token: str) -> int:
         assert all(m["pending"] == 0 and m["uploaded"] == m["reports"] for m in counts.values()), counts
         acked += result.acknowledged
     return acked
-
-
-def wait_for_fold(served: Served, reports: int) -> dict[str, Any]:
-    """Poll GET /v1/estimates until every metric has folded all of its reports."""
-    deadline = time.monotonic() + FOLD_TIMEOUT
-    doc: Any = None
-    per_metric = reports // len(METRICS)
-    while time.monotonic() < deadline:
-        status, body = get_json(served.port, "/v1/estimates")
-        doc = body.get("apps", {}).get(APP) if status == 200 else None
-        if doc and doc.get("accepted") == reports and all(m["n"] == per_metric for m in doc["metrics"]):
-            return dict(doc)
-        time.sleep(0.2)
-    raise AssertionError(f"the reports were not folded within {FOLD_TIMEOUT} s: {json.dumps(doc)[:2000]}")
 
 
 def wait_for_waiting(served: Served, reports: int) -> dict[str, Any]:
@@ -209,7 +194,8 @@ def test_devices_upload_and_the_dashboard_shows_estimates(tmp_path: Path) -> Non
 
     t0 = time.monotonic()
     token = new_token()
-    config = write_config(tmp_path, token)
+    # segments open an hour: the reports wait for a fold until the collector stops
+    config = write_collector_config(tmp_path, APP, token, SPEC)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -228,7 +214,7 @@ def test_devices_upload_and_the_dashboard_shows_estimates(tmp_path: Path) -> Non
             assert served.proc.returncode in (0, -15), served.tail()  # a graceful stop closes the open segment
 
             with serve(config, tmp_path / "server.log") as served:
-                folded = wait_for_fold(served, reports)
+                folded = wait_for_fold(served, APP, reports, reports // len(METRICS), FOLD_TIMEOUT)
                 print(f"e2e: {reports} reports uploaded and folded in {time.monotonic() - t0:.1f} s")
                 errors: list[str] = []
                 page = browser.new_page(viewport={"width": 1200, "height": 900})
