@@ -1,0 +1,31 @@
+//! # ldp_client
+//!
+//! The native client of `ldp`, a toolkit for collecting telemetry under local differential privacy: encoders
+//! byte-identical with the Python client (checked against `conformance/vectors`), randomness from the OS generator,
+//! a crash-safe privacy-budget ledger, and the upload request `ldp serve` accepts. A C interface
+//! (`include/ldp_client.h`) serves C, C++ and Swift apps.
+//!
+//! See docs/native-client.md for usage from Rust, C and Swift.
+
+#![warn(missing_docs)]
+
+pub mod bytes;
+mod cost;
+pub mod encoder;
+mod error;
+pub mod json;
+pub mod params;
+pub mod protocols;
+mod pymath;
+pub mod pytext;
+mod rational;
+pub mod random;
+pub mod spec;
+mod value;
+
+pub use cost::PrivacyCost;
+pub use encoder::{envelope_json, Charge, Encoder, EncoderOptions, PayloadValue, Prepared, Protocol, Report};
+pub use error::{Error, Result, ALL_METRICS};
+pub use params::ProtocolParams;
+pub use spec::{Budget, CollectionSpec, MetricSpec};
+pub use serde_json::{json, Value};

@@ -1,0 +1,132 @@
+//! Values as the Python client sees them: a JSON value ([`serde_json::Value`]) stands for the Python value `json.loads`
+//! makes of it, so that checks give Python's types and texts (`int` and `float` stay apart: `1` is an int, `1.0` a
+//! float; ints of any size keep their digits).
+
+use serde_json::Number;
+pub use serde_json::Value;
+
+use crate::pytext;
+
+/// A JSON number classified as Python would read it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Num {
+    /// An int that fits in an `i128`.
+    Int(i128),
+    /// An int too large for an `i128`, as its digits (with a leading `-` if negative).
+    Big(String),
+    /// A float.
+    Float(f64),
+}
+
+/// How Python reads the number `n`: digits alone are an `int`, anything with a point or an exponent a `float`.
+pub(crate) fn num_of(n: &Number) -> Num {
+    let text = n.to_string();
+    if text.contains(['.', 'e', 'E']) {
+        return Num::Float(text.parse::<f64>().unwrap_or(f64::NAN));
+    }
+    match text.parse::<i128>() {
+        Ok(i) => Num::Int(i),
+        Err(_) => Num::Big(text),
+    }
+}
+
+/// Whether `v` is a Python `int` (not a bool).
+pub(crate) fn is_int(v: &Value) -> bool {
+    matches!(v, Value::Number(n) if !matches!(num_of(n), Num::Float(_)))
+}
+
+/// Whether `v` is a Python real (`int` or `float`, not a bool).
+pub(crate) fn is_real(v: &Value) -> bool {
+    matches!(v, Value::Number(_))
+}
+
+/// The int `v`, if it is one that fits in an `i128` (`None` for other values and for larger ints).
+pub(crate) fn int_of(v: &Value) -> Option<i128> {
+    match v {
+        Value::Number(n) => match num_of(n) {
+            Num::Int(i) => Some(i),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A real as a double (Python's `float(x)`); NaN for non-numbers.
+pub(crate) fn f64_of(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => match num_of(n) {
+            Num::Int(i) => i as f64,
+            Num::Big(s) => s.parse::<f64>().unwrap_or(f64::NAN),
+            Num::Float(x) => x,
+        },
+        _ => f64::NAN,
+    }
+}
+
+/// A float value (written `1.0`, not `1`, in canonical JSON).
+pub(crate) fn float_value(x: f64) -> Value {
+    Number::from_f64(x).map(Value::Number).unwrap_or(Value::Null)
+}
+
+/// `type(v).__name__` of the Python value `v` stands for.
+pub(crate) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) => match num_of(n) {
+            Num::Float(_) => "float",
+            _ => "int",
+        },
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
+/// The type name of a parameter value: after `from_dict`, a JSON list is a `tuple`.
+pub(crate) fn param_type_name(v: &Value) -> &'static str {
+    if v.is_array() {
+        "tuple"
+    } else {
+        type_name(v)
+    }
+}
+
+/// Python's `str(x)` of a number: an int as digits, a float as its repr.
+pub(crate) fn num_text(v: &Value) -> String {
+    match v {
+        Value::Number(n) => match num_of(n) {
+            Num::Int(i) => i.to_string(),
+            Num::Big(s) => s,
+            Num::Float(x) => pytext::float_repr(x),
+        },
+        other => repr_value(other, false),
+    }
+}
+
+/// Python's `repr` of a value decoded from JSON; a list is written as a tuple when `tuples` (what `from_dict` makes
+/// of a JSON list given as a parameter).
+pub(crate) fn repr_value(v: &Value, tuples: bool) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(_) => num_text(v),
+        Value::String(s) => pytext::repr(s),
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(|x| repr_value(x, tuples)).collect();
+            if !tuples {
+                format!("[{}]", parts.join(", "))
+            } else if parts.len() == 1 {
+                format!("({},)", parts[0])
+            } else {
+                format!("({})", parts.join(", "))
+            }
+        }
+        Value::Object(m) => {
+            let parts: Vec<String> =
+                m.iter().map(|(k, x)| format!("{}: {}", pytext::repr(k), repr_value(x, tuples))).collect();
+            format!("{{{}}}", parts.join(", "))
+        }
+    }
+}

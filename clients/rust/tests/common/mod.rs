@@ -1,0 +1,104 @@
+//! Shared helpers of the integration tests: the conformance vectors, as serde_json reads them.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use ldp_client::Value;
+
+/// `conformance/vectors` (or `$LDP_VECTORS`).
+pub fn vectors_dir() -> PathBuf {
+    std::env::var_os("LDP_VECTORS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance/vectors"))
+}
+
+/// The protocol names of every vector file (all but primitives.json), sorted.
+pub fn protocols() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(vectors_dir())
+        .expect("conformance/vectors")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".json") && n != "primitives.json")
+        .map(|n| n.trim_end_matches(".json").to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The marker that stands for a lone surrogate (`\udXXX` with no partner): Python strings can hold one, Rust
+/// strings cannot, so such a value is checked at the C interface, where it arrives as invalid UTF-8.
+pub const LONE: &str = "\u{FFFF}LONE-SURROGATE\u{FFFF}";
+
+/// Replaces each lone surrogate escape of a JSON text by [`LONE`].
+pub fn mark_lone_surrogates(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let unit = |i: usize| -> Option<u16> {
+        if i + 6 <= b.len() && b[i] == b'\\' && b[i + 1] == b'u' {
+            u16::from_str_radix(&text[i + 2..i + 6], 16).ok()
+        } else {
+            None
+        }
+    };
+    let mut last = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            if let Some(u) = unit(i) {
+                if (0xd800..0xdc00).contains(&u) {
+                    if matches!(unit(i + 6), Some(v) if (0xdc00..0xe000).contains(&v)) {
+                        i += 12;
+                        continue;
+                    }
+                    out.push_str(&text[last..i]);
+                    out.push_str(LONE);
+                    i += 6;
+                    last = i;
+                    continue;
+                }
+                if (0xdc00..0xe000).contains(&u) {
+                    out.push_str(&text[last..i]);
+                    out.push_str(LONE);
+                    i += 6;
+                    last = i;
+                    continue;
+                }
+            }
+            i += 2;
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// The vector file of `name`, lone surrogates marked.
+pub fn load(name: &str) -> Value {
+    let text = std::fs::read_to_string(vectors_dir().join(format!("{name}.json"))).expect("vector file");
+    serde_json::from_str(&mark_lone_surrogates(&text)).expect("vector JSON")
+}
+
+/// Whether a value holds a marked lone surrogate.
+pub fn has_lone(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains(LONE),
+        Value::Array(a) => a.iter().any(has_lone),
+        Value::Object(m) => m.iter().any(|(k, v)| k.contains(LONE) || has_lone(v)),
+        _ => false,
+    }
+}
+
+/// Within `ulps` units in the last place (a cost from log/log1p may differ in its last digits between math
+/// libraries: docs/conformance.md section 5).
+pub fn close_ulps(a: f64, b: f64, ulps: f64) -> bool {
+    if a == b {
+        return true;
+    }
+    let scale = a.abs().max(b.abs()) * f64::EPSILON;
+    (a - b).abs() <= ulps * scale
+}
+
+pub fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("a number, got {v}"))
+}

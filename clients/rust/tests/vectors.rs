@@ -1,0 +1,193 @@
+//! Every vector file of `conformance/vectors` is replayed byte for byte by a protocol of this client, or is on the
+//! one declared `protocols::NOT_YET` list (docs/native-client.md prints it): a new vector file with neither fails.
+
+mod common;
+
+use common::{close_ulps, f, has_lone, load, protocols};
+use ldp_client::bytes::{from_hex, hex, metric_secret};
+use ldp_client::random::ReplaySource;
+use ldp_client::{envelope_json, protocols as registry, Charge, CollectionSpec, EncoderOptions, Error, PrivacyCost, Value};
+
+fn cost_of(v: &Value) -> PrivacyCost {
+    PrivacyCost::new(f(&v["epsilon"]), f(&v["delta"]))
+}
+
+fn close(a: &PrivacyCost, b: &PrivacyCost) -> bool {
+    close_ulps(a.epsilon, b.epsilon, 4.0) && close_ulps(a.delta, b.delta, 4.0)
+}
+
+fn error_text(e: &Error) -> String {
+    format!("{}: {}", e.python_type(), e)
+}
+
+#[test]
+fn every_vector_file_is_replayed_or_declared_not_yet() {
+    let files = protocols();
+    let missing: Vec<&String> =
+        files.iter().filter(|n| registry::get(n).is_none() && !registry::NOT_YET.contains(&n.as_str())).collect();
+    assert!(missing.is_empty(), "vector files with no Rust replay and not on protocols::NOT_YET: {missing:?}");
+    let stale: Vec<&&str> =
+        registry::NOT_YET.iter().filter(|n| registry::get(n).is_some() || !files.contains(&n.to_string())).collect();
+    assert!(stale.is_empty(), "protocols::NOT_YET names protocols implemented here or with no vector file: {stale:?}");
+    let unknown: Vec<&str> = registry::names().into_iter().filter(|n| !files.contains(&n.to_string())).collect();
+    assert!(unknown.is_empty(), "protocols with no vector file: {unknown:?}");
+}
+
+fn params(name: &str, doc: &Value) {
+    let protocol = registry::get(name).unwrap();
+    for item in doc["params"].as_array().unwrap() {
+        let params = protocol.params(&item["params"]).unwrap_or_else(|e| panic!("{name} {}: {e}", item["params"]));
+        let mut m = serde_json::Map::new();
+        m.insert("protocol".into(), Value::String(name.into()));
+        m.insert("params".into(), params.canonical_dict());
+        assert_eq!(item["canonical"].as_str().unwrap(), ldp_client::pytext::canonical_json(&Value::Object(m)).unwrap());
+        assert_eq!(item["fingerprint"].as_str().unwrap(), params.fingerprint());
+        let want = cost_of(&item["privacy_cost"]);
+        assert!(close(&params.privacy_cost(), &want), "{name}: cost {:?} vs {want:?}", params.privacy_cost());
+    }
+}
+
+fn spec(doc: &Value) {
+    let spec = CollectionSpec::from_value(&doc["spec"], "spec").unwrap();
+    assert_eq!(doc["spec_canonical"].as_str().unwrap(), spec.canonical());
+    assert_eq!(doc["spec_fingerprint"].as_str().unwrap(), spec.fingerprint());
+}
+
+fn cases(doc: &Value) {
+    let spec = CollectionSpec::from_value(&doc["spec"], "spec").unwrap();
+    for (i, c) in doc["cases"].as_array().unwrap().iter().enumerate() {
+        let metric = c["metric"].as_str().unwrap();
+        let m = spec.metric(metric).unwrap();
+        let draws: Vec<(u32, String)> = c["draws"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| (d[0].as_u64().unwrap() as u32, d[1].as_str().unwrap().to_string()))
+            .collect();
+        let replay = ReplaySource::new(&draws).unwrap();
+        let counter = std::sync::Arc::new(std::sync::Mutex::new(replay));
+        let mut secret = None;
+        if let Some(dev) = c.get("device_secret").and_then(Value::as_str) {
+            let s = metric_secret(&from_hex(dev).unwrap(), metric).unwrap();
+            assert_eq!(c["metric_secret"].as_str().unwrap(), hex(&s));
+            secret = Some(s.to_vec());
+        }
+        let cohort = c.get("cohort").and_then(Value::as_u64).map(|x| x as u32);
+        let options = EncoderOptions {
+            rng: Some(Box::new(Shared(counter.clone()))),
+            secret,
+            cohort,
+            prr_rng: None,
+        };
+        let mut encoder = m.protocol().encoder(m.params.clone(), options).unwrap();
+        let mut epoch: i64 = -1;
+        let mut last: Option<String> = None;
+        for (j, r) in c["reports"].as_array().unwrap().iter().enumerate() {
+            let where_ = format!("case {i} report {j} (value {})", r["value"]);
+            let prepared = encoder.prepare(&r["value"]).unwrap_or_else(|e| panic!("{where_}: {e}"));
+            let want = &r["charge"];
+            let mut report_epoch = None;
+            match prepared.charge() {
+                Charge::Plain(cost) => assert!(close(cost, &cost_of(want)), "{where_}: charge {cost:?} vs {want}"),
+                Charge::Memoized { key, first, then, cap } => {
+                    assert_eq!(want["memo_key"].as_str().unwrap(), hex(key), "{where_}");
+                    assert!(close(first, &cost_of(&want["first"])), "{where_}: first");
+                    assert!(close(then, &cost_of(&want["then"])), "{where_}: then");
+                    assert!(close(cap, &cost_of(&want["cap"])), "{where_}: cap");
+                }
+                Charge::Change { stream, value, cost } => {
+                    assert_eq!(want["change_stream"].as_str().unwrap(), hex(stream), "{where_}");
+                    assert_eq!(want["change_value"].as_str().unwrap(), hex(value), "{where_}");
+                    assert!(close(cost, &cost_of(&want["cost"])), "{where_}: cost");
+                    let v = hex(value);
+                    if last.as_deref() != Some(v.as_str()) {
+                        epoch += 1;
+                    }
+                    last = Some(v);
+                    report_epoch = Some(epoch as u64);
+                }
+                other => panic!("{where_}: unexpected charge {other:?}"),
+            }
+            let report = encoder.randomize(&prepared, report_epoch).unwrap_or_else(|e| panic!("{where_}: {e}"));
+            let line = envelope_json(spec.fingerprint(), metric, c["window"].as_u64().unwrap(), &report);
+            assert_eq!(r["line"].as_str().unwrap(), line, "{where_}");
+        }
+        assert_eq!(counter.lock().unwrap().remaining(), 0, "case {i}: every recorded draw consumed");
+    }
+}
+
+/// A replay source shared with the test, to count what is left once the encoder is done.
+struct Shared(std::sync::Arc<std::sync::Mutex<ReplaySource>>);
+
+impl ldp_client::random::RandomSource for Shared {
+    fn bits(&mut self, k: u32) -> ldp_client::Result<u64> {
+        self.0.lock().unwrap().bits(k)
+    }
+    fn wide_bits(&mut self, k: u32, into: &mut [u64]) -> ldp_client::Result<()> {
+        self.0.lock().unwrap().wide_bits(k, into)
+    }
+}
+
+fn param_refusals(name: &str, doc: &Value) {
+    let protocol = registry::get(name).unwrap();
+    for item in doc["refusals"]["params"].as_array().unwrap() {
+        match item.get("error") {
+            Some(error) if !error.is_null() => {
+                let want = format!("{}: {}", error["type"].as_str().unwrap(), error["message"].as_str().unwrap());
+                match protocol.params(&item["params"]) {
+                    Ok(_) => panic!("accepted {}, Python refuses it: {want}", item["params"]),
+                    Err(e) => assert_eq!(want, error_text(&e), "params {}", item["params"]),
+                }
+            }
+            _ => {
+                let p = protocol.params(&item["params"]).unwrap_or_else(|e| panic!("params {}: {e}", item["params"]));
+                assert_eq!(item["fingerprint"].as_str().unwrap(), p.fingerprint(), "params {}", item["params"]);
+            }
+        }
+    }
+}
+
+/// Returns the number of values skipped because they hold a lone surrogate (checked at the C interface).
+fn value_refusals(doc: &Value) -> usize {
+    let spec = CollectionSpec::from_value(&doc["spec"], "spec").unwrap();
+    let mut lone = 0;
+    for item in doc["refusals"]["values"].as_array().unwrap() {
+        if has_lone(&item["value"]) {
+            lone += 1;
+            continue;
+        }
+        let m = spec.metric(item["metric"].as_str().unwrap()).unwrap();
+        let protocol = m.protocol();
+        let options = EncoderOptions {
+            secret: protocol.needs_secret.then(|| vec![115]),
+            cohort: (protocol.assigned_cohorts(m.params.as_ref()) > 0).then_some(0),
+            ..Default::default()
+        };
+        let mut encoder = protocol.encoder(m.params.clone(), options).unwrap();
+        let error = &item["error"];
+        let want = format!("{}: {}", error["type"].as_str().unwrap(), error["message"].as_str().unwrap());
+        match encoder.prepare(&item["value"]) {
+            Ok(_) => panic!("accepted value {}, Python refuses it: {want}", item["value"]),
+            Err(e) => assert_eq!(want, error_text(&e), "value {}", item["value"]),
+        }
+    }
+    lone
+}
+
+#[test]
+fn vectors() {
+    let mut checked = 0;
+    for name in protocols() {
+        if registry::get(&name).is_none() {
+            continue;
+        }
+        let doc = load(&name);
+        params(&name, &doc);
+        spec(&doc);
+        cases(&doc);
+        param_refusals(&name, &doc);
+        value_refusals(&doc);
+        checked += 1;
+    }
+    assert_eq!(checked, registry::names().len());
+}
