@@ -10,10 +10,12 @@
 #![warn(missing_docs)]
 
 pub mod bytes;
+mod client;
 mod cost;
 pub mod encoder;
 mod error;
 pub mod json;
+pub mod ledger;
 pub mod params;
 pub mod protocols;
 mod pymath;
@@ -21,8 +23,10 @@ pub mod pytext;
 mod rational;
 pub mod random;
 pub mod spec;
+pub mod upload;
 mod value;
 
+pub use client::{batch_id, system_clock, ClientBuilder, Clock, TelemetryClient};
 pub use cost::PrivacyCost;
 pub use encoder::{envelope_json, Charge, Encoder, EncoderOptions, PayloadValue, Prepared, Protocol, Report};
 pub use error::{Error, Result, ALL_METRICS};

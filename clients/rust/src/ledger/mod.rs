@@ -1,0 +1,11 @@
+//! The device's privacy-budget ledger and outbox: its state, the budget rules, and the stores that keep them.
+
+mod budget;
+mod state;
+mod store;
+
+pub use budget::{check_clock, Reservation, MAX_CLOCK};
+pub(crate) use budget::{advance, charge, spent, window_at};
+pub use state::{DeviceState, PinnedPart, ScopeTotal};
+pub use store::{FileStore, MemoryStore, OutboxRecord, StateStore, StoreTransaction};
+pub(crate) use store::transact;

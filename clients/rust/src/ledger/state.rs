@@ -1,0 +1,230 @@
+//! Everything one device keeps for one collection.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::value::{int_of, is_int};
+
+/// A running total of one scope (a metric, or `*` for the collection): the current window's (ε, δ) and the
+/// lifetime's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScopeTotal {
+    /// The window the window totals belong to.
+    pub window: i64,
+    /// ε spent in that window.
+    pub window_epsilon: f64,
+    /// δ spent in that window.
+    pub window_delta: f64,
+    /// ε spent over the lifetime.
+    pub lifetime_epsilon: f64,
+    /// δ spent over the lifetime.
+    pub lifetime_delta: f64,
+}
+
+/// A pinned upload part: its batch id and the outbox ids `first..=last` it holds (contiguous, oldest first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinnedPart {
+    /// The batch id (the `Ldp-Batch-Id` header).
+    pub id: String,
+    /// The first outbox id.
+    pub first: u64,
+    /// The last outbox id.
+    pub last: u64,
+}
+
+/// Everything one device keeps for one collection, in one document changed only inside a store transaction: the
+/// device secret (each memoizing metric's secret derives from it; never sent) and the upload salt, the ledger's
+/// clock and totals, the memoized and charge-on-change records (keyed hashes, never the values), the metrics'
+/// cohorts, the pinned upload parts, and the outbox's bookkeeping. The report lines themselves are kept by the
+/// store (an append-only log in a `FileStore`), so recording one costs the same however many wait.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceState {
+    /// The collection's name.
+    pub collection: String,
+    pub(crate) secret: [u8; 32],
+    pub(crate) salt: [u8; 32],
+    /// The latest clock reading seen (Unix seconds): the ledger's clock never goes back.
+    pub clock: Option<f64>,
+    pub(crate) totals: Vec<(String, ScopeTotal)>,
+    pub(crate) memo: Vec<(String, (u64, f64, f64))>,
+    pub(crate) changes: Vec<(String, (String, u64))>,
+    pub(crate) cohorts: Vec<(String, u32)>,
+    pub(crate) parts: Vec<PinnedPart>,
+    /// The next outbox id.
+    pub next_id: u64,
+    /// When the last batch was acknowledged (Unix seconds).
+    pub last_upload: Option<f64>,
+    pub(crate) uploaded: Vec<(String, u64)>,
+}
+
+const FORMAT: i64 = 1;
+
+fn damaged(what: impl std::fmt::Display) -> Error {
+    Error::Ledger(format!("the client's state is damaged: {what}"))
+}
+
+pub(crate) fn find<'a, T>(v: &'a [(String, T)], key: &str) -> Option<&'a T> {
+    v.iter().find(|(k, _)| k == key).map(|(_, x)| x)
+}
+
+pub(crate) fn find_mut<'a, T>(v: &'a mut [(String, T)], key: &str) -> Option<&'a mut T> {
+    v.iter_mut().find(|(k, _)| k == key).map(|(_, x)| x)
+}
+
+impl DeviceState {
+    pub(crate) fn new(collection: &str, secret: [u8; 32], salt: [u8; 32]) -> Self {
+        DeviceState {
+            collection: collection.to_string(),
+            secret,
+            salt,
+            clock: None,
+            totals: Vec::new(),
+            memo: Vec::new(),
+            changes: Vec::new(),
+            cohorts: Vec::new(),
+            parts: Vec::new(),
+            next_id: 1,
+            last_upload: None,
+            uploaded: Vec::new(),
+        }
+    }
+
+    /// Reports acknowledged by the collector so far, per metric.
+    pub fn uploaded(&self) -> &[(String, u64)] {
+        &self.uploaded
+    }
+
+    /// The pinned upload parts, oldest first.
+    pub fn parts(&self) -> &[PinnedPart] {
+        &self.parts
+    }
+
+    pub(crate) fn to_value(&self) -> Value {
+        fn f(x: f64) -> Value {
+            crate::value::float_value(x)
+        }
+        fn obj<T>(v: &[(String, T)], g: impl Fn(&T) -> Value) -> Value {
+            Value::Object(v.iter().map(|(k, x)| (k.clone(), g(x))).collect())
+        }
+        let mut m = Map::new();
+        m.insert("format".into(), Value::from(FORMAT));
+        m.insert("collection".into(), Value::String(self.collection.clone()));
+        m.insert("secret".into(), Value::String(crate::bytes::hex(&self.secret)));
+        m.insert("salt".into(), Value::String(crate::bytes::hex(&self.salt)));
+        m.insert("clock".into(), self.clock.map(f).unwrap_or(Value::Null));
+        m.insert(
+            "totals".into(),
+            obj(&self.totals, |t| {
+                Value::Array(vec![
+                    Value::from(t.window),
+                    f(t.window_epsilon),
+                    f(t.window_delta),
+                    f(t.lifetime_epsilon),
+                    f(t.lifetime_delta),
+                ])
+            }),
+        );
+        m.insert("memo".into(), obj(&self.memo, |(n, e, d)| Value::Array(vec![Value::from(*n), f(*e), f(*d)])));
+        m.insert(
+            "changes".into(),
+            obj(&self.changes, |(v, epoch)| Value::Array(vec![Value::String(v.clone()), Value::from(*epoch)])),
+        );
+        m.insert("cohorts".into(), obj(&self.cohorts, |c| Value::from(*c)));
+        m.insert(
+            "parts".into(),
+            Value::Array(
+                self.parts
+                    .iter()
+                    .map(|p| Value::Array(vec![Value::String(p.id.clone()), Value::from(p.first), Value::from(p.last)]))
+                    .collect(),
+            ),
+        );
+        m.insert("next_id".into(), Value::from(self.next_id));
+        m.insert("last_upload".into(), self.last_upload.map(f).unwrap_or(Value::Null));
+        m.insert("uploaded".into(), obj(&self.uploaded, |n| Value::from(*n)));
+        Value::Object(m)
+    }
+
+    /// The state from its JSON document; [`Error::Ledger`] if anything is missing or malformed.
+    pub(crate) fn from_value(doc: &Value) -> Result<Self> {
+        let d = doc.as_object().ok_or_else(|| damaged("the document is not an object"))?;
+        if !(is_int(&d["format"]) && int_of(&d["format"]) == Some(FORMAT as i128)) {
+            return Err(damaged(format!("format {} (this client reads format {FORMAT})", d["format"])));
+        }
+        let hex32 = |key: &str| -> Result<[u8; 32]> {
+            let s = d.get(key).and_then(Value::as_str).ok_or_else(|| damaged(key))?;
+            if s.len() != 64 || !s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
+                return Err(damaged(key));
+            }
+            let v = crate::bytes::from_hex(s).map_err(|_| damaged(key))?;
+            v.try_into().map_err(|_| damaged(key))
+        };
+        let num = |v: &Value, what: &str| -> Result<f64> {
+            match v {
+                Value::Number(_) => Ok(crate::value::f64_of(v)).and_then(|x| if x.is_nan() { Err(damaged(what)) } else { Ok(x) }),
+                _ => Err(damaged(format!("{what} is not a number"))),
+            }
+        };
+        let uint = |v: &Value, what: &str| -> Result<u64> {
+            int_of(v).and_then(|i| u64::try_from(i).ok()).ok_or_else(|| damaged(format!("{what} is not an integer >= 0")))
+        };
+        let sint = |v: &Value, what: &str| -> Result<i64> {
+            int_of(v).and_then(|i| i64::try_from(i).ok()).ok_or_else(|| damaged(format!("{what} is not an integer")))
+        };
+        let obj = |key: &str| -> Result<&Map<String, Value>> {
+            d.get(key).and_then(Value::as_object).ok_or_else(|| damaged(format!("{key} is not an object")))
+        };
+        let list = |v: &Value, what: &str, n: usize| -> Result<Vec<Value>> {
+            match v {
+                Value::Array(a) if a.len() == n => Ok(a.clone()),
+                _ => Err(damaged(format!("{what} is not a list of {n}"))),
+            }
+        };
+        let collection = d.get("collection").and_then(Value::as_str).ok_or_else(|| damaged("collection"))?;
+        let mut s = DeviceState::new(collection, hex32("secret")?, hex32("salt")?);
+        s.clock = match d.get("clock") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(num(v, "clock")?),
+        };
+        for (k, v) in obj("totals")? {
+            let t = list(v, "totals", 5)?;
+            s.totals.push((
+                k.clone(),
+                ScopeTotal {
+                    window: sint(&t[0], "window")?,
+                    window_epsilon: num(&t[1], "ε")?,
+                    window_delta: num(&t[2], "δ")?,
+                    lifetime_epsilon: num(&t[3], "ε")?,
+                    lifetime_delta: num(&t[4], "δ")?,
+                },
+            ));
+        }
+        for (k, v) in obj("memo")? {
+            let m = list(v, "memo", 3)?;
+            s.memo.push((k.clone(), (uint(&m[0], "reports")?, num(&m[1], "ε")?, num(&m[2], "δ")?)));
+        }
+        for (k, v) in obj("changes")? {
+            let c = list(v, "changes", 2)?;
+            let value = c[0].as_str().ok_or_else(|| damaged("changes"))?.to_string();
+            s.changes.push((k.clone(), (value, uint(&c[1], "epoch")?)));
+        }
+        for (k, v) in obj("cohorts")? {
+            let c = uint(v, "cohort")?;
+            s.cohorts.push((k.clone(), u32::try_from(c).map_err(|_| damaged("cohort"))?));
+        }
+        for p in d.get("parts").and_then(Value::as_array).ok_or_else(|| damaged("parts"))? {
+            let q = list(p, "part", 3)?;
+            let id = q[0].as_str().ok_or_else(|| damaged("part id"))?.to_string();
+            s.parts.push(PinnedPart { id, first: uint(&q[1], "part")?, last: uint(&q[2], "part")? });
+        }
+        s.next_id = uint(d.get("next_id").unwrap_or(&Value::Null), "next_id")?;
+        s.last_upload = match d.get("last_upload") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(num(v, "last_upload")?),
+        };
+        for (k, v) in obj("uploaded")? {
+            s.uploaded.push((k.clone(), uint(v, "uploaded")?));
+        }
+        Ok(s)
+    }
+}
