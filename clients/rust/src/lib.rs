@@ -8,11 +8,13 @@
 //! See docs/native-client.md for usage from Rust, C and Swift.
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 pub mod bytes;
 mod client;
 mod cost;
 pub mod encoder;
+pub mod ffi;
 mod error;
 pub mod json;
 pub mod ledger;

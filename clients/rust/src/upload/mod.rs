@@ -10,6 +10,7 @@ mod request;
 mod uploader;
 
 pub use request::{check_answer, parse_retry_after, Answer, Reply, UploadRequest, MAX_ANSWER, MAX_BATCH};
+pub(crate) use request::check_token;
 #[cfg(feature = "uploader")]
 pub use uploader::{UploadOptions, UploadResult, Stopped, Uploader};
 

@@ -1,0 +1,890 @@
+//! The C interface (`include/ldp_client.h`, generated from this file by cbindgen and checked by a test).
+//!
+//! Conventions: every function returns an [`LdpStatus`] (0 is success) and writes its results through out
+//! pointers; on failure, [`ldp_last_error_message`] and [`ldp_last_error_type`] describe the error (per thread, until
+//! the thread's next call). Handles are opaque and freed by their own `_free` function (a null handle is ignored);
+//! strings the library returns are freed with [`ldp_string_free`]. Inputs are UTF-8 byte ranges (pointer and
+//! length) or NUL-terminated UTF-8 strings; a null pointer, invalid UTF-8 or an oversized input is an
+//! `LDP_INVALID_ARGUMENT`, never a crash. A panic inside the library is caught and returned as `LDP_INTERNAL`.
+//!
+//! Threads: an `LdpClient` may be used from any number of threads at once (its calls serialize on the store's
+//! lock); an `LdpEncoder`, `LdpRandom` or `LdpRequest` by one thread at a time.
+
+#![allow(unsafe_code)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::{Arc, Mutex};
+
+use crate::client::TelemetryClient;
+use crate::encoder::{envelope_json, Charge, Encoder, EncoderOptions, Prepared};
+use crate::error::{Error, Result};
+use crate::ledger::{FileStore, MemoryStore};
+use crate::random::{KeyedRandomSource, OsRandomSource, RandomSource, ReplaySource};
+use crate::spec::CollectionSpec;
+use crate::upload::{Batch, Outbox, Reply, UploadRequest};
+use crate::Value;
+
+/// The result of every call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LdpStatus {
+    /// Success.
+    LdpOk = 0,
+    /// A value or parameter of the right type but a wrong value (Python's `ValueError`).
+    LdpValueError = 1,
+    /// A value or parameter of the wrong type (Python's `TypeError`).
+    LdpTypeError = 2,
+    /// An invalid collection spec (every problem in the message).
+    LdpSpecError = 3,
+    /// A privacy budget would be exceeded: nothing was charged, no report was made.
+    LdpBudgetExceeded = 4,
+    /// The ledger's state cannot be read or written safely (damaged file, lock timeout, I/O).
+    LdpLedgerError = 5,
+    /// A null pointer, invalid UTF-8, an oversized input, or a handle of the wrong kind.
+    LdpInvalidArgument = 6,
+    /// A replayed random source ran out or was asked for another draw (conformance tests).
+    LdpReplayError = 7,
+    /// An upload failed for now: the batch stays queued and will be retried.
+    LdpTransportError = 8,
+    /// The collector refused a batch for good.
+    LdpUploadRejected = 9,
+    /// A bug in the library (a caught panic): please report it.
+    LdpInternal = 10,
+}
+
+impl From<&Error> for LdpStatus {
+    fn from(e: &Error) -> Self {
+        match e {
+            Error::Value(_) => LdpStatus::LdpValueError,
+            Error::Type(_) => LdpStatus::LdpTypeError,
+            Error::Spec { .. } => LdpStatus::LdpSpecError,
+            Error::BudgetExceeded { .. } => LdpStatus::LdpBudgetExceeded,
+            Error::Ledger(_) => LdpStatus::LdpLedgerError,
+            Error::InvalidArgument(_) => LdpStatus::LdpInvalidArgument,
+            Error::Replay(_) => LdpStatus::LdpReplayError,
+            Error::Transport(_) => LdpStatus::LdpTransportError,
+            Error::UploadRejected { .. } => LdpStatus::LdpUploadRejected,
+            Error::Internal(_) => LdpStatus::LdpInternal,
+        }
+    }
+}
+
+/// The largest spec, value or reply a call accepts, in bytes (16 MiB).
+pub const LDP_MAX_INPUT: usize = 1 << 24;
+
+thread_local! {
+    static LAST_ERROR: RefCell<(CString, CString)> = RefCell::new((CString::default(), CString::default()));
+}
+
+fn set_error(e: &Error) {
+    let message = CString::new(e.to_string().replace('\0', "\\0")).unwrap_or_default();
+    let ty = CString::new(e.python_type()).unwrap_or_default();
+    LAST_ERROR.with(|l| *l.borrow_mut() = (message, ty));
+}
+
+fn clear_error() {
+    LAST_ERROR.with(|l| *l.borrow_mut() = (CString::default(), CString::default()));
+}
+
+/// Runs `f`, catching panics; the status of its result (the error recorded for the thread).
+fn guard(f: impl FnOnce() -> Result<()>) -> LdpStatus {
+    clear_error();
+    let result = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        Err(Error::Internal(format!("internal error (please report it): {what}")))
+    });
+    match result {
+        Ok(()) => LdpStatus::LdpOk,
+        Err(e) => {
+            set_error(&e);
+            LdpStatus::from(&e)
+        }
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::InvalidArgument(message.into())
+}
+
+/// A NUL-terminated UTF-8 string argument.
+unsafe fn c_str<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
+    if p.is_null() {
+        return Err(invalid(format!("{what} is a null pointer")));
+    }
+    let bytes = CStr::from_ptr(p).to_bytes();
+    if bytes.len() > LDP_MAX_INPUT {
+        return Err(invalid(format!("{what} is over {LDP_MAX_INPUT} bytes")));
+    }
+    std::str::from_utf8(bytes).map_err(|e| invalid(format!("{what} is not valid UTF-8 ({e})")))
+}
+
+/// A byte range argument (`len` 0 with a null pointer is the empty range).
+unsafe fn c_bytes<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
+    if len > LDP_MAX_INPUT {
+        return Err(invalid(format!("{what} is over {LDP_MAX_INPUT} bytes ({len})")));
+    }
+    if p.is_null() {
+        return if len == 0 { Ok(&[]) } else { Err(invalid(format!("{what} is a null pointer"))) };
+    }
+    Ok(std::slice::from_raw_parts(p, len))
+}
+
+unsafe fn c_utf8<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a str> {
+    std::str::from_utf8(c_bytes(p, len, what)?).map_err(|e| invalid(format!("{what} is not valid UTF-8 ({e})")))
+}
+
+fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
+    // SAFETY: the caller passes a valid pointer or null; null is refused.
+    unsafe { p.as_mut() }.ok_or_else(|| invalid(format!("{what} (an out pointer) is null")))
+}
+
+fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+    // SAFETY: a non-null handle is one this library returned and the caller has not freed.
+    unsafe { p.as_ref() }.ok_or_else(|| invalid(format!("{what} is a null handle")))
+}
+
+fn handle_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
+    // SAFETY: as for `handle`, used by one thread at a time.
+    unsafe { p.as_mut() }.ok_or_else(|| invalid(format!("{what} is a null handle")))
+}
+
+fn new_string(s: String) -> Result<*mut c_char> {
+    Ok(CString::new(s).map_err(|_| Error::Internal("a string with a NUL byte".into()))?.into_raw())
+}
+
+fn parse_value(text: &str) -> Result<Value> {
+    crate::json::parse(text).map_err(|e| invalid(format!("the value is not one JSON document: {e}")))
+}
+
+/// The library's version (a static string).
+#[no_mangle]
+pub extern "C" fn ldp_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The message of the calling thread's last error (an empty string after a success). Valid until the thread's
+/// next call into the library; copy it to keep it.
+#[no_mangle]
+pub extern "C" fn ldp_last_error_message() -> *const c_char {
+    LAST_ERROR.with(|l| l.borrow().0.as_ptr())
+}
+
+/// The Python exception class of the calling thread's last error (`ValueError`, `TypeError`, `SpecError`,
+/// `BudgetExceeded`, …; empty after a success). Valid until the thread's next call into the library.
+#[no_mangle]
+pub extern "C" fn ldp_last_error_type() -> *const c_char {
+    LAST_ERROR.with(|l| l.borrow().1.as_ptr())
+}
+
+/// Frees a string the library returned (null is ignored).
+///
+/// # Safety
+/// `s` is null or a string this library returned, not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_string_free(s: *mut c_char) {
+    if !s.is_null() {
+        drop(CString::from_raw(s));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Specs
+
+/// A validated collection spec.
+pub struct LdpSpec(Arc<CollectionSpec>);
+
+/// Parses and validates a collection spec (`json`, `len` bytes of UTF-8 JSON) into `*out`.
+///
+/// # Safety
+/// `json` points to `len` readable bytes (or is null with `len` 0); `out` is a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_spec_parse(json: *const u8, len: usize, out: *mut *mut LdpSpec) -> LdpStatus {
+    guard(|| {
+        let o = self::out(out, "out")?;
+        *o = ptr::null_mut();
+        let text = c_utf8(json, len, "the spec")?;
+        let spec = CollectionSpec::parse(text)?;
+        *o = Box::into_raw(Box::new(LdpSpec(Arc::new(spec))));
+        Ok(())
+    })
+}
+
+/// Writes the spec's fingerprint (16 hex digits and a NUL) into `out`, which has room for 17 bytes.
+///
+/// # Safety
+/// `spec` is a live spec handle; `out` points to 17 writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_spec_fingerprint(spec: *const LdpSpec, out: *mut c_char) -> LdpStatus {
+    guard(|| {
+        let spec = handle(spec, "spec")?;
+        if out.is_null() {
+            return Err(invalid("out is a null pointer"));
+        }
+        let fp = spec.0.fingerprint().as_bytes();
+        ptr::copy_nonoverlapping(fp.as_ptr().cast::<c_char>(), out, fp.len().min(16));
+        *out.add(fp.len().min(16)) = 0;
+        Ok(())
+    })
+}
+
+/// Frees a spec (null is ignored). Clients and encoders made from it keep their own reference.
+///
+/// # Safety
+/// `spec` is null or a spec handle not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_spec_free(spec: *mut LdpSpec) {
+    if !spec.is_null() {
+        drop(Box::from_raw(spec));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Random sources (tests and simulations; apps use the OS generator, the default)
+
+/// A random source shared by the handles using it.
+#[derive(Clone)]
+pub struct LdpRandom(Arc<Mutex<Box<dyn RandomSource>>>);
+
+impl RandomSource for LdpRandom {
+    fn bits(&mut self, k: u32) -> Result<u64> {
+        self.0.lock().map_err(|_| Error::Internal("poisoned".into()))?.bits(k)
+    }
+    fn wide_bits(&mut self, k: u32, into: &mut [u64]) -> Result<()> {
+        self.0.lock().map_err(|_| Error::Internal("poisoned".into()))?.wide_bits(k, into)
+    }
+    fn token_bytes(&mut self, n: usize) -> Result<Vec<u8>> {
+        self.0.lock().map_err(|_| Error::Internal("poisoned".into()))?.token_bytes(n)
+    }
+}
+
+fn new_random(src: impl RandomSource + 'static) -> *mut LdpRandom {
+    Box::into_raw(Box::new(LdpRandom(Arc::new(Mutex::new(Box::new(src))))))
+}
+
+/// The OS generator (what every client uses by default).
+///
+/// # Safety
+/// `out` is a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_random_os(out: *mut *mut LdpRandom) -> LdpStatus {
+    guard(|| {
+        *self::out(out, "out")? = new_random(OsRandomSource::new());
+        Ok(())
+    })
+}
+
+/// The keyed stream of `key` (non-empty) and `message`: the same key and message always give the same draws
+/// (seeded simulations and tests).
+///
+/// # Safety
+/// `key`/`message` point to their lengths of readable bytes; `out` is a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_random_keyed(
+    key: *const u8,
+    key_len: usize,
+    message: *const u8,
+    message_len: usize,
+    out: *mut *mut LdpRandom,
+) -> LdpStatus {
+    guard(|| {
+        let o = self::out(out, "out")?;
+        let src = KeyedRandomSource::new(c_bytes(key, key_len, "key")?, c_bytes(message, message_len, "message")?)?;
+        *o = new_random(src);
+        Ok(())
+    })
+}
+
+/// A source replaying recorded draws, given as text: `k:hex` pairs separated by commas (`64:1cab…,3:6`), the
+/// conformance vectors' `draws`. Asked for a draw it does not hold, it fails with `LDP_REPLAY_ERROR`.
+///
+/// # Safety
+/// `draws` is a NUL-terminated string; `out` is a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_random_replay(draws: *const c_char, out: *mut *mut LdpRandom) -> LdpStatus {
+    guard(|| {
+        let o = self::out(out, "out")?;
+        let text = c_str(draws, "draws")?;
+        let mut pairs = Vec::new();
+        for item in text.split(',').filter(|s| !s.is_empty()) {
+            let (k, hex) = item.split_once(':').ok_or_else(|| invalid(format!("draw {item:?} is not k:hex")))?;
+            let k: u32 = k.parse().map_err(|_| invalid(format!("draw {item:?} has no bit count")))?;
+            pairs.push((k, hex.to_string()));
+        }
+        *o = new_random(Replay(ReplaySource::new(&pairs)?));
+        Ok(())
+    })
+}
+
+struct Replay(ReplaySource);
+
+impl RandomSource for Replay {
+    fn bits(&mut self, k: u32) -> Result<u64> {
+        self.0.bits(k)
+    }
+    fn wide_bits(&mut self, k: u32, into: &mut [u64]) -> Result<()> {
+        self.0.wide_bits(k, into)
+    }
+    fn token_bytes(&mut self, n: usize) -> Result<Vec<u8>> {
+        self.0.token_bytes(n)
+    }
+}
+
+/// Frees a random source handle (null is ignored); encoders and clients using it keep their share.
+///
+/// # Safety
+/// `random` is null or a handle not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_random_free(random: *mut LdpRandom) {
+    if !random.is_null() {
+        drop(Box::from_raw(random));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Encoders (no ledger: simulations, tests, apps with their own budget rules)
+
+/// The encoder of one metric of a spec, with no ledger.
+pub struct LdpEncoder {
+    encoder: Encoder,
+    spec: Arc<CollectionSpec>,
+    metric: String,
+}
+
+/// A checked value, ready to be charged and randomized.
+pub struct LdpPrepared(Prepared);
+
+/// What a report costs, as the ledger charges it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LdpCharge {
+    /// 0: a plain cost (`epsilon`, `delta`); 1: a memoized response (`first_*` for the first report of `key_hex`,
+    /// `epsilon`/`delta` each later one, never more than `cap_*`); 2: charged on change (`epsilon`/`delta` when
+    /// `value_hex` differs from the stream `key_hex`'s last value).
+    pub kind: u32,
+    /// ε charged (each later report of a memoized key; a change).
+    pub epsilon: f64,
+    /// δ charged.
+    pub delta: f64,
+    /// The first report of a memoized key: ε.
+    pub first_epsilon: f64,
+    /// The first report of a memoized key: δ.
+    pub first_delta: f64,
+    /// The most a memoized key is ever charged: ε.
+    pub cap_epsilon: f64,
+    /// The most a memoized key is ever charged: δ.
+    pub cap_delta: f64,
+    /// The memo key or the change stream, in hex (64 digits and a NUL; empty for a plain cost).
+    pub key_hex: [c_char; 65],
+    /// The change value, in hex (64 digits and a NUL; empty unless `kind` is 2).
+    pub value_hex: [c_char; 65],
+}
+
+fn hex_field(bytes: &[u8]) -> [c_char; 65] {
+    let mut out = [0 as c_char; 65];
+    for (i, c) in crate::bytes::hex(bytes).bytes().take(64).enumerate() {
+        out[i] = c as c_char;
+    }
+    out
+}
+
+/// An encoder of `metric` of `spec`. `secret` (`secret_len` bytes, or null and 0) is the metric secret of a
+/// memoizing protocol; `cohort` a RAPPOR device's cohort (−1: none); `random` the randomness (null: the OS
+/// generator; the encoder shares the handle's source).
+///
+/// # Safety
+/// Pointers valid as documented; `out` is a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_encoder_new(
+    spec: *const LdpSpec,
+    metric: *const c_char,
+    secret: *const u8,
+    secret_len: usize,
+    cohort: i64,
+    random: *const LdpRandom,
+    out: *mut *mut LdpEncoder,
+) -> LdpStatus {
+    guard(|| {
+        let o = self::out(out, "out")?;
+        *o = ptr::null_mut();
+        let spec = handle(spec, "spec")?.0.clone();
+        let metric = c_str(metric, "metric")?;
+        let m = spec.metric(metric)?;
+        let secret = if secret.is_null() && secret_len == 0 { None } else { Some(c_bytes(secret, secret_len, "secret")?.to_vec()) };
+        let cohort = match cohort {
+            -1 => None,
+            c => Some(u32::try_from(c).map_err(|_| invalid(format!("cohort must be -1 or in [0, 2^32), got {c}")))?),
+        };
+        let rng: Option<Box<dyn RandomSource>> = if random.is_null() { None } else { Some(Box::new(handle(random, "random")?.clone())) };
+        let encoder = m.protocol().encoder(m.params.clone(), EncoderOptions { rng, secret, cohort, prr_rng: None })?;
+        *o = Box::into_raw(Box::new(LdpEncoder { encoder, spec: spec.clone(), metric: metric.to_string() }));
+        Ok(())
+    })
+}
+
+/// Checks a value given as JSON (`value_json`, `len` bytes): `3`, `"red"`, `0.25`, `[1, 0]`, … Draws nothing.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_encoder_prepare(
+    encoder: *mut LdpEncoder,
+    value_json: *const u8,
+    len: usize,
+    out: *mut *mut LdpPrepared,
+) -> LdpStatus {
+    guard(|| {
+        let o = self::out(out, "out")?;
+        *o = ptr::null_mut();
+        let e = handle_mut(encoder, "encoder")?;
+        let value = parse_value(c_utf8(value_json, len, "the value")?)?;
+        *o = Box::into_raw(Box::new(LdpPrepared(e.encoder.prepare(&value)?)));
+        Ok(())
+    })
+}
+
+/// What the prepared value's report costs.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_prepared_charge(prepared: *const LdpPrepared, out: *mut LdpCharge) -> LdpStatus {
+    guard(|| {
+        let p = handle(prepared, "prepared")?;
+        let o = self::out(out, "out")?;
+        let empty = [0 as c_char; 65];
+        *o = match p.0.charge() {
+            Charge::Plain(c) => LdpCharge {
+                kind: 0,
+                epsilon: c.epsilon,
+                delta: c.delta,
+                first_epsilon: c.epsilon,
+                first_delta: c.delta,
+                cap_epsilon: c.epsilon,
+                cap_delta: c.delta,
+                key_hex: empty,
+                value_hex: empty,
+            },
+            Charge::Memoized { key, first, then, cap } => LdpCharge {
+                kind: 1,
+                epsilon: then.epsilon,
+                delta: then.delta,
+                first_epsilon: first.epsilon,
+                first_delta: first.delta,
+                cap_epsilon: cap.epsilon,
+                cap_delta: cap.delta,
+                key_hex: hex_field(key),
+                value_hex: empty,
+            },
+            Charge::Change { stream, value, cost } => LdpCharge {
+                kind: 2,
+                epsilon: cost.epsilon,
+                delta: cost.delta,
+                first_epsilon: cost.epsilon,
+                first_delta: cost.delta,
+                cap_epsilon: cost.epsilon,
+                cap_delta: cost.delta,
+                key_hex: hex_field(stream),
+                value_hex: hex_field(value),
+            },
+        };
+        Ok(())
+    })
+}
+
+/// Randomizes a prepared value into one upload line (the envelope: spec fingerprint, metric, `window`, report) in
+/// `*line` (free it with `ldp_string_free`). `epoch` is the ledger's epoch of a charge-on-change protocol (−1:
+/// none).
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_encoder_randomize(
+    encoder: *mut LdpEncoder,
+    prepared: *const LdpPrepared,
+    epoch: i64,
+    window: u64,
+    line: *mut *mut c_char,
+) -> LdpStatus {
+    guard(|| {
+        let o = self::out(line, "line")?;
+        *o = ptr::null_mut();
+        let e = handle_mut(encoder, "encoder")?;
+        let p = handle(prepared, "prepared")?;
+        let epoch = if epoch < 0 { None } else { Some(epoch as u64) };
+        let report = e.encoder.randomize(&p.0, epoch)?;
+        *o = new_string(envelope_json(e.spec.fingerprint(), &e.metric, window, &report))?;
+        Ok(())
+    })
+}
+
+/// Frees a prepared value (null is ignored).
+///
+/// # Safety
+/// `prepared` is null or a handle not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_prepared_free(prepared: *mut LdpPrepared) {
+    if !prepared.is_null() {
+        drop(Box::from_raw(prepared));
+    }
+}
+
+/// Frees an encoder (null is ignored).
+///
+/// # Safety
+/// `encoder` is null or a handle not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_encoder_free(encoder: *mut LdpEncoder) {
+    if !encoder.is_null() {
+        drop(Box::from_raw(encoder));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Clients
+
+/// One device's client of one collection: budget ledger, outbox, upload.
+pub struct LdpClient(TelemetryClient);
+
+fn open_client(spec: *const LdpSpec, random: *const LdpRandom, store: impl crate::ledger::StateStore + 'static) -> Result<LdpClient> {
+    let spec = handle(spec, "spec")?.0.as_ref().clone();
+    let mut b = TelemetryClient::builder(spec, store);
+    if !random.is_null() {
+        b = b.rng(handle(random, "random")?.clone());
+    }
+    Ok(LdpClient(b.build()?))
+}
+
+/// The client of `spec` keeping its state in the folder `state_dir` (created if missing; crash-safe, shared by the
+/// app's processes). `random`: null for the OS generator (apps), a source for simulations.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_open(
+    spec: *const LdpSpec,
+    state_dir: *const c_char,
+    random: *const LdpRandom,
+    out: *mut *mut LdpClient,
+) -> LdpStatus {
+    guard(|| {
+        let o = self::out(out, "out")?;
+        *o = ptr::null_mut();
+        let dir = c_str(state_dir, "state_dir")?;
+        if dir.is_empty() {
+            return Err(invalid("state_dir is empty"));
+        }
+        *o = Box::into_raw(Box::new(open_client(spec, random, FileStore::open(dir)?)?));
+        Ok(())
+    })
+}
+
+/// A client keeping its state in memory (simulations and tests; nothing survives the process).
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_open_memory(
+    spec: *const LdpSpec,
+    random: *const LdpRandom,
+    out: *mut *mut LdpClient,
+) -> LdpStatus {
+    guard(|| {
+        let o = self::out(out, "out")?;
+        *o = ptr::null_mut();
+        *o = Box::into_raw(Box::new(open_client(spec, random, MemoryStore::new())?));
+        Ok(())
+    })
+}
+
+fn record(client: *const LdpClient, metric: *const c_char, value: Value, id: *mut u64) -> Result<()> {
+    let c = handle(client, "client")?;
+    // SAFETY: the caller passes a NUL-terminated string.
+    let metric = unsafe { c_str(metric, "metric") }?;
+    let n = c.0.record(metric, &value)?;
+    if !id.is_null() {
+        // SAFETY: a non-null id is a valid pointer.
+        unsafe { *id = n };
+    }
+    Ok(())
+}
+
+/// Records a value given as JSON (`value_json`, `len` bytes) for `metric`: checks it, charges the budget,
+/// randomizes it and queues its line, all or nothing. `*id` (if not null) receives its outbox id.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_record_json(
+    client: *const LdpClient,
+    metric: *const c_char,
+    value_json: *const u8,
+    len: usize,
+    id: *mut u64,
+) -> LdpStatus {
+    guard(|| record(client, metric, parse_value(c_utf8(value_json, len, "the value")?)?, id))
+}
+
+/// Records an integer (an index, a bit).
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_record_int(client: *const LdpClient, metric: *const c_char, value: i64, id: *mut u64) -> LdpStatus {
+    guard(|| record(client, metric, Value::from(value), id))
+}
+
+/// Records a number (numeric protocols). NaN and infinities are refused as Python refuses them.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_record_double(client: *const LdpClient, metric: *const c_char, value: f64, id: *mut u64) -> LdpStatus {
+    guard(|| {
+        let v = serde_json::Number::from_f64(value)
+            .map(Value::Number)
+            .ok_or_else(|| Error::value(format!("value must be finite, got {}", crate::pytext::float_repr(value))))?;
+        record(client, metric, v, id)
+    })
+}
+
+/// Records a string (`value`, `len` bytes of UTF-8: a label, a word, a URL).
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_record_string(
+    client: *const LdpClient,
+    metric: *const c_char,
+    value: *const u8,
+    len: usize,
+    id: *mut u64,
+) -> LdpStatus {
+    guard(|| record(client, metric, Value::String(c_utf8(value, len, "the value")?.to_string()), id))
+}
+
+/// Reports waiting for upload, in `*count`.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_pending(client: *const LdpClient, count: *mut u64) -> LdpStatus {
+    guard(|| {
+        let c = handle(client, "client")?;
+        *self::out(count, "count")? = c.0.pending()?;
+        Ok(())
+    })
+}
+
+/// The (ε, δ) spent on `metric` (null: the whole collection) in the current window, or over the lifetime when
+/// `lifetime` is non-zero.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_spent(
+    client: *const LdpClient,
+    metric: *const c_char,
+    lifetime: i32,
+    epsilon: *mut f64,
+    delta: *mut f64,
+) -> LdpStatus {
+    guard(|| {
+        let c = handle(client, "client")?;
+        let m = if metric.is_null() { None } else { Some(c_str(metric, "metric")?) };
+        let cost = c.0.spent(m, lifetime != 0)?;
+        *self::out(epsilon, "epsilon")? = cost.epsilon;
+        *self::out(delta, "delta")? = cost.delta;
+        Ok(())
+    })
+}
+
+/// Frees a client (null is ignored). Its state stays in its folder.
+///
+/// # Safety
+/// `client` is null or a handle not freed before, and no other thread is using it.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_free(client: *mut LdpClient) {
+    if !client.is_null() {
+        drop(Box::from_raw(client));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Upload with the app's own HTTP stack
+
+/// One upload request: `POST` it to the collector's `/v1/reports` URL with its headers and body, then pass the
+/// reply to `ldp_client_handle_reply`.
+pub struct LdpRequest {
+    batch: Batch,
+    request: UploadRequest,
+    names: Vec<CString>,
+    values: Vec<CString>,
+}
+
+/// The next batch to send as a request in `*request` (null when nothing is due: the outbox is empty or the upload
+/// interval has not passed). The batch stays pinned until acknowledged: after a crash or a lost reply the same
+/// request is made again, and the collector counts it once. `gzip` non-zero compresses the body.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_next_request(
+    client: *const LdpClient,
+    token: *const c_char,
+    gzip: i32,
+    request: *mut *mut LdpRequest,
+) -> LdpStatus {
+    guard(|| {
+        let o = self::out(request, "request")?;
+        *o = ptr::null_mut();
+        let c = handle(client, "client")?;
+        let token = c_str(token, "token")?;
+        crate::upload::check_token(token)?;
+        let Some(batch) = c.0.next_batch(None)? else { return Ok(()) };
+        let req = UploadRequest::new(&batch, token, gzip != 0)?;
+        let names = req.headers.iter().map(|(n, _)| CString::new(*n).unwrap_or_default()).collect();
+        let values = req.headers.iter().map(|(_, v)| CString::new(v.as_str()).unwrap_or_default()).collect();
+        *o = Box::into_raw(Box::new(LdpRequest { batch, request: req, names, values }));
+        Ok(())
+    })
+}
+
+/// The number of headers of a request.
+///
+/// # Safety
+/// `request` is a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_request_header_count(request: *const LdpRequest) -> usize {
+    request.as_ref().map_or(0, |r| r.names.len())
+}
+
+/// Header `index` of a request: `*name` and `*value` point into the request (valid until it is freed).
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_request_header(
+    request: *const LdpRequest,
+    index: usize,
+    name: *mut *const c_char,
+    value: *mut *const c_char,
+) -> LdpStatus {
+    guard(|| {
+        let r = handle(request, "request")?;
+        if index >= r.names.len() {
+            return Err(invalid(format!("header {index} of a request with {} headers", r.names.len())));
+        }
+        *self::out(name, "name")? = r.names[index].as_ptr();
+        *self::out(value, "value")? = r.values[index].as_ptr();
+        Ok(())
+    })
+}
+
+/// The body of a request: `*body` points into the request (valid until it is freed), `*len` bytes.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_request_body(request: *const LdpRequest, body: *mut *const u8, len: *mut usize) -> LdpStatus {
+    guard(|| {
+        let r = handle(request, "request")?;
+        *self::out(body, "body")? = r.request.body.as_ptr();
+        *self::out(len, "len")? = r.request.body.len();
+        Ok(())
+    })
+}
+
+/// The number of reports in a request.
+///
+/// # Safety
+/// `request` is a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_request_report_count(request: *const LdpRequest) -> usize {
+    request.as_ref().map_or(0, |r| r.batch.reports.len())
+}
+
+/// What to do after a reply (`ldp_client_handle_reply`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LdpReplyAction {
+    /// The batch was acknowledged and removed from the outbox: ask for the next request.
+    LdpReplyDone = 0,
+    /// The batch was split in two (the collector found it too large): ask for the next request at once.
+    LdpReplySplit = 1,
+    /// Retry the same request after `*wait_seconds` (the collector's `Retry-After`; cap it as you see fit).
+    LdpReplyRetryAfter = 2,
+    /// Retry the same request after an exponential back-off with jitter (no reply, 408, 5xx).
+    LdpReplyBackoff = 3,
+    /// Do not retry this batch now: the call's status and error say why; the batch stays queued.
+    LdpReplyFail = 4,
+}
+
+/// Applies the collector's reply to `request`: `status` the HTTP status (−1: no reply, the connection failed or
+/// timed out), `body` the first bytes of the reply (read at most 65,536; `truncated` non-zero if it was longer),
+/// `retry_after` the `Retry-After` header (null: absent). `*action` says what to do next; `*wait_seconds` is set
+/// for `LDP_REPLY_RETRY_AFTER`. A failure returns its status (`LDP_UPLOAD_REJECTED`, `LDP_TRANSPORT_ERROR`) with
+/// `*action` set to `LDP_REPLY_FAIL`.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_handle_reply(
+    client: *const LdpClient,
+    request: *const LdpRequest,
+    status: i32,
+    body: *const u8,
+    body_len: usize,
+    truncated: i32,
+    retry_after: *const c_char,
+    action: *mut LdpReplyAction,
+    wait_seconds: *mut f64,
+) -> LdpStatus {
+    guard(|| {
+        let a = self::out(action, "action")?;
+        *a = LdpReplyAction::LdpReplyFail;
+        let c = handle(client, "client")?;
+        let r = handle(request, "request")?;
+        let body = c_bytes(body, body_len.min(crate::upload::MAX_ANSWER), "body")?;
+        let retry = if retry_after.is_null() { None } else { Some(c_str(retry_after, "retry_after")?) };
+        let status = match status {
+            -1 => None,
+            s => Some(u16::try_from(s).ok().filter(|s| (100..=599).contains(s)).ok_or_else(|| invalid(format!("status {s} is not an HTTP status or -1")))?),
+        };
+        let over = truncated != 0 || body_len > crate::upload::MAX_ANSWER;
+        match Reply::classify(status, body, over, retry, &r.batch, crate::client::system_clock()) {
+            Reply::Acknowledge(_) => {
+                c.0.acknowledge_batch(&r.batch.id, &r.batch.ids())?;
+                *a = LdpReplyAction::LdpReplyDone;
+            }
+            Reply::Split => {
+                c.0.split_batch(&r.batch.id)?;
+                *a = LdpReplyAction::LdpReplySplit;
+            }
+            Reply::RetryAfter(s) => {
+                *self::out(wait_seconds, "wait_seconds")? = s;
+                *a = LdpReplyAction::LdpReplyRetryAfter;
+            }
+            Reply::Backoff => *a = LdpReplyAction::LdpReplyBackoff,
+            Reply::Fail(e) => return Err(e),
+        }
+        Ok(())
+    })
+}
+
+/// Frees a request (null is ignored).
+///
+/// # Safety
+/// `request` is null or a handle not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_request_free(request: *mut LdpRequest) {
+    if !request.is_null() {
+        drop(Box::from_raw(request));
+    }
+}
