@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod audit;
 pub mod bytes;
 mod client;
 mod cost;
