@@ -522,6 +522,7 @@ def _register_protocol_sections() -> None:
     import bench_rappor
     import bench_rappor_ngrams
     import bench_regression
+    import bench_rust
     import bench_sfp
     import bench_sketch
     import bench_startup
@@ -552,6 +553,7 @@ def _register_protocol_sections() -> None:
     bench_collector.register(sys.modules[__name__])
     bench_connections.register(sys.modules[__name__])
     bench_kotlin.register(sys.modules[__name__])
+    bench_rust.register(sys.modules[__name__])
 
 
 def _v_opt(eps: float, d: int) -> tuple[float, str]:
