@@ -1,0 +1,58 @@
+"""Writes the clients table of docs/conformance.md and the protocol rows of each other-language client's page from
+the clients' own registries: TypeScript (src/protocols/index.ts), Kotlin (Protocols.kt: NOT_YET) and Rust
+(src/protocols/mod.rs: NOT_YET). Each client's test suite checks its rows (Kotlin: DocsTest; Rust: tests/docs.rs).
+Run from anywhere: python conformance/docs_tables.py"""
+import re
+from pathlib import Path
+
+root = Path(__file__).resolve().parents[1]
+vectors = sorted(p.stem for p in (root / "conformance/vectors").glob("*.json") if p.stem != "primitives")
+
+
+def not_yet_of(path: str, marker: str, end: str) -> list[str]:
+    text = (root / path).read_text()
+    return sorted(re.findall(r'"([a-z-]+)"', text.split(marker, 1)[1].split(end, 1)[0]))
+
+
+kotlin_not_yet = not_yet_of("clients/kotlin/src/main/kotlin/io/github/ldptelemetry/client/protocols/Protocols.kt",
+                            "val NOT_YET", ")")
+rust_not_yet = not_yet_of("clients/rust/src/protocols/mod.rs", "pub const NOT_YET", "];")
+kotlin = [p for p in vectors if p not in kotlin_not_yet]
+rust = [p for p in vectors if p not in rust_not_yet]
+ts_index = (root / "clients/typescript/src/protocols/index.ts").read_text()
+ts = set(re.search(r"\(\[([^\]]+)\] as ProtocolEntry", ts_index).group(1).replace(" ", "").split(","))
+
+
+def yes(flag: bool) -> str:
+    return "yes" if flag else "not yet"
+
+
+HEAD = "| protocol | Python | TypeScript | Kotlin | Rust / C |"
+table = [HEAD, "|---|---|---|---|---|"]
+table += [f"| `{p}` | yes | {yes(p in ts)} | {yes(p in kotlin)} | {yes(p in rust)} |" for p in vectors]
+conf = root / "docs/conformance.md"
+lines = conf.read_text().split("\n")
+start = next(i for i, line in enumerate(lines) if line.startswith("| protocol | Python | TypeScript | Kotlin |"))
+end = start
+while end < len(lines) and lines[end].startswith("|"):
+    end += 1
+conf.write_text("\n".join(lines[:start] + table + lines[end:]))
+
+
+def fmt(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names) or "none"
+
+
+for page, implemented, not_yet in (("kotlin-client.md", kotlin, kotlin_not_yet),
+                                   ("native-client.md", rust, rust_not_yet)):
+    path = root / "docs" / page
+    if not path.exists():
+        continue
+    out = path.read_text().split("\n")
+    for i, line in enumerate(out):
+        if line.startswith("| protocols |"):
+            out[i] = f"| protocols | {fmt(implemented)} |"
+        if line.startswith("| not yet |"):
+            out[i] = f"| not yet | {fmt(not_yet)} |"
+    path.write_text("\n".join(out))
+print(len(kotlin), "Kotlin protocols, not yet:", kotlin_not_yet, "|", len(rust), "Rust protocols, not yet:", rust_not_yet)
