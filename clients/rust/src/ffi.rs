@@ -275,7 +275,10 @@ fn new_random(src: impl RandomSource + 'static) -> *mut LdpRandom {
 #[no_mangle]
 pub unsafe extern "C" fn ldp_random_os(out: *mut *mut LdpRandom) -> LdpStatus {
     guard(|| {
-        *self::out(out, "out")? = new_random(OsRandomSource::new());
+        // The out pointer first: an assignment evaluates its value before its place, so a null `out` would leak
+        // the new handle.
+        let o = self::out(out, "out")?;
+        *o = new_random(OsRandomSource::new());
         Ok(())
     })
 }

@@ -1,0 +1,679 @@
+//! The C interface as a C program sees it: `tests/c/vectors.c`, compiled with the system C compiler (`$CC`, else
+//! `cc`) against `include/ldp_client.h` and linked with the static library `cargo test` built (`libldp_client.a`),
+//! replays every conformance vector of a registered protocol through `ldp_spec_parse`, `ldp_random_replay`,
+//! `ldp_encoder_new`, `ldp_encoder_prepare`, `ldp_prepared_charge` and `ldp_encoder_randomize`, refuses every
+//! refusal value with Python's status and message, and checks the contract at the boundary (null pointers, bad
+//! UTF-8, oversized inputs) and the client API end to end (`--selftest`).
+//!
+//! The C program parses no JSON: this test writes each vector file as a line-based case file (`tests/c/vectors.c`
+//! describes the records), and compares every printed line with the vector's byte for byte (costs to 4 ulps).
+
+#![cfg(unix)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::{close_ulps, f, protocols, vectors_dir};
+use ldp_client::{protocols as registry, CollectionSpec, Value};
+
+/// `LdpStatus` values (include/ldp_client.h).
+const LDP_VALUE_ERROR: i32 = 1;
+const LDP_TYPE_ERROR: i32 = 2;
+const LDP_INVALID_ARGUMENT: i32 = 6;
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The system libraries a static link of a Rust library needs (`rustc --print native-static-libs` for the target).
+fn native_static_libs() -> &'static [&'static str] {
+    if cfg!(target_os = "macos") {
+        &["-lSystem", "-lc", "-lm"]
+    } else {
+        &[
+            "-lgcc_s",
+            "-lutil",
+            "-lrt",
+            "-lpthread",
+            "-lm",
+            "-ldl",
+            "-lc",
+        ]
+    }
+}
+
+/// The static library this `cargo test` run built: next to the test binary (`target/<profile>/deps/`), else
+/// uplifted in `target/<profile>/`.
+fn static_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let candidates = [
+        deps.join("libldp_client.a"),
+        deps.parent()
+            .expect("target/<profile>")
+            .join("libldp_client.a"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .unwrap_or_else(|| panic!("no static library at {candidates:?}: is `staticlib` still a crate type in Cargo.toml?"))
+}
+
+/// A folder of this test process under cargo's scratch folder for integration tests (older ones are removed).
+fn work_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let parent = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ldp-c-api");
+        if let Ok(entries) = std::fs::read_dir(&parent) {
+            let hour = std::time::Duration::from_secs(3600);
+            for e in entries.flatten() {
+                let old = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|a| a > hour);
+                if old {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = parent.join(std::process::id().to_string());
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+}
+
+/// `tests/c/vectors.c`, compiled and linked once per test process.
+fn program() -> &'static Path {
+    static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        let root = manifest_dir();
+        let exe = work_dir().join("vectors");
+        let cc = std::env::var("CC")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "cc".into());
+        let mut cmd = Command::new(&cc);
+        cmd.args([
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-O1",
+            "-I",
+        ])
+        .arg(root.join("include"))
+        .arg(root.join("tests/c/vectors.c"))
+        .arg(static_library())
+        .args(native_static_libs())
+        .arg("-o")
+        .arg(&exe);
+        let out = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
+        assert!(
+            out.status.success(),
+            "compiling tests/c/vectors.c failed ({cmd:?}):\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        exe
+    })
+}
+
+/// Runs the C program; its stdout.
+fn run(args: &[&Path]) -> String {
+    let out = Command::new(program())
+        .args(args)
+        .output()
+        .expect("the C program runs");
+    let stdout = String::from_utf8(out.stdout).expect("the C program prints UTF-8");
+    assert!(
+        out.status.success(),
+        "the C program failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Undoes the C program's escapes of a message.
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Lone surrogates
+
+/// The marker of a lone surrogate `\udXXX` in a loaded vector file: `LONE-dxxx` between two U+FFFF, so that the
+/// code unit survives (Rust strings cannot hold the surrogate itself; `common::LONE` keeps no code unit).
+const LONE_MARK: char = '\u{FFFF}';
+
+/// Replaces each lone surrogate escape of a JSON text by its marker (`common::mark_lone_surrogates`'s scan).
+fn mark_lone(text: &str) -> String {
+    let b = text.as_bytes();
+    let unit = |i: usize| -> Option<u16> {
+        if i + 6 <= b.len() && b[i] == b'\\' && b[i + 1] == b'u' {
+            u16::from_str_radix(&text[i + 2..i + 6], 16).ok()
+        } else {
+            None
+        }
+    };
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut last) = (0, 0);
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match unit(i) {
+            Some(u)
+                if (0xd800..0xdc00).contains(&u)
+                    && matches!(unit(i + 6), Some(v) if (0xdc00..0xe000).contains(&v)) =>
+            {
+                i += 12;
+            }
+            Some(u) if (0xd800..0xe000).contains(&u) => {
+                out.push_str(&text[last..i]);
+                out.push_str(&format!("{LONE_MARK}LONE-{u:04x}{LONE_MARK}"));
+                i += 6;
+                last = i;
+            }
+            _ => i += 2,
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Splits a text with lone surrogate markers into plain pieces and code units.
+fn pieces(s: &str) -> Vec<Result<&str, u16>> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    let open = format!("{LONE_MARK}LONE-");
+    while let Some(at) = rest.find(&open) {
+        out.push(Ok(&rest[..at]));
+        let after = &rest[at + open.len()..];
+        out.push(Err(u16::from_str_radix(&after[..4], 16).unwrap()));
+        rest = &after[4 + LONE_MARK.len_utf8()..];
+    }
+    out.push(Ok(rest));
+    out
+}
+
+/// The JSON text of a value with each lone surrogate as its `\udXXX` escape (what Python's `json.dumps` writes).
+fn json_with_escapes(v: &Value) -> String {
+    pieces(&serde_json::to_string(v).unwrap())
+        .into_iter()
+        .map(|p| match p {
+            Ok(s) => s.to_string(),
+            Err(u) => format!("\\u{u:04x}"),
+        })
+        .collect()
+}
+
+/// The bytes of a text with each lone surrogate as its WTF-8 (generalized UTF-8) encoding: not UTF-8.
+fn wtf8(s: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in pieces(s) {
+        match p {
+            Ok(s) => out.extend_from_slice(s.as_bytes()),
+            Err(u) => out.extend_from_slice(&[
+                0xe0 | (u >> 12) as u8,
+                0x80 | ((u >> 6) & 0x3f) as u8,
+                0x80 | (u & 0x3f) as u8,
+            ]),
+        }
+    }
+    out
+}
+
+fn has_lone(v: &Value) -> bool {
+    serde_json::to_string(v)
+        .unwrap()
+        .contains(&format!("{LONE_MARK}LONE-"))
+}
+
+fn load(name: &str) -> Value {
+    let text =
+        std::fs::read_to_string(vectors_dir().join(format!("{name}.json"))).expect("vector file");
+    serde_json::from_str(&mark_lone(&text)).expect("vector JSON")
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Case files and what the C program must print
+
+/// One line the C program must print.
+enum Want {
+    Exact(String),
+    Charge(Value),
+    Refused {
+        status: i32,
+        ty: String,
+        message: String,
+    },
+    /// A refusal checked by status, type and the message's beginning (lone surrogates).
+    RefusedLike {
+        status: i32,
+        ty: &'static str,
+        prefix: &'static str,
+    },
+}
+
+struct Expected {
+    what: String,
+    want: Want,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes the case file of one vector file; what the C program must print for it.
+fn case_file(name: &str, doc: &Value, path: &Path) -> Vec<Expected> {
+    let mut records: Vec<String> = Vec::new();
+    let mut want = Vec::new();
+    let mut expect = |what: String, w: Want| {
+        want.push(Expected {
+            what: format!("{name}: {what}"),
+            want: w,
+        })
+    };
+
+    records.push(format!(
+        "spec\t{}",
+        serde_json::to_string(&doc["spec"]).unwrap()
+    ));
+    expect(
+        "spec".into(),
+        Want::Exact(format!(
+            "fingerprint\t{}",
+            doc["spec_fingerprint"].as_str().unwrap()
+        )),
+    );
+
+    for (i, c) in doc["cases"].as_array().unwrap().iter().enumerate() {
+        let draws: Vec<String> = c["draws"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| format!("{}:{}", d[0].as_u64().unwrap(), d[1].as_str().unwrap()))
+            .collect();
+        records.push(format!(
+            "case\t{}\t{}\t{}\t{}\t{}",
+            c["metric"].as_str().unwrap(),
+            c["window"].as_u64().unwrap(),
+            c.get("metric_secret")
+                .and_then(Value::as_str)
+                .unwrap_or("-"),
+            c.get("cohort")
+                .and_then(Value::as_u64)
+                .map_or(-1, |x| x as i64),
+            draws.join(",")
+        ));
+        expect(format!("case {i}"), Want::Exact("case\tok".into()));
+        // The ledger's epoch of a charge-on-change protocol, as tests/vectors.rs computes it: it starts at 0 and
+        // moves on each time the change value differs from the last one.
+        let mut epoch: i64 = -1;
+        let mut last: Option<String> = None;
+        for (j, r) in c["reports"].as_array().unwrap().iter().enumerate() {
+            let charge = &r["charge"];
+            let report_epoch = match charge.get("change_value").and_then(Value::as_str) {
+                Some(v) => {
+                    if last.as_deref() != Some(v) {
+                        epoch += 1;
+                    }
+                    last = Some(v.to_string());
+                    epoch
+                }
+                None => -1,
+            };
+            records.push(format!(
+                "report\t{}\t{report_epoch}",
+                serde_json::to_string(&r["value"]).unwrap()
+            ));
+            let what = format!("case {i} report {j} (value {})", r["value"]);
+            expect(format!("{what}: charge"), Want::Charge(charge.clone()));
+            expect(
+                format!("{what}: line"),
+                Want::Exact(format!("line\t{}", r["line"].as_str().unwrap())),
+            );
+        }
+    }
+
+    let spec = CollectionSpec::from_value(&doc["spec"], "spec").unwrap();
+    let refusals = doc
+        .get("refusals")
+        .and_then(|r| r.get("values"))
+        .and_then(Value::as_array);
+    for (i, item) in refusals.into_iter().flatten().enumerate() {
+        let metric = item["metric"].as_str().unwrap();
+        let m = spec.metric(metric).unwrap();
+        let protocol = m.protocol();
+        let secret = if protocol.needs_secret { "73" } else { "-" };
+        let cohort = if protocol.assigned_cohorts(m.params.as_ref()) > 0 {
+            0
+        } else {
+            -1
+        };
+        let value = &item["value"];
+        let what = format!("refusal {i} (value {})", json_with_escapes(value));
+        if !has_lone(value) {
+            records.push(format!(
+                "refuse\t{metric}\t{secret}\t{cohort}\t{}",
+                serde_json::to_string(value).unwrap()
+            ));
+            let error = &item["error"];
+            let ty = error["type"].as_str().unwrap().to_string();
+            let status = match ty.as_str() {
+                "ValueError" => LDP_VALUE_ERROR,
+                "TypeError" => LDP_TYPE_ERROR,
+                other => panic!("{name} {what}: a refusal of type {other}"),
+            };
+            expect(
+                what,
+                Want::Refused {
+                    status,
+                    ty,
+                    message: error["message"].as_str().unwrap().to_string(),
+                },
+            );
+            continue;
+        }
+        // The one documented divergence from Python: a value holding a lone surrogate. Python refuses it with its
+        // own text (a TypeError or ValueError of the protocol, or "value is not encodable as UTF-8"); through C it
+        // cannot even arrive as a string: as a JSON escape serde_json refuses the lone surrogate, and as bytes
+        // (WTF-8) it is not UTF-8. Either way the call is an LDP_INVALID_ARGUMENT, never a report.
+        records.push(format!(
+            "refuse\t{metric}\t{secret}\t{cohort}\t{}",
+            json_with_escapes(value)
+        ));
+        expect(
+            format!("{what} as a JSON escape"),
+            Want::RefusedLike {
+                status: LDP_INVALID_ARGUMENT,
+                ty: "ValueError",
+                prefix: "the value is not one JSON document: ",
+            },
+        );
+        records.push(format!(
+            "refusehex\t{metric}\t{secret}\t{cohort}\t{}",
+            hex(&wtf8(&serde_json::to_string(value).unwrap()))
+        ));
+        expect(
+            format!("{what} as WTF-8 in JSON"),
+            Want::RefusedLike {
+                status: LDP_INVALID_ARGUMENT,
+                ty: "ValueError",
+                prefix: "the value is not valid UTF-8",
+            },
+        );
+        if let Value::String(s) = value {
+            records.push(format!("recordhex\t{metric}\t{}", hex(&wtf8(s))));
+            expect(
+                format!("{what} as WTF-8 bytes to ldp_client_record_string"),
+                Want::RefusedLike {
+                    status: LDP_INVALID_ARGUMENT,
+                    ty: "ValueError",
+                    prefix: "the value is not valid UTF-8",
+                },
+            );
+        }
+    }
+
+    let mut text = records.join("\n");
+    text.push('\n');
+    assert!(
+        !text.contains('\r'),
+        "{name}: a record holds a carriage return"
+    );
+    std::fs::write(path, text).unwrap();
+    want
+}
+
+/// What is wrong with the C program's line `got` for `want`, if anything.
+fn mismatch(want: &Want, got: &str) -> Option<String> {
+    match want {
+        Want::Exact(w) => (w != got).then(|| format!("want {w:?}")),
+        Want::Charge(c) => {
+            let fields: Vec<&str> = got.split('\t').collect();
+            if fields.len() != 10 || fields[0] != "charge" {
+                return Some(format!("want a charge like {c}"));
+            }
+            let num = |i: usize| fields[i].parse::<f64>().unwrap_or(f64::NAN);
+            let cost = |e: usize, d: usize, v: &Value| {
+                close_ulps(num(e), f(&v["epsilon"]), 4.0) && close_ulps(num(d), f(&v["delta"]), 4.0)
+            };
+            let ok = if let Some(key) = c.get("memo_key") {
+                fields[1] == "1"
+                    && cost(2, 3, &c["then"])
+                    && cost(4, 5, &c["first"])
+                    && cost(6, 7, &c["cap"])
+                    && fields[8] == key.as_str().unwrap()
+                    && fields[9] == "-"
+            } else if let Some(stream) = c.get("change_stream") {
+                fields[1] == "2"
+                    && cost(2, 3, &c["cost"])
+                    && fields[8] == stream.as_str().unwrap()
+                    && fields[9] == c["change_value"].as_str().unwrap()
+            } else {
+                fields[1] == "0" && cost(2, 3, c) && fields[8] == "-" && fields[9] == "-"
+            };
+            (!ok).then(|| format!("want the charge {c}"))
+        }
+        Want::Refused {
+            status,
+            ty,
+            message,
+        } => {
+            let w = format!("refused\t{status}\t{ty}\t{message}");
+            let fields: Vec<&str> = got.splitn(4, '\t').collect();
+            let same = fields.len() == 4
+                && format!(
+                    "{}\t{}\t{}\t{}",
+                    fields[0],
+                    fields[1],
+                    fields[2],
+                    unescape(fields[3])
+                ) == w;
+            (!same).then(|| format!("want {w:?} (Python's {ty}: {message})"))
+        }
+        Want::RefusedLike { status, ty, prefix } => {
+            let fields: Vec<&str> = got.splitn(4, '\t').collect();
+            let same = fields.len() == 4
+                && fields[0] == "refused"
+                && fields[1] == status.to_string()
+                && fields[2] == *ty
+                && unescape(fields[3]).starts_with(prefix);
+            (!same).then(|| format!("want \"refused\\t{status}\\t{ty}\\t{prefix}…\""))
+        }
+    }
+}
+
+#[test]
+fn c_program_replays_the_conformance_vectors() {
+    let dir = work_dir();
+    let mut files = Vec::new();
+    let mut want = Vec::new();
+    for name in protocols() {
+        if registry::get(&name).is_none() {
+            continue;
+        }
+        let path = dir.join(format!("{name}.cases"));
+        want.extend(case_file(&name, &load(&name), &path));
+        files.push(path);
+    }
+    assert_eq!(
+        files.len(),
+        registry::names().len(),
+        "a case file per registered protocol"
+    );
+    let args: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let stdout = run(&args);
+    let got: Vec<&str> = stdout.lines().collect();
+
+    let mut wrong = Vec::new();
+    for (i, w) in want.iter().enumerate() {
+        let line = got.get(i).copied().unwrap_or("(no line)");
+        if let Some(why) = mismatch(&w.want, line) {
+            wrong.push(format!("{}:\n    got  {line:?}\n    {why}", w.what));
+        }
+    }
+    assert!(
+        wrong.is_empty() && got.len() == want.len(),
+        "{} of {} lines of the C program differ from the vectors ({} printed), the first ones:\n{}",
+        wrong.len(),
+        want.len(),
+        got.len(),
+        wrong
+            .iter()
+            .take(12)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let reports = want
+        .iter()
+        .filter(|w| matches!(w.want, Want::Charge(_)))
+        .count();
+    let refusals = want
+        .iter()
+        .filter(|w| matches!(w.want, Want::Refused { .. } | Want::RefusedLike { .. }))
+        .count();
+    assert!(
+        reports > 0 && refusals > 0,
+        "{reports} reports and {refusals} refusals replayed"
+    );
+    eprintln!(
+        "C replayed {reports} reports and {refusals} refusals of {} protocols",
+        files.len()
+    );
+}
+
+#[test]
+fn c_program_selftest() {
+    let state = work_dir().join("state");
+    let stdout = run(&[Path::new("--selftest"), &state]);
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("selftest: ") && last.ends_with(", 0 failed") && !stdout.contains("FAIL"),
+        "the C self-test failed:\n{stdout}"
+    );
+}
+
+#[test]
+fn lone_surrogate_markers_round_trip() {
+    let v: Value = serde_json::from_str(&mark_lone(
+        r#"["a\ud800b", "\ud83d\ude00", "\\ud800", "\udfff"]"#,
+    ))
+    .unwrap();
+    assert!(has_lone(&v[0]) && !has_lone(&v[1]) && !has_lone(&v[2]) && has_lone(&v[3]));
+    assert_eq!(json_with_escapes(&v[0]), r#""a\ud800b""#);
+    assert_eq!(wtf8(v[0].as_str().unwrap()), b"a\xed\xa0\x80b");
+    assert_eq!(wtf8(v[3].as_str().unwrap()), b"\xed\xbf\xbf");
+    assert!(std::str::from_utf8(&wtf8(v[0].as_str().unwrap())).is_err());
+}
+
+/// Whether `tool` runs (`tool --version`).
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn compile(cmd: &mut Command, what: &str) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({cmd:?}):\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The header compiles as C++ (its `extern "C"` guards), with and without the uploader's functions, and
+/// `module.modulemap` makes it the Clang module `LdpClient` (what Swift imports). Each check runs where its compiler
+/// is installed (`$CXX` or `c++`; `clang`) and is skipped with a note otherwise.
+#[test]
+fn header_compiles_as_cpp_and_as_a_clang_module() {
+    let root = manifest_dir();
+    let dir = work_dir().join("header");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cxx = std::env::var("CXX")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "c++".into());
+    if have(&cxx) {
+        let src = dir.join("header.cpp");
+        std::fs::write(
+            &src,
+            "#include \"ldp_client.h\"\n\
+             int main() { LdpStatus s = LDP_OK; LdpReplyAction a = LDP_REPLY_DONE; \
+             return static_cast<int>(s) + static_cast<int>(a) + (ldp_version() == nullptr); }\n",
+        )
+        .unwrap();
+        for define in [None, Some("-DLDP_CLIENT_UPLOADER")] {
+            let mut cmd = Command::new(&cxx);
+            cmd.args([
+                "-std=c++11",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-pedantic",
+                "-fsyntax-only",
+                "-I",
+            ])
+            .arg(root.join("include"))
+            .args(define)
+            .arg(&src);
+            compile(&mut cmd, "compiling the header as C++");
+        }
+    } else {
+        eprintln!("skipped: no C++ compiler ({cxx})");
+    }
+    if have("clang") {
+        let src = dir.join("module.m");
+        std::fs::write(
+            &src,
+            "@import LdpClient;\nint main(void) { LdpStatus s = LDP_OK; return (int)s + (ldp_version() == 0); }\n",
+        )
+        .unwrap();
+        let mut cmd = Command::new("clang");
+        cmd.args(["-x", "objective-c", "-fmodules", "-fsyntax-only", "-Werror"])
+            .arg(format!(
+                "-fmodules-cache-path={}",
+                dir.join("modules").display()
+            ))
+            .arg(format!(
+                "-fmodule-map-file={}",
+                root.join("module.modulemap").display()
+            ))
+            .arg(&src);
+        compile(&mut cmd, "importing the Clang module LdpClient");
+    } else {
+        eprintln!("skipped: no clang to check module.modulemap");
+    }
+}

@@ -1,0 +1,116 @@
+//! `include/ldp_client.h` is what cbindgen (the version pinned in Cargo.toml) generates from `src/ffi.rs` with
+//! `cbindgen.toml`, byte for byte. After changing the C interface, regenerate it in `clients/rust` with
+//!
+//! ```text
+//! LDP_BLESS=1 cargo test --test header
+//! ```
+
+use std::path::{Path, PathBuf};
+
+const REGENERATE: &str = "LDP_BLESS=1 cargo test --test header";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The sources of the C interface: `src/ffi.rs` and any file under `src/ffi/`, in a stable order.
+fn sources(root: &Path) -> Vec<PathBuf> {
+    let mut out = vec![root.join("src/ffi.rs")];
+    let mut stack = vec![root.join("src/ffi")];
+    let mut more = Vec::new();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                more.push(p);
+            }
+        }
+    }
+    more.sort();
+    out.extend(more);
+    out
+}
+
+/// The header as cbindgen generates it now.
+fn generate() -> Vec<u8> {
+    let root = root();
+    let config = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
+    let mut builder = cbindgen::Builder::new().with_config(config);
+    for src in sources(&root) {
+        builder = builder.with_src(src);
+    }
+    let bindings = builder.generate().expect("cbindgen parses src/ffi.rs");
+    let mut out = Vec::new();
+    bindings.write(&mut out);
+    out
+}
+
+/// Where two texts first differ: line number and both lines.
+fn first_difference(want: &str, have: &str) -> String {
+    let (w, h): (Vec<&str>, Vec<&str>) = (want.lines().collect(), have.lines().collect());
+    for i in 0..w.len().max(h.len()) {
+        let (a, b) = (w.get(i), h.get(i));
+        if a != b {
+            return format!(
+                "first difference at line {}:\n  generated: {}\n  committed: {}",
+                i + 1,
+                a.map_or("(end of file)".to_string(), |s| format!("{s:?}")),
+                b.map_or("(end of file)".to_string(), |s| format!("{s:?}")),
+            );
+        }
+    }
+    "the texts differ only in line endings or a final newline".to_string()
+}
+
+#[test]
+fn header_is_what_cbindgen_generates() {
+    let path = root().join("include/ldp_client.h");
+    let generated = generate();
+    if std::env::var_os("LDP_BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        if std::fs::read(&path).ok().as_deref() != Some(generated.as_slice()) {
+            std::fs::write(&path, &generated).unwrap();
+            eprintln!("rewrote {}", path.display());
+        }
+        return;
+    }
+    let committed = std::fs::read(&path).unwrap_or_default();
+    if committed != generated {
+        panic!(
+            "include/ldp_client.h is not what cbindgen generates from src/ffi.rs ({} bytes generated, {} committed); {}\n\
+             regenerate it in clients/rust with: {REGENERATE}",
+            generated.len(),
+            committed.len(),
+            first_difference(&String::from_utf8_lossy(&generated), &String::from_utf8_lossy(&committed)),
+        );
+    }
+}
+
+#[test]
+fn header_names_the_c_conventions() {
+    let text = String::from_utf8(generate()).unwrap();
+    for want in [
+        "#ifndef LDP_CLIENT_H",
+        "#define LDP_CLIENT_H",
+        "#include <stddef.h>",
+        "#include <stdint.h>",
+        "extern \"C\" {",
+        "typedef struct LdpClient LdpClient;",
+        "typedef struct LdpSpec LdpSpec;",
+        "typedef enum LdpStatus {",
+        "LDP_OK = 0,",
+        "LDP_VALUE_ERROR = 1,",
+        "LDP_INTERNAL = 10,",
+        "LDP_REPLY_DONE = 0,",
+        "LDP_REPLY_RETRY_AFTER = 2,",
+        "#define LDP_MAX_INPUT",
+        REGENERATE,
+    ] {
+        assert!(text.contains(want), "the generated header lacks {want:?}");
+    }
+}
