@@ -23,7 +23,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// The bytes of a hex string (either case), or a `ValueError` text.
 pub fn from_hex(text: &str) -> Result<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(Error::value(format!("hex text of odd length {}", text.len())));
     }
     let nibble = |c: u8| -> Result<u8> {

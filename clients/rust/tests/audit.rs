@@ -35,7 +35,12 @@ fn every_encoder_audits_exactly() {
             })
             .unwrap_or_else(|e| panic!("{name} {}: {e}", item["params"]));
             let want = item["epsilon"].as_f64().unwrap();
-            assert!(result.matches(want), "{name} {}: audited {}, Python's audit {want}", item["params"], result.epsilon);
+            assert!(
+                result.matches(want),
+                "{name} {}: audited {}, Python's audit {want}",
+                item["params"],
+                result.epsilon
+            );
             assert!(result.epsilon <= params.privacy_cost().epsilon * (1.0 + 1e-9), "{name}: above the claimed cost");
             assert!(result.outputs >= 2, "{name}: one output");
         }

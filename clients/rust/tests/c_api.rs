@@ -33,15 +33,7 @@ fn native_static_libs() -> &'static [&'static str] {
     if cfg!(target_os = "macos") {
         &["-lSystem", "-lc", "-lm"]
     } else {
-        &[
-            "-lgcc_s",
-            "-lutil",
-            "-lrt",
-            "-lpthread",
-            "-lm",
-            "-ldl",
-            "-lc",
-        ]
+        &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"]
     }
 }
 
@@ -50,17 +42,10 @@ fn native_static_libs() -> &'static [&'static str] {
 fn static_library() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let deps = exe.parent().expect("target/<profile>/deps");
-    let candidates = [
-        deps.join("libldp_client.a"),
-        deps.parent()
-            .expect("target/<profile>")
-            .join("libldp_client.a"),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .unwrap_or_else(|| panic!("no static library at {candidates:?}: is `staticlib` still a crate type in Cargo.toml?"))
+    let candidates = [deps.join("libldp_client.a"), deps.parent().expect("target/<profile>").join("libldp_client.a")];
+    candidates.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| {
+        panic!("no static library at {candidates:?}: is `staticlib` still a crate type in Cargo.toml?")
+    })
 }
 
 /// A folder of this test process under cargo's scratch folder for integration tests (older ones are removed).
@@ -95,29 +80,16 @@ fn program() -> &'static Path {
     PROGRAM.get_or_init(|| {
         let root = manifest_dir();
         let exe = work_dir().join("vectors");
-        let cc = std::env::var("CC")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "cc".into());
+        let cc = std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into());
         let mut cmd = Command::new(&cc);
-        cmd.args([
-            "-std=c99",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            "-O1",
-            "-I",
-        ])
-        .arg(root.join("include"))
-        .arg(root.join("tests/c/vectors.c"))
-        .arg(static_library())
-        .args(native_static_libs())
-        .arg("-o")
-        .arg(&exe);
-        let out = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
+        cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-I"])
+            .arg(root.join("include"))
+            .arg(root.join("tests/c/vectors.c"))
+            .arg(static_library())
+            .args(native_static_libs())
+            .arg("-o")
+            .arg(&exe);
+        let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
         assert!(
             out.status.success(),
             "compiling tests/c/vectors.c failed ({cmd:?}):\n{}{}",
@@ -130,10 +102,7 @@ fn program() -> &'static Path {
 
 /// Runs the C program; its stdout.
 fn run(args: &[&Path]) -> String {
-    let out = Command::new(program())
-        .args(args)
-        .output()
-        .expect("the C program runs");
+    let out = Command::new(program()).args(args).output().expect("the C program runs");
     let stdout = String::from_utf8(out.stdout).expect("the C program prints UTF-8");
     assert!(
         out.status.success(),
@@ -190,8 +159,7 @@ fn mark_lone(text: &str) -> String {
         }
         match unit(i) {
             Some(u)
-                if (0xd800..0xdc00).contains(&u)
-                    && matches!(unit(i + 6), Some(v) if (0xdc00..0xe000).contains(&v)) =>
+                if (0xd800..0xdc00).contains(&u) && matches!(unit(i + 6), Some(v) if (0xdc00..0xe000).contains(&v)) =>
             {
                 i += 12;
             }
@@ -251,14 +219,11 @@ fn wtf8(s: &str) -> Vec<u8> {
 }
 
 fn has_lone(v: &Value) -> bool {
-    serde_json::to_string(v)
-        .unwrap()
-        .contains(&format!("{LONE_MARK}LONE-"))
+    serde_json::to_string(v).unwrap().contains(&format!("{LONE_MARK}LONE-"))
 }
 
 fn load(name: &str) -> Value {
-    let text =
-        std::fs::read_to_string(vectors_dir().join(format!("{name}.json"))).expect("vector file");
+    let text = std::fs::read_to_string(vectors_dir().join(format!("{name}.json"))).expect("vector file");
     serde_json::from_str(&mark_lone(&text)).expect("vector JSON")
 }
 
@@ -295,24 +260,10 @@ fn hex(bytes: &[u8]) -> String {
 fn case_file(name: &str, doc: &Value, path: &Path) -> Vec<Expected> {
     let mut records: Vec<String> = Vec::new();
     let mut want = Vec::new();
-    let mut expect = |what: String, w: Want| {
-        want.push(Expected {
-            what: format!("{name}: {what}"),
-            want: w,
-        })
-    };
+    let mut expect = |what: String, w: Want| want.push(Expected { what: format!("{name}: {what}"), want: w });
 
-    records.push(format!(
-        "spec\t{}",
-        serde_json::to_string(&doc["spec"]).unwrap()
-    ));
-    expect(
-        "spec".into(),
-        Want::Exact(format!(
-            "fingerprint\t{}",
-            doc["spec_fingerprint"].as_str().unwrap()
-        )),
-    );
+    records.push(format!("spec\t{}", serde_json::to_string(&doc["spec"]).unwrap()));
+    expect("spec".into(), Want::Exact(format!("fingerprint\t{}", doc["spec_fingerprint"].as_str().unwrap())));
 
     for (i, c) in doc["cases"].as_array().unwrap().iter().enumerate() {
         let draws: Vec<String> = c["draws"]
@@ -325,12 +276,8 @@ fn case_file(name: &str, doc: &Value, path: &Path) -> Vec<Expected> {
             "case\t{}\t{}\t{}\t{}\t{}",
             c["metric"].as_str().unwrap(),
             c["window"].as_u64().unwrap(),
-            c.get("metric_secret")
-                .and_then(Value::as_str)
-                .unwrap_or("-"),
-            c.get("cohort")
-                .and_then(Value::as_u64)
-                .map_or(-1, |x| x as i64),
+            c.get("metric_secret").and_then(Value::as_str).unwrap_or("-"),
+            c.get("cohort").and_then(Value::as_u64).map_or(-1, |x| x as i64),
             draws.join(",")
         ));
         expect(format!("case {i}"), Want::Exact("case\tok".into()));
@@ -350,41 +297,25 @@ fn case_file(name: &str, doc: &Value, path: &Path) -> Vec<Expected> {
                 }
                 None => -1,
             };
-            records.push(format!(
-                "report\t{}\t{report_epoch}",
-                serde_json::to_string(&r["value"]).unwrap()
-            ));
+            records.push(format!("report\t{}\t{report_epoch}", serde_json::to_string(&r["value"]).unwrap()));
             let what = format!("case {i} report {j} (value {})", r["value"]);
             expect(format!("{what}: charge"), Want::Charge(charge.clone()));
-            expect(
-                format!("{what}: line"),
-                Want::Exact(format!("line\t{}", r["line"].as_str().unwrap())),
-            );
+            expect(format!("{what}: line"), Want::Exact(format!("line\t{}", r["line"].as_str().unwrap())));
         }
     }
 
     let spec = CollectionSpec::from_value(&doc["spec"], "spec").unwrap();
-    let refusals = doc
-        .get("refusals")
-        .and_then(|r| r.get("values"))
-        .and_then(Value::as_array);
+    let refusals = doc.get("refusals").and_then(|r| r.get("values")).and_then(Value::as_array);
     for (i, item) in refusals.into_iter().flatten().enumerate() {
         let metric = item["metric"].as_str().unwrap();
         let m = spec.metric(metric).unwrap();
         let protocol = m.protocol();
         let secret = if protocol.needs_secret { "73" } else { "-" };
-        let cohort = if protocol.assigned_cohorts(m.params.as_ref()) > 0 {
-            0
-        } else {
-            -1
-        };
+        let cohort = if protocol.assigned_cohorts(m.params.as_ref()) > 0 { 0 } else { -1 };
         let value = &item["value"];
         let what = format!("refusal {i} (value {})", json_with_escapes(value));
         if !has_lone(value) {
-            records.push(format!(
-                "refuse\t{metric}\t{secret}\t{cohort}\t{}",
-                serde_json::to_string(value).unwrap()
-            ));
+            records.push(format!("refuse\t{metric}\t{secret}\t{cohort}\t{}", serde_json::to_string(value).unwrap()));
             let error = &item["error"];
             let ty = error["type"].as_str().unwrap().to_string();
             let status = match ty.as_str() {
@@ -392,24 +323,14 @@ fn case_file(name: &str, doc: &Value, path: &Path) -> Vec<Expected> {
                 "TypeError" => LDP_TYPE_ERROR,
                 other => panic!("{name} {what}: a refusal of type {other}"),
             };
-            expect(
-                what,
-                Want::Refused {
-                    status,
-                    ty,
-                    message: error["message"].as_str().unwrap().to_string(),
-                },
-            );
+            expect(what, Want::Refused { status, ty, message: error["message"].as_str().unwrap().to_string() });
             continue;
         }
         // The one documented divergence from Python: a value holding a lone surrogate. Python refuses it with its
         // own text (a TypeError or ValueError of the protocol, or "value is not encodable as UTF-8"); through C it
         // cannot even arrive as a string: as a JSON escape serde_json refuses the lone surrogate, and as bytes
         // (WTF-8) it is not UTF-8. Either way the call is an LDP_INVALID_ARGUMENT, never a report.
-        records.push(format!(
-            "refuse\t{metric}\t{secret}\t{cohort}\t{}",
-            json_with_escapes(value)
-        ));
+        records.push(format!("refuse\t{metric}\t{secret}\t{cohort}\t{}", json_with_escapes(value)));
         expect(
             format!("{what} as a JSON escape"),
             Want::RefusedLike {
@@ -445,10 +366,7 @@ fn case_file(name: &str, doc: &Value, path: &Path) -> Vec<Expected> {
 
     let mut text = records.join("\n");
     text.push('\n');
-    assert!(
-        !text.contains('\r'),
-        "{name}: a record holds a carriage return"
-    );
+    assert!(!text.contains('\r'), "{name}: a record holds a carriage return");
     std::fs::write(path, text).unwrap();
     want
 }
@@ -483,21 +401,11 @@ fn mismatch(want: &Want, got: &str) -> Option<String> {
             };
             (!ok).then(|| format!("want the charge {c}"))
         }
-        Want::Refused {
-            status,
-            ty,
-            message,
-        } => {
+        Want::Refused { status, ty, message } => {
             let w = format!("refused\t{status}\t{ty}\t{message}");
             let fields: Vec<&str> = got.splitn(4, '\t').collect();
             let same = fields.len() == 4
-                && format!(
-                    "{}\t{}\t{}\t{}",
-                    fields[0],
-                    fields[1],
-                    fields[2],
-                    unescape(fields[3])
-                ) == w;
+                && format!("{}\t{}\t{}\t{}", fields[0], fields[1], fields[2], unescape(fields[3])) == w;
             (!same).then(|| format!("want {w:?} (Python's {ty}: {message})"))
         }
         Want::RefusedLike { status, ty, prefix } => {
@@ -525,11 +433,7 @@ fn c_program_replays_the_conformance_vectors() {
         want.extend(case_file(&name, &load(&name), &path));
         files.push(path);
     }
-    assert_eq!(
-        files.len(),
-        registry::names().len(),
-        "a case file per registered protocol"
-    );
+    assert_eq!(files.len(), registry::names().len(), "a case file per registered protocol");
     let args: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let stdout = run(&args);
     let got: Vec<&str> = stdout.lines().collect();
@@ -547,29 +451,12 @@ fn c_program_replays_the_conformance_vectors() {
         wrong.len(),
         want.len(),
         got.len(),
-        wrong
-            .iter()
-            .take(12)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        wrong.iter().take(12).cloned().collect::<Vec<_>>().join("\n")
     );
-    let reports = want
-        .iter()
-        .filter(|w| matches!(w.want, Want::Charge(_)))
-        .count();
-    let refusals = want
-        .iter()
-        .filter(|w| matches!(w.want, Want::Refused { .. } | Want::RefusedLike { .. }))
-        .count();
-    assert!(
-        reports > 0 && refusals > 0,
-        "{reports} reports and {refusals} refusals replayed"
-    );
-    eprintln!(
-        "C replayed {reports} reports and {refusals} refusals of {} protocols",
-        files.len()
-    );
+    let reports = want.iter().filter(|w| matches!(w.want, Want::Charge(_))).count();
+    let refusals = want.iter().filter(|w| matches!(w.want, Want::Refused { .. } | Want::RefusedLike { .. })).count();
+    assert!(reports > 0 && refusals > 0, "{reports} reports and {refusals} refusals replayed");
+    eprintln!("C replayed {reports} reports and {refusals} refusals of {} protocols", files.len());
 }
 
 #[test]
@@ -585,10 +472,7 @@ fn c_program_selftest() {
 
 #[test]
 fn lone_surrogate_markers_round_trip() {
-    let v: Value = serde_json::from_str(&mark_lone(
-        r#"["a\ud800b", "\ud83d\ude00", "\\ud800", "\udfff"]"#,
-    ))
-    .unwrap();
+    let v: Value = serde_json::from_str(&mark_lone(r#"["a\ud800b", "\ud83d\ude00", "\\ud800", "\udfff"]"#)).unwrap();
     assert!(has_lone(&v[0]) && !has_lone(&v[1]) && !has_lone(&v[2]) && has_lone(&v[3]));
     assert_eq!(json_with_escapes(&v[0]), r#""a\ud800b""#);
     assert_eq!(wtf8(v[0].as_str().unwrap()), b"a\xed\xa0\x80b");
@@ -598,10 +482,7 @@ fn lone_surrogate_markers_round_trip() {
 
 /// Whether `tool` runs (`tool --version`).
 fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success())
 }
 
 fn compile(cmd: &mut Command, what: &str) {
@@ -622,10 +503,7 @@ fn header_compiles_as_cpp_and_as_a_clang_module() {
     let root = manifest_dir();
     let dir = work_dir().join("header");
     std::fs::create_dir_all(&dir).unwrap();
-    let cxx = std::env::var("CXX")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "c++".into());
+    let cxx = std::env::var("CXX").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "c++".into());
     if have(&cxx) {
         let src = dir.join("header.cpp");
         std::fs::write(
@@ -637,18 +515,10 @@ fn header_compiles_as_cpp_and_as_a_clang_module() {
         .unwrap();
         for define in [None, Some("-DLDP_CLIENT_UPLOADER")] {
             let mut cmd = Command::new(&cxx);
-            cmd.args([
-                "-std=c++11",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-pedantic",
-                "-fsyntax-only",
-                "-I",
-            ])
-            .arg(root.join("include"))
-            .args(define)
-            .arg(&src);
+            cmd.args(["-std=c++11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "-I"])
+                .arg(root.join("include"))
+                .args(define)
+                .arg(&src);
             compile(&mut cmd, "compiling the header as C++");
         }
     } else {
@@ -663,14 +533,8 @@ fn header_compiles_as_cpp_and_as_a_clang_module() {
         .unwrap();
         let mut cmd = Command::new("clang");
         cmd.args(["-x", "objective-c", "-fmodules", "-fsyntax-only", "-Werror"])
-            .arg(format!(
-                "-fmodules-cache-path={}",
-                dir.join("modules").display()
-            ))
-            .arg(format!(
-                "-fmodule-map-file={}",
-                root.join("module.modulemap").display()
-            ))
+            .arg(format!("-fmodules-cache-path={}", dir.join("modules").display()))
+            .arg(format!("-fmodule-map-file={}", root.join("module.modulemap").display()))
             .arg(&src);
         compile(&mut cmd, "importing the Clang module LdpClient");
     } else {

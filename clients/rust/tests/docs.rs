@@ -17,7 +17,8 @@ fn names(cell: &str) -> Vec<String> {
 
 fn row(page: &str, key: &str) -> String {
     let text = std::fs::read_to_string(docs().join(page)).unwrap();
-    let line = text.lines().find(|l| l.starts_with(&format!("| {key} |"))).unwrap_or_else(|| panic!("{page}: no {key} row"));
+    let line =
+        text.lines().find(|l| l.starts_with(&format!("| {key} |"))).unwrap_or_else(|| panic!("{page}: no {key} row"));
     line.split('|').nth(2).unwrap().to_string()
 }
 
@@ -37,7 +38,8 @@ fn the_native_page_lists_the_protocols_and_the_not_yet_list() {
 fn the_conformance_pages_rust_column_is_the_clients() {
     let text = std::fs::read_to_string(docs().join("conformance.md")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let start = lines.iter().position(|l| l.starts_with("| protocol | Python | TypeScript | Kotlin | Rust / C |")).unwrap();
+    let start =
+        lines.iter().position(|l| l.starts_with("| protocol | Python | TypeScript | Kotlin | Rust / C |")).unwrap();
     let rows: Vec<Vec<String>> = lines[start + 2..]
         .iter()
         .take_while(|l| l.starts_with('|'))
@@ -46,7 +48,8 @@ fn the_conformance_pages_rust_column_is_the_clients() {
     let mut listed: Vec<String> = rows.iter().map(|r| r[1].trim_matches('`').to_string()).collect();
     listed.sort();
     assert_eq!(common::protocols(), listed, "one row per vector file");
-    let mut yes: Vec<String> = rows.iter().filter(|r| r[5] == "yes").map(|r| r[1].trim_matches('`').to_string()).collect();
+    let mut yes: Vec<String> =
+        rows.iter().filter(|r| r[5] == "yes").map(|r| r[1].trim_matches('`').to_string()).collect();
     yes.sort();
     let mut ours: Vec<String> = protocols::names().into_iter().map(str::to_string).collect();
     ours.sort();

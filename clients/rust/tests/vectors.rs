@@ -6,7 +6,9 @@ mod common;
 use common::{close_ulps, f, has_lone, load, protocols};
 use ldp_client::bytes::{from_hex, hex, metric_secret};
 use ldp_client::random::ReplaySource;
-use ldp_client::{envelope_json, protocols as registry, Charge, CollectionSpec, EncoderOptions, Error, PrivacyCost, Value};
+use ldp_client::{
+    envelope_json, protocols as registry, Charge, CollectionSpec, EncoderOptions, Error, PrivacyCost, Value,
+};
 
 fn cost_of(v: &Value) -> PrivacyCost {
     PrivacyCost::new(f(&v["epsilon"]), f(&v["delta"]))
@@ -73,12 +75,7 @@ fn cases(doc: &Value) {
             secret = Some(s.to_vec());
         }
         let cohort = c.get("cohort").and_then(Value::as_u64).map(|x| x as u32);
-        let options = EncoderOptions {
-            rng: Some(Box::new(Shared(counter.clone()))),
-            secret,
-            cohort,
-            prr_rng: None,
-        };
+        let options = EncoderOptions { rng: Some(Box::new(Shared(counter.clone()))), secret, cohort, prr_rng: None };
         let mut encoder = m.protocol().encoder(m.params.clone(), options).unwrap();
         let mut epoch: i64 = -1;
         let mut last: Option<String> = None;
