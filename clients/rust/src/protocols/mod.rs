@@ -4,18 +4,20 @@
 //! and a spec naming it is refused with a clear error.
 
 pub(crate) mod memoized;
+pub mod hadamard;
+pub mod local_hashing;
 pub mod rr;
 pub mod unary;
 
 use crate::encoder::Protocol;
 
-static ALL: &[&Protocol] = &[&rr::RR, &rr::GRR, &unary::SUE, &unary::OUE, &unary::LOUE];
+static ALL: &[&Protocol] = &[&rr::RR, &rr::GRR, &unary::SUE, &unary::OUE, &unary::LOUE, &local_hashing::OLH, &local_hashing::BLH, &hadamard::HR, &hadamard::SS];
 
 /// The protocols of the Python client this client does not implement yet (docs/native-client.md prints it).
 pub const NOT_YET: &[&str] = &[
-    "blh", "bucket-grr", "bucket-oue", "cms", "dbitflip", "duchi", "hcms", "hh", "hr", "hr-block", "hybrid", "lgrr",
-    "memo-dbitflip", "memo-mean", "multi", "olh", "pem", "piecewise", "rappor", "rappor-ngrams", "sfp",
-    "ss", "thresh",
+    "bucket-grr", "bucket-oue", "cms", "dbitflip", "duchi", "hcms", "hh", "hr-block", "hybrid", "lgrr",
+    "memo-dbitflip", "memo-mean", "multi", "pem", "piecewise", "rappor", "rappor-ngrams", "sfp",
+    "thresh",
 ];
 
 /// The protocol called `name`, if this client implements it.

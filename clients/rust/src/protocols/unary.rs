@@ -58,7 +58,7 @@ pub struct UnaryParams {
 
 /// Python's `_check_unary`: the domain, that p and q are realizable and informative (`what`: the ε named), the
 /// labels.
-fn check_unary(protocol: &str, values: &ParamValues, p: f64, q: f64, what: &str) -> Result<(u64, Option<Vec<String>>)> {
+pub(crate) fn check_unary(protocol: &str, values: &ParamValues, p: f64, q: f64, what: &str) -> Result<(u64, Option<Vec<String>>)> {
     let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))?;
     if q <= 0.0 || p >= 1.0 {
         return Err(Error::value(format!(
