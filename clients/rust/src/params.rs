@@ -143,6 +143,12 @@ pub trait ProtocolParams: fmt::Debug + Send + Sync + Any {
         int_of(self.values().get("domain_size")).and_then(|d| u64::try_from(d).ok())
     }
 
+    /// Checks what the parameters' cost needs beyond the constructor's checks (RAPPOR: a finite ε₁); a spec and an
+    /// encoder refuse parameters that fail it.
+    fn check_cost(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The dict the fingerprint hashes: float fields written as Python floats.
     fn canonical_dict(&self) -> Value {
         canonical_dict(self.fields(), self.values())

@@ -374,7 +374,7 @@ impl Checker {
         if !required.iter().all(|k| o.contains_key(*k)) || !o.keys().all(|k| entry.fields.iter().any(|f| f.name == k)) {
             return None;
         }
-        match entry.params(raw) {
+        match entry.params(raw).and_then(|p| p.check_cost().map(|()| p)) {
             Ok(p) => Some(p),
             Err(e @ (Error::Value(_) | Error::Type(_))) => {
                 let msg = e.to_string();
