@@ -180,6 +180,42 @@ typedef struct LdpCharge {
     char value_hex[65];
 } LdpCharge;
 
+#if defined(LDP_CLIENT_UPLOADER)
+/**
+ * What `ldp_client_upload` did.
+ */
+typedef struct LdpUploadResult {
+    /**
+     * Batches acknowledged.
+     */
+    uint64_t batches;
+    /**
+     * Reports acknowledged and deleted from the outbox.
+     */
+    uint64_t acknowledged;
+    /**
+     * Lines the collector stored.
+     */
+    uint64_t accepted;
+    /**
+     * Lines the collector refused (all reasons).
+     */
+    uint64_t rejected;
+    /**
+     * Batches the collector had stored already.
+     */
+    uint64_t duplicates;
+    /**
+     * Why the call returned: 0 nothing left, 1 the upload interval, 2 the call's deadline.
+     */
+    uint32_t stopped;
+    /**
+     * Unix seconds from which the next batch may go (−infinity: at once).
+     */
+    double next_upload_at;
+} LdpUploadResult;
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -503,6 +539,25 @@ enum LdpStatus ldp_client_handle_reply(const struct LdpClient *client,
  * `request` is null or a handle not freed before.
  */
 void ldp_request_free(struct LdpRequest *request);
+
+#if defined(LDP_CLIENT_UPLOADER)
+/**
+ * Uploads the client's due batches over HTTP(S) (the `uploader` feature): `endpoints` is an array of `n_endpoints`
+ * collector URLs (`https://host/v1/reports`, failed over in turn), `token` the app's bearer token,
+ * `timeout_seconds` the deadline of one request from connecting to the end of the reply (≤ 0: 30 s),
+ * `call_timeout_seconds` that of the whole call (≤ 0: none). What was not acknowledged stays queued.
+ *
+ * # Safety
+ * Pointers valid as documented; `endpoints` holds `n_endpoints` NUL-terminated strings.
+ */
+enum LdpStatus ldp_client_upload(const struct LdpClient *client,
+                                 const char *const *endpoints,
+                                 size_t n_endpoints,
+                                 const char *token,
+                                 double timeout_seconds,
+                                 double call_timeout_seconds,
+                                 struct LdpUploadResult *result);
+#endif
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -125,7 +125,8 @@ impl RandomSource for AuditSource {
 
     fn bernoulli(&mut self, p: f64) -> Result<bool> {
         let t = threshold_big(p)?;
-        let c = self.choose(2, |c| if c == 1 { Prob::new(t.clone(), two64()) } else { Prob::new(two64() - &t, two64()) })?;
+        let c =
+            self.choose(2, |c| if c == 1 { Prob::new(t.clone(), two64()) } else { Prob::new(two64() - &t, two64()) })?;
         Ok(c == 1)
     }
 

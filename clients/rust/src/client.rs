@@ -97,8 +97,10 @@ impl ClientBuilder {
             let state = tx.state();
             match state {
                 None => {
-                    let secret: [u8; 32] = r.token_bytes(32)?.try_into().map_err(|_| Error::Internal("short secret".into()))?;
-                    let salt: [u8; 32] = r.token_bytes(32)?.try_into().map_err(|_| Error::Internal("short salt".into()))?;
+                    let secret: [u8; 32] =
+                        r.token_bytes(32)?.try_into().map_err(|_| Error::Internal("short secret".into()))?;
+                    let salt: [u8; 32] =
+                        r.token_bytes(32)?.try_into().map_err(|_| Error::Internal("short salt".into()))?;
                     *state = Some(DeviceState::new(&spec.name, secret, salt));
                     Ok(secret)
                 }
@@ -110,7 +112,14 @@ impl ClientBuilder {
                 Some(s) => Ok(s.secret),
             }
         })?;
-        Ok(TelemetryClient { spec, store: self.store, clock: self.clock, rng, encoders: Mutex::new(HashMap::new()), device_secret })
+        Ok(TelemetryClient {
+            spec,
+            store: self.store,
+            clock: self.clock,
+            rng,
+            encoders: Mutex::new(HashMap::new()),
+            device_secret,
+        })
     }
 }
 
@@ -150,7 +159,8 @@ impl TelemetryClient {
         state: &mut DeviceState,
         f: impl FnOnce(&mut Encoder, &mut DeviceState) -> Result<T>,
     ) -> Result<T> {
-        let mut encoders = self.encoders.lock().map_err(|_| Error::Internal("the encoders' lock is poisoned".into()))?;
+        let mut encoders =
+            self.encoders.lock().map_err(|_| Error::Internal("the encoders' lock is poisoned".into()))?;
         if let Some(e) = encoders.get_mut(metric) {
             return f(e, state);
         }
@@ -171,7 +181,8 @@ impl TelemetryClient {
                 }
             }
         }
-        let secret = if protocol.needs_secret { Some(metric_secret(&self.device_secret, metric)?.to_vec()) } else { None };
+        let secret =
+            if protocol.needs_secret { Some(metric_secret(&self.device_secret, metric)?.to_vec()) } else { None };
         let options = EncoderOptions { rng: Some(Box::new(self.rng.clone())), secret, cohort, prr_rng: None };
         let mut encoder = protocol.encoder(m.params.clone(), options)?;
         let out = f(&mut encoder, state);
@@ -240,7 +251,10 @@ impl TelemetryClient {
                 p.id
             )));
         }
-        Ok(Batch { id: p.id.clone(), reports: records.into_iter().map(|r| PendingReport { id: r.id, line: r.line }).collect() })
+        Ok(Batch {
+            id: p.id.clone(),
+            reports: records.into_iter().map(|r| PendingReport { id: r.id, line: r.line }).collect(),
+        })
     }
 
     fn pin(state: &DeviceState, records: &[OutboxRecord]) -> Result<PinnedPart> {
@@ -308,7 +322,10 @@ impl Outbox for TelemetryClient {
                 if !state_of(tx)?.parts.iter().any(|q| q.id == batch) {
                     return Ok(0); // acknowledged already (another process)
                 }
-                return Err(Error::Ledger(format!("batch {batch} acknowledged before the part pinned ahead of it ({})", p.id)));
+                return Err(Error::Ledger(format!(
+                    "batch {batch} acknowledged before the part pinned ahead of it ({})",
+                    p.id
+                )));
             }
             let records = tx.head((p.last - p.first + 1) as usize)?;
             let wanted: std::collections::HashSet<u64> = ids.iter().copied().collect();

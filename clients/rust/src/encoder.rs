@@ -44,7 +44,8 @@ impl Report {
     }
 
     pub(crate) fn write_json(&self, out: &mut String) {
-        let _ = write!(out, "{{\"v\":1,\"protocol\":\"{}\",\"params\":\"{}\",\"payload\":{{", self.protocol, self.params);
+        let _ =
+            write!(out, "{{\"v\":1,\"protocol\":\"{}\",\"params\":\"{}\",\"payload\":{{", self.protocol, self.params);
         for (i, (name, v)) in self.payload.iter().enumerate() {
             if i > 0 {
                 out.push(',');
@@ -279,11 +280,18 @@ impl fmt::Debug for Encoder {
 }
 
 /// `LabeledDomain.index_of`: the index of a label, or of an int index in `[0, domain_size)`, with Python's errors.
-pub(crate) fn domain_index_of(protocol: &str, domain_size: u64, labels: Option<&[String]>, value: &Value) -> Result<u64> {
+pub(crate) fn domain_index_of(
+    protocol: &str,
+    domain_size: u64,
+    labels: Option<&[String]>,
+    value: &Value,
+) -> Result<u64> {
     if let (Value::String(s), Some(labels)) = (value, labels) {
         return match labels.iter().position(|l| l == s) {
             Some(i) => Ok(i as u64),
-            None => Err(Error::value(format!("value {} is not one of the {domain_size} declared labels", pytext::repr(s)))),
+            None => {
+                Err(Error::value(format!("value {} is not one of the {domain_size} declared labels", pytext::repr(s))))
+            }
         };
     }
     if is_int(value) {
@@ -322,7 +330,11 @@ impl Protocol {
     /// An encoder of `params` (which must be this protocol's).
     pub fn encoder(&self, params: Arc<dyn ProtocolParams>, options: EncoderOptions) -> Result<Encoder> {
         if params.protocol() != self.name {
-            return Err(Error::InvalidArgument(format!("{} encoder given {} parameters", self.name, params.protocol())));
+            return Err(Error::InvalidArgument(format!(
+                "{} encoder given {} parameters",
+                self.name,
+                params.protocol()
+            )));
         }
         (self.make_encoder)(params, options)
     }

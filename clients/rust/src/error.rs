@@ -113,9 +113,14 @@ impl fmt::Display for Error {
                 } else {
                     format!("metric {}", pytext::repr(scope))
                 };
-                write!(f, "privacy budget exceeded for {who} ({period}): spent {spent}, requested {requested}, cap {cap}")
+                write!(
+                    f,
+                    "privacy budget exceeded for {who} ({period}): spent {spent}, requested {requested}, cap {cap}"
+                )
             }
-            Error::UploadRejected { status, message } => write!(f, "the collector refused the batch ({status}): {message}"),
+            Error::UploadRejected { status, message } => {
+                write!(f, "the collector refused the batch ({status}): {message}")
+            }
         }
     }
 }

@@ -419,12 +419,17 @@ pub unsafe extern "C" fn ldp_encoder_new(
         let spec = handle(spec, "spec")?.0.clone();
         let metric = c_str(metric, "metric")?;
         let m = spec.metric(metric)?;
-        let secret = if secret.is_null() && secret_len == 0 { None } else { Some(c_bytes(secret, secret_len, "secret")?.to_vec()) };
+        let secret = if secret.is_null() && secret_len == 0 {
+            None
+        } else {
+            Some(c_bytes(secret, secret_len, "secret")?.to_vec())
+        };
         let cohort = match cohort {
             -1 => None,
             c => Some(u32::try_from(c).map_err(|_| invalid(format!("cohort must be -1 or in [0, 2^32), got {c}")))?),
         };
-        let rng: Option<Box<dyn RandomSource>> = if random.is_null() { None } else { Some(Box::new(handle(random, "random")?.clone())) };
+        let rng: Option<Box<dyn RandomSource>> =
+            if random.is_null() { None } else { Some(Box::new(handle(random, "random")?.clone())) };
         let encoder = m.protocol().encoder(m.params.clone(), EncoderOptions { rng, secret, cohort, prr_rng: None })?;
         *o = Box::into_raw(Box::new(LdpEncoder { encoder, spec: spec.clone(), metric: metric.to_string() }));
         Ok(())
@@ -555,7 +560,11 @@ pub unsafe extern "C" fn ldp_encoder_free(encoder: *mut LdpEncoder) {
 /// One device's client of one collection: budget ledger, outbox, upload.
 pub struct LdpClient(TelemetryClient);
 
-fn open_client(spec: *const LdpSpec, random: *const LdpRandom, store: impl crate::ledger::StateStore + 'static) -> Result<LdpClient> {
+fn open_client(
+    spec: *const LdpSpec,
+    random: *const LdpRandom,
+    store: impl crate::ledger::StateStore + 'static,
+) -> Result<LdpClient> {
     let spec = handle(spec, "spec")?.0.as_ref().clone();
     let mut b = TelemetryClient::builder(spec, store);
     if !random.is_null() {
@@ -639,7 +648,12 @@ pub unsafe extern "C" fn ldp_client_record_json(
 /// # Safety
 /// Pointers valid as documented.
 #[no_mangle]
-pub unsafe extern "C" fn ldp_client_record_int(client: *const LdpClient, metric: *const c_char, value: i64, id: *mut u64) -> LdpStatus {
+pub unsafe extern "C" fn ldp_client_record_int(
+    client: *const LdpClient,
+    metric: *const c_char,
+    value: i64,
+    id: *mut u64,
+) -> LdpStatus {
     guard(|| record(client, metric, Value::from(value), id))
 }
 
@@ -648,7 +662,12 @@ pub unsafe extern "C" fn ldp_client_record_int(client: *const LdpClient, metric:
 /// # Safety
 /// Pointers valid as documented.
 #[no_mangle]
-pub unsafe extern "C" fn ldp_client_record_double(client: *const LdpClient, metric: *const c_char, value: f64, id: *mut u64) -> LdpStatus {
+pub unsafe extern "C" fn ldp_client_record_double(
+    client: *const LdpClient,
+    metric: *const c_char,
+    value: f64,
+    id: *mut u64,
+) -> LdpStatus {
     guard(|| {
         let v = serde_json::Number::from_f64(value)
             .map(Value::Number)
@@ -795,7 +814,11 @@ pub unsafe extern "C" fn ldp_request_header(
 /// # Safety
 /// Pointers valid as documented.
 #[no_mangle]
-pub unsafe extern "C" fn ldp_request_body(request: *const LdpRequest, body: *mut *const u8, len: *mut usize) -> LdpStatus {
+pub unsafe extern "C" fn ldp_request_body(
+    request: *const LdpRequest,
+    body: *mut *const u8,
+    len: *mut usize,
+) -> LdpStatus {
     guard(|| {
         let r = handle(request, "request")?;
         *self::out(body, "body")? = r.request.body.as_ptr();
@@ -858,7 +881,12 @@ pub unsafe extern "C" fn ldp_client_handle_reply(
         let retry = if retry_after.is_null() { None } else { Some(c_str(retry_after, "retry_after")?) };
         let status = match status {
             -1 => None,
-            s => Some(u16::try_from(s).ok().filter(|s| (100..=599).contains(s)).ok_or_else(|| invalid(format!("status {s} is not an HTTP status or -1")))?),
+            s => Some(
+                u16::try_from(s)
+                    .ok()
+                    .filter(|s| (100..=599).contains(s))
+                    .ok_or_else(|| invalid(format!("status {s} is not an HTTP status or -1")))?,
+            ),
         };
         let over = truncated != 0 || body_len > crate::upload::MAX_ANSWER;
         match Reply::classify(status, body, over, retry, &r.batch, crate::client::system_clock()) {
@@ -890,4 +918,83 @@ pub unsafe extern "C" fn ldp_request_free(request: *mut LdpRequest) {
     if !request.is_null() {
         drop(Box::from_raw(request));
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The blocking uploader (feature `uploader`)
+
+/// What `ldp_client_upload` did.
+#[cfg(feature = "uploader")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LdpUploadResult {
+    /// Batches acknowledged.
+    pub batches: u64,
+    /// Reports acknowledged and deleted from the outbox.
+    pub acknowledged: u64,
+    /// Lines the collector stored.
+    pub accepted: u64,
+    /// Lines the collector refused (all reasons).
+    pub rejected: u64,
+    /// Batches the collector had stored already.
+    pub duplicates: u64,
+    /// Why the call returned: 0 nothing left, 1 the upload interval, 2 the call's deadline.
+    pub stopped: u32,
+    /// Unix seconds from which the next batch may go (−infinity: at once).
+    pub next_upload_at: f64,
+}
+
+/// Uploads the client's due batches over HTTP(S) (the `uploader` feature): `endpoints` is an array of `n_endpoints`
+/// collector URLs (`https://host/v1/reports`, failed over in turn), `token` the app's bearer token,
+/// `timeout_seconds` the deadline of one request from connecting to the end of the reply (≤ 0: 30 s),
+/// `call_timeout_seconds` that of the whole call (≤ 0: none). What was not acknowledged stays queued.
+///
+/// # Safety
+/// Pointers valid as documented; `endpoints` holds `n_endpoints` NUL-terminated strings.
+#[cfg(feature = "uploader")]
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_upload(
+    client: *const LdpClient,
+    endpoints: *const *const c_char,
+    n_endpoints: usize,
+    token: *const c_char,
+    timeout_seconds: f64,
+    call_timeout_seconds: f64,
+    result: *mut LdpUploadResult,
+) -> LdpStatus {
+    use crate::upload::{Stopped, UploadOptions, Uploader};
+    guard(|| {
+        let o = self::out(result, "result")?;
+        *o = LdpUploadResult::default();
+        let c = handle(client, "client")?;
+        if endpoints.is_null() || n_endpoints == 0 || n_endpoints > 64 {
+            return Err(invalid("endpoints must be an array of 1 to 64 URLs"));
+        }
+        let mut list = Vec::with_capacity(n_endpoints);
+        for i in 0..n_endpoints {
+            list.push(c_str(*endpoints.add(i), "an endpoint")?);
+        }
+        let mut options = UploadOptions::new(&list, c_str(token, "token")?)?;
+        if timeout_seconds.is_finite() && timeout_seconds > 0.0 {
+            options.timeout = std::time::Duration::from_secs_f64(timeout_seconds.min(86400.0));
+        }
+        if call_timeout_seconds.is_finite() && call_timeout_seconds > 0.0 {
+            options.call_timeout = Some(std::time::Duration::from_secs_f64(call_timeout_seconds.min(86400.0 * 7.0)));
+        }
+        let r = Uploader::new(options).upload(&c.0)?;
+        *o = LdpUploadResult {
+            batches: r.batches,
+            acknowledged: r.acknowledged,
+            accepted: r.accepted,
+            rejected: r.rejected.iter().map(|(_, n)| n).sum(),
+            duplicates: r.duplicates,
+            stopped: match r.stopped {
+                Stopped::Empty => 0,
+                Stopped::Interval => 1,
+                Stopped::Deadline => 2,
+            },
+            next_upload_at: r.next_upload_at,
+        };
+        Ok(())
+    })
 }

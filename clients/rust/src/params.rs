@@ -184,7 +184,10 @@ pub(crate) fn fingerprint_of(protocol: &str, fields: &[ParamField], values: &Par
 /// (`missing GRRParams parameters: ['domain_size']`, in field order); defaults fill the rest.
 pub(crate) fn from_dict(class_name: &str, fields: &'static [ParamField], d: &Value) -> Result<ParamValues> {
     let Value::Object(d) = d else {
-        return Err(Error::type_(format!("{class_name} parameters must be an object, got {}", crate::value::type_name(d))));
+        return Err(Error::type_(format!(
+            "{class_name} parameters must be an object, got {}",
+            crate::value::type_name(d)
+        )));
     };
     let mut unknown: Vec<&String> = d.keys().filter(|k| !fields.iter().any(|f| f.name == k.as_str())).collect();
     if !unknown.is_empty() {
@@ -320,7 +323,8 @@ pub(crate) fn max_line_bytes(protocol: &str, schema: &[PayloadField]) -> u64 {
         })
         .collect();
     let zeros = "0".repeat(16);
-    let report = format!("{{\"v\":1,\"protocol\":\"{protocol}\",\"params\":\"{zeros}\",\"payload\":{{{}}}}}", payload.join(","));
+    let report =
+        format!("{{\"v\":1,\"protocol\":\"{protocol}\",\"params\":\"{zeros}\",\"payload\":{{{}}}}}", payload.join(","));
     let envelope = format!(
         "{{\"spec\":\"{zeros}\",\"metric\":\"{}\",\"window\":{MAX_WINDOW},\"report\":{report}}}",
         "m".repeat(32)

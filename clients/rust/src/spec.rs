@@ -143,10 +143,8 @@ impl CollectionSpec {
 
     /// [`CollectionSpec::parse`], naming `source` (a file name) in errors.
     pub fn parse_from(text: &str, source: &str) -> Result<Self> {
-        let data = crate::json::parse(text).map_err(|e| Error::Spec {
-            source: source.into(),
-            errors: vec![format!("$: not valid JSON: {e}")],
-        })?;
+        let data = crate::json::parse(text)
+            .map_err(|e| Error::Spec { source: source.into(), errors: vec![format!("$: not valid JSON: {e}")] })?;
         Self::from_value(&data, source)
     }
 
@@ -258,7 +256,13 @@ impl Checker {
         self.errors.push(format!("{path}: {}", msg.as_ref()));
     }
 
-    fn obj<'a>(&mut self, value: &'a Value, path: &str, required: &[&str], optional: &[&str]) -> Option<&'a Map<String, Value>> {
+    fn obj<'a>(
+        &mut self,
+        value: &'a Value,
+        path: &str,
+        required: &[&str],
+        optional: &[&str],
+    ) -> Option<&'a Map<String, Value>> {
         let Value::Object(m) = value else {
             self.fail(path, format!("must be an object, got {}", kind(value)));
             return None;
@@ -286,12 +290,17 @@ impl Checker {
         match int_of(value) {
             Some(i) if i < low as i128 => self.fail(path, format!("must be >= {low}, got {}", num_text(value))),
             Some(i) if i <= high as i128 => return Some(i as i64),
-            Some(_) => self.fail(path, format!("must be <= {} ({why}), got {}", thousands(high as i128), thousands_big(value))),
+            Some(_) => {
+                self.fail(path, format!("must be <= {} ({why}), got {}", thousands(high as i128), thousands_big(value)))
+            }
             None => {
                 if num_text(value).starts_with('-') {
                     self.fail(path, format!("must be >= {low}, got {}", num_text(value)))
                 } else {
-                    self.fail(path, format!("must be <= {} ({why}), got {}", thousands(high as i128), thousands_big(value)))
+                    self.fail(
+                        path,
+                        format!("must be <= {} ({why}), got {}", thousands(high as i128), thousands_big(value)),
+                    )
                 }
             }
         }
@@ -443,7 +452,9 @@ impl Checker {
                     let proto = params.as_ref().map(|p| p.protocol()).unwrap_or("");
                     self.fail(
                         &cpath,
-                        format!("{proto} has a fixed domain (domain_size={d}); candidates are for open-domain protocols"),
+                        format!(
+                            "{proto} has a fixed domain (domain_size={d}); candidates are for open-domain protocols"
+                        ),
                     );
                 }
                 Some(c.clone())
@@ -496,7 +507,8 @@ impl Checker {
             }
         }
         let default_window = Value::from(86400);
-        let window = self.int(d.get("window_seconds").unwrap_or(&default_window), "window_seconds", 1, MAX_SECONDS, SECONDS_WHY);
+        let window =
+            self.int(d.get("window_seconds").unwrap_or(&default_window), "window_seconds", 1, MAX_SECONDS, SECONDS_WHY);
         let mut total = Budget::default();
         if let Some(braw) = d.get("budget") {
             if let Some(b) = self.obj(braw, "budget", &["per_window", "lifetime"], &[]) {
@@ -507,11 +519,14 @@ impl Checker {
         }
         let (mut interval, mut batch) = (86400i64, 1000i64);
         let empty = Value::Object(Map::new());
-        if let Some(up) = self.obj(d.get("upload").unwrap_or(&empty), "upload", &[], &["min_interval_seconds", "max_batch"]) {
+        if let Some(up) =
+            self.obj(d.get("upload").unwrap_or(&empty), "upload", &[], &["min_interval_seconds", "max_batch"])
+        {
             let v = up.get("min_interval_seconds").cloned().unwrap_or(Value::from(86400));
             interval = self.int(&v, "upload.min_interval_seconds", 0, MAX_SECONDS, SECONDS_WHY).unwrap_or(86400);
             let v = up.get("max_batch").cloned().unwrap_or(Value::from(1000));
-            batch = self.int(&v, "upload.max_batch", 1, MAX_BATCH, "a client holds one batch in memory").unwrap_or(1000);
+            batch =
+                self.int(&v, "upload.max_batch", 1, MAX_BATCH, "a client holds one batch in memory").unwrap_or(1000);
         }
         let description = match d.get("description") {
             None => String::new(),

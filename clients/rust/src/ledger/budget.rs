@@ -95,7 +95,8 @@ pub(crate) fn charge(
         }
     };
     let m = spec.metric(metric)?;
-    let scopes = [(metric, m.budget.per_window, m.budget.lifetime), (ALL_METRICS, spec.budget.per_window, spec.budget.lifetime)];
+    let scopes =
+        [(metric, m.budget.per_window, m.budget.lifetime), (ALL_METRICS, spec.budget.per_window, spec.budget.lifetime)];
     for (scope, per_window, lifetime) in scopes {
         let t = find(&state.totals, scope);
         let (we, wd) = t.filter(|t| t.window == window).map_or((0.0, 0.0), |t| (t.window_epsilon, t.window_delta));
@@ -119,7 +120,13 @@ pub(crate) fn charge(
         if find(&state.totals, scope).is_none() {
             state.totals.push((
                 scope.to_string(),
-                ScopeTotal { window, window_epsilon: 0.0, window_delta: 0.0, lifetime_epsilon: 0.0, lifetime_delta: 0.0 },
+                ScopeTotal {
+                    window,
+                    window_epsilon: 0.0,
+                    window_delta: 0.0,
+                    lifetime_epsilon: 0.0,
+                    lifetime_delta: 0.0,
+                },
             ));
         }
         let t = find_mut(&mut state.totals, scope).ok_or_else(|| Error::Internal("a total vanished".into()))?;

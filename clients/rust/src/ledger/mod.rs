@@ -4,8 +4,8 @@ mod budget;
 mod state;
 mod store;
 
-pub use budget::{check_clock, Reservation, MAX_CLOCK};
 pub(crate) use budget::{advance, charge, spent, window_at};
+pub use budget::{check_clock, Reservation, MAX_CLOCK};
 pub use state::{DeviceState, PinnedPart, ScopeTotal};
-pub use store::{FileStore, MemoryStore, OutboxRecord, StateStore, StoreTransaction};
 pub(crate) use store::transact;
+pub use store::{FileStore, MemoryStore, OutboxRecord, StateStore, StoreTransaction};

@@ -161,12 +161,16 @@ impl DeviceState {
         };
         let num = |v: &Value, what: &str| -> Result<f64> {
             match v {
-                Value::Number(_) => Ok(crate::value::f64_of(v)).and_then(|x| if x.is_nan() { Err(damaged(what)) } else { Ok(x) }),
+                Value::Number(_) => {
+                    Ok(crate::value::f64_of(v)).and_then(|x| if x.is_nan() { Err(damaged(what)) } else { Ok(x) })
+                }
                 _ => Err(damaged(format!("{what} is not a number"))),
             }
         };
         let uint = |v: &Value, what: &str| -> Result<u64> {
-            int_of(v).and_then(|i| u64::try_from(i).ok()).ok_or_else(|| damaged(format!("{what} is not an integer >= 0")))
+            int_of(v)
+                .and_then(|i| u64::try_from(i).ok())
+                .ok_or_else(|| damaged(format!("{what} is not an integer >= 0")))
         };
         let sint = |v: &Value, what: &str| -> Result<i64> {
             int_of(v).and_then(|i| i64::try_from(i).ok()).ok_or_else(|| damaged(format!("{what} is not an integer")))

@@ -206,7 +206,8 @@ impl FileStore {
 
     fn os_lock(&self, deadline: Instant) -> Result<File> {
         let path = self.dir.join("lock");
-        let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| io_err(&path, e))?;
+        let file =
+            OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| io_err(&path, e))?;
         let mut pause = Duration::from_millis(1);
         loop {
             match file.try_lock() {
@@ -237,7 +238,8 @@ impl FileStore {
             serde_json::from_str(&text).map_err(|e| Error::Ledger(format!("{} is damaged: {e}", path.display())))?;
         let device = DeviceState::from_value(&doc["device"])?;
         let o = doc["outbox"].as_array().filter(|o| o.len() == 5);
-        let n: Option<Vec<u64>> = o.map(|o| o.iter().filter_map(|v| int_of(v).and_then(|i| u64::try_from(i).ok())).collect());
+        let n: Option<Vec<u64>> =
+            o.map(|o| o.iter().filter_map(|v| int_of(v).and_then(|i| u64::try_from(i).ok())).collect());
         let Some(n) = n.filter(|n| n.len() == 5) else {
             return Err(Error::Ledger(format!("{} is damaged: outbox cursor", path.display())));
         };
@@ -288,7 +290,8 @@ impl FileStore {
     }
 
     fn write_atomically(&self, target: &Path, bytes: &[u8]) -> Result<()> {
-        let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let nonce =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("state.json");
         let tmp = self.dir.join(format!("{name}.{}.{nonce:x}.tmp", std::process::id()));
         let result = (|| -> std::io::Result<()> {
@@ -334,7 +337,8 @@ impl FileStore {
 
     fn run_locked(&self, f: &mut dyn FnMut(&mut dyn StoreTransaction) -> Result<()>) -> Result<()> {
         let loaded = self.read_state()?;
-        let mut cursor = loaded.as_ref().map(|(_, c)| *c).unwrap_or(Cursor { gen: 0, start: 0, end: 0, first: 1, count: 0 });
+        let mut cursor =
+            loaded.as_ref().map(|(_, c)| *c).unwrap_or(Cursor { gen: 0, start: 0, end: 0, first: 1, count: 0 });
         let mut tx = FileTx {
             store: self,
             cursor,
@@ -353,7 +357,12 @@ impl FileStore {
         cursor.first += dropped_count;
         if appended_count > 0 {
             let path = self.log(cursor.gen);
-            let mut file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| io_err(&path, e))?;
+            let mut file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| io_err(&path, e))?;
             if file.metadata().map_err(|e| io_err(&path, e))?.len() != cursor.end {
                 file.set_len(cursor.end).map_err(|e| io_err(&path, e))?;
             }
@@ -431,7 +440,12 @@ impl StoreTransaction for FileTx<'_> {
     fn head(&mut self, count: usize) -> Result<Vec<OutboxRecord>> {
         let c = self.cursor;
         let n = (count as u64).min(c.count - self.dropped_count) as usize;
-        Ok(self.store.read_records(c.gen, c.start + self.dropped_bytes, c.end, n)?.into_iter().map(|(r, _)| r).collect())
+        Ok(self
+            .store
+            .read_records(c.gen, c.start + self.dropped_bytes, c.end, n)?
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect())
     }
 
     fn drop_head(&mut self, count: usize) -> Result<()> {

@@ -45,7 +45,16 @@ impl HrParams {
         check_collectable("hr", &[PayloadField::uint("j", order)], order as u128)?;
         let effective = unary_epsilon(&Rational::of(p), &Rational::of(0.5));
         let fingerprint = fingerprint_of("hr", DOMAIN_FIELDS, &values);
-        Ok(HrParams { values, fingerprint, epsilon, d, p, order, labels, cost: PrivacyCost::pure(epsilon.max(effective)) })
+        Ok(HrParams {
+            values,
+            fingerprint,
+            epsilon,
+            d,
+            p,
+            order,
+            labels,
+            cost: PrivacyCost::pure(epsilon.max(effective)),
+        })
     }
 }
 
@@ -72,7 +81,12 @@ impl Mechanism for Hr {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        value: &u64,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         let row = value + 1;
         let want = if rng.bernoulli(self.0.p)? { 0 } else { 1 }; // the parity of j AND row: 0 inside C_v
         let mut j = rng.randbelow(self.0.order)?;
@@ -130,7 +144,16 @@ impl SsParams {
         check_collectable("ss", &[PayloadField::bits("bits", d)], d as u128)?;
         let effective = pymath::log(p) - pymath::log1p(-p) + pymath::log((d - omega) as f64 / omega as f64);
         let fingerprint = fingerprint_of("ss", DOMAIN_FIELDS, &values);
-        Ok(SsParams { values, fingerprint, epsilon, d, omega, p, labels, cost: PrivacyCost::pure(epsilon.max(effective)) })
+        Ok(SsParams {
+            values,
+            fingerprint,
+            epsilon,
+            d,
+            omega,
+            p,
+            labels,
+            cost: PrivacyCost::pure(epsilon.max(effective)),
+        })
     }
 }
 
@@ -157,7 +180,12 @@ impl Mechanism for Ss {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        value: &u64,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         let d = self.0.d as usize;
         let v = *value as usize;
         let own = rng.bernoulli(self.0.p)?;

@@ -154,7 +154,12 @@ impl Mechanism for LocalHashing {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        value: &u64,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         let p = &self.0;
         let (seed, y) = lh_draw(rng, p.seed_range, p.g, p.p, *value)?;
         Ok(vec![("seed", PayloadValue::Uint(seed)), ("y", PayloadValue::Uint(y))])

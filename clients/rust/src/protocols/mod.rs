@@ -3,9 +3,9 @@
 //! A protocol of the Python client that is not here is listed in [`NOT_YET`] (docs/native-client.md prints it),
 //! and a spec naming it is refused with a clear error.
 
-pub(crate) mod memoized;
 pub mod hadamard;
 pub mod local_hashing;
+pub(crate) mod memoized;
 pub mod numeric;
 pub mod rappor;
 pub mod rr;
@@ -14,11 +14,39 @@ pub mod unary;
 
 use crate::encoder::Protocol;
 
-static ALL: &[&Protocol] = &[&rr::RR, &rr::GRR, &unary::SUE, &unary::OUE, &unary::LOUE, &local_hashing::OLH, &local_hashing::BLH, &hadamard::HR, &hadamard::SS, &numeric::DUCHI, &numeric::PIECEWISE, &numeric::HYBRID, &numeric::MEMO_MEAN, &sketches::CMS, &sketches::HCMS, &rappor::RAPPOR];
+static ALL: &[&Protocol] = &[
+    &rr::RR,
+    &rr::GRR,
+    &unary::SUE,
+    &unary::OUE,
+    &unary::LOUE,
+    &local_hashing::OLH,
+    &local_hashing::BLH,
+    &hadamard::HR,
+    &hadamard::SS,
+    &numeric::DUCHI,
+    &numeric::PIECEWISE,
+    &numeric::HYBRID,
+    &numeric::MEMO_MEAN,
+    &sketches::CMS,
+    &sketches::HCMS,
+    &rappor::RAPPOR,
+];
 
 /// The protocols of the Python client this client does not implement yet (docs/native-client.md prints it).
 pub const NOT_YET: &[&str] = &[
-    "bucket-grr", "bucket-oue", "dbitflip", "hh", "hr-block", "lgrr", "memo-dbitflip", "multi", "pem", "rappor-ngrams", "sfp", "thresh",
+    "bucket-grr",
+    "bucket-oue",
+    "dbitflip",
+    "hh",
+    "hr-block",
+    "lgrr",
+    "memo-dbitflip",
+    "multi",
+    "pem",
+    "rappor-ngrams",
+    "sfp",
+    "thresh",
 ];
 
 /// The protocol called `name`, if this client implements it.

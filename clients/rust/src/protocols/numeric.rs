@@ -12,8 +12,8 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, PayloadValue, Protocol};
 use crate::error::{Error, Result};
 use crate::params::{
-    check_collectable, check_epsilon, check_int, check_probability, fingerprint_of, FieldType, ParamField,
-    ParamValues, PayloadField, ProtocolParams,
+    check_collectable, check_epsilon, check_int, check_probability, fingerprint_of, FieldType, ParamField, ParamValues,
+    PayloadField, ProtocolParams,
 };
 use crate::pymath;
 use crate::pytext::float_repr;
@@ -237,7 +237,9 @@ impl PiecewiseParams {
         let bounds = Bounds::new(&values)?;
         let epsilon = bounds.epsilon;
         let cells = check_int(values.get("cells"), "cells", 2, Some(MAX_CELLS as i128))? as u64;
-        let window = ((cells as f64 * pymath::logistic_tail(epsilon / 2.0) + 0.5).floor() as i64).max(1).min(cells as i64 - 1) as u64;
+        let window = ((cells as f64 * pymath::logistic_tail(epsilon / 2.0) + 0.5).floor() as i64)
+            .max(1)
+            .min(cells as i64 - 1) as u64;
         let epsilon_of = |p: f64| {
             if p < 1.0 {
                 pymath::log1p((p * cells as f64 - window as f64) / ((1.0 - p) * window as f64))
@@ -332,7 +334,11 @@ impl HybridParams {
         } else {
             None
         };
-        check_collectable("hybrid", &[PayloadField::uint("pm", 2), PayloadField::uint("out", cells)], cells as u128 + 2)?;
+        check_collectable(
+            "hybrid",
+            &[PayloadField::uint("pm", 2), PayloadField::uint("out", cells)],
+            cells as u128 + 2,
+        )?;
         let fingerprint = fingerprint_of("hybrid", CELLS_FIELDS, &values);
         Ok(HybridParams { values, fingerprint, cells, duchi, alpha, piecewise })
     }
@@ -381,7 +387,12 @@ impl Mechanism for Numeric {
         }))
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, x: &f64, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        x: &f64,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         Ok(match self {
             Numeric::Duchi(p) => vec![("bit", PayloadValue::Uint(p.bit(rng, *x)?))],
             Numeric::Piecewise(p) => vec![("cell", PayloadValue::Uint(p.cell(rng, *x)?))],
@@ -531,7 +542,12 @@ impl Mechanism for MemoMean {
         self.memo.charge(*j, self.params.privacy_cost(), self.params.memo_cap())
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, j: &u64, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        j: &u64,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         let p = self.params.clone();
         let bit = self.memo.get(*j, |src| {
             let a = src.bernoulli(*j as f64 / p.buckets as f64)?;

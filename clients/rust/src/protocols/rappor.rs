@@ -300,7 +300,12 @@ impl Mechanism for Rappor {
         Ok(Charge::Memoized { key, first: one, then: one, cap: PrivacyCost::pure(inf) })
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, v: &Arc<RapporValue>, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        v: &Arc<RapporValue>,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         let prr = self.permanent_response(v)?;
         let k = self.params.num_bloombits as usize;
         let pmask = rng.bernoulli_bits(self.params.p, k)?;
@@ -328,9 +333,7 @@ fn make(p: Arc<dyn ProtocolParams>, mut o: EncoderOptions) -> Result<Encoder> {
         Some(s) => s,
         None if prr_rng.is_some() => b"audit".to_vec(),
         None => {
-            return Err(Error::type_(
-                "rappor needs the metric secret (EncoderOptions.secret): its PRR derives from it",
-            ))
+            return Err(Error::type_("rappor needs the metric secret (EncoderOptions.secret): its PRR derives from it"))
         }
     };
     let mut rng = o.rng.take().unwrap_or_else(|| Box::new(crate::random::OsRandomSource::new()));

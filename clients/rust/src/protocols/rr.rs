@@ -19,7 +19,8 @@ use crate::value::{int_of, is_int, type_name};
 // ---------------------------------------------------------------------------------------------------------------
 // rr
 
-const RR_FIELDS: &[ParamField] = &[ParamField::required("p", FieldType::Float), ParamField::required("q", FieldType::Float)];
+const RR_FIELDS: &[ParamField] =
+    &[ParamField::required("p", FieldType::Float), ParamField::required("q", FieldType::Float)];
 
 /// Binary randomized response (`rr`, `ldp/encoders/randomized_response.py`): a true bit is reported as 1 with
 /// probability `q` if it is 1 and `p` if it is 0 (0 < p < q < 1); ε = max(ln(q/p), ln((1−p)/(1−q))) of the realized
@@ -86,7 +87,9 @@ impl Mechanism for BinaryRr {
             _ if is_int(value) => match int_of(value) {
                 Some(0) => Ok(false),
                 Some(1) => Ok(true),
-                _ => Err(Error::value(format!("binary RR values must be 0 or 1, got {}", crate::value::num_text(value)))),
+                _ => {
+                    Err(Error::value(format!("binary RR values must be 0 or 1, got {}", crate::value::num_text(value))))
+                }
             },
             _ => Err(Error::type_(format!("binary RR values must be bool or 0/1, got {}", type_name(value)))),
         }
@@ -96,7 +99,12 @@ impl Mechanism for BinaryRr {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, value: &bool, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        value: &bool,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         let bit = rng.bernoulli(if *value { self.0.q } else { self.0.p })?;
         Ok(vec![("bit", PayloadValue::Uint(bit as u64))])
     }
@@ -208,7 +216,12 @@ impl Mechanism for Grr {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        value: &u64,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         Ok(vec![("index", PayloadValue::Uint(grr_draw(rng, self.0.p, self.0.d, *value)?))])
     }
 }

@@ -165,7 +165,12 @@ impl Mechanism for Sketch {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, data: &Vec<u8>, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        data: &Vec<u8>,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         if self.0.protocol == "cms" {
             let (j, bits) = self.0.draw_cms(rng, data)?;
             return Ok(vec![("hash", PayloadValue::Uint(j)), ("bits", PayloadValue::Bits(bits))]);

@@ -58,7 +58,13 @@ pub struct UnaryParams {
 
 /// Python's `_check_unary`: the domain, that p and q are realizable and informative (`what`: the ε named), the
 /// labels.
-pub(crate) fn check_unary(protocol: &str, values: &ParamValues, p: f64, q: f64, what: &str) -> Result<(u64, Option<Vec<String>>)> {
+pub(crate) fn check_unary(
+    protocol: &str,
+    values: &ParamValues,
+    p: f64,
+    q: f64,
+    what: &str,
+) -> Result<(u64, Option<Vec<String>>)> {
     let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))?;
     if q <= 0.0 || p >= 1.0 {
         return Err(Error::value(format!(
@@ -89,14 +95,28 @@ impl UnaryParams {
         check_collectable(protocol, &[PayloadField::bits("bits", d)], d as u128)?;
         let effective = unary_epsilon(&Rational::of(p), &Rational::of(q));
         let fingerprint = fingerprint_of(protocol, DOMAIN_FIELDS, &values);
-        Ok(UnaryParams { protocol, values, fingerprint, epsilon, d, p, q, labels, cost: PrivacyCost::pure(epsilon.max(effective)) })
+        Ok(UnaryParams {
+            protocol,
+            values,
+            fingerprint,
+            epsilon,
+            d,
+            p,
+            q,
+            labels,
+            cost: PrivacyCost::pure(epsilon.max(effective)),
+        })
     }
 
     /// `oue` parameters of `epsilon` over `d` values with `labels`.
     pub(crate) fn oue(epsilon: f64, d: u64, labels: Value) -> Result<Self> {
         Self::new(
             "oue",
-            ParamValues::new(vec![("epsilon", float_value(epsilon)), ("domain_size", Value::from(d)), ("labels", labels)]),
+            ParamValues::new(vec![
+                ("epsilon", float_value(epsilon)),
+                ("domain_size", Value::from(d)),
+                ("labels", labels),
+            ]),
         )
     }
 
@@ -140,7 +160,12 @@ impl Mechanism for Unary {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        value: &u64,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         let p = &self.0;
         Ok(vec![("bits", PayloadValue::Bits(unary_draw(rng, p.p, p.q, p.d as usize, *value as usize)?))])
     }
@@ -223,7 +248,13 @@ impl LoueParams {
         let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
         let kind = values.get("permanent");
         let kind = match kind.as_str() {
-            Some(k @ ("oue" | "sue")) => if k == "oue" { "oue" } else { "sue" },
+            Some(k @ ("oue" | "sue")) => {
+                if k == "oue" {
+                    "oue"
+                } else {
+                    "sue"
+                }
+            }
             _ => {
                 return Err(Error::value(format!(
                     "permanent must be one of ('oue', 'sue'), got {}",
@@ -343,7 +374,12 @@ impl Mechanism for Loue {
         self.memo.charge(*value, self.params.report_charge, self.params.memo_cap())
     }
 
-    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        value: &u64,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
         let p = self.params.clone();
         let d = p.d as usize;
         let bits = self.memo.get(*value, |src| unary_draw(src, p.perm.p, p.perm.q, d, *value as usize))?;

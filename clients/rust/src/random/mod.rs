@@ -12,8 +12,8 @@ mod threshold;
 
 pub use bitmask::BitMask;
 pub use sources::{KeyedRandomSource, OsRandomSource, RecordingSource, ReplaySource};
-pub use threshold::{realized, threshold};
 pub(crate) use threshold::realized_unchecked;
+pub use threshold::{realized, threshold};
 
 use crate::error::{Error, Result};
 

@@ -138,7 +138,13 @@ pub struct KeyedRandomSource {
 impl KeyedRandomSource {
     /// The stream of `key` (non-empty) and `message`.
     pub fn new(key: &[u8], message: &[u8]) -> Result<Self> {
-        Ok(KeyedRandomSource { mac: bytes::hmac(key)?, message: message.to_vec(), block: 0, buffer: [0; 32], offset: 32 })
+        Ok(KeyedRandomSource {
+            mac: bytes::hmac(key)?,
+            message: message.to_vec(),
+            block: 0,
+            buffer: [0; 32],
+            offset: 32,
+        })
     }
 
     fn next(&mut self, out: &mut [u8]) -> Result<()> {
@@ -198,7 +204,9 @@ impl ReplaySource {
                 None
             };
             let Some(value) = value.filter(|v| *k >= 1 && v.bits() <= *k as u64) else {
-                return Err(Error::value(format!("draw {i}: expected (k >= 1, value in [0, 2**k)), got ({k}, '{hex}')")));
+                return Err(Error::value(format!(
+                    "draw {i}: expected (k >= 1, value in [0, 2**k)), got ({k}, '{hex}')"
+                )));
             };
             let mut words = value.to_u64_digits();
             words.resize(k.div_ceil(64) as usize, 0);

@@ -9,10 +9,10 @@ mod request;
 #[cfg(feature = "uploader")]
 mod uploader;
 
-pub use request::{check_answer, parse_retry_after, Answer, Reply, UploadRequest, MAX_ANSWER, MAX_BATCH};
 pub(crate) use request::check_token;
+pub use request::{check_answer, parse_retry_after, Answer, Reply, UploadRequest, MAX_ANSWER, MAX_BATCH};
 #[cfg(feature = "uploader")]
-pub use uploader::{UploadOptions, UploadResult, Stopped, Uploader};
+pub use uploader::{Stopped, UploadOptions, UploadResult, Uploader};
 
 use crate::error::Result;
 

@@ -174,7 +174,8 @@ fn count(answer: &serde_json::Map<String, Value>, key: &str) -> Result<u64, Stri
 /// `sent <= lines <= MAX_BATCH` (its counts may be absent).
 pub fn check_answer(body: &[u8], batch: &str, sent: usize) -> Result<Answer, String> {
     let text = std::str::from_utf8(body).map_err(|_| "the answer is not UTF-8".to_string())?;
-    let answer = crate::json::parse(text).map_err(|e| format!("the answer is not JSON ({})", e.chars().take(80).collect::<String>()))?;
+    let answer = crate::json::parse(text)
+        .map_err(|e| format!("the answer is not JSON ({})", e.chars().take(80).collect::<String>()))?;
     let Value::Object(a) = &answer else {
         return Err(format!("the answer is {}, not a JSON object", crate::value::type_name(&answer)));
     };

@@ -1,0 +1,325 @@
+//! The blocking uploader (feature `uploader`): sends a device's outbox to `ldp serve` over HTTP(S) with `ureq`.
+
+use std::fmt;
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use super::request::{check_token, Reply, UploadRequest, MAX_ANSWER};
+use super::Outbox;
+use crate::error::{Error, Result};
+use crate::pytext::repr;
+
+/// Why an upload call returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// Nothing left to send.
+    Empty,
+    /// Reports wait, but the spec's upload interval has not passed.
+    Interval,
+    /// The call's deadline passed: what was not sent stays in the outbox.
+    Deadline,
+}
+
+/// What one [`Uploader::upload`] call did (Python's `UploadResult`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UploadResult {
+    /// Batches acknowledged.
+    pub batches: u64,
+    /// Reports acknowledged and deleted from the outbox.
+    pub acknowledged: u64,
+    /// Lines the collector stored, summed over its answers.
+    pub accepted: u64,
+    /// Lines the collector refused, by reason.
+    pub rejected: Vec<(String, u64)>,
+    /// Batches the collector had stored already (a retry after a lost reply).
+    pub duplicates: u64,
+    /// Why the call returned.
+    pub stopped: Stopped,
+    /// Unix seconds from which the next batch may go (negative infinity: at once).
+    pub next_upload_at: f64,
+}
+
+/// How to upload: the collector endpoints (`https://host/v1/reports`, tried in turn: a failed attempt moves to the
+/// next), the app's bearer token, the deadline of one request from connecting to the end of the reply
+/// (`timeout`), of the whole call (`call_timeout`), tries per batch (`max_attempts`), the back-off cap
+/// (`max_delay`) and `gzip`. `sleep`, `clock` (Unix seconds) and `jitter` (uniform in [0, 1)) are for tests.
+pub struct UploadOptions {
+    endpoints: Vec<String>,
+    token: String,
+    /// Seconds for one request, from connecting to the end of the reply (default 30 s).
+    pub timeout: Duration,
+    /// Seconds for the whole call (default: none).
+    pub call_timeout: Option<Duration>,
+    /// Tries per batch (default 8).
+    pub max_attempts: u32,
+    /// The longest wait between tries (default 300 s).
+    pub max_delay: Duration,
+    /// Compress bodies (default true).
+    pub gzip: bool,
+    /// Waits between tries (default: `std::thread::sleep`).
+    pub sleep: Box<dyn Fn(Duration) + Send + Sync>,
+    /// The time, in Unix seconds (default: the system clock), for `Retry-After` dates.
+    pub clock: Box<dyn Fn() -> f64 + Send + Sync>,
+    /// Uniform in [0, 1) (default: the OS generator), for the back-off's jitter.
+    pub jitter: Box<dyn FnMut() -> f64 + Send + Sync>,
+}
+
+impl fmt::Debug for UploadOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UploadOptions")
+            .field("endpoints", &self.endpoints)
+            .field("token", &"<secret>")
+            .field("timeout", &self.timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("max_attempts", &self.max_attempts)
+            .field("max_delay", &self.max_delay)
+            .field("gzip", &self.gzip)
+            .finish_non_exhaustive()
+    }
+}
+
+fn os_jitter() -> f64 {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        return 0.5;
+    }
+    (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl UploadOptions {
+    /// Options for `endpoints` (at least one `http(s)://host/...` URL) and the bearer `token`, with the defaults.
+    pub fn new<S: AsRef<str>>(endpoints: &[S], token: &str) -> Result<Self> {
+        if endpoints.is_empty() {
+            return Err(Error::value("endpoints: give at least one collector URL"));
+        }
+        let mut list = Vec::with_capacity(endpoints.len());
+        for e in endpoints {
+            let e = e.as_ref();
+            let uri: ureq::http::Uri = e
+                .parse()
+                .map_err(|_| Error::value(format!("upload url must be http(s)://host/..., got {}", repr(e))))?;
+            let scheme = uri.scheme_str().unwrap_or("");
+            if !matches!(scheme, "http" | "https") || uri.host().is_none_or(str::is_empty) {
+                return Err(Error::value(format!("upload url must be http(s)://host/..., got {}", repr(e))));
+            }
+            list.push(e.to_string());
+        }
+        check_token(token)?;
+        Ok(UploadOptions {
+            endpoints: list,
+            token: token.to_string(),
+            timeout: Duration::from_secs(30),
+            call_timeout: None,
+            max_attempts: 8,
+            max_delay: Duration::from_secs(300),
+            gzip: true,
+            sleep: Box::new(std::thread::sleep),
+            clock: Box::new(crate::client::system_clock),
+            jitter: Box::new(os_jitter),
+        })
+    }
+
+    /// The endpoints.
+    pub fn endpoints(&self) -> &[String] {
+        &self.endpoints
+    }
+}
+
+/// The reply to one request: status (`None`: no reply), the first bytes of the body, whether there were more, the
+/// `Retry-After` header, or the transport error.
+struct Answer {
+    status: Option<u16>,
+    body: Vec<u8>,
+    over: bool,
+    retry_after: Option<String>,
+    error: Option<String>,
+}
+
+/// Sends a device's outbox to `ldp serve` (Python's `ldp.client.uploader.upload`): one `POST` per batch part with
+/// `Authorization: Bearer`, `Content-Type: application/x-ndjson`, `Ldp-Batch-Id` and `Content-Encoding: gzip`.
+///
+/// - The part (its reports and id) is pinned in the outbox before it is first sent, so a retry, a crash or a lost
+///   reply resends the same lines under the same id, to whichever endpoint, and the collector stores them once.
+/// - The reply is classified by [`Reply::classify`]: a sane 2xx acknowledges the part; any other 2xx acknowledges
+///   nothing; 413 splits the part; 429 and 503 wait `Retry-After` (capped at `max_delay`); no reply by the request's
+///   deadline, connection errors, 408 and other 5xx back off with full jitter and move to the next endpoint;
+///   `max_attempts` tries per part; redirects are refused (they would carry the token elsewhere).
+/// - One deadline per request covers connecting, sending and reading the whole reply, and the reply is read at most
+///   64 KiB: a collector that trickles or floods its reply cannot hold the call or its memory.
+/// - The call ends by `call_timeout`: the parts not sent stay in the outbox ([`Stopped::Deadline`]).
+///
+/// Nothing here logs a report line or the token. One upload at a time per outbox.
+pub struct Uploader {
+    options: UploadOptions,
+    endpoint: usize,
+}
+
+impl fmt::Debug for Uploader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Uploader").field("options", &self.options).finish()
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    batches: u64,
+    acknowledged: u64,
+    accepted: u64,
+    rejected: Vec<(String, u64)>,
+    duplicates: u64,
+}
+
+impl Uploader {
+    /// An uploader with `options`.
+    pub fn new(options: UploadOptions) -> Self {
+        Uploader { options, endpoint: 0 }
+    }
+
+    fn post(&self, url: &str, request: &UploadRequest, deadline: Duration) -> Answer {
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(deadline))
+            .max_redirects(0)
+            .max_redirects_will_error(false)
+            .http_status_as_error(false)
+            .user_agent(concat!("ldp-telemetry-client-rust/", env!("CARGO_PKG_VERSION")))
+            .build();
+        let agent = ureq::Agent::new_with_config(config);
+        let mut builder = agent.post(url);
+        for (name, value) in &request.headers {
+            builder = builder.header(*name, value.as_str());
+        }
+        let mut response = match builder.send(&request.body[..]) {
+            Ok(r) => r,
+            Err(e) => {
+                return Answer {
+                    status: None,
+                    body: Vec::new(),
+                    over: false,
+                    retry_after: None,
+                    error: Some(e.to_string()),
+                }
+            }
+        };
+        let status = response.status().as_u16();
+        let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let mut body = Vec::new();
+        let read = response.body_mut().as_reader().take(MAX_ANSWER as u64 + 1).read_to_end(&mut body);
+        if let Err(e) = read {
+            // The reply was cut or timed out while its body was read: no usable reply, retried.
+            return Answer {
+                status: None,
+                body: Vec::new(),
+                over: false,
+                retry_after: None,
+                error: Some(e.to_string()),
+            };
+        }
+        let over = body.len() > MAX_ANSWER;
+        body.truncate(MAX_ANSWER);
+        Answer { status: Some(status), body, over, retry_after, error: None }
+    }
+
+    /// Full jitter: uniform in `[0, min(max_delay, 2^(attempt − 1))]` seconds.
+    fn backoff(&mut self, attempt: u32) -> Duration {
+        let cap = self.options.max_delay.as_secs_f64().min(2f64.powi(attempt.saturating_sub(1).min(1023) as i32));
+        Duration::from_secs_f64((self.options.jitter)() * cap)
+    }
+
+    /// Sends the outbox's due batches; what was not acknowledged stays queued. An error (the collector refused a
+    /// batch for good, a batch not delivered after `max_attempts` tries, an insane reply) returns with what was done
+    /// before it in the error's message; the outbox keeps the batch.
+    pub fn upload(&mut self, outbox: &dyn Outbox) -> Result<UploadResult> {
+        let start = Instant::now();
+        let call_end = self.options.call_timeout.map(|t| start + t);
+        let past = |t: Instant| call_end.is_some_and(|end| t >= end);
+        let mut tally = Tally::default();
+        let mut limit = None;
+        let mut stopped = None;
+        'parts: while stopped.is_none() {
+            if past(Instant::now()) {
+                stopped = Some(Stopped::Deadline);
+                break;
+            }
+            let Some(part) = outbox.next_batch(limit)? else { break };
+            let request = UploadRequest::new(&part, &self.options.token, self.options.gzip)?;
+            for attempt in 1..=self.options.max_attempts {
+                let url = self.options.endpoints[self.endpoint % self.options.endpoints.len()].clone();
+                let now = Instant::now();
+                let mut deadline = self.options.timeout;
+                if let Some(end) = call_end {
+                    deadline = deadline.min(end.saturating_duration_since(now));
+                }
+                let answer = self.post(&url, &request, deadline);
+                let reply = Reply::classify(
+                    answer.status,
+                    &answer.body,
+                    answer.over,
+                    answer.retry_after.as_deref(),
+                    &part,
+                    (self.options.clock)(),
+                );
+                let wait = match reply {
+                    Reply::Acknowledge(a) => {
+                        let done = outbox.acknowledge_batch(&part.id, &part.ids())?;
+                        tally.batches += 1;
+                        tally.acknowledged += done as u64;
+                        tally.accepted += a.accepted;
+                        for (reason, n) in a.rejected {
+                            match tally.rejected.iter_mut().find(|(r, _)| *r == reason) {
+                                Some((_, m)) => *m += n,
+                                None => tally.rejected.push((reason, n)),
+                            }
+                        }
+                        tally.duplicates += u64::from(a.duplicate);
+                        limit = None;
+                        continue 'parts;
+                    }
+                    Reply::Split => {
+                        limit = Some(outbox.split_batch(&part.id)?);
+                        continue 'parts;
+                    }
+                    Reply::Fail(e) => return Err(e),
+                    Reply::RetryAfter(s) => Duration::from_secs_f64(s.min(self.options.max_delay.as_secs_f64())),
+                    Reply::Backoff => self.backoff(attempt),
+                };
+                self.endpoint += 1; // the next attempt goes to the next collector
+                if past(Instant::now()) {
+                    stopped = Some(Stopped::Deadline);
+                    break 'parts;
+                }
+                if attempt == self.options.max_attempts {
+                    let what = match (answer.status, &answer.error) {
+                        (Some(s), _) => format!("HTTP {s}"),
+                        (None, Some(e)) => e.clone(),
+                        (None, None) => "no answer".into(),
+                    };
+                    return Err(Error::Transport(format!(
+                        "batch {} not delivered after {} attempt(s) (last: {what})",
+                        part.id, self.options.max_attempts
+                    )));
+                }
+                if past(Instant::now() + wait) {
+                    stopped = Some(Stopped::Deadline);
+                    break 'parts;
+                }
+                (self.options.sleep)(wait);
+            }
+        }
+        let next_upload_at = outbox.next_upload_at()?;
+        let stopped = match stopped {
+            Some(s) => s,
+            None if outbox.has_pending()? => Stopped::Interval,
+            None => Stopped::Empty,
+        };
+        tally.rejected.sort();
+        Ok(UploadResult {
+            batches: tally.batches,
+            acknowledged: tally.acknowledged,
+            accepted: tally.accepted,
+            rejected: tally.rejected,
+            duplicates: tally.duplicates,
+            stopped,
+            next_upload_at,
+        })
+    }
+}
