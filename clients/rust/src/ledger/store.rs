@@ -144,12 +144,13 @@ impl StateStore for MemoryStore {
 pub struct FileStore {
     dir: PathBuf,
     lock_timeout: Duration,
-    thread_lock: Arc<Mutex<bool>>,
+    thread_lock: Arc<Mutex<()>>,
+    swept: std::sync::atomic::AtomicBool,
     compact_bytes: u64,
 }
 
-fn thread_locks() -> &'static Mutex<HashMap<PathBuf, Arc<Mutex<bool>>>> {
-    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<bool>>>>> = OnceLock::new();
+fn thread_locks() -> &'static Mutex<HashMap<PathBuf, Arc<Mutex<()>>>> {
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
     LOCKS.get_or_init(Default::default)
 }
 
@@ -183,7 +184,7 @@ impl FileStore {
             .entry(canonical.clone())
             .or_default()
             .clone();
-        Ok(FileStore { dir: canonical, lock_timeout, thread_lock, compact_bytes: 1 << 20 })
+        Ok(FileStore { dir: canonical, lock_timeout, thread_lock, swept: Default::default(), compact_bytes: 1 << 20 })
     }
 
     /// The folder.
@@ -461,7 +462,7 @@ impl StoreTransaction for FileTx<'_> {
 impl StateStore for FileStore {
     fn transact_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreTransaction) -> Result<()>) -> Result<()> {
         let deadline = Instant::now() + self.lock_timeout;
-        let mut swept = loop {
+        let _guard = loop {
             match self.thread_lock.try_lock() {
                 Ok(g) => break g,
                 Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
@@ -478,9 +479,9 @@ impl StateStore for FileStore {
             }
         };
         let lock = self.os_lock(deadline)?;
-        if !*swept {
+        // Each store sweeps what killed processes left once, under the lock (nobody else writes then).
+        if !self.swept.swap(true, std::sync::atomic::Ordering::Relaxed) {
             self.sweep();
-            *swept = true;
         }
         let result = self.run_locked(f);
         let _ = lock.unlock();
