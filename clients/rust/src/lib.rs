@@ -9,6 +9,8 @@
 
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
+// `!(a < b)` is how the checks refuse NaN as Python does (a comparison with NaN is false): kept on purpose.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod audit;
 pub mod bytes;

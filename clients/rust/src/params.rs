@@ -267,14 +267,6 @@ pub(crate) fn check_resolvable(p: f64, name: &str) -> Result<f64> {
     Ok(p)
 }
 
-/// A `bool` field.
-pub(crate) fn check_bool(v: &Value, name: &str) -> Result<bool> {
-    match v {
-        Value::Bool(b) => Ok(*b),
-        _ => Err(Error::type_(format!("{name} must be a bool, got {}", param_type_name(v)))),
-    }
-}
-
 /// `LabeledDomain._check_labels`: labels, if given, are `domain_size` distinct strings.
 pub(crate) fn check_labels(labels: &Value, domain_size: i128) -> Result<Option<Vec<String>>> {
     let items = match labels {

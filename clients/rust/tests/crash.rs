@@ -46,7 +46,7 @@ fn crash_child() {
             Ok(_) | Err(Error::BudgetExceeded { .. }) => {}
             Err(e) => panic!("record: {e}"),
         }
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             if let Some(batch) = client.next_batch(None).unwrap() {
                 client.acknowledge_batch(&batch.id, &batch.ids()).unwrap();
             }

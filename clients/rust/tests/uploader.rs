@@ -42,7 +42,10 @@ struct Server {
     written: Arc<Mutex<usize>>,
 }
 
-fn read_request(stream: &mut TcpStream) -> Option<(Vec<(String, String)>, Vec<u8>)> {
+/// A request's headers (lower-case names) and body.
+type Request = (Vec<(String, String)>, Vec<u8>);
+
+fn read_request(stream: &mut TcpStream) -> Option<Request> {
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;

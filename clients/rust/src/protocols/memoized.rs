@@ -90,12 +90,6 @@ impl<T: Clone> Memo<T> {
         Ok(Charge::Memoized { key: self.key(index)?, first: one, then: one, cap })
     }
 
-    /// The audit source of permanent responses, if any (protocols drawing more than one kind of permanent value
-    /// use it in place of their own keyed streams).
-    pub(crate) fn audit_rng(&mut self) -> Option<&mut (dyn RandomSource + 'static)> {
-        self.prr_rng.as_deref_mut()
-    }
-
     /// The secret (for protocols that derive more than the permanent responses from it).
     pub(crate) fn secret(&self) -> &[u8] {
         &self.secret

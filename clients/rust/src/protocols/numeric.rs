@@ -134,7 +134,7 @@ impl Bounds {
 
     /// `(x − low)/(high − low)` clamped to `[0, 1]`.
     pub fn unit(&self, x: f64) -> f64 {
-        ((x - self.low) / (self.high - self.low)).max(0.0).min(1.0)
+        ((x - self.low) / (self.high - self.low)).clamp(0.0, 1.0)
     }
 }
 
@@ -238,8 +238,7 @@ impl PiecewiseParams {
         let epsilon = bounds.epsilon;
         let cells = check_int(values.get("cells"), "cells", 2, Some(MAX_CELLS as i128))? as u64;
         let window = ((cells as f64 * pymath::logistic_tail(epsilon / 2.0) + 0.5).floor() as i64)
-            .max(1)
-            .min(cells as i64 - 1) as u64;
+            .clamp(1, cells as i64 - 1) as u64;
         let epsilon_of = |p: f64| {
             if p < 1.0 {
                 pymath::log1p((p * cells as f64 - window as f64) / ((1.0 - p) * window as f64))

@@ -153,8 +153,8 @@ impl RapporParams {
         let mut bloom = BitMask::new(k);
         if self.mode == "google" {
             let digest = md5(&data);
-            for j in 0..self.num_hashes as usize {
-                bloom.set(digest[j] as usize % k, true);
+            for byte in digest.iter().take(self.num_hashes as usize) {
+                bloom.set(*byte as usize % k, true);
             }
         } else {
             for j in 0..self.num_hashes {
