@@ -58,6 +58,11 @@ impl Rational {
         }
     }
 
+    /// How the integer `i` compares with this rational.
+    pub(crate) fn cmp_int(&self, i: &BigInt) -> std::cmp::Ordering {
+        (i * &self.den).cmp(&self.num)
+    }
+
     /// `float(Fraction)`: correctly rounded (a quotient of 70+ bits with a sticky bit, rounded once).
     pub(crate) fn to_f64(&self) -> f64 {
         if self.num.is_zero() {

@@ -90,6 +90,12 @@ impl<T: Clone> Memo<T> {
         Ok(Charge::Memoized { key: self.key(index)?, first: one, then: one, cap })
     }
 
+    /// The audit source of permanent responses, if any (a protocol drawing more than one kind of permanent value
+    /// draws them all from it in an audit).
+    pub(crate) fn audit_rng(&mut self) -> Option<&mut (dyn RandomSource + 'static)> {
+        self.prr_rng.as_deref_mut()
+    }
+
     /// The secret (for protocols that derive more than the permanent responses from it).
     pub(crate) fn secret(&self) -> &[u8] {
         &self.secret

@@ -4,6 +4,7 @@
 //! and a spec naming it is refused with a clear error.
 
 pub mod hadamard;
+pub mod histogram;
 pub mod local_hashing;
 pub(crate) mod memoized;
 pub mod numeric;
@@ -31,23 +32,14 @@ static ALL: &[&Protocol] = &[
     &sketches::CMS,
     &sketches::HCMS,
     &rappor::RAPPOR,
+    &histogram::DBITFLIP,
+    &histogram::BUCKET_GRR,
+    &histogram::BUCKET_OUE,
+    &histogram::MEMO_DBITFLIP,
 ];
 
 /// The protocols of the Python client this client does not implement yet (docs/native-client.md prints it).
-pub const NOT_YET: &[&str] = &[
-    "bucket-grr",
-    "bucket-oue",
-    "dbitflip",
-    "hh",
-    "hr-block",
-    "lgrr",
-    "memo-dbitflip",
-    "multi",
-    "pem",
-    "rappor-ngrams",
-    "sfp",
-    "thresh",
-];
+pub const NOT_YET: &[&str] = &["hh", "hr-block", "lgrr", "multi", "pem", "rappor-ngrams", "sfp", "thresh"];
 
 /// The protocol called `name`, if this client implements it.
 pub fn get(name: &str) -> Option<&'static Protocol> {

@@ -108,6 +108,18 @@ impl UnaryParams {
         })
     }
 
+    /// `oue` parameters of `epsilon` over `d` values with `labels` (a sub-protocol's).
+    pub(crate) fn oue(epsilon: f64, d: u64, labels: Value) -> Result<Self> {
+        Self::new(
+            "oue",
+            ParamValues::new(vec![
+                ("epsilon", float_value(epsilon)),
+                ("domain_size", Value::from(d)),
+                ("labels", labels),
+            ]),
+        )
+    }
+
     /// The index of a label or an int index.
     pub fn index_of(&self, value: &Value) -> Result<u64> {
         domain_index_of(self.protocol, self.d, self.labels.as_deref(), value)
