@@ -5,12 +5,14 @@
 
 pub mod hadamard;
 pub mod histogram;
+pub mod lgrr;
 pub mod local_hashing;
 pub(crate) mod memoized;
 pub mod numeric;
 pub mod rappor;
 pub mod rr;
 pub mod sketches;
+pub mod thresh;
 pub mod unary;
 
 use crate::encoder::Protocol;
@@ -36,10 +38,12 @@ static ALL: &[&Protocol] = &[
     &histogram::BUCKET_GRR,
     &histogram::BUCKET_OUE,
     &histogram::MEMO_DBITFLIP,
+    &lgrr::LGRR,
+    &thresh::THRESH,
 ];
 
 /// The protocols of the Python client this client does not implement yet (docs/native-client.md prints it).
-pub const NOT_YET: &[&str] = &["hh", "hr-block", "lgrr", "multi", "pem", "rappor-ngrams", "sfp", "thresh"];
+pub const NOT_YET: &[&str] = &["hh", "hr-block", "multi", "pem", "rappor-ngrams", "sfp"];
 
 /// The protocol called `name`, if this client implements it.
 pub fn get(name: &str) -> Option<&'static Protocol> {
