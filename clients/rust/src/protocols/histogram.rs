@@ -98,7 +98,7 @@ impl Real {
 }
 
 /// Python's `bucket_index`: the bucket of a real `value`, with its texts.
-fn bucket_index(edges: &[f64], value: &Value, clip: bool) -> Result<u64> {
+pub(crate) fn bucket_index(edges: &[f64], value: &Value, clip: bool) -> Result<u64> {
     let Value::Number(n) = value else {
         return Err(Error::type_(format!("histogram values must be real numbers, got {}", type_name(value))));
     };

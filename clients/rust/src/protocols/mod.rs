@@ -4,11 +4,13 @@
 //! and a spec naming it is refused with a clear error.
 
 pub mod hadamard;
+pub mod hadamard_block;
 pub mod histogram;
 pub mod lgrr;
 pub mod local_hashing;
 pub(crate) mod memoized;
 pub mod numeric;
+pub mod range_tree;
 pub mod rappor;
 pub mod rr;
 pub mod sketches;
@@ -40,10 +42,12 @@ static ALL: &[&Protocol] = &[
     &histogram::MEMO_DBITFLIP,
     &lgrr::LGRR,
     &thresh::THRESH,
+    &hadamard_block::HR_BLOCK,
+    &range_tree::HH,
 ];
 
 /// The protocols of the Python client this client does not implement yet (docs/native-client.md prints it).
-pub const NOT_YET: &[&str] = &["hh", "hr-block", "multi", "pem", "rappor-ngrams", "sfp"];
+pub const NOT_YET: &[&str] = &["multi", "pem", "rappor-ngrams", "sfp"];
 
 /// The protocol called `name`, if this client implements it.
 pub fn get(name: &str) -> Option<&'static Protocol> {

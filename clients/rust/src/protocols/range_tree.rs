@@ -1,0 +1,315 @@
+//! Hierarchical histograms for range queries (`hh`; Cormode, Kulkarni & Srivastava, PVLDB 2019 §4,
+//! `ldp/encoders/range_tree.py`): `[low, high]` cut into `D = branching^depth` equal buckets; a report draws a level
+//! of the `B`-ary tree (uniformly, or by `level_weights`) and reports its bucket's node there through that level's
+//! oracle at the full ε: GRR or OUE (`"auto"`: the one of smaller null variance). Charged the largest of the
+//! oracles'.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::histogram::bucket_index;
+use super::rr::{grr_draw, GrrParams};
+use super::unary::{unary_draw, UnaryParams};
+use crate::cost::PrivacyCost;
+use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::error::{Error, Result};
+use crate::params::{
+    check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
+    ProtocolParams,
+};
+use crate::pytext::{float_repr, thousands};
+use crate::random::{BitMask, RandomSource};
+use crate::value::{f64_of, float_value, int_of, is_real, param_type_name, repr_value};
+
+/// The most leaves.
+pub const MAX_LEAVES: u64 = 1 << 16;
+
+const FIELDS: &[ParamField] = &[
+    ParamField::required("epsilon", FieldType::Float),
+    ParamField::required("low", FieldType::Float),
+    ParamField::required("high", FieldType::Float),
+    ParamField::optional("branching", FieldType::Int, "4"),
+    ParamField::optional("depth", FieldType::Int, "5"),
+    ParamField::optional("oracle", FieldType::Str, "\"auto\""),
+    ParamField::optional("level_weights", FieldType::Any, "[]"),
+    ParamField::optional("clip", FieldType::Bool, "false"),
+];
+
+/// `V0 = q(1−q)/(p−q)²`: the variance per report of the count of a value nobody holds.
+pub fn null_variance(p: f64, q: f64) -> f64 {
+    q * (1.0 - q) / ((p - q) * (p - q))
+}
+
+/// A level's frequency oracle.
+#[derive(Debug)]
+pub enum LevelOracle {
+    /// GRR over the level's nodes.
+    Grr(GrrParams),
+    /// OUE over the level's nodes.
+    Oue(UnaryParams),
+}
+
+impl LevelOracle {
+    fn cost(&self) -> PrivacyCost {
+        match self {
+            LevelOracle::Grr(g) => g.privacy_cost(),
+            LevelOracle::Oue(o) => o.privacy_cost(),
+        }
+    }
+}
+
+/// `hh`'s parameters.
+#[derive(Debug)]
+pub struct HhParams {
+    values: ParamValues,
+    fingerprint: String,
+    /// The ε of every level's oracle.
+    pub epsilon: f64,
+    /// The tree's branching factor.
+    pub branching: u64,
+    /// The tree's depth.
+    pub depth: u64,
+    /// The levels' weights (all 1 without `level_weights`).
+    pub weights: Vec<u64>,
+    weighted: bool,
+    /// The bucket edges: `low + (high − low)·i/D`, then `high`.
+    pub edges: Vec<f64>,
+    /// Whether values outside `[low, high]` are clipped.
+    pub clip: bool,
+    /// Each level's oracle, levels 1 to `depth`.
+    pub oracles: Vec<LevelOracle>,
+}
+
+fn finite(v: &Value, name: &str) -> Result<f64> {
+    if !is_real(v) || !f64_of(v).is_finite() {
+        return Err(Error::value(format!("{name} must be a finite real number, got {}", repr_value(v, true))));
+    }
+    Ok(f64_of(v))
+}
+
+impl HhParams {
+    fn new(values: ParamValues) -> Result<Self> {
+        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
+        let low = finite(values.get("low"), "low")?;
+        let high = finite(values.get("high"), "high")?;
+        if !(low < high) {
+            return Err(Error::value(format!(
+                "need low < high, got low={}, high={}",
+                float_repr(low),
+                float_repr(high)
+            )));
+        }
+        let branching = check_int(values.get("branching"), "branching", 2, Some(MAX_LEAVES as i128))? as u64;
+        let depth = check_int(values.get("depth"), "depth", 1, Some(16))? as u64;
+        if (branching as u128).checked_pow(depth as u32).is_none_or(|n| n > MAX_LEAVES as u128) {
+            return Err(Error::value(format!(
+                "branching^depth = {branching}^{depth} buckets is over the {} allowed",
+                thousands(MAX_LEAVES as i128)
+            )));
+        }
+        let oracle = match values.get("oracle").as_str() {
+            Some(o @ ("auto" | "oue" | "grr")) => o.to_string(),
+            _ => {
+                return Err(Error::value(format!(
+                    "oracle must be one of 'auto', 'oue', 'grr', got {}",
+                    repr_value(values.get("oracle"), true)
+                )))
+            }
+        };
+        let clip = match values.get("clip") {
+            Value::Bool(b) => *b,
+            other => return Err(Error::type_(format!("clip must be a bool, got {}", param_type_name(other)))),
+        };
+        let Value::Array(w) = values.get("level_weights") else {
+            return Err(Error::type_(format!(
+                "level_weights must be a list of ints, got {}",
+                param_type_name(values.get("level_weights"))
+            )));
+        };
+        if !w.is_empty() {
+            if w.len() as u64 != depth {
+                return Err(Error::value(format!(
+                    "level_weights must have depth={depth} entries (levels 1..{depth}), got {}",
+                    w.len()
+                )));
+            }
+            for (i, x) in w.iter().enumerate() {
+                check_int(x, &format!("level_weights[{i}]"), 0, Some(1 << 32))?;
+            }
+            if int_of(&w[w.len() - 1]) == Some(0) {
+                return Err(Error::value(
+                    "level_weights must give the leaf level (the last) a weight > 0: the buckets' counts are estimated \
+                     from it",
+                ));
+            }
+        }
+        let weighted = !w.is_empty();
+        let weights: Vec<u64> =
+            if weighted { w.iter().map(|x| int_of(x).unwrap_or(0) as u64).collect() } else { vec![1; depth as usize] };
+        let n = branching.pow(depth as u32);
+        let mut edges: Vec<f64> = (0..n).map(|i| low + (high - low) * i as f64 / n as f64).collect();
+        edges.push(high);
+        let mut sorted = edges.clone();
+        sorted.sort_by(f64::total_cmp);
+        sorted.dedup();
+        if sorted.len() != edges.len() {
+            return Err(Error::value(format!(
+                "[{}, {}] is too narrow for {n} distinct bucket edges",
+                float_repr(low),
+                float_repr(high)
+            )));
+        }
+        let mut oracles = Vec::with_capacity(depth as usize);
+        for level in 1..=depth {
+            let m = branching.pow(level as u32);
+            let sub = || {
+                ParamValues::new(vec![
+                    ("epsilon", float_value(epsilon)),
+                    ("domain_size", Value::from(m)),
+                    ("labels", Value::Null),
+                ])
+            };
+            oracles.push(match oracle.as_str() {
+                "grr" => LevelOracle::Grr(GrrParams::new(sub())?),
+                "oue" => LevelOracle::Oue(UnaryParams::new("oue", sub())?),
+                _ => {
+                    let oue = UnaryParams::new("oue", sub())?;
+                    match GrrParams::new(sub()) {
+                        Ok(g) if null_variance(g.p, (1.0 - g.p) / (g.d - 1) as f64) < null_variance(oue.p, oue.q) => {
+                            LevelOracle::Grr(g)
+                        }
+                        Ok(_) | Err(Error::Value(_)) => LevelOracle::Oue(oue),
+                        Err(e) => return Err(e),
+                    }
+                }
+            });
+        }
+        let mut out = HhParams {
+            values,
+            fingerprint: String::new(),
+            epsilon,
+            branching,
+            depth,
+            weights,
+            weighted,
+            edges,
+            clip,
+            oracles,
+        };
+        check_collectable("hh", &out.schema(), depth as u128 * (n as u128 + 1))?;
+        out.fingerprint = fingerprint_of("hh", FIELDS, &out.values);
+        Ok(out)
+    }
+
+    /// The number of leaf buckets, `branching^depth`.
+    pub fn num_buckets(&self) -> u64 {
+        self.edges.len() as u64 - 1
+    }
+
+    fn uses_grr(&self) -> bool {
+        self.oracles.iter().any(|o| matches!(o, LevelOracle::Grr(_)))
+    }
+
+    fn uses_oue(&self) -> bool {
+        self.oracles.iter().any(|o| matches!(o, LevelOracle::Oue(_)))
+    }
+}
+
+impl ProtocolParams for HhParams {
+    common_params!("hh", FIELDS);
+    fn privacy_cost(&self) -> PrivacyCost {
+        PrivacyCost::pure(self.oracles.iter().map(|o| o.cost().epsilon).fold(f64::NEG_INFINITY, f64::max))
+    }
+    fn schema(&self) -> Vec<PayloadField> {
+        let mut out = vec![PayloadField::uint("level", self.depth)];
+        let grr_max = self
+            .oracles
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| matches!(o, LevelOracle::Grr(_)))
+            .map(|(i, _)| self.branching.pow(i as u32 + 1))
+            .max();
+        if let Some(m) = grr_max {
+            out.push(PayloadField::uint("y", m));
+        }
+        if self.uses_oue() {
+            out.push(PayloadField::bits("bits", self.num_buckets()));
+        }
+        out
+    }
+    fn domain_size(&self) -> Option<u64> {
+        Some(self.num_buckets())
+    }
+}
+
+struct Hh(Arc<HhParams>);
+
+impl Mechanism for Hh {
+    type Checked = u64;
+
+    fn check(&mut self, value: &Value) -> Result<u64> {
+        bucket_index(&self.0.edges, value, self.0.clip)
+    }
+
+    fn charge(&mut self, _: &u64) -> Result<Charge> {
+        Ok(Charge::Plain(self.0.privacy_cost()))
+    }
+
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        value: &u64,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+        let p = &self.0;
+        let level = if !p.weighted {
+            rng.randbelow(p.depth)? as usize
+        } else {
+            let mut r = rng.randbelow(p.weights.iter().sum())?;
+            let mut l = 0;
+            while r >= p.weights[l] {
+                r -= p.weights[l];
+                l += 1;
+            }
+            l
+        };
+        let m = p.branching.pow(level as u32 + 1);
+        let node = value / (p.num_buckets() / m);
+        let mut payload = vec![("level", PayloadValue::Uint(level as u64))];
+        match &p.oracles[level] {
+            LevelOracle::Grr(g) => {
+                payload.push(("y", PayloadValue::Uint(grr_draw(rng, g.p, m, node)?)));
+                if p.uses_oue() {
+                    payload.push(("bits", PayloadValue::Bits(BitMask::new(p.num_buckets() as usize))));
+                }
+            }
+            LevelOracle::Oue(o) => {
+                let own = unary_draw(rng, o.p, o.q, m as usize, node as usize)?;
+                if p.uses_grr() {
+                    payload.push(("y", PayloadValue::Uint(0)));
+                }
+                let mut bits = BitMask::new(p.num_buckets() as usize);
+                for i in own.ones() {
+                    bits.set(i, true);
+                }
+                payload.push(("bits", PayloadValue::Bits(bits)));
+            }
+        }
+        Ok(payload)
+    }
+}
+
+/// The `hh` protocol.
+pub(crate) static HH: Protocol = Protocol {
+    name: "hh",
+    class_name: "HHParams",
+    fields: FIELDS,
+    needs_secret: false,
+    create: |v| Ok(Arc::new(HhParams::new(v)?)),
+    make_encoder: |p, o| {
+        let params = downcast::<HhParams>(&p)?;
+        Ok(Encoder::new(p, o.rng, Hh(params)))
+    },
+    cohorts: |_| 0,
+};
