@@ -266,6 +266,11 @@ fn case_file(name: &str, doc: &Value, path: &Path) -> Vec<Expected> {
     expect("spec".into(), Want::Exact(format!("fingerprint\t{}", doc["spec_fingerprint"].as_str().unwrap())));
 
     for (i, c) in doc["cases"].as_array().unwrap().iter().enumerate() {
+        // A case whose value holds a lone surrogate cannot reach a Rust string (tests/vectors.rs says why); its
+        // value's refusal at the boundary is checked with the refusals below.
+        if c["reports"].as_array().unwrap().iter().any(|r| has_lone(&r["value"])) {
+            continue;
+        }
         let draws: Vec<String> = c["draws"]
             .as_array()
             .unwrap()

@@ -55,9 +55,17 @@ fn spec(doc: &Value) {
     assert_eq!(doc["spec_fingerprint"].as_str().unwrap(), spec.fingerprint());
 }
 
-fn cases(doc: &Value) {
+/// Replays every case; returns the number skipped because a value holds a lone surrogate (a Python string can, a
+/// Rust string cannot: `sfp.json` has one such case, a word whose lone surrogate SFP replaces; through C it arrives
+/// as invalid UTF-8 and is refused — the one documented divergence).
+fn cases(doc: &Value) -> usize {
     let spec = CollectionSpec::from_value(&doc["spec"], "spec").unwrap();
+    let mut skipped = 0;
     for (i, c) in doc["cases"].as_array().unwrap().iter().enumerate() {
+        if c["reports"].as_array().unwrap().iter().any(|r| has_lone(&r["value"])) {
+            skipped += 1;
+            continue;
+        }
         let metric = c["metric"].as_str().unwrap();
         let m = spec.metric(metric).unwrap();
         let draws: Vec<(u32, String)> = c["draws"]
@@ -110,6 +118,7 @@ fn cases(doc: &Value) {
         }
         assert_eq!(counter.lock().unwrap().remaining(), 0, "case {i}: every recorded draw consumed");
     }
+    skipped
 }
 
 /// A replay source shared with the test, to count what is left once the encoder is done.
@@ -172,7 +181,7 @@ fn value_refusals(doc: &Value) -> usize {
 
 #[test]
 fn vectors() {
-    let mut checked = 0;
+    let (mut checked, mut skipped) = (0, 0);
     for name in protocols() {
         if registry::get(&name).is_none() {
             continue;
@@ -180,10 +189,11 @@ fn vectors() {
         let doc = load(&name);
         params(&name, &doc);
         spec(&doc);
-        cases(&doc);
+        skipped += cases(&doc);
         param_refusals(&name, &doc);
         value_refusals(&doc);
         checked += 1;
     }
     assert_eq!(checked, registry::names().len());
+    assert!(skipped <= 1, "{skipped} cases skipped for lone surrogates (sfp.json has one)");
 }

@@ -13,6 +13,7 @@ pub mod numeric;
 pub mod range_tree;
 pub mod rappor;
 pub mod rr;
+pub mod sfp;
 pub mod sketches;
 pub mod thresh;
 pub mod unary;
@@ -44,10 +45,11 @@ static ALL: &[&Protocol] = &[
     &thresh::THRESH,
     &hadamard_block::HR_BLOCK,
     &range_tree::HH,
+    &sfp::SFP,
 ];
 
 /// The protocols of the Python client this client does not implement yet (docs/native-client.md prints it).
-pub const NOT_YET: &[&str] = &["multi", "pem", "rappor-ngrams", "sfp"];
+pub const NOT_YET: &[&str] = &["multi", "pem", "rappor-ngrams"];
 
 /// The protocol called `name`, if this client implements it.
 pub fn get(name: &str) -> Option<&'static Protocol> {

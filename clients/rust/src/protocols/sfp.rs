@@ -1,0 +1,356 @@
+//! Apple's Sequence Fragment Puzzle (`sfp`; "Learning with Privacy at Scale", 2017, `ldp/encoders/sfp.py`): a word
+//! over `alphabet` (other characters replaced by `replacement` or refused; cut to `length` when `truncate`) is
+//! reported as a CMS/HCMS report of the whole word and one of the fragment record `h ‖ fragment` at a random
+//! position `R(L/r)`, `h` a `hash_bits`-bit hash of the word. Charged the sum of the two sketches' ε.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::sketches::SketchParams;
+use crate::bytes::murmur3;
+use crate::cost::PrivacyCost;
+use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::error::{Error, Result};
+use crate::params::{
+    check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
+    ProtocolParams,
+};
+use crate::pytext::repr;
+use crate::random::RandomSource;
+use crate::value::{float_value, param_type_name, repr_value, type_name};
+
+const FIELDS: &[ParamField] = &[
+    ParamField::required("word_epsilon", FieldType::Float),
+    ParamField::required("fragment_epsilon", FieldType::Float),
+    ParamField::optional("alphabet", FieldType::Str, "\"abcdefghijklmnopqrstuvwxyz\""),
+    ParamField::optional("pad", FieldType::Str, "\"_\""),
+    ParamField::optional("length", FieldType::Int, "10"),
+    ParamField::optional("fragment_length", FieldType::Int, "2"),
+    ParamField::optional("hash_bits", FieldType::Int, "8"),
+    ParamField::optional("word_sketch", FieldType::Str, "\"cms\""),
+    ParamField::optional("word_num_hashes", FieldType::Int, "64"),
+    ParamField::optional("word_width", FieldType::Int, "1024"),
+    ParamField::optional("fragment_sketch", FieldType::Str, "\"cms\""),
+    ParamField::optional("fragment_num_hashes", FieldType::Int, "64"),
+    ParamField::optional("fragment_width", FieldType::Int, "512"),
+    ParamField::optional("hash_seed", FieldType::Int, "0"),
+    ParamField::optional("replacement", FieldType::OptStr, "null"),
+    ParamField::optional("truncate", FieldType::Bool, "false"),
+];
+
+/// SFP's parameters.
+#[derive(Debug)]
+pub struct SfpParams {
+    values: ParamValues,
+    fingerprint: String,
+    /// The alphabet's symbols then the pad (a symbol's index is its position here).
+    pub symbols: Vec<char>,
+    /// The pad symbol.
+    pub pad: char,
+    /// L, the padded word length.
+    pub length: u64,
+    /// r, the fragment length.
+    pub fragment_length: u64,
+    /// The bits of the word hash in a fragment record.
+    pub hash_bits: u64,
+    /// The replacement of characters outside the alphabet (`None`: refused).
+    pub replacement: Option<char>,
+    /// Whether words longer than L are cut.
+    pub truncate: bool,
+    /// The word's sketch.
+    pub word: SketchParams,
+    /// The fragments' sketch.
+    pub fragment: SketchParams,
+    index: HashMap<char, usize>,
+}
+
+fn one_char(s: &str) -> Option<char> {
+    let mut it = s.chars();
+    match (it.next(), it.next()) {
+        (Some(c), None) => Some(c),
+        _ => None,
+    }
+}
+
+fn sketch(part: &str, kind: &str, eps: f64, k: i128, width: &Value, seed: i128) -> Result<SketchParams> {
+    let v = ParamValues::new(vec![
+        ("epsilon", float_value(eps)),
+        ("num_hashes", Value::from(k as u64)),
+        ("width", width.clone()),
+        ("hash_seed", Value::from(seed as u64)),
+    ]);
+    SketchParams::new(if kind == "cms" { "cms" } else { "hcms" }, v).map_err(|e| match e {
+        Error::Value(m) => Error::value(format!("{part} sketch: {m}")),
+        Error::Type(m) => Error::type_(format!("{part} sketch: {m}")),
+        other => other,
+    })
+}
+
+impl SfpParams {
+    fn new(values: ParamValues) -> Result<Self> {
+        let word_epsilon = check_epsilon(values.get("word_epsilon"), "word_epsilon")?;
+        let fragment_epsilon = check_epsilon(values.get("fragment_epsilon"), "fragment_epsilon")?;
+        let alphabet = match values.get("alphabet").as_str() {
+            Some(a) if !a.is_empty() => a,
+            _ => return Err(Error::value("alphabet must be a non-empty string of symbols")),
+        };
+        let cps: Vec<char> = alphabet.chars().collect();
+        let mut sorted = cps.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != cps.len() {
+            return Err(Error::value(format!("alphabet has repeated symbols: {}", repr(alphabet))));
+        }
+        let pad = match values.get("pad").as_str().and_then(one_char) {
+            Some(c) if !cps.contains(&c) => c,
+            _ => {
+                return Err(Error::value(format!(
+                    "pad must be one symbol that is not in the alphabet, got {}",
+                    repr_value(values.get("pad"), true)
+                )))
+            }
+        };
+        check_int(&Value::from(cps.len()), "alphabet size", 1, Some((1 << 16) - 2))?;
+        let length = check_int(values.get("length"), "length (L)", 1, Some(1 << 12))? as u64;
+        let fragment_length =
+            check_int(values.get("fragment_length"), "fragment_length (r)", 1, Some(length as i128))? as u64;
+        if length % fragment_length != 0 {
+            return Err(Error::value(format!(
+                "length L={length} must be a multiple of fragment_length r={fragment_length} (fragments are the L/r \
+                 non-overlapping substrings)"
+            )));
+        }
+        let hash_bits = check_int(values.get("hash_bits"), "hash_bits", 0, Some(16))? as u64;
+        for part in ["word", "fragment"] {
+            let s = values.get(&format!("{part}_sketch"));
+            if !matches!(s.as_str(), Some("cms" | "hcms")) {
+                return Err(Error::value(format!(
+                    "{part}_sketch must be one of ['cms', 'hcms'], got {}",
+                    repr_value(s, true)
+                )));
+            }
+        }
+        let hash_seed = check_int(values.get("hash_seed"), "hash_seed", 0, Some(0xffff_ffff))?;
+        let wk = check_int(values.get("word_num_hashes"), "word_num_hashes", 1, Some(1 << 16))?;
+        let fk = check_int(values.get("fragment_num_hashes"), "fragment_num_hashes", 1, Some(1 << 16))?;
+        if hash_seed + wk + fk > 0xffff_ffff {
+            return Err(Error::value("hash_seed leaves no room for the sketches' hash functions below 2**32"));
+        }
+        let rep = values.get("replacement");
+        let replacement = match rep {
+            Value::Null => None,
+            Value::String(s) => match one_char(s) {
+                Some(c) if cps.contains(&c) => Some(c),
+                _ => None,
+            },
+            _ => None,
+        };
+        if !rep.is_null() && replacement.is_none() {
+            return Err(Error::value(format!(
+                "replacement must be one symbol of the alphabet (or None), got {}",
+                repr_value(rep, true)
+            )));
+        }
+        let truncate = match values.get("truncate") {
+            Value::Bool(b) => *b,
+            other => return Err(Error::type_(format!("truncate must be a bool, got {}", param_type_name(other)))),
+        };
+        let mut symbols = cps;
+        symbols.push(pad);
+        let index = symbols.iter().enumerate().map(|(i, c)| (*c, i)).collect();
+        let wkind = values.get("word_sketch").as_str().unwrap_or("cms").to_string();
+        let fkind = values.get("fragment_sketch").as_str().unwrap_or("cms").to_string();
+        let word = sketch("word", &wkind, word_epsilon, wk, values.get("word_width"), hash_seed)?;
+        let fragment = sketch("fragment", &fkind, fragment_epsilon, fk, values.get("fragment_width"), hash_seed + wk)?;
+        let mut out = SfpParams {
+            values,
+            fingerprint: String::new(),
+            symbols,
+            pad,
+            length,
+            fragment_length,
+            hash_bits,
+            replacement,
+            truncate,
+            word,
+            fragment,
+            index,
+        };
+        let cells = |s: &SketchParams| s.num_hashes as u128 * (s.width as u128 + 1);
+        let total = cells(&out.word) + out.num_positions() as u128 * cells(&out.fragment);
+        check_collectable("sfp", &out.schema(), total)?;
+        out.fingerprint = fingerprint_of("sfp", FIELDS, &out.values);
+        Ok(out)
+    }
+
+    /// The number of fragment positions, `L/r`.
+    pub fn num_positions(&self) -> u64 {
+        self.length / self.fragment_length
+    }
+
+    /// Seed of the word hash `h` (after both sketches' seeds).
+    pub fn word_hash_seed(&self) -> u64 {
+        self.word.hash_seed + self.word.num_hashes + self.fragment.num_hashes
+    }
+
+    /// Python's `prepare_word`: the word (replaced, truncated) padded to L symbols, and its hash.
+    fn prepare_word(&self, value: &Value) -> Result<PreparedWord> {
+        let Value::String(s) = value else {
+            return Err(Error::type_(format!("SFP words must be str, got {}", type_name(value))));
+        };
+        if s.is_empty() {
+            return Err(Error::value("SFP cannot encode the empty string"));
+        }
+        let ok = |c: &char| self.index.contains_key(c) && *c != self.pad;
+        let mut cps: Vec<char> = s.chars().collect();
+        if let Some(bad) = cps.iter().find(|c| !ok(c)) {
+            let Some(r) = self.replacement else {
+                return Err(Error::value(format!(
+                    "character {} of {} is not in the alphabet (set replacement= to replace such characters)",
+                    repr(&bad.to_string()),
+                    repr(s)
+                )));
+            };
+            cps = cps.into_iter().map(|c| if ok(&c) { c } else { r }).collect();
+        }
+        if cps.len() as u64 > self.length {
+            if !self.truncate {
+                let word: String = cps.iter().collect();
+                return Err(Error::value(format!(
+                    "{} is longer than length={} (set truncate=True to cut it)",
+                    repr(&word),
+                    self.length
+                )));
+            }
+            cps.truncate(self.length as usize);
+        }
+        let word: String = cps.iter().collect();
+        let padded: Vec<usize> =
+            (0..self.length as usize).map(|i| self.index[cps.get(i).unwrap_or(&self.pad)]).collect();
+        let data = word.into_bytes();
+        let hash = murmur3(&data, self.word_hash_seed() as u32) as u64 % (1u64 << self.hash_bits);
+        Ok(PreparedWord { padded, hash, data })
+    }
+
+    /// `h ‖ fragment`: `h` big-endian, then each symbol's index (1 or 2 bytes each).
+    fn fragment_record(&self, word: &PreparedWord, position: u64) -> Vec<u8> {
+        let hash_bytes = self.hash_bits.div_ceil(8) as usize;
+        let two = self.symbols.len() > 256;
+        let mut out = Vec::with_capacity(hash_bytes + 2 * self.fragment_length as usize);
+        for i in 0..hash_bytes {
+            out.push((word.hash >> (8 * (hash_bytes - 1 - i))) as u8);
+        }
+        let r = self.fragment_length as usize;
+        for s in 0..r {
+            let idx = word.padded[position as usize * r + s];
+            if two {
+                out.push((idx >> 8) as u8);
+            }
+            out.push(idx as u8);
+        }
+        out
+    }
+}
+
+const WORD_NAMES: [&str; 4] = ["word_hash", "word_bits", "word_row", "word_bit"];
+const FRAGMENT_NAMES: [&str; 4] = ["fragment_hash", "fragment_bits", "fragment_row", "fragment_bit"];
+
+fn prefixed(fields: Vec<PayloadField>, names: &[&'static str; 4]) -> Vec<PayloadField> {
+    fields
+        .into_iter()
+        .map(|f| {
+            let name = match f.name {
+                "hash" => names[0],
+                "bits" => names[1],
+                "row" => names[2],
+                _ => names[3],
+            };
+            PayloadField { name, ..f }
+        })
+        .collect()
+}
+
+impl ProtocolParams for SfpParams {
+    common_params!("sfp", FIELDS);
+    fn privacy_cost(&self) -> PrivacyCost {
+        PrivacyCost::pure(self.word.privacy_cost().epsilon + self.fragment.privacy_cost().epsilon)
+    }
+    fn schema(&self) -> Vec<PayloadField> {
+        let mut out = vec![PayloadField::uint("position", self.num_positions())];
+        out.extend(prefixed(self.word.schema(), &WORD_NAMES));
+        out.extend(prefixed(self.fragment.schema(), &FRAGMENT_NAMES));
+        out
+    }
+    fn domain_size(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// A word as the client encodes it: its padded symbol indices, its hash and its UTF-8 bytes.
+struct PreparedWord {
+    padded: Vec<usize>,
+    hash: u64,
+    data: Vec<u8>,
+}
+
+struct Sfp(Arc<SfpParams>);
+
+fn sketch_payload(
+    s: &SketchParams,
+    rng: &mut dyn RandomSource,
+    data: &[u8],
+    names: &[&'static str; 4],
+) -> Result<Vec<(&'static str, PayloadValue)>> {
+    if s.protocol() == "cms" {
+        let (j, bits) = s.draw_cms(rng, data)?;
+        return Ok(vec![(names[0], PayloadValue::Uint(j)), (names[1], PayloadValue::Bits(bits))]);
+    }
+    let (j, row, bit) = s.draw_hcms(rng, data)?;
+    Ok(vec![
+        (names[0], PayloadValue::Uint(j)),
+        (names[2], PayloadValue::Uint(row)),
+        (names[3], PayloadValue::Uint(bit)),
+    ])
+}
+
+impl Mechanism for Sfp {
+    type Checked = PreparedWord;
+
+    fn check(&mut self, value: &Value) -> Result<PreparedWord> {
+        self.0.prepare_word(value)
+    }
+
+    fn charge(&mut self, _: &PreparedWord) -> Result<Charge> {
+        Ok(Charge::Plain(self.0.privacy_cost()))
+    }
+
+    fn draw(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        w: &PreparedWord,
+        _: Option<u64>,
+    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+        let p = &self.0;
+        let position = rng.randbelow(p.num_positions())?;
+        let mut out = vec![("position", PayloadValue::Uint(position))];
+        out.extend(sketch_payload(&p.word, rng, &w.data, &WORD_NAMES)?);
+        out.extend(sketch_payload(&p.fragment, rng, &p.fragment_record(w, position), &FRAGMENT_NAMES)?);
+        Ok(out)
+    }
+}
+
+/// The `sfp` protocol.
+pub(crate) static SFP: Protocol = Protocol {
+    name: "sfp",
+    class_name: "SfpParams",
+    fields: FIELDS,
+    needs_secret: false,
+    create: |v| Ok(Arc::new(SfpParams::new(v)?)),
+    make_encoder: |p, o| {
+        let params = downcast::<SfpParams>(&p)?;
+        Ok(Encoder::new(p, o.rng, Sfp(params)))
+    },
+    cohorts: |_| 0,
+};
