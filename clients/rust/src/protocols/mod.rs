@@ -10,6 +10,7 @@ pub mod lgrr;
 pub mod local_hashing;
 pub(crate) mod memoized;
 pub mod numeric;
+pub mod pem;
 pub mod range_tree;
 pub mod rappor;
 pub mod rr;
@@ -46,10 +47,11 @@ static ALL: &[&Protocol] = &[
     &hadamard_block::HR_BLOCK,
     &range_tree::HH,
     &sfp::SFP,
+    &pem::PEM,
 ];
 
 /// The protocols of the Python client this client does not implement yet (docs/native-client.md prints it).
-pub const NOT_YET: &[&str] = &["multi", "pem", "rappor-ngrams"];
+pub const NOT_YET: &[&str] = &["multi", "rappor-ngrams"];
 
 /// The protocol called `name`, if this client implements it.
 pub fn get(name: &str) -> Option<&'static Protocol> {
