@@ -1,6 +1,7 @@
 //! Encoders and their reports (Python's `ldp.encoders.base` and `ldp.reports`).
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::fmt::{self, Write};
 use std::sync::Arc;
 
@@ -23,6 +24,9 @@ pub enum PayloadValue {
     Bits(BitMask),
 }
 
+/// A report's payload: each field's name and value, in the protocol's schema order.
+pub type Payload = Vec<(Cow<'static, str>, PayloadValue)>;
+
 /// One privatized report (Python's `ldp.reports.Report`): the protocol, its parameters' fingerprint, and the payload
 /// fields in the protocol's schema order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +36,7 @@ pub struct Report {
     /// The parameters' fingerprint.
     pub params: String,
     /// The payload fields, in schema order.
-    pub payload: Vec<(&'static str, PayloadValue)>,
+    pub payload: Payload,
 }
 
 impl Report {
@@ -67,7 +71,7 @@ impl Report {
 
     /// The payload value of field `name`.
     pub fn get(&self, name: &str) -> Option<&PayloadValue> {
-        self.payload.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+        self.payload.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
 }
 
@@ -187,22 +191,12 @@ pub(crate) trait Mechanism: Send + 'static {
     fn charge(&mut self, value: &Self::Checked) -> Result<Charge>;
 
     /// The payload of a checked value, drawn from `rng`; `epoch` is the ledger's epoch for a [`Charge::Change`].
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &Self::Checked,
-        epoch: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>>;
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &Self::Checked, epoch: Option<u64>) -> Result<Payload>;
 }
 
 trait DynMechanism: Send {
     fn prepare(&mut self, value: &Value) -> Result<Prepared>;
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &(dyn Any + Send),
-        epoch: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>>;
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &(dyn Any + Send), epoch: Option<u64>) -> Result<Payload>;
 }
 
 impl<M: Mechanism> DynMechanism for M {
@@ -212,12 +206,7 @@ impl<M: Mechanism> DynMechanism for M {
         Ok(Prepared { charge, value: Box::new(checked) })
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &(dyn Any + Send),
-        epoch: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &(dyn Any + Send), epoch: Option<u64>) -> Result<Payload> {
         let checked = value
             .downcast_ref::<M::Checked>()
             .ok_or_else(|| Error::InvalidArgument("a value prepared by another encoder".into()))?;

@@ -2,6 +2,7 @@
 //! and the checks of `ldp/encoders/base_checks.py` with Python's texts.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -69,7 +70,7 @@ pub enum PayloadKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayloadField {
     /// The field's name.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// Its kind.
     pub kind: PayloadKind,
     /// The bound of a `uint` or the length of a `bits` field.
@@ -79,12 +80,12 @@ pub struct PayloadField {
 impl PayloadField {
     /// A `uint` field below `size`.
     pub const fn uint(name: &'static str, size: u64) -> Self {
-        PayloadField { name, kind: PayloadKind::Uint, size }
+        PayloadField { name: Cow::Borrowed(name), kind: PayloadKind::Uint, size }
     }
 
     /// A `bits` field of `size` bits.
     pub const fn bits(name: &'static str, size: u64) -> Self {
-        PayloadField { name, kind: PayloadKind::Bits, size }
+        PayloadField { name: Cow::Borrowed(name), kind: PayloadKind::Bits, size }
     }
 }
 

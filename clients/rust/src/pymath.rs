@@ -11,7 +11,7 @@
 use std::sync::OnceLock;
 
 use num_bigint::{BigInt, Sign};
-use num_integer::{Integer, Roots};
+use num_integer::Integer;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 
 const P: usize = 256;

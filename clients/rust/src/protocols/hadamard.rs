@@ -8,7 +8,9 @@ use serde_json::Value;
 use super::rr::DOMAIN_FIELDS;
 use super::unary::{check_unary, unary_epsilon};
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{
+    common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol,
+};
 use crate::error::Result;
 use crate::params::{check_collectable, check_epsilon, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
 use crate::pymath;
@@ -81,19 +83,14 @@ impl Mechanism for Hr {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let row = value + 1;
         let want = if rng.bernoulli(self.0.p)? { 0 } else { 1 }; // the parity of j AND row: 0 inside C_v
         let mut j = rng.randbelow(self.0.order)?;
         if (j & row).count_ones() % 2 != want {
             j ^= row & row.wrapping_neg();
         }
-        Ok(vec![("j", PayloadValue::Uint(j))])
+        Ok(vec![("j".into(), PayloadValue::Uint(j))])
     }
 }
 
@@ -180,12 +177,7 @@ impl Mechanism for Ss {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let d = self.0.d as usize;
         let v = *value as usize;
         let own = rng.bernoulli(self.0.p)?;
@@ -195,7 +187,7 @@ impl Mechanism for Ss {
             bits.set(if i < v { i } else { i + 1 }, true);
         }
         bits.set(v, own);
-        Ok(vec![("bits", PayloadValue::Bits(bits))])
+        Ok(vec![("bits".into(), PayloadValue::Bits(bits))])
     }
 }
 

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{
+    common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol,
+};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_labels, fingerprint_of, FieldType, ParamField, ParamValues,
@@ -187,15 +189,10 @@ impl Mechanism for HrBlock {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let p = &self.0;
         if rng.bernoulli(p.gamma)? {
-            return Ok(vec![("j", PayloadValue::Uint(rng.randbelow(p.order())?))]);
+            return Ok(vec![("j".into(), PayloadValue::Uint(rng.randbelow(p.order())?))]);
         }
         let b = p.block_order;
         let row = value / p.blocks + 1;
@@ -203,7 +200,7 @@ impl Mechanism for HrBlock {
         if (pos & row).count_ones() & 1 == 1 {
             pos ^= row & row.wrapping_neg();
         }
-        Ok(vec![("j", PayloadValue::Uint((value % p.blocks) * b + pos))])
+        Ok(vec![("j".into(), PayloadValue::Uint((value % p.blocks) * b + pos))])
     }
 }
 

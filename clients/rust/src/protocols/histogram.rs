@@ -13,7 +13,9 @@ use super::memoized::Memo;
 use super::rr::{grr_draw, GrrParams};
 use super::unary::{unary_draw, UnaryParams};
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{
+    common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
+};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_probability, fingerprint_of, FieldType, ParamField, ParamValues,
@@ -313,12 +315,7 @@ impl Mechanism for DBitFlip {
         Ok(Charge::Plain(self.0.privacy_cost()))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let p = &self.0;
         let (k, d, v) = (p.buckets.count() as usize, p.d as usize, *value as usize);
         let sampled = if d == k {
@@ -342,7 +339,7 @@ impl Mechanism for DBitFlip {
         if sampled.get(v) && rng.bernoulli(p.p1)? {
             bits.set(v, true);
         }
-        Ok(vec![("sampled", PayloadValue::Bits(sampled)), ("bits", PayloadValue::Bits(bits))])
+        Ok(vec![("sampled".into(), PayloadValue::Bits(sampled)), ("bits".into(), PayloadValue::Bits(bits))])
     }
 }
 
@@ -449,17 +446,12 @@ impl Mechanism for Bucket {
         Ok(Charge::Plain(self.0.privacy_cost()))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let k = self.0.buckets.count();
         match (&self.0.grr, &self.0.oue) {
-            (Some(g), _) => Ok(vec![("index", PayloadValue::Uint(grr_draw(rng, g.p, k, *value)?))]),
+            (Some(g), _) => Ok(vec![("index".into(), PayloadValue::Uint(grr_draw(rng, g.p, k, *value)?))]),
             (_, Some(o)) => {
-                Ok(vec![("bits", PayloadValue::Bits(unary_draw(rng, o.p, o.q, k as usize, *value as usize)?))])
+                Ok(vec![("bits".into(), PayloadValue::Bits(unary_draw(rng, o.p, o.q, k as usize, *value as usize)?))])
             }
             _ => Err(Error::Internal("a bucket protocol without its oracle".into())),
         }
@@ -607,12 +599,7 @@ impl Mechanism for MemoDBitFlip {
         self.memo.charge(*value, self.params.privacy_cost(), self.params.memo_cap())
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let s = self.sampled()?;
         let p = self.params.clone();
         let (k, v) = (p.memo.buckets.count() as usize, *value as usize);
@@ -634,7 +621,7 @@ impl Mechanism for MemoDBitFlip {
                 }
             }
         }
-        Ok(vec![("sampled", PayloadValue::Bits(s)), ("bits", PayloadValue::Bits(bits))])
+        Ok(vec![("sampled".into(), PayloadValue::Bits(s)), ("bits".into(), PayloadValue::Bits(bits))])
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::memoized::{logaddexp, memo_report_charge, Memo};
 use super::rr::{grr_draw, GrrParams};
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
@@ -176,15 +176,10 @@ impl Mechanism for Lgrr {
         self.memo.charge(*value, self.params.report_charge, self.params.memo_cap())
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let p = self.params.clone();
         let perm = self.memo.get(*value, |src| grr_draw(src, p.permanent.p, p.permanent.d, *value))?;
-        Ok(vec![("index", PayloadValue::Uint(grr_draw(rng, p.instantaneous.p, p.permanent.d, perm)?))])
+        Ok(vec![("index".into(), PayloadValue::Uint(grr_draw(rng, p.instantaneous.p, p.permanent.d, perm)?))])
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
-use crate::encoder::{domain_index_of, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_labels, fingerprint_of, FieldType, ParamField, ParamValues,
@@ -154,15 +154,10 @@ impl Mechanism for LocalHashing {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let p = &self.0;
         let (seed, y) = lh_draw(rng, p.seed_range, p.g, p.p, *value)?;
-        Ok(vec![("seed", PayloadValue::Uint(seed)), ("y", PayloadValue::Uint(y))])
+        Ok(vec![("seed".into(), PayloadValue::Uint(seed)), ("y".into(), PayloadValue::Uint(y))])
     }
 }
 

@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use super::memoized::Memo;
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{
+    common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
+};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_probability, fingerprint_of, FieldType, ParamField, ParamValues,
@@ -386,20 +388,18 @@ impl Mechanism for Numeric {
         }))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        x: &f64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, x: &f64, _: Option<u64>) -> Result<Payload> {
         Ok(match self {
-            Numeric::Duchi(p) => vec![("bit", PayloadValue::Uint(p.bit(rng, *x)?))],
-            Numeric::Piecewise(p) => vec![("cell", PayloadValue::Uint(p.cell(rng, *x)?))],
+            Numeric::Duchi(p) => vec![("bit".into(), PayloadValue::Uint(p.bit(rng, *x)?))],
+            Numeric::Piecewise(p) => vec![("cell".into(), PayloadValue::Uint(p.cell(rng, *x)?))],
             Numeric::Hybrid(p) => match &p.piecewise {
                 Some(pw) if rng.bernoulli(p.alpha)? => {
-                    vec![("pm", PayloadValue::Uint(1)), ("out", PayloadValue::Uint(pw.cell(rng, *x)?))]
+                    vec![("pm".into(), PayloadValue::Uint(1)), ("out".into(), PayloadValue::Uint(pw.cell(rng, *x)?))]
                 }
-                _ => vec![("pm", PayloadValue::Uint(0)), ("out", PayloadValue::Uint(p.duchi.bit(rng, *x)?))],
+                _ => vec![
+                    ("pm".into(), PayloadValue::Uint(0)),
+                    ("out".into(), PayloadValue::Uint(p.duchi.bit(rng, *x)?)),
+                ],
             },
         })
     }
@@ -541,12 +541,7 @@ impl Mechanism for MemoMean {
         self.memo.charge(*j, self.params.privacy_cost(), self.params.memo_cap())
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        j: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, j: &u64, _: Option<u64>) -> Result<Payload> {
         let p = self.params.clone();
         let bit = self.memo.get(*j, |src| {
             let a = src.bernoulli(*j as f64 / p.buckets as f64)?;
@@ -555,7 +550,7 @@ impl Mechanism for MemoMean {
         })?;
         let g = p.gamma_realized();
         let out = if g > 0.0 { bit ^ u64::from(rng.bernoulli(g)?) } else { bit };
-        Ok(vec![("bit", PayloadValue::Uint(out))])
+        Ok(vec![("bit".into(), PayloadValue::Uint(out))])
     }
 }
 

@@ -14,7 +14,7 @@ use super::range_tree::null_variance;
 use super::rr::{grr_draw, GrrParams};
 use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
@@ -304,12 +304,7 @@ impl Mechanism for Pem {
         Ok(Charge::Plain(self.0.privacy_cost()))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &BigUint,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &BigUint, _: Option<u64>) -> Result<Payload> {
         let p = &self.0;
         let group = rng.randbelow(p.groups())?;
         let key = p.key_of(value, group);
@@ -320,7 +315,11 @@ impl Mechanism for Pem {
                 lh_draw(rng, p.seed_range, lh.g, lh.p, key)?
             }
         };
-        Ok(vec![("group", PayloadValue::Uint(group)), ("seed", PayloadValue::Uint(seed)), ("y", PayloadValue::Uint(y))])
+        Ok(vec![
+            ("group".into(), PayloadValue::Uint(group)),
+            ("seed".into(), PayloadValue::Uint(seed)),
+            ("y".into(), PayloadValue::Uint(y)),
+        ])
     }
 }
 

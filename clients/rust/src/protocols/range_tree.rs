@@ -12,7 +12,7 @@ use super::histogram::bucket_index;
 use super::rr::{grr_draw, GrrParams};
 use super::unary::{unary_draw, UnaryParams};
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
@@ -256,12 +256,7 @@ impl Mechanism for Hh {
         Ok(Charge::Plain(self.0.privacy_cost()))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let p = &self.0;
         let level = if !p.weighted {
             rng.randbelow(p.depth)? as usize
@@ -276,24 +271,24 @@ impl Mechanism for Hh {
         };
         let m = p.branching.pow(level as u32 + 1);
         let node = value / (p.num_buckets() / m);
-        let mut payload = vec![("level", PayloadValue::Uint(level as u64))];
+        let mut payload = vec![("level".into(), PayloadValue::Uint(level as u64))];
         match &p.oracles[level] {
             LevelOracle::Grr(g) => {
-                payload.push(("y", PayloadValue::Uint(grr_draw(rng, g.p, m, node)?)));
+                payload.push(("y".into(), PayloadValue::Uint(grr_draw(rng, g.p, m, node)?)));
                 if p.uses_oue() {
-                    payload.push(("bits", PayloadValue::Bits(BitMask::new(p.num_buckets() as usize))));
+                    payload.push(("bits".into(), PayloadValue::Bits(BitMask::new(p.num_buckets() as usize))));
                 }
             }
             LevelOracle::Oue(o) => {
                 let own = unary_draw(rng, o.p, o.q, m as usize, node as usize)?;
                 if p.uses_grr() {
-                    payload.push(("y", PayloadValue::Uint(0)));
+                    payload.push(("y".into(), PayloadValue::Uint(0)));
                 }
                 let mut bits = BitMask::new(p.num_buckets() as usize);
                 for i in own.ones() {
                     bits.set(i, true);
                 }
-                payload.push(("bits", PayloadValue::Bits(bits)));
+                payload.push(("bits".into(), PayloadValue::Bits(bits)));
             }
         }
         Ok(payload)

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use crate::bytes::{hmac_sha256, md5, murmur3, uint32_be};
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{
+    common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
+};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_int, check_resolvable, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
@@ -300,18 +302,13 @@ impl Mechanism for Rappor {
         Ok(Charge::Memoized { key, first: one, then: one, cap: PrivacyCost::pure(inf) })
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        v: &Arc<RapporValue>,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, v: &Arc<RapporValue>, _: Option<u64>) -> Result<Payload> {
         let prr = self.permanent_response(v)?;
         let k = self.params.num_bloombits as usize;
         let pmask = rng.bernoulli_bits(self.params.p, k)?;
         let qmask = rng.bernoulli_bits(self.params.q, k)?;
         let bits = pmask.and_not(&prr).or(&qmask.and(&prr));
-        Ok(vec![("cohort", PayloadValue::Uint(self.cohort as u64)), ("bits", PayloadValue::Bits(bits))])
+        Ok(vec![("cohort".into(), PayloadValue::Uint(self.cohort as u64)), ("bits".into(), PayloadValue::Bits(bits))])
     }
 }
 

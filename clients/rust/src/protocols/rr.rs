@@ -5,7 +5,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{
+    common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol,
+};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_labels, check_probability, check_resolvable, fingerprint_of,
@@ -99,14 +101,9 @@ impl Mechanism for BinaryRr {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &bool,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &bool, _: Option<u64>) -> Result<Payload> {
         let bit = rng.bernoulli(if *value { self.0.q } else { self.0.p })?;
-        Ok(vec![("bit", PayloadValue::Uint(bit as u64))])
+        Ok(vec![("bit".into(), PayloadValue::Uint(bit as u64))])
     }
 }
 
@@ -216,13 +213,8 @@ impl Mechanism for Grr {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
-        Ok(vec![("index", PayloadValue::Uint(grr_draw(rng, self.0.p, self.0.d, *value)?))])
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
+        Ok(vec![("index".into(), PayloadValue::Uint(grr_draw(rng, self.0.p, self.0.d, *value)?))])
     }
 }
 

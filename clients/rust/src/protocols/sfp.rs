@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::sketches::SketchParams;
 use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
@@ -261,13 +261,13 @@ fn prefixed(fields: Vec<PayloadField>, names: &[&'static str; 4]) -> Vec<Payload
     fields
         .into_iter()
         .map(|f| {
-            let name = match f.name {
+            let name = match f.name.as_ref() {
                 "hash" => names[0],
                 "bits" => names[1],
                 "row" => names[2],
                 _ => names[3],
             };
-            PayloadField { name, ..f }
+            PayloadField { name: name.into(), ..f }
         })
         .collect()
 }
@@ -302,16 +302,16 @@ fn sketch_payload(
     rng: &mut dyn RandomSource,
     data: &[u8],
     names: &[&'static str; 4],
-) -> Result<Vec<(&'static str, PayloadValue)>> {
+) -> Result<Payload> {
     if s.protocol() == "cms" {
         let (j, bits) = s.draw_cms(rng, data)?;
-        return Ok(vec![(names[0], PayloadValue::Uint(j)), (names[1], PayloadValue::Bits(bits))]);
+        return Ok(vec![(names[0].into(), PayloadValue::Uint(j)), (names[1].into(), PayloadValue::Bits(bits))]);
     }
     let (j, row, bit) = s.draw_hcms(rng, data)?;
     Ok(vec![
-        (names[0], PayloadValue::Uint(j)),
-        (names[2], PayloadValue::Uint(row)),
-        (names[3], PayloadValue::Uint(bit)),
+        (names[0].into(), PayloadValue::Uint(j)),
+        (names[2].into(), PayloadValue::Uint(row)),
+        (names[3].into(), PayloadValue::Uint(bit)),
     ])
 }
 
@@ -326,15 +326,10 @@ impl Mechanism for Sfp {
         Ok(Charge::Plain(self.0.privacy_cost()))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        w: &PreparedWord,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, w: &PreparedWord, _: Option<u64>) -> Result<Payload> {
         let p = &self.0;
         let position = rng.randbelow(p.num_positions())?;
-        let mut out = vec![("position", PayloadValue::Uint(position))];
+        let mut out = vec![("position".into(), PayloadValue::Uint(position))];
         out.extend(sketch_payload(&p.word, rng, &w.data, &WORD_NAMES)?);
         out.extend(sketch_payload(&p.fragment, rng, &p.fragment_record(w, position), &FRAGMENT_NAMES)?);
         Ok(out)

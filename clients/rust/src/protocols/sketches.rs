@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
-use crate::encoder::{downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
@@ -165,18 +165,17 @@ impl Mechanism for Sketch {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        data: &Vec<u8>,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, data: &Vec<u8>, _: Option<u64>) -> Result<Payload> {
         if self.0.protocol == "cms" {
             let (j, bits) = self.0.draw_cms(rng, data)?;
-            return Ok(vec![("hash", PayloadValue::Uint(j)), ("bits", PayloadValue::Bits(bits))]);
+            return Ok(vec![("hash".into(), PayloadValue::Uint(j)), ("bits".into(), PayloadValue::Bits(bits))]);
         }
         let (j, row, bit) = self.0.draw_hcms(rng, data)?;
-        Ok(vec![("hash", PayloadValue::Uint(j)), ("row", PayloadValue::Uint(row)), ("bit", PayloadValue::Uint(bit))])
+        Ok(vec![
+            ("hash".into(), PayloadValue::Uint(j)),
+            ("row".into(), PayloadValue::Uint(row)),
+            ("bit".into(), PayloadValue::Uint(bit)),
+        ])
     }
 }
 

@@ -11,7 +11,9 @@ use serde_json::Value;
 use super::rr::{grr_draw, GrrParams};
 use crate::bytes::{hmac_sha256, uint32_be};
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{
+    common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
+};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
@@ -111,19 +113,14 @@ impl Mechanism for Thresh {
         Ok(Charge::Change { stream: self.stream.clone(), value: key.to_vec(), cost: self.params.privacy_cost() })
     }
 
-    fn draw(
-        &mut self,
-        _: &mut dyn RandomSource,
-        value: &u64,
-        epoch: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, _: &mut dyn RandomSource, value: &u64, epoch: Option<u64>) -> Result<Payload> {
         let e = match epoch {
             Some(e) => e,
             None => (self.epoch + i64::from(self.last != Some(*value))) as u64,
         };
         self.last = Some(*value);
         self.epoch = e as i64;
-        Ok(vec![("index", PayloadValue::Uint(self.response(e, *value)?))])
+        Ok(vec![("index".into(), PayloadValue::Uint(self.response(e, *value)?))])
     }
 }
 

@@ -11,7 +11,9 @@ use serde_json::Value;
 use super::memoized::{logaddexp, memo_report_charge, Memo};
 use super::rr::DOMAIN_FIELDS;
 use crate::cost::PrivacyCost;
-use crate::encoder::{common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, PayloadValue, Protocol};
+use crate::encoder::{
+    common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol,
+};
 use crate::error::{Error, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_labels, fingerprint_of, FieldType, ParamField, ParamValues,
@@ -160,14 +162,9 @@ impl Mechanism for Unary {
         Ok(Charge::Plain(self.0.cost))
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let p = &self.0;
-        Ok(vec![("bits", PayloadValue::Bits(unary_draw(rng, p.p, p.q, p.d as usize, *value as usize)?))])
+        Ok(vec![("bits".into(), PayloadValue::Bits(unary_draw(rng, p.p, p.q, p.d as usize, *value as usize)?))])
     }
 }
 
@@ -374,17 +371,12 @@ impl Mechanism for Loue {
         self.memo.charge(*value, self.params.report_charge, self.params.memo_cap())
     }
 
-    fn draw(
-        &mut self,
-        rng: &mut dyn RandomSource,
-        value: &u64,
-        _: Option<u64>,
-    ) -> Result<Vec<(&'static str, PayloadValue)>> {
+    fn draw(&mut self, rng: &mut dyn RandomSource, value: &u64, _: Option<u64>) -> Result<Payload> {
         let p = self.params.clone();
         let d = p.d as usize;
         let bits = self.memo.get(*value, |src| unary_draw(src, p.perm.p, p.perm.q, d, *value as usize))?;
         let noise = rng.bernoulli_bits(p.flip, d)?;
-        Ok(vec![("bits", PayloadValue::Bits(bits.xor(&noise)))])
+        Ok(vec![("bits".into(), PayloadValue::Bits(bits.xor(&noise)))])
     }
 }
 
