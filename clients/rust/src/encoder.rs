@@ -255,6 +255,16 @@ impl Encoder {
         Ok(Report { protocol: self.params.protocol(), params: self.fingerprint.clone(), payload })
     }
 
+    /// The payload of a prepared value drawn from `rng` (a composite protocol's parts draw from its source).
+    pub(crate) fn draw_with(
+        &mut self,
+        rng: &mut dyn RandomSource,
+        prepared: &Prepared,
+        epoch: Option<u64>,
+    ) -> Result<Payload> {
+        self.mechanism.draw(rng, prepared.value.as_ref(), epoch)
+    }
+
     /// One report of `value`, with no ledger (a [`crate::TelemetryClient`] charges first).
     pub fn encode(&mut self, value: &Value) -> Result<Report> {
         let prepared = self.prepare(value)?;

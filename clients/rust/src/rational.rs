@@ -31,6 +31,11 @@ impl Rational {
         Rational { num: n, den: d }
     }
 
+    /// `math.fsum`: the correctly rounded sum of finite doubles.
+    pub(crate) fn fsum(xs: impl IntoIterator<Item = f64>) -> f64 {
+        xs.into_iter().fold(Rational::int(0), |acc, x| &acc + &Rational::of(x)).to_f64()
+    }
+
     /// An integer.
     pub(crate) fn int(n: i64) -> Self {
         Rational { num: BigInt::from(n), den: BigInt::one() }

@@ -9,6 +9,7 @@ pub mod histogram;
 pub mod lgrr;
 pub mod local_hashing;
 pub(crate) mod memoized;
+pub mod multi;
 pub mod numeric;
 pub mod pem;
 pub mod range_tree;
@@ -48,10 +49,11 @@ static ALL: &[&Protocol] = &[
     &range_tree::HH,
     &sfp::SFP,
     &pem::PEM,
+    &multi::MULTI,
 ];
 
 /// The protocols of the Python client this client does not implement yet (docs/native-client.md prints it).
-pub const NOT_YET: &[&str] = &["multi", "rappor-ngrams"];
+pub const NOT_YET: &[&str] = &["rappor-ngrams"];
 
 /// The protocol called `name`, if this client implements it.
 pub fn get(name: &str) -> Option<&'static Protocol> {
