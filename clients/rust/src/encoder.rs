@@ -187,6 +187,12 @@ pub(crate) trait Mechanism: Send + 'static {
     /// Checks `value`, with Python's error type and text. Draws nothing.
     fn check(&mut self, value: &Value) -> Result<Self::Checked>;
 
+    /// [`Mechanism::check`] for a protocol whose preparation draws (`rappor-ngrams` draws its pair of positions
+    /// before it can say what the report costs, as Python's does).
+    fn check_with(&mut self, _rng: &mut dyn RandomSource, value: &Value) -> Result<Self::Checked> {
+        self.check(value)
+    }
+
     /// What one report of a checked value costs.
     fn charge(&mut self, value: &Self::Checked) -> Result<Charge>;
 
@@ -195,13 +201,13 @@ pub(crate) trait Mechanism: Send + 'static {
 }
 
 trait DynMechanism: Send {
-    fn prepare(&mut self, value: &Value) -> Result<Prepared>;
+    fn prepare(&mut self, rng: &mut dyn RandomSource, value: &Value) -> Result<Prepared>;
     fn draw(&mut self, rng: &mut dyn RandomSource, value: &(dyn Any + Send), epoch: Option<u64>) -> Result<Payload>;
 }
 
 impl<M: Mechanism> DynMechanism for M {
-    fn prepare(&mut self, value: &Value) -> Result<Prepared> {
-        let checked = self.check(value)?;
+    fn prepare(&mut self, rng: &mut dyn RandomSource, value: &Value) -> Result<Prepared> {
+        let checked = self.check_with(rng, value)?;
         let charge = self.charge(&checked)?;
         Ok(Prepared { charge, value: Box::new(checked) })
     }
@@ -243,16 +249,10 @@ impl Encoder {
         &self.params
     }
 
-    /// Checks `value`: the prepared value, or Python's error. Draws and charges nothing.
+    /// Checks `value`: the prepared value, or Python's error. Charges nothing, and draws nothing but for
+    /// `rappor-ngrams`, which draws its pair of positions here (its cost depends on it).
     pub fn prepare(&mut self, value: &Value) -> Result<Prepared> {
-        self.mechanism.prepare(value)
-    }
-
-    /// The report of a prepared value (draws randomness). `epoch` is the ledger's epoch for a
-    /// [`Charge::Change`] (`thresh`).
-    pub fn randomize(&mut self, prepared: &Prepared, epoch: Option<u64>) -> Result<Report> {
-        let payload = self.mechanism.draw(self.rng.as_mut(), prepared.value.as_ref(), epoch)?;
-        Ok(Report { protocol: self.params.protocol(), params: self.fingerprint.clone(), payload })
+        self.mechanism.prepare(self.rng.as_mut(), value)
     }
 
     /// The payload of a prepared value drawn from `rng` (a composite protocol's parts draw from its source).

@@ -14,6 +14,7 @@ pub mod numeric;
 pub mod pem;
 pub mod range_tree;
 pub mod rappor;
+pub mod rappor_ngrams;
 pub mod rr;
 pub mod sfp;
 pub mod sketches;
@@ -50,10 +51,11 @@ static ALL: &[&Protocol] = &[
     &sfp::SFP,
     &pem::PEM,
     &multi::MULTI,
+    &rappor_ngrams::RAPPOR_NGRAMS,
 ];
 
 /// The protocols of the Python client this client does not implement yet (docs/native-client.md prints it).
-pub const NOT_YET: &[&str] = &["rappor-ngrams"];
+pub const NOT_YET: &[&str] = &[];
 
 /// The protocol called `name`, if this client implements it.
 pub fn get(name: &str) -> Option<&'static Protocol> {

@@ -18,7 +18,7 @@ use crate::params::{
 };
 use crate::pymath;
 use crate::pytext::{self, float_repr, format_g, str_list};
-use crate::random::{BitMask, RandomSource};
+use crate::random::{BitMask, NoDraws, RandomSource};
 use crate::rational::Rational;
 use crate::value::{float_value, param_type_name, repr_value, type_name};
 
@@ -398,18 +398,6 @@ fn make(p: Arc<dyn ProtocolParams>, o: EncoderOptions) -> Result<Encoder> {
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Encoder::new(p, o.rng, Multi { params, parts }))
-}
-
-/// The source of a part encoder, which never draws from its own.
-struct NoDraws;
-
-impl RandomSource for NoDraws {
-    fn bits(&mut self, _: u32) -> Result<u64> {
-        Err(Error::Internal("a multi part drew from its own source".into()))
-    }
-    fn wide_bits(&mut self, _: u32, _: &mut [u64]) -> Result<()> {
-        Err(Error::Internal("a multi part drew from its own source".into()))
-    }
 }
 
 /// The `multi` protocol.

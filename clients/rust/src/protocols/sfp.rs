@@ -116,7 +116,7 @@ impl SfpParams {
         let length = check_int(values.get("length"), "length (L)", 1, Some(1 << 12))? as u64;
         let fragment_length =
             check_int(values.get("fragment_length"), "fragment_length (r)", 1, Some(length as i128))? as u64;
-        if length % fragment_length != 0 {
+        if !length.is_multiple_of(fragment_length) {
             return Err(Error::value(format!(
                 "length L={length} must be a multiple of fragment_length r={fragment_length} (fragments are the L/r \
                  non-overlapping substrings)"

@@ -164,3 +164,53 @@ pub(crate) fn floyd(rng: &mut dyn RandomSource, n: usize, k: usize) -> Result<Bi
     }
     Ok(chosen)
 }
+
+/// The source of a part encoder of a composite protocol, which draws from the composite's source
+/// (`Encoder::draw_with`), never from its own: any draw here is a bug, reported as such.
+pub(crate) struct NoDraws;
+
+impl RandomSource for NoDraws {
+    fn bits(&mut self, _: u32) -> Result<u64> {
+        Err(Error::Internal("a part encoder drew from its own source".into()))
+    }
+
+    fn wide_bits(&mut self, _: u32, _: &mut [u64]) -> Result<()> {
+        Err(Error::Internal("a part encoder drew from its own source".into()))
+    }
+}
+
+/// One source shared by several holders (an audit's permanent-response source, given to a composite's parts).
+#[derive(Clone)]
+pub(crate) struct Shared(std::sync::Arc<std::sync::Mutex<Box<dyn RandomSource>>>);
+
+impl Shared {
+    pub(crate) fn new(src: Box<dyn RandomSource>) -> Self {
+        Shared(std::sync::Arc::new(std::sync::Mutex::new(src)))
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut dyn RandomSource) -> Result<T>) -> Result<T> {
+        let mut guard = self.0.lock().map_err(|_| Error::Internal("a shared source's lock is poisoned".into()))?;
+        f(guard.as_mut())
+    }
+}
+
+impl RandomSource for Shared {
+    fn bits(&mut self, k: u32) -> Result<u64> {
+        self.with(|s| s.bits(k))
+    }
+    fn wide_bits(&mut self, k: u32, into: &mut [u64]) -> Result<()> {
+        self.with(|s| s.wide_bits(k, into))
+    }
+    fn bernoulli(&mut self, p: f64) -> Result<bool> {
+        self.with(|s| s.bernoulli(p))
+    }
+    fn bernoulli_bits(&mut self, p: f64, n: usize) -> Result<BitMask> {
+        self.with(|s| s.bernoulli_bits(p, n))
+    }
+    fn randbelow(&mut self, n: u64) -> Result<u64> {
+        self.with(|s| s.randbelow(n))
+    }
+    fn token_bytes(&mut self, n: usize) -> Result<Vec<u8>> {
+        self.with(|s| s.token_bytes(n))
+    }
+}
