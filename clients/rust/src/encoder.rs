@@ -255,6 +255,13 @@ impl Encoder {
         self.mechanism.prepare(self.rng.as_mut(), value)
     }
 
+    /// The report of a prepared value (draws randomness). `epoch` is the ledger's epoch for a
+    /// [`Charge::Change`] (`thresh`).
+    pub fn randomize(&mut self, prepared: &Prepared, epoch: Option<u64>) -> Result<Report> {
+        let payload = self.mechanism.draw(self.rng.as_mut(), prepared.value.as_ref(), epoch)?;
+        Ok(Report { protocol: self.params.protocol(), params: self.fingerprint.clone(), payload })
+    }
+
     /// The payload of a prepared value drawn from `rng` (a composite protocol's parts draw from its source).
     pub(crate) fn draw_with(
         &mut self,
