@@ -221,6 +221,7 @@ pub struct DBitFlipParams {
     pub p0: f64,
     /// Every `d`-subset of the buckets in lexicographic order, when there are at most 4,096 (else empty).
     subsets: Vec<BitMask>,
+    cost: PrivacyCost,
 }
 
 impl DBitFlipParams {
@@ -248,7 +249,9 @@ impl DBitFlipParams {
         check_collectable("dbitflip", &sampled_bits_schema(k), 2 * k as u128)?;
         let subsets = Self::subsets(k as usize, d as usize);
         let fingerprint = fingerprint_of("dbitflip", DBITFLIP_FIELDS, &values);
-        Ok(DBitFlipParams { values, fingerprint, buckets, d, p1, p0, subsets })
+        let nominal = if d >= 2 { epsilon } else { epsilon / 2.0 };
+        let cost = PrivacyCost::pure(nominal.max(Self::effective_epsilon(p1, p0, d)));
+        Ok(DBitFlipParams { values, fingerprint, buckets, d, p1, p0, subsets, cost })
     }
 
     fn subsets(k: usize, d: usize) -> Vec<BitMask> {
@@ -290,9 +293,7 @@ impl DBitFlipParams {
 impl ProtocolParams for DBitFlipParams {
     common_params!("dbitflip", DBITFLIP_FIELDS);
     fn privacy_cost(&self) -> PrivacyCost {
-        let e = self.buckets.epsilon;
-        let nominal = if self.d >= 2 { e } else { e / 2.0 };
-        PrivacyCost::pure(nominal.max(Self::effective_epsilon(self.p1, self.p0, self.d)))
+        self.cost
     }
     fn schema(&self) -> Vec<PayloadField> {
         sampled_bits_schema(self.buckets.count())
@@ -507,6 +508,7 @@ pub struct MemoDBitFlipParams {
     pub gamma: f64,
     /// The memoized responses' dBitFlip.
     pub memo: DBitFlipParams,
+    cost: PrivacyCost,
 }
 
 impl MemoDBitFlipParams {
@@ -530,7 +532,15 @@ impl MemoDBitFlipParams {
         ]))?;
         check_collectable("memo-dbitflip", &sampled_bits_schema(k), 2 * k as u128)?;
         let fingerprint = fingerprint_of("memo-dbitflip", MEMO_FIELDS, &values);
-        Ok(MemoDBitFlipParams { values, fingerprint, gamma, memo })
+        let g = realized(gamma);
+        let cost = if g == 0.0 {
+            memo.privacy_cost()
+        } else {
+            let p1 = g + (1.0 - 2.0 * g) * memo.p1;
+            let p0 = g + (1.0 - 2.0 * g) * memo.p0;
+            PrivacyCost::pure(DBitFlipParams::effective_epsilon(p1, p0, memo.d))
+        };
+        Ok(MemoDBitFlipParams { values, fingerprint, gamma, memo, cost })
     }
 
     fn gamma_realized(&self) -> f64 {
@@ -546,13 +556,7 @@ impl MemoDBitFlipParams {
 impl ProtocolParams for MemoDBitFlipParams {
     common_params!("memo-dbitflip", MEMO_FIELDS);
     fn privacy_cost(&self) -> PrivacyCost {
-        let g = self.gamma_realized();
-        if g == 0.0 {
-            return self.memo.privacy_cost();
-        }
-        let p1 = g + (1.0 - 2.0 * g) * self.memo.p1;
-        let p0 = g + (1.0 - 2.0 * g) * self.memo.p0;
-        PrivacyCost::pure(DBitFlipParams::effective_epsilon(p1, p0, self.memo.d))
+        self.cost
     }
     fn schema(&self) -> Vec<PayloadField> {
         sampled_bits_schema(self.memo.buckets.count())

@@ -60,6 +60,8 @@ pub struct RapporParams {
     pub f: f64,
     /// `"ldp"` or `"google"`.
     pub mode: String,
+    /// ε₁ and ε∞, computed once (a charge needs both on every report).
+    epsilons: (f64, f64),
 }
 
 impl RapporParams {
@@ -109,6 +111,11 @@ impl RapporParams {
             q,
             f,
             mode,
+            epsilons: (0.0, 0.0),
+        })
+        .map(|mut out: RapporParams| {
+            out.epsilons = (out.compute_epsilon_one(), out.compute_epsilon_inf());
+            out
         })
     }
 
@@ -130,6 +137,15 @@ impl RapporParams {
 
     /// ε₁ of one report: `h·|ln(q*(1 − p*)/(p*(1 − q*)))|`.
     pub fn epsilon_one(&self) -> f64 {
+        self.epsilons.0
+    }
+
+    /// ε∞ of the PRR (every report of one value): `2h·ln((1 − f/2)/(f/2))`.
+    pub fn epsilon_inf(&self) -> f64 {
+        self.epsilons.1
+    }
+
+    fn compute_epsilon_one(&self) -> f64 {
         let (ps, qs) = self.stars();
         if ps <= 0.0 || qs >= 1.0 {
             return f64::INFINITY;
@@ -137,8 +153,7 @@ impl RapporParams {
         self.num_hashes as f64 * pymath::log((qs * (1.0 - ps)) / (ps * (1.0 - qs))).abs()
     }
 
-    /// ε∞ of the PRR (every report of one value): `2h·ln((1 − f/2)/(f/2))`.
-    pub fn epsilon_inf(&self) -> f64 {
+    fn compute_epsilon_inf(&self) -> f64 {
         let fe = self.f_effective();
         if fe == 0.0 {
             f64::INFINITY
