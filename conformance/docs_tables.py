@@ -55,4 +55,5 @@ for page, implemented, not_yet in (("kotlin-client.md", kotlin, kotlin_not_yet),
         if line.startswith("| not yet |"):
             out[i] = f"| not yet | {fmt(not_yet)} |"
     path.write_text("\n".join(out))
-print(len(kotlin), "Kotlin protocols, not yet:", kotlin_not_yet, "|", len(rust), "Rust protocols, not yet:", rust_not_yet)
+print(len(kotlin), "Kotlin protocols, not yet:", kotlin_not_yet)
+print(len(rust), "Rust protocols, not yet:", rust_not_yet)

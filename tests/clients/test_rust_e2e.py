@@ -1,10 +1,10 @@
-"""The native (Rust) client end to end (issue 46): a Rust program built from ``clients/rust`` (``examples/e2e_devices.rs``,
-release build with the ``uploader`` feature) makes 100 simulated devices, each with its own crash-safe state folder
-(``FileStore``) and secret, records five metrics (GRR with labels, binary RR, OLH, Duchi and the memoized
-longitudinal unary encoding L-OUE) and uploads them through the Rust ``Uploader`` (``ureq``) to a real
-``python -m ldp serve`` on loopback. The collector folds the reports and the Python decoder's estimates must each
-lie within its 99 % interval of the truth, with every report accepted and acknowledged exactly once. A second run
-over the same states sends nothing (their outboxes are empty).
+"""The native (Rust) client end to end (issue 46): a Rust program built from ``clients/rust``
+(``examples/e2e_devices.rs``, release build with the ``uploader`` feature) makes 100 simulated devices, each with
+its own crash-safe state folder (``FileStore``) and secret, records five metrics (GRR with labels, binary RR, OLH,
+Duchi and the memoized longitudinal unary encoding L-OUE) and uploads them through the Rust ``Uploader`` (``ureq``)
+to a real ``python -m ldp serve`` on loopback. The collector folds the reports and the Python decoder's estimates
+must each lie within its 99 % interval of the truth, with every report accepted and acknowledged exactly once. A
+second run over the same states sends nothing (their outboxes are empty).
 
 The devices' noise comes from a seeded stream (``KeyedRandomSource`` keyed by the seed below, one message per
 device): a simulation, labelled so in the program, so that this test's outcome is fixed; every other part is the
