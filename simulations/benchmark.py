@@ -526,6 +526,7 @@ def _register_protocol_sections() -> None:
     import bench_sfp
     import bench_sketch
     import bench_startup
+    import bench_typescript
     import bench_unary
 
     bench_rappor.register(sys.modules[__name__])
@@ -554,6 +555,7 @@ def _register_protocol_sections() -> None:
     bench_connections.register(sys.modules[__name__])
     bench_kotlin.register(sys.modules[__name__])
     bench_rust.register(sys.modules[__name__])
+    bench_typescript.register(sys.modules[__name__])
 
 
 def _v_opt(eps: float, d: int) -> tuple[float, str]:

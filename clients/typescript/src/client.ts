@@ -15,7 +15,7 @@ import { Charge, Encoder, envelopeJson, isMemoized } from "./encoders/base.js";
 import { PrivacyCost } from "./params/base.js";
 import { PROTOCOLS } from "./protocols/index.js";
 import { CollectionSpec } from "./spec.js";
-import { DeviceState, StateStore } from "./state.js";
+import { DeviceState, STATE_FORMAT, StateStore, StoreTransaction } from "./state.js";
 import { UploadOptions, UploadResult, upload } from "./uploader.js";
 
 const METRIC_SECRET_TAG = new TextEncoder().encode("ldp/client/metric-secret/v1\0");
@@ -37,6 +37,12 @@ export interface ClientOptions {
   readonly rng?: RandomSource;
 }
 
+/** The transaction's state, which `open` made. */
+function live(tx: StoreTransaction): DeviceState {
+  if (tx.state === null) throw new LdpValueError("the client's state is gone");
+  return tx.state;
+}
+
 function limit(cap: PrivacyCost): [number, number] {
   return [cap.epsilon * (1 + REL_TOL) + 1e-15, cap.delta * (1 + REL_TOL) + 1e-15];
 }
@@ -52,18 +58,20 @@ export class TelemetryClient {
    * refused, never reset. */
   static async open(spec: CollectionSpec, store: StateStore, options: ClientOptions = {}): Promise<TelemetryClient> {
     const rng = options.rng ?? new CryptoRandomSource();
-    const state = await store.update((s) => {
+    const state = await store.transact((tx) => {
+      const s = tx.state;
       if (s !== null) {
-        if (s.format !== 1 || s.collection !== spec.name) {
+        if (s.format !== STATE_FORMAT || s.collection !== spec.name) {
           throw new LdpValueError(`this state belongs to collection ${pyRepr(String(s.collection))}, not ` +
             `${pyRepr(spec.name)}: use another store (a budget is never reset)`);
         }
-        return [s, s];
+        return s;
       }
-      const fresh: DeviceState = { format: 1, collection: spec.name, secret: toHex(rng.tokenBytes(32)),
-        salt: toHex(rng.tokenBytes(32)), clock: 0, totals: {}, memo: {}, cohorts: {}, outbox: [], nextId: 1,
-        batch: null, lastUpload: null, uploaded: {} };
-      return [fresh, fresh];
+      const fresh: DeviceState = { format: STATE_FORMAT, collection: spec.name, secret: toHex(rng.tokenBytes(32)),
+        salt: toHex(rng.tokenBytes(32)), clock: 0, totals: {}, memo: {}, cohorts: {}, nextId: 1, batch: null,
+        lastUpload: null, uploaded: {} };
+      tx.state = fresh;
+      return fresh;
     });
     return new TelemetryClient(spec, store, options.clock ?? (() => Date.now() / 1000), rng, fromHex(state.secret));
   }
@@ -92,8 +100,8 @@ export class TelemetryClient {
     this.spec.metric(metric);
     const now = this.clock();
     if (!(Number.isFinite(now) && now >= 0)) throw new LdpValueError(`the clock must give seconds >= 0, got ${now}`);
-    return this.store.update((state) => {
-      if (state === null) throw new LdpValueError("the client's state is gone");
+    return this.store.transact((tx) => {
+      const state = live(tx);
       const enc = this.encoder(metric, state);
       const prepared = enc.prepare(value);
       state.clock = Math.max(state.clock, now);
@@ -101,8 +109,8 @@ export class TelemetryClient {
       this.charge(state, metric, enc.chargeFor(prepared), window);
       const line = envelopeJson(this.spec.fingerprint, metric, window, enc.randomize(prepared));
       const id = state.nextId++;
-      state.outbox.push({ id, metric, window, line });
-      return [state, id];
+      tx.append({ id, metric, line });
+      return id;
     });
   }
 
@@ -149,18 +157,21 @@ export class TelemetryClient {
   /** (ε, δ) spent on `metric` (default: all metrics) in the current window, or over the lifetime. */
   async spent(metric: string = ALL_METRICS, period: "window" | "lifetime" = "window"): Promise<PrivacyCost> {
     const now = this.clock();
-    return this.store.update((s) => {
-      if (s === null) throw new LdpValueError("the client's state is gone");
+    return this.store.transact((tx) => {
+      const s = live(tx);
       const t = s.totals[metric];
       const window = Math.floor(Math.max(s.clock, now) / this.spec.windowSeconds);
       const [e, d] = !t ? [0, 0] : period === "lifetime" ? t.lifetime : t.window === window ? t.spent : [0, 0];
-      return [s, { epsilon: e, delta: d }];
-    });
+      return { epsilon: e, delta: d };
+    }, { readOnly: true });
   }
 
   /** Envelopes waiting for upload. */
   async pending(): Promise<number> {
-    return this.store.update((s) => [s as DeviceState, (s as DeviceState).outbox.length]);
+    return this.store.transact((tx) => {
+      live(tx);
+      return tx.pending;
+    }, { readOnly: true });
   }
 
   /** Send the outbox to an `ldp serve` collector (`POST url`, bearer `token`) until it is empty or the upload

@@ -1,20 +1,25 @@
 /**
  * A device's state for one collection, and where it is kept: the device secret and the upload salt, the budget
- * totals, the memoized charges, the metrics' cohorts, the outbox of envelope lines and the pinned upload batch, all
- * in ONE JSON document, changed only through `StateStore.update` — one atomic read-modify-write. A charge and the
- * report it pays for are written together or not at all, so a crash never leaves a report without its charge, nor
- * a charge counted twice; a second tab or process waits for the first one's update (the store's lock), so two never
- * spend the same budget. The Python client's state file (`ldp.client.state`, SQLite) keeps the same things.
+ * totals, the memoized charges, the metrics' cohorts and the pinned upload batch (`DeviceState`, one small JSON
+ * document), and the outbox of envelope lines (kept apart, appended to and dropped from its head). Both change only
+ * in a `StateStore` transaction, which commits the state and the outbox together or not at all: a crash never leaves
+ * a report without its charge, nor a charge counted twice, and a second tab or process waits for the first one's
+ * transaction, so two never spend the same budget. Because the outbox is not rewritten, recording costs the same
+ * with ten reports queued or ten thousand. The Python client's state file (`ldp.client.state`, SQLite) keeps the
+ * same things.
  */
 import { LdpValueError } from "./errors.js";
 
-/** One JSON document per device and collection. */
+/** The state format this version writes (1: the outbox inside the document, 0.1.x). */
+export const STATE_FORMAT = 2;
+
+/** One device's state for one collection (everything but the outbox). */
 export interface DeviceState {
-  readonly format: 1;
+  readonly format: 2;
   readonly collection: string;
-  /** 32 bytes of `crypto.getRandomValues`, hex; each memoizing metric's secret derives from it. Never sent. */
+  /** 32 bytes of the CSPRNG, hex; each memoizing metric's secret derives from it. Never sent. */
   readonly secret: string;
-  /** 32 random bytes, hex: keys the upload batch ids (`batch_id`). */
+  /** 32 random bytes, hex: keys the upload batch ids (`batchId`). */
   readonly salt: string;
   /** The latest clock reading seen (seconds): the ledger's clock never goes back. */
   clock: number;
@@ -24,32 +29,126 @@ export interface DeviceState {
   memo: Record<string, [number, number, number]>;
   /** Each metric's cohort, per `metric\0params fingerprint` (drawn once, kept). */
   cohorts: Record<string, number>;
-  /** Envelope lines waiting for upload, oldest first; ids are local, never reused, never sent. */
-  outbox: Array<{ id: number; metric: string; window: number; line: string }>;
+  /** The next outbox id (ids are local, increasing, never reused, never sent). */
   nextId: number;
-  /** The batch pinned for upload (its id and outbox ids) until the collector acknowledged it. */
-  batch: { id: string; ids: number[] } | null;
+  /** The batch pinned for upload — the `count` oldest reports of the outbox, under batch id `id` — until the
+   * collector acknowledged it. */
+  batch: { id: string; count: number } | null;
   /** When the last batch was acknowledged (seconds; `null`: never). */
   lastUpload: number | null;
   /** Reports acknowledged, per metric. */
   uploaded: Record<string, number>;
 }
 
-/** Where a device's state lives. `update` runs `fn` on the current state (`null` before the first write) and
- * stores what it returns, atomically and exclusively: if `fn` throws, nothing is stored. */
-export interface StateStore {
-  update<T>(fn: (state: DeviceState | null) => [DeviceState, T]): Promise<T>;
+/** One report waiting in the outbox: its local id, its metric and its upload line (an envelope, one line). */
+export interface OutboxItem {
+  readonly id: number;
+  readonly metric: string;
+  readonly line: string;
 }
 
-/** The state in memory (tests, simulations, a page that keeps nothing): updates run one at a time. */
+/** What a transaction sees and changes. Nothing is written unless the transaction's function returns. */
+export interface StoreTransaction {
+  /** The device's state (`null` before the first commit). Change it in place, or assign a new one; a transaction
+   * that leaves it `null` writes nothing. */
+  state: DeviceState | null;
+  /** Reports waiting: the committed ones not dropped, and those appended in this transaction. */
+  readonly pending: number;
+  /** Adds a report to the outbox, committed with the state. */
+  append(item: OutboxItem): void;
+  /** The `n` oldest committed reports not dropped in this transaction (fewer if fewer wait); `n` at most the `head`
+   * the transaction was opened with. */
+  head(n: number): OutboxItem[];
+  /** Drops the `n` oldest committed reports (they were acknowledged). */
+  dropHead(n: number): void;
+}
+
+/** How a transaction is opened: `head`, the most reports its function may read with `head(n)` (read before it
+ * runs, since the function itself is synchronous). */
+export interface TransactOptions {
+  readonly head?: number;
+  /** Reads only: nothing is written, whatever the function changed. */
+  readonly readOnly?: boolean;
+}
+
+/** Where a device's state and outbox live. `transact` runs `fn` exclusively (across tabs, workers and processes
+ * where the store is shared) and commits what it changed atomically; if `fn` throws, nothing is written. */
+export interface StateStore {
+  transact<T>(fn: (tx: StoreTransaction) => T, options?: TransactOptions): Promise<T>;
+}
+
+/** `ValueError` unless `line` and `metric` can be kept as one outbox record (one line; a metric without tabs). */
+export function checkOutboxItem(item: OutboxItem): void {
+  if (item.line.includes("\n") || /[\t\n]/.test(item.metric) || !Number.isSafeInteger(item.id)) {
+    throw new LdpValueError("an outbox record is one line, its metric has no tab, its id is an integer");
+  }
+}
+
+/** Thrown by `head` past what the transaction read beforehand: the store runs the transaction again, reading
+ * `wanted` reports first (its function sees a fresh state each time, so nothing of the first run remains). */
+export class HeadBeyondPrefetch extends Error {
+  override name = "HeadBeyondPrefetch";
+  constructor(readonly wanted: number) {
+    super(`the transaction read ${wanted} report(s) of the outbox, more than it was opened with`);
+  }
+}
+
+/**
+ * The transaction bookkeeping every store shares: the state (parsed afresh for each transaction, so a throwing
+ * function leaves no trace), the committed head it may read, the appended items and how many were dropped.
+ */
+export class PendingTransaction implements StoreTransaction {
+  state: DeviceState | null;
+  readonly appended: OutboxItem[] = [];
+  dropped = 0;
+
+  constructor(stateText: string | null, private readonly committed: number,
+    private readonly readHead: (skip: number, n: number) => OutboxItem[], private readonly headLimit: number) {
+    this.state = stateText === null ? null : (JSON.parse(stateText) as DeviceState);
+  }
+
+  get pending(): number {
+    return this.committed - this.dropped + this.appended.length;
+  }
+
+  append(item: OutboxItem): void {
+    checkOutboxItem(item);
+    this.appended.push({ id: item.id, metric: item.metric, line: item.line });
+  }
+
+  head(n: number): OutboxItem[] {
+    const take = Math.max(0, Math.min(n, this.committed - this.dropped));
+    if (this.dropped + take > this.headLimit) throw new HeadBeyondPrefetch(this.dropped + take);
+    return take === 0 ? [] : this.readHead(this.dropped, take);
+  }
+
+  dropHead(n: number): void {
+    this.dropped += Math.max(0, Math.min(n, this.committed - this.dropped));
+  }
+}
+
+/** The state and outbox in memory (tests, simulations, a page that keeps nothing): transactions run one at a time. */
 export class MemoryStore implements StateStore {
   private text: string | null = null;
+  private outbox: OutboxItem[] = [];
+  private start = 0;
   private queue: Promise<unknown> = Promise.resolve();
 
-  update<T>(fn: (state: DeviceState | null) => [DeviceState, T]): Promise<T> {
+  transact<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions = {}): Promise<T> {
     const run = this.queue.then(() => {
-      const [next, out] = fn(this.text === null ? null : (JSON.parse(this.text) as DeviceState));
-      this.text = JSON.stringify(next);
+      const committed = this.outbox.length - this.start;
+      const tx = new PendingTransaction(this.text, committed,
+        (skip, n) => this.outbox.slice(this.start + skip, this.start + skip + n), options.head ?? Infinity);
+      const out = fn(tx);
+      if (tx.state !== null && !options.readOnly) {
+        this.text = JSON.stringify(tx.state);
+        this.start += tx.dropped;
+        this.outbox.push(...tx.appended);
+        if (this.start > 1024 && this.start * 2 > this.outbox.length) {
+          this.outbox = this.outbox.slice(this.start);
+          this.start = 0;
+        }
+      }
       return out;
     });
     this.queue = run.catch(() => undefined);
@@ -57,11 +156,34 @@ export class MemoryStore implements StateStore {
   }
 }
 
+/** A format-1 state (0.1.x: the outbox inside the document) as a format-2 state and its outbox. */
+export function migrateFormat1(doc: Record<string, unknown>): { state: DeviceState; outbox: OutboxItem[] } {
+  const { outbox, batch, format: _format, ...rest } = doc as {
+    outbox: Array<{ id: number; metric: string; line: string }>;
+    batch: { id: string; ids: number[] } | null;
+    format: number;
+  } & Record<string, unknown>;
+  const items = (outbox ?? []).map((o) => ({ id: o.id, metric: o.metric, line: o.line }));
+  const state = { ...rest, format: STATE_FORMAT, batch: batch ? { id: batch.id, count: batch.ids.length } : null } as
+    unknown as DeviceState;
+  return { state, outbox: items };
+}
+
+/** Opens a request's result as a promise. */
+function request<T>(req: IDBRequest<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
 /**
- * The state in the browser's IndexedDB: database `ldp-telemetry`, object store `state`, one JSON value under `key`.
- * Every update is ONE readwrite transaction (read, `fn`, write): IndexedDB runs readwrite transactions on the same
- * store one at a time across every tab and worker of the origin, and commits each whole or not at all, so a second
- * tab waits and then sees the first one's charge, and a tab closed mid-update leaves the state before it.
+ * The state in the browser's IndexedDB: database `ldp-telemetry` (version 2), object store `state` (one JSON value
+ * under `key`: the device state and the outbox's size) and object store `outbox` (one record per report, under
+ * `[key, id]`). Every transaction is ONE readwrite transaction over both: IndexedDB runs readwrite transactions on
+ * the same stores one at a time across every tab and worker of the origin, and commits each whole or not at all, so a
+ * second tab waits and then sees the first one's charge, and a tab closed mid-transaction leaves the state before
+ * it. A record reads and writes the small state and adds one outbox record: its cost does not grow with the queue.
  *
  * Not localStorage: Chromium keeps a copy of localStorage per renderer and syncs the tabs' copies asynchronously, so a
  * tab can read a stale state even under a Web Lock — the two-tab test (tests/clients/test_typescript_e2e.py) saw two
@@ -77,8 +199,12 @@ export class IndexedDBStore implements StateStore {
   private open(): Promise<IDBDatabase> {
     if (this.db === undefined) {
       this.db = new Promise((resolve, reject) => {
-        const req = (this.factory as IDBFactory).open("ldp-telemetry", 1);
-        req.onupgradeneeded = () => req.result.createObjectStore("state");
+        const req = (this.factory as IDBFactory).open("ldp-telemetry", 2);
+        req.onupgradeneeded = () => {
+          const db = req.result;
+          if (!db.objectStoreNames.contains("state")) db.createObjectStore("state");
+          if (!db.objectStoreNames.contains("outbox")) db.createObjectStore("outbox");
+        };
         req.onsuccess = () => resolve(req.result);
         req.onerror = () => reject(req.error);
       });
@@ -86,28 +212,79 @@ export class IndexedDBStore implements StateStore {
     return this.db;
   }
 
-  async update<T>(fn: (state: DeviceState | null) => [DeviceState, T]): Promise<T> {
+  private range(): IDBKeyRange {
+    return IDBKeyRange.bound([this.key, -Infinity], [this.key, Infinity]);
+  }
+
+  async transact<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions = {}): Promise<T> {
+    for (;;) {
+      try {
+        return await this.attempt(fn, options);
+      } catch (err) {
+        if (!(err instanceof HeadBeyondPrefetch)) throw err;
+        options = { ...options, head: err.wanted };
+      }
+    }
+  }
+
+  private async attempt<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions): Promise<T> {
     const db = await this.open();
-    return new Promise<T>((resolve, reject) => {
-      const tx = db.transaction("state", "readwrite", { durability: "strict" });
-      const store = tx.objectStore("state");
-      let out: T;
-      let failed: unknown;
-      const get = store.get(this.key);
-      get.onsuccess = () => {
-        try {
-          const raw = get.result as string | undefined;
-          const [next, value] = fn(raw === undefined ? null : (JSON.parse(raw) as DeviceState));
-          out = value;
-          store.put(JSON.stringify(next), this.key);
-        } catch (err) {
-          failed = err;
-          tx.abort(); // nothing is written
-        }
-      };
-      tx.oncomplete = () => resolve(out);
-      tx.onabort = () => reject(failed ?? tx.error);
-      tx.onerror = () => undefined; // onabort follows
+    const mode = options.readOnly ? "readonly" : "readwrite";
+    const tx = db.transaction(["state", "outbox"], mode, { durability: "strict" });
+    const states = tx.objectStore("state"), outbox = tx.objectStore("outbox");
+    const done = new Promise<void>((resolve, reject) => {
+      tx.oncomplete = () => resolve();
+      tx.onabort = () => reject(tx.error ?? new LdpValueError("the IndexedDB transaction was aborted"));
     });
+    done.catch(() => undefined); // awaited below; a failure before then must not be reported as unhandled
+    let out!: T;
+    let failed: { error: unknown } | undefined;
+    try {
+      const raw = (await request(states.get(this.key))) as string | undefined;
+      let stateText: string | null = null, committed = 0;
+      let migrated: OutboxItem[] | null = null;
+      if (raw !== undefined) {
+        const doc = JSON.parse(raw) as Record<string, unknown>;
+        if (doc.format === 1) {
+          const m = migrateFormat1(doc);
+          stateText = JSON.stringify(m.state);
+          migrated = m.outbox;
+          committed = migrated.length;
+        } else {
+          stateText = JSON.stringify(doc.device);
+          committed = doc.pending as number;
+        }
+      }
+      const limit = Math.min(options.head ?? 0, committed);
+      const prefetched = migrated ?? (limit > 0 ? ((await request(outbox.getAll(this.range(), limit))) as OutboxItem[]) : []);
+      const pending = new PendingTransaction(stateText, committed,
+        (skip, n) => prefetched.slice(skip, skip + n), migrated !== null ? Infinity : limit);
+      out = fn(pending);
+      if (pending.state !== null && !options.readOnly) {
+        if (migrated !== null) for (const item of migrated) outbox.put(item, [this.key, item.id]);
+        if (pending.dropped > 0) {
+          const last = pending.dropped <= prefetched.length
+            ? prefetched[pending.dropped - 1].id
+            : ((await request(outbox.getAllKeys(this.range(), pending.dropped))) as Array<[string, number]>)[pending.dropped - 1][1];
+          outbox.delete(IDBKeyRange.bound([this.key, -Infinity], [this.key, last]));
+        }
+        for (const item of pending.appended) outbox.put(item, [this.key, item.id]);
+        states.put(JSON.stringify({ device: pending.state, pending: pending.pending }), this.key);
+      }
+    } catch (error) {
+      failed = { error };
+      try {
+        tx.abort(); // nothing is written
+      } catch {
+        /* already finished */
+      }
+    }
+    try {
+      await done;
+    } catch (error) {
+      if (failed === undefined) throw error;
+    }
+    if (failed !== undefined) throw failed.error;
+    return out;
   }
 }

@@ -11,15 +11,17 @@
  *   capped at `maxDelay`); no answer within `timeout`, network errors, 408 and other 5xx retry with exponential
  *   backoff and full jitter (uniform in [0, min(maxDelay, 2^(attempt-1))] s); `maxAttempts` tries per batch in all;
  *   any other status is an `UploadError`. Redirects are refused (they would carry the token elsewhere).
+ * * The reply is read whole under the request's deadline, and at most 64 KiB of it (`readReply`): a body that
+ *   trickles in past the deadline or breaks off is retried like a request that failed; a longer one is cut there
+ *   (and a 2xx answer cut so is not sane).
  *
  * Nothing here logs a line or the token.
  */
-import { UploadError, UploadProtocolError } from "./errors.js";
-import { fromHex } from "./bytes.js";
+import { LdpValueError, UploadError, UploadProtocolError } from "./errors.js";
+import { fromHex, toHex } from "./bytes.js";
 import { hmacSha256 } from "./hash/sha256.js";
-import { toHex } from "./bytes.js";
 import { CollectionSpec } from "./spec.js";
-import { DeviceState, StateStore } from "./state.js";
+import type { DeviceState, OutboxItem, StateStore, StoreTransaction } from "./state.js";
 
 const BATCH_TAG = new TextEncoder().encode("ldp/client/batch-id/v1\0");
 const MAX_ANSWER = 1 << 16;
@@ -129,23 +131,65 @@ async function gzipped(text: string): Promise<Uint8Array | null> {
 
 interface Pinned {
   id: string;
-  ids: number[];
-  lines: string[];
+  items: OutboxItem[];
 }
 
-/** Pin the next batch: the one already pinned, else up to `max_batch` of the oldest lines (`null`: none, or the
- * upload interval has not passed). */
-function pin(state: DeviceState, spec: CollectionSpec, now: number, limit?: number): Pinned | null {
+function live(tx: StoreTransaction): DeviceState {
+  if (tx.state === null) throw new LdpValueError("the client's state is gone");
+  return tx.state;
+}
+
+/** Pin the next batch: the one already pinned, else up to `max_batch` (and `limit`) of the oldest reports (`null`:
+ * none, or the upload interval has not passed). */
+function pin(tx: StoreTransaction, spec: CollectionSpec, now: number, limit = Infinity): Pinned | null {
+  const state = live(tx);
   if (state.batch === null) {
     const interval = spec.upload.min_interval_seconds;
-    if (!state.outbox.length || (state.lastUpload !== null && now < state.lastUpload + interval)) return null;
-    const items = state.outbox.slice(0, Math.min(spec.upload.max_batch, limit ?? Infinity));
-    const ids = items.map((i) => i.id);
-    state.batch = { id: batchId(fromHex(state.salt), ids, items.map((i) => i.line)), ids };
+    if (!tx.pending || (state.lastUpload !== null && now < state.lastUpload + interval)) return null;
+    const items = tx.head(Math.min(spec.upload.max_batch, limit));
+    state.batch = { id: batchId(fromHex(state.salt), items.map((i) => i.id), items.map((i) => i.line)), count: items.length };
+    return { id: state.batch.id, items };
   }
-  const wanted = new Set(state.batch.ids);
-  const lines = state.outbox.filter((i) => wanted.has(i.id)).map((i) => i.line);
-  return { id: state.batch.id, ids: state.batch.ids, lines };
+  return { id: state.batch.id, items: tx.head(state.batch.count) };
+}
+
+/**
+ * The reply's body as text, at most `limit` bytes of it (the rest is not read: the download is cancelled), read
+ * under `signal` — the same deadline as the request. A body that fails or outlasts the deadline throws, as the
+ * request would have.
+ */
+export async function readReply(response: Response, limit: number, signal: AbortSignal): Promise<string> {
+  const body = response.body;
+  if (body === null) return "";
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason ?? new Error("the reply took too long"));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  aborted.catch(() => undefined);
+  try {
+    while (size < limit) {
+      const { done, value } = await Promise.race([reader.read(), aborted]);
+      if (done) break;
+      const room = limit - size;
+      chunks.push(value.length > room ? value.subarray(0, room) : value);
+      size += Math.min(value.length, room);
+    }
+  } finally {
+    signal.removeEventListener("abort", onAbort as () => void);
+    reader.cancel().catch(() => undefined); // stop a body longer than the limit, or one still trickling in
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.length;
+  }
+  return new TextDecoder().decode(all);
 }
 
 /** Upload `store`'s outbox (see the module). */
@@ -162,20 +206,19 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
     result.stopped = "error";
     throw new UploadError(message, { status, reason, result });
   };
+  const backoff = (attempt: number) => random() * Math.min(maxDelay, 2 ** (attempt - 1));
   for (;;) {
-    const batch = await store.update((s) => {
-      const state = s as DeviceState;
-      return [state, pin(state, spec, clock())];
-    });
+    const batch = await store.transact((tx) => pin(tx, spec, clock()), { head: spec.upload.max_batch });
     if (batch === null) {
-      const s = await store.update((st) => [st as DeviceState, st as DeviceState]);
-      if (s.outbox.length) {
+      const wait = await store.transact((tx) => (tx.pending ? live(tx).lastUpload : null), { readOnly: true });
+      if (wait !== null) {
         result.stopped = "interval";
-        result.nextUploadAt = (s.lastUpload ?? 0) + spec.upload.min_interval_seconds;
+        result.nextUploadAt = wait + spec.upload.min_interval_seconds;
       }
       return result;
     }
-    const text = batch.lines.join("\n") + "\n";
+    const lines = batch.items.map((i) => i.line);
+    const text = lines.join("\n") + "\n";
     const gz = options.gzip === false ? null : await gzipped(text);
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, "content-type": "application/x-ndjson",
       "ldp-batch-id": batch.id };
@@ -183,38 +226,36 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
     let answered = false;
     for (let attempt = 1; attempt <= maxAttempts && !answered; attempt++) {
       let response: Response;
+      let body: string;
+      const signal = AbortSignal.timeout(timeout * 1000);
       try {
-        response = await doFetch(url, { method: "POST", headers, body: (gz ?? text) as BodyInit, redirect: "manual",
-          signal: AbortSignal.timeout(timeout * 1000) });
+        response = await doFetch(url, { method: "POST", headers, body: (gz ?? text) as BodyInit, redirect: "manual", signal });
+        body = await readReply(response, MAX_ANSWER, signal);
       } catch {
-        if (attempt < maxAttempts) await sleep(random() * Math.min(maxDelay, 2 ** (attempt - 1)));
+        if (attempt < maxAttempts) await sleep(backoff(attempt));
         continue;
       }
       const status = response.status;
       if (response.type === "opaqueredirect" || (status >= 300 && status < 400)) {
         fail(`the collector redirected the upload (refused: it would carry the token elsewhere)`, status || null, "redirect");
       }
-      const body = (await response.text()).slice(0, MAX_ANSWER);
       if (status >= 200 && status < 300) {
         let a: Record<string, unknown>;
         try {
-          a = checkAnswer(body, batch.id, batch.lines.length);
+          a = checkAnswer(body, batch.id, lines.length);
         } catch (err) {
           result.stopped = "error";
           throw new UploadProtocolError(`the collector's answer to batch ${batch.id} is not sane: ${(err as Error).message}`,
             { status, reason: "bad_answer", result });
         }
-        const acked = await store.update((s) => {
-          const state = s as DeviceState;
-          const ids = new Set(batch.ids);
-          const before = state.outbox.length;
-          for (const item of state.outbox) {
-            if (ids.has(item.id)) state.uploaded[item.metric] = (state.uploaded[item.metric] ?? 0) + 1;
-          }
-          state.outbox = state.outbox.filter((i) => !ids.has(i.id));
+        const acked = await store.transact((tx) => {
+          const state = live(tx);
+          if (state.batch?.id !== batch.id) return 0; // another uploader (a second tab) acknowledged it meanwhile
+          tx.dropHead(state.batch.count);
+          for (const item of batch.items) state.uploaded[item.metric] = (state.uploaded[item.metric] ?? 0) + 1;
           state.batch = null;
           state.lastUpload = clock();
-          return [state, before - state.outbox.length];
+          return batch.items.length;
         });
         result.batches += 1;
         result.acknowledged += acked;
@@ -225,18 +266,21 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
         }
         answered = true;
       } else if (status === 413) {
-        if (batch.lines.length <= 1) fail("the collector refused a one-line batch as too large", status, "too_large");
-        await store.update((s) => {
-          const state = s as DeviceState;
-          state.batch = null;
-          return [state, pin(state, spec, Infinity, Math.ceil(batch.lines.length / 2))]; // the interval does not apply to a split
-        });
+        if (lines.length <= 1) fail("the collector refused a one-line batch as too large", status, "too_large");
+        const half = Math.ceil(lines.length / 2);
+        await store.transact((tx) => {
+          const state = live(tx);
+          if (state.batch?.id === batch.id) {
+            state.batch = null;
+            pin(tx, spec, Infinity, half); // the interval does not apply to a split
+          }
+        }, { head: half });
         answered = true;
       } else if (status === 429 || status === 503) {
         const wait = parseRetryAfter(response.headers.get("retry-after"), clock());
-        if (attempt < maxAttempts) await sleep(Math.min(maxDelay, wait ?? random() * Math.min(maxDelay, 2 ** (attempt - 1))));
+        if (attempt < maxAttempts) await sleep(Math.min(maxDelay, wait ?? backoff(attempt)));
       } else if (status === 408 || status >= 500) {
-        if (attempt < maxAttempts) await sleep(random() * Math.min(maxDelay, 2 ** (attempt - 1)));
+        if (attempt < maxAttempts) await sleep(backoff(attempt));
       } else {
         let reason = `HTTP ${status}`;
         try {

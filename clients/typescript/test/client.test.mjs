@@ -56,7 +56,8 @@ test("a memoized RAPPOR value costs at most its cap however often it is reported
   }
   const life = await client.spent("page", "lifetime");
   assert.ok(life.epsilon <= 4.5 * (1 + 1e-9));
-  await store.update((s) => { lines.push(...s.outbox.map((o) => JSON.parse(o.line))); return [s, null]; });
+  await store.transact((tx) => { lines.push(...tx.head(100).map((o) => JSON.parse(o.line))); }, { readOnly: true });
+  assert.equal(lines.length, 4);
   assert.equal(new Set(lines.map((l) => l.report.payload.cohort)).size, 1, "one cohort, kept");
   assert.ok(cap.epsilon > 0);
 });
@@ -69,7 +70,7 @@ test("a state of another collection is refused, never reset", async () => {
 
 test("two processes on one FileStore never spend over the lifetime cap", async () => {
   const dir = mkdtempSync(join(tmpdir(), "ldp-ts-"));
-  const path = join(dir, "state.json");
+  const path = join(dir, "device");
   const script = `
     import { CollectionSpec, TelemetryClient } from ${JSON.stringify(new URL("../dist/index.js", import.meta.url).href)};
     import { FileStore } from ${JSON.stringify(new URL("../dist/node.js", import.meta.url).href)};
@@ -88,9 +89,9 @@ test("two processes on one FileStore never spend over the lifetime cap", async (
   });
   const counts = await Promise.all([run(), run(), run()]);
   assert.equal(counts.reduce((a, b) => a + b, 0), 25, `recorded ${counts}`);
-  const state = JSON.parse(readFileSync(path, "utf8"));
-  assert.equal(state.outbox.length, 25);
-  assert.equal(state.totals["*"].lifetime[0], 25);
+  const state = JSON.parse(readFileSync(join(path, "state.json"), "utf8"));
+  assert.equal(state.outbox[4], 25, "25 reports waiting");
+  assert.equal(state.device.totals["*"].lifetime[0], 25);
 });
 
 function answer(batch, lines, extra = {}) {
@@ -170,4 +171,75 @@ test("checkAnswer and Retry-After follow the Python rules", () => {
   assert.equal(parseRetryAfter("7", 0), 7);
   assert.equal(parseRetryAfter("Thu, 01 Jan 1970 00:00:10 GMT", 4), 6);
   assert.equal(parseRetryAfter("soon", 0), null);
+});
+
+/** A collector on loopback whose reply to each POST is `reply(req, res, n)` (n: the request's number, from 1). */
+async function server(reply) {
+  const { createServer } = await import("node:http");
+  let n = 0;
+  const srv = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => { body += d; });
+    req.on("end", () => reply(req, res, ++n, body));
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${srv.address().port}/v1/reports`, close: () => { srv.closeAllConnections(); srv.close(); },
+    get requests() { return n; } };
+}
+
+function saneReply(req, res, body) {
+  const lines = body.trimEnd().split("\n").length;
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(answer(req.headers["ldp-batch-id"], lines));
+}
+
+test("upload: a reply that trickles past the deadline is retried like a failed request, then delivered", async () => {
+  const client = await filled(2);
+  const srv = await server((req, res, n, body) => {
+    if (n > 1) return saneReply(req, res, body);
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write("{");
+    const drip = setInterval(() => res.write(" "), 50); // headers sent, then a byte now and then, never the end
+    res.on("close", () => clearInterval(drip));
+  });
+  try {
+    const waits = [];
+    const r = await client.upload(srv.url, "t", { timeout: 0.4, gzip: false, random: () => 0.5,
+      sleep: async (s) => { waits.push(s); } });
+    assert.deepEqual([r.acknowledged, srv.requests, waits], [2, 2, [0.5]]);
+    const more = await filled(1);
+    await assert.rejects(more.upload(srv.url, "t", { timeout: 0.4, maxAttempts: 1, gzip: false,
+      fetch: (u, init) => fetch(u, init).then((resp) => new Response(new ReadableStream({ pull: () => new Promise(() => {}) }),
+        { status: 200, headers: resp.headers })) }),
+    (e) => e.name === "UploadError" && e.reason === "undelivered");
+  } finally {
+    srv.close();
+  }
+});
+
+test("upload: a huge reply is read no further than 64 KiB, and a 2xx cut there is not sane", async () => {
+  const client = await filled(1);
+  let written = 0;
+  const srv = await server((req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    const chunk = Buffer.alloc(1 << 20, 0x20);
+    const pump = () => {
+      while (written < 512 * 2 ** 20 && res.write(chunk)) written += chunk.length;
+      if (written < 512 * 2 ** 20) res.once("drain", pump);
+      else res.end();
+    };
+    res.on("close", () => res.removeAllListeners("drain"));
+    pump();
+  });
+  try {
+    const before = process.memoryUsage().rss;
+    await assert.rejects(client.upload(srv.url, "t", { gzip: false, ...noSleep }),
+      (e) => e.name === "UploadProtocolError" && /not sane/.test(e.message));
+    assert.ok(process.memoryUsage().rss - before < 64 * 2 ** 20, "memory did not follow the reply");
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(written < 64 * 2 ** 20, `the download stopped (${written} bytes written by the server)`);
+    assert.equal(await client.pending(), 1, "nothing acknowledged");
+  } finally {
+    srv.close();
+  }
 });
