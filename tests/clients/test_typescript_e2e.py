@@ -192,5 +192,5 @@ def test_two_tabs_on_one_device_never_spend_over_the_budget(tmp_path: Path) -> N
             browser.close()
     assert sum(r["recorded"] for r in results) == 200, results
     assert sum(r["refused"] for r in results) == 400, results
-    assert len(state["outbox"]) == 200 and state["totals"]["*"]["lifetime"][0] == 200.0, state["totals"]
+    assert state["pending"] == 200 and state["device"]["totals"]["*"]["lifetime"][0] == 200.0, state
     assert all(r["recorded"] > 0 for r in results), results  # both tabs got some: they really ran at once
