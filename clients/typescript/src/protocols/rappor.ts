@@ -233,7 +233,7 @@ export interface RapporOptions extends EncoderOptions {
 }
 
 /** `client_secret`: the given secret (a string is UTF-8 encoded), or `SECRET_BYTES` fresh bytes from `rng`. */
-function clientSecret(secret: unknown, rng: RandomSource): Uint8Array {
+export function clientSecret(secret: unknown, rng: RandomSource): Uint8Array {
   if (secret === undefined || secret === null) return rng.tokenBytes(SECRET_BYTES);
   const bytes = typeof secret === "string" ? utf8Encode(secret) : secret;
   if (!(bytes instanceof Uint8Array) || bytes.length === 0) throw new LdpTypeError("secret must be non-empty bytes (or str)");

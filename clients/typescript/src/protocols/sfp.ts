@@ -1,0 +1,261 @@
+/**
+ * Apple's Sequence Fragment Puzzle, client side (`sfp`; Apple's Differential Privacy Team, "Learning with Privacy at
+ * Scale", 2017; `ldp/encoders/sfp.py`).
+ *
+ * A word over `alphabet` (a character outside it replaced by `replacement`, or refused; a word longer than `length`
+ * cut when `truncate`, else refused) is padded with `pad` to L symbols. One report carries a CMS or HCMS report of
+ * the whole word and one of the fragment record `h ‖ fragment` at a position drawn uniformly from the L/r fragment
+ * positions, `h` being a `hash_bits`-bit hash of the word that lets the server stitch fragments to words. Draws:
+ * `R(L/r)` for the position, then the word sketch's draws, then the fragment sketch's. The cost is the sum of the two
+ * sketches' ε (sequential composition).
+ */
+import { pyRepr } from "../canonical.js";
+import { utf8Encode } from "../bytes.js";
+import { LdpTypeError, LdpValueError } from "../errors.js";
+import { hash32 } from "../hash/murmur3.js";
+import {
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, paramTypeName,
+  pyReprValue, pyType,
+} from "../params/base.js";
+import { Encoder, EncoderOptions, ProtocolEntry, Report, PayloadValue, bitsString } from "../encoders/base.js";
+import { CmsEncoder, CmsParams, HcmsEncoder, HcmsParams, SketchParams } from "./sketches.js";
+
+const SKETCHES = ["cms", "hcms"] as const;
+const WORD_NAMES: Record<string, string> = { hash: "word_hash", bits: "word_bits", row: "word_row", bit: "word_bit" };
+const FRAGMENT_NAMES: Record<string, string> = {
+  hash: "fragment_hash", bits: "fragment_bits", row: "fragment_row", bit: "fragment_bit",
+};
+
+/** The code points of `s`, each as a string (Python's characters). */
+function chars(s: string): string[] {
+  return [...s];
+}
+
+/** The sketch of one part (`"word"` or `"fragment"`), its errors prefixed with the part as Python's are. */
+function sketchOf(part: string, kind: string, values: ParamsDict): SketchParams {
+  try {
+    return kind === "cms" ? new CmsParams(values) : new HcmsParams(values);
+  } catch (err) {
+    if (err instanceof LdpValueError) throw new LdpValueError(`${part} sketch: ${err.message}`);
+    if (err instanceof LdpTypeError) throw new LdpTypeError(`${part} sketch: ${err.message}`);
+    throw err;
+  }
+}
+
+/** SFP parameters: the two sketches' ε and shapes, the alphabet and pad, L, r, the word-hash bits, the seed. */
+export class SfpParams extends ProtocolParams {
+  static readonly className = "SfpParams";
+  static readonly fields: readonly FieldSpec[] = [
+    { name: "word_epsilon", type: "float" },
+    { name: "fragment_epsilon", type: "float" },
+    { name: "alphabet", type: "str", default: "abcdefghijklmnopqrstuvwxyz" },
+    { name: "pad", type: "str", default: "_" },
+    { name: "length", type: "int", default: 10 },
+    { name: "fragment_length", type: "int", default: 2 },
+    { name: "hash_bits", type: "int", default: 8 },
+    { name: "word_sketch", type: "str", default: "cms" },
+    { name: "word_num_hashes", type: "int", default: 64 },
+    { name: "word_width", type: "int", default: 1024 },
+    { name: "fragment_sketch", type: "str", default: "cms" },
+    { name: "fragment_num_hashes", type: "int", default: 64 },
+    { name: "fragment_width", type: "int", default: 512 },
+    { name: "hash_seed", type: "int", default: 0 },
+    { name: "replacement", type: "optstr", default: null },
+    { name: "truncate", type: "bool", default: false },
+  ];
+  readonly protocol = "sfp";
+  /** The alphabet's symbols, then the pad: a symbol's index in a fragment record is its place here. */
+  readonly symbols: readonly string[];
+  readonly pad: string;
+  /** L, the padded word length, and r, the fragment length. */
+  readonly length: number;
+  readonly fragmentLength: number;
+  readonly hashBits: number;
+  readonly replacement: string | null;
+  readonly truncate: boolean;
+  readonly word: SketchParams;
+  readonly fragment: SketchParams;
+  private readonly index: ReadonlyMap<string, number>;
+  private cost: PrivacyCost | undefined;
+  private fields_: readonly Field[] | undefined;
+
+  constructor(values: ParamsDict) {
+    super(values);
+    const v = this.values;
+    const wordEpsilon = checkEpsilon(v.word_epsilon, "word_epsilon");
+    const fragmentEpsilon = checkEpsilon(v.fragment_epsilon, "fragment_epsilon");
+    if (typeof v.alphabet !== "string" || v.alphabet.length === 0) {
+      throw new LdpValueError("alphabet must be a non-empty string of symbols");
+    }
+    const alphabet = chars(v.alphabet);
+    if (new Set(alphabet).size !== alphabet.length) throw new LdpValueError(`alphabet has repeated symbols: ${pyRepr(v.alphabet)}`);
+    if (typeof v.pad !== "string" || chars(v.pad).length !== 1 || alphabet.includes(v.pad)) {
+      throw new LdpValueError(`pad must be one symbol that is not in the alphabet, got ${pyReprValue(v.pad, true)}`);
+    }
+    checkInt(alphabet.length, "alphabet size", 1, 2 ** 16 - 2);
+    const length = checkInt(v.length, "length (L)", 1, 2 ** 12);
+    const r = checkInt(v.fragment_length, "fragment_length (r)", 1, length);
+    if (length % r !== 0) {
+      throw new LdpValueError(`length L=${length} must be a multiple of fragment_length r=${r} (fragments are the L/r ` +
+        "non-overlapping substrings)");
+    }
+    const hashBits = checkInt(v.hash_bits, "hash_bits", 0, 16);
+    for (const part of ["word", "fragment"]) {
+      const kind = v[`${part}_sketch`];
+      if (!(SKETCHES as readonly unknown[]).includes(kind)) {
+        throw new LdpValueError(`${part}_sketch must be one of ['cms', 'hcms'], got ${pyReprValue(kind, true)}`);
+      }
+    }
+    const seed = checkInt(v.hash_seed, "hash_seed", 0, 0xffffffff);
+    const wk = checkInt(v.word_num_hashes, "word_num_hashes", 1, 2 ** 16);
+    const fk = checkInt(v.fragment_num_hashes, "fragment_num_hashes", 1, 2 ** 16);
+    if (seed + wk + fk > 0xffffffff) throw new LdpValueError("hash_seed leaves no room for the sketches' hash functions below 2**32");
+    const rep = v.replacement;
+    const replacement = typeof rep === "string" && chars(rep).length === 1 && alphabet.includes(rep) ? rep : null;
+    if (rep !== null && replacement === null) {
+      throw new LdpValueError(`replacement must be one symbol of the alphabet (or None), got ${pyReprValue(rep, true)}`);
+    }
+    if (typeof v.truncate !== "boolean") throw new LdpTypeError(`truncate must be a bool, got ${paramTypeName(v.truncate)}`);
+    this.symbols = Object.freeze([...alphabet, v.pad]);
+    this.index = new Map(this.symbols.map((c, i) => [c, i]));
+    this.pad = v.pad;
+    this.length = length;
+    this.fragmentLength = r;
+    this.hashBits = hashBits;
+    this.replacement = replacement;
+    this.truncate = v.truncate;
+    this.word = sketchOf("word", v.word_sketch as string,
+      { epsilon: wordEpsilon, num_hashes: wk, width: v.word_width, hash_seed: seed });
+    this.fragment = sketchOf("fragment", v.fragment_sketch as string,
+      { epsilon: fragmentEpsilon, num_hashes: fk, width: v.fragment_width, hash_seed: seed + wk });
+    const cells = (s: SketchParams) => s.numHashes * (s.width + 1);
+    checkCollectable(this.protocol, this.schema, cells(this.word) + this.numPositions * cells(this.fragment));
+  }
+
+  /** L/r fragment positions. */
+  get numPositions(): number {
+    return this.length / this.fragmentLength;
+  }
+
+  /** The seed of the word hash `h`: after both sketches' seeds. */
+  get wordHashSeed(): number {
+    return this.word.hashSeed + this.word.numHashes + this.fragment.numHashes;
+  }
+
+  /** ε(word sketch) + ε(fragment sketch). */
+  get privacyCost(): PrivacyCost {
+    if (this.cost === undefined) {
+      this.cost = Object.freeze({ epsilon: this.word.privacyCost.epsilon + this.fragment.privacyCost.epsilon, delta: 0.0 });
+    }
+    return this.cost;
+  }
+
+  /** `position`, then the word sketch's fields (`word_…`), then the fragment sketch's (`fragment_…`). */
+  get schema(): readonly Field[] {
+    if (this.fields_ === undefined) {
+      const renamed = (s: SketchParams, names: Record<string, string>) => s.schema.map((f) => ({ ...f, name: names[f.name] }));
+      this.fields_ = Object.freeze([
+        { name: "position", kind: "uint", size: this.numPositions },
+        ...renamed(this.word, WORD_NAMES),
+        ...renamed(this.fragment, FRAGMENT_NAMES),
+      ] as Field[]);
+    }
+    return this.fields_;
+  }
+
+  /** `prepare_word`: the word checked, its characters replaced and cut as the parameters say, padded to L symbol
+   * indices, and its `hash_bits`-bit MurmurHash3 (seed `wordHashSeed`) of its UTF-8 bytes. */
+  prepareWord(value: unknown): SfpWord {
+    if (typeof value !== "string") throw new LdpTypeError(`SFP words must be str, got ${pyType(value)}`);
+    if (value.length === 0) throw new LdpValueError("SFP cannot encode the empty string");
+    const ok = (c: string) => c !== this.pad && this.index.has(c);
+    let cps = chars(value);
+    const bad = cps.find((c) => !ok(c));
+    if (bad !== undefined) {
+      if (this.replacement === null) {
+        throw new LdpValueError(`character ${pyRepr(bad)} of ${pyRepr(value)} is not in the alphabet ` +
+          "(set replacement= to replace such characters)");
+      }
+      const r = this.replacement;
+      cps = cps.map((c) => (ok(c) ? c : r));
+    }
+    if (cps.length > this.length) {
+      if (!this.truncate) {
+        throw new LdpValueError(`${pyRepr(cps.join(""))} is longer than length=${this.length} (set truncate=True to cut it)`);
+      }
+      cps = cps.slice(0, this.length);
+    }
+    const data = utf8Encode(cps.join(""));
+    const padded = Array.from({ length: this.length }, (_, i) => this.index.get(i < cps.length ? cps[i] : this.pad) as number);
+    return { padded, hash: hash32(data, this.wordHashSeed) % 2 ** this.hashBits, data };
+  }
+
+  /** The fragment record at `position`: `h` big-endian in ceil(hash_bits/8) bytes, then each symbol's index (two
+   * bytes, big-endian, when there are over 256 symbols). */
+  fragmentRecord(word: SfpWord, position: number): Uint8Array {
+    const hashBytes = Math.ceil(this.hashBits / 8);
+    const two = this.symbols.length > 256;
+    const r = this.fragmentLength;
+    const out = new Uint8Array(hashBytes + (two ? 2 : 1) * r);
+    let at = 0;
+    for (let i = hashBytes - 1; i >= 0; i--) out[at++] = Math.floor(word.hash / 2 ** (8 * i)) & 0xff;
+    for (let s = 0; s < r; s++) {
+      const idx = word.padded[position * r + s];
+      if (two) out[at++] = idx >> 8;
+      out[at++] = idx & 0xff;
+    }
+    return out;
+  }
+}
+
+/** A word as the client encodes it: its padded symbol indices, its hash, its UTF-8 bytes. */
+export interface SfpWord {
+  readonly padded: readonly number[];
+  readonly hash: number;
+  readonly data: Uint8Array;
+}
+
+/** Client encoder for `SfpParams`; values are words (strings). */
+export class SfpEncoder extends Encoder<SfpParams, SfpWord> {
+  private readonly wordSketch: CmsEncoder | HcmsEncoder;
+  private readonly fragmentSketch: CmsEncoder | HcmsEncoder;
+
+  constructor(params: SfpParams, options: EncoderOptions = {}) {
+    super(params, options);
+    const sub = (s: SketchParams) =>
+      s instanceof CmsParams ? new CmsEncoder(s, { rng: this.rng }) : new HcmsEncoder(s as HcmsParams, { rng: this.rng });
+    this.wordSketch = sub(params.word);
+    this.fragmentSketch = sub(params.fragment);
+  }
+
+  /** The word checked, padded and hashed (a bad word fails here, before any charge). */
+  prepare(value: unknown): SfpWord {
+    return this.params.prepareWord(value);
+  }
+
+  randomize(prepared: SfpWord): Report {
+    const pr = this.params;
+    const position = this.rng.randbelow(pr.numPositions);
+    const payload: Array<readonly [string, PayloadValue]> = [["position", position]];
+    const sketch = (enc: CmsEncoder | HcmsEncoder, data: Uint8Array, names: Record<string, string>) => {
+      if (enc instanceof CmsEncoder) {
+        const [j, bits] = enc.draw(data);
+        payload.push([names.hash, j], [names.bits, bitsString(bits, enc.params.width)]);
+      } else {
+        const [j, row, bit] = enc.draw(data);
+        payload.push([names.hash, j], [names.row, row], [names.bit, bit]);
+      }
+    };
+    sketch(this.wordSketch, prepared.data, WORD_NAMES);
+    sketch(this.fragmentSketch, pr.fragmentRecord(prepared, position), FRAGMENT_NAMES);
+    return this.report(payload);
+  }
+}
+
+export const sfp: ProtocolEntry<SfpParams, SfpWord> = {
+  name: "sfp",
+  Params: SfpParams,
+  makeEncoder: (params, options) => new SfpEncoder(params, options),
+  needsSecret: false,
+  assignedCohorts: () => 0,
+};
