@@ -13,7 +13,6 @@ import { hmacSha256 } from "./hash/sha256.js";
 import { pyRepr } from "./canonical.js";
 import { Charge, Encoder, envelopeJson, isMemoized } from "./encoders/base.js";
 import { PrivacyCost } from "./params/base.js";
-import { PROTOCOLS } from "./protocols/index.js";
 import { CollectionSpec } from "./spec.js";
 import { DeviceState, STATE_FORMAT, StateStore, StoreTransaction } from "./state.js";
 import { UploadOptions, UploadResult, upload } from "./uploader.js";
@@ -80,7 +79,7 @@ export class TelemetryClient {
     const known = this.encoders.get(metric);
     if (known !== undefined) return known;
     const m = this.spec.metric(metric);
-    const entry = PROTOCOLS[m.params.protocol];
+    const entry = m.entry;
     const options: { rng: RandomSource; secret?: Uint8Array; cohort?: number } = { rng: this.rng };
     const cohorts = entry.assignedCohorts(m.params);
     if (cohorts) {

@@ -1,7 +1,7 @@
 /**
- * The core of the ldp TypeScript client: every protocol's params and encoder, randomness, hashing, canonical JSON,
- * reports and envelopes, and the collection spec. Browser-safe (nothing imports `node:*`); what
- * `scripts/size.mjs` measures against the 30 kB (minified + gzip) target.
+ * The protocol-agnostic core of the ldp TypeScript client: params and encoder bases, randomness, hashing, canonical
+ * JSON, reports and envelopes, errors. Browser-safe (nothing imports `node:*`). No protocol is imported here: the
+ * entries `index.ts` (every protocol) and `lite.ts` (the protocols a page names) add them.
  */
 export {
   ALL_METRICS, BudgetExceeded, LdpTypeError, LdpValueError, ReplayError, UploadError, UploadProtocolError, costText,
@@ -25,10 +25,9 @@ export {
   bernoulliThreshold, bitslicedBelow, checkProbability, checkResolvable, realizedProbability,
 } from "./random.js";
 export type { Draw, FillRandom } from "./random.js";
-export { PROTOCOLS, protocol } from "./protocols/index.js";
 export { ProtocolParams, fromDict, isPyInt } from "./params/base.js";
 export type { Field, FieldSpec, ParamsDict, PrivacyCost } from "./params/base.js";
 export { Encoder, bitsString, envelopeJson, isMemoized, reportJson } from "./encoders/base.js";
 export type { Charge, EncoderOptions, MemoizedCharge, PayloadValue, ProtocolEntry, Report } from "./encoders/base.js";
-export { CollectionSpec, SpecError, fitsWithin } from "./spec.js";
-export type { Budget, MetricSpec } from "./spec.js";
+export { SpecError, fitsWithin } from "./spec.js";
+export type { Budget, MetricSpec, SpecOptions } from "./spec.js";

@@ -4,12 +4,14 @@
  * decoded document with the Python validator's rules and texts (every problem, as `json.path: message`), and
  * normalizes it so that `fingerprint` is the Python spec's fingerprint, which every envelope carries.
  *
- * This client implements 14 of the 24 protocols (`PROTOCOLS`); a metric of another protocol is refused here as an
- * unknown protocol, naming the ones this client knows.
+ * The protocols a spec may name are the ones it is given (`SpecOptions.protocols`): this module imports none, so a
+ * page that names one protocol ships one. The package's main entry (`index.ts`) gives every protocol by default; the
+ * `lite` entry gives none unless asked. A metric of a protocol not given is refused as an unknown protocol, naming
+ * the ones given.
  */
 import { PyFloat, canonicalJson, compareCodePoints, pyRepr, sha256Hex16 } from "./canonical.js";
 import { LdpValueError, costText } from "./errors.js";
-import { PROTOCOLS } from "./protocols/index.js";
+import type { ProtocolEntry } from "./encoders/base.js";
 import { ParamsDict, PrivacyCost, ProtocolParams, fromDict, isPyInt, pyNum, pyType } from "./params/base.js";
 
 export const SPEC_VERSION = 1;
@@ -71,9 +73,11 @@ export interface Budget {
   readonly per_report?: PrivacyCost;
 }
 
-/** One metric: its params, budget and where the server finds its candidates. */
+/** One metric: its protocol, params, budget and where the server finds its candidates. */
 export interface MetricSpec {
   readonly name: string;
+  /** The protocol's entry (its params class and encoder). */
+  readonly entry: ProtocolEntry;
   readonly params: ProtocolParams;
   readonly budget: Budget;
   readonly candidates: string | null;
@@ -155,12 +159,23 @@ class Checker {
   }
 }
 
-function parseParams(ck: Checker, protocolName: unknown, raw: unknown, path: string): ProtocolParams | null {
-  const entry = typeof protocolName === "string" && Object.prototype.hasOwnProperty.call(PROTOCOLS, protocolName)
-    ? PROTOCOLS[protocolName] : undefined;
+/** How a spec is read: its name in error messages, and the protocols its metrics may name. */
+export interface SpecOptions {
+  /** What the errors call the document (default `"spec"`). */
+  readonly source?: string;
+  /** The protocols this spec's metrics may use, e.g. `[grr, olh]` from `ldp-telemetry-client/protocols`. The main
+   * entry's `CollectionSpec` defaults to every protocol; the `lite` entry's to none. */
+  readonly protocols?: Iterable<ProtocolEntry>;
+}
+
+function parseParams(ck: Checker, protocolName: unknown, raw: unknown, path: string,
+  table: ReadonlyMap<string, ProtocolEntry>): [ProtocolEntry, ProtocolParams] | null {
+  const entry = typeof protocolName === "string" ? table.get(protocolName) : undefined;
   if (entry === undefined) {
     const shown = typeof protocolName === "string" ? pyRepr(protocolName) : String(protocolName);
-    ck.fail(join(path, "protocol"), `unknown protocol ${shown} (known: ${sortedKeys(Object.keys(PROTOCOLS)).join(", ")})`);
+    const known = table.size ? `known: ${sortedKeys(table.keys()).join(", ")}` :
+      "none given: pass SpecOptions.protocols, or use the package's main entry, which knows them all";
+    ck.fail(join(path, "protocol"), `unknown protocol ${shown} (${known})`);
     return null;
   }
   const fields = entry.Params.fields;
@@ -174,7 +189,7 @@ function parseParams(ck: Checker, protocolName: unknown, raw: unknown, path: str
   try {
     const params = fromDict(entry.Params, obj as ParamsDict);
     void params.privacyCost;
-    return params;
+    return [entry, params];
   } catch (err) {
     if (!(err instanceof Error) || (err.name !== "ValueError" && err.name !== "TypeError")) throw err;
     const msg = err.message;
@@ -185,12 +200,14 @@ function parseParams(ck: Checker, protocolName: unknown, raw: unknown, path: str
   }
 }
 
-function parseMetric(ck: Checker, name: string, raw: unknown, total: Budget): MetricSpec | null {
+function parseMetric(ck: Checker, name: string, raw: unknown, total: Budget,
+  table: ReadonlyMap<string, ProtocolEntry>): MetricSpec | null {
   const path = join("metrics", name);
   if (!METRIC_RE.test(name)) ck.fail(path, "metric names match [a-z][a-z0-9_]{0,31}");
   const m = ck.obj(raw, path, ["protocol", "params", "budget"], ["candidates", "description", "release"]);
   if (m === null) return null;
-  const params = "protocol" in m && "params" in m ? parseParams(ck, m.protocol, m.params, path) : null;
+  const parsed = "protocol" in m && "params" in m ? parseParams(ck, m.protocol, m.params, path, table) : null;
+  const params = parsed === null ? null : parsed[1];
   const bpath = join(path, "budget");
   let budget: Budget | null = null;
   if ("budget" in m && ck.obj(m.budget, bpath, ["per_report"], ["per_window", "lifetime"]) !== null) {
@@ -225,8 +242,8 @@ function parseMetric(ck: Checker, name: string, raw: unknown, total: Budget): Me
   const description = "description" in m ? m.description : "";
   if (typeof description !== "string") ck.fail(join(path, "description"), `must be a string, got ${kind(description)}`);
   if ("release" in m) ck.release(m.release, join(path, "release"));
-  if (params === null || budget === null || budget.per_report === undefined) return null;
-  return { name, params, budget, candidates: typeof candidates === "string" ? candidates : null,
+  if (parsed === null || params === null || budget === null || budget.per_report === undefined) return null;
+  return { name, entry: parsed[0], params, budget, candidates: typeof candidates === "string" ? candidates : null,
     description: typeof description === "string" ? description : "" };
 }
 
@@ -250,7 +267,7 @@ export class CollectionSpec {
   readonly description: string;
   private fp: string | undefined;
 
-  private constructor(name: string, budget: Budget, metrics: Map<string, MetricSpec>, windowSeconds: number,
+  protected constructor(name: string, budget: Budget, metrics: Map<string, MetricSpec>, windowSeconds: number,
     upload: { min_interval_seconds: number; max_batch: number }, description: string) {
     this.name = name;
     this.budget = budget;
@@ -260,19 +277,26 @@ export class CollectionSpec {
     this.description = description;
   }
 
-  /** Parse JSON text (a key repeated in one object is allowed by `JSON.parse`: the Python loader refuses it). */
-  static loads(text: string, source = "spec"): CollectionSpec {
+  /** Parse JSON text (a key repeated in one object is allowed by `JSON.parse`: the Python loader refuses it).
+   * `options`: `SpecOptions`, or the document's name (`source`). */
+  static loads(text: string, options: string | SpecOptions = {}): CollectionSpec {
+    const opts = typeof options === "string" ? { source: options } : options;
     let data: unknown;
     try {
       data = JSON.parse(text);
     } catch (err) {
-      throw new SpecError([`$: not valid JSON: ${(err as Error).message}`], source);
+      throw new SpecError([`$: not valid JSON: ${(err as Error).message}`], opts.source ?? "spec");
     }
-    return CollectionSpec.fromDict(data, source);
+    return this.fromDict(data, opts);
   }
 
-  /** Validate and normalize a decoded document; `SpecError` lists every problem. */
-  static fromDict(data: unknown, source = "spec"): CollectionSpec {
+  /** Validate and normalize a decoded document; `SpecError` lists every problem. `options`: `SpecOptions` (the
+   * protocols its metrics may name), or the document's name (`source`). */
+  static fromDict(data: unknown, options: string | SpecOptions = {}): CollectionSpec {
+    const opts = typeof options === "string" ? { source: options } : options;
+    const source = opts.source ?? "spec";
+    const table = new Map<string, ProtocolEntry>();
+    for (const e of opts.protocols ?? []) table.set(e.name, e);
     const ck = new Checker();
     const d = ck.obj(data, "$", ["spec_version", "name", "budget", "metrics"], ["window_seconds", "upload", "description", "release"]);
     if (d === null) throw new SpecError(ck.errors, source);
@@ -313,7 +337,7 @@ export class CollectionSpec {
     if ("metrics" in d && ck.obj(rawMetrics, "metrics", [], names) !== null) {
       if (!names.length) ck.fail("metrics", "a collection needs at least one metric");
       for (const mname of sortedKeys(names)) {
-        const m = parseMetric(ck, mname, (rawMetrics as Record<string, unknown>)[mname], total);
+        const m = parseMetric(ck, mname, (rawMetrics as Record<string, unknown>)[mname], total, table);
         if (m !== null) metrics.set(mname, m);
       }
     }

@@ -1,6 +1,8 @@
 /**
- * The protocols this client implements, by name (the `protocol` of a spec's metric). The Python client has more
- * (docs/client.md lists 24); a spec naming one of the others is refused by `CollectionSpec` with a clear error.
+ * Every protocol of this client (the `protocol` of a spec's metric), as entries to hand to `CollectionSpec`
+ * (`SpecOptions.protocols`): `import { grr, olh } from "ldp-telemetry-client/protocols"`. Each entry is a named,
+ * side-effect-free export, so a bundler keeps only the ones a page imports; `ALL_PROTOCOLS` and `PROTOCOLS` (every
+ * entry, by name) pull them all in. Every protocol of conformance/vectors is here: `NOT_YET` is empty.
  */
 import type { ProtocolEntry } from "../encoders/base.js";
 import { rr, grr } from "./randomized-response.js";
@@ -14,14 +16,23 @@ import { duchi, piecewise, hybrid } from "./numeric.js";
 import { sfp } from "./sfp.js";
 import { rapporNgrams } from "./rappor-ngrams.js";
 
+export { rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams };
+
+/** Every protocol entry of this client. */
+export const ALL_PROTOCOLS: readonly ProtocolEntry[] = /* @__PURE__ */ Object.freeze([
+  rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams,
+] as ProtocolEntry[]);
+
+/** Protocols of conformance/vectors this client does not implement yet (the docs print this list). */
+export const NOT_YET: readonly string[] = /* @__PURE__ */ Object.freeze([
+  "bucket-grr", "bucket-oue", "dbitflip", "hh", "hr-block", "lgrr", "loue", "memo-dbitflip", "memo-mean", "multi", "pem",
+  "thresh",
+]);
+
 /** Every protocol of this client, by name. */
-export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = Object.freeze(
-  Object.fromEntries(
-    ([rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams] as ProtocolEntry[]).map(
-      (e) => [e.name, e],
-    ),
-  ),
-);
+export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = /* @__PURE__ */ Object.freeze({
+  rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, "rappor-ngrams": rapporNgrams,
+} as Record<string, ProtocolEntry>);
 
 /** The protocol called `name`, or `undefined`. */
 export function protocol(name: string): ProtocolEntry | undefined {

@@ -1,0 +1,18 @@
+/**
+ * The `lite` entry (`ldp-telemetry-client/lite`): the whole client — core, spec, state stores, client runtime,
+ * uploader — without any protocol. A page names the protocols its spec uses, and a bundler ships only those:
+ *
+ * ```ts
+ * import { CollectionSpec, IndexedDBStore, TelemetryClient } from "ldp-telemetry-client/lite";
+ * import { grr } from "ldp-telemetry-client/protocols";
+ * const spec = CollectionSpec.fromDict(specJson, { protocols: [grr] });
+ * ```
+ */
+export * from "./core.js";
+export { CollectionSpec } from "./spec.js";
+export { IndexedDBStore, MemoryStore } from "./state.js";
+export type { DeviceState, OutboxItem, StateStore, StoreTransaction, TransactOptions } from "./state.js";
+export { TelemetryClient, metricSecret } from "./client.js";
+export type { ClientOptions } from "./client.js";
+export { batchId, checkAnswer, parseRetryAfter, readReply, upload } from "./uploader.js";
+export type { UploadOptions, UploadResult } from "./uploader.js";
