@@ -46,8 +46,12 @@ function limit(cap: PrivacyCost): [number, number] {
   return [cap.epsilon * (1 + REL_TOL) + 1e-15, cap.delta * (1 + REL_TOL) + 1e-15];
 }
 
-/** One device's client of one collection. Open it with `TelemetryClient.open(spec, store)`. */
-export class TelemetryClient {
+/**
+ * One device's client of one collection. Open it with `TelemetryClient.open(spec, store)`. `M` types the metrics
+ * and their values (`MetricValues<typeof SPEC>` of a spec written `as const`, or the `Metrics` interface that
+ * `ldp-spec-types spec.json` writes); without it any metric name and value type-checks and the spec decides.
+ */
+export class TelemetryClient<M extends object = Record<string, unknown>> {
   private readonly encoders = new Map<string, Encoder>();
 
   private constructor(readonly spec: CollectionSpec, private readonly store: StateStore,
@@ -55,7 +59,8 @@ export class TelemetryClient {
 
   /** Open (or create) the device's state in `store` for `spec`'s collection: a state of another collection is
    * refused, never reset. */
-  static async open(spec: CollectionSpec, store: StateStore, options: ClientOptions = {}): Promise<TelemetryClient> {
+  static async open<M extends object = Record<string, unknown>>(spec: CollectionSpec, store: StateStore,
+    options: ClientOptions = {}): Promise<TelemetryClient<M>> {
     const rng = options.rng ?? new CryptoRandomSource();
     const state = await store.transact((tx) => {
       const s = tx.state;
@@ -72,7 +77,7 @@ export class TelemetryClient {
       tx.state = fresh;
       return fresh;
     });
-    return new TelemetryClient(spec, store, options.clock ?? (() => Date.now() / 1000), rng, fromHex(state.secret));
+    return new TelemetryClient<M>(spec, store, options.clock ?? (() => Date.now() / 1000), rng, fromHex(state.secret));
   }
 
   private encoder(metric: string, state: DeviceState): Encoder {
@@ -95,7 +100,7 @@ export class TelemetryClient {
 
   /** Privatize `value` for `metric` and put its envelope in the outbox; return its outbox id. A bad value throws
    * `ValueError`/`TypeError` (Python's texts) and a spent budget `BudgetExceeded`, both with nothing written. */
-  async record(metric: string, value: unknown): Promise<number> {
+  async record<K extends keyof M & string>(metric: K, value: M[K]): Promise<number> {
     this.spec.metric(metric);
     const now = this.clock();
     if (!(Number.isFinite(now) && now >= 0)) throw new LdpValueError(`the clock must give seconds >= 0, got ${now}`);
@@ -154,7 +159,8 @@ export class TelemetryClient {
   }
 
   /** (ε, δ) spent on `metric` (default: all metrics) in the current window, or over the lifetime. */
-  async spent(metric: string = ALL_METRICS, period: "window" | "lifetime" = "window"): Promise<PrivacyCost> {
+  async spent(metric: (keyof M & string) | typeof ALL_METRICS = ALL_METRICS,
+    period: "window" | "lifetime" = "window"): Promise<PrivacyCost> {
     const now = this.clock();
     return this.store.transact((tx) => {
       const s = live(tx);
@@ -177,5 +183,40 @@ export class TelemetryClient {
    * interval stops it (`uploader.ts`). */
   upload(url: string, token: string, options: UploadOptions = {}): Promise<UploadResult> {
     return upload(this.store, this.spec, url, token, { clock: this.clock, ...options });
+  }
+
+  /**
+   * In a page: send the outbox when the page is hidden (`visibilitychange`) or left (`pagehide`), the moments a
+   * browser still lets a page talk before it may be frozen or closed. Each send is one `upload` with `fetch(...,
+   * {keepalive: true})` — the request outlives the page — of at most 60 KiB of lines (the keepalive quota is 64 KiB)
+   * and one attempt; its errors are dropped (the next send, or the next visit, retries the same pinned batch: the
+   * collector stores it once). `sendBeacon` is not used: it cannot carry the bearer token. Returns a function that
+   * stops listening.
+   */
+  uploadWhenHidden(url: string, token: string, options: UploadOptions = {}): () => void {
+    const doc = (globalThis as { document?: Document }).document;
+    const win = globalThis as unknown as Partial<Window>;
+    if (doc === undefined || typeof win.addEventListener !== "function") {
+      throw new LdpValueError("uploadWhenHidden needs a page (document and window)");
+    }
+    let running = false;
+    const send = () => {
+      if (running) return;
+      running = true;
+      this.upload(url, token, { maxAttempts: 1, ...options, keepalive: true })
+        .catch(() => undefined)
+        .finally(() => {
+          running = false;
+        });
+    };
+    const onVisibility = () => {
+      if (doc.visibilityState === "hidden") send();
+    };
+    doc.addEventListener("visibilitychange", onVisibility);
+    win.addEventListener("pagehide", send);
+    return () => {
+      doc.removeEventListener("visibilitychange", onVisibility);
+      win.removeEventListener?.("pagehide", send);
+    };
   }
 }

@@ -14,5 +14,7 @@ export { IndexedDBStore, MemoryStore } from "./state.js";
 export type { DeviceState, OutboxItem, StateStore, StoreTransaction, TransactOptions } from "./state.js";
 export { TelemetryClient, metricSecret } from "./client.js";
 export type { ClientOptions } from "./client.js";
-export { batchId, checkAnswer, parseRetryAfter, readReply, upload } from "./uploader.js";
+export { KEEPALIVE_BYTES, batchId, checkAnswer, parseRetryAfter, readReply, upload } from "./uploader.js";
+export { VALUE_KINDS } from "./types.js";
+export type { MetricValues, SpecShape, ValueKind, ValueOf } from "./types.js";
 export type { UploadOptions, UploadResult } from "./uploader.js";

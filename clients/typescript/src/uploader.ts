@@ -49,7 +49,13 @@ export interface UploadOptions {
   readonly sleep?: (seconds: number) => Promise<void>;
   readonly clock?: () => number;
   readonly random?: () => number;
+  /** Send with `fetch(..., {keepalive: true})` (the request outlives the page) and pin batches of at most
+   * `KEEPALIVE_BYTES` of lines; what `TelemetryClient.uploadWhenHidden` sets. */
+  readonly keepalive?: boolean;
 }
+
+/** The most bytes of lines in one batch pinned for a keepalive request (browsers allow 64 KiB in flight). */
+export const KEEPALIVE_BYTES = 60 * 1024;
 
 /** `batch_id`: HMAC-SHA256(salt, tag ‖ ids joined by "," ‖ 0x00 ‖ lines joined by "\n"), the first 32 hex digits. */
 export function batchId(salt: Uint8Array, ids: readonly number[], lines: readonly string[]): string {
@@ -141,12 +147,21 @@ function live(tx: StoreTransaction): DeviceState {
 
 /** Pin the next batch: the one already pinned, else up to `max_batch` (and `limit`) of the oldest reports (`null`:
  * none, or the upload interval has not passed). */
-function pin(tx: StoreTransaction, spec: CollectionSpec, now: number, limit = Infinity): Pinned | null {
+function pin(tx: StoreTransaction, spec: CollectionSpec, now: number, limit = Infinity, maxBytes = Infinity): Pinned | null {
   const state = live(tx);
   if (state.batch === null) {
     const interval = spec.upload.min_interval_seconds;
     if (!tx.pending || (state.lastUpload !== null && now < state.lastUpload + interval)) return null;
-    const items = tx.head(Math.min(spec.upload.max_batch, limit));
+    let items = tx.head(Math.min(spec.upload.max_batch, limit));
+    if (maxBytes !== Infinity) {
+      const encoder = new TextEncoder();
+      let bytes = 0, n = 0;
+      while (n < items.length && (n === 0 || bytes + encoder.encode(items[n].line).length + 1 <= maxBytes)) {
+        bytes += encoder.encode(items[n].line).length + 1;
+        n++;
+      }
+      items = items.slice(0, n);
+    }
     state.batch = { id: batchId(fromHex(state.salt), items.map((i) => i.id), items.map((i) => i.line)), count: items.length };
     return { id: state.batch.id, items };
   }
@@ -208,7 +223,8 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
   };
   const backoff = (attempt: number) => random() * Math.min(maxDelay, 2 ** (attempt - 1));
   for (;;) {
-    const batch = await store.transact((tx) => pin(tx, spec, clock()), { head: spec.upload.max_batch });
+    const maxBytes = options.keepalive ? KEEPALIVE_BYTES : Infinity;
+    const batch = await store.transact((tx) => pin(tx, spec, clock(), Infinity, maxBytes), { head: spec.upload.max_batch });
     if (batch === null) {
       const wait = await store.transact((tx) => (tx.pending ? live(tx).lastUpload : null), { readOnly: true });
       if (wait !== null) {
@@ -229,7 +245,9 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
       let body: string;
       const signal = AbortSignal.timeout(timeout * 1000);
       try {
-        response = await doFetch(url, { method: "POST", headers, body: (gz ?? text) as BodyInit, redirect: "manual", signal });
+        const keepalive = options.keepalive === true && (gz ?? text).length <= 64 * 1024;
+        response = await doFetch(url, { method: "POST", headers, body: (gz ?? text) as BodyInit, redirect: "manual",
+          signal, keepalive });
         body = await readReply(response, MAX_ANSWER, signal);
       } catch {
         if (attempt < maxAttempts) await sleep(backoff(attempt));
@@ -272,7 +290,7 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
           const state = live(tx);
           if (state.batch?.id === batch.id) {
             state.batch = null;
-            pin(tx, spec, Infinity, half); // the interval does not apply to a split
+            pin(tx, spec, Infinity, half, maxBytes); // the interval does not apply to a split
           }
         }, { head: half });
         answered = true;

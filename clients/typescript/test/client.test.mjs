@@ -243,3 +243,50 @@ test("upload: a huge reply is read no further than 64 KiB, and a 2xx cut there i
     srv.close();
   }
 });
+
+test("uploadWhenHidden: a hidden or left page sends with keepalive, at most 60 KiB of lines per request", async () => {
+  const client = await filled(0);
+  const spec = CollectionSpec.fromDict({ ...SPEC, budget: { per_window: 1e6, lifetime: 1e6 }, upload: { min_interval_seconds: 0, max_batch: 5000 },
+    metrics: { cat: { ...SPEC.metrics.cat, budget: { per_report: 1.0 } } } });
+  const big = await TelemetryClient.open(spec, new MemoryStore(), { clock: () => 1 });
+  for (let i = 0; i < 1200; i++) await big.record("cat", i % 3);
+  const doc = Object.assign(new EventTarget(), { visibilityState: "visible" });
+  const win = new EventTarget();
+  const saved = { document: globalThis.document, add: globalThis.addEventListener, remove: globalThis.removeEventListener };
+  globalThis.document = doc;
+  globalThis.addEventListener = win.addEventListener.bind(win);
+  globalThis.removeEventListener = win.removeEventListener.bind(win);
+  try {
+    const calls = [];
+    const fetch = async (url, init) => {
+      calls.push(init);
+      const n = String(init.body).trimEnd().split("\n").length;
+      return new Response(answer(init.headers["ldp-batch-id"], n), { status: 200 });
+    };
+    const stop = big.uploadWhenHidden("http://x/", "t", { fetch, gzip: false });
+    doc.dispatchEvent(new Event("visibilitychange")); // still visible: nothing
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(calls.length, 0);
+    doc.visibilityState = "hidden";
+    doc.dispatchEvent(new Event("visibilitychange"));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(calls.length >= 2, "the outbox went in several keepalive-sized requests");
+    assert.ok(calls.every((c) => c.keepalive === true && new TextEncoder().encode(c.body).length <= 60 * 1024));
+    assert.equal(await big.pending(), 0);
+    await big.record("cat", 1);
+    win.dispatchEvent(new Event("pagehide"));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await big.pending(), 0, "pagehide sends too");
+    stop();
+    await big.record("cat", 1);
+    win.dispatchEvent(new Event("pagehide"));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await big.pending(), 1, "stopped listening");
+    globalThis.document = undefined;
+    assert.throws(() => client.uploadWhenHidden("u", "t"), /needs a page/);
+  } finally {
+    globalThis.document = saved.document;
+    globalThis.addEventListener = saved.add;
+    globalThis.removeEventListener = saved.remove;
+  }
+});

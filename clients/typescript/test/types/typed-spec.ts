@@ -1,0 +1,48 @@
+// Compiled by test/types.test.mjs (tsc --noEmit): the metric names and values a spec allows are types, both from a
+// spec written `as const` (MetricValues) and from the module `ldp-spec-types` writes (metrics.generated.ts). Each
+// `@ts-expect-error` must find an error, so types that became too loose fail the test.
+import { CollectionSpec, MemoryStore, TelemetryClient } from "../../dist/index.js";
+import type { MetricValues } from "../../dist/index.js";
+import type { Metrics } from "./metrics.generated.js";
+
+const SPEC = {
+  spec_version: 1, name: "typed", budget: { per_window: 10, lifetime: 100 },
+  metrics: {
+    theme: { protocol: "grr", params: { epsilon: 1, domain_size: 2, labels: ["light", "dark"] }, budget: { per_report: 1 } },
+    dark: { protocol: "rr", params: { p: 0.25, q: 0.75 }, budget: { per_report: 1.1 } },
+    load_ms: { protocol: "duchi", params: { epsilon: 1, low: 0, high: 1000 }, budget: { per_report: 1 } },
+    page: { protocol: "rappor", params: { num_bloombits: 16, num_hashes: 2, num_cohorts: 4, p: 0.25, q: 0.75, f: 0.5 },
+      budget: { per_report: 3 } },
+  },
+} as const;
+
+export async function fromConst(): Promise<void> {
+  const client = await TelemetryClient.open<MetricValues<typeof SPEC>>(CollectionSpec.fromDict(SPEC), new MemoryStore());
+  await client.record("theme", "dark");
+  await client.record("theme", 1);
+  await client.record("dark", true);
+  await client.record("load_ms", 12.5);
+  await client.record("page", "/home");
+  // @ts-expect-error: not a label of the metric
+  await client.record("theme", "blue");
+  // @ts-expect-error: not a metric of the spec
+  await client.record("colour", "dark");
+  // @ts-expect-error: a number metric
+  await client.record("load_ms", "12");
+  // @ts-expect-error: binary RR takes booleans or 0/1
+  await client.record("dark", 2);
+  await client.spent("theme");
+  await client.spent("*");
+  // @ts-expect-error: not a metric of the spec
+  await client.spent("colour");
+}
+
+export async function fromGenerated(spec: CollectionSpec): Promise<void> {
+  const client = await TelemetryClient.open<Metrics>(spec, new MemoryStore());
+  await client.record("app_category", "games");
+  await client.record("load_time", 3);
+  // @ts-expect-error: not a label of the metric
+  await client.record("app_category", "sport");
+  // @ts-expect-error: a number metric
+  await client.record("load_time", true);
+}
