@@ -11,13 +11,8 @@ developer without Node gets a skip.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +21,9 @@ from support.e2e import (
     CHROMIUM,
     CHROMIUM_ARGS,
     artifact_dir,
-    free_port,
     need_browser,
     serve,
+    static_site,
     wait_for_fold,
     write_collector_config,
 )
@@ -81,21 +76,6 @@ def truth() -> dict[str, dict[str, float]]:
                 key = ("yes" if value else "no") if metric == "dark_mode" else value
                 out[metric][key] = out[metric].get(key, 0) + 1
     return out
-
-
-@contextmanager
-def static_site(folder: Path) -> Iterator[str]:
-    """Serve ``folder`` on a free loopback port (another origin than the collector's); yield its URL."""
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]  # (a partial: set on the class below)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def write_site(tmp: Path) -> Path:

@@ -4,13 +4,16 @@ driven by Playwright for Python; never a browser Playwright downloads)."""
 
 from __future__ import annotations
 
+import functools
 import http.client
+import http.server
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -173,3 +176,18 @@ def wait_for_fold(served: Served, app: str, reports: int, devices: int, timeout:
             return dict(doc)
         time.sleep(0.2)
     raise AssertionError(f"the reports were not folded within {timeout} s: {json.dumps(doc)[:2000]}")
+
+
+@contextmanager
+def static_site(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` on a free loopback port (another origin than the collector's); yield its URL."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]  # (a partial: set on the class below)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -15,7 +15,9 @@ import { Charge, Encoder, envelopeJson, isMemoized } from "./encoders/base.js";
 import { PrivacyCost } from "./params/base.js";
 import { CollectionSpec } from "./spec.js";
 import { DeviceState, STATE_FORMAT, StateStore, StoreTransaction } from "./state.js";
-import { UploadOptions, UploadResult, upload } from "./uploader.js";
+import {
+  KEEPALIVE_BYTES, PreparedUpload, UploadOptions, UploadResult, acknowledge, checkAnswer, prepareUpload, readReply, upload,
+} from "./uploader.js";
 
 const METRIC_SECRET_TAG = new TextEncoder().encode("ldp/client/metric-secret/v1\0");
 const REL_TOL = 1e-9;
@@ -53,6 +55,7 @@ function limit(cap: PrivacyCost): [number, number] {
  */
 export class TelemetryClient<M extends object = Record<string, unknown>> {
   private readonly encoders = new Map<string, Encoder>();
+  private readonly recordListeners = new Set<() => void>();
 
   private constructor(readonly spec: CollectionSpec, private readonly store: StateStore,
     private readonly clock: () => number, private readonly rng: RandomSource, private readonly secret: Uint8Array) {}
@@ -114,6 +117,9 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       const line = envelopeJson(this.spec.fingerprint, metric, window, enc.randomize(prepared));
       const id = state.nextId++;
       tx.append({ id, metric, line });
+      return id;
+    }).then((id) => {
+      for (const listener of this.recordListeners) listener();
       return id;
     });
   }
@@ -187,11 +193,13 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
 
   /**
    * In a page: send the outbox when the page is hidden (`visibilitychange`) or left (`pagehide`), the moments a
-   * browser still lets a page talk before it may be frozen or closed. Each send is one `upload` with `fetch(...,
-   * {keepalive: true})` — the request outlives the page — of at most 60 KiB of lines (the keepalive quota is 64 KiB)
-   * and one attempt; its errors are dropped (the next send, or the next visit, retries the same pinned batch: the
-   * collector stores it once). `sendBeacon` is not used: it cannot carry the bearer token. Returns a function that
-   * stops listening.
+   * browser still lets a page talk before it may be frozen or closed. A page that is going away cannot wait for
+   * storage, so the next batch (at most 60 KiB of lines: the keepalive quota is 64 KiB) is pinned and its request
+   * built ahead — when this is called and after each `record` — and sent at once, synchronously, with
+   * `fetch(..., {keepalive: true})`, which outlives the page. If the page lives on, the answer is checked and the
+   * batch acknowledged as `upload` does, and the rest of the outbox follows; if it does not, the next visit resends
+   * the same pinned batch and the collector stores it once. `sendBeacon` is not used: it cannot carry the bearer
+   * token. Errors are dropped (the next send retries). Returns a function that stops listening.
    */
   uploadWhenHidden(url: string, token: string, options: UploadOptions = {}): () => void {
     const doc = (globalThis as { document?: Document }).document;
@@ -199,24 +207,56 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
     if (doc === undefined || typeof win.addEventListener !== "function") {
       throw new LdpValueError("uploadWhenHidden needs a page (document and window)");
     }
-    let running = false;
-    const send = () => {
-      if (running) return;
-      running = true;
-      this.upload(url, token, { maxAttempts: 1, ...options, keepalive: true })
+    const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    let ready: PreparedUpload | null = null;
+    let preparing: Promise<void> | null = null;
+    let sending = false;
+    const prepare = (): Promise<void> => {
+      if (ready !== null || sending) return Promise.resolve();
+      preparing ??= prepareUpload(this.store, this.spec, token, this.clock(), { gzip: options.gzip, maxBytes: KEEPALIVE_BYTES })
+        .then((p) => {
+          ready = p;
+        })
         .catch(() => undefined)
         .finally(() => {
-          running = false;
+          preparing = null;
+        });
+      return preparing;
+    };
+    const send = () => {
+      if (sending) return;
+      const batch = ready;
+      ready = null;
+      sending = true;
+      const first = batch === null ? Promise.resolve() : doFetch(url, { method: "POST", headers: batch.headers,
+        body: batch.body as BodyInit, redirect: "manual", keepalive: true })
+        .then(async (response) => {
+          const body = await readReply(response, 1 << 16, AbortSignal.timeout((options.timeout ?? 30) * 1000));
+          if (response.status >= 200 && response.status < 300) {
+            checkAnswer(body, batch.id, batch.items.length);
+            await acknowledge(this.store, batch, this.clock());
+          }
+        });
+      first
+        .then(() => this.upload(url, token, { maxAttempts: 1, ...options, keepalive: true }))
+        .catch(() => undefined)
+        .finally(() => {
+          sending = false;
+          void prepare();
         });
     };
     const onVisibility = () => {
       if (doc.visibilityState === "hidden") send();
     };
+    const onRecord = () => void prepare();
     doc.addEventListener("visibilitychange", onVisibility);
     win.addEventListener("pagehide", send);
+    this.recordListeners.add(onRecord);
+    void prepare();
     return () => {
       doc.removeEventListener("visibilitychange", onVisibility);
       win.removeEventListener?.("pagehide", send);
+      this.recordListeners.delete(onRecord);
     };
   }
 }

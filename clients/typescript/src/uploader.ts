@@ -168,6 +168,44 @@ function pin(tx: StoreTransaction, spec: CollectionSpec, now: number, limit = In
   return { id: state.batch.id, items: tx.head(state.batch.count) };
 }
 
+/** A batch pinned for upload, with its request: what `TelemetryClient.uploadWhenHidden` prepares ahead so that it
+ * can send synchronously while the page goes. */
+export interface PreparedUpload {
+  readonly id: string;
+  readonly items: readonly OutboxItem[];
+  readonly body: string | Uint8Array;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** Pins the next batch (at most `maxBytes` of lines) in `store` and builds its request: `null` when nothing is due
+ * (an empty outbox, or the upload interval has not passed). */
+export async function prepareUpload(store: StateStore, spec: CollectionSpec, token: string, now: number,
+  options: { gzip?: boolean; maxBytes?: number } = {}): Promise<PreparedUpload | null> {
+  const batch = await store.transact((tx) => pin(tx, spec, now, Infinity, options.maxBytes ?? Infinity),
+    { head: spec.upload.max_batch });
+  if (batch === null) return null;
+  const text = batch.items.map((i) => i.line).join("\n") + "\n";
+  const gz = options.gzip === false ? null : await gzipped(text);
+  const headers: Record<string, string> = { authorization: `Bearer ${token}`, "content-type": "application/x-ndjson",
+    "ldp-batch-id": batch.id };
+  if (gz !== null) headers["content-encoding"] = "gzip";
+  return { id: batch.id, items: batch.items, body: gz ?? text, headers };
+}
+
+/** Drops an acknowledged batch from the outbox and counts its reports as uploaded: the number dropped (0 when
+ * another uploader, a second tab, acknowledged it meanwhile). */
+export function acknowledge(store: StateStore, batch: { id: string; items: readonly OutboxItem[] }, now: number): Promise<number> {
+  return store.transact((tx) => {
+    const state = live(tx);
+    if (state.batch?.id !== batch.id) return 0;
+    tx.dropHead(state.batch.count);
+    for (const item of batch.items) state.uploaded[item.metric] = (state.uploaded[item.metric] ?? 0) + 1;
+    state.batch = null;
+    state.lastUpload = now;
+    return batch.items.length;
+  });
+}
+
 /**
  * The reply's body as text, at most `limit` bytes of it (the rest is not read: the download is cancelled), read
  * under `signal` — the same deadline as the request. A body that fails or outlasts the deadline throws, as the
@@ -224,7 +262,7 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
   const backoff = (attempt: number) => random() * Math.min(maxDelay, 2 ** (attempt - 1));
   for (;;) {
     const maxBytes = options.keepalive ? KEEPALIVE_BYTES : Infinity;
-    const batch = await store.transact((tx) => pin(tx, spec, clock(), Infinity, maxBytes), { head: spec.upload.max_batch });
+    const batch = await prepareUpload(store, spec, token, clock(), { gzip: options.gzip, maxBytes });
     if (batch === null) {
       const wait = await store.transact((tx) => (tx.pending ? live(tx).lastUpload : null), { readOnly: true });
       if (wait !== null) {
@@ -233,20 +271,16 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
       }
       return result;
     }
-    const lines = batch.items.map((i) => i.line);
-    const text = lines.join("\n") + "\n";
-    const gz = options.gzip === false ? null : await gzipped(text);
-    const headers: Record<string, string> = { authorization: `Bearer ${token}`, "content-type": "application/x-ndjson",
-      "ldp-batch-id": batch.id };
-    if (gz !== null) headers["content-encoding"] = "gzip";
+    const lines = batch.items;
+    const { headers } = batch;
     let answered = false;
     for (let attempt = 1; attempt <= maxAttempts && !answered; attempt++) {
       let response: Response;
       let body: string;
       const signal = AbortSignal.timeout(timeout * 1000);
       try {
-        const keepalive = options.keepalive === true && (gz ?? text).length <= 64 * 1024;
-        response = await doFetch(url, { method: "POST", headers, body: (gz ?? text) as BodyInit, redirect: "manual",
+        const keepalive = options.keepalive === true && batch.body.length <= 64 * 1024;
+        response = await doFetch(url, { method: "POST", headers, body: batch.body as BodyInit, redirect: "manual",
           signal, keepalive });
         body = await readReply(response, MAX_ANSWER, signal);
       } catch {
@@ -266,15 +300,7 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
           throw new UploadProtocolError(`the collector's answer to batch ${batch.id} is not sane: ${(err as Error).message}`,
             { status, reason: "bad_answer", result });
         }
-        const acked = await store.transact((tx) => {
-          const state = live(tx);
-          if (state.batch?.id !== batch.id) return 0; // another uploader (a second tab) acknowledged it meanwhile
-          tx.dropHead(state.batch.count);
-          for (const item of batch.items) state.uploaded[item.metric] = (state.uploaded[item.metric] ?? 0) + 1;
-          state.batch = null;
-          state.lastUpload = clock();
-          return batch.items.length;
-        });
+        const acked = await acknowledge(store, batch, clock());
         result.batches += 1;
         result.acknowledged += acked;
         if (a.duplicate === true) result.duplicates += 1;

@@ -274,7 +274,10 @@ test("uploadWhenHidden: a hidden or left page sends with keepalive, at most 60 K
     assert.ok(calls.every((c) => c.keepalive === true && new TextEncoder().encode(c.body).length <= 60 * 1024));
     assert.equal(await big.pending(), 0);
     await big.record("cat", 1);
+    await new Promise((r) => setTimeout(r, 50)); // the batch is pinned and its request built after the record
+    const before = calls.length;
     win.dispatchEvent(new Event("pagehide"));
+    assert.equal(calls.length, before + 1, "sent synchronously, while the page is still there");
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(await big.pending(), 0, "pagehide sends too");
     stop();

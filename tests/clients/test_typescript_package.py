@@ -1,0 +1,128 @@
+"""The TypeScript client as a web developer gets it (issue 47): ``npm pack`` in ``clients/typescript``, the tarball
+installed with ``npm install`` into a fresh Vite app (``tests/clients/vite_app``: Vite pinned by its lockfile, a
+page importing ``ldp-telemetry-client/lite`` and the two protocols its spec names), ``vite build``, and the built app
+served from its own origin and run in headless Chromium against a real ``python -m ldp serve``.
+
+Checked: the package's files (no tests, no sources' maps of other folders; its README, CHANGELOG and ``bin``); the
+built page ships only what it imports (its JavaScript under 20 kB gzipped, where every protocol is 28 kB); 60
+devices record two metrics each into IndexedDB and upload them, every report accepted and acknowledged once; then one
+more device records a value and the page is left at once: ``uploadWhenHidden`` sends it with a keepalive request
+while the page goes, and the collector stores it.
+
+CI sets ``LDP_REQUIRE_TS_BUNDLE=1``: without npm (or Chromium) this test fails there instead of skipping.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.e2e import CHROMIUM, CHROMIUM_ARGS, get_json, need_browser, serve, static_site, write_collector_config
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENT = ROOT / "clients" / "typescript"
+FIXTURE = Path(__file__).with_name("vite_app")
+APP = "vite"
+DEVICES = 60
+SPEC: dict[str, Any] = {
+    "spec_version": 1, "name": "vite_app", "budget": {"per_window": 10.0, "lifetime": 100.0},
+    "upload": {"min_interval_seconds": 0, "max_batch": 500},
+    "metrics": {
+        "theme": {"protocol": "grr", "params": {"epsilon": 2.0, "domain_size": 3, "labels": ["light", "dark", "auto"]},
+                  "budget": {"per_report": 2.0}},
+        "dark_mode": {"protocol": "rr", "params": {"p": 0.25, "q": 0.75}, "budget": {"per_report": 1.1}},
+    },
+}
+
+
+def need_npm() -> str:
+    npm = shutil.which("npm")
+    if npm is not None and shutil.which("node") is not None:
+        return npm
+    reason = "the package test needs node and npm"
+    if os.environ.get("LDP_REQUIRE_TS_BUNDLE") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def npm_run(npm: str, args: list[str], cwd: Path, timeout: float = 600) -> str:
+    done = subprocess.run([npm, *args, "--no-audit", "--no-fund", "--loglevel=error"], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+    assert done.returncode == 0, f"npm {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def pack(npm: str, dest: Path) -> Path:
+    """``npm pack`` of the client (its ``prepack`` builds it first) into ``dest``."""
+    out = npm_run(npm, ["pack", "--pack-destination", str(dest)], CLIENT)
+    tarball = dest / out.strip().splitlines()[-1]
+    assert tarball.exists(), out
+    return tarball
+
+
+def folded_reports(port: int, app: str) -> int:
+    status, body = get_json(port, "/v1/estimates")
+    doc = body.get("apps", {}).get(app) if status == 200 else None
+    return int(doc.get("accepted", 0)) if doc else 0
+
+
+def test_the_packed_client_in_a_fresh_vite_app_records_and_uploads_from_headless_chromium(tmp_path: Path) -> None:
+    npm = need_npm()
+    need_browser()
+    from playwright.sync_api import sync_playwright
+
+    from ldp.collector.config import new_token
+
+    tarball = pack(npm, tmp_path)
+    with tarfile.open(tarball) as tar:
+        names = set(tar.getnames())
+    for wanted in ("package/package.json", "package/README.md", "package/CHANGELOG.md", "package/bin/ldp-spec-types.mjs",
+                   "package/dist/index.js", "package/dist/lite.js", "package/dist/protocols/index.js",
+                   "package/dist/node.js", "package/dist/index.d.ts"):
+        assert wanted in names, (wanted, sorted(names)[:20])
+    assert not any(n.startswith(("package/test", "package/src", "package/node_modules")) for n in names), names
+
+    app = tmp_path / "app"
+    shutil.copytree(FIXTURE, app, ignore=shutil.ignore_patterns("node_modules", "dist"))
+    devices = [[["theme", ["light", "dark", "auto"][d % 3]], ["dark_mode", d % 4 == 0]] for d in range(DEVICES)]
+    (app / "collection.json").write_text(json.dumps(SPEC))
+    (app / "devices.json").write_text(json.dumps(devices))
+    npm_run(npm, ["ci"], app)
+    npm_run(npm, ["install", str(tarball)], app)
+    npm_run(npm, ["run", "build"], app)
+    scripts = list((app / "dist" / "assets").glob("*.js"))
+    shipped = sum(len(gzip.compress(p.read_bytes(), 9)) for p in scripts)
+    assert 0 < shipped <= 20 * 1024, f"the page ships {shipped} bytes of gzipped JavaScript"
+
+    token = new_token()
+    recorded = DEVICES * 2
+    with static_site(app / "dist") as origin, sync_playwright() as p:
+        config = write_collector_config(tmp_path, APP, token, SPEC, cors_origin=origin)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            with serve(config, tmp_path / "server.log") as served:
+                errors: list[str] = []
+                page = browser.new_page()
+                page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+                page.goto(f"{origin}/index.html?collector={served.url}/v1/reports&token={token}")
+                page.wait_for_function("window.ready === true", timeout=60_000)
+                result = page.evaluate("window.runDevices()")
+                assert result["recorded"] == result["acknowledged"] == result["accepted"] == recorded, result
+                assert page.evaluate("window.recordThenLeave('theme', 'dark')") == 1
+                page.goto("about:blank")  # pagehide: the keepalive request outlives the page
+                assert errors == [], errors
+            with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
+                deadline = time.monotonic() + 30
+                while folded_reports(served.port, APP) < recorded + 1 and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert folded_reports(served.port, APP) == recorded + 1, "the report sent as the page went is stored"
+        finally:
+            browser.close()
