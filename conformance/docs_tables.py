@@ -1,6 +1,7 @@
 """Writes the clients table of docs/conformance.md and the protocol rows of each other-language client's page from
-the clients' own registries: TypeScript (src/protocols/index.ts), Kotlin (Protocols.kt: NOT_YET) and Rust
-(src/protocols/mod.rs: NOT_YET). Each client's test suite checks its rows (Kotlin: DocsTest; Rust: tests/docs.rs).
+the clients' own "not yet" lists: TypeScript (src/protocols/index.ts: NOT_YET), Kotlin (Protocols.kt: NOT_YET) and
+Rust (src/protocols/mod.rs: NOT_YET). Each client's test suite checks its rows (TypeScript: test/docs.test.mjs;
+Kotlin: DocsTest; Rust: tests/docs.rs).
 Run from anywhere: python conformance/docs_tables.py"""
 import re
 from pathlib import Path
@@ -19,8 +20,8 @@ kotlin_not_yet = not_yet_of("clients/kotlin/src/main/kotlin/io/github/ldptelemet
 rust_not_yet = not_yet_of("clients/rust/src/protocols/mod.rs", "pub const NOT_YET", "];")
 kotlin = [p for p in vectors if p not in kotlin_not_yet]
 rust = [p for p in vectors if p not in rust_not_yet]
-ts_index = (root / "clients/typescript/src/protocols/index.ts").read_text()
-ts = set(re.search(r"\(\[([^\]]+)\] as ProtocolEntry", ts_index).group(1).replace(" ", "").split(","))
+ts_not_yet = not_yet_of("clients/typescript/src/protocols/index.ts", "export const NOT_YET", "]);")
+ts = [p for p in vectors if p not in ts_not_yet]
 
 
 def yes(flag: bool) -> str:
@@ -43,7 +44,7 @@ def fmt(names: list[str]) -> str:
     return ", ".join(f"`{n}`" for n in names) or "none"
 
 
-for page, implemented, not_yet in (("kotlin-client.md", kotlin, kotlin_not_yet),
+for page, implemented, not_yet in (("typescript-client.md", ts, ts_not_yet), ("kotlin-client.md", kotlin, kotlin_not_yet),
                                    ("native-client.md", rust, rust_not_yet)):
     path = root / "docs" / page
     if not path.exists():
@@ -55,5 +56,6 @@ for page, implemented, not_yet in (("kotlin-client.md", kotlin, kotlin_not_yet),
         if line.startswith("| not yet |"):
             out[i] = f"| not yet | {fmt(not_yet)} |"
     path.write_text("\n".join(out))
+print(len(ts), "TypeScript protocols, not yet:", ts_not_yet)
 print(len(kotlin), "Kotlin protocols, not yet:", kotlin_not_yet)
 print(len(rust), "Rust protocols, not yet:", rust_not_yet)
