@@ -11,11 +11,15 @@ import { ss } from "./subset-selection.js";
 import { rappor } from "./rappor.js";
 import { cms, hcms } from "./sketches.js";
 import { duchi, piecewise, hybrid } from "./numeric.js";
+import { lgrr } from "./lgrr.js";
 
 /** Every protocol of this client, by name. */
 export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = Object.freeze(
   Object.fromEntries(
-    ([rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid] as ProtocolEntry[]).map(
+    ([
+      rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid,
+      lgrr,
+    ] as ProtocolEntry[]).map(
       (e) => [e.name, e],
     ),
   ),
