@@ -12,13 +12,14 @@ import { rappor } from "./rappor.js";
 import { cms, hcms } from "./sketches.js";
 import { duchi, piecewise, hybrid } from "./numeric.js";
 import { lgrr } from "./lgrr.js";
+import { loue } from "./loue.js";
 
 /** Every protocol of this client, by name. */
 export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = Object.freeze(
   Object.fromEntries(
     ([
       rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid,
-      lgrr,
+      lgrr, loue,
     ] as ProtocolEntry[]).map(
       (e) => [e.name, e],
     ),
