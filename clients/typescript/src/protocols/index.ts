@@ -13,13 +13,14 @@ import { cms, hcms } from "./sketches.js";
 import { duchi, piecewise, hybrid } from "./numeric.js";
 import { lgrr } from "./lgrr.js";
 import { loue } from "./loue.js";
+import { memoMean } from "./memo-mean.js";
 
 /** Every protocol of this client, by name. */
 export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = Object.freeze(
   Object.fromEntries(
     ([
       rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid,
-      lgrr, loue,
+      lgrr, loue, memoMean,
     ] as ProtocolEntry[]).map(
       (e) => [e.name, e],
     ),
