@@ -14,13 +14,14 @@ import { duchi, piecewise, hybrid } from "./numeric.js";
 import { lgrr } from "./lgrr.js";
 import { loue } from "./loue.js";
 import { memoMean } from "./memo-mean.js";
+import { thresh } from "./thresh.js";
 
 /** Every protocol of this client, by name. */
 export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = Object.freeze(
   Object.fromEntries(
     ([
       rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid,
-      lgrr, loue, memoMean,
+      lgrr, loue, memoMean, thresh,
     ] as ProtocolEntry[]).map(
       (e) => [e.name, e],
     ),
