@@ -24,10 +24,24 @@ export interface MemoizedCharge {
   readonly cap: PrivacyCost;
 }
 
-export type Charge = PrivacyCost | MemoizedCharge;
+/** A charge made only when a stream's value changes (Python's `ChangeCharge`; `thresh`): the ledger keeps, per
+ * `stream`, the last `value` (a keyed hash, never the value) and an epoch counter; a report whose `value` differs
+ * from the last (or the stream's first) opens the next epoch and is charged `cost`, any other report nothing. The
+ * encoder then reports in the ledger's epoch. */
+export interface ChangeCharge {
+  readonly stream: Uint8Array;
+  readonly value: Uint8Array;
+  readonly cost: PrivacyCost;
+}
+
+export type Charge = PrivacyCost | MemoizedCharge | ChangeCharge;
 
 export function isMemoized(c: Charge): c is MemoizedCharge {
   return (c as MemoizedCharge).key !== undefined;
+}
+
+export function isChange(c: Charge): c is ChangeCharge {
+  return (c as ChangeCharge).stream !== undefined;
 }
 
 /** The bits string of `value`'s low `k` bits: character i is bit i (`frozenbitarray.to01()`, little-endian). */

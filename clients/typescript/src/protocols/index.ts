@@ -2,7 +2,7 @@
  * Every protocol of this client (the `protocol` of a spec's metric), as entries to hand to `CollectionSpec`
  * (`SpecOptions.protocols`): `import { grr, olh } from "ldp-telemetry-client/protocols"`. Each entry is a named,
  * side-effect-free export, so a bundler keeps only the ones a page imports; `ALL_PROTOCOLS` and `PROTOCOLS` (every
- * entry, by name) pull them all in. Every protocol of conformance/vectors is here: `NOT_YET` is empty.
+ * entry, by name) pull them all in.
  */
 import type { ProtocolEntry } from "../encoders/base.js";
 import { rr, grr } from "./randomized-response.js";
@@ -15,23 +15,31 @@ import { cms, hcms } from "./sketches.js";
 import { duchi, piecewise, hybrid } from "./numeric.js";
 import { sfp } from "./sfp.js";
 import { rapporNgrams } from "./rappor-ngrams.js";
+import { lgrr } from "./lgrr.js";
+import { loue } from "./loue.js";
+import { memoMean } from "./memo-mean.js";
+import { thresh } from "./thresh.js";
 
-export { rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams };
+export {
+  rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams, lgrr, loue,
+  memoMean, thresh,
+};
 
 /** Every protocol entry of this client. */
 export const ALL_PROTOCOLS: readonly ProtocolEntry[] = /* @__PURE__ */ Object.freeze([
-  rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams,
+  rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams, lgrr, loue,
+  memoMean, thresh,
 ] as ProtocolEntry[]);
 
 /** Protocols of conformance/vectors this client does not implement yet (the docs print this list). */
 export const NOT_YET: readonly string[] = /* @__PURE__ */ Object.freeze([
-  "bucket-grr", "bucket-oue", "dbitflip", "hh", "hr-block", "lgrr", "loue", "memo-dbitflip", "memo-mean", "multi", "pem",
-  "thresh",
+  "bucket-grr", "bucket-oue", "dbitflip", "hh", "hr-block", "memo-dbitflip", "multi", "pem",
 ]);
 
 /** Every protocol of this client, by name. */
 export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = /* @__PURE__ */ Object.freeze({
-  rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, "rappor-ngrams": rapporNgrams,
+  rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp,
+  "rappor-ngrams": rapporNgrams, lgrr, loue, "memo-mean": memoMean, thresh,
 } as Record<string, ProtocolEntry>);
 
 /** The protocol called `name`, or `undefined`. */

@@ -10,7 +10,7 @@
 import { pyFloatRepr } from "../canonical.js";
 import { LdpTypeError, LdpValueError } from "../errors.js";
 import { exp, log } from "../pymath.js";
-import { checkResolvable, realizedProbability } from "../random.js";
+import { RandomSource, checkResolvable, realizedProbability } from "../random.js";
 import {
   Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, checkProbability,
   isPyInt, pyType,
@@ -162,13 +162,18 @@ export class GRRParams extends ProtocolParams {
   }
 }
 
+/** `grr_draw`: one GRR response of `index` in [0, d): `index` kept with probability `p` (`B(p)`), else a uniform
+ * other value (`R(d − 1)`). */
+export function grrDraw(p: number, d: number, index: number, rng: RandomSource): number {
+  if (rng.bernoulli(p)) return index;
+  const other = rng.randbelow(d - 1); // uniform over the d − 1 other values
+  return other + (other >= index ? 1 : 0);
+}
+
 /** Client encoder for `GRRParams`; values are labels or indices in [0, d). */
 export class GRREncoder extends DomainEncoder<GRRParams> {
   randomize(prepared: number): Report {
-    const rng = this.rng, pr = this.params;
-    if (rng.bernoulli(pr.p)) return this.report([["index", prepared]]);
-    const other = rng.randbelow(pr.domainSize - 1); // uniform over the d − 1 other values
-    return this.report([["index", other + (other >= prepared ? 1 : 0)]]);
+    return this.report([["index", grrDraw(this.params.p, this.params.domainSize, prepared, this.rng)]]);
   }
 }
 

@@ -12,48 +12,23 @@
  */
 import { pyFloatRepr } from "../canonical.js";
 import { LdpValueError } from "../errors.js";
-import { decompose, log } from "../pymath.js";
+import { Fraction, div, fraction, integer, logRatio, mul, sub } from "../rational.js";
 import { RandomSource, realizedProbability } from "../random.js";
 import {
   Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, logisticTail,
 } from "../params/base.js";
 import { DomainEncoder, ProtocolEntry, Report, bitsString, checkLabels, withFrozenLabels } from "../encoders/base.js";
 
-/** The exact value of a finite double as a fraction `[num, den]` of bigints (`Fraction(x)`, not reduced; `den` a
- * power of two). */
-function exactFraction(x: number): [bigint, bigint] {
-  const [m, e] = decompose(x);
-  return e >= 0 ? [m << BigInt(e), 1n] : [m, 1n << BigInt(-e)];
-}
-
-function gcd(a: bigint, b: bigint): bigint {
-  if (a < 0n) a = -a;
-  if (b < 0n) b = -b;
-  while (b) [a, b] = [b, a % b];
-  return a;
-}
-
 /**
  * `unary_epsilon(p, q)` = ln(p(1−q)/((1−p)q)): the worst log-ratio of a unary report whose own bit is 1 w.p. p,
- * the others w.p. q. As Python: the ratio exactly in rationals, reduced, then `log(numerator) − log(denominator)`
- * of the two integers (each converted to the nearest double, as Python's `math.log` of an int below 2^1024 does).
- * Needs 0 < q and p < 1.
+ * the others w.p. q (doubles or exact fractions). As Python: the ratio exactly in rationals, reduced, then
+ * `log(numerator) − log(denominator)` of the two integers (`logRatio`). Needs 0 < q and p < 1.
  */
-export function unaryEpsilon(p: number, q: number): number {
-  const [a, A] = exactFraction(p);
-  const [b, B] = exactFraction(q);
-  // p(1−q) / ((1−p)q) = (a/A)((B−b)/B) / (((A−a)/A)(b/B)) = a(B−b) / ((A−a)b)
-  let num = a * (B - b), den = (A - a) * b;
-  if (den < 0n) {
-    num = -num;
-    den = -den;
-  }
-  const g = gcd(num, den);
-  if (g > 1n) {
-    num /= g;
-    den /= g;
-  }
-  return log(Number(num)) - log(Number(den));
+export function unaryEpsilon(p: number | Fraction, q: number | Fraction): number {
+  const fp = typeof p === "number" ? fraction(p) : p;
+  const fq = typeof q === "number" ? fraction(q) : q;
+  const one = integer(1);
+  return logRatio(div(mul(fp, sub(one, fq)), mul(sub(one, fp), fq)));
 }
 
 /** `unary_draw`: the d report bits of `index` as a bigint: bit `index` Bernoulli(p), the others Bernoulli(q). */
