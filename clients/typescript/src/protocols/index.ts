@@ -11,13 +11,15 @@ import { ss } from "./subset-selection.js";
 import { rappor } from "./rappor.js";
 import { cms, hcms } from "./sketches.js";
 import { duchi, piecewise, hybrid } from "./numeric.js";
+import { bucketGrr, bucketOue, dbitflip, memoDbitflip } from "./histogram.js";
 
 /** Every protocol of this client, by name. */
 export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = Object.freeze(
   Object.fromEntries(
-    ([rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid] as ProtocolEntry[]).map(
-      (e) => [e.name, e],
-    ),
+    ([
+      rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid,
+      bucketGrr, bucketOue, dbitflip, memoDbitflip,
+    ] as ProtocolEntry[]).map((e) => [e.name, e]),
   ),
 );
 
