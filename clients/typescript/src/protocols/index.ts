@@ -7,6 +7,7 @@ import { rr, grr } from "./randomized-response.js";
 import { sue, oue } from "./unary.js";
 import { olh, blh } from "./local-hashing.js";
 import { hr } from "./hadamard-response.js";
+import { hrBlock } from "./hadamard-block.js";
 import { ss } from "./subset-selection.js";
 import { rappor } from "./rappor.js";
 import { cms, hcms } from "./sketches.js";
@@ -17,7 +18,7 @@ import { bucketGrr, bucketOue, dbitflip, memoDbitflip } from "./histogram.js";
 export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = Object.freeze(
   Object.fromEntries(
     ([
-      rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid,
+      rr, grr, sue, oue, olh, blh, hr, hrBlock, ss, rappor, cms, hcms, duchi, piecewise, hybrid,
       bucketGrr, bucketOue, dbitflip, memoDbitflip,
     ] as ProtocolEntry[]).map((e) => [e.name, e]),
   ),
