@@ -13,13 +13,14 @@ import { rappor } from "./rappor.js";
 import { cms, hcms } from "./sketches.js";
 import { duchi, piecewise, hybrid } from "./numeric.js";
 import { bucketGrr, bucketOue, dbitflip, memoDbitflip } from "./histogram.js";
+import { hh } from "./range-tree.js";
 
 /** Every protocol of this client, by name. */
 export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = Object.freeze(
   Object.fromEntries(
     ([
       rr, grr, sue, oue, olh, blh, hr, hrBlock, ss, rappor, cms, hcms, duchi, piecewise, hybrid,
-      bucketGrr, bucketOue, dbitflip, memoDbitflip,
+      bucketGrr, bucketOue, dbitflip, memoDbitflip, hh,
     ] as ProtocolEntry[]).map((e) => [e.name, e]),
   ),
 );
