@@ -316,8 +316,8 @@ function dbitflipEpsilon(p1: number, p0: number, d: number): number {
   return d >= 2 ? up + down : Math.max(up, down);
 }
 
-/** `"0"`/`"1"` per byte of `mask`. */
-function maskString(mask: Uint8Array): string {
+/** A mask of a byte per bucket as a `bits` field: `"0"`/`"1"` per byte. */
+export function maskString(mask: Uint8Array): string {
   let s = "";
   for (let i = 0; i < mask.length; i++) s += mask[i] ? "1" : "0";
   return s;
