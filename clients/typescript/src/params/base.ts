@@ -23,8 +23,9 @@ export interface Field {
   readonly size: number;
 }
 
-/** How a params field is typed (its Python annotation): decides its canonical JSON form. */
-export type FieldType = "float" | "int" | "bool" | "str" | "floats" | "labels" | "optstr";
+/** How a params field is typed (its Python annotation): decides its canonical JSON form (`floats`: a list of floats,
+ * `ints`: a list of ints). */
+export type FieldType = "float" | "int" | "bool" | "str" | "floats" | "ints" | "labels" | "optstr";
 
 /** A params field: its name, type and default (absent: required). */
 export interface FieldSpec {

@@ -13,7 +13,7 @@
  * - hybrid: with probability α = 1 − e^{−ε/2} (for ε above `HYBRID_THRESHOLD`, else 0) the piecewise cell (pm = 1),
  *   else Duchi's bit (pm = 0), both at the full ε.
  */
-import { pyFloatRepr } from "../canonical.js";
+import { PyFloat, pyFloatRepr } from "../canonical.js";
 import { LdpTypeError, LdpValueError } from "../errors.js";
 import { exp, expm1, log, log1p } from "../pymath.js";
 import { RandomSource, bernoulliThreshold, realizedProbability } from "../random.js";
@@ -118,6 +118,7 @@ export abstract class NumericParams extends ProtocolParams {
   /** `value` as a number in [low, high]: `TypeError` for a bool, string or non-number, `ValueError` for NaN, ±inf
    * or a value outside the bounds (clipped instead if `clip`). */
   checkValue(value: unknown): number {
+    if (value instanceof PyFloat) value = value.value; // a number the caller marked as Python's float
     if (typeof value !== "number" && typeof value !== "bigint") {
       throw new LdpTypeError(`${this.protocol} values must be int or float, got ${pyType(value)}`);
     }

@@ -1,0 +1,252 @@
+/**
+ * Hierarchical histograms for range queries, HH_B (`hh`), client side (`ldp/encoders/range_tree.py`; Cormode,
+ * Kulkarni & Srivastava, "Answering Range Queries Under Local Differential Privacy", PVLDB 12(10), 2019, §4).
+ *
+ * [low, high] is cut into D = branching^depth buckets of equal width (edges low + (high − low)·i/D, the last `high`;
+ * the buckets of `histogram.ts`). The B-ary tree over them has levels 1..depth below the root, level l holding B^l
+ * nodes. A report draws its level independently of the value (uniform, or by `level_weights`) and sends the index of
+ * the value's node there through that level's frequency oracle at the full ε: GRR or OUE (`oracle`; "auto": per level
+ * the smaller null variance q(1−q)/(p−q)², OUE on a tie or when GRR is not realizable). Charged the largest of the
+ * oracles' costs.
+ *
+ * Draws: `R(depth)` (with weights: `R(Σw)`, the first level whose cumulative weight exceeds it); at a GRR level `B(p)`,
+ * then `R(m−1)` if false; at an OUE level `BB(q, m)`, `B(1/2)`. Wire: `level` (0-based), `y` (the GRR node, 0 at an
+ * OUE level; only when some level uses GRR), `bits` (D bits, the OUE bits in the first B^l positions; only when some
+ * level uses OUE).
+ */
+import { pyFloatRepr } from "../canonical.js";
+import { LdpTypeError, LdpValueError } from "../errors.js";
+import { RandomSource } from "../random.js";
+import {
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, paramTypeName,
+  pyReprValue, pyThousands,
+} from "../params/base.js";
+import { Encoder, ProtocolEntry, Report, bitsString } from "../encoders/base.js";
+import { GRRParams } from "./randomized-response.js";
+import { OUEParams, unaryDraw } from "./unary.js";
+import { bucketIndex } from "./histogram.js";
+
+/** `HH_ORACLES`: per level the smaller null variance, OUE at every level, GRR at every level. */
+export const HH_ORACLES = ["auto", "oue", "grr"] as const;
+/** Most buckets (leaves) a tree may have (`MAX_LEAVES`). */
+export const MAX_LEAVES = 1 << 16;
+
+/** `null_variance`: V0 = q(1−q)/(p−q)², the variance per report of the count of a value nobody holds. */
+export function nullVariance(p: number, q: number): number {
+  return (q * (1.0 - q)) / (p - q) ** 2;
+}
+
+/** One level's frequency oracle over its B^l nodes, at the full ε. */
+export type LevelOracle = GRRParams | OUEParams;
+
+/** The oracle of `kind` over `m` nodes at `epsilon` ("auto": GRR when realizable and of smaller null variance). */
+function levelOracle(epsilon: number, m: number, kind: string): LevelOracle {
+  const values = { epsilon, domain_size: m, labels: null };
+  if (kind === "grr") return new GRRParams(values);
+  const oue = new OUEParams(values);
+  if (kind === "oue") return oue;
+  let grr: GRRParams | null = null;
+  try {
+    grr = new GRRParams(values);
+  } catch (err) {
+    if (!(err instanceof LdpValueError)) throw err;
+  }
+  return grr !== null && nullVariance(grr.p, grr.q) < nullVariance(oue.p, oue.q) ? grr : oue;
+}
+
+/** `low` or `high`: a finite real number (anything else a `ValueError`, as Python's check). */
+function finiteBound(v: unknown, name: string): number {
+  if (typeof v !== "number" || !Number.isFinite(v)) {
+    throw new LdpValueError(`${name} must be a finite real number, got ${pyReprValue(v, true)}`);
+  }
+  return v;
+}
+
+/** `values` with a list of `level_weights` copied and frozen (Python's `from_dict` makes it a tuple). */
+function withFrozenWeights(values: ParamsDict): ParamsDict {
+  const w = values.level_weights;
+  return Array.isArray(w) ? { ...values, level_weights: Object.freeze([...w]) } : values;
+}
+
+/** HH_B parameters (Python's `HHParams`): ε per report, [low, high] cut into branching^depth equal buckets, one level
+ * of the tree per report (uniform, or by `level_weights`), reported by `oracle`. */
+export class HHParams extends ProtocolParams {
+  static readonly className = "HHParams";
+  static readonly fields: readonly FieldSpec[] = [
+    { name: "epsilon", type: "float" },
+    { name: "low", type: "float" },
+    { name: "high", type: "float" },
+    { name: "branching", type: "int", default: 4 },
+    { name: "depth", type: "int", default: 5 },
+    { name: "oracle", type: "str", default: "auto" },
+    { name: "level_weights", type: "ints", default: Object.freeze([]) },
+    { name: "clip", type: "bool", default: false },
+  ];
+  readonly protocol = "hh";
+  readonly epsilon: number;
+  readonly low: number;
+  readonly high: number;
+  readonly branching: number;
+  readonly depth: number;
+  readonly clip: boolean;
+  /** Each level's weight in the draw, levels 1..depth (all 1 without `level_weights`). */
+  readonly weights: readonly number[];
+  /** Whether the levels are drawn by `level_weights` (else uniformly). */
+  readonly weighted: boolean;
+  /** The bucket edges: low + (high − low)·i/D for i < D, then high. */
+  readonly edges: readonly number[];
+  /** Each level's oracle, levels 1..depth (index 0 is level 1). */
+  readonly oracles: readonly LevelOracle[];
+  private cost: PrivacyCost | undefined;
+  private fields_: readonly Field[] | undefined;
+
+  constructor(values: ParamsDict) {
+    super(withFrozenWeights(values));
+    const v = this.values;
+    this.epsilon = checkEpsilon(v.epsilon);
+    this.low = finiteBound(v.low, "low");
+    this.high = finiteBound(v.high, "high");
+    if (!(this.low < this.high)) {
+      throw new LdpValueError(`need low < high, got low=${pyFloatRepr(this.low)}, high=${pyFloatRepr(this.high)}`);
+    }
+    this.branching = checkInt(v.branching, "branching", 2, MAX_LEAVES);
+    this.depth = checkInt(v.depth, "depth", 1, 16);
+    if (this.branching ** this.depth > MAX_LEAVES) {
+      throw new LdpValueError(`branching^depth = ${this.branching}^${this.depth} buckets is over the ` +
+        `${pyThousands(MAX_LEAVES)} allowed`);
+    }
+    const oracle = v.oracle;
+    if (!(HH_ORACLES as readonly unknown[]).includes(oracle)) {
+      throw new LdpValueError(`oracle must be one of ${HH_ORACLES.map((o) => `'${o}'`).join(", ")}, got ` +
+        pyReprValue(oracle, true));
+    }
+    if (typeof v.clip !== "boolean") throw new LdpTypeError(`clip must be a bool, got ${paramTypeName(v.clip)}`);
+    this.clip = v.clip;
+    const w = v.level_weights;
+    if (!Array.isArray(w)) throw new LdpTypeError(`level_weights must be a list of ints, got ${paramTypeName(w)}`);
+    if (w.length) {
+      if (w.length !== this.depth) {
+        throw new LdpValueError(`level_weights must have depth=${this.depth} entries (levels 1..${this.depth}), ` +
+          `got ${w.length}`);
+      }
+      w.forEach((x, i) => checkInt(x, `level_weights[${i}]`, 0, 2 ** 32));
+      if (w[w.length - 1] === 0) {
+        throw new LdpValueError("level_weights must give the leaf level (the last) a weight > 0: the buckets' counts " +
+          "are estimated from it");
+      }
+    }
+    this.weighted = w.length > 0;
+    this.weights = Object.freeze(this.weighted ? [...(w as number[])] : new Array<number>(this.depth).fill(1));
+    const d = this.numBuckets, span = this.high - this.low;
+    const edges = Array.from({ length: d }, (_, i) => this.low + (span * i) / d);
+    edges.push(this.high);
+    if (new Set(edges).size !== edges.length) {
+      throw new LdpValueError(`[${pyFloatRepr(this.low)}, ${pyFloatRepr(this.high)}] is too narrow for ${d} distinct ` +
+        "bucket edges");
+    }
+    this.edges = Object.freeze(edges);
+    this.oracles = Object.freeze(Array.from({ length: this.depth }, (_, l) =>
+      levelOracle(this.epsilon, this.levelSize(l + 1), oracle as string)));
+    checkCollectable(this.protocol, this.schema, this.aggregateCells);
+  }
+
+  /** D = branching^depth. */
+  get numBuckets(): number {
+    return this.branching ** this.depth;
+  }
+
+  override get domainSize(): number {
+    return this.numBuckets;
+  }
+
+  /** B^l: the nodes at level l (1..depth). */
+  levelSize(level: number): number {
+    return this.branching ** level;
+  }
+
+  /** Whether some level reports by GRR (the payload has `y`). */
+  get usesGrr(): boolean {
+    return this.oracles.some((o) => o instanceof GRRParams);
+  }
+
+  /** Whether some level reports by OUE (the payload has `bits`). */
+  get usesOue(): boolean {
+    return this.oracles.some((o) => o instanceof OUEParams);
+  }
+
+  /** The largest of the oracles' costs (the level is drawn independently of the value). */
+  get privacyCost(): PrivacyCost {
+    if (this.cost === undefined) {
+      this.cost = Object.freeze({ epsilon: Math.max(...this.oracles.map((o) => o.privacyCost.epsilon)), delta: 0.0 });
+    }
+    return this.cost;
+  }
+
+  get schema(): readonly Field[] {
+    if (this.fields_ === undefined) {
+      const fields: Field[] = [{ name: "level", kind: "uint", size: this.depth }];
+      const grrSizes = this.oracles.flatMap((o, l) => (o instanceof GRRParams ? [this.levelSize(l + 1)] : []));
+      if (grrSizes.length) fields.push({ name: "y", kind: "uint", size: Math.max(...grrSizes) });
+      if (this.usesOue) fields.push({ name: "bits", kind: "bits", size: this.numBuckets });
+      this.fields_ = Object.freeze(fields);
+    }
+    return this.fields_;
+  }
+
+  get aggregateCells(): number {
+    return this.depth * (this.numBuckets + 1);
+  }
+
+  /** The bucket of a number (`bucketIndex`). */
+  bucketOf(value: unknown): number {
+    return bucketIndex(this.edges, value, this.clip);
+  }
+}
+
+/** A report's level, 0-based: `R(depth)`, or with weights `R(Σw)` and the first level whose cumulative weight exceeds
+ * it. */
+export function drawLevel(params: HHParams, rng: RandomSource): number {
+  if (!params.weighted) return rng.randbelow(params.depth);
+  let r = rng.randbelow(params.weights.reduce((a, b) => a + b, 0));
+  let level = 0;
+  while (r >= params.weights[level]) r -= params.weights[level++];
+  return level;
+}
+
+/** Client encoder for `HHParams`; values are real numbers in [low, high]. */
+export class HHEncoder extends Encoder<HHParams, number> {
+  prepare(value: unknown): number {
+    return this.params.bucketOf(value);
+  }
+
+  randomize(prepared: number): Report {
+    const pr = this.params, rng = this.rng, d = pr.numBuckets;
+    const level = drawLevel(pr, rng);
+    const m = pr.levelSize(level + 1);
+    const node = Math.floor(prepared / (d / m));
+    const oracle = pr.oracles[level];
+    const payload: Array<readonly [string, number | string]> = [["level", level]];
+    if (oracle instanceof GRRParams) {
+      let y = node;
+      if (!rng.bernoulli(oracle.p)) {
+        const other = rng.randbelow(m - 1);
+        y = other + (other >= node ? 1 : 0);
+      }
+      payload.push(["y", y]);
+      if (pr.usesOue) payload.push(["bits", "0".repeat(d)]);
+    } else {
+      const bits = unaryDraw(oracle.p, oracle.q, m, node, rng);
+      if (pr.usesGrr) payload.push(["y", 0]);
+      payload.push(["bits", bitsString(bits, d)]);
+    }
+    return this.report(payload);
+  }
+}
+
+export const hh: ProtocolEntry<HHParams, number> = {
+  name: "hh",
+  Params: HHParams,
+  makeEncoder: (params, options) => new HHEncoder(params, options),
+  needsSecret: false,
+  assignedCohorts: () => 0,
+};
