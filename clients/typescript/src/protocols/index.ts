@@ -10,6 +10,7 @@ import { hr } from "./hadamard-response.js";
 import { ss } from "./subset-selection.js";
 import { rappor } from "./rappor.js";
 import { cms, hcms } from "./sketches.js";
+import { pem } from "./pem.js";
 import { duchi, piecewise, hybrid } from "./numeric.js";
 import { lgrr } from "./lgrr.js";
 import { loue } from "./loue.js";
@@ -21,6 +22,7 @@ export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = Object.freeze(
   Object.fromEntries(
     ([
       rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid,
+      pem,
       lgrr, loue, memoMean, thresh,
     ] as ProtocolEntry[]).map(
       (e) => [e.name, e],
