@@ -19,30 +19,31 @@ import { lgrr } from "./lgrr.js";
 import { loue } from "./loue.js";
 import { memoMean } from "./memo-mean.js";
 import { thresh } from "./thresh.js";
+import { pem } from "./pem.js";
 import { bucketGrr, bucketOue, dbitflip, memoDbitflip } from "./histogram.js";
 import { hrBlock } from "./hadamard-block.js";
 import { hh } from "./range-tree.js";
 
 export {
   rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams, lgrr, loue,
-  memoMean, thresh, bucketGrr, bucketOue, dbitflip, memoDbitflip, hrBlock, hh,
+  memoMean, thresh, pem, bucketGrr, bucketOue, dbitflip, memoDbitflip, hrBlock, hh,
 };
 
 /** Every protocol entry of this client. */
 export const ALL_PROTOCOLS: readonly ProtocolEntry[] = /* @__PURE__ */ Object.freeze([
   rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams, lgrr, loue,
-  memoMean, thresh, bucketGrr, bucketOue, dbitflip, memoDbitflip, hrBlock, hh,
+  memoMean, thresh, pem, bucketGrr, bucketOue, dbitflip, memoDbitflip, hrBlock, hh,
 ] as ProtocolEntry[]);
 
 /** Protocols of conformance/vectors this client does not implement yet (the docs print this list). */
 export const NOT_YET: readonly string[] = /* @__PURE__ */ Object.freeze([
-  "multi", "pem",
+  "multi",
 ]);
 
 /** Every protocol of this client, by name. */
 export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = /* @__PURE__ */ Object.freeze({
   rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp,
-  "rappor-ngrams": rapporNgrams, lgrr, loue, "memo-mean": memoMean, thresh, "bucket-grr": bucketGrr,
+  "rappor-ngrams": rapporNgrams, lgrr, loue, "memo-mean": memoMean, thresh, pem, "bucket-grr": bucketGrr,
   "bucket-oue": bucketOue, dbitflip, "memo-dbitflip": memoDbitflip, "hr-block": hrBlock, hh,
 } as Record<string, ProtocolEntry>);
 
