@@ -74,3 +74,10 @@ export function logRatio(f: Fraction): number {
   const [n, d] = reduce(f);
   return log(Number(n)) - log(Number(d));
 }
+
+/** `math.fsum` of finite doubles: their exact sum, correctly rounded to the nearest double. */
+export function fsum(xs: Iterable<number>): number {
+  let acc: Fraction = [0n, 1n];
+  for (const x of xs) acc = add(acc, fraction(x));
+  return toFloat(acc);
+}

@@ -25,7 +25,7 @@ export interface Field {
 
 /** How a params field is typed (its Python annotation): decides its canonical JSON form (`floats`: a list of floats,
  * `ints`: a list of ints). */
-export type FieldType = "float" | "int" | "bool" | "str" | "floats" | "ints" | "labels" | "optstr";
+export type FieldType = "float" | "int" | "bool" | "str" | "floats" | "ints" | "labels" | "optstr" | "any";
 
 /** A params field: its name, type and default (absent: required). */
 export interface FieldSpec {

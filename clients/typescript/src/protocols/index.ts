@@ -23,28 +23,27 @@ import { pem } from "./pem.js";
 import { bucketGrr, bucketOue, dbitflip, memoDbitflip } from "./histogram.js";
 import { hrBlock } from "./hadamard-block.js";
 import { hh } from "./range-tree.js";
+import { multi } from "./multi.js";
 
 export {
   rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams, lgrr, loue,
-  memoMean, thresh, pem, bucketGrr, bucketOue, dbitflip, memoDbitflip, hrBlock, hh,
+  memoMean, thresh, pem, bucketGrr, bucketOue, dbitflip, memoDbitflip, hrBlock, hh, multi,
 };
 
 /** Every protocol entry of this client. */
 export const ALL_PROTOCOLS: readonly ProtocolEntry[] = /* @__PURE__ */ Object.freeze([
   rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp, rapporNgrams, lgrr, loue,
-  memoMean, thresh, pem, bucketGrr, bucketOue, dbitflip, memoDbitflip, hrBlock, hh,
+  memoMean, thresh, pem, bucketGrr, bucketOue, dbitflip, memoDbitflip, hrBlock, hh, multi,
 ] as ProtocolEntry[]);
 
 /** Protocols of conformance/vectors this client does not implement yet (the docs print this list). */
-export const NOT_YET: readonly string[] = /* @__PURE__ */ Object.freeze([
-  "multi",
-]);
+export const NOT_YET: readonly string[] = /* @__PURE__ */ Object.freeze([]);
 
 /** Every protocol of this client, by name. */
 export const PROTOCOLS: Readonly<Record<string, ProtocolEntry>> = /* @__PURE__ */ Object.freeze({
   rr, grr, sue, oue, olh, blh, hr, ss, rappor, cms, hcms, duchi, piecewise, hybrid, sfp,
   "rappor-ngrams": rapporNgrams, lgrr, loue, "memo-mean": memoMean, thresh, pem, "bucket-grr": bucketGrr,
-  "bucket-oue": bucketOue, dbitflip, "memo-dbitflip": memoDbitflip, "hr-block": hrBlock, hh,
+  "bucket-oue": bucketOue, dbitflip, "memo-dbitflip": memoDbitflip, "hr-block": hrBlock, hh, multi,
 } as Record<string, ProtocolEntry>);
 
 /** The protocol called `name`, or `undefined`. */
