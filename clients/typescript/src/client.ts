@@ -11,7 +11,7 @@ import { CryptoRandomSource, RandomSource } from "./random.js";
 import { fromHex, toHex } from "./bytes.js";
 import { hmacSha256 } from "./hash/sha256.js";
 import { pyRepr } from "./canonical.js";
-import { Charge, Encoder, envelopeJson, isMemoized } from "./encoders/base.js";
+import { Charge, Encoder, envelopeJson, isChange, isMemoized } from "./encoders/base.js";
 import { PrivacyCost } from "./params/base.js";
 import { CollectionSpec } from "./spec.js";
 import { DeviceState, STATE_FORMAT, StateStore, StoreTransaction } from "./state.js";
@@ -113,8 +113,8 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       const prepared = enc.prepare(value);
       state.clock = Math.max(state.clock, now);
       const window = Math.floor(state.clock / this.spec.windowSeconds);
-      this.charge(state, metric, enc.chargeFor(prepared), window);
-      const line = envelopeJson(this.spec.fingerprint, metric, window, enc.randomize(prepared));
+      const epoch = this.charge(state, metric, enc.chargeFor(prepared), window);
+      const line = envelopeJson(this.spec.fingerprint, metric, window, enc.randomize(prepared, epoch));
       const id = state.nextId++;
       tx.append({ id, metric, line });
       return id;
@@ -124,11 +124,19 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
     });
   }
 
-  /** Check every cap and add the charge to the totals (Python's `BudgetLedger._charge`). */
-  private charge(state: DeviceState, metric: string, charge: Charge, window: number): void {
+  /** Check every cap and add the charge to the totals (Python's `BudgetLedger._charge`); the epoch of a change
+   * charge (`thresh`: a new one when the value differs from the stream's last, charged; else the same, free). */
+  private charge(state: DeviceState, metric: string, charge: Charge, window: number): number | undefined {
     let inc: PrivacyCost = charge as PrivacyCost;
     let memoKey: string | undefined;
-    if (isMemoized(charge)) {
+    let change: { key: string; value: string; epoch: number } | undefined;
+    if (isChange(charge)) {
+      const key = `${metric}\0${toHex(charge.stream)}`, value = toHex(charge.value);
+      const last = state.changes?.[key];
+      const same = last !== undefined && last[0] === value;
+      change = { key, value, epoch: last === undefined ? 0 : same ? last[1] : last[1] + 1 };
+      inc = same ? { epsilon: 0, delta: 0 } : charge.cost;
+    } else if (isMemoized(charge)) {
       memoKey = `${metric}\0${toHex(charge.key)}`;
       const [reports, e, d] = state.memo[memoKey] ?? [0, 0, 0];
       const step = reports === 0 ? charge.first : charge.then;
@@ -162,6 +170,9 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       const [reports, e, d] = state.memo[memoKey] ?? [0, 0, 0];
       state.memo[memoKey] = [reports + 1, e + inc.epsilon, d + inc.delta];
     }
+    if (change === undefined) return undefined;
+    state.changes = { ...state.changes, [change.key]: [change.value, change.epoch] };
+    return change.epoch;
   }
 
   /** (ε, δ) spent on `metric` (default: all metrics) in the current window, or over the lifetime. */

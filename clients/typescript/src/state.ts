@@ -27,6 +27,9 @@ export interface DeviceState {
   totals: Record<string, { window: number; spent: [number, number]; lifetime: [number, number] }>;
   /** Memoized charges: per `metric\0memo key hex`, [reports, ε, δ] charged so far. */
   memo: Record<string, [number, number, number]>;
+  /** Charge-on-change streams (`thresh`): per `metric\0stream key hex`, [the last value's key hex, its epoch]
+   * (absent in states made before the first such metric). */
+  changes?: Record<string, [string, number]>;
   /** Each metric's cohort, per `metric\0params fingerprint` (drawn once, kept). */
   cohorts: Record<string, number>;
   /** The next outbox id (ids are local, increasing, never reused, never sent). */

@@ -293,3 +293,18 @@ test("uploadWhenHidden: a hidden or left page sends with keepalive, at most 60 K
     globalThis.removeEventListener = saved.remove;
   }
 });
+
+test("thresh through the client: a change opens an epoch and is charged; a repeat replays it for free", async () => {
+  const spec = CollectionSpec.fromDict({ spec_version: 1, name: "thresh_client", budget: { per_window: 100, lifetime: 100 },
+    upload: { min_interval_seconds: 0, max_batch: 100 },
+    metrics: { mood: { protocol: "thresh", params: { epsilon: 1.0, domain_size: 4 }, budget: { per_report: 1.0 } } } });
+  const store = new MemoryStore();
+  const client = await TelemetryClient.open(spec, store, { clock: () => 5 });
+  const values = [0, 0, 2, 2, 2, 0, 3, 3];
+  for (const v of values) await client.record("mood", v);
+  assert.deepEqual(await client.spent("mood", "lifetime"), { epsilon: 4, delta: 0 }, "four epochs: 0, 2, 0, 3");
+  const lines = await store.transact((tx) => tx.head(100).map((o) => JSON.parse(o.line).report.payload.index), { readOnly: true });
+  for (const [a, b] of [[0, 1], [2, 3], [3, 4], [6, 7]]) assert.equal(lines[a], lines[b], `reports ${a} and ${b} share an epoch`);
+  const epochs = await store.transact((tx) => Object.values(tx.state.changes).map(([, e]) => e), { readOnly: true });
+  assert.deepEqual(epochs, [3], "one stream, at its fourth epoch");
+});

@@ -12,7 +12,7 @@ import { KeyedRandomSource } from "../dist/random.js";
 import { PyFloat } from "../dist/canonical.js";
 import { concatBytes, uint32BE, utf8Encode } from "../dist/bytes.js";
 import { hmacSha256 } from "../dist/hash/sha256.js";
-import { CollectionSpec } from "../dist/spec.js";
+import { CollectionSpec } from "../dist/index.js";
 import {
   BucketGRRParams, BucketOUEParams, DBitFlipParams, MemoDBitFlipParams, bucketGrr, bucketOue, bucketIndex,
   bucketLabels, dbitflip, memoDbitflip,

@@ -11,7 +11,7 @@ import { fromDict } from "../dist/params/base.js";
 import { KeyedRandomSource } from "../dist/random.js";
 import { PyFloat } from "../dist/canonical.js";
 import { utf8Encode } from "../dist/bytes.js";
-import { CollectionSpec } from "../dist/spec.js";
+import { CollectionSpec } from "../dist/index.js";
 import { GRRParams } from "../dist/protocols/randomized-response.js";
 import { HHParams, hh, nullVariance } from "../dist/protocols/range-tree.js";
 

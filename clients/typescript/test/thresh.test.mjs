@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { fromDict } from "../dist/params/base.js";
 import { envelopeJson, isChange, isMemoized } from "../dist/encoders/base.js";
 import { ReplaySource } from "../dist/random.js";
-import { CollectionSpec } from "../dist/spec.js";
+import { CollectionSpec } from "../dist/index.js";
 import { fromHex, toHex } from "../dist/bytes.js";
 import { hmacSha256 } from "../dist/hash/sha256.js";
 import { ThreshParams, thresh } from "../dist/protocols/thresh.js";

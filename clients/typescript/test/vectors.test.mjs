@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { readdirSync } from "node:fs";
 import { NOT_YET, PROTOCOLS } from "../dist/protocols/index.js";
 import { fromDict } from "../dist/params/base.js";
-import { envelopeJson, isMemoized } from "../dist/encoders/base.js";
+import { envelopeJson, isChange, isMemoized } from "../dist/encoders/base.js";
 import { ReplaySource } from "../dist/random.js";
 import { canonicalJson } from "../dist/canonical.js";
 import { fromHex as hexToBytes, toHex as bytesToHex } from "../dist/bytes.js";
@@ -84,12 +84,18 @@ for (const name of Object.keys(PROTOCOLS).sort()) {
       for (const [j, r] of c.reports.entries()) {
         const prepared = encoder.prepare(r.value);
         const charge = encoder.chargeFor(prepared);
-        if (r.charge.memo_key !== undefined) {
+        if (r.charge.change_stream !== undefined) {
+          assert.ok(isChange(charge), `case ${i} report ${j}: a change charge`);
+          assert.equal(bytesToHex(charge.stream), r.charge.change_stream);
+          assert.equal(bytesToHex(charge.value), r.charge.change_value);
+          assert.ok(closeUlps(charge.cost.epsilon, r.charge.cost.epsilon) && charge.cost.delta === r.charge.cost.delta);
+        } else if (r.charge.memo_key !== undefined) {
           assert.ok(isMemoized(charge), `case ${i} report ${j}: a memoized charge`);
           assert.equal(bytesToHex(charge.key), r.charge.memo_key);
           for (const k of ["first", "then", "cap"]) assert.ok(closeUlps(charge[k].epsilon, r.charge[k].epsilon));
         } else {
-          assert.ok(!isMemoized(charge) && closeUlps(charge.epsilon, r.charge.epsilon), `case ${i} report ${j}: charge`);
+          assert.ok(!isMemoized(charge) && !isChange(charge) && closeUlps(charge.epsilon, r.charge.epsilon),
+            `case ${i} report ${j}: charge`);
         }
         const line = envelopeJson(spec.fingerprint, c.metric, c.window, encoder.randomize(prepared));
         assert.equal(line, r.line, `case ${i} report ${j} (value ${JSON.stringify(r.value)})`);

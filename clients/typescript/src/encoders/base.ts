@@ -101,7 +101,8 @@ export abstract class Encoder<P extends ProtocolParams = ProtocolParams, V = unk
   }
 
   abstract prepare(value: unknown): V;
-  abstract randomize(prepared: V): Report;
+  /** One report of `prepared`; `epoch` is the ledger's epoch of a `ChangeCharge` (`thresh`), ignored otherwise. */
+  abstract randomize(prepared: V, epoch?: number): Report;
 
   /** What one report of `prepared` costs (memoizing protocols override). */
   chargeFor(_prepared: V): Charge {
