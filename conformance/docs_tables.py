@@ -44,8 +44,9 @@ def fmt(names: list[str]) -> str:
     return ", ".join(f"`{n}`" for n in names) or "none"
 
 
-for page, implemented, not_yet in (("typescript-client.md", ts, ts_not_yet), ("kotlin-client.md", kotlin, kotlin_not_yet),
-                                   ("native-client.md", rust, rust_not_yet)):
+pages = (("typescript-client.md", ts, ts_not_yet), ("kotlin-client.md", kotlin, kotlin_not_yet),
+         ("native-client.md", rust, rust_not_yet))
+for page, implemented, not_yet in pages:
     path = root / "docs" / page
     if not path.exists():
         continue

@@ -84,9 +84,9 @@ def test_the_packed_client_in_a_fresh_vite_app_records_and_uploads_from_headless
     tarball = pack(npm, tmp_path)
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
-    for wanted in ("package/package.json", "package/README.md", "package/CHANGELOG.md", "package/bin/ldp-spec-types.mjs",
-                   "package/dist/index.js", "package/dist/lite.js", "package/dist/protocols/index.js",
-                   "package/dist/node.js", "package/dist/index.d.ts"):
+    wanted_files = ("package.json", "README.md", "CHANGELOG.md", "bin/ldp-spec-types.mjs", "dist/index.js",
+                    "dist/lite.js", "dist/protocols/index.js", "dist/node.js", "dist/index.d.ts")
+    for wanted in (f"package/{name}" for name in wanted_files):
         assert wanted in names, (wanted, sorted(names)[:20])
     assert not any(n.startswith(("package/test", "package/src", "package/node_modules")) for n in names), names
 
