@@ -68,6 +68,22 @@ export function isPythonError(err) {
   return err instanceof Error && (err.name === "ValueError" || err.name === "TypeError");
 }
 
+/** `encoder.encode(v)`: a valid report of `params`, or `null` if refused — and a refusal must be a
+ * ValueError/TypeError. With `ok` given, the value must be accepted exactly when `ok` is true. */
+export function encodeOrRefuse(encoder, params, v, ok) {
+  let report;
+  try {
+    report = encoder.encode(v);
+  } catch (err) {
+    assert.ok(isPythonError(err), `${show(v)}: ${err}`);
+    if (ok !== undefined) assert.ok(!ok, `${show(v)} refused: ${err.message}`);
+    return null;
+  }
+  if (ok !== undefined) assert.ok(ok, `${show(v)} accepted`);
+  assertValidReport(report, params);
+  return report;
+}
+
 export function withinSE(mean, expected, se, label) {
   assert.ok(Math.abs(mean - expected) <= 4 * se, `${label}: ${mean} vs ${expected} (4 SE = ${4 * se})`);
 }
@@ -97,17 +113,11 @@ export function fuzzDomainValues(entry, Params, dicts, seed, extra = () => {}) {
         let v = randomValue(r);
         if (r() < 0.2) v = Math.floor(r() * params.domainSize);
         else if (labels !== null && r() < 0.2) v = labels[Math.floor(r() * labels.length)];
-        let report;
-        try {
-          report = encoder.encode(v);
-        } catch (err) {
-          assert.ok(isPythonError(err), `${show(v)}: ${err}`);
-          assert.ok(!inDomain(v, params.domainSize, labels), `${show(v)} refused: ${err.message}`);
+        const report = encodeOrRefuse(encoder, params, v, inDomain(v, params.domainSize, labels));
+        if (report === null) {
           refusals++;
           continue;
         }
-        assert.ok(inDomain(v, params.domainSize, labels), `${show(v)} accepted`);
-        assertValidReport(report, params);
         extra(report, params, v);
         reports++;
       }
