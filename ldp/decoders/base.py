@@ -133,11 +133,12 @@ class Aggregate(ABC):
 
     @classmethod
     def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
-        """Exact ``Var`` of one item's count estimate when ``count`` of ``n`` users hold it and the others hold the
-        other ``domain_size − 1`` values evenly (``F2``, the sum of squared counts of the others, where it
-        matters: given, or that even spread). What the planner is built on; a protocol it does not plan
-        raises ``NotImplementedError``."""
+        """Exact ``Var`` of item :attr:`count_variance_item`'s count estimate when ``count`` of ``n`` users hold it
+        and the others hold the other ``domain_size − 1`` values evenly (``F2``, the sum of squared counts of the
+        others, where it matters: given, or that even spread): the planner's; ``NotImplementedError`` if unplanned."""
         raise NotImplementedError(f"{cls.__name__} has no count variance for the planner")
+
+    count_variance_item: ClassVar[int] = 0  # 0: the items are exchangeable (binary RR's is 1, "yes")
 
     candidate_dictionary: ClassVar[str] = "none"
     """What :meth:`decode` does with a dictionary of candidate strings: ``"none"`` (a fixed domain or a mean: all is
@@ -390,9 +391,8 @@ def _aggregates() -> dict[str, tuple[type[ProtocolParams], type[Aggregate]]]:
     """``{protocol: (params type, aggregate)}``, by name: the concrete :class:`Aggregate` subclasses defined in
     the modules of :mod:`ldp.decoders` (imported on the first call), under the protocols of their ``params_type``.
 
-    What :meth:`Aggregate.from_bytes` reads a header's protocol with. The registry (:mod:`ldp.protocols`) finds
-    the aggregates with the same scanner (:func:`ldp.lazy.subclasses_in`); it sits above this module, which does
-    not import it."""
+    What :meth:`Aggregate.from_bytes` reads a header's protocol with; the registry (above this module) uses the
+    same scanner (:func:`ldp.lazy.subclasses_in`)."""
     found: dict[str, tuple[type[ProtocolParams], type[Aggregate]]] = {}
     for agg in subclasses_in(__name__.rpartition(".")[0], Aggregate):  # type: ignore[type-abstract]  # a base to test
         kinds = agg.params_type if isinstance(agg.params_type, tuple) else (agg.params_type,)

@@ -28,6 +28,7 @@ from ldp.decoders.pem_discovery import PEMDiscovery, _decode, discover
 from ldp.decoders.pem_estimator import (
     null_threshold,
     pem_detectable_share,
+    pem_expected_variance,
     pem_group_n,
     pem_null_se,
     pem_variance,
@@ -217,5 +218,6 @@ class PEMAggregate(Aggregate):
 
     @classmethod
     def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
-        """``Var[F̂]`` from the last group's ``n/G`` reports (:func:`pem_group_n`), scaled to the ``n`` users."""
-        return float(pem_variance(params, [count], round(n), pem_group_n(params, n))[0])
+        """``Var[F̂]`` of ``n`` users, averaged over the last group's binomial size
+        (:func:`~ldp.decoders.pem_estimator.pem_expected_variance`): what a simulation of ``n`` users measures."""
+        return float(pem_expected_variance(params, [count], max(round(n), 2))[0])

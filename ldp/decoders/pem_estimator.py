@@ -62,6 +62,25 @@ def pem_variance(params: PEMParams, true_counts: npt.ArrayLike, n: int, group_n:
     return n * n / group_n * (v0 + phi * a + phi * (1.0 - phi) * (n - group_n) / max(n - 1, 1))
 
 
+def pem_expected_variance(params: PEMParams, true_counts: npt.ArrayLike, n: int) -> npt.NDArray[np.float64]:
+    """``E[Var[F̂ | N]]`` over the last group's size ``N ~ Bin(n, 1/G)`` given ``N ≥ 1``: the exact variance of
+    the estimates of ``n`` users (each picks its group at random). :func:`pem_variance` is ``A/N + B`` in ``N``,
+    so the average is ``A·E[1/N | N ≥ 1] + B``; the expectation sums the binomial's probabilities over
+    ``mean ± 40 sd`` (all of them for small ``n``), beyond which they vanish in double precision."""
+    from scipy import stats
+
+    if n < 2:
+        raise ValueError(f"PEM's variance over the group's size needs n >= 2 users, got {n}")
+    at_one, at_n = pem_variance(params, true_counts, n, 1), pem_variance(params, true_counts, n, n)
+    slope = (at_one - at_n) / (1.0 - 1.0 / n)  # A, with Var = A/N + B
+    share = 1.0 / params.groups
+    mean, sd = n * share, math.sqrt(n * share * (1.0 - share))
+    sizes = np.arange(max(1, math.floor(mean - 40 * sd)), min(n, math.ceil(mean + 40 * sd)) + 1)
+    pmf = stats.binom.pmf(sizes, n, share)
+    inv_mean = float(np.sum(pmf / sizes) / np.sum(pmf))
+    return np.asarray(slope * inv_mean + (at_one - slope), dtype=np.float64)
+
+
 def pem_null_se(params: PEMParams, n: int, group_n: int, group: int | None = None) -> float:
     """``n·√(V0/N_j)``: the standard error of a prefix nobody holds."""
     return n * math.sqrt(_terms(params, group)[0] / group_n)

@@ -94,6 +94,8 @@ class RRAggregate(Aggregate):
         """The pure-oracle variance with the probabilities of reporting 1 (Wang et al. 2017, Thm 2)."""
         return float(pure_count_variance(count, n, params.q, params.p))
 
+    count_variance_item: ClassVar[int] = 1  # the "yes" count: with p ≠ 1 − q the two items' variances differ
+
     report_loglik_types: ClassVar[tuple[type, ...]] = (BinaryRRParams,)
 
     @classmethod

@@ -42,6 +42,7 @@ import numpy.typing as npt
 
 from ldp.batch.threads import threads_for as _threads_for
 from ldp.decoders.base import Aggregate
+from ldp.decoders.candidates import synthetic_candidates
 from ldp.decoders.rappor_map import CandidateMap, _name
 from ldp.decoders.results import Estimates
 from ldp.encoders.rappor import RapporParams
@@ -51,8 +52,8 @@ if TYPE_CHECKING:  # scipy and scikit-learn (via ldp.regression) load only when 
 
     from ldp.decoders.rappor import RapporAggregate
 
-__all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance", "synthetic_map", "bit_count_variance",
-           "CORRECTIONS", "SELECTIONS"]
+__all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance", "synthetic_map",
+           "synthetic_rappor_candidates", "bit_count_variance", "CORRECTIONS", "SELECTIONS"]
 
 logger = logging.getLogger(__name__)
 
@@ -343,11 +344,26 @@ def exact_count_covariance(params: RapporParams, cmap: CandidateMap,
 
 
 @lru_cache(maxsize=8)
+def synthetic_rappor_candidates(params: RapporParams, d: int) -> list[str]:
+    """The ``d`` synthetic candidates RAPPOR is planned and simulated on: the first of
+    :func:`~ldp.decoders.candidates.synthetic_candidates` (``item0, item1, …``) whose Bloom rows, over every cohort,
+    differ from every earlier one's (a decoder cannot tell two with the same rows apart); ``ValueError`` when there
+    are more candidates than Bloom rows ``k·m`` or the first ``64·d`` names do not give ``d`` such rows."""
+    pool = d
+    while d <= params.num_cohorts * params.num_bloombits:  # more candidates than rows: never apart
+        names = synthetic_candidates(pool)
+        rep = CandidateMap.from_candidates(params, names).representative
+        kept = [name for i, name in enumerate(names) if rep[i] == i]
+        if len(kept) >= d:
+            return kept[:d]
+        if pool >= 64 * d:
+            break
+        pool = min(2 * pool, 64 * d)
+    raise ValueError(f"RAPPOR with k·m = {params.num_bloombits}·{params.num_cohorts} Bloom rows cannot tell "
+                     f"{d} candidates apart; raise num_bloombits or num_cohorts")
+
+
 def synthetic_map(params: RapporParams, d: int) -> CandidateMap:
-    """The map of ``d`` synthetic candidates ``value-0 …`` the planner's variance is computed on; ``ValueError``
-    when the Bloom rows cannot tell them apart."""
-    cmap = CandidateMap.from_candidates(params, [f"value-{i}" for i in range(d)])
-    if d > params.num_cohorts * params.num_bloombits or len(cmap.duplicates):
-        raise ValueError(f"RAPPOR with k·m = {params.num_bloombits}·{params.num_cohorts} Bloom rows cannot tell "
-                         f"{d} candidates apart; raise num_bloombits or num_cohorts")
-    return cmap
+    """The map of the ``d`` synthetic candidates (:func:`synthetic_rappor_candidates`: the ones a simulation uses by
+    default) the planner's variance is computed on."""
+    return CandidateMap.from_candidates(params, synthetic_rappor_candidates(params, d))

@@ -14,6 +14,7 @@ also :meth:`RapporNgramsAggregate.discover`.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -40,7 +41,10 @@ if TYPE_CHECKING:
     from ldp.decoders.rappor_decode import RapporEstimates
     from ldp.decoders.rappor_ngrams_discovery import NgramDiscovery
 
-__all__ = ["RapporNgramsAggregate"]
+__all__ = ["CANDIDATE_SEED", "RapporNgramsAggregate", "ngram_candidates"]
+
+CANDIDATE_SEED = 20_160_718
+"""The fixed seed of :func:`ngram_candidates` (the same strings in every run)."""
 
 _U8 = np.dtype(np.uint8)
 
@@ -206,8 +210,37 @@ class RapporNgramsAggregate(Aggregate):
 
     @classmethod
     def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
-        """The full-string RAPPOR's variance over ``domain_size`` candidates (at least 2)."""
-        return RapporAggregate.count_variance(params.full, n, count, max(domain_size, 2))
+        """The full-string RAPPOR's least-squares variance over the ``domain_size`` (at least 2) strings a
+        simulation uses by default (:func:`ngram_candidates`), the others holding the rest evenly."""
+        from ldp.decoders.rappor_decode import exact_count_covariance
+        from ldp.decoders.rappor_map import CandidateMap
+
+        d = max(domain_size, 2)
+        counts = np.full(d, (n - count) / (d - 1))
+        counts[0] = count
+        cmap = CandidateMap.from_candidates(params.full, ngram_candidates(params, d))
+        return float(exact_count_covariance(params.full, cmap, counts)[0, 0])
+
+
+def ngram_candidates(params: RapporNgramsParams, d: int) -> list[str]:
+    """``d`` distinct strings of exactly ``max_length`` characters of the alphabet, drawn uniformly with a
+    fixed seed (:data:`CANDIDATE_SEED`); ``ValueError`` when there are fewer than ``d`` such strings."""
+    alphabet, length = params.alphabet, params.max_length
+    if len(alphabet) ** length < 2 * d:  # a small space: enumerate it, then shuffle
+        space = ["".join(t) for t in itertools.product(alphabet, repeat=length)]
+        if len(space) < d:
+            raise ValueError(f"rappor-ngrams strings of {length} characters of {alphabet!r}: fewer than d={d}")
+        order = np.random.default_rng(CANDIDATE_SEED).permutation(len(space))[:d]
+        return [space[i] for i in order]
+    gen = np.random.default_rng(CANDIDATE_SEED)
+    chars = np.array(list(alphabet))
+    out: dict[str, None] = {}
+    while len(out) < d:
+        for row in gen.integers(0, len(alphabet), size=(d, length)):
+            out.setdefault("".join(chars[row]), None)
+            if len(out) == d:
+                break
+    return list(out)
 
 
 def _check_state(params: RapporNgramsParams, n: int, s: dict[str, npt.NDArray[Any]]) -> None:

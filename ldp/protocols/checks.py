@@ -21,12 +21,10 @@ draw from ``source``; memoizing encoders override it); what its simulated users 
    ``audit_inputs``: ``max_o ln(max_x Pr[o|x] / min_x Pr[o|x])`` equals ``audit_epsilon()`` (relative 1e-9) and
    never exceeds the claimed ``privacy_cost.epsilon``.
 3. ``statistics``: :func:`ldp.simulation.accuracy` (aggregate level, ``Aggregate.simulate``, and per report,
-   ``encode_batch``): per item, ``|mean − truth| ≤ z·σ/√T`` and the sample variance within the two-sided chi-square
-   band ``[χ²_{a/2}(T−1), χ²_{1−a/2}(T−1)]/(T−1)`` of the exact variance σ² (``exact_variance``); ``z`` and ``a``
-   Bonferroni over the items (:data:`ALPHA`). Params with a ``hash_seed`` are redrawn per collection (their exact
-   variance averages over the hash family); their collision noise is heavy-tailed, so their variance band is
-   ``z·√((μ₄ − s⁴)/T)``, the large-sample variance of a sample variance (Cramér 1946, ch. 27). It lives in
-   :mod:`ldp.protocols.check_statistics`, with its moment helpers.
+   ``encode_batch``) at the planner's scenario: a pooled test of the squared standardized errors, sized by a pilot
+   run so that a variance formula 10 % off fails with probability 0.99 (false alarm ≤ 5e-5 per protocol); per item,
+   unbiasedness and the variance in its chi-square band; ``count_variance`` equal to the exact variance and the
+   planner's standard error to the simulated one. It lives in :mod:`ldp.protocols.check_statistics`.
 4. ``merge``: reports split into two aggregates (one with a rejected report) merge into the bytes of one aggregate
    of all; ``Aggregate.from_bytes(to_bytes())`` gives the same type and bytes; foreign params refuse to merge.
 5. ``batch``: ``encode_batch`` draws follow the exact law of ``encode`` that the audit enumerates (Pearson's
@@ -70,7 +68,6 @@ from ldp.protocols.check_examples import (
 )
 from ldp.protocols.check_statistics import (
     CANDIDATES as CANDIDATES,
-    TRIALS as TRIALS,
     check_statistics as check_statistics,
 )
 from ldp.protocols.registry import Protocol, get_protocol, params_from_dict, protocols

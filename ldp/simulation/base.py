@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ldp.decoders.base import Aggregate
+from ldp.decoders.candidates import synthetic_candidates
 from ldp.encoders.base import ProtocolParams
 from ldp.protocols import get_protocol
 from ldp.randomness import as_generator
@@ -145,7 +146,7 @@ class Simulation:
     def candidates(self, params: Any, d: int) -> list[str]:
         """The ``d`` strings (``d`` already checked by :func:`check_candidate_count`) an open-domain protocol is
         simulated on when none are given: ``item0 … item{d-1}``."""
-        return [f"item{i}" for i in range(d)]
+        return synthetic_candidates(d)
 
     def scoring(self, params: Any, candidates: list[str]) -> CandidateScoring:
         """How the candidates' estimates are made (open domain): the aggregate's ``estimate`` of the candidate

@@ -202,7 +202,7 @@ def multi_accuracy(params: Any, populations: Mapping[str, AnyPopulation] | None,
             results[name] = MeanAccuracyResult(
                 comp.protocol, pops[name].name, int(n), trials, float(np.mean(truth[name])), float(m.mean()),
                 float(m.std(ddof=1)) if trials > 1 else math.nan, math.sqrt(float(exact[name])), float(se.mean()),
-                cov[0] / trials, confidence)
+                cov[0] / trials, confidence, estimates=m)
     notes = [f"{params.mode} mode, d={params.d} attributes at ε={params.component_epsilon:.4g} each; exact_se: "
              "MultiAggregate.exact_variance for this truth"]
     if params.mode == "sample":

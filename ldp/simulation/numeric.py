@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -178,6 +178,9 @@ class MeanAccuracyResult(OneRowResult):
     coverage: float
     confidence: float
     notes: tuple[str, ...] = ()
+    estimates: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """Every trial's mean estimate (what the conformance battery's pooled variance test reads); not part of the
+    row or its JSON."""
 
     @property
     def bias(self) -> float:
@@ -256,7 +259,7 @@ def mean_accuracy(params: Any, population: NumericPopulation, n: int | None, *, 
     notes = ("exact_se: the exact standard error for these values; the reported (plug-in) SE is conservative by "
              "the spread of the values",)
     return MeanAccuracyResult(params.protocol, population.name, int(x.size), trials, truth, float(means.mean()), sd,
-                              exact, float(ses.mean()), covered / trials, confidence, notes)
+                              exact, float(ses.mean()), covered / trials, confidence, notes, means)
 
 
 class NumericSimulation(Simulation):

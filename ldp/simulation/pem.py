@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ldp.decoders.pem import PEMAggregate, pem_variance
+from ldp.decoders.pem import PEMAggregate
+from ldp.decoders.pem_estimator import pem_expected_variance
 from ldp.encoders.pem import PEMParams
 from ldp.randomness import as_generator
 from ldp.simulation.base import (
@@ -89,18 +90,9 @@ def pem_candidates(params: PEMParams, d: int) -> list[str]:
     return shortlex_words(string.ascii_lowercase, params.max_length, d, params.protocol)
 
 
-def pem_theoretical_variance(params: PEMParams, true_counts: npt.ArrayLike, n: int) -> npt.NDArray[np.float64]:
-    """``E[Var[F̂ | N]]`` over the last group's ``N ~ Bin(n, 1/G)`` given ``N ≥ 1`` (module docstring)."""
-    from scipy import stats
-
-    if n < 2:
-        raise ValueError(f"a PEM simulation needs n >= 2 users, got {n}")
-    at_one, at_n = pem_variance(params, true_counts, n, 1), pem_variance(params, true_counts, n, n)
-    slope = (at_one - at_n) / (1.0 - 1.0 / n)  # A, with Var = A/N + B
-    sizes = np.arange(1, n + 1)
-    pmf = stats.binom.pmf(sizes, n, 1.0 / params.groups)
-    inv_mean = float(np.sum(pmf / sizes) / np.sum(pmf))
-    return np.asarray(slope * inv_mean + (at_one - slope), dtype=np.float64)
+pem_theoretical_variance = pem_expected_variance
+"""The exact variance of the estimates over the last group's size (0.2's name; defined in the estimator:
+:func:`~ldp.decoders.pem_estimator.pem_expected_variance`)."""
 
 
 def _recall_ks(held: int) -> list[int]:

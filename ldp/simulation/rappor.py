@@ -19,6 +19,14 @@ class RapporSimulation(Simulation):
 
     params_type = RapporParams
 
+    def candidates(self, params: Any, d: int) -> list[str]:
+        """The synthetic candidates the planner's variance is for
+        (:func:`~ldp.decoders.rappor_decode.synthetic_rappor_candidates`: ``item0 …``, skipping any whose Bloom rows
+        repeat an earlier one's)."""
+        from ldp.decoders.rappor_decode import synthetic_rappor_candidates
+
+        return synthetic_rappor_candidates(params, d)
+
     def scoring(self, params: Any, candidates: list[str]) -> CandidateScoring:
         """The least squares over every candidate and its exact variance (``ValueError`` when two candidates
         have the same Bloom rows in every cohort: the decoder cannot tell them apart)."""

@@ -13,13 +13,12 @@ mostly pads). :class:`RapporNgramsSimulation` is what :func:`ldp.simulation.accu
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
+from ldp.decoders.rappor_ngrams import CANDIDATE_SEED as CANDIDATE_SEED, RapporNgramsAggregate, ngram_candidates
 from ldp.encoders.rappor_ngrams import RapporNgramsParams
 from ldp.randomness import as_generator
 from ldp.simulation.base import Simulation, check_trials, population_strings, simulate_counts
@@ -30,35 +29,12 @@ from ldp.simulation.result import AccuracyResult
 
 __all__ = ["NgramsAccuracyResult", "RapporNgramsSimulation", "ngrams_accuracy", "ngram_candidates"]
 
-CANDIDATE_SEED = 20_160_718
-"""The fixed seed of :func:`ngram_candidates` (the same strings in every run)."""
 
 
 class NgramsAccuracyResult(PEMAccuracyResult):
     """:class:`~ldp.simulation.AccuracyResult` of the full-string estimates, with discovery: mean ``recall``
     at each k, ``false_strings`` and ``found`` per trial, and ``detected``, how often each string was found
     (the fields and summary of :class:`~ldp.simulation.pem.PEMAccuracyResult`)."""
-
-
-def ngram_candidates(params: RapporNgramsParams, d: int) -> list[str]:
-    """``d`` distinct strings of exactly ``max_length`` characters of the alphabet, drawn uniformly with a
-    fixed seed (:data:`CANDIDATE_SEED`); ``ValueError`` when there are fewer than ``d`` such strings."""
-    alphabet, length = params.alphabet, params.max_length
-    if len(alphabet) ** length < 2 * d:  # a small space: enumerate it, then shuffle
-        space = ["".join(t) for t in itertools.product(alphabet, repeat=length)]
-        if len(space) < d:
-            raise ValueError(f"rappor-ngrams strings of {length} characters of {alphabet!r}: fewer than d={d}")
-        order = np.random.default_rng(CANDIDATE_SEED).permutation(len(space))[:d]
-        return [space[i] for i in order]
-    gen = np.random.default_rng(CANDIDATE_SEED)
-    chars = np.array(list(alphabet))
-    out: dict[str, None] = {}
-    while len(out) < d:
-        for row in gen.integers(0, len(alphabet), size=(d, length)):
-            out.setdefault("".join(chars[row]), None)
-            if len(out) == d:
-                break
-    return list(out)
 
 
 def ngrams_accuracy(params: RapporNgramsParams, population: Population, n: int, *, trials: int = 20,

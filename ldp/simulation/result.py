@@ -6,7 +6,7 @@ import ldp._server  # noqa: F401  (first: names the 'server' extra if it is miss
 
 # isort: split
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,9 @@ class AccuracyResult(ResultTable):
     confidence: float
     notes: tuple[str, ...] = ()
     mse: np.ndarray | None = None  # per item, the mean over trials of (estimate − truth)²
+    estimates: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """Every trial's estimates, one row per trial (what the conformance battery's pooled variance test reads);
+    not part of the table or its JSON."""
 
     @classmethod
     def from_trials(cls, items: list[str], truth: np.ndarray, est: np.ndarray, covered: np.ndarray,
@@ -46,7 +49,7 @@ class AccuracyResult(ResultTable):
         sd = est.std(axis=0, ddof=1) if trials > 1 else np.full(truth.size, np.nan)
         mse = ((est - truth) ** 2).mean(axis=0)
         return cls(items, truth, est.mean(axis=0), sd, theoretical_sd, covered / trials, trials, int(truth.sum()),
-                   confidence, notes, mse)
+                   confidence, notes, mse, est)
 
     def summary(self) -> dict[str, float]:
         """``rmse_count``: √ of the MSE over trials and items (defined for one trial too; without a

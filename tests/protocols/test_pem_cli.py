@@ -9,6 +9,7 @@ import pytest
 
 from ldp.cli.command import main
 from ldp.decoders.pem import PEMAggregate, pem_detectable_share, pem_variance
+from ldp.decoders.pem_estimator import pem_expected_variance
 from ldp.encoders.pem import PEMEncoder, PEMParams
 
 PARAMS = PEMParams(4.0, max_length=5, top_k=8)
@@ -79,7 +80,9 @@ def test_plan_pem_detectable_share_is_the_decoders(capsys):
     assert out["protocol"] == "pem" and out["candidates"] == params.top_k << 8
     # the planner's normal cutoff against the decoder's exact binomial one: within 3 % at n = 10^6
     assert out["min_detectable_fraction"] == pytest.approx(pem_detectable_share(params, 10**6), rel=0.03)
-    assert out["std_error_count"] == pytest.approx(math.sqrt(pem_variance(params, [1000], 10**6, 10**5)[0]))
+    # the exact variance averaged over the last group's binomial size, next to n/G = 10^5 reports fixed
+    assert out["std_error_count"] == pytest.approx(math.sqrt(pem_expected_variance(params, [1000], 10**6)[0]))
+    assert out["std_error_count"] == pytest.approx(math.sqrt(pem_variance(params, [1000], 10**6, 10**5)[0]), rel=1e-4)
     assert out["report_bits"] == 4 + 32 + 6 and out["epsilon_per_report"]["epsilon"] == 4.0
     shorter = run_json(capsys, "plan", "pem", "--epsilon", "4", "--param", "max_length=4", "--n", "1e6", "--d",
                        "1000", "--power", "0.9", "--json")[0]
