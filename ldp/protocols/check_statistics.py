@@ -20,18 +20,20 @@ Params with a ``hash_seed`` are redrawn per collection (their exact variance ave
    protocol, shared by its examples. ``T`` is sized by a pilot run so that a formula off by
    :data:`VARIANCE_ERROR` (10 %, either way) fails with probability :data:`POWER`: the statistic then has
    ``|E[Z]| = 0.1·√T/s`` standard errors, so ``T = ((z + z_β)·s/0.1)²`` (``s`` the pilot's plus two of its
-   standard errors), capped at :data:`MAX_TRIALS` per path;
+   standard errors; the run is topped up once if its own ``s`` asks for more), capped at :data:`MAX_TRIALS` per path;
    the power reached is :func:`statistics_power`'s (``simulations/battery_power.py`` prints it for every
    protocol).
 2. *Per item*, on each path: ``|mean − truth| ≤ z·σ/√T`` and the sample variance within the two-sided chi-square
    band ``[χ²_{a/2}(T−1), χ²_{1−a/2}(T−1)]/(T−1)`` of σ²; ``z`` and ``a`` Bonferroni over the items and paths
    (:data:`~ldp.protocols.check_examples.ALPHA`). Heavy-tailed estimates (a ``hash_seed`` per collection) use the
    band ``z·√((μ₄ − s⁴)/T)``, the large-sample variance of a sample variance (Cramér 1946, ch. 27).
-3. *The planner*: ``count_variance(params, n, c, d)`` equals the simulation's exact variance of the planned item
-   (relative 1e-9: for one report per user they are the same number; a protocol whose planner is for several
-   reports per user plans through ``horizon_cost``, not here), and the planner's predicted standard error
+3. *The planner*: for counts, ``count_variance(params, n, c, d)`` equals the simulation's exact variance of the
+   planned item (relative 1e-9: for one report per user they are the same number; a protocol planned for several
+   reports per user plans them through ``horizon_cost``, not here), and the planner's predicted standard error
    (:func:`ldp.plan.plan`) is the simulated one: within the chi-square band of the planned item's sample variance
-   (where the planner takes the params: it refuses n-gram Bloom filters too small to plan discovery on).
+   (where the planner takes the params: it refuses n-gram Bloom filters too small to plan discovery on). For a
+   mean, the mean planner's standard error at the simulated users' numbers (:func:`ldp.plan.plan_mean`) is the
+   exact one (relative 1e-9) and the simulated one (the chi-square band).
 
 Nothing here is keyed by a protocol's name.
 """
@@ -83,6 +85,7 @@ class _Moments:
     estimates: np.ndarray  # (T, items)
     exact: np.ndarray
     heavy: bool = False
+    values: np.ndarray | None = None  # the users' numbers (a mean's simulation), for the mean planner
 
     @property
     def trials(self) -> int:
@@ -111,17 +114,17 @@ class PowerRow:
     failures: tuple[str, ...]
 
 
-def _moments(label: str, res: Any, heavy: bool = False) -> Iterator[_Moments]:
+def _moments(label: str, res: Any, values: np.ndarray | None = None) -> Iterator[_Moments]:
     """The moments of an accuracy result: counts, a mean, or one of either per attribute (``multi``)."""
     if hasattr(res, "attributes"):
         for name, part in res.attributes.items():
             yield from _moments(f"{label} attribute {name}", part)
     elif hasattr(res, "true_mean"):
         yield _Moments(label, np.array([res.true_mean]), np.asarray(res.estimates, float)[:, None],
-                       np.array([res.exact_se**2]), heavy)
+                       np.array([res.exact_se**2]), values=values)
     else:
         yield _Moments(label, np.asarray(res.true_count, float), np.asarray(res.estimates, float),
-                       np.asarray(res.theoretical_sd, float) ** 2, heavy)
+                       np.asarray(res.theoretical_sd, float) ** 2)
 
 
 def planned(proto: Protocol) -> bool:
@@ -142,35 +145,39 @@ def planned_truth(params: Any, n: int, item: int) -> tuple[np.ndarray, int]:
     return truth, d
 
 
-def _population(params: Any, n: int, item: int | None) -> Any:
-    """What the simulated users hold (:attr:`~ldp.encoders.base.ProtocolParams.population_kind`): the planner's
-    scenario (``item`` given), numbers uniform in ``[low, high]``, every attribute's default, or Zipf."""
+def _population(params: Any, n: int, item: int | None, seed: int) -> Any:
+    """What the ``n`` simulated users hold (:attr:`~ldp.encoders.base.ProtocolParams.population_kind`), drawn once
+    from ``seed`` (a stream apart from the noise's): the planner's scenario (``item`` given), numbers uniform in
+    ``[low, high]`` (the planner is then asked for the mean of exactly those), Zipf counts; ``None`` for every
+    attribute's default (``multi``: drawn by each simulation)."""
     from ldp.simulation.collect import from_counts, zipf
-    from ldp.simulation.numeric import uniform_values
+    from ldp.simulation.numeric import NumericPopulation
 
-    kind = params.population_kind
+    kind, gen = params.population_kind, np.random.default_rng([seed, n, 1])
     if kind == "numbers":
-        return uniform_values(params.low, params.high)
+        return NumericPopulation("uniform", params.low, params.high, values=gen.uniform(params.low, params.high, n))
     if kind == "attributes":
         return None
     if item is not None:
         return from_counts(planned_truth(params, n, item)[0].tolist())
-    return zipf(params.domain_size if params.domain_size is not None else CANDIDATES)
+    d = params.domain_size if params.domain_size is not None else CANDIDATES
+    return from_counts(zipf(d).counts(n, gen).tolist())
 
 
-def _simulated(params: Any, method: str, trials: int, n: int, seed: int, item: int | None) -> Iterator[_Moments]:
+def _simulated(params: Any, method: str, trials: int, n: int, seed: int, item: int | None,
+               truth_seed: int) -> Iterator[_Moments]:
     """``trials`` collections of ``n`` users on one path, as the moments of each result."""
-    from ldp.simulation.collect import accuracy, from_counts
+    from ldp.simulation.collect import accuracy
 
     label = f"{params!r} ({method}, {trials} collections of {n})"
-    pop = _population(params, n, item)
+    pop = _population(params, n, item, truth_seed)
     if "hash_seed" not in {f.name for f in dataclasses.fields(params)}:
-        yield from _moments(label, accuracy(params, pop, n, trials=trials, method=method, rng=seed))
+        yield from _moments(label, accuracy(params, pop, n, trials=trials, method=method, rng=seed),
+                            getattr(pop, "values", None))
         return
     gen = np.random.default_rng(seed)
-    fixed = from_counts(pop.counts(n, gen))
     seeds = gen.choice(1 << 24, trials, replace=False) << 6  # hash families far apart: no function shared
-    runs = [accuracy(dataclasses.replace(params, hash_seed=int(s)), fixed, n, trials=1, method=method, rng=gen)
+    runs = [accuracy(dataclasses.replace(params, hash_seed=int(s)), pop, n, trials=1, method=method, rng=gen)
             for s in seeds]
     first = runs[0]
     yield _Moments(label + ", a hash_seed per collection", np.asarray(first.true_count, float),
@@ -187,10 +194,18 @@ def _upper_sd(q: np.ndarray) -> float:
     return math.sqrt(s2) + 2 * math.sqrt(max(mu4 - s2**2, 0.0) / q.size) / (2 * math.sqrt(s2))
 
 
-def _collect(params: Any, trials: dict[str, int], seed: int, item: int | None) -> list[list[_Moments]]:
+def _collect(params: Any, trials: dict[str, int], seed: int, item: int | None,
+             truth_seed: int) -> list[list[_Moments]]:
     """Each path's moments (several for ``multi``: one per attribute, from the same collections)."""
-    return [list(_simulated(params, method, t, USERS[method], seed + j, item))
+    return [list(_simulated(params, method, t, USERS[method], seed + j, item, truth_seed))
             for j, (method, t) in enumerate(trials.items())]
+
+
+def _concat(a: _Moments, b: _Moments) -> _Moments:
+    """The collections of two runs at the same truth as one."""
+    assert np.array_equal(a.truth, b.truth) and np.array_equal(a.exact, b.exact), "top-up at another truth"
+    label = a.label.replace(f"{a.trials} collections", f"{a.trials + b.trials} collections")
+    return dataclasses.replace(a, label=label, estimates=np.concatenate([a.estimates, b.estimates]))
 
 
 def _q(paths: list[list[_Moments]]) -> np.ndarray:
@@ -274,6 +289,29 @@ def _planner(proto: Protocol, params: Any, found: list[_Moments], item: int, tes
     return out
 
 
+def _mean_planner(params: Any, found: list[_Moments], tests: int) -> list[str]:
+    """Test 3 for a mean: the mean planner's standard error at the users' numbers (:func:`ldp.plan.plan_mean`) is
+    the exact one and the simulated one, on each path."""
+    from ldp.plan.numeric import plan_mean
+
+    out = []
+    a = ALPHA / tests
+    for m in found:
+        assert m.values is not None
+        se = plan_mean(params, n=m.values.size, values=m.values).std_error
+        exact = math.sqrt(float(m.exact[0]))
+        if not math.isclose(se, exact, rel_tol=1e-9):
+            out.append(f"{m.label}: the mean planner's standard error {se:.10g} is not the exact {exact:.10g} "
+                       f"(ratio {se / exact:.6f})")
+        t, var = m.trials, float(m.estimates[:, 0].var(ddof=1))
+        lo, hi = stats.chi2.ppf(a / 2, t - 1) / (t - 1), stats.chi2.isf(a / 2, t - 1) / (t - 1)
+        if not lo <= var / se**2 <= hi:
+            out.append(f"{m.label}: the mean planner's standard error {se:.6g} against the simulated "
+                       f"{math.sqrt(var):.6g}: variance ratio {var / se**2:.4f} outside the chi-square band "
+                       f"[{lo:.4f}, {hi:.4f}]")
+    return out
+
+
 def statistics_power(proto: Protocol) -> list[PowerRow]:
     """Run tests 1–3 on every example of ``proto``: one :class:`PowerRow` each (its ``failures`` empty when the
     example passes)."""
@@ -285,11 +323,17 @@ def statistics_power(proto: Protocol) -> list[PowerRow]:
     for k, p in enumerate(examples):
         item = proto.aggregate_type.count_variance_item if planned(proto) and p.population_kind == "counts" else None
         seed = SEED + 10 * k
-        pilot = _collect(p, PILOT, seed + 5, item)
+        pilot = _collect(p, PILOT, seed + 5, item, seed)
         s = _upper_sd(_q(pilot))
         total = math.ceil(((z + z_beta) * s / VARIANCE_ERROR) ** 2)
         trials = {method: min(max(PILOT[method], math.ceil(total / len(PILOT))), MAX_TRIALS) for method in PILOT}
-        paths = _collect(p, trials, seed, item)
+        paths = _collect(p, trials, seed, item, seed)
+        needed = math.ceil(((z + z_beta) * float(_q(paths).std(ddof=1)) / VARIANCE_ERROR) ** 2)
+        more = {method: min(math.ceil(needed / len(PILOT)), MAX_TRIALS) - t for method, t in trials.items()}
+        if all(m > 0 for m in more.values()) and p.population_kind != "attributes":  # the pilot's SD was low:
+            paths = [[_concat(a, b) for a, b in zip(old, new, strict=True)]  # top up to what the run's SD asks
+                     for old, new in zip(paths, _collect(p, more, seed + 7, item, seed), strict=True)]
+            trials = {method: t + more[method] for method, t in trials.items()}
         found = [m for path in paths for m in path]
         tests = 2 * sum(m.truth.size for m in found)
         failures = [f for m in found for f in _per_item(m, tests)]
@@ -297,6 +341,8 @@ def statistics_power(proto: Protocol) -> list[PowerRow]:
         failures += pooled
         if item is not None:
             failures += _planner(proto, p, found, item, 2 * len(found))
+        elif p.population_kind == "numbers":
+            failures += _mean_planner(p, found, 2 * len(found))
         rows.append(PowerRow(repr(p), trials, q_mean, q_sd, z_used, power, item, tuple(failures)))
     return rows
 
