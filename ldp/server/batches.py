@@ -31,7 +31,7 @@ from ldp.reports import Report, ReportBatch
 from ldp.spec import CollectionSpec, MetricSpec
 
 __all__ = ["RAW_LIMIT", "ReadOptions", "ColumnBatch", "ParsedReports", "Rejected", "RejectedEach", "Blank",
-           "LineRuns", "Batch", "BatchSink", "batch_records"]
+           "LineRuns", "Batch", "BatchSink", "record_numbers"]
 
 RAW_LIMIT = 1000
 """Characters of a rejected record kept in the rejects file (readers keep ``4 * RAW_LIMIT`` bytes of a record they
@@ -69,11 +69,13 @@ class ColumnBatch:
 @dataclass(frozen=True, slots=True)
 class ParsedReports:
     """Reports parsed one at a time by the full parser and routed to ``metric`` and ``window`` (valid by
-    construction). None at all still names the aggregate: it exists, empty (a binary section without frames)."""
+    construction); ``records``: their record numbers. None at all still names the aggregate: it exists, empty (a
+    binary section without frames)."""
 
     metric: MetricSpec
     window: int
     reports: Sequence[Report]
+    records: Sequence[int] | np.ndarray = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,19 +133,23 @@ Batch = ColumnBatch | ParsedReports | Rejected | RejectedEach | Blank | LineRuns
 """What a reader yields."""
 
 
-def batch_records(item: Batch) -> int:
-    """Reports in ``item``, folded or rejected (blank lines are neither: 0)."""
+def record_numbers(item: Batch) -> np.ndarray:
+    """The record numbers of the reports in ``item``, folded or rejected (int64; blank lines have none): every
+    record of an input is in exactly one batch, once."""
     if isinstance(item, ColumnBatch):
-        return item.reports.n
-    if isinstance(item, ParsedReports):
-        return len(item.reports)
+        n = item.reports.n
+        return (np.arange(item.records, item.records + n, dtype=np.int64) if isinstance(item.records, int)
+                else np.asarray(item.records, dtype=np.int64))
     if isinstance(item, Rejected):
-        return item.reports
-    if isinstance(item, RejectedEach):
-        return len(item.records)
+        return np.arange(item.record, item.record + item.reports, dtype=np.int64)
+    if isinstance(item, (ParsedReports, RejectedEach)):
+        return np.asarray(item.records, dtype=np.int64)
     if isinstance(item, LineRuns):
-        return sum(batch_records(step) for _, step in item.steps) + (0 if item.junk is None else len(item.junk.records))
-    return 0
+        parts = [record_numbers(step) for _, step in item.steps]
+        if item.junk is not None:
+            parts.append(record_numbers(item.junk))
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return np.zeros(0, np.int64)
 
 
 class BatchSink(Protocol):

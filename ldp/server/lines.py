@@ -84,7 +84,7 @@ def line_batch(line: bytes | str, record: int, raw: Any, specs: Mapping[str, Col
         reason, detail, metric, window = outcome
         return Rejected(record, reason, detail, raw, metric=metric, window=window)
     metric, window, report = outcome
-    return ParsedReports(metric, window, (report,))
+    return ParsedReports(metric, window, (report,), (record,))
 
 
 def _parser_detail(line: bytes) -> str:
@@ -156,7 +156,7 @@ def _run(line: bytes, rows: np.ndarray, numbers: np.ndarray, raw_of: Callable[[i
         reason, detail, metric, window = outcome
         return RejectedEach(reason, numbers[rows], lambda j: (detail, raw_of(int(rows[j]))), metric, window)
     metric, window, report = outcome
-    return ParsedReports(metric, window, [report] * len(rows))
+    return ParsedReports(metric, window, [report] * len(rows), numbers[rows])
 
 
 def fold_lines(folder: BatchSink, chunk: bytes, first_record: int, raws: Sequence[Any] | None = None, *,
