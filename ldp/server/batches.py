@@ -16,7 +16,9 @@ the payload columns the template-matched JSONL lines were parsed into, the array
 section's bytes) or the columns of an Arrow record batch, never a Python object per report.
 
 Raw text of a rejected record is asked for only when the rejects file keeps it (``raw_of``, ``describe``): past a
-reason's cap a rejection costs a counter increment, however many records a batch holds.
+reason's cap a rejection costs a counter increment, however many records a batch holds. Batches are plain slotted
+dataclasses (not frozen: a frozen one costs five times as much to make, and an upload of a few lines makes
+several), not to be changed once yielded.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ RAW_LIMIT = 1000
 skip, enough for any decoding of them)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ReadOptions:
     """What a reader needs to know: the specs records are routed by (``{fingerprint: spec}``), whether windows are
     kept apart (``by_window``: reports of different windows never share a batch), whether the template fast path
@@ -50,7 +52,7 @@ class ReadOptions:
     source: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ColumnBatch:
     """Reports routed to one metric and window, as columns (a :class:`~ldp.reports.ReportBatch`).
 
@@ -66,7 +68,7 @@ class ColumnBatch:
     offset: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ParsedReports:
     """Reports parsed one at a time by the full parser and routed to ``metric`` and ``window`` (valid by
     construction); ``records``: their record numbers. None at all still names the aggregate: it exists, empty (a
@@ -78,7 +80,7 @@ class ParsedReports:
     records: Sequence[int] | np.ndarray = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Rejected:
     """One rejects entry: ``reports`` reports from record ``record`` on, rejected as ``reason``. With ``metric``,
     the record's metric is known and the rejection is also counted in that metric's aggregate."""
@@ -93,7 +95,7 @@ class Rejected:
     window: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RejectedEach:
     """One rejected report per record number in ``records`` (ascending), all as ``reason``: counted at once;
     ``describe(i)`` gives the detail and raw record of ``records[i]``, asked only for the entries written. With
@@ -106,7 +108,7 @@ class RejectedEach:
     window: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Blank:
     """Blank lines (or CSV rows): neither reports nor rejections."""
 
@@ -116,7 +118,7 @@ class Blank:
 LineStep = Rejected | RejectedEach | ParsedReports | Blank
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LineRuns:
     """The lines of one chunk the template path did not take, in record order.
 

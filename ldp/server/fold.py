@@ -129,10 +129,6 @@ class Folder:
             agg = self.aggregates[key] = aggregate_type(metric.params)
         return agg
 
-    def metric_of(self, spec_fp: str, metric: str) -> MetricSpec | None:
-        spec = self.specs.get(spec_fp)
-        return None if spec is None else spec.metrics.get(metric)
-
     # -- rejections ------------------------------------------------------------------------------------
     def log(self, record: int, reason: str, detail: str, raw: Any, records: int = 1, offset: int | None = None) -> None:
         """Count ``records`` rejected reports under ``reason`` and write one rejects line (while
@@ -229,7 +225,10 @@ class Folder:
     def consume(self, batches: Iterable[Batch]) -> None:
         """Fold every batch of a reader (:func:`ldp.server.readers.read_batches`), in order."""
         for item in batches:
-            self.fold(item)
+            if isinstance(item, ColumnBatch):  # the common batch, without a second call
+                self.fold_batch(item.metric, item.window, item.reports, item.records, item.raw_of, item.offset)
+            else:
+                self.fold(item)
 
     def fold(self, item: Batch) -> None:
         """Fold one batch: its reports into their aggregate, its rejections into the counts and rejects file."""
