@@ -95,9 +95,9 @@ def _fold_lines(lines: Sequence[str | bytes], index: int, docs: list[dict[str, A
                 keep_rejects: bool) -> tuple[bytes, dict[str, Any], list[str]]:
     import io
 
-    out = io.StringIO() if keep_rejects else None
     from ldp.server.lines import line_batch, line_batches
 
+    out = io.StringIO() if keep_rejects else None
     folder = Folder(_specs(docs), by_window=by_window, source=f"partition {index}", rejects=out, fast=fast)
     encoded = [_encode(x).rstrip(b"\n") for x in lines]
     alone = [i for i, x in enumerate(encoded) if b"\n" in x]

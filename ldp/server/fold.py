@@ -224,11 +224,13 @@ class Folder:
 
     def consume(self, batches: Iterable[Batch]) -> None:
         """Fold every batch of a reader (:func:`ldp.server.readers.read_batches`), in order."""
+        item: Batch | None
         for item in batches:
             if isinstance(item, ColumnBatch):  # the common batch, without a second call
                 self.fold_batch(item.metric, item.window, item.reports, item.records, item.raw_of, item.offset)
             else:
                 self.fold(item)
+            item = None  # let the batch (and the reader's chunk it refers to) go before the next is read
 
     def fold(self, item: Batch) -> None:
         """Fold one batch: its reports into their aggregate, its rejections into the counts and rejects file."""
@@ -242,9 +244,9 @@ class Folder:
     def _step(self, item: Rejected | RejectedEach | ParsedReports | Blank, pending: _Pending | None) -> None:
         """One rejection, reports parsed one by one (folded now, or collected in ``pending``), or blank lines."""
         if isinstance(item, Rejected):
-            agg = None if item.metric is None else self.aggregate(item.metric, item.window)
-            self.reject(item.record, item.reason, item.detail, item.raw, records=item.reports, agg=agg,
-                        offset=item.offset)
+            self.log(item.record, item.reason, item.detail, item.raw, item.reports, item.offset)
+            if item.metric is not None:
+                self.aggregate(item.metric, item.window).rejected[item.reason] += item.reports
         elif isinstance(item, RejectedEach):
             self.log_bulk(item.reason, item.records, item.describe)
             if item.metric is not None:
@@ -271,9 +273,14 @@ class Folder:
         if room:
             keys = np.concatenate((keys, junk.records[:room]))  # type: ignore[union-attr]
         pending: _Pending = {}
+        steps = runs.steps
         for i in np.argsort(keys, kind="stable").tolist():
-            if i < len(runs.steps):
-                self._step(runs.steps[i][1], pending)
+            if i < len(steps):
+                step = steps[i][1]
+                if type(step) is Rejected and step.metric is None:  # the most common step, without a call
+                    self.log(step.record, step.reason, step.detail, step.raw, step.reports, step.offset)
+                else:
+                    self._step(step, pending)
             else:
                 j = i - len(runs.steps)
                 self.log(int(junk.records[j]), "not_json", *junk.describe(j))  # type: ignore[union-attr]
