@@ -1,13 +1,13 @@
 """The one reading face of the server: what every reader yields and the fold consumes.
 
-Imports go one way: the readers (:mod:`ldp.server.readers` for JSONL, CSV and binary frames, :mod:`ldp.server.lines`
-for chunks of upload lines, :mod:`ldp.server.arrow` for Parquet and Arrow) import this module and know nothing
-about the fold; the fold (:class:`ldp.server.fold.Folder`) imports this module and no reader. A reader takes
-:class:`ReadOptions` (the specs to route by, whether windows are kept apart, the input's name) and yields
-:data:`Batch` items in record order; :func:`ldp.server.readers.read_batches` maps ``(path, format)`` to that
-iterator. Each item is either routed reports (:class:`ColumnBatch`, :class:`ParsedReports`), records already
-rejected by the reader (:class:`Rejected`, :class:`RejectedEach`), blank lines (:class:`Blank`) or the lines of a
-chunk the full parser read (:class:`LineRuns`).
+Imports go one way: the readers (:mod:`ldp.server.readers` for JSONL and CSV, :mod:`ldp.server.lines` for chunks of
+upload lines, :mod:`ldp.server.binary` for binary frames, :mod:`ldp.server.arrow` for Parquet and Arrow) import this
+module and know nothing about the fold; the fold (:class:`ldp.server.fold.Folder`) imports this module and no
+reader. A reader takes :class:`ReadOptions` (the specs to route by, whether windows are kept apart, the input's
+name) and yields :data:`Batch` items in record order; :func:`ldp.server.readers.read_batches` maps ``(path,
+format)`` to that iterator. Each item is either routed reports (:class:`ColumnBatch`, :class:`ParsedReports`),
+records already rejected by the reader (:class:`Rejected`, :class:`RejectedEach`), blank lines (:class:`Blank`) or
+the lines of a chunk the full parser read (:class:`LineRuns`).
 
 The reader parses and routes (the envelope's spec, metric and window); the fold validates the payloads against the
 metric's schema (:meth:`ldp.decoders.base.Aggregate.add`), folds them into one aggregate per key, counts every
