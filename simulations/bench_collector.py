@@ -40,6 +40,7 @@ from ldp.collector.config import new_token, token_sha256
 from ldp.protocols import client_protocols
 from ldp.server.fold import Folder, key_name
 from ldp.server.job import aggregate_files
+from ldp.server.lines import fold_lines
 from ldp.server.store import canonical_bytes, read_aggregate
 from ldp.spec import CollectionSpec
 from ldp.spec.envelope import Envelope
@@ -226,7 +227,7 @@ def verify(data_dir: Path, app: str, spec_path: Path, pool: list[bytes], tally: 
     per_batch = []
     for body in pool:
         folder = Folder({spec.fingerprint: spec})
-        folder.fold_lines(body, 0)
+        fold_lines(folder, body, 0)
         per_batch.append(folder.aggregates)
     want: dict[Any, Any] = {}
     for idx in tally.acked.values():

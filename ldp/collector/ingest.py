@@ -1,6 +1,6 @@
 """Reading and validating one uploaded batch: the body's bytes (gunzipped within bounds), the
 batch id, and the counts by reason from the parser of ``ldp aggregate``
-(:meth:`ldp.server.fold.Folder.fold_lines`), so the collector's answer and a later
+(:func:`ldp.server.lines.fold_lines`), so the collector's answer and a later
 ``ldp aggregate`` of the segments agree line for line."""
 
 from __future__ import annotations

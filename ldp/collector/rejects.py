@@ -28,6 +28,7 @@ import numpy as np
 
 from ldp.server.fold import Folder
 from ldp.server.jsonl import line_bounds
+from ldp.server.lines import fold_lines
 from ldp.server.store import write_all
 from ldp.spec import CollectionSpec
 
@@ -85,7 +86,7 @@ def find_rejects(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[Fold
     the byte span and reason of every rejected line, in order."""
     folder = _SpanFolder(specs)
     bounds = line_bounds(body)
-    folder.fold_lines(body, 0, bounds=bounds)
+    fold_lines(folder, body, 0, bounds=bounds)
     if not folder.noted and not folder.bulk:
         return folder, []
     starts = bounds[0].tolist()

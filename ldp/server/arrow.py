@@ -1,4 +1,4 @@
-"""The Parquet layout (and any Arrow table in it), folded column by column: no Python loop per valid row.
+"""The Parquet layout (and any Arrow table in it), read into batches column by column: no Python loop per valid row.
 
 Row i means the envelope ``{"spec", "metric", "window", "report": {"v", "protocol", "params",
 "payload": {<field>: <value> for each non-null payload.<field>}}}`` plus one key per other non-null
@@ -11,25 +11,27 @@ protocol, params), ``bad_version``, ``bad_protocol``, ``bad_fingerprint``, ``bad
 exact (spec, metric, protocol, params[, window]) dictionary codes (a stable lexsort, no arithmetic
 on codes) and each group routed once (``unknown_metric``, ``wrong_protocol``,
 ``wrong_fingerprint``, then per field in schema order ``payload_mismatch``, ``out_of_range``,
-``bad_length``). Only rejected rows are visited one by one, to write them to the rejects file.
+``bad_length``). Each group's valid rows make one :class:`~ldp.server.batches.ColumnBatch` over the Arrow
+buffers; rejected rows go in bulk (:class:`~ldp.server.batches.RejectedEach`), visited only to be written.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 from ldp.errors import InputError
 from ldp.reports import MAX_BITS, MAX_FIELDS, ReportBatch
-from ldp.server.fold import Folder
+from ldp.server.batches import Batch, BatchSink, ColumnBatch, ReadOptions, Rejected, RejectedEach
 from ldp.server.formats_parquet import PARQUET_KEYS, _pyarrow, parquet_row_groups
+from ldp.spec import MetricSpec
 from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
 
-__all__ = ["read_parquet", "fold_arrow", "BATCH_ROWS"]
+__all__ = ["parquet_batches", "arrow_batches", "read_parquet", "fold_arrow", "BATCH_ROWS"]
 
 BATCH_ROWS = 1 << 16
 """Rows decoded at a time: larger batches are no faster and let the allocator's high-water mark grow."""
@@ -43,32 +45,38 @@ _FIELD_RE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
 _PREFIX = "payload."
 
 
-def read_parquet(path: str | os.PathLike[str], folder: Folder, batch_rows: int = BATCH_ROWS,
-                 progress: Callable[[int], None] | None = None, *, unverified: bool = False) -> None:
-    """Fold a Parquet file in the layout of ``docs/server.md`` (row i, 1-based, is record i).
+def parquet_batches(path: str | os.PathLike[str], options: ReadOptions, batch_rows: int = BATCH_ROWS,
+                    progress: Callable[[int], None] | None = None, *, unverified: bool = False) -> Iterator[Batch]:
+    """The batches of a Parquet file in the layout of ``docs/server.md`` (row i, 1-based, is record i).
 
     Page checksums are verified: a row group whose pages fail (or cannot be decoded) is rejected
     whole as ``damaged_row_group``, counted with its row count from the footer, never folded. A
     file without page checksums is refused (:class:`InputError`) unless ``unverified``. Missing or
     wrongly typed key columns, or an unreadable footer, make an :class:`InputError`."""
-    source = folder.source or os.fspath(path)
+    source = options.source or os.fspath(path)
     size = os.path.getsize(path)
     total = None
-    item: Iterable[Any] | str | None  # None once folded: a row group is let go before the next is decoded
-    batch: Any  # a pyarrow RecordBatch, or None once folded
+    item: Iterable[Any] | str | None  # None once read: a row group is let go before the next is decoded
+    batch: Any  # a pyarrow RecordBatch, or None once read
     for record, rows, item in parquet_row_groups(path, batch_rows, source, unverified=unverified,
                                                  check_schema=lambda schema: _check_schema(schema, source)):
         if isinstance(item, str):  # a damaged row group: counted, never folded
-            folder.log(record, "damaged_row_group", item, {"row_group_first_record": record, "rows": rows}, rows)
+            yield Rejected(record, "damaged_row_group", item, {"row_group_first_record": record, "rows": rows}, rows)
         else:
             for batch in item:
-                fold_arrow(folder, batch, record)
+                yield from arrow_batches(batch, options, record)
                 record += batch.num_rows
             batch = None
         item = None  # let the row group go before the next is decoded
         if progress is not None:
             total = total or max(_pyarrow()[1].read_metadata(path).num_rows, 1)
             progress(int(size * rows / total))
+
+
+def read_parquet(path: str | os.PathLike[str], folder: BatchSink, batch_rows: int = BATCH_ROWS,
+                 progress: Callable[[int], None] | None = None, *, unverified: bool = False) -> None:
+    """Fold a Parquet file into ``folder`` (:func:`parquet_batches`)."""
+    folder.consume(parquet_batches(path, folder.options, batch_rows, progress, unverified=unverified))
 
 
 def _check_schema(schema: Any, source: str) -> None:
@@ -174,31 +182,42 @@ def _mismatch(pattern: re.Pattern[str]) -> Callable[[str], bool]:
     return lambda word: not pattern.match(word)
 
 
-def _reject_rows(folder: Folder, cols: _Columns, rows: np.ndarray, first: int, reason: str, detail: str,
-                 agg: Any = None) -> None:
-    for i in rows.tolist():
-        folder.reject(first + i, reason, detail, cols.raw(i), agg=agg)
+def _rejected(cols: _Columns, rows: np.ndarray, first: int, reason: str, detail: str,
+              metric: MetricSpec | None = None, window: int = 0) -> RejectedEach:
+    """Rows ``rows`` (ascending) rejected as ``reason``; a row's raw record is made only when written."""
+    return RejectedEach(reason, rows + first, lambda j: (detail, cols.raw(int(rows[j]))), metric, window)
 
 
-def fold_arrow(folder: Folder, batch: Any, first_record: int) -> None:
-    """Fold an Arrow ``RecordBatch`` (or ``Table``) in the Parquet layout; row i is record
+def arrow_batches(batch: Any, options: ReadOptions, first_record: int) -> Iterator[Batch]:
+    """The batches of an Arrow ``RecordBatch`` (or ``Table``) in the Parquet layout; row i is record
     ``first_record + i``. Every row gets the reason :func:`ldp.spec.parse_envelope` would give."""
     pa, _ = _pyarrow()
     if isinstance(batch, pa.Table):
         for b in batch.to_batches():
-            fold_arrow(folder, b, first_record)
+            yield from arrow_batches(b, options, first_record)
             first_record += b.num_rows
         return
-    _check_schema(batch.schema, folder.source)
+    yield from _record_batch(pa, batch, options, first_record)
+
+
+def fold_arrow(folder: BatchSink, batch: Any, first_record: int) -> None:
+    """Fold an Arrow ``RecordBatch`` (or ``Table``) in the Parquet layout into ``folder`` (:func:`arrow_batches`)."""
+    folder.consume(arrow_batches(batch, folder.options, first_record))
+
+
+def _record_batch(pa: Any, batch: Any, options: ReadOptions, first_record: int) -> list[Batch]:
+    """One record batch's batches: the rejections of each check in turn, then each group's."""
+    _check_schema(batch.schema, options.source)
     cols = _Columns(pa, batch)
     live = np.ones(cols.n, dtype=bool)
+    out: list[Batch] = []
 
     def drop(mask: np.ndarray | None, reason: str, detail: str) -> None:
         if mask is None:
             return
         mask = mask & live
         if mask.any():
-            _reject_rows(folder, cols, np.flatnonzero(mask), first_record, reason, detail)
+            out.append(_rejected(cols, np.flatnonzero(mask), first_record, reason, detail))
             live[mask] = False
 
     names = batch.schema.names
@@ -219,17 +238,19 @@ def fold_arrow(folder: Folder, batch: Any, first_record: int) -> None:
         pattern, reason, detail = _PATTERNS[name]
         drop(cols.bad_words(name, live, _mismatch(pattern)), reason, detail)
     count = _check_payload_values(pa, cols, payload, drop)
-    drop(cols.bad_words("spec", live, lambda w: w not in folder.specs), "unknown_spec",
-         "no known spec has this fingerprint")
-    for part in _split(cols, np.flatnonzero(live), folder.by_window):
+    specs = options.specs
+    drop(cols.bad_words("spec", live, lambda w: w not in specs), "unknown_spec", "no known spec has this fingerprint")
+    for part in _split(cols, np.flatnonzero(live), options.by_window):
         i = int(part[0])
-        spec = folder.specs[cols.text("spec", i)]  # type: ignore[index]
+        spec = specs[cols.text("spec", i)]  # type: ignore[index]
         metric = spec.metrics.get(cols.text("metric", i))  # type: ignore[arg-type]
         if metric is None:
-            _reject_rows(folder, cols, part, first_record, "unknown_metric",
-                         f"no metric {cols.text('metric', i)!r} in spec {spec.name!r}")
+            out.append(_rejected(cols, part, first_record, "unknown_metric",
+                                 f"no metric {cols.text('metric', i)!r} in spec {spec.name!r}"))
         else:
-            _fold_group(folder, pa, cols, part, first_record, metric, int(cols.window[i]), payload, count[part])
+            out += _group(pa, cols, part, first_record, metric, int(cols.window[i]), payload, count[part],
+                          options.by_window)
+    return out
 
 
 def _check_payload_values(pa: Any, cols: _Columns, payload: list[str],
@@ -295,10 +316,10 @@ def _split(cols: _Columns, rows: np.ndarray, by_window: bool) -> list[np.ndarray
     return [rows[part] for part in np.split(order, np.flatnonzero(change) + 1)]
 
 
-def _fold_group(folder: Folder, pa: Any, cols: _Columns, rows: np.ndarray, first: int, metric: Any, window: int,
-                payload: list[str], count: np.ndarray) -> None:
-    """Route one group (same spec, metric, protocol, params and window: checked on every row) and
-    fold its payload; rows failing the metric's schema get the reason of ``validate_report``."""
+def _group(pa: Any, cols: _Columns, rows: np.ndarray, first: int, metric: MetricSpec, window: int,
+           payload: list[str], count: np.ndarray, by_window: bool) -> list[Batch]:
+    """Route one group (same spec, metric, protocol, params and window: checked on every row): its rows failing
+    the metric's schema rejected with the reason of ``validate_report``, then one batch of the others' payload."""
     i = int(rows[0])
 
     def take(a: np.ndarray) -> np.ndarray:
@@ -307,22 +328,23 @@ def _fold_group(folder: Folder, pa: Any, cols: _Columns, rows: np.ndarray, first
     for name in _TEXT:
         if not (take(cols.codes[name]) == cols.codes[name][i]).all():
             raise AssertionError(f"a group of rows mixes {name} values")
-    if folder.by_window and not (take(cols.window) == window).all():
+    if by_window and not (take(cols.window) == window).all():
         raise AssertionError("a group of rows mixes windows")
-    agg = folder.aggregate(metric, window)
     pr = metric.params
     if cols.text("protocol", i) != pr.protocol:
-        return _reject_rows(folder, cols, rows, first, "wrong_protocol",
-                            f"report: expected {pr.protocol!r}, got {cols.text('protocol', i)!r}", agg)
+        return [_rejected(cols, rows, first, "wrong_protocol",
+                          f"report: expected {pr.protocol!r}, got {cols.text('protocol', i)!r}", metric, window)]
     if cols.text("params", i) != pr.fingerprint:
-        return _reject_rows(folder, cols, rows, first, "wrong_fingerprint",
-                            f"report: expected parameters {pr.fingerprint}, got {cols.text('params', i)}", agg)
+        return [_rejected(cols, rows, first, "wrong_fingerprint",
+                          f"report: expected parameters {pr.fingerprint}, got {cols.text('params', i)}", metric,
+                          window)]
     live = np.ones(rows.size, dtype=bool)
+    out: list[Batch] = []
 
     def drop(mask: np.ndarray, reason: str, detail: str) -> None:
         mask = mask & live
         if mask.any():
-            _reject_rows(folder, cols, rows[mask], first, reason, detail, agg)
+            out.append(_rejected(cols, rows[mask], first, reason, detail, metric, window))
             live[mask] = False
 
     kinds = ", ".join(f"{f.name}: {f.kind}" for f in pr.schema)
@@ -349,12 +371,13 @@ def _fold_group(folder: Folder, pa: Any, cols: _Columns, rows: np.ndarray, first
             columns[f.name] = packed
     keep = np.flatnonzero(live)
     if not keep.size:
-        return
+        return out
     if keep.size < rows.size:
         columns = {k: v[keep] for k, v in columns.items()}
     kept = rows[keep]
     rb = ReportBatch(pr.protocol, pr.fingerprint, tuple(pr.schema), columns)
-    folder.fold_batch(metric, window, rb, kept + first, lambda j: cols.raw(int(kept[j])))
+    out.append(ColumnBatch(metric, window, rb, kept + first, lambda j: cols.raw(int(kept[j]))))
+    return out
 
 
 def _packed(col: Any, rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -164,10 +164,10 @@ class _PairFolder(Folder):
 
 def _read(specs: dict[str, CollectionSpec], wanted: set[str], path: str | os.PathLike[str],
           fmt: str | None) -> _PairFolder:
-    from ldp.server.readers import read_input
+    from ldp.server.readers import read_batches
 
     folder = _PairFolder(specs, wanted, os.fspath(path))
-    read_input(path, folder, fmt)
+    folder.consume(read_batches(path, fmt, folder.options))
     folder.close()
     return folder
 

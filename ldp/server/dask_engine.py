@@ -95,16 +95,17 @@ def _fold_lines(lines: Sequence[str | bytes], index: int, docs: list[dict[str, A
                 keep_rejects: bool) -> tuple[bytes, dict[str, Any], list[str]]:
     import io
 
+    from ldp.server.lines import line_batch, line_batches
+
     out = io.StringIO() if keep_rejects else None
     folder = Folder(_specs(docs), by_window=by_window, source=f"partition {index}", rejects=out, fast=fast)
     encoded = [_encode(x).rstrip(b"\n") for x in lines]
     alone = [i for i, x in enumerate(encoded) if b"\n" in x]
     if alone:  # a line with a newline inside (not from read_text): the full parser, on its own
-        for i in alone:
-            folder.fold_line(encoded[i], i + 1, encoded[i])
+        folder.consume(line_batch(encoded[i], i + 1, encoded[i], folder.specs) for i in alone)
         encoded = [x if b"\n" not in x else b"" for x in encoded]
         folder.blank -= len(alone)
-    folder.fold_lines(b"".join(x + b"\n" for x in encoded), 1)
+    folder.consume(line_batches(b"".join(x + b"\n" for x in encoded), 1, folder.options))
     return _partial(folder, out)
 
 
@@ -124,14 +125,14 @@ def _fold_frame(df: Any, index: int, docs: list[dict[str, Any]], by_window: bool
 
     import pyarrow as pa
 
-    from ldp.server.arrow import fold_arrow
+    from ldp.server.arrow import arrow_batches
 
     out = io.StringIO() if keep_rejects else None
     folder = Folder(_specs(docs), by_window=by_window, source=f"partition {index}", rejects=out)
     for name in df.columns:  # pandas turns integer columns with nulls into floats: back to integers
         if str(name).startswith("payload.") and df[name].dtype.kind == "f":
             df = df.assign(**{name: df[name].astype("UInt64")})
-    fold_arrow(folder, pa.Table.from_pandas(df, preserve_index=False), 1)
+    folder.consume(arrow_batches(pa.Table.from_pandas(df, preserve_index=False), folder.options, 1))
     return _partial(folder, out)
 
 

@@ -1,18 +1,20 @@
-"""Folding one input's records into per-metric aggregates, with every rejection written down.
+"""Folding batches of records into per-metric aggregates, with every rejection written down.
 
-A :class:`Folder` routes each record to its metric with the collection specs, validates it, folds
-the valid ones into one :class:`~ldp.decoders.base.Aggregate` per key (metric, parameter
-fingerprint, and window when asked) and writes each rejected record to the rejects stream with its
-reason. Guarantee: ``records == accepted + sum(rejected.values())`` at all times; nothing is
-dropped. A rejection of a record whose spec and metric are known is also counted in that metric's
-aggregate (``Aggregate.rejected``), as :meth:`Aggregate.add` does.
+A :class:`Folder` consumes the batches a reader yields (:mod:`ldp.server.batches`: the one reading face of every
+input format; :func:`ldp.server.readers.read_batches` gives them for a file). It parses nothing and calls no
+reader: the batches arrive parsed and routed. It folds the reports of each batch into one
+:class:`~ldp.decoders.base.Aggregate` per key (metric, parameter fingerprint, and window when asked), validating
+them against the metric's schema (:meth:`Aggregate.add`), and writes each rejected record to the rejects stream
+with its reason. Guarantee: ``records == accepted + sum(rejected.values())`` at all times; nothing is dropped. A
+rejection of a record whose spec and metric are known is also counted in that metric's aggregate
+(``Aggregate.rejected``), as :meth:`Aggregate.add` does.
 
 The counts are exact; the rejects file is capped: per input, the first :data:`REJECTS_CAP`
 entries of each reason are written, and :meth:`Folder.close` then writes one summary line per
 reason saying how many reports were not written (``"omitted": true``, ``records`` = their number),
 so the ``records`` of an input's rejects lines still add up to its rejected count. Past the cap a
-rejection costs a counter increment; lines that surely fail as ``not_json`` (:func:`junk_lines`)
-and runs of identical short lines are rejected in bulk, without a Python step per line.
+rejection costs a counter increment: the readers hand rejected records over in bulk (:class:`RejectedEach`),
+their text asked for only while the cap has room.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import logging
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
 import numpy as np
@@ -30,25 +32,33 @@ import numpy as np
 from ldp.decoders.base import Aggregate
 from ldp.protocols import get_protocol
 from ldp.reports import Report, ReportBatch, ReportError
-from ldp.server.jsonl import match_lines, repeats, templates_for
-from ldp.server.junk import junk_lines
-from ldp.spec import CollectionSpec, EnvelopeError, MetricSpec, parse_envelope
+from ldp.server.batches import (
+    RAW_LIMIT,
+    Batch,
+    Blank,
+    ColumnBatch,
+    LineRuns,
+    ParsedReports,
+    ReadOptions,
+    Rejected,
+    RejectedEach,
+)
+from ldp.spec import CollectionSpec, MetricSpec
 
-__all__ = ["Key", "Folder", "key_name", "parse_key_name", "groups", "spec_index", "RAW_LIMIT", "REJECTS_CAP",
+__all__ = ["Key", "Folder", "key_name", "parse_key_name", "spec_index", "RAW_LIMIT", "REJECTS_CAP",
            "SERVER_REASONS"]
 
 Key = tuple[str, str, "int | None"]
 """(metric, parameter fingerprint, window or ``None`` when windows are folded together)."""
 logger = logging.getLogger(__name__)
 
-RAW_LIMIT = 1000
-"""Characters of a rejected record kept in the rejects file."""
 REJECTS_CAP = 1000
 """Rejects entries written per reason and input; the rest are counted, and summed up by :meth:`Folder.close`."""
 SERVER_REASONS = frozenset({"bad_row", "damaged_row_group"})
 """Reasons of the readers beyond :data:`ldp.spec.ENVELOPE_REASONS`: a CSV row that is not 4 cells; a
 Parquet row group whose pages fail their checksums or cannot be decoded."""
 _KEY_RE = re.compile(r"([a-z][a-z0-9_]{0,31})\.([0-9a-f]{16})(?:\.w(0|[1-9][0-9]*))?\Z")
+_Pending = dict[int, tuple[Aggregate, list[Report]]]
 
 
 def key_name(key: Key) -> str:
@@ -80,22 +90,6 @@ def spec_index(specs: CollectionSpec | str | os.PathLike[str] | Sequence[Any] | 
     return out
 
 
-def groups(values: np.ndarray) -> list[tuple[int, np.ndarray | None]]:
-    """``(value, indices of the rows holding it)`` per distinct value, ascending; ``None`` for
-    "every row" when there is one value (the common case: no copy, no sort)."""
-    if not len(values):
-        return []
-    lo, hi = int(values.min()), int(values.max())
-    if lo == hi:
-        return [(lo, None)]
-    if hi - lo < 1 << 12:
-        present = np.flatnonzero(np.bincount(values - lo))
-        return [(lo + int(p), np.flatnonzero(values == lo + p)) for p in present]
-    order = np.argsort(values, kind="stable")
-    cuts = np.flatnonzero(np.diff(values[order])) + 1
-    return [(int(values[part[0]]), part) for part in np.split(order, cuts)]
-
-
 def raw_text(raw: Any) -> str:
     """A rejected record as text for the rejects file (bytes decoded with backslash escapes)."""
     if isinstance(raw, (bytes, bytearray, memoryview)):
@@ -103,31 +97,18 @@ def raw_text(raw: Any) -> str:
     return raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":"), default=str)
 
 
-def _parser_detail(line: bytes) -> str:
-    """The full parser's detail for a line it rejects."""
-    try:
-        parse_envelope(line)
-    except EnvelopeError as err:
-        return err.detail
-    return ""
-
-
-def _through(raw_of: Callable[[int], Any], rows: np.ndarray) -> Callable[[int], Any]:
-    """``i -> raw_of(rows[i])``: the raw record of row ``i`` of a batch taken from ``rows`` of a chunk."""
-    return lambda i: raw_of(rows[i])
-
-
 class Folder:
     """Folds the records of one input (``source`` names it in the rejects) into aggregates.
 
     ``specs`` maps fingerprints to every spec version accepted; ``rejects`` is a text stream for
-    the rejects file (``None``: count only); ``fast=False`` sends every line to the full parser."""
+    the rejects file (``None``: count only); ``fast=False`` asks its readers (:attr:`options`) to send every line
+    to the full parser."""
 
     def __init__(self, specs: Mapping[str, CollectionSpec], *, by_window: bool = False, source: str = "",
                  rejects: IO[str] | None = None, fast: bool = True, cap: int = REJECTS_CAP) -> None:
         self.specs = dict(specs)
         self.by_window, self.source, self.out, self.cap = by_window, source, rejects, cap
-        self.templates = templates_for(self.specs) if fast else []
+        self.fast = fast
         self.aggregates: dict[Key, Aggregate] = {}
         self.records = self.accepted = self.blank = 0
         self.rejected: Counter[str] = Counter()
@@ -147,10 +128,6 @@ class Folder:
                 raise ValueError(f"protocol {metric.protocol!r} has no server aggregate")
             agg = self.aggregates[key] = aggregate_type(metric.params)
         return agg
-
-    def metric_of(self, spec_fp: str, metric: str) -> MetricSpec | None:
-        spec = self.specs.get(spec_fp)
-        return None if spec is None else spec.metrics.get(metric)
 
     # -- rejections ------------------------------------------------------------------------------------
     def log(self, record: int, reason: str, detail: str, raw: Any, records: int = 1, offset: int | None = None) -> None:
@@ -238,103 +215,77 @@ class Folder:
         self.accepted += accepted
         self.records += accepted
 
-    # -- lines (JSONL, and CSV rows made into lines) ---------------------------------------------------------
-    def fold_lines(self, chunk: bytes, first_record: int, raws: Sequence[Any] | None = None, *,
-                   numbers: np.ndarray | None = None, bounds: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-        """Fold a chunk of whole lines (each ending in ``\\n``); line i is record ``first_record + i``
-        (or ``numbers[i]`` when given).
+    # -- the batches of a reader ---------------------------------------------------------------------------
+    @property
+    def options(self) -> ReadOptions:
+        """What a reader of this folder's inputs needs: its specs, windows kept apart or not, the fast path, the
+        input's name."""
+        return ReadOptions(self.specs, self.by_window, self.fast, self.source)
 
-        Lines in the client's exact form go through the vectorized fast path; junk (:func:`junk_lines`)
-        is rejected in bulk; the rest through :func:`ldp.spec.parse_envelope` (same result, and the
-        reason when rejected), once per run of identical short lines.
-        ``raws[i]``: what the rejects file shows for line i (default: the line); ``bounds``: the lines' offsets
-        from :func:`~ldp.server.jsonl.line_bounds`, when the caller has them."""
-        matched, starts, ends, accepted = match_lines(chunk, self.templates, bounds)
-        offsets = numbers if numbers is not None else np.arange(first_record, first_record + len(starts))
-        raw_of = (lambda i: raws[i]) if raws else (lambda i: chunk[starts[i]:ends[i]])
-        for m in matched:
-            metric = self.specs[m.template.spec].metrics[m.template.metric]
-            for window, rows in (groups(m.windows) if self.by_window else [(0, None)]):
-                cols = m.columns if rows is None else {k: v[rows] for k, v in m.columns.items()}
-                idx = m.rows if rows is None else m.rows[rows]
-                batch = ReportBatch(metric.protocol, metric.params_fingerprint, tuple(metric.params.schema), cols)
-                self.fold_batch(metric, window, batch, offsets[idx], _through(raw_of, idx))
-        rest = np.flatnonzero(~accepted)
-        if not rest.size:  # every line took the fast path (honest clients' uploads)
-            return
-        junk = junk_lines(chunk, starts[rest], ends[rest])  # surely not JSON: counted at once
-        junk_rows, rest = rest[junk], rest[~junk]
-        room = 0 if self.out is None else max(0, self.cap - self.written["not_json"])
-        cuts = np.flatnonzero(~repeats(chunk, starts[rest], ends[rest], adjacent=rest))
-        runs = np.append(cuts, len(rest))
-        # in record order: each run of identical lines once through the full parser, and the junk lines
-        # that may still be written (their detail from the parser); the other junk lines are only counted
-        heads = np.concatenate((rest[cuts], junk_rows[:room]))
-        kinds = np.concatenate((np.arange(len(cuts)), np.full(min(room, len(junk_rows)), -1)))
-        pending: dict[int, tuple[Aggregate, list[Report]]] = {}
-        order = np.argsort(heads, kind="stable")
-        for i, k in zip(heads[order].tolist(), kinds[order].tolist(), strict=True):
-            line = chunk[starts[i]:ends[i]]
-            if k < 0:
-                self.log(int(offsets[i]), "not_json", _parser_detail(line), raw_of(i))
-            elif not line.strip():
-                self.blank += int(runs[k + 1] - runs[k])
-            elif runs[k + 1] - runs[k] == 1:
-                self.fold_line(line, int(offsets[i]), raw_of(i), pending)
+    def consume(self, batches: Iterable[Batch]) -> None:
+        """Fold every batch of a reader (:func:`ldp.server.readers.read_batches`), in order."""
+        item: Batch | None
+        for item in batches:
+            if isinstance(item, ColumnBatch):  # the common batch, without a second call
+                self.fold_batch(item.metric, item.window, item.reports, item.records, item.raw_of, item.offset)
             else:
-                self._fold_run(line, rest[runs[k]:runs[k + 1]], offsets, raw_of, pending)
-        if len(junk_rows) > room:
-            self.log_bulk("not_json", offsets[junk_rows[room:]],
-                          lambda j: (_parser_detail(chunk[starts[junk_rows[room + j]]:ends[junk_rows[room + j]]]),
-                                     raw_of(junk_rows[room + j])))
-        self._flush(pending)
+                self.fold(item)
+            item = None  # let the batch (and the reader's chunk it refers to) go before the next is read
 
-    def _fold_run(self, line: bytes, rows: np.ndarray, numbers: np.ndarray, raw_of: Callable[[int], Any],
-                  pending: dict[int, tuple[Aggregate, list[Report]]]) -> None:
-        """Lines ``rows`` of a chunk, all equal to ``line``: parsed once, then folded or rejected together."""
-        outcome = self._check(line)
-        if isinstance(outcome[0], str):
-            reason, detail, agg = outcome
-            self.log_bulk(reason, numbers[rows], lambda j: (detail, raw_of(int(rows[j]))))
-            if agg is not None:
-                agg.rejected[reason] += len(rows)
+    def fold(self, item: Batch) -> None:
+        """Fold one batch: its reports into their aggregate, its rejections into the counts and rejects file."""
+        if isinstance(item, ColumnBatch):
+            self.fold_batch(item.metric, item.window, item.reports, item.records, item.raw_of, item.offset)
+        elif isinstance(item, LineRuns):
+            self._fold_runs(item)
         else:
-            agg, report = outcome
-            pending.setdefault(id(agg), (agg, []))[1].extend([report] * len(rows))
+            self._step(item, None)
 
-    def fold_line(self, line: bytes | str, record: int, raw: Any,
-                  pending: dict[int, tuple[Aggregate, list[Report]]] | None = None) -> None:
-        """Parse, route and fold (or reject) one upload line. With ``pending``, accepted reports
-        are collected there and folded by the caller's :meth:`_flush`."""
-        outcome = self._check(line)
-        if isinstance(outcome[0], str):
-            reason, detail, agg = outcome
-            self.reject(record, reason, detail, raw, agg=agg)
-        elif pending is None:
-            self._fold_reports(outcome[0], [outcome[1]])
+    def _step(self, item: Rejected | RejectedEach | ParsedReports | Blank, pending: _Pending | None) -> None:
+        """One rejection, reports parsed one by one (folded now, or collected in ``pending``), or blank lines."""
+        if isinstance(item, Rejected):
+            self.log(item.record, item.reason, item.detail, item.raw, item.reports, item.offset)
+            if item.metric is not None:
+                self.aggregate(item.metric, item.window).rejected[item.reason] += item.reports
+        elif isinstance(item, RejectedEach):
+            self.log_bulk(item.reason, item.records, item.describe)
+            if item.metric is not None:
+                self.aggregate(item.metric, item.window).rejected[item.reason] += len(item.records)
+        elif isinstance(item, ParsedReports):
+            agg = self.aggregate(item.metric, item.window)
+            if pending is None:
+                self._fold_reports(agg, list(item.reports))
+            else:
+                pending.setdefault(id(agg), (agg, []))[1].extend(item.reports)
+        elif isinstance(item, Blank):
+            self.blank += item.lines
         else:
-            pending.setdefault(id(outcome[0]), (outcome[0], []))[1].append(outcome[1])
+            raise TypeError(f"not a batch of a reader: {type(item).__name__}")
 
-    def _check(self, line: bytes | str) -> tuple[str, str, Aggregate | None] | tuple[Aggregate, Report]:
-        """``(aggregate, report)`` for a line to fold, or ``(reason, detail, aggregate or None)``."""
-        try:
-            env = parse_envelope(line)
-        except EnvelopeError as err:
-            return err.reason, err.detail, None
-        spec = self.specs.get(env.spec)
-        if spec is None:
-            return "unknown_spec", f"no known spec has fingerprint {env.spec}", None
-        metric = spec.metrics.get(env.metric)
-        if metric is None:
-            return "unknown_metric", f"no metric {env.metric!r} in spec {spec.name!r}", None
-        agg = self.aggregate(metric, env.window)
-        try:
-            spec.route(env)
-        except EnvelopeError as err:
-            return err.reason, err.detail, agg
-        return agg, env.report
-
-    def _flush(self, pending: dict[int, tuple[Aggregate, list[Report]]]) -> None:
+    def _fold_runs(self, runs: LineRuns) -> None:
+        """The steps of a chunk in record order, with the junk lines the ``not_json`` cap has room for among them
+        (their detail from the reader, while written); the other junk lines are counted after them, and the
+        reports of the steps folded last, one :meth:`Aggregate.add` per aggregate."""
+        junk = runs.junk
+        n_junk = 0 if junk is None else len(junk.records)
+        room = min(n_junk, 0 if self.out is None else max(0, self.cap - self.written["not_json"]))
+        keys = np.fromiter((k for k, _ in runs.steps), dtype=np.int64, count=len(runs.steps))
+        if room:
+            keys = np.concatenate((keys, junk.records[:room]))  # type: ignore[union-attr]
+        pending: _Pending = {}
+        steps = runs.steps
+        for i in np.argsort(keys, kind="stable").tolist():
+            if i < len(steps):
+                step = steps[i][1]
+                if type(step) is Rejected and step.metric is None:  # the most common step, without a call
+                    self.log(step.record, step.reason, step.detail, step.raw, step.reports, step.offset)
+                else:
+                    self._step(step, pending)
+            else:
+                j = i - len(runs.steps)
+                self.log(int(junk.records[j]), "not_json", *junk.describe(j))  # type: ignore[union-attr]
+        if n_junk > room:
+            self.log_bulk("not_json", junk.records[room:], lambda j: junk.describe(room + j))  # type: ignore
         for agg, reports in pending.values():
             self._fold_reports(agg, reports)
 

@@ -140,9 +140,15 @@ def parquet_row_groups(path: str | os.PathLike[str], batch_rows: int, source: st
     ``check_schema`` refuses, or pages without checksums (unless ``unverified``)."""
     pa, pq = _pyarrow()
     damage = (pa.ArrowException, OSError, ValueError, MemoryError)
-    try:  # no pre-buffering of row groups, one thread: memory stays flat in the file's size
-        pf = pq.ParquetFile(path, read_dictionary=["spec", "metric", "protocol", "params"], pre_buffer=False,
-                            buffer_size=1 << 20, page_checksum_verification=True)
+    def open_file(text: list[str] | None) -> Any:  # no pre-buffering of row groups, one thread: flat memory
+        return pq.ParquetFile(path, read_dictionary=text, pre_buffer=False, buffer_size=1 << 20,
+                              page_checksum_verification=True)
+
+    try:
+        try:
+            pf = open_file(["spec", "metric", "protocol", "params"])
+        except KeyError:  # a text key column is missing: ``check_schema`` names it
+            pf = open_file(None)
         meta, schema = pf.metadata, pf.schema_arrow
     except damage as exc:
         raise InputError(f"{source}: not a Parquet file, or its footer is damaged: {exc}") from None

@@ -35,7 +35,7 @@ from ldp.server.fold import Folder, key_name, spec_index
 from ldp.server.formats import FORMATS
 from ldp.server.inputs import DUPLICATES, ON_CHANGE, InputTask, expand_inputs, plan_inputs, sha256_file
 from ldp.server.manifest import Manifest
-from ldp.server.readers import CHUNK_BYTES, read_input
+from ldp.server.readers import CHUNK_BYTES, read_batches
 from ldp.server.store import AGG_SUFFIX, merge_into, pack_parts, unpack_parts, write_aggregate, write_atomic
 from ldp.spec import CollectionSpec
 
@@ -66,7 +66,8 @@ def fold_input(path: str, fmt: str, spec_docs: list[dict[str, Any]], by_window: 
     t0 = time.perf_counter()
     try:
         folder = Folder(specs, by_window=by_window, source=source, rejects=out, fast=fast)
-        read_input(path, folder, fmt, chunk_bytes, progress, parquet_unverified=parquet_unverified)
+        folder.consume(read_batches(path, fmt, folder.options, chunk_bytes=chunk_bytes, progress=progress,
+                                    parquet_unverified=parquet_unverified))
         folder.close()
     finally:
         if rejects_path:

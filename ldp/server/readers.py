@@ -1,4 +1,10 @@
-"""Streaming readers: each input format, read in chunks with bounded memory, into a :class:`~ldp.server.fold.Folder`.
+"""Streaming readers: each input format, read in chunks with bounded memory, as batches (:mod:`ldp.server.batches`).
+
+:func:`read_batches` is the one reading face: ``(path, format)`` to an iterator of batches, whatever the format
+(JSONL and CSV here, their lines read by :mod:`ldp.server.lines`; binary frames in :mod:`ldp.server.binary`;
+Parquet in :mod:`ldp.server.arrow`). The readers know nothing about the fold; :func:`read_input` (and ``read_jsonl``,
+``read_csv``, ``read_binary``) fold an input into a :class:`~ldp.server.fold.Folder` for the callers that want
+that in one call.
 
 Memory per reader: JSONL about two chunks plus one line of up to ``MAX_LINE`` bytes (a longer line
 is rejected as ``too_large`` while it is skipped, never held); CSV the same with records found by
@@ -14,28 +20,33 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 import numpy as np
 
-from ldp.decoders.base import frame_to_batch
 from ldp.errors import InputError
-from ldp.reports import MAGIC as FRAME_MAGIC, MAX_LINE, ReportError, scan_frames
-from ldp.server.fold import RAW_LIMIT, Folder
+from ldp.reports import MAX_LINE
+from ldp.server.batches import (
+    RAW_LIMIT,
+    Batch,
+    BatchSink,
+    Blank,
+    ReadOptions,
+    Rejected,
+    RejectedEach,
+)
+from ldp.server.binary import binary_batches as binary_batches, read_binary as read_binary
 from ldp.server.formats import (
     CSV_HEADER,
-    MAX_SECTION,
-    SECTION_MAGIC,
-    SECTION_VERSION,
-    SectionHeader,
+    FORMATS,
     detect_format,
-    read_section_header,
 )
-from ldp.spec.envelope import MAX_WINDOW, METRIC_RE
+from ldp.server.lines import line_batch, line_batches
+from ldp.spec import CollectionSpec
 
-__all__ = ["CHUNK_BYTES", "InputError", "iter_line_chunks", "iter_csv_records", "read_input", "read_jsonl", "read_csv",
-           "read_binary"]
+__all__ = ["CHUNK_BYTES", "InputError", "iter_line_chunks", "iter_csv_records", "read_batches", "jsonl_batches",
+           "csv_batches", "binary_batches", "read_input", "read_jsonl", "read_csv", "read_binary"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +55,6 @@ CHUNK_BYTES = 1 << 23
 CSV_CHUNK = 1 << 21
 """Bytes of CSV read at a time (2 MiB: the positions of its newlines, quotes and commas are arrays)."""
 _INT_RE = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-_HEADER_MAX = 34 + 255
 Progress = Callable[[int], None]
 
 
@@ -116,13 +126,20 @@ def _skip_record(fh: IO[bytes], carry: bytes, chunk_bytes: int, progress: Progre
         length += len(block)
 
 
-def read_jsonl(fh: IO[bytes], folder: Folder, chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None) -> None:
-    """Fold every line of a JSONL stream of upload envelopes."""
+def jsonl_batches(fh: IO[bytes], options: ReadOptions, chunk_bytes: int = CHUNK_BYTES,
+                  progress: Progress | None = None) -> Iterator[Batch]:
+    """The batches of a JSONL stream of upload envelopes (line i is record i)."""
     for line_no, chunk in iter_line_chunks(fh, chunk_bytes, progress=progress):
         if isinstance(chunk, Oversize):
-            folder.log(line_no, "too_large", f"line longer than {MAX_LINE}", chunk.head)
+            yield Rejected(line_no, "too_large", f"line longer than {MAX_LINE}", chunk.head)
         else:
-            folder.fold_lines(chunk, line_no)
+            yield from line_batches(chunk, line_no, options)
+
+
+def read_jsonl(fh: IO[bytes], folder: BatchSink, chunk_bytes: int = CHUNK_BYTES,
+               progress: Progress | None = None) -> None:
+    """Fold every line of a JSONL stream of upload envelopes (:func:`jsonl_batches`)."""
+    folder.consume(jsonl_batches(fh, folder.options, chunk_bytes, progress))
 
 
 def _csv_line(row: list[str]) -> str:
@@ -170,13 +187,13 @@ def _csv_row(text: str) -> list[str] | str:
     return rows[0] if len(rows) == 1 else f"CSV: {len(rows)} rows in one record"
 
 
-def read_csv(fh: IO[bytes], folder: Folder, progress: Progress | None = None, chunk_bytes: int = CSV_CHUNK,
-             max_line: int | None = None) -> None:
-    """Fold every row of a CSV file of envelopes (header ``spec,metric,window,report``). Record i
+def csv_batches(fh: IO[bytes], options: ReadOptions, progress: Progress | None = None, chunk_bytes: int = CSV_CHUNK,
+                max_line: int | None = None) -> Iterator[Batch]:
+    """The batches of a CSV file of envelopes (header ``spec,metric,window,report``). Record i
     (1-based, after the header) is row i; a row that is not 4 cells (or not CSV) is rejected as
     ``bad_row``, one longer than ``max_line`` bytes as ``too_large`` (skipped, never held). Rows
     that cannot be 4 cells are found and counted in bulk, from their unquoted commas. ``max_line``
-    defaults to ``MAX_LINE``."""
+    defaults to ``MAX_LINE``. A file whose first row is not that header is an :class:`InputError`."""
     max_line = MAX_LINE if max_line is None else max_line
     limit = csv.field_size_limit(max(csv.field_size_limit(), max_line))  # process-wide: restored below
     try:
@@ -185,8 +202,8 @@ def read_csv(fh: IO[bytes], folder: Folder, progress: Progress | None = None, ch
         for number, data in chunks:
             if isinstance(data, Oversize):
                 if header:
-                    raise InputError(f"{folder.source}: not a CSV file: a first row of {data.length} bytes")
-                folder.log(number - 1, "too_large", f"row longer than {max_line} bytes", data.head)
+                    raise InputError(f"{options.source}: not a CSV file: a first row of {data.length} bytes")
+                yield Rejected(number - 1, "too_large", f"row longer than {max_line} bytes", data.head)
                 continue
             raw = np.frombuffer(data, dtype=np.uint8)
             ends = _csv_ends(data)
@@ -195,11 +212,17 @@ def read_csv(fh: IO[bytes], folder: Folder, progress: Progress | None = None, ch
             starts = np.concatenate(([0], ends[:-1] + 1))
             ends = ends - ((ends > starts) & (raw[np.maximum(ends - 1, 0)] == 13))  # a CRLF ends a record too
             if header:
-                _check_header(data[:int(ends[0])].decode("utf-8", "replace"), folder.source)
+                _check_header(data[:int(ends[0])].decode("utf-8", "replace"), options.source)
                 header, starts, ends, number = False, starts[1:], ends[1:], number + 1
-            _fold_csv_chunk(folder, data, starts, ends, number - 1, max_line)
+            yield from _csv_chunk_batches(options, data, starts, ends, number - 1, max_line)
     finally:
         csv.field_size_limit(limit)
+
+
+def read_csv(fh: IO[bytes], folder: BatchSink, progress: Progress | None = None, chunk_bytes: int = CSV_CHUNK,
+             max_line: int | None = None) -> None:
+    """Fold every row of a CSV file of envelopes (:func:`csv_batches`)."""
+    folder.consume(csv_batches(fh, folder.options, progress, chunk_bytes, max_line))
 
 
 def _check_header(text: str, source: str) -> None:
@@ -210,9 +233,9 @@ def _check_header(text: str, source: str) -> None:
         raise InputError(f"{source}: the CSV header must be {','.join(CSV_HEADER)}, got {','.join(row)[:200]}")
 
 
-def _fold_csv_chunk(folder: Folder, data: bytes, starts: np.ndarray, ends: np.ndarray, first: int,
-                    max_line: int) -> None:
-    """Fold the records ``data[starts[i]:ends[i]]``, record i being number ``first + i``."""
+def _csv_chunk_batches(options: ReadOptions, data: bytes, starts: np.ndarray, ends: np.ndarray, first: int,
+                       max_line: int) -> Iterator[Batch]:
+    """The batches of the records ``data[starts[i]:ends[i]]``, record i being number ``first + i``."""
     raw = np.frombuffer(data, dtype=np.uint8)
     commas = np.flatnonzero(raw == 44)
     quotes = np.flatnonzero(raw == 34)
@@ -220,7 +243,8 @@ def _fold_csv_chunk(folder: Folder, data: bytes, starts: np.ndarray, ends: np.nd
         commas = commas[np.searchsorted(quotes, commas) % 2 == 0]
     cells = np.searchsorted(commas, ends) - np.searchsorted(commas, starts) + 1
     blank = ends == starts
-    folder.blank += int(blank.sum())
+    if blank.any():
+        yield Blank(int(blank.sum()))
     text = lambda i: data[starts[i]:ends[i]].decode("utf-8", "replace")  # noqa: E731
 
     def describe(j: int) -> tuple[str, Any]:
@@ -231,166 +255,71 @@ def _fold_csv_chunk(folder: Folder, data: bytes, starts: np.ndarray, ends: np.nd
 
     large = ends - starts > max_line
     for i in np.flatnonzero(large).tolist():
-        folder.log(first + i, "too_large", f"row longer than {max_line} bytes",
-                   data[starts[i]:starts[i] + 4 * RAW_LIMIT])
+        yield Rejected(first + i, "too_large", f"row longer than {max_line} bytes",
+                       data[starts[i]:starts[i] + 4 * RAW_LIMIT])
     bad = np.flatnonzero(~blank & ~large & (cells != 4))
     if bad.size:
-        folder.log_bulk("bad_row", bad + first, describe)
+        yield RejectedEach("bad_row", bad + first, describe)
     lines, raws, numbers = [], [], []
     for i in np.flatnonzero(~blank & ~large & (cells == 4)).tolist():
         row = _csv_row(text(i))
         if isinstance(row, str) or len(row) != 4:
-            folder.log(first + i, "bad_row", row if isinstance(row, str) else
-                       f"a row has 4 cells ({','.join(CSV_HEADER)}), got {len(row)}", text(i) if isinstance(row, str)
-                       else row)
+            yield Rejected(first + i, "bad_row", row if isinstance(row, str) else
+                           f"a row has 4 cells ({','.join(CSV_HEADER)}), got {len(row)}",
+                           text(i) if isinstance(row, str) else row)
             continue
         line = _csv_line(row)
         if "\n" in line or "\r" in line:  # a newline inside the report's JSON: the full parser, on this row alone
-            folder.fold_line(line, first + i, row)
+            yield line_batch(line, first + i, row, options.specs)
             continue
         lines.append(line)
         raws.append(row)
         numbers.append(first + i)
     if lines:
-        folder.fold_lines(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"), 0, raws,
-                          numbers=np.array(numbers, dtype=np.int64))
-
-
-# -- binary ----------------------------------------------------------------------------------------------
-
-
-def _count_span(fh: IO[bytes], start: int, end: int, piece: int = CHUNK_BYTES) -> int:
-    """Reports declared by the frames found in ``[start, end)`` from the first frame magic on
-    (each unreadable piece counts 1; at least 1 in all), read in pieces of ``piece`` bytes; a
-    piece without a frame magic costs one ``bytes.find``."""
-    total, pos, first = 0, start, True
-    while pos < end:
-        fh.seek(pos)
-        data = fh.read(min(end - pos, piece))
-        if not data:
-            break
-        at = data.find(FRAME_MAGIC) if first else (0 if FRAME_MAGIC in data else -1)
-        if at >= 0:
-            total += sum(item.records if isinstance(item, ReportError) else item.count
-                         for item in scan_frames(data[at:]))
-            first = False
-        pos += len(data)
-    return max(total, 1)
-
-
-def _next_section(fh: IO[bytes], start: int, size: int) -> int:
-    """Offset of the next section with an intact header after ``start`` (or ``size``).
-
-    Only ``LDPE`` followed by the current version byte can start an intact header, so that is what
-    is searched for; a candidate's header is checked in the block already read (a new read only when
-    it straddles the block's end): the scan stays linear, with a few operations per candidate."""
-    lead = SECTION_MAGIC + bytes([SECTION_VERSION])
-    pos = start + 1
-    while pos < size:
-        fh.seek(pos)
-        block = fh.read(1 << 20)
-        at = block.find(lead)
-        while at >= 0:
-            head = block[at:at + _HEADER_MAX]
-            if len(head) < _HEADER_MAX and pos + at + len(head) < size:
-                fh.seek(pos + at)
-                head = fh.read(_HEADER_MAX)
-            if isinstance(read_section_header(head), SectionHeader):
-                return pos + at
-            at = block.find(lead, at + 1)
-        if len(block) < 1 << 20:
-            break
-        pos += len(block) - len(lead) + 1
-    return size
-
-
-def read_binary(fh: IO[bytes], folder: Folder, progress: Progress | None = None) -> None:
-    """Fold every section of an ``.ldpe`` stream (seekable). Report numbers count from 1 across
-    the file; each rejects line also gives the byte ``offset`` of its section."""
-    size = fh.seek(0, os.SEEK_END)
-    offset, record = 0, 1
-    while offset < size:
-        fh.seek(offset)
-        head = fh.read(_HEADER_MAX)
-        h = read_section_header(head)
-        if isinstance(h, str):
-            nxt = _next_section(fh, offset, size)
-            count = _count_span(fh, offset, nxt)
-            folder.log(record, h, f"damaged section header; {nxt - offset} bytes skipped", head[:64].hex(), count,
-                       offset)
-        else:
-            nxt = min(offset + h.header_size + h.length, size)
-            body = offset + h.header_size
-            if h.length > MAX_SECTION or nxt < offset + h.header_size + h.length:
-                reason = "too_large" if h.length > MAX_SECTION else "truncated"
-                count = _count_span(fh, body, nxt)
-                folder.log(record, reason, f"section of {h.length} bytes at offset {offset}", head[:64].hex(),
-                           count, offset)
-            else:
-                fh.seek(body)
-                count = _fold_section(folder, h, fh.read(h.length), record, offset)
-        record += count
-        if progress is not None:
-            progress(nxt - offset)
-        offset = nxt
-
-
-def _fold_section(folder: Folder, h: SectionHeader, frames: bytes, record: int, offset: int) -> int:
-    """Route a section and fold its frames; returns the reports it held (declared by its frames)."""
-    metric = folder.metric_of(h.spec, h.metric)
-    if not METRIC_RE.match(h.metric):
-        problem = ("bad_metric", f"metric names match [a-z][a-z0-9_]{{0,31}}, got {h.metric!r}")
-    elif h.window > MAX_WINDOW:
-        problem = ("bad_window", f"window must be in [0, 2**53], got {h.window}")
-    elif h.spec not in folder.specs:
-        problem = ("unknown_spec", f"no known spec has fingerprint {h.spec}")
-    elif metric is None:
-        problem = ("unknown_metric", f"no metric {h.metric!r} in spec {folder.specs[h.spec].name!r}")
-    else:
-        problem = None
-    agg = folder.aggregate(metric, h.window) if metric is not None and problem is None else None
-    start = record
-    for item in scan_frames(frames):
-        if isinstance(item, ReportError):
-            folder.reject(record, item.reason, item.detail, "", records=item.records, agg=agg, offset=offset)
-            record += item.records
-        elif problem is not None:
-            folder.log(record, problem[0], problem[1], "", item.count, offset)
-            record += item.count
-        else:
-            batch = frame_to_batch(item)
-            folder.fold_batch(metric, h.window, batch, record, _row_raw(batch), offset)  # type: ignore[arg-type]
-            record += item.count
-    return max(record - start, 0)
-
-
-def _row_raw(batch: Any) -> Callable[[int], Any]:
-    def raw(i: int) -> Any:
-        return {k: (int(v[i]) if v.ndim == 1 else bytes(v[i]).hex()) for k, v in batch.columns.items()}
-    return raw
+        yield from line_batches(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"), 0, options, raws,
+                                numbers=np.array(numbers, dtype=np.int64))
 
 
 # -- any format --------------------------------------------------------------------------------------------
 
 
-def read_input(path: str | os.PathLike[str], folder: Folder, fmt: str | None = None,
-               chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None, *,
-               parquet_unverified: bool = False) -> None:
-    """Fold one input file of format ``fmt`` (default: from its extension) into ``folder``.
-    ``parquet_unverified``: fold Parquet files without page checksums (refused by default)."""
+def read_batches(path: str | os.PathLike[str], fmt: str | None, options: ReadOptions | Mapping[str, CollectionSpec],
+                 *, chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None,
+                 parquet_unverified: bool = False) -> Iterator[Batch]:
+    """The one reading face: the batches of one input file of format ``fmt`` (``None``: from its extension; one
+    of :data:`~ldp.server.formats.FORMATS`), read against ``options`` (or a ``{fingerprint: spec}`` mapping, the
+    input named by its path). ``parquet_unverified``: read Parquet files without page checksums (refused by
+    default). The format is checked now; the file is opened when the iterator is first advanced and closed when
+    it ends. Bad input that cannot be read record by record is an :class:`InputError`."""
     fmt = fmt or detect_format(path)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown input format {fmt!r} (known: {', '.join(FORMATS)})")
+    if not isinstance(options, ReadOptions):
+        options = ReadOptions(options, source=os.fspath(path))
     logger.debug("reading %s as %s", os.fspath(path), fmt)
     if fmt == "parquet":
-        from ldp.server.arrow import read_parquet
+        from ldp.server.arrow import parquet_batches
 
-        read_parquet(path, folder, progress=progress, unverified=parquet_unverified)
-        return
+        return parquet_batches(path, options, progress=progress, unverified=parquet_unverified)
+    return _file_batches(path, fmt, options, chunk_bytes, progress)
+
+
+def _file_batches(path: str | os.PathLike[str], fmt: str, options: ReadOptions, chunk_bytes: int,
+                  progress: Progress | None) -> Iterator[Batch]:
     with open(path, "rb") as fh:
         if fmt == "jsonl":
-            read_jsonl(fh, folder, chunk_bytes, progress)
+            yield from jsonl_batches(fh, options, chunk_bytes, progress)
         elif fmt == "csv":
-            read_csv(fh, folder, progress=progress)
-        elif fmt == "binary":
-            read_binary(fh, folder, progress)
+            yield from csv_batches(fh, options, progress=progress)
         else:
-            raise ValueError(f"unknown input format {fmt!r} (known: jsonl, csv, parquet, binary)")
+            yield from binary_batches(fh, options, progress)
+
+
+def read_input(path: str | os.PathLike[str], folder: BatchSink, fmt: str | None = None,
+               chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None, *,
+               parquet_unverified: bool = False) -> None:
+    """Fold one input file of format ``fmt`` (default: from its extension) into ``folder``: the batches of
+    :func:`read_batches`, read with the folder's options, consumed by the folder.
+    ``parquet_unverified``: fold Parquet files without page checksums (refused by default)."""
+    folder.consume(read_batches(path, fmt, folder.options, chunk_bytes=chunk_bytes, progress=progress,
+                                parquet_unverified=parquet_unverified))

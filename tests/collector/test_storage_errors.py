@@ -222,11 +222,12 @@ def test_reject_spans_agree_with_the_folder(lines: list[bytes]) -> None:
     """Differential: the spans found are exactly the lines the parser of ``ldp aggregate`` rejects, with its
     reasons; the counts are the Folder's."""
     from ldp.server.fold import Folder
+    from ldp.server.lines import fold_lines
 
     body = b"".join(lines)
     folder, spans = find_rejects(body, SPECS)
     plain = Folder(SPECS)
-    plain.fold_lines(body, 0)
+    fold_lines(plain, body, 0)
     assert (folder.records, folder.accepted, folder.rejected) == (plain.records, plain.accepted, plain.rejected)
     assert len(spans) == sum(plain.rejected.values())
     for s in spans:

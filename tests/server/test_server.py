@@ -42,6 +42,7 @@ from ldp.server import (
     write_parquet,
 )
 from ldp.server.fold import SERVER_REASONS
+from ldp.server.lines import fold_lines
 from ldp.server.readers import iter_line_chunks, read_jsonl
 from ldp.spec import ENVELOPE_REASONS, CollectionSpec, Envelope, EnvelopeError, parse_envelope
 
@@ -143,8 +144,8 @@ def test_client_lines_take_the_fast_path_and_other_spellings_the_full_parser(spe
     _, _, _, accepted = match_lines(("\n".join(spaced) + "\n").encode(), templates_for({spec.fingerprint: spec}))
     assert not accepted.any()
     fast, slow = Folder({spec.fingerprint: spec}), Folder({spec.fingerprint: spec}, fast=False)
-    fast.fold_lines(("\n".join(spaced) + "\r\n").encode(), 1)
-    slow.fold_lines(chunk, 1)
+    fold_lines(fast, ("\n".join(spaced) + "\r\n").encode(), 1)
+    fold_lines(slow, chunk, 1)
     assert fast.stats() == slow.stats() and fast.accepted == len(lines)
     assert {k: a.to_bytes() for k, a in fast.aggregates.items()} == {
         k: a.to_bytes() for k, a in slow.aggregates.items()}

@@ -21,6 +21,7 @@ import ldp.server.readers as readers
 from ldp.server import Folder, aggregate_files, write_jsonl
 from ldp.server.fold import REJECTS_CAP
 from ldp.server.junk import junk_lines
+from ldp.server.lines import fold_lines
 from ldp.server.readers import _csv_line, iter_csv_records, read_csv
 from ldp.spec import EnvelopeError, parse_envelope
 
@@ -71,7 +72,7 @@ def test_rejects_are_capped_per_reason_and_the_counts_stay_exact(spec, tmp_path)
 
 def test_a_folder_without_rejects_stream_only_counts(spec):
     folder = Folder({spec.fingerprint: spec})
-    folder.fold_lines(b"x\n" * 5000, 1)
+    fold_lines(folder, b"x\n" * 5000, 1)
     folder.close()
     assert folder.stats()["rejected"] == {"not_json": 5000} and folder.stats()["rejects_written"] == 0
 
@@ -105,7 +106,7 @@ def test_folding_lines_in_bulk_gives_the_full_parser_counts(spec, lines, cap):
     data = [x.encode() for x in lines]
     out = io.StringIO()
     folder = Folder({spec.fingerprint: spec}, rejects=out, cap=cap)
-    folder.fold_lines(b"".join(x + b"\n" for x in data), 1)
+    fold_lines(folder, b"".join(x + b"\n" for x in data), 1)
     folder.close()
     reasons, accepted, blank = oracle(data, spec)
     assert (Counter(folder.rejected), folder.accepted, folder.blank) == (reasons, accepted, blank)

@@ -26,6 +26,7 @@ from test_server import CANDIDATES, WINDOW, envelopes, make_sections, spec_doc  
 
 from ldp.server import Folder, aggregate_files, sections_from_envelopes, write_parquet  # noqa: E402
 from ldp.server.arrow import fold_arrow, read_parquet  # noqa: E402
+from ldp.server.lines import fold_lines  # noqa: E402
 from ldp.server.readers import InputError  # noqa: E402
 from ldp.spec import CollectionSpec  # noqa: E402
 
@@ -75,7 +76,7 @@ def envelope_line(row: dict, specs: dict[str, CollectionSpec]) -> str:
 
 def reference(rows: list[dict], specs: dict[str, CollectionSpec], by_window: bool) -> Folder:
     folder = Folder(specs, by_window=by_window, rejects=io.StringIO(), fast=False)
-    folder.fold_lines(("\n".join(envelope_line(r, specs) for r in rows) + "\n").encode(), 1)
+    fold_lines(folder, ("\n".join(envelope_line(r, specs) for r in rows) + "\n").encode(), 1)
     return folder
 
 
