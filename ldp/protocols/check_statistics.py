@@ -172,12 +172,13 @@ def _simulated(params: Any, method: str, trials: int, n: int, seed: int, item: i
     label = f"{params!r} ({method}, {trials} collections of {n})"
     pop = _population(params, n, item, truth_seed)
     if "hash_seed" not in {f.name for f in dataclasses.fields(params)}:
-        yield from _moments(label, accuracy(params, pop, n, trials=trials, method=method, rng=seed),
+        yield from _moments(label, accuracy(params, pop, n, trials=trials, method=method, rng=seed, discover=False),
                             getattr(pop, "values", None))
         return
     gen = np.random.default_rng(seed)
     seeds = gen.choice(1 << 24, trials, replace=False) << 6  # hash families far apart: no function shared
-    runs = [accuracy(dataclasses.replace(params, hash_seed=int(s)), pop, n, trials=1, method=method, rng=gen)
+    runs = [accuracy(dataclasses.replace(params, hash_seed=int(s)), pop, n, trials=1, method=method, rng=gen,
+                     discover=False)
             for s in seeds]
     first = runs[0]
     yield _Moments(label + ", a hash_seed per collection", np.asarray(first.true_count, float),

@@ -157,12 +157,13 @@ class Simulation:
 
     def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
                  rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
-                 progress: bool | None = None) -> Any:
+                 progress: bool | None = None, discover: bool = True) -> Any:
         """``trials`` collections of ``n`` users (one fixed draw of true counts from ``population``): each value's
         estimates against the truth and the exact variance (an :class:`~ldp.simulation.result.AccuracyResult`).
 
         Open-domain protocols are simulated on ``candidates``: by default the population's labels, else
-        :meth:`candidates`; their estimates and variance are :meth:`scoring`'s."""
+        :meth:`candidates`; their estimates and variance are :meth:`scoring`'s. ``discover``: whether a simulation
+        that runs a discovery in each trial (PEM, rappor-ngrams) runs it; nothing to discover here."""
         from ldp.display.progress import iterate
 
         assert isinstance(population, Population) and n is not None  # ldp.simulation.accuracy checked the kind

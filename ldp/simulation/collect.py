@@ -124,25 +124,27 @@ def _check_population(params: Any, population: Any) -> None:
 @overload
 def accuracy(params: Any, population: Mapping[str, Population | NumericPopulation] | None, n: int, *,
              trials: int = ..., method: str = ..., rng: Any = ..., confidence: float = ...,
-             candidates: Sequence[str] | None = ..., progress: bool | None = ...) -> MultiAccuracyResult: ...
+             candidates: Sequence[str] | None = ..., progress: bool | None = ...,
+             discover: bool = ...) -> MultiAccuracyResult: ...
 
 
 @overload
 def accuracy(params: Any, population: Population, n: int, *, trials: int = ..., method: str = ..., rng: Any = ...,
              confidence: float = ..., candidates: Sequence[str] | None = ...,
-             progress: bool | None = ...) -> AccuracyResult: ...
+             progress: bool | None = ..., discover: bool = ...) -> AccuracyResult: ...
 
 
 @overload
 def accuracy(params: Any, population: NumericPopulation, n: int | None, *, trials: int = ..., method: str = ...,
              rng: Any = ..., confidence: float = ..., candidates: Sequence[str] | None = ...,
-             progress: bool | None = ...) -> MeanAccuracyResult: ...
+             progress: bool | None = ..., discover: bool = ...) -> MeanAccuracyResult: ...
 
 
 def accuracy(params: Any, population: Population | NumericPopulation | Mapping[str, Population | NumericPopulation]
              | None, n: int | None, *, trials: int = 20, method: str = "aggregate", rng: Any = None,
              confidence: float = 0.95, candidates: Sequence[str] | None = None,
-             progress: bool | None = None) -> AccuracyResult | MeanAccuracyResult | MultiAccuracyResult:
+             progress: bool | None = None,
+             discover: bool = True) -> AccuracyResult | MeanAccuracyResult | MultiAccuracyResult:
     """Simulate ``trials`` collections of ``n`` users (one fixed draw of true counts) and compare
     the estimates with the truth and with the exact variance formula: the protocol's
     :meth:`~ldp.simulation.base.Simulation.accuracy`.
@@ -154,6 +156,8 @@ def accuracy(params: Any, population: Population | NumericPopulation | Mapping[s
     its last group's estimates, and its discovery's recall and false strings (:func:`~ldp.simulation.pem.pem_accuracy`);
     rappor-ngrams likewise (:func:`~ldp.simulation.rappor_ngrams.ngrams_accuracy`: the full-string estimates).
     ``progress``: a bar over the trials on stderr (``None``: when stderr is a terminal; :mod:`ldp.display.progress`).
+    ``discover=False`` skips the discovery a protocol runs in each trial (PEM, rappor-ngrams: their result is then a
+    plain :class:`~ldp.simulation.result.AccuracyResult` of the estimates), for when only the estimates matter.
 
     The mean mechanisms take a :class:`~ldp.simulation.numeric.NumericPopulation` and return a
     :class:`~ldp.simulation.numeric.MeanAccuracyResult` (:func:`~ldp.simulation.numeric.mean_accuracy`);
@@ -161,4 +165,5 @@ def accuracy(params: Any, population: Population | NumericPopulation | Mapping[s
     numbers) and returns a :class:`~ldp.simulation.multi.MultiAccuracyResult`."""
     _check_population(params, population)
     return simulation_for(params).accuracy(params, population, n, trials=trials, method=method, rng=rng,
-                                           confidence=confidence, candidates=candidates, progress=progress)
+                                           confidence=confidence, candidates=candidates, progress=progress,
+                                           discover=discover)

@@ -83,7 +83,7 @@ class HistogramSimulation(Simulation):
 
     def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
                  rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
-                 progress: bool | None = None) -> HistogramAccuracyResult:
+                 progress: bool | None = None, discover: bool = True) -> HistogramAccuracyResult:
         """The counts' accuracy (:meth:`Simulation.accuracy`), then each quantile's over the same collections."""
         kept: list[Aggregate] = []
         base = _Recording(kept).accuracy(params, population, n, trials=trials, method=method, rng=rng,

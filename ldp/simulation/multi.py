@@ -222,7 +222,7 @@ class MultiSimulation(Simulation):
 
     def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
                  rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
-                 progress: bool | None = None) -> MultiAccuracyResult:
+                 progress: bool | None = None, discover: bool = True) -> MultiAccuracyResult:
         """:func:`multi_accuracy` of ``{attribute: population}`` (``None``: the defaults; ``candidates``: unused)."""
         assert n is not None
         return multi_accuracy(params, population, n, trials=trials, method=method, rng=rng, confidence=confidence,

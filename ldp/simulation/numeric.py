@@ -274,7 +274,7 @@ class NumericSimulation(Simulation):
 
     def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
                  rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
-                 progress: bool | None = None) -> MeanAccuracyResult:
+                 progress: bool | None = None, discover: bool = True) -> MeanAccuracyResult:
         """:func:`mean_accuracy` (``candidates``: unused)."""
         return mean_accuracy(params, population, n, trials=trials, method=method, rng=rng, confidence=confidence,
                              progress=progress)

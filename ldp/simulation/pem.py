@@ -113,7 +113,8 @@ def _discovery_stats(items: Sequence[str], truth: npt.NDArray[np.int64], found: 
 def pem_accuracy(params: PEMParams, population: Population, n: int, *, trials: int = 20, method: str = "aggregate",
                  rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
                  progress: bool | None = None, top_k: int | None = None, alpha: float | None = 0.05,
-                 false_prefixes: float | None = 5.0, alphabet: str | bytes | None = "auto") -> PEMAccuracyResult:
+                 false_prefixes: float | None = 5.0, alphabet: str | bytes | None = "auto",
+                 discover: bool = True) -> PEMAccuracyResult | AccuracyResult:
     """Accuracy of PEM over ``trials`` collections of ``n`` users (one fixed draw of the true counts over
     the population's strings: ``candidates``, the population's labels or :func:`pem_candidates`): a
     :class:`PEMAccuracyResult`. ``top_k``, ``alpha``, ``false_prefixes``, ``alphabet``: discovery's
@@ -143,14 +144,15 @@ def pem_accuracy(params: PEMParams, population: Population, n: int, *, trials: i
         e = agg.estimate(cands, confidence)
         est[i] = e.count
         covered += (e.ci_low <= truth) & (truth <= e.ci_high)
-        found.append(list(agg.discover(top_k, alpha, false_prefixes, alphabet, confidence).strings.items))
+        if discover:
+            found.append(list(agg.discover(top_k, alpha, false_prefixes, alphabet, confidence).strings.items))
     theory = np.sqrt(pem_theoretical_variance(params, truth, int(truth.sum())))
     notes = ("estimates: the last group's counts of the population's strings, scaled by n/N; theory averages "
              "the exact variance over the group's size",
              f"discovery: top_k={params.top_k if top_k is None else top_k}, alpha={alpha}, "
              f"false_prefixes={false_prefixes}, alphabet={alphabet!r}; oracles by group: {params.oracle_summary}")
     base = AccuracyResult.from_trials(list(cands), truth, est, covered, theory, confidence, notes)
-    return PEMAccuracyResult.from_base(base, _discovery_stats(cands, truth, found))
+    return PEMAccuracyResult.from_base(base, _discovery_stats(cands, truth, found)) if discover else base
 
 
 class PEMSimulation(Simulation):
@@ -164,7 +166,7 @@ class PEMSimulation(Simulation):
 
     def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
                  rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
-                 progress: bool | None = None) -> PEMAccuracyResult:
+                 progress: bool | None = None, discover: bool = True) -> PEMAccuracyResult | AccuracyResult:
         assert isinstance(population, Population) and n is not None  # ldp.simulation.accuracy checked the kind
         return pem_accuracy(params, population, n, trials=trials, method=method, rng=rng, confidence=confidence,
-                            candidates=candidates, progress=progress)
+                            candidates=candidates, progress=progress, discover=discover)

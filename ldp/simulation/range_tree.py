@@ -38,7 +38,7 @@ class HHSimulation(Simulation):
 
     def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
                  rng: Any = None, confidence: float = 0.95, candidates: Any = None,
-                 progress: bool | None = None) -> AccuracyResult:
+                 progress: bool | None = None, discover: bool = True) -> AccuracyResult:
         """The buckets' accuracy (module docstring), with the range queries' in the notes."""
         from ldp.decoders.range_tree import HHAggregate
         from ldp.decoders.range_tree_queries import exact_cdf_covariance

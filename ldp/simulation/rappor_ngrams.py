@@ -39,8 +39,8 @@ class NgramsAccuracyResult(PEMAccuracyResult):
 
 def ngrams_accuracy(params: RapporNgramsParams, population: Population, n: int, *, trials: int = 20,
                     method: str = "aggregate", rng: Any = None, confidence: float = 0.95,
-                    candidates: Sequence[str] | None = None, progress: bool | None = None,
-                    **discovery: Any) -> NgramsAccuracyResult:
+                    candidates: Sequence[str] | None = None, progress: bool | None = None, discover: bool = True,
+                    **discovery: Any) -> NgramsAccuracyResult | AccuracyResult:
     """Accuracy of rappor-ngrams over ``trials`` collections of ``n`` users (one fixed draw of the true counts
     over the population's strings: ``candidates``, the population's labels or :func:`ngram_candidates`):
     an :class:`NgramsAccuracyResult`. ``discovery``: options of
@@ -67,13 +67,14 @@ def ngrams_accuracy(params: RapporNgramsParams, population: Population, n: int, 
                          **scoring.options)
         est[i] = e.count
         covered += (e.ci_low <= truth) & (truth <= e.ci_high)
-        found.append(list(agg.discover(confidence=confidence, rng=gen, **discovery).strings.items))
+        if discover:
+            found.append(list(agg.discover(confidence=confidence, rng=gen, **discovery).strings.items))
     shown = ", ".join(f"{k}={v}" for k, v in sorted(discovery.items())) or "the decoder's defaults"
     base = AccuracyResult.from_trials(list(cands), truth, est, covered, np.sqrt(scoring.variance(truth)), confidence,
                                       ("estimates: the full-string RAPPOR's least squares over every population string "
                                        "(selection='none'); theory ignores the cohort-sampling noise",
                                        f"discovery: {shown}"))
-    return NgramsAccuracyResult.from_base(base, _discovery_stats(cands, truth, found))
+    return NgramsAccuracyResult.from_base(base, _discovery_stats(cands, truth, found)) if discover else base
 
 
 class RapporNgramsSimulation(Simulation):
@@ -88,7 +89,7 @@ class RapporNgramsSimulation(Simulation):
 
     def accuracy(self, params: Any, population: Any, n: int | None, *, trials: int = 20, method: str = "aggregate",
                  rng: Any = None, confidence: float = 0.95, candidates: Sequence[str] | None = None,
-                 progress: bool | None = None) -> NgramsAccuracyResult:
+                 progress: bool | None = None, discover: bool = True) -> NgramsAccuracyResult | AccuracyResult:
         assert isinstance(population, Population) and n is not None  # ldp.simulation.accuracy checked the kind
         return ngrams_accuracy(params, population, n, trials=trials, method=method, rng=rng, confidence=confidence,
-                               candidates=candidates, progress=progress)
+                               candidates=candidates, progress=progress, discover=discover)

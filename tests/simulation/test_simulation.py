@@ -69,3 +69,17 @@ def test_accuracy_against_theory():
     assert s["rmse_count"] == pytest.approx(s["theoretical_rmse_count"], rel=0.1)
     assert 0.9 <= s["coverage"] <= 1.0
     assert len(res.rows()) == 8 and res.rows()[0]["true_count"] == int(res.true_count[0])
+
+
+def test_accuracy_without_discovery_gives_the_same_estimates():
+    """``discover=False`` (what the conformance battery asks) skips PEM's per-trial discovery, not its estimates."""
+    from ldp.encoders.pem import PEMParams
+    from ldp.simulation.pem import PEMAccuracyResult
+    from ldp.simulation.result import AccuracyResult
+
+    params = PEMParams(4.0, max_length=2)
+    pop = from_counts([300, 200, 100])
+    full = accuracy(params, pop, 600, trials=4, rng=5)
+    bare = accuracy(params, pop, 600, trials=4, rng=5, discover=False)
+    assert isinstance(full, PEMAccuracyResult) and type(bare) is AccuracyResult
+    assert np.array_equal(full.estimates, bare.estimates) and np.array_equal(full.theoretical_sd, bare.theoretical_sd)
