@@ -2,7 +2,7 @@
  * Bytes: strict UTF-8, hex, concatenation, big-endian integers, and the bytes a value hashes as
  * (`ldp/hashing.py` `value_bytes` and `namespaced`; docs/hashing.md §1 and §5).
  */
-import { pyTypeName } from "./canonical.js";
+import { pyTypeName } from "./pytext.js";
 import { LdpTypeError, LdpValueError } from "./errors.js";
 
 /** Python's `repr` of one lone surrogate (`'\ud800'`), as it appears in a `UnicodeEncodeError`. */

@@ -3,7 +3,7 @@
  * both clients. `LdpValueError` and `LdpTypeError` stand for Python's builtin `ValueError` and `TypeError`: their
  * `name` is the Python name and their `message` Python's text.
  */
-import { pyFormatG, pyRepr } from "./canonical.js";
+import { pyFormatG, pyRepr } from "./pytext.js";
 
 /** Python's `ValueError`: a value of the right type that is out of range or malformed. */
 export class LdpValueError extends Error {
