@@ -6,10 +6,12 @@ independent. Within one window that is what an aggregate holds. Across windows, 
 its memoized responses, so successive windows' estimates are correlated (a device whose value does
 not change adds the same memoized error every day): averaging windows does not shrink that part.
 
-L-GRR (``lgrr``): a pure frequency oracle (:mod:`ldp.decoders.pure`) with the realized
-``p* = p1·p2 + (1 − p1)·q2`` and ``q* = (1 − p*)/(k − 1)``; ``ĉ_v = (C_v − n·q*)/(p* − q*)``,
-``Var[ĉ_v] = (f_v·p*(1 − p*) + (n − f_v)·q*(1 − q*))/(p* − q*)²``. The two rounds compose to one GRR
-with ``λ* = p* − q*``, so the aggregate-level draw is GRR's keep-or-uniform mixture.
+L-GRR (``lgrr``): the two rounds compose to one GRR channel (:func:`composed_grr`) with the realized
+``p* = p1·p2 + (1 − p1)·q2`` and ``q* = (1 − p*)/(k − 1)``, ``λ* = p* − q*``, so its aggregate *is* GRR's
+(:class:`~ldp.decoders.randomized_response.GRRAggregate`, which reads ``(p*, q*)`` from the params'
+``support_probabilities``): ``ĉ_v = (C_v − n·q*)/(p* − q*)``,
+``Var[ĉ_v] = (f_v·p*(1 − p*) + (n − f_v)·q*(1 − q*))/(p* − q*)²``, and the aggregate-level draw is GRR's
+keep-or-uniform mixture.
 :func:`two_path_second_round` is the second-round probability of Arcolezi et al. (2021), kept for
 comparison: docs/protocols/longitudinal.md, "The second round", says why ours differs for k > 2.
 
@@ -33,8 +35,7 @@ from ldp.batch.numeric import checked_values, unit_values
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.mean_results import MeanEstimate
 from ldp.decoders.numeric import mean_from_histogram
-from ldp.decoders.pure import pure_count_estimate, pure_count_variance
-from ldp.decoders.results import Estimates
+from ldp.decoders.randomized_response import GRRAggregate, grr_variance
 from ldp.encoders.longitudinal import LGRRParams, MemoMeanParams
 from ldp.randomness import as_generator
 
@@ -52,18 +53,10 @@ def _bincount(col: np.ndarray, size: int) -> Counts:
     return out
 
 
-def _true_counts(params: LGRRParams, true_counts: Any) -> Counts:
-    t = np.asarray(true_counts)
-    d = params.domain_size
-    if t.shape != (d,) or (t.size and (t.min() < 0 or not np.issubdtype(t.dtype, np.integer))):
-        raise ValueError(f"true counts must be {d} non-negative integers, got shape {t.shape}, dtype {t.dtype}")
-    return t.astype(np.int64)
-
-
 def lgrr_variance(params: LGRRParams, true_counts: npt.ArrayLike) -> Floats:
-    """Exact variance of each value's count estimate given the true counts (one report per device)."""
-    t = _true_counts(params, true_counts)
-    return pure_count_variance(t, int(t.sum()), params.p_star, params.q_star)
+    """Exact variance of each value's count estimate given the true counts (one report per device): GRR's
+    (:func:`~ldp.decoders.randomized_response.grr_variance`) with the realized ``(p*, q*)``."""
+    return grr_variance(params, true_counts)
 
 
 def composed_grr(p1: float, p2: float, k: int) -> tuple[float, float]:
@@ -92,47 +85,16 @@ def two_path_second_round(p1: float, k: int, epsilon: float) -> float:
     return (q1 - e * p1) / (-e * p1 + (k - 1) * e * q1 - (k - 1) * p1 + q1)
 
 
-class LGRRAggregate(Aggregate):
-    """Sufficient statistics of L-GRR: how many reports name each value."""
+class LGRRAggregate(GRRAggregate):
+    """Sufficient statistics of L-GRR: how many reports name each value. Within one window a report is one GRR
+    channel with the realized ``(p*, q*)`` (:attr:`LGRRParams.support_probabilities`), so this is GRR's aggregate
+    (:class:`~ldp.decoders.randomized_response.GRRAggregate`) over those: its fold, unbiased count of devices per
+    value with plug-in standard errors, exact variance, count variance for the planner and aggregate-level draw of
+    fresh devices (keep with ``λ* = p* − q*``, else uniform)."""
 
     params_type: ClassVar[type] = LGRRParams
     params: LGRRParams
-    counts: Counts
-
-    @classmethod
-    def state_layout(cls, params: LGRRParams) -> StateLayout:
-        return {"counts": (np.dtype(np.int64), (params.domain_size,))}
-
-    def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        self.counts += _bincount(columns["index"], self.params.domain_size)
-
-    def estimate(self, confidence: float = 0.95) -> Estimates:
-        """Unbiased count of devices per value (module docstring), plug-in standard errors, normal CIs."""
-        pr = self.params
-        count, se = pure_count_estimate(self.counts, self.n, pr.p_star, pr.q_star)
-        items = [pr.label_of(i) for i in range(pr.domain_size)]
-        return Estimates(pr.protocol, items, self.n, count, se, confidence, pr.privacy_cost)
-
-    @staticmethod
-    def exact_variance(params: LGRRParams, true_counts: npt.ArrayLike) -> Floats:
-        return lgrr_variance(params, true_counts)
-
-    @classmethod
-    def simulate(cls, params: LGRRParams, true_counts: Any, rng: Any = None) -> LGRRAggregate:
-        """Exact aggregate-level draw of fresh devices: keep with ``λ* = p* − q*``, else uniform."""
-        d = params.domain_size
-        t = _true_counts(params, true_counts)
-        gen = as_generator(rng)
-        kept = gen.binomial(t, params.p_star - params.q_star)
-        agg = cls(params)
-        agg.counts[:] = kept + gen.multinomial(int(t.sum() - kept.sum()), np.full(d, 1.0 / d))
-        agg.n = int(t.sum())
-        return agg
-
-    @classmethod
-    def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
-        """One report per device: GRR's pure-oracle variance with the realized ``p*``, ``q*``."""
-        return float(pure_count_variance(count, n, params.p_star, params.q_star))
+    report_loglik_types: ClassVar[tuple[type, ...]] = ()  # no joint estimation of memoized reports
 
 
 def _probability_one(params: MemoMeanParams, x: Floats) -> Floats:

@@ -12,12 +12,16 @@ Aggregate-level simulation draws the aggregate's exact distribution: for RR,
 ``C_1 = Bin(n_1, q) + Bin(n_0, p)``; for GRR, each user reports its own value with probability
 ``λ = p* − q*`` and otherwise a uniform value of the whole domain (this mixture *is* GRR, since
 ``λ + (1−λ)/d = p*`` and ``(1−λ)/d = q*``), so ``C = (Bin(f_v, λ))_v + Mult(n − Σ kept, 1/d)``.
+
+:class:`GRRAggregate` reads the channel from its params' ``support_probabilities`` (``(p*, q*)``), so a protocol
+whose one report is a GRR channel with other probabilities (L-GRR's two composed rounds,
+:mod:`ldp.decoders.longitudinal`) subclasses it and names only its params type (:class:`GRRChannel`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -26,9 +30,11 @@ from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.pure import pure_count_estimate, pure_count_variance
 from ldp.decoders.results import Estimates
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
+from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import as_generator, realized_probability
 
-__all__ = ["RRAggregate", "GRRAggregate", "GRRBackedAggregate", "RR_ITEMS", "rr_variance", "grr_variance"]
+__all__ = ["RRAggregate", "GRRAggregate", "GRRBackedAggregate", "GRRChannel", "RR_ITEMS", "rr_variance",
+           "grr_variance"]
 
 RR_ITEMS = ("no", "yes")  # the item labels of binary RR's values 0 and 1
 
@@ -47,10 +53,31 @@ def rr_variance(params: BinaryRRParams, true_counts: npt.ArrayLike) -> npt.NDArr
     return np.array([v1, v1])  # ĉ_0 = n − ĉ_1 has the same variance
 
 
-def grr_variance(params: GRRParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """Exact variance of each item's count estimate given the true counts ``f_v``."""
+class GRRChannel(Protocol):
+    """What :class:`GRRAggregate` reads of its params: one report names the user's value with probability ``p*``
+    and each other of the ``domain_size`` values with ``q*`` (``support_probabilities``); GRR's params, and any
+    protocol whose report is such a channel."""
+
+    protocol: ClassVar[str]
+
+    @property
+    def domain_size(self) -> int: ...
+
+    @property
+    def support_probabilities(self) -> tuple[float, float]: ...
+
+    @property
+    def privacy_cost(self) -> PrivacyCost: ...
+
+    def label_of(self, index: int) -> str: ...
+
+
+def grr_variance(params: GRRChannel, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Exact variance of each item's count estimate given the true counts ``f_v``, with the channel's
+    ``(p*, q*)``."""
     t = _true_counts(true_counts, params.domain_size)
-    return pure_count_variance(t, int(t.sum()), params.p, params.q)
+    p, q = params.support_probabilities
+    return pure_count_variance(t, int(t.sum()), p, q)
 
 
 class RRAggregate(Aggregate):
@@ -110,14 +137,16 @@ class RRAggregate(Aggregate):
 
 
 class GRRAggregate(Aggregate):
-    """Sufficient statistics of GRR: how many reports name each value."""
+    """Sufficient statistics of GRR: how many reports name each value. The estimator, exact variance and
+    aggregate-level draw use the params' ``support_probabilities`` (:class:`GRRChannel`): GRR's ``(p, q)``, or
+    the composed ``(p*, q*)`` of a subclass's protocol."""
 
     params_type: ClassVar[type] = GRRParams
-    params: GRRParams
+    params: Any  # a GRRChannel: GRRParams, or a subclass's params type
     counts: npt.NDArray[np.int64]  # (d,), created by _init_state
 
     @classmethod
-    def state_layout(cls, params: GRRParams) -> StateLayout:
+    def state_layout(cls, params: GRRChannel) -> StateLayout:
         return {"counts": (np.dtype(np.int64), (params.domain_size,))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
@@ -127,22 +156,25 @@ class GRRAggregate(Aggregate):
 
     def estimate(self, confidence: float = 0.95) -> Estimates:
         """Unbiased count of users per value, with plug-in standard errors and normal CIs."""
-        pr = self.params
-        count, se = pure_count_estimate(self.counts, self.n, pr.p, pr.q)
+        pr: GRRChannel = self.params
+        p, q = pr.support_probabilities
+        count, se = pure_count_estimate(self.counts, self.n, p, q)
         items = [pr.label_of(i) for i in range(pr.domain_size)]
-        return Estimates("grr", items, self.n, count, se, confidence, pr.privacy_cost)
+        return Estimates(pr.protocol, items, self.n, count, se, confidence, pr.privacy_cost)
 
     @staticmethod
-    def exact_variance(params: GRRParams, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    def exact_variance(params: GRRChannel, true_counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
         return grr_variance(params, true_counts)
 
     @classmethod
-    def simulate(cls, params: GRRParams, true_counts: Any, rng: Any = None) -> GRRAggregate:
-        """Exact aggregate-level draw via the keep-or-uniform mixture (module docstring)."""
+    def simulate(cls, params: Any, true_counts: Any, rng: Any = None) -> Self:
+        """Exact aggregate-level draw via the keep-or-uniform mixture (module docstring), ``λ = p* − q*`` of the
+        params (a :class:`GRRChannel` of this aggregate's params type)."""
         d = params.domain_size
         t = _true_counts(true_counts, d)
         gen = as_generator(rng)
-        kept = gen.binomial(t, params.p - params.q)
+        p, q = params.support_probabilities
+        kept = gen.binomial(t, p - q)
         agg = cls(params)
         agg.counts[:] = kept + gen.multinomial(int(t.sum() - kept.sum()), np.full(d, 1.0 / d))
         agg.n = int(t.sum())
@@ -150,8 +182,8 @@ class GRRAggregate(Aggregate):
 
     @classmethod
     def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
-        """The pure-oracle variance with GRR's ``p``, ``q`` (Wang et al. 2017, Thm 2)."""
-        return float(pure_count_variance(count, n, params.p, params.q))
+        """The pure-oracle variance with the channel's ``(p*, q*)`` (Wang et al. 2017, Thm 2)."""
+        return float(pure_count_variance(count, n, *params.support_probabilities))
 
     report_loglik_types: ClassVar[tuple[type, ...]] = (GRRParams,)
 

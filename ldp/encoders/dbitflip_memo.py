@@ -129,8 +129,8 @@ class MemoDBitFlipParams(_SampledBits, ProtocolParams):
 
     @classmethod
     def examples(cls) -> list[Self]:
-        """Three buckets with two sampled, and four with one sampled and output flips (conformance suite)."""
-        return [cls(2.0, (0.0, 1.0, 2.0, 4.0), d=2), cls(1.0, (0.0, 10.0, 20.0, 40.0, 80.0), d=1, gamma=0.1)]
+        """Three buckets with two sampled, and four with two sampled and output flips (conformance suite)."""
+        return [cls(2.0, (0.0, 1.0, 2.0, 4.0), d=2), cls(1.0, (0.0, 10.0, 20.0, 40.0, 80.0), d=2, gamma=0.1)]
 
     @classmethod
     def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:

@@ -113,9 +113,10 @@ class HRBlockParams(LabeledDomain, ProtocolParams):
 
     @classmethod
     def examples(cls) -> list[HRBlockParams]:
-        """One block (plain HR's law, K = 4), five blocks of one value (K = 10, b = 2) and three blocks of two
-        (K = 12, b = 4): small enough to audit every output (conformance suite)."""
-        return [cls(1.0, 3), cls(4.0, 5), cls(3.0, 6, 3)]
+        """One block (plain HR's law, K = 4), five blocks of one value (K = 10, b = 2) and seven labelled values in
+        three blocks of 3, 2 and 2 (a partial block; K = 12, b = 4): small enough to audit every output
+        (conformance suite)."""
+        return [cls(1.0, 3), cls(4.0, 5), cls(3.0, 7, 3, tuple("abcdefg"))]
 
     @classmethod
     def for_epsilon(cls, epsilon: float, domain_size: int) -> HRBlockParams:

@@ -63,6 +63,11 @@ class HRParams(UnaryParams, ProtocolParams):
         """Three values (a Hadamard order of 4) and five (order 8) (conformance suite)."""
         return [cls(1.0, 3), cls(2.0, 5)]
 
+    @classmethod
+    def audit_examples(cls) -> list[HRParams]:
+        """The examples and two values."""
+        return [*cls.examples(), cls(0.5, 2)]
+
     @property
     def order(self) -> int:
         """``K``, the Hadamard order: reports are ``j`` in ``[0, K)``."""

@@ -60,6 +60,18 @@ class DBitFlipParams(_SampledBits, ProtocolParams):
         {"epsilon": 2.0, "edges": [float(i) for i in range(17)], "d": 8},  # 12,870 subsets: Floyd's algorithm
         {"epsilon": 2.0, "edges": [float(i) for i in range(21)], "d": 10})  # d > 8
 
+    @classmethod
+    def examples(cls) -> list[DBitFlipParams]:
+        """One bit of three unequal buckets; two of four; three of eleven (a report's rows span two bytes)."""
+        return [cls(1.0, (0.0, 1.0, 2.0, 4.0)), cls(2.0, (-1.0, 0.0, 0.5, 1.0, 3.0), d=2),
+                cls(1.0, tuple(float(i) for i in range(12)), d=3)]
+
+    @classmethod
+    def audit_examples(cls) -> list[DBitFlipParams]:
+        """Enumerable: one and two of the few buckets, every bucket (``d = k``), and nine of nine (``d > 8``)."""
+        return [cls(1.0, (0.0, 1.0, 2.0, 4.0)), cls(2.0, (-1.0, 0.0, 0.5, 1.0, 3.0), d=2),
+                cls(0.5, (0.0, 1.0, 2.0, 3.0, 4.0), d=4), cls(2.0, tuple(float(i) for i in range(10)), d=9)]
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         self._check_buckets()

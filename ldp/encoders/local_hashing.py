@@ -131,7 +131,8 @@ class LocalHashingParams(LabeledDomain, ProtocolParams):
     @classmethod
     def audit_examples(cls) -> list[Self]:
         """Four hash functions (``seed_range=4``): enumerable, and the law given a seed is GRR over ``[0, g)``."""
-        return [cls(1.0, 3, seed_range=4), cls(2.0, 4, seed_range=3)]  # type: ignore[call-arg]
+        return [cls(1.0, 3, seed_range=4), cls(2.0, 4, seed_range=3),  # type: ignore[call-arg]
+                cls(0.5, 2, seed_range=4)]  # type: ignore[call-arg]
 
     @classmethod
     def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:

@@ -100,6 +100,11 @@ class LGRRParams(ProtocolParams):
         """Three values, and four labels (conformance suite)."""
         return [cls(2.0, 0.5, 3), cls(3.0, 1.0, 4, ("n", "e", "s", "w"))]
 
+    @classmethod
+    def audit_examples(cls) -> list[LGRRParams]:
+        """The examples and two values (where the composed channel is the paper's two-path one)."""
+        return [*cls.examples(), cls(1.0, 0.2, 2)]
+
     @cached_property
     def permanent(self) -> GRRParams:
         """Round 1, the memoized GRR at ``epsilon_perm`` (also the labels' index)."""

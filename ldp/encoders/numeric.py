@@ -280,6 +280,11 @@ class HybridParams(NumericParams):
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 0.3, "low": 0.0, "high": 100.0, "cells": 64},)
 
+    @classmethod
+    def audit_examples(cls) -> list[Self]:
+        """The examples with 8 cells, and ε below :data:`HYBRID_THRESHOLD` (Duchi's branch only)."""
+        return [*super().audit_examples(), cls(0.3, 0.0, 10.0, cells=8)]
+
     def __post_init__(self) -> None:
         self._check_common()
         check_int(self.cells, "cells", 2, MAX_CELLS)

@@ -241,9 +241,10 @@ class PEMParams(ProtocolParams):
 
     @classmethod
     def audit_examples(cls) -> list[PEMParams]:
-        """As :meth:`examples` with three hash functions (``seed_range=3``): enumerable."""
+        """As :meth:`examples` with three hash functions (``seed_range=3``): enumerable; and GRR in both groups."""
         return [cls(1.0, max_length=1, start_bits=4, step_bits=4, seed_range=3),
-                cls(2.0, max_length=1, start_bits=4, step_bits=4, oracle="auto", seed_range=3)]
+                cls(2.0, max_length=1, start_bits=4, step_bits=4, oracle="auto", seed_range=3),
+                cls(0.5, max_length=1, start_bits=4, step_bits=4, oracle="grr", seed_range=3)]
 
     def audit_inputs(self) -> list[str]:
         """Strings apart in their first 4 bits (``a``, ``q``) and only in their last (``a``, ``b``)."""

@@ -77,6 +77,11 @@ class BinaryRRParams(ProtocolParams):
         """Warner's symmetric RR and an asymmetric forced response (conformance suite)."""
         return [cls(0.25, 0.75), cls.forced_response(0.3, 0.8)]
 
+    @classmethod
+    def audit_examples(cls) -> list[BinaryRRParams]:
+        """The examples, an asymmetric pair whose ε is the other ratio's (``(1−p)/(1−q)``), and a large ε."""
+        return [*cls.examples(), cls(0.1, 0.6), cls.from_epsilon(4.0)]
+
     @property
     def epsilon(self) -> float:
         """ε = max(ln(q/p), ln((1-p)/(1-q))) of the realized p and q (equal to p and q above 2^-11)."""
@@ -169,6 +174,11 @@ class GRRParams(LabeledDomain, ProtocolParams):
     def examples(cls) -> list[GRRParams]:
         """Three indices, and four labels (conformance suite)."""
         return [cls(1.0, 3), cls.from_labels(2.0, ["red", "green", "blue", "grey"])]
+
+    @classmethod
+    def audit_examples(cls) -> list[GRRParams]:
+        """The examples, two values at a large ε, and eight at a small one."""
+        return [*cls.examples(), cls(3.0, 2), cls(0.5, 8)]
 
     @cached_property
     def p(self) -> float:

@@ -174,7 +174,8 @@ class SfpParams(ProtocolParams):
         """Words of up to 2 letters of ``ab``, one hash function of 4 buckets per sketch: enumerable."""
         tiny: dict[str, Any] = dict(alphabet="ab", length=2, fragment_length=1, hash_bits=1, word_num_hashes=1,
                                     word_width=4, fragment_num_hashes=1, fragment_width=4)
-        return [cls(0.7, 1.3, **tiny), cls(1.0, 2.0, word_sketch="hcms", fragment_sketch="cms", **tiny)]
+        return [cls(0.7, 1.3, **tiny), cls(1.0, 2.0, word_sketch="hcms", fragment_sketch="cms", **tiny),
+                cls(0.7, 1.3, fragment_sketch="hcms", **tiny)]
 
     def audit_inputs(self) -> list[str]:
         """Two one-letter words and their concatenation."""

@@ -65,6 +65,11 @@ class SSParams(UnaryParams, ProtocolParams):
         """Subsets of one of four values, and of two of six (conformance suite)."""
         return [cls(1.0, 4), cls(0.5, 6)]
 
+    @classmethod
+    def audit_examples(cls) -> list[SSParams]:
+        """The examples and two values (a subset of one)."""
+        return [*cls.examples(), cls(1.0, 2)]
+
     @cached_property
     def omega(self) -> int:
         """``ω``, the size of every reported subset (:func:`subset_size`)."""

@@ -132,6 +132,11 @@ class SUEParams(UnaryParams, ProtocolParams):
         """Four indices, and three labels (conformance suite)."""
         return [cls(1.0, 4), cls.from_labels(2.0, ["a", "b", "c"])]
 
+    @classmethod
+    def audit_examples(cls) -> list[SUEParams]:
+        """The examples and two values."""
+        return [*cls.examples(), cls(0.5, 2)]
+
     @cached_property
     def p(self) -> float:
         """``e^{ε/2}/(e^{ε/2}+1)``, as realized."""
@@ -174,8 +179,13 @@ class OUEParams(UnaryParams, ProtocolParams):
 
     @classmethod
     def examples(cls) -> list[OUEParams]:
-        """Four values at ε = 1, three at ε = 3 (conformance suite)."""
-        return [cls(1.0, 4), cls(3.0, 3)]
+        """Eleven values at ε = 0.7 (rows of two bytes), three at ε = 3 (conformance suite)."""
+        return [cls(0.7, 11), cls(3.0, 3)]
+
+    @classmethod
+    def audit_examples(cls) -> list[OUEParams]:
+        """Enumerable: two, three and four values."""
+        return [cls(0.5, 2), cls(3.0, 3), cls(1.0, 4)]
 
     @property
     def p(self) -> float:

@@ -10,7 +10,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from scipy import stats
 
 from ldp.decoders.hadamard_block import HRBlockAggregate, block_totals, hrb_counts, hrb_variance
 from ldp.decoders.hadamard_response import hr_variance
@@ -160,38 +159,6 @@ def test_estimator_unbiased_and_variance_exact_from_the_law(params):
     var = f @ (probs @ weights**2 - (probs @ weights) ** 2)
     np.testing.assert_allclose(mean, f, atol=1e-9)
     np.testing.assert_allclose(var, hrb_variance(params, f), rtol=1e-10)
-
-
-@pytest.mark.parametrize("method", ["aggregate", "reports"])
-def test_unbiased_with_the_exact_variance_simulated(method):
-    """Mean within 5 SE of the truth, sample variance within 5 of its SDs (√(2/(T−1)), relative) of the formula."""
-    params, truth, trials = PARTIAL, np.array([600, 300, 100, 0, 50, 0, 250]), 300
-    gen = np.random.default_rng(5)
-    enc = HRBlockEncoder(params)
-    values = np.repeat(np.arange(7), truth)
-    est = np.empty((trials, 7))
-    for i in range(trials):
-        if method == "aggregate":
-            agg = HRBlockAggregate.simulate(params, truth, gen)
-        else:
-            agg = HRBlockAggregate(params)
-            agg.add(enc.encode_batch(values, gen))
-        assert agg.n == truth.sum() == agg.counts.sum()
-        est[i] = agg.estimate().count
-    var = hrb_variance(params, truth)
-    assert np.all(np.abs(est.mean(axis=0) - truth) < 5 * np.sqrt(var / trials))
-    assert np.all(np.abs(est.var(axis=0, ddof=1) / var - 1) < 5 * math.sqrt(2 / (trials - 1)))
-
-
-@pytest.mark.parametrize("params, value", [(PARTIAL, 6), (HRBlockParams(4.0, 5), 3), (HRBlockParams(1.0, 9, 2), 8)])
-def test_batch_follows_the_clients_exact_law(params, value):
-    size = 60_000
-    exact = output_distribution(lambda src: HRBlockEncoder(params, rng=src).encode(value).payload["j"])
-    j = HRBlockEncoder(params).encode_batch(np.full(size, value), rng=9).columns["j"]
-    observed = np.bincount(j, minlength=params.order)
-    expected = np.array([float(exact.get(i, 0)) for i in range(params.order)]) * size
-    assert observed[expected == 0].sum() == 0
-    assert stats.chisquare(observed[expected > 0], expected[expected > 0]).pvalue > 1e-6
 
 
 def test_batch_rejects_bad_indices():

@@ -215,36 +215,6 @@ def _check_moments(draws: dict, truth: dict, exact: dict, trials: int) -> None:
         assert np.all(np.abs(ratio - 1) <= 6 * math.sqrt(2 / (trials - 1))), (name, ratio)
 
 
-@pytest.mark.parametrize("mode", ["split", "sample"])
-def test_aggregate_simulation_is_unbiased_with_the_exact_variance(mode):
-    p, n, trials = MultiParams(2.0, mode, MIX), 600, 1500
-    truth = _truth(n)
-    exact = MultiAggregate.exact_variance(p, truth)
-    gen = np.random.default_rng(2024)
-    draws: dict = {name: [] for name in p.names}
-    for _ in range(trials):
-        for name, est in MultiAggregate.simulate(p, truth, gen).estimate().items():
-            draws[name].append(_point(est))
-    _check_moments(draws, truth, exact, trials)
-
-
-@pytest.mark.parametrize("mode", ["split", "sample"])
-def test_batch_encoding_matches_the_exact_variance(mode):
-    p, n, trials = MultiParams(2.0, mode, MIX), 400, 600
-    truth = _truth(n)
-    values = {"app": np.repeat(np.arange(3), truth["app"]), "minutes": truth["minutes"],
-              "lat": np.repeat(np.arange(3), truth["lat"])}
-    exact, enc = MultiAggregate.exact_variance(p, truth), encoder(p)
-    gen = np.random.default_rng(99)
-    draws: dict = {name: [] for name in p.names}
-    for _ in range(trials):
-        agg = MultiAggregate(p)
-        agg.add(enc.encode_batch(values, gen))
-        for name, est in agg.estimate().items():
-            draws[name].append(_point(est))
-    _check_moments(draws, truth, exact, trials)
-
-
 def test_sample_standard_errors_track_the_exact_variance():
     p = MultiParams(1.0, "sample", MIX[:1] + (("s", "rr", {}),))
     truth = {"app": np.array([100_000, 60_000, 40_000]), "s": np.array([150_000, 50_000])}

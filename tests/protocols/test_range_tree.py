@@ -18,7 +18,6 @@ from ldp.decoders.range_tree import HHAggregate, inverse_moment
 from ldp.decoders.range_tree_linear import adjoint, alphas, consistent
 from ldp.decoders.range_tree_queries import decompose, exact_range_variance
 from ldp.encoders.range_tree import HHEncoder, HHParams, tree_shapes
-from ldp.privacy.audit import audit
 from ldp.reports import ReportBatch
 from ldp.simulation.collect import simulate
 
@@ -168,13 +167,6 @@ def test_reports_that_break_their_levels_rule_are_rejected():
     for i in (0, 1, 8):
         with pytest.raises(ValueError):
             params.validate(list(bad.reports())[i])
-
-
-def test_audit_of_weighted_mixed_levels_attains_the_claim():
-    params = HHParams(1.3, 0.0, 9.0, 3, 2, level_weights=(2, 1))
-    inputs = params.audit_inputs()
-    res = audit(range(len(inputs)), lambda i, src: HHEncoder.for_audit(params, src).encode(inputs[i]).to_json())
-    assert res.matches(params.privacy_cost.epsilon)
 
 
 # -- the planner --------------------------------------------------------------------------------------------

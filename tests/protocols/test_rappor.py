@@ -271,21 +271,6 @@ def test_batch_reports_have_the_per_report_bit_probabilities():
         assert abs(rate - p) < 4 * math.sqrt(p * (1 - p) / (n * sel.sum()))
 
 
-def test_batch_matches_the_client_path_in_distribution():
-    """Client reports of fresh clients (seeded) and batch rows: same per-bit rates."""
-    params = RapporParams(8, 2, 1, 0.5, 0.75, 0.5)
-    n = 4000
-    client = np.zeros(8)
-    for s in range(n):
-        enc = RapporEncoder(params, secret=s.to_bytes(4, "big"), cohort=0, rng=s, simulation=True)
-        client += np.array(enc.encode("z").payload["bits"].tolist())
-    batch = RapporEncoder(params, rng=0, simulation=True).encode_batch(["z"] * n, rng=9, cohorts=0)
-    brate = np.unpackbits(batch.columns["bits"], axis=1, bitorder="little")[:, :8].mean(axis=0)
-    crate = client / n
-    p = np.maximum(crate, 0.05)
-    assert np.all(np.abs(crate - brate) < 4 * np.sqrt(2 * p * (1 - p) / n))
-
-
 def test_batch_input_errors():
     enc = RapporEncoder(DEMO, rng=1, simulation=True)
     with pytest.raises(ValueError, match="candidates"):

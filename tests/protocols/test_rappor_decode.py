@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from ldp.decoders.base import Aggregate
 from ldp.decoders.rappor import RapporAggregate, bit_count_variance
 from ldp.decoders.rappor_decode import CandidateMap, decode, exact_count_covariance
 from ldp.encoders.rappor import RapporEncoder, RapporParams, bloom_filter
@@ -33,22 +32,6 @@ def test_fold_counts_ones_per_cohort_and_bit(params):
     assert agg.add(batch) == 5000
     n, ones = _naive_counts(params, batch.columns["cohort"], batch.columns["bits"])
     assert (agg.cohort_n == n).all() and (agg.ones == ones).all() and agg.n == 5000
-
-
-def test_client_reports_frames_json_and_merge_agree():
-    encs = [RapporEncoder(DEMO, rng=s, simulation=True) for s in range(40)]
-    reports = [e.encode(f"w{i % 3}") for i, e in enumerate(encs)]
-    a, b, c = RapporAggregate(DEMO), RapporAggregate(DEMO), RapporAggregate(DEMO)
-    a.add(reports)
-    b.add_json_lines([r.to_json() for r in reports[:25]])
-    c.add_bytes(b"".join(r.to_bytes() for r in reports[25:]))
-    b.merge(c)
-    assert (a.ones == b.ones).all() and (a.cohort_n == b.cohort_n).all() and a.n == b.n == 40
-    back = Aggregate.from_bytes(a.to_bytes())
-    assert isinstance(back, RapporAggregate) and (back.ones == a.ones).all() and back.n == 40
-    for r in reports:
-        bits = sum(bit << i for i, bit in enumerate(r.payload["bits"]))
-        assert 0 <= bits < 1 << 16
 
 
 def test_bad_reports_are_rejected_with_reasons():

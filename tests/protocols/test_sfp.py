@@ -14,7 +14,6 @@ from ldp.decoders.sfp import CandidateLimitError, SfpAggregate, record_grid
 from ldp.decoders.sketch import sketch_variance
 from ldp.encoders.sfp import SfpEncoder, SfpParams
 from ldp.privacy.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
-from ldp.privacy.audit import audit_encoder
 from ldp.reports import Report
 from ldp.simulation.collect import simulate
 
@@ -100,13 +99,6 @@ def test_fragment_records_are_injective(kwargs):
 
 
 # -- exact privacy audit ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("word_sketch, fragment_sketch", [("cms", "cms"), ("hcms", "hcms"), ("cms", "hcms")])
-def test_audit_equals_the_sum_of_budgets(word_sketch, fragment_sketch):
-    p = SfpParams(0.7, 1.3, alphabet="ab", length=2, fragment_length=1, hash_bits=1,
-                  word_sketch=word_sketch, word_num_hashes=1, word_width=4,
-                  fragment_sketch=fragment_sketch, fragment_num_hashes=1, fragment_width=4)
-    result = audit_encoder(lambda src: SfpEncoder(p, rng=src), ["a", "b", "aa", "ab", "ba", "bb"])
-    assert result.matches(p.privacy_cost.epsilon), (result.epsilon, p.privacy_cost.epsilon)
 
 
 def test_ledger_charges_both_budgets_per_report():

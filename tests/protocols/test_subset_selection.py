@@ -16,7 +16,7 @@ from ldp.decoders.base import Aggregate
 from ldp.decoders.subset_selection import SSAggregate, ss_variance
 from ldp.encoders.subset_selection import SSEncoder, SSParams, floyd_subset, subset_size
 from ldp.privacy.accountant import BudgetLedger
-from ldp.privacy.audit import audit_encoder, output_distribution
+from ldp.privacy.audit import output_distribution
 from ldp.protocols import get_protocol
 from ldp.reports import ReportBatch
 
@@ -62,13 +62,6 @@ def test_values_refused_before_any_charge():
     assert ledger.spent("m", "lifetime").epsilon == SS.privacy_cost.epsilon
 
 
-@pytest.mark.parametrize("eps, d", [(1.0, 2), (1.0, 4), (0.5, 5), (0.3, 6)])
-def test_audit_equals_the_stated_epsilon(eps, d):
-    params = SSParams(eps, d)
-    res = audit_encoder(lambda src: SSEncoder(params, rng=src), range(d))
-    assert res.matches(params.privacy_cost.epsilon), (res.epsilon, params.privacy_cost)
-
-
 def subset_law(params: SSParams, value: int) -> dict[str, float]:
     return {str(k): float(p) for k, p in output_distribution(
         lambda src: SSEncoder(params, rng=src).encode(value).payload["bits"].to01()).items()}
@@ -102,44 +95,6 @@ def test_variance_is_the_pure_oracles_and_near_the_optimum():
         assert per_user / (4 * e / (e - 1) ** 2) <= 1.05
 
 
-@pytest.mark.parametrize("method", ["aggregate", "reports"])
-def test_unbiased_with_the_exact_variance(method):
-    """Mean within 5 SE of the truth, sample variance within 5 of its SDs (√(2/(T−1)), relative) of the formula."""
-    params, truth, trials = SSParams(1.0, 8), np.array([500, 300, 100, 0, 50, 0, 20, 30]), 300
-    gen = np.random.default_rng(5)
-    values = np.repeat(np.arange(8), truth)
-    est = np.empty((trials, 8))
-    for i in range(trials):
-        if method == "aggregate":
-            agg = SSAggregate.simulate(params, truth, gen)
-        else:
-            agg = SSAggregate(params)
-            agg.add(SSEncoder(params).encode_batch(values, gen))
-        assert agg.ones.sum() == params.omega * truth.sum()
-        est[i] = agg.estimate().count
-    var = SSAggregate.exact_variance(params, truth)
-    assert np.all(np.abs(est.mean(axis=0) - truth) < 5 * np.sqrt(var / trials))
-    assert np.all(np.abs(est.var(axis=0, ddof=1) / var - 1) < 5 * math.sqrt(2 / (trials - 1)))
-
-
-@pytest.mark.parametrize("params, value", [(SS, 1), (SS, 4), (SSParams(0.3, 6), 0), (SSParams(0.2, 11), 10)])
-def test_batch_follows_the_clients_exact_law(params, value):
-    size, d = 60_000, params.domain_size
-    law = subset_law(params, value) if d <= 6 else None
-    rows = SSEncoder(params).encode_batch(np.full(size, value), rng=9).columns["bits"]
-    bits = np.unpackbits(rows, axis=1, bitorder="little")
-    assert not bits[:, d:].any() and np.all(bits.sum(axis=1) == params.omega)
-    if law is None:  # per-value frequencies: p at the own value, q elsewhere
-        expect = np.full(d, params.q * size)
-        expect[value] = params.p * size
-        assert np.all(np.abs(bits[:, :d].sum(axis=0) - expect) < 5 * np.sqrt(expect))
-        return
-    keys, counts = np.unique(bits[:, :d], axis=0, return_counts=True)
-    observed = {"".join(map(str, k)): int(c) for k, c in zip(keys, counts, strict=True)}
-    assert set(observed) <= set(law)
-    assert stats.chisquare([observed.get(k, 0) for k in law], [law[k] * size for k in law]).pvalue > 1e-6
-
-
 def test_json_lines_batches_merge_and_bytes():
     enc = SSEncoder(SS, rng=3, simulation=True)
     values = ["a", "b", "c", "e"]
@@ -166,8 +121,6 @@ def test_json_lines_batches_merge_and_bytes():
     assert type(merged) is SSAggregate and merged.n == 298 and merged.params == SS and by_bytes.n == 4
     np.testing.assert_array_equal(merged.ones, agg.ones + other.ones)
     assert merged.estimate().items == list(LABELS)
-
-
 
 
 needs_kernel = pytest.mark.skipif(not _ss_batch.kernel_in_use(), reason="the compiled SS kernel is not built")

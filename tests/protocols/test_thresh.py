@@ -20,7 +20,6 @@ from ldp.decoders.thresh import (
     change_estimate,
     change_variance,
     fresh_change_variance,
-    thresh_variance,
 )
 from ldp.encoders.thresh import ThreshEncoder, ThreshParams
 from ldp.errors import BudgetExceeded
@@ -157,25 +156,6 @@ def test_the_lifetime_cap_bounds_the_changes(tmp_path: Path):
         for _ in range(5):
             client.record("m", 1)  # replays of the current value still report
         assert len(client.pending()) == 7
-
-
-def test_window_estimate_unbiased_with_its_exact_variance():
-    params, n, trials = ThreshParams(1.5, 4), 2_000, 400
-    truth = np.array([1_000, 600, 300, 100])
-    values = np.repeat(np.arange(4), truth)
-    enc = ThreshEncoder(params, secret=b"sim")
-    gen = np.random.default_rng(5)
-    est = np.empty((trials, 4))
-    for t in range(trials):
-        panel = ThreshPanel(n)  # fresh devices (secrets) each collection
-        agg = ThreshAggregate(params)
-        agg.add(enc.encode_batch(values, gen, panel=panel))
-        est[t] = agg.estimate().count
-    var = thresh_variance(params, truth)
-    z = stats.norm.isf(1e-4 / 8)
-    assert np.all(np.abs(est.mean(axis=0) - truth) <= z * np.sqrt(var / trials))
-    lo, hi = stats.chi2.ppf([1e-4 / 8, 1 - 1e-4 / 8], trials - 1) / (trials - 1)
-    assert np.all((lo <= est.var(axis=0, ddof=1) / var) & (est.var(axis=0, ddof=1) / var <= hi))
 
 
 def test_change_estimate_has_the_movers_variance_only():
