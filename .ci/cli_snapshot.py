@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -105,9 +106,10 @@ def commands(folder: Path) -> list[tuple[str, list[str]]]:
 
 
 def _run(argv: list[str], cwd: Path) -> str:
-    done = subprocess.run([sys.executable, "-m", "ldp", *argv], capture_output=True, text=True, cwd=cwd,
-                          env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "COLUMNS": "120",
-                               "PYTHONHASHSEED": "0"})
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "COLUMNS": "120", "PYTHONHASHSEED": "0"}
+    if os.environ.get("PYTHONPATH"):  # the checkout under test, not whichever ldp the interpreter has installed
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(e).resolve()) for e in os.environ["PYTHONPATH"].split(os.pathsep))
+    done = subprocess.run([sys.executable, "-m", "ldp", *argv], capture_output=True, text=True, cwd=cwd, env=env)
     text = f"$ ldp {' '.join(argv)}\n[exit {done.returncode}]\n--- stdout\n{done.stdout}--- stderr\n{done.stderr}"
     text = text.replace(str(cwd), "<TMP>")
     if argv[0] == "demo":  # its timings vary from run to run

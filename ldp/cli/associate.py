@@ -16,11 +16,16 @@ from typing import Any
 
 from ldp.cli.support import BAD_INPUT, input_file, number, open_unit, report_error
 
-__all__ = ["add_associate_arguments", "associate_command", "SE_CHOICES"]
+__all__ = ["add_associate_arguments", "associate_command", "SE_CHOICES", "register"]
 
 MAX_REPLICATES = 100_000
 SE_CHOICES = ("bootstrap", "information", "none")
 """``ldp.decoders.association.SE_METHODS``, spelled out: ``ldp --help`` must not import numpy (a test checks both)."""
+
+
+def register(subparsers: Any) -> None:
+    """Add ``associate`` to the ``ldp`` subcommands, run by :func:`associate_command`."""
+    add_associate_arguments(subparsers).set_defaults(handler=associate_command)
 
 
 def add_associate_arguments(subparsers: Any) -> argparse.ArgumentParser:

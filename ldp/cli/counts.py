@@ -9,14 +9,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import json
 from collections.abc import Callable
 from typing import Any
 
 from ldp.cli.protocols import build_params, loose_options
-from ldp.cli.support import PROTOCOLS_HELP
+from ldp.cli.support import PROTOCOLS_HELP, apply_defaults
 from ldp.display.tables import Column, render
 
-__all__ = ["simulate_counts", "render_count_simulation", "plan_counts", "render_count_plans", "options_builder"]
+__all__ = ["simulate_counts", "render_count_simulation", "plan_counts", "render_count_plans", "options_builder",
+           "simulation_text", "plan_text", "attack_text"]
 
 
 def options_builder(protocol: str) -> Callable[[argparse.Namespace], Any] | None:
@@ -96,6 +98,12 @@ def simulate_counts(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def simulation_text(args: argparse.Namespace) -> str:
+    """What ``ldp simulate`` prints for a counting protocol: :func:`simulate_counts` as JSON or a table."""
+    out = simulate_counts(args)
+    return json.dumps(out, indent=2) if args.json else render_count_simulation(out)
+
+
 def render_count_simulation(out: dict[str, Any]) -> str:
     s = out["summary"]
     head = (f"{out['protocol']} ε={out['epsilon']:.4g}, population {out['population']}, n={s['n']}, "
@@ -155,6 +163,16 @@ def plan_counts(args: argparse.Namespace) -> Any:
                  reports=args.reports, distinct_values=args.distinct_values, **options)]
 
 
+def plan_text(args: argparse.Namespace) -> str:
+    """What ``ldp plan`` prints for a counting protocol (or ``--recommend``): :func:`plan_counts` as JSON or a table,
+    with ``--shuffled``'s central guarantee."""
+    from ldp.cli.shuffled import plan_output
+
+    plans = plan_counts(apply_defaults(args))
+    return plan_output([p.to_dict() for p in plans], [(p.protocol, p.epsilon_per_report) for p in plans],
+                       "" if args.json else render_count_plans(plans, args.recommend), args)
+
+
 def render_count_plans(plans: list[Any], ranked: bool) -> str:
     if not ranked:
         return plans[0].table()
@@ -173,11 +191,45 @@ def render_count_plans(plans: list[Any], ranked: bool) -> str:
     return "\n".join([render(cols, rows, title=head), plans.summary()])
 
 
+def attack_text(args: argparse.Namespace) -> str:
+    """What ``ldp simulate --attack`` prints: :func:`simulate_attack_command`'s result as JSON or lines."""
+    res = simulate_attack_command(args)
+    return json.dumps(res.to_dict(), indent=2) if args.json else "\n".join(res.lines())
+
+
+def check_attack(params: Any, attack: str) -> None:
+    """Refuse (``ValueError``, exit status 2) an ``--attack`` the protocol of ``params`` has no model for: ``mga``
+    without its :class:`~ldp.simulation.attack.Attacker` (``ldp/simulation/<family>_attack.py``), and any attack on an
+    open-domain protocol whose candidates cannot be scored (no ``scoring`` of its own in its simulation and no exact
+    variance on its aggregate: the discovery protocols)."""
+    from ldp.lazy import subclasses_in
+    from ldp.protocols import get_protocol
+    from ldp.simulation.attack import Attacker, attacker_for
+    from ldp.simulation.base import Simulation
+    from ldp.simulation.collect import simulation_for
+
+    protocol = params.protocol
+    scored = (params.domain_size is not None or type(simulation_for(params)).scoring is not Simulation.scoring
+              or hasattr(get_protocol(protocol).aggregate_type, "exact_variance"))
+    if not scored:
+        raise ValueError(f"--attack {attack}: {protocol} has no attack model here: its simulated collection cannot "
+                         "score given candidate strings (it discovers its strings), which the frequency gain needs")
+    if attack == "mga" and type(attacker_for(params)) is Attacker:
+        types = [t for a in subclasses_in("ldp.simulation", Attacker, suffix="_attack")
+                 for t in (a.params_type if isinstance(a.params_type, tuple) else (a.params_type,))]
+        modelled = sorted({str(getattr(t, "protocol", t.__name__)) for t in types})
+        raise ValueError(f"--attack mga: no maximal gain attack is defined for {protocol}; it is for "
+                         f"{', '.join(modelled)} (--attack random sends uniformly random reports under any frequency "
+                         "protocol)")
+
+
 def simulate_attack_command(args: argparse.Namespace) -> Any:
     """``ldp simulate --attack``: one collection of ``--n`` users, ``--fraction`` of them fake (Cao, Jia and Gong
-    2021), its damage and what the poisoning checks say (an :class:`~ldp.simulation.attack.AttackResult`)."""
+    2021), its damage and what the poisoning checks say (an :class:`~ldp.simulation.attack.AttackResult`); an attack
+    the protocol has no model for is refused (:func:`check_attack`)."""
     from ldp.simulation.attack import simulate_attack
 
     params, population, _ = _simulated_setup(args)
+    check_attack(params, args.attack)
     return simulate_attack(params, population, args.n, attack=args.attack, fraction=args.fraction,
                            targets=args.targets, rng=args.seed)

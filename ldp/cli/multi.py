@@ -11,16 +11,13 @@ domain, uniform numbers on the attribute's bounds).
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from ldp.display.tables import Column, render
 
-__all__ = ["is_multi_command", "multi_params", "plan_multi_command", "render_multi_simulation",
-           "simulate_multi_command"]
-
-
-def is_multi_command(args: argparse.Namespace) -> bool:
-    return getattr(args, "protocol", None) == "multi"
+__all__ = ["multi_params", "plan_multi_command", "render_multi_simulation",
+           "simulate_multi_command", "simulation_text", "plan_text"]
 
 
 def _attributes(args: argparse.Namespace) -> tuple[float, list[Any], str | None]:
@@ -92,6 +89,12 @@ def simulate_multi_command(args: argparse.Namespace) -> dict[str, Any]:
             "summary": result.summary(), "items": result.rows(), "notes": list(result.notes)}
 
 
+def simulation_text(args: argparse.Namespace) -> str:
+    """What ``ldp simulate multi`` prints: :func:`simulate_multi_command` as JSON or a table."""
+    out = simulate_multi_command(args)
+    return json.dumps(out, indent=2) if args.json else render_multi_simulation(out)
+
+
 def render_multi_simulation(out: dict[str, Any]) -> str:
     s = out["summary"]
     pops = ", ".join(f"{k}: {v}" for k, v in out["populations"].items())
@@ -110,12 +113,33 @@ def render_multi_simulation(out: dict[str, Any]) -> str:
 
 def plan_multi_command(args: argparse.Namespace) -> Any:
     """``ldp plan multi``: both modes' SE per attribute and the recommended mode."""
+    from ldp.cli.numeric import DETECTION_OPTIONS
+    from ldp.cli.support import given_options
     from ldp.plan.multi import plan_multi
 
-    if args.d is not None or args.target_se is not None or args.recommend or args.values is not None:
+    unused = given_options(args, (*DETECTION_OPTIONS, "reports", "distinct_values"))
+    if args.d is not None or args.target_se is not None or args.recommend or args.values is not None or unused:
         raise ValueError("ldp plan multi takes --epsilon, --param attributes=... and --n (the attributes give the "
-                         "domains; it compares split and sample itself)")
+                         "domains; it compares split and sample itself)"
+                         + (f"; it does not take {', '.join(unused)}" if unused else ""))
     eps, attrs, mode = _attributes(args)
     if mode is not None:
         raise ValueError("ldp plan multi compares both modes: leave out --param mode=")
     return plan_multi(eps, attrs, int(args.n or 1_000_000))
+
+
+def plan_text(args: argparse.Namespace) -> str:
+    """What ``ldp plan multi`` prints: :func:`plan_multi_command` as JSON or a table; with ``--shuffled``, one
+    central guarantee per mode (split, sample), under the plan's key ``central``."""
+    from ldp.cli.shuffled import plan_output
+
+    mplan = plan_multi_command(args)
+    if args.shuffled is None:
+        return json.dumps(mplan.to_dict(), indent=2) if args.json else str(mplan.table())
+    modes = list(mplan.epsilon_per_report.items())
+    shown = plan_output([mplan.to_dict()] * len(modes), modes, mplan.table(), args)
+    if args.json:
+        both = json.loads(shown)
+        shown = json.dumps({**both[0], "central": {m: p["central"] for (m, _), p in zip(modes, both, strict=True)}},
+                           indent=2)
+    return shown

@@ -8,13 +8,17 @@ population is ``--population uniform|normal|exponential`` (``--loc``, ``--scale`
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from ldp.display.tables import Column, key_values, render
 from ldp.encoders.numeric import MEAN_PROTOCOLS
 
-__all__ = ["add_numeric_options", "is_mean_command", "mean_params", "plan_means", "render_mean_plans",
-           "render_mean_simulation", "simulate_means"]
+__all__ = ["add_numeric_options", "mean_params", "plan_means", "render_mean_plans",
+           "render_mean_simulation", "simulate_means", "simulation_text", "plan_text"]
+
+DETECTION_OPTIONS = ("frequency", "alpha", "candidates", "power")
+"""``ldp plan``'s options about detecting an item, which a mean's plan (an SE of the mean) does not use."""
 
 
 def add_numeric_options(p: argparse.ArgumentParser, simulate: bool) -> None:
@@ -30,11 +34,6 @@ def add_numeric_options(p: argparse.ArgumentParser, simulate: bool) -> None:
                        help="normal: its mean (default the centre); exponential: its start (default low)")
         g.add_argument("--scale", type=finite_float,
                        help="normal: its sd (default range/6); exponential: its mean above loc (default range/4)")
-
-
-def is_mean_command(args: argparse.Namespace) -> bool:
-    """Whether the command is about a mean mechanism."""
-    return getattr(args, "protocol", None) in MEAN_PROTOCOLS or bool(getattr(args, "mean", False))
 
 
 def _bounds(args: argparse.Namespace) -> tuple[float, float]:
@@ -88,6 +87,25 @@ def simulate_means(args: argparse.Namespace) -> dict[str, Any]:
             "notes": list(result.notes)}
 
 
+def simulation_text(args: argparse.Namespace) -> str:
+    """What ``ldp simulate`` prints for a mean mechanism: :func:`simulate_means` as JSON or a table."""
+    out = simulate_means(args)
+    return json.dumps(out, indent=2) if args.json else render_mean_simulation(out)
+
+
+def plan_text(args: argparse.Namespace) -> str:
+    """What ``ldp plan`` prints for a mean mechanism (or ``--recommend --mean``): :func:`plan_means` as JSON or a
+    table, with ``--shuffled``'s central guarantee; the detection options are refused."""
+    from ldp.cli.shuffled import plan_output
+    from ldp.cli.support import apply_defaults, refuse_options
+
+    refuse_options(args, DETECTION_OPTIONS, "detect an item of a domain; a mean's plan gives the SE of the mean "
+                                            "(leave them out)")
+    plans = plan_means(apply_defaults(args))
+    return plan_output([p.to_dict() for p in plans], [(p.protocol, p.epsilon_per_report) for p in plans],
+                       "" if args.json else render_mean_plans(plans, args.recommend), args)
+
+
 def render_mean_simulation(out: dict[str, Any]) -> str:
     s, pr = out["summary"], out["params"]
     head = (f"{out['protocol']} ε={out['epsilon']:.4g}, values in [{pr['low']:g}, {pr['high']:g}], population "
@@ -110,9 +128,10 @@ def plan_means(args: argparse.Namespace) -> list[Any]:
 
     if args.d is not None:
         raise ValueError("the mean mechanisms take numbers in [low, high], not a domain: leave out --d")
-    if not args.recommend and args.protocol not in MEAN_PROTOCOLS:
+    if not args.recommend and (args.mean or args.protocol not in MEAN_PROTOCOLS):
+        named = args.protocol in MEAN_PROTOCOLS
         raise ValueError("--mean ranks the mean mechanisms with --recommend; for one plan name one of "
-                         f"{', '.join(MEAN_PROTOCOLS)}")
+                         f"{', '.join(MEAN_PROTOCOLS)}" + (" (without --mean)" if named else ""))
     values = read_values(args.values) if args.values is not None else None
     if args.recommend:
         if args.epsilon is None:

@@ -1,4 +1,5 @@
-"""``ldp pem-discover`` (its options and output) and PEM's parameters in ``ldp simulate`` and ``ldp plan``."""
+"""``ldp pem-discover`` (its options, run and output; :func:`register` adds it) and PEM's parameters in
+``ldp simulate`` and ``ldp plan``."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import argparse
 import math
 from typing import Any
 
-from ldp.cli.protocols import add_discovery_inputs
+from ldp.cli.protocols import add_discovery_inputs, discovery_aggregate, print_discovery
 from ldp.cli.support import number, open_unit, positive_int
 
-__all__ = ["pem_params", "add_pem_discover_arguments", "pem_discover_command"]
+__all__ = ["pem_params", "add_pem_discover_arguments", "pem_discover_command", "pem_discover_files", "register"]
 
 
 def pem_params(args: argparse.Namespace) -> Any:
@@ -34,8 +35,13 @@ def pem_params(args: argparse.Namespace) -> Any:
 params_from_args = pem_params  # what `ldp simulate pem` and `ldp plan pem` build params with (ldp.cli.counts)
 
 
-def add_pem_discover_arguments(sub: Any) -> None:
-    """The ``pem-discover`` subcommand."""
+def register(sub: Any) -> None:
+    """Add ``pem-discover`` to the ``ldp`` subcommands."""
+    add_pem_discover_arguments(sub).set_defaults(handler=pem_discover_command)
+
+
+def add_pem_discover_arguments(sub: Any) -> argparse.ArgumentParser:
+    """The ``pem-discover`` subcommand's parser (added to ``sub``, returned)."""
     pd = sub.add_parser("pem-discover", help="discover frequent strings from PEM (prefix extending) reports",
                         description="Prefix extension: score every first prefix in the first group, extend the "
                                     "prefixes kept round by round, and report the full-length strings above the "
@@ -55,6 +61,7 @@ def add_pem_discover_arguments(sub: Any) -> None:
     out = pd.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output")
     out.add_argument("--csv", action="store_true", help="CSV output")
+    return pd
 
 
 def _round_json(r: dict[str, Any]) -> dict[str, Any]:
@@ -65,9 +72,19 @@ def _round_json(r: dict[str, Any]) -> dict[str, Any]:
 
 def pem_discover_command(args: argparse.Namespace) -> int:
     """Run ``ldp pem-discover`` and print its result."""
-    from ldp.cli.protocols import pem_discover_files, print_discovery
-
     agg, found = pem_discover_files(args)
     print_discovery(args, agg, found, found.candidates if args.all else found.strings,
                     rounds=[_round_json(r) for r in found.rounds])
     return 0
+
+
+def pem_discover_files(args: argparse.Namespace) -> Any:
+    """Discover strings from a PEM aggregate file, or from report files and the parameters
+    (``--param KEY=VALUE``): ``(aggregate, PEMDiscovery)``."""
+    from ldp.decoders.pem import PEMAggregate
+    from ldp.encoders.pem import PEMParams
+
+    agg = discovery_aggregate(args, PEMAggregate, PEMParams, "PEM")
+    found = agg.discover(top_k=args.top_k, alpha=args.alpha or None, false_prefixes=args.false_prefixes or None,
+                         alphabet=args.alphabet, confidence=args.confidence)
+    return agg, found

@@ -1,13 +1,16 @@
-"""The protocol commands' parameter handling and the two decoders the ``ldp`` command runs on files:
-``--param KEY=VALUE`` options into params (:func:`build_params`), ``ldp privacy``, ``ldp
-rappor-decode`` (Google's CSVs or an aggregate file), ``ldp sfp-discover`` and ``ldp pem-discover``."""
+"""What the protocol commands share: ``--param KEY=VALUE`` options into params (:func:`build_params`), the
+protocol named positionally or by ``--protocol`` (:func:`add_protocol_argument`, :func:`protocol_of`), the options
+only some protocols read (:func:`check_own_options`), and the inputs and output of the discovery commands
+(``ldp sfp-discover``, ``ldp pem-discover``, ``ldp ngrams-discover``: :func:`discovery_aggregate`)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import math
+from types import ModuleType
 from typing import Any
 
 from ldp.cli.support import finite_float, input_file
@@ -47,6 +50,102 @@ def add_params_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--yes-prob", type=finite_float, help="rr forced response: probability the forced answer is yes (β)")
     g.add_argument("--param", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="any parameter of the protocol's Params class (repeatable)")
+
+
+def add_protocol_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """The protocol a command is about, positional (``ldp simulate grr``, as ``ldp plan grr`` and ``ldp privacy grr``),
+    or as ``--protocol grr``, kept as an alias; :func:`protocol_of` reads the two."""
+    parser.add_argument("protocol", nargs="?", help=help)
+    parser.add_argument("--protocol", dest="protocol_option", metavar="PROTOCOL",
+                        help="the protocol as an option: the same as the positional PROTOCOL (give it once)")
+
+
+def protocol_of(args: argparse.Namespace, *, required: bool = True) -> str | None:
+    """The protocol of :func:`add_protocol_argument`'s two spellings, set as ``args.protocol``; both given and
+    different, or none when ``required``, is a ``ValueError`` (exit status 2) naming the rule."""
+    given, option = args.protocol, getattr(args, "protocol_option", None)
+    if given is not None and option is not None and given != option:
+        raise ValueError(f"the protocol is given twice, as {given!r} and as --protocol {option!r}: give it once")
+    args.protocol = given if given is not None else option
+    if args.protocol is None and required:
+        from ldp.protocols import client_protocols
+
+        raise ValueError(f"name the protocol: ldp {args.command} PROTOCOL (or --protocol PROTOCOL), one of "
+                         f"{', '.join(sorted(client_protocols()))}")
+    return args.protocol
+
+
+KIND_MODULES = {"counts": "ldp.cli.counts", "numbers": "ldp.cli.numeric", "attributes": "ldp.cli.multi"}
+"""The module that plans and simulates each kind of population a protocol's collections take (its params'
+:attr:`~ldp.encoders.base.ProtocolParams.population_kind`): each has ``plan_text(args)`` and ``simulation_text(args)``
+(and ``attack_text(args)`` where ``ldp simulate --attack`` applies), returning what the command prints."""
+
+
+def kind_module(protocol: str | None, *, numbers: bool = False) -> ModuleType:
+    """The :data:`KIND_MODULES` module of ``protocol``'s population kind; ``numbers``: the mean mechanisms' (``ldp plan
+    --recommend --mean``); no protocol or an unknown one: the counting protocols' (whose errors name the known ones)."""
+    from ldp.protocols import client_protocols
+
+    known = client_protocols().get(protocol) if protocol is not None else None
+    kind = "numbers" if numbers else known[0].population_kind if known is not None else "counts"
+    return importlib.import_module(KIND_MODULES[kind])
+
+
+OWN_OPTIONS = ("p", "q", "truth_prob", "yes_prob")
+"""The loose options that belong to a protocol, not to every protocol: read only by the params'
+:meth:`~ldp.encoders.base.ProtocolParams.from_options` that asks for them (:func:`options_read`)."""
+
+
+class _ReadRecorder(dict[str, Any]):
+    """The options handed to ``from_options``, every one ``None``, remembering which keys were asked for."""
+
+    def __init__(self) -> None:
+        super().__init__(dict.fromkeys(LOOSE_OPTIONS))
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+
+def options_read(params_type: Any) -> frozenset[str]:
+    """The :data:`LOOSE_OPTIONS` that ``params_type.from_options`` asks for, found by handing it options that are all
+    ``None`` (what it answers, or raises, is not used: only the keys it reads). The base hook reads none."""
+    options = _ReadRecorder()
+    try:
+        params_type.from_options(options)
+    except Exception:  # noqa: BLE001  (a hook refusing options that are all None has still read them)
+        pass
+    return frozenset(options.read)
+
+
+def _flags(names: list[str]) -> str:
+    return ", ".join("--" + n.replace("_", "-") for n in names)
+
+
+def check_own_options(protocol: str | None, args: argparse.Namespace) -> None:
+    """Refuse the :data:`OWN_OPTIONS` given for a protocol whose params do not read them (``--p`` for ``grr``), or
+    given with ``--param`` fields (which take the protocol's fields instead): a ``ValueError`` naming the options,
+    the protocol and the protocols that take them. An unknown protocol is left to :func:`build_params`."""
+    from ldp.protocols import client_protocols
+
+    given = [n for n in OWN_OPTIONS if getattr(args, n, None) is not None]
+    known = client_protocols()
+    if not given or protocol not in known:
+        return
+    unread = [n for n in given if n not in options_read(known[protocol][0])]
+    if unread:
+        takers = sorted(name for name, (params_type, _) in known.items() if set(unread) <= options_read(params_type))
+        raise ValueError(f"{_flags(unread)}: not an option of {protocol} (give its parameters with --epsilon, --d or "
+                         f"--param KEY=VALUE); {_flags(unread)} {'are' if len(unread) > 1 else 'is'} for "
+                         f"{', '.join(takers) or 'no protocol'}")
+    if getattr(args, "param", None):
+        raise ValueError(f"give {protocol}'s parameters either as {_flags(given)} or as --param KEY=VALUE fields, "
+                         "not both")
 
 
 def build_params(protocol: str, args: argparse.Namespace) -> Any:
@@ -95,17 +194,7 @@ def params_with_options(params_type: Any, fields: dict[str, Any], epsilon: float
                      "--param KEY=VALUE)") from None
 
 
-def privacy_summary(args: argparse.Namespace) -> dict[str, Any]:
-    params = build_params(args.protocol, args)
-    out = {"protocol": params.protocol, "params": params.to_dict(), "fingerprint": params.fingerprint,
-           **params.privacy_cost.to_dict()}
-    for name in ("p", "q", "p_star", "q_star", "f_effective", "epsilon_one", "epsilon_inf"):
-        if hasattr(params, name) and name not in out["params"]:
-            out[name] = getattr(params, name)
-    return out
-
-
-def _read_bytes(path: str) -> bytes:
+def read_bytes(path: str) -> bytes:
     try:
         with open(path, "rb") as fh:
             return fh.read()
@@ -113,7 +202,7 @@ def _read_bytes(path: str) -> bytes:
         raise ValueError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def _aggregate_file(path: str, aggregate_type: type, protocol: str) -> Any:
+def aggregate_file(path: str, aggregate_type: type, protocol: str) -> Any:
     """The aggregate in the file ``path`` (checked as untrusted bytes), which must be of ``aggregate_type``."""
     from ldp.server.store import read_aggregate
 
@@ -123,58 +212,9 @@ def _aggregate_file(path: str, aggregate_type: type, protocol: str) -> Any:
     return agg
 
 
-def rappor_decode_files(args: argparse.Namespace) -> Any:
-    """Decode RAPPOR counts: Google's params/counts/map CSVs, or our aggregate file + candidates.
-
-    Text files are read as UTF-8 (a leading byte-order mark dropped; :func:`ldp.decoders.rappor_output.decode_text`);
-    a candidate file by :func:`~ldp.decoders.rappor_output.read_candidates`; no candidates is an error."""
-    from ldp.decoders.rappor import RapporAggregate
-    from ldp.decoders.rappor_decode import CandidateMap, decode
-    from ldp.decoders.rappor_output import decode_text, read_candidates
-    from ldp.encoders.rappor import RapporParams
-
-    if getattr(args, "google_csv", False) and args.all:
-        raise ValueError("--google-csv writes the detected candidates only, as Google's results.csv does; "
-                         "for every candidate use --csv or --json")
-    if args.aggregate:
-        if args.counts or args.params:
-            raise ValueError("give either --aggregate or --params with --counts, not both")
-        agg = _aggregate_file(args.aggregate, RapporAggregate, "RAPPOR")
-    else:
-        if not (args.params and args.counts):
-            raise ValueError("need --aggregate FILE, or Google's --params params.csv and --counts counts.csv")
-        params = RapporParams.from_google_csv(decode_text(_read_bytes(args.params), args.params))
-        agg = RapporAggregate.from_google_counts(params, decode_text(_read_bytes(args.counts), args.counts))
-    if bool(args.map) == bool(args.candidates):
-        raise ValueError("give the candidates as exactly one of --map map.csv (Google) or --candidates FILE")
-    if args.map:
-        cands: Any = CandidateMap.from_google_map(agg.params, decode_text(_read_bytes(args.map), args.map))
-        given = len(cands.candidates)
-    else:
-        cands = read_candidates(_read_bytes(args.candidates), args.candidates)
-        given = len(cands)
-    if not given:
-        raise ValueError(f"{args.map or args.candidates} holds no candidates")
-    est = decode(agg, cands, alpha=args.alpha, correction=args.correction, confidence=args.confidence,
-                 selection=args.selection)
-    return est.sorted()
-
-
-def sfp_discover_files(args: argparse.Namespace) -> Any:
-    """Discover words from an SFP aggregate file, or from report files and the parameters."""
-    from ldp.decoders.sfp import SfpAggregate
-    from ldp.encoders.sfp import SfpParams
-
-    agg = _discovery_aggregate(args, SfpAggregate, SfpParams, "SFP")
-    found = agg.discover(top=args.top, alpha=None if args.alpha <= 0 else args.alpha, confidence=args.confidence,
-                         max_candidates=args.max_candidates, false_records=args.false_records, peel=not args.no_peel,
-                         progress=False if getattr(args, "log_quiet", False) else None)
-    return agg, found
-
-
 def add_discovery_inputs(parser: argparse.ArgumentParser, name: str, params_type: str, example: str) -> None:
     """The input options every discovery command shares: ``--aggregate``, or ``--reports`` with the
-    parameters as ``--param KEY=VALUE`` (and ``--save``); read by :func:`_discovery_aggregate`."""
+    parameters as ``--param KEY=VALUE`` (and ``--save``); read by :func:`discovery_aggregate`."""
     parser.add_argument("--aggregate", type=input_file, help=f"an ldp {name} aggregate (Aggregate.to_bytes)")
     parser.add_argument("--reports", nargs="+", metavar="FILE", type=input_file,
                         help="report files (JSON lines or binary frames); parameters as --param KEY=VALUE")
@@ -183,25 +223,13 @@ def add_discovery_inputs(parser: argparse.ArgumentParser, name: str, params_type
     parser.add_argument("--save", metavar="FILE", help="with --reports: also write the aggregate to FILE")
 
 
-def pem_discover_files(args: argparse.Namespace) -> Any:
-    """Discover strings from a PEM aggregate file, or from report files and the parameters
-    (``--param KEY=VALUE``): ``(aggregate, PEMDiscovery)``."""
-    from ldp.decoders.pem import PEMAggregate
-    from ldp.encoders.pem import PEMParams
-
-    agg = _discovery_aggregate(args, PEMAggregate, PEMParams, "PEM")
-    found = agg.discover(top_k=args.top_k, alpha=args.alpha or None, false_prefixes=args.false_prefixes or None,
-                         alphabet=args.alphabet, confidence=args.confidence)
-    return agg, found
-
-
-def _discovery_aggregate(args: argparse.Namespace, aggregate_type: Any, params_type: Any, name: str) -> Any:
+def discovery_aggregate(args: argparse.Namespace, aggregate_type: Any, params_type: Any, name: str) -> Any:
     """The aggregate a discovery command works on: ``--aggregate FILE``, or ``--reports FILE...`` folded
     with the parameters given as ``--param KEY=VALUE`` (``--save`` writes it); no valid report is an error."""
     if args.aggregate:
         if args.reports or args.param:
             raise ValueError("give either --aggregate or --reports with --param options, not both")
-        agg = _aggregate_file(args.aggregate, aggregate_type, name)
+        agg = aggregate_file(args.aggregate, aggregate_type, name)
     else:
         if not args.reports:
             raise ValueError("need --aggregate FILE, or --reports FILE... with the parameters as --param KEY=VALUE")
@@ -221,7 +249,7 @@ def _fold_report_files(agg: Any, paths: list[str], save: str | None) -> None:
     whitespace), else binary frames; malformed reports are rejected with a reason and counted. With
     ``save``, write the aggregate there."""
     for path in paths:
-        data = _read_bytes(path)
+        data = read_bytes(path)
         if data.lstrip()[:1] == b"{":
             agg.add_json_lines(data.splitlines())
         else:

@@ -1,5 +1,5 @@
-"""``ldp ngrams-discover`` (its options and output) and rappor-ngrams' parameters in ``ldp simulate`` and
-``ldp plan``."""
+"""``ldp ngrams-discover`` (its options, run and output; :func:`register` adds it) and rappor-ngrams' parameters
+in ``ldp simulate`` and ``ldp plan``."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import argparse
 import json
 from typing import Any
 
-from ldp.cli.protocols import _discovery_aggregate, add_discovery_inputs
+from ldp.cli.protocols import add_discovery_inputs, discovery_aggregate
 from ldp.cli.support import non_negative_int, open_unit, positive_int
 
-__all__ = ["ngrams_params", "add_ngrams_arguments", "ngrams_command", "ngrams_discover_files"]
+__all__ = ["ngrams_params", "add_ngrams_arguments", "ngrams_command", "ngrams_discover_files", "register"]
 
 _SHAPE = ("n", "max_length", "alphabet")
 """The fields :func:`~ldp.plan.rappor_ngrams.ngrams_default_params` takes besides ε."""
@@ -37,8 +37,13 @@ def ngrams_params(args: argparse.Namespace) -> Any:
 params_from_args = ngrams_params  # what `ldp simulate` and `ldp plan` build params with (ldp.cli.counts)
 
 
-def add_ngrams_arguments(sub: Any) -> None:
-    """The ``ngrams-discover`` subcommand."""
+def register(sub: Any) -> None:
+    """Add ``ngrams-discover`` to the ``ldp`` subcommands."""
+    add_ngrams_arguments(sub).set_defaults(handler=ngrams_command)
+
+
+def add_ngrams_arguments(sub: Any) -> argparse.ArgumentParser:
+    """The ``ngrams-discover`` subcommand's parser (added to ``sub``, returned)."""
     nd = sub.add_parser("ngrams-discover", help="discover frequent strings from RAPPOR n-gram reports (rappor-ngrams)",
                         description="RAPPOR with unknown strings (Fanti et al.): screen the n-grams at each position, "
                                     "test the n-gram pairs of each position pair by EM, chain the significant pairs "
@@ -67,6 +72,7 @@ def add_ngrams_arguments(sub: Any) -> None:
     out = nd.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output")
     out.add_argument("--csv", action="store_true", help="CSV output (the strings' estimates)")
+    return nd
 
 
 def ngrams_discover_files(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -75,7 +81,7 @@ def ngrams_discover_files(args: argparse.Namespace) -> tuple[Any, Any]:
     from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
     from ldp.encoders.rappor_ngrams import RapporNgramsParams
 
-    agg = _discovery_aggregate(args, RapporNgramsAggregate, RapporNgramsParams, "rappor-ngrams")
+    agg = discovery_aggregate(args, RapporNgramsAggregate, RapporNgramsParams, "rappor-ngrams")
     found = agg.discover(alpha=args.alpha, gram_alpha=args.gram_alpha, pair_alpha=args.pair_alpha,
                          max_grams=args.max_grams, max_candidates=args.max_candidates, max_maps=args.max_maps,
                          se=args.se, confidence=args.confidence, rng=args.seed)

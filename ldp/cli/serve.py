@@ -8,12 +8,18 @@ import argparse
 import ipaddress
 import logging
 import sys
+from typing import Any
 
 from ldp.extras import pip_install
 
-__all__ = ["add_serve_arguments", "serve_command"]
+__all__ = ["add_serve_arguments", "serve_command", "register"]
 
 logger = logging.getLogger("ldp.collector")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``serve`` to the ``ldp`` subcommands, run by :func:`serve_command`."""
+    add_serve_arguments(subparsers).set_defaults(handler=serve_command)
 
 
 def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""``ldp aggregate``, ``ldp merge`` and ``ldp decode``: :func:`add_server_arguments` adds them to an
+"""``ldp aggregate``, ``ldp merge`` and ``ldp decode``: :func:`register` (:func:`add_server_arguments`) adds them to an
 argparse subparsers object and :func:`server_command` runs them (exit status 0, or 2 with the
 error on stderr for bad input: a spec, a changed input, an unreadable file, a missing extra)."""
 
@@ -12,9 +12,15 @@ from typing import Any
 
 from ldp.extras import install_hint
 
-__all__ = ["SERVER_COMMANDS", "add_server_arguments", "quantile_list", "server_command"]
+__all__ = ["SERVER_COMMANDS", "add_server_arguments", "quantile_list", "register", "server_command"]
 
 SERVER_COMMANDS = ("aggregate", "merge", "decode")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``aggregate``, ``merge`` and ``decode`` to the ``ldp`` subcommands, each run by :func:`server_command`."""
+    for parser in add_server_arguments(subparsers).values():
+        parser.set_defaults(handler=server_command)
 
 
 def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:

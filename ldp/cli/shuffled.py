@@ -11,15 +11,25 @@ from ldp.cli.support import count, open_unit
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.shuffle import shuffled_cost
 
-__all__ = ["add_shuffle_options", "central_guarantee", "central_lines", "privacy_output", "plan_output"]
+__all__ = ["DEFAULT_DELTA", "add_shuffle_options", "central_guarantee", "central_lines", "check_shuffle_options",
+           "privacy_output", "plan_output"]
+
+DEFAULT_DELTA = 1e-8
+"""δ of the central guarantee when ``--shuffled`` comes without ``--delta``."""
 
 
 def add_shuffle_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shuffled", type=count, metavar="N",
                         help="also give the central (ε, δ) against the analyst when a trusted shuffler, not the "
                              "analyst, permutes N reports from N distinct users, one each (1e6 is accepted)")
-    parser.add_argument("--delta", type=open_unit, default=1e-8,
-                        help="δ of the central guarantee with --shuffled (default 1e-8)")
+    parser.add_argument("--delta", type=open_unit, help=f"δ of the central guarantee with --shuffled (default "
+                                                         f"{DEFAULT_DELTA:g})")
+
+
+def check_shuffle_options(args: argparse.Namespace) -> None:
+    """``--delta`` is the δ of ``--shuffled``'s guarantee: alone, it is refused (exit status 2)."""
+    if getattr(args, "delta", None) is not None and getattr(args, "shuffled", None) is None:
+        raise ValueError("--delta is the δ of the central guarantee of --shuffled N: give --shuffled too")
 
 
 def central_guarantee(per_report: PrivacyCost, args: argparse.Namespace) -> dict[str, Any] | None:
@@ -29,7 +39,8 @@ def central_guarantee(per_report: PrivacyCost, args: argparse.Namespace) -> dict
     if per_report.delta != 0.0:
         return {"n": int(args.shuffled), "amplified": False,
                 "note": f"no shuffling bound for a report with δ > 0 ({per_report}); the local guarantee stands"}
-    return shuffled_cost(per_report, int(args.shuffled), args.delta).to_dict()
+    delta = args.delta if getattr(args, "delta", None) is not None else DEFAULT_DELTA
+    return shuffled_cost(per_report, int(args.shuffled), delta).to_dict()
 
 
 def central_lines(label: str, per_report: PrivacyCost, central: dict[str, Any], trust: bool = True) -> list[str]:

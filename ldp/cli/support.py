@@ -21,7 +21,8 @@ from ldp.protocols import client_protocols
 
 __all__ = ["COUNT_PROTOCOLS", "PROTOCOLS_HELP",
            "BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
-           "non_negative_int", "finite_float", "positive_float", "open_unit", "matplotlib_missing"]
+           "non_negative_int", "finite_float", "positive_float", "open_unit", "matplotlib_missing",
+           "matplotlib_missing_error", "given_options", "refuse_options", "apply_defaults"]
 
 
 
@@ -115,6 +116,38 @@ def input_file(text: str) -> str:
 positive_int, non_negative_int = number(int, 1), number(int, 0)
 finite_float, positive_float = number(float), number(float, 0, low_open=True)
 open_unit = number(float, 0, 1, low_open=True, high_open=True)  # a confidence level or significance level
+
+
+def matplotlib_missing_error(option: str, alternative: str | None = None) -> None:
+    """For an ``ldp`` option that draws figures: an ``ImportError`` (exit status 2) naming ``option``, the extra to
+    install and ``alternative`` when matplotlib is not installed; checked before the run, which takes seconds."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ImportError(f"{option} needs matplotlib: {install_hint('matplotlib', 'plot')}"
+                          + (f"; or {alternative}" if alternative else ""))
+
+
+def given_options(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+    """The options among ``names`` (argparse ``dest`` names) given on the command line, as flags (``--target-se``):
+    those not ``None`` (their parsers' default)."""
+    return ["--" + n.replace("_", "-") for n in names if getattr(args, n, None) is not None]
+
+
+def refuse_options(args: argparse.Namespace, names: tuple[str, ...], why: str) -> None:
+    """A ``ValueError`` (exit status 2) when any option of ``names`` is given: ``<flags>: <why>``."""
+    given = given_options(args, names)
+    if given:
+        raise ValueError(f"{', '.join(given)}: {why}")
+
+
+def apply_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """Give the options a command's parser leaves at ``None`` (to tell whether they were given: :func:`refuse_options`)
+    their documented values, from the parser's ``set_defaults(option_defaults={...})``; returns ``args``."""
+    for name, value in getattr(args, "option_defaults", {}).items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+    return args
 
 
 def matplotlib_missing(no_plots: bool, install: str = install_hint("matplotlib", "plot")) -> bool:

@@ -10,7 +10,12 @@ import signal
 import threading
 from typing import Any
 
-__all__ = ["add_watch_arguments", "watch_command"]
+__all__ = ["add_watch_arguments", "watch_command", "register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``watch`` to the ``ldp`` subcommands, run by :func:`watch_command`."""
+    add_watch_arguments(subparsers).set_defaults(handler=watch_command)
 
 
 def add_watch_arguments(subparsers: Any) -> argparse.ArgumentParser:

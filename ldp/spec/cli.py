@@ -9,7 +9,8 @@ from pathlib import Path
 from ldp.spec.collection import CollectionSpec
 from ldp.spec.schema import SPEC_VERSION
 
-__all__ = ["summary", "add_spec_arguments", "spec_command", "reports_per_window", "central_lines", "central_json"]
+__all__ = ["summary", "add_spec_arguments", "register", "spec_command", "reports_per_window", "central_lines",
+           "central_json"]
 
 
 def reports_per_window(spec: CollectionSpec, name: str) -> int | None:
@@ -63,12 +64,18 @@ def summary(spec: CollectionSpec) -> str:
     return "\n".join(lines)
 
 
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``spec`` (``spec validate``) to the ``ldp`` subcommands, run by :func:`spec_command`."""
+    add_spec_arguments(subparsers).set_defaults(handler=spec_command)
+
+
 def add_spec_arguments(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``spec validate FILE [--json]`` to an argparse subparsers object; return the ``spec`` parser."""
     spec = subparsers.add_parser("spec", help="check a collection spec",
                                  description="Validate a collection spec; print its metrics, costs and fingerprints.")
     sub = spec.add_subparsers(dest="spec_command", required=True)
     val = sub.add_parser("validate", help="validate a spec file (exit status 2 on errors)")
+    val.set_defaults(command_prog="ldp spec validate")
     val.add_argument("file", help="the spec file (JSON)")
     val.add_argument("--json", action="store_true", help="print the normalized spec and its fingerprints as JSON")
     val.add_argument("--shuffled", type=int, metavar="N",

@@ -369,11 +369,11 @@ BAD = [
 
 @pytest.mark.parametrize("exc, message", BAD, ids=[type(e).__name__ for e, _ in BAD])
 def test_every_bad_input_exception_is_one_line_and_status_2(monkeypatch, exc, message):
-    import ldp.cli.command
+    import ldp.cli.privacy
     import ldp.cli.server
     import ldp.spec.collection
 
-    monkeypatch.setattr(ldp.cli.command, "privacy_summary", _raiser(exc))
+    monkeypatch.setattr(ldp.cli.privacy, "privacy_summary", _raiser(exc))
     monkeypatch.setattr(ldp.cli.server, "_merge", _raiser(exc))
     monkeypatch.setattr(ldp.spec.collection.CollectionSpec, "load", _raiser(exc))
     for argv in (["privacy", "rr"], ["merge", "x", "--out", "y"], ["spec", "validate", "x"]):
@@ -383,9 +383,9 @@ def test_every_bad_input_exception_is_one_line_and_status_2(monkeypatch, exc, me
 
 
 def test_a_bug_is_one_line_with_status_1_and_a_traceback_on_request(monkeypatch):
-    import ldp.cli.command
+    import ldp.cli.privacy
 
-    monkeypatch.setattr(ldp.cli.command, "privacy_summary", _raiser(KeyError("p_star")))
+    monkeypatch.setattr(ldp.cli.privacy, "privacy_summary", _raiser(KeyError("p_star")))
     status, _, err = call_main(["privacy", "rr"])
     assert status == 1 and err == ("ldp privacy: internal error: KeyError: 'p_star' "
                                    "(run with LDP_DEBUG=1 for the traceback)\n")
