@@ -9,13 +9,15 @@ import importlib
 import inspect
 import pkgutil
 import types
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-__all__ = ["entry_point_classes", "lazy_exports", "package_classes", "subclasses_in"]
+__all__ = ["added_classes", "added_to", "defined_in", "entry_point_classes", "lazy_exports", "package_classes",
+           "subclasses_in"]
 
 _T = TypeVar("_T")
 
@@ -50,11 +52,12 @@ def subclasses_in(package: str, base: type[_T], *, suffix: str = "") -> list[typ
     found: list[type[_T]] = []
     for info in pkgutil.iter_modules(pkg.__path__):
         if info.name.endswith(suffix):
-            found.extend(_defined_in(importlib.import_module(f"{package}.{info.name}"), base))
+            found.extend(defined_in(importlib.import_module(f"{package}.{info.name}"), base))
     return found
 
 
-def _defined_in(module: types.ModuleType, base: type[_T]) -> list[type[_T]]:
+def defined_in(module: types.ModuleType, base: type[_T]) -> list[type[_T]]:
+    """The concrete subclasses of ``base`` that ``module`` defines (not those it imports)."""
     return [obj for _, obj in inspect.getmembers(module, inspect.isclass)
             if not isinstance(obj, types.GenericAlias) and issubclass(obj, base) and not inspect.isabstract(obj)
             and obj.__module__ == module.__name__]
@@ -73,7 +76,7 @@ def entry_point_classes(group: str, base: type[_T]) -> list[tuple[EntryPoint, ty
     for ep in sorted(entry_points(group=group), key=lambda e: (e.name, e.value)):
         obj = ep.load()
         if isinstance(obj, types.ModuleType):
-            found.extend((ep, cls) for cls in _defined_in(obj, base))
+            found.extend((ep, cls) for cls in defined_in(obj, base))
         elif inspect.isclass(obj) and issubclass(obj, base) and not inspect.isabstract(obj):
             found.append((ep, obj))
         else:
@@ -90,5 +93,28 @@ def entry_point_origin(ep: EntryPoint) -> str:
 
 def package_classes(package: str, base: type[_T]) -> list[type[_T]]:
     """:func:`subclasses_in` ``package``, then the classes of the entry-point group named after it
-    (:func:`entry_point_classes`): what the package defines and what installed distributions add to it."""
-    return [*subclasses_in(package, base), *(cls for _, cls in entry_point_classes(package, base))]
+    (:func:`entry_point_classes`), then those :func:`added_classes` adds for a while: what the package defines
+    and what installed distributions (or a check of a protocol not yet installed) add to it."""
+    return [*subclasses_in(package, base), *(cls for _, cls in entry_point_classes(package, base)),
+            *(cls for cls in added_to(package) if issubclass(cls, base))]
+
+
+_ADDED: dict[str, tuple[type, ...]] = {}
+
+
+def added_to(package: str) -> tuple[type, ...]:
+    """The classes :func:`added_classes` adds to ``package`` now."""
+    return _ADDED.get(package, ())
+
+
+@contextmanager
+def added_classes(package: str, classes: Iterable[type]) -> Iterator[None]:
+    """Within the block, :func:`package_classes` of ``package`` also gives ``classes`` (how
+    :func:`ldp.protocols.checks.check_protocol` runs on a protocol no distribution has installed yet). Callers
+    clear the caches built from :func:`package_classes` on entry and exit."""
+    before = added_to(package)
+    _ADDED[package] = (*before, *classes)
+    try:
+        yield
+    finally:
+        _ADDED[package] = before

@@ -23,19 +23,22 @@ built-in ones alone (the conformance vectors and their documentation cover those
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ldp.errors import ProtocolClashError
-from ldp.lazy import entry_point_classes, entry_point_origin, package_classes, subclasses_in
+from ldp.lazy import added_classes, added_to, entry_point_classes, entry_point_origin, package_classes, subclasses_in
 
 if TYPE_CHECKING:
     from ldp.decoders.base import Aggregate
     from ldp.encoders.base import Encoder, ProtocolParams
 
 __all__ = ["ENCODERS_GROUP", "DECODERS_GROUP", "Protocol", "ProtocolClashError", "builtin_client_protocols",
-           "clear_caches", "client_protocols", "get_protocol", "protocols", "params_from_dict"]
+           "clear_caches", "client_protocols", "get_protocol", "protocols", "params_from_dict",
+           "provisionally_registered"]
 
 ENCODERS_GROUP = "ldp.encoders"
 """The entry-point group of other distributions' client halves (params and encoder): named after the package."""
@@ -95,11 +98,17 @@ def _plugins() -> dict[str, tuple[type[ProtocolParams], type[Encoder], str]]:
     return out
 
 
+def _added_encoders() -> list[Any]:
+    return list(added_to(ENCODERS_GROUP))
+
+
 @cache
 def client_protocols() -> dict[str, tuple[type[ProtocolParams], type[Encoder]]]:
     """``{name: (params_type, encoder_type)}``: the built-in protocols, then those of the installed distributions'
-    ``ldp.encoders`` entry points (standard library only, unless a distribution's client half imports more)."""
-    return {**builtin_client_protocols(), **{name: (p, e) for name, (p, e, _) in _plugins().items()}}
+    ``ldp.encoders`` entry points (standard library only, unless a distribution's client half imports more), then
+    any registered for a while by :func:`provisionally_registered`."""
+    return {**builtin_client_protocols(), **{name: (p, e) for name, (p, e, _) in _plugins().items()},
+            **{enc.params_type.protocol: (enc.params_type, enc) for enc in _added_encoders()}}
 
 
 @cache
@@ -113,6 +122,7 @@ def protocols() -> dict[str, Protocol]:
         for params_type in agg.params_type if isinstance(agg.params_type, tuple) else (agg.params_type,):
             aggregates[params_type] = agg
     origins = {name: origin for name, (_, _, origin) in _plugins().items()}
+    origins.update((enc.params_type.protocol, "provisional") for enc in _added_encoders())
     return {
         name: Protocol(name, params, enc, aggregates.get(params), origins.get(name, "ldp"))
         for name, (params, enc) in sorted(client_protocols().items())
@@ -139,5 +149,37 @@ def params_from_dict(d: dict[str, Any]) -> ProtocolParams:
 def clear_caches() -> None:
     """Forget what was discovered, so that the next call scans again (after installing a distribution in a running
     process, or in tests that put one on ``sys.path``)."""
-    for f in (builtin_client_protocols, _plugins, client_protocols, protocols):
+    for f in (builtin_client_protocols, _plugins):
         f.cache_clear()
+    _forget_merged()
+
+
+def _forget_merged() -> None:
+    from ldp.decoders.base import _aggregates  # what Aggregate.from_bytes reads headers with
+
+    for f in (client_protocols, protocols, _aggregates):
+        f.cache_clear()
+
+
+@contextmanager
+def provisionally_registered(proto: Protocol) -> Iterator[Protocol]:
+    """Within the block, ``proto`` is registered like an installed one (the spec, the client, the server fold and
+    ``Aggregate.from_bytes`` find it): how the conformance suite runs on a protocol before it is installed. A
+    registered protocol of that name must be this one (same params and encoder; :class:`ProtocolClashError`
+    otherwise), and is then used as it is."""
+    known = protocols().get(proto.name)
+    if known is not None:
+        same = (known.params_type, known.encoder_type) == (proto.params_type, proto.encoder_type) and \
+            proto.aggregate_type in (None, known.aggregate_type)
+        if not same:
+            raise ProtocolClashError(f"protocol {proto.name!r} ({_where(proto.encoder_type)}) clashes with the "
+                                     f"registered {_where(known.encoder_type)} ({known.origin}): give it another name")
+        yield known
+        return
+    aggregates = [] if proto.aggregate_type is None else [proto.aggregate_type]
+    with added_classes(ENCODERS_GROUP, [proto.encoder_type]), added_classes(DECODERS_GROUP, aggregates):
+        _forget_merged()
+        try:
+            yield protocols()[proto.name]
+        finally:
+            _forget_merged()
