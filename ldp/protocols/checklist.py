@@ -33,7 +33,7 @@ class Item:
 
     def __str__(self) -> str:
         mark = {True: "[x]", False: "[ ]", None: "[-]"}[self.present]
-        tail = "" if self.present else f" -> {self.where}"
+        tail = f" -> {self.where}" if self.present is False else ""
         return f"{mark} {self.part}: {self.gives}{tail}"
 
 
@@ -99,7 +99,8 @@ def checklist(proto: Protocol, root: Path | None = None) -> list[Item]:
              f"{decoder}: report_loglik_types and report_loglik"),
         Item("IBU channel (support_probabilities / response_matrix)", _channel(params),
              "consistency post-processing by IBU", f"{module}: {params.__name__}.support_probabilities"),
-        Item("attack model (maximal gain attack)", _attack(params), "ldp simulate --attack mga",
+        Item("attack model (maximal gain attack)", _attack(params) if proto.origin == "ldp" else None,
+             "ldp simulate --attack mga (attack models live in ldp/simulation)",
              f"ldp/simulation/{stem}_attack.py: an Attacker with params_type = {params.__name__}"),
         Item("draw rule (draw_rule)", params.draw_rule is not None,
              "docs/conformance.md's k sequence and the draw-order test",
