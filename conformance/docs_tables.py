@@ -1,12 +1,21 @@
-"""Writes the clients table of docs/conformance.md and the protocol rows of each other-language client's page from
-the clients' own "not yet" lists: TypeScript (src/protocols/index.ts: NOT_YET), Kotlin (Protocols.kt: NOT_YET) and
-Rust (src/protocols/mod.rs: NOT_YET). Each client's test suite checks its rows (TypeScript: test/docs.test.mjs;
-Kotlin: DocsTest; Rust: tests/docs.rs).
+"""Writes the generated parts of docs/conformance.md and the protocol rows of each other-language client's page:
+
+* from the built-in protocols' own modules (ldp.conformance.docs): the table of k sequences (each params class's
+  draw_rule), the table of float fields, and a draw-order section for each protocol the page does not describe in
+  prose; tests/docs/test_conformance_doc.py checks them;
+* from the clients' own "not yet" lists, TypeScript (src/protocols/index.ts: NOT_YET), Kotlin (Protocols.kt:
+  NOT_YET) and Rust (src/protocols/mod.rs: NOT_YET): the clients table of docs/conformance.md and each client's page.
+  Each client's test suite checks its rows (TypeScript: test/docs.test.mjs; Kotlin: DocsTest; Rust: tests/docs.rs).
+
 Run from anywhere: python conformance/docs_tables.py"""
 import re
+import sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(root))  # this checkout's ldp, whatever the environment has installed
+from ldp.conformance.docs import render_page  # noqa: E402  # after the path is set
+
 vectors = sorted(p.stem for p in (root / "conformance/vectors").glob("*.json") if p.stem != "primitives")
 
 
@@ -32,7 +41,7 @@ HEAD = "| protocol | Python | TypeScript | Kotlin | Rust / C |"
 table = [HEAD, "|---|---|---|---|---|"]
 table += [f"| `{p}` | yes | {yes(p in ts)} | {yes(p in kotlin)} | {yes(p in rust)} |" for p in vectors]
 conf = root / "docs/conformance.md"
-lines = conf.read_text().split("\n")
+lines = render_page(conf.read_text()).split("\n")
 start = next(i for i, line in enumerate(lines) if line.startswith("| protocol | Python | TypeScript | Kotlin |"))
 end = start
 while end < len(lines) and lines[end].startswith("|"):

@@ -10,6 +10,7 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     │   ├── ClockError, ValueError           a clock reading that is no Unix time   (ldp.privacy.ledger)
     │   └── StateError                       a foreign or damaged client state file (ldp.client.runtime)
     ├── AuditError, RuntimeError             a mechanism that cannot be audited     (ldp.privacy.audit)
+    ├── ProtocolClashError, RuntimeError     two definitions of one protocol name   (ldp.protocols.registry)
     ├── ReportError, ValueError              a malformed or mismatched report       (ldp.reports)
     │   └── EnvelopeError                    a rejected upload line                 (ldp.spec.envelope)
     ├── SpecError, ValueError                an invalid collection spec             (ldp.spec.schema)
@@ -45,7 +46,8 @@ if TYPE_CHECKING:  # annotations only: this module imports nothing of ldp
 
 __all__ = [
     "LdpError", "LdpWarning", "BudgetExceeded", "LedgerError", "LedgerDamagedError", "ClockError", "StateError",
-    "AuditError", "ReplayError", "ReportError", "EnvelopeError", "SpecError", "UploadError", "UploadProtocolError",
+    "AuditError", "ProtocolClashError", "ReplayError", "ReportError", "EnvelopeError", "SpecError", "UploadError",
+    "UploadProtocolError",
     "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
     "WriterClosed", "FoldBusyError", "MissingExtraError", "SeededRandomnessWarning", "PrivacyLeakWarning",
@@ -109,6 +111,10 @@ class StateError(LedgerError):
 
 class AuditError(LdpError, RuntimeError):
     """The mechanism cannot be audited as written (too many paths, or a non-enumerable draw)."""
+
+
+class ProtocolClashError(LdpError, RuntimeError):
+    """Two sources (built-in modules, installed distributions' entry points) define the same protocol name."""
 
 
 class ReplayError(LdpError, AssertionError):

@@ -1,6 +1,7 @@
 """Packages that export names from their submodules on first use (PEP 562), so that importing the
 package, or one light submodule of it, does not import every heavy submodule; and the classes a package's
-submodules define, found by importing them (how the protocol registry discovers protocols)."""
+submodules define, found by importing them (how the protocol registry discovers protocols), and the classes that other
+installed distributions declare under an entry-point group (how it discovers theirs)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ import importlib
 import inspect
 import pkgutil
 import types
-from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
-__all__ = ["lazy_exports", "subclasses_in"]
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+__all__ = ["added_classes", "added_to", "defined_in", "entry_point_classes", "lazy_exports", "package_classes",
+           "subclasses_in"]
 
 _T = TypeVar("_T")
 
@@ -45,11 +51,70 @@ def subclasses_in(package: str, base: type[_T], *, suffix: str = "") -> list[typ
     pkg = importlib.import_module(package)
     found: list[type[_T]] = []
     for info in pkgutil.iter_modules(pkg.__path__):
-        if not info.name.endswith(suffix):
-            continue
-        module = importlib.import_module(f"{package}.{info.name}")
-        for _, obj in inspect.getmembers(module, inspect.isclass):
-            if (not isinstance(obj, types.GenericAlias) and issubclass(obj, base) and not inspect.isabstract(obj)
-                    and obj.__module__ == module.__name__):
-                found.append(obj)
+        if info.name.endswith(suffix):
+            found.extend(defined_in(importlib.import_module(f"{package}.{info.name}"), base))
     return found
+
+
+def defined_in(module: types.ModuleType, base: type[_T]) -> list[type[_T]]:
+    """The concrete subclasses of ``base`` that ``module`` defines (not those it imports)."""
+    return [obj for _, obj in inspect.getmembers(module, inspect.isclass)
+            if not isinstance(obj, types.GenericAlias) and issubclass(obj, base) and not inspect.isabstract(obj)
+            and obj.__module__ == module.__name__]
+
+
+def entry_point_classes(group: str, base: type[_T]) -> list[tuple[EntryPoint, type[_T]]]:
+    """The classes that installed distributions declare under the entry-point ``group`` (``name = "module"`` or
+    ``name = "module:Class"`` in their ``[project.entry-points."<group>"]``), each with its entry point, in entry
+    point name order: an entry naming a module gives the concrete subclasses of ``base`` defined in it (imported
+    now), one naming a class gives that class, which must be such a subclass. Reads only the installed metadata
+    (:func:`importlib.metadata.entry_points`) and the modules named; ``TypeError`` for an entry naming something
+    else, naming its distribution."""
+    from importlib.metadata import entry_points  # only when asked: it costs the client ~10 ms to import
+
+    found: list[tuple[EntryPoint, type[_T]]] = []
+    for ep in sorted(entry_points(group=group), key=lambda e: (e.name, e.value)):
+        obj = ep.load()
+        if isinstance(obj, types.ModuleType):
+            found.extend((ep, cls) for cls in defined_in(obj, base))
+        elif inspect.isclass(obj) and issubclass(obj, base) and not inspect.isabstract(obj):
+            found.append((ep, obj))
+        else:
+            raise TypeError(f"entry point {ep.name} = {ep.value!r} of group {group!r} ({entry_point_origin(ep)}) "
+                            f"names {obj!r}, neither a module nor a concrete {base.__name__} subclass")
+    return found
+
+
+def entry_point_origin(ep: EntryPoint) -> str:
+    """``distribution version`` of an entry point, for messages (``unknown distribution`` when not known)."""
+    dist = ep.dist
+    return f"distribution {dist.name} {dist.version}" if dist is not None else "unknown distribution"
+
+
+def package_classes(package: str, base: type[_T]) -> list[type[_T]]:
+    """:func:`subclasses_in` ``package``, then the classes of the entry-point group named after it
+    (:func:`entry_point_classes`), then those :func:`added_classes` adds for a while: what the package defines
+    and what installed distributions (or a check of a protocol not yet installed) add to it."""
+    return [*subclasses_in(package, base), *(cls for _, cls in entry_point_classes(package, base)),
+            *(cls for cls in added_to(package) if issubclass(cls, base))]
+
+
+_ADDED: dict[str, tuple[type, ...]] = {}
+
+
+def added_to(package: str) -> tuple[type, ...]:
+    """The classes :func:`added_classes` adds to ``package`` now."""
+    return _ADDED.get(package, ())
+
+
+@contextmanager
+def added_classes(package: str, classes: Iterable[type]) -> Iterator[None]:
+    """Within the block, :func:`package_classes` of ``package`` also gives ``classes`` (how
+    :func:`ldp.protocols.checks.check_protocol` runs on a protocol no distribution has installed yet). Callers
+    clear the caches built from :func:`package_classes` on entry and exit."""
+    before = added_to(package)
+    _ADDED[package] = (*before, *classes)
+    try:
+        yield
+    finally:
+        _ADDED[package] = before

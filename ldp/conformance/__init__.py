@@ -2,6 +2,6 @@
 bits it drew (:mod:`ldp.conformance.vectors`; the folder ``conformance/vectors/`` of the repository, checked by the
 test suite). See docs/conformance.md."""
 
-from ldp.conformance.vectors import FORMAT, all_vectors, check, protocol_vectors, render, write
+from ldp.conformance.vectors import FORMAT, GENERATE, all_vectors, check, protocol_vectors, render, write
 
-__all__ = ["FORMAT", "all_vectors", "check", "protocol_vectors", "render", "write"]
+__all__ = ["FORMAT", "GENERATE", "all_vectors", "check", "protocol_vectors", "render", "write"]

@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     problems = check(args.directory)
     for line in problems:
         print(line, file=sys.stderr)
+    if problems:
+        print(f"write them with: python -m ldp.conformance generate {args.directory}", file=sys.stderr)
     if not problems:
         print(f"{args.directory}: every vector file is what this version generates")
     return 1 if problems else 0

@@ -26,12 +26,15 @@ from ldp.conformance.primitives import primitives
 from ldp.encoders.base import Encoder, ProtocolParams
 from ldp.hashing import value_bytes
 from ldp.privacy.cost import ChangeCharge, Charge, MemoizedCharge, PrivacyCost
-from ldp.protocols import client_protocols
+from ldp.protocols import builtin_client_protocols, client_protocols
 from ldp.randomness import RecordingSource, SeededRandomSource
 from ldp.reports import canonical_json
 from ldp.spec import CollectionSpec, Envelope
 
-__all__ = ["FORMAT", "protocol_vectors", "all_vectors", "render", "write", "check"]
+__all__ = ["FORMAT", "GENERATE", "protocol_vectors", "all_vectors", "render", "write", "check"]
+
+GENERATE = "python -m ldp.conformance generate conformance/vectors"
+"""The command that writes the repository's vector files (run from its root)."""
 
 FORMAT = 1
 """The layout version of the vector files (docs/conformance.md)."""
@@ -181,9 +184,10 @@ def _probe_extra(encoder_type: type[Encoder], params: ProtocolParams) -> dict[st
 
 
 def all_vectors() -> dict[str, dict[str, Any]]:
-    """Every vector file's document, by file name."""
+    """Every vector file's document, by file name: the built-in protocols' (another distribution's protocol gets
+    its own with :func:`protocol_vectors`)."""
     out = {"primitives.json": primitives()}
-    for protocol in sorted(client_protocols()):
+    for protocol in sorted(builtin_client_protocols()):
         out[f"{protocol}.json"] = protocol_vectors(protocol)
     return out
 

@@ -31,7 +31,7 @@ from ldp.decoders.aggregate_file import (
     write_aggregate,
 )
 from ldp.encoders.base import ProtocolParams
-from ldp.lazy import subclasses_in
+from ldp.lazy import package_classes
 from ldp.reports import Frame, Report, ReportBatch, ReportError, parse_json, scan_frames
 
 if TYPE_CHECKING:
@@ -391,10 +391,10 @@ def _aggregates() -> dict[str, tuple[type[ProtocolParams], type[Aggregate]]]:
     """``{protocol: (params type, aggregate)}``, by name: the concrete :class:`Aggregate` subclasses defined in
     the modules of :mod:`ldp.decoders` (imported on the first call), under the protocols of their ``params_type``.
 
-    What :meth:`Aggregate.from_bytes` reads a header's protocol with; the registry (above this module) uses the
-    same scanner (:func:`ldp.lazy.subclasses_in`)."""
+    What :meth:`Aggregate.from_bytes` reads a header's protocol with; the registry uses the same scanner
+    (:func:`ldp.lazy.package_classes`: also other distributions' aggregates, entry-point group ``ldp.decoders``)."""
     found: dict[str, tuple[type[ProtocolParams], type[Aggregate]]] = {}
-    for agg in subclasses_in(__name__.rpartition(".")[0], Aggregate):  # type: ignore[type-abstract]  # a base to test
+    for agg in package_classes(__name__.rpartition(".")[0], Aggregate):  # type: ignore[type-abstract]  # a base
         kinds = agg.params_type if isinstance(agg.params_type, tuple) else (agg.params_type,)
         found.update((params_type.protocol, (params_type, agg)) for params_type in kinds)
     return dict(sorted(found.items()))

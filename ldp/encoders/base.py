@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ldp.encoders.base_checks import SECRET_BYTES, check_epsilon, check_int, check_string_value, client_secret
 from ldp.encoders.base_domain import DomainPrepare, LabeledDomain
+from ldp.encoders.base_draws import DrawPrimitives, DrawRule
 from ldp.encoders.base_memo import BoundedMemo
 from ldp.privacy.accountant import BudgetLedger, PrivacyCost, Reservation
 from ldp.privacy.cost import Charge
@@ -232,6 +233,21 @@ class ProtocolParams:
         """What :meth:`Encoder.encode_batch` takes for users whose :meth:`Encoder.encode` values are ``values``:
         the same values by default (indices, numbers, strings)."""
         return values
+
+    # -- the draw order (docs/conformance.md §3; :mod:`ldp.encoders.base_draws`) -------------------------------------
+
+    draw_rule: ClassVar[DrawRule | None] = None
+    """The k sequence of one report on the encoder's injected stream: its text in the short forms ``B(x)``,
+    ``BB(x, n)``, ``R(n)`` of docs/conformance.md §3 (the page's table is generated from it) and the same rule as a
+    predictor; ``None``: not declared (the page's generator and its test then name the protocol)."""
+
+    def replay_draws(self, draws: DrawPrimitives, value: Any) -> object:
+        """The draws of one report of ``value`` on ``draws``'s primitives, as :attr:`draw_rule` states them,
+        independently of the encoder (the documentation test replays them against the conformance vectors)."""
+        if self.draw_rule is None:
+            raise NotImplementedError(f"{type(self).__name__} declares no draw_rule: the draw order of one report "
+                                      "(ldp.encoders.base_draws.DrawRule), for docs/conformance.md and its test")
+        return self.draw_rule.replay(draws, self, value)
 
 
 def uint_bits(size: int) -> int:

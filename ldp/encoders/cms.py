@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from bitarray import frozenbitarray
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
+from ldp.encoders.base_draws import DrawPrimitives, DrawRule
 from ldp.hashing import MAX_SEED, bucket, bucket_of_bytes, buckets, value_bytes
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import bernoulli_threshold, logistic_tail
@@ -133,6 +134,18 @@ class SketchParams(ProtocolParams):
         return True
 
 
+def sketch_draws(s: DrawPrimitives, sk: SketchParams) -> int:
+    """A CMS report's draws, ``R(k)``, ``BB(flip, m)``, or an HCMS report's, ``R(k)``, ``R(m)``, ``B(flip)``; the
+    hash function drawn."""
+    j = s.R(sk.num_hashes)
+    if sk.hadamard:
+        s.R(sk.width)
+        s.B(sk.flip_probability)
+    else:
+        s.BB(sk.flip_probability, sk.width)
+    return j
+
+
 @dataclass(frozen=True)
 class CmsParams(SketchParams):
     """Count Mean Sketch: ε per report, k hash functions, width m (``hash_seed`` picks the family)."""
@@ -142,6 +155,7 @@ class CmsParams(SketchParams):
     width: int
     hash_seed: int = 0
     protocol: ClassVar[str] = "cms"
+    draw_rule = DrawRule("`R(k)`, `BB(σ(ε/2), m)`", lambda s, pr, v: sketch_draws(s, pr))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 4.0, "num_hashes": 256, "width": 1024},)
     _epsilon_per_flip: ClassVar[float] = 2.0  # two entries differ between inputs, each ln((1−p)/p) = ε/2
 

@@ -34,6 +34,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.histogram import DBitFlipParams
 from ldp.encoders.histogram_buckets import _SampledBits
 from ldp.encoders.longitudinal_charges import memoized_charges, memoized_horizon_cost
@@ -63,6 +64,7 @@ class MemoDBitFlipParams(_SampledBits, ProtocolParams):
     clip: bool = False
     gamma: float = 0.0
     protocol: ClassVar[str] = "memo-dbitflip"
+    draw_rule = DrawRule("`B(γ)` per sampled bucket", lambda s, pr, v: [s.B(pr.gamma_realized) for _ in range(pr.d)])
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 2.0, "edges": [float(i) for i in range(17)], "d": 8, "gamma": 0.05},)
 

@@ -32,6 +32,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.hadamard_response import hr_order
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import realized_probability
@@ -89,6 +90,8 @@ class HRBlockParams(LabeledDomain, ProtocolParams):
     blocks: int | None = None
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "hr-block"
+    draw_rule = DrawRule("`B(γ)`, then `R(K)` if true, `R(b)` if false",
+                         lambda s, pr, v: s.R(pr.order) if s.B(pr.gamma) else s.R(pr.block_order))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 4.0, "domain_size": 100},)
 
     def __post_init__(self) -> None:

@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.encoders.base import DomainPrepare, Encoder, ProtocolParams, check_epsilon
+from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.unary import UnaryParams
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import logistic_tail, realized_probability
@@ -47,6 +48,7 @@ class HRParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "hr"
+    draw_rule = DrawRule("`B(p)`, `R(K)`", lambda s, pr, v: (s.B(pr.p), s.R(pr.order)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.0, "domain_size": 100},)
 
     def __post_init__(self) -> None:

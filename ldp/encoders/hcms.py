@@ -15,7 +15,8 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.encoders.base import Encoder, check_string_value
-from ldp.encoders.cms import SketchParams
+from ldp.encoders.base_draws import DrawRule
+from ldp.encoders.cms import SketchParams, sketch_draws
 from ldp.hashing import bucket_of_bytes, value_bytes
 from ldp.randomness import logistic_tail
 from ldp.reports import Field, Report, ReportBatch
@@ -37,6 +38,7 @@ class HcmsParams(SketchParams):
     width: int
     hash_seed: int = 0
     protocol: ClassVar[str] = "hcms"
+    draw_rule = DrawRule("`R(k)`, `R(m)`, `B(σ(ε))`", lambda s, pr, v: sketch_draws(s, pr))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 4.0, "num_hashes": 256, "width": 1024, "hash_seed": 7},)
     hadamard: ClassVar[bool] = True

@@ -35,6 +35,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
 from ldp.encoders.histogram_buckets import MAX_BUCKETS, _Buckets, _SampledBits, bucket_index, bucket_labels, check_edges
 from ldp.encoders.randomized_response import GRREncoder, GRRParams
 from ldp.encoders.unary import OUEEncoder, OUEParams
@@ -46,6 +47,29 @@ __all__ = ["MAX_BUCKETS", "check_edges", "bucket_labels", "bucket_index", "DBitF
            "BucketGRRParams", "BucketGRREncoder", "BucketOUEParams", "BucketOUEEncoder"]
 
 
+def _dbitflip_draws(s: DrawPrimitives, pr: DBitFlipParams, value: Any) -> None:
+    """The sampled buckets (a subset's number, or Floyd's draws), then the flips of the sampled buckets."""
+    k, d, b = pr.num_buckets, pr.d, pr.bucket_of(value)
+    if d == k:
+        sampled = (1 << k) - 1
+    elif math.comb(k, d) <= 4096:
+        subsets = [sum(1 << i for i in c) for c in itertools.combinations(range(k), d)]
+        sampled = subsets[s.R(len(subsets))]
+    else:
+        sampled = 0
+        for j in range(k - d, k):
+            t = s.R(j + 1)
+            sampled |= 1 << (j if sampled >> t & 1 else t)
+    if d > 8:
+        s.BB(pr.p0, k)
+    else:
+        for i in range(k):
+            if sampled >> i & 1 and i != b:
+                s.B(pr.p0)
+    if sampled >> b & 1:
+        s.B(pr.p1)
+
+
 @dataclass(frozen=True)
 class DBitFlipParams(_SampledBits, ProtocolParams):
     """dBitFlip over the buckets of ``edges``: each report carries ``d`` of the ``k`` buckets' bits."""
@@ -55,6 +79,9 @@ class DBitFlipParams(_SampledBits, ProtocolParams):
     d: int = 1
     clip: bool = False
     protocol: ClassVar[str] = "dbitflip"
+    draw_rule = DrawRule("the sample (nothing if `d = k`; `R(C(k, d))` if `C(k, d) <= 4096`; else `R(k−d+1)`, …, "
+                         "`R(k)`), then `BB(p0, k)` if `d > 8`, else `B(p0)` per sampled bucket other than the "
+                         "value's, then `B(p1)` if the value's bucket is sampled", _dbitflip_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 2.0, "edges": [0.0, 10.0, 20.0, 40.0, 80.0], "d": 2},  # 6 subsets: one randbelow
         {"epsilon": 2.0, "edges": [float(i) for i in range(17)], "d": 8},  # 12,870 subsets: Floyd's algorithm
@@ -174,6 +201,7 @@ class BucketGRRParams(_Buckets, ProtocolParams):
     edges: tuple[float, ...]
     clip: bool = False
     protocol: ClassVar[str] = "bucket-grr"
+    draw_rule = DrawRule("`B(p)`, then `R(k−1)` if false", lambda s, pr, v: grr_draws(s, pr.grr.p, pr.num_buckets))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 1.0, "edges": [0.0, 0.1, 0.2, 0.30000000000000004], "clip": True},)
 
@@ -235,6 +263,7 @@ class BucketOUEParams(_Buckets, ProtocolParams):
     edges: tuple[float, ...]
     clip: bool = False
     protocol: ClassVar[str] = "bucket-oue"
+    draw_rule = DrawRule("`BB(q, k)`, `B(1/2)`", lambda s, pr, v: (s.BB(pr.q, pr.num_buckets), s.B(0.5)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 1.0, "edges": [0.0, 1.0, 10.0, 100.0], "clip": True},)
 

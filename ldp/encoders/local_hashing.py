@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import mmh3
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import realized_probability
 from ldp.reports import Field, Report, ReportBatch
@@ -145,6 +146,12 @@ class LocalHashingParams(LabeledDomain, ProtocolParams):
         return True
 
 
+def _lh_draws(s: DrawPrimitives, pr: LocalHashingParams, value: Any) -> object:
+    """``R(seed_range)``, then a GRR over the ``g`` hash values (BLH's ``R(1)`` draws nothing)."""
+    s.R(pr.seed_range)
+    return grr_draws(s, pr.p, pr.g)
+
+
 @dataclass(frozen=True)
 class BLHParams(LocalHashingParams):
     """Binary local hashing: ``g = 2``."""
@@ -154,6 +161,7 @@ class BLHParams(LocalHashingParams):
     labels: tuple[str, ...] | None = None
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "blh"
+    draw_rule = DrawRule("`R(seed_range)`, `B(p)`", _lh_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 2.5, "domain_size": 1000},)
 
     def __post_init__(self) -> None:
@@ -178,6 +186,7 @@ class OLHParams(LocalHashingParams):
     labels: tuple[str, ...] | None = None
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "olh"
+    draw_rule = DrawRule("`R(seed_range)`, `B(p)`, then `R(g−1)` if false", _lh_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 2.5, "domain_size": 1000}, {"epsilon": 1.0, "domain_size": 50, "seed_range": 1000})
 

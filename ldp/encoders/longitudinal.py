@@ -35,6 +35,7 @@ from functools import cached_property, partial
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_draws import DrawRule, grr_draws
 from ldp.encoders.longitudinal_charges import (
     MAX_CHARGE_REPORTS,
     lgrr_leakage,
@@ -79,6 +80,8 @@ class LGRRParams(ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "lgrr"
+    draw_rule = DrawRule("`B(p2)`, then `R(d−1)` if false",
+                         lambda s, pr, v: grr_draws(s, pr.instantaneous.p, pr.domain_size))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon_perm": 4.0, "epsilon": 1.0, "domain_size": 10},)
 
@@ -208,6 +211,7 @@ class MemoMeanParams(NumericParams):
     buckets: int = 16
     gamma: float = 0.0
     protocol: ClassVar[str] = "memo-mean"
+    draw_rule = DrawRule("`B(γ)`", lambda s, pr, v: s.B(pr.gamma_realized))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.0, "low": 0.0, "high": 1.0},)
 
     def __post_init__(self) -> None:

@@ -39,6 +39,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon
+from ldp.encoders.base_draws import DrawPrimitives, DrawRule
 from ldp.encoders.histogram import BucketGRRParams, DBitFlipParams
 from ldp.encoders.numeric import DuchiParams, HybridParams, PiecewiseParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
@@ -121,6 +122,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _multi_draws(s: DrawPrimitives, pr: MultiParams, value: Any) -> None:
+    """Every attribute's draws, in order (split), or one attribute drawn by ``R(d)``, then its draws (sample)."""
+    parts = list(zip(pr.names, pr.components, strict=True))
+    if pr.mode == "sample":
+        parts = [parts[s.R(pr.d)]]
+    for name, comp in parts:
+        comp.replay_draws(s, value[name])
+
+
 @dataclass(frozen=True)
 class MultiParams(ProtocolParams):
     """``d >= 2`` attributes per report, ``mode`` ``"split"`` (ε/d each) or ``"sample"`` (one at ε)."""
@@ -129,6 +139,8 @@ class MultiParams(ProtocolParams):
     mode: str
     attributes: tuple[Attribute, ...]
     protocol: ClassVar[str] = "multi"
+    draw_rule = DrawRule("split: each attribute's, in order; sample: `R(d)`, then the sampled attribute's",
+                         _multi_draws)
     population_kind: ClassVar[str] = "attributes"  # a simulation takes one population per attribute
 
     def __post_init__(self) -> None:

@@ -41,6 +41,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_draws import DrawRule
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import RandomSource, bernoulli_threshold, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch, ReportError
@@ -171,6 +172,7 @@ class DuchiParams(NumericParams):
     """Duchi et al.'s 1-bit mechanism (1BitMean): one bit per report."""
 
     protocol: ClassVar[str] = "duchi"
+    draw_rule = DrawRule("`B(unit(x))`, `B(q)`", lambda s, pr, v: (s.B(pr.unit(pr.check_value(v))), s.B(pr.q)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 0.5, "low": 0.001, "high": 1e16},)
 
     def __post_init__(self) -> None:
@@ -213,6 +215,8 @@ class PiecewiseParams(NumericParams):
 
     cells: int = 1024
     protocol: ClassVar[str] = "piecewise"
+    draw_rule = DrawRule("`B(φ)`, `B(p_in)`, then `R(w)` if true, `R(G−w)` if false", lambda s, pr, v: (
+        s.B(pr.grid(pr.check_value(v))[1]), s.R(pr.window) if s.B(pr.p_in) else s.R(pr.cells - pr.window)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 2.0, "low": -5e-05, "high": 5e-05, "cells": 16},)
 
@@ -277,6 +281,8 @@ class HybridParams(NumericParams):
 
     cells: int = 1024
     protocol: ClassVar[str] = "hybrid"
+    draw_rule = DrawRule("`B(α)`, then piecewise's if true, duchi's if false",
+                         lambda s, pr, v: (pr.piecewise if s.B(pr.alpha) else pr.duchi).replay_draws(s, v))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 0.3, "low": 0.0, "high": 100.0, "cells": 64},)
 

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Self
 import mmh3
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
+from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
 from ldp.encoders.local_hashing import SEED_RANGE, OLHParams, lh_hash
 from ldp.encoders.randomized_response import GRRParams
 from ldp.hashing import value_bytes
@@ -90,6 +91,15 @@ def pad_value(value: Any, max_length: int, truncate: bool, protocol: str = "pem"
     return raw.ljust(max_length, b"\x00")
 
 
+def _pem_draws(s: DrawPrimitives, pr: PEMParams, value: Any) -> object:
+    """The group, then its oracle's draws: a GRR over the group's prefixes, or OLH's seed and GRR over ``g``."""
+    group = s.R(pr.groups)
+    if pr.oracle_of(group) == "grr":
+        return grr_draws(s, pr.grr(group).p, 1 << pr.prefix_bits(group))
+    s.R(pr.seed_range)
+    return grr_draws(s, pr.p, pr.g)
+
+
 @dataclass(frozen=True)
 class PEMParams(ProtocolParams):
     """PEM: ``epsilon`` per report, strings of up to ``max_length`` bytes, group prefixes of
@@ -107,6 +117,8 @@ class PEMParams(ProtocolParams):
     truncate: bool = False
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "pem"
+    draw_rule = DrawRule("`R(G)`; in a GRR group `B(p_j)`, then `R(2^b_j − 1)` if false; in an OLH group "
+                         "`R(seed_range)`, `B(p)`, then `R(g−1)` if false", _pem_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 2.0, "max_length": 2, "oracle": "grr"},
         {"epsilon": 2.0, "max_length": 6, "truncate": True})  # prefixes over 32 bits (KEY_SEED), truncation

@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_draws import DrawRule, grr_draws
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import check_probability, check_resolvable, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch
@@ -40,6 +41,7 @@ class BinaryRRParams(ProtocolParams):
     p: float
     q: float
     protocol: ClassVar[str] = "rr"
+    draw_rule = DrawRule("`B(q)` for a 1, `B(p)` for a 0", lambda s, pr, v: s.B(pr.q if v else pr.p))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"p": 0.1, "q": 0.9},)
 
     def __post_init__(self) -> None:
@@ -150,6 +152,7 @@ class GRRParams(LabeledDomain, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "grr"
+    draw_rule = DrawRule("`B(p)`, then `R(d−1)` if false", lambda s, pr, v: grr_draws(s, pr.p, pr.domain_size))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 0.7, "domain_size": 100},
         {"epsilon": 1.0, "domain_size": 3, "labels": ["caf\u00e9", "\u65e5\u672c", "\U0001f600 \"q\"\\"]})

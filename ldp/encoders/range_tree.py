@@ -37,6 +37,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
 from ldp.encoders.histogram_buckets import bucket_index, bucket_labels
 from ldp.encoders.pem import null_variance
 from ldp.encoders.randomized_response import GRRParams
@@ -81,6 +82,20 @@ def shape_cost(epsilon: float, branching: int, depth: int) -> float:
     return depth * total * math.sqrt(1 - 1 / branching)
 
 
+def _hh_draws(s: DrawPrimitives, pr: HHParams, value: Any) -> object:
+    """The level (uniform, or by ``level_weights``), then its oracle's draws: GRR, or OUE's mask and own bit."""
+    if pr.level_weights:
+        r, level = s.R(sum(pr.level_weights)), 0
+        while r >= pr.level_weights[level]:
+            r, level = r - pr.level_weights[level], level + 1
+    else:
+        level = s.R(pr.depth)
+    m, oracle = pr.level_size(level + 1), pr.level_oracle(level + 1)
+    if pr.oracle_kinds[level] == "grr":
+        return grr_draws(s, oracle.p, m)
+    return s.BB(oracle.q, m), s.B(0.5)
+
+
 @dataclass(frozen=True)
 class HHParams(ProtocolParams):
     """HH_B: ``epsilon`` per report, values in ``[low, high]`` cut into ``branching^depth`` equal buckets, one
@@ -95,6 +110,8 @@ class HHParams(ProtocolParams):
     level_weights: tuple[int, ...] = ()
     clip: bool = False
     protocol: ClassVar[str] = "hh"
+    draw_rule = DrawRule("`R(depth)` (with `level_weights`: `R(Σw)`); at a GRR level `B(p)`, then `R(m−1)` if false; "
+                         "at an OUE level `BB(q, m)`, `B(1/2)`", _hh_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 1.0, "low": 0.0, "high": 64.0, "branching": 4, "depth": 3, "oracle": "oue"},
         {"epsilon": 2.0, "low": -1.0, "high": 1.0, "branching": 2, "depth": 4, "level_weights": [1, 1, 2, 4]})

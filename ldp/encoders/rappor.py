@@ -46,6 +46,7 @@ from ldp.encoders.base import (
     check_string_value,
     client_secret,
 )
+from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.rappor_hashing import bloom_bits, bloom_filter, google_prr_masks
 from ldp.encoders.rappor_privacy import RapporPrivacy
 from ldp.hashing import value_bytes
@@ -82,6 +83,8 @@ class RapporParams(RapporPrivacy, ProtocolParams):
     f: float
     mode: str = "ldp"
     protocol: ClassVar[str] = "rappor"
+    draw_rule = DrawRule("`BB(p, k)`, `BB(q, k)`",
+                         lambda s, pr, v: (s.BB(pr.p, pr.num_bloombits), s.BB(pr.q, pr.num_bloombits)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (_CONFORMANCE, {**_CONFORMANCE, "mode": "google"},
         {**_CONFORMANCE, "num_bloombits": 128, "num_hashes": 4, "f": 0.0})
 

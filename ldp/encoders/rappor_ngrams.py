@@ -41,6 +41,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_int, client_secret
+from ldp.encoders.base_draws import DrawPrimitives, DrawRule
 from ldp.encoders.rappor import RapporEncoder, RapporParams
 from ldp.encoders.rappor_ngrams_text import NgramsText, gram_value, pair_index, pair_of
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
@@ -57,6 +58,16 @@ PLANNER_BLOOM = (32, 2, 64)
 MAX_POSITIONS = 64
 """Most n-gram positions ``P = L/n`` a configuration may have."""
 _SUB_SECRET = b"ldp/rappor-ngrams/v1/"
+
+
+def _ngrams_draws(s: DrawPrimitives, pr: RapporNgramsParams, value: Any) -> None:
+    """The pair of n-grams, then each n-gram's RAPPOR IRR, then the full string's."""
+    s.R(pr.pairs)
+    for _ in range(2):
+        s.BB(pr.gram_p, pr.gram_bloombits)
+        s.BB(pr.gram_q, pr.gram_bloombits)
+    s.BB(pr.p, pr.num_bloombits)
+    s.BB(pr.q, pr.num_bloombits)
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,8 @@ class RapporNgramsParams(NgramsText, ProtocolParams):
     pad: str = "_"
     truncate: bool = False
     protocol: ClassVar[str] = "rappor-ngrams"
+    draw_rule = DrawRule("`R(P(P−1)/2)`, then twice `BB(gram_p, gram_k)`, `BB(gram_q, gram_k)`, then `BB(p, k)`, "
+                         "`BB(q, k)`", _ngrams_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (  # three grams, cohorts derived from the secret
         {"num_bloombits": 16, "num_hashes": 2, "num_cohorts": 4, "p": 0.25, "q": 0.75, "f": 0.5, "gram_bloombits": 8,
          "gram_hashes": 2, "gram_cohorts": 4, "gram_p": 0.45, "gram_q": 0.55, "gram_f": 0.75, "n": 2,

@@ -27,7 +27,8 @@ from functools import cached_property
 from typing import Any, ClassVar, NamedTuple, Self, TypeAlias
 
 from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_epsilon, check_int
-from ldp.encoders.cms import CmsEncoder, CmsParams, SketchParams
+from ldp.encoders.base_draws import DrawRule
+from ldp.encoders.cms import CmsEncoder, CmsParams, SketchParams, sketch_draws
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
 from ldp.hashing import MAX_SEED, bucket, value_bytes
 from ldp.privacy.accountant import PrivacyCost
@@ -90,6 +91,9 @@ class SfpParams(ProtocolParams):
     replacement: str | None = None
     truncate: bool = False
     protocol: ClassVar[str] = "sfp"
+    draw_rule = DrawRule("`R(L/r)`, the word sketch's (`cms` or `hcms`), the fragment sketch's",
+                         lambda s, pr, v: (s.R(pr.num_positions), sketch_draws(s, pr.word_params),
+                                           sketch_draws(s, pr.fragment_params)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (  # replacement and truncation, a 2-byte symbol
         {"word_epsilon": 2.0, "fragment_epsilon": 2.0, "alphabet": "ab\u00e9", "length": 4, "fragment_length": 2,
          "hash_bits": 2, "word_num_hashes": 4, "word_width": 16, "fragment_num_hashes": 4, "fragment_width": 16,

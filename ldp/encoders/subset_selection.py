@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.encoders.base import DomainPrepare, Encoder, ProtocolParams, check_epsilon
+from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.unary import UnaryParams
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import RandomSource, logistic_tail, realized_probability
@@ -49,6 +50,9 @@ class SSParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "ss"
+    draw_rule = DrawRule("`B(p)`, then `R(d−ω+o)`, `R(d−ω+o+1)`, …, `R(d−1)`, with `o` = 1 if `B(p)` was true, "
+                         "else 0", lambda s, pr, v: [s.R(j) for j in range(pr.domain_size - pr.omega + s.B(pr.p),
+                                                                        pr.domain_size)])
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.0, "domain_size": 100},)
 
     def __post_init__(self) -> None:

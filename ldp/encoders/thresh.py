@@ -33,6 +33,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.longitudinal import grr_draw
 from ldp.encoders.longitudinal_memo import _SecretEncoder
 from ldp.encoders.randomized_response import GRRParams
@@ -56,6 +57,7 @@ class ThreshParams(ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "thresh"
+    draw_rule = DrawRule("nothing (every draw is from the keyed stream)", lambda s, pr, v: None)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 0.7, "domain_size": 100},)
 
     def __post_init__(self) -> None:

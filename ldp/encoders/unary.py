@@ -33,6 +33,7 @@ from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.longitudinal_charges import _logaddexp, memo_report_charge
 from ldp.encoders.longitudinal_memo import _SecretEncoder
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
@@ -116,6 +117,7 @@ class SUEParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "sue"
+    draw_rule = DrawRule("`BB(q, d)`, `B(p)`", lambda s, pr, v: (s.BB(pr.q, pr.domain_size), s.B(pr.p)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.5, "domain_size": 40},)
 
     def __post_init__(self) -> None:
@@ -166,6 +168,7 @@ class OUEParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "oue"
+    draw_rule = DrawRule("`BB(q, d)`, `B(1/2)`", lambda s, pr, v: (s.BB(pr.q, pr.domain_size), s.B(0.5)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.5, "domain_size": 40},)
 
     def __post_init__(self) -> None:
@@ -269,6 +272,7 @@ class LOUEParams(UnaryParams, ProtocolParams):
     labels: tuple[str, ...] | None = None
     permanent: str = "oue"
     protocol: ClassVar[str] = "loue"
+    draw_rule = DrawRule("`BB(flip, d)`", lambda s, pr, v: s.BB(pr.flip, pr.domain_size))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon_perm": 4.0, "epsilon": 1.0, "domain_size": 10},)
 

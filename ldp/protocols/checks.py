@@ -49,7 +49,7 @@ import math
 import tempfile
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -70,10 +70,11 @@ from ldp.protocols.check_statistics import (
     CANDIDATES as CANDIDATES,
     check_statistics as check_statistics,
 )
-from ldp.protocols.registry import Protocol, get_protocol, params_from_dict, protocols
+from ldp.protocols.checklist import Item, checklist, format_checklist
+from ldp.protocols.registry import Protocol, get_protocol, params_from_dict, protocols, provisionally_registered
 from ldp.reports import Report, fingerprint
 
-__all__ = ["ALPHA", "Check", "all_checks", "check_protocol", "protocol_checks"]
+__all__ = ["ALPHA", "Check", "all_checks", "as_protocol", "check_protocol", "protocol_checks"]
 
 BATCH_DRAWS = 8_000
 """``encode_batch`` reports per audit example in the goodness-of-fit check, shared by its inputs (at least 400
@@ -82,14 +83,18 @@ each)."""
 
 @dataclass(frozen=True)
 class Check:
-    """One check of one protocol: call it (``AssertionError`` on failure); ``str`` is ``protocol-check``."""
+    """One check of one protocol: call it (``AssertionError`` on failure); ``str`` is ``protocol-check``.
+    ``target``: the protocol itself, when it is not (yet) registered under ``protocol``; it is registered for the
+    duration of the call (:func:`~ldp.protocols.registry.provisionally_registered`)."""
 
     protocol: str
     name: str
     function: Callable[[Protocol], None]
+    target: Protocol | None = field(default=None, compare=False, repr=False)
 
     def __call__(self) -> None:
-        self.function(get_protocol(self.protocol))
+        with provisionally_registered(self.target or get_protocol(self.protocol)) as proto:
+            self.function(proto)
 
     def __str__(self) -> str:
         return f"{self.protocol}-{self.name}"
@@ -268,10 +273,59 @@ CHECKS: tuple[tuple[str, Callable[[Protocol], None]], ...] = (
 )
 
 
-def protocol_checks(name: str) -> list[Check]:
-    """Every check of protocol ``name``, in order (``ValueError`` for an unknown name)."""
-    get_protocol(name)
-    return [Check(name, check, function) for check, function in CHECKS]
+ProtocolLike = str | Protocol | type
+"""What the suite accepts: a registered name, a :class:`Protocol`, or the protocol's params or encoder class."""
+
+
+def _serving(base: type, params_type: type, modules: list[str]) -> list[type]:
+    """The concrete subclasses of ``base`` defined in ``modules`` or beside them (the other modules of their
+    package; each imported) whose ``params_type`` serves ``params_type``."""
+    import importlib
+
+    from ldp.lazy import defined_in, subclasses_in
+
+    found: list[Any] = []
+    for module in modules:
+        found += defined_in(importlib.import_module(module), base)
+        if package := module.rpartition(".")[0]:
+            found += subclasses_in(package, base)
+    return [c for c in dict.fromkeys(found)
+            if params_type in (c.params_type if isinstance(c.params_type, tuple) else (c.params_type,))]
+
+
+def as_protocol(x: ProtocolLike) -> Protocol:
+    """The :class:`Protocol` of ``x``: a registered name, a ``Protocol``, or a params or encoder class (registered
+    or not: its encoder and aggregate are then looked for among the modules of the package defining it, as the
+    registry looks in :mod:`ldp`). ``ValueError`` for an unknown name, ``TypeError`` for anything else."""
+    from ldp.encoders.base import Encoder, ProtocolParams
+
+    if isinstance(x, Protocol):
+        return x
+    if isinstance(x, str):
+        return get_protocol(x)
+    if not isinstance(x, type) or not issubclass(x, ProtocolParams | Encoder):
+        raise TypeError(f"check a protocol by its name, a Protocol, or its params or encoder class; got {x!r}")
+    params_type = x.params_type if issubclass(x, Encoder) else x
+    for proto in protocols().values():
+        if proto.params_type is params_type and (not issubclass(x, Encoder) or proto.encoder_type is x):
+            return proto
+    modules = [params_type.__module__, *([x.__module__] if issubclass(x, Encoder) else [])]
+    encoders = [x] if issubclass(x, Encoder) else _serving(Encoder, params_type, modules)
+    if len(encoders) != 1:
+        raise ValueError(f"{params_type.__name__}: {len(encoders)} encoders serve it in the package of "
+                         f"{params_type.__module__}; pass the encoder class or a Protocol")
+    aggregates = _serving(Aggregate, params_type, modules)
+    if len(aggregates) > 1:
+        raise ValueError(f"{params_type.__name__}: several aggregates serve it ({aggregates}); pass a Protocol")
+    return Protocol(params_type.protocol, params_type, encoders[0], aggregates[0] if aggregates else None,
+                    "provisional")
+
+
+def protocol_checks(x: ProtocolLike) -> list[Check]:
+    """Every check of protocol ``x`` (a name, a :class:`Protocol`, its params or encoder class), in order
+    (``ValueError`` for an unknown name)."""
+    proto = as_protocol(x)
+    return [Check(proto.name, check, function, proto) for check, function in CHECKS]
 
 
 def all_checks() -> list[Check]:
@@ -279,10 +333,27 @@ def all_checks() -> list[Check]:
     return [c for name in protocols() for c in protocol_checks(name)]
 
 
-def check_protocol(name: str) -> None:
-    """Run every check of protocol ``name``; the first failure raises ``AssertionError`` naming it."""
-    for check in protocol_checks(name):
+def check_protocol(x: ProtocolLike, *, show: bool = True) -> list[Item]:
+    """Run every check of protocol ``x`` (a registered name, a :class:`Protocol`, or its params or encoder class,
+    registered or not: a third party runs the suite before installing its protocol), then list its optional parts
+    (:mod:`ldp.protocols.checklist`), printed when ``show``, and returned. The first failing check raises
+    ``AssertionError`` naming it, the checklist appended."""
+    proto = as_protocol(x)
+    failure: AssertionError | None = None
+    for check in protocol_checks(proto):
         try:
+            if proto.aggregate_type is None:
+                raise AssertionError(f"{proto.name} has no aggregate (an Aggregate subclass whose params_type is "
+                                     f"{proto.params_type.__name__})")
             check()
         except AssertionError as exc:
-            raise AssertionError(f"{check} failed: {exc}") from exc
+            failure = AssertionError(f"{check} failed: {exc}")
+            failure.__cause__ = exc
+            break
+    items = checklist(proto)
+    text = format_checklist(proto, items)
+    if failure is not None:
+        raise AssertionError(f"{failure}\n\n{text}") from failure.__cause__
+    if show:
+        print(text)
+    return items

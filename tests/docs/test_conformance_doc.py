@@ -1,10 +1,11 @@
 """docs/conformance.md against the conformance vectors (conformance/vectors/) and the code.
 
 Every client protocol has a draw-order section, and the page's table of k sequences holds, for each protocol, the
-rule tested here: a predictor written from that rule (the primitives' laws re-implemented, the probabilities taken
-from the protocol's params) replays every case of the protocol's vector file and must ask for exactly the recorded
-``randbits(k)`` calls, in order, and consume all of them. The float fields, the domain tags and the constants the
-page names are checked against the code."""
+rule its params class declares (``draw_rule``: :mod:`ldp.encoders.base_draws`), tested here: the rule's predictor,
+run on the primitives' laws re-implemented below with the probabilities taken from the protocol's params, replays
+every case of the protocol's vector file and must ask for exactly the recorded ``randbits(k)`` calls, in order, and
+consume all of them. The generated parts of the page must be what ``python conformance/docs_tables.py`` writes; the
+float fields, the domain tags and the constants the page names are checked against the code."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import json
 import math
 import re
 import typing
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from support import ROOT
 
-from ldp.protocols import client_protocols
+from ldp.conformance import GENERATE
+from ldp.conformance.docs import COMMAND, render_page
+from ldp.protocols import builtin_client_protocols
 from ldp.spec import CollectionSpec
 
 PAGE = ROOT / "docs" / "conformance.md"
@@ -50,8 +52,14 @@ def _table(heading: str) -> dict[str, str]:
 
 
 # -- the primitives, as §3 of the page states them ------------------------------------------------------------
+def _threshold(x: float) -> int:
+    return int(math.ldexp(x, 64))
+
+
 class Replay:
-    """The recorded ``draws`` of a case: each ``randbits(k)`` must ask for the next record's ``k``."""
+    """The recorded ``draws`` of a case, and the primitives of §3 stated on them: each ``randbits(k)`` must ask for
+    the next record's ``k``. A protocol's predictor (its params' ``draw_rule``, :mod:`ldp.encoders.base_draws`)
+    runs on these."""
 
     def __init__(self, draws: list[list[Any]]) -> None:
         self.draws = [(k, int(v, 16)) for k, v in draws]
@@ -65,218 +73,71 @@ class Replay:
         self.next += 1
         return value
 
+    def B(self, x: float) -> bool:  # noqa: N802  # the page's names
+        t = _threshold(x)
+        if t == 0 or t >= TWO64:
+            return t >= TWO64
+        return self.randbits(64) < t
 
-def _threshold(x: float) -> int:
-    return int(math.ldexp(x, 64))
+    def BB(self, x: float, n: int) -> int:  # noqa: N802
+        t, full = _threshold(x), (1 << n) - 1
+        if t == 0 or n == 0:
+            return 0
+        if t >= TWO64:
+            return full
+        below, tied = 0, full
+        for plane in range(63, -1, -1):
+            r = self.randbits(n)
+            if t >> plane & 1:
+                below, tied = below | (tied & ~r), tied & r
+            else:
+                tied &= ~r
+            if not tied or t % (1 << plane) == 0:
+                break
+        return below
 
-
-def B(s: Replay, x: float) -> bool:
-    t = _threshold(x)
-    if t == 0 or t >= TWO64:
-        return t >= TWO64
-    return s.randbits(64) < t
-
-
-def BB(s: Replay, x: float, n: int) -> int:
-    t, full = _threshold(x), (1 << n) - 1
-    if t == 0 or n == 0:
-        return 0
-    if t >= TWO64:
-        return full
-    below, tied = 0, full
-    for plane in range(63, -1, -1):
-        r = s.randbits(n)
-        if t >> plane & 1:
-            below, tied = below | (tied & ~r), tied & r
-        else:
-            tied &= ~r
-        if not tied or t % (1 << plane) == 0:
-            break
-    return below
-
-
-def R(s: Replay, n: int) -> int:
-    if n == 1:
-        return 0
-    bits = (n - 1).bit_length()
-    while (r := s.randbits(bits)) >= n:
-        pass
-    return r
+    def R(self, n: int) -> int:  # noqa: N802
+        if n == 1:
+            return 0
+        bits = (n - 1).bit_length()
+        while (r := self.randbits(bits)) >= n:
+            pass
+        return r
 
 
-# -- each protocol's rule: its text in the page's table, and its predictor -------------------------------------
-def _grr(s: Replay, p: float, d: int) -> bool:
-    kept = B(s, p)
-    if not kept:
-        R(s, d - 1)
-    return kept
-
-
-def _sketch(s: Replay, sk: Any) -> int:
-    j = R(s, sk.num_hashes)
-    if sk.hadamard:
-        R(s, sk.width)
-        B(s, sk.flip_probability)
-    else:
-        BB(s, sk.flip_probability, sk.width)
-    return j
-
-
-def _piecewise(s: Replay, pr: Any, x: float) -> None:
-    B(s, pr.grid(x)[1])
-    if B(s, pr.p_in):
-        R(s, pr.window)
-    else:
-        R(s, pr.cells - pr.window)
-
-
-def _duchi(s: Replay, pr: Any, x: float) -> None:
-    B(s, pr.unit(x))
-    B(s, pr.q)
-
-
-def _ss(s: Replay, pr: Any, value: Any) -> None:
-    o = int(B(s, pr.p))
-    for j in range(pr.domain_size - pr.omega + o, pr.domain_size):
-        R(s, j)
-
-
-def _pem(s: Replay, pr: Any, value: Any) -> None:
-    group = R(s, pr.groups)
-    if pr.oracle_of(group) == "grr":
-        _grr(s, pr.grr(group).p, 1 << pr.prefix_bits(group))
-    else:
-        R(s, pr.seed_range)
-        _grr(s, pr.p, pr.g)
-
-
-def _dbitflip(s: Replay, pr: Any, value: Any) -> None:
-    k, d, b = pr.num_buckets, pr.d, pr.bucket_of(value)
-    if d == k:
-        sampled = (1 << k) - 1
-    elif math.comb(k, d) <= 4096:
-        subsets = [sum(1 << i for i in c) for c in itertools.combinations(range(k), d)]
-        sampled = subsets[R(s, len(subsets))]
-    else:
-        sampled = 0
-        for j in range(k - d, k):
-            t = R(s, j + 1)
-            sampled |= 1 << (j if sampled >> t & 1 else t)
-    if d > 8:
-        BB(s, pr.p0, k)
-    else:
-        for i in range(k):
-            if sampled >> i & 1 and i != b:
-                B(s, pr.p0)
-    if sampled >> b & 1:
-        B(s, pr.p1)
-
-
-def _hybrid(s: Replay, pr: Any, value: Any) -> None:
-    x = pr.check_value(value)
-    if B(s, pr.alpha):
-        _piecewise(s, pr.piecewise, x)
-    else:
-        _duchi(s, pr.duchi, x)
-
-
-def _ngrams(s: Replay, pr: Any, value: Any) -> None:
-    R(s, pr.pairs)
-    for _ in range(2):
-        BB(s, pr.gram.p, pr.gram_bloombits)
-        BB(s, pr.gram.q, pr.gram_bloombits)
-    BB(s, pr.p, pr.num_bloombits)
-    BB(s, pr.q, pr.num_bloombits)
-
-
-def _hh(s: Replay, pr: Any, value: Any) -> None:
-    if pr.level_weights:
-        r, level = R(s, sum(pr.level_weights)), 0
-        while r >= pr.level_weights[level]:
-            r, level = r - pr.level_weights[level], level + 1
-    else:
-        level = R(s, pr.depth)
-    m, oracle = pr.level_size(level + 1), pr.level_oracle(level + 1)
-    if pr.oracle_kinds[level] == "grr":
-        _grr(s, oracle.p, m)
-    else:
-        BB(s, oracle.q, m)
-        B(s, 0.5)
-
-
-def _multi(s: Replay, pr: Any, value: Any) -> None:
-    parts = list(zip(pr.names, pr.components, strict=True))
-    if pr.mode == "sample":
-        parts = [parts[R(s, pr.d)]]
-    for name, comp in parts:
-        RULES[comp.protocol][1](s, comp, value[name])
-
-
-Predictor = Callable[[Replay, Any, Any], object]
-RULES: dict[str, tuple[str, Predictor]] = {
-    "rr": ("`B(q)` for a 1, `B(p)` for a 0", lambda s, pr, v: B(s, pr.q if v else pr.p)),
-    "grr": ("`B(p)`, then `R(d−1)` if false", lambda s, pr, v: _grr(s, pr.p, pr.domain_size)),
-    "sue": ("`BB(q, d)`, `B(p)`", lambda s, pr, v: (BB(s, pr.q, pr.domain_size), B(s, pr.p))),
-    "oue": ("`BB(q, d)`, `B(1/2)`", lambda s, pr, v: (BB(s, pr.q, pr.domain_size), B(s, 0.5))),
-    "olh": ("`R(seed_range)`, `B(p)`, then `R(g−1)` if false",
-            lambda s, pr, v: (R(s, pr.seed_range), _grr(s, pr.p, pr.g))),
-    "blh": ("`R(seed_range)`, `B(p)`", lambda s, pr, v: (R(s, pr.seed_range), B(s, pr.p))),
-    "hr": ("`B(p)`, `R(K)`", lambda s, pr, v: (B(s, pr.p), R(s, pr.order))),
-    "hr-block": ("`B(γ)`, then `R(K)` if true, `R(b)` if false",
-                 lambda s, pr, v: R(s, pr.order) if B(s, pr.gamma) else R(s, pr.block_order)),
-    "ss": ("`B(p)`, then `R(d−ω+o)`, `R(d−ω+o+1)`, …, `R(d−1)`, with `o` = 1 if `B(p)` was true, else 0", _ss),
-    "cms": ("`R(k)`, `BB(σ(ε/2), m)`", lambda s, pr, v: _sketch(s, pr)),
-    "hcms": ("`R(k)`, `R(m)`, `B(σ(ε))`", lambda s, pr, v: _sketch(s, pr)),
-    "rappor": ("`BB(p, k)`, `BB(q, k)`",
-               lambda s, pr, v: (BB(s, pr.p, pr.num_bloombits), BB(s, pr.q, pr.num_bloombits))),
-    "rappor-ngrams": ("`R(P(P−1)/2)`, then twice `BB(gram_p, gram_k)`, `BB(gram_q, gram_k)`, then `BB(p, k)`, "
-                      "`BB(q, k)`", _ngrams),
-    "sfp": ("`R(L/r)`, the word sketch's (`cms` or `hcms`), the fragment sketch's",
-            lambda s, pr, v: (R(s, pr.num_positions), _sketch(s, pr.word_params), _sketch(s, pr.fragment_params))),
-    "pem": ("`R(G)`; in a GRR group `B(p_j)`, then `R(2^b_j − 1)` if false; in an OLH group `R(seed_range)`, "
-            "`B(p)`, then `R(g−1)` if false", _pem),
-    "duchi": ("`B(unit(x))`, `B(q)`", lambda s, pr, v: _duchi(s, pr, pr.check_value(v))),
-    "piecewise": ("`B(φ)`, `B(p_in)`, then `R(w)` if true, `R(G−w)` if false",
-                  lambda s, pr, v: _piecewise(s, pr, pr.check_value(v))),
-    "hybrid": ("`B(α)`, then piecewise's if true, duchi's if false", _hybrid),
-    "dbitflip": ("the sample (nothing if `d = k`; `R(C(k, d))` if `C(k, d) <= 4096`; else `R(k−d+1)`, …, `R(k)`), "
-                 "then `BB(p0, k)` if `d > 8`, else `B(p0)` per sampled bucket other than the value's, then `B(p1)` "
-                 "if the value's bucket is sampled", _dbitflip),
-    "bucket-grr": ("`B(p)`, then `R(k−1)` if false", lambda s, pr, v: _grr(s, pr.grr.p, pr.num_buckets)),
-    "bucket-oue": ("`BB(q, k)`, `B(1/2)`", lambda s, pr, v: (BB(s, pr.q, pr.num_buckets), B(s, 0.5))),
-    "hh": ("`R(depth)` (with `level_weights`: `R(Σw)`); at a GRR level `B(p)`, then `R(m−1)` if false; at an OUE "
-           "level `BB(q, m)`, `B(1/2)`", _hh),
-    "lgrr": ("`B(p2)`, then `R(d−1)` if false", lambda s, pr, v: _grr(s, pr.instantaneous.p, pr.domain_size)),
-    "loue": ("`BB(flip, d)`", lambda s, pr, v: BB(s, pr.flip, pr.domain_size)),
-    "memo-mean": ("`B(γ)`", lambda s, pr, v: B(s, pr.gamma_realized)),
-    "memo-dbitflip": ("`B(γ)` per sampled bucket", lambda s, pr, v: [B(s, pr.gamma_realized) for _ in range(pr.d)]),
-    "thresh": ("nothing (every draw is from the keyed stream)", lambda s, pr, v: None),
-    "multi": ("split: each attribute's, in order; sample: `R(d)`, then the sampled attribute's", _multi),
-}
+# -- the generated parts, and each protocol's declared rule against its vectors ---------------------------------
+def test_the_page_is_what_its_generator_writes() -> None:
+    """The k sequences, the float fields and the sections of protocols without prose come from the protocols' own
+    modules (ldp.conformance.docs): adding a protocol edits this page only through the generator."""
+    assert render_page(_text()) == _text(), f"docs/conformance.md is not up to date: run {COMMAND}"
 
 
 def test_every_client_protocol_has_a_draw_order_section() -> None:
-    headings = set(re.findall(r"^### `([a-z-]+)`$", _text(), re.M))
-    assert headings == set(client_protocols())
+    headings = re.findall(r"^### `([a-z0-9-]+)`$", _text(), re.M)
+    assert sorted(headings) == sorted(builtin_client_protocols()), f"run {COMMAND}"
 
 
-def test_the_k_sequence_table_states_the_tested_rules() -> None:
+def test_the_k_sequence_table_states_the_declared_rules() -> None:
     table = _table("### k sequences, in one table")
-    assert set(table) == set(client_protocols()) == set(RULES)
-    assert {p: table[p] for p in RULES} == {p: text for p, (text, _) in RULES.items()}
+    rules = {name: params.draw_rule for name, (params, _) in builtin_client_protocols().items()}
+    assert {name for name, rule in rules.items() if rule is None} == set(), "protocols without a draw_rule"
+    assert table == {name: rule.text for name, rule in rules.items() if rule is not None}, f"run {COMMAND}"
 
 
-@pytest.mark.parametrize("protocol", sorted(client_protocols()))
+@pytest.mark.parametrize("protocol", sorted(builtin_client_protocols()))
 def test_every_case_draws_the_documented_k_sequence(protocol: str) -> None:
-    doc = json.loads((VECTORS / f"{protocol}.json").read_text("ascii"))
+    """The protocol's predictor (its params' ``replay_draws``, from its ``draw_rule``) asks for exactly the recorded
+    ``randbits`` calls of every case of its vector file, in order, and consumes all of them."""
+    path = VECTORS / f"{protocol}.json"
+    assert path.exists(), f"{protocol} has no vector file: run {GENERATE}"
+    doc = json.loads(path.read_text("ascii"))
     spec = CollectionSpec.from_dict(doc["spec"])
-    predict = RULES[protocol][1]
     assert doc["cases"]
     for case in doc["cases"]:
         replay = Replay(case["draws"])
         params = spec.params(case["metric"])
         for report in case["reports"]:
-            predict(replay, params, report["value"])
+            params.replay_draws(replay, report["value"])
         assert replay.next == len(replay.draws), f"{case['metric']}: {len(replay.draws) - replay.next} draws left"
 
 
@@ -287,15 +148,35 @@ def test_the_predictors_fail_on_another_order() -> None:
     case = next(c for c in doc["cases"] if len(c["draws"]) >= 2)
     params = spec.params(case["metric"])
     with pytest.raises(AssertionError, match="recording has"):
-        RULES["olh"][1](Replay(case["draws"][::-1]), params, case["reports"][0]["value"])
+        params.replay_draws(Replay(case["draws"][::-1]), case["reports"][0]["value"])
     with pytest.raises(AssertionError, match="past the end"):
-        RULES["olh"][1](Replay(case["draws"][:1]), params, case["reports"][0]["value"])
+        params.replay_draws(Replay(case["draws"][:1]), case["reports"][0]["value"])
+
+
+def test_a_protocol_without_prose_gets_a_generated_section_and_one_without_a_rule_is_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without its hand-written section, ``grr`` gets a generated one (its rule and its predictor's source); a
+    protocol declaring no rule stops the generator, which names it and the hook."""
+    text = _text()
+    start = text.index("### `grr`\n")
+    without = text[:start] + text[text.index("### `sue`\n"):]
+    assert render_page(without) != without
+    generated = render_page(without).split("<!-- generated: draw-order", 1)[1].split("<!-- end generated", 1)[0]
+    assert "### `grr`" in generated and "grr_draws(s, pr.p, pr.domain_size)" in generated
+    assert "`ldp/encoders/randomized_response.py`" in generated
+    from ldp.encoders.randomized_response import GRRParams
+
+    monkeypatch.setattr(GRRParams, "draw_rule", None)
+    with pytest.raises(ValueError, match="grr: GRRParams .* declares no draw_rule"):
+        render_page(text)
+    with pytest.raises(NotImplementedError, match="GRRParams declares no draw_rule"):
+        GRRParams(1.0, 3).replay_draws(Replay([]), 0)
 
 
 def test_the_float_fields_are_the_annotated_ones() -> None:
     table = _table("| protocol | float fields |")
-    assert set(table) == set(client_protocols())
-    for protocol, (params_type, _) in client_protocols().items():
+    assert set(table) == set(builtin_client_protocols())
+    for protocol, (params_type, _) in builtin_client_protocols().items():
         hints = typing.get_type_hints(params_type)
         floats = {f.name for f in dataclasses.fields(params_type) if "float" in str(hints[f.name])}
         assert set(re.findall(r"`([a-z_]+)`", table[protocol])) == floats, protocol

@@ -22,8 +22,14 @@ JOINT = [p for p in PROTOCOLS.values() if p.aggregate_type is not None
 
 
 def test_joint_protocols_are_those_whose_aggregate_gives_the_likelihood() -> None:
-    assert joint_protocols() == tuple(p.name for p in JOINT)
-    assert set(joint_protocols()) == {"rappor", "grr", "rr", "oue", "sue"}  # as before the hooks
+    """What the association analysis accepts is what the aggregates declare (each checked against the exact law
+    below); every other protocol is refused by name. No list of names: a new protocol joins by its hook."""
+    assert joint_protocols() == tuple(p.name for p in JOINT) and JOINT
+    for proto in PROTOCOLS.values():
+        if proto in JOINT:
+            continue
+        with pytest.raises(ValueError, match=f"association supports the protocols .*got {proto.name!r}"):
+            Variable(proto.params_type.examples()[0])
 
 
 @pytest.mark.parametrize("proto", JOINT, ids=lambda p: p.name)
@@ -55,9 +61,17 @@ def _channel(params: Any) -> Any:
         return None
 
 
-def test_the_protocols_with_an_ibu_channel_are_the_pure_oracles_known_before() -> None:
-    have = {name for name, p in PROTOCOLS.items() if any(_channel(x) for x in p.params_type.examples())}
-    assert have == {"rr", "grr", "bucket-grr", "lgrr", "sue", "oue", "loue", "bucket-oue", "thresh"}
+def test_the_protocols_with_an_ibu_channel_are_those_declaring_one() -> None:
+    """IBU runs on exactly the params that declare their channel (``support_probabilities`` or ``response_matrix``),
+    each checked against the aggregate's estimator below; both kinds occur, so that check is not vacuous."""
+    kinds = set()
+    for proto in PROTOCOLS.values():
+        for x in proto.params_type.examples():
+            declared = x.support_probabilities is not None or x.response_matrix is not None
+            assert (_channel(x) is not None) == declared, x
+            if declared:
+                kinds.add("support" if x.support_probabilities is not None else "matrix")
+    assert kinds == {"support", "matrix"}
 
 
 @pytest.mark.parametrize("proto", list(PROTOCOLS.values()), ids=lambda p: p.name)

@@ -1,0 +1,147 @@
+"""Adding a protocol is exactly what docs/architecture.md says ("How to add a protocol"), checked by doing it.
+
+In a temporary copy of the repository (its git-tracked files; not the other-language clients, whose "not yet" lists
+alone are copied), a protocol ``toy`` — GRR under another name — gets its three files, written as the page's steps
+1 to 3 say; then the commands of the page's ``sh`` block run there, in order; then the parts of the suite that a
+protocol addition touches run on the copy, in a subprocess, and must pass with no other edit: the structure rules,
+the conformance page's test, the vectors' tests, the joint-estimation hooks, the conformance suite of ``toy``, and
+``ldp plan toy`` / ``ldp simulate``. Before the commands run, the page's test and the vectors' test fail, naming
+the command that was skipped."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from support import ROOT
+
+from ldp.batch.randomized_response import grr_encode_batch
+
+CLIENT_FILES = ("clients/kotlin/src/main/kotlin/io/github/ldptelemetry/client/protocols/Protocols.kt",
+                "clients/rust/src/protocols/mod.rs", "clients/typescript/src/protocols/index.ts")
+"""What conformance/docs_tables.py reads of the clients (their "not yet" lists)."""
+
+ENCODER = '''\
+"""Toy: generalized randomized response under another name (the test of docs/architecture.md's steps)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ldp.encoders.base_draws import DrawRule, grr_draws
+from ldp.encoders.randomized_response import GRREncoder, GRRParams
+from ldp.reports import ReportBatch
+
+
+@dataclass(frozen=True)
+class ToyParams(GRRParams):
+    protocol: ClassVar[str] = "toy"
+    draw_rule = DrawRule("`B(p)`, then `R(d−1)` if false", lambda s, pr, v: grr_draws(s, pr.p, pr.domain_size))
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ()
+
+    @classmethod
+    def examples(cls) -> list[ToyParams]:
+        return [cls(1.0, 3), cls(2.0, 5)]
+
+
+class ToyEncoder(GRREncoder):
+    params_type = ToyParams
+
+    def encode_batch(self, values: Any, rng: Any = None) -> ReportBatch:
+        from ldp.batch.toy import toy_encode_batch
+
+        return self._batch({"index": toy_encode_batch(self.params, values, rng)})
+'''
+
+DECODER = '''\
+"""Toy's aggregate: GRR's."""
+
+from ldp.decoders.randomized_response import GRRAggregate
+from ldp.encoders.toy import ToyParams
+
+
+class ToyAggregate(GRRAggregate):
+    params_type = ToyParams
+'''
+
+
+def _batch() -> str:
+    source = inspect.getsource(grr_encode_batch).replace("grr_encode_batch", "toy_encode_batch")
+    return ('"""Toy\'s batch kernel: GRR\'s, renamed."""\n\nfrom __future__ import annotations\n\nfrom typing import '
+            'Any\n\nimport numpy as np\n\nfrom ldp.batch import checked_indices\nfrom ldp.randomness import '
+            f'as_generator\n\n\n{source}')
+
+
+def _steps() -> list[str]:
+    """The commands of the ``sh`` block of docs/architecture.md's "How to add a protocol"."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## How to add a protocol", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+    assert blocks, "docs/architecture.md's How to add a protocol has no sh block of commands"
+    return [line.split("#", 1)[0].strip() for block in blocks for line in block.splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def _copy(dest: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.decode()
+    for name in files.split("\0"):
+        if name and (not name.startswith("clients/") or name in CLIENT_FILES) and (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+
+
+def _run(copy: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(argv, cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _pytest(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _run(copy, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *args)
+
+
+def test_adding_a_protocol_is_what_the_architecture_page_says(tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    _copy(copy)
+    for folder, text in (("encoders", ENCODER), ("batch", _batch()), ("decoders", DECODER)):
+        (copy / "ldp" / folder / "toy.py").write_text(text, encoding="utf-8")
+
+    # without the page's commands, the page's test and the vectors' test say which command to run
+    before = _pytest(copy, "tests/docs/test_conformance_doc.py", "-k", "generator_writes or toy")
+    assert before.returncode == 1 and "python conformance/docs_tables.py" in before.stdout, before.stdout[-3000:]
+    before = _pytest(copy, "tests/conformance/test_vectors.py", "-k", "committed")
+    assert before.returncode == 1 and "python -m ldp.conformance generate conformance/vectors" in before.stdout, \
+        before.stdout[-3000:]
+
+    steps = _steps()
+    assert steps == ["python -m ldp.conformance generate conformance/vectors", "python conformance/docs_tables.py"]
+    for step in steps:
+        done = _run(copy, sys.executable, *step.split()[1:])
+        assert done.returncode == 0, f"{step}: {done.stdout}{done.stderr}"
+    assert (copy / "conformance" / "vectors" / "toy.json").exists()
+    assert "| `toy` |" in (copy / "docs" / "conformance.md").read_text(encoding="utf-8")
+
+    whole = _pytest(copy, "tests/structure", "tests/docs/test_conformance_doc.py",
+                    "--ignore=tests/structure/test_add_protocol.py")  # this test, in the copy: no recursion
+    assert whole.returncode == 0, whole.stdout[-5000:] + whole.stderr[-2000:]
+    parts = _pytest(copy, "tests/conformance/test_vectors.py", "tests/results/test_joint_hooks.py",
+                    "tests/protocols/test_conformance.py",
+                    "-k", "toy or committed or has_a_file or are_those or protocols_are")
+    assert parts.returncode == 0, parts.stdout[-5000:] + parts.stderr[-2000:]
+    assert "toy" in _run(copy, sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                         "tests/protocols/test_conformance.py", "-k", "toy").stdout
+    for argv in (("plan", "toy", "--epsilon", "1", "--d", "8", "--n", "10000"),
+                 ("simulate", "--protocol", "toy", "--epsilon", "1", "--d", "8", "--n", "2000", "--trials", "3")):
+        done = _run(copy, sys.executable, "-m", "ldp", *argv)
+        assert done.returncode == 0, f"ldp {' '.join(argv)}: {done.stdout}{done.stderr}"
+    checklist = _run(copy, sys.executable, "-c", textwrap.dedent("""
+        from ldp.protocols.checks import check_protocol
+        check_protocol("toy")
+    """))
+    assert checklist.returncode == 0 and "[ ] documentation page" in checklist.stdout, checklist.stdout
