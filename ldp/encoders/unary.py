@@ -131,13 +131,8 @@ class SUEParams(UnaryParams, ProtocolParams):
 
     @classmethod
     def examples(cls) -> list[SUEParams]:
-        """Four indices, and three labels (conformance suite)."""
-        return [cls(1.0, 4), cls.from_labels(2.0, ["a", "b", "c"])]
-
-    @classmethod
-    def audit_examples(cls) -> list[SUEParams]:
-        """The examples and two values."""
-        return [*cls.examples(), cls(0.5, 2)]
+        """Two indices, and four labels (conformance suite)."""
+        return [cls(1.0, 2), cls.from_labels(2.0, ["a", "b", "c", "d"])]
 
     @cached_property
     def p(self) -> float:
@@ -187,8 +182,7 @@ class OUEParams(UnaryParams, ProtocolParams):
 
     @classmethod
     def audit_examples(cls) -> list[OUEParams]:
-        """Enumerable: two, three and four values."""
-        return [cls(0.5, 2), cls(3.0, 3), cls(1.0, 4)]
+        return [cls(0.5, 2), cls(3.0, 3), cls(1.0, 4)]  # enumerable: two, three and four values
 
     @property
     def p(self) -> float:
