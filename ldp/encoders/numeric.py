@@ -118,8 +118,7 @@ class NumericParams(ProtocolParams):
         object.__setattr__(self, "high", high)
 
     @property
-    def domain_size(self) -> None:
-        """``None``: the inputs are numbers in ``[low, high]``, not indices."""
+    def domain_size(self) -> None:  # the inputs are numbers in [low, high], not indices
         return None
 
     @classmethod
@@ -132,8 +131,7 @@ class NumericParams(ProtocolParams):
         """The examples with 8 cells where the mechanism has cells (1024 outputs enumerate slowly)."""
         return [cls.from_dict({**p.to_dict(), "cells": 8}) if "cells" in p.to_dict() else p for p in cls.examples()]
 
-    def audit_inputs(self) -> list[float]:
-        """Both bounds (they attain the realized ε) and a number between them."""
+    def audit_inputs(self) -> list[float]:  # both bounds (they attain the realized ε) and a number between them
         return [self.low, self.low + 0.3 * (self.high - self.low), self.high]
 
     @cached_property
@@ -142,10 +140,8 @@ class NumericParams(ProtocolParams):
         return PrivacyCost(self.realized_epsilon)
 
     if TYPE_CHECKING:  # what each mechanism defines
-
         @property
-        def realized_epsilon(self) -> float:
-            """The exact ε of the probabilities the client realizes."""
+        def realized_epsilon(self) -> float: ...  # the exact ε of the probabilities the client realizes
 
     def check_value(self, value: Any) -> float:
         """``value`` as a float in ``[low, high]``: ``TypeError`` for a bool, str or non-number,
@@ -287,8 +283,7 @@ class HybridParams(NumericParams):
         {"epsilon": 0.3, "low": 0.0, "high": 100.0, "cells": 64},)
 
     @classmethod
-    def audit_examples(cls) -> list[Self]:
-        """The examples with 8 cells, and ε below :data:`HYBRID_THRESHOLD` (Duchi's branch only)."""
+    def audit_examples(cls) -> list[Self]:  # the examples with 8 cells, and ε below HYBRID_THRESHOLD (Duchi's only)
         return [*super().audit_examples(), cls(0.3, 0.0, 10.0, cells=8)]
 
     def __post_init__(self) -> None:

@@ -68,14 +68,10 @@ class UnaryParams(LabeledDomain):
     protocol: ClassVar[str]
 
     if TYPE_CHECKING:  # what each subclass defines
-
         @property
-        def p(self) -> float:
-            """Realized ``Pr[bit v = 1 | value v]``."""
-
+        def p(self) -> float: ...  # realized Pr[bit v = 1 | value v]
         @property
-        def q(self) -> float:
-            """Realized ``Pr[bit u = 1 | value v]``, ``u != v``."""
+        def q(self) -> float: ...  # realized Pr[bit u = 1 | value v], u != v
 
     def _check_unary(self, what: str) -> None:
         """The domain, the labels, and that ``p``, ``q`` are realizable and informative (``what``: the ε named)."""
