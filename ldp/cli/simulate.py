@@ -15,6 +15,7 @@ from ldp.cli.support import (
     finite_float,
     non_negative_int,
     open_unit,
+    output,
     positive_int,
     refuse_options,
 )
@@ -68,7 +69,7 @@ def simulate_command(args: argparse.Namespace) -> int:
     module = kind_module(protocol)
     if args.attack is None:
         refuse_options(args, ATTACK_OPTIONS, "shape the poisoned collection of --attack mga|random; give --attack too")
-        print(module.simulation_text(apply_defaults(args)))
+        output(module.simulation_text(apply_defaults(args)))
         return 0
     refuse_options(args, ACCURACY_OPTIONS, "are for the accuracy over repeated collections; --attack simulates one "
                                            "poisoned collection (leave them out)")
@@ -76,5 +77,5 @@ def simulate_command(args: argparse.Namespace) -> int:
     if attack is None:
         raise ValueError(f"--attack is for the frequency protocols (the poisoning attacks promote items), not "
                          f"{protocol}")
-    print(attack(apply_defaults(args)))
+    output(attack(apply_defaults(args)))
     return 0
