@@ -2,8 +2,9 @@
 behaviour (issue 29): ``python .ci/cli_snapshot.py record DIR`` before the move, ``compare DIR`` after.
 
 Covers ``ldp demo --json``, ``privacy``, ``plan`` (one protocol, ``--recommend``), ``simulate`` (both methods) and
-``decode`` of a simulated aggregate, each in text and JSON, for every registered protocol. Stdout, stderr and the
-exit status are compared byte for byte.
+``decode`` of a simulated aggregate, each in text and JSON, for every registered protocol, named positionally
+(``ldp simulate grr``; ``--protocol grr`` is the same command, issue 48). Stdout, stderr and the exit status are
+compared byte for byte. The subprocesses import ``ldp`` from ``PYTHONPATH`` when it is set (the checkout under test).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def commands(folder: Path) -> list[tuple[str, list[str]]]:
             out.append((f"plan-{p}{j}", ["plan", p, "--epsilon", EPSILON, "--n", "100000", *plan_ex, *fmt]))
             for method in ("aggregate", "per_report"):
                 out.append((f"simulate-{p}-{method}{j}",
-                            ["simulate", "--protocol", p, "--epsilon", EPSILON, "--n", N, "--trials", "2",
+                            ["simulate", p, "--epsilon", EPSILON, "--n", N, "--trials", "2",
                              "--method", method, "--seed", "5", *ex, *fmt]))
     return out + _decode_inputs(folder)
 

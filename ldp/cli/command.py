@@ -30,10 +30,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ldp ARGV``. Exit status: 0 done (also when stdout's reader closed the pipe early); 2 bad
     input or usage, with ``ldp <command>: error: <message>`` as the last line on stderr; 1 a bug
     (one line, or the traceback with ``LDP_DEBUG=1``); 130 interrupted."""
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse's top-level parser would say `ldp: error:`; the command's own parser names the command
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     prog = getattr(args, "command_prog", None) or f"ldp {args.command}"
     with cli_logging(args.verbose, args.log_quiet):
         return _main(args, prog)
+
+
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` chose: ``ldp spec validate``'s for ``spec validate``."""
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = getattr(args, sub.dest, None) if sub is not None else None
+        if sub is None or chosen not in sub.choices:
+            return parser
+        parser = sub.choices[chosen]
 
 
 def _main(args: argparse.Namespace, prog: str) -> int:

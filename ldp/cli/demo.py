@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from ldp.cli.support import finite_float, non_negative_int
+from ldp.cli.support import finite_float, non_negative_int, output
 
 __all__ = ["demo_command", "register"]
 
@@ -38,10 +37,10 @@ def demo_command(args: argparse.Namespace) -> int:
     n = args.n if args.n is not None else (500 if args.quick else 5000)
     result = run_demo(n=n, seed=args.seed, epsilon=args.epsilon, quick=args.quick,
                       progress=False if args.log_quiet else None)
-    print(json.dumps(to_jsonable(result), indent=2) if args.json else render(result))
+    output(json.dumps(to_jsonable(result), indent=2) if args.json else render(result))
     if args.plots is not None:
         from ldp.demo.plots import write_plots
 
         paths = write_plots(result, args.plots)
-        print(f"wrote {len(paths)} figures to {args.plots}", file=sys.stderr if args.json else sys.stdout)
+        output(f"wrote {len(paths)} figures to {args.plots}", to_stderr=args.json)
     return 0

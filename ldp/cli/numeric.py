@@ -99,8 +99,8 @@ def plan_text(args: argparse.Namespace) -> str:
     from ldp.cli.shuffled import plan_output
     from ldp.cli.support import apply_defaults, refuse_options
 
-    refuse_options(args, DETECTION_OPTIONS, "detect an item of a domain; a mean's plan gives the SE of the mean "
-                                            "(leave them out)")
+    refuse_options(args, DETECTION_OPTIONS, f"not for {args.protocol or 'the mean mechanisms'}: a mean's plan gives "
+                                            "the SE of the mean, not the detection of an item of a domain")
     plans = plan_means(apply_defaults(args))
     return plan_output([p.to_dict() for p in plans], [(p.protocol, p.epsilon_per_report) for p in plans],
                        "" if args.json else render_mean_plans(plans, args.recommend), args)

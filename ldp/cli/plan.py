@@ -10,7 +10,7 @@ from typing import Any
 from ldp.cli.numeric import add_numeric_options
 from ldp.cli.protocols import add_params_options, add_protocol_argument, check_own_options, kind_module, protocol_of
 from ldp.cli.shuffled import add_shuffle_options, check_shuffle_options
-from ldp.cli.support import PROTOCOLS_HELP, count, number, open_unit, positive_float, positive_int
+from ldp.cli.support import PROTOCOLS_HELP, count, number, open_unit, output, positive_float, positive_int
 
 __all__ = ["plan_command", "register"]
 
@@ -50,5 +50,5 @@ def plan_command(args: argparse.Namespace) -> int:
     protocol = protocol_of(args, required=False)
     check_own_options(protocol, args)
     check_shuffle_options(args)
-    print(kind_module(protocol, numbers=args.mean).plan_text(args))
+    output(kind_module(protocol, numbers=args.mean).plan_text(args))
     return 0

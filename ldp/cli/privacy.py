@@ -8,7 +8,7 @@ from typing import Any
 
 from ldp.cli.protocols import add_params_options, add_protocol_argument, build_params, check_own_options, protocol_of
 from ldp.cli.shuffled import add_shuffle_options, check_shuffle_options, privacy_output
-from ldp.cli.support import non_negative_int
+from ldp.cli.support import non_negative_int, output
 
 __all__ = ["privacy_command", "privacy_summary", "register"]
 
@@ -32,7 +32,7 @@ def privacy_command(args: argparse.Namespace) -> int:
     protocol_of(args)
     check_own_options(args.protocol, args)
     check_shuffle_options(args)
-    print(privacy_output(privacy_summary(args), args))
+    output(privacy_output(privacy_summary(args), args))
     return 0
 
 

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ldp.cli.protocols import aggregate_file, read_bytes
-from ldp.cli.support import input_file, open_unit
+from ldp.cli.support import input_file, open_unit, output
 
 __all__ = ["register", "rappor_decode_command", "rappor_decode_files"]
 
@@ -61,13 +61,13 @@ def rappor_decode_command(args: argparse.Namespace) -> int:
 
     est = rappor_decode_files(args)
     if args.google_csv:
-        print(google_results_csv(est), end="")
+        output(google_results_csv(est), end="")
     elif args.json or args.csv:
         est = detected_only(est) if args.detected_only else est
-        print(est.to_json() if args.json else est.to_csv(), end="\n" if args.json else "")
+        output(est.to_json() if args.json else est.to_csv(), end="\n" if args.json else "")
     else:
         shown = est if args.all else detected_only(est)
-        print(shown.table(max_rows=len(shown.items) if args.all else 100))
+        output(shown.table(max_rows=len(shown.items) if args.all else 100))
     return 0
 
 

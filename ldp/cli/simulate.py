@@ -15,6 +15,7 @@ from ldp.cli.support import (
     finite_float,
     non_negative_int,
     open_unit,
+    output,
     positive_int,
     refuse_options,
 )
@@ -67,14 +68,14 @@ def simulate_command(args: argparse.Namespace) -> int:
     check_own_options(protocol, args)
     module = kind_module(protocol)
     if args.attack is None:
-        refuse_options(args, ATTACK_OPTIONS, "shape the poisoned collection of --attack mga|random; give --attack too")
-        print(module.simulation_text(apply_defaults(args)))
+        refuse_options(args, ATTACK_OPTIONS, "only with --attack mga|random (they shape its poisoned collection)")
+        output(module.simulation_text(apply_defaults(args)))
         return 0
-    refuse_options(args, ACCURACY_OPTIONS, "are for the accuracy over repeated collections; --attack simulates one "
-                                           "poisoned collection (leave them out)")
+    refuse_options(args, ACCURACY_OPTIONS, "not with --attack, which simulates one poisoned collection (they are "
+                                           "for the accuracy over repeated collections)")
     attack = getattr(module, "attack_text", None)
     if attack is None:
         raise ValueError(f"--attack is for the frequency protocols (the poisoning attacks promote items), not "
                          f"{protocol}")
-    print(attack(apply_defaults(args)))
+    output(attack(apply_defaults(args)))
     return 0

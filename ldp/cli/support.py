@@ -22,7 +22,7 @@ from ldp.protocols import client_protocols
 __all__ = ["COUNT_PROTOCOLS", "PROTOCOLS_HELP",
            "BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
            "non_negative_int", "finite_float", "positive_float", "open_unit", "matplotlib_missing",
-           "matplotlib_missing_error", "given_options", "refuse_options", "apply_defaults"]
+           "matplotlib_missing_error", "given_options", "refuse_options", "apply_defaults", "output"]
 
 
 
@@ -139,6 +139,12 @@ def refuse_options(args: argparse.Namespace, names: tuple[str, ...], why: str) -
     given = given_options(args, names)
     if given:
         raise ValueError(f"{', '.join(given)}: {why}")
+
+
+def output(text: object, *, end: str = "\n", to_stderr: bool = False) -> None:
+    """Write what a command shows its user: ``text`` on stdout (``to_stderr``: on stderr, beside a ``--json`` document
+    on stdout). The command-line modules write through here or print; the library logs instead."""
+    print(text, end=end, file=sys.stderr if to_stderr else sys.stdout)
 
 
 def apply_defaults(args: argparse.Namespace) -> argparse.Namespace:
