@@ -29,7 +29,6 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from ldp.decoders.candidates import synthetic_candidates
 from ldp.lazy import subclasses_in
 from ldp.protocols import get_protocol
 from ldp.randomness import as_generator
@@ -189,8 +188,9 @@ def simulate_attack(params: Any, population: Population, n: int, *, attack: str 
     else:
         chosen = np.asarray(targets, dtype=np.int64)
     fake = int(round(fraction * n))
-    candidates = synthetic_candidates(d) if open_domain else None
-    scoring = simulation_for(params).scoring(params, candidates) if candidates is not None else None
+    simulation = simulation_for(params)
+    candidates = simulation.candidates(params, d) if open_domain else None  # the strings it is simulated on
+    scoring = simulation.scoring(params, candidates) if candidates is not None else None
     values = np.repeat(np.arange(d), population.counts(n - fake, gen))
     honest_batch = ReportBatch(params.protocol, params.fingerprint, params.schema,
                                _encode(params, gen.permutation(values), gen, candidates))
