@@ -38,9 +38,12 @@ class Item:
 
 
 def repository_root() -> Path | None:
-    """The checkout ``ldp`` runs from (the folder holding ``ldp/`` and ``conformance/``), or ``None`` (installed)."""
-    root = Path(__file__).resolve().parents[2]
-    return root if (root / "conformance" / "vectors").is_dir() and (root / "ldp").is_dir() else None
+    """The checkout of the repository: the one ``ldp`` runs from, else the working directory when it is one (a
+    contributor with the package installed, running from the repository's root); ``None`` otherwise."""
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
+        if (root / "conformance" / "vectors").is_dir() and (root / "ldp" / "protocols").is_dir():
+            return root
+    return None
 
 
 def _stem(cls: type) -> str:

@@ -29,7 +29,8 @@ PRINT_ALLOWED = {"ldp/cli/command.py", "ldp/cli/server.py", "ldp/cli/support.py"
                  "ldp/cli/protocols.py", "ldp/cli/log.py", "ldp/cli/pem.py", "ldp/cli/serve.py", "ldp/cli/watch.py",
                  "ldp/cli/associate.py", "ldp/cli/rappor_ngrams.py",
                  "ldp/spec/cli.py", "ldp/conformance/__main__.py"}
-PRINT_ALLOWED_FUNCTIONS = {"ldp/compare/report.py": {"compare_command"}}
+PRINT_ALLOWED_FUNCTIONS = {"ldp/compare/report.py": {"compare_command"},
+                           "ldp/protocols/checks.py": {"check_protocol"}}  # its checklist, when show=True
 
 
 @pytest.fixture()

@@ -183,9 +183,10 @@ def test_the_call_deadline_stops_between_batches_and_the_rest_stays_queued(tmp_p
         start = time.monotonic()
         result = client.upload(collector.url, TOKEN, timeout=5, call_timeout=1.0)
         elapsed = time.monotonic() - start
-        # 0.4 s per batch: 2 in time, the 3rd sent at 0.8 s (stored by the collector) and cut at 1.0 s
+        # 0.4 s per batch: 2 in time, the 3rd sent at 0.8 s (stored by the collector) and cut at 1.0 s; on a loaded
+        # machine a batch's own overhead can push the 2nd past the deadline: then 1 in time and the 2nd cut
         assert 1.0 <= elapsed < 1.0 + SLACK, elapsed
-        assert result.stopped == "deadline" and result.acknowledged == 2
+        assert result.stopped == "deadline" and result.acknowledged in (1, 2)
         assert result.acknowledged == result.batches == len(collector.stored) - 1
         ids, pinned = state(tmp_path)
         assert len(ids) == 6 - result.acknowledged and [i for i, _ in pinned] == ids[:1]

@@ -4,6 +4,7 @@ the AssertionError of a failing check."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -14,8 +15,11 @@ from ldp.protocols.checklist import checklist, format_checklist
 from ldp.protocols.checks import as_protocol, check_protocol, protocol_checks
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def _parts(proto: Protocol) -> dict[str, bool | None]:
-    return {item.part: item.present for item in checklist(proto)}
+    return {item.part: item.present for item in checklist(proto, root=ROOT)}
 
 
 def test_grr_has_every_part_and_rr_lacks_what_it_lacks() -> None:
