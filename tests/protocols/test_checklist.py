@@ -14,7 +14,6 @@ from ldp.protocols import Protocol, get_protocol
 from ldp.protocols.checklist import checklist, format_checklist
 from ldp.protocols.checks import as_protocol, check_protocol, protocol_checks
 
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
