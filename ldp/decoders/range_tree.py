@@ -181,7 +181,7 @@ class HHAggregate(Aggregate):
             agg.reports[lv] = nl
             oracle, m = params.level_oracle(lv + 1), f.size
             if params.oracle_kinds[lv] == "grr":
-                agg.counts[lv, :m] = GRRAggregate.simulate(oracle, f, gen).counts  # type: ignore[arg-type]
+                agg.counts[lv, :m] = GRRAggregate.simulate(oracle, f, gen).counts
             else:
                 agg.counts[lv, :m] = gen.binomial(f, oracle.p) + gen.binomial(nl - f, oracle.q)
         agg.n = int(t.sum())
