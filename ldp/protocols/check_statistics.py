@@ -214,12 +214,18 @@ def _q(paths: list[list[_Moments]]) -> np.ndarray:
     return np.concatenate([np.mean([m.q() for m in path], axis=0) for path in paths])
 
 
+def _band(t: int, a: float) -> tuple[float, float]:
+    """The two-sided chi-square band of a sample variance over an exact one, ``T`` draws, level ``a``:
+    ``[χ²_{a/2}(T−1), χ²_{1−a/2}(T−1)]/(T−1)``."""
+    return stats.chi2.ppf(a / 2, t - 1) / (t - 1), stats.chi2.isf(a / 2, t - 1) / (t - 1)
+
+
 def _per_item(m: _Moments, tests: int) -> list[str]:
     """Test 2 on one path's moments: bias and variance of each item (Bonferroni over ``tests``)."""
     z = NormalDist().inv_cdf(1 - ALPHA / (2 * tests))
     a = ALPHA / tests
     t = m.trials
-    lo, hi = stats.chi2.ppf(a / 2, t - 1) / (t - 1), stats.chi2.isf(a / 2, t - 1) / (t - 1)
+    lo, hi = _band(t, a)
     mean, var = m.estimates.mean(axis=0), m.estimates.var(axis=0, ddof=1)
     fourth = ((m.estimates - mean) ** 4).mean(axis=0)
     out = []
@@ -282,7 +288,7 @@ def _planner(proto: Protocol, params: Any, found: list[_Moments], item: int, tes
             continue
         t = m.trials
         var = float(m.estimates[:, item].var(ddof=1))
-        lo, hi = stats.chi2.ppf(a / 2, t - 1) / (t - 1), stats.chi2.isf(a / 2, t - 1) / (t - 1)
+        lo, hi = _band(t, a)
         if not m.heavy and not lo <= var / se**2 <= hi:
             out.append(f"{m.label}: the planner's standard error {se:.6g} for item {item} against the simulated "
                        f"{math.sqrt(var):.6g}: variance ratio {var / se**2:.4f} outside the chi-square band "
@@ -305,7 +311,7 @@ def _mean_planner(params: Any, found: list[_Moments], tests: int) -> list[str]:
             out.append(f"{m.label}: the mean planner's standard error {se:.10g} is not the exact {exact:.10g} "
                        f"(ratio {se / exact:.6f})")
         t, var = m.trials, float(m.estimates[:, 0].var(ddof=1))
-        lo, hi = stats.chi2.ppf(a / 2, t - 1) / (t - 1), stats.chi2.isf(a / 2, t - 1) / (t - 1)
+        lo, hi = _band(t, a)
         if not lo <= var / se**2 <= hi:
             out.append(f"{m.label}: the mean planner's standard error {se:.6g} against the simulated "
                        f"{math.sqrt(var):.6g}: variance ratio {var / se**2:.4f} outside the chi-square band "
