@@ -301,8 +301,12 @@ def test_serve_answers_while_2000_idle_and_slow_connections_are_held(tmp_path: P
     assert out["server"]["start_line"].startswith("ldp serve: listening on http://127.0.0.1:")
     # /metrics counts the same closes from the server's side (the scrape comes before the crowd leaves)
     seen = out["server"]["connections"]
-    # open: most of the crowd (a few of its reconnects may still wait in the listen queue)
-    assert seen["open"] >= 1500 and seen["idle_closed_total"] >= 2000 and seen["header_timeouts_total"] >= 1000, seen
+    # open: a snapshot while the crowd cycles (each silent socket is closed every second and reopened, so on a
+    # loaded machine hundreds wait in the listen queue at the scrape): at least half of it, and not much more than
+    # the crowd with its uploaders, probes and the scrape (a gauge that missed a close would
+    # count the 4,000+ closed sockets too).
+    assert 1000 <= seen["open"] <= 2000 + 50, seen
+    assert seen["idle_closed_total"] >= 2000 and seen["header_timeouts_total"] >= 1000, seen
     assert seen["accepted_total"] >= seen["open"] + seen["idle_closed_total"] + seen["header_timeouts_total"], seen
 
 
