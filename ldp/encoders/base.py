@@ -19,6 +19,7 @@ from ldp.encoders.base_draws import DrawPrimitives, DrawRule
 from ldp.encoders.base_memo import BoundedMemo
 from ldp.privacy.accountant import BudgetLedger, PrivacyCost, Reservation
 from ldp.privacy.cost import Charge
+from ldp.privacy.shuffle import ShuffleStructure
 from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source, is_seeded
 from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
 
@@ -118,6 +119,13 @@ class ProtocolParams:
         """Bits of one report's payload on the wire: each field of :attr:`schema` packed tight (a bit string's
         length; an integer's :func:`uint_bits`)."""
         return sum(f.size if f.kind == "bits" else uint_bits(f.size) for f in self.schema)
+
+    @property
+    def shuffle_structure(self) -> ShuffleStructure | None:
+        """What a shuffling bound may assume of one report's randomizer beyond its ε (:mod:`ldp.privacy.shuffle`):
+        ``None`` (the default) for any ε-LDP randomizer; a k-ary randomized response returns its
+        :func:`~ldp.privacy.shuffle.k_rr_structure`, with which the central ε is tighter."""
+        return None
 
     def horizon_cost(self, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
         """The privacy of ``reports`` reports of ``distinct`` values over a horizon: ``(per report, per distinct

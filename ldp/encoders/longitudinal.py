@@ -47,6 +47,7 @@ from ldp.encoders.longitudinal_memo import CHARGING, MEMO_ENTRIES, _SecretEncode
 from ldp.encoders.numeric import DuchiParams, NumericParams
 from ldp.encoders.randomized_response import GRRParams
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
+from ldp.privacy.shuffle import ShuffleStructure, k_rr_structure
 from ldp.randomness import KeyedRandomSource, RandomSource, bernoulli_threshold, check_probability, realized_probability
 from ldp.reports import Field, Report, ReportBatch
 
@@ -142,6 +143,13 @@ class LGRRParams(ProtocolParams):
     def support_probabilities(self) -> tuple[float, float]:
         """``(p*, q*)`` of one report (over fresh devices)."""
         return self.p_star, self.q_star
+
+    @property
+    def shuffle_structure(self) -> ShuffleStructure:
+        """One report is k-RR with ``(p*, q*)`` (each device's permanent response is its own): k-RR's clone
+        structure holds for one window; across windows the reports share that response (see
+        :func:`ldp.privacy.over_time.protocol_over_time`)."""
+        return k_rr_structure(self.p_star, self.q_star, self.domain_size)
 
     @cached_property
     def realized_epsilon(self) -> float:

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Self
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.base_draws import DrawRule, grr_draws
 from ldp.privacy.accountant import PrivacyCost
+from ldp.privacy.shuffle import ShuffleStructure, k_rr_structure
 from ldp.randomness import check_probability, check_resolvable, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch
 
@@ -93,6 +94,13 @@ class BinaryRRParams(ProtocolParams):
     @cached_property
     def privacy_cost(self) -> PrivacyCost:
         return PrivacyCost(self.epsilon)
+
+    @property
+    def shuffle_structure(self) -> ShuffleStructure | None:
+        """Symmetric RR (``p + q == 1`` exactly as realized: Warner's) is k-RR over two values, whose clone
+        structure tightens the shuffled ε; an asymmetric forced response gets the generic bound (``None``)."""
+        p, q = realized_probability(self.p), realized_probability(self.q)
+        return k_rr_structure(q, p, 2) if p + q == 1.0 and p < q else None
 
     @property
     def domain_size(self) -> int:
@@ -198,6 +206,11 @@ class GRRParams(LabeledDomain, ProtocolParams):
     def support_probabilities(self) -> tuple[float, float]:
         """``(p, q)``: a report names the user's value or one given other value."""
         return self.p, self.q
+
+    @property
+    def shuffle_structure(self) -> ShuffleStructure:
+        """k-RR's clone structure (:func:`~ldp.privacy.shuffle.k_rr_structure`) of the realized ``p``, ``q``."""
+        return k_rr_structure(self.p, self.q, self.domain_size)
 
     @property
     def effective_epsilon(self) -> float:

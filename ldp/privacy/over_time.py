@@ -1,0 +1,254 @@
+"""A device's central guarantee across many windows: the privacy-loss distribution (PLD) of each window's release,
+composed with Google's ``dp-accounting`` library, never the naive W·ε.
+
+Each window a device reports in is one release against the analyst. Shuffled, its privacy is dominated by the clone
+pair of :mod:`ldp.privacy.shuffle` (Feldman, McMillan and Talwar, FOCS 2021, Theorem 3.2: the shuffled output on
+neighbouring datasets is one post-processing of P and of Q, for every ε at once), so the pair's PLD is a valid PLD for
+the window, and PLDs compose by convolution (Meiser and Mohammadi, CCS 2018; Koskela, Jälkö and Honkela, AISTATS
+2020; Doroshenko, Ghazi, Kamath, Kumar and Manurangsi, "Connect the dots", PETS 2022 — the method
+``dp_accounting.pld`` implements). Not shuffled (or no amplification proven), a window is its local (ε₀, δ₀)
+guarantee, whose worst-case PLD ``dp_accounting`` gives (``from_privacy_parameters``).
+
+**The pair's PLD.** With A = e^ε_Δ/(e^ε_Δ + 1), given C = c clones the pair is P(x) = A·b_c(x−1) + (1−A)·b_c(x),
+Q(x) = (1−A)·b_c(x−1) + A·b_c(x) over x = 0..c+1 (b_c the Bin(c, ½) law), so the privacy loss is
+``L(x, c) = ln((A·x + (1−A)(c+1−x)) / ((1−A)·x + A(c+1−x)))``; a branch of weight 1 − ι has loss 0
+(:class:`~ldp.privacy.shuffle.ShuffleStructure`). Every step below can only make the PLD stochastically larger, and
+δ(ε) = E[(1 − e^(ε − ΣLᵢ))₊] grows with each Lᵢ, so the result stays an upper bound, composed or not:
+
+* c is grouped: the values in ``[a, a + w)`` use the pair at c = a, which dominates them (P_{c+1}, Q_{c+1} are
+  P_c, Q_c plus one fair coin); w = max(1, ⌊a·10⁻³⌋), so the loss scale is overstated by at most 0.05 %; the upper
+  tail of C joins the last group, the lower tail (below 10⁻¹⁸ of mass) is charged at the largest loss;
+* x beyond 12 standard deviations of b_c is charged at the largest loss;
+* losses are rounded *up* to the grid (``pessimistic_estimate``); the largest losses, of total mass τ, go to the
+  infinite loss (δ grows by τ per window, τ = 10⁻⁶·δ/W), the smallest are moved up to the first kept grid point.
+
+The grid step is 10⁻³·ε̂/W, ε̂ an estimate of the composed ε, so rounding adds at most about 0.1 % of ε̂.
+
+Server side: numpy, scipy and ``dp-accounting`` (the ``server`` extra) are imported when a function is called.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ldp.privacy.cost import PrivacyCost
+from ldp.privacy.shuffle import ShuffleGuarantee, ShuffleStructure, generic_structure, shuffled_epsilon
+
+__all__ = ["WindowRelease", "CentralOverTime", "central_over_time", "central_over_windows", "protocol_over_time",
+           "shuffle_pld", "METHOD"]
+
+METHOD = "privacy-loss distributions composed with dp-accounting (PLD)"
+_GROUP = 1e-3
+"""Relative width of a group of clone counts c (module docstring)."""
+_SD = 12.0
+"""Standard deviations of b_c kept around (c+1)/2; beyond, charged at the largest loss."""
+
+
+@dataclass(frozen=True)
+class WindowRelease:
+    """One window a device took part in: its report's local cost (k reports of ε₀ in the window: k·ε₀, as one
+    report — :mod:`ldp.privacy.shuffle`'s rule), how many reports were shuffled together (``None``: not shuffled, the
+    analyst sees the reports as sent), and what the bound may assume of the randomizer (``None``: generic)."""
+
+    per_report: PrivacyCost
+    n: int | None = None
+    structure: ShuffleStructure | None = None
+
+
+@dataclass(frozen=True)
+class CentralOverTime:
+    """The central (ε, δ) of a device across ``windows`` windows, against the analyst. ``one_window`` is each
+    distinct window's own guarantee (the first of each kind), ``naive`` the sum of the one-window figures (basic
+    composition, for comparison), ``local`` the composed local cost (what the device's ledger charges)."""
+
+    epsilon: float
+    delta: float
+    windows: int
+    one_window: tuple[ShuffleGuarantee | PrivacyCost, ...]
+    naive: PrivacyCost
+    local: PrivacyCost
+    method: str = METHOD
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def cost(self) -> PrivacyCost:
+        return PrivacyCost(self.epsilon, self.delta)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "delta": self.delta, "windows": self.windows, "method": self.method,
+                "one_window": [g.to_dict() for g in self.one_window], "naive": self.naive.to_dict(),
+                "local": self.local.to_dict(), "notes": list(self.notes)}
+
+    def __str__(self) -> str:
+        return f"ε={self.epsilon:.4g}, δ={self.delta:.3g} over {self.windows:,} windows ({METHOD})"
+
+
+def central_over_time(per_report: PrivacyCost, n: int | None, delta: float, windows: int,
+                      structure: ShuffleStructure | None = None) -> CentralOverTime:
+    """:func:`central_over_windows` of ``windows`` identical windows of ``n`` shuffled reports."""
+    if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
+        raise ValueError(f"windows must be an int >= 1, got {windows!r}")
+    return central_over_windows([WindowRelease(per_report, n, structure)] * windows, delta)
+
+
+def central_over_windows(releases: Sequence[WindowRelease], delta: float) -> CentralOverTime:
+    """The device's central (ε, δ) over ``releases``: each window's PLD (the clone pair's where shuffling proves
+    amplification, with the structure that gives the smaller one-window ε; the local (ε₀, δ₀) otherwise), composed.
+    ``δ`` is the total; a window's local δ₀ is part of its PLD (its infinite-loss mass)."""
+    from ldp.extras import require_extra
+
+    require_extra("the central guarantee over windows", "server", ("numpy", "scipy", "dp_accounting"))
+    if not releases:
+        raise ValueError("no window to compose")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0.0 < delta < 1.0:
+        raise ValueError(f"δ must be in (0, 1), got {delta!r}")
+    kinds = Counter(releases)
+    singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost] = {r: _one_window(r, delta) for r in kinds}
+    w = len(releases)
+    eps_w = [_epsilon_of(singles[r]) * k for r, k in kinds.items()]
+    sq = sum(_epsilon_of(singles[r]) ** 2 * k for r, k in kinds.items())
+    estimate = max(min(sum(eps_w), math.sqrt(2 * math.log(1 / delta) * sq) + sq / 2), 1e-12)
+    step = 1e-3 * estimate / w
+    tail = 1e-6 * delta / w
+    pld = None
+    for release, k in kinds.items():
+        one = _window_pld(release, singles[release], step, tail).self_compose(k, tail_mass_truncation=tail)
+        pld = one if pld is None else pld.compose(one, tail_mass_truncation=tail)
+    assert pld is not None
+    eps = float(pld.get_epsilon_for_delta(delta))
+    local = sum((r.per_report for r in releases), PrivacyCost(0.0))
+    naive = sum((_cost_of(singles[r]) for r in releases), PrivacyCost(0.0))
+    notes = tuple(sorted({_note(singles[r]) for r in releases} - {""}))
+    return CentralOverTime(min(eps, local.epsilon) if local.delta <= delta else eps, delta, w,
+                           tuple(singles.values()), naive, local, notes=notes)
+
+
+def _one_window(release: WindowRelease, delta: float) -> ShuffleGuarantee | PrivacyCost:
+    cost = release.per_report
+    if release.n is None or cost.delta > 0.0:
+        return cost
+    return shuffled_epsilon(cost.epsilon, release.n, delta, release.structure)
+
+
+def _epsilon_of(g: ShuffleGuarantee | PrivacyCost) -> float:
+    return g.epsilon
+
+
+def _cost_of(g: ShuffleGuarantee | PrivacyCost) -> PrivacyCost:
+    return g.cost if isinstance(g, ShuffleGuarantee) else g
+
+
+def _note(g: ShuffleGuarantee | PrivacyCost) -> str:
+    if isinstance(g, ShuffleGuarantee):
+        return "" if g.amplified else f"no amplification proven at n={g.n:,}: those windows count at their local ε"
+    if g.delta > 0.0:
+        return "reports with δ₀ > 0 are not amplified (the clone bound is for pure ε₀-LDP reports): local (ε₀, δ₀)"
+    return "windows not shuffled count at their local ε"
+
+
+def _window_pld(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, step: float, tail: float) -> Any:
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    if isinstance(single, ShuffleGuarantee) and single.amplified:
+        assert release.n is not None
+        structure = release.structure if single.method != "numerical" and release.structure is not None \
+            else generic_structure(release.per_report.epsilon)
+        return shuffle_pld(structure, release.n, step, tail)
+    cost = _cost_of(single)
+    return pld_lib.from_privacy_parameters(_dp_params(cost), value_discretization_interval=step)
+
+
+def _dp_params(cost: PrivacyCost) -> Any:
+    from dp_accounting.pld import common
+
+    return common.DifferentialPrivacyParameters(cost.epsilon, cost.delta)
+
+
+def shuffle_pld(structure: ShuffleStructure, n: int, step: float, tail: float = 1e-18) -> Any:
+    """The ``dp_accounting`` PLD of the clone pair of n shuffled reports with ``structure`` (module docstring),
+    losses rounded up to multiples of ``step``; the largest losses of total mass ``tail`` go to the infinite loss."""
+    import numpy as np
+    from dp_accounting.pld import pld_pmf, privacy_loss_distribution as pld_lib
+    from scipy.stats import binom
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    if not (0.0 < step < math.inf and 0.0 <= tail < 1.0):
+        raise ValueError(f"step must be > 0 and tail in [0, 1), got {step!r}, {tail!r}")
+    top = structure.epsilon_pair
+    a_ = math.exp(top) / (math.exp(top) + 1.0)
+    size, alpha = n - 1, structure.clone_probability
+    lo = int(binom.ppf(1e-18, size, alpha)) if size else 0
+    hi = int(binom.isf(1e-18, size, alpha)) if size else 0
+    lo, hi = max(0, min(lo, hi)), min(size, max(lo, hi))
+    charged_top = float(binom.cdf(lo - 1, size, alpha)) if lo > 0 else 0.0  # C below lo: charged at the top loss
+    starts = []
+    c = lo
+    while c <= hi:
+        starts.append(c)
+        c += max(1, int(c * _GROUP))
+    ends = starts[1:] + [size + 1]
+    masses = binom.cdf(np.array(ends) - 1, size, alpha) - (binom.cdf(np.array(starts) - 1, size, alpha))
+    losses, probs = [np.zeros(1)], [np.array([1.0 - structure.informative])]
+    for start, mass in zip(starts, masses, strict=True):
+        if mass <= 0.0:
+            continue
+        half = _SD * math.sqrt(start) / 2 + 2
+        x = np.arange(max(0, int((start + 1) / 2 - half)), min(start + 1, int((start + 1) / 2 + half)) + 1)
+        lp = binom.pmf(x - 1, start, 0.5)
+        hp = binom.pmf(x, start, 0.5)
+        p = a_ * lp + (1 - a_) * hp
+        num = a_ * x + (1 - a_) * (start + 1 - x)
+        den = (1 - a_) * x + a_ * (start + 1 - x)
+        losses.append(np.log(num) - np.log(den))
+        probs.append(structure.informative * mass * p)
+        charged_top += structure.informative * mass * max(0.0, 1.0 - float(p.sum()))
+    loss = np.concatenate(losses + [np.array([top])])
+    prob = np.concatenate(probs + [np.array([charged_top])])
+    index = np.ceil(loss / step + 1e-9).astype(np.int64)  # rounded up: a pessimistic PLD
+    first = int(index.min())
+    dense = np.bincount(index - first, weights=prob)
+    infinity = 0.0
+    if tail > 0.0:  # the top of total mass <= tail to the infinite loss, the bottom moved up
+        from_top = np.cumsum(dense[::-1])
+        cut = int(np.searchsorted(from_top, tail, side="right"))
+        infinity = float(from_top[cut - 1]) if cut else 0.0
+        dense = dense[:dense.size - cut]
+        below = np.cumsum(dense)
+        skip = int(np.searchsorted(below, tail, side="right"))
+        if 0 < skip < dense.size:
+            dense[skip] += below[skip - 1]
+            dense = dense[skip:]
+            first += skip
+    infinity += max(0.0, 1.0 - float(dense.sum()) - infinity)  # what rounding of the masses left out
+    pmf = pld_pmf.DensePLDPmf(step, first, dense, infinity, True)
+    return pld_lib.PrivacyLossDistribution(pmf)
+
+
+def protocol_over_time(params: Any, n: int | None, delta: float, windows: int) -> CentralOverTime:
+    """A device's central guarantee over ``windows`` windows of a protocol's ``params`` (one report per window,
+    ``n`` reports shuffled together per window, ``None``: not shuffled), with the protocol's
+    ``shuffle_structure``.
+
+    A protocol that memoizes its responses (RAPPOR, L-GRR, the memoized means: its ``horizon_cost`` caps a
+    value's reports) shares one permanent response across windows, so a window's report is not a fresh ε₀-LDP
+    randomization of the value given the earlier ones and the windows' PLDs may not be composed. Over more than one
+    window such a protocol is given its local lifetime cost for one value (``horizon_cost(windows, 1)``: all the
+    reports are post-processing of the permanent response), which holds against the analyst too, with a note."""
+    one = params.privacy_cost
+    structure = params.shuffle_structure
+    if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
+        raise ValueError(f"windows must be an int >= 1, got {windows!r}")
+    lifetime = params.horizon_cost(windows, 1)[2]
+    if windows > 1 and lifetime.epsilon < one.epsilon * windows * (1 - 1e-12):
+        single = central_over_windows([WindowRelease(one, n, structure)], delta)
+        return CentralOverTime(lifetime.epsilon, max(lifetime.delta, 0.0), windows, single.one_window,
+                               single.naive.times(windows), lifetime, method="local lifetime bound (memoized)",
+                               notes=(f"{params.protocol} memoizes its responses: the windows share one permanent "
+                                      "response, so per-window amplification is not composed; the figure is the "
+                                      "local lifetime cost of one value (each new value adds as much)",))
+    return central_over_windows([WindowRelease(one, n, structure)] * windows, delta)

@@ -1,0 +1,107 @@
+"""Exact evaluations written for the tests, independent of :mod:`ldp.privacy.shuffle` and :mod:`ldp.privacy.pld`.
+
+* :func:`krr_delta`: the hockey-stick divergence δ(ε) of the *real* shuffled k-RR output (the histogram of n
+  reports) between user 1 holding x₀ and x₁, when the other n − 1 users all hold the same value ``others``
+  (``"third"``: a value other than x₀, x₁; ``"x1"``: x₁ itself). A lower bound on the true worst case over
+  datasets: a valid guarantee is never below it.
+
+  The histogram N of n reports, user 1's drawn from R(x_b) and the others' from r = R(y), has
+  ``Pr_b[N] = Mult_n(N; r) · Σ_o R(x_b)(o) N_o / (n r_o)`` (user 1's report is one of the n, the others a
+  multinomial of n − 1). So δ(ε) = Σ_N Mult_n(N; r) · max(0, T₀ − e^ε T₁) / n with T_b = Σ_o R(x_b)(o)/r_o · N_o.
+* :func:`pair_delta`: δ(ε) of the clone pair (FMT21 Theorem 3.2's P, Q with C ~ Bin(n − 1, α), mixed with a
+  loss-0 branch of weight 1 − ι) summed over every c with scipy, no grouping and no cut.
+* :func:`composed_pair_delta`: δ(ε) of that pair composed ``w`` times, by exact enumeration of the privacy-loss
+  values (small n only).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import binom, multinomial
+
+
+def krr_delta(p: float, q: float, d: int, n: int, eps: float, others: str = "third", sd: float = 12.0) -> float:
+    """δ(ε) of shuffled k-RR (keep p, each other value q) on the dataset above; cells beyond ``sd`` standard
+    deviations of a count carry less than 1e-30 and are left out (so the value is a lower bound too)."""
+    if others == "x1":  # categories x0, x1, rest: r = (q, p, (d-2)q); T0 = (p/q) N0 + (q/p) N1 + N_rest, T1 = n
+        n0 = _window(n, q, sd)
+        n1 = _window(n, p, sd)
+        N0, N1 = np.meshgrid(n0, n1, indexing="ij")
+        rest = n - N0 - N1
+        ok = rest >= 0
+        pmf = np.where(ok, multinomial.pmf(np.stack([N0, N1, np.maximum(rest, 0)], -1), n, [q, p, 1 - p - q]), 0.0)
+        t0 = (p / q) * N0 + (q / p) * N1 + rest
+        return float((pmf * np.maximum(t0 - math.exp(eps) * n, 0.0)).sum() / n)
+    if d < 3:
+        raise ValueError("a third value needs d >= 3")
+    # categories x0, x1, y, rest: r = (q, q, p, (d-3)q); T0 = (p/q) N0 + N1 + (q/p) Ny + Nrest, T1 swaps p/q and 1
+    ny = _window(n, p, sd)
+    m = _window(n, 2 * q, sd)  # N0 + N1
+    total = 0.0
+    for mm in m:
+        n0 = np.arange(0, mm + 1)
+        N0, NY = np.meshgrid(n0, ny, indexing="ij")
+        N1 = mm - N0
+        rest = n - mm - NY
+        ok = rest >= 0
+        counts = np.stack([N0, N1, NY, np.maximum(rest, 0)], -1)
+        pmf = np.where(ok, multinomial.pmf(counts, n, [q, q, p, 1 - p - 2 * q]), 0.0)
+        t0 = (p / q) * N0 + N1 + (q / p) * NY + rest
+        t1 = N0 + (p / q) * N1 + (q / p) * NY + rest
+        total += float((pmf * np.maximum(t0 - math.exp(eps) * t1, 0.0)).sum())
+    return total / n
+
+
+def _window(n: int, prob: float, sd: float) -> np.ndarray:
+    mean, s = n * prob, math.sqrt(n * prob * (1 - prob))
+    return np.arange(max(0, int(mean - sd * s - 5)), min(n, int(mean + sd * s + 5)) + 1)
+
+
+def pair_delta(eps_pair: float, alpha: float, iota: float, n: int, eps: float) -> float:
+    """δ(ε) of the clone pair, every c and x summed (scipy's binomial pmf)."""
+    a = math.exp(eps_pair) / (math.exp(eps_pair) + 1)
+    cs = np.arange(0, n)
+    wc = binom.pmf(cs, n - 1, alpha)
+    keep = wc > 1e-40
+    total = 0.0
+    for c, w in zip(cs[keep], wc[keep], strict=True):
+        x = np.arange(0, c + 2)
+        lo, hi = binom.pmf(x - 1, c, 0.5), binom.pmf(x, c, 0.5)
+        P, Q = a * lo + (1 - a) * hi, (1 - a) * lo + a * hi
+        total += w * float(np.maximum(P - math.exp(eps) * Q, 0.0).sum())
+    return iota * total
+
+
+def pair_losses(eps_pair: float, alpha: float, iota: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The privacy-loss values ln(P/Q) of the clone pair and their probabilities under P (the loss-0 branch
+    included), every outcome listed."""
+    a = math.exp(eps_pair) / (math.exp(eps_pair) + 1)
+    losses, probs = [np.zeros(1)], [np.array([1.0 - iota])]
+    for c in range(n):
+        w = binom.pmf(c, n - 1, alpha)
+        if w < 1e-40:
+            continue
+        x = np.arange(0, c + 2)
+        lo, hi = binom.pmf(x - 1, c, 0.5), binom.pmf(x, c, 0.5)
+        P, Q = a * lo + (1 - a) * hi, (1 - a) * lo + a * hi
+        losses.append(np.log(P / Q))
+        probs.append(iota * w * P)
+    return np.concatenate(losses), np.concatenate(probs)
+
+
+def composed_pair_delta(eps_pair: float, alpha: float, iota: float, n: int, w: int, eps: float) -> float:
+    """δ(ε) of the clone pair composed ``w`` times: E_P[max(0, 1 − e^(ε − L₁ − … − L_w))], the losses
+    enumerated exactly (their values merged to 1e-12)."""
+    loss, prob = pair_losses(eps_pair, alpha, iota, n)
+    keys = np.round(loss, 12)
+    loss, inverse = np.unique(keys, return_inverse=True)
+    prob = np.bincount(inverse, weights=prob)
+    total_l, total_p = np.zeros(1), np.ones(1)
+    for _ in range(w):
+        total_l = np.round((total_l[:, None] + loss[None, :]).ravel(), 12)
+        total_p = (total_p[:, None] * prob[None, :]).ravel()
+        total_l, inv = np.unique(total_l, return_inverse=True)
+        total_p = np.bincount(inv, weights=total_p)
+    return float((total_p * np.maximum(1.0 - np.exp(eps - total_l), 0.0)).sum())
