@@ -169,7 +169,7 @@ def plan_text(args: argparse.Namespace) -> str:
     from ldp.cli.shuffled import plan_output
 
     plans = plan_counts(apply_defaults(args))
-    return plan_output([p.to_dict() for p in plans], [(p.protocol, p.epsilon_per_report) for p in plans],
+    return plan_output([p.to_dict() for p in plans], [(p.protocol, p.epsilon_per_report, p.params) for p in plans],
                        "" if args.json else render_count_plans(plans, args.recommend), args)
 
 

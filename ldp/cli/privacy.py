@@ -32,7 +32,7 @@ def privacy_command(args: argparse.Namespace) -> int:
     protocol_of(args)
     check_own_options(args.protocol, args)
     check_shuffle_options(args)
-    output(privacy_output(privacy_summary(args), args))
+    output(privacy_output(privacy_summary(args), args, build_params(args.protocol, args)))
     return 0
 
 

@@ -1,5 +1,6 @@
 """``--shuffled N`` of ``ldp privacy`` and ``ldp plan``: the central guarantee against the analyst that a trusted
-shuffler buys (:mod:`ldp.privacy.shuffle`), shown beside the local one."""
+shuffler buys (:mod:`ldp.privacy.shuffle`), shown beside the local one; with ``--windows W``, a device's guarantee
+across W windows too (:mod:`ldp.privacy.over_time`: composed privacy-loss distributions, not W·ε)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 from ldp.cli.support import count, open_unit
 from ldp.privacy.cost import PrivacyCost
-from ldp.privacy.shuffle import shuffled_cost
+from ldp.privacy.over_time import METHOD
+from ldp.privacy.shuffle import ShuffleStructure, shuffled_cost
 
 __all__ = ["DEFAULT_DELTA", "add_shuffle_options", "central_guarantee", "central_lines", "check_shuffle_options",
            "privacy_output", "plan_output"]
@@ -24,42 +26,75 @@ def add_shuffle_options(parser: argparse.ArgumentParser) -> None:
                              "analyst, permutes N reports from N distinct users, one each (1e6 is accepted)")
     parser.add_argument("--delta", type=open_unit, help=f"δ of the central guarantee with --shuffled (default "
                                                          f"{DEFAULT_DELTA:g})")
+    parser.add_argument("--windows", type=count, metavar="W",
+                        help="with --shuffled: also a device's central guarantee across W windows (one report in "
+                             "each, N shuffled per window), by composed privacy-loss distributions")
 
 
 def check_shuffle_options(args: argparse.Namespace) -> None:
-    """``--delta`` is the δ of ``--shuffled``'s guarantee: alone, it is refused (exit status 2)."""
-    if getattr(args, "delta", None) is not None and getattr(args, "shuffled", None) is None:
-        raise ValueError("--delta is the δ of the central guarantee of --shuffled N: give --shuffled too")
+    """``--delta`` and ``--windows`` qualify ``--shuffled``'s guarantee: without it, they are refused (exit 2)."""
+    for name in ("delta", "windows"):
+        if getattr(args, name, None) is not None and getattr(args, "shuffled", None) is None:
+            raise ValueError(f"--{name} qualifies the central guarantee of --shuffled N: give --shuffled too")
 
 
-def central_guarantee(per_report: PrivacyCost, args: argparse.Namespace) -> dict[str, Any] | None:
-    """The ``--shuffled`` guarantee of one report's cost as a dict (``None`` without ``--shuffled``)."""
+def central_guarantee(per_report: PrivacyCost, args: argparse.Namespace, structure: ShuffleStructure | None = None,
+                      params: Any = None) -> dict[str, Any] | None:
+    """The ``--shuffled`` guarantee of one report's cost as a dict (``None`` without ``--shuffled``), with the
+    randomizer's ``structure`` where it has one; with ``--windows``, the guarantee over the windows under the key
+    ``over_windows`` (:func:`~ldp.privacy.over_time.protocol_over_time` when the ``params`` are known, so that a
+    memoizing protocol gets its lifetime bound)."""
     if getattr(args, "shuffled", None) is None:
         return None
-    if per_report.delta != 0.0:
-        return {"n": int(args.shuffled), "amplified": False,
-                "note": f"no shuffling bound for a report with δ > 0 ({per_report}); the local guarantee stands"}
+    n = int(args.shuffled)
     delta = args.delta if getattr(args, "delta", None) is not None else DEFAULT_DELTA
-    return shuffled_cost(per_report, int(args.shuffled), delta).to_dict()
+    if per_report.delta != 0.0:
+        out: dict[str, Any] = {"n": n, "amplified": False, "note": f"no shuffling bound for a report with δ > 0 "
+                                                                    f"({per_report}); the local guarantee stands"}
+    else:
+        out = shuffled_cost(per_report, n, delta, structure).to_dict()
+    windows = getattr(args, "windows", None)
+    if windows is not None:
+        from ldp.privacy.over_time import central_over_time, protocol_over_time
+
+        over = protocol_over_time(params, n, delta, windows) if params is not None else \
+            central_over_time(per_report, n, delta, windows, structure)
+        out["over_windows"] = over.to_dict()
+    return out
 
 
 def central_lines(label: str, per_report: PrivacyCost, central: dict[str, Any], trust: bool = True) -> list[str]:
-    """Both guarantees as text: the local one per report, the central one (and its trust assumption)."""
+    """Both guarantees as text: the local one per report, the central one (and its trust assumption); with
+    ``--windows``, both over the windows."""
     lines = [f"{label}local (per report, against everyone): {per_report}"]
     if "note" in central:
-        return lines + [f"{label}central: {central['note']}"]
-    if not central["amplified"]:
-        return lines + [f"{label}central ({central['n']:,} shuffled reports): ε={central['epsilon']:.6g}, no "
-                        "amplification proven at this n, ε₀ and δ (the local guarantee stands)"]
-    return lines + [f"{label}central ({central['n']:,} shuffled reports, against the analyst only): "
-                    f"ε={central['epsilon']:.4g}, δ={central['delta']:.3g} (Feldman, McMillan and Talwar's "
-                    "numerical bound)"] + ([f"{label}trust: {central['trust']}"] if trust else [])
+        lines.append(f"{label}central: {central['note']}")
+    elif not central["amplified"]:
+        lines.append(f"{label}central ({central['n']:,} shuffled reports): ε={central['epsilon']:.6g}, no "
+                     "amplification proven at this n, ε₀ and δ (the local guarantee stands)")
+    else:
+        whose = " with k-RR's clone structure" if central["method"] == "numerical k-RR" else ""
+        lines.append(f"{label}central ({central['n']:,} shuffled reports, against the analyst only): "
+                     f"ε={central['epsilon']:.4g}, δ={central['delta']:.3g} (Feldman, McMillan and Talwar's "
+                     f"numerical bound{whose})")
+    over = central.get("over_windows")
+    if over is not None:
+        w = over["windows"]
+        lines.append(f"{label}local over {w:,} windows (one report each): ε={over['local']['epsilon']:.4g}"
+                     + (f", δ={over['local']['delta']:.3g}" if over["local"]["delta"] else ""))
+        naive = over["naive"]["epsilon"]
+        summed = f"; the one-window figures summed: ε={naive:.4g}" if over["method"] == METHOD else ""
+        lines.append(f"{label}central over {w:,} windows: ε={over['epsilon']:.4g}, δ={over['delta']:.3g} "
+                     f"({over['method']}{summed})")
+        lines += [f"{label}note: {note}" for note in over["notes"]]
+    return lines + ([f"{label}trust: {central['trust']}"] if trust and central.get("amplified") else [])
 
 
-def privacy_output(out: dict[str, Any], args: argparse.Namespace) -> str:
-    """``ldp privacy``'s output; with ``--shuffled``, the central guarantee too (key ``central`` in JSON)."""
+def privacy_output(out: dict[str, Any], args: argparse.Namespace, params: Any = None) -> str:
+    """``ldp privacy``'s output; with ``--shuffled``, the central guarantee too (key ``central`` in JSON), with the
+    ``params``' shuffle structure."""
     local = PrivacyCost(out["epsilon"], out.get("delta", 0.0))
-    central = central_guarantee(local, args)
+    central = central_guarantee(local, args, getattr(params, "shuffle_structure", None), params)
     if central is not None:
         out = {**out, "central": central}
     if args.json:
@@ -68,11 +103,14 @@ def privacy_output(out: dict[str, Any], args: argparse.Namespace) -> str:
     return "\n".join(lines + (central_lines("", local, central) if central is not None else []))
 
 
-def plan_output(plans: list[Any], costs: list[tuple[str, PrivacyCost]], text: str,
-                args: argparse.Namespace) -> str:
-    """``ldp plan``'s output (``plans`` as dicts, ``costs`` each plan's label and ε per report, ``text`` the table);
-    with ``--shuffled``, each plan's central ε beside its local one (key ``central`` of each plan in JSON)."""
-    centrals = [central_guarantee(cost, args) for _, cost in costs]
+def plan_output(plans: list[Any], costs: list[tuple[str, PrivacyCost]] | list[tuple[str, PrivacyCost, Any]],
+                text: str, args: argparse.Namespace) -> str:
+    """``ldp plan``'s output (``plans`` as dicts, ``costs`` each plan's label, ε per report and optionally its
+    params, ``text`` the table); with ``--shuffled``, each plan's central ε beside its local one (key ``central`` of
+    each plan in JSON)."""
+    centrals = [central_guarantee(c[1], args, getattr(c[2], "shuffle_structure", None) if len(c) > 2 else None,
+                                  c[2] if len(c) > 2 else None) for c in costs]
+    costs = [(c[0], c[1]) for c in costs]
     if args.json:
         if centrals and centrals[0] is not None:
             plans = [{**p, "central": c} for p, c in zip(plans, centrals, strict=True)]

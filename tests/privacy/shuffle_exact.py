@@ -105,3 +105,39 @@ def composed_pair_delta(eps_pair: float, alpha: float, iota: float, n: int, w: i
         total_l, inv = np.unique(total_l, return_inverse=True)
         total_p = np.bincount(inv, weights=total_p)
     return float((total_p * np.maximum(1.0 - np.exp(eps - total_l), 0.0)).sum())
+
+
+def worst_krr_delta(p: float, q: float, d: int, n: int, eps: float) -> float:
+    """max over every dataset of the other n − 1 users (each multiset of values) and both directions of the δ(ε)
+    of the real shuffled k-RR histogram, user 1 holding value 0 or 1: the exact worst case (tiny n, d only)."""
+    from itertools import combinations_with_replacement
+
+    def histogram(inputs: tuple[int, ...]) -> dict[tuple[int, ...], float]:
+        law: dict[tuple[int, ...], float] = {tuple([0] * d): 1.0}
+        for x in inputs:
+            step: dict[tuple[int, ...], float] = {}
+            for counts, pr in law.items():
+                for o in range(d):
+                    key = counts[:o] + (counts[o] + 1,) + counts[o + 1:]
+                    step[key] = step.get(key, 0.0) + pr * (p if o == x else q)
+            law = step
+        return law
+
+    worst = 0.0
+    for others in combinations_with_replacement(range(d), n - 1):
+        a, b = histogram((0, *others)), histogram((1, *others))
+        for u, v in ((a, b), (b, a)):
+            worst = max(worst, sum(max(pr - math.exp(eps) * v.get(k, 0.0), 0.0) for k, pr in u.items()))
+    return worst
+
+
+def composed_rr_delta(eps0: float, delta0: float, k: int, eps: float) -> float:
+    """δ(ε) of k (ε₀, δ₀)-DP mechanisms composed, at their worst case (Kairouz, Oh and Viswanath 2015): the
+    privacy loss is ε₀·(k − 2j) with probability C(k, j)·a^(k−j)·(1−a)^j, a = e^ε₀/(1+e^ε₀), given that none of the
+    k δ₀-events happened (otherwise infinite)."""
+    a = math.exp(eps0) / (1 + math.exp(eps0))
+    j = np.arange(k + 1)
+    pr = binom.pmf(j, k, 1 - a)
+    finite = float((pr * np.maximum(1.0 - np.exp(eps - eps0 * (k - 2 * j)), 0.0)).sum())
+    none = (1 - delta0) ** k
+    return 1 - none + none * finite

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ldp.cli.command import main
+from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.shuffle import (
     ShuffleGuarantee,
@@ -117,8 +118,10 @@ def test_any_valid_input(eps0: float, n: int, log_delta: float) -> None:
 def test_cli_privacy_shuffled(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["privacy", "grr", "--epsilon", "4", "--d", "10", "--shuffled", "1e6", "--delta", "1e-8"]) == 0
     text = capsys.readouterr().out
-    expected = shuffled_epsilon(4.0, 10**6, 1e-8)
-    assert "local (per report, against everyone): ε=4" in text
+    grr = GRRParams(4.0, 10)  # k-RR: its clone structure gives the smaller ε here
+    expected = shuffled_epsilon(grr.privacy_cost.epsilon, 10**6, 1e-8, grr.shuffle_structure)
+    assert expected.method == "numerical k-RR" and expected.epsilon < shuffled_epsilon(4.0, 10**6, 1e-8).epsilon
+    assert "local (per report, against everyone): ε=4" in text and "with k-RR's clone structure" in text
     assert f"ε={expected.epsilon:.4g}, δ=1e-08" in text and "against the analyst only" in text
     assert "trust: the shuffler is trusted and is not the analyst" in text
     assert main(["privacy", "grr", "--epsilon", "4", "--d", "10", "--shuffled", "1e6", "--json"]) == 0
@@ -127,6 +130,29 @@ def test_cli_privacy_shuffled(capsys: pytest.CaptureFixture[str]) -> None:
     assert out["central"]["delta"] == 1e-8 and out["central"]["n"] == 10**6
     assert main(["privacy", "grr", "--epsilon", "4", "--d", "10"]) == 0
     assert "central" not in capsys.readouterr().out
+
+
+def test_cli_privacy_over_windows(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--windows W``: the local and the central figure over W windows (ldp.privacy.over_time), in text and JSON;
+    refused without ``--shuffled``."""
+    from ldp.privacy.over_time import central_over_time
+
+    args = ["privacy", "rr", "--epsilon", "1", "--shuffled", "1e5", "--delta", "1e-6", "--windows", "30"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    rr = BinaryRRParams.from_epsilon(1.0)
+    expected = central_over_time(rr.privacy_cost, 10**5, 1e-6, 30, rr.shuffle_structure)
+    assert f"central over 30 windows: ε={expected.epsilon:.4g}, δ=1e-06 (privacy-loss distributions" in text
+    assert "local over 30 windows (one report each): ε=30" in text
+    assert main([*args, "--json"]) == 0
+    over = json.loads(capsys.readouterr().out)["central"]["over_windows"]
+    assert over["epsilon"] == pytest.approx(expected.epsilon) and over["windows"] == 30
+    assert over["epsilon"] < over["naive"]["epsilon"] / 3
+    assert main(["privacy", "rr", "--epsilon", "1", "--windows", "30"]) == 2
+    assert "--windows qualifies the central guarantee of --shuffled N" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["privacy", "rr", "--epsilon", "1", "--shuffled", "1e5", "--windows", "0"])
+    assert exit_.value.code == 2 and "--windows: must be a whole number >= 1" in capsys.readouterr().err
 
 
 def test_cli_plan_shuffled(capsys: pytest.CaptureFixture[str]) -> None:
