@@ -261,7 +261,8 @@ def test_every_command_runs_or_refuses_every_protocol(protocol):
 @given(protocol=st.sampled_from(PROTOCOLS), command=st.sampled_from(["privacy", "plan", "simulate", "attack"]),
        extra=st.lists(st.sampled_from([
            ["--p", "0.3"], ["--q", "0.6"], ["--truth-prob", "0.4"], ["--yes-prob", "0.6"], ["--d", "5"],
-           ["--param", "epsilon=2"], ["--param", "bogus=1"], ["--delta", "1e-6"], ["--shuffled", "10000"], ["--windows", "3"],
+           ["--param", "epsilon=2"], ["--param", "bogus=1"], ["--delta", "1e-6"], ["--shuffled", "10000"],
+           ["--windows", "3"],
            ["--population", "uniform"], ["--population", "normal"], ["--s", "1.5"], ["--loc", "1"],
            ["--scale", "2"], ["--trials", "2"], ["--method", "per_report"], ["--confidence", "0.9"],
            ["--fraction", "0.1"], ["--targets", "2"], ["--alpha", "0.1"], ["--power", "0.8"], ["--reports", "2"],
