@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from ldp.spec.collection import CollectionSpec
 from ldp.spec.schema import MAX_TARGET_WINDOWS, SPEC_VERSION
@@ -60,11 +61,11 @@ def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | Non
     return lines
 
 
-def _target_text(t: dict[str, object]) -> str:
+def _target_text(t: dict[str, Any]) -> str:
     return f"ε={t['epsilon']:g}, δ={t['delta']:g}" + (f" over {t['windows']:,} windows" if t.get("windows") else "")
 
 
-def over_horizon(spec: CollectionSpec, name: str, n: int, delta: float, windows: int | None) -> dict[str, object]:
+def over_horizon(spec: CollectionSpec, name: str, n: int, delta: float, windows: int | None) -> dict[str, Any]:
     """Metric ``name``'s cumulative central guarantee over ``windows`` windows (else its central target's
     ``windows``) of ``n`` devices shuffled, one segment a window (:mod:`ldp.privacy.target`), at the target's δ
     when it has one (else ``delta``): ``windows``, ``target``, ``over_windows`` (or ``None`` and the ``reason``)
@@ -75,7 +76,7 @@ def over_horizon(spec: CollectionSpec, name: str, n: int, delta: float, windows:
     m = spec.metric(name)
     target = spec.release_for(name).central
     horizon = windows if windows is not None else target.windows if target is not None else None
-    out: dict[str, object] = {"windows": horizon, "target": None if target is None else target.to_dict(),
+    out: dict[str, Any] = {"windows": horizon, "target": None if target is None else target.to_dict(),
                               "over_windows": None, "reason": None, "meets_target": None}
     if horizon is None:
         return out
