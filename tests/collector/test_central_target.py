@@ -221,3 +221,20 @@ def test_the_state_file_is_json_with_the_decisions(tmp_path, figures):
     (rec,) = raw["metrics"].values()
     assert rec["target"] == {"epsilon": figures[0], "delta": DELTA}
     assert list(rec["released"]) == [str(W0)] and list(rec["withheld"]) == [str(W0 + 1), str(W0 + 2)]
+
+
+def test_metrics_show_the_cumulative_epsilon_and_the_windows_withheld(tmp_path, figures):
+    from ldp.collector.config import parse_config
+    from ldp.collector.metrics import CollectorMetrics
+    from ldp.collector.segments import SegmentWriter
+
+    e1, e2, e3 = figures
+    data, spec = three_windows(tmp_path, {"epsilon": (e2 + e3) / 2, "delta": DELTA})
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec_doc({"epsilon": (e2 + e3) / 2, "delta": DELTA})))
+    fold_app(data, "demo", [spec_path])
+    config = parse_config({"data_dir": str(data), "apps": {"demo": {"token_sha256": "0" * 64,
+                                                                    "specs": [str(spec_path)]}}}, tmp_path)
+    page = CollectorMetrics(config, SegmentWriter(config)).render()[0].decode()
+    assert f'ldp_collector_central_epsilon{{app="demo",metric="on",spec="ct"}} {e2!r}' in page
+    assert 'ldp_collector_central_withheld_windows_total{app="demo",metric="on",spec="ct"} 1.0' in page
