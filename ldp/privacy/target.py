@@ -40,9 +40,10 @@ class MetricLoss:
     reason: str | None = None
 
 
-def _memoizes(params: Any) -> bool:
+def _memoizes(params: Any, horizon: int = 10**6) -> bool:
+    """Whether the protocol caps a value's cost over a long horizon below sequential composition (it memoizes)."""
     one = params.privacy_cost
-    return bool(params.horizon_cost(2, 1)[2].epsilon < 2 * one.epsilon * (1 - 1e-12))
+    return bool(params.horizon_cost(horizon, 1)[2].epsilon < horizon * one.epsilon * (1 - 1e-12))
 
 
 def metric_loss(params: Any, reports: int | None) -> MetricLoss:
