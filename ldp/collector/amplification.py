@@ -19,7 +19,7 @@ from typing import Any
 from ldp.privacy.shuffle import shuffled_epsilon
 from ldp.server.fold import parse_key_name
 
-__all__ = ["DELTA", "SHUFFLED_NAME", "per_report_epsilon", "segment_counts", "shuffle_entry"]
+__all__ = ["DELTA", "SHUFFLED_NAME", "per_report_epsilon", "segment_counts", "shuffle_entry", "window_segments"]
 
 DELTA = 1e-8
 """δ of the central guarantee shown."""
@@ -49,6 +49,33 @@ def segment_counts(job_dir: Path) -> dict[tuple[str, str], list[tuple[bool, int]
             old = seg.get(str(entry.get("path")), (shuffled, 0))
             seg[str(entry.get("path"))] = (shuffled, old[1] + int(n))
     return {k: list(v.values()) for k, v in out.items()}
+
+
+def window_segments(job_dir: Path) -> dict[tuple[str, str], dict[int, list[tuple[bool, int]]]]:
+    """Per (metric, params fingerprint) and window, each folded segment holding reports of that window: whether it
+    was shuffled and how many reports of the metric *and window* it held (the analyst sees each report's window,
+    so a report hides among those of its window in its segment), from the job's manifest."""
+    try:
+        doc = json.loads((job_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    out: dict[tuple[str, str], dict[int, dict[str, tuple[bool, int]]]] = {}
+    for entry in doc.get("inputs") or []:
+        by_key = entry.get("n_by_key") if isinstance(entry, dict) else None
+        if not isinstance(by_key, dict):
+            continue
+        path = str(entry.get("path", ""))
+        shuffled = SHUFFLED_NAME.search(path) is not None
+        for name, n in by_key.items():
+            try:
+                metric, fp, window = parse_key_name(str(name))
+            except ValueError:
+                continue
+            if window is None or not int(n) > 0:
+                continue
+            seg = out.setdefault((metric, fp), {}).setdefault(window, {})
+            seg[path] = (shuffled, seg.get(path, (shuffled, 0))[1] + int(n))
+    return {k: {w: list(v.values()) for w, v in ws.items()} for k, ws in out.items()}
 
 
 def shuffle_entry(eps0: float | None, segments: list[tuple[bool, int]]) -> dict[str, Any] | None:

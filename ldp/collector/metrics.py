@@ -125,6 +125,7 @@ class StateCollector:
         self._disk: tuple[float, dict[str, dict[str, int]]] | None = None
         self._folds: dict[str, tuple[tuple[int, int, int], tuple[float | None, int | None]]] = {}
         self._poisoning: dict[str, dict[tuple[str, str], float]] = {}  # app -> (spec, metric) -> 1 if suspicious
+        self._central: dict[str, dict[tuple[str, str], tuple[float | None, int]]] = {}  # -> (ε, windows withheld)
 
     def disk(self) -> dict[str, dict[str, int]]:
         """Bytes on disk per app and part, measured at most every ``disk_cache_seconds``."""
@@ -149,7 +150,14 @@ class StateCollector:
             return cached[1]
         doc = load_estimates(self.config.data_dir, app) or {}
         flags: dict[tuple[str, str], float] = {}
+        central: dict[tuple[str, str], tuple[float | None, int]] = {}
         for m in doc.get("metrics") or []:
+            c = m.get("central") if isinstance(m, dict) else None
+            if isinstance(c, dict):
+                eps = c.get("epsilon")
+                central[(str(m.get("spec", "")), str(m.get("metric", "")))] = (
+                    float(eps) if isinstance(eps, int | float) and not isinstance(eps, bool) else None,
+                    len(c.get("withheld") or {}))
             windows = m.get("windows") or [] if isinstance(m, dict) else []
             ev = (windows[-1] or {}).get("poisoning") if windows and isinstance(windows[-1], dict) else None
             if isinstance(ev, dict) and ev.get("verdict") in ("ok", "suspicious"):
@@ -160,6 +168,7 @@ class StateCollector:
         with self._lock:
             self._folds[app] = (key, value)
             self._poisoning[app] = flags
+            self._central[app] = central
         return value
 
     def collect(self) -> Iterator[Metric]:
@@ -186,6 +195,13 @@ class StateCollector:
                                      "metric leave the law honest reports follow (family-wise false-alarm rate 0.01; "
                                      "docs/poisoning.md), 0 when they match it; absent when untested.",
                                      labels=["app", "spec", "metric"])
+        central_eps = GaugeMetricFamily("ldp_collector_central_epsilon", "A device's cumulative central ε against the "
+                                        "analyst over the windows of a metric released so far (composed privacy-loss "
+                                        "distributions, at the central target's δ, else 1e-8; docs/shuffling.md); "
+                                        "absent when nothing can be proven.", labels=["app", "spec", "metric"])
+        central_held = CounterMetricFamily("ldp_collector_central_withheld_windows", "Windows of a metric withheld by "
+                                           "its central target (release.central), as recorded in central.json.",
+                                           labels=["app", "spec", "metric"])
         for app, log in w.logs.items():
             s = log.stats
             n_accepted = s.accepted
@@ -206,6 +222,12 @@ class StateCollector:
                 flags = dict(self._poisoning.get(app, {}))
             for (spec, metric), flag in sorted(flags.items()):
                 poisoned.add_metric([app, spec, metric], flag)
+            with self._lock:
+                central = dict(self._central.get(app, {}))
+            for (spec, metric), (eps, held) in sorted(central.items()):
+                if eps is not None:
+                    central_eps.add_metric([app, spec, metric], eps)
+                central_held.add_metric([app, spec, metric], held)
             pending.add_metric([app], max(0, n_accepted - (folded or 0)))
             if folded_at is not None:
                 age.add_metric([app], max(0.0, self.wall() - folded_at))
@@ -242,7 +264,7 @@ class StateCollector:
         for app, parts in self.disk().items():
             for part, size in parts.items():
                 disk.add_metric([app, part], size)
-        yield from (disk, pending, age, poisoned)
+        yield from (disk, pending, age, poisoned, central_eps, central_held)
 
 
 class ConnectionsCollector:

@@ -114,6 +114,28 @@ def _central(sh: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     return out
 
 
+def cumulative_facts(c: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """A metric's guarantee over the windows released (``central`` of a metric entry, :mod:`ldp.collector.central`):
+    the cumulative central (ε, δ) beside the local ε those windows cost a device, and the target."""
+    if not isinstance(c, Mapping):
+        return []
+    n = count(c.get("windows"))
+    eps, local = c.get("epsilon"), c.get("local")
+    central = (f"ε={eps:.4g}, δ={c.get('delta'):g} over the {n} window(s) released" if isinstance(eps, int | float)
+               else f"none proven ({c.get('reason') or 'reports stored unshuffled'})")
+    out = [("Cumulative central guarantee against the analyst", central),
+           ("Local guarantee of those windows, per device", f"ε={local:.4g} ({c.get('reports_per_window')} report(s) "
+                                                            "a window at most)" if isinstance(local, int | float)
+            else "not bounded")]
+    t = c.get("target")
+    if isinstance(t, Mapping):
+        held = c.get("withheld") or {}
+        out.append(("Central target", f"ε={t.get('epsilon'):g}, δ={t.get('delta'):g}"
+                    + (f", planned over {count(t['windows'])} windows" if t.get("windows") else "")
+                    + f"; {count(len(held))} window(s) withheld: central target"))
+    return out
+
+
 def _counters(counters: Mapping[str, Any]) -> list[tuple[str, str, dict[str, str] | None]]:
     """The collector's counters for an app (numbers, one level nested): name, value, or a time for ``*_at``."""
     rows = []
@@ -183,7 +205,8 @@ def _metric_view(sid: str, m: Mapping[str, Any], now: datetime) -> dict[str, Any
         if isinstance(latest.get("detected"), list):
             facts.append(("Detected items (latest window)", f"{len(latest['detected']):,}"))
     view: dict[str, Any] = {"id": sid, "name": name, "description": str(m.get("description") or ""),
-                            "facts": facts + _privacy(m.get("privacy")) + _central(m.get("shuffle")),
+                            "facts": facts + _privacy(m.get("privacy")) + _central(m.get("shuffle"))
+                            + cumulative_facts(m.get("central")),
                             "reasons": _reasons(m.get("rejected") or {}, None), "n": m.get("n") or 0,
                             "error": None, "series": None, "latest": None}
     if latest is None or not isinstance(seconds, int):

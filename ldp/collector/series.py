@@ -26,6 +26,9 @@ from ldp.server.release import release, release_info
 from ldp.server.store import AGG_SUFFIX, read_aggregate
 from ldp.spec import CollectionSpec, MetricSpec
 
+WITHHELD = "withheld: central target"
+"""The start of the reason of every window the central target holds back (:mod:`ldp.collector.central`)."""
+
 __all__ = ["DEFAULT_WINDOWS", "WINDOW_FIELDS", "decode_metrics", "estimate_rows", "metric_entry", "privacy_entry",
            "release_settings", "window_entry_for", "window_times"]
 
@@ -162,11 +165,14 @@ def _decode(agg: Aggregate, spec: CollectionSpec, m: MetricSpec, confidence: flo
 
 def decode_metrics(agg_dir: Path, specs: Mapping[str, CollectionSpec], aggregates: Mapping[str, Mapping[str, Any]],
                    previous: Sequence[Mapping[str, Any]] | None, *, confidence: float, alpha: float, keep: int,
-                   now: datetime | None = None) -> list[dict[str, Any]]:
+                   now: datetime | None = None, central: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
+                   ) -> list[dict[str, Any]]:
     """One entry per metric (and parameters) of the job's per-window aggregates (``aggregates``: the job
     summary's, name -> info), then one with no reports per spec metric without an aggregate. ``previous``:
     the metric entries of the last fold (same settings), whose windows are reused when their ``n`` did not
-    change; the pooled estimate is reused when no window changed."""
+    change; the pooled estimate is reused when no window changed. ``central``: per (metric, params fingerprint)
+    the central target's decisions (:func:`ldp.collector.central.decide`): its ``withheld`` windows are served
+    with their reason only, and the pooled estimate merges its ``served`` windows only (all when ``None``)."""
     now = now or datetime.now(UTC)
     groups: dict[tuple[str, str], dict[int | None, str]] = {}
     for name in aggregates:
@@ -174,7 +180,7 @@ def decode_metrics(agg_dir: Path, specs: Mapping[str, CollectionSpec], aggregate
         groups.setdefault((metric, fp), {})[window] = name
     before = {(e["metric"], e["params_fingerprint"]): e for e in previous or ()}
     entries = [_metric_with_windows(agg_dir, specs, key, names, aggregates, before.get(key), confidence, alpha,
-                                    keep, now) for key, names in sorted(groups.items())]
+                                    keep, now, (central or {}).get(key)) for key, names in sorted(groups.items())]
     seen = {(e["metric"], e["params_fingerprint"]) for e in entries}
     for spec in specs.values():
         for m in spec.metrics.values():
@@ -187,7 +193,7 @@ def decode_metrics(agg_dir: Path, specs: Mapping[str, CollectionSpec], aggregate
 def _metric_with_windows(agg_dir: Path, specs: Mapping[str, CollectionSpec], key: tuple[str, str],
                          names: Mapping[int | None, str], info: Mapping[str, Mapping[str, Any]],
                          old: Mapping[str, Any] | None, confidence: float, alpha: float, keep: int,
-                         now: datetime) -> dict[str, Any]:
+                         now: datetime, central: Mapping[str, Any] | None = None) -> dict[str, Any]:
     from ldp.server.decode import find_metric
 
     def read(name: str) -> Aggregate:
@@ -210,7 +216,11 @@ def _metric_with_windows(agg_dir: Path, specs: Mapping[str, CollectionSpec], key
             continue
         start, end = window_times(w, spec.window_seconds)
         prev = old_windows.get(w)
-        if prev is not None and prev.get("n") == window_n[str(w)] and not prev.get("error"):
+        held = (central or {}).get("withheld", {}).get(str(w))
+        if held is not None:
+            entry = {"key": names[w], "n": window_n[str(w)], "rejected": {}, **_held(held, window_n[str(w)])}
+        elif prev is not None and prev.get("n") == window_n[str(w)] and not prev.get("error") and \
+                not (prev.get("release") or {}).get("central"):
             entry = dict(prev)
         else:
             agg = first if w == windows[-1] else read(names[w])
@@ -218,10 +228,23 @@ def _metric_with_windows(agg_dir: Path, specs: Mapping[str, CollectionSpec], key
                      **_decode(agg, spec, m, confidence, alpha)}
         entry.update(window=w, start=start, end=end, open=w == current)
         kept.append({k: entry.get(k) for k in WINDOW_FIELDS})
-    # the pooled view: the merge of every window (or the one aggregate of a job made without windows)
-    if old is not None and old.get("window_n") == window_n and not old.get("error") and windows:
+    # the pooled view: the merge of every window (or the one aggregate of a job made without windows); under a
+    # central target, of the windows it lets out only
+    served = None if central is None or central.get("served") is None else \
+        [w for w in windows if w in set(central["served"])]
+    if old is not None and old.get("window_n") == window_n and not old.get("error") and windows and \
+            (old.get("central") or {}).get("served") == (None if central is None else central.get("served")):
         pooled: dict[str, Any] = {k: old.get(k) for k in ("n", "rejected", "confidence", "kind", "rows", "detected",
                                                            "notes", "error", "release", "poisoning", "quantiles")}
+    elif served is not None and not served:
+        n_all = sum(window_n.values()) if windows else first.n
+        pooled = {"n": n_all, "rejected": {}, **_held(f"{WITHHELD}: no window released yet", n_all)}
+    elif served is not None:
+        total = read(names[served[-1]]).copy()
+        for w in served[:-1]:
+            total.merge(read(names[w]))
+        pooled = {"n": total.n, "rejected": dict(sorted(total.rejected.items())),
+                  **_decode(total, spec, m, confidence, alpha)}
     else:
         total = first.copy()
         for w in windows[:-1]:
@@ -231,7 +254,18 @@ def _metric_with_windows(agg_dir: Path, specs: Mapping[str, CollectionSpec], key
     entry = metric_entry(spec, m, n=pooled["n"], rejected=pooled["rejected"])
     entry.update(pooled, key=f"{key[0]}.{key[1]}", latest=started[-1] if started else None, window_n=window_n,
                  windows=kept, future_reports=future)
+    if central is not None:
+        entry["central"] = dict(central)
     return entry
+
+
+def _held(reason: str, n: int) -> dict[str, Any]:
+    """The decoded fields of a window (or pooled view) the central target holds back: its reason, nothing else
+    (not even the poisoning check, which is computed from its reports)."""
+    return {"confidence": None, "kind": None, "rows": [], "detected": None, "notes": [], "error": None,
+            "poisoning": None, "quantiles": None,
+            "release": {"applied": True, "min_reports": None, "min_z": None, "n": n, "released": False,
+                        "withheld_items": None, "reason": reason, "text": reason, "central": True}}
 
 
 def window_entry_for(metric: Mapping[str, Any], window: int | str) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from ldp.collector.amplification import per_report_epsilon, segment_counts, shuffle_entry
+from ldp.collector.amplification import per_report_epsilon, segment_counts, shuffle_entry, window_segments
+from ldp.collector.central import decide
 from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry, release_settings
 from ldp.errors import FoldBusyError
 from ldp.server.job import aggregate_files, spec_index
@@ -98,13 +99,17 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
         previous = load_estimates(data_dir, app)
         same = previous is not None and previous.get("settings") == settings
         now = utc_now()
+        # the central target's decisions, recorded (atomically) before estimates.json serves them
+        central = decide(base, index, window_segments(out), time.time())
         if (same and previous is not None and not summary.processed
-                and not any(m.get("error") for m in previous["metrics"])):
+                and not any(m.get("error") for m in previous["metrics"])
+                and all(m.get("central") == _json_safe(central.get((m.get("metric"), m.get("params_fingerprint"))))
+                        for m in previous["metrics"])):
             metrics, folded_at = previous["metrics"], previous["folded_at"]  # nothing new: no decoding again
         else:
             metrics = decode_metrics(out / "aggregates", index, summary.aggregates,
                                      previous["metrics"] if same and previous is not None else None,
-                                     confidence=confidence, alpha=alpha, keep=windows)
+                                     confidence=confidence, alpha=alpha, keep=windows, central=central)
             folded_at = now if summary.processed or previous is None else previous["folded_at"]
         counts = segment_counts(out)
         for m in metrics:

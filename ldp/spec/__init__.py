@@ -11,10 +11,10 @@ in an :class:`Envelope` naming the spec's fingerprint, the metric and the window
 from ldp.spec.cli import add_spec_arguments, spec_command, summary
 from ldp.spec.collection import CollectionSpec
 from ldp.spec.envelope import ENVELOPE_REASONS, Envelope, EnvelopeError, parse_envelope
-from ldp.spec.schema import SPEC_VERSION, Budget, MetricSpec, Release, SpecError, UploadPolicy
+from ldp.spec.schema import SPEC_VERSION, Budget, CentralTarget, MetricSpec, Release, SpecError, UploadPolicy
 
 __all__ = [
-    "SPEC_VERSION", "CollectionSpec", "MetricSpec", "Budget", "UploadPolicy", "Release", "SpecError",
+    "SPEC_VERSION", "CollectionSpec", "MetricSpec", "Budget", "UploadPolicy", "Release", "CentralTarget", "SpecError",
     "Envelope", "EnvelopeError", "ENVELOPE_REASONS", "parse_envelope",
     "summary", "add_spec_arguments", "spec_command",
 ]

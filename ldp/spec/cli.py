@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from ldp.spec.collection import CollectionSpec
-from ldp.spec.schema import SPEC_VERSION
+from ldp.spec.schema import MAX_TARGET_WINDOWS, SPEC_VERSION
 
 __all__ = ["summary", "add_spec_arguments", "register", "spec_command", "reports_per_window", "central_lines",
-           "central_json"]
+           "central_json", "over_horizon"]
 
 
 def reports_per_window(spec: CollectionSpec, name: str) -> int | None:
@@ -24,10 +25,12 @@ def reports_per_window(spec: CollectionSpec, name: str) -> int | None:
     return max(1, int(cap.epsilon / per.epsilon + 1e-9))
 
 
-def central_lines(spec: CollectionSpec, n: int, delta: float) -> list[str]:
+def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | None = None) -> list[str]:
     """Per metric, the central guarantee against the analyst when a trusted shuffler mixes the reports of ``n``
     devices in a window (:mod:`ldp.privacy.shuffle`). A device's k reports of a metric in a window count as one
-    report of k·ε₀ (the analyst's multiset of reports is a function of the multiset of devices' tuples)."""
+    report of k·ε₀ (the analyst's multiset of reports is a function of the multiset of devices' tuples). Over the
+    horizon (``windows``, else the metric's central target's): the cumulative guarantee (:func:`over_horizon`) and
+    whether it meets the target."""
     from ldp.privacy.shuffle import shuffled_epsilon
 
     lines = [f"shuffled: central guarantee per window against the analyst, {n:,} devices shuffled, δ = {delta:g}"]
@@ -36,12 +39,56 @@ def central_lines(spec: CollectionSpec, n: int, delta: float) -> list[str]:
         if k is None or m.params.privacy_cost.delta > 0:
             lines.append(f"  {m.name}: no central bound (" + ("no per-window cap" if k is None else "δ > 0 per report")
                          + "); the local guarantee stands")
-            continue
-        g = shuffled_epsilon(k * eps0, n, delta)
-        how = f"ε={g.epsilon:.4g}" if g.amplified else "no amplification proven"
-        lines.append(f"  {m.name}: local ε₀={eps0:g} per report, ≤ {k} a window; central {how}")
+        else:
+            g = shuffled_epsilon(k * eps0, n, delta)
+            how = f"ε={g.epsilon:.4g}" if g.amplified else "no amplification proven"
+            lines.append(f"  {m.name}: local ε₀={eps0:g} per report, ≤ {k} a window; central {how}")
+        h = over_horizon(spec, m.name, n, delta, windows)
+        target = h["target"]
+        aim = "" if target is None else f"; target {_target_text(target)}: " + (
+            "met" if h["meets_target"] else "NOT met" if h["meets_target"] is False else "cannot be checked")
+        if h["windows"] is None:
+            if target is not None:
+                lines.append(f"    target {_target_text(target)}: no horizon (give --windows W or the target's "
+                             "windows)")
+        elif h["over_windows"] is None:
+            lines.append(f"    over {h['windows']:,} windows: no central bound ({h['reason']}){aim}")
+        else:
+            o = h["over_windows"]
+            lines.append(f"    over {h['windows']:,} windows: central ε={o['epsilon']:.4g}, δ={o['delta']:g} "
+                         f"(naive W·ε {o['naive']['epsilon']:.4g}; local {o['local']['epsilon']:.4g}){aim}")
     lines.append("  trust: the shuffler (the collector) is trusted and is not the analyst; see docs/shuffling.md")
     return lines
+
+
+def _target_text(t: dict[str, Any]) -> str:
+    return f"ε={t['epsilon']:g}, δ={t['delta']:g}" + (f" over {t['windows']:,} windows" if t.get("windows") else "")
+
+
+def over_horizon(spec: CollectionSpec, name: str, n: int, delta: float, windows: int | None) -> dict[str, Any]:
+    """Metric ``name``'s cumulative central guarantee over ``windows`` windows (else its central target's
+    ``windows``) of ``n`` devices shuffled, one segment a window (:mod:`ldp.privacy.target`), at the target's δ
+    when it has one (else ``delta``): ``windows``, ``target``, ``over_windows`` (or ``None`` and the ``reason``)
+    and ``meets_target`` (``None`` without a target or a bound)."""
+    from ldp.privacy.over_time import central_over_windows
+    from ldp.privacy.target import meets, metric_loss, window_releases
+
+    m = spec.metric(name)
+    target = spec.release_for(name).central
+    horizon = windows if windows is not None else target.windows if target is not None else None
+    out: dict[str, Any] = {"windows": horizon, "target": None if target is None else target.to_dict(),
+                              "over_windows": None, "reason": None, "meets_target": None}
+    if horizon is None:
+        return out
+    loss = metric_loss(m.params, reports_per_window(spec, name))
+    if loss.per_report is None:
+        out["reason"] = loss.reason
+        return out
+    over = central_over_windows(window_releases(loss, n) * horizon, target.delta if target is not None else delta)
+    out["over_windows"] = over.to_dict()
+    if target is not None:
+        out["meets_target"] = meets(over.epsilon, over.delta, target)
+    return out
 
 
 def summary(spec: CollectionSpec) -> str:
@@ -82,6 +129,9 @@ def add_spec_arguments(subparsers: argparse._SubParsersAction[argparse.ArgumentP
                      help="also give each metric's central guarantee per window when a trusted shuffler mixes the "
                           "reports of N devices (docs/shuffling.md)")
     val.add_argument("--delta", type=float, default=1e-8, help="δ of the central guarantee (default 1e-8)")
+    val.add_argument("--windows", type=int, metavar="W",
+                     help="with --shuffled: each metric's cumulative central guarantee over W windows (default: the "
+                          "windows of its central target, release.central), and whether it meets the target")
     return spec
 
 
@@ -98,20 +148,25 @@ def spec_command(args: argparse.Namespace) -> int:
     if shuffled is not None and (shuffled < 1 or not 0 < args.delta < 1):
         return report_error("ldp spec validate", ValueError(f"--shuffled must be >= 1 and --delta in (0, 1), got "
                                                             f"{shuffled} and {args.delta}"))
+    windows = getattr(args, "windows", None)
+    if windows is not None and (shuffled is None or not 1 <= windows <= MAX_TARGET_WINDOWS):
+        return report_error("ldp spec validate", ValueError(f"--windows must be in [1, {MAX_TARGET_WINDOWS:,}] and "
+                                                            f"comes with --shuffled, got {windows}"))
     if getattr(args, "json", False):
         fps = {n: {"metric": m.fingerprint, "params": m.params_fingerprint} for n, m in spec.metrics.items()}
         doc = {"fingerprint": spec.fingerprint, "metrics": fps, "spec": spec.to_dict()}
         if shuffled is not None:
-            doc["central"] = central_json(spec, shuffled, args.delta)
+            doc["central"] = central_json(spec, shuffled, args.delta, windows)
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
         print(summary(spec) + ("" if shuffled is None else "\n" + "\n".join(central_lines(spec, shuffled,
-                                                                                        args.delta))))
+                                                                                        args.delta, windows))))
     return 0
 
 
-def central_json(spec: CollectionSpec, n: int, delta: float) -> dict[str, object]:
-    """:func:`central_lines` as JSON: per metric, ``reports_per_window`` and the guarantee (or ``None``)."""
+def central_json(spec: CollectionSpec, n: int, delta: float, windows: int | None = None) -> dict[str, object]:
+    """:func:`central_lines` as JSON: per metric, ``reports_per_window``, the guarantee (or ``None``) and the
+    fields of :func:`over_horizon`."""
     from ldp.privacy.shuffle import shuffled_epsilon
 
     out: dict[str, object] = {}
@@ -120,5 +175,5 @@ def central_json(spec: CollectionSpec, n: int, delta: float) -> dict[str, object
         g = None
         if k is not None and m.params.privacy_cost.delta == 0:
             g = shuffled_epsilon(k * m.params.privacy_cost.epsilon, n, delta).to_dict()
-        out[m.name] = {"reports_per_window": k, "guarantee": g}
+        out[m.name] = {"reports_per_window": k, "guarantee": g, **over_horizon(spec, m.name, n, delta, windows)}
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -99,9 +99,14 @@ class CollectionSpec:
 
     def release_for(self, name: str) -> Release:
         """The release thresholds of metric ``name``: its own when it has a ``release``, else the collection's
-        (a metric's ``release`` replaces the collection's whole: keys it leaves out are not inherited)."""
+        (a metric's ``release`` replaces the collection's whole: keys it leaves out are not inherited, but for the
+        central target: a metric's ``release`` without ``central`` keeps the collection's, so that no threshold
+        set on one metric drops the privacy target by accident)."""
         own = self.metric(name).release
-        return own if own is not None else self.release or Release()
+        top = self.release or Release()
+        if own is None:
+            return top
+        return own if own.central is not None or top.central is None else replace(own, central=top.central)
 
     def metric(self, name: str) -> MetricSpec:
         """The metric called ``name`` (``KeyError`` naming the known ones otherwise)."""

@@ -29,8 +29,8 @@ from ldp.spec.envelope import METRIC_RE
 if TYPE_CHECKING:
     from ldp.encoders.base import ProtocolParams
 
-__all__ = ["SPEC_VERSION", "NAME_RE", "SpecError", "Budget", "UploadPolicy", "Release", "MetricSpec", "parse_document",
-           "digest"]
+__all__ = ["SPEC_VERSION", "NAME_RE", "SpecError", "Budget", "UploadPolicy", "CentralTarget", "Release", "MetricSpec",
+           "parse_document", "digest", "MAX_TARGET_WINDOWS"]
 
 SPEC_VERSION = 1
 MAX_SECONDS = int(MAX_CLOCK)
@@ -38,6 +38,8 @@ MAX_SECONDS = int(MAX_CLOCK)
 _SECONDS_WHY = "the clock's range ends in year 9999"
 MAX_MIN_REPORTS = 1 << 62
 """Largest ``release.min_reports`` (far beyond any collection; keeps the number an ordinary integer)."""
+MAX_TARGET_WINDOWS = 1_000_000
+"""Longest planned horizon of ``release.central.windows`` (2,740 years of daily windows)."""
 MAX_BATCH = 1 << 20
 """Most envelopes in one upload batch."""
 NAME_RE = re.compile(r"[a-z][a-z0-9_.-]{0,63}\Z")
@@ -73,16 +75,39 @@ class UploadPolicy:
 
 
 @dataclass(frozen=True)
+class CentralTarget:
+    """The central (ε, δ) a device's reports of a metric may cost against the analyst, composed over every window
+    the collector releases (:mod:`ldp.collector.central`); ``windows``: the planned horizon in windows (``None``:
+    not stated), for which ``ldp spec validate --shuffled N`` says whether the target is met."""
+
+    epsilon: float
+    delta: float
+    windows: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"epsilon": self.epsilon, "delta": self.delta}
+        return out if self.windows is None else {**out, "windows": self.windows}
+
+    def __str__(self) -> str:
+        return f"ε={self.epsilon:g}, δ={self.delta:g}" + ("" if self.windows is None else
+                                                          f" over {self.windows:,} windows")
+
+
+@dataclass(frozen=True)
 class Release:
     """The server's release thresholds: estimates of fewer than ``min_reports`` reports are withheld, and so is
-    each item whose estimate is below ``min_z`` standard errors (``None``: no such threshold). A server-side
-    policy: not part of any fingerprint, so changing it orphans no report."""
+    each item whose estimate is below ``min_z`` standard errors (``None``: no such threshold), and every window
+    whose release would take the cumulative central guarantee beyond ``central``. A server-side policy: not part
+    of any fingerprint, so changing it orphans no report."""
 
     min_reports: int | None = None
     min_z: float | None = None
+    central: CentralTarget | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in (("min_reports", self.min_reports), ("min_z", self.min_z)) if v is not None}
+        out: dict[str, Any] = {k: v for k, v in (("min_reports", self.min_reports), ("min_z", self.min_z))
+                               if v is not None}
+        return out if self.central is None else {**out, "central": self.central.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -191,8 +216,9 @@ class _Checker:
         return None
 
     def release(self, value: Any, path: str) -> Release | None:
-        """Release thresholds: ``min_reports`` an integer >= 0, ``min_z`` a finite number >= 0 (both optional)."""
-        if self.obj(value, path, set(), {"min_reports", "min_z"}) is None:
+        """Release thresholds: ``min_reports`` an integer >= 0, ``min_z`` a finite number >= 0, ``central`` a
+        target (all optional)."""
+        if self.obj(value, path, set(), {"min_reports", "min_z", "central"}) is None:
             return None
         before = len(self.errors)
         n = z = None
@@ -205,7 +231,33 @@ class _Checker:
             elif z < 0:
                 self.fail(zpath, f"must be >= 0, got {z}")
             z = float(z) if len(self.errors) == before else None
-        return Release(n, z) if len(self.errors) == before else None
+        central = self.central(value["central"], _join(path, "central")) if "central" in value else None
+        return Release(n, z, central) if len(self.errors) == before else None
+
+    def central(self, value: Any, path: str) -> CentralTarget | None:
+        """A central target: ``epsilon`` a finite number > 0, ``delta`` in (0, 1), ``windows`` an integer in
+        [1, MAX_TARGET_WINDOWS] (optional)."""
+        if self.obj(value, path, {"epsilon", "delta"}, {"windows"}) is None:
+            return None
+        before = len(self.errors)
+        got = {}
+        for key, low in (("epsilon", "> 0"), ("delta", "in (0, 1)")):
+            if key not in value:
+                continue
+            v, vpath = value[key], _join(path, key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
+                self.fail(vpath, f"must be a finite number {low}, got {_kind(v)}")
+            elif not (v > 0 if key == "epsilon" else 0 < v < 1):
+                self.fail(vpath, f"must be {low}, got {v}")
+            else:
+                got[key] = float(v)
+        windows = None
+        if "windows" in value:
+            windows = self.int_(value["windows"], _join(path, "windows"), 1, MAX_TARGET_WINDOWS,
+                                "a horizon the accountant composes")
+        if len(self.errors) > before or len(got) < 2:
+            return None
+        return CentralTarget(got["epsilon"], got["delta"], windows)
 
     def le(self, small: PrivacyCost | None, big: PrivacyCost | None, path: str, what: str) -> None:
         if small is not None and big is not None and not small.fits_within(big):

@@ -72,7 +72,7 @@ def test_a_metric_release_replaces_the_collection_default():
 
 
 @pytest.mark.parametrize(("release", "message"), [
-    ({"min_report": 3}, "release.min_report: unknown key (expected one of min_reports, min_z)"),
+    ({"min_report": 3}, "release.min_report: unknown key (expected one of central, min_reports, min_z)"),
     ([], "release: must be an object, got a list"),
     ({"min_reports": -1}, "release.min_reports: must be >= 0, got -1"),
     ({"min_reports": 2.0}, "release.min_reports: must be an integer, got float 2.0"),

@@ -20,6 +20,8 @@ pub const MAX_SECONDS: i64 = 253_402_300_799;
 /// The largest upload batch.
 pub const MAX_BATCH: i64 = 1 << 20;
 const MAX_MIN_REPORTS: i64 = 1 << 62;
+/// Longest planned horizon of `release.central.windows` (as the Python package's `MAX_TARGET_WINDOWS`).
+const MAX_TARGET_WINDOWS: i64 = 1_000_000;
 const SECONDS_WHY: &str = "the clock's range ends in year 9999";
 
 /// Budget caps of the collection or of one metric (`None`: no cap at that level).
@@ -339,7 +341,10 @@ impl Checker {
     }
 
     fn release(&mut self, value: &Value, path: &str) {
-        let Some(v) = self.obj(value, path, &[], &["min_reports", "min_z"]) else { return };
+        let Some(v) = self.obj(value, path, &[], &["min_reports", "min_z", "central"]) else { return };
+        if let Some(c) = v.get("central") {
+            self.central(c, &join(path, "central"));
+        }
         if let Some(n) = v.get("min_reports") {
             self.int(n, &join(path, "min_reports"), 0, MAX_MIN_REPORTS, "a count of reports");
         }
@@ -349,6 +354,22 @@ impl Checker {
             } else if f64_of(z) < 0.0 {
                 self.fail(&join(path, "min_z"), format!("must be >= 0, got {}", num_text(z)));
             }
+        }
+    }
+
+    /// A central target: `epsilon` finite > 0, `delta` in (0, 1), `windows` an integer in [1, 1,000,000] (optional).
+    fn central(&mut self, value: &Value, path: &str) {
+        let Some(v) = self.obj(value, path, &["epsilon", "delta"], &["windows"]) else { return };
+        for (key, rule) in [("epsilon", "> 0"), ("delta", "in (0, 1)")] {
+            let Some(x) = v.get(key) else { continue };
+            if !is_real(x) || !f64_of(x).is_finite() {
+                self.fail(&join(path, key), format!("must be a finite number {rule}, got {}", kind(x)));
+            } else if !(f64_of(x) > 0.0 && (key == "epsilon" || f64_of(x) < 1.0)) {
+                self.fail(&join(path, key), format!("must be {rule}, got {}", num_text(x)));
+            }
+        }
+        if let Some(w) = v.get("windows") {
+            self.int(w, &join(path, "windows"), 1, MAX_TARGET_WINDOWS, "a horizon the accountant composes");
         }
     }
 

@@ -19,6 +19,8 @@ export const SPEC_VERSION = 1;
 export const MAX_SECONDS = 253402300799;
 export const MAX_BATCH = 1 << 20;
 const MAX_MIN_REPORTS = 2 ** 62;
+/** Longest planned horizon of `release.central.windows` (as the Python package's `MAX_TARGET_WINDOWS`). */
+const MAX_TARGET_WINDOWS = 1_000_000;
 const SECONDS_WHY = "the clock's range ends in year 9999";
 const NAME_RE = /^[a-z][a-z0-9_.-]{0,63}$/;
 export const METRIC_RE = /^[a-z][a-z0-9_]{0,31}$/;
@@ -142,14 +144,28 @@ class Checker {
   }
 
   release(value: unknown, path: string): void {
-    const v = this.obj(value, path, [], ["min_reports", "min_z"]);
+    const v = this.obj(value, path, [], ["min_reports", "min_z", "central"]);
     if (v === null) return;
+    if ("central" in v) this.central(v.central, join(path, "central"));
     if ("min_reports" in v) this.int(v.min_reports, join(path, "min_reports"), 0, MAX_MIN_REPORTS, "a count of reports");
     if ("min_z" in v) {
       const z = v.min_z;
       if (typeof z !== "number" || !Number.isFinite(z)) this.fail(join(path, "min_z"), `must be a finite number >= 0, got ${kind(z)}`);
       else if (z < 0) this.fail(join(path, "min_z"), `must be >= 0, got ${pyNum(z)}`);
     }
+  }
+
+  /** A central target: `epsilon` finite > 0, `delta` in (0, 1), `windows` an integer in [1, 1,000,000] (optional). */
+  central(value: unknown, path: string): void {
+    const v = this.obj(value, path, ["epsilon", "delta"], ["windows"]);
+    if (v === null) return;
+    for (const [key, rule] of [["epsilon", "> 0"], ["delta", "in (0, 1)"]] as const) {
+      if (!(key in v)) continue;
+      const x = v[key];
+      if (typeof x !== "number" || !Number.isFinite(x)) this.fail(join(path, key), `must be a finite number ${rule}, got ${kind(x)}`);
+      else if (!(key === "epsilon" ? x > 0 : x > 0 && x < 1)) this.fail(join(path, key), `must be ${rule}, got ${pyNum(x)}`);
+    }
+    if ("windows" in v) this.int(v.windows, join(path, "windows"), 1, MAX_TARGET_WINDOWS, "a horizon the accountant composes");
   }
 
   le(small: PrivacyCost | undefined, big: PrivacyCost | undefined, path: string, what: string): void {

@@ -85,6 +85,8 @@ public class CollectionSpec private constructor(
         public const val MAX_SECONDS: Long = 253402300799L
         public const val MAX_BATCH: Long = 1L shl 20
         private const val MAX_MIN_REPORTS = 1L shl 62
+        /** Longest planned horizon of `release.central.windows` (as the Python package's `MAX_TARGET_WINDOWS`). */
+        private const val MAX_TARGET_WINDOWS = 1_000_000L
         private const val SECONDS_WHY = "the clock's range ends in year 9999"
         private val NAME_RE = Regex("^[a-z][a-z0-9_.-]{0,63}$")
         private val METRIC_RE = Regex("^[a-z][a-z0-9_]{0,31}$")
@@ -198,7 +200,8 @@ public class CollectionSpec private constructor(
         }
 
         fun release(value: Any?, path: String) {
-            val v = obj(value, path, emptyList(), listOf("min_reports", "min_z")) ?: return
+            val v = obj(value, path, emptyList(), listOf("min_reports", "min_z", "central")) ?: return
+            if ("central" in v) central(v["central"], join(path, "central"))
             if ("min_reports" in v) int(v["min_reports"], join(path, "min_reports"), 0, MAX_MIN_REPORTS, "a count of reports")
             if ("min_z" in v) {
                 val z = v["min_z"]
@@ -208,6 +211,21 @@ public class CollectionSpec private constructor(
                     fail(join(path, "min_z"), "must be >= 0, got ${PyText.num(z)}")
                 }
             }
+        }
+
+        /** A central target: `epsilon` finite > 0, `delta` in (0, 1), `windows` an integer in [1, 1,000,000] (optional). */
+        fun central(value: Any?, path: String) {
+            val v = obj(value, path, listOf("epsilon", "delta"), listOf("windows")) ?: return
+            for ((key, rule) in listOf("epsilon" to "> 0", "delta" to "in (0, 1)")) {
+                if (key !in v) continue
+                val x = v[key]
+                if (!isReal(x) || asDouble(x).let { it.isNaN() || it.isInfinite() }) {
+                    fail(join(path, key), "must be a finite number $rule, got ${kind(x)}")
+                } else if (!(asDouble(x) > 0 && (key == "epsilon" || asDouble(x) < 1))) {
+                    fail(join(path, key), "must be $rule, got ${PyText.num(x)}")
+                }
+            }
+            if ("windows" in v) int(v["windows"], join(path, "windows"), 1, MAX_TARGET_WINDOWS, "a horizon the accountant composes")
         }
 
         fun le(small: PrivacyCost?, big: PrivacyCost?, path: String, what: String) {

@@ -36,6 +36,31 @@ class SpecTest {
     }
 
     @Test
+    fun `release central target is accepted, and refused with Python's texts`() {
+        val ok = """{"spec_version": 1, "name": "app", "budget": {"per_window": 4, "lifetime": 40},
+            "release": {"central": {"epsilon": 2.5, "delta": 1e-9, "windows": 365}},
+            "metrics": {"m": {"protocol": "grr", "params": {"epsilon": 1, "domain_size": 3}, "budget": {"per_report": 1},
+            "release": {"min_z": 2, "central": {"epsilon": 1, "delta": 0.5}}}}}"""
+        assertEquals("1e330e9e1ad92b95", CollectionSpec.parse(ok).fingerprint)
+        val bad = """{"spec_version": 1, "name": "app", "budget": {"per_window": 4, "lifetime": 40},
+            "release": {"central": {"epsilon": 0, "delta": 1, "windows": 0, "x": 1}},
+            "metrics": {"m": {"protocol": "grr", "params": {"epsilon": 1, "domain_size": 3}, "budget": {"per_report": 1},
+            "release": {"central": {"epsilon": "1", "windows": 1000001}}}}}"""
+        assertEquals(
+            listOf(
+                "release.central.x: unknown key (expected one of delta, epsilon, windows)",
+                "release.central.epsilon: must be > 0, got 0",
+                "release.central.delta: must be in (0, 1), got 1",
+                "release.central.windows: must be >= 1, got 0",
+                "metrics.m.release.central.delta: required",
+                "metrics.m.release.central.epsilon: must be a finite number > 0, got a string",
+                "metrics.m.release.central.windows: must be <= 1,000,000 (a horizon the accountant composes), got 1,000,001",
+            ),
+            errors(bad),
+        )
+    }
+
+    @Test
     fun `mangled specs are refused with a SpecException, never another exception`() {
         val texts = Vectors.protocols().map { name -> io.github.ldptelemetry.client.internal.Json.write(Vectors.load(name)["spec"]) } +
             File(Vectors.dir, "../../examples").listFiles { f -> f.name.endsWith(".json") }.orEmpty().map { it.readText() }
