@@ -40,7 +40,7 @@ def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | Non
             lines.append(f"  {m.name}: no central bound (" + ("no per-window cap" if k is None else "δ > 0 per report")
                          + "); the local guarantee stands")
         else:
-            g = shuffled_epsilon(k * eps0, n, delta)
+            g = shuffled_epsilon(k * eps0, n, delta, m.params.shuffle_structure if k == 1 else None)
             how = f"ε={g.epsilon:.4g}" if g.amplified else "no amplification proven"
             lines.append(f"  {m.name}: local ε₀={eps0:g} per report, ≤ {k} a window; central {how}")
         h = over_horizon(spec, m.name, n, delta, windows)
@@ -174,6 +174,7 @@ def central_json(spec: CollectionSpec, n: int, delta: float, windows: int | None
         k = reports_per_window(spec, m.name)
         g = None
         if k is not None and m.params.privacy_cost.delta == 0:
-            g = shuffled_epsilon(k * m.params.privacy_cost.epsilon, n, delta).to_dict()
+            g = shuffled_epsilon(k * m.params.privacy_cost.epsilon, n, delta,
+                                 m.params.shuffle_structure if k == 1 else None).to_dict()
         out[m.name] = {"reports_per_window": k, "guarantee": g, **over_horizon(spec, m.name, n, delta, windows)}
     return out

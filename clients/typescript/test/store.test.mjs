@@ -184,7 +184,17 @@ test("FileStore: killed at 200 random moments, never over-spent, never damaged, 
     assert.ok(spent <= 150 && spent >= last, `kill ${kill}: spent ${spent}, before ${last}`);
     last = spent;
   }
-  assert.ok(last >= 150, `the cap was reached (${last})`);
+  // Never locked out: after the kills (however far a loaded machine let them get), a run left alone reaches the
+  // cap exactly and is then refused.
+  const rest = child(dir, `console.log("ready");
+    for (let i = 0; ; i++) {
+      try { await client.record("cat", i % 3); } catch (e) { if (e.name === "BudgetExceeded") break; throw e; }
+    }`, { spec });
+  const done = await rest.exit;
+  assert.equal(done.code, 0, done.out);
+  const { spent, pending, uploaded } = await audit(dir, spec);
+  assert.equal(spent, pending + uploaded);
+  assert.ok(spent === 150 && spent >= last, `the cap was reached exactly (${spent}, ${last} after the kills)`);
 });
 
 test("FileStore: a live holder makes others wait, then fail with a clear error; a damaged state is refused", async () => {
