@@ -123,7 +123,11 @@ def _metric(st: Mapping[str, Any], target: Any, loss: MetricLoss, windows: Mappi
                            "holds for them")
         else:
             trial = {**released, w: _worst(rec, facts)}
-            over = _over(trial, loss, target.delta)
+            try:
+                over = _over(trial, loss, target.delta)
+            except ValueError as exc:  # no bound computable: nothing can be proven for this window
+                withheld[w] = f"{WITHHELD}: no central bound ({exc})"
+                continue
             if meets(over.epsilon, over.delta, target):
                 released = trial
             else:
@@ -183,8 +187,12 @@ def _entry(rec: Mapping[str, Any], target: Any, loss: MetricLoss) -> dict[str, A
     if loss.per_report is not None:
         out["local"] = loss.per_report.epsilon * len(released)
         if released:
-            over = _over(released, loss, delta)
-            out.update(epsilon=over.epsilon, delta=over.delta)
+            try:
+                over = _over(released, loss, delta)
+            except ValueError as exc:  # shown, never a failed fold: the estimates are served as without a target
+                out["reason"] = f"no central bound ({exc})"
+            else:
+                out.update(epsilon=over.epsilon, delta=over.delta)
         else:
             out["epsilon"] = 0.0
     return out

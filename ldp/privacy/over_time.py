@@ -44,6 +44,9 @@ __all__ = ["WindowRelease", "CentralOverTime", "central_over_time", "central_ove
 METHOD = "privacy-loss distributions composed with dp-accounting (PLD)"
 _GROUP = 1e-3
 """Relative width of a group of clone counts c (module docstring)."""
+_PLD_MAX = 50.0
+"""The largest local ε of a window not amplified that goes into the PLD; larger ones are added by basic composition
+(valid; a PLD holds e^ε as a float, and at such ε nothing is gained by composing them optimally)."""
 _SD = 12.0
 """Standard deviations of b_c kept around (c+1)/2; beyond, charged at the largest loss."""
 
@@ -109,6 +112,27 @@ def central_over_windows(releases: Sequence[WindowRelease], delta: float) -> Cen
     kinds = Counter(releases)
     singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost] = {r: _one_window(r, delta) for r in kinds}
     w = len(releases)
+    # windows of a huge local ε (no amplification; e^ε beyond what a PLD can hold) are added by basic composition
+    big = {r: k for r, k in kinds.items() if not _amplified(singles[r]) and _cost_of(singles[r]).epsilon > _PLD_MAX}
+    added = sum((_cost_of(singles[r]).times(k) for r, k in big.items()), PrivacyCost(0.0))
+    rest = {r: k for r, k in kinds.items() if r not in big}
+    budget = delta - added.delta
+    if budget <= 0.0:
+        raise ValueError(f"the windows' local δ₀ sum to {added.delta:g}: no central guarantee at δ = {delta:g}")
+    eps = added.epsilon + (_composed(rest, singles, budget) if rest else 0.0)
+    local = sum((r.per_report for r in releases), PrivacyCost(0.0))
+    naive = sum((_cost_of(singles[r]) for r in releases), PrivacyCost(0.0))
+    notes = {_note(singles[r]) for r in releases} - {""}
+    if big:
+        notes.add(f"windows of local ε above {_PLD_MAX:g} (not amplified) are added by basic composition")
+    return CentralOverTime(min(eps, local.epsilon) if local.delta <= delta else eps, delta, w,
+                           tuple(singles.values()), naive, local, notes=tuple(sorted(notes)))
+
+
+def _composed(kinds: dict[WindowRelease, int], singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost],
+              delta: float) -> float:
+    """The ε at ``delta`` of the windows' PLDs composed (``kinds``: each distinct window and how many)."""
+    w = sum(kinds.values())
     eps_w = [_epsilon_of(singles[r]) * k for r, k in kinds.items()]
     sq = sum(_epsilon_of(singles[r]) ** 2 * k for r, k in kinds.items())
     estimate = max(min(sum(eps_w), math.sqrt(2 * math.log(1 / delta) * sq) + sq / 2), 1e-12)
@@ -119,12 +143,11 @@ def central_over_windows(releases: Sequence[WindowRelease], delta: float) -> Cen
         one = _window_pld(release, singles[release], step, tail).self_compose(k, tail_mass_truncation=tail)
         pld = one if pld is None else pld.compose(one, tail_mass_truncation=tail)
     assert pld is not None
-    eps = float(pld.get_epsilon_for_delta(delta))
-    local = sum((r.per_report for r in releases), PrivacyCost(0.0))
-    naive = sum((_cost_of(singles[r]) for r in releases), PrivacyCost(0.0))
-    notes = tuple(sorted({_note(singles[r]) for r in releases} - {""}))
-    return CentralOverTime(min(eps, local.epsilon) if local.delta <= delta else eps, delta, w,
-                           tuple(singles.values()), naive, local, notes=notes)
+    return float(pld.get_epsilon_for_delta(delta))
+
+
+def _amplified(g: ShuffleGuarantee | PrivacyCost) -> bool:
+    return isinstance(g, ShuffleGuarantee) and g.amplified
 
 
 def _one_window(release: WindowRelease, delta: float) -> ShuffleGuarantee | PrivacyCost:

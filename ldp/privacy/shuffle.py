@@ -132,14 +132,19 @@ class ShuffleGuarantee:
         return f"ε={self.epsilon:.4g}, δ={self.delta:.3g} (n={self.n:,} shuffled reports of ε₀={self.epsilon0:.4g})"
 
 
-def _check(eps0: float, n: int, delta: float) -> tuple[float, int, float]:
+_MAX_EPS0 = 700.0
+"""The largest ε₀ the bound is computed for (e^ε₀ must be a float); beyond, no gain can be proven for any n a
+float can count (the clone probability e^-ε₀ is below 10⁻³⁰⁴)."""
+
+
+def _check(eps0: float, n: int, delta: float, *, large: bool = False) -> tuple[float, int, float]:
     if isinstance(eps0, bool) or not isinstance(eps0, (int, float)) or not (0.0 < eps0 < math.inf):
         raise ValueError(f"the local ε₀ must be a finite number > 0, got {eps0!r}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n (reports shuffled together, one per user) must be an int >= 1, got {n!r}")
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0.0 < delta < 1.0):
         raise ValueError(f"δ must be in (0, 1), got {delta!r}")
-    if eps0 > 700:
+    if eps0 > _MAX_EPS0 and not large:
         raise ValueError(f"the local ε₀ must be at most 700 (e^ε₀ must be a float), got {eps0!r}")
     return float(eps0), n, float(delta)
 
@@ -282,10 +287,11 @@ def shuffled_epsilon(eps0: float, n: int, delta: float,
     randomizer: the smallest ε found whose :func:`delta_upper_bound` is at most δ (relative accuracy 1e-5,
     always rounded up). With a ``structure`` (e.g. :func:`k_rr_structure` of the reports' channel) the bound is
     also run with it and the smaller ε kept. Where that proves no gain (ε within 0.1 % of ε₀, e.g. n = 1) the
-    result is ε₀ itself, δ = 0, ``method="none"``."""
-    eps0, n, delta = _check(eps0, n, delta)
+    result is ε₀ itself, δ = 0, ``method="none"``; so it is for ε₀ above 700 (a device's many reports of one window
+    counted as one, say), where no gain can be proven."""
+    eps0, n, delta = _check(eps0, n, delta, large=True)
     none = ShuffleGuarantee(eps0, 0.0, eps0, n, "none")
-    if n < 2:
+    if n < 2 or eps0 > _MAX_EPS0:
         return none
     if structure is not None and structure.epsilon_pair > eps0 * (1 + 1e-9):
         raise ValueError(f"the structure's ε_Δ = {structure.epsilon_pair} exceeds the reports' ε₀ = {eps0}")

@@ -178,3 +178,17 @@ def test_bad_windows_and_delta_are_refused(bad: object) -> None:
         central_over_windows([WindowRelease(PrivacyCost(1.0), 100)], float(bad) if bad is not True else 2.0)
     with pytest.raises(ValueError, match="no window"):
         central_over_windows([], 1e-6)
+
+
+def test_windows_of_a_huge_local_epsilon_add_by_basic_composition() -> None:
+    """k reports of a window counted as one can make ε₀ far above what a PLD holds (e^ε₀ overflows past 709): such
+    windows are not amplified and add their ε; the others still compose as PLDs; δ₀'s beyond δ are refused."""
+    small = central_over_time(PrivacyCost(1.0), 10**6, 1e-8, 3)
+    both = central_over_windows([WindowRelease(PrivacyCost(1e4), 3000)] * 2
+                                + [WindowRelease(PrivacyCost(1.0), 10**6)] * 3, 1e-8)
+    assert both.epsilon == pytest.approx(2e4 + small.epsilon, rel=1e-12)
+    assert any("basic composition" in note for note in both.notes)
+    alone = central_over_windows([WindowRelease(PrivacyCost(1e4), 3000)] * 2, 1e-8)
+    assert (alone.epsilon, alone.delta) == (2e4, 1e-8)
+    with pytest.raises(ValueError, match="local δ₀ sum"):
+        central_over_windows([WindowRelease(PrivacyCost(100.0, 1e-7), 3000)], 1e-8)
