@@ -7,7 +7,9 @@ compose: each is bounded by :func:`ldp.privacy.target.window_releases` from the 
 can only weaken the bound — and the number of segments holding them), and their privacy-loss distributions are
 composed by :func:`ldp.privacy.over_time.central_over_windows` at the target's δ. Windows are taken in order; one
 whose release would take the cumulative ε above the target is withheld, with its reason; so is every window when
-nothing can be proven (no per-window cap, a report with δ > 0, a memoizing protocol, reports stored unshuffled).
+nothing can be proven (no per-window cap, a report with δ > 0, a memoizing protocol, reports stored unshuffled),
+unless the spec's lifetime cap on a device's cost for the metric is itself within the target: a local bound, it
+holds against the analyst for every protocol and every window.
 
 The decisions live in ``DATA/apps/<app>/central.json``, written atomically (temporary file, fsync, rename) *before*
 the ``estimates.json`` that serves them: a crash in between leaves a window recorded as released but not served
@@ -31,7 +33,7 @@ from ldp.collector.series import WITHHELD
 from ldp.privacy.target import MetricLoss, meets, metric_loss, window_releases
 from ldp.server.store import write_atomic
 from ldp.spec import CollectionSpec
-from ldp.spec.cli import reports_per_window
+from ldp.spec.cli import lifetime_cap, reports_per_window
 
 __all__ = ["STATE_FILE", "STATE_FORMAT", "WITHHELD", "decide", "load_state", "round_down", "state_path"]
 
@@ -114,8 +116,9 @@ def _metric(st: Mapping[str, Any], target: Any, loss: MetricLoss, windows: Mappi
         facts, rec = _facts(windows[w], k), released.get(w)
         if w in withheld or (rec is not None and not _worse(facts, rec)):
             continue
-        if target is None:
-            released[w] = _worst(rec, facts)
+        if target is None or (loss.lifetime is not None and meets(loss.lifetime.epsilon, loss.lifetime.delta,
+                                                                  target)):
+            released[w] = _worst(rec, facts)  # no target, or the device's lifetime cap is within it
         elif loss.per_report is None:
             withheld[w] = f"{WITHHELD}: nothing can be proven ({loss.reason})"
         elif facts["n"] is None:
@@ -163,7 +166,7 @@ def decide(base: Path, specs: Mapping[str, CollectionSpec],
             continue
         spec, m = found
         target = spec.release_for(metric).central
-        loss = metric_loss(m.params, reports_per_window(spec, metric))
+        loss = metric_loss(m.params, reports_per_window(spec, metric), lifetime_cap(spec, metric))
         key = f"{metric}.{fp}"
         rec = _metric(old_metrics.get(key) or {}, target, loss, ws, math.floor(now) // spec.window_seconds)
         new_metrics[key] = rec
@@ -195,4 +198,10 @@ def _entry(rec: Mapping[str, Any], target: Any, loss: MetricLoss) -> dict[str, A
                 out.update(epsilon=over.epsilon, delta=over.delta)
         else:
             out["epsilon"] = 0.0
+    if released and loss.lifetime is not None:  # the lifetime cap bounds every protocol, memoized ones too
+        eps, _ = loss.bound(out["epsilon"], out["delta"])
+        if eps != out["epsilon"]:
+            out.update(epsilon=eps, bound="the spec's lifetime cap")
+        if out["local"] is None or loss.lifetime.epsilon < out["local"]:
+            out["local"] = loss.lifetime.epsilon
     return out

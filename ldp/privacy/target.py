@@ -16,7 +16,10 @@ clones too), and the parts are independent shuffles, so composing min(k, j) such
 the split. With k = 1 the one report is in one segment: one pair, with the k-RR structure where the protocol has it.
 
 A protocol that memoizes its responses shares one permanent response across windows (its reports are not fresh
-randomizations given the earlier ones): no per-window composition is valid for it, and nothing is claimed here.
+randomizations given the earlier ones): no per-window composition is valid for it. For every protocol, memoized or
+not, the spec's lifetime cap (``lifetime``: the smaller of the metric's and the collection's) bounds what a
+device's reports of the metric ever cost locally, which holds against the analyst too: the cumulative guarantee is
+never stated above it, and a target it meets is met whatever the windows.
 """
 
 from __future__ import annotations
@@ -38,6 +41,15 @@ class MetricLoss:
     per_report: PrivacyCost | None
     structure: Any = None
     reason: str | None = None
+    lifetime: PrivacyCost | None = None
+    """The spec's lifetime cap on a device's cost for the metric (``None``: none)."""
+
+    def bound(self, epsilon: float | None, delta: float) -> tuple[float | None, float]:
+        """The smaller of a composed guarantee (``None``: none) and the lifetime cap, as ``(ε, δ)``."""
+        cap = self.lifetime
+        if cap is not None and cap.delta <= delta and (epsilon is None or cap.epsilon < epsilon):
+            return cap.epsilon, delta
+        return epsilon, delta
 
 
 def _memoizes(params: Any, horizon: int = 10**6) -> bool:
@@ -46,20 +58,22 @@ def _memoizes(params: Any, horizon: int = 10**6) -> bool:
     return bool(params.horizon_cost(horizon, 1)[2].epsilon < horizon * one.epsilon * (1 - 1e-12))
 
 
-def metric_loss(params: Any, reports: int | None) -> MetricLoss:
+def metric_loss(params: Any, reports: int | None, lifetime: PrivacyCost | None = None) -> MetricLoss:
     """The per-window loss of a protocol's ``params`` with at most ``reports`` reports of it per device and window
-    (``None``: no per-window cap, so no bound)."""
+    (``None``: no per-window cap, so no per-window bound) and a device's ``lifetime`` cap for the metric."""
     one = params.privacy_cost
     if reports is None:
-        return MetricLoss(None, None, reason="no per-window cap: a device's reports in a window are not bounded")
+        return MetricLoss(None, None, reason="no per-window cap: a device's reports in a window are not bounded",
+                          lifetime=lifetime)
     if one.delta > 0.0:
         return MetricLoss(reports, None, reason=f"a report costs {one} with δ > 0: the shuffle bound is for pure "
-                                                "ε-LDP reports")
+                                                "ε-LDP reports", lifetime=lifetime)
     if _memoizes(params):
         return MetricLoss(reports, None, reason=f"{params.protocol} memoizes its responses: the windows share one "
-                                                "permanent response, so per-window guarantees do not compose")
+                                                "permanent response, so per-window guarantees do not compose",
+                          lifetime=lifetime)
     structure = params.shuffle_structure if reports == 1 else None
-    return MetricLoss(reports, PrivacyCost(reports * one.epsilon), structure)
+    return MetricLoss(reports, PrivacyCost(reports * one.epsilon), structure, lifetime=lifetime)
 
 
 def window_releases(loss: MetricLoss, n: int | None, segments: int = 1) -> list[Any]:

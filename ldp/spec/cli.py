@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ldp.privacy.cost import PrivacyCost
 from ldp.spec.collection import CollectionSpec
 from ldp.spec.schema import MAX_TARGET_WINDOWS, SPEC_VERSION
 
@@ -23,6 +24,13 @@ def reports_per_window(spec: CollectionSpec, name: str) -> int | None:
     if cap is None or per.epsilon <= 0:
         return None
     return max(1, int(cap.epsilon / per.epsilon + 1e-9))
+
+
+def lifetime_cap(spec: CollectionSpec, name: str) -> PrivacyCost | None:
+    """What a device's reports of metric ``name`` can ever cost it locally: the smaller (in ε) of the metric's and
+    the collection's lifetime caps (``None``: neither is set)."""
+    caps = [c for c in (spec.metric(name).budget.lifetime, spec.budget.lifetime) if c is not None]
+    return min(caps, key=lambda c: (c.epsilon, c.delta), default=None)
 
 
 def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | None = None) -> list[str]:
@@ -52,11 +60,15 @@ def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | Non
                 lines.append(f"    target {_target_text(target)}: no horizon (give --windows W or the target's "
                              "windows)")
         elif h["over_windows"] is None:
-            lines.append(f"    over {h['windows']:,} windows: no central bound ({h['reason']}){aim}")
+            cap = h.get("lifetime_cap")
+            bound = "no per-window bound" if cap is None else \
+                f"bounded by the spec's lifetime cap ε={cap['epsilon']:g} only"
+            lines.append(f"    over {h['windows']:,} windows: {bound} ({h['reason']}){aim}")
         else:
             o = h["over_windows"]
+            how = "; the spec's lifetime cap" if o.get("bound") else ""
             lines.append(f"    over {h['windows']:,} windows: central ε={o['epsilon']:.4g}, δ={o['delta']:g} "
-                         f"(naive W·ε {o['naive']['epsilon']:.4g}; local {o['local']['epsilon']:.4g}){aim}")
+                         f"(naive W·ε {o['naive']['epsilon']:.4g}; local {o['local']['epsilon']:.4g}{how}){aim}")
     lines.append("  trust: the shuffler (the collector) is trusted and is not the analyst; see docs/shuffling.md")
     return lines
 
@@ -80,14 +92,23 @@ def over_horizon(spec: CollectionSpec, name: str, n: int, delta: float, windows:
                               "over_windows": None, "reason": None, "meets_target": None}
     if horizon is None:
         return out
-    loss = metric_loss(m.params, reports_per_window(spec, name))
+    loss = metric_loss(m.params, reports_per_window(spec, name), lifetime_cap(spec, name))
+    at = target.delta if target is not None else delta
     if loss.per_report is None:
         out["reason"] = loss.reason
+        if loss.lifetime is not None and loss.lifetime.delta <= at:  # the lifetime cap bounds it all the same
+            out["lifetime_cap"] = loss.lifetime.to_dict()
+            if target is not None:
+                out["meets_target"] = meets(loss.lifetime.epsilon, loss.lifetime.delta, target)
         return out
-    over = central_over_windows(window_releases(loss, n) * horizon, target.delta if target is not None else delta)
+    over = central_over_windows(window_releases(loss, n) * horizon, at)
     out["over_windows"] = over.to_dict()
+    eps, _ = loss.bound(over.epsilon, over.delta)
+    if eps != over.epsilon:
+        out["over_windows"]["epsilon"] = eps
+        out["over_windows"]["bound"] = "the spec's lifetime cap"
     if target is not None:
-        out["meets_target"] = meets(over.epsilon, over.delta, target)
+        out["meets_target"] = meets(eps if eps is not None else over.epsilon, over.delta, target)
     return out
 
 

@@ -238,3 +238,51 @@ def test_metrics_show_the_cumulative_epsilon_and_the_windows_withheld(tmp_path, 
     page = CollectorMetrics(config, SegmentWriter(config)).render()[0].decode()
     assert f'ldp_collector_central_epsilon{{app="demo",metric="on",spec="ct"}} {e2!r}' in page
     assert 'ldp_collector_central_withheld_windows_total{app="demo",metric="on",spec="ct"} 1.0' in page
+
+
+def test_a_lifetime_cap_within_the_target_releases_every_window(tmp_path, figures):
+    """The spec's lifetime cap bounds what a device's reports ever cost, against the analyst too: a target it meets
+    is met whatever the windows (no composition needed), and the cumulative figure is never stated above it."""
+    doc = spec_doc({"epsilon": 2.5, "delta": DELTA})
+    doc["budget"]["lifetime"] = 2  # at most 2 reports of ε₀ = 1, ever
+    spec = CollectionSpec.from_dict(doc)
+    data = tmp_path / "data"
+    for i in range(3):
+        add_segment(data, spec, W0 + i, N, i + 1)
+    out = fold_app(data, "demo", spec)
+    assert [w["release"]["released"] for w in windows_of(out).values()] == [True, True, True]
+    (m,) = out["metrics"]
+    c = m["central"]
+    assert c["withheld"] == {} and c["windows"] == 3
+    assert c["epsilon"] == pytest.approx(min(figures[2], 2.0)) and c["local"] == 2.0  # capped at the lifetime
+
+
+def test_a_memoizing_protocol_is_released_only_under_a_lifetime_cap_within_the_target(tmp_path):
+    """RAPPOR's windows share one permanent response: no per-window composition, so a target is met only through
+    the lifetime cap; above it, every window is withheld with the reason."""
+    def rappor(lifetime: float, target: float) -> dict:
+        return {"spec_version": 1, "name": "ct", "budget": {"per_window": 10, "lifetime": lifetime},
+                "release": {"central": {"epsilon": target, "delta": DELTA}},
+                "metrics": {"on": {"protocol": "rappor", "params": {"num_bloombits": 8, "num_hashes": 1,
+                                                                   "num_cohorts": 1, "f": 0.5, "p": 0.25,
+                                                                   "q": 0.75},
+                                   "budget": {"per_report": 10}}}}
+
+    def fold(lifetime: float, target: float, where: Path) -> dict:
+        spec = CollectionSpec.from_dict(rappor(lifetime, target))
+        m = spec.metrics["on"]
+        rng = np.random.default_rng(7)
+        batch = get_protocol(m.protocol).encoder_type(m.params).encode_batch([f"v{i % 3}" for i in range(300)], rng)
+        s = Section(spec.fingerprint, "on", W0, batch)
+        closed = where / "apps" / "demo" / "segments" / "closed"
+        closed.mkdir(parents=True, exist_ok=True)
+        write_jsonl(closed / "20260101T000001Z-0000000000000001.jsonl",
+                    [Envelope(s.spec, s.metric, s.window, r).to_json() for r in s.reports.reports()])
+        (entry,) = fold_app(where, "demo", spec)["metrics"]
+        return entry
+
+    ok = fold(20, 30, tmp_path / "a")
+    assert ok["windows"][0]["release"]["released"] and ok["central"]["epsilon"] == 20
+    held = fold(40, 30, tmp_path / "b")
+    assert not held["windows"][0]["release"]["released"]
+    assert "memoizes" in held["windows"][0]["release"]["reason"]

@@ -131,3 +131,22 @@ def test_spec_validate_refuses_windows_without_shuffled(tmp_path, capsys):
     path.write_text(json.dumps(doc()))
     assert main(["spec", "validate", str(path), "--windows", "3"]) == 2
     assert "--windows must be in [1, 1,000,000] and comes with --shuffled" in capsys.readouterr().err
+
+
+def test_spec_validate_bounds_by_the_lifetime_cap(tmp_path, capsys):
+    """The lifetime cap bounds every protocol: a composed figure above it is stated at the cap, and a memoizing
+    protocol (no per-window composition) meets a target through it alone."""
+    d = doc({"epsilon": 5, "delta": 1e-8, "windows": 365})
+    d["budget"]["lifetime"] = 3
+    d["metrics"]["r"] = {"protocol": "rappor", "params": {"num_bloombits": 8, "num_hashes": 1, "num_cohorts": 1,
+                                                        "f": 0.5, "p": 0.25, "q": 0.75}, "budget": {"per_report": 2}}
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(d))
+    code, out = run(capsys, "spec", "validate", str(path), "--shuffled", "1000", "--json")
+    central = json.loads(out)["central"]
+    over = central["a"]["over_windows"]  # 365 windows among 1000 shuffled: far above 3 composed
+    assert over["epsilon"] == 3 and over["bound"] == "the spec's lifetime cap" and central["a"]["meets_target"]
+    assert central["r"]["over_windows"] is None and "memoizes" in central["r"]["reason"]
+    assert central["r"]["lifetime_cap"]["epsilon"] == 3 and central["r"]["meets_target"] is True
+    code, out = run(capsys, "spec", "validate", str(path), "--shuffled", "1000")
+    assert "bounded by the spec's lifetime cap ε=3 only" in out and "; the spec's lifetime cap)" in out
