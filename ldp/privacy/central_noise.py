@@ -53,7 +53,7 @@ __all__ = [
 GRID_BITS = 40  # the grid is the largest power of two <= scale·2^-40
 
 
-class NoiseSource(str, enum.Enum):
+class NoiseSource(enum.StrEnum):
     """Where a release's noise comes from."""
 
     SECURE = "secure"  # exact samplers on the OS CSPRNG
