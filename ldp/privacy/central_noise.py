@@ -42,6 +42,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 __all__ = [
@@ -218,8 +219,17 @@ def gaussian_sigma_zcdp(sensitivity_l2: float, epsilon: float, delta: float) -> 
     _check_positive(sensitivity_l2, "sensitivity_l2")
     if isinstance(delta, bool) or not (isinstance(delta, (int, float)) and 0 < delta < 1):
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    sd = sensitivity_l2 * _unit_sigma_zcdp(float(epsilon), float(delta)) * (1 + 1e-12)
+    if not (math.isfinite(sd) and sd > 0):
+        raise ValueError(f"the noise SD for sensitivity {sensitivity_l2!r} is not a finite positive float")
+    return sd
+
+
+@lru_cache(maxsize=1024)
+def _unit_sigma_zcdp(epsilon: float, delta: float) -> float:
+    """:func:`gaussian_sigma_zcdp` at Δ = 1 (δ depends on Δ/σ only), by bisection on ρ."""
     target = delta * (1 - _MARGIN)
-    lo, hi = 0.0, epsilon + 1.0  # zcdp_delta(ε + 1, ε) > δ for any δ < 1 of interest
+    lo, hi = 0.0, epsilon + 1.0
     while zcdp_delta(hi, epsilon) <= target:
         hi *= 2
     for _ in range(200):
@@ -230,7 +240,12 @@ def gaussian_sigma_zcdp(sensitivity_l2: float, epsilon: float, delta: float) -> 
             hi = mid
     if lo <= 0:
         raise ValueError(f"no σ reaches delta={delta!r} at epsilon={epsilon!r}")
-    return math.nextafter(sensitivity_l2 / math.sqrt(2 * lo), math.inf) * (1 + 1e-12)
+    return math.nextafter(1 / math.sqrt(2 * lo), math.inf)
+
+
+def _rho(sensitivity: float, sd: float) -> float:
+    """ρ = Δ²/(2σ²) of the discrete Gaussian (CKS Theorem 14), without overflow."""
+    return (sensitivity / sd) ** 2 / 2
 
 
 # -- the mechanisms ------------------------------------------------------------------------------------------
@@ -284,18 +299,19 @@ def gaussian_noise(values: Any, sensitivity_l2: float, *, sigma: float | None = 
     inflated sensitivity Δ₂' = Δ₂ + ⌈√m⌉·g (and at least ``sigma·Δ₂'/Δ₂`` when ``sigma`` is also
     given). With ``sigma`` alone: σ' = σ·Δ₂'/Δ₂, which keeps ρ = Δ₂²/(2σ²) (reported as ``rho``)."""
     sens = _check_positive(sensitivity_l2, "sensitivity_l2")
-    if sigma is None and (epsilon is None or delta is None):
+    if (epsilon is None) != (delta is None) or (sigma is None and epsilon is None):
         raise ValueError("give sigma, or epsilon and delta (or all three)")
-    base = _check_positive(sigma, "sigma") if sigma is not None else gaussian_sigma_zcdp(sens, epsilon, delta)
+    claim = None if epsilon is None or delta is None else (epsilon, delta)
+    base = _check_positive(sigma, "sigma") if sigma is not None else gaussian_sigma_zcdp(sens, *claim)  # type: ignore[misc]
     xs = _as_list(values)
     rng, kind = _source(source)
     grid = grid_for(base)
     inflated = _up(Fraction(sens) + math.isqrt(max(len(xs) - 1, 0)) * grid + grid)  # ⌈√m⌉ ≤ ⌊√(m−1)⌋ + 1
     sd = _up(Fraction(base) * Fraction(inflated) / Fraction(sens))
-    if epsilon is not None and delta is not None:
-        sd = max(sd, gaussian_sigma_zcdp(inflated, epsilon, delta))
-        if zcdp_delta(inflated**2 / (2 * sd**2), epsilon) > delta:  # final check of the claim
-            raise ValueError(f"internal: σ={sd} does not reach delta={delta}")  # pragma: no cover
+    if claim is not None:
+        sd = max(sd, gaussian_sigma_zcdp(inflated, *claim))
+        if zcdp_delta(_rho(inflated, sd), claim[0]) > claim[1]:  # final check of the claim
+            raise ValueError(f"internal: σ={sd} does not reach delta={claim[1]}")  # pragma: no cover
     s2 = (Fraction(sd) / grid) ** 2
     out = [float((k + discrete_gaussian(s2, rng)) * grid) for k in round_to_grid(xs, grid)]
-    return NoisyRelease(out, float(grid), sd, inflated, kind, rho=inflated**2 / (2 * sd**2))
+    return NoisyRelease(out, float(grid), sd, inflated, kind, rho=_rho(inflated, sd))
