@@ -354,10 +354,11 @@ def run_feature_set(name: str, X: Any, y: Any, epsilons: Sequence[float], args: 
             lo_clip = -1.0 if args.clip_predictions else -np.inf
             hi_clip = -lo_clip
             for eps in epsilons:
-                fm = FunctionalMechanism(eps, ridge_factor=args.fm_ridge_factor, random_state=rng)
+                fm = FunctionalMechanism(eps, ridge_factor=args.fm_ridge_factor, random_state=rng, noise_source="numpy")
                 pred = np.clip(fm.fit(xs_train, ys_train).predict(xs_test), lo_clip, hi_clip)
                 record("functional_mechanism", eps, sy.backward(pred))
-                op = OutputPerturbation(eps, lam=args.op_lam, radius=radius, random_state=rng)
+                op = OutputPerturbation(eps, lam=args.op_lam, radius=radius, random_state=rng,
+                                        noise_source="numpy")
                 op.fit(xs_train / math.sqrt(d), ys_train)
                 pred = np.clip(op.predict(xs_test / math.sqrt(d)), lo_clip, hi_clip)
                 record("output_perturbation", eps, sy.backward(pred))
@@ -522,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plot(args.out / "cv_error_vs_epsilon.png", rows, args)
     print(f"Boston Housing (MASS, n={len(y)}): {args.folds}-fold CV (--protocol {args.protocol}), {args.reps} reps, "
           f"{len(epsilons)} ε values in [{min(epsilons):g}, {max(epsilons):g}]; private models on min-max [−1, 1] "
-          "features and target with an intercept column")
+          "features and target with an intercept column; simulation noise (numpy floating point)")
     print(format_table(rows, epsilons, args.protocol, args.folds))
     print()
     print(format_ols(ols_rows))

@@ -291,7 +291,7 @@ def build_estimator(method: Method, seed: Any) -> Any:
         return TrivialPredictor()
     if method.name == "ridge":
         return Ridge(alpha=1.0)
-    common = dict(bound_X=1.0, bound_y=1.0, noise=method.noise, random_state=seed)
+    common = dict(bound_X=1.0, bound_y=1.0, noise=method.noise, random_state=seed, noise_source="numpy")
     if method.name == "ssp":
         return SSP(method.epsilon, DELTA, **common)
     return AdaSSP(method.epsilon, DELTA, rho=RHO, **common)
@@ -528,7 +528,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_csv(args.out / "cv_mse.csv", CV_COLUMNS, all_rows)
     write_csv(args.out / "preprocessing.csv", PREP_COLUMNS, all_prep)
     print(f"{args.folds}-fold CV x {args.reps} rep(s); δ={DELTA:g}, ρ={RHO:g}; y centred: {args.y_center}; "
-          "public (unperturbed) per fold: means, SDs, x_max, y_max, clip thresholds\n")
+          "public (unperturbed) per fold: means, SDs, x_max, y_max, clip thresholds; simulation noise (numpy floating "
+          "point)\n")
     print("\n\n".join(tables))
     print(f"\n{len(args.datasets)} data set(s) x {len(variants)} variants x {len(methods)} methods: "
           f"{time.perf_counter() - start:.1f} s; wrote {args.out}")

@@ -228,7 +228,7 @@ def make_estimator(algorithm: str, epsilon: float, delta: float, gamma: float | 
     from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
     from ldp.regression.ssp import SSP, AdaSSP, ConstSSPFull
 
-    common = dict(bound_X=1.0, bound_y=bound_y, noise=noise, random_state=random_state)
+    common = dict(bound_X=1.0, bound_y=bound_y, noise=noise, random_state=random_state, noise_source="numpy")
     if algorithm == "adassp_budget":
         return AdaSSP(epsilon, delta, gamma=gamma, rho=rho, **common)
     if algorithm == "ssp":
@@ -581,7 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     print(f"d={D}, unit-norm θ₀ (seed {args.seed}), unit-norm rows, y noise N(0, {NOISE_SD}²), B_X=1, "
           f"B_Y={args.bound_y:g} (y clipped), δ=1/n^{args.delta_exponent:g}, ρ={args.rho:g}; "
-          f"{args.trials} random 90/10 splits per setting; γ grid {', '.join(f'{g:.3g}' for g in args.gammas)}")
+          f"{args.trials} random 90/10 splits per setting; γ grid {', '.join(f'{g:.3g}' for g in args.gammas)}; "
+          "simulation noise (numpy floating point)")
     print("columns: relative efficiency (mean over splits / OLS's; lower is better) of SSP, constSSPfull, "
           "adaSSPbudget at γ≈1/3 and at its best γ;\nLZP = Lambda Zero Proportion at γ≈1/3; test MSE over the "
           "trivial predictor's; clip = share of training y clipped to ±B_Y\n")

@@ -186,8 +186,10 @@ def run_setting(X: np.ndarray, y: np.ndarray, epsilon: float, n_pv: int, args: a
             omegas = dict(omega_x=choice.omega_x, omega_y=choice.omega_y)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", rplr.PrivacyLeakWarning)  # ω·SD of the private part (docstring)
-                private = rplr.RobustPrivateLR(epsilon, split=split_p, random_state=np.random.default_rng(
-                    [args.seed, 3, s, n_pv, int(epsilon * 1e6)]), **omegas).fit(Xp, yp, *extra)
+                private = rplr.RobustPrivateLR(epsilon, split=split_p, noise_source="numpy",
+                                               random_state=np.random.default_rng(
+                                                   [args.seed, 3, s, n_pv, int(epsilon * 1e6)]),
+                                               **omegas).fit(Xp, yp, *extra)
             clipped = rplr.NonPrivateRobustLR(**omegas).fit(Xp, yp, *extra)
             plain = rplr.NonPrivateRobustLR().fit(Xp, yp, *extra)
             for method, model in (("rplr", private), ("nonprivate_clip", clipped), ("nonprivate_noclip", plain)):
@@ -308,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             plot_sweep(args.out / "spearman_vs_npv.png", summaries["npv"], "npv",
                        f"RPLR vs n_pv (ε={args.epsilon:g}; {common})")
     print(f"model (3.11): n_total={args.n_total}, d={args.d}; {args.splits} Monte Carlo splits; threshold search "
-          f"{args.aux_datasets} × {args.aux_noise} per setting\n")
+          f"{args.aux_datasets} × {args.aux_noise} per setting; simulation noise (numpy floating point)\n")
     print("\n\n".join(format_table(s, summaries[s]) for s in args.sweeps))
     print(f"\n{len(cache)} settings: {time.perf_counter() - start:.1f} s; wrote {args.out}")
     return 0

@@ -160,7 +160,8 @@ def _central_fit(cls: type, stats: SufficientStatistics, setup: RegressionSetup,
     """``(coef, (SD on XᵀX, SD on Xᵀy))`` of the library's SSP or AdaSSP calibrated for replace-one
     neighbours: bounds inflated by :data:`REPLACE_ONE_FACTORS` (module docstring)."""
     fx, fy = REPLACE_ONE_FACTORS
-    model = cls(setup.epsilon, setup.delta, bound_X=fx * setup.bound_X, bound_y=fy * setup.bound_y, random_state=gen)
+    model = cls(setup.epsilon, setup.delta, bound_X=fx * setup.bound_X, bound_y=fy * setup.bound_y, random_state=gen,
+                noise_source="numpy")  # thousands of fits: simulation noise, as for the local side
     model.merge_statistics(stats).release()
     return model.coef_, model.noise_sd_[-2:]
 

@@ -293,6 +293,7 @@ def render(result: dict[str, Any]) -> str:
                        decades=True, name="method"))
     parts.append(_legend(
         "method: local, central (Gaussian noise on the statistics, SSP, AdaSSP) or no privacy;",
+        "noise: simulation noise (numpy floating point), on both sides;",
         "each cell: simulated (theory), the mean squared error ‖θ̂ − θ‖² of the fitted coefficients over the",
         f"repetitions (predicting θ = 0 scores ‖θ‖² = {reg['trivial_mse']:.2g}), and in brackets its first-order "
         "theory."))

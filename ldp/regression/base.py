@@ -26,7 +26,9 @@ except ImportError:  # pragma: no cover - older scikit-learn
         return estimator._validate_data(X, y, **kwargs)
 
 from ldp.privacy.accountant import PrivacyCost
+from ldp.privacy.central_noise import NoiseSource
 from ldp.regression.mechanisms import check_budget
+from ldp.regression.noise import ReleaseNoise, check_noise_source, resolve_noise
 from ldp.regression.stats import SufficientStatistics, check_finite_release, enforce_bounds, resolve_bounds
 
 __all__ = ["LinearModelBase", "PrivateLinearModel", "as_numpy_generator", "solve_ridge"]
@@ -155,9 +157,20 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
         if self._private:
             check_finite_release(self.statistics_, bounds, type(self).__name__)
         self._check_release(self.statistics_.d, bounds)  # every parameter error before anything is charged
+        source = getattr(self, "noise_source", None)
+        if source is not None:
+            check_noise_source(source)
         if cost is not None and getattr(self, "accountant", None) is not None:
             self.accountant.spend(cost, type(self).__name__)
-        self._release_statistics(self.statistics_, bounds, as_numpy_generator(getattr(self, "random_state", None)))
+        rng = as_numpy_generator(getattr(self, "random_state", None))
+        if source is not None:  # the models with noise: where it comes from (ldp.regression.noise)
+            noise = resolve_noise(source, getattr(self, "random_state", None), rng)
+            self._release_noise = noise
+            self.noise_source_, self.noise_label_ = noise.source.value, noise.label
+        try:
+            self._release_statistics(self.statistics_, bounds, rng)
+        finally:
+            self.__dict__.pop("_release_noise", None)
         self.privacy_cost_ = cost
         self.n_features_in_ = self.statistics_.d
         self.intercept_ = 0.0
@@ -183,6 +196,11 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _cost(self) -> PrivacyCost | None:
         return None
+
+    def _noise(self) -> ReleaseNoise:
+        """The noise of the release under way (set by :meth:`release`)."""
+        noise = self.__dict__.get("_release_noise")
+        return noise if noise is not None else ReleaseNoise(NoiseSource.NUMPY)
 
     def _check_release(self, d: int, bounds: tuple[float, float]) -> None:
         """Raise ``ValueError`` for parameters the release would refuse (no randomness, no charge)."""

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ldp.regression.base import PrivateLinearModel, solve_ridge
 from ldp.regression.mechanisms import laplace_scale, symmetric_noise
+from ldp.regression.noise import sqrt_upper
 from ldp.regression.stats import SufficientStatistics, enforce_bounds
 
 __all__ = [
@@ -188,8 +190,8 @@ class FunctionalMechanism(_UnitDomainModel):
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, *, ridge_factor: float = 5.0,
-                 random_state: Any = None, accountant: Any = None) -> None:
-        self.epsilon, self.delta, self.ridge_factor = epsilon, delta, ridge_factor
+                 random_state: Any = None, accountant: Any = None, noise_source: str = "secure") -> None:
+        self.epsilon, self.delta, self.ridge_factor, self.noise_source = epsilon, delta, ridge_factor, noise_source
         self.random_state, self.accountant = random_state, accountant
 
     def _check_params(self) -> None:
@@ -213,9 +215,13 @@ class FunctionalMechanism(_UnitDomainModel):
         b = laplace_scale(sens, eps)
         if not math.isfinite(b):
             raise ValueError(f"epsilon={eps!r} is too small: the Laplace scale Δ/ε overflows")
-        quad_noise = symmetric_noise(rng, d, b, "upper", "laplace")[np.triu_indices(d)]
-        lin_noise = rng.laplace(0.0, b, d)
-        noisy = objective_coefficients(stats.xtx, stats.xty) + np.concatenate([quad_noise, lin_noise])
+        noise = self._noise()
+        if noise.is_numpy:
+            quad_noise = symmetric_noise(rng, d, b, "upper", "laplace")[np.triu_indices(d)]
+            lin_noise = rng.laplace(0.0, b, d)
+            noisy = objective_coefficients(stats.xtx, stats.xty) + np.concatenate([quad_noise, lin_noise])
+        else:  # exact discrete Laplace on a grid, L1 sensitivity inflated for the rounding
+            noisy, b = noise.laplace(objective_coefficients(stats.xtx, stats.xty), sens, eps)
         quadratic, linear = _quadratic_from_coefficients(noisy, d)
         ridge = float(self.ridge_factor) * math.sqrt(2.0) * b
         self.coef_, self.n_trimmed_ = minimise_noisy_quadratic(quadratic, linear, ridge)
@@ -311,8 +317,10 @@ class OutputPerturbation(_UnitDomainModel):
     """
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, *, lam: float | str = "auto",
-                 radius: float = 1.0, random_state: Any = None, accountant: Any = None) -> None:
+                 radius: float = 1.0, random_state: Any = None, accountant: Any = None,
+                 noise_source: str = "secure") -> None:
         self.epsilon, self.delta, self.lam, self.radius = epsilon, delta, lam, radius
+        self.noise_source = noise_source
         self.random_state, self.accountant = random_state, accountant
 
     def _check_params(self) -> None:
@@ -341,10 +349,16 @@ class OutputPerturbation(_UnitDomainModel):
         if not math.isfinite(scale):
             raise ValueError(f"epsilon={eps!r} is too small: the noise scale Δ₂/ε overflows")
         w, _, solver = constrained_ridge(stats.xtx, stats.xty, n * lam / 2, radius)
-        direction = rng.normal(size=d)
-        while not np.linalg.norm(direction) > 0:  # probability 0; keeps the draw well defined
+        noise = self._noise()
+        if noise.is_numpy:
             direction = rng.normal(size=d)
-        direction /= np.linalg.norm(direction)
-        self.coef_ = w + rng.gamma(float(d), scale) * direction
+            while not np.linalg.norm(direction) > 0:  # probability 0; keeps the draw well defined
+                direction = rng.normal(size=d)
+            direction /= np.linalg.norm(direction)
+            self.coef_ = w + rng.gamma(float(d), scale) * direction
+            self.noise_mechanism_ = "l2_laplace"
+        else:  # exact: i.i.d. discrete Laplace on L1 sensitivity √d·Δ₂ ≥ ‖w₁ − w₂‖₁ (class docstring)
+            self.coef_, scale = noise.laplace(w, float(sqrt_upper(d) * Fraction(sens)), eps)
+            self.noise_mechanism_ = "l1_discrete_laplace"
         self.lambda_, self.sensitivity_, self.noise_scale_ = lam, sens, scale
         self.lipschitz_, self.solver_ = 2.0 * (1.0 + radius), solver

@@ -352,8 +352,8 @@ class RobustPrivateLR(_RobustLinearModel, PrivateLinearModel):
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, *, clip_X: float | None = None,
                  clip_y: float | None = None, omega_x: float | None = None, omega_y: float | None = None,
                  split: Sequence[float] = DEFAULT_SPLIT, precision: float = 1.0, prior_precision: float = 1.0,
-                 random_state: Any = None, accountant: Any = None) -> None:
-        self.epsilon, self.delta = epsilon, delta
+                 random_state: Any = None, accountant: Any = None, noise_source: str = "secure") -> None:
+        self.epsilon, self.delta, self.noise_source = epsilon, delta, noise_source
         self.clip_X, self.clip_y, self.omega_x, self.omega_y = clip_X, clip_y, omega_x, omega_y
         self.split, self.precision, self.prior_precision = split, precision, prior_precision
         self.random_state, self.accountant = random_state, accountant
@@ -364,11 +364,19 @@ class RobustPrivateLR(_RobustLinearModel, PrivateLinearModel):
         parts = split_budget(self._cost(), _check_split(self.split))
         sens = rplr_sensitivities(d, *bounds)
         scales = tuple(laplace_scale(s, p.epsilon) for s, p in zip(sens, parts, strict=True))
-        P = symmetric_noise(rng, d, scales[0], "upper", "laplace")
-        Q = rng.laplace(0.0, scales[1], d)
-        R = float(rng.laplace(0.0, scales[2]))
-        self.noise_scales_, self.budget_split_ = scales, parts
-        return SufficientStatistics(d, stats.n, stats.xtx + P, stats.xty + Q, stats.yty + R)
+        noise = self._noise()
+        if noise.is_numpy:
+            P = symmetric_noise(rng, d, scales[0], "upper", "laplace")
+            Q = rng.laplace(0.0, scales[1], d)
+            R = float(rng.laplace(0.0, scales[2]))
+            self.noise_scales_, self.budget_split_ = scales, parts
+            return SufficientStatistics(d, stats.n, stats.xtx + P, stats.xty + Q, stats.yty + R)
+        # exact discrete Laplace on a grid per statistic, L1 sensitivities inflated for the rounding
+        xtx, b_xx = noise.symmetric(stats.xtx, "laplace", sens[0], parts[0].epsilon)
+        xty, b_xy = noise.laplace(stats.xty, sens[1], parts[1].epsilon)
+        yty, b_yy = noise.laplace([stats.yty], sens[2], parts[2].epsilon)
+        self.noise_scales_, self.budget_split_ = (b_xx, b_xy, b_yy), parts
+        return SufficientStatistics(d, stats.n, xtx, xty, float(yty[0]))
 
 
 class NonPrivateRobustLR(_RobustLinearModel):

@@ -2,6 +2,10 @@
 seeds-regression.md §2.6) for the clipping thresholds and the budget split, and the model-(3.11)
 data and Spearman scoring they (and ``simulations/rplr_experiment.py``) use. The estimator
 itself is in :mod:`ldp.regression.rplr`.
+
+The searches run on synthetic auxiliary data and release nothing; the thousands of Laplace draws
+they score are simulation noise (numpy floating point), not the exact samplers of a release
+(:mod:`ldp.regression.noise`).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from ldp.regression.mechanisms import (
     split_budget,
     symmetric_noise,
 )
+from ldp.regression.noise import ReleaseNoise, check_noise_source
 from ldp.regression.stats import SufficientStatistics
 
 __all__ = ["SSP", "AdaSSP", "AdaSSPBudget", "ConstSSPFull", "NOISE_OPTIONS"]
@@ -54,10 +55,18 @@ def _check_ridge_offset(r: float) -> float:
 
 
 def _release_pair(stats: SufficientStatistics, parts: list[PrivacyCost], bx: float, by: float, convention: str,
-                  form: str, rng: np.random.Generator, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """X̂ᵀX and X̂ᵀy at ``parts`` (Z_sym drawn first, then z); ``scale`` multiplies both SDs."""
+                  form: str, rng: np.random.Generator, scale: float = 1.0,
+                  noise: ReleaseNoise | None = None) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """X̂ᵀX and X̂ᵀy at ``parts`` (Z_sym drawn first, then z); ``scale`` multiplies both SDs.
+    With an exact ``noise`` (``noise_source="secure"``): the upper triangle of XᵀX and Xᵀy each get
+    discrete Gaussian noise on a grid, σ at least the convention's for the inflated sensitivity and
+    at least the discrete distribution's own (ε', δ') calibration (:mod:`ldp.privacy.central_noise`)."""
     s_xx = scale * gaussian_sigma(convention, parts[0].epsilon, parts[0].delta, bx * bx)
     s_xy = scale * gaussian_sigma(convention, parts[1].epsilon, parts[1].delta, bx * by)
+    if noise is not None and not noise.is_numpy:
+        xtx, s_xx = noise.symmetric(stats.xtx, "gaussian", bx * bx, parts[0].epsilon, parts[0].delta, s_xx)
+        xty, s_xy = noise.gaussian(stats.xty, bx * by, s_xy, parts[1].epsilon, parts[1].delta)
+        return xtx, xty, (s_xx, s_xy)
     xtx = stats.xtx + symmetric_noise(rng, stats.d, s_xx, form)
     xty = stats.xty + rng.normal(0.0, s_xy, stats.d)
     return xtx, xty, (s_xx, s_xy)
@@ -66,6 +75,9 @@ def _release_pair(stats: SufficientStatistics, parts: list[PrivacyCost], bx: flo
 def _dry_run(model: PrivateLinearModel, fractions: list[float], d: int, bounds: tuple[float, float]) -> None:
     """Compute every noise scale the release will use (raising for invalid settings) before any charge."""
     convention, _ = _convention(model.noise)
+    if convention == "wang" and check_noise_source(model.noise_source) == "secure":
+        raise ValueError(f"noise={model.noise!r} reproduces constants not verified to be DP: it is for simulations "
+                         "only, so it needs noise_source='numpy'")
     _check_ridge_offset(model.ridge_offset)
     if not 0 < float(getattr(model, "rho", 0.5)) < 1:
         raise ValueError(f"rho must be in (0, 1), got {model.rho!r}")
@@ -81,8 +93,9 @@ class SSP(PrivateLinearModel):
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, *, bound_X: float | None = None,
                  bound_y: float | None = None, noise: str = "analytic", ridge_offset: float = 1.0,
-                 random_state: Any = None, accountant: Any = None) -> None:
+                 random_state: Any = None, accountant: Any = None, noise_source: str = "secure") -> None:
         self.epsilon, self.delta, self.bound_X, self.bound_y = epsilon, delta, bound_X, bound_y
+        self.noise_source = noise_source
         self.noise, self.ridge_offset = noise, ridge_offset
         self.random_state, self.accountant = random_state, accountant
 
@@ -95,7 +108,7 @@ class SSP(PrivateLinearModel):
         r = _check_ridge_offset(self.ridge_offset)
         parts = split_budget(self._cost(), [0.5, 0.5])
         form, scale = ("full", 0.5) if self.noise == "wang_code" else ("upper", 1.0)
-        xtx, xty, sds = _release_pair(stats, parts, *bounds, convention, form, rng, scale)
+        xtx, xty, sds = _release_pair(stats, parts, *bounds, convention, form, rng, scale, self._noise())
         self.coef_, self.solver_ = solve_ridge(xtx, xty, r, symmetrize=form != "full")  # Wang's code solves as is
         self.noise_sd_, self.budget_split_, self.lambda_ = sds, parts, 0.0
 
@@ -106,8 +119,10 @@ class AdaSSP(PrivateLinearModel):
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, *, bound_X: float | None = None,
                  bound_y: float | None = None, noise: str = "analytic", gamma: float = 1 / 3, rho: float = 0.05,
-                 ridge_offset: float = 1.0, random_state: Any = None, accountant: Any = None) -> None:
+                 ridge_offset: float = 1.0, random_state: Any = None, accountant: Any = None,
+                 noise_source: str = "secure") -> None:
         self.epsilon, self.delta, self.bound_X, self.bound_y = epsilon, delta, bound_X, bound_y
+        self.noise_source = noise_source
         self.noise, self.gamma, self.rho, self.ridge_offset = noise, gamma, rho, ridge_offset
         self.random_state, self.accountant = random_state, accountant
 
@@ -134,10 +149,16 @@ class AdaSSP(PrivateLinearModel):
             l_nec = log_term(convention, nec_xx.epsilon, nec_xx.delta)
         sd_e = gaussian_sigma(convention, hyp.epsilon, hyp.delta, bx * bx)
         lam_min = float(np.linalg.eigvalsh((stats.xtx + stats.xtx.T) / 2 + r * np.eye(d))[0])
-        lam_tilde = max(lam_min + sd_e * rng.normal() - l_hyp / hyp.epsilon * bx * bx, 0.0)
+        noise = self._noise()
+        if noise.is_numpy:
+            lam_noisy = lam_min + sd_e * rng.normal()
+        else:
+            released, sd_e = noise.gaussian([lam_min], bx * bx, sd_e, hyp.epsilon, hyp.delta)
+            lam_noisy = float(released[0])
+        lam_tilde = max(lam_noisy - l_hyp / hyp.epsilon * bx * bx, 0.0)
         ceiling = math.sqrt(d * l_nec * math.log(2 * d * d / rho)) * bx * bx / nec_xx.epsilon
         lam = max(0.0, ceiling - lam_tilde)
-        xtx, xty, sds = _release_pair(stats, [nec_xx, nec_xy], *bounds, convention, form, rng)
+        xtx, xty, sds = _release_pair(stats, [nec_xx, nec_xy], *bounds, convention, form, rng, 1.0, noise)
         self.coef_, self.solver_ = solve_ridge(xtx, xty, lam + r)
         self.lambda_, self.lambda_min_noisy_, self.lambda_ceiling_ = lam, lam_tilde, ceiling
         self.noise_sd_ = (sd_e,) + sds
@@ -153,8 +174,9 @@ class ConstSSPFull(PrivateLinearModel):
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, *, bound_X: float | None = None,
                  bound_y: float | None = None, noise: str = "analytic", rho: float = 0.05, ridge_offset: float = 1.0,
-                 random_state: Any = None, accountant: Any = None) -> None:
+                 random_state: Any = None, accountant: Any = None, noise_source: str = "secure") -> None:
         self.epsilon, self.delta, self.bound_X, self.bound_y = epsilon, delta, bound_X, bound_y
+        self.noise_source = noise_source
         self.noise, self.rho, self.ridge_offset = noise, rho, ridge_offset
         self.random_state, self.accountant = random_state, accountant
 
@@ -173,6 +195,7 @@ class ConstSSPFull(PrivateLinearModel):
             warnings.simplefilter("ignore", ReproductionOnlyWarning)
             l_nec = log_term(convention, parts[0].epsilon, parts[0].delta)
         lam = math.sqrt(stats.d * l_nec * math.log(2 * stats.d ** 2 / rho)) * bx * bx / parts[0].epsilon
-        xtx, xty, sds = _release_pair(stats, parts, *bounds, convention, "upper" if form == "upper" else form, rng)
+        xtx, xty, sds = _release_pair(stats, parts, *bounds, convention, "upper" if form == "upper" else form, rng,
+                                      1.0, self._noise())
         self.coef_, self.solver_ = solve_ridge(xtx, xty, lam + r)
         self.lambda_, self.noise_sd_, self.budget_split_ = lam, sds, parts

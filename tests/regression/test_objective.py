@@ -108,7 +108,7 @@ def test_every_coefficient_is_noised_once_with_laplace_of_scale_delta_over_epsil
     d, eps, seed = 4, 2.0, 11
     X, y = box_data(60, d)
     gen = CountingGenerator(seed)
-    m = FunctionalMechanism(eps, random_state=gen).fit(X, y)
+    m = FunctionalMechanism(eps, random_state=gen, noise_source="numpy").fit(X, y)
     n_coef = d * (d + 1) // 2 + d
     assert gen.counts == {"laplace": n_coef}  # d(d+1)/2 quadratic + d linear draws, nothing else
     b = 2 * (d * d + 2 * d) / eps
@@ -159,13 +159,13 @@ def test_indefinite_objective_is_trimmed_and_never_nan():
     X, y = box_data(50, 6, seed=5)
     trimmed = 0
     for seed in range(20):
-        m = FunctionalMechanism(0.05, ridge_factor=0.0, random_state=seed).fit(X, y)
+        m = FunctionalMechanism(0.05, ridge_factor=0.0, random_state=seed, noise_source="numpy").fit(X, y)
         assert np.isfinite(m.coef_).all()
         trimmed += m.n_trimmed_
     assert trimmed > 0  # noise far above XᵀX: some eigenvalues are negative and get dropped
     for eps in (1e-280, 1e-300):  # absurd budgets: finite coefficients or a ValueError, never NaN
         try:
-            coef = FunctionalMechanism(eps, random_state=0).fit(X, y).coef_
+            coef = FunctionalMechanism(eps, random_state=0, noise_source="numpy").fit(X, y).coef_
         except ValueError as exc:
             assert "epsilon" in str(exc) or "non-finite" in str(exc)
         else:
@@ -190,7 +190,7 @@ def test_clipping_is_enforced_and_counted():
 def test_output_perturbation_constants():
     assert output_perturbation_sensitivity(100, 0.5, 1.0) == pytest.approx(2 * 2 * (1 + 1.0) / (100 * 0.5))
     X, y = ball_data(400, 3)
-    m = OutputPerturbation(0.7, random_state=0).fit(X, y)
+    m = OutputPerturbation(0.7, random_state=0, noise_source="numpy").fit(X, y)
     assert m.lambda_ == pytest.approx(math.sqrt(3 / (400 * 0.7)))  # lam="auto"
     assert m.lipschitz_ == 4.0 and m.sensitivity_ == pytest.approx(2 * 4.0 / (400 * m.lambda_))
     assert m.noise_scale_ == pytest.approx(m.sensitivity_ / 0.7)
@@ -253,7 +253,7 @@ def test_output_noise_norm_is_gamma_and_direction_uniform():
     d, eps, lam, N = 3, 1.0, 0.1, 4000
     X, y = ball_data(200, d, seed=10)
     gen = CountingGenerator(12)
-    m = OutputPerturbation(eps, lam=lam, random_state=gen).fit(X, y)
+    m = OutputPerturbation(eps, lam=lam, random_state=gen, noise_source="numpy").fit(X, y)
     assert gen.counts == {"normal": d, "gamma": 1}
     w_hat = constrained_ridge(m.statistics_.xtx, m.statistics_.xty, 200 * lam / 2, 1.0)[0]
     theta = output_perturbation_sensitivity(200, lam, 1.0) / eps

@@ -84,7 +84,8 @@ def test_split_budget_checks_fractions():
 # -- §5.4 noise multipliers (§2.2 and §2.3 tables: ε = 1, δ = 1e-6, d = 10, ρ = 0.05, B = 1) ----------------
 def test_ssp_noise_sds_match_the_sources():
     X, y, _ = piazza_data(200)
-    fit = lambda noise: SSP(1.0, 1e-6, bound_X=1, bound_y=1, noise=noise, random_state=0).fit(X, y)  # noqa: E731
+    fit = lambda noise: SSP(1.0, 1e-6, bound_X=1, bound_y=1, noise=noise, random_state=0,  # noqa: E731
+                            noise_source="numpy").fit(X, y)
     assert fit("piazza").noise_sd_[0] == pytest.approx(11.03, abs=0.01)
     assert fit("kalaja").noise_sd_[0] == pytest.approx(10.86, abs=0.01)  # Kalaja's "fixed" SSP (reconstructed)
     with pytest.warns(ReproductionOnlyWarning):
@@ -99,7 +100,7 @@ def test_adassp_constants_match_the_table(noise, sd, shift, ceiling):
     X, y, _ = piazza_data(300)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReproductionOnlyWarning)
-        m = AdaSSP(1.0, 1e-6, bound_X=1, bound_y=1, noise=noise, random_state=0).fit(X, y)
+        m = AdaSSP(1.0, 1e-6, bound_X=1, bound_y=1, noise=noise, random_state=0, noise_source="numpy").fit(X, y)
         L = log_term(noise, 1 / 3, 1e-6 / 3)
     assert m.noise_sd_[0] == pytest.approx(sd, abs=0.01) and m.noise_sd_[1] == pytest.approx(sd, abs=0.01)
     assert L / (1 / 3) == pytest.approx(shift, abs=0.01)
@@ -178,7 +179,8 @@ def piazza_adassp(X, y, eps, delta, bx, by, rho, rng):
 def test_adassp_budget_one_third_equals_piazza_adassp(eps, n):
     X, y, _ = piazza_data(n, seed=2, correlated=True)
     y = np.clip(y, -1.5, 1.5)
-    ours = AdaSSPBudget(eps, 1e-6, gamma=1 / 3, noise="piazza", bound_X=1, bound_y=1.5, random_state=7).fit(X, y)
+    ours = AdaSSPBudget(eps, 1e-6, gamma=1 / 3, noise="piazza", bound_X=1, bound_y=1.5, random_state=7,
+                        noise_source="numpy").fit(X, y)
     theirs, lam = piazza_adassp(X, y, eps, 1e-6, 1.0, 1.5, 0.05, np.random.default_rng(7))
     assert ours.lambda_ == pytest.approx(lam, rel=1e-9, abs=1e-9) and ours.lambda_ >= 0
     np.testing.assert_allclose(ours.coef_, theirs, rtol=1e-7, atol=1e-10)
@@ -222,7 +224,7 @@ def test_eigenvalue_overestimation_probability():
     Over 3000 releases the count is Binomial(3000, 0.0499): sd 11.9, tolerance 4.5 sd."""
     X, y, _ = piazza_data(400, d=3)
     lam_min = np.linalg.eigvalsh(X.T @ X + np.eye(3))[0]
-    model = AdaSSP(1.0, 0.4, noise="wang", **BOUNDS).partial_fit(X, y)
+    model = AdaSSP(1.0, 0.4, noise="wang", noise_source="numpy", **BOUNDS).partial_fit(X, y)
     over = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReproductionOnlyWarning)

@@ -116,7 +116,7 @@ def test_noise_scales_equal_the_formulas():
     assert scales == pytest.approx((110 / 0.7, 20 / 1.2, 1 / 0.1), rel=1e-12)
     X, y = data(d=3)
     d, eps, bx, by, (p1, p2, p3) = 3, 0.5, 0.3, 2.0, (0.2, 0.5, 0.3)
-    m = RobustPrivateLR(eps, clip_X=bx, clip_y=by, split=(p1, p2, p3), random_state=0).fit(X, y)
+    m = RobustPrivateLR(eps, clip_X=bx, clip_y=by, split=(p1, p2, p3), random_state=0, noise_source="numpy").fit(X, y)
     expected = (d * (d + 1) * bx**2 / (p1 * eps), 2 * d * bx * by / (p2 * eps), by**2 / (p3 * eps))
     assert m.noise_scales_ == pytest.approx(expected, rel=1e-12)
     assert (m.clip_X_, m.clip_y_) == (bx, by)
@@ -125,7 +125,7 @@ def test_noise_scales_equal_the_formulas():
 def test_noise_is_symmetric_with_one_draw_per_distinct_entry_in_the_documented_order():
     """P: d(d+1)/2 Laplace draws in triu order, mirrored; then Q (d draws); then R. Replayed from the seed."""
     X, y = data(d=6)
-    m = RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0, random_state=11).fit(X, y)
+    m = RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0, random_state=11, noise_source="numpy").fit(X, y)
     exact, noisy = m.statistics_, m.released_statistics_
     b_xx, b_xy, b_yy = m.noise_scales_
     rng = np.random.default_rng(11)
