@@ -524,6 +524,7 @@ def _register_protocol_sections() -> None:
     import bench_regression
     import bench_rust
     import bench_sfp
+    import bench_shuffle
     import bench_sketch
     import bench_startup
     import bench_typescript
@@ -545,6 +546,7 @@ def _register_protocol_sections() -> None:
     bench_oracles.register(sys.modules[__name__])
     bench_local_hashing.register(sys.modules[__name__])
     bench_regression.register(sys.modules[__name__])
+    bench_shuffle.register(sys.modules[__name__])
     bench_plan.register(sys.modules[__name__])
     bench_ingest.register(sys.modules[__name__])
     bench_hostile.register(sys.modules[__name__])
