@@ -50,7 +50,8 @@ __all__ = [
     "UploadProtocolError",
     "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
-    "WriterClosed", "FoldBusyError", "MissingExtraError", "SeededRandomnessWarning", "PrivacyLeakWarning",
+    "WriterClosed", "StorageError", "FoldBusyError", "MissingExtraError", "SeededRandomnessWarning",
+    "PrivacyLeakWarning",
     "ReproductionOnlyWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
 ]
 
@@ -223,6 +224,12 @@ class QueueFull(LdpError):
 
 class WriterClosed(LdpError):
     """The writer is shutting down or failed: answer 503."""
+
+
+class StorageError(LdpError, OSError):
+    """The collection's store (:mod:`ldp.storage`: a folder or object storage) failed to do what was asked — a disk
+    full, an I/O error, a server unreachable or answering an error — as opposed to a key that is not there. The
+    collector answers 503 and retries; nothing acknowledged depends on it."""
 
 
 class FoldBusyError(LdpError, RuntimeError):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ldp.decoders.base import Aggregate, AggregateFormatError
 from ldp.server.fold import Key, key_name, parse_key_name
+from ldp.storage.local import fsync_dir
 
 __all__ = ["AGG_SUFFIX", "canonical_bytes", "write_atomic", "write_all", "write_aggregate", "read_aggregate",
            "pack_parts", "unpack_parts", "merge_into", "merge_files", "aggregate_files_in"]
@@ -60,20 +61,6 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """Make a rename in ``path`` durable (best effort: not every platform can open a folder)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def write_aggregate(path: str | os.PathLike[str], agg: Aggregate) -> None:

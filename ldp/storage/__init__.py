@@ -1,0 +1,46 @@
+"""Where the collection's files live: one interface over a local folder (the embedded default) and S3-compatible
+object storage (through ``fsspec``/``s3fs``, the ``s3`` extra).
+
+A store holds immutable objects under ``/``-separated keys (``apps/demo/incoming/r1/….chunk``). Every operation
+the collector, the shuffler and the aggregation need is one of:
+
+* :meth:`Store.put` — write an object whole; when it returns, the object is durable and readers see all of it or,
+  before, none of it (local: temporary file, fsync, rename, fsync of the folder; S3: one ``PutObject``);
+* :meth:`Store.create` — the same, only if no object has that key: the conditional write (local: ``link(2)`` of a
+  fsynced temporary file, which fails if the name exists; S3: ``PutObject`` with ``If-None-Match: *``), the one
+  primitive two processes can agree with through the store alone;
+* :meth:`Store.get`, :meth:`Store.exists`, :meth:`Store.list` (keys under a prefix, sorted), :meth:`Store.delete`.
+
+Failures of the store itself (a disk full, a server down or slow past its timeouts) raise :class:`StorageError`,
+so that a caller can tell "the store did not take it" (answer 503, retry) from a bug. A key that is not there
+raises ``FileNotFoundError`` (``get``) and nothing else.
+
+:func:`open_store` picks the implementation from a URL: a path or ``file://`` → :class:`~ldp.storage.local.LocalStore`;
+``s3://bucket/prefix`` (or any ``fsspec`` protocol) → :class:`~ldp.storage.objects.ObjectStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ldp.errors import StorageError
+from ldp.storage.base import Store, check_key, join
+
+__all__ = ["Store", "StorageError", "check_key", "join", "open_store"]
+
+
+def open_store(url: str | Path, options: Mapping[str, Any] | None = None) -> Store:
+    """The store at ``url``: a folder (a path or ``file://``), or object storage (``s3://bucket/prefix``, options
+    passed to the ``fsspec`` filesystem, e.g. ``{"endpoint_url": ...}``)."""
+    text = str(url)
+    if isinstance(url, Path) or "://" not in text or text.startswith("file://"):
+        from ldp.storage.local import LocalStore
+
+        if options:
+            raise ValueError(f"a local store takes no options, got {sorted(options)}")
+        return LocalStore(Path(text.removeprefix("file://")))
+    from ldp.storage.objects import ObjectStore
+
+    return ObjectStore(text, dict(options or {}))

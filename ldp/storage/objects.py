@@ -1,0 +1,127 @@
+"""The object-storage store (:mod:`ldp.storage`): S3-compatible storage through ``fsspec`` and ``s3fs`` (the ``s3``
+extra), or any ``fsspec`` filesystem that supports exclusive creation.
+
+``put`` is one ``PutObject`` (atomic: readers see the old object or the new one); ``create`` is ``PutObject`` with
+``If-None-Match: *`` (S3's conditional write, generally available since August 2024; ``s3fs``'s
+``pipe_file(mode="create")``), which fails with ``412 Precondition Failed`` when the key exists — that is
+``False``, every other failure :class:`~ldp.storage.StorageError`. Credentials come from the environment or the
+``fsspec`` options (``key``/``secret``), never from the collector's configuration file.
+
+Timeouts are short by default (connect 5 s, read 15 s, 2 attempts): a store that is down or slow makes the caller
+answer 503 quickly instead of holding a device's upload.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Mapping
+from typing import Any
+
+from ldp.errors import StorageError
+from ldp.storage.base import check_key
+
+__all__ = ["ObjectStore", "DEFAULT_TIMEOUTS"]
+
+DEFAULT_TIMEOUTS = {"connect_timeout": 5, "read_timeout": 15, "retries": {"max_attempts": 2, "mode": "standard"}}
+"""botocore settings of an S3 store unless ``config_kwargs`` says otherwise."""
+
+
+class ObjectStore:
+    """The objects under ``url`` (``protocol://bucket/prefix``). ``options`` go to the ``fsspec`` filesystem; for
+    S3, ``endpoint_url`` (an S3-compatible server: MinIO, Ceph, moto) is moved into ``client_kwargs`` and
+    ``region_name`` likewise."""
+
+    def __init__(self, url: str, options: Mapping[str, Any] | None = None) -> None:
+        from ldp.extras import require_extra
+
+        protocol, sep, rest = url.partition("://")
+        root = rest.strip("/")
+        if not sep or not protocol or not root:
+            raise ValueError(f"an object store URL is protocol://bucket[/prefix], got {url!r}")
+        for part in root.split("/")[1:]:
+            check_key(part)
+        if protocol in ("s3", "s3a"):
+            require_extra("object storage", "s3", ("fsspec", "s3fs"))
+        else:
+            require_extra("object storage", "s3", ("fsspec",))
+        import fsspec
+
+        opts = dict(options or {})
+        if protocol in ("s3", "s3a"):
+            client = dict(opts.pop("client_kwargs", {}) or {})
+            for name in ("endpoint_url", "region_name"):
+                if name in opts:
+                    client[name] = opts.pop(name)
+            opts["client_kwargs"] = client
+            opts["config_kwargs"] = {**DEFAULT_TIMEOUTS, **dict(opts.get("config_kwargs") or {})}
+            opts.setdefault("skip_instance_cache", True)
+            protocol = "s3"
+        self.fs = fsspec.filesystem(protocol, **opts)
+        self.root = root
+        self.url = f"{protocol}://{root}"
+
+    def _path(self, key: str) -> str:
+        return f"{self.root}/{check_key(key)}"
+
+    def _fail(self, what: str, key: str, exc: BaseException) -> StorageError:
+        code = getattr(exc, "errno", None) or errno.EIO
+        return StorageError(code, f"{self.url}: cannot {what} {key}: {type(exc).__name__}: {exc}")
+
+    def put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        try:
+            self.fs.pipe_file(path, bytes(data))
+        except Exception as exc:
+            raise self._fail("write", key, exc) from exc
+
+    def create(self, key: str, data: bytes) -> bool:
+        path = self._path(key)
+        try:
+            self.fs.pipe_file(path, bytes(data), mode="create")
+        except FileExistsError:
+            return False
+        except Exception as exc:
+            raise self._fail("create", key, exc) from exc
+        return True
+
+    def get(self, key: str) -> bytes:
+        path = self._path(key)
+        try:
+            return bytes(self.fs.cat_file(path))
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            raise self._fail("read", key, exc) from exc
+
+    def exists(self, key: str) -> bool:
+        path = self._path(key)
+        try:
+            return bool(self.fs.info(path).get("type") == "file")
+        except FileNotFoundError:
+            return False
+        except Exception as exc:
+            raise self._fail("check", key, exc) from exc
+
+    def list(self, prefix: str = "") -> list[str]:
+        base = self.root if not prefix.strip("/") else self._path(prefix.strip("/"))
+        try:
+            self.fs.invalidate_cache(base)
+            found = self.fs.find(base)
+        except FileNotFoundError:
+            return []
+        except Exception as exc:
+            raise self._fail("list", prefix or "/", exc) from exc
+        start = len(self.root) + 1
+        return sorted(str(p)[start:] for p in found if str(p).startswith(self.root + "/"))
+
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        try:
+            self.fs.rm_file(path)
+        except FileNotFoundError:
+            return
+        except Exception as exc:
+            raise self._fail("delete", key, exc) from exc
+
+    def __repr__(self) -> str:
+        return f"ObjectStore({self.url!r})"

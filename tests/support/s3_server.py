@@ -1,0 +1,90 @@
+"""A real S3-compatible server for the tests: moto in server mode (``python -m moto.server``), in its own process
+on a free loopback port. No mock of the client library: ``s3fs``/``botocore`` speak HTTP to it as to S3."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "ldp-test", "AWS_SECRET_ACCESS_KEY": "ldp-test-secret",
+               "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+@dataclass
+class S3Server:
+    """A running server: its ``endpoint`` URL and process (``stop()`` / ``start()`` simulate an outage)."""
+
+    port: int
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def options(self) -> dict[str, str]:
+        """The store options of a client of this server."""
+        return {"endpoint_url": self.endpoint, "key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                "secret": CREDENTIALS["AWS_SECRET_ACCESS_KEY"], "region_name": CREDENTIALS["AWS_DEFAULT_REGION"]}
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                                          str(self.port)], stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).read()
+                return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"moto server exited: {self.log.read_text()[-2000:]}") from None
+                time.sleep(0.1)
+        raise RuntimeError(f"moto server did not start: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self.proc = None
+
+    def bucket(self, name: str) -> str:
+        """Create bucket ``name`` (idempotent); return ``s3://name``."""
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=self.endpoint, region_name=CREDENTIALS["AWS_DEFAULT_REGION"],
+                              aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                              aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"])
+        try:
+            client.create_bucket(Bucket=name)
+        except client.exceptions.BucketAlreadyOwnedByYou:
+            pass
+        return f"s3://{name}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def s3_server(log: Path) -> Iterator[S3Server]:
+    """A moto server for the duration of the block (skipped when moto[server] is not installed)."""
+    pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (the test extra)")
+    pytest.importorskip("s3fs", reason="the S3 tests need s3fs (the s3 extra)")
+    server = S3Server(free_port(), log)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
