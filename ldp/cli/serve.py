@@ -5,6 +5,7 @@ or, with ``ldp serve token``, a new bearer token and the config line holding its
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import logging
 import sys
@@ -41,6 +42,9 @@ def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.Argument
     srv.add_argument("--port", type=number(int, 0, 65535), default=8000,
                      help="port (default 8000; 0: any free port, named in the start-up line)")
     srv.add_argument("--app", metavar="NAME", help="with token: the app the printed config lines are for")
+    srv.add_argument("--replica", metavar="NAME",
+                     help="this process's name among several collectors (overrides the config's replica): every "
+                          "/metrics sample is labelled with it")
     srv.add_argument("--no-access-log", action="store_true",
                      help="log no line per request (its batch ids, sizes and times would let whoever reads the log "
                           "see batches arrive; see docs/collector.md, shuffled storage)")
@@ -57,7 +61,7 @@ def serve_command(args: argparse.Namespace) -> int:
             return _token(args.app)
         if not args.config:
             raise ValueError("--config FILE is required (the collector's TOML config)")
-        return _serve(args.config, args.host, args.port, access_log=not args.no_access_log)
+        return _serve(args.config, args.host, args.port, access_log=not args.no_access_log, replica=args.replica)
     except BAD_INPUT as exc:
         return report_error("ldp serve", exc)
 
@@ -105,15 +109,17 @@ def _access_log_to_stderr() -> None:
         access.propagate = False
 
 
-def _serve(config_path: str, host: str, port: int, access_log: bool = True) -> int:
+def _serve(config_path: str, host: str, port: int, access_log: bool = True, replica: str | None = None) -> int:
     try:
         from ldp.collector import http
         from ldp.collector.service import create_service
     except ImportError as exc:
         raise ImportError(f"ldp serve needs starlette and uvicorn: {pip_install('serve')} ({exc})") from None
-    from ldp.collector.config import load_config
+    from ldp.collector.config import check_replica, load_config
 
     config = load_config(config_path)
+    if replica is not None:
+        config = dataclasses.replace(config, replica=check_replica(replica, "--replica"))
     if not _is_loopback(host):
         print(f"ldp serve: warning: listening on {host}, not a loopback address: put a TLS-terminating reverse "
               "proxy in front (tokens travel in the Authorization header)", file=sys.stderr)

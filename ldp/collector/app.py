@@ -249,12 +249,26 @@ class _Collector:
         return response
 
     async def healthz(self, request: Request) -> Response:
+        """``GET /healthz`` and ``GET /readyz`` (readiness): 200 while uploads are taken, 503 (with why) while the
+        storage fails, the writer stopped or the process is shutting down: a balancer sends no upload here then."""
         w = self.writer
         doc = {**w.health(), "apps": sorted(self.config.apps)}
+        if self.config.replica is not None:
+            doc["replica"] = self.config.replica
         status = 200 if w.healthy else 503
         if self.metrics is not None:
-            self.metrics.count("/healthz", status)
+            self.metrics.count(request.url.path, status)
         return JSONResponse(doc, status_code=status, headers=None if w.healthy else {"Retry-After": _RETRY_AFTER})
+
+    async def livez(self, request: Request) -> Response:
+        """``GET /livez`` (liveness): 200 whenever the process answers at all, storage errors included (they heal
+        by themselves: restarting would not help); only a process that no longer answers is to be restarted."""
+        if self.metrics is not None:
+            self.metrics.count("/livez", 200)
+        doc: dict[str, Any] = {"status": "alive"}
+        if self.config.replica is not None:
+            doc["replica"] = self.config.replica
+        return JSONResponse(doc)
 
     async def metrics_page(self, request: Request) -> Response:
         """``GET /metrics``: the Prometheus page (a bearer token first, when ``[metrics] token_sha256`` is set)."""
@@ -342,7 +356,9 @@ def create_app(config: CollectorConfig, *, extra_routes: Sequence[BaseRoute] = (
                 logger.info("collector stopped: segments closed")
 
     routes = [Route(UPLOAD_PATH, collector.reports, methods=["POST"]),
-              Route("/healthz", collector.healthz, methods=["GET"])]
+              Route("/healthz", collector.healthz, methods=["GET"]),
+              Route("/readyz", collector.healthz, methods=["GET"]),
+              Route("/livez", collector.livez, methods=["GET"])]
     if collector.metrics is not None:
         routes.append(Route("/metrics", collector.metrics_page, methods=["GET"]))
     app = _CollectorApp(routes=[*routes, *extra_routes], lifespan=lifespan)

@@ -22,7 +22,7 @@ from ldp.errors import ConfigError
 from ldp.spec import CollectionSpec
 
 __all__ = ["ConfigError", "Limits", "AppConfig", "CollectorConfig", "load_config", "parse_config", "new_token",
-           "token_sha256", "APP_NAME_RE", "MetricsConfig", "check_origin"]
+           "token_sha256", "APP_NAME_RE", "MetricsConfig", "check_origin", "check_replica"]
 
 APP_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 """An app's name: it names a folder under ``DATA/apps``."""
@@ -91,6 +91,10 @@ class CollectorConfig:
     cors_origins: tuple[str, ...] = ()
     """The web origins whose pages may upload (``cors_origins``; ``("*",)``: any): see :mod:`ldp.collector.cors`.
     Empty: no CORS headers at all."""
+    replica: str | None = None
+    """This process's name among several collectors behind one balancer (``replica``, or ``ldp serve --replica``):
+    every sample of ``/metrics`` carries it as the label ``replica``, and ``/healthz`` says it. ``None``: one
+    collector, no label."""
 
     def app_dir(self, app: str) -> Path:
         """``DATA/apps/<app>``."""
@@ -99,6 +103,14 @@ class CollectorConfig:
     def closed_dir(self, app: str) -> Path:
         """Where an app's closed (immutable) segments are: the input folder of ``ldp aggregate``."""
         return self.app_dir(app) / "segments" / "closed"
+
+
+def check_replica(name: Any, where: str = "replica") -> str:
+    """A replica's name if valid — 1 to 64 of a-z, 0-9, ``_`` and ``-``, starting with a letter or digit (it is
+    a Prometheus label value and a part of object names) — else :class:`ConfigError`."""
+    if not isinstance(name, str) or not APP_NAME_RE.match(name):
+        raise ConfigError(f"{where}: a replica name is 1 to 64 of a-z, 0-9, '_' and '-', got {name!r}")
+    return name
 
 
 def new_token() -> str:
@@ -279,7 +291,8 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
     """Validate a decoded config document; relative paths are taken from ``base_dir``."""
     base = Path(base_dir)
     top = _table(source, dict(doc), {"data_dir", "limits", "fold", "apps", "metrics",
-                                            "cors_origins"})
+                                            "cors_origins", "replica"})
+    replica = check_replica(top["replica"], f"{source}: replica") if "replica" in top else None
     data_dir = top.get("data_dir", "data")
     if not isinstance(data_dir, str) or not data_dir:
         raise ConfigError(f"{source}: data_dir must be a path, got {data_dir!r}")
@@ -300,7 +313,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
     metrics = _metrics(f"{source}: [metrics]", top.get("metrics", {}), apps)
     origins = _cors_origins(f"{source}: cors_origins", top.get("cors_origins", []))
     return CollectorConfig(path, (base / data_dir).resolve(), limits, apps, every, metrics=metrics,
-                           fold_windows=windows, cors_origins=origins)
+                           fold_windows=windows, cors_origins=origins, replica=replica)
 
 
 def load_config(path: str | os.PathLike[str]) -> CollectorConfig:

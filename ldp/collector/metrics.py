@@ -296,6 +296,7 @@ class CollectorMetrics:
                  disk_cache_seconds: float = DISK_CACHE_SECONDS, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time) -> None:
         self.registry = r = CollectorRegistry()
+        self.replica = config.replica
         self.requests = Counter("ldp_collector_requests", "HTTP requests answered, by route and status code.",
                                 ["route", "status"], registry=r)
         self.upload_seconds = Histogram("ldp_collector_upload_duration_seconds", "Time from the start of an upload "
@@ -343,6 +344,20 @@ class CollectorMetrics:
         (child if child is not None else self.commit_seconds.labels(app)).observe(seconds)
 
     def render(self, accept: str | None = None) -> tuple[bytes, str]:
-        """The page and its content type (OpenMetrics when ``accept`` asks for it, else the text format)."""
+        """The page and its content type (OpenMetrics when ``accept`` asks for it, else the text format); with a
+        ``replica`` name in the config, every sample carries the label ``replica``."""
         encoder, content_type = choose_encoder(accept or "")
-        return encoder(self.registry), content_type
+        source = self.registry if self.replica is None else _Labelled(self.registry, "replica", self.replica)
+        return encoder(source), content_type
+
+
+class _Labelled:
+    """A registry's metrics with one more label on every sample (what ``encoder(registry)`` reads: ``collect``)."""
+
+    def __init__(self, registry: CollectorRegistry, name: str, value: str) -> None:
+        self.registry, self.name, self.value = registry, name, value
+
+    def collect(self) -> Iterator[Any]:
+        for family in self.registry.collect():
+            family.samples = [s._replace(labels={**s.labels, self.name: self.value}) for s in family.samples]
+            yield family
