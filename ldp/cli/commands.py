@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "ldp.cli.server",         # aggregate, merge, decode
     "ldp.cli.serve",          # serve
     "ldp.cli.watch",          # watch
+    "ldp.cli.shuffle",        # shuffle
     "ldp.cli.privacy",        # privacy
     "ldp.cli.simulate",       # simulate
     "ldp.cli.plan",           # plan

@@ -1,0 +1,81 @@
+"""``ldp shuffle``: one run of the shuffler stage (:mod:`ldp.shuffler.stage`) over the store the collector replicas
+write their chunks to — a folder, or S3-compatible object storage."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["register", "shuffle_command"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``shuffle`` to the ``ldp`` subcommands, run by :func:`shuffle_command`."""
+    from ldp.cli.support import number
+
+    s: argparse.ArgumentParser = subparsers.add_parser(
+        "shuffle", help="mix the replicas' chunks into anonymized segments, one per arrival window",
+        description="One run of the shuffler stage for an app: read the chunks every collector replica wrote under "
+                    "apps/<app>/incoming/ of the store, keep each batch id once (across replicas and earlier runs), "
+                    "strip what links a report to its batch, permute each window's reports from the OS CSPRNG, "
+                    "write them as apps/<app>/segments/closed/<window>-<random>.jsonl, record the anonymity set, then "
+                    "delete (or, --keep-originals, move) the chunks. A run killed midway is finished by the next.")
+    s.add_argument("--store", required=True, metavar="URL",
+                   help="the store: a folder, or s3://bucket/prefix (credentials from the environment)")
+    s.add_argument("--store-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option of an object store (repeatable), e.g. endpoint_url=http://127.0.0.1:9000")
+    s.add_argument("--app", required=True, metavar="NAME", help="the app whose chunks to mix")
+    s.add_argument("--grace", type=number(float, 0, 7 * 86400), default=300.0, metavar="SECONDS",
+                   help="how long past a window's end its chunks may still arrive before it is mixed (default 300)")
+    s.add_argument("--dedup-days", type=number(float, 0, 3650, low_open=True), default=7.0, metavar="DAYS",
+                   help="how long a mixed batch id is remembered against retries (default 7)")
+    s.add_argument("--keep-originals", action="store_true",
+                   help="move the consumed chunks under apps/<app>/consumed/ instead of deleting them")
+    s.add_argument("--json", action="store_true", help="print the run as JSON")
+    s.set_defaults(handler=shuffle_command)
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--store-option takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def shuffle_command(args: argparse.Namespace) -> int:
+    """Run ``ldp shuffle``: 0 after a run (nothing to do included); bad input: ``ldp shuffle: error: ...``, 2."""
+    from ldp.cli.support import BAD_INPUT, report_error
+    from ldp.collector.config import APP_NAME_RE
+
+    try:
+        if not APP_NAME_RE.match(args.app):
+            raise ValueError(f"--app: an app name is 1 to 64 of a-z, 0-9, '_' and '-', got {args.app!r}")
+        from ldp.shuffler.stage import shuffle_app
+        from ldp.storage import open_store
+
+        options = _options(args.store_option)
+        store = open_store(args.store, options or None)
+        run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
+                          keep_originals=args.keep_originals)
+    except BAD_INPUT as exc:
+        return report_error("ldp shuffle", exc)
+    if args.json:
+        print(json.dumps(run.to_dict(), indent=1, sort_keys=True))
+        return 0
+    for rid in run.resumed:
+        print(f"finished the interrupted run {rid}")
+    if run.run_id is None:
+        print("nothing to mix" + (f": {sum(run.held.values())} batches wait for their window to end"
+                                  if run.held else ""))
+        return 0
+    print(f"run {run.run_id}: {len(run.chunks)} chunks, {run.duplicates} duplicate batches dropped")
+    for window, w in run.windows.items():
+        print(f"  window {window}: {w['reports']:,} reports from {w['batches']:,} batches of {w['replicas']} "
+              f"replica(s) -> {w['segment'] or '(nothing new)'}")
+    if run.held:
+        print(f"  held: {sum(run.held.values())} batches of windows not ended yet")
+    return 0

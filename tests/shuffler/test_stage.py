@@ -1,0 +1,175 @@
+"""The shuffler stage over a store (a local folder and a real S3-compatible server): replicas' chunks mixed per
+window, each batch once across replicas and runs, nothing that links a report to its batch written, the anonymity
+set recorded, windows not ready held, and a run killed after any store operation finished by the next run with the
+same result."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ldp.shuffler import ChunkBatch, chunk_key, decode_chunk, encode_chunk, shuffle_app
+from ldp.storage import Store, open_store
+from ldp.storage.local import LocalStore
+
+DAY = 86400
+W0 = 20000 * DAY  # a UTC day
+
+
+def line(spec: str, metric: str, i: int) -> bytes:
+    return json.dumps({"spec": spec, "metric": metric, "window": 20000, "report": {"i": i}}).encode() + b"\n"
+
+
+def batch(bid: str, n: int, window: int = W0, metric: str = "m") -> ChunkBatch:
+    return ChunkBatch(bid, window, DAY, b"".join(line("s1", metric, hash((bid, i)) % 10**6) for i in range(n)))
+
+
+def write(store: Store, replica: str, seq: int, *batches: ChunkBatch, at: float = W0 + 60) -> str:
+    key = chunk_key("demo", replica, at, seq)
+    store.put(key, encode_chunk(batches))
+    return key
+
+
+def outputs(store: Store) -> dict[str, bytes]:
+    return {k: store.get(k) for k in store.list("apps/demo/segments/closed/")}
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    if request.param == "local":
+        return open_store(tmp_path / "store")
+    s3 = request.getfixturevalue("s3")
+    return open_store(f"{s3.bucket('ldp-shuffler')}/t{time.monotonic_ns()}", s3.options())
+
+
+def test_replicas_are_mixed_per_window_each_batch_once(store: Store) -> None:
+    a1, a2, b1 = batch("a1", 3), batch("a2", 5), batch("b1", 4, metric="n")
+    write(store, "r1", 1, a1, a2)
+    write(store, "r2", 1, b1, batch("a2", 5))  # a2 retried against r2 after a lost answer
+    write(store, "r3", 7, batch("a1", 3))  # and a1 twice too
+    run = shuffle_app(store, "demo", now=W0 + DAY + 400)
+    (name, data), = outputs(store).items()
+    assert Counter(data.splitlines()) == Counter((a1.lines + a2.lines + b1.lines).splitlines())
+    assert data != a1.lines + a2.lines + b1.lines or len(data.splitlines()) < 3  # reordered (12 lines)
+    assert b"batch" not in data and b"r1" not in data  # nothing of the batch or the replica
+    assert name.startswith("apps/demo/segments/closed/20241004T000000Z-") and name.endswith(".jsonl")
+    assert run.duplicates == 2 and len(run.chunks) == 3
+    (w,) = run.windows.values()
+    assert w == {"segment": name, "reports": 12, "by_metric": {"s1/m": 8, "s1/n": 4}, "batches": 3, "replicas": 2}
+    assert store.list("apps/demo/incoming/") == []
+    rec = json.loads(store.get(f"apps/demo/shuffler/runs/{run.run_id}.json"))
+    assert rec["state"] == "closed" and rec["anonymity"] == run.windows and rec["duplicates"] == 2
+
+
+def test_a_window_is_held_until_ready_and_mixed_whole(store: Store) -> None:
+    write(store, "r1", 1, batch("x", 2))
+    write(store, "r1", 2, batch("y", 2), batch("z", 1, window=W0 + DAY), at=W0 + DAY - 1)  # spans two windows
+    write(store, "r2", 1, batch("v", 2, window=W0 + DAY), at=W0 + DAY + 10)
+    first = shuffle_app(store, "demo", now=W0 + DAY + 400)  # day 0 ready, but a chunk also holds day 1
+    assert first.run_id is None and outputs(store) == {} and first.held == {str(W0): 2, str(W0 + DAY): 2}
+    second = shuffle_app(store, "demo", now=W0 + 2 * DAY + 400)
+    assert sorted(w["reports"] for w in second.windows.values()) == [3, 4]
+    assert store.list("apps/demo/incoming/") == []
+
+
+def test_a_retry_after_its_batch_was_mixed_is_dropped(store: Store) -> None:
+    write(store, "r1", 1, batch("a", 3))
+    shuffle_app(store, "demo", now=W0 + DAY + 400)
+    write(store, "r2", 1, batch("a", 3), batch("b", 2, window=W0 + DAY), at=W0 + DAY + 5)  # a, late, elsewhere
+    run = shuffle_app(store, "demo", now=W0 + 2 * DAY + 400)
+    assert run.duplicates == 1 and sorted(w["reports"] for w in run.windows.values()) == [0, 2]  # day 0: nothing new
+    assert sum(len(d.splitlines()) for d in outputs(store).values()) == 5
+
+
+def test_keep_originals_moves_the_chunks(store: Store) -> None:
+    key = write(store, "r1", 1, batch("a", 1))
+    shuffle_app(store, "demo", now=W0 + DAY + 400, keep_originals=True)
+    assert store.list("apps/demo/incoming/") == []
+    assert store.list("apps/demo/consumed/") == ["apps/demo/consumed/" + key.split("/incoming/")[1]]
+
+
+class Killed(Exception):
+    pass
+
+
+class Dying:
+    """A store that dies (raises) at its ``after``-th write or delete, as a process killed there would stop."""
+
+    def __init__(self, inner: Store, after: int) -> None:
+        self.inner, self.after, self.url = inner, after, inner.url
+
+    def _tick(self) -> None:
+        self.after -= 1
+        if self.after < 0:
+            raise Killed()
+
+    def put(self, key: str, data: bytes) -> None:
+        self._tick()
+        self.inner.put(key, data)
+
+    def create(self, key: str, data: bytes) -> bool:
+        self._tick()
+        return self.inner.create(key, data)
+
+    def delete(self, key: str) -> None:
+        self._tick()
+        self.inner.delete(key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def scenario(store: Store) -> Counter[bytes]:
+    write(store, "r1", 1, batch("a", 3), batch("b", 2))
+    write(store, "r2", 1, batch("b", 2), batch("c", 4))
+    write(store, "r2", 2, batch("d", 1, window=W0 + DAY), at=W0 + DAY + 1)
+    return Counter((batch("a", 3).lines + batch("b", 2).lines + batch("c", 4).lines + batch("d", 1).lines)
+                   .splitlines())
+
+
+def test_killed_after_any_store_operation_the_next_run_finishes_the_same(tmp_path: Path) -> None:
+    """Every kill point of a run over two windows: the next run leaves exactly the clean run's reports, once each,
+    no chunk, and one anonymity set per window."""
+    kill = 0
+    while True:
+        store = LocalStore(tmp_path / f"k{kill}")
+        expected = scenario(store)
+        try:
+            shuffle_app(Dying(store, kill), "demo", now=W0 + 2 * DAY + 400)  # type: ignore[arg-type]
+            finished = True
+        except Killed:
+            finished = False
+        again = shuffle_app(store, "demo", now=W0 + 2 * DAY + 500)
+        got = Counter(ln for data in outputs(store).values() for ln in data.splitlines())
+        assert got == expected, f"killed after {kill} operations"
+        assert store.list("apps/demo/incoming/") == []
+        runs = [json.loads(store.get(k)) for k in store.list("apps/demo/shuffler/runs/")]
+        assert [r["state"] for r in runs] == ["closed"] and len(runs[0]["anonymity"]) == 2
+        assert sum(w["reports"] for w in runs[0]["anonymity"].values()) == sum(expected.values())
+        assert runs[0]["duplicates"] == 1 and again.resumed == ([] if finished or kill == 0 else [runs[0]["id"]])
+        if finished:
+            break
+        kill += 1
+    assert kill == 9  # the record, two segments, the ids, the record done, three deletions, the record closed
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.from_regex(r"[A-Za-z0-9._~-]{1,20}", fullmatch=True), st.integers(0, 10**11),
+                          st.integers(1, 10**8), st.lists(st.from_regex(r"\{[a-z0-9\":,]{0,20}", fullmatch=True),
+                                                          max_size=5)), max_size=5))
+def test_chunks_round_trip(items: list[tuple[str, int, int, list[str]]]) -> None:
+    batches = [ChunkBatch(i, w, n, "".join(x + "\n" for x in lines).encode()) for i, w, n, lines in items]
+    assert decode_chunk(encode_chunk(batches)) == batches
+
+
+@pytest.mark.parametrize("data", [b"x\n", b"#batch a 1 1 2\n{}\n", b"#batch a 1 1 1\n#batch b 1 1 0\n",
+                                  b"#batch a b 1 1\n{}\n", b"#batch a 1 1 1\n{}"])
+def test_damaged_chunks_are_refused(data: bytes) -> None:
+    with pytest.raises(ValueError, match="chunk"):
+        decode_chunk(data, "chunk")
