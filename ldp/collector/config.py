@@ -22,7 +22,7 @@ from ldp.errors import ConfigError
 from ldp.spec import CollectionSpec
 
 __all__ = ["ConfigError", "Limits", "AppConfig", "CollectorConfig", "load_config", "parse_config", "new_token",
-           "token_sha256", "APP_NAME_RE", "MetricsConfig", "check_origin", "check_replica"]
+           "token_sha256", "APP_NAME_RE", "MetricsConfig", "check_origin", "check_replica", "StorageConfig"]
 
 APP_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 """An app's name: it names a folder under ``DATA/apps``."""
@@ -77,6 +77,22 @@ class MetricsConfig:
 
 
 @dataclass(frozen=True)
+class StorageConfig:
+    """The ``[storage]`` table: the store shared by the replicas (``url``: ``s3://bucket/prefix``, or a folder every
+    replica mounts) and its options (``endpoint_url`` of an S3-compatible server, ``region_name``). Credentials come
+    from the environment (``AWS_ACCESS_KEY_ID``, ...), never from this file."""
+
+    url: str
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def open(self) -> Any:
+        """The :class:`~ldp.storage.Store`."""
+        from ldp.storage import open_store
+
+        return open_store(self.url, dict(self.options) or None)
+
+
+@dataclass(frozen=True)
 class CollectorConfig:
     """The whole configuration. ``fold_every_seconds`` is the continuous aggregation period (0: off)."""
 
@@ -95,6 +111,9 @@ class CollectorConfig:
     """This process's name among several collectors behind one balancer (``replica``, or ``ldp serve --replica``):
     every sample of ``/metrics`` carries it as the label ``replica``, and ``/healthz`` says it. ``None``: one
     collector, no label."""
+    storage: StorageConfig | None = None
+    """Where batches are stored: ``None``, the local ``data_dir`` (segments, journals); a :class:`StorageConfig`,
+    chunks in the shared store (:mod:`ldp.collector.chunklog`), one replica among several."""
 
     def app_dir(self, app: str) -> Path:
         """``DATA/apps/<app>``."""
@@ -103,6 +122,26 @@ class CollectorConfig:
     def closed_dir(self, app: str) -> Path:
         """Where an app's closed (immutable) segments are: the input folder of ``ldp aggregate``."""
         return self.app_dir(app) / "segments" / "closed"
+
+
+def _storage(where: str, raw: Any, base: Path) -> StorageConfig:
+    doc = _table(where, raw, {"url", "endpoint_url", "region_name"})
+    url = doc.get("url")
+    if not isinstance(url, str) or not url:
+        raise ConfigError(f"{where}.url must be s3://bucket[/prefix] or a folder, got {url!r}")
+    options: dict[str, str] = {}
+    for key in ("endpoint_url", "region_name"):
+        if key in doc:
+            if not isinstance(doc[key], str) or not doc[key]:
+                raise ConfigError(f"{where}.{key} must be a non-empty string, got {doc[key]!r}")
+            options[key] = doc[key]
+    if "://" not in url:
+        if options:
+            raise ConfigError(f"{where}: endpoint_url and region_name are for object storage, not a folder")
+        url = str((base / url).resolve())
+    elif not url.startswith(("s3://", "file://")):
+        raise ConfigError(f"{where}.url: only s3:// object storage or a folder is supported, got {url!r}")
+    return StorageConfig(url, options)
 
 
 def check_replica(name: Any, where: str = "replica") -> str:
@@ -291,7 +330,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
     """Validate a decoded config document; relative paths are taken from ``base_dir``."""
     base = Path(base_dir)
     top = _table(source, dict(doc), {"data_dir", "limits", "fold", "apps", "metrics",
-                                            "cors_origins", "replica"})
+                                            "cors_origins", "replica", "storage"})
     replica = check_replica(top["replica"], f"{source}: replica") if "replica" in top else None
     data_dir = top.get("data_dir", "data")
     if not isinstance(data_dir, str) or not data_dir:
@@ -312,8 +351,12 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
         seen[app.token_sha256] = app.name
     metrics = _metrics(f"{source}: [metrics]", top.get("metrics", {}), apps)
     origins = _cors_origins(f"{source}: cors_origins", top.get("cors_origins", []))
+    storage = _storage(f"{source}: [storage]", top["storage"], base) if "storage" in top else None
+    if storage is not None and replica is None:
+        raise ConfigError(f"{source}: [storage] is shared by replicas: give this one a name (replica = \"...\" at the "
+                          "top, or ldp serve --replica NAME)")
     return CollectorConfig(path, (base / data_dir).resolve(), limits, apps, every, metrics=metrics,
-                           fold_windows=windows, cors_origins=origins, replica=replica)
+                           fold_windows=windows, cors_origins=origins, replica=replica, storage=storage)
 
 
 def load_config(path: str | os.PathLike[str]) -> CollectorConfig:

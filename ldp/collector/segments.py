@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ldp.collector.applog import AppLog, Batch, Stored
+from ldp.collector.chunklog import ChunkLog
 from ldp.collector.config import AppConfig, CollectorConfig
 from ldp.collector.ingest import BatchCounts
 from ldp.collector.journal import ClosedCounts, coarse
@@ -57,8 +58,15 @@ class SegmentWriter:
 
     def __init__(self, config: CollectorConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
-        self.logs = {name: AppLog(config.app_dir(name), config.limits, clock, granularity(app))
-                     for name, app in config.apps.items()}
+        self.logs: dict[str, AppLog | ChunkLog] = {}
+        store = config.storage.open() if config.storage is not None else None
+        for name, app in config.apps.items():
+            if store is None:
+                self.logs[name] = AppLog(config.app_dir(name), config.limits, clock, granularity(app))
+            else:
+                assert config.replica is not None  # the config requires one with [storage]
+                self.logs[name] = ChunkLog(store, name, config.replica, config.app_dir(name), config.limits, clock,
+                                           granularity(app))
         self.granularity = min((log.granularity for log in self.logs.values()), default=86400.0)
         """The window ``ingest.json``'s times are coarsened to (the apps' shortest)."""
         self._queue: queue.Queue[Batch | None] = queue.Queue(maxsize=config.limits.max_pending_batches)

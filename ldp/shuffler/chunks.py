@@ -11,7 +11,7 @@ deduplicate it across replicas and to mix it with the other reports of its arriv
 collector's journals are (:func:`ldp.collector.journal.coarse`). A chunk lives at
 ``apps/<app>/incoming/<replica>/<UTC>-<seq>.chunk`` (:func:`chunk_key`): one replica's names never collide with
 another's, and its own sort in commit order. Batch ids are checked as the collector checks them
-(:data:`ldp.collector.ingest.BATCH_ID_RE`), lines are the accepted envelope lines (each starts with ``{``).
+(:data:`ldp.collector.ingest.BATCH_ID_RE`); a batch's lines are framed by their count (any bytes but a newline).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def encode_chunk(batches: Iterable[ChunkBatch]) -> bytes:
         header = f"#batch {b.batch_id} {b.window} {b.length} {b.count}".encode()
         if not _HEADER.match(header) or b.length < 1:
             raise ValueError(f"not a chunk batch: {header!r}")
-        if b.lines and (not b.lines.endswith(b"\n") or b"\n#" in b"\n" + b.lines):
-            raise ValueError(f"batch {b.batch_id}: its lines must end with a newline and none may start with '#'")
+        if b.lines and not b.lines.endswith(b"\n"):
+            raise ValueError(f"batch {b.batch_id}: its lines must end with a newline")
         out += [header, b"\n", b.lines]
     return b"".join(out)
 
@@ -69,7 +69,7 @@ def decode_chunk(data: bytes, where: str = "chunk") -> list[ChunkBatch]:
         start = cursor = end + 1
         for _ in range(n):
             nl = data.find(b"\n", cursor)
-            if nl < 0 or data[cursor:cursor + 1] == b"#":
+            if nl < 0:
                 raise ValueError(f"{where}: batch {m.group(1).decode()} at byte {pos} is cut short")
             cursor = nl + 1
         out.append(ChunkBatch(m.group(1).decode(), int(m.group(2)), int(m.group(3)), data[start:cursor]))

@@ -55,6 +55,7 @@ class ObjectStore:
             opts["client_kwargs"] = client
             opts["config_kwargs"] = {**DEFAULT_TIMEOUTS, **dict(opts.get("config_kwargs") or {})}
             opts.setdefault("skip_instance_cache", True)
+            opts.setdefault("use_listings_cache", False)  # other processes write: a cached listing goes stale
             protocol = "s3"
         self.fs = fsspec.filesystem(protocol, **opts)
         self.root = root
@@ -105,7 +106,6 @@ class ObjectStore:
     def list(self, prefix: str = "") -> list[str]:
         base = self.root if not prefix.strip("/") else self._path(prefix.strip("/"))
         try:
-            self.fs.invalidate_cache(base)
             found = self.fs.find(base)
         except FileNotFoundError:
             return []

@@ -1,0 +1,122 @@
+"""A collector replica over shared object storage (``[storage]``, a real S3-compatible server): a batch is
+acknowledged only once its chunk is stored; the store down answers 503 and /readyz 503, loses nothing
+acknowledged, and uploads resume by themselves when it is back; two replicas' chunks, a retry across them
+included, become one anonymized segment through the shuffler with each batch once."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+from support.s3_server import Outage
+from test_metrics import GOOD, SPEC, TOKENS
+
+from ldp.collector.app import create_app
+from ldp.collector.config import parse_config, token_sha256
+from ldp.errors import ConfigError
+from ldp.shuffler import decode_chunk, shuffle_app
+from ldp.storage import open_store
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from support.s3_server import s3_server
+
+    with s3_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
+        yield server
+
+
+def config(tmp_path: Path, replica: str, url: str, endpoint: str) -> Any:
+    doc = {"data_dir": f"data-{replica}", "fold": {"every_seconds": 0}, "replica": replica,
+           "storage": {"url": url, "endpoint_url": endpoint, "region_name": "us-east-1"},
+           "apps": {"demo": {"token_sha256": token_sha256(TOKENS["demo"]), "specs": [str(SPEC)]}}}
+    return parse_config(doc, tmp_path)
+
+
+def post(c: TestClient, body: bytes, batch_id: str) -> Any:
+    return c.post("/v1/reports", content=body, headers={"Authorization": f"Bearer {TOKENS['demo']}",
+                                                        "Content-Type": "application/x-ndjson",
+                                                        "Ldp-Batch-Id": batch_id})
+
+
+@pytest.fixture
+def credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    from support.s3_server import CREDENTIALS
+
+    for k, v in CREDENTIALS.items():
+        monkeypatch.setenv(k, v)
+
+
+def test_acknowledged_means_stored_and_replicas_mix_into_one_segment(tmp_path: Path, s3: Any,
+                                                                     credentials: None) -> None:
+    url = f"{s3.bucket('ldp-replicas')}/t{time.monotonic_ns()}"
+    store = open_store(url, s3.options())
+    bodies = {f"b{i}": b"".join(GOOD[i * 5:(i + 1) * 5]) for i in range(6)}
+    with TestClient(create_app(config(tmp_path, "r1", url, s3.endpoint))) as c1, \
+            TestClient(create_app(config(tmp_path, "r2", url, s3.endpoint))) as c2:
+        for i, (bid, body) in enumerate(bodies.items()):
+            r = post(c1 if i % 2 else c2, body, bid)
+            assert r.status_code == 200 and r.json()["lines"] == 5
+            # acknowledged: its chunk is in the store now
+            chunks = [b for k in store.list("apps/demo/incoming/") for b in decode_chunk(store.get(k))]
+            assert bid in {b.batch_id for b in chunks}
+        retry = post(c1, bodies["b0"], "b0")  # b0 was taken by r2; its answer lost, the device retries on r1
+        assert retry.status_code == 200
+        assert post(c2, bodies["b0"], "b0").json()["duplicate"] is True  # r2 knows its own
+        assert c1.get("/readyz").json()["replica"] == "r1"
+    assert sorted(k.split("/")[3] for k in store.list("apps/demo/incoming/"))[0] in ("r1", "r2")
+    run = shuffle_app(store, "demo", now=time.time() + 2 * 86400)
+    (segment,) = store.list("apps/demo/segments/closed/")
+    lines = store.get(segment).splitlines()
+    assert Counter(lines) == Counter(b"".join(bodies.values()).splitlines()) and run.duplicates == 1
+    (w,) = run.windows.values()
+    assert w["reports"] == 30 and w["replicas"] == 2 and w["batches"] == 6
+
+
+def test_the_store_down_answers_503_loses_nothing_and_heals(tmp_path: Path, s3: Any, credentials: None) -> None:
+    relay = Outage(s3.port)
+    url = f"{s3.bucket('ldp-outage')}/t{time.monotonic_ns()}"
+    store = open_store(url, s3.options())
+    cfg = config(tmp_path, "r1", url, relay.endpoint)
+    acked: list[str] = []
+    try:
+        with TestClient(create_app(cfg)) as c:
+            assert post(c, GOOD[0], "before").status_code == 200
+            acked.append("before")
+            relay.down()
+            r = post(c, GOOD[1], "during")
+            assert r.status_code == 503 and r.headers["retry-after"]
+            assert c.get("/readyz").status_code == 503 and c.get("/livez").status_code == 200
+            relay.up()
+            deadline = time.monotonic() + 30
+            while c.get("/readyz").status_code != 200:  # the writer probes the store and heals by itself
+                assert time.monotonic() < deadline, c.get("/readyz").json()
+                time.sleep(0.2)
+            assert post(c, GOOD[1], "during").status_code == 200  # the device's retry
+            acked.append("during")
+            health = c.get("/healthz").json()
+            assert health["recovered"]["error"]
+    finally:
+        relay.down()
+    stored = [b.batch_id for k in store.list("apps/demo/incoming/") for b in decode_chunk(store.get(k))]
+    assert sorted(stored) == sorted(acked)
+
+
+def test_storage_needs_a_replica_name_and_a_supported_url(tmp_path: Path) -> None:
+    base = {"apps": {"demo": {"token_sha256": token_sha256("x"), "specs": [str(SPEC)]}}}
+    with pytest.raises(ConfigError, match="give this one a name"):
+        parse_config({**base, "storage": {"url": "s3://b/p"}}, tmp_path)
+    with pytest.raises(ConfigError, match="only s3://"):
+        parse_config({**base, "replica": "r", "storage": {"url": "gs://b/p"}}, tmp_path)
+    with pytest.raises(ConfigError, match="not a folder"):
+        parse_config({**base, "replica": "r", "storage": {"url": "shared", "endpoint_url": "http://x"}}, tmp_path)
+    with pytest.raises(ConfigError, match="unknown|not one of|key"):
+        parse_config({**base, "replica": "r", "storage": {"url": "s3://b", "key": "secret!"}}, tmp_path)
+    cfg = parse_config({**base, "replica": "r", "storage": {"url": "shared"}}, tmp_path)
+    assert cfg.storage is not None and cfg.storage.url == str((tmp_path / "shared").resolve())
+    assert json.dumps(dict(cfg.storage.options)) == "{}"
