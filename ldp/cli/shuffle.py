@@ -30,6 +30,11 @@ def register(subparsers: Any) -> None:
                    help="how long past a window's end its chunks may still arrive before it is mixed (default 300)")
     s.add_argument("--dedup-days", type=number(float, 0, 3650, low_open=True), default=7.0, metavar="DAYS",
                    help="how long a mixed batch id is remembered against retries (default 7)")
+    s.add_argument("--min-reports", type=number(int, 0, 1 << 62), default=0, metavar="N",
+                   help="hold a window of fewer than N reports (a report would hide among too few) until late chunks "
+                        "make it large enough, or --hold-days past its end, when it is withheld for good")
+    s.add_argument("--hold-days", type=number(float, 0, 3650), default=7.0, metavar="DAYS",
+                   help="how long a window below --min-reports waits (default 7)")
     s.add_argument("--keep-originals", action="store_true",
                    help="move the consumed chunks under apps/<app>/consumed/ instead of deleting them")
     s.add_argument("--json", action="store_true", help="print the run as JSON")
@@ -60,7 +65,8 @@ def shuffle_command(args: argparse.Namespace) -> int:
         options = _options(args.store_option)
         store = open_store(args.store, options or None)
         run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
-                          keep_originals=args.keep_originals)
+                          keep_originals=args.keep_originals, min_reports=args.min_reports,
+                          hold_seconds=args.hold_days * 86400)
     except BAD_INPUT as exc:
         return report_error("ldp shuffle", exc)
     if args.json:
@@ -74,8 +80,9 @@ def shuffle_command(args: argparse.Namespace) -> int:
         return 0
     print(f"run {run.run_id}: {len(run.chunks)} chunks, {run.duplicates} duplicate batches dropped")
     for window, w in run.windows.items():
+        where = f"withheld ({w['withheld']})" if w.get("withheld") else w["segment"] or "(nothing new)"
         print(f"  window {window}: {w['reports']:,} reports from {w['batches']:,} batches of {w['replicas']} "
-              f"replica(s) -> {w['segment'] or '(nothing new)'}")
+              f"replica(s) -> {where}")
     if run.held:
         print(f"  held: {sum(run.held.values())} batches of windows not ended yet")
     return 0

@@ -7,7 +7,8 @@ One run, for one app (Prochlo's Encode–Shuffle–Analyze; Apple's ingestion, t
 2. **Plan.** Read every chunk under ``apps/<app>/incoming/`` (:mod:`ldp.shuffler.chunks`). A window is *ready*
    when its end is ``grace`` seconds past (a replica's commit in flight, or its clock a little behind, still lands
    before the window is mixed). A chunk is consumed when all its windows are ready; a window is released when all
-   the chunks holding it are consumed (so it is mixed whole). The run's record — the chunks, and a fresh random
+   the chunks holding it are consumed (so it is mixed whole); one of fewer than ``min_reports`` reports is held
+   for late chunks, then withheld for good (:func:`shuffle_app`). The run's record — the chunks, and a fresh random
    name per released window — is written before anything else.
 3. **Mix.** Per window, the lines of its batches, each batch id once: a retry stored by two replicas (the answer
    lost, the device sent it again elsewhere) or twice by one is kept once, and an id already mixed by an earlier
@@ -41,13 +42,16 @@ from ldp.collector.shuffle import closed_name, shuffle_lines
 from ldp.shuffler.chunks import CHUNK_SUFFIX, ChunkBatch, decode_chunk, incoming_prefix
 from ldp.storage import Store
 
-__all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "DEFAULT_GRACE_SECONDS", "DEFAULT_DEDUP_SECONDS"]
+__all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "DEFAULT_GRACE_SECONDS", "DEFAULT_DEDUP_SECONDS",
+           "DEFAULT_HOLD_SECONDS"]
 
 RUN_FORMAT = "ldp-shuffle-run/1"
 DEFAULT_GRACE_SECONDS = 300.0
 """How long past a window's end its chunks may still arrive before it is mixed."""
 DEFAULT_DEDUP_SECONDS = 7 * 86400.0
 """How long a mixed batch id is remembered (a retry later than this would be counted twice)."""
+DEFAULT_HOLD_SECONDS = 7 * 86400.0
+"""How long a window below ``min_reports`` waits for late chunks before it is withheld for good."""
 
 
 @dataclass
@@ -90,11 +94,19 @@ def _seen_ids(store: Store, app: str, since: float, exclude: str) -> set[str]:
 
 
 def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
-                dedup_seconds: float = DEFAULT_DEDUP_SECONDS, keep_originals: bool = False) -> ShuffleRun:
-    """One run of the stage for ``app`` (module docstring); what it did."""
+                dedup_seconds: float = DEFAULT_DEDUP_SECONDS, keep_originals: bool = False,
+                min_reports: int = 0, hold_seconds: float = DEFAULT_HOLD_SECONDS) -> ShuffleRun:
+    """One run of the stage for ``app`` (module docstring); what it did. A window of fewer than ``min_reports``
+    reports (its batches counted once) is held — a report would hide among too few — until late chunks make it
+    large enough, or ``hold_seconds`` past its end, when it is withheld for good: its chunks removed, nothing
+    released (``withheld`` in its anonymity entry)."""
     now = time.time() if now is None else float(now)
-    if not (grace_seconds >= 0 and dedup_seconds > 0):
-        raise ValueError(f"grace_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, {dedup_seconds}")
+    if not (grace_seconds >= 0 and dedup_seconds > 0 and hold_seconds >= 0):
+        raise ValueError(f"grace_seconds and hold_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, "
+                         f"{hold_seconds}, {dedup_seconds}")
+    if isinstance(min_reports, bool) or not isinstance(min_reports, int) or min_reports < 0:
+        raise ValueError(f"min_reports must be an int >= 0, got {min_reports!r}")
+    _prune_seen(store, app, now - 2 * dedup_seconds)
     resumed = []
     for key in store.list(_runs(app)):
         rec = json.loads(store.get(key))
@@ -107,6 +119,9 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
     chunks = _read_chunks(store, keys)
     windows_of = {k: {(b.window, b.length) for b in bs} for k, bs in chunks.items()}
     ready = {w for ws in windows_of.values() for w in ws if now >= w[0] + w[1] + grace_seconds}
+    small = _small_windows(chunks, ready, min_reports)
+    withheld = {w for w in small if now >= w[0] + w[1] + grace_seconds + hold_seconds}
+    ready -= small - withheld
     consumable = {k for k, ws in windows_of.items() if ws <= ready}
     blocked = {w for k, ws in windows_of.items() if k not in consumable for w in ws}
     released = sorted(w for w in ready if w not in blocked)
@@ -116,7 +131,8 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
         return ShuffleRun(None, held=dict(sorted(held.items())), resumed=resumed)
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-{secrets.token_hex(4)}"
     rec = {"format": RUN_FORMAT, "id": run_id, "state": "started", "at": now, "chunks": consumed,
-           "outputs": {f"{w}:{length}": closed_name(w) for w, length in released}}
+           "outputs": {f"{w}:{length}": None if (w, length) in withheld else closed_name(w)
+                       for w, length in released}, "min_reports": min_reports}
     store.put(f"{_runs(app)}{run_id}.json", json.dumps(rec, sort_keys=True).encode())
     done = _complete(store, app, rec, now, dedup_seconds, keep_originals, {k: chunks[k] for k in consumed})
     done.held, done.resumed = dict(sorted(held.items())), resumed
@@ -147,12 +163,13 @@ def _complete(store: Store, app: str, rec: dict[str, Any], now: float, dedup_sec
         for window, name in rec["outputs"].items():
             items = by_window.get(window, [])
             data = b"".join(b.lines for _, b in items)
-            key = f"apps/{app}/segments/closed/{name}"
-            if data and not store.exists(key):
+            key = None if name is None or not data else f"apps/{app}/segments/closed/{name}"
+            if key is not None and not store.exists(key):
                 store.create(key, bytes(shuffle_lines(data)))
-            anonymity[window] = {"segment": key if data else None, "reports": data.count(b"\n"),
-                                 "by_metric": _by_metric(data), "batches": len(items),
-                                 "replicas": len({r for r, _ in items})}
+            anonymity[window] = {"segment": key, "reports": data.count(b"\n"), "by_metric": _by_metric(data),
+                                 "batches": len(items), "replicas": len({r for r, _ in items})}
+            if name is None:
+                anonymity[window]["withheld"] = f"fewer than min_reports = {rec.get('min_reports')} reports"
         store.put(f"{_seen(app)}{run_id}.json",
                   json.dumps({"run": run_id, "at": rec["at"], "ids": sorted(taken)}).encode())
         rec = {**rec, "state": "done", "anonymity": anonymity, "duplicates": result.duplicates, "finished": now}
@@ -164,6 +181,28 @@ def _complete(store: Store, app: str, rec: dict[str, Any], now: float, dedup_sec
         store.delete(key)
     store.put(f"{_runs(app)}{run_id}.json", json.dumps({**rec, "state": "closed"}, sort_keys=True).encode())
     return result
+
+
+def _small_windows(chunks: Mapping[str, list[ChunkBatch]], ready: set[tuple[int, int]],
+                   min_reports: int) -> set[tuple[int, int]]:
+    """The ready windows with fewer than ``min_reports`` reports in these chunks, each batch id counted once."""
+    if min_reports <= 0:
+        return set()
+    counts: Counter[tuple[int, int]] = Counter()
+    ids: set[str] = set()
+    for key in sorted(chunks):
+        for b in chunks[key]:
+            if (b.window, b.length) in ready and b.batch_id not in ids:
+                ids.add(b.batch_id)
+                counts[(b.window, b.length)] += b.count
+    return {w for w in ready if counts[w] < min_reports}
+
+
+def _prune_seen(store: Store, app: str, before: float) -> None:
+    """Remove the id records older than ``before`` (twice the dedup horizon: never one still consulted)."""
+    for key in store.list(_seen(app)):
+        if float(json.loads(store.get(key))["at"]) < before:
+            store.delete(key)
 
 
 def _by_metric(data: bytes) -> dict[str, int]:

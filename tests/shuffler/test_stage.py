@@ -176,3 +176,39 @@ def test_chunks_round_trip(items: list[tuple[str, int, int, list[str]]]) -> None
 def test_damaged_chunks_are_refused(data: bytes) -> None:
     with pytest.raises(ValueError, match="chunk"):
         decode_chunk(data, "chunk")
+
+
+def test_a_window_below_min_reports_is_held_then_released_or_withheld(store: Store) -> None:
+    """Too few reports: held (chunks kept) while late chunks may come; enough later: released whole; still too few
+    past the hold: withheld for good — chunks removed, nothing written, the reason recorded."""
+    write(store, "r1", 1, batch("a", 2), batch("b", 1))
+    write(store, "r2", 1, batch("a", 2))  # a retry: counted once
+    first = shuffle_app(store, "demo", now=W0 + DAY + 400, min_reports=5)
+    assert first.run_id is None and first.held == {str(W0): 3} and outputs(store) == {}
+    write(store, "r2", 2, batch("c", 2), at=W0 + DAY + 100)  # late, within the window's arrival time
+    second = shuffle_app(store, "demo", now=W0 + DAY + 500, min_reports=5)
+    assert [w["reports"] for w in second.windows.values()] == [5] and len(outputs(store)) == 1
+    write(store, "r1", 2, batch("d", 1, window=W0 + DAY), at=W0 + 2 * DAY - 5)
+    held = shuffle_app(store, "demo", now=W0 + 2 * DAY + 400, min_reports=5, hold_seconds=DAY)
+    assert held.run_id is None and held.held == {str(W0 + DAY): 1}
+    gone = shuffle_app(store, "demo", now=W0 + 3 * DAY + 400, min_reports=5, hold_seconds=DAY)
+    (w,) = gone.windows.values()
+    assert w["segment"] is None and w["reports"] == 1 and "min_reports = 5" in w["withheld"]
+    assert len(outputs(store)) == 1 and store.list("apps/demo/incoming/") == []
+
+
+def test_old_id_records_are_pruned(store: Store) -> None:
+    write(store, "r1", 1, batch("a", 1))
+    shuffle_app(store, "demo", now=W0 + DAY + 400, dedup_seconds=DAY)
+    assert len(store.list("apps/demo/shuffler/seen/")) == 1
+    shuffle_app(store, "demo", now=W0 + 2 * DAY + 401, dedup_seconds=DAY)  # still within twice the horizon
+    assert len(store.list("apps/demo/shuffler/seen/")) == 1
+    shuffle_app(store, "demo", now=W0 + 4 * DAY, dedup_seconds=DAY)
+    assert store.list("apps/demo/shuffler/seen/") == []
+
+
+def test_bad_parameters_are_refused(store: Store) -> None:
+    for kwargs in ({"grace_seconds": -1}, {"dedup_seconds": 0}, {"hold_seconds": -1}, {"min_reports": -1},
+                   {"min_reports": True}, {"min_reports": 2.5}):
+        with pytest.raises(ValueError):
+            shuffle_app(store, "demo", now=W0, **kwargs)  # type: ignore[arg-type]
