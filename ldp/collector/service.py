@@ -7,6 +7,7 @@ most that old."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ldp.collector.app import create_app
@@ -20,11 +21,18 @@ if TYPE_CHECKING:
 
 __all__ = ["create_service"]
 
+logger = logging.getLogger(__name__)
+
 
 def create_service(config: CollectorConfig, *, refresh_seconds: int = 30) -> Starlette:
-    """The collector app with the dashboard and, if ``config.fold_every_seconds > 0``, continuous folding."""
+    """The collector app with the dashboard and, if ``config.fold_every_seconds > 0``, continuous folding — not for
+    a replica over shared storage (``[storage]``), whose reports reach analysis through the shuffler stage
+    (``ldp shuffle``), never through one replica's own fold."""
     hooks: dict[str, Any] = {}
-    if config.fold_every_seconds > 0:
+    if config.storage is not None and config.fold_every_seconds > 0:
+        logger.warning("[fold] every_seconds is ignored with [storage]: the replicas' chunks are mixed by 'ldp "
+                       "shuffle' and aggregated from the store, not folded by a replica")
+    elif config.fold_every_seconds > 0:
         watcher = Watcher.from_config(config)
         hooks = {"on_startup": [watcher.startup_hook], "on_shutdown": [watcher.shutdown_hook]}
     routes = dashboard_routes(config.data_dir, config.apps, refresh_seconds=refresh_seconds)

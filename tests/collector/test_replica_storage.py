@@ -120,3 +120,21 @@ def test_storage_needs_a_replica_name_and_a_supported_url(tmp_path: Path) -> Non
     cfg = parse_config({**base, "replica": "r", "storage": {"url": "shared"}}, tmp_path)
     assert cfg.storage is not None and cfg.storage.url == str((tmp_path / "shared").resolve())
     assert json.dumps(dict(cfg.storage.options)) == "{}"
+
+
+def test_a_replica_over_shared_storage_does_not_fold(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Its chunks reach analysis through the shuffler; a fold of its own would see nothing and mislead."""
+    from ldp.collector.service import create_service
+
+    doc = {"replica": "r1", "fold": {"every_seconds": 5}, "storage": {"url": "shared"},
+           "apps": {"demo": {"token_sha256": token_sha256("x"), "specs": [str(SPEC)]}}}
+    with caplog.at_level("WARNING", logger="ldp.collector.service"):
+        app = create_service(parse_config(doc, tmp_path))
+    assert "ignored with [storage]" in caplog.text
+    with TestClient(app) as c:
+        r = c.post("/v1/reports", content=GOOD[0], headers={"Authorization": "Bearer x",
+                                                            "Content-Type": "application/x-ndjson",
+                                                            "Ldp-Batch-Id": "one"})
+        assert r.status_code == 200
+    keys = open_store(tmp_path / "shared").list("apps/demo/incoming/r1/")
+    assert len(keys) == 1 and keys[0].endswith(".chunk")
