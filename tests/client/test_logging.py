@@ -27,7 +27,7 @@ VALUE = "zz-distinctive-value-7f3a9c.example"
 #: Modules that talk to the user and may print: the CLI, the demo, and the compare report's command.
 PRINT_ALLOWED = {"ldp/cli/command.py", "ldp/cli/server.py", "ldp/cli/support.py", "ldp/cli/compare.py",
                  "ldp/cli/protocols.py", "ldp/cli/log.py", "ldp/cli/pem.py", "ldp/cli/serve.py", "ldp/cli/watch.py",
-                 "ldp/cli/associate.py", "ldp/cli/rappor_ngrams.py",
+                 "ldp/cli/associate.py", "ldp/cli/rappor_ngrams.py", "ldp/cli/shuffle.py",
                  "ldp/spec/cli.py", "ldp/conformance/__main__.py"}
 PRINT_ALLOWED_FUNCTIONS = {"ldp/compare/report.py": {"compare_command"},
                            "ldp/protocols/checks.py": {"check_protocol"}}  # its checklist, when show=True
