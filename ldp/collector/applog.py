@@ -51,7 +51,7 @@ from ldp.collector.rejects import RejectKeeper, RejectSpan
 from ldp.collector.shuffle import closed_name, shuffle_lines
 from ldp.server.store import fsync_dir, write_all, write_atomic
 
-__all__ = ["Batch", "Stored", "AppStats", "AppLog", "OLD_JOURNAL"]
+__all__ = ["Batch", "Stored", "AppStats", "AppLog", "OLD_JOURNAL", "split_new"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +75,24 @@ class Batch:
     done: Callable[[Stored | BaseException], None]
     rejects: list[RejectSpan] | None = None
     """The byte spans of the body's rejected lines (:func:`ldp.collector.rejects.find_rejects`)."""
+
+
+def split_new(items: list[Batch], known: Callable[[str], BatchCounts | ClosedCounts | None]
+              ) -> tuple[list[tuple[Batch, Stored]], list[Batch]]:
+    """Every item's answer, and the items to store: a batch id ``known`` already, or earlier in ``items``, is
+    answered as a duplicate with the counts first stored."""
+    answers: list[tuple[Batch, Stored]] = []
+    new: list[Batch] = []
+    here: dict[str, BatchCounts] = {}
+    for it in items:
+        prev = known(it.batch_id) or here.get(it.batch_id)
+        if prev is not None:
+            answers.append((it, Stored(prev, True)))
+        else:
+            here[it.batch_id] = it.counts
+            new.append(it)
+            answers.append((it, Stored(it.counts, False)))
+    return answers, new
 
 
 OLD_JOURNAL = "journal.jsonl"
@@ -186,17 +204,7 @@ class AppLog:
         return every item's answer; an ``OSError`` leaves both files as they were (see :meth:`repair`)."""
         if self.damaged is not None and not self.repair():
             raise OSError(f"the files of {self.dir.name} could not be cut back after a failed write")
-        answers: list[tuple[Batch, Stored]] = []
-        new: list[Batch] = []
-        here: dict[str, BatchCounts] = {}
-        for it in items:
-            prev = self.known(it.batch_id) or here.get(it.batch_id)
-            if prev is not None:
-                answers.append((it, Stored(prev, True)))
-            else:
-                here[it.batch_id] = it.counts
-                new.append(it)
-                answers.append((it, Stored(it.counts, False)))
+        answers, new = split_new(items, self.known)
         if not new:
             return answers
         fd = self._ensure_open()

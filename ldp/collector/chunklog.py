@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ldp.collector.applog import Batch, Stored
+from ldp.collector.applog import Batch, Stored, split_new
 from ldp.collector.config import Limits
 from ldp.collector.ingest import BatchCounts
 from ldp.collector.journal import AppStats, coarse
@@ -84,17 +84,7 @@ class ChunkLog:
     def commit(self, items: list[Batch]) -> list[tuple[Batch, Stored]]:
         """Store the new batches of ``items`` as one chunk; every item's answer. :class:`StorageError` (and
         nothing stored, nothing acknowledged) when the store fails."""
-        answers: list[tuple[Batch, Stored]] = []
-        new: list[Batch] = []
-        here: dict[str, BatchCounts] = {}
-        for it in items:
-            prev = self.known(it.batch_id) or here.get(it.batch_id)
-            if prev is not None:
-                answers.append((it, Stored(prev, True)))
-            else:
-                here[it.batch_id] = it.counts
-                new.append(it)
-                answers.append((it, Stored(it.counts, False)))
+        answers, new = split_new(items, self.known)
         if not new:
             return answers
         at = self.clock()
