@@ -481,6 +481,18 @@ def _child(tmp_path: Path, *args: object) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, str(script), *map(str, args)], env
 
 
+def _kill_and_drain(child: subprocess.Popen) -> str:
+    """SIGKILL ``child`` and return the rest of its stdout. Read through ``child.stdout`` itself, not
+    ``communicate()``: the earlier ``readline()`` calls may have buffered lines past the last one returned,
+    and ``communicate()`` reads the raw pipe, so those lines (an acknowledgement's ids, say) would be lost."""
+    child.send_signal(signal.SIGKILL)
+    with child.stdout, child.stderr:
+        out = child.stdout.read()
+        child.stderr.read()
+    child.wait(timeout=30)
+    return out
+
+
 def _spec_file(tmp_path: Path, d: dict) -> Path:
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(d))
@@ -554,8 +566,7 @@ def test_encode_sigkilled_at_random_moments_never_hands_out_an_uncharged_report(
         lines = [child.stdout.readline() for _ in range(20)]
         assert all(lines), child.stderr.read()
         time.sleep(delay)
-        child.send_signal(signal.SIGKILL)
-        out, _ = child.communicate(timeout=30)
+        out = _kill_and_drain(child)
         returned += len(lines) + len(out.splitlines())
         history = _encode_ledger(tmp_path)
         assert len(history) >= returned  # every report encode returned was charged, durably
@@ -576,8 +587,7 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path):
             assert line, child.stderr.read()
             lines.append(line)
         time.sleep(delay)
-        child.send_signal(signal.SIGKILL)
-        out, _ = child.communicate(timeout=30)
+        out = _kill_and_drain(child)
         assert child.returncode == -signal.SIGKILL
         for line in lines + out.splitlines():
             kind, *ids = line.split()
