@@ -25,7 +25,7 @@ import secrets
 import sqlite3
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -247,12 +247,16 @@ class TelemetryClient:
         """Whether the outbox holds a report not yet acknowledged."""
         return self._outbox.has_pending()
 
-    def upload(self, url: str, token: str, *, timeout: float = 30.0, call_timeout: float | None = None,
-               max_attempts: int = 8, gzip: bool = True, max_delay: float = 300.0, opener: Opener | None = None,
-               sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] | None = None
-               ) -> UploadResult:
+    def upload(self, url: str | Sequence[str], token: str, *, timeout: float = 30.0,
+               call_timeout: float | None = None, max_attempts: int = 8, gzip: bool = True,
+               max_delay: float = 300.0, opener: Opener | None = None, sleep: Callable[[float], None] = time.sleep,
+               clock: Callable[[], float] | None = None) -> UploadResult:
         """Upload the outbox to an ``ldp serve`` collector (``POST url``, bearer ``token``) until it is
         empty, the upload interval stops it or ``call_timeout`` seconds have passed; return what was done.
+
+        ``url`` may be a list of endpoints (collector replicas): a part that one cannot take now (no answer,
+        a connection error, 408, 5xx) goes at once to the next; only when all have failed in a row does the
+        call wait. Shuffle the list per device to spread load; the part's batch id is the same everywhere.
 
         Each batch is pinned in the state file (its outbox ids and its id) before it is first sent,
         and acknowledged only after a sane 2xx naming its id, so a retry, a crash or a lost answer resends

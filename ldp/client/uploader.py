@@ -27,7 +27,6 @@ import email.utils
 import gzip as gzip_module
 import hashlib
 import hmac
-import json
 import logging
 import math
 import random
@@ -37,9 +36,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from ldp.client.answer import _show, check_answer
 from ldp.client.transport import Answer, Opener, default_opener, post
 from ldp.errors import UploadError, UploadProtocolError
-from ldp.spec.schema import MAX_BATCH
 
 __all__ = ["UploadError", "UploadProtocolError", "UploadResult", "Opener", "Outbox", "batch_id",
            "parse_retry_after", "backoff_delay", "check_answer", "default_opener", "upload", "BATCH_ID_CHARS",
@@ -143,77 +142,6 @@ def backoff_delay(attempt: int, max_delay: float, rng: random.Random = _RNG) -> 
     return rng.uniform(0.0, min(max_delay, 2.0 ** min(attempt - 1, 1023)))
 
 
-# -- the answer ---------------------------------------------------------------------------------------------
-def _show(value: object) -> str:
-    text = repr(value)
-    text = text if len(text) <= 40 else text[:37] + "..."
-    return "".join(c if c.isprintable() else "?" for c in text)
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"the answer repeats key {_show(next(k for k in keys if keys.count(k) > 1))}")
-    return dict(pairs)
-
-
-def _not_a_number(name: str) -> None:
-    raise ValueError(f"the answer holds {name}")
-
-
-def _count(answer: Mapping[str, Any], key: str) -> int:
-    value = answer[key]
-    if type(value) is not int or value < 0:
-        raise ValueError(f"{key} is {_show(value)}, not an integer >= 0")
-    return value
-
-
-def check_answer(body: bytes, batch: str, sent: int) -> dict[str, Any]:
-    """The collector's 2xx answer to part ``batch`` of ``sent`` lines, if it is sane, else ``ValueError`` saying
-    what is wrong. Sane: one JSON object (no repeated key) with ``batch_id`` equal to ``batch``; ``accepted``,
-    ``lines`` and each count of ``rejected`` (an object of reason names) integers >= 0, not booleans;
-    ``accepted + sum(rejected) == lines``; ``lines == sent``, or, for ``"duplicate": true`` (the counts of the
-    first delivery, whose part may have held items since acknowledged by other means), ``sent <= lines <=
-    MAX_BATCH``, and ``accepted`` and ``rejected`` may both be absent (the collector keeps only the line count of
-    a batch whose segment it shuffled); ``duplicate``, if given, a boolean. Other keys are ignored."""
-    try:
-        answer = json.loads(body.decode("utf-8"), object_pairs_hook=_no_duplicate_keys,
-                            parse_constant=_not_a_number)
-    except UnicodeDecodeError:
-        raise ValueError("the answer is not UTF-8") from None
-    except RecursionError:
-        raise ValueError("the answer is nested too deeply") from None
-    except ValueError as exc:
-        if str(exc).startswith("the answer"):
-            raise
-        raise ValueError(f"the answer is not JSON ({str(exc)[:80]})") from None
-    if not isinstance(answer, dict):
-        raise ValueError(f"the answer is {type(answer).__name__}, not a JSON object")
-    if "batch_id" in answer and answer["batch_id"] != batch:
-        raise ValueError(f"the answer names batch {_show(answer['batch_id'])}, not {batch}")
-    duplicate = answer.get("duplicate", False)
-    if not isinstance(duplicate, bool):
-        raise ValueError(f"duplicate is {_show(duplicate)}, not a boolean")
-    counted = not (duplicate and "accepted" not in answer and "rejected" not in answer)
-    needed = ("batch_id", "accepted", "rejected", "lines") if counted else ("batch_id", "lines")
-    if missing := [k for k in needed if k not in answer]:
-        raise ValueError(f"the answer lacks {', '.join(missing)}")
-    lines = _count(answer, "lines")
-    if counted:
-        accepted, rejected = _count(answer, "accepted"), answer["rejected"]
-        if not isinstance(rejected, dict):
-            raise ValueError(f"rejected is {_show(rejected)}, not an object of counts by reason")
-        for reason in rejected:
-            if not (0 < len(reason) <= 100 and reason.isprintable()):
-                raise ValueError(f"rejected names reason {_show(reason)}")
-            _count(rejected, reason)
-        if accepted + sum(rejected.values()) != lines:
-            raise ValueError(f"accepted ({accepted}) + rejected ({sum(rejected.values())}) != lines ({lines})")
-    if not (sent <= lines <= MAX_BATCH if duplicate else lines == sent):
-        raise ValueError(f"the answer counts {lines} line(s); {sent} were sent")
-    return answer
-
-
 @dataclass
 class _Tally:
     batches: int = 0
@@ -247,11 +175,23 @@ def _seconds(value: object) -> bool:
         return False
 
 
-def _check(url: str, token: str, timeout: float, call_timeout: float | None, max_attempts: int,
-           max_delay: float) -> None:
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"upload url must be http(s)://host/..., got scheme {parts.scheme!r}")
+def _endpoints(url: str | Sequence[str]) -> list[str]:
+    """The collector endpoints of an upload call: one URL or a non-empty list of distinct http(s) URLs."""
+    urls = [url] if isinstance(url, str) else list(url) if isinstance(url, Sequence) else None
+    if urls is None or not urls:
+        raise ValueError(f"upload url must be an http(s) URL or a non-empty list of them, got {_show(url)}")
+    for one in urls:
+        if not isinstance(one, str):
+            raise ValueError(f"upload urls must be strings, got {_show(one)}")
+        parts = urllib.parse.urlsplit(one)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"upload url must be http(s)://host/..., got scheme {parts.scheme!r}")
+    if len(set(urls)) != len(urls):
+        raise ValueError("upload urls name the same endpoint twice")
+    return urls
+
+
+def _check(token: str, timeout: float, call_timeout: float | None, max_attempts: int, max_delay: float) -> None:
     if not isinstance(token, str) or not token or not token.isascii() or not token.isprintable() or " " in token:
         raise ValueError("upload token must be a non-empty printable ASCII string without spaces")
     if not _seconds(timeout):
@@ -266,16 +206,26 @@ def _check(url: str, token: str, timeout: float, call_timeout: float | None, max
         raise ValueError(f"max_attempts must be an int >= 1, got {max_attempts!r}")
 
 
-def upload(client: Outbox, url: str, token: str, *, timeout: float = 30.0, call_timeout: float | None = None,
-           max_attempts: int = 8, gzip: bool = True, max_delay: float = 300.0, opener: Opener | None = None,
-           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] | None = None) -> UploadResult:
+def upload(client: Outbox, url: str | Sequence[str], token: str, *, timeout: float = 30.0,
+           call_timeout: float | None = None, max_attempts: int = 8, gzip: bool = True, max_delay: float = 300.0,
+           opener: Opener | None = None, sleep: Callable[[float], None] = time.sleep,
+           clock: Callable[[], float] | None = None) -> UploadResult:
     """Send pinned batch parts (pinning new batches from ``pending()``) until nothing is left, the upload
-    interval stops it or ``call_timeout`` passes. See :meth:`ldp.client.TelemetryClient.upload`."""
-    _check(url, token, timeout, call_timeout, max_attempts, max_delay)
+    interval stops it or ``call_timeout`` passes. See :meth:`ldp.client.TelemetryClient.upload`.
+
+    ``url`` is one collector endpoint or a list of them (replicas or balancers): each call starts with the
+    first; a part whose attempt gets no answer, a connection error, 408 or a 5xx is sent next to the following
+    endpoint at once, until every endpoint has failed in a row (a round), which waits as one endpoint does
+    (``Retry-After`` of a 503, else backoff with the number of failed rounds as exponent); the endpoint that
+    acknowledged a part takes the next ones. 429 and 413 stay on the endpoint. ``max_attempts`` counts every
+    request of a part. The part keeps its batch id everywhere, so the shuffler counts it once."""
+    urls = _endpoints(url)
+    _check(token, timeout, call_timeout, max_attempts, max_delay)
     call_end = math.inf if call_timeout is None else time.monotonic() + call_timeout
     opener = opener or default_opener()
     clock = clock or time.time
-    host = urllib.parse.urlsplit(url).hostname
+    hosts = [urllib.parse.urlsplit(u).netloc for u in urls]
+    current = 0  # the endpoint in use: the first, then the last one that acknowledged a part
     tally = _Tally()
     limit: int | None = None  # after a 413: new batches no larger than what was last split off
     stopped: _Stopped | None = None
@@ -293,8 +243,11 @@ def upload(client: Outbox, url: str, token: str, *, timeout: float = 30.0, call_
         if gzip:
             body = gzip_module.compress(body, mtime=0)
             headers["Content-Encoding"] = "gzip"
+        failed, rounds = 0, 0  # endpoints failed in a row for this part; full rounds waited
         for attempt in range(1, max_attempts + 1):
-            answer = post(opener, url, headers, body, min(time.monotonic() + timeout, call_end), MAX_ANSWER)
+            host = hosts[current]
+            answer = post(opener, urls[current], headers, body, min(time.monotonic() + timeout, call_end),
+                          MAX_ANSWER)
             status = answer.status
             logger.debug("upload of batch %s (%d line(s)) to %s: %s", bid, len(lines), host, status or answer.error)
             if status is not None and 200 <= status < 300:
@@ -326,18 +279,24 @@ def upload(client: Outbox, url: str, token: str, *, timeout: float = 30.0, call_
             if attempt == max_attempts:
                 raise _fail(f"batch {bid} not delivered after {max_attempts} attempt(s) (last: {what})",
                             answer, tally, client)
+            if status != 429 and len(urls) > 1:  # this replica cannot take it now: the next one
+                current, failed = (current + 1) % len(urls), failed + 1
+                if failed < len(urls):
+                    logger.info("upload to %s: %s; failing over to %s", host, what, hosts[current])
+                    continue
+            failed, rounds = 0, rounds + 1
             wait = parse_retry_after(answer.retry_after, clock()) if status in _WAIT else None
-            delay = min(max_delay, wait) if wait is not None else backoff_delay(attempt, max_delay)
+            delay = min(max_delay, wait) if wait is not None else backoff_delay(rounds, max_delay)
             if time.monotonic() + delay >= call_end:
                 stopped = "deadline"
                 break
-            logger.info("upload to %s: %s; retrying in %.3g s", host, what, delay)
+            logger.info("upload to %s: %s; retrying in %.3g s (on %s)", host, what, delay, hosts[current])
             sleep(delay)
     next_at = client.next_upload_at()
     if stopped is None:
         stopped = "interval" if client.has_pending() else "empty"
     logger.info("uploaded %d batch(es) to %s: %d report(s) acknowledged, %d duplicate batch(es); stopped: %s",
-                tally.batches, host, tally.acknowledged, tally.duplicates, stopped)
+                tally.batches, hosts[current], tally.acknowledged, tally.duplicates, stopped)
     return tally.result(stopped, next_at)
 
 
