@@ -20,9 +20,10 @@ The fixtures here are those that several files need."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
+from support.s3_server import S3Server, s3_server
 
 
 @pytest.fixture
@@ -37,3 +38,11 @@ def run_ldp(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str,
         return status, out, err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3-compatible server (moto in server mode, its own process) for the session: storage, shuffler,
+    collector replicas and aggregation over object storage use it."""
+    with s3_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
+        yield server

@@ -25,14 +25,19 @@ def register(subparsers: Any) -> None:
 
 def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     """Add the ``aggregate``, ``merge`` and ``decode`` commands; returns their parsers by name."""
-    from ldp.cli.support import input_file, number, open_unit, positive_int
+    from ldp.cli.support import input_file, number, open_unit, positive_int, store_option
 
     agg = subparsers.add_parser(
         "aggregate", help="fold report files into one aggregate per metric (validated, resumable)",
         description="Validate upload envelopes (JSONL, CSV, Parquet, binary .ldpe) against the collection spec, fold "
                     "the valid ones into one aggregate per metric and write the rejected ones, with their reason, to "
                     "OUT/rejects.jsonl. Re-running skips inputs already folded; an interrupted run resumes.")
-    agg.add_argument("inputs", nargs="+", metavar="INPUT", help="report files, or folders of them")
+    agg.add_argument("inputs", nargs="+", metavar="INPUT",
+                     help="report files, or folders of them, or object storage (s3://bucket/prefix: the objects under "
+                          "it; the s3 extra)")
+    agg.add_argument("--store-option", action="append", default=[], metavar="KEY=VALUE", type=store_option,
+                     help="an option of the object store of s3:// inputs (repeatable), e.g. "
+                          "endpoint_url=http://127.0.0.1:9000; credentials from the environment")
     agg.add_argument("--spec", action="append", required=True, metavar="FILE",
                      help="the collection spec; repeat for every version deployed")
     agg.add_argument("--out", "-o", required=True, metavar="DIR",
@@ -157,7 +162,8 @@ def _aggregate(args: argparse.Namespace) -> int:
     summary = aggregate_files(args.inputs, args.spec, args.out, by_window=args.by_window, fmt=args.format,
                               on_change=args.on_change, chunk_bytes=int(args.chunk_mb * 2**20), engine=args.engine,
                               scheduler=args.scheduler, progress=False if quiet else None,
-                              duplicates=args.duplicates, parquet_unverified=args.parquet_unverified)
+                              duplicates=args.duplicates, parquet_unverified=args.parquet_unverified,
+                              storage_options=dict(args.store_option) or None)
     if args.json:
         print(json.dumps(summary.to_dict(), indent=1))
     elif not args.quiet:

@@ -12,7 +12,7 @@ __all__ = ["register", "shuffle_command"]
 
 def register(subparsers: Any) -> None:
     """Add ``shuffle`` to the ``ldp`` subcommands, run by :func:`shuffle_command`."""
-    from ldp.cli.support import number
+    from ldp.cli.support import number, store_option
 
     s: argparse.ArgumentParser = subparsers.add_parser(
         "shuffle", help="mix the replicas' chunks into anonymized segments, one per arrival window",
@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
                     "delete (or, --keep-originals, move) the chunks. A run killed midway is finished by the next.")
     s.add_argument("--store", required=True, metavar="URL",
                    help="the store: a folder, or s3://bucket/prefix (credentials from the environment)")
-    s.add_argument("--store-option", action="append", default=[], metavar="KEY=VALUE",
+    s.add_argument("--store-option", action="append", default=[], metavar="KEY=VALUE", type=store_option,
                    help="an option of an object store (repeatable), e.g. endpoint_url=http://127.0.0.1:9000")
     s.add_argument("--app", required=True, metavar="NAME", help="the app whose chunks to mix")
     s.add_argument("--grace", type=number(float, 0, 7 * 86400), default=300.0, metavar="SECONDS",
@@ -41,16 +41,6 @@ def register(subparsers: Any) -> None:
     s.set_defaults(handler=shuffle_command)
 
 
-def _options(pairs: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--store-option takes KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value
-    return out
-
-
 def shuffle_command(args: argparse.Namespace) -> int:
     """Run ``ldp shuffle``: 0 after a run (nothing to do included); bad input: ``ldp shuffle: error: ...``, 2."""
     from ldp.cli.support import BAD_INPUT, report_error
@@ -62,7 +52,7 @@ def shuffle_command(args: argparse.Namespace) -> int:
         from ldp.shuffler.stage import shuffle_app
         from ldp.storage import open_store
 
-        options = _options(args.store_option)
+        options = dict(args.store_option)
         store = open_store(args.store, options or None)
         run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
                           keep_originals=args.keep_originals, min_reports=args.min_reports,

@@ -105,6 +105,14 @@ def count(text: str) -> int:
     return int(text) if text.strip().isdigit() else int(value)
 
 
+def store_option(text: str) -> tuple[str, str]:
+    """An argparse ``type=``: ``KEY=VALUE``, an option of an object store's filesystem (``endpoint_url=...``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"takes KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
 def input_file(text: str) -> str:
     """An argparse ``type=``: the path of an existing file (not a folder)."""
     if not os.path.isfile(text):

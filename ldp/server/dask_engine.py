@@ -20,6 +20,7 @@ from typing import Any
 from ldp.decoders.base import Aggregate
 from ldp.extras import install_hint
 from ldp.server.fold import Folder, Key, spec_index
+from ldp.server.remote import is_remote
 from ldp.server.store import merge_into, pack_parts, unpack_parts
 from ldp.spec import CollectionSpec
 
@@ -47,16 +48,19 @@ def _client(scheduler: Any) -> tuple[Any, bool]:
 
 def fold_inputs_on_dask(tasks: Sequence[Any], docs: list[dict[str, Any]], by_window: bool, chunk_bytes: int,
                         fast: bool, scheduler: Any, parquet_unverified: bool = False, *,
-                        fold_input: Callable[..., Any]) -> Iterator[tuple[Any, Any]]:
+                        fold_input: Callable[..., Any], storage_options: dict[str, Any] | None = None
+                        ) -> Iterator[tuple[Any, Any]]:
     """Fold each input on the cluster with ``fold_input`` (:func:`ldp.server.job.fold_input`, which the job
-    passes); yield ``(task, (blob, stats, rejects bytes))`` as they finish."""
+    passes); yield ``(task, (blob, stats, rejects bytes))`` as they finish. An object-storage input is read by the
+    worker itself (``storage_options``; credentials from the worker's environment)."""
     if not tasks:
         return
     distributed = _distributed()
     client, owned = _client(scheduler)
     try:
-        futures = {client.submit(fold_input, os.path.abspath(t.path), t.fmt, docs, by_window, t.source, None,
-                                 chunk_bytes, fast, parquet_unverified=parquet_unverified, pure=False): t
+        futures = {client.submit(fold_input, t.path if is_remote(t.path) else os.path.abspath(t.path), t.fmt, docs,
+                                 by_window, t.source, None, chunk_bytes, fast, parquet_unverified=parquet_unverified,
+                                 storage_options=storage_options, pure=False): t
                    for t in tasks}
         for fut in distributed.as_completed(futures):
             yield futures[fut], fut.result()

@@ -6,6 +6,10 @@ identified by its content (SHA-256, :func:`sha256_file`), checked against the jo
 ``on_change="reprocess"``), skip it (already folded), record a rename (folded content at a new path, the old
 path gone or changed) or skip it as a duplicate (the content of another input, folded or in this run, with
 ``duplicates="once"``). The job (:mod:`ldp.server.job`) then folds the :class:`InputTask` of the plan.
+
+An input is a local file (a :class:`~pathlib.Path`, keyed by its real path) or an object-storage URL (a ``str``,
+keyed by itself; :mod:`ldp.server.remote`): :func:`input_key`, :func:`input_stat`, :func:`input_sha256` and
+:func:`input_exists` answer for both, with the job's ``storage_options``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +25,13 @@ from typing import Any
 from ldp.errors import InputChangedError
 from ldp.server.formats import EXTENSIONS, detect_format
 from ldp.server.manifest import Manifest
+from ldp.server.remote import is_remote, list_remote, remote_exists, remote_sha256, remote_stat
 
-__all__ = ["ON_CHANGE", "DUPLICATES", "InputPlan", "InputTask", "expand_inputs", "plan_inputs", "sha256_file"]
+__all__ = ["ON_CHANGE", "DUPLICATES", "InputPlan", "InputRef", "InputTask", "expand_inputs", "input_exists",
+           "input_key", "input_sha256", "input_stat", "plan_inputs", "sha256_file"]
+
+InputRef = Path | str
+"""An input: a local file, or an object-storage URL."""
 
 ON_CHANGE = ("error", "reprocess")
 """What to do with an input whose path is in the manifest but whose content changed."""
@@ -30,11 +39,17 @@ DUPLICATES = ("once", "count")
 """What to do with a new input holding the content of another input."""
 
 
-def expand_inputs(paths: Sequence[str | os.PathLike[str]], warnings: list[str] | None = None) -> list[Path]:
+def expand_inputs(paths: Sequence[str | os.PathLike[str]], warnings: list[str] | None = None,
+                  storage_options: Mapping[str, Any] | None = None) -> list[InputRef]:
     """Files as given, and the files of known extensions under each folder (recursively, sorted);
-    the other files of a folder are named in ``warnings``."""
-    out: list[Path] = []
-    for p in map(Path, paths):
+    the other files of a folder are named in ``warnings``. A URL (``s3://bucket/prefix``) is an object or
+    the objects under a prefix, likewise (:func:`ldp.server.remote.list_remote`)."""
+    out: list[InputRef] = []
+    for given in paths:
+        if is_remote(given):
+            out += list_remote(str(given), storage_options, warnings)
+            continue
+        p = Path(str(given).removeprefix("file://")) if isinstance(given, str) else Path(given)
         if p.is_dir():
             files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("."))
             out += [f for f in files if f.suffix.lower() in EXTENSIONS]
@@ -58,12 +73,35 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+def input_key(f: InputRef) -> str:
+    """An input's key in the manifest: a file's real path, an object's URL."""
+    return f if isinstance(f, str) and is_remote(f) else os.path.realpath(f)
+
+
+def input_stat(f: InputRef, storage_options: Mapping[str, Any] | None = None) -> tuple[int, int]:
+    """An input's size and modification time (ns)."""
+    if isinstance(f, str) and is_remote(f):
+        return remote_stat(f, storage_options)[:2]
+    st = os.stat(f)
+    return st.st_size, st.st_mtime_ns
+
+
+def input_sha256(f: InputRef, storage_options: Mapping[str, Any] | None = None) -> str:
+    """The SHA-256 of an input's bytes."""
+    return remote_sha256(f, storage_options) if isinstance(f, str) and is_remote(f) else sha256_file(f)
+
+
+def input_exists(key: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+    """Whether the input of manifest key ``key`` is still there."""
+    return remote_exists(key, storage_options) if is_remote(key) else os.path.exists(key)
+
+
 @dataclass(frozen=True)
 class InputTask:
     """One input to fold: its ``path``, its name as given (``source``), its format, its old manifest entry (when
     its content changed in place) and what was hashed while planning."""
 
-    path: Path
+    path: InputRef
     source: str
     fmt: str
     old: dict[str, Any] | None
@@ -81,27 +119,27 @@ class InputPlan:
 
 
 
-def plan_inputs(files: list[Path], manifest: Manifest, fmt: str | None, on_change: str, duplicates: str
-                ) -> InputPlan:
+def plan_inputs(files: Sequence[InputRef], manifest: Manifest, fmt: str | None, on_change: str, duplicates: str,
+                storage_options: Mapping[str, Any] | None = None) -> InputPlan:
     """What to fold, skip, rename in the manifest (same content at a new path, the old one gone or
     changed) or skip as a duplicate. Known paths are checked by SHA-256 (as ever); a new path is
     hashed here only when another input or folded input has its size (then the digest is reused)."""
-    inputs: dict[str, Path] = {}
+    opts = storage_options
+    inputs: dict[str, InputRef] = {}
     for f in files:
-        inputs.setdefault(os.path.realpath(f), f)
+        inputs.setdefault(input_key(f), f)
     changed, new, plan = set(), [], InputPlan([], [])
     for real, f in inputs.items():
         old = manifest.entries.get(real)
         if old is None:
             new.append(real)
-        elif f.stat().st_size == old["size"] and sha256_file(f) == old["sha256"]:
+        elif input_stat(f, opts)[0] == old["size"] and input_sha256(f, opts) == old["sha256"]:
             plan.skipped.append(os.fspath(f))
         else:
             changed.add(real)
-    stats = {r: inputs[r].stat() for r in new}
-    sizes = Counter([e["size"] for e in manifest.entries.values()] + [st.st_size for st in stats.values()])
-    known = {r: (st.st_size, st.st_mtime_ns, sha256_file(inputs[r]))
-             for r, st in stats.items() if sizes[st.st_size] > 1}
+    stats = {r: input_stat(inputs[r], opts) for r in new}
+    sizes = Counter([e["size"] for e in manifest.entries.values()] + [st[0] for st in stats.values()])
+    known = {r: (*st, input_sha256(inputs[r], opts)) for r, st in stats.items() if sizes[st[0]] > 1}
     folded: dict[str, list[str]] = {}
     for path, e in sorted(manifest.entries.items()):
         folded.setdefault(e["sha256"], []).append(path)
@@ -111,7 +149,7 @@ def plan_inputs(files: list[Path], manifest: Manifest, fmt: str | None, on_chang
         source = os.fspath(inputs[real])
         digest = known[real][2] if real in known else None
         if digest is not None:  # hashed: its size is shared, so it may be a rename or a duplicate
-            gone = [p for p in folded.get(digest, ()) if p in changed or p not in inputs and not os.path.exists(p)]
+            gone = [p for p in folded.get(digest, ()) if p in changed or p not in inputs and not input_exists(p, opts)]
             if gone:  # renamed: its old path is gone, or holds other content now
                 moves.append((gone[0], real))
                 folded[digest].remove(gone[0])

@@ -33,9 +33,21 @@ from typing import Any
 from ldp.errors import InputChangedError, JobError
 from ldp.server.fold import Folder, key_name, spec_index
 from ldp.server.formats import FORMATS
-from ldp.server.inputs import DUPLICATES, ON_CHANGE, InputTask, expand_inputs, plan_inputs, sha256_file
+from ldp.server.inputs import (
+    DUPLICATES,
+    ON_CHANGE,
+    InputRef,
+    InputTask,
+    expand_inputs,
+    input_exists,
+    input_key,
+    input_stat,
+    plan_inputs,
+    sha256_file,
+)
 from ldp.server.manifest import Manifest
 from ldp.server.readers import CHUNK_BYTES, read_batches
+from ldp.server.remote import fetched, is_remote
 from ldp.server.store import AGG_SUFFIX, merge_into, pack_parts, unpack_parts, write_aggregate, write_atomic
 from ldp.spec import CollectionSpec
 
@@ -52,12 +64,20 @@ def fold_input(path: str, fmt: str, spec_docs: list[dict[str, Any]], by_window: 
                rejects_path: str | None = None, chunk_bytes: int = CHUNK_BYTES, fast: bool = True,
                progress: Callable[[int], None] | None = None,
                known: tuple[int, int, str] | None = None,
-               parquet_unverified: bool = False) -> tuple[bytes, dict[str, Any], bytes | None]:
+               parquet_unverified: bool = False,
+               storage_options: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any], bytes | None]:
     """Fold one input file: ``(partial aggregates blob, stats, rejects bytes)``. Rejects go to
     ``rejects_path`` when given (then ``None`` is returned for them). Stats include the size and
     SHA-256 read before folding (``known``: (size, mtime_ns, SHA-256) hashed by the caller, used
     when the file still has that size and mtime); ``InputChangedError`` if the file changed
-    meanwhile. Runs anywhere (a Dask worker): it takes spec documents, not spec objects."""
+    meanwhile. Runs anywhere (a Dask worker): it takes spec documents, not spec objects. ``path`` may be
+    an object-storage URL (``storage_options`` for its filesystem): its fetched copy is folded
+    (:func:`ldp.server.remote.fetched`), the stats naming the object's size and time."""
+    if is_remote(path):
+        with fetched(path, storage_options) as (local, version):
+            blob, stats, rejects = fold_input(os.fspath(local), fmt, spec_docs, by_window, source, rejects_path,
+                                              chunk_bytes, fast, progress, None, parquet_unverified)
+        return blob, {**stats, "size": version.size, "mtime_ns": version.mtime_ns}, rejects
     specs = spec_index([CollectionSpec.from_dict(d) for d in spec_docs])
     before = os.stat(path)
     same = known is not None and (before.st_size, before.st_mtime_ns) == known[:2]
@@ -135,7 +155,7 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
                     by_window: bool = False, fmt: str | None = None, on_change: str = "error",
                     chunk_bytes: int = CHUNK_BYTES, engine: str = "local", scheduler: Any = None,
                     progress: bool | None = None, fast: bool = True, duplicates: str = "once",
-                    parquet_unverified: bool = False) -> JobSummary:
+                    parquet_unverified: bool = False, storage_options: dict[str, Any] | None = None) -> JobSummary:
     """Fold ``inputs`` (files or folders) into ``out_dir``, validated against ``specs`` (a spec,
     a path, or every deployed version). ``on_change``: what to do with an input whose path is in
     the manifest but whose content changed: ``"error"`` (default) or ``"reprocess"`` (its old
@@ -146,7 +166,8 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
     from disk stay counted and are listed (``vanished``). ``parquet_unverified``: fold Parquet files
     without page checksums, which cannot be checked for damage (refused by default).
     ``engine="dask"`` folds the inputs on a Dask cluster (``scheduler``: an address or a
-    ``distributed.Client``; ``None`` starts a local one)."""
+    ``distributed.Client``; ``None`` starts a local one). Inputs may be object-storage URLs
+    (``s3://bucket/prefix``: the objects under it), read with ``storage_options`` (:mod:`ldp.server.remote`)."""
     if on_change not in ON_CHANGE:
         raise ValueError(f"on_change must be one of {ON_CHANGE}, got {on_change!r}")
     if duplicates not in DUPLICATES:
@@ -157,19 +178,20 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
     t0 = time.perf_counter()
     warnings: list[str] = []
     own = os.path.realpath(out_dir) + os.sep
-    files = [f for f in expand_inputs(inputs, warnings) if not os.path.realpath(f).startswith(own)]  # not our output
+    files = [f for f in expand_inputs(inputs, warnings, storage_options)
+             if not input_key(f).startswith(own)]  # not our output
     manifest = Manifest(out_dir, list(index), by_window)
     try:
         if not manifest.path.exists():
             manifest.save()
-        plan = plan_inputs(files, manifest, fmt, on_change, duplicates)
+        plan = plan_inputs(files, manifest, fmt, on_change, duplicates, storage_options)
         tasks = plan.tasks
         logger.info("aggregate: %d input(s) given: %d to fold, %d skipped (already folded or renamed), "
                     "%d duplicate(s) not folded", len(files), len(tasks), len(plan.skipped), len(plan.duplicates))
         docs = [s.to_dict() for s in index.values()]
         run = {"records": 0, "accepted": 0, "bytes": 0}
         results = _run(tasks, docs, by_window, chunk_bytes, fast, manifest.dir, engine, scheduler, progress,
-                       parquet_unverified)
+                       parquet_unverified, storage_options)
         for task, (blob, stats, rejects) in results:
             _commit(manifest, task, blob, stats, rejects)
             logger.debug("folded %s (%s): %d reports, %d accepted, %d rejected in %.3f s", task.source, task.fmt,
@@ -179,10 +201,10 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
             run["bytes"] += stats["size"]
         summary = _finish(manifest, [t.source for t in tasks], plan.skipped, warnings)
         summary.renamed, summary.duplicates = plan.renamed, plan.duplicates
-        given = {os.path.realpath(f) for f in files}
+        given = {input_key(f) for f in files}
         summary.vanished = [{"path": path, "source": e["source"], "sha256": e["sha256"], "records": e["records"]}
                             for path, e in sorted(manifest.entries.items())
-                            if path not in given and not os.path.exists(path)]
+                            if path not in given and not input_exists(path, storage_options)]
         summary.run = {**run, "seconds": round(time.perf_counter() - t0, 6)}
         _log_summary(summary)
         write_atomic(manifest.dir / "summary.json", (_json(summary.to_dict()) + "\n").encode())
@@ -214,23 +236,24 @@ def _json(obj: Any) -> str:
 
 
 def _run(tasks: list[InputTask], docs: list[dict[str, Any]], by_window: bool, chunk_bytes: int, fast: bool,
-         out: Path, engine: str, scheduler: Any, progress: bool | None, parquet_unverified: bool
-         ) -> Iterator[tuple[InputTask, Any]]:
+         out: Path, engine: str, scheduler: Any, progress: bool | None, parquet_unverified: bool,
+         storage_options: dict[str, Any] | None) -> Iterator[tuple[InputTask, Any]]:
     if engine == "dask":
         from ldp.server.dask_engine import fold_inputs_on_dask
 
         yield from fold_inputs_on_dask(tasks, docs, by_window, chunk_bytes, fast, scheduler, parquet_unverified,
-                                       fold_input=fold_input)
+                                       fold_input=fold_input, storage_options=storage_options)
         return
     if engine != "local":
         raise ValueError(f"engine must be 'local' or 'dask', got {engine!r}")
-    bar = _progress_bar(sum(t.path.stat().st_size for t in tasks), progress)
+    bar = _progress_bar(sum(input_stat(t.path, storage_options)[0] for t in tasks), progress)
     try:
         for t in tasks:
             tmp = out / "rejects" / f".{_input_id(t.path)}.jsonl.tmp"
             tmp.parent.mkdir(parents=True, exist_ok=True)
             yield t, (*fold_input(os.fspath(t.path), t.fmt, docs, by_window, t.source, os.fspath(tmp), chunk_bytes,
-                                  fast, bar.update if bar else None, t.known, parquet_unverified)[:2], tmp)
+                                  fast, bar.update if bar else None, t.known, parquet_unverified,
+                                  storage_options)[:2], tmp)
     finally:
         if bar is not None:
             bar.close()
@@ -245,8 +268,8 @@ def _progress_bar(total: int, enabled: bool | None) -> Any:
     return None if isinstance(bar, NoProgress) else bar
 
 
-def _input_id(path: Path) -> str:
-    return hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:16]
+def _input_id(path: InputRef) -> str:
+    return hashlib.sha256(input_key(path).encode()).hexdigest()[:16]
 
 
 def _commit(manifest: Manifest, task: InputTask, blob: bytes, stats: dict[str, Any], rejects: Any) -> None:
@@ -258,7 +281,7 @@ def _commit(manifest: Manifest, task: InputTask, blob: bytes, stats: dict[str, A
         os.replace(rejects, manifest.dir / rej)
     else:
         write_atomic(manifest.dir / rej, rejects or b"")
-    entry = {"path": os.path.realpath(task.path), "source": task.source, "format": task.fmt, **stats,
+    entry = {"path": input_key(task.path), "source": task.source, "format": task.fmt, **stats,
              "part": part, "rejects": rej}
     if _hook is not None:
         _hook("part_written", entry)

@@ -13,7 +13,6 @@ from test_uploader import TOKEN, FakeCollector, Sleeps, make_client, pins, spec_
 from ldp.client.uploader import UploadError, _endpoints
 from ldp.spec import CollectionSpec
 
-
 SPEC = {"interval": 0, "max_batch": 2}  # several parts per call, no upload interval between them
 
 
