@@ -5,6 +5,10 @@ binary RR, OLH, Duchi and the memoized longitudinal GRR) and uploads them throug
 Python decoder's estimates must each lie within its 99 % interval of the truth, with every report accepted and
 acknowledged exactly once. A second upload of the same devices sends nothing (their outboxes are empty).
 
+The uploader's failover (issue 50) end to end: given the endpoint list ``[a loopback port nothing listens on, the live
+collector]``, every device's upload call is refused by the first, goes on at once to the second, and every report
+is acknowledged and stored once.
+
 The devices' noise comes from a seeded stream (``KeyedRandomSource`` keyed by the seed below, one message per
 device): a simulation, labelled so in the program, so that this test's outcome is fixed; every other part is the
 production path. A fixed seed fixes which 1 % tails are hit: the first seed tried put the dark-mode estimate 2.8
@@ -25,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.e2e import serve, wait_for_fold, write_collector_config
+from support.e2e import free_port, serve, wait_for_fold, write_collector_config
 
 ROOT = Path(__file__).resolve().parents[2]
 KOTLIN = ROOT / "clients" / "kotlin"
@@ -90,11 +94,15 @@ def classpath() -> str:
     return os.pathsep.join([str(KOTLIN / "target" / "classes"), str(KOTLIN / "target" / "test-classes"), deps])
 
 
-def run_devices(tmp: Path, url: str, token: str) -> dict[str, Any]:
+def run_devices(tmp: Path, url: str, token: str, log: list[str] | None = None) -> dict[str, Any]:
+    """Run the devices program (``url``: one URL or several joined by commas); its summary line. The program's
+    stderr (the uploader's log lines) is appended to ``log`` if given."""
     cmd = ["java", "-cp", classpath(), MAIN, str(tmp / "spec.json"), str(tmp / "devices.json"),
            str(tmp / "states"), url, token, SEED]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
+    if log is not None:
+        log.append(done.stderr)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -129,3 +137,30 @@ def test_kotlin_devices_upload_and_the_python_decoder_recovers_the_truth(tmp_pat
         for item, count in true[name].items():
             r = rows[item]
             assert abs(r["estimate"] - count) <= Z99 * r["std_error"], (name, item, r, count)
+
+
+FAILOVER_DEVICES = 20
+
+
+def test_kotlin_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector(tmp_path: Path) -> None:
+    from ldp.collector.config import new_token
+
+    classpath()
+    token = new_token()
+    config = write_collector_config(tmp_path, APP, token, SPEC)
+    (tmp_path / "devices.json").write_text(json.dumps(devices()[:FAILOVER_DEVICES]))
+    reports = FAILOVER_DEVICES * len(METRICS)
+    dead = f"http://127.0.0.1:{free_port()}/v1/reports"  # nothing listens there: each call's first try is refused
+    log: list[str] = []
+    with serve(config, tmp_path / "server.log") as served:
+        live = f"{served.url}/v1/reports"
+        first = run_devices(tmp_path, f"{dead},{live}", token, log)
+    assert first["recorded"] == first["acknowledged"] == first["accepted"] == reports, first
+    assert first["rejected"] == {} and first["duplicates"] == 0 and first["pending"] == 0, first
+    dead_host, live_host = dead.split("/")[2], live.split("/")[2]
+    switches = [line for line in log[0].splitlines() if "failing over" in line]
+    assert len(switches) == FAILOVER_DEVICES, log[0][-4000:]  # one per upload call: each starts with the first
+    assert all(dead_host in line and live_host in line and token not in line for line in switches), switches
+    with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
+        folded = wait_for_fold(served, APP, reports, FAILOVER_DEVICES, FOLD_TIMEOUT)
+    assert folded["accepted"] == reports, folded  # stored once: no report counted twice

@@ -11,6 +11,8 @@ import java.text.SimpleDateFormat
 import java.util.Locale
 import java.util.TimeZone
 import java.util.concurrent.TimeUnit
+import java.util.logging.Level
+import java.util.logging.Logger
 import java.util.zip.GZIPOutputStream
 
 /** Why an upload call returned: nothing left, the upload interval, the call's deadline, or an error. */
@@ -42,13 +44,19 @@ public class UploadProtocolException(message: String, status: Int?, reason: Stri
     UploadException(message, status, reason, result)
 
 /**
- * How to upload: the collector [endpoints] (`https://host/v1/reports`, tried in turn: a failed attempt moves to the
- * next), the app's bearer [token], seconds per request from connecting to the end of the answer ([timeoutSeconds]),
- * for the whole call ([callTimeoutSeconds], null: none), tries per batch ([maxAttempts]), the back-off cap
- * ([maxDelaySeconds]) and [gzip]. [sleep], [clock] (Unix seconds) and [random] (uniform in [0, 1)) are for tests.
+ * How to upload: the collector [endpoints], the app's bearer [token], seconds per request from connecting to the end
+ * of the answer ([timeoutSeconds]), for the whole call ([callTimeoutSeconds], null: none), requests per batch part
+ * ([maxAttempts]), the back-off cap ([maxDelaySeconds]) and [gzip]. [sleep], [clock] (Unix seconds) and [random]
+ * (uniform in [0, 1)) are for tests.
+ *
+ * [endpoints] is one collector URL (`listOf("https://host/v1/reports")`) or several: `ldp serve` replicas over shared
+ * storage, or balancers, in the order to try them (see [Uploader] for how a part fails over). Each must be an
+ * `http(s)://host/...` URL and appear once; an empty list, a URL that is not one or a URL given twice is an
+ * [IllegalArgumentException] here, before anything is sent. The list is copied. The library does not spread load:
+ * to do so, shuffle the list once per device (e.g. `urls.shuffled(Random(installId))`) and keep that order.
  */
 public class UploadOptions @JvmOverloads constructor(
-    public val endpoints: List<String>,
+    endpoints: List<String>,
     public val token: String,
     public val timeoutSeconds: Double = 30.0,
     public val callTimeoutSeconds: Double? = null,
@@ -59,15 +67,23 @@ public class UploadOptions @JvmOverloads constructor(
     public val clock: () -> Double = { System.currentTimeMillis() / 1000.0 },
     public val random: () -> Double = SecureRandom().let { r -> { r.nextDouble() } },
 ) {
+    /** The collector URLs, in the order each upload call tries them (a copy of the list given). */
+    public val endpoints: List<String> = endpoints.toList()
+
     init {
-        require(endpoints.isNotEmpty()) { "endpoints: give at least one collector URL" }
-        for (e in endpoints) {
+        require(this.endpoints.isNotEmpty()) { "endpoints: give at least one collector URL, got an empty list" }
+        for (e in this.endpoints) {
             val u = try {
                 URL(e)
             } catch (x: java.net.MalformedURLException) {
                 throw IllegalArgumentException("upload url must be http(s)://host/..., got ${PyText.repr(e)}")
             }
-            require(u.protocol in setOf("http", "https") && u.host.isNotEmpty()) { "upload url must be http(s)://host/..., got scheme ${PyText.repr(u.protocol)}" }
+            require(u.protocol in setOf("http", "https") && !u.host.isNullOrEmpty()) { "upload url must be http(s)://host/..., got scheme ${PyText.repr(u.protocol)}" }
+        }
+        val first = HashMap<String, Int>()
+        for ((i, e) in this.endpoints.withIndex()) {
+            val j = first.put(e, i)
+            require(j == null) { "endpoints name the same URL twice (entries $j and $i)" }
         }
         require(token.isNotEmpty() && token.all { it.code in 0x21..0x7e }) { "upload token must be a non-empty printable ASCII string without spaces" }
         require(timeoutSeconds > 0 && !timeoutSeconds.isInfinite()) { "timeout (seconds for one request) must be a finite number > 0, got $timeoutSeconds" }
@@ -88,20 +104,40 @@ public class UploadOptions @JvmOverloads constructor(
  * - A 2xx whose answer is sane for the part ([checkAnswer]) acknowledges it; any other 2xx is an
  *   [UploadProtocolException], acknowledging nothing. 413 splits the part in two; 429 and 503 wait `Retry-After`
  *   ([parseRetryAfter], capped); no answer by the request's deadline, connection errors, 408 and other 5xx back off
- *   with full jitter; [UploadOptions.maxAttempts] tries per part; any other status is an [UploadException].
+ *   with full jitter; [UploadOptions.maxAttempts] requests per part; any other status is an [UploadException].
  *   Redirects are refused (they would carry the token elsewhere).
  * - The call ends by [UploadOptions.callTimeoutSeconds]: the parts not sent stay in the outbox ([Stopped.DEADLINE]).
+ *
+ * Several [UploadOptions.endpoints]:
+ * - Each call starts with the first endpoint; once an endpoint acknowledged a part, the next parts of the call go to
+ *   it (sticky).
+ * - A failure that says "this replica cannot take it now" (no answer by the request's deadline, a connection error,
+ *   408, 503 or any other 5xx) sends the part's next request to the next endpoint of the list (cyclically) at once,
+ *   with no wait, until every endpoint has failed in a row for the part (a full round). Then the uploader waits as
+ *   with one endpoint — `Retry-After` if that last answer was a 503 carrying one, else full-jitter back-off whose
+ *   exponent counts the part's waits (1 for the first, 2 for the second, ...) — and starts the next round with the
+ *   endpoint after the last one tried.
+ * - 429 (slow down) waits `Retry-After` or backs off on the same endpoint, and 413 splits on the same endpoint; any
+ *   other 4xx, a redirect or an insane 2xx stops the call as with one endpoint (every replica would answer alike).
+ * - [UploadOptions.maxAttempts] counts every request of a part, whichever endpoint it went to. The part's batch id
+ *   and body are the same on every endpoint, so a part retried on another replica after a lost answer is counted
+ *   once (the shuffler stage dedups by batch id).
+ * - A switch is logged (`java.util.logging`, INFO) naming both hosts and the status or error.
+ *
+ * With one endpoint every failure is a full round: the behaviour is that of a single collector URL.
  *
  * Nothing here logs a report line or the token. One upload at a time per outbox (the outbox's lock serializes the
  * state, but two concurrent calls would send the same pinned part twice; the collector would count it once).
  */
 public class Uploader(public val options: UploadOptions) {
-    private var endpoint = 0
+    private val hosts: List<String> = options.endpoints.map { hostOf(it) }
 
     public fun upload(outbox: Outbox): UploadResult {
         val o = options
+        val urls = o.endpoints
         val callEnd = o.callTimeoutSeconds?.let { System.nanoTime() + (it * 1e9).toLong() } ?: Long.MAX_VALUE
         val tally = Tally()
+        var current = 0 // the endpoint in use: the first, then the last one that acknowledged a part
         var limit: Int? = null
         var stopped: Stopped? = null
         loop@ while (stopped == null) {
@@ -120,10 +156,11 @@ public class Uploader(public val options: UploadOptions) {
                 body = gzip(body)
                 headers["Content-Encoding"] = "gzip"
             }
+            var failed = 0 // endpoints that failed in a row for this part since its last wait
+            var waits = 0 // this part's waits so far: the back-off exponent
             for (attempt in 1..o.maxAttempts) {
-                val url = o.endpoints[endpoint % o.endpoints.size]
                 val deadline = minOf(System.nanoTime() + (o.timeoutSeconds * 1e9).toLong(), callEnd)
-                val answer = HttpTransport.post(url, headers, body, deadline, MAX_ANSWER)
+                val answer = HttpTransport.post(urls[current], headers, body, deadline, MAX_ANSWER)
                 val status = answer.status
                 if (status != null && status in 200..299) {
                     val data = try {
@@ -145,19 +182,30 @@ public class Uploader(public val options: UploadOptions) {
                 }
                 if (status != null && status in 300..399) fail("the collector redirected batch ${part.id} (HTTP $status): refused, a redirect would carry the token elsewhere", answer, tally, outbox)
                 if (!retryable(status)) fail("the collector refused batch ${part.id} with HTTP $status: ${answer.reason()}", answer, tally, outbox)
-                endpoint++ // the next attempt goes to the next collector
                 if (System.nanoTime() >= callEnd) {
                     stopped = Stopped.DEADLINE
                     break@loop
                 }
                 val what = if (status != null) "HTTP $status" else answer.error ?: "no answer"
                 if (attempt == o.maxAttempts) fail("batch ${part.id} not delivered after ${o.maxAttempts} attempt(s) (last: $what)", answer, tally, outbox)
+                val from = current
+                if (status != 429 && urls.size > 1) { // this replica cannot take it now: the next one
+                    current = (current + 1) % urls.size
+                    failed++
+                    if (failed < urls.size) {
+                        info { "upload to ${hosts[from]}: $what; failing over to ${hosts[current]}" }
+                        continue
+                    }
+                }
+                failed = 0 // a full round (or a 429): wait
+                waits++
                 val wait = if (status == 429 || status == 503) parseRetryAfter(answer.retryAfter, o.clock()) else null
-                val delay = if (wait != null) minOf(o.maxDelaySeconds, wait) else backoffDelay(attempt)
+                val delay = if (wait != null) minOf(o.maxDelaySeconds, wait) else backoffDelay(waits)
                 if (System.nanoTime() + (delay * 1e9).toLong() >= callEnd) {
                     stopped = Stopped.DEADLINE
                     break@loop
                 }
+                info { "upload to ${hosts[from]}: $what; retrying in ${String.format(Locale.ROOT, "%.3g", delay)} s on ${hosts[current]}" }
                 o.sleep(delay)
             }
         }
@@ -165,8 +213,8 @@ public class Uploader(public val options: UploadOptions) {
         return tally.result(stopped ?: if (outbox.hasPending()) Stopped.INTERVAL else Stopped.EMPTY, nextAt)
     }
 
-    /** Full jitter: uniform in `[0, min(maxDelay, 2^(attempt − 1))]` seconds. */
-    private fun backoffDelay(attempt: Int): Double = options.random() * minOf(options.maxDelaySeconds, Math.pow(2.0, minOf(attempt - 1, 1023).toDouble()))
+    /** Full jitter: uniform in `[0, min(maxDelay, 2^(n − 1))]` seconds for a part's [n]th wait. */
+    private fun backoffDelay(n: Int): Double = options.random() * minOf(options.maxDelaySeconds, Math.pow(2.0, minOf(n - 1, 1023).toDouble()))
 
     private fun fail(message: String, answer: Answer, tally: Tally, outbox: Outbox): Nothing =
         throw UploadException(message, answer.status, answer.reason(), tally.result(Stopped.ERROR, outbox.nextUploadAt()))
@@ -195,6 +243,17 @@ public class Uploader(public val options: UploadOptions) {
 
         /** The most lines a batch may have (the spec's `max_batch` limit). */
         public const val MAX_BATCH: Long = 1L shl 20
+
+        /** Where the uploader's lines go (an Android app sees them in logcat): hosts, statuses, errors, never a report
+         * line or the token. */
+        private val log: Logger = Logger.getLogger(Uploader::class.java.name)
+
+        private inline fun info(message: () -> String) {
+            if (log.isLoggable(Level.INFO)) log.info(message())
+        }
+
+        /** `host[:port]` of an endpoint, for log lines (never its user-info or path). */
+        private fun hostOf(url: String): String = URL(url).let { if (it.port >= 0) "${it.host}:${it.port}" else it.host }
 
         private fun retryable(status: Int?): Boolean = status == null || status == 408 || status == 429 || status >= 500
 

@@ -15,7 +15,8 @@ import java.io.File
  *
  * For each device `d` of the DEVICES file (a JSON list of `[metric, value]` lists), opens a [TelemetryClient] on
  * its own [FileStore] folder `STATES/d`, records its values unless that folder already holds a state (a second run
- * resumes: it only uploads what is left), and uploads through the [Uploader] to URL. Prints one JSON line:
+ * resumes: it only uploads what is left), and uploads through the [Uploader] to URL (one collector URL, or several
+ * separated by commas: the uploader's endpoint list, in that order). Prints one JSON line:
  * `recorded`, `acknowledged`, `accepted`, `rejected`, `duplicates`, `pending` (left after the upload) and `spec`
  * (the spec's fingerprint).
  *
@@ -29,7 +30,7 @@ object E2EDevices {
         val spec = CollectionSpec.parse(File(specPath).readText())
         val devices = Json.parse(File(devicesPath).readText()) as List<*>
         val seed = Bytes.fromHex(seedHex)
-        val uploader = Uploader(UploadOptions(endpoints = listOf(url), token = token))
+        val uploader = Uploader(UploadOptions(endpoints = url.split(","), token = token))
         var recorded = 0L
         var acknowledged = 0L
         var accepted = 0L

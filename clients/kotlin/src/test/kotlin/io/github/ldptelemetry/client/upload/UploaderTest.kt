@@ -7,15 +7,22 @@ import io.github.ldptelemetry.client.internal.Json
 import io.github.ldptelemetry.client.ledger.MemoryStore
 import io.github.ldptelemetry.client.ledger.TestSpecs
 import org.junit.jupiter.api.AfterEach
+import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.BeforeEach
 import org.junit.jupiter.api.Test
 import java.net.InetSocketAddress
 import java.net.ServerSocket
 import java.util.Collections
+import java.util.concurrent.atomic.AtomicInteger
+import java.util.logging.Handler
+import java.util.logging.Level
+import java.util.logging.LogRecord
+import java.util.logging.Logger
 import java.util.zip.GZIPInputStream
 import kotlin.concurrent.thread
 
@@ -23,8 +30,31 @@ import kotlin.concurrent.thread
 class UploaderTest {
     private val servers = ArrayList<AutoCloseable>()
 
+    /** The uploader's log lines, kept here instead of the console. */
+    private val logged = Collections.synchronizedList(ArrayList<LogRecord>())
+    private val uploaderLog: Logger = Logger.getLogger(Uploader::class.java.name)
+    private val capture = object : Handler() {
+        override fun publish(record: LogRecord) {
+            logged.add(record)
+        }
+
+        override fun flush() {}
+
+        override fun close() {}
+    }
+
+    @BeforeEach
+    fun listen() {
+        uploaderLog.addHandler(capture)
+        uploaderLog.useParentHandlers = false
+    }
+
     @AfterEach
-    fun stop() = servers.forEach { it.close() }
+    fun stop() {
+        uploaderLog.removeHandler(capture)
+        uploaderLog.useParentHandlers = true
+        servers.forEach { it.close() }
+    }
 
     /** A collector whose answer to each request is [reply] (status, body, extra headers); records what it got. */
     private class Collector(val reply: (Int, List<String>, HttpExchange) -> Triple<Int, String, Map<String, String>>) : AutoCloseable {
@@ -132,13 +162,14 @@ class UploaderTest {
         assertEquals(2L, client.pending())
     }
 
-    /** A raw server: accepts, then runs [behave] on the socket. */
-    private fun raw(behave: (java.net.Socket) -> Unit): String {
+    /** A raw server: accepts, then runs [behave] on the socket; counts the connections it accepted in [accepted]. */
+    private fun raw(accepted: AtomicInteger = AtomicInteger(), behave: (java.net.Socket) -> Unit): String {
         val ss = ServerSocket(0, 50, java.net.InetAddress.getByName("127.0.0.1"))
         servers.add(ss)
         thread(isDaemon = true) {
             while (!ss.isClosed) {
                 val s = try { ss.accept() } catch (e: Exception) { break }
+                accepted.incrementAndGet()
                 thread(isDaemon = true) { try { behave(s) } catch (e: Exception) { } finally { s.close() } }
             }
         }
@@ -192,6 +223,123 @@ class UploaderTest {
         assertEquals(Stopped.DEADLINE, result.stopped)
         assertTrue((System.nanoTime() - t0) / 1e9 < 2.0)
         assertEquals(2L, other.pending())
+    }
+
+    /** A loopback URL nothing listens on (the port was free a moment ago). */
+    private fun deadUrl(): String = ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1")).use { "http://127.0.0.1:${it.localPort}/v1/reports" }
+
+    private fun host(url: String) = java.net.URL(url).let { "${it.host}:${it.port}" }
+
+    @Test
+    fun `a refused connection, a timeout or a 503 sends the part to the next endpoint at once, and the next parts stay there`() {
+        val silentCalls = AtomicInteger()
+        val silent = raw(silentCalls) { s -> s.getInputStream().read(ByteArray(65536)); Thread.sleep(10_000) }
+        val busy = collector { _, _, _ -> Triple(503, "{\"error\":\"busy\"}", mapOf("Retry-After" to "30")) }
+        for ((first, why) in listOf(deadUrl() to "ConnectException", silent to "deadline", busy.url to "HTTP 503")) {
+            sleeps.clear()
+            logged.clear()
+            val good = collector { _, lines, ex -> ok(lines, ex) }
+            val client = client(10) // two parts: 7 and 3 reports
+            val t0 = System.nanoTime()
+            val result = Uploader(options(first, good.url, timeout = 0.5)).upload(client)
+            assertTrue((System.nanoTime() - t0) / 1e9 < 0.5 + 1.5, "$why: no wait beyond the first request's deadline")
+            assertEquals(listOf<Double>(), sleeps, "$why: the switch does not wait")
+            assertEquals(2, result.batches, why)
+            assertEquals(10L, result.acknowledged, why)
+            assertEquals(0, result.duplicates, why)
+            assertEquals(0L, client.pending(), why)
+            assertEquals(listOf(7, 3), good.received.map { it.second.size }, "$why: each part acknowledged once, the second sent straight to the second endpoint")
+            assertEquals(2, good.received.map { it.first["ldp-batch-id"] }.toSet().size, why)
+            val line = logged.single()
+            assertEquals(Level.INFO, line.level, why)
+            val text = line.message
+            assertTrue(host(first) in text && host(good.url) in text && why in text, "$why: $text")
+            assertFalse("tok-en_1" in text || "color" in text, "$why: no token, no report line: $text")
+        }
+        assertEquals(1, silentCalls.get(), "the silent endpoint got one request")
+        assertEquals(1, busy.received.size, "the busy endpoint got one request")
+    }
+
+    @Test
+    fun `each call starts with the first endpoint again`() {
+        val flaky = collector { n, lines, ex -> if (n == 1) Triple(503, "", emptyMap()) else ok(lines, ex) }
+        val good = collector { _, lines, ex -> ok(lines, ex) }
+        val uploader = Uploader(options(flaky.url, good.url))
+        assertEquals(3L, uploader.upload(client(3)).acknowledged)
+        assertEquals(3L, uploader.upload(client(3)).acknowledged)
+        assertEquals(2, flaky.received.size, "the second call went to the first endpoint")
+        assertEquals(1, good.received.size)
+        assertEquals(listOf<Double>(), sleeps)
+    }
+
+    @Test
+    fun `every endpoint failing - one wait per full round, the round as back-off exponent, maxAttempts requests in all`() {
+        val order = Collections.synchronizedList(ArrayList<String>())
+        val down = listOf("a", "b", "c").map { name -> collector { _, _, _ -> order.add(name); Triple(500, "", emptyMap()) } }
+        val client = client(3)
+        val e = assertThrows(UploadException::class.java) { Uploader(options(*down.map { it.url }.toTypedArray(), attempts = 7)).upload(client) }
+        assertEquals(500, e.status)
+        assertEquals(listOf("a", "b", "c", "a", "b", "c", "a"), order, "cyclic, maxAttempts requests in all")
+        assertEquals(listOf(0.5, 1.0), sleeps, "full jitter (random 0.5) of 2^0 s after round 1, of 2^1 s after round 2")
+        assertEquals(1, down.flatMap { d -> d.received.map { it.first["ldp-batch-id"] } }.toSet().size, "one batch id everywhere")
+        assertEquals(3L, client.pending())
+        assertEquals(4, logged.count { "failing over" in it.message }, "a line per switch without a wait")
+    }
+
+    @Test
+    fun `a full round waits Retry-After only when its last answer was a 503 carrying one`() {
+        val a = collector { n, lines, ex -> if (n == 1) Triple(500, "", emptyMap()) else ok(lines, ex) }
+        val b = collector { _, _, _ -> Triple(503, "", mapOf("Retry-After" to "2")) }
+        assertEquals(3L, Uploader(options(a.url, b.url)).upload(client(3)).acknowledged)
+        assertEquals(listOf(2.0), sleeps, "a (500), b (503, Retry-After 2): wait 2 s, then a again")
+        assertEquals(listOf(1, 1), listOf(b.received.size, a.received.size - 1))
+        sleeps.clear()
+        val c = collector { n, lines, ex -> if (n == 1) Triple(503, "", mapOf("Retry-After" to "4")) else ok(lines, ex) }
+        val d = collector { _, _, _ -> Triple(502, "", emptyMap()) }
+        assertEquals(3L, Uploader(options(c.url, d.url)).upload(client(3)).acknowledged)
+        assertEquals(listOf(0.5), sleeps, "c (503, Retry-After 4), d (502): back-off, the last answer carried no Retry-After")
+        val e = collector { n, lines, ex -> if (n == 1) Triple(503, "", mapOf("Retry-After" to "600")) else ok(lines, ex) }
+        sleeps.clear()
+        assertEquals(3L, Uploader(options(e.url)).upload(client(3)).acknowledged)
+        assertEquals(listOf(5.0), sleeps, "Retry-After capped at maxDelay")
+    }
+
+    @Test
+    fun `429 and 413 stay on the endpoint, 400 stops without trying another`() {
+        val dead = deadUrl()
+        val a = collector { n, lines, ex ->
+            when (n) {
+                1 -> Triple(429, "", mapOf("Retry-After" to "1"))
+                2 -> Triple(413, "", emptyMap())
+                else -> ok(lines, ex)
+            }
+        }
+        val spare = collector { _, lines, ex -> ok(lines, ex) }
+        val client = client(7)
+        val result = Uploader(options(dead, a.url, spare.url)).upload(client)
+        assertEquals(7L, result.acknowledged)
+        assertEquals(listOf(7, 7, 4, 3), a.received.map { it.second.size }, "refused at the dead one; 429, 413 and the split parts on the second")
+        assertEquals(0, spare.received.size)
+        assertEquals(listOf(1.0), sleeps, "429: Retry-After on the same endpoint")
+        val bad = collector { _, _, _ -> Triple(400, "{\"error\":\"bad spec\"}", emptyMap()) }
+        val e = assertThrows(UploadException::class.java) { Uploader(options(bad.url, spare.url)).upload(client(2)) }
+        assertEquals(400, e.status)
+        assertEquals(1, bad.received.size)
+        assertEquals(0, spare.received.size, "400 would be the same on every replica")
+    }
+
+    @Test
+    fun `bad endpoint lists are refused before anything is sent`() {
+        fun refused(urls: List<String>) = assertThrows(IllegalArgumentException::class.java) { UploadOptions(urls, "t") }.message!!
+        assertEquals("endpoints: give at least one collector URL, got an empty list", refused(emptyList()))
+        assertEquals("endpoints name the same URL twice (entries 0 and 2)", refused(listOf("http://a/v1/reports", "http://b/v1/reports", "http://a/v1/reports")))
+        assertTrue(refused(listOf("http://a/v1/reports", "ftp://b/")).startsWith("upload url must be http(s)://host/..."))
+        assertTrue(refused(listOf("http://a/v1/reports", "not a url")).startsWith("upload url must be http(s)://host/..."))
+        assertTrue(refused(listOf("http:///v1/reports")).startsWith("upload url must be http(s)://host/..."))
+        val given = arrayListOf("http://a/v1/reports")
+        val options = UploadOptions(given, "t")
+        given.add("http://b/v1/reports")
+        assertEquals(listOf("http://a/v1/reports"), options.endpoints, "a copy of the list")
     }
 
     @Test
