@@ -25,15 +25,15 @@ logger = logging.getLogger(__name__)
 
 
 def create_service(config: CollectorConfig, *, refresh_seconds: int = 30) -> Starlette:
-    """The collector app with the dashboard and, if ``config.fold_every_seconds > 0``, continuous folding — not for
-    a replica over shared storage (``[storage]``), whose reports reach analysis through the shuffler stage
-    (``ldp shuffle``), never through one replica's own fold."""
+    """The collector app with the dashboard and, if ``config.fold_every_seconds > 0``, continuous folding. A replica
+    over shared storage (``[storage]``) folds the anonymized segments the shuffler stage (``ldp shuffle``) wrote to
+    the store, never its own chunks: enable ``[fold]`` on one replica (or on a collector that takes no uploads)."""
     hooks: dict[str, Any] = {}
-    if config.storage is not None and config.fold_every_seconds > 0:
-        logger.warning("[fold] every_seconds is ignored with [storage]: the replicas' chunks are mixed by 'ldp "
-                       "shuffle' and aggregated from the store, not folded by a replica")
-    elif config.fold_every_seconds > 0:
+    if config.fold_every_seconds > 0:
         watcher = Watcher.from_config(config)
         hooks = {"on_startup": [watcher.startup_hook], "on_shutdown": [watcher.shutdown_hook]}
+        if config.storage is not None:
+            logger.info("folding the shuffled segments of %s every %g s", config.storage.url,
+                        config.fold_every_seconds)
     routes = dashboard_routes(config.data_dir, config.apps, refresh_seconds=refresh_seconds)
     return create_app(config, extra_routes=routes, **hooks)

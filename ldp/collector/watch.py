@@ -27,6 +27,7 @@ from ldp.collector.central import decide
 from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry, release_settings
 from ldp.errors import FoldBusyError
 from ldp.server.job import aggregate_files, spec_index
+from ldp.server.remote import is_remote, list_remote
 from ldp.server.store import write_atomic
 from ldp.spec import CollectionSpec
 
@@ -41,6 +42,8 @@ logger = logging.getLogger(__name__)
 ESTIMATES_FORMAT = "ldp-estimates/1"
 Specs = Union[CollectionSpec, str, "os.PathLike[str]", Sequence[Any], Mapping[str, CollectionSpec]]
 """An app's specs as :func:`ldp.server.job.spec_index` takes them: files, specs, or ``{fingerprint: spec}``."""
+StoreSource = tuple[str, Mapping[str, Any]]
+"""The shared storage of replicas: its URL (``s3://bucket/prefix`` or a folder) and its ``fsspec`` options."""
 
 
 def app_dir(data_dir: str | os.PathLike[str], app: str) -> Path:
@@ -73,7 +76,7 @@ def load_estimates(data_dir: str | os.PathLike[str], app: str) -> dict[str, Any]
 
 def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confidence: float = 0.95,
              alpha: float = 0.05, windows: int = DEFAULT_WINDOWS, every_seconds: float | None = None,
-             segment_max_seconds: float | None = None) -> dict[str, Any]:
+             segment_max_seconds: float | None = None, store: StoreSource | None = None) -> dict[str, Any]:
     """Fold the app's closed segments not folded yet, one aggregate per metric and window, decode every
     metric (the last ``windows`` windows, and all of them pooled), write ``estimates.json`` atomically and
     return what it holds: only what each metric's release thresholds let out (:mod:`ldp.server.release`;
@@ -82,7 +85,10 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
     change is not decoded again.
     ``every_seconds`` and ``segment_max_seconds`` (the folding period and the collector's segment age, when
     known) go into ``schedule``, from which the dashboard tells when reports waiting will be folded.
-    ``FoldBusyError`` when another fold of this app is running (a file lock, so also across processes)."""
+    ``FoldBusyError`` when another fold of this app is running (a file lock, so also across processes).
+    ``store``: ``(url, options)`` of the shared storage of collector replicas: the segments folded are then the
+    anonymized ones the shuffler stage wrote there (``<url>/apps/<app>/segments/closed/``), and the central
+    guarantee is computed from the reports each of them holds per window (its real anonymity set)."""
     if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
         raise ValueError(f"windows must be an int >= 1, got {windows!r}")
     base = app_dir(data_dir, app)
@@ -94,8 +100,8 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
         out = base / JOB_DIR
         _move_old_layout(base, out)
         _set_aside_if_other_settings(out, fingerprints)
-        closed = base / "segments" / "closed"
-        summary = aggregate_files([closed] if closed.is_dir() else [], index, out, by_window=True, progress=False)
+        inputs, options = _closed_segments(base, app, store)
+        summary = aggregate_files(inputs, index, out, by_window=True, progress=False, storage_options=options)
         previous = load_estimates(data_dir, app)
         same = previous is not None and previous.get("settings") == settings
         now = utc_now()
@@ -128,6 +134,21 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
     logger.info("fold %s: %d new segment(s), %d report(s) in total, %d metric(s) decoded", app,
                 len(summary.processed), summary.records, len(metrics))
     return doc
+
+
+def _closed_segments(base: Path, app: str, store: StoreSource | None) -> tuple[list[str | Path], dict[str, Any] | None]:
+    """The closed segments to fold (none yet: ``[]``) and the storage options to read them with."""
+    if store is None:
+        closed = base / "segments" / "closed"
+        return ([closed] if closed.is_dir() else []), None
+    url, options = store[0].rstrip("/") + f"/apps/{app}/segments/closed", dict(store[1]) or None
+    if not is_remote(url):
+        return ([Path(url)] if Path(url).is_dir() else []), None
+    try:
+        list_remote(url, options)
+    except FileNotFoundError:
+        return [], options  # nothing shuffled yet
+    return [url], options
 
 
 @contextmanager
@@ -210,14 +231,16 @@ class Watcher:
 
     def __init__(self, data_dir: str | os.PathLike[str], apps: Mapping[str, Specs], every_seconds: float, *,
                  fold: Callable[..., dict[str, Any]] = fold_app, confidence: float = 0.95,
-                 alpha: float = 0.05, windows: int = DEFAULT_WINDOWS, segment_max_seconds: float | None = None
-                 ) -> None:
+                 alpha: float = 0.05, windows: int = DEFAULT_WINDOWS, segment_max_seconds: float | None = None,
+                 store: StoreSource | None = None) -> None:
         if not every_seconds > 0:
             raise ValueError(f"every_seconds must be > 0, got {every_seconds!r}")
         self.data_dir, self.apps, self.every_seconds = Path(data_dir), dict(apps), float(every_seconds)
         self._fold = fold
         self._options: dict[str, Any] = {"confidence": confidence, "alpha": alpha, "windows": windows,
                                          "segment_max_seconds": segment_max_seconds}
+        if store is not None:  # the shuffler's outputs in the replicas' shared storage
+            self._options["store"] = store
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -279,9 +302,9 @@ class Watcher:
         """A watcher of every app of a collector config, every ``every_seconds`` (default: its
         ``[fold].every_seconds``, which must then be > 0)."""
         every = config.fold_every_seconds if every_seconds is None else every_seconds
+        store = None if config.storage is None else (config.storage.url, dict(config.storage.options))
         return cls(config.data_dir, {name: app.specs for name, app in config.apps.items()}, every,
-                   windows=config.fold_windows,
-                   segment_max_seconds=config.limits.segment_max_seconds)
+                   windows=config.fold_windows, segment_max_seconds=config.limits.segment_max_seconds, store=store)
 
     async def startup_hook(self, app: object = None) -> None:
         """An ``on_startup`` hook for :func:`ldp.collector.app.create_app`: :meth:`start`."""

@@ -23,14 +23,6 @@ from ldp.shuffler import decode_chunk, shuffle_app
 from ldp.storage import open_store
 
 
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from support.s3_server import s3_server
-
-    with s3_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
-        yield server
-
-
 def config(tmp_path: Path, replica: str, url: str, endpoint: str) -> Any:
     doc = {"data_dir": f"data-{replica}", "fold": {"every_seconds": 0}, "replica": replica,
            "storage": {"url": url, "endpoint_url": endpoint, "region_name": "us-east-1"},
@@ -122,15 +114,45 @@ def test_storage_needs_a_replica_name_and_a_supported_url(tmp_path: Path) -> Non
     assert json.dumps(dict(cfg.storage.options)) == "{}"
 
 
-def test_a_replica_over_shared_storage_does_not_fold(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """Its chunks reach analysis through the shuffler; a fold of its own would see nothing and mislead."""
+def test_a_replica_folds_the_shuffled_segments_of_the_store_not_its_chunks(tmp_path: Path, s3: Any,
+                                                                             credentials: None) -> None:
+    """With [fold], a replica over shared storage folds what the shuffler wrote to the store: nothing before the
+    shuffle (its chunks are not analysis input), every report once after it, with the central guarantee computed
+    from the real per-window anonymity set."""
+    from ldp.collector.watch import Watcher
+
+    url = f"{s3.bucket('ldp-fold')}/t{time.monotonic_ns()}"
+    store = open_store(url, s3.options())
+    cfg = parse_config({"data_dir": "data-f", "fold": {"every_seconds": 5}, "replica": "f",
+                        "storage": {"url": url, "endpoint_url": s3.endpoint, "region_name": "us-east-1"},
+                        "apps": {"demo": {"token_sha256": token_sha256(TOKENS["demo"]), "specs": [str(SPEC)]}}},
+                       tmp_path)
+    with TestClient(create_app(config(tmp_path, "r1", url, s3.endpoint))) as c:
+        for i in range(4):
+            assert post(c, b"".join(GOOD[i * 5:(i + 1) * 5]), f"f{i}").status_code == 200
+    watcher = Watcher.from_config(cfg)
+    before = watcher.fold_all()["demo"]
+    assert before is not None and before["records"] == 0  # the chunks are not folded
+    run = shuffle_app(store, "demo", now=time.time() + 2 * 86400)
+    after = watcher.fold_all()["demo"]
+    assert after is not None and after["records"] == 20 and after["segments"] == len(run.windows)
+    (w,) = run.windows.values()
+    shuffled = [m["shuffle"] for m in after["metrics"] if m.get("shuffle")]
+    assert shuffled and all(e["segments"] == 1 and e["smallest"] <= w["reports"] for e in shuffled)
+    assert sum(e["smallest"] for e in shuffled) == w["reports"]  # each metric's reports in the one segment
+    again = watcher.fold_all()["demo"]
+    assert again is not None and again["records"] == 20  # folding again counts nothing twice
+
+
+def test_a_replica_over_a_shared_folder_stores_chunks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A folder every replica mounts is a store too; a replica that folds says where it folds from."""
     from ldp.collector.service import create_service
 
     doc = {"replica": "r1", "fold": {"every_seconds": 5}, "storage": {"url": "shared"},
            "apps": {"demo": {"token_sha256": token_sha256("x"), "specs": [str(SPEC)]}}}
-    with caplog.at_level("WARNING", logger="ldp.collector.service"):
+    with caplog.at_level("INFO", logger="ldp.collector.service"):
         app = create_service(parse_config(doc, tmp_path))
-    assert "ignored with [storage]" in caplog.text
+    assert "folding the shuffled segments of" in caplog.text
     with TestClient(app) as c:
         r = c.post("/v1/reports", content=GOOD[0], headers={"Authorization": "Bearer x",
                                                             "Content-Type": "application/x-ndjson",
