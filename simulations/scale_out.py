@@ -210,8 +210,11 @@ def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int =
                         "--engine", "dask", "--json", "-q"], env)
         store = open_store(url, {"endpoint_url": endpoint})
         stored: Counter[str] = Counter()
+        size = 0
         for key in store.list(f"apps/{APP}/segments/closed/"):
-            stored.update(store.get(key).decode().splitlines())
+            data = store.get(key)
+            size += len(data)
+            stored.update(data.decode().splitlines())
         released = [w for w in shuffled["windows"].values() if "withheld" not in w]
         return {"replicas": replicas, "devices": devices, "rounds": rounds, "uploads": fleet.uploads,
                 "upload_errors": len(fleet.errors), "acknowledged": sum(fleet.acked.values()),
@@ -219,6 +222,7 @@ def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int =
                 "lost": sum((fleet.acked - stored).values()), "duplicated": sum((stored - fleet.acked).values()),
                 "duplicates_dropped": shuffled["duplicates"], "killed": killed,
                 "windows": len(released), "anonymity_set": min((w["reports"] for w in released), default=0),
+                "segment_bytes_per_report": round(size / max(1, sum(stored.values())), 1),
                 "seconds": round(time.monotonic() - t0, 2)}
 
 
