@@ -522,6 +522,7 @@ def _register_protocol_sections() -> None:
     import bench_rappor
     import bench_rappor_ngrams
     import bench_regression
+    import bench_replica
     import bench_rust
     import bench_sfp
     import bench_shuffle
@@ -554,6 +555,7 @@ def _register_protocol_sections() -> None:
     bench_fold.register(sys.modules[__name__])
     bench_startup.register(sys.modules[__name__])
     bench_collector.register(sys.modules[__name__])
+    bench_replica.register(sys.modules[__name__])
     bench_connections.register(sys.modules[__name__])
     bench_kotlin.register(sys.modules[__name__])
     bench_rust.register(sys.modules[__name__])
