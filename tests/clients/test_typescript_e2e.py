@@ -5,6 +5,10 @@ OLH, Duchi) and uploads them to a real ``python -m ldp serve`` on loopback, acro
 ``cors_origins``). The collector is restarted (closing its segment) and folds the reports; the Python decoder's
 estimates must land within 4 standard errors of the truth, and every report must be accepted.
 
+The failover test (issue 50): the page's uploader is given two endpoints, a loopback port nothing listens on and then
+the live collector; every device's upload call fails over to the live one at once and stays there, and every report
+is stored once.
+
 CI builds the bundle first (.ci/run) and sets ``LDP_REQUIRE_TS_BUNDLE=1``, so a missing bundle fails there; a
 developer without Node gets a skip.
 """
@@ -13,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +26,9 @@ import pytest
 from support.e2e import (
     CHROMIUM,
     CHROMIUM_ARGS,
+    Served,
     artifact_dir,
+    free_port,
     need_browser,
     serve,
     static_site,
@@ -174,3 +182,87 @@ def test_two_tabs_on_one_device_never_spend_over_the_budget(tmp_path: Path) -> N
     assert sum(r["refused"] for r in results) == 400, results
     assert state["pending"] == 200 and state["device"]["totals"]["*"]["lifetime"][0] == 200.0, state
     assert all(r["recorded"] > 0 for r in results), results  # both tabs got some: they really ran at once
+
+
+FAILOVER_DEVICES = 20
+FAILOVER_SPEC = {**SPEC, "name": "ts_failover", "upload": {"min_interval_seconds": 0, "max_batch": 2}}
+FAILOVER_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ldp: failover</title><link rel="icon" href="data:,"></head>
+<body><script type="module">
+import * as ldp from "./ldp-client.min.js";
+window.ldp = ldp;
+</script></body></html>
+"""
+FAILOVER_RUN = """async ([endpoints, token, specDoc, devices]) => {
+  const { CollectionSpec, MemoryStore, TelemetryClient } = window.ldp;
+  const spec = CollectionSpec.fromDict(specDoc);
+  const lines = [];
+  const totals = { recorded: 0, acknowledged: 0, accepted: 0, batches: 0, duplicates: 0, stopped: [] };
+  for (const values of devices) {
+    const client = await TelemetryClient.open(spec, new MemoryStore());
+    for (const [metric, value] of values) {
+      await client.record(metric, value);
+      totals.recorded += 1;
+    }
+    const r = await client.upload(endpoints, token, { timeout: 10, maxAttempts: 4, log: (l) => lines.push(l) });
+    for (const key of ["acknowledged", "accepted", "batches", "duplicates"]) totals[key] += r[key];
+    totals.stopped.push(r.stopped);
+  }
+  return { ...totals, lines };
+}"""
+
+
+def stored_counts(served: Served, app: str) -> dict[str, float]:
+    """``app``'s counters on the collector's ``GET /metrics``: ``reports_accepted`` and ``batches`` (stored, rebuilt
+    from its journal), ``duplicate_batches`` (uploads of a batch id already stored, answered and not stored again)."""
+    with urllib.request.urlopen(f"{served.url}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    return {name: float(value) for name, value in
+            re.findall(rf'^ldp_collector_(\w+)_total\{{app="{app}"\}} (\S+)$', text, re.MULTILINE)}
+
+
+def test_the_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector_and_every_report_is_stored_once(
+        tmp_path: Path) -> None:
+    """Endpoints ``[a loopback port nothing listens on, the live collector]``: each device's call tries the dead one
+    first (each call starts with the first endpoint), switches at once (one log line), sends its second part straight
+    to the live one (sticky); every report is acknowledged, and the collector stores each batch exactly once."""
+    need_browser()
+    need_bundle()
+    from playwright.sync_api import sync_playwright
+
+    from ldp.collector.config import new_token
+
+    token = new_token()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "failover.html").write_text(FAILOVER_PAGE)
+    (site / "ldp-client.min.js").write_bytes(BUNDLE.read_bytes())
+    chosen = devices()[::DEVICES // FAILOVER_DEVICES]
+    reports = FAILOVER_DEVICES * len(METRICS)
+    dead = f"http://127.0.0.1:{free_port()}/v1/reports"
+    with static_site(site) as origin, sync_playwright() as p:
+        config = write_collector_config(tmp_path, APP, token, FAILOVER_SPEC, cors_origin=origin)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            with serve(config, tmp_path / "server.log") as served:
+                errors: list[str] = []
+                page = browser.new_page()
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+                page.goto(f"{origin}/failover.html")
+                page.wait_for_function("window.ldp !== undefined")
+                result = page.evaluate(FAILOVER_RUN, [[dead, f"{served.url}/v1/reports"], token, FAILOVER_SPEC,
+                                                      chosen])
+                stored = stored_counts(served, APP)
+                live = f"127.0.0.1:{served.port}"
+        finally:
+            browser.close()
+    # the browser reports each refused connection on the console; nothing else may be there
+    assert [e for e in errors if e != "Failed to load resource: net::ERR_CONNECTION_REFUSED"] == [], errors
+    assert result["recorded"] == result["acknowledged"] == result["accepted"] == reports, result
+    assert result["batches"] == reports // 2 and result["duplicates"] == 0, result
+    assert result["stopped"] == ["empty"] * FAILOVER_DEVICES, result
+    switch = f"upload to {dead.split('/')[2]}: network error; switching to {live} at once"
+    assert result["lines"] == [switch] * FAILOVER_DEVICES, result["lines"]  # one per call: its 2nd part went straight
+    wanted = {"reports_accepted": reports, "batches": reports // 2, "duplicate_batches": 0}
+    assert {k: stored.get(k) for k in wanted} == wanted, stored  # what the collector stored: each batch once

@@ -15,6 +15,7 @@ import { Charge, Encoder, envelopeJson, isChange, isMemoized } from "./encoders/
 import { PrivacyCost } from "./params/base.js";
 import { CollectionSpec } from "./spec.js";
 import { DeviceState, STATE_FORMAT, StateStore, StoreTransaction } from "./state.js";
+import { Endpoints, checkEndpoints } from "./endpoints.js";
 import {
   KEEPALIVE_BYTES, PreparedUpload, UploadOptions, UploadResult, acknowledge, checkAnswer, prepareUpload, readReply, upload,
 } from "./uploader.js";
@@ -197,9 +198,11 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
   }
 
   /** Send the outbox to an `ldp serve` collector (`POST url`, bearer `token`) until it is empty or the upload
-   * interval stops it (`uploader.ts`). */
-  upload(url: string, token: string, options: UploadOptions = {}): Promise<UploadResult> {
-    return upload(this.store, this.spec, url, token, { clock: this.clock, ...options });
+   * interval stops it (`uploader.ts`). `endpoints` is one URL or a list of replicas: each call starts with the first,
+   * and a try that finds a replica unable to take the batch (no answer, a network error, 408, 5xx) moves to the next
+   * (`endpoints.ts`). */
+  upload(endpoints: Endpoints, token: string, options: UploadOptions = {}): Promise<UploadResult> {
+    return upload(this.store, this.spec, endpoints, token, { clock: this.clock, ...options });
   }
 
   /**
@@ -211,13 +214,19 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
    * batch acknowledged as `upload` does, and the rest of the outbox follows; if it does not, the next visit resends
    * the same pinned batch and the collector stores it once. `sendBeacon` is not used: it cannot carry the bearer
    * token. Errors are dropped (the next send retries). Returns a function that stops listening.
+   *
+   * `endpoints` is one URL or a list (checked now: a bad list is a `ValueError`). The request sent as the page goes
+   * is for the first endpoint. If the page lives on, the rest follows through `upload` over the list, by default
+   * with one try per endpoint and part (`maxAttempts`: 1 for one URL) — with a list even when that first request
+   * failed, since the next endpoint may take it.
    */
-  uploadWhenHidden(url: string, token: string, options: UploadOptions = {}): () => void {
+  uploadWhenHidden(endpoints: Endpoints, token: string, options: UploadOptions = {}): () => void {
     const doc = (globalThis as { document?: Document }).document;
     const win = globalThis as unknown as Partial<Window>;
     if (doc === undefined || typeof win.addEventListener !== "function") {
       throw new LdpValueError("uploadWhenHidden needs a page (document and window)");
     }
+    const list = checkEndpoints(endpoints);
     const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     let ready: PreparedUpload | null = null;
     let preparing: Promise<void> | null = null;
@@ -239,7 +248,7 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       const batch = ready;
       ready = null;
       sending = true;
-      const first = batch === null ? Promise.resolve() : doFetch(url, { method: "POST", headers: batch.headers,
+      const first = batch === null ? Promise.resolve() : doFetch(list[0].url, { method: "POST", headers: batch.headers,
         body: batch.body as BodyInit, redirect: "manual", keepalive: true })
         .then(async (response) => {
           const body = await readReply(response, 1 << 16, AbortSignal.timeout((options.timeout ?? 30) * 1000));
@@ -248,8 +257,8 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
             await acknowledge(this.store, batch, this.clock());
           }
         });
-      first
-        .then(() => this.upload(url, token, { maxAttempts: 1, ...options, keepalive: true }))
+      (list.length > 1 ? first.catch(() => undefined) : first)
+        .then(() => this.upload(endpoints, token, { maxAttempts: list.length, ...options, keepalive: true }))
         .catch(() => undefined)
         .finally(() => {
           sending = false;

@@ -15,6 +15,8 @@ export type { DeviceState, OutboxItem, StateStore, StoreTransaction, TransactOpt
 export { TelemetryClient, metricSecret } from "./client.js";
 export type { ClientOptions } from "./client.js";
 export { KEEPALIVE_BYTES, batchId, checkAnswer, parseRetryAfter, readReply, upload } from "./uploader.js";
+export { checkEndpoints } from "./endpoints.js";
+export type { Endpoint, Endpoints } from "./endpoints.js";
 export { VALUE_KINDS } from "./types.js";
 export type { MetricValues, SpecShape, ValueKind, ValueOf } from "./types.js";
 export type { UploadOptions, UploadResult } from "./uploader.js";

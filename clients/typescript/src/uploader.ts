@@ -7,20 +7,27 @@
  *   or a lost answer resends the same lines under the same id, and the collector stores them once.
  * * A 2xx acknowledges the batch only when its JSON answer is sane (`checkAnswer`: its batch id, counts that add up
  *   to the lines sent); any other 2xx is an `UploadProtocolError`, acknowledging nothing.
- * * 413 splits the batch in two (nothing was stored); 429/503 wait `Retry-After` (delta-seconds or an HTTP date,
- *   capped at `maxDelay`); no answer within `timeout`, network errors, 408 and other 5xx retry with exponential
- *   backoff and full jitter (uniform in [0, min(maxDelay, 2^(attempt-1))] s); `maxAttempts` tries per batch in all;
- *   any other status is an `UploadError`. Redirects are refused (they would carry the token elsewhere).
+ * * 413 splits the batch in two (nothing was stored); 429 waits `Retry-After` (delta-seconds or an HTTP date,
+ *   capped at `maxDelay`); no answer within `timeout`, network errors, 408, 503 and other 5xx retry, after
+ *   `Retry-After` (503) or exponential backoff with full jitter (uniform in [0, min(maxDelay, 2^(n-1))] s for the
+ *   part's n-th wait); `maxAttempts` tries per batch in all; any other status is an `UploadError`. Redirects are
+ *   refused (they would carry the token elsewhere).
+ * * Several endpoints (`endpoints.ts`, issue 50): each call starts with the first; the failures that retry move the
+ *   next try of the part to the next endpoint at once, and the uploader waits only when every endpoint has failed in
+ *   a row; a part goes to the endpoint that acknowledged the last one. 429 and 413 stay on the endpoint; the other
+ *   refusals stop (every replica would answer the same). `maxAttempts` counts the tries on every endpoint.
  * * The reply is read whole under the request's deadline, and at most 64 KiB of it (`readReply`): a body that
  *   trickles in past the deadline or breaks off is retried like a request that failed; a longer one is cut there
  *   (and a 2xx answer cut so is not sane).
  *
- * Nothing here logs a line or the token.
+ * No report line and no token is ever logged: the one log line (`UploadOptions.log`, on a switch of endpoint) names
+ * the two hosts and the status or kind of failure.
  */
 import { LdpValueError, UploadError, UploadProtocolError } from "./errors.js";
 import { fromHex, toHex } from "./bytes.js";
 import { hmacSha256 } from "./hash/sha256.js";
 import { CollectionSpec } from "./spec.js";
+import { Endpoints, Rotation, checkEndpoints } from "./endpoints.js";
 import type { DeviceState, OutboxItem, StateStore, StoreTransaction } from "./state.js";
 
 const BATCH_TAG = new TextEncoder().encode("ldp/client/batch-id/v1\0");
@@ -38,8 +45,8 @@ export interface UploadResult {
   nextUploadAt: number;
 }
 
-/** How to upload: seconds per request (`timeout`), tries per batch, the backoff cap, gzip; `fetch`, `sleep`,
- * `clock` and `random` are for tests. */
+/** How to upload: seconds per request (`timeout`), tries per batch (on every endpoint), the backoff cap, gzip, where
+ * log lines go; `fetch`, `sleep`, `clock` and `random` are for tests. */
 export interface UploadOptions {
   readonly timeout?: number;
   readonly maxAttempts?: number;
@@ -49,6 +56,9 @@ export interface UploadOptions {
   readonly sleep?: (seconds: number) => Promise<void>;
   readonly clock?: () => number;
   readonly random?: () => number;
+  /** Where the uploader's info lines go (default: nowhere): one per switch of endpoint, naming the two hosts and
+   * the reason (`HTTP 503`, `no answer within 30 s`, `network error`), never a report line or the token. */
+  readonly log?: (line: string) => void;
   /** Send with `fetch(..., {keepalive: true})` (the request outlives the page) and pin batches of at most
    * `KEEPALIVE_BYTES` of lines; what `TelemetryClient.uploadWhenHidden` sets. */
   readonly keepalive?: boolean;
@@ -245,9 +255,11 @@ export async function readReply(response: Response, limit: number, signal: Abort
   return new TextDecoder().decode(all);
 }
 
-/** Upload `store`'s outbox (see the module). */
-export async function upload(store: StateStore, spec: CollectionSpec, url: string, token: string,
+/** Upload `store`'s outbox to `endpoints` (one URL, or a list tried as the module says; a bad list is a `ValueError`
+ * before anything is sent) until it is empty or the upload interval stops it. */
+export async function upload(store: StateStore, spec: CollectionSpec, endpoints: Endpoints, token: string,
   options: UploadOptions = {}): Promise<UploadResult> {
+  const ring = new Rotation(checkEndpoints(endpoints));
   const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
   const sleep = options.sleep ?? ((s: number) => new Promise<void>((r) => setTimeout(r, s * 1000)));
   const clock = options.clock ?? (() => Date.now() / 1000);
@@ -259,7 +271,19 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
     result.stopped = "error";
     throw new UploadError(message, { status, reason, result });
   };
-  const backoff = (attempt: number) => random() * Math.min(maxDelay, 2 ** (attempt - 1));
+  const backoff = (n: number) => random() * Math.min(maxDelay, 2 ** (n - 1));
+  /** The current endpoint cannot take the part now: the next try goes to the next endpoint, at once unless every
+   * endpoint has failed in a row (then after `retryAfter`, or the backoff). */
+  const failOver = async (reason: string, retryAfter: number | null) => {
+    const from = ring.current.host;
+    const waits = ring.fail();
+    const delay = waits === 0 ? 0 : Math.min(maxDelay, retryAfter ?? backoff(waits));
+    if (ring.endpoints.length > 1) {
+      options.log?.(`upload to ${from}: ${reason}; switching to ${ring.current.host}` +
+        (waits === 0 ? " at once" : ` in ${delay.toFixed(3)} s (every endpoint failed)`));
+    }
+    if (waits > 0) await sleep(delay);
+  };
   for (;;) {
     const maxBytes = options.keepalive ? KEEPALIVE_BYTES : Infinity;
     const batch = await prepareUpload(store, spec, token, clock(), { gzip: options.gzip, maxBytes });
@@ -274,17 +298,19 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
     const lines = batch.items;
     const { headers } = batch;
     let answered = false;
+    ring.startPart();
     for (let attempt = 1; attempt <= maxAttempts && !answered; attempt++) {
+      const last = attempt === maxAttempts;
       let response: Response;
       let body: string;
       const signal = AbortSignal.timeout(timeout * 1000);
       try {
         const keepalive = options.keepalive === true && batch.body.length <= 64 * 1024;
-        response = await doFetch(url, { method: "POST", headers, body: batch.body as BodyInit, redirect: "manual",
-          signal, keepalive });
+        response = await doFetch(ring.current.url, { method: "POST", headers, body: batch.body as BodyInit,
+          redirect: "manual", signal, keepalive });
         body = await readReply(response, MAX_ANSWER, signal);
       } catch {
-        if (attempt < maxAttempts) await sleep(backoff(attempt));
+        if (!last) await failOver(signal.aborted ? `no answer within ${timeout} s` : "network error", null);
         continue;
       }
       const status = response.status;
@@ -320,11 +346,11 @@ export async function upload(store: StateStore, spec: CollectionSpec, url: strin
           }
         }, { head: half });
         answered = true;
-      } else if (status === 429 || status === 503) {
-        const wait = parseRetryAfter(response.headers.get("retry-after"), clock());
-        if (attempt < maxAttempts) await sleep(Math.min(maxDelay, wait ?? backoff(attempt)));
-      } else if (status === 408 || status >= 500) {
-        if (attempt < maxAttempts) await sleep(backoff(attempt));
+      } else if (status === 429 || status === 408 || status >= 500) {
+        if (last) continue;
+        const wait = status === 429 || status === 503 ? parseRetryAfter(response.headers.get("retry-after"), clock()) : null;
+        if (status === 429) await sleep(Math.min(maxDelay, wait ?? backoff(ring.hold())));
+        else await failOver(`HTTP ${status}`, wait);
       } else {
         let reason = `HTTP ${status}`;
         try {

@@ -121,6 +121,7 @@ async function filled(n) {
 }
 
 const noSleep = { sleep: async () => {}, gzip: false };
+const U = "http://u/"; // the fake fetch's collector (a URL: the uploader checks it before sending)
 
 test("upload: a sane 2xx acknowledges, batch by batch", async () => {
   const client = await filled(6);
@@ -135,12 +136,12 @@ test("upload: a sane 2xx acknowledges, batch by batch", async () => {
 test("upload: an insane 2xx acknowledges nothing; the retry resends the same batch id", async () => {
   const client = await filled(2);
   const bad = fakeFetch([(b, n) => ({ status: 200, body: answer(b, n + 1) })]);
-  await assert.rejects(client.upload("u", "t", { fetch: bad, ...noSleep }), (e) => e.name === "UploadProtocolError");
+  await assert.rejects(client.upload(U, "t", { fetch: bad, ...noSleep }), (e) => e.name === "UploadProtocolError");
   assert.equal(await client.pending(), 2);
   const good = fakeFetch(["throw", (b, n) => ({ status: 503, headers: { "retry-after": "2" } }),
     (b, n) => ({ status: 500 }), (b, n) => ({ status: 200, body: answer(b, n) })]);
   const waits = [];
-  const r = await client.upload("u", "t", { fetch: good, sleep: async (s) => { waits.push(s); }, gzip: false, random: () => 0.5 });
+  const r = await client.upload(U, "t", { fetch: good, sleep: async (s) => { waits.push(s); }, gzip: false, random: () => 0.5 });
   assert.equal(r.acknowledged, 2);
   const ids = new Set([...bad.calls, ...good.calls].map((c) => c.init.headers["ldp-batch-id"]));
   assert.equal(ids.size, 1, "one batch id across every try");
@@ -150,14 +151,14 @@ test("upload: an insane 2xx acknowledges nothing; the retry resends the same bat
 test("upload: 413 splits, 401 refuses, redirects are refused, attempts run out", async () => {
   const client = await filled(4);
   const split = fakeFetch([(b, n) => (n > 1 ? { status: 413 } : { status: 200, body: answer(b, n) })]);
-  const r = await client.upload("u", "t", { fetch: split, ...noSleep });
+  const r = await client.upload(U, "t", { fetch: split, ...noSleep });
   assert.equal(r.acknowledged, 4);
   const more = await filled(1);
-  await assert.rejects(more.upload("u", "t", { fetch: fakeFetch([() => ({ status: 401, body: '{"error":"unauthorized"}' })]), ...noSleep }),
+  await assert.rejects(more.upload(U, "t", { fetch: fakeFetch([() => ({ status: 401, body: '{"error":"unauthorized"}' })]), ...noSleep }),
     (e) => e.name === "UploadError" && e.status === 401 && e.reason === "unauthorized");
-  await assert.rejects(more.upload("u", "t", { fetch: fakeFetch([() => ({ status: 302, headers: { location: "http://evil/" } })]), ...noSleep }),
+  await assert.rejects(more.upload(U, "t", { fetch: fakeFetch([() => ({ status: 302, headers: { location: "http://evil/" } })]), ...noSleep }),
     (e) => e.name === "UploadError" && e.reason === "redirect");
-  await assert.rejects(more.upload("u", "t", { fetch: fakeFetch(["throw"]), maxAttempts: 3, ...noSleep }),
+  await assert.rejects(more.upload(U, "t", { fetch: fakeFetch(["throw"]), maxAttempts: 3, ...noSleep }),
     (e) => e.name === "UploadError" && e.reason === "undelivered");
   assert.equal(await more.pending(), 1);
 });
