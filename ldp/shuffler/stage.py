@@ -34,7 +34,8 @@ import json
 import secrets
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,8 @@ __all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "DEFAULT_GRACE_SECONDS", "
            "DEFAULT_HOLD_SECONDS"]
 
 RUN_FORMAT = "ldp-shuffle-run/1"
+IO_THREADS = 16
+"""Requests to the store at a time when reading or removing chunks."""
 DEFAULT_GRACE_SECONDS = 300.0
 """How long past a window's end its chunks may still arrive before it is mixed."""
 DEFAULT_DEDUP_SECONDS = 7 * 86400.0
@@ -79,8 +82,18 @@ def _seen(app: str) -> str:
     return f"apps/{app}/shuffler/seen/"
 
 
+def _each(store: Store, fn: Callable[[str], Any], keys: list[str]) -> list[Any]:
+    """``fn`` over ``keys`` in order, ``IO_THREADS`` requests to the store at a time (object stores answer each
+    request in tens of ms: one at a time, a day of chunks would take hours to read)."""
+    if len(keys) < 2:
+        return [fn(k) for k in keys]
+    with ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="ldp-shuffle-io") as pool:
+        return list(pool.map(fn, keys))
+
+
 def _read_chunks(store: Store, keys: list[str]) -> dict[str, list[ChunkBatch]]:
-    return {k: decode_chunk(store.get(k), f"{store.url}/{k}") for k in keys}
+    datas = _each(store, store.get, keys)
+    return {k: decode_chunk(data, f"{store.url}/{k}") for k, data in zip(keys, datas, strict=True)}
 
 
 def _seen_ids(store: Store, app: str, since: float, exclude: str) -> set[str]:
@@ -175,10 +188,12 @@ def _complete(store: Store, app: str, rec: dict[str, Any], now: float, dedup_sec
         rec = {**rec, "state": "done", "anonymity": anonymity, "duplicates": result.duplicates, "finished": now}
         store.put(f"{_runs(app)}{run_id}.json", json.dumps(rec, sort_keys=True).encode())
     result.windows, result.duplicates = dict(rec["anonymity"]), int(rec["duplicates"])
-    for key in keys:
+    def consume(key: str) -> None:
         if keep and store.exists(key):
             store.put(f"apps/{app}/consumed/{key[len(incoming_prefix(app)):]}", store.get(key))
         store.delete(key)
+
+    _each(store, consume, keys)
     store.put(f"{_runs(app)}{run_id}.json", json.dumps({**rec, "state": "closed"}, sort_keys=True).encode())
     return result
 
