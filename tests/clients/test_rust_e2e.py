@@ -4,7 +4,9 @@ its own crash-safe state folder (``FileStore``) and secret, records five metrics
 Duchi and the memoized longitudinal unary encoding L-OUE) and uploads them through the Rust ``Uploader`` (``ureq``)
 to a real ``python -m ldp serve`` on loopback. The collector folds the reports and the Python decoder's estimates
 must each lie within its 99 % interval of the truth, with every report accepted and acknowledged exactly once. A
-second run over the same states sends nothing (their outboxes are empty).
+second run over the same states sends nothing (their outboxes are empty). A second test gives the uploader an endpoint
+list whose first entry is a loopback port nothing listens on: every report is delivered through the live collector
+and stored once (issue 50's failover).
 
 The devices' noise comes from a seeded stream (``KeyedRandomSource`` keyed by the seed below, one message per
 device): a simulation, labelled so in the program, so that this test's outcome is fixed; every other part is the
@@ -24,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.e2e import serve, wait_for_fold, write_collector_config
+from support.e2e import free_port, serve, wait_for_fold, write_collector_config
 
 ROOT = Path(__file__).resolve().parents[2]
 RUST = ROOT / "clients" / "rust"
 PROGRAM = RUST / "target" / "release" / "examples" / "e2e_devices"
 APP = "native"
 DEVICES = 100
+FAILOVER_DEVICES = 20  # the failover test: fewer devices, to stay quick
 SEED = "727573742d6532652d31"  # "rust-e2e-1": an arbitrary fixed seed (see the module docstring)
 Z99 = 2.5758293035489004  # the two-sided 99 % normal quantile
 LABELS = ["games", "social", "news", "other"]
@@ -122,3 +125,27 @@ def test_rust_devices_upload_and_the_python_decoder_recovers_the_truth(tmp_path:
         for item, count in true[name].items():
             r = rows[item]
             assert abs(r["estimate"] - count) <= Z99 * r["std_error"], (name, item, r, count)
+
+
+def test_rust_uploader_fails_over_from_a_dead_endpoint_to_the_live_collector(tmp_path: Path) -> None:
+    """The endpoint list ``[a port nothing listens on, the live collector]``: each device's upload call starts with
+    the dead port, fails over at once, and every report is acknowledged and stored once."""
+    from ldp.collector.config import new_token
+
+    program()
+    token = new_token()
+    config = write_collector_config(tmp_path, APP, token, SPEC)
+    (tmp_path / "devices.json").write_text(json.dumps(devices()[:FAILOVER_DEVICES]))
+    reports = FAILOVER_DEVICES * len(METRICS)
+    with serve(config, tmp_path / "server.log") as served:
+        dead = next(p for p in iter(free_port, None) if p != served.port)  # bound then closed: connections refused
+        endpoints = f"http://127.0.0.1:{dead}/v1/reports,{served.url}/v1/reports"
+        first = run_devices(tmp_path, endpoints, token)
+        again = run_devices(tmp_path, endpoints, token)
+    assert first["recorded"] == first["acknowledged"] == first["accepted"] == reports, first
+    assert first["rejected"] == {} and first["duplicates"] == 0 and first["pending"] == 0, first
+    assert again["acknowledged"] == again["accepted"] == 0 and again["pending"] == 0, again
+    with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
+        folded = wait_for_fold(served, APP, reports, FAILOVER_DEVICES, FOLD_TIMEOUT)
+    assert folded["accepted"] == reports, folded  # stored once: no report twice
+    assert all(m["n"] == FAILOVER_DEVICES for m in folded["metrics"]), folded

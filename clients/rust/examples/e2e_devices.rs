@@ -2,7 +2,8 @@
 //!
 //! For each device `d` of the DEVICES file (a JSON list of `[metric, value]` lists), opens a `TelemetryClient` on its
 //! own `FileStore` folder `STATES/d<d>`, records its values unless that folder already holds a state (a second run
-//! resumes: it only uploads what is left), and uploads through the `Uploader` to URL. Prints one JSON line:
+//! resumes: it only uploads what is left), and uploads through the `Uploader` to URL (one collector URL, or several
+//! separated by commas: the endpoint list, failed over in that order). Prints one JSON line:
 //! `recorded`, `acknowledged`, `accepted`, `rejected`, `duplicates`, `pending` (left after the upload) and `spec`
 //! (the spec's fingerprint).
 //!
@@ -25,7 +26,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let spec = CollectionSpec::parse(&std::fs::read_to_string(spec_path)?)?;
     let devices: Vec<Vec<(String, Value)>> = serde_json::from_str(&std::fs::read_to_string(devices_path)?)?;
     let seed = from_hex(seed)?;
-    let mut uploader = Uploader::new(UploadOptions::new(&[url.as_str()], token)?);
+    let endpoints: Vec<&str> = url.split(',').collect();
+    let mut uploader = Uploader::new(UploadOptions::new(&endpoints, token)?);
     let (mut recorded, mut acknowledged, mut accepted, mut duplicates, mut pending) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut rejected = serde_json::Map::new();
     for (d, values) in devices.iter().enumerate() {

@@ -944,10 +944,26 @@ pub struct LdpUploadResult {
     pub next_upload_at: f64,
 }
 
-/// Uploads the client's due batches over HTTP(S) (the `uploader` feature): `endpoints` is an array of `n_endpoints`
-/// collector URLs (`https://host/v1/reports`, failed over in turn), `token` the app's bearer token,
-/// `timeout_seconds` the deadline of one request from connecting to the end of the reply (≤ 0: 30 s),
-/// `call_timeout_seconds` that of the whole call (≤ 0: none). What was not acknowledged stays queued.
+/// Uploads the client's due batches over HTTP(S) (the `uploader` feature) into `*result`: `endpoints` is an array
+/// of `n_endpoints` (1 to 64) distinct collector URLs (`https://host/v1/reports`), in the order they are tried, `token`
+/// the app's bearer token, `timeout_seconds` the deadline of one request from connecting to the end of the reply
+/// (≤ 0: 30 s), `call_timeout_seconds` that of the whole call (≤ 0: none). What was not acknowledged stays queued.
+///
+/// One collector is an array of one: `const char *url = "https://collector.example.com/v1/reports";` then
+/// `ldp_client_upload(client, &url, 1, token, 0, 0, &result)`. Several are replicas of one collector (`ldp serve`
+/// over shared storage, or balancers), failed over as the Rust `Uploader` does:
+///
+/// - each call starts with the first endpoint; once one acknowledged a batch, the next batches of the call go to it;
+/// - no reply by the deadline, a connection error, 408, 503 or another 5xx sends the batch's next request to the next
+///   endpoint (cyclically) at once; when every endpoint has failed in a row, the call waits (`Retry-After` of a 503,
+///   else back-off growing with each full round) and goes on with the next endpoint;
+/// - 429 waits on the same endpoint, 413 splits the batch on it, other 4xx stop the call with
+///   `LDP_UPLOAD_REJECTED`;
+/// - 8 requests per batch in all, whichever endpoints they went to (then `LDP_TRANSPORT_ERROR`).
+///
+/// The batch keeps its id on every endpoint: the collector side counts it once. To spread devices over replicas,
+/// shuffle the array per device. Refused before anything is sent: a null or empty array or a null entry
+/// (`LDP_INVALID_ARGUMENT`), a URL that is not `http(s)://host/...` or the same URL twice (`LDP_VALUE_ERROR`).
 ///
 /// # Safety
 /// Pointers valid as documented; `endpoints` holds `n_endpoints` NUL-terminated strings.

@@ -39,10 +39,23 @@ pub struct UploadResult {
     pub next_upload_at: f64,
 }
 
-/// How to upload: the collector endpoints (`https://host/v1/reports`, tried in turn: a failed attempt moves to the
-/// next), the app's bearer token, the deadline of one request from connecting to the end of the reply
-/// (`timeout`), of the whole call (`call_timeout`), tries per batch (`max_attempts`), the back-off cap
+/// How to upload: the collector endpoints (`https://host/v1/reports`, several for failover: see [`Uploader`]), the
+/// app's bearer token, the deadline of one request from connecting to the end of the reply (`timeout`), of the whole
+/// call (`call_timeout`), requests per batch part over all endpoints (`max_attempts`), the back-off cap
 /// (`max_delay`) and `gzip`. `sleep`, `clock` (Unix seconds) and `jitter` (uniform in [0, 1)) are for tests.
+///
+/// ```
+/// use ldp_client::upload::UploadOptions;
+///
+/// // One collector.
+/// let one = UploadOptions::new(&["https://collector.example.com/v1/reports"], "app-token")?;
+/// // Replicas over shared storage: the first is tried first, the others when it cannot take a batch.
+/// let replicas = ["https://a.collector.example.com/v1/reports", "https://b.collector.example.com/v1/reports"];
+/// let options = UploadOptions::new(&replicas, "app-token")?;
+/// assert_eq!(options.endpoints().len(), 2);
+/// # let _ = one;
+/// # Ok::<(), ldp_client::Error>(())
+/// ```
 pub struct UploadOptions {
     endpoints: Vec<String>,
     token: String,
@@ -87,20 +100,26 @@ fn os_jitter() -> f64 {
 }
 
 impl UploadOptions {
-    /// Options for `endpoints` (at least one `http(s)://host/...` URL) and the bearer `token`, with the defaults.
+    /// Options for `endpoints` and the bearer `token`, with the defaults.
+    ///
+    /// `endpoints` is a non-empty list of distinct `http(s)://host/...` URLs (one URL is a list of one), in the
+    /// order the uploader tries them. Callers who want to spread devices over replicas shuffle the list per device:
+    /// the uploader itself always starts a call with the first. An empty list, an entry that is not such a URL or
+    /// the same URL twice is a [`Error::Value`], before anything is sent.
     pub fn new<S: AsRef<str>>(endpoints: &[S], token: &str) -> Result<Self> {
         if endpoints.is_empty() {
             return Err(Error::value("endpoints: give at least one collector URL"));
         }
-        let mut list = Vec::with_capacity(endpoints.len());
+        let mut list: Vec<String> = Vec::with_capacity(endpoints.len());
         for e in endpoints {
             let e = e.as_ref();
-            let uri: ureq::http::Uri = e
-                .parse()
-                .map_err(|_| Error::value(format!("upload url must be http(s)://host/..., got {}", repr(e))))?;
-            let scheme = uri.scheme_str().unwrap_or("");
-            if !matches!(scheme, "http" | "https") || uri.host().is_none_or(str::is_empty) {
-                return Err(Error::value(format!("upload url must be http(s)://host/..., got {}", repr(e))));
+            host_of(e)?;
+            if let Some(first) = list.iter().position(|u| u == e) {
+                return Err(Error::value(format!(
+                    "upload urls name the same endpoint twice (entries {} and {})",
+                    first + 1,
+                    list.len() + 1
+                )));
             }
             list.push(e.to_string());
         }
@@ -119,10 +138,25 @@ impl UploadOptions {
         })
     }
 
-    /// The endpoints.
+    /// The endpoints, in the order they are tried.
     pub fn endpoints(&self) -> &[String] {
         &self.endpoints
     }
+}
+
+/// The `host[:port]` of an upload URL (what the log names: never the path, the query or user info), or the error
+/// refusing the URL.
+fn host_of(url: &str) -> Result<String> {
+    let bad = || Error::value(format!("upload url must be http(s)://host/..., got {}", repr(url)));
+    let uri: ureq::http::Uri = url.parse().map_err(|_| bad())?;
+    let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(bad)?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err(bad());
+    }
+    Ok(match uri.port_u16() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
+    })
 }
 
 /// The reply to one request: status (`None`: no reply), the first bytes of the body, whether there were more, the
@@ -135,6 +169,17 @@ struct Answer {
     error: Option<String>,
 }
 
+impl Answer {
+    /// The status (`HTTP 503`) or the transport error, for messages and the log.
+    fn what(&self) -> String {
+        match (self.status, &self.error) {
+            (Some(s), _) => format!("HTTP {s}"),
+            (None, Some(e)) => e.clone(),
+            (None, None) => "no answer".into(),
+        }
+    }
+}
+
 /// Sends a device's outbox to `ldp serve` (Python's `ldp.client.uploader.upload`): one `POST` per batch part with
 /// `Authorization: Bearer`, `Content-Type: application/x-ndjson`, `Ldp-Batch-Id` and `Content-Encoding: gzip`.
 ///
@@ -142,16 +187,39 @@ struct Answer {
 ///   reply resends the same lines under the same id, to whichever endpoint, and the collector stores them once.
 /// - The reply is classified by [`Reply::classify`]: a sane 2xx acknowledges the part; any other 2xx acknowledges
 ///   nothing; 413 splits the part; 429 and 503 wait `Retry-After` (capped at `max_delay`); no reply by the request's
-///   deadline, connection errors, 408 and other 5xx back off with full jitter and move to the next endpoint;
-///   `max_attempts` tries per part; redirects are refused (they would carry the token elsewhere).
+///   deadline, connection errors, 408 and other 5xx back off with full jitter; `max_attempts` requests per part;
+///   redirects are refused (they would carry the token elsewhere); any other status stops the call.
 /// - One deadline per request covers connecting, sending and reading the whole reply, and the reply is read at most
 ///   64 KiB: a collector that trickles or floods its reply cannot hold the call or its memory.
 /// - The call ends by `call_timeout`: the parts not sent stay in the outbox ([`Stopped::Deadline`]).
 ///
+/// # Several endpoints: failover
+///
+/// The endpoints of [`UploadOptions`] are replicas of one collector (`ldp serve` over shared storage, or
+/// balancers): the same part goes under the same batch id to whichever replica takes it, and the shuffler stage
+/// downstream counts a batch once, so a part retried on another replica after a lost reply is counted once.
+///
+/// - Each call starts with the first endpoint. Once an endpoint acknowledged a part, the following parts of the
+///   call go to it (sticky).
+/// - A failure saying "this replica cannot take it now" — no reply by the request's deadline, a connection error,
+///   408, 503 or another 5xx — sends the part's next request to the next endpoint of the list (cyclically), at
+///   once, as long as some endpoint has not failed for this part since the last wait. When every endpoint has
+///   failed in a row (a full round), the uploader waits as with one endpoint: the `Retry-After` of the round's last
+///   reply if it was a 503 carrying one (capped at `max_delay`), else full-jitter back-off whose exponent is the
+///   number of failed rounds (1 for the first wait, 2 for the second, …); the next round starts with the endpoint
+///   after the last one tried. With one endpoint, every failure is a full round: the behaviour of one URL.
+/// - 429 (the fleet asks to slow down) waits on the same endpoint; 413 splits the part on the same endpoint; any
+///   other 4xx, a redirect or an insane 2xx stops the call (every replica would answer the same).
+/// - `max_attempts` counts every request of a part, whichever endpoint it went to.
+/// - Switching logs one `info` line (the [`log`](https://docs.rs/log) crate) naming both hosts and the status or
+///   error.
+///
+/// Callers who want to spread devices over replicas shuffle the endpoint list per device; the uploader does not.
+///
 /// Nothing here logs a report line or the token. One upload at a time per outbox.
 pub struct Uploader {
     options: UploadOptions,
-    endpoint: usize,
+    hosts: Vec<String>,
 }
 
 impl fmt::Debug for Uploader {
@@ -172,7 +240,9 @@ struct Tally {
 impl Uploader {
     /// An uploader with `options`.
     pub fn new(options: UploadOptions) -> Self {
-        Uploader { options, endpoint: 0 }
+        // The URLs were checked by `UploadOptions::new`.
+        let hosts = options.endpoints.iter().map(|e| host_of(e).unwrap_or_else(|_| "?".into())).collect();
+        Uploader { options, hosts }
     }
 
     fn post(&self, url: &str, request: &UploadRequest, deadline: Duration) -> Answer {
@@ -219,19 +289,23 @@ impl Uploader {
         Answer { status: Some(status), body, over, retry_after, error: None }
     }
 
-    /// Full jitter: uniform in `[0, min(max_delay, 2^(attempt − 1))]` seconds.
-    fn backoff(&mut self, attempt: u32) -> Duration {
-        let cap = self.options.max_delay.as_secs_f64().min(2f64.powi(attempt.saturating_sub(1).min(1023) as i32));
+    /// Full jitter: uniform in `[0, min(max_delay, 2^(round − 1))]` seconds (`round` ≥ 1: the waits so far for the
+    /// part, this one included).
+    fn backoff(&mut self, round: u32) -> Duration {
+        let cap = self.options.max_delay.as_secs_f64().min(2f64.powi(round.saturating_sub(1).min(1023) as i32));
         Duration::from_secs_f64((self.options.jitter)() * cap)
     }
 
-    /// Sends the outbox's due batches; what was not acknowledged stays queued. An error (the collector refused a
-    /// batch for good, a batch not delivered after `max_attempts` tries, an insane reply) returns with what was done
-    /// before it in the error's message; the outbox keeps the batch.
+    /// Sends the outbox's due batches, starting with the first endpoint (see [`Uploader`] for the failover rules);
+    /// what was not acknowledged stays queued. An error (the collector refused a batch for good, a batch not
+    /// delivered after `max_attempts` requests, an insane reply) returns with what was done before it in the error's
+    /// message; the outbox keeps the batch.
     pub fn upload(&mut self, outbox: &dyn Outbox) -> Result<UploadResult> {
         let start = Instant::now();
         let call_end = self.options.call_timeout.map(|t| start + t);
         let past = |t: Instant| call_end.is_some_and(|end| t >= end);
+        let n = self.options.endpoints.len();
+        let mut current = 0; // the endpoint in use: the first, then the last one that acknowledged a part
         let mut tally = Tally::default();
         let mut limit = None;
         let mut stopped = None;
@@ -242,14 +316,22 @@ impl Uploader {
             }
             let Some(part) = outbox.next_batch(limit)? else { break };
             let request = UploadRequest::new(&part, &self.options.token, self.options.gzip)?;
+            let mut failed = 0; // endpoints that failed in a row for this part since its last wait
+            let mut rounds = 0; // the part's waits so far
             for attempt in 1..=self.options.max_attempts {
-                let url = self.options.endpoints[self.endpoint % self.options.endpoints.len()].clone();
                 let now = Instant::now();
                 let mut deadline = self.options.timeout;
                 if let Some(end) = call_end {
                     deadline = deadline.min(end.saturating_duration_since(now));
                 }
-                let answer = self.post(&url, &request, deadline);
+                let answer = self.post(&self.options.endpoints[current], &request, deadline);
+                log::debug!(
+                    "upload of batch {} ({} line(s)) to {}: {}",
+                    part.id,
+                    part.reports.len(),
+                    self.hosts[current],
+                    answer.what()
+                );
                 let reply = Reply::classify(
                     answer.status,
                     &answer.body,
@@ -258,9 +340,10 @@ impl Uploader {
                     &part,
                     (self.options.clock)(),
                 );
-                let wait = match reply {
+                let retry_after = match reply {
                     Reply::Acknowledge(a) => {
                         let done = outbox.acknowledge_batch(&part.id, &part.ids())?;
+                        log::debug!("acknowledged {done} uploaded report(s)");
                         tally.batches += 1;
                         tally.acknowledged += done as u64;
                         tally.accepted += a.accepted;
@@ -275,32 +358,70 @@ impl Uploader {
                         continue 'parts;
                     }
                     Reply::Split => {
-                        limit = Some(outbox.split_batch(&part.id)?);
+                        let first = outbox.split_batch(&part.id)?;
+                        log::info!(
+                            "batch {} was too large for {}: split in two ({first} line(s) at most)",
+                            part.id,
+                            self.hosts[current]
+                        );
+                        limit = Some(first);
                         continue 'parts;
                     }
-                    Reply::Fail(e) => return Err(e),
-                    Reply::RetryAfter(s) => Duration::from_secs_f64(s.min(self.options.max_delay.as_secs_f64())),
-                    Reply::Backoff => self.backoff(attempt),
+                    Reply::Fail(e) => {
+                        log::warn!("upload stopped: {e}");
+                        return Err(e);
+                    }
+                    Reply::RetryAfter(s) => Some(s),
+                    Reply::Backoff => None,
                 };
-                self.endpoint += 1; // the next attempt goes to the next collector
                 if past(Instant::now()) {
                     stopped = Some(Stopped::Deadline);
                     break 'parts;
                 }
                 if attempt == self.options.max_attempts {
-                    let what = match (answer.status, &answer.error) {
-                        (Some(s), _) => format!("HTTP {s}"),
-                        (None, Some(e)) => e.clone(),
-                        (None, None) => "no answer".into(),
-                    };
-                    return Err(Error::Transport(format!(
-                        "batch {} not delivered after {} attempt(s) (last: {what})",
-                        part.id, self.options.max_attempts
-                    )));
+                    let e = Error::Transport(format!(
+                        "batch {} not delivered after {} attempt(s) (last: {})",
+                        part.id,
+                        self.options.max_attempts,
+                        answer.what()
+                    ));
+                    log::warn!("upload stopped: {e}");
+                    return Err(e);
                 }
+                let from = current;
+                if answer.status != Some(429) && n > 1 {
+                    // This replica cannot take the part now: the next one, at once while a round is not over.
+                    current = (current + 1) % n;
+                    failed += 1;
+                    if failed < n {
+                        log::info!(
+                            "upload to {}: {}; failing over to {}",
+                            self.hosts[from],
+                            answer.what(),
+                            self.hosts[current]
+                        );
+                        continue;
+                    }
+                }
+                failed = 0;
+                rounds += 1;
+                let wait = match retry_after {
+                    Some(s) => Duration::from_secs_f64(s.min(self.options.max_delay.as_secs_f64())),
+                    None => self.backoff(rounds),
+                };
                 if past(Instant::now() + wait) {
                     stopped = Some(Stopped::Deadline);
                     break 'parts;
+                }
+                if current == from {
+                    log::info!("upload to {}: {}; retrying in {wait:.3?}", self.hosts[from], answer.what());
+                } else {
+                    log::info!(
+                        "upload to {}: {}; every endpoint failed: retrying on {} in {wait:.3?}",
+                        self.hosts[from],
+                        answer.what(),
+                        self.hosts[current]
+                    );
                 }
                 (self.options.sleep)(wait);
             }
@@ -312,6 +433,13 @@ impl Uploader {
             None => Stopped::Empty,
         };
         tally.rejected.sort();
+        log::info!(
+            "uploaded {} batch(es) to {}: {} report(s) acknowledged, {} duplicate batch(es); stopped: {stopped:?}",
+            tally.batches,
+            self.hosts[current],
+            tally.acknowledged,
+            tally.duplicates
+        );
         Ok(UploadResult {
             batches: tally.batches,
             acknowledged: tally.acknowledged,
