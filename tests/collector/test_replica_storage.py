@@ -114,6 +114,27 @@ def test_storage_needs_a_replica_name_and_a_supported_url(tmp_path: Path) -> Non
     assert json.dumps(dict(cfg.storage.options)) == "{}"
 
 
+def test_a_slow_store_slows_acknowledgements_and_loses_nothing(tmp_path: Path, s3: Any, credentials: None) -> None:
+    """Each answer of the store held 0.3 s (within the timeouts): uploads are acknowledged later, never before their
+    chunk is stored; the replica stays ready; everything acknowledged is in the store once."""
+    relay = Outage(s3.port)
+    url = f"{s3.bucket('ldp-slow')}/t{time.monotonic_ns()}"
+    store = open_store(url, s3.options())
+    try:
+        with TestClient(create_app(config(tmp_path, "r1", url, relay.endpoint))) as c:
+            assert post(c, GOOD[0], "fast").status_code == 200
+            relay.delay = 0.3
+            t0 = time.monotonic()
+            for i in range(1, 4):
+                assert post(c, GOOD[i], f"slow{i}").status_code == 200
+            assert time.monotonic() - t0 >= 3 * 0.3  # each waited for its chunk
+            assert c.get("/readyz").status_code == 200
+    finally:
+        relay.down()
+    stored = Counter(b.batch_id for k in store.list("apps/demo/incoming/") for b in decode_chunk(store.get(k)))
+    assert stored == Counter({"fast": 1, "slow1": 1, "slow2": 1, "slow3": 1})
+
+
 def test_a_replica_folds_the_shuffled_segments_of_the_store_not_its_chunks(tmp_path: Path, s3: Any,
                                                                              credentials: None) -> None:
     """With [fold], a replica over shared storage folds what the shuffler wrote to the store: nothing before the

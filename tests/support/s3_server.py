@@ -92,11 +92,13 @@ def s3_server(log: Path) -> Iterator[S3Server]:
 
 class Outage:
     """A TCP relay in front of a server that can be cut: :meth:`down` refuses new connections and drops the open
-    ones (the store is unreachable), :meth:`up` relays again on the same port."""
+    ones (the store is unreachable), :meth:`up` relays again on the same port. ``delay``: seconds each piece of the
+    server's answers is held (a slow store)."""
 
     def __init__(self, target_port: int) -> None:
         import threading
 
+        self.delay = 0.0
         self.target_port, self.port = target_port, free_port()
         self._lock = threading.Lock()
         self._conns: list[socket.socket] = []
@@ -149,13 +151,14 @@ class Outage:
                 continue
             with self._lock:
                 self._conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, slow in ((client, upstream, False), (upstream, client, True)):
+                threading.Thread(target=self._pipe, args=(a, b, slow), daemon=True).start()
 
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket, slow: bool) -> None:
         try:
             while data := src.recv(65536):
+                if slow and self.delay > 0:
+                    time.sleep(self.delay)
                 dst.sendall(data)
         except OSError:
             pass
