@@ -91,6 +91,15 @@ def input_sha256(f: InputRef, storage_options: Mapping[str, Any] | None = None) 
     return remote_sha256(f, storage_options) if isinstance(f, str) and is_remote(f) else sha256_file(f)
 
 
+def _unchanged(f: InputRef, old: Mapping[str, Any], storage_options: Mapping[str, Any] | None) -> bool:
+    """Whether a folded input still holds what was folded: same size and SHA-256 — or, for an object whose entry
+    has its ETag, the same size, time and ETag (an object is replaced whole, never changed in place, and rereading
+    every folded object to hash it would cost its whole size again at every run)."""
+    if isinstance(f, str) and is_remote(f) and old.get("etag"):
+        return tuple(remote_stat(f, storage_options)) == (old["size"], old["mtime_ns"], old["etag"])
+    return input_stat(f, storage_options)[0] == old["size"] and input_sha256(f, storage_options) == old["sha256"]
+
+
 def input_exists(key: str, storage_options: Mapping[str, Any] | None = None) -> bool:
     """Whether the input of manifest key ``key`` is still there."""
     return remote_exists(key, storage_options) if is_remote(key) else os.path.exists(key)
@@ -133,7 +142,7 @@ def plan_inputs(files: Sequence[InputRef], manifest: Manifest, fmt: str | None, 
         old = manifest.entries.get(real)
         if old is None:
             new.append(real)
-        elif input_stat(f, opts)[0] == old["size"] and input_sha256(f, opts) == old["sha256"]:
+        elif _unchanged(f, old, opts):
             plan.skipped.append(os.fspath(f))
         else:
             changed.add(real)

@@ -77,7 +77,7 @@ def fold_input(path: str, fmt: str, spec_docs: list[dict[str, Any]], by_window: 
         with fetched(path, storage_options) as (local, version):
             blob, stats, rejects = fold_input(os.fspath(local), fmt, spec_docs, by_window, source, rejects_path,
                                               chunk_bytes, fast, progress, None, parquet_unverified)
-        return blob, {**stats, "size": version.size, "mtime_ns": version.mtime_ns}, rejects
+        return blob, {**stats, "size": version.size, "mtime_ns": version.mtime_ns, "etag": version.etag}, rejects
     specs = spec_index([CollectionSpec.from_dict(d) for d in spec_docs])
     before = os.stat(path)
     same = known is not None and (before.st_size, before.st_mtime_ns) == known[:2]

@@ -178,3 +178,24 @@ def test_store_options_are_key_value_or_refused(key, value):
     with pytest.raises(argparse.ArgumentTypeError):
         store_option(key.replace("=", ""))  # no "=" at all
     assert is_remote(f"s3://{key}") and not is_remote(f"file://{key}") and is_remote(key) == ("://" in key and not key.startswith("file://"))
+
+
+def test_a_rerun_checks_folded_objects_by_etag_without_reading_them(spec, tmp_path, files, s3, monkeypatch):
+    import ldp.server.inputs as inputs
+
+    url, opts = upload(s3, files)
+    aggregate_files([url], spec, tmp_path / "job", storage_options=opts)
+
+    def no_reading(*args):
+        raise AssertionError("a folded, unchanged object was read again")
+
+    monkeypatch.setattr(inputs, "remote_sha256", no_reading)
+    again = aggregate_files([url], spec, tmp_path / "job", storage_options=opts)
+    assert again.processed == [] and len(again.skipped) == 6
+    monkeypatch.undo()
+    store = open_store(url, opts)
+    store.put("a.ldpe", store.get("a.ldpe")[:-1])  # replaced with other content: a new ETag
+    with pytest.raises(InputChangedError, match="a.ldpe changed since it was aggregated"):
+        aggregate_files([url], spec, tmp_path / "job", storage_options=opts)
+    redone = aggregate_files([url], spec, tmp_path / "job", storage_options=opts, on_change="reprocess")
+    assert redone.processed == [f"{url}/a.ldpe"]
