@@ -30,9 +30,13 @@ def register(subparsers: Any) -> None:
                    help="how long past a window's end its chunks may still arrive before it is mixed (default 300)")
     s.add_argument("--dedup-days", type=number(float, 0, 3650, low_open=True), default=7.0, metavar="DAYS",
                    help="how long a mixed batch id is remembered against retries (default 7)")
-    s.add_argument("--min-reports", type=number(int, 0, 1 << 62), default=0, metavar="N",
+    s.add_argument("--spec", action="append", default=[], metavar="FILE",
+                   help="the app's collection spec (repeatable): the central ε each metric gets from the anonymity "
+                        "set of each window mixed, and --min-reports from its release thresholds")
+    s.add_argument("--min-reports", type=number(int, 0, 1 << 62), default=None, metavar="N",
                    help="hold a window of fewer than N reports (a report would hide among too few) until late chunks "
-                        "make it large enough, or --hold-days past its end, when it is withheld for good")
+                        "make it large enough, or --hold-days past its end, when it is withheld for good (default: "
+                        "the smallest release.min_reports of the specs, else 0)")
     s.add_argument("--hold-days", type=number(float, 0, 3650), default=7.0, metavar="DAYS",
                    help="how long a window below --min-reports waits (default 7)")
     s.add_argument("--keep-originals", action="store_true",
@@ -53,14 +57,21 @@ def shuffle_command(args: argparse.Namespace) -> int:
         from ldp.storage import open_store
 
         options = dict(args.store_option)
+        from ldp.shuffler.central import spec_min_reports, window_guarantees
+        from ldp.spec import CollectionSpec
+
+        specs = {s.fingerprint: s for s in map(CollectionSpec.load, args.spec)}
+        min_reports = args.min_reports if args.min_reports is not None else spec_min_reports(specs.values())
         store = open_store(args.store, options or None)
         run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
-                          keep_originals=args.keep_originals, min_reports=args.min_reports,
+                          keep_originals=args.keep_originals, min_reports=min_reports,
                           hold_seconds=args.hold_days * 86400)
+        central = window_guarantees(run.windows, specs) if specs else None
     except BAD_INPUT as exc:
         return report_error("ldp shuffle", exc)
     if args.json:
-        print(json.dumps(run.to_dict(), indent=1, sort_keys=True))
+        print(json.dumps({**run.to_dict(), **({"central": central} if central is not None else {})}, indent=1,
+                         sort_keys=True))
         return 0
     for rid in run.resumed:
         print(f"finished the interrupted run {rid}")
@@ -73,6 +84,11 @@ def shuffle_command(args: argparse.Namespace) -> int:
         where = f"withheld ({w['withheld']})" if w.get("withheld") else w["segment"] or "(nothing new)"
         print(f"  window {window}: {w['reports']:,} reports from {w['batches']:,} batches of {w['replicas']} "
               f"replica(s) -> {where}")
+        for m in (central or {}).get(window, {}).values():
+            c = m["central"]
+            figure = (f"central ε={c['epsilon']:.4g}, δ={c['delta']:.0e} (one report among {m['n']:,})"
+                      if c else m.get("note", "no central guarantee"))
+            print(f"    {m['metric']}: {figure}")
     if run.held:
         print(f"  held: {sum(run.held.values())} batches of windows not ended yet")
     return 0

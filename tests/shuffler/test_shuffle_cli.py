@@ -45,3 +45,46 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
 def test_option_combinations_never_end_in_an_internal_error(extra: list[str]) -> None:
     code, _, err = call_main(["shuffle", "--store", "/nonexistent/ldp-store", "--app", "demo", *extra])
     assert code in (0, 2) and "internal error" not in err and "Traceback" not in err
+
+
+def test_with_the_spec_each_metric_gets_its_central_guarantee_and_min_reports(tmp_path: Path) -> None:
+    """--spec: each metric's central ε from the reports of it the window's segment holds (below its local ε₀), a
+    line it cannot place named so; and the spec's release.min_reports holds a window too small."""
+    from support import ROOT
+
+    from ldp.shuffler import ChunkBatch
+    from ldp.spec import CollectionSpec
+
+    spec_path = ROOT / "examples" / "collection.json"
+    spec = CollectionSpec.load(spec_path)
+    good = [ln for ln in (ROOT / "examples" / "reports.jsonl").read_bytes().splitlines(keepends=True)
+            if ln.startswith(b'{"spec":"' + spec.fingerprint.encode())]
+    store = LocalStore(tmp_path / "s")
+    foreign = b'{"spec":"0000000000000000","metric":"x","window":1,"report":{}}\n'
+    write(store, "r1", 1, ChunkBatch("g1", DAY, DAY, b"".join(good[:200])), ChunkBatch("f", DAY, DAY, foreign))
+    write(store, "r2", 1, ChunkBatch("g2", DAY, DAY, b"".join(good[200:400])))
+    code, out, err = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--spec", str(spec_path),
+                                "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    (window,) = doc["central"].values()
+    assert window["0000000000000000/x"]["central"] is None and "not a metric" in window["0000000000000000/x"]["note"]
+    ours = [m for k, m in window.items() if k.startswith(spec.fingerprint)]
+    assert sum(m["n"] for m in ours) == 400 and ours
+    for m in ours:
+        if m["central"] is not None:
+            assert m["central"]["epsilon"] <= m["epsilon0"] and m["central"]["n"] == m["n"]
+    code, text, _ = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--spec", str(spec_path)])
+    assert code == 0 and "nothing to mix" in text  # consumed
+
+    strict = json.loads(spec_path.read_text())
+    strict["release"] = {"min_reports": 10_000}
+    (tmp_path / "strict.json").write_text(json.dumps(strict))
+    yesterday = (int(time.time()) // DAY - 1) * DAY
+    write(store, "r1", 2, ChunkBatch("g3", yesterday, DAY, b"".join(good[:50])), at=yesterday + 60)
+    code, out, _ = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--spec",
+                              str(tmp_path / "strict.json"), "--grace", "0", "--json"])
+    assert code == 0 and json.loads(out)["windows"] == {}  # 50 < 10,000: held (for a week by default)
+    code, out, _ = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--spec",
+                              str(tmp_path / "strict.json"), "--grace", "0", "--min-reports", "10", "--json"])
+    assert code == 0 and list(json.loads(out)["windows"].values())[0]["reports"] == 50  # the flag wins
