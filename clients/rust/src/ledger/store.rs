@@ -39,7 +39,7 @@ pub trait StoreTransaction {
     fn drop_head(&mut self, count: usize) -> Result<()>;
 }
 
-/// Where a device's state and outbox live. [`StateStore::transact`] runs a closure exclusively (across threads,
+/// Where a device's state and outbox live. [`StateStore::transact_dyn`] runs a closure exclusively (across threads,
 /// and for [`FileStore`] across processes) and commits what it changed atomically: the state and the reports it
 /// appended are both kept, or, if the closure fails or the process dies first, neither. A charge and the report it
 /// pays for are therefore written together or not at all.
