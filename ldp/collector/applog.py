@@ -9,8 +9,9 @@ the sums (:class:`~ldp.collector.journal.SeenIndex`), with nothing that ties a l
 :meth:`AppLog.commit` stores a group of batches: their lines appended to the open segment and fsynced, *then*
 their journal lines appended and fsynced; a batch id in a journal is answered as a duplicate. **Closing** a
 segment (:meth:`AppLog.finish_close`, on the chores thread; each step durable, the whole idempotent): its lines
-shuffled into ``closed/.<name>.part``; the closed name chosen and written to its journal; the part renamed to it
-and dated to its window; its ids and sums appended to the seen index; the open segment and its journal removed.
+shuffled into a new ``closed/.<name>.part`` (by the close worker, :mod:`ldp.collector.closer`, out of the server's
+GIL); the closed name chosen and written to its journal; the part renamed to it and dated to its window; its ids
+and sums appended to the seen index; the open segment and its journal removed.
 On start, :meth:`AppLog.recover` cuts each open segment back to the end of its last journaled batch (bytes past
 it belong to batches never acknowledged, which their clients resend) and closes it, resuming a close where it
 stopped, so a batch id is stored once within the dedup horizon. Rejected lines are stored within bounds
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ldp.collector.closer import write_part
 from ldp.collector.config import Limits
 from ldp.collector.ingest import BatchCounts
 from ldp.collector.journal import (
@@ -48,7 +50,7 @@ from ldp.collector.journal import (
     sums,
 )
 from ldp.collector.rejects import RejectKeeper, RejectSpan
-from ldp.collector.shuffle import closed_name, shuffle_lines
+from ldp.collector.shuffle import closed_name
 from ldp.server.store import fsync_dir, write_all, write_atomic
 
 __all__ = ["Batch", "Stored", "AppStats", "AppLog", "OLD_JOURNAL", "split_new"]
@@ -125,6 +127,9 @@ class AppLog:
         self._seq = 0
         self.damaged: tuple[int, int] | None = None  # (segment size, journal size) to cut back to
         self.deferred: list[Callable[[], None]] = []  # closes that failed on start, for the chores thread
+        self.write_part: Callable[[Path, int, Path], None] = write_part
+        """Writes a closing segment's shuffled, fsynced copy (:mod:`ldp.collector.closer`): in-process, or in the
+        close worker (:class:`~ldp.collector.closer.PartWriter`, which the collector sets once recovered)."""
 
     def known(self, batch_id: str) -> BatchCounts | ClosedCounts | None:
         """The counts of a batch stored within the dedup horizon (only its line count once its segment closed)."""
@@ -288,12 +293,7 @@ class AppLog:
         if journal.closed_as is None:
             if not path.exists():
                 raise RuntimeError(f"{journal.path} lists batches but their segment {path} is gone")
-            with open(path, "rb") as fh:  # the acknowledged bytes (a failed write may have left more)
-                data = fh.read(journal.end)
-            with open(part, "wb") as fh:
-                fh.write(shuffle_lines(data))
-                fh.flush()
-                os.fsync(fh.fileno())
+            self.write_part(path, journal.end, part)  # the acknowledged bytes (a failed write may have left more)
             journal.mark_closed(closed_name(w))
         assert journal.closed_as is not None
         name = journal.closed_as

@@ -6,7 +6,9 @@ queued at once and commits them with one fsync of each file touched (group commi
 :class:`~ldp.collector.applog.AppLog` (the segment files and the journal, recovered on :meth:`~SegmentWriter.start`).
 A batch is acknowledged (its ``done`` called) only after its lines and then its journal line are fsynced. The slow,
 non-urgent file work (moving rotated segments to ``closed/``, rewriting the ``DATA/ingest.json`` counters) runs
-on a second thread, so that a batch never waits behind it.
+on a second thread, so that a batch never waits behind it; the heaviest of it (shuffling a closing segment's copy)
+in a worker process (:class:`~ldp.collector.closer.PartWriter`), in short slices, so that it neither holds the GIL
+the event loop needs nor keeps a core or the disk from it for long.
 
 **Storage errors heal.** A failed write (``ENOSPC``, ``EIO``) answers its batches 503 and puts the writer in error:
 uploads get 503 with ``Retry-After`` and ``/healthz`` says why. Every :data:`PROBE_SECONDS` the writer thread cuts
@@ -29,6 +31,7 @@ from typing import Any
 
 from ldp.collector.applog import AppLog, Batch, Stored
 from ldp.collector.chunklog import ChunkLog
+from ldp.collector.closer import PartWriter, write_part
 from ldp.collector.config import AppConfig, CollectorConfig
 from ldp.collector.ingest import BatchCounts
 from ldp.collector.journal import ClosedCounts, coarse
@@ -89,6 +92,9 @@ class SegmentWriter:
         # thread, so that a batch never waits behind it for its fsync and its answer
         self.jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._chores: threading.Thread | None = None
+        self.parts = PartWriter()
+        """Writes the shuffled copies of closing segments in a worker process (:mod:`ldp.collector.closer`), so that
+        the close's work neither holds the GIL the event loop needs nor takes a core from it for long."""
 
     @property
     def healthy(self) -> bool:
@@ -118,8 +124,10 @@ class SegmentWriter:
     def start(self) -> dict[str, dict[str, int]]:
         """Recover every app (see :meth:`AppLog.recover`) and start the writer thread."""
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
-        cut = {name: log.recover() for name, log in self.logs.items()}
+        cut = {name: log.recover() for name, log in self.logs.items()}  # in-process: nothing is served yet
         for log in self.logs.values():
+            if isinstance(log, AppLog):
+                log.write_part = self.parts
             for close in log.deferred:
                 self.jobs.put(close)
             log.deferred.clear()
@@ -161,7 +169,10 @@ class SegmentWriter:
         if self._chores is not None and self._chores.is_alive():
             self.jobs.put(None)
             self._chores.join(timeout)
+        self.parts.stop()
         for log in self.logs.values():
+            if isinstance(log, AppLog):
+                log.write_part = write_part  # nothing is served any more: in-process, no worker started for it
             try:
                 log.close()
             except OSError:

@@ -56,7 +56,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     """``os.write`` until every byte of ``data`` is written (a write may take only a part)."""
     view = memoryview(data)
     while view:
