@@ -25,7 +25,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the tests): its siblings, after the
+    sys.path.append(str(Path(__file__).resolve().parent))  # repository (benchmark.py --source puts that first)
 from bench_collector import SPEC_DOC, Server, free_port, load, make_pool, percentile  # noqa: E402
 from scale_out import BUCKET, CREDENTIALS, s3_server  # noqa: E402
 

@@ -33,7 +33,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the tests): its siblings, after the
+    sys.path.append(str(Path(__file__).resolve().parent))  # repository (benchmark.py --source puts that first)
 from bench_collector import Server, free_port  # noqa: E402  (the ldp serve harness)
 
 from ldp.client import TelemetryClient  # noqa: E402
