@@ -212,3 +212,45 @@ def test_bad_parameters_are_refused(store: Store) -> None:
                    {"min_reports": True}, {"min_reports": 2.5}):
         with pytest.raises(ValueError):
             shuffle_app(store, "demo", now=W0, **kwargs)  # type: ignore[arg-type]
+
+
+class Writing:
+    """A store on which a replica writes one more chunk at every step of a shuffler's run (its commits go on while
+    the shuffler runs, and a replica killed mid-write leaves no object: a chunk is one PUT)."""
+
+    def __init__(self, inner: Store) -> None:
+        import threading
+
+        self.inner, self.written = inner, Counter[bytes]()
+        self.seq, self.lock = 100, threading.Lock()  # the shuffler deletes from several threads
+
+    def _replica_commits(self) -> None:
+        with self.lock:
+            self.seq += 1
+            late = batch(f"late{self.seq}", 2, window=W0 + 5 * DAY)  # a window not ended at the run's time
+            write(self.inner, "r3", self.seq, late, at=W0 + 5 * DAY + 1)
+            self.written.update(late.lines.splitlines())
+
+    def create(self, key: str, data: bytes) -> bool:
+        self._replica_commits()
+        return self.inner.create(key, data)
+
+    def delete(self, key: str) -> None:
+        self._replica_commits()
+        self.inner.delete(key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_chunks_written_during_a_run_are_left_for_the_next(tmp_path: Path) -> None:
+    """A replica committing while the shuffler runs: the run consumes only the chunks it planned; the new ones stay
+    and the next run (their window ended) mixes them, each report once."""
+    store = LocalStore(tmp_path / "s")
+    expected = scenario(store)
+    writing = Writing(store)
+    shuffle_app(writing, "demo", now=W0 + 2 * DAY + 400)  # type: ignore[arg-type]
+    assert writing.written and len(store.list("apps/demo/incoming/")) == writing.seq - 100
+    shuffle_app(store, "demo", now=W0 + 7 * DAY)
+    got = Counter(ln for data in outputs(store).values() for ln in data.splitlines())
+    assert got == expected + writing.written and store.list("apps/demo/incoming/") == []
