@@ -102,11 +102,16 @@ class Dying:
     """A store that dies (raises) at its ``after``-th write or delete, as a process killed there would stop."""
 
     def __init__(self, inner: Store, after: int) -> None:
+        import threading
+
         self.inner, self.after, self.url = inner, after, inner.url
+        self.lock = threading.Lock()  # the shuffler deletes from several threads
 
     def _tick(self) -> None:
-        self.after -= 1
-        if self.after < 0:
+        with self.lock:
+            self.after -= 1
+            dead = self.after < 0
+        if dead:
             raise Killed()
 
     def put(self, key: str, data: bytes) -> None:
