@@ -46,6 +46,14 @@ def options_builder(protocol: str) -> Callable[[argparse.Namespace], Any] | None
     return own_options
 
 
+def _closed_domain(protocol: str, epsilon: float) -> bool:
+    """Does the planner's choice for ``protocol`` at ``ε`` hold a domain of ``d`` values (``--d`` sets it), rather
+    than an open domain of strings (simulated on ``--d`` candidates)?"""
+    from ldp.plan.frequency import default_params
+
+    return default_params(protocol, epsilon, 2).domain_size is not None
+
+
 def _simulated_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """``ldp simulate``'s protocol parameters, population and candidates (open-domain protocols: ``--d``)."""
     from ldp.plan.frequency import PLANNED_PROTOCOLS, default_params
@@ -65,6 +73,8 @@ def _simulated_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         raise ValueError(f"{args.protocol} needs --epsilon (the planner chooses the rest, as `ldp plan` does) "
                          "or its --param values")
     else:
+        if args.d is None and _closed_domain(args.protocol, args.epsilon):
+            raise ValueError(f"{args.protocol} is simulated on a domain of d values: give --d")
         params = default_params(args.protocol, args.epsilon, args.d)
     d = params.domain_size
     if d is None:

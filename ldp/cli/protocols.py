@@ -190,8 +190,25 @@ def params_with_options(params_type: Any, fields: dict[str, Any], epsilon: float
                                  f"--param {', '.join(sorted(fields))} cost ε={realized:.6g} per report, not "
                                  f"{epsilon:g}; give every field as --param KEY=VALUE, or drop --epsilon")
             return params
-    raise ValueError(f"{params_type.protocol} parameters: {missing} (give --epsilon and --d, or the fields as "
-                     "--param KEY=VALUE)") from None
+    raise ValueError(f"{params_type.protocol} parameters: {missing} ({_missing_hint(params_type, given, epsilon, d)})"
+                     ) from None
+
+
+def _missing_hint(params_type: Any, given: dict[str, Any], epsilon: float | None, d: int | None) -> str:
+    """How to give what ``params_type`` lacks: a planned protocol's ``--epsilon`` and ``--d`` (the planner chooses
+    the rest), else ``--epsilon`` and ``--d`` for those fields and ``--param NAME=VALUE`` for the others."""
+    from ldp.plan.frequency import PLANNED_PROTOCOLS
+
+    fields = dataclasses.fields(params_type)
+    if params_type.protocol in PLANNED_PROTOCOLS:
+        closed = "domain_size" in {f.name for f in fields}
+        need = [flag for flag, absent in (("--epsilon", epsilon is None), ("--d", d is None and closed)) if absent]
+        if need:
+            return f"give {' and '.join(need)} (the planner chooses the rest), or the fields as --param KEY=VALUE"
+    lacking = [f.name for f in fields if f.init and f.name not in given and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING]
+    flags = {"epsilon": "--epsilon", "domain_size": "--d"}
+    return "give " + ", ".join(flags.get(n, f"--param {n}=VALUE") for n in lacking)
 
 
 def read_bytes(path: str) -> bytes:

@@ -319,6 +319,33 @@ def _mean_planner(params: Any, found: list[_Moments], tests: int) -> list[str]:
     return out
 
 
+TOP_UPS = 3
+"""The most top-ups of a run whose measured spread asks for more collections than its pilot's did."""
+
+
+def _sized_run(params: Any, seed: int, item: int | None, k: float) -> tuple[list[list[_Moments]], dict[str, int]]:
+    """The collections of each path, as many as the pooled test needs: ``T = (k·s)²`` in all, ``k = (z_α/2 +
+    z_β)/0.1``, ``s`` the SD of ``Q`` — first from a pilot run (its upper bound), then from the run itself, topped up
+    (at the same truth; ``multi``, whose attributes each run draws, runs again at the full size) while it asks for
+    more, up to :data:`TOP_UPS` times and :data:`MAX_TRIALS` a path."""
+    s = _upper_sd(_q(_collect(params, PILOT, seed + 5, item, seed)))
+    trials = {method: min(max(PILOT[method], math.ceil((k * s) ** 2 / len(PILOT))), MAX_TRIALS) for method in PILOT}
+    paths = _collect(params, trials, seed, item, seed)
+    for round_ in range(TOP_UPS):
+        needed = math.ceil((k * float(_q(paths).std(ddof=1))) ** 2)
+        more = {method: min(math.ceil(needed / len(PILOT)), MAX_TRIALS) - t for method, t in trials.items()}
+        if not all(m > 0 for m in more.values()):
+            break
+        trials = {method: t + more[method] for method, t in trials.items()}
+        if params.population_kind == "attributes":
+            paths = _collect(params, trials, seed, item, seed)
+        else:
+            extra = _collect(params, more, seed + 7 + 1000 * round_, item, seed)
+            paths = [[_concat(a, b) for a, b in zip(old, new, strict=True)]
+                     for old, new in zip(paths, extra, strict=True)]
+    return paths, trials
+
+
 def statistics_power(proto: Protocol) -> list[PowerRow]:
     """Run tests 1–3 on every example of ``proto``: one :class:`PowerRow` each (its ``failures`` empty when the
     example passes)."""
@@ -330,17 +357,7 @@ def statistics_power(proto: Protocol) -> list[PowerRow]:
     for k, p in enumerate(examples):
         item = proto.aggregate_type.count_variance_item if planned(proto) and p.population_kind == "counts" else None
         seed = SEED + 10 * k
-        pilot = _collect(p, PILOT, seed + 5, item, seed)
-        s = _upper_sd(_q(pilot))
-        total = math.ceil(((z + z_beta) * s / VARIANCE_ERROR) ** 2)
-        trials = {method: min(max(PILOT[method], math.ceil(total / len(PILOT))), MAX_TRIALS) for method in PILOT}
-        paths = _collect(p, trials, seed, item, seed)
-        needed = math.ceil(((z + z_beta) * float(_q(paths).std(ddof=1)) / VARIANCE_ERROR) ** 2)
-        more = {method: min(math.ceil(needed / len(PILOT)), MAX_TRIALS) - t for method, t in trials.items()}
-        if all(m > 0 for m in more.values()) and p.population_kind != "attributes":  # the pilot's SD was low:
-            paths = [[_concat(a, b) for a, b in zip(old, new, strict=True)]  # top up to what the run's SD asks
-                     for old, new in zip(paths, _collect(p, more, seed + 7, item, seed), strict=True)]
-            trials = {method: t + more[method] for method, t in trials.items()}
+        paths, trials = _sized_run(p, seed, item, (z + z_beta) / VARIANCE_ERROR)
         found = [m for path in paths for m in path]
         tests = 2 * sum(m.truth.size for m in found)
         failures = [f for m in found for f in _per_item(m, tests)]

@@ -403,7 +403,33 @@ def test_debug_shows_the_traceback_of_bad_input_too(monkeypatch):
 
 
 def test_missing_protocol_parameters_say_how_to_give_them():
-    assert_bad_input(["privacy", "rappor"], "rappor parameters: ", "or the fields as --param KEY=VALUE)")
+    assert_bad_input(["privacy", "rappor"], "rappor parameters: ", "give --epsilon (the planner chooses the rest), "
+                                                                    "or the fields as --param KEY=VALUE)")
+    assert_bad_input(["privacy", "oue", "--epsilon", "1"], "give --d (the planner chooses the rest)")
+    assert_bad_input(["privacy", "duchi"], "(give --epsilon, --param low=VALUE, --param high=VALUE)")
+
+
+_NOT_A_REFUSAL = ("NoneType", "unsupported operand", "must be an int, got", "object has no attribute")
+"""Python's own words for a value that was never given: a refusal must name the option instead."""
+
+
+def _registered() -> list[str]:
+    from ldp.protocols import protocols
+
+    return list(protocols())
+
+
+@pytest.mark.parametrize("protocol", _registered())
+def test_a_missing_domain_or_field_is_refused_by_naming_the_option(protocol):
+    """Every protocol, `ldp simulate P --epsilon 1` without --d and `ldp privacy P` without options: done, or a
+    refusal that names the option to give (the d of the simulated domain, the fields), never a Python type error."""
+    for argv in (["simulate", protocol, "--epsilon", "1", "--n", "200", "--trials", "1"], ["privacy", protocol]):
+        status, _, err = call_main(argv)
+        assert_contract(argv, status, err)
+        if status == 2:
+            last = err.rstrip("\n").split("\n")[-1]
+            assert not any(word in last for word in _NOT_A_REFUSAL), last
+            assert "--d" in last or "--param" in last or "--epsilon" in last, last
 
 
 # the corners a new user hit in issue 28
