@@ -16,6 +16,7 @@ from typing import Any
 from ldp.cli.protocols import build_params, loose_options
 from ldp.cli.support import PROTOCOLS_HELP, apply_defaults
 from ldp.display.tables import Column, render
+from ldp.protocols.registry import protocols_taking
 
 __all__ = ["simulate_counts", "render_count_simulation", "plan_counts", "render_count_plans", "options_builder",
            "simulation_text", "plan_text", "attack_text"]
@@ -46,6 +47,11 @@ def options_builder(protocol: str) -> Callable[[argparse.Namespace], Any] | None
     return own_options
 
 
+def _means() -> str:
+    """The mean protocols, as a message names them."""
+    return ", ".join(protocols_taking("numbers"))
+
+
 def _closed_domain(protocol: str, epsilon: float) -> bool:
     """Does the planner's choice for ``protocol`` at ``ε`` hold a domain of ``d`` values (``--d`` sets it), rather
     than an open domain of strings (simulated on ``--d`` candidates)?"""
@@ -60,8 +66,8 @@ def _simulated_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from ldp.simulation.collect import default_candidates, make_population
 
     if args.values is not None or args.loc is not None or args.scale is not None:
-        raise ValueError("--values, --loc and --scale are for the mean protocols (duchi, piecewise, hybrid, "
-                         "memo-mean) and multi")
+        raise ValueError(f"--values, --loc and --scale are for the mean protocols ({_means()}) and "
+                         f"{', '.join(protocols_taking('attributes'))}")
     given = [args.p, args.q, args.truth_prob, args.yes_prob]
     own = options_builder(args.protocol)
     params = own(args) if own is not None else None
@@ -146,9 +152,10 @@ def plan_counts(args: argparse.Namespace) -> Any:
 
     if args.d is None:
         raise ValueError("give the domain size with --d (2 for a yes/no question), or plan a mean: "
-                         "duchi, piecewise, hybrid, memo-mean, or --recommend --mean; or several attributes: multi")
+                         f"{_means()}, or --recommend --mean; or several attributes: "
+                         f"{', '.join(protocols_taking('attributes'))}")
     if args.values is not None:
-        raise ValueError("--values is for the mean protocols (duchi, piecewise, hybrid, memo-mean)")
+        raise ValueError(f"--values is for the mean protocols ({_means()})")
     options = dict(frequency=args.frequency, alpha=args.alpha)
     if args.recommend:
         if args.epsilon is None:

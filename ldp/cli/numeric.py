@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ldp.display.tables import Column, key_values, render
-from ldp.encoders.numeric import MEAN_PROTOCOLS
+from ldp.protocols.registry import protocols_taking
 
 __all__ = ["add_numeric_options", "mean_params", "plan_means", "render_mean_plans",
            "render_mean_simulation", "simulate_means", "simulation_text", "plan_text"]
@@ -25,7 +25,7 @@ def add_numeric_options(p: argparse.ArgumentParser, simulate: bool) -> None:
     """The options of a population of numbers (``simulate``) or of the values a plan is for."""
     from ldp.cli.support import finite_float, input_file
 
-    g = p.add_argument_group(f"numbers ({', '.join(MEAN_PROTOCOLS)})")
+    g = p.add_argument_group(f"numbers ({', '.join(protocols_taking('numbers'))})")
     g.add_argument("--values", type=input_file, metavar="FILE",
                    help="the users' values: numbers separated by commas, spaces or newlines" +
                         ("" if simulate else " (the plan's SE is then exact for them, not the worst case)"))
@@ -128,10 +128,11 @@ def plan_means(args: argparse.Namespace) -> list[Any]:
 
     if args.d is not None:
         raise ValueError("the mean mechanisms take numbers in [low, high], not a domain: leave out --d")
-    if not args.recommend and (args.mean or args.protocol not in MEAN_PROTOCOLS):
-        named = args.protocol in MEAN_PROTOCOLS
+    means = protocols_taking("numbers")
+    if not args.recommend and (args.mean or args.protocol not in means):
+        named = args.protocol in means
         raise ValueError("--mean ranks the mean mechanisms with --recommend; for one plan name one of "
-                         f"{', '.join(MEAN_PROTOCOLS)}" + (" (without --mean)" if named else ""))
+                         f"{', '.join(means)}" + (" (without --mean)" if named else ""))
     values = read_values(args.values) if args.values is not None else None
     if args.recommend:
         if args.epsilon is None:

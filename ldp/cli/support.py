@@ -17,7 +17,7 @@ from typing import Any
 
 from ldp.errors import error_text
 from ldp.extras import install_hint
-from ldp.protocols import client_protocols
+from ldp.protocols import protocols_taking
 
 __all__ = ["COUNT_PROTOCOLS", "PROTOCOLS_HELP",
            "BAD_INPUT", "error_text", "report_error", "number", "count", "input_file", "positive_int",
@@ -26,18 +26,11 @@ __all__ = ["COUNT_PROTOCOLS", "PROTOCOLS_HELP",
 
 
 
-def _protocols_taking(kind: str) -> tuple[str, ...]:
-    """The registered protocols whose collections take ``kind`` (their params'
-    :attr:`~ldp.encoders.base.ProtocolParams.population_kind`), by name."""
-    return tuple(sorted(name for name, (params, _) in client_protocols().items() if params.population_kind == kind))
-
-
-COUNT_PROTOCOLS = _protocols_taking("counts")
+COUNT_PROTOCOLS = protocols_taking("counts")
 """The protocols that estimate counts (of the values or strings their users hold), by name: the registry's
-protocols whose collections take counts (a test checks that they, :data:`ldp.encoders.numeric.MEAN_PROTOCOLS`
-and ``multi`` are every registered protocol)."""
-PROTOCOLS_HELP = (", ".join(COUNT_PROTOCOLS) + "; or a mean: " + ", ".join(_protocols_taking("numbers"))
-                  + "; or several attributes (--param attributes=JSON): " + ", ".join(_protocols_taking("attributes")))
+protocols whose collections take counts (:func:`ldp.protocols.registry.protocols_taking`)."""
+PROTOCOLS_HELP = (", ".join(COUNT_PROTOCOLS) + "; or a mean: " + ", ".join(protocols_taking("numbers"))
+                  + "; or several attributes (--param attributes=JSON): " + ", ".join(protocols_taking("attributes")))
 """The protocols as the help texts list them: the counting ones, the means, the attributes."""
 
 #: Exceptions that mean "bad input" (a value, a file, a missing extra): exit status 2 and one line.

@@ -6,31 +6,28 @@ Every mechanism draws only through the client's exact primitives (``bernoulli`` 
 the ε of the *realized* probabilities, and a report is plain ``uint`` fields (no float on the wire).
 
 Duchi et al. (FOCS 2013) = Microsoft's 1BitMean (Ding et al., NeurIPS 2017), protocol ``duchi``
-    Round ``x`` to an end: ``b0 = bernoulli(φ)``, ``φ = (x − low)/(high − low)``; then flip ``b0``
-    with probability ``q = 1/(1 + e^ε)``. ``Pr[bit = 1 | x] = q + φ(1 − 2q) ∈ [q, 1 − q]``, so the
-    realized ε is ``ln((1 − q)/q)``, attained by ``x = low`` against ``x = high``.
+    Round ``x`` to an end: ``b0 = bernoulli(φ)``, ``φ = (x − low)/(high − low)``; then flip ``b0`` with probability
+    ``q = 1/(1 + e^ε)``. ``Pr[bit = 1 | x] = q + φ(1 − 2q) ∈ [q, 1 − q]``, so the realized ε is ``ln((1 − q)/q)``,
+    attained by ``x = low`` against ``x = high``.
 
 Discrete Piecewise Mechanism (Wang et al., ICDE 2019, on a grid of ``cells`` = G outputs), ``piecewise``
     Window width ``w = round(G/(e^{ε/2} + 1))`` (PM's band fraction ``(C − 1)/(2C)``, C =
-    ``(e^{ε/2} + 1)/(e^{ε/2} − 1)``) in ``[1, G − 1]``; input grid steps ``M = G − w``. ``x`` is rounded
-    at random to a grid index ``k ∈ [0, M]`` (unbiased: ``E[k] = u = φ·M``); with probability
-    ``P_in = w·e^ε/(w·e^ε + G − w)`` the cell is uniform in the window ``[k, k + w)``, else uniform
-    among the ``G − w`` others. Each cell has probability ``P_in/w`` or ``(1 − P_in)/(G − w)`` for
-    every input, so the realized ε is ``ln((P_in/w)/((1 − P_in)/(G − w)))`` (cell 0 is inside for
-    ``x = low``, outside for ``x = high``: it is attained).
+    ``(e^{ε/2} + 1)/(e^{ε/2} − 1)``) in ``[1, G − 1]``; input grid steps ``M = G − w``. ``x`` is rounded at random to
+    a grid index ``k ∈ [0, M]`` (unbiased: ``E[k] = u = φ·M``); with probability ``P_in = w·e^ε/(w·e^ε + G − w)`` the
+    cell is uniform in the window ``[k, k + w)``, else uniform among the ``G − w`` others. Each cell has probability
+    ``P_in/w`` or ``(1 − P_in)/(G − w)`` for every input, so the realized ε is ``ln((P_in/w)/((1 − P_in)/(G − w)))``
+    (cell 0 is inside for ``x = low``, outside for ``x = high``: it is attained).
 
 Hybrid Mechanism (Wang et al.), ``hybrid``
-    With probability ``α`` report the discrete PM's cell (``pm = 1``), else Duchi's bit (``pm = 0``),
-    both at the full ε: ``α = 1 − e^{−ε/2}`` for ``ε > ε*``, else 0. With that α the continuous
-    hybrid's variance ``α·Var_PM(t) + (1 − α)·Var_D(t)`` does not depend on t (the t² terms cancel),
-    so its worst case is its value at t = 0, which is below Duchi's worst case (also at t = 0)
-    exactly when ``Var_PM(0) < Var_D(0)``: ``(s + 3)/(3(s − 1)²) < ((s² + 1)/(s² − 1))²`` with
-    ``s = e^{ε/2}``, i.e. ``3s³ − s² + s − 7 > 0``. ``ε* = 2 ln s*`` for the cubic's real root
-    (:data:`HYBRID_THRESHOLD` ≈ 0.6094). The realized ε is the larger of the two branches'.
+    With probability ``α`` report the discrete PM's cell (``pm = 1``), else Duchi's bit (``pm = 0``), both at the full
+    ε: ``α = 1 − e^{−ε/2}`` for ``ε > ε*``, else 0. With that α the continuous hybrid's variance
+    ``α·Var_PM(t) + (1 − α)·Var_D(t)`` does not depend on t (the t² terms cancel), so its worst case is at t = 0,
+    which is below Duchi's worst case (also at t = 0) exactly when ``Var_PM(0) < Var_D(0)``:
+    ``(s + 3)/(3(s − 1)²) < ((s² + 1)/(s² − 1))²`` with ``s = e^{ε/2}``, i.e. ``3s³ − s² + s − 7 > 0``.
+    ``ε* = 2 ln s*`` for the cubic's real root (:data:`HYBRID_THRESHOLD` ≈ 0.6094). Realized ε: the larger branch's.
 
-Each params class states ``epsilon`` (requested) and ``realized_epsilon`` (what the client's
-probabilities give, never above the requested: the probabilities are moved down by the last
-representable step if rounding would put it above); ``privacy_cost`` is the realized one.
+Each params class states ``epsilon`` (requested) and ``realized_epsilon`` (what the client's probabilities give,
+never above the requested: moved down by the last representable step if rounding would put it above), the cost.
 """
 
 from __future__ import annotations
@@ -47,12 +44,15 @@ from ldp.randomness import RandomSource, bernoulli_threshold, logistic_tail, rea
 from ldp.reports import Field, Report, ReportBatch, ReportError
 
 __all__ = ["NumericParams", "DuchiParams", "PiecewiseParams", "HybridParams", "DuchiEncoder", "PiecewiseEncoder",
-           "HybridEncoder", "HYBRID_THRESHOLD", "PM_CROSSOVER", "MAX_CELLS", "MEAN_PROTOCOLS"]
+           "HybridEncoder", "HYBRID_THRESHOLD", "PM_CROSSOVER", "MAX_CELLS"]
 
-MEAN_PROTOCOLS = ("duchi", "piecewise", "hybrid", "memo-mean")
-"""The protocols that estimate a mean of bounded numbers (their aggregates' ``estimate`` returns a
-``MeanEstimate``): the three one-shot mechanisms here and the memoized 1BitMean
-(:mod:`ldp.encoders.longitudinal`) for repeated collection."""
+
+def __getattr__(name: str) -> Any:  # MEAN_PROTOCOLS (0.1): the registry's mean protocols, read when asked
+    if name != "MEAN_PROTOCOLS":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ldp.protocols.registry import protocols_taking
+    return protocols_taking("numbers")
+
 
 MAX_CELLS = 1 << 16
 """Most output cells of the discrete Piecewise Mechanism."""

@@ -39,26 +39,30 @@ from ldp.display.tables import key_values
 from ldp.encoders.longitudinal import MemoMeanParams
 from ldp.encoders.numeric import (
     HYBRID_THRESHOLD,
-    MEAN_PROTOCOLS,
     HybridParams,
     NumericParams,
     PiecewiseParams,
 )
 from ldp.privacy.accountant import PrivacyCost
 
-__all__ = ["MEAN_PROTOCOLS", "MeanPlan", "default_mean_params", "laplace_variance", "mean_report_variance",
-           "plan_mean", "recommend_mean", "solve_n_mean", "worst_case_variance"]
+__all__ = ["MeanPlan", "default_mean_params", "laplace_variance", "mean_report_variance",
+           "plan_mean", "ranked_mean_protocols", "recommend_mean", "solve_n_mean", "worst_case_variance"]
 
-RANKED = tuple(p for p in MEAN_PROTOCOLS if p != "memo-mean")
-"""The one-shot mechanisms :func:`recommend_mean` ranks (``memo-mean`` is for repeated collection)."""
+def ranked_mean_protocols() -> tuple[str, ...]:
+    """The one-shot mean mechanisms :func:`recommend_mean` ranks: the registry's mean protocols whose encoder needs
+    no device secret (``memo-mean``, memoized for repeated collection, is left out)."""
+    from ldp.protocols import client_protocols, protocols_taking
+
+    return tuple(name for name in protocols_taking("numbers") if not client_protocols()[name][1].needs_secret)
 
 
 def default_mean_params(protocol: str, epsilon: float, low: float = 0.0, high: float = 1.0) -> NumericParams:
     """The planner's parameters from ε and the bounds: each mechanism's defaults (``cells=1024`` for
     the PM and the Hybrid; ``buckets=16``, ``gamma=0`` for memo-mean; no clipping)."""
-    if protocol not in MEAN_PROTOCOLS:
-        raise ValueError(f"the mean planner knows {', '.join(MEAN_PROTOCOLS)}; got {protocol!r}")
-    from ldp.protocols import get_protocol
+    from ldp.protocols import get_protocol, protocols_taking
+
+    if protocol not in protocols_taking("numbers"):
+        raise ValueError(f"the mean planner knows {', '.join(protocols_taking('numbers'))}; got {protocol!r}")
 
     return get_protocol(protocol).params_type(epsilon, low, high)  # type: ignore[call-arg,return-value]  # a NumericParams
 
@@ -214,11 +218,11 @@ def solve_n_mean(protocol: str | NumericParams, target_se: float, *, epsilon: fl
 
 def recommend_mean(epsilon: float, *, n: int = 1_000_000, low: float = 0.0, high: float = 1.0,
                    values: npt.ArrayLike | None = None) -> list[MeanPlan]:
-    """Plans of the three one-shot mean mechanisms (:data:`RANKED`) at ``ε``, lowest standard error first
+    """Plans of the one-shot mean mechanisms (:func:`ranked_mean_protocols`) at ``ε``, lowest standard error first
     (ties, as the Hybrid with α = 0 and Duchi's: fewer report bits first). Worst case over the values unless ``values``.
     A mechanism whose probabilities the client cannot realize at this ε (say Duchi's beyond ε ≈ 44) is left out."""
     plans, refused = [], []
-    for name in RANKED:
+    for name in ranked_mean_protocols():
         try:
             params = default_mean_params(name, epsilon, low, high)
         except ValueError as exc:

@@ -10,7 +10,8 @@ from ldp.protocols.registry import (
     get_protocol,
     params_from_dict,
     protocols,
+    protocols_taking,
 )
 
 __all__ = ["Protocol", "ProtocolClashError", "builtin_client_protocols", "client_protocols", "get_protocol",
-           "protocols", "params_from_dict"]
+           "protocols", "params_from_dict", "protocols_taking"]

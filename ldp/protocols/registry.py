@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ldp.encoders.base import Encoder, ProtocolParams
 
 __all__ = ["ENCODERS_GROUP", "DECODERS_GROUP", "Protocol", "ProtocolClashError", "builtin_client_protocols",
-           "clear_caches", "client_protocols", "get_protocol", "protocols", "params_from_dict",
+           "clear_caches", "client_protocols", "get_protocol", "protocols", "params_from_dict", "protocols_taking",
            "provisionally_registered"]
 
 ENCODERS_GROUP = "ldp.encoders"
@@ -144,6 +144,14 @@ def params_from_dict(d: dict[str, Any]) -> ProtocolParams:
     except KeyError:
         raise ValueError(f"unknown protocol {d.get('protocol')!r}; known: {', '.join(client_protocols())}") from None
     return params_type.from_dict(d["params"])
+
+
+def protocols_taking(kind: str) -> tuple[str, ...]:
+    """The registered protocols whose collections take ``kind`` (their params'
+    :attr:`~ldp.encoders.base.ProtocolParams.population_kind`: ``"counts"``, ``"numbers"`` — the means —, or
+    ``"attributes"``), by name: read from the registry, so that a protocol added (or installed) is in it with no
+    list to edit."""
+    return tuple(sorted(name for name, (params, _) in client_protocols().items() if params.population_kind == kind))
 
 
 def clear_caches() -> None:

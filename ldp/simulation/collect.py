@@ -29,7 +29,7 @@ from ldp.decoders.base import Aggregate
 from ldp.encoders.base import ProtocolParams
 from ldp.lazy import subclasses_in
 from ldp.simulation.base import MAX_CANDIDATES as MAX_CANDIDATES, METHODS as METHODS, Simulation, check_candidate_count
-from ldp.simulation.numeric import MEAN_PROTOCOLS, MeanAccuracyResult, NumericPopulation
+from ldp.simulation.numeric import MeanAccuracyResult, NumericPopulation
 from ldp.simulation.population import (
     POPULATIONS,
     Population,
@@ -111,13 +111,12 @@ def _check_population(params: Any, population: Any) -> None:
     given, wanted = _population_kind(population), getattr(params, "population_kind", "counts")
     if given == wanted:
         return
-    if "attributes" in (given, wanted):
-        from ldp.protocols import client_protocols
+    from ldp.protocols import protocols_taking
 
-        takers = ", ".join(name for name, (params_type, _) in client_protocols().items()
-                           if params_type.population_kind == "attributes")
+    if "attributes" in (given, wanted):
+        takers = ", ".join(protocols_taking("attributes"))
         raise ValueError(f"{takers} takes {{attribute: population}} (or None for the defaults), and only it does")
-    raise ValueError(f"the mean protocols ({', '.join(MEAN_PROTOCOLS)}) take a population of numbers "
+    raise ValueError(f"the mean protocols ({', '.join(protocols_taking('numbers'))}) take a population of numbers "
                      "(ldp.simulation.numeric), and only they do")
 
 

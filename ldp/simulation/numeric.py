@@ -1,5 +1,6 @@
-"""Simulated collections of numbers for the mean protocols (:data:`~ldp.encoders.numeric.MEAN_PROTOCOLS`:
-``duchi``, ``piecewise``, ``hybrid`` and the memoized ``memo-mean``, one report per device per window).
+"""Simulated collections of numbers for the mean protocols (population kind ``"numbers"``: ``duchi``,
+``piecewise``, ``hybrid``, the memoized ``memo-mean`` — one report per device per window — and any other the
+registry holds).
 
 A :class:`NumericPopulation` draws users' values in ``[low, high]``: uniform, a normal or an
 exponential truncated to the bounds (drawn exactly, by rejection or by the inverse CDF), or given
@@ -20,11 +21,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.decoders.tabular import OneRowResult
-from ldp.encoders.numeric import MEAN_PROTOCOLS, NumericParams
+from ldp.encoders.numeric import NumericParams
 from ldp.randomness import as_generator
 from ldp.simulation.base import Simulation
 
-__all__ = ["MEAN_PROTOCOLS", "NUMERIC_POPULATIONS", "NumericPopulation", "NumericSimulation", "MeanAccuracyResult",
+__all__ = ["NUMERIC_POPULATIONS", "NumericPopulation", "NumericSimulation", "MeanAccuracyResult",
            "exponential_values", "given_values", "is_mean_protocol", "make_numeric_population", "mean_accuracy",
            "normal_values", "read_values", "simulate_mean", "uniform_values"]
 
@@ -234,11 +235,11 @@ def mean_accuracy(params: Any, population: NumericPopulation, n: int | None, *, 
     bias, empirical SE against the exact SE (``Aggregate.exact_variance`` of those values), the mean
     reported (plug-in) SE and the CI coverage. ``progress``: a bar over the trials (:mod:`ldp.display.progress`)."""
     from ldp.display.progress import iterate
-    from ldp.protocols import get_protocol
+    from ldp.protocols import get_protocol, protocols_taking
 
     if not is_mean_protocol(params):
         name = getattr(params, "protocol", params)
-        raise ValueError(f"mean_accuracy is for {', '.join(MEAN_PROTOCOLS)}; got {name!r}")
+        raise ValueError(f"mean_accuracy is for {', '.join(protocols_taking('numbers'))}; got {name!r}")
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be an int >= 1, got {trials!r}")
     gen = as_generator(rng)

@@ -166,10 +166,11 @@ def test_server_commands_are_subcommands(capsys):
 
 
 def test_the_help_texts_name_every_protocol():
-    """The CLI's one list of protocol names (ldp.cli.support) against the registry."""
+    """The CLI's protocol names (ldp.cli.support) are the registry's, by the kind of population they take."""
     from ldp.cli.support import COUNT_PROTOCOLS, PROTOCOLS_HELP
-    from ldp.encoders.numeric import MEAN_PROTOCOLS
-    from ldp.protocols import client_protocols
+    from ldp.protocols import client_protocols, protocols_taking
 
-    assert set(COUNT_PROTOCOLS) | set(MEAN_PROTOCOLS) | {"multi"} == set(client_protocols())
-    assert all(name in PROTOCOLS_HELP for name in MEAN_PROTOCOLS)
+    means, attributes = protocols_taking("numbers"), protocols_taking("attributes")
+    assert set(COUNT_PROTOCOLS) | set(means) | set(attributes) == set(client_protocols())
+    assert {"duchi", "piecewise", "hybrid", "memo-mean"} <= set(means) and attributes == ("multi",)
+    assert all(name in PROTOCOLS_HELP for name in (*COUNT_PROTOCOLS, *means, *attributes))

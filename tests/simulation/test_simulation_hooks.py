@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ldp.encoders.numeric import MEAN_PROTOCOLS
-from ldp.protocols import protocols
+from ldp.protocols import protocols, protocols_taking
 from ldp.simulation.base import Simulation
 from ldp.simulation.collect import accuracy, default_candidates, simulation_for, simulations, zipf
 from ldp.simulation.numeric import is_mean_protocol, uniform_values
@@ -26,7 +25,7 @@ def test_population_kind(name):
     params_type = protocols()[name].params_type
     kind = params_type.population_kind
     assert kind in KINDS
-    assert (kind == "numbers") == (name in MEAN_PROTOCOLS) == is_mean_protocol(params_type) \
+    assert (kind == "numbers") == (name in protocols_taking("numbers")) == is_mean_protocol(params_type) \
         == is_mean_protocol(_example(name))
     if kind != "counts":  # a protocol taking another kind of population has a simulation of its own
         assert type(simulation_for(_example(name))) is not Simulation
