@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar
 
 import pytest
 from support import call_main
@@ -23,36 +22,20 @@ from ldp.simulation.collect import accuracy
 from ldp.simulation.numeric import uniform_values
 
 
-@dataclass(frozen=True)
-class ToyMeanParams(DuchiParams):
-    protocol: ClassVar[str] = "toy-mean"
+def _renamed(name: str, params: type, encoder: type, aggregate: type) -> Protocol:
+    """The protocol of ``params`` under the name ``name``: a params subclass, its encoder and its aggregate."""
+    renamed = dataclass(frozen=True)(type(f"{params.__name__}_{name}", (params,), {"protocol": name}))
+    return Protocol(name, renamed, type(f"{encoder.__name__}_{name}", (encoder,), {"params_type": renamed}),
+                    type(f"{aggregate.__name__}_{name}", (aggregate,), {"params_type": renamed}))
 
 
-class ToyMeanEncoder(DuchiEncoder):
-    params_type = ToyMeanParams
-
-
-class ToyMeanAggregate(DuchiAggregate):
-    params_type = ToyMeanParams
-
-
-@dataclass(frozen=True)
-class ToyMemoParams(MemoMeanParams):
-    protocol: ClassVar[str] = "toy-memo"
-
-
-class ToyMemoEncoder(MemoMeanEncoder):
-    params_type = ToyMemoParams
-
-
-class ToyMemoAggregate(MemoMeanAggregate):
-    params_type = ToyMemoParams
+TOY_MEAN = _renamed("toy-mean", DuchiParams, DuchiEncoder, DuchiAggregate)
+TOY_MEMO = _renamed("toy-memo", MemoMeanParams, MemoMeanEncoder, MemoMeanAggregate)
 
 
 @pytest.fixture
 def registered() -> Iterator[None]:
-    with provisionally_registered(Protocol("toy-mean", ToyMeanParams, ToyMeanEncoder, ToyMeanAggregate)), \
-            provisionally_registered(Protocol("toy-memo", ToyMemoParams, ToyMemoEncoder, ToyMemoAggregate)):
+    with provisionally_registered(TOY_MEAN), provisionally_registered(TOY_MEMO):
         yield
     assert "toy-mean" not in protocols_taking("numbers")
 
@@ -64,7 +47,7 @@ def test_a_registered_mean_protocol_is_planned_ranked_and_simulated(registered: 
     assert {"toy-mean", "toy-memo"} <= set(ldp.encoders.numeric.MEAN_PROTOCOLS)
     assert "toy-mean" in ranked_mean_protocols() and "toy-memo" not in ranked_mean_protocols()
     params = default_mean_params("toy-mean", 1.0, 0.0, 10.0)
-    assert type(params) is ToyMeanParams
+    assert type(params) is TOY_MEAN.params_type
     duchi = plan_mean(DuchiParams(1.0, 0.0, 10.0), n=1000)
     assert plan_mean(params, n=1000).std_error == duchi.std_error
     assert "toy-mean" in [p.protocol for p in recommend_mean(1.0)]
