@@ -17,7 +17,8 @@ import { CollectionSpec } from "./spec.js";
 import { DeviceState, STATE_FORMAT, StateStore, StoreTransaction } from "./state.js";
 import { Endpoints, checkEndpoints } from "./endpoints.js";
 import {
-  KEEPALIVE_BYTES, PreparedUpload, UploadOptions, UploadResult, acknowledge, checkAnswer, prepareUpload, readReply, upload,
+  KEEPALIVE_BYTES, PreparedUpload, UploadOptions, UploadResult, acknowledge, checkAnswer, checkUploadOptions, prepareUpload,
+  readReply, upload,
 } from "./uploader.js";
 
 const METRIC_SECRET_TAG = new TextEncoder().encode("ldp/client/metric-secret/v1\0");
@@ -215,7 +216,7 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
    * the same pinned batch and the collector stores it once. `sendBeacon` is not used: it cannot carry the bearer
    * token. Errors are dropped (the next send retries). Returns a function that stops listening.
    *
-   * `endpoints` is one URL or a list (checked now: a bad list is a `ValueError`). The request sent as the page goes
+   * `endpoints` is one URL or a list (checked now, with the token and the options: a bad one is a `ValueError`). The request sent as the page goes
    * is for the first endpoint. If the page lives on, the rest follows through `upload` over the list, by default
    * with one try per endpoint and part (`maxAttempts`: 1 for one URL) — with a list even when that first request
    * failed, since the next endpoint may take it.
@@ -227,6 +228,7 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       throw new LdpValueError("uploadWhenHidden needs a page (document and window)");
     }
     const list = checkEndpoints(endpoints);
+    checkUploadOptions(token, options);
     const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     let ready: PreparedUpload | null = null;
     let preparing: Promise<void> | null = null;
@@ -251,7 +253,7 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       const first = batch === null ? Promise.resolve() : doFetch(list[0].url, { method: "POST", headers: batch.headers,
         body: batch.body as BodyInit, redirect: "manual", keepalive: true })
         .then(async (response) => {
-          const body = await readReply(response, 1 << 16, AbortSignal.timeout((options.timeout ?? 30) * 1000));
+          const body = await readReply(response, 1 << 16, AbortSignal.timeout(Math.ceil((options.timeout ?? 30) * 1000)));
           if (response.status >= 200 && response.status < 300) {
             checkAnswer(body, batch.id, batch.items.length);
             await acknowledge(this.store, batch, this.clock());

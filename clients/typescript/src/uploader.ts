@@ -19,6 +19,9 @@
  * * The reply is read whole under the request's deadline, and at most 64 KiB of it (`readReply`): a body that
  *   trickles in past the deadline or breaks off is retried like a request that failed; a longer one is cut there
  *   (and a 2xx answer cut so is not sane).
+ * * `callTimeout` bounds the whole call: no request, wait or retry goes past it; the parts not sent by then stay in
+ *   the outbox (the one in flight stays pinned, resent under its id by the next call), and the result says
+ *   `stopped: "deadline"`.
  *
  * No report line and no token is ever logged: the one log line (`UploadOptions.log`, on a switch of endpoint) names
  * the two hosts and the status or kind of failure.
@@ -45,10 +48,12 @@ export interface UploadResult {
   nextUploadAt: number;
 }
 
-/** How to upload: seconds per request (`timeout`), tries per batch (on every endpoint), the backoff cap, gzip, where
- * log lines go; `fetch`, `sleep`, `clock` and `random` are for tests. */
+/** How to upload: seconds per request (`timeout`, from sending to the end of the reply: default 30) and for the whole
+ * call (`callTimeout`: default none), tries per batch (on every endpoint: default 8), the backoff cap (`maxDelay`
+ * seconds: default 300), gzip, where log lines go; `fetch`, `sleep`, `clock` and `random` are for tests. */
 export interface UploadOptions {
   readonly timeout?: number;
+  readonly callTimeout?: number | null;
   readonly maxAttempts?: number;
   readonly maxDelay?: number;
   readonly gzip?: boolean;
@@ -255,11 +260,42 @@ export async function readReply(response: Response, limit: number, signal: Abort
   return new TextDecoder().decode(all);
 }
 
-/** Upload `store`'s outbox to `endpoints` (one URL, or a list tried as the module says; a bad list is a `ValueError`
- * before anything is sent) until it is empty or the upload interval stops it. */
+const seconds = (v: unknown): boolean => typeof v === "number" && Number.isFinite(v) && v > 0;
+
+/** The token and the options of an upload call, refused (`LdpValueError`, as Python's `ValueError`) before anything
+ * is sent: a token that is not printable ASCII without spaces, timeouts that are not finite seconds > 0, a negative
+ * backoff cap, attempts that are not a whole number ≥ 1. */
+export function checkUploadOptions(token: string, options: UploadOptions): void {
+  if (typeof token !== "string" || !/^[\x21-\x7e]+$/.test(token)) {
+    throw new LdpValueError("upload token must be a non-empty printable ASCII string without spaces");
+  }
+  const { timeout, callTimeout, maxDelay, maxAttempts } = options;
+  if (timeout !== undefined && !seconds(timeout)) {
+    throw new LdpValueError("timeout (seconds for one request, from sending it to the end of its answer) must be a " +
+      `finite number > 0, got ${String(timeout)}`);
+  }
+  if (callTimeout !== undefined && callTimeout !== null && !seconds(callTimeout)) {
+    throw new LdpValueError("callTimeout (seconds for the whole upload call) must be null or a finite number > 0, " +
+      `got ${String(callTimeout)}`);
+  }
+  if (maxDelay !== undefined && !(typeof maxDelay === "number" && maxDelay >= 0)) {
+    throw new LdpValueError(`maxDelay must be a number >= 0, got ${String(maxDelay)}`);
+  }
+  if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
+    throw new LdpValueError(`maxAttempts must be a whole number >= 1, got ${String(maxAttempts)}`);
+  }
+}
+
+/** Upload `store`'s outbox to `endpoints` (one URL, or a list tried as the module says; a bad list, token or option
+ * is an `LdpValueError` before anything is sent) until it is empty, the upload interval stops it or `callTimeout`
+ * passes. */
 export async function upload(store: StateStore, spec: CollectionSpec, endpoints: Endpoints, token: string,
   options: UploadOptions = {}): Promise<UploadResult> {
   const ring = new Rotation(checkEndpoints(endpoints));
+  checkUploadOptions(token, options);
+  const monotonic = () => performance.now() / 1000;
+  const callEnd = options.callTimeout == null ? Infinity : monotonic() + options.callTimeout;
+  const left = () => callEnd - monotonic();
   const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
   const sleep = options.sleep ?? ((s: number) => new Promise<void>((r) => setTimeout(r, s * 1000)));
   const clock = options.clock ?? (() => Date.now() / 1000);
@@ -272,9 +308,16 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
     throw new UploadError(message, { status, reason, result });
   };
   const backoff = (n: number) => random() * Math.min(maxDelay, 2 ** (n - 1));
+  /** Wait `delay` seconds, unless that would pass the call's deadline: then `false` (the call stops there). */
+  const pause = async (delay: number): Promise<boolean> => {
+    if (delay >= left()) return false;
+    await sleep(delay);
+    return true;
+  };
   /** The current endpoint cannot take the part now: the next try goes to the next endpoint, at once unless every
-   * endpoint has failed in a row (then after `retryAfter`, or the backoff). */
-  const failOver = async (reason: string, retryAfter: number | null) => {
+   * endpoint has failed in a row (then after `retryAfter`, or the backoff). `false`: that wait would pass the
+   * call's deadline. */
+  const failOver = async (reason: string, retryAfter: number | null): Promise<boolean> => {
     const from = ring.current.host;
     const waits = ring.fail();
     const delay = waits === 0 ? 0 : Math.min(maxDelay, retryAfter ?? backoff(waits));
@@ -282,9 +325,17 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
       options.log?.(`upload to ${from}: ${reason}; switching to ${ring.current.host}` +
         (waits === 0 ? " at once" : ` in ${delay.toFixed(3)} s (every endpoint failed)`));
     }
-    if (waits > 0) await sleep(delay);
+    return waits === 0 || pause(delay);
+  };
+  /** The call ends at its deadline: what is not sent stays in the outbox. */
+  const deadline = async (): Promise<UploadResult> => {
+    const last = await store.transact((tx) => live(tx).lastUpload, { readOnly: true });
+    result.stopped = "deadline";
+    result.nextUploadAt = last === null ? -Infinity : last + spec.upload.min_interval_seconds;
+    return result;
   };
   for (;;) {
+    if (left() <= 0) return deadline();
     const maxBytes = options.keepalive ? KEEPALIVE_BYTES : Infinity;
     const batch = await prepareUpload(store, spec, token, clock(), { gzip: options.gzip, maxBytes });
     if (batch === null) {
@@ -297,20 +348,21 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
     }
     const lines = batch.items;
     const { headers } = batch;
-    let answered = false;
+    let answered = false, stopped = false; // stopped: by the call's deadline
     ring.startPart();
-    for (let attempt = 1; attempt <= maxAttempts && !answered; attempt++) {
+    for (let attempt = 1; attempt <= maxAttempts && !answered && !stopped; attempt++) {
       const last = attempt === maxAttempts;
       let response: Response;
       let body: string;
-      const signal = AbortSignal.timeout(timeout * 1000);
+      const signal = AbortSignal.timeout(Math.ceil(Math.max(0, Math.min(timeout, left())) * 1000)); // whole ms
       try {
         const keepalive = options.keepalive === true && batch.body.length <= 64 * 1024;
         response = await doFetch(ring.current.url, { method: "POST", headers, body: batch.body as BodyInit,
           redirect: "manual", signal, keepalive });
         body = await readReply(response, MAX_ANSWER, signal);
       } catch {
-        if (!last) await failOver(signal.aborted ? `no answer within ${timeout} s` : "network error", null);
+        if (left() <= 0) stopped = true;
+        else if (!last) stopped = !(await failOver(signal.aborted ? `no answer within ${timeout} s` : "network error", null));
         continue;
       }
       const status = response.status;
@@ -347,10 +399,11 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
         }, { head: half });
         answered = true;
       } else if (status === 429 || status === 408 || status >= 500) {
-        if (last) continue;
+        if (left() <= 0) stopped = true;
+        if (last || stopped) continue;
         const wait = status === 429 || status === 503 ? parseRetryAfter(response.headers.get("retry-after"), clock()) : null;
-        if (status === 429) await sleep(Math.min(maxDelay, wait ?? backoff(ring.hold())));
-        else await failOver(`HTTP ${status}`, wait);
+        if (status === 429) stopped = !(await pause(Math.min(maxDelay, wait ?? backoff(ring.hold()))));
+        else stopped = !(await failOver(`HTTP ${status}`, wait));
       } else {
         let reason = `HTTP ${status}`;
         try {
@@ -362,6 +415,7 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
         fail(`the collector refused batch ${batch.id}: ${reason}`, status, reason);
       }
     }
+    if (stopped) return deadline();
     if (!answered) fail(`batch ${batch.id} was not delivered in ${maxAttempts} attempts`, null, "undelivered");
   }
 }

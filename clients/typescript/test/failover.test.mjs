@@ -2,6 +2,7 @@
 // cannot take it now" (no answer in time, a refused connection, 408, 5xx) moves the part to the next endpoint at once,
 // and the following parts stay there; the uploader waits only when every endpoint has failed in a row (the backoff's
 // exponent: the round); 429 and 413 stay on the endpoint, other 4xx stop; bad lists are refused before any request.
+// The call's deadline (`callTimeout`) and the options' checks are tested here too, on the same fake fetch.
 // A fake fetch answers per endpoint; one test uses real sockets (a closed port, then a live server).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -194,6 +195,73 @@ test("bad lists are refused before anything is sent", async () => {
   assert.deepEqual(checkEndpoints([A, B]).map((e) => e.host), ["a.test", "b.test:8080"]);
 });
 
+test("callTimeout: a request that hangs is cut at the call's deadline; the part stays pinned and is resent", async () => {
+  const client = await filled(3, 3);
+  const hang = fakeFetch(() => "hang");
+  const rec = recorder();
+  const start = performance.now();
+  const r = await client.upload([A, B], TOKEN, { fetch: hang, timeout: 30, callTimeout: 0.2, ...rec.options });
+  const took = (performance.now() - start) / 1000;
+  assert.ok(took >= 0.19 && took < 5, `returned after ${took} s, not at the call's deadline`);
+  assert.deepEqual([r.stopped, r.batches, r.acknowledged, hang.calls.length], ["deadline", 0, 0, 1]);
+  assert.equal(r.nextUploadAt, -Infinity, "never uploaded: the next call may go at once");
+  assert.equal(await client.pending(), 3, "nothing acknowledged");
+  const fetch = fakeFetch((url, call, b, n) => ok(b, n));
+  const again = await client.upload([A, B], TOKEN, { fetch, callTimeout: 5, ...recorder().options });
+  assert.deepEqual([again.stopped, again.acknowledged], ["empty", 3]);
+  assert.equal(fetch.calls[0].batch, hang.calls[0].batch, "the pinned part is resent under its id");
+});
+
+const WAITS = {
+  "a 503's Retry-After": { status: 503, headers: { "retry-after": "60" } },
+  "a 429's Retry-After": { status: 429, headers: { "retry-after": "60" } },
+  "the backoff": { status: 500 },
+};
+
+for (const [what, answer] of Object.entries(WAITS)) {
+  test(`callTimeout: a wait (${what}) that would pass the deadline ends the call instead`, async () => {
+    const client = await filled(2);
+    const fetch = fakeFetch(() => answer);
+    const rec = recorder();
+    const r = await client.upload(A, TOKEN, { fetch, callTimeout: 0.25, maxDelay: 60, ...rec.options,
+      random: () => 1 });
+    assert.deepEqual([r.stopped, fetch.calls.length, rec.waits], ["deadline", 1, []]);
+    assert.equal(await client.pending(), 2);
+  });
+}
+
+test("callTimeout: waits that fit are taken, and the call ends by its deadline at the latest", async () => {
+  const client = await filled(2);
+  const fetch = fakeFetch(() => ({ status: 503, headers: { "retry-after": "0" } }));
+  const rec = recorder();
+  rec.options.sleep = (s) => new Promise((res) => setTimeout(res, 40 + s * 1000));
+  const start = performance.now();
+  const r = await client.upload([A, B], TOKEN, { fetch, callTimeout: 0.3, maxAttempts: 1000, ...rec.options });
+  const took = (performance.now() - start) / 1000;
+  assert.equal(r.stopped, "deadline");
+  assert.ok(fetch.calls.length >= 3 && took < 2, `${fetch.calls.length} requests in ${took} s`);
+});
+
+test("bad tokens and options are refused before anything is sent", async () => {
+  const client = await filled(1);
+  const fetch = fakeFetch((url, call, b, n) => ok(b, n));
+  const bad = [
+    ["", {}, /upload token must be a non-empty printable ASCII string without spaces/],
+    ["a b", {}, /upload token/], ["tok\n", {}, /upload token/], ["t\u00e9", {}, /upload token/], [42, {}, /upload token/],
+    ...[0, -1, NaN, Infinity, "3", null].map((v) => [TOKEN, { timeout: v }, /^timeout \(seconds for one request/]),
+    ...[0, -1, NaN, Infinity, "3"].map((v) => [TOKEN, { callTimeout: v }, /^callTimeout \(seconds for the whole/]),
+    ...[-1, NaN, "3", null].map((v) => [TOKEN, { maxDelay: v }, /^maxDelay must be a number >= 0/]),
+    ...[0, -1, 1.5, NaN, Infinity, "3", null].map((v) => [TOKEN, { maxAttempts: v }, /^maxAttempts must be a whole/]),
+  ];
+  for (const [token, options, message] of bad) {
+    await assert.rejects(client.upload(A, token, { fetch, ...options }),
+      (e) => e.name === "ValueError" && message.test(e.message), `${JSON.stringify(token)} ${String(Object.values(options))}`);
+  }
+  assert.equal(fetch.calls.length, 0);
+  const r = await client.upload(A, TOKEN, { fetch, callTimeout: null, maxDelay: 0, timeout: 1e-3 * 50 });
+  assert.equal(r.acknowledged, 1, "null callTimeout (none), a zero backoff cap and a short timeout are fine");
+});
+
 test("in a page a relative URL is resolved against the page, as fetch does; elsewhere it is refused", () => {
   assert.throws(() => checkEndpoints("/v1/reports"), /endpoint 0 is not a URL/);
   const saved = globalThis.location;
@@ -217,6 +285,8 @@ test("uploadWhenHidden: the request as the page goes is for the first endpoint; 
   globalThis.removeEventListener = win.removeEventListener.bind(win);
   try {
     assert.throws(() => client.uploadWhenHidden([A, A], TOKEN), /repeats endpoint 0/);
+    assert.throws(() => client.uploadWhenHidden(A, "tok en"), /upload token/, "checked now: its errors are dropped later");
+    assert.throws(() => client.uploadWhenHidden(A, TOKEN, { timeout: 0 }), /^ValueError|timeout/);
     const fetch = fakeFetch((url, call, b, n) => (url === A ? "refuse" : ok(b, n)));
     const stop = client.uploadWhenHidden([A, B], TOKEN, { fetch, gzip: false });
     await new Promise((r) => setTimeout(r, 20)); // the first batch pinned and its request built
