@@ -29,55 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.e2e import free_port, serve, wait_for_fold, write_collector_config
+from support.devices_e2e import FAILOVER_DEVICES, check_devices_upload, check_failover, collection
 
 ROOT = Path(__file__).resolve().parents[2]
 KOTLIN = ROOT / "clients" / "kotlin"
 CLASSPATH_FILE = KOTLIN / "target" / "classpath.txt"
 MAIN = "io.github.ldptelemetry.client.e2e.E2EDevices"
 APP = "android"
-DEVICES = 100
 SEED = "6b6f746c696e2d6532652d31"  # "kotlin-e2e-1": an arbitrary fixed seed (see the module docstring)
-Z99 = 2.5758293035489004  # the two-sided 99 % normal quantile
-LABELS = ["games", "social", "news", "other"]
-SHARES = [0.4, 0.3, 0.2, 0.1]
-PAGES = [f"/p{i}" for i in range(8)]
-METRICS: dict[str, dict[str, Any]] = {
-    "app_category": {"protocol": "grr", "params": {"epsilon": 2.0, "domain_size": 4, "labels": LABELS},
-                     "budget": {"per_report": 2.0}},
-    "dark_mode": {"protocol": "rr", "params": {"p": 0.25, "q": 0.75}, "budget": {"per_report": 1.1}},
-    "page": {"protocol": "olh", "params": {"epsilon": 2.0, "domain_size": 8, "labels": PAGES},
-             "budget": {"per_report": 2.0}},
-    "load_time": {"protocol": "duchi", "params": {"epsilon": 1.0, "low": 0.0, "high": 1000.0},
-                  "budget": {"per_report": 1.0}},
-    "theme": {"protocol": "lgrr", "params": {"epsilon_perm": 4.0, "epsilon": 1.0, "domain_size": 3,
-                                             "labels": ["light", "dark", "auto"]},
-              "budget": {"per_report": 4.0}},
-}
-SPEC = {"spec_version": 1, "name": "kotlin_e2e", "description": "The Kotlin client end to end.",
-        "budget": {"per_window": 20.0, "lifetime": 100.0}, "upload": {"min_interval_seconds": 0, "max_batch": 64},
-        "metrics": METRICS}
-FOLD_TIMEOUT = 60.0
-
-
-def devices() -> list[list[list[Any]]]:
-    """Each device's [metric, value] pairs."""
-    cats = [label for label, s in zip(LABELS, SHARES, strict=True) for _ in range(round(s * DEVICES))]
-    themes = ["light", "dark", "auto"]
-    return [[["app_category", cats[d]], ["dark_mode", d % 3 == 0], ["page", PAGES[(d * 7) % 8]],
-             ["load_time", float((d * 37) % 1000)], ["theme", themes[d % 5 % 3]]] for d in range(DEVICES)]
-
-
-def truth() -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {m: {} for m in METRICS}
-    for values in devices():
-        for metric, value in values:
-            if metric == "load_time":
-                out[metric]["sum"] = out[metric].get("sum", 0.0) + value
-            else:
-                key = ("yes" if value else "no") if metric == "dark_mode" else value
-                out[metric][key] = out[metric].get(key, 0) + 1
-    return out
+SPEC = collection("kotlin_e2e", "The Kotlin client end to end.", theme_protocol="lgrr")
 
 
 def classpath() -> str:
@@ -94,73 +54,29 @@ def classpath() -> str:
     return os.pathsep.join([str(KOTLIN / "target" / "classes"), str(KOTLIN / "target" / "test-classes"), deps])
 
 
-def run_devices(tmp: Path, url: str, token: str, log: list[str] | None = None) -> dict[str, Any]:
+def run_devices(tmp: Path, url: str, token: str, log: list[tuple[str, str]] | None = None) -> dict[str, Any]:
     """Run the devices program (``url``: one URL or several joined by commas); its summary line. The program's
-    stderr (the uploader's log lines) is appended to ``log`` if given."""
+    stderr (the uploader's log lines) is appended to ``log`` with the token, if given."""
     cmd = ["java", "-cp", classpath(), MAIN, str(tmp / "spec.json"), str(tmp / "devices.json"),
            str(tmp / "states"), url, token, SEED]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     if log is not None:
-        log.append(done.stderr)
+        log.append((done.stderr, token))
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
 def test_kotlin_devices_upload_and_the_python_decoder_recovers_the_truth(tmp_path: Path) -> None:
-    from ldp.collector.config import new_token
-
-    cp = classpath()
-    assert cp
-    token = new_token()
-    config = write_collector_config(tmp_path, APP, token, SPEC)
-    (tmp_path / "devices.json").write_text(json.dumps(devices()))
-    reports = DEVICES * len(METRICS)
-    with serve(config, tmp_path / "server.log") as served:
-        first = run_devices(tmp_path, f"{served.url}/v1/reports", token)
-        again = run_devices(tmp_path, f"{served.url}/v1/reports", token)  # resumes the same states: nothing left
-    assert first["recorded"] == first["acknowledged"] == first["accepted"] == reports, first
-    assert first["rejected"] == {} and first["duplicates"] == 0, first
-    assert again["acknowledged"] == again["accepted"] == 0 and again["pending"] == 0, again
-    with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
-        folded = wait_for_fold(served, APP, reports, DEVICES, FOLD_TIMEOUT)
-    assert {s["fingerprint"] for s in folded["specs"]} == {first["spec"]}
-    true = truth()
-    for m in folded["metrics"]:
-        name, rows = m["metric"], {r["item"]: r for r in m["rows"]}
-        assert m["error"] is None and m["n"] == DEVICES, m
-        if m["kind"] == "mean":
-            (row,) = rows.values()
-            mean = true[name]["sum"] / DEVICES
-            assert abs(row["estimate"] - mean) <= Z99 * row["std_error"], (name, row, mean)
-            continue
-        for item, count in true[name].items():
-            r = rows[item]
-            assert abs(r["estimate"] - count) <= Z99 * r["std_error"], (name, item, r, count)
-
-
-FAILOVER_DEVICES = 20
+    assert classpath()
+    check_devices_upload(tmp_path, APP, SPEC, run_devices)
 
 
 def test_kotlin_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector(tmp_path: Path) -> None:
-    from ldp.collector.config import new_token
-
     classpath()
-    token = new_token()
-    config = write_collector_config(tmp_path, APP, token, SPEC)
-    (tmp_path / "devices.json").write_text(json.dumps(devices()[:FAILOVER_DEVICES]))
-    reports = FAILOVER_DEVICES * len(METRICS)
-    dead = f"http://127.0.0.1:{free_port()}/v1/reports"  # nothing listens there: each call's first try is refused
-    log: list[str] = []
-    with serve(config, tmp_path / "server.log") as served:
-        live = f"{served.url}/v1/reports"
-        first = run_devices(tmp_path, f"{dead},{live}", token, log)
-    assert first["recorded"] == first["acknowledged"] == first["accepted"] == reports, first
-    assert first["rejected"] == {} and first["duplicates"] == 0 and first["pending"] == 0, first
-    dead_host, live_host = dead.split("/")[2], live.split("/")[2]
-    switches = [line for line in log[0].splitlines() if "failing over" in line]
-    assert len(switches) == FAILOVER_DEVICES, log[0][-4000:]  # one per upload call: each starts with the first
-    assert all(dead_host in line and live_host in line and token not in line for line in switches), switches
-    with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
-        folded = wait_for_fold(served, APP, reports, FAILOVER_DEVICES, FOLD_TIMEOUT)
-    assert folded["accepted"] == reports, folded  # stored once: no report counted twice
+    log: list[tuple[str, str]] = []
+    dead, live = check_failover(tmp_path, APP, SPEC, lambda tmp, url, token: run_devices(tmp, url, token, log))
+    stderr, token = log[0]
+    switches = [line for line in stderr.splitlines() if "failing over" in line]
+    assert len(switches) == FAILOVER_DEVICES, stderr[-4000:]  # one per upload call: each starts with the first
+    assert all(dead in line and live in line and token not in line for line in switches), switches

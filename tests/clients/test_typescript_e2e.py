@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.devices_e2e import LABELS, PAGES, SHARES, app_metrics
 from support.e2e import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -42,20 +43,9 @@ PAGE = Path(__file__).with_name("e2e_page.html")
 TABS_PAGE = Path(__file__).with_name("e2e_tabs.html")
 APP = "web"
 DEVICES = 1000
-LABELS = ["games", "social", "news", "other"]
-SHARES = [0.4, 0.3, 0.2, 0.1]
 DARK_SHARE = 0.35
-PAGES = [f"/p{i}" for i in range(8)]
 PAGE_SHARES = [0.3, 0.2, 0.15, 0.1, 0.1, 0.05, 0.05, 0.05]
-METRICS: dict[str, dict[str, Any]] = {
-    "app_category": {"protocol": "grr", "params": {"epsilon": 2.0, "domain_size": 4, "labels": LABELS},
-                     "budget": {"per_report": 2.0}},
-    "dark_mode": {"protocol": "rr", "params": {"p": 0.25, "q": 0.75}, "budget": {"per_report": 1.1}},
-    "page": {"protocol": "olh", "params": {"epsilon": 2.0, "domain_size": 8, "labels": PAGES},
-             "budget": {"per_report": 2.0}},
-    "load_time": {"protocol": "duchi", "params": {"epsilon": 1.0, "low": 0.0, "high": 1000.0},
-                  "budget": {"per_report": 1.0}},
-}
+METRICS = app_metrics()
 SPEC = {"spec_version": 1, "name": "ts_e2e", "description": "The TypeScript client end to end.",
         "budget": {"per_window": 10.0, "lifetime": 100.0}, "upload": {"min_interval_seconds": 0, "max_batch": 500},
         "metrics": METRICS}
