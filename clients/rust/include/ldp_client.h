@@ -216,6 +216,15 @@ typedef struct LdpUploadResult {
 } LdpUploadResult;
 #endif
 
+#if defined(LDP_CLIENT_UPLOADER)
+/**
+ * Receives one log line of the library (the `uploader` feature): `level` 1 error, 2 warn, 3 info, 4 debug, 5 trace;
+ * `line` a NUL-terminated UTF-8 string valid during the call only; `user` the pointer given to
+ * `ldp_set_log_callback`.
+ */
+typedef void (*LdpLogCallback)(void *user, int level, const char *line);
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -573,6 +582,24 @@ enum LdpStatus ldp_client_upload(const struct LdpClient *client,
                                  double timeout_seconds,
                                  double call_timeout_seconds,
                                  struct LdpUploadResult *result);
+#endif
+
+#if defined(LDP_CLIENT_UPLOADER)
+/**
+ * Sends the library's log lines to `callback` (the `uploader` feature): the uploader's failovers, waits and stops
+ * at level 3 (info) and 2 (warn), each request at 4 (debug); never a report line or the token. `max_level` (0 to
+ * 5: 0 none, 1 error … 5 trace) is the most detailed level passed on. The callback runs on the thread that logs
+ * (the one calling `ldp_client_upload`), so `callback` and `user` must be usable from any thread that uploads.
+ *
+ * Once per process: the library logs through Rust's `log` facade, which takes one logger, so a second call (or a
+ * process whose Rust code installed its own logger, which then receives the lines instead) is `LDP_VALUE_ERROR`.
+ * A null callback or a level outside 0 to 5 is refused (`LDP_INVALID_ARGUMENT`, `LDP_VALUE_ERROR`) and installs
+ * nothing.
+ *
+ * # Safety
+ * `callback` must be safe to call from any thread with `user`, for the rest of the process.
+ */
+enum LdpStatus ldp_set_log_callback(LdpLogCallback callback, void *user, int max_level);
 #endif
 
 #ifdef __cplusplus
