@@ -170,7 +170,9 @@ class Answer:
 
 def _read(response: Any, limit: int, deadline: float) -> tuple[bytes, bool]:
     """At most ``limit`` bytes of the answer's body, and whether there was more; the deadline is checked before
-    each chunk (``read1``: what one socket read gives, so a trickle cannot hold one call)."""
+    each chunk (``read1``: what one socket read gives, so a trickle cannot hold one call). A body that ends before
+    its ``Content-Length`` (the server died mid-answer) is ``http.client.IncompleteRead``: no answer, not a short
+    one."""
     read = getattr(response, "read1", None) or response.read
     parts: list[bytes] = []
     size = 0
@@ -178,6 +180,9 @@ def _read(response: Any, limit: int, deadline: float) -> tuple[bytes, bool]:
         _left(deadline)
         chunk = read(min(_CHUNK, limit + 1 - size))
         if not chunk:
+            missing = getattr(response, "length", None)  # http.client: bytes of Content-Length not read yet
+            if isinstance(missing, int) and missing > 0:
+                raise http.client.IncompleteRead(b"".join(parts), missing)
             break
         parts.append(chunk)
         size += len(chunk)

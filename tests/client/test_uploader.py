@@ -111,6 +111,14 @@ class FakeCollector:
                 if action == "store_drop":
                     self.close_connection = True
                     return None
+                if action == "store_cut":  # stored, then the answer cut after its headers (a replica killed)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "200")
+                    self.end_headers()
+                    self.wfile.write(b'{"batch')
+                    self.close_connection = True
+                    return None
                 return self._send(200, answer)
 
         return Handler
@@ -203,8 +211,10 @@ def test_rejected_counts_are_summed_from_the_answers(tmp_path, collector):
         1, {"unknown_spec": 1}, 1, 2)
 
 
-def test_a_lost_answer_is_retried_under_the_same_id_and_stored_once(tmp_path, collector):
-    collector.script = ["store_drop"]
+@pytest.mark.parametrize("lost", ["store_drop", "store_cut"])
+def test_a_lost_answer_is_retried_under_the_same_id_and_stored_once(tmp_path, collector, lost):
+    """No answer, or one cut before its Content-Length (not a "not sane" answer that would stop the call)."""
+    collector.script = [lost]
     sleeps = Sleeps()
     with make_client(tmp_path, 3) as client:
         result = client.upload(collector.url, TOKEN, sleep=sleeps)

@@ -204,23 +204,27 @@ def test_a_collector_closes_through_the_worker_and_stops_it(tmp_path: Path) -> N
     writer = PartWriter()
     logs["worker"].write_part = writer
     killed = None
-    for k in range(6):
-        for log in logs.values():
-            for b in range(5):
-                body = b"".join(b'{"k":%d,"b":%d,"j":%d}\n' % (k, b, j) for j in range(7))
-                log.commit([Batch("demo", f"{k}-{b}", body, BatchCounts(7, 7), lambda r: None)])
-            close = log.detach(force=True)
-            assert close is not None
-            close()
-        if k == 2:
-            killed = pid = writer.pid
-            assert pid is not None
-            os.kill(pid, signal.SIGKILL)
-            wait_for(lambda pid=pid: not alive(pid))
-        now[0] += 1.0
-    assert writer.jobs == 6 and writer.fallbacks == 0 and writer.pid not in (None, killed)
-    pid = writer.pid
-    writer.stop()
+    try:
+        for k in range(6):
+            for log in logs.values():
+                for b in range(5):
+                    body = b"".join(b'{"k":%d,"b":%d,"j":%d}\n' % (k, b, j) for j in range(7))
+                    log.commit([Batch("demo", f"{k}-{b}", body, BatchCounts(7, 7), lambda r: None)])
+                close = log.detach(force=True)
+                assert close is not None
+                close()
+            if k == 2:
+                killed = pid = writer.pid
+                assert pid is not None
+                os.kill(pid, signal.SIGKILL)
+                # gone for the writer: reaped, not only a zombie (a process's threads may still be exiting then,
+                # and until they are the kernel does not let it be waited for)
+                wait_for(lambda: writer.pid is None)
+            now[0] += 1.0
+        assert writer.jobs == 6 and writer.fallbacks == 0 and writer.pid not in (None, killed)
+        pid = writer.pid
+    finally:  # a failure above must not leave a worker running into the next test
+        writer.stop()
     assert pid is not None and not alive(pid)
     got = {}
     for name, log in logs.items():
