@@ -26,6 +26,10 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     ├── IngestError                          a refused collector request            (ldp.collector.ingest)
     ├── QueueFull                            the collector's write queue is full    (ldp.collector.segments)
     ├── WriterClosed                         the collector's writer is closed       (ldp.collector.segments)
+    ├── StorageError, OSError                the collection's store failed          (ldp.storage)
+    │   ├── LeaseLostError                   a lease holder lost its lease          (ldp.storage.lease)
+    │   └── ConditionalWriteError            a store that is not exclusive          (ldp.storage.lease)
+    ├── LeaseHeldError, RuntimeError         another process holds the lease        (ldp.storage.lease)
     ├── FoldBusyError, RuntimeError          another process folds this app         (ldp.collector.watch)
     └── MissingExtraError, ImportError       an optional extra is not installed     (ldp.extras)
     LdpWarning (UserWarning)
@@ -50,8 +54,8 @@ __all__ = [
     "UploadProtocolError",
     "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
-    "WriterClosed", "StorageError", "FoldBusyError", "MissingExtraError", "SeededRandomnessWarning",
-    "PrivacyLeakWarning",
+    "WriterClosed", "StorageError", "LeaseLostError", "ConditionalWriteError", "LeaseHeldError", "FoldBusyError",
+    "MissingExtraError", "SeededRandomnessWarning", "PrivacyLeakWarning",
     "ReproductionOnlyWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
 ]
 
@@ -230,6 +234,27 @@ class StorageError(LdpError, OSError):
     """The collection's store (:mod:`ldp.storage`: a folder or object storage) failed to do what was asked — a disk
     full, an I/O error, a server unreachable or answering an error — as opposed to a key that is not there. The
     collector answers 503 and retries; nothing acknowledged depends on it."""
+
+
+class LeaseLostError(StorageError):
+    """A lease holder (the shuffler, a collector replica) can no longer be sure it holds its lease in the store —
+    not renewed in time (the process paused, the store unreachable) or taken over by another process — so it writes
+    nothing more (:mod:`ldp.storage.lease`). A replica answers 503 while it is so."""
+
+
+class ConditionalWriteError(StorageError):
+    """The store does not refuse a second create of one key (an S3-compatible server that ignores
+    ``If-None-Match: *``, a folder on a filesystem without ``link(2)``): nothing that needs one writer can run on
+    it (:mod:`ldp.storage.lease`)."""
+
+
+class LeaseHeldError(LdpError, RuntimeError):
+    """Another process holds the lease (:mod:`ldp.storage.lease`): ``holder``, ``host``, ``pid`` and ``expires``
+    (Unix s) say which and until when, unless it renews it."""
+
+    def __init__(self, message: str, *, holder: str = "", host: str = "", pid: int = 0, expires: float = 0.0) -> None:
+        super().__init__(message)
+        self.holder, self.host, self.pid, self.expires = holder, host, pid, expires
 
 
 class FoldBusyError(LdpError, RuntimeError):

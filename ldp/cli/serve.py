@@ -55,6 +55,7 @@ def serve_command(args: argparse.Namespace) -> int:
     """Run ``ldp serve`` (or ``ldp serve token``); a bad config ends with ``ldp serve: error: ...``
     on stderr and status 2."""
     from ldp.cli.support import BAD_INPUT, report_error
+    from ldp.errors import LeaseHeldError
 
     try:
         if args.serve_action == "token":
@@ -62,6 +63,9 @@ def serve_command(args: argparse.Namespace) -> int:
         if not args.config:
             raise ValueError("--config FILE is required (the collector's TOML config)")
         return _serve(args.config, args.host, args.port, access_log=not args.no_access_log, replica=args.replica)
+    except LeaseHeldError as exc:  # another process serves under this replica name: not bad input, status 3
+        report_error("ldp serve", exc)
+        return 3
     except BAD_INPUT as exc:
         return report_error("ldp serve", exc)
 
@@ -130,13 +134,19 @@ def _serve(config_path: str, host: str, port: int, access_log: bool = True, repl
     http.limit_server_log()
     open_files = http.raise_open_files_limit()
     app = create_service(config)
+    writer = app.state.collector
+    writer.take_claim()  # a replica: its name in the shared store is its own, or it does not start
     app.state.connection_stats = stats = http.ConnectionStats()  # open connections, deadline closes
     if app.state.metrics is not None:
         app.state.metrics.watch_connections(stats)
     server = http.ListeningServer(http.server_config(app, config.limits, host=host, port=port, stats=stats),
                                   http.print_startup_line(config, open_files))
     sys.setswitchinterval(http.SWITCH_INTERVAL)
-    server.run()  # SIGTERM/SIGINT: stop accepting, finish the requests, then the lifespan closes the segments
+    try:
+        server.run()  # SIGTERM/SIGINT: stop accepting, finish the requests, then the lifespan closes the segments
+    finally:
+        if writer.claim is not None:
+            writer.claim.stop()  # released (nothing if the lifespan's close did it already)
     if not server.started:
         print(f"ldp serve: error: could not start on {host}:{port} (see the messages above)", file=sys.stderr)
         return 2

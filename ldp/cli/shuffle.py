@@ -41,14 +41,20 @@ def register(subparsers: Any) -> None:
                    help="how long a window below --min-reports waits (default 7)")
     s.add_argument("--keep-originals", action="store_true",
                    help="move the consumed chunks under apps/<app>/consumed/ instead of deleting them")
+    s.add_argument("--lease-seconds", type=number(float, 1, 3600), default=60.0, metavar="SECONDS",
+                   help="the shuffler lease's length past its last renewal (default 60): one run at a time per app; "
+                        "a run whose process died is taken over this long after it stopped")
     s.add_argument("--json", action="store_true", help="print the run as JSON")
     s.set_defaults(handler=shuffle_command)
 
 
 def shuffle_command(args: argparse.Namespace) -> int:
-    """Run ``ldp shuffle``: 0 after a run (nothing to do included); bad input: ``ldp shuffle: error: ...``, 2."""
+    """Run ``ldp shuffle``: 0 after a run (nothing to do included); another run holding the lease: ``ldp shuffle:
+    error: ...`` naming it, 3; bad input, a store or app not found, the lease lost: ``ldp shuffle: error: ...``,
+    2."""
     from ldp.cli.support import BAD_INPUT, report_error
     from ldp.collector.config import APP_NAME_RE
+    from ldp.errors import LeaseHeldError
 
     try:
         if not APP_NAME_RE.match(args.app):
@@ -65,8 +71,11 @@ def shuffle_command(args: argparse.Namespace) -> int:
         store = open_store(args.store, options or None)
         run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
                           keep_originals=args.keep_originals, min_reports=min_reports,
-                          hold_seconds=args.hold_days * 86400)
+                          hold_seconds=args.hold_days * 86400, lease_seconds=args.lease_seconds)
         central = window_guarantees(run.windows, specs) if specs else None
+    except LeaseHeldError as exc:
+        report_error("ldp shuffle", exc)
+        return 3
     except BAD_INPUT as exc:
         return report_error("ldp shuffle", exc)
     if args.json:

@@ -23,8 +23,9 @@ __all__ = ["DELTA", "SHUFFLED_NAME", "per_report_epsilon", "segment_counts", "sh
 
 DELTA = 1e-8
 """δ of the central guarantee shown."""
-SHUFFLED_NAME = re.compile(r"-[0-9a-f]{16}\.jsonl\Z")
-"""A closed segment written shuffled (its name ends in 16 random hex digits)."""
+SHUFFLED_NAME = re.compile(r"-[0-9a-f]{16}(-f[0-9]{1,12})?\.jsonl\Z")
+"""A closed segment written shuffled (its name ends in 16 random hex digits, then the shuffler's fencing token
+``-f<n>`` when the shuffler stage wrote it: :func:`ldp.collector.shuffle.closed_name`)."""
 
 
 def segment_counts(job_dir: Path) -> dict[tuple[str, str], list[tuple[bool, int]]]:

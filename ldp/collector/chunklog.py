@@ -22,6 +22,7 @@ state, and probes with :meth:`repair` (a small object written and removed) until
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,7 @@ from ldp.collector.config import Limits
 from ldp.collector.ingest import BatchCounts
 from ldp.collector.journal import AppStats, coarse
 from ldp.collector.rejects import RejectKeeper
-from ldp.errors import StorageError
+from ldp.errors import LeaseHeldError, StorageError
 from ldp.shuffler.chunks import ChunkBatch, chunk_key, encode_chunk
 from ldp.storage import Store
 
@@ -95,8 +96,11 @@ class ChunkLog:
                               k.body if not k.body or k.body.endswith(b"\n") else k.body + b"\n")
                    for it, k in zip(new, kept, strict=True)]
         self._seq += 1
+        key = chunk_key(self.app, self.replica, at, self._seq, getattr(self.store, "fence", None))
         try:
-            self.store.put(chunk_key(self.app, self.replica, at, self._seq), encode_chunk(batches))
+            if not self.store.create(key, encode_chunk(batches)):
+                raise StorageError(errno.EEXIST, f"{self.store.url}: chunk {key} exists already: not overwritten "
+                                                 "(another process writing under this replica's name?)")
         except StorageError:
             self.rejects.day, self.rejects.used = budget
             self.failed = True
@@ -112,10 +116,13 @@ class ChunkLog:
         if not self.failed:
             return True
         key = f"replicas/{self.replica}/probe"
+        claim = getattr(self.store, "lease", None)
         try:
+            if claim is not None:  # lost (a pause, the store down): taken again, unless another process holds it
+                claim.start()
             self.store.put(key, b"probe")
             self.store.delete(key)
-        except StorageError:
+        except (StorageError, LeaseHeldError):
             return False
         self.failed = False
         return True

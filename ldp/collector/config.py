@@ -84,6 +84,9 @@ class StorageConfig:
 
     url: str
     options: Mapping[str, str] = field(default_factory=dict)
+    claim_seconds: float = 30.0
+    """How long a replica's claim on its name lasts past its last renewal (``claim_seconds``): a replica killed on
+    another host is replaced under its name this long after it stopped (:mod:`ldp.collector.claim`)."""
 
     def open(self) -> Any:
         """The :class:`~ldp.storage.Store`."""
@@ -125,7 +128,10 @@ class CollectorConfig:
 
 
 def _storage(where: str, raw: Any, base: Path) -> StorageConfig:
-    doc = _table(where, raw, {"url", "endpoint_url", "region_name"})
+    doc = _table(where, raw, {"url", "endpoint_url", "region_name", "claim_seconds"})
+    claim = doc.get("claim_seconds", 30.0)
+    if isinstance(claim, bool) or not isinstance(claim, (int, float)) or not 1 <= claim <= 3600:
+        raise ConfigError(f"{where}.claim_seconds must be a number of seconds in [1, 3600], got {claim!r}")
     url = doc.get("url")
     if not isinstance(url, str) or not url:
         raise ConfigError(f"{where}.url must be s3://bucket[/prefix] or a folder, got {url!r}")
@@ -141,7 +147,7 @@ def _storage(where: str, raw: Any, base: Path) -> StorageConfig:
         url = str((base / url).resolve())
     elif not url.startswith(("s3://", "file://")):
         raise ConfigError(f"{where}.url: only s3:// object storage or a folder is supported, got {url!r}")
-    return StorageConfig(url, options)
+    return StorageConfig(url, options, float(claim))
 
 
 def check_replica(name: Any, where: str = "replica") -> str:

@@ -31,12 +31,14 @@ from typing import Any
 
 from ldp.collector.applog import AppLog, Batch, Stored
 from ldp.collector.chunklog import ChunkLog
+from ldp.collector.claim import remember_claim, replica_claim
 from ldp.collector.closer import PartWriter, write_part
 from ldp.collector.config import AppConfig, CollectorConfig
 from ldp.collector.ingest import BatchCounts
 from ldp.collector.journal import ClosedCounts, coarse
 from ldp.errors import QueueFull, WriterClosed
 from ldp.server.store import fsync_dir, write_all, write_atomic
+from ldp.storage.lease import FencedStore, Lease
 
 __all__ = ["Batch", "Stored", "AppLog", "SegmentWriter", "QueueFull", "WriterClosed", "granularity"]
 
@@ -62,12 +64,18 @@ class SegmentWriter:
     def __init__(self, config: CollectorConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self.logs: dict[str, AppLog | ChunkLog] = {}
+        self.claim: Lease | None = None
+        """A replica's claim on its name in the shared store (:mod:`ldp.collector.claim`), taken at :meth:`start`."""
         store = config.storage.open() if config.storage is not None else None
+        if store is not None:
+            assert config.replica is not None and config.storage is not None  # the config requires one
+            self.claim = replica_claim(store, config.replica, config.data_dir, config.storage.claim_seconds)
+            store = FencedStore(store, self.claim)  # every chunk written under the claim, checked first
         for name, app in config.apps.items():
             if store is None:
                 self.logs[name] = AppLog(config.app_dir(name), config.limits, clock, granularity(app))
             else:
-                assert config.replica is not None  # the config requires one with [storage]
+                assert config.replica is not None
                 self.logs[name] = ChunkLog(store, name, config.replica, config.app_dir(name), config.limits, clock,
                                            granularity(app))
         self.granularity = min((log.granularity for log in self.logs.values()), default=86400.0)
@@ -121,9 +129,20 @@ class SegmentWriter:
         """Batches queued and not yet taken by the writer thread."""
         return self._queue.qsize()
 
+    def take_claim(self) -> None:
+        """A replica: take the claim on its name in the shared store and renew it from then on (``ldp serve`` does
+        it before it listens; :meth:`start` if not yet). :class:`~ldp.errors.LeaseHeldError` naming the process that
+        holds it; :class:`~ldp.errors.ConditionalWriteError` for a store without an exclusive create. Nothing for
+        a collector on a local folder."""
+        if self.claim is not None and self.claim.token is None:
+            self.claim.start()
+            remember_claim(self.claim, self.config.data_dir)
+
     def start(self) -> dict[str, dict[str, int]]:
-        """Recover every app (see :meth:`AppLog.recover`) and start the writer thread."""
+        """Take a replica's claim (:meth:`take_claim`), recover every app (see :meth:`AppLog.recover`) and start
+        the writer thread."""
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.take_claim()
         cut = {name: log.recover() for name, log in self.logs.items()}  # in-process: nothing is served yet
         for log in self.logs.values():
             if isinstance(log, AppLog):
@@ -178,6 +197,8 @@ class SegmentWriter:
             except OSError:
                 logger.exception("closing the segments of %s", log.dir)
         self.write_counters()
+        if self.claim is not None:
+            self.claim.stop()  # released: a replica started next under this name need not wait
 
     # -- the thread ------------------------------------------------------------------------------------
     def _run(self) -> None:

@@ -138,7 +138,9 @@ def write_shuffled(fd: int, data: np.ndarray, pause: Callable[[], None] = _no_pa
         pause()
 
 
-def closed_name(window_start: float) -> str:
+def closed_name(window_start: float, fence: int | None = None) -> str:
     """``<UTC window start>-<16 random hex digits>.jsonl``: the window, and nothing of when in it or in which
-    order the segment closed."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(window_start)) + f"-{secrets.token_hex(8)}.jsonl"
+    order the segment closed. With ``fence`` (the shuffler's lease token, :mod:`ldp.storage.lease`),
+    ``<UTC window start>-<16 random hex digits>-f<fence>.jsonl``: which lease holder planned it."""
+    tail = "" if fence is None else f"-f{int(fence)}"
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(window_start)) + f"-{secrets.token_hex(8)}{tail}.jsonl"

@@ -82,7 +82,10 @@ def incoming_prefix(app: str, replica: str | None = None) -> str:
     return f"apps/{app}/incoming/" + (f"{replica}/" if replica else "")
 
 
-def chunk_key(app: str, replica: str, at: float, seq: int) -> str:
-    """``apps/<app>/incoming/<replica>/<UTC>-<seq:010d>.chunk``."""
-    return f"{incoming_prefix(app, replica)}{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(at))}-{seq:010d}" \
+def chunk_key(app: str, replica: str, at: float, seq: int, fence: int | None = None) -> str:
+    """``apps/<app>/incoming/<replica>/<UTC>-f<fence:06d>-<seq:010d>.chunk``: ``fence`` is the replica's claim
+    token (:mod:`ldp.collector.claim`) and ``seq`` counts the chunks of that claim, so a key never repeats, whatever
+    the clock says (without ``fence``, the older ``<UTC>-<seq:010d>.chunk``)."""
+    claim = "" if fence is None else f"f{int(fence):06d}-"
+    return f"{incoming_prefix(app, replica)}{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(at))}-{claim}{seq:010d}" \
            f"{CHUNK_SUFFIX}"

@@ -41,9 +41,11 @@ from typing import Any
 
 from ldp.collector.shuffle import closed_name, shuffle_lines
 from ldp.shuffler.chunks import CHUNK_SUFFIX, ChunkBatch, decode_chunk, incoming_prefix
+from ldp.errors import StorageError
 from ldp.storage import Store
+from ldp.storage.lease import DEFAULT_TTL_SECONDS, FencedStore, Lease
 
-__all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "DEFAULT_GRACE_SECONDS", "DEFAULT_DEDUP_SECONDS",
+__all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "shuffler_lease", "check_app_store", "DEFAULT_GRACE_SECONDS", "DEFAULT_DEDUP_SECONDS",
            "DEFAULT_HOLD_SECONDS"]
 
 RUN_FORMAT = "ldp-shuffle-run/1"
@@ -106,19 +108,56 @@ def _seen_ids(store: Store, app: str, since: float, exclude: str) -> set[str]:
     return out
 
 
+def shuffler_lease(store: Store, app: str, ttl: float = DEFAULT_TTL_SECONDS) -> Lease:
+    """The lease that makes one ``ldp shuffle`` of ``app`` run at a time (:mod:`ldp.storage.lease`), under
+    ``apps/<app>/shuffler/lease/``."""
+    return Lease(store, f"apps/{app}/shuffler/lease/", f"shuffler of {app}", ttl=ttl)
+
+
+def check_app_store(store: Store, app: str) -> None:
+    """Refuse a store (or an app) that is not there, naming what is missing, before anything is written to it: a
+    typo in a timer's ``--store`` or ``--app`` must fail, not report "nothing to mix" for months. The app is there
+    once a replica wrote a chunk of it or a shuffler ran for it."""
+    if store.list(incoming_prefix(app)) or store.list(f"apps/{app}/shuffler/"):
+        return
+    if not store.root_exists():
+        raise FileNotFoundError(f"no store at {store.url}: " + ("no such folder" if store.url.startswith("file://")
+                                                                  else "no such bucket (or no access to it)"))
+    others = sorted({k.split("/")[1] for k in store.list("apps/") if k.count("/") >= 2})[:10]
+    raise FileNotFoundError(f"{store.url} holds nothing of app {app!r} (no apps/{app}/incoming/ chunks, no "
+                            "apps/{app}/shuffler/ records): a wrong --store or --app? "
+                            + (f"apps there: {', '.join(others)}" if others else "it holds no app at all"))
+
+
 def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
                 dedup_seconds: float = DEFAULT_DEDUP_SECONDS, keep_originals: bool = False,
-                min_reports: int = 0, hold_seconds: float = DEFAULT_HOLD_SECONDS) -> ShuffleRun:
+                min_reports: int = 0, hold_seconds: float = DEFAULT_HOLD_SECONDS,
+                lease_seconds: float = DEFAULT_TTL_SECONDS, lease: Lease | None = None) -> ShuffleRun:
     """One run of the stage for ``app`` (module docstring); what it did. A window of fewer than ``min_reports``
     reports (its batches counted once) is held — a report would hide among too few — until late chunks make it
     large enough, or ``hold_seconds`` past its end, when it is withheld for good: its chunks removed, nothing
-    released (``withheld`` in its anonymity entry)."""
+    released (``withheld`` in its anonymity entry).
+
+    The run holds the app's shuffler lease (:func:`shuffler_lease`, ``lease_seconds`` long, renewed while it runs;
+    or ``lease``, not yet acquired) and writes only through it: :class:`~ldp.errors.LeaseHeldError` if another run
+    holds it, :class:`~ldp.errors.LeaseLostError` (nothing more written) if this one loses it. A store or app that
+    is not there is :class:`FileNotFoundError` (:func:`check_app_store`)."""
     now = time.time() if now is None else float(now)
     if not (grace_seconds >= 0 and dedup_seconds > 0 and hold_seconds >= 0):
         raise ValueError(f"grace_seconds and hold_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, "
                          f"{hold_seconds}, {dedup_seconds}")
     if isinstance(min_reports, bool) or not isinstance(min_reports, int) or min_reports < 0:
         raise ValueError(f"min_reports must be an int >= 0, got {min_reports!r}")
+    check_app_store(store, app)
+    lease = lease if lease is not None else shuffler_lease(store, app, lease_seconds)
+    with lease.hold():
+        return _run(FencedStore(store, lease), app, now, grace_seconds, dedup_seconds, keep_originals, min_reports,
+                    hold_seconds)
+
+
+def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_seconds: float,
+         keep_originals: bool, min_reports: int, hold_seconds: float) -> ShuffleRun:
+    """:func:`shuffle_app` once the lease is held: every write through ``store`` checks it first."""
     _prune_seen(store, app, now - 2 * dedup_seconds)
     resumed = []
     for key in store.list(_runs(app)):
@@ -143,16 +182,17 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
     if not consumed:
         return ShuffleRun(None, held=dict(sorted(held.items())), resumed=resumed)
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-{secrets.token_hex(4)}"
-    rec = {"format": RUN_FORMAT, "id": run_id, "state": "started", "at": now, "chunks": consumed,
-           "outputs": {f"{w}:{length}": None if (w, length) in withheld else closed_name(w)
+    rec = {"format": RUN_FORMAT, "id": run_id, "state": "started", "at": now, "chunks": consumed, "fence": store.fence,
+           "outputs": {f"{w}:{length}": None if (w, length) in withheld else closed_name(w, store.fence)
                        for w, length in released}, "min_reports": min_reports}
-    store.put(f"{_runs(app)}{run_id}.json", json.dumps(rec, sort_keys=True).encode())
+    if not store.create(f"{_runs(app)}{run_id}.json", json.dumps(rec, sort_keys=True).encode()):
+        raise StorageError(0, f"{store.url}: a shuffler run {run_id} is already recorded (never overwritten)")
     done = _complete(store, app, rec, now, dedup_seconds, keep_originals, {k: chunks[k] for k in consumed})
     done.held, done.resumed = dict(sorted(held.items())), resumed
     return done
 
 
-def _complete(store: Store, app: str, rec: dict[str, Any], now: float, dedup_seconds: float, keep: bool,
+def _complete(store: FencedStore, app: str, rec: dict[str, Any], now: float, dedup_seconds: float, keep: bool,
               chunks: Mapping[str, list[ChunkBatch]] | None = None) -> ShuffleRun:
     """Do (or finish) the run ``rec``: write the missing segments, the ids, the record ``done``, then remove the
     chunks. Everything it computes depends only on the chunks and the earlier runs' ids."""
@@ -185,7 +225,8 @@ def _complete(store: Store, app: str, rec: dict[str, Any], now: float, dedup_sec
                 anonymity[window]["withheld"] = f"fewer than min_reports = {rec.get('min_reports')} reports"
         store.put(f"{_seen(app)}{run_id}.json",
                   json.dumps({"run": run_id, "at": rec["at"], "ids": sorted(taken)}).encode())
-        rec = {**rec, "state": "done", "anonymity": anonymity, "duplicates": result.duplicates, "finished": now}
+        rec = {**rec, "state": "done", "anonymity": anonymity, "duplicates": result.duplicates, "finished": now,
+               "finished_fence": store.fence}
         store.put(f"{_runs(app)}{run_id}.json", json.dumps(rec, sort_keys=True).encode())
     result.windows, result.duplicates = dict(rec["anonymity"]), int(rec["duplicates"])
     def consume(key: str) -> None:

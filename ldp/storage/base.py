@@ -52,3 +52,6 @@ class Store(Protocol):
 
     def delete(self, key: str) -> None:
         """Remove the object at ``key`` (nothing if there is none)."""
+
+    def root_exists(self) -> bool:
+        """Whether the store itself is there (the folder; the bucket), whatever it holds."""

@@ -120,6 +120,9 @@ class LocalStore:
         except OSError as exc:
             raise StorageError(exc.errno, f"{self.url}: cannot delete {key}: {exc.strerror or exc}") from exc
 
+    def root_exists(self) -> bool:
+        return self.root.is_dir()
+
     def sweep(self) -> int:
         """Remove the temporary files a crash left (names starting with ``.`` and ending ``.tmp``); their count."""
         n = 0

@@ -123,5 +123,12 @@ class ObjectStore:
         except Exception as exc:
             raise self._fail("delete", key, exc) from exc
 
+    def root_exists(self) -> bool:
+        bucket = self.root.split("/", 1)[0]
+        try:
+            return bool(self.fs.exists(bucket))
+        except Exception as exc:
+            raise self._fail("check", bucket, exc) from exc
+
     def __repr__(self) -> str:
         return f"ObjectStore({self.url!r})"

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ldp.shuffler import ChunkBatch, chunk_key, decode_chunk, encode_chunk, shuffle_app
+from ldp.shuffler.stage import shuffler_lease
 from ldp.storage import Store, open_store
 from ldp.storage.local import LocalStore
 
@@ -146,7 +147,8 @@ def test_killed_after_any_store_operation_the_next_run_finishes_the_same(tmp_pat
         store = LocalStore(tmp_path / f"k{kill}")
         expected = scenario(store)
         try:
-            shuffle_app(Dying(store, kill), "demo", now=W0 + 2 * DAY + 400)  # type: ignore[arg-type]
+            shuffle_app(Dying(store, kill), "demo", now=W0 + 2 * DAY + 400,  # type: ignore[arg-type]
+                        lease=shuffler_lease(store, "demo"))  # the run's operations die, not the lease's
             finished = True
         except Killed:
             finished = False
