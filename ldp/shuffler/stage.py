@@ -37,15 +37,17 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ldp.collector.shuffle import closed_name, shuffle_lines
-from ldp.shuffler.chunks import CHUNK_SUFFIX, ChunkBatch, decode_chunk, incoming_prefix
 from ldp.errors import StorageError
+from ldp.shuffler.chunks import CHUNK_SUFFIX, ChunkBatch, decode_chunk, incoming_prefix
 from ldp.storage import Store
 from ldp.storage.lease import DEFAULT_TTL_SECONDS, FencedStore, Lease
 
-__all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "shuffler_lease", "check_app_store", "DEFAULT_GRACE_SECONDS", "DEFAULT_DEDUP_SECONDS",
+__all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "shuffler_lease", "check_app_store", "Plan", "plan_run",
+           "start_run", "complete_run", "finish_interrupted", "Mix", "mix_local", "anonymity_entry",
+           "DEFAULT_GRACE_SECONDS", "DEFAULT_DEDUP_SECONDS",
            "DEFAULT_HOLD_SECONDS"]
 
 RUN_FORMAT = "ldp-shuffle-run/1"
@@ -155,80 +157,121 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
                     hold_seconds)
 
 
-def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_seconds: float,
-         keep_originals: bool, min_reports: int, hold_seconds: float) -> ShuffleRun:
-    """:func:`shuffle_app` once the lease is held: every write through ``store`` checks it first."""
-    _prune_seen(store, app, now - 2 * dedup_seconds)
-    resumed = []
-    for key in store.list(_runs(app)):
-        rec = json.loads(store.get(key))
-        if rec.get("format") != RUN_FORMAT:
-            raise ValueError(f"{store.url}/{key} is not an {RUN_FORMAT} record")
-        if rec["state"] != "closed":
-            _complete(store, app, rec, now, dedup_seconds, keep_originals)
-            resumed.append(rec["id"])
-    keys = [k for k in store.list(incoming_prefix(app)) if k.endswith(CHUNK_SUFFIX)]
-    chunks = _read_chunks(store, keys)
-    windows_of = {k: {(b.window, b.length) for b in bs} for k, bs in chunks.items()}
+Window = tuple[int, int]
+"""An arrival window: ``(start, length)`` in seconds."""
+
+
+@dataclass
+class Plan:
+    """What a run will do (:func:`plan_run`): the chunks it consumes (sorted), the windows it releases (sorted) and,
+    among them, those withheld for good; the batches left per window (not ready, or held)."""
+
+    consumed: list[str]
+    released: list[Window]
+    withheld: set[Window]
+    held: dict[str, int]
+
+
+def plan_run(index: Mapping[str, Mapping[Window, int]], reports: Callable[[set[Window]], Mapping[Window, int]],
+             now: float, grace_seconds: float, hold_seconds: float, min_reports: int) -> Plan:
+    """The plan of a run from the chunks' ``index`` (per chunk key, its batches per window) and ``reports`` (the
+    reports of the given windows in all these chunks, each batch id counted once; asked only with ``min_reports``):
+    a window is ready ``grace_seconds`` past its end; a ready one below ``min_reports`` is held, and withheld for good
+    ``hold_seconds`` later; a chunk is consumed when all its windows are released, a window released when it is
+    ready and every chunk holding it is consumable (so it is mixed whole). Every engine plans with this."""
+    windows_of = {k: set(ws) for k, ws in index.items()}
     ready = {w for ws in windows_of.values() for w in ws if now >= w[0] + w[1] + grace_seconds}
-    small = _small_windows(chunks, ready, min_reports)
+    counts = reports(ready) if min_reports > 0 and ready else {}
+    small = {w for w in ready if min_reports > 0 and counts.get(w, 0) < min_reports}
     withheld = {w for w in small if now >= w[0] + w[1] + grace_seconds + hold_seconds}
     ready -= small - withheld
     consumable = {k for k, ws in windows_of.items() if ws <= ready}
     blocked = {w for k, ws in windows_of.items() if k not in consumable for w in ws}
     released = sorted(w for w in ready if w not in blocked)
     consumed = sorted(k for k in consumable if windows_of[k] <= set(released))
-    held = Counter(str(b.window) for k, bs in chunks.items() if k not in consumed for b in bs)
-    if not consumed:
-        return ShuffleRun(None, held=dict(sorted(held.items())), resumed=resumed)
-    run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-{secrets.token_hex(4)}"
-    rec = {"format": RUN_FORMAT, "id": run_id, "state": "started", "at": now, "chunks": consumed, "fence": store.fence,
-           "outputs": {f"{w}:{length}": None if (w, length) in withheld else closed_name(w, store.fence)
-                       for w, length in released}, "min_reports": min_reports}
-    if not store.create(f"{_runs(app)}{run_id}.json", json.dumps(rec, sort_keys=True).encode()):
-        raise StorageError(0, f"{store.url}: a shuffler run {run_id} is already recorded (never overwritten)")
-    done = _complete(store, app, rec, now, dedup_seconds, keep_originals, {k: chunks[k] for k in consumed})
-    done.held, done.resumed = dict(sorted(held.items())), resumed
+    held: Counter[str] = Counter()
+    for k, ws in index.items():
+        if k not in consumed:
+            for (w, _), n in ws.items():
+                held[str(w)] += n
+    return Plan(consumed, released, withheld, dict(sorted(held.items())))
+
+
+def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_seconds: float,
+         keep_originals: bool, min_reports: int, hold_seconds: float) -> ShuffleRun:
+    """:func:`shuffle_app` once the lease is held: every write through ``store`` checks it first."""
+    _prune_seen(store, app, now - 2 * dedup_seconds)
+    resumed = finish_interrupted(store, app, now, dedup_seconds, keep_originals, mix_local)
+    keys = [k for k in store.list(incoming_prefix(app)) if k.endswith(CHUNK_SUFFIX)]
+    chunks = _read_chunks(store, keys)
+    index = {k: Counter((b.window, b.length) for b in bs) for k, bs in chunks.items()}
+    plan = plan_run(index, lambda ready: _reports(chunks, ready), now, grace_seconds, hold_seconds, min_reports)
+    if not plan.consumed:
+        return ShuffleRun(None, held=plan.held, resumed=resumed)
+    rec = start_run(store, app, now, plan, min_reports, "local")
+    done = complete_run(store, app, rec, now, dedup_seconds, keep_originals, mix_local,
+                        {k: chunks[k] for k in plan.consumed})
+    done.held, done.resumed = plan.held, resumed
     return done
 
 
-def _complete(store: FencedStore, app: str, rec: dict[str, Any], now: float, dedup_seconds: float, keep: bool,
-              chunks: Mapping[str, list[ChunkBatch]] | None = None) -> ShuffleRun:
-    """Do (or finish) the run ``rec``: write the missing segments, the ids, the record ``done``, then remove the
-    chunks. Everything it computes depends only on the chunks and the earlier runs' ids."""
+def finish_interrupted(store: FencedStore, app: str, now: float, dedup_seconds: float, keep: bool,
+                       mix: Mix) -> list[str]:
+    """Finish every run an earlier process left unfinished (its record not ``closed``); their ids. A run recorded
+    by another engine is refused (its outputs are named as that engine writes them): run that engine."""
+    resumed = []
+    for key in store.list(_runs(app)):
+        rec = json.loads(store.get(key))
+        if rec.get("format") != RUN_FORMAT:
+            raise ValueError(f"{store.url}/{key} is not an {RUN_FORMAT} record")
+        if rec["state"] != "closed":
+            complete_run(store, app, rec, now, dedup_seconds, keep, mix)
+            resumed.append(rec["id"])
+    return resumed
+
+
+def start_run(store: FencedStore, app: str, now: float, plan: Plan, min_reports: int, engine: str) -> dict[str, Any]:
+    """Record a new run of ``plan`` (``started``): its chunks, a fresh random segment name per released window
+    (``None`` for a withheld one), the lease token, the engine. Written create-if-absent before anything else."""
+    run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-{secrets.token_hex(4)}"
+    rec = {"format": RUN_FORMAT, "id": run_id, "state": "started", "at": now, "chunks": plan.consumed,
+           "fence": store.fence, "engine": engine,
+           "outputs": {f"{w}:{length}": None if (w, length) in plan.withheld else closed_name(w, store.fence)
+                       for w, length in plan.released}, "min_reports": min_reports}
+    if not store.create(f"{_runs(app)}{run_id}.json", json.dumps(rec, sort_keys=True).encode()):
+        raise StorageError(0, f"{store.url}: a shuffler run {run_id} is already recorded (never overwritten)")
+    return rec
+
+
+class Mix(Protocol):
+    """An engine's mixing step of a recorded run: write its missing segments and the ids it mixed (excluding the
+    batch ids of earlier runs within ``dedup_seconds`` of it), return the anonymity set per window (keyed as
+    ``rec["outputs"]``) and the duplicate batches dropped. Idempotent: a rerun after a kill writes only what is
+    missing, from the same chunks, to the same result."""
+
+    engine: str
+
+    def __call__(self, store: FencedStore, app: str, rec: Mapping[str, Any], dedup_seconds: float,
+                 chunks: Mapping[str, list[ChunkBatch]] | None) -> tuple[dict[str, dict[str, Any]], int]: ...
+
+
+def complete_run(store: FencedStore, app: str, rec: dict[str, Any], now: float, dedup_seconds: float, keep: bool,
+                 mix: Mix, chunks: Mapping[str, list[ChunkBatch]] | None = None) -> ShuffleRun:
+    """Do (or finish) the run ``rec``: ``mix`` (segments, ids), the record ``done``, then remove the chunks and
+    mark it ``closed``. Everything it computes depends only on the chunks and the earlier runs' ids."""
     run_id, keys = rec["id"], list(rec["chunks"])
+    engine = rec.get("engine", "local")
+    if rec["state"] == "started" and engine != mix.engine:
+        raise ValueError(f"shuffler run {run_id} was started by the {engine} engine and is unfinished: finish it with "
+                         f"ldp shuffle --engine {engine}")
     result = ShuffleRun(run_id, keys)
     if rec["state"] == "started":
-        if chunks is None:
-            chunks = _read_chunks(store, keys)
-        before = _seen_ids(store, app, float(rec["at"]) - dedup_seconds, exclude=run_id)
-        taken: set[str] = set()
-        by_window: dict[str, list[tuple[str, ChunkBatch]]] = {}
-        for key in keys:  # chunk order: the first copy of a batch is kept
-            replica = key[len(incoming_prefix(app)):].split("/", 1)[0]
-            for b in chunks[key]:
-                if b.batch_id in before or b.batch_id in taken:
-                    result.duplicates += 1
-                    continue
-                taken.add(b.batch_id)
-                by_window.setdefault(f"{b.window}:{b.length}", []).append((replica, b))
-        anonymity: dict[str, dict[str, Any]] = {}
-        for window, name in rec["outputs"].items():
-            items = by_window.get(window, [])
-            data = b"".join(b.lines for _, b in items)
-            key = None if name is None or not data else f"apps/{app}/segments/closed/{name}"
-            if key is not None and not store.exists(key):
-                store.create(key, bytes(shuffle_lines(data)))
-            anonymity[window] = {"segment": key, "reports": data.count(b"\n"), "by_metric": _by_metric(data),
-                                 "batches": len(items), "replicas": len({r for r, _ in items})}
-            if name is None:
-                anonymity[window]["withheld"] = f"fewer than min_reports = {rec.get('min_reports')} reports"
-        store.put(f"{_seen(app)}{run_id}.json",
-                  json.dumps({"run": run_id, "at": rec["at"], "ids": sorted(taken)}).encode())
-        rec = {**rec, "state": "done", "anonymity": anonymity, "duplicates": result.duplicates, "finished": now,
+        anonymity, duplicates = mix(store, app, rec, dedup_seconds, chunks)
+        rec = {**rec, "state": "done", "anonymity": anonymity, "duplicates": duplicates, "finished": now,
                "finished_fence": store.fence}
         store.put(f"{_runs(app)}{run_id}.json", json.dumps(rec, sort_keys=True).encode())
     result.windows, result.duplicates = dict(rec["anonymity"]), int(rec["duplicates"])
+
     def consume(key: str) -> None:
         if keep and store.exists(key):
             store.put(f"apps/{app}/consumed/{key[len(incoming_prefix(app)):]}", store.get(key))
@@ -239,19 +282,63 @@ def _complete(store: FencedStore, app: str, rec: dict[str, Any], now: float, ded
     return result
 
 
-def _small_windows(chunks: Mapping[str, list[ChunkBatch]], ready: set[tuple[int, int]],
-                   min_reports: int) -> set[tuple[int, int]]:
-    """The ready windows with fewer than ``min_reports`` reports in these chunks, each batch id counted once."""
-    if min_reports <= 0:
-        return set()
-    counts: Counter[tuple[int, int]] = Counter()
+def _mix_local(store: FencedStore, app: str, rec: Mapping[str, Any], dedup_seconds: float,
+               chunks: Mapping[str, list[ChunkBatch]] | None) -> tuple[dict[str, dict[str, Any]], int]:
+    """The local engine's :class:`Mix`: the run's chunks in this process's memory, each window's lines permuted by
+    :func:`~ldp.collector.shuffle.shuffle_lines` and written as one segment."""
+    run_id, keys = rec["id"], list(rec["chunks"])
+    if chunks is None:
+        chunks = _read_chunks(store, keys)
+    before = _seen_ids(store, app, float(rec["at"]) - dedup_seconds, exclude=run_id)
+    taken: set[str] = set()
+    duplicates = 0
+    by_window: dict[str, list[tuple[str, ChunkBatch]]] = {}
+    for key in keys:  # chunk order: the first copy of a batch is kept
+        replica = key[len(incoming_prefix(app)):].split("/", 1)[0]
+        for b in chunks[key]:
+            if b.batch_id in before or b.batch_id in taken:
+                duplicates += 1
+                continue
+            taken.add(b.batch_id)
+            by_window.setdefault(f"{b.window}:{b.length}", []).append((replica, b))
+    anonymity: dict[str, dict[str, Any]] = {}
+    for window, name in rec["outputs"].items():
+        items = by_window.get(window, [])
+        data = b"".join(b.lines for _, b in items)
+        key = None if name is None or not data else f"apps/{app}/segments/closed/{name}"
+        if key is not None and not store.exists(key):
+            store.create(key, bytes(shuffle_lines(data)))
+        anonymity[window] = anonymity_entry(key, data, len(items), len({r for r, _ in items}), name, rec)
+    store.put(f"{_seen(app)}{run_id}.json",
+              json.dumps({"run": run_id, "at": rec["at"], "ids": sorted(taken)}).encode())
+    return anonymity, duplicates
+
+
+_mix_local.engine = "local"  # type: ignore[attr-defined]
+mix_local: Mix = _mix_local  # type: ignore[assignment]
+
+
+def anonymity_entry(key: str | None, data: bytes, batches: int, replicas: int, name: str | None,
+                    rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A window's anonymity set as a run records it: its segment, reports in all and per metric, batches,
+    replicas; why it was withheld."""
+    entry: dict[str, Any] = {"segment": key, "reports": data.count(b"\n"), "by_metric": _by_metric(data),
+                             "batches": batches, "replicas": replicas}
+    if name is None:
+        entry["withheld"] = f"fewer than min_reports = {rec.get('min_reports')} reports"
+    return entry
+
+
+def _reports(chunks: Mapping[str, list[ChunkBatch]], ready: set[Window]) -> dict[Window, int]:
+    """The reports of the ``ready`` windows in these chunks, each batch id counted once."""
+    counts: Counter[Window] = Counter()
     ids: set[str] = set()
     for key in sorted(chunks):
         for b in chunks[key]:
             if (b.window, b.length) in ready and b.batch_id not in ids:
                 ids.add(b.batch_id)
                 counts[(b.window, b.length)] += b.count
-    return {w for w in ready if counts[w] < min_reports}
+    return dict(counts)
 
 
 def _prune_seen(store: Store, app: str, before: float) -> None:

@@ -171,7 +171,8 @@ class Lease:
         for _ in range(3):
             top, now = self.state(), self.clock()
             ours = top is not None and top.holder == self.holder  # ours, lost: taken again under a new token
-            if top is not None and top.live(now) and not ours and not (self.takeover is not None and self.takeover(top)):
+            gone = top is not None and self.takeover is not None and self.takeover(top)  # a dead holder's own
+            if top is not None and top.live(now) and not ours and not gone:
                 raise LeaseHeldError(f"the {self.role} lease at {self.store.url}/{self.prefix} is held by "
                                      f"{top.describe(now)}", holder=top.holder, host=top.host, pid=top.pid,
                                      expires=top.expires)
