@@ -1,0 +1,161 @@
+"""One writer per replica name (issue 56): a replica claims its name in the shared store at start, and a second
+process under a live claim refuses to start naming the first; a replica killed and restarted on its host takes its
+own dead claim over at once, another folder waits for the expiry; chunk keys carry the claim's token, so a replica
+restarted with its clock stepped back loses nothing; a forced key collision is an error, never an overwrite."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+from test_metrics import GOOD, SPEC, TOKENS
+
+from ldp.collector import chunklog
+from ldp.collector.app import create_app
+from ldp.collector.applog import Batch, Stored
+from ldp.collector.chunklog import ChunkLog
+from ldp.collector.claim import replica_claim
+from ldp.collector.config import Limits, parse_config, token_sha256
+from ldp.collector.ingest import BatchCounts
+from ldp.errors import LeaseHeldError, StorageError
+from ldp.shuffler import decode_chunk, shuffle_app
+from ldp.storage.lease import FencedStore
+from ldp.storage.local import LocalStore
+
+
+def config(tmp_path: Path, replica: str, store: Path, data: str | None = None, claim: float = 30.0) -> Any:
+    doc = {"data_dir": data or f"data-{replica}", "fold": {"every_seconds": 0}, "replica": replica,
+           "storage": {"url": str(store), "claim_seconds": claim},
+           "apps": {"demo": {"token_sha256": token_sha256(TOKENS["demo"]), "specs": [str(SPEC)]}}}
+    return parse_config(doc, tmp_path)
+
+
+def post(c: TestClient, body: bytes, batch_id: str) -> Any:
+    return c.post("/v1/reports", content=body, headers={"Authorization": f"Bearer {TOKENS['demo']}",
+                                                        "Content-Type": "application/x-ndjson",
+                                                        "Ldp-Batch-Id": batch_id})
+
+
+def test_a_second_replica_under_a_live_name_refuses_to_start(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with TestClient(create_app(config(tmp_path, "r1", store))) as c1:
+        assert post(c1, GOOD[0], "a").status_code == 200
+        with pytest.raises(LeaseHeldError, match=r"replica r1 lease .* is held by .*pid \d+"), \
+                TestClient(create_app(config(tmp_path, "r1", store, data="elsewhere"))):
+            pass
+        with TestClient(create_app(config(tmp_path, "r2", store))) as c2:  # another name: fine
+            assert post(c2, GOOD[1], "b").status_code == 200
+    with TestClient(create_app(config(tmp_path, "r1", store, data="elsewhere"))) as c3:  # released on close
+        assert post(c3, GOOD[2], "c").status_code == 200
+    keys = LocalStore(store).list("apps/demo/incoming/r1/")
+    assert [k.rsplit("/", 1)[1].split("-")[1] for k in keys] == ["f000001", "f000002"]  # each claim's token
+
+
+def test_a_chunk_key_collision_is_an_error_never_an_overwrite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = tmp_path / "store"
+    monkeypatch.setattr(chunklog, "chunk_key", lambda *a: "apps/demo/incoming/r1/same.chunk")
+    with TestClient(create_app(config(tmp_path, "r1", store))) as c:
+        assert post(c, GOOD[0], "a").status_code == 200
+        r = post(c, GOOD[1], "b")
+        assert r.status_code == 503  # not acknowledged
+        health = c.get("/healthz").json()
+        assert "exists already: not overwritten" in health["error"]
+    (batch,) = decode_chunk(LocalStore(store).get("apps/demo/incoming/r1/same.chunk"))
+    assert batch.batch_id == "a" and batch.lines == GOOD[0]
+
+
+def _batch(batch_id: str, body: bytes, got: dict[str, Any]) -> Batch:
+    lines = body.count(b"\n")
+    return Batch("demo", batch_id, body, BatchCounts(lines, lines), lambda r: got.__setitem__(batch_id, r))
+
+
+def test_restarted_with_the_clock_stepped_back_nothing_is_lost(tmp_path: Path) -> None:
+    """Second by second the same names as before the restart (the clock an hour back, the sequence from 1 again):
+    the claim's token keeps the keys apart, and the shuffler finds every batch."""
+    store = LocalStore(tmp_path / "store")
+    t0 = 20000 * 86400 + 7200.0
+    got: dict[str, Any] = {}
+    for life, clock in enumerate((t0, t0 - 3600)):
+        claim = replica_claim(store, "r1", tmp_path / "data", ttl=30)
+        claim.acquire()
+        log = ChunkLog(FencedStore(store, claim), "demo", "r1", tmp_path / "data" / "demo", Limits(),
+                       clock=lambda c=clock: c)
+        log.recover()
+        for i in range(3):
+            for b, stored in log.commit([_batch(f"life{life}-{i}", GOOD[3 * life + i], got)]):
+                got[b.batch_id] = stored
+        claim.release()
+    assert all(isinstance(r, Stored) and not r.duplicate for r in got.values()) and len(got) == 6
+    assert len(store.list("apps/demo/incoming/r1/")) == 6
+    run = shuffle_app(store, "demo", now=t0 + 3 * 86400)
+    assert sum(w["reports"] for w in run.windows.values()) == 6 and run.duplicates == 0
+
+
+def _serve(config_path: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "ldp", "serve", "--config", str(config_path), "--port",
+                                 str(port)], stdout=out, stderr=out)
+
+
+def _ready(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()[-3000:]
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                conn.close()
+                return
+            conn.close()
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"not ready: {log.read_text()[-3000:]}")
+
+
+def _write_config(tmp_path: Path, name: str, data: str) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'data_dir = "{data}"\nreplica = "r1"\n[fold]\nevery_seconds = 0\n'
+                    f'[storage]\nurl = "{tmp_path / "store"}"\nclaim_seconds = 30\n'
+                    f'[apps.demo]\ntoken_sha256 = "{token_sha256(TOKENS["demo"])}"\nspecs = ["{SPEC}"]\n')
+    return path
+
+
+def test_ldp_serve_twice_under_one_name_and_restarted_after_a_kill(tmp_path: Path) -> None:
+    """Two ``ldp serve --replica r1`` on one store: the second exits 3 naming the first. The first SIGKILLed:
+    restarted from its own data folder it takes its dead claim over at once; from another folder it is refused
+    until the claim expires."""
+    from support.s3_server import free_port
+
+    first_cfg, other_cfg = _write_config(tmp_path, "first", "data-a"), _write_config(tmp_path, "other", "data-b")
+    port = free_port()
+    first = _serve(first_cfg, port, tmp_path / "first.log")
+    try:
+        _ready(first, port, tmp_path / "first.log")
+        second = subprocess.run([sys.executable, "-m", "ldp", "serve", "--config", str(other_cfg), "--port",
+                                 str(free_port())], capture_output=True, text=True, timeout=120)
+        last = second.stderr.strip().splitlines()[-1]
+        assert second.returncode == 3 and last.startswith("ldp serve: error: the replica r1 lease at ")
+        assert f"pid {first.pid}" in last and "expires at" in last
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        refused = subprocess.run([sys.executable, "-m", "ldp", "serve", "--config", str(other_cfg), "--port",
+                                  str(free_port())], capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 3 and f"pid {first.pid}" in refused.stderr  # not its folder: waits the ttl
+        first = _serve(first_cfg, port, tmp_path / "first.log")  # its own folder, its host, its process gone
+        _ready(first, port, tmp_path / "first.log")
+        doc = json.loads((tmp_path / "data-a" / "replica-claim.json").read_text())
+        assert doc["token"] == 2
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(60)
+    assert LocalStore(tmp_path / "store").list("replicas/r1/lease/")[-1].endswith(".json")
