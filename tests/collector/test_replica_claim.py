@@ -25,7 +25,7 @@ from ldp.collector.chunklog import ChunkLog
 from ldp.collector.claim import replica_claim
 from ldp.collector.config import Limits, parse_config, token_sha256
 from ldp.collector.ingest import BatchCounts
-from ldp.errors import LeaseHeldError, StorageError
+from ldp.errors import LeaseHeldError
 from ldp.shuffler import decode_chunk, shuffle_app
 from ldp.storage.lease import FencedStore
 from ldp.storage.local import LocalStore
