@@ -5,9 +5,13 @@ processes over one bucket (each its own replica name, data folder and port), and
 each a real :class:`ldp.client.TelemetryClient` with its own state file, recording reports and uploading them in
 ``--rounds`` rounds through the real uploader, given the list of every replica's endpoint (rotated per device, so
 the load spreads; a replica that does not answer makes the uploader fail over to the next). Once ``--kill-at`` of
-the uploads are done, one replica is SIGKILLed under load and restarted a second later. When the last arrival
-window has ended, ``ldp shuffle`` mixes every replica's chunks into anonymized segments, and ``ldp aggregate
-s3://… --engine dask`` folds them on a local ``dask.distributed`` cluster.
+the uploads are done, one replica is SIGKILLed under load and restarted a second later (from its own data folder:
+it takes its dead claim on its name over at once). While they run, a second ``ldp serve`` under each replica's name
+is started once the devices are done, and must be refused (``same_name_replicas_refused``). When the last arrival window has ended,
+``--shuffles`` ``ldp shuffle`` processes are started at once over the same chunks: one holds the store's shuffler
+lease and mixes every replica's chunks into anonymized segments, the others are refused while it runs
+(``concurrent_shuffles_refused``; one that starts after it ended finds nothing to mix). ``ldp aggregate s3://…
+--engine dask`` folds the segments on a local ``dask.distributed`` cluster.
 
 The line says what the devices had acknowledged, what the shuffled segments hold (``lost``: acknowledged lines
 missing from them; ``duplicated``: lines there more often than acknowledged — both must be 0), what the Dask
@@ -161,8 +165,35 @@ def _ldp(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     return json.loads(res.stdout)
 
 
+def _same_names_refused(configs: list[Path], work: Path, env: dict[str, str]) -> int:
+    """Start a second ``ldp serve`` under each running replica's name (its own data folder and port): how many
+    were refused (status 3, naming the first)."""
+    refused = 0
+    for config in configs:
+        twin = work / f"twin-{config.name}"
+        twin.write_text(config.read_text().replace('data_dir = "', 'data_dir = "twin-', 1))
+        res = subprocess.run([sys.executable, "-P", "-m", "ldp", "serve", "--config", str(twin), "--port",
+                              str(free_port())], env=env, capture_output=True, text=True, timeout=120)
+        refused += res.returncode == 3 and "is held by" in res.stderr
+    return refused
+
+
+def _shuffles(k: int, args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], int]:
+    """``k`` ``ldp shuffle`` processes started at once: the run that mixed (or the last "nothing to mix") and how
+    many were refused because another held the lease."""
+    procs = [subprocess.Popen([sys.executable, "-P", "-m", "ldp", "shuffle", *args], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(k)]
+    outs = [(p, *p.communicate(timeout=600)) for p in procs]
+    refused = sum(p.returncode == 3 and "is held by" in err for p, _, err in outs)
+    ran = [json.loads(out) for p, out, _ in outs if p.returncode == 0]
+    failed = [err for p, _, err in outs if p.returncode not in (0, 3)]
+    if failed or not ran:
+        raise RuntimeError(f"ldp shuffle failed: {(failed or ['every run refused'])[0][-2000:]}")
+    return max(ran, key=lambda r: r["run"] is not None), refused
+
+
 def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int = 5, window_seconds: int = 10,
-        kill_at: float = 0.4, threads: int = 16, work: Path | None = None) -> dict[str, Any]:
+        kill_at: float = 0.4, threads: int = 16, work: Path | None = None, shuffles: int = 3) -> dict[str, Any]:
     """One collection (module docstring); the result line as a dict."""
     t0 = time.monotonic()
     with ExitStack() as stack:
@@ -176,12 +207,13 @@ def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int =
         spec = work / "spec.json"
         spec.write_text(json.dumps(spec_doc(window_seconds)))
         token = new_token()
-        servers = []
+        servers, configs = [], []
         for r in range(1, replicas + 1):
             config = work / f"replica-{r}.toml"
             config.write_text(f'data_dir = "data-{r}"\nreplica = "r{r}"\n[fold]\nevery_seconds = 0\n'
                               f'[storage]\nurl = "{url}"\nendpoint_url = "{endpoint}"\nregion_name = "us-east-1"\n'
                               f'[apps.{APP}]\ntoken_sha256 = "{token_sha256(token)}"\nspecs = ["spec.json"]\n')
+            configs.append(config)
             server = Server(config, free_port(), work / f"replica-{r}.log")
             server.start()
             stack.callback(lambda s=server: s.proc is not None and s.proc.poll() is None and s.stop())
@@ -201,11 +233,13 @@ def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int =
             time.sleep(0.01)
         for t in workers:
             t.join()
+        same_name_refused = _same_names_refused(configs, work, env)  # while every replica (restarted too) runs
         for s in servers:
             s.stop()
         time.sleep(max(0.0, (time.time() // window_seconds + 1) * window_seconds - time.time()) + 1.5)
         opts = ["--store-option", f"endpoint_url={endpoint}"]
-        shuffled = _ldp(["shuffle", "--store", url, *opts, "--app", APP, "--grace", "1", "--json"], env)
+        shuffled, shuffles_refused = _shuffles(shuffles, ["--store", url, *opts, "--app", APP, "--grace", "1",
+                                                          "--json"], env)
         closed = f"{url}/apps/{APP}/segments/closed"
         summary = _ldp(["aggregate", closed, *opts, "--spec", str(spec), "--out", str(work / "job"), "--by-window",
                         "--engine", "dask", "--json", "-q"], env)
@@ -222,6 +256,8 @@ def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int =
                 "stored": sum(stored.values()), "counted": summary["accepted"],
                 "lost": sum((fleet.acked - stored).values()), "duplicated": sum((stored - fleet.acked).values()),
                 "duplicates_dropped": shuffled["duplicates"], "killed": killed,
+                "same_name_replicas_refused": same_name_refused, "concurrent_shuffles": shuffles,
+                "concurrent_shuffles_refused": shuffles_refused,
                 "windows": len(released), "anonymity_set": min((w["reports"] for w in released), default=0),
                 "segment_bytes_per_report": round(size / max(1, sum(stored.values())), 1),
                 "seconds": round(time.monotonic() - t0, 2)}
@@ -236,9 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--window-seconds", type=int, default=10, help="the spec's window (arrival windows mixed)")
     ap.add_argument("--kill-at", type=float, default=0.4, help="share of the uploads done when a replica is killed")
     ap.add_argument("--threads", type=int, default=16, help="device threads")
+    ap.add_argument("--shuffles", type=int, default=3, help="ldp shuffle processes started at once")
     args = ap.parse_args(argv)
     out = run(args.replicas, args.devices, args.rounds, args.per_round, args.window_seconds, args.kill_at,
-              args.threads)
+              args.threads, shuffles=args.shuffles)
     print(json.dumps(out))
     return 0 if out["lost"] == 0 and out["duplicated"] == 0 and out["counted"] == out["acknowledged"] else 1
 

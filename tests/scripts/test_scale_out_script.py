@@ -1,5 +1,6 @@
 """simulations/scale_out.py, smaller: an S3-compatible server, three replicas, devices uploading through the real
-uploader with an endpoint list, one replica SIGKILLed under load and restarted, ``ldp shuffle`` and ``ldp aggregate
+uploader with an endpoint list, one replica SIGKILLed under load and restarted, a second process under each replica's name refused, three
+``ldp shuffle`` at once (one mixes) and ``ldp aggregate
 --engine dask`` over the store: nothing lost, nothing twice, the Dask count equal to what was acknowledged."""
 
 from __future__ import annotations
@@ -20,3 +21,5 @@ def test_three_replicas_one_killed_lose_nothing_and_count_once(tmp_path) -> None
     assert out["acknowledged"] == 24 * 3 * 4 == out["stored"] == out["counted"]
     assert out["lost"] == 0 and out["duplicated"] == 0
     assert out["windows"] >= 1 and 0 < out["anonymity_set"] <= out["acknowledged"]
+    assert out["same_name_replicas_refused"] == 3  # a second process under each name, while the first runs
+    assert 0 <= out["concurrent_shuffles_refused"] <= out["concurrent_shuffles"] - 1  # whichever overlapped
