@@ -499,6 +499,165 @@ def aggregate_simulation_1e9(ctx: Context) -> dict[str, Any]:
     return out
 
 
+# -- shuffler_dedup (issue 56, item 3): the shuffler's record of batch ids, memory bounded whatever is kept -------
+
+_DEDUP_CHILD = r"""
+import json, resource, sys, time
+
+def peak_kib():
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):  # elsewhere: ru_maxrss (KiB on Linux)
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+mode, root, candidates, since = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+import numpy as np
+from ldp.storage import open_store
+store = open_store(root)
+if mode == "seen":
+    from ldp.shuffler.seen import SeenIds
+    digests = np.load(candidates)
+    base = peak_kib()
+    t0 = time.perf_counter()
+    found = int(SeenIds(store, "bench").mixed_before(digests, since).sum())
+else:  # the earlier records: JSON files of ids, loaded into one Python set
+    with open(candidates) as fh:
+        ids = fh.read().split()
+    base = peak_kib()
+    t0 = time.perf_counter()
+    before = set()
+    for key in store.list("apps/bench/shuffler/seen/"):
+        doc = json.loads(store.get(key))
+        if float(doc["at"]) >= since:
+            before.update(doc["ids"])
+    found = sum(i in before for i in ids)
+seconds = time.perf_counter() - t0
+print(json.dumps({"baseline_kib": base, "peak_kib": peak_kib(), "seconds": seconds, "found": found}))
+"""
+
+
+def _dedup_child(mode: str, root: Path, candidates: Path, since: float) -> dict[str, Any]:
+    """One check in a fresh process (imports and candidates loaded first: its baseline); its peak RSS above it."""
+    res = subprocess.run([sys.executable, "-P", "-c", _DEDUP_CHILD, mode, str(root), str(candidates), repr(since)],
+                         capture_output=True, text=True, check=True)
+    got = json.loads(res.stdout)
+    got["peak_minus_baseline_mib"] = (got["peak_kib"] - got["baseline_kib"]) / 1024
+    return got
+
+
+@benchmark("shuffler_dedup")
+def shuffler_dedup(ctx: Context) -> dict[str, Any]:
+    """Issue 56 item 3: exactly once by batch id with memory bounded independently of the ids kept
+    (:mod:`ldp.shuffler.seen`), against the earlier JSON records loaded into a Python set. Full: 10 runs of 10^6
+    ids kept, then a run of 10^6 candidates, half of them seen (quick: 10^5 per run and candidates)."""
+    from ldp.shuffler.seen import SeenIds, first_copies, id_digests
+    from ldp.storage.local import LocalStore
+
+    per_run = 10**5 if ctx.quick else 10**6
+    runs, t0, rng = 10, 20000 * 86400.0, ctx.rng(56)
+
+    def hex_ids(n: int) -> list[str]:  # the clients' batch ids: 32 hex digits
+        h = rng.bytes(16 * n).hex()
+        return [h[i:i + 32] for i in range(0, 32 * n, 32)]
+
+    def run_id(at: float) -> str:
+        return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(at)) + f"-{int(at) % 2**32:08x}"
+
+    def stored_bytes(root: Path) -> int:
+        return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+    out: dict[str, Any] = {"ids_per_run": per_run, "runs_kept": runs, "candidates": per_run,
+                           "candidates_seen": per_run // 2, "store": "LocalStore in a temporary folder (page cache "
+                           "warm: the object reads are not disk bound)", "id_shape": "32 hex digits"}
+    with tempfile.TemporaryDirectory(prefix="ldp-bench-dedup-") as tmp:
+        root = Path(tmp) / "seen"
+        seen, store = SeenIds(LocalStore(root), "bench"), LocalStore(root)
+        seen_sample: list[str] = []
+        digest_s, record_s = [], []
+        for r in range(runs):
+            log(f"  record run {r + 1}/{runs}: {per_run:,} ids")
+            batch = hex_ids(per_run)
+            seen_sample += batch[: per_run // (2 * runs)]
+            with gc_paused():
+                a = time.perf_counter()
+                digests = id_digests(batch)
+                b = time.perf_counter()
+                seen.record(run_id(t0 + 3600 * r), t0 + 3600 * r, digests)
+                record_s.append(time.perf_counter() - b)
+            digest_s.append(b - a)
+        kept = runs * per_run
+        out["bytes_stored_per_id"] = stored_bytes(root) / kept
+        out["objects"] = len(store.list(""))
+        out["record_kept_runs_s"] = {"best_s": min(record_s), "median_s": statistics.median(record_s)}
+        out["id_digests_kept_runs_s"] = {"best_s": min(digest_s), "median_s": statistics.median(digest_s)}
+
+        cands = seen_sample + hex_ids(per_run - len(seen_sample))
+        order = ctx.rng(57).permutation(len(cands))
+        cands = [cands[i] for i in order]
+        now = t0 + 3600 * runs
+        log(f"  id_digests of {len(cands):,} candidates")
+        timing, digests = time_runs(lambda _: id_digests(cands), ctx.sizes.repeats)
+        out["id_digests"] = {"seconds": timing, "us_per_id": timing["best_s"] / len(cands) * 1e6}
+        timing, first = time_runs(lambda _: first_copies(digests), ctx.sizes.repeats)
+        out["first_copies"] = {"seconds": timing, "check_all_first": bool(first.all())}
+        log(f"  mixed_before: {len(cands):,} candidates against {kept:,} ids kept")
+        timing, found = time_runs(lambda _: seen.mixed_before(digests, t0 - 1), ctx.sizes.repeats)
+        expected = order < len(seen_sample)  # the candidates taken from the runs kept
+        out["mixed_before"] = {"seconds": timing, "candidates_per_s": throughput(len(cands), timing),
+                               "check_found": int(found.sum()), "check_exact": bool(np.array_equal(found, expected))}
+        out["mixed_before"].update(ctx.judge("mixed_before.seconds_all_runs_kept", timing["best_s"], "<=", 10.0,
+                                             "s"))
+        np.save(Path(tmp) / "cands.npy", digests)
+        rss: dict[str, Any] = {"method": "peak RSS (VmHWM, KiB) of a fresh process that imports ldp and numpy, "
+                                         "loads the candidates (its baseline), then runs mixed_before only"}
+        for label, since, n_kept, n_found in (("one_run_kept", t0 + 3600 * (runs - 1), per_run, per_run // 20),
+                                              ("all_runs_kept", t0 - 1, kept, len(seen_sample))):
+            log(f"  peak RSS of the check, {n_kept:,} ids kept")
+            rss[label] = {"ids_kept": n_kept, "check_found_expected": n_found,
+                          **_dedup_child("seen", root, Path(tmp) / "cands.npy", since)}
+        rss["all_runs_kept"].update(ctx.judge("check_peak_rss_mib_all_runs_kept",
+                                              rss["all_runs_kept"]["peak_minus_baseline_mib"], "<=", 128.0, "MiB"))
+        out["check_peak_rss"] = rss
+
+        new = digests[~found]
+        timing, _ = time_runs(lambda _: seen.record(run_id(now), now, new), ctx.sizes.repeats)
+        out["record"] = {"ids": int(new.size), "seconds": timing, "ids_per_s": throughput(int(new.size), timing)}
+
+        log("  prune")
+        a = time.perf_counter()
+        deleted = seen.prune(t0 + 3600 * (runs // 2))
+        pruned = time.perf_counter() - a
+        a = time.perf_counter()
+        none = seen.prune(t0 + 3600 * (runs // 2))
+        out["prune"] = {"objects_deleted": deleted, "seconds": pruned, "listing_only_seconds": time.perf_counter() - a,
+                        "check_second_deletes_none": none == 0}
+
+        # the earlier approach (3.7 s per 10^6 ids to load): a tenth of the ids kept, as many candidates
+        legacy_root, legacy_per_run = Path(tmp) / "legacy", per_run // runs
+        legacy_store, legacy_seen, write_s = LocalStore(legacy_root), [], []
+        for r in range(runs):
+            batch, at = hex_ids(legacy_per_run), t0 + 3600 * r
+            legacy_seen += batch[: per_run // (2 * runs)]
+            a = time.perf_counter()
+            legacy_store.put(f"apps/bench/shuffler/seen/{run_id(at)}.json",
+                             json.dumps({"run": run_id(at), "at": at, "ids": sorted(batch)}).encode())
+            write_s.append(time.perf_counter() - a)
+        legacy_cands = legacy_seen + hex_ids(per_run - len(legacy_seen))
+        (Path(tmp) / "cands.txt").write_text("\n".join(legacy_cands))
+        legacy_kept = runs * legacy_per_run
+        log(f"  earlier approach: {legacy_kept:,} ids kept, {len(legacy_cands):,} candidates")
+        old = _dedup_child("legacy", legacy_root, Path(tmp) / "cands.txt", t0 - 1)
+        out["earlier_json_and_set"] = {
+            "ids_kept": legacy_kept, "candidates": len(legacy_cands), "check_found_expected": len(legacy_seen),
+            "bytes_stored_per_id": stored_bytes(legacy_root) / legacy_kept,
+            "record_run_s": {"ids": legacy_per_run, "best_s": min(write_s), "median_s": statistics.median(write_s)},
+            "check": old, "check_rss_bytes_per_id_kept": old["peak_minus_baseline_mib"] * 2**20 / legacy_kept,
+            "check_seconds_per_1e6_kept": old["seconds"] / legacy_kept * 1e6,
+        }
+    return out
+
+
 def _register_protocol_sections() -> None:
     """Protocol sections kept in their own files (``simulations/bench_*.py``)."""
     import bench_association

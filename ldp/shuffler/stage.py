@@ -42,6 +42,7 @@ from typing import Any, Protocol
 from ldp.collector.shuffle import closed_name, shuffle_lines
 from ldp.errors import StorageError
 from ldp.shuffler.chunks import CHUNK_SUFFIX, ChunkBatch, decode_chunk, incoming_prefix
+from ldp.shuffler.seen import SeenIds, first_copies, id_digests
 from ldp.storage import Store
 from ldp.storage.lease import DEFAULT_TTL_SECONDS, FencedStore, Lease
 
@@ -82,10 +83,6 @@ def _runs(app: str) -> str:
     return f"apps/{app}/shuffler/runs/"
 
 
-def _seen(app: str) -> str:
-    return f"apps/{app}/shuffler/seen/"
-
-
 def _each(store: Store, fn: Callable[[str], Any], keys: list[str]) -> list[Any]:
     """``fn`` over ``keys`` in order, ``IO_THREADS`` requests to the store at a time (object stores answer each
     request in tens of ms: one at a time, a day of chunks would take hours to read)."""
@@ -98,16 +95,6 @@ def _each(store: Store, fn: Callable[[str], Any], keys: list[str]) -> list[Any]:
 def _read_chunks(store: Store, keys: list[str]) -> dict[str, list[ChunkBatch]]:
     datas = _each(store, store.get, keys)
     return {k: decode_chunk(data, f"{store.url}/{k}") for k, data in zip(keys, datas, strict=True)}
-
-
-def _seen_ids(store: Store, app: str, since: float, exclude: str) -> set[str]:
-    """The batch ids mixed by earlier runs (not ``exclude``) whose record is newer than ``since``."""
-    out: set[str] = set()
-    for key in store.list(_seen(app)):
-        doc = json.loads(store.get(key))
-        if doc["run"] != exclude and float(doc["at"]) >= since:
-            out.update(doc["ids"])
-    return out
 
 
 def shuffler_lease(store: Store, app: str, ttl: float = DEFAULT_TTL_SECONDS) -> Lease:
@@ -134,7 +121,8 @@ def check_app_store(store: Store, app: str) -> None:
 def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
                 dedup_seconds: float = DEFAULT_DEDUP_SECONDS, keep_originals: bool = False,
                 min_reports: int = 0, hold_seconds: float = DEFAULT_HOLD_SECONDS,
-                lease_seconds: float = DEFAULT_TTL_SECONDS, lease: Lease | None = None) -> ShuffleRun:
+                lease_seconds: float = DEFAULT_TTL_SECONDS, lease: Lease | None = None, engine: str = "local",
+                scheduler: str | None = None) -> ShuffleRun:
     """One run of the stage for ``app`` (module docstring); what it did. A window of fewer than ``min_reports``
     reports (its batches counted once) is held — a report would hide among too few — until late chunks make it
     large enough, or ``hold_seconds`` past its end, when it is withheld for good: its chunks removed, nothing
@@ -143,8 +131,11 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
     The run holds the app's shuffler lease (:func:`shuffler_lease`, ``lease_seconds`` long, renewed while it runs;
     or ``lease``, not yet acquired) and writes only through it: :class:`~ldp.errors.LeaseHeldError` if another run
     holds it, :class:`~ldp.errors.LeaseLostError` (nothing more written) if this one loses it. A store or app that
-    is not there is :class:`FileNotFoundError` (:func:`check_app_store`)."""
+    is not there is :class:`FileNotFoundError` (:func:`check_app_store`). ``engine``: ``"local"`` (this process) or
+    ``"dask"`` (:mod:`ldp.shuffler.dask_engine`, on the cluster at ``scheduler``, or a local one of its own)."""
     now = time.time() if now is None else float(now)
+    if engine not in ("local", "dask") or (scheduler is not None and engine != "dask"):
+        raise ValueError(f"engine must be 'local' or 'dask' (a scheduler only with 'dask'), got {engine!r}")
     if not (grace_seconds >= 0 and dedup_seconds > 0 and hold_seconds >= 0):
         raise ValueError(f"grace_seconds and hold_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, "
                          f"{hold_seconds}, {dedup_seconds}")
@@ -154,7 +145,7 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
     lease = lease if lease is not None else shuffler_lease(store, app, lease_seconds)
     with lease.hold():
         return _run(FencedStore(store, lease), app, now, grace_seconds, dedup_seconds, keep_originals, min_reports,
-                    hold_seconds)
+                    hold_seconds, engine, scheduler)
 
 
 Window = tuple[int, int]
@@ -198,8 +189,25 @@ def plan_run(index: Mapping[str, Mapping[Window, int]], reports: Callable[[set[W
 
 
 def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_seconds: float,
-         keep_originals: bool, min_reports: int, hold_seconds: float) -> ShuffleRun:
+         keep_originals: bool, min_reports: int, hold_seconds: float, engine: str = "local",
+         scheduler: str | None = None) -> ShuffleRun:
     """:func:`shuffle_app` once the lease is held: every write through ``store`` checks it first."""
+    if engine == "dask":  # the same plan, record and completion; the index, the counts and the Mix on a cluster
+        from ldp.shuffler.dask_engine import DaskEngine
+
+        with DaskEngine(store, app, scheduler, _by_metric, anonymity_entry) as eng:
+            eng.prune(now - 2 * dedup_seconds)
+            resumed = finish_interrupted(store, app, now, dedup_seconds, keep_originals, eng)
+            eng.drop_staging(resumed)
+            index, reports = eng.plan_inputs([k for k in store.list(incoming_prefix(app)) if k.endswith(CHUNK_SUFFIX)])
+            plan = plan_run(index, reports, now, grace_seconds, hold_seconds, min_reports)
+            if not plan.consumed:
+                return ShuffleRun(None, held=plan.held, resumed=resumed)
+            rec = start_run(store, app, now, plan, min_reports, eng.engine)
+            done = complete_run(store, app, rec, now, dedup_seconds, keep_originals, eng)
+            eng.drop_staging([rec["id"]])
+            done.held, done.resumed = plan.held, resumed
+            return done
     _prune_seen(store, app, now - 2 * dedup_seconds)
     resumed = finish_interrupted(store, app, now, dedup_seconds, keep_originals, mix_local)
     keys = [k for k in store.list(incoming_prefix(app)) if k.endswith(CHUNK_SUFFIX)]
@@ -289,17 +297,13 @@ def _mix_local(store: FencedStore, app: str, rec: Mapping[str, Any], dedup_secon
     run_id, keys = rec["id"], list(rec["chunks"])
     if chunks is None:
         chunks = _read_chunks(store, keys)
-    before = _seen_ids(store, app, float(rec["at"]) - dedup_seconds, exclude=run_id)
-    taken: set[str] = set()
-    duplicates = 0
+    order = [(key[len(incoming_prefix(app)):].split("/", 1)[0], b) for key in keys for b in chunks[key]]
+    digests = id_digests([b.batch_id for _, b in order])  # in chunk order: the first copy of a batch is kept
+    seen = SeenIds(store, app)
+    keep = first_copies(digests) & ~seen.mixed_before(digests, float(rec["at"]) - dedup_seconds, exclude_run=run_id)
     by_window: dict[str, list[tuple[str, ChunkBatch]]] = {}
-    for key in keys:  # chunk order: the first copy of a batch is kept
-        replica = key[len(incoming_prefix(app)):].split("/", 1)[0]
-        for b in chunks[key]:
-            if b.batch_id in before or b.batch_id in taken:
-                duplicates += 1
-                continue
-            taken.add(b.batch_id)
+    for (replica, b), kept in zip(order, keep.tolist(), strict=True):
+        if kept:
             by_window.setdefault(f"{b.window}:{b.length}", []).append((replica, b))
     anonymity: dict[str, dict[str, Any]] = {}
     for window, name in rec["outputs"].items():
@@ -309,9 +313,8 @@ def _mix_local(store: FencedStore, app: str, rec: Mapping[str, Any], dedup_secon
         if key is not None and not store.exists(key):
             store.create(key, bytes(shuffle_lines(data)))
         anonymity[window] = anonymity_entry(key, data, len(items), len({r for r, _ in items}), name, rec)
-    store.put(f"{_seen(app)}{run_id}.json",
-              json.dumps({"run": run_id, "at": rec["at"], "ids": sorted(taken)}).encode())
-    return anonymity, duplicates
+    seen.record(run_id, float(rec["at"]), digests[keep], fence=store.fence)
+    return anonymity, int((~keep).sum())
 
 
 _mix_local.engine = "local"  # type: ignore[attr-defined]
@@ -342,10 +345,9 @@ def _reports(chunks: Mapping[str, list[ChunkBatch]], ready: set[Window]) -> dict
 
 
 def _prune_seen(store: Store, app: str, before: float) -> None:
-    """Remove the id records older than ``before`` (twice the dedup horizon: never one still consulted)."""
-    for key in store.list(_seen(app)):
-        if float(json.loads(store.get(key))["at"]) < before:
-            store.delete(key)
+    """Remove the id records of runs older than ``before`` (twice the dedup horizon: never one still consulted), by
+    their names alone (:meth:`~ldp.shuffler.seen.SeenIds.prune`)."""
+    SeenIds(store, app).prune(before)
 
 
 def _by_metric(data: bytes) -> dict[str, int]:
