@@ -159,3 +159,39 @@ def test_ldp_serve_twice_under_one_name_and_restarted_after_a_kill(tmp_path: Pat
         first.send_signal(signal.SIGTERM)
         first.wait(60)
     assert LocalStore(tmp_path / "store").list("replicas/r1/lease/")[-1].endswith(".json")
+
+
+def test_the_store_down_past_the_claim_then_back_the_replica_claims_its_name_again(tmp_path: Path, s3: Any,
+                                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """The store unreachable for longer than the claim: the replica cannot be sure of its name any more, answers
+    503, and once the store is back takes its claim again (a new token) and stores again; nothing acknowledged is
+    lost."""
+    from support.s3_server import CREDENTIALS, Outage
+
+    from ldp.storage import open_store
+
+    for k, v in CREDENTIALS.items():
+        monkeypatch.setenv(k, v)
+    relay = Outage(s3.port)
+    url = f"{s3.bucket('ldp-claim-outage')}/t{time.monotonic_ns()}"
+    doc = {"data_dir": "data-r1", "fold": {"every_seconds": 0}, "replica": "r1",
+           "storage": {"url": url, "endpoint_url": relay.endpoint, "region_name": "us-east-1", "claim_seconds": 1.5},
+           "apps": {"demo": {"token_sha256": token_sha256(TOKENS["demo"]), "specs": [str(SPEC)]}}}
+    try:
+        with TestClient(create_app(parse_config(doc, tmp_path))) as c:
+            assert post(c, GOOD[0], "before").status_code == 200
+            relay.down()
+            time.sleep(2.5)  # past the claim's 1 s deadline (two thirds of 1.5 s)
+            assert post(c, GOOD[1], "during").status_code == 503
+            relay.up()
+            deadline = time.monotonic() + 60
+            while post(c, GOOD[1], "during").status_code != 200:  # the device retries
+                assert time.monotonic() < deadline, c.get("/healthz").json()
+                time.sleep(0.2)
+    finally:
+        relay.down()
+    store = open_store(url, s3.options())
+    chunks = {k.rsplit("/", 1)[1].split("-")[1]: [b.batch_id for b in decode_chunk(store.get(k))]
+              for k in store.list("apps/demo/incoming/r1/")}
+    assert chunks["f000001"] == ["before"] and [b for k, v in chunks.items() if k != "f000001" for b in v] == ["during"]
