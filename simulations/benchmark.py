@@ -658,6 +658,106 @@ def shuffler_dedup(ctx: Context) -> dict[str, Any]:
     return out
 
 
+# -- shuffler_dask (issue 56, item 4): ldp shuffle --engine dask, memory per worker bounded whatever the window ---
+
+_SHUFFLE_CHILD = r"""
+import json, sys, time
+
+def status(field):
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(field + ":"))
+
+mode, root, limit = sys.argv[1], sys.argv[2], sys.argv[3]
+from ldp.shuffler import shuffle_app
+from ldp.storage import open_store
+store, now, out = open_store(root), 20002 * 86400.0, {}
+if mode == "local":
+    base, t0 = status("VmRSS"), time.perf_counter()
+    run = shuffle_app(store, "bench", now=now)
+    out.update(seconds=time.perf_counter() - t0, peak_rss=status("VmHWM"), baseline_rss=base)
+else:
+    import distributed
+    from ldp.shuffler.dask_engine import local_cluster
+    with local_cluster(2, limit) as cluster, distributed.Client(cluster) as client:
+        client.wait_for_workers(2)
+        workers, base, t0 = client.run(status, "VmRSS"), status("VmRSS"), time.perf_counter()
+        run = shuffle_app(store, "bench", now=now, engine="dask", scheduler=cluster.scheduler_address)
+        out.update(seconds=time.perf_counter() - t0, worker_peak_rss=sorted(client.run(status, "VmHWM").values()),
+                   worker_baseline_rss=sorted(workers.values()), client_peak_rss=status("VmHWM"),
+                   client_baseline_rss=base)
+(w,) = run.windows.values()
+out.update(reports=w["reports"], parts=w.get("parts"), duplicates=run.duplicates)
+print(json.dumps(out))
+"""
+
+
+def _shuffle_chunks(root: Path, lines: int, seed: int) -> dict[str, int]:
+    """One day's window of ``lines`` envelope lines (about 150 bytes each) from 3 replicas: chunks of 20 batches of
+    500 lines, one batch in 50 stored twice (a retry taken by another replica)."""
+    from ldp.shuffler import ChunkBatch, chunk_key, encode_chunk
+    from ldp.storage.local import LocalStore
+
+    store, rng, day = LocalStore(root), np.random.default_rng(seed), 20000 * 86400
+    metrics, pending, chunks, window_bytes = (b"app_category", b"dark_mode", b"homepage"), [], 0, 0
+    for b in range(lines // 500):
+        data = b"".join(b'{"spec":"3455db860d356e46","metric":"%s","window":20000,"report":{"v":1,"protocol":"grr",'
+                        b'"params":"b5da20e68b8ff562","payload":{"index":%d}}}\n' % (metrics[b % 3], v)
+                        for v in rng.integers(0, 1 << 30, 500).tolist())
+        window_bytes += len(data)
+        pending += [ChunkBatch(f"b{b:09d}", day, 86400, data)] * (2 if b % 50 == 0 else 1)
+        if len(pending) >= 20 or b == lines // 500 - 1:
+            chunks += 1
+            store.put(chunk_key("bench", f"r{chunks % 3}", day + 60, chunks), encode_chunk(pending))
+            pending = []
+    return {"lines": lines // 500 * 500, "window_bytes": window_bytes, "chunks": chunks}
+
+
+@benchmark("shuffler_dask")
+def shuffler_dask(ctx: Context) -> dict[str, Any]:
+    """Issue 56 item 4: ``ldp shuffle --engine dask`` on a LocalCluster of 2 worker processes (1 thread and 1 GiB
+    each) over a local store holding one window, at two sizes (full: 1.2 and 4.8 million lines, 0.18 and 0.7 GB;
+    quick: a quarter): each worker's peak RSS (VmHWM) against the window's bytes — bounded by the part size
+    (``PART_BYTES``, 64 MiB: ``ceil(window bytes / PART_BYTES)`` parts), not by the window — the wall time, and the
+    local engine's time and peak RSS on the same chunks. Each run in a fresh process (and cluster), all cores."""
+    from ldp.shuffler.dask_engine import PART_BYTES, READ_BYTES
+
+    limit = "1GiB"
+    out: dict[str, Any] = {"workers": 2, "threads_per_worker": 1, "memory_limit": limit, "part_bytes": PART_BYTES,
+                           "read_bytes": READ_BYTES, "store": "LocalStore in a temporary folder", "sizes": []}
+
+    def child(mode: str, root: Path) -> dict[str, Any]:
+        res = subprocess.run([sys.executable, "-P", "-c", _SHUFFLE_CHILD, mode, str(root), limit],
+                             capture_output=True, text=True, check=True)
+        return json.loads(res.stdout.splitlines()[-1])
+
+    with tempfile.TemporaryDirectory(prefix="ldp-bench-shuffle-dask-") as tmp, all_cpus():
+        for lines in ((300_000, 1_200_000) if ctx.quick else (1_200_000, 4_800_000)):
+            log(f"  {lines:,} lines in one window: chunks")
+            made = _shuffle_chunks(Path(tmp) / "d", lines, ctx.seed)
+            subprocess.run(["cp", "-r", str(Path(tmp) / "d"), str(Path(tmp) / "l")], check=True)
+            log("  dask engine")
+            dask_run = child("dask", Path(tmp) / "d")
+            log("  local engine")
+            local_run = child("local", Path(tmp) / "l")
+            mib = 2**20
+            row = {**made, "dask": dask_run, "local": local_run,
+                   "worker_peak_mib": [b / mib for b in dask_run["worker_peak_rss"]],
+                   "worker_peak_over_window_bytes": max(dask_run["worker_peak_rss"]) / made["window_bytes"],
+                   "local_peak_over_window_bytes": local_run["peak_rss"] / made["window_bytes"],
+                   "check_same_reports": dask_run["reports"] == local_run["reports"] == made["lines"],
+                   "check_same_duplicates": dask_run["duplicates"] == local_run["duplicates"] > 0}
+            out["sizes"].append(row)
+            for d in ("d", "l"):
+                subprocess.run(["rm", "-rf", str(Path(tmp) / d)], check=True)
+    small, large = out["sizes"]
+    out["worker_peak_growth"] = max(large["worker_peak_mib"]) / max(small["worker_peak_mib"])
+    out["window_growth"] = large["window_bytes"] / small["window_bytes"]
+    out.update(ctx.judge("shuffler_dask.worker_peak_mib", max(large["worker_peak_mib"]), "<=", 1024.0, "MiB"))
+    out["growth"] = ctx.judge("shuffler_dask.worker_peak_growth_for_4x_window", out["worker_peak_growth"], "<=", 1.5,
+                              "x")
+    return out
+
+
 def _register_protocol_sections() -> None:
     """Protocol sections kept in their own files (``simulations/bench_*.py``)."""
     import bench_association

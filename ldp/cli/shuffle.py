@@ -44,6 +44,13 @@ def register(subparsers: Any) -> None:
     s.add_argument("--lease-seconds", type=number(float, 1, 3600), default=60.0, metavar="SECONDS",
                    help="the shuffler lease's length past its last renewal (default 60): one run at a time per app; "
                         "a run whose process died is taken over this long after it stopped")
+    s.add_argument("--engine", choices=("local", "dask"), default="local",
+                   help="where to mix: this process (default), or a Dask cluster (the 'dask' extra), so that a window "
+                        "larger than one machine's memory is mixed across workers; its segments are written in parts "
+                        "<window>-<random>-p<k>.jsonl that together are the window's one shuffled segment")
+    s.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --engine dask: the Dask scheduler's address (tcp://host:8786), whose workers must reach "
+                        "the store (default: a cluster of local worker processes for the run)")
     s.add_argument("--json", action="store_true", help="print the run as JSON")
     s.set_defaults(handler=shuffle_command)
 
@@ -59,6 +66,12 @@ def shuffle_command(args: argparse.Namespace) -> int:
     try:
         if not APP_NAME_RE.match(args.app):
             raise ValueError(f"--app: an app name is 1 to 64 of a-z, 0-9, '_' and '-', got {args.app!r}")
+        if args.scheduler is not None and args.engine != "dask":
+            raise ValueError("--scheduler is the Dask scheduler of --engine dask")
+        if args.engine == "dask":
+            from ldp.extras import require_extra
+
+            require_extra("ldp shuffle --engine dask", "dask", ("dask", "distributed", "pandas", "pyarrow"))
         from ldp.shuffler.stage import shuffle_app
         from ldp.storage import open_store
 
@@ -71,7 +84,8 @@ def shuffle_command(args: argparse.Namespace) -> int:
         store = open_store(args.store, options or None)
         run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
                           keep_originals=args.keep_originals, min_reports=min_reports,
-                          hold_seconds=args.hold_days * 86400, lease_seconds=args.lease_seconds)
+                          hold_seconds=args.hold_days * 86400, lease_seconds=args.lease_seconds, engine=args.engine,
+                          scheduler=args.scheduler)
         central = window_guarantees(run.windows, specs) if specs else None
     except LeaseHeldError as exc:
         report_error("ldp shuffle", exc)
@@ -91,6 +105,8 @@ def shuffle_command(args: argparse.Namespace) -> int:
     print(f"run {run.run_id}: {len(run.chunks)} chunks, {run.duplicates} duplicate batches dropped")
     for window, w in run.windows.items():
         where = f"withheld ({w['withheld']})" if w.get("withheld") else w["segment"] or "(nothing new)"
+        if w.get("parts") and not w.get("withheld"):
+            where = f"{where.removesuffix('.jsonl')}-p*.jsonl ({w['parts']} part(s))"
         print(f"  window {window}: {w['reports']:,} reports from {w['batches']:,} batches of {w['replicas']} "
               f"replica(s) -> {where}")
         for m in (central or {}).get(window, {}).values():

@@ -19,13 +19,22 @@ from typing import Any
 from ldp.privacy.shuffle import shuffled_epsilon
 from ldp.server.fold import parse_key_name
 
-__all__ = ["DELTA", "SHUFFLED_NAME", "per_report_epsilon", "segment_counts", "shuffle_entry", "window_segments"]
+__all__ = ["DELTA", "SHUFFLED_NAME", "per_report_epsilon", "segment_counts", "segment_of", "shuffle_entry",
+           "window_segments"]
 
 DELTA = 1e-8
 """δ of the central guarantee shown."""
-SHUFFLED_NAME = re.compile(r"-[0-9a-f]{16}(-f[0-9]{1,12})?\.jsonl\Z")
+SHUFFLED_NAME = re.compile(r"-[0-9a-f]{16}(-f[0-9]{1,12})?(-p[0-9]{5})?\.jsonl\Z")
 """A closed segment written shuffled (its name ends in 16 random hex digits, then the shuffler's fencing token
-``-f<n>`` when the shuffler stage wrote it: :func:`ldp.collector.shuffle.closed_name`)."""
+``-f<n>`` when the shuffler stage wrote it: :func:`ldp.collector.shuffle.closed_name`), or one part ``-p<k>`` of
+such a segment (the shuffler's Dask engine, :mod:`ldp.shuffler.dask_engine`: a window's parts are random subsets
+of its one shuffled order, so together they are one segment, counted as one by :func:`segment_of`)."""
+_PART = re.compile(r"-p[0-9]{5}(\.jsonl)\Z")
+
+
+def segment_of(path: str) -> str:
+    """The segment an input ``path`` belongs to: itself, or for a part of a shuffled segment its stem's name."""
+    return _PART.sub(r"\1", path) if SHUFFLED_NAME.search(path) else path
 
 
 def segment_counts(job_dir: Path) -> dict[tuple[str, str], list[tuple[bool, int]]]:
@@ -41,14 +50,15 @@ def segment_counts(job_dir: Path) -> dict[tuple[str, str], list[tuple[bool, int]
         if not isinstance(by_key, dict):
             continue
         shuffled = SHUFFLED_NAME.search(str(entry.get("path", ""))) is not None
+        path = segment_of(str(entry.get("path")))  # the parts of one shuffled segment count as that segment
         for name, n in by_key.items():
             try:
                 metric, fp, _ = parse_key_name(str(name))
             except ValueError:
                 continue
             seg = out.setdefault((metric, fp), {})
-            old = seg.get(str(entry.get("path")), (shuffled, 0))
-            seg[str(entry.get("path"))] = (shuffled, old[1] + int(n))
+            old = seg.get(path, (shuffled, 0))
+            seg[path] = (shuffled, old[1] + int(n))
     return {k: list(v.values()) for k, v in out.items()}
 
 
@@ -67,6 +77,7 @@ def window_segments(job_dir: Path) -> dict[tuple[str, str], dict[int, list[tuple
             continue
         path = str(entry.get("path", ""))
         shuffled = SHUFFLED_NAME.search(path) is not None
+        path = segment_of(path)
         for name, n in by_key.items():
             try:
                 metric, fp, window = parse_key_name(str(name))

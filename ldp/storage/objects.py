@@ -47,6 +47,7 @@ class ObjectStore:
         import fsspec
 
         opts = dict(options or {})
+        self.options = dict(opts)  # as given: another process (a dask worker) opens the same store with them
         if protocol in ("s3", "s3a"):
             client = dict(opts.pop("client_kwargs", {}) or {})
             for name in ("endpoint_url", "region_name"):

@@ -41,7 +41,7 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from(["--grace", "-1", "10", "--dedup-days", "0", "nan", "--keep-originals", "--json",
-                                 "--store-option", "a=b", "--app", "demo", "x"]), max_size=6))
+                                 "--store-option", "a=b", "--app", "demo", "x", "--lease-seconds", "5"]), max_size=6))
 def test_option_combinations_never_end_in_an_internal_error(extra: list[str]) -> None:
     code, _, err = call_main(["shuffle", "--store", "/nonexistent/ldp-store", "--app", "demo", *extra])
     assert code in (0, 2) and "internal error" not in err and "Traceback" not in err
