@@ -18,11 +18,18 @@ closed.
 **Compaction.** Ids whose window ended more than the dedup horizon (``Limits.dedup_horizon_seconds``) ago leave the
 index (:meth:`SeenIndex.evict`); once they are half the file, :meth:`SeenIndex.compact` rewrites it atomically with a
 first ``{"base": ...}`` line holding the sums it dropped. Exactly-once holds inside the horizon.
+
+**A failed append never stays in front of the next one.** A write may stop midway (a full disk takes the bytes up
+to its last free block, then says ``ENOSPC``; an fsync may fail after them): the bytes it left are cut off again at
+once, with ``ftruncate`` on the raw descriptor (it needs no free space, and no buffer has to be flushed first, which
+a full disk would refuse again), back to the size the file had before the write. When even that cut fails, the size
+is kept and every later append (or compaction) makes the cut first, refusing while it cannot. So our own appends
+only ever follow whole lines, and a damaged line can only be a file's last: a crash mid-write, which
+:func:`read_lines` cuts on load. A damaged line *followed* by others is never ours: it is refused.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -34,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from ldp.collector.ingest import BatchCounts
-from ldp.server.store import fsync_dir, write_all
+from ldp.collector.linefile import LineFile
+from ldp.server.store import fsync_dir
 
 __all__ = ["AppStats", "ClosedCounts", "SegmentJournal", "SeenIndex", "SEEN", "coarse", "sums", "dump_lines",
            "read_lines"]
@@ -118,30 +126,22 @@ def dump_lines(docs: Iterable[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(d, separators=(",", ":")) + "\n" for d in docs).encode("utf-8")
 
 
-def _append_durably(path: Path, data: bytes) -> None:
-    """Append ``data`` to ``path`` and fsync; on an ``OSError`` cut the file back to its size before, so a retry
-    never finds part of this write in front of its own."""
-    with open(path, "ab") as fh:
-        before = fh.tell()
-        try:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        except OSError:
-            with contextlib.suppress(OSError):
-                fh.truncate(before)
-            raise
+def _split_lines(data: bytes) -> list[bytes]:
+    """``data``'s lines, each with its ``\n``, and what follows the last one (a torn write). Only ``\n`` ends a
+    line: we write no other line break (JSON escapes them), and a torn tail holding a ``\r`` is still one tail."""
+    parts = data.split(b"\n")
+    return [p + b"\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def read_lines(path: Path, is_commit: Any = lambda d: True) -> tuple[list[dict[str, Any]], int]:
     """The JSON lines of ``path`` up to the last one ``is_commit`` accepts, and the bytes cut after it (a torn
     write: fsynced to the shorter size). A damaged line before a good one is an error: what was acknowledged
-    cannot be known."""
+    cannot be known (our appends never follow a torn line: see the module's docstring)."""
     data = path.read_bytes() if path.exists() else b""
     docs: list[dict[str, Any]] = []
     good = committed = 0
     n_committed = 0
-    for n, line in enumerate(data.splitlines(keepends=True)):
+    for n, line in enumerate(_split_lines(data)):
         try:
             if not line.endswith(b"\n"):
                 raise ValueError("no newline")
@@ -173,6 +173,7 @@ class SegmentJournal:
         self.entries: list[dict[str, Any]] = []
         self.closed_as: str | None = None
         self._fd: int | None = None
+        self._lines = LineFile(path)
 
     def load(self) -> int:
         """Read the file (cutting a torn last line: returns its bytes)."""
@@ -200,12 +201,12 @@ class SegmentJournal:
         return os.fstat(self._fd).st_size if self._fd is not None else 0
 
     def append(self, entries: list[dict[str, Any]]) -> None:
-        """Append and fsync ``entries`` (an ``OSError`` is the caller's to undo with :meth:`cut`)."""
+        """Append and fsync ``entries`` (an ``OSError`` is the caller's to undo with :meth:`cut`; until it is,
+        nothing more is appended)."""
         if self._fd is None:
             self.open()
         assert self._fd is not None
-        write_all(self._fd, dump_lines(entries))
-        os.fsync(self._fd)
+        self._lines.append(dump_lines(entries), self._fd, undo=False)
 
     def note(self, entries: list[dict[str, Any]]) -> None:
         self.entries.extend(entries)
@@ -213,11 +214,12 @@ class SegmentJournal:
     def cut(self, size: int) -> None:
         """Truncate the file back to ``size`` bytes (undo a failed :meth:`append`)."""
         if self._fd is not None:
-            os.ftruncate(self._fd, size)
+            self._lines.cut(size, self._fd)
 
     def mark_closed(self, name: str) -> None:
-        """Record (fsynced) the closed segment this one becomes, before that file appears."""
-        _append_durably(self.path, dump_lines([{"closed_as": name}]))
+        """Record (fsynced) the closed segment this one becomes, before that file appears (a failed attempt cut
+        back before the next)."""
+        self._lines.append(dump_lines([{"closed_as": name}]), self._fd)
         self.closed_as = name
 
     def close(self) -> None:
@@ -240,6 +242,7 @@ class SeenIndex:
         self.entries = 0  # id lines in the file
         self.dead = 0  # of which have left the index
         self._base: dict[str, Any] | None = None
+        self._lines = LineFile(path)
 
     def load(self) -> int:
         """Read the file (cutting a torn write after the last commit marker: returns its bytes)."""
@@ -276,14 +279,14 @@ class SeenIndex:
         secrets.SystemRandom().shuffle(docs)  # not in arrival order either
         docs += [{"sum": sums(group, w), "w": w} for w, group in sorted(by_window.items())]
         docs.append({"closed": name})
-        _append_durably(self.path, dump_lines(docs))
-        w = max(float(e["w"]) for e in entries)
-        os.utime(self.path, (w, w))  # dated by the window, not by the close
-        fsync_dir(self.path.parent)
-        for d in docs:
+        self._lines.append(dump_lines(docs))
+        for d in docs:  # taken once durable: a failure below must not make the caller append the group again
             if "sum" in d and not count:
                 continue
             self._take(d)
+        w = max(float(e["w"]) for e in entries)
+        os.utime(self.path, (w, w))  # dated by the window, not by the close
+        fsync_dir(self.path.parent)
 
     # -- compaction ------------------------------------------------------------------------------------
     def _cutoff(self, now: float) -> float:
@@ -302,7 +305,8 @@ class SeenIndex:
 
     def compact(self, now: float, *, min_dead: int = 1000) -> bool:
         """Evict, and rewrite the file without the evicted ids (their sums folded into the base line) when they are
-        at least ``min_dead`` and half the file; ``True`` when rewritten. On an ``OSError`` the old file stays."""
+        at least ``min_dead`` and half the file; ``True`` when rewritten. On an ``OSError`` the old file stays. A
+        failed append is cut back first (the file then holds whole lines only); while it cannot be, no compaction."""
         self.evict(now)
         if self.dead < max(min_dead, 1) or self.dead * 2 < self.entries:
             return False
@@ -312,6 +316,7 @@ class SeenIndex:
         kept: list[dict[str, Any]] = []
         group: list[dict[str, Any]] = []  # the kept lines of the group read so far (up to its marker)
         try:
+            self._lines.cut()
             for line in self.path.read_bytes().splitlines():
                 d = json.loads(line)
                 if d.get("base") is True:

@@ -57,7 +57,9 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
-    """``os.write`` until every byte of ``data`` is written (a write may take only a part)."""
+    """``os.write`` until every byte of ``data`` is written (a write may take only a part). On an ``OSError`` the
+    bytes written before it stay in the file (a full disk takes what fits, then refuses): the caller cuts back to
+    the size before (:mod:`ldp.collector.journal`)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]

@@ -93,6 +93,7 @@ def test_a_failed_undo_is_repaired_before_the_next_write(tmp_path: Path, monkeyp
     fake = _FailingOs()
     monkeypatch.setattr(applog_module, "os", fake)
     monkeypatch.setattr("ldp.collector.journal.os", fake)
+    monkeypatch.setattr("ldp.collector.linefile.os", fake)
     monkeypatch.setattr("ldp.server.store.os", fake)
     log = AppLog(tmp_path / "demo", Limits())
     log.recover()
