@@ -6,11 +6,11 @@ each a real :class:`ldp.client.TelemetryClient` with its own state file, recordi
 ``--rounds`` rounds through the real uploader, given the list of every replica's endpoint (rotated per device, so
 the load spreads; a replica that does not answer makes the uploader fail over to the next). Once ``--kill-at`` of
 the uploads are done, one replica is SIGKILLed under load and restarted a second later (from its own data folder:
-it takes its dead claim on its name over at once). While they run, a second ``ldp serve`` under each replica's name
-is started once the devices are done, and must be refused (``same_name_replicas_refused``). When the last arrival window has ended,
-``--shuffles`` ``ldp shuffle`` processes are started at once over the same chunks: one holds the store's shuffler
-lease and mixes every replica's chunks into anonymized segments, the others are refused while it runs
-(``concurrent_shuffles_refused``; one that starts after it ended finds nothing to mix). ``ldp aggregate s3://…
+it takes its dead claim on its name over at once). Once the devices are done, a second ``ldp serve`` under each
+running replica's name is started, and must be refused (``same_name_replicas_refused``). When the last arrival
+window has ended, ``--shuffles`` ``ldp shuffle`` processes are started at once over the same chunks: one holds
+the store's shuffler lease and mixes every replica's chunks into anonymized segments, the others are refused while
+it runs (``concurrent_shuffles_refused``; one that starts after it ended finds nothing to mix). ``ldp aggregate s3://…
 --engine dask`` folds the segments on a local ``dask.distributed`` cluster.
 
 The line says what the devices had acknowledged, what the shuffled segments hold (``lost``: acknowledged lines

@@ -1,6 +1,7 @@
 """``ldp serve``: :func:`add_serve_arguments` adds the command to an argparse subparsers object and
 :func:`serve_command` runs it: the HTTP collector (uvicorn serving :func:`ldp.collector.app.create_app`)
-or, with ``ldp serve token``, a new bearer token and the config line holding its hash."""
+or, with ``ldp serve token``, a new bearer token and the config line holding its hash (``--analyst``: an analyst's,
+who reads the dashboard and ``/v1/estimates``)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.Argument
         description="Run the collector: clients POST batches of upload envelopes to /v1/reports; each line is "
                     "validated as `ldp aggregate` does and stored, exactly once, in segment files under the config's "
                     "data_dir (fsynced before the answer). `ldp serve token [--app NAME]` prints a new bearer token "
-                    "and the token_sha256 line for the config. TLS: run behind a reverse proxy (see "
+                    "and the token_sha256 line for the config; `ldp serve token --analyst` one for an analyst, who "
+                    "reads the dashboard and /v1/estimates. TLS: run behind a reverse proxy (see "
                     "docs/collector.md).")
     srv.add_argument("serve_action", nargs="?", choices=("token",), metavar="token",
                      help="print a new bearer token and its token_sha256 config line, and exit")
@@ -42,6 +44,9 @@ def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.Argument
     srv.add_argument("--port", type=number(int, 0, 65535), default=8000,
                      help="port (default 8000; 0: any free port, named in the start-up line)")
     srv.add_argument("--app", metavar="NAME", help="with token: the app the printed config lines are for")
+    srv.add_argument("--analyst", action="store_true",
+                     help="with token: a token for an analyst (reads the dashboard and /v1/estimates, uploads "
+                          "nothing), and its line for the config's [analysts] table")
     srv.add_argument("--replica", metavar="NAME",
                      help="this process's name among several collectors (overrides the config's replica): every "
                           "/metrics sample is labelled with it")
@@ -59,7 +64,9 @@ def serve_command(args: argparse.Namespace) -> int:
 
     try:
         if args.serve_action == "token":
-            return _token(args.app)
+            return _token(args.app, analyst=args.analyst)
+        if args.analyst:
+            raise ValueError("--analyst goes with token: ldp serve token --analyst")
         if not args.config:
             raise ValueError("--config FILE is required (the collector's TOML config)")
         return _serve(args.config, args.host, args.port, access_log=not args.no_access_log, replica=args.replica)
@@ -70,13 +77,21 @@ def serve_command(args: argparse.Namespace) -> int:
         return report_error("ldp serve", exc)
 
 
-def _token(app: str | None) -> int:
+def _token(app: str | None, analyst: bool = False) -> int:
     from ldp.collector.config import APP_NAME_RE, new_token, token_sha256
 
+    if analyst and app is not None:
+        raise ValueError("--analyst and --app: an analyst's token reads every app's estimates and uploads to none; "
+                         "give one of them")
     if app is not None and not APP_NAME_RE.match(app):
         raise ValueError(f"--app: an app name is 1 to 64 of a-z, 0-9, '_' and '-', got {app!r}")
     token = new_token()
     print(token)
+    if analyst:
+        print("# give the token above to the analyst (it reads the dashboard and /v1/estimates, and uploads nothing); "
+              "the config keeps only its hash, in [analysts] (one entry per analyst):")
+        print(f'tokens_sha256 = ["{token_sha256(token)}"]')
+        return 0
     print(f"# give the token above to the app's clients; the config keeps only its hash, under [apps.{app or 'NAME'}]:")
     print(f'token_sha256 = "{token_sha256(token)}"')
     return 0

@@ -3,16 +3,16 @@
 :func:`create_app` builds it from a :class:`~ldp.collector.config.CollectorConfig`. The request
 path: auth first (nothing is read before the token is known good), then the headers, then the body,
 read as it streams in under the size limits and the body timeout (gunzipped on the fly within
-``max_decompressed_bytes``), validated with the parser of ``ldp aggregate``, queued to the writer
-(:class:`~ldp.collector.segments.SegmentWriter`) and answered once fsynced. One JSON log line per
-request on the ``ldp.collector.access`` logger, never with a report line or a token; the request counters and
-latency histogram of :mod:`ldp.collector.metrics` (unless ``[metrics] enabled = false``)."""
+``max_decompressed_bytes``), validated with the parser of ``ldp aggregate``, its accepted lines made canonical
+(:mod:`ldp.collector.canonical`: the clients' exact bytes, so that no line stands out in a shuffled segment),
+queued to the writer (:class:`~ldp.collector.segments.SegmentWriter`) and answered once fsynced. One JSON log
+line per request on the ``ldp.collector.access`` logger, never with a report line or a token; the request
+counters and latency histogram of :mod:`ldp.collector.metrics` (unless ``[metrics] enabled = false``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import inspect
 import json
@@ -27,9 +27,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from ldp.collector.access import bearer_digest
 from ldp.collector.config import AppConfig, CollectorConfig
 from ldp.collector.cors import Cors
-from ldp.collector.ingest import Gunzip, IngestError, check_batch_id, check_lines, prepare_body
+from ldp.collector.ingest import Gunzip, IngestError, check_batch_id, check_body, prepare_body
 from ldp.collector.metrics import CollectorMetrics
 from ldp.collector.segments import Batch, QueueFull, SegmentWriter, Stored, WriterClosed
 from ldp.protocols.registry import protocols
@@ -51,15 +52,12 @@ def _error(status: int, reason: str, detail: str, headers: dict[str, str] | None
     return JSONResponse({"error": reason, "detail": detail}, status_code=status, headers=headers)
 
 
-def _bearer_digest(header: str | None) -> bytes | None:
-    """The SHA-256 of the token of an ``Authorization: Bearer <token>`` header (``None`` without one)."""
-    if not header or not header[:7].lower() == "bearer ":
-        return None
-    return hashlib.sha256(header[7:].strip().encode("utf-8", "surrogateescape")).digest()
+_bearer_digest = bearer_digest  # one parser of the header for every role (ldp.collector.access)
 
 
 class _Auth:
-    """Bearer token -> app, comparing SHA-256 digests in constant time against every app."""
+    """Bearer token -> app, comparing SHA-256 digests in constant time against every app. Only upload tokens are
+    here: an analyst's or the scraper's token uploads nothing (the config refuses a token listed for two roles)."""
 
     def __init__(self, apps: Sequence[AppConfig]) -> None:
         self.apps = [(bytes.fromhex(a.token_sha256), a) for a in apps]
@@ -205,9 +203,8 @@ class _Collector:
             if known is not None:
                 stored = Stored(known, True)
             else:
-                body = prepare_body(raw, self.config.limits.max_lines)
-                counts, spans = check_lines(body, app.specs)
-                stored = await self._store(app.name, batch_id, body, counts, spans)
+                checked = check_body(prepare_body(raw, self.config.limits.max_lines), app.specs)
+                stored = await self._store(app.name, batch_id, checked.body, checked.counts, checked.rejects)
         log.update(lines=stored.counts.lines, duplicate=stored.duplicate)
         return JSONResponse({"batch_id": batch_id, **stored.counts.to_dict(), "duplicate": stored.duplicate})
 
@@ -271,7 +268,8 @@ class _Collector:
         return JSONResponse(doc)
 
     async def metrics_page(self, request: Request) -> Response:
-        """``GET /metrics``: the Prometheus page (a bearer token first, when ``[metrics] token_sha256`` is set)."""
+        """``GET /metrics``: the Prometheus page (a bearer token first, when ``[metrics] token_sha256`` is set). What
+        moves with uploads is on it as published at the last interval boundary (:mod:`ldp.collector.metrics`)."""
         metrics, want = self.metrics, self.config.metrics.token_sha256
         assert metrics is not None
         if want is not None:
@@ -342,12 +340,20 @@ def create_app(config: CollectorConfig, *, extra_routes: Sequence[BaseRoute] = (
         cut = await asyncio.to_thread(_start_writer, writer)
         logger.info("collector started: data in %s, apps %s; cut on recovery: %s", config.data_dir,
                     ", ".join(sorted(config.apps)), json.dumps(cut))
+        publisher: asyncio.Task[None] | None = None
         try:
             for hook in on_startup:
                 await _call(hook, app)
+            if collector.metrics is not None:  # the counters rebuilt from the journals, before any upload
+                await asyncio.to_thread(collector.metrics.publish)
+                publisher = asyncio.create_task(collector.metrics.publish_every_interval())
             yield
         finally:
             writer.closing = True
+            if publisher is not None:
+                publisher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await publisher
             try:
                 for hook in reversed(on_shutdown):
                     await _call(hook, app)

@@ -2,13 +2,14 @@
 
 Paths in the file (``data_dir``, each app's ``specs``) are relative to the file's folder. Tokens are
 never stored: an app has the SHA-256 of its bearer token (:func:`new_token` makes one, 32 random
-bytes in URL-safe base64, so one unsalted hash suffices)."""
+bytes in URL-safe base64, so one unsalted hash suffices), and so do the analysts (``[analysts]
+tokens_sha256``, who read the dashboard and ``/v1/estimates``) and the scraper (``[metrics] token_sha256``).
+Each role has tokens of its own: a token listed for two roles is refused."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import ipaddress
 import os
 import re
 import secrets
@@ -18,15 +19,23 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ldp.collector.origins import check_origin, cors_origins
 from ldp.errors import ConfigError
 from ldp.spec import CollectionSpec
 
 __all__ = ["ConfigError", "Limits", "AppConfig", "CollectorConfig", "load_config", "parse_config", "new_token",
-           "token_sha256", "APP_NAME_RE", "MetricsConfig", "check_origin", "check_replica", "StorageConfig"]
+           "token_sha256", "APP_NAME_RE", "MetricsConfig", "check_origin", "check_replica", "StorageConfig",
+           "TOP_LEVEL_KEYS"]
 
 APP_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 """An app's name: it names a folder under ``DATA/apps``."""
 _HASH_RE = re.compile(r"[0-9a-f]{64}\Z")
+TOP_LEVEL_KEYS = frozenset({"data_dir", "limits", "fold", "apps", "metrics", "cors_origins", "replica", "storage",
+                            "analysts", "public"})
+"""The keys of the file's top level."""
+_PLAIN_TOP_KEYS = frozenset({"data_dir", "cors_origins", "replica", "public"})
+"""Top-level keys that are not tables: in TOML they come before the first ``[table]`` (written after one, they belong
+to it, where they are unknown keys: the error says so)."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,12 @@ class CollectorConfig:
     storage: StorageConfig | None = None
     """Where batches are stored: ``None``, the local ``data_dir`` (segments, journals); a :class:`StorageConfig`,
     chunks in the shared store (:mod:`ldp.collector.chunklog`), one replica among several."""
+    analysts: tuple[str, ...] = ()
+    """The SHA-256 (hex) of each analyst's token (``[analysts] tokens_sha256``): a bearer of one reads the dashboard
+    and ``/v1/estimates`` (:mod:`ldp.collector.access`). Empty, and not :attr:`public`: nobody reads them."""
+    public: bool = False
+    """``public = true``: the dashboard and ``/v1/estimates`` answer everyone, without a token (``ldp serve`` warns at
+    start). Estimates are aggregates of privatized reports, but still the operator's data: opened only on purpose."""
 
     def app_dir(self, app: str) -> Path:
         """``DATA/apps/<app>``."""
@@ -181,8 +196,11 @@ def _table(where: str, value: Any, known: set[str]) -> dict[str, Any]:
         raise ConfigError(f"{where} must be a table, got {type(value).__name__}")
     unknown = sorted(set(value) - known)
     if unknown:
+        misplaced = [k for k in unknown if k in _PLAIN_TOP_KEYS]
+        hint = (f"; {', '.join(map(repr, misplaced))} belong(s) at the top of the file: in TOML, a key after a "
+                "[table] header belongs to that table" if misplaced else "")
         raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))} "
-                          f"(known: {', '.join(sorted(known))})")
+                          f"(known: {', '.join(sorted(known))}){hint}")
     return value
 
 
@@ -217,87 +235,28 @@ def _metrics(where: str, raw: Any, apps: Mapping[str, AppConfig]) -> MetricsConf
     return MetricsConfig(enabled, digest)
 
 
-_ORIGIN_RE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<host>\[[^\]/?#]*\]|[^/:?#\[\]]*)"
-                        r"(?::(?P<port>[^/?#]*))?(?P<rest>.*)\Z", re.S)
-_LABEL_RE = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\Z")
-_DEFAULT_PORTS = {"http": "80", "https": "443"}
-
-
-def _ipv6_text(address: ipaddress.IPv6Address) -> str:
-    """An IPv6 address as browsers write it in an origin (WHATWG URL: lowercase hex, the first longest run of two
-    or more zero pieces as ``::``, never dotted IPv4)."""
-    pieces = [int.from_bytes(address.packed[i:i + 2], "big") for i in range(0, 16, 2)]
-    best, start = (0, -1), None
-    for i, piece in enumerate([*pieces, 1]):
-        if piece == 0 and start is None:
-            start = i
-        elif piece != 0 and start is not None:
-            best = max(best, (i - start, -start))
-            start = None
-    run, first = best[0], -best[1]
-    hexes = [f"{p:x}" for p in pieces]
-    if run < 2:
-        return ":".join(hexes)
-    return ":".join(hexes[:first]) + "::" + ":".join(hexes[first + run:])
-
-
-def check_origin(origin: str) -> str | None:
-    """What is wrong with ``origin`` as an entry of ``cors_origins`` (``None``: nothing). An entry is compared
-    byte for byte with the ``Origin`` header, so it must be written as browsers write it: ``http`` or ``https``,
-    ``://``, the host in lowercase (ASCII: ``xn--`` for an internationalised name; an IP address in its usual
-    form), a port only when not the scheme's default, and nothing after (no path, not even ``/``)."""
-    if origin == "null":
-        return "is the origin of sandboxed frames and local files, which any site can produce: not allowed"
-    m = _ORIGIN_RE.match(origin)
-    if m is None or not m["host"] or "@" in m["host"]:
-        return "is not an origin: write scheme://host[:port], e.g. 'https://app.example.com'"
-    scheme, host, port, rest = m["scheme"].lower(), m["host"], m["port"], m["rest"]
-    if scheme not in _DEFAULT_PORTS:
-        return f"has the scheme {m['scheme']!r}: an origin here is http:// or https://"
-    if port is not None and port.isdigit():
-        port = str(int(port))
-    canonical = f"{scheme}://{host.lower()}" + (f":{port}" if port and port != _DEFAULT_PORTS[scheme] else "")
-    if rest:
-        what = "a trailing slash" if rest == "/" else "a path, query or fragment"
-        return f"has {what}: an origin is scheme://host[:port] only; write {canonical!r}"
-    if not host.isascii():
-        return "has a host that is not ASCII: write an internationalised domain name in its xn-- (punycode) form"
-    if canonical != origin:
-        return (f"is not written as browsers send it (lowercase, no default port, no leading zero); write "
-                f"{canonical!r}")
-    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
-        return f"has the port {port!r}: a port is 1 to 65535"
-    if host.startswith("["):
-        try:
-            address = ipaddress.IPv6Address(host[1:-1])
-        except ValueError:
-            return f"has the host {host!r}, not an IPv6 address"
-        if address.scope_id or f"[{_ipv6_text(address)}]" != host:
-            return f"has the IPv6 address {host!r}, which browsers write as '[{_ipv6_text(address)}]'"
-        return None
-    labels = host.split(".")
-    if labels[-1].isdigit() or labels[-1].startswith("0x"):  # browsers read a host ending in a number as IPv4
-        try:
-            ipaddress.IPv4Address(host)
-        except ValueError:
-            return f"has the host {host!r}, which ends in a number but is not an IPv4 address like 192.0.2.1"
-        return None
-    if len(host) > 253 or not all(_LABEL_RE.match(label) for label in labels):
-        return f"has the host {host!r}, not a valid host name"
-    return None
-
-
-def _cors_origins(where: str, raw: Any) -> tuple[str, ...]:
-    if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, list) or not all(isinstance(o, str) for o in raw):
-        raise ConfigError(f"{where} must be a list of origins such as \"https://app.example.com\", got {raw!r}")
-    if "*" in raw and len(raw) > 1:
-        raise ConfigError(f"{where}: \"*\" (any origin) must be alone, got {raw!r}")
-    for origin in raw:
-        if origin != "*" and (problem := check_origin(origin)) is not None:
-            raise ConfigError(f"{where}: {origin!r} {problem}")
-    return tuple(dict.fromkeys(raw))
+def _analysts(where: str, raw: Any, apps: Mapping[str, AppConfig], metrics: MetricsConfig) -> tuple[str, ...]:
+    """``[analysts] tokens_sha256``: a list of hashes, none of them an app's or the scraper's (an upload token must not
+    read the estimates, and an analyst's must not upload: each role has tokens of its own)."""
+    doc = _table(where, raw, {"tokens_sha256"})
+    if "tokens_sha256" not in doc:
+        raise ConfigError(f"{where} needs tokens_sha256 = [\"<64 hex digits>\", ...] (run 'ldp serve token --analyst')")
+    digests = doc["tokens_sha256"]
+    if not isinstance(digests, list):
+        raise ConfigError(f"{where}.tokens_sha256 must be a list of hashes, tokens_sha256 = [\"<64 hex digits>\", ...] "
+                          f"(run 'ldp serve token --analyst'), got {type(digests).__name__} {digests!r}")
+    for i, digest in enumerate(digests):
+        if not isinstance(digest, str) or not _HASH_RE.match(digest):
+            raise ConfigError(f"{where}.tokens_sha256[{i}] must be the 64 lowercase hex digits of sha256(token) (run "
+                              f"'ldp serve token --analyst'), got {digest!r}")
+        same = [a.name for a in apps.values() if a.token_sha256 == digest]
+        if same:
+            raise ConfigError(f"{where}.tokens_sha256[{i}] is the upload token of app {same[0]!r}: an analyst needs a "
+                              "token of their own (run 'ldp serve token --analyst')")
+        if digest == metrics.token_sha256:
+            raise ConfigError(f"{where}.tokens_sha256[{i}] is the [metrics] token: an analyst needs a token of their "
+                              "own (run 'ldp serve token --analyst')")
+    return tuple(dict.fromkeys(digests))
 
 
 def _app(where: str, name: str, raw: Any, base: Path) -> AppConfig:
@@ -335,8 +294,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
                  source: str = "config") -> CollectorConfig:
     """Validate a decoded config document; relative paths are taken from ``base_dir``."""
     base = Path(base_dir)
-    top = _table(source, dict(doc), {"data_dir", "limits", "fold", "apps", "metrics",
-                                            "cors_origins", "replica", "storage"})
+    top = _table(source, dict(doc), set(TOP_LEVEL_KEYS))
     replica = check_replica(top["replica"], f"{source}: replica") if "replica" in top else None
     data_dir = top.get("data_dir", "data")
     if not isinstance(data_dir, str) or not data_dir:
@@ -356,13 +314,19 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
                               "a token identifies one app")
         seen[app.token_sha256] = app.name
     metrics = _metrics(f"{source}: [metrics]", top.get("metrics", {}), apps)
-    origins = _cors_origins(f"{source}: cors_origins", top.get("cors_origins", []))
+    analysts = _analysts(f"{source}: [analysts]", top["analysts"], apps, metrics) if "analysts" in top else ()
+    public = top.get("public", False)
+    if not isinstance(public, bool):
+        raise ConfigError(f"{source}: public must be true (the dashboard and /v1/estimates answer without a token) "
+                          f"or false, got {public!r}")
+    origins = cors_origins(f"{source}: cors_origins", top.get("cors_origins", []))
     storage = _storage(f"{source}: [storage]", top["storage"], base) if "storage" in top else None
     if storage is not None and replica is None:
         raise ConfigError(f"{source}: [storage] is shared by replicas: give this one a name (replica = \"...\" at the "
                           "top, or ldp serve --replica NAME)")
     return CollectorConfig(path, (base / data_dir).resolve(), limits, apps, every, metrics=metrics,
-                           fold_windows=windows, cors_origins=origins, replica=replica, storage=storage)
+                           fold_windows=windows, cors_origins=origins, replica=replica, storage=storage,
+                           analysts=analysts, public=public)
 
 
 def load_config(path: str | os.PathLike[str]) -> CollectorConfig:

@@ -1,7 +1,8 @@
 """Reading and validating one uploaded batch: the body's bytes (gunzipped within bounds), the
 batch id, and the counts by reason from the parser of ``ldp aggregate``
 (:func:`ldp.server.lines.fold_lines`), so the collector's answer and a later
-``ldp aggregate`` of the segments agree line for line."""
+``ldp aggregate`` of the segments agree line for line; then the body as it is stored, its accepted lines
+canonical (:func:`check_body`, :mod:`ldp.collector.canonical`)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ldp.collector.rejects import RejectSpan, find_rejects
+from ldp.collector.canonical import canonical_body
+from ldp.collector.rejects import RejectSpan, SpanFolder, find_rejects
 from ldp.errors import IngestError
 from ldp.spec import CollectionSpec
 
-__all__ = ["BATCH_ID_RE", "BatchCounts", "IngestError", "Gunzip", "check_batch_id", "count_lines", "check_lines",
-           "prepare_body", "MAX_GZIP_MEMBERS"]
+__all__ = ["BATCH_ID_RE", "BatchCounts", "CheckedBody", "IngestError", "Gunzip", "check_batch_id", "count_lines",
+           "check_lines", "check_body", "prepare_body", "MAX_GZIP_MEMBERS"]
 
 BATCH_ID_RE = re.compile(r"[A-Za-z0-9._~-]{1,128}\Z")
 """A batch id (header ``Ldp-Batch-Id``)."""
@@ -120,7 +122,32 @@ def count_lines(body: bytes, specs: Mapping[str, CollectionSpec]) -> BatchCounts
 
 def check_lines(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[BatchCounts, list[RejectSpan]]:
     """:func:`count_lines`, and the byte span and reason of each rejected line (to store them within bounds)."""
+    return _check(body, specs)[:2]
+
+
+def _check(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[BatchCounts, list[RejectSpan], SpanFolder]:
     folder, spans = find_rejects(body, specs)
     if not folder.records:
         raise IngestError(400, "empty_body", "the body holds only blank lines")
-    return BatchCounts(folder.records, folder.accepted, dict(sorted(folder.rejected.items()))), spans
+    return BatchCounts(folder.records, folder.accepted, dict(sorted(folder.rejected.items()))), spans, folder
+
+
+@dataclass(frozen=True)
+class CheckedBody:
+    """A validated body as the collector stores it: ``body``, its accepted lines canonical; ``counts``, the answer
+    to the device (those of the body as it came: canonical bytes change no count); ``rejects``, the byte span
+    and reason of each rejected line in ``body`` (for :class:`~ldp.collector.rejects.RejectKeeper`)."""
+
+    body: bytes
+    counts: BatchCounts
+    rejects: list[RejectSpan]
+
+
+def check_body(body: bytes, specs: Mapping[str, CollectionSpec]) -> CheckedBody:
+    """:func:`check_lines`, and the body to store: every accepted line in the clients' canonical bytes, blank lines
+    dropped, rejected lines as they came (:func:`ldp.collector.canonical.canonical_body`, from the same pass of
+    the validator). Stored verbatim, a line in another client's formatting would stand out in a shuffled segment
+    and link that client's reports across windows."""
+    counts, spans, folder = _check(body, specs)
+    stored, spans = canonical_body(body, specs, folder, spans)
+    return CheckedBody(stored, counts, spans)

@@ -3,26 +3,44 @@
 :class:`CollectorMetrics` holds one registry per app instance (never the library's global one, so many apps can
 live in one process). The request path does one counter increment (and, for an upload answered 200, one
 histogram observation); the writer thread observes each group commit through ``SegmentWriter.on_commit``.
-Everything else is read when the page is asked for, by :class:`StateCollector`: the writer's per-app counters
-(``AppStats``), its refusals, queue and health, the bytes on disk (cached, see :class:`DiskUsage`) and the fold
-lag (from each app's ``estimates.json``). Labels are app names, reasons, routes, status codes and fixed parts:
-never a token, a report line or a batch id."""
+Everything else is read by :class:`StateCollector`: the writer's per-app counters (``AppStats``), its refusals,
+queue and health, the bytes on disk (cached, see :class:`DiskUsage`) and the fold lag (from each app's
+``estimates.json``). Labels are app names, reasons, routes, status codes and fixed parts: never a token, a report
+line or a batch id.
+
+**Nothing on the page times a batch** (issue 57). ``/metrics`` is open to scrapers by default, and on a quiet
+collector a counter read every few seconds would say when each batch came and, by its step, how big it was. So
+every family that moves when a batch comes (the request and refusal counters, the upload and commit histograms, the
+per-app counters, the last batch's time, the reports waiting for a fold, the bytes on disk) is *published* once per
+interval (:func:`publish_seconds`: the fold period, or 60 s without folding): :meth:`CollectorMetrics.publish` takes
+them as they are at each boundary of the wall clock, and the page shows that copy until the next. A scraper sees
+sums over whole intervals, no finer than the estimates move anyway. The last batch's time is moreover the start of
+its interval (and, as stored, of its window). Live are only the gauges of a moment: the writer's state, the queue,
+the bodies held (in whole MiB: :data:`BUFFERED_STEP`), the fold's age and flags, the connections and the process."""
 
 from __future__ import annotations
 
-import os
+import asyncio
+import copy
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ldp.collector.watch import estimates_path, load_estimates
+from ldp.collector.metrics_state import (
+    BUFFERED_STEP,
+    DISK_CACHE_SECONDS,
+    DISK_PARTS,
+    PUBLISH_SECONDS_UNFOLDED,
+    WRITER_STATES,
+    DiskUsage,
+    StateCollector,
+    publish_seconds,
+)
 
 if TYPE_CHECKING:
     from ldp.collector.config import CollectorConfig
@@ -30,243 +48,13 @@ if TYPE_CHECKING:
     from ldp.collector.segments import SegmentWriter
 
 __all__ = ["CollectorMetrics", "StateCollector", "ConnectionsCollector", "DiskUsage", "UPLOAD_BUCKETS",
-           "COMMIT_BUCKETS", "DISK_PARTS", "DISK_CACHE_SECONDS", "WRITER_STATES"]
+           "COMMIT_BUCKETS", "DISK_PARTS", "DISK_CACHE_SECONDS", "WRITER_STATES", "publish_seconds",
+           "PUBLISH_SECONDS_UNFOLDED", "BUFFERED_STEP"]
 
 UPLOAD_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Upper bounds (seconds) of the upload latency histogram: 1 ms to 10 s (the default body timeout)."""
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Upper bounds (seconds) of the group commit histogram (write and fsync of a segment and a journal)."""
-DISK_PARTS = ("segments_open", "segments_closed", "journal", "rejects", "other")
-"""What ``ldp_collector_disk_bytes`` splits an app's folder into (``other``: the fold's job, estimates, ...)."""
-WRITER_STATES = ("ok", "storage_error", "closing", "stopped")
-"""The writer's states (``status`` of ``/healthz``), one sample each in ``ldp_collector_writer_state``."""
-_REJECTS_KEPT = (("rejects_left_out", "ldp_collector_rejects_left_out", "Rejected lines too long to store, kept as a "
-                  "rejects/ entry (prefix and digest), by app."),
-                 ("rejects_unkept", "ldp_collector_rejects_unkept", "Rejected lines only counted (the day's reject "
-                  "budget was spent), by app."))
-DISK_CACHE_SECONDS = 10.0
-"""How long a measure of the bytes on disk is reused."""
-
-
-class DiskUsage:
-    """The bytes of one app's folder by part (:data:`DISK_PARTS`). Closed segments never change, so each one
-    is measured once (by name); the rest is walked at every :meth:`measure`."""
-
-    def __init__(self, app_dir: Path) -> None:
-        self.dir = app_dir
-        self._closed: dict[str, int] = {}
-
-    def measure(self) -> dict[str, int]:
-        parts = dict.fromkeys(DISK_PARTS, 0)
-        closed = self.dir / "segments" / "closed"
-        seen: dict[str, int] = {}
-        try:
-            with os.scandir(closed) as it:
-                for entry in it:
-                    size = self._closed.get(entry.name)
-                    if size is None:
-                        size = _size(entry.path)
-                    seen[entry.name] = size
-        except FileNotFoundError:
-            pass
-        self._closed = seen
-        parts["segments_closed"] = sum(seen.values())
-        for root, dirs, files in os.walk(self.dir):
-            rel = Path(root).relative_to(self.dir).parts
-            if rel == ("segments",):
-                dirs[:] = [d for d in dirs if d != "closed"]
-            part = "other"
-            if rel[:2] == ("segments", "open"):
-                part = "segments_open"
-            elif rel[:1] in (("journal",), ("rejects",)):
-                part = rel[0]
-            parts[part] += sum(_size(os.path.join(root, f)) for f in files)
-        return parts
-
-
-def _size(path: str) -> int:
-    try:
-        return os.lstat(path).st_size
-    except FileNotFoundError:  # moved or removed meanwhile (a segment closing, a fold's temporary file)
-        return 0
-
-
-def _timestamp(iso: Any) -> float | None:
-    """Seconds since the epoch of an ISO 8601 UTC time as ``utc_now`` writes it (``None`` if it is not one)."""
-    if not isinstance(iso, str):
-        return None
-    try:
-        return datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return None
-
-
-def _copy(counter: Mapping[str, int]) -> dict[str, int]:
-    """A copy of a counter another thread may be adding to (``dict()`` of a dict runs without a thread switch;
-    retried should that ever change)."""
-    for _ in range(10):
-        try:
-            return dict(counter)
-        except RuntimeError:
-            continue
-    return {}
-
-
-class StateCollector:
-    """The metrics read when the page is asked for (a ``prometheus_client`` custom collector)."""
-
-    def __init__(self, config: CollectorConfig, writer: SegmentWriter, buffered: Callable[[], int], *,
-                 disk_cache_seconds: float = DISK_CACHE_SECONDS, clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time) -> None:
-        self.config, self.writer, self.buffered = config, writer, buffered
-        self.disk_cache_seconds, self.clock, self.wall = disk_cache_seconds, clock, wall
-        self._lock = threading.Lock()  # two scrapes at once measure the disk once
-        self._usage = {app: DiskUsage(config.app_dir(app)) for app in config.apps}
-        self._disk: tuple[float, dict[str, dict[str, int]]] | None = None
-        self._folds: dict[str, tuple[tuple[int, int, int], tuple[float | None, int | None]]] = {}
-        self._poisoning: dict[str, dict[tuple[str, str], float]] = {}  # app -> (spec, metric) -> 1 if suspicious
-        self._central: dict[str, dict[tuple[str, str], tuple[float | None, int]]] = {}  # -> (ε, windows withheld)
-
-    def disk(self) -> dict[str, dict[str, int]]:
-        """Bytes on disk per app and part, measured at most every ``disk_cache_seconds``."""
-        with self._lock:
-            now = self.clock()
-            if self._disk is None or now - self._disk[0] >= self.disk_cache_seconds:
-                self._disk = (now, {app: u.measure() for app, u in self._usage.items()})
-            return self._disk[1]
-
-    def fold(self, app: str) -> tuple[float | None, int | None]:
-        """The app's last fold: its time (seconds since the epoch) and the reports it had accepted in all
-        (``None``, ``None`` before the first); ``estimates.json`` is read again only when it changed."""
-        path = estimates_path(self.config.data_dir, app)
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return None, None
-        key = (st.st_mtime_ns, st.st_size, st.st_ino)
-        with self._lock:
-            cached = self._folds.get(app)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        doc = load_estimates(self.config.data_dir, app) or {}
-        flags: dict[tuple[str, str], float] = {}
-        central: dict[tuple[str, str], tuple[float | None, int]] = {}
-        for m in doc.get("metrics") or []:
-            c = m.get("central") if isinstance(m, dict) else None
-            if isinstance(c, dict):
-                eps = c.get("epsilon")
-                central[(str(m.get("spec", "")), str(m.get("metric", "")))] = (
-                    float(eps) if isinstance(eps, int | float) and not isinstance(eps, bool) else None,
-                    len(c.get("withheld") or {}))
-            windows = m.get("windows") or [] if isinstance(m, dict) else []
-            ev = (windows[-1] or {}).get("poisoning") if windows and isinstance(windows[-1], dict) else None
-            if isinstance(ev, dict) and ev.get("verdict") in ("ok", "suspicious"):
-                flags[(str(m.get("spec", "")), str(m.get("metric", "")))] = float(ev["verdict"] == "suspicious")
-        accepted = doc.get("accepted")
-        value = (_timestamp(doc.get("checked_at")),
-                 accepted if isinstance(accepted, int) and not isinstance(accepted, bool) else None)
-        with self._lock:
-            self._folds[app] = (key, value)
-            self._poisoning[app] = flags
-            self._central[app] = central
-        return value
-
-    def collect(self) -> Iterator[Metric]:
-        w = self.writer
-        accepted = CounterMetricFamily("ldp_collector_reports_accepted", "Reports accepted and stored, by app "
-                                       "(rebuilt from the journal on start).", labels=["app"])
-        rejected = CounterMetricFamily("ldp_collector_reports_rejected", "Report lines rejected (stored, not valid), "
-                                       "by app and reason (rebuilt from the journal on start).",
-                                       labels=["app", "reason"])
-        batches = CounterMetricFamily("ldp_collector_batches", "Batches stored, by app (rebuilt from the journal on "
-                                      "start).", labels=["app"])
-        stored = CounterMetricFamily("ldp_collector_stored_bytes", "Bytes of batch bodies stored (after gunzip), by "
-                                     "app (rebuilt from the journal on start).", labels=["app"])
-        duplicates = CounterMetricFamily("ldp_collector_duplicate_batches", "Uploads of a batch id already stored "
-                                         "(answered, not stored again), by app, since the start.", labels=["app"])
-        pending = GaugeMetricFamily("ldp_collector_fold_pending_reports", "Reports accepted but not yet folded: "
-                                    "accepted minus the accepted of estimates.json, at least 0.", labels=["app"])
-        age = GaugeMetricFamily("ldp_collector_fold_age_seconds", "Seconds since the app's last fold (checked_at of "
-                                "estimates.json); absent before the first fold.", labels=["app"])
-        last = GaugeMetricFamily("ldp_collector_last_batch_timestamp_seconds", "When the app's last batch was stored "
-                                 "(seconds since the epoch); absent before the first.", labels=["app"])
-        kept = {field: CounterMetricFamily(name, text, labels=["app"]) for field, name, text in _REJECTS_KEPT}
-        poisoned = GaugeMetricFamily("ldp_collector_poisoning_suspicious", "1 when the latest window's reports of a "
-                                     "metric leave the law honest reports follow (family-wise false-alarm rate 0.01; "
-                                     "docs/poisoning.md), 0 when they match it; absent when untested.",
-                                     labels=["app", "spec", "metric"])
-        central_eps = GaugeMetricFamily("ldp_collector_central_epsilon", "A device's cumulative central ε against the "
-                                        "analyst over the windows of a metric released so far (composed privacy-loss "
-                                        "distributions, at the central target's δ, else 1e-8; docs/shuffling.md); "
-                                        "absent when nothing can be proven.", labels=["app", "spec", "metric"])
-        central_held = CounterMetricFamily("ldp_collector_central_withheld_windows", "Windows of a metric withheld by "
-                                           "its central target (release.central), as recorded in central.json.",
-                                           labels=["app", "spec", "metric"])
-        for app, log in w.logs.items():
-            s = log.stats
-            n_accepted = s.accepted
-            accepted.add_metric([app], n_accepted)
-            for reason, n in sorted(_copy(s.rejected).items()):
-                rejected.add_metric([app, reason], n)
-            batches.add_metric([app], s.batches)
-            stored.add_metric([app], s.bytes)
-            duplicates.add_metric([app], s.duplicates)
-            if s.last_batch_at is not None:
-                last.add_metric([app], s.last_batch_at)
-            for field, family in kept.items():
-                count = getattr(s, field, None)
-                if count is not None:
-                    family.add_metric([app], count)
-            folded_at, folded = self.fold(app)
-            with self._lock:
-                flags = dict(self._poisoning.get(app, {}))
-            for (spec, metric), flag in sorted(flags.items()):
-                poisoned.add_metric([app, spec, metric], flag)
-            with self._lock:
-                central = dict(self._central.get(app, {}))
-            for (spec, metric), (eps, held) in sorted(central.items()):
-                if eps is not None:
-                    central_eps.add_metric([app, spec, metric], eps)
-                central_held.add_metric([app, spec, metric], held)
-            pending.add_metric([app], max(0, n_accepted - (folded or 0)))
-            if folded_at is not None:
-                age.add_metric([app], max(0.0, self.wall() - folded_at))
-        yield from (accepted, rejected, batches, stored, duplicates, last, *kept.values())
-        refused = CounterMetricFamily("ldp_collector_refused_requests", "Upload requests refused (nothing stored), "
-                                      "by reason (the error of the answer), since the start.", labels=["reason"])
-        for reason, n in sorted(_copy(w.refused).items()):
-            refused.add_metric([reason], n)
-        yield refused
-        limits = self.config.limits
-        yield GaugeMetricFamily("ldp_collector_write_queue_batches", "Batches queued for the writer thread, not yet "
-                                f"taken (429 when {limits.max_pending_batches} are).", value=w.pending)
-        yield GaugeMetricFamily("ldp_collector_buffered_bytes", "Bytes of request bodies held by all requests at once, "
-                                f"received and inflated (429 above {limits.max_buffered_bytes}).",
-                                value=self.buffered())
-        yield GaugeMetricFamily("ldp_collector_writer_healthy", "1 while the writer stores batches (/healthz answers "
-                                "200), else 0.", value=int(w.healthy))
-        health = w.health()
-        state = GaugeMetricFamily("ldp_collector_writer_state", "The writer's state, as /healthz says it: 1 for the "
-                                  "current one, 0 for the others (storage_error: uploads refused until a write "
-                                  "works).", labels=["state"])
-        for name in dict.fromkeys((*WRITER_STATES, health["status"])):
-            state.add_metric([name], int(name == health["status"]))
-        yield state
-        since = health.get("error_since")
-        yield GaugeMetricFamily("ldp_collector_writer_error_seconds", "Seconds since the writer's storage error began "
-                                "(0 without one; /healthz gives the error).",
-                                value=max(0.0, self.wall() - since) if since is not None else 0.0)
-        yield GaugeMetricFamily("ldp_collector_writer_warning", "1 while the last background chore (closing a segment, "
-                                "writing ingest.json) failed and is tried again, else 0.",
-                                value=int(health.get("warning") is not None))
-        disk = GaugeMetricFamily("ldp_collector_disk_bytes", "Bytes of the files in the app's folder, by part "
-                                 f"(measured at most every {self.disk_cache_seconds:g} s).", labels=["app", "part"])
-        for app, parts in self.disk().items():
-            for part, size in parts.items():
-                disk.add_metric([app, part], size)
-        yield from (disk, pending, age, poisoned, central_eps, central_held)
-
-
 class ConnectionsCollector:
     """The server's connections (``ldp.collector.http.ConnectionStats``, kept by the HTTP protocol): open now,
     accepted, and closed by each deadline, since the start."""
@@ -289,28 +77,40 @@ class ConnectionsCollector:
 
 
 class CollectorMetrics:
-    """The metrics of one collector app, in a registry of their own (:attr:`registry`). :meth:`count` and
-    :meth:`upload` run on the request path; :meth:`committed` is the writer's ``on_commit``."""
+    """The metrics of one collector app, in a registry of their own (:attr:`registry`, the page). :meth:`count` and
+    :meth:`upload` run on the request path; :meth:`committed` is the writer's ``on_commit``.
+
+    The families that move with uploads live in :attr:`moving`, which the page does not read: it shows the copy
+    :meth:`publish` took at the last boundary of :attr:`interval` (``create_app`` runs :meth:`publish_every_interval`
+    for as long as the app runs; a page asked for before any publication publishes first)."""
 
     def __init__(self, config: CollectorConfig, writer: SegmentWriter, *, buffered: Callable[[], int] = lambda: 0,
                  disk_cache_seconds: float = DISK_CACHE_SECONDS, clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time, interval: float | None = None) -> None:
         self.registry = r = CollectorRegistry()
+        self.moving = m = CollectorRegistry()
+        self.interval = publish_seconds(config) if interval is None else float(interval)
         self.replica = config.replica
         self.requests = Counter("ldp_collector_requests", "HTTP requests answered, by route and status code.",
-                                ["route", "status"], registry=r)
+                                ["route", "status"], registry=m)
         self.upload_seconds = Histogram("ldp_collector_upload_duration_seconds", "Time from the start of an upload "
                                         "to its answer, for uploads answered 200 (stored, or a duplicate).",
-                                        buckets=UPLOAD_BUCKETS, registry=r)
+                                        buckets=UPLOAD_BUCKETS, registry=m)
         self.commit_seconds = Histogram("ldp_collector_commit_duration_seconds", "Time the writer thread spent "
                                         "writing and fsyncing one group commit of an app (its segment and journal).",
-                                        ["app"], buckets=COMMIT_BUCKETS, registry=r)
+                                        ["app"], buckets=COMMIT_BUCKETS, registry=m)
         self._requests: dict[tuple[str, int], Any] = {}
         self._commits = {app: self.commit_seconds.labels(app) for app in config.apps}
         self.state = StateCollector(config, writer, buffered, disk_cache_seconds=disk_cache_seconds, clock=clock,
-                                    wall=wall)
+                                    wall=wall, interval=self.interval)
+        m.register(_Uploads(self.state))
         r.register(self.state)
+        r.register(_Published(self))
         ProcessCollector(registry=r)
+        self._published: list[Metric] | None = None
+        self.published_index: int | None = None
+        """The interval (``floor(wall / interval)``) of the last publication."""
+        self._publishing = threading.Lock()
         previous: Callable[[str, int, float], None] | None = getattr(writer, "on_commit", None)
         if previous is None:
             writer.on_commit = self.committed
@@ -322,7 +122,8 @@ class CollectorMetrics:
             writer.on_commit = both
 
     def watch_connections(self, stats: ConnectionStats) -> None:
-        """Export the server's connection counters too (``ldp serve`` calls this once it made them)."""
+        """Export the server's connection counters too (``ldp serve`` calls this once it made them); they are live:
+        a connection is seen by anyone on the network path anyway."""
         self.registry.register(ConnectionsCollector(stats))
 
     def count(self, route: str, status: int) -> None:
@@ -343,6 +144,33 @@ class CollectorMetrics:
         child = self._commits.get(app)
         (child if child is not None else self.commit_seconds.labels(app)).observe(seconds)
 
+    def publish(self) -> None:
+        """Copy the families of :attr:`moving` as they are now: the page shows them until the next publication (runs
+        the disk measure: call it off the event loop)."""
+        with self._publishing:
+            index = int(self.state.wall() // self.interval)
+            self._published = list(self.moving.collect())
+            self.published_index = index
+
+    def published(self) -> list[Metric]:
+        """The families of the last publication (published now if there was none)."""
+        families = self._published
+        if families is None:
+            self.publish()
+            families = self._published
+        assert families is not None
+        return families
+
+    async def publish_every_interval(self) -> None:
+        """Publish at each boundary of :attr:`interval` on the wall clock, until cancelled; at most once per interval,
+        so that two publications are never less than an interval apart (a wake-up a little early waits again)."""
+        while True:
+            wall = self.state.wall()
+            await asyncio.sleep(max(0.05, (int(wall // self.interval) + 1) * self.interval - wall))
+            index = int(self.state.wall() // self.interval)
+            if self.published_index is None or index > self.published_index:
+                await asyncio.to_thread(self.publish)
+
     def render(self, accept: str | None = None) -> tuple[bytes, str]:
         """The page and its content type (OpenMetrics when ``accept`` asks for it, else the text format); with a
         ``replica`` name in the config, every sample carries the label ``replica``."""
@@ -351,13 +179,35 @@ class CollectorMetrics:
         return encoder(source), content_type
 
 
+class _Uploads:
+    """:meth:`StateCollector.uploads` as a collector of :attr:`CollectorMetrics.moving`."""
+
+    def __init__(self, state: StateCollector) -> None:
+        self.state = state
+
+    def collect(self) -> Iterator[Metric]:
+        return self.state.uploads()
+
+
+class _Published:
+    """The page's copy of the families that move with uploads (:meth:`CollectorMetrics.published`)."""
+
+    def __init__(self, metrics: CollectorMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.metrics.published()
+
+
 class _Labelled:
-    """A registry's metrics with one more label on every sample (what ``encoder(registry)`` reads: ``collect``)."""
+    """A registry's metrics with one more label on every sample (what ``encoder(registry)`` reads: ``collect``); the
+    families are copied (a published one is shown again at the next scrape)."""
 
     def __init__(self, registry: CollectorRegistry, name: str, value: str) -> None:
         self.registry, self.name, self.value = registry, name, value
 
     def collect(self) -> Iterator[Any]:
         for family in self.registry.collect():
-            family.samples = [s._replace(labels={**s.labels, self.name: self.value}) for s in family.samples]
-            yield family
+            labelled = copy.copy(family)
+            labelled.samples = [s._replace(labels={**s.labels, self.name: self.value}) for s in family.samples]
+            yield labelled

@@ -9,7 +9,9 @@ counted (the answer and the journal's counts stay exact) and the app's ``rejects
 Without this, one 30 KB gzip request could store a 30 MiB junk line.
 
 :func:`find_rejects` gives the lines of a body the parser rejects (:class:`~ldp.server.fold.Folder`, the parser of
-``ldp aggregate``), :class:`RejectKeeper` decides, per app, in the writer thread, what is kept.
+``ldp aggregate``), and notes the accepted lines that were not in the clients' exact form and the blank lines (for
+:mod:`ldp.collector.canonical`, which stores the accepted lines canonical); :class:`RejectKeeper` decides, per app,
+in the writer thread, what is kept.
 """
 
 from __future__ import annotations
@@ -19,20 +21,21 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ldp.server.batches import Batch, Blank, LineRuns, ParsedReports
 from ldp.server.fold import Folder
 from ldp.server.jsonl import line_bounds
 from ldp.server.lines import fold_lines
 from ldp.server.store import write_all
 from ldp.spec import CollectionSpec
 
-__all__ = ["PREFIX_BYTES", "RejectSpan", "Kept", "RejectKeeper", "find_rejects", "utc_day"]
+__all__ = ["PREFIX_BYTES", "RejectSpan", "SpanFolder", "Kept", "RejectKeeper", "find_rejects", "utc_day"]
 
 logger = logging.getLogger(__name__)
 PREFIX_BYTES = 256
@@ -48,15 +51,49 @@ class RejectSpan:
     reason: str
 
 
-class _SpanFolder(Folder):
+class SpanFolder(Folder):
     """A :class:`Folder` that notes the record number and reason of every rejection instead of writing it (no
     rejects stream: no detail is asked for). Its aggregates are thrown away with it (made anew per upload: ~5 µs
-    each, and some, e.g. PEM's, keep every report, so a kept one would grow without bound)."""
+    each, and some, e.g. PEM's, keep every report, so a kept one would grow without bound).
+
+    It also notes, from the batches it consumes, the records the full parser accepted (:meth:`parsed_rows`: lines
+    not in the clients' exact form, which the template path takes) and the blank ones (:meth:`blank_rows`), and
+    :func:`find_rejects` leaves the lines' offsets in :attr:`bounds`: what :mod:`ldp.collector.canonical` needs to
+    store the accepted lines canonical without a second pass over the lines."""
 
     def __init__(self, specs: Mapping[str, CollectionSpec]) -> None:
         super().__init__(specs, rejects=None)
         self.noted: list[tuple[int, int, str]] = []
         self.bulk: list[tuple[np.ndarray, str]] = []
+        self.full: list[np.ndarray] = []
+        self.blanks: list[np.ndarray] = []
+        self.bounds: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def consume(self, batches: Iterable[Batch]) -> None:
+        super().consume(self._noting(batches))
+
+    def _noting(self, batches: Iterable[Batch]) -> Iterator[Batch]:
+        """The batches, as they come, noting the records of the full parser's reports and of blank lines (a look
+        at the steps of a :class:`LineRuns`: the lines the template path did not take; none per template line)."""
+        for item in batches:
+            if isinstance(item, LineRuns):
+                for record, step in item.steps:
+                    if isinstance(step, ParsedReports):
+                        self.full.append(np.asarray(step.records, dtype=np.int64))
+                    elif isinstance(step, Blank):
+                        self.blanks.append(np.arange(record, record + step.lines, dtype=np.int64))
+            elif isinstance(item, ParsedReports):
+                self.full.append(np.asarray(item.records, dtype=np.int64))
+            yield item
+            del item  # let the batch go before the next is read, as Folder.consume does
+
+    def parsed_rows(self) -> np.ndarray:
+        """The records (line numbers) the full parser accepted, ascending."""
+        return np.sort(np.concatenate(self.full)) if self.full else np.zeros(0, np.int64)
+
+    def blank_rows(self) -> np.ndarray:
+        """The blank lines' numbers, ascending."""
+        return np.sort(np.concatenate(self.blanks)) if self.blanks else np.zeros(0, np.int64)
 
     def log(self, record: int, reason: str, detail: str, raw: Any, records: int = 1,
             offset: int | None = None) -> None:
@@ -81,11 +118,12 @@ class _SpanFolder(Folder):
 
 
 
-def find_rejects(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[Folder, list[RejectSpan]]:
-    """Fold ``body`` (whole lines, each ending in ``\\n``) as ``ldp aggregate`` does; the folder (its counts) and
-    the byte span and reason of every rejected line, in order."""
-    folder = _SpanFolder(specs)
-    bounds = line_bounds(body)
+def find_rejects(body: bytes, specs: Mapping[str, CollectionSpec]) -> tuple[SpanFolder, list[RejectSpan]]:
+    """Fold ``body`` (whole lines, each ending in ``\\n``) as ``ldp aggregate`` does; the folder (its counts, the
+    lines' offsets, the lines the full parser accepted, the blank ones) and the byte span and reason of every
+    rejected line, in order."""
+    folder = SpanFolder(specs)
+    bounds = folder.bounds = line_bounds(body)
     fold_lines(folder, body, 0, bounds=bounds)
     if not folder.noted and not folder.bulk:
         return folder, []

@@ -1,7 +1,8 @@
 """The whole collection service that ``ldp serve`` runs: the collector, the dashboard and the folding.
 
 :func:`create_service` is :func:`~ldp.collector.app.create_app` with the dashboard's routes (``GET /``,
-``GET /v1/estimates``) and, when ``[fold] every_seconds`` is above 0, a
+``GET /v1/estimates``, the sign-in form's ``POST /login`` and ``/logout``) for the config's analysts
+(:class:`~ldp.collector.access.ReadAccess`) and, when ``[fold] every_seconds`` is above 0, a
 :class:`~ldp.collector.watch.Watcher` started and stopped with the app, so the page's estimates are at
 most that old."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ldp.collector.access import ReadAccess
 from ldp.collector.app import create_app
 from ldp.collector.dashboard import dashboard_routes
 from ldp.collector.watch import Watcher
@@ -19,9 +21,12 @@ if TYPE_CHECKING:
 
     from ldp.collector.config import CollectorConfig
 
-__all__ = ["create_service"]
+__all__ = ["create_service", "PUBLIC_WARNING"]
 
 logger = logging.getLogger(__name__)
+PUBLIC_WARNING = ("public = true: the dashboard and /v1/estimates answer anyone who reaches this collector, without "
+                  "a token (the estimates and every app's upload counters); remove it and give analysts tokens "
+                  "('ldp serve token --analyst') unless that is meant")
 
 
 def create_service(config: CollectorConfig, *, refresh_seconds: int = 30) -> Starlette:
@@ -35,5 +40,11 @@ def create_service(config: CollectorConfig, *, refresh_seconds: int = 30) -> Sta
         if config.storage is not None:
             logger.info("folding the shuffled segments of %s every %g s", config.storage.url,
                         config.fold_every_seconds)
-    routes = dashboard_routes(config.data_dir, config.apps, refresh_seconds=refresh_seconds)
+    access = ReadAccess.from_config(config)
+    if access.public:  # on purpose, but said at every start: the one switch that opens the operator's data
+        logger.warning("%s", PUBLIC_WARNING)
+    elif access.closed:
+        logger.info("the dashboard and /v1/estimates answer 401 to everyone: no [analysts] tokens_sha256 (make one "
+                    "with 'ldp serve token --analyst') and no public = true")
+    routes = dashboard_routes(config.data_dir, config.apps, refresh_seconds=refresh_seconds, access=access)
     return create_app(config, extra_routes=routes, **hooks)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -202,13 +203,20 @@ FAILOVER_RUN = """async ([endpoints, token, specDoc, devices]) => {
 }"""
 
 
-def stored_counts(served: Served, app: str) -> dict[str, float]:
+def stored_counts(served: Served, app: str, reports: int, timeout: float = 10.0) -> dict[str, float]:
     """``app``'s counters on the collector's ``GET /metrics``: ``reports_accepted`` and ``batches`` (stored, rebuilt
-    from its journal), ``duplicate_batches`` (uploads of a batch id already stored, answered and not stored again)."""
-    with urllib.request.urlopen(f"{served.url}/metrics", timeout=5) as answer:
-        text = answer.read().decode()
-    return {name: float(value) for name, value in
-            re.findall(rf'^ldp_collector_(\w+)_total\{{app="{app}"\}} (\S+)$', text, re.MULTILINE)}
+    from its journal), ``duplicate_batches`` (uploads of a batch id already stored, answered and not stored again).
+    The page publishes them once per fold period (a second here): read again until ``reports`` are accepted, or
+    ``timeout`` seconds passed (then the last read)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with urllib.request.urlopen(f"{served.url}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+        counts = {name: float(value) for name, value in
+                  re.findall(rf'^ldp_collector_(\w+)_total\{{app="{app}"\}} (\S+)$', text, re.MULTILINE)}
+        if counts.get("reports_accepted", 0) >= reports or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.2)
 
 
 def test_the_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector_and_every_report_is_stored_once(
@@ -243,7 +251,7 @@ def test_the_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector_and_ev
                 page.wait_for_function("window.ldp !== undefined")
                 result = page.evaluate(FAILOVER_RUN, [[dead, f"{served.url}/v1/reports"], token, FAILOVER_SPEC,
                                                       chosen])
-                stored = stored_counts(served, APP)
+                stored = stored_counts(served, APP, reports)
                 live = f"127.0.0.1:{served.port}"
         finally:
             browser.close()

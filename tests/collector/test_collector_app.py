@@ -207,7 +207,7 @@ def test_internal_error_logs_no_content(client: TestClient, monkeypatch: pytest.
     def boom(body: bytes, specs: object) -> None:
         raise ValueError(body.decode())
 
-    monkeypatch.setattr(app_module, "check_lines", boom)
+    monkeypatch.setattr(app_module, "check_body", boom)
     caplog.set_level(logging.DEBUG)
     r = client.post("/v1/reports", content=b"do-not-log-me\n", headers=headers())
     assert r.status_code == 500 and r.json()["error"] == "internal"

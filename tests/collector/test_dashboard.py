@@ -162,9 +162,11 @@ def test_routes_serve_the_page_and_the_json(data):
     from starlette.applications import Starlette
     from starlette.testclient import TestClient
 
+    from ldp.collector.access import ReadAccess
     from ldp.collector.dashboard import dashboard_routes
 
-    app = Starlette(routes=dashboard_routes(data, {"demo": [], "later": []}, refresh_seconds=20))
+    app = Starlette(routes=dashboard_routes(data, {"demo": [], "later": []}, refresh_seconds=20,
+                                            access=ReadAccess(public=True)))  # who reads: test_read_auth.py
     with TestClient(app) as client:
         page = client.get("/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
@@ -201,20 +203,22 @@ def test_the_collector_app_folds_and_serves_the_dashboard(spec, spec_path, tmp_p
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
 
+    from ldp.collector.access import ReadAccess
     from ldp.collector.app import create_app
     from ldp.collector.config import parse_config, token_sha256
     from ldp.collector.dashboard import dashboard_routes
     from ldp.collector.watch import Watcher
 
-    token = "t" * 43
+    token, analyst = "t" * 43, "a" * 43
     config = parse_config({"data_dir": "data", "limits": {"segment_max_seconds": 0.2}, "fold": {"every_seconds": 0.2},
-                           "apps": {"demo": {"token_sha256": token_sha256(token), "specs": [str(spec_path)]}}},
-                          tmp_path)
+                           "apps": {"demo": {"token_sha256": token_sha256(token), "specs": [str(spec_path)]}},
+                           "analysts": {"tokens_sha256": [token_sha256(analyst)]}}, tmp_path)
     watcher = Watcher.from_config(config)
-    app = create_app(config, extra_routes=dashboard_routes(config.data_dir, config.apps, refresh_seconds=5),
+    app = create_app(config, extra_routes=dashboard_routes(config.data_dir, config.apps, refresh_seconds=5,
+                                                           access=ReadAccess.from_config(config)),
                      on_startup=[watcher.startup_hook], on_shutdown=[watcher.shutdown_hook])
     lines = simulate_lines(spec, 100, seed=9)
-    with TestClient(app) as client:
+    with TestClient(app, headers={"Authorization": f"Bearer {analyst}"}) as client:
         assert watcher.running
         answer = client.post("/v1/reports", content=("\n".join(lines) + "\n").encode(),
                              headers={"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson",

@@ -5,7 +5,8 @@ metrics, folding every second); simulated devices that record reports with ``Tel
 (the last two days and today) and send them all at once with ``TelemetryClient.upload``, as a device offline
 for two days would. First the segment stays open (``segment_max_seconds`` is an hour): the page says the
 reports wait for the next fold. Then the collector is restarted (a stop closes the open segment) and folds
-them: the dashboard in a real headless Chromium (Debian's, driven by Playwright) is checked by what it shows:
+them: the dashboard in a real headless Chromium (Debian's, driven by Playwright), signed in as an analyst through
+its sign-in form (issue 57: the page answers 401 without), is checked by what it shows:
 each metric's name and number of reports, a time series of three windows with confidence bands (counted in
 SVG elements), the latest window's estimates near the truth with their confidence intervals, the privacy cost;
 no console error; the same text without JavaScript; no sideways scrolling on a phone-sized screen. Full-page
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from support.e2e import (
+    ANALYST,
     CHROMIUM,
     CHROMIUM_ARGS,
     Served,
@@ -37,7 +39,7 @@ from support.e2e import (
 from ldp.client.runtime import TelemetryClient
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Locator, Page
+    from playwright.sync_api import BrowserContext, Locator, Page
 
 APP = "demo"
 LABELS = ["games", "social", "news", "other"]
@@ -115,6 +117,26 @@ def wait_for_waiting(served: Served, reports: int) -> dict[str, Any]:
             return dict(state)
         time.sleep(0.2)
     raise AssertionError(f"the reports were not waiting within {FOLD_TIMEOUT} s: {json.dumps(body)[:2000]}")
+
+
+def sign_in(context: BrowserContext, url: str) -> None:
+    """Sign the browser of ``context`` in as an analyst does: the dashboard answers 401 with the sign-in form, the
+    form takes the analyst token, and the dashboard comes back; its cookie then serves every page of the context
+    (it holds no token, and no script can read it)."""
+    from playwright.sync_api import expect
+
+    page = context.new_page()
+    response = page.goto(url + "/")
+    assert response is not None and response.status == 401, response
+    expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
+    page.get_by_label("Analyst token").fill(ANALYST)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="LDP estimates", level=1)).to_be_visible()
+    (cookie,) = context.cookies()
+    assert cookie["name"] == "ldp_analyst" and cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
+    assert ANALYST not in cookie["value"]
+    page.close()
 
 
 def number(text: str) -> float:
@@ -204,20 +226,24 @@ def test_devices_upload_and_the_dashboard_shows_estimates(tmp_path: Path) -> Non
                 assert reports == DAYS * DEVICES * len(METRICS)
                 state = wait_for_waiting(served, reports)
                 print(f"e2e: {reports} reports uploaded, waiting: {state['text']}")
-                page = browser.new_page(viewport={"width": 1200, "height": 900})
+                context = browser.new_context(viewport={"width": 1200, "height": 900})
+                sign_in(context, served.url)
+                page = context.new_page()
                 page.goto(served.url + "/")
                 waiting = artifact_dir(tmp_path) / "e2e-dashboard-waiting.png"
                 page.screenshot(path=str(waiting), full_page=True)
                 print(f"e2e: waiting screenshot: {waiting}")
                 check_waiting(page, reports)
-                page.close()
+                context.close()
             assert served.proc.returncode in (0, -15), served.tail()  # a graceful stop closes the open segment
 
             with serve(config, tmp_path / "server.log") as served:
                 folded = wait_for_fold(served, APP, reports, reports // len(METRICS), FOLD_TIMEOUT)
                 print(f"e2e: {reports} reports uploaded and folded in {time.monotonic() - t0:.1f} s")
                 errors: list[str] = []
-                page = browser.new_page(viewport={"width": 1200, "height": 900})
+                context = browser.new_context(viewport={"width": 1200, "height": 900})
+                sign_in(context, served.url)
+                page = context.new_page()
                 page.on("console", lambda m: errors.append(f"{m.text} ({m.location.get('url')})")
                         if m.type == "error" else None)
                 page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
@@ -230,7 +256,9 @@ def test_devices_upload_and_the_dashboard_shows_estimates(tmp_path: Path) -> Non
                 assert errors == [], errors  # no console error or page error (the page declares no favicon)
 
                 # without JavaScript (the page uses none): the same text
+                context.close()
                 nojs = browser.new_context(java_script_enabled=False, viewport={"width": 1200, "height": 900})
+                sign_in(nojs, served.url)  # a plain form: no script needed
                 page2 = nojs.new_page()
                 page2.goto(served.url + "/")
                 check_page(page2, folded)
@@ -238,6 +266,7 @@ def test_devices_upload_and_the_dashboard_shows_estimates(tmp_path: Path) -> Non
 
                 # a phone-sized screen: the page itself never scrolls sideways (wide boxes scroll in place)
                 phone = browser.new_context(viewport={"width": 380, "height": 800})
+                sign_in(phone, served.url)
                 page3 = phone.new_page()
                 page3.goto(served.url + "/")
                 narrow = artifact_dir(tmp_path) / "e2e-dashboard-380px.png"
@@ -250,5 +279,6 @@ def test_devices_upload_and_the_dashboard_shows_estimates(tmp_path: Path) -> Non
         finally:
             browser.close()
     assert served.proc.returncode in (0, -15), served.tail()  # a graceful stop
-    assert token not in served.log.read_text(errors="replace")
+    log = served.log.read_text(errors="replace")
+    assert token not in log and ANALYST not in log
     print(f"e2e: total {time.monotonic() - t0:.1f} s")

@@ -1,6 +1,8 @@
 """``GET /metrics`` (ldp.collector.metrics): exact counters after uploads, the latency and commit histograms,
 the queue and writer state, bytes on disk (cached), fold lag after a fold, the ``[metrics]`` table (token,
-off), the page read back by prometheus-client's parsers, and never a token, a report line or a batch id on it."""
+off), the page read back by prometheus-client's parsers, and never a token, a report line or a batch id on it.
+What moves with uploads is published once per interval (tests/collector/test_read_auth.py checks that the page
+stays put between two publications); :func:`scrape` publishes first, as the next interval boundary would."""
 
 from __future__ import annotations
 
@@ -60,8 +62,12 @@ def upload(c: TestClient, body: bytes, batch_id: str, app: str = "demo", **extra
                                                         "Ldp-Batch-Id": batch_id, **extra})
 
 
-def scrape(c: TestClient, **headers: str) -> tuple[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
-    """The page and its samples, ``{(name, sorted labels): value}``, as prometheus-client's parser reads them."""
+def scrape(c: TestClient, publish: bool = True,
+           **headers: str) -> tuple[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
+    """The page and its samples, ``{(name, sorted labels): value}``, as prometheus-client's parser reads them;
+    ``publish``: as it is after the next interval boundary (the counters as they are now)."""
+    if publish:
+        c.app.state.metrics.publish()  # type: ignore[attr-defined]
     r = c.get("/metrics", headers=headers)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain; version=0.0.4")
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
@@ -121,7 +127,8 @@ def test_counters_equal_the_answers(tmp_path: Path) -> None:
     assert value(samples, "ldp_collector_writer_healthy") == 1
     assert value(samples, "ldp_collector_writer_error_seconds") == 0
     assert [value(samples, "ldp_collector_writer_state", state=s) for s in WRITER_STATES] == [1, 0, 0, 0]
-    assert value(samples, "ldp_collector_last_batch_timestamp_seconds", app="demo") is not None
+    last = value(samples, "ldp_collector_last_batch_timestamp_seconds", app="demo")
+    assert last is not None and last % 60 == 0  # no folding: published every 60 s, the time no finer
     for secret in (*TOKENS.values(), "d1-again", JUNK.decode().strip(), GOOD[0].decode().strip()[:40]):
         assert secret not in page
 
@@ -131,6 +138,7 @@ def test_disk_bytes_and_queue_depth(tmp_path: Path) -> None:
     writer's ``pending`` (here held up by a full queue)."""
     config = make_config(tmp_path)
     with TestClient(create_app(config)) as c:
+        c.app.state.metrics.state.disk_cache_seconds = 0  # type: ignore[attr-defined]  # (measured at the start)
         for i in range(3):
             assert upload(c, b"".join(GOOD[i * 10:(i + 1) * 10]), f"q{i}").status_code == 200
         writer: SegmentWriter = c.app.state.collector  # type: ignore[attr-defined]
@@ -240,7 +248,7 @@ def test_commit_histogram(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     hook("other", 1, 3.0)
-    page, ctype = metrics.render()
+    page, ctype = metrics.render()  # the first page publishes: nothing was
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for f in text_string_to_metric_families(page.decode()) for s in f.samples}
     assert value(samples, "ldp_collector_commit_duration_seconds_count", app="demo") == 2000 and len(earlier) == 2001

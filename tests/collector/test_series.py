@@ -223,12 +223,14 @@ def served_fixture(spec_path, tmp_path):
     from starlette.applications import Starlette
     from starlette.testclient import TestClient
 
+    from ldp.collector.access import ReadAccess
     from ldp.collector.dashboard import dashboard_routes
 
     data = tmp_path / "data"
     three_days(data, CollectionSpec.load(spec_path))
     fold_app(data, "demo", [spec_path])
-    with TestClient(Starlette(routes=dashboard_routes(data, ["demo", "later"]))) as client:
+    routes = dashboard_routes(data, ["demo", "later"], access=ReadAccess(public=True))  # who reads: test_read_auth.py
+    with TestClient(Starlette(routes=routes)) as client:
         yield client
 
 
@@ -407,13 +409,14 @@ def test_the_api_never_shows_a_withheld_value(released):
     from starlette.applications import Starlette
     from starlette.testclient import TestClient
 
+    from ldp.collector.access import ReadAccess
     from ldp.collector.dashboard import dashboard_routes
 
     spec_path, spec, data = released
     _small_window(data, spec)
     doc = fold_app(data, "demo", [spec_path])
     job = str(data / "apps" / "demo" / JOB_DIR)
-    with TestClient(Starlette(routes=dashboard_routes(data, ["demo"]))) as client:
+    with TestClient(Starlette(routes=dashboard_routes(data, ["demo"], access=ReadAccess(public=True)))) as client:
         for window in (None, "latest", "all", str(W0), str(W0 + 1), str(W0 + 3)):
             got = client.get("/v1/estimates", params={} if window is None else {"window": window}).json()
             entries = got["apps"]["demo"]["metrics"]

@@ -28,6 +28,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 REQUIRE_BROWSER = "LDP_REQUIRE_BROWSER"
 ARTIFACTS = "LDP_TEST_ARTIFACTS"
+ANALYST = "e2e-analyst-token-0123456789abcdefghijklmnopq"
+"""The analyst token of every config :func:`write_collector_config` writes: :func:`get_json` reads with it."""
 
 
 def need_browser() -> None:
@@ -66,11 +68,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def get_json(port: int, path: str, timeout: float = 5.0) -> tuple[int, Any]:
-    """``GET path`` on the loopback server: status and the decoded JSON body."""
+def get_json(port: int, path: str, timeout: float = 5.0, token: str | None = ANALYST) -> tuple[int, Any]:
+    """``GET path`` on the loopback server (with ``token`` as the bearer: the analyst's by default, which reads
+    ``/v1/estimates``): status and the decoded JSON body."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
         resp = conn.getresponse()
         return resp.status, json.loads(resp.read())
     finally:
@@ -152,14 +155,16 @@ def serve(config: Path, log: Path, timeout: float = 30.0, tries: int = 3) -> Ite
 def write_collector_config(tmp: Path, app: str, token: str, spec: dict[str, Any],
                            cors_origin: str | None = None) -> Path:
     """``tmp/collector.toml`` for one app uploading ``spec`` (written to ``tmp/spec.json``) with ``token``: folds every
-    second, segments open for an hour (so the reports wait for a fold until the collector stops), and
-    ``cors_origins`` when a web page of ``cors_origin`` uploads."""
+    second, segments open for an hour (so the reports wait for a fold until the collector stops), the analyst
+    :data:`ANALYST` (who reads the dashboard and ``/v1/estimates``), and ``cors_origins`` when a web page of
+    ``cors_origin`` uploads."""
     from ldp.collector.config import token_sha256
 
     (tmp / "spec.json").write_text(json.dumps(spec))
     config = tmp / "collector.toml"
     cors = f'cors_origins = ["{cors_origin}"]\n' if cors_origin else ""
     config.write_text(f'data_dir = "data"\n{cors}[limits]\nsegment_max_seconds = 3600\n[fold]\nevery_seconds = 1\n'
+                      f'[analysts]\ntokens_sha256 = ["{token_sha256(ANALYST)}"]\n'
                       f'[apps.{app}]\ntoken_sha256 = "{token_sha256(token)}"\nspecs = ["spec.json"]\n')
     return config
 
