@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import http.cookiejar
+import json
 import logging
 import os
 import re
 import stat
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -75,7 +77,22 @@ def client_fixture(tmp_path: Path) -> Any:
     config = make_config(tmp_path)
     with TestClient(create_service(config)) as c:
         assert upload(c, b"".join(GOOD[:20]), "b1").status_code == 200
+        _counted(config.data_dir / "ingest.json", 20)
         yield c
+
+
+def _counted(path: Path, accepted: int) -> None:
+    """Wait until the writer's counters file (rewritten by its chores thread a little after a commit) says
+    ``accepted`` reports of demo: the pages read it."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if json.loads(path.read_text())["apps"]["demo"]["accepted"] == accepted:
+                return
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        assert time.monotonic() < deadline, "ingest.json never counted the upload"
+        time.sleep(0.02)
 
 
 def bearer(token: str) -> dict[str, str]:
