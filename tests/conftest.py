@@ -21,6 +21,8 @@ The fixtures here are those that several files need."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from support.s3_server import S3Server, s3_server
@@ -46,3 +48,16 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     collector replicas and aggregation over object storage use it."""
     with s3_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
         yield server
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A store of :mod:`ldp.storage` of each kind, empty: a folder, and a fresh prefix of the session's S3 server."""
+    import time
+
+    from ldp.storage import open_store
+
+    if request.param == "local":
+        return open_store(tmp_path / "store")
+    s3 = request.getfixturevalue("s3")
+    return open_store(f"{s3.bucket('ldp-stores')}/t{time.monotonic_ns()}", s3.options())

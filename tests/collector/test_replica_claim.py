@@ -5,9 +5,7 @@ restarted with its clock stepped back loses nothing; a forced key collision is a
 
 from __future__ import annotations
 
-import http.client
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -99,29 +97,6 @@ def test_restarted_with_the_clock_stepped_back_nothing_is_lost(tmp_path: Path) -
     assert sum(w["reports"] for w in run.windows.values()) == 6 and run.duplicates == 0
 
 
-def _serve(config_path: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "ldp", "serve", "--config", str(config_path), "--port",
-                                 str(port)], stdout=out, stderr=out)
-
-
-def _ready(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()[-3000:]
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                conn.close()
-                return
-            conn.close()
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"not ready: {log.read_text()[-3000:]}")
-
-
 def _write_config(tmp_path: Path, name: str, data: str) -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(f'data_dir = "{data}"\nreplica = "r1"\n[fold]\nevery_seconds = 0\n'
@@ -135,29 +110,28 @@ def test_ldp_serve_twice_under_one_name_and_restarted_after_a_kill(tmp_path: Pat
     restarted from its own data folder it takes its dead claim over at once; from another folder it is refused
     until the claim expires."""
     from support.s3_server import free_port
+    from support.scripts import load_script
 
     first_cfg, other_cfg = _write_config(tmp_path, "first", "data-a"), _write_config(tmp_path, "other", "data-b")
-    port = free_port()
-    first = _serve(first_cfg, port, tmp_path / "first.log")
+    first = load_script("bench_collector").Server(first_cfg, free_port(), tmp_path / "first.log")
+    first.start(timeout=60)
     try:
-        _ready(first, port, tmp_path / "first.log")
         second = subprocess.run([sys.executable, "-m", "ldp", "serve", "--config", str(other_cfg), "--port",
                                  str(free_port())], capture_output=True, text=True, timeout=120)
         last = second.stderr.strip().splitlines()[-1]
         assert second.returncode == 3 and last.startswith("ldp serve: error: the replica r1 lease at ")
-        assert f"pid {first.pid}" in last and "expires at" in last
-        first.send_signal(signal.SIGKILL)
-        first.wait()
+        assert f"pid {first.proc.pid}" in last and "expires at" in last
+        dead = first.proc.pid
+        first.kill()  # SIGKILL, and reaped
         refused = subprocess.run([sys.executable, "-m", "ldp", "serve", "--config", str(other_cfg), "--port",
                                   str(free_port())], capture_output=True, text=True, timeout=120)
-        assert refused.returncode == 3 and f"pid {first.pid}" in refused.stderr  # not its folder: waits the ttl
-        first = _serve(first_cfg, port, tmp_path / "first.log")  # its own folder, its host, its process gone
-        _ready(first, port, tmp_path / "first.log")
+        assert refused.returncode == 3 and f"pid {dead}" in refused.stderr  # not its folder: waits the ttl
+        first.start(timeout=60)  # its own folder, its host, its process gone: at once
         doc = json.loads((tmp_path / "data-a" / "replica-claim.json").read_text())
         assert doc["token"] == 2
     finally:
-        first.send_signal(signal.SIGTERM)
-        first.wait(60)
+        if first.proc is not None and first.proc.poll() is None:
+            first.stop()
     assert LocalStore(tmp_path / "store").list("replicas/r1/lease/")[-1].endswith(".json")
 
 

@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 
 from ldp.shuffler import seen as seen_mod
 from ldp.shuffler.seen import DIGEST_DTYPE, FORMAT, SeenIds, first_copies, id_digests, run_time
-from ldp.storage import Store, open_store
+from ldp.storage import Store
 from ldp.storage.local import LocalStore
 
 W0 = 20000 * 86400  # 2024-10-04T00:00:00Z
@@ -125,13 +125,6 @@ class Wrapped:
 class Killed(Exception):
     pass
 
-
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    if request.param == "local":
-        return open_store(tmp_path / "store")
-    s3 = request.getfixturevalue("s3")
-    return open_store(f"{s3.bucket('ldp-seen')}/t{time.monotonic_ns()}", s3.options())
 
 
 def test_record_then_mixed_before_round_trip(store: Store) -> None:

@@ -6,7 +6,6 @@ same result."""
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from ldp.shuffler import ChunkBatch, chunk_key, decode_chunk, encode_chunk, shuffle_app
 from ldp.shuffler.stage import shuffler_lease
-from ldp.storage import Store, open_store
+from ldp.storage import Store
 from ldp.storage.local import LocalStore
 
 DAY = 86400
@@ -40,13 +39,6 @@ def write(store: Store, replica: str, seq: int, *batches: ChunkBatch, at: float 
 def outputs(store: Store) -> dict[str, bytes]:
     return {k: store.get(k) for k in store.list("apps/demo/segments/closed/")}
 
-
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    if request.param == "local":
-        return open_store(tmp_path / "store")
-    s3 = request.getfixturevalue("s3")
-    return open_store(f"{s3.bucket('ldp-shuffler')}/t{time.monotonic_ns()}", s3.options())
 
 
 def test_replicas_are_mixed_per_window_each_batch_once(store: Store) -> None:

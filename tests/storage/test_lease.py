@@ -34,13 +34,6 @@ class Clock:
         return self.t
 
 
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    if request.param == "local":
-        return open_store(tmp_path / "store")
-    s3 = request.getfixturevalue("s3")
-    return open_store(f"{s3.bucket('ldp-lease')}/t{time.monotonic_ns()}", s3.options())
-
 
 def lease(store: Store, wall: Clock, mono: Clock, ttl: float = 30.0) -> Lease:
     return Lease(store, PREFIX, "shuffler of demo", ttl=ttl, clock=wall, monotonic=mono)
