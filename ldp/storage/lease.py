@@ -123,22 +123,33 @@ class Lease:
         return f"{self.prefix}g{token:012d}-r{renewal:010d}.json"
 
     def state(self) -> LeaseInfo | None:
-        """The lease's current object (the greatest), or ``None`` if it was never taken."""
-        keys = [k for k in self.store.list(self.prefix) if _NAME.match(k[len(self.prefix):])]
-        for key in reversed(keys):  # the greatest; an older one if it was just removed
+        """The lease's current object (the greatest), or ``None`` if it was never taken. The greatest listed may be
+        gone when it is read (a renewal writes the next one, then removes it): then the prefix is listed again, never
+        an older one taken for the state (a ``None`` there would let a new holder start at token 1)."""
+        for _ in range(100):
+            keys = [k for k in self.store.list(self.prefix) if _NAME.match(k[len(self.prefix):])]
+            if not keys:
+                return None
             try:
-                doc = json.loads(self.store.get(key))
+                doc = json.loads(self.store.get(keys[-1]))
             except FileNotFoundError:
                 continue
             except ValueError as exc:
-                raise StorageError(0, f"{self.store.url}/{key}: not a lease object ({exc})") from None
-            if not isinstance(doc, dict) or doc.get("format") != LEASE_FORMAT:
-                raise StorageError(0, f"{self.store.url}/{key}: not an {LEASE_FORMAT} object")
-            m = _NAME.match(key[len(self.prefix):])
-            assert m is not None
+                raise StorageError(0, f"{self.store.url}/{keys[-1]}: not a lease object ({exc})") from None
+            return self._info(keys[-1], doc)
+        raise StorageError(0, f"{self.store.url}/{self.prefix}: the lease's objects keep vanishing as they are read")
+
+    def _info(self, key: str, doc: Any) -> LeaseInfo:
+        """The :class:`LeaseInfo` of the object ``key`` holding ``doc`` (:class:`~ldp.errors.StorageError` if it is no
+        lease object: never guessed)."""
+        m = _NAME.match(key[len(self.prefix):])
+        try:
+            if m is None or not isinstance(doc, dict) or doc.get("format") != LEASE_FORMAT:
+                raise ValueError(f"not an {LEASE_FORMAT} object")
             return LeaseInfo(key, int(m.group(1)), int(m.group(2)), str(doc["holder"]), str(doc["host"]),
                              int(doc["pid"]), float(doc["acquired"]), float(doc["expires"]), bool(doc["released"]))
-        return None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StorageError(0, f"{self.store.url}/{key}: not a lease object ({exc})") from None
 
     def _doc(self, token: int, renewal: int, now: float, acquired: float, released: bool = False) -> bytes:
         return json.dumps({"format": LEASE_FORMAT, "role": self.role, "holder": self.holder, "host": self.host,

@@ -199,3 +199,38 @@ def test_a_holder_sigkilled_is_taken_over_once_its_lease_expires(tmp_path: Path)
             assert time.monotonic() < deadline, "the dead holder's lease never expired"
             time.sleep(0.1)
     mine.release()
+
+
+class Renewing:
+    """A store on which, between the challenger's listing and its read, the holder renews: the greatest object
+    listed is gone when read."""
+
+    def __init__(self, inner: Store, holder: Lease) -> None:
+        self.inner, self.url, self.holder, self.armed = inner, inner.url, holder, True
+
+    def get(self, key: str) -> bytes:
+        if self.armed and "/lease/g" in key:
+            self.armed = False
+            self.holder.renew()  # writes r1, removes r0: the key being read
+        return self.inner.get(key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_renewal_between_listing_and_reading_is_seen_not_taken_for_no_lease(store: Store) -> None:
+    wall, mono = Clock(1_000_000.0), Clock(50.0)
+    holder = lease(store, wall, mono)
+    holder.acquire()
+    challenger = Lease(Renewing(store, holder), PREFIX, "shuffler of demo", clock=wall)  # type: ignore[arg-type]
+    with pytest.raises(LeaseHeldError, match=holder.holder):
+        challenger.acquire()
+    top = challenger.state()
+    assert top is not None and top.token == 1 and top.renewal == 1
+
+
+def test_a_damaged_lease_object_is_an_error_never_a_free_lease(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "s")
+    store.put(PREFIX + "g000000000003-r0000000000.json", b'{"format": "ldp-lease/1"}')
+    with pytest.raises(StorageError, match="not a lease object"):
+        Lease(store, PREFIX, "x").acquire()
