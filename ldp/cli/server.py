@@ -64,11 +64,17 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     mrg = subparsers.add_parser(
         "merge", help="merge aggregate files from many jobs, processes or machines",
         description="Merge aggregate files (or output folders of ldp aggregate): files of the same name are added "
-                    "up exactly.")
+                    "up exactly. With --all-windows, each metric's windows of at least its min_reports reports "
+                    "(the spec's release thresholds) are merged into one aggregate; the other windows are left out "
+                    "and named, so that no withheld window is the difference of two released views.")
     mrg.add_argument("inputs", nargs="+", metavar="INPUT", help=".agg files, or folders of them")
     mrg.add_argument("--out", "-o", required=True, metavar="PATH",
                      help="a folder for the merged files, or one .agg file when all inputs merge into one")
-    mrg.add_argument("--all-windows", action="store_true", help="merge the windows of each metric into one aggregate")
+    mrg.add_argument("--all-windows", action="store_true",
+                     help="merge the released windows of each metric into one aggregate (needs --spec)")
+    mrg.add_argument("--spec", action="append", metavar="FILE",
+                     help="with --all-windows: the collection spec whose release thresholds decide the windows "
+                          "merged (repeatable)")
     mrg.add_argument("--json", action="store_true", help="print the merged files as JSON")
 
     dec = subparsers.add_parser(
@@ -80,8 +86,9 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     dec.add_argument("aggregate", nargs="+", type=_agg_path, metavar="AGGREGATE",
                      help="an .agg file, or several, or a job folder")
     dec.add_argument("--window", type=_window, metavar="W",
-                     help="the window to decode: its index (the spec's floor(unix time / window_seconds)), latest, "
-                          "or all (every window merged)")
+                     help="the window to decode: its index (the spec's floor(unix time / window_seconds)), latest "
+                          "(the latest window there is, withheld or not), or all (every window of at least the "
+                          "metric's min_reports reports merged; the others are left out and named)")
     dec.add_argument("--spec", action="append", required=True, metavar="FILE", help="the collection spec (repeatable)")
     dec.add_argument("--metric", help="the metric (default: from the file name, or the only one with these parameters)")
     dec.add_argument("--candidates", metavar="FILE", type=input_file,
@@ -178,12 +185,23 @@ def _aggregate(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     from ldp.server.store import merge_files
 
-    paths = merge_files(args.inputs, args.out, all_windows=args.all_windows)
+    given = getattr(args, "spec", None)
+    if given and not args.all_windows:
+        raise ValueError("--spec is for --all-windows (merging files of the same name applies no threshold)")
+    paths = merge_files(args.inputs, args.out, all_windows=args.all_windows, specs=given or None)
+    names = sorted(set(paths) | set(paths.left_out))
     if args.json:
-        print(json.dumps({name: str(path) for name, path in paths.items()}, indent=1))
-    else:
-        for name, path in paths.items():
-            print(f"{name}: {path}")
+        if args.all_windows:  # every metric: its file (null: every window left out), the windows in it, those left out
+            print(json.dumps({name: {"path": str(paths[name]) if name in paths else None,
+                                     "windows": paths.pooled.get(name, []), "left_out": paths.left_out.get(name, [])}
+                              for name in names}, indent=1))
+        else:
+            print(json.dumps({name: str(path) for name, path in paths.items()}, indent=1))
+        return 0
+    for name in names:
+        print(f"{name}: {paths[name] if name in paths else 'nothing written, every window left out'}")
+        for e in paths.left_out.get(name, []):
+            print(f"  left out: window {e['window']} ({e['reason']})")
     return 0
 
 
@@ -199,28 +217,30 @@ def _decode(args: argparse.Namespace) -> int:
             raise ImportError(f"--plot needs matplotlib: {install_hint('matplotlib', 'plot')}")
     paths = args.aggregate if isinstance(args.aggregate, list) else [args.aggregate]
     window = getattr(args, "window", None)
-    spec, metric, n, raw = decode_job(paths[0] if len(paths) == 1 else paths, spec_index(args.spec),
-                                      metric=args.metric, candidates=args.candidates, window=window,
-                                      confidence=args.confidence, alpha=args.alpha, top=args.top,
-                                      selection=args.selection)
+    apply = not getattr(args, "no_release", False)
+    spec, metric, n, raw, chosen, pooling = decode_job(
+        paths[0] if len(paths) == 1 else paths, spec_index(args.spec), metric=args.metric, candidates=args.candidates,
+        window=window, apply_release=apply, confidence=args.confidence, alpha=args.alpha, top=args.top,
+        selection=args.selection)
     est = raw
-    if args.consistency != "none":
+    if args.consistency != "none" and est is not None:
         if not hasattr(est, "consistent"):
             raise ValueError(f"--consistency applies to frequency estimates, not to {metric.protocol}'s")
         est = est.consistent(args.consistency, metric.params)
-    out = release(est, spec.release_for(metric.name), n, basis=raw, apply=not getattr(args, "no_release", False))
+    out = release(est, spec.release_for(metric.name), n, basis=raw, apply=apply, pooling=pooling)
     shown, state = out.estimates, out.to_dict()
     quantiles = _quantiles(est, args, metric.protocol) if out.released else None
     if args.json:
         doc = json.loads(shown.to_json()) if shown is not None else {"protocol": metric.protocol, "n": n}
         extra = {} if quantiles is None else {"quantiles": quantiles.to_dict()}
-        print(json.dumps({"metric": metric.name, **doc, **extra, "release": state}))
+        where = {} if chosen is None else {"window": chosen}
+        print(json.dumps({"metric": metric.name, **where, **doc, **extra, "release": state}))
     elif args.csv:
         if shown is not None:
             print(shown.to_csv(), end="")
     else:
-        print(f"metric {metric.name} ({metric.protocol}, parameters {metric.params_fingerprint})"
-              + ("" if window is None else f", window {window}"))
+        which = "" if window is None else f", window {window}" + (f" ({chosen})" if chosen != window else "")
+        print(f"metric {metric.name} ({metric.protocol}, parameters {metric.params_fingerprint}){which}")
         if shown is not None:
             print(shown.table(max_rows=args.max_rows))
         if quantiles is not None:

@@ -134,7 +134,9 @@ def estimates_document(estimates: Mapping[str, Mapping[str, Any] | None], ingest
                        now: datetime | None = None) -> dict[str, Any]:
     """What ``GET /v1/estimates`` answers: every app's ``estimates.json`` (with ``window``: each metric's entry
     for that window, an index, ``"latest"`` or ``"all"``), the ingest counters, and per app the reports
-    ``waiting`` for a fold."""
+    ``waiting`` for a fold. ``"all"`` (and a metric's entry without ``window``) is the pooled estimate of the windows
+    released only, the others named in its ``release.left_out`` (:mod:`ldp.collector.series`): no withheld window
+    is the difference of two answers."""
     docs: dict[str, Any] = dict(estimates)
     if window is not None:
         docs = {app: None if doc is None else

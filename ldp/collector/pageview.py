@@ -13,13 +13,15 @@ from typing import Any
 
 from ldp.collector.charts import format_number, interval_chart, series_chart
 
-__all__ = ["CHART_ROWS", "SERIES_ITEMS", "app_view", "count", "poisoning_view", "quantile_cells", "release_view",
-           "shown_rows", "time_view", "window_label"]
+__all__ = ["CHART_ROWS", "SERIES_ITEMS", "app_view", "count", "poisoning_view", "pooled_facts", "quantile_cells",
+           "release_view", "shown_rows", "time_view", "window_label"]
 
 CHART_ROWS = 30
 """Items shown per metric (chart and table): all of them up to this many, else the largest estimates."""
 SERIES_ITEMS = 5
 """Items drawn in a metric's time series: the largest estimates of its latest window."""
+SHOWN_LEFT_OUT = 5
+"""Windows left out of the pooled estimate named on the page (as :data:`ldp.server.release.SHOWN_LEFT_OUT`)."""
 
 
 def count(n: Any) -> str:
@@ -195,11 +197,14 @@ def _metric_view(sid: str, m: Mapping[str, Any], now: datetime) -> dict[str, Any
     windows = [w for w in m.get("windows") or [] if isinstance(w, Mapping) and isinstance(w.get("window"), int)]
     latest = windows[-1] if windows else None
     seconds = m.get("window_seconds") or (m.get("privacy") or {}).get("window_seconds")
-    facts = [("Protocol", str(m.get("protocol", ""))), ("Reports in all windows", count(m.get("n", 0))),
-             ("Windows with reports", count(len(m.get("window_n") or {}))),
+    window_n = m.get("window_n") or {}
+    total = sum(v for v in window_n.values() if isinstance(v, int)) if window_n else m.get("n") or 0
+    facts = [("Protocol", str(m.get("protocol", ""))), ("Reports in all windows", count(total)),
+             ("Windows with reports", count(len(window_n))),
              ("Window length", f"{length_text(seconds)} ({count(seconds)} s), UTC")]
     if m.get("future_reports"):
         facts.append(("Reports in windows not started yet (in the pooled count only)", count(m["future_reports"])))
+    facts += pooled_facts(m.get("release"), seconds)
     if latest is not None:
         facts.insert(2, ("Reports in the latest window", count(latest.get("n", 0))))
         if isinstance(latest.get("detected"), list):
@@ -207,7 +212,7 @@ def _metric_view(sid: str, m: Mapping[str, Any], now: datetime) -> dict[str, Any
     view: dict[str, Any] = {"id": sid, "name": name, "description": str(m.get("description") or ""),
                             "facts": facts + _privacy(m.get("privacy")) + _central(m.get("shuffle"))
                             + cumulative_facts(m.get("central")),
-                            "reasons": _reasons(m.get("rejected") or {}, None), "n": m.get("n") or 0,
+                            "reasons": _reasons(m.get("rejected") or {}, None), "n": total,
                             "error": None, "series": None, "latest": None}
     if latest is None or not isinstance(seconds, int):
         view["error"] = str(m["error"]) if m.get("error") else None
@@ -215,6 +220,25 @@ def _metric_view(sid: str, m: Mapping[str, Any], now: datetime) -> dict[str, Any
     view["series"] = _series_view(sid, name, m, windows, seconds)
     view["latest"] = _latest_view(sid, name, latest, seconds, now)
     return view
+
+
+def pooled_facts(rel: Any, seconds: Any) -> list[tuple[str, str]]:
+    """The windows the pooled estimate (all windows) leaves out, from its ``release`` (``left_out``,
+    :func:`ldp.server.release.pool_windows`): each by its start and why (``not enough reports yet — 30 of 100``), the
+    first :data:`SHOWN_LEFT_OUT` (all are in ``/v1/estimates``); none when nothing is left out."""
+    left = rel.get("left_out") if isinstance(rel, Mapping) else None
+    if not isinstance(left, list) or not left:
+        return []
+
+    def label(w: Any) -> str:
+        return window_label(w, seconds) if isinstance(w, int) and isinstance(seconds, int) and seconds > 0 else str(w)
+
+    named = [f"{label(e.get('window'))} ({e.get('reason')})" for e in left[:SHOWN_LEFT_OUT] if isinstance(e, Mapping)]
+    more = len(left) - len(named)
+    pooled = (f"{count(rel.get('n'))} reports of the {count(rel.get('pooled_windows'))} window(s) released"
+              if rel.get("pooled_windows") else "nothing: no window released yet")
+    shown = "; ".join(named) + (f"; and {more:,} more" if more > 0 else "")
+    return [("Pooled estimate (all windows)", pooled), ("Windows left out of the pooled estimate", shown)]
 
 
 def release_view(w: Mapping[str, Any] | None) -> dict[str, str | None]:

@@ -6,9 +6,15 @@ the spec's window index (``floor(unix time / window_seconds)``) the device charg
 device offline for three days that uploads three windows at once is counted once in each of the three. A
 window starts at ``window * window_seconds`` (UTC).
 
-Each metric entry holds the pooled estimate of all windows (the merge of the window aggregates, ``"window":
-"all"``) and ``windows``: the last N windows, each decoded on its own. A window whose aggregate has the same
-``n`` as at the previous fold keeps its previous decoded entry (nothing is decoded twice).
+Each metric entry holds the pooled estimate of all windows (``"window": "all"``) and ``windows``: the last N windows,
+each decoded on its own. A window whose aggregate has the same ``n`` as at the previous fold keeps its previous
+decoded entry (nothing is decoded twice).
+
+The pooled estimate is the merge of the windows that may be released (:func:`ldp.server.release.pool_windows`):
+each of at least the metric's ``min_reports`` reports of its own and, under a central target, served by it. The
+others are left out, and named in its ``release.left_out``: were a withheld window pooled, the pooled estimate minus
+the released windows' (all in ``/v1/estimates``, which any analyst reads) would be that window's. The pooled ``n``
+counts the windows pooled; ``window_n`` has every window's.
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ from typing import Any
 from ldp.decoders.base import Aggregate
 from ldp.privacy.accountant import PrivacyCost
 from ldp.server.fold import parse_key_name
-from ldp.server.release import release, release_info
-from ldp.server.store import AGG_SUFFIX, read_aggregate
+from ldp.server.release import Pooling, pool_windows, release, release_info
+from ldp.server.store import AGG_SUFFIX, merge_all, read_aggregate
 from ldp.spec import CollectionSpec, MetricSpec
 
 WITHHELD = "withheld: central target"
@@ -71,12 +77,18 @@ def privacy_entry(spec: CollectionSpec, metric: MetricSpec) -> dict[str, Any]:
             "window_seconds": spec.window_seconds}
 
 
+POOLED_RULE = "released windows"
+"""How the pooled estimate is made, part of every metric's release settings: the merge of the windows that may be
+released only (``ldp.server.release.pool_windows``). An ``estimates.json`` folded before this rule (its pooled
+estimate of every window) has other settings: the next fold decodes again, and until then it is not shown."""
+
+
 def release_settings(specs: Mapping[str, CollectionSpec]) -> dict[str, dict[str, Any]]:
-    """Every metric's release thresholds, ``{"<spec fingerprint>/<metric>": {min_reports, min_z}}``: part of
-    the fold's settings, so a change (which moves no fingerprint) decodes again, and the dashboard can tell an
-    ``estimates.json`` made under other thresholds."""
-    return {f"{fp}/{name}": spec.release_for(name).to_dict() for fp, spec in sorted(specs.items())
-            for name in sorted(spec.metrics)}
+    """Every metric's release thresholds, ``{"<spec fingerprint>/<metric>": {min_reports, min_z, pooled}}``: part
+    of the fold's settings, so a change (which moves no fingerprint) decodes again, and the dashboard can tell an
+    ``estimates.json`` made under other thresholds (or another pooling rule, :data:`POOLED_RULE`)."""
+    return {f"{fp}/{name}": {**spec.release_for(name).to_dict(), "pooled": POOLED_RULE}
+            for fp, spec in sorted(specs.items()) for name in sorted(spec.metrics)}
 
 
 def metric_entry(spec: CollectionSpec, m: MetricSpec, *, n: int, rejected: Mapping[str, int]) -> dict[str, Any]:
@@ -85,7 +97,7 @@ def metric_entry(spec: CollectionSpec, m: MetricSpec, *, n: int, rejected: Mappi
             "params_fingerprint": m.params_fingerprint, "spec": spec.name, "n": n,
             "rejected": dict(sorted(rejected.items())), "privacy": privacy_entry(spec, m), "confidence": None,
             "kind": None, "rows": [], "detected": None, "notes": [], "error": None, "quantiles": None,
-            "release": release_info(spec.release_for(m.name), n), "window": "all",
+            "release": release_info(spec.release_for(m.name), n, pooling=Pooling((), 0)), "window": "all",
             "window_seconds": spec.window_seconds, "latest": None, "window_n": {}, "future_reports": 0,
             "windows": []}
 
@@ -137,18 +149,20 @@ def poisoning(agg: Aggregate) -> dict[str, Any] | None:
             "p_value": min(p_values) if p_values else None}
 
 
-def _decode(agg: Aggregate, spec: CollectionSpec, m: MetricSpec, confidence: float, alpha: float) -> dict[str, Any]:
+def _decode(agg: Aggregate, spec: CollectionSpec, m: MetricSpec, confidence: float, alpha: float,
+            pooling: Pooling | None = None) -> dict[str, Any]:
     """``kind``, ``rows``, ``detected``, ``notes``, ``confidence``, ``error`` and ``release`` of one aggregate,
     decoded as ``ldp decode`` does and released by the metric's thresholds (:mod:`ldp.server.release`: only what
     they let out is kept; under ``min_reports`` nothing is decoded); a metric that cannot be decoded (no
-    candidate dictionary, say) says why in ``error``."""
+    candidate dictionary, say) says why in ``error``. ``pooling``: the pooled view's windows (``agg`` is their
+    merge), named in ``release``."""
     from ldp.errors import error_text
     from ldp.server.decode import decode_aggregate, load_candidates
 
     policy = spec.release_for(m.name)
     out: dict[str, Any] = {"confidence": None, "kind": None, "rows": [], "detected": None, "notes": [], "error": None,
-                           "release": release(None, policy, agg.n).to_dict(), "poisoning": poisoning(agg),
-                           "quantiles": None}
+                           "release": release(None, policy, agg.n, pooling=pooling).to_dict(),
+                           "poisoning": poisoning(agg), "quantiles": None}
     if not out["release"]["released"]:
         return out
     try:
@@ -157,7 +171,7 @@ def _decode(agg: Aggregate, spec: CollectionSpec, m: MetricSpec, confidence: flo
         logger.warning("fold: cannot decode %s (%d reports): %s", m.name, agg.n, error_text(exc))
         out["error"] = error_text(exc)
         return out
-    shown = release(est, policy, agg.n)
+    shown = release(est, policy, agg.n, pooling=pooling)
     out.update(estimate_rows(shown.estimates), release=shown.to_dict(), quantiles=summary_quantiles(est))
     out["confidence"] = confidence
     return out
@@ -228,29 +242,32 @@ def _metric_with_windows(agg_dir: Path, specs: Mapping[str, CollectionSpec], key
                      **_decode(agg, spec, m, confidence, alpha)}
         entry.update(window=w, start=start, end=end, open=w == current)
         kept.append({k: entry.get(k) for k in WINDOW_FIELDS})
-    # the pooled view: the merge of every window (or the one aggregate of a job made without windows); under a
-    # central target, of the windows it lets out only
-    served = None if central is None or central.get("served") is None else \
-        [w for w in windows if w in set(central["served"])]
+    # the pooled view: the merge of the windows that may be released (each of min_reports reports of its own and,
+    # under a central target, served by it; ldp.server.release.pool_windows), the others left out and named; or the
+    # one aggregate of a job made without windows
+    held_back: dict[int | None, str] | None = None
+    if central is not None and central.get("served") is not None:
+        served, reasons = set(central["served"]), central.get("withheld") or {}
+        later = f"{WITHHELD}: not decided yet (the window had not started at the fold)"
+        held_back = {w: str(reasons.get(str(w)) or later) for w in windows if w not in served}
+    counts: dict[int | None, int] = {w: window_n[str(w)] for w in windows} if windows else {None: first.n}
+    pooling = pool_windows(counts, spec.release_for(m.name), held=held_back)
     if old is not None and old.get("window_n") == window_n and not old.get("error") and windows and \
+            "left_out" in (old.get("release") or {}) and \
             (old.get("central") or {}).get("served") == (None if central is None else central.get("served")):
         pooled: dict[str, Any] = {k: old.get(k) for k in ("n", "rejected", "confidence", "kind", "rows", "detected",
                                                            "notes", "error", "release", "poisoning", "quantiles")}
-    elif served is not None and not served:
-        n_all = sum(window_n.values()) if windows else first.n
-        pooled = {"n": n_all, "rejected": {}, **_held(f"{WITHHELD}: no window released yet", n_all)}
-    elif served is not None:
-        total = read(names[served[-1]]).copy()
-        for w in served[:-1]:
-            total.merge(read(names[w]))
-        pooled = {"n": total.n, "rejected": dict(sorted(total.rejected.items())),
-                  **_decode(total, spec, m, confidence, alpha)}
+    elif pooling.empty:
+        state = release(None, spec.release_for(m.name), 0, pooling=pooling).to_dict()
+        if any(e["reason"].startswith(WITHHELD) for e in pooling.left_out):  # the central target's words first
+            state.update(central=True, reason=f"{WITHHELD}: no window released yet — {pooling.text()}")
+            state["text"] = state["reason"]
+        pooled = {"n": 0, "rejected": {}, **_held("", 0), "release": state}
     else:
-        total = first.copy()
-        for w in windows[:-1]:
-            total.merge(read(names[w]))
+        total = merge_all(first if w == (windows[-1] if windows else None) else read(names[w])
+                          for w in pooling.pooled)
         pooled = {"n": total.n, "rejected": dict(sorted(total.rejected.items())),
-                  **_decode(total, spec, m, confidence, alpha)}
+                  **_decode(total, spec, m, confidence, alpha, pooling)}
     entry = metric_entry(spec, m, n=pooled["n"], rejected=pooled["rejected"])
     entry.update(pooled, key=f"{key[0]}.{key[1]}", latest=started[-1] if started else None, window_n=window_n,
                  windows=kept, future_reports=future)

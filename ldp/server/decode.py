@@ -6,6 +6,12 @@ metric whose parameters the aggregate was made with. The aggregate decodes itsel
 (``spec.candidates(metric)``, or a file given instead) when its
 :attr:`~ldp.decoders.base.Aggregate.candidate_dictionary` says it takes them: GRR and RR need none; RAPPOR, CMS
 and HCMS estimate the candidates; SFP, PEM and rappor-ngrams discover their strings (or score given candidates).
+
+Pooled views (``--window all``, or several window files decoded together: a range) sum the metric's releasable
+windows only, each window judged by its own count (:func:`ldp.server.release.pool_windows`): a window under
+``min_reports`` is left out and named, so no withheld window is the difference of two released views. ``latest`` is
+the latest window there is, released or not: a withheld latest window is shown withheld, never replaced by an
+older one.
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ from typing import Any, NamedTuple
 from ldp.decoders.base import Aggregate
 from ldp.extras import install_hint
 from ldp.server.fold import key_name, parse_key_name
-from ldp.server.store import AGG_SUFFIX, aggregate_files_in, read_aggregate
+from ldp.server.release import Pooling, pool_windows
+from ldp.server.store import AGG_SUFFIX, aggregate_files_in, merge_all, read_aggregate
 from ldp.spec import CollectionSpec, MetricSpec
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Decoded", "find_metric", "load_candidates", "decode_aggregate", "decode_file", "decode_job",
-           "parse_window", "select_aggregate", "write_estimates", "plot_estimates"]
+__all__ = ["Decoded", "Selection", "find_metric", "load_candidates", "decode_aggregate", "decode_file", "decode_job",
+           "parse_window", "select_aggregate", "select_windows", "write_estimates", "plot_estimates"]
 
 
 def find_metric(agg: Aggregate, specs: Mapping[str, CollectionSpec], metric: str | None = None) -> MetricSpec:
@@ -87,18 +94,30 @@ def parse_window(text: str) -> int | str:
     return int(text)
 
 
-def select_aggregate(paths: Sequence[str | os.PathLike[str]], *, window: int | str | None = None,
-                     metric: str | None = None) -> tuple[str | None, Aggregate, str]:
-    """The aggregate to decode among ``paths`` (aggregate files, or job folders and folders of them): with
-    ``window``, the files of that window (an index, ``"latest"``, or ``"all"``: every window merged); with
-    ``metric``, that metric's. Files of the same name are merged. Returns the metric named by the files (or
-    ``None``), the aggregate and what was chosen, in words. ``ValueError`` naming the windows and metrics
-    there are when the choice is missing or ambiguous."""
+class Selection(NamedTuple):
+    """What :func:`select_windows` chose: the ``metric`` the files name (or ``None``), the aggregates by window
+    (``windows``: window -> the merge of the files of that window; ``None`` for a file without a window), the key
+    name chosen, and ``window``: the window asked, ``"latest"`` resolved to its index (``"all"``, or ``None`` when
+    none was asked)."""
+
+    metric: str | None
+    windows: dict[int | None, Aggregate]
+    name: str
+    window: int | str | None
+
+
+def select_windows(paths: Sequence[str | os.PathLike[str]], *, window: int | str | None = None,
+                   metric: str | None = None) -> Selection:
+    """The aggregates to decode among ``paths`` (aggregate files, or job folders and folders of them), kept apart
+    by window: with ``window``, the files of that window (an index, ``"latest"``: the latest window there is, or
+    ``"all"``: every window); with ``metric``, that metric's. Files of the same name (one window from several jobs)
+    are merged. ``ValueError`` naming the windows and metrics there are when the choice is missing or
+    ambiguous."""
     files = [f for p in paths for f in aggregate_files_in(p)]
     if not files:
         raise ValueError("no .agg file among " + ", ".join(os.fspath(p) for p in paths))
     if len(files) == 1 and window is None:
-        return None, read_aggregate(files[0]), os.fspath(files[0])
+        return Selection(None, {None: read_aggregate(files[0])}, os.fspath(files[0]), None)
     keys: dict[Path, tuple[str, str, int | None]] = {}
     for f in files:
         try:
@@ -113,28 +132,41 @@ def select_aggregate(paths: Sequence[str | os.PathLike[str]], *, window: int | s
                              + ", ".join(sorted({k[0] for k in map(_key_of, files)})))
     windows = sorted({k[2] for k in keys.values() if k[2] is not None})
     listed = ", ".join(map(str, windows)) or "none (the aggregates are not per window: made without --by-window)"
+    chosen: int | str | None = window
     if window is None:
         if len(set(keys.values())) > 1 and windows:
             raise ValueError(f"the aggregates given hold several windows ({listed}): pass --window W, latest or all")
-    elif window == "all":
-        keys = {f: (k[0], k[1], None) for f, k in keys.items()}
-    else:
+    elif window != "all":
         if not windows:
             raise ValueError(f"no aggregate for window {window}: the windows there are {listed}")
         chosen = windows[-1] if window == "latest" else window
         keys = {f: k for f, k in keys.items() if k[2] == chosen}
         if not keys:
             raise ValueError(f"no aggregate for window {window}; the windows there are: {listed}")
-    names = sorted({key_name(k) for k in keys.values()})
+    names = sorted({key_name((k[0], k[1], None)) for k in keys.values()})
     if len(names) > 1:
         raise ValueError("the aggregates chosen are of several metrics or parameters (" + ", ".join(names) + "): "
                          "pass --metric, or one file")
-    agg: Aggregate | None = None
+    by_window: dict[int | None, Aggregate] = {}
     for f in sorted(keys):
-        one = read_aggregate(f)
-        agg = one if agg is None else agg.merge(one)
-    assert agg is not None
-    return next(iter(keys.values()))[0], agg, names[0]
+        one, w = read_aggregate(f), keys[f][2]
+        if w in by_window:
+            by_window[w].merge(one)
+        else:
+            by_window[w] = one
+    first = next(iter(keys.values()))
+    name = names[0] if window == "all" else key_name(first)
+    return Selection(first[0], dict(sorted(by_window.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))),
+                     name, chosen)
+
+
+def select_aggregate(paths: Sequence[str | os.PathLike[str]], *, window: int | str | None = None,
+                     metric: str | None = None) -> tuple[str | None, Aggregate, str]:
+    """:func:`select_windows` merged into one aggregate: the metric named by the files (or ``None``), the
+    aggregate and what was chosen, in words. With ``window="all"`` this is every window, withheld ones too: the
+    data owner's view, no release rule applied (:func:`decode_job` pools the releasable windows only)."""
+    sel = select_windows(paths, window=window, metric=metric)
+    return sel.metric, merge_all(sel.windows.values()), sel.name
 
 
 def _key_of(f: Path) -> tuple[str, str, int | None]:
@@ -142,23 +174,34 @@ def _key_of(f: Path) -> tuple[str, str, int | None]:
 
 
 class Decoded(NamedTuple):
-    """One decoded aggregate: its spec and metric, its number of reports and its estimates."""
+    """One decoded aggregate: its spec and metric, its number of reports and its estimates; ``window``, the window
+    decoded (an index, ``"latest"`` resolved, ``"all"``, or ``None``); ``pooling``, for a pooled view (``"all"``),
+    the windows it sums and those it left out (:class:`~ldp.server.release.Pooling`). A pooled view whose every
+    window was left out has ``n`` 0 and no estimates (``None``)."""
 
     spec: CollectionSpec
     metric: MetricSpec
     n: int
     estimates: Any
+    window: int | str | None = None
+    pooling: Pooling | None = None
 
 
 def decode_job(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
                specs: Mapping[str, CollectionSpec], *, metric: str | None = None,
                candidates: str | os.PathLike[str] | None = None, window: int | str | None = None,
-               **options: Any) -> Decoded:
-    """Read an aggregate file (or choose and merge among files and job folders, :func:`select_aggregate`,
-    e.g. one ``window``) and decode it: its spec, metric, ``n`` and estimates (all of them: the caller applies
-    the metric's release thresholds, :func:`ldp.server.release.release`)."""
+               apply_release: bool = True, **options: Any) -> Decoded:
+    """Read an aggregate file (or choose and merge among files and job folders, :func:`select_windows`, e.g. one
+    ``window``) and decode it: its spec, metric, ``n`` and estimates (all of them: the caller applies the metric's
+    release thresholds, :func:`ldp.server.release.release`, with ``pooling``).
+
+    ``window="all"`` (or several windows' files: a range) is a pooled view: it sums the windows of at least the
+    metric's ``min_reports`` reports each and leaves the others out, named in ``pooling`` — were they pooled, the
+    pooled view minus a released window's would be the withheld window. ``apply_release=False`` (``--no-release``,
+    the data owner's view) pools every window. Each window is judged by its count in the files given."""
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    named, agg, _ = select_aggregate(paths, window=window, metric=metric)
+    sel = select_windows(paths, window=window, metric=metric)
+    named = sel.metric
     if metric is None and named is None and len(paths) == 1:
         name = Path(paths[0]).name
         if name.endswith(AGG_SUFFIX):
@@ -166,17 +209,29 @@ def decode_job(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
                 named = parse_key_name(name[:-len(AGG_SUFFIX)])[0]
             except ValueError:
                 pass
-    m = find_metric(agg, specs, metric or named)
+    m = find_metric(next(iter(sel.windows.values())), specs, metric or named)
     spec = next(s for s in specs.values() if s.metrics.get(m.name) is m)
-    return Decoded(spec, m, agg.n, decode_aggregate(agg, load_candidates(spec, m.name, candidates), **options))
+    pooling = None
+    if sel.window == "all":
+        pooling = pool_windows({w: a.n for w, a in sel.windows.items()}, spec.release_for(m.name),
+                               apply=apply_release)
+        if pooling.empty:
+            return Decoded(spec, m, 0, None, sel.window, pooling)
+        agg = merge_all(sel.windows[w] for w in pooling.pooled)
+    else:
+        agg = merge_all(sel.windows.values())
+    est = decode_aggregate(agg, load_candidates(spec, m.name, candidates), **options)
+    return Decoded(spec, m, agg.n, est, sel.window, pooling)
 
 
 def decode_file(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
                 specs: Mapping[str, CollectionSpec], *, metric: str | None = None,
                 candidates: str | os.PathLike[str] | None = None, window: int | str | None = None,
                 **options: Any) -> tuple[MetricSpec, Any]:
-    """:func:`decode_job`'s ``(metric, estimates)``: every estimate, no release threshold applied."""
-    d = decode_job(path, specs, metric=metric, candidates=candidates, window=window, **options)
+    """:func:`decode_job`'s ``(metric, estimates)``: every estimate, no release threshold applied (``"all"``: every
+    window pooled, withheld ones too; the data owner's view)."""
+    d = decode_job(path, specs, metric=metric, candidates=candidates, window=window, apply_release=False,
+                   **options)
     return d.metric, d.estimates
 
 

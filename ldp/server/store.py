@@ -18,12 +18,15 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ldp.decoders.base import Aggregate, AggregateFormatError
-from ldp.server.fold import Key, key_name, parse_key_name
+from ldp.server.fold import Key, key_name, parse_key_name, spec_index
+from ldp.server.release import metric_policy, pool_windows
+from ldp.spec import CollectionSpec
 from ldp.storage.local import fsync_dir
 
-__all__ = ["AGG_SUFFIX", "canonical_bytes", "write_atomic", "write_all", "write_aggregate", "read_aggregate",
+__all__ = ["AGG_SUFFIX", "Merged", "canonical_bytes", "write_atomic", "write_all", "write_aggregate", "read_aggregate",
            "pack_parts", "unpack_parts", "merge_into", "merge_files", "aggregate_files_in"]
 
 logger = logging.getLogger(__name__)
@@ -148,25 +151,49 @@ def aggregate_files_in(path: str | os.PathLike[str]) -> list[Path]:
     return [p]
 
 
+class Merged(dict[str, Path]):
+    """What :func:`merge_files` wrote: name -> path. With ``all_windows``, also per metric (its name without a
+    window) the windows merged (``pooled``: indices, ``None`` for a file without a window) and those left out
+    (``left_out``: ``{"window", "n", "reason"}`` each); a metric whose every window was left out has no file, and is
+    in ``left_out`` only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pooled: dict[str, list[int | None]] = {}
+        self.left_out: dict[str, list[dict[str, Any]]] = {}
+
+
 def merge_files(inputs: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *,
-                all_windows: bool = False) -> dict[str, Path]:
+                all_windows: bool = False, specs: Any = None) -> Merged:
     """``ldp merge``: merge aggregate files (or folders of them) from many jobs or machines.
 
-    Files with the same name (``metric.fingerprint[.wWINDOW].agg``) are merged; with
-    ``all_windows`` the window is dropped from the name first (all days of a metric into one).
-    ``output`` is a folder for the merged files, or one ``.agg`` file when everything merges into
-    one. Exact: integer sums, the same bytes in any order or grouping. Returns name → path."""
+    Files with the same name (``metric.fingerprint[.wWINDOW].agg``) are merged: lossless, one window stays one
+    window. ``output`` is a folder for the merged files, or one ``.agg`` file when everything merges into one.
+    Exact: integer sums, the same bytes in any order or grouping. Returns name -> path (:class:`Merged`).
+
+    ``all_windows`` merges each metric's windows into one aggregate (its name without a window) and needs
+    ``specs`` (a spec, a path, several, or ``{fingerprint: spec}``: every version deployed), whose release thresholds
+    judge each window (:func:`ldp.server.release.pool_windows`): a window of fewer than the metric's ``min_reports``
+    reports (its files summed over the inputs) is left out of the file, and named in :attr:`Merged.left_out`.
+
+    Why leave out rather than merge everything and mark the file: the merged file is a pooled view that anyone given
+    it may decode, and its bytes (docs/wire-format.md) carry no per-window counts, so no decoder could apply the
+    rule per window afterwards; had a withheld window gone in, the merged file's estimate minus a released window's
+    would be that window's. A lossless merge across windows would be the window files themselves. The data owner who
+    wants every window pooled decodes the job with ``ldp decode JOB --window all --no-release`` (nothing written)."""
+    if all_windows and specs is None:
+        raise ValueError("--all-windows needs --spec: the release thresholds decide which windows may be merged "
+                         "(a window under min_reports is left out)")
     files = [f for item in inputs for f in aggregate_files_in(item)]
     if not files:
         raise ValueError("nothing to merge: no .agg files among the inputs")
     merged: dict[str, Aggregate] = {}
     for f in files:
         name = f.name[:-len(AGG_SUFFIX)] if f.name.endswith(AGG_SUFFIX) else f.name
-        try:
-            key = parse_key_name(name)
-            name = key_name((key[0], key[1], None)) if all_windows else name
-        except ValueError:
-            if all_windows:
+        if all_windows:
+            try:
+                parse_key_name(name)
+            except ValueError:
                 raise ValueError(f"{f}: --all-windows needs files named metric.fingerprint.wWINDOW.agg") from None
         agg = read_aggregate(f)
         if name in merged:
@@ -176,19 +203,44 @@ def merge_files(inputs: Sequence[str | os.PathLike[str]], output: str | os.PathL
                 raise ValueError(f"{f}: {exc}") from None
         else:
             merged[name] = agg
+    out_map = Merged()
+    if all_windows:
+        merged = _pool_windows(merged, spec_index(specs), out_map)
     logger.info("merge: %d file(s) into %d aggregate(s)", len(files), len(merged))
     out = Path(output)
     if out.suffix == AGG_SUFFIX and not out.is_dir():
         if len(merged) > 1:
             raise ValueError(f"the inputs hold {len(merged)} different aggregates ({', '.join(sorted(merged))}); "
                              "give a folder as the output")
+        if not merged:
+            name, left = next(iter(out_map.left_out.items()))
+            raise ValueError(f"nothing to write: every window of {name} is left out (" + "; ".join(
+                f"window {e['window']}: {e['reason']}" for e in left) + ")")
         write_aggregate(out, next(iter(merged.values())))
-        return {next(iter(merged)): out}
-    paths = {}
+        out_map[next(iter(merged))] = out
+        return out_map
     for name, agg in sorted(merged.items()):
-        paths[name] = out / f"{name}{AGG_SUFFIX}"
-        write_aggregate(paths[name], agg)
-    return paths
+        out_map[name] = out / f"{name}{AGG_SUFFIX}"
+        write_aggregate(out_map[name], agg)
+    return out_map
+
+
+def _pool_windows(merged: Mapping[str, Aggregate], specs: Mapping[str, CollectionSpec], out: Merged
+                  ) -> dict[str, Aggregate]:
+    """``merged`` (one aggregate per window, by name) pooled per metric and parameters over the windows its release
+    thresholds let out; the windows pooled and left out recorded in ``out``."""
+    groups: dict[tuple[str, str], dict[int | None, Aggregate]] = {}
+    for name, agg in merged.items():
+        metric, fp, window = parse_key_name(name)
+        groups.setdefault((metric, fp), {})[window] = agg
+    pooled: dict[str, Aggregate] = {}
+    for (metric, fp), windows in sorted(groups.items()):
+        name = key_name((metric, fp, None))
+        pooling = pool_windows({w: a.n for w, a in windows.items()}, metric_policy(specs, metric, fp))
+        out.pooled[name], out.left_out[name] = list(pooling.pooled), [dict(e) for e in pooling.left_out]
+        if pooling.pooled:
+            pooled[name] = merge_all(windows[w] for w in pooling.pooled)
+    return pooled
 
 
 def merge_all(aggregates: Iterable[Aggregate]) -> Aggregate:

@@ -444,7 +444,10 @@ def test_merge_is_associative_and_commutative(spec, tmp_path, inputs):
     merge_files([tmp_path / "bc", tmp_path / "a"], tmp_path / "m3")
     for m in ("m1", "m2", "m3"):
         assert {p.name: p.read_bytes() for p in sorted((tmp_path / m).glob("*.agg"))} == whole
-    daily = merge_files([tmp_path / "clean"], tmp_path / "total", all_windows=True)
+    daily = merge_files([tmp_path / "clean"], tmp_path / "total", all_windows=True, specs=spec)
+    assert all(not left for left in daily.left_out.values())  # no release threshold: every window merged
+    with pytest.raises(ValueError, match="--all-windows needs --spec"):
+        merge_files([tmp_path / "clean"], tmp_path / "total", all_windows=True)
     aggregate_files(inputs, spec, tmp_path / "undivided")
     assert {f"{k}.agg": p.read_bytes() for k, p in daily.items()} == agg_bytes(tmp_path / "undivided")
     one = sorted((tmp_path / "a" / "aggregates").glob("dark_mode*"))[0]
@@ -535,7 +538,10 @@ def test_cli_aggregate_merge_decode(spec, tmp_path, capsys):
                     os.fspath(tmp_path / "out"), "--by-window") == 0
     out = capsys.readouterr().out
     assert "reports read: 1,200; aggregated: 1,200; rejected: 0" in out
-    assert _run_cli("merge", os.fspath(tmp_path / "out"), "--all-windows", "--out", os.fspath(tmp_path / "m")) == 0
+    assert _run_cli("merge", os.fspath(tmp_path / "out"), "--all-windows", "--out", os.fspath(tmp_path / "m")) == 2
+    assert "--all-windows needs --spec" in capsys.readouterr().err
+    assert _run_cli("merge", os.fspath(tmp_path / "out"), "--all-windows", "--spec", specfile, "--out",
+                    os.fspath(tmp_path / "m")) == 0
     agg = next((tmp_path / "m").glob("app_category.*.agg"))
     argv = ["decode", os.fspath(agg), "--spec", specfile]
     try:
