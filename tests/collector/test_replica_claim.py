@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 from test_metrics import GOOD, SPEC, TOKENS
+from test_replica_storage import post
 
 from ldp.collector import chunklog
 from ldp.collector.app import create_app
@@ -34,12 +35,6 @@ def config(tmp_path: Path, replica: str, store: Path, data: str | None = None, c
            "storage": {"url": str(store), "claim_seconds": claim},
            "apps": {"demo": {"token_sha256": token_sha256(TOKENS["demo"]), "specs": [str(SPEC)]}}}
     return parse_config(doc, tmp_path)
-
-
-def post(c: TestClient, body: bytes, batch_id: str) -> Any:
-    return c.post("/v1/reports", content=body, headers={"Authorization": f"Bearer {TOKENS['demo']}",
-                                                        "Content-Type": "application/x-ndjson",
-                                                        "Ldp-Batch-Id": batch_id})
 
 
 def test_a_second_replica_under_a_live_name_refuses_to_start(tmp_path: Path) -> None:
