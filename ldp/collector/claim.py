@@ -46,7 +46,9 @@ def _pid_gone(pid: int) -> bool:
         return False
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped between the two looks
+        return True
+    except OSError:  # no /proc (not Linux): alive, as far as we can tell
         return False
     return stat[stat.rindex(")") + 2:].startswith("Z")
 

@@ -54,8 +54,11 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    with open(f"/proc/{pid}/stat") as fh:  # a zombie is gone for our purpose
-        return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    try:
+        with open(f"/proc/{pid}/stat") as fh:  # a zombie is gone for our purpose
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):  # reaped between the two looks
+        return False
 
 
 def wait_for(cond, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
