@@ -192,35 +192,63 @@ def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_s
          keep_originals: bool, min_reports: int, hold_seconds: float, engine: str = "local",
          scheduler: str | None = None) -> ShuffleRun:
     """:func:`shuffle_app` once the lease is held: every write through ``store`` checks it first."""
-    if engine == "dask":  # the same plan, record and completion; the index, the counts and the Mix on a cluster
+    if engine == "dask":  # the index, the counts and the Mix on a cluster
         from ldp.shuffler.dask_engine import DaskEngine
 
-        with DaskEngine(store, app, scheduler, _by_metric, anonymity_entry) as eng:
-            eng.prune(now - 2 * dedup_seconds)
-            resumed = finish_interrupted(store, app, now, dedup_seconds, keep_originals, eng)
-            eng.drop_staging(resumed)
-            index, reports = eng.plan_inputs([k for k in store.list(incoming_prefix(app)) if k.endswith(CHUNK_SUFFIX)])
-            plan = plan_run(index, reports, now, grace_seconds, hold_seconds, min_reports)
-            if not plan.consumed:
-                return ShuffleRun(None, held=plan.held, resumed=resumed)
-            rec = start_run(store, app, now, plan, min_reports, eng.engine)
-            done = complete_run(store, app, rec, now, dedup_seconds, keep_originals, eng)
-            eng.drop_staging([rec["id"]])
-            done.held, done.resumed = plan.held, resumed
-            return done
-    _prune_seen(store, app, now - 2 * dedup_seconds)
-    resumed = finish_interrupted(store, app, now, dedup_seconds, keep_originals, mix_local)
-    keys = [k for k in store.list(incoming_prefix(app)) if k.endswith(CHUNK_SUFFIX)]
-    chunks = _read_chunks(store, keys)
-    index = {k: Counter((b.window, b.length) for b in bs) for k, bs in chunks.items()}
-    plan = plan_run(index, lambda ready: _reports(chunks, ready), now, grace_seconds, hold_seconds, min_reports)
-    if not plan.consumed:
-        return ShuffleRun(None, held=plan.held, resumed=resumed)
-    rec = start_run(store, app, now, plan, min_reports, "local")
-    done = complete_run(store, app, rec, now, dedup_seconds, keep_originals, mix_local,
-                        {k: chunks[k] for k in plan.consumed})
-    done.held, done.resumed = plan.held, resumed
-    return done
+        eng: Any = DaskEngine(store, app, scheduler, _by_metric, anonymity_entry)
+    else:
+        eng = _LocalEngine(store, app)
+    with eng:  # every engine: the same plan, record and completion
+        eng.prune(now - 2 * dedup_seconds)
+        resumed = finish_interrupted(store, app, now, dedup_seconds, keep_originals, eng)
+        eng.drop_staging(resumed)
+        index, reports = eng.plan_inputs([k for k in store.list(incoming_prefix(app)) if k.endswith(CHUNK_SUFFIX)])
+        plan = plan_run(index, reports, now, grace_seconds, hold_seconds, min_reports)
+        if not plan.consumed:
+            return ShuffleRun(None, held=plan.held, resumed=resumed)
+        rec = start_run(store, app, now, plan, min_reports, eng.engine)
+        done = complete_run(store, app, rec, now, dedup_seconds, keep_originals, eng)
+        eng.drop_staging([rec["id"]])
+        done.held, done.resumed = plan.held, resumed
+        return done
+
+
+class _LocalEngine:
+    """The local engine's side of a run (:class:`DaskEngine`'s interface, in this process): the chunks read once
+    by :meth:`plan_inputs` serve the plan and the run's :class:`Mix`; nothing is staged."""
+
+    engine = "local"
+
+    def __init__(self, store: FencedStore, app: str) -> None:
+        self.store, self.app = store, app
+        self.chunks: dict[str, list[ChunkBatch]] = {}
+
+    def __enter__(self) -> _LocalEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def prune(self, before: float) -> None:
+        """Remove the id records older than ``before`` (twice the dedup horizon: never one still consulted), by
+        their names alone (:meth:`~ldp.shuffler.seen.SeenIds.prune`)."""
+        SeenIds(self.store, self.app).prune(before)
+
+    def plan_inputs(self, keys: list[str]) -> tuple[dict[str, Counter[Window]],
+                                                    Callable[[set[Window]], dict[Window, int]]]:
+        """The chunks' index (batches per window) and the report counter :func:`plan_run` asks."""
+        self.chunks = _read_chunks(self.store, keys)
+        index = {k: Counter((b.window, b.length) for b in bs) for k, bs in self.chunks.items()}
+        return index, lambda ready: _reports(self.chunks, ready)
+
+    def drop_staging(self, run_ids: list[str]) -> None:
+        """Nothing is staged."""
+
+    def __call__(self, store: FencedStore, app: str, rec: Mapping[str, Any], dedup_seconds: float,
+                 chunks: Mapping[str, list[ChunkBatch]] | None) -> tuple[dict[str, dict[str, Any]], int]:
+        if chunks is None and all(k in self.chunks for k in rec["chunks"]):  # read for the plan already
+            chunks = {k: self.chunks[k] for k in rec["chunks"]}
+        return mix_local(store, app, rec, dedup_seconds, chunks)
 
 
 def finish_interrupted(store: FencedStore, app: str, now: float, dedup_seconds: float, keep: bool,
@@ -342,12 +370,6 @@ def _reports(chunks: Mapping[str, list[ChunkBatch]], ready: set[Window]) -> dict
                 ids.add(b.batch_id)
                 counts[(b.window, b.length)] += b.count
     return dict(counts)
-
-
-def _prune_seen(store: Store, app: str, before: float) -> None:
-    """Remove the id records of runs older than ``before`` (twice the dedup horizon: never one still consulted), by
-    their names alone (:meth:`~ldp.shuffler.seen.SeenIds.prune`)."""
-    SeenIds(store, app).prune(before)
 
 
 def _by_metric(data: bytes) -> dict[str, int]:
