@@ -31,14 +31,16 @@ def register(subparsers: Any) -> None:
     s.add_argument("--dedup-days", type=number(float, 0, 3650, low_open=True), default=7.0, metavar="DAYS",
                    help="how long a mixed batch id is remembered against retries (default 7)")
     s.add_argument("--spec", action="append", default=[], metavar="FILE",
-                   help="the app's collection spec (repeatable): the central ε each metric gets from the anonymity "
-                        "set of each window mixed, and --min-reports from its release thresholds")
-    s.add_argument("--min-reports", type=number(int, 0, 1 << 62), default=None, metavar="N",
-                   help="hold a window of fewer than N reports (a report would hide among too few) until late chunks "
-                        "make it large enough, or --hold-days past its end, when it is withheld for good (default: "
-                        "the smallest release.min_reports of the specs, else 0)")
+                   help="the app's collection spec (repeatable): each metric's threshold (its release.min_reports), "
+                        "the exact check of its lines' canonical bytes, and the central ε each metric gets from the "
+                        "anonymity set of each window mixed")
+    s.add_argument("--min-reports", type=number(int, 0, 1 << 62), default=0, metavar="N",
+                   help="the least threshold of every metric (a spec's own min_reports is kept when larger): a metric "
+                        "of fewer reports in a window is withheld there on its own, written to no segment; a window "
+                        "in which every metric is below its threshold is held for late chunks, then withheld whole "
+                        "(default 0)")
     s.add_argument("--hold-days", type=number(float, 0, 3650), default=7.0, metavar="DAYS",
-                   help="how long a window below --min-reports waits (default 7)")
+                   help="how long a window whose every metric is below its threshold waits (default 7)")
     s.add_argument("--keep-originals", action="store_true",
                    help="move the consumed chunks under apps/<app>/consumed/ instead of deleting them")
     s.add_argument("--lease-seconds", type=number(float, 1, 3600), default=60.0, metavar="SECONDS",
@@ -76,16 +78,15 @@ def shuffle_command(args: argparse.Namespace) -> int:
         from ldp.storage import open_store
 
         options = dict(args.store_option)
-        from ldp.shuffler.central import spec_min_reports, window_guarantees
+        from ldp.shuffler.central import window_guarantees
         from ldp.spec import CollectionSpec
 
         specs = {s.fingerprint: s for s in map(CollectionSpec.load, args.spec)}
-        min_reports = args.min_reports if args.min_reports is not None else spec_min_reports(specs.values())
         store = open_store(args.store, options or None)
         run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
-                          keep_originals=args.keep_originals, min_reports=min_reports,
+                          keep_originals=args.keep_originals, min_reports=args.min_reports,
                           hold_seconds=args.hold_days * 86400, lease_seconds=args.lease_seconds, engine=args.engine,
-                          scheduler=args.scheduler)
+                          scheduler=args.scheduler, specs=specs)
         central = window_guarantees(run.windows, specs) if specs else None
     except LeaseHeldError as exc:
         report_error("ldp shuffle", exc)
@@ -109,6 +110,12 @@ def shuffle_command(args: argparse.Namespace) -> int:
             where = f"{where.removesuffix('.jsonl')}-p*.jsonl ({w['parts']} part(s))"
         print(f"  window {window}: {w['reports']:,} reports from {w['batches']:,} batches of {w['replicas']} "
               f"replica(s) -> {where}")
+        for key, (n, threshold) in (w.get("withheld_metrics") or {}).items():
+            if not central:
+                print(f"    {key}: withheld ({n:,} of {threshold:,} reports), written to no segment")
+        if found := w.get("lines"):
+            print("    lines: " + ", ".join(f"{n:,} {what}" for what, n in found.items())
+                  + ("" if specs else " (pass --spec to check their payload order)"))
         for m in (central or {}).get(window, {}).values():
             c = m["central"]
             figure = (f"central ε={c['epsilon']:.4g}, δ={c['delta']:.0e} (one report among {m['n']:,})"

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 __all__ = ["ChunkBatch", "encode_chunk", "decode_chunk", "chunk_key", "incoming_prefix", "CHUNK_SUFFIX"]
 
@@ -30,12 +30,14 @@ _HEADER = re.compile(rb"#batch ([A-Za-z0-9._~-]{1,128}) (\d{1,12}) (\d{1,9}) (\d
 @dataclass(frozen=True)
 class ChunkBatch:
     """One batch of a chunk: its id, its arrival window ``[window, window + length)`` and its lines (each ending
-    in a newline)."""
+    in a newline); ``found``: what the shuffler's check of its lines found (:mod:`ldp.shuffler.lines`), once
+    checked."""
 
     batch_id: str
     window: int
     length: int
     lines: bytes
+    found: Mapping[str, int] | None = field(default=None, compare=False)
 
     @property
     def count(self) -> int:

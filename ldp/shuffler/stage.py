@@ -4,12 +4,12 @@ window, in which a report hides among *all* the reports of its window, whichever
 One run, for one app (Prochlo's Encode–Shuffle–Analyze; Apple's ingestion, thesis 004 §5.2.1):
 
 1. **Finish** any earlier run that stopped midway (its record in ``apps/<app>/shuffler/runs/`` says ``started``).
-2. **Plan.** Read every chunk under ``apps/<app>/incoming/`` (:mod:`ldp.shuffler.chunks`). A window is *ready*
-   when its end is ``grace`` seconds past (a replica's commit in flight, or its clock a little behind, still lands
-   before the window is mixed). A chunk is consumed when all its windows are ready; a window is released when all
-   the chunks holding it are consumed (so it is mixed whole); one of fewer than ``min_reports`` reports is held
-   for late chunks, then withheld for good (:func:`shuffle_app`). The run's record — the chunks, and a fresh random
-   name per released window — is written before anything else.
+2. **Plan** (:mod:`ldp.shuffler.plan`). Read every chunk under ``apps/<app>/incoming/`` (:mod:`ldp.shuffler.chunks`),
+   every line made canonical (:mod:`ldp.shuffler.lines`). A window is *ready* ``grace`` seconds past its end and
+   released when all the chunks holding it are consumed (so it is mixed whole). Thresholds are per (window, metric):
+   a metric below its own ``min_reports`` is withheld on its own (its lines written to no segment); a window whose
+   every metric is below is held for late chunks, then withheld whole. The run's record — the chunks, a fresh
+   random name per released window, the metrics withheld — is written before anything else.
 3. **Mix.** Per window, the lines of its batches, each batch id once: a retry stored by two replicas (the answer
    lost, the device sent it again elsewhere) or twice by one is kept once, and an id already mixed by an earlier
    run within the dedup horizon is dropped. What linked a report to its sender — batch id, replica, arrival
@@ -37,17 +37,22 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ldp.collector.shuffle import closed_name, shuffle_lines
 from ldp.errors import StorageError
 from ldp.shuffler.chunks import CHUNK_SUFFIX, ChunkBatch, decode_chunk, incoming_prefix
+from ldp.shuffler.lines import LineCounts, LineRules
+from ldp.shuffler.plan import Plan, Window, plan_run, thresholds, window_key
 from ldp.shuffler.seen import SeenIds, first_copies, id_digests
 from ldp.storage import Store
 from ldp.storage.lease import DEFAULT_TTL_SECONDS, FencedStore, Lease
 
+if TYPE_CHECKING:
+    from ldp.spec import CollectionSpec
+
 __all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "shuffler_lease", "check_app_store", "Plan", "plan_run",
-           "start_run", "complete_run", "finish_interrupted", "Mix", "mix_local", "anonymity_entry",
+           "start_run", "complete_run", "finish_interrupted", "Mix", "anonymity_entry", "checked",
            "DEFAULT_GRACE_SECONDS", "DEFAULT_DEDUP_SECONDS",
            "DEFAULT_HOLD_SECONDS"]
 
@@ -92,9 +97,17 @@ def _each(store: Store, fn: Callable[[str], Any], keys: list[str]) -> list[Any]:
         return list(pool.map(fn, keys))
 
 
-def _read_chunks(store: Store, keys: list[str]) -> dict[str, list[ChunkBatch]]:
+def _read_chunks(store: Store, keys: list[str], rules: LineRules) -> dict[str, list[ChunkBatch]]:
+    """The chunks' batches, their lines made canonical by ``rules`` (what was found in ``found``)."""
     datas = _each(store, store.get, keys)
-    return {k: decode_chunk(data, f"{store.url}/{k}") for k, data in zip(keys, datas, strict=True)}
+    return {k: [checked(b, rules) for b in decode_chunk(data, f"{store.url}/{k}")]
+            for k, data in zip(keys, datas, strict=True)}
+
+
+def checked(b: ChunkBatch, rules: LineRules) -> ChunkBatch:
+    """``b`` with its lines canonical (:meth:`~ldp.shuffler.lines.LineRules.canonical`) and what was found."""
+    lines, found = rules.canonical(b.lines)
+    return ChunkBatch(b.batch_id, b.window, b.length, lines, found.to_dict())
 
 
 def shuffler_lease(store: Store, app: str, ttl: float = DEFAULT_TTL_SECONDS) -> Lease:
@@ -122,11 +135,13 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
                 dedup_seconds: float = DEFAULT_DEDUP_SECONDS, keep_originals: bool = False,
                 min_reports: int = 0, hold_seconds: float = DEFAULT_HOLD_SECONDS,
                 lease_seconds: float = DEFAULT_TTL_SECONDS, lease: Lease | None = None, engine: str = "local",
-                scheduler: str | None = None) -> ShuffleRun:
-    """One run of the stage for ``app`` (module docstring); what it did. A window of fewer than ``min_reports``
-    reports (its batches counted once) is held — a report would hide among too few — until late chunks make it
-    large enough, or ``hold_seconds`` past its end, when it is withheld for good: its chunks removed, nothing
-    released (``withheld`` in its anonymity entry).
+                scheduler: str | None = None, specs: Mapping[str, CollectionSpec] | None = None) -> ShuffleRun:
+    """One run of the stage for ``app`` (module docstring); what it did. Thresholds are per (window, metric)
+    (:mod:`ldp.shuffler.plan`): a metric of fewer reports than its threshold — its spec's ``release.min_reports``
+    in ``specs``, at least ``min_reports`` — is withheld on its own, its lines written nowhere; a window in which
+    every metric is below its threshold is held for late chunks, up to ``hold_seconds``, then withheld whole. Every
+    line mixed is checked canonical and written anew when not (:mod:`ldp.shuffler.lines`: exactly for the metrics
+    of ``specs``, ``{fingerprint: CollectionSpec}``; the envelope's shape only for the others).
 
     The run holds the app's shuffler lease (:func:`shuffler_lease`, ``lease_seconds`` long, renewed while it runs;
     or ``lease``, not yet acquired) and writes only through it: :class:`~ldp.errors.LeaseHeldError` if another run
@@ -139,71 +154,31 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
     if not (grace_seconds >= 0 and dedup_seconds > 0 and hold_seconds >= 0):
         raise ValueError(f"grace_seconds and hold_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, "
                          f"{hold_seconds}, {dedup_seconds}")
-    if isinstance(min_reports, bool) or not isinstance(min_reports, int) or min_reports < 0:
-        raise ValueError(f"min_reports must be an int >= 0, got {min_reports!r}")
+    threshold = thresholds((specs or {}).values(), min_reports)
+    rules = LineRules(specs)
     check_app_store(store, app)
     lease = lease if lease is not None else shuffler_lease(store, app, lease_seconds)
     with lease.hold():
         return _run(FencedStore(store, lease), app, now, grace_seconds, dedup_seconds, keep_originals, min_reports,
-                    hold_seconds, engine, scheduler)
-
-
-Window = tuple[int, int]
-"""An arrival window: ``(start, length)`` in seconds."""
-
-
-@dataclass
-class Plan:
-    """What a run will do (:func:`plan_run`): the chunks it consumes (sorted), the windows it releases (sorted) and,
-    among them, those withheld for good; the batches left per window (not ready, or held)."""
-
-    consumed: list[str]
-    released: list[Window]
-    withheld: set[Window]
-    held: dict[str, int]
-
-
-def plan_run(index: Mapping[str, Mapping[Window, int]], reports: Callable[[set[Window]], Mapping[Window, int]],
-             now: float, grace_seconds: float, hold_seconds: float, min_reports: int) -> Plan:
-    """The plan of a run from the chunks' ``index`` (per chunk key, its batches per window) and ``reports`` (the
-    reports of the given windows in all these chunks, each batch id counted once; asked only with ``min_reports``):
-    a window is ready ``grace_seconds`` past its end; a ready one below ``min_reports`` is held, and withheld for good
-    ``hold_seconds`` later; a chunk is consumed when all its windows are released, a window released when it is
-    ready and every chunk holding it is consumable (so it is mixed whole). Every engine plans with this."""
-    windows_of = {k: set(ws) for k, ws in index.items()}
-    ready = {w for ws in windows_of.values() for w in ws if now >= w[0] + w[1] + grace_seconds}
-    counts = reports(ready) if min_reports > 0 and ready else {}
-    small = {w for w in ready if min_reports > 0 and counts.get(w, 0) < min_reports}
-    withheld = {w for w in small if now >= w[0] + w[1] + grace_seconds + hold_seconds}
-    ready -= small - withheld
-    consumable = {k for k, ws in windows_of.items() if ws <= ready}
-    blocked = {w for k, ws in windows_of.items() if k not in consumable for w in ws}
-    released = sorted(w for w in ready if w not in blocked)
-    consumed = sorted(k for k in consumable if windows_of[k] <= set(released))
-    held: Counter[str] = Counter()
-    for k, ws in index.items():
-        if k not in consumed:
-            for (w, _), n in ws.items():
-                held[str(w)] += n
-    return Plan(consumed, released, withheld, dict(sorted(held.items())))
+                    hold_seconds, engine, scheduler, rules, threshold)
 
 
 def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_seconds: float,
-         keep_originals: bool, min_reports: int, hold_seconds: float, engine: str = "local",
-         scheduler: str | None = None) -> ShuffleRun:
+         keep_originals: bool, min_reports: int, hold_seconds: float, engine: str, scheduler: str | None,
+         rules: LineRules, threshold: Callable[[str], int]) -> ShuffleRun:
     """:func:`shuffle_app` once the lease is held: every write through ``store`` checks it first."""
     if engine == "dask":  # the index, the counts and the Mix on a cluster
         from ldp.shuffler.dask_engine import DaskEngine
 
-        eng: Any = DaskEngine(store, app, scheduler, _by_metric, anonymity_entry)
+        eng: Any = DaskEngine(store, app, scheduler, rules, anonymity_entry)
     else:
-        eng = _LocalEngine(store, app)
+        eng = _LocalEngine(store, app, rules)
     with eng:  # every engine: the same plan, record and completion
         eng.prune(now - 2 * dedup_seconds)
         resumed = finish_interrupted(store, app, now, dedup_seconds, keep_originals, eng)
         eng.drop_staging(resumed)
         index, reports = eng.plan_inputs([k for k in store.list(incoming_prefix(app)) if k.endswith(CHUNK_SUFFIX)])
-        plan = plan_run(index, reports, now, grace_seconds, hold_seconds, min_reports)
+        plan = plan_run(index, reports, now, grace_seconds, hold_seconds, threshold)
         if not plan.consumed:
             return ShuffleRun(None, held=plan.held, resumed=resumed)
         rec = start_run(store, app, now, plan, min_reports, eng.engine)
@@ -219,8 +194,8 @@ class _LocalEngine:
 
     engine = "local"
 
-    def __init__(self, store: FencedStore, app: str) -> None:
-        self.store, self.app = store, app
+    def __init__(self, store: FencedStore, app: str, rules: LineRules) -> None:
+        self.store, self.app, self.rules = store, app, rules
         self.chunks: dict[str, list[ChunkBatch]] = {}
 
     def __enter__(self) -> _LocalEngine:
@@ -235,9 +210,9 @@ class _LocalEngine:
         SeenIds(self.store, self.app).prune(before)
 
     def plan_inputs(self, keys: list[str]) -> tuple[dict[str, Counter[Window]],
-                                                    Callable[[set[Window]], dict[Window, int]]]:
+                                                    Callable[[set[Window]], dict[Window, Counter[str]]]]:
         """The chunks' index (batches per window) and the report counter :func:`plan_run` asks."""
-        self.chunks = _read_chunks(self.store, keys)
+        self.chunks = _read_chunks(self.store, keys, self.rules)
         index = {k: Counter((b.window, b.length) for b in bs) for k, bs in self.chunks.items()}
         return index, lambda ready: _reports(self.chunks, ready)
 
@@ -248,7 +223,7 @@ class _LocalEngine:
                  chunks: Mapping[str, list[ChunkBatch]] | None) -> tuple[dict[str, dict[str, Any]], int]:
         if chunks is None and all(k in self.chunks for k in rec["chunks"]):  # read for the plan already
             chunks = {k: self.chunks[k] for k in rec["chunks"]}
-        return mix_local(store, app, rec, dedup_seconds, chunks)
+        return _mix_local(store, app, rec, dedup_seconds, chunks, self.rules)
 
 
 def finish_interrupted(store: FencedStore, app: str, now: float, dedup_seconds: float, keep: bool,
@@ -272,8 +247,9 @@ def start_run(store: FencedStore, app: str, now: float, plan: Plan, min_reports:
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-{secrets.token_hex(4)}"
     rec = {"format": RUN_FORMAT, "id": run_id, "state": "started", "at": now, "chunks": plan.consumed,
            "fence": store.fence, "engine": engine,
-           "outputs": {f"{w}:{length}": None if (w, length) in plan.withheld else closed_name(w, store.fence)
-                       for w, length in plan.released}, "min_reports": min_reports}
+           "outputs": {window_key(w): None if w in plan.withheld else closed_name(w[0], store.fence)
+                       for w in plan.released}, "min_reports": min_reports,
+           "drop": {window_key(w): d for w, d in plan.drop.items()}}
     if not store.create(f"{_runs(app)}{run_id}.json", json.dumps(rec, sort_keys=True).encode()):
         raise StorageError(0, f"{store.url}: a shuffler run {run_id} is already recorded (never overwritten)")
     return rec
@@ -319,12 +295,14 @@ def complete_run(store: FencedStore, app: str, rec: dict[str, Any], now: float, 
 
 
 def _mix_local(store: FencedStore, app: str, rec: Mapping[str, Any], dedup_seconds: float,
-               chunks: Mapping[str, list[ChunkBatch]] | None) -> tuple[dict[str, dict[str, Any]], int]:
-    """The local engine's :class:`Mix`: the run's chunks in this process's memory, each window's lines permuted by
-    :func:`~ldp.collector.shuffle.shuffle_lines` and written as one segment."""
+               chunks: Mapping[str, list[ChunkBatch]] | None, rules: LineRules
+               ) -> tuple[dict[str, dict[str, Any]], int]:
+    """The local engine's :class:`Mix`: the run's chunks in this process's memory (their lines canonical), each
+    window's lines but those of its withheld metrics permuted by :func:`~ldp.collector.shuffle.shuffle_lines` and
+    written as one segment."""
     run_id, keys = rec["id"], list(rec["chunks"])
     if chunks is None:
-        chunks = _read_chunks(store, keys)
+        chunks = _read_chunks(store, keys, rules)
     order = [(key[len(incoming_prefix(app)):].split("/", 1)[0], b) for key in keys for b in chunks[key]]
     digests = id_digests([b.batch_id for _, b in order])  # in chunk order: the first copy of a batch is kept
     seen = SeenIds(store, app)
@@ -336,49 +314,42 @@ def _mix_local(store: FencedStore, app: str, rec: Mapping[str, Any], dedup_secon
     anonymity: dict[str, dict[str, Any]] = {}
     for window, name in rec["outputs"].items():
         items = by_window.get(window, [])
-        data = b"".join(b.lines for _, b in items)
+        data = LineRules.drop(b"".join(b.lines for _, b in items), rec.get("drop", {}).get(window, {}))
         key = None if name is None or not data else f"apps/{app}/segments/closed/{name}"
         if key is not None and not store.exists(key):
             store.create(key, bytes(shuffle_lines(data)))
-        anonymity[window] = anonymity_entry(key, data, len(items), len({r for r, _ in items}), name, rec)
+        found = LineCounts()
+        for _, b in items:
+            found.add(LineCounts(**(b.found or {})))
+        anonymity[window] = anonymity_entry(key, LineRules.metrics(data), len(items), len({r for r, _ in items}),
+                                            name, rec, window, found.to_dict())
     seen.record(run_id, float(rec["at"]), digests[keep], fence=store.fence)
     return anonymity, int((~keep).sum())
 
 
-_mix_local.engine = "local"  # type: ignore[attr-defined]
-mix_local: Mix = _mix_local  # type: ignore[assignment]
-
-
-def anonymity_entry(key: str | None, data: bytes, batches: int, replicas: int, name: str | None,
-                    rec: Mapping[str, Any]) -> dict[str, Any]:
-    """A window's anonymity set as a run records it: its segment, reports in all and per metric, batches,
-    replicas; why it was withheld."""
-    entry: dict[str, Any] = {"segment": key, "reports": data.count(b"\n"), "by_metric": _by_metric(data),
-                             "batches": batches, "replicas": replicas}
+def anonymity_entry(key: str | None, by_metric: Mapping[str, int], batches: int, replicas: int, name: str | None,
+                    rec: Mapping[str, Any], window: str, found: Mapping[str, int]) -> dict[str, Any]:
+    """A window's anonymity set as a run records it: its segment, reports in all and per metric (those written),
+    batches, replicas; the metrics withheld on their own (``{metric: [reports, threshold]}``), why the window was
+    withheld whole; what the check of its lines found (:class:`~ldp.shuffler.lines.LineCounts`), when anything."""
+    entry: dict[str, Any] = {"segment": key, "reports": sum(by_metric.values()), "by_metric": dict(
+        sorted(by_metric.items())), "batches": batches, "replicas": replicas}
     if name is None:
-        entry["withheld"] = f"fewer than min_reports = {rec.get('min_reports')} reports"
+        entry["withheld"] = f"every metric below its threshold (min_reports = {rec.get('min_reports')} at least)"
+    if drop := rec.get("drop", {}).get(window):
+        entry["withheld_metrics"] = drop
+    if found:
+        entry["lines"] = dict(found)
     return entry
 
 
-def _reports(chunks: Mapping[str, list[ChunkBatch]], ready: set[Window]) -> dict[Window, int]:
-    """The reports of the ``ready`` windows in these chunks, each batch id counted once."""
-    counts: Counter[Window] = Counter()
+def _reports(chunks: Mapping[str, list[ChunkBatch]], ready: set[Window]) -> dict[Window, Counter[str]]:
+    """The reports of the ``ready`` windows in these chunks per metric, each batch id counted once."""
+    counts: dict[Window, Counter[str]] = {}
     ids: set[str] = set()
     for key in sorted(chunks):
         for b in chunks[key]:
             if (b.window, b.length) in ready and b.batch_id not in ids:
                 ids.add(b.batch_id)
-                counts[(b.window, b.length)] += b.count
-    return dict(counts)
-
-
-def _by_metric(data: bytes) -> dict[str, int]:
-    """Reports per ``<spec>/<metric>`` of envelope lines (the set a report hides among is its own metric's)."""
-    counts: Counter[str] = Counter()
-    for line in data.splitlines():
-        try:
-            doc = json.loads(line)
-            counts[f"{doc['spec']}/{doc['metric']}"] += 1
-        except (ValueError, KeyError, TypeError):
-            counts["(unparsed)"] += 1
-    return dict(sorted(counts.items()))
+                counts.setdefault((b.window, b.length), Counter()).update(LineRules.metrics(b.lines))
+    return counts

@@ -22,12 +22,18 @@ DAY = 86400
 W0 = 20000 * DAY  # a UTC day
 
 
+S1 = "5151515151515151"  # a spec fingerprint (no spec given to these runs: lines are checked for shape only)
+
+
 def line(spec: str, metric: str, i: int) -> bytes:
-    return json.dumps({"spec": spec, "metric": metric, "window": 20000, "report": {"i": i}}).encode() + b"\n"
+    """A canonical envelope line (the shuffler checks every line's bytes)."""
+    return json.dumps({"spec": spec, "metric": metric, "window": 20000, "report": {
+        "v": 1, "protocol": "rr", "params": "0123456789abcdef", "payload": {"i": i}}}, separators=(",", ":")
+        ).encode() + b"\n"
 
 
 def batch(bid: str, n: int, window: int = W0, metric: str = "m") -> ChunkBatch:
-    return ChunkBatch(bid, window, DAY, b"".join(line("s1", metric, hash((bid, i)) % 10**6) for i in range(n)))
+    return ChunkBatch(bid, window, DAY, b"".join(line(S1, metric, hash((bid, i)) % 10**6) for i in range(n)))
 
 
 def write(store: Store, replica: str, seq: int, *batches: ChunkBatch, at: float = W0 + 60) -> str:
@@ -54,7 +60,8 @@ def test_replicas_are_mixed_per_window_each_batch_once(store: Store) -> None:
     assert name.startswith("apps/demo/segments/closed/20241004T000000Z-") and name.endswith(".jsonl")
     assert run.duplicates == 2 and len(run.chunks) == 3
     (w,) = run.windows.values()
-    assert w == {"segment": name, "reports": 12, "by_metric": {"s1/m": 8, "s1/n": 4}, "batches": 3, "replicas": 2}
+    assert w == {"segment": name, "reports": 12, "by_metric": {f"{S1}/m": 8, f"{S1}/n": 4}, "batches": 3,
+                 "replicas": 2, "lines": {"unverified": 12}}
     assert store.list("apps/demo/incoming/") == []
     rec = json.loads(store.get(f"apps/demo/shuffler/runs/{run.run_id}.json"))
     assert rec["state"] == "closed" and rec["anonymity"] == run.windows and rec["duplicates"] == 2
