@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 __all__ = ["register", "shuffle_command"]
@@ -83,6 +84,10 @@ def shuffle_command(args: argparse.Namespace) -> int:
 
         specs = {s.fingerprint: s for s in map(CollectionSpec.load, args.spec)}
         store = open_store(args.store, options or None)
+        from ldp.shuffler.chunks import incoming_prefix
+
+        if warning := getattr(store, "retention_warning", lambda _: None)(incoming_prefix(args.app)):
+            print(f"ldp shuffle: warning: {warning}", file=sys.stderr)
         run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
                           keep_originals=args.keep_originals, min_reports=args.min_reports,
                           hold_seconds=args.hold_days * 86400, lease_seconds=args.lease_seconds, engine=args.engine,

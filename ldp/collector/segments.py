@@ -39,6 +39,7 @@ from ldp.collector.journal import ClosedCounts, coarse
 from ldp.errors import QueueFull, WriterClosed
 from ldp.server.store import fsync_dir, write_all, write_atomic
 from ldp.storage.lease import FencedStore, Lease
+from ldp.storage.roles import RoleStore, replica_role
 
 __all__ = ["Batch", "Stored", "AppLog", "SegmentWriter", "QueueFull", "WriterClosed", "granularity"]
 
@@ -69,6 +70,7 @@ class SegmentWriter:
         store = config.storage.open() if config.storage is not None else None
         if store is not None:
             assert config.replica is not None and config.storage is not None  # the config requires one
+            store = RoleStore(store, replica_role(config.replica))  # its chunks and its claim, nothing else
             self.claim = replica_claim(store, config.replica, config.data_dir, config.storage.claim_seconds)
             store = FencedStore(store, self.claim)  # every chunk written under the claim, checked first
         for name, app in config.apps.items():

@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ldp.storage.roles import incoming
+
 __all__ = ["ChunkBatch", "encode_chunk", "decode_chunk", "chunk_key", "incoming_prefix", "CHUNK_SUFFIX"]
 
 CHUNK_SUFFIX = ".chunk"
@@ -79,9 +81,8 @@ def decode_chunk(data: bytes, where: str = "chunk") -> list[ChunkBatch]:
     return out
 
 
-def incoming_prefix(app: str, replica: str | None = None) -> str:
-    """``apps/<app>/incoming/`` (every replica's chunks), or one replica's."""
-    return f"apps/{app}/incoming/" + (f"{replica}/" if replica else "")
+incoming_prefix = incoming
+"""``apps/<app>/incoming/`` (every replica's chunks), or one replica's (:mod:`ldp.storage.roles`)."""
 
 
 def chunk_key(app: str, replica: str, at: float, seq: int, fence: int | None = None) -> str:

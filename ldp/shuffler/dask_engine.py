@@ -174,9 +174,8 @@ class DaskEngine:
             parts = [p["key"] for p in m["parts"]] if name is not None else []
             stem = f"apps/{app}/segments/closed/{str(name).removesuffix('.jsonl')}"
 
-            def publish(kp: tuple[int, str], stem: str = stem) -> None:
-                if not store.exists(final := f"{stem}-p{kp[0]:05d}.jsonl"):
-                    store.create(final, store.get(kp[1]))
+            def publish(kp: tuple[int, str], stem: str = stem) -> None:  # create-if-absent (segments: put only)
+                store.create(f"{stem}-p{kp[0]:05d}.jsonl", store.get(kp[1]))
 
             threads(publish, list(enumerate(parts)), PUBLISH_THREADS)
             entry = self.entry(f"{stem}.jsonl" if parts else None, m["by_metric"], m["batches"], m["replicas"], name,

@@ -47,6 +47,7 @@ from ldp.shuffler.plan import Plan, Window, plan_run, thresholds, window_key
 from ldp.shuffler.seen import SeenIds, first_copies, id_digests
 from ldp.storage import Store
 from ldp.storage.lease import DEFAULT_TTL_SECONDS, FencedStore, Lease
+from ldp.storage.roles import RoleStore, shuffler_prefix, shuffler_role
 
 if TYPE_CHECKING:
     from ldp.spec import CollectionSpec
@@ -120,15 +121,18 @@ def check_app_store(store: Store, app: str) -> None:
     """Refuse a store (or an app) that is not there, naming what is missing, before anything is written to it: a
     typo in a timer's ``--store`` or ``--app`` must fail, not report "nothing to mix" for months. The app is there
     once a replica wrote a chunk of it or a shuffler ran for it."""
-    if store.list(incoming_prefix(app)) or store.list(f"apps/{app}/shuffler/"):
+    if store.list(incoming_prefix(app)) or store.list(shuffler_prefix(app)):
         return
     if not store.root_exists():
         raise FileNotFoundError(f"no store at {store.url}: " + ("no such folder" if store.url.startswith("file://")
                                                                   else "no such bucket (or no access to it)"))
-    others = sorted({k.split("/")[1] for k in store.list("apps/") if k.count("/") >= 2})[:10]
+    try:  # the apps there, when this process may list them (the shuffler's role alone may not)
+        others = sorted({k.split("/")[1] for k in getattr(store, "inner", store).list("apps/") if k.count("/") >= 2})
+        seen = f"apps there: {', '.join(others[:10])}" if others else "it holds no app at all"
+    except (PermissionError, OSError):
+        seen = "the other apps there are not listed (no access)"
     raise FileNotFoundError(f"{store.url} holds nothing of app {app!r} (no apps/{app}/incoming/ chunks, no "
-                            "apps/{app}/shuffler/ records): a wrong --store or --app? "
-                            + (f"apps there: {', '.join(others)}" if others else "it holds no app at all"))
+                            f"apps/{app}/shuffler/ records): a wrong --store or --app? {seen}")
 
 
 def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
@@ -156,6 +160,7 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
                          f"{hold_seconds}, {dedup_seconds}")
     threshold = thresholds((specs or {}).values(), min_reports)
     rules = LineRules(specs)
+    store = store if isinstance(store, RoleStore) else RoleStore(store, shuffler_role(app))  # its prefixes only
     check_app_store(store, app)
     lease = lease if lease is not None else shuffler_lease(store, app, lease_seconds)
     with lease.hold():
@@ -285,8 +290,8 @@ def complete_run(store: FencedStore, app: str, rec: dict[str, Any], now: float, 
     result.windows, result.duplicates = dict(rec["anonymity"]), int(rec["duplicates"])
 
     def consume(key: str) -> None:
-        if keep and store.exists(key):
-            store.put(f"apps/{app}/consumed/{key[len(incoming_prefix(app)):]}", store.get(key))
+        if keep and store.exists(key):  # kept where only the shuffler reads: never beside the segments
+            store.put(f"{shuffler_prefix(app)}consumed/{key[len(incoming_prefix(app)):]}", store.get(key))
         store.delete(key)
 
     _each(store, consume, keys)
@@ -316,7 +321,7 @@ def _mix_local(store: FencedStore, app: str, rec: Mapping[str, Any], dedup_secon
         items = by_window.get(window, [])
         data = LineRules.drop(b"".join(b.lines for _, b in items), rec.get("drop", {}).get(window, {}))
         key = None if name is None or not data else f"apps/{app}/segments/closed/{name}"
-        if key is not None and not store.exists(key):
+        if key is not None:  # create-if-absent: a rerun leaves a whole one as it is (never read: put only)
             store.create(key, bytes(shuffle_lines(data)))
         found = LineCounts()
         for _, b in items:

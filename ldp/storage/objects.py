@@ -106,8 +106,9 @@ class ObjectStore:
 
     def list(self, prefix: str = "") -> list[str]:
         base = self.root if not prefix.strip("/") else self._path(prefix.strip("/"))
-        try:
-            found = self.fs.find(base)
+        parent, _, last = base.rpartition("/")
+        try:  # ListObjectsV2 of "<key>/" alone: never a HEAD of "<key>" (which a role's policy may forbid)
+            found = self.fs.find(parent, prefix=f"{last}/") if parent else self.fs.find(base)
         except FileNotFoundError:
             return []
         except Exception as exc:
@@ -130,6 +131,35 @@ class ObjectStore:
             return bool(self.fs.exists(bucket))
         except Exception as exc:
             raise self._fail("check", bucket, exc) from exc
+
+    def retention_warning(self, prefix: str) -> str | None:
+        """Why objects deleted under ``prefix`` may outlive their deletion here, or ``None``: an S3 bucket with
+        versioning on (or suspended) keeps a deleted object as a noncurrent version — the shuffler's consumed chunks,
+        unshuffled, would stay readable — unless a lifecycle rule covering ``prefix`` expires noncurrent versions
+        within a day (``NoncurrentVersionExpiration.NoncurrentDays <= 1``)."""
+        if not self.url.startswith("s3://"):
+            return None
+        bucket, _, root = self.root.partition("/")
+        key = f"{root}/{prefix}" if root else prefix
+        try:
+            status = self.fs.call_s3("get_bucket_versioning", Bucket=bucket).get("Status")
+        except Exception as exc:  # no s3:GetBucketVersioning: say so, it is the operator's to check
+            return (f"could not read the versioning of bucket {bucket} ({type(exc).__name__}): if it is on, chunks "
+                    f"deleted under {key} stay as noncurrent versions; grant s3:GetBucketVersioning to check")
+        if status not in ("Enabled", "Suspended"):
+            return None
+        try:
+            rules = self.fs.call_s3("get_bucket_lifecycle_configuration", Bucket=bucket).get("Rules", [])
+        except Exception:  # no configuration (or no access to it): no rule known
+            rules = []
+        for rule in rules:
+            where = (rule.get("Filter") or {}).get("Prefix", rule.get("Prefix", ""))
+            days = (rule.get("NoncurrentVersionExpiration") or {}).get("NoncurrentDays")
+            if rule.get("Status") == "Enabled" and key.startswith(where) and days is not None and days <= 1:
+                return None
+        return (f"bucket {bucket} has versioning {status.lower()}: every chunk the shuffler deletes under {key} "
+                "stays readable as a noncurrent version (unshuffled, with its batch ids); turn versioning off or add "
+                "a lifecycle rule expiring noncurrent versions of that prefix within 1 day (docs/scale-out.md)")
 
     def __repr__(self) -> str:
         return f"ObjectStore({self.url!r})"

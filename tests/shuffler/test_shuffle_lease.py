@@ -112,31 +112,31 @@ class Clock:
         return self.t
 
 
-class Pausing:
-    """A store at which the run pauses (its process stopped past the lease) as it looks for its ``at``-th segment,
-    just before writing it."""
+def pausing(monkeypatch: pytest.MonkeyPatch, mono: Clock, at: int) -> None:
+    """The run pauses (its process stopped past the lease) as it mixes its ``at``-th segment, just before writing
+    it."""
+    from ldp.shuffler import stage
 
-    def __init__(self, inner: Store, mono: Clock, at: int) -> None:
-        self.inner, self.url, self.mono, self.at = inner, inner.url, mono, at
+    left, shuffle = [at], stage.shuffle_lines
 
-    def exists(self, key: str) -> bool:
-        if "/segments/closed/" in key:
-            self.at -= 1
-            if self.at == 0:
-                self.mono.t += 1000  # a pause far past the lease
-        return self.inner.exists(key)
+    def slow(data: bytes) -> Any:
+        left[0] -= 1
+        if left[0] == 0:
+            mono.t += 1000  # a pause far past the lease
+        return shuffle(data)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    monkeypatch.setattr(stage, "shuffle_lines", slow)
 
 
-def test_a_run_that_loses_its_lease_writes_nothing_more_and_the_next_finishes_it(tmp_path: Path) -> None:
+def test_a_run_that_loses_its_lease_writes_nothing_more_and_the_next_finishes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = LocalStore(tmp_path / "s")
     expected = scenario(store)
     mono = Clock(100.0)
     lease = Lease(store, "apps/demo/shuffler/lease/", "shuffler of demo", ttl=30, monotonic=mono)
     with pytest.raises(LeaseLostError, match="not renewed within"):
-        shuffle_app(Pausing(store, mono, 2), "demo", now=NOW, lease=lease)  # type: ignore[arg-type]
+        pausing(monkeypatch, mono, 2)
+        shuffle_app(store, "demo", now=NOW, lease=lease)
     assert len(outputs(store)) == 1  # the first window's segment; not the second, nor anything after it
     assert store.list("apps/demo/shuffler/seen/") == [] and len(store.list("apps/demo/incoming/")) == 3
     (rec,) = [json.loads(store.get(k)) for k in store.list("apps/demo/shuffler/runs/")]

@@ -91,7 +91,9 @@ def test_keep_originals_moves_the_chunks(store: Store) -> None:
     key = write(store, "r1", 1, batch("a", 1))
     shuffle_app(store, "demo", now=W0 + DAY + 400, keep_originals=True)
     assert store.list("apps/demo/incoming/") == []
-    assert store.list("apps/demo/consumed/") == ["apps/demo/consumed/" + key.split("/incoming/")[1]]
+    assert store.list("apps/demo/shuffler/consumed/") == ["apps/demo/shuffler/consumed/"
+                                                          + key.split("/incoming/")[1]]
+    assert store.list("apps/demo/consumed/") == []  # never beside the segments (what analysts read)
 
 
 class Killed(Exception):
