@@ -118,9 +118,9 @@ def denied(call: Any) -> bool:
 
 def test_each_role_does_its_job_under_its_policy_and_nothing_more(
         iam: tuple[S3Server, dict[str, dict[str, str]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from collector.test_metrics import GOOD, SPEC, TOKENS
     from starlette.testclient import TestClient
 
-    from collector.test_metrics import GOOD, SPEC, TOKENS
     from ldp.collector.app import create_app
     from ldp.collector.config import parse_config, token_sha256
     from ldp.shuffler import shuffle_app
