@@ -785,12 +785,14 @@ def _register_protocol_sections() -> None:
     import bench_rust
     import bench_sfp
     import bench_shuffle
+    import bench_shuffler_lines
     import bench_sketch
     import bench_startup
     import bench_typescript
     import bench_unary
 
     bench_rappor.register(sys.modules[__name__])
+    bench_shuffler_lines.register(sys.modules[__name__])
     bench_sketch.register(sys.modules[__name__])
     bench_sfp.register(sys.modules[__name__])
     bench_pem.register(sys.modules[__name__])
