@@ -6,7 +6,7 @@ when it is ready and every chunk holding it is consumed, so it is mixed whole.
 
 **Thresholds per metric** (issue 57). A report hides among the reports *of its own metric* in its segment
 (:mod:`ldp.shuffler.central`), so ``min_reports`` is judged per (window, metric), each metric against its own
-threshold (:func:`thresholds`: its spec's ``release.min_reports``, at least the run's floor):
+threshold (:class:`Thresholds`: its spec's ``release.min_reports``, at least the run's floor):
 
 * a metric below its threshold in a released window is **withheld on its own**: its lines are written to no
   segment, its count and threshold recorded (``withheld_metrics``); the window's other metrics are released;
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Window", "Plan", "plan_run", "thresholds", "window_key"]
+__all__ = ["Window", "Plan", "plan_run", "Thresholds", "window_key"]
 
 Window = tuple[int, int]
 """An arrival window: ``(start, length)`` in seconds."""
@@ -39,21 +39,21 @@ def window_key(w: Window) -> str:
     return f"{w[0]}:{w[1]}"
 
 
-def thresholds(specs: Iterable[Any], floor: int = 0) -> Callable[[str], int]:
-    """The threshold of each ``<spec fingerprint>/<metric>``: its spec's ``release.min_reports``, at least
-    ``floor`` (``floor`` alone for a metric of a spec not given)."""
-    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
-        raise ValueError(f"min_reports must be an int >= 0, got {floor!r}")
-    own: dict[str, int] = {}
-    for spec in specs:
-        for name in spec.metrics:
-            own[f"{spec.fingerprint}/{name}"] = max(floor, spec.release_for(name).min_reports or 0)
+class Thresholds:
+    """The threshold of each ``<spec fingerprint>/<metric>`` (a callable): its spec's ``release.min_reports``, at
+    least ``floor`` (``floor`` alone for a metric of a spec not given). :attr:`any`: whether one is above 0 (else
+    nothing is counted)."""
 
-    def threshold(metric: str) -> int:
-        return own.get(metric, floor)
+    def __init__(self, specs: Iterable[Any], floor: int = 0) -> None:
+        if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+            raise ValueError(f"min_reports must be an int >= 0, got {floor!r}")
+        self.floor = floor
+        self.own = {f"{spec.fingerprint}/{name}": max(floor, spec.release_for(name).min_reports or 0)
+                    for spec in specs for name in spec.metrics}
+        self.any = floor > 0 or any(self.own.values())
 
-    threshold.any = floor > 0 or any(own.values())  # type: ignore[attr-defined]
-    return threshold
+    def __call__(self, metric: str) -> int:
+        return self.own.get(metric, self.floor)
 
 
 @dataclass
@@ -75,7 +75,7 @@ def plan_run(index: Mapping[str, Mapping[Window, int]], reports: Reports, now: f
     only when some threshold is above 0), under the module docstring's rules. Every engine plans with this."""
     windows_of = {k: set(ws) for k, ws in index.items()}
     ready = {w for ws in windows_of.values() for w in ws if now >= w[0] + w[1] + grace_seconds}
-    counts = reports(ready) if getattr(threshold, "any", True) and ready else {}
+    counts = reports(ready) if getattr(threshold, "any", True) and ready else {}  # all 0: nothing to count
     drop: dict[Window, dict[str, list[int]]] = {}
     small: set[Window] = set()
     for w in ready:

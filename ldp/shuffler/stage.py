@@ -43,7 +43,7 @@ from ldp.collector.shuffle import closed_name, shuffle_lines
 from ldp.errors import StorageError
 from ldp.shuffler.chunks import CHUNK_SUFFIX, ChunkBatch, decode_chunk, incoming_prefix
 from ldp.shuffler.lines import LineCounts, LineRules
-from ldp.shuffler.plan import Plan, Window, plan_run, thresholds, window_key
+from ldp.shuffler.plan import Plan, Thresholds, Window, plan_run, window_key
 from ldp.shuffler.seen import SeenIds, first_copies, id_digests
 from ldp.storage import Store
 from ldp.storage.lease import DEFAULT_TTL_SECONDS, FencedStore, Lease
@@ -158,7 +158,7 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
     if not (grace_seconds >= 0 and dedup_seconds > 0 and hold_seconds >= 0):
         raise ValueError(f"grace_seconds and hold_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, "
                          f"{hold_seconds}, {dedup_seconds}")
-    threshold = thresholds((specs or {}).values(), min_reports)
+    threshold = Thresholds((specs or {}).values(), min_reports)
     rules = LineRules(specs)
     store = store if isinstance(store, RoleStore) else RoleStore(store, shuffler_role(app))  # its prefixes only
     check_app_store(store, app)

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from collector.test_canonical_door import EXAMPLE, HOMEPAGE, five_formattings, random_formatting  # noqa: I001
+from collector.test_canonical_door import EXAMPLE, HOMEPAGE, five_formattings, random_formatting
 from hypothesis import given, settings, strategies as st
 from support import ROOT
 
 from ldp.collector.canonical import canonical_line
 from ldp.shuffler import ChunkBatch, chunk_key, encode_chunk, shuffle_app
 from ldp.shuffler.lines import UNPARSED, LineRules
-from ldp.shuffler.plan import plan_run, thresholds
+from ldp.shuffler.plan import Thresholds, plan_run
 from ldp.spec import CollectionSpec
 from ldp.storage import Store, open_store
 
@@ -161,7 +161,7 @@ def test_no_metric_below_its_threshold_is_ever_released(counts: dict[tuple[int, 
     """Random per-(window, metric) counts and thresholds: a released window writes exactly its metrics at or above
     their threshold; a window is held only while every metric in it is below, withheld whole after the hold."""
     specs = [_Spec(own)]
-    threshold = thresholds(specs, floor)
+    threshold = Thresholds(specs, floor)
     per: dict[tuple[int, int], dict[str, int]] = {}
     for (w, m), n in counts.items():
         per.setdefault((w * DAY, DAY), {})[f"fp/{m}"] = n
@@ -181,7 +181,7 @@ def test_no_metric_below_its_threshold_is_ever_released(counts: dict[tuple[int, 
 
 
 class _Spec:
-    """The part of a spec :func:`thresholds` reads: its fingerprint, metrics and their release thresholds."""
+    """The part of a spec :class:`~ldp.shuffler.plan.Thresholds` reads: fingerprint, metrics, release thresholds."""
 
     fingerprint = "fp"
 
@@ -196,4 +196,4 @@ class _Spec:
 def test_a_bad_floor_is_refused() -> None:
     for bad in (-1, True, 2.5):
         with pytest.raises(ValueError, match="min_reports"):
-            thresholds([], bad)  # type: ignore[arg-type]
+            Thresholds([], bad)  # type: ignore[arg-type]

@@ -159,8 +159,10 @@ def test_each_role_does_its_job_under_its_policy_and_nothing_more(
     record = shuffler.list("apps/demo/shuffler/runs/")[0]
 
     analyst = open_store(url, keys["analyst"])
-    (segment,) = analyst.list("apps/demo/segments/closed/")
-    assert analyst.get(segment).count(b"\n") == 30
+    (segment,) = analyst.list("apps/demo/segments/")
+    assert re.fullmatch(r"apps/demo/segments/closed/\d{8}T\d{6}Z-[0-9a-f]{16}-f\d+\.jsonl", segment)  # the window
+    data = analyst.get(segment)  # and report lines alone: no batch id, replica, chunk or arrival time
+    assert sorted(data.splitlines()) == sorted(ln.rstrip(b"\n") for ln in GOOD[:30])
     assert denied(lambda: shuffler.get(segment))  # the shuffler puts segments, never reads one back
     for key in (chunk, kept[0], record, "replicas/r1/probe"):
         assert denied(lambda key=key: analyst.get(key)), key
