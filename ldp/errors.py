@@ -55,7 +55,8 @@ __all__ = [
     "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
     "WriterClosed", "StorageError", "LeaseLostError", "ConditionalWriteError", "LeaseHeldError", "FoldBusyError",
-    "MissingExtraError", "SeededRandomnessWarning", "PrivacyLeakWarning",
+    "MissingExtraError", "OutboxFull", "OptedOutError", "SecretChanged", "SeededRandomnessWarning",
+    "PrivacyLeakWarning",
     "ReproductionOnlyWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
 ]
 
@@ -96,6 +97,29 @@ class BudgetExceeded(LdpError):
         item = "" if index is None else f" at charge {index} of a batch (nothing of the batch was charged)"
         super().__init__(f"privacy budget exceeded for {where} ({period}){item}: spent {spent}, "
                          f"requested {requested}, cap {cap}")
+
+
+class OutboxFull(LdpError):
+    """A report would take the client's outbox past its cap (``max_outbox_bytes``); nothing was charged or stored.
+    Uploading frees room."""
+
+    def __init__(self, pending_bytes: int, needed: int, cap: int, index: int | None = None):
+        """``pending_bytes`` wait (including the batch's earlier items), ``needed`` more were asked, ``cap`` is the
+        limit; ``index``: which item of a ``record_many`` batch did not fit (nothing of the batch was kept)."""
+        self.pending_bytes, self.needed, self.cap, self.index = pending_bytes, needed, cap, index
+        item = "" if index is None else f" at item {index} of a batch (nothing of the batch was kept)"
+        super().__init__(f"the outbox is full{item}: {pending_bytes:,} bytes of reports wait for upload, this report "
+                         f"needs {needed:,} more and the cap is {cap:,} (max_outbox_bytes): upload to make room")
+
+
+class OptedOutError(LdpError):
+    """The device opted out of collection (``opt_out``): nothing is recorded until it opts in again."""
+
+
+class SecretChanged(LdpError):
+    """Another client of a state file opted out or in between this client's view of the device secret and its
+    charge's transaction (rolled back): the client reads the secret again and records once more; never raised to
+    the caller."""
 
 
 class LedgerError(LdpError):

@@ -51,6 +51,12 @@ class ClientOutbox:
         at("inserted")
         return int(cur.lastrowid)  # type: ignore[arg-type]  # an INSERT sets lastrowid
 
+    @staticmethod
+    def pending_bytes(db: sqlite3.Connection) -> int:
+        """Bytes of envelope lines waiting for upload, each with its newline (the cap's measure)."""
+        return int(db.execute("SELECT COALESCE(SUM(length(CAST(line AS BLOB))) + count(*), 0) "
+                              "FROM ldp_client_outbox").fetchone()[0])
+
     # -- the outbox and the upload interval ----------------------------------------------------------------
     def _last_upload(self, db: sqlite3.Connection) -> float:
         row = db.execute("SELECT value FROM ldp_client_meta WHERE key='last_upload'").fetchone()

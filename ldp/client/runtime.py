@@ -27,13 +27,22 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
+from ldp.client import consent
 from ldp.client.outbox import ClientOutbox, PendingItem
-from ldp.client.state import STATE_FORMAT, StateFile, at
+from ldp.client.state import STATE_FORMAT, StateFile, at, refuse_orphan_traces
 from ldp.client.uploader import Opener, UploadError, UploadResult, upload
 from ldp.encoders.base import Encoder
-from ldp.errors import BudgetExceeded, LedgerError, StateError, ThreadMisuseError, UploadProtocolError
+from ldp.errors import (
+    BudgetExceeded,
+    LedgerError,
+    OptedOutError,
+    OutboxFull,
+    StateError,
+    ThreadMisuseError,
+    UploadProtocolError,
+)
 from ldp.privacy.accountant import PrivacyCost
 from ldp.privacy.ledger import BudgetLedger, BudgetPolicy, Reservation
 from ldp.protocols import client_protocols
@@ -41,7 +50,13 @@ from ldp.randomness import SeededRandomnessWarning, client_source, is_seeded
 from ldp.spec import CollectionSpec, Envelope
 
 __all__ = ["TelemetryClient", "StateError", "PendingItem", "STATE_FORMAT", "BudgetExceeded", "UploadError",
-           "UploadResult", "ThreadMisuseError", "UploadProtocolError"]
+           "UploadResult", "ThreadMisuseError", "UploadProtocolError", "OutboxFull", "OptedOutError",
+           "DEFAULT_MAX_OUTBOX_BYTES"]
+
+DEFAULT_MAX_OUTBOX_BYTES = 1 << 20
+"""The outbox's default cap: 1 MiB of envelope lines (each counted with its newline) waiting for upload."""
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 """Events and counts only (a state file opened, reports recorded or refused, uploads acknowledged):
@@ -73,14 +88,18 @@ class TelemetryClient:
 
     def __init__(self, spec: CollectionSpec | str | os.PathLike[str], state_path: str | os.PathLike[str], *,
                  clock: Callable[[], float] = time.time, rng: Any = None, timeout: float = 30.0,
-                 simulation: bool = False) -> None:
+                 simulation: bool = False, max_outbox_bytes: int = DEFAULT_MAX_OUTBOX_BYTES) -> None:
         if not isinstance(simulation, bool):
             raise TypeError(f"simulation must be a bool, got {type(simulation).__name__}")
+        if isinstance(max_outbox_bytes, bool) or not isinstance(max_outbox_bytes, int) or max_outbox_bytes < 1:
+            raise ValueError(f"max_outbox_bytes must be a positive int, got {max_outbox_bytes!r}")
+        self.max_outbox_bytes = max_outbox_bytes
         if is_seeded(rng) and not simulation:
             raise ValueError("TelemetryClient: a seeded rng makes every device given the seed report the same noise; "
                              "leave rng=None (the OS CSPRNG) in an app, or pass simulation=True for a simulation")
         self.spec = spec if isinstance(spec, CollectionSpec) else CollectionSpec.load(spec)
         self.path = os.fspath(state_path)
+        refuse_orphan_traces(self.path)
         self._clock = clock
         self._rng = client_source(rng)
         self.simulation = simulation
@@ -127,6 +146,8 @@ class TelemetryClient:
         """The metric's cohort under the parameters of ``fingerprint``: drawn once (CSPRNG, uniform in
         ``range(cohorts)``), then kept."""
         with self._state.guard(), self._ledger.transaction() as db:
+            if self._state.load_secret(db) is None:  # opted out: no cohort is drawn (opting in draws it afresh)
+                raise OptedOutError(f"{self.path!r}: this device opted out of collection (opt_out)")
             key = (metric, fingerprint)
             row = db.execute("SELECT cohort FROM ldp_client_cohorts WHERE metric=? AND params=?", key).fetchone()
             if row is None:
@@ -147,12 +168,16 @@ class TelemetryClient:
         A bad value raises ``ValueError``/``TypeError`` and a spent budget :class:`BudgetExceeded`,
         both with nothing written. Charge and outbox row are committed together (see the module)."""
         self._state.check_thread()
+        return self._retrying(lambda: self._record(metric, value))
+
+    def _record(self, metric: str, value: Any) -> int:
         enc = self._encoder(metric)
         prepared = enc.prepare(value)  # invalid values fail here, before any charge
         spec_fp = self.spec.fingerprint
 
         def store(reservation: Reservation, db: sqlite3.Connection) -> int:
-            return self._store(db, spec_fp, enc, prepared, reservation)
+            room = self._room(db)
+            return self._store(db, spec_fp, enc, prepared, reservation, room)
 
         at("before_charge")
         with self._state.guard(), _log_refusal(repr(metric), 1):
@@ -174,6 +199,9 @@ class TelemetryClient:
         * a crash before COMMIT keeps nothing of the batch, after COMMIT everything."""
         self._state.check_thread()
         batch = list(items)
+        return self._retrying(lambda: self._record_many(batch))
+
+    def _record_many(self, batch: list[Any]) -> list[int]:
         work = []
         for i, item in enumerate(batch):
             if not (isinstance(item, tuple) and len(item) == 2):
@@ -190,8 +218,9 @@ class TelemetryClient:
         spec_fp = self.spec.fingerprint
 
         def store(reservations: list[Reservation], db: sqlite3.Connection) -> list[int]:
-            return [self._store(db, spec_fp, enc, prepared, r)
-                    for (_, enc, prepared), r in zip(work, reservations, strict=True)]  # one reservation per item
+            room = self._room(db)
+            return [self._store(db, spec_fp, enc, prepared, r, room, i)
+                    for i, ((_, enc, prepared), r) in enumerate(zip(work, reservations, strict=True))]
 
         at("before_charge")
         with self._state.guard(), _log_refusal("a batch", len(work)):
@@ -200,19 +229,62 @@ class TelemetryClient:
         logger.debug("recorded %d report(s) in one batch", len(ids))
         return ids
 
-    def _store(self, db: sqlite3.Connection, spec_fp: str, enc: Encoder, prepared: Any, reservation: Reservation
-               ) -> int:
-        """Randomize a charged report and put its envelope in the outbox (inside the charge's transaction)."""
+    def _store(self, db: sqlite3.Connection, spec_fp: str, enc: Encoder, prepared: Any, reservation: Reservation,
+               room: list[int], index: int | None = None) -> int:
+        """Randomize a charged report and put its envelope in the outbox (inside the charge's transaction), or
+        raise :class:`OutboxFull` when ``room`` (``[bytes pending]``, counted up) leaves none for it."""
         at("charged")
         line = Envelope(spec_fp, reservation.metric, reservation.window,
                         enc.randomize_charged(prepared, reservation)).to_json()
         at("randomized")
+        need = len(line.encode("utf-8")) + 1
+        if room[0] + need > self.max_outbox_bytes:
+            raise OutboxFull(room[0], need, self.max_outbox_bytes, index)
+        room[0] += need
         return self._outbox.put(db, reservation, line)
+
+    def _room(self, db: sqlite3.Connection) -> list[int]:
+        """In a charge's transaction: refuse an opted-out device (:class:`OptedOutError`) or a secret changed by
+        another client (retried); the outbox's pending bytes, in a list the batch's items count up."""
+        if self._state.load_secret(db) != self._state.secret:
+            raise consent.SecretChanged
+        return [self._outbox.pending_bytes(db)]
+
+    def _retrying(self, fn: Callable[[], T]) -> T:
+        """``fn`` with this client's view of the device secret current (:func:`~ldp.client.consent.current`)."""
+        return consent.current(self._state, self._ledger, self._encoders.clear, fn)
 
     # -- the outbox and its upload batches (:class:`~ldp.client.outbox.ClientOutbox`) -----------------------
     def next_upload_at(self) -> float:
-        """Unix time from which :meth:`pending` returns a batch (``-inf``: at once)."""
-        return self._outbox.next_upload_at()
+        """Unix time from which :meth:`pending` returns a batch (``-inf``: at once; ``inf`` once opted out)."""
+        return float("inf") if self.opted_out else self._outbox.next_upload_at()
+
+    # -- consent (:mod:`ldp.client.consent`) -------------------------------------------------------------
+    @property
+    def opted_out(self) -> bool:
+        """Whether this device opted out of collection (as the state file says now)."""
+        with self._state.guard(), self._ledger.transaction() as db:
+            return self._state.load_secret(db) is None
+
+    def opt_out(self) -> int:
+        """Stop collection on this device, in one transaction: delete every pending report and pinned batch, the
+        device secret, the cohorts and the memoized records; keep the budget spent. Until :meth:`opt_in`,
+        :meth:`record` raises :class:`OptedOutError`. Idempotent; returns the reports deleted."""
+        with self._state.guard(), self._ledger.transaction() as db:
+            n = consent.opt_out(db, self._state)
+        self._encoders.clear()
+        logger.info("opted out of collection: %d pending report(s) deleted", n)
+        return n
+
+    def opt_in(self) -> bool:
+        """Resume collection with a fresh device secret (new cohorts, new memoized responses charged afresh).
+        Idempotent; returns whether the device had opted out."""
+        with self._state.guard(), self._ledger.transaction() as db:
+            done = consent.opt_in(db, self._state)
+        self._encoders.clear()
+        if done:
+            logger.info("opted in to collection with a fresh device secret")
+        return done
 
     def pending(self, limit: int | None = None) -> list[PendingItem]:
         """The next batch to upload, oldest first: at most ``upload.max_batch`` (and ``limit``) items,
@@ -289,14 +361,17 @@ class TelemetryClient:
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Per metric: ``reports`` recorded (charges), ``pending`` in the outbox, ``uploaded``
-        (acknowledged). Always ``reports == pending + uploaded``."""
+        (acknowledged), ``discarded`` (deleted unsent by :meth:`opt_out`).
+        Always ``reports == pending + uploaded + discarded``."""
         out: dict[str, dict[str, int]] = {}
         with self._state.guard(), self._ledger.transaction() as db:
             for key, sql in (("reports", "SELECT metric, count(*) FROM ldp_ledger_charges GROUP BY metric"),
                              ("pending", "SELECT metric, count(*) FROM ldp_client_outbox GROUP BY metric"),
                              ("uploaded", "SELECT metric, reports FROM ldp_client_uploads")):
                 for metric, n in db.execute(sql):
-                    out.setdefault(metric, {"reports": 0, "pending": 0, "uploaded": 0})[key] = n
+                    out.setdefault(metric, {"reports": 0, "pending": 0, "uploaded": 0, "discarded": 0})[key] = n
+            for metric, n in consent.discarded(db).items():
+                out.setdefault(metric, {"reports": 0, "pending": 0, "uploaded": 0, "discarded": 0})["discarded"] = n
         return out
 
     def close(self) -> None:

@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from ldp.errors import LedgerDamagedError, StateError, ThreadMisuseError
+from ldp.errors import LedgerDamagedError, OptedOutError, StateError, ThreadMisuseError
 from ldp.privacy.ledger_store import LEDGER_TABLES
 from ldp.reports import canonical_json
 
-__all__ = ["STATE_FORMAT", "StateError", "StateFile", "at", "metric_secret"]
+__all__ = ["STATE_FORMAT", "StateError", "StateFile", "at", "metric_secret", "refuse_orphan_traces", "OPTED_OUT"]
 
 STATE_FORMAT = 1
 CLIENT_TABLES = frozenset({"ldp_client_meta", "ldp_client_cohorts", "ldp_client_outbox", "ldp_client_uploads"})
@@ -42,6 +43,8 @@ SCHEMA = (
     BATCH_TABLE,
 )
 _SEALED = ("format", "collection", "secret")  # with the ledger's salt and window: covered by the digest
+OPTED_OUT = "opted_out"
+"""The meta key of the opt-out marker: ``"1"`` (and an empty secret) while the device opted out."""
 _DIGEST_TAG = b"ldp/client/state/v1\x00"
 _METRIC_SECRET = b"ldp/client/metric-secret/v1\x00"
 
@@ -59,6 +62,21 @@ def metric_secret(device_secret: bytes, metric: str) -> bytes:
     """``HMAC-SHA256(device secret, "ldp/client/metric-secret/v1\\0" || metric)``: the secret a memoizing metric's
     responses derive from (docs/conformance.md gives the derivation to clients in other languages)."""
     return hmac.new(device_secret, _METRIC_SECRET + metric.encode("ascii"), hashlib.sha256).digest()
+
+
+_TRACES = ("-wal", "-journal")
+"""What SQLite leaves beside a state file that holds its data."""
+
+
+def refuse_orphan_traces(path: str) -> None:
+    """Fail closed: :class:`StateError` when the state file ``path`` is missing but SQLite's ``-wal`` or ``-journal``
+    beside it remain (a partial restore, a cleaner): opened, it would be a new device with nothing spent beside
+    reports charged to the old one."""
+    if os.path.exists(path) or not (traces := [path + t for t in _TRACES if os.path.exists(path + t)]):
+        return
+    raise StateError(f"{path!r} is missing but {', '.join(map(repr, traces))} remain(s): the budget this device "
+                     "spent cannot be known, so it is not opened as a new device; restore the state file, or delete "
+                     "these files too to start over deliberately (the budget is never reset silently)")
 
 
 class StateFile:
@@ -102,6 +120,11 @@ class StateFile:
             db.execute(BATCH_TABLE)
         if (check := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
             raise self.fail(f"is corrupted: {check}")
+        self._secret = self.load_secret(db)
+
+    def load_secret(self, db: sqlite3.Connection) -> bytes | None:
+        """The device secret the file holds now (``None``: opted out), its meta data checked (format, seal,
+        collection): another client of the file may have opted out or in since this one read it."""
         meta = dict(db.execute("SELECT key, value FROM ldp_client_meta"))
         if lacking := [k for k in (*_SEALED, "digest", "last_upload") if k not in meta]:
             raise self.fail(f"is damaged: meta key(s) {', '.join(lacking)} missing")
@@ -112,10 +135,25 @@ class StateFile:
         if meta["collection"] != self.collection:
             raise self.fail(f"belongs to collection {meta['collection']!r}, not {self.collection!r} "
                             "(each collection keeps its own state file)")
+        if meta.get(OPTED_OUT) == "1" and meta["secret"] == "":
+            return None
         try:
-            self._secret = bytes.fromhex(meta["secret"])
+            secret = bytes.fromhex(meta["secret"])
         except ValueError:
             raise self.fail("is damaged: its secret is not hex") from None
+        if len(secret) != 32 or meta.get(OPTED_OUT, "0") != "0":
+            raise self.fail("is damaged: its secret is not 32 bytes, or its opt-out marker does not match it")
+        return secret
+
+    def set_secret(self, db: sqlite3.Connection, secret: bytes | None) -> None:
+        """Replace the device secret (``None``: opted out, the marker set) and its seal, inside ``db``'s
+        transaction (:mod:`ldp.client.consent`)."""
+        meta = dict(db.execute("SELECT key, value FROM ldp_client_meta"))
+        meta["secret"] = "" if secret is None else secret.hex()
+        db.executemany("INSERT OR REPLACE INTO ldp_client_meta VALUES (?, ?)",
+                       [("secret", meta["secret"]), (OPTED_OUT, "0" if secret is not None else "1"),
+                        ("digest", self._digest(db, meta))])
+        self._secret = secret
 
     @staticmethod
     def _digest(db: sqlite3.Connection, meta: dict[str, str]) -> str:
@@ -140,10 +178,17 @@ class StateFile:
 
     @property
     def secret(self) -> bytes:
-        """The device secret kept in the file (never sent, never logged)."""
+        """The device secret kept in the file (never sent, never logged); :class:`OptedOutError` when the device
+        opted out (it has none then)."""
         if self._secret is None:
-            raise RuntimeError("the state file is not set up yet")
+            raise OptedOutError(f"{self.path!r}: this device opted out of collection (opt_out): nothing is "
+                                "recorded until it opts in again (opt_in)")
         return self._secret
+
+    @property
+    def opted_out(self) -> bool:
+        """Whether the device had opted out when the file was last read by this client."""
+        return self._secret is None
 
     def metric_secret(self, metric: str) -> bytes:
         """``HMAC-SHA256(device secret, tag || metric)``: each metric's memoized responses get their own secret."""

@@ -169,6 +169,8 @@ class BudgetLedger:
 
     def mark_simulation(self) -> None:
         """Record in the file that seeded (reproducible, simulation-only) randomness charged it."""
+        if self.simulation:  # marked already: nothing to write
+            return
         with self._transaction():
             self._db.execute("INSERT OR REPLACE INTO ldp_ledger_meta VALUES ('simulation', '1')")
 

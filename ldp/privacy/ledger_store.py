@@ -227,7 +227,8 @@ def create_schema(db: sqlite3.Connection, window_seconds: float) -> frozenset[st
     """Make the ledger's tables and meta rows (inside the opening transaction); return the names
     of the tables that existed before."""
     tables = frozenset(r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'"))
-    db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    if db.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:  # set once: opening writes nothing
+        db.execute(f"PRAGMA application_id={APPLICATION_ID}")
     for statement in SCHEMA.split(";"):
         if statement.strip():
             db.execute(statement)

@@ -154,7 +154,8 @@ def test_record_puts_an_envelope_in_the_outbox(tmp_path):
             assert (obj["spec"], obj["metric"], obj["window"]) == (SPEC.fingerprint, metric, 20000)
             env = parse_envelope(item.line, SPEC)
             assert env.report.fingerprint == SPEC.metrics[metric].params_fingerprint
-        assert client.counts() == {m: {"reports": 1, "pending": 1, "uploaded": 0} for m in ("color", "flag", "page")}
+        assert client.counts() == {m: {"reports": 1, "pending": 1, "uploaded": 0, "discarded": 0}
+                                   for m in ("color", "flag", "page")}
         assert client.spent() == PrivacyCost(1.0 + LN3 + EPS_ONE)
         assert client.current_window() == 20000
         secret = client._state.secret.hex()
@@ -193,7 +194,7 @@ def test_pending_batches_and_upload_interval(tmp_path):
         clock.t = T0 + 3600
         assert [i.id for i in client.pending()] == ids[2:]
         assert client.acknowledge([]) == 0 and client.next_upload_at() == T0 + 3600  # nothing done, no new interval
-        assert client.counts()["flag"] == {"reports": 3, "pending": 1, "uploaded": 2}
+        assert client.counts()["flag"] == {"reports": 3, "pending": 1, "uploaded": 2, "discarded": 0}
         with pytest.raises(TypeError):
             client.acknowledge(["1"])
         with pytest.raises(ValueError):
@@ -509,8 +510,10 @@ def test_killed_at_each_step(tmp_path, point):
     with open_client(tmp_path, rng=None) as client:
         counts = client.counts()
         committed = point == "committed"
-        assert counts["color"] == {"reports": 1 + committed, "pending": 1 + committed, "uploaded": 0}
-        assert counts["page"] == {"reports": 1, "pending": 1, "uploaded": 0}  # the acknowledgement rolled back
+        assert counts["color"] == {"reports": 1 + committed, "pending": 1 + committed, "uploaded": 0,
+                                   "discarded": 0}
+        # the acknowledgement rolled back
+        assert counts["page"] == {"reports": 1, "pending": 1, "uploaded": 0, "discarded": 0}
         assert client.spent("color") == PrivacyCost(1.0 + committed)  # charged iff its report was stored
         assert state["epsilon"] == pytest.approx(1.0 + committed + EPS_ONE)
         assert client.next_upload_at() == -math.inf
@@ -533,8 +536,10 @@ def test_killed_inside_a_batch_keeps_all_or_nothing(tmp_path, point):
     committed = point == "committed"
     with open_client(tmp_path, rng=None, spec=CollectionSpec.from_dict(d)) as client:
         counts = client.counts()
-        assert counts["color"] == {"reports": 1 + committed, "pending": 1 + committed, "uploaded": 0}
-        assert counts["page"] == {"reports": 1 + committed, "pending": 1 + committed, "uploaded": 0}
+        assert counts["color"] == {"reports": 1 + committed, "pending": 1 + committed, "uploaded": 0,
+                                   "discarded": 0}
+        assert counts["page"] == {"reports": 1 + committed, "pending": 1 + committed, "uploaded": 0,
+                                  "discarded": 0}
         assert client.spent("color") == PrivacyCost(1.0 + committed)
         if not committed:  # the half-stored batch left nothing: the same batch fits again, exactly once
             client.record_many([("color", "b"), ("page", "example.com")])
@@ -623,5 +628,5 @@ def test_concurrent_processes_share_one_budget(tmp_path, mode):
     state = check_invariants(tmp_path / "state.db")
     assert state["charges"] == state["outbox"] == n
     with open_client(tmp_path, spec=CollectionSpec.from_dict(d)) as client:
-        assert client.counts() == {"flag": {"reports": n, "pending": n, "uploaded": 0}}
+        assert client.counts() == {"flag": {"reports": n, "pending": n, "uploaded": 0, "discarded": 0}}
         assert client.spent("flag").epsilon == pytest.approx(n * LN3)

@@ -128,5 +128,5 @@ def test_one_client_per_thread_on_one_file_never_over_spends(tmp_path):
     assert errors == []
     assert len(recorded) == fits and len(refused) == threads * fits - fits
     with TelemetryClient(spec(per_window=fits), path, clock=lambda: T0) as client:
-        assert client.counts()["flag"] == {"reports": fits, "pending": fits, "uploaded": 0}
+        assert client.counts()["flag"] == {"reports": fits, "pending": fits, "uploaded": 0, "discarded": 0}
         assert client.spent("flag").epsilon == pytest.approx(fits)

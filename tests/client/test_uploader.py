@@ -189,7 +189,8 @@ def test_a_2xx_acknowledges_the_batch(tmp_path, collector, use_gzip):
         result = client.upload(collector.url, TOKEN, gzip=use_gzip, sleep=Sleeps())
         assert (result.batches, result.acknowledged, result.accepted, result.duplicates) == (1, 3, 3, 0)
         assert result.rejected == {} and result.stopped == "empty" and result.next_upload_at == T0 + 3600
-        assert client.pending() == [] and client.counts()["color"] == {"reports": 1, "pending": 0, "uploaded": 1}
+        assert client.pending() == [] and client.counts()["color"] == {"reports": 1, "pending": 0, "uploaded": 1,
+                                                                        "discarded": 0}
     [request] = collector.requests
     headers = request["headers"]
     assert headers["Authorization"] == f"Bearer {TOKEN}"

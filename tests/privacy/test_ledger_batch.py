@@ -348,7 +348,7 @@ def test_record_many_stores_every_report_in_order(tmp_path):
         assert [i.id for i in items] == ids
         assert [parse_envelope(i.line, spec).metric for i in items] == ["color", "flag", "page", "color"]
         assert all(json.loads(i.line)["window"] == 20000 for i in items)
-        assert app.counts()["color"] == {"reports": 2, "pending": 2, "uploaded": 0}
+        assert app.counts()["color"] == {"reports": 2, "pending": 2, "uploaded": 0, "discarded": 0}
         assert app.spent().epsilon == pytest.approx(2 + math.log(3) + spec.params("page").epsilon_one)
         assert app.record_many([]) == []
 

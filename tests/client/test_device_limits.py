@@ -1,0 +1,192 @@
+"""On the device (issue 58; docs/client.md "On the device"): reads write nothing, the outbox is bounded, a store
+with its state missing but traces left fails closed, and opting out stops collection and forgets the device.
+
+Each promise is tested by breaking it: a query after which the file's bytes changed, a record past the cap that
+charged anything, a restore that would open as a new device, a record after opting out, a memoized value that
+kept its old permanent response after opting in, another client of the file that did not notice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from test_client import EPS_INF, EPS_ONE, SPEC, Clock, open_client
+
+from ldp.client.runtime import DEFAULT_MAX_OUTBOX_BYTES, StateError, TelemetryClient
+from ldp.errors import OptedOutError, OutboxFull
+from ldp.privacy.accountant import PrivacyCost
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pending_bytes(client: TelemetryClient) -> int:
+    return sum(len(i.line) + 1 for i in client.pending(limit=10**6))
+
+
+# -- reads write nothing -------------------------------------------------------------------------------------------
+
+
+def test_opening_and_every_query_leave_the_file_as_it_was(tmp_path: Path) -> None:
+    with open_client(tmp_path) as client:
+        client.record("color", "r")
+        client.record("page", "a.example")
+    path = tmp_path / "state.db"
+    before = digest(path)
+    assert not Path(f"{path}-wal").exists()  # closed cleanly: the WAL checkpointed and removed
+    with open_client(tmp_path) as client:
+        client.pending(), client.spent(), client.spent("page", "lifetime"), client.remaining(), client.counts()
+        client.has_pending(), client.next_upload_at(), client.opted_out, client.current_window()
+        wal = Path(f"{path}-wal")
+        assert not wal.exists() or wal.stat().st_size == 0  # no frame written: no transaction changed a page
+    assert digest(path) == before
+
+
+def test_a_read_only_state_file_opens_and_answers_queries(tmp_path: Path) -> None:
+    with open_client(tmp_path) as client:
+        client.record("color", "r")
+    path = tmp_path / "state.db"
+    ro = sqlite3.connect(f"file:{path}?mode=ro", uri=True)  # what a query needs: reading, nothing else
+    try:
+        assert ro.execute("SELECT count(*) FROM ldp_client_outbox").fetchone()[0] == 1
+    finally:
+        ro.close()
+
+
+# -- a bounded outbox ----------------------------------------------------------------------------------------------
+
+
+def test_a_record_past_the_cap_is_refused_before_anything_is_charged(tmp_path: Path) -> None:
+    spec = SPEC
+    with open_client(tmp_path, spec=spec, max_outbox_bytes=400) as client:
+        client.record("color", "r")
+        client.record("flag", True)
+        used, spent, counts = pending_bytes(client), client.spent(), client.counts()
+        with pytest.raises(OutboxFull) as err:
+            for _ in range(10):
+                client.record("color", "g")
+                used, spent, counts = pending_bytes(client), client.spent(), client.counts()
+        assert err.value.cap == 400 and err.value.pending_bytes == used and used + err.value.needed > 400
+        assert client.spent() == spent and client.counts() == counts  # nothing charged, nothing stored
+        assert "upload to make room" in str(err.value)
+        batch = client.pending()
+        client.acknowledge([i.id for i in batch])  # uploaded: room again
+        client.record("color", "b")
+
+
+def test_record_many_is_all_or_nothing_at_the_cap(tmp_path: Path) -> None:
+    with open_client(tmp_path, max_outbox_bytes=400) as client:
+        with pytest.raises(OutboxFull) as err:
+            client.record_many([("flag", True), ("flag", False), ("color", "r")])  # about 150 bytes each
+        assert err.value.index is not None and err.value.index >= 1 and "nothing of the batch" in str(err.value)
+        assert client.counts() == {} and client.spent() == PrivacyCost(0.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 2000), st.lists(st.sampled_from(["color", "flag"]), max_size=12))
+def test_the_outbox_never_passes_its_cap(tmp_path_factory: pytest.TempPathFactory, cap: int,
+                                         metrics: list[str]) -> None:
+    tmp = tmp_path_factory.mktemp("cap")
+    value = {"color": "r", "flag": True}
+    with open_client(tmp, Clock(), max_outbox_bytes=cap, rng=None) as client:
+        for m in metrics:
+            try:
+                client.record(m, value[m])
+            except OutboxFull as exc:
+                assert exc.pending_bytes + exc.needed > cap
+            except Exception as exc:  # the budget: a refusal of its own, before the cap
+                assert type(exc).__name__ == "BudgetExceeded"
+            assert pending_bytes(client) <= cap
+        c = client.counts()
+        assert sum(v["reports"] for v in c.values()) == sum(v["pending"] for v in c.values())
+
+
+def test_the_cap_must_be_a_positive_int(tmp_path: Path) -> None:
+    for bad in (0, -1, True, 1.5, None):
+        with pytest.raises(ValueError, match="max_outbox_bytes"):
+            open_client(tmp_path, max_outbox_bytes=bad)
+    assert DEFAULT_MAX_OUTBOX_BYTES == 1 << 20
+
+
+# -- fail closed ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trace", ["-wal", "-journal"])
+def test_a_missing_state_file_beside_its_traces_is_refused(tmp_path: Path, trace: str) -> None:
+    path = tmp_path / "state.db"
+    Path(f"{path}{trace}").write_bytes(b"left by a partial restore")
+    with pytest.raises(StateError, match=f"missing but .*{trace}.* remain"):
+        TelemetryClient(SPEC, path)
+    assert not path.exists()  # nothing created: not a new device
+
+
+# -- opting out ----------------------------------------------------------------------------------------------------
+
+
+def test_opting_out_deletes_what_is_pending_and_stops_recording(tmp_path: Path) -> None:
+    clock = Clock()
+    with open_client(tmp_path, clock, rng=None) as client:
+        client.record("color", "r")
+        client.record("page", "a.example")
+        old_secret, spent = client._encoder("page").secret, client.spent("page", "lifetime")
+        assert not client.opted_out
+        assert client.opt_out() == 2 and client.opted_out and client.opt_out() == 0  # idempotent
+        assert client.pending() == [] and not client.has_pending() and client.next_upload_at() == float("inf")
+        assert client.counts()["color"] == {"reports": 1, "pending": 0, "uploaded": 0, "discarded": 1}
+        assert client.spent("page", "lifetime") == spent  # spent stays spent
+        for call in (lambda: client.record("color", "g"), lambda: client.record_many([("flag", True)]),
+                     lambda: client.cohort("page")):
+            with pytest.raises(OptedOutError):
+                call()
+        assert client.spent("page", "lifetime") == spent
+    db = sqlite3.connect(tmp_path / "state.db")
+    try:
+        meta = dict(db.execute("SELECT key, value FROM ldp_client_meta"))
+        assert meta["secret"] == "" and meta["opted_out"] == "1"
+        assert [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in (
+            "ldp_client_outbox", "ldp_client_batch", "ldp_client_cohorts", "ldp_ledger_memo")] == [0, 0, 0, 0]
+    finally:
+        db.close()
+    with open_client(tmp_path, clock, rng=None) as client:  # reopened: still opted out
+        assert client.opted_out
+        with pytest.raises(OptedOutError):
+            client.record("flag", True)
+        assert client.opt_in() and not client.opted_out and not client.opt_in()
+        assert client._encoder("page").secret != old_secret  # a fresh device secret
+        client.record("page", "a.example")  # its permanent response is new: charged afresh
+        assert client.spent("page", "lifetime") == spent + PrivacyCost(EPS_ONE)
+        assert client.spent("page", "lifetime").epsilon <= 2 * EPS_INF
+
+
+def test_another_client_of_the_file_sees_the_opt_out_and_the_new_secret(tmp_path: Path) -> None:
+    clock = Clock()
+    a, b = open_client(tmp_path, clock, rng=None), open_client(tmp_path, clock, rng=None)
+    try:
+        b.record("page", "a.example")  # b's encoder is built with the first secret
+        first = b._encoder("page").secret
+        a.opt_out()
+        with pytest.raises(OptedOutError):
+            b.record("page", "a.example")
+        a.opt_in()
+        b.record("page", "b.example")  # b notices the new secret inside its transaction, and rebuilds
+        assert b._encoder("page").secret != first and b._encoder("page").secret == a._encoder("page").secret
+        assert b.counts()["page"] == {"reports": 2, "pending": 1, "uploaded": 0, "discarded": 1}
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_state_file_whose_marker_disagrees_with_its_secret_is_refused(tmp_path: Path) -> None:
+    with open_client(tmp_path) as client:
+        client.record("color", "r")
+    db = sqlite3.connect(tmp_path / "state.db")
+    db.execute("INSERT OR REPLACE INTO ldp_client_meta VALUES ('opted_out', '1')")
+    db.commit()
+    db.close()
+    with pytest.raises(StateError, match="opt-out marker"):
+        open_client(tmp_path)
