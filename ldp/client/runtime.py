@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from ldp.client import consent
 from ldp.client.outbox import ClientOutbox, PendingItem
+from ldp.client.reserve import Reserve
 from ldp.client.state import STATE_FORMAT, StateFile, at, refuse_orphan_traces
 from ldp.client.uploader import Opener, UploadError, UploadResult, upload
 from ldp.encoders.base import Encoder
@@ -106,11 +107,12 @@ class TelemetryClient:
         self._encoders: dict[str, Encoder] = {}
         s = self.spec
         self._state = StateFile(self.path, s.name)
+        self._reserve = Reserve(self.path)  # room for a full disk (ldp.client.reserve)
         try:
-            self._ledger = BudgetLedger(
+            self._ledger = self._reserve.retrying(lambda: BudgetLedger(
                 self.path, total=BudgetPolicy(s.budget.per_window, s.budget.lifetime),
                 metrics={n: BudgetPolicy(m.budget.per_window, m.budget.lifetime) for n, m in s.metrics.items()},
-                window_seconds=float(s.window_seconds), clock=clock, timeout=timeout, setup=self._state.setup)
+                window_seconds=float(s.window_seconds), clock=clock, timeout=timeout, setup=self._state.setup))
         except StateError:
             raise
         except LedgerError as exc:
@@ -183,6 +185,7 @@ class TelemetryClient:
         with self._state.guard(), _log_refusal(repr(metric), 1):
             outbox_id = self._ledger.charge_atomically(metric, enc.charge_for(prepared), store)
         at("committed")
+        self._reserve.ensure()
         logger.debug("recorded 1 report of %r", metric)
         return outbox_id
 
@@ -226,6 +229,7 @@ class TelemetryClient:
         with self._state.guard(), _log_refusal("a batch", len(work)):
             ids = self._ledger.charge_many([(m, enc.charge_for(p)) for m, enc, p in work], store)
         at("committed")
+        self._reserve.ensure()
         logger.debug("recorded %d report(s) in one batch", len(ids))
         return ids
 
@@ -295,7 +299,8 @@ class TelemetryClient:
     def acknowledge(self, ids: Iterable[int]) -> int:
         """Delete uploaded items from the outbox; return how many were there (unknown or already
         acknowledged ids are ignored, so a repeated call is harmless). Starts the upload interval."""
-        done = self._outbox.acknowledge(list(ids))
+        wanted = list(ids)
+        done = self._reserve.retrying(lambda: self._outbox.acknowledge(wanted))
         logger.debug("acknowledged %d uploaded report(s)", done)
         return done
 
@@ -303,7 +308,7 @@ class TelemetryClient:
         """The next batch part to upload and its id: the pinned batch's first part, else a new batch from
         :meth:`pending` (at most ``limit`` items), pinned in this same transaction. ``None``: nothing to send
         now. The same part and id come back until :meth:`acknowledge_batch` or :meth:`split_batch`."""
-        return self._outbox.next_batch(limit)
+        return self._reserve.retrying(lambda: self._outbox.next_batch(limit))
 
     def split_batch(self, batch: str) -> int:
         """Split pinned part ``batch`` (refused as too large: nothing of it was stored) in two new parts;
@@ -313,7 +318,8 @@ class TelemetryClient:
     def acknowledge_batch(self, batch: str, ids: Iterable[int]) -> int:
         """After the collector stored part ``batch``: acknowledge its items ``ids`` and unpin it, in one
         transaction; return how many were in the outbox."""
-        return self._outbox.acknowledge_batch(batch, list(ids))
+        wanted = list(ids)
+        return self._reserve.retrying(lambda: self._outbox.acknowledge_batch(batch, wanted))
 
     def has_pending(self) -> bool:
         """Whether the outbox holds a report not yet acknowledged."""

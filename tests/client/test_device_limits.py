@@ -190,3 +190,65 @@ def test_a_state_file_whose_marker_disagrees_with_its_secret_is_refused(tmp_path
     db.close()
     with pytest.raises(StateError, match="opt-out marker"):
         open_client(tmp_path)
+
+
+# -- a full disk ---------------------------------------------------------------------------------------------------
+
+_FULL_DISK = r"""
+import contextlib, json, os, sys
+sys.path[:0] = [sys.argv[2], os.path.join(sys.argv[2], "client")]
+from test_client import SPEC, Clock
+from ldp.client.runtime import TelemetryClient
+from ldp.errors import LdpError
+d = sys.argv[1]
+path, clock, out = os.path.join(d, "state.db"), Clock(), {}
+with TelemetryClient(SPEC, path, clock=clock) as c:
+    c.record("color", "r")
+    c.record("flag", True)
+out["reserve_made"] = os.path.exists(path + ".reserve")
+with open(os.path.join(d, "fill"), "ab", buffering=0) as fh:  # the disk filled by someone else, to the last byte
+    for block in (4096, 1):
+        with contextlib.suppress(OSError):
+            while True:
+                fh.write(bytes(block))
+out["free_blocks"] = os.statvfs(d).f_bavail
+with TelemetryClient(SPEC, path, clock=clock) as c:  # opens, uploads and acknowledges, on a full disk
+    items = c.pending()
+    out["acknowledged"] = c.acknowledge([i.id for i in items])
+    out["pending_after"] = c.has_pending()
+os.remove(os.path.join(d, "fill"))
+with TelemetryClient(SPEC, path, clock=clock) as c:
+    clock.t += 7200
+    c.record("color", "g")  # room again: recording resumes, and the reserve is made again
+out["reserve_again"] = os.path.exists(path + ".reserve")
+print(json.dumps(out))
+"""
+
+
+def _unshare_works() -> bool:
+    import shutil
+    import subprocess
+
+    return shutil.which("unshare") is not None and subprocess.run(["unshare", "-rm", "true"],
+                                                                  capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs user and mount namespaces (unshare -rm) for a private tmpfs")
+def test_on_a_full_disk_the_app_still_opens_uploads_and_acknowledges(tmp_path: Path) -> None:
+    """A 1 MiB tmpfs filled to the last byte by another file: the state file opens, its reports are read and
+    acknowledged (the reserve's room released for SQLite), and recording resumes once there is room again."""
+    import json
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = (f"mount -t tmpfs -o size=1m tmpfs {mnt} && exec {sys.executable} -c '{_FULL_DISK}' {mnt} "
+              f"{ROOT / 'tests'}")
+    run = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out == {"reserve_made": True, "free_blocks": 0, "acknowledged": 2, "pending_after": False,
+                   "reserve_again": True}
