@@ -5,20 +5,24 @@
  * (`uploader.ts`). Budgets as docs/client.md "Budgets": per window (`floor(unix seconds / window_seconds)`) and
  * lifetime, for the collection and per metric, with Python's 1e-9 relative slack; memoized charges (RAPPOR's PRR)
  * are cut so that one value's total never exceeds its cap.
+ *
+ * On the device (docs/client.md, "On the device"): the outbox keeps at most `maxOutboxBytes` of reports (a record
+ * past it is an `OutboxFullError`, nothing charged); `optOut` deletes what collection left on the device and stops
+ * it until `optIn`; queries write nothing; a store whose state is gone while traces remain refuses to open.
  */
-import { ALL_METRICS, BudgetExceeded, LdpValueError } from "./errors.js";
+import { ALL_METRICS, BudgetExceeded, LdpTypeError, LdpValueError, OptedOutError, OutboxFullError } from "./errors.js";
 import { CryptoRandomSource, RandomSource } from "./random.js";
 import { fromHex, toHex } from "./bytes.js";
-import { hmacSha256 } from "./hash/sha256.js";
+import { HmacSha256 } from "./hash/sha256.js";
 import { pyRepr } from "./canonical.js";
 import { Charge, Encoder, envelopeJson, isChange, isMemoized } from "./encoders/base.js";
 import { PrivacyCost } from "./params/base.js";
 import { CollectionSpec } from "./spec.js";
-import { DeviceState, STATE_FORMAT, StateStore, StoreTransaction } from "./state.js";
+import { DeviceState, STATE_FORMAT, StateStore, live, outboxBytes } from "./state.js";
 import { Endpoints, checkEndpoints } from "./endpoints.js";
 import {
-  KEEPALIVE_BYTES, PreparedUpload, UploadOptions, UploadResult, acknowledge, checkAnswer, checkUploadOptions, prepareUpload,
-  readReply, upload,
+  KEEPALIVE_BYTES, PreparedUpload, UploadOptions, UploadResult, acknowledge, checkAnswer, checkUploadOptions, nextUploadAt,
+  prepareUpload, readReply, upload,
 } from "./uploader.js";
 
 const METRIC_SECRET_TAG = new TextEncoder().encode("ldp/client/metric-secret/v1\0");
@@ -27,23 +31,29 @@ const DELTA_MAX = 1 - 2 ** -53;
 
 /** `HMAC-SHA256(device secret, "ldp/client/metric-secret/v1\0" ‖ metric)`: a memoizing metric's secret. */
 export function metricSecret(deviceSecret: Uint8Array, metric: string): Uint8Array {
-  const name = new TextEncoder().encode(metric);
-  const msg = new Uint8Array(METRIC_SECRET_TAG.length + name.length);
-  msg.set(METRIC_SECRET_TAG);
-  msg.set(name, METRIC_SECRET_TAG.length);
-  return hmacSha256(deviceSecret, msg);
+  return new HmacSha256(deviceSecret).mac(METRIC_SECRET_TAG, new TextEncoder().encode(metric));
 }
 
-/** What a client is opened with: a clock (Unix seconds) and randomness (default: the platform CSPRNG). */
+/** The outbox's default cap: 1 MiB of envelope lines (each counted with its newline) waiting for upload. */
+export const DEFAULT_MAX_OUTBOX_BYTES = 1 << 20;
+
+/** What a client is opened with: a clock (Unix seconds), randomness (default: the platform CSPRNG), and the most
+ * bytes of reports the outbox keeps waiting for upload (`maxOutboxBytes`, a positive integer: default 1 MiB; each
+ * report counts its envelope line's UTF-8 bytes plus one, pinned batches included). */
 export interface ClientOptions {
   readonly clock?: () => number;
   readonly rng?: RandomSource;
+  readonly maxOutboxBytes?: number;
 }
 
-/** The transaction's state, which `open` made. */
-function live(tx: StoreTransaction): DeviceState {
-  if (tx.state === null) throw new LdpValueError("the client's state is gone");
-  return tx.state;
+/** One item of `recordMany`: a metric and its value, typed by `M` as `record`'s are. */
+export type MetricValue<M extends object> = { [K in keyof M & string]: readonly [K, M[K]] }[keyof M & string];
+
+/** `err` (a bad value of item `i` of `recordMany`) naming its item, of the same type. */
+function itemError(err: unknown, i: number, metric: string): unknown {
+  if (!(err instanceof LdpValueError || err instanceof LdpTypeError)) return err;
+  const text = `recordMany item ${i} (${pyRepr(String(metric))}): ${err.message}`;
+  return new (err instanceof LdpTypeError ? LdpTypeError : LdpValueError)(text);
 }
 
 function limit(cap: PrivacyCost): [number, number] {
@@ -58,34 +68,47 @@ function limit(cap: PrivacyCost): [number, number] {
 export class TelemetryClient<M extends object = Record<string, unknown>> {
   private readonly encoders = new Map<string, Encoder>();
   private readonly recordListeners = new Set<() => void>();
+  /** The device secret the cached encoders were made with (another client of the store may opt out and in). */
+  private secret: string | null = null;
 
   private constructor(readonly spec: CollectionSpec, private readonly store: StateStore,
-    private readonly clock: () => number, private readonly rng: RandomSource, private readonly secret: Uint8Array) {}
+    private readonly clock: () => number, private readonly rng: RandomSource,
+    /** The most bytes of reports the outbox keeps (`ClientOptions.maxOutboxBytes`). */
+    readonly maxOutboxBytes: number) {}
 
   /** Open (or create) the device's state in `store` for `spec`'s collection: a state of another collection is
-   * refused, never reset. */
+   * refused, never reset. Opening an existing state writes nothing. */
   static async open<M extends object = Record<string, unknown>>(spec: CollectionSpec, store: StateStore,
     options: ClientOptions = {}): Promise<TelemetryClient<M>> {
     const rng = options.rng ?? new CryptoRandomSource();
-    const state = await store.transact((tx) => {
-      const s = tx.state;
-      if (s !== null) {
-        if (s.format !== STATE_FORMAT || s.collection !== spec.name) {
-          throw new LdpValueError(`this state belongs to collection ${pyRepr(String(s.collection))}, not ` +
-            `${pyRepr(spec.name)}: use another store (a budget is never reset)`);
-        }
-        return s;
+    const cap = options.maxOutboxBytes ?? DEFAULT_MAX_OUTBOX_BYTES;
+    if (!(Number.isSafeInteger(cap) && cap > 0)) {
+      throw new LdpValueError(`maxOutboxBytes must be a positive integer, got ${String(cap)}`);
+    }
+    const known = (s: DeviceState | null): boolean => {
+      if (s !== null && (s.format !== STATE_FORMAT || s.collection !== spec.name)) {
+        throw new LdpValueError(`this state belongs to collection ${pyRepr(String(s.collection))}, not ` +
+          `${pyRepr(spec.name)}: use another store (a budget is never reset)`);
       }
-      const fresh: DeviceState = { format: STATE_FORMAT, collection: spec.name, secret: toHex(rng.tokenBytes(32)),
-        salt: toHex(rng.tokenBytes(32)), clock: 0, totals: {}, memo: {}, cohorts: {}, nextId: 1, batch: null,
-        lastUpload: null, uploaded: {} };
-      tx.state = fresh;
-      return fresh;
-    });
-    return new TelemetryClient<M>(spec, store, options.clock ?? (() => Date.now() / 1000), rng, fromHex(state.secret));
+      return s !== null;
+    };
+    if (!(await store.transact((tx) => known(tx.state), { readOnly: true }))) {
+      await store.transact((tx) => {
+        if (!known(tx.state)) {
+          tx.state = { format: STATE_FORMAT, collection: spec.name, secret: toHex(rng.tokenBytes(32)),
+            salt: toHex(rng.tokenBytes(32)), clock: 0, totals: {}, memo: {}, cohorts: {}, nextId: 1, batch: null,
+            lastUpload: null, uploaded: {}, outboxBytes: 0 };
+        }
+      });
+    }
+    return new TelemetryClient<M>(spec, store, options.clock ?? (() => Date.now() / 1000), rng, cap);
   }
 
   private encoder(metric: string, state: DeviceState): Encoder {
+    if (state.secret !== this.secret) {
+      this.encoders.clear();
+      this.secret = state.secret;
+    }
     const known = this.encoders.get(metric);
     if (known !== undefined) return known;
     const m = this.spec.metric(metric);
@@ -97,38 +120,72 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       if (state.cohorts[key] === undefined) state.cohorts[key] = this.rng.randbelow(cohorts);
       options.cohort = state.cohorts[key];
     }
-    if (entry.needsSecret) options.secret = metricSecret(this.secret, metric);
+    if (entry.needsSecret) options.secret = metricSecret(fromHex(state.secret as string), metric);
     const enc = entry.makeEncoder(m.params, options);
     if (!cohorts) this.encoders.set(metric, enc);
     return enc;
   }
 
   /** Privatize `value` for `metric` and put its envelope in the outbox; return its outbox id. A bad value throws
-   * `ValueError`/`TypeError` (Python's texts) and a spent budget `BudgetExceeded`, both with nothing written. */
+   * `ValueError`/`TypeError` (Python's texts), a spent budget `BudgetExceeded`, an outbox that the report would take
+   * past `maxOutboxBytes` `OutboxFullError`, and an opted-out device `OptedOutError`: each with nothing written. */
   async record<K extends keyof M & string>(metric: K, value: M[K]): Promise<number> {
-    this.spec.metric(metric);
+    return (await this.commit([[metric, value]], false))[0];
+  }
+
+  /**
+   * Record several `[metric, value]` pairs in ONE transaction, all or nothing; their outbox ids, in order. Every
+   * value is checked first (a bad one is a `ValueError`/`TypeError` naming its item); then each is charged seeing
+   * the ones before it, as the same `record` calls in a row would (`BudgetExceeded.index` names the item refused);
+   * then each report takes its room in the outbox (`OutboxFullError.index` names the first that did not fit). A
+   * refusal keeps nothing of the batch.
+   */
+  async recordMany(items: Iterable<MetricValue<M>>): Promise<number[]> {
+    return this.commit([...items] as ReadonlyArray<readonly [string, unknown]>, true);
+  }
+
+  private async commit(items: ReadonlyArray<readonly [string, unknown]>, batch: boolean): Promise<number[]> {
     const now = this.clock();
     if (!(Number.isFinite(now) && now >= 0)) throw new LdpValueError(`the clock must give seconds >= 0, got ${now}`);
-    return this.store.transact((tx) => {
+    const ids = await this.store.transact((tx) => {
       const state = live(tx);
-      const enc = this.encoder(metric, state);
-      const prepared = enc.prepare(value);
+      if (state.optedOut) {
+        throw new OptedOutError("this device opted out of collection: nothing is recorded until optIn()");
+      }
+      let bytes = state.outboxBytes ?? outboxBytes(tx.head(tx.pending)); // before any draw: a store may rerun this
+      const work = items.map(([metric, value], i) => {
+        try {
+          const enc = this.encoder(metric, state);
+          return [metric, enc, enc.prepare(value)] as const;
+        } catch (err) {
+          throw batch ? itemError(err, i, metric) : err;
+        }
+      });
       state.clock = Math.max(state.clock, now);
       const window = Math.floor(state.clock / this.spec.windowSeconds);
-      const epoch = this.charge(state, metric, enc.chargeFor(prepared), window);
-      const line = envelopeJson(this.spec.fingerprint, metric, window, enc.randomize(prepared, epoch));
-      const id = state.nextId++;
-      tx.append({ id, metric, line });
-      return id;
-    }).then((id) => {
-      for (const listener of this.recordListeners) listener();
-      return id;
+      const epochs = work.map(([metric, enc, prepared], i) =>
+        this.charge(state, metric, enc.chargeFor(prepared), window, batch ? i : null));
+      const encoder = new TextEncoder();
+      return work.map(([metric, enc, prepared], i) => {
+        const line = envelopeJson(this.spec.fingerprint, metric, window, enc.randomize(prepared, epochs[i]));
+        const needed = encoder.encode(line).length + 1;
+        const cap = this.maxOutboxBytes;
+        if (bytes + needed > cap) throw new OutboxFullError(bytes, needed, cap, batch ? i : null);
+        state.outboxBytes = bytes += needed;
+        const id = state.nextId++;
+        tx.append({ id, metric, line });
+        return id;
+      });
     });
+    for (const listener of this.recordListeners) listener();
+    return ids;
   }
 
   /** Check every cap and add the charge to the totals (Python's `BudgetLedger._charge`); the epoch of a change
-   * charge (`thresh`: a new one when the value differs from the stream's last, charged; else the same, free). */
-  private charge(state: DeviceState, metric: string, charge: Charge, window: number): number | undefined {
+   * charge (`thresh`: a new one when the value differs from the stream's last, charged; else the same, free).
+   * `index`: the charge's item in a batch, which a `BudgetExceeded` names. */
+  private charge(state: DeviceState, metric: string, charge: Charge, window: number,
+    index: number | null): number | undefined {
     let inc: PrivacyCost = charge as PrivacyCost;
     let memoKey: string | undefined;
     let change: { key: string; value: string; epoch: number } | undefined;
@@ -156,7 +213,7 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
         if (cap === undefined) continue;
         const [le, ld] = limit(cap);
         if (total[0] + inc.epsilon > le || Math.min(total[1] + inc.delta, DELTA_MAX) > ld) {
-          throw new BudgetExceeded(scope, period, inc, { epsilon: total[0], delta: total[1] }, cap);
+          throw new BudgetExceeded(scope, period, inc, { epsilon: total[0], delta: total[1] }, cap, index);
         }
       }
     }
@@ -196,6 +253,53 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       live(tx);
       return tx.pending;
     }, { readOnly: true });
+  }
+
+  /** Whether a report waits for upload. */
+  async hasPending(): Promise<boolean> {
+    return (await this.pending()) > 0;
+  }
+
+  /** Unix seconds from which `upload` sends the next batch: the last acknowledged upload plus the spec's
+   * `upload.min_interval_seconds`; `-Infinity` before the first, `Infinity` while opted out. */
+  async nextUploadAt(): Promise<number> {
+    return this.store.transact((tx) => nextUploadAt(live(tx), this.spec), { readOnly: true });
+  }
+
+  /** Whether this device opted out of collection (as the store says now: another tab or process may have). */
+  async optedOut(): Promise<boolean> {
+    return this.store.transact((tx) => !!live(tx).optedOut, { readOnly: true });
+  }
+
+  /**
+   * Stop collection on this device, in one transaction (crash-safe): delete every pending report and the pinned
+   * batch, the device secret, the cohorts, the memoized and charge-on-change records, and leave the opt-out marker.
+   * The budget spent stays spent. Until `optIn`, `record` throws `OptedOutError` before charging anything,
+   * `pending` is 0, `upload` sends nothing and `nextUploadAt` is `Infinity`. Idempotent; resolves to the number of
+   * reports deleted.
+   */
+  async optOut(): Promise<number> {
+    const deleted = await this.store.transact((tx) => {
+      const state = live(tx), n = tx.pending;
+      tx.dropHead(n);
+      Object.assign(state, { secret: null, cohorts: {}, memo: {}, batch: null, outboxBytes: 0, optedOut: true });
+      delete state.changes;
+      return n;
+    });
+    this.encoders.clear();
+    return deleted;
+  }
+
+  /** Resume collection with a fresh device secret: new cohorts and new memoized responses, each charged afresh when
+   * first used. Idempotent; resolves to whether the device had opted out. */
+  async optIn(): Promise<boolean> {
+    return this.store.transact((tx) => {
+      const state = live(tx);
+      if (!state.optedOut) return false;
+      state.secret = toHex(this.rng.tokenBytes(32));
+      delete state.optedOut;
+      return true;
+    });
   }
 
   /** Send the outbox to an `ldp serve` collector (`POST url`, bearer `token`) until it is empty or the upload

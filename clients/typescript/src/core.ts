@@ -4,7 +4,8 @@
  * entries `index.ts` (every protocol) and `lite.ts` (the protocols a page names) add them.
  */
 export {
-  ALL_METRICS, BudgetExceeded, LdpTypeError, LdpValueError, ReplayError, UploadError, UploadProtocolError, costText,
+  ALL_METRICS, BudgetExceeded, LdpTypeError, LdpValueError, OptedOutError, OutboxFullError, ReplayError, StateError,
+  UploadError, UploadProtocolError, costText,
 } from "./errors.js";
 export type { CostLike, UploadErrorResult } from "./errors.js";
 export {

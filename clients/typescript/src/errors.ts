@@ -78,6 +78,36 @@ export class BudgetExceeded extends Error {
   }
 }
 
+/**
+ * A report would take the outbox past `maxOutboxBytes` (`ClientOptions`): nothing was charged or stored. Uploading
+ * frees room. `pendingBytes` wait for upload (in `recordMany`, with the batch's earlier items), the report needs
+ * `needed` more, `cap` is the limit; `index` is the first item of a `recordMany` batch that did not fit (then nothing
+ * of the batch was kept), `null` for `record`.
+ */
+export class OutboxFullError extends Error {
+  override name = "OutboxFullError";
+
+  constructor(readonly pendingBytes: number, readonly needed: number, readonly cap: number,
+    readonly index: number | null = null) {
+    super(`the outbox is full${index === null ? "" : ` at item ${index} of a batch (nothing of the batch was kept)`}: ` +
+      `${pendingBytes} bytes of reports wait for upload, this report needs ${needed} more, maxOutboxBytes is ${cap}: ` +
+      "upload to make room");
+  }
+}
+
+/** The device opted out of collection (`TelemetryClient.optOut`): nothing is recorded or charged until `optIn`. */
+export class OptedOutError extends Error {
+  override name = "OptedOutError";
+}
+
+/**
+ * A store whose state cannot be used: damaged, or missing while traces of it remain (reports charged to a budget
+ * that cannot be known). Nothing was changed: the budget is never reset silently.
+ */
+export class StateError extends Error {
+  override name = "StateError";
+}
+
 /** The result an `UploadError` carries: what was done before the failure (Python's `UploadResult`). */
 export type UploadErrorResult = unknown;
 

@@ -14,8 +14,12 @@
  *   file with `O_EXLOCK` (macOS and the BSDs). Binding or opening is the whole act of taking it, so no step exists at
  *   which a killed process could leave it held. Transactions of one process on one folder also queue in-process.
  *
- * Temporary files and logs no state refers to, which a killed process leaves, are removed by the next transaction.
- * A state file that cannot be read is an error: the budget is never silently reset.
+ * Reads write nothing: opening a store and every query read `state.json` and the log under the lock and leave every
+ * file as it was (no temporary file, no `fsync`). Temporary files and logs no state refers to, which a killed
+ * process leaves, are removed by the next transaction that writes. The store fails closed: a `state.json` that
+ * cannot be read, or one that is missing while an `outbox.<n>.log` or a temporary state file remains (`lock` alone
+ * is not a trace), is a `LedgerError`: the budget is never silently reset, and a device is started over only by
+ * deleting the whole folder.
  */
 import {
   closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, readdirSync,
@@ -24,7 +28,7 @@ import {
 import { createHash } from "node:crypto";
 import { createServer, Server } from "node:net";
 import { join } from "node:path";
-import { LdpValueError } from "./errors.js";
+import { LdpValueError, StateError } from "./errors.js";
 import { PendingTransaction, migrateFormat1 } from "./state.js";
 import type { DeviceState, OutboxItem, StateStore, StoreTransaction, TransactOptions } from "./state.js";
 
@@ -48,10 +52,14 @@ export interface FileStoreOptions {
   readonly onStep?: (step: FileStoreStep) => void;
 }
 
-/** A `FileStore` that could not be read or locked (the state is left as it was). */
-export class LedgerError extends Error {
+/** A `FileStore` that could not be read or locked (the state is left as it was): a `StateError`. */
+export class LedgerError extends StateError {
   override name = "LedgerError";
 }
+
+/** The traces of a state in a folder: a temporary state file, an outbox log (not `lock`). */
+const TRACE = /^(?:state\.json\..*\.tmp|outbox\.\d+\.log)$/;
+const RESET = "; to start over deliberately as a new device, delete the whole folder first";
 
 interface Cursor {
   gen: number;
@@ -161,6 +169,11 @@ export class FileStore implements StateStore {
       text = readFileSync(this.statePath, "utf8");
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+        const traces = readdirSync(this.dir).filter((name) => TRACE.test(name)).sort();
+        if (traces.length > 0) {
+          throw new LedgerError(`${this.statePath} is missing but ${traces.join(", ")} remain(s) in the folder: a ` +
+            `device recorded here and what it spent cannot be known, so it is not opened as a new device${RESET}`);
+        }
         return { state: null, cursor: { gen: 0, start: 0, end: 0, first: 1, count: 0 }, migrated: null };
       }
       throw new LedgerError(errnoText(this.statePath, err));
@@ -169,7 +182,7 @@ export class FileStore implements StateStore {
     try {
       doc = JSON.parse(text);
     } catch (err) {
-      throw new LedgerError(`${this.statePath} is damaged: ${(err as Error).message}`);
+      throw new LedgerError(`${this.statePath} is damaged: ${(err as Error).message}${RESET}`);
     }
     if (doc !== null && typeof doc === "object" && doc.format === 1) {
       const m = migrateFormat1(doc as Record<string, unknown>);
@@ -178,7 +191,7 @@ export class FileStore implements StateStore {
     const o = doc?.outbox;
     if (doc === null || typeof doc !== "object" || typeof doc.device !== "object" || doc.device === null ||
       !Array.isArray(o) || o.length !== 5 || !o.every((n) => Number.isSafeInteger(n) && n >= 0)) {
-      throw new LedgerError(`${this.statePath} is damaged: not a FileStore state`);
+      throw new LedgerError(`${this.statePath} is damaged: not a FileStore state${RESET}`);
     }
     const cursor = { gen: o[0], start: o[1], end: o[2], first: o[3], count: o[4] };
     if (cursor.count > 0) {
@@ -189,7 +202,8 @@ export class FileStore implements StateStore {
         /* missing: size 0 */
       }
       if (size < cursor.end) {
-        throw new LedgerError(`${this.log(cursor.gen)} is damaged: shorter than its committed ${cursor.end} bytes`);
+        throw new LedgerError(`${this.log(cursor.gen)} is damaged: shorter than its committed ${cursor.end} bytes` +
+          RESET);
       }
     }
     return { state: JSON.stringify(doc.device), cursor, migrated: null };
@@ -257,27 +271,18 @@ export class FileStore implements StateStore {
     this.step("folder-synced");
   }
 
-  /** Removes what a killed process left: temporary files and logs no state refers to (under the lock). */
-  private sweep(): void {
-    let current: number | null = null, readable = true;
-    try {
-      const doc = JSON.parse(readFileSync(this.statePath, "utf8"));
-      current = Array.isArray(doc?.outbox) ? doc.outbox[0] : null;
-    } catch (err) {
-      readable = (err as NodeJS.ErrnoException).code === "ENOENT"; // damaged: keep every log for whoever repairs it
-    }
+  /** Removes what a killed process left: temporary files and logs other than the current one, `gen` (under the
+   * lock, in a transaction that writes, after the state was read: a damaged state or a missing one beside traces
+   * never gets here). */
+  private sweep(gen: number): void {
     for (const name of readdirSync(this.dir)) {
-      const stray = name.endsWith(".tmp") ||
-        (readable && /^outbox\.\d+\.log$/.test(name) && name !== `outbox.${current}.log`);
-      if (stray) rmSync(join(this.dir, name), { force: true });
+      if (name.endsWith(".tmp") || (/^outbox\.\d+\.log$/.test(name) && name !== `outbox.${gen}.log`)) {
+        rmSync(join(this.dir, name), { force: true });
+      }
     }
   }
 
   private runLocked<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions): T {
-    if (!this.swept) {
-      this.sweep();
-      this.swept = true;
-    }
     const { state, cursor, migrated } = this.readState();
     this.step("read");
     const committed = migrated !== null ? migrated.length : cursor.count;
@@ -287,7 +292,11 @@ export class FileStore implements StateStore {
     }, options.head ?? Infinity);
     const out = fn(tx);
     const next: DeviceState | null = tx.state;
-    if (next === null || options.readOnly) return out;
+    if (next === null || options.readOnly || (migrated === null && !tx.changed)) return out; // a read: nothing written
+    if (!this.swept) {
+      this.sweep(cursor.gen);
+      this.swept = true;
+    }
     const appended = migrated !== null ? [...migrated.slice(tx.dropped), ...tx.appended] : tx.appended;
     if (migrated === null && tx.dropped > 0) {
       const dropped = this.readRecords(cursor.gen, cursor.start, cursor.end, tx.dropped);

@@ -13,6 +13,7 @@
  * `exp` and `log` here are correctly rounded (round half to even on a 256-bit approximation): BigInt fixed-point
  * argument reduction and series. They cost microseconds: for parameters, not per report.
  */
+import { decompose } from "./pytext.js";
 
 const P = 256; // fractional bits of the fixed-point arithmetic
 const ONE = 1n << BigInt(P);
@@ -31,21 +32,7 @@ function mul(a: bigint, b: bigint): bigint {
   return (a * b) / ONE;
 }
 
-/** The exact value of a finite double as `[m, e]`, x = m·2^e with m a (signed) BigInt. */
-export function decompose(x: number): [bigint, number] {
-  const view = new DataView(new ArrayBuffer(8));
-  view.setFloat64(0, x);
-  const hi = view.getUint32(0), lo = view.getUint32(4);
-  const biased = (hi >>> 20) & 0x7ff;
-  let m = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
-  let e: number;
-  if (biased === 0) e = -1074;
-  else {
-    m |= 1n << 52n;
-    e = biased - 1075;
-  }
-  return [hi >>> 31 ? -m : m, e];
-}
+export { decompose }; // the exact value of a finite double (pytext.ts, a leaf, which needs it too)
 
 /** x as a fixed-point BigInt (x·2^P, truncated toward zero). */
 function toFixed(x: number): bigint {

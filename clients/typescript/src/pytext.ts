@@ -1,6 +1,7 @@
 /**
  * Python's text forms, byte for byte: `repr(float)`, `format(x, ".Ng")`, `repr(str)`, `type(v).__name__`, and the
- * JSON string escapes (`json.dumps(ensure_ascii=True)`). A leaf module: it imports nothing, so that the error
+ * JSON string escapes (`json.dumps(ensure_ascii=True)`), and the exact value of a double (`decompose`, which
+ * `pymath.ts` uses too). A leaf module: it imports nothing, so that the error
  * classes (`errors.ts`) and the byte helpers (`bytes.ts`) can use it without an import cycle
  * (`test/structure.test.mjs` checks there is none).
  */
@@ -21,21 +22,25 @@ function shortestDigits(x: number): { digits: string; exp: number } {
   return { digits: s.slice(0, e).replace(".", ""), exp: Number(s.slice(e + 1)) };
 }
 
-/** The exact decimal expansion of a finite `x > 0`: all its digits (no leading zero) and the exponent of the first. */
-function exactDigits(x: number): { digits: string; exp: number } {
+/** The exact value of a finite double as `[m, e]`, x = m·2^e with m a (signed) BigInt. */
+export function decompose(x: number): [bigint, number] {
   const view = new DataView(new ArrayBuffer(8));
   view.setFloat64(0, x);
-  const hi = view.getUint32(0);
-  const lo = view.getUint32(4);
+  const hi = view.getUint32(0), lo = view.getUint32(4);
   const biased = (hi >>> 20) & 0x7ff;
-  let mant = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
-  let e2: number;
-  if (biased === 0) {
-    e2 = -1074; // subnormal
-  } else {
-    mant |= 1n << 52n;
-    e2 = biased - 1075;
+  let m = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
+  let e: number;
+  if (biased === 0) e = -1074; // subnormal
+  else {
+    m |= 1n << 52n;
+    e = biased - 1075;
   }
+  return [hi >>> 31 ? -m : m, e];
+}
+
+/** The exact decimal expansion of a finite `x > 0`: all its digits (no leading zero) and the exponent of the first. */
+function exactDigits(x: number): { digits: string; exp: number } {
+  const [mant, e2] = decompose(x);
   let digits: string;
   let scale: number; // x = digits × 10^scale
   if (e2 >= 0) {

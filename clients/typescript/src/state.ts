@@ -7,8 +7,14 @@
  * transaction, so two never spend the same budget. Because the outbox is not rewritten, recording costs the same
  * with ten reports queued or ten thousand. The Python client's state file (`ldp.client.state`, SQLite) keeps the
  * same things.
+ *
+ * Reads write nothing: a transaction that changed neither the state nor the outbox commits nothing (no write, no
+ * sync), so opening an existing store and every query leave it as they found it, and only a transaction that
+ * changes something repairs what a killed process left. A store fails closed: a state that is missing while
+ * traces of it remain (outbox records, a log, a temporary state file), or that cannot be read, is a `StateError`,
+ * never a new device with nothing spent beside reports charged to the old one.
  */
-import { LdpValueError } from "./errors.js";
+import { LdpValueError, StateError } from "./errors.js";
 
 /** The state format this version writes (1: the outbox inside the document, 0.1.x). */
 export const STATE_FORMAT = 2;
@@ -17,8 +23,9 @@ export const STATE_FORMAT = 2;
 export interface DeviceState {
   readonly format: 2;
   readonly collection: string;
-  /** 32 bytes of the CSPRNG, hex; each memoizing metric's secret derives from it. Never sent. */
-  readonly secret: string;
+  /** 32 bytes of the CSPRNG, hex; each memoizing metric's secret derives from it. Never sent. `null` while the
+   * device opted out (`optedOut`): `optIn` draws a fresh one. */
+  secret: string | null;
   /** 32 random bytes, hex: keys the upload batch ids (`batchId`). */
   readonly salt: string;
   /** The latest clock reading seen (seconds): the ledger's clock never goes back. */
@@ -41,6 +48,12 @@ export interface DeviceState {
   lastUpload: number | null;
   /** Reports acknowledged, per metric. */
   uploaded: Record<string, number>;
+  /** Bytes of the reports in the outbox, pinned ones included: each envelope line's UTF-8 bytes plus one (its
+   * newline), what `maxOutboxBytes` caps (absent in states made before the cap: counted by the next record). */
+  outboxBytes?: number;
+  /** The opt-out marker (`TelemetryClient.optOut`): while `true`, nothing is recorded, and the outbox, the secret,
+   * the cohorts and the memoized and charge-on-change records are gone; the budget totals stay. */
+  optedOut?: boolean;
 }
 
 /** One report waiting in the outbox: its local id, its metric and its upload line (an envelope, one line). */
@@ -50,7 +63,8 @@ export interface OutboxItem {
   readonly line: string;
 }
 
-/** What a transaction sees and changes. Nothing is written unless the transaction's function returns. */
+/** What a transaction sees and changes. Nothing is written unless the transaction's function returns having changed
+ * the state or the outbox. */
 export interface StoreTransaction {
   /** The device's state (`null` before the first commit). Change it in place, or assign a new one; a transaction
    * that leaves it `null` writes nothing. */
@@ -80,6 +94,12 @@ export interface StateStore {
   transact<T>(fn: (tx: StoreTransaction) => T, options?: TransactOptions): Promise<T>;
 }
 
+/** The transaction's state, which `TelemetryClient.open` made (a `ValueError` if it is gone). */
+export function live(tx: StoreTransaction): DeviceState {
+  if (tx.state === null) throw new LdpValueError("the client's state is gone");
+  return tx.state;
+}
+
 /** `ValueError` unless `line` and `metric` can be kept as one outbox record (one line; a metric without tabs). */
 export function checkOutboxItem(item: OutboxItem): void {
   if (item.line.includes("\n") || /[\t\n]/.test(item.metric) || !Number.isSafeInteger(item.id)) {
@@ -92,7 +112,7 @@ export function checkOutboxItem(item: OutboxItem): void {
 export class HeadBeyondPrefetch extends Error {
   override name = "HeadBeyondPrefetch";
   constructor(readonly wanted: number) {
-    super(`the transaction read ${wanted} report(s) of the outbox, more than it was opened with`);
+    super(`read past the prefetched outbox (${wanted})`);
   }
 }
 
@@ -105,9 +125,15 @@ export class PendingTransaction implements StoreTransaction {
   readonly appended: OutboxItem[] = [];
   dropped = 0;
 
-  constructor(stateText: string | null, private readonly committed: number,
+  constructor(private readonly stateText: string | null, private readonly committed: number,
     private readonly readHead: (skip: number, n: number) => OutboxItem[], private readonly headLimit: number) {
     this.state = stateText === null ? null : (JSON.parse(stateText) as DeviceState);
+  }
+
+  /** Whether there is anything to commit: a state (not `null`) that differs from the one read, or the outbox changed. */
+  get changed(): boolean {
+    return this.state !== null &&
+      (this.appended.length > 0 || this.dropped > 0 || JSON.stringify(this.state) !== this.stateText);
   }
 
   get pending(): number {
@@ -143,7 +169,7 @@ export class MemoryStore implements StateStore {
       const tx = new PendingTransaction(this.text, committed,
         (skip, n) => this.outbox.slice(this.start + skip, this.start + skip + n), options.head ?? Infinity);
       const out = fn(tx);
-      if (tx.state !== null && !options.readOnly) {
+      if (tx.changed && !options.readOnly) {
         this.text = JSON.stringify(tx.state);
         this.start += tx.dropped;
         this.outbox.push(...tx.appended);
@@ -159,6 +185,12 @@ export class MemoryStore implements StateStore {
   }
 }
 
+/** What `items` weigh in the outbox (`DeviceState.outboxBytes`): each line's UTF-8 bytes plus one. */
+export function outboxBytes(items: readonly OutboxItem[]): number {
+  const encoder = new TextEncoder();
+  return items.reduce((n, item) => n + encoder.encode(item.line).length + 1, 0);
+}
+
 /** A format-1 state (0.1.x: the outbox inside the document) as a format-2 state and its outbox. */
 export function migrateFormat1(doc: Record<string, unknown>): { state: DeviceState; outbox: OutboxItem[] } {
   const { outbox, batch, format: _format, ...rest } = doc as {
@@ -168,7 +200,7 @@ export function migrateFormat1(doc: Record<string, unknown>): { state: DeviceSta
   } & Record<string, unknown>;
   const items = (outbox ?? []).map((o) => ({ id: o.id, metric: o.metric, line: o.line }));
   const state = { ...rest, format: STATE_FORMAT, batch: batch ? { id: batch.id, count: batch.ids.length } : null } as
-    unknown as DeviceState;
+    unknown as DeviceState; // its outboxBytes are counted by the next record
   return { state, outbox: items };
 }
 
@@ -183,10 +215,12 @@ function request<T>(req: IDBRequest<T>): Promise<T> {
 /**
  * The state in the browser's IndexedDB: database `ldp-telemetry` (version 2), object store `state` (one JSON value
  * under `key`: the device state and the outbox's size) and object store `outbox` (one record per report, under
- * `[key, id]`). Every transaction is ONE readwrite transaction over both: IndexedDB runs readwrite transactions on
- * the same stores one at a time across every tab and worker of the origin, and commits each whole or not at all, so a
- * second tab waits and then sees the first one's charge, and a tab closed mid-transaction leaves the state before
- * it. A record reads and writes the small state and adds one outbox record: its cost does not grow with the queue.
+ * `[key, id]`). Every transaction that may write is ONE readwrite transaction over both: IndexedDB runs readwrite
+ * transactions on the same stores one at a time across every tab and worker of the origin, and commits each whole or
+ * not at all, so a second tab waits and then sees the first one's charge, and a tab closed mid-transaction leaves the
+ * state before it. A record reads and writes the small state and adds one outbox record: its cost does not grow with
+ * the queue. Reads run in `readonly` transactions and write nothing; a state that is missing while outbox records
+ * under `key` remain, or that cannot be read, is a `StateError`.
  *
  * Not localStorage: Chromium keeps a copy of localStorage per renderer and syncs the tabs' copies asynchronously, so a
  * tab can read a stale state even under a Web Lock — the two-tab test (tests/clients/test_typescript_e2e.py) saw two
@@ -205,8 +239,7 @@ export class IndexedDBStore implements StateStore {
         const req = (this.factory as IDBFactory).open("ldp-telemetry", 2);
         req.onupgradeneeded = () => {
           const db = req.result;
-          if (!db.objectStoreNames.contains("state")) db.createObjectStore("state");
-          if (!db.objectStoreNames.contains("outbox")) db.createObjectStore("outbox");
+          for (const name of ["state", "outbox"]) if (!db.objectStoreNames.contains(name)) db.createObjectStore(name);
         };
         req.onsuccess = () => resolve(req.result);
         req.onerror = () => reject(req.error);
@@ -246,16 +279,31 @@ export class IndexedDBStore implements StateStore {
       const raw = (await request(states.get(this.key))) as string | undefined;
       let stateText: string | null = null, committed = 0;
       let migrated: OutboxItem[] | null = null;
-      if (raw !== undefined) {
-        const doc = JSON.parse(raw) as Record<string, unknown>;
-        if (doc.format === 1) {
+      const where = `IndexedDB ldp-telemetry, key ${JSON.stringify(this.key)}: the state is`;
+      const reset = `; to start over as a new device, delete the key's records in "state" and "outbox" first`;
+      if (raw === undefined) {
+        const left = (await request(outbox.count(this.range()))) as number;
+        if (left > 0) {
+          throw new StateError(`${where} missing but ${left} outbox record(s) remain: what the device spent is ` +
+            `unknown, so it is not opened as a new one${reset}`);
+        }
+      } else {
+        let doc: Record<string, unknown> | null = null;
+        try {
+          doc = JSON.parse(raw);
+        } catch {
+          /* damaged: below */
+        }
+        if (doc?.format === 1) {
           const m = migrateFormat1(doc);
           stateText = JSON.stringify(m.state);
           migrated = m.outbox;
           committed = migrated.length;
-        } else {
+        } else if (typeof doc?.device === "object" && doc.device !== null && Number.isSafeInteger(doc.pending)) {
           stateText = JSON.stringify(doc.device);
           committed = doc.pending as number;
+        } else {
+          throw new StateError(`${where} damaged${reset}`);
         }
       }
       const limit = Math.min(options.head ?? 0, committed);
@@ -263,7 +311,7 @@ export class IndexedDBStore implements StateStore {
       const pending = new PendingTransaction(stateText, committed,
         (skip, n) => prefetched.slice(skip, skip + n), migrated !== null ? Infinity : limit);
       out = fn(pending);
-      if (pending.state !== null && !options.readOnly) {
+      if (!options.readOnly && (migrated !== null ? pending.state !== null : pending.changed)) {
         if (migrated !== null) for (const item of migrated) outbox.put(item, [this.key, item.id]);
         if (pending.dropped > 0) {
           const last = pending.dropped <= prefetched.length

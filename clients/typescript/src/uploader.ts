@@ -28,9 +28,10 @@
  */
 import { LdpValueError, UploadError, UploadProtocolError } from "./errors.js";
 import { fromHex, toHex } from "./bytes.js";
-import { hmacSha256 } from "./hash/sha256.js";
+import { HmacSha256 } from "./hash/sha256.js";
 import { CollectionSpec } from "./spec.js";
 import { Endpoints, Rotation, checkEndpoints } from "./endpoints.js";
+import { live, outboxBytes } from "./state.js";
 import type { DeviceState, OutboxItem, StateStore, StoreTransaction } from "./state.js";
 
 const BATCH_TAG = new TextEncoder().encode("ldp/client/batch-id/v1\0");
@@ -45,6 +46,8 @@ export interface UploadResult {
   rejected: Record<string, number>;
   duplicates: number;
   stopped: "empty" | "interval" | "deadline" | "error";
+  /** When the next batch may go, as the store says when the call ends (`TelemetryClient.nextUploadAt`): the last
+   * acknowledged upload plus `upload.min_interval_seconds`; `-Infinity` before the first, `Infinity` opted out. */
   nextUploadAt: number;
 }
 
@@ -75,14 +78,8 @@ export const KEEPALIVE_BYTES = 60 * 1024;
 /** `batch_id`: HMAC-SHA256(salt, tag ‖ ids joined by "," ‖ 0x00 ‖ lines joined by "\n"), the first 32 hex digits. */
 export function batchId(salt: Uint8Array, ids: readonly number[], lines: readonly string[]): string {
   const enc = new TextEncoder();
-  const parts = [BATCH_TAG, enc.encode(ids.join(",")), new Uint8Array([0]), enc.encode(lines.join("\n"))];
-  const msg = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    msg.set(p, at);
-    at += p.length;
-  }
-  return toHex(hmacSha256(salt, msg)).slice(0, 32);
+  return toHex(new HmacSha256(salt).mac(BATCH_TAG, enc.encode(ids.join(",")), new Uint8Array(1),
+    enc.encode(lines.join("\n")))).slice(0, 32);
 }
 
 /** Seconds to wait from a `Retry-After` value (delta-seconds or an HTTP date; a past date gives 0), else `null`. */
@@ -155,9 +152,11 @@ interface Pinned {
   items: OutboxItem[];
 }
 
-function live(tx: StoreTransaction): DeviceState {
-  if (tx.state === null) throw new LdpValueError("the client's state is gone");
-  return tx.state;
+/** Unix seconds from which the next batch may be sent (Python's `next_upload_at`): the last acknowledged upload plus
+ * `upload.min_interval_seconds`; `-Infinity` before the first upload, `Infinity` while the device opted out. */
+export function nextUploadAt(state: DeviceState, spec: CollectionSpec): number {
+  if (state.optedOut) return Infinity;
+  return state.lastUpload === null ? -Infinity : state.lastUpload + spec.upload.min_interval_seconds;
 }
 
 /** Pin the next batch: the one already pinned, else up to `max_batch` (and `limit`) of the oldest reports (`null`:
@@ -215,8 +214,9 @@ export function acknowledge(store: StateStore, batch: { id: string; items: reado
     if (state.batch?.id !== batch.id) return 0;
     tx.dropHead(state.batch.count);
     for (const item of batch.items) state.uploaded[item.metric] = (state.uploaded[item.metric] ?? 0) + 1;
+    if (state.outboxBytes !== undefined) state.outboxBytes = Math.max(0, state.outboxBytes - outboxBytes(batch.items));
     state.batch = null;
-    state.lastUpload = now;
+    state.lastUpload = Math.max(now, state.lastUpload ?? now); // as the ledger's clock, it never goes back
     return batch.items.length;
   });
 }
@@ -303,9 +303,20 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
   const timeout = options.timeout ?? 30, maxAttempts = options.maxAttempts ?? 8, maxDelay = options.maxDelay ?? 300;
   const result: UploadResult = { batches: 0, acknowledged: 0, accepted: 0, rejected: {}, duplicates: 0, stopped: "empty",
     nextUploadAt: -Infinity };
-  const fail = (message: string, status: number | null, reason: string): never => {
+  /** The call ends, `stopped` (default: `"interval"` if reports wait, else `"empty"`): the result, with when the next
+   * batch may go as the store says now (Python's `next_upload_at`). */
+  const end = async (stopped?: UploadResult["stopped"]): Promise<UploadResult> => {
+    const [pending, next] = await store.transact((tx) => [tx.pending, nextUploadAt(live(tx), spec)], { readOnly: true });
+    result.stopped = stopped ?? (pending ? "interval" : "empty");
+    result.nextUploadAt = next;
+    return result;
+  };
+  /** The call fails: the error to throw, with the result so far. */
+  const failure = async (message: string, status: number | null, reason: string,
+    Kind: typeof UploadError = UploadError): Promise<UploadError> => {
     result.stopped = "error";
-    throw new UploadError(message, { status, reason, result });
+    await end("error").catch(() => undefined);
+    return new Kind(message, { status, reason, result });
   };
   const backoff = (n: number) => random() * Math.min(maxDelay, 2 ** (n - 1));
   /** Wait `delay` seconds, unless that would pass the call's deadline: then `false` (the call stops there). */
@@ -327,25 +338,11 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
     }
     return waits === 0 || pause(delay);
   };
-  /** The call ends at its deadline: what is not sent stays in the outbox. */
-  const deadline = async (): Promise<UploadResult> => {
-    const last = await store.transact((tx) => live(tx).lastUpload, { readOnly: true });
-    result.stopped = "deadline";
-    result.nextUploadAt = last === null ? -Infinity : last + spec.upload.min_interval_seconds;
-    return result;
-  };
   for (;;) {
-    if (left() <= 0) return deadline();
+    if (left() <= 0) return end("deadline"); // what is not sent stays in the outbox
     const maxBytes = options.keepalive ? KEEPALIVE_BYTES : Infinity;
     const batch = await prepareUpload(store, spec, token, clock(), { gzip: options.gzip, maxBytes });
-    if (batch === null) {
-      const wait = await store.transact((tx) => (tx.pending ? live(tx).lastUpload : null), { readOnly: true });
-      if (wait !== null) {
-        result.stopped = "interval";
-        result.nextUploadAt = wait + spec.upload.min_interval_seconds;
-      }
-      return result;
-    }
+    if (batch === null) return end();
     const lines = batch.items;
     const { headers } = batch;
     let answered = false, stopped = false; // stopped: by the call's deadline
@@ -367,16 +364,16 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
       }
       const status = response.status;
       if (response.type === "opaqueredirect" || (status >= 300 && status < 400)) {
-        fail(`the collector redirected the upload (refused: it would carry the token elsewhere)`, status || null, "redirect");
+        throw await failure(`the collector redirected the upload (refused: it would carry the token elsewhere)`,
+          status || null, "redirect");
       }
       if (status >= 200 && status < 300) {
         let a: Record<string, unknown>;
         try {
           a = checkAnswer(body, batch.id, lines.length);
         } catch (err) {
-          result.stopped = "error";
-          throw new UploadProtocolError(`the collector's answer to batch ${batch.id} is not sane: ${(err as Error).message}`,
-            { status, reason: "bad_answer", result });
+          throw await failure(`the collector's answer to batch ${batch.id} is not sane: ${(err as Error).message}`,
+            status, "bad_answer", UploadProtocolError);
         }
         const acked = await acknowledge(store, batch, clock());
         result.batches += 1;
@@ -388,7 +385,7 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
         }
         answered = true;
       } else if (status === 413) {
-        if (lines.length <= 1) fail("the collector refused a one-line batch as too large", status, "too_large");
+        if (lines.length <= 1) throw await failure("the collector refused a one-line batch as too large", status, "too_large");
         const half = Math.ceil(lines.length / 2);
         await store.transact((tx) => {
           const state = live(tx);
@@ -412,10 +409,10 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
         } catch {
           /* not JSON: the status says it */
         }
-        fail(`the collector refused batch ${batch.id}: ${reason}`, status, reason);
+        throw await failure(`the collector refused batch ${batch.id}: ${reason}`, status, reason);
       }
     }
-    if (stopped) return deadline();
-    if (!answered) fail(`batch ${batch.id} was not delivered in ${maxAttempts} attempts`, null, "undelivered");
+    if (stopped) return end("deadline");
+    if (!answered) throw await failure(`batch ${batch.id} was not delivered in ${maxAttempts} attempts`, null, "undelivered");
   }
 }

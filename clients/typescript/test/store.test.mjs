@@ -1,7 +1,8 @@
 // The state stores (src/state.ts, src/node.ts): a transaction commits the state and the outbox together or not at
-// all; the FileStore survives a process killed at every step of a transaction — taking the lock included — and at
-// 200 random moments, never over-spending, never damaged, never locked out; what a killed process leaves is swept;
-// logs are compacted; a live holder makes others wait, then fail with a clear error.
+// all; the FileStore survives a process killed at every step of a transaction — taking the lock included, in a
+// record, an acknowledgement and an opt-out — and at 200 random moments, never over-spending, never damaged, never
+// locked out; what a killed process leaves is swept by the next write; logs are compacted; a live holder makes
+// others wait, then fail with a clear error.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
@@ -130,9 +131,10 @@ test("FileStore: logs are compacted and retired, every line kept in order", asyn
 test("FileStore: a process killed at every step of a record leaves a whole state, unlocked", async () => {
   for (const step of FILE_STORE_STEPS) {
     const dir = tmp();
-    // The open and three records commit; the fifth transaction (the fourth record) dies at `step`.
+    // The open (a read, then the new state) and three records commit; the sixth transaction (the fourth record)
+    // dies at `step`.
     const r = await child(dir, `for (let i = 0; i < 5; i++) await client.record("cat", i % 3);`,
-      { killAt: step, killTransaction: 5 }).exit;
+      { killAt: step, killTransaction: 6 }).exit;
     assert.equal(r.signal, "SIGKILL", `${step}: ${r.out}`);
     const t0 = Date.now();
     const { spent, pending, client } = await audit(dir);
@@ -158,6 +160,26 @@ test("FileStore: a process killed at every step of an acknowledgement keeps its 
     const { spent, pending, uploaded } = await audit(dir);
     const acked = FILE_STORE_STEPS.indexOf(step) >= FILE_STORE_STEPS.indexOf("state-renamed") ? 7 : 0;
     assert.deepEqual([spent, pending, uploaded], [10, 10 - acked, acked], step);
+  }
+});
+
+test("FileStore: a process killed at every step of an opt-out keeps the reports, or is opted out whole", async () => {
+  for (const step of FILE_STORE_STEPS.filter((s) => !s.startsWith("log-"))) { // opting out appends nothing
+    const dir = tmp();
+    const fill = await child(dir, `for (let i = 0; i < 10; i++) await client.record("cat", i % 3);`).exit;
+    assert.equal(fill.code, 0, fill.out);
+    // open (1, a read), opt out (2): killed in the opt-out.
+    const r = await child(dir, `await client.optOut();`, { killAt: step, killTransaction: 2 }).exit;
+    assert.equal(r.signal, "SIGKILL", `${step}: ${r.out}`);
+    const { spent, pending, client, store } = await audit(dir);
+    const state = await store.transact((tx) => tx.state, { readOnly: true });
+    const out = FILE_STORE_STEPS.indexOf(step) >= FILE_STORE_STEPS.indexOf("state-renamed");
+    assert.deepEqual([spent, pending, await client.optedOut(), state.secret === null, state.outboxBytes === 0],
+      [10, out ? 0 : 10, out, out, out], `${step}: the budget kept, the rest all before or all after`);
+    // The next call that writes finishes the job (or undoes it) and sweeps what the kill left: no report remains.
+    if (out) assert.equal(await client.optIn(), true, step);
+    else assert.equal(await client.optOut(), 10, step);
+    assert.deepEqual(readdirSync(dir).filter((n) => n.endsWith(".log") || n.endsWith(".tmp")), [], step);
   }
 });
 

@@ -6,20 +6,21 @@
  * computed synchronously (`fingerprint`, `ldp/wire.py`).
  */
 
-const K = Uint32Array.from([
-  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-]);
-
-const INIT = Uint32Array.from([
-  0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-]);
+/**
+ * The round constants and the initial state (FIPS 180-4 §4.2.2, §5.3.3): the first 32 bits of the fractional parts of
+ * the cube roots of the first 64 primes, and of the square roots of the first 8. Computed here in doubles rather than
+ * shipped as 72 literals: each lies at least 0.005·2^-32 from where its 32 bits would change, over a thousand times
+ * what an engine's last-bit error in `Math.cbrt` could move it, so every engine gets the standard's table (the digest
+ * tests would fail on any other).
+ */
+const K = new Uint32Array(64), INIT = new Uint32Array(8);
+for (let n = 2, i = 0; i < 64; n++) {
+  let prime = true;
+  for (let d = 2; d * d <= n; d++) if (n % d === 0) prime = false;
+  if (!prime) continue;
+  if (i < 8) INIT[i] = (Math.sqrt(n) % 1) * 2 ** 32;
+  K[i++] = (Math.cbrt(n) % 1) * 2 ** 32;
+}
 
 /** An incremental SHA-256: `update` any number of times, then `digest` once. `clone` copies the state (HMAC keeps
  * its keyed inner and outer states and clones them per message). */
@@ -67,17 +68,13 @@ export class Sha256 {
       this.fill = 0;
     }
     b.fill(0, this.fill, 56);
-    const hi = Math.floor(bits / 2 ** 32);
-    const lo = bits >>> 0;
-    b[56] = hi >>> 24; b[57] = hi >>> 16; b[58] = hi >>> 8; b[59] = hi;
-    b[60] = lo >>> 24; b[61] = lo >>> 16; b[62] = lo >>> 8; b[63] = lo;
+    const view = new DataView(b.buffer); // big-endian words
+    view.setUint32(56, bits / 2 ** 32);
+    view.setUint32(60, bits);
     this.compress(b, 0);
-    const out = new Uint8Array(32);
-    for (let j = 0; j < 8; j++) {
-      const v = this.h[j];
-      out[4 * j] = v >>> 24; out[4 * j + 1] = v >>> 16; out[4 * j + 2] = v >>> 8; out[4 * j + 3] = v;
-    }
-    return out;
+    const out = new DataView(new ArrayBuffer(32));
+    this.h.forEach((v, j) => out.setUint32(4 * j, v));
+    return new Uint8Array(out.buffer);
   }
 
   /** A copy of the running state. */

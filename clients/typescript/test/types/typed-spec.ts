@@ -31,6 +31,11 @@ export async function fromConst(): Promise<void> {
   await client.record("load_ms", "12");
   // @ts-expect-error: binary RR takes booleans or 0/1
   await client.record("dark", 2);
+  await client.recordMany([["theme", "dark"], ["load_ms", 3], ["dark", false]]);
+  // @ts-expect-error: a recordMany item with a value not of its metric
+  await client.recordMany([["theme", "dark"], ["load_ms", "3"]]);
+  // @ts-expect-error: a recordMany item naming no metric of the spec
+  await client.recordMany([["colour", "dark"]]);
   await client.spent("theme");
   await client.spent("*");
   // @ts-expect-error: not a metric of the spec
