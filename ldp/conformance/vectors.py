@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from ldp.client.state import metric_secret
-from ldp.conformance.cases import BAD_FIELD_VALUES, WINDOW, trial_values
+from ldp.conformance.cases import (
+    BAD_FIELD_VALUES,
+    WINDOW,
+    float_edge_groups,
+    float_edge_params,
+    trial_values,
+    value_key,
+)
 from ldp.conformance.primitives import primitives
 from ldp.encoders.base import Encoder, ProtocolParams
 from ldp.hashing import value_bytes
@@ -75,13 +82,33 @@ def _attempt(make: Callable[[], Any]) -> tuple[Any, dict[str, str] | None]:
         return None, _error(exc)
 
 
-def _values(params: ProtocolParams) -> list[Any]:
-    """The values a parameter set's cases report (accepted) or its refusals try (refused)."""
+def _inputs(params: ProtocolParams) -> list[Any]:
     try:
         inputs = list(params.audit_inputs())
     except NotImplementedError:
         inputs = []
-    return trial_values(params, inputs[:4] if any(isinstance(v, dict) for v in inputs) else inputs)
+    return inputs[:4] if any(isinstance(v, dict) for v in inputs) else inputs
+
+
+def _values(params: ProtocolParams) -> list[Any]:
+    """The values a parameter set's cases report (accepted) or its refusals try (refused)."""
+    return trial_values(params, _inputs(params))
+
+
+def _float_edges(params: ProtocolParams, tried: list[Any]) -> list[list[Any]]:
+    """The float edges of a parameter set (:func:`~ldp.conformance.cases.float_edge_groups`) not among ``tried``
+    (the values its other cases and refusals hold), each once, in groups."""
+    seen = {value_key(v) for v in tried}
+    out = []
+    for group in float_edge_groups(params, _inputs(params)):
+        fresh = []
+        for value in group:
+            if (key := value_key(value)) not in seen:
+                seen.add(key)
+                fresh.append(value)
+        if fresh:
+            out.append(fresh)
+    return out
 
 
 def _trace(params: ProtocolParams, value: Any) -> dict[str, Any]:
@@ -140,7 +167,7 @@ def _param_refusals(params_type: type[ProtocolParams], base: dict[str, Any]) -> 
 def protocol_vectors(protocol: str) -> dict[str, Any]:
     """The vector document of one client protocol."""
     params_type, encoder_type = client_protocols()[protocol]
-    param_sets = params_type.conformance_examples()
+    param_sets = [*params_type.conformance_examples(), *float_edge_params(params_type)]
     metrics = {f"m{i}": {"protocol": protocol, "params": p.to_dict(), "budget": {"per_report": p.privacy_cost.epsilon
                if p.privacy_cost.delta == 0 else _cost(p.privacy_cost)}} for i, p in enumerate(param_sets)}
     spec = CollectionSpec.from_dict({"spec_version": 1, "name": f"conformance.{protocol}", "window_seconds": 86400,
@@ -153,7 +180,8 @@ def protocol_vectors(protocol: str) -> dict[str, Any]:
                            "fingerprint": params.fingerprint, "privacy_cost": _cost(params.privacy_cost)})
         probe = encoder_type(params, rng=0, simulation=True, **_probe_extra(encoder_type, params))
         accepted = []
-        for value in _values(params):
+        tried = _values(params)
+        for value in tried:
             _, error = _attempt(lambda v=value, enc=probe: enc.prepare(v))  # type: ignore[misc]
             if error:
                 value_refusals.append({"metric": metric, "value": value, "error": error})
@@ -166,6 +194,16 @@ def protocol_vectors(protocol: str) -> dict[str, Any]:
             cases.append(_case(protocol, spec, metric, seq, f"{protocol}/{metric}/seq"))
         elif len(accepted) >= 2:
             cases.append(_case(protocol, spec, metric, [accepted[-1], accepted[0]], f"{protocol}/{metric}/pair"))
+        for j, group in enumerate(_float_edges(params, tried)):  # a protocol of numbers: one device per group
+            edge_accepted = []
+            for value in group:
+                _, error = _attempt(lambda v=value, enc=probe: enc.prepare(v))  # type: ignore[misc]
+                if error:
+                    value_refusals.append({"metric": metric, "value": value, "error": error})
+                else:
+                    edge_accepted.append(value)
+            if edge_accepted:
+                cases.append(_case(protocol, spec, metric, edge_accepted, f"{protocol}/{metric}/edge/{j}"))
     audits = [{"params": p.to_dict(), "inputs": p.audit_inputs(), "epsilon": p.audit_epsilon()}
               for p in params_type.audit_examples()]
     return {"format": FORMAT, "protocol": protocol, "spec": spec.to_dict(), "spec_canonical": canonical_json(

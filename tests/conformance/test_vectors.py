@@ -4,6 +4,7 @@ through the Python client from their recorded streams."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from ldp.conformance import GENERATE, all_vectors, check, render, write
 from ldp.conformance.__main__ import main
+from ldp.conformance.cases import EDGE_FLOATS, float_edge_groups, value_edges
 from ldp.protocols import builtin_client_protocols, client_protocols
 from ldp.randomness import RecordingSource, ReplayError, ReplaySource, SeededRandomSource
 from ldp.spec import CollectionSpec, Envelope
@@ -144,3 +146,77 @@ def test_recording_then_replaying_gives_the_same_draws(seed: int, calls: list) -
     expected = run(recording)
     replay = ReplaySource(recording.draws)
     assert run(replay) == expected and replay.remaining() == 0
+
+
+NUMBER_PROTOCOLS = {"bucket-grr", "bucket-oue", "dbitflip", "memo-dbitflip", "hh", "duchi", "piecewise", "hybrid",
+                    "memo-mean", "multi"}
+
+
+def _floats(value: object) -> list[float]:
+    """The floats of a value (a number, or a multi record's attributes)."""
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, float)]
+    return [value] if isinstance(value, float) else []
+
+
+def _tried(doc: dict) -> dict[str, dict[str, list[float]]]:
+    """Per metric, the floats its cases report (``"accepted"``) and its value refusals try (``"refused"``)."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for case in doc["cases"]:
+        for report in case["reports"]:
+            out.setdefault(case["metric"], {"accepted": [], "refused": []})["accepted"] += _floats(report["value"])
+    for item in doc["refusals"]["values"]:
+        out.setdefault(item["metric"], {"accepted": [], "refused": []})["refused"] += _floats(item["value"])
+    return out
+
+
+def _has(floats: list[float], x: float) -> bool:
+    return any(v == x and math.copysign(1.0, v) == math.copysign(1.0, x) for v in floats)
+
+
+@pytest.mark.parametrize("protocol", sorted(builtin_client_protocols()))
+def test_protocols_of_numbers_have_their_float_edges(protocol: str) -> None:
+    """Every parameter set of a protocol of numbers tries -0.0, the subnormals, the largest doubles and the doubles
+    one ulp either side of its bucket edges (reported, or refused with their text), and ``-0.0`` reads back from
+    the file as a negative zero."""
+    doc = _load(f"{protocol}.json")
+    spec = CollectionSpec.from_dict(doc["spec"])
+    tried = _tried(doc)
+    numeric = False
+    for item in doc["params"]:
+        params = spec.params(item["metric"])
+        try:
+            inputs = list(params.audit_inputs())[:4]  # (multi's first record is all that counts)
+        except NotImplementedError:
+            inputs = []
+        groups = float_edge_groups(params, inputs)
+        if not groups:
+            continue
+        numeric = True
+        floats = tried[item["metric"]]["accepted"] + tried[item["metric"]]["refused"]
+        for x in EDGE_FLOATS:
+            assert _has(floats, x), (protocol, item["metric"], x)
+        for group in groups:
+            for value in group:
+                for x in _floats(value):
+                    assert _has(floats, x), (protocol, item["metric"], x)
+    assert numeric == (protocol in NUMBER_PROTOCOLS), protocol
+    if numeric:
+        text = (VECTORS / f"{protocol}.json").read_text("ascii")
+        assert '"value": -0.0' in text or '": -0.0' in text
+        accepted = [v for m in tried.values() for v in m["accepted"]]
+        assert any(v == 0.0 and math.copysign(1.0, v) < 0 for v in accepted), protocol
+
+
+@pytest.mark.parametrize("protocol", sorted(NUMBER_PROTOCOLS - {"multi"}))
+def test_negative_zero_is_tried_at_an_edge_and_inside_a_bucket(protocol: str) -> None:
+    """``-0.0`` is reported on a parameter set with an edge (or bound) at ``0.0`` and on one where it lies strictly
+    inside a bucket (or range), so that a client comparing with a total order (``-0.0 < 0.0``) shows."""
+    doc = _load(f"{protocol}.json")
+    spec = CollectionSpec.from_dict(doc["spec"])
+    where = set()
+    for case in doc["cases"]:
+        if any(_has(_floats(r["value"]), -0.0) for r in case["reports"]):
+            edges = value_edges(spec.params(case["metric"]))
+            where.add("edge" if 0.0 in edges else "inside" if edges[0] < 0.0 < edges[-1] else "outside")
+    assert {"edge", "inside"} <= where, (protocol, where)
