@@ -259,9 +259,11 @@ def _delta_bound(clones: _Clones, structure: ShuffleStructure, eps: float, delta
     eps0, iota = structure.epsilon_pair, structure.informative
     if eps >= eps0:
         return 0.0
-    e0, e = math.exp(eps0), math.exp(eps)
-    u = (e0 - e) / (e0 + 1)
-    v = math.expm1(eps + eps0) / (e0 + 1)
+    # u = (e^ε₀ - e^ε)/(e^ε₀ + 1) and v = (e^(ε+ε₀) - 1)/(e^ε₀ + 1), divided through by e^ε₀ so that no
+    # intermediate overflows for any ε < ε₀ <= 700 (e^(ε+ε₀) would past ε + ε₀ ≈ 709.8)
+    lift = 1.0 + math.exp(-eps0)
+    u = -math.expm1(eps - eps0) / lift
+    v = math.exp(eps) * -math.expm1(-(eps + eps0)) / lift
     floor = _SLACK * delta / max(1, len(clones.starts)) / iota
     total = clones.lower_tail * u  # c below the first group: D_c <= D_0 = u
     for start, mass in zip(clones.starts, clones.masses, strict=True):

@@ -181,3 +181,23 @@ def test_cli_plan_shuffled(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:  # argparse refuses it
         main(["plan", "grr", "--epsilon", "2", "--d", "10", "--n", "1e5", "--shuffled", "0"])
     assert exc.value.code == 2 and "--shuffled: must be a whole number >= 1" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1e-6, 1e4), st.integers(1, 10**9), st.floats(1e-100, 0.49))
+def test_every_finite_eps0_gets_a_valid_figure_never_an_error(eps0: float, n: int, delta: float) -> None:
+    """k reports of a window counted as one of k·ε₀ reach ε₀ in the hundreds and thousands: the bound answers for
+    every finite ε₀ (no gain proven: ε₀ itself), never OverflowError (it did for ε₀ in (≈355, 700])."""
+    g = shuffled_epsilon(eps0, n, delta)
+    assert 0 < g.epsilon <= eps0 and (g.method == "none") == (g.epsilon == eps0)
+
+
+def test_a_hundred_grr_reports_in_a_window_compose_over_windows() -> None:
+    """The issue's crash: GRR at ε₀ = 4 with 100 reports per window (ε₀ = 400 as one report), over 30 windows."""
+    pytest.importorskip("dp_accounting")
+    from ldp.privacy.over_time import WindowRelease, central_over_windows
+
+    for k in (80, 100, 180):
+        got = central_over_windows([WindowRelease(PrivacyCost(4.0 * k), 10**6)] * 30, 1e-8)
+        assert 0 < got.epsilon <= 30 * 4.0 * k
+    assert delta_upper_bound(400.0, 10**6, 1.0) <= 1.0
