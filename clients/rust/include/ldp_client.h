@@ -30,6 +30,17 @@
 #define LDP_MAX_INPUT (1 << 24)
 
 /**
+ * The longest wait `ldp_client_handle_reply` hands back for a `Retry-After`, in seconds (5 minutes, the built-in
+ * uploader's default `max_delay`): a longer or absurd value from the collector is cut to it.
+ */
+#define LDP_MAX_RETRY_AFTER_SECONDS 300
+
+/**
+ * The default cap of a client's outbox in bytes (1 MiB): `LdpClientOptions.max_outbox_bytes` 0 stands for it.
+ */
+#define LDP_DEFAULT_MAX_OUTBOX_BYTES 1048576
+
+/**
  * The result of every call.
  */
 typedef enum LdpStatus {
@@ -77,6 +88,14 @@ typedef enum LdpStatus {
      * A bug in the library (a caught panic): please report it.
      */
     LDP_INTERNAL = 10,
+    /**
+     * The outbox is full (`max_outbox_bytes`): nothing was charged or stored; uploading makes room.
+     */
+    LDP_OUTBOX_FULL = 11,
+    /**
+     * The device opted out (`ldp_client_opt_out`): nothing was charged or stored until `ldp_client_opt_in`.
+     */
+    LDP_OPTED_OUT = 12,
 } LdpStatus;
 
 /**
@@ -92,7 +111,8 @@ typedef enum LdpReplyAction {
      */
     LDP_REPLY_SPLIT = 1,
     /**
-     * Retry the same request after `*wait_seconds` (the collector's `Retry-After`; cap it as you see fit).
+     * Retry the same request after `*wait_seconds` (the collector's `Retry-After`, at most
+     * `LDP_MAX_RETRY_AFTER_SECONDS`; shorten it as you see fit).
      */
     LDP_REPLY_RETRY_AFTER = 2,
     /**
@@ -179,6 +199,22 @@ typedef struct LdpCharge {
      */
     char value_hex[65];
 } LdpCharge;
+
+/**
+ * Options of `ldp_client_open_with_options`. All zero (`LdpClientOptions options = {0};`) is every default.
+ */
+typedef struct LdpClientOptions {
+    /**
+     * The randomness: null for the OS generator (apps), a source for simulations and tests.
+     */
+    const struct LdpRandom *random;
+    /**
+     * The most bytes of reports the outbox keeps waiting for upload (each report's envelope line and its newline,
+     * pinned batches included); a report that would go past it is refused with `LDP_OUTBOX_FULL`, nothing charged.
+     * 0: the default, `LDP_DEFAULT_MAX_OUTBOX_BYTES` (1 MiB).
+     */
+    uint64_t max_outbox_bytes;
+} LdpClientOptions;
 
 #if defined(LDP_CLIENT_UPLOADER)
 /**
@@ -271,7 +307,8 @@ enum LdpStatus ldp_spec_parse(const uint8_t *json, size_t len, struct LdpSpec **
 enum LdpStatus ldp_spec_fingerprint(const struct LdpSpec *spec, char *out);
 
 /**
- * Frees a spec (null is ignored). Clients and encoders made from it keep their own reference.
+ * Frees a spec (null, or a handle of another kind, is ignored). Clients and encoders made from it keep their own
+ * reference.
  *
  * # Safety
  * `spec` is null or a spec handle not freed before.
@@ -394,6 +431,20 @@ enum LdpStatus ldp_client_open(const struct LdpSpec *spec,
                                struct LdpClient **out);
 
 /**
+ * `ldp_client_open` or `ldp_client_open_memory` with options: the client of `spec` keeping its state in the folder
+ * `state_dir` (null: in memory), with `options` (null: every default; see `LdpClientOptions`). A folder whose
+ * state is missing while traces of it remain (`outbox.*.log`, temporary state files) is refused with
+ * `LDP_LEDGER_ERROR` naming them: delete the folder to start over as a new device.
+ *
+ * # Safety
+ * Pointers valid as documented.
+ */
+enum LdpStatus ldp_client_open_with_options(const struct LdpSpec *spec,
+                                            const char *state_dir,
+                                            const struct LdpClientOptions *options,
+                                            struct LdpClient **out);
+
+/**
  * A client keeping its state in memory (simulations and tests; nothing survives the process).
  *
  * # Safety
@@ -453,6 +504,43 @@ enum LdpStatus ldp_client_record_string(const struct LdpClient *client,
 enum LdpStatus ldp_client_pending(const struct LdpClient *client, uint64_t *count);
 
 /**
+ * Bytes waiting for upload as the outbox's cap counts them (each report's envelope line and newline), in `*bytes`.
+ *
+ * # Safety
+ * Pointers valid as documented.
+ */
+enum LdpStatus ldp_client_pending_bytes(const struct LdpClient *client, uint64_t *bytes);
+
+/**
+ * Stops collection on this device (an app's privacy setting), in one crash-safe transaction: deletes every pending
+ * report and pinned batch, the device secret, the cohorts and the memoized and charge-on-change records, and
+ * leaves a marker; the budget already spent stays spent. Then every record is refused with `LDP_OPTED_OUT` before
+ * anything is charged, nothing is pending, no request is made, in every process sharing the folder, until
+ * `ldp_client_opt_in`. Opting out again does nothing.
+ *
+ * # Safety
+ * `client` is a live handle.
+ */
+enum LdpStatus ldp_client_opt_out(const struct LdpClient *client);
+
+/**
+ * Resumes collection after `ldp_client_opt_out`: removes the marker and draws a fresh device secret (new cohorts,
+ * new memoized responses, each charged afresh when first used). On a device that did not opt out it does nothing.
+ *
+ * # Safety
+ * `client` is a live handle.
+ */
+enum LdpStatus ldp_client_opt_in(const struct LdpClient *client);
+
+/**
+ * Whether the device opted out: `*opted_out` is 1 if so, else 0.
+ *
+ * # Safety
+ * Pointers valid as documented.
+ */
+enum LdpStatus ldp_client_opted_out(const struct LdpClient *client, int32_t *opted_out);
+
+/**
  * The (ε, δ) spent on `metric` (null: the whole collection) in the current window, or over the lifetime when
  * `lifetime` is non-zero.
  *
@@ -466,7 +554,7 @@ enum LdpStatus ldp_client_spent(const struct LdpClient *client,
                                 double *delta);
 
 /**
- * Frees a client (null is ignored). Its state stays in its folder.
+ * Frees a client (null, or a handle of another kind, is ignored). Its state stays in its folder.
  *
  * # Safety
  * `client` is null or a handle not freed before, and no other thread is using it.
@@ -525,8 +613,10 @@ size_t ldp_request_report_count(const struct LdpRequest *request);
  * Applies the collector's reply to `request`: `status` the HTTP status (−1: no reply, the connection failed or
  * timed out), `body` the first bytes of the reply (read at most 65,536; `truncated` non-zero if it was longer),
  * `retry_after` the `Retry-After` header (null: absent). `*action` says what to do next; `*wait_seconds` is set
- * for `LDP_REPLY_RETRY_AFTER`. A failure returns its status (`LDP_UPLOAD_REJECTED`, `LDP_TRANSPORT_ERROR`) with
- * `*action` set to `LDP_REPLY_FAIL`.
+ * for `LDP_REPLY_RETRY_AFTER`, never above `LDP_MAX_RETRY_AFTER_SECONDS` (300). A failure returns its status
+ * (`LDP_UPLOAD_REJECTED`, `LDP_TRANSPORT_ERROR`) with `*action` set to `LDP_REPLY_FAIL`. `request` must come from
+ * this `client`'s `ldp_client_next_request`: a request of another client handle is `LDP_INVALID_ARGUMENT`, and
+ * nothing is acknowledged.
  *
  * # Safety
  * Pointers valid as documented.

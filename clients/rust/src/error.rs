@@ -40,8 +40,22 @@ pub enum Error {
         /// The scope's cap in the period.
         cap: PrivacyCost,
     },
-    /// The ledger's state cannot be read or written safely (damaged file, lock not obtained in time, I/O error).
+    /// The ledger's state cannot be read or written safely (damaged file, lock not obtained in time, I/O error, a
+    /// state missing beside traces of it).
     Ledger(String),
+    /// The report would take the outbox past its cap (`max_outbox_bytes`): nothing was charged or stored
+    /// (Python's `OutboxFull`). Uploading makes room.
+    OutboxFull {
+        /// Bytes waiting for upload (each pending report's envelope line and its newline, pinned batches included).
+        pending_bytes: u64,
+        /// The cap.
+        max_bytes: u64,
+        /// The refused item of a [`crate::TelemetryClient::record_many`] batch (`None` for `record`).
+        item: Option<usize>,
+    },
+    /// The device opted out of collection ([`crate::TelemetryClient::opt_out`]): nothing was charged or stored
+    /// (Python's `OptedOutError`).
+    OptedOut(String),
     /// A replayed random source was asked for a draw it does not hold (conformance tests).
     Replay(String),
     /// An upload failed for now (network, deadline, 5xx, 408, 429): the batch stays queued and is retried.
@@ -77,6 +91,8 @@ impl Error {
             Error::Spec { .. } => "SpecError",
             Error::BudgetExceeded { .. } => "BudgetExceeded",
             Error::Ledger(_) => "LedgerError",
+            Error::OutboxFull { .. } => "OutboxFull",
+            Error::OptedOut(_) => "OptedOutError",
             Error::Replay(_) => "ReplayError",
             Error::Transport(_) => "TransportError",
             Error::UploadRejected { .. } => "UploadRejected",
@@ -96,6 +112,7 @@ impl fmt::Display for Error {
             Error::Value(m)
             | Error::Type(m)
             | Error::Ledger(m)
+            | Error::OptedOut(m)
             | Error::Replay(m)
             | Error::Transport(m)
             | Error::InvalidArgument(m)
@@ -116,6 +133,16 @@ impl fmt::Display for Error {
                 write!(
                     f,
                     "privacy budget exceeded for {who} ({period}): spent {spent}, requested {requested}, cap {cap}"
+                )
+            }
+            Error::OutboxFull { pending_bytes, max_bytes, item } => {
+                if let Some(i) = item {
+                    write!(f, "record_many item {i} does not fit: ")?;
+                }
+                write!(
+                    f,
+                    "the outbox is full: {pending_bytes} bytes wait for upload and the cap (max_outbox_bytes) is \
+                     {max_bytes}; nothing was charged or stored (upload to make room)"
                 )
             }
             Error::UploadRejected { status, message } => {

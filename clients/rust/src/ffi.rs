@@ -6,6 +6,8 @@
 //! strings the library returns are freed with [`ldp_string_free`]. Inputs are UTF-8 byte ranges (pointer and
 //! length) or NUL-terminated UTF-8 strings; a null pointer, invalid UTF-8 or an oversized input is an
 //! `LDP_INVALID_ARGUMENT`, never a crash. A panic inside the library is caught and returned as `LDP_INTERNAL`.
+//! Every handle carries a tag of its kind: a handle of another kind (a spec passed as a client) is an
+//! `LDP_INVALID_ARGUMENT` too, and a `_free` function ignores it.
 //!
 //! Threads: an `LdpClient` may be used from any number of threads at once (its calls serialize on the store's
 //! lock); an `LdpEncoder`, `LdpRandom` or `LdpRequest` by one thread at a time.
@@ -53,6 +55,10 @@ pub enum LdpStatus {
     LdpUploadRejected = 9,
     /// A bug in the library (a caught panic): please report it.
     LdpInternal = 10,
+    /// The outbox is full (`max_outbox_bytes`): nothing was charged or stored; uploading makes room.
+    LdpOutboxFull = 11,
+    /// The device opted out (`ldp_client_opt_out`): nothing was charged or stored until `ldp_client_opt_in`.
+    LdpOptedOut = 12,
 }
 
 impl From<&Error> for LdpStatus {
@@ -68,12 +74,22 @@ impl From<&Error> for LdpStatus {
             Error::Transport(_) => LdpStatus::LdpTransportError,
             Error::UploadRejected { .. } => LdpStatus::LdpUploadRejected,
             Error::Internal(_) => LdpStatus::LdpInternal,
+            Error::OutboxFull { .. } => LdpStatus::LdpOutboxFull,
+            Error::OptedOut(_) => LdpStatus::LdpOptedOut,
         }
     }
 }
 
 /// The largest spec, value or reply a call accepts, in bytes (16 MiB).
 pub const LDP_MAX_INPUT: usize = 1 << 24;
+
+/// The longest wait `ldp_client_handle_reply` hands back for a `Retry-After`, in seconds (5 minutes, the built-in
+/// uploader's default `max_delay`): a longer or absurd value from the collector is cut to it.
+pub const LDP_MAX_RETRY_AFTER_SECONDS: u32 = 300;
+
+/// The default cap of a client's outbox in bytes (1 MiB): `LdpClientOptions.max_outbox_bytes` 0 stands for it.
+pub const LDP_DEFAULT_MAX_OUTBOX_BYTES: u64 = 1_048_576;
+const _: () = assert!(LDP_DEFAULT_MAX_OUTBOX_BYTES == crate::client::DEFAULT_MAX_OUTBOX_BYTES);
 
 thread_local! {
     static LAST_ERROR: RefCell<(CString, CString)> = RefCell::new((CString::default(), CString::default()));
@@ -145,14 +161,81 @@ fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
     unsafe { p.as_mut() }.ok_or_else(|| invalid(format!("{what} (an out pointer) is null")))
 }
 
-fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
-    // SAFETY: a non-null handle is one this library returned and the caller has not freed.
-    unsafe { p.as_ref() }.ok_or_else(|| invalid(format!("{what} is a null handle")))
+/// A handle's allocation: its kind's tag first, then the value. Every handle the library returns points to one, so
+/// the first 8 bytes behind any live handle are a tag, and a handle of one kind passed where another is expected (a
+/// spec for a client, say) is refused as `LDP_INVALID_ARGUMENT` instead of being read as the wrong type.
+#[repr(C)]
+struct Tagged<T> {
+    tag: u64,
+    value: T,
 }
 
-fn handle_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
+/// What a freed handle's tag is overwritten with before its memory goes (a second free is then ignored while the
+/// allocator leaves the bytes alone).
+const FREED: u64 = 0x6c64_7066_7265_6564; // "ldpfreed"
+
+/// A kind of handle: its tag and its name in error messages.
+trait Handle: Sized {
+    const TAG: u64;
+    const KIND: &'static str;
+}
+
+macro_rules! handle_kind {
+    ($($t:ty => $tag:expr, $kind:expr;)*) => {$(
+        impl Handle for $t {
+            const TAG: u64 = $tag;
+            const KIND: &'static str = $kind;
+        }
+    )*};
+}
+
+handle_kind! {
+    LdpSpec => 0x6c64_7073_7065_6331, "a spec";
+    LdpRandom => 0x6c64_7072_6e64_3031, "a random source";
+    LdpEncoder => 0x6c64_7065_6e63_3031, "an encoder";
+    LdpPrepared => 0x6c64_7070_7265_7031, "a prepared value";
+    LdpClient => 0x6c64_7063_6c6e_7431, "a client";
+    LdpRequest => 0x6c64_7072_6571_3031, "a request";
+}
+
+/// A new handle holding `value`.
+fn new_handle<T: Handle>(value: T) -> *mut T {
+    Box::into_raw(Box::new(Tagged { tag: T::TAG, value })).cast()
+}
+
+/// The value behind handle `p` if it is a live handle of `T`'s kind.
+fn tagged<T: Handle>(p: *const T, what: &str) -> Result<*mut Tagged<T>> {
+    if p.is_null() {
+        return Err(invalid(format!("{what} is a null handle")));
+    }
+    // SAFETY: a non-null handle is one this library returned (a `Tagged` of some kind, at least 8 bytes, its tag
+    // first) and the caller has not freed.
+    let tag = unsafe { ptr::read(p.cast::<u64>()) };
+    if tag != T::TAG {
+        return Err(invalid(format!("{what} is not {} handle (a handle of another kind, or a freed one)", T::KIND)));
+    }
+    Ok(p.cast::<Tagged<T>>().cast_mut())
+}
+
+fn handle<'a, T: Handle>(p: *const T, what: &str) -> Result<&'a T> {
+    // SAFETY: checked by `tagged`: a live handle of this kind.
+    Ok(unsafe { &(*tagged(p, what)?).value })
+}
+
+fn handle_mut<'a, T: Handle>(p: *mut T, what: &str) -> Result<&'a mut T> {
     // SAFETY: as for `handle`, used by one thread at a time.
-    unsafe { p.as_mut() }.ok_or_else(|| invalid(format!("{what} is a null handle")))
+    Ok(unsafe { &mut (*tagged(p, what)?).value })
+}
+
+/// Frees handle `p` (null, or a handle of another kind, is ignored).
+///
+/// # Safety
+/// `p` is null or a handle this library returned and the caller has not freed.
+unsafe fn free_handle<T: Handle>(p: *mut T) {
+    if let Ok(t) = tagged(p, "handle") {
+        ptr::write_volatile(&mut (*t).tag, FREED);
+        drop(Box::from_raw(t));
+    }
 }
 
 fn new_string(s: String) -> Result<*mut c_char> {
@@ -211,7 +294,7 @@ pub unsafe extern "C" fn ldp_spec_parse(json: *const u8, len: usize, out: *mut *
         *o = ptr::null_mut();
         let text = c_utf8(json, len, "the spec")?;
         let spec = CollectionSpec::parse(text)?;
-        *o = Box::into_raw(Box::new(LdpSpec(Arc::new(spec))));
+        *o = new_handle(LdpSpec(Arc::new(spec)));
         Ok(())
     })
 }
@@ -234,15 +317,14 @@ pub unsafe extern "C" fn ldp_spec_fingerprint(spec: *const LdpSpec, out: *mut c_
     })
 }
 
-/// Frees a spec (null is ignored). Clients and encoders made from it keep their own reference.
+/// Frees a spec (null, or a handle of another kind, is ignored). Clients and encoders made from it keep their own
+/// reference.
 ///
 /// # Safety
 /// `spec` is null or a spec handle not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn ldp_spec_free(spec: *mut LdpSpec) {
-    if !spec.is_null() {
-        drop(Box::from_raw(spec));
-    }
+    free_handle(spec);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -265,7 +347,7 @@ impl RandomSource for LdpRandom {
 }
 
 fn new_random(src: impl RandomSource + 'static) -> *mut LdpRandom {
-    Box::into_raw(Box::new(LdpRandom(Arc::new(Mutex::new(Box::new(src))))))
+    new_handle(LdpRandom(Arc::new(Mutex::new(Box::new(src)))))
 }
 
 /// The OS generator (what every client uses by default).
@@ -345,9 +427,7 @@ impl RandomSource for Replay {
 /// `random` is null or a handle not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn ldp_random_free(random: *mut LdpRandom) {
-    if !random.is_null() {
-        drop(Box::from_raw(random));
-    }
+    free_handle(random);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -431,7 +511,7 @@ pub unsafe extern "C" fn ldp_encoder_new(
         let rng: Option<Box<dyn RandomSource>> =
             if random.is_null() { None } else { Some(Box::new(handle(random, "random")?.clone())) };
         let encoder = m.protocol().encoder(m.params.clone(), EncoderOptions { rng, secret, cohort, prr_rng: None })?;
-        *o = Box::into_raw(Box::new(LdpEncoder { encoder, spec: spec.clone(), metric: metric.to_string() }));
+        *o = new_handle(LdpEncoder { encoder, spec: spec.clone(), metric: metric.to_string() });
         Ok(())
     })
 }
@@ -452,7 +532,7 @@ pub unsafe extern "C" fn ldp_encoder_prepare(
         *o = ptr::null_mut();
         let e = handle_mut(encoder, "encoder")?;
         let value = parse_value(c_utf8(value_json, len, "the value")?)?;
-        *o = Box::into_raw(Box::new(LdpPrepared(e.encoder.prepare(&value)?)));
+        *o = new_handle(LdpPrepared(e.encoder.prepare(&value)?));
         Ok(())
     })
 }
@@ -538,9 +618,7 @@ pub unsafe extern "C" fn ldp_encoder_randomize(
 /// `prepared` is null or a handle not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn ldp_prepared_free(prepared: *mut LdpPrepared) {
-    if !prepared.is_null() {
-        drop(Box::from_raw(prepared));
-    }
+    free_handle(prepared);
 }
 
 /// Frees an encoder (null is ignored).
@@ -549,28 +627,48 @@ pub unsafe extern "C" fn ldp_prepared_free(prepared: *mut LdpPrepared) {
 /// `encoder` is null or a handle not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn ldp_encoder_free(encoder: *mut LdpEncoder) {
-    if !encoder.is_null() {
-        drop(Box::from_raw(encoder));
-    }
+    free_handle(encoder);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Clients
 
 /// One device's client of one collection: budget ledger, outbox, upload.
-pub struct LdpClient(TelemetryClient);
+pub struct LdpClient {
+    client: TelemetryClient,
+    /// This handle's number: the requests it makes carry it.
+    serial: u64,
+}
+
+/// Options of `ldp_client_open_with_options`. All zero (`LdpClientOptions options = {0};`) is every default.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LdpClientOptions {
+    /// The randomness: null for the OS generator (apps), a source for simulations and tests.
+    pub random: *const LdpRandom,
+    /// The most bytes of reports the outbox keeps waiting for upload (each report's envelope line and its newline,
+    /// pinned batches included); a report that would go past it is refused with `LDP_OUTBOX_FULL`, nothing charged.
+    /// 0: the default, `LDP_DEFAULT_MAX_OUTBOX_BYTES` (1 MiB).
+    pub max_outbox_bytes: u64,
+}
 
 fn open_client(
     spec: *const LdpSpec,
     random: *const LdpRandom,
+    max_outbox_bytes: u64,
     store: impl crate::ledger::StateStore + 'static,
 ) -> Result<LdpClient> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SERIAL: AtomicU64 = AtomicU64::new(1);
     let spec = handle(spec, "spec")?.0.as_ref().clone();
     let mut b = TelemetryClient::builder(spec, store);
     if !random.is_null() {
         b = b.rng(handle(random, "random")?.clone());
     }
-    Ok(LdpClient(b.build()?))
+    if max_outbox_bytes > 0 {
+        b = b.max_outbox_bytes(max_outbox_bytes);
+    }
+    Ok(LdpClient { client: b.build()?, serial: SERIAL.fetch_add(1, Ordering::Relaxed) })
 }
 
 /// The client of `spec` keeping its state in the folder `state_dir` (created if missing; crash-safe, shared by the
@@ -592,7 +690,41 @@ pub unsafe extern "C" fn ldp_client_open(
         if dir.is_empty() {
             return Err(invalid("state_dir is empty"));
         }
-        *o = Box::into_raw(Box::new(open_client(spec, random, FileStore::open(dir)?)?));
+        *o = new_handle(open_client(spec, random, 0, FileStore::open(dir)?)?);
+        Ok(())
+    })
+}
+
+/// `ldp_client_open` or `ldp_client_open_memory` with options: the client of `spec` keeping its state in the folder
+/// `state_dir` (null: in memory), with `options` (null: every default; see `LdpClientOptions`). A folder whose
+/// state is missing while traces of it remain (`outbox.*.log`, temporary state files) is refused with
+/// `LDP_LEDGER_ERROR` naming them: delete the folder to start over as a new device.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_open_with_options(
+    spec: *const LdpSpec,
+    state_dir: *const c_char,
+    options: *const LdpClientOptions,
+    out: *mut *mut LdpClient,
+) -> LdpStatus {
+    guard(|| {
+        let o = self::out(out, "out")?;
+        *o = ptr::null_mut();
+        let options =
+            options.as_ref().copied().unwrap_or(LdpClientOptions { random: ptr::null(), max_outbox_bytes: 0 });
+        let (random, max) = (options.random, options.max_outbox_bytes);
+        let client = if state_dir.is_null() {
+            open_client(spec, random, max, MemoryStore::new())?
+        } else {
+            let dir = c_str(state_dir, "state_dir")?;
+            if dir.is_empty() {
+                return Err(invalid("state_dir is empty"));
+            }
+            open_client(spec, random, max, FileStore::open(dir)?)?
+        };
+        *o = new_handle(client);
         Ok(())
     })
 }
@@ -610,7 +742,7 @@ pub unsafe extern "C" fn ldp_client_open_memory(
     guard(|| {
         let o = self::out(out, "out")?;
         *o = ptr::null_mut();
-        *o = Box::into_raw(Box::new(open_client(spec, random, MemoryStore::new())?));
+        *o = new_handle(open_client(spec, random, 0, MemoryStore::new())?);
         Ok(())
     })
 }
@@ -619,7 +751,7 @@ fn record(client: *const LdpClient, metric: *const c_char, value: Value, id: *mu
     let c = handle(client, "client")?;
     // SAFETY: the caller passes a NUL-terminated string.
     let metric = unsafe { c_str(metric, "metric") }?;
-    let n = c.0.record(metric, &value)?;
+    let n = c.client.record(metric, &value)?;
     if !id.is_null() {
         // SAFETY: a non-null id is a valid pointer.
         unsafe { *id = n };
@@ -699,7 +831,56 @@ pub unsafe extern "C" fn ldp_client_record_string(
 pub unsafe extern "C" fn ldp_client_pending(client: *const LdpClient, count: *mut u64) -> LdpStatus {
     guard(|| {
         let c = handle(client, "client")?;
-        *self::out(count, "count")? = c.0.pending()?;
+        *self::out(count, "count")? = c.client.pending()?;
+        Ok(())
+    })
+}
+
+/// Bytes waiting for upload as the outbox's cap counts them (each report's envelope line and newline), in `*bytes`.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_pending_bytes(client: *const LdpClient, bytes: *mut u64) -> LdpStatus {
+    guard(|| {
+        let c = handle(client, "client")?;
+        *self::out(bytes, "bytes")? = c.client.pending_bytes()?;
+        Ok(())
+    })
+}
+
+/// Stops collection on this device (an app's privacy setting), in one crash-safe transaction: deletes every pending
+/// report and pinned batch, the device secret, the cohorts and the memoized and charge-on-change records, and
+/// leaves a marker; the budget already spent stays spent. Then every record is refused with `LDP_OPTED_OUT` before
+/// anything is charged, nothing is pending, no request is made, in every process sharing the folder, until
+/// `ldp_client_opt_in`. Opting out again does nothing.
+///
+/// # Safety
+/// `client` is a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_opt_out(client: *const LdpClient) -> LdpStatus {
+    guard(|| handle(client, "client")?.client.opt_out())
+}
+
+/// Resumes collection after `ldp_client_opt_out`: removes the marker and draws a fresh device secret (new cohorts,
+/// new memoized responses, each charged afresh when first used). On a device that did not opt out it does nothing.
+///
+/// # Safety
+/// `client` is a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_opt_in(client: *const LdpClient) -> LdpStatus {
+    guard(|| handle(client, "client")?.client.opt_in())
+}
+
+/// Whether the device opted out: `*opted_out` is 1 if so, else 0.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_opted_out(client: *const LdpClient, opted_out: *mut i32) -> LdpStatus {
+    guard(|| {
+        let c = handle(client, "client")?;
+        *self::out(opted_out, "opted_out")? = i32::from(c.client.is_opted_out()?);
         Ok(())
     })
 }
@@ -720,22 +901,20 @@ pub unsafe extern "C" fn ldp_client_spent(
     guard(|| {
         let c = handle(client, "client")?;
         let m = if metric.is_null() { None } else { Some(c_str(metric, "metric")?) };
-        let cost = c.0.spent(m, lifetime != 0)?;
+        let cost = c.client.spent(m, lifetime != 0)?;
         *self::out(epsilon, "epsilon")? = cost.epsilon;
         *self::out(delta, "delta")? = cost.delta;
         Ok(())
     })
 }
 
-/// Frees a client (null is ignored). Its state stays in its folder.
+/// Frees a client (null, or a handle of another kind, is ignored). Its state stays in its folder.
 ///
 /// # Safety
 /// `client` is null or a handle not freed before, and no other thread is using it.
 #[no_mangle]
 pub unsafe extern "C" fn ldp_client_free(client: *mut LdpClient) {
-    if !client.is_null() {
-        drop(Box::from_raw(client));
-    }
+    free_handle(client);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -744,6 +923,8 @@ pub unsafe extern "C" fn ldp_client_free(client: *mut LdpClient) {
 /// One upload request: `POST` it to the collector's `/v1/reports` URL with its headers and body, then pass the
 /// reply to `ldp_client_handle_reply`.
 pub struct LdpRequest {
+    /// The serial number of the client handle that made it.
+    client: u64,
     batch: Batch,
     request: UploadRequest,
     names: Vec<CString>,
@@ -769,11 +950,11 @@ pub unsafe extern "C" fn ldp_client_next_request(
         let c = handle(client, "client")?;
         let token = c_str(token, "token")?;
         crate::upload::check_token(token)?;
-        let Some(batch) = c.0.next_batch(None)? else { return Ok(()) };
+        let Some(batch) = c.client.next_batch(None)? else { return Ok(()) };
         let req = UploadRequest::new(&batch, token, gzip != 0)?;
         let names = req.headers.iter().map(|(n, _)| CString::new(*n).unwrap_or_default()).collect();
         let values = req.headers.iter().map(|(_, v)| CString::new(v.as_str()).unwrap_or_default()).collect();
-        *o = Box::into_raw(Box::new(LdpRequest { batch, request: req, names, values }));
+        *o = new_handle(LdpRequest { client: c.serial, batch, request: req, names, values });
         Ok(())
     })
 }
@@ -784,7 +965,7 @@ pub unsafe extern "C" fn ldp_client_next_request(
 /// `request` is a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn ldp_request_header_count(request: *const LdpRequest) -> usize {
-    request.as_ref().map_or(0, |r| r.names.len())
+    handle(request, "request").map_or(0, |r| r.names.len())
 }
 
 /// Header `index` of a request: `*name` and `*value` point into the request (valid until it is freed).
@@ -833,7 +1014,7 @@ pub unsafe extern "C" fn ldp_request_body(
 /// `request` is a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn ldp_request_report_count(request: *const LdpRequest) -> usize {
-    request.as_ref().map_or(0, |r| r.batch.reports.len())
+    handle(request, "request").map_or(0, |r| r.batch.reports.len())
 }
 
 /// What to do after a reply (`ldp_client_handle_reply`).
@@ -844,7 +1025,8 @@ pub enum LdpReplyAction {
     LdpReplyDone = 0,
     /// The batch was split in two (the collector found it too large): ask for the next request at once.
     LdpReplySplit = 1,
-    /// Retry the same request after `*wait_seconds` (the collector's `Retry-After`; cap it as you see fit).
+    /// Retry the same request after `*wait_seconds` (the collector's `Retry-After`, at most
+    /// `LDP_MAX_RETRY_AFTER_SECONDS`; shorten it as you see fit).
     LdpReplyRetryAfter = 2,
     /// Retry the same request after an exponential back-off with jitter (no reply, 408, 5xx).
     LdpReplyBackoff = 3,
@@ -855,8 +1037,10 @@ pub enum LdpReplyAction {
 /// Applies the collector's reply to `request`: `status` the HTTP status (−1: no reply, the connection failed or
 /// timed out), `body` the first bytes of the reply (read at most 65,536; `truncated` non-zero if it was longer),
 /// `retry_after` the `Retry-After` header (null: absent). `*action` says what to do next; `*wait_seconds` is set
-/// for `LDP_REPLY_RETRY_AFTER`. A failure returns its status (`LDP_UPLOAD_REJECTED`, `LDP_TRANSPORT_ERROR`) with
-/// `*action` set to `LDP_REPLY_FAIL`.
+/// for `LDP_REPLY_RETRY_AFTER`, never above `LDP_MAX_RETRY_AFTER_SECONDS` (300). A failure returns its status
+/// (`LDP_UPLOAD_REJECTED`, `LDP_TRANSPORT_ERROR`) with `*action` set to `LDP_REPLY_FAIL`. `request` must come from
+/// this `client`'s `ldp_client_next_request`: a request of another client handle is `LDP_INVALID_ARGUMENT`, and
+/// nothing is acknowledged.
 ///
 /// # Safety
 /// Pointers valid as documented.
@@ -877,6 +1061,12 @@ pub unsafe extern "C" fn ldp_client_handle_reply(
         *a = LdpReplyAction::LdpReplyFail;
         let c = handle(client, "client")?;
         let r = handle(request, "request")?;
+        if r.client != c.serial {
+            return Err(invalid(
+                "request was made by another client handle: hand the reply to the client whose \
+                 ldp_client_next_request made it",
+            ));
+        }
         let body = c_bytes(body, body_len.min(crate::upload::MAX_ANSWER), "body")?;
         let retry = if retry_after.is_null() { None } else { Some(c_str(retry_after, "retry_after")?) };
         let status = match status {
@@ -891,15 +1081,15 @@ pub unsafe extern "C" fn ldp_client_handle_reply(
         let over = truncated != 0 || body_len > crate::upload::MAX_ANSWER;
         match Reply::classify(status, body, over, retry, &r.batch, crate::client::system_clock()) {
             Reply::Acknowledge(_) => {
-                c.0.acknowledge_batch(&r.batch.id, &r.batch.ids())?;
+                c.client.acknowledge_batch(&r.batch.id, &r.batch.ids())?;
                 *a = LdpReplyAction::LdpReplyDone;
             }
             Reply::Split => {
-                c.0.split_batch(&r.batch.id)?;
+                c.client.split_batch(&r.batch.id)?;
                 *a = LdpReplyAction::LdpReplySplit;
             }
             Reply::RetryAfter(s) => {
-                *self::out(wait_seconds, "wait_seconds")? = s;
+                *self::out(wait_seconds, "wait_seconds")? = s.clamp(0.0, f64::from(LDP_MAX_RETRY_AFTER_SECONDS));
                 *a = LdpReplyAction::LdpReplyRetryAfter;
             }
             Reply::Backoff => *a = LdpReplyAction::LdpReplyBackoff,
@@ -915,9 +1105,7 @@ pub unsafe extern "C" fn ldp_client_handle_reply(
 /// `request` is null or a handle not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn ldp_request_free(request: *mut LdpRequest) {
-    if !request.is_null() {
-        drop(Box::from_raw(request));
-    }
+    free_handle(request);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -997,7 +1185,7 @@ pub unsafe extern "C" fn ldp_client_upload(
         if call_timeout_seconds.is_finite() && call_timeout_seconds > 0.0 {
             options.call_timeout = Some(std::time::Duration::from_secs_f64(call_timeout_seconds.min(86400.0 * 7.0)));
         }
-        let r = Uploader::new(options).upload(&c.0)?;
+        let r = Uploader::new(options).upload(&c.client)?;
         *o = LdpUploadResult {
             batches: r.batches,
             acknowledged: r.acknowledged,

@@ -74,22 +74,30 @@ fn work_dir() -> &'static Path {
     })
 }
 
+/// `tests/c/vectors.c` compiled with `flags` into `work_dir()/name`: the command and its output.
+fn compile_vectors(name: &str, flags: &[&str]) -> (Command, std::process::Output, PathBuf) {
+    let root = manifest_dir();
+    let exe = work_dir().join(name);
+    let cc = std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into());
+    let mut cmd = Command::new(&cc);
+    cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1"])
+        .args(flags)
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join("tests/c/vectors.c"))
+        .arg(static_library())
+        .args(native_static_libs())
+        .arg("-o")
+        .arg(&exe);
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
+    (cmd, out, exe)
+}
+
 /// `tests/c/vectors.c`, compiled and linked once per test process.
 fn program() -> &'static Path {
     static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
     PROGRAM.get_or_init(|| {
-        let root = manifest_dir();
-        let exe = work_dir().join("vectors");
-        let cc = std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into());
-        let mut cmd = Command::new(&cc);
-        cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-I"])
-            .arg(root.join("include"))
-            .arg(root.join("tests/c/vectors.c"))
-            .arg(static_library())
-            .args(native_static_libs())
-            .arg("-o")
-            .arg(&exe);
-        let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
+        let (cmd, out, exe) = compile_vectors("vectors", &[]);
         assert!(
             out.status.success(),
             "compiling tests/c/vectors.c failed ({cmd:?}):\n{}{}",
@@ -473,6 +481,39 @@ fn c_program_selftest() {
         last.starts_with("selftest: ") && last.ends_with(", 0 failed") && !stdout.contains("FAIL"),
         "the C self-test failed:\n{stdout}"
     );
+}
+
+/// The self-test again, built with AddressSanitizer and UndefinedBehaviorSanitizer (leaks included): handles of the
+/// wrong kind, freed null handles and every other boundary check touch no memory they must not. Skipped with a note
+/// where the compiler has no sanitizer runtime, unless `LDP_REQUIRE_ASAN` is set (CI sets it).
+#[test]
+fn c_program_selftest_under_address_sanitizer() {
+    let (cmd, out, exe) =
+        compile_vectors("vectors-asan", &["-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"]);
+    if !out.status.success() {
+        let why = format!("{cmd:?}:\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            std::env::var_os("LDP_REQUIRE_ASAN").is_none(),
+            "no sanitizer build, and LDP_REQUIRE_ASAN is set: {why}"
+        );
+        eprintln!("skipped: the C compiler cannot build with -fsanitize=address ({why})");
+        return;
+    }
+    let state = work_dir().join("state-asan");
+    let run = Command::new(&exe)
+        .args([Path::new("--selftest"), &state])
+        .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=23")
+        .env("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success() && stdout.lines().last().is_some_and(|l| l.ends_with(", 0 failed")),
+        "the self-test under the sanitizers failed ({}):\n{stdout}\n{stderr}",
+        run.status
+    );
+    assert!(!stderr.contains("ERROR: AddressSanitizer") && !stderr.contains("runtime error"), "{stderr}");
 }
 
 #[test]

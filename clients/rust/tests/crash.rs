@@ -39,12 +39,20 @@ fn open(dir: &Path, timeout: Duration) -> ldp_client::Result<TelemetryClient> {
 fn crash_child() {
     let Some(dir) = std::env::var_os("LDP_CRASH_CHILD") else { return };
     let client = open(Path::new(&dir), Duration::from_secs(30)).unwrap();
+    let toggle = std::env::var_os("LDP_CRASH_OPT_OUT").is_some();
     let mut i = 0u64;
     loop {
         i += 1;
         match client.record("c", &json!(i % 4)) {
             Ok(_) | Err(Error::BudgetExceeded { .. }) => {}
+            Err(Error::OptedOut(_)) if toggle => {}
             Err(e) => panic!("record: {e}"),
+        }
+        if toggle && i % 6 == 3 {
+            client.opt_out().unwrap();
+        }
+        if toggle && i.is_multiple_of(6) {
+            client.opt_in().unwrap();
         }
         if i.is_multiple_of(5) {
             if let Some(batch) = client.next_batch(None).unwrap() {
@@ -55,13 +63,19 @@ fn crash_child() {
 }
 
 fn spawn(dir: &Path) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+    spawn_child(dir, false)
+}
+
+fn spawn_child(dir: &Path, opt_out: bool) -> Child {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
         .env("LDP_CRASH_CHILD", dir)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+        .stderr(Stdio::piped());
+    if opt_out {
+        cmd.env("LDP_CRASH_OPT_OUT", "1");
+    }
+    cmd.spawn().unwrap()
 }
 
 /// A small deterministic generator for the kill times.
@@ -118,6 +132,9 @@ fn two_processes_killed_200_times_never_over_spend_corrupt_or_lock_out() {
         );
         max_count = max_count.max(count);
     }
+    // Reads repair nothing: the first write after the kills (opting out always changes the state) removes what the
+    // killed children left.
+    open(&dir, Duration::from_secs(2)).unwrap().opt_out().unwrap();
     let leftovers: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -139,11 +156,64 @@ fn tempfile_dir(name: &str) -> std::path::PathBuf {
 #[test]
 fn a_lock_file_left_by_a_dead_process_never_blocks() {
     let dir = tempfile_dir("stale-lock");
+    open(&dir, Duration::from_millis(500)).unwrap().record("c", &json!(0)).unwrap();
     std::fs::write(dir.join("lock"), b"").unwrap();
     std::fs::write(dir.join("state.json.123.deadbeef.tmp"), b"{half a state").unwrap();
     let client = open(&dir, Duration::from_millis(500)).unwrap();
     client.record("c", &json!(1)).unwrap();
-    assert_eq!(client.pending().unwrap(), 1);
+    assert_eq!(client.pending().unwrap(), 2);
     assert!(!dir.join("state.json.123.deadbeef.tmp").exists(), "a killed process's temporary file is swept");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Opting out and in is one crash-safe transaction each: two children record, acknowledge, opt out and opt in on
+/// one folder and are killed at random moments, 60 times. After every kill the store opens at once and whole; an
+/// opted-out device holds no report; the budget spent never goes down (opting out keeps it) nor over its cap; and
+/// no report exists without its charge.
+#[test]
+fn killed_while_opting_out_and_in_never_corrupt_reset_or_keep_reports() {
+    let dir = tempfile_dir("crash-opt-out");
+    let mut rng = Lcg(0x6f70_7420_6f75_7421);
+    let cost = open(&dir, Duration::from_secs(5)).unwrap().spec().metrics[0].params.privacy_cost().epsilon;
+    let (mut last_spent, mut opted_out_seen, mut deleted_seen) = (0.0, 0, 0);
+    for round in 0..30 {
+        let mut a = spawn_child(&dir, true);
+        let mut b = spawn_child(&dir, true);
+        std::thread::sleep(Duration::from_millis(5 + rng.below(40)));
+        a.kill().unwrap();
+        std::thread::sleep(Duration::from_millis(rng.below(15)));
+        b.kill().unwrap();
+        for child in [&mut a, &mut b] {
+            let status = child.wait().unwrap();
+            if status.code().is_some() {
+                let mut err = String::new();
+                let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+                panic!("round {round}: the child exited ({status:?}) before it was killed:\n{err}");
+            }
+        }
+        let client = open(&dir, Duration::from_secs(2)).unwrap_or_else(|e| panic!("round {round}: locked out? {e}"));
+        let pending = client.pending().unwrap_or_else(|e| panic!("round {round}: corrupt? {e}"));
+        let bytes = client.pending_bytes().unwrap();
+        let opted_out = client.is_opted_out().unwrap();
+        let spent = client.spent(Some("c"), true).unwrap().epsilon;
+        let uploaded: u64 = client.uploaded().unwrap().iter().map(|(_, n)| n).sum();
+        assert_eq!(pending == 0, bytes == 0, "round {round}: {pending} reports in {bytes} bytes");
+        if opted_out {
+            opted_out_seen += 1;
+            assert_eq!(pending, 0, "round {round}: an opted-out device holds reports");
+            assert_eq!(client.next_batch(None).unwrap(), None);
+        }
+        assert!(spent >= last_spent, "round {round}: the budget spent went down from {last_spent} to {spent}");
+        assert!(spent <= LIFETIME * (1.0 + 1e-9), "round {round}: spent {spent} over {LIFETIME}");
+        let paid = (spent / cost).round() as u64;
+        assert!(paid >= pending + uploaded, "round {round}: {paid} charged, {pending} pending, {uploaded} uploaded");
+        if paid > pending + uploaded {
+            deleted_seen += 1;
+        }
+        last_spent = spent;
+    }
+    assert!(opted_out_seen + deleted_seen > 0, "the children never opted out: the kills tested little");
+    assert!(last_spent > 0.0, "the children recorded nothing");
+    println!("60 kills: opted out after {opted_out_seen} rounds, reports deleted by an opt-out after {deleted_seen}");
     let _ = std::fs::remove_dir_all(&dir);
 }

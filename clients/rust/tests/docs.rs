@@ -55,3 +55,63 @@ fn the_conformance_pages_rust_column_is_the_clients() {
     ours.sort();
     assert_eq!(ours, yes, "run: python conformance/docs_tables.py");
 }
+
+/// The fenced block of `lang` that follows `heading` in `page`.
+fn block_after(page: &str, heading: &str, lang: &str) -> String {
+    let text = std::fs::read_to_string(docs().join(page)).unwrap();
+    let from = text.find(heading).unwrap_or_else(|| panic!("{page}: no {heading:?}"));
+    let fence = format!("\n```{lang}\n");
+    let start = from + text[from..].find(&fence).unwrap_or_else(|| panic!("{page}: no {lang} block after {heading:?}"));
+    let body = &text[start + fence.len()..];
+    body[..body.find("\n```").unwrap()].to_string() + "\n"
+}
+
+/// The whole C program of docs/native-client.md's "C usage", with its spec: built with the system compiler against
+/// the static library, run twice on one state folder.
+#[cfg(unix)]
+#[test]
+fn the_c_program_of_the_native_page_builds_and_runs() {
+    use std::process::Command;
+    let spec = block_after("native-client.md", "## C usage", "json");
+    let program = block_after("native-client.md", "## C usage", "c");
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let lib = [deps.join("libldp_client.a"), deps.parent().unwrap().join("libldp_client.a")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .expect("the static library cargo test built");
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ldp-docs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("collection.json"), spec).unwrap();
+    std::fs::write(dir.join("telemetry.c"), program).unwrap();
+    let cc = std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into());
+    let system: &[&str] = if cfg!(target_os = "macos") {
+        &["-lSystem", "-lc", "-lm"]
+    } else {
+        &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"]
+    };
+    let out = Command::new(&cc)
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include"))
+        .arg(dir.join("telemetry.c"))
+        .arg(&lib)
+        .args(system)
+        .arg("-o")
+        .arg(dir.join("telemetry"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the page's C program does not build:\n{}", String::from_utf8_lossy(&out.stderr));
+    for (run, want) in [(1, "queued report 1\n"), (2, "queued report 3\n")] {
+        let out = Command::new(dir.join("telemetry"))
+            .arg(dir.join("collection.json"))
+            .arg(dir.join("state"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "run {run}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.starts_with(want), "run {run}: {stdout}");
+        assert!(stdout.contains(&format!("waiting for upload: {} report(s)", 2 * run)), "run {run}: {stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

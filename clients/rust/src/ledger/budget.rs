@@ -49,7 +49,7 @@ pub(crate) fn window_at(state: &DeviceState, reading: f64, window_seconds: i64) 
 }
 
 fn keyed(state: &DeviceState, parts: &[&[u8]]) -> Result<String> {
-    Ok(hex(&hmac_sha256(&state.salt, parts)?))
+    Ok(hex(&hmac_sha256(&state.keys()?.salt, parts)?))
 }
 
 /// Checks every cap for `charge` on `metric` and records it in `state` (or returns [`Error::BudgetExceeded`] with

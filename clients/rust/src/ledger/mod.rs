@@ -6,6 +6,7 @@ mod store;
 
 pub(crate) use budget::{advance, charge, spent, window_at};
 pub use budget::{check_clock, Reservation, MAX_CLOCK};
+pub(crate) use state::DeviceKeys;
 pub use state::{DeviceState, PinnedPart, ScopeTotal};
-pub(crate) use store::transact;
-pub use store::{FileStore, MemoryStore, OutboxRecord, StateStore, StoreTransaction};
+pub use store::{outbox_bytes, FileStore, MemoryStore, OutboxRecord, StateStore, StoreTransaction, StoreView};
+pub(crate) use store::{transact, view};

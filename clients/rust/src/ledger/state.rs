@@ -32,17 +32,34 @@ pub struct PinnedPart {
     pub last: u64,
 }
 
+/// The device's keys: the device secret (each memoizing metric's secret derives from it; never sent) and the salt
+/// (memo keys, change values and batch ids are keyed hashes under it). Opting out deletes both; opting in draws new
+/// ones.
+#[derive(Clone, PartialEq)]
+pub(crate) struct DeviceKeys {
+    pub(crate) secret: [u8; 32],
+    pub(crate) salt: [u8; 32],
+}
+
+impl std::fmt::Debug for DeviceKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceKeys(<secret>)")
+    }
+}
+
 /// Everything one device keeps for one collection, in one document changed only inside a store transaction: the
 /// device secret (each memoizing metric's secret derives from it; never sent) and the upload salt, the ledger's
 /// clock and totals, the memoized and charge-on-change records (keyed hashes, never the values), the metrics'
 /// cohorts, the pinned upload parts, and the outbox's bookkeeping. The report lines themselves are kept by the
 /// store (an append-only log in a `FileStore`), so recording one costs the same however many wait.
+///
+/// A device that opted out keeps no keys (`keys` is `None`, the document's marker `opted_out`), no cohorts, memo or
+/// change records and no pinned parts; its budget totals stay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceState {
     /// The collection's name.
     pub collection: String,
-    pub(crate) secret: [u8; 32],
-    pub(crate) salt: [u8; 32],
+    pub(crate) keys: Option<DeviceKeys>,
     /// The latest clock reading seen (Unix seconds): the ledger's clock never goes back.
     pub clock: Option<f64>,
     pub(crate) totals: Vec<(String, ScopeTotal)>,
@@ -75,8 +92,7 @@ impl DeviceState {
     pub(crate) fn new(collection: &str, secret: [u8; 32], salt: [u8; 32]) -> Self {
         DeviceState {
             collection: collection.to_string(),
-            secret,
-            salt,
+            keys: Some(DeviceKeys { secret, salt }),
             clock: None,
             totals: Vec::new(),
             memo: Vec::new(),
@@ -87,6 +103,30 @@ impl DeviceState {
             last_upload: None,
             uploaded: Vec::new(),
         }
+    }
+
+    /// Whether the device opted out of collection.
+    pub fn opted_out(&self) -> bool {
+        self.keys.is_none()
+    }
+
+    /// The keys, or [`Error::OptedOut`] when the device opted out.
+    pub(crate) fn keys(&self) -> Result<&DeviceKeys> {
+        self.keys.as_ref().ok_or_else(|| {
+            Error::OptedOut(format!(
+                "this device opted out of collection {}: nothing is recorded until opt_in()",
+                crate::pytext::repr(&self.collection)
+            ))
+        })
+    }
+
+    /// Opts out: deletes the keys, cohorts, memo and change records and pinned parts; keeps the budget totals.
+    pub(crate) fn forget(&mut self) {
+        self.keys = None;
+        self.memo.clear();
+        self.changes.clear();
+        self.cohorts.clear();
+        self.parts.clear();
     }
 
     /// Reports acknowledged by the collector so far, per metric.
@@ -109,8 +149,17 @@ impl DeviceState {
         let mut m = Map::new();
         m.insert("format".into(), Value::from(FORMAT));
         m.insert("collection".into(), Value::String(self.collection.clone()));
-        m.insert("secret".into(), Value::String(crate::bytes::hex(&self.secret)));
-        m.insert("salt".into(), Value::String(crate::bytes::hex(&self.salt)));
+        match &self.keys {
+            Some(k) => {
+                m.insert("secret".into(), Value::String(crate::bytes::hex(&k.secret)));
+                m.insert("salt".into(), Value::String(crate::bytes::hex(&k.salt)));
+            }
+            None => {
+                m.insert("secret".into(), Value::Null);
+                m.insert("salt".into(), Value::Null);
+                m.insert("opted_out".into(), Value::Bool(true));
+            }
+        }
         m.insert("clock".into(), self.clock.map(f).unwrap_or(Value::Null));
         m.insert(
             "totals".into(),
@@ -185,7 +234,21 @@ impl DeviceState {
             }
         };
         let collection = d.get("collection").and_then(Value::as_str).ok_or_else(|| damaged("collection"))?;
-        let mut s = DeviceState::new(collection, hex32("secret")?, hex32("salt")?);
+        let opted_out = match d.get("opted_out") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(damaged("opted_out is not a boolean")),
+        };
+        let mut s = if opted_out {
+            if !(d.get("secret") == Some(&Value::Null) && d.get("salt") == Some(&Value::Null)) {
+                return Err(damaged("an opted-out state holds keys"));
+            }
+            let mut s = DeviceState::new(collection, [0; 32], [0; 32]);
+            s.keys = None;
+            s
+        } else {
+            DeviceState::new(collection, hex32("secret")?, hex32("salt")?)
+        };
         s.clock = match d.get("clock") {
             None | Some(Value::Null) => None,
             Some(v) => Some(num(v, "clock")?),

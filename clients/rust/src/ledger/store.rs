@@ -24,28 +24,49 @@ pub struct OutboxRecord {
     pub line: String,
 }
 
-/// What a [`StateStore`] transaction sees and changes. Nothing is written unless the transaction's closure returns
-/// `Ok`.
-pub trait StoreTransaction {
+/// The bytes a report takes in the outbox for its cap (`max_outbox_bytes`): its envelope line's UTF-8 bytes and its
+/// newline.
+pub fn outbox_bytes(line: &str) -> u64 {
+    line.len() as u64 + 1
+}
+
+/// What a read of a [`StateStore`] sees ([`StateStore::view_dyn`]): a consistent snapshot, changed by nothing.
+pub trait StoreView {
     /// The device's state: `None` before the first commit.
-    fn state(&mut self) -> &mut Option<DeviceState>;
-    /// Reports committed and not yet dropped, plus those appended in this transaction.
+    fn device(&self) -> Option<&DeviceState>;
+    /// Reports committed and not yet dropped (plus, in a transaction, those appended in it).
     fn pending_count(&self) -> u64;
-    /// Adds a report to the outbox, committed with the state.
-    fn append(&mut self, record: OutboxRecord) -> Result<()>;
+    /// The bytes of those reports for the outbox's cap: each one's envelope line and newline ([`outbox_bytes`]).
+    fn pending_bytes(&self) -> u64;
     /// The `count` oldest committed reports (fewer if fewer are waiting).
     fn head(&mut self, count: usize) -> Result<Vec<OutboxRecord>>;
+}
+
+/// What a [`StateStore`] transaction sees and changes. Nothing is written unless the transaction's closure returns
+/// `Ok`, and nothing either when it changed nothing.
+pub trait StoreTransaction: StoreView {
+    /// The device's state: `None` before the first commit.
+    fn state(&mut self) -> &mut Option<DeviceState>;
+    /// Adds a report to the outbox, committed with the state.
+    fn append(&mut self, record: OutboxRecord) -> Result<()>;
     /// Drops the `count` oldest committed reports (they were acknowledged).
     fn drop_head(&mut self, count: usize) -> Result<()>;
+    /// Drops every report, committed or appended in this transaction (opting out).
+    fn drop_all(&mut self) -> Result<()>;
 }
 
 /// Where a device's state and outbox live. [`StateStore::transact_dyn`] runs a closure exclusively (across threads,
 /// and for [`FileStore`] across processes) and commits what it changed atomically: the state and the reports it
 /// appended are both kept, or, if the closure fails or the process dies first, neither. A charge and the report it
-/// pays for are therefore written together or not at all.
+/// pays for are therefore written together or not at all. [`StateStore::view_dyn`] reads without writing anything.
 pub trait StateStore: Send + Sync {
     /// Runs `f` in one transaction.
     fn transact_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreTransaction) -> Result<()>) -> Result<()>;
+
+    /// Runs `f` on a consistent snapshot, writing nothing (the default: a transaction that changes nothing).
+    fn view_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreView) -> Result<()>) -> Result<()> {
+        self.transact_dyn(&mut |tx| f(tx))
+    }
 }
 
 /// [`StateStore::transact_dyn`] with a result.
@@ -61,6 +82,16 @@ pub(crate) fn transact<T>(
     out.ok_or_else(|| Error::Internal("a transaction returned nothing".into()))
 }
 
+/// [`StateStore::view_dyn`] with a result.
+pub(crate) fn view<T>(store: &dyn StateStore, mut f: impl FnMut(&mut dyn StoreView) -> Result<T>) -> Result<T> {
+    let mut out = None;
+    store.view_dyn(&mut |v| {
+        out = Some(f(v)?);
+        Ok(())
+    })?;
+    out.ok_or_else(|| Error::Internal("a read returned nothing".into()))
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // MemoryStore
 
@@ -68,6 +99,7 @@ pub(crate) fn transact<T>(
 struct Memory {
     state: Option<Value>,
     outbox: VecDeque<OutboxRecord>,
+    bytes: u64,
 }
 
 /// The state in memory (simulations, tests, an app that keeps nothing across restarts).
@@ -81,46 +113,93 @@ impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
     }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Memory>> {
+        self.inner.lock().map_err(|_| Error::Ledger("the store's lock is poisoned".into()))
+    }
 }
 
 struct MemoryTx<'a> {
     committed: &'a VecDeque<OutboxRecord>,
+    committed_bytes: u64,
     state: Option<DeviceState>,
     appended: Vec<OutboxRecord>,
     dropped: usize,
+    dropped_bytes: u64,
+}
+
+impl StoreView for MemoryTx<'_> {
+    fn device(&self) -> Option<&DeviceState> {
+        self.state.as_ref()
+    }
+    fn pending_count(&self) -> u64 {
+        (self.committed.len() - self.dropped + self.appended.len()) as u64
+    }
+    fn pending_bytes(&self) -> u64 {
+        self.committed_bytes - self.dropped_bytes + self.appended.iter().map(|r| outbox_bytes(&r.line)).sum::<u64>()
+    }
+    fn head(&mut self, count: usize) -> Result<Vec<OutboxRecord>> {
+        Ok(self.committed.iter().skip(self.dropped).take(count).cloned().collect())
+    }
 }
 
 impl StoreTransaction for MemoryTx<'_> {
     fn state(&mut self) -> &mut Option<DeviceState> {
         &mut self.state
     }
-    fn pending_count(&self) -> u64 {
-        (self.committed.len() - self.dropped + self.appended.len()) as u64
-    }
     fn append(&mut self, record: OutboxRecord) -> Result<()> {
         self.appended.push(record);
         Ok(())
     }
-    fn head(&mut self, count: usize) -> Result<Vec<OutboxRecord>> {
-        Ok(self.committed.iter().skip(self.dropped).take(count).cloned().collect())
-    }
     fn drop_head(&mut self, count: usize) -> Result<()> {
-        self.dropped = self.committed.len().min(self.dropped + count);
+        let n = count.min(self.committed.len() - self.dropped);
+        self.dropped_bytes +=
+            self.committed.iter().skip(self.dropped).take(n).map(|r| outbox_bytes(&r.line)).sum::<u64>();
+        self.dropped += n;
+        Ok(())
+    }
+    fn drop_all(&mut self) -> Result<()> {
+        self.appended.clear();
+        self.dropped = self.committed.len();
+        self.dropped_bytes = self.committed_bytes;
         Ok(())
     }
 }
 
 impl StateStore for MemoryStore {
     fn transact_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreTransaction) -> Result<()>) -> Result<()> {
-        let mut inner = self.inner.lock().map_err(|_| Error::Ledger("the store's lock is poisoned".into()))?;
+        let mut inner = self.lock()?;
         let state = inner.state.as_ref().map(DeviceState::from_value).transpose()?;
-        let mut tx = MemoryTx { committed: &inner.outbox, state, appended: Vec::new(), dropped: 0 };
+        let mut tx = MemoryTx {
+            committed: &inner.outbox,
+            committed_bytes: inner.bytes,
+            state,
+            appended: Vec::new(),
+            dropped: 0,
+            dropped_bytes: 0,
+        };
         f(&mut tx)?;
+        let bytes = tx.pending_bytes();
         let MemoryTx { state, appended, dropped, .. } = tx;
         inner.state = state.map(|s| s.to_value());
         inner.outbox.drain(..dropped);
         inner.outbox.extend(appended);
+        inner.bytes = bytes;
         Ok(())
+    }
+
+    fn view_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreView) -> Result<()>) -> Result<()> {
+        let inner = self.lock()?;
+        let state = inner.state.as_ref().map(DeviceState::from_value).transpose()?;
+        let mut tx = MemoryTx {
+            committed: &inner.outbox,
+            committed_bytes: inner.bytes,
+            state,
+            appended: Vec::new(),
+            dropped: 0,
+            dropped_bytes: 0,
+        };
+        f(&mut tx)
     }
 }
 
@@ -135,12 +214,19 @@ impl StateStore for MemoryStore {
 ///   committed. Bytes past the committed end (a crash between the two) are ignored and cut by the next commit, so a
 ///   report exists only once its charge does. Acknowledged reports are dropped by moving the committed start; the
 ///   log is rewritten into `outbox.<n+1>.log` once its dropped head is over 1 MiB and half the file.
-/// - `lock`: an OS file lock ([`File::try_lock`], `flock` on Unix, `LockFileEx` on Windows) taken for every
-///   transaction. The OS releases it when its process dies, however it dies, so a killed process never locks the
-///   others out; threads of one process wait on an in-process mutex first.
+/// - `lock`: an OS file lock ([`File::try_lock`], `flock` on Unix, `LockFileEx` on Windows): exclusive for every
+///   transaction, shared for every read. The OS releases it when its process dies, however it dies, so a killed
+///   process never locks the others out; threads of one process wait on an in-process mutex first.
 ///
-/// Temporary files and unreferenced logs a killed process left are removed by the next transaction. A state file
-/// that cannot be read is an [`Error::Ledger`]: the budget is never silently reset.
+/// **Reads write nothing.** Opening an existing store and every read ([`StateStore::view_dyn`]) leave the folder as
+/// they found it: no state rewritten, no temporary file, no `fsync` (a read-only folder, or a full disk, can still be
+/// read). A transaction writes only when it changed something, and only such a commit removes what a killed process
+/// left (temporary files, unreferenced logs, a torn log tail).
+///
+/// **Fail closed.** A state file that cannot be read is an [`Error::Ledger`]: the budget is never silently reset. A
+/// folder whose `state.json` is missing while traces of a device remain (`outbox.*.log`, temporary state files;
+/// `lock` alone is not one) is refused too, naming them: it is never opened as a new device beside reports charged
+/// to an old one. Delete the whole folder to start over as a new device.
 pub struct FileStore {
     dir: PathBuf,
     lock_timeout: Duration,
@@ -154,17 +240,34 @@ fn thread_locks() -> &'static Mutex<HashMap<PathBuf, Arc<Mutex<()>>>> {
     LOCKS.get_or_init(Default::default)
 }
 
-#[derive(Debug, Clone, Copy)]
+/// The committed outbox: log `gen`, its committed bytes `start..end`, the id of its first report and their count,
+/// and their envelope bytes (for the cap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Cursor {
     gen: u64,
     start: u64,
     end: u64,
     first: u64,
     count: u64,
+    bytes: u64,
 }
+
+const EMPTY: Cursor = Cursor { gen: 0, start: 0, end: 0, first: 1, count: 0, bytes: 0 };
 
 fn io_err(path: &Path, e: std::io::Error) -> Error {
     Error::Ledger(format!("{}: {e}", path.display()))
+}
+
+/// Whether a file name is a trace of a device's state: an outbox log or a temporary file (`lock` is not one).
+fn is_trace(name: &str) -> bool {
+    (name.starts_with("outbox.") && name.ends_with(".log")) || name.ends_with(".tmp")
+}
+
+/// Which lock a transaction or a read holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LockKind {
+    Exclusive,
+    Shared,
 }
 
 impl FileStore {
@@ -173,7 +276,8 @@ impl FileStore {
         Self::with_timeout(dir, Duration::from_secs(30))
     }
 
-    /// The store in folder `dir`, waiting at most `lock_timeout` for the lock.
+    /// The store in folder `dir`, waiting at most `lock_timeout` for the lock. Writes nothing to an existing folder;
+    /// refuses a folder whose state is missing beside traces of it (see [`FileStore`]).
     pub fn with_timeout(dir: impl AsRef<Path>, lock_timeout: Duration) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
         fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
@@ -184,7 +288,12 @@ impl FileStore {
             .entry(canonical.clone())
             .or_default()
             .clone();
-        Ok(FileStore { dir: canonical, lock_timeout, thread_lock, swept: Default::default(), compact_bytes: 1 << 20 })
+        let store =
+            FileStore { dir: canonical, lock_timeout, thread_lock, swept: Default::default(), compact_bytes: 1 << 20 };
+        if !store.state_path().exists() {
+            store.refuse_traces()?;
+        }
+        Ok(store)
     }
 
     /// The folder.
@@ -205,14 +314,45 @@ impl FileStore {
         self.dir.join("state.json")
     }
 
-    fn os_lock(&self, deadline: Instant) -> Result<File> {
+    /// With `state.json` missing: an error naming the traces of a device the folder holds, if any.
+    fn refuse_traces(&self) -> Result<()> {
+        let entries = fs::read_dir(&self.dir).map_err(|e| io_err(&self.dir, e))?;
+        let mut traces: Vec<String> =
+            entries.flatten().map(|e| e.file_name().to_string_lossy().to_string()).filter(|n| is_trace(n)).collect();
+        if traces.is_empty() {
+            return Ok(());
+        }
+        traces.sort();
+        Err(Error::Ledger(format!(
+            "{}: state.json is missing but traces of a device's state remain ({}): refusing to open it as a new \
+             device (a fresh secret and nothing spent, beside reports charged to the old one). To start over as a \
+             new device, delete the folder {} first",
+            self.dir.display(),
+            traces.join(", "),
+            self.dir.display()
+        )))
+    }
+
+    /// The lock file, locked; `None` for a read of a folder without one (nothing was ever committed there).
+    fn os_lock(&self, kind: LockKind, deadline: Instant) -> Result<Option<File>> {
         let path = self.dir.join("lock");
-        let file =
-            OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| io_err(&path, e))?;
+        let file = match kind {
+            LockKind::Exclusive => OpenOptions::new().create(true).truncate(false).write(true).open(&path),
+            LockKind::Shared => OpenOptions::new().read(true).open(&path),
+        };
+        let file = match file {
+            Ok(f) => f,
+            Err(e) if kind == LockKind::Shared && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(&path, e)),
+        };
         let mut pause = Duration::from_millis(1);
         loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(file),
+            let attempt = match kind {
+                LockKind::Exclusive => file.try_lock(),
+                LockKind::Shared => file.try_lock_shared(),
+            };
+            match attempt {
+                Ok(()) => return Ok(Some(file)),
                 Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&path, e)),
             }
@@ -228,23 +368,45 @@ impl FileStore {
         }
     }
 
+    fn damaged(&self, what: impl std::fmt::Display) -> Error {
+        Error::Ledger(format!(
+            "{} is damaged: {what} (the budget is never reset: to start over as a new device, delete the folder {})",
+            self.state_path().display(),
+            self.dir.display()
+        ))
+    }
+
+    /// The committed state and outbox; `None` for a folder that holds none (and no trace of one).
     fn read_state(&self) -> Result<Option<(DeviceState, Cursor)>> {
         let path = self.state_path();
         let text = match fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.refuse_traces()?;
+                return Ok(None);
+            }
             Err(e) => return Err(io_err(&path, e)),
         };
-        let doc: Value =
-            serde_json::from_str(&text).map_err(|e| Error::Ledger(format!("{} is damaged: {e}", path.display())))?;
+        let doc: Value = serde_json::from_str(&text).map_err(|e| self.damaged(e))?;
         let device = DeviceState::from_value(&doc["device"])?;
-        let o = doc["outbox"].as_array().filter(|o| o.len() == 5);
-        let n: Option<Vec<u64>> =
-            o.map(|o| o.iter().filter_map(|v| int_of(v).and_then(|i| u64::try_from(i).ok())).collect());
-        let Some(n) = n.filter(|n| n.len() == 5) else {
-            return Err(Error::Ledger(format!("{} is damaged: outbox cursor", path.display())));
+        let n: Option<Vec<u64>> = doc["outbox"]
+            .as_array()
+            .filter(|o| o.len() == 5 || o.len() == 6)
+            .map(|o| o.iter().filter_map(|v| int_of(v).and_then(|i| u64::try_from(i).ok())).collect());
+        let Some(n) = n.filter(|n| n.len() >= 5) else {
+            return Err(self.damaged("outbox cursor"));
         };
-        let cursor = Cursor { gen: n[0], start: n[1], end: n[2], first: n[3], count: n[4] };
+        let mut cursor = Cursor {
+            gen: n[0],
+            start: n[1],
+            end: n[2],
+            first: n[3],
+            count: n[4],
+            bytes: n.get(5).copied().unwrap_or(0),
+        };
+        if cursor.start > cursor.end || (cursor.count == 0) != (cursor.start == cursor.end) {
+            return Err(self.damaged("outbox cursor"));
+        }
         if cursor.count > 0 {
             let len = fs::metadata(self.log(cursor.gen)).map(|m| m.len()).unwrap_or(0);
             if len < cursor.end {
@@ -253,6 +415,11 @@ impl FileStore {
                     self.log(cursor.gen).display(),
                     cursor.end
                 )));
+            }
+            if n.len() == 5 {
+                // A state written before the cap existed: count its reports' bytes once (the next commit keeps them).
+                let records = self.read_records(cursor.gen, cursor.start, cursor.end, cursor.count as usize)?;
+                cursor.bytes = records.iter().map(|(r, _)| outbox_bytes(&r.line)).sum();
             }
         }
         Ok(Some((device, cursor)))
@@ -312,25 +479,14 @@ impl FileStore {
         Ok(())
     }
 
-    /// Removes what a killed process left: temporary files and logs no state refers to (under the lock).
-    fn sweep(&self) {
-        let state_path = self.state_path();
-        let (readable, current) = match fs::read_to_string(&state_path) {
-            Err(_) => (!state_path.exists(), None),
-            Ok(text) => match serde_json::from_str::<Value>(&text) {
-                Ok(doc) if doc.is_object() => (true, doc["outbox"].get(0).and_then(Value::as_u64)),
-                _ => (false, None), // damaged: the transaction says so; keep every log for whoever repairs it
-            },
-        };
+    /// Removes what a killed process left: temporary files and logs other than the current one (under the exclusive
+    /// lock, before a commit: nobody else writes then).
+    fn sweep(&self, current: u64) {
         let Ok(entries) = fs::read_dir(&self.dir) else { return };
+        let keep = format!("outbox.{current}.log");
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().to_string();
-            let stray = name.ends_with(".tmp")
-                || (readable
-                    && name.starts_with("outbox.")
-                    && name.ends_with(".log")
-                    && Some(name.as_str()) != current.map(|g| format!("outbox.{g}.log")).as_deref());
-            if stray {
+            if is_trace(&name) && name != keep {
                 let _ = fs::remove_file(entry.path());
             }
         }
@@ -338,26 +494,45 @@ impl FileStore {
 
     fn run_locked(&self, f: &mut dyn FnMut(&mut dyn StoreTransaction) -> Result<()>) -> Result<()> {
         let loaded = self.read_state()?;
-        let mut cursor =
-            loaded.as_ref().map(|(_, c)| *c).unwrap_or(Cursor { gen: 0, start: 0, end: 0, first: 1, count: 0 });
+        let mut cursor = loaded.as_ref().map(|(_, c)| *c).unwrap_or(EMPTY);
+        let before = loaded.as_ref().map(|(s, _)| s.clone());
         let mut tx = FileTx {
             store: self,
             cursor,
             state: loaded.map(|(s, _)| s),
             appended: Vec::new(),
             appended_count: 0,
+            appended_bytes: 0,
             dropped_bytes: 0,
             dropped_count: 0,
+            dropped_envelope_bytes: 0,
         };
         f(&mut tx)?;
-        let FileTx { state, appended, appended_count, dropped_bytes, dropped_count, .. } = tx;
+        let FileTx {
+            state,
+            appended,
+            appended_count,
+            appended_bytes,
+            dropped_bytes,
+            dropped_count,
+            dropped_envelope_bytes,
+            ..
+        } = tx;
         let Some(next) = state else { return Ok(()) };
+        if appended_count == 0 && dropped_count == 0 && before.as_ref() == Some(&next) {
+            return Ok(()); // nothing changed: nothing written
+        }
+        // Each store removes what killed processes left once, before its first commit.
+        if !self.swept.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            self.sweep(cursor.gen);
+        }
         // The reports first, flushed; then the state that counts them.
         cursor.start += dropped_bytes;
         cursor.count -= dropped_count;
         cursor.first += dropped_count;
+        cursor.bytes -= dropped_envelope_bytes;
+        let path = self.log(cursor.gen);
         if appended_count > 0 {
-            let path = self.log(cursor.gen);
             let mut file = OpenOptions::new()
                 .create(true)
                 .truncate(false)
@@ -372,13 +547,19 @@ impl FileStore {
             file.sync_all().map_err(|e| io_err(&path, e))?;
             cursor.end += appended.len() as u64;
             cursor.count += appended_count;
+            cursor.bytes += appended_bytes;
+        } else if cursor.count > 0 && fs::metadata(&path).is_ok_and(|m| m.len() > cursor.end) {
+            // A torn tail a killed process left: cut it (a later append would do it too).
+            let file = OpenOptions::new().write(true).open(&path).map_err(|e| io_err(&path, e))?;
+            file.set_len(cursor.end).map_err(|e| io_err(&path, e))?;
         }
         let mut retired = None;
-        if cursor.count == 0 && cursor.end > 0 {
-            retired = Some(self.log(cursor.gen));
+        if cursor.count == 0 && (cursor.end > 0 || path.exists()) {
+            retired = Some(path);
             cursor.gen += 1;
             cursor.start = 0;
             cursor.end = 0;
+            cursor.bytes = 0;
         } else if cursor.start > self.compact_bytes && cursor.start >= cursor.end - cursor.start {
             let old = self.log(cursor.gen);
             let fresh = self.log(cursor.gen + 1);
@@ -399,7 +580,11 @@ impl FileStore {
         doc.insert("device".into(), next.to_value());
         doc.insert(
             "outbox".into(),
-            Value::Array([cursor.gen, cursor.start, cursor.end, cursor.first, cursor.count].map(Value::from).to_vec()),
+            Value::Array(
+                [cursor.gen, cursor.start, cursor.end, cursor.first, cursor.count, cursor.bytes]
+                    .map(Value::from)
+                    .to_vec(),
+            ),
         );
         let text = crate::pytext::compact_json(&Value::Object(doc))?;
         self.write_atomically(&self.state_path(), text.as_bytes())?;
@@ -408,59 +593,9 @@ impl FileStore {
         }
         Ok(())
     }
-}
 
-struct FileTx<'a> {
-    store: &'a FileStore,
-    cursor: Cursor,
-    state: Option<DeviceState>,
-    appended: Vec<u8>,
-    appended_count: u64,
-    dropped_bytes: u64,
-    dropped_count: u64,
-}
-
-impl StoreTransaction for FileTx<'_> {
-    fn state(&mut self) -> &mut Option<DeviceState> {
-        &mut self.state
-    }
-
-    fn pending_count(&self) -> u64 {
-        self.cursor.count - self.dropped_count + self.appended_count
-    }
-
-    fn append(&mut self, r: OutboxRecord) -> Result<()> {
-        if r.line.contains('\n') || r.metric.contains(['\t', '\n']) {
-            return Err(Error::InvalidArgument("a report line is one line".into()));
-        }
-        self.appended.extend_from_slice(format!("{}\t{}\t{}\n", r.id, r.metric, r.line).as_bytes());
-        self.appended_count += 1;
-        Ok(())
-    }
-
-    fn head(&mut self, count: usize) -> Result<Vec<OutboxRecord>> {
-        let c = self.cursor;
-        let n = (count as u64).min(c.count - self.dropped_count) as usize;
-        Ok(self
-            .store
-            .read_records(c.gen, c.start + self.dropped_bytes, c.end, n)?
-            .into_iter()
-            .map(|(r, _)| r)
-            .collect())
-    }
-
-    fn drop_head(&mut self, count: usize) -> Result<()> {
-        let c = self.cursor;
-        let n = (count as u64).min(c.count - self.dropped_count) as usize;
-        let recs = self.store.read_records(c.gen, c.start + self.dropped_bytes, c.end, n)?;
-        self.dropped_bytes += recs.iter().map(|(_, len)| len).sum::<u64>();
-        self.dropped_count += recs.len() as u64;
-        Ok(())
-    }
-}
-
-impl StateStore for FileStore {
-    fn transact_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreTransaction) -> Result<()>) -> Result<()> {
+    /// Takes the in-process lock, then the OS lock of `kind`, and runs `f` (the OS lock is released after it).
+    fn locked<T>(&self, kind: LockKind, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let deadline = Instant::now() + self.lock_timeout;
         let _guard = loop {
             match self.thread_lock.try_lock() {
@@ -478,13 +613,128 @@ impl StateStore for FileStore {
                 }
             }
         };
-        let lock = self.os_lock(deadline)?;
-        // Each store sweeps what killed processes left once, under the lock (nobody else writes then).
-        if !self.swept.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            self.sweep();
+        let lock = self.os_lock(kind, deadline)?;
+        let result = f();
+        if let Some(lock) = lock {
+            let _ = lock.unlock();
         }
-        let result = self.run_locked(f);
-        let _ = lock.unlock();
         result
+    }
+}
+
+struct FileTx<'a> {
+    store: &'a FileStore,
+    cursor: Cursor,
+    state: Option<DeviceState>,
+    appended: Vec<u8>,
+    appended_count: u64,
+    appended_bytes: u64,
+    dropped_bytes: u64,
+    dropped_count: u64,
+    dropped_envelope_bytes: u64,
+}
+
+impl StoreView for FileTx<'_> {
+    fn device(&self) -> Option<&DeviceState> {
+        self.state.as_ref()
+    }
+
+    fn pending_count(&self) -> u64 {
+        self.cursor.count - self.dropped_count + self.appended_count
+    }
+
+    fn pending_bytes(&self) -> u64 {
+        self.cursor.bytes - self.dropped_envelope_bytes + self.appended_bytes
+    }
+
+    fn head(&mut self, count: usize) -> Result<Vec<OutboxRecord>> {
+        let c = self.cursor;
+        let n = (count as u64).min(c.count - self.dropped_count) as usize;
+        Ok(self
+            .store
+            .read_records(c.gen, c.start + self.dropped_bytes, c.end, n)?
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect())
+    }
+}
+
+impl StoreTransaction for FileTx<'_> {
+    fn state(&mut self) -> &mut Option<DeviceState> {
+        &mut self.state
+    }
+
+    fn append(&mut self, r: OutboxRecord) -> Result<()> {
+        if r.line.contains('\n') || r.metric.contains(['\t', '\n']) {
+            return Err(Error::InvalidArgument("a report line is one line".into()));
+        }
+        self.appended.extend_from_slice(format!("{}\t{}\t{}\n", r.id, r.metric, r.line).as_bytes());
+        self.appended_count += 1;
+        self.appended_bytes += outbox_bytes(&r.line);
+        Ok(())
+    }
+
+    fn drop_head(&mut self, count: usize) -> Result<()> {
+        let c = self.cursor;
+        let n = (count as u64).min(c.count - self.dropped_count) as usize;
+        let recs = self.store.read_records(c.gen, c.start + self.dropped_bytes, c.end, n)?;
+        self.dropped_bytes += recs.iter().map(|(_, len)| len).sum::<u64>();
+        self.dropped_envelope_bytes += recs.iter().map(|(r, _)| outbox_bytes(&r.line)).sum::<u64>();
+        self.dropped_count += recs.len() as u64;
+        Ok(())
+    }
+
+    fn drop_all(&mut self) -> Result<()> {
+        let c = self.cursor;
+        self.appended.clear();
+        self.appended_count = 0;
+        self.appended_bytes = 0;
+        self.dropped_bytes = c.end - c.start;
+        self.dropped_count = c.count;
+        self.dropped_envelope_bytes = c.bytes;
+        Ok(())
+    }
+}
+
+/// A read of a [`FileStore`]: the committed state under the shared lock.
+struct FileView<'a> {
+    store: &'a FileStore,
+    cursor: Cursor,
+    state: Option<DeviceState>,
+}
+
+impl StoreView for FileView<'_> {
+    fn device(&self) -> Option<&DeviceState> {
+        self.state.as_ref()
+    }
+
+    fn pending_count(&self) -> u64 {
+        self.cursor.count
+    }
+
+    fn pending_bytes(&self) -> u64 {
+        self.cursor.bytes
+    }
+
+    fn head(&mut self, count: usize) -> Result<Vec<OutboxRecord>> {
+        let c = self.cursor;
+        let n = (count as u64).min(c.count) as usize;
+        Ok(self.store.read_records(c.gen, c.start, c.end, n)?.into_iter().map(|(r, _)| r).collect())
+    }
+}
+
+impl StateStore for FileStore {
+    fn transact_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreTransaction) -> Result<()>) -> Result<()> {
+        self.locked(LockKind::Exclusive, || self.run_locked(f))
+    }
+
+    fn view_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreView) -> Result<()>) -> Result<()> {
+        self.locked(LockKind::Shared, || {
+            let (state, cursor) = match self.read_state()? {
+                Some((s, c)) => (Some(s), c),
+                None => (None, EMPTY),
+            };
+            f(&mut FileView { store: self, cursor, state })
+        })
     }
 }

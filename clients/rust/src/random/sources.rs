@@ -60,19 +60,71 @@ fn stream_wide_bits(next: &mut dyn FnMut(&mut [u8]) -> Result<()>, k: u32, into:
 
 const POOL: usize = 4096;
 
+/// Which process a pool was filled in: a value that differs between a process and any child `fork()` made of it.
+///
+/// On Unix a `pthread_atfork` child handler (registered on first use) moves a counter on in every child, so the
+/// check per draw is one atomic load. Should the registration fail, the value is the process id instead (one
+/// `getpid` per draw). Outside Unix there is no `fork()`, and the value never changes.
+mod fork_epoch {
+    #[cfg(unix)]
+    #[allow(unsafe_code)]
+    mod imp {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use std::sync::Once;
+
+        static EPOCH: AtomicU64 = AtomicU64::new(0);
+        static REGISTERED: AtomicBool = AtomicBool::new(false);
+        static REGISTER: Once = Once::new();
+
+        extern "C" fn in_child() {
+            // Async-signal-safe: one atomic add, no allocation, no lock.
+            EPOCH.fetch_add(1, Ordering::Relaxed);
+        }
+
+        pub(crate) fn current() -> u64 {
+            REGISTER.call_once(|| {
+                // SAFETY: registers a handler that only touches an atomic.
+                let ok = unsafe { libc::pthread_atfork(None, None, Some(in_child)) } == 0;
+                REGISTERED.store(ok, Ordering::Relaxed);
+            });
+            if REGISTERED.load(Ordering::Relaxed) {
+                EPOCH.load(Ordering::Relaxed)
+            } else {
+                (1 << 63) | u64::from(std::process::id())
+            }
+        }
+    }
+
+    #[cfg(not(unix))]
+    mod imp {
+        pub(crate) fn current() -> u64 {
+            0
+        }
+    }
+
+    pub(crate) use imp::current;
+}
+
 /// The operating system's CSPRNG (`getrandom`: the kernel's generator on Linux and Android, `SecRandomCopyBytes`'
 /// source on Apple platforms): every client's default. Bytes come from a pool refilled 4,096 bytes at a time, each
 /// byte used by one draw at most and zeroed once used; [`RandomSource::token_bytes`] (secrets) reads fresh bytes,
 /// never the pool.
+///
+/// **Fork-safe.** A pool copied into a child by `fork()` would make the child draw the very bytes its parent draws
+/// next (the same noise in both processes' reports). The source therefore remembers which process filled its pool
+/// and wipes the rest of the pool unused when that changes: on Unix a `pthread_atfork` handler marks every child of
+/// `fork()` (the C library's, which every runtime's fork calls), checked at each draw by one atomic load.
 pub struct OsRandomSource {
     pool: Box<[u8; POOL]>,
     offset: usize,
+    /// The process (`fork_epoch::current`) that filled the pool.
+    filled_in: u64,
 }
 
 impl OsRandomSource {
     /// A source reading the OS generator.
     pub fn new() -> Self {
-        OsRandomSource { pool: Box::new([0u8; POOL]), offset: POOL }
+        OsRandomSource { pool: Box::new([0u8; POOL]), offset: POOL, filled_in: fork_epoch::current() }
     }
 
     fn fill_os(buf: &mut [u8]) -> Result<()> {
@@ -84,9 +136,15 @@ impl OsRandomSource {
         if len > POOL {
             return Self::fill_os(out);
         }
+        if self.offset < POOL && self.filled_in != fork_epoch::current() {
+            // A forked child: the rest of the pool is also the parent's; drop it.
+            wipe(&mut self.pool[self.offset..]);
+            self.offset = POOL;
+        }
         if self.offset + len > POOL {
             Self::fill_os(&mut self.pool[..])?;
             self.offset = 0;
+            self.filled_in = fork_epoch::current();
         }
         out.copy_from_slice(&self.pool[self.offset..self.offset + len]);
         wipe(&mut self.pool[self.offset..self.offset + len]);

@@ -335,7 +335,7 @@ static void selftest_errors(LdpSpec *spec) {
     LdpRandom *random = NULL;
     LdpEncoder *encoder = NULL;
     LdpPrepared *prepared = NULL;
-    LdpClient *client = NULL;
+    LdpClient *client = NULL, *client2 = NULL;
     LdpRequest *request = NULL;
     LdpCharge charge;
     LdpReplyAction action = LDP_REPLY_DONE;
@@ -421,6 +421,30 @@ static void selftest_errors(LdpSpec *spec) {
     EXPECT_INVALID(ldp_client_open(spec, BAD_NAME, NULL, &client), "state_dir is not valid UTF-8");
     CHECK(client == NULL);
     EXPECT_OK(ldp_client_open_memory(spec, NULL, &client));
+    /* Handles carry their kind: one of another kind is refused, never read as the wrong type. */
+    EXPECT_INVALID(ldp_client_pending((const LdpClient *)(const void *)spec, &count), "client is not a client handle");
+    EXPECT_INVALID(ldp_client_record_int((const LdpClient *)(const void *)spec, "m", 1, NULL),
+                   "client is not a client handle");
+    EXPECT_INVALID(ldp_client_opt_out((const LdpClient *)(const void *)spec), "client is not a client handle");
+    EXPECT_INVALID(ldp_spec_fingerprint((const LdpSpec *)(const void *)client, fp), "spec is not a spec handle");
+    EXPECT_INVALID(ldp_client_open_memory((const LdpSpec *)(const void *)client, NULL, &client2),
+                   "spec is not a spec handle");
+    EXPECT_INVALID(ldp_encoder_prepare((LdpEncoder *)(void *)client, (const uint8_t *)"1", 1, &prepared),
+                   "encoder is not an encoder handle");
+    CHECK(ldp_request_header_count((const LdpRequest *)(const void *)client) == 0);
+    CHECK(ldp_request_report_count((const LdpRequest *)(const void *)spec) == 0);
+    ldp_client_free((LdpClient *)(void *)spec); /* not a client: ignored */
+    ldp_spec_free((LdpSpec *)(void *)client);   /* not a spec: ignored */
+    EXPECT_OK(ldp_spec_fingerprint(spec, fp));
+    EXPECT_OK(ldp_client_pending(client, &count));
+    /* Options */
+    EXPECT_INVALID(ldp_client_open_with_options(NULL, NULL, NULL, &client2), "spec is a null handle");
+    EXPECT_INVALID(ldp_client_open_with_options(spec, "", NULL, &client2), "state_dir is empty");
+    EXPECT_INVALID(ldp_client_open_with_options(spec, NULL, NULL, NULL), "out (an out pointer) is null");
+    CHECK(client2 == NULL);
+    EXPECT_INVALID(ldp_client_opted_out(client, NULL), "opted_out (an out pointer) is null");
+    EXPECT_INVALID(ldp_client_pending_bytes(client, NULL), "bytes (an out pointer) is null");
+    EXPECT_INVALID(ldp_client_opt_in(NULL), "client is a null handle");
     EXPECT_INVALID(ldp_client_record_int(NULL, "m", 1, NULL), "client is a null handle");
     EXPECT_INVALID(ldp_client_record_int(client, NULL, 1, NULL), "metric is a null pointer");
     EXPECT_INVALID(ldp_client_record_int(client, BAD_NAME, 1, NULL), "metric is not valid UTF-8");
@@ -582,11 +606,119 @@ static void selftest_client(LdpSpec *spec, LdpSpec *two, const char *state_dir) 
     }
 }
 
+/* The device's promises: a bounded outbox, opting out and in, replies handed to their own client, Retry-After
+   clamped, and a state missing beside its outbox refused. */
+static void selftest_device(LdpSpec *spec, const char *state_dir) {
+    LdpClientOptions options;
+    LdpClient *a = NULL, *b = NULL, *file = NULL;
+    LdpRequest *request = NULL;
+    LdpReplyAction action = LDP_REPLY_DONE;
+    char path[4096], reply[512];
+    const char *name = NULL, *value = NULL, *batch = "";
+    uint64_t count = 99, bytes = 0, one = 0;
+    double eps = -1.0, delta = -1.0, wait = -1.0;
+    int flag = -1;
+    size_t i;
+    FILE *f;
+
+    /* A bounded outbox: room for two reports of this spec (each line is under 150 bytes). */
+    EXPECT_OK(ldp_client_open_with_options(spec, NULL, NULL, &a));
+    EXPECT_OK(ldp_client_record_int(a, "m", 0, NULL));
+    EXPECT_OK(ldp_client_pending_bytes(a, &one));
+    CHECK(one > 50 && one < 150);
+    ldp_client_free(a);
+    memset(&options, 0, sizeof options);
+    options.max_outbox_bytes = 2 * one + one / 2;
+    EXPECT_OK(ldp_client_open_with_options(spec, NULL, &options, &a));
+    EXPECT_OK(ldp_client_record_int(a, "m", 0, NULL));
+    EXPECT_OK(ldp_client_record_int(a, "m", 1, NULL));
+    EXPECT(ldp_client_record_int(a, "m", 2, NULL), LDP_OUTBOX_FULL, "OutboxFull", "the outbox is full: ");
+    EXPECT_OK(ldp_client_pending(a, &count));
+    EXPECT_OK(ldp_client_pending_bytes(a, &bytes));
+    CHECK(count == 2 && bytes == 2 * one);
+    EXPECT_OK(ldp_client_spent(a, NULL, 1, &eps, &delta));
+    CHECK(eps == 2.0); /* the refused report charged nothing */
+
+    /* Opting out: nothing pending, nothing recorded, nothing sent; the budget spent stays; idempotent. */
+    EXPECT_OK(ldp_client_opted_out(a, &flag));
+    CHECK(flag == 0);
+    EXPECT_OK(ldp_client_opt_out(a));
+    EXPECT_OK(ldp_client_opt_out(a));
+    EXPECT_OK(ldp_client_opted_out(a, &flag));
+    CHECK(flag == 1);
+    EXPECT_OK(ldp_client_pending(a, &count));
+    EXPECT_OK(ldp_client_pending_bytes(a, &bytes));
+    CHECK(count == 0 && bytes == 0);
+    EXPECT(ldp_client_record_int(a, "m", 1, NULL), LDP_OPTED_OUT, "OptedOutError", "this device opted out");
+    EXPECT_OK(ldp_client_next_request(a, "t", 0, &request));
+    CHECK(request == NULL);
+    EXPECT_OK(ldp_client_spent(a, NULL, 1, &eps, &delta));
+    CHECK(eps == 2.0);
+    EXPECT_OK(ldp_client_opt_in(a));
+    EXPECT_OK(ldp_client_opt_in(a));
+    EXPECT_OK(ldp_client_opted_out(a, &flag));
+    CHECK(flag == 0);
+    EXPECT_OK(ldp_client_record_int(a, "m", 1, NULL));
+
+    /* A reply belongs to the client whose request it answers. */
+    EXPECT_OK(ldp_client_open_with_options(spec, NULL, NULL, &b));
+    EXPECT_OK(ldp_client_next_request(a, "t", 0, &request));
+    CHECK(request != NULL);
+    if (request != NULL) {
+        for (i = 0; i < ldp_request_header_count(request); i++) {
+            EXPECT_OK(ldp_request_header(request, i, &name, &value));
+            if (strcmp(name, "Ldp-Batch-Id") == 0) batch = value;
+        }
+        sprintf(reply, "{\"batch_id\":\"%s\",\"accepted\":1,\"rejected\":{},\"lines\":1}", batch);
+        EXPECT_INVALID(ldp_client_handle_reply(b, request, 200, (const uint8_t *)reply, strlen(reply), 0, NULL, &action,
+                                               &wait),
+                       "request was made by another client handle");
+        CHECK(action == LDP_REPLY_FAIL);
+        EXPECT_OK(ldp_client_pending(a, &count));
+        CHECK(count == 1);
+        /* Retry-After is clamped to LDP_MAX_RETRY_AFTER_SECONDS. */
+        EXPECT_OK(ldp_client_handle_reply(a, request, 503, NULL, 0, 0, "86400", &action, &wait));
+        CHECK(action == LDP_REPLY_RETRY_AFTER && wait == (double)LDP_MAX_RETRY_AFTER_SECONDS);
+        EXPECT_OK(ldp_client_handle_reply(a, request, 429, NULL, 0, 0, "99999999999999999999999999", &action, &wait));
+        CHECK(action == LDP_REPLY_RETRY_AFTER && wait == (double)LDP_MAX_RETRY_AFTER_SECONDS);
+        EXPECT_OK(ldp_client_handle_reply(a, request, 503, NULL, 0, 0, "soon", &action, &wait));
+        CHECK(action == LDP_REPLY_BACKOFF);
+        EXPECT_OK(ldp_client_handle_reply(a, request, 503, NULL, 0, 0, "Tue, 01 Jan 2250 00:00:00 GMT", &action, &wait));
+        CHECK(action == LDP_REPLY_RETRY_AFTER && wait == (double)LDP_MAX_RETRY_AFTER_SECONDS);
+        EXPECT_OK(ldp_client_handle_reply(a, request, 503, NULL, 0, 0, "12", &action, &wait));
+        CHECK(action == LDP_REPLY_RETRY_AFTER && wait == 12.0);
+        EXPECT_OK(ldp_client_handle_reply(a, request, 200, (const uint8_t *)reply, strlen(reply), 0, NULL, &action,
+                                          &wait));
+        CHECK(action == LDP_REPLY_DONE);
+        EXPECT_OK(ldp_client_pending(a, &count));
+        CHECK(count == 0);
+    }
+    ldp_request_free(request);
+    ldp_client_free(a);
+    ldp_client_free(b);
+
+    /* Fail closed: the folder of selftest_client, its state.json deleted beside its outbox, is refused, and the
+       failed open deletes nothing. */
+    if (state_dir != NULL) {
+        snprintf(path, sizeof path, "%s/state.json", state_dir);
+        CHECK(remove(path) == 0);
+        EXPECT(ldp_client_open(spec, state_dir, NULL, &file), LDP_LEDGER_ERROR, "LedgerError", "");
+        CHECK(strstr(ldp_last_error_message(), "state.json is missing") != NULL);
+        CHECK(strstr(ldp_last_error_message(), "delete the folder") != NULL);
+        CHECK(file == NULL);
+        snprintf(path, sizeof path, "%s/outbox.0.log", state_dir);
+        f = fopen(path, "rb");
+        CHECK(f != NULL);
+        if (f != NULL) fclose(f);
+    }
+}
+
 static int selftest(const char *state_dir) {
     LdpSpec *spec = parse_spec(GRR_SPEC), *two = parse_spec(TWO_REPORTS_SPEC);
     if (spec != NULL && two != NULL) {
         selftest_errors(spec);
         selftest_client(spec, two, state_dir);
+        selftest_device(spec, state_dir);
     }
     ldp_spec_free(spec);
     ldp_spec_free(two);
