@@ -49,15 +49,19 @@ public data class PrivacyCost(val epsilon: Double, val delta: Double = 0.0) {
  * A charge would exceed a cap: nothing was charged and no report was made (Python's `BudgetExceeded`). [scope] is
  * the metric, or [ALL_METRICS] for the collection's total; [period] is `"window"` or `"lifetime"`.
  */
-public class BudgetExceededException(
+public class BudgetExceededException @JvmOverloads constructor(
     public val scope: String,
     public val period: String,
     public val requested: PrivacyCost,
     public val spent: PrivacyCost,
     public val cap: PrivacyCost,
+    /** Which item of a [TelemetryClient.recordMany] batch was refused (null for a single report); [spent] then
+     * includes the batch's earlier items, none of which was kept. */
+    public val index: Int? = null,
 ) : IllegalStateException(
     "privacy budget exceeded for ${if (scope == ALL_METRICS) "all metrics" else "metric ${PyText.repr(scope)}"} " +
-        "($period): spent $spent, requested $requested, cap $cap",
+        "($period)${if (index == null) "" else " at item $index of a batch (nothing of the batch was kept)"}: " +
+        "spent $spent, requested $requested, cap $cap",
 ) {
     public companion object {
         /** The scope of the collection's total budget. */
@@ -65,8 +69,28 @@ public class BudgetExceededException(
     }
 }
 
-/** The ledger's state cannot be read or written safely (damaged file, lock not obtained in time). */
-public open class LedgerException(message: String, cause: Throwable? = null) : IOException(message, cause)
+/** The ledger's state cannot be read or written safely (damaged or missing file, lock not obtained in time). */
+public open class LedgerException @JvmOverloads constructor(message: String, cause: Throwable? = null) : IOException(message, cause)
+
+/**
+ * A report would take the outbox past its cap ([TelemetryClient.maxOutboxBytes]): nothing was charged or stored.
+ * [pendingBytes] wait for upload (for [TelemetryClient.recordMany], with the batch's earlier items), the report
+ * needs [neededBytes] more (its envelope line's UTF-8 bytes and a newline), and [index] is the item of a batch that
+ * did not fit (null for a single report). An upload makes room.
+ */
+public class OutboxFullException(
+    public val pendingBytes: Long,
+    public val neededBytes: Long,
+    public val capBytes: Long,
+    public val index: Int? = null,
+) : IllegalStateException(
+    "the outbox is full${if (index == null) "" else " at item $index of a batch (nothing of the batch was kept)"}: " +
+        "$pendingBytes bytes of reports wait for upload, the report needs $neededBytes more, and the cap " +
+        "(maxOutboxBytes) is $capBytes; nothing was charged: upload to make room",
+)
+
+/** The device opted out of collection ([TelemetryClient.optOut]): nothing is recorded until it opts in again. */
+public class OptedOutException(message: String) : IllegalStateException(message)
 
 /** A replayed random source was asked for a draw it does not hold (tests of byte-for-byte conformance). */
 public class ReplayException(message: String) : IllegalStateException(message)

@@ -8,11 +8,11 @@ import javax.crypto.spec.SecretKeySpec
 
 /** Bytes, hex and the hashes every protocol uses (docs/hashing.md): MurmurHash3_x86_32, MD5, SHA-256, HMAC-SHA256
  * (the last three from the platform's `java.security`/`javax.crypto` providers, present on every JVM and Android). */
-public object Bytes {
+internal object Bytes {
     private val HEX = "0123456789abcdef".toCharArray()
 
     /** Lowercase hex of [bytes]. */
-    public fun hex(bytes: ByteArray): String {
+    fun hex(bytes: ByteArray): String {
         val out = CharArray(bytes.size * 2)
         for ((i, b) in bytes.withIndex()) {
             out[2 * i] = HEX[(b.toInt() shr 4) and 0xf]
@@ -22,7 +22,7 @@ public object Bytes {
     }
 
     /** The bytes of an even-length hex string. */
-    public fun fromHex(hex: String): ByteArray {
+    fun fromHex(hex: String): ByteArray {
         require(hex.length % 2 == 0) { "hex string of odd length ${hex.length}" }
         return ByteArray(hex.length / 2) { i ->
             val hi = Character.digit(hex[2 * i], 16)
@@ -32,7 +32,7 @@ public object Bytes {
         }
     }
 
-    public fun concat(vararg parts: ByteArray): ByteArray {
+    fun concat(vararg parts: ByteArray): ByteArray {
         val out = ByteArray(parts.sumOf { it.size })
         var off = 0
         for (p in parts) {
@@ -43,26 +43,26 @@ public object Bytes {
     }
 
     /** `n.to_bytes(4, "big")` for `0 <= n < 2^32`. */
-    public fun uint32BE(n: Long): ByteArray {
+    fun uint32BE(n: Long): ByteArray {
         if (n < 0 || n > 0xffffffffL) throw LdpValueException("a uint32 must be an int in [0, 2**32), got $n")
         return byteArrayOf((n ushr 24).toByte(), (n ushr 16).toByte(), (n ushr 8).toByte(), n.toByte())
     }
 
     /** `n.to_bytes(8, "big")`. */
-    public fun uint64BE(n: Long): ByteArray = ByteArray(8) { (n ushr (56 - 8 * it)).toByte() }
+    fun uint64BE(n: Long): ByteArray = ByteArray(8) { (n ushr (56 - 8 * it)).toByte() }
 
     /** `n.to_bytes(4, "little")` for `0 <= n < 2^32`. */
-    public fun uint32LE(n: Long): ByteArray = byteArrayOf(n.toByte(), (n ushr 8).toByte(), (n ushr 16).toByte(), (n ushr 24).toByte())
+    fun uint32LE(n: Long): ByteArray = byteArrayOf(n.toByte(), (n ushr 8).toByte(), (n ushr 16).toByte(), (n ushr 24).toByte())
 
     /** The unsigned value of a 64-bit word (without `Long.toUnsignedString`, which Android 24 lacks). */
-    public fun unsigned(v: Long): java.math.BigInteger =
+    fun unsigned(v: Long): java.math.BigInteger =
         java.math.BigInteger.valueOf(v ushr 1).shiftLeft(1).add(java.math.BigInteger.valueOf(v and 1L))
 
     /** ASCII bytes of a tag or fingerprint. */
-    public fun ascii(s: String): ByteArray = s.toByteArray(Charsets.US_ASCII)
+    fun ascii(s: String): ByteArray = s.toByteArray(Charsets.US_ASCII)
 
     /** Strict UTF-8 of [s]: a lone surrogate is refused with Python's text (`value_bytes`). */
-    public fun utf8(s: String): ByteArray {
+    fun utf8(s: String): ByteArray {
         var i = 0
         var cp = 0 // code point index, as Python counts positions
         while (i < s.length) {
@@ -93,7 +93,7 @@ public object Bytes {
     }
 
     /** The bytes hashed for a value (`value_bytes`): a string's strict UTF-8, a [ByteArray] itself. */
-    public fun valueBytes(value: Any?): ByteArray = when (value) {
+    fun valueBytes(value: Any?): ByteArray = when (value) {
         is String -> utf8(value)
         is ByteArray -> value
         else -> throw LdpTypeException("values to hash must be str or bytes (or bytearray), got ${PyText.typeName(value)}")
@@ -103,7 +103,7 @@ public object Bytes {
     // Hashes
 
     /** MurmurHash3_x86_32 of [data] with [seed] (an unsigned 32-bit value), as an unsigned value in [0, 2^32). */
-    public fun murmur3(data: ByteArray, seed: Long): Long {
+    fun murmur3(data: ByteArray, seed: Long): Long {
         val c1 = -0x3361d2af // 0xcc9e2d51
         val c2 = 0x1b873593
         val n = data.size
@@ -141,29 +141,29 @@ public object Bytes {
         return h.toLong() and 0xffffffffL
     }
 
-    public fun md5(data: ByteArray): ByteArray = MessageDigest.getInstance("MD5").digest(data)
+    fun md5(data: ByteArray): ByteArray = MessageDigest.getInstance("MD5").digest(data)
 
-    public fun sha256(vararg parts: ByteArray): ByteArray {
+    fun sha256(vararg parts: ByteArray): ByteArray {
         val md = MessageDigest.getInstance("SHA-256")
         for (p in parts) md.update(p)
         return md.digest()
     }
 
     /** HMAC-SHA256 of the concatenation of [parts] under [key]. */
-    public fun hmacSha256(key: ByteArray, vararg parts: ByteArray): ByteArray {
+    fun hmacSha256(key: ByteArray, vararg parts: ByteArray): ByteArray {
         val mac = hmac(key)
         for (p in parts) mac.update(p)
         return mac.doFinal()
     }
 
     /** A fresh HMAC-SHA256 instance keyed with [key] (must be non-empty). */
-    public fun hmac(key: ByteArray): Mac {
+    fun hmac(key: ByteArray): Mac {
         if (key.isEmpty()) throw LdpValueException("the key must be non-empty bytes")
         return Mac.getInstance("HmacSHA256").apply { init(SecretKeySpec(key, "HmacSHA256")) }
     }
 
     /** The metric secret a device gives a memoizing encoder: `HMAC-SHA256(device_secret,
      * "ldp/client/metric-secret/v1\0" ‖ metric)`. */
-    public fun metricSecret(deviceSecret: ByteArray, metric: String): ByteArray =
+    fun metricSecret(deviceSecret: ByteArray, metric: String): ByteArray =
         hmacSha256(deviceSecret, ascii("ldp/client/metric-secret/v1\u0000"), utf8(metric))
 }

@@ -14,13 +14,13 @@ import java.math.BigInteger
  * The library has no JSON dependency (its only runtime dependency is the Kotlin standard library): this reader is
  * what the collection spec, the ledger's state file and the collector's replies go through.
  */
-public object Json {
+internal object Json {
     /** The most nested arrays and objects a document may have (deeper is refused, not a stack overflow). */
-    public const val MAX_DEPTH: Int = 256
+    const val MAX_DEPTH: Int = 256
 
     /** The value of the JSON text [text]: `null`, [Boolean], [String], [Long], [BigInteger], [Double],
      * `List<Any?>` or `Map<String, Any?>`. Throws [JsonException] naming the offset of the first problem. */
-    public fun parse(text: String): Any? {
+    fun parse(text: String): Any? {
         val reader = Reader(text)
         reader.skipSpace()
         val value = reader.value(0)
@@ -208,7 +208,7 @@ public object Json {
 
     /** Compact JSON of a value as the Python client writes it (`json.dumps(..., separators=(",", ":"))`, not
      * sorted, ASCII): what the ledger's state file and upload bodies use. Doubles are written by Python's repr. */
-    public fun write(value: Any?): String = StringBuilder().also { writeTo(it, value, sortKeys = false) }.toString()
+    fun write(value: Any?): String = StringBuilder().also { writeTo(it, value, sortKeys = false) }.toString()
 
     internal fun writeTo(out: StringBuilder, value: Any?, sortKeys: Boolean) {
         when (value) {
@@ -250,11 +250,11 @@ public object Json {
 }
 
 /** A number that canonical JSON writes as a Python `float` (`1.0`, not `1`) whatever its value. */
-public class PyFloat(public val value: Double) {
+internal class PyFloat(val value: Double) {
     override fun equals(other: Any?): Boolean = other is PyFloat && other.value.toBits() == value.toBits()
     override fun hashCode(): Int = value.hashCode()
     override fun toString(): String = PyText.floatRepr(value)
 }
 
 /** A document that is not valid JSON. */
-public class JsonException(message: String) : LdpValueException(message)
+internal class JsonException(message: String) : LdpValueException(message)

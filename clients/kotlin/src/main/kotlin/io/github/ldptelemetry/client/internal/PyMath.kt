@@ -13,7 +13,7 @@ import java.math.BigInteger
  * cost microseconds, and run for parameters, never per report. glibc's `log1p` and `expm1` are fdlibm's: those are
  * `StrictMath`'s, as they are.
  */
-public object PyMath {
+internal object PyMath {
     private const val P = 256
     private val ONE: BigInteger = BigInteger.ONE.shiftLeft(P)
 
@@ -62,7 +62,7 @@ public object PyMath {
     }
 
     /** The double nearest to m·2^e, half to even, with subnormals and overflow (m·2^e exactly, rounded once). */
-    public fun nearestDouble(m: BigInteger, e: Int): Double {
+    fun nearestDouble(m: BigInteger, e: Int): Double {
         if (m.signum() == 0) return 0.0
         val neg = m.signum() < 0
         val a = m.abs()
@@ -98,7 +98,7 @@ public object PyMath {
 
     /** Python's `math.exp(x)`, correctly rounded. */
     @JvmStatic
-    public fun exp(x: Double): Double {
+    fun exp(x: Double): Double {
         if (x.isNaN()) return Double.NaN
         if (x == Double.POSITIVE_INFINITY) return Double.POSITIVE_INFINITY
         if (x == Double.NEGATIVE_INFINITY) return 0.0
@@ -134,7 +134,7 @@ public object PyMath {
 
     /** Python's `math.log(x)` of a float, correctly rounded; NaN for x < 0 or NaN (Python raises there). */
     @JvmStatic
-    public fun log(x: Double): Double {
+    fun log(x: Double): Double {
         if (x.isNaN() || x < 0) return Double.NaN
         if (x == 0.0) return Double.NEGATIVE_INFINITY
         if (x == Double.POSITIVE_INFINITY) return Double.POSITIVE_INFINITY
@@ -152,13 +152,13 @@ public object PyMath {
 
     /** Python's `math.log1p(x)` (glibc's is fdlibm's: `StrictMath.log1p`). */
     @JvmStatic
-    public fun log1p(x: Double): Double = StrictMath.log1p(x)
+    fun log1p(x: Double): Double = StrictMath.log1p(x)
 
     /** Python's `math.expm1(x)` (glibc's is fdlibm's: `StrictMath.expm1`). */
     @JvmStatic
-    public fun expm1(x: Double): Double = StrictMath.expm1(x)
+    fun expm1(x: Double): Double = StrictMath.expm1(x)
 
     /** `logistic_tail(x) = 1/(1 + e^x)`, with `e^-x` once `e^x` would overflow (x >= 700). */
     @JvmStatic
-    public fun logisticTail(x: Double): Double = if (x < 700.0) 1.0 / (1.0 + exp(x)) else exp(-x)
+    fun logisticTail(x: Double): Double = if (x < 700.0) 1.0 / (1.0 + exp(x)) else exp(-x)
 }

@@ -12,12 +12,12 @@ import java.security.MessageDigest
  * canonical JSON that fingerprints hash (`ldp/wire.py` `canonical_json`). docs/conformance.md section 4 is the rule;
  * `primitives.json` (`floats`, `texts`) checks it.
  */
-public object PyText {
+internal object PyText {
     /** Strings by code point, as Python's `sorted` orders `str` (UTF-16 order differs past the BMP). A lone
      * surrogate counts as its own code point. */
-    public val CODE_POINT_ORDER: Comparator<String> = Comparator { a, b -> compareCodePoints(a, b) }
+    val CODE_POINT_ORDER: Comparator<String> = Comparator { a, b -> compareCodePoints(a, b) }
 
-    public fun compareCodePoints(a: String, b: String): Int {
+    fun compareCodePoints(a: String, b: String): Int {
         var i = 0
         var j = 0
         while (i < a.length && j < b.length) {
@@ -61,7 +61,7 @@ public object PyText {
     /** `repr(float(x))`: `nan`, `inf`, `-inf`, else the shortest round-trip digits laid out by Python's rule:
      * scientific when the decimal exponent is below -4 or at least 16 (`1e-05`, `1e+16`), else positional with at
      * least one digit after the point (`1.0`, `0.0001`, `123456789012345.6`); `-0.0` keeps its sign. */
-    public fun floatRepr(x: Double): String {
+    fun floatRepr(x: Double): String {
         if (x.isNaN()) return "nan"
         if (x == Double.POSITIVE_INFINITY) return "inf"
         if (x == Double.NEGATIVE_INFINITY) return "-inf"
@@ -82,7 +82,7 @@ public object PyText {
 
     /** Python's `format(x, f".{precision}g")`: `precision` significant digits rounded half to even on the exact
      * binary value, positional when the exponent is in [-4, precision), trailing zeros and point removed. */
-    public fun formatG(x: Double, precision: Int = 6): String {
+    fun formatG(x: Double, precision: Int = 6): String {
         if (x.isNaN()) return "nan"
         if (x == Double.POSITIVE_INFINITY) return "inf"
         if (x == Double.NEGATIVE_INFINITY) return "-inf"
@@ -102,10 +102,10 @@ public object PyText {
     }
 
     /** Python's `f"{x:.1f}"` of a finite x (half to even on the exact value). */
-    public fun fixed1(x: Double): String = BigDecimal(x).setScale(1, RoundingMode.HALF_EVEN).toPlainString()
+    fun fixed1(x: Double): String = BigDecimal(x).setScale(1, RoundingMode.HALF_EVEN).toPlainString()
 
     /** Python's `f"{n:,}"` of an integer. */
-    public fun thousands(n: Long): String {
+    fun thousands(n: Long): String {
         val s = Math.abs(n).toString()
         val out = StringBuilder()
         for ((i, c) in s.withIndex()) {
@@ -135,7 +135,7 @@ public object PyText {
 
     /** Python's `repr(s)`: in `'`, or `"` when `s` has a `'` and no `"`; `\\`, `\t`, `\n`, `\r` escaped; other
      * non-printable characters as `\xNN`, `\uNNNN` or `\UNNNNNNNN` (lone surrogates too). */
-    public fun repr(s: String): String {
+    fun repr(s: String): String {
         val quote = if ('\'' in s && '"' !in s) '"' else '\''
         val out = StringBuilder().append(quote)
         var i = 0
@@ -159,7 +159,7 @@ public object PyText {
     }
 
     /** `type(v).__name__` of the Python value [v] stands for (a JSON list is a `list`). */
-    public fun typeName(v: Any?): String = when (v) {
+    fun typeName(v: Any?): String = when (v) {
         null -> "NoneType"
         is Boolean -> "bool"
         is Int, is Long, is Short, is Byte, is BigInteger -> "int"
@@ -173,7 +173,7 @@ public object PyText {
 
     /** Python's `repr` of a value decoded from JSON. A list is written as a tuple when [tuples] (what `from_dict`
      * makes of a JSON list given as a parameter), else as a list. */
-    public fun reprValue(v: Any?, tuples: Boolean = false): String = when (v) {
+    fun reprValue(v: Any?, tuples: Boolean = false): String = when (v) {
         null -> "None"
         true -> "True"
         false -> "False"
@@ -196,20 +196,20 @@ public object PyText {
     }
 
     /** Python's `str(x)` of a number: an int as digits, a float as its repr. */
-    public fun num(x: Any?): String = when (x) {
+    fun num(x: Any?): String = when (x) {
         is Double -> floatRepr(x)
         is Float -> floatRepr(x.toDouble())
         else -> x.toString()
     }
 
     /** Python's list repr of strings: `['a', 'b']`. */
-    public fun strList(names: List<String>): String = names.joinToString(", ", "[", "]") { repr(it) }
+    fun strList(names: List<String>): String = names.joinToString(", ", "[", "]") { repr(it) }
 
     // ------------------------------------------------------------------------------------------------------------
     // Canonical JSON
 
     /** A JSON string as Python's `json.dumps(..., ensure_ascii=True)` writes it. */
-    public fun jsonString(out: StringBuilder, s: String) {
+    fun jsonString(out: StringBuilder, s: String) {
         out.append('"')
         for (ch in s) {
             val c = ch.code
@@ -235,16 +235,16 @@ public object PyText {
 
     /** Python's `json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)`:
      * keys by code point, ints as digits, [Double] and [PyFloat] as Python's float repr. */
-    public fun canonicalJson(value: Any?): String = StringBuilder().also { Json.writeTo(it, value, sortKeys = true) }.toString()
+    fun canonicalJson(value: Any?): String = StringBuilder().also { Json.writeTo(it, value, sortKeys = true) }.toString()
 
     /** The first 16 hex digits of SHA-256 of [text] as UTF-8 (ASCII for canonical JSON). */
-    public fun sha256Hex16(text: String): String {
+    fun sha256Hex16(text: String): String {
         val digest = MessageDigest.getInstance("SHA-256").digest(text.toByteArray(Charsets.UTF_8))
         return Bytes.hex(digest).substring(0, 16)
     }
 
     /** `fingerprint(protocol, params)`: 16 hex digits naming a protocol and its parameters. */
-    public fun fingerprint(protocol: String, params: Map<String, Any?>): String =
+    fun fingerprint(protocol: String, params: Map<String, Any?>): String =
         sha256Hex16(canonicalJson(mapOf("protocol" to protocol, "params" to params)))
 
     internal fun requireFinite(x: Double) {

@@ -21,9 +21,16 @@ public class PinnedPart(public val id: String, public val first: Long, public va
  */
 public class DeviceState internal constructor(
     public val collection: String,
-    internal val secretHex: String,
+    secretHex: String?,
     internal val saltHex: String,
 ) {
+    /** The device secret, hex; null once the device opted out ([optedOut]) until it opts in with a fresh one. */
+    internal var secretHex: String? = secretHex
+        private set
+
+    /** Whether the device opted out of collection: no secret, no cohorts, no memoized records, nothing pending. */
+    public val optedOut: Boolean get() = secretHex == null
+
     /** The latest clock reading seen (Unix seconds): the ledger's clock never goes back. */
     public var clock: Double = Double.NEGATIVE_INFINITY
     internal val totals = LinkedHashMap<String, ScopeTotal>()
@@ -36,11 +43,32 @@ public class DeviceState internal constructor(
     public var lastUpload: Double? = null
         internal set
     internal val uploaded = LinkedHashMap<String, Long>()
+    internal val discarded = LinkedHashMap<String, Long>() // metric -> reports deleted unsent by opt-outs
+
+    /**
+     * Opts out: forgets the device secret, the cohorts, the memoized and charge-on-change records and the pinned
+     * parts (the caller drops the pending reports in the same transaction). The budget totals stay: spent stays
+     * spent.
+     */
+    internal fun forget() {
+        secretHex = null
+        cohorts.clear()
+        memo.clear()
+        changes.clear()
+        parts.clear()
+    }
+
+    /** Opts in with a fresh device secret [hex] (the caller draws it from the CSPRNG). */
+    internal fun renew(hex: String) {
+        check(secretHex == null) { "the device has a secret already" }
+        secretHex = hex
+    }
 
     internal fun toJson(): Map<String, Any?> = linkedMapOf(
         "format" to FORMAT.toLong(),
         "collection" to collection,
         "secret" to secretHex,
+        "opted_out" to optedOut,
         "salt" to saltHex,
         "clock" to (if (clock.isInfinite()) null else clock),
         "totals" to totals.mapValues { (_, t) ->
@@ -53,6 +81,7 @@ public class DeviceState internal constructor(
         "next_id" to nextId,
         "last_upload" to lastUpload,
         "uploaded" to uploaded,
+        "discarded" to discarded,
     )
 
     internal companion object {
@@ -78,7 +107,14 @@ public class DeviceState internal constructor(
             val d = obj(doc, "the document")
             if (d["format"] != FORMAT.toLong()) damaged("format ${d["format"]} (this client reads format $FORMAT)")
             val hex = Regex("^[0-9a-f]{64}$")
-            val secret = (d["secret"] as? String)?.takeIf { hex.matches(it) } ?: damaged("secret")
+            val optedOut = d["opted_out"] ?: false
+            if (optedOut !is Boolean) damaged("opted_out is not a boolean")
+            val secret = if (optedOut) {
+                if (d["secret"] != null) damaged("an opted-out state keeps a secret")
+                null
+            } else {
+                (d["secret"] as? String)?.takeIf { hex.matches(it) } ?: damaged("secret")
+            }
             val salt = (d["salt"] as? String)?.takeIf { hex.matches(it) } ?: damaged("salt")
             val s = DeviceState(d["collection"] as? String ?: damaged("collection"), secret, salt)
             s.clock = d["clock"]?.let { num(it, "clock") } ?: Double.NEGATIVE_INFINITY
@@ -104,6 +140,7 @@ public class DeviceState internal constructor(
             s.nextId = long(d["next_id"], "next_id")
             s.lastUpload = d["last_upload"]?.let { num(it, "last_upload") }
             for ((k, v) in obj(d["uploaded"], "uploaded")) s.uploaded[k] = long(v, "uploaded")
+            for ((k, v) in obj(d["discarded"] ?: emptyMap<String, Any?>(), "discarded")) s.discarded[k] = long(v, "discarded")
             return s
         }
 

@@ -5,34 +5,74 @@ import io.github.ldptelemetry.client.internal.Json
 import java.io.ByteArrayOutputStream
 import java.io.Closeable
 import java.io.File
+import java.io.FileNotFoundException
 import java.io.FileOutputStream
 import java.io.IOException
 import java.io.RandomAccessFile
+import java.nio.channels.ClosedChannelException
 import java.nio.channels.FileChannel
 import java.nio.channels.FileLock
 import java.nio.channels.OverlappingFileLockException
 import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.Executors
+import java.util.concurrent.ScheduledExecutorService
+import java.util.concurrent.ThreadFactory
 import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.AtomicInteger
 import java.util.concurrent.locks.ReentrantLock
+import kotlin.concurrent.withLock
 
 /** One report in the outbox: its local [id], its [metric] and its upload [line] (an envelope). */
-public class OutboxRecord(public val id: Long, public val metric: String, public val line: String)
+public class OutboxRecord(public val id: Long, public val metric: String, public val line: String) {
+    /** What the report counts against the outbox's cap: its line's UTF-8 bytes and a newline (counted, not encoded). */
+    public val size: Long get() = utf8Length(line) + 1L
 
-/** What a [StateStore] transaction sees and changes. Nothing is written unless the transaction's block returns. */
-public interface StoreTransaction {
-    /** The device's state: `null` before the first commit. Set it to what must be committed. */
-    public var state: DeviceState?
+    internal companion object {
+        fun utf8Length(s: String): Long {
+            var n = 0L
+            var i = 0
+            while (i < s.length) {
+                val c = s[i]
+                n += when {
+                    c.code < 0x80 -> 1
+                    c.code < 0x800 -> 2
+                    Character.isHighSurrogate(c) && i + 1 < s.length && Character.isLowSurrogate(s[i + 1]) -> { i++; 4 }
+                    Character.isSurrogate(c) -> 1 // a lone surrogate: written as '?', as the log's encoder writes it
+                    else -> 3
+                }
+                i++
+            }
+            return n
+        }
+    }
+}
+
+/** What a [StateStore] read sees: the committed state and outbox. */
+public interface StoreView {
+    /** The device's state: `null` before the first commit. */
+    public val state: DeviceState?
 
     /** Reports committed and not yet dropped. */
     public val pendingCount: Long
 
+    /** What the pending reports count against the outbox's cap: each one's line in UTF-8 bytes, plus one. */
+    public val pendingBytes: Long
+
+    /** The [count] oldest pending reports (fewer if fewer are waiting). */
+    @Throws(LedgerException::class)
+    public fun head(count: Int): List<OutboxRecord>
+}
+
+/** What a [StateStore] transaction sees and changes. Nothing is written unless the transaction's block returns. */
+public interface StoreTransaction : StoreView {
+    /** The device's state: `null` before the first commit. Set it to what must be committed. */
+    override var state: DeviceState?
+
     /** Adds a report to the outbox, committed with [state]. */
     public fun append(record: OutboxRecord)
 
-    /** The [count] oldest committed reports (fewer if fewer are waiting). */
-    public fun head(count: Int): List<OutboxRecord>
-
-    /** Drops the [count] oldest committed reports (they were acknowledged). */
+    /** Drops the [count] oldest pending reports (acknowledged, or deleted by an opt-out). */
+    @Throws(LedgerException::class)
     public fun dropHead(count: Int)
 }
 
@@ -40,10 +80,15 @@ public interface StoreTransaction {
  * Where a device's state and outbox live. [transact] runs a block exclusively (across threads, and for [FileStore]
  * across processes) and commits what it changed atomically: the state and the reports it appended are both kept,
  * or, if the block throws or the process dies first, neither. A charge and the report it pays for are therefore
- * written together or not at all.
+ * written together or not at all. A transaction that changed nothing writes nothing. [read] runs a block on the
+ * committed state and never writes.
  */
 public interface StateStore : Closeable {
+    @Throws(LedgerException::class)
     public fun <T> transact(block: (StoreTransaction) -> T): T
+
+    @Throws(LedgerException::class)
+    public fun <T> read(block: (StoreView) -> T): T
 
     override fun close() {}
 }
@@ -53,31 +98,41 @@ public class MemoryStore : StateStore {
     private val lock = ReentrantLock()
     private var stateText: String? = null
     private val outbox = ArrayDeque<OutboxRecord>()
+    private var outboxBytes = 0L
 
-    override fun <T> transact(block: (StoreTransaction) -> T): T {
-        lock.lock()
-        try {
-            val appended = ArrayList<OutboxRecord>()
-            var dropped = 0
-            val tx = object : StoreTransaction {
-                override var state: DeviceState? = stateText?.let { DeviceState.parse(it) }
-                override val pendingCount: Long get() = (outbox.size - dropped).toLong()
-                override fun append(record: OutboxRecord) {
-                    appended.add(record)
-                }
-                override fun head(count: Int): List<OutboxRecord> = outbox.drop(dropped).take(count)
-                override fun dropHead(count: Int) {
-                    dropped = minOf(outbox.size, dropped + count)
-                }
-            }
-            val out = block(tx)
-            stateText = tx.state?.let { Json.write(it.toJson()) }
+    /** A transaction on the committed state (a copy: nothing changes until [commit]). */
+    private inner class Tx : StoreTransaction {
+        override var state: DeviceState? = stateText?.let { DeviceState.parse(it) }
+        val appended = ArrayList<OutboxRecord>()
+        var dropped = 0
+        var droppedBytes = 0L
+        override val pendingCount: Long get() = (outbox.size - dropped + appended.size).toLong()
+        override val pendingBytes: Long get() = outboxBytes - droppedBytes + appended.sumOf { it.size }
+        override fun append(record: OutboxRecord) {
+            appended.add(record)
+        }
+        override fun head(count: Int): List<OutboxRecord> = outbox.drop(dropped).take(count)
+        override fun dropHead(count: Int) {
+            val n = minOf(count, outbox.size - dropped)
+            for (i in dropped until dropped + n) droppedBytes += outbox[i].size
+            dropped += n
+        }
+
+        fun commit() {
+            stateText = state?.let { Json.write(it.toJson()) }
             repeat(dropped) { outbox.removeFirst() }
             outbox.addAll(appended)
-            return out
-        } finally {
-            lock.unlock()
+            outboxBytes += appended.sumOf { it.size } - droppedBytes
         }
+    }
+
+    @Throws(LedgerException::class)
+    override fun <T> read(block: (StoreView) -> T): T = lock.withLock { block(Tx()) }
+
+    @Throws(LedgerException::class)
+    override fun <T> transact(block: (StoreTransaction) -> T): T = lock.withLock {
+        val tx = Tx()
+        block(tx).also { tx.commit() }
     }
 }
 
@@ -90,135 +145,257 @@ public class MemoryStore : StateStore {
  *   committed. Bytes past the committed end (a crash between the two) are ignored and cut by the next commit, so a
  *   report exists only once its charge does. Acknowledged reports are dropped by moving the committed start; the
  *   log is rewritten into `outbox.<n+1>.log` once its dropped head is over 1 MiB and half the file.
- * - `lock`: an OS file lock ([FileChannel.lock]) taken for every transaction. The OS releases it when its process
- *   dies, however it dies, so a killed process never locks the others out; threads of one process wait on an
- *   in-process lock first (an OS lock is held per process).
+ * - `lock`: OS file locks ([FileChannel.lock]) taken for every transaction and read. The OS releases them when
+ *   their process dies, however it dies, so a killed process never locks the others out. The lock is handed over
+ *   fairly: a process that waits holds a turnstile (the lock file's first byte) while it blocks on the lock (its
+ *   second byte), and a process that just released the lock must pass the turnstile again, behind it. Threads of
+ *   one process queue on a fair in-process lock first (an OS lock is held per process).
  *
- * Temporary files and unreferenced logs a killed process left are removed by the next transaction. A state file
- * that cannot be read raises [LedgerException]: the budget is never silently reset.
+ * Reads write nothing: opening a store and reading it (a [read], or a [transact] whose block changed nothing)
+ * leaves every file as it was, so a full disk or a read-only folder can still be read. Only a transaction that
+ * changes something writes, and only such a transaction removes what a killed process left (temporary files,
+ * unreferenced logs, a torn log tail).
+ *
+ * Fail closed: a state file that cannot be read raises [LedgerException], and so does a missing `state.json` while
+ * traces of a state remain in the folder (an `outbox.<n>.log`, a temporary state file): the store never starts over
+ * as a new device beside reports charged to an old one. To start over deliberately, delete the whole folder.
  *
  * [lockTimeoutMillis] bounds the wait for the lock ([LedgerException] after it).
  */
-public class FileStore @JvmOverloads constructor(
+public class FileStore @JvmOverloads @Throws(LedgerException::class) constructor(
     public val directory: File,
     private val lockTimeoutMillis: Long = 30_000,
 ) : StateStore {
-    private val stateFile = File(directory, "state.json")
+    private val stateFile = File(directory, STATE)
     private val lockFile = File(directory, "lock")
     private val threadLock: ReentrantLock
-    @Volatile private var swept = false
 
     /** The dropped head of the log beyond which it is rewritten (when also half the file). */
     internal var compactBytes: Long = 1L shl 20
 
+    /** Flushes (`fsync`) this store has made: the tests check that reads make none. */
+    internal val syncs = java.util.concurrent.atomic.AtomicLong()
+
     init {
+        require(lockTimeoutMillis >= 0) { "lockTimeoutMillis must be >= 0, got $lockTimeoutMillis" }
         if (!directory.isDirectory && !directory.mkdirs() && !directory.isDirectory) {
             throw LedgerException("cannot create the state folder $directory")
         }
-        threadLock = LOCKS.getOrPut(directory.canonicalPath) { ReentrantLock() }
+        threadLock = LOCKS.getOrPut(directory.canonicalPath) { ReentrantLock(true) }
     }
 
-    override fun <T> transact(block: (StoreTransaction) -> T): T {
+    @Throws(LedgerException::class)
+    override fun <T> transact(block: (StoreTransaction) -> T): T = locked(write = true) {
+        val snapshot = load()
+        val tx = Tx(snapshot)
+        val out = block(tx)
+        commit(snapshot, tx)
+        out
+    }
+
+    @Throws(LedgerException::class)
+    override fun <T> read(block: (StoreView) -> T): T = locked(write = false) { block(Tx(load())) }
+
+    // -- the lock ---------------------------------------------------------------------------------------------------
+
+    private fun timeout(): Nothing = throw LedgerException("$directory: another process held the state for over $lockTimeoutMillis ms")
+
+    /**
+     * Runs [body] holding the in-process lock and the folder's OS lock. A reader of a folder it may not write (a
+     * read-only `lock` file) takes the lock shared, and a reader of a folder without a state writes no lock file.
+     */
+    private fun <T> locked(write: Boolean, body: () -> T): T {
         val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(lockTimeoutMillis)
         if (!threadLock.tryLock(lockTimeoutMillis, TimeUnit.MILLISECONDS)) {
             throw LedgerException("$directory: another thread held the state for over $lockTimeoutMillis ms")
         }
         try {
-            RandomAccessFile(lockFile, "rw").use { raf ->
-                val osLock = osLock(raf.channel, deadline)
-                try {
-                    if (!swept) sweep()
-                    return runLocked(block)
-                } finally {
-                    osLock.release()
+            var shared = false
+            val raf = when {
+                write -> RandomAccessFile(lockFile, "rw")
+                !lockFile.exists() && !stateFile.exists() -> null // nothing to read, nobody to wait for
+                else -> try {
+                    RandomAccessFile(lockFile, "rw") // opened, not written (made only for a state that has none)
+                } catch (e: FileNotFoundException) { // a read-only folder
+                    shared = true
+                    if (lockFile.exists()) RandomAccessFile(lockFile, "r") else null
                 }
             }
+            if (raf == null) return body()
+            return raf.use { withOsLock(raf.channel, shared, deadline, body) }
+        } catch (e: LedgerException) {
+            throw e
+        } catch (e: IOException) {
+            throw LedgerException("$directory: ${e.javaClass.simpleName}: ${e.message}", e)
         } finally {
             threadLock.unlock()
         }
     }
 
-    private fun osLock(channel: FileChannel, deadline: Long): FileLock {
-        var pause = 1L
-        while (true) {
-            val lock = try {
-                channel.tryLock()
-            } catch (e: OverlappingFileLockException) {
-                null
+    /**
+     * [body] under the OS lock (the lock file's second byte), reached through the turnstile (its first byte, held
+     * while waiting): whoever waits is next, and the process that released the lock queues behind it. A read of a
+     * lock file it cannot write takes the lock shared, without the turnstile (a shared lock needs no write access).
+     */
+    private fun <T> withOsLock(channel: FileChannel, shared: Boolean, deadline: Long, body: () -> T): T {
+        val lock = if (shared) {
+            acquire(channel, 1, true, deadline)
+        } else {
+            val gate = acquire(channel, 0, false, deadline)
+            try {
+                acquire(channel, 1, false, deadline)
+            } finally {
+                if (channel.isOpen) gate.release()
             }
-            if (lock != null) return lock
-            if (System.nanoTime() > deadline) throw LedgerException("$directory: another process held the state for over $lockTimeoutMillis ms")
-            Thread.sleep(pause)
-            pause = minOf(pause * 2, 50)
+        }
+        try {
+            return body()
+        } finally {
+            if (channel.isOpen) lock.release()
         }
     }
 
-    /** Where the committed reports are: log generation, byte range, id of the first, count. */
-    private class Cursor(var gen: Long, var start: Long, var end: Long, var first: Long, var count: Long)
+    /** One byte of the lock file, waiting (blocked in the OS, woken when it is released) until [deadline]. */
+    private fun acquire(channel: FileChannel, position: Long, shared: Boolean, deadline: Long): FileLock {
+        val now = try {
+            channel.tryLock(position, 1, shared)
+        } catch (e: OverlappingFileLockException) {
+            null
+        }
+        if (now != null) return now
+        val left = deadline - System.nanoTime()
+        if (left <= 0) timeout()
+        // FileChannel.lock has no timeout: a watchdog closes the channel at the deadline, which ends the wait
+        val phase = AtomicInteger(WAITING)
+        val timer = WATCHDOG.schedule({ if (phase.compareAndSet(WAITING, TIMED_OUT)) channel.close() }, left, TimeUnit.NANOSECONDS)
+        try {
+            val lock = channel.lock(position, 1, shared)
+            if (phase.compareAndSet(WAITING, HELD)) return lock
+            timeout()
+        } catch (e: ClosedChannelException) {
+            if (phase.get() == TIMED_OUT) timeout()
+            throw e
+        } catch (e: OverlappingFileLockException) {
+            throw LedgerException("$directory: this process locks the state folder elsewhere (two FileStores on one folder through different paths?)")
+        } finally {
+            timer.cancel(false)
+        }
+    }
+
+    // -- reading --------------------------------------------------------------------------------------------------
+
+    /** Where the committed reports are: log generation, byte range, id of the first, count, and their size as the
+     * outbox cap counts it (null in a state written before the cap existed: counted when first needed). */
+    private class Cursor(var gen: Long, var start: Long, var end: Long, var first: Long, var count: Long, var bytes: Long?)
+
+    /** The committed state: its document's text as it would be written again, and the outbox cursor. */
+    private class Snapshot(val device: DeviceState?, val deviceText: String?, val cursor: Cursor)
 
     private fun log(gen: Long) = File(directory, "outbox.$gen.log")
 
-    private fun <T> runLocked(block: (StoreTransaction) -> T): T {
-        var device: DeviceState? = null
-        val cursor = Cursor(0, 0, 0, 1, 0)
-        if (stateFile.exists()) {
-            val doc = try {
-                Json.parse(stateFile.readText(Charsets.UTF_8))
-            } catch (e: IllegalArgumentException) {
-                throw LedgerException("$stateFile is damaged: ${e.message}")
+    /** Files that a state leaves: a state that is missing while they remain is refused (fail closed). */
+    private fun traces(): List<String> = (directory.list() ?: emptyArray()).filter { isTrace(it) }.sorted()
+
+    private fun load(): Snapshot {
+        if (!stateFile.exists()) {
+            val found = traces()
+            if (found.isNotEmpty()) {
+                throw LedgerException(
+                    "$directory has no $STATE but holds ${found.joinToString(", ")}, left by a state that is gone (deleted, " +
+                        "or not restored from a backup): refusing to start over as a new device beside reports charged to " +
+                        "the old one. To start over deliberately, delete the whole folder",
+                )
             }
-            val d = doc as? Map<*, *> ?: throw LedgerException("$stateFile is damaged: not an object")
-            device = DeviceState.fromJson(d["device"])
-            val o = d["outbox"] as? List<*>
-            if (o == null || o.size != 5 || o.any { it !is Long }) throw LedgerException("$stateFile is damaged: outbox cursor")
-            cursor.gen = o[0] as Long
-            cursor.start = o[1] as Long
-            cursor.end = o[2] as Long
-            cursor.first = o[3] as Long
-            cursor.count = o[4] as Long
-            if (cursor.count > 0 && log(cursor.gen).length() < cursor.end) {
-                throw LedgerException("${log(cursor.gen)} is damaged: shorter than its committed ${cursor.end} bytes")
-            }
+            return Snapshot(null, null, Cursor(0, 0, 0, 1, 0, 0))
         }
+        val text = try {
+            stateFile.readText(Charsets.UTF_8)
+        } catch (e: IOException) {
+            throw LedgerException(
+                "$stateFile cannot be read (${e.message}): refusing to guess the budget spent. To start over " +
+                    "deliberately as a new device, delete the whole folder",
+                e,
+            )
+        }
+        val doc = try {
+            Json.parse(text)
+        } catch (e: IllegalArgumentException) {
+            throw LedgerException("$stateFile is damaged: ${e.message}")
+        }
+        val d = doc as? Map<*, *> ?: throw LedgerException("$stateFile is damaged: not an object")
+        val device = DeviceState.fromJson(d["device"])
+        val o = d["outbox"] as? List<*>
+        if (o == null || o.size !in 5..6 || o.any { it !is Long }) throw LedgerException("$stateFile is damaged: outbox cursor")
+        val c = Cursor(o[0] as Long, o[1] as Long, o[2] as Long, o[3] as Long, o[4] as Long, o.getOrNull(5) as Long?)
+        if (c.count > 0 && log(c.gen).length() < c.end) {
+            throw LedgerException("${log(c.gen)} is damaged: shorter than its committed ${c.end} bytes")
+        }
+        return Snapshot(device, Json.write(device.toJson()), c)
+    }
+
+    /** A transaction (or, through [StoreView], a read) on [snapshot]: appends and drops are kept in memory. */
+    private inner class Tx(val snapshot: Snapshot) : StoreTransaction {
+        val cursor = snapshot.cursor
+        override var state: DeviceState? = snapshot.device
         val appended = ByteArrayOutputStream()
         var appendedCount = 0L
-        var droppedBytes = 0L
+        var appendedBytes = 0L
+        var droppedBytes = 0L // of the log
+        var droppedSize = 0L // as the outbox cap counts them
         var droppedCount = 0L
-        val tx = object : StoreTransaction {
-            override var state: DeviceState? = device
-            override val pendingCount: Long get() = cursor.count - droppedCount + appendedCount
 
-            override fun append(record: OutboxRecord) {
-                require('\n' !in record.line && '\t' !in record.metric) { "a report line is one line" }
-                appended.write("${record.id}\t${record.metric}\t${record.line}\n".toByteArray(Charsets.UTF_8))
-                appendedCount++
+        override val pendingCount: Long get() = cursor.count - droppedCount + appendedCount
+
+        override val pendingBytes: Long
+            get() {
+                val committed = cursor.bytes ?: readRecords(cursor.gen, cursor.start, cursor.end, cursor.count).sumOf { it.first.size }.also { cursor.bytes = it }
+                return committed - droppedSize + appendedBytes
             }
 
-            override fun head(count: Int): List<OutboxRecord> =
-                readRecords(cursor.gen, cursor.start + droppedBytes, cursor.end, minOf(count.toLong(), cursor.count - droppedCount).toInt()).map { it.first }
-
-            override fun dropHead(count: Int) {
-                val n = minOf(count.toLong(), cursor.count - droppedCount).toInt()
-                val recs = readRecords(cursor.gen, cursor.start + droppedBytes, cursor.end, n)
-                droppedBytes += recs.sumOf { it.second }
-                droppedCount += n
-            }
+        override fun append(record: OutboxRecord) {
+            require('\n' !in record.line && '\t' !in record.metric && '\n' !in record.metric) { "a report line is one line" }
+            appended.write("${record.id}\t${record.metric}\t${record.line}\n".toByteArray(Charsets.UTF_8))
+            appendedCount++
+            appendedBytes += record.size
         }
-        val out = block(tx)
-        val next = tx.state ?: return out
-        // the reports first, flushed; then the state that counts them
-        cursor.start += droppedBytes
-        cursor.count -= droppedCount
-        cursor.first += droppedCount
-        if (appendedCount > 0) {
+
+        override fun head(count: Int): List<OutboxRecord> =
+            readRecords(cursor.gen, cursor.start + droppedBytes, cursor.end, minOf(count.toLong(), cursor.count - droppedCount)).map { it.first }
+
+        override fun dropHead(count: Int) {
+            val n = minOf(count.toLong(), cursor.count - droppedCount)
+            val recs = readRecords(cursor.gen, cursor.start + droppedBytes, cursor.end, n)
+            droppedBytes += recs.sumOf { it.second }
+            droppedSize += recs.sumOf { it.first.size }
+            droppedCount += n
+        }
+    }
+
+    // -- writing --------------------------------------------------------------------------------------------------
+
+    /** Commits what [tx] changed, if anything: the appended reports first, flushed; then the state counting them. */
+    private fun commit(snapshot: Snapshot, tx: Tx) {
+        val next = tx.state
+        val changed = tx.appendedCount > 0 || tx.droppedCount > 0 ||
+            (next == null) != (snapshot.device == null) || (next != null && Json.write(next.toJson()) != snapshot.deviceText)
+        if (!changed || next == null) return // nothing to write (a state is never deleted)
+        sweep(snapshot)
+        val cursor = tx.cursor
+        val bytes = tx.pendingBytes
+        cursor.start += tx.droppedBytes
+        cursor.count -= tx.droppedCount
+        cursor.first += tx.droppedCount
+        cursor.bytes = bytes
+        if (tx.appendedCount > 0) {
             RandomAccessFile(log(cursor.gen), "rw").use { raf ->
-                if (raf.length() != cursor.end) raf.setLength(cursor.end)
+                if (raf.length() != cursor.end) raf.setLength(cursor.end) // a torn tail a killed process left
                 raf.seek(cursor.end)
-                raf.write(appended.toByteArray())
+                raf.write(tx.appended.toByteArray())
                 raf.fd.sync()
+                syncs.incrementAndGet()
             }
-            cursor.end += appended.size()
-            cursor.count += appendedCount
+            cursor.end += tx.appended.size()
+            cursor.count += tx.appendedCount
         }
         var retired: File? = null
         if (cursor.count == 0L && cursor.end > 0) {
@@ -241,42 +418,49 @@ public class FileStore @JvmOverloads constructor(
                         left -= n
                     }
                     dst.fd.sync()
+                    syncs.incrementAndGet()
                 }
             }
             cursor.gen++
             cursor.end -= cursor.start
             cursor.start = 0
         }
-        val doc = linkedMapOf("device" to next.toJson(), "outbox" to listOf(cursor.gen, cursor.start, cursor.end, cursor.first, cursor.count))
+        val doc = linkedMapOf(
+            "device" to next.toJson(),
+            "outbox" to listOf(cursor.gen, cursor.start, cursor.end, cursor.first, cursor.count, cursor.bytes),
+        )
         writeAtomically(stateFile, Json.write(doc).toByteArray(Charsets.UTF_8))
         retired?.delete()
-        return out
     }
 
     /** Up to [n] records from byte [from] (below [end]) of log [gen], each with its length in bytes. */
-    private fun readRecords(gen: Long, from: Long, end: Long, n: Int): List<Pair<OutboxRecord, Long>> {
+    private fun readRecords(gen: Long, from: Long, end: Long, n: Long): List<Pair<OutboxRecord, Long>> {
         if (n <= 0) return emptyList()
-        val out = ArrayList<Pair<OutboxRecord, Long>>(n)
-        RandomAccessFile(log(gen), "r").use { raf ->
-            raf.seek(from)
-            val input = java.io.BufferedInputStream(java.io.FileInputStream(raf.fd), 64 * 1024)
-            var pos = from
-            val line = ByteArrayOutputStream()
-            while (out.size < n && pos < end) {
-                line.reset()
-                while (true) {
-                    val b = input.read()
-                    if (b < 0) throw LedgerException("${log(gen)} is damaged: a record is cut short")
-                    pos++
-                    if (b == '\n'.code) break
-                    line.write(b)
+        val out = ArrayList<Pair<OutboxRecord, Long>>(minOf(n, 1L shl 16).toInt())
+        try {
+            RandomAccessFile(log(gen), "r").use { raf ->
+                raf.seek(from)
+                val input = java.io.BufferedInputStream(java.io.FileInputStream(raf.fd), 64 * 1024)
+                var pos = from
+                val line = ByteArrayOutputStream()
+                while (out.size < n && pos < end) {
+                    line.reset()
+                    while (true) {
+                        val b = input.read()
+                        if (b < 0) throw LedgerException("${log(gen)} is damaged: a record is cut short")
+                        pos++
+                        if (b == '\n'.code) break
+                        line.write(b)
+                    }
+                    val text = line.toString("UTF-8")
+                    val parts = text.split('\t', limit = 3)
+                    val id = parts.getOrNull(0)?.toLongOrNull()
+                    if (parts.size != 3 || id == null) throw LedgerException("${log(gen)} is damaged: a record is malformed")
+                    out.add(OutboxRecord(id, parts[1], parts[2]) to (line.size() + 1L))
                 }
-                val text = line.toString("UTF-8")
-                val parts = text.split('\t', limit = 3)
-                val id = parts.getOrNull(0)?.toLongOrNull()
-                if (parts.size != 3 || id == null) throw LedgerException("${log(gen)} is damaged: a record is malformed")
-                out.add(OutboxRecord(id, parts[1], parts[2]) to (line.size() + 1L))
             }
+        } catch (e: FileNotFoundException) {
+            throw LedgerException("${log(gen)} is missing: its reports are committed in $stateFile", e)
         }
         return out
     }
@@ -287,6 +471,7 @@ public class FileStore @JvmOverloads constructor(
             FileOutputStream(tmp).use { out ->
                 out.write(bytes)
                 out.fd.sync()
+                syncs.incrementAndGet()
             }
             if (!tmp.renameTo(target)) throw LedgerException("cannot replace $target")
         } catch (e: IOException) {
@@ -294,31 +479,33 @@ public class FileStore @JvmOverloads constructor(
             throw e
         }
         DirectorySync.sync(directory)
+        syncs.incrementAndGet()
     }
 
-    /** Removes what a killed process left: temporary files and logs no state refers to (under the lock). */
-    private fun sweep() {
-        val readable = !stateFile.exists() || try {
-            Json.parse(stateFile.readText(Charsets.UTF_8)) is Map<*, *>
-        } catch (e: IllegalArgumentException) {
-            false // damaged: the transaction says so; keep every log for whoever repairs it
+    /** Removes what a killed process left (temporary files, logs no state refers to), before a commit. */
+    private fun sweep(snapshot: Snapshot) {
+        val current = if (snapshot.device != null) "outbox.${snapshot.cursor.gen}.log" else null
+        for (name in directory.list() ?: emptyArray()) {
+            val stray = (name.startsWith("$STATE.") && name.endsWith(".tmp")) || (LOG.matches(name) && name != current)
+            if (stray) File(directory, name).delete()
         }
-        val current = if (readable && stateFile.exists()) {
-            ((Json.parse(stateFile.readText(Charsets.UTF_8)) as Map<*, *>)["outbox"] as? List<*>)?.getOrNull(0) as? Long
-        } else {
-            null
-        }
-        for (f in directory.listFiles() ?: emptyArray()) {
-            val name = f.name
-            val stray = name.endsWith(".tmp") ||
-                (readable && name.startsWith("outbox.") && name.endsWith(".log") && name != "outbox.$current.log")
-            if (stray) f.delete()
-        }
-        swept = true
     }
 
     private companion object {
+        const val STATE = "state.json"
+        val LOG = Regex("outbox\\.[0-9]+\\.log")
+        const val WAITING = 0
+        const val HELD = 1
+        const val TIMED_OUT = 2
+
         val LOCKS = ConcurrentHashMap<String, ReentrantLock>()
+
+        /** Closes the lock channel of a wait past its deadline. */
+        val WATCHDOG: ScheduledExecutorService = Executors.newSingleThreadScheduledExecutor(
+            ThreadFactory { r -> Thread(r, "ldp-store-lock-watchdog").apply { isDaemon = true } },
+        )
+
+        fun isTrace(name: String): Boolean = LOG.matches(name) || (name.startsWith("$STATE.") && name.endsWith(".tmp"))
     }
 }
 

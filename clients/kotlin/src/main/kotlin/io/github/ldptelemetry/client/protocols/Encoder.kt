@@ -132,7 +132,7 @@ public abstract class Encoder<P : ProtocolParams, V>(public val params: P, optio
 }
 
 /** `LabeledDomain.index_of`: the index of a label, or of an int index in `[0, domainSize)`, with Python's errors. */
-public fun domainIndexOf(protocol: String, domainSize: Int, labels: List<String>?, value: Any?): Int {
+internal fun domainIndexOf(protocol: String, domainSize: Int, labels: List<String>?, value: Any?): Int {
     if (value is String && labels != null) {
         val i = labels.indexOf(value)
         if (i < 0) throw LdpValueException("value ${PyText.repr(value)} is not one of the $domainSize declared labels")

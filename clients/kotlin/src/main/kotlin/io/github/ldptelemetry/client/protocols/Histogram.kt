@@ -18,7 +18,7 @@ import java.math.BigInteger
  * is `[edges[i], edges[i+1])`, the last one closed; a number outside `[edges[0], edges[k]]` is refused unless `clip`
  * puts it in the first or last bucket.
  */
-public object Buckets {
+internal object Buckets {
     /** Most buckets a histogram may have. */
     public const val MAX_BUCKETS: Int = 1 shl 15
 
@@ -49,8 +49,12 @@ public object Buckets {
         return (0 until k).map { i -> "[${edgeText(edges[i])}, ${edgeText(edges[i + 1])}${if (i == k - 1) "]" else ")"}" }
     }
 
+    /**
+     * [v] against edge [e] as Python compares them: a double by IEEE 754 (`<`, so `-0.0` equals `0.0`; never
+     * `Double.compareTo`, which orders `-0.0` below `0.0`), an integer exactly: negative, zero or positive.
+     */
     private fun cmp(v: Any, e: Double): Int = when (v) {
-        is Double -> v.compareTo(e)
+        is Double -> if (v < e) -1 else if (v > e) 1 else 0
         else -> BigDecimal(if (v is BigInteger) v else BigInteger.valueOf((v as Number).toLong())).compareTo(BigDecimal(e))
     }
 

@@ -47,13 +47,13 @@ public abstract class NumericParams(values: Map<String, Any?>) : ProtocolParams(
                         "(pass clip=True in the params to clip instead)",
                 )
             }
-            x = minOf(maxOf(x, low), high)
+            x = pyMin(pyMax(x, low), high)
         }
         return x
     }
 
-    /** `(x − low)/(high − low)` clamped to `[0, 1]`. */
-    public fun unit(x: Double): Double = minOf(maxOf((x - low) / (high - low), 0.0), 1.0)
+    /** `(x − low)/(high − low)` clamped to `[0, 1]` (as Python's `min` and `max` clamp: `-0.0` stays). */
+    public fun unit(x: Double): Double = pyMin(pyMax((x - low) / (high - low), 0.0), 1.0)
 
     public companion object {
         /** The largest number of Piecewise cells. */

@@ -94,7 +94,7 @@ internal fun asDouble(v: Any?): Double = when (v) {
  * `ValueError` (`unknown GRRParams parameters: ['x']`, sorted), a missing required one a `TypeError`
  * (`missing GRRParams parameters: ['domain_size']`, in field order); defaults fill the rest; then [create] checks.
  */
-public fun <P : ProtocolParams> fromDict(className: String, fields: List<ParamField>, d: Any?, create: (Map<String, Any?>) -> P): P {
+internal fun <P : ProtocolParams> fromDict(className: String, fields: List<ParamField>, d: Any?, create: (Map<String, Any?>) -> P): P {
     if (d !is Map<*, *>) throw LdpTypeException("$className parameters must be an object, got ${PyText.typeName(d)}")
     val names = fields.map { it.name }.toSet()
     val unknown = d.keys.map { it.toString() }.filter { it !in names }
@@ -107,6 +107,13 @@ public fun <P : ProtocolParams> fromDict(className: String, fields: List<ParamFi
 }
 
 /** Kotlin callers' numbers as the JSON reader gives them: Int/Short/Byte as Long, Float as Double. */
+/** Python's `max(a, b)` of two floats: [a] unless [b] is greater by IEEE 754 (`max(-0.0, 0.0)` is `-0.0`, where
+ * `Math.max` gives `0.0`). */
+internal fun pyMax(a: Double, b: Double): Double = if (b > a) b else a
+
+/** Python's `min(a, b)` of two floats: [a] unless [b] is smaller by IEEE 754. */
+internal fun pyMin(a: Double, b: Double): Double = if (b < a) b else a
+
 internal fun normalize(v: Any?): Any? = when (v) {
     is Int -> v.toLong()
     is Short -> v.toLong()
@@ -119,16 +126,16 @@ internal fun normalize(v: Any?): Any? = when (v) {
 }
 
 /** Whether [v] is a Python int (not a bool). */
-public fun isInt(v: Any?): Boolean = v is Long || v is Int || v is Short || v is Byte || v is BigInteger
+internal fun isInt(v: Any?): Boolean = v is Long || v is Int || v is Short || v is Byte || v is BigInteger
 
 /** Whether [v] is a Python real (int or float, not a bool). */
-public fun isReal(v: Any?): Boolean = isInt(v) || v is Double || v is Float
+internal fun isReal(v: Any?): Boolean = isInt(v) || v is Double || v is Float
 
 /** The Python type name of a parameter value (after `from_dict`, a list is a `tuple`). */
-public fun paramTypeName(v: Any?): String = if (v is List<*>) "tuple" else PyText.typeName(v)
+internal fun paramTypeName(v: Any?): String = if (v is List<*>) "tuple" else PyText.typeName(v)
 
 /** Checks of `ldp/encoders/base_checks.py` and `ldp/randomness`, with Python's texts. */
-public object Checks {
+internal object Checks {
     /** `check_epsilon`: a finite real > 0. */
     public fun epsilon(v: Any?, name: String = "epsilon"): Double {
         if (!isReal(v)) throw LdpTypeException("$name must be a real number, got ${paramTypeName(v)}")

@@ -60,7 +60,7 @@ public class HHParams(values: Map<String, Any?>) : ProtocolParams(values) {
     private val oracles: List<ProtocolParams>
 
     init {
-        if (edges.toSet().size != edges.size) {
+        if (edges.mapTo(HashSet()) { it + 0.0 }.size != edges.size) { // + 0.0: -0.0 and 0.0 are one edge, as in Python
             throw LdpValueException("[${PyText.floatRepr(low)}, ${PyText.floatRepr(high)}] is too narrow for $numBuckets distinct bucket edges")
         }
         oracles = (1..depth).map { levelOracle(pow(branching, it)) }

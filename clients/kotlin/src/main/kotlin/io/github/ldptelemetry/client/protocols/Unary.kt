@@ -51,7 +51,7 @@ public abstract class UnaryParams(values: Map<String, Any?>) : ProtocolParams(va
 }
 
 /** The shared unary pieces: the draw and the ε of a unary law. */
-public object UnaryEncoding {
+internal object UnaryEncoding {
     /** `unary_draw`: the `d` report bits of [index]: bit [index] `B(p)`, the others `BB(q, d)`, in that draw order
      * (the others first). */
     public fun draw(rng: RandomSource, p: Double, q: Double, d: Int, index: Int): BitMask {

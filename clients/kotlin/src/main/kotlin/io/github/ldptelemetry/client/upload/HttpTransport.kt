@@ -93,7 +93,10 @@ internal object HttpTransport {
             if (cut.get()) return Answer(null, ByteArray(0), false, null, "the request's deadline passed")
             return Answer(status, out.toByteArray(), over, retryAfter, null)
         } catch (e: IOException) {
-            val why = if (cut.get()) "the request's deadline passed" else "${e.javaClass.simpleName}: ${e.message}"
+            // the socket's timeouts are the time left: when one fires first (before the watchdog, on a busy machine),
+            // it is the deadline too
+            val late = cut.get() || e is java.net.SocketTimeoutException || System.nanoTime() >= deadlineNanos
+            val why = if (late) "the request's deadline passed" else "${e.javaClass.simpleName}: ${e.message}"
             return Answer(null, ByteArray(0), false, null, why)
         } finally {
             timer.cancel(false)

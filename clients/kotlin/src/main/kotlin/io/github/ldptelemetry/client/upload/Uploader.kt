@@ -45,9 +45,15 @@ public class UploadProtocolException(message: String, status: Int?, reason: Stri
 
 /**
  * How to upload: the collector [endpoints], the app's bearer [token], seconds per request from connecting to the end
- * of the answer ([timeoutSeconds]), for the whole call ([callTimeoutSeconds], null: none), requests per batch part
- * ([maxAttempts]), the back-off cap ([maxDelaySeconds]) and [gzip]. [sleep], [clock] (Unix seconds) and [random]
- * (uniform in [0, 1)) are for tests.
+ * of the answer ([timeoutSeconds]), for the whole call ([callTimeoutSeconds], default [DEFAULT_CALL_TIMEOUT_SECONDS];
+ * null: none), requests per batch part ([maxAttempts]), the longest wait between two requests ([maxDelaySeconds]:
+ * the back-off's cap, and the cap of a collector's `Retry-After`) and [gzip]. [sleep], [clock] (Unix seconds) and
+ * [random] (uniform in [0, 1)) are for tests.
+ *
+ * The call ends by [callTimeoutSeconds] whatever the collector says: a wait that would pass it (a `Retry-After` of a
+ * day, say) ends the call at once with [Stopped.DEADLINE], the reports still in the outbox. The default, 5 minutes,
+ * fits Android's WorkManager, which stops a worker after 10 minutes: the call returns, and the worker can report
+ * `Result.retry()`, well before that.
  *
  * [endpoints] is one collector URL (`listOf("https://host/v1/reports")`) or several: `ldp serve` replicas over shared
  * storage, or balancers, in the order to try them (see [Uploader] for how a part fails over). Each must be an
@@ -59,7 +65,7 @@ public class UploadOptions @JvmOverloads constructor(
     endpoints: List<String>,
     public val token: String,
     public val timeoutSeconds: Double = 30.0,
-    public val callTimeoutSeconds: Double? = null,
+    public val callTimeoutSeconds: Double? = DEFAULT_CALL_TIMEOUT_SECONDS,
     public val maxAttempts: Int = 8,
     public val maxDelaySeconds: Double = 300.0,
     public val gzip: Boolean = true,
@@ -91,7 +97,12 @@ public class UploadOptions @JvmOverloads constructor(
             "callTimeout (seconds for the whole call) must be null or a finite number > 0, got $callTimeoutSeconds"
         }
         require(maxAttempts >= 1) { "maxAttempts must be >= 1, got $maxAttempts" }
-        require(maxDelaySeconds >= 0) { "maxDelay must be >= 0, got $maxDelaySeconds" }
+        require(maxDelaySeconds >= 0 && maxDelaySeconds.isFinite()) { "maxDelay must be a finite number >= 0, got $maxDelaySeconds" }
+    }
+
+    public companion object {
+        /** The default bound of one upload call: 5 minutes, half of WorkManager's 10-minute window for a worker. */
+        public const val DEFAULT_CALL_TIMEOUT_SECONDS: Double = 300.0
     }
 }
 
@@ -132,6 +143,14 @@ public class UploadOptions @JvmOverloads constructor(
 public class Uploader(public val options: UploadOptions) {
     private val hosts: List<String> = options.endpoints.map { hostOf(it) }
 
+    /**
+     * Uploads [outbox] until it is empty, the upload interval holds it back, or the call's deadline passes; returns
+     * what was done. Throws [UploadException] (the part stays pinned and pending) when the collector refuses a part
+     * or it is not delivered in [UploadOptions.maxAttempts] requests, [UploadProtocolException] for an insane 2xx,
+     * and the outbox's own [IOException] (a [io.github.ldptelemetry.client.LedgerException]) when its state cannot
+     * be read or written.
+     */
+    @Throws(UploadException::class, IOException::class)
     public fun upload(outbox: Outbox): UploadResult {
         val o = options
         val urls = o.endpoints

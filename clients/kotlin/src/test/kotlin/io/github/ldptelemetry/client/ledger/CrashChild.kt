@@ -5,8 +5,9 @@ import io.github.ldptelemetry.client.TelemetryClient
 import java.io.File
 
 /**
- * The child process of [CrashTest]: records reports (and now and then acknowledges a batch, as an upload would)
- * on the store folder `args[0]` as fast as it can, until it is killed.
+ * The child process of [CrashTest]: opens the store folder `args[0]`, says "ready", waits for a line on its input
+ * (the parent starts it as a spare, so that a JVM's start-up does not eat the time between two kills), then records
+ * reports (and now and then acknowledges a batch, as an upload would) as fast as it can, until it is killed.
  */
 object CrashChild {
     @JvmStatic
@@ -17,6 +18,7 @@ object CrashChild {
         val client = TelemetryClient(TestSpecs.grr(perWindow = 5.0, lifetime = 1e9, windowSeconds = 1), store, clock = { System.currentTimeMillis() / 10.0 })
         println("ready")
         System.out.flush()
+        readLine() // a spare waits for its turn (a line on its input) before it records
         var i = 0
         while (true) {
             try {
