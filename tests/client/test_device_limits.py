@@ -252,3 +252,73 @@ def test_on_a_full_disk_the_app_still_opens_uploads_and_acknowledges(tmp_path: P
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert out == {"reserve_made": True, "free_blocks": 0, "acknowledged": 2, "pending_after": False,
                    "reserve_again": True}
+
+
+# -- opting out, killed at random moments --------------------------------------------------------------------------
+
+_STORM = r"""
+import sys
+sys.path[:0] = [sys.argv[2], sys.argv[2] + "/client"]
+from test_client import SPEC, Clock
+from ldp.client.runtime import TelemetryClient
+from ldp.errors import BudgetExceeded, OptedOutError
+client = TelemetryClient(SPEC, sys.argv[1], clock=Clock(float(sys.argv[3])))
+i = 0
+while True:
+    try:
+        client.record("page", f"v{i % 3}.example")
+        client.record("flag", i % 2 == 0)
+    except (BudgetExceeded, OptedOutError):
+        pass
+    if i % 3 == 0:
+        client.opt_out()
+    elif i % 3 == 1:
+        client.opt_in()
+    print(i, flush=True)
+    i += 1
+"""
+
+
+def test_opting_out_and_in_killed_at_random_moments_keeps_the_file_whole(tmp_path: Path) -> None:
+    """A process recording, opting out and in, SIGKILLed 12 times at random moments: every time the file opens,
+    the counts add up, an opted-out device holds no report, cohort nor memoized record, and the budget spent never
+    goes down."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from support import ROOT
+    from test_client import T0
+
+    script = tmp_path / "storm.py"
+    script.write_text(_STORM)
+    path = tmp_path / "state.db"
+    rng, spent = random.Random(58), 0.0
+    for round_ in range(12):
+        child = subprocess.Popen([sys.executable, str(script), str(path), str(ROOT / "tests"), repr(T0 + round_)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        for _ in range(rng.randrange(1, 6)):
+            assert child.stdout.readline(), child.stderr.read() if child.stderr else ""
+        time.sleep(rng.random() * 0.02)
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=30)
+        with TelemetryClient(SPEC, path, clock=Clock(T0 + round_)) as client:
+            counts = client.counts()
+            for c in counts.values():
+                assert c["reports"] == c["pending"] + c["uploaded"] + c["discarded"]
+            now = client.spent(period="lifetime").epsilon
+            assert now >= spent - 1e-12
+            spent = now
+            if client.opted_out:
+                assert not client.has_pending()
+        db = sqlite3.connect(path)
+        try:
+            meta = dict(db.execute("SELECT key, value FROM ldp_client_meta"))
+            if meta.get("opted_out") == "1":
+                assert [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in (
+                    "ldp_client_outbox", "ldp_client_cohorts", "ldp_ledger_memo")] == [0, 0, 0]
+        finally:
+            db.close()
