@@ -42,6 +42,9 @@ __all__ = ["WindowRelease", "CentralOverTime", "central_over_time", "central_ove
            "shuffle_pld", "METHOD"]
 
 METHOD = "privacy-loss distributions composed with dp-accounting (PLD)"
+BASIC = "the one-window figures at δ/W summed (basic composition)"
+ADVANCED = "advanced composition (Dwork, Rothblum and Vadhan 2010) of the one-window figures at δ/(2W)"
+ONE = "the window's own shuffling bound (one window)"
 _GROUP = 1e-3
 """Relative width of a group of clone counts c (module docstring)."""
 _PLD_MAX = 50.0
@@ -87,7 +90,7 @@ class CentralOverTime:
                 "local": self.local.to_dict(), "notes": list(self.notes)}
 
     def __str__(self) -> str:
-        return f"ε={self.epsilon:.4g}, δ={self.delta:.3g} over {self.windows:,} windows ({METHOD})"
+        return f"ε={self.epsilon:.4g}, δ={self.delta:.3g} over {self.windows:,} windows ({self.method})"
 
 
 def central_over_time(per_report: PrivacyCost, n: int | None, delta: float, windows: int,
@@ -125,8 +128,31 @@ def central_over_windows(releases: Sequence[WindowRelease], delta: float) -> Cen
     notes = {_note(singles[r]) for r in releases} - {""}
     if big:
         notes.add(f"windows of local ε above {_PLD_MAX:g} (not amplified) are added by basic composition")
-    return CentralOverTime(min(eps, local.epsilon) if local.delta <= delta else eps, delta, w,
-                           tuple(singles.values()), naive, local, notes=tuple(sorted(notes)))
+    # the smallest of the valid figures: the PLDs composed, the local cost, and (pure reports) the two compositions
+    # of one-window figures at a share of δ, which a PLD's fixed tail costs can exceed at very small δ
+    figures = [(eps, METHOD)]
+    if local.delta <= delta:
+        figures.append((local.epsilon, METHOD))
+    if local.delta == 0.0:
+        figures += _compositions(kinds, delta)
+    best, method = min(figures)
+    return CentralOverTime(best, delta, w, tuple(singles.values()), naive, local, method=method,
+                           notes=tuple(sorted(notes)))
+
+
+def _compositions(kinds: dict[WindowRelease, int], delta: float) -> list[tuple[float, str]]:
+    """For windows of pure reports: the one-window figures at δ/W summed (basic composition, total δ), and their
+    advanced composition at δ/(2W) each (ε' = sqrt(2 ln(2/δ) Σεᵢ²) + Σεᵢ(e^εᵢ − 1), Dwork, Rothblum and Vadhan
+    2010, Theorem III.3; δ/2 + W·δ/(2W) = δ). Both valid whatever the PLD's grid."""
+    w = sum(kinds.values())
+    basic = sum(_one_window(r, delta / w).epsilon * k for r, k in kinds.items())
+    at_half = {r: _one_window(r, delta / (2 * w)).epsilon for r in kinds}
+    squares = sum(e * e * kinds[r] for r, e in at_half.items())
+    drift = sum(e * math.expm1(e) * kinds[r] for r, e in at_half.items() if e < 700)
+    out = [(basic, BASIC if w > 1 else ONE)]
+    if all(e < 700 for e in at_half.values()):
+        out.append((math.sqrt(2 * math.log(2 / delta) * squares) + drift, ADVANCED))
+    return out
 
 
 def _composed(kinds: dict[WindowRelease, int], singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost],
@@ -205,8 +231,9 @@ def shuffle_pld(structure: ShuffleStructure, n: int, step: float, tail: float = 
     top = structure.epsilon_pair
     a_ = math.exp(top) / (math.exp(top) + 1.0)
     size, alpha = n - 1, structure.clone_probability
-    lo = int(binom.ppf(1e-18, size, alpha)) if size else 0
-    hi = int(binom.isf(1e-18, size, alpha)) if size else 0
+    edge = tail if 0.0 < tail < 1e-18 else 1e-18  # the clone counts cut off: at most this mass, scaled with δ
+    lo = int(binom.ppf(edge, size, alpha)) if size else 0
+    hi = int(binom.isf(edge, size, alpha)) if size else 0
     lo, hi = max(0, min(lo, hi)), min(size, max(lo, hi))
     charged_top = float(binom.cdf(lo - 1, size, alpha)) if lo > 0 else 0.0  # C below lo: charged at the top loss
     starts = []
