@@ -42,7 +42,8 @@ def _client(scheduler: Any) -> tuple[Any, bool]:
     if isinstance(scheduler, distributed.Client):
         return scheduler, False
     if scheduler is None:
-        return distributed.Client(distributed.LocalCluster(n_workers=2, threads_per_worker=1)), True
+        return distributed.Client(distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                                           dashboard_address=":0")), True  # any free port
     return distributed.Client(scheduler), True
 
 

@@ -30,7 +30,8 @@ def by_name(result) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    # the dashboard on any free port: two clusters at once never race for 8787
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
     c = distributed.Client(cluster)
     yield c
     c.close()
