@@ -80,7 +80,9 @@ class CrashTest {
             (children.toList() + spares).forEach { it.destroyForcibly().waitFor(10, TimeUnit.SECONDS) }
             hog.close()
         }
-        assertTrue(checkedReports > 10L * kills, "the children made progress ($checkedReports reports)")
+        // progress, not speed: on an idle machine the children record ~10 reports per kill, under CI's load ~8; one
+        // per kill on average shows the kills landed among writes without asking the machine to be fast
+        assertTrue(checkedReports >= kills, "the children made progress ($checkedReports reports)")
         val stray = dir.listFiles()!!.map { it.name }.filter { it.endsWith(".tmp") }
         assertTrue(stray.size <= 2, "temporary files are swept: $stray")
     }
