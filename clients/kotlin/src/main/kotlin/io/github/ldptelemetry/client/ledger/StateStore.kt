@@ -151,14 +151,23 @@ public class MemoryStore : StateStore {
  *   second byte), and a process that just released the lock must pass the turnstile again, behind it. Threads of
  *   one process queue on a fair in-process lock first (an OS lock is held per process).
  *
+ * - `state.reserve`: 256 KiB of zeros, room kept for a full disk (below).
+ *
  * Reads write nothing: opening a store and reading it (a [read], or a [transact] whose block changed nothing)
  * leaves every file as it was, so a full disk or a read-only folder can still be read. Only a transaction that
  * changes something writes, and only such a transaction removes what a killed process left (temporary files,
  * unreferenced logs, a torn log tail).
  *
+ * A full disk: after a transaction that wrote, the store keeps `state.reserve` when the disk has room for it. A
+ * transaction that appends no report (acknowledging, pinning or splitting a batch, opting out or in) and fails for
+ * lack of room deletes the reserve and commits once more, so an app can still upload and acknowledge what waits,
+ * which frees room. A transaction that appends reports (a record) never uses the reserve: on a full disk it throws
+ * [LedgerException], nothing committed.
+ *
  * Fail closed: a state file that cannot be read raises [LedgerException], and so does a missing `state.json` while
- * traces of a state remain in the folder (an `outbox.<n>.log`, a temporary state file): the store never starts over
- * as a new device beside reports charged to an old one. To start over deliberately, delete the whole folder.
+ * traces of a state remain in the folder (an `outbox.<n>.log`, a temporary state file; not `lock` nor
+ * `state.reserve`, which hold no data): the store never starts over as a new device beside reports charged to an
+ * old one. To start over deliberately, delete the whole folder.
  *
  * [lockTimeoutMillis] bounds the wait for the lock ([LedgerException] after it).
  */
@@ -168,6 +177,7 @@ public class FileStore @JvmOverloads @Throws(LedgerException::class) constructor
 ) : StateStore {
     private val stateFile = File(directory, STATE)
     private val lockFile = File(directory, "lock")
+    private val reserve = Reserve(directory)
     private val threadLock: ReentrantLock
 
     /** The dropped head of the log beyond which it is rewritten (when also half the file). */
@@ -175,6 +185,9 @@ public class FileStore @JvmOverloads @Throws(LedgerException::class) constructor
 
     /** Flushes (`fsync`) this store has made: the tests check that reads make none. */
     internal val syncs = java.util.concurrent.atomic.AtomicLong()
+
+    /** Commits this store retried on a full disk with the reserve's room: the tests check that one was needed. */
+    internal val reserveReleases = java.util.concurrent.atomic.AtomicLong()
 
     init {
         require(lockTimeoutMillis >= 0) { "lockTimeoutMillis must be >= 0, got $lockTimeoutMillis" }
@@ -189,7 +202,7 @@ public class FileStore @JvmOverloads @Throws(LedgerException::class) constructor
         val snapshot = load()
         val tx = Tx(snapshot)
         val out = block(tx)
-        commit(snapshot, tx)
+        if (commitOrRelease(snapshot, tx)) reserve.ensure()
         out
     }
 
@@ -286,7 +299,9 @@ public class FileStore @JvmOverloads @Throws(LedgerException::class) constructor
 
     /** Where the committed reports are: log generation, byte range, id of the first, count, and their size as the
      * outbox cap counts it (null in a state written before the cap existed: counted when first needed). */
-    private class Cursor(var gen: Long, var start: Long, var end: Long, var first: Long, var count: Long, var bytes: Long?)
+    private class Cursor(var gen: Long, var start: Long, var end: Long, var first: Long, var count: Long, var bytes: Long?) {
+        fun copy() = Cursor(gen, start, end, first, count, bytes)
+    }
 
     /** The committed state: its document's text as it would be written again, and the outbox cursor. */
     private class Snapshot(val device: DeviceState?, val deviceText: String?, val cursor: Cursor)
@@ -373,15 +388,56 @@ public class FileStore @JvmOverloads @Throws(LedgerException::class) constructor
 
     // -- writing --------------------------------------------------------------------------------------------------
 
-    /** Commits what [tx] changed, if anything: the appended reports first, flushed; then the state counting them. */
-    private fun commit(snapshot: Snapshot, tx: Tx) {
+    /**
+     * [commit], and when that fails for lack of room in a transaction that appends no report, the reserve's room
+     * given to a second attempt, which leaves the log's compaction to a later write (the live reports it copies may
+     * be larger than the reserve). A record never spends the reserve: the room is kept for what frees room.
+     * Whether it wrote.
+     */
+    private fun commitOrRelease(snapshot: Snapshot, tx: Tx): Boolean {
+        try {
+            return commit(snapshot, tx)
+        } catch (e: IOException) {
+            if (!Reserve.isDiskFull(e, directory)) throw e
+            if (tx.appendedCount > 0) {
+                val then = if (reserve.file.exists()) {
+                    "uploading what waits still works and frees room (the store keeps a reserve for it)"
+                } else {
+                    "free some room on the device and try again"
+                }
+                throw LedgerException("$directory: the disk is full (${e.message}): nothing was recorded or charged; $then", e)
+            }
+            if (!reserve.release()) throw diskFull(e)
+            reserveReleases.incrementAndGet()
+        }
+        try {
+            return commit(snapshot, tx, compact = false)
+        } catch (e: IOException) {
+            if (Reserve.isDiskFull(e, directory)) throw diskFull(e)
+            throw e
+        }
+    }
+
+    private fun diskFull(e: IOException) = LedgerException(
+        "$directory: the disk is full (${e.message}) and the store's reserve is spent: nothing was written; free " +
+            "some room on the device and try again",
+        e,
+    )
+
+    /**
+     * Commits what [tx] changed, if anything: the appended reports first, flushed; then the state counting them;
+     * the log is rewritten when its dropped head is large and [compact]. Whether it wrote. It changes neither
+     * [snapshot] nor [tx], so a failed commit of a transaction without reports may run again (what the failed
+     * attempt left, a temporary file or a half-written log, was never committed, and the next sweep removes it).
+     */
+    private fun commit(snapshot: Snapshot, tx: Tx, compact: Boolean = true): Boolean {
         val next = tx.state
         val changed = tx.appendedCount > 0 || tx.droppedCount > 0 ||
             (next == null) != (snapshot.device == null) || (next != null && Json.write(next.toJson()) != snapshot.deviceText)
-        if (!changed || next == null) return // nothing to write (a state is never deleted)
+        if (!changed || next == null) return false // nothing to write (a state is never deleted)
         sweep(snapshot)
-        val cursor = tx.cursor
         val bytes = tx.pendingBytes
+        val cursor = tx.cursor.copy()
         cursor.start += tx.droppedBytes
         cursor.count -= tx.droppedCount
         cursor.first += tx.droppedCount
@@ -403,7 +459,7 @@ public class FileStore @JvmOverloads @Throws(LedgerException::class) constructor
             cursor.gen++
             cursor.start = 0
             cursor.end = 0
-        } else if (cursor.start > compactBytes && cursor.start >= cursor.end - cursor.start) {
+        } else if (compact && cursor.start > compactBytes && cursor.start >= cursor.end - cursor.start) {
             retired = log(cursor.gen)
             val fresh = log(cursor.gen + 1)
             RandomAccessFile(retired, "r").use { src ->
@@ -431,6 +487,7 @@ public class FileStore @JvmOverloads @Throws(LedgerException::class) constructor
         )
         writeAtomically(stateFile, Json.write(doc).toByteArray(Charsets.UTF_8))
         retired?.delete()
+        return true
     }
 
     /** Up to [n] records from byte [from] (below [end]) of log [gen], each with its length in bytes. */
@@ -482,11 +539,12 @@ public class FileStore @JvmOverloads @Throws(LedgerException::class) constructor
         syncs.incrementAndGet()
     }
 
-    /** Removes what a killed process left (temporary files, logs no state refers to), before a commit. */
+    /** Removes what a killed process left (temporary files, logs no state refers to), before a commit. The reserve
+     * stays; a temporary reserve file is the one stray that is not a trace. */
     private fun sweep(snapshot: Snapshot) {
         val current = if (snapshot.device != null) "outbox.${snapshot.cursor.gen}.log" else null
         for (name in directory.list() ?: emptyArray()) {
-            val stray = (name.startsWith("$STATE.") && name.endsWith(".tmp")) || (LOG.matches(name) && name != current)
+            val stray = (isTrace(name) && name != current) || Reserve.isTemporary(name)
             if (stray) File(directory, name).delete()
         }
     }
@@ -505,6 +563,8 @@ public class FileStore @JvmOverloads @Throws(LedgerException::class) constructor
             ThreadFactory { r -> Thread(r, "ldp-store-lock-watchdog").apply { isDaemon = true } },
         )
 
+        /** A file a state leaves (an outbox log, a temporary state file); not `lock`, nor the reserve and its
+         * temporary files, which hold no data. */
         fun isTrace(name: String): Boolean = LOG.matches(name) || (name.startsWith("$STATE.") && name.endsWith(".tmp"))
     }
 }
