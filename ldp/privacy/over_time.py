@@ -17,10 +17,15 @@ Q(x) = (1−A)·b_c(x−1) + A·b_c(x) over x = 0..c+1 (b_c the Bin(c, ½) law),
 
 * c is grouped: the values in ``[a, a + w)`` use the pair at c = a, which dominates them (P_{c+1}, Q_{c+1} are
   P_c, Q_c plus one fair coin); w = max(1, ⌊a·10⁻³⌋), so the loss scale is overstated by at most 0.05 %; the upper
-  tail of C joins the last group, the lower tail (below 10⁻¹⁸ of mass) is charged at the largest loss;
-* x beyond 12 standard deviations of b_c is charged at the largest loss;
+  tail of C joins the last group, the lower tail (its exact mass, at most 10⁻³·min(τ, 10⁻¹⁸)) is charged at the
+  largest loss;
+* x beyond √(2 ln(2/that mass)) + 1 standard deviations of b_c (Hoeffding) is charged at the largest loss, with its
+  exact mass from the binomial tails — never ``1 − Σp``, whose float rounding (~10⁻¹⁶) would be a floor under δ;
+* every mass is raised by 10⁻⁹ of itself, more than scipy's rounding, so the PLD stays pessimistic;
 * losses are rounded *up* to the grid (``pessimistic_estimate``); the largest losses, of total mass τ, go to the
   infinite loss (δ grows by τ per window, τ = 10⁻⁶·δ/W), the smallest are moved up to the first kept grid point.
+  The cuts' charges fall within τ, so the grid spans only the body of the losses: a year at n = 10⁸ is about
+  0.5 s of CPU.
 
 The grid step is 10⁻³·ε̂/W, ε̂ an estimate of the composed ε, so rounding adds at most about 0.1 % of ε̂.
 
@@ -50,8 +55,11 @@ _GROUP = 1e-3
 _PLD_MAX = 50.0
 """The largest local ε of a window not amplified that goes into the PLD; larger ones are added by basic composition
 (valid; a PLD holds e^ε as a float, and at such ε nothing is gained by composing them optimally)."""
-_SD = 12.0
-"""Standard deviations of b_c kept around (c+1)/2; beyond, charged at the largest loss."""
+_CUT = 1e-3
+"""What the cuts of C and of x may leave out, as a share of the top ``tail`` (module docstring)."""
+_ROUNDING = 1e-9
+"""Every mass is raised by this share: more than float rounding in scipy's binomial laws and their sums can take,
+so the PLD stays pessimistic without ``1 − Σp`` charged at the top."""
 
 
 @dataclass(frozen=True)
@@ -219,7 +227,13 @@ def _dp_params(cost: PrivacyCost) -> Any:
 
 def shuffle_pld(structure: ShuffleStructure, n: int, step: float, tail: float = 1e-18) -> Any:
     """The ``dp_accounting`` PLD of the clone pair of n shuffled reports with ``structure`` (module docstring),
-    losses rounded up to multiples of ``step``; the largest losses of total mass ``tail`` go to the infinite loss."""
+    losses rounded up to multiples of ``step``; the largest losses of total mass ``tail`` go to the infinite loss.
+
+    What the cuts leave out is computed, never inferred as ``1 − Σp`` (whose float rounding alone, ~10⁻¹⁶ a window,
+    would dwarf a small δ): below ``lo`` clones, the binomial's lower tail; beyond the x kept of each group, the
+    exact tails of b_c under P. The cuts are set so that both are at most ``_CUT``·``tail`` of mass, so their charge
+    at the top loss then joins the infinite loss with the rest of the top ``tail``, and the PLD's grid spans only the
+    body: a window's cost scales with ln(1/δ), not with the top loss over the step."""
     import numpy as np
     from dp_accounting.pld import pld_pmf, privacy_loss_distribution as pld_lib
     from scipy.stats import binom
@@ -229,36 +243,44 @@ def shuffle_pld(structure: ShuffleStructure, n: int, step: float, tail: float = 
     if not (0.0 < step < math.inf and 0.0 <= tail < 1.0):
         raise ValueError(f"step must be > 0 and tail in [0, 1), got {step!r}, {tail!r}")
     top = structure.epsilon_pair
-    a_ = math.exp(top) / (math.exp(top) + 1.0)
+    a_ = 1.0 / (1.0 + math.exp(-top))  # e^top / (e^top + 1), without overflow
     size, alpha = n - 1, structure.clone_probability
-    edge = tail if 0.0 < tail < 1e-18 else 1e-18  # the clone counts cut off: at most this mass, scaled with δ
+    edge = _CUT * min(tail, 1e-18) if tail > 0.0 else 1e-21  # what each cut may leave out (charged at the top)
     lo = int(binom.ppf(edge, size, alpha)) if size else 0
     hi = int(binom.isf(edge, size, alpha)) if size else 0
     lo, hi = max(0, min(lo, hi)), min(size, max(lo, hi))
     charged_top = float(binom.cdf(lo - 1, size, alpha)) if lo > 0 else 0.0  # C below lo: charged at the top loss
     starts = []
-    c = lo
-    while c <= hi:
-        starts.append(c)
-        c += max(1, int(c * _GROUP))
-    ends = starts[1:] + [size + 1]
-    masses = binom.cdf(np.array(ends) - 1, size, alpha) - (binom.cdf(np.array(starts) - 1, size, alpha))
-    losses, probs = [np.zeros(1)], [np.array([1.0 - structure.informative])]
-    for start, mass in zip(starts, masses, strict=True):
-        if mass <= 0.0:
-            continue
-        half = _SD * math.sqrt(start) / 2 + 2
-        x = np.arange(max(0, int((start + 1) / 2 - half)), min(start + 1, int((start + 1) / 2 + half)) + 1)
-        lp = binom.pmf(x - 1, start, 0.5)
-        hp = binom.pmf(x, start, 0.5)
-        p = a_ * lp + (1 - a_) * hp
-        num = a_ * x + (1 - a_) * (start + 1 - x)
-        den = (1 - a_) * x + a_ * (start + 1 - x)
-        losses.append(np.log(num) - np.log(den))
-        probs.append(structure.informative * mass * p)
-        charged_top += structure.informative * mass * max(0.0, 1.0 - float(p.sum()))
+    at = lo
+    while at <= hi:
+        starts.append(at)
+        at += max(1, int(at * _GROUP))
+    begin = np.array(starts)
+    masses = _group_masses(begin, np.array(starts[1:] + [size + 1]), size, alpha)
+    begin, masses = begin[masses > 0.0], masses[masses > 0.0]
+    sds = math.sqrt(2.0 * math.log(2.0 / edge)) + 1.0  # Hoeffding: b_c beyond sds·√c/2 of c/2 has mass < edge
+    half = sds * np.sqrt(begin) / 2 + 2
+    x0 = np.maximum(0, ((begin + 1) / 2 - half).astype(np.int64))
+    x1 = np.minimum(begin + 1, ((begin + 1) / 2 + half).astype(np.int64))
+    # every group's x in one array, c repeated beside it; b_c once over x0 - 1 .. x1, read at x - 1 and at x
+    lengths = x1 - x0 + 1
+    c = np.repeat(begin, lengths)
+    within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    x = np.repeat(x0, lengths) + within
+    spans = lengths + 1
+    at = np.repeat(np.cumsum(spans) - spans, lengths) + within  # b_c(x - 1) in the array below
+    b = binom.pmf(np.repeat(x0 - 1, spans) + np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans),
+                  np.repeat(begin, spans), 0.5)
+    p = a_ * b[at] + (1 - a_) * b[at + 1]
+    num = a_ * x + (1 - a_) * (c + 1 - x)
+    den = (1 - a_) * x + a_ * (c + 1 - x)
+    outside = (a_ * (binom.cdf(x0 - 2, begin, 0.5) + binom.sf(x1 - 1, begin, 0.5))
+               + (1 - a_) * (binom.cdf(x0 - 1, begin, 0.5) + binom.sf(x1, begin, 0.5)))
+    charged_top += structure.informative * float((masses * outside).sum())
+    losses = [np.zeros(1), np.log(num) - np.log(den)]
+    probs = [np.array([1.0 - structure.informative]), structure.informative * np.repeat(masses, lengths) * p]
     loss = np.concatenate(losses + [np.array([top])])
-    prob = np.concatenate(probs + [np.array([charged_top])])
+    prob = np.concatenate(probs + [np.array([charged_top])]) * (1.0 + _ROUNDING)
     index = np.ceil(loss / step + 1e-9).astype(np.int64)  # rounded up: a pessimistic PLD
     first = int(index.min())
     dense = np.bincount(index - first, weights=prob)
@@ -274,9 +296,19 @@ def shuffle_pld(structure: ShuffleStructure, n: int, step: float, tail: float = 
             dense[skip] += below[skip - 1]
             dense = dense[skip:]
             first += skip
-    infinity += max(0.0, 1.0 - float(dense.sum()) - infinity)  # what rounding of the masses left out
     pmf = pld_pmf.DensePLDPmf(step, first, dense, infinity, True)
     return pld_lib.PrivacyLossDistribution(pmf)
+
+
+def _group_masses(starts: Any, ends: Any, size: int, alpha: float) -> Any:
+    """P(start <= C < end) for C ~ Bin(size, alpha), each group from the tail it lies in (cdf below the median,
+    sf above), so a tail group's mass keeps its relative precision instead of an absolute 10⁻¹⁶."""
+    import numpy as np
+    from scipy.stats import binom
+
+    below = binom.cdf(ends - 1, size, alpha) - binom.cdf(starts - 1, size, alpha)
+    above = binom.sf(starts - 1, size, alpha) - binom.sf(ends - 1, size, alpha)
+    return np.maximum(np.where(ends - 1 <= size * alpha, below, above), 0.0)
 
 
 def protocol_over_time(params: Any, n: int | None, delta: float, windows: int) -> CentralOverTime:
