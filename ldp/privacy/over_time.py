@@ -44,7 +44,7 @@ from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.shuffle import ShuffleGuarantee, ShuffleStructure, generic_structure, shuffled_epsilon
 
 __all__ = ["WindowRelease", "CentralOverTime", "central_over_time", "central_over_windows", "protocol_over_time",
-           "shuffle_pld", "METHOD"]
+           "shuffle_pld", "pair_losses", "METHOD"]
 
 METHOD = "privacy-loss distributions composed with dp-accounting (PLD)"
 BASIC = "the one-window figures at δ/W summed (basic composition)"
@@ -57,6 +57,10 @@ _PLD_MAX = 50.0
 (valid; a PLD holds e^ε as a float, and at such ε nothing is gained by composing them optimally)."""
 _CUT = 1e-3
 """What the cuts of C and of x may leave out, as a share of the top ``tail`` (module docstring)."""
+_MAX_BINS = 2.0**20
+"""The most grid points a window's body of losses is given (a year at n = 10⁸ needs about 15,000)."""
+_MAX_COMPOSED_BINS = 2.0**22
+"""The most grid points the composition's losses (W means plus 20 standard deviations) may need."""
 _ROUNDING = 1e-9
 """Every mass is raised by this share: more than float rounding in scipy's binomial laws and their sums can take,
 so the PLD stays pessimistic without ``1 − Σp`` charged at the top."""
@@ -165,19 +169,46 @@ def _compositions(kinds: dict[WindowRelease, int], delta: float) -> list[tuple[f
 
 def _composed(kinds: dict[WindowRelease, int], singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost],
               delta: float) -> float:
-    """The ε at ``delta`` of the windows' PLDs composed (``kinds``: each distinct window and how many)."""
+    """The ε at ``delta`` of the windows' PLDs composed (``kinds``: each distinct window and how many). The grid
+    step is 10⁻³ of the estimate over W, but never finer than a window's body of losses over ``_MAX_BINS`` nor the
+    composition's over ``_MAX_COMPOSED_BINS``: a coarser grid only rounds more losses up (still valid), and no ε₀,
+    n, δ or W can then ask for more memory than that."""
     w = sum(kinds.values())
     eps_w = [_epsilon_of(singles[r]) * k for r, k in kinds.items()]
     sq = sum(_epsilon_of(singles[r]) ** 2 * k for r, k in kinds.items())
     estimate = max(min(sum(eps_w), math.sqrt(2 * math.log(1 / delta) * sq) + sq / 2), 1e-12)
-    step = 1e-3 * estimate / w
     tail = 1e-6 * delta / w
+    pairs = {r: _pair_of(r, singles[r], tail) for r in kinds}
+    shapes = {r: _shape(pair, tail) if pair is not None else (2 * _cost_of(singles[r]).epsilon,) * 3
+              for r, pair in pairs.items()}  # each window's (span, mean, sd) of losses; (2ε₀,)*3 bounds a local one
+    spread = max(span for span, _, _ in shapes.values())
+    composed = (sum(k * abs(shapes[r][1]) for r, k in kinds.items())
+                + 20 * math.sqrt(sum(k * shapes[r][2] ** 2 for r, k in kinds.items())))
+    step = max(1e-3 * estimate / w, spread / _MAX_BINS, composed / _MAX_COMPOSED_BINS)
     pld = None
     for release, k in kinds.items():
-        one = _window_pld(release, singles[release], step, tail).self_compose(k, tail_mass_truncation=tail)
+        pair = pairs[release]
+        one = _discretized(*pair, step, tail) if pair is not None else _local_pld(_cost_of(singles[release]), step)
+        one = one.self_compose(k, tail_mass_truncation=tail)
         pld = one if pld is None else pld.compose(one, tail_mass_truncation=tail)
     assert pld is not None
     return float(pld.get_epsilon_for_delta(delta))
+
+
+def _shape(pair: tuple[Any, Any], tail: float) -> tuple[float, float, float]:
+    """Of losses ``pair`` = (loss, prob): their range once the largest and the smallest of mass ``tail`` each are cut
+    off, their mean and their standard deviation."""
+    import numpy as np
+
+    loss, prob = pair
+    order = np.argsort(loss)
+    loss, prob = loss[order], prob[order]
+    cum = np.cumsum(prob)
+    lo = loss[min(int(np.searchsorted(cum, tail, side="right")), loss.size - 1)]
+    hi = loss[max(int(np.searchsorted(cum, cum[-1] - tail, side="left")), 0)]
+    mean = float(np.dot(prob, loss) / cum[-1])
+    sd = math.sqrt(max(float(np.dot(prob, (loss - mean) ** 2) / cum[-1]), 0.0))
+    return float(max(hi - lo, 0.0)), mean, sd
 
 
 def _amplified(g: ShuffleGuarantee | PrivacyCost) -> bool:
@@ -207,15 +238,20 @@ def _note(g: ShuffleGuarantee | PrivacyCost) -> str:
     return "windows not shuffled count at their local ε"
 
 
-def _window_pld(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, step: float, tail: float) -> Any:
+def _pair_of(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, tail: float) -> tuple[Any, Any] | None:
+    """The clone pair's losses of a window whose shuffling amplifies (with the structure that gave its one-window
+    figure), ``None`` for a window counted at its local (ε₀, δ₀)."""
+    if not (isinstance(single, ShuffleGuarantee) and single.amplified):
+        return None
+    assert release.n is not None
+    structure = release.structure if single.method != "numerical" and release.structure is not None \
+        else generic_structure(release.per_report.epsilon)
+    return pair_losses(structure, release.n, tail)
+
+
+def _local_pld(cost: PrivacyCost, step: float) -> Any:
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
-    if isinstance(single, ShuffleGuarantee) and single.amplified:
-        assert release.n is not None
-        structure = release.structure if single.method != "numerical" and release.structure is not None \
-            else generic_structure(release.per_report.epsilon)
-        return shuffle_pld(structure, release.n, step, tail)
-    cost = _cost_of(single)
     return pld_lib.from_privacy_parameters(_dp_params(cost), value_discretization_interval=step)
 
 
@@ -227,23 +263,30 @@ def _dp_params(cost: PrivacyCost) -> Any:
 
 def shuffle_pld(structure: ShuffleStructure, n: int, step: float, tail: float = 1e-18) -> Any:
     """The ``dp_accounting`` PLD of the clone pair of n shuffled reports with ``structure`` (module docstring),
-    losses rounded up to multiples of ``step``; the largest losses of total mass ``tail`` go to the infinite loss.
+    losses rounded up to multiples of ``step``; the largest losses of total mass ``tail`` go to the infinite loss."""
+    if not (0.0 < step < math.inf and 0.0 <= tail < 1.0):
+        raise ValueError(f"step must be > 0 and tail in [0, 1), got {step!r}, {tail!r}")
+    return _discretized(*pair_losses(structure, n, tail), step, tail)
+
+
+def pair_losses(structure: ShuffleStructure, n: int, tail: float = 1e-18) -> tuple[Any, Any]:
+    """The privacy losses of the clone pair of n shuffled reports with ``structure`` and their masses under P
+    (module docstring), as two arrays; each mass raised by ``_ROUNDING`` of itself.
 
     What the cuts leave out is computed, never inferred as ``1 − Σp`` (whose float rounding alone, ~10⁻¹⁶ a window,
     would dwarf a small δ): below ``lo`` clones, the binomial's lower tail; beyond the x kept of each group, the
-    exact tails of b_c under P. The cuts are set so that both are at most ``_CUT``·``tail`` of mass, so their charge
-    at the top loss then joins the infinite loss with the rest of the top ``tail``, and the PLD's grid spans only the
-    body: a window's cost scales with ln(1/δ), not with the top loss over the step."""
+    exact tails of b_c under P, both charged at the top loss. The cuts are set so that both are at most
+    ``_CUT``·``tail`` of mass: their charge then joins the infinite loss with the rest of the top ``tail``, and the
+    PLD's grid spans only the body, so a window's cost scales with ln(1/δ), not with the top loss over the step."""
     import numpy as np
-    from dp_accounting.pld import pld_pmf, privacy_loss_distribution as pld_lib
     from scipy.stats import binom
 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be an int >= 1, got {n!r}")
-    if not (0.0 < step < math.inf and 0.0 <= tail < 1.0):
-        raise ValueError(f"step must be > 0 and tail in [0, 1), got {step!r}, {tail!r}")
+    if not 0.0 <= tail < 1.0:
+        raise ValueError(f"tail must be in [0, 1), got {tail!r}")
     top = structure.epsilon_pair
-    a_ = 1.0 / (1.0 + math.exp(-top))  # e^top / (e^top + 1), without overflow
+    a_, b_ = 1.0 / (1.0 + math.exp(-top)), 1.0 / (1.0 + math.exp(top))  # A and 1 − A, each to full precision
     size, alpha = n - 1, structure.clone_probability
     edge = _CUT * min(tail, 1e-18) if tail > 0.0 else 1e-21  # what each cut may leave out (charged at the top)
     lo = int(binom.ppf(edge, size, alpha)) if size else 0
@@ -271,16 +314,25 @@ def shuffle_pld(structure: ShuffleStructure, n: int, step: float, tail: float = 
     at = np.repeat(np.cumsum(spans) - spans, lengths) + within  # b_c(x - 1) in the array below
     b = binom.pmf(np.repeat(x0 - 1, spans) + np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans),
                   np.repeat(begin, spans), 0.5)
-    p = a_ * b[at] + (1 - a_) * b[at + 1]
-    num = a_ * x + (1 - a_) * (c + 1 - x)
-    den = (1 - a_) * x + a_ * (c + 1 - x)
+    p = a_ * b[at] + b_ * b[at + 1]
+    num = a_ * x + b_ * (c + 1 - x)
+    den = b_ * x + a_ * (c + 1 - x)
     outside = (a_ * (binom.cdf(x0 - 2, begin, 0.5) + binom.sf(x1 - 1, begin, 0.5))
-               + (1 - a_) * (binom.cdf(x0 - 1, begin, 0.5) + binom.sf(x1, begin, 0.5)))
+               + b_ * (binom.cdf(x0 - 1, begin, 0.5) + binom.sf(x1, begin, 0.5)))
     charged_top += structure.informative * float((masses * outside).sum())
     losses = [np.zeros(1), np.log(num) - np.log(den)]
     probs = [np.array([1.0 - structure.informative]), structure.informative * np.repeat(masses, lengths) * p]
     loss = np.concatenate(losses + [np.array([top])])
     prob = np.concatenate(probs + [np.array([charged_top])]) * (1.0 + _ROUNDING)
+    return loss, prob
+
+
+def _discretized(loss: Any, prob: Any, step: float, tail: float) -> Any:
+    """The PLD of losses ``loss`` of masses ``prob``: each loss rounded up to a multiple of ``step`` (pessimistic),
+    the largest of total mass ``tail`` to the infinite loss, the smallest of total mass ``tail`` moved up."""
+    import numpy as np
+    from dp_accounting.pld import pld_pmf, privacy_loss_distribution as pld_lib
+
     index = np.ceil(loss / step + 1e-9).astype(np.int64)  # rounded up: a pessimistic PLD
     first = int(index.min())
     dense = np.bincount(index - first, weights=prob)

@@ -138,8 +138,8 @@ float can count (the clone probability e^-ε₀ is below 10⁻³⁰⁴)."""
 
 
 def _check(eps0: float, n: int, delta: float, *, large: bool = False) -> tuple[float, int, float]:
-    if isinstance(eps0, bool) or not isinstance(eps0, (int, float)) or not (0.0 < eps0 < math.inf):
-        raise ValueError(f"the local ε₀ must be a finite number > 0, got {eps0!r}")
+    if isinstance(eps0, bool) or not isinstance(eps0, (int, float)) or not (0.0 <= eps0 < math.inf):
+        raise ValueError(f"the local ε₀ must be a finite number >= 0, got {eps0!r}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n (reports shuffled together, one per user) must be an int >= 1, got {n!r}")
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0.0 < delta < 1.0):
@@ -279,6 +279,8 @@ def delta_upper_bound(eps0: float, n: int, eps: float, delta_scale: float = 1e-8
     eps0, n, delta_scale = _check(eps0, n, delta_scale)
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
         raise ValueError(f"ε must be a number >= 0, got {eps!r}")
+    if math.exp(-eps0) >= 1.0:  # ε₀ = 0 or below a float's resolution: ε₀-DP's own δ(ε), 0 at ε >= ε₀
+        return max(0.0, (math.expm1(eps0) - math.expm1(eps)) / (math.exp(eps0) + 1.0))
     structure = structure or generic_structure(eps0)
     return _delta_bound(_Clones(structure.clone_probability, n, delta_scale), structure, float(eps), delta_scale)
 
@@ -293,12 +295,12 @@ def shuffled_epsilon(eps0: float, n: int, delta: float,
     counted as one, say), where no gain can be proven."""
     eps0, n, delta = _check(eps0, n, delta, large=True)
     none = ShuffleGuarantee(eps0, 0.0, eps0, n, "none")
-    if n < 2 or eps0 > _MAX_EPS0:
+    if n < 2 or eps0 > _MAX_EPS0 or math.exp(-eps0) >= 1.0:  # nothing to gain, or ε₀ below a float's resolution
         return none
     if structure is not None and structure.epsilon_pair > eps0 * (1 + 1e-9):
         raise ValueError(f"the structure's ε_Δ = {structure.epsilon_pair} exceeds the reports' ε₀ = {eps0}")
     found = [_search(eps0, n, delta, generic_structure(eps0), closed_form_epsilon(eps0, n, delta))]
-    if structure is not None and structure.name != "generic":
+    if structure is not None and structure.name != "generic" and structure.clone_probability < 1.0:
         found.append(_search(eps0, n, delta, structure, None))
     eps, name = min(found)
     if eps >= eps0 * (1 - 1e-3):

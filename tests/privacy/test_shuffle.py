@@ -96,13 +96,20 @@ def test_views() -> None:
 
 
 @pytest.mark.parametrize(("eps0", "n", "delta", "match"), [
-    (0, 100, 1e-8, "ε₀"), (-1, 100, 1e-8, "ε₀"), (math.inf, 100, 1e-8, "ε₀"), (math.nan, 100, 1e-8, "ε₀"),
+    (-1, 100, 1e-8, "ε₀"), (-1e-300, 100, 1e-8, "ε₀"), (math.inf, 100, 1e-8, "ε₀"), (math.nan, 100, 1e-8, "ε₀"),
     (True, 100, 1e-8, "ε₀"), (1, 0, 1e-8, "n "), (1, 10.0, 1e-8, "n "),
     (1, True, 1e-8, "n "), (1, 100, 0, "δ"), (1, 100, 1, "δ"), (1, 100, -0.5, "δ"), (1, 100, math.nan, "δ"),
 ])
 def test_bad_inputs(eps0: float, n: int, delta: float, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         shuffled_epsilon(eps0, n, delta)
+
+
+def test_reports_of_no_information_get_epsilon_zero() -> None:
+    """ε₀ = 0 (a report independent of its value) is a valid input of every function: ε = 0, δ = 0."""
+    assert shuffled_epsilon(0, 100, 1e-8) == ShuffleGuarantee(0.0, 0.0, 0.0, 100, "none")
+    assert delta_upper_bound(0, 100, 0.0) == 0.0
+    assert delta_upper_bound(1e-20, 100, 0.0) == pytest.approx(1e-20 / 2)  # ε₀-DP's own δ(0) = tanh(ε₀/2)
 
 
 def test_an_epsilon_beyond_the_float_range_gets_no_gain() -> None:

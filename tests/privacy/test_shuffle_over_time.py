@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from shuffle_exact import composed_pair_delta, composed_rr_delta, krr_delta, pair_delta, worst_krr_delta
 
 from ldp.encoders.longitudinal import LGRRParams
@@ -237,3 +237,25 @@ def test_one_window_pld_is_valid_and_tight_at_tiny_delta(eps0: float, n: int, ta
             continue
         exact = [pair_delta(s.epsilon_pair, s.clone_probability, s.informative, n, e) for e in (eps, eps - 2 * step)]
         assert exact[0] <= target * SLACK < exact[1]
+
+
+_EPS0 = st.just(0.0) | st.floats(0.0, 10.0) | st.floats(10.0, 1e4)
+_RELEASE = st.tuples(_EPS0, st.integers(1, 10**9) | st.none(), st.integers(1, 5000))
+
+
+@settings(max_examples=25, deadline=None)
+@given(windows=st.lists(_RELEASE, min_size=1, max_size=3), delta=st.floats(1e-100, 0.4999))
+@example(windows=[(9e-21, 3, 1)], delta=0.25)  # e^-ε₀ == 1.0 in floats: every other report a clone
+@example(windows=[(37.0, 2, 1)], delta=0.25)  # 1 − A == 0.0 in floats, computed as such
+@example(windows=[(0.01, 10**9, 5000), (0.01, 10**9 - 1, 5000)], delta=0.49)  # ε̂ ≈ 0: a step of 10⁻¹⁹ once
+@example(windows=[(0.0, 10**6, 10)], delta=1e-8)
+def test_every_finite_eps0_n_delta_and_windows_get_a_valid_figure(windows, delta: float) -> None:
+    """Issue 59, item 1: any finite ε₀ >= 0 (k·ε₀ included), n up to 10⁹, δ down to 10⁻¹⁰⁰, up to 10⁴ windows of up
+    to three kinds: a figure between 0 and the local composition, never an error, never a memory blow-up (the
+    grid's step is bounded below by the losses' spread)."""
+    releases = [WindowRelease(PrivacyCost(eps0), n) for eps0, n, k in windows for _ in range(k)]
+    got = central_over_windows(releases, delta)
+    local = sum(eps0 * k for eps0, _, k in windows)
+    assert 0.0 <= got.epsilon <= local * (1 + 1e-9) and math.isfinite(got.epsilon) and got.delta == delta
+    if local == 0.0:
+        assert got.epsilon == 0.0
