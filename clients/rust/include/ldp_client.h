@@ -496,6 +496,37 @@ enum LdpStatus ldp_client_record_string(const struct LdpClient *client,
                                         uint64_t *id);
 
 /**
+ * Records several values in ONE transaction (one `fsync` for all), all or nothing. `items_json` (`len` bytes of
+ * UTF-8) is a JSON array of `[metric, value]` pairs: `[["app_category", "games"], ["dark_mode", 1]]`. Every value is
+ * checked first (a bad one's message names its item: `record_many item 1 ('dark_mode'): …`), then each is charged
+ * in order, seeing the ones before it; a spent budget (`LDP_BUDGET_EXCEEDED`), a full outbox (`LDP_OUTBOX_FULL`,
+ * naming the first item that did not fit) or an opted-out device (`LDP_OPTED_OUT`) keeps none of them. On success
+ * `ids` (null: not wanted) receives the items' outbox ids, in order; it has room for `ids_capacity` ids, and a
+ * batch of more items is refused with `LDP_INVALID_ARGUMENT` before anything is recorded. An empty array records
+ * nothing. Input that is not an array of `[string, value]` pairs is `LDP_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `items_json` points to `len` readable bytes; `ids` is null or points to `ids_capacity` writable `uint64_t`s.
+ */
+enum LdpStatus ldp_client_record_many_json(const struct LdpClient *client,
+                                           const uint8_t *items_json,
+                                           size_t len,
+                                           uint64_t *ids,
+                                           size_t ids_capacity);
+
+/**
+ * What became of each metric's reports on this device, as a JSON object in `*json` (free it with
+ * `ldp_string_free`): one member per metric with reports, sorted by name, each
+ * `{"reports":n,"pending":n,"uploaded":n,"discarded":n}`: reports recorded, and of them waiting for upload,
+ * acknowledged by the collector, and deleted unsent by `ldp_client_opt_out` (`reports` is always the sum of the
+ * other three). `{}` before the first report. A read: it writes nothing.
+ *
+ * # Safety
+ * Pointers valid as documented.
+ */
+enum LdpStatus ldp_client_counts_json(const struct LdpClient *client, char **json);
+
+/**
  * Reports waiting for upload, in `*count`.
  *
  * # Safety
@@ -513,10 +544,10 @@ enum LdpStatus ldp_client_pending_bytes(const struct LdpClient *client, uint64_t
 
 /**
  * Stops collection on this device (an app's privacy setting), in one crash-safe transaction: deletes every pending
- * report and pinned batch, the device secret, the cohorts and the memoized and charge-on-change records, and
- * leaves a marker; the budget already spent stays spent. Then every record is refused with `LDP_OPTED_OUT` before
- * anything is charged, nothing is pending, no request is made, in every process sharing the folder, until
- * `ldp_client_opt_in`. Opting out again does nothing.
+ * report (counted as discarded by `ldp_client_counts_json`) and pinned batch, the device secret, the cohorts and
+ * the memoized and charge-on-change records, and leaves a marker; the budget already spent and the upload salt
+ * stay. Then every record is refused with `LDP_OPTED_OUT` before anything is charged, nothing is pending, no
+ * request is made, in every process sharing the folder, until `ldp_client_opt_in`. Opting out again does nothing.
  *
  * # Safety
  * `client` is a live handle.
@@ -525,7 +556,8 @@ enum LdpStatus ldp_client_opt_out(const struct LdpClient *client);
 
 /**
  * Resumes collection after `ldp_client_opt_out`: removes the marker and draws a fresh device secret (new cohorts,
- * new memoized responses, each charged afresh when first used). On a device that did not opt out it does nothing.
+ * new memoized responses, each charged afresh when first used); the upload salt is the one kept. On a device that
+ * did not opt out it does nothing.
  *
  * # Safety
  * `client` is a live handle.

@@ -1,6 +1,6 @@
 //! One device's client of one collection (Python's `ldp.client.TelemetryClient`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
@@ -11,8 +11,8 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{envelope_json, Encoder, EncoderOptions};
 use crate::error::{Error, Result, ALL_METRICS};
 use crate::ledger::{
-    self, outbox_bytes, transact, view, DeviceKeys, DeviceState, OutboxRecord, PinnedPart, StateStore,
-    StoreTransaction, StoreView,
+    self, count_up, outbox_bytes, transact, view, DeviceState, OutboxRecord, PinnedPart, StateStore, StoreTransaction,
+    StoreView,
 };
 use crate::pytext::repr;
 use crate::random::{OsRandomSource, RandomSource};
@@ -45,6 +45,21 @@ pub type Clock = Box<dyn Fn() -> f64 + Send + Sync>;
 
 /// The default cap of the outbox: 1 MiB of envelope lines waiting for upload.
 pub const DEFAULT_MAX_OUTBOX_BYTES: u64 = 1 << 20;
+
+/// What became of one metric's reports on a device ([`TelemetryClient::counts`]): `reports` recorded, and of them
+/// `pending` (waiting for upload), `uploaded` (acknowledged by the collector) and `discarded` (deleted unsent by
+/// [`TelemetryClient::opt_out`]). Always `reports == pending + uploaded + discarded`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Counts {
+    /// Reports recorded.
+    pub reports: u64,
+    /// Reports waiting for upload (pinned batches included).
+    pub pending: u64,
+    /// Reports the collector acknowledged.
+    pub uploaded: u64,
+    /// Reports deleted unsent by opting out.
+    pub discarded: u64,
+}
 
 /// One device's client of one collection: [`TelemetryClient::record`] privatizes a value and puts its envelope in
 /// the outbox; the upload functions send the outbox to `ldp serve` (this client is its [`Outbox`]).
@@ -339,34 +354,42 @@ impl TelemetryClient {
         self.record_items(&items, true)
     }
 
-    /// Stops collection on this device, in one crash-safe transaction: deletes every pending report and pinned
-    /// batch, the device secret, the cohorts, and the memoized and charge-on-change records, and leaves a marker. The
-    /// budget already spent stays spent. From then on `record` is refused with [`Error::OptedOut`] before anything is
-    /// charged, `pending` is 0, an upload sends nothing and `next_upload_at` is +∞, in every process sharing the
-    /// store. Idempotent: opting out again writes nothing.
+    /// Stops collection on this device, in one crash-safe transaction: deletes every pending report (counted per
+    /// metric as discarded, see [`TelemetryClient::counts`]) and pinned batch, the device secret, the cohorts, and
+    /// the memoized and charge-on-change records, and leaves a marker. The budget already spent stays spent, and the
+    /// upload salt is kept (it keys batch ids and the ledger's keyed records, which are deleted), as every ldp client
+    /// does. From then on `record` is refused with [`Error::OptedOut`] before anything is charged, `pending` is 0,
+    /// an upload sends nothing and `next_upload_at` is +∞, in every process sharing the store. Idempotent: opting
+    /// out again writes nothing.
     pub fn opt_out(&self) -> Result<()> {
         let mut cache = self.encoders.lock().map_err(|_| Error::Internal("the encoders' lock is poisoned".into()))?;
         transact(self.store.as_ref(), |tx| {
             if state_of(tx)?.opted_out() {
                 return Ok(());
             }
+            let pending = tx.head(usize::try_from(tx.pending_count()).unwrap_or(usize::MAX))?;
             tx.drop_all()?;
-            state_of(tx)?.forget();
+            let state = state_of(tx)?;
+            for r in &pending {
+                count_up(&mut state.discarded, &r.metric, 1);
+            }
+            state.forget();
             Ok(())
         })?;
         *cache = Encoders::default();
         Ok(())
     }
 
-    /// Resumes collection after [`TelemetryClient::opt_out`]: removes the marker and draws a fresh device secret (and
-    /// salt), so that cohorts are drawn anew and memoized responses are new ones, each charged afresh when first
-    /// used. Idempotent: on a device that did not opt out it writes nothing.
+    /// Resumes collection after [`TelemetryClient::opt_out`]: removes the marker and draws a fresh device secret, so
+    /// that cohorts are drawn anew and memoized responses are new ones, each charged afresh when first used. The
+    /// salt is the one kept (a state an older version of this client opted out kept none: a fresh one is drawn
+    /// then). Idempotent: on a device that did not opt out it writes nothing.
     pub fn opt_in(&self) -> Result<()> {
         let mut r = self.rng.clone();
         transact(self.store.as_ref(), |tx| {
             let state = state_of(tx)?;
             if state.opted_out() {
-                state.keys = Some(DeviceKeys { secret: token32(&mut r)?, salt: token32(&mut r)? });
+                state.renew(token32(&mut r)?, || token32(&mut r))?;
             }
             Ok(())
         })
@@ -409,6 +432,31 @@ impl TelemetryClient {
     /// Reports acknowledged by the collector so far, per metric.
     pub fn uploaded(&self) -> Result<Vec<(String, u64)>> {
         view(self.store.as_ref(), |v| Ok(device_of(v)?.uploaded.clone()))
+    }
+
+    /// What became of the reports of each metric recorded on this device (the metrics with at least one report,
+    /// sorted): how many were recorded, and of them how many wait for upload, were acknowledged by the collector, and
+    /// were deleted unsent by [`TelemetryClient::opt_out`]; always `reports == pending + uploaded + discarded`. A
+    /// read: it writes nothing, and reads the pending reports' lines to tell their metrics.
+    pub fn counts(&self) -> Result<BTreeMap<String, Counts>> {
+        view(self.store.as_ref(), |v| {
+            let pending = v.head(usize::try_from(v.pending_count()).unwrap_or(usize::MAX))?;
+            let state = device_of(v)?;
+            let mut out: BTreeMap<String, Counts> = BTreeMap::new();
+            for r in pending {
+                out.entry(r.metric).or_default().pending += 1;
+            }
+            for (metric, n) in &state.uploaded {
+                out.entry(metric.clone()).or_default().uploaded = *n;
+            }
+            for (metric, n) in &state.discarded {
+                out.entry(metric.clone()).or_default().discarded = *n;
+            }
+            for c in out.values_mut() {
+                c.reports = c.pending + c.uploaded + c.discarded;
+            }
+            Ok(out)
+        })
     }
 
     fn part(v: &mut dyn StoreView, p: &PinnedPart) -> Result<Batch> {
@@ -516,10 +564,7 @@ impl Outbox for TelemetryClient {
             tx.drop_head(records.len())?;
             let state = state_of(tx)?;
             for r in &records {
-                match state.uploaded.iter_mut().find(|(m, _)| *m == r.metric) {
-                    Some((_, n)) => *n += 1,
-                    None => state.uploaded.push((r.metric.clone(), 1)),
-                }
+                count_up(&mut state.uploaded, &r.metric, 1);
             }
             state.parts.remove(0);
             state.last_upload = Some(ledger::check_clock(reading)?.max(state.clock.unwrap_or(f64::NEG_INFINITY)));

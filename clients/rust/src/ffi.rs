@@ -823,6 +823,96 @@ pub unsafe extern "C" fn ldp_client_record_string(
     guard(|| record(client, metric, Value::String(c_utf8(value, len, "the value")?.to_string()), id))
 }
 
+/// Records several values in ONE transaction (one `fsync` for all), all or nothing. `items_json` (`len` bytes of
+/// UTF-8) is a JSON array of `[metric, value]` pairs: `[["app_category", "games"], ["dark_mode", 1]]`. Every value is
+/// checked first (a bad one's message names its item: `record_many item 1 ('dark_mode'): …`), then each is charged
+/// in order, seeing the ones before it; a spent budget (`LDP_BUDGET_EXCEEDED`), a full outbox (`LDP_OUTBOX_FULL`,
+/// naming the first item that did not fit) or an opted-out device (`LDP_OPTED_OUT`) keeps none of them. On success
+/// `ids` (null: not wanted) receives the items' outbox ids, in order; it has room for `ids_capacity` ids, and a
+/// batch of more items is refused with `LDP_INVALID_ARGUMENT` before anything is recorded. An empty array records
+/// nothing. Input that is not an array of `[string, value]` pairs is `LDP_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `items_json` points to `len` readable bytes; `ids` is null or points to `ids_capacity` writable `uint64_t`s.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_record_many_json(
+    client: *const LdpClient,
+    items_json: *const u8,
+    len: usize,
+    ids: *mut u64,
+    ids_capacity: usize,
+) -> LdpStatus {
+    guard(|| {
+        let c = handle(client, "client")?;
+        let text = c_utf8(items_json, len, "items_json")?;
+        let doc = crate::json::parse(text).map_err(|e| invalid(format!("items_json is not one JSON document: {e}")))?;
+        let Value::Array(list) = doc else {
+            return Err(invalid("items_json must be a JSON array of [metric, value] pairs"));
+        };
+        let mut items = Vec::with_capacity(list.len());
+        for (i, item) in list.into_iter().enumerate() {
+            let pair = match item {
+                Value::Array(pair) => <[Value; 2]>::try_from(pair).ok(),
+                _ => None,
+            };
+            let Some([metric, value]) = pair else {
+                return Err(invalid(format!("item {i} of items_json is not a [metric, value] pair")));
+            };
+            let Value::String(metric) = metric else {
+                return Err(invalid(format!("item {i} of items_json does not start with a metric name (a string)")));
+            };
+            items.push((metric, value));
+        }
+        if !ids.is_null() && items.len() > ids_capacity {
+            return Err(invalid(format!(
+                "ids has room for {ids_capacity} id(s) and items_json holds {} items: nothing was recorded",
+                items.len()
+            )));
+        }
+        let recorded = c.client.record_many(&items)?;
+        if !ids.is_null() {
+            // SAFETY: the caller passes room for `ids_capacity` ids, at least `recorded.len()` (checked above).
+            std::slice::from_raw_parts_mut(ids, recorded.len()).copy_from_slice(&recorded);
+        }
+        Ok(())
+    })
+}
+
+/// What became of each metric's reports on this device, as a JSON object in `*json` (free it with
+/// `ldp_string_free`): one member per metric with reports, sorted by name, each
+/// `{"reports":n,"pending":n,"uploaded":n,"discarded":n}`: reports recorded, and of them waiting for upload,
+/// acknowledged by the collector, and deleted unsent by `ldp_client_opt_out` (`reports` is always the sum of the
+/// other three). `{}` before the first report. A read: it writes nothing.
+///
+/// # Safety
+/// Pointers valid as documented.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_counts_json(client: *const LdpClient, json: *mut *mut c_char) -> LdpStatus {
+    guard(|| {
+        let o = self::out(json, "json")?;
+        *o = ptr::null_mut();
+        let c = handle(client, "client")?;
+        let counts: serde_json::Map<String, Value> = c
+            .client
+            .counts()?
+            .into_iter()
+            .map(|(metric, n)| {
+                let fields = [
+                    ("reports", n.reports),
+                    ("pending", n.pending),
+                    ("uploaded", n.uploaded),
+                    ("discarded", n.discarded),
+                ];
+                (metric, Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), Value::from(v))).collect()))
+            })
+            .collect();
+        let text = serde_json::to_string(&Value::Object(counts))
+            .map_err(|e| Error::Internal(format!("the counts cannot be written as JSON: {e}")))?;
+        *o = new_string(text)?;
+        Ok(())
+    })
+}
+
 /// Reports waiting for upload, in `*count`.
 ///
 /// # Safety
@@ -850,10 +940,10 @@ pub unsafe extern "C" fn ldp_client_pending_bytes(client: *const LdpClient, byte
 }
 
 /// Stops collection on this device (an app's privacy setting), in one crash-safe transaction: deletes every pending
-/// report and pinned batch, the device secret, the cohorts and the memoized and charge-on-change records, and
-/// leaves a marker; the budget already spent stays spent. Then every record is refused with `LDP_OPTED_OUT` before
-/// anything is charged, nothing is pending, no request is made, in every process sharing the folder, until
-/// `ldp_client_opt_in`. Opting out again does nothing.
+/// report (counted as discarded by `ldp_client_counts_json`) and pinned batch, the device secret, the cohorts and
+/// the memoized and charge-on-change records, and leaves a marker; the budget already spent and the upload salt
+/// stay. Then every record is refused with `LDP_OPTED_OUT` before anything is charged, nothing is pending, no
+/// request is made, in every process sharing the folder, until `ldp_client_opt_in`. Opting out again does nothing.
 ///
 /// # Safety
 /// `client` is a live handle.
@@ -863,7 +953,8 @@ pub unsafe extern "C" fn ldp_client_opt_out(client: *const LdpClient) -> LdpStat
 }
 
 /// Resumes collection after `ldp_client_opt_out`: removes the marker and draws a fresh device secret (new cohorts,
-/// new memoized responses, each charged afresh when first used). On a device that did not opt out it does nothing.
+/// new memoized responses, each charged afresh when first used); the upload salt is the one kept. On a device that
+/// did not opt out it does nothing.
 ///
 /// # Safety
 /// `client` is a live handle.

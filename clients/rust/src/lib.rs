@@ -31,7 +31,7 @@ pub mod spec;
 pub mod upload;
 mod value;
 
-pub use client::{batch_id, system_clock, ClientBuilder, Clock, TelemetryClient, DEFAULT_MAX_OUTBOX_BYTES};
+pub use client::{batch_id, system_clock, ClientBuilder, Clock, Counts, TelemetryClient, DEFAULT_MAX_OUTBOX_BYTES};
 pub use cost::PrivacyCost;
 pub use encoder::{envelope_json, Charge, Encoder, EncoderOptions, PayloadValue, Prepared, Protocol, Report};
 pub use error::{Error, Result, ALL_METRICS};

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{close_ulps, f, protocols, vectors_dir};
+use common::{cc, close_ulps, f, protocols, vectors_dir};
 use ldp_client::{protocols as registry, CollectionSpec, Value};
 
 /// `LdpStatus` values (include/ldp_client.h).
@@ -26,26 +26,6 @@ const LDP_INVALID_ARGUMENT: i32 = 6;
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The system libraries a static link of a Rust library needs (`rustc --print native-static-libs` for the target).
-fn native_static_libs() -> &'static [&'static str] {
-    if cfg!(target_os = "macos") {
-        &["-lSystem", "-lc", "-lm"]
-    } else {
-        &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"]
-    }
-}
-
-/// The static library this `cargo test` run built: next to the test binary (`target/<profile>/deps/`), else
-/// uplifted in `target/<profile>/`.
-fn static_library() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let deps = exe.parent().expect("target/<profile>/deps");
-    let candidates = [deps.join("libldp_client.a"), deps.parent().expect("target/<profile>").join("libldp_client.a")];
-    candidates.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| {
-        panic!("no static library at {candidates:?}: is `staticlib` still a crate type in Cargo.toml?")
-    })
 }
 
 /// A folder of this test process under cargo's scratch folder for integration tests (older ones are removed).
@@ -78,18 +58,18 @@ fn work_dir() -> &'static Path {
 fn compile_vectors(name: &str, flags: &[&str]) -> (Command, std::process::Output, PathBuf) {
     let root = manifest_dir();
     let exe = work_dir().join(name);
-    let cc = std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into());
-    let mut cmd = Command::new(&cc);
+    let compiler = cc::compiler();
+    let mut cmd = Command::new(&compiler);
     cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1"])
         .args(flags)
         .arg("-I")
         .arg(root.join("include"))
         .arg(root.join("tests/c/vectors.c"))
-        .arg(static_library())
-        .args(native_static_libs())
+        .arg(cc::static_library())
+        .args(cc::native_static_libs())
         .arg("-o")
         .arg(&exe);
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {compiler:?}: {e}"));
     (cmd, out, exe)
 }
 
@@ -526,21 +506,6 @@ fn lone_surrogate_markers_round_trip() {
     assert!(std::str::from_utf8(&wtf8(v[0].as_str().unwrap())).is_err());
 }
 
-/// Whether `tool` runs (`tool --version`).
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success())
-}
-
-fn compile(cmd: &mut Command, what: &str) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed ({cmd:?}):\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// The header compiles as C++ (its `extern "C"` guards), with and without the uploader's functions, and
 /// `module.modulemap` makes it the Clang module `LdpClient` (what Swift imports). Each check runs where its compiler
 /// is installed (`$CXX` or `c++`; `clang`) and is skipped with a note otherwise.
@@ -549,8 +514,8 @@ fn header_compiles_as_cpp_and_as_a_clang_module() {
     let root = manifest_dir();
     let dir = work_dir().join("header");
     std::fs::create_dir_all(&dir).unwrap();
-    let cxx = std::env::var("CXX").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "c++".into());
-    if have(&cxx) {
+    let cxx = cc::cxx_compiler();
+    if cc::runs(&cxx) {
         let src = dir.join("header.cpp");
         std::fs::write(
             &src,
@@ -565,12 +530,12 @@ fn header_compiles_as_cpp_and_as_a_clang_module() {
                 .arg(root.join("include"))
                 .args(define)
                 .arg(&src);
-            compile(&mut cmd, "compiling the header as C++");
+            cc::run(&mut cmd, "compiling the header as C++");
         }
     } else {
         eprintln!("skipped: no C++ compiler ({cxx})");
     }
-    if have("clang") {
+    if cc::runs("clang") {
         let src = dir.join("module.m");
         std::fs::write(
             &src,
@@ -582,7 +547,7 @@ fn header_compiles_as_cpp_and_as_a_clang_module() {
             .arg(format!("-fmodules-cache-path={}", dir.join("modules").display()))
             .arg(format!("-fmodule-map-file={}", root.join("module.modulemap").display()))
             .arg(&src);
-        compile(&mut cmd, "importing the Clang module LdpClient");
+        cc::run(&mut cmd, "importing the Clang module LdpClient");
     } else {
         eprintln!("skipped: no clang to check module.modulemap");
     }

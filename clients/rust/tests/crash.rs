@@ -62,10 +62,6 @@ fn crash_child() {
     }
 }
 
-fn spawn(dir: &Path) -> Child {
-    spawn_child(dir, false)
-}
-
 fn spawn_child(dir: &Path, opt_out: bool) -> Child {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
@@ -76,6 +72,25 @@ fn spawn_child(dir: &Path, opt_out: bool) -> Child {
         cmd.env("LDP_CRASH_OPT_OUT", "1");
     }
     cmd.spawn().unwrap()
+}
+
+/// One round: two children work on `dir` (opting out and in too when `opt_out`) and are killed at random moments;
+/// panics if one exited by itself (its error output in the message).
+fn kill_two_children(dir: &Path, rng: &mut Lcg, opt_out: bool, round: usize) {
+    let mut a = spawn_child(dir, opt_out);
+    let mut b = spawn_child(dir, opt_out);
+    std::thread::sleep(Duration::from_millis(5 + rng.below(40)));
+    a.kill().unwrap();
+    std::thread::sleep(Duration::from_millis(rng.below(15)));
+    b.kill().unwrap();
+    for child in [&mut a, &mut b] {
+        let status = child.wait().unwrap();
+        if status.code().is_some() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+            panic!("round {round}: the child exited ({status:?}) before it was killed:\n{err}");
+        }
+    }
 }
 
 /// A small deterministic generator for the kill times.
@@ -96,20 +111,7 @@ fn two_processes_killed_200_times_never_over_spend_corrupt_or_lock_out() {
     let started = Instant::now();
     let mut max_count = 0;
     for round in 0..KILLS / 2 {
-        let mut a = spawn(&dir);
-        let mut b = spawn(&dir);
-        std::thread::sleep(Duration::from_millis(5 + rng.below(40)));
-        a.kill().unwrap();
-        std::thread::sleep(Duration::from_millis(rng.below(15)));
-        b.kill().unwrap();
-        for child in [&mut a, &mut b] {
-            let status = child.wait().unwrap();
-            if status.code().is_some() {
-                let mut err = String::new();
-                let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
-                panic!("round {round}: the child exited ({status:?}) before it was killed:\n{err}");
-            }
-        }
+        kill_two_children(&dir, &mut rng, false, round);
         // Never locked out: a dead process's lock is released by the OS.
         let t0 = Instant::now();
         let client = open(&dir, Duration::from_secs(2)).unwrap_or_else(|e| panic!("round {round}: locked out? {e}"));
@@ -169,7 +171,7 @@ fn a_lock_file_left_by_a_dead_process_never_blocks() {
 /// Opting out and in is one crash-safe transaction each: two children record, acknowledge, opt out and opt in on
 /// one folder and are killed at random moments, 60 times. After every kill the store opens at once and whole; an
 /// opted-out device holds no report; the budget spent never goes down (opting out keeps it) nor over its cap; and
-/// no report exists without its charge.
+/// each charged report is pending, uploaded, or counted as discarded by the opt-out that deleted it, exactly.
 #[test]
 fn killed_while_opting_out_and_in_never_corrupt_reset_or_keep_reports() {
     let dir = tempfile_dir("crash-opt-out");
@@ -177,20 +179,7 @@ fn killed_while_opting_out_and_in_never_corrupt_reset_or_keep_reports() {
     let cost = open(&dir, Duration::from_secs(5)).unwrap().spec().metrics[0].params.privacy_cost().epsilon;
     let (mut last_spent, mut opted_out_seen, mut deleted_seen) = (0.0, 0, 0);
     for round in 0..30 {
-        let mut a = spawn_child(&dir, true);
-        let mut b = spawn_child(&dir, true);
-        std::thread::sleep(Duration::from_millis(5 + rng.below(40)));
-        a.kill().unwrap();
-        std::thread::sleep(Duration::from_millis(rng.below(15)));
-        b.kill().unwrap();
-        for child in [&mut a, &mut b] {
-            let status = child.wait().unwrap();
-            if status.code().is_some() {
-                let mut err = String::new();
-                let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
-                panic!("round {round}: the child exited ({status:?}) before it was killed:\n{err}");
-            }
-        }
+        kill_two_children(&dir, &mut rng, true, round);
         let client = open(&dir, Duration::from_secs(2)).unwrap_or_else(|e| panic!("round {round}: locked out? {e}"));
         let pending = client.pending().unwrap_or_else(|e| panic!("round {round}: corrupt? {e}"));
         let bytes = client.pending_bytes().unwrap();
@@ -206,8 +195,11 @@ fn killed_while_opting_out_and_in_never_corrupt_reset_or_keep_reports() {
         assert!(spent >= last_spent, "round {round}: the budget spent went down from {last_spent} to {spent}");
         assert!(spent <= LIFETIME * (1.0 + 1e-9), "round {round}: spent {spent} over {LIFETIME}");
         let paid = (spent / cost).round() as u64;
-        assert!(paid >= pending + uploaded, "round {round}: {paid} charged, {pending} pending, {uploaded} uploaded");
-        if paid > pending + uploaded {
+        // Every charged report is pending, uploaded, or counted as discarded by the opt-out that deleted it.
+        let counts = client.counts().unwrap().get("c").copied().unwrap_or_default();
+        assert_eq!((counts.pending, counts.uploaded), (pending, uploaded), "round {round}: {counts:?}");
+        assert_eq!(paid, counts.reports, "round {round}: {paid} charged, {counts:?}");
+        if counts.discarded > 0 {
             deleted_seen += 1;
         }
         last_spent = spent;

@@ -74,29 +74,17 @@ fn the_c_program_of_the_native_page_builds_and_runs() {
     use std::process::Command;
     let spec = block_after("native-client.md", "## C usage", "json");
     let program = block_after("native-client.md", "## C usage", "c");
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    let lib = [deps.join("libldp_client.a"), deps.parent().unwrap().join("libldp_client.a")]
-        .into_iter()
-        .find(|p| p.is_file())
-        .expect("the static library cargo test built");
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ldp-docs-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("collection.json"), spec).unwrap();
     std::fs::write(dir.join("telemetry.c"), program).unwrap();
-    let cc = std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into());
-    let system: &[&str] = if cfg!(target_os = "macos") {
-        &["-lSystem", "-lc", "-lm"]
-    } else {
-        &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"]
-    };
-    let out = Command::new(&cc)
+    let out = Command::new(common::cc::compiler())
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
         .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include"))
         .arg(dir.join("telemetry.c"))
-        .arg(&lib)
-        .args(system)
+        .arg(common::cc::static_library())
+        .args(common::cc::native_static_libs())
         .arg("-o")
         .arg(dir.join("telemetry"))
         .output()

@@ -9,15 +9,20 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use common::cc::{self, run};
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Whether `tool` runs; if not, a note that its checks are skipped (or a failure under `LDP_REQUIRE_PACKAGING`).
 fn have(tool: &str) -> bool {
-    let ok = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+    let ok = cc::runs(tool);
     if !ok {
         assert!(
             std::env::var_os("LDP_REQUIRE_PACKAGING").is_none(),
@@ -26,17 +31,6 @@ fn have(tool: &str) -> bool {
         eprintln!("skipped: no {tool}");
     }
     ok
-}
-
-fn run(cmd: &mut Command, what: &str) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed ({cmd:?}):\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).to_string()
 }
 
 /// Runs a consumer program with no `LD_LIBRARY_PATH` (nor `LD_PRELOAD`): it must find the library by itself.
@@ -48,11 +42,6 @@ fn run_consumer(exe: &Path) {
 /// The `readelf -d` lines of a file.
 fn dynamic(file: &Path) -> String {
     run(Command::new("readelf").arg("-d").arg(file), "readelf -d")
-}
-
-/// The cargo folder holding the libraries this test run built (`target/<profile>/deps`).
-fn built() -> PathBuf {
-    std::env::current_exe().unwrap().parent().unwrap().to_path_buf()
 }
 
 #[test]
@@ -68,7 +57,7 @@ fn installed_library_builds_and_runs_a_consumer_through_pkg_config_and_cmake() {
                 Command::new("sh")
                     .arg(manifest_dir().join("packaging/install.sh"))
                     .args(["--no-build", "--from"])
-                    .arg(built())
+                    .arg(cc::deps_dir())
                     .arg("--prefix")
                     .arg(&prefix),
                 "install.sh",
@@ -111,9 +100,8 @@ fn installed_library_builds_and_runs_a_consumer_through_pkg_config_and_cmake() {
         );
         assert!(flags.contains("-Wl,-rpath,"), "the .pc file sets no rpath: {flags}");
         let exe = work.join("consumer-pkg-config");
-        let cc = std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into());
         run(
-            Command::new(&cc)
+            Command::new(cc::compiler())
                 .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
                 .arg(consumer.join("consumer.c"))
                 .args(flags.split_whitespace())

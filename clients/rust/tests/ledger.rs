@@ -1,14 +1,15 @@
 //! The store's promises on the device (docs/client.md, "On the device: a bounded outbox, opting out, failing
-//! closed"): reads write nothing (not even on a read-only folder), the outbox is bounded, a state missing beside
-//! traces of it is refused, and opting out deletes what it must and keeps the budget spent.
+//! closed"): reads write nothing (not even on a read-only folder), a full disk still lets an app open its store,
+//! read it and acknowledge (the reserve), the outbox is bounded, a state missing beside traces of it is refused,
+//! opting out deletes what it must and keeps the budget spent and the salt, and `counts` adds up.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use ldp_client::ledger::{outbox_bytes, FileStore, MemoryStore, StateStore};
+use ldp_client::ledger::{outbox_bytes, FileStore, MemoryStore, StateStore, RESERVE_BYTES};
 use ldp_client::upload::Outbox;
-use ldp_client::{json, CollectionSpec, Error, TelemetryClient, Value, DEFAULT_MAX_OUTBOX_BYTES};
+use ldp_client::{json, CollectionSpec, Counts, Error, TelemetryClient, Value, DEFAULT_MAX_OUTBOX_BYTES};
 
 const NOW: f64 = 1_700_000_000.0;
 
@@ -97,6 +98,7 @@ fn every_query(client: &TelemetryClient) {
     client.has_pending().unwrap();
     client.next_upload_at().unwrap();
     client.is_opted_out().unwrap();
+    client.counts().unwrap();
 }
 
 #[test]
@@ -257,6 +259,7 @@ fn a_missing_state_beside_an_outbox_log_is_refused_and_nothing_is_deleted() {
                 && text.contains("delete the folder"),
             "attempt {attempt}: {text}"
         );
+        assert!(!text.contains("state.reserve"), "the reserve is not a trace: {text}");
         assert_eq!(snapshot(&dir), before, "attempt {attempt}: the refused open changed the folder");
     }
     // A temporary state file alone is a trace too; the lock file alone is not.
@@ -457,8 +460,13 @@ fn opting_out_deletes_what_it_must_keeps_the_budget_and_opting_in_starts_afresh(
     let d = state_doc(&dir)["device"].clone();
     assert_eq!(
         (d["opted_out"].clone(), d["secret"].clone(), d["salt"].clone()),
-        (json!(true), Value::Null, Value::Null)
+        (json!(true), Value::Null, salt.clone()),
+        "the secret is deleted, the salt kept (as every ldp client does)"
     );
+    assert_eq!(d["discarded"], json!({"r": 6, "c": 1}), "the reports deleted unsent, per metric");
+    let discarded = |n| Counts { reports: n, pending: 0, uploaded: 0, discarded: n };
+    let counts = client.counts().unwrap();
+    assert_eq!(counts.into_iter().collect::<Vec<_>>(), [("c".into(), discarded(1)), ("r".into(), discarded(6))]);
     for key in ["cohorts", "memo", "changes"] {
         assert_eq!(d[key], json!({}), "{key} kept");
     }
@@ -475,8 +483,9 @@ fn opting_out_deletes_what_it_must_keeps_the_budget_and_opting_in_starts_afresh(
 
     other.opt_in().unwrap();
     let d = state_doc(&dir)["device"].clone();
-    assert!(d.get("opted_out").is_none() && d["secret"].is_string() && d["salt"].is_string());
-    assert_ne!((d["secret"].clone(), d["salt"].clone()), (secret, salt), "a fresh secret");
+    assert_eq!(d["opted_out"], json!(false));
+    assert!(d["secret"].is_string() && d["secret"] != secret, "a fresh secret");
+    assert_eq!(d["salt"], salt, "the salt kept");
     let before = snapshot(&dir);
     client.opt_in().unwrap();
     assert_eq!(snapshot(&dir), before, "opting in again writes nothing");
@@ -502,4 +511,240 @@ fn opting_out_in_memory() {
     client.opt_in().unwrap();
     client.record("c", &json!(1)).unwrap();
     assert_eq!((client.pending().unwrap(), eps(&client, None)), (1, 2.0));
+}
+
+#[test]
+fn a_state_an_older_client_opted_out_without_its_salt_opts_in_with_a_fresh_one() {
+    let dir = temp_dir("opt-out-legacy");
+    let client = open(&dir).unwrap();
+    client.record("c", &json!(1)).unwrap();
+    client.opt_out().unwrap();
+    drop(client);
+    // The state as this client wrote it before it kept the salt and counted what opting out deleted.
+    let mut doc = state_doc(&dir);
+    let device = doc["device"].as_object_mut().unwrap();
+    device.insert("salt".into(), Value::Null);
+    device.remove("discarded");
+    std::fs::write(dir.join("state.json"), serde_json::to_string(&doc).unwrap()).unwrap();
+    let before = snapshot(&dir);
+    let client = open(&dir).unwrap();
+    every_query(&client);
+    assert!(client.is_opted_out().unwrap());
+    assert!(client.counts().unwrap().is_empty(), "nothing counted as discarded then");
+    assert_eq!(snapshot(&dir), before, "a read wrote to the folder");
+    client.opt_in().unwrap();
+    let d = state_doc(&dir)["device"].clone();
+    assert!(d["secret"].is_string() && d["salt"].is_string(), "{d}");
+    client.record("c", &json!(2)).unwrap();
+    assert_eq!(client.next_batch(None).unwrap().unwrap().reports.len(), 1);
+    // A state without the opted_out marker or the discarded counts (a collecting device, written before) reads too.
+    let mut doc = state_doc(&dir);
+    let device = doc["device"].as_object_mut().unwrap();
+    device.remove("opted_out");
+    device.remove("discarded");
+    std::fs::write(dir.join("state.json"), serde_json::to_string(&doc).unwrap()).unwrap();
+    let client = open(&dir).unwrap();
+    assert!(!client.is_opted_out().unwrap());
+    let want = Counts { reports: 1, pending: 1, uploaded: 0, discarded: 0 };
+    assert_eq!(client.counts().unwrap().into_iter().collect::<Vec<_>>(), [("c".to_string(), want)]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Counts
+
+/// Five reports of two metrics: three sent, one deleted by opting out per metric; the counts at each step.
+fn check_counts(client: &TelemetryClient) {
+    let counts = |c: &TelemetryClient| -> Vec<(String, [u64; 4])> {
+        let all = c.counts().unwrap();
+        for (m, n) in &all {
+            assert_eq!(n.reports, n.pending + n.uploaded + n.discarded, "{m}: {n:?}");
+        }
+        all.into_iter().map(|(m, n)| (m, [n.reports, n.pending, n.uploaded, n.discarded])).collect()
+    };
+    assert!(client.counts().unwrap().is_empty());
+    for v in 0..3 {
+        client.record("c", &json!(v)).unwrap();
+    }
+    client.record_many(&[("r", json!("a")), ("r", json!("b"))]).unwrap();
+    assert_eq!(counts(client), [("c".into(), [3, 3, 0, 0]), ("r".into(), [2, 2, 0, 0])]);
+    let batch = client.next_batch(None).unwrap().unwrap(); // c, c, c, r: a pinned batch is still pending
+    assert_eq!(counts(client), [("c".into(), [3, 3, 0, 0]), ("r".into(), [2, 2, 0, 0])]);
+    client.acknowledge_batch(&batch.id, &batch.ids()).unwrap();
+    assert_eq!(counts(client), [("c".into(), [3, 0, 3, 0]), ("r".into(), [2, 1, 1, 0])]);
+    client.record("c", &json!(3)).unwrap();
+    client.opt_out().unwrap();
+    assert_eq!(counts(client), [("c".into(), [4, 0, 3, 1]), ("r".into(), [2, 0, 1, 1])]);
+    client.opt_in().unwrap();
+    client.record("c", &json!(0)).unwrap();
+    assert_eq!(counts(client), [("c".into(), [5, 1, 3, 1]), ("r".into(), [2, 0, 1, 1])]);
+}
+
+#[test]
+fn counts_add_up_per_metric_in_both_stores_and_write_nothing() {
+    check_counts(&client_with(MemoryStore::new(), 0, None).unwrap());
+    let dir = temp_dir("counts");
+    check_counts(&open(&dir).unwrap());
+    let before = snapshot(&dir);
+    let again = open(&dir).unwrap();
+    assert_eq!(again.counts().unwrap()["c"], Counts { reports: 5, pending: 1, uploaded: 3, discarded: 1 });
+    assert_eq!(snapshot(&dir), before, "counts wrote to the folder");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A full disk: the reserve
+
+fn reserve_len(dir: &Path) -> Option<u64> {
+    std::fs::metadata(dir.join("state.reserve")).ok().map(|m| m.len())
+}
+
+#[test]
+fn a_record_makes_the_reserve_reads_never_do_and_it_is_no_trace() {
+    let dir = temp_dir("reserve");
+    let client = open(&dir).unwrap();
+    assert_eq!(reserve_len(&dir), None, "making the device's state records nothing: no reserve");
+    client.record("c", &json!(1)).unwrap();
+    assert_eq!(reserve_len(&dir), Some(RESERVE_BYTES as u64), "a record makes the reserve");
+    assert!(std::fs::read(dir.join("state.reserve")).unwrap().iter().all(|b| *b == 0));
+    // Gone (a full disk took it): reads do not make it again, nor do commits that keep no report.
+    std::fs::remove_file(dir.join("state.reserve")).unwrap();
+    let before = snapshot(&dir);
+    let client = open(&dir).unwrap();
+    every_query(&client);
+    assert_eq!(snapshot(&dir), before, "a read wrote to the folder");
+    let batch = client.next_batch(None).unwrap().unwrap();
+    client.acknowledge_batch(&batch.id, &batch.ids()).unwrap();
+    assert_eq!(reserve_len(&dir), None);
+    client.record("c", &json!(2)).unwrap();
+    assert_eq!(reserve_len(&dir), Some(RESERVE_BYTES as u64), "the next record makes it again");
+    // Not a trace: beside a missing state.json it is not named, and alone (with its temporary file) it opens as a
+    // new device; the temporary file is swept by the first write, the reserve kept.
+    let lone = temp_dir("reserve-lone");
+    std::fs::write(lone.join("state.reserve"), vec![0; RESERVE_BYTES]).unwrap();
+    std::fs::write(lone.join("state.reserve.77.abc.tmp"), b"\0\0").unwrap();
+    let fresh = open(&lone).unwrap();
+    assert_eq!(fresh.pending().unwrap(), 0);
+    fresh.record("c", &json!(0)).unwrap();
+    assert_eq!(names(&lone), ["lock", "outbox.0.log", "state.json", "state.reserve"]);
+    for d in [dir, lone] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// Writes `path` until the disk is full to its last byte: 4096-byte blocks until the disk refuses one, then single
+/// bytes until it refuses one.
+#[cfg(unix)]
+fn fill_to_the_last_byte(path: &Path) {
+    use std::io::Write;
+    let full = |e: &std::io::Error| e.raw_os_error() == Some(libc::ENOSPC);
+    let mut file = std::fs::File::create(path).unwrap();
+    for block in [&[0xa5u8; 4096][..], &[0xa5u8][..]] {
+        loop {
+            match file.write(block) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if full(&e) => break,
+                Err(e) => panic!("filling {}: {e}", path.display()),
+            }
+        }
+    }
+    match file.sync_all() {
+        Err(e) if !full(&e) => panic!("{e}"),
+        _ => {}
+    }
+}
+
+/// Free blocks of the file system holding `dir`, as an unprivileged user may use them (`statvfs`'s `f_bavail`).
+#[cfg(unix)]
+fn blocks_available(dir: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    // SAFETY: statvfs fills the struct it is given; a zeroed statvfs is a valid value of it.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut st) }, 0, "statvfs {}", dir.display());
+    st.f_bavail as u64
+}
+
+/// The full-disk child: run by `a_full_disk_still_opens_reads_and_acknowledges` in a mount namespace of its own,
+/// on a 1 MiB tmpfs mounted at `LDP_FULL_DISK_CHILD`.
+#[cfg(unix)]
+#[test]
+fn full_disk_child() {
+    let Some(dir) = std::env::var_os("LDP_FULL_DISK_CHILD") else { return };
+    let dir = PathBuf::from(dir);
+    {
+        let client = open(&dir).unwrap();
+        client.record("c", &json!(0)).unwrap();
+        client.record("c", &json!(1)).unwrap();
+    }
+    assert_eq!(reserve_len(&dir), Some(RESERVE_BYTES as u64), "the records made the reserve");
+    let fill = dir.join("fill");
+    fill_to_the_last_byte(&fill);
+    assert_eq!(blocks_available(&dir), 0, "the disk is not full");
+
+    // Open, read, and a record refused for lack of room, which leaves the reserve alone.
+    let client = open(&dir).unwrap();
+    every_query(&client);
+    assert_eq!(client.pending().unwrap(), 2);
+    let e = client.record("c", &json!(2)).unwrap_err();
+    assert!(matches!(&e, Error::Ledger(m) if m.contains("the disk is full")), "{e:?}");
+    assert_eq!(reserve_len(&dir), Some(RESERVE_BYTES as u64), "a record took the reserve");
+    assert_eq!((client.pending().unwrap(), eps(&client, None)), (2, 2.0), "the refused record kept nothing");
+
+    // Pinning the batch and acknowledging it work: the reserve gives its room.
+    let batch = client.next_batch(None).unwrap().expect("the batch");
+    assert_eq!(batch.reports.len(), 2);
+    assert_eq!(client.acknowledge_batch(&batch.id, &batch.ids()).unwrap(), 2);
+    assert_eq!(client.pending().unwrap(), 0);
+    assert_eq!(client.uploaded().unwrap(), [("c".to_string(), 2)]);
+    assert_eq!(reserve_len(&dir), None, "the reserve gave its room");
+
+    // Room again: the next record makes the reserve again.
+    std::fs::remove_file(&fill).unwrap();
+    client.record("c", &json!(3)).unwrap();
+    assert_eq!(reserve_len(&dir), Some(RESERVE_BYTES as u64), "the reserve is back");
+    let leftovers: Vec<String> = names(&dir).into_iter().filter(|n| n.ends_with(".tmp")).collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    println!("FULL-DISK-OK");
+}
+
+/// A disk filled to its last byte: the app still opens its store, reads it, and acknowledges what it uploaded (which
+/// frees room), thanks to the reserve; a record fails and leaves the reserve. The child runs on a real 1 MiB tmpfs,
+/// mounted in a user and mount namespace of its own (`unshare -rm`); where those are not allowed, the test is
+/// skipped with a note.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_still_opens_reads_and_acknowledges() {
+    use std::process::Command;
+    let probe = Command::new("unshare").args(["-rm", "true"]).output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        let why = match probe {
+            Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+            Err(e) => e.to_string(),
+        };
+        println!("skipped: `unshare -rm true` fails ({why}): no user and mount namespace to mount a small tmpfs in");
+        return;
+    }
+    let dir = temp_dir("full-disk");
+    let out = Command::new("unshare")
+        .args(["-rm", "sh", "-c"])
+        .arg(
+            r#"mount -t tmpfs -o size=1m tmpfs "$1" && exec "$2" --exact full_disk_child --nocapture --test-threads=1"#,
+        )
+        .arg("sh")
+        .arg(&dir)
+        .arg(std::env::current_exe().unwrap())
+        .env("LDP_FULL_DISK_CHILD", &dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("FULL-DISK-OK"),
+        "the full-disk child failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(names(&dir).is_empty(), "the tmpfs went with the child's namespace");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -46,6 +46,19 @@ export interface ClientOptions {
   readonly maxOutboxBytes?: number;
 }
 
+/** What one metric's reports became on this device (`TelemetryClient.counts`): always
+ * `reports === pending + uploaded + discarded`. */
+export interface Counts {
+  /** Reports recorded (each was charged). */
+  readonly reports: number;
+  /** Waiting in the outbox, a pinned batch included. */
+  readonly pending: number;
+  /** Acknowledged by a collector. */
+  readonly uploaded: number;
+  /** Deleted unsent by `optOut`. */
+  readonly discarded: number;
+}
+
 /** One item of `recordMany`: a metric and its value, typed by `M` as `record`'s are. */
 export type MetricValue<M extends object> = { [K in keyof M & string]: readonly [K, M[K]] }[keyof M & string];
 
@@ -255,6 +268,27 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
     }, { readOnly: true });
   }
 
+  /**
+   * Per metric, what its reports became: `reports` recorded, `pending` in the outbox (a pinned batch included),
+   * `uploaded` (acknowledged) and `discarded` (deleted unsent by `optOut`), with
+   * `reports === pending + uploaded + discarded`; a metric appears once it has a report. As Python's `counts()`
+   * and Kotlin's `counts()`. A read: it writes nothing. It reads the whole outbox (at most `maxOutboxBytes`).
+   */
+  async counts(): Promise<Record<string, Counts>> {
+    return this.store.transact((tx) => {
+      const state = live(tx), out: Record<string, { -readonly [K in keyof Counts]: number }> = {};
+      const add = (metric: string, key: "pending" | "uploaded" | "discarded", n: number) => {
+        const c = out[metric] ??= { reports: 0, pending: 0, uploaded: 0, discarded: 0 };
+        c[key] += n;
+        c.reports += n;
+      };
+      for (const item of tx.head(tx.pending)) add(item.metric, "pending", 1);
+      for (const [metric, n] of Object.entries(state.uploaded)) add(metric, "uploaded", n);
+      for (const [metric, n] of Object.entries(state.discarded ?? {})) add(metric, "discarded", n);
+      return out;
+    }, { readOnly: true, head: Infinity });
+  }
+
   /** Whether a report waits for upload. */
   async hasPending(): Promise<boolean> {
     return (await this.pending()) > 0;
@@ -275,17 +309,18 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
    * Stop collection on this device, in one transaction (crash-safe): delete every pending report and the pinned
    * batch, the device secret, the cohorts, the memoized and charge-on-change records, and leave the opt-out marker.
    * The budget spent stays spent. Until `optIn`, `record` throws `OptedOutError` before charging anything,
-   * `pending` is 0, `upload` sends nothing and `nextUploadAt` is `Infinity`. Idempotent; resolves to the number of
-   * reports deleted.
+   * `pending` is 0, `upload` sends nothing and `nextUploadAt` is `Infinity`. The deleted reports are counted as
+   * `discarded` (`counts`). Idempotent; resolves to the number of reports deleted.
    */
   async optOut(): Promise<number> {
     const deleted = await this.store.transact((tx) => {
       const state = live(tx), n = tx.pending;
+      for (const { metric } of tx.head(n)) (state.discarded ??= {})[metric] = (state.discarded[metric] ?? 0) + 1;
       tx.dropHead(n);
       Object.assign(state, { secret: null, cohorts: {}, memo: {}, batch: null, outboxBytes: 0, optedOut: true });
       delete state.changes;
       return n;
-    });
+    }, { head: Infinity });
     this.encoders.clear();
     return deleted;
   }

@@ -13,7 +13,7 @@ export { CollectionSpec } from "./spec.js";
 export { IndexedDBStore, MemoryStore } from "./state.js";
 export type { DeviceState, OutboxItem, StateStore, StoreTransaction, TransactOptions } from "./state.js";
 export { DEFAULT_MAX_OUTBOX_BYTES, TelemetryClient, metricSecret } from "./client.js";
-export type { ClientOptions, MetricValue } from "./client.js";
+export type { ClientOptions, Counts, MetricValue } from "./client.js";
 export { KEEPALIVE_BYTES, batchId, checkAnswer, parseRetryAfter, readReply, upload } from "./uploader.js";
 export { checkEndpoints } from "./endpoints.js";
 export type { Endpoint, Endpoints } from "./endpoints.js";

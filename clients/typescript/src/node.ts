@@ -20,11 +20,21 @@
  * cannot be read, or one that is missing while an `outbox.<n>.log` or a temporary state file remains (`lock` alone
  * is not a trace), is a `LedgerError`: the budget is never silently reset, and a device is started over only by
  * deleting the whole folder.
+ *
+ * A full disk: `state.reserve` is `RESERVE_BYTES` (256 KiB) of zeros that a transaction which wrote leaves beside the
+ * state when it is missing and the disk has room for it and as much again (written to a temporary file and renamed;
+ * failing, for lack of room above all, is ignored: the next transaction that writes tries again). Reads never make
+ * it. A transaction that fails for lack of room (`ENOSPC`, `EDQUOT`) without adding a report — an acknowledgement,
+ * pinning a batch, an opt-out or opt-in — deletes the reserve and runs once more, so an app can still upload and
+ * acknowledge on a full disk, which frees room; a record fails (`LedgerError`, `code` `ENOSPC` or `EDQUOT`) with
+ * nothing charged and the reserve kept. The reserve holds no data: it is neither a trace of a state nor a temporary
+ * file. The Python client keeps the same reserve (`ldp.client.reserve`).
  */
 import {
   closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, readdirSync,
-  realpathSync, renameSync, rmSync, statSync, writeSync, constants as fsConstants,
+  realpathSync, renameSync, rmSync, statSync, unlinkSync, writeSync, constants as fsConstants,
 } from "node:fs";
+import * as fs from "node:fs";
 import { createHash } from "node:crypto";
 import { createServer, Server } from "node:net";
 import { join } from "node:path";
@@ -52,12 +62,23 @@ export interface FileStoreOptions {
   readonly onStep?: (step: FileStoreStep) => void;
 }
 
-/** A `FileStore` that could not be read or locked (the state is left as it was): a `StateError`. */
+/** A `FileStore` that could not be read, locked or written (the state is left as it was): a `StateError`. `code` is
+ * the system's error code when a file operation failed (`ENOSPC` and `EDQUOT`: the disk is full). */
 export class LedgerError extends StateError {
   override name = "LedgerError";
+
+  constructor(message: string, readonly code?: string) {
+    super(message);
+  }
 }
 
-/** The traces of a state in a folder: a temporary state file, an outbox log (not `lock`). */
+/** The size of a `FileStore`'s reserve, `state.reserve`: 256 KiB of zeros, as the Python client's. */
+export const RESERVE_BYTES = 256 * 1024;
+
+/** The error codes of a full disk (or of a full quota). */
+const FULL = ["ENOSPC", "EDQUOT"];
+
+/** The traces of a state in a folder: a temporary state file, an outbox log (not `lock`, not `state.reserve`). */
 const TRACE = /^(?:state\.json\..*\.tmp|outbox\.\d+\.log)$/;
 const RESET = "; to start over deliberately as a new device, delete the whole folder first";
 
@@ -98,8 +119,29 @@ function tryExlock(path: string): number | null {
   }
 }
 
-function errnoText(path: string, err: unknown): string {
-  return `${path}: ${(err as Error).message}`;
+/** `err`, a failed file operation on `path`, as a `LedgerError` keeping its code. */
+function fileError(path: string, err: unknown): LedgerError {
+  return new LedgerError(`${path}: ${(err as Error).message}`, (err as NodeJS.ErrnoException).code);
+}
+
+/** Whether `err` is a `LedgerError` of a file operation that failed for lack of room. */
+function diskFull(err: unknown): err is LedgerError {
+  return err instanceof LedgerError && FULL.includes(err.code ?? "");
+}
+
+/** Bytes free to this process on the filesystem of `dir` (`Infinity` where Node cannot say: `statfsSync` is Node
+ * 19.6 or later, and some filesystems do not answer). */
+function freeBytes(dir: string): number {
+  const statfs = (fs as { statfsSync?: typeof fs.statfsSync }).statfsSync;
+  try {
+    if (statfs !== undefined) {
+      const st = statfs(dir);
+      return st.bavail * st.bsize;
+    }
+  } catch {
+    /* unknown: below */
+  }
+  return Infinity;
 }
 
 /** One device's state and outbox in folder `dir` (created if missing). */
@@ -139,6 +181,51 @@ export class FileStore implements StateStore {
     return join(this.dir, "state.json");
   }
 
+  private get reservePath(): string {
+    return join(this.dir, "state.reserve");
+  }
+
+  /** Makes the reserve when it is missing and the disk has room for it and as much again, so that making it never
+   * takes a disk's last free bytes (under the lock, after a transaction that wrote: never on a read). Any failure
+   * leaves no file and is ignored: the transaction it follows is committed, and the next one that writes tries
+   * again. */
+  private ensureReserve(): void {
+    try {
+      if (statSync(this.reservePath).size === RESERVE_BYTES) return;
+    } catch {
+      /* missing: made below */
+    }
+    if (freeBytes(this.dir) < 2 * RESERVE_BYTES) return;
+    const tmp = `${this.reservePath}.${process.pid}.tmp`;
+    try {
+      const fd = openSync(tmp, "w", 0o600);
+      try {
+        const zeros = Buffer.alloc(RESERVE_BYTES);
+        for (let at = 0; at < zeros.length;) at += writeSync(fd, zeros, at, zeros.length - at);
+        fsyncSync(fd); // whole after a crash, or not there: never an empty file that would pass for the reserve
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(tmp, this.reservePath);
+    } catch {
+      try {
+        rmSync(tmp, { force: true });
+      } catch {
+        /* swept by the next transaction that writes */
+      }
+    }
+  }
+
+  /** Deletes the reserve, giving its room to a transaction that needs it; whether there was one. */
+  private releaseReserve(): boolean {
+    try {
+      unlinkSync(this.reservePath);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Takes the OS lock of the folder: resolves to its release. */
   private async lock(): Promise<() => void> {
     const deadline = Date.now() + this.lockWaitMs;
@@ -176,7 +263,7 @@ export class FileStore implements StateStore {
         }
         return { state: null, cursor: { gen: 0, start: 0, end: 0, first: 1, count: 0 }, migrated: null };
       }
-      throw new LedgerError(errnoText(this.statePath, err));
+      throw fileError(this.statePath, err);
     }
     let doc: { device?: unknown; outbox?: unknown; format?: unknown };
     try {
@@ -257,7 +344,7 @@ export class FileStore implements StateStore {
       renameSync(tmp, target);
     } catch (err) {
       rmSync(tmp, { force: true });
-      throw new LedgerError(errnoText(target, err));
+      throw fileError(target, err);
     }
     this.step("state-renamed");
     if (process.platform !== "win32") {
@@ -271,9 +358,9 @@ export class FileStore implements StateStore {
     this.step("folder-synced");
   }
 
-  /** Removes what a killed process left: temporary files and logs other than the current one, `gen` (under the
-   * lock, in a transaction that writes, after the state was read: a damaged state or a missing one beside traces
-   * never gets here). */
+  /** Removes what a killed process left: temporary files (a state's or a reserve's) and logs other than the current
+   * one, `gen` (under the lock, in a transaction that writes, after the state was read: a damaged state or a missing
+   * one beside traces never gets here). `state.reserve` stays. */
   private sweep(gen: number): void {
     for (const name of readdirSync(this.dir)) {
       if (name.endsWith(".tmp") || (/^outbox\.\d+\.log$/.test(name) && name !== `outbox.${gen}.log`)) {
@@ -282,7 +369,10 @@ export class FileStore implements StateStore {
     }
   }
 
-  private runLocked<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions): T {
+  /** Runs one transaction under the lock: `fn` on the state read afresh, then what it changed written (a read writes
+   * nothing), then the reserve made if it is missing. `spare`: whether a transaction that adds no report and fails
+   * for lack of room may delete the reserve and run once more. */
+  private runLocked<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions, spare = true): T {
     const { state, cursor, migrated } = this.readState();
     this.step("read");
     const committed = migrated !== null ? migrated.length : cursor.count;
@@ -293,6 +383,24 @@ export class FileStore implements StateStore {
     const out = fn(tx);
     const next: DeviceState | null = tx.state;
     if (next === null || options.readOnly || (migrated === null && !tx.changed)) return out; // a read: nothing written
+    try {
+      this.write(next, cursor, tx, migrated);
+    } catch (err) {
+      if (!diskFull(err)) throw err;
+      if (tx.appended.length > 0) {
+        throw new LedgerError(`the disk of ${this.dir} is full (${err.code}): nothing was recorded and nothing ` +
+          `charged; uploading what waits frees room, and so does any other file deleted (${err.message})`, err.code);
+      }
+      if (spare && this.releaseReserve()) return this.runLocked(fn, options, false);
+      throw err;
+    }
+    this.ensureReserve();
+    return out;
+  }
+
+  /** Writes what transaction `tx` changed: the reports it appended, then the state `next` (the commit), then retires
+   * a log nothing refers to any more. `cursor` is the outbox as read; `migrated`, a format-1 state's outbox. */
+  private write(next: DeviceState, cursor: Cursor, tx: PendingTransaction, migrated: OutboxItem[] | null): void {
     if (!this.swept) {
       this.sweep(cursor.gen);
       this.swept = true;
@@ -311,7 +419,7 @@ export class FileStore implements StateStore {
       try {
         fd = openSync(path, fsConstants.O_WRONLY | fsConstants.O_CREAT, 0o600);
       } catch (err) {
-        throw new LedgerError(errnoText(path, err));
+        throw fileError(path, err);
       }
       try {
         if (fstatSync(fd).size !== cursor.end) ftruncateSync(fd, cursor.end);
@@ -323,7 +431,7 @@ export class FileStore implements StateStore {
         cursor.end += bytes.length;
         cursor.count += appended.length;
       } catch (err) {
-        throw new LedgerError(errnoText(path, err));
+        throw fileError(path, err);
       } finally {
         closeSync(fd);
       }
@@ -335,27 +443,8 @@ export class FileStore implements StateStore {
       cursor.gen += 1;
       cursor.start = 0;
       cursor.end = 0;
-    } else if (cursor.start > this.compactBytes && cursor.start >= cursor.end - cursor.start) {
-      const old = this.log(cursor.gen), fresh = this.log(cursor.gen + 1);
-      const src = openSync(old, "r");
-      try {
-        const live = Buffer.alloc(cursor.end - cursor.start);
-        for (let at = 0; at < live.length;) {
-          const got = readSync(src, live, at, live.length - at, cursor.start + at);
-          if (got === 0) throw new LedgerError(`${old} is damaged: shorter than its committed ${cursor.end} bytes`);
-          at += got;
-        }
-        const dst = openSync(fresh, "w", 0o600);
-        try {
-          writeSync(dst, live);
-          fsyncSync(dst);
-        } finally {
-          closeSync(dst);
-        }
-      } finally {
-        closeSync(src);
-      }
-      retired = old;
+    } else if (cursor.start > this.compactBytes && cursor.start >= cursor.end - cursor.start && this.compact(cursor)) {
+      retired = this.log(cursor.gen);
       cursor.gen += 1;
       cursor.end -= cursor.start;
       cursor.start = 0;
@@ -364,7 +453,37 @@ export class FileStore implements StateStore {
     this.writeAtomically(this.statePath, JSON.stringify(doc));
     if (retired !== null) rmSync(retired, { force: true });
     this.step("retired");
-    return out;
+  }
+
+  /** Copies the reports of log `cursor.gen` that wait into log `cursor.gen + 1`, synced; `false` (the copy removed,
+   * the log kept as it is) when the disk has no room for it: compacting can wait, an acknowledgement cannot. */
+  private compact(cursor: Cursor): boolean {
+    const old = this.log(cursor.gen), fresh = this.log(cursor.gen + 1);
+    const src = openSync(old, "r");
+    try {
+      const live = Buffer.alloc(cursor.end - cursor.start);
+      for (let at = 0; at < live.length;) {
+        const got = readSync(src, live, at, live.length - at, cursor.start + at);
+        if (got === 0) throw new LedgerError(`${old} is damaged: shorter than its committed ${cursor.end} bytes`);
+        at += got;
+      }
+      try {
+        const dst = openSync(fresh, "w", 0o600);
+        try {
+          for (let at = 0; at < live.length;) at += writeSync(dst, live, at, live.length - at);
+          fsyncSync(dst);
+        } finally {
+          closeSync(dst);
+        }
+      } catch (err) {
+        if (!diskFull(fileError(fresh, err))) throw err;
+        rmSync(fresh, { force: true });
+        return false;
+      }
+    } finally {
+      closeSync(src);
+    }
+    return true;
   }
 
   transact<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions = {}): Promise<T> {

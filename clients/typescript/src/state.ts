@@ -48,6 +48,9 @@ export interface DeviceState {
   lastUpload: number | null;
   /** Reports acknowledged, per metric. */
   uploaded: Record<string, number>;
+  /** Reports deleted unsent by `TelemetryClient.optOut`, per metric (absent in states made before it was kept, and
+   * until the first opt-out that deleted a report: none). The Kotlin client's `state.json` keeps the same key. */
+  discarded?: Record<string, number>;
   /** Bytes of the reports in the outbox, pinned ones included: each envelope line's UTF-8 bytes plus one (its
    * newline), what `maxOutboxBytes` caps (absent in states made before the cap: counted by the next record). */
   outboxBytes?: number;

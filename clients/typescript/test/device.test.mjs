@@ -3,6 +3,7 @@
 // * reads write nothing: opening an existing store and every query — counted by a wrapper that sees what each
 //   transaction would write, by the FileStore's files (inode, mtime, ctime, size: unchanged, no temporary file) and by
 //   IndexedDB's puts, deletes and readwrite transactions — and only a transaction that writes repairs leftovers;
+// * `counts` says per metric what the reports became (pending, uploaded, discarded by an opt-out), adding up;
 // * the outbox is bounded by `maxOutboxBytes`: a record past it, and a `recordMany` batch that does not fit, are
 //   refused before anything is charged or stored, pinned batches count, an upload frees room;
 // * a state missing beside traces of it, or damaged, is refused, naming what was found and how to start over;
@@ -127,6 +128,13 @@ async function busy(store, clock) {
   return client;
 }
 
+/** What `counts` says after `busy`: cat 0 1 2 0 1 2 (the first four acknowledged), page, mood twice. */
+const BUSY_COUNTS = {
+  cat: { reports: 6, pending: 2, uploaded: 4, discarded: 0 },
+  page: { reports: 1, pending: 1, uploaded: 0, discarded: 0 },
+  mood: { reports: 2, pending: 2, uploaded: 0, discarded: 0 },
+};
+
 for (const [name, make] of Object.entries(STORES)) {
   test(`${name}: opening an existing store and every query write nothing`, async () => {
     const { store, reopen, dir, idb } = make();
@@ -140,9 +148,9 @@ for (const [name, make] of Object.entries(STORES)) {
     const client = await TelemetryClient.open(spec, counted, { clock });
     const answers = [
       await client.pending(), await client.hasPending(), await client.spent(), await client.spent("cat", "lifetime"),
-      await client.nextUploadAt(), await client.optedOut(),
+      await client.nextUploadAt(), await client.optedOut(), await client.counts(),
     ];
-    assert.deepEqual(answers, [5, true, { epsilon: total, delta: 0 }, { epsilon: 6, delta: 0 }, 4600, false]);
+    assert.deepEqual(answers, [5, true, { epsilon: total, delta: 0 }, { epsilon: 6, delta: 0 }, 4600, false, BUSY_COUNTS]);
     if (idb) assert.equal(idb.transactions.readwrite, 0, "queries run in readonly transactions");
     // Calls that may write, with nothing to do: an upload before the interval passed (no batch to pin), an optIn
     // of a device that did not opt out.
@@ -330,6 +338,7 @@ for (const [name, make] of Object.entries(STORES)) {
       [true, null, null, {}, {}, undefined, 0]);
     assert.deepEqual(state.totals, was.totals, "the budget spent stays spent");
     assert.deepEqual([state.salt, state.nextId, state.lastUpload, state.uploaded], [was.salt, was.nextId, was.lastUpload, was.uploaded]);
+    assert.deepEqual(state.discarded, { cat: 2, page: 1, mood: 2 }, "the deleted reports counted, per metric");
     if (dir) assert.deepEqual(readdirSync(dir).filter((n) => n.endsWith(".log")), [], "the log is gone");
 
     for (const c of [client, other]) {
@@ -365,6 +374,61 @@ for (const [name, make] of Object.entries(STORES)) {
     assert.equal(await client.pending(), 2);
   });
 }
+
+for (const [name, make] of Object.entries(STORES)) {
+  test(`${name}: counts says per metric what the reports became, pending + uploaded + discarded = reports`, async () => {
+    const { store, reopen } = make();
+    const clock = clockAt(1000);
+    const client = await TelemetryClient.open(spec, store, { clock });
+    assert.deepEqual(await client.counts(), {}, "nothing recorded yet");
+    await busy(store, clock);
+    assert.deepEqual(await client.counts(), BUSY_COUNTS);
+    const sum = (counts) => Object.values(counts).every((c) => c.reports === c.pending + c.uploaded + c.discarded);
+
+    clock.now = 5000; // a pinned batch still waits: pending
+    await assert.rejects(client.upload(U, "t", { fetch: collector(503), maxAttempts: 1, gzip: false }));
+    assert.notEqual((await look(store)).state.batch, null);
+    assert.deepEqual(await client.counts(), BUSY_COUNTS);
+
+    const other = await TelemetryClient.open(spec, reopen(), { clock }); // another tab or process opts out
+    assert.equal(await other.optOut(), 5);
+    const out = {
+      cat: { reports: 6, pending: 0, uploaded: 4, discarded: 2 },
+      page: { reports: 1, pending: 0, uploaded: 0, discarded: 1 },
+      mood: { reports: 2, pending: 0, uploaded: 0, discarded: 2 },
+    };
+    assert.deepEqual(await client.counts(), out);
+    assert.equal(await other.optOut(), 0);
+    assert.deepEqual(await client.counts(), out, "a second opt-out discards nothing more");
+
+    await other.optIn();
+    await client.recordMany([["cat", 0], ["cat", 1], ["page", "/x"]]);
+    clock.now = 9000;
+    const r = await client.upload(U, "t", { fetch: collector(), gzip: false });
+    assert.equal(r.acknowledged, 3);
+    await client.record("cat", 2);
+    const end = await other.counts();
+    assert.deepEqual(end, {
+      cat: { reports: 9, pending: 1, uploaded: 6, discarded: 2 },
+      page: { reports: 2, pending: 0, uploaded: 1, discarded: 1 },
+      mood: { reports: 2, pending: 0, uploaded: 0, discarded: 2 },
+    });
+    assert.ok(sum(end));
+  });
+}
+
+test("counts reads every pending report, past IndexedDB's prefetch; a state without discarded counts none", async () => {
+  for (const make of Object.values(STORES)) {
+    const { store } = make();
+    const client = await TelemetryClient.open(spec, store, { clock: () => 5 });
+    for (let i = 0; i < 300; i++) await client.record("cat", i % 3);
+    assert.deepEqual(await client.counts(), { cat: { reports: 300, pending: 300, uploaded: 0, discarded: 0 } });
+    await client.optOut();
+    assert.deepEqual((await look(store)).state.discarded, { cat: 300 });
+    await store.transact((tx) => { delete tx.state.discarded; }); // as a state written before it was kept
+    assert.deepEqual(await client.counts(), {});
+  }
+});
 
 test("a client whose store another opted out and in reports under the new secret, not its cached one", async () => {
   const spec1 = CollectionSpec.fromDict({ ...SPEC, metrics: { lg: { protocol: "lgrr",

@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(ldp_client_open_memory(spec, ptr::null(), &mut client), LdpStatus::LdpOk);
         let text = c_string(rest);
         let mut id = 0u64;
-        match which % 8 {
+        match which % 9 {
             0 => {
                 let mut s = ptr::null_mut();
                 let _ = ldp_spec_parse(rest.as_ptr(), rest.len(), &mut s);
@@ -68,6 +68,13 @@ fuzz_target!(|data: &[u8]| {
                     ldp_prepared_free(p);
                 }
                 ldp_encoder_free(e);
+            }
+            7 => {
+                let mut ids = [0u64; 4];
+                let _ = ldp_client_record_many_json(client, rest.as_ptr(), rest.len(), ids.as_mut_ptr(), ids.len());
+                let mut counts = ptr::null_mut();
+                let _ = ldp_client_counts_json(client, &mut counts);
+                ldp_string_free(counts);
             }
             _ => {
                 // An upload round with the fuzz input as the collector's reply.

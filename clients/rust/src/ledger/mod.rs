@@ -6,7 +6,9 @@ mod store;
 
 pub(crate) use budget::{advance, charge, spent, window_at};
 pub use budget::{check_clock, Reservation, MAX_CLOCK};
-pub(crate) use state::DeviceKeys;
+pub(crate) use state::count_up;
 pub use state::{DeviceState, PinnedPart, ScopeTotal};
-pub use store::{outbox_bytes, FileStore, MemoryStore, OutboxRecord, StateStore, StoreTransaction, StoreView};
+pub use store::{
+    outbox_bytes, FileStore, MemoryStore, OutboxRecord, StateStore, StoreTransaction, StoreView, RESERVE_BYTES,
+};
 pub(crate) use store::{transact, view};

@@ -32,10 +32,19 @@ pub struct PinnedPart {
     pub last: u64,
 }
 
-/// The device's keys: the device secret (each memoizing metric's secret derives from it; never sent) and the salt
-/// (memo keys, change values and batch ids are keyed hashes under it). Opting out deletes both; opting in draws new
-/// ones.
-#[derive(Clone, PartialEq)]
+/// 32 bytes of key material (the device secret, the salt), which `Debug` never shows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Key(pub(crate) [u8; 32]);
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Key(<32 bytes>)")
+    }
+}
+
+/// The keys of a device that collects: the device secret (each memoizing metric's secret derives from it; never
+/// sent) and the salt (memo keys, change values and batch ids are keyed hashes under it).
+#[derive(Clone, Copy)]
 pub(crate) struct DeviceKeys {
     pub(crate) secret: [u8; 32],
     pub(crate) salt: [u8; 32],
@@ -53,13 +62,18 @@ impl std::fmt::Debug for DeviceKeys {
 /// cohorts, the pinned upload parts, and the outbox's bookkeeping. The report lines themselves are kept by the
 /// store (an append-only log in a `FileStore`), so recording one costs the same however many wait.
 ///
-/// A device that opted out keeps no keys (`keys` is `None`, the document's marker `opted_out`), no cohorts, memo or
-/// change records and no pinned parts; its budget totals stay.
+/// A device that opted out keeps no device secret (`"secret": null` and the marker `"opted_out": true` in the
+/// document), no cohorts, memo or change records and no pinned parts; its budget totals stay, and so does the salt
+/// (it keys batch ids and the ledger's keyed records, which opting out deletes), as in the other ldp clients. A state
+/// an older version of this client opted out holds no salt either (`"salt": null`): opting in draws both.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceState {
     /// The collection's name.
     pub collection: String,
-    pub(crate) keys: Option<DeviceKeys>,
+    /// The device secret: `None` once the device opted out.
+    pub(crate) secret: Option<Key>,
+    /// The salt: `None` only in a state an older version of this client opted out.
+    pub(crate) salt: Option<Key>,
     /// The latest clock reading seen (Unix seconds): the ledger's clock never goes back.
     pub clock: Option<f64>,
     pub(crate) totals: Vec<(String, ScopeTotal)>,
@@ -72,6 +86,8 @@ pub struct DeviceState {
     /// When the last batch was acknowledged (Unix seconds).
     pub last_upload: Option<f64>,
     pub(crate) uploaded: Vec<(String, u64)>,
+    /// Reports deleted unsent by opting out, per metric.
+    pub(crate) discarded: Vec<(String, u64)>,
 }
 
 const FORMAT: i64 = 1;
@@ -88,11 +104,20 @@ pub(crate) fn find_mut<'a, T>(v: &'a mut [(String, T)], key: &str) -> Option<&'a
     v.iter_mut().find(|(k, _)| k == key).map(|(_, x)| x)
 }
 
+/// Adds `n` to the count of `key` (a count per metric: uploaded, discarded), starting it at 0.
+pub(crate) fn count_up(counts: &mut Vec<(String, u64)>, key: &str, n: u64) {
+    match find_mut(counts, key) {
+        Some(c) => *c += n,
+        None => counts.push((key.to_string(), n)),
+    }
+}
+
 impl DeviceState {
     pub(crate) fn new(collection: &str, secret: [u8; 32], salt: [u8; 32]) -> Self {
         DeviceState {
             collection: collection.to_string(),
-            keys: Some(DeviceKeys { secret, salt }),
+            secret: Some(Key(secret)),
+            salt: Some(Key(salt)),
             clock: None,
             totals: Vec::new(),
             memo: Vec::new(),
@@ -102,36 +127,57 @@ impl DeviceState {
             next_id: 1,
             last_upload: None,
             uploaded: Vec::new(),
+            discarded: Vec::new(),
         }
     }
 
     /// Whether the device opted out of collection.
     pub fn opted_out(&self) -> bool {
-        self.keys.is_none()
+        self.secret.is_none()
     }
 
     /// The keys, or [`Error::OptedOut`] when the device opted out.
-    pub(crate) fn keys(&self) -> Result<&DeviceKeys> {
-        self.keys.as_ref().ok_or_else(|| {
-            Error::OptedOut(format!(
+    pub(crate) fn keys(&self) -> Result<DeviceKeys> {
+        match (self.secret, self.salt) {
+            (Some(secret), Some(salt)) => Ok(DeviceKeys { secret: secret.0, salt: salt.0 }),
+            _ => Err(Error::OptedOut(format!(
                 "this device opted out of collection {}: nothing is recorded until opt_in()",
                 crate::pytext::repr(&self.collection)
-            ))
-        })
+            ))),
+        }
     }
 
-    /// Opts out: deletes the keys, cohorts, memo and change records and pinned parts; keeps the budget totals.
+    /// Opts out: deletes the device secret, cohorts, memo and change records and pinned parts; keeps the salt and
+    /// the budget totals. (The caller drops the pending reports, counted as discarded, in the same transaction.)
     pub(crate) fn forget(&mut self) {
-        self.keys = None;
+        self.secret = None;
         self.memo.clear();
         self.changes.clear();
         self.cohorts.clear();
         self.parts.clear();
     }
 
+    /// Opts in again with the fresh device `secret`; `salt` is drawn only for a state that kept none (one an older
+    /// version of this client opted out). Nothing happens on a device that did not opt out.
+    pub(crate) fn renew(&mut self, secret: [u8; 32], salt: impl FnOnce() -> Result<[u8; 32]>) -> Result<()> {
+        if !self.opted_out() {
+            return Ok(());
+        }
+        if self.salt.is_none() {
+            self.salt = Some(Key(salt()?));
+        }
+        self.secret = Some(Key(secret));
+        Ok(())
+    }
+
     /// Reports acknowledged by the collector so far, per metric.
     pub fn uploaded(&self) -> &[(String, u64)] {
         &self.uploaded
+    }
+
+    /// Reports deleted unsent by opting out so far, per metric.
+    pub fn discarded(&self) -> &[(String, u64)] {
+        &self.discarded
     }
 
     /// The pinned upload parts, oldest first.
@@ -149,17 +195,11 @@ impl DeviceState {
         let mut m = Map::new();
         m.insert("format".into(), Value::from(FORMAT));
         m.insert("collection".into(), Value::String(self.collection.clone()));
-        match &self.keys {
-            Some(k) => {
-                m.insert("secret".into(), Value::String(crate::bytes::hex(&k.secret)));
-                m.insert("salt".into(), Value::String(crate::bytes::hex(&k.salt)));
-            }
-            None => {
-                m.insert("secret".into(), Value::Null);
-                m.insert("salt".into(), Value::Null);
-                m.insert("opted_out".into(), Value::Bool(true));
-            }
-        }
+        // The keys in the order the Kotlin client writes them.
+        let hex = |k: &Option<Key>| k.map_or(Value::Null, |k| Value::String(crate::bytes::hex(&k.0)));
+        m.insert("secret".into(), hex(&self.secret));
+        m.insert("opted_out".into(), Value::Bool(self.opted_out()));
+        m.insert("salt".into(), hex(&self.salt));
         m.insert("clock".into(), self.clock.map(f).unwrap_or(Value::Null));
         m.insert(
             "totals".into(),
@@ -191,6 +231,7 @@ impl DeviceState {
         m.insert("next_id".into(), Value::from(self.next_id));
         m.insert("last_upload".into(), self.last_upload.map(f).unwrap_or(Value::Null));
         m.insert("uploaded".into(), obj(&self.uploaded, |n| Value::from(*n)));
+        m.insert("discarded".into(), obj(&self.discarded, |n| Value::from(*n)));
         Value::Object(m)
     }
 
@@ -200,13 +241,13 @@ impl DeviceState {
         if !(is_int(&d["format"]) && int_of(&d["format"]) == Some(FORMAT as i128)) {
             return Err(damaged(format!("format {} (this client reads format {FORMAT})", d["format"])));
         }
-        let hex32 = |key: &str| -> Result<[u8; 32]> {
+        let hex32 = |key: &str| -> Result<Key> {
             let s = d.get(key).and_then(Value::as_str).ok_or_else(|| damaged(key))?;
             if s.len() != 64 || !s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
                 return Err(damaged(key));
             }
             let v = crate::bytes::from_hex(s).map_err(|_| damaged(key))?;
-            v.try_into().map_err(|_| damaged(key))
+            Ok(Key(v.try_into().map_err(|_| damaged(key))?))
         };
         let num = |v: &Value, what: &str| -> Result<f64> {
             match v {
@@ -239,16 +280,21 @@ impl DeviceState {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(damaged("opted_out is not a boolean")),
         };
-        let mut s = if opted_out {
-            if !(d.get("secret") == Some(&Value::Null) && d.get("salt") == Some(&Value::Null)) {
-                return Err(damaged("an opted-out state holds keys"));
+        let (secret, salt) = if opted_out {
+            if d.get("secret") != Some(&Value::Null) {
+                return Err(damaged("an opted-out state holds a device secret"));
             }
-            let mut s = DeviceState::new(collection, [0; 32], [0; 32]);
-            s.keys = None;
-            s
+            // The salt is kept; a state an older version of this client opted out holds none.
+            let salt = match d.get("salt") {
+                Some(Value::Null) => None,
+                _ => Some(hex32("salt")?),
+            };
+            (None, salt)
         } else {
-            DeviceState::new(collection, hex32("secret")?, hex32("salt")?)
+            (Some(hex32("secret")?), Some(hex32("salt")?))
         };
+        let mut s = DeviceState::new(collection, [0; 32], [0; 32]);
+        (s.secret, s.salt) = (secret, salt);
         s.clock = match d.get("clock") {
             None | Some(Value::Null) => None,
             Some(v) => Some(num(v, "clock")?),
@@ -291,6 +337,12 @@ impl DeviceState {
         };
         for (k, v) in obj("uploaded")? {
             s.uploaded.push((k.clone(), uint(v, "uploaded")?));
+        }
+        // Absent in a state written before opting out counted what it deleted.
+        if d.contains_key("discarded") {
+            for (k, v) in obj("discarded")? {
+                s.discarded.push((k.clone(), uint(v, "discarded")?));
+            }
         }
         Ok(s)
     }

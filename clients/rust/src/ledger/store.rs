@@ -128,6 +128,20 @@ struct MemoryTx<'a> {
     dropped_bytes: u64,
 }
 
+impl<'a> MemoryTx<'a> {
+    /// A transaction (or a read) of what `memory` holds, changing nothing yet.
+    fn begin(memory: &'a Memory) -> Result<Self> {
+        Ok(MemoryTx {
+            committed: &memory.outbox,
+            committed_bytes: memory.bytes,
+            state: memory.state.as_ref().map(DeviceState::from_value).transpose()?,
+            appended: Vec::new(),
+            dropped: 0,
+            dropped_bytes: 0,
+        })
+    }
+}
+
 impl StoreView for MemoryTx<'_> {
     fn device(&self) -> Option<&DeviceState> {
         self.state.as_ref()
@@ -169,15 +183,7 @@ impl StoreTransaction for MemoryTx<'_> {
 impl StateStore for MemoryStore {
     fn transact_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreTransaction) -> Result<()>) -> Result<()> {
         let mut inner = self.lock()?;
-        let state = inner.state.as_ref().map(DeviceState::from_value).transpose()?;
-        let mut tx = MemoryTx {
-            committed: &inner.outbox,
-            committed_bytes: inner.bytes,
-            state,
-            appended: Vec::new(),
-            dropped: 0,
-            dropped_bytes: 0,
-        };
+        let mut tx = MemoryTx::begin(&inner)?;
         f(&mut tx)?;
         let bytes = tx.pending_bytes();
         let MemoryTx { state, appended, dropped, .. } = tx;
@@ -190,16 +196,7 @@ impl StateStore for MemoryStore {
 
     fn view_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreView) -> Result<()>) -> Result<()> {
         let inner = self.lock()?;
-        let state = inner.state.as_ref().map(DeviceState::from_value).transpose()?;
-        let mut tx = MemoryTx {
-            committed: &inner.outbox,
-            committed_bytes: inner.bytes,
-            state,
-            appended: Vec::new(),
-            dropped: 0,
-            dropped_bytes: 0,
-        };
-        f(&mut tx)
+        f(&mut MemoryTx::begin(&inner)?)
     }
 }
 
@@ -217,16 +214,22 @@ impl StateStore for MemoryStore {
 /// - `lock`: an OS file lock ([`File::try_lock`], `flock` on Unix, `LockFileEx` on Windows): exclusive for every
 ///   transaction, shared for every read. The OS releases it when its process dies, however it dies, so a killed
 ///   process never locks the others out; threads of one process wait on an in-process mutex first.
+/// - `state.reserve`: [`RESERVE_BYTES`] of zeros, room kept for a full disk. A commit that kept reports (a record)
+///   makes it when it is missing and the disk has room (and ignores a failure to: a later record makes it). A commit
+///   that keeps no report (acknowledging or pinning a batch, opting out or in, and the repairs such a commit does)
+///   and fails because the disk is full deletes the reserve and is tried once more, so that an app can still
+///   acknowledge what it uploaded, which frees room. A record on a full disk fails ([`Error::Ledger`] saying the
+///   disk is full) and leaves the reserve alone. Reads never make it. It holds no data: it is not a trace of a state.
 ///
 /// **Reads write nothing.** Opening an existing store and every read ([`StateStore::view_dyn`]) leave the folder as
-/// they found it: no state rewritten, no temporary file, no `fsync` (a read-only folder, or a full disk, can still be
-/// read). A transaction writes only when it changed something, and only such a commit removes what a killed process
-/// left (temporary files, unreferenced logs, a torn log tail).
+/// they found it: no state rewritten, no temporary file, no reserve made, no `fsync` (a read-only folder, or a full
+/// disk, can still be read). A transaction writes only when it changed something, and only such a commit removes
+/// what a killed process left (temporary files, unreferenced logs, a torn log tail).
 ///
 /// **Fail closed.** A state file that cannot be read is an [`Error::Ledger`]: the budget is never silently reset. A
 /// folder whose `state.json` is missing while traces of a device remain (`outbox.*.log`, temporary state files;
-/// `lock` alone is not one) is refused too, naming them: it is never opened as a new device beside reports charged
-/// to an old one. Delete the whole folder to start over as a new device.
+/// `lock` and `state.reserve` are not) is refused too, naming them: it is never opened as a new device beside
+/// reports charged to an old one. Delete the whole folder to start over as a new device.
 pub struct FileStore {
     dir: PathBuf,
     lock_timeout: Duration,
@@ -254,13 +257,95 @@ struct Cursor {
 
 const EMPTY: Cursor = Cursor { gen: 0, start: 0, end: 0, first: 1, count: 0, bytes: 0 };
 
+/// The file name of the reserve kept for a full disk (see [`FileStore`]).
+const RESERVE: &str = "state.reserve";
+
+/// The size of `state.reserve`, the room a [`FileStore`] keeps for a full disk: 256 KiB, many times what an
+/// acknowledgement or an opt-out writes (a new `state.json` beside the old one until the rename).
+pub const RESERVE_BYTES: usize = 256 * 1024;
+
+/// Whether an I/O error says the disk (or the user's quota) is full.
+fn is_disk_full(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    if matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded) {
+        return true;
+    }
+    #[cfg(unix)]
+    if matches!(e.raw_os_error(), Some(code) if code == libc::ENOSPC || code == libc::EDQUOT) {
+        return true;
+    }
+    false
+}
+
 fn io_err(path: &Path, e: std::io::Error) -> Error {
+    if is_disk_full(&e) {
+        return Error::Ledger(format!("{}: the disk is full ({e}): nothing was changed", path.display()));
+    }
     Error::Ledger(format!("{}: {e}", path.display()))
 }
 
-/// Whether a file name is a trace of a device's state: an outbox log or a temporary file (`lock` is not one).
+/// Whether a file name is the reserve's temporary file (a killed process may leave one).
+fn is_reserve_tmp(name: &str) -> bool {
+    name.starts_with("state.reserve.") && name.ends_with(".tmp")
+}
+
+/// Whether a file name is a trace of a device's state: an outbox log or a temporary state file (`lock`, the reserve
+/// and its temporary file are not: they hold no data).
 fn is_trace(name: &str) -> bool {
-    (name.starts_with("outbox.") && name.ends_with(".log")) || name.ends_with(".tmp")
+    (name.starts_with("outbox.") && name.ends_with(".log")) || (name.ends_with(".tmp") && !is_reserve_tmp(name))
+}
+
+/// Why a commit failed: writing a file, or anything else.
+enum CommitError {
+    Io { path: PathBuf, source: std::io::Error },
+    Other(Error),
+}
+
+impl CommitError {
+    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CommitError + '_ {
+        move |source| CommitError::Io { path: path.to_path_buf(), source }
+    }
+
+    fn disk_full(&self) -> bool {
+        matches!(self, CommitError::Io { source, .. } if is_disk_full(source))
+    }
+}
+
+impl From<CommitError> for Error {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::Io { path, source } => io_err(&path, source),
+            CommitError::Other(e) => e,
+        }
+    }
+}
+
+/// What a transaction changed in the outbox, beside the state.
+#[derive(Default)]
+struct OutboxChanges {
+    /// The records appended, as log lines.
+    appended: Vec<u8>,
+    appended_count: u64,
+    /// Their envelope bytes (the cap's count).
+    appended_bytes: u64,
+    /// The committed log bytes dropped from the head.
+    dropped_bytes: u64,
+    dropped_count: u64,
+    /// Their envelope bytes (the cap's count).
+    dropped_envelope_bytes: u64,
+}
+
+impl OutboxChanges {
+    fn is_empty(&self) -> bool {
+        self.appended_count == 0 && self.dropped_count == 0
+    }
+}
+
+/// A transaction to commit: the state it made, the cursor it started from, and what it changed in the outbox.
+struct Commit {
+    state: DeviceState,
+    cursor: Cursor,
+    outbox: OutboxChanges,
 }
 
 /// Which lock a transaction or a read holds.
@@ -457,7 +542,8 @@ impl FileStore {
         Ok(out)
     }
 
-    fn write_atomically(&self, target: &Path, bytes: &[u8]) -> Result<()> {
+    /// Replaces `target` by `bytes`: written to a temporary file, flushed, renamed over it, and the folder flushed.
+    fn write_atomically(&self, target: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let nonce =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("state.json");
@@ -470,13 +556,28 @@ impl FileStore {
         })();
         if let Err(e) = result {
             let _ = fs::remove_file(&tmp);
-            return Err(io_err(target, e));
+            return Err(e);
         }
         // Flush the folder's entries (the rename) where the platform allows opening a folder.
         if let Ok(d) = File::open(&self.dir) {
             let _ = d.sync_all();
         }
         Ok(())
+    }
+
+    /// Makes `state.reserve` if it is missing (or short) and the disk has room; a failure is ignored (a later record
+    /// makes it). Under the exclusive lock, after a commit that kept reports.
+    fn ensure_reserve(&self) {
+        let path = self.dir.join(RESERVE);
+        if fs::metadata(&path).is_ok_and(|m| m.len() == RESERVE_BYTES as u64) {
+            return;
+        }
+        let _ = self.write_atomically(&path, &vec![0; RESERVE_BYTES]);
+    }
+
+    /// Deletes `state.reserve`, giving its room to a commit; whether there was one.
+    fn release_reserve(&self) -> bool {
+        fs::remove_file(self.dir.join(RESERVE)).is_ok()
     }
 
     /// Removes what a killed process left: temporary files and logs other than the current one (under the exclusive
@@ -486,72 +587,79 @@ impl FileStore {
         let keep = format!("outbox.{current}.log");
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().to_string();
-            if is_trace(&name) && name != keep {
+            if (is_trace(&name) && name != keep) || is_reserve_tmp(&name) {
                 let _ = fs::remove_file(entry.path());
             }
         }
     }
 
+    /// Runs `f` on the committed state and commits what it changed. A commit that keeps no report and fails for
+    /// lack of room is tried once more with the reserve's room; one that kept reports makes the reserve if missing.
     fn run_locked(&self, f: &mut dyn FnMut(&mut dyn StoreTransaction) -> Result<()>) -> Result<()> {
-        let loaded = self.read_state()?;
-        let mut cursor = loaded.as_ref().map(|(_, c)| *c).unwrap_or(EMPTY);
-        let before = loaded.as_ref().map(|(s, _)| s.clone());
-        let mut tx = FileTx {
-            store: self,
-            cursor,
-            state: loaded.map(|(s, _)| s),
-            appended: Vec::new(),
-            appended_count: 0,
-            appended_bytes: 0,
-            dropped_bytes: 0,
-            dropped_count: 0,
-            dropped_envelope_bytes: 0,
-        };
-        f(&mut tx)?;
-        let FileTx {
-            state,
-            appended,
-            appended_count,
-            appended_bytes,
-            dropped_bytes,
-            dropped_count,
-            dropped_envelope_bytes,
-            ..
-        } = tx;
-        let Some(next) = state else { return Ok(()) };
-        if appended_count == 0 && dropped_count == 0 && before.as_ref() == Some(&next) {
-            return Ok(()); // nothing changed: nothing written
+        let Some(commit) = self.transaction(f)? else { return Ok(()) };
+        let records = commit.outbox.appended_count > 0;
+        match self.commit(&commit) {
+            Ok(()) => {
+                if records {
+                    self.ensure_reserve();
+                }
+                Ok(())
+            }
+            Err(e) if e.disk_full() && !records && self.release_reserve() => Ok(self.commit(&commit)?),
+            Err(e) => Err(e.into()),
         }
+    }
+
+    /// Runs `f` on the committed state: what to commit, or `None` when it changed nothing.
+    fn transaction(&self, f: &mut dyn FnMut(&mut dyn StoreTransaction) -> Result<()>) -> Result<Option<Commit>> {
+        let loaded = self.read_state()?;
+        let cursor = loaded.as_ref().map(|(_, c)| *c).unwrap_or(EMPTY);
+        let before = loaded.as_ref().map(|(s, _)| s.clone());
+        let mut tx = FileTx { store: self, cursor, state: loaded.map(|(s, _)| s), outbox: OutboxChanges::default() };
+        f(&mut tx)?;
+        let FileTx { state, outbox, .. } = tx;
+        let Some(state) = state else { return Ok(None) };
+        if outbox.is_empty() && before.as_ref() == Some(&state) {
+            return Ok(None); // nothing changed: nothing written
+        }
+        Ok(Some(Commit { state, cursor, outbox }))
+    }
+
+    /// Writes a commit: the appended reports, flushed, then the state that counts them. Nothing is kept unless it
+    /// all succeeds, so a failed commit may be tried again.
+    fn commit(&self, commit: &Commit) -> std::result::Result<(), CommitError> {
+        let Commit { state, outbox: changes, .. } = commit;
+        let mut cursor = commit.cursor;
         // Each store removes what killed processes left once, before its first commit.
         if !self.swept.swap(true, std::sync::atomic::Ordering::Relaxed) {
             self.sweep(cursor.gen);
         }
         // The reports first, flushed; then the state that counts them.
-        cursor.start += dropped_bytes;
-        cursor.count -= dropped_count;
-        cursor.first += dropped_count;
-        cursor.bytes -= dropped_envelope_bytes;
+        cursor.start += changes.dropped_bytes;
+        cursor.count -= changes.dropped_count;
+        cursor.first += changes.dropped_count;
+        cursor.bytes -= changes.dropped_envelope_bytes;
         let path = self.log(cursor.gen);
-        if appended_count > 0 {
+        if changes.appended_count > 0 {
             let mut file = OpenOptions::new()
                 .create(true)
                 .truncate(false)
                 .write(true)
                 .open(&path)
-                .map_err(|e| io_err(&path, e))?;
-            if file.metadata().map_err(|e| io_err(&path, e))?.len() != cursor.end {
-                file.set_len(cursor.end).map_err(|e| io_err(&path, e))?;
+                .map_err(CommitError::io(&path))?;
+            if file.metadata().map_err(CommitError::io(&path))?.len() != cursor.end {
+                file.set_len(cursor.end).map_err(CommitError::io(&path))?;
             }
-            file.seek(SeekFrom::Start(cursor.end)).map_err(|e| io_err(&path, e))?;
-            file.write_all(&appended).map_err(|e| io_err(&path, e))?;
-            file.sync_all().map_err(|e| io_err(&path, e))?;
-            cursor.end += appended.len() as u64;
-            cursor.count += appended_count;
-            cursor.bytes += appended_bytes;
+            file.seek(SeekFrom::Start(cursor.end)).map_err(CommitError::io(&path))?;
+            file.write_all(&changes.appended).map_err(CommitError::io(&path))?;
+            file.sync_all().map_err(CommitError::io(&path))?;
+            cursor.end += changes.appended.len() as u64;
+            cursor.count += changes.appended_count;
+            cursor.bytes += changes.appended_bytes;
         } else if cursor.count > 0 && fs::metadata(&path).is_ok_and(|m| m.len() > cursor.end) {
             // A torn tail a killed process left: cut it (a later append would do it too).
-            let file = OpenOptions::new().write(true).open(&path).map_err(|e| io_err(&path, e))?;
-            file.set_len(cursor.end).map_err(|e| io_err(&path, e))?;
+            let file = OpenOptions::new().write(true).open(&path).map_err(CommitError::io(&path))?;
+            file.set_len(cursor.end).map_err(CommitError::io(&path))?;
         }
         let mut retired = None;
         if cursor.count == 0 && (cursor.end > 0 || path.exists()) {
@@ -570,14 +678,14 @@ impl FileStore {
                 std::io::copy(&mut src.take(cursor.end - cursor.start), &mut dst)?;
                 dst.sync_all()
             })()
-            .map_err(|e| io_err(&fresh, e))?;
+            .map_err(CommitError::io(&fresh))?;
             retired = Some(old);
             cursor.gen += 1;
             cursor.end -= cursor.start;
             cursor.start = 0;
         }
         let mut doc = serde_json::Map::new();
-        doc.insert("device".into(), next.to_value());
+        doc.insert("device".into(), state.to_value());
         doc.insert(
             "outbox".into(),
             Value::Array(
@@ -586,8 +694,9 @@ impl FileStore {
                     .to_vec(),
             ),
         );
-        let text = crate::pytext::compact_json(&Value::Object(doc))?;
-        self.write_atomically(&self.state_path(), text.as_bytes())?;
+        let text = crate::pytext::compact_json(&Value::Object(doc)).map_err(CommitError::Other)?;
+        let target = self.state_path();
+        self.write_atomically(&target, text.as_bytes()).map_err(CommitError::io(&target))?;
         if let Some(r) = retired {
             let _ = fs::remove_file(r);
         }
@@ -626,12 +735,7 @@ struct FileTx<'a> {
     store: &'a FileStore,
     cursor: Cursor,
     state: Option<DeviceState>,
-    appended: Vec<u8>,
-    appended_count: u64,
-    appended_bytes: u64,
-    dropped_bytes: u64,
-    dropped_count: u64,
-    dropped_envelope_bytes: u64,
+    outbox: OutboxChanges,
 }
 
 impl StoreView for FileTx<'_> {
@@ -640,19 +744,19 @@ impl StoreView for FileTx<'_> {
     }
 
     fn pending_count(&self) -> u64 {
-        self.cursor.count - self.dropped_count + self.appended_count
+        self.cursor.count - self.outbox.dropped_count + self.outbox.appended_count
     }
 
     fn pending_bytes(&self) -> u64 {
-        self.cursor.bytes - self.dropped_envelope_bytes + self.appended_bytes
+        self.cursor.bytes - self.outbox.dropped_envelope_bytes + self.outbox.appended_bytes
     }
 
     fn head(&mut self, count: usize) -> Result<Vec<OutboxRecord>> {
         let c = self.cursor;
-        let n = (count as u64).min(c.count - self.dropped_count) as usize;
+        let n = (count as u64).min(c.count - self.outbox.dropped_count) as usize;
         Ok(self
             .store
-            .read_records(c.gen, c.start + self.dropped_bytes, c.end, n)?
+            .read_records(c.gen, c.start + self.outbox.dropped_bytes, c.end, n)?
             .into_iter()
             .map(|(r, _)| r)
             .collect())
@@ -668,30 +772,32 @@ impl StoreTransaction for FileTx<'_> {
         if r.line.contains('\n') || r.metric.contains(['\t', '\n']) {
             return Err(Error::InvalidArgument("a report line is one line".into()));
         }
-        self.appended.extend_from_slice(format!("{}\t{}\t{}\n", r.id, r.metric, r.line).as_bytes());
-        self.appended_count += 1;
-        self.appended_bytes += outbox_bytes(&r.line);
+        let o = &mut self.outbox;
+        o.appended.extend_from_slice(format!("{}\t{}\t{}\n", r.id, r.metric, r.line).as_bytes());
+        o.appended_count += 1;
+        o.appended_bytes += outbox_bytes(&r.line);
         Ok(())
     }
 
     fn drop_head(&mut self, count: usize) -> Result<()> {
         let c = self.cursor;
-        let n = (count as u64).min(c.count - self.dropped_count) as usize;
-        let recs = self.store.read_records(c.gen, c.start + self.dropped_bytes, c.end, n)?;
-        self.dropped_bytes += recs.iter().map(|(_, len)| len).sum::<u64>();
-        self.dropped_envelope_bytes += recs.iter().map(|(r, _)| outbox_bytes(&r.line)).sum::<u64>();
-        self.dropped_count += recs.len() as u64;
+        let o = &mut self.outbox;
+        let n = (count as u64).min(c.count - o.dropped_count) as usize;
+        let recs = self.store.read_records(c.gen, c.start + o.dropped_bytes, c.end, n)?;
+        o.dropped_bytes += recs.iter().map(|(_, len)| len).sum::<u64>();
+        o.dropped_envelope_bytes += recs.iter().map(|(r, _)| outbox_bytes(&r.line)).sum::<u64>();
+        o.dropped_count += recs.len() as u64;
         Ok(())
     }
 
     fn drop_all(&mut self) -> Result<()> {
         let c = self.cursor;
-        self.appended.clear();
-        self.appended_count = 0;
-        self.appended_bytes = 0;
-        self.dropped_bytes = c.end - c.start;
-        self.dropped_count = c.count;
-        self.dropped_envelope_bytes = c.bytes;
+        self.outbox = OutboxChanges {
+            dropped_bytes: c.end - c.start,
+            dropped_count: c.count,
+            dropped_envelope_bytes: c.bytes,
+            ..OutboxChanges::default()
+        };
         Ok(())
     }
 }

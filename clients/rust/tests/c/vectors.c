@@ -615,6 +615,7 @@ static void selftest_device(LdpSpec *spec, const char *state_dir) {
     LdpReplyAction action = LDP_REPLY_DONE;
     char path[4096], reply[512];
     const char *name = NULL, *value = NULL, *batch = "";
+    char *counts = NULL;
     uint64_t count = 99, bytes = 0, one = 0;
     double eps = -1.0, delta = -1.0, wait = -1.0;
     int flag = -1;
@@ -692,6 +693,12 @@ static void selftest_device(LdpSpec *spec, const char *state_dir) {
         CHECK(action == LDP_REPLY_DONE);
         EXPECT_OK(ldp_client_pending(a, &count));
         CHECK(count == 0);
+        /* Two reports deleted by the opt-out, one uploaded since. */
+        EXPECT_OK(ldp_client_counts_json(a, &counts));
+        CHECK(counts != NULL &&
+              strcmp(counts, "{\"m\":{\"reports\":3,\"pending\":0,\"uploaded\":1,\"discarded\":2}}") == 0);
+        ldp_string_free(counts);
+        counts = NULL;
     }
     ldp_request_free(request);
     ldp_client_free(a);
@@ -713,12 +720,109 @@ static void selftest_device(LdpSpec *spec, const char *state_dir) {
     }
 }
 
+/* A JSON text as the byte range a call takes. */
+#define TEXT(s) (const uint8_t *)(s), strlen(s)
+
+/* ldp_client_record_many_json: all or nothing, ids in order, a short ids buffer refused before anything is
+   recorded, malformed items refused, the outbox cap and opting out; ldp_client_counts_json. */
+static void selftest_many_and_counts(LdpSpec *spec) {
+    LdpClient *c = NULL, *small = NULL;
+    LdpClientOptions options;
+    const char *three = "[[\"m\", 0], [\"m\", 2], [\"m\", 1]]";
+    char *counts = NULL;
+    uint64_t ids[4] = {0, 0, 0, 0}, count = 99, one = 0;
+    double eps = -1.0, delta = -1.0;
+
+    EXPECT_OK(ldp_client_open_memory(spec, NULL, &c));
+    EXPECT_OK(ldp_client_counts_json(c, &counts));
+    CHECK(counts != NULL && strcmp(counts, "{}") == 0);
+    ldp_string_free(counts);
+    counts = NULL;
+
+    /* A short ids buffer: refused before anything is recorded. */
+    EXPECT_INVALID(ldp_client_record_many_json(c, TEXT(three), ids, 2),
+                   "ids has room for 2 id(s) and items_json holds 3 items: nothing was recorded");
+    EXPECT_OK(ldp_client_pending(c, &count));
+    CHECK(count == 0 && ids[0] == 0);
+    EXPECT_OK(ldp_client_record_many_json(c, TEXT(three), ids, 4));
+    CHECK(ids[0] == 1 && ids[1] == 2 && ids[2] == 3 && ids[3] == 0);
+    EXPECT_OK(ldp_client_record_many_json(c, TEXT("[[\"m\", 2]]"), NULL, 0)); /* ids not wanted */
+    EXPECT_OK(ldp_client_record_many_json(c, TEXT("[]"), ids, 0));            /* nothing to record */
+    EXPECT_OK(ldp_client_pending(c, &count));
+    CHECK(count == 4);
+    EXPECT_OK(ldp_client_spent(c, NULL, 1, &eps, &delta));
+    CHECK(eps == 4.0);
+
+    /* Refusals keep nothing: a bad value names its item; malformed items are invalid arguments. */
+    EXPECT(ldp_client_record_many_json(c, TEXT("[[\"m\", 0], [\"m\", 3]]"), ids, 4), LDP_VALUE_ERROR, "ValueError",
+           "record_many item 1 ('m'): ");
+    EXPECT(ldp_client_record_many_json(c, TEXT("[[\"m\", 0], [\"nope\", 1]]"), ids, 4), LDP_VALUE_ERROR,
+           "ValueError", "record_many item 1 ('nope'): ");
+    EXPECT_INVALID(ldp_client_record_many_json(NULL, TEXT(three), ids, 4), "client is a null handle");
+    EXPECT_INVALID(ldp_client_record_many_json((const LdpClient *)(const void *)spec, TEXT(three), ids, 4),
+                   "client is not a client handle");
+    EXPECT_INVALID(ldp_client_record_many_json(c, NULL, 3, ids, 4), "items_json is a null pointer");
+    EXPECT_INVALID(ldp_client_record_many_json(c, BAD_UTF8, sizeof BAD_UTF8, ids, 4), "items_json is not valid UTF-8");
+    EXPECT_INVALID(ldp_client_record_many_json(c, (const uint8_t *)"[]", (size_t)LDP_MAX_INPUT + 1, ids, 4),
+                   "items_json is over");
+    EXPECT_INVALID(ldp_client_record_many_json(c, TEXT("[[\"m\", 0]"), ids, 4), "items_json is not one JSON document");
+    EXPECT_INVALID(ldp_client_record_many_json(c, TEXT("{\"m\": 0}"), ids, 4),
+                   "items_json must be a JSON array of [metric, value] pairs");
+    EXPECT_INVALID(ldp_client_record_many_json(c, TEXT("[[\"m\", 0], [\"m\"]]"), ids, 4),
+                   "item 1 of items_json is not a [metric, value] pair");
+    EXPECT_INVALID(ldp_client_record_many_json(c, TEXT("[[\"m\", 0], [\"m\", 1, 2]]"), ids, 4),
+                   "item 1 of items_json is not a [metric, value] pair");
+    EXPECT_INVALID(ldp_client_record_many_json(c, TEXT("[[0, \"m\"]]"), ids, 4),
+                   "item 0 of items_json does not start with a metric name");
+    EXPECT_OK(ldp_client_pending(c, &count));
+    CHECK(count == 4 && ids[0] == 1 && ids[3] == 0);
+
+    /* Counts: every report pending, then deleted by an opt-out, which record_many then meets. */
+    counts = (char *)&checks; /* overwritten with NULL on failure */
+    EXPECT_INVALID(ldp_client_counts_json(NULL, &counts), "client is a null handle");
+    CHECK(counts == NULL);
+    EXPECT_INVALID(ldp_client_counts_json((const LdpClient *)(const void *)spec, &counts),
+                   "client is not a client handle");
+    EXPECT_INVALID(ldp_client_counts_json(c, NULL), "json (an out pointer) is null");
+    EXPECT_OK(ldp_client_counts_json(c, &counts));
+    CHECK(counts != NULL &&
+          strcmp(counts, "{\"m\":{\"reports\":4,\"pending\":4,\"uploaded\":0,\"discarded\":0}}") == 0);
+    ldp_string_free(counts);
+    counts = NULL;
+    EXPECT_OK(ldp_client_opt_out(c));
+    EXPECT(ldp_client_record_many_json(c, TEXT(three), ids, 4), LDP_OPTED_OUT, "OptedOutError",
+           "this device opted out");
+    EXPECT_OK(ldp_client_counts_json(c, &counts));
+    CHECK(counts != NULL &&
+          strcmp(counts, "{\"m\":{\"reports\":4,\"pending\":0,\"uploaded\":0,\"discarded\":4}}") == 0);
+    ldp_string_free(counts);
+    ldp_client_free(c);
+
+    /* The outbox's cap: room for two reports and a half; a batch of three keeps none and names item 2. */
+    EXPECT_OK(ldp_client_open_memory(spec, NULL, &small));
+    EXPECT_OK(ldp_client_record_int(small, "m", 0, NULL));
+    EXPECT_OK(ldp_client_pending_bytes(small, &one));
+    ldp_client_free(small);
+    small = NULL;
+    memset(&options, 0, sizeof options);
+    options.max_outbox_bytes = 2 * one + one / 2;
+    EXPECT_OK(ldp_client_open_with_options(spec, NULL, &options, &small));
+    EXPECT(ldp_client_record_many_json(small, TEXT(three), ids, 4), LDP_OUTBOX_FULL, "OutboxFull",
+           "record_many item 2 does not fit: the outbox is full: ");
+    EXPECT_OK(ldp_client_pending(small, &count));
+    CHECK(count == 0);
+    EXPECT_OK(ldp_client_record_many_json(small, TEXT("[[\"m\", 0], [\"m\", 1]]"), ids, 2));
+    CHECK(ids[0] == 1 && ids[1] == 2);
+    ldp_client_free(small);
+}
+
 static int selftest(const char *state_dir) {
     LdpSpec *spec = parse_spec(GRR_SPEC), *two = parse_spec(TWO_REPORTS_SPEC);
     if (spec != NULL && two != NULL) {
         selftest_errors(spec);
         selftest_client(spec, two, state_dir);
         selftest_device(spec, state_dir);
+        selftest_many_and_counts(spec);
     }
     ldp_spec_free(spec);
     ldp_spec_free(two);

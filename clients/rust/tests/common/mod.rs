@@ -1,6 +1,9 @@
-//! Shared helpers of the integration tests: the conformance vectors, as serde_json reads them.
+//! Shared helpers of the integration tests: the conformance vectors, as serde_json reads them, and building C
+//! programs ([`cc`]).
 
 #![allow(dead_code)]
+
+pub mod cc;
 
 use std::path::PathBuf;
 

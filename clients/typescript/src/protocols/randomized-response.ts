@@ -1,96 +1,26 @@
 /**
  * Randomized response, client side (`ldp/encoders/randomized_response.py`): binary RR (`rr`, Python's
- * `BinaryRRParams`/`BinaryRREncoder`) and generalized (k-ary) RR (`grr`).
+ * `BinaryRRParams`/`BinaryRREncoder`, kept in `binary-rr.ts` and re-exported here) and generalized (k-ary) RR
+ * (`grr`).
  *
  * - rr: a true bit x is reported as 1 with probability q if x = 1 and p if x = 0 (0 < p < q < 1);
  *   ε = max(ln(q/p), ln((1−p)/(1−q))) of the realized p and q. Draws: `B(q)` for a 1, `B(p)` for a 0.
  * - grr: a value of [0, d) is kept with p = realized(1/(1 + (d − 1)·e^−ε)), else a uniform other value is reported;
  *   ε* = ln(p(d − 1)/(1 − p)), charged max(ε, ε*). Draws: `B(p)`, then `R(d − 1)` if false.
+ *
+ * The two live in separate modules so that a page with only `grr` does not ship `rr`: a class's static fields are
+ * assignments after it once compiled to ES2020, which a bundler keeps (with the class) unless the whole module goes.
  */
 import { pyFloatRepr } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpValueError } from "../errors.js";
 import { exp, log } from "../pymath.js";
-import { RandomSource, checkResolvable, realizedProbability } from "../random.js";
+import { RandomSource, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, checkProbability,
-  isPyInt, pyType,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt,
 } from "../params/base.js";
-import { DomainEncoder, Encoder, ProtocolEntry, Report, checkLabels, withFrozenLabels } from "../encoders/base.js";
+import { DomainEncoder, ProtocolEntry, Report, checkLabels, withFrozenLabels } from "../encoders/base.js";
 
-/** Binary randomized response: Pr[report 1 | 0] = p, Pr[report 1 | 1] = q, 0 < p < q < 1. */
-export class BinaryRRParams extends ProtocolParams {
-  static readonly className = "BinaryRRParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "p", type: "float" },
-    { name: "q", type: "float" },
-  ];
-  readonly protocol = "rr";
-  readonly p: number;
-  readonly q: number;
-  private cost: PrivacyCost | undefined;
-  private fields_: readonly Field[] | undefined;
-
-  constructor(values: ParamsDict) {
-    super(values);
-    const p = checkProbability(this.values.p, "p");
-    const q = checkProbability(this.values.q, "q");
-    if (!(0.0 < p && p < q && q < 1.0)) {
-      throw new LdpValueError(`binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p=${pyFloatRepr(p)}, ` +
-        `q=${pyFloatRepr(q)}`);
-    }
-    checkResolvable(p, "p");
-    if (realizedProbability(p) === realizedProbability(q)) {
-      throw new LdpValueError(`p=${pyFloatRepr(p)} and q=${pyFloatRepr(q)} are equal at the client's 2^-64 ` +
-        "resolution: reports would carry no information");
-    }
-    this.p = p;
-    this.q = q;
-    checkCollectable(this.protocol, this.schema, this.aggregateCells);
-  }
-
-  /** ε = max(ln(q/p), ln((1−p)/(1−q))) of the realized p and q (equal to p and q above 2^-11). */
-  get epsilon(): number {
-    const p = realizedProbability(this.p), q = realizedProbability(this.q);
-    return Math.max(log(q / p), log((1.0 - p) / (1.0 - q)));
-  }
-
-  get privacyCost(): PrivacyCost {
-    if (this.cost === undefined) this.cost = Object.freeze({ epsilon: this.epsilon, delta: 0.0 });
-    return this.cost;
-  }
-
-  /** Two values: 0 and 1. */
-  override get domainSize(): number {
-    return 2;
-  }
-
-  get aggregateCells(): number {
-    return 1;
-  }
-
-  get schema(): readonly Field[] {
-    if (this.fields_ === undefined) this.fields_ = Object.freeze([{ name: "bit", kind: "uint", size: 2 }] as Field[]);
-    return this.fields_;
-  }
-}
-
-/** Client encoder for `BinaryRRParams`; values are booleans or 0/1. */
-export class BinaryRREncoder extends Encoder<BinaryRRParams, number> {
-  prepare(value: unknown): number {
-    if (value === true || value === false) return value ? 1 : 0;
-    if (isPyInt(value) || typeof value === "bigint") {
-      const n = Number(value);
-      if (n === 0 || n === 1) return n;
-      throw new LdpValueError(`binary RR values must be 0 or 1, got ${value}`);
-    }
-    throw new LdpTypeError(`binary RR values must be bool or 0/1, got ${pyType(value)}`);
-  }
-
-  randomize(prepared: number): Report {
-    const bit = this.rng.bernoulli(prepared ? this.params.q : this.params.p);
-    return this.report([["bit", bit ? 1 : 0]]);
-  }
-}
+export { BinaryRREncoder, BinaryRRParams, rr } from "./binary-rr.js";
 
 /** Generalized randomized response over `domain_size` values, optionally named by `labels`. */
 export class GRRParams extends ProtocolParams {
@@ -176,14 +106,6 @@ export class GRREncoder extends DomainEncoder<GRRParams> {
     return this.report([["index", grrDraw(this.params.p, this.params.domainSize, prepared, this.rng)]]);
   }
 }
-
-export const rr: ProtocolEntry<BinaryRRParams, number> = {
-  name: "rr",
-  Params: BinaryRRParams,
-  makeEncoder: (params, options) => new BinaryRREncoder(params, options),
-  needsSecret: false,
-  assignedCohorts: () => 0,
-};
 
 export const grr: ProtocolEntry<GRRParams, number> = {
   name: "grr",

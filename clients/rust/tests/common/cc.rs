@@ -1,0 +1,56 @@
+//! Building and running C programs in the tests: the system compilers, and the libraries this `cargo test` built.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The C compiler: `$CC`, else `cc`.
+pub fn compiler() -> String {
+    std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into())
+}
+
+/// The C++ compiler: `$CXX`, else `c++`.
+pub fn cxx_compiler() -> String {
+    std::env::var("CXX").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "c++".into())
+}
+
+/// Whether `tool` runs (`tool --version` succeeds).
+pub fn runs(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+/// The system libraries a static link of a Rust library needs (`rustc --print native-static-libs` for the target).
+pub fn native_static_libs() -> &'static [&'static str] {
+    if cfg!(target_os = "macos") {
+        &["-lSystem", "-lc", "-lm"]
+    } else {
+        &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"]
+    }
+}
+
+/// The folder of the test binary, where cargo puts the libraries it built for this run (`target/<profile>/deps`).
+pub fn deps_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent().expect("target/<profile>/deps").to_path_buf()
+}
+
+/// The static library this `cargo test` run built: next to the test binary (`target/<profile>/deps/`), else
+/// uplifted in `target/<profile>/`.
+pub fn static_library() -> PathBuf {
+    let deps = deps_dir();
+    let candidates = [deps.join("libldp_client.a"), deps.parent().expect("target/<profile>").join("libldp_client.a")];
+    candidates.iter().find(|p| p.is_file()).cloned().unwrap_or_else(|| {
+        panic!("no static library at {candidates:?}: is `staticlib` still a crate type in Cargo.toml?")
+    })
+}
+
+/// Runs `cmd` (`what` names it in the panic): its standard output, or a panic with all it printed.
+pub fn run(cmd: &mut Command, what: &str) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({cmd:?}):\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
