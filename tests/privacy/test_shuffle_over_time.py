@@ -230,14 +230,14 @@ def test_the_composition_s_fft_rounding_is_taken_from_delta() -> None:
     δ or more."""
     import numpy as np
 
-    from ldp.privacy.over_time import _discretized, _fft_noise
+    from ldp.privacy.window_pld import discretized, fft_noise
 
     tail = 3e-29  # as central_over_time's for 30 windows at δ = 10⁻²⁰ (grid step 4·10⁻⁶)
-    pld = _discretized(*pair_losses(generic_structure(1.0), 10**6, tail), 4e-6, tail).self_compose(30, tail)
-    noise = _fft_noise(pld)
+    pld = discretized(*pair_losses(generic_structure(1.0), 10**6, tail), 4e-6, tail).self_compose(30, tail)
+    noise = fft_noise(pld)
     assert 1e-17 < noise < 1e-10 and float(np.min(pld._pmf_remove._probs)) < 0  # the rounding is there
     assert central_over_time(PrivacyCost(1.0), 10**6, 1e-20, 30).method != METHOD
-    assert _fft_noise(object()) == 1e-9
+    assert fft_noise(object()) == 1e-9
 
 
 @pytest.mark.parametrize("eps0,n,tail", [(1, 2000, 1e-26), (2, 5000, 1e-40), (4, 3000, 1e-36)])
