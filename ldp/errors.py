@@ -35,7 +35,8 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     LdpWarning (UserWarning)
     ├── SeededRandomnessWarning              a client drawing from a seed           (ldp.randomness)
     ├── PrivacyLeakWarning                   data used without privacy accounting   (ldp.regression.mechanisms)
-    └── ReproductionOnlyWarning              an unverified noise constant           (ldp.regression.mechanisms)
+    ├── ReproductionOnlyWarning              an unverified noise constant           (ldp.regression.mechanisms)
+    └── SeededNoiseWarning                   a default release drawn from a seed    (ldp.regression.noise)
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ __all__ = [
     "WriterClosed", "StorageError", "LeaseLostError", "ConditionalWriteError", "LeaseHeldError", "FoldBusyError",
     "MissingExtraError", "OutboxFull", "OptedOutError", "SecretChanged", "SeededRandomnessWarning",
     "PrivacyLeakWarning",
-    "ReproductionOnlyWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
+    "ReproductionOnlyWarning", "SeededNoiseWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
 ]
 
 REASONS = frozenset({
@@ -301,6 +302,11 @@ class PrivacyLeakWarning(LdpWarning):
 
 class ReproductionOnlyWarning(LdpWarning):
     """A noise constant reproduced from a source that is not verified to give its stated guarantee."""
+
+
+class SeededNoiseWarning(LdpWarning):
+    """A central regression with the default ``noise_source="secure"`` given a ``random_state``: its noise comes
+    from a seeded (predictable) exact sampler, for simulations only. ``noise_source="seeded"`` says so."""
 
 
 # -- describing an error -------------------------------------------------------------------------------------------

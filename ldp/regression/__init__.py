@@ -16,7 +16,8 @@ Central DP (scikit-learn estimators on one-pass, mergeable sufficient statistics
 * robust private linear regression (:mod:`ldp.regression.rplr`), the functional mechanism and
   output perturbation (:mod:`ldp.regression.objective`), pre-processing transformers
   (:mod:`ldp.regression.preprocessing`);
-* noise, budgets and warnings: :mod:`ldp.regression.mechanisms`; statistics: :class:`SufficientStatistics`.
+* noise, budgets and warnings: :mod:`ldp.regression.mechanisms` and :mod:`ldp.regression.noise`
+  (``noise_source``); statistics: :class:`SufficientStatistics`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ldp.regression.least_squares import LeastSquaresFit, least_squares
 _EXPORTS = {
     "ldp.regression.baselines": ("OLS", "Ridge", "TrivialPredictor"),
     "ldp.regression.mechanisms": ("PrivacyLeakWarning", "ReproductionOnlyWarning"),
+    "ldp.regression.noise": ("SeededNoiseWarning",),
     "ldp.regression.objective": ("FunctionalMechanism", "OutputPerturbation"),
     "ldp.regression.preprocessing": ("ClipSymmetric", "ClipUpper", "InterceptColumn", "MaxNormMap", "RowNormMap",
                                      "Standardize", "TargetScaler"),
@@ -53,6 +55,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:
     from ldp.regression.baselines import OLS, Ridge, TrivialPredictor
     from ldp.regression.mechanisms import PrivacyLeakWarning, ReproductionOnlyWarning
+    from ldp.regression.noise import SeededNoiseWarning
     from ldp.regression.objective import FunctionalMechanism, OutputPerturbation
     from ldp.regression.pipeline import KalajaPipeline, kalaja_pipeline, unstandardized_coefficients
     from ldp.regression.preprocessing import (
@@ -110,4 +113,5 @@ __all__ = [
     "SufficientStatistics",
     "PrivacyLeakWarning",
     "ReproductionOnlyWarning",
+    "SeededNoiseWarning",
 ]

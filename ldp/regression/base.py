@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - older scikit-learn
 from ldp.privacy.accountant import PrivacyCost
 from ldp.privacy.central_noise import NoiseSource
 from ldp.regression.mechanisms import check_budget
-from ldp.regression.noise import ReleaseNoise, check_noise_source, resolve_noise
+from ldp.regression.noise import ReleaseNoise, release_source, resolve_noise
 from ldp.regression.stats import SufficientStatistics, check_finite_release, enforce_bounds, resolve_bounds
 
 __all__ = ["LinearModelBase", "PrivateLinearModel", "as_numpy_generator", "solve_ridge"]
@@ -158,13 +158,14 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
             check_finite_release(self.statistics_, bounds, type(self).__name__)
         self._check_release(self.statistics_.d, bounds)  # every parameter error before anything is charged
         source = getattr(self, "noise_source", None)
-        if source is not None:
-            check_noise_source(source)
+        random_state = getattr(self, "random_state", None)
+        if source is not None:  # refused or warned about before anything is charged
+            source = release_source(source, random_state, type(self).__name__)
         if cost is not None and getattr(self, "accountant", None) is not None:
             self.accountant.spend(cost, type(self).__name__)
-        rng = as_numpy_generator(getattr(self, "random_state", None))
+        rng = as_numpy_generator(random_state)
         if source is not None:  # the models with noise: where it comes from (ldp.regression.noise)
-            noise = resolve_noise(source, getattr(self, "random_state", None), rng)
+            noise = resolve_noise(source, rng)
             self._release_noise = noise
             self.noise_source_, self.noise_label_ = noise.source.value, noise.label
         try:
@@ -214,7 +215,10 @@ class LinearModelBase(RegressorMixin, BaseEstimator, metaclass=ABCMeta):
 
 class PrivateLinearModel(LinearModelBase):
     """A private release: ``epsilon``, ``delta`` (Gaussian mechanisms) and the data bounds
-    ``bound_X`` (max row L2 norm) and ``bound_y`` (max |y|), enforced by scaling/clipping."""
+    ``bound_X`` (max row L2 norm) and ``bound_y`` (max |y|), enforced by scaling/clipping.
+    ``noise_source``: ``"secure"`` (the default), ``"seeded"`` (needs ``random_state``; simulations) or
+    ``"numpy"`` (simulations), see :mod:`ldp.regression.noise`; the default with a ``random_state``
+    releases as ``"seeded"`` with a :class:`~ldp.errors.SeededNoiseWarning`."""
 
     _gaussian = True
     _private = True

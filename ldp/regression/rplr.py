@@ -335,7 +335,8 @@ class RobustPrivateLR(_RobustLinearModel, PrivateLinearModel):
         the data's max |value| (nothing clipped), with a PrivacyLeakWarning.
     split : budget fractions ``(p1, p2, p3)`` for (XᵀX, Xᵀy, yᵀy), each > 0, summing to 1.
     precision, prior_precision : the fixed λ (noise precision) and λ₀ (prior precision of β).
-    random_state, accountant : as everywhere in :mod:`ldp.regression`.
+    random_state, accountant, noise_source : as everywhere in :mod:`ldp.regression` (``noise_source``
+        ``"secure"``, ``"seeded"`` with a random_state, or ``"numpy"``: :mod:`ldp.regression.noise`).
 
     Attributes
     ----------

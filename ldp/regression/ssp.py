@@ -58,7 +58,7 @@ def _release_pair(stats: SufficientStatistics, parts: list[PrivacyCost], bx: flo
                   form: str, rng: np.random.Generator, scale: float = 1.0,
                   noise: ReleaseNoise | None = None) -> tuple[np.ndarray, np.ndarray, tuple]:
     """X̂ᵀX and X̂ᵀy at ``parts`` (Z_sym drawn first, then z); ``scale`` multiplies both SDs.
-    With an exact ``noise`` (``noise_source="secure"``): the upper triangle of XᵀX and Xᵀy each get
+    With an exact ``noise`` (``"secure"``/``"seeded"``): the upper triangle of XᵀX and Xᵀy each get
     discrete Gaussian noise on a grid, σ at least the convention's for the inflated sensitivity and
     at least the discrete distribution's own (ε', δ') calibration (:mod:`ldp.privacy.central_noise`)."""
     s_xx = scale * gaussian_sigma(convention, parts[0].epsilon, parts[0].delta, bx * bx)
@@ -75,7 +75,7 @@ def _release_pair(stats: SufficientStatistics, parts: list[PrivacyCost], bx: flo
 def _dry_run(model: PrivateLinearModel, fractions: list[float], d: int, bounds: tuple[float, float]) -> None:
     """Compute every noise scale the release will use (raising for invalid settings) before any charge."""
     convention, _ = _convention(model.noise)
-    if convention == "wang" and check_noise_source(model.noise_source) == "secure":
+    if convention == "wang" and check_noise_source(model.noise_source) != "numpy":
         raise ValueError(f"noise={model.noise!r} reproduces constants not verified to be DP: it is for simulations "
                          "only, so it needs noise_source='numpy'")
     _check_ridge_offset(model.ridge_offset)

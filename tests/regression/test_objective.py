@@ -136,7 +136,7 @@ def test_noise_scale_is_laplace_statistically():
     within 5b/√N of b."""
     d, eps = 2, 5.0
     X, y = box_data(30, d)
-    m = FunctionalMechanism(eps, random_state=np.random.default_rng(4)).fit(X, y)
+    m = FunctionalMechanism(eps, random_state=np.random.default_rng(4), noise_source="seeded").fit(X, y)
     exact = objective_coefficients(m.statistics_.xtx, m.statistics_.xty)
     draws = []
     for _ in range(400):
@@ -150,7 +150,7 @@ def test_noise_scale_is_laplace_statistically():
 def test_large_epsilon_gives_ols():
     X, y = box_data(500, 5, seed=2)
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
-    m = FunctionalMechanism(1e12, random_state=0).fit(X, y)
+    m = FunctionalMechanism(1e12, random_state=0, noise_source="seeded").fit(X, y)
     np.testing.assert_allclose(m.coef_, ols, rtol=1e-6, atol=1e-8)
     assert m.n_clipped_ == 0 and m.n_trimmed_ == 0 and m.privacy_cost_ == PrivacyCost(1e12)
 
@@ -179,7 +179,7 @@ def test_indefinite_objective_is_trimmed_and_never_nan():
 def test_clipping_is_enforced_and_counted():
     X, y = box_data(100, 3, seed=6)
     X[0, 1], X[5, 2], X[5, 0], y[7] = 3.0, -2.0, 1.5, -4.0
-    m = FunctionalMechanism(1e12, random_state=0).fit(X, y)
+    m = FunctionalMechanism(1e12, random_state=0, noise_source="seeded").fit(X, y)
     assert m.n_clipped_ == 4 and m.n_bounded_ == 3
     Xc, yc = np.clip(X, -1, 1), np.clip(y, -1, 1)
     np.testing.assert_allclose(m.statistics_.xtx, Xc.T @ Xc)
@@ -220,7 +220,7 @@ def test_large_epsilon_gives_the_constrained_ridge():
     for radius, active in ((10.0, False), (0.3, True)):
         w, mu, solver = constrained_ridge(X.T @ X, X.T @ y, n * lam / 2, radius)
         assert (mu > 0) == active and solver == ("bisection" if active else "solve")
-        m = OutputPerturbation(1e12, lam=lam, radius=radius, random_state=0).fit(X, y)
+        m = OutputPerturbation(1e12, lam=lam, radius=radius, random_state=0, noise_source="seeded").fit(X, y)
         np.testing.assert_allclose(m.coef_, w, rtol=1e-6, atol=1e-9)
         if not active:
             np.testing.assert_allclose(w, np.linalg.solve(X.T @ X + n * lam / 2 * np.eye(4), X.T @ y))
@@ -269,17 +269,17 @@ def test_output_noise_norm_is_gamma_and_direction_uniform():
 def test_streaming_and_merging_match_fit(cls, data):
     X, y = data(300, 4, seed=13)
     X = X * 1.2  # some rows leave the domain: every path must clip them the same way
-    full = cls(0.8, random_state=5).fit(X, y)
-    stream = cls(0.8, random_state=5)
+    full = cls(0.8, random_state=5, noise_source="seeded").fit(X, y)
+    stream = cls(0.8, random_state=5, noise_source="seeded")
     for start in range(0, 300, 70):
         stream.partial_fit(X[start:start + 70], y[start:start + 70])
     assert not hasattr(stream, "coef_")  # nothing released yet
     np.testing.assert_allclose(stream.release().coef_, full.coef_, rtol=1e-10, atol=1e-12)
     assert stream.n_bounded_ == full.n_bounded_ > 0
-    part = cls(0.8, random_state=5).partial_fit(X[:150], y[:150])
+    part = cls(0.8, random_state=5, noise_source="seeded").partial_fit(X[:150], y[:150])
     other = SufficientStatistics.from_data(*full._enforce(X[150:], y[150:])[:2])
     np.testing.assert_allclose(part.merge_statistics(other).release().coef_, full.coef_, rtol=1e-10, atol=1e-12)
-    merged_only = cls(0.8, random_state=5).merge_statistics(full.statistics_.copy()).release()
+    merged_only = cls(0.8, random_state=5, noise_source="seeded").merge_statistics(full.statistics_.copy()).release()
     np.testing.assert_allclose(merged_only.coef_, full.coef_, rtol=1e-10, atol=1e-12)
 
 
@@ -287,10 +287,10 @@ def test_streaming_and_merging_match_fit(cls, data):
 def test_accountant_records_epsilon_and_refuses_before_noise(cls, data):
     X, y = data(100, 3)
     acc = PrivacyAccountant(cap=PrivacyCost(1.0))
-    m = cls(0.6, accountant=acc, random_state=0).fit(X, y)
+    m = cls(0.6, accountant=acc, random_state=0, noise_source="seeded").fit(X, y)
     assert m.privacy_cost_ == PrivacyCost(0.6) and acc.spent == PrivacyCost(0.6)
     assert acc.releases == [(cls.__name__, PrivacyCost(0.6))]
-    late = cls(0.6, accountant=acc, random_state=0)
+    late = cls(0.6, accountant=acc, random_state=0, noise_source="seeded")
     with pytest.raises(BudgetExceeded):
         late.fit(X, y)
     assert not hasattr(late, "coef_") and len(acc.releases) == 1
@@ -327,7 +327,7 @@ def test_bad_data_raise(cls):
         cls(1.0).fit(bad, y)
     with pytest.raises(ValueError):
         cls(1.0).fit(X, y[:20])
-    model = cls(1.0, random_state=0).fit(X, y)
+    model = cls(1.0, random_state=0, noise_source="seeded").fit(X, y)
     with pytest.raises(ValueError, match="features"):
         model.predict(X[:, :2])
     with pytest.raises(ValueError, match="nothing to release"):
@@ -336,7 +336,8 @@ def test_bad_data_raise(cls):
         cls(1.0).partial_fit(X, y).partial_fit(X[:, :2], y)
 
 
-@pytest.mark.parametrize("estimator", [FunctionalMechanism(random_state=0), OutputPerturbation(random_state=0)],
+@pytest.mark.parametrize("estimator", [FunctionalMechanism(random_state=0, noise_source="seeded"),
+                                       OutputPerturbation(random_state=0, noise_source="seeded")],
                          ids=lambda e: type(e).__name__)
 def test_scikit_learn_estimator_checks(estimator):
     from sklearn.utils.estimator_checks import check_estimator

@@ -56,7 +56,8 @@ def test_unstandardized_coefficients_reproduce_the_mapped_path(intercept, center
     for s in steps:
         Z = s.fit_transform(Z)
     ts = TargetScaler(center=center_y, warn=False).fit(ytr)
-    model = AdaSSP(2.0, 1e-6, bound_X=1.0, bound_y=1.0, noise="kalaja", random_state=3).fit(Z, ts.transform(ytr))
+    model = AdaSSP(2.0, 1e-6, bound_X=1.0, bound_y=1.0, noise="kalaja", random_state=3,
+                   noise_source="seeded").fit(Z, ts.transform(ytr))
     # the mapped path, applied to test rows with the training statistics (the clipper is train-only)
     Zte = Xte
     for s in steps[1 if clip_c else 0:]:
@@ -69,8 +70,8 @@ def test_unstandardized_coefficients_reproduce_the_mapped_path(intercept, center
                                         y_max=ts.y_max_[0], intercept=theta0, y_mean=ts.y_mean_[0])
     np.testing.assert_allclose(Xte @ b + b0, mapped, rtol=1e-10, atol=1e-9 * np.abs(mapped).max())
     # the pipeline does the same (same noise stream) and exposes θ' as coef_/intercept_
-    pipe = kalaja_pipeline(AdaSSP(2.0, 1e-6, noise="kalaja", random_state=3), clip_c=clip_c, intercept=intercept,
-                           center_y=center_y, warn=False).fit(Xtr, ytr)
+    pipe = kalaja_pipeline(AdaSSP(2.0, 1e-6, noise="kalaja", random_state=3, noise_source="seeded"), clip_c=clip_c,
+                           intercept=intercept, center_y=center_y, warn=False).fit(Xtr, ytr)
     np.testing.assert_allclose(pipe.predict(Xte), mapped, rtol=1e-10, atol=1e-9 * np.abs(mapped).max())
     np.testing.assert_allclose(pipe.coef_, b, rtol=1e-10)
     assert pipe.intercept_ == pytest.approx(b0, rel=1e-10)
@@ -253,7 +254,7 @@ def test_pipeline_reports_everything_once():
     X, y = _data(seed=9)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        pipe = kalaja_pipeline(AdaSSP(1.0, 1e-6, noise="kalaja", random_state=0), clip_c=1.5,
+        pipe = kalaja_pipeline(AdaSSP(1.0, 1e-6, noise="kalaja", random_state=0, noise_source="seeded"), clip_c=1.5,
                                center_y=True).fit(X, y)
     leaks = [w for w in rec if issubclass(w.category, PrivacyLeakWarning)]
     assert len(leaks) == 1
@@ -264,7 +265,7 @@ def test_pipeline_reports_everything_once():
     assert pipe.privacy_cost_.epsilon == 1.0 and pipe.privacy_cost_.delta == 1e-6
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        kalaja_pipeline(AdaSSP(1.0, 1e-6, random_state=0), warn=False).fit(X, y)
+        kalaja_pipeline(AdaSSP(1.0, 1e-6, random_state=0, noise_source="seeded"), warn=False).fit(X, y)
     row = kalaja_pipeline(Ridge(), mapping="row", warn=False).fit(X, y)
     assert set(row.public_statistics_) == {"mean", "sd", "y_max"}
     assert not hasattr(row, "coef_")  # row-norm mapping is not linear in the raw features
@@ -273,7 +274,7 @@ def test_pipeline_reports_everything_once():
 # -- the pipeline's bounds ---------------------------------------------------------------------------------------
 def test_pipeline_sets_and_enforces_unit_bounds():
     X, y = _data(seed=10)
-    for est in (AdaSSP(1.0, random_state=0), SSP(1.0, random_state=0)):
+    for est in (AdaSSP(1.0, random_state=0, noise_source="seeded"), SSP(1.0, random_state=0, noise_source="seeded")):
         with warnings.catch_warnings():
             warnings.simplefilter("error", PrivacyLeakWarning)  # no bound is taken from the data
             pipe = kalaja_pipeline(est, warn=False).fit(X, y)
@@ -282,7 +283,7 @@ def test_pipeline_sets_and_enforces_unit_bounds():
         assert est.bound_X is None  # the user's estimator is cloned, not modified
         Z = pipe.preprocess(X)
         assert (np.linalg.norm(Z, axis=1) <= 1 + 1e-12).all()
-    kalaja_pipeline(AdaSSP(1.0, bound_X=1.0, bound_y=1, random_state=0), warn=False).fit(X, y)
+    kalaja_pipeline(AdaSSP(1.0, bound_X=1.0, bound_y=1, random_state=0, noise_source="seeded"), warn=False).fit(X, y)
     with pytest.raises(ValueError, match="bound_X"):
         kalaja_pipeline(AdaSSP(1.0, bound_X=2.0), warn=False).fit(X, y)
     for est in (OLS(), TrivialPredictor()):

@@ -65,7 +65,7 @@ def test_sensitivity_bounds_hold_on_neighbours():
                                    AdaSSPBudget(0.7, 1e-5, gamma=0.05, **BOUNDS), ConstSSPFull(0.7, 1e-5, **BOUNDS)])
 def test_budget_splits_compose_to_the_total(model):
     X, y, _ = piazza_data(500)
-    model.set_params(random_state=3).fit(X, y)
+    model.set_params(random_state=3, noise_source="seeded").fit(X, y)
     total = compose_sequential(model.budget_split_)
     assert total.epsilon == pytest.approx(0.7, rel=1e-13) and total.delta == pytest.approx(1e-5, rel=1e-13)
     assert model.privacy_cost_ == PrivacyCost(0.7, 1e-5)
@@ -190,10 +190,10 @@ def test_adassp_budget_one_third_equals_piazza_adassp(eps, n):
 # -- §5.7 constSSPfull -----------------------------------------------------------------------------------------
 def test_const_ssp_full_ridge_is_the_ceiling_at_half_budget():
     X, y, _ = piazza_data(1000)
-    m = ConstSSPFull(1.0, 1e-6, noise="piazza", bound_X=1, bound_y=1.5, random_state=0).fit(X, y)
+    m = ConstSSPFull(1.0, 1e-6, noise="piazza", bound_X=1, bound_y=1.5, random_state=0, noise_source="seeded").fit(X, y)
     assert m.lambda_ == pytest.approx(math.sqrt(2 * 10 * math.log(4e6) * math.log(2 * 100 / 0.05)) / 0.5, rel=1e-12)
     assert m.lambda_ == pytest.approx(100.4, abs=0.1)  # seeds-regression.md §2.5
-    ssp = SSP(1.0, 1e-6, noise="piazza", bound_X=1, bound_y=1.5, random_state=0).fit(X, y)
+    ssp = SSP(1.0, 1e-6, noise="piazza", bound_X=1, bound_y=1.5, random_state=0, noise_source="seeded").fit(X, y)
     assert ssp.noise_sd_ == pytest.approx(m.noise_sd_)  # same releases, only the ridge differs
 
 
@@ -205,12 +205,12 @@ def test_statistics_are_additive_and_streaming_equals_fit():
     np.testing.assert_allclose(parts.xtx, whole.xtx, rtol=1e-12)
     np.testing.assert_allclose(parts.xty, whole.xty, rtol=1e-12)
     assert parts.n == whole.n and parts.yty == pytest.approx(whole.yty, rel=1e-12)
-    fitted = AdaSSP(1.0, 1e-6, random_state=4, **BOUNDS).fit(X, y)
-    streamed = AdaSSP(1.0, 1e-6, random_state=4, **BOUNDS)
+    fitted = AdaSSP(1.0, 1e-6, random_state=4, noise_source="seeded", **BOUNDS).fit(X, y)
+    streamed = AdaSSP(1.0, 1e-6, random_state=4, noise_source="seeded", **BOUNDS)
     for start in range(0, 5000, 999):
         streamed.partial_fit(X[start:start + 999], y[start:start + 999])
     np.testing.assert_allclose(streamed.release().coef_, fitted.coef_, rtol=1e-9)
-    merged = AdaSSP(1.0, 1e-6, random_state=4, **BOUNDS).partial_fit(X[:2000], y[:2000])
+    merged = AdaSSP(1.0, 1e-6, random_state=4, noise_source="seeded", **BOUNDS).partial_fit(X[:2000], y[:2000])
     merged.merge_statistics(SufficientStatistics.from_data(X[2000:], y[2000:]))
     np.testing.assert_allclose(merged.release().coef_, fitted.coef_, rtol=1e-9)
     with pytest.raises(AttributeError) as refused:  # scikit-learn's available_if: no partial_fit without bounds
@@ -248,8 +248,8 @@ def test_empirical_privacy_on_neighbouring_datasets():
     y = np.clip(0.5 * X[:, 0] + rng.normal(0, 0.1, 50), -1, 1)
     X2, y2 = np.vstack([X, [[1.0]]]), np.append(y, -1.0)
     eps, delta, draws = 1.0, 1e-3, 10000
-    m = SSP(eps, delta, bound_X=1, bound_y=1).partial_fit(X, y)
-    m2 = SSP(eps, delta, bound_X=1, bound_y=1).partial_fit(X2, y2)
+    m = SSP(eps, delta, bound_X=1, bound_y=1, noise_source="seeded").partial_fit(X, y)
+    m2 = SSP(eps, delta, bound_X=1, bound_y=1, noise_source="seeded").partial_fit(X2, y2)
     a = np.array([m.set_params(random_state=s).release().coef_[0] for s in range(draws)])
     b = np.array([m2.set_params(random_state=10**6 + s).release().coef_[0] for s in range(draws)])
     edges = np.quantile(np.concatenate([a, b]), np.linspace(0.02, 0.98, 25))
@@ -265,16 +265,16 @@ def test_baselines_and_utility_at_large_budget():
     np.testing.assert_allclose(ols.coef_, np.linalg.lstsq(X, y, rcond=None)[0], rtol=1e-8)
     np.testing.assert_allclose(Ridge(alpha=1.0).fit(X, y).coef_, np.linalg.solve(X.T @ X + np.eye(10), X.T @ y))
     assert not TrivialPredictor().fit(X, y).coef_.any() and ols.privacy_cost_ is None
-    private = SSP(100.0, 1e-6, random_state=0, **BOUNDS).fit(X, y)
+    private = SSP(100.0, 1e-6, random_state=0, noise_source="seeded", **BOUNDS).fit(X, y)
     assert np.sum((private.coef_ - theta) ** 2) < 3 * np.sum((ols.coef_ - theta) ** 2) + 1e-3
 
 
 def test_accountant_records_and_refuses_before_noise():
     X, y, _ = piazza_data(300)
     acc = PrivacyAccountant(cap=PrivacyCost(1.0, 1e-5))
-    SSP(0.6, 5e-6, accountant=acc, random_state=0, **BOUNDS).fit(X, y)
+    SSP(0.6, 5e-6, accountant=acc, random_state=0, noise_source="seeded", **BOUNDS).fit(X, y)
     assert acc.spent == PrivacyCost(0.6, 5e-6) and acc.releases[0][0] == "SSP"
-    late = AdaSSP(0.6, 1e-6, accountant=acc, random_state=0, **BOUNDS)
+    late = AdaSSP(0.6, 1e-6, accountant=acc, random_state=0, noise_source="seeded", **BOUNDS)
     with pytest.raises(BudgetExceeded):
         late.fit(X, y)
     assert not hasattr(late, "coef_") and len(acc.releases) == 1
@@ -284,7 +284,7 @@ def test_data_derived_bounds_warn_and_bounds_are_enforced():
     X, y, _ = piazza_data(300)
     with pytest.warns(PrivacyLeakWarning, match="bound_X not given"):
         SSP(1.0, 1e-6, bound_y=1.5).fit(X, y)
-    m = SSP(1.0, 1e-6, bound_X=0.5, bound_y=0.05, random_state=0).fit(X, y)
+    m = SSP(1.0, 1e-6, bound_X=0.5, bound_y=0.05, random_state=0, noise_source="seeded").fit(X, y)
     assert m.n_bounded_ == 300  # every row had norm 1 > 0.5: scaled into the ball
 
 
@@ -310,16 +310,17 @@ def test_bad_data_raise():
         SSP(1.0, 1e-6, **BOUNDS).fit(bad, y)
     with pytest.raises(ValueError):
         SSP(1.0, 1e-6, **BOUNDS).fit(X, y[:50])
-    model = SSP(1.0, 1e-6, random_state=0, **BOUNDS).fit(X, y)
+    model = SSP(1.0, 1e-6, random_state=0, noise_source="seeded", **BOUNDS).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         model.predict(X[:, :3])
     with pytest.raises(ValueError, match="nothing to release"):
         SSP(1.0, 1e-6, **BOUNDS).release()
 
 
-@pytest.mark.parametrize("estimator", [OLS(), Ridge(), TrivialPredictor(), SSP(bound_X=10, bound_y=10, random_state=0),
-                                       AdaSSP(bound_X=10, bound_y=10, random_state=0),
-                                       ConstSSPFull(bound_X=10, bound_y=10, random_state=0)],
+@pytest.mark.parametrize("estimator", [OLS(), Ridge(), TrivialPredictor(),
+                                       SSP(bound_X=10, bound_y=10, random_state=0, noise_source="seeded"),
+                                       AdaSSP(bound_X=10, bound_y=10, random_state=0, noise_source="seeded"),
+                                       ConstSSPFull(bound_X=10, bound_y=10, random_state=0, noise_source="seeded")],
                          ids=lambda e: type(e).__name__)
 def test_scikit_learn_estimator_checks(estimator):
     from sklearn.utils.estimator_checks import check_estimator

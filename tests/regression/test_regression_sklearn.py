@@ -76,7 +76,7 @@ def test_rplr_default_thresholds_are_the_data_maxima_with_a_leak_warning():
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(60, 4)), rng.normal(size=60)
     with pytest.warns(PrivacyLeakWarning) as caught:
-        model = RobustPrivateLR(random_state=0).fit(X, y)
+        model = RobustPrivateLR(random_state=0, noise_source="seeded").fit(X, y)
     assert sorted(str(w.message).split(":")[1].split()[0] for w in caught
                   if w.category is PrivacyLeakWarning) == ["clip_X", "clip_y"]
     assert (model.clip_X_, model.clip_y_) == (np.abs(X).max(), np.abs(y).max())
@@ -106,7 +106,7 @@ def test_default_fit_on_any_finite_data_gives_finite_coefficients(data):
     for cls in PRIVATE_DEFAULTS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
-            model = cls(random_state=0).fit(X, y)
+            model = cls(random_state=0, noise_source="seeded").fit(X, y)
         assert np.isfinite(model.coef_).all(), cls.__name__
 
 

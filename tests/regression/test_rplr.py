@@ -102,7 +102,7 @@ def test_replace_one_sensitivity_bounds_hold_on_random_neighbours():
 @pytest.mark.parametrize("eps, split", [(2.0, DEFAULT_SPLIT), (0.7, (0.2, 0.5, 0.3)), (5.0, (0.05, 0.9, 0.05))])
 def test_budget_split_composes_to_epsilon(eps, split):
     X, y = data()
-    m = RobustPrivateLR(eps, clip_X=0.2, clip_y=2.0, split=split, random_state=0).fit(X, y)
+    m = RobustPrivateLR(eps, clip_X=0.2, clip_y=2.0, split=split, random_state=0, noise_source="seeded").fit(X, y)
     assert len(m.budget_split_) == 3 and all(p.delta == 0 for p in m.budget_split_)
     assert compose_sequential(m.budget_split_).epsilon == pytest.approx(eps, rel=1e-12)
     for part, p in zip(m.budget_split_, split, strict=True):
@@ -150,7 +150,7 @@ def test_xty_noise_variance_is_two_b_squared():
     m = RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0).partial_fit(X, y)
     draws = []
     for seed in range(1500):
-        m.set_params(random_state=seed).release()
+        m.set_params(random_state=seed, noise_source="seeded").release()
         draws.append(m.released_statistics_.xty - m.statistics_.xty)
     q = np.concatenate(draws)
     b = m.noise_scales_[1]
@@ -171,20 +171,20 @@ def test_without_noise_the_estimate_is_ridge_one():
     big = float(np.abs(X).max() + np.abs(y).max())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        m = RobustPrivateLR(1e15, clip_X=big, clip_y=big, random_state=0).fit(X, y)
+        m = RobustPrivateLR(1e15, clip_X=big, clip_y=big, random_state=0, noise_source="seeded").fit(X, y)
     np.testing.assert_allclose(m.coef_, ridge, rtol=1e-6)
     assert m.n_bounded_ == 0
 
 
 def test_with_noise_the_estimate_is_the_posterior_mean_of_the_noisy_statistics():
     X, y = data(400, 6, seed=4)
-    m = RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0, random_state=5).fit(X[:300], y[:300])
+    m = RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0, random_state=5, noise_source="seeded").fit(X[:300], y[:300])
     s = m.released_statistics_
     np.testing.assert_allclose(m.coef_, np.linalg.solve(s.xtx + np.eye(6), s.xty), rtol=1e-10)
     assert m.public_statistics_ is None
     # public rows: their exact clipped statistics are added; other precisions: (λ₀I + λS)⁻¹λb
     m = RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0, precision=2.0, prior_precision=3.0,
-                        random_state=5).fit(X[:300], y[:300], X[300:], y[300:])
+                        random_state=5, noise_source="seeded").fit(X[:300], y[:300], X[300:], y[300:])
     s, pub = m.released_statistics_, m.public_statistics_
     Z, u, _ = clip_data(X[300:], y[300:], 0.2, 2.0)
     np.testing.assert_allclose(pub.xtx, Z.T @ Z, rtol=1e-12)
@@ -213,12 +213,12 @@ def test_statistics_are_additive_across_data_sets():
     np.testing.assert_allclose(NonPrivateRobustLR(**clip).fit(X[A], y[A], X[B], y[B]).coef_,
                                NonPrivateRobustLR(**clip).fit(X, y).coef_, rtol=1e-10)
     # streaming and merging give the same release as one fit (same seed, same statistics)
-    fitted = RobustPrivateLR(2.0, random_state=9, **clip).fit(X[A], y[A], X[B], y[B])
-    streamed = RobustPrivateLR(2.0, random_state=9, **clip)
+    fitted = RobustPrivateLR(2.0, random_state=9, noise_source="seeded", **clip).fit(X[A], y[A], X[B], y[B])
+    streamed = RobustPrivateLR(2.0, random_state=9, noise_source="seeded", **clip)
     for start in range(0, 320, 100):
         streamed.partial_fit(X[start:min(start + 100, 320)], y[start:min(start + 100, 320)])
     np.testing.assert_allclose(streamed.release(X[B], y[B]).coef_, fitted.coef_, rtol=1e-9)
-    merged = RobustPrivateLR(2.0, random_state=9, **clip)
+    merged = RobustPrivateLR(2.0, random_state=9, noise_source="seeded", **clip)
     merged.merge_statistics(SufficientStatistics.from_data(*clip_data(X[:200], y[:200], 0.3, 1.5)[:2]))
     merged.merge_statistics(SufficientStatistics.from_data(*clip_data(X[200:320], y[200:320], 0.3, 1.5)[:2]))
     np.testing.assert_allclose(merged.release(X[B], y[B]).coef_, fitted.coef_, rtol=1e-9)
@@ -230,9 +230,9 @@ def test_statistics_are_additive_across_data_sets():
 def test_accountant_records_epsilon_and_refuses_before_noise():
     X, y = data()
     acc = PrivacyAccountant(cap=PrivacyCost(1.0))
-    RobustPrivateLR(0.6, clip_X=0.2, clip_y=2.0, accountant=acc, random_state=0).fit(X, y)
+    RobustPrivateLR(0.6, clip_X=0.2, clip_y=2.0, accountant=acc, random_state=0, noise_source="seeded").fit(X, y)
     assert acc.spent == PrivacyCost(0.6) and acc.releases[0][0] == "RobustPrivateLR"
-    late = RobustPrivateLR(0.6, clip_X=0.2, clip_y=2.0, accountant=acc, random_state=0)
+    late = RobustPrivateLR(0.6, clip_X=0.2, clip_y=2.0, accountant=acc, random_state=0, noise_source="seeded")
     with pytest.raises(BudgetExceeded):
         late.fit(X, y)
     assert not hasattr(late, "coef_") and len(acc.releases) == 1
@@ -248,14 +248,14 @@ def test_accountant_records_epsilon_and_refuses_before_noise():
 def test_thresholds_from_the_data_warn_and_equal_omega_times_sd():
     X, y = data()
     with pytest.warns(PrivacyLeakWarning, match="clip_X = omega_x"):
-        m = RobustPrivateLR(1.0, omega_x=0.5, clip_y=2.0, random_state=0).fit(X, y)
+        m = RobustPrivateLR(1.0, omega_x=0.5, clip_y=2.0, random_state=0, noise_source="seeded").fit(X, y)
     assert m.clip_X_ == pytest.approx(0.5 * np.std(X, ddof=1), rel=1e-12) and m.clip_y_ == 2.0
     with pytest.warns(PrivacyLeakWarning, match="clip_y = omega_y"):
-        m = RobustPrivateLR(1.0, clip_X=0.2, omega_y=0.3, random_state=0).fit(X, y)
+        m = RobustPrivateLR(1.0, clip_X=0.2, omega_y=0.3, random_state=0, noise_source="seeded").fit(X, y)
     assert m.clip_y_ == pytest.approx(0.3 * np.std(y, ddof=1), rel=1e-12)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)  # fixed thresholds, or no privacy claim at all
-        RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0, random_state=0).fit(X, y)
+        RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0, random_state=0, noise_source="seeded").fit(X, y)
         ref = NonPrivateRobustLR(omega_x=0.5, omega_y=0.3).fit(X, y)
     assert (ref.clip_X_, ref.clip_y_) == pytest.approx((0.5 * np.std(X, ddof=1), 0.3 * np.std(y, ddof=1)))
     assert NonPrivateRobustLR().fit(X, y).clip_X_ == math.inf
@@ -282,7 +282,7 @@ def test_bad_parameters_raise_naming_the_rule(kwargs, match):
 
 def test_bad_data_raise():
     X, y = data()
-    model = RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0, random_state=0)
+    model = RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0, random_state=0, noise_source="seeded")
     for bad_X, bad_y in ((np.where(np.arange(X.size).reshape(X.shape) == 7, np.nan, X), y),
                          (X, np.where(np.arange(y.size) == 3, np.inf, y))):
         with pytest.raises(ValueError, match="NaN|infinit"):
@@ -302,7 +302,7 @@ def test_bad_data_raise():
         RobustPrivateLR(1.0, clip_X=0.2, clip_y=2.0).release()
 
 
-@pytest.mark.parametrize("estimator", [RobustPrivateLR(clip_X=10.0, clip_y=10.0, random_state=0),
+@pytest.mark.parametrize("estimator", [RobustPrivateLR(clip_X=10.0, clip_y=10.0, random_state=0, noise_source="seeded"),
                                        NonPrivateRobustLR(), NonPrivateRobustLR(clip_X=1.0, clip_y=1.0)],
                          ids=["RobustPrivateLR", "NonPrivateRobustLR", "NonPrivateRobustLR-clipped"])
 def test_scikit_learn_estimator_checks(estimator):

@@ -45,6 +45,8 @@ HOMES = {
     "ldp.extras": ["MissingExtraError"],
     "ldp.randomness": ["SeededRandomnessWarning"],
     "ldp.regression.mechanisms": ["PrivacyLeakWarning", "ReproductionOnlyWarning"],
+    "ldp.regression.noise": ["SeededNoiseWarning"],
+    "ldp.regression": ["PrivacyLeakWarning", "ReproductionOnlyWarning", "SeededNoiseWarning"],
 }
 """Where each class lived before it moved to ldp.errors (and a few packages that export it): the old paths."""
 
@@ -56,6 +58,7 @@ BUILTIN_BASES = {
     "InputChangedError": ValueError, "ConfigError": ValueError, "IngestError": Exception, "QueueFull": Exception,
     "WriterClosed": Exception, "FoldBusyError": RuntimeError, "MissingExtraError": ImportError,
     "SeededRandomnessWarning": UserWarning, "PrivacyLeakWarning": UserWarning, "ReproductionOnlyWarning": UserWarning,
+    "SeededNoiseWarning": UserWarning,
 }
 """The builtin class each was derived from before the move: ``except`` clauses written against it still catch."""
 
