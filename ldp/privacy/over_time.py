@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ldp.privacy.binary_shuffle import BINARY, worst_case
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.shuffle import ShuffleGuarantee, ShuffleStructure, generic_structure, shuffled_epsilon
 from ldp.privacy.window_pld import discretized, fft_noise, pair_losses, shape, shuffle_pld
@@ -123,11 +124,21 @@ def central_over_windows(releases: Sequence[WindowRelease], delta: float) -> Cen
     figures = [(eps, METHOD)]
     if local.delta <= delta:
         figures.append((local.epsilon, METHOD))
-    if local.delta == 0.0:
+    if local.delta == 0.0 and eps > _compositions_floor(kinds, singles, delta):
         figures += _compositions(kinds, delta)
     best, method = min(figures)
     return CentralOverTime(best, delta, w, tuple(singles.values()), naive, local, method=method,
                            notes=tuple(sorted(notes)))
+
+
+def _compositions_floor(kinds: dict[WindowRelease, int], singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost],
+                        delta: float) -> float:
+    """A lower bound on both of :func:`_compositions`' figures from the one-window figures at δ (each at δ/W or
+    δ/(2W) is at least as large): when the PLD's figure is below it, they need not be computed."""
+    eps = {r: _epsilon_of(singles[r]) for r in kinds}
+    basic = sum(e * kinds[r] for r, e in eps.items())
+    squares = sum(e * e * kinds[r] for r, e in eps.items())
+    return min(basic, math.sqrt(2 * math.log(2 / delta) * squares))
 
 
 def _compositions(kinds: dict[WindowRelease, int], delta: float) -> list[tuple[float, str]]:
@@ -156,7 +167,7 @@ def _composed(kinds: dict[WindowRelease, int], singles: dict[WindowRelease, Shuf
     sq = sum(_epsilon_of(singles[r]) ** 2 * k for r, k in kinds.items())
     estimate = max(min(sum(eps_w), math.sqrt(2 * math.log(1 / delta) * sq) + sq / 2), 1e-12)
     tail = 1e-6 * delta / w
-    pairs = {r: _pair_of(r, singles[r], tail) for r in kinds}
+    pairs = {r: _pair_of(r, singles[r], delta, tail) for r in kinds}
     shapes = {r: shape(pair, tail) if pair is not None else (2 * _cost_of(singles[r]).epsilon,) * 3
               for r, pair in pairs.items()}  # each window's (span, mean, sd) of losses; (2ε₀,)*3 bounds a local one
     spread = max(span for span, _, _ in shapes.values())
@@ -203,12 +214,16 @@ def _note(g: ShuffleGuarantee | PrivacyCost) -> str:
     return "windows not shuffled count at their local ε"
 
 
-def _pair_of(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, tail: float) -> tuple[Any, Any] | None:
-    """The clone pair's losses of a window whose shuffling amplifies (with the structure that gave its one-window
-    figure), ``None`` for a window counted at its local (ε₀, δ₀)."""
+def _pair_of(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, delta: float,
+             tail: float) -> tuple[Any, Any] | None:
+    """The losses of a window whose shuffling amplifies, by the method that gave its one-window figure: binary RR's
+    law stochastically larger than every dataset's (:mod:`ldp.privacy.binary_shuffle`), or the clone pair's (with the
+    structure that gave it); ``None`` for a window counted at its local (ε₀, δ₀)."""
     if not (isinstance(single, ShuffleGuarantee) and single.amplified):
         return None
     assert release.n is not None
+    if single.method == BINARY and release.structure is not None:
+        return worst_case(release.structure.epsilon_pair, release.n, delta).losses()
     structure = release.structure if single.method != "numerical" and release.structure is not None \
         else generic_structure(release.per_report.epsilon)
     return pair_losses(structure, release.n, tail)

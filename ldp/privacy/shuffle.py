@@ -46,6 +46,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ldp.privacy.binary_shuffle import BINARY, binary_rr_epsilon
 from ldp.privacy.cost import PrivacyCost
 
 __all__ = ["ShuffleGuarantee", "ShuffleStructure", "generic_structure", "k_rr_structure", "shuffled_epsilon",
@@ -77,6 +78,12 @@ class ShuffleStructure:
         if not (0.0 < self.epsilon_pair < math.inf and 0.0 < self.clone_probability <= 1.0
                 and 0.0 < self.informative <= 1.0):
             raise ValueError(f"a shuffle structure needs ε_Δ > 0 finite, 0 < α <= 1 and 0 < ι <= 1, got {self}")
+
+    @property
+    def binary(self) -> bool:
+        """Symmetric binary randomized response (k-RR over two values: every report informative), which
+        :mod:`ldp.privacy.binary_shuffle` analyses exactly."""
+        return self.name == "k-RR" and abs(self.informative - 1.0) <= 1e-12
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "epsilon_pair": self.epsilon_pair, "clone_probability": self.clone_probability,
@@ -132,6 +139,8 @@ class ShuffleGuarantee:
         return f"ε={self.epsilon:.4g}, δ={self.delta:.3g} (n={self.n:,} shuffled reports of ε₀={self.epsilon0:.4g})"
 
 
+_BINARY_MAX = 30.0
+"""The largest ε₀ of binary RR analysed exactly (beyond, 1 − p is below 10⁻¹³ and the clone bound answers)."""
 _MAX_EPS0 = 700.0
 """The largest ε₀ the bound is computed for (e^ε₀ must be a float); beyond, no gain can be proven for any n a
 float can count (the clone probability e^-ε₀ is below 10⁻³⁰⁴)."""
@@ -285,14 +294,16 @@ def delta_upper_bound(eps0: float, n: int, eps: float, delta_scale: float = 1e-8
     return _delta_bound(_Clones(structure.clone_probability, n, delta_scale), structure, float(eps), delta_scale)
 
 
-def shuffled_epsilon(eps0: float, n: int, delta: float,
-                     structure: ShuffleStructure | None = None) -> ShuffleGuarantee:
+def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStructure | None = None, *,
+                     binary: bool = True) -> ShuffleGuarantee:
     """The central (ε, δ) against the analyst of n shuffled reports, one per user, each from an ε₀-LDP
     randomizer: the smallest ε found whose :func:`delta_upper_bound` is at most δ (relative accuracy 1e-5,
     always rounded up). With a ``structure`` (e.g. :func:`k_rr_structure` of the reports' channel) the bound is
     also run with it and the smaller ε kept. Where that proves no gain (ε within 0.1 % of ε₀, e.g. n = 1) the
     result is ε₀ itself, δ = 0, ``method="none"``; so it is for ε₀ above 700 (a device's many reports of one window
-    counted as one, say), where no gain can be proven."""
+    counted as one, say), where no gain can be proven. A binary RR structure (:attr:`ShuffleStructure.binary`) is
+    also analysed exactly (:mod:`ldp.privacy.binary_shuffle`, method ``"binary RR (worst dataset)"``, numpy and
+    scipy needed) unless ``binary`` is false."""
     eps0, n, delta = _check(eps0, n, delta, large=True)
     none = ShuffleGuarantee(eps0, 0.0, eps0, n, "none")
     if n < 2 or eps0 > _MAX_EPS0 or math.exp(-eps0) >= 1.0:  # nothing to gain, or ε₀ below a float's resolution
@@ -302,10 +313,22 @@ def shuffled_epsilon(eps0: float, n: int, delta: float,
     found = [_search(eps0, n, delta, generic_structure(eps0), closed_form_epsilon(eps0, n, delta))]
     if structure is not None and structure.name != "generic" and structure.clone_probability < 1.0:
         found.append(_search(eps0, n, delta, structure, None))
+    if binary and structure is not None and structure.binary and structure.epsilon_pair <= _BINARY_MAX \
+            and _has_scipy():
+        found.append((binary_rr_epsilon(structure.epsilon_pair, n, delta)[0], BINARY))
     eps, name = min(found)
     if eps >= eps0 * (1 - 1e-3):
         return none
-    return ShuffleGuarantee(eps, delta, eps0, n, "numerical" if name == "generic" else f"numerical {name}")
+    return ShuffleGuarantee(eps, delta, eps0, n, "numerical" if name == "generic" else
+                            name if name == BINARY else f"numerical {name}")
+
+
+def _has_scipy() -> bool:
+    """Whether the ``server`` extra's numpy and scipy are here (the exact binary analysis needs them; without, the
+    clone bound, pure Python, answers alone)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("numpy", "scipy"))
 
 
 def _search(eps0: float, n: int, delta: float, structure: ShuffleStructure,

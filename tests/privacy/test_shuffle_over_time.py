@@ -32,7 +32,7 @@ SLACK = 1 + 1e-9  # float rounding in the exact sums
 def _both(eps0: float, d: int, n: int, delta: float):
     g = GRRParams(eps0, d)
     return g, shuffled_epsilon(g.privacy_cost.epsilon, n, delta), \
-        shuffled_epsilon(g.privacy_cost.epsilon, n, delta, g.shuffle_structure)
+        shuffled_epsilon(g.privacy_cost.epsilon, n, delta, g.shuffle_structure, binary=False)  # the clone bound
 
 
 @pytest.mark.parametrize("eps0,d,n,delta", [(0.5, 2, 6, 0.05), (1, 2, 8, 0.05), (2, 2, 10, 0.05), (1, 3, 5, 0.05),
@@ -75,8 +75,10 @@ def test_issue_check_values_and_the_k_rr_gain() -> None:
     assert f"{shuffled_epsilon(1, 10**4, 1e-6).epsilon:.5f}" == "0.05301"
     assert f"{shuffled_epsilon(2, 10**5, 1e-6).epsilon:.5f}" == "0.04503"
     rr = BinaryRRParams.from_epsilon(1.0)
-    krr = shuffled_epsilon(rr.privacy_cost.epsilon, 10**4, 1e-6, GRRParams(1.0, 2).shuffle_structure)
+    krr = shuffled_epsilon(rr.privacy_cost.epsilon, 10**4, 1e-6, GRRParams(1.0, 2).shuffle_structure, binary=False)
     assert krr.method == "numerical k-RR" and 0.040 < krr.epsilon < 0.046
+    exact = shuffled_epsilon(rr.privacy_cost.epsilon, 10**4, 1e-6, GRRParams(1.0, 2).shuffle_structure)
+    assert exact.method == "binary RR (worst dataset)" and exact.epsilon < 0.9 * krr.epsilon  # issue 59, item 3
 
 
 def test_structures_of_the_protocols() -> None:

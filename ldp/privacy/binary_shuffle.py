@@ -1,0 +1,321 @@
+"""Shuffled binary randomized response, tight: the worst dataset of the others computed, not bounded by clones.
+
+n users each send symmetric binary randomized response (the true bit with probability ``p = e^ε₀/(1 + e^ε₀)``);
+shuffled, the analyst sees only the count K of 1s. With the other n − 1 users holding ``a`` ones and ``b`` zeros,
+``K = Y + R₁``, ``Y = Bin(a, p) + Bin(b, 1 − p)`` of law f, and user 1's report R₁ is Bern(p) (holding 1) or
+Bern(1 − p) (holding 0). The neighbouring laws are
+
+    P(k) = p·f(k − 1) + (1 − p)·f(k),        Q(k) = (1 − p)·f(k − 1) + p·f(k),
+
+and δ(ε) = Σ_k (P(k) − e^ε·Q(k))₊. The clone pair of :mod:`ldp.privacy.shuffle` tells the analyst how many others
+were clones, which K does not: at ε₀ = 4, n = 10⁴, δ = 10⁻⁸ it states 0.515 where the worst dataset needs 0.405.
+Here the worst dataset is searched for, and every figure holds for all of them at once:
+
+* **fewer others, larger δ**: K with more others is K with fewer plus an independent count, the same in P and Q (a
+  post-processing), so every dataset with ``a`` in ``[lo, hi]`` (and ``b = n − 1 − a``) is dominated by the one
+  with ``lo`` ones and ``n − 1 − hi`` zeros: a finite set of intervals covers every dataset;
+* **both directions**: swapping the labels 0 and 1 maps the dataset ``(a, b)`` in one direction to ``(b, a)`` in
+  the other, so intervals over ``a`` in ``[0, n − 1]``, one direction, cover both;
+* **one pair for all**: the pointwise largest of the intervals' privacy profiles δ(ε) is itself the profile of a pair
+  dominating them all (the convex conjugate of the convex hull of their trade-off functions; Zhu, Dong and Wang,
+  AISTATS 2022), so the connect-the-dots PLD of that profile (Doroshenko, Ghazi, Kamath, Kumar and Manurangsi,
+  PETS 2022; ``dp-accounting``) dominates every window, and windows compose.
+
+The search: intervals at 0, 1, 2–3, 4–7, … from both ends (the worst datasets hold nearly all one value), the one
+with the largest figure split in two until it is within ``_CLOSE`` of the exact figure of a real dataset inside it
+(a lower bound on the worst case) or ``_EVALS`` datasets were computed. Each law f is exact to rounding: the
+binomials by scipy at their modes and ratio products outward, convolved directly or, when long, by FFT with a
+bound on its rounding added to δ; the mass left outside their windows is added to δ too.
+
+Server side: numpy and scipy (the ``server`` extra), imported when a function is called.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BINARY", "BinaryPair", "WorstCase", "binary_pair", "binary_rr_epsilon", "worst_case"]
+
+BINARY = "binary RR (worst dataset)"
+"""The method of a figure from this module (:class:`~ldp.privacy.shuffle.ShuffleGuarantee`)."""
+
+_DIRECT = 2e7
+"""Window products up to this are convolved directly (exact to rounding); longer ones by FFT."""
+_EVALS = 60
+"""The most datasets computed in one search for the worst."""
+_SLICES = 10
+"""The search starts from 10 intervals over ``a`` in [0, (n − 1)/2] (each drops 1/20 of the others: ~2.5 % on ε)."""
+_CLOSE = 0.03
+"""The search stops once its figure is within this share of a real dataset's."""
+_GRID = 2**16
+"""Grid points of the composable loss law (``WorstCase.losses``) over the losses that matter."""
+_RHO = 1e-9
+"""Every computed mass is within this share of the true one (binomial ratio products, sums, the FFT entries kept);
+the pair's δ and survival are read with P and Q each moved that share the pessimistic way."""
+_SHIFT = 2 * math.atanh(_RHO)
+"""The most a loss ln(P/Q) can be off when P and Q each are off by ``_RHO``: losses are read that much higher."""
+
+
+@dataclass(frozen=True)
+class BinaryPair:
+    """The neighbouring laws of K for one dataset, as its privacy losses ``loss`` = ln(P/Q) (sorted up) with the
+    masses of P and Q at each, and ``extra``: mass left out (windows' tails, FFT rounding), added to every δ. Both
+    directions: :meth:`delta` is the larger of δ(P‖Q) and δ(Q‖P), which covers the mirrored dataset too."""
+
+    ones: int
+    zeros: int
+    loss: Any
+    p: Any
+    q: Any
+    extra: float
+    _sums: tuple[Any, Any, Any, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        def above(x: Any) -> Any:  # Σ over the losses from i up, small terms first (relative precision kept)
+            return np.append(np.cumsum(x[::-1])[::-1], 0.0)
+
+        def below(x: Any) -> Any:  # Σ over the losses below i
+            return np.concatenate([[0.0], np.cumsum(x)])
+
+        up, down = 1.0 + _RHO, 1.0 - _RHO  # the masses moved the pessimistic way: P up and Q down (forward)
+        object.__setattr__(self, "_sums", (above(self.p) * up, above(self.q) * down, below(self.p) * down,
+                                           below(self.q) * up))
+
+    @property
+    def up_total(self) -> float:
+        """The pair's total mass (P's, which is Q's), ``extra`` included."""
+        return float(max(self._sums[0][0], self._sums[3][-1])) + self.extra
+
+    def delta(self, eps: Any) -> Any:
+        """max(δ(P‖Q), δ(Q‖P)) at each ε >= 0 of ``eps``, plus ``extra``, clipped to [0, 1]:
+        δ(P‖Q)(ε) = Σ_{L > ε} (P − e^ε·Q), δ(Q‖P)(ε) = Σ_{L < −ε} (Q − e^ε·P)."""
+        import numpy as np
+
+        e = np.asarray(eps, dtype=np.float64)
+        up_p, up_q, down_p, down_q = self._sums
+        i = np.searchsorted(self.loss, e - _SHIFT, side="right")
+        j = np.searchsorted(self.loss, _SHIFT - e, side="left")
+        forward = up_p[i] - np.exp(e) * up_q[i]
+        backward = down_q[j] - np.exp(e) * down_p[j]
+        return np.clip(np.maximum(forward, backward) + self.extra, 0.0, 1.0)
+
+    def survival(self, grid: Any) -> Any:
+        """At each loss l of ``grid``: the larger, over the two directions, of the mass of losses above l (P's of
+        ln(P/Q), Q's of ln(Q/P)), ``extra`` counted above every l."""
+        import numpy as np
+
+        up_p, _, _, down_q = self._sums
+        forward = up_p[np.searchsorted(self.loss, grid - _SHIFT, side="right")]
+        backward = down_q[np.searchsorted(self.loss, _SHIFT - grid, side="left")]
+        return np.maximum(forward, backward) + self.extra
+
+    def range(self, tail: float) -> tuple[float, float]:
+        """Losses within which both directions keep all but ``tail`` of their mass on each side."""
+        import numpy as np
+
+        up_p, up_q, down_p, down_q = self._sums
+        hi = min(int(np.searchsorted(-up_p, -tail, side="left")), self.loss.size - 1)  # first with mass above <= tail
+        lo = max(int(np.searchsorted(down_p, tail, side="right")) - 1, 0)  # last with mass below <= tail
+        back_hi = max(int(np.searchsorted(down_q, tail, side="right")) - 1, 0)  # ln(Q/P) = −loss: mirrored
+        back_lo = min(int(np.searchsorted(-up_q, -tail, side="left")), self.loss.size - 1)
+        return (float(min(self.loss[lo], -self.loss[back_lo])), float(max(self.loss[hi], -self.loss[back_hi])))
+
+    def epsilon(self, delta: float) -> float:
+        """The smallest ε >= 0 with :meth:`delta` <= ``delta``, to a relative 10⁻⁹ and rounded up (``inf`` when not
+        even the top loss is)."""
+        import numpy as np
+
+        if self.extra >= delta:
+            return math.inf
+        top = float(np.max(np.abs(self.loss)))
+        if self.delta(top) > delta:
+            return math.inf
+        if self.delta(0.0) <= delta:
+            return 0.0
+        lo, hi = 0.0, top  # δ decreases in ε: bisect
+        while hi - lo > 1e-9 * hi:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if self.delta(mid) > delta else (lo, mid)
+        return hi
+
+
+def _binomial(size: int, prob: float, tail: float) -> tuple[int, Any, float]:
+    """Bin(size, prob) on its window of all but ``tail`` of each side: (first k, pmf, mass left out). The pmf from
+    scipy's value at the mode and the exact ratios b(k+1)/b(k) multiplied outward."""
+    import numpy as np
+    from scipy.stats import binom
+
+    if size == 0:
+        return 0, np.ones(1), 0.0
+    mean, sd = size * prob, math.sqrt(size * prob * (1.0 - prob))
+    reach = norm_isf(tail) + 2.0
+    while True:  # a normal-sized window, widened until the exact tails beyond it are within ``tail`` each
+        lo, hi = max(0, int(mean - reach * sd) - 1), min(size, int(mean + reach * sd) + 2)
+        below, above = float(binom.cdf(lo - 1, size, prob)), float(binom.sf(hi, size, prob))
+        if (below <= tail and above <= tail) or (lo == 0 and hi == size):
+            break
+        reach *= 1.25
+    mode = min(max(int((size + 1) * prob), lo), hi)
+    odds = prob / (1.0 - prob)
+    up = np.arange(mode, hi)  # b(k+1)/b(k) = (size − k)/(k + 1)·odds
+    down = np.arange(mode, lo, -1)  # b(k−1)/b(k) = k/(size − k + 1)/odds
+    at_mode = float(binom.pmf(mode, size, prob))
+    right = at_mode * np.cumprod((size - up) / (up + 1.0) * odds)
+    left = at_mode * np.cumprod(down / (size - down + 1.0) / odds)
+    pmf = np.concatenate([left[::-1], [at_mode], right])
+    return lo, pmf, below + above
+
+
+def _convolved(fa: Any, fb: Any, spread: float, reach: float) -> tuple[Any, float]:
+    """The law of the sum of two independent counts of laws ``fa`` and ``fb``, each entry to a relative ``_RHO``, and
+    the mass of the entries that could not be had that precisely (their values plus error bounds; set to 0).
+
+    Short laws are convolved directly (sums of positive terms: relative rounding). Long ones by FFT, whose rounding
+    is absolute, about u·log₂N·‖x‖₂‖y‖₂ per entry (Higham 2002, §24.1; times 8 here): each exponentially tilted,
+    x(k)·e^(θk), at θ = 0, ±3/``spread``, … out to ``reach`` standard deviations, so that every entry is read
+    from the tilt under which it is large and its relative error small."""
+    import numpy as np
+    from scipy.signal import fftconvolve
+
+    if fa.size * fb.size <= _DIRECT:
+        return np.convolve(fa, fb), 0.0
+    la, lb = np.log(np.maximum(fa, 1e-320)), np.log(np.maximum(fb, 1e-320))
+    ka, kb, k = np.arange(fa.size), np.arange(fb.size), np.arange(fa.size + fb.size - 1)
+    size = k.size
+    best, err = np.zeros(size), np.full(size, np.inf)
+    steps = int(math.ceil(reach / 3.0))
+    for theta in np.arange(-steps, steps + 1) * (3.0 / spread):
+        ta, tb = theta * ka + la, theta * kb + lb
+        ma, mb = float(ta.max()), float(tb.max())
+        wa, wb = np.exp(ta - ma), np.exp(tb - mb)
+        scale = np.exp(ma + mb - theta * k)
+        norms = float(np.einsum("i,i->", wa, wa)) * float(np.einsum("i,i->", wb, wb))  # no BLAS threads
+        bound = 8 * 2.2e-16 * math.log2(size) * math.sqrt(norms) * scale
+        better = bound < err
+        best = np.where(better, np.maximum(fftconvolve(wa, wb), 0.0) * scale, best)
+        err = np.where(better, bound, err)
+    loose = err > _RHO * best
+    left_out = float(best[loose].sum() + err[loose].sum())
+    best[loose] = 0.0
+    return best, left_out
+
+
+def binary_pair(ones: int, zeros: int, p: float, tail: float) -> BinaryPair:
+    """The pair of one dataset of the others (``ones`` holding 1, ``zeros`` holding 0), user 1's report kept with
+    probability ``p``; each binomial's window leaves out at most ``tail`` of each side (added to ``extra``, with
+    whatever the convolution could not compute to a relative ``_RHO``)."""
+    import numpy as np
+
+    q = 1.0 - p
+    lo_a, fa, out_a = _binomial(ones, p, tail)
+    lo_b, fb, out_b = _binomial(zeros, q, tail)
+    reach = norm_isf(tail) + 1.0 if tail < 0.5 else 1.0
+    f, left_out = _convolved(fa, fb, math.sqrt(max((ones + zeros) * p * q, 1.0)), reach)
+    f = np.concatenate([[0.0], f, [0.0]])
+    before, at = f[:-1], f[1:]  # f(k − 1), f(k) for k from lo_a + lo_b to the window's end + 1
+    p_k, q_k = p * before + q * at, q * before + p * at
+    keep = (p_k > 0.0) & (q_k > 0.0)
+    p_k, q_k = p_k[keep], q_k[keep]
+    loss = np.log(p_k / q_k)  # increasing in k (f is log-concave), but sorted whatever rounding did
+    if loss.size > 1 and not bool(np.all(loss[1:] >= loss[:-1])):
+        order = np.argsort(loss, kind="stable")
+        loss, p_k, q_k = loss[order], p_k[order], q_k[order]
+    return BinaryPair(ones, zeros, loss, p_k, q_k, out_a + out_b + left_out)
+
+
+def norm_isf(x: float) -> float:
+    """The standard normal's upper quantile (scipy), for the tilts' reach."""
+    from scipy.stats import norm
+
+    return float(norm.isf(x))
+
+
+@dataclass(frozen=True)
+class WorstCase:
+    """The search's result (module docstring): ``epsilon``, valid at ``delta`` for every dataset; ``lower``, the
+    exact ε of the worst real dataset computed; ``datasets``, how many were computed; and, for composing windows,
+    ``grid`` with ``survival``, the largest over the final intervals of their losses' mass above each grid point
+    (both directions, left-out mass counted above), ``total``, their largest total mass, ``top`` = ε₀."""
+
+    epsilon: float
+    lower: float
+    delta: float
+    datasets: int
+    grid: Any
+    survival: Any
+    total: float
+    top: float
+
+    def losses(self) -> tuple[Any, Any]:
+        """A privacy-loss law stochastically larger than every dataset's, in both directions: the masses between
+        grid points moved up to the next, below the grid to its first point, above it to ``top`` (no loss of binary
+        RR exceeds ε₀). Composing such laws bounds δ for any datasets, one per window: δ(ε) = E[(1 − e^(ε − ΣLᵢ))₊]
+        grows with each Lᵢ."""
+        import numpy as np
+
+        s = self.survival
+        prob = np.concatenate([[self.total - s[0]], s[:-1] - s[1:], [s[-1]]])
+        return np.append(self.grid, max(self.top, float(self.grid[-1]))), np.maximum(prob, 0.0)
+
+
+@functools.lru_cache(maxsize=8)
+def worst_case(eps0: float, n: int, delta: float) -> WorstCase:
+    """Intervals of datasets of the n − 1 others, each dominated by one computed dataset, refined until the figure at
+    ``delta`` is within ``_CLOSE`` of a real dataset's (module docstring). The binomials' windows leave out 10⁻¹²·δ
+    (it lands at the top loss) and the composable law's grid spans all but 10⁻⁹·δ of each side, enough for up to
+    1,000 windows composed at δ (more are still valid, on a coarser grid). Cached: one window's figure and its
+    composition share one search."""
+    import numpy as np
+
+    p = 1.0 / (1.0 + math.exp(-eps0))
+    others = n - 1
+    tail, window = 1e-9 * delta, 1e-12 * delta
+    count = 0
+
+    def pair(ones: int, zeros: int) -> BinaryPair:
+        nonlocal count
+        count += 1
+        return binary_pair(ones, zeros, p, window)
+
+    half = others // 2  # a and others − a are one dataset's two directions
+    cuts = sorted({0, half + 1} | set(range(0, half + 1, max(1, -(-(half + 1) // _SLICES)))))
+    first = pair(0, others - cuts[1] + 1)
+    lo_l, hi_l = first.range(tail)
+    span = max(hi_l - lo_l, 1e-12)
+    grid = np.linspace(max(lo_l - span / 4, -eps0), min(hi_l + span / 4, eps0), _GRID)
+    intervals: dict[tuple[int, int], tuple[float, Any, float]] = {}
+
+    def judge(lo: int, hi: int, pr: BinaryPair | None = None) -> None:
+        pr = pr or pair(lo, others - hi)
+        intervals[(lo, hi)] = (pr.epsilon(delta), pr.survival(grid), float(pr.up_total))
+
+    judge(0, cuts[1] - 1, first)
+    for lo, hi in zip(cuts[1:], cuts[2:], strict=False):
+        judge(lo, hi - 1)
+    lower = 0.0
+    while count < _EVALS:
+        (lo, hi), (top, _, _) = max(intervals.items(), key=lambda kv: kv[1][0])
+        if not math.isfinite(top):
+            break
+        lower = max(lower, pair(lo, others - lo).epsilon(delta))
+        if lo == hi or top <= lower * (1 + _CLOSE):
+            break
+        mid = (lo + hi) // 2
+        del intervals[(lo, hi)]
+        judge(lo, mid)
+        judge(mid + 1, hi)
+    found = list(intervals.values())
+    return WorstCase(max(e for e, _, _ in found), lower, delta, count, grid,
+                     np.max(np.stack([s for _, s, _ in found]), axis=0), max(t for _, _, t in found), eps0)
+
+
+def binary_rr_epsilon(eps0: float, n: int, delta: float) -> tuple[float, float]:
+    """The central ε at ``delta`` of n shuffled binary RR reports of ε₀, valid for every dataset (module docstring),
+    and the exact ε of the worst real dataset found (a lower bound on any valid figure)."""
+    found = worst_case(eps0, n, delta)
+    return found.epsilon, found.lower
