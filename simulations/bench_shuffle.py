@@ -24,7 +24,7 @@ from typing import Any
 
 _YEAR = r"""
 import json, sys, time
-import dp_accounting.pld, scipy.stats  # imports are not the answer's cost
+import dp_accounting.pld, scipy.signal, scipy.stats  # imports are not the answer's cost
 from ldp.encoders.randomized_response import GRRParams
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.over_time import central_over_time
