@@ -3,10 +3,12 @@
 
     python simulations/poisoning.py                      # n = 100,000, 10 trials per cell (a few minutes)
     python simulations/poisoning.py --n 20000 --trials 4 # quick
+    python simulations/poisoning.py --protocols rappor   # one protocol's rows
 
 Every cell runs ``--trials`` collections of ``--n`` users (Zipf over ``--d`` items, ε = ``--epsilon``), a fraction
 β of them fake, ``--targets`` targets drawn at random per trial, the law tests at family-wise ``--alpha`` on
 the poisoned window (aggregate and reports). β = 0 is the honest row: its detection rate is the false-alarm rate.
+``mga-bare`` (the MGA unpadded) runs only where the protocol's MGA pads (SUE, OUE, RAPPOR).
 Each row: mean target gain (the paper's frequency gain, summed over the targets), its standard deviation over the
 trials, and the share of trials flagged. docs/poisoning.md quotes the default run.
 """
@@ -24,7 +26,7 @@ from ldp.encoders.local_hashing import OLHParams
 from ldp.encoders.randomized_response import GRRParams
 from ldp.encoders.rappor import RapporParams
 from ldp.encoders.unary import OUEParams, SUEParams
-from ldp.simulation.attack import simulate_attack
+from ldp.simulation.attack import Attacker, attacker_for, simulate_attack
 from ldp.simulation.population import zipf
 
 
@@ -37,12 +39,14 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--alpha", type=float, default=0.01)
     ap.add_argument("--fractions", default="0,0.01,0.05,0.1")
-    ap.add_argument("--attacks", default="mga,random-report,random-value")
+    ap.add_argument("--attacks", default="mga,mga-bare,random-report,random-value")
+    ap.add_argument("--protocols", default="oue,sue,olh,grr,rappor", help="comma-separated protocol names")
     ap.add_argument("--seed", type=int, default=31)
     a = ap.parse_args()
     protocols: list[Any] = [OUEParams(a.epsilon, a.d), SUEParams(a.epsilon, a.d), OLHParams(a.epsilon, a.d),
                  GRRParams(a.epsilon, a.d),
                  RapporParams(num_bloombits=64, num_hashes=2, num_cohorts=32, p=0.25, q=0.75, f=0.5)]
+    protocols = [p for p in protocols if p.protocol in a.protocols.split(",")]
     pop = zipf(a.d)
     rows = []
     gen = np.random.default_rng(a.seed)
@@ -50,6 +54,8 @@ def main() -> None:
         for attack in a.attacks.split(","):
             for beta in (float(b) for b in a.fractions.split(",")):
                 if beta == 0 and attack != "mga":
+                    continue
+                if attack == "mga-bare" and type(attacker_for(params)).mga_bare is Attacker.mga_bare:
                     continue
                 t0 = time.perf_counter()
                 res = [simulate_attack(params, pop, a.n, attack=attack if beta else "random-value", fraction=beta,

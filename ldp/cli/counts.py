@@ -216,7 +216,8 @@ def attack_text(args: argparse.Namespace) -> str:
 
 def check_attack(params: Any, attack: str) -> None:
     """Refuse (``ValueError``, exit status 2) an ``--attack`` the protocol of ``params`` has no model for: ``mga``
-    without its :class:`~ldp.simulation.attack.Attacker` (``ldp/simulation/<family>_attack.py``), and any attack on an
+    (``mga-bare``) without its :class:`~ldp.simulation.attack.Attacker` (``ldp/simulation/<family>_attack.py``)
+    defining ``mga`` (``mga_bare``), and any attack on an
     open-domain protocol whose candidates cannot be scored (no ``scoring`` of its own in its simulation and no exact
     variance on its aggregate: the discovery protocols)."""
     from ldp.lazy import subclasses_in
@@ -231,11 +232,14 @@ def check_attack(params: Any, attack: str) -> None:
     if not scored:
         raise ValueError(f"--attack {attack}: {protocol} has no attack model here: its simulated collection cannot "
                          "score given candidate strings (it discovers its strings), which the frequency gain needs")
-    if attack == "mga" and type(attacker_for(params)) is Attacker:
+    method = {"mga": "mga", "mga-bare": "mga_bare"}.get(attack)
+    if method is not None and getattr(type(attacker_for(params)), method) is getattr(Attacker, method):
         types = [t for a in subclasses_in("ldp.simulation", Attacker, suffix="_attack")
+                 if getattr(a, method) is not getattr(Attacker, method)
                  for t in (a.params_type if isinstance(a.params_type, tuple) else (a.params_type,))]
         modelled = sorted({str(getattr(t, "protocol", t.__name__)) for t in types})
-        raise ValueError(f"--attack mga: no maximal gain attack is defined for {protocol}; it is for "
+        what = "maximal gain attack" if attack == "mga" else "unpadded maximal gain attack"
+        raise ValueError(f"--attack {attack}: no {what} is defined for {protocol}; it is for "
                          f"{', '.join(modelled)} (--attack random sends uniformly random reports under any frequency "
                          "protocol)")
 

@@ -47,8 +47,9 @@ def register(sub: Any) -> None:
     sim.add_argument("--confidence", type=open_unit, help="confidence level of the intervals (default 0.95)")
     add_params_options(sim)
     add_numeric_options(sim, simulate=True)
-    sim.add_argument("--attack", choices=("mga", "random"),
-                     help="poison one collection (Cao, Jia and Gong 2021): fake users run the maximal gain attack or "
+    sim.add_argument("--attack", choices=("mga", "mga-bare", "random"),
+                     help="poison one collection (Cao, Jia and Gong 2021): fake users run the maximal gain attack "
+                          "(mga-bare: without the padding that makes its reports look honest; SUE, OUE, RAPPOR) or "
                           "send uniformly random reports; prints the targets' frequency gain and what the "
                           "poisoning checks say")
     sim.add_argument("--fraction", type=open_unit,

@@ -32,8 +32,9 @@ from scipy import stats
 
 from ldp.lazy import subclasses_in
 
-__all__ = ["Evidence", "LawCheck", "ReportLaw", "bernoulli_binomial_pmf", "chi_square_check", "law_for",
-           "check_reports", "poisoning_evidence", "popcounts", "range_check", "untested", "z_check"]
+__all__ = ["Evidence", "LawCheck", "ReportLaw", "bernoulli_binomial_pmf", "binomial_excess_check",
+           "chi_square_check", "law_for", "check_reports", "poisoning_evidence", "popcounts", "range_check",
+           "untested", "z_check"]
 
 VERDICTS = ("ok", "suspicious", "untested")
 MIN_EXPECTED = 5.0
@@ -116,6 +117,26 @@ def range_check(name: str, protocol: str, reports: int, statistic: float, low: f
     msg = (f"{protocol}: {what} {statistic:,.0f} is {where} the honest range [{low:,.0f}, {high:,.0f}] "
            f"(p <= {p:.2g}, {verdict} at {alpha:g})")
     return LawCheck(name, protocol, reports, float(statistic), float(nearest), sd, float(z), p, alpha, verdict, msg)
+
+
+def binomial_excess_check(name: str, protocol: str, reports: int, count: int, trials: int, prob: float,
+                          alpha: float, what: str, *, tests: int = 1) -> LawCheck:
+    """One-sided exact test of ``count`` events among ``trials`` independent ones, each of honest probability at
+    most ``prob``: the count is then dominated by ``Binomial(trials, prob)``, so ``p = P(Bin(trials, prob) >=
+    count)`` bounds the honest probability of a count this high. ``tests``: the count is the most extreme of that
+    many (Bonferroni: ``p`` times ``tests``, at most 1)."""
+    alpha = _check_alpha(alpha)
+    prob = min(max(float(prob), 0.0), 1.0)
+    mean = trials * prob
+    sd = math.sqrt(trials * prob * (1.0 - prob))
+    gap = count - mean
+    z = gap / sd if sd > 0 else (0.0 if gap <= 0 else math.inf)
+    p = float(min(1.0, max(tests, 1) * float(stats.binom.sf(count - 1, trials, prob)))) if count > 0 else 1.0
+    verdict = _verdict(p, alpha)
+    extreme = f"; the most extreme of {tests}, Bonferroni" if tests > 1 else ""
+    msg = (f"{protocol}: {what}: {count:,} of {trials:,} where honest reports give at most {mean:,.1f} expected "
+           f"(p <= {p:.2g}{extreme}, {verdict} at {alpha:g})")
+    return LawCheck(name, protocol, reports, float(count), mean, sd, float(z), p, alpha, verdict, msg)
 
 
 def bernoulli_binomial_pmf(p: float, q: float, d: int) -> npt.NDArray[np.float64]:

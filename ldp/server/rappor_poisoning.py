@@ -1,29 +1,58 @@
-"""Poisoning laws of RAPPOR (both modes): the 1 bits per report, per cohort and in total.
+"""Poisoning laws of RAPPOR (both modes): the 1 bits per cohort and in total, and per report their number and
+which of them are set together.
 
-A client's Bloom filter has ``B`` set bits, ``1 <= B <= h`` (``h`` hash functions over ``k`` bits; fewer than ``h``
-when two hashes collide; the same in ``ldp`` and Google mode). A fresh client's report has each set bit 1 with
-probability ``q*`` and each unset bit 1 with ``p*`` (the PRR and IRR coins combined), independently, so its number
-of 1s is ``Binomial(B, q*) + Binomial(k − B, p*)``: mean ``k·p* + B(q* − p*)``, variance
-``B·q*(1 − q*) + (k − B)·p*(1 − p*)``. ``B`` depends on the value, which the server does not know; both moments
-are linear in ``B``, so for ``N`` reports the total of 1s has mean in ``[N·μ(1), N·μ(h)]`` and variance at most
-``N·max(σ²(1), σ²(h))``. The tests check the total against that range (:func:`~ldp.server.poisoning.range_check`,
-false alarms at most ``alpha``), per cohort (the most extreme cohort, Bonferroni over the ``m`` cohorts) and over
-all cohorts.
+A client's Bloom filter ``B_u`` has ``B`` set bits, ``1 <= B <= h`` (``h`` hash functions over ``k`` bits; fewer
+than ``h`` when two hashes collide; the same in ``ldp`` and Google mode). A fresh client's report has each bit of
+``B_u`` 1 with probability ``q*`` and each other bit 1 with ``p*`` (the PRR and IRR coins combined, ``q* > p*``),
+independently, whatever its value. So:
 
-The law is that of one report per client: a client's repeated reports share its PRR, so their total varies more
-than the bound says (count a client once per window, or expect more false alarms).
+* **Totals** (aggregate). A report's number of 1s is ``Binomial(B, q*) + Binomial(k − B, p*)``: mean
+  ``k·p* + B(q* − p*)``, variance ``B·q*(1 − q*) + (k − B)·p*(1 − p*)``. ``B`` depends on the value, which the
+  server does not know; both moments are linear in ``B``, so for ``N`` reports the total of 1s has mean in
+  ``[N·μ(1), N·μ(h)]`` and variance at most ``N·max(σ²(1), σ²(h))``. The tests check the total against that range
+  (:func:`~ldp.server.poisoning.range_check`), per cohort (the most extreme cohort, Bonferroni over the ``m``
+  cohorts) and over all cohorts.
+* **1s per report** (reports). That law ``P_B`` is stochastically increasing in ``B`` (a ``q*`` coin in place of
+  a ``p*`` one), so every honest report, whatever its value, has ``P(ones <= L) <= P_1(ones <= L)``,
+  ``P(ones >= U) <= P_h(ones >= U)`` and ``P(ones = l) <= max_B P_B(l)``. The *tails* test counts the reports
+  with at most ``L`` or at least ``U`` ones (``L``, ``U``: the farthest counts whose tail bound is at most
+  :data:`TAIL`); the *spike* test counts, for each ``l`` in ``0..k``, the reports with exactly ``l`` ones. Each
+  count is dominated by a binomial with the bound as probability (exact one-sided test; the spike is the most
+  extreme of ``k + 1``, Bonferroni). Unpadded fake reports fall in a tail or pile up on a few counts; fake
+  reports padded to one typical count pile up on it.
+* **Bits set together** (reports). For a set ``S`` of ``s >= h`` bits of one cohort's space, an honest report
+  has all of ``S`` set with probability ``q*^j·p*^(s−j)`` for the ``j <= h`` bits of ``S`` in its filter, so at
+  most ``π(s) = q*^h·p*^(s−h)``. The window is split by position: per cohort, bits its even-position reports set
+  together are chosen greedily (:func:`_chosen_bits`; ``s`` in :func:`cooccurrence_sizes`, fixed by the
+  parameters), and ``X`` counts the odd-position reports that have every chosen bit of their cohort set. The
+  choice depends on the other half only, so honest ``X`` is dominated by ``Binomial(N_odd, π(s))`` (exact
+  one-sided test; Bonferroni over the sizes). A maximal gain attack sets every target's bits in its reports,
+  whatever number of 1s it pads to: those bits are set together, are chosen, and every fake report of the odd
+  half counts.
+
+The laws are those of one report per client: a client's repeated reports share its PRR, so their totals vary more
+than the bound says and its reports set the same bits together (count a client once per window, or expect more
+false alarms).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+from scipy import stats
 
 from ldp.encoders.rappor import RapporParams
-from ldp.server.poisoning import LawCheck, ReportLaw, range_check
+from ldp.server.poisoning import LawCheck, ReportLaw, binomial_excess_check, popcounts, range_check
 
-__all__ = ["RapporLaw", "rappor_ones_bounds"]
+__all__ = ["RapporLaw", "TAIL", "cooccurrence_bound", "cooccurrence_hits", "cooccurrence_sizes", "rappor_ones_bounds",
+           "rappor_ones_pmfs", "rappor_ones_tails"]
+
+TAIL = 1e-3
+"""Each tail the tails test counts has honest probability at most this per report."""
 
 
 def rappor_ones_bounds(params: Any) -> tuple[float, float, float]:
@@ -35,13 +64,105 @@ def rappor_ones_bounds(params: Any) -> tuple[float, float, float]:
     return min(means), max(means), max(variances)
 
 
+def rappor_ones_pmfs(params: Any) -> npt.NDArray[np.float64]:
+    """``(h, k + 1)``: row ``B − 1`` is the law of the 1s of an honest report whose filter has ``B`` set bits,
+    ``Binomial(B, q*) + Binomial(k − B, p*)``."""
+    k, h, ps, qs = params.num_bloombits, params.num_hashes, params.p_star, params.q_star
+    out = np.empty((h, k + 1))
+    for b in range(1, h + 1):
+        out[b - 1] = np.convolve(stats.binom.pmf(np.arange(b + 1), b, qs),
+                                 stats.binom.pmf(np.arange(k - b + 1), k - b, ps))
+    return out
+
+
+def rappor_ones_tails(params: Any) -> tuple[int, int, float]:
+    """``(L, U, bound)``: ``L`` the largest count with ``P_1(ones <= L) <= TAIL`` (−1 if none), ``U`` the smallest
+    with ``P_h(ones >= U) <= TAIL`` (``k + 1`` if none), and the sum of the two tail bounds: an honest report has
+    at most ``L`` or at least ``U`` ones with probability at most ``bound``."""
+    pmfs = rappor_ones_pmfs(params)
+    low_cdf = np.cumsum(pmfs[0])
+    high_sf = np.cumsum(pmfs[-1][::-1])[::-1]
+    lows = np.flatnonzero(low_cdf <= TAIL)
+    highs = np.flatnonzero(high_sf <= TAIL)
+    low = int(lows[-1]) if lows.size else -1
+    high = int(highs[0]) if highs.size else pmfs.shape[1]
+    bound = (float(low_cdf[low]) if low >= 0 else 0.0) + (float(high_sf[high]) if high < pmfs.shape[1] else 0.0)
+    return low, high, min(bound, 1.0)
+
+
+def cooccurrence_sizes(params: Any) -> tuple[int, ...]:
+    """The sizes ``s`` of the bit sets the co-occurrence test asks set together: the bits of two targets and of
+    four (``2h`` and ``4h``), each at most a quarter of the filter but more than ``h``, and at most ``k``. The
+    smaller catches attacks on few targets; the larger, whose honest bound is far smaller, catches fewer fake
+    reports."""
+    k, h = params.num_bloombits, params.num_hashes
+    return tuple(sorted({min(k, max(h + 1, min(k // 4, j * h))) for j in (2, 4)}))
+
+
+def cooccurrence_bound(params: Any, s: int) -> float:
+    """``π(s) = q*^j·p*^(s−j)``, ``j = min(h, s)``: the most probable an honest report has ``s`` given bits of its
+    cohort's space all set (its filter holds at most ``j`` of them; ``q* > p*``)."""
+    j = min(params.num_hashes, s)
+    return float(params.q_star ** j * params.p_star ** (s - j))
+
+
+def _chosen_bits(x: npt.NDArray[np.float64], s: int) -> npt.NDArray[np.intp]:
+    """``s`` bits that the rows ``x`` (0/1) set together, greedily: the pair of largest covariance, then, one at a
+    time, the bit most over-represented (frequency over its overall frequency) among the rows that have every bit
+    chosen so far set (when no row has, the bit of largest covariance with those chosen)."""
+    n, k = x.shape
+    mu = x.mean(axis=0) if n else np.zeros(k)
+    cov = x.T @ x / n - np.outer(mu, mu) if n else np.zeros((k, k))
+    np.fill_diagonal(cov, -np.inf)
+    first = np.unravel_index(int(np.argmax(cov)), cov.shape) if k > 1 else (0,)
+    chosen = [int(i) for i in first][:s]
+    base = np.maximum(mu, 1.0 / max(n, 1))
+    while len(chosen) < s:
+        rows = x[:, chosen].all(axis=1)
+        score = x[rows].mean(axis=0) / base if rows.any() else cov[chosen].sum(axis=0)
+        score[chosen] = -np.inf
+        chosen.append(int(np.argmax(score)))
+    return np.asarray(chosen, dtype=np.intp)
+
+
+def cooccurrence_hits(params: Any, cohorts: npt.ArrayLike, rows: npt.ArrayLike,
+                      sizes: tuple[int, ...]) -> tuple[list[int], int]:
+    """``([X_s for s in sizes], N_odd)``: the odd-position reports (``N_odd``) and those among them (``X_s``) that
+    have the first ``s`` bits chosen for their cohort from its even-position reports (:func:`_chosen_bits`) all set.
+    One loop step per cohort; a cohort's reports are unpacked at once."""
+    k = params.num_bloombits
+    c = np.asarray(cohorts).astype(np.int64, copy=False).reshape(-1)
+    r = np.asarray(rows, dtype=np.uint8)
+    if r.ndim != 2 or r.shape[0] != c.size:
+        raise ValueError(f"cohort and bits must have one row per report, got {c.shape} and {r.shape}")
+    odd = np.arange(c.size) % 2 == 1
+    order = np.argsort(c, kind="stable")
+    cuts = np.flatnonzero(np.diff(c[order])) + 1
+    hits = [0] * len(sizes)
+    for a, b in pairwise(np.concatenate([[0], cuts, [c.size]])):
+        idx = order[a:b]
+        test = odd[idx]
+        if not test.any():
+            continue
+        bits = np.unpackbits(r[idx], axis=1, count=k, bitorder="little").astype(bool)
+        chosen = _chosen_bits(bits[~test].astype(np.float64), max(sizes))
+        shown = bits[test]
+        for i, s in enumerate(sizes):
+            hits[i] += int(shown[:, chosen[:s]].all(axis=1).sum())
+    return hits, int(odd.sum())
+
+
 class RapporLaw(ReportLaw):
-    """RAPPOR: the total of 1s, over every cohort and in the most extreme cohort, against its honest range."""
+    """RAPPOR: the total of 1s, over every cohort and in the most extreme cohort, against its honest range
+    (aggregate); the tails and the spikes of the 1s per report, and bits set together per cohort (reports)."""
 
     params_type = RapporParams
 
     def aggregate_check_count(self, params: Any) -> int:
         return 2
+
+    def report_check_count(self, params: Any) -> int:
+        return 3
 
     def aggregate_checks(self, aggregate: Any, alpha: float) -> list[LawCheck]:
         pr = aggregate.params
@@ -66,3 +187,25 @@ class RapporLaw(ReportLaw):
                              f"{worst.message.rsplit(' (', 1)[0]} (most extreme of {m} cohorts; Bonferroni "
                              f"p <= {p:.2g}, {verdict} at {alpha:g})")
         return [total, worst]
+
+    def report_checks(self, params: Any, columns: Mapping[str, Any], alpha: float) -> list[LawCheck]:
+        k, pr = params.num_bloombits, params.protocol
+        rows = np.asarray(columns["bits"], dtype=np.uint8)
+        ones = popcounts(rows, k)
+        n = int(ones.size)
+        low, high, bound = rappor_ones_tails(params)
+        where = " or ".join([f"<= {low}"] * (low >= 0) + [f">= {high}"] * (high <= k)) or "none at these parameters"
+        tails = binomial_excess_check("ones_tails", pr, n, int(((ones <= low) | (ones >= high)).sum()), n, bound,
+                                      alpha, f"reports in the tails of the 1 bits per report ({where})")
+        counts = np.bincount(ones, minlength=k + 1)
+        top = rappor_ones_pmfs(params).max(axis=0)
+        spike_at = int(np.argmin(stats.binom.sf(counts - 1, n, top)))
+        spike = binomial_excess_check("ones_spike", pr, n, int(counts[spike_at]), n, float(top[spike_at]), alpha,
+                                      f"reports with exactly {spike_at} 1 bits", tests=k + 1)
+        sizes = cooccurrence_sizes(params)
+        hits, tested = cooccurrence_hits(params, columns["cohort"], rows, sizes)
+        together = [binomial_excess_check("bits_together", pr, n, x, tested, cooccurrence_bound(params, s), alpha,
+                                          f"odd-position reports with all {s} bits chosen for their cohort set (sizes "
+                                          f"{', '.join(map(str, sizes))})",
+                                          tests=len(sizes)) for s, x in zip(sizes, hits, strict=True)]
+        return [tails, spike, min(together, key=lambda c: c.p_value)]

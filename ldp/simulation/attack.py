@@ -5,6 +5,7 @@ server's law tests (:mod:`ldp.server.poisoning`) see of them.
 
 * ``mga`` (maximal gain attack): each report promotes the targets as much as the protocol allows; crafted by the
   protocol's own module of this package (``<family>_attack.py``, an :class:`Attacker` naming its params types);
+  where it pads its reports to look honest (unary encoding, RAPPOR), ``mga-bare`` sends them unpadded;
 * ``random-report``: a uniformly random report of the report space (every field uniform: the paper's random
   perturbed-value attack; ``random`` names it);
 * ``random-value``: a uniformly random value of the domain, encoded honestly (its reports follow the honest law:
@@ -38,7 +39,7 @@ from ldp.simulation.population import Population
 
 __all__ = ["ATTACKS", "AttackResult", "Attacker", "attacker_for", "fake_reports", "simulate_attack"]
 
-ATTACKS = ("mga", "random-report", "random-value", "random-target")
+ATTACKS = ("mga", "mga-bare", "random-report", "random-value", "random-target")
 ALIASES = {"random": "random-report"}
 
 
@@ -53,6 +54,12 @@ class Attacker:
         """The columns of ``m`` MGA reports promoting the item indices ``targets`` (``candidates``: the strings
         of an open-domain protocol; ``tries``: a search budget per report, where the attack searches)."""
         raise NotImplementedError(f"no maximal gain attack is defined for {params.protocol}")
+
+    def mga_bare(self, params: Any, targets: npt.NDArray[np.int64], m: int, gen: np.random.Generator, *,
+                 candidates: Sequence[str] | None = None, tries: int = 1000) -> dict[str, Any]:
+        """The MGA's reports without the padding that makes them look honest (the targets' bits alone), where
+        the MGA pads."""
+        raise NotImplementedError(f"no unpadded maximal gain attack is defined for {params.protocol}")
 
 
 @cache
@@ -106,8 +113,9 @@ def fake_reports(params: Any, attack: str, targets: Sequence[int] | npt.NDArray[
     if t.ndim != 1 or t.size < 1 or t.min() < 0 or t.max() >= d or np.unique(t).size != t.size:
         raise ValueError(f"targets must be distinct item indices in [0, {d}), got {list(targets)}")
     gen = as_generator(rng)
-    if attack == "mga":
-        cols = attacker_for(params).mga(params, t, int(m), gen, candidates=candidates, tries=tries)
+    if attack in ("mga", "mga-bare"):
+        craft = attacker_for(params).mga if attack == "mga" else attacker_for(params).mga_bare
+        cols = craft(params, t, int(m), gen, candidates=candidates, tries=tries)
     elif attack == "random-report":
         cols = _random_report(params, int(m), gen)
     elif attack == "random-value":

@@ -4,7 +4,7 @@ paper does not treat RAPPOR).
 A fake report takes a uniform cohort, sets every Bloom bit of every target in that cohort to 1 and, so that its
 number of 1s looks honest, as many other bits as make ``l = round(k·p* + h(q* − p*))`` ones in all (the honest
 mean of a filter with ``h`` set bits), drawn uniformly among the others. When the targets' bits exceed ``l``
-only they are set.
+only they are set. The bare variant (``mga-bare``) sets the targets' bits only.
 """
 
 from __future__ import annotations
@@ -35,6 +35,16 @@ class RapporAttacker(Attacker):
 
     def mga(self, params: Any, targets: npt.NDArray[np.int64], m: int, gen: np.random.Generator, *,
             candidates: Sequence[str] | None = None, tries: int = 1000) -> dict[str, Any]:
+        return self._reports(params, targets, m, gen, candidates, rappor_mga_ones(params))
+
+    def mga_bare(self, params: Any, targets: npt.NDArray[np.int64], m: int, gen: np.random.Generator, *,
+                 candidates: Sequence[str] | None = None, tries: int = 1000) -> dict[str, Any]:
+        return self._reports(params, targets, m, gen, candidates, 0)
+
+    @staticmethod
+    def _reports(params: Any, targets: npt.NDArray[np.int64], m: int, gen: np.random.Generator,
+                 candidates: Sequence[str] | None, ones: int) -> dict[str, Any]:
+        """``m`` reports in uniform cohorts: the targets' bits, then uniform other bits up to ``ones`` in all."""
         from ldp.batch.rappor import bloom_index_table
 
         if candidates is None:
@@ -44,7 +54,6 @@ class RapporAttacker(Attacker):
         union = np.zeros((cohorts, k), bool)
         for c in range(cohorts):
             union[c, np.unique(idx[:, c, :])] = True
-        ones = rappor_mga_ones(params)
         coh = gen.integers(0, cohorts, size=m).astype(np.min_scalar_type(cohorts - 1))
         rows = np.empty((m, (k + 7) // 8), np.uint8)
         for a in range(0, m, BLOCK):

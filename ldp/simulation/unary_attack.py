@@ -2,7 +2,8 @@
 
 A fake report sets every target's bit to 1 and, so that its number of 1s looks like an honest report's, as many
 other bits as make ``l = round(p + (d − 1)q)`` ones in all (the honest mean), drawn uniformly among the non-target
-bits. When ``l < r`` (more targets than an honest report has ones) only the targets are set.
+bits. When ``l < r`` (more targets than an honest report has ones) only the targets are set. The bare variant
+(``mga-bare``) sets the targets' bits only.
 """
 
 from __future__ import annotations
@@ -33,8 +34,18 @@ class UnaryAttacker(Attacker):
 
     def mga(self, params: Any, targets: npt.NDArray[np.int64], m: int, gen: np.random.Generator, *,
             candidates: Sequence[str] | None = None, tries: int = 1000) -> dict[str, Any]:
+        return self._reports(params, targets, m, gen, unary_mga_ones(params))
+
+    def mga_bare(self, params: Any, targets: npt.NDArray[np.int64], m: int, gen: np.random.Generator, *,
+                 candidates: Sequence[str] | None = None, tries: int = 1000) -> dict[str, Any]:
+        return self._reports(params, targets, m, gen, 0)
+
+    @staticmethod
+    def _reports(params: Any, targets: npt.NDArray[np.int64], m: int, gen: np.random.Generator,
+                 ones: int) -> dict[str, Any]:
+        """``m`` reports: the targets' bits, then uniform other bits up to ``ones`` in all."""
         d = params.domain_size
-        ones = max(unary_mga_ones(params), targets.size)
+        ones = max(ones, targets.size)
         rows = np.empty((m, (d + 7) // 8), np.uint8)
         for a in range(0, m, BLOCK):
             keys = gen.random((min(BLOCK, m - a), d))

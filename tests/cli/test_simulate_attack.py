@@ -29,6 +29,16 @@ def test_text_output_and_refusals(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--attack is for the frequency protocols" in capsys.readouterr().err
 
 
+def test_bare_mga_runs_where_the_mga_pads_and_is_refused_elsewhere(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "rappor", "--epsilon", "2", "--d", "16", "--n", "4000", "--attack", "mga-bare",
+                 "--targets", "3", "--seed", "2", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["attack"] == "mga-bare" and len(doc["evidence"]["checks"]) == 5
+    assert main(["simulate", "olh", "--epsilon", "1", "--d", "16", "--n", "300", "--attack", "mga-bare"]) == 2
+    err = capsys.readouterr().err
+    assert "no unpadded maximal gain attack is defined for olh; it is for oue, rappor, sue" in err
+
+
 @settings(max_examples=15, deadline=None)
 @given(fraction=st.one_of(st.floats(-1, 2), st.sampled_from(["nan", "inf", "x", "0", "1"])),
        targets=st.one_of(st.integers(-3, 40), st.just("many")))
@@ -37,6 +47,7 @@ def test_bad_fraction_or_targets_exit_2(fraction: object, targets: object) -> No
     args = ["simulate", "--protocol", "oue", "--epsilon", "1", "--d", "16", "--n", "300", "--attack", "random",
             "--fraction", str(fraction), "--targets", str(targets), "--seed", "0"]
     valid = (isinstance(fraction, float) and 0 < fraction < 1 and isinstance(targets, int) and 1 <= targets <= 16)
+    code: int | str | None
     try:
         code = main(args)
     except SystemExit as exc:  # argparse's own refusal

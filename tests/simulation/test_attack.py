@@ -105,8 +105,29 @@ def test_grr_and_rappor() -> None:
     assert (popcounts(mga.columns["bits"], 64) >= 16).all()  # l = round(64·0.375 + 2·0.25) = 25 >= 6 target bits
 
 
+def test_bare_mga_sets_the_targets_bits_alone() -> None:
+    """Unary: exactly the r target bits. RAPPOR: exactly the targets' Bloom bits of the report's cohort. Protocols
+    whose MGA pads nothing have no bare variant."""
+    targets = np.arange(R)
+    bits = np.unpackbits(fake_reports(OUEParams(1.0, D), "mga-bare", targets, 50, 1).columns["bits"], axis=1,
+                         bitorder="little")[:, :D]
+    assert bits[:, :R].all() and (bits.sum(axis=1) == R).all()
+    from ldp.batch.rappor import bloom_index_table
+
+    rp = RapporParams(num_bloombits=64, num_hashes=2, num_cohorts=8, p=0.25, q=0.75, f=0.5)
+    names = [f"item{i}" for i in range(D)]
+    cols = fake_reports(rp, "mga-bare", [2, 5], 40, 2, domain=D, candidates=names).columns
+    idx = bloom_index_table(rp, [names[2], names[5]])
+    got = np.unpackbits(cols["bits"], axis=1, bitorder="little")
+    for row, c in zip(got, cols["cohort"], strict=True):
+        assert set(np.flatnonzero(row)) == set(idx[:, int(c), :].ravel().tolist())
+    for params in (OLHParams(1.0, 8), GRRParams(1.0, 8)):
+        with pytest.raises(NotImplementedError, match="unpadded"):
+            fake_reports(params, "mga-bare", [0], 1, 0)
+
+
 @settings(max_examples=40, deadline=None)
-@given(attack=st.sampled_from(["mga", "random", "bogus"]), m=st.integers(-2, 30),
+@given(attack=st.sampled_from(["mga", "mga-bare", "random", "bogus"]), m=st.integers(-2, 30),
        targets=st.lists(st.integers(-2, 10), min_size=0, max_size=4))
 def test_fake_reports_validate(attack: str, m: int, targets: list[int]) -> None:
     params = OUEParams(1.0, 8)
