@@ -25,7 +25,13 @@ def register(subparsers: Any) -> None:
 
 def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     """Add the ``aggregate``, ``merge`` and ``decode`` commands; returns their parsers by name."""
-    from ldp.cli.support import input_file, number, open_unit, positive_int, store_option
+    return {"aggregate": _aggregate_parser(subparsers), "merge": _merge_parser(subparsers),
+            "decode": _decode_parser(subparsers)}
+
+
+def _aggregate_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """``ldp aggregate``: inputs, the spec and the output, how inputs are read, where the fold runs."""
+    from ldp.cli.support import number, store_option
 
     agg = subparsers.add_parser(
         "aggregate", help="fold report files into one aggregate per metric (validated, resumable)",
@@ -60,7 +66,11 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     agg.add_argument("--quiet", "-q", action="store_true",
                      help="no progress bar and no summary (notes and warnings still go to stderr, unless ldp -q)")
     agg.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return agg
 
+
+def _merge_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """``ldp merge``: aggregate files added up, or each metric's released windows pooled."""
     mrg = subparsers.add_parser(
         "merge", help="merge aggregate files from many jobs, processes or machines",
         description="Merge aggregate files (or output folders of ldp aggregate): files of the same name are added "
@@ -76,6 +86,12 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
                      help="with --all-windows: the collection spec whose release thresholds decide the windows "
                           "merged (repeatable)")
     mrg.add_argument("--json", action="store_true", help="print the merged files as JSON")
+    return mrg
+
+
+def _decode_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """``ldp decode``: which aggregate, how it is estimated, and how the estimates are shown."""
+    from ldp.cli.support import input_file, open_unit, positive_int
 
     dec = subparsers.add_parser(
         "decode", help="estimates from an aggregate file: table, CSV, JSON, PNG plot",
@@ -115,7 +131,7 @@ def add_server_arguments(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     dec.add_argument("--no-release", action="store_true",
                      help="show every estimate, ignoring the spec's release thresholds (min_reports, min_z): the "
                           "data owner's view, said so in the output")
-    return {"aggregate": agg, "merge": mrg, "decode": dec}
+    return dec
 
 
 def quantile_list(text: str) -> tuple[float, ...]:

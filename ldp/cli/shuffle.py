@@ -63,36 +63,10 @@ def shuffle_command(args: argparse.Namespace) -> int:
     error: ...`` naming it, 3; bad input, a store or app not found, the lease lost: ``ldp shuffle: error: ...``,
     2."""
     from ldp.cli.support import BAD_INPUT, report_error
-    from ldp.collector.config import APP_NAME_RE
     from ldp.errors import LeaseHeldError
 
     try:
-        if not APP_NAME_RE.match(args.app):
-            raise ValueError(f"--app: an app name is 1 to 64 of a-z, 0-9, '_' and '-', got {args.app!r}")
-        if args.scheduler is not None and args.engine != "dask":
-            raise ValueError("--scheduler is the Dask scheduler of --engine dask")
-        if args.engine == "dask":
-            from ldp.extras import require_extra
-
-            require_extra("ldp shuffle --engine dask", "dask", ("dask", "distributed", "pandas", "pyarrow"))
-        from ldp.shuffler.stage import shuffle_app
-        from ldp.storage import open_store
-
-        options = dict(args.store_option)
-        from ldp.shuffler.central import window_guarantees
-        from ldp.spec import CollectionSpec
-
-        specs = {s.fingerprint: s for s in map(CollectionSpec.load, args.spec)}
-        store = open_store(args.store, options or None)
-        from ldp.shuffler.chunks import incoming_prefix
-
-        if warning := getattr(store, "retention_warning", lambda _: None)(incoming_prefix(args.app)):
-            print(f"ldp shuffle: warning: {warning}", file=sys.stderr)
-        run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
-                          keep_originals=args.keep_originals, min_reports=args.min_reports,
-                          hold_seconds=args.hold_days * 86400, lease_seconds=args.lease_seconds, engine=args.engine,
-                          scheduler=args.scheduler, specs=specs)
-        central = window_guarantees(run.windows, specs) if specs else None
+        run, specs, central = _shuffle(args)
     except LeaseHeldError as exc:
         report_error("ldp shuffle", exc)
         return 3
@@ -102,12 +76,50 @@ def shuffle_command(args: argparse.Namespace) -> int:
         print(json.dumps({**run.to_dict(), **({"central": central} if central is not None else {})}, indent=1,
                          sort_keys=True))
         return 0
+    _print_run(run, specs, central)
+    return 0
+
+
+def _shuffle(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
+    """One run of the shuffler as ``args`` say: the run, the specs by fingerprint, each window's central figures
+    (``None`` without ``--spec``)."""
+    from ldp.collector.config import APP_NAME_RE
+
+    if not APP_NAME_RE.match(args.app):
+        raise ValueError(f"--app: an app name is 1 to 64 of a-z, 0-9, '_' and '-', got {args.app!r}")
+    if args.scheduler is not None and args.engine != "dask":
+        raise ValueError("--scheduler is the Dask scheduler of --engine dask")
+    if args.engine == "dask":
+        from ldp.extras import require_extra
+
+        require_extra("ldp shuffle --engine dask", "dask", ("dask", "distributed", "pandas", "pyarrow"))
+    from ldp.shuffler.central import window_guarantees
+    from ldp.shuffler.chunks import incoming_prefix
+    from ldp.shuffler.stage import shuffle_app
+    from ldp.spec import CollectionSpec
+    from ldp.storage import open_store
+
+    options = dict(args.store_option)
+    specs = {s.fingerprint: s for s in map(CollectionSpec.load, args.spec)}
+    store = open_store(args.store, options or None)
+    if warning := getattr(store, "retention_warning", lambda _: None)(incoming_prefix(args.app)):
+        print(f"ldp shuffle: warning: {warning}", file=sys.stderr)
+    run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
+                      keep_originals=args.keep_originals, min_reports=args.min_reports,
+                      hold_seconds=args.hold_days * 86400, lease_seconds=args.lease_seconds, engine=args.engine,
+                      scheduler=args.scheduler, specs=specs)
+    return run, specs, window_guarantees(run.windows, specs) if specs else None
+
+
+def _print_run(run: Any, specs: dict[str, Any], central: Any) -> None:
+    """The run as ``ldp shuffle`` prints it: each window's reports and segment, withheld metrics, lines checked, and
+    the central figures."""
     for rid in run.resumed:
         print(f"finished the interrupted run {rid}")
     if run.run_id is None:
         print("nothing to mix" + (f": {sum(run.held.values())} batches wait for their window to end"
                                   if run.held else ""))
-        return 0
+        return
     print(f"run {run.run_id}: {len(run.chunks)} chunks, {run.duplicates} duplicate batches dropped")
     for window, w in run.windows.items():
         where = f"withheld ({w['withheld']})" if w.get("withheld") else w["segment"] or "(nothing new)"
@@ -128,4 +140,3 @@ def shuffle_command(args: argparse.Namespace) -> int:
             print(f"    {m['metric']}: {figure}")
     if run.held:
         print(f"  held: {sum(run.held.values())} batches of windows not ended yet")
-    return 0

@@ -135,3 +135,26 @@ def test_at_most_twelve_top_level_modules() -> None:
 def test_no_module_over_400_lines() -> None:
     long = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines (split them by idea): {long}"
+
+
+MAX_CLI_FUNCTION = 60
+"""The CLI's functions stay short enough to read whole: a command's parser, run and printing, each by itself."""
+
+
+def _long_functions(source: str) -> dict[str, int]:
+    tree = ast.parse(source)
+    return {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno is not None
+            and n.end_lineno - n.lineno + 1 > MAX_CLI_FUNCTION}
+
+
+def test_no_cli_function_over_60_lines() -> None:
+    long = {f"{p.name}:{name}": n for p in sorted((PACKAGE / "cli").glob("*.py"))
+            for name, n in _long_functions(p.read_text()).items()}
+    assert not long, f"CLI functions over {MAX_CLI_FUNCTION} lines (split by option group or step): {long}"
+
+
+def test_the_cli_length_rule_catches_a_long_function() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_CLI_FUNCTION))
+    assert _long_functions(f"def f():\n{body}\n") == {"f": MAX_CLI_FUNCTION + 1}
+    assert _long_functions("def g():\n    return 1\n") == {}
