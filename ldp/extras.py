@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 from ldp.errors import MissingExtraError
 
-__all__ = ["DISTRIBUTION", "SERVER_MODULES", "MissingExtraError", "install_hint", "pip_install", "require_extra"]
+__all__ = ["DISTRIBUTION", "SERVER_MODULES", "MissingExtraError", "available", "install_hint", "pip_install",
+           "require_extra"]
 
 DISTRIBUTION = "ldp-telemetry"
 """Our name on PyPI: every install line a user copies names it, never the bare import name."""
@@ -41,6 +42,11 @@ def _importable(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # an import hook that refuses it, or a broken package
         return False
+
+
+def available(*modules: str) -> bool:
+    """Whether every one of ``modules`` can be imported (looked up only, as :func:`require_extra` does)."""
+    return all(_importable(m) for m in modules)
 
 
 def require_extra(feature: str, extra: str = "server", modules: Sequence[str] = SERVER_MODULES) -> None:

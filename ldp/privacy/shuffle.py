@@ -46,6 +46,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ldp.extras import available
 from ldp.privacy.binary_shuffle import BINARY, binary_rr_epsilon
 from ldp.privacy.cost import PrivacyCost
 
@@ -314,21 +315,13 @@ def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStruct
     if structure is not None and structure.name != "generic" and structure.clone_probability < 1.0:
         found.append(_search(eps0, n, delta, structure, None))
     if binary and structure is not None and structure.binary and structure.epsilon_pair <= _BINARY_MAX \
-            and _has_scipy():
+            and available("numpy", "scipy"):  # without the server extra, the clone bound alone
         found.append((binary_rr_epsilon(structure.epsilon_pair, n, delta)[0], BINARY))
     eps, name = min(found)
     if eps >= eps0 * (1 - 1e-3):
         return none
     return ShuffleGuarantee(eps, delta, eps0, n, "numerical" if name == "generic" else
                             name if name == BINARY else f"numerical {name}")
-
-
-def _has_scipy() -> bool:
-    """Whether the ``server`` extra's numpy and scipy are here (the exact binary analysis needs them; without, the
-    clone bound, pure Python, answers alone)."""
-    import importlib.util
-
-    return all(importlib.util.find_spec(m) is not None for m in ("numpy", "scipy"))
 
 
 def _search(eps0: float, n: int, delta: float, structure: ShuffleStructure,
