@@ -48,9 +48,20 @@ _KIND_CODES = {"uint": 1, "bits": 2}
 _KIND_NAMES = {v: k for k, v in _KIND_CODES.items()}
 
 
+_LINE_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+"""Built once: ``json.dumps(obj, **kw)`` with any argument off its default builds ``JSONEncoder(**kw)`` on every
+call (~3 µs) and returns its ``.encode(obj)``; these are those encoders (every other argument at its default),
+so their ``.encode`` gives the same bytes. ``encode`` keeps no state between calls (safe across threads)."""
+_json_str = json.encoder.encode_basestring_ascii
+"""The function both encoders call for every ``str`` (a key or a value), ``ensure_ascii=True``: the C one."""
+
+
 def canonical_json(obj: Any) -> str:
-    """Sorted keys, no spaces, ASCII only, no NaN/inf; floats in Python's shortest round-trip form."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    """Sorted keys, no spaces, ASCII only, no NaN/inf; floats in Python's shortest round-trip form: exactly
+    ``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)``, from an
+    encoder built once (:data:`_CANONICAL_ENCODER`)."""
+    return _CANONICAL_ENCODER.encode(obj)
 
 
 def fingerprint(protocol: str, params: Mapping[str, Any]) -> str:
@@ -100,7 +111,7 @@ def max_line_bytes(protocol: str, schema: Sequence[Field]) -> int:
     payload = {f.name: (f.size - 1 if f.kind == "uint" else "") for f in schema}
     report = {"v": FORMAT_VERSION, "protocol": protocol, "params": "0" * 16, "payload": payload}
     envelope = {"spec": "0" * 16, "metric": "m" * 32, "window": MAX_WINDOW, "report": report}
-    return len(json.dumps(envelope, separators=(",", ":"))) + sum(f.size for f in schema if f.kind == "bits") + 1
+    return len(_LINE_ENCODER.encode(envelope)) + sum(f.size for f in schema if f.kind == "bits") + 1
 
 
 def _check_value(name: str, value: Any) -> PayloadValue:
@@ -155,12 +166,43 @@ class Report:
         return {"v": self.version, "protocol": self.protocol, "params": self.fingerprint, "payload": payload}
 
     def to_json(self) -> str:
-        """One JSON line (no trailing newline)."""
-        return json.dumps(self.to_dict(), separators=(",", ":"))
+        """One JSON line (no trailing newline): the bytes of :func:`_reference_json`, ``json.dumps(self.to_dict(),
+        separators=(",", ":"))``, written without a json encoder (0.66 µs instead of 3.3 for a GRR report)::
+
+            {"v":<v>,"protocol":<protocol>,"params":<fingerprint>,"payload":{<name>:<value>,...}}
+
+        keys in that order, the payload's fields in its order, no spaces, ASCII only. Exact because every piece
+        is what json's own encoder writes for it: a ``str`` (protocol, fingerprint, field name) through
+        ``json.encoder.encode_basestring_ascii``, the function the encoder calls for strings; an ``int`` as
+        ``int.__repr__`` (an exact int formats as its repr); a ``frozenbitarray`` as ``to01()`` between quotes,
+        which has only ``0`` and ``1`` (nothing to escape). Anything else (possible only through
+        :meth:`trusted`: a bool, an int or str subclass, a float...) is left to the encoder itself, built once
+        (:data:`_LINE_ENCODER`). Tested equal to the reference on every conformance vector and by hypothesis."""
+        protocol, fp, version = self.protocol, self.fingerprint, self.version
+        if type(protocol) is str and type(fp) is str and type(version) is int:
+            fields = []
+            for name, value in self.payload.items():
+                if type(name) is not str:
+                    break
+                if type(value) is int and value.bit_length() <= 64:  # larger: as the encoder fails, if it does
+                    fields.append(f"{_json_str(name)}:{value}")
+                elif type(value) is frozenbitarray:
+                    fields.append(f'{_json_str(name)}:"{value.to01()}"')
+                else:
+                    break
+            else:
+                return (f'{{"v":{version},"protocol":{_json_str(protocol)},"params":{_json_str(fp)},'
+                        f'"payload":{{{",".join(fields)}}}}}')
+        return _LINE_ENCODER.encode(self.to_dict())
 
     def to_bytes(self) -> bytes:
         """This report alone as one binary frame."""
         return encode_frames([self])
+
+
+def _reference_json(report: Report) -> str:
+    """The reference :meth:`Report.to_json` is tested against (tests only): ``json.dumps`` with its separators."""
+    return json.dumps(report.to_dict(), separators=(",", ":"))
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -1,0 +1,203 @@
+"""What a RAPPOR fold keeps of each report for the poisoning checks (:mod:`ldp.server.rappor_poisoning`).
+
+Two additive statistics, so an aggregate carries them, merges them by sum and serves the per-report checks where
+the reports are gone (the collector's dashboard, ``ldp decode``):
+
+* ``ones_hist`` (``k + 1``): the reports by their number of 1 bits.
+* ``together`` (``1 + len(sizes)``): ``N``, the reports tested for bits set together, then ``X_s`` for each size
+  ``s`` of :func:`cooccurrence_sizes`: those of them that have every one of the ``s`` bits chosen for their cohort
+  set.
+
+**The choice.** Per cohort, ``s`` bits that its even-position reports (position within the folded batch) set
+together (:func:`chosen_sets`), from a sample of them: the latest :func:`sample_rows` even-position reports of the
+cohort since its previous choice. A cohort's bits are chosen once it has seen :data:`FIRST` even-position reports,
+and chosen again each time that number has grown :data:`REFRESH`-fold, so a cohort's choice is made about
+``log_4(n)`` times whatever the batches, and rows are kept for it only while it is within a sample of being due.
+Each batch's even-position reports are taken in before its odd-position reports are tested, and only
+odd-position reports of a cohort with a choice are tested (``N``).
+
+**Why the counts are honest-law binomials.** A tested report is never in the sample its cohort's choice comes from
+(that holds even-position reports only), and honest reports are independent, so given the choice, an honest
+tested report has all ``s`` chosen bits set with probability at most ``π(s)``
+(:func:`~ldp.server.rappor_poisoning.cooccurrence_bound`). Summed over reports, batches and merged aggregates,
+``X_s`` is dominated by ``Binomial(N, π(s))``. The sampling only decides which bits are tested, never whether
+the bound holds.
+
+The per-row work (the histogram, the tests) runs in the compiled fold kernel when it is built
+(``_foldkernel.report_stats``) and in numpy otherwise, with identical results (``tests/server/test_fold_fast.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ldp.batch.bits import FOLD_KERNEL, _foldkernel, popcounts
+
+__all__ = ["FIRST", "REFRESH", "BitsTogether", "chosen_sets", "cooccurrence_counts", "cooccurrence_sizes",
+           "ones_histogram", "report_stats", "sample_rows"]
+
+FIRST = 64
+"""Even-position reports a cohort needs before its bits are first chosen."""
+REFRESH = 4
+"""A cohort's bits are chosen again each time its even-position reports have grown this many times."""
+SAMPLE_BYTES = 1 << 20
+"""The memory all cohorts' samples may take together (:func:`sample_rows`)."""
+
+
+def cooccurrence_sizes(params: Any) -> tuple[int, ...]:
+    """The sizes ``s`` of the bit sets tested for being set together: the bits of two targets and of four (``2h``
+    and ``4h``), each at most a quarter of the filter but more than ``h``, and at most ``k``. The smaller catches
+    attacks on few targets; the larger, whose honest bound is far smaller, catches fewer fake reports."""
+    k, h = params.num_bloombits, params.num_hashes
+    return tuple(sorted({min(k, max(h + 1, min(k // 4, j * h))) for j in (2, 4)}))
+
+
+def sample_rows(params: Any) -> int:
+    """Even-position reports kept per cohort to choose its bits from: 1,024, or fewer so that every cohort's
+    sample fits in :data:`SAMPLE_BYTES`, and at least :data:`FIRST`."""
+    per_cohort = SAMPLE_BYTES // (params.num_cohorts * ((params.num_bloombits + 7) // 8))
+    return int(min(1024, max(FIRST, per_cohort)))
+
+
+def ones_histogram(rows: npt.NDArray[np.uint8], nbits: int) -> npt.NDArray[np.int64]:
+    """``(nbits + 1,)``: how many rows have each number of 1 bits."""
+    out: npt.NDArray[np.int64] = np.bincount(popcounts(rows, nbits), minlength=nbits + 1).astype(np.int64)
+    return out
+
+
+def cooccurrence_counts(x: npt.NDArray[np.bool_], kernel: str | None = None) -> npt.NDArray[np.int64]:
+    """``(k, k)``: ``[i, j]`` the rows of ``x`` (0/1, ``(n, k)``) that have bits ``i`` and ``j`` both set
+    (``xᵀx``). Compiled: the bits' columns packed as bit sets and ANDed, a popcount per word; numpy: a float
+    product, exact below 2⁵³ rows."""
+    n, k = x.shape
+    if (kernel or FOLD_KERNEL) == "compiled" and _foldkernel is not None:
+        cols = np.packbits(x.T, axis=1, bitorder="little")
+        words = (cols.shape[1] + 7) // 8
+        packed = np.zeros((k, 8 * words), np.uint8)
+        packed[:, :cols.shape[1]] = cols
+        out = np.empty((k, k), np.int64)
+        _foldkernel.pair_counts(packed, k, words, out)
+        return out
+    f = x.astype(np.float64)
+    return (f.T @ f).astype(np.int64)
+
+
+def _grown(x: npt.NDArray[np.bool_], seed: tuple[int, ...], s: int) -> list[int]:
+    """``seed`` grown to ``s`` bits, one at a time: the bit most often set among the rows that have every bit
+    chosen so far set (when no row has, the bit most often set)."""
+    chosen = list(seed)[:s]
+    while len(chosen) < s:
+        rows = x[:, chosen].all(axis=1)
+        score = (x[rows] if rows.any() else x).mean(axis=0)
+        score[chosen] = -np.inf
+        chosen.append(int(np.argmax(score)))
+    return chosen
+
+
+def chosen_sets(x: npt.NDArray[np.bool_], sizes: tuple[int, ...],
+                kernel: str | None = None) -> list[npt.NDArray[np.intp]]:
+    """For each ``s`` of ``sizes``, ``s`` bits that many rows of ``x`` (0/1, ``(n, k)``, ``n >= 1``) have all set:
+    two seeds, the pair of bits of largest covariance (bits a minority of the rows sets together) and the pair
+    set together most often (bits most rows set, as in a sample of fake reports alone), each grown greedily
+    (:func:`_grown`); of the two, the set more rows have all set."""
+    n, k = x.shape
+    both = cooccurrence_counts(x, kernel).astype(np.float64)
+    mu = np.diag(both) / n
+    cov = both / n - np.outer(mu, mu)
+    seeds: list[tuple[int, ...]] = [(0,)]
+    if k > 1:
+        np.fill_diagonal(cov, -np.inf)
+        np.fill_diagonal(both, -np.inf)
+        seeds = [tuple(int(i) for i in np.unravel_index(int(np.argmax(a)), a.shape)) for a in (cov, both)]
+    grown = [_grown(x, seed, max(sizes)) for seed in dict.fromkeys(seeds)]
+    return [np.asarray(max(grown, key=lambda g: int(x[:, g[:s]].all(axis=1).sum()))[:s], dtype=np.intp)
+            for s in sizes]
+
+
+def report_stats(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], nbits: int, masks: npt.NDArray[np.uint8],
+                 chosen: npt.NDArray[np.uint8], hist: npt.NDArray[np.int64], hits: npt.NDArray[np.int64],
+                 kernel: str | None = None) -> None:
+    """In place: ``hist[ones of row i] += 1`` for every row; for each odd-position row ``i`` whose cohort ``g``
+    has ``chosen[g]``: ``hits[0] += 1`` and ``hits[1 + j] += 1`` when it has every bit of ``masks[g, j]`` set.
+    ``kernel``: ``"compiled"`` or ``"numpy"`` (default :data:`~ldp.batch.bits.FOLD_KERNEL`)."""
+    kernel = kernel or FOLD_KERNEL
+    g = np.asarray(cohorts)
+    if kernel == "compiled" and _foldkernel is not None:
+        g = np.ascontiguousarray(g.astype(g.dtype.newbyteorder("="), copy=False)).view(f"u{g.dtype.itemsize}")
+        r = np.ascontiguousarray(rows, dtype=np.uint8)
+        _foldkernel.report_stats(g, g.dtype.itemsize, r, r.shape[1], nbits, np.ascontiguousarray(masks),
+                                 masks.shape[1], np.ascontiguousarray(chosen), hist, hits)
+        return
+    if kernel not in ("numpy", "compiled"):
+        raise ValueError(f"kernel must be 'numpy' or, when built, 'compiled'; got {kernel!r}")
+    hist += ones_histogram(rows, nbits)
+    odd_g = g[1::2].astype(np.intp)
+    tested = chosen[odd_g].astype(bool)
+    shown, want = rows[1::2][tested], masks[odd_g[tested]]  # (t, nbytes), (t, sizes, nbytes)
+    hits[0] += int(tested.sum())
+    hits[1:] += ((shown[:, None, :] & want) == want).all(axis=2).sum(axis=0)
+
+
+def _group_counts(groups: npt.NDArray[Any], size: int, step: int = 1 << 15) -> npt.NDArray[np.int64]:
+    """``np.bincount(groups, minlength=size)``, a block at a time (bincount widens its input to ``intp``)."""
+    out = np.zeros(size, np.int64)
+    for i in range(0, groups.size, step):
+        out += np.bincount(groups[i:i + step], minlength=size)
+    return out
+
+
+class BitsTogether:
+    """The per-cohort choices of one aggregate and the samples they come from (module docstring): the fold's
+    working state, never serialized (an aggregate read back or merged chooses again from the reports it folds
+    next). :meth:`add` folds one batch into ``hist`` and ``hits``."""
+
+    def __init__(self, params: Any) -> None:
+        self.k = params.num_bloombits
+        self.sizes = cooccurrence_sizes(params)
+        self.rows = sample_rows(params)
+        m, width = params.num_cohorts, (self.k + 7) // 8
+        self.samples: dict[int, npt.NDArray[np.uint8]] = {}
+        self.seen = np.zeros(m, np.int64)
+        self.chosen_at = np.zeros(m, np.int64)
+        self.masks = np.zeros((m, len(self.sizes), width), np.uint8)
+        self.chosen = np.zeros(m, np.uint8)
+        self.cohort_type = np.min_scalar_type(m - 1)
+
+    def add(self, cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], hist: npt.NDArray[np.int64],
+            hits: npt.NDArray[np.int64], kernel: str | None = None) -> None:
+        """Take in the batch's even-position reports (choosing again where due), then count every report into
+        ``hist`` and test its odd-position ones into ``hits``. One loop step per cohort of the batch."""
+        c = np.asarray(cohorts)
+        even_c, even = c[0::2].astype(self.cohort_type), rows[0::2]  # small unsigned: bincount, radix argsort
+        counts = _group_counts(even_c, self.seen.size)
+        after = self.seen + counts
+        due = np.maximum(FIRST, REFRESH * self.chosen_at)
+        # rows a cohort's next choice can use: its latest, once it is within a sample of being due
+        keep = np.flatnonzero((counts > 0) & (after > due - self.rows))
+        if keep.size:
+            window = min(even_c.size, 4 * self.rows * keep.size)  # the batch's tail: 4 samples' worth per cohort
+            tail = even_c[even_c.size - window:]
+            order = np.argsort(tail, kind="stable") + (even_c.size - window)
+            in_tail = np.bincount(tail, minlength=self.seen.size)
+            ends = np.cumsum(in_tail)
+            for g in keep.tolist():
+                newest = even[order[ends[g] - min(in_tail[g], self.rows):ends[g]]]
+                kept = self.samples.get(g)
+                self.samples[g] = newest if kept is None else np.concatenate((kept, newest))[-self.rows:]
+        self.seen = after
+        for g in np.flatnonzero(after >= due).tolist():
+            if len(self.samples.get(g, ())):
+                self._choose(g, kernel)
+        report_stats(c, rows, self.k, self.masks, self.chosen, hist, hits, kernel)
+
+    def _choose(self, g: int, kernel: str | None) -> None:
+        x = np.unpackbits(self.samples[g], axis=1, count=self.k, bitorder="little").astype(bool)
+        for j, bits in enumerate(chosen_sets(x, self.sizes, kernel)):
+            mask = np.zeros(self.k, bool)
+            mask[bits] = True
+            self.masks[g, j] = np.packbits(mask, bitorder="little")
+        self.chosen[g], self.chosen_at[g] = 1, self.seen[g]
+        del self.samples[g]  # the next choice uses later rows only

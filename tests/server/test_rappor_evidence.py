@@ -1,0 +1,188 @@
+"""The per-report statistics a RAPPOR fold keeps for the poisoning checks (ldp.batch.rappor_evidence): the compiled
+and numpy paths agree exactly, the choice never sees a tested report, the choices follow their schedule, and
+aggregate files written before the statistics existed still load."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ldp.batch.bits as bits_mod
+from ldp.batch.rappor_evidence import (
+    FIRST,
+    REFRESH,
+    BitsTogether,
+    cooccurrence_counts,
+    cooccurrence_sizes,
+    report_stats,
+    sample_rows,
+)
+from ldp.decoders.base import Aggregate
+from ldp.decoders.rappor import RapporAggregate
+from ldp.encoders.rappor import RapporParams
+from ldp.errors import AggregateFormatError
+from ldp.server.poisoning import poisoning_evidence
+
+KERNELS = ["numpy"] + (["compiled"] if bits_mod._foldkernel is not None else [])
+compiled = pytest.mark.skipif(bits_mod._foldkernel is None, reason="the compiled fold kernel is not built")
+
+
+@st.composite
+def _stats_case(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
+    k = draw(st.integers(1, 80))
+    width, m = (k + 7) // 8, draw(st.integers(1, 5))
+    n = draw(st.integers(0, 60))
+    fill = draw(st.sampled_from(["random", "zeros", "ones"]))
+    if fill == "random":
+        rows = np.frombuffer(draw(st.binary(min_size=n * width, max_size=n * width)), np.uint8).reshape(n, width)
+    else:
+        rows = np.full((n, width), 0 if fill == "zeros" else 0xFF, np.uint8)  # padding bits set too
+    dtype = draw(st.sampled_from([np.uint8, np.uint16, np.uint32, np.uint64, np.int64]))
+    cohorts = np.asarray(draw(st.lists(st.integers(0, m - 1), min_size=n, max_size=n)), dtype)
+    nmasks = draw(st.integers(0, 3))
+    masks = np.frombuffer(draw(st.binary(min_size=m * nmasks * width, max_size=m * nmasks * width)),
+                          np.uint8).reshape(m, nmasks, width)
+    masks = masks & np.where(np.arange(8 * width) < k, 1, 0).reshape(width, 8).dot(1 << np.arange(8)).astype(np.uint8)
+    chosen = np.asarray(draw(st.lists(st.integers(0, 1), min_size=m, max_size=m)), np.uint8)
+    return cohorts, rows, k, masks, chosen
+
+
+def _reference(cohorts: np.ndarray, rows: np.ndarray, k: int, masks: np.ndarray,
+               chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row by row, bits unpacked."""
+    hist, hits = np.zeros(k + 1, np.int64), np.zeros(masks.shape[1] + 1, np.int64)
+    for i, (g, row) in enumerate(zip(cohorts.tolist(), rows, strict=True)):
+        bits = np.unpackbits(row, count=k, bitorder="little").astype(bool)
+        hist[bits.sum()] += 1
+        if i % 2 and chosen[g]:
+            hits[0] += 1
+            for j in range(masks.shape[1]):
+                want = np.unpackbits(masks[g, j], count=k, bitorder="little").astype(bool)
+                hits[1 + j] += bool(bits[want].all())
+    return hist, hits
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=_stats_case())
+def test_report_stats_paths_equal_the_row_by_row_rule(case: tuple) -> None:
+    cohorts, rows, k, masks, chosen = case
+    want = _reference(cohorts, rows, k, masks, chosen)
+    for kernel in KERNELS:
+        hist, hits = np.zeros(k + 1, np.int64), np.zeros(masks.shape[1] + 1, np.int64)
+        report_stats(cohorts, rows, k, masks, chosen, hist, hits, kernel)
+        assert hist.tolist() == want[0].tolist() and hits.tolist() == want[1].tolist(), kernel
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 300), k=st.integers(1, 70), p=st.floats(0.0, 1.0), seed=st.integers(0, 2**32 - 1))
+def test_cooccurrence_counts_paths_equal_xtx(n: int, k: int, p: float, seed: int) -> None:
+    x = np.random.default_rng(seed).random((n, k)) < p
+    want = x.astype(np.int64).T @ x.astype(np.int64)
+    for kernel in KERNELS:
+        assert (cooccurrence_counts(x, kernel) == want).all(), kernel
+
+
+@compiled
+def test_the_compiled_kernel_refuses_what_does_not_fit() -> None:
+    fk = bits_mod._foldkernel
+    hist, hits = np.zeros(17, np.int64), np.zeros(3, np.int64)
+    rows, masks, chosen = np.zeros((4, 2), np.uint8), np.zeros((2, 2, 2), np.uint8), np.ones(2, np.uint8)
+    with pytest.raises(ValueError, match="group out of"):
+        fk.report_stats(np.array([0, 2, 0, 1], np.uint8), 1, rows, 2, 16, masks, 2, chosen, hist, hits)
+    with pytest.raises(ValueError, match="buffer sizes"):
+        fk.report_stats(np.zeros(4, np.uint8), 1, rows, 2, 16, masks, 1, chosen, hist, hits)
+    with pytest.raises(ValueError, match="nbits"):
+        fk.report_stats(np.zeros(4, np.uint8), 1, rows, 2, 17, masks, 2, chosen, hist, hits)
+    assert not hist.any() and not hits.any()
+    with pytest.raises(ValueError, match="buffer sizes"):
+        fk.pair_counts(np.zeros((3, 2), np.uint64), 3, 2, np.zeros((3, 2), np.int64))
+
+
+PARAMS = RapporParams(num_bloombits=24, num_hashes=2, num_cohorts=3, p=0.25, q=0.75, f=0.5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), cuts=st.lists(st.integers(0, 3000), max_size=6))
+def test_batches_choices_and_counts_agree_across_kernels_and_ignore_tested_rows(seed: int, cuts: list[int]) -> None:
+    """However the reports are cut into batches: both kernels choose the same bits and count the same; rewriting
+    the tested (odd-position) rows of every batch changes no choice."""
+    gen = np.random.default_rng(seed)
+    n = 3000
+    cohorts = gen.integers(0, 3, n).astype(np.uint8)
+    rows = gen.integers(0, 256, (n, 3), dtype=np.uint8)
+    noisy = rows.copy()
+    edges = [0, *sorted(set(cuts)), n]
+    for a, b in zip(edges, edges[1:], strict=False):
+        noisy[a + 1:b:2] = gen.integers(0, 256, noisy[a + 1:b:2].shape, dtype=np.uint8)
+    runs = []
+    for kernel, data in [(k, r) for k in KERNELS for r in (rows, noisy)]:
+        bt = BitsTogether(PARAMS)
+        hist, hits = np.zeros(25, np.int64), np.zeros(1 + len(cooccurrence_sizes(PARAMS)), np.int64)
+        for a, b in zip(edges, edges[1:], strict=False):
+            bt.add(cohorts[a:b], data[a:b], hist, hits, kernel)
+        runs.append((data is rows, bt.masks.copy(), bt.chosen_at.copy(), hist, hits))
+    for same, masks, chosen_at, hist, hits in runs:
+        assert (masks == runs[0][1]).all() and (chosen_at == runs[0][2]).all()
+        if same:
+            assert (hist == runs[0][3]).all() and (hits == runs[0][4]).all()
+
+
+def test_choices_follow_their_schedule() -> None:
+    """A cohort chooses once it has seen FIRST even-position reports, then each time that number has grown
+    REFRESH-fold; rows are kept only near a choice, at most a sample of them."""
+    bt = BitsTogether(PARAMS)
+    hist, hits = np.zeros(25, np.int64), np.zeros(3, np.int64)
+    gen = np.random.default_rng(3)
+    made, seen = [], 0
+    for _ in range(400):  # batches of 40 reports, cohort 0 only: 20 even-position reports each
+        before = int(bt.chosen_at[0])
+        bt.add(np.zeros(40, np.uint8), gen.integers(0, 256, (40, 3), dtype=np.uint8), hist, hits)
+        seen += 20
+        if bt.chosen_at[0] != before:
+            made.append(seen)
+        assert all(len(s) <= sample_rows(PARAMS) for s in bt.samples.values())
+    assert made[0] == 80 >= FIRST  # the first batch end at or past 64
+    assert all(b >= REFRESH * a for a, b in zip(made, made[1:], strict=False)) and len(made) == 4
+    assert hits[0] == sum(20 for i in range(400) if (i + 1) * 20 >= made[0])  # tested once cohort 0 had a choice
+
+
+def _old_file(agg: RapporAggregate) -> bytes:
+    """The aggregate's file as written before the per-report statistics existed (its core arrays only)."""
+    layout = agg.state_layout(agg.params)
+    header = {"protocol": "rappor", "params": agg.params.to_dict(), "fingerprint": agg.params.fingerprint,
+              "n": agg.n, "rejected": {},
+              "arrays": [[k, d.newbyteorder("<").str, list(s)] for k, (d, s) in layout.items()]}
+    head = json.dumps(header, separators=(",", ":")).encode()
+    body = b"".join(getattr(agg, k).astype("<i8").tobytes() for k in layout)
+    blob = b"LDPA\x01" + struct.pack("<I", len(head)) + head + body
+    return blob + struct.pack("<I", zlib.crc32(blob))
+
+
+def test_files_without_the_statistics_load_and_are_tested_by_their_totals() -> None:
+    gen = np.random.default_rng(9)
+    agg = RapporAggregate(PARAMS)
+    agg.add_bytes(_batch(gen, 2000).to_bytes())
+    old = Aggregate.from_bytes(_old_file(agg))
+    assert isinstance(old, RapporAggregate) and old.n == 2000 and not old.ones_hist.any()
+    assert (old.ones == agg.ones).all()
+    assert [c.name for c in poisoning_evidence(old).checks] == ["ones_total", "ones_cohort"]
+    merged = old.copy().merge(agg)  # half the reports with statistics: their checks run on those
+    assert merged.ones_hist.sum() == 2000 and len(poisoning_evidence(merged).checks) == 5
+    damaged = json.loads(_old_file(agg)[9:-4 - 8 * (3 + 3 * 24)].decode())
+    damaged["arrays"] = damaged["arrays"][:1]
+    with pytest.raises(AggregateFormatError, match="arrays"):
+        head = json.dumps(damaged, separators=(",", ":")).encode()
+        blob = b"LDPA\x01" + struct.pack("<I", len(head)) + head + agg.cohort_n.astype("<i8").tobytes()
+        Aggregate.from_bytes(blob + struct.pack("<I", zlib.crc32(blob)))
+
+
+def _batch(gen: np.random.Generator, n: int):  # type: ignore[no-untyped-def]
+    from ldp.protocols import get_protocol
+
+    enc = get_protocol("rappor").encoder_type(PARAMS)
+    return enc.encode_batch(gen.integers(0, 6, n), gen, candidates=[f"v{i}" for i in range(6)])
