@@ -11,6 +11,15 @@
  *   255 rows of a group the byte lanes are added to the int64 table. No lane can overflow: a
  *   nibble lane receives at most 15 ones, a byte lane at most 17*15 = 255.
  *
+ * report_stats(groups, width, rows, nbytes, nbits, tested, masks, nmasks, chosen, hist, hits):
+ *   for every record i: hist[popcount of its first nbits bits] += 1; and for every record whose bit i of
+ *   tested (packed little-endian) is set and whose group g has chosen[g] set: hits[0] += 1 and, for each j < nmasks, hits[1 + j] += 1 when
+ *   the row has every bit of masks[g][j] (nbytes bytes) set. RAPPOR's per-report poisoning
+ *   statistics (ldp/batch/rappor_evidence.py, whose numpy path it is tested against).
+ *
+ * pair_counts(cols, k, words, out): out[i, j] = popcount(cols[i] & cols[j]): the rows two bits share, from
+ *   the bits' columns packed as bit sets (the co-occurrence counts of a sample, X^T X of 0/1 rows).
+ *
  * Only the Python buffer protocol is used (no numpy headers): building needs a C compiler and
  * nothing else, and ldp.batch.bits falls back to pure numpy when this module is absent. The GIL
  * is released while folding. The reference it is tested against: tests/server/test_fold_fast.py.
@@ -199,11 +208,165 @@ done:
     return result;
 }
 
+/* Set bits of a word, by halves (SWAR): no popcnt instruction is assumed of the machine it runs on. */
+static inline int64_t popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & M4;
+    return (int64_t)((x * 0x0101010101010101ULL) >> 56);
+}
+
+/* Popcount of a row's first nbits bits, and whether it holds every bit of each mask of its group. */
+static void stats_loop(const uint8_t *groups, int width, const uint8_t *rows, Py_ssize_t n, Py_ssize_t nbytes,
+                       Py_ssize_t nbits, const uint8_t *tested, const uint8_t *masks, Py_ssize_t nmasks,
+                       const uint8_t *chosen, int64_t *hist, int64_t *hits)
+{
+    const Py_ssize_t full = nbits / 8, rest = nbits % 8;
+    const uint8_t last = (uint8_t)((1u << rest) - 1u);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint8_t *row = rows + i * nbytes;
+        int64_t ones = 0;
+        Py_ssize_t b = 0;
+        for (; b + 8 <= full; b += 8) {
+            uint64_t x;
+            memcpy(&x, row + b, 8);
+            ones += popcount64(x);
+        }
+        for (; b < full; b++)
+            ones += popcount64(row[b]);
+        if (rest)
+            ones += popcount64(row[full] & last);
+        hist[ones] += 1;
+        if (!((tested[i >> 3] >> (i & 7)) & 1))
+            continue;
+        const Py_ssize_t g = group_at(groups, width, i);
+        if (!chosen[g])
+            continue;
+        hits[0] += 1;
+        const uint8_t *mask = masks + g * nmasks * nbytes;
+        for (Py_ssize_t j = 0; j < nmasks; j++, mask += nbytes) {
+            uint64_t missing = 0; /* bits of the mask the row lacks */
+            Py_ssize_t k = 0;
+            for (; k + 8 <= nbytes; k += 8) {
+                uint64_t x, y;
+                memcpy(&x, row + k, 8);
+                memcpy(&y, mask + k, 8);
+                missing |= y & ~x;
+            }
+            for (; k < nbytes; k++)
+                missing |= (uint64_t)(mask[k] & (uint8_t)~row[k]);
+            hits[1 + j] += (missing == 0);
+        }
+    }
+}
+
+static PyObject *report_stats(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *go, *ro, *to, *mo, *co, *ho, *xo;
+    int width;
+    Py_ssize_t nbytes, nbits, nmasks;
+    if (!PyArg_ParseTuple(args, "OiOnnOOnOOO", &go, &width, &ro, &nbytes, &nbits, &to, &mo, &nmasks, &co, &ho, &xo))
+        return NULL;
+    if (width != 1 && width != 2 && width != 4 && width != 8) {
+        PyErr_SetString(PyExc_ValueError, "group width must be 1, 2, 4 or 8 bytes");
+        return NULL;
+    }
+    if (nbytes < 1 || nbits < 1 || nbits > 8 * nbytes || nbytes > (PY_SSIZE_T_MAX >> 6) || nmasks < 0 || nmasks > 64) {
+        PyErr_SetString(PyExc_ValueError, "need 1 <= nbits <= 8*nbytes and 0 <= nmasks <= 64");
+        return NULL;
+    }
+    Py_buffer gb = {0}, rb = {0}, tb = {0}, mb = {0}, cb = {0}, hb = {0}, xb = {0};
+    PyObject *result = NULL;
+    if (get_buffer(go, &gb, 0, "groups") || get_buffer(ro, &rb, 0, "rows") || get_buffer(to, &tb, 0, "tested")
+        || get_buffer(mo, &mb, 0, "masks")
+        || get_buffer(co, &cb, 0, "chosen") || get_buffer(ho, &hb, 1, "hist") || get_buffer(xo, &xb, 1, "hits"))
+        goto done;
+    Py_ssize_t n = gb.len / width, num_groups = cb.len;
+    if (gb.len % width || rb.len % nbytes || rb.len / nbytes != n || tb.len != (n + 7) / 8 || num_groups < 1
+        || mb.len != num_groups * nmasks * nbytes
+        || hb.len != (nbits + 1) * 8 || xb.len != (nmasks + 1) * 8) {
+        PyErr_SetString(PyExc_ValueError, "buffer sizes do not match: groups n*width, rows n*nbytes, tested (n+7)/8, "
+                                          "masks G*nmasks*nbytes, chosen G, hist (nbits+1)*8, hits (nmasks+1)*8 bytes");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) { /* the groups looked up, checked before anything is written */
+        Py_ssize_t g = (((const uint8_t *)tb.buf)[i >> 3] >> (i & 7)) & 1 ? group_at(gb.buf, width, i) : 0;
+        if (g < 0 || g >= num_groups) {
+            PyErr_Format(PyExc_ValueError, "record %zd: group out of [0, %zd)", i, num_groups);
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    stats_loop(gb.buf, width, rb.buf, n, nbytes, nbits, tb.buf, mb.buf, nmasks, cb.buf, hb.buf, xb.buf);
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    if (gb.obj) PyBuffer_Release(&gb);
+    if (rb.obj) PyBuffer_Release(&rb);
+    if (tb.obj) PyBuffer_Release(&tb);
+    if (mb.obj) PyBuffer_Release(&mb);
+    if (cb.obj) PyBuffer_Release(&cb);
+    if (hb.obj) PyBuffer_Release(&hb);
+    if (xb.obj) PyBuffer_Release(&xb);
+    return result;
+}
+
+/* pair_counts(cols, k, words, out): out[i, j] = popcount(cols[i] & cols[j]) over `words` 64-bit words. */
+static PyObject *pair_counts(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *co, *oo;
+    Py_ssize_t k, words;
+    if (!PyArg_ParseTuple(args, "OnnO", &co, &k, &words, &oo))
+        return NULL;
+    if (k < 0 || words < 0 || (k && words > PY_SSIZE_T_MAX / 8 / k) || k > 46340) {
+        PyErr_SetString(PyExc_ValueError, "need k >= 0 and words >= 0 within memory");
+        return NULL;
+    }
+    Py_buffer cb = {0}, ob = {0};
+    PyObject *result = NULL;
+    if (get_buffer(co, &cb, 0, "cols") || get_buffer(oo, &ob, 1, "out"))
+        goto done;
+    if (cb.len != k * words * 8 || ob.len != k * k * 8) {
+        PyErr_SetString(PyExc_ValueError, "buffer sizes do not match: cols k*words*8, out k*k*8 bytes");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    const uint64_t *c = cb.buf;
+    int64_t *out = ob.buf;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const uint64_t *a = c + i * words;
+        for (Py_ssize_t j = i; j < k; j++) {
+            const uint64_t *b = c + j * words;
+            int64_t t = 0;
+            for (Py_ssize_t w = 0; w < words; w++)
+                t += popcount64(a[w] & b[w]);
+            out[i * k + j] = out[j * k + i] = t;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    if (cb.obj) PyBuffer_Release(&cb);
+    if (ob.obj) PyBuffer_Release(&ob);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"add_ones_by_group", add_ones_by_group, METH_VARARGS,
      "add_ones_by_group(groups, width, rows, nbytes, counts, ones, nbits): counts[g] += 1 and "
      "ones[g, b] += bit b of the row, for every record (native-endian unsigned groups of `width` bytes, "
      "packed little-endian rows of `nbytes` bytes, int64 counts (G,) and ones (G, nbits))."},
+    {"report_stats", report_stats, METH_VARARGS,
+     "report_stats(groups, width, rows, nbytes, nbits, tested, masks, nmasks, chosen, hist, hits): hist[ones of the "
+     "row] += 1 for every record; for a record with bit i of tested (packed) set whose group is chosen, hits[0] += 1 and hits[1 + j] "
+     "+= 1 when it holds every bit of masks[g][j] (uint8 masks (G, nmasks, nbytes), uint8 chosen (G,), int64 hist "
+     "(nbits + 1,) and hits (nmasks + 1,))."},
+    {"pair_counts", pair_counts, METH_VARARGS,
+     "pair_counts(cols, k, words, out): out[i, j] = the set bits of cols[i] & cols[j] (k bit sets of `words` "
+     "uint64 words each; int64 out (k, k))."},
     {NULL, NULL, 0, NULL},
 };
 

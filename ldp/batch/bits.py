@@ -23,7 +23,7 @@ import numpy as np
 
 from ldp.randomness import PRECISION_BITS, bernoulli_threshold
 
-__all__ = ["packed_bernoulli", "packed_uniform", "row_padding_mask", "ones_by_group", "add_ones_by_group",
+__all__ = ["packed_bernoulli", "packed_uniform", "row_padding_mask", "popcounts", "ones_by_group", "add_ones_by_group",
            "FOLD_KERNEL", "kernel_in_use"]
 
 try:  # optional compiled kernel (ldp/batch/_foldkernel.c, built on install where a C compiler is found)
@@ -161,6 +161,15 @@ def row_padding_mask(nbits: int) -> np.ndarray:
     if nbits % 8:
         m[-1] = (1 << (nbits % 8)) - 1
     return m
+
+
+def popcounts(rows: np.ndarray, nbits: int) -> np.ndarray:
+    """``int64 (n,)``: the set bits of each packed little-endian row of ``nbits`` bits (padding bits ignored)."""
+    r = np.asarray(rows, dtype=np.uint8)
+    if r.ndim != 2 or r.shape[1] != (nbits + 7) // 8:
+        raise ValueError(f"bits must be packed rows of shape (n, {(nbits + 7) // 8}), got {r.shape}")
+    out: np.ndarray = np.bitwise_count(r & row_padding_mask(nbits)).sum(axis=1, dtype=np.int64)
+    return out
 
 
 _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)  # (256, 8): bits of a byte

@@ -8,23 +8,26 @@ the reports are gone (the collector's dashboard, ``ldp decode``):
   ``s`` of :func:`cooccurrence_sizes`: those of them that have every one of the ``s`` bits chosen for their cohort
   set.
 
-**The choice.** Per cohort, ``s`` bits that its even-position reports (position within the folded batch) set
-together (:func:`chosen_sets`), from a sample of them: the latest :func:`sample_rows` even-position reports of the
-cohort since its previous choice. A cohort's bits are chosen once it has seen :data:`FIRST` even-position reports,
-and chosen again each time that number has grown :data:`REFRESH`-fold, so a cohort's choice is made about
-``log_4(n)`` times whatever the batches, and rows are kept for it only while it is within a sample of being due.
-Each batch's even-position reports are taken in before its odd-position reports are tested, and only
-odd-position reports of a cohort with a choice are tested (``N``).
+**The choice.** The fold splits each batch by a fair coin of its own per report (OS entropy: a sender cannot
+choose its side): reports to choose from, and reports to test. Per cohort, ``s`` bits that its reports to choose
+from set together (:func:`chosen_sets`), from a sample of them: the latest :func:`sample_rows` since its previous
+choice. A cohort's bits are chosen once it has :data:`FIRST` reports to choose from, and chosen again each time
+that number has grown :data:`REFRESH`-fold, so a cohort's choice is made about ``log_4(n)`` times whatever the
+batches, and rows are kept for it only while it is within a sample of being due. Each batch's reports to choose
+from are taken in before its reports to test are tested, and only reports of a cohort with a choice are tested
+(``N``).
 
-**Why the counts are honest-law binomials.** A tested report is never in the sample its cohort's choice comes from
-(that holds even-position reports only), and honest reports are independent, so given the choice, an honest
-tested report has all ``s`` chosen bits set with probability at most ``π(s)``
+**Why the counts are honest-law binomials.** A tested report is never in the sample its cohort's choice comes from,
+the coins are the server's, and honest reports are independent, so given the choice, an honest tested report has
+all ``s`` chosen bits set with probability at most ``π(s)``
 (:func:`~ldp.server.rappor_poisoning.cooccurrence_bound`). Summed over reports, batches and merged aggregates,
 ``X_s`` is dominated by ``Binomial(N, π(s))``. The sampling only decides which bits are tested, never whether
-the bound holds.
+the bound holds. (The counts of a fold are not reproducible, as the coins are fresh; the aggregate's other
+statistics are.)
 
 The per-row work (the histogram, the tests) runs in the compiled fold kernel when it is built
-(``_foldkernel.report_stats``) and in numpy otherwise, with identical results (``tests/server/test_fold_fast.py``).
+(``_foldkernel.report_stats``) and in numpy otherwise, with identical results
+(``tests/server/test_rappor_evidence.py``).
 """
 
 from __future__ import annotations
@@ -34,15 +37,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ldp.batch.bits import FOLD_KERNEL, _foldkernel, popcounts
+from ldp.batch import bits
+from ldp.batch.bits import popcounts
 
 __all__ = ["FIRST", "REFRESH", "BitsTogether", "chosen_sets", "cooccurrence_counts", "cooccurrence_sizes",
            "ones_histogram", "report_stats", "sample_rows"]
 
 FIRST = 64
-"""Even-position reports a cohort needs before its bits are first chosen."""
+"""Reports to choose from a cohort needs before its bits are first chosen."""
 REFRESH = 4
-"""A cohort's bits are chosen again each time its even-position reports have grown this many times."""
+"""A cohort's bits are chosen again each time its reports to choose from have grown this many times."""
 SAMPLE_BYTES = 1 << 20
 """The memory all cohorts' samples may take together (:func:`sample_rows`)."""
 
@@ -56,7 +60,7 @@ def cooccurrence_sizes(params: Any) -> tuple[int, ...]:
 
 
 def sample_rows(params: Any) -> int:
-    """Even-position reports kept per cohort to choose its bits from: 1,024, or fewer so that every cohort's
+    """Reports to choose from kept per cohort to choose its bits from: 1,024, or fewer so that every cohort's
     sample fits in :data:`SAMPLE_BYTES`, and at least :data:`FIRST`."""
     per_cohort = SAMPLE_BYTES // (params.num_cohorts * ((params.num_bloombits + 7) // 8))
     return int(min(1024, max(FIRST, per_cohort)))
@@ -73,25 +77,28 @@ def cooccurrence_counts(x: npt.NDArray[np.bool_], kernel: str | None = None) -> 
     (``xᵀx``). Compiled: the bits' columns packed as bit sets and ANDed, a popcount per word; numpy: a float
     product, exact below 2⁵³ rows."""
     n, k = x.shape
-    if (kernel or FOLD_KERNEL) == "compiled" and _foldkernel is not None:
+    if (kernel or bits.FOLD_KERNEL) == "compiled" and bits._foldkernel is not None:
         cols = np.packbits(x.T, axis=1, bitorder="little")
         words = (cols.shape[1] + 7) // 8
         packed = np.zeros((k, 8 * words), np.uint8)
         packed[:, :cols.shape[1]] = cols
         out = np.empty((k, k), np.int64)
-        _foldkernel.pair_counts(packed, k, words, out)
+        bits._foldkernel.pair_counts(packed, k, words, out)
         return out
     f = x.astype(np.float64)
     return (f.T @ f).astype(np.int64)
 
 
-def _grown(x: npt.NDArray[np.bool_], seed: tuple[int, ...], s: int) -> list[int]:
-    """``seed`` grown to ``s`` bits, one at a time: the bit most often set among the rows that have every bit
-    chosen so far set (when no row has, the bit most often set)."""
+def _grown(x: npt.NDArray[np.bool_], seed: tuple[int, ...], s: int, lift: bool) -> list[int]:
+    """``seed`` grown to ``s`` bits, one at a time: among the rows that have every bit chosen so far set, the bit
+    most often set (``lift`` false) or most over-represented, its frequency there over its frequency in all rows
+    (``lift`` true); when no row has them all, the bit most often set."""
     chosen = list(seed)[:s]
+    overall = x.mean(axis=0)
+    base = np.maximum(overall, 1.0 / x.shape[0])
     while len(chosen) < s:
         rows = x[:, chosen].all(axis=1)
-        score = (x[rows] if rows.any() else x).mean(axis=0)
+        score = x[rows].mean(axis=0) / (base if lift else 1.0) if rows.any() else overall.copy()
         score[chosen] = -np.inf
         chosen.append(int(np.argmax(score)))
     return chosen
@@ -99,10 +106,11 @@ def _grown(x: npt.NDArray[np.bool_], seed: tuple[int, ...], s: int) -> list[int]
 
 def chosen_sets(x: npt.NDArray[np.bool_], sizes: tuple[int, ...],
                 kernel: str | None = None) -> list[npt.NDArray[np.intp]]:
-    """For each ``s`` of ``sizes``, ``s`` bits that many rows of ``x`` (0/1, ``(n, k)``, ``n >= 1``) have all set:
-    two seeds, the pair of bits of largest covariance (bits a minority of the rows sets together) and the pair
-    set together most often (bits most rows set, as in a sample of fake reports alone), each grown greedily
-    (:func:`_grown`); of the two, the set more rows have all set."""
+    """For each ``s`` of ``sizes``, ``s`` bits that many rows of ``x`` (0/1, ``(n, k)``, ``n >= 1``) have all set.
+    Two seeds: the pair of bits of largest covariance (bits a minority of the rows sets together) and the pair set
+    together most often (bits most rows set, as in a sample of fake reports alone); each grown greedily by lift
+    (bits over-represented where the set is, as when fake reports are few among honest ones) and by frequency
+    (:func:`_grown`). Of these, for each size, the set the most rows have all set."""
     n, k = x.shape
     both = cooccurrence_counts(x, kernel).astype(np.float64)
     mu = np.diag(both) / n
@@ -112,41 +120,35 @@ def chosen_sets(x: npt.NDArray[np.bool_], sizes: tuple[int, ...],
         np.fill_diagonal(cov, -np.inf)
         np.fill_diagonal(both, -np.inf)
         seeds = [tuple(int(i) for i in np.unravel_index(int(np.argmax(a)), a.shape)) for a in (cov, both)]
-    grown = [_grown(x, seed, max(sizes)) for seed in dict.fromkeys(seeds)]
+    grown = [_grown(x, seed, max(sizes), lift) for seed in dict.fromkeys(seeds) for lift in (True, False)]
     return [np.asarray(max(grown, key=lambda g: int(x[:, g[:s]].all(axis=1).sum()))[:s], dtype=np.intp)
             for s in sizes]
 
 
-def report_stats(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], nbits: int, masks: npt.NDArray[np.uint8],
-                 chosen: npt.NDArray[np.uint8], hist: npt.NDArray[np.int64], hits: npt.NDArray[np.int64],
-                 kernel: str | None = None) -> None:
-    """In place: ``hist[ones of row i] += 1`` for every row; for each odd-position row ``i`` whose cohort ``g``
-    has ``chosen[g]``: ``hits[0] += 1`` and ``hits[1 + j] += 1`` when it has every bit of ``masks[g, j]`` set.
+def report_stats(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], nbits: int, tested: npt.NDArray[np.uint8],
+                 masks: npt.NDArray[np.uint8], chosen: npt.NDArray[np.uint8], hist: npt.NDArray[np.int64],
+                 hits: npt.NDArray[np.int64], kernel: str | None = None) -> None:
+    """In place: ``hist[ones of row i] += 1`` for every row; for each row ``i`` with bit ``i`` of ``tested`` set
+    (packed little-endian, :meth:`BitsTogether.split`) whose cohort
+    ``g`` has ``chosen[g]``: ``hits[0] += 1`` and ``hits[1 + j] += 1`` when it has every bit of ``masks[g, j]`` set.
     ``kernel``: ``"compiled"`` or ``"numpy"`` (default :data:`~ldp.batch.bits.FOLD_KERNEL`)."""
-    kernel = kernel or FOLD_KERNEL
+    kernel = kernel or bits.FOLD_KERNEL
     g = np.asarray(cohorts)
-    if kernel == "compiled" and _foldkernel is not None:
+    if kernel == "compiled" and bits._foldkernel is not None:
         g = np.ascontiguousarray(g.astype(g.dtype.newbyteorder("="), copy=False)).view(f"u{g.dtype.itemsize}")
         r = np.ascontiguousarray(rows, dtype=np.uint8)
-        _foldkernel.report_stats(g, g.dtype.itemsize, r, r.shape[1], nbits, np.ascontiguousarray(masks),
-                                 masks.shape[1], np.ascontiguousarray(chosen), hist, hits)
+        bits._foldkernel.report_stats(g, g.dtype.itemsize, r, r.shape[1], nbits, np.ascontiguousarray(tested, np.uint8),
+                                 np.ascontiguousarray(masks), masks.shape[1], np.ascontiguousarray(chosen), hist, hits)
         return
     if kernel not in ("numpy", "compiled"):
         raise ValueError(f"kernel must be 'numpy' or, when built, 'compiled'; got {kernel!r}")
     hist += ones_histogram(rows, nbits)
-    odd_g = g[1::2].astype(np.intp)
-    tested = chosen[odd_g].astype(bool)
-    shown, want = rows[1::2][tested], masks[odd_g[tested]]  # (t, nbytes), (t, sizes, nbytes)
-    hits[0] += int(tested.sum())
+    sel = np.unpackbits(np.asarray(tested, np.uint8), count=g.size, bitorder="little").astype(bool)
+    test_g = g[sel].astype(np.intp)
+    on = chosen[test_g].astype(bool)
+    shown, want = rows[sel][on], masks[test_g[on]]  # (t, nbytes), (t, sizes, nbytes)
+    hits[0] += int(on.sum())
     hits[1:] += ((shown[:, None, :] & want) == want).all(axis=2).sum(axis=0)
-
-
-def _group_counts(groups: npt.NDArray[Any], size: int, step: int = 1 << 15) -> npt.NDArray[np.int64]:
-    """``np.bincount(groups, minlength=size)``, a block at a time (bincount widens its input to ``intp``)."""
-    out = np.zeros(size, np.int64)
-    for i in range(0, groups.size, step):
-        out += np.bincount(groups[i:i + step], minlength=size)
-    return out
 
 
 class BitsTogether:
@@ -154,7 +156,7 @@ class BitsTogether:
     working state, never serialized (an aggregate read back or merged chooses again from the reports it folds
     next). :meth:`add` folds one batch into ``hist`` and ``hits``."""
 
-    def __init__(self, params: Any) -> None:
+    def __init__(self, params: Any, rng: Any = None) -> None:
         self.k = params.num_bloombits
         self.sizes = cooccurrence_sizes(params)
         self.rows = sample_rows(params)
@@ -165,39 +167,60 @@ class BitsTogether:
         self.masks = np.zeros((m, len(self.sizes), width), np.uint8)
         self.chosen = np.zeros(m, np.uint8)
         self.cohort_type = np.min_scalar_type(m - 1)
+        self.gen = np.random.default_rng(rng)  # the split: fresh OS entropy unless a seed is given (tests)
+
+    def split(self, n: int) -> npt.NDArray[np.uint8]:
+        """``uint8 ((n + 7) // 8,)``, bit ``i`` (little-endian) of report ``i``: 1 to test it, 0 to choose from it,
+        a fair coin of the server's (the padding bits of the last byte are 0)."""
+        coins = np.frombuffer(self.gen.bytes((n + 7) // 8), np.uint8).copy()
+        if n % 8:
+            coins[-1] &= (1 << (n % 8)) - 1
+        return coins
 
     def add(self, cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], hist: npt.NDArray[np.int64],
             hits: npt.NDArray[np.int64], kernel: str | None = None) -> None:
-        """Take in the batch's even-position reports (choosing again where due), then count every report into
-        ``hist`` and test its odd-position ones into ``hits``. One loop step per cohort of the batch."""
+        """Split the batch (:meth:`split`), take in its reports to choose from (choosing again where due), then
+        count every report into ``hist`` and test the others into ``hits``. One loop step per cohort."""
         c = np.asarray(cohorts)
-        even_c, even = c[0::2].astype(self.cohort_type), rows[0::2]  # small unsigned: bincount, radix argsort
-        counts = _group_counts(even_c, self.seen.size)
+        tested = self.split(c.size)
+        counts = self._free_counts(c, tested)
         after = self.seen + counts
         due = np.maximum(FIRST, REFRESH * self.chosen_at)
         # rows a cohort's next choice can use: its latest, once it is within a sample of being due
         keep = np.flatnonzero((counts > 0) & (after > due - self.rows))
         if keep.size:
-            window = min(even_c.size, 4 * self.rows * keep.size)  # the batch's tail: 4 samples' worth per cohort
-            tail = even_c[even_c.size - window:]
-            order = np.argsort(tail, kind="stable") + (even_c.size - window)
+            at = np.flatnonzero(np.unpackbits(tested, count=c.size, bitorder="little") == 0)
+            free_c = c[at].astype(self.cohort_type)  # small unsigned: bincount, radix argsort
+            window = min(at.size, 4 * self.rows * keep.size)  # the batch's tail: 4 samples' worth per cohort
+            tail = free_c[at.size - window:]
+            order = at[np.argsort(tail, kind="stable") + (at.size - window)]
             in_tail = np.bincount(tail, minlength=self.seen.size)
             ends = np.cumsum(in_tail)
             for g in keep.tolist():
-                newest = even[order[ends[g] - min(in_tail[g], self.rows):ends[g]]]
+                newest = rows[order[ends[g] - min(in_tail[g], self.rows):ends[g]]]
                 kept = self.samples.get(g)
                 self.samples[g] = newest if kept is None else np.concatenate((kept, newest))[-self.rows:]
         self.seen = after
         for g in np.flatnonzero(after >= due).tolist():
             if len(self.samples.get(g, ())):
                 self._choose(g, kernel)
-        report_stats(c, rows, self.k, self.masks, self.chosen, hist, hits, kernel)
+        report_stats(c, rows, self.k, tested, self.masks, self.chosen, hist, hits, kernel)
+
+    def _free_counts(self, cohorts: npt.NDArray[Any], tested: npt.NDArray[np.uint8],
+                     step: int = 1 << 13) -> npt.NDArray[np.int64]:
+        """The reports to choose from per cohort, a block (a multiple of 8) at a time: ``bincount`` widens its
+        input to ``intp``."""
+        out = np.zeros(self.seen.size, np.int64)
+        for i in range(0, cohorts.size, step):
+            free = np.unpackbits(tested[i // 8:(i + step) // 8], bitorder="little")[:min(step, cohorts.size - i)]
+            out += np.bincount(cohorts[i:i + step][free == 0].astype(self.cohort_type), minlength=out.size)
+        return out
 
     def _choose(self, g: int, kernel: str | None) -> None:
         x = np.unpackbits(self.samples[g], axis=1, count=self.k, bitorder="little").astype(bool)
-        for j, bits in enumerate(chosen_sets(x, self.sizes, kernel)):
+        for j, chosen in enumerate(chosen_sets(x, self.sizes, kernel)):
             mask = np.zeros(self.k, bool)
-            mask[bits] = True
+            mask[chosen] = True
             self.masks[g, j] = np.packbits(mask, bitorder="little")
         self.chosen[g], self.chosen_at[g] = 1, self.seen[g]
         del self.samples[g]  # the next choice uses later rows only

@@ -224,6 +224,7 @@ def _merge(args: argparse.Namespace) -> int:
 def _decode(args: argparse.Namespace) -> int:
     from ldp.server.decode import decode_job, write_estimates
     from ldp.server.job import spec_index
+    from ldp.server.poisoning import evidence_summary
     from ldp.server.release import release
 
     if args.plot is not None:
@@ -234,10 +235,11 @@ def _decode(args: argparse.Namespace) -> int:
     paths = args.aggregate if isinstance(args.aggregate, list) else [args.aggregate]
     window = getattr(args, "window", None)
     apply = not getattr(args, "no_release", False)
-    spec, metric, n, raw, chosen, pooling = decode_job(
+    spec, metric, n, raw, chosen, pooling, agg = decode_job(
         paths[0] if len(paths) == 1 else paths, spec_index(args.spec), metric=args.metric, candidates=args.candidates,
         window=window, apply_release=apply, confidence=args.confidence, alpha=args.alpha, top=args.top,
         selection=args.selection)
+    evidence = None if agg is None else evidence_summary(agg)
     est = raw
     if args.consistency != "none" and est is not None:
         if not hasattr(est, "consistent"):
@@ -250,7 +252,7 @@ def _decode(args: argparse.Namespace) -> int:
         doc = json.loads(shown.to_json()) if shown is not None else {"protocol": metric.protocol, "n": n}
         extra = {} if quantiles is None else {"quantiles": quantiles.to_dict()}
         where = {} if chosen is None else {"window": chosen}
-        print(json.dumps({"metric": metric.name, **where, **doc, **extra, "release": state}))
+        print(json.dumps({"metric": metric.name, **where, **doc, **extra, "release": state, "poisoning": evidence}))
     elif args.csv:
         if shown is not None:
             print(shown.to_csv(), end="")
@@ -261,9 +263,11 @@ def _decode(args: argparse.Namespace) -> int:
             print(shown.table(max_rows=args.max_rows))
         if quantiles is not None:
             print(quantiles.table())
+    stream = sys.stderr if args.csv else sys.stdout
     if state["text"] and not args.json:
-        stream = sys.stderr if args.csv else sys.stdout
         print(("not released: " if shown is None else "release: ") + state["text"], file=stream)
+    if evidence is not None and not args.json:
+        print(f"poisoning: {evidence['message']}", file=stream)
     if args.plot is not None and shown is not None:
         write_estimates(shown, plot=args.plot, title=f"{metric.name} ({metric.protocol}), n={n:,}")
         print(f"wrote {args.plot}", file=sys.stderr if args.json or args.csv else sys.stdout)

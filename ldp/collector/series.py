@@ -123,10 +123,6 @@ def estimate_rows(est: Any) -> dict[str, Any]:
     return {"kind": "counts", "rows": rows, "detected": detected, "notes": list(est.notes)}
 
 
-POISONING_ALPHA = 0.01
-"""The family-wise false-alarm rate of the poisoning checks of each window (:mod:`ldp.server.poisoning`)."""
-
-
 def summary_quantiles(est: Any) -> dict[str, Any] | None:
     """The estimate's own summary quantiles (its ``summary_quantiles()`` hook: p50 and p95 with CIs for the
     histogram protocols) as plain JSON, else ``None``. Taken before items are withheld: a quantile is the whole
@@ -137,16 +133,11 @@ def summary_quantiles(est: Any) -> dict[str, Any] | None:
 
 
 def poisoning(agg: Aggregate) -> dict[str, Any] | None:
-    """The poisoning evidence of one aggregate (``verdict``, ``message``, the smallest ``p_value``), from the
-    aggregate alone: the fold keeps no per-report statistic (``None`` for an empty aggregate)."""
-    from ldp.server.poisoning import poisoning_evidence
+    """The poisoning evidence of one aggregate (:func:`ldp.server.poisoning.evidence_summary`: its totals and the
+    per-report statistics its fold kept), ``None`` for an empty aggregate."""
+    from ldp.server.poisoning import evidence_summary
 
-    if agg.n == 0:
-        return None
-    ev = poisoning_evidence(agg, alpha=POISONING_ALPHA)
-    p_values = [c.p_value for c in ev.checks if c.verdict != "untested"]
-    return {"verdict": ev.verdict, "message": ev.message, "alpha": POISONING_ALPHA,
-            "p_value": min(p_values) if p_values else None}
+    return evidence_summary(agg)
 
 
 def _decode(agg: Aggregate, spec: CollectionSpec, m: MetricSpec, confidence: float, alpha: float,

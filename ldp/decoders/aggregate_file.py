@@ -64,10 +64,14 @@ def write_aggregate(params: ProtocolParams, n: int, rejected: Counter[str], layo
     return blob + struct.pack("<I", zlib.crc32(blob))
 
 
-def read_state(data: memoryview, header: Mapping[str, Any], layout: StateLayout) -> dict[str, np.ndarray]:
+def read_state(data: memoryview, header: Mapping[str, Any], layout: StateLayout,
+               optional: StateLayout | None = None) -> dict[str, np.ndarray]:
     """The arrays of an aggregate file (``data`` without its CRC) as read-only views, after checking that
-    the header declares exactly ``layout`` and that the payload is exactly its size (nothing allocated
-    before): :class:`AggregateFormatError` otherwise."""
+    the header declares exactly ``layout`` (or ``layout`` then ``optional``, arrays a file may lack: those
+    written before they existed) and that the payload is exactly its size (nothing allocated before):
+    :class:`AggregateFormatError` otherwise."""
+    if optional and _same_json(header["arrays"], _declared_arrays({**layout, **optional})):
+        layout = {**layout, **optional}
     expected = _declared_arrays(layout)
     if not _same_json(header["arrays"], expected):
         raise AggregateFormatError(f"aggregate arrays {_clip(header['arrays'])} do not match the protocol's "

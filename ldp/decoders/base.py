@@ -104,18 +104,28 @@ class Aggregate(ABC):
         The statistics are these arrays, created as zeros and kept as attributes of the same names;
         :meth:`from_bytes` checks a file's declared arrays and size against this before allocating."""
 
+    @classmethod
+    def report_layout(cls, params: Any) -> StateLayout:
+        """Name → (dtype, shape) of the per-report statistics the fold keeps for the poisoning checks (none by
+        default): summed like the others, but a simulated aggregate or an older file lacks them (zeros)."""
+        return {}
+
     @abstractmethod
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         """Fold already-validated columns (one array per payload field) into the statistics."""
 
     def _init_state(self) -> None:
         """Create the empty sufficient statistics (zeros, as :meth:`state_layout` says)."""
-        for name, (dtype, shape) in self.state_layout(self.params).items():
+        for name, (dtype, shape) in self._full_layout().items():
             setattr(self, name, np.zeros(shape, dtype=dtype))
+
+    def _full_layout(self) -> StateLayout:
+        """:meth:`state_layout` then :meth:`report_layout`: every array the aggregate keeps."""
+        return {**self.state_layout(self.params), **self.report_layout(self.params)}
 
     def _state(self) -> dict[str, np.ndarray]:
         """The sufficient statistics as named arrays (serialized and merged element-wise by sum)."""
-        return {name: getattr(self, name) for name in self.state_layout(self.params)}
+        return {name: getattr(self, name) for name in self._full_layout()}
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         for name, arr in state.items():
@@ -337,7 +347,7 @@ class Aggregate(ABC):
 
     def to_bytes(self) -> bytes:
         """``LDPA`` | version | u32 header length | JSON header | little-endian arrays | u32 CRC-32."""
-        return write_aggregate(self.params, self.n, self.rejected, self.state_layout(self.params), self._state())
+        return write_aggregate(self.params, self.n, self.rejected, self._full_layout(), self._state())
 
     @staticmethod
     def from_bytes(data: bytes | bytearray | memoryview) -> Aggregate:
@@ -372,7 +382,7 @@ class Aggregate(ABC):
         load_state = getattr(cls, "_load_state", None)
         if load_state is not None:  # a state the parameters do not size (PEM keeps its reports)
             return load_state(data, header, params)
-        state = read_state(data, header, cls.state_layout(params))  # views of the payload, no copy yet
+        state = read_state(data, header, cls.state_layout(params), cls.report_layout(params))  # views, no copy
         n, rejected = _count(header["n"], "n"), _typed(header, "rejected", dict)
         for reason, count in rejected.items():
             _count(count, f"rejected[{_clip(reason)}]")

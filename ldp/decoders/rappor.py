@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.batch.bits import add_ones_by_group
+from ldp.batch.rappor_evidence import BitsTogether, cooccurrence_sizes
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.rappor_decode import bit_count_variance
 from ldp.encoders.rappor import RapporParams
@@ -54,21 +55,36 @@ class BitEstimates:
 
 
 class RapporAggregate(Aggregate):
-    """Per-cohort report counts ``cohort_n`` (m,) and per-bit counts of ones ``ones`` (m, k)."""
+    """Per-cohort report counts ``cohort_n`` (m,) and per-bit counts of ones ``ones`` (m, k); for the poisoning
+    checks, the reports by number of 1s ``ones_hist`` (k + 1,) and the bits-set-together counts ``together``
+    (:mod:`ldp.batch.rappor_evidence`)."""
 
     params_type: ClassVar[type] = RapporParams
     params: RapporParams
     cohort_n: npt.NDArray[np.int64]  # (m,), created by _init_state
     ones: npt.NDArray[np.int64]  # (m, k)
+    ones_hist: npt.NDArray[np.int64]  # (k + 1,)
+    together: npt.NDArray[np.int64]  # (1 + len(cooccurrence_sizes),)
+    _together: BitsTogether | None = None  # the fold's choices of bits, made on the first fold
 
     @classmethod
     def state_layout(cls, params: RapporParams) -> StateLayout:
         m, k = params.num_cohorts, params.num_bloombits
         return {"cohort_n": (np.dtype(np.int64), (m,)), "ones": (np.dtype(np.int64), (m, k))}
 
+    @classmethod
+    def report_layout(cls, params: RapporParams) -> StateLayout:
+        sizes = cooccurrence_sizes(params)
+        return {"ones_hist": (np.dtype(np.int64), (params.num_bloombits + 1,)),
+                "together": (np.dtype(np.int64), (1 + len(sizes),))}
+
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
-        """Count reports per cohort and ones per (cohort, bit), in place (:func:`~ldp.batch.bits.add_ones_by_group`)."""
+        """Count reports per cohort and ones per (cohort, bit), in place (:func:`~ldp.batch.bits.add_ones_by_group`),
+        and the per-report statistics (:class:`~ldp.batch.rappor_evidence.BitsTogether`)."""
         add_ones_by_group(columns["cohort"], columns["bits"], self.cohort_n, self.ones)
+        if self._together is None:
+            self._together = BitsTogether(self.params)
+        self._together.add(columns["cohort"], columns["bits"], self.ones_hist, self.together)
 
     # -- step 1 of decoding --------------------------------------------------------------------
     def bit_estimates(self) -> BitEstimates:

@@ -25,11 +25,12 @@ draw from ``source``; memoizing encoders override it); what its simulated users 
    run so that a variance formula 10 % off fails with probability 0.99 (false alarm ≤ 5e-5 per protocol); per item,
    unbiasedness and the variance in its chi-square band; ``count_variance`` equal to the exact variance and the
    planner's standard error to the simulated one. It lives in :mod:`ldp.protocols.check_statistics`.
-4. ``merge``: reports split into two aggregates (one with a rejected report) merge into the bytes of one aggregate
-   of all; ``Aggregate.from_bytes(to_bytes())`` gives the same type and bytes; foreign params refuse to merge.
+4. ``merge``: reports split into two aggregates (one with a rejected report) merge into the statistics of one
+   aggregate of all (per-report statistics, whose split may follow the batches: into the sum of the halves');
+   ``Aggregate.from_bytes(to_bytes())`` gives the same type and bytes; foreign params refuse to merge.
 5. ``batch``: ``encode_batch`` draws follow the exact law of ``encode`` that the audit enumerates (Pearson's
    chi-square goodness of fit, cells of expected count < 5 pooled); ``encode`` reports fold through
-   ``Aggregate.add``, as JSON lines and as a batch, its frames and its reports, into identical bytes.
+   ``Aggregate.add``, as JSON lines and as a batch, its frames and its reports, into identical statistics.
 6. ``client``: a collection spec with a metric of the protocol validates and round-trips; a
    :class:`~ldp.client.TelemetryClient` records values into envelopes that :func:`ldp.spec.parse_envelope`
    routes and the aggregate folds.
@@ -154,8 +155,17 @@ def _reports(proto: Protocol, params: Any, n: int, seed: int) -> list[Report]:
     return list(batch.reports())
 
 
+def _state_parts(agg: Aggregate) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Copies of the aggregate's sufficient statistics and of its per-report statistics (``report_layout``: their
+    split and sample may depend on how the reports were batched, so only their sums must merge)."""
+    extra = agg.report_layout(agg.params)
+    state = {k: v.copy() for k, v in agg._state().items()}
+    return {k: v for k, v in state.items() if k not in extra}, {k: v for k, v in state.items() if k in extra}
+
+
 def check_merge(proto: Protocol) -> None:
-    """Merge of two halves = one aggregate of all; bytes round trip; foreign params refused."""
+    """Merge of two halves = one aggregate of all (per-report statistics: the sum of the halves'); bytes round
+    trip; foreign params refused."""
     examples = examples_of(proto)
     for k, p in enumerate(examples):
         reports = _reports(proto, p, 500, SEED + k)
@@ -166,7 +176,15 @@ def check_merge(proto: Protocol) -> None:
         a.add([*reports[:200], foreign])
         b.add(reports[200:])
         data = whole.to_bytes()
-        assert a.merge(b).to_bytes() == data, f"{p!r}: merging two halves differs from one aggregate of all"
+        (_, extra_a), (_, extra_b) = _state_parts(a), _state_parts(b)
+        merged = a.merge(b)
+        core, extra = _state_parts(merged)
+        want = _state_parts(whole)[0]
+        same = core.keys() == want.keys() and all(np.array_equal(core[k], want[k]) for k in core)
+        assert merged.n == whole.n and merged.rejected == whole.rejected and same, \
+            f"{p!r}: merging two halves differs from one aggregate of all"
+        assert all(np.array_equal(extra[k], extra_a[k] + extra_b[k]) for k in extra), \
+            f"{p!r}: merging does not add the per-report statistics"
         again = Aggregate.from_bytes(data)
         assert type(again) is type(whole) and again.params == p, f"{p!r}: from_bytes gives {again!r}"
         assert again.to_bytes() == data and again.n == whole.n and again.rejected == whole.rejected, \
@@ -227,7 +245,7 @@ def check_batch(proto: Protocol) -> None:
                      agg.add_json_lines(items) if how == "JSON lines" else agg.add(items))
             assert added == agg.n == len(users) and not agg.rejected, \
                 f"{p!r}: {len(users)} reports as {how} folded {added}, rejected {dict(agg.rejected)}"
-            folded.append(agg.to_bytes())
+            folded.append(b"".join(v.tobytes() for v in _state_parts(agg)[0].values()))
         assert folded[0] == folded[1], f"{p!r}: encode's reports fold differently as JSON lines"
         assert folded[2] == folded[3] == folded[4], f"{p!r}: a batch folds differently as reports or frames"
 

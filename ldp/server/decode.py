@@ -176,8 +176,9 @@ def _key_of(f: Path) -> tuple[str, str, int | None]:
 class Decoded(NamedTuple):
     """One decoded aggregate: its spec and metric, its number of reports and its estimates; ``window``, the window
     decoded (an index, ``"latest"`` resolved, ``"all"``, or ``None``); ``pooling``, for a pooled view (``"all"``),
-    the windows it sums and those it left out (:class:`~ldp.server.release.Pooling`). A pooled view whose every
-    window was left out has ``n`` 0 and no estimates (``None``)."""
+    the windows it sums and those it left out (:class:`~ldp.server.release.Pooling`); ``aggregate``, the (merged)
+    aggregate decoded. A pooled view whose every window was left out has ``n`` 0 and no estimates or aggregate
+    (``None``)."""
 
     spec: CollectionSpec
     metric: MetricSpec
@@ -185,6 +186,7 @@ class Decoded(NamedTuple):
     estimates: Any
     window: int | str | None = None
     pooling: Pooling | None = None
+    aggregate: Aggregate | None = None
 
 
 def decode_job(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
@@ -221,7 +223,7 @@ def decode_job(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     else:
         agg = merge_all(sel.windows.values())
     est = decode_aggregate(agg, load_candidates(spec, m.name, candidates), **options)
-    return Decoded(spec, m, agg.n, est, sel.window, pooling)
+    return Decoded(spec, m, agg.n, est, sel.window, pooling, agg)
 
 
 def decode_file(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],

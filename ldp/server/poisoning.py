@@ -30,11 +30,12 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from ldp.batch.bits import popcounts
 from ldp.lazy import subclasses_in
 
-__all__ = ["Evidence", "LawCheck", "ReportLaw", "bernoulli_binomial_pmf", "binomial_excess_check",
-           "chi_square_check", "law_for", "check_reports", "poisoning_evidence", "popcounts", "range_check",
-           "untested", "z_check"]
+__all__ = ["DEFAULT_ALPHA", "Evidence", "LawCheck", "ReportLaw", "bernoulli_binomial_pmf", "binomial_excess_check",
+           "chi_square_check", "check_reports", "evidence_summary", "law_for", "poisoning_evidence", "popcounts",
+           "range_check", "untested", "z_check"]
 
 VERDICTS = ("ok", "suspicious", "untested")
 MIN_EXPECTED = 5.0
@@ -203,9 +204,15 @@ class ReportLaw:
 
     params_type: ClassVar[type | tuple[type, ...]] = ()
 
-    def aggregate_check_count(self, params: Any) -> int:
-        """How many :meth:`aggregate_checks` returns: one when a family defines them (override otherwise)."""
+    def aggregate_check_count(self, aggregate: Any) -> int:
+        """How many :meth:`aggregate_checks` returns for ``aggregate``: one when a family defines them (override
+        otherwise)."""
         return int(type(self).aggregate_checks is not ReportLaw.aggregate_checks)
+
+    def covers_reports(self, aggregate: Any) -> bool:
+        """Whether ``aggregate`` keeps per-report statistics that already run the per-report checks of the reports
+        it folded (so given reports would only repeat them). No by default."""
+        return False
 
     def report_check_count(self, params: Any) -> int:
         """How many :meth:`report_checks` returns: one when a family defines them (override otherwise)."""
@@ -280,21 +287,40 @@ def _columns(reports: Any) -> Mapping[str, Any]:
 def poisoning_evidence(aggregate: Any, reports: Any = None, *, alpha: float = 0.01) -> Evidence:
     """The checks of one window: its folded ``aggregate`` and, when given, its ``reports`` (a
     :class:`~ldp.reports.ReportBatch` or its columns: the same reports the aggregate folded, e.g. at fold
-    time), at family-wise false-alarm rate ``alpha``."""
+    time; unused where the aggregate's own per-report statistics cover them, as RAPPOR's do), at family-wise
+    false-alarm rate ``alpha``."""
     alpha = _check_alpha(alpha)
     params = aggregate.params
     n = int(aggregate.n)
     law = law_for(params)
     if law is None:
         return Evidence(params.protocol, n, alpha, (untested(params.protocol, n),))
-    cols = None if reports is None else _columns(reports)
-    k = law.aggregate_check_count(params) + (0 if cols is None else law.report_check_count(params))
+    cols = None if reports is None or law.covers_reports(aggregate) else _columns(reports)
+    k = law.aggregate_check_count(aggregate) + (0 if cols is None else law.report_check_count(params))
     if k == 0:
         return Evidence(params.protocol, n, alpha, (untested(params.protocol, n),))
     checks = law.aggregate_checks(aggregate, alpha / k)
     if cols is not None:
         checks += law.report_checks(params, cols, alpha / k)
     return Evidence(params.protocol, n, alpha, tuple(checks))
+
+
+DEFAULT_ALPHA = 0.01
+"""The family-wise false-alarm rate of the checks the collector's dashboard and ``ldp decode`` show per window."""
+
+
+def evidence_summary(aggregate: Any, *, alpha: float = DEFAULT_ALPHA) -> dict[str, Any] | None:
+    """The evidence of one aggregate as plain JSON, as the dashboard keeps it and ``ldp decode`` prints it:
+    ``verdict``, ``message``, ``alpha``, the smallest ``p_value`` and each check's ``name``, ``verdict`` and
+    ``p_value``; ``None`` for an empty aggregate."""
+    if aggregate.n == 0:
+        return None
+    ev = poisoning_evidence(aggregate, alpha=alpha)
+    tested = [c for c in ev.checks if c.verdict != "untested"]
+    return {"verdict": ev.verdict, "message": ev.message, "alpha": alpha,
+            "p_value": min(c.p_value for c in tested) if tested else None,
+            "checks": [{"name": c.name, "verdict": c.verdict, "p_value": None if c.verdict == "untested" else
+                        c.p_value} for c in ev.checks]}
 
 
 def check_reports(params: Any, reports: Any, *, alpha: float = 0.01) -> Evidence:
@@ -308,15 +334,3 @@ def check_reports(params: Any, reports: Any, *, alpha: float = 0.01) -> Evidence
     if law is None or k == 0:
         return Evidence(params.protocol, n, alpha, (untested(params.protocol, n, "no per-report law test"),))
     return Evidence(params.protocol, n, alpha, tuple(law.report_checks(params, cols, alpha / k)))
-
-
-def popcounts(rows: npt.NDArray[np.uint8], nbits: int) -> npt.NDArray[np.int64]:
-    """Set bits of each packed little-endian row of ``nbits`` bits (padding bits ignored)."""
-    from ldp.batch.bits import row_padding_mask
-
-    r = np.asarray(rows, dtype=np.uint8)
-    if r.ndim != 2 or r.shape[1] != (nbits + 7) // 8:
-        raise ValueError(f"bits must be packed rows of shape (n, {(nbits + 7) // 8}), got {r.shape}")
-    out: npt.NDArray[np.int64] = np.bitwise_count(r & row_padding_mask(nbits)).sum(axis=1, dtype=np.int64)
-    return out
-

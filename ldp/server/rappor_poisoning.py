@@ -22,13 +22,18 @@ independently, whatever its value. So:
   reports padded to one typical count pile up on it.
 * **Bits set together** (reports). For a set ``S`` of ``s >= h`` bits of one cohort's space, an honest report
   has all of ``S`` set with probability ``q*^j·p*^(s−j)`` for the ``j <= h`` bits of ``S`` in its filter, so at
-  most ``π(s) = q*^h·p*^(s−h)``. The window is split by position: per cohort, bits its even-position reports set
-  together are chosen greedily (:func:`_chosen_bits`; ``s`` in :func:`cooccurrence_sizes`, fixed by the
-  parameters), and ``X`` counts the odd-position reports that have every chosen bit of their cohort set. The
-  choice depends on the other half only, so honest ``X`` is dominated by ``Binomial(N_odd, π(s))`` (exact
-  one-sided test; Bonferroni over the sizes). A maximal gain attack sets every target's bits in its reports,
-  whatever number of 1s it pads to: those bits are set together, are chosen, and every fake report of the odd
-  half counts.
+  most ``π(s) = q*^h·p*^(s−h)``. The fold splits the reports by coins of its own; per cohort, bits that the
+  reports of one side set together are chosen, and ``X`` counts the reports of the other side that have every
+  chosen bit of their cohort set (:mod:`ldp.batch.rappor_evidence`: the choice never sees a tested report). So
+  honest ``X`` is dominated by ``Binomial(N, π(s))`` for the ``N`` reports tested (exact one-sided test;
+  Bonferroni over the sizes). A maximal gain attack sets every target's bits in its reports, whatever number of
+  1s it pads to: those bits are set together, are chosen, and every fake report tested counts.
+
+**Where they run.** The fold keeps the 1s per report as a histogram and the counts ``N`` and ``X``
+(:meth:`~ldp.decoders.rappor.RapporAggregate.report_layout`), so every check runs from the aggregate: on the
+collector's dashboard and in ``ldp decode`` as at fold time. Reports given beside such an aggregate add nothing.
+An aggregate that holds no per-report statistics (simulated without reports, or written before they existed) is
+tested by its totals alone.
 
 The laws are those of one report per client: a client's repeated reports share its PRR, so their totals vary more
 than the bound says and its reports set the same bits together (count a client once per window, or expect more
@@ -38,18 +43,19 @@ false alarms).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from ldp.batch.rappor_evidence import BitsTogether, cooccurrence_sizes
+from ldp.decoders.rappor import RapporAggregate
 from ldp.encoders.rappor import RapporParams
-from ldp.server.poisoning import LawCheck, ReportLaw, binomial_excess_check, popcounts, range_check
+from ldp.server.poisoning import LawCheck, ReportLaw, binomial_excess_check, range_check
 
-__all__ = ["RapporLaw", "TAIL", "cooccurrence_bound", "cooccurrence_hits", "cooccurrence_sizes", "rappor_ones_bounds",
-           "rappor_ones_pmfs", "rappor_ones_tails"]
+__all__ = ["RapporLaw", "TAIL", "cooccurrence_bound", "cooccurrence_sizes", "rappor_ones_bounds", "rappor_ones_pmfs",
+           "rappor_ones_tails", "report_statistics"]
 
 TAIL = 1e-3
 """Each tail the tails test counts has honest probability at most this per report."""
@@ -90,15 +96,6 @@ def rappor_ones_tails(params: Any) -> tuple[int, int, float]:
     return low, high, min(bound, 1.0)
 
 
-def cooccurrence_sizes(params: Any) -> tuple[int, ...]:
-    """The sizes ``s`` of the bit sets the co-occurrence test asks set together: the bits of two targets and of
-    four (``2h`` and ``4h``), each at most a quarter of the filter but more than ``h``, and at most ``k``. The
-    smaller catches attacks on few targets; the larger, whose honest bound is far smaller, catches fewer fake
-    reports."""
-    k, h = params.num_bloombits, params.num_hashes
-    return tuple(sorted({min(k, max(h + 1, min(k // 4, j * h))) for j in (2, 4)}))
-
-
 def cooccurrence_bound(params: Any, s: int) -> float:
     """``π(s) = q*^j·p*^(s−j)``, ``j = min(h, s)``: the most probable an honest report has ``s`` given bits of its
     cohort's space all set (its filter holds at most ``j`` of them; ``q* > p*``)."""
@@ -106,63 +103,40 @@ def cooccurrence_bound(params: Any, s: int) -> float:
     return float(params.q_star ** j * params.p_star ** (s - j))
 
 
-def _chosen_bits(x: npt.NDArray[np.float64], s: int) -> npt.NDArray[np.intp]:
-    """``s`` bits that the rows ``x`` (0/1) set together, greedily: the pair of largest covariance, then, one at a
-    time, the bit most over-represented (frequency over its overall frequency) among the rows that have every bit
-    chosen so far set (when no row has, the bit of largest covariance with those chosen)."""
-    n, k = x.shape
-    mu = x.mean(axis=0) if n else np.zeros(k)
-    cov = x.T @ x / n - np.outer(mu, mu) if n else np.zeros((k, k))
-    np.fill_diagonal(cov, -np.inf)
-    first = np.unravel_index(int(np.argmax(cov)), cov.shape) if k > 1 else (0,)
-    chosen = [int(i) for i in first][:s]
-    base = np.maximum(mu, 1.0 / max(n, 1))
-    while len(chosen) < s:
-        rows = x[:, chosen].all(axis=1)
-        score = x[rows].mean(axis=0) / base if rows.any() else cov[chosen].sum(axis=0)
-        score[chosen] = -np.inf
-        chosen.append(int(np.argmax(score)))
-    return np.asarray(chosen, dtype=np.intp)
+def report_statistics(params: Any, columns: Mapping[str, Any], rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(ones_hist, together)`` of one window's reports, as the fold keeps them
+    (:class:`~ldp.batch.rappor_evidence.BitsTogether`, its split drawn from ``rng``, fresh entropy by default; the
+    columns are not validated)."""
+    layout = RapporAggregate.report_layout(params)
+    hist, together = (np.zeros(shape, dtype) for dtype, shape in layout.values())
+    cohorts = np.asarray(columns["cohort"]).reshape(-1)
+    rows = np.asarray(columns["bits"], dtype=np.uint8)
+    if rows.ndim != 2 or rows.shape[0] != cohorts.size:
+        raise ValueError(f"cohort and bits must have one row per report, got {cohorts.shape} and {rows.shape}")
+    BitsTogether(params, rng).add(cohorts, rows, hist, together)
+    return hist, together
 
 
-def cooccurrence_hits(params: Any, cohorts: npt.ArrayLike, rows: npt.ArrayLike,
-                      sizes: tuple[int, ...]) -> tuple[list[int], int]:
-    """``([X_s for s in sizes], N_odd)``: the odd-position reports (``N_odd``) and those among them (``X_s``) that
-    have the first ``s`` bits chosen for their cohort from its even-position reports (:func:`_chosen_bits`) all set.
-    One loop step per cohort; a cohort's reports are unpacked at once."""
-    k = params.num_bloombits
-    c = np.asarray(cohorts).astype(np.int64, copy=False).reshape(-1)
-    r = np.asarray(rows, dtype=np.uint8)
-    if r.ndim != 2 or r.shape[0] != c.size:
-        raise ValueError(f"cohort and bits must have one row per report, got {c.shape} and {r.shape}")
-    odd = np.arange(c.size) % 2 == 1
-    order = np.argsort(c, kind="stable")
-    cuts = np.flatnonzero(np.diff(c[order])) + 1
-    hits = [0] * len(sizes)
-    for a, b in pairwise(np.concatenate([[0], cuts, [c.size]])):
-        idx = order[a:b]
-        test = odd[idx]
-        if not test.any():
-            continue
-        bits = np.unpackbits(r[idx], axis=1, count=k, bitorder="little").astype(bool)
-        chosen = _chosen_bits(bits[~test].astype(np.float64), max(sizes))
-        shown = bits[test]
-        for i, s in enumerate(sizes):
-            hits[i] += int(shown[:, chosen[:s]].all(axis=1).sum())
-    return hits, int(odd.sum())
+def _recorded(aggregate: Any) -> bool:
+    """Whether the aggregate's fold kept per-report statistics (of some of its reports at least)."""
+    return bool(aggregate.ones_hist.any())
 
 
 class RapporLaw(ReportLaw):
-    """RAPPOR: the total of 1s, over every cohort and in the most extreme cohort, against its honest range
-    (aggregate); the tails and the spikes of the 1s per report, and bits set together per cohort (reports)."""
+    """RAPPOR: the total of 1s, over every cohort and in the most extreme cohort, against its honest range; the
+    tails and the spikes of the 1s per report, and bits set together per cohort, from the per-report statistics
+    the fold keeps (or from the reports)."""
 
     params_type = RapporParams
 
-    def aggregate_check_count(self, params: Any) -> int:
-        return 2
+    def aggregate_check_count(self, aggregate: Any) -> int:
+        return 5 if _recorded(aggregate) else 2
 
     def report_check_count(self, params: Any) -> int:
         return 3
+
+    def covers_reports(self, aggregate: Any) -> bool:
+        return _recorded(aggregate)
 
     def aggregate_checks(self, aggregate: Any, alpha: float) -> list[LawCheck]:
         pr = aggregate.params
@@ -172,9 +146,11 @@ class RapporLaw(ReportLaw):
         n = int(aggregate.n)
         total = range_check("ones_total", pr.protocol, n, float(t_c.sum()), n * lo, n * hi, n * var, alpha,
                             "total of 1 bits")
+        per_report = (self.statistic_checks(pr, aggregate.ones_hist, aggregate.together, alpha)
+                      if _recorded(aggregate) else [])
         used = np.flatnonzero(n_c > 0)
         if used.size == 0:
-            return [total]
+            return [total, *per_report]
         m = used.size
         each = [range_check("ones_cohort", pr.protocol, int(n_c[c]), float(t_c[c]), n_c[c] * lo, n_c[c] * hi,
                             n_c[c] * var, alpha / m, f"cohort {c}'s total of 1 bits") for c in used]
@@ -186,26 +162,31 @@ class RapporLaw(ReportLaw):
                              worst.z, p, alpha, verdict,
                              f"{worst.message.rsplit(' (', 1)[0]} (most extreme of {m} cohorts; Bonferroni "
                              f"p <= {p:.2g}, {verdict} at {alpha:g})")
-        return [total, worst]
+        return [total, worst, *per_report]
 
     def report_checks(self, params: Any, columns: Mapping[str, Any], alpha: float) -> list[LawCheck]:
+        return self.statistic_checks(params, *report_statistics(params, columns), alpha)
+
+    @staticmethod
+    def statistic_checks(params: Any, hist: np.ndarray, together: np.ndarray, alpha: float) -> list[LawCheck]:
+        """The tails and the spike of the 1s per report (``hist``: reports by number of 1s) and the bits set
+        together (``together``: ``[N, X_s...]``), each at ``alpha``."""
         k, pr = params.num_bloombits, params.protocol
-        rows = np.asarray(columns["bits"], dtype=np.uint8)
-        ones = popcounts(rows, k)
-        n = int(ones.size)
+        counts = np.asarray(hist, dtype=np.int64)
+        n = int(counts.sum())
         low, high, bound = rappor_ones_tails(params)
         where = " or ".join([f"<= {low}"] * (low >= 0) + [f">= {high}"] * (high <= k)) or "none at these parameters"
-        tails = binomial_excess_check("ones_tails", pr, n, int(((ones <= low) | (ones >= high)).sum()), n, bound,
-                                      alpha, f"reports in the tails of the 1 bits per report ({where})")
-        counts = np.bincount(ones, minlength=k + 1)
+        in_tails = int(counts[:low + 1].sum() + counts[high:].sum())
+        tails = binomial_excess_check("ones_tails", pr, n, in_tails, n, bound, alpha,
+                                      f"reports in the tails of the 1 bits per report ({where})")
         top = rappor_ones_pmfs(params).max(axis=0)
         spike_at = int(np.argmin(stats.binom.sf(counts - 1, n, top)))
         spike = binomial_excess_check("ones_spike", pr, n, int(counts[spike_at]), n, float(top[spike_at]), alpha,
                                       f"reports with exactly {spike_at} 1 bits", tests=k + 1)
         sizes = cooccurrence_sizes(params)
-        hits, tested = cooccurrence_hits(params, columns["cohort"], rows, sizes)
-        together = [binomial_excess_check("bits_together", pr, n, x, tested, cooccurrence_bound(params, s), alpha,
-                                          f"odd-position reports with all {s} bits chosen for their cohort set (sizes "
-                                          f"{', '.join(map(str, sizes))})",
-                                          tests=len(sizes)) for s, x in zip(sizes, hits, strict=True)]
-        return [tails, spike, min(together, key=lambda c: c.p_value)]
+        tested = int(together[0])
+        each = [binomial_excess_check("bits_together", pr, n, int(x), tested, cooccurrence_bound(params, s), alpha,
+                                      f"reports tested with all {s} bits chosen for their cohort set (sizes "
+                                      f"{', '.join(map(str, sizes))})", tests=len(sizes))
+                for s, x in zip(sizes, together[1:], strict=True)]
+        return [tails, spike, min(each, key=lambda c: c.p_value)]

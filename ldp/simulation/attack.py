@@ -206,12 +206,18 @@ def simulate_attack(params: Any, population: Population, n: int, *, attack: str 
     agg_type = get_protocol(params.protocol).aggregate_type
     honest = agg_type(params)
     honest.add(honest_batch)
+    # the collection as the server receives it: the fake reports spread evenly among the honest ones
+    is_fake = np.zeros(n, bool)
+    is_fake[np.arange(fake, dtype=np.int64) * n // max(fake, 1)] = True  # distinct: fake <= n
+    both = {}
+    for k in honest_batch.columns:
+        col = np.asarray(honest_batch.columns[k])
+        out = np.empty((n, *col.shape[1:]), col.dtype)
+        out[~is_fake], out[is_fake] = col, np.asarray(fake_batch.columns[k])
+        both[k] = out
     poisoned = agg_type(params)
-    poisoned.add(fake_batch)
-    poisoned.merge(honest)
+    poisoned.add(ReportBatch(params.protocol, params.fingerprint, params.schema, both))
     gains = (_frequencies(poisoned, scoring) - _frequencies(honest, scoring))[chosen]
-    both = {k: np.concatenate([np.asarray(honest_batch.columns[k]), np.asarray(fake_batch.columns[k])])
-            for k in honest_batch.columns}
     evidence = poisoning_evidence(poisoned, both, alpha=alpha)
     labels = tuple(candidates[i] if candidates is not None else str(params.label_of(int(i))) for i in chosen)
     return AttackResult(params.protocol, ALIASES.get(attack, attack), int(n), fake, labels, float(gains.sum()),

@@ -82,3 +82,60 @@ def test_segments_stored_before_shuffling_have_no_central_guarantee(tmp_path: Pa
     assert m["shuffle"] == {"segments": 0, "smallest": None, "unshuffled_segments": 1, "delta": 1e-8,
                             "central": None}
     assert "Segments stored before shuffling" in render_dashboard(data, ["demo"])
+
+
+RAPPOR = {"spec_version": 1, "name": "rappor_poison", "budget": {"per_window": 10, "lifetime": 1000},
+          "metrics": {"site": {"protocol": "rappor", "params": {"num_bloombits": 64, "num_hashes": 2,
+                                                                "num_cohorts": 8, "p": 0.25, "q": 0.75, "f": 0.5},
+                               "budget": {"per_report": 3}}}}
+WORDS = [f"item{i}" for i in range(64)]
+
+
+def rappor_lines(spec: CollectionSpec, window: int, honest: int, fake: int, seed: int) -> list[str]:
+    """``honest`` fresh clients over a Zipf-like population of :data:`WORDS`, then ``fake`` reports of the maximal
+    gain attack padded to the honest mean of 1s (its totals look honest) on 10 targets, shuffled together."""
+    rng = np.random.default_rng(seed)
+    m = spec.metrics["site"]
+    batch = get_protocol("rappor").encoder_type(m.params).encode_batch(rng.zipf(1.5, honest) % 64, rng,
+                                                                      candidates=WORDS)
+    cols = {k: np.asarray(v) for k, v in batch.columns.items()}
+    if fake:
+        bad = fake_reports(m.params, "mga", list(range(20, 30)), fake, rng, domain=64, candidates=WORDS)
+        cols = {k: np.concatenate([v, np.asarray(bad.columns[k])]) for k, v in cols.items()}
+    order = rng.permutation(cols["bits"].shape[0])
+    from ldp.reports import ReportBatch
+
+    mixed = ReportBatch("rappor", m.params.fingerprint, m.params.schema, {k: v[order] for k, v in cols.items()})
+    s = Section(spec.fingerprint, "site", window, mixed)
+    return [Envelope(s.spec, s.metric, s.window, r).to_json() for r in s.reports.reports()]
+
+
+def test_rappor_windows_are_judged_by_their_reports_on_the_page_and_by_ldp_decode(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A RAPPOR window with 5 % fake reports padded to the honest mean: its totals see nothing, the per-report
+    statistics the fold kept do, on the page and in ``ldp decode`` (text and JSON); the honest window passes."""
+    from ldp.cli.command import main
+
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(RAPPOR))
+    spec, data = CollectionSpec.load(spec_path), tmp_path / "data"
+    add_segment(data, rappor_lines(spec, W0, 4000, 0, seed=11), 1)
+    add_segment(data, rappor_lines(spec, W0 + 1, 3800, 200, seed=12), 2)
+    (m,) = fold_app(data, "demo", [spec_path])["metrics"]
+    first, second = (w["poisoning"] for w in m["windows"])
+    assert first["verdict"] == "ok" and second["verdict"] == "suspicious"
+    verdicts = {c["name"]: c["verdict"] for c in second["checks"]}
+    assert verdicts["ones_total"] == "ok" and "suspicious" in (verdicts["ones_spike"], verdicts["bits_together"])
+    assert render_dashboard(data, ["demo"]).count("Possible poisoning") == 1
+    words = tmp_path / "words.txt"
+    words.write_text("\n".join(WORDS) + "\n")
+    job = data / "apps" / "demo" / "job"
+    for window, verdict in ((W0, "reports match the honest law"), (W0 + 1, "possible poisoning")):
+        assert main(["decode", str(job), "--spec", str(spec_path), "--window", str(window),
+                     "--candidates", str(words)]) == 0
+        line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("poisoning: ")]
+        assert len(line) == 1 and verdict in line[0]
+    assert main(["decode", str(job), "--spec", str(spec_path), "--window", str(W0 + 1), "--candidates", str(words),
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["poisoning"]["verdict"] == "suspicious" and len(doc["poisoning"]["checks"]) == 5

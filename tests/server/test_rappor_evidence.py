@@ -33,7 +33,7 @@ compiled = pytest.mark.skipif(bits_mod._foldkernel is None, reason="the compiled
 
 
 @st.composite
-def _stats_case(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
+def _stats_case(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]:
     k = draw(st.integers(1, 80))
     width, m = (k + 7) // 8, draw(st.integers(1, 5))
     n = draw(st.integers(0, 60))
@@ -49,17 +49,18 @@ def _stats_case(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int, np.ndarra
                           np.uint8).reshape(m, nmasks, width)
     masks = masks & np.where(np.arange(8 * width) < k, 1, 0).reshape(width, 8).dot(1 << np.arange(8)).astype(np.uint8)
     chosen = np.asarray(draw(st.lists(st.integers(0, 1), min_size=m, max_size=m)), np.uint8)
-    return cohorts, rows, k, masks, chosen
+    tested = np.asarray(draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)), np.uint8)
+    return cohorts, rows, k, tested, masks, chosen
 
 
-def _reference(cohorts: np.ndarray, rows: np.ndarray, k: int, masks: np.ndarray,
+def _reference(cohorts: np.ndarray, rows: np.ndarray, k: int, tested: np.ndarray, masks: np.ndarray,
                chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row by row, bits unpacked."""
     hist, hits = np.zeros(k + 1, np.int64), np.zeros(masks.shape[1] + 1, np.int64)
     for i, (g, row) in enumerate(zip(cohorts.tolist(), rows, strict=True)):
         bits = np.unpackbits(row, count=k, bitorder="little").astype(bool)
         hist[bits.sum()] += 1
-        if i % 2 and chosen[g]:
+        if tested[i] and chosen[g]:
             hits[0] += 1
             for j in range(masks.shape[1]):
                 want = np.unpackbits(masks[g, j], count=k, bitorder="little").astype(bool)
@@ -70,11 +71,11 @@ def _reference(cohorts: np.ndarray, rows: np.ndarray, k: int, masks: np.ndarray,
 @settings(max_examples=150, deadline=None)
 @given(case=_stats_case())
 def test_report_stats_paths_equal_the_row_by_row_rule(case: tuple) -> None:
-    cohorts, rows, k, masks, chosen = case
-    want = _reference(cohorts, rows, k, masks, chosen)
+    cohorts, rows, k, tested, masks, chosen = case
+    want = _reference(cohorts, rows, k, tested, masks, chosen)
     for kernel in KERNELS:
         hist, hits = np.zeros(k + 1, np.int64), np.zeros(masks.shape[1] + 1, np.int64)
-        report_stats(cohorts, rows, k, masks, chosen, hist, hits, kernel)
+        report_stats(cohorts, rows, k, np.packbits(tested, bitorder="little"), masks, chosen, hist, hits, kernel)
         assert hist.tolist() == want[0].tolist() and hits.tolist() == want[1].tolist(), kernel
 
 
@@ -92,12 +93,15 @@ def test_the_compiled_kernel_refuses_what_does_not_fit() -> None:
     fk = bits_mod._foldkernel
     hist, hits = np.zeros(17, np.int64), np.zeros(3, np.int64)
     rows, masks, chosen = np.zeros((4, 2), np.uint8), np.zeros((2, 2, 2), np.uint8), np.ones(2, np.uint8)
+    tested = np.packbits(np.array([0, 1, 0, 1], np.uint8), bitorder="little")
     with pytest.raises(ValueError, match="group out of"):
-        fk.report_stats(np.array([0, 2, 0, 1], np.uint8), 1, rows, 2, 16, masks, 2, chosen, hist, hits)
+        fk.report_stats(np.array([0, 2, 0, 1], np.uint8), 1, rows, 2, 16, tested, masks, 2, chosen, hist, hits)
     with pytest.raises(ValueError, match="buffer sizes"):
-        fk.report_stats(np.zeros(4, np.uint8), 1, rows, 2, 16, masks, 1, chosen, hist, hits)
+        fk.report_stats(np.zeros(4, np.uint8), 1, rows, 2, 16, tested, masks, 1, chosen, hist, hits)
+    with pytest.raises(ValueError, match="buffer sizes"):
+        fk.report_stats(np.zeros(4, np.uint8), 1, rows, 2, 16, np.zeros(2, np.uint8), masks, 2, chosen, hist, hits)
     with pytest.raises(ValueError, match="nbits"):
-        fk.report_stats(np.zeros(4, np.uint8), 1, rows, 2, 17, masks, 2, chosen, hist, hits)
+        fk.report_stats(np.zeros(4, np.uint8), 1, rows, 2, 17, tested, masks, 2, chosen, hist, hits)
     assert not hist.any() and not hits.any()
     with pytest.raises(ValueError, match="buffer sizes"):
         fk.pair_counts(np.zeros((3, 2), np.uint64), 3, 2, np.zeros((3, 2), np.int64))
@@ -109,19 +113,21 @@ PARAMS = RapporParams(num_bloombits=24, num_hashes=2, num_cohorts=3, p=0.25, q=0
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), cuts=st.lists(st.integers(0, 3000), max_size=6))
 def test_batches_choices_and_counts_agree_across_kernels_and_ignore_tested_rows(seed: int, cuts: list[int]) -> None:
-    """However the reports are cut into batches: both kernels choose the same bits and count the same; rewriting
-    the tested (odd-position) rows of every batch changes no choice."""
+    """However the reports are cut into batches: both kernels, given the same coins, choose the same bits and
+    count the same; rewriting the tested rows of every batch changes no choice."""
     gen = np.random.default_rng(seed)
     n = 3000
     cohorts = gen.integers(0, 3, n).astype(np.uint8)
     rows = gen.integers(0, 256, (n, 3), dtype=np.uint8)
-    noisy = rows.copy()
     edges = [0, *sorted(set(cuts)), n]
-    for a, b in zip(edges, edges[1:], strict=False):
-        noisy[a + 1:b:2] = gen.integers(0, 256, noisy[a + 1:b:2].shape, dtype=np.uint8)
+    coins = BitsTogether(PARAMS, seed)
+    tested = np.concatenate([np.unpackbits(coins.split(b - a), count=b - a, bitorder="little")
+                             for a, b in zip(edges, edges[1:], strict=False)]).astype(bool)
+    noisy = rows.copy()
+    noisy[tested] = gen.integers(0, 256, noisy[tested].shape, dtype=np.uint8)
     runs = []
     for kernel, data in [(k, r) for k in KERNELS for r in (rows, noisy)]:
-        bt = BitsTogether(PARAMS)
+        bt = BitsTogether(PARAMS, seed)
         hist, hits = np.zeros(25, np.int64), np.zeros(1 + len(cooccurrence_sizes(PARAMS)), np.int64)
         for a, b in zip(edges, edges[1:], strict=False):
             bt.add(cohorts[a:b], data[a:b], hist, hits, kernel)
@@ -132,23 +138,34 @@ def test_batches_choices_and_counts_agree_across_kernels_and_ignore_tested_rows(
             assert (hist == runs[0][3]).all() and (hits == runs[0][4]).all()
 
 
+def test_the_split_is_a_fair_coin_per_report_and_fresh_by_default() -> None:
+    coins = np.unpackbits(BitsTogether(PARAMS, 1).split(200_003), bitorder="little")
+    assert coins[200_003:].sum() == 0 and abs(coins.mean() * 200_008 / 200_003 - 0.5) < 0.005
+    assert (BitsTogether(PARAMS).split(256) != BitsTogether(PARAMS).split(256)).any()
+
+
 def test_choices_follow_their_schedule() -> None:
     """A cohort chooses once it has seen FIRST even-position reports, then each time that number has grown
     REFRESH-fold; rows are kept only near a choice, at most a sample of them."""
-    bt = BitsTogether(PARAMS)
+    bt = BitsTogether(PARAMS, 3)
     hist, hits = np.zeros(25, np.int64), np.zeros(3, np.int64)
     gen = np.random.default_rng(3)
-    made, seen = [], 0
-    for _ in range(400):  # batches of 40 reports, cohort 0 only: 20 even-position reports each
+    made, free, tested_after = [], 0, 0
+    for _ in range(400):  # batches of 40 reports, cohort 0 only
         before = int(bt.chosen_at[0])
+        state = bt.gen.bit_generator.state
+        coins = np.unpackbits(bt.split(40), bitorder="little")
+        bt.gen.bit_generator.state = state  # add() draws the same coins again
         bt.add(np.zeros(40, np.uint8), gen.integers(0, 256, (40, 3), dtype=np.uint8), hist, hits)
-        seen += 20
+        free += int((coins == 0).sum())
         if bt.chosen_at[0] != before:
-            made.append(seen)
+            made.append(free)
+        if made:
+            tested_after += int(coins.sum())
         assert all(len(s) <= sample_rows(PARAMS) for s in bt.samples.values())
-    assert made[0] == 80 >= FIRST  # the first batch end at or past 64
+    assert FIRST <= made[0] < FIRST + 40  # the first batch at or past 64 reports to choose from
     assert all(b >= REFRESH * a for a, b in zip(made, made[1:], strict=False)) and len(made) == 4
-    assert hits[0] == sum(20 for i in range(400) if (i + 1) * 20 >= made[0])  # tested once cohort 0 had a choice
+    assert hits[0] == tested_after  # tested once cohort 0 had a choice
 
 
 def _old_file(agg: RapporAggregate) -> bytes:

@@ -13,17 +13,17 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 from ldp.batch.rappor import bloom_index_table
+from ldp.batch.rappor_evidence import BitsTogether
 from ldp.encoders.rappor import RapporParams
 from ldp.protocols import get_protocol
 from ldp.server.poisoning import check_reports, law_for, poisoning_evidence
 from ldp.server.rappor_poisoning import (
     TAIL,
-    _chosen_bits,
     cooccurrence_bound,
-    cooccurrence_hits,
     cooccurrence_sizes,
     rappor_ones_pmfs,
     rappor_ones_tails,
+    report_statistics,
 )
 from ldp.simulation.attack import fake_reports, simulate_attack
 from ldp.simulation.population import zipf
@@ -143,22 +143,23 @@ def test_bare_reports_sit_in_the_low_tail_when_few_targets() -> None:
     assert {c.name: c for c in check_reports(DOCS, cols, alpha=0.01).checks}["ones_tails"].suspicious
 
 
-def test_cooccurrence_hits_match_a_loop_and_ignore_the_test_half_when_choosing() -> None:
-    """Per cohort, the bits chosen from the even positions; the odd positions counted against them. Changing the
-    odd rows never changes the choice."""
+def test_the_tested_half_never_changes_the_choice() -> None:
+    """Rewriting every tested report leaves the bits chosen as they were: the choice comes from the other side of
+    the fold's coins only."""
     gen = np.random.default_rng(4)
     batch = _honest(SMALL, 3000, gen)
-    cohort = np.asarray(batch.columns["cohort"]).astype(np.int64)
-    rows = np.asarray(batch.columns["bits"])
-    bits = np.unpackbits(rows, axis=1, count=16, bitorder="little").astype(bool)
-    sizes = cooccurrence_sizes(SMALL)
-    want = [0] * len(sizes)
-    for c in range(SMALL.num_cohorts):
-        even = [i for i in range(cohort.size) if cohort[i] == c and i % 2 == 0]
-        chosen = _chosen_bits(bits[even].astype(np.float64), max(sizes))
-        for j, s in enumerate(sizes):
-            want[j] += sum(bool(bits[i, chosen[:s]].all()) for i in range(1, cohort.size, 2) if cohort[i] == c)
-    assert cooccurrence_hits(SMALL, cohort, rows, sizes) == (want, cohort.size // 2)
+    cols = {k: np.asarray(v).copy() for k, v in batch.columns.items()}
+    first = report_statistics(SMALL, cols, 7)[1]
+    from ldp.batch.rappor_evidence import BitsTogether
+
+    a, b = BitsTogether(SMALL, 7), BitsTogether(SMALL, 7)
+    tested = np.unpackbits(BitsTogether(SMALL, 7).split(3000), bitorder="little").astype(bool)
+    cols["bits"][tested] = gen.integers(0, 256, cols["bits"][tested].shape, dtype=np.uint8)
+    hist, hits = np.zeros(17, np.int64), np.zeros(1 + len(cooccurrence_sizes(SMALL)), np.int64)
+    a.add(np.asarray(batch.columns["cohort"]), np.asarray(batch.columns["bits"]), hist.copy(), hits.copy())
+    b.add(cols["cohort"], cols["bits"], hist, hits)
+    assert (a.masks == b.masks).all() and (a.chosen == b.chosen).all() and a.chosen.all()
+    assert first[0] == hits[0] == tested.sum()
 
 
 @st.composite
@@ -194,10 +195,41 @@ def test_odd_windows_give_valid_checks(window: tuple[RapporParams, dict[str, np.
 
 
 def test_evidence_counts_the_report_checks_in_its_alpha() -> None:
-    """Aggregate (2) and reports (3): each check at alpha/5."""
+    """Totals (2) and the per-report statistics (3) the fold kept: each check at alpha/5, reports given or not
+    (they would repeat what the aggregate holds). A simulated aggregate holds no per-report statistics: its
+    totals at alpha/2, and the reports, when given, at alpha/5."""
     batch = _honest(SMALL, 500, np.random.default_rng(1))
     agg = get_protocol("rappor").aggregate_type(SMALL)
     agg.add(batch)
-    ev = poisoning_evidence(agg, batch, alpha=0.05)
-    assert [c.name for c in ev.checks] == ["ones_total", "ones_cohort", "ones_tails", "ones_spike", "bits_together"]
-    assert all(c.alpha == pytest.approx(0.01) for c in ev.checks)
+    names = ["ones_total", "ones_cohort", "ones_tails", "ones_spike", "bits_together"]
+    for ev in (poisoning_evidence(agg, batch, alpha=0.05), poisoning_evidence(agg, alpha=0.05)):
+        assert [c.name for c in ev.checks] == names
+        assert all(c.alpha == pytest.approx(0.01) for c in ev.checks)
+    sim = get_protocol("rappor").aggregate_type.simulate(SMALL, {"a": 300, "b": 200}, 1)
+    assert [c.name for c in poisoning_evidence(sim, alpha=0.05).checks] == names[:2]
+    assert [c.name for c in poisoning_evidence(sim, batch, alpha=0.05).checks] == names
+
+
+def test_the_aggregate_runs_the_report_checks_as_the_reports_do() -> None:
+    """Folded in one batch or in many, read back from its file, merged from two halves: the aggregate's checks
+    are those of its reports (the same statistics when folded in one batch; valid tests however folded)."""
+    gen = np.random.default_rng(12)
+    batch = _honest(DOCS, 20_000, gen)
+    cols = {k: np.asarray(v) for k, v in batch.columns.items()}
+    agg_type = get_protocol("rappor").aggregate_type
+    whole = agg_type(DOCS)
+    whole._together = BitsTogether(DOCS, 3)  # the fold's coins, drawn as report_statistics draws them
+    whole.add(batch)
+    hist, together = report_statistics(DOCS, cols, 3)
+    assert (whole.ones_hist == hist).all() and (whole.together == together).all()
+    again = type(whole).from_bytes(whole.to_bytes())
+    assert (again.ones_hist == hist).all() and (again.together == together).all()
+    halves = [agg_type(DOCS), agg_type(DOCS)]
+    for i, part in enumerate(halves):
+        for start in range(i * 10_000, (i + 1) * 10_000, 500):  # 20 batches of 500 each
+            part.add(batch.take(np.arange(start, start + 500)) if hasattr(batch, "take") else
+                     type(batch)(batch.protocol, batch.fingerprint, batch.schema,
+                                 {k: v[start:start + 500] for k, v in cols.items()}))
+    merged = halves[0].merge(halves[1])
+    assert (merged.ones_hist == hist).all() and 5_000 < merged.together[0] < 10_000
+    assert not poisoning_evidence(merged, alpha=0.01).suspicious

@@ -4,7 +4,8 @@
 * client code (encoders, client runtime, spec, privacy, reports) imports only the standard library, mmh3 and
   bitarray when it is imported — numpy comes in only through a batch path the caller asks for;
 * no branch on a protocol's name or params type outside that protocol's own modules (:mod:`switches`);
-* at most 12 top-level modules and no module over 400 lines.
+* at most 12 top-level modules; a module holds one concept, so none is over 600 lines and those over 400 are
+  named in the run's warnings (split by concept, never by count).
 
 Each rule is also checked against a deliberately broken input, so that a rule that could never fail is caught.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,10 @@ from switches import all_switches, family_stems, is_protocol_module, registry, s
 CLIENT_ROOTS = ("ldp.encoders", "ldp.client", "ldp.spec", "ldp.privacy", "ldp.reports", "ldp.hashing", "ldp.wire",
                 "ldp.errors", "ldp.randomness", "ldp.protocols.registry")
 CLIENT_THIRD_PARTY = {"mmh3", "bitarray"}
-MAX_LINES = 400
+MAX_LINES = 600
+"""No module is longer: past this a module holds more than one concept."""
+NOTE_LINES = 400
+"""Modules longer than this are named in the warnings summary: worth a look, not a split for the count."""
 MAX_TOP_LEVEL = 12
 
 
@@ -132,9 +137,21 @@ def test_at_most_twelve_top_level_modules() -> None:
     assert len(top) <= MAX_TOP_LEVEL, top
 
 
-def test_no_module_over_400_lines() -> None:
-    long = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert not long, f"modules over {MAX_LINES} lines (split them by idea): {long}"
+def _lengths() -> dict[str, int]:
+    return {m: len(p.read_text().splitlines()) for m, p in modules().items()}
+
+
+def test_no_module_over_600_lines() -> None:
+    long = {m: n for m, n in _lengths().items() if n > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them by concept): {long}"
+
+
+def test_modules_over_400_lines_are_named() -> None:
+    """Named, not refused (pyproject.toml shows this warning instead of raising it): a long module that reads as one
+    concept stays whole."""
+    long = dict(sorted((m, n) for m, n in _lengths().items() if n > NOTE_LINES))
+    if long:
+        warnings.warn(f"modules over {NOTE_LINES} lines (one concept each?): {long}", UserWarning, stacklevel=1)
 
 
 MAX_CLI_FUNCTION = 60
