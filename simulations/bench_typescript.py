@@ -8,6 +8,12 @@ with the queue: the target is ``us(10,000 queued) <= 1.5 × us(10 queued)`` for 
 rewrote the whole state, took 4.25 ms per record at 4,000 queued in its file store). Also the bundle sizes
 (``npm run size``: the whole browser client, the core, and a one-metric GRR page). Without ``node`` (or without the
 built ``dist/``) the section says so; without Chromium or Playwright the IndexedDB rows say so.
+
+And the per-report ``encode`` time in Node (``scripts/bench-encode.mjs``: the platform CSPRNG, each report turned into
+its JSON text) on ``bench_kotlin.CASES``, beside the Kotlin client's ``EncodeBenchmark`` run just before it with the
+same cases and number of calls, at least 800,000 so that the JVM is warmed (issue 61): the target is
+``node_us <= 1.5 × kotlin_us`` for RAPPOR and OLH (GRR is recorded beside them). Without the Kotlin build (or
+``java``) the Node figures stand alone.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -93,6 +100,39 @@ def _indexeddb(calls: int) -> dict[str, Any] | str:
         httpd.shutdown()
 
 
+def _encode_rows(b: ModuleType, ctx: Any) -> dict[str, Any]:
+    """µs per report in Node and (when built) in the Kotlin client, side by side, on ``bench_kotlin.CASES``."""
+    from bench_kotlin import CASES, MAIN, kotlin_classpath
+
+    # at least 800,000 calls: the JVM's figures settle only there (at bench_kotlin's 200,000 a pinned JVM still
+    # compiles, and its RAPPOR mean is twice its settled one), and the target must hold against a warmed JVM
+    calls = max(ctx.sizes.client_calls * 4, 800_000)
+    kotlin: dict[str, Any] = {}
+    cp, java = kotlin_classpath(), shutil.which("java")
+    if cp is not None and java is not None:
+        b.log(f"  typescript: kotlin encode, {calls:,} calls per case in a JVM")
+        done = subprocess.run([java, "-cp", cp, MAIN, json.dumps(CASES), str(calls)], capture_output=True, text=True,
+                              check=True, timeout=600)
+        kotlin = json.loads(done.stdout.strip().splitlines()[-1])
+    b.log(f"  typescript: node encode, {calls:,} calls per case")
+    done = subprocess.run(["node", "scripts/bench-encode.mjs", json.dumps(CASES), str(calls)], cwd=TS,
+                          capture_output=True, text=True, check=True, timeout=600)
+    node: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    jvm = kotlin.pop("jvm", None) if kotlin else "not built: see the kotlin_client section"
+    out: dict[str, Any] = {"calls": calls, "node": node.pop("node", None), "jvm": jvm, "loadavg": os.getloadavg(),
+                           "cases": {}}
+    for name, case in CASES.items():
+        row: dict[str, Any] = {"protocol": case["protocol"], "params": case["params"], "node": node[name]}
+        if name in kotlin:
+            row["kotlin"] = kotlin[name]
+            row["node_over_kotlin"] = node[name]["us_mean"] / kotlin[name]["us_mean"]
+            if case["protocol"] in ("rappor", "olh"):
+                row.update(ctx.judge(f"{name}.node_us_mean", node[name]["us_mean"], "<=",
+                                     1.5 * kotlin[name]["us_mean"], "µs/report (1.5 × the Kotlin client's)"))
+        out["cases"][name] = row
+    return out
+
+
 def register(b: ModuleType) -> None:
     """Add the ``typescript_client`` section to the benchmark module ``b``."""
 
@@ -108,7 +148,7 @@ def register(b: ModuleType) -> None:
         stores: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
         b.log("  typescript: record cost, IndexedDB in headless Chromium")
         stores["indexeddb"] = _indexeddb(calls)
-        out: dict[str, Any] = {"calls": calls, "record": stores}
+        out: dict[str, Any] = {"calls": calls, "record": stores, "encode": _encode_rows(b, ctx)}
         for name, rows in stores.items():
             if isinstance(rows, dict):
                 small, large = rows[str(SIZES[0])]["us_per_record"], rows[str(SIZES[-1])]["us_per_record"]

@@ -3,16 +3,20 @@
  * `randbits(k)`, a uniform integer in `[0, 2^k)` (a `bigint`); `bernoulli`, `bernoulliBits`, `randbelow` and
  * `tokenBytes` are built on it with the same algorithms, so a source fed the same stream as Python's draws the same
  * results in the same order (what the conformance vectors check with `ReplaySource`).
+ *
+ * The hot paths work on 32-bit words rather than bigints: a source hands a `randbits(k)` draw over as little-endian
+ * `Uint32Array` words (`randbitsWords`; the platform and keyed sources read their bytes straight into words), and
+ * `bernoulli`, `randbelow` and `bernoulliWords` (`bernoulliBits` in words) compare and combine words. The draws,
+ * their order and their results are those of the bigint forms (`bitslicedBelow` stays the reference the tests check
+ * against).
  */
-import { bigIntToBytesLE, bytesToBigIntLE, uint32BE } from "./bytes.js";
+import { uint32BE } from "./bytes.js";
 import { pyFloatRepr, pyReprArg, pyTypeName } from "./canonical.js";
 import { LdpTypeError, LdpValueError, ReplayError } from "./errors.js";
 import { HmacSha256 } from "./hash/sha256.js";
 
 /** Bits of uniform randomness behind every client Bernoulli draw (`PRECISION_BITS`). */
 export const PRECISION_BITS = 64;
-
-const TWO_64 = 1n << 64n;
 
 /** `check_probability`: `p` if it is a number in [0, 1] (NaN refused), else Python's `TypeError`/`ValueError`. */
 export function checkProbability(p: unknown, name = "p"): number {
@@ -75,24 +79,136 @@ export function bitslicedBelow(threshold: bigint, precision: number, k: number,
 
 /** The number of bits of a non-negative safe integer (`int.bit_length`). */
 function bitLength(n: number): number {
-  return n === 0 ? 0 : n.toString(2).length;
+  return n < 2 ** 32 ? 32 - Math.clz32(n) : 64 - Math.clz32(n / 2 ** 32); // clz32 truncates n / 2^32 to an integer
+}
+
+/** `bernoulli_threshold(p)` = floor(p·2^64) as two 32-bit halves `[hi, lo]`, hi·2^32 + lo (`p` checked; hi = 2^32
+ * when it is 2^64). Exact: p·2^64 is an exact double, its floor an integer, and lo an integer below 2^32. */
+function threshold64(p: number): [number, number] {
+  const t = Math.floor(checkProbability(p) * 2 ** 64);
+  const hi = Math.floor(t / 2 ** 32);
+  return [hi, t - hi * 2 ** 32];
+}
+
+/** The number of 32-bit words of `k` bits. */
+function wordCount(k: number): number {
+  return (k + 31) >>> 5;
+}
+
+/** The mask of the bits of `k` bits' last word (all ones when k is a multiple of 32). */
+function topWordMask(k: number): number {
+  return k % 32 === 0 ? 0xffffffff : 2 ** (k % 32) - 1;
+}
+
+/** Reads `ceil(k/8)` little-endian bytes of `bytes` from `offset` into the first `ceil(k/32)` words of `out`,
+ * keeping the low `k` bits (the word form of `int.from_bytes(b, "little") & (2^k - 1)`). */
+function readWordsLE(bytes: Uint8Array, offset: number, k: number, out: Uint32Array): void {
+  const nbytes = Math.ceil(k / 8);
+  for (let w = 0; w < wordCount(k); w++) {
+    let word = 0;
+    for (let j = Math.min(4 * w + 4, nbytes) - 1; j >= 4 * w; j--) word = (word << 8) | bytes[offset + j];
+    out[w] = word;
+  }
+  out[wordCount(k) - 1] &= topWordMask(k);
+}
+
+/** The low `k` bits of a non-negative bigint as little-endian 32-bit words (word i holds bits 32i..32i+31), into
+ * `out` (by default a new array of `ceil(k/32)` words). */
+export function wordsOfBigInt(value: bigint, k: number, out: Uint32Array = new Uint32Array(wordCount(k))): Uint32Array {
+  let v = value;
+  for (let w = 0; w < wordCount(k); w++) {
+    out[w] = Number(BigInt.asUintN(32, v));
+    v >>= 32n;
+  }
+  if (k > 0) out[wordCount(k) - 1] &= topWordMask(k);
+  return out;
+}
+
+/** The bigint of little-endian 32-bit words `words[from..to)`: halves joined, so that many words cost O(n log n). */
+export function bigIntOfWords(words: Uint32Array, from = 0, to = words.length): bigint {
+  if (to - from > 8) {
+    const mid = (from + to) >>> 1;
+    return (bigIntOfWords(words, mid, to) << BigInt(32 * (mid - from))) | bigIntOfWords(words, from, mid);
+  }
+  let v = 0n;
+  for (let w = to - 1; w >= from; w--) v = (v << 32n) | BigInt(words[w]);
+  return v;
+}
+
+/**
+ * `rng.bernoulliBits(p, k)` as `ceil(k/32)` little-endian 32-bit words (word i holds bits 32i..32i+31), for encoders
+ * that keep their bits in words (RAPPOR): the same `randbits(k)` planes, most significant first, with the same early
+ * stops (`bitslicedBelow`), compared a word at a time. A source that replaces `bernoulliBits` (the audit's
+ * enumerating source) is asked for the bits themselves, and so is any source for a `k` that is not a non-negative int
+ * (refused there with Python's text). A function, not a method, so that pages without such an encoder do not ship it.
+ */
+export function bernoulliWords(rng: RandomSource, p: number, k: number): Uint32Array {
+  if (rng.bernoulliBits !== RandomSource.prototype.bernoulliBits || !(Number.isInteger(k) && k >= 0)) {
+    return wordsOfBigInt(rng.bernoulliBits(p, k), k);
+  }
+  const [hi, lo] = threshold64(p);
+  const n = wordCount(k);
+  const below = new Uint32Array(n);
+  if (k === 0 || hi + lo === 0) return below;
+  const top = topWordMask(k);
+  if (hi === 2 ** 32) {
+    below.fill(0xffffffff);
+    below[n - 1] = top;
+    return below;
+  }
+  const tied = new Uint32Array(n).fill(0xffffffff); // lanes whose U_i equals T in every plane drawn so far
+  tied[n - 1] = top;
+  const r = new Uint32Array(n);
+  // past T's lowest set bit no lane can newly fall below it: the planes stop there
+  const lowest = lo !== 0 ? 31 - Math.clz32(lo & -lo) : 63 - Math.clz32(hi & -hi);
+  for (let plane = PRECISION_BITS - 1; plane >= lowest; plane--) {
+    rng.randbitsWords(k, r);
+    const one = plane >= 32 ? (hi >>> (plane - 32)) & 1 : (lo >>> plane) & 1;
+    let anyTied = 0;
+    for (let w = 0; w < n; w++) {
+      if (one) {
+        below[w] |= tied[w] & ~r[w];
+        tied[w] &= r[w];
+      } else {
+        tied[w] &= ~r[w];
+      }
+      anyTied |= tied[w];
+    }
+    if (anyTied === 0) break;
+  }
+  return below;
 }
 
 /**
  * The random choices a client encoder may make (`ldp.randomness.RandomSource`). Subclasses provide `randbits`;
- * encoders draw only through `bernoulli`, `bernoulliBits`, `randbelow` and `tokenBytes` (docs/randomness.md, "The
- * rule for encoders"), whose draw sequences are Python's.
+ * encoders draw only through `bernoulli`, `bernoulliBits` (or its word form, `bernoulliWords`), `randbelow` and
+ * `tokenBytes` (docs/randomness.md, "The rule for encoders"), whose draw sequences are Python's.
  */
 export abstract class RandomSource {
+  /** Two words for the draws of `bernoulli` and `randbelow` (at most 64 bits each). */
+  private readonly pair = new Uint32Array(2);
+
   /** A uniform integer in `[0, 2^k)`; `0n` for `k <= 0`, drawing nothing. */
   abstract randbits(k: number): bigint;
+
+  /**
+   * One `randbits(k)` draw (`k >= 1`) as `ceil(k/32)` little-endian 32-bit words written to `out` (word i holds bits
+   * 32i..32i+31; bits from k up are 0): the primitive of the word-based draws, not for encoders. This converts the
+   * bigint; a source that holds bytes overrides it to read them straight into words, consuming exactly what
+   * `randbits(k)` would.
+   */
+  randbitsWords(k: number, out: Uint32Array): void {
+    wordsOfBigInt(this.randbits(k), k, out);
+  }
 
   /** `true` with probability floor(p·2^64)/2^64: one `randbits(64)` compared with the threshold, drawn only when
    * the threshold is strictly between 0 and 2^64 (so p = 0 and p = 1 draw nothing). */
   bernoulli(p: number): boolean {
-    const threshold = bernoulliThreshold(p);
-    if (threshold >= TWO_64) return true;
-    return threshold > 0n && this.randbits(PRECISION_BITS) < threshold;
+    const [hi, lo] = threshold64(p);
+    if (hi === 2 ** 32 || hi + lo === 0) return hi > 0; // p = 1, or a threshold of 0
+    const u = this.pair;
+    this.randbitsWords(PRECISION_BITS, u);
+    return u[1] < hi || (u[1] === hi && u[0] < lo);
   }
 
   /** A bigint whose bits 0..k-1 are independent Bernoulli(p) at 2^-64 resolution: the bit-sliced comparison
@@ -112,10 +228,11 @@ export abstract class RandomSource {
     }
     if (n === 1) return 0;
     const bits = bitLength(n - 1);
-    const limit = BigInt(n);
+    const u = this.pair;
     for (;;) {
-      const r = this.randbits(bits);
-      if (r < limit) return Number(r);
+      this.randbitsWords(bits, u);
+      const r = bits > 32 ? u[1] * 2 ** 32 + u[0] : u[0];
+      if (r < n) return r;
     }
   }
 
@@ -125,14 +242,10 @@ export abstract class RandomSource {
       throw new LdpTypeError(`'${pyTypeName(n)}' object cannot be interpreted as an integer`);
     }
     if (n <= 0) return new Uint8Array(0);
-    return bigIntToBytesLE(this.randbits(8 * n), n);
+    const words = new Uint32Array(wordCount(8 * n));
+    this.randbitsWords(8 * n, words);
+    return Uint8Array.from({ length: n }, (_, i) => words[i >>> 2] >>> (8 * (i & 3)));
   }
-}
-
-/** The low `k` bits of the little-endian integer of `bytes` (`int.from_bytes(b, "little") & (2^k - 1)`). */
-function lowBits(bytes: Uint8Array, k: number): bigint {
-  const v = bytesToBigIntLE(bytes);
-  return k % 8 === 0 ? v : v & ((1n << BigInt(k)) - 1n);
 }
 
 /** Fills an array with random bytes: `crypto.getRandomValues` (at most 65,536 bytes a call). */
@@ -179,17 +292,25 @@ export class CryptoRandomSource extends RandomSource {
 
   randbits(k: number): bigint {
     if (!(k > 0)) return 0n;
+    const words = new Uint32Array(wordCount(k));
+    this.randbitsWords(k, words);
+    return bigIntOfWords(words);
+  }
+
+  override randbitsWords(k: number, out: Uint32Array): void {
     const nbytes = Math.ceil(k / 8);
-    if (nbytes > this.pool.length) return lowBits(this.fresh(nbytes), k);
+    if (nbytes > this.pool.length) {
+      readWordsLE(this.fresh(nbytes), 0, k, out);
+      return;
+    }
     if (this.offset + nbytes > this.pool.length) {
       this.fill(this.pool);
       this.offset = 0;
     }
-    const bytes = this.pool.subarray(this.offset, this.offset + nbytes);
+    const start = this.offset;
+    readWordsLE(this.pool, start, k, out);
     this.offset += nbytes;
-    const value = lowBits(bytes, k);
-    bytes.fill(0); // a used byte is not kept
-    return value;
+    for (let i = start; i < this.offset; i++) this.pool[i] = 0; // a used byte is not kept (a loop: cheaper than fill)
   }
 
   override tokenBytes(n: number): Uint8Array {
@@ -247,7 +368,13 @@ export class KeyedRandomSource extends RandomSource {
 
   randbits(k: number): bigint {
     if (!(k > 0)) return 0n;
-    return lowBits(this.take(Math.ceil(k / 8)), k);
+    const words = new Uint32Array(wordCount(k));
+    this.randbitsWords(k, words);
+    return bigIntOfWords(words);
+  }
+
+  override randbitsWords(k: number, out: Uint32Array): void {
+    readWordsLE(this.take(Math.ceil(k / 8)), 0, k, out);
   }
 
   override toString(): string {

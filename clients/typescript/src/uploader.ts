@@ -351,6 +351,7 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
       const last = attempt === maxAttempts;
       let response: Response;
       let body: string;
+      const callBound = left() < timeout; // this request's timer is the call's deadline
       const signal = AbortSignal.timeout(Math.ceil(Math.max(0, Math.min(timeout, left())) * 1000)); // whole ms
       try {
         const keepalive = options.keepalive === true && batch.body.length <= 64 * 1024;
@@ -358,7 +359,8 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
           redirect: "manual", signal, keepalive });
         body = await readReply(response, MAX_ANSWER, signal);
       } catch {
-        if (left() <= 0) stopped = true;
+        // the timer's clock may run a little ahead of monotonic(): an abort by the call's timer is its deadline
+        if (left() <= 0 || (callBound && signal.aborted)) stopped = true;
         else if (!last) stopped = !(await failOver(signal.aborted ? `no answer within ${timeout} s` : "network error", null));
         continue;
       }

@@ -10,6 +10,7 @@ import {
   pyTypeName, sha256Hex16,
 } from "../dist/canonical.js";
 import { LdpTypeError, LdpValueError } from "../dist/errors.js";
+import { bitsString, bitsStringOfWords, reportJson } from "../dist/encoders/base.js";
 
 const here = new URL(".", import.meta.url);
 const load = (rel) => JSON.parse(readFileSync(new URL(rel, here), "utf8"));
@@ -224,4 +225,25 @@ test("error classes: Python's names and BudgetExceeded's text (ldp.errors, str(P
   assert.equal(e2.index, 2);
   const e3 = new BudgetExceeded("it's", "window", c(1e-7), c(123456789), c(1e16));
   assert.equal(e3.message, `privacy budget exceeded for metric "it's" (window): spent ε=1.23457e+08, requested ε=1e-07, cap ε=1e+16`);
+});
+
+test("a report's JSON: uints as digits at any width, bits strings little-endian from bigints or words", () => {
+  const report = (payload) => ({ protocol: "olh", params: "0123456789abcdef", payload });
+  for (const n of [0, 7, 1023, 1024, 65535, 2 ** 31 - 1, 2 ** 31, 4294967295, 2 ** 53]) {
+    assert.equal(reportJson(report([["seed", n], ["y", 3]])),
+      `{"v":1,"protocol":"olh","params":"0123456789abcdef","payload":{"seed":${String(n)},"y":3}}`);
+  }
+  assert.equal(reportJson(report([["big", 2n ** 70n], ["bits", "0110"]])),
+    '{"v":1,"protocol":"olh","params":"0123456789abcdef","payload":{"big":1180591620717411303424,"bits":"0110"}}');
+  assert.equal(reportJson(report([])), '{"v":1,"protocol":"olh","params":"0123456789abcdef","payload":{}}');
+  let seed = 0x9e3779b9n;
+  for (const k of [0, 1, 5, 8, 31, 32, 33, 64, 100, 128, 300]) {
+    seed = (seed * 6364136223846793005n + 1442695040888963407n) & ((1n << 64n) - 1n);
+    const value = (seed << 256n) | (seed << 64n) | seed | (1n << 400n); // bits above k are ignored
+    let want = "";
+    for (let i = 0; i < k; i++) want += (value >> BigInt(i)) & 1n;
+    assert.equal(bitsString(value, k), want, `k = ${k}`);
+    const words = Uint32Array.from({ length: Math.ceil(k / 32) }, (_, w) => Number((value >> BigInt(32 * w)) & 0xffffffffn));
+    assert.equal(bitsStringOfWords(words, k), want, `words, k = ${k}`);
+  }
 });

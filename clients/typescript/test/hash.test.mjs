@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync, existsSync } from "node:fs";
 import { createHash, createHmac } from "node:crypto";
 
-import { bucket, bucketOfBytes, buckets, hash32, MAX_SEED } from "../dist/hash/murmur3.js";
+import { bucket, bucketOfBytes, buckets, hash32, hashUint32LE, MAX_SEED } from "../dist/hash/murmur3.js";
 import { HmacSha256, Sha256, hmacSha256, sha256 } from "../dist/hash/sha256.js";
 import { md5, md5Buckets } from "../dist/hash/md5.js";
 import { concatBytes, fromHex, namespaced, toHex, uint32BE, utf8Encode, valueBytes } from "../dist/bytes.js";
@@ -227,5 +227,15 @@ test("conformance vectors: hashes (primitives.json)", { skip: !existsSync(PRIMIT
   for (const { device_secret, metric, secret } of hashes.metric_secret) {
     const msg = concatBytes(utf8Encode("ldp/client/metric-secret/v1\0"), utf8Encode(metric));
     assert.equal(toHex(hmacSha256(fromHex(device_secret), msg)), secret);
+  }
+});
+
+test("hashUint32LE is hash32 of the four little-endian bytes (local hashing's index hash)", () => {
+  const r = prng(61);
+  for (let i = 0; i < 3000; i++) {
+    const x = i < 4 ? [0, 1, 0xffffffff, 0x80000000][i] : r.int(2 ** 31) * 2 + r.int(2);
+    const seed = i % 3 === 0 ? MAX_SEED - r.int(5) : r.int(2 ** 31) * 2 + r.int(2);
+    const bytes = Uint8Array.of(x & 0xff, (x >>> 8) & 0xff, (x >>> 16) & 0xff, x >>> 24);
+    assert.equal(hashUint32LE(x, seed), hash32(bytes, seed), `x = ${x}, seed = ${seed}`);
   }
 });

@@ -9,7 +9,8 @@ import { createHmac } from "node:crypto";
 
 import {
   CryptoRandomSource, KeyedRandomSource, PRECISION_BITS, RandomSource, RecordingSource, ReplaySource,
-  bernoulliThreshold, bitslicedBelow, checkProbability, checkResolvable, realizedProbability,
+  bernoulliThreshold, bernoulliWords, bigIntOfWords, bitslicedBelow, checkProbability, checkResolvable,
+  realizedProbability, wordsOfBigInt,
 } from "../dist/random.js";
 import { LdpTypeError, LdpValueError, ReplayError } from "../dist/errors.js";
 import { fromHex, toHex, uint32BE, concatBytes } from "../dist/bytes.js";
@@ -340,4 +341,101 @@ test("conformance vectors: the recorded streams of primitives.json replay exactl
     for (const [k, v] of c.randbits ?? []) assert.equal(src.randbits(k).toString(16), v);
     for (const [p, k, v] of c.bernoulli_bits ?? []) assert.equal(src.bernoulliBits(p, k).toString(16), v);
   }
+});
+
+// The word forms (the hot paths): the same draws and results as the bigint forms.
+
+/** A source reading a fixed byte stream through `CryptoRandomSource`'s pool (bytes i = counter, from `start`). */
+function countingSource(start = 0) {
+  let counter = start;
+  return new CryptoRandomSource((a) => {
+    for (let i = 0; i < a.length; i++) a[i] = (counter++ * 167 + 13) & 0xff;
+  });
+}
+
+test("words: wordsOfBigInt and bigIntOfWords are inverse on the low k bits, at any width", () => {
+  const src = new TestSource(11);
+  for (const k of [1, 7, 8, 31, 32, 33, 64, 100, 128, 257, 288, 1000, 4099, 40000]) {
+    const v = src.randbits(k + 5); // wider than k: the high bits are dropped
+    const words = wordsOfBigInt(v, k);
+    assert.equal(words.length, Math.ceil(k / 32));
+    assert.equal(bigIntOfWords(words), v & ((1n << BigInt(k)) - 1n), `k = ${k}`);
+  }
+  assert.equal(bigIntOfWords(new Uint32Array(0)), 0n);
+  assert.equal(wordsOfBigInt(5n, 0).length, 0);
+});
+
+test("words: a byte source's randbitsWords consumes and returns what randbits does", () => {
+  for (const k of [1, 3, 8, 12, 31, 32, 33, 53, 64, 65, 100, 128, 1000, 8 * 4096, 8 * 4096 + 1, 8 * 70000 + 3]) {
+    const bigints = countingSource(), words = countingSource();
+    for (let round = 0; round < 3; round++) { // the pool's refills land at the same draws
+      const out = new Uint32Array(Math.ceil(k / 32));
+      words.randbitsWords(k, out);
+      assert.equal(bigIntOfWords(out), bigints.randbits(k), `k = ${k}, round ${round}`);
+    }
+  }
+  const secret = fromHex("00112233"), message = fromHex("abcdef");
+  const a = new KeyedRandomSource(secret, message), b = new KeyedRandomSource(secret, message);
+  for (const k of [5, 64, 3, 130, 256, 7]) {
+    const out = new Uint32Array(Math.ceil(k / 32));
+    a.randbitsWords(k, out);
+    assert.equal(bigIntOfWords(out), b.randbits(k), `keyed, k = ${k}`);
+  }
+});
+
+test("words: bernoulliWords draws bernoulliBits' planes and gives its bits (random p and k)", () => {
+  const src = new TestSource(12);
+  for (let t = 0; t < 1500; t++) {
+    const k = t % 10 === 0 ? 0 : 1 + Number(src.randbits(8)) % 200;
+    const p = [src.float(), 0.5, 0.75, 0.25, 0, 1, 2 ** -64, 1 - 2 ** -53, Number(src.randbits(4)) / 16][t % 9];
+    const planes = Array.from({ length: 64 }, () => [k, src.randbits(k).toString(16)]).filter(([n]) => n > 0);
+    const bits = new ReplaySource(planes), words = new ReplaySource(planes);
+    const want = bits.bernoulliBits(p, k);
+    const got = bernoulliWords(words, p, k);
+    assert.equal(got.length, Math.ceil(k / 32));
+    assert.equal(bigIntOfWords(got), want, `p = ${p}, k = ${k}`);
+    assert.equal(words.remaining(), bits.remaining(), "the same planes drawn");
+  }
+  // on the platform source, from the same byte stream
+  for (const [p, k] of [[0.25, 128], [0.75, 128], [0.5, 64], [0.1, 1000], [0.3, 33]]) {
+    const a = countingSource(), b = countingSource();
+    for (let i = 0; i < 40; i++) assert.equal(bigIntOfWords(bernoulliWords(a, p, k)), b.bernoulliBits(p, k));
+  }
+});
+
+test("words: bernoulliWords refuses what bernoulliBits refuses, and honours a source's own bernoulliBits", () => {
+  const s = new TestSource(13);
+  for (const k of [-1, 1.5, true, "3"]) assert.throws(() => bernoulliWords(s, 0.5, k), LdpValueError);
+  assert.throws(() => bernoulliWords(s, 2, 3), errorWith(LdpValueError, "p must be in [0, 1], got 2.0"));
+  class Fixed extends TestSource {
+    bernoulliBits(_p, k) {
+      return (1n << BigInt(k)) - 2n;
+    }
+  }
+  assert.deepEqual([...bernoulliWords(new Fixed(1), 0.5, 40)], [0xfffffffe, 0xff]);
+});
+
+test("words: bernoulli, randbelow and tokenBytes draw the same on the word path as on a bigint source", () => {
+  // TestSource has only randbits (the bigint default of randbitsWords); the platform source reads words directly
+  class ViaBigInt extends RandomSource {
+    constructor() {
+      super();
+      this.inner = countingSource();
+    }
+    randbits(k) {
+      return this.inner.randbits(k);
+    }
+  }
+  const words = countingSource(), bigints = new ViaBigInt();
+  for (let i = 0; i < 500; i++) {
+    const p = [0.3, 0.5, 1e-9, 0.999][i % 4];
+    assert.equal(words.bernoulli(p), bigints.bernoulli(p));
+    const n = [2, 3, 1000, 2 ** 32, 2 ** 32 + 1, 2 ** 53, 6][i % 7];
+    assert.equal(words.randbelow(n), bigints.randbelow(n), `n = ${n}`);
+  }
+  const rec = new RecordingSource(new TestSource(14));
+  const token = rec.tokenBytes(13);
+  assert.deepEqual(rec.draws.map(([k]) => k), [104]);
+  const value = BigInt("0x" + rec.draws[0][1]);
+  assert.equal(toHex(token), toHex(Uint8Array.from({ length: 13 }, (_, i) => Number((value >> BigInt(8 * i)) & 0xffn))));
 });

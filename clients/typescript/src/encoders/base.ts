@@ -3,7 +3,7 @@
  * the fixed-domain protocols (`ldp/encoders/base.py`, `base_domain.py`, `ldp/wire.py`, `ldp/spec/envelope.py`).
  */
 import { LdpTypeError, LdpValueError } from "../errors.js";
-import { CryptoRandomSource, RandomSource } from "../random.js";
+import { CryptoRandomSource, RandomSource, wordsOfBigInt } from "../random.js";
 import { PrivacyCost, ProtocolParams, isPyInt, pyReprValue, pyType } from "../params/base.js";
 
 /** A payload value: a `uint` (number, or bigint beyond 2^53) or a `bits` string of '0'/'1' (character i = bit i). */
@@ -44,22 +44,42 @@ export function isChange(c: Charge): c is ChangeCharge {
   return (c as ChangeCharge).stream !== undefined;
 }
 
+/** The eight characters of a byte's bits, least significant first ("10000000" for 1). */
+const BYTE_BITS: readonly string[] = /* @__PURE__ */ Array.from({ length: 256 }, (_, b) => {
+  let s = "";
+  for (let i = 0; i < 8; i++) s += (b >> i) & 1;
+  return s;
+});
+
+/** The bits string of the low `k` bits of little-endian 32-bit words: character i is bit i (bit i % 32 of word
+ * i / 32), built a byte at a time. */
+export function bitsStringOfWords(words: Uint32Array, k: number): string {
+  let out = "";
+  for (let i = 0; i < k; i += 8) out += BYTE_BITS[(words[i >>> 5] >>> (i & 31)) & 0xff];
+  return k % 8 === 0 ? out : out.slice(0, k);
+}
+
 /** The bits string of `value`'s low `k` bits: character i is bit i (`frozenbitarray.to01()`, little-endian). */
 export function bitsString(value: bigint, k: number): string {
-  const s = value.toString(2).padStart(k, "0");
-  let out = "";
-  for (let i = s.length - 1; i >= s.length - k; i--) out += s[i];
-  return out;
+  return bitsStringOfWords(wordsOfBigInt(value, k), k);
 }
 
-function payloadJson(v: PayloadValue): string {
-  return typeof v === "string" ? `"${v}"` : v.toString();
-}
-
-/** The report's JSON (`Report.to_json`): `{"v":1,"protocol":…,"params":…,"payload":{…}}`, no spaces. */
+/**
+ * The report's JSON (`Report.to_json`): `{"v":1,"protocol":…,"params":…,"payload":{…}}`, no spaces.
+ *
+ * A `uint` from 1024 up is written through a bigint: V8 keeps the text of every number it turns into a string in a
+ * cache that each young-generation collection copies, and a report's fresh 32-bit numbers (OLH's hash seed) filling
+ * it cost several times the formatting itself; small values (indices, cohorts) recur and are served from it.
+ */
 export function reportJson(r: Report): string {
-  const payload = r.payload.map(([k, v]) => `"${k}":${payloadJson(v)}`).join(",");
-  return `{"v":1,"protocol":"${r.protocol}","params":"${r.params}","payload":{${payload}}}`;
+  let out = `{"v":1,"protocol":"${r.protocol}","params":"${r.params}","payload":{`;
+  const payload = r.payload;
+  for (let i = 0; i < payload.length; i++) {
+    const [k, v] = payload[i];
+    out += `${i === 0 ? "" : ","}"${k}":`;
+    out += typeof v === "string" ? `"${v}"` : typeof v === "number" && v >= 1024 ? BigInt(v).toString() : `${v}`;
+  }
+  return out + "}}";
 }
 
 /** One upload line (`Envelope.to_json`): spec fingerprint, metric, window, report, in that order; no newline. */

@@ -13,31 +13,22 @@ export const MAX_SEED = 0xffffffff;
 const C1 = 0xcc9e2d51;
 const C2 = 0x1b873593;
 
-/** MurmurHash3_x86_32 of `data` with an already checked `seed`, unsigned (docs/hashing.md §2). */
-function murmur3(data: Uint8Array, seed: number): number {
-  const n = data.length;
-  const blocks = n & ~3;
-  let h = seed >>> 0;
-  for (let i = 0; i < blocks; i += 4) {
-    let k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24);
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
-  }
-  const tail = n & 3;
-  if (tail) {
-    let k = 0;
-    if (tail === 3) k ^= data[blocks + 2] << 16;
-    if (tail >= 2) k ^= data[blocks + 1] << 8;
-    k ^= data[blocks];
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-  }
+/** A 32-bit block (or the tail's bytes) scrambled: k·c1, rotated left 15, ·c2. */
+function scramble(k: number): number {
+  k = Math.imul(k, C1);
+  k = (k << 15) | (k >>> 17);
+  return Math.imul(k, C2);
+}
+
+/** The state after mixing in one whole 4-byte block `k`. */
+function mixBlock(h: number, k: number): number {
+  h ^= scramble(k);
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+}
+
+/** The finalization of a state after `n` bytes: the length mixed in, then fmix32; unsigned. */
+function finish(h: number, n: number): number {
   h ^= n; // the length mod 2^32 (a Uint8Array is shorter than 2^32 bytes)
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
@@ -45,6 +36,31 @@ function murmur3(data: Uint8Array, seed: number): number {
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
   return h >>> 0;
+}
+
+/** MurmurHash3_x86_32 of `data` with an already checked `seed`, unsigned (docs/hashing.md §2). */
+function murmur3(data: Uint8Array, seed: number): number {
+  const n = data.length;
+  const blocks = n & ~3;
+  let h = seed >>> 0;
+  for (let i = 0; i < blocks; i += 4) {
+    h = mixBlock(h, data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24));
+  }
+  const tail = n & 3;
+  if (tail) {
+    let k = 0;
+    if (tail === 3) k ^= data[blocks + 2] << 16;
+    if (tail >= 2) k ^= data[blocks + 1] << 8;
+    k ^= data[blocks];
+    h ^= scramble(k);
+  }
+  return finish(h, n);
+}
+
+/** MurmurHash3_x86_32 of the four little-endian bytes of `x` in [0, 2^32) (`x.to_bytes(4, "little")`), with an
+ * already checked `seed`: one block, no byte array made (local hashing hashes value indices so). */
+export function hashUint32LE(x: number, seed: number): number {
+  return finish(mixBlock(seed | 0, x | 0), 4);
 }
 
 function checkSeed(seed: unknown): number {

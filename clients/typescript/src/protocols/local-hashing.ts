@@ -10,7 +10,7 @@
 import { pyFloatRepr } from "../canonical.js";
 import { LdpValueError } from "../errors.js";
 import { exp, log } from "../pymath.js";
-import { bucketOfBytes } from "../hash/murmur3.js";
+import { hashUint32LE } from "../hash/murmur3.js";
 import { realizedProbability } from "../random.js";
 import {
   Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt,
@@ -20,14 +20,9 @@ import { DomainEncoder, ProtocolEntry, Report, checkLabels, domainIndexOf, withF
 /** Default number of hash seeds a report draws from: every MurmurHash3 seed (`SEED_RANGE`). */
 export const SEED_RANGE = 2 ** 32;
 
-/** The four little-endian bytes of an index in [0, 2^32) (`index.to_bytes(4, "little")`). */
-function uint32LE(n: number): Uint8Array {
-  return Uint8Array.of(n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff);
-}
-
 /** `lh_hash`: h_seed(index) = MurmurHash3_x86_32(uint32_LE(index), seed) mod g (0 <= index, seed < 2^32). */
 export function lhHash(index: number, seed: number, g: number): number {
-  return bucketOfBytes(uint32LE(index), g, seed);
+  return hashUint32LE(index, seed) % g;
 }
 
 /** `olh_width`: OLH's g = floor(e^ε + 1/2) + 1, refusing ε > 32 (g would exceed any 32-bit hash's range). */

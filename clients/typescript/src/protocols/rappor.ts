@@ -19,12 +19,14 @@ import { md5Buckets } from "../hash/md5.js";
 import { bucketOfBytes } from "../hash/murmur3.js";
 import { hmacSha256 } from "../hash/sha256.js";
 import { pyFloatRepr } from "../canonical.js";
-import { KeyedRandomSource, RandomSource, checkResolvable, realizedProbability } from "../random.js";
+import {
+  KeyedRandomSource, RandomSource, bernoulliWords, bigIntOfWords, checkResolvable, realizedProbability, wordsOfBigInt,
+} from "../random.js";
 import {
   Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkInt, paramTypeName, pyReprValue, pyType,
 } from "../params/base.js";
 import {
-  Charge, Encoder, EncoderOptions, MemoizedCharge, ProtocolEntry, Report, bitsString,
+  Charge, Encoder, EncoderOptions, MemoizedCharge, ProtocolEntry, Report, bitsStringOfWords,
 } from "../encoders/base.js";
 
 /** The two modes (a parameter, so part of the fingerprint). */
@@ -215,11 +217,13 @@ export function googlePrrMasks(secret: Uint8Array, message: Uint8Array, f: numbe
 }
 
 /** A value as the encoder needs it: Bloom filter, the message its PRR is memoized on, and (filled in on first use)
- * the PRR and the ledger's memo key. */
+ * the PRR, as a bigint and as the little-endian 32-bit words each report's IRR is drawn against, and the ledger's
+ * memo key. */
 export interface RapporPrepared {
   readonly bloom: bigint;
   readonly message: Uint8Array;
   prr: bigint | null;
+  prrWords: Uint32Array | null;
   memoKey: Uint8Array | null;
 }
 
@@ -252,6 +256,8 @@ export class RapporEncoder extends Encoder<RapporParams, RapporPrepared> {
   private readonly prrRng: RandomSource | undefined;
   private readonly hexFp: Uint8Array;
   private readonly memo = new Map<string, RapporPrepared>();
+  /** The memo's most recently used entry (already last in its order: a repeat needs no reordering). */
+  private newest: RapporPrepared | undefined;
 
   constructor(params: RapporParams, options: RapporOptions = {}) {
     super(params, options);
@@ -285,8 +291,11 @@ export class RapporEncoder extends Encoder<RapporParams, RapporPrepared> {
     if (memoable) {
       const hit = this.memo.get(value as string);
       if (hit !== undefined) {
-        this.memo.delete(value as string);
-        this.memo.set(value as string, hit);
+        if (hit !== this.newest) {
+          this.memo.delete(value as string);
+          this.memo.set(value as string, hit);
+          this.newest = hit;
+        }
         return hit;
       }
     }
@@ -297,9 +306,10 @@ export class RapporEncoder extends Encoder<RapporParams, RapporPrepared> {
     const message = this.params.mode === "google"
       ? uint32BE(Number(bloom))
       : concatBytes(PRR_DOMAIN, this.hexFp, uint32BE(this.cohort), valueBytes(value));
-    const prepared: RapporPrepared = { bloom, message, prr: null, memoKey: null };
+    const prepared: RapporPrepared = { bloom, message, prr: null, prrWords: null, memoKey: null };
     if (memoable) {
       this.memo.set(value as string, prepared);
+      this.newest = prepared;
       if (this.memo.size > MEMO_ENTRIES) this.memo.delete(this.memo.keys().next().value as string);
     }
     return prepared;
@@ -322,17 +332,31 @@ export class RapporEncoder extends Encoder<RapporParams, RapporPrepared> {
     return prr;
   }
 
+  /** `permanentResponse` as little-endian 32-bit words (memoized with it). */
+  private permanentWords(prepared: RapporPrepared): Uint32Array {
+    if (prepared.prrWords !== null && this.prrRng === undefined) return prepared.prrWords;
+    const words = wordsOfBigInt(this.permanentResponse(prepared), this.params.numBloombits);
+    if (this.prrRng === undefined) prepared.prrWords = words;
+    return words;
+  }
+
   /** The IRR: fresh masks P (bits 1 w.p. p) then Q (w.p. q); S = (P & ~B') | (Q & B'). */
   instantaneousResponse(prr: bigint): bigint {
+    return bigIntOfWords(this.instantaneousWords(wordsOfBigInt(prr, this.params.numBloombits)));
+  }
+
+  /** `instantaneousResponse` on little-endian 32-bit words (the same draws: P then Q, by `bernoulliWords`). */
+  private instantaneousWords(prr: Uint32Array): Uint32Array {
     const pr = this.params;
-    const pmask = this.rng.bernoulliBits(pr.p, pr.numBloombits);
-    const qmask = this.rng.bernoulliBits(pr.q, pr.numBloombits);
-    return (pmask & ~prr) | (qmask & prr);
+    const irr = bernoulliWords(this.rng, pr.p, pr.numBloombits); // P, then overwritten with S
+    const qmask = bernoulliWords(this.rng, pr.q, pr.numBloombits);
+    for (let w = 0; w < irr.length; w++) irr[w] = (irr[w] & ~prr[w]) | (qmask[w] & prr[w]);
+    return irr;
   }
 
   randomize(prepared: RapporPrepared): Report {
-    const irr = this.instantaneousResponse(this.permanentResponse(prepared));
-    return this.report([["cohort", this.cohort], ["bits", bitsString(irr, this.params.numBloombits)]]);
+    const irr = this.instantaneousWords(this.permanentWords(prepared));
+    return this.report([["cohort", this.cohort], ["bits", bitsStringOfWords(irr, this.params.numBloombits)]]);
   }
 
   /**
