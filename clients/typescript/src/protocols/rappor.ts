@@ -1,6 +1,5 @@
 /**
- * RAPPOR (Erlingsson, Pihur & Korolova, CCS 2014), client side: `ldp/encoders/rappor.py`, `rappor_hashing.py`,
- * `rappor_privacy.py`.
+ * RAPPOR (Erlingsson, Pihur & Korolova, CCS 2014), client side: `ldp/encoders/rappor.py`.
  *
  * A device holds a secret (kept, never sent) and a cohort in `[0, num_cohorts)` (kept, sent with every report). To
  * report a string: its Bloom filter in the cohort (`h` of `k` bits); the permanent randomized response (PRR),
