@@ -1,7 +1,8 @@
-"""What every protocol's client side shares: parameters and the encode path through the ledger.
+"""What every protocol's client side shares: the checks of what a protocol is given, a bounded memo, parameters and
+the encode path through the ledger.
 
-The checks of what a protocol is given (:mod:`ldp.encoders.base_checks`), the fixed labeled domain
-(:mod:`ldp.encoders.base_domain`) and the bounded memo (:mod:`ldp.encoders.base_memo`) are re-exported here."""
+The fixed labeled domain (:mod:`ldp.encoders.base_domain`) and the draw rules (:mod:`ldp.encoders.base_draws`) are
+re-exported here."""
 
 from __future__ import annotations
 
@@ -9,14 +10,13 @@ import dataclasses
 import math
 import warnings
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from ldp.encoders.base_checks import SECRET_BYTES, check_epsilon, check_int, check_string_value, client_secret
 from ldp.encoders.base_domain import DomainPrepare, LabeledDomain
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule
-from ldp.encoders.base_memo import BoundedMemo
 from ldp.privacy.accountant import BudgetLedger, PrivacyCost, Reservation
 from ldp.privacy.cost import Charge
 from ldp.privacy.shuffle import ShuffleStructure
@@ -30,6 +30,90 @@ _P = TypeVar("_P", bound="ProtocolParams")
 
 MAX_AGGREGATE_CELLS = 1 << 28
 """Counters a server aggregate of one metric may hold (2 GiB of int64): parameters needing more are refused."""
+
+
+# -- checks of what a protocol is given ---------------------------------------------------------------------------
+SECRET_BYTES = 32
+"""Bytes of a client secret drawn when none is given (the keyed, memoized responses derive from it)."""
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """``float(epsilon)`` if it is a finite real > 0, else ``ValueError`` naming the rule."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+        raise TypeError(f"{name} must be a real number, got {type(epsilon).__name__}")
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ValueError(f"{name} must be finite and > 0, got {epsilon}")
+    return float(epsilon)
+
+
+def check_int(value: int, name: str, low: int, high: int | None = None) -> int:
+    """``value`` if it is an int in ``[low, high]``, else a ``TypeError``/``ValueError`` naming it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def check_string_value(value: Any, protocol: str) -> Any:
+    """``value`` if it is str or bytes (what the string protocols hash), else a ``TypeError``."""
+    if not isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(f"{protocol} values must be str or bytes, got {type(value).__name__}")
+    return value
+
+
+def client_secret(secret: bytes | bytearray | str | None, rng: RandomSource) -> bytes:
+    """The client secret of a memoizing encoder: ``secret`` (str is UTF-8 encoded), or :data:`SECRET_BYTES`
+    fresh bytes from ``rng`` (the CSPRNG unless seeded); ``TypeError`` unless non-empty bytes or str."""
+    if secret is None:
+        return rng.token_bytes(SECRET_BYTES)
+    if isinstance(secret, str):
+        secret = secret.encode("utf-8")
+    if not isinstance(secret, (bytes, bytearray)) or not secret:
+        raise TypeError("secret must be non-empty bytes (or str)")
+    return bytes(secret)
+
+
+# -- a bounded memo ------------------------------------------------------------------------------------------------
+_V = TypeVar("_V")
+
+
+class BoundedMemo(Generic[_V]):
+    """A least-recently-used map of at most ``entries`` items, for what a client recomputes per value
+    (RAPPOR's Bloom filter and PRR, SFP's prepared word). Keys are ``str`` or ``bytes`` values of at
+    most ``max_len`` characters or bytes; others are never stored (:meth:`get` misses, :meth:`put`
+    ignores them), so the memory it holds is bounded by ``entries`` values of ``max_len``.
+    Safe to share between threads (each step is one atomic ``OrderedDict`` operation)."""
+
+    def __init__(self, entries: int, max_len: int) -> None:
+        self.entries, self.max_len = check_int(entries, "entries", 1), check_int(max_len, "max_len", 0)
+        self._items: OrderedDict[str | bytes, _V] = OrderedDict()
+
+    def get(self, key: object) -> _V | None:
+        """The item stored for ``key`` (now the most recent), or ``None``."""
+        if type(key) is not str and type(key) is not bytes:  # exact types: a subclass may redefine equality
+            return None
+        item = self._items.get(key)
+        if item is not None:
+            try:
+                self._items.move_to_end(key)
+            except KeyError:  # evicted by another thread meanwhile
+                pass
+        return item
+
+    def put(self, key: object, item: _V) -> None:
+        """Store ``item`` for ``key`` (if storable), evicting the least recently used beyond ``entries``."""
+        if (type(key) is str or type(key) is bytes) and len(key) <= self.max_len:
+            self._items[key] = item
+            while len(self._items) > self.entries:
+                try:
+                    self._items.popitem(last=False)
+                except KeyError:  # emptied by another thread meanwhile
+                    break
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 class ProtocolParams:

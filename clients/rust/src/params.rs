@@ -1,5 +1,5 @@
 //! Protocol parameters (Python's `ProtocolParams`): fields, `from_dict`, the canonical form the fingerprint hashes,
-//! and the checks of `ldp/encoders/base_checks.py` with Python's texts.
+//! and the checks of `ldp/encoders/base.py` with Python's texts.
 
 use std::any::Any;
 use std::borrow::Cow;

@@ -1,6 +1,6 @@
 /**
  * What every protocol's parameters share: their fields and types, `fromDict` with Python's checks and texts, the
- * canonical dict the fingerprint hashes, and the checks of `ldp/encoders/base_checks.py`.
+ * canonical dict the fingerprint hashes, and the checks of `ldp/encoders/base.py`.
  *
  * JS has one number type. A field's declared type says how it is written in canonical JSON: a `float` field as
  * Python writes a float (`1.0`, `1e-05`), an `int` field as digits. A number in an error text is written as

@@ -134,7 +134,7 @@ internal fun isReal(v: Any?): Boolean = isInt(v) || v is Double || v is Float
 /** The Python type name of a parameter value (after `from_dict`, a list is a `tuple`). */
 internal fun paramTypeName(v: Any?): String = if (v is List<*>) "tuple" else PyText.typeName(v)
 
-/** Checks of `ldp/encoders/base_checks.py` and `ldp/randomness`, with Python's texts. */
+/** Checks of `ldp/encoders/base.py` and `ldp/randomness`, with Python's texts. */
 internal object Checks {
     /** `check_epsilon`: a finite real > 0. */
     public fun epsilon(v: Any?, name: String = "epsilon"): Double {
