@@ -20,6 +20,21 @@ client). Targets (judged when the peers ran live): per report ≥ 1× the fastes
 best peer. The peers run in ``LDP_PEER_PYTHON``, else in this interpreter when both are importable here; otherwise
 the peers' figures are those measured on the development machine (``REFERENCE``, 2026-11-24, 2-core x86-64),
 marked ``_reference`` and not judged.
+
+Section ``peers_server`` (issue 61 item 5): a server's fold of 10^6 reports plus its estimate, side by side.
+Ours: a fresh aggregate ``add(batch)`` of reports made beforehand by ``encode_batch``, then ``estimate()`` (RAPPOR:
+:func:`~ldp.decoders.rappor_decode.decode` from the candidate strings, their Bloom map built in the timing). The
+peers (their own server code, fed the report types their own clients return, made beforehand vectorized, the
+reports folded in chunks of 2^17, 2^15 for OUE, to bound memory; the chunks' fold times summed): pure-ldp's
+``DEServer``, ``UEServer(use_oue=True)`` and ``RAPPORServer`` (``aggregate`` per report, then its estimate: for
+RAPPOR the candidate matrix, the lasso and the ridge fit), multi-freq-ldpy's ``GRR_``, ``UE_``, ``SS_`` and
+``SMP_GRR_Aggregator_MI``. Cases: GRR ε = 1, d = 16; OUE ε = 1, d = 1024; SS ε = 1, d = 16; SMP of three GRR
+attributes (3, 5, 8 values) at ε = 2; RAPPOR k = 128 bits, h = 2, m = 16 cohorts, f = 0.5 without an IRR (pure-ldp's
+one-time RAPPOR; ours ``p = 0, q = 1``), 1,024 candidates of which v1..v100 hold the Zipf(1) population. pure-ldp's
+RAPPOR client returns its Bloom filter as a list, which its ``aggregate`` converts per report (most of its time);
+its time on numpy rows (its fastest input) is recorded beside it, not judged. Its hash is called with the string
+UTF-8 encoded, as xxhash < 3 did (xxhash >= 3 refuses str). The peer interpreter needs ``scikit-learn`` and
+``statsmodels`` too for pure-ldp's RAPPOR. Target: ≥ 50× the best peer for RAPPOR, OUE and SMP (issue 61).
 """
 
 from __future__ import annotations
@@ -29,6 +44,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from types import ModuleType
 from typing import Any
 
@@ -107,6 +123,168 @@ csprng = {
 }
 print(json.dumps({"shipped": shipped, "csprng": csprng}))
 '''
+
+
+SERVER_N = 10**6
+SERVER_TARGET = 50.0  # × the best peer (issue 61 item 5)
+SERVER_JUDGED = ("rappor_k128", "oue_d1024", "smp_3grr")
+SERVER_REFERENCE = {  # s for 10^6 reports, fold + estimate, best peer, measured 2026-11-26 (load 5-6, 2 cores)
+    "grr_d16": 0.227, "oue_d1024": 3.20, "ss_d16": 2.22, "smp_3grr": 0.427, "rappor_k128": 7.69}
+RAPPOR_SERVER = {"k": 128, "h": 2, "m": 16, "f": 0.5, "candidates": 1024, "true_values": 100}
+
+PEER_SERVER_SCRIPT = r"""
+import gc, importlib, importlib.util, json, sys, time, types, warnings
+from pathlib import Path
+import numpy as np
+warnings.filterwarnings("ignore")
+n, runs, only = int(sys.argv[1]), int(sys.argv[2]), set(sys.argv[3].split(","))
+gen = np.random.default_rng(7)
+
+def paused(fn):
+    gc.disable()
+    t = time.perf_counter()
+    fn()
+    out = time.perf_counter() - t
+    gc.enable()
+    return out
+
+def chunked(make, fold, chunk=1 << 17):  # fold(reports) timed per chunk of reports made by make(size), untimed
+    total, done = 0.0, 0
+    while done < n:
+        size = min(chunk, n - done)
+        reports = make(size)
+        total += paused(lambda: fold(reports))
+        done += size
+    return total
+
+def best(run):
+    rows = [run() for _ in range(runs)]
+    return min(rows, key=lambda r: r["server_s"])
+
+def row(fold, est=0.0):
+    return {"fold_s": fold, "estimate_s": est, "server_s": fold + est}
+
+spec = importlib.util.find_spec("pure_ldp")  # pure-ldp's package __init__ imports every oracle: load the ones used
+pkg = types.ModuleType("pure_ldp.frequency_oracles")
+pkg.__path__ = [str(Path(list(spec.submodule_search_locations)[0]) / "frequency_oracles")]
+sys.modules["pure_ldp.frequency_oracles"] = pkg
+out = {}
+if "grr_d16" in only:
+    de = importlib.import_module("pure_ldp.frequency_oracles.direct_encoding.de_server")
+    from multi_freq_ldpy.pure_frequency_oracles.GRR import GRR_Aggregator_MI
+    make = lambda size: gen.integers(0, 16, size).tolist()
+    def pure():
+        server = de.DEServer(1.0, 16, index_mapper=lambda i: i)
+        fold = chunked(make, lambda reps: [server.aggregate(r) for r in reps])
+        return row(fold, paused(lambda: server.estimate_all(range(16), suppress_warnings=True)))
+    out["grr_d16"] = {"pure_ldp": best(pure),
+                      "multi_freq_ldpy": best(lambda: row(chunked(make, lambda r: GRR_Aggregator_MI(r, 16, 1.0))))}
+if "oue_d1024" in only:
+    ue = importlib.import_module("pure_ldp.frequency_oracles.unary_encoding.ue_server")
+    from multi_freq_ldpy.pure_frequency_oracles.UE import UE_Aggregator_MI
+    def make(size, dtype):  # OUE vectors of the clients' dtypes (pure-ldp int64, multi-freq-ldpy float64)
+        bits = gen.random((size, 1024)) < 1 / (np.e + 1)
+        bits[np.arange(size), gen.integers(0, 1024, size)] = gen.random(size) < 0.5
+        return list(bits.astype(dtype))
+    def pure():
+        server = ue.UEServer(1.0, 1024, use_oue=True, index_mapper=lambda i: i)
+        fold = chunked(lambda s: make(s, np.int64), lambda reps: [server.aggregate(r) for r in reps], 1 << 15)
+        return row(fold, paused(lambda: server.estimate_all(range(1024), suppress_warnings=True)))
+    multi = lambda: row(chunked(lambda s: make(s, np.float64), lambda r: UE_Aggregator_MI(r, 1.0, True), 1 << 15))
+    out["oue_d1024"] = {"pure_ldp": best(pure), "multi_freq_ldpy": best(multi)}
+if "ss_d16" in only:
+    from multi_freq_ldpy.pure_frequency_oracles.SS import SS_Aggregator_MI
+    sub_k = int(max(1, np.rint(16 / (np.exp(1.0) + 1))))
+    make = lambda size: list(np.argsort(gen.random((size, 16)), axis=1)[:, :sub_k])
+    out["ss_d16"] = {"multi_freq_ldpy": best(lambda: row(chunked(make, lambda r: SS_Aggregator_MI(r, 16, 1.0))))}
+if "smp_3grr" in only:
+    from multi_freq_ldpy.mdim_freq_est.SMP_solution import SMP_GRR_Aggregator_MI
+    lk = [3, 5, 8]
+    def make(size):
+        att = gen.integers(0, 3, size)
+        return list(zip(att.tolist(), (gen.random(size) * np.take(lk, att)).astype(int).tolist()))
+    fold = lambda reps: SMP_GRR_Aggregator_MI(reps, lk, 3, 2.0)
+    out["smp_3grr"] = {"multi_freq_ldpy": best(lambda: row(chunked(make, fold)))}
+if "rappor_k128" in only:
+    import xxhash
+    rs = importlib.import_module("pure_ldp.frequency_oracles.rappor.rappor_server")
+    rs.generate_hash = lambda m, seed: (lambda data: xxhash.xxh64(str(data).encode(), seed=seed).intdigest() % m)
+    K, H, M, D, F = 128, 2, 16, 1024, 0.5
+    weights = 1.0 / np.arange(1, 101)
+    def run(as_lists):
+        server = rs.RAPPORServer(F, K, H, D, num_of_cohorts=M)
+        table = np.zeros((M, D, K), np.uint8)  # each item's Bloom filter per cohort, by the server's hashes
+        for c, funcs in enumerate(server.get_hash_funcs()):
+            for i in range(D):
+                for fn in funcs:
+                    table[c, i, fn(str(i))] = 1
+        def make(size):  # pure-ldp's client: item index v, a uniform cohort, a 0 bit set w.p. f/2, 1 bits kept
+            v, c = gen.choice(100, size=size, p=weights / weights.sum()), gen.integers(0, M, size)
+            bits = table[c, v] | (gen.random((size, K)) < 0.5 * F).astype(np.uint8)
+            return list(zip(bits.tolist() if as_lists else list(bits), c.tolist()))
+        fold = chunked(make, lambda reps: [server.aggregate(r) for r in reps])
+        return row(fold, paused(lambda: server.estimate_all(range(1, D + 1), suppress_warnings=True)))
+    out["rappor_k128"] = {"pure_ldp": best(lambda: run(True)), "pure_ldp_ndarray_rows": best(lambda: run(False))}
+print(json.dumps(out))
+"""
+
+
+def _server_cases(ctx: Any) -> dict[str, tuple[Any, Any, Any]]:
+    """Each server case: (its batch of ``SERVER_N`` reports, ``fold(batch) -> aggregate``, ``estimate(aggregate)``)."""
+    from ldp.decoders.rappor_decode import decode
+    from ldp.encoders.rappor import RapporEncoder, RapporParams
+    from ldp.encoders.unary import OUEEncoder, OUEParams
+    from ldp.protocols import get_protocol
+    from ldp.simulation.collect import zipf
+
+    gen, n, r = ctx.rng(910), SERVER_N, RAPPOR_SERVER
+    rappor = RapporParams(r["k"], r["h"], r["m"], 0.0, 1.0, r["f"])
+    truth = [f"v{i}" for i in range(1, r["true_values"] + 1)]
+    cands = truth + [f"v{i}" for i in range(r["true_values"] + 1, r["candidates"] + 1)]
+    truth_values = np.repeat(np.arange(len(truth)), zipf(len(truth), 1.0).counts(n, exact=True))
+    encoders = {"grr_d16": (GRREncoder(GRRParams(1.0, 16)), gen.integers(0, 16, n)),
+                "oue_d1024": (OUEEncoder(OUEParams(1.0, 1024)), gen.integers(0, 1024, n)),
+                "ss_d16": (SSEncoder(SSParams(1.0, 16)), gen.integers(0, 16, n)),
+                "smp_3grr": (_ours()["smp_3grr"][0], {a: gen.integers(0, p["domain_size"], n) for a, _, p in ATTRS}),
+                "rappor_k128": (RapporEncoder(rappor, secret=b"bench"), gen.permutation(truth_values))}
+    out: dict[str, tuple[Any, Any, Any]] = {}
+    for name, (enc, values) in encoders.items():
+        agg_type = get_protocol(enc.params.protocol).aggregate_type
+
+        def fold(batch: Any, agg_type: Any = agg_type, params: Any = enc.params) -> Any:
+            agg = agg_type(params)
+            agg.add(batch)
+            return agg
+        kw = {"candidates": truth} if name == "rappor_k128" else {}
+        estimate = (lambda agg: decode(agg, cands)) if name == "rappor_k128" else (lambda agg: agg.estimate())
+        out[name] = (enc.encode_batch(values, ctx.rng(911), **kw), fold, estimate)
+    return out
+
+
+def _read_s(batch: Any, repeats: int) -> float:
+    """Best seconds of a numpy read (``np.sum`` of 64-bit words) of the batch's column bytes, the fold's floor."""
+    words = [np.ascontiguousarray(c).reshape(-1).view(np.uint8) for c in batch.columns.values()]
+    words = [w[: w.size // 8 * 8].view(np.uint64) for w in words]
+    best = float("inf")
+    for _ in range(repeats + 1):
+        t = time.perf_counter()
+        for w in words:
+            w.sum()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def _peer_servers(runs: int) -> tuple[dict[str, Any] | None, str]:
+    """The peers' server seconds per case (:data:`PEER_SERVER_SCRIPT`), else ``None`` and why."""
+    python = _peer_python()
+    if not python:
+        return None, "no peer interpreter (LDP_PEER_PYTHON): SERVER_REFERENCE figures, not judged"
+    cases = ",".join(SERVER_REFERENCE)
+    done = subprocess.run([python, "-c", PEER_SERVER_SCRIPT, str(SERVER_N), str(runs), cases], capture_output=True,
+                          text=True, timeout=1800)
+    if done.returncode:
+        return None, f"the peer interpreter failed: {done.stderr.strip().splitlines()[-1:]}"
+    return json.loads(done.stdout), "timed live in " + python
 
 
 def _ours() -> dict[str, tuple[Any, Any, Any]]:
@@ -196,6 +374,40 @@ def register(b: ModuleType) -> None:
             out["cases"][name] = row
         return out
 
+    @b.benchmark("peers_server")
+    def peers_server(ctx: Any) -> dict[str, Any]:
+        """Fold of 10^6 reports + estimate, ours and the peers' (module docstring): ≥ 50× the best peer."""
+        out: dict[str, Any] = {"n": SERVER_N, "load_average_1_5_15": os.getloadavg(), "rappor": RAPPOR_SERVER,
+                               "cases": {}}
+        b.log("  peers_server: the peers' servers in LDP_PEER_PYTHON (about a minute)")
+        live, out["peers"] = _peer_servers(1 if ctx.quick else 2)
+        for name, (batch, fold, estimate) in _server_cases(ctx).items():
+            b.log(f"  peers_server: {name}, {SERVER_N:,} reports")
+            timing, _ = b.time_runs(lambda _, f=fold, e=estimate, x=batch: e(f(x)), ctx.sizes.repeats)
+            fold_timing, agg = b.time_runs(lambda _, f=fold, x=batch: f(x), ctx.sizes.repeats)
+            est_timing, _ = b.time_runs(lambda _, e=estimate, a=agg: e(a), ctx.sizes.repeats)
+            nbytes = sum(int(c.nbytes) for c in batch.columns.values())
+            read_s = _read_s(batch, ctx.sizes.repeats)
+            row: dict[str, Any] = {
+                "seconds": timing, "fold_best_s": fold_timing["best_s"], "estimate_best_s": est_timing["best_s"],
+                "report_bytes": nbytes, "numpy_read_s": read_s, "fold_of_read_rate": read_s / fold_timing["best_s"]}
+            if live is None:
+                peer_s = SERVER_REFERENCE[name]
+                row.update({"peer_server_s_reference": peer_s, "ratio_reference": peer_s / timing["best_s"]})
+            else:
+                peers = live[name]
+                fastest = peers.pop("pure_ldp_ndarray_rows", None)
+                best_peer = min(peers, key=lambda k: peers[k]["server_s"])
+                peer_s = peers[best_peer]["server_s"]
+                row.update({"peers": peers, "best_peer": best_peer, "ratio": peer_s / timing["best_s"]})
+                if fastest is not None:
+                    row["pure_ldp_ndarray_rows"] = {**fastest, "ratio": fastest["server_s"] / timing["best_s"]}
+                if name in SERVER_JUDGED:
+                    row.update(ctx.judge(f"{name}.server_vs_best_peer", row["ratio"], ">=", SERVER_TARGET, "×"))
+            out["cases"][name] = row
+        out["load_average_after"] = os.getloadavg()
+        return out
+
 
 if __name__ == "__main__":
-    sys.exit("run through simulations/benchmark.py --only peers_client,peers_batch")
+    sys.exit("run through simulations/benchmark.py --only peers_client,peers_batch,peers_server")

@@ -321,7 +321,7 @@ def test_fuzzed_aggregate_bytes_are_read_consistently_or_refused(name, data):
     blob = data.draw(hostile_blobs(BLOBS[name]))
     agg = check_read(blob, Aggregate.from_bytes)
     if isinstance(agg, Aggregate):
-        for arr, (dtype, shape) in zip(agg._state().values(), agg.state_layout(agg.params).values(), strict=True):
+        for arr, (dtype, shape) in zip(agg._state().values(), agg._full_layout().values(), strict=True):
             assert (arr.dtype, arr.shape, arr.flags.writeable) == (dtype, shape, True)
         again = agg.to_bytes()
         same(agg, Aggregate.from_bytes(again))
