@@ -26,8 +26,8 @@ from ldp.collector.amplification import per_report_epsilon, segment_counts, shuf
 from ldp.collector.central import decide
 from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry, release_settings
 from ldp.errors import FoldBusyError
+from ldp.server.inputs import is_remote, list_remote
 from ldp.server.job import aggregate_files, spec_index
-from ldp.server.remote import is_remote, list_remote
 from ldp.server.store import write_atomic
 from ldp.spec import CollectionSpec
 

@@ -20,7 +20,7 @@ from typing import Any
 from ldp.decoders.base import Aggregate
 from ldp.extras import install_hint
 from ldp.server.fold import Folder, Key, spec_index
-from ldp.server.remote import is_remote
+from ldp.server.inputs import is_remote
 from ldp.server.store import merge_into, pack_parts, unpack_parts
 from ldp.spec import CollectionSpec
 

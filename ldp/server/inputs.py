@@ -8,27 +8,43 @@ path gone or changed) or skip it as a duplicate (the content of another input, f
 ``duplicates="once"``). The job (:mod:`ldp.server.job`) then folds the :class:`InputTask` of the plan.
 
 An input is a local file (a :class:`~pathlib.Path`, keyed by its real path) or an object-storage URL (a ``str``,
-keyed by itself; :mod:`ldp.server.remote`): :func:`input_key`, :func:`input_stat`, :func:`input_sha256` and
-:func:`input_exists` answer for both, with the job's ``storage_options``.
+``s3://bucket/key`` or any ``fsspec`` protocol but ``file://``, keyed by itself: :func:`is_remote`). Objects are
+read through the store interface (:class:`ldp.storage.Store`): :class:`InputStores` opens one
+:class:`~ldp.storage.objects.ObjectStore` per protocol and bucket with the job's ``storage_options`` (for S3,
+``endpoint_url`` and ``region_name`` go to the client; credentials come from the environment), once for the job,
+and lists (:meth:`Store.list`), identifies (:meth:`Store.stat`: size, time, ETag) and streams
+(:meth:`Store.open`) the objects through it. :func:`input_key`, :func:`input_stat`, :func:`input_sha256` and
+:func:`input_exists` answer for both kinds, given the job's :class:`InputStores`.
+
+Folding fetches an object to a private temporary file first (:meth:`InputStores.fetched`, hashing it on the way)
+and folds that copy, so every reader, fast path and format of the local engine runs unchanged on the same bytes:
+the aggregates are byte for byte those of the same files folded from a folder. The object's version is read
+before and after the fetch (and S3 serves every block ``If-Match`` the ETag seen when it was opened); an object
+replaced meanwhile is :class:`~ldp.errors.InputChangedError`, as a local file changed while read.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
+import tempfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ldp.errors import InputChangedError
+from ldp.errors import InputChangedError, StorageError
 from ldp.server.formats import EXTENSIONS, detect_format
 from ldp.server.manifest import Manifest
-from ldp.server.remote import is_remote, list_remote, remote_exists, remote_sha256, remote_stat
+from ldp.storage import READ_BLOCK, ObjectStat, Store, open_store
 
-__all__ = ["ON_CHANGE", "DUPLICATES", "InputPlan", "InputRef", "InputTask", "expand_inputs", "input_exists",
-           "input_key", "input_sha256", "input_stat", "plan_inputs", "sha256_file"]
+__all__ = ["ON_CHANGE", "DUPLICATES", "InputPlan", "InputRef", "InputStores", "InputTask", "Stores", "expand_inputs",
+           "input_exists", "input_key", "input_sha256", "input_stat", "is_remote", "list_remote", "plan_inputs",
+           "sha256_file", "shared_stores"]
 
 InputRef = Path | str
 """An input: a local file, or an object-storage URL."""
@@ -39,15 +55,152 @@ DUPLICATES = ("once", "count")
 """What to do with a new input holding the content of another input."""
 
 
+def is_remote(path: object) -> bool:
+    """Whether an input names an object-storage URL (``protocol://…``, not ``file://``)."""
+    return isinstance(path, str) and "://" in path and not path.startswith("file://")
+
+
+class InputStores:
+    """The object stores a job's inputs are in: one :class:`~ldp.storage.Store` per protocol and bucket, opened
+    with ``options`` (the job's ``storage_options``) the first time an input there is named, then kept — its
+    filesystem opened once for the job, whatever the number of objects. Every read of an object goes through it."""
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        self.options = dict(options or {})
+        self._stores: dict[str, Store] = {}  # by protocol://bucket
+
+    def locate(self, url: str) -> tuple[Store, str]:
+        """The store holding ``url`` (``protocol://bucket[/key]``) and the key in it (``""``: the whole bucket)."""
+        bucket, key = _split(url)
+        store = self._stores.get(bucket)
+        if store is None:
+            store = self._stores[bucket] = open_store(bucket, self.options or None)
+        return store, key
+
+    def list(self, url: str, warnings: list[str] | None = None) -> list[str]:
+        """The input URLs at ``url``: the object itself, or the objects of known extensions under it as a prefix
+        (recursively, sorted; hidden names skipped; the others named in ``warnings``). ``FileNotFoundError`` when
+        there is nothing at all there."""
+        store, key = self.locate(url)
+        base = _split(url)[0]
+        if key:
+            try:
+                store.stat(key)
+                return [f"{base}/{key}"]
+            except (FileNotFoundError, StorageError):
+                pass  # a prefix, nothing, or a HEAD this reader may not send (S3 answers 403 outside GetObject's)
+        found = store.list(f"{key}/" if key else "")
+        if not found:
+            raise FileNotFoundError(f"no such input object or prefix: {url}")
+        files = [k for k in found if not k.rsplit("/", 1)[-1].startswith(".")]
+        out = [f"{base}/{k}" for k in files if Path(k).suffix.lower() in EXTENSIONS]
+        other = [k.rsplit("/", 1)[-1] for k in files if Path(k).suffix.lower() not in EXTENSIONS]
+        if other and warnings is not None:
+            warnings.append(f"{len(other)} object(s) under {url} not read (unknown extension): "
+                            + ", ".join(other[:5]) + (" ..." if len(other) > 5 else ""))
+        return out
+
+    def stat(self, url: str) -> ObjectStat:
+        """The object's size, modification time and version (``FileNotFoundError`` naming it if it is gone)."""
+        store, key = self.locate(url)
+        return store.stat(_object_key(url, key))
+
+    def exists(self, url: str) -> bool:
+        """Whether the object is still there."""
+        store, key = self.locate(url)
+        return bool(key) and store.exists(key)
+
+    def sha256(self, url: str) -> str:
+        """The SHA-256 of the object's bytes, streamed."""
+        store, key = self.locate(url)
+        h = hashlib.sha256()
+        with store.open(_object_key(url, key)) as fh:
+            while block := fh.read(READ_BLOCK):
+                h.update(block)
+        return h.hexdigest()
+
+    @contextmanager
+    def fetched(self, url: str) -> Iterator[tuple[Path, ObjectStat, str]]:
+        """A private temporary copy of the object (same name), the version it holds and its SHA-256, streamed
+        from the store and removed afterwards; ``InputChangedError`` when the object was replaced while it was
+        read."""
+        store, key = self.locate(url)
+        key = _object_key(url, key)
+        before = store.stat(key)
+        with tempfile.TemporaryDirectory(prefix="ldp-fetch-") as tmp:
+            local, h = Path(tmp) / key.rsplit("/", 1)[-1], hashlib.sha256()
+            try:
+                with store.open(key) as src, open(local, "wb") as out:
+                    while block := src.read(READ_BLOCK):
+                        h.update(block)
+                        out.write(block)
+            except (StorageError, FileNotFoundError):
+                if _replaced(store, key, before):  # S3 refuses a block of another version: say what happened
+                    raise InputChangedError(f"{url} changed while it was read; run the job again") from None
+                raise
+            if _replaced(store, key, before) or local.stat().st_size != before.size:
+                raise InputChangedError(f"{url} changed while it was read; run the job again")
+            yield local, before, h.hexdigest()
+
+
+def _split(url: str) -> tuple[str, str]:
+    """``protocol://bucket`` and the key under it of an object-storage URL."""
+    protocol, sep, rest = url.partition("://")
+    path = rest.strip("/")
+    if not sep or not protocol or not path:
+        raise ValueError(f"an object-storage input is protocol://bucket/key, got {url!r}")
+    bucket, _, key = path.partition("/")
+    return f"{protocol}://{bucket}", key
+
+
+def _object_key(url: str, key: str) -> str:
+    if not key:
+        raise FileNotFoundError(f"{url} is a bucket, not an object")
+    return key
+
+
+def _replaced(store: Store, key: str, before: ObjectStat) -> bool:
+    """Whether the object at ``key`` is no longer the version ``before`` (or is gone)."""
+    try:
+        return store.stat(key) != before
+    except FileNotFoundError:
+        return True
+
+
+Stores = InputStores | Mapping[str, Any] | None
+"""Where a function reads objects: the job's :class:`InputStores`, or ``storage_options`` to open stores with."""
+
+
+def _stores(stores: Stores) -> InputStores:
+    return stores if isinstance(stores, InputStores) else InputStores(stores)
+
+
+@functools.lru_cache(maxsize=8)
+def _shared(options_json: str) -> InputStores:
+    return InputStores(json.loads(options_json))
+
+
+def shared_stores(options: Mapping[str, Any] | None) -> InputStores:
+    """The :class:`InputStores` of ``options`` kept for this process: a Dask worker folding many objects opens
+    each store once, not once per object."""
+    return _shared(json.dumps(dict(options or {}), sort_keys=True, default=str))
+
+
+def list_remote(url: str, stores: Stores = None, warnings: list[str] | None = None) -> list[str]:
+    """The input URLs at ``url`` (:meth:`InputStores.list`), with the job's stores or ``storage_options``."""
+    return _stores(stores).list(url, warnings)
+
+
 def expand_inputs(paths: Sequence[str | os.PathLike[str]], warnings: list[str] | None = None,
-                  storage_options: Mapping[str, Any] | None = None) -> list[InputRef]:
+                  stores: Stores = None) -> list[InputRef]:
     """Files as given, and the files of known extensions under each folder (recursively, sorted);
     the other files of a folder are named in ``warnings``. A URL (``s3://bucket/prefix``) is an object or
-    the objects under a prefix, likewise (:func:`ldp.server.remote.list_remote`)."""
+    the objects under a prefix, likewise (:meth:`InputStores.list`)."""
     out: list[InputRef] = []
+    sources = _stores(stores)
     for given in paths:
         if is_remote(given):
-            out += list_remote(str(given), storage_options, warnings)
+            out += sources.list(str(given), warnings)
             continue
         p = Path(str(given).removeprefix("file://")) if isinstance(given, str) else Path(given)
         if p.is_dir():
@@ -78,31 +231,32 @@ def input_key(f: InputRef) -> str:
     return f if isinstance(f, str) and is_remote(f) else os.path.realpath(f)
 
 
-def input_stat(f: InputRef, storage_options: Mapping[str, Any] | None = None) -> tuple[int, int]:
+def input_stat(f: InputRef, stores: Stores = None) -> tuple[int, int]:
     """An input's size and modification time (ns)."""
     if isinstance(f, str) and is_remote(f):
-        return remote_stat(f, storage_options)[:2]
+        return _stores(stores).stat(f)[:2]
     st = os.stat(f)
     return st.st_size, st.st_mtime_ns
 
 
-def input_sha256(f: InputRef, storage_options: Mapping[str, Any] | None = None) -> str:
+def input_sha256(f: InputRef, stores: Stores = None) -> str:
     """The SHA-256 of an input's bytes."""
-    return remote_sha256(f, storage_options) if isinstance(f, str) and is_remote(f) else sha256_file(f)
+    return _stores(stores).sha256(f) if isinstance(f, str) and is_remote(f) else sha256_file(f)
 
 
-def _unchanged(f: InputRef, old: Mapping[str, Any], storage_options: Mapping[str, Any] | None) -> bool:
+def _unchanged(f: InputRef, old: Mapping[str, Any], stores: InputStores) -> bool:
     """Whether a folded input still holds what was folded: same size and SHA-256 — or, for an object whose entry
     has its ETag, the same size, time and ETag (an object is replaced whole, never changed in place, and rereading
     every folded object to hash it would cost its whole size again at every run)."""
     if isinstance(f, str) and is_remote(f) and old.get("etag"):
-        return tuple(remote_stat(f, storage_options)) == (old["size"], old["mtime_ns"], old["etag"])
-    return input_stat(f, storage_options)[0] == old["size"] and input_sha256(f, storage_options) == old["sha256"]
+        st = stores.stat(f)
+        return (st.size, st.mtime_ns, st.etag) == (old["size"], old["mtime_ns"], old["etag"])
+    return input_stat(f, stores)[0] == old["size"] and input_sha256(f, stores) == old["sha256"]
 
 
-def input_exists(key: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+def input_exists(key: str, stores: Stores = None) -> bool:
     """Whether the input of manifest key ``key`` is still there."""
-    return remote_exists(key, storage_options) if is_remote(key) else os.path.exists(key)
+    return _stores(stores).exists(key) if is_remote(key) else os.path.exists(key)
 
 
 @dataclass(frozen=True)
@@ -129,11 +283,12 @@ class InputPlan:
 
 
 def plan_inputs(files: Sequence[InputRef], manifest: Manifest, fmt: str | None, on_change: str, duplicates: str,
-                storage_options: Mapping[str, Any] | None = None) -> InputPlan:
+                stores: Stores = None) -> InputPlan:
     """What to fold, skip, rename in the manifest (same content at a new path, the old one gone or
     changed) or skip as a duplicate. Known paths are checked by SHA-256 (as ever); a new path is
-    hashed here only when another input or folded input has its size (then the digest is reused)."""
-    opts = storage_options
+    hashed here only when another input or folded input has its size (then the digest is reused).
+    Objects are read through ``stores`` (the job's :class:`InputStores`, or ``storage_options``)."""
+    opts = _stores(stores)
     inputs: dict[str, InputRef] = {}
     for f in files:
         inputs.setdefault(input_key(f), f)

@@ -37,17 +37,19 @@ from ldp.server.inputs import (
     DUPLICATES,
     ON_CHANGE,
     InputRef,
+    InputStores,
     InputTask,
     expand_inputs,
     input_exists,
     input_key,
     input_stat,
+    is_remote,
     plan_inputs,
     sha256_file,
+    shared_stores,
 )
 from ldp.server.manifest import Manifest
 from ldp.server.readers import CHUNK_BYTES, read_batches
-from ldp.server.remote import fetched, is_remote
 from ldp.server.store import AGG_SUFFIX, merge_into, pack_parts, unpack_parts, write_aggregate, write_atomic
 from ldp.spec import CollectionSpec
 
@@ -65,18 +67,23 @@ def fold_input(path: str, fmt: str, spec_docs: list[dict[str, Any]], by_window: 
                progress: Callable[[int], None] | None = None,
                known: tuple[int, int, str] | None = None,
                parquet_unverified: bool = False,
-               storage_options: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any], bytes | None]:
+               storage_options: dict[str, Any] | None = None,
+               stores: InputStores | None = None) -> tuple[bytes, dict[str, Any], bytes | None]:
     """Fold one input file: ``(partial aggregates blob, stats, rejects bytes)``. Rejects go to
     ``rejects_path`` when given (then ``None`` is returned for them). Stats include the size and
     SHA-256 read before folding (``known``: (size, mtime_ns, SHA-256) hashed by the caller, used
     when the file still has that size and mtime); ``InputChangedError`` if the file changed
     meanwhile. Runs anywhere (a Dask worker): it takes spec documents, not spec objects. ``path`` may be
-    an object-storage URL (``storage_options`` for its filesystem): its fetched copy is folded
-    (:func:`ldp.server.remote.fetched`), the stats naming the object's size and time."""
+    an object-storage URL, read through ``stores`` (the job's :class:`~ldp.server.inputs.InputStores`; by default
+    this process's stores of ``storage_options``): its copy, fetched and hashed in one pass
+    (:meth:`InputStores.fetched <ldp.server.inputs.InputStores.fetched>`), is folded, the stats naming the
+    object's size, time and ETag."""
     if is_remote(path):
-        with fetched(path, storage_options) as (local, version):
+        with (stores or shared_stores(storage_options)).fetched(path) as (local, version, digest):
+            st = local.stat()
             blob, stats, rejects = fold_input(os.fspath(local), fmt, spec_docs, by_window, source, rejects_path,
-                                              chunk_bytes, fast, progress, None, parquet_unverified)
+                                              chunk_bytes, fast, progress, (st.st_size, st.st_mtime_ns, digest),
+                                              parquet_unverified)
         return blob, {**stats, "size": version.size, "mtime_ns": version.mtime_ns, "etag": version.etag}, rejects
     specs = spec_index([CollectionSpec.from_dict(d) for d in spec_docs])
     before = os.stat(path)
@@ -167,7 +174,8 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
     without page checksums, which cannot be checked for damage (refused by default).
     ``engine="dask"`` folds the inputs on a Dask cluster (``scheduler``: an address or a
     ``distributed.Client``; ``None`` starts a local one). Inputs may be object-storage URLs
-    (``s3://bucket/prefix``: the objects under it), read with ``storage_options`` (:mod:`ldp.server.remote`)."""
+    (``s3://bucket/prefix``: the objects under it), read through stores opened once with ``storage_options``
+    (:class:`ldp.server.inputs.InputStores`)."""
     if on_change not in ON_CHANGE:
         raise ValueError(f"on_change must be one of {ON_CHANGE}, got {on_change!r}")
     if duplicates not in DUPLICATES:
@@ -178,20 +186,21 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
     t0 = time.perf_counter()
     warnings: list[str] = []
     own = os.path.realpath(out_dir) + os.sep
-    files = [f for f in expand_inputs(inputs, warnings, storage_options)
+    stores = InputStores(storage_options)  # each object store opened once, for the whole job
+    files = [f for f in expand_inputs(inputs, warnings, stores)
              if not input_key(f).startswith(own)]  # not our output
     manifest = Manifest(out_dir, list(index), by_window)
     try:
         if not manifest.path.exists():
             manifest.save()
-        plan = plan_inputs(files, manifest, fmt, on_change, duplicates, storage_options)
+        plan = plan_inputs(files, manifest, fmt, on_change, duplicates, stores)
         tasks = plan.tasks
         logger.info("aggregate: %d input(s) given: %d to fold, %d skipped (already folded or renamed), "
                     "%d duplicate(s) not folded", len(files), len(tasks), len(plan.skipped), len(plan.duplicates))
         docs = [s.to_dict() for s in index.values()]
         run = {"records": 0, "accepted": 0, "bytes": 0}
         results = _run(tasks, docs, by_window, chunk_bytes, fast, manifest.dir, engine, scheduler, progress,
-                       parquet_unverified, storage_options)
+                       parquet_unverified, stores)
         for task, (blob, stats, rejects) in results:
             _commit(manifest, task, blob, stats, rejects)
             logger.debug("folded %s (%s): %d reports, %d accepted, %d rejected in %.3f s", task.source, task.fmt,
@@ -204,7 +213,7 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
         given = {input_key(f) for f in files}
         summary.vanished = [{"path": path, "source": e["source"], "sha256": e["sha256"], "records": e["records"]}
                             for path, e in sorted(manifest.entries.items())
-                            if path not in given and not input_exists(path, storage_options)]
+                            if path not in given and not input_exists(path, stores)]
         summary.run = {**run, "seconds": round(time.perf_counter() - t0, 6)}
         _log_summary(summary)
         write_atomic(manifest.dir / "summary.json", (_json(summary.to_dict()) + "\n").encode())
@@ -237,23 +246,23 @@ def _json(obj: Any) -> str:
 
 def _run(tasks: list[InputTask], docs: list[dict[str, Any]], by_window: bool, chunk_bytes: int, fast: bool,
          out: Path, engine: str, scheduler: Any, progress: bool | None, parquet_unverified: bool,
-         storage_options: dict[str, Any] | None) -> Iterator[tuple[InputTask, Any]]:
+         stores: InputStores) -> Iterator[tuple[InputTask, Any]]:
     if engine == "dask":
         from ldp.server.dask_engine import fold_inputs_on_dask
 
         yield from fold_inputs_on_dask(tasks, docs, by_window, chunk_bytes, fast, scheduler, parquet_unverified,
-                                       fold_input=fold_input, storage_options=storage_options)
+                                       fold_input=fold_input, storage_options=stores.options or None)
         return
     if engine != "local":
         raise ValueError(f"engine must be 'local' or 'dask', got {engine!r}")
-    bar = _progress_bar(sum(input_stat(t.path, storage_options)[0] for t in tasks), progress)
+    bar = _progress_bar(sum(input_stat(t.path, stores)[0] for t in tasks), progress)
     try:
         for t in tasks:
             tmp = out / "rejects" / f".{_input_id(t.path)}.jsonl.tmp"
             tmp.parent.mkdir(parents=True, exist_ok=True)
             yield t, (*fold_input(os.fspath(t.path), t.fmt, docs, by_window, t.source, os.fspath(tmp), chunk_bytes,
                                   fast, bar.update if bar else None, t.known, parquet_unverified,
-                                  storage_options)[:2], tmp)
+                                  stores=stores)[:2], tmp)
     finally:
         if bar is not None:
             bar.close()

@@ -4,7 +4,9 @@ An aggregate file is exactly :meth:`Aggregate.to_bytes` (``docs/wire-format.md``
 rejection counts in sorted order, so equal aggregates give equal bytes whatever order they were
 merged in. Files are named by their key: ``metric.fingerprint[.wWINDOW].agg``. Every write goes
 to a temporary file in the same folder, is flushed to disk, and replaces the target
-(``os.replace``): a reader sees the old file or the new one, never a mix.
+(``os.replace``), the folder then flushed too: a reader sees the old file or the new one, never a mix. That
+write is the package's one atomic write, :func:`ldp.storage.local.write_atomic` (the local store's ``put``),
+re-exported here with :func:`~ldp.storage.local.fsync_dir` for the server and the collector.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import logging
 import os
 import stat
 import struct
-import tempfile
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,10 +25,10 @@ from ldp.decoders.base import Aggregate, AggregateFormatError
 from ldp.server.fold import Key, key_name, parse_key_name, spec_index
 from ldp.server.release import metric_policy, pool_windows
 from ldp.spec import CollectionSpec
-from ldp.storage.local import fsync_dir
+from ldp.storage.local import fsync_dir, write_atomic
 
-__all__ = ["AGG_SUFFIX", "Merged", "canonical_bytes", "write_atomic", "write_all", "write_aggregate", "read_aggregate",
-           "pack_parts", "unpack_parts", "merge_into", "merge_files", "aggregate_files_in"]
+__all__ = ["AGG_SUFFIX", "Merged", "canonical_bytes", "fsync_dir", "write_atomic", "write_all", "write_aggregate",
+           "read_aggregate", "pack_parts", "unpack_parts", "merge_into", "merge_files", "aggregate_files_in"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,23 +41,6 @@ def canonical_bytes(agg: Aggregate) -> bytes:
     """``agg.to_bytes()`` with ``rejected`` in sorted order (zero counts dropped): equal state, equal bytes."""
     agg.rejected = Counter({k: v for k, v in sorted(agg.rejected.items()) if v})
     return agg.to_bytes()
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temporary file, fsync, ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:

@@ -75,6 +75,7 @@ class _WorkerStore:
     def __init__(self, spec: Spec, writable: str | None = None) -> None:
         self.inner, self.writable = _opened(*spec), writable
         self.url, self.get, self.exists, self.list = self.inner.url, self.inner.get, self.inner.exists, self.inner.list
+        self.stat, self.open = self.inner.stat, self.inner.open
         self.root_exists = self.inner.root_exists
 
     def put(self, key: str, data: bytes) -> None:

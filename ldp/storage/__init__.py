@@ -9,7 +9,16 @@ the collector, the shuffler and the aggregation need is one of:
 * :meth:`Store.create` — the same, only if no object has that key: the conditional write (local: ``link(2)`` of a
   fsynced temporary file, which fails if the name exists; S3: ``PutObject`` with ``If-None-Match: *``), the one
   primitive two processes can agree with through the store alone;
-* :meth:`Store.get`, :meth:`Store.exists`, :meth:`Store.list` (keys under a prefix, sorted), :meth:`Store.delete`.
+* :meth:`Store.get`, :meth:`Store.exists`, :meth:`Store.list` (keys under a prefix, sorted), :meth:`Store.delete`;
+* :meth:`Store.stat` — an object's size, modification time and version (:class:`ObjectStat`: S3's ETag; in a
+  folder, mtime, size and inode), which changes when the object is replaced by other content, without reading it;
+* :meth:`Store.open` — the object as a stream (a binary file), fetched :data:`READ_BLOCK` bytes at a time, never
+  whole: ``ldp aggregate`` over ``s3://`` inputs reads, hashes and copies objects through it
+  (:mod:`ldp.server.inputs`).
+
+Keys the package writes are checked by :func:`check_key` (letters, digits, ``._=+-``); a key to read may be any
+name another writer gave an object (:func:`check_read_key`: no empty, ``.`` or ``..`` part). An object store
+opens its filesystem (``fsspec``) once, when it is opened, and keeps it.
 
 Failures of the store itself (a disk full, a server down or slow past its timeouts) raise :class:`StorageError`,
 so that a caller can tell "the store did not take it" (answer 503, retry) from a bug. A key that is not there
@@ -26,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from ldp.errors import StorageError
-from ldp.storage.base import Store, check_key, join
+from ldp.storage.base import READ_BLOCK, ObjectStat, Store, check_key, check_read_key, join
 
-__all__ = ["Store", "StorageError", "check_key", "join", "open_store"]
+__all__ = ["READ_BLOCK", "ObjectStat", "Store", "StorageError", "check_key", "check_read_key", "join", "open_store"]
 
 
 def open_store(url: str | Path, options: Mapping[str, Any] | None = None) -> Store:

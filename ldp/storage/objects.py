@@ -7,6 +7,10 @@ extra), or any ``fsspec`` filesystem that supports exclusive creation.
 ``False``, every other failure :class:`~ldp.storage.StorageError`. Credentials come from the environment or the
 ``fsspec`` options (``key``/``secret``), never from the collector's configuration file.
 
+``stat`` is one ``HeadObject`` (size, ``LastModified``, ``ETag``); ``open`` streams the object in ranged ``GetObject``
+requests of :data:`~ldp.storage.base.READ_BLOCK` bytes, each with ``If-Match`` the ETag seen when it was opened
+(``s3fs``), so a reader never mixes two versions of an object. The filesystem is opened once, when the store is.
+
 Timeouts are short by default (connect 5 s, read 15 s, 2 attempts): a store that is down or slow makes the caller
 answer 503 quickly instead of holding a device's upload.
 """
@@ -15,10 +19,10 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 from ldp.errors import StorageError
-from ldp.storage.base import check_key
+from ldp.storage.base import READ_BLOCK, ObjectStat, check_key, check_read_key, reader
 
 __all__ = ["ObjectStore", "DEFAULT_TIMEOUTS"]
 
@@ -65,9 +69,15 @@ class ObjectStore:
     def _path(self, key: str) -> str:
         return f"{self.root}/{check_key(key)}"
 
+    def _read_path(self, key: str) -> str:
+        return f"{self.root}/{check_read_key(key)}"
+
     def _fail(self, what: str, key: str, exc: BaseException) -> StorageError:
         code = getattr(exc, "errno", None) or errno.EIO
         return StorageError(code, f"{self.url}: cannot {what} {key}: {type(exc).__name__}: {exc}")
+
+    def _missing(self, key: str) -> FileNotFoundError:
+        return FileNotFoundError(errno.ENOENT, f"{self.url}: no object {key}")
 
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
@@ -87,7 +97,7 @@ class ObjectStore:
         return True
 
     def get(self, key: str) -> bytes:
-        path = self._path(key)
+        path = self._read_path(key)
         try:
             return bytes(self.fs.cat_file(path))
         except FileNotFoundError:
@@ -95,8 +105,39 @@ class ObjectStore:
         except Exception as exc:
             raise self._fail("read", key, exc) from exc
 
+    def stat(self, key: str) -> ObjectStat:
+        path = self._read_path(key)
+        try:
+            self.fs.invalidate_cache(path)
+            info = self.fs.info(path)
+        except (FileNotFoundError, IsADirectoryError):
+            raise self._missing(key) from None
+        except Exception as exc:
+            raise self._fail("stat", key, exc) from exc
+        if info.get("type") not in (None, "file"):
+            raise self._missing(key)  # a prefix, not an object
+        when = info.get("LastModified") or info.get("mtime") or info.get("created")
+        stamp = when.timestamp() if hasattr(when, "timestamp") else float(when or 0)
+        size, mtime_ns = int(info["size"]), int(round(stamp * 1e9))
+        etag = str(info.get("ETag") or info.get("etag") or "")
+        return ObjectStat(size, mtime_ns, etag or f"{mtime_ns:x}-{size:x}", etag)
+
+    def open(self, key: str) -> BinaryIO:
+        path = self._read_path(key)
+        try:
+            raw = self.fs.open(path, "rb", block_size=READ_BLOCK)
+        except (FileNotFoundError, IsADirectoryError):
+            raise self._missing(key) from None
+        except Exception as exc:
+            raise self._fail("read", key, exc) from exc
+        details = getattr(raw, "details", None)
+        if isinstance(details, dict) and details.get("type") not in (None, "file"):
+            raw.close()
+            raise self._missing(key)  # a prefix, not an object
+        return reader(raw, lambda exc: self._fail("read", key, exc))
+
     def exists(self, key: str) -> bool:
-        path = self._path(key)
+        path = self._read_path(key)
         try:
             return bool(self.fs.info(path).get("type") == "file")
         except FileNotFoundError:
@@ -105,7 +146,7 @@ class ObjectStore:
             raise self._fail("check", key, exc) from exc
 
     def list(self, prefix: str = "") -> list[str]:
-        base = self.root if not prefix.strip("/") else self._path(prefix.strip("/"))
+        base = self.root if not prefix.strip("/") else self._read_path(prefix.strip("/"))
         parent, _, last = base.rpartition("/")
         try:  # ListObjectsV2 of "<key>/" alone: never a HEAD of "<key>" (which a role's policy may forbid)
             found = self.fs.find(parent, prefix=f"{last}/") if parent else self.fs.find(base)
@@ -113,8 +154,9 @@ class ObjectStore:
             return []
         except Exception as exc:
             raise self._fail("list", prefix or "/", exc) from exc
-        start = len(self.root) + 1
-        return sorted(str(p)[start:] for p in found if str(p).startswith(self.root + "/"))
+        start = len(self.root) + 1  # a filesystem that ignores find's prefix (not S3) answers more: cut to base
+        paths = (str(p).lstrip("/") for p in found)
+        return sorted(p[start:] for p in paths if p.startswith(base + "/"))
 
     def delete(self, key: str) -> None:
         path = self._path(key)

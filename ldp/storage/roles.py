@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
-from ldp.storage.base import Store
+from ldp.storage.base import ObjectStat, Store
 
 __all__ = ["Role", "RoleStore", "replica_role", "shuffler_role", "analyst_role", "incoming", "shuffler_prefix",
            "segments_prefix"]
@@ -55,8 +55,8 @@ def segments_prefix(app: str) -> str:
 
 @dataclass(frozen=True)
 class Role:
-    """A role's prefixes per kind of operation: ``read`` (get, exists, list), ``write`` (put, create), ``remove``
-    (delete). A prefix may hold ``*`` for one path segment (``apps/*/incoming/r1/``: every app)."""
+    """A role's prefixes per kind of operation: ``read`` (get, stat, open, exists, list), ``write`` (put,
+    create), ``remove`` (delete). A prefix may hold ``*`` for one path segment (``apps/*/incoming/r1/``: every app)."""
 
     name: str
     read: tuple[str, ...] = ()
@@ -115,6 +115,14 @@ class RoleStore:
     def get(self, key: str) -> bytes:
         self._check("read", key, "read")
         return self.inner.get(key)
+
+    def stat(self, key: str) -> ObjectStat:
+        self._check("read", key, "read")
+        return self.inner.stat(key)
+
+    def open(self, key: str) -> BinaryIO:
+        self._check("read", key, "read")
+        return self.inner.open(key)
 
     def exists(self, key: str) -> bool:
         self._check("read", key, "read")

@@ -1,6 +1,8 @@
 """``ldp aggregate s3://bucket/prefix`` (issue 50): inputs in object storage, on a real S3-compatible server (moto in
 server mode, its own process), folded locally and on a ``dask.distributed`` LocalCluster — the same aggregate and
-rejects bytes as the same files folded from a folder; resumable, idempotent, renames and vanished objects noted."""
+rejects bytes as the same files folded from a folder; resumable, idempotent, renames and vanished objects noted.
+Objects are read through the store interface (:class:`ldp.server.inputs.InputStores` over :mod:`ldp.storage`,
+issue 60)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from test_server import agg_bytes, envelopes, fuzzed_lines, make_sections, serve
 
 from ldp.errors import InputChangedError  # noqa: E402
 from ldp.server import aggregate_files, write_binary, write_csv, write_parquet  # noqa: E402
-from ldp.server.remote import fetched, list_remote, remote_stat  # noqa: E402
+from ldp.server.inputs import InputStores, list_remote  # noqa: E402
 from ldp.storage import open_store  # noqa: E402
 
 
@@ -119,31 +121,33 @@ def test_listing_and_fetching(s3, tmp_path):
     store.fs.pipe_file(f"{store.root}/x/.hidden.jsonl", b"{}\n")  # a name the store itself would refuse
     assert list_remote(url, opts) == [f"{url}/x/a.jsonl"]
     assert list_remote(f"{url}/x/a.jsonl", opts) == [f"{url}/x/a.jsonl"]
-    version = remote_stat(f"{url}/x/a.jsonl", opts)
-    assert version.size == 3 and version.etag and version.mtime_ns > 0
-    with fetched(f"{url}/x/a.jsonl", opts) as (local, got):
+    stores = InputStores(opts)
+    version = stores.stat(f"{url}/x/a.jsonl")
+    assert version.size == 3 and version.etag and version.mtime_ns > 0 and version.version == version.etag
+    with stores.fetched(f"{url}/x/a.jsonl") as (local, got, digest):
         assert local.read_bytes() == b"{}\n" and got == version
+        assert digest == "ca3d163bab055381827226140568f3bef7eaac187cebd76878e0b63e9e442356"  # SHA-256 of b"{}\n"
     assert not local.exists()  # the private copy is gone
 
 
 def test_an_object_replaced_while_fetched_is_refused(s3, monkeypatch):
-    import ldp.server.remote as remote
-
     url = f"{s3.bucket('agg')}/{uuid.uuid4().hex}"
     opts = s3.options()
     store = open_store(url, opts)
     store.put("a.jsonl", b"{}\n")
-    real = remote.remote_stat
+    stores = InputStores(opts)
+    inputs_store, _ = stores.locate(f"{url}/a.jsonl")
+    real = inputs_store.stat
     calls = []
 
-    def replaced(u, o=None):
-        calls.append(u)
+    def replaced(key):
+        calls.append(key)
         if len(calls) == 2:  # between the two looks, another writer replaces it
             store.put("a.jsonl", b"{}\n{}\n")
-        return real(u, o)
+        return real(key)
 
-    monkeypatch.setattr(remote, "remote_stat", replaced)
-    with pytest.raises(InputChangedError, match="changed while it was read"), fetched(f"{url}/a.jsonl", opts):
+    monkeypatch.setattr(inputs_store, "stat", replaced)
+    with pytest.raises(InputChangedError, match="changed while it was read"), stores.fetched(f"{url}/a.jsonl"):
         pass
 
 
@@ -167,7 +171,7 @@ def test_store_options_are_key_value_or_refused(key, value):
     import argparse
 
     from ldp.cli.support import store_option
-    from ldp.server.remote import is_remote
+    from ldp.server.inputs import is_remote
 
     text = f"{key}={value}"
     name, _, rest = text.partition("=")  # the first "=" splits
@@ -182,7 +186,7 @@ def test_store_options_are_key_value_or_refused(key, value):
 
 
 def test_a_rerun_checks_folded_objects_by_etag_without_reading_them(spec, tmp_path, files, s3, monkeypatch):
-    import ldp.server.inputs as inputs
+    from ldp.storage.objects import ObjectStore
 
     url, opts = upload(s3, files)
     aggregate_files([url], spec, tmp_path / "job", storage_options=opts)
@@ -190,7 +194,8 @@ def test_a_rerun_checks_folded_objects_by_etag_without_reading_them(spec, tmp_pa
     def no_reading(*args):
         raise AssertionError("a folded, unchanged object was read again")
 
-    monkeypatch.setattr(inputs, "remote_sha256", no_reading)
+    monkeypatch.setattr(ObjectStore, "open", no_reading)
+    monkeypatch.setattr(ObjectStore, "get", no_reading)
     again = aggregate_files([url], spec, tmp_path / "job", storage_options=opts)
     assert again.processed == [] and len(again.skipped) == 6
     monkeypatch.undo()
