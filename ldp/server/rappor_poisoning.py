@@ -118,8 +118,13 @@ def report_statistics(params: Any, columns: Mapping[str, Any], rng: Any = None) 
 
 
 def _recorded(aggregate: Any) -> bool:
-    """Whether the aggregate's fold kept per-report statistics (of some of its reports at least)."""
-    return bool(aggregate.ones_hist.any())
+    """Whether the aggregate's fold kept per-report statistics (of some of its reports at least), and they are
+    counts a fold can make (none negative, at most ``n`` reports, ``0 <= X_s <= N <=`` the reports counted): a
+    file's arrays are not otherwise checked, so others are left out (its totals are still tested)."""
+    hist, together = aggregate.ones_hist, aggregate.together
+    counted = int(hist.sum())
+    return bool(0 < counted <= aggregate.n and hist.min() >= 0 and 0 <= together[0] <= counted
+                and (together[1:] >= 0).all() and (together[1:] <= together[0]).all())
 
 
 class RapporLaw(ReportLaw):

@@ -203,3 +203,23 @@ def _batch(gen: np.random.Generator, n: int):  # type: ignore[no-untyped-def]
 
     enc = get_protocol("rappor").encoder_type(PARAMS)
     return enc.encode_batch(gen.integers(0, 6, n), gen, candidates=[f"v{i}" for i in range(6)])
+
+
+@pytest.mark.parametrize("damage", ["negative count", "more than n", "hits above tested", "tested above counted"])
+def test_statistics_a_fold_cannot_make_are_left_out(damage: str) -> None:
+    """An aggregate file's arrays are only shape-checked: per-report statistics no fold could make are not tested
+    (the totals still are), and nothing fails."""
+    agg = RapporAggregate(PARAMS)
+    agg.add_bytes(_batch(np.random.default_rng(2), 3000).to_bytes())
+    bad = agg.copy()
+    if damage == "negative count":
+        bad.ones_hist[3] = -5
+    elif damage == "more than n":
+        bad.ones_hist[3] += 10_000
+    elif damage == "hits above tested":
+        bad.together[1] = bad.together[0] + 1
+    else:
+        bad.together[0] = bad.ones_hist.sum() + 1
+    assert len(poisoning_evidence(agg).checks) == 5
+    assert [c.name for c in poisoning_evidence(Aggregate.from_bytes(bad.to_bytes())).checks] == ["ones_total",
+                                                                                                 "ones_cohort"]
