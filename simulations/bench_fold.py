@@ -6,6 +6,13 @@ m=1024) >= 1e7 reports/s. The reference is the machine's memory read bandwidth, 
 run (:func:`hardware`, also the ``memory_bandwidth`` section): every aggregate section that uses
 :func:`fold_section` reports its fold rate in bytes/s and as a fraction of that bandwidth, and of
 ``zlib.crc32``'s rate (a frame's bytes must all pass through its CRC before they are folded).
+
+Issue 61, item 1 (the ``fold_bandwidth`` section): each fold of 10^6 reports (RAPPOR k=128, h=2, m=16; CMS and HCMS
+k=256, m=1024) timed beside a numpy read (``.sum()`` of the bytes viewed as uint64) of the very bytes it folds, in
+this process, each run after the caches were emptied (a 96 MiB read in between: both read from memory, as a
+collector folding fresh batches does); target: fold >= 0.25 of the read's rate for ``add(batch)``. The same ratio
+with the bytes left in the caches is reported beside it, as are ``add_bytes`` (whose CRC-32 alone runs at
+``crc32_of_read`` of the read's rate) and the compiled kernel alone.
 """
 
 from __future__ import annotations
@@ -77,8 +84,153 @@ def fold_section(b: ModuleType, ctx: Any, make_aggregate: Callable[[], Any], bat
     return out
 
 
+FOLD_N = 10**6
+_EVICT: list[np.ndarray] = []
+
+
+def _read(*buffers: Any) -> int:
+    """A numpy read of every byte of ``buffers``: ``.sum()`` of each one's bytes viewed as uint64 (and its tail)."""
+    total = 0
+    for buf in buffers:
+        a = np.frombuffer(buf, np.uint8) if not isinstance(buf, np.ndarray) else buf.reshape(-1).view(np.uint8)
+        whole = a.size // 8 * 8
+        total += int(a[:whole].view(np.uint64).sum()) + int(a[whole:].sum())
+    return total
+
+
+def _evict() -> None:
+    """Empty the caches of the bytes read before: read 96 MiB of other memory (3x this machine class's L3)."""
+    if not _EVICT:
+        _EVICT.append(np.ones(12 << 20, np.uint64))
+    _EVICT[0].sum()
+
+
+def paired_runs(fold: Callable[[Any], Any], setup: Callable[[], Any], buffers: tuple[Any, ...], repeats: int,
+                cold: bool) -> dict[str, Any]:
+    """Best times of ``fold(setup())`` and of :func:`_read` of ``buffers`` (the same bytes), alternated, each run
+    after :func:`_evict` when ``cold``; ``of_read``: the read's time over the fold's (the fold's rate as a share of
+    the read's)."""
+    import gc
+
+    folds: list[float] = []
+    reads: list[float] = []
+    for i in range(repeats + 1):
+        arg = setup()
+        for runs in (folds, reads):
+            if cold:
+                _evict()
+            gc.disable()
+            try:
+                t0 = time.perf_counter()
+                fold(arg) if runs is folds else _read(*buffers)
+                dt = time.perf_counter() - t0
+            finally:
+                gc.enable()
+            if i:  # the first round warms up
+                runs.append(dt)
+    return {"fold_s": min(folds), "read_s": min(reads), "of_read": min(reads) / min(folds),
+            "fold_runs_s": folds, "read_runs_s": reads}
+
+
+def fold_bandwidth(b: ModuleType, ctx: Any) -> dict[str, Any]:
+    """Issue 61, item 1: the folds beside a numpy read of the same bytes (module docstring)."""
+    import os
+
+    from ldp.batch import bits
+    from ldp.decoders.rappor import RapporAggregate
+    from ldp.decoders.sketch import SketchAggregate
+    from ldp.encoders.cms import CmsEncoder, CmsParams
+    from ldp.encoders.hcms import HcmsEncoder, HcmsParams
+    from ldp.encoders.rappor import RapporEncoder, RapporParams
+
+    rng = ctx.rng(61)
+    rappor = RapporParams(128, 2, 16, 0.25, 0.75, 0.5)
+    urls, words = [f"https://site{i}.example/" for i in range(1000)], [f"emoji-{i:04d}" for i in range(2000)]
+    cases: dict[str, tuple[Any, Any, Any, list[str]]] = {
+        "rappor_k128_m16": (rappor, RapporAggregate, RapporEncoder(rappor, secret=b"bench", cohort=0), urls),
+        "cms_k256_m1024": (CmsParams(4.0, 256, 1024), SketchAggregate, CmsEncoder(CmsParams(4.0, 256, 1024)), words),
+        "hcms_k256_m1024": (HcmsParams(4.0, 256, 1024), SketchAggregate, HcmsEncoder(HcmsParams(4.0, 256, 1024)),
+                            words),
+    }
+    repeats = max(3, ctx.sizes.repeats)
+    engines = bits.fold_engines()
+    out: dict[str, Any] = {"n": FOLD_N, "fold_kernel": bits.FOLD_KERNEL, "engine": engines[-1] if engines else None,
+                           "load_average": os.getloadavg(), "repeats": repeats, "cases": {}}
+    for name, (params, aggregate, encoder, cands) in cases.items():
+        b.log(f"  {name}: encode {FOLD_N:,} reports")
+        batch = encoder.encode_batch(rng.integers(0, len(cands), FOLD_N), rng, candidates=cands)
+        data, columns = batch.to_bytes(), tuple(batch.columns.values())
+
+        fresh, folded, add_batch, add_bytes, frames = _runners(params, aggregate, batch, data)
+        row: dict[str, Any] = {"bytes_per_report": {"add_batch": sum(c.nbytes for c in columns) / FOLD_N,
+                                                    "add_bytes": len(data) / FOLD_N}}
+        for cold in (True, False):
+            b.log(f"    add(batch), add_bytes ({'cold' if cold else 'warm'} caches)")
+            key = "cold" if cold else "warm"
+            row[f"add_batch_{key}"] = paired_runs(add_batch, folded, columns, repeats, cold)
+            row[f"add_bytes_{key}"] = paired_runs(add_bytes, folded, (data,), repeats, cold)
+        if name.startswith("rappor"):  # a fresh aggregate also makes its first choices (16 cohorts here)
+            row["add_batch_fresh_cold"] = paired_runs(add_batch, fresh, columns, repeats, True)
+        row["crc32_of_read"] = paired_runs(zlib.crc32, frames, (data,), repeats, True)["of_read"]
+        row["kernel_cold"] = _kernel_runs(name, batch, params, repeats)
+        row.update(ctx.judge(f"{name}.add_batch.of_read_cold", row["add_batch_cold"]["of_read"], ">=", 0.25,
+                             "fold rate / numpy read rate of the same bytes"))
+        out["cases"][name] = row
+    return out
+
+
+def _runners(params: Any, aggregate: Any, batch: Any, data: bytes) -> tuple[Any, ...]:
+    """A fresh aggregate; one that has folded the batch once (steady state: RAPPOR's first choices of bits, per
+    aggregate, are made); ``add(batch)`` and ``add_bytes(frames)`` on an aggregate; the frames."""
+
+    def fresh() -> Any:
+        return aggregate(params)
+
+    def folded() -> Any:
+        agg = aggregate(params)
+        agg.add(batch)
+        return agg
+
+    def add_batch(agg: Any) -> Any:
+        return agg.add(batch)
+
+    def add_bytes(agg: Any) -> Any:
+        return agg.add_bytes(data)
+
+    return fresh, folded, add_batch, add_bytes, lambda: data
+
+
+def _kernel_runs(name: str, batch: Any, params: Any, repeats: int) -> dict[str, Any] | None:
+    """The compiled kernel alone on the batch's columns (RAPPOR: the fold with its statistics, as ``add`` runs it),
+    beside the read of the same bytes; None without the kernel."""
+    from ldp.batch import bits
+
+    fk = bits._foldkernel
+    if fk is None:
+        return None
+    cols = batch.columns
+    if name.startswith("rappor"):
+        m, k = params.num_cohorts, params.num_bloombits
+        c, r = bits.group_column(cols["cohort"]), cols["bits"]
+        tested = np.frombuffer(np.random.default_rng(0).bytes((c.size + 7) // 8), np.uint8)
+        masks, chosen = np.zeros((m, 2, r.shape[1]), np.uint8), np.ones(m, np.uint8)
+
+        def fold(_: Any) -> None:
+            fk.fold_rows(c, c.itemsize, r, r.shape[1], k, np.zeros(m, np.int64), np.zeros((m, k), np.int64),
+                         np.zeros(k + 1, np.int64), tested, masks, 2, chosen, np.zeros(3, np.int64))
+    elif "bits" in cols:
+        def fold(_: Any) -> None:
+            bits.add_ones_by_group(cols["hash"], cols["bits"], np.zeros(params.num_hashes, np.int64),
+                                   np.zeros((params.num_hashes, params.width), np.int64))
+    else:
+        def fold(_: Any) -> None:
+            bits.add_signs_by_group(cols["hash"], cols["row"], cols["bit"], np.zeros(params.num_hashes, np.int64),
+                                    np.zeros((params.num_hashes, params.width), np.int64))
+    return paired_runs(fold, lambda: None, tuple(cols.values()), repeats, True)
+
+
 def register(b: ModuleType) -> None:
-    """Add the hardware reference section to the benchmark module ``b``."""
+    """Add the hardware reference section and the folds' bandwidth section to the benchmark module ``b``."""
 
     @b.benchmark("memory_bandwidth")
     def memory_bandwidth(ctx: Any) -> dict[str, Any]:
@@ -87,3 +239,7 @@ def register(b: ModuleType) -> None:
         out["note"] = ("the reference of the *_aggregate sections' of_read_bandwidth ratios (measured once per run, "
                        "when first needed); fold_kernel 'numpy' means the optional C extension is not built")
         return out
+
+    @b.benchmark("fold_bandwidth")
+    def fold_bandwidth_section(ctx: Any) -> dict[str, Any]:
+        return fold_bandwidth(b, ctx)

@@ -977,6 +977,8 @@ def kernel_status() -> tuple[dict[str, str], dict[str, Any]]:
         details[name] = {"state": summary[name], "module": module_name, "extension": extension,
                          "built": built, "extension_file": getattr(ext, "__file__", None), "switch": switch,
                          "switch_value": os.environ.get(switch), "reason": why}
+        if hasattr(ext, "use_engine"):  # the fold kernel's vector engine, chosen at run time (AVX-512, AVX2, ...)
+            details[name]["engine"] = ext.use_engine()
     return summary, details
 
 

@@ -1,82 +1,54 @@
 /* Optional compiled fold kernel of ldp (server side only; clients never load it).
  *
- * add_ones_by_group(groups, width, rows, nbytes, counts, ones, nbits):
- *   for every record i: counts[g_i] += 1 and, for every bit b < nbits of its packed little-endian
- *   row (bit b in byte b/8 at position b%8), ones[g_i*nbits + b] += bit.
+ * fold_rows(groups, width, rows, nbytes, nbits, counts, ones, hist, tested, masks, nmasks, chosen, hits): one pass
+ *   over packed little-endian rows (bit b in byte b/8 at position b%8), each part optional (None): the fold,
+ *   counts[g_i] += 1 and ones[g_i*nbits + b] += bit b (b < nbits); hist[popcount of the row's first nbits bits] += 1;
+ *   RAPPOR's poisoning tests (ldp/batch/rappor_evidence.py): for a row with bit i of tested set whose group g has
+ *   chosen[g], hits[0] += 1 and hits[1 + j] += 1 when it holds every bit of masks[g][j] (nbytes bytes).
+ * untested_counts(groups, width, tested, counts): counts[g_i] += 1 for every row with bit i of tested clear.
+ * add_signs_by_group(groups, gw, cells, cw, bits, bw, m, counts, sums): counts[g] += 1, sums[g*m + cell] += 2*bit - 1.
+ * pair_counts(cols, k, words, out): out[i, j] = popcount(cols[i] & cols[j]) (X^T X of 0/1 rows packed as bit sets).
+ * Groups, cells, bits: native-endian unsigned, 1, 2, 4 or 8 bytes; tables: int64; all C-contiguous.
  *
- * Positional popcount per group with SWAR lanes, no loop per bit:
- *   each 64-bit word x of a row adds (x >> s) & 0x1111..11 (s = 0..3) into 4 per-group words of
- *   4-bit lanes (lane k counts bit 4k+s of the word); every 15 rows of a group the nibble lanes are
- *   split into 8 words of byte lanes (mask 0x0F0F..0F, before and after a shift by 4), and every
- *   255 rows of a group the byte lanes are added to the int64 table. No lane can overflow: a
- *   nibble lane receives at most 15 ones, a byte lane at most 17*15 = 255.
- *
- * report_stats(groups, width, rows, nbytes, nbits, tested, masks, nmasks, chosen, hist, hits):
- *   for every record i: hist[popcount of its first nbits bits] += 1; and for every record whose bit i of
- *   tested (packed little-endian) is set and whose group g has chosen[g] set: hits[0] += 1 and, for each j < nmasks, hits[1 + j] += 1 when
- *   the row has every bit of masks[g][j] (nbytes bytes) set. RAPPOR's per-report poisoning
- *   statistics (ldp/batch/rappor_evidence.py, whose numpy path it is tested against).
- *
- * pair_counts(cols, k, words, out): out[i, j] = popcount(cols[i] & cols[j]): the rows two bits share, from
- *   the bits' columns packed as bit sets (the co-occurrence counts of a sample, X^T X of 0/1 rows).
- *
- * Only the Python buffer protocol is used (no numpy headers): building needs a C compiler and
- * nothing else, and ldp.batch.bits falls back to pure numpy when this module is absent. The GIL
- * is released while folding. The reference it is tested against: tests/server/test_fold_fast.py.
+ * The fold is a positional popcount per group in SWAR lanes, no loop per bit: each vector x of a row adds
+ * (x >> s) & 0x1111..11 (s = 0..3) into its group's 4-bit lanes; at most 15 rows later those are split into byte lanes
+ * (mask 0x0F..0F, before and after a shift by 4), at most 255 rows later widened into 16-bit lanes, at most 65535 rows
+ * later added to the int64 table: no lane can overflow. Engines, chosen at run time (engines, use_engine): "avx512"
+ * (AVX-512F) and "avx2" (AVX2, POPCNT, BMI) on x86-64, "generic" (128-bit GCC vector extensions: SSE2 on any x86-64,
+ * NEON on arm64); all give the same numbers. Only the Python buffer protocol is used (no numpy headers): building needs
+ * GCC or Clang, and ldp.batch.bits falls back to numpy without this module. Every group is checked before anything is
+ * written; the GIL is released while folding. Tested against row-by-row references on every engine
+ * (tests/server/test_fold_fast.py, tests/server/test_rappor_evidence.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#if !defined(__GNUC__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the fold kernel needs GCC or Clang (vector extensions) and a little-endian machine"
+#endif
+#define INLINE static inline __attribute__((always_inline))
 #define M1 0x1111111111111111ULL
 #define M4 0x0F0F0F0F0F0F0F0FULL
+typedef uint64_t v2 __attribute__((vector_size(16), aligned(1)));
 
 typedef struct {
-    Py_ssize_t nw;          /* 64-bit words per row (the last one zero-padded) */
-    Py_ssize_t nbits;
-    uint64_t *acc4;         /* [group][nw][4] nibble lanes */
-    uint64_t *acc8;         /* [group][nw][8] byte lanes */
-    uint8_t *c4, *c8;       /* rows in acc4, nibble flushes in acc8, per group */
-} lanes_t;
+    const uint8_t *groups, *rows, *tested, *chosen;
+    int width, narrow, fold, hist_on, tests_on, single;
+    Py_ssize_t n, nbytes, nbits, num_groups, nmasks, nch, nw4, nw, reach, n_safe; /* nw: row words tested, >= 2 */
+    int64_t *counts, *ones, *hist, *hits;
+    uint64_t *masks, *pmask;   /* masks as (G, max(nmasks, 2), nw) words; the nbits mask of a row */
+    uint64_t *acc4, *l8;       /* per group: nibble lanes (nw4 words: word k's lane j counts bit 64w + 4j + s, w and
+                                  s as the engine's steps put them), byte lanes (2*nw4: 8j+s, then 8j+4+s, of word k) */
+    uint16_t *l16, *c4, *r8;   /* per group: 16-bit lanes (16*nw4); rows in acc4; rows in l8 */
+    uint32_t *r16;             /* per group: rows in l16 */
+    int32_t *bit;              /* byte lane p (of 16*nw4) of a group: its bit, or -1 */
+    uint8_t *stage;            /* a row near the end of the buffer, zero-padded to reach bytes */
+} job_t;
 
-static void flush8(lanes_t *L, Py_ssize_t g, int64_t *ones)
-{
-    uint64_t *a8 = L->acc8 + g * 8 * L->nw;
-    int64_t *out = ones + g * L->nbits;
-    for (Py_ssize_t w = 0; w < L->nw; w++) {
-        for (Py_ssize_t s = 0; s < 8; s++) {
-            uint64_t a = a8[8 * w + s];
-            if (!a)
-                continue;
-            for (Py_ssize_t j = 0; j < 8; j++) {
-                Py_ssize_t bit = 64 * w + 8 * j + s;
-                if (bit < L->nbits)
-                    out[bit] += (int64_t)((a >> (8 * j)) & 0xFF);
-            }
-            a8[8 * w + s] = 0;
-        }
-    }
-    L->c8[g] = 0;
-}
-
-static void flush4(lanes_t *L, Py_ssize_t g, int64_t *ones)
-{
-    uint64_t *a4 = L->acc4 + g * 4 * L->nw, *a8 = L->acc8 + g * 8 * L->nw;
-    for (Py_ssize_t w = 0; w < L->nw; w++) {
-        for (Py_ssize_t s = 0; s < 4; s++) {
-            uint64_t a = a4[4 * w + s];
-            a8[8 * w + s] += a & M4;            /* byte lane j: bit 8j + s */
-            a8[8 * w + s + 4] += (a >> 4) & M4; /* byte lane j: bit 8j + 4 + s */
-            a4[4 * w + s] = 0;
-        }
-    }
-    L->c4[g] = 0;
-    if (++L->c8[g] == 17)
-        flush8(L, g, ones);
-}
-
-static inline Py_ssize_t group_at(const uint8_t *groups, int width, Py_ssize_t i)
+INLINE Py_ssize_t group_at(const uint8_t *groups, int width, Py_ssize_t i)
 {
     switch (width) {
     case 1: return groups[i];
@@ -86,291 +58,543 @@ static inline Py_ssize_t group_at(const uint8_t *groups, int width, Py_ssize_t i
     }
 }
 
-static inline void add_word(uint64_t *a, uint64_t x)
+INLINE uint64_t word_at(const uint8_t *p) { uint64_t x; memcpy(&x, p, 8); return x; }
+/* Bits i0..i1-1 of a packed bit array (i0 a multiple of 64, i1 - i0 <= 64, i1 at most its length in bits). */
+INLINE uint64_t bits_at(const uint8_t *packed, Py_ssize_t i0, Py_ssize_t i1)
 {
-    a[0] += x & M1;
-    a[1] += (x >> 1) & M1;
-    a[2] += (x >> 2) & M1;
-    a[3] += (x >> 3) & M1;
+    uint64_t w = 0;
+    if (i1 - i0 == 64) /* one load; the last bytes one by one (no call, which would cost the caller its registers) */
+        return memcpy(&w, packed + i0 / 8, 8), w;
+    for (Py_ssize_t k = 0; 8 * k < i1 - i0; k++)
+        w |= (uint64_t)packed[i0 / 8 + k] << (8 * k);
+    return w & ((1ULL << (i1 - i0)) - 1);
+}
+/* Set bits of a word: the popcnt instruction where the engine has it, else by halves (SWAR). */
+INLINE int64_t popc(uint64_t x, const int hw)
+{
+    if (hw)
+        return __builtin_popcountll(x);
+    x = x - ((x >> 1) & 0x5555555555555555ULL), x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    return (int64_t)((((x + (x >> 4)) & M4) * 0x0101010101010101ULL) >> 56);
 }
 
-/* One instance per group width, so that the loop holds no switch. */
-#define FOLD_LOOP(WIDTH)                                                                          \
-    for (Py_ssize_t i = 0; i < n; i++) {                                                          \
-        const Py_ssize_t g = group_at(groups, WIDTH, i);                                          \
-        const uint8_t *row = rows + i * nbytes;                                                   \
-        uint64_t *a4 = L->acc4 + g * 4 * nw;                                                      \
-        for (Py_ssize_t w = 0; w < full; w++) {                                                   \
-            uint64_t x;                                                                           \
-            memcpy(&x, row + 8 * w, 8);                                                           \
-            add_word(a4 + 4 * w, x);                                                              \
-        }                                                                                         \
-        if (tail) {                                                                               \
-            uint64_t x = 0;                                                                       \
-            memcpy(&x, row + 8 * full, (size_t)tail);                                             \
-            add_word(a4 + 4 * full, x);                                                           \
-        }                                                                                         \
-        counts[g] += 1;                                                                           \
-        if (++L->c4[g] == 15)                                                                     \
-            flush4(L, g, ones);                                                                   \
-    }
-
-static void fold(lanes_t *L, const uint8_t *groups, int width, const uint8_t *rows, Py_ssize_t n,
-                 Py_ssize_t nbytes, Py_ssize_t num_groups, int64_t *counts, int64_t *ones)
+/* Group g's 16-bit lanes into the int64 table; its byte lanes into the 16-bit lanes (make_room: before r more rows go
+ * into the byte lanes). */
+static void flush16(job_t *J, Py_ssize_t g)
 {
-    const Py_ssize_t nw = L->nw, full = nbytes / 8, tail = nbytes % 8;
-    switch (width) {
-    case 1: FOLD_LOOP(1) break;
-    case 2: FOLD_LOOP(2) break;
-    case 4: FOLD_LOOP(4) break;
-    default: FOLD_LOOP(8) break;
-    }
-    for (Py_ssize_t g = 0; g < num_groups; g++) {
-        if (L->c4[g])
-            flush4(L, g, ones);
-        if (L->c8[g])
-            flush8(L, g, ones);
-    }
+    uint16_t *restrict l16 = J->l16 + g * 16 * J->nw4;
+    for (Py_ssize_t p = 0; p < 16 * J->nw4; p++)
+        if (J->bit[p] >= 0)
+            J->ones[g * J->nbits + J->bit[p]] += l16[p];
+    memset(l16, 0, (size_t)(32 * J->nw4)), J->r16[g] = 0;
+}
+static void flush8(job_t *J, Py_ssize_t g)
+{
+    if (J->r16[g] + J->r8[g] > 65535)
+        flush16(J, g);
+    uint16_t *restrict l16 = J->l16 + g * 16 * J->nw4;
+    uint8_t *restrict l8 = (uint8_t *)(J->l8 + g * 2 * J->nw4);
+    for (Py_ssize_t p = 0; p < 16 * J->nw4; p++)
+        l16[p] += l8[p];
+    memset(l8, 0, (size_t)(16 * J->nw4)), J->r16[g] += J->r8[g], J->r8[g] = 0;
+}
+INLINE void make_room(job_t *J, Py_ssize_t g, int r)
+{
+    if (J->r8[g] + r > 255)
+        flush8(J, g);
+    J->r8[g] += (uint16_t)r, J->counts[g] += r;
 }
 
-static int get_buffer(PyObject *obj, Py_buffer *view, int writable, const char *what)
+/* The histogram and the tests of row i of group g, any width and number of masks. */
+INLINE void row_stats(job_t *J, Py_ssize_t g, Py_ssize_t i, const uint8_t *row, const int hw)
 {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) {
-        PyErr_Format(PyExc_TypeError, "%s must be a C-contiguous%s buffer", what, writable ? " writable" : "");
-        return -1;
+    const Py_ssize_t nw = J->nw;
+    if (J->hist_on) {
+        int64_t ones = 0;
+        for (Py_ssize_t w = 0; w < nw; w++)
+            ones += popc(word_at(row + 8 * w) & J->pmask[w], hw);
+        J->hist[ones] += 1;
+    }
+    if (!J->tests_on || !((J->tested[i >> 3] >> (i & 7)) & 1) || !J->chosen[g])
+        return;
+    J->hits[0] += 1;
+    const uint64_t *mask = J->masks + g * (J->nmasks > 2 ? J->nmasks : 2) * nw;
+    for (Py_ssize_t j = 0; j < J->nmasks; j++, mask += nw) {
+        uint64_t missing = 0; /* bits of the mask the row lacks */
+        for (Py_ssize_t w = 0; w < nw; w++)
+            missing |= mask[w] & ~word_at(row + 8 * w);
+        J->hits[1 + j] += missing == 0;
+    }
+}
+INLINE const uint8_t *staged(job_t *J, const uint8_t *row)
+{
+    return memset(J->stage, 0, (size_t)J->reach), memcpy(J->stage, row, (size_t)J->nbytes);
+}
+
+/* An engine's steps in its vectors VT of VB bytes: _wide, a row of nch vectors into its group's nibble lanes (word
+ * (4c + s) VB/8 + q counts bits 64 (c VB/8 + q) + 4j + s); _flush4, those into byte lanes, stored as they are read (a
+ * load spanning smaller stores waits for them); _group, r <= 255 rows of one group summed in registers. */
+#define STEPS(NAME, ATTR, VT, VB)                                                                                  \
+    INLINE ATTR void NAME##_wide(uint64_t *a4, const uint8_t *row, Py_ssize_t nch)                                 \
+    {                                                                                                              \
+        VT x, a;                                                                                                   \
+        for (Py_ssize_t c = 0; c < nch; c++)                                                                       \
+            for (int s = 0; s < 4; s++) {                                                                          \
+                memcpy(&x, row + VB * c, VB), memcpy(&a, a4 + (4 * c + s) * (VB / 8), VB);                        \
+                a += (x >> (uint64_t)s) & M1, memcpy(a4 + (4 * c + s) * (VB / 8), &a, VB);                         \
+            }                                                                                                      \
+    }                                                                                                              \
+    INLINE ATTR void NAME##_flush4(job_t *J, Py_ssize_t g)                                                         \
+    {                                                                                                              \
+        make_room(J, g, J->c4[g]);                                                                                 \
+        const Py_ssize_t nw4 = J->nw4;                                                                             \
+        uint64_t *a = J->acc4 + g * nw4, *lo = J->l8 + g * 2 * nw4;                                                \
+        for (Py_ssize_t k = 0; k < nw4; k += VB / 8) {                                                             \
+            VT x, l, h, z = {0};                                                                                   \
+            memcpy(&x, a + k, VB), memcpy(&l, lo + k, VB), memcpy(&h, lo + nw4 + k, VB);                           \
+            l += x & M4, h += (x >> 4) & M4;                                                                       \
+            memcpy(lo + k, &l, VB), memcpy(lo + nw4 + k, &h, VB), memcpy(a + k, &z, VB);                           \
+        }                                                                                                          \
+        J->c4[g] = 0;                                                                                              \
+    }                                                                                                              \
+    INLINE ATTR void NAME##_group(uint64_t *lo, Py_ssize_t nw4, const uint8_t *const *rp, int r, Py_ssize_t nch)  \
+    {                                                                                                              \
+        for (Py_ssize_t c = 0; c < nch; c++) {                                                                     \
+            VT b[8] = {0}, x, l;                                                                                   \
+            for (int k0 = 0; k0 < r; k0 += 15) {                                                                   \
+                VT a[4] = {0};                                                                                     \
+                for (int k = k0; k < (k0 + 15 < r ? k0 + 15 : r); k++) {                                           \
+                    memcpy(&x, rp[k] + VB * c, VB);                                                                \
+                    for (int s = 0; s < 4; s++)                                                                    \
+                        a[s] += (x >> (uint64_t)s) & M1;                                                           \
+                }                                                                                                  \
+                for (int s = 0; s < 4; s++)                                                                        \
+                    b[s] += a[s] & M4, b[4 + s] += (a[s] >> 4) & M4;                                               \
+            }                                                                                                      \
+            for (int s = 0; s < 8; s++) {                                                                          \
+                uint64_t *L = lo + (s / 4) * nw4 + (4 * c + s % 4) * (VB / 8);                                     \
+                memcpy(&l, L, VB), l += b[s], memcpy(L, &l, VB);                                                   \
+            }                                                                                                      \
+        }                                                                                                          \
+    }
+
+/* An engine's loops (rows in [0, n_safe) are read `reach` bytes from their start, the others from a copy): _short,
+ * rows of <= 16 bytes, <= 2 masks, 64 rows folded, then the tested ones tested; the inner loop makes no call (so keeps
+ * its values in registers): lanes are flushed outside it. _single: one group (_group). _rows: any other case. */
+#define ENGINE(NAME, ATTR, HW)                                                                                     \
+    INLINE ATTR void NAME##_rows(job_t *J, Py_ssize_t i0, const int width, const int fold, const int stats)       \
+    {                                                                                                              \
+        for (Py_ssize_t i = i0; i < J->n; i++) {                                                                   \
+            const Py_ssize_t g = group_at(J->groups, width, i);                                                    \
+            const uint8_t *row = i < J->n_safe ? J->rows + i * J->nbytes : staged(J, J->rows + i * J->nbytes);     \
+            if (fold && J->narrow)                                                                                 \
+                NAME##_narrow(J->acc4 + g * 8, row);                                                               \
+            else if (fold)                                                                                         \
+                NAME##_wide(J->acc4 + g * J->nw4, row, J->nch);                                                    \
+            if (fold && ++J->c4[g] == 15)                                                                          \
+                NAME##_flush4(J, g);                                                                               \
+            if (stats)                                                                                             \
+                row_stats(J, g, i, row, HW);                                                                       \
+        }                                                                                                          \
+    }                                                                                                              \
+    INLINE ATTR void NAME##_short(job_t *J, const int width, const int fold, const int hist_on, const int tests)  \
+    {                                                                                                              \
+        const uint8_t *const groups = J->groups, *const rows = J->rows, *const chosen = J->chosen;                 \
+        const Py_ssize_t n = J->n_safe, nbytes = J->nbytes;                                                        \
+        const uint64_t pm0 = J->pmask[0], pm1 = J->pmask[1], *const masks = J->masks;                             \
+        uint64_t *const acc4 = J->acc4, h0 = 0, h1 = 0, h2 = 0;                                                    \
+        uint16_t *const c4 = J->c4;                                                                                \
+        int64_t *const hist = J->hist;                                                                             \
+        for (Py_ssize_t i0 = 0; i0 < n; i0 += 64) {                                                                \
+            const Py_ssize_t i1 = i0 + 64 < n ? i0 + 64 : n;                                                       \
+            for (Py_ssize_t i = i0, full = -1; i < i1; full = -1) {                                                \
+                for (const uint8_t *row = rows + i * nbytes; i < i1; i++, row += nbytes) {                         \
+                    const Py_ssize_t g = group_at(groups, width, i);                                               \
+                    if (hist_on)                                                                                   \
+                        hist[popc(word_at(row) & pm0, HW) + popc(word_at(row + 8) & pm1, HW)] += 1;                \
+                    if (fold) {                                                                                    \
+                        NAME##_narrow(acc4 + g * 8, row);                                                          \
+                        if (++c4[g] == 15 && (full = g, ++i))                                                      \
+                            break;                                                                                 \
+                    }                                                                                              \
+                }                                                                                                  \
+                if (full >= 0)                                                                                     \
+                    NAME##_flush4(J, full);                                                                        \
+            }                                                                                                      \
+            for (uint64_t w = tests ? bits_at(J->tested, i0, i1) : 0; w; w &= w - 1) {                             \
+                const Py_ssize_t i = i0 + __builtin_ctzll(w), g = group_at(groups, width, i);                      \
+                const uint8_t *row = rows + i * nbytes;                                                            \
+                const uint64_t x0 = word_at(row), x1 = word_at(row + 8), *mk = masks + 4 * g;                      \
+                if (!chosen[g])                                                                                    \
+                    continue;                                                                                      \
+                h0 += 1, h1 += ((mk[0] & ~x0) | (mk[1] & ~x1)) == 0, h2 += ((mk[2] & ~x0) | (mk[3] & ~x1)) == 0;  \
+            }                                                                                                      \
+        }                                                                                                          \
+        for (Py_ssize_t j = 0; tests && j <= J->nmasks; j++)                                                       \
+            J->hits[j] += (int64_t)(j == 0 ? h0 : j == 1 ? h1 : h2);                                               \
+        NAME##_rows(J, n, width, fold, hist_on || tests);                                                          \
+    }                                                                                                              \
+    INLINE ATTR void NAME##_single(job_t *J, const int width, const int stats)                                    \
+    {                                                                                                              \
+        for (Py_ssize_t i0 = 0; i0 < J->n_safe; i0 += 255) {                                                       \
+            const int r = J->n_safe - i0 < 255 ? (int)(J->n_safe - i0) : 255;                                      \
+            const uint8_t *rp[255];                                                                                \
+            for (int k = 0; k < r; k++) {                                                                          \
+                rp[k] = J->rows + (i0 + k) * J->nbytes;                                                            \
+                if (stats)                                                                                         \
+                    row_stats(J, 0, i0 + k, rp[k], HW);                                                            \
+            }                                                                                                      \
+            make_room(J, 0, r);                                                                                    \
+            NAME##_group(J->l8, J->nw4, rp, r, J->nch);                                                            \
+        }                                                                                                          \
+        NAME##_rows(J, J->n_safe, width, 1, stats);                                                                \
+    }                                                                                                              \
+    INLINE ATTR void NAME##_w(job_t *J, const int width)                                                           \
+    {                                                                                                              \
+        const int stats = J->hist_on || J->tests_on, f = J->fold, h = J->hist_on, t = J->tests_on;                \
+        if (J->single)                                                                                             \
+            stats ? NAME##_single(J, width, 1) : NAME##_single(J, width, 0);                                       \
+        else if (J->narrow && J->nmasks <= 2)                                                                      \
+            f && h && t ? NAME##_short(J, width, 1, 1, 1) : f && !stats ? NAME##_short(J, width, 1, 0, 0)          \
+                                                                        : NAME##_short(J, width, f, h, t);         \
+        else                                                                                                       \
+            stats ? NAME##_rows(J, 0, width, f, 1) : NAME##_rows(J, 0, width, f, 0);                               \
+    }                                                                                                              \
+    static ATTR void NAME##_run(job_t *J) { J->width == 1 ? NAME##_w(J, 1) : NAME##_w(J, J->width); }              \
+    static ATTR void NAME##_pairs(const uint64_t *c, Py_ssize_t k, Py_ssize_t words, int64_t *out)                \
+    {                                                                                                              \
+        for (Py_ssize_t i = 0; i < k; i++)                                                                         \
+            for (Py_ssize_t j = i; j < k; j++) {                                                                   \
+                int64_t t = 0;                                                                                     \
+                for (Py_ssize_t w = 0; w < words; w++)                                                             \
+                    t += popc(c[i * words + w] & c[j * words + w], HW);                                            \
+                out[i * k + j] = out[j * k + i] = t;                                                               \
+            }                                                                                                      \
+    }
+
+/* generic: vectors of two words (SSE2, NEON); a narrow row is a wide row of one vector (nibble word 2s + w). */
+STEPS(generic, , v2, 16)
+#define generic_narrow(a4, row) generic_wide(a4, row, 1)
+#if defined(__aarch64__) || defined(__POPCNT__)
+ENGINE(generic, , 1)
+#else
+ENGINE(generic, , 0)
+#endif
+
+#if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 9) && !defined(FOLD_GENERIC_ONLY) /* -D: as elsewhere */
+#define X86 1
+#include <immintrin.h>
+#define T_AVX2 __attribute__((target("avx2,popcnt,bmi")))
+#define T_AVX512 __attribute__((target("avx512f,avx2,popcnt,bmi")))
+typedef uint64_t v4 __attribute__((vector_size(32), aligned(1)));
+typedef uint64_t v8 __attribute__((vector_size(64), aligned(1)));
+/* avx2: narrow nibble vector v = 0, 1 holds words (w, s) = (0, 2v), (1, 2v), (0, 2v + 1), (1, 2v + 1). */
+INLINE T_AVX2 void avx2_narrow(uint64_t *a4, const uint8_t *row)
+{
+    const __m256i m1 = _mm256_set1_epi64x((long long)M1), *a = (const __m256i *)a4;
+    __m256i y = _mm256_srlv_epi64(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)row)),
+                                  _mm256_set_epi64x(1, 1, 0, 0));
+    _mm256_storeu_si256((__m256i *)a4, _mm256_add_epi64(_mm256_loadu_si256(a), _mm256_and_si256(y, m1)));
+    y = _mm256_and_si256(_mm256_srli_epi64(y, 2), m1);
+    _mm256_storeu_si256((__m256i *)a4 + 1, _mm256_add_epi64(_mm256_loadu_si256(a + 1), y));
+}
+STEPS(avx2, T_AVX2, v4, 32)
+ENGINE(avx2, T_AVX2, 1)
+/* avx512: the narrow nibble lanes are one vector, word q = 2s + w. */
+INLINE T_AVX512 void avx512_narrow(uint64_t *a4, const uint8_t *row)
+{
+    const __m512i x = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)row));
+    const __m512i y = _mm512_and_si512(_mm512_srlv_epi64(x, _mm512_set_epi64(3, 3, 2, 2, 1, 1, 0, 0)),
+                                       _mm512_set1_epi64((long long)M1));
+    _mm512_storeu_si512(a4, _mm512_add_epi64(_mm512_loadu_si512(a4), y));
+}
+STEPS(avx512, T_AVX512, v8, 64)
+ENGINE(avx512, T_AVX512, 1)
+#else
+#define X86 0
+#endif
+
+enum { GENERIC, AVX2, AVX512 };
+static const char *const ENGINE_NAMES[] = {"generic", "avx2", "avx512"};
+static const int ENGINE_WORDS[] = {2, 4, 8}; /* 64-bit words per vector */
+static int engine_ok[3] = {1, 0, 0}, engine = GENERIC;
+#if X86
+#define ENGINES(F) {generic_##F, avx2_##F, avx512_##F}
+#else
+#define ENGINES(F) {generic_##F}
+#endif
+static void (*const RUN[])(job_t *) = ENGINES(run);
+static void (*const PAIRS[])(const uint64_t *, Py_ssize_t, Py_ssize_t, int64_t *) = ENGINES(pairs);
+
+/* Allocate the working state (one block) and run the engine; -1 with an exception set when memory runs out. */
+static int run(job_t *J)
+{
+    const int e = engine == AVX512 && J->nbytes > 16 && J->nbytes <= 32 ? AVX2 : engine;
+    const Py_ssize_t G = J->num_groups;
+    J->single = J->fold && G == 1;
+    J->narrow = J->nbytes <= 16 && !J->single;
+    const int vw = ENGINE_WORDS[e];
+    J->nch = J->narrow ? 1 : (J->nbytes + 8 * vw - 1) / (8 * vw);
+    J->nw4 = J->narrow ? 8 : 4 * vw * J->nch;
+    J->reach = J->narrow ? 16 : 8 * vw * J->nch > 8 * J->nw ? 8 * vw * J->nch : 8 * J->nw;
+    J->n_safe = J->n * J->nbytes >= J->reach ? (J->n * J->nbytes - J->reach) / J->nbytes + 1 : 0;
+    const size_t gw = J->fold ? (size_t)G : 0, nw4 = (size_t)J->nw4, reach = ((size_t)J->reach + 63) & ~(size_t)63;
+    if ((size_t)G > SIZE_MAX / 128 / nw4)
+        return PyErr_NoMemory(), -1;
+    const size_t lanes = 8 * 3 * gw * nw4 + 2 * 16 * gw * nw4, counters = 8 * (size_t)G + 4 * 16 * nw4 + 8 * nw4;
+    uint8_t *mem = calloc(lanes + counters + 8 * (size_t)J->nw + reach + 64, 1);
+    if (!mem)
+        return PyErr_NoMemory(), -1;
+    J->acc4 = (uint64_t *)mem, J->l8 = J->acc4 + gw * nw4, J->pmask = J->l8 + 2 * gw * nw4;
+    J->stage = (uint8_t *)(J->pmask + J->nw), J->l16 = (uint16_t *)(J->stage + reach);
+    J->r16 = (uint32_t *)(J->l16 + 16 * gw * nw4), J->bit = (int32_t *)(J->r16 + G);
+    J->c4 = (uint16_t *)(J->bit + 16 * nw4), J->r8 = J->c4 + G;
+    for (Py_ssize_t p = 0; p < 16 * J->nw4; p++) { /* the bit byte lane p counts: see job_t */
+        const Py_ssize_t k = (p / 8) % J->nw4, j = p % 8, half = p / (8 * J->nw4);
+        const Py_ssize_t w = J->narrow ? (k % vw) % 2 : (k / (4 * vw)) * vw + k % vw;
+        const Py_ssize_t s = J->narrow ? (k / vw) * (vw / 2) + (k % vw) / 2 : (k / vw) % 4;
+        const Py_ssize_t b = 64 * w + 8 * j + 4 * half + s;
+        J->bit[p] = b < J->nbits ? (int32_t)b : -1;
+    }
+    for (Py_ssize_t b = 0; b < J->nbits; b++)
+        J->pmask[b / 64] |= 1ULL << (b % 64);
+    Py_BEGIN_ALLOW_THREADS
+    RUN[e](J);
+    for (Py_ssize_t g = 0; J->fold && g < G; g++) { /* what is left in the lanes, level by level */
+        if (J->c4[g])
+            generic_flush4(J, g);
+        if (J->r8[g])
+            flush8(J, g);
+        if (J->r16[g])
+            flush16(J, g);
+    }
+    Py_END_ALLOW_THREADS
+    free(mem);
+    return 0;
+}
+
+/* ---- entry points: arguments checked before anything is written ------------------------------------------------ */
+#define NBUF 9
+typedef struct { Py_buffer b[NBUF]; } bufs_t;
+static PyObject *release(bufs_t *B, PyObject *result)
+{
+    for (int k = 0; k < NBUF; k++)
+        B->b[k].obj ? PyBuffer_Release(&B->b[k]) : (void)0;
+    return result;
+}
+
+/* Buffer k of B from objs[k] for k < count, C-contiguous (writable: bit k of `writable`); None leaves one empty where
+ * bit k of `optional` is set. Returns the widths, or -1 with an exception set. */
+static int buffers(bufs_t *B, PyObject *const *objs, int count, const char *const *what, unsigned writable,
+                   unsigned optional, const int *widths, int nwidths)
+{
+    for (int k = 0; k < nwidths; k++)
+        if (widths[k] != 1 && widths[k] != 2 && widths[k] != 4 && widths[k] != 8)
+            return PyErr_SetString(PyExc_ValueError, "group width must be 1, 2, 4 or 8 bytes"), -1;
+    for (int k = 0; k < count; k++) {
+        const int w = writable >> k & 1;
+        if (!((optional >> k & 1) && objs[k] == Py_None)
+            && PyObject_GetBuffer(objs[k], &B->b[k], PyBUF_C_CONTIGUOUS | (w ? PyBUF_WRITABLE : 0)) < 0)
+            return PyErr_Format(PyExc_TypeError, "%s must be a C-contiguous%s buffer", what[k], w ? " writable" : ""),
+                   -1;
     }
     return 0;
 }
 
-static PyObject *add_ones_by_group(PyObject *self, PyObject *args)
+static PyObject *size_error(bufs_t *B, const char *what)
 {
-    (void)self;
-    PyObject *go, *ro, *co, *oo;
-    int width;
-    Py_ssize_t nbytes, nbits;
-    if (!PyArg_ParseTuple(args, "OiOnOOn", &go, &width, &ro, &nbytes, &co, &oo, &nbits))
-        return NULL;
-    if (width != 1 && width != 2 && width != 4 && width != 8) {
-        PyErr_SetString(PyExc_ValueError, "group width must be 1, 2, 4 or 8 bytes");
-        return NULL;
-    }
-    if (nbytes < 1 || nbits < 1 || nbits > 8 * nbytes || nbytes > (PY_SSIZE_T_MAX >> 6)) {
-        PyErr_SetString(PyExc_ValueError, "need 1 <= nbits <= 8*nbytes");
-        return NULL;
-    }
-    Py_buffer gb = {0}, rb = {0}, cb = {0}, ob = {0};
-    PyObject *result = NULL;
-    lanes_t L = {0};
-    if (get_buffer(go, &gb, 0, "groups") || get_buffer(ro, &rb, 0, "rows") || get_buffer(co, &cb, 1, "counts")
-        || get_buffer(oo, &ob, 1, "ones"))
-        goto done;
-    Py_ssize_t n = gb.len / width, num_groups = cb.len / 8;
-    if (gb.len % width || rb.len % nbytes || rb.len / nbytes != n || cb.len % 8 || num_groups < 1 || ob.len / 8 / nbits != num_groups
-        || ob.len != num_groups * nbits * 8) {
-        PyErr_SetString(PyExc_ValueError, "buffer sizes do not match: groups n*width, rows n*nbytes, "
-                                          "counts G*8, ones G*nbits*8 bytes");
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) { /* every group checked before anything is written */
-        Py_ssize_t g = group_at(gb.buf, width, i);
-        if (g < 0 || g >= num_groups) {
-            PyErr_Format(PyExc_ValueError, "record %zd: group out of [0, %zd)", i, num_groups);
-            goto done;
-        }
-    }
-    L.nw = (nbytes + 7) / 8;
-    L.nbits = nbits;
-    if ((size_t)num_groups > SIZE_MAX / 96 / (size_t)L.nw) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    L.acc4 = calloc((size_t)num_groups * 4 * L.nw, 8);
-    L.acc8 = calloc((size_t)num_groups * 8 * L.nw, 8);
-    L.c4 = calloc((size_t)num_groups, 1);
-    L.c8 = calloc((size_t)num_groups, 1);
-    if (!L.acc4 || !L.acc8 || !L.c4 || !L.c8) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    fold(&L, gb.buf, width, rb.buf, n, nbytes, num_groups, cb.buf, ob.buf);
-    Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
-done:
-    free(L.acc4);
-    free(L.acc8);
-    free(L.c4);
-    free(L.c8);
-    if (gb.obj) PyBuffer_Release(&gb);
-    if (rb.obj) PyBuffer_Release(&rb);
-    if (cb.obj) PyBuffer_Release(&cb);
-    if (ob.obj) PyBuffer_Release(&ob);
-    return result;
+    return PyErr_Format(PyExc_ValueError, "buffer sizes do not match: %s", what), release(B, NULL);
 }
 
-/* Set bits of a word, by halves (SWAR): no popcnt instruction is assumed of the machine it runs on. */
-static inline int64_t popcount64(uint64_t x)
-{
-    x = x - ((x >> 1) & 0x5555555555555555ULL);
-    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & M4;
-    return (int64_t)((x * 0x0101010101010101ULL) >> 56);
-}
+#define MAX_OF(T) /* a loop the compiler vectorizes */                                                            \
+    { T t = 0, v; for (Py_ssize_t i = 0; i < n; i++) memcpy(&v, col + sizeof(T) * i, sizeof(T)), t = v > t ? v : t; \
+      top = t; }
 
-/* Popcount of a row's first nbits bits, and whether it holds every bit of each mask of its group. */
-static void stats_loop(const uint8_t *groups, int width, const uint8_t *rows, Py_ssize_t n, Py_ssize_t nbytes,
-                       Py_ssize_t nbits, const uint8_t *tested, const uint8_t *masks, Py_ssize_t nmasks,
-                       const uint8_t *chosen, int64_t *hist, int64_t *hits)
+/* Every value of a column of n unsigned integers of `width` bytes below `limit`, else ValueError naming the first. */
+static int check_below(const uint8_t *col, int width, Py_ssize_t n, Py_ssize_t limit, const char *what)
 {
-    const Py_ssize_t full = nbits / 8, rest = nbits % 8;
-    const uint8_t last = (uint8_t)((1u << rest) - 1u);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const uint8_t *row = rows + i * nbytes;
-        int64_t ones = 0;
-        Py_ssize_t b = 0;
-        for (; b + 8 <= full; b += 8) {
-            uint64_t x;
-            memcpy(&x, row + b, 8);
-            ones += popcount64(x);
-        }
-        for (; b < full; b++)
-            ones += popcount64(row[b]);
-        if (rest)
-            ones += popcount64(row[full] & last);
-        hist[ones] += 1;
-        if (!((tested[i >> 3] >> (i & 7)) & 1))
-            continue;
-        const Py_ssize_t g = group_at(groups, width, i);
-        if (!chosen[g])
-            continue;
-        hits[0] += 1;
-        const uint8_t *mask = masks + g * nmasks * nbytes;
-        for (Py_ssize_t j = 0; j < nmasks; j++, mask += nbytes) {
-            uint64_t missing = 0; /* bits of the mask the row lacks */
-            Py_ssize_t k = 0;
-            for (; k + 8 <= nbytes; k += 8) {
-                uint64_t x, y;
-                memcpy(&x, row + k, 8);
-                memcpy(&y, mask + k, 8);
-                missing |= y & ~x;
-            }
-            for (; k < nbytes; k++)
-                missing |= (uint64_t)(mask[k] & (uint8_t)~row[k]);
-            hits[1 + j] += (missing == 0);
-        }
+    uint64_t top = 0; /* one vectorized reduction; the record is looked for only when one is out of range */
+    switch (width) {
+    case 1: MAX_OF(uint8_t) break;
+    case 2: MAX_OF(uint16_t) break;
+    case 4: MAX_OF(uint32_t) break;
+    default: MAX_OF(uint64_t)
     }
+    for (Py_ssize_t i = 0; top >= (uint64_t)limit && i < n; i++) {
+        const Py_ssize_t g = group_at(col, width, i);
+        if (g < 0 || g >= limit)
+            return PyErr_Format(PyExc_ValueError, "record %zd: %s out of [0, %zd)", i, what, limit), -1;
+    }
+    return 0;
 }
 
-static PyObject *report_stats(PyObject *self, PyObject *args)
+/* Checks the job's buffers (B: 0 groups, 1 rows, 2 counts, 3 ones, 4 hist, 5 tested, 6 masks, 7 chosen, 8 hits;
+ * each but groups and rows may be empty), runs it and releases them. */
+static PyObject *fold_job(bufs_t *B, int width, Py_ssize_t nbytes, Py_ssize_t nbits, Py_ssize_t nmasks)
 {
-    (void)self;
-    PyObject *go, *ro, *to, *mo, *co, *ho, *xo;
+    job_t J = {0};
+    Py_buffer *b = B->b;
+    if (nbytes < 1 || nbits < 1 || nbits > 8 * nbytes || nbytes > (1 << 24) || nmasks < 0 || nmasks > 64)
+        return PyErr_SetString(PyExc_ValueError, "need 1 <= nbits <= 8*nbytes (<= 16 MiB), 0 <= nmasks <= 64"),
+               release(B, NULL);
+    J.n = b[0].len / width, J.fold = b[2].obj != NULL, J.hist_on = b[4].obj != NULL, J.tests_on = b[5].obj != NULL;
+    J.num_groups = J.fold ? b[2].len / 8 : J.tests_on ? b[7].len : 1;
+    const Py_ssize_t G = J.num_groups, nw = (nbytes + 7) / 8 > 2 ? (nbytes + 7) / 8 : 2, ms = nmasks > 2 ? nmasks : 2;
+    if (b[0].len % width || b[1].len % nbytes || b[1].len / nbytes != J.n)
+        return size_error(B, "groups n*width, rows n*nbytes bytes");
+    if ((J.fold && (G < 1 || b[2].len % 8 || b[3].len != G * nbits * 8)) || (J.hist_on && b[4].len != (nbits + 1) * 8))
+        return size_error(B, "counts G*8, ones G*nbits*8, hist (nbits+1)*8 bytes");
+    if (J.tests_on && (G < 1 || b[5].len != (J.n + 7) / 8 || b[6].len != G * nmasks * nbytes || b[7].len != G
+                       || b[8].len != (nmasks + 1) * 8))
+        return size_error(B, "tested (n+7)/8, masks G*nmasks*nbytes, chosen G, hits (nmasks+1)*8 bytes");
+    J.groups = b[0].buf, J.rows = b[1].buf, J.width = width, J.nbytes = nbytes, J.nbits = nbits, J.nw = nw;
+    J.nmasks = J.tests_on ? nmasks : 0, J.counts = b[2].buf, J.ones = b[3].buf, J.hist = b[4].buf;
+    J.tested = b[5].buf, J.chosen = b[7].buf, J.hits = b[8].buf;
+    if ((J.fold || J.tests_on) && check_below(J.groups, width, J.n, G, "group"))
+        return release(B, NULL);
+    if (!(J.masks = calloc((size_t)(G * ms * nw), 8)))
+        return PyErr_NoMemory(), release(B, NULL);
+    for (Py_ssize_t g = 0; g < G; g++) /* masks as zero-padded words, ms of them a group */
+        for (Py_ssize_t j = 0; j < J.nmasks; j++)
+            memcpy(J.masks + (g * ms + j) * nw, (const uint8_t *)b[6].buf + (g * nmasks + j) * nbytes, (size_t)nbytes);
+    const int rc = run(&J);
+    free(J.masks);
+    return release(B, rc ? NULL : Py_NewRef(Py_None));
+}
+static const char *const NAMES[] = {"groups", "rows", "counts", "ones", "hist", "tested", "masks", "chosen", "hits"};
+static PyObject *fold_rows(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *o[NBUF];
     int width;
     Py_ssize_t nbytes, nbits, nmasks;
-    if (!PyArg_ParseTuple(args, "OiOnnOOnOOO", &go, &width, &ro, &nbytes, &nbits, &to, &mo, &nmasks, &co, &ho, &xo))
+    bufs_t B = {0};
+    if (!PyArg_ParseTuple(args, "OiOnnOOOOOnOO", &o[0], &width, &o[1], &nbytes, &nbits, &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &nmasks, &o[7], &o[8]))
         return NULL;
-    if (width != 1 && width != 2 && width != 4 && width != 8) {
-        PyErr_SetString(PyExc_ValueError, "group width must be 1, 2, 4 or 8 bytes");
-        return NULL;
-    }
-    if (nbytes < 1 || nbits < 1 || nbits > 8 * nbytes || nbytes > (PY_SSIZE_T_MAX >> 6) || nmasks < 0 || nmasks > 64) {
-        PyErr_SetString(PyExc_ValueError, "need 1 <= nbits <= 8*nbytes and 0 <= nmasks <= 64");
-        return NULL;
-    }
-    Py_buffer gb = {0}, rb = {0}, tb = {0}, mb = {0}, cb = {0}, hb = {0}, xb = {0};
-    PyObject *result = NULL;
-    if (get_buffer(go, &gb, 0, "groups") || get_buffer(ro, &rb, 0, "rows") || get_buffer(to, &tb, 0, "tested")
-        || get_buffer(mo, &mb, 0, "masks")
-        || get_buffer(co, &cb, 0, "chosen") || get_buffer(ho, &hb, 1, "hist") || get_buffer(xo, &xb, 1, "hits"))
-        goto done;
-    Py_ssize_t n = gb.len / width, num_groups = cb.len;
-    if (gb.len % width || rb.len % nbytes || rb.len / nbytes != n || tb.len != (n + 7) / 8 || num_groups < 1
-        || mb.len != num_groups * nmasks * nbytes
-        || hb.len != (nbits + 1) * 8 || xb.len != (nmasks + 1) * 8) {
-        PyErr_SetString(PyExc_ValueError, "buffer sizes do not match: groups n*width, rows n*nbytes, tested (n+7)/8, "
-                                          "masks G*nmasks*nbytes, chosen G, hist (nbits+1)*8, hits (nmasks+1)*8 bytes");
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) { /* the groups looked up, checked before anything is written */
-        Py_ssize_t g = (((const uint8_t *)tb.buf)[i >> 3] >> (i & 7)) & 1 ? group_at(gb.buf, width, i) : 0;
-        if (g < 0 || g >= num_groups) {
-            PyErr_Format(PyExc_ValueError, "record %zd: group out of [0, %zd)", i, num_groups);
-            goto done;
-        }
-    }
-    Py_BEGIN_ALLOW_THREADS
-    stats_loop(gb.buf, width, rb.buf, n, nbytes, nbits, tb.buf, mb.buf, nmasks, cb.buf, hb.buf, xb.buf);
-    Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
-done:
-    if (gb.obj) PyBuffer_Release(&gb);
-    if (rb.obj) PyBuffer_Release(&rb);
-    if (tb.obj) PyBuffer_Release(&tb);
-    if (mb.obj) PyBuffer_Release(&mb);
-    if (cb.obj) PyBuffer_Release(&cb);
-    if (hb.obj) PyBuffer_Release(&hb);
-    if (xb.obj) PyBuffer_Release(&xb);
-    return result;
+    return buffers(&B, o, NBUF, NAMES, 0x11C, 0x1FC, &width, 1) ? release(&B, NULL)
+                                                                 : fold_job(&B, width, nbytes, nbits, nmasks);
 }
 
-/* pair_counts(cols, k, words, out): out[i, j] = popcount(cols[i] & cols[j]) over `words` 64-bit words. */
-static PyObject *pair_counts(PyObject *self, PyObject *args)
+static PyObject *untested_counts(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    (void)self;
-    PyObject *co, *oo;
-    Py_ssize_t k, words;
-    if (!PyArg_ParseTuple(args, "OnnO", &co, &k, &words, &oo))
-        return NULL;
-    if (k < 0 || words < 0 || (k && words > PY_SSIZE_T_MAX / 8 / k) || k > 46340) {
-        PyErr_SetString(PyExc_ValueError, "need k >= 0 and words >= 0 within memory");
-        return NULL;
-    }
-    Py_buffer cb = {0}, ob = {0};
-    PyObject *result = NULL;
-    if (get_buffer(co, &cb, 0, "cols") || get_buffer(oo, &ob, 1, "out"))
-        goto done;
-    if (cb.len != k * words * 8 || ob.len != k * k * 8) {
-        PyErr_SetString(PyExc_ValueError, "buffer sizes do not match: cols k*words*8, out k*k*8 bytes");
-        goto done;
-    }
+    PyObject *o[3];
+    int width;
+    bufs_t B = {0};
+    static const char *const what[3] = {"groups", "tested", "counts"};
+    if (!PyArg_ParseTuple(args, "OiOO", &o[0], &width, &o[1], &o[2]) || buffers(&B, o, 3, what, 4, 0, &width, 1))
+        return release(&B, NULL);
+    const Py_ssize_t n = B.b[0].len / width, G = B.b[2].len / 8;
+    const uint8_t *gs = B.b[0].buf, *tested = B.b[1].buf;
+    int64_t *counts = B.b[2].buf;
+    if (B.b[0].len % width || B.b[1].len != (n + 7) / 8 || B.b[2].len % 8)
+        return size_error(&B, "groups n*width, tested (n+7)/8, counts G*8 bytes");
+    if (check_below(gs, width, n, G, "group"))
+        return release(&B, NULL);
     Py_BEGIN_ALLOW_THREADS
-    const uint64_t *c = cb.buf;
-    int64_t *out = ob.buf;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        const uint64_t *a = c + i * words;
-        for (Py_ssize_t j = i; j < k; j++) {
-            const uint64_t *b = c + j * words;
-            int64_t t = 0;
-            for (Py_ssize_t w = 0; w < words; w++)
-                t += popcount64(a[w] & b[w]);
-            out[i * k + j] = out[j * k + i] = t;
-        }
+    for (Py_ssize_t i0 = 0; i0 < n; i0 += 64) { /* the untested rows of 64, one by one */
+        const Py_ssize_t i1 = i0 + 64 < n ? i0 + 64 : n;
+        for (uint64_t u = ~bits_at(tested, i0, i1) & (~0ULL >> (64 - (i1 - i0))); u; u &= u - 1)
+            counts[group_at(gs, width, i0 + __builtin_ctzll(u))] += 1;
     }
     Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
-done:
-    if (cb.obj) PyBuffer_Release(&cb);
-    if (ob.obj) PyBuffer_Release(&ob);
-    return result;
+    return release(&B, Py_NewRef(Py_None));
 }
 
-static PyMethodDef methods[] = {
-    {"add_ones_by_group", add_ones_by_group, METH_VARARGS,
-     "add_ones_by_group(groups, width, rows, nbytes, counts, ones, nbits): counts[g] += 1 and "
-     "ones[g, b] += bit b of the row, for every record (native-endian unsigned groups of `width` bytes, "
-     "packed little-endian rows of `nbytes` bytes, int64 counts (G,) and ones (G, nbits))."},
-    {"report_stats", report_stats, METH_VARARGS,
-     "report_stats(groups, width, rows, nbytes, nbits, tested, masks, nmasks, chosen, hist, hits): hist[ones of the "
-     "row] += 1 for every record; for a record with bit i of tested (packed) set whose group is chosen, hits[0] += 1 and hits[1 + j] "
-     "+= 1 when it holds every bit of masks[g][j] (uint8 masks (G, nmasks, nbytes), uint8 chosen (G,), int64 hist "
-     "(nbits + 1,) and hits (nmasks + 1,))."},
-    {"pair_counts", pair_counts, METH_VARARGS,
-     "pair_counts(cols, k, words, out): out[i, j] = the set bits of cols[i] & cols[j] (k bit sets of `words` "
-     "uint64 words each; int64 out (k, k))."},
+#define SIGNS(GW, CW, BW)                                                                                          \
+    for (Py_ssize_t i = 0; i < n; i++) {                                                                           \
+        const Py_ssize_t g = group_at(gs, GW, i);                                                                  \
+        counts[g] += 1;                                                                                            \
+        sums[g * m + group_at(cs, CW, i)] += 2 * (int64_t)(uint64_t)group_at(bs, BW, i) - 1;                       \
+    }
+
+static PyObject *add_signs_by_group(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *o[5];
+    int w[3];
+    Py_ssize_t m;
+    bufs_t B = {0};
+    static const char *const what[5] = {"groups", "cells", "bits", "counts", "sums"};
+    if (!PyArg_ParseTuple(args, "OiOiOinOO", &o[0], &w[0], &o[1], &w[1], &o[2], &w[2], &m, &o[3], &o[4])
+        || buffers(&B, o, 5, what, 0x18, 0, w, 3))
+        return release(&B, NULL);
+    const Py_ssize_t n = B.b[0].len / w[0], G = B.b[3].len / 8;
+    const uint8_t *gs = B.b[0].buf, *cs = B.b[1].buf, *bs = B.b[2].buf;
+    int64_t *counts = B.b[3].buf, *sums = B.b[4].buf;
+    if (m < 1 || G < 1 || B.b[0].len % w[0] || B.b[1].len != n * w[1] || B.b[2].len != n * w[2] || B.b[3].len % 8
+        || B.b[4].len / 8 / m != G || B.b[4].len != G * m * 8)
+        return size_error(&B, "groups n*gw, cells n*cw, bits n*bw, counts G*8, sums G*m*8 bytes");
+    if (check_below(gs, w[0], n, G, "group") || check_below(cs, w[1], n, m, "cell"))
+        return release(&B, NULL);
+    Py_BEGIN_ALLOW_THREADS
+    if (w[0] == 1 && w[1] == 2 && w[2] == 1)
+        SIGNS(1, 2, 1)
+    else
+        SIGNS(w[0], w[1], w[2])
+    Py_END_ALLOW_THREADS
+    return release(&B, Py_NewRef(Py_None));
+}
+
+static PyObject *pair_counts(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *o[2];
+    Py_ssize_t k, words;
+    bufs_t B = {0};
+    static const char *const what[2] = {"cols", "out"};
+    if (!PyArg_ParseTuple(args, "OnnO", &o[0], &k, &words, &o[1]))
+        return NULL;
+    if (k < 0 || words < 0 || (k && words > PY_SSIZE_T_MAX / 8 / k) || k > 46340)
+        return PyErr_SetString(PyExc_ValueError, "need k >= 0 and words >= 0 within memory"), NULL;
+    if (buffers(&B, o, 2, what, 2, 0, NULL, 0))
+        return release(&B, NULL);
+    if (B.b[0].len != k * words * 8 || B.b[1].len != k * k * 8)
+        return size_error(&B, "cols k*words*8, out k*k*8 bytes");
+    Py_BEGIN_ALLOW_THREADS
+    PAIRS[engine](B.b[0].buf, k, words, B.b[1].buf);
+    Py_END_ALLOW_THREADS
+    return release(&B, Py_NewRef(Py_None));
+}
+
+static PyObject *engines(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
+{
+    return Py_BuildValue(engine_ok[AVX512] ? "[sss]" : engine_ok[AVX2] ? "[ss]" : "[s]", "generic", "avx2", "avx512");
+}
+static PyObject *use_engine(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    const char *name = NULL;
+    const int before = engine;
+    int e = 0;
+    if (!PyArg_ParseTuple(args, "|z", &name))
+        return NULL;
+    while (name && e < 3 && (strcmp(name, ENGINE_NAMES[e]) || !engine_ok[e]))
+        e++;
+    if (name && e == 3)
+        return PyErr_Format(PyExc_ValueError, "no engine '%s' on this machine (see engines())", name);
+    engine = name ? e : engine;
+    return PyUnicode_FromString(ENGINE_NAMES[before]);
+}
+
+static PyMethodDef methods[] = { /* the module's docstring (top of this file) says what they do */
+    {"fold_rows", fold_rows, METH_VARARGS, "fold_rows(groups, width, rows, nbytes, nbits, counts, ones, hist, tested, "
+                                           "masks, nmasks, chosen, hits): fold and count in one pass (None: not)."},
+    {"untested_counts", untested_counts, METH_VARARGS, "untested_counts(groups, width, tested, counts)"},
+    {"add_signs_by_group", add_signs_by_group, METH_VARARGS,
+     "add_signs_by_group(groups, gw, cells, cw, bits, bw, m, counts, sums)"},
+    {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(cols, k, words, out)"},
+    {"engines", engines, METH_NOARGS, "engines(): the vector engines this machine runs, slowest first."},
+    {"use_engine", use_engine, METH_VARARGS, "use_engine(name=None): fold with `name` from now on; return the former."},
     {NULL, NULL, 0, NULL},
 };
-
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_foldkernel", "Optional compiled fold kernel of ldp.",
                                     -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__foldkernel(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__foldkernel(void)
+{
+#if X86
+    __builtin_cpu_init();
+    engine_ok[AVX2] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")
+                      && __builtin_cpu_supports("bmi");
+    engine_ok[AVX512] = engine_ok[AVX2] && __builtin_cpu_supports("avx512f");
+#endif
+    engine = engine_ok[AVX512] ? AVX512 : engine_ok[AVX2] ? AVX2 : GENERIC;
+    return PyModule_Create(&module);
+}

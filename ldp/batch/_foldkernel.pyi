@@ -8,19 +8,30 @@ from typing_extensions import Buffer
 # any buffer; numpy's stubs declare ``ndarray.__buffer__`` only from Python 3.12
 _Buf: TypeAlias = Buffer | np.ndarray[Any, Any]
 
-def add_ones_by_group(groups: _Buf, width: int, rows: _Buf, nbytes: int, counts: _Buf, ones: _Buf,
-                      nbits: int, /) -> None:
-    """``counts[g] += 1`` and ``ones[g, b] += bit b of the row`` for every record, in place (native-endian
-    unsigned groups of ``width`` bytes, packed little-endian rows of ``nbytes`` bytes, int64 counts (G,)
-    and ones (G, nbits), all C-contiguous)."""
+def fold_rows(groups: _Buf, width: int, rows: _Buf, nbytes: int, nbits: int, counts: _Buf | None, ones: _Buf | None,
+              hist: _Buf | None, tested: _Buf | None, masks: _Buf | None, nmasks: int, chosen: _Buf | None,
+              hits: _Buf | None, /) -> None:
+    """One pass over packed little-endian rows of ``nbytes`` bytes (native-endian unsigned groups of ``width`` bytes),
+    in place, each part skipped when its arrays are None: ``counts[g] += 1`` and ``ones[g, b] += bit b`` (int64 (G,),
+    (G, nbits)); ``hist[ones among the row's first nbits bits] += 1`` (int64 (nbits + 1,)); for a row with bit ``i`` of
+    ``tested`` set (packed little-endian, uint8 ((n + 7) // 8,)) whose group ``g`` has ``chosen[g]``: ``hits[0] += 1``
+    and ``hits[1 + j] += 1`` when it holds every bit of ``masks[g, j]`` (uint8 masks (G, nmasks, nbytes), chosen (G,),
+    int64 hits (nmasks + 1,)). All C-contiguous; every group is checked before anything is written."""
 
-def report_stats(groups: _Buf, width: int, rows: _Buf, nbytes: int, nbits: int, tested: _Buf, masks: _Buf,
-                 nmasks: int, chosen: _Buf, hist: _Buf, hits: _Buf, /) -> None:
-    """``hist[ones of the row's first nbits bits] += 1`` for every record; for a record with bit ``i`` of ``tested``
-    set (packed little-endian, uint8 ((n + 7) // 8,)) whose group ``g`` has ``chosen[g]``, ``hits[0] += 1`` and
-    ``hits[1 + j] += 1`` when it holds every bit of ``masks[g, j]`` (uint8 masks (G, nmasks, nbytes), uint8 chosen
-    (G,), int64 hist (nbits + 1,) and hits (nmasks + 1,), all C-contiguous)."""
+def untested_counts(groups: _Buf, width: int, tested: _Buf, counts: _Buf, /) -> None:
+    """``counts[g_i] += 1`` for every row ``i`` whose bit ``i`` of ``tested`` (packed little-endian) is clear."""
+
+def add_signs_by_group(groups: _Buf, gw: int, cells: _Buf, cw: int, bits: _Buf, bw: int, m: int, counts: _Buf,
+                       sums: _Buf, /) -> None:
+    """``counts[g] += 1`` and ``sums[g, cell] += 2*bit - 1`` for every record (native-endian unsigned columns of
+    ``gw``, ``cw``, ``bw`` bytes; int64 counts (G,) and sums (G, m)), in place."""
 
 def pair_counts(cols: _Buf, k: int, words: int, out: _Buf, /) -> None:
     """``out[i, j] = popcount(cols[i] & cols[j])`` over ``words`` uint64 words: ``k`` bit sets (uint64 (k,
     words)), int64 out (k, k), all C-contiguous."""
+
+def engines() -> list[str]:
+    """The vector engines this machine runs (``"generic"``, then ``"avx2"``, ``"avx512"`` where the CPU has them)."""
+
+def use_engine(name: str | None = None, /) -> str:
+    """Fold with engine ``name`` (one of :func:`engines`) from now on (None: keep it); the engine in use before."""

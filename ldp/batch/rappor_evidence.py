@@ -25,9 +25,9 @@ all ``s`` chosen bits set with probability at most ``π(s)``
 the bound holds. (The counts of a fold are not reproducible, as the coins are fresh; the aggregate's other
 statistics are.)
 
-The per-row work (the histogram, the tests) runs in the compiled fold kernel when it is built
-(``_foldkernel.report_stats``) and in numpy otherwise, with identical results
-(``tests/server/test_rappor_evidence.py``).
+The per-row work (the histogram, the tests) runs in the compiled fold kernel when it is built, in the same pass over
+the rows as the aggregate's fold (:meth:`BitsTogether.fold`, ``_foldkernel.fold_rows``), and in numpy otherwise
+(:meth:`BitsTogether.add`, after the fold), with identical results (``tests/server/test_rappor_evidence.py``).
 """
 
 from __future__ import annotations
@@ -135,10 +135,11 @@ def report_stats(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], nbits: 
     kernel = kernel or bits.FOLD_KERNEL
     g = np.asarray(cohorts)
     if kernel == "compiled" and bits._foldkernel is not None:
-        g = np.ascontiguousarray(g.astype(g.dtype.newbyteorder("="), copy=False)).view(f"u{g.dtype.itemsize}")
+        g = bits.group_column(g)
         r = np.ascontiguousarray(rows, dtype=np.uint8)
-        bits._foldkernel.report_stats(g, g.dtype.itemsize, r, r.shape[1], nbits, np.ascontiguousarray(tested, np.uint8),
-                                 np.ascontiguousarray(masks), masks.shape[1], np.ascontiguousarray(chosen), hist, hits)
+        bits._foldkernel.fold_rows(g, g.itemsize, r, r.shape[1], nbits, None, None, hist,
+                                   np.ascontiguousarray(tested, np.uint8), np.ascontiguousarray(masks), masks.shape[1],
+                                   np.ascontiguousarray(chosen), hits)
         return
     if kernel not in ("numpy", "compiled"):
         raise ValueError(f"kernel must be 'numpy' or, when built, 'compiled'; got {kernel!r}")
@@ -183,7 +184,26 @@ class BitsTogether:
         count every report into ``hist`` and test the others into ``hits``. One loop step per cohort."""
         c = np.asarray(cohorts)
         tested = self.split(c.size)
-        counts = self._free_counts(c, tested)
+        self._take_in(c, rows, tested, self._free_counts(c, tested), kernel)
+        report_stats(c, rows, self.k, tested, self.masks, self.chosen, hist, hits, kernel)
+
+    def fold(self, cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], cohort_n: npt.NDArray[np.int64],
+             ones: npt.NDArray[np.int64], hist: npt.NDArray[np.int64], hits: npt.NDArray[np.int64]) -> None:
+        """:func:`~ldp.batch.bits.add_ones_by_group` into ``cohort_n`` and ``ones``, then :meth:`add`, as its result
+        (with the compiled kernel): the split and the choices first (they need the rows to choose from only), then
+        the fold, the histogram and the tests in one pass over the rows."""
+        fk, c = bits._foldkernel, bits.group_column(cohorts)
+        r = np.ascontiguousarray(rows, dtype=np.uint8)
+        tested = self.split(c.size)
+        free = np.zeros(self.seen.size, np.int64)
+        fk.untested_counts(c, c.itemsize, tested, free)
+        self._take_in(c, r, tested, free, None)
+        fk.fold_rows(c, c.itemsize, r, r.shape[1], self.k, cohort_n, ones, hist, tested, self.masks, len(self.sizes),
+                     self.chosen, hits)
+
+    def _take_in(self, c: npt.NDArray[Any], rows: npt.NDArray[np.uint8], tested: npt.NDArray[np.uint8],
+                 counts: npt.NDArray[np.int64], kernel: str | None) -> None:
+        """Take in a batch's reports to choose from (``counts`` per cohort), choosing again where due."""
         after = self.seen + counts
         due = np.maximum(FIRST, REFRESH * self.chosen_at)
         # rows a cohort's next choice can use: its latest, once it is within a sample of being due
@@ -204,7 +224,6 @@ class BitsTogether:
         for g in np.flatnonzero(after >= due).tolist():
             if len(self.samples.get(g, ())):
                 self._choose(g, kernel)
-        report_stats(c, rows, self.k, tested, self.masks, self.chosen, hist, hits, kernel)
 
     def _free_counts(self, cohorts: npt.NDArray[Any], tested: npt.NDArray[np.uint8],
                      step: int = 1 << 13) -> npt.NDArray[np.int64]:

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ldp.batch.bits import add_ones_by_group
+from ldp.batch.bits import add_ones_by_group, kernel_in_use
 from ldp.batch.rappor_evidence import BitsTogether, cooccurrence_sizes
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.rappor_decode import bit_count_variance
@@ -80,11 +80,16 @@ class RapporAggregate(Aggregate):
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         """Count reports per cohort and ones per (cohort, bit), in place (:func:`~ldp.batch.bits.add_ones_by_group`),
-        and the per-report statistics (:class:`~ldp.batch.rappor_evidence.BitsTogether`)."""
-        add_ones_by_group(columns["cohort"], columns["bits"], self.cohort_n, self.ones)
+        and the per-report statistics (:class:`~ldp.batch.rappor_evidence.BitsTogether`): with the compiled kernel,
+        in one pass over the rows (:meth:`~ldp.batch.rappor_evidence.BitsTogether.fold`)."""
         if self._together is None:
             self._together = BitsTogether(self.params)
-        self._together.add(columns["cohort"], columns["bits"], self.ones_hist, self.together)
+        cohorts, rows = columns["cohort"], columns["bits"]
+        if kernel_in_use():
+            self._together.fold(cohorts, rows, self.cohort_n, self.ones, self.ones_hist, self.together)
+            return
+        add_ones_by_group(cohorts, rows, self.cohort_n, self.ones)
+        self._together.add(cohorts, rows, self.ones_hist, self.together)
 
     # -- step 1 of decoding --------------------------------------------------------------------
     def bit_estimates(self) -> BitEstimates:

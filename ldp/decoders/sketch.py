@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ldp.batch import check_candidates
-from ldp.batch.bits import add_ones_by_group
+from ldp.batch.bits import add_ones_by_group, add_signs_by_group
 from ldp.batch.sketch import hadamard_sign, sketch_buckets
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.results import Estimates
@@ -84,13 +84,7 @@ def sketch_counts(params: SketchParams, groups: np.ndarray, columns: Mapping[str
     if out is None:
         out = (np.zeros(num_groups, np.int64), np.zeros((num_groups, m), np.int64))
     if isinstance(params, HcmsParams):
-        g = np.asarray(groups).astype(np.int64)
-        cell = g * m + columns["row"].astype(np.int64)
-        total = np.bincount(cell, minlength=num_groups * m)
-        ones = np.bincount(cell, weights=columns["bit"], minlength=num_groups * m).astype(np.int64)
-        row_n = np.bincount(g, minlength=num_groups)
-        out[0][...] += row_n
-        out[1][...] += (2 * ones - total).reshape(num_groups, m)
+        add_signs_by_group(groups, columns["row"], columns["bit"], *out)
         return out
     add_ones_by_group(groups, columns["bits"], *out)
     return out

@@ -1,8 +1,10 @@
-"""The fast folds agree exactly with the straightforward ones (issue 16, item 6).
+"""The fast folds agree exactly with the straightforward ones (issue 16, item 6; issue 61, item 1).
 
-* :func:`ldp.batch.bits.add_ones_by_group`, compiled (when built) and pure numpy, against a loop that
-  unpacks every row: random batches, 0/1/flush-boundary sizes, bit widths not multiples of 8, one
-  group and many, every group dtype, all-ones rows (the SWAR lanes at their capacity);
+* :func:`ldp.batch.bits.add_ones_by_group`, compiled (when built: on every vector engine this machine runs) and pure
+  numpy, against a loop that unpacks every row: random batches, 0/1/flush-boundary sizes, bit widths not multiples of
+  8, one group and many, every group dtype, all-ones rows (the SWAR lanes at their capacity, past the 15-, 255- and
+  65535-row flushes); rows read at the very end of the buffer (the copied tail);
+* :func:`ldp.batch.bits.add_signs_by_group` (HCMS), compiled on every engine and numpy, against a loop;
 * every aggregate that folds packed bits (RAPPOR, CMS, HCMS, SFP), fed binary frames through
   ``add_bytes``, against per-report ``add`` of :class:`~ldp.reports.Report` objects folded by that loop;
 * the batch validation's reduction fast path against the elementwise rule (rejects and their order);
@@ -11,7 +13,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import tracemalloc
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -20,7 +24,7 @@ from hypothesis import given, settings, strategies as st
 import ldp.batch.bits as bits_mod
 import ldp.decoders.rappor as rappor_mod
 import ldp.decoders.sketch as sketch_mod
-from ldp.batch.bits import add_ones_by_group, ones_by_group
+from ldp.batch.bits import add_ones_by_group, add_signs_by_group, ones_by_group
 from ldp.decoders.base import frame_to_batch
 from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.sfp import SfpAggregate
@@ -31,8 +35,24 @@ from ldp.encoders.rappor import RapporParams
 from ldp.encoders.sfp import SfpParams
 from ldp.reports import ReportBatch, scan_frames
 
-KERNELS = ["numpy"] + (["compiled"] if bits_mod._foldkernel is not None else [])
+ENGINES = bits_mod.fold_engines()
+KERNELS = ["numpy"] + [f"compiled-{e}" for e in ENGINES]
+"""The numpy fold, and the compiled one on each vector engine this machine runs (``generic`` everywhere)."""
 DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64, np.int64, np.dtype(">u2")]
+compiled = pytest.mark.skipif(bits_mod._foldkernel is None, reason="the compiled fold kernel is not built")
+
+
+@contextlib.contextmanager
+def kernel_of(name: str) -> Iterator[str]:
+    """The ``kernel`` argument for a name of :data:`KERNELS`, its engine in use meanwhile."""
+    if name == "numpy":
+        yield "numpy"
+        return
+    before = bits_mod._foldkernel.use_engine(name.removeprefix("compiled-"))
+    try:
+        yield "compiled"
+    finally:
+        bits_mod._foldkernel.use_engine(before)
 
 
 def reference_add(groups: np.ndarray, rows: np.ndarray, counts: np.ndarray, ones: np.ndarray, kernel=None) -> None:
@@ -76,21 +96,97 @@ def test_add_ones_by_group_equals_the_row_by_row_fold(kernel, case):
     want_counts, want_ones = start_counts.copy(), start_ones.copy()
     reference_add(groups, rows, want_counts, want_ones)
     counts, ones = start_counts.copy(), start_ones.copy()  # added to in place
-    add_ones_by_group(groups, rows, counts, ones, kernel=kernel)
+    with kernel_of(kernel) as k:
+        add_ones_by_group(groups, rows, counts, ones, kernel=k)
     np.testing.assert_array_equal(counts, want_counts)
     np.testing.assert_array_equal(ones, want_ones)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-@pytest.mark.parametrize("nbits", [5, 128, 1024])
-def test_lanes_never_overflow(kernel, nbits):
-    """All-ones rows, all in one group: every lane receives its maximum between flushes."""
-    n = 255 * 17 + 300
+@pytest.mark.parametrize("nbits", [5, 128, 200, 1024])
+@pytest.mark.parametrize("num_groups", [1, 2])
+def test_lanes_never_overflow(kernel, nbits, num_groups):
+    """All-ones rows, all in group 0 (the only one: its rows summed in registers; or one of two: in memory): every
+    lane receives its maximum between flushes, past the 16-bit lanes' 65535 rows too."""
+    n = 65535 + 255 * 17 + 300
     rows = packed_rows(np.random.default_rng(0), n, nbits, 1.0)
-    counts, ones = np.zeros(2, np.int64), np.zeros((2, nbits), np.int64)
-    add_ones_by_group(np.zeros(n, np.uint8), rows, counts, ones, kernel=kernel)
-    assert counts.tolist() == [n, 0]
-    assert (ones[0] == n).all() and (ones[1] == 0).all()
+    counts, ones = np.zeros(num_groups, np.int64), np.zeros((num_groups, nbits), np.int64)
+    with kernel_of(kernel) as k:
+        add_ones_by_group(np.zeros(n, np.uint8), rows, counts, ones, kernel=k)
+    assert counts.tolist() == [n] + [0] * (num_groups - 1)
+    assert (ones[0] == n).all() and (ones[1:] == 0).all()
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(nbits=st.integers(1, 600), n=st.integers(1, 40), seed=st.integers(0, 2**32 - 1))
+def test_rows_at_the_end_of_the_buffer_are_read_exactly(kernel, nbits, n, seed):
+    """The last rows of a batch, read from a copy (the vector loads would pass the buffer's end), and a view whose
+    buffer ends where the rows do: bits past each row's own are never counted."""
+    rng = np.random.default_rng(seed)
+    nbytes = (nbits + 7) // 8
+    buf = np.frombuffer(rng.bytes(n * nbytes), np.uint8).reshape(n, nbytes)  # padding bits set too
+    rows = buf & bits_mod.row_padding_mask(nbits)
+    groups = rng.integers(0, 3, n).astype(np.uint8)
+    want_counts, want_ones = np.zeros(3, np.int64), np.zeros((3, nbits), np.int64)
+    reference_add(groups, rows, want_counts, want_ones)
+    counts, ones = np.zeros(3, np.int64), np.zeros((3, nbits), np.int64)
+    with kernel_of(kernel) as k:
+        add_ones_by_group(groups, buf, counts, ones, kernel=k)
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_array_equal(ones, want_ones)
+
+
+@st.composite
+def sign_cases(draw):
+    n = draw(st.one_of(st.sampled_from([0, 1, 64, 65]), st.integers(0, 700)))
+    num_groups, m = draw(st.integers(1, 300)), draw(st.integers(1, 1100))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    gtype = draw(st.sampled_from([d for d in DTYPES if num_groups <= 256 or np.dtype(d).itemsize > 1]))
+    ctype = draw(st.sampled_from([d for d in DTYPES if m <= 256 or np.dtype(d).itemsize > 1]))
+    groups = rng.integers(0, num_groups, n).astype(gtype)
+    cells = np.where(rng.random(n) < 0.5, m - 1, rng.integers(0, m, n)).astype(ctype)
+    signs = rng.integers(0, 2, n).astype(draw(st.sampled_from([np.uint8, np.uint16, np.int64])))
+    return groups, cells, signs, num_groups, m
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(case=sign_cases())
+def test_add_signs_by_group_equals_the_report_by_report_fold(kernel, case):
+    groups, cells, signs, num_groups, m = case
+    counts, sums = np.full(num_groups, 7, np.int64), np.full((num_groups, m), -3, np.int64)
+    want_counts, want_sums = counts.copy(), sums.copy()
+    for g, c, b in zip(groups.tolist(), cells.tolist(), signs.tolist(), strict=True):
+        want_counts[g] += 1
+        want_sums[g, c] += 2 * b - 1
+    with kernel_of(kernel) as k:
+        add_signs_by_group(groups, cells, signs, counts, sums, kernel=k)
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_array_equal(sums, want_sums)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_group_or_cell_out_of_range_adds_no_sign(kernel):
+    groups, cells = np.arange(50, dtype=np.int64) % 4, np.arange(50, dtype=np.uint16) % 8
+    counts, sums = np.zeros(4, np.int64), np.zeros((4, 8), np.int64)
+    for bad_groups, bad_cells in ((np.where(groups == 3, 4, groups), cells), (groups, np.where(cells == 7, 8, cells)),
+                                  (np.where(groups == 3, -1, groups), cells)):
+        with kernel_of(kernel) as k, pytest.raises((ValueError, IndexError)):
+            add_signs_by_group(bad_groups, bad_cells, np.ones(50, np.uint8), counts, sums, kernel=k)
+        assert not counts.any() and not sums.any()
+
+
+@compiled
+def test_engines_are_named_and_switched():
+    fk = bits_mod._foldkernel
+    assert ENGINES[0] == "generic" and set(ENGINES) <= {"generic", "avx2", "avx512"}
+    before = fk.use_engine()
+    assert before == ENGINES[-1]  # the fastest is the default
+    assert fk.use_engine("generic") == before and fk.use_engine(before) == "generic"
+    with pytest.raises(ValueError, match="engine"):
+        fk.use_engine("sse9")
+    assert fk.use_engine() == before
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -99,12 +195,12 @@ def test_a_group_out_of_range_adds_nothing(kernel):
     groups = np.arange(50, dtype=np.int64) % 4
     groups[37] = 4
     counts, ones = np.zeros(4, np.int64), np.zeros((4, 20), np.int64)
-    with pytest.raises((ValueError, IndexError)):
-        add_ones_by_group(groups, rows, counts, ones, kernel=kernel)
+    with kernel_of(kernel) as k, pytest.raises((ValueError, IndexError)):
+        add_ones_by_group(groups, rows, counts, ones, kernel=k)
     assert not counts.any() and not ones.any()
     groups[37] = -1
-    with pytest.raises((ValueError, IndexError)):
-        add_ones_by_group(groups, rows, counts, ones, kernel=kernel)
+    with kernel_of(kernel) as k, pytest.raises((ValueError, IndexError)):
+        add_ones_by_group(groups, rows, counts, ones, kernel=k)
     assert not counts.any() and not ones.any()
 
 
@@ -120,8 +216,20 @@ def test_bad_shapes_and_kernels_are_refused():
             add_ones_by_group(np.zeros(3, np.uint8), np.zeros((2, 2), np.uint8), counts, ones, kernel="compiled")
         with pytest.raises(TypeError, match="integers"):
             add_ones_by_group(np.zeros(2), np.zeros((2, 2), np.uint8), counts, ones, kernel="compiled")
-        with pytest.raises(ValueError):  # the C entry point checks its buffers itself
-            bits_mod._foldkernel.add_ones_by_group(b"\0\0", 1, b"\0" * 4, 2, counts, ones, 17)
+        fk = bits_mod._foldkernel
+        with pytest.raises(ValueError):  # the C entry points check their buffers themselves
+            fk.fold_rows(b"\0\0", 1, b"\0" * 4, 2, 17, counts, ones, None, None, None, 0, None, None)
+        with pytest.raises(ValueError, match="buffer sizes"):
+            fk.fold_rows(b"\0\0", 1, b"\0" * 4, 2, 9, counts, None, None, None, None, 0, None, None)
+        with pytest.raises(ValueError, match="width"):
+            fk.fold_rows(b"\0\0", 3, b"\0" * 4, 2, 9, counts, ones, None, None, None, 0, None, None)
+        with pytest.raises(TypeError, match="writable"):
+            fk.fold_rows(b"\0\0", 1, b"\0" * 4, 2, 9, counts, b"\0" * 216, None, None, None, 0, None, None)
+        with pytest.raises(ValueError, match="buffer sizes"):
+            fk.add_signs_by_group(b"\0\0", 1, b"\0\0", 1, b"\0", 1, 9, counts, ones)
+        with pytest.raises(ValueError, match="buffer sizes"):
+            fk.untested_counts(b"\0\0", 1, b"\0\0", counts)
+        assert not counts.any() and not ones.any()
 
 
 # -- aggregates: binary frames through add_bytes vs Report objects folded row by row ----------------------------

@@ -4,9 +4,11 @@ aggregate files written before the statistics existed still load."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 import zlib
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -29,7 +31,19 @@ from ldp.errors import AggregateFormatError
 from ldp.server.poisoning import poisoning_evidence
 
 KERNELS = ["numpy"] + (["compiled"] if bits_mod._foldkernel is not None else [])
+ENGINES = bits_mod.fold_engines()
 compiled = pytest.mark.skipif(bits_mod._foldkernel is None, reason="the compiled fold kernel is not built")
+
+
+@contextlib.contextmanager
+def engine(name: str | None) -> Iterator[None]:
+    """The compiled kernel's vector engine ``name`` in use meanwhile (None: no change)."""
+    before = bits_mod._foldkernel.use_engine(name) if name else None
+    try:
+        yield
+    finally:
+        if before:
+            bits_mod._foldkernel.use_engine(before)
 
 
 @st.composite
@@ -73,10 +87,42 @@ def _reference(cohorts: np.ndarray, rows: np.ndarray, k: int, tested: np.ndarray
 def test_report_stats_paths_equal_the_row_by_row_rule(case: tuple) -> None:
     cohorts, rows, k, tested, masks, chosen = case
     want = _reference(cohorts, rows, k, tested, masks, chosen)
-    for kernel in KERNELS:
+    for kernel, name in [("numpy", None)] + [("compiled", e) for e in ENGINES]:
         hist, hits = np.zeros(k + 1, np.int64), np.zeros(masks.shape[1] + 1, np.int64)
-        report_stats(cohorts, rows, k, np.packbits(tested, bitorder="little"), masks, chosen, hist, hits, kernel)
-        assert hist.tolist() == want[0].tolist() and hits.tolist() == want[1].tolist(), kernel
+        with engine(name):
+            report_stats(cohorts, rows, k, np.packbits(tested, bitorder="little"), masks, chosen, hist, hits, kernel)
+        assert hist.tolist() == want[0].tolist() and hits.tolist() == want[1].tolist(), (kernel, name)
+
+
+@compiled
+@pytest.mark.parametrize("name", ENGINES)
+@settings(max_examples=80, deadline=None)
+@given(case=_stats_case(), extra=st.integers(0, 300), seed=st.integers(0, 2**32 - 1))
+def test_the_fused_pass_equals_the_fold_and_the_statistics_apart(name: str, case: tuple, extra: int,
+                                                                 seed: int) -> None:
+    """``fold_rows`` with everything at once (the fold, the histogram, the tests; more rows than the hypothesis case:
+    past a 64-row block of tests and the 15-row lane flushes) against the row-by-row rules, and ``untested_counts``."""
+    cohorts, rows, k, tested, masks, chosen = case
+    rng = np.random.default_rng(seed)
+    m, width = masks.shape[0], rows.shape[1]
+    cohorts = np.concatenate([cohorts, rng.integers(0, m, extra).astype(cohorts.dtype)])
+    rows = np.concatenate([rows, rng.integers(0, 256, (extra, width), dtype=np.uint8)])
+    tested = np.concatenate([tested, rng.integers(0, 2, extra).astype(np.uint8)])
+    want_hist, want_hits = _reference(cohorts, rows, k, tested, masks, chosen)
+    want_n, want_ones = np.zeros(m, np.int64), np.zeros((m, k), np.int64)
+    for g, row in zip(cohorts.tolist(), rows, strict=True):
+        want_n[g] += 1
+        want_ones[g] += np.unpackbits(row, count=k, bitorder="little")
+    fk, c = bits_mod._foldkernel, bits_mod.group_column(cohorts)
+    n, ones, hist, hits = np.zeros(m, np.int64), np.zeros((m, k), np.int64), np.zeros(k + 1, np.int64), \
+        np.zeros(masks.shape[1] + 1, np.int64)
+    packed, free = np.packbits(tested, bitorder="little"), np.zeros(m, np.int64)
+    with engine(name):
+        fk.fold_rows(c, c.itemsize, rows, width, k, n, ones, hist, packed, masks, masks.shape[1], chosen, hits)
+        fk.untested_counts(c, c.itemsize, packed, free)
+    assert (n == want_n).all() and (ones == want_ones).all()
+    assert hist.tolist() == want_hist.tolist() and hits.tolist() == want_hits.tolist()
+    assert free.tolist() == np.bincount(cohorts[tested == 0].astype(np.int64), minlength=m).tolist()
 
 
 @settings(max_examples=60, deadline=None)
@@ -94,15 +140,24 @@ def test_the_compiled_kernel_refuses_what_does_not_fit() -> None:
     hist, hits = np.zeros(17, np.int64), np.zeros(3, np.int64)
     rows, masks, chosen = np.zeros((4, 2), np.uint8), np.zeros((2, 2, 2), np.uint8), np.ones(2, np.uint8)
     tested = np.packbits(np.array([0, 1, 0, 1], np.uint8), bitorder="little")
+    counts, ones = np.zeros(2, np.int64), np.zeros((2, 16), np.int64)
+
+    def stats(groups, nbits=16, tested=tested, nmasks=2, counts=None, ones=None):  # type: ignore[no-untyped-def]
+        fk.fold_rows(groups, 1, rows, 2, nbits, counts, ones, hist, tested, masks, nmasks, chosen, hits)
+
     with pytest.raises(ValueError, match="group out of"):
-        fk.report_stats(np.array([0, 2, 0, 1], np.uint8), 1, rows, 2, 16, tested, masks, 2, chosen, hist, hits)
+        stats(np.array([0, 2, 0, 1], np.uint8))
+    with pytest.raises(ValueError, match="group out of"):  # the fold's groups are checked before the statistics
+        stats(np.array([0, 1, 2, 1], np.uint8), counts=counts, ones=ones)
     with pytest.raises(ValueError, match="buffer sizes"):
-        fk.report_stats(np.zeros(4, np.uint8), 1, rows, 2, 16, tested, masks, 1, chosen, hist, hits)
+        stats(np.zeros(4, np.uint8), nmasks=1)
     with pytest.raises(ValueError, match="buffer sizes"):
-        fk.report_stats(np.zeros(4, np.uint8), 1, rows, 2, 16, np.zeros(2, np.uint8), masks, 2, chosen, hist, hits)
+        stats(np.zeros(4, np.uint8), tested=np.zeros(2, np.uint8))
     with pytest.raises(ValueError, match="nbits"):
-        fk.report_stats(np.zeros(4, np.uint8), 1, rows, 2, 17, tested, masks, 2, chosen, hist, hits)
-    assert not hist.any() and not hits.any()
+        stats(np.zeros(4, np.uint8), nbits=17)
+    with pytest.raises(ValueError, match="group out of"):
+        fk.untested_counts(np.array([0, 2, 0, 1], np.uint8), 1, tested, counts)
+    assert not hist.any() and not hits.any() and not counts.any() and not ones.any()
     with pytest.raises(ValueError, match="buffer sizes"):
         fk.pair_counts(np.zeros((3, 2), np.uint64), 3, 2, np.zeros((3, 2), np.int64))
 
@@ -136,6 +191,35 @@ def test_batches_choices_and_counts_agree_across_kernels_and_ignore_tested_rows(
         assert (masks == runs[0][1]).all() and (chosen_at == runs[0][2]).all()
         if same:
             assert (hist == runs[0][3]).all() and (hits == runs[0][4]).all()
+
+
+@compiled
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), cuts=st.lists(st.integers(0, 3000), max_size=6),
+       k=st.sampled_from([24, 128, 200]))
+def test_the_one_pass_fold_equals_the_fold_then_add(seed: int, cuts: list[int], k: int) -> None:
+    """``BitsTogether.fold`` (compiled, one pass after the choices) and ``add_ones_by_group`` then ``add`` (numpy),
+    given the same coins, batch after batch: the same choices, counts, ones, histogram and tests."""
+    params = RapporParams(num_bloombits=k, num_hashes=2, num_cohorts=3, p=0.25, q=0.75, f=0.5)
+    gen = np.random.default_rng(seed)
+    n, width = 3000, (k + 7) // 8
+    cohorts = gen.integers(0, 3, n).astype(np.uint8)
+    rows = gen.integers(0, 256, (n, width), dtype=np.uint8) & bits_mod.row_padding_mask(k)
+    edges = [0, *sorted(set(cuts)), n]
+    states = []
+    for fused in (True, False):
+        bt = BitsTogether(params, seed)
+        cohort_n, ones = np.zeros(3, np.int64), np.zeros((3, k), np.int64)
+        hist, hits = np.zeros(k + 1, np.int64), np.zeros(1 + len(cooccurrence_sizes(params)), np.int64)
+        for a, b in zip(edges, edges[1:], strict=False):
+            if fused:
+                bt.fold(cohorts[a:b], rows[a:b], cohort_n, ones, hist, hits)
+            else:
+                bits_mod.add_ones_by_group(cohorts[a:b], rows[a:b], cohort_n, ones, kernel="numpy")
+                bt.add(cohorts[a:b], rows[a:b], hist, hits, "numpy")
+        states.append((bt.masks, bt.chosen, bt.chosen_at, bt.seen, cohort_n, ones, hist, hits))
+    for x, y in zip(*states, strict=True):
+        assert (x == y).all()
 
 
 def test_the_split_is_a_fair_coin_per_report_and_fresh_by_default() -> None:
