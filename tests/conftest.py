@@ -20,6 +20,9 @@ The fixtures here are those that several files need."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pickle
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -61,3 +64,37 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
         return open_store(tmp_path / "store")
     s3 = request.getfixturevalue("s3")
     return open_store(f"{s3.bucket('ldp-stores')}/t{time.monotonic_ns()}", s3.options())
+
+
+@pytest.fixture(scope="session")
+def statistics_battery(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Any, ...]]:
+    """``statistics_battery(name)``: the statistics battery of the registered protocol ``name``, as
+    :func:`ldp.protocols.check_statistics.statistics_power` returns it (one row per example: its failures, the
+    collections it ran, its power), run once per protocol and test run and shared by the tests that read it (the
+    conformance suite's ``statistics`` test and the power test of ``tests/protocols/test_statistics_power.py``): the
+    same battery, at the same power and false-alarm levels, asserted on by each. Under xdist the workers share it
+    through a file of the run's temporary folder: the first worker to need a protocol runs it under a lock, the others
+    wait and read its result. A test that breaks a protocol on purpose runs the battery itself (``check_statistics``),
+    never this cached one."""
+    from ldp.protocols import get_protocol
+    from ldp.protocols.check_statistics import statistics_power
+
+    root = tmp_path_factory.getbasetemp()
+    folder = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "statistics-battery"
+    folder.mkdir(exist_ok=True)
+    runs: dict[str, tuple[Any, ...]] = {}
+
+    def battery(name: str) -> tuple[Any, ...]:
+        if name not in runs:
+            saved = folder / f"{name}.pickle"
+            with open(folder / f"{name}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if saved.exists():
+                    runs[name] = pickle.loads(saved.read_bytes())
+                else:
+                    runs[name] = tuple(statistics_power(get_protocol(name)))
+                    saved.with_suffix(".partial").write_bytes(pickle.dumps(runs[name]))
+                    saved.with_suffix(".partial").replace(saved)
+        return runs[name]
+
+    return battery

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -54,7 +54,7 @@ from ldp.decoders.base import Aggregate
 from ldp.protocols.check_examples import ALPHA, SEED, examples_of
 from ldp.protocols.registry import Protocol
 
-__all__ = ["CANDIDATES", "MAX_TRIALS", "PILOT", "POOLED_ALPHA", "POWER", "USERS", "VARIANCE_ERROR",
+__all__ = ["CANDIDATES", "MAX_TRIALS", "PILOT", "POOLED_ALPHA", "POWER", "USERS", "VARIANCE_ERROR", "assert_passed",
            "check_statistics", "statistics_power"]
 
 USERS = {"aggregate": 2_000, "per_report": 1_000}
@@ -374,6 +374,13 @@ def statistics_power(proto: Protocol) -> list[PowerRow]:
 def check_statistics(proto: Protocol) -> None:
     """Estimates unbiased, their variance the exact formula's (a pooled test sized to catch a 10 % error), the
     planner's variance the exact one, along both simulation paths."""
-    for row in statistics_power(proto):
+    assert_passed(statistics_power(proto))
+
+
+def assert_passed(rows: Sequence[PowerRow]) -> None:
+    """``AssertionError`` with the failures of the first failing example of :func:`statistics_power`'s ``rows``:
+    what :func:`check_statistics` raises, for a caller that keeps the rows (the test suite runs the battery once per
+    protocol and shares it)."""
+    for row in rows:
         if row.failures:
             raise AssertionError("; ".join(row.failures))

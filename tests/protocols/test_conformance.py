@@ -12,6 +12,7 @@ from ldp.encoders.base import ProtocolParams
 from ldp.encoders.randomized_response import GRREncoder, GRRParams
 from ldp.privacy.accountant import PrivacyCost
 from ldp.protocols import get_protocol, protocols
+from ldp.protocols.check_statistics import assert_passed
 from ldp.protocols.checks import (
     all_checks,
     check_batch,
@@ -28,13 +29,17 @@ from ldp.reports import ReportError
 
 
 @pytest.mark.parametrize("check", all_checks(), ids=str)
-def test_protocol_conforms(check):
-    check()
+def test_protocol_conforms(check, statistics_battery):
+    if check.name == "statistics":  # check_statistics on the battery run once per protocol (tests/conftest.py)
+        assert_passed(statistics_battery(check.protocol))
+    else:
+        check()
 
 
 def test_every_protocol_has_every_check():
     names = [c.name for c in protocol_checks("grr")]
     assert names == ["params", "privacy", "statistics", "merge", "batch", "client"]
+    assert {c.name: c.function for c in protocol_checks("grr")}["statistics"] is check_statistics  # as shared above
     assert {str(c) for c in all_checks()} == {f"{p}-{n}" for p in protocols() for n in names}
     with pytest.raises(ValueError, match="unknown protocol"):
         protocol_checks("no-such-protocol")

@@ -6,6 +6,7 @@ caught them; the correct GRR passes with the power the check is sized for."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -14,9 +15,9 @@ from ldp.protocols import get_protocol
 from ldp.protocols.check_statistics import (
     POWER,
     VARIANCE_ERROR,
+    PowerRow,
     check_statistics,
     planned_truth,
-    statistics_power,
 )
 
 _COUNT_VARIANCE = GRRAggregate.count_variance.__func__  # type: ignore[attr-defined]
@@ -30,10 +31,12 @@ def _break(monkeypatch: pytest.MonkeyPatch, exact: float = 1.0, planner: float =
 
 
 @pytest.mark.parametrize("name", ["grr", "hr", "multi"])
-def test_the_correct_protocol_passes_with_the_power_it_is_sized_for(name: str) -> None:
+def test_the_correct_protocol_passes_with_the_power_it_is_sized_for(
+        name: str, statistics_battery: Callable[[str], tuple[PowerRow, ...]]) -> None:
     """GRR; HR, whose run asks for more than its pilot did (topped up at the same truth); multi, whose attributes
-    each run draws (run again at the full size)."""
-    rows = statistics_power(get_protocol(name))
+    each run draws (run again at the full size). The battery is the conformance test's (``statistics_power``, run once
+    per protocol: tests/conftest.py)."""
+    rows = statistics_battery(name)
     assert rows and all(not r.failures for r in rows)
     assert all(r.power >= POWER for r in rows), [(r.params, r.power) for r in rows]
     assert all(r.planned_item == (0 if name != "multi" else None) for r in rows)

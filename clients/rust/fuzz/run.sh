@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
 # Runs every fuzz target for a bounded time: bash fuzz/run.sh [SECONDS_PER_TARGET] (from clients/rust).
-# cargo-fuzz is built into target/tools (no global install); nightly is used if rustup has it, else the stable
-# toolchain with RUSTC_BOOTSTRAP=1 (cargo fuzz needs -Z flags for its sanitizer and coverage instrumentation).
+# cargo-fuzz is installed once, into cargo's bin (~/.cargo/bin), when absent (the version pinned here); nightly is
+# used if rustup has it, else the stable toolchain with RUSTC_BOOTSTRAP=1 (cargo fuzz needs -Z flags for its
+# sanitizer and coverage instrumentation). The targets are built together first, then each runs for its time; the
+# builds go to fuzz/target, or to CARGO_TARGET_DIR when set (.ci/run keeps one outside the clone, reused across runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
-tools="$PWD/target/tools"
-if [ ! -x "$tools/bin/cargo-fuzz" ]; then
-    cargo install --quiet --locked --root "$tools" cargo-fuzz@0.13.1
+cargo_fuzz_version=0.13.1
+if ! command -v cargo-fuzz >/dev/null; then
+    echo "-- installing cargo-fuzz $cargo_fuzz_version into cargo's bin"
+    cargo install --quiet --locked "cargo-fuzz@$cargo_fuzz_version"
+    command -v cargo-fuzz >/dev/null || export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 fi
-export PATH="$tools/bin:$PATH"
 toolchain=()
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     toolchain=(+nightly)
 else
     export RUSTC_BOOTSTRAP=1
 fi
+echo "-- $(cargo fuzz --version), rustc $(rustc "${toolchain[@]}" --version | cut -d' ' -f2-)"
+build_start=$SECONDS
+cargo "${toolchain[@]}" fuzz build --release
+echo "-- fuzz targets built in $((SECONDS - build_start)) s"
 for target in $(cargo "${toolchain[@]}" fuzz list); do
     echo "-- fuzz $target for ${seconds}s"
     cargo "${toolchain[@]}" fuzz run --release "$target" -- -max_total_time="$seconds" -rss_limit_mb=2048 \
