@@ -248,6 +248,25 @@ def verify(data_dir: Path, app: str, spec_path: Path, pool: list[bytes], tally: 
             "ok": not problems and not tally.failed and summary.records == sent, "problems": problems[:10]}
 
 
+def server_latency(log: Path) -> dict[str, float]:
+    """p50/p99/max (ms) of the uploads the server answered 200, as its access log times them (from the request's
+    start in the app to its answer: the HTTP parsing before and the sending after are the clients' side of the
+    difference with ``latency_ms``); empty when the log has none."""
+    times = []
+    for line in log.read_text(errors="replace").splitlines():
+        start = line.find('{"method":"POST"')
+        if start >= 0:
+            try:
+                entry = json.loads(line[start:])
+            except ValueError:
+                continue
+            if entry.get("status") == 200 and isinstance(entry.get("ms"), (int, float)):
+                times.append(float(entry["ms"]))
+    if not times:
+        return {}
+    return {"p50": percentile(times, 0.5), "p99": percentile(times, 0.99), "max": percentile(times, 1.0)}
+
+
 def percentile(values: list[float], q: float) -> float:
     s = sorted(values)
     return round(s[min(len(s) - 1, int(q * len(s)))], 2) if s else float("nan")
@@ -267,16 +286,22 @@ def run(mode: str, seconds: float, clients: int, kills: int, rate: float | None,
     pool = make_pool(spec, pool_size, 500, seed)
     server = Server(config, free_port(), work / "server.log")
     server.start()
+    load_before = os.getloadavg()
     try:
         tally, wall, moments = load(server, token, pool, clients, seconds, rate, kills if mode == "kill" else 0, seed)
     finally:
+        load_after = os.getloadavg()
         status = server.stop()
     sent = sum(pool[i].count(b"\n") for i in tally.acked.values())
     out = {"mode": mode, "seconds": round(wall, 2), "clients": clients, "batch_reports": 500,
            "reports_per_second": round(sent / wall), "latency_ms": {"p50": percentile(tally.latencies, 0.5),
                                                                    "p99": percentile(tally.latencies, 0.99),
                                                                    "max": percentile(tally.latencies, 1.0)},
-           "retries": dict(tally.retries), "server_exit": status, "server_starts": server.starts}
+           "server_latency_ms": server_latency(server.log),
+           # the machine's load around the run (1, 5 and 15 min; the server's and the clients' own work included)
+           "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
+           "cpus": os.cpu_count(), "retries": dict(tally.retries), "server_exit": status,
+           "server_starts": server.starts}
     if rate is not None:
         out["target_rate"] = rate
     if moments:
@@ -303,17 +328,20 @@ def _section(seconds: float, kill_seconds: float | None = None) -> dict[str, Any
         out = {"throughput": run("throughput", seconds, 4, 0, None, 40, Path(tmp) / "throughput")}
         rate = out["throughput"]["reports_per_second"] / 2
         out["latency"] = run("latency", seconds, 4, 0, rate, 40, Path(tmp) / "latency")
+        # issue 61: p99 <= 10 ms at 200,000 reports/s (20 s; the quick run: its seconds)
+        out["latency_200k"] = run("latency", min(seconds, 20.0), 4, 0, 200000.0, 40, Path(tmp) / "latency200k")
         # and at half the target's rate (10,000 reports/s), the load the issue's latency target names
         out["latency_half_target"] = run("latency", seconds, 4, 0, 10000.0, 40, Path(tmp) / "latency10k")
         out["kill"] = run("kill", kill_seconds or max(20.0, seconds / 3), 4, 10, None, 40, Path(tmp) / "kill")
     # issue 22: 20,000 reports/s; issue 31: 200,000 with the segments shuffled on close (always on)
     out["targets"] = {"reports_per_second": 20000, "reports_per_second_shuffled": 200000, "p99_ms_at_half_rate": 50.0,
-                      "kills": 10}
+                      "p99_ms_at_200k": 10.0, "kills": 10}
     out["meets"] = {"throughput": out["throughput"]["reports_per_second"] >= 20000,
                     "throughput_shuffled": out["throughput"]["reports_per_second"] >= 200000,
                     "latency": max(out[k]["latency_ms"]["p99"] for k in ("latency", "latency_half_target")) <= 50.0,
-                    "exact": all(out[k]["check"]["ok"] for k in ("throughput", "latency", "latency_half_target",
-                                                                "kill")),
+                    "latency_200k": out["latency_200k"]["latency_ms"]["p99"] <= 10.0,
+                    "exact": all(out[k]["check"]["ok"] for k in ("throughput", "latency", "latency_200k",
+                                                                "latency_half_target", "kill")),
                     "kills": len(out["kill"].get("kills_at_seconds", [])) >= 10}
     return out
 
