@@ -237,7 +237,9 @@ class MultiAggregate(Aggregate):
         attr = np.asarray(columns["attr"]) if pr.mode == "sample" else None
         for j, (pre, comp, part) in enumerate(zip(pr.prefixes, pr.components, self.parts, strict=True)):
             rows = None if attr is None else attr == j
-            sub = {f.name: columns[pre + f.name] if rows is None else columns[pre + f.name][rows] for f in comp.schema}
+            # np.compress, not a boolean index: the same rows, several times faster on narrow columns
+            sub = {f.name: columns[pre + f.name] if rows is None else np.compress(rows, columns[pre + f.name], axis=0)
+                   for f in comp.schema}
             count = len(sub[comp.schema[0].name])
             if count:
                 part._fold(sub)
@@ -258,16 +260,22 @@ class MultiAggregate(Aggregate):
         reasons = [""] * batch.n
         attr = np.asarray(cols["attr"]) if pr.mode == "sample" else None
         for j, (pre, comp) in enumerate(zip(pr.prefixes, pr.components, strict=True)):
-            rows = np.ones(batch.n, bool) if attr is None else (attr == j)
-            if attr is not None:
+            agg_type = _aggregate_type(comp)
+            ruled = agg_type._add_batch is not Aggregate._add_batch  # a rule beyond the schema's
+            if attr is None:
+                if not ruled:
+                    continue
+                rows = np.ones(batch.n, bool)
+            else:
+                rows = attr == j
                 nonzero = np.zeros(batch.n, bool)
                 for f in comp.schema:
                     c = np.asarray(cols[pre + f.name])
                     nonzero |= (c != 0) if c.ndim == 1 else (c != 0).any(axis=1)
-                self._flag(bad, reasons, np.flatnonzero(~rows & (attr < pr.d) & nonzero), "bad_value")
-            agg_type = _aggregate_type(comp)
-            if agg_type._add_batch is Aggregate._add_batch:
-                continue  # no rule beyond the schema's
+                if (nonzero > rows).any():  # a field set outside its attribute's rows (rare: look closer)
+                    self._flag(bad, reasons, np.flatnonzero(~rows & (attr < pr.d) & nonzero), "bad_value")
+            if not ruled:
+                continue
             idx = np.flatnonzero(rows & ~bad)
             sub = ReportBatch(comp.protocol, comp.fingerprint, tuple(replace(got[pre + f.name], name=f.name)
                                                                      for f in comp.schema),

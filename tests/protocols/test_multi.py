@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ldp.decoders.base import Aggregate
 from ldp.decoders.mean_results import MeanEstimate
@@ -161,6 +162,31 @@ def test_batch_path_rejects_the_same_rows_as_the_report_path(mode):
     by_frames = MultiAggregate(p)  # binary frames: columns viewed as numpy arrays, then the batch path
     by_frames.add_bytes(tampered.to_bytes())
     assert by_frames.rejected == by_report.rejected and np.array_equal(by_frames.reports, by_report.reports)
+    assert all(np.array_equal(a, b) for a, b in zip(by_batch._state().values(), by_report._state().values(),
+                                                     strict=True))
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(tamper=st.lists(st.tuples(st.integers(0, 59), st.integers(0, 1), st.integers(1, 3)), max_size=8),
+       seed=st.integers(0, 2**31))
+def test_sample_batches_with_fields_outside_their_attribute_fold_as_report_by_report(tamper, seed):
+    """The batch fold's shortcut (rows checked closely only when some field is set outside its attribute's rows)
+    rejects and counts exactly what the report-by-report path does."""
+    p = MultiParams(2.0, "sample", ATTRS + (("smoker", "rr", {}),))
+    n = 60
+    gen = np.random.default_rng(seed)
+    batch = encoder(p).encode_batch({"app": gen.integers(0, 3, n), "minutes": gen.uniform(0, 60, n),
+                                     "smoker": gen.integers(0, 2, n)}, rng=seed)
+    cols = {k: np.array(v, copy=True) for k, v in batch.columns.items()}
+    others = {0: ("minutes_bit", "smoker_bit"), 1: ("app_index", "smoker_bit"), 2: ("app_index", "minutes_bit")}
+    for row, which, value in tamper:  # a field of an attribute this row did not sample, set
+        field = others[int(cols["attr"][row])][which]
+        cols[field][row] = value % 3 or 1 if field == "app_index" else 1
+    tampered = type(batch)(batch.protocol, batch.fingerprint, batch.schema, cols)
+    by_batch, by_report = MultiAggregate(p), MultiAggregate(p)
+    by_batch.add(tampered, on_reject=lambda i, e: None)
+    by_report.add(list(tampered.reports()), on_reject=lambda i, e: None)
+    assert by_batch.rejected == by_report.rejected and by_batch.n == by_report.n
     assert all(np.array_equal(a, b) for a, b in zip(by_batch._state().values(), by_report._state().values(),
                                                      strict=True))
 
