@@ -51,7 +51,7 @@ from ldp.collector.journal import (
 )
 from ldp.collector.rejects import RejectKeeper, RejectSpan
 from ldp.collector.shuffle import closed_name
-from ldp.server.store import fsync_dir, write_all, write_atomic
+from ldp.server.store import fsync_dir, write_atomic
 
 __all__ = ["Batch", "Stored", "AppStats", "AppLog", "OLD_JOURNAL", "split_new"]
 
@@ -226,10 +226,8 @@ class AppLog:
             e: dict[str, Any] = {"id": it.batch_id, "end": end, **it.counts.to_dict(), "bytes": len(k.body), "w": w}
             e.update({key: v for key, v in (("rc", k.charged), ("rl", k.left_out), ("ru", k.unkept)) if v})
             entries.append(e)
-        try:
-            write_all(fd, b"".join(k.body for k in kept))
-            os.fsync(fd)
-            journal.append(entries)
+        try:  # the segment's bytes written and fsynced, then the journal's lines: one call, one GIL release
+            journal.append(entries, after=(fd, b"".join(k.body for k in kept)), size=jstart)
         except OSError:
             self.rejects.day, self.rejects.used = budget
             self.damaged = (start, jstart)

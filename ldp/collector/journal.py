@@ -200,13 +200,15 @@ class SegmentJournal:
     def size(self) -> int:
         return os.fstat(self._fd).st_size if self._fd is not None else 0
 
-    def append(self, entries: list[dict[str, Any]]) -> None:
+    def append(self, entries: list[dict[str, Any]], after: tuple[int, bytes] | None = None,
+               size: int | None = None) -> None:
         """Append and fsync ``entries`` (an ``OSError`` is the caller's to undo with :meth:`cut`; until it is,
-        nothing more is appended)."""
+        nothing more is appended); ``after``, ``size``: as :meth:`~ldp.collector.linefile.LineFile.append`'s (the
+        segment's bytes written and fsynced first, in the same call)."""
         if self._fd is None:
             self.open()
         assert self._fd is not None
-        self._lines.append(dump_lines(entries), self._fd, undo=False)
+        self._lines.append(dump_lines(entries), self._fd, undo=False, after=after, size=size)
 
     def note(self, entries: list[dict[str, Any]]) -> None:
         self.entries.extend(entries)

@@ -15,7 +15,7 @@ import logging
 import os
 from pathlib import Path
 
-from ldp.server.store import write_all
+from ldp.server.store import write_synced
 
 __all__ = ["LineFile"]
 
@@ -25,7 +25,7 @@ logger = logging.getLogger("ldp.collector.journal")
 class LineFile:
     """One journal file that JSON lines are appended to, each append fsynced, and never after a torn one.
 
-    Appends go through ``os.write`` on a raw descriptor (:func:`~ldp.server.store.write_all`): a buffered file's
+    Appends go through ``os.write`` on a raw descriptor (:func:`~ldp.server.store.write_synced`): a buffered file's
     ``truncate`` flushes first, and on a full disk that flush fails again, so the cut back of a short write never
     happened and the next append followed half a line (the full-disk test's damaged journal)."""
 
@@ -35,20 +35,24 @@ class LineFile:
         """The size to cut the file back to before anything more is appended: where a failed append started, while
         part of it may still be in the file."""
 
-    def append(self, data: bytes, fd: int | None = None, *, undo: bool = True) -> None:
+    def append(self, data: bytes, fd: int | None = None, *, undo: bool = True,
+               after: tuple[int, bytes] | None = None, size: int | None = None) -> None:
         """Append ``data`` (whole lines) and fsync it, through ``fd`` (open for appending to this file) or a
         descriptor of its own. A pending cut is made first, and its ``OSError`` raised: nothing is written after
         a torn line. On an ``OSError`` the size before is kept in :attr:`cut_to` and, when ``undo``, cut back to
-        at once; else the caller does it (:meth:`cut`)."""
+        at once; else the caller does it (:meth:`cut`).
+
+        ``after``: an ``(fd, bytes)`` pair written and fsynced first, in the same call
+        (:func:`~ldp.server.store.write_synced`: a group commit's segment, then its journal line); ``size``: this
+        file's size when the caller knows it (saves a system call)."""
         own = fd is None
         if fd is None:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             self._cut(fd)
-            before = os.fstat(fd).st_size  # before this write: a short write's bytes are past it
+            before = os.fstat(fd).st_size if size is None else size  # a short write's bytes are past it
             try:
-                write_all(fd, data)
-                os.fsync(fd)
+                write_synced(*((after,) if after is not None else ()), (fd, data))
             except OSError:
                 self.cut_to = before
                 if undo:

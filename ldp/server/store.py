@@ -27,10 +27,16 @@ from ldp.server.release import metric_policy, pool_windows
 from ldp.spec import CollectionSpec
 from ldp.storage.local import fsync_dir, write_atomic
 
-__all__ = ["AGG_SUFFIX", "Merged", "canonical_bytes", "fsync_dir", "write_atomic", "write_all", "write_aggregate",
+__all__ = ["AGG_SUFFIX", "Merged", "canonical_bytes", "fsync_dir", "write_atomic", "write_all", "write_synced",
+           "write_aggregate",
            "read_aggregate", "pack_parts", "unpack_parts", "merge_into", "merge_files", "aggregate_files_in"]
 
 logger = logging.getLogger(__name__)
+
+try:  # optional compiled helper (ldp/server/_synckernel.c, built on install where a C compiler is found)
+    from ldp.server._synckernel import write_synced as _write_synced_compiled
+except ImportError:  # pragma: no cover - exercised where no compiler was found
+    _write_synced_compiled = None  # type: ignore[assignment]
 
 AGG_SUFFIX = ".agg"
 _PARTS_MAGIC = b"LDPS"
@@ -50,6 +56,27 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def write_synced(*pairs: tuple[int, bytes | bytearray | memoryview], compiled: bool | None = None) -> None:
+    """Each ``(fd, data)`` pair in order: every byte of ``data`` written to ``fd`` (:func:`write_all`), then ``fd``
+    fsynced; the next pair only after that fsync. An ``OSError`` at the first failing call, the bytes written
+    before it left in the file (the caller cuts back).
+
+    The collector's group commit (a segment, then its journal) goes through here: with the compiled helper
+    (``ldp/server/_synckernel.c``, the default when built; ``compiled=False`` forces the Python path) the GIL is
+    released once for all the writes and fsyncs, where ``os.write`` and ``os.fsync`` each take it back after their
+    call and may wait up to the switch interval while the event loop thread holds it."""
+    if compiled is None:
+        compiled = _write_synced_compiled is not None
+    if compiled:
+        if _write_synced_compiled is None:
+            raise ValueError("the compiled write_synced is not built here")
+        _write_synced_compiled(*(x for pair in pairs for x in pair))
+        return
+    for fd, data in pairs:
+        write_all(fd, data)
+        os.fsync(fd)
 
 
 def write_aggregate(path: str | os.PathLike[str], agg: Aggregate) -> None:

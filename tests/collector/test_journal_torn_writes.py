@@ -91,6 +91,7 @@ def disk(monkeypatch: pytest.MonkeyPatch) -> _FullDisk:
     for where in ("ldp.collector.journal.os", "ldp.collector.linefile.os", "ldp.collector.applog.os",
                   "ldp.server.store.os"):
         monkeypatch.setattr(where, fake)
+    monkeypatch.setattr("ldp.server.store._write_synced_compiled", None)  # the faked os: the Python path
     monkeypatch.setattr(journal_module, "open", _open_through(fake), raising=False)
     return fake
 

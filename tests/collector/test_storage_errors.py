@@ -95,6 +95,7 @@ def test_a_failed_undo_is_repaired_before_the_next_write(tmp_path: Path, monkeyp
     monkeypatch.setattr("ldp.collector.journal.os", fake)
     monkeypatch.setattr("ldp.collector.linefile.os", fake)
     monkeypatch.setattr("ldp.server.store.os", fake)
+    monkeypatch.setattr("ldp.server.store._write_synced_compiled", None)  # the faked os: the Python path
     log = AppLog(tmp_path / "demo", Limits())
     log.recover()
     log.commit([_batch("a", b"one\n")])
@@ -137,6 +138,7 @@ def test_healthz_says_storage_error_then_recovered(tmp_path: Path, monkeypatch: 
                                                                  "specs": [str(SPEC)]}}}, tmp_path)
     fake = _FailingOs()
     monkeypatch.setattr("ldp.server.store.os", fake)  # write_all: the segment write and the probe
+    monkeypatch.setattr("ldp.server.store._write_synced_compiled", None)  # the faked os: the Python path
     hdr = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/x-ndjson"}
     with TestClient(create_app(config)) as c:
         fake.fail_write = 3  # the batch's write, then two probes
