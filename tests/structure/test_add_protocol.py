@@ -1,12 +1,12 @@
 """Adding a protocol is exactly what docs/architecture.md says ("How to add a protocol"), checked by doing it.
 
-In a temporary copy of the repository (its git-tracked files; not the other-language clients, whose "not yet" lists
-alone are copied), a protocol ``toy`` — GRR under another name — gets its three files, written as the page's steps
-1 to 3 say; then the commands of the page's ``sh`` block run there, in order; then the parts of the suite that a
-protocol addition touches run on the copy, in a subprocess, and must pass with no other edit: the structure rules,
-the conformance page's test, the vectors' tests, the joint-estimation hooks, the conformance suite of ``toy``, and
-``ldp plan toy`` / ``ldp simulate``. Before the commands run, the page's test and the vectors' test fail, naming
-the command that was skipped."""
+In a temporary copy of the repository (the files git tracks or does not ignore; not the other-language clients,
+whose "not yet" lists alone are copied), a protocol ``toy`` — GRR under another name — gets its three files, written
+as the page's steps 1 to 3 say; then the commands of the page's ``sh`` block run there, in order; then the parts of
+the suite that a protocol addition touches run on the copy, in a subprocess, and must pass with no other edit: the
+structure rules, the conformance page's test, the vectors' tests, the joint-estimation hooks, the conformance suite
+of ``toy``, and ``ldp plan toy`` / ``ldp simulate``. Before the commands run, the page's test and the vectors' test
+fail, naming the command that was skipped."""
 
 from __future__ import annotations
 
@@ -90,7 +90,9 @@ def _steps() -> list[str]:
 
 
 def _copy(dest: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.decode()
+    # the work tree's files: tracked, and new ones not ignored (a module added but not yet committed is imported)
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode()
     for name in files.split("\0"):
         if name and (not name.startswith("clients/") or name in CLIENT_FILES) and (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
