@@ -10,6 +10,9 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     │   ├── ClockError, ValueError           a clock reading that is no Unix time   (ldp.privacy.ledger)
     │   └── StateError                       a foreign or damaged client state file (ldp.client.runtime)
     ├── AuditError, RuntimeError             a mechanism that cannot be audited     (ldp.privacy.audit)
+    ├── Refusal                              a refused parameter or value, by code  (ldp.encoders.base)
+    │   ├── RefusalTypeError, TypeError      of the wrong type                      (ldp.encoders.base)
+    │   └── RefusalValueError, ValueError    out of range, unknown, breaking a rule (ldp.encoders.base)
     ├── ProtocolClashError, RuntimeError     two definitions of one protocol name   (ldp.protocols.registry)
     ├── ReportError, ValueError              a malformed or mismatched report       (ldp.reports)
     │   └── EnvelopeError                    a rejected upload line                 (ldp.spec.envelope)
@@ -43,7 +46,8 @@ from __future__ import annotations
 
 import csv
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: this module imports nothing of ldp
     from ldp.client.uploader import UploadResult
@@ -51,7 +55,8 @@ if TYPE_CHECKING:  # annotations only: this module imports nothing of ldp
 
 __all__ = [
     "LdpError", "LdpWarning", "BudgetExceeded", "LedgerError", "LedgerDamagedError", "ClockError", "StateError",
-    "AuditError", "ProtocolClashError", "ReplayError", "ReportError", "EnvelopeError", "SpecError", "UploadError",
+    "AuditError", "Refusal", "RefusalTypeError", "RefusalValueError", "kind_of", "ProtocolClashError", "ReplayError",
+    "ReportError", "EnvelopeError", "SpecError", "UploadError",
     "UploadProtocolError",
     "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
@@ -141,6 +146,58 @@ class StateError(LedgerError):
 
 class AuditError(LdpError, RuntimeError):
     """The mechanism cannot be audited as written (too many paths, or a non-enumerable draw)."""
+
+
+# -- refusals of a protocol's parameters and values ---------------------------------------------------------------
+def kind_of(value: object) -> str:
+    """The JSON-neutral kind of ``value``, what a refusal's ``got`` says was given instead of what it ``expected``:
+    ``"null"``, ``"bool"``, ``"int"``, ``"float"``, ``"string"``, ``"list"`` (a list or tuple), ``"object"`` (a
+    mapping), ``"bytes"`` (bytes or bytearray: Python only) or ``"other"`` (any other Python object)."""
+    if value is None:
+        return "null"
+    for kind, types in _KINDS:
+        if isinstance(value, types):
+            return kind
+    return "other"
+
+
+_KINDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+    ("bool", bool), ("int", int), ("float", float), ("string", str), ("bytes", (bytes, bytearray)),
+    ("list", (list, tuple)), ("object", Mapping))
+
+
+class Refusal(LdpError):
+    """A parameter or value a protocol refuses, by meaning: a stable machine ``code`` (``"param_range"``,
+    ``"value_type"``, …) and its structured ``fields`` (``{"param": "epsilon", "got": -1, "min": 0, …}``), beside
+    the Python message (``str(exc)``, unchanged). The codes and their fields are listed in docs/conformance.md
+    (:mod:`ldp.conformance.refusals` checks them). Raised as :class:`RefusalTypeError` or
+    :class:`RefusalValueError`, so ``except TypeError`` / ``except ValueError`` still catch it."""
+
+    def __init__(self, message: str, code: str, /, **fields: Any) -> None:
+        super().__init__(message)
+        self.code: str = code
+        self.fields: dict[str, Any] = fields
+
+    def restated(self, message: str, **fields: Any) -> Refusal:
+        """The same refusal (class, code and fields, ``fields`` added) under another message: what a composite
+        protocol raises for one of its parts (``"attribute 'a': …"``)."""
+        return type(self)(message, self.code, **{**self.fields, **fields})
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickling: the code and fields are not in ``args``
+        return _rebuild_refusal, (type(self), str(self), self.code, self.fields)
+
+
+def _rebuild_refusal(cls: type[Refusal], message: str, code: str, fields: dict[str, Any]) -> Refusal:
+    return cls(message, code, **fields)
+
+
+class RefusalTypeError(Refusal, TypeError):
+    """A refused parameter or value of the wrong type (a :class:`Refusal`, and a ``TypeError``)."""
+
+
+class RefusalValueError(Refusal, ValueError):
+    """A refused parameter or value of the right type but out of range, unknown, or breaking a rule (a
+    :class:`Refusal`, and a ``ValueError``)."""
 
 
 class ProtocolClashError(LdpError, RuntimeError):

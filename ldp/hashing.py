@@ -24,6 +24,8 @@ from collections.abc import Iterable
 
 import mmh3
 
+from ldp.errors import RefusalTypeError, RefusalValueError, kind_of
+
 __all__ = ["value_bytes", "hash32", "bucket", "buckets", "bucket_of_bytes", "namespaced", "md5_buckets", "MAX_SEED"]
 
 MAX_SEED = 2**32 - 1
@@ -38,17 +40,21 @@ def value_bytes(value: Value) -> bytes:
         try:
             return value.encode("utf-8")
         except UnicodeEncodeError as exc:  # lone surrogates have no UTF-8 form
-            raise ValueError(f"value is not encodable as UTF-8: {exc}") from None
+            raise RefusalValueError(f"value is not encodable as UTF-8: {exc}", "not_encodable",
+                                    encoding="utf-8") from None
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
-    raise TypeError(f"values to hash must be str or bytes (or bytearray), got {type(value).__name__}")
+    raise RefusalTypeError(f"values to hash must be str or bytes (or bytearray), got {type(value).__name__}",
+                           "value_type", expected="string_or_bytes", got=kind_of(value))
 
 
 def _check_seed(seed: int) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"hash index must be an int, got {type(seed).__name__}")
+        raise RefusalTypeError(f"hash index must be an int, got {type(seed).__name__}", "param_type", param="seed",
+                               expected="int", got=kind_of(seed))
     if not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"hash index must be in [0, 2**32), got {seed}")
+        raise RefusalValueError(f"hash index must be in [0, 2**32), got {seed}", "param_range", param="seed",
+                                got=seed, min=0, max=MAX_SEED)
     return seed
 
 
@@ -59,9 +65,11 @@ def hash32(value: Value, seed: int = 0) -> int:
 
 def _check_width(m: int) -> int:
     if isinstance(m, bool) or not isinstance(m, int):
-        raise TypeError(f"number of buckets must be an int, got {type(m).__name__}")
+        raise RefusalTypeError(f"number of buckets must be an int, got {type(m).__name__}", "param_type", param="m",
+                               expected="int", got=kind_of(m))
     if not 1 <= m <= 2**32:
-        raise ValueError(f"number of buckets must be in [1, 2**32], got {m}")
+        raise RefusalValueError(f"number of buckets must be in [1, 2**32], got {m}", "param_range", param="m",
+                                got=m, min=1, max=2**32)
     return m
 
 
@@ -86,9 +94,11 @@ def bucket_of_bytes(data: bytes, m: int, seed: int) -> int:
 def namespaced(namespace: int, value: Value) -> bytes:
     """``uint32_BE(namespace) || value_bytes(value)``: the bytes hashed within a namespace (cohort)."""
     if isinstance(namespace, bool) or not isinstance(namespace, int):
-        raise TypeError(f"namespace must be an int, got {type(namespace).__name__}")
+        raise RefusalTypeError(f"namespace must be an int, got {type(namespace).__name__}", "param_type",
+                               param="namespace", expected="int", got=kind_of(namespace))
     if not 0 <= namespace <= MAX_SEED:
-        raise ValueError(f"namespace must be in [0, 2**32), got {namespace}")
+        raise RefusalValueError(f"namespace must be in [0, 2**32), got {namespace}", "param_range",
+                                param="namespace", got=namespace, min=0, max=MAX_SEED)
     return namespace.to_bytes(4, "big") + value_bytes(value)
 
 
@@ -98,7 +108,8 @@ def md5_buckets(data: bytes, m: int, count: int) -> list[int]:
     One byte per hash, so ``m <= 256`` is needed for every bucket to be reachable, and there is
     modulo bias unless ``m`` divides 256 (as in google/rappor's ``get_bloom_bits``)."""
     if not 1 <= count <= 16:
-        raise ValueError(f"MD5 gives at most 16 one-byte hashes, asked for {count}")
+        raise RefusalValueError(f"MD5 gives at most 16 one-byte hashes, asked for {count}", "param_range",
+                                param="count", got=count, min=1, max=16)
     digest = hashlib.md5(bytes(data)).digest()
     m = _check_width(m)
     return [digest[j] % m for j in range(count)]

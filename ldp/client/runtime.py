@@ -40,6 +40,7 @@ from ldp.errors import (
     LedgerError,
     OptedOutError,
     OutboxFull,
+    Refusal,
     StateError,
     ThreadMisuseError,
     UploadProtocolError,
@@ -214,6 +215,8 @@ class TelemetryClient:
                 enc = self._encoder(metric)
                 prepared = enc.prepare(value)  # invalid values fail here, before any charge
             except (ValueError, TypeError) as exc:
+                if isinstance(exc, Refusal):  # a refused value: its code and fields kept, the item named
+                    raise exc.restated(f"record_many item {i} ({metric!r}): {exc}") from None
                 if type(exc) not in (ValueError, TypeError):
                     raise
                 raise type(exc)(f"record_many item {i} ({metric!r}): {exc}") from None

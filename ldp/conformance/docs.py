@@ -1,7 +1,9 @@
 """The parts of docs/conformance.md that the built-in protocols' own declarations determine, generated so that
-adding a protocol edits no page by hand: the table of k sequences (each params class's ``draw_rule`` text), the
-table of float fields (the params dataclass's annotations) and a draw-order section for each protocol the page
-does not describe in prose (its rule, and the predictor the documentation test replays, as written in its module).
+adding a protocol edits no page by hand: the refusal codes and the words of ``expected``
+(:mod:`ldp.conformance.refusals`), the rules and limits each protocol's refusals may name (its params class's
+``refusal_rules``), the table of k sequences (each params class's ``draw_rule`` text), the table of float fields
+(the params dataclass's annotations) and a draw-order section for each protocol the page does not describe in
+prose (its rule, and the predictor the documentation test replays, as written in its module).
 
 Each part sits between ``<!-- generated: NAME ... -->`` and ``<!-- end generated: NAME -->`` in the page;
 :func:`render_page` rewrites them all. ``python conformance/docs_tables.py`` (:data:`COMMAND`) writes the page;
@@ -18,6 +20,8 @@ import textwrap
 import typing
 from typing import Any
 
+from ldp.conformance.refusals import codes_table, words_table
+from ldp.encoders.base_checks import BASE_RULES
 from ldp.protocols import builtin_client_protocols
 
 __all__ = ["BLOCKS", "COMMAND", "float_fields", "hand_sections", "render_page"]
@@ -25,7 +29,7 @@ __all__ = ["BLOCKS", "COMMAND", "float_fields", "hand_sections", "render_page"]
 COMMAND = "python conformance/docs_tables.py"
 """The command that rewrites the generated parts (and the clients' tables), from the repository root."""
 
-BLOCKS = ("k-sequences", "float-fields", "draw-order")
+BLOCKS = ("refusal-codes", "refusal-expected", "refusal-rules", "k-sequences", "float-fields", "draw-order")
 """The generated parts, in page order."""
 
 _SECTION = re.compile(r"^### `([a-z0-9-]+)`$", re.M)
@@ -47,6 +51,21 @@ def _rule(name: str, params_type: Any) -> Any:
             "one report and its predictor, DrawRule(text, replay) of ldp.encoders.base_draws (docs/architecture.md, "
             "How to add a protocol)")
     return rule
+
+
+def _refusal_rules() -> list[str]:
+    """Each ``rule`` (``param_relation``) and ``limit`` (``param_limit``) id with its meaning and the protocols that
+    declare it (:meth:`~ldp.encoders.base.ProtocolParams.declared_rules`; those of every protocol first)."""
+    rows = ["| `rule` or `limit` | meaning | protocols |", "|---|---|---|"]
+    rows += [f"| `{rule}` | {text} | every protocol |" for rule, text in BASE_RULES.items()]
+    declared: dict[tuple[str, str], list[str]] = {}
+    for name, (params_type, _) in sorted(builtin_client_protocols().items()):
+        for rule, text in params_type.declared_rules().items():
+            if rule not in BASE_RULES:
+                declared.setdefault((rule, text), []).append(name)
+    for (rule, text), names in sorted(declared.items()):
+        rows.append(f"| `{rule}` | {text} | {', '.join(f'`{n}`' for n in names)} |")
+    return rows
 
 
 def _k_sequences() -> list[str]:
@@ -119,7 +138,8 @@ def _draw_order(text: str) -> list[str]:
 def render_page(text: str) -> str:
     """``text`` (docs/conformance.md) with every generated part rewritten from the protocols' declarations;
     ``ValueError`` if a part's markers are missing, naming the protocol and the hook if one declares no draw rule."""
-    makers = {"k-sequences": _k_sequences, "float-fields": _float_fields, "draw-order": lambda: _draw_order(text)}
+    makers = {"refusal-codes": codes_table, "refusal-expected": words_table, "refusal-rules": _refusal_rules,
+              "k-sequences": _k_sequences, "float-fields": _float_fields, "draw-order": lambda: _draw_order(text)}
     for name in BLOCKS:
         begin, end = _begin(name), _end(name)
         if text.count(begin) != 1 or text.count(end) != 1:

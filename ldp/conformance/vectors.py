@@ -5,7 +5,8 @@ string formats). A protocol file holds a collection spec with one metric per par
 fingerprints), then **cases**: one device (its secret and cohort where the protocol has them) reporting one to three
 values in a row, the exact ``randbits`` stream the encoder consumed (``[k, hex]`` per call, in order), the envelope
 line of each report and what the ledger charges for it; and **refusals**: parameters and values the client must
-refuse, with the exception type and text. The layout and the normative draw order are in docs/conformance.md.
+refuse, with the exception type, the refusal's code and fields (:mod:`ldp.conformance.refusals`) and Python's text.
+The layout and the normative draw order are in docs/conformance.md.
 
 Standard library only (with the client's mmh3 and bitarray): ``python -m ldp.conformance generate DIR`` writes the
 files, ``check DIR`` says whether they are what this version generates.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from ldp.conformance.cases import (
     value_key,
 )
 from ldp.conformance.primitives import primitives
+from ldp.conformance.refusals import refusal_of
 from ldp.encoders.base import Encoder, ProtocolParams
 from ldp.hashing import value_bytes
 from ldp.privacy.cost import ChangeCharge, Charge, MemoizedCharge, PrivacyCost
@@ -71,15 +73,13 @@ def _charge(charge: Charge) -> dict[str, Any]:
     return _cost(charge)
 
 
-def _error(exc: BaseException) -> dict[str, str]:
-    return {"type": type(exc).__name__, "message": str(exc)}
-
-
-def _attempt(make: Callable[[], Any]) -> tuple[Any, dict[str, str] | None]:
+def _attempt(make: Callable[[], Any], of: str, rules: Mapping[str, str]) -> tuple[Any, dict[str, Any] | None]:
+    """``make()``, or the vectors' ``error`` of its refusal (``of``: ``"params"`` or ``"values"``; ``rules``: the
+    protocol's declared rule ids); a refusal without a code, or breaking the vocabulary, stops the generator."""
     try:
         return make(), None
     except (ValueError, TypeError) as exc:
-        return None, _error(exc)
+        return None, refusal_of(exc, of, rules)
 
 
 def _inputs(params: ProtocolParams) -> list[Any]:
@@ -157,9 +157,9 @@ def _param_refusals(params_type: type[ProtocolParams], base: dict[str, Any]) -> 
     trials = [{k: v for k, v in base.items() if k != name} for name in base]
     trials += [{**base, name: bad} for name in base for bad in BAD_FIELD_VALUES if base[name] != bad]
     trials.append({**base, "bogus": 1})
-    out = []
+    out, rules = [], params_type.declared_rules()
     for trial in trials:
-        params, error = _attempt(lambda t=trial: params_type.from_dict(t))  # type: ignore[misc]
+        params, error = _attempt(lambda t=trial: params_type.from_dict(t), "params", rules)  # type: ignore[misc]
         out.append({"params": trial, **({"error": error} if error else {"fingerprint": params.fingerprint})})
     return out
 
@@ -172,7 +172,7 @@ def protocol_vectors(protocol: str) -> dict[str, Any]:
                if p.privacy_cost.delta == 0 else _cost(p.privacy_cost)}} for i, p in enumerate(param_sets)}
     spec = CollectionSpec.from_dict({"spec_version": 1, "name": f"conformance.{protocol}", "window_seconds": 86400,
                                      "budget": {"per_window": _BUDGET, "lifetime": _BUDGET}, "metrics": metrics})
-    params_out, cases, value_refusals = [], [], []
+    params_out, cases, value_refusals, rules = [], [], [], params_type.declared_rules()
     for i, params in enumerate(param_sets):
         metric = f"m{i}"
         params_out.append({"metric": metric, "params": params.to_dict(),
@@ -182,7 +182,7 @@ def protocol_vectors(protocol: str) -> dict[str, Any]:
         accepted = []
         tried = _values(params)
         for value in tried:
-            _, error = _attempt(lambda v=value, enc=probe: enc.prepare(v))  # type: ignore[misc]
+            _, error = _attempt(lambda v=value, enc=probe: enc.prepare(v), "values", rules)  # type: ignore[misc]
             if error:
                 value_refusals.append({"metric": metric, "value": value, "error": error})
             else:
@@ -197,7 +197,7 @@ def protocol_vectors(protocol: str) -> dict[str, Any]:
         for j, group in enumerate(_float_edges(params, tried)):  # a protocol of numbers: one device per group
             edge_accepted = []
             for value in group:
-                _, error = _attempt(lambda v=value, enc=probe: enc.prepare(v))  # type: ignore[misc]
+                _, error = _attempt(lambda v=value, enc=probe: enc.prepare(v), "values", rules)  # type: ignore[misc]
                 if error:
                     value_refusals.append({"metric": metric, "value": value, "error": error})
                 else:

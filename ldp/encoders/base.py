@@ -1,8 +1,8 @@
-"""What every protocol's client side shares: the checks of what a protocol is given, a bounded memo, parameters and
-the encode path through the ledger.
+"""What every protocol's client side shares: a bounded memo, parameters and the encode path through the ledger.
 
-The fixed labeled domain (:mod:`ldp.encoders.base_domain`) and the draw rules (:mod:`ldp.encoders.base_draws`) are
-re-exported here."""
+The checks of what a protocol is given (:mod:`ldp.encoders.base_checks`: each refusal a
+:class:`~ldp.errors.Refusal` with a code and fields), the fixed labeled domain (:mod:`ldp.encoders.base_domain`)
+and the draw rules (:mod:`ldp.encoders.base_draws`) are re-exported here."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from ldp.encoders.base_checks import BASE_RULES, check_bool, check_epsilon, check_int, check_string_value
 from ldp.encoders.base_domain import DomainPrepare, LabeledDomain
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule
+from ldp.errors import Refusal, RefusalTypeError, RefusalValueError, kind_of
 from ldp.privacy.accountant import BudgetLedger, PrivacyCost, Reservation
 from ldp.privacy.cost import Charge
 from ldp.privacy.shuffle import ShuffleStructure
@@ -24,7 +26,8 @@ from ldp.randomness import RandomSource, SeededRandomnessWarning, client_source,
 from ldp.reports import MAX_LINE, Field, Report, ReportBatch, fingerprint, max_line_bytes, validate_report
 
 __all__ = ["ProtocolParams", "Encoder", "BoundedMemo", "LabeledDomain", "DomainPrepare", "client_secret",
-           "SECRET_BYTES", "check_epsilon", "check_int", "check_string_value", "MAX_AGGREGATE_CELLS"]
+           "SECRET_BYTES", "check_epsilon", "check_int", "check_string_value", "MAX_AGGREGATE_CELLS", "Refusal",
+           "RefusalTypeError", "RefusalValueError"]
 
 _P = TypeVar("_P", bound="ProtocolParams")
 
@@ -37,32 +40,6 @@ SECRET_BYTES = 32
 """Bytes of a client secret drawn when none is given (the keyed, memoized responses derive from it)."""
 
 
-def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
-    """``float(epsilon)`` if it is a finite real > 0, else ``ValueError`` naming the rule."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
-        raise TypeError(f"{name} must be a real number, got {type(epsilon).__name__}")
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise ValueError(f"{name} must be finite and > 0, got {epsilon}")
-    return float(epsilon)
-
-
-def check_int(value: int, name: str, low: int, high: int | None = None) -> int:
-    """``value`` if it is an int in ``[low, high]``, else a ``TypeError``/``ValueError`` naming it."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be {bound}, got {value}")
-    return value
-
-
-def check_string_value(value: Any, protocol: str) -> Any:
-    """``value`` if it is str or bytes (what the string protocols hash), else a ``TypeError``."""
-    if not isinstance(value, (str, bytes, bytearray)):
-        raise TypeError(f"{protocol} values must be str or bytes, got {type(value).__name__}")
-    return value
-
-
 def client_secret(secret: bytes | bytearray | str | None, rng: RandomSource) -> bytes:
     """The client secret of a memoizing encoder: ``secret`` (str is UTF-8 encoded), or :data:`SECRET_BYTES`
     fresh bytes from ``rng`` (the CSPRNG unless seeded); ``TypeError`` unless non-empty bytes or str."""
@@ -70,8 +47,12 @@ def client_secret(secret: bytes | bytearray | str | None, rng: RandomSource) -> 
         return rng.token_bytes(SECRET_BYTES)
     if isinstance(secret, str):
         secret = secret.encode("utf-8")
-    if not isinstance(secret, (bytes, bytearray)) or not secret:
-        raise TypeError("secret must be non-empty bytes (or str)")
+    if not isinstance(secret, (bytes, bytearray)):
+        raise RefusalTypeError("secret must be non-empty bytes (or str)", "param_type", param="secret",
+                               expected="string_or_bytes", got=kind_of(secret))
+    if not secret:
+        raise RefusalTypeError("secret must be non-empty bytes (or str)", "param_length", param="secret", got=0,
+                               min=1)
     return bytes(secret)
 
 
@@ -130,6 +111,19 @@ class ProtocolParams:
     """What a simulated collection of the protocol takes (:mod:`ldp.simulation`): ``"counts"`` of the users'
     values over its domain (or its candidate strings), ``"numbers"`` (the users' values, a mean mechanism) or
     ``"attributes"`` (one population per attribute)."""
+    refusal_rules: ClassVar[Mapping[str, str]] = {}
+    """The ``rule`` of each ``param_relation`` refusal and the ``limit`` of each ``param_limit`` refusal this class's
+    own checks raise, with its meaning (docs/conformance.md lists them); besides, any protocol may raise those of
+    :data:`~ldp.encoders.base_checks.BASE_RULES`."""
+
+    @classmethod
+    def declared_rules(cls) -> dict[str, str]:
+        """Every ``rule`` and ``limit`` a refusal of these parameters may carry: :data:`BASE_RULES` and the
+        :attr:`refusal_rules` of the class and its bases."""
+        out = dict(BASE_RULES)
+        for klass in reversed(cls.__mro__):
+            out.update(vars(klass).get("refusal_rules", {}))
+        return out
 
     if TYPE_CHECKING:  # what each subclass defines, as a field, a property or a cached_property
         __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # each subclass is a dataclass
@@ -153,12 +147,16 @@ class ProtocolParams:
         the client has spent its budget on them) and the aggregate within ``MAX_AGGREGATE_CELLS``."""
         line = max_line_bytes(self.protocol, self.schema)
         if line > MAX_LINE:
-            raise ValueError(f"{self.protocol} reports of these parameters take up to {line:,} bytes as an upload "
-                             f"line, over the {MAX_LINE:,}-byte limit of every server job: all would be rejected")
+            raise RefusalValueError(
+                f"{self.protocol} reports of these parameters take up to {line:,} bytes as an upload line, over the "
+                f"{MAX_LINE:,}-byte limit of every server job: all would be rejected", "param_limit",
+                limit="line_bytes", got=line, max=MAX_LINE)
         cells = self.aggregate_cells
         if cells > MAX_AGGREGATE_CELLS:
-            raise ValueError(f"the {self.protocol} aggregate of these parameters needs {cells:,} counters "
-                             f"({cells * 8 / 2**30:.1f} GiB), over the limit of {MAX_AGGREGATE_CELLS:,} (2 GiB)")
+            raise RefusalValueError(
+                f"the {self.protocol} aggregate of these parameters needs {cells:,} counters "
+                f"({cells * 8 / 2**30:.1f} GiB), over the limit of {MAX_AGGREGATE_CELLS:,} (2 GiB)", "param_limit",
+                limit="aggregate_cells", got=cells, max=MAX_AGGREGATE_CELLS)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict of the parameters (tuples become lists)."""
@@ -173,11 +171,12 @@ class ProtocolParams:
         """The parameters of :meth:`to_dict`'s dict (lists become tuples); ``ValueError`` on unknown names."""
         fields = dataclasses.fields(cls)
         if unknown := set(d) - {f.name for f in fields}:
-            raise ValueError(f"unknown {cls.__name__} parameters: {sorted(unknown)}")
+            raise RefusalValueError(f"unknown {cls.__name__} parameters: {sorted(unknown)}", "unknown_params",
+                                    params=sorted(map(str, unknown)))
         required = [f.name for f in fields if f.default is dataclasses.MISSING
                     and f.default_factory is dataclasses.MISSING]
         if missing := [name for name in required if name not in d]:
-            raise TypeError(f"missing {cls.__name__} parameters: {missing}")
+            raise RefusalTypeError(f"missing {cls.__name__} parameters: {missing}", "missing_params", params=missing)
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
 
     @cached_property
@@ -381,8 +380,7 @@ class Encoder(ABC):
                  metric: str | None = None, simulation: bool = False) -> None:
         if not isinstance(params, self.params_type):
             raise TypeError(f"{type(self).__name__} needs {self.params_type.__name__}, got {type(params).__name__}")
-        if not isinstance(simulation, bool):
-            raise TypeError(f"simulation must be a bool, got {type(simulation).__name__}")
+        check_bool(simulation, "simulation")
         self.params = params
         self._rng: RandomSource = client_source(rng)
         if ledger is not None and not metric:

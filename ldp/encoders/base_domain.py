@@ -7,6 +7,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, ClassVar
 
+from ldp.errors import RefusalTypeError, RefusalValueError, kind_of
+
 __all__ = ["LabeledDomain", "DomainPrepare"]
 
 
@@ -24,15 +26,19 @@ class LabeledDomain:
         if self.labels is None:
             return
         if not isinstance(self.labels, (list, tuple)):
-            raise TypeError(f"labels must be a list of domain_size={self.domain_size} distinct strings (or None), "
-                            f"got {type(self.labels).__name__}")
+            raise RefusalTypeError(f"labels must be a list of domain_size={self.domain_size} distinct strings (or "
+                                   f"None), got {type(self.labels).__name__}", "param_type", param="labels",
+                                   expected="labels", got=kind_of(self.labels))
         labels = tuple(self.labels)
         if len(labels) != self.domain_size:
-            raise ValueError(f"labels must have domain_size={self.domain_size} entries, got {len(labels)}")
-        if not all(isinstance(s, str) for s in labels):
-            raise TypeError("labels must be strings")
+            raise RefusalValueError(f"labels must have domain_size={self.domain_size} entries, got {len(labels)}",
+                                    "param_length", param="labels", got=len(labels), min=self.domain_size,
+                                    max=self.domain_size)
+        if bad := [i for i, s in enumerate(labels) if not isinstance(s, str)]:
+            raise RefusalTypeError("labels must be strings", "param_type", param="labels", expected="string",
+                                   got=kind_of(labels[bad[0]]), index=bad[0])
         if len(set(labels)) != len(labels):
-            raise ValueError("labels must be distinct")
+            raise RefusalValueError("labels must be distinct", "param_relation", params=["labels"], rule="distinct")
         object.__setattr__(self, "labels", labels)
 
     @property
@@ -50,13 +56,17 @@ class LabeledDomain:
             try:
                 return self._index[value]
             except KeyError:
-                raise ValueError(f"value {value!r} is not one of the {d} declared labels") from None
+                raise RefusalValueError(f"value {value!r} is not one of the {d} declared labels", "unknown_label",
+                                        got=value) from None
         if isinstance(value, int) and not isinstance(value, bool):
             if not 0 <= value < d:
-                raise ValueError(f"value index must be in [0, {d}), got {value}")
+                raise RefusalValueError(f"value index must be in [0, {d}), got {value}", "value_range", got=value,
+                                        min=0, max=d, max_exclusive=True)
             return value
         kind = "a label or an int index" if self.labels is not None else "an int index in [0, domain_size)"
-        raise TypeError(f"{self.protocol} values must be {kind}, got {type(value).__name__}")
+        raise RefusalTypeError(f"{self.protocol} values must be {kind}, got {type(value).__name__}", "value_type",
+                               expected="label_or_index" if self.labels is not None else "index",
+                               got=kind_of(value))
 
     def label_of(self, index: int) -> str:
         return self.labels[index] if self.labels is not None else str(index)

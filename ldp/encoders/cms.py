@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from bitarray import frozenbitarray
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
+from ldp.encoders.base_checks import refuse_relation
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule
 from ldp.hashing import MAX_SEED, bucket, bucket_of_bytes, buckets, value_bytes
 from ldp.privacy.accountant import PrivacyCost
@@ -46,8 +47,9 @@ class SketchParams(ProtocolParams):
     def _check_sketch(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         if bernoulli_threshold(self.flip_probability) == 0:
-            raise ValueError(f"epsilon={self.epsilon} is too large: the flip probability rounds to 0 at the "
-                             "client's 2^-64 resolution, so reports would not be private")
+            raise refuse_relation(f"epsilon={self.epsilon} is too large: the flip probability rounds to 0 at the "
+                                  "client's 2^-64 resolution, so reports would not be private", "epsilon_too_large",
+                                  "epsilon")
         check_int(self.num_hashes, "num_hashes (k)", 1, 1 << 16)
         check_int(self.width, "width (m)", 2, MAX_WIDTH)
         check_int(self.hash_seed, "hash_seed", 0, MAX_SEED - self.num_hashes + 1)

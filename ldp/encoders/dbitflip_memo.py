@@ -34,6 +34,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_checks import refuse_range
 from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.histogram import DBitFlipParams
 from ldp.encoders.histogram_buckets import _SampledBits
@@ -74,7 +75,8 @@ class MemoDBitFlipParams(_SampledBits, ProtocolParams):
         check_int(self.d, "d", 1, self.num_buckets)
         gamma = check_probability(self.gamma, "gamma")
         if not 0.0 <= gamma < 0.5:
-            raise ValueError(f"gamma (the per-report flip probability) must be in [0, 0.5), got {gamma}")
+            raise refuse_range(f"gamma (the per-report flip probability) must be in [0, 0.5), got {gamma}",
+                               self.gamma, "gamma", min=0, max=0.5, max_exclusive=True)
         object.__setattr__(self, "gamma", gamma)
         _ = self.memo  # dBitFlip's checks of epsilon (p0 > 0, p1 < 1, p0 < p1 at the client's resolution)
         self.check_collectable()

@@ -32,6 +32,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_checks import refuse_relation
 from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.hadamard_response import hr_order
 from ldp.privacy.accountant import PrivacyCost
@@ -101,12 +102,13 @@ class HRBlockParams(LabeledDomain, ProtocolParams):
             object.__setattr__(self, "blocks", best_blocks(self.epsilon, self.domain_size))
         check_int(self.nblocks, "blocks", 1, self.domain_size)
         if self.gamma <= 0.0:
-            raise ValueError(f"epsilon={self.epsilon} is too large for hr-block with {self.blocks} blocks: the "
-                             "uniform branch rounds to probability 0 at the client's resolution, so reports would "
-                             "not be private")
+            raise refuse_relation(f"epsilon={self.epsilon} is too large for hr-block with {self.blocks} blocks: the "
+                                  "uniform branch rounds to probability 0 at the client's resolution, so reports "
+                                  "would not be private", "epsilon_too_large", "epsilon", "domain_size", "blocks")
         if self.gamma >= 1.0:
-            raise ValueError(f"epsilon={self.epsilon} is too small for hr-block with {self.blocks} blocks: the "
-                             "uniform branch rounds to probability 1, so reports would carry no information")
+            raise refuse_relation(f"epsilon={self.epsilon} is too small for hr-block with {self.blocks} blocks: the "
+                                  "uniform branch rounds to probability 1, so reports would carry no information",
+                                  "epsilon_too_small", "epsilon", "domain_size", "blocks")
         self._check_labels()
         self.check_collectable()
 

@@ -10,11 +10,13 @@ with probability ``e^ε/(1+e^ε)`` and flipped with probability ``1/(1+e^ε)`` (
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.encoders.base import Encoder, check_string_value
+from ldp.encoders.base_checks import refuse_relation
 from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.cms import SketchParams, sketch_draws
 from ldp.hashing import bucket_of_bytes, value_bytes
@@ -38,6 +40,7 @@ class HcmsParams(SketchParams):
     width: int
     hash_seed: int = 0
     protocol: ClassVar[str] = "hcms"
+    refusal_rules: ClassVar[Mapping[str, str]] = {"power_of_two": "the width m must be a power of two"}
     draw_rule = DrawRule("`R(k)`, `R(m)`, `B(σ(ε))`", lambda s, pr, v: sketch_draws(s, pr))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 4.0, "num_hashes": 256, "width": 1024, "hash_seed": 7},)
@@ -47,7 +50,8 @@ class HcmsParams(SketchParams):
     def __post_init__(self) -> None:
         self._check_sketch()
         if self.width & (self.width - 1):
-            raise ValueError(f"HCMS width m must be a power of two (Hadamard transform), got {self.width}")
+            raise refuse_relation(f"HCMS width m must be a power of two (Hadamard transform), got {self.width}",
+                                  "power_of_two", "width")
 
     @cached_property
     def flip_probability(self) -> float:

@@ -35,6 +35,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_checks import refuse_relation, renaming
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
 from ldp.encoders.histogram_buckets import MAX_BUCKETS, _Buckets, _SampledBits, bucket_index, bucket_labels, check_edges
 from ldp.encoders.randomized_response import GRREncoder, GRRParams
@@ -104,11 +105,13 @@ class DBitFlipParams(_SampledBits, ProtocolParams):
         self._check_buckets()
         check_int(self.d, "d", 1, self.num_buckets)
         if self.p0 == 0.0 or self.p1 >= 1.0:
-            raise ValueError(f"epsilon={self.epsilon} is too large for dBitFlip: 1/(e^(ε/2)+1) rounds to 0 at the "
-                             "client's resolution, so reports would not be private")
+            raise refuse_relation(f"epsilon={self.epsilon} is too large for dBitFlip: 1/(e^(ε/2)+1) rounds to 0 at "
+                                  "the client's resolution, so reports would not be private", "epsilon_too_large",
+                                  "epsilon")
         if self.p1 <= self.p0:
-            raise ValueError(f"epsilon={self.epsilon} is too small for dBitFlip: p0 and p1 are equal at the client's "
-                             "resolution, so reports would carry no information")
+            raise refuse_relation(f"epsilon={self.epsilon} is too small for dBitFlip: p0 and p1 are equal at the "
+                                  "client's resolution, so reports would carry no information", "epsilon_too_small",
+                                  "epsilon")
         self.check_collectable()
 
     @cached_property
@@ -208,7 +211,8 @@ class BucketGRRParams(_Buckets, ProtocolParams):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         self._check_buckets()
-        _ = self.grr  # GRR's own checks of epsilon against the number of buckets
+        with renaming({"domain_size": "edges"}):
+            _ = self.grr  # GRR's own checks of epsilon against the number of buckets
         self.check_collectable()
 
     @cached_property

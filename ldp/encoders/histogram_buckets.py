@@ -7,10 +7,12 @@ from __future__ import annotations
 import bisect
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
+from ldp.encoders.base_checks import check_bool, refuse_range, refuse_relation, refuse_type
+from ldp.errors import RefusalValueError
 from ldp.reports import Field, Report, ReportError
 
 __all__ = ["MAX_BUCKETS", "check_edges", "bucket_labels", "bucket_index"]
@@ -22,19 +24,22 @@ MAX_BUCKETS = 1 << 15
 def check_edges(edges: Any) -> tuple[float, ...]:
     """``edges`` as a tuple of floats: at least 3 (2 buckets), finite, strictly increasing."""
     if isinstance(edges, (str, bytes)) or not isinstance(edges, Sequence):
-        raise TypeError(f"edges must be a sequence of numbers, got {type(edges).__name__}")
+        raise refuse_type(f"edges must be a sequence of numbers, got {type(edges).__name__}", edges, "list", "edges")
     if not 3 <= len(edges) <= MAX_BUCKETS + 1:
-        raise ValueError(f"edges must have between 3 and {MAX_BUCKETS + 1} entries (2 to {MAX_BUCKETS} buckets), "
-                         f"got {len(edges)}")
+        raise RefusalValueError(f"edges must have between 3 and {MAX_BUCKETS + 1} entries (2 to {MAX_BUCKETS} "
+                                f"buckets), got {len(edges)}", "param_length", param="edges", got=len(edges), min=3,
+                                max=MAX_BUCKETS + 1)
     out: list[float] = []
     for i, e in enumerate(edges):
         if isinstance(e, bool) or not isinstance(e, numbers.Real):
-            raise TypeError(f"edges must be real numbers, got {type(e).__name__} at position {i}")
+            raise refuse_type(f"edges must be real numbers, got {type(e).__name__} at position {i}", e, "float",
+                              "edges", index=i)
         f = float(e)
         if not math.isfinite(f):
-            raise ValueError(f"edges must be finite, got {e!r} at position {i}")
+            raise refuse_range(f"edges must be finite, got {e!r} at position {i}", e, "edges", finite=True, index=i)
         if out and f <= out[-1]:
-            raise ValueError(f"edges must be strictly increasing, got {out[-1]!r} then {f!r} at position {i}")
+            raise refuse_relation(f"edges must be strictly increasing, got {out[-1]!r} then {f!r} at position {i}",
+                                  "edges_increasing", "edges")
         out.append(f)
     return tuple(out)
 
@@ -55,21 +60,22 @@ def bucket_index(edges: Sequence[float], value: Any, clip: bool) -> int:
     if type(value) is float and edges[0] <= value <= edges[-1]:  # the common case: finite, in range
         return min(bisect.bisect_right(edges, value) - 1, len(edges) - 2)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"histogram values must be real numbers, got {type(value).__name__}")
+        raise refuse_type(f"histogram values must be real numbers, got {type(value).__name__}", value, "float")
     try:
         finite = math.isfinite(value)
     except OverflowError:  # an int or Fraction beyond a double's range is finite
         finite = True
     if not finite:
-        raise ValueError(f"histogram values must be finite, got {value!r}")
+        raise refuse_range(f"histogram values must be finite, got {value!r}", value, min=edges[0], max=edges[-1],
+                           finite=True)
     k = len(edges) - 1
     below, above = value < edges[0], not value <= edges[k]  # exact comparisons, even for ints beyond 2^53
     if not (below or above):
         return min(bisect.bisect_right(edges, value) - 1, k - 1)
     if clip:
         return 0 if below else k - 1
-    raise ValueError(f"value {value!r} is outside the histogram's range [{edges[0]!r}, {edges[k]!r}] "
-                     "(pass clip=True in the params to clip it)")
+    raise refuse_range(f"value {value!r} is outside the histogram's range [{edges[0]!r}, {edges[k]!r}] "
+                       "(pass clip=True in the params to clip it)", value, min=edges[0], max=edges[k])
 
 
 class _Buckets:
@@ -77,11 +83,11 @@ class _Buckets:
 
     edges: tuple[float, ...]
     clip: bool
+    refusal_rules: ClassVar[Mapping[str, str]] = {"edges_increasing": "the edges must be strictly increasing"}
 
     def _check_buckets(self) -> None:
         object.__setattr__(self, "edges", check_edges(self.edges))
-        if not isinstance(self.clip, bool):
-            raise TypeError(f"clip must be a bool, got {type(self.clip).__name__}")
+        check_bool(self.clip, "clip")
 
     @cached_property
     def num_buckets(self) -> int:

@@ -19,7 +19,7 @@ realized ``p``, and the charge is ``max(ε, ε*)``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import mmh3
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_checks import refuse_relation
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import realized_probability
@@ -47,8 +48,8 @@ def lh_hash(index: int, seed: int, g: int) -> int:
 def olh_width(epsilon: float) -> int:
     """OLH's ``g = floor(e^ε + 1/2) + 1``: ``round(e^ε) + 1`` with halves rounded up."""
     if epsilon > 32.0:  # g would exceed 2**32 (from ε ≈ 22.2 on)
-        raise ValueError(f"epsilon={epsilon} is too large for olh: g = round(e^ε) + 1 exceeds 2**32, the range "
-                         "of a 32-bit hash")
+        raise refuse_relation(f"epsilon={epsilon} is too large for olh: g = round(e^ε) + 1 exceeds 2**32, the "
+                              "range of a 32-bit hash", "hash_range", "epsilon")
     return math.floor(math.exp(epsilon) + 0.5) + 1
 
 
@@ -61,6 +62,8 @@ class LocalHashingParams(LabeledDomain, ProtocolParams):
     labels: tuple[str, ...] | None
     seed_range: int
     protocol: ClassVar[str]
+    refusal_rules: ClassVar[Mapping[str, str]] = {"hash_range": "g = round(e^ε) + 1 must be at most 2^32, the range "
+                                                                "of a 32-bit hash"}
 
     if TYPE_CHECKING:  # what each subclass defines
 
@@ -74,14 +77,16 @@ class LocalHashingParams(LabeledDomain, ProtocolParams):
         check_int(self.seed_range, "seed_range", 1, SEED_RANGE)
         g = self.g
         if g > 2**32:
-            raise ValueError(f"epsilon={self.epsilon} is too large for {self.protocol}: g = {g} exceeds 2**32, "
-                             "the range of a 32-bit hash")
+            raise refuse_relation(f"epsilon={self.epsilon} is too large for {self.protocol}: g = {g} exceeds "
+                                  "2**32, the range of a 32-bit hash", "hash_range", "epsilon")
         if self.p >= 1.0:
-            raise ValueError(f"epsilon={self.epsilon} is too large for {self.protocol}: the keep probability rounds "
-                             "to 1 at the client's resolution, so reports would not be private")
+            raise refuse_relation(f"epsilon={self.epsilon} is too large for {self.protocol}: the keep probability "
+                                  "rounds to 1 at the client's resolution, so reports would not be private",
+                                  "epsilon_too_large", "epsilon")
         if self.p <= self.q:
-            raise ValueError(f"epsilon={self.epsilon} is too small for {self.protocol}: the keep probability "
-                             f"rounds to 1/g, so reports would carry no information")
+            raise refuse_relation(f"epsilon={self.epsilon} is too small for {self.protocol}: the keep probability "
+                                  f"rounds to 1/g, so reports would carry no information", "epsilon_too_small",
+                                  "epsilon")
         self._check_labels()
         self.check_collectable()
 

@@ -29,12 +29,14 @@ Memoized 1BitMean with α-point rounding (Ding, Kulkarni & Yekhanin, NeurIPS 201
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, partial
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_checks import refuse_range, refuse_relation, renaming
 from ldp.encoders.base_draws import DrawRule, grr_draws
 from ldp.encoders.longitudinal_charges import (
     MAX_CHARGE_REPORTS,
@@ -43,7 +45,7 @@ from ldp.encoders.longitudinal_charges import (
     memoized_charges,
     memoized_horizon_cost,
 )
-from ldp.encoders.longitudinal_memo import CHARGING, MEMO_ENTRIES, _SecretEncoder
+from ldp.encoders.longitudinal_memo import CHARGING, MEMO_ENTRIES, TWO_ROUND_RULES, _SecretEncoder, check_two_rounds
 from ldp.encoders.numeric import DuchiParams, NumericParams
 from ldp.encoders.randomized_response import GRRParams
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
@@ -81,6 +83,7 @@ class LGRRParams(ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "lgrr"
+    refusal_rules: ClassVar[Mapping[str, str]] = TWO_ROUND_RULES
     draw_rule = DrawRule("`B(p2)`, then `R(d−1)` if false",
                          lambda s, pr, v: grr_draws(s, pr.instantaneous.p, pr.domain_size))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
@@ -90,13 +93,12 @@ class LGRRParams(ProtocolParams):
         object.__setattr__(self, "epsilon_perm", check_epsilon(self.epsilon_perm, "epsilon_perm"))
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         check_int(self.domain_size, "domain_size", 2, 2**32)
-        if not self.epsilon < self.epsilon_perm:
-            raise ValueError(f"L-GRR needs epsilon < epsilon_perm (a report is post-processing of the permanent "
-                             f"response, so it cannot leak more), got epsilon={self.epsilon}, "
-                             f"epsilon_perm={self.epsilon_perm}")
+        check_two_rounds("L-GRR", self.epsilon, self.epsilon_perm)
         if self.labels is not None and isinstance(self.labels, (list, tuple)):
             object.__setattr__(self, "labels", tuple(self.labels))
-        _ = self.permanent, self.instantaneous  # their checks (labels, keep probabilities) apply
+        with renaming({"epsilon": "epsilon_perm"}):
+            _ = self.permanent  # its checks (labels, keep probabilities) apply, its epsilon being epsilon_perm
+        _ = self.instantaneous
         self.check_collectable()
 
     @classmethod
@@ -120,13 +122,15 @@ class LGRRParams(ProtocolParams):
         k, perm = self.domain_size, self.permanent
         lam = math.expm1(self.epsilon) / (math.expm1(self.epsilon) + k) / (perm.p - perm.q)
         if not 0.0 < lam < 1.0:
-            raise ValueError(f"epsilon={self.epsilon} is not below the realized permanent ε "
-                             f"{perm.effective_epsilon} at domain_size={k}: no instantaneous round gives it")
+            raise refuse_relation(f"epsilon={self.epsilon} is not below the realized permanent ε "
+                                  f"{perm.effective_epsilon} at domain_size={k}: no instantaneous round gives it",
+                                  "epsilon<realized_epsilon_perm", "epsilon", "epsilon_perm", "domain_size")
         eps2 = math.log1p(k * lam / (1.0 - lam))
         try:
             return GRRParams(eps2, k)
         except ValueError as err:
-            raise ValueError(f"the instantaneous round of these L-GRR parameters is not realizable: {err}") from None
+            raise refuse_relation(f"the instantaneous round of these L-GRR parameters is not realizable: {err}",
+                                  "instantaneous_realizable", "epsilon", "epsilon_perm", "domain_size") from None
 
     @property
     def p_star(self) -> float:
@@ -227,7 +231,8 @@ class MemoMeanParams(NumericParams):
         check_int(self.buckets, "buckets", 1, MAX_BUCKETS)
         gamma = check_probability(self.gamma, "gamma")
         if not 0.0 <= gamma < 0.5:
-            raise ValueError(f"gamma (the output flip probability) must be in [0, 0.5), got {gamma}")
+            raise refuse_range(f"gamma (the output flip probability) must be in [0, 0.5), got {gamma}", self.gamma,
+                               "gamma", min=0, max=0.5, max_exclusive=True)
         object.__setattr__(self, "gamma", gamma)
         _ = self.memo.q  # the 1BitMean's checks apply
         self.check_collectable()

@@ -7,16 +7,34 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, client_secret
+from ldp.encoders.base_checks import check_choice, refuse_relation
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.randomness import KeyedRandomSource, RandomSource
 
-__all__ = ["CHARGING", "MEMO_ENTRIES"]
+__all__ = ["CHARGING", "MEMO_ENTRIES", "TWO_ROUND_RULES", "check_two_rounds"]
 
 CHARGING = ("min", "upfront")
+TWO_ROUND_RULES: Mapping[str, str] = {
+    "epsilon<epsilon_perm": "a report's ε must be below the permanent response's (it is post-processing of it)",
+    "epsilon<realized_epsilon_perm": "ε must be below the permanent round's realized ε (no instantaneous round "
+                                     "gives it otherwise)",
+    "instantaneous_realizable": "the instantaneous round's probabilities must be realizable at the client's 2^-64 "
+                                "resolution",
+}
+"""The rules of L-GRR's and L-OUE's two rounds (their ``param_relation`` refusals)."""
+
+
+def check_two_rounds(name: str, epsilon: float, epsilon_perm: float) -> None:
+    """``ValueError`` unless a report's ``epsilon`` is below the permanent round's ``epsilon_perm`` (``name``: the
+    protocol's, ``"L-GRR"``)."""
+    if not epsilon < epsilon_perm:
+        raise refuse_relation(f"{name} needs epsilon < epsilon_perm (a report is post-processing of the permanent "
+                              f"response, so it cannot leak more), got epsilon={epsilon}, epsilon_perm={epsilon_perm}",
+                              "epsilon<epsilon_perm", "epsilon", "epsilon_perm")
 MEMO_ENTRIES = 4096
 """Memoized responses an encoder keeps in memory (each recomputable from the secret; beyond, recomputed)."""
 _PRR_DOMAIN = b"ldp/longitudinal/prr/v1\x00"
@@ -32,8 +50,7 @@ class _SecretEncoder(Encoder):
                  ledger: Any = None, metric: str | None = None, charging: str = "min",
                  prr_rng: RandomSource | None = None, simulation: bool = False) -> None:
         super().__init__(params, rng=rng, ledger=ledger, metric=metric, simulation=simulation)
-        if charging not in CHARGING:
-            raise ValueError(f"charging must be one of {CHARGING}, got {charging!r}")
+        check_choice(charging, "charging", CHARGING, f"charging must be one of {CHARGING}, got {charging!r}")
         self._secret = client_secret(secret, self._rng)
         self.charging = charging
         self._prr_rng = prr_rng

@@ -39,10 +39,12 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon
+from ldp.encoders.base_checks import check_choice, refuse_relation, refuse_type, renaming
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule
 from ldp.encoders.histogram import BucketGRRParams, DBitFlipParams
 from ldp.encoders.numeric import DuchiParams, HybridParams, PiecewiseParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
+from ldp.errors import Refusal, RefusalValueError, kind_of
 from ldp.privacy.accountant import PrivacyCost
 from ldp.reports import MAX_FIELDS, Field, PayloadValue, Report, ReportBatch, ReportError, bits_from_int
 
@@ -64,27 +66,32 @@ _NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,30}\Z")
 
 def _normalized(attribute: Any, i: int) -> tuple[str, str, dict[str, Any]]:
     """One attribute as ``(name, protocol, params dict)`` from a triplet or a ``{name, protocol, params}`` mapping."""
+    where: dict[str, Any] = {"param": "attributes", "index": i}
     if isinstance(attribute, Mapping):
         if set(attribute) != {"name", "protocol", "params"}:
-            raise ValueError(f"attributes[{i}] must have exactly the keys name, protocol, params; got "
-                             f"{sorted(map(str, attribute))}")
+            raise RefusalValueError(f"attributes[{i}] must have exactly the keys name, protocol, params; got "
+                                    f"{sorted(map(str, attribute))}", "param_type", **where, expected="attribute",
+                                    got="object")
         name, protocol, params = attribute["name"], attribute["protocol"], attribute["params"]
     elif isinstance(attribute, Sequence) and not isinstance(attribute, (str, bytes)) and len(attribute) == 3:
         name, protocol, params = attribute
     else:
-        raise TypeError(f"attributes[{i}] must be (name, protocol, params) or a mapping of them, "
-                        f"got {type(attribute).__name__}")
+        raise refuse_type(f"attributes[{i}] must be (name, protocol, params) or a mapping of them, "
+                          f"got {type(attribute).__name__}", attribute, "attribute", **where)
     if not (isinstance(name, str) and _NAME_RE.match(name)):
-        raise ValueError(f"attributes[{i}]: names are [a-z][a-z0-9_]{{0,30}} (they prefix report fields), "
-                         f"got {name!r}")
-    if protocol not in COMPONENT_PROTOCOLS:
-        raise ValueError(f"attributes[{i}] ({name}): protocol must be one of {', '.join(COMPONENT_PROTOCOLS)}, "
-                         f"got {protocol!r}")
+        message = f"attributes[{i}]: names are [a-z][a-z0-9_]{{0,30}} (they prefix report fields), got {name!r}"
+        if not isinstance(name, str):
+            raise RefusalValueError(message, "param_type", **where, expected="string", got=kind_of(name))
+        raise RefusalValueError(message, "param_relation", params=["attributes"], rule="attribute_name", index=i)
+    check_choice(protocol, "attributes", COMPONENT_PROTOCOLS, f"attributes[{i}] ({name}): protocol must be one of "
+                 f"{', '.join(COMPONENT_PROTOCOLS)}, got {protocol!r}", index=i)
     if not isinstance(params, Mapping):
-        raise TypeError(f"attributes[{i}] ({name}): params must be a mapping, got {type(params).__name__}")
+        raise refuse_type(f"attributes[{i}] ({name}): params must be a mapping, got {type(params).__name__}", params,
+                          "object", **where)
     if "epsilon" in params:
-        raise ValueError(f"attributes[{i}] ({name}): params must not carry epsilon (the multi's epsilon is "
-                         "split or given whole by the mode)")
+        raise RefusalValueError(f"attributes[{i}] ({name}): params must not carry epsilon (the multi's epsilon is "
+                                "split or given whole by the mode)", "unknown_params", params=["epsilon"],
+                                attribute=name)
     return name, protocol, dict(params)
 
 
@@ -93,7 +100,8 @@ def build_component(protocol: str, params: Mapping[str, Any], epsilon: float) ->
     params_type = COMPONENT_PROTOCOLS[protocol]
     if params_type is BinaryRRParams:
         if params:
-            raise ValueError(f"rr attributes take no params (symmetric RR at the attribute's ε), got {sorted(params)}")
+            raise RefusalValueError(f"rr attributes take no params (symmetric RR at the attribute's ε), got "
+                                    f"{sorted(params)}", "unknown_params", params=sorted(map(str, params)))
         return BinaryRRParams.from_epsilon(epsilon)
     return params_type.from_dict({**params, "epsilon": epsilon})
 
@@ -139,6 +147,10 @@ class MultiParams(ProtocolParams):
     mode: str
     attributes: tuple[Attribute, ...]
     protocol: ClassVar[str] = "multi"
+    refusal_rules: ClassVar[Mapping[str, str]] = {
+        **{rule: text for part in COMPONENT_PROTOCOLS.values() for rule, text in part.refusal_rules.items()},
+        "attribute_name": "a name is [a-z][a-z0-9_]{0,30}", "distinct_fields": "the report fields must not collide",
+        "fields": "(a limit) the fields of one report", "field_name_characters": "(a limit) a report field's name"}
     draw_rule = DrawRule("split: each attribute's, in order; sample: `R(d)`, then the sampled attribute's",
                          _multi_draws)
     population_kind: ClassVar[str] = "attributes"  # a simulation takes one population per attribute
@@ -146,26 +158,24 @@ class MultiParams(ProtocolParams):
     def __post_init__(self) -> None:
         eps = check_epsilon(self.epsilon)
         object.__setattr__(self, "epsilon", eps)
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be 'split' (ε/d per attribute) or 'sample' (one attribute at ε), "
-                             f"got {self.mode!r}")
+        check_choice(self.mode, "mode", MODES, f"mode must be 'split' (ε/d per attribute) or 'sample' (one attribute "
+                     f"at ε), got {self.mode!r}")
         raw = self.attributes
         if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
-            raise TypeError(f"attributes must be a sequence of (name, protocol, params), got {type(raw).__name__}")
+            raise refuse_type(f"attributes must be a sequence of (name, protocol, params), got {type(raw).__name__}",
+                              raw, "list", "attributes")
         if len(raw) < 2:
-            raise ValueError(f"a multi report needs at least 2 attributes (use the protocol itself for one), "
-                             f"got {len(raw)}")
+            raise RefusalValueError(f"a multi report needs at least 2 attributes (use the protocol itself for one), "
+                                    f"got {len(raw)}", "param_length", param="attributes", got=len(raw), min=2)
         attrs = [_normalized(a, i) for i, a in enumerate(raw)]
         names = [a[0] for a in attrs]
         if len(set(names)) != len(names):
-            raise ValueError(f"attribute names must be distinct, got {names}")
+            raise refuse_relation(f"attribute names must be distinct, got {names}", "distinct", "attributes")
         each = eps / len(attrs) if self.mode == "split" else eps
         comps = []
-        for i, (name, protocol, params) in enumerate(attrs):
-            try:
+        for i, (name, protocol, params) in enumerate(attrs):  # an attribute's own refusal names the attribute
+            with renaming({}, f"attributes[{i}] ({name}): {protocol} at ε={each:.6g}: ", attribute=name):
                 comps.append(build_component(protocol, params, each))
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"attributes[{i}] ({name}): {protocol} at ε={each:.6g}: {exc}") from None
         object.__setattr__(self, "attributes", tuple((name, protocol, _frozen(_without_epsilon(c)))
                                                      for (name, protocol, _), c in zip(attrs, comps, strict=True)))
         object.__setattr__(self, "_components", tuple(comps))
@@ -175,12 +185,16 @@ class MultiParams(ProtocolParams):
     def _check_fields(self) -> None:
         names = [f.name for f in self.schema]
         if len(names) > MAX_FIELDS:
-            raise ValueError(f"a multi report carries at most {MAX_FIELDS} fields (the wire format's limit); these "
-                             f"attributes need {len(names)}")
+            raise RefusalValueError(f"a multi report carries at most {MAX_FIELDS} fields (the wire format's limit); "
+                                    f"these attributes need {len(names)}", "param_limit", limit="fields",
+                                    got=len(names), max=MAX_FIELDS)
         if too_long := [n for n in names if len(n) > 32]:
-            raise ValueError(f"report field names are at most 32 characters; shorten the attribute names of {too_long}")
+            raise RefusalValueError(f"report field names are at most 32 characters; shorten the attribute names of "
+                                    f"{too_long}", "param_limit", limit="field_name_characters",
+                                    got=max(map(len, too_long)), max=32)
         if len(set(names)) != len(names):
-            raise ValueError(f"attribute names make colliding report fields {sorted(names)}; rename an attribute")
+            raise refuse_relation(f"attribute names make colliding report fields {sorted(names)}; rename an attribute",
+                                  "distinct_fields", "attributes")
 
     def __hash__(self) -> int:
         return hash(self.fingerprint)
@@ -341,24 +355,26 @@ class MultiEncoder(Encoder):
         """Every attribute's value checked by its protocol, in attribute order."""
         names = self.params.names
         if type(value) is not dict and not isinstance(value, Mapping):  # (a dict skips the ABC check's cost)
-            raise TypeError(f"multi values must be a mapping {{name: value}} of the attributes {list(names)}, "
-                            f"got {type(value).__name__}")
+            raise refuse_type(f"multi values must be a mapping {{name: value}} of the attributes {list(names)}, "
+                              f"got {type(value).__name__}", value, "object")
         if len(value) == len(names):  # the common case in one pass; any problem: the checks below name it
             try:
                 return tuple([prepare(value[name]) for name, prepare in self._prepares])
             except (KeyError, TypeError, ValueError):
                 pass
         if missing := [n for n in names if n not in value]:
-            raise ValueError(f"multi value is missing attributes {missing} (every report needs all of {list(names)})")
+            raise RefusalValueError(f"multi value is missing attributes {missing} (every report needs all of "
+                                    f"{list(names)})", "missing_attributes", attributes=missing)
         if extra := [k for k in value if k not in names]:
-            raise ValueError(f"multi value has unknown attributes {[str(k) for k in extra][:5]} "
-                             f"(the attributes are {list(names)})")
+            raise RefusalValueError(f"multi value has unknown attributes {[str(k) for k in extra][:5]} "
+                                    f"(the attributes are {list(names)})", "unknown_attributes",
+                                    attributes=sorted(str(k) for k in extra))
         out = []
         for name, part in zip(names, self._parts, strict=True):
             try:
                 out.append(part.prepare(value[name]))
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"attribute {name!r}: {exc}") from None
+            except Refusal as exc:  # the attribute's own refusal, naming the attribute
+                raise exc.restated(f"attribute {name!r}: {exc}", attribute=name) from None
         return tuple(out)
 
     def randomize(self, prepared: tuple[Any, ...]) -> Report:

@@ -33,11 +33,13 @@ never above the requested: moved down by the last representable step if rounding
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_checks import check_bool, check_finite, refuse_range, refuse_relation, refuse_type
 from ldp.encoders.base_draws import DrawRule
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import RandomSource, bernoulli_threshold, logistic_tail, realized_probability
@@ -86,14 +88,6 @@ def _next_probability(p: float, up: bool) -> float:
     return math.nextafter(p, 2.0 if up else -1.0)
 
 
-def _finite(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    return float(value)
-
-
 @dataclass(frozen=True)
 class NumericParams(ProtocolParams):
     """What every mean mechanism shares: ``epsilon``, the bounds ``low < high`` (finite) and ``clip``
@@ -104,16 +98,17 @@ class NumericParams(ProtocolParams):
     high: float
     clip: bool = False
     population_kind: ClassVar[str] = "numbers"  # a simulation draws the users' values (ldp.simulation.numeric)
+    refusal_rules: ClassVar[Mapping[str, str]] = {"low<high": "low < high", "width_finite": "high − low is finite"}
 
     def _check_common(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        low, high = _finite(self.low, "low"), _finite(self.high, "high")
+        low, high = check_finite(self.low, "low"), check_finite(self.high, "high")
         if not low < high:
-            raise ValueError(f"the bounds need low < high, got low={low}, high={high}")
+            raise refuse_relation(f"the bounds need low < high, got low={low}, high={high}", "low<high", "low", "high")
         if not math.isfinite(high - low):
-            raise ValueError(f"high - low must be finite, got low={low}, high={high}")
-        if not isinstance(self.clip, bool):
-            raise TypeError(f"clip must be a bool, got {type(self.clip).__name__}")
+            raise refuse_relation(f"high - low must be finite, got low={low}, high={high}", "width_finite", "low",
+                                  "high")
+        check_bool(self.clip, "clip")
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
 
@@ -147,14 +142,15 @@ class NumericParams(ProtocolParams):
         """``value`` as a float in ``[low, high]``: ``TypeError`` for a bool, str or non-number,
         ``ValueError`` for NaN, ±inf or a value outside the bounds (clipped instead if ``clip``)."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{self.protocol} values must be int or float, got {type(value).__name__}")
-        x = float(value)
+            raise refuse_type(f"{self.protocol} values must be int or float, got {type(value).__name__}", value,
+                              "float")
+        x, bounds = float(value), dict[str, Any](min=self.low, max=self.high)
         if not math.isfinite(x):
-            raise ValueError(f"{self.protocol} values must be finite, got {x}")
+            raise refuse_range(f"{self.protocol} values must be finite, got {x}", value, **bounds, finite=True)
         if not self.low <= x <= self.high:
             if not self.clip:
-                raise ValueError(f"{self.protocol} value {x} is outside [low, high] = [{self.low}, {self.high}] "
-                                 "(pass clip=True in the params to clip instead)")
+                raise refuse_range(f"{self.protocol} value {x} is outside [low, high] = [{self.low}, {self.high}] "
+                                   "(pass clip=True in the params to clip instead)", value, **bounds)
             x = min(max(x, self.low), self.high)
         return x
 
@@ -176,7 +172,9 @@ class DuchiParams(NumericParams):
         if not 0.0 < self.q < 0.5:
             what = "small: the flip probability rounds to 1/2" if self.q >= 0.5 else \
                 "large: the flip probability 1/(1+e^ε) is below the client's 2^-64 resolution"
-            raise ValueError(f"epsilon={self.epsilon} is too {what}, so reports would not be private or informative")
+            raise refuse_relation(f"epsilon={self.epsilon} is too {what}, so reports would not be private or "
+                                  "informative", "epsilon_too_small" if self.q >= 0.5 else "epsilon_too_large",
+                                  "epsilon")
         self.check_collectable()
 
     @staticmethod
@@ -220,11 +218,13 @@ class PiecewiseParams(NumericParams):
         self._check_common()
         check_int(self.cells, "cells", 2, MAX_CELLS)
         if self.p_in >= 1.0:
-            raise ValueError(f"epsilon={self.epsilon} is too large for cells={self.cells}: the window probability "
-                             "rounds to 1, so reports would not be private")
+            raise refuse_relation(f"epsilon={self.epsilon} is too large for cells={self.cells}: the window "
+                                  "probability rounds to 1, so reports would not be private", "epsilon_too_large",
+                                  "epsilon", "cells")
         if not self.realized_epsilon > 0:
-            raise ValueError(f"epsilon={self.epsilon} is too small for cells={self.cells}: inside and outside "
-                             "cells are equally likely at the client's resolution, so reports carry no information")
+            raise refuse_relation(f"epsilon={self.epsilon} is too small for cells={self.cells}: inside and outside "
+                                  "cells are equally likely at the client's resolution, so reports carry no "
+                                  "information", "epsilon_too_small", "epsilon", "cells")
         self.check_collectable()
 
     @cached_property

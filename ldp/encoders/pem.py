@@ -29,6 +29,7 @@ independent of the value, so the worst likelihood ratio of a report is that of i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import groupby
@@ -37,9 +38,11 @@ from typing import Any, ClassVar, Self
 import mmh3
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
+from ldp.encoders.base_checks import check_bool, check_choice, refuse_relation
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
 from ldp.encoders.local_hashing import SEED_RANGE, OLHParams, lh_hash
 from ldp.encoders.randomized_response import GRRParams
+from ldp.errors import Refusal, RefusalValueError
 from ldp.hashing import value_bytes
 from ldp.privacy.accountant import PrivacyCost
 from ldp.reports import Field, Report, ReportBatch, ReportError
@@ -78,16 +81,19 @@ def pad_value(value: Any, max_length: int, truncate: bool, protocol: str = "pem"
     check_string_value(value, protocol)
     raw = value_bytes(value)
     if b"\x00" in raw:
-        raise ValueError(f"{protocol} values must not contain a NUL byte (the pad)")
+        raise RefusalValueError(f"{protocol} values must not contain a NUL byte (the pad)", "not_in_alphabet",
+                                char="\x00")
     if len(raw) > max_length:
         if not truncate:
-            raise ValueError(f"{protocol} value of {len(raw)} bytes is over max_length={max_length} "
-                             "(set truncate=True to cut it)")
+            raise RefusalValueError(f"{protocol} value of {len(raw)} bytes is over max_length={max_length} "
+                                    "(set truncate=True to cut it)", "value_too_long", got=len(raw), max=max_length,
+                                    unit="bytes")
         raw = raw[:max_length]
         if isinstance(value, str):  # cut at a character boundary: drop an incomplete trailing character
             raw = raw.decode("utf-8", "ignore").encode("utf-8")
     if not raw:
-        raise ValueError(f"{protocol} values must be non-empty strings" + (" (after truncation)" if value else ""))
+        raise RefusalValueError(f"{protocol} values must be non-empty strings" + (" (after truncation)" if value
+                                                                                  else ""), "empty_value")
     return raw.ljust(max_length, b"\x00")
 
 
@@ -117,6 +123,9 @@ class PEMParams(ProtocolParams):
     truncate: bool = False
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "pem"
+    refusal_rules: ClassVar[Mapping[str, str]] = {
+        **OLHParams.refusal_rules, "groups": "(a limit) the groups G = 1 + ceil((8·max_length − start_bits)/step_bits)",
+        "grr_prefix_bits": "(a limit) the bits of a prefix GRR reports over its whole domain"}
     draw_rule = DrawRule("`R(G)`; in a GRR group `B(p_j)`, then `R(2^b_j − 1)` if false; in an OLH group "
                          "`R(seed_range)`, `B(p)`, then `R(g−1)` if false", _pem_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
@@ -130,17 +139,26 @@ class PEMParams(ProtocolParams):
         check_int(self.step_bits, "step_bits", 1, MAX_STEP_BITS)
         check_int(self.top_k, "top_k", 1, 1 << 16)
         check_int(self.seed_range, "seed_range", 1, SEED_RANGE)
-        if self.oracle not in ORACLES:
-            raise ValueError(f"oracle must be one of {', '.join(map(repr, ORACLES))}, got {self.oracle!r}")
-        if not isinstance(self.truncate, bool):
-            raise TypeError(f"truncate must be a bool, got {type(self.truncate).__name__}")
-        check_int(self.groups, "groups (1 + ceil((8·max_length − start_bits)/step_bits))", 1, 1 << 16)
+        check_choice(self.oracle, "oracle", ORACLES, f"oracle must be one of {', '.join(map(repr, ORACLES))}, "
+                     f"got {self.oracle!r}")
+        check_bool(self.truncate, "truncate")
+        if not 1 <= self.groups <= 1 << 16:
+            raise RefusalValueError(f"groups (1 + ceil((8·max_length − start_bits)/step_bits)) must be in [1, "
+                                    f"{1 << 16}], got {self.groups}", "param_limit", limit="groups", got=self.groups,
+                                    max=1 << 16)
         if self.oracle == "grr" and (bits := self.prefix_bits(self.groups - 1)) > MAX_GRR_BITS:
-            raise ValueError(f"oracle='grr' reports each prefix over its whole domain of 2^bits values, at most "
-                             f"2^{MAX_GRR_BITS}: the last group's prefixes have {bits} bits (use oracle='auto', "
-                             "GRR where it is smaller and allowed, OLH elsewhere)")
-        if "olh" in self.oracles:  # (GRR's checks ran in choosing: ε neither too large nor too small)
-            self.olh  # noqa: B018  (OLH's checks: ε neither too large nor too small for the client)
+            raise RefusalValueError(f"oracle='grr' reports each prefix over its whole domain of 2^bits values, at "
+                                    f"most 2^{MAX_GRR_BITS}: the last group's prefixes have {bits} bits (use "
+                                    "oracle='auto', GRR where it is smaller and allowed, OLH elsewhere)",
+                                    "param_limit", limit="grr_prefix_bits", got=bits, max=MAX_GRR_BITS)
+        try:
+            if "olh" in self.oracles:  # (GRR's checks ran in choosing: ε neither too large nor too small)
+                self.olh  # noqa: B018  (OLH's checks: ε neither too large nor too small for the client)
+        except Refusal as exc:  # a GRR group's ε too large or too small for its 2^b_j prefixes
+            if exc.code != "param_relation" or "domain_size" not in exc.fields["params"]:
+                raise
+            raise refuse_relation(str(exc), exc.fields["rule"], "epsilon", "max_length", "start_bits", "step_bits",
+                                  "oracle") from None
         self.check_collectable()
 
     @cached_property
@@ -152,8 +170,9 @@ class PEMParams(ProtocolParams):
         """GRR over group ``group``'s whole prefix domain, ``2^b_j`` values (up to 2^:data:`MAX_GRR_BITS`)."""
         bits = self.prefix_bits(group)
         if bits > MAX_GRR_BITS:
-            raise ValueError(f"group {group} has {bits}-bit prefixes: GRR over 2^{bits} values is over the cap of "
-                             f"2^{MAX_GRR_BITS}")
+            raise RefusalValueError(f"group {group} has {bits}-bit prefixes: GRR over 2^{bits} values is over the "
+                                    f"cap of 2^{MAX_GRR_BITS}", "param_limit", limit="grr_prefix_bits", got=bits,
+                                    max=MAX_GRR_BITS)
         return _grr(self.epsilon, bits)
 
     @cached_property

@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_checks import refuse_range, refuse_relation, refuse_type
 from ldp.encoders.base_draws import DrawRule, grr_draws
 from ldp.privacy.accountant import PrivacyCost
 from ldp.privacy.shuffle import ShuffleStructure, k_rr_structure
@@ -42,17 +43,21 @@ class BinaryRRParams(ProtocolParams):
     p: float
     q: float
     protocol: ClassVar[str] = "rr"
+    refusal_rules: ClassVar[Mapping[str, str]] = {
+        "0<p<q<1": "0 < p < q < 1 (a finite ε, a truthful bias)",
+        "p_q_resolvable": "p and q must differ at the client's 2^-64 resolution"}
     draw_rule = DrawRule("`B(q)` for a 1, `B(p)` for a 0", lambda s, pr, v: s.B(pr.q if v else pr.p))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"p": 0.1, "q": 0.9},)
 
     def __post_init__(self) -> None:
         p, q = check_probability(self.p, "p"), check_probability(self.q, "q")
         if not 0.0 < p < q < 1.0:
-            raise ValueError(f"binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p={p}, q={q}")
+            raise refuse_relation(f"binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p={p}, q={q}",
+                                  "0<p<q<1", "p", "q")
         check_resolvable(p, "p")
         if realized_probability(p) == realized_probability(q):
-            raise ValueError(f"p={p!r} and q={q!r} are equal at the client's 2^-64 resolution: reports would "
-                             "carry no information")
+            raise refuse_relation(f"p={p!r} and q={q!r} are equal at the client's 2^-64 resolution: reports would "
+                                  "carry no information", "p_q_resolvable", "p", "q")
         object.__setattr__(self, "p", p)
         object.__setattr__(self, "q", q)
         self.check_collectable()
@@ -63,8 +68,8 @@ class BinaryRRParams(ProtocolParams):
         eps = check_epsilon(epsilon)
         p, q = logistic_tail(eps), logistic_tail(-eps)
         if q == 1.0:
-            raise ValueError(f"epsilon={eps} is too large for binary RR: q = 1/(1+e^-ε) rounds to 1 in double "
-                             "precision, so reports would not be private")
+            raise refuse_relation(f"epsilon={eps} is too large for binary RR: q = 1/(1+e^-ε) rounds to 1 in double "
+                                  "precision, so reports would not be private", "epsilon_too_large", "epsilon")
         return cls(p, q)
 
     @classmethod
@@ -72,7 +77,9 @@ class BinaryRRParams(ProtocolParams):
         """Answer truthfully with probability α = ``truth_prob``, else "yes" with β = ``yes_prob``."""
         a, b = check_probability(truth_prob, "truth_prob"), check_probability(yes_prob, "yes_prob")
         if not (0.0 < a < 1.0 and 0.0 < b < 1.0):
-            raise ValueError(f"forced response needs 0 < truth_prob < 1 and 0 < yes_prob < 1, got {a}, {b}")
+            name, given = ("truth_prob", truth_prob) if not 0.0 < a < 1.0 else ("yes_prob", yes_prob)
+            raise refuse_range(f"forced response needs 0 < truth_prob < 1 and 0 < yes_prob < 1, got {a}, {b}", given,
+                               name, min=0, max=1, min_exclusive=True, max_exclusive=True)
         return cls((1.0 - a) * b, a + (1.0 - a) * b)
 
     @classmethod
@@ -169,11 +176,13 @@ class GRRParams(LabeledDomain, ProtocolParams):
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         check_int(self.domain_size, "domain_size", 2, 2**32)
         if self.p >= 1.0:
-            raise ValueError(f"epsilon={self.epsilon} is too large for domain_size={self.domain_size}: the keep "
-                             "probability rounds to 1 at the client's resolution, so reports would not be private")
+            raise refuse_relation(f"epsilon={self.epsilon} is too large for domain_size={self.domain_size}: the keep "
+                                  "probability rounds to 1 at the client's resolution, so reports would not be "
+                                  "private", "epsilon_too_large", "epsilon", "domain_size")
         if self.p <= self.q:
-            raise ValueError(f"epsilon={self.epsilon} is too small for domain_size={self.domain_size}: the keep "
-                             "probability rounds to 1/d, so reports would carry no information")
+            raise refuse_relation(f"epsilon={self.epsilon} is too small for domain_size={self.domain_size}: the keep "
+                                  "probability rounds to 1/d, so reports would carry no information",
+                                  "epsilon_too_small", "epsilon", "domain_size")
         self._check_labels()
         self.check_collectable()
 
@@ -258,8 +267,8 @@ class BinaryRREncoder(Encoder):
         if isinstance(value, int):
             if value in (0, 1):
                 return value
-            raise ValueError(f"binary RR values must be 0 or 1, got {value}")
-        raise TypeError(f"binary RR values must be bool or 0/1, got {type(value).__name__}")
+            raise refuse_range(f"binary RR values must be 0 or 1, got {value}", value, min=0, max=1)
+        raise refuse_type(f"binary RR values must be bool or 0/1, got {type(value).__name__}", value, "bool_or_01")
 
     def randomize(self, prepared: int) -> Report:
         return self._report(self.randomize_payload(prepared))

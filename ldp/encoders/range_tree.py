@@ -32,16 +32,19 @@ Privacy
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_checks import check_bool, check_choice, refuse_range, refuse_relation, refuse_type
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
 from ldp.encoders.histogram_buckets import bucket_index, bucket_labels
 from ldp.encoders.pem import null_variance
 from ldp.encoders.randomized_response import GRRParams
 from ldp.encoders.unary import OUEParams, unary_draw
+from ldp.errors import Refusal, RefusalValueError, kind_of
 from ldp.privacy.accountant import PrivacyCost
 from ldp.reports import Field, Report, ReportBatch, ReportError, bits_from_int
 
@@ -110,6 +113,10 @@ class HHParams(ProtocolParams):
     level_weights: tuple[int, ...] = ()
     clip: bool = False
     protocol: ClassVar[str] = "hh"
+    refusal_rules: ClassVar[Mapping[str, str]] = {
+        "low<high": "low < high", "leaves": "(a limit) the buckets, branching^depth",
+        "leaf_weight": "the leaf level (the last of level_weights) must have a weight > 0",
+        "distinct_edges": "[low, high] must hold branching^depth + 1 distinct bucket edges (as doubles)"}
     draw_rule = DrawRule("`R(depth)` (with `level_weights`: `R(Σw)`); at a GRR level `B(p)`, then `R(m−1)` if false; "
                          "at an OUE level `BB(q, m)`, `B(1/2)`", _hh_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
@@ -121,37 +128,48 @@ class HHParams(ProtocolParams):
         for name in ("low", "high"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"{name} must be a finite real number, got {v!r}")
+                message = f"{name} must be a finite real number, got {v!r}"
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise RefusalValueError(message, "param_type", param=name, expected="float", got=kind_of(v))
+                raise refuse_range(message, v, name, finite=True)
             object.__setattr__(self, name, float(v))
         if not self.low < self.high:
-            raise ValueError(f"need low < high, got low={self.low}, high={self.high}")
+            raise refuse_relation(f"need low < high, got low={self.low}, high={self.high}", "low<high", "low", "high")
         check_int(self.branching, "branching", 2, MAX_LEAVES)
         check_int(self.depth, "depth", 1, 16)
         if self.branching**self.depth > MAX_LEAVES:
-            raise ValueError(f"branching^depth = {self.branching}^{self.depth} buckets is over the {MAX_LEAVES:,} "
-                             "allowed")
-        if self.oracle not in HH_ORACLES:
-            raise ValueError(f"oracle must be one of {', '.join(map(repr, HH_ORACLES))}, got {self.oracle!r}")
-        if not isinstance(self.clip, bool):
-            raise TypeError(f"clip must be a bool, got {type(self.clip).__name__}")
+            raise RefusalValueError(f"branching^depth = {self.branching}^{self.depth} buckets is over the "
+                                    f"{MAX_LEAVES:,} allowed", "param_limit", limit="leaves",
+                                    got=self.branching**self.depth, max=MAX_LEAVES)
+        check_choice(self.oracle, "oracle", HH_ORACLES, f"oracle must be one of {', '.join(map(repr, HH_ORACLES))}, "
+                     f"got {self.oracle!r}")
+        check_bool(self.clip, "clip")
         if not isinstance(self.level_weights, (list, tuple)):
-            raise TypeError(f"level_weights must be a list of ints, got {type(self.level_weights).__name__}")
+            raise refuse_type(f"level_weights must be a list of ints, got {type(self.level_weights).__name__}",
+                              self.level_weights, "list", "level_weights")
         weights = tuple(self.level_weights)
         if weights:
             if len(weights) != self.depth:
-                raise ValueError(f"level_weights must have depth={self.depth} entries (levels 1..{self.depth}), "
-                                 f"got {len(weights)}")
+                raise RefusalValueError(f"level_weights must have depth={self.depth} entries (levels 1..{self.depth})"
+                                        f", got {len(weights)}", "param_length", param="level_weights",
+                                        got=len(weights), min=self.depth, max=self.depth)
             for i, w in enumerate(weights):
-                check_int(w, f"level_weights[{i}]", 0, 1 << 32)
+                check_int(w, f"level_weights[{i}]", 0, 1 << 32, param="level_weights", index=i)
             if weights[-1] == 0:
-                raise ValueError("level_weights must give the leaf level (the last) a weight > 0: the buckets' counts "
-                                 "are estimated from it")
+                raise refuse_relation("level_weights must give the leaf level (the last) a weight > 0: the buckets' "
+                                      "counts are estimated from it", "leaf_weight", "level_weights")
         object.__setattr__(self, "level_weights", weights)
         edges = self.edges
         if len(set(edges)) != len(edges):
-            raise ValueError(f"[{self.low}, {self.high}] is too narrow for {self.num_buckets} distinct bucket edges")
+            raise refuse_relation(f"[{self.low}, {self.high}] is too narrow for {self.num_buckets} distinct bucket "
+                                  "edges", "distinct_edges", "low", "high", "branching", "depth")
         for level in range(1, self.depth + 1):
-            self.level_oracle(level)  # the oracles' own checks: ε neither too large nor too small
+            try:
+                self.level_oracle(level)  # the oracles' own checks: ε neither too large nor too small
+            except Refusal as exc:  # a level's ε too large or too small: for its B^l nodes, by its oracle
+                if exc.code != "param_relation":
+                    raise
+                raise refuse_relation(str(exc), exc.fields["rule"], "epsilon", "branching", "depth", "oracle") from None
         self.check_collectable()
 
     # -- the tree ------------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Self
@@ -46,6 +46,7 @@ from ldp.encoders.base import (
     check_string_value,
     client_secret,
 )
+from ldp.encoders.base_checks import check_choice, refuse_range, refuse_relation
 from ldp.encoders.base_draws import DrawRule
 from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
@@ -92,7 +93,8 @@ def google_prr_masks(secret: bytes, message: bytes, f: float, k: int) -> tuple[i
     coin is bit 0 of ``D[i]`` and the f-mask is ``(D[i] >> 1) < 128 f`` (so f is effectively
     ``ceil(128 f)/128``). Returns ``(uniform, fmask)`` as ints (bit i = Bloom index i)."""
     if k > 32:
-        raise ValueError(f"Google's PRR draws one HMAC-SHA256 byte per bit: k <= 32, got {k}")
+        raise refuse_range(f"Google's PRR draws one HMAC-SHA256 byte per bit: k <= 32, got {k}", k, "num_bloombits",
+                           max=32)
     digest = hmac.new(secret, message, hashlib.sha256).digest()
     threshold = f * 128  # an exact float; compared with integers 0..127 as Google does
     uniform = sum((digest[i] & 1) << i for i in range(k))
@@ -146,7 +148,8 @@ class RapporPrivacy:
     def privacy_cost(self) -> PrivacyCost:
         """The cost of one report, ε₁ (a ``ValueError`` if these parameters give no finite ε₁)."""
         if math.isinf(self.epsilon_one):
-            raise ValueError("these RAPPOR parameters give no finite ε₁ (p* = 0 or q* = 1): reports are not private")
+            raise refuse_relation("these RAPPOR parameters give no finite ε₁ (p* = 0 or q* = 1): reports are not "
+                                  "private", "finite_epsilon", "p", "q", "f")
         return PrivacyCost(self.epsilon_one)
 
     def horizon_cost(self, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
@@ -171,6 +174,10 @@ class RapporParams(RapporPrivacy, ProtocolParams):
     f: float
     mode: str = "ldp"
     protocol: ClassVar[str] = "rappor"
+    refusal_rules: ClassVar[Mapping[str, str]] = {
+        "h<=k": "num_hashes (h) <= num_bloombits (k)", "p<q": "p < q (a 1 in the PRR is reported more often)",
+        "finite_epsilon": "p, q and f give a finite ε₁ (p* > 0 and q* < 1)",
+        "google_client": "mode 'google' encodes with k <= 32 and h <= 16 only (Google's client)"}
     draw_rule = DrawRule("`BB(p, k)`, `BB(q, k)`",
                          lambda s, pr, v: (s.BB(pr.p, pr.num_bloombits), s.BB(pr.q, pr.num_bloombits)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (_CONFORMANCE, {**_CONFORMANCE, "mode": "google"},
@@ -181,15 +188,16 @@ class RapporParams(RapporPrivacy, ProtocolParams):
         check_int(self.num_hashes, "num_hashes (h)", 1)
         check_int(self.num_cohorts, "num_cohorts (m)", 1, MAX_COHORTS)
         if self.num_hashes > self.num_bloombits:
-            raise ValueError(f"num_hashes (h={self.num_hashes}) must be <= num_bloombits (k={self.num_bloombits})")
+            raise refuse_relation(f"num_hashes (h={self.num_hashes}) must be <= num_bloombits "
+                                  f"(k={self.num_bloombits})", "h<=k", "num_hashes", "num_bloombits")
         p, q, f = (check_resolvable(getattr(self, n), n) for n in ("p", "q", "f"))
         if not 0.0 <= f < 1.0:
-            raise ValueError(f"f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got {f}")
+            raise refuse_range(f"f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got {f}", self.f, "f", min=0,
+                               max=1, max_exclusive=True)
         if not p < q:
-            raise ValueError("RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), "
-                             f"got p={p}, q={q}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+            raise refuse_relation("RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), "
+                                  f"got p={p}, q={q}", "p<q", "p", "q")
+        check_choice(self.mode, "mode", MODES, f"mode must be one of {MODES}, got {self.mode!r}")
         for name, v in (("p", p), ("q", q), ("f", f)):
             object.__setattr__(self, name, v)
         self.check_collectable()
@@ -212,9 +220,10 @@ class RapporParams(RapporPrivacy, ProtocolParams):
         PRR message is a 32-bit integer) and ``h <= 16`` (one MD5 byte per hash). Decoding Google's
         files (with its ``map.csv``) has no such limit: Chrome's configurations used k = 128."""
         if self.mode == "google" and (self.num_bloombits > 32 or self.num_hashes > 16):
-            raise ValueError("Google's client needs k <= 32 (PRR message is a 32-bit integer) and h <= 16 "
-                             f"(one MD5 byte per hash), got k={self.num_bloombits}, h={self.num_hashes}; "
-                             "these parameters can decode Google's files but not encode")
+            raise refuse_relation("Google's client needs k <= 32 (PRR message is a 32-bit integer) and h <= 16 "
+                                  f"(one MD5 byte per hash), got k={self.num_bloombits}, h={self.num_hashes}; "
+                                  "these parameters can decode Google's files but not encode", "google_client",
+                                  "num_bloombits", "num_hashes", "mode")
 
     @property
     def domain_size(self) -> None:
@@ -351,8 +360,7 @@ class RapporEncoder(Encoder):
                  prr_rng: RandomSource | None = None, simulation: bool = False) -> None:
         super().__init__(params, rng=rng, ledger=ledger, metric=metric, simulation=simulation)
         params.check_google_client()
-        if charging not in CHARGING:
-            raise ValueError(f"charging must be one of {CHARGING}, got {charging!r}")
+        check_choice(charging, "charging", CHARGING, f"charging must be one of {CHARGING}, got {charging!r}")
         self._secret = client_secret(secret, self._rng)
         self._cohort = self._rng.randbelow(params.num_cohorts) if cohort is None else check_int(
             cohort, "cohort", 0, params.num_cohorts - 1)

@@ -36,14 +36,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Self
 
 from ldp.encoders.base import Encoder, ProtocolParams, check_int, client_secret
+from ldp.encoders.base_checks import check_bool, refuse_relation, renaming
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule
 from ldp.encoders.rappor import RapporEncoder, RapporParams
 from ldp.encoders.rappor_ngrams_text import NgramsText, gram_value, pair_index, pair_of
+from ldp.errors import RefusalValueError
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.reports import Field, Report, ReportBatch, ReportError
 
@@ -58,6 +61,10 @@ PLANNER_BLOOM = (32, 2, 64)
 MAX_POSITIONS = 64
 """Most n-gram positions ``P = L/n`` a configuration may have."""
 _SUB_SECRET = b"ldp/rappor-ngrams/v1/"
+_GRAM_NAMES = {name: f"gram_{short}" for name, short in (("num_bloombits", "bloombits"), ("num_hashes", "hashes"),
+                                                          ("num_cohorts", "cohorts"), ("p", "p"), ("q", "q"),
+                                                          ("f", "f"))}
+"""The n-gram RAPPOR's parameter names here (its refusals' fields)."""
 
 
 def _ngrams_draws(s: DrawPrimitives, pr: RapporNgramsParams, value: Any) -> None:
@@ -94,6 +101,10 @@ class RapporNgramsParams(NgramsText, ProtocolParams):
     pad: str = "_"
     truncate: bool = False
     protocol: ClassVar[str] = "rappor-ngrams"
+    refusal_rules: ClassVar[Mapping[str, str]] = {
+        **RapporParams.refusal_rules, "multiple_of_n": "max_length (L) must be a multiple of n",
+        "two_positions": "L/n must be at least 2 (a report pairs two n-gram positions)",
+        "positions": "(a limit) the n-gram positions L/n", "pad_not_in_alphabet": "pad must not be in the alphabet"}
     draw_rule = DrawRule("`R(P(P−1)/2)`, then twice `BB(gram_p, gram_k)`, `BB(gram_q, gram_k)`, then `BB(p, k)`, "
                          "`BB(q, k)`", _ngrams_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (  # three grams, cohorts derived from the secret
@@ -105,22 +116,24 @@ class RapporNgramsParams(NgramsText, ProtocolParams):
         check_int(self.n, "n (gram length)", 1, 8)
         check_int(self.max_length, "max_length (L, characters)", 2, 8 * MAX_POSITIONS)
         if self.max_length % self.n:
-            raise ValueError(f"max_length (L={self.max_length}) must be a multiple of n={self.n}")
-        check_int(self.positions, "positions (L/n)", 2, MAX_POSITIONS)
-        if not isinstance(self.alphabet, str) or not self.alphabet:
-            raise ValueError("alphabet must be a non-empty str")
-        if len(set(self.alphabet)) != len(self.alphabet):
-            raise ValueError(f"alphabet must not repeat a character: {self.alphabet!r}")
-        if not isinstance(self.pad, str) or len(self.pad) != 1:
-            raise ValueError(f"pad must be one character, got {self.pad!r}")
-        if self.pad in self.alphabet:
-            raise ValueError(f"pad {self.pad!r} must not be a character of the alphabet")
-        if not isinstance(self.truncate, bool):
-            raise TypeError(f"truncate must be a bool, got {type(self.truncate).__name__}")
+            raise refuse_relation(f"max_length (L={self.max_length}) must be a multiple of n={self.n}",
+                                  "multiple_of_n", "max_length", "n")
+        if not 2 <= self.positions <= MAX_POSITIONS:
+            message = f"positions (L/n) must be in [2, {MAX_POSITIONS}], got {self.positions}"
+            if self.positions < 2:
+                raise refuse_relation(message, "two_positions", "max_length", "n")
+            raise RefusalValueError(message, "param_limit", limit="positions", got=self.positions, max=MAX_POSITIONS)
+        self._check_text()
+        check_bool(self.truncate, "truncate")
+        full = self.full  # each RAPPOR's own checks (the full string's parameters have its names)
+        with renaming(_GRAM_NAMES):  # the n-gram RAPPOR's, in their names here
+            subs = (full, self.gram)
         for name in ("p", "q", "f", "gram_p", "gram_q", "gram_f"):
-            value = getattr(self.full if not name.startswith("gram_") else self.gram, name.removeprefix("gram_"))
+            value = getattr(subs[name.startswith("gram_")], name.removeprefix("gram_"))
             object.__setattr__(self, name, value)  # the sub-parameters' checks ran; keep their floats
-        _ = self.privacy_cost  # both RAPPORs must be private (finite ε₁)
+        _ = self.full.privacy_cost  # both RAPPORs must be private (finite ε₁)
+        with renaming(_GRAM_NAMES):
+            _ = self.gram.privacy_cost
         self.check_collectable()
 
     @cached_property

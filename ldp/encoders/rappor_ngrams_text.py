@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ldp.encoders.base import check_string_value
+from ldp.encoders.base_checks import refuse_relation
+from ldp.errors import RefusalValueError, kind_of
 
 __all__ = ["NgramsText", "gram_value", "pair_of", "pair_index"]
 
@@ -44,6 +46,24 @@ class NgramsText:
     truncate: bool
     protocol: ClassVar[str]
 
+    def _check_text(self) -> None:
+        """``alphabet``: a non-empty str of distinct characters; ``pad``: one character outside it."""
+        if not isinstance(self.alphabet, str):
+            raise RefusalValueError("alphabet must be a non-empty str", "param_type", param="alphabet",
+                                    expected="string", got=kind_of(self.alphabet))
+        if not self.alphabet:
+            raise RefusalValueError("alphabet must be a non-empty str", "param_length", param="alphabet", got=0, min=1)
+        if len(set(self.alphabet)) != len(self.alphabet):
+            raise refuse_relation(f"alphabet must not repeat a character: {self.alphabet!r}", "distinct", "alphabet")
+        if not isinstance(self.pad, str) or len(self.pad) != 1:
+            message = f"pad must be one character, got {self.pad!r}"
+            if isinstance(self.pad, str):
+                raise RefusalValueError(message, "param_length", param="pad", got=len(self.pad), min=1, max=1)
+            raise RefusalValueError(message, "param_type", param="pad", expected="string", got=kind_of(self.pad))
+        if self.pad in self.alphabet:
+            raise refuse_relation(f"pad {self.pad!r} must not be a character of the alphabet", "pad_not_in_alphabet",
+                                  "pad", "alphabet")
+
     @staticmethod
     def gram_value(position: int, gram: str) -> str:
         """:func:`gram_value`, for code that holds only the params (:mod:`ldp.batch.rappor_ngrams`)."""
@@ -66,16 +86,19 @@ class NgramsText:
             try:
                 value = bytes(value).decode("utf-8")
             except UnicodeDecodeError:
-                raise ValueError(f"{self.protocol} values given as bytes must be UTF-8") from None
+                raise RefusalValueError(f"{self.protocol} values given as bytes must be UTF-8", "not_encodable",
+                                        encoding="utf-8") from None
         if not value:
-            raise ValueError(f"{self.protocol} values must be non-empty strings")
+            raise RefusalValueError(f"{self.protocol} values must be non-empty strings", "empty_value")
         bad = sorted(set(value) - set(self.alphabet))
-        if bad:
-            raise ValueError(f"{self.protocol} value has characters outside the alphabet: {''.join(bad)!r}")
+        if bad:  # the refusal names the smallest (by code point)
+            raise RefusalValueError(f"{self.protocol} value has characters outside the alphabet: {''.join(bad)!r}",
+                                    "not_in_alphabet", char=bad[0])
         if len(value) > self.max_length:
             if not self.truncate:
-                raise ValueError(f"{self.protocol} value of {len(value)} characters is over max_length="
-                                 f"{self.max_length} (set truncate=True to cut it)")
+                raise RefusalValueError(f"{self.protocol} value of {len(value)} characters is over max_length="
+                                        f"{self.max_length} (set truncate=True to cut it)", "value_too_long",
+                                        got=len(value), max=self.max_length, unit="characters")
             value = value[:self.max_length]
         return str(value).ljust(self.max_length, self.pad)
 

@@ -21,15 +21,17 @@ draws, then the fragment sketch's (see :mod:`ldp.encoders.cms`, :mod:`ldp.encode
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, NamedTuple, Self, TypeAlias
 
 from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_checks import check_bool, check_choice, refuse_relation, refuse_type, renaming
 from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.cms import CmsEncoder, CmsParams, SketchParams, sketch_draws
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
+from ldp.errors import RefusalValueError, kind_of
 from ldp.hashing import MAX_SEED, bucket, value_bytes
 from ldp.privacy.accountant import PrivacyCost
 from ldp.reports import Field, Report, ReportBatch
@@ -59,6 +61,15 @@ class PreparedWord(NamedTuple):
     hash: int
     truncated: bool
     replaced: int
+
+
+def _check_symbols(value: Any, message: str, param: str, low: int, high: int | None) -> None:
+    """``value`` a str of ``low`` to ``high`` characters, else ``ValueError`` with ``message``."""
+    if not isinstance(value, str):
+        raise RefusalValueError(message, "param_type", param=param, expected="string", got=kind_of(value))
+    if not low <= len(value) <= (len(value) if high is None else high):
+        raise RefusalValueError(message, "param_length", param=param, got=len(value), min=low,
+                                **({} if high is None else {"max": high}))
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,11 @@ class SfpParams(ProtocolParams):
     replacement: str | None = None
     truncate: bool = False
     protocol: ClassVar[str] = "sfp"
+    refusal_rules: ClassVar[Mapping[str, str]] = {
+        **HcmsParams.refusal_rules, "pad_not_in_alphabet": "pad must not be in the alphabet",
+        "multiple_of_fragment_length": "length (L) must be a multiple of fragment_length (r)",
+        "hash_seed_room": "hash_seed + word_num_hashes + fragment_num_hashes must be at most 2^32 − 1",
+        "replacement_in_alphabet": "replacement must be a symbol of the alphabet"}
     draw_rule = DrawRule("`R(L/r)`, the word sketch's (`cms` or `hcms`), the fragment sketch's",
                          lambda s, pr, v: (s.R(pr.num_positions), sketch_draws(s, pr.word_params),
                                            sketch_draws(s, pr.fragment_params)))
@@ -102,39 +118,43 @@ class SfpParams(ProtocolParams):
     def __post_init__(self) -> None:
         object.__setattr__(self, "word_epsilon", check_epsilon(self.word_epsilon, "word_epsilon"))
         object.__setattr__(self, "fragment_epsilon", check_epsilon(self.fragment_epsilon, "fragment_epsilon"))
-        if not isinstance(self.alphabet, str) or not self.alphabet:
-            raise ValueError("alphabet must be a non-empty string of symbols")
+        _check_symbols(self.alphabet, "alphabet must be a non-empty string of symbols", "alphabet", 1, None)
         if len(set(self.alphabet)) != len(self.alphabet):
-            raise ValueError(f"alphabet has repeated symbols: {self.alphabet!r}")
-        if not isinstance(self.pad, str) or len(self.pad) != 1 or self.pad in self.alphabet:
-            raise ValueError(f"pad must be one symbol that is not in the alphabet, got {self.pad!r}")
-        check_int(len(self.alphabet), "alphabet size", 1, (1 << 16) - 2)
+            raise refuse_relation(f"alphabet has repeated symbols: {self.alphabet!r}", "distinct", "alphabet")
+        _check_symbols(self.pad, f"pad must be one symbol that is not in the alphabet, got {self.pad!r}", "pad", 1, 1)
+        if self.pad in self.alphabet:
+            raise refuse_relation(f"pad must be one symbol that is not in the alphabet, got {self.pad!r}",
+                                  "pad_not_in_alphabet", "pad", "alphabet")
+        if not len(self.alphabet) <= (1 << 16) - 2:
+            raise RefusalValueError(f"alphabet size must be in [1, {(1 << 16) - 2}], got {len(self.alphabet)}",
+                                    "param_length", param="alphabet", got=len(self.alphabet), min=1,
+                                    max=(1 << 16) - 2)
         check_int(self.length, "length (L)", 1, 1 << 12)
         check_int(self.fragment_length, "fragment_length (r)", 1, self.length)
         if self.length % self.fragment_length:
-            raise ValueError(f"length L={self.length} must be a multiple of fragment_length r={self.fragment_length} "
-                             "(fragments are the L/r non-overlapping substrings)")
+            raise refuse_relation(f"length L={self.length} must be a multiple of fragment_length "
+                                  f"r={self.fragment_length} (fragments are the L/r non-overlapping substrings)",
+                                  "multiple_of_fragment_length", "length", "fragment_length")
         check_int(self.hash_bits, "hash_bits", 0, 16)
         for part in ("word", "fragment"):
             sketch = getattr(self, f"{part}_sketch")
-            if not (isinstance(sketch, str) and sketch in SKETCHES):
-                raise ValueError(f"{part}_sketch must be one of {sorted(SKETCHES)}, "
-                                 f"got {sketch!r}")
+            check_choice(sketch, f"{part}_sketch", sorted(SKETCHES), f"{part}_sketch must be one of "
+                         f"{sorted(SKETCHES)}, got {sketch!r}")
         check_int(self.hash_seed, "hash_seed", 0, MAX_SEED)
         check_int(self.word_num_hashes, "word_num_hashes", 1, 1 << 16)
         check_int(self.fragment_num_hashes, "fragment_num_hashes", 1, 1 << 16)
         if self.hash_seed + self.word_num_hashes + self.fragment_num_hashes > MAX_SEED:
-            raise ValueError("hash_seed leaves no room for the sketches' hash functions below 2**32")
-        if self.replacement is not None and (not isinstance(self.replacement, str) or len(self.replacement) != 1
-                                             or self.replacement not in self.alphabet):
-            raise ValueError(f"replacement must be one symbol of the alphabet (or None), got {self.replacement!r}")
-        if not isinstance(self.truncate, bool):
-            raise TypeError(f"truncate must be a bool, got {type(self.truncate).__name__}")
+            raise refuse_relation("hash_seed leaves no room for the sketches' hash functions below 2**32",
+                                  "hash_seed_room", "hash_seed", "word_num_hashes", "fragment_num_hashes")
+        if self.replacement is not None:
+            message = f"replacement must be one symbol of the alphabet (or None), got {self.replacement!r}"
+            _check_symbols(self.replacement, message, "replacement", 1, 1)
+            if self.replacement not in self.alphabet:
+                raise refuse_relation(message, "replacement_in_alphabet", "replacement", "alphabet")
+        check_bool(self.truncate, "truncate")
         for part in ("word", "fragment"):  # build the sketches now so their errors surface here
-            try:
-                getattr(self, f"{part}_params")
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{part} sketch: {exc}") from None
+            with renaming({n: f"{part}_{n}" for n in ("epsilon", "num_hashes", "width")}, f"{part} sketch: "):
+                getattr(self, f"{part}_params")  # in this protocol's names: the word sketch's width is word_width
         self.check_collectable()
 
     # -- the two sketches -------------------------------------------------------------------------
@@ -221,15 +241,15 @@ class SfpParams(ProtocolParams):
     def prepare_word(self, value: Any) -> PreparedWord:
         """Validate, replace, truncate and pad a word (``TypeError``/``ValueError`` naming the problem)."""
         if not isinstance(value, str):
-            raise TypeError(f"SFP words must be str, got {type(value).__name__}")
+            raise refuse_type(f"SFP words must be str, got {type(value).__name__}", value, "string")
         if not value:
-            raise ValueError("SFP cannot encode the empty string")
+            raise RefusalValueError("SFP cannot encode the empty string", "empty_value")
         index, replaced = self._index, 0
         if any(ch not in index or ch == self.pad for ch in value):
             if self.replacement is None:
                 bad = next(ch for ch in value if ch not in index or ch == self.pad)
-                raise ValueError(f"character {bad!r} of {value!r} is not in the alphabet "
-                                 "(set replacement= to replace such characters)")
+                raise RefusalValueError(f"character {bad!r} of {value!r} is not in the alphabet "
+                                        "(set replacement= to replace such characters)", "not_in_alphabet", char=bad)
             chars = [ch if ch in index and ch != self.pad else self.replacement for ch in value]
             kept = self.length if self.truncate else len(value)  # count only the symbols that are sent
             replaced = sum(a != b for a, b in zip(chars[:kept], value[:kept], strict=True))
@@ -237,7 +257,8 @@ class SfpParams(ProtocolParams):
         truncated = len(value) > self.length
         if truncated:
             if not self.truncate:
-                raise ValueError(f"{value!r} is longer than length={self.length} (set truncate=True to cut it)")
+                raise RefusalValueError(f"{value!r} is longer than length={self.length} (set truncate=True to cut it)",
+                                        "value_too_long", got=len(value), max=self.length, unit="characters")
             value = value[: self.length]
         return PreparedWord(value, value + self.pad * (self.length - len(value)), self.word_hash(value),
                             truncated, replaced)

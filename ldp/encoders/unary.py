@@ -26,16 +26,17 @@ L-OUE (protocol ``loue``; L-OSUE/L-SUE of Arcolezi et al., 2021)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
+from ldp.encoders.base_checks import check_choice, refuse_relation, renaming
 from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.longitudinal_charges import _logaddexp, memo_report_charge
-from ldp.encoders.longitudinal_memo import _SecretEncoder
+from ldp.encoders.longitudinal_memo import TWO_ROUND_RULES, _SecretEncoder, check_two_rounds
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.randomness import RandomSource, logistic_tail, realized_probability
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
@@ -66,6 +67,7 @@ class UnaryParams(LabeledDomain):
     domain_size: int
     labels: tuple[str, ...] | None
     protocol: ClassVar[str]
+    _unary_params: ClassVar[tuple[str, ...]] = ("epsilon",)  # what p and q derive from (the refusals' params)
 
     if TYPE_CHECKING:  # what each subclass defines
         @property
@@ -77,11 +79,13 @@ class UnaryParams(LabeledDomain):
         """The domain, the labels, and that ``p``, ``q`` are realizable and informative (``what``: the ε named)."""
         check_int(self.domain_size, "domain_size", 2, 2**32)
         if self.q <= 0.0 or self.p >= 1.0:
-            raise ValueError(f"{what} is too large for {self.protocol}: a bit probability rounds to 0 or 1 at the "
-                             "client's resolution, so reports would not be private")
+            raise refuse_relation(f"{what} is too large for {self.protocol}: a bit probability rounds to 0 or 1 at "
+                                  "the client's resolution, so reports would not be private", "epsilon_too_large",
+                                  *self._unary_params)
         if self.p <= self.q:
-            raise ValueError(f"{what} is too small for {self.protocol}: p and q are equal at the client's "
-                             "resolution, so reports would carry no information")
+            raise refuse_relation(f"{what} is too small for {self.protocol}: p and q are equal at the client's "
+                                  "resolution, so reports would carry no information", "epsilon_too_small",
+                                  *self._unary_params)
         self._check_labels()
 
     @property
@@ -262,6 +266,7 @@ class LOUEParams(UnaryParams, ProtocolParams):
     labels: tuple[str, ...] | None = None
     permanent: str = "oue"
     protocol: ClassVar[str] = "loue"
+    refusal_rules: ClassVar[Mapping[str, str]] = TWO_ROUND_RULES
     draw_rule = DrawRule("`BB(flip, d)`", lambda s, pr, v: s.BB(pr.flip, pr.domain_size))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon_perm": 4.0, "epsilon": 1.0, "domain_size": 10},)
@@ -269,13 +274,12 @@ class LOUEParams(UnaryParams, ProtocolParams):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon_perm", check_epsilon(self.epsilon_perm, "epsilon_perm"))
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        if self.permanent not in PERMANENT:
-            raise ValueError(f"permanent must be one of {PERMANENT}, got {self.permanent!r}")
-        if not self.epsilon < self.epsilon_perm:
-            raise ValueError(f"L-OUE needs epsilon < epsilon_perm (a report is post-processing of the permanent "
-                             f"response, so it cannot leak more), got epsilon={self.epsilon}, "
-                             f"epsilon_perm={self.epsilon_perm}")
-        _ = self.perm, self.flip  # the permanent round's checks; the instantaneous round exists
+        check_choice(self.permanent, "permanent", PERMANENT, f"permanent must be one of {PERMANENT}, got "
+                     f"{self.permanent!r}")
+        check_two_rounds("L-OUE", self.epsilon, self.epsilon_perm)
+        with renaming({"epsilon": "epsilon_perm"}):
+            _ = self.perm  # the permanent round's checks (its epsilon is epsilon_perm)
+        _ = self.flip  # the instantaneous round exists
         self._check_unary(f"epsilon={self.epsilon}")
         self.check_collectable()
 
@@ -295,12 +299,14 @@ class LOUEParams(UnaryParams, ProtocolParams):
         disc = qb * qb + 4.0 * qa * qc
         lam = 2.0 * qc / (qb + math.sqrt(disc)) if disc >= 0.0 else math.inf
         if not 0.0 < lam < 1.0:
-            raise ValueError(f"epsilon={self.epsilon} is not below the realized permanent ε "
-                             f"{self.perm.effective_epsilon}: no instantaneous round gives it")
+            raise refuse_relation(f"epsilon={self.epsilon} is not below the realized permanent ε "
+                                  f"{self.perm.effective_epsilon}: no instantaneous round gives it",
+                                  "epsilon<realized_epsilon_perm", "epsilon", "epsilon_perm", "permanent")
         flip = realized_probability((1.0 - lam) / 2.0)
         if flip <= 0.0:
-            raise ValueError(f"the instantaneous round of these L-OUE parameters is not realizable: its flip "
-                             f"probability {(1.0 - lam) / 2.0!r} rounds to 0 at the client's resolution")
+            raise refuse_relation(f"the instantaneous round of these L-OUE parameters is not realizable: its flip "
+                                  f"probability {(1.0 - lam) / 2.0!r} rounds to 0 at the client's resolution",
+                                  "instantaneous_realizable", "epsilon", "epsilon_perm", "permanent")
         return flip
 
     def _star(self, pi: Fraction) -> Fraction:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from ldp.errors import ProtocolClashError
+from ldp.errors import ProtocolClashError, RefusalValueError
 from ldp.lazy import added_classes, added_to, entry_point_classes, entry_point_origin, package_classes, subclasses_in
 
 if TYPE_CHECKING:
@@ -133,7 +133,8 @@ def get_protocol(name: str) -> Protocol:
     """The protocol called ``name`` (``ValueError`` listing the known ones otherwise)."""
     known = protocols()
     if name not in known:
-        raise ValueError(f"unknown protocol {name!r}; known: {', '.join(known)}")
+        raise RefusalValueError(f"unknown protocol {name!r}; known: {', '.join(known)}", "param_choice",
+                                param="protocol", choices=list(known), got=name)
     return known[name]
 
 
@@ -142,7 +143,9 @@ def params_from_dict(d: dict[str, Any]) -> ProtocolParams:
     try:
         params_type, _ = client_protocols()[d["protocol"]]
     except KeyError:
-        raise ValueError(f"unknown protocol {d.get('protocol')!r}; known: {', '.join(client_protocols())}") from None
+        raise RefusalValueError(f"unknown protocol {d.get('protocol')!r}; known: {', '.join(client_protocols())}",
+                                "param_choice", param="protocol", choices=list(client_protocols()),
+                                got=d.get("protocol")) from None
     return params_type.from_dict(d["params"])
 
 

@@ -13,17 +13,22 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any
 
+from ldp.errors import RefusalTypeError, RefusalValueError, kind_of
+
 PRECISION_BITS = 64
 """Bits of uniform randomness behind every client Bernoulli draw."""
 
 
 def check_probability(p: float, name: str = "p") -> float:
-    """Return ``float(p)`` if it is a real number in [0, 1], else raise ``ValueError`` naming ``name``."""
+    """Return ``float(p)`` if it is a real number in [0, 1], else raise ``ValueError`` naming ``name`` (a
+    :class:`~ldp.errors.Refusal`: ``param_type``, or ``param_range`` with ``min: 0, max: 1``)."""
     if isinstance(p, bool) or not isinstance(p, (int, float)):
-        raise TypeError(f"{name} must be a real number, got {type(p).__name__}")
-    p = float(p)
+        raise RefusalTypeError(f"{name} must be a real number, got {type(p).__name__}", "param_type", param=name,
+                               expected="float", got=kind_of(p))
+    given, p = p, float(p)
     if not 0.0 <= p <= 1.0:  # also rejects NaN
-        raise ValueError(f"{name} must be in [0, 1], got {p}")
+        raise RefusalValueError(f"{name} must be in [0, 1], got {p}", "param_range", param=name, got=given, min=0,
+                                max=1)
     return p
 
 
@@ -53,8 +58,9 @@ def check_resolvable(p: float, name: str = "p") -> float:
     """
     p = check_probability(p, name)
     if p > 0.0 and bernoulli_threshold(p) == 0:
-        raise ValueError(f"{name}={p!r} is below the client's 2^-64 resolution: it would be drawn with "
-                         "probability 0 (use 0 if that is meant, or a value >= 2^-64)")
+        raise RefusalValueError(f"{name}={p!r} is below the client's 2^-64 resolution: it would be drawn with "
+                                "probability 0 (use 0 if that is meant, or a value >= 2^-64)", "param_relation",
+                                params=[name], rule="below_resolution")
     return p
 
 

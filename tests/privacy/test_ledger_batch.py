@@ -362,8 +362,9 @@ def test_record_many_is_all_or_nothing(tmp_path):
             app.record_many([("flag", True), ("color", "g"), ("color", "b"), ("flag", False)])
         assert (exc.value.index, exc.value.scope, exc.value.period) == (2, "color", "window")
         assert "charge 2 of a batch" in str(exc.value)
-        with pytest.raises(ValueError, match=r"record_many item 1 \('color'\).*purple"):
+        with pytest.raises(ValueError, match=r"record_many item 1 \('color'\).*purple") as refused:
             app.record_many([("flag", True), ("color", "purple")])
+        assert (refused.value.code, refused.value.fields) == ("unknown_label", {"got": "purple"})  # the refusal's
         with pytest.raises(TypeError, match="record_many item 0"):
             app.record_many([("page", 12)])
         with pytest.raises(ValueError, match="item 1.*no metric 'size'"):

@@ -26,6 +26,7 @@ HOMES = {
     "ldp.privacy.ledger": ["BudgetExceeded", "LedgerError", "LedgerDamagedError", "ClockError"],
     "ldp.privacy.accountant": ["BudgetExceeded", "LedgerError"],
     "ldp.privacy.audit": ["AuditError"],
+    "ldp.encoders.base": ["Refusal", "RefusalTypeError", "RefusalValueError"],
     "ldp.client.runtime": ["StateError", "BudgetExceeded", "UploadError"],
     "ldp.client.uploader": ["UploadError"],
     "ldp.client": ["StateError", "BudgetExceeded", "UploadError"],
@@ -58,12 +59,14 @@ BUILTIN_BASES = {
     "InputChangedError": ValueError, "ConfigError": ValueError, "IngestError": Exception, "QueueFull": Exception,
     "WriterClosed": Exception, "FoldBusyError": RuntimeError, "MissingExtraError": ImportError,
     "SeededRandomnessWarning": UserWarning, "PrivacyLeakWarning": UserWarning, "ReproductionOnlyWarning": UserWarning,
-    "SeededNoiseWarning": UserWarning,
+    "SeededNoiseWarning": UserWarning, "Refusal": Exception, "RefusalTypeError": TypeError,
+    "RefusalValueError": ValueError,
 }
 """The builtin class each was derived from before the move: ``except`` clauses written against it still catch."""
 
 SUBCLASSES = {"LedgerDamagedError": "LedgerError", "ClockError": "LedgerError", "StateError": "LedgerError",
-              "EnvelopeError": "ReportError", "InputChangedError": "JobError"}
+              "EnvelopeError": "ReportError", "InputChangedError": "JobError", "RefusalTypeError": "Refusal",
+              "RefusalValueError": "Refusal"}
 """The hierarchy between them, kept."""
 
 
@@ -145,6 +148,7 @@ def test_old_import_paths_give_the_same_class(module_name):
     errors.SpecError(["metrics: missing"]), errors.AggregateFormatError("corrupt"),
     errors.CandidateLimitError("too many"), errors.InputError("no CSV"), errors.JobError("in use"),
     errors.InputChangedError("changed"), errors.ConfigError("bad key"),
+    errors.RefusalValueError("epsilon must be finite and > 0, got -1", "param_range", param="epsilon", got=-1),
 ], ids=lambda exc: type(exc).__name__)
 def test_except_value_error_still_catches(exc):
     with pytest.raises(ValueError) as info:
