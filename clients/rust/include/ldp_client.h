@@ -277,10 +277,25 @@ const char *ldp_version(void);
 const char *ldp_last_error_message(void);
 
 /**
- * The Python exception class of the calling thread's last error (`ValueError`, `TypeError`, `SpecError`,
- * `BudgetExceeded`, …; empty after a success). Valid until the thread's next call into the library.
+ * The class of the calling thread's last error, as every client of `ldp` names it (`ValueError`, `TypeError`,
+ * `SpecError`, `BudgetExceeded`, …; empty after a success). Valid until the thread's next call into the library.
  */
 const char *ldp_last_error_type(void);
+
+/**
+ * The refusal code of the calling thread's last error when a protocol refused a parameter or a value
+ * (`LDP_TYPE_ERROR` or `LDP_VALUE_ERROR`): a stable machine code such as `param_range`, `value_type` or
+ * `unknown_label` (docs/conformance.md, "Refusals"). An empty string when the last error is no refusal or after a
+ * success. Valid until the thread's next call into the library.
+ */
+const char *ldp_last_error_code(void);
+
+/**
+ * The fields of the calling thread's last refusal as a compact JSON object (`{"param":"epsilon","got":-1,
+ * "min":0,"min_exclusive":true,"finite":true}`): each code's fields are listed in docs/conformance.md. An empty
+ * string when the last error is no refusal or after a success. Valid until the thread's next call into the library.
+ */
+const char *ldp_last_error_fields(void);
 
 /**
  * Frees a string the library returned (null is ignored).
@@ -498,7 +513,7 @@ enum LdpStatus ldp_client_record_string(const struct LdpClient *client,
 /**
  * Records several values in ONE transaction (one `fsync` for all), all or nothing. `items_json` (`len` bytes of
  * UTF-8) is a JSON array of `[metric, value]` pairs: `[["app_category", "games"], ["dark_mode", 1]]`. Every value is
- * checked first (a bad one's message names its item: `record_many item 1 ('dark_mode'): …`), then each is charged
+ * checked first (a bad one's message names its item: `record_many item 1 ("dark_mode"): …`), then each is charged
  * in order, seeing the ones before it; a spent budget (`LDP_BUDGET_EXCEEDED`), a full outbox (`LDP_OUTBOX_FULL`,
  * naming the first item that did not fit) or an opted-out device (`LDP_OPTED_OUT`) keeps none of them. On success
  * `ids` (null: not wanted) receives the items' outbox ids, in order; it has room for `ids_capacity` ids, and a

@@ -14,7 +14,6 @@ use crate::ledger::{
     self, count_up, outbox_bytes, transact, view, DeviceState, OutboxRecord, PinnedPart, StateStore, StoreTransaction,
     StoreView,
 };
-use crate::pytext::repr;
 use crate::random::{OsRandomSource, RandomSource};
 use crate::spec::CollectionSpec;
 use crate::upload::{Batch, Outbox, PendingReport};
@@ -64,7 +63,7 @@ pub struct Counts {
 /// One device's client of one collection: [`TelemetryClient::record`] privatizes a value and puts its envelope in
 /// the outbox; the upload functions send the outbox to `ldp serve` (this client is its [`Outbox`]).
 ///
-/// `record` checks the value (Python's error type and text, nothing written), then in ONE store transaction checks
+/// `record` checks the value (a refusal by code and fields, nothing written), then in ONE store transaction checks
 /// every cap, charges, randomizes and stores the envelope: the charge and the report are kept together or not at
 /// all, so a crash never leaves a report without its charge. Budgets are the spec's, per window and over the
 /// lifetime, for each metric and for the collection; a spent budget is an [`Error::BudgetExceeded`]. The outbox is
@@ -140,9 +139,8 @@ impl ClientBuilder {
         let check = |s: &DeviceState| -> Result<()> {
             if s.collection != spec.name {
                 return Err(Error::Ledger(format!(
-                    "this state belongs to collection {}, not {}: use another store (a budget is never reset)",
-                    repr(&s.collection),
-                    repr(&spec.name)
+                    "this state belongs to collection {:?}, not {:?}: use another store (a budget is never reset)",
+                    s.collection, spec.name
                 )));
             }
             Ok(())
@@ -192,12 +190,13 @@ pub fn batch_id(salt: &[u8], ids: &[u64], lines: &[&str]) -> Result<String> {
     Ok(crate::bytes::hex(&digest[..16]))
 }
 
-/// An item of [`TelemetryClient::record_many`]'s error texts: `record_many item 2 ('metric'): …`.
+/// An item of [`TelemetryClient::record_many`] refused: [`Error::Item`] (`record_many item 2 ("metric"): …`).
 fn name_item(item: Option<usize>, metric: &str, e: Error) -> Error {
     let Some(i) = item else { return e };
     match e {
-        Error::Value(m) => Error::Value(format!("record_many item {i} ({}): {m}", repr(metric))),
-        Error::Type(m) => Error::Type(format!("record_many item {i} ({}): {m}", repr(metric))),
+        e @ (Error::Refusal(_) | Error::Value(_) | Error::Type(_)) => {
+            Error::Item { index: i, metric: metric.to_string(), error: Box::new(e) }
+        }
         other => other,
     }
 }
@@ -342,8 +341,8 @@ impl TelemetryClient {
     }
 
     /// Records several `(metric, value)` pairs in ONE transaction (one `fsync` for all); returns their outbox ids, in
-    /// order. All or nothing: every value is checked first (a bad one's error names its item: `record_many item 2
-    /// ('metric'): …`); then each is charged in order, seeing the ones before it; if one would break a cap
+    /// order. All or nothing: every value is checked first (a bad one is an [`Error::Item`] naming its item, its
+    /// metric and the error); then each is charged in order, seeing the ones before it; if one would break a cap
     /// ([`Error::BudgetExceeded`]) or not fit in the outbox ([`Error::OutboxFull`], whose `item` is the first that
     /// did not fit), nothing of the batch is charged or stored.
     pub fn record_many<'v, M: AsRef<str>>(&self, items: &'v [(M, Value)]) -> Result<Vec<u64>> {

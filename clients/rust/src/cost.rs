@@ -3,8 +3,6 @@
 use std::fmt;
 use std::ops::Add;
 
-use crate::pytext;
-
 /// An (ε, δ) privacy cost.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct PrivacyCost {
@@ -46,11 +44,11 @@ impl Add for PrivacyCost {
 }
 
 impl fmt::Display for PrivacyCost {
-    /// `str(PrivacyCost)`: `ε=<.6g>`, then `, δ=<.3g>` when δ is not 0.
+    /// `ε=<x>`, then `, δ=<x>` when δ is not 0 (each the shortest text that reads back as the double).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ε={}", pytext::format_g(self.epsilon, 6))?;
+        write!(f, "ε={:?}", self.epsilon)?;
         if self.delta != 0.0 {
-            write!(f, ", δ={}", pytext::format_g(self.delta, 3))?;
+            write!(f, ", δ={:?}", self.delta)?;
         }
         Ok(())
     }

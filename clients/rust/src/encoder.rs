@@ -9,11 +9,11 @@ use serde_json::Value;
 
 use crate::bytes;
 use crate::cost::PrivacyCost;
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, RefusalCode, Result};
 use crate::params::{ParamField, ProtocolParams};
 use crate::pytext;
 use crate::random::{BitMask, OsRandomSource, RandomSource};
-use crate::value::{int_of, is_int, num_text, type_name};
+use crate::value::{int_of, is_int};
 
 /// A payload value: a `uint` or a `bits` field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,7 +184,7 @@ pub(crate) trait Mechanism: Send + 'static {
     /// The checked form of a value.
     type Checked: Send + 'static;
 
-    /// Checks `value`, with Python's error type and text. Draws nothing.
+    /// Checks `value`, refusing it as Python does (the same code and fields). Draws nothing.
     fn check(&mut self, value: &Value) -> Result<Self::Checked>;
 
     /// [`Mechanism::check`] for a protocol whose preparation draws (`rappor-ngrams` draws its pair of positions
@@ -220,8 +220,8 @@ impl<M: Mechanism> DynMechanism for M {
     }
 }
 
-/// A client encoder (Python's `ldp.encoders.base.Encoder`): [`Encoder::prepare`] checks a value, with Python's error
-/// type and text, and draws nothing; [`Encoder::randomize`] draws only through the source's `bernoulli`,
+/// A client encoder (Python's `ldp.encoders.base.Encoder`): [`Encoder::prepare`] checks a value (a refusal with Python's
+/// code and fields) and draws nothing; [`Encoder::randomize`] draws only through the source's `bernoulli`,
 /// `bernoulli_bits`, `randbelow` and `token_bytes`, in the order of docs/conformance.md; [`Prepared::charge`] says
 /// what the ledger charges.
 ///
@@ -249,7 +249,7 @@ impl Encoder {
         &self.params
     }
 
-    /// Checks `value`: the prepared value, or Python's error. Charges nothing, and draws nothing but for
+    /// Checks `value`: the prepared value, or its refusal. Charges nothing, and draws nothing but for
     /// `rappor-ngrams`, which draws its pair of positions here (its cost depends on it).
     pub fn prepare(&mut self, value: &Value) -> Result<Prepared> {
         self.mechanism.prepare(self.rng.as_mut(), value)
@@ -285,7 +285,7 @@ impl fmt::Debug for Encoder {
     }
 }
 
-/// `LabeledDomain.index_of`: the index of a label, or of an int index in `[0, domain_size)`, with Python's errors.
+/// `LabeledDomain.index_of`: the index of a label, or of an int index in `[0, domain_size)`, with Python's refusals (code and fields).
 pub(crate) fn domain_index_of(
     protocol: &str,
     domain_size: u64,
@@ -295,19 +295,21 @@ pub(crate) fn domain_index_of(
     if let (Value::String(s), Some(labels)) = (value, labels) {
         return match labels.iter().position(|l| l == s) {
             Some(i) => Ok(i as u64),
-            None => {
-                Err(Error::value(format!("value {} is not one of the {domain_size} declared labels", pytext::repr(s))))
-            }
+            None => Err(Refusal::value(RefusalCode::UnknownLabel).with("got", s.as_str()).into()),
         };
     }
     if is_int(value) {
         return match int_of(value) {
             Some(i) if i >= 0 && i < domain_size as i128 => Ok(i as u64),
-            _ => Err(Error::value(format!("value index must be in [0, {domain_size}), got {}", num_text(value)))),
+            _ => Err(Refusal::value_range(value.clone())
+                .with("min", 0)
+                .with("max", domain_size)
+                .with("max_exclusive", true)
+                .into()),
         };
     }
-    let kind = if labels.is_some() { "a label or an int index" } else { "an int index in [0, domain_size)" };
-    Err(Error::type_(format!("{protocol} values must be {kind}, got {}", type_name(value))))
+    let _ = protocol;
+    Err(Refusal::value_type(if labels.is_some() { "label_or_index" } else { "index" }, value).into())
 }
 
 /// A protocol as the spec, the client runtime and the tests see it: its name, its params class (name, fields and a

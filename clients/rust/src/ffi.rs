@@ -2,7 +2,8 @@
 //!
 //! Conventions: every function returns an [`LdpStatus`] (0 is success) and writes its results through out
 //! pointers; on failure, [`ldp_last_error_message`] and [`ldp_last_error_type`] describe the error (per thread, until
-//! the thread's next call). Handles are opaque and freed by their own `_free` function (a null handle is ignored);
+//! the thread's next call), and for a refused parameter or value [`ldp_last_error_code`] and
+//! [`ldp_last_error_fields`] say what was refused by meaning. Handles are opaque and freed by their own `_free` function (a null handle is ignored);
 //! strings the library returns are freed with [`ldp_string_free`]. Inputs are UTF-8 byte ranges (pointer and
 //! length) or NUL-terminated UTF-8 strings; a null pointer, invalid UTF-8 or an oversized input is an
 //! `LDP_INVALID_ARGUMENT`, never a crash. A panic inside the library is caught and returned as `LDP_INTERNAL`.
@@ -22,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::client::TelemetryClient;
 use crate::encoder::{envelope_json, Charge, Encoder, EncoderOptions, Prepared};
-use crate::error::{Error, Result};
+use crate::error::{Error, RefusalKind, Result};
 use crate::ledger::{FileStore, MemoryStore};
 use crate::random::{KeyedRandomSource, OsRandomSource, RandomSource, ReplaySource};
 use crate::spec::CollectionSpec;
@@ -64,6 +65,11 @@ pub enum LdpStatus {
 impl From<&Error> for LdpStatus {
     fn from(e: &Error) -> Self {
         match e {
+            Error::Refusal(r) => match r.kind {
+                RefusalKind::Type => LdpStatus::LdpTypeError,
+                RefusalKind::Value => LdpStatus::LdpValueError,
+            },
+            Error::Item { error, .. } => LdpStatus::from(error.as_ref()),
             Error::Value(_) => LdpStatus::LdpValueError,
             Error::Type(_) => LdpStatus::LdpTypeError,
             Error::Spec { .. } => LdpStatus::LdpSpecError,
@@ -91,18 +97,32 @@ pub const LDP_MAX_RETRY_AFTER_SECONDS: u32 = 300;
 pub const LDP_DEFAULT_MAX_OUTBOX_BYTES: u64 = 1_048_576;
 const _: () = assert!(LDP_DEFAULT_MAX_OUTBOX_BYTES == crate::client::DEFAULT_MAX_OUTBOX_BYTES);
 
+/// The calling thread's last error: message, type, refusal code and refusal fields (JSON).
+#[derive(Default)]
+struct LastError {
+    message: CString,
+    ty: CString,
+    code: CString,
+    fields: CString,
+}
+
 thread_local! {
-    static LAST_ERROR: RefCell<(CString, CString)> = RefCell::new((CString::default(), CString::default()));
+    static LAST_ERROR: RefCell<LastError> = RefCell::new(LastError::default());
 }
 
 fn set_error(e: &Error) {
-    let message = CString::new(e.to_string().replace('\0', "\\0")).unwrap_or_default();
-    let ty = CString::new(e.python_type()).unwrap_or_default();
-    LAST_ERROR.with(|l| *l.borrow_mut() = (message, ty));
+    let text = |s: String| CString::new(s.replace('\0', "\\0")).unwrap_or_default();
+    let (code, fields) = match e.refusal() {
+        // serde_json escapes a NUL in a string as \u0000: the JSON text holds none.
+        Some(r) => (text(r.code.as_str().into()), text(r.fields_json())),
+        None => (CString::default(), CString::default()),
+    };
+    let last = LastError { message: text(e.to_string()), ty: text(e.python_type().into()), code, fields };
+    LAST_ERROR.with(|l| *l.borrow_mut() = last);
 }
 
 fn clear_error() {
-    LAST_ERROR.with(|l| *l.borrow_mut() = (CString::default(), CString::default()));
+    LAST_ERROR.with(|l| *l.borrow_mut() = LastError::default());
 }
 
 /// Runs `f`, catching panics; the status of its result (the error recorded for the thread).
@@ -256,14 +276,31 @@ pub extern "C" fn ldp_version() -> *const c_char {
 /// next call into the library; copy it to keep it.
 #[no_mangle]
 pub extern "C" fn ldp_last_error_message() -> *const c_char {
-    LAST_ERROR.with(|l| l.borrow().0.as_ptr())
+    LAST_ERROR.with(|l| l.borrow().message.as_ptr())
 }
 
-/// The Python exception class of the calling thread's last error (`ValueError`, `TypeError`, `SpecError`,
-/// `BudgetExceeded`, …; empty after a success). Valid until the thread's next call into the library.
+/// The class of the calling thread's last error, as every client of `ldp` names it (`ValueError`, `TypeError`,
+/// `SpecError`, `BudgetExceeded`, …; empty after a success). Valid until the thread's next call into the library.
 #[no_mangle]
 pub extern "C" fn ldp_last_error_type() -> *const c_char {
-    LAST_ERROR.with(|l| l.borrow().1.as_ptr())
+    LAST_ERROR.with(|l| l.borrow().ty.as_ptr())
+}
+
+/// The refusal code of the calling thread's last error when a protocol refused a parameter or a value
+/// (`LDP_TYPE_ERROR` or `LDP_VALUE_ERROR`): a stable machine code such as `param_range`, `value_type` or
+/// `unknown_label` (docs/conformance.md, "Refusals"). An empty string when the last error is no refusal or after a
+/// success. Valid until the thread's next call into the library.
+#[no_mangle]
+pub extern "C" fn ldp_last_error_code() -> *const c_char {
+    LAST_ERROR.with(|l| l.borrow().code.as_ptr())
+}
+
+/// The fields of the calling thread's last refusal as a compact JSON object (`{"param":"epsilon","got":-1,
+/// "min":0,"min_exclusive":true,"finite":true}`): each code's fields are listed in docs/conformance.md. An empty
+/// string when the last error is no refusal or after a success. Valid until the thread's next call into the library.
+#[no_mangle]
+pub extern "C" fn ldp_last_error_fields() -> *const c_char {
+    LAST_ERROR.with(|l| l.borrow().fields.as_ptr())
 }
 
 /// Frees a string the library returned (null is ignored).
@@ -803,7 +840,7 @@ pub unsafe extern "C" fn ldp_client_record_double(
     guard(|| {
         let v = serde_json::Number::from_f64(value)
             .map(Value::Number)
-            .ok_or_else(|| Error::value(format!("value must be finite, got {}", crate::pytext::float_repr(value))))?;
+            .ok_or_else(|| Error::value(format!("value must be finite, got {value:?}")))?;
         record(client, metric, v, id)
     })
 }
@@ -825,7 +862,7 @@ pub unsafe extern "C" fn ldp_client_record_string(
 
 /// Records several values in ONE transaction (one `fsync` for all), all or nothing. `items_json` (`len` bytes of
 /// UTF-8) is a JSON array of `[metric, value]` pairs: `[["app_category", "games"], ["dark_mode", 1]]`. Every value is
-/// checked first (a bad one's message names its item: `record_many item 1 ('dark_mode'): …`), then each is charged
+/// checked first (a bad one's message names its item: `record_many item 1 ("dark_mode"): …`), then each is charged
 /// in order, seeing the ones before it; a spent budget (`LDP_BUDGET_EXCEEDED`), a full outbox (`LDP_OUTBOX_FULL`,
 /// naming the first item that did not fit) or an opted-out device (`LDP_OPTED_OUT`) keeps none of them. On success
 /// `ids` (null: not wanted) receives the items' outbox ids, in order; it has room for `ids_capacity` ids, and a

@@ -61,7 +61,7 @@ impl<'de> Visitor<'de> for Check {
         let mut seen = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             if !seen.insert(key.clone()) {
-                return Err(de::Error::custom(format!("duplicate key {}", crate::pytext::repr(&key))));
+                return Err(de::Error::custom(format!("duplicate key {key:?}")));
             }
             map.next_value_seed(Check(self.0 + 1))?;
         }

@@ -34,7 +34,7 @@ mod value;
 pub use client::{batch_id, system_clock, ClientBuilder, Clock, Counts, TelemetryClient, DEFAULT_MAX_OUTBOX_BYTES};
 pub use cost::PrivacyCost;
 pub use encoder::{envelope_json, Charge, Encoder, EncoderOptions, PayloadValue, Prepared, Protocol, Report};
-pub use error::{Error, Result, ALL_METRICS};
+pub use error::{Error, Refusal, RefusalCode, RefusalKind, Result, ALL_METRICS};
 pub use params::ProtocolParams;
 pub use serde_json::{json, Value};
 pub use spec::{Budget, CollectionSpec, MetricSpec};

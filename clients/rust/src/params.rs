@@ -1,5 +1,5 @@
 //! Protocol parameters (Python's `ProtocolParams`): fields, `from_dict`, the canonical form the fingerprint hashes,
-//! and the checks of `ldp/encoders/base.py` with Python's texts.
+//! and the checks of `ldp/encoders/base.py`, refusing by code and fields.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -8,10 +8,10 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::cost::PrivacyCost;
-use crate::error::{Error, Result};
+use crate::error::{kind_of, Error, Refusal, RefusalCode, Result};
 use crate::pytext;
 use crate::random::realized;
-use crate::value::{f64_of, float_value, int_of, is_int, is_real, num_text, param_type_name, Num};
+use crate::value::{f64_of, float_value, int_of, is_int, is_real};
 
 /// How a parameter is typed (its Python annotation): decides its canonical JSON form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,25 +180,22 @@ pub(crate) fn fingerprint_of(protocol: &str, fields: &[ParamField], values: &Par
     pytext::fingerprint(protocol, &canonical_dict(fields, values)).unwrap_or_default()
 }
 
-/// Parameters from their `to_dict()` form, as Python's `ProtocolParams.from_dict`: an unknown name is a
-/// `ValueError` (`unknown GRRParams parameters: ['x']`, sorted), a missing required one a `TypeError`
-/// (`missing GRRParams parameters: ['domain_size']`, in field order); defaults fill the rest.
-pub(crate) fn from_dict(class_name: &str, fields: &'static [ParamField], d: &Value) -> Result<ParamValues> {
+/// Parameters from their `to_dict()` form, as Python's `ProtocolParams.from_dict`: unknown names are refused
+/// (`unknown_params`, sorted), then missing required ones (`missing_params`, in field order); defaults fill the rest.
+pub(crate) fn from_dict(_class_name: &str, fields: &'static [ParamField], d: &Value) -> Result<ParamValues> {
     let Value::Object(d) = d else {
-        return Err(Error::type_(format!(
-            "{class_name} parameters must be an object, got {}",
-            crate::value::type_name(d)
-        )));
+        return Err(Error::type_(format!("parameters must be a JSON object, got {}", kind_of(d))));
     };
-    let mut unknown: Vec<&String> = d.keys().filter(|k| !fields.iter().any(|f| f.name == k.as_str())).collect();
+    let mut unknown: Vec<&str> =
+        d.keys().map(String::as_str).filter(|k| !fields.iter().any(|f| f.name == *k)).collect();
     if !unknown.is_empty() {
         unknown.sort();
-        return Err(Error::value(format!("unknown {class_name} parameters: {}", pytext::str_list(&unknown))));
+        return Err(Refusal::value(RefusalCode::UnknownParams).with("params", unknown).into());
     }
     let missing: Vec<&str> =
         fields.iter().filter(|f| f.default.is_none() && !d.contains_key(f.name)).map(|f| f.name).collect();
     if !missing.is_empty() {
-        return Err(Error::type_(format!("missing {class_name} parameters: {}", pytext::str_list(&missing))));
+        return Err(Refusal::type_(RefusalCode::MissingParams).with("params", missing).into());
     }
     let values = fields
         .iter()
@@ -216,42 +213,53 @@ pub(crate) fn from_dict(class_name: &str, fields: &'static [ParamField], d: &Val
 /// `check_epsilon`: a finite real > 0.
 pub(crate) fn check_epsilon(v: &Value, name: &str) -> Result<f64> {
     if !is_real(v) {
-        return Err(Error::type_(format!("{name} must be a real number, got {}", param_type_name(v))));
+        return Err(Refusal::param_type(name, "float", v).into());
     }
     let x = f64_of(v);
     if !(x > 0.0 && x.is_finite()) {
-        return Err(Error::value(format!("{name} must be finite and > 0, got {}", num_text(v))));
+        return Err(Refusal::param_range(name, v.clone())
+            .with("min", 0)
+            .with("min_exclusive", true)
+            .with("finite", true)
+            .into());
     }
     Ok(x)
 }
 
-/// `check_int`: an int in `[low, high]` (`high` `None`: no upper bound).
+/// `check_int`: an int in `[low, high]` (`high` `None`: no upper bound). The refusal's `param` is the first word of
+/// `name` (`"width (m)"` is `width`).
 pub(crate) fn check_int(v: &Value, name: &str, low: i128, high: Option<i128>) -> Result<i128> {
+    let name = name.split(' ').next().unwrap_or(name);
     if !is_int(v) {
-        return Err(Error::type_(format!("{name} must be an int, got {}", param_type_name(v))));
+        return Err(Refusal::param_type(name, "int", v).into());
     }
     let ok = match int_of(v) {
         Some(i) => i >= low && high.is_none_or(|h| i <= h),
         None => false,
     };
     if !ok {
-        let bound = match high {
-            None => format!(">= {low}"),
-            Some(h) => format!("in [{low}, {h}]"),
-        };
-        return Err(Error::value(format!("{name} must be {bound}, got {}", num_text(v))));
+        let mut r = Refusal::param_range(name, v.clone()).with("min", int_value(low));
+        if let Some(h) = high {
+            r = r.with("max", int_value(h));
+        }
+        return Err(r.into());
     }
     Ok(int_of(v).unwrap_or(low))
 }
 
-/// `check_probability`: a real in [0, 1] (the text shows it as a float).
+/// An int as a JSON value.
+pub(crate) fn int_value(i: i128) -> Value {
+    serde_json::from_str(&i.to_string()).unwrap_or(Value::Null)
+}
+
+/// `check_probability`: a real in [0, 1].
 pub(crate) fn check_probability(v: &Value, name: &str) -> Result<f64> {
     if !is_real(v) {
-        return Err(Error::type_(format!("{name} must be a real number, got {}", param_type_name(v))));
+        return Err(Refusal::param_type(name, "float", v).into());
     }
     let p = f64_of(v);
     if !(0.0..=1.0).contains(&p) {
-        return Err(Error::value(format!("{name} must be in [0, 1], got {}", pytext::float_repr(p))));
+        return Err(Refusal::param_range(name, v.clone()).with("min", 0).with("max", 1).into());
     }
     Ok(p)
 }
@@ -259,11 +267,7 @@ pub(crate) fn check_probability(v: &Value, name: &str) -> Result<f64> {
 /// `check_resolvable`: a probability the client does not round to 0 (unless it is 0).
 pub(crate) fn check_resolvable(p: f64, name: &str) -> Result<f64> {
     if p > 0.0 && realized(p)? == 0.0 {
-        return Err(Error::value(format!(
-            "{name}={} is below the client's 2^-64 resolution: it would be drawn with probability 0 (use 0 if that \
-             is meant, or a value >= 2^-64)",
-            pytext::float_repr(p)
-        )));
+        return Err(Refusal::relation("below_resolution", &[name]).into());
     }
     Ok(p)
 }
@@ -273,28 +277,28 @@ pub(crate) fn check_labels(labels: &Value, domain_size: i128) -> Result<Option<V
     let items = match labels {
         Value::Null => return Ok(None),
         Value::Array(items) => items,
-        other => {
-            return Err(Error::type_(format!(
-                "labels must be a list of domain_size={domain_size} distinct strings (or None), got {}",
-                param_type_name(other)
-            )))
-        }
+        other => return Err(Refusal::param_type("labels", "labels", other).into()),
     };
     if items.len() as i128 != domain_size {
-        return Err(Error::value(format!("labels must have domain_size={domain_size} entries, got {}", items.len())));
+        return Err(Refusal::value(RefusalCode::ParamLength)
+            .with("param", "labels")
+            .with("got", items.len())
+            .with("min", int_value(domain_size))
+            .with("max", int_value(domain_size))
+            .into());
     }
     let mut out = Vec::with_capacity(items.len());
-    for item in items {
+    for (i, item) in items.iter().enumerate() {
         match item {
             Value::String(s) => out.push(s.clone()),
-            _ => return Err(Error::type_("labels must be strings")),
+            _ => return Err(Refusal::param_type("labels", "string", item).with("index", i).into()),
         }
     }
     let mut sorted: Vec<&String> = out.iter().collect();
     sorted.sort();
     sorted.dedup();
     if sorted.len() != out.len() {
-        return Err(Error::value("labels must be distinct"));
+        return Err(Refusal::relation("distinct", &["labels"]).into());
     }
     Ok(Some(out))
 }
@@ -327,30 +331,34 @@ pub(crate) fn max_line_bytes(protocol: &str, schema: &[PayloadField]) -> u64 {
 }
 
 /// `ProtocolParams.check_collectable`: every upload line within [`MAX_LINE`] and the aggregate within
-/// [`MAX_AGGREGATE_CELLS`] counters, else Python's `ValueError`.
+/// [`MAX_AGGREGATE_CELLS`] counters, else a `param_limit` refusal.
 pub(crate) fn check_collectable(protocol: &str, schema: &[PayloadField], aggregate_cells: u128) -> Result<()> {
     let line = max_line_bytes(protocol, schema);
     if line > MAX_LINE {
-        return Err(Error::value(format!(
-            "{protocol} reports of these parameters take up to {} bytes as an upload line, over the {}-byte limit of \
-             every server job: all would be rejected",
-            pytext::thousands(line as i128),
-            pytext::thousands(MAX_LINE as i128)
-        )));
+        return Err(Refusal::limit("line_bytes", line, MAX_LINE).into());
     }
     if aggregate_cells > MAX_AGGREGATE_CELLS as u128 {
-        return Err(Error::value(format!(
-            "the {protocol} aggregate of these parameters needs {} counters ({} GiB), over the limit of {} (2 GiB)",
-            pytext::thousands(aggregate_cells as i128),
-            pytext::fixed1(aggregate_cells as f64 * 8.0 / (1u64 << 30) as f64),
-            pytext::thousands(MAX_AGGREGATE_CELLS as i128)
-        )));
+        return Err(Refusal::limit("aggregate_cells", int_value(aggregate_cells as i128), MAX_AGGREGATE_CELLS).into());
     }
     Ok(())
 }
 
-/// Whether a JSON number is a float (for messages that distinguish).
-#[allow(dead_code)]
-pub(crate) fn is_float(v: &Value) -> bool {
-    matches!(v, Value::Number(n) if matches!(crate::value::num_of(n), Num::Float(_)))
+/// `check_finite`: a finite real.
+pub(crate) fn check_finite(v: &Value, name: &str) -> Result<f64> {
+    if !is_real(v) {
+        return Err(Refusal::param_type(name, "float", v).into());
+    }
+    let x = f64_of(v);
+    if !x.is_finite() {
+        return Err(Refusal::param_range(name, v.clone()).with("finite", true).into());
+    }
+    Ok(x)
+}
+
+/// `check_bool`: a bool.
+pub(crate) fn check_bool(v: &Value, name: &str) -> Result<bool> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        other => Err(Refusal::param_type(name, "bool", other).into()),
+    }
 }

@@ -1,12 +1,11 @@
-//! Python's text forms, byte for byte: `repr(float)`, `format(x, ".Ng")`, `repr(str)`, and the canonical JSON that
+//! Python's text forms that fingerprints and wire lines need byte for byte: `repr(float)` and the canonical JSON that
 //! fingerprints hash (`ldp/wire.py` `canonical_json`). docs/conformance.md section 4 is the rule; `primitives.json`
-//! (`floats`, `texts`) checks it.
+//! (`floats`, `texts.canonical_json`) checks it. Error messages are this client's own: nothing here words them.
 
 use std::fmt::Write;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use unicode_general_category::{get_general_category, GeneralCategory};
 
 use crate::error::{Error, Result};
 use crate::value::{num_of, Num};
@@ -54,127 +53,6 @@ pub fn float_repr(x: f64) -> String {
         let p = point as usize;
         format!("{sign}{}.{}", &digits[..p], &digits[p..])
     }
-}
-
-/// Python's `format(x, f".{precision}g")`: `precision` significant digits rounded half to even on the exact binary
-/// value, positional when the exponent is in [−4, precision), trailing zeros and point removed.
-pub fn format_g(x: f64, precision: usize) -> String {
-    if x.is_nan() {
-        return "nan".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    let p = precision.max(1);
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let sign = if x < 0.0 { "-" } else { "" };
-    // Rust's `{:.Ne}` rounds the exact value half to even, as Python's formatting does.
-    let s = format!("{:.*e}", p - 1, x.abs());
-    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
-    fn strip(s: String) -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s
-        }
-    }
-    if exp >= -4 && exp < p as i32 {
-        let body = if exp < 0 {
-            format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
-        } else {
-            let e = exp as usize + 1;
-            format!("{}.{}", &digits[..e], &digits[e..])
-        };
-        return format!("{sign}{}", strip(body));
-    }
-    format!("{sign}{}e{}", strip(format!("{}.{}", &digits[..1], &digits[1..])), exp_text(exp))
-}
-
-/// Python's `f"{x:.1f}"` of a finite `x` (half to even on the exact value).
-pub fn fixed1(x: f64) -> String {
-    format!("{x:.1}")
-}
-
-/// Python's `f"{n:,}"` of an integer.
-pub fn thousands(n: i128) -> String {
-    let s = n.unsigned_abs().to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3 + 1);
-    if n < 0 {
-        out.push('-');
-    }
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Whether Python's `str.isprintable()` holds for `c`: a character outside the categories Cc, Cf, Cs, Co, Cn, Zl,
-/// Zp, Zs, or the ASCII space. The categories come from the `unicode-general-category` tables, whose Unicode
-/// version may differ from the Python server's: a character assigned in between is classified differently.
-fn is_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    !matches!(
-        get_general_category(c),
-        GeneralCategory::Control
-            | GeneralCategory::Format
-            | GeneralCategory::Surrogate
-            | GeneralCategory::PrivateUse
-            | GeneralCategory::Unassigned
-            | GeneralCategory::LineSeparator
-            | GeneralCategory::ParagraphSeparator
-            | GeneralCategory::SpaceSeparator
-    )
-}
-
-/// Python's `repr(s)`: in `'`, or `"` when `s` has a `'` and no `"`; `\\`, `\t`, `\n`, `\r` escaped; other
-/// non-printable characters as `\xNN`, `\uNNNN` or `\UNNNNNNNN`.
-pub fn repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        let code = c as u32;
-        match c {
-            _ if c == quote || c == '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            _ if code < 0x20 || code == 0x7f => {
-                let _ = write!(out, "\\x{code:02x}");
-            }
-            _ if code < 0x7f => out.push(c),
-            _ if is_printable(c) => out.push(c),
-            _ if code <= 0xff => {
-                let _ = write!(out, "\\x{code:02x}");
-            }
-            _ if code <= 0xffff => {
-                let _ = write!(out, "\\u{code:04x}");
-            }
-            _ => {
-                let _ = write!(out, "\\U{code:08x}");
-            }
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// Python's list repr of strings: `['a', 'b']`.
-pub(crate) fn str_list<S: AsRef<str>>(names: &[S]) -> String {
-    let parts: Vec<String> = names.iter().map(|n| repr(n.as_ref())).collect();
-    format!("[{}]", parts.join(", "))
 }
 
 /// A JSON string as Python's `json.dumps(..., ensure_ascii=True)` writes it.
@@ -299,17 +177,5 @@ mod tests {
         ] {
             assert_eq!(float_repr(x), want);
         }
-        assert_eq!(format_g(0.125, 2), "0.12");
-        assert_eq!(format_g(1.0, 6), "1");
-        assert_eq!(format_g(1e-5, 6), "1e-05");
-        assert_eq!(format_g(1234567.0, 6), "1.23457e+06");
-        assert_eq!(thousands(-1234567), "-1,234,567");
-        assert_eq!(fixed1(0.25), "0.2");
-    }
-
-    #[test]
-    fn reprs_as_python_writes_them() {
-        assert_eq!(repr("it's"), "\"it's\"");
-        assert_eq!(repr("a\u{7f}b\u{e9}\u{200b}"), "'a\\x7fbé\\u200b'");
     }
 }

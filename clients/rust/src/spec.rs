@@ -10,8 +10,8 @@ use crate::encoder::Protocol;
 use crate::error::{Error, Result};
 use crate::params::ProtocolParams;
 use crate::protocols;
-use crate::pytext::{self, canonical_json, float_repr, thousands};
-use crate::value::{f64_of, float_value, int_of, is_int, is_real, num_text, repr_value, type_name, Num};
+use crate::pytext::{self, canonical_json};
+use crate::value::{f64_of, float_value, int_of, is_int, is_real};
 
 /// The spec format version this client reads.
 pub const SPEC_VERSION: i64 = 1;
@@ -159,12 +159,7 @@ impl CollectionSpec {
     pub fn metric(&self, name: &str) -> Result<&MetricSpec> {
         self.metrics.iter().find(|m| m.name == name).ok_or_else(|| {
             let names: Vec<&str> = self.metrics.iter().map(|m| m.name.as_str()).collect();
-            Error::value(format!(
-                "no metric {} in collection {} (metrics: {})",
-                pytext::repr(name),
-                pytext::repr(&self.name),
-                names.join(", ")
-            ))
+            Error::value(format!("no metric {name:?} in collection {:?} (metrics: {})", self.name, names.join(", ")))
         })
     }
 
@@ -224,29 +219,13 @@ fn kind(v: &Value) -> String {
         Value::String(_) => "a string".into(),
         Value::Bool(_) => "a boolean".into(),
         Value::Object(_) => "an object".into(),
-        Value::Number(_) => format!("{} {}", type_name(v), num_text(v)),
+        Value::Number(_) => format!("{} {}", crate::error::kind_of(v), num_text(v)),
     }
 }
 
-fn thousands_big(v: &Value) -> String {
-    match v {
-        Value::Number(n) => match crate::value::num_of(n) {
-            Num::Int(i) => thousands(i),
-            Num::Big(s) => {
-                let (sign, digits) = s.strip_prefix('-').map(|d| ("-", d)).unwrap_or(("", &s));
-                let mut out = String::new();
-                for (i, c) in digits.chars().enumerate() {
-                    if i > 0 && (digits.len() - i) % 3 == 0 {
-                        out.push(',');
-                    }
-                    out.push(c);
-                }
-                format!("{sign}{out}")
-            }
-            Num::Float(x) => float_repr(x),
-        },
-        other => repr_value(other, false),
-    }
+/// A value as the validator's messages show it: its JSON text (a number as given, a string in quotes).
+fn num_text(v: &Value) -> String {
+    v.to_string()
 }
 
 fn compact(v: &Value) -> String {
@@ -292,17 +271,12 @@ impl Checker {
         match int_of(value) {
             Some(i) if i < low as i128 => self.fail(path, format!("must be >= {low}, got {}", num_text(value))),
             Some(i) if i <= high as i128 => return Some(i as i64),
-            Some(_) => {
-                self.fail(path, format!("must be <= {} ({why}), got {}", thousands(high as i128), thousands_big(value)))
-            }
+            Some(_) => self.fail(path, format!("must be <= {} ({why}), got {}", high, num_text(value))),
             None => {
                 if num_text(value).starts_with('-') {
                     self.fail(path, format!("must be >= {low}, got {}", num_text(value)))
                 } else {
-                    self.fail(
-                        path,
-                        format!("must be <= {} ({why}), got {}", thousands(high as i128), thousands_big(value)),
-                    )
+                    self.fail(path, format!("must be <= {} ({why}), got {}", high, num_text(value)))
                 }
             }
         }
@@ -384,7 +358,7 @@ impl Checker {
     fn params(&mut self, protocol_name: &Value, raw: &Value, path: &str) -> Option<Arc<dyn ProtocolParams>> {
         let entry = protocol_name.as_str().and_then(protocols::get);
         let Some(entry) = entry else {
-            let shown = repr_value(protocol_name, false);
+            let shown = num_text(protocol_name);
             let not_yet = match protocol_name.as_str() {
                 Some(n) if protocols::NOT_YET.contains(&n) => {
                     format!("; {n} is a protocol of the Python client that this client does not implement yet")
@@ -406,15 +380,13 @@ impl Checker {
         }
         match entry.params(raw).and_then(|p| p.check_cost().map(|()| p)) {
             Ok(p) => Some(p),
-            Err(e @ (Error::Value(_) | Error::Type(_))) => {
-                let msg = e.to_string();
-                let name = entry.fields.iter().map(|f| f.name).find(|n| msg.starts_with(&format!("{n} ")));
-                match name {
-                    None => self.fail(&ppath, &msg),
-                    Some(n) => {
-                        let rest = &msg[n.len() + 1..];
-                        self.fail(&join(&ppath, n), if rest.starts_with('(') { msg.as_str() } else { rest })
-                    }
+            Err(Error::Refusal(r)) => {
+                // A refusal of one parameter is reported at its path (`params.epsilon`), any other at `params`.
+                let param =
+                    r.field("param").and_then(Value::as_str).filter(|n| entry.fields.iter().any(|f| f.name == *n));
+                match param {
+                    Some(n) => self.fail(&join(&ppath, n), r.to_string()),
+                    None => self.fail(&ppath, r.to_string()),
                 }
                 None
             }
@@ -468,7 +440,7 @@ impl Checker {
             None | Some(Value::Null) => None,
             Some(Value::String(c)) if !c.trim().is_empty() => {
                 if !c.contains("://") && (c.starts_with('/') || c.starts_with('~')) {
-                    self.fail(&cpath, format!("must be relative to the spec file (or a URL), got {}", pytext::repr(c)));
+                    self.fail(&cpath, format!("must be relative to the spec file (or a URL), got {c:?}"));
                 } else if let Some(d) = params.as_ref().and_then(|p| p.domain_size()) {
                     let proto = params.as_ref().map(|p| p.protocol()).unwrap_or("");
                     self.fail(
@@ -513,7 +485,7 @@ impl Checker {
         };
         if let Some(v) = d.get("spec_version") {
             if !(is_int(v) && int_of(v) == Some(SPEC_VERSION as i128)) {
-                let shown = if v.is_string() || is_real(v) { repr_value(v, false) } else { compact(v) };
+                let shown = compact(v);
                 self.fail("spec_version", format!("must be {SPEC_VERSION}, got {shown}"));
             }
         }
@@ -521,7 +493,7 @@ impl Checker {
         if let Some(n) = d.get("name") {
             if name.is_none() {
                 let shown = match n {
-                    Value::String(s) => pytext::repr(s),
+                    Value::String(s) => format!("{s:?}"),
                     other => compact(other),
                 };
                 self.fail("name", format!("collection names match [a-z][a-z0-9_.-]{{0,63}}, got {shown}"));

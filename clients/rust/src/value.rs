@@ -1,11 +1,9 @@
 //! Values as the Python client sees them: a JSON value ([`serde_json::Value`]) stands for the Python value `json.loads`
-//! makes of it, so that checks give Python's types and texts (`int` and `float` stay apart: `1` is an int, `1.0` a
-//! float; ints of any size keep their digits).
+//! makes of it, so that checks decide as Python's do (`int` and `float` stay apart: `1` is an int, `1.0` a float; ints
+//! of any size keep their digits).
 
 use serde_json::Number;
 pub use serde_json::Value;
-
-use crate::pytext;
 
 /// A JSON number classified as Python would read it.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,67 +64,4 @@ pub(crate) fn f64_of(v: &Value) -> f64 {
 /// A float value (written `1.0`, not `1`, in canonical JSON).
 pub(crate) fn float_value(x: f64) -> Value {
     Number::from_f64(x).map(Value::Number).unwrap_or(Value::Null)
-}
-
-/// `type(v).__name__` of the Python value `v` stands for.
-pub(crate) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) => match num_of(n) {
-            Num::Float(_) => "float",
-            _ => "int",
-        },
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
-}
-
-/// The type name of a parameter value: after `from_dict`, a JSON list is a `tuple`.
-pub(crate) fn param_type_name(v: &Value) -> &'static str {
-    if v.is_array() {
-        "tuple"
-    } else {
-        type_name(v)
-    }
-}
-
-/// Python's `str(x)` of a number: an int as digits, a float as its repr.
-pub(crate) fn num_text(v: &Value) -> String {
-    match v {
-        Value::Number(n) => match num_of(n) {
-            Num::Int(i) => i.to_string(),
-            Num::Big(s) => s,
-            Num::Float(x) => pytext::float_repr(x),
-        },
-        other => repr_value(other, false),
-    }
-}
-
-/// Python's `repr` of a value decoded from JSON; a list is written as a tuple when `tuples` (what `from_dict` makes
-/// of a JSON list given as a parameter).
-pub(crate) fn repr_value(v: &Value, tuples: bool) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(_) => num_text(v),
-        Value::String(s) => pytext::repr(s),
-        Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(|x| repr_value(x, tuples)).collect();
-            if !tuples {
-                format!("[{}]", parts.join(", "))
-            } else if parts.len() == 1 {
-                format!("({},)", parts[0])
-            } else {
-                format!("({})", parts.join(", "))
-            }
-        }
-        Value::Object(m) => {
-            let parts: Vec<String> =
-                m.iter().map(|(k, x)| format!("{}: {}", pytext::repr(k), repr_value(x, tuples))).collect();
-            format!("{{{}}}", parts.join(", "))
-        }
-    }
 }

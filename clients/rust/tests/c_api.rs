@@ -2,8 +2,9 @@
 //! `cc`) against `include/ldp_client.h` and linked with the static library `cargo test` built (`libldp_client.a`),
 //! replays every conformance vector of a registered protocol through `ldp_spec_parse`, `ldp_random_replay`,
 //! `ldp_encoder_new`, `ldp_encoder_prepare`, `ldp_prepared_charge` and `ldp_encoder_randomize`, refuses every
-//! refusal value with Python's status and message, and checks the contract at the boundary (null pointers, bad
-//! UTF-8, oversized inputs) and the client API end to end (`--selftest`).
+//! refusal value with the vectors' status, type, code and fields (`ldp_last_error_code`, `ldp_last_error_fields`),
+//! and checks the contract at the boundary (null pointers, bad UTF-8, oversized inputs) and the client API end to end
+//! (`--selftest`).
 //!
 //! The C program parses no JSON: this test writes each vector file as a line-based case file (`tests/c/vectors.c`
 //! describes the records), and compares every printed line with the vector's byte for byte (costs to 4 ulps).
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{cc, close_ulps, f, protocols, vectors_dir};
+use common::{cc, close_ulps, f, protocols, same_json, vectors_dir};
 use ldp_client::{protocols as registry, CollectionSpec, Value};
 
 /// `LdpStatus` values (include/ldp_client.h).
@@ -222,10 +223,12 @@ fn load(name: &str) -> Value {
 enum Want {
     Exact(String),
     Charge(Value),
+    /// A refusal checked by status, type, code and fields (the message is this client's own: not empty).
     Refused {
         status: i32,
         ty: String,
-        message: String,
+        code: String,
+        fields: Value,
     },
     /// A refusal checked by status, type and the message's beginning (lone surrogates).
     RefusedLike {
@@ -316,7 +319,8 @@ fn case_file(name: &str, doc: &Value, path: &Path) -> Vec<Expected> {
                 "TypeError" => LDP_TYPE_ERROR,
                 other => panic!("{name} {what}: a refusal of type {other}"),
             };
-            expect(what, Want::Refused { status, ty, message: error["message"].as_str().unwrap().to_string() });
+            let code = error["code"].as_str().unwrap().to_string();
+            expect(what, Want::Refused { status, ty, code, fields: error["fields"].clone() });
             continue;
         }
         // The one documented divergence from Python: a value holding a lone surrogate. Python refuses it with its
@@ -394,21 +398,28 @@ fn mismatch(want: &Want, got: &str) -> Option<String> {
             };
             (!ok).then(|| format!("want the charge {c}"))
         }
-        Want::Refused { status, ty, message } => {
-            let w = format!("refused\t{status}\t{ty}\t{message}");
-            let fields: Vec<&str> = got.splitn(4, '\t').collect();
-            let same = fields.len() == 4
-                && format!("{}\t{}\t{}\t{}", fields[0], fields[1], fields[2], unescape(fields[3])) == w;
-            (!same).then(|| format!("want {w:?} (Python's {ty}: {message})"))
+        Want::Refused { status, ty, code, fields } => {
+            let got: Vec<&str> = got.splitn(6, '\t').collect();
+            let have: Option<Value> = got.get(4).and_then(|t| serde_json::from_str(&unescape(t)).ok());
+            let same = got.len() == 6
+                && got[0] == "refused"
+                && got[1] == status.to_string()
+                && got[2] == ty
+                && got[3] == code
+                && have.is_some_and(|h| same_json(fields, &h))
+                && !got[5].is_empty();
+            (!same).then(|| format!("want \"refused\\t{status}\\t{ty}\\t{code}\\t{fields}\\t…\""))
         }
         Want::RefusedLike { status, ty, prefix } => {
-            let fields: Vec<&str> = got.splitn(4, '\t').collect();
-            let same = fields.len() == 4
+            let fields: Vec<&str> = got.splitn(6, '\t').collect();
+            let same = fields.len() == 6
                 && fields[0] == "refused"
                 && fields[1] == status.to_string()
                 && fields[2] == *ty
-                && unescape(fields[3]).starts_with(prefix);
-            (!same).then(|| format!("want \"refused\\t{status}\\t{ty}\\t{prefix}…\""))
+                && fields[3].is_empty()
+                && fields[4].is_empty()
+                && unescape(fields[5]).starts_with(prefix);
+            (!same).then(|| format!("want \"refused\\t{status}\\t{ty}\\t\\t\\t{prefix}…\""))
         }
     }
 }

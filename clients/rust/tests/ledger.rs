@@ -386,7 +386,12 @@ fn record_many_is_all_or_nothing_and_names_the_item_that_did_not_fit() {
     assert_eq!((client.pending().unwrap(), eps(&client, None)), (3, 3.0));
     // A bad value names its item, with nothing written; so does a budget refusal.
     let e = client.record_many(&[("c", json!(1)), ("c", json!(7))]).unwrap_err();
-    assert!(matches!(&e, Error::Value(m) if m.starts_with("record_many item 1 ('c'): ")), "{e:?}");
+    assert!(e.to_string().starts_with("record_many item 1 (\"c\"): "), "{e}");
+    let Error::Item { index: 1, metric, error } = &e else { panic!("{e:?}") };
+    assert_eq!(metric, "c");
+    assert!(matches!(error.as_ref(), Error::Refusal(_)), "{e:?}");
+    assert_eq!(e.refusal().map(|r| r.code), Some(ldp_client::RefusalCode::ValueRange));
+    assert_eq!(e.python_type(), "ValueError");
     let roomy = client_with(MemoryStore::new(), 0, None).unwrap();
     let e = roomy.record_many(&[("two", json!(1)), ("two", json!(2)), ("two", json!(3))]).unwrap_err();
     assert!(matches!(e, Error::BudgetExceeded { .. }), "{e:?}");

@@ -1,4 +1,4 @@
-//! The spec's server-side central target (`release.central`): accepted, and refused with the Python validator's texts.
+//! The spec's server-side central target (`release.central`): accepted, and refused with their paths and texts.
 
 use ldp_client::{CollectionSpec, Error};
 
@@ -29,7 +29,7 @@ fn bad_central_targets_are_refused_with_their_paths() {
             "release.central.windows: must be >= 1, got 0",
             "metrics.m.release.central.delta: required",
             "metrics.m.release.central.epsilon: must be a finite number > 0, got a string",
-            "metrics.m.release.central.windows: must be <= 1,000,000 (a horizon the accountant composes), got 1,000,001",
+            "metrics.m.release.central.windows: must be <= 1000000 (a horizon the accountant composes), got 1000001",
         ]
     );
 }

@@ -5,7 +5,6 @@ use crate::bytes::{hex, hmac_sha256};
 use crate::cost::PrivacyCost;
 use crate::encoder::Charge;
 use crate::error::{Error, Result, ALL_METRICS};
-use crate::pytext::float_repr;
 use crate::spec::CollectionSpec;
 
 /// The last second of 9999-12-31 UTC: the latest clock reading a ledger accepts.
@@ -27,8 +26,7 @@ pub struct Reservation {
 pub fn check_clock(reading: f64) -> Result<f64> {
     if !(0.0..=MAX_CLOCK).contains(&reading) {
         return Err(Error::value(format!(
-            "clock reading {} is not a Unix time in [0, 253402300799] (year 9999); nothing was charged",
-            float_repr(reading)
+            "clock reading {reading:?} is not a Unix time in [0, 253402300799] (year 9999); nothing was charged"
         )));
     }
     Ok(reading)

@@ -141,8 +141,8 @@ impl DeviceState {
         match (self.secret, self.salt) {
             (Some(secret), Some(salt)) => Ok(DeviceKeys { secret: secret.0, salt: salt.0 }),
             _ => Err(Error::OptedOut(format!(
-                "this device opted out of collection {}: nothing is recorded until opt_in()",
-                crate::pytext::repr(&self.collection)
+                "this device opted out of collection {:?}: nothing is recorded until opt_in()",
+                self.collection
             ))),
         }
     }

@@ -14,7 +14,6 @@ use crate::encoder::{
 use crate::error::Result;
 use crate::params::{check_collectable, check_epsilon, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
 use crate::pymath;
-use crate::pytext::float_repr;
 use crate::random::{floyd, realized_unchecked as realized, BitMask, RandomSource};
 use crate::rational::Rational;
 
@@ -42,7 +41,7 @@ impl HrParams {
     fn new(values: ParamValues) -> Result<Self> {
         let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
         let p = realized(pymath::logistic_tail(-epsilon));
-        let (d, labels) = check_unary("hr", &values, p, 0.5, &format!("epsilon={}", float_repr(epsilon)))?;
+        let (d, labels) = check_unary("hr", &values, p, 0.5, &["epsilon"])?;
         let order = 1u64 << (64 - d.leading_zeros());
         check_collectable("hr", &[PayloadField::uint("j", order)], order as u128)?;
         let effective = unary_epsilon(&Rational::of(p), &Rational::of(0.5));
@@ -137,7 +136,7 @@ impl SsParams {
         let omega = 1u64.max((d_raw as f64 * pymath::logistic_tail(epsilon) + 0.5).floor() as u64);
         let p = realized(pymath::logistic_tail(pymath::log((d_raw - omega) as f64 / omega as f64) - epsilon));
         let q = (omega as f64 - p) / (d_raw - 1) as f64;
-        let (d, labels) = check_unary("ss", &values, p, q, &format!("epsilon={}", float_repr(epsilon)))?;
+        let (d, labels) = check_unary("ss", &values, p, q, &["epsilon", "domain_size"])?;
         check_collectable("ss", &[PayloadField::bits("bits", d)], d as u128)?;
         let effective = pymath::log(p) - pymath::log1p(-p) + pymath::log((d - omega) as f64 / omega as f64);
         let fingerprint = fingerprint_of("ss", DOMAIN_FIELDS, &values);

@@ -13,13 +13,12 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{
     common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol,
 };
-use crate::error::{Error, Result};
+use crate::error::{Refusal, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_labels, fingerprint_of, FieldType, ParamField, ParamValues,
     PayloadField, ProtocolParams,
 };
 use crate::pymath;
-use crate::pytext::float_repr;
 use crate::random::{realized_unchecked as realized, RandomSource};
 use crate::rational::Rational;
 
@@ -127,18 +126,10 @@ impl HrBlockParams {
         let blocks = check_int(values.get("blocks"), "blocks", 1, Some(d as i128))? as u64;
         let gamma = realized(uniform_share(epsilon, blocks));
         if gamma <= 0.0 {
-            return Err(Error::value(format!(
-                "epsilon={} is too large for hr-block with {blocks} blocks: the uniform branch rounds to probability \
-                 0 at the client's resolution, so reports would not be private",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_large", &["epsilon", "domain_size", "blocks"]).into());
         }
         if gamma >= 1.0 {
-            return Err(Error::value(format!(
-                "epsilon={} is too small for hr-block with {blocks} blocks: the uniform branch rounds to probability \
-                 1, so reports would carry no information",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_small", &["epsilon", "domain_size", "blocks"]).into());
         }
         let labels = check_labels(values.get("labels"), d as i128)?;
         let block_order = order(ceil_div(d, blocks));

@@ -16,7 +16,7 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{
     common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, RefusalCode, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_probability, fingerprint_of, FieldType, ParamField, ParamValues,
     PayloadField, ProtocolParams,
@@ -25,42 +25,36 @@ use crate::pymath;
 use crate::pytext::float_repr;
 use crate::random::{floyd, realized_unchecked as realized, BitMask, KeyedRandomSource, RandomSource};
 use crate::rational::Rational;
-use crate::value::{f64_of, float_value, is_real, num_of, param_type_name, repr_value, type_name, Num};
+use crate::value::{f64_of, float_value, is_real, num_of, Num};
 
 /// Most buckets a histogram may have.
 pub const MAX_BUCKETS: usize = 1 << 15;
 
-/// Python's `check_edges`: the edges as doubles, with its texts.
+/// Python's `check_edges`: the edges as doubles, or its refusals.
 fn check_edges(edges: &Value) -> Result<Vec<f64>> {
     let Value::Array(items) = edges else {
-        return Err(Error::type_(format!("edges must be a sequence of numbers, got {}", param_type_name(edges))));
+        return Err(Refusal::param_type("edges", "list", edges).into());
     };
     if !(3..=MAX_BUCKETS + 1).contains(&items.len()) {
-        return Err(Error::value(format!(
-            "edges must have between 3 and {} entries (2 to {MAX_BUCKETS} buckets), got {}",
-            MAX_BUCKETS + 1,
-            items.len()
-        )));
+        return Err(Refusal::value(RefusalCode::ParamLength)
+            .with("param", "edges")
+            .with("got", items.len())
+            .with("min", 3)
+            .with("max", MAX_BUCKETS + 1)
+            .into());
     }
     let mut out: Vec<f64> = Vec::with_capacity(items.len());
     for (i, e) in items.iter().enumerate() {
         if !is_real(e) {
-            return Err(Error::type_(format!(
-                "edges must be real numbers, got {} at position {i}",
-                param_type_name(e)
-            )));
+            return Err(Refusal::param_type("edges", "float", e).with("index", i).into());
         }
         let f = f64_of(e);
         if !f.is_finite() {
-            return Err(Error::value(format!("edges must be finite, got {} at position {i}", repr_value(e, false))));
+            return Err(Refusal::param_range("edges", e.clone()).with("finite", true).with("index", i).into());
         }
         if let Some(&last) = out.last() {
             if f <= last {
-                return Err(Error::value(format!(
-                    "edges must be strictly increasing, got {} then {} at position {i}",
-                    float_repr(last),
-                    float_repr(f)
-                )));
+                return Err(Refusal::relation("edges_increasing", &["edges"]).into());
             }
         }
         out.push(f);
@@ -99,15 +93,19 @@ impl Real {
     }
 }
 
-/// Python's `bucket_index`: the bucket of a real `value`, with its texts.
+/// Python's `bucket_index`: the bucket of a real `value`, or its refusals.
 pub(crate) fn bucket_index(edges: &[f64], value: &Value, clip: bool) -> Result<u64> {
     let Value::Number(n) = value else {
-        return Err(Error::type_(format!("histogram values must be real numbers, got {}", type_name(value))));
+        return Err(Refusal::value_type("float", value).into());
     };
     let v = match num_of(n) {
         Num::Float(x) => {
             if !x.is_finite() {
-                return Err(Error::value(format!("histogram values must be finite, got {}", float_repr(x))));
+                return Err(Refusal::value_range(value.clone())
+                    .with("min", float_value(edges[0]))
+                    .with("max", float_value(edges[edges.len() - 1]))
+                    .with("finite", true)
+                    .into());
             }
             Real::Float(x)
         }
@@ -132,19 +130,14 @@ pub(crate) fn bucket_index(edges: &[f64], value: &Value, clip: bool) -> Result<u
     if clip {
         return Ok(if below { 0 } else { k as u64 - 1 });
     }
-    Err(Error::value(format!(
-        "value {} is outside the histogram's range [{}, {}] (pass clip=True in the params to clip it)",
-        repr_value(value, false),
-        float_repr(edges[0]),
-        float_repr(edges[k])
-    )))
+    Err(Refusal::value_range(value.clone())
+        .with("min", float_value(edges[0]))
+        .with("max", float_value(edges[k]))
+        .into())
 }
 
 fn check_clip(v: &Value) -> Result<bool> {
-    match v {
-        Value::Bool(b) => Ok(*b),
-        other => Err(Error::type_(format!("clip must be a bool, got {}", param_type_name(other)))),
-    }
+    crate::params::check_bool(v, "clip")
 }
 
 /// What the histogram protocols' params share: ε, `edges` (checked), `clip`.
@@ -233,18 +226,10 @@ impl DBitFlipParams {
         let p1 = realized(pymath::logistic_tail(-epsilon / 2.0));
         let p0 = realized(pymath::logistic_tail(epsilon / 2.0));
         if p0 == 0.0 || p1 >= 1.0 {
-            return Err(Error::value(format!(
-                "epsilon={} is too large for dBitFlip: 1/(e^(ε/2)+1) rounds to 0 at the client's resolution, so \
-                 reports would not be private",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_large", &["epsilon"]).into());
         }
         if p1 <= p0 {
-            return Err(Error::value(format!(
-                "epsilon={} is too small for dBitFlip: p0 and p1 are equal at the client's resolution, so reports \
-                 would carry no information",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_small", &["epsilon"]).into());
         }
         check_collectable("dbitflip", &sampled_bits_schema(k), 2 * k as u128)?;
         let subsets = Self::subsets(k as usize, d as usize);
@@ -392,7 +377,10 @@ impl BucketParams {
                 ("domain_size", Value::from(k)),
                 ("labels", buckets.labels_value()),
             ]);
-            grr = Some(GrrParams::new(sub)?);
+            // GRR's checks of epsilon against the number of buckets, in bucket-grr's names.
+            grr = Some(
+                GrrParams::new(sub).map_err(|e| e.renamed(|n| (n == "domain_size").then(|| "edges".to_string())))?,
+            );
         } else {
             oue = Some(UnaryParams::oue(buckets.epsilon, k, buckets.labels_value())?);
         }
@@ -518,10 +506,11 @@ impl MemoDBitFlipParams {
         let d = check_int(values.get("d"), "d", 1, Some(k as i128))? as u64;
         let gamma = check_probability(values.get("gamma"), "gamma")?;
         if !(0.0..0.5).contains(&gamma) {
-            return Err(Error::value(format!(
-                "gamma (the per-report flip probability) must be in [0, 0.5), got {}",
-                float_repr(gamma)
-            )));
+            return Err(Refusal::param_range("gamma", values.get("gamma").clone())
+                .with("min", 0)
+                .with("max", 0.5)
+                .with("max_exclusive", true)
+                .into());
         }
         let edges = Value::Array(buckets.edges.iter().map(|e| float_value(*e)).collect());
         let memo = DBitFlipParams::new(ParamValues::new(vec![

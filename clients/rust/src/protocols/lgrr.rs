@@ -13,13 +13,12 @@ use super::memoized::{logaddexp, memo_report_charge, Memo};
 use super::rr::{grr_draw, GrrParams};
 use crate::cost::PrivacyCost;
 use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
     ProtocolParams,
 };
 use crate::pymath;
-use crate::pytext::float_repr;
 use crate::random::RandomSource;
 use crate::rational::Rational;
 use crate::value::float_value;
@@ -58,30 +57,26 @@ impl LgrrParams {
         let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
         let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))? as u64;
         if !(epsilon < epsilon_perm) {
-            return Err(Error::value(format!(
-                "L-GRR needs epsilon < epsilon_perm (a report is post-processing of the permanent response, so it \
-                 cannot leak more), got epsilon={}, epsilon_perm={}",
-                float_repr(epsilon),
-                float_repr(epsilon_perm)
-            )));
+            return Err(Refusal::relation("epsilon<epsilon_perm", &["epsilon", "epsilon_perm"]).into());
         }
         let sub = |eps: f64, labels: Value| {
             ParamValues::new(vec![("epsilon", float_value(eps)), ("domain_size", Value::from(d)), ("labels", labels)])
         };
-        let permanent = GrrParams::new(sub(epsilon_perm, values.get("labels").clone()))?;
+        let permanent = GrrParams::new(sub(epsilon_perm, values.get("labels").clone()))
+            .map_err(|e| e.renamed(|n| (n == "epsilon").then(|| "epsilon_perm".to_string())))?;
         let q1 = (1.0 - permanent.p) / (d - 1) as f64;
         let lam = pymath::expm1(epsilon) / (pymath::expm1(epsilon) + d as f64) / (permanent.p - q1);
         if !(0.0 < lam && lam < 1.0) {
-            return Err(Error::value(format!(
-                "epsilon={} is not below the realized permanent ε {} at domain_size={d}: no instantaneous round gives it",
-                float_repr(epsilon),
-                float_repr(grr_effective(&permanent))
-            )));
+            return Err(Refusal::relation(
+                "epsilon<realized_epsilon_perm",
+                &["epsilon", "epsilon_perm", "domain_size"],
+            )
+            .into());
         }
         let eps2 = pymath::log1p(d as f64 * lam / (1.0 - lam));
         let instantaneous = GrrParams::new(sub(eps2, Value::Null)).map_err(|e| match e {
-            Error::Value(m) => {
-                Error::value(format!("the instantaneous round of these L-GRR parameters is not realizable: {m}"))
+            Error::Refusal(r) if r.kind == RefusalKind::Value => {
+                Refusal::relation("instantaneous_realizable", &["epsilon", "epsilon_perm", "domain_size"]).into()
             }
             other => other,
         })?;

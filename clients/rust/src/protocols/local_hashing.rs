@@ -10,13 +10,12 @@ use serde_json::Value;
 use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
 use crate::encoder::{domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
-use crate::error::{Error, Result};
+use crate::error::{Refusal, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_labels, fingerprint_of, FieldType, ParamField, ParamValues,
     PayloadField, ProtocolParams,
 };
 use crate::pymath;
-use crate::pytext::float_repr;
 use crate::random::{realized_unchecked as realized, RandomSource};
 
 /// The default (and largest) seed range: a 32-bit seed.
@@ -37,10 +36,7 @@ pub fn lh_hash(key: u64, seed: u64, g: u64) -> u64 {
 /// OLH's `g = floor(e^ε + 1/2) + 1`, refused beyond a 32-bit hash's range.
 pub(crate) fn olh_width(epsilon: f64) -> Result<u64> {
     if epsilon > 32.0 {
-        return Err(Error::value(format!(
-            "epsilon={} is too large for olh: g = round(e^ε) + 1 exceeds 2**32, the range of a 32-bit hash",
-            float_repr(epsilon)
-        )));
+        return Err(Refusal::relation("hash_range", &["epsilon"]).into());
     }
     Ok((pymath::exp(epsilon) + 0.5).floor() as u64 + 1)
 }
@@ -85,26 +81,15 @@ impl LocalHashingParams {
         let seed_range = check_int(values.get("seed_range"), "seed_range", 1, Some(SEED_RANGE as i128))? as u64;
         let g = if protocol == "olh" { olh_width(epsilon)? } else { 2 };
         if g > 1 << 32 {
-            return Err(Error::value(format!(
-                "epsilon={} is too large for {protocol}: g = {g} exceeds 2**32, the range of a 32-bit hash",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("hash_range", &["epsilon"]).into());
         }
         let p = realized(1.0 / (1.0 + (g - 1) as f64 * pymath::exp(-epsilon)));
         let q = (1.0 - p) / (g - 1) as f64;
         if p >= 1.0 {
-            return Err(Error::value(format!(
-                "epsilon={} is too large for {protocol}: the keep probability rounds to 1 at the client's \
-                 resolution, so reports would not be private",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_large", &["epsilon"]).into());
         }
         if p <= q {
-            return Err(Error::value(format!(
-                "epsilon={} is too small for {protocol}: the keep probability rounds to 1/g, so reports would \
-                 carry no information",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_small", &["epsilon"]).into());
         }
         let labels = check_labels(values.get("labels"), d as i128)?;
         check_collectable(protocol, &[PayloadField::uint("seed", seed_range), PayloadField::uint("y", g)], d as u128)?;

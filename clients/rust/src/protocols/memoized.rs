@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use crate::bytes::{hmac_sha256, uint32_be};
 use crate::cost::PrivacyCost;
 use crate::encoder::{Charge, EncoderOptions};
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, RefusalCode, Result};
 use crate::pymath;
 use crate::random::{KeyedRandomSource, RandomSource};
 
@@ -45,7 +45,9 @@ impl<T: Clone> Memo<T> {
             }
         };
         if secret.is_empty() {
-            return Err(Error::value("the key must be non-empty bytes"));
+            return Err(Error::from(
+                Refusal::type_(RefusalCode::ParamLength).with("param", "secret").with("got", 0).with("min", 1),
+            ));
         }
         Ok(Memo { secret, prr_rng, fp: fingerprint.as_bytes().to_vec(), memo: HashMap::new() })
     }

@@ -12,15 +12,15 @@ use super::histogram::{BucketParams, DBitFlipParams};
 use super::numeric::{HybridParams, PiecewiseParams};
 use crate::cost::PrivacyCost;
 use crate::encoder::{downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Prepared, Protocol};
-use crate::error::{Error, Result};
+use crate::error::{kind_of, Error, Refusal, RefusalCode, Result};
 use crate::params::{
     check_collectable, check_epsilon, FieldType, ParamField, ParamValues, PayloadField, PayloadKind, ProtocolParams,
 };
 use crate::pymath;
-use crate::pytext::{self, float_repr, format_g, str_list};
+use crate::pytext::{self};
 use crate::random::{BitMask, NoDraws, RandomSource};
 use crate::rational::Rational;
-use crate::value::{float_value, param_type_name, repr_value, type_name};
+use crate::value::float_value;
 
 /// The most fields a report carries (the wire format's limit).
 pub const MAX_FIELDS: usize = 16;
@@ -63,51 +63,43 @@ fn normalized(a: &Value, i: usize) -> Result<(String, String, Map<String, Value>
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
             if keys != ["name", "params", "protocol"] {
-                return Err(Error::value(format!(
-                    "attributes[{i}] must have exactly the keys name, protocol, params; got {}",
-                    str_list(&keys)
-                )));
+                // Python refuses it with a ValueError, its code param_type.
+                return Err(Refusal::value(RefusalCode::ParamType)
+                    .with("param", "attributes")
+                    .with("index", i)
+                    .with("expected", "attribute")
+                    .with("got", "object")
+                    .into());
             }
             (&m["name"], &m["protocol"], &m["params"])
         }
         Value::Array(v) if v.len() == 3 => (&v[0], &v[1], &v[2]),
-        other => {
-            return Err(Error::type_(format!(
-                "attributes[{i}] must be (name, protocol, params) or a mapping of them, got {}",
-                param_type_name(other)
-            )))
-        }
+        other => return Err(Refusal::param_type("attributes", "attribute", other).with("index", i).into()),
     };
-    let name = match name.as_str() {
-        Some(n) if is_attribute_name(n) => n.to_string(),
-        _ => {
-            return Err(Error::value(format!(
-                "attributes[{i}]: names are [a-z][a-z0-9_]{{0,30}} (they prefix report fields), got {}",
-                repr_value(name, true)
-            )))
+    let name = match name {
+        Value::String(n) if is_attribute_name(n) => n.to_string(),
+        Value::String(_) => return Err(Refusal::relation("attribute_name", &["attributes"]).with("index", i).into()),
+        other => {
+            return Err(Refusal::value(RefusalCode::ParamType)
+                .with("param", "attributes")
+                .with("index", i)
+                .with("expected", "string")
+                .with("got", kind_of(other))
+                .into())
         }
     };
     let proto = match proto.as_str() {
         Some(p) if COMPONENTS.contains(&p) => p.to_string(),
-        _ => {
-            return Err(Error::value(format!(
-                "attributes[{i}] ({name}): protocol must be one of {}, got {}",
-                COMPONENTS.join(", "),
-                repr_value(proto, true)
-            )))
-        }
+        _ => return Err(Refusal::choice("attributes", COMPONENTS, proto).with("index", i).into()),
     };
     let Value::Object(params) = params else {
-        return Err(Error::type_(format!(
-            "attributes[{i}] ({name}): params must be a mapping, got {}",
-            param_type_name(params)
-        )));
+        return Err(Refusal::param_type("attributes", "object", params).with("index", i).into());
     };
     if params.contains_key("epsilon") {
-        return Err(Error::value(format!(
-            "attributes[{i}] ({name}): params must not carry epsilon (the multi's epsilon is split or given whole by \
-             the mode)"
-        )));
+        return Err(Refusal::value(RefusalCode::UnknownParams)
+            .with("params", vec!["epsilon"])
+            .with("attribute", name)
+            .into());
     }
     Ok((name, proto, params.clone()))
 }
@@ -115,22 +107,15 @@ fn normalized(a: &Value, i: usize) -> Result<(String, String, Map<String, Value>
 fn build(proto: &str, params: &Map<String, Value>, epsilon: f64) -> Result<Arc<dyn ProtocolParams>> {
     if proto == "rr" {
         if !params.is_empty() {
-            let mut keys: Vec<&String> = params.keys().collect();
+            let mut keys: Vec<&str> = params.keys().map(String::as_str).collect();
             keys.sort();
-            return Err(Error::value(format!(
-                "rr attributes take no params (symmetric RR at the attribute's ε), got {}",
-                str_list(&keys)
-            )));
+            return Err(Refusal::value(RefusalCode::UnknownParams).with("params", keys).into());
         }
         let eps = check_epsilon(&float_value(epsilon), "epsilon")?;
         let p = pymath::logistic_tail(eps);
         let q = pymath::logistic_tail(-eps);
         if q == 1.0 {
-            return Err(Error::value(format!(
-                "epsilon={} is too large for binary RR: q = 1/(1+e^-ε) rounds to 1 in double precision, so reports \
-                 would not be private",
-                float_repr(eps)
-            )));
+            return Err(Refusal::relation("epsilon_too_large", &["epsilon"]).into());
         }
         let mut m = Map::new();
         m.insert("p".into(), float_value(p));
@@ -160,24 +145,17 @@ impl MultiParams {
         let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
         let mode = match values.get("mode").as_str() {
             Some(m @ ("split" | "sample")) => m.to_string(),
-            _ => {
-                return Err(Error::value(format!(
-                    "mode must be 'split' (ε/d per attribute) or 'sample' (one attribute at ε), got {}",
-                    repr_value(values.get("mode"), true)
-                )))
-            }
+            _ => return Err(Refusal::choice("mode", &["split", "sample"], values.get("mode")).into()),
         };
         let Value::Array(raw) = values.get("attributes") else {
-            return Err(Error::type_(format!(
-                "attributes must be a sequence of (name, protocol, params), got {}",
-                param_type_name(values.get("attributes"))
-            )));
+            return Err(Refusal::param_type("attributes", "list", values.get("attributes")).into());
         };
         if raw.len() < 2 {
-            return Err(Error::value(format!(
-                "a multi report needs at least 2 attributes (use the protocol itself for one), got {}",
-                raw.len()
-            )));
+            return Err(Refusal::value(RefusalCode::ParamLength)
+                .with("param", "attributes")
+                .with("got", raw.len())
+                .with("min", 2)
+                .into());
         }
         let attrs: Vec<_> = raw.iter().enumerate().map(|(i, a)| normalized(a, i)).collect::<Result<_>>()?;
         let names: Vec<String> = attrs.iter().map(|a| a.0.clone()).collect();
@@ -185,47 +163,32 @@ impl MultiParams {
         distinct.sort();
         distinct.dedup();
         if distinct.len() != names.len() {
-            return Err(Error::value(format!("attribute names must be distinct, got {}", str_list(&names))));
+            return Err(Refusal::relation("distinct", &["attributes"]).into());
         }
         let protocols: Vec<String> = attrs.iter().map(|a| a.1.clone()).collect();
         let each = if mode == "split" { epsilon / attrs.len() as f64 } else { epsilon };
         let mut components = Vec::with_capacity(attrs.len());
         for (i, (name, proto, params)) in attrs.iter().enumerate() {
-            let c = build(proto, params, each).map_err(|e| {
-                let prefix = format!("attributes[{i}] ({name}): {proto} at ε={}: ", format_g(each, 6));
-                match e {
-                    Error::Value(m) => Error::value(prefix + &m),
-                    Error::Type(m) => Error::type_(prefix + &m),
-                    other => other,
-                }
-            })?;
+            let _ = i;
+            let c = build(proto, params, each).map_err(|e| e.with_field("attribute", name.as_str()))?;
             components.push(c);
         }
         let mut out = MultiParams { values, fingerprint: String::new(), epsilon, mode, names, protocols, components };
         let schema = out.schema();
         let field_names: Vec<String> = schema.iter().map(|f| f.name.to_string()).collect();
         if field_names.len() > MAX_FIELDS {
-            return Err(Error::value(format!(
-                "a multi report carries at most {MAX_FIELDS} fields (the wire format's limit); these attributes need {}",
-                field_names.len()
-            )));
+            return Err(Refusal::limit("fields", field_names.len(), MAX_FIELDS).into());
         }
-        let too_long: Vec<&String> = field_names.iter().filter(|n| n.chars().count() > 32).collect();
-        if !too_long.is_empty() {
-            return Err(Error::value(format!(
-                "report field names are at most 32 characters; shorten the attribute names of {}",
-                str_list(&too_long)
-            )));
+        let longest = field_names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+        if longest > 32 {
+            return Err(Refusal::limit("field_name_characters", longest, 32).into());
         }
         let mut sorted = field_names.clone();
         sorted.sort();
         let mut dedup = sorted.clone();
         dedup.dedup();
         if dedup.len() != sorted.len() {
-            return Err(Error::value(format!(
-                "attribute names make colliding report fields {}; rename an attribute",
-                str_list(&sorted)
-            )));
+            return Err(Refusal::relation("distinct_fields", &["attributes"]).into());
         }
         let total: u128 = out.components.len() as u128 + out.components.iter().map(|c| cells(c.as_ref())).sum::<u128>();
         check_collectable("multi", &schema, total)?;
@@ -315,37 +278,23 @@ impl Mechanism for Multi {
     fn check(&mut self, value: &Value) -> Result<Vec<Prepared>> {
         let names = &self.params.names;
         let Value::Object(m) = value else {
-            return Err(Error::type_(format!(
-                "multi values must be a mapping {{name: value}} of the attributes {}, got {}",
-                str_list(names),
-                type_name(value)
-            )));
+            return Err(Refusal::value_type("object", value).into());
         };
         let missing: Vec<&String> = names.iter().filter(|n| !m.contains_key(n.as_str())).collect();
         if !missing.is_empty() {
-            return Err(Error::value(format!(
-                "multi value is missing attributes {} (every report needs all of {})",
-                str_list(&missing),
-                str_list(names)
-            )));
+            let missing: Vec<&str> = missing.into_iter().map(String::as_str).collect();
+            return Err(Refusal::value(RefusalCode::MissingAttributes).with("attributes", missing).into());
         }
-        let extra: Vec<&String> = m.keys().filter(|k| !names.contains(k)).take(5).collect();
+        let mut extra: Vec<&str> = m.keys().map(String::as_str).filter(|k| !names.iter().any(|n| n == k)).collect();
         if !extra.is_empty() {
-            return Err(Error::value(format!(
-                "multi value has unknown attributes {} (the attributes are {})",
-                str_list(&extra),
-                str_list(names)
-            )));
+            extra.sort();
+            return Err(Refusal::value(RefusalCode::UnknownAttributes).with("attributes", extra).into());
         }
         names
             .iter()
             .enumerate()
             .map(|(i, name)| {
-                self.parts[i].prepare(&m[name.as_str()]).map_err(|e| match e {
-                    Error::Value(msg) => Error::value(format!("attribute {}: {msg}", pytext::repr(name))),
-                    Error::Type(msg) => Error::type_(format!("attribute {}: {msg}", pytext::repr(name))),
-                    other => other,
-                })
+                self.parts[i].prepare(&m[name.as_str()]).map_err(|e| e.with_field("attribute", name.as_str()))
             })
             .collect()
     }

@@ -12,15 +12,14 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{
     common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
 };
-use crate::error::{Error, Result};
+use crate::error::{Refusal, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_probability, fingerprint_of, FieldType, ParamField, ParamValues,
     PayloadField, ProtocolParams,
 };
 use crate::pymath;
-use crate::pytext::float_repr;
 use crate::random::{realized_unchecked as realized, threshold, KeyedRandomSource, RandomSource};
-use crate::value::{f64_of, float_value, is_real, num_text, param_type_name, type_name};
+use crate::value::{f64_of, float_value, is_real};
 
 /// The largest number of Piecewise cells.
 pub const MAX_CELLS: u64 = 1 << 16;
@@ -52,14 +51,7 @@ const MEMO_FIELDS: &[ParamField] = &[
 ];
 
 fn finite(v: &Value, name: &str) -> Result<f64> {
-    if !is_real(v) {
-        return Err(Error::type_(format!("{name} must be a real number, got {}", param_type_name(v))));
-    }
-    let x = f64_of(v);
-    if !x.is_finite() {
-        return Err(Error::value(format!("{name} must be finite, got {}", num_text(v))));
-    }
-    Ok(x)
+    crate::params::check_finite(v, name)
 }
 
 /// What every mean protocol checks first: ε, the bounds, `clip`.
@@ -81,23 +73,12 @@ impl Bounds {
         let low = finite(values.get("low"), "low")?;
         let high = finite(values.get("high"), "high")?;
         if !(low < high) {
-            return Err(Error::value(format!(
-                "the bounds need low < high, got low={}, high={}",
-                float_repr(low),
-                float_repr(high)
-            )));
+            return Err(Refusal::relation("low<high", &["low", "high"]).into());
         }
         if !(high - low).is_finite() {
-            return Err(Error::value(format!(
-                "high - low must be finite, got low={}, high={}",
-                float_repr(low),
-                float_repr(high)
-            )));
+            return Err(Refusal::relation("width_finite", &["low", "high"]).into());
         }
-        let clip = match values.get("clip") {
-            Value::Bool(b) => *b,
-            other => return Err(Error::type_(format!("clip must be a bool, got {}", param_type_name(other)))),
-        };
+        let clip = crate::params::check_bool(values.get("clip"), "clip")?;
         Ok(Bounds { epsilon, low, high, clip })
     }
 
@@ -113,21 +94,19 @@ impl Bounds {
     /// A value as a double in `[low, high]` (Python's `check_value`).
     pub fn check_value(&self, protocol: &str, value: &Value) -> Result<f64> {
         if !is_real(value) {
-            return Err(Error::type_(format!("{protocol} values must be int or float, got {}", type_name(value))));
+            return Err(Refusal::value_type("float", value).into());
         }
+        let _ = protocol;
         let mut x = f64_of(value);
+        let range = || {
+            Refusal::value_range(value.clone()).with("min", float_value(self.low)).with("max", float_value(self.high))
+        };
         if !x.is_finite() {
-            return Err(Error::value(format!("{protocol} values must be finite, got {}", float_repr(x))));
+            return Err(range().with("finite", true).into());
         }
         if !(self.low <= x && x <= self.high) {
             if !self.clip {
-                return Err(Error::value(format!(
-                    "{protocol} value {} is outside [low, high] = [{}, {}] (pass clip=True in the params to clip \
-                     instead)",
-                    float_repr(x),
-                    float_repr(self.low),
-                    float_repr(self.high)
-                )));
+                return Err(range().into());
             }
             x = x.max(self.low).min(self.high);
         }
@@ -182,15 +161,8 @@ impl DuchiParams {
             q = realized(next_probability(q, true));
         }
         if !(q > 0.0 && q < 0.5) {
-            let what = if q >= 0.5 {
-                "small: the flip probability rounds to 1/2"
-            } else {
-                "large: the flip probability 1/(1+e^ε) is below the client's 2^-64 resolution"
-            };
-            return Err(Error::value(format!(
-                "epsilon={} is too {what}, so reports would not be private or informative",
-                float_repr(epsilon)
-            )));
+            let rule = if q >= 0.5 { "epsilon_too_small" } else { "epsilon_too_large" };
+            return Err(Refusal::relation(rule, &["epsilon"]).into());
         }
         check_collectable("duchi", &[PayloadField::uint("bit", 2)], 2)?;
         let fingerprint = fingerprint_of("duchi", COMMON_FIELDS, &values);
@@ -253,18 +225,10 @@ impl PiecewiseParams {
             p = realized(next_probability(p, false));
         }
         if p >= 1.0 {
-            return Err(Error::value(format!(
-                "epsilon={} is too large for cells={cells}: the window probability rounds to 1, so reports would \
-                 not be private",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_large", &["epsilon", "cells"]).into());
         }
         if !(epsilon_of(p) > 0.0) {
-            return Err(Error::value(format!(
-                "epsilon={} is too small for cells={cells}: inside and outside cells are equally likely at the \
-                 client's resolution, so reports carry no information",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_small", &["epsilon", "cells"]).into());
         }
         check_collectable("piecewise", &[PayloadField::uint("cell", cells)], cells as u128)?;
         let fingerprint = fingerprint_of("piecewise", CELLS_FIELDS, &values);
@@ -471,10 +435,11 @@ impl MemoMeanParams {
         let buckets = check_int(values.get("buckets"), "buckets", 1, Some(1 << 16))? as u64;
         let gamma = check_probability(values.get("gamma"), "gamma")?;
         if !(0.0..0.5).contains(&gamma) {
-            return Err(Error::value(format!(
-                "gamma (the output flip probability) must be in [0, 0.5), got {}",
-                float_repr(gamma)
-            )));
+            return Err(Refusal::param_range("gamma", values.get("gamma").clone())
+                .with("min", 0)
+                .with("max", 0.5)
+                .with("max_exclusive", true)
+                .into());
         }
         let memo = DuchiParams::new(Bounds::new(&values)?.values())?;
         check_collectable("memo-mean", &[PayloadField::uint("bit", 2)], 2)?;

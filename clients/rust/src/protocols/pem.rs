@@ -15,13 +15,13 @@ use super::rr::{grr_draw, GrrParams};
 use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
 use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, RefusalCode, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
     ProtocolParams,
 };
 use crate::random::RandomSource;
-use crate::value::{float_value, param_type_name, repr_value, type_name};
+use crate::value::float_value;
 
 /// The MurmurHash3 seed of a prefix over 32 bits.
 pub const KEY_SEED: u32 = 0x50454D;
@@ -85,35 +85,33 @@ impl PemParams {
         let seed_range = check_int(values.get("seed_range"), "seed_range", 1, Some(SEED_RANGE as i128))? as u64;
         let oracle = match values.get("oracle").as_str() {
             Some(o @ ("olh" | "grr" | "auto")) => o.to_string(),
-            _ => {
-                return Err(Error::value(format!(
-                    "oracle must be one of 'olh', 'grr', 'auto', got {}",
-                    repr_value(values.get("oracle"), true)
-                )))
-            }
+            _ => return Err(Refusal::choice("oracle", &["olh", "grr", "auto"], values.get("oracle")).into()),
         };
-        let truncate = match values.get("truncate") {
-            Value::Bool(b) => *b,
-            other => return Err(Error::type_(format!("truncate must be a bool, got {}", param_type_name(other)))),
-        };
+        let truncate = crate::params::check_bool(values.get("truncate"), "truncate")?;
         let total = 8 * max_length;
         let groups = 1 + (total - start_bits).div_ceil(step_bits);
-        check_int(&Value::from(groups), "groups (1 + ceil((8·max_length − start_bits)/step_bits))", 1, Some(1 << 16))?;
+        if !(1..=1 << 16).contains(&groups) {
+            return Err(Refusal::limit("groups", groups, 1u64 << 16).into());
+        }
         let prefix_bits = |group: u64| (start_bits + group * step_bits).min(total);
         if oracle == "grr" && prefix_bits(groups - 1) > MAX_GRR_BITS {
-            return Err(Error::value(format!(
-                "oracle='grr' reports each prefix over its whole domain of 2^bits values, at most 2^{MAX_GRR_BITS}: the \
-                 last group's prefixes have {} bits (use oracle='auto', GRR where it is smaller and allowed, OLH \
-                 elsewhere)",
-                prefix_bits(groups - 1)
-            )));
+            return Err(Refusal::limit("grr_prefix_bits", prefix_bits(groups - 1), MAX_GRR_BITS).into());
         }
+        // A group's GRR ε too large or too small for its prefixes: a relation of PEM's own parameters.
         let grr = |group: u64| {
             GrrParams::new(ParamValues::new(vec![
                 ("epsilon", float_value(epsilon)),
                 ("domain_size", Value::from(1u64 << prefix_bits(group))),
                 ("labels", Value::Null),
             ]))
+            .map_err(|e| {
+                e.relation_of(&["epsilon", "max_length", "start_bits", "step_bits", "oracle"], |r| {
+                    r.fields
+                        .get("params")
+                        .and_then(Value::as_array)
+                        .is_some_and(|ps| ps.iter().any(|p| p == "domain_size"))
+                })
+            })
         };
         let make_olh = || {
             LocalHashingParams::new(
@@ -195,26 +193,25 @@ impl PemParams {
     /// Python's `pad_value`: the value's bytes checked, cut if allowed, NUL-padded to `max_length`.
     fn padded(&self, value: &Value) -> Result<Vec<u8>> {
         let Value::String(s) = value else {
-            return Err(Error::type_(format!("pem values must be str or bytes, got {}", type_name(value))));
+            return Err(Refusal::value_type("string_or_bytes", value).into());
         };
         let mut raw = s.as_bytes().to_vec();
         if raw.contains(&0) {
-            return Err(Error::value("pem values must not contain a NUL byte (the pad)"));
+            return Err(Refusal::value(RefusalCode::NotInAlphabet).with("char", "\0").into());
         }
         if raw.len() as u64 > self.max_length {
             if !self.truncate {
-                return Err(Error::value(format!(
-                    "pem value of {} bytes is over max_length={} (set truncate=True to cut it)",
-                    raw.len(),
-                    self.max_length
-                )));
+                return Err(Refusal::value(RefusalCode::ValueTooLong)
+                    .with("got", raw.len())
+                    .with("max", self.max_length)
+                    .with("unit", "bytes")
+                    .into());
             }
             raw.truncate(self.max_length as usize);
             raw = drop_incomplete_tail(raw);
         }
         if raw.is_empty() {
-            let suffix = if s.is_empty() { "" } else { " (after truncation)" };
-            return Err(Error::value(format!("pem values must be non-empty strings{suffix}")));
+            return Err(Refusal::value(RefusalCode::EmptyValue).into());
         }
         raw.resize(self.max_length as usize, 0);
         Ok(raw)

@@ -13,14 +13,14 @@ use super::rr::{grr_draw, GrrParams};
 use super::unary::{unary_draw, UnaryParams};
 use crate::cost::PrivacyCost;
 use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
-use crate::error::{Error, Result};
+use crate::error::{kind_of, Error, Refusal, RefusalCode, RefusalKind, Result};
+use crate::params::int_value;
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
     ProtocolParams,
 };
-use crate::pytext::{float_repr, thousands};
 use crate::random::{BitMask, RandomSource};
-use crate::value::{f64_of, float_value, int_of, is_real, param_type_name, repr_value};
+use crate::value::{f64_of, float_value, int_of, is_real};
 
 /// The most leaves.
 pub const MAX_LEAVES: u64 = 1 << 16;
@@ -82,8 +82,16 @@ pub struct HhParams {
 }
 
 fn finite(v: &Value, name: &str) -> Result<f64> {
-    if !is_real(v) || !f64_of(v).is_finite() {
-        return Err(Error::value(format!("{name} must be a finite real number, got {}", repr_value(v, true))));
+    if !is_real(v) {
+        // Python refuses it with a ValueError, its code param_type.
+        return Err(Refusal::value(RefusalCode::ParamType)
+            .with("param", name)
+            .with("expected", "float")
+            .with("got", kind_of(v))
+            .into());
+    }
+    if !f64_of(v).is_finite() {
+        return Err(Refusal::param_range(name, v.clone()).with("finite", true).into());
     }
     Ok(f64_of(v))
 }
@@ -94,54 +102,36 @@ impl HhParams {
         let low = finite(values.get("low"), "low")?;
         let high = finite(values.get("high"), "high")?;
         if !(low < high) {
-            return Err(Error::value(format!(
-                "need low < high, got low={}, high={}",
-                float_repr(low),
-                float_repr(high)
-            )));
+            return Err(Refusal::relation("low<high", &["low", "high"]).into());
         }
         let branching = check_int(values.get("branching"), "branching", 2, Some(MAX_LEAVES as i128))? as u64;
         let depth = check_int(values.get("depth"), "depth", 1, Some(16))? as u64;
         if (branching as u128).checked_pow(depth as u32).is_none_or(|n| n > MAX_LEAVES as u128) {
-            return Err(Error::value(format!(
-                "branching^depth = {branching}^{depth} buckets is over the {} allowed",
-                thousands(MAX_LEAVES as i128)
-            )));
+            let leaves = int_value((branching as i128).saturating_pow(depth as u32));
+            return Err(Refusal::limit("leaves", leaves, MAX_LEAVES).into());
         }
         let oracle = match values.get("oracle").as_str() {
             Some(o @ ("auto" | "oue" | "grr")) => o.to_string(),
-            _ => {
-                return Err(Error::value(format!(
-                    "oracle must be one of 'auto', 'oue', 'grr', got {}",
-                    repr_value(values.get("oracle"), true)
-                )))
-            }
+            _ => return Err(Refusal::choice("oracle", &["auto", "oue", "grr"], values.get("oracle")).into()),
         };
-        let clip = match values.get("clip") {
-            Value::Bool(b) => *b,
-            other => return Err(Error::type_(format!("clip must be a bool, got {}", param_type_name(other)))),
-        };
+        let clip = crate::params::check_bool(values.get("clip"), "clip")?;
         let Value::Array(w) = values.get("level_weights") else {
-            return Err(Error::type_(format!(
-                "level_weights must be a list of ints, got {}",
-                param_type_name(values.get("level_weights"))
-            )));
+            return Err(Refusal::param_type("level_weights", "list", values.get("level_weights")).into());
         };
         if !w.is_empty() {
             if w.len() as u64 != depth {
-                return Err(Error::value(format!(
-                    "level_weights must have depth={depth} entries (levels 1..{depth}), got {}",
-                    w.len()
-                )));
+                return Err(Refusal::value(RefusalCode::ParamLength)
+                    .with("param", "level_weights")
+                    .with("got", w.len())
+                    .with("min", depth)
+                    .with("max", depth)
+                    .into());
             }
             for (i, x) in w.iter().enumerate() {
-                check_int(x, &format!("level_weights[{i}]"), 0, Some(1 << 32))?;
+                check_int(x, "level_weights", 0, Some(1 << 32)).map_err(|e| e.with_field("index", i))?;
             }
             if int_of(&w[w.len() - 1]) == Some(0) {
-                return Err(Error::value(
-                    "level_weights must give the leaf level (the last) a weight > 0: the buckets' counts are estimated \
-                     from it",
-                ));
+                return Err(Refusal::relation("leaf_weight", &["level_weights"]).into());
             }
         }
         let weighted = !w.is_empty();
@@ -154,11 +144,7 @@ impl HhParams {
         sorted.sort_by(f64::total_cmp);
         sorted.dedup();
         if sorted.len() != edges.len() {
-            return Err(Error::value(format!(
-                "[{}, {}] is too narrow for {n} distinct bucket edges",
-                float_repr(low),
-                float_repr(high)
-            )));
+            return Err(Refusal::relation("distinct_edges", &["low", "high", "branching", "depth"]).into());
         }
         let mut oracles = Vec::with_capacity(depth as usize);
         for level in 1..=depth {
@@ -170,16 +156,18 @@ impl HhParams {
                     ("labels", Value::Null),
                 ])
             };
+            // A level's ε too large or too small for its oracle: a relation of the tree's own parameters.
+            let level = |e: Error| e.relation_of(&["epsilon", "branching", "depth", "oracle"], |_| true);
             oracles.push(match oracle.as_str() {
-                "grr" => LevelOracle::Grr(GrrParams::new(sub())?),
-                "oue" => LevelOracle::Oue(UnaryParams::new("oue", sub())?),
+                "grr" => LevelOracle::Grr(GrrParams::new(sub()).map_err(level)?),
+                "oue" => LevelOracle::Oue(UnaryParams::new("oue", sub()).map_err(level)?),
                 _ => {
-                    let oue = UnaryParams::new("oue", sub())?;
+                    let oue = UnaryParams::new("oue", sub()).map_err(level)?;
                     match GrrParams::new(sub()) {
                         Ok(g) if null_variance(g.p, (1.0 - g.p) / (g.d - 1) as f64) < null_variance(oue.p, oue.q) => {
                             LevelOracle::Grr(g)
                         }
-                        Ok(_) | Err(Error::Value(_)) => LevelOracle::Oue(oue),
+                        Ok(_) | Err(Error::Refusal(Refusal { kind: RefusalKind::Value, .. })) => LevelOracle::Oue(oue),
                         Err(e) => return Err(e),
                     }
                 }

@@ -14,15 +14,13 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{
     common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::params::{
     check_collectable, check_int, check_resolvable, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
     ProtocolParams,
 };
 use crate::pymath;
-use crate::pytext::float_repr;
 use crate::random::{realized_unchecked as realized, BitMask, KeyedRandomSource, RandomSource};
-use crate::value::{repr_value, type_name};
 
 /// The most cohorts.
 pub const MAX_COHORTS: u64 = 1 << 16;
@@ -70,32 +68,24 @@ impl RapporParams {
         let h = check_int(values.get("num_hashes"), "num_hashes (h)", 1, None)?;
         let m = check_int(values.get("num_cohorts"), "num_cohorts (m)", 1, Some(MAX_COHORTS as i128))? as u64;
         if h > k {
-            return Err(Error::value(format!("num_hashes (h={h}) must be <= num_bloombits (k={k})")));
+            return Err(Refusal::relation("h<=k", &["num_hashes", "num_bloombits"]).into());
         }
         let p = check_resolvable(crate::params::check_probability(values.get("p"), "p")?, "p")?;
         let q = check_resolvable(crate::params::check_probability(values.get("q"), "q")?, "q")?;
         let f = check_resolvable(crate::params::check_probability(values.get("f"), "f")?, "f")?;
         if !(0.0..1.0).contains(&f) {
-            return Err(Error::value(format!(
-                "f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got {}",
-                float_repr(f)
-            )));
+            return Err(Refusal::param_range("f", values.get("f").clone())
+                .with("min", 0)
+                .with("max", 1)
+                .with("max_exclusive", true)
+                .into());
         }
         if !(p < q) {
-            return Err(Error::value(format!(
-                "RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), got p={}, q={}",
-                float_repr(p),
-                float_repr(q)
-            )));
+            return Err(Refusal::relation("p<q", &["p", "q"]).into());
         }
         let mode = match values.get("mode").as_str() {
             Some(m @ ("ldp" | "google")) => m.to_string(),
-            _ => {
-                return Err(Error::value(format!(
-                    "mode must be one of ('ldp', 'google'), got {}",
-                    repr_value(values.get("mode"), true)
-                )))
-            }
+            _ => return Err(Refusal::choice("mode", &["ldp", "google"], values.get("mode")).into()),
         };
         let bits = k.min(i32::MAX as i128) as u64;
         let schema = [PayloadField::uint("cohort", m), PayloadField::bits("bits", bits)];
@@ -195,9 +185,7 @@ impl ProtocolParams for RapporParams {
     }
     fn check_cost(&self) -> Result<()> {
         if self.epsilon_one().is_infinite() {
-            return Err(Error::value(
-                "these RAPPOR parameters give no finite ε₁ (p* = 0 or q* = 1): reports are not private",
-            ));
+            return Err(Refusal::relation("finite_epsilon", &["p", "q", "f"]).into());
         }
         Ok(())
     }
@@ -270,7 +258,7 @@ impl Mechanism for Rappor {
 
     fn check(&mut self, value: &Value) -> Result<Arc<RapporValue>> {
         let Value::String(s) = value else {
-            return Err(Error::type_(format!("RAPPOR values must be str or bytes, got {}", type_name(value))));
+            return Err(Refusal::value_type("string_or_bytes", value).into());
         };
         let memoable = s.chars().count() <= MEMO_MAX_VALUE;
         if memoable {
@@ -333,11 +321,7 @@ impl Mechanism for Rappor {
 fn make(p: Arc<dyn ProtocolParams>, mut o: EncoderOptions) -> Result<Encoder> {
     let params = downcast::<RapporParams>(&p)?;
     if params.mode == "google" && (params.num_bloombits > 32 || params.num_hashes > 16) {
-        return Err(Error::value(format!(
-            "Google's client needs k <= 32 (PRR message is a 32-bit integer) and h <= 16 (one MD5 byte per hash), \
-             got k={}, h={}; these parameters can decode Google's files but not encode",
-            params.num_bloombits, params.num_hashes
-        )));
+        return Err(Refusal::relation("google_client", &["num_bloombits", "num_hashes", "mode"]).into());
     }
     params.check_cost()?;
     let prr_rng = o.prr_rng.take();

@@ -16,13 +16,12 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{
     common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Prepared, Protocol,
 };
-use crate::error::{Error, Result};
+use crate::error::{kind_of, Error, Refusal, RefusalCode, Result};
+use crate::params::int_value;
 use crate::params::{
     check_collectable, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField, ProtocolParams,
 };
-use crate::pytext::repr;
 use crate::random::{NoDraws, RandomSource};
-use crate::value::{param_type_name, repr_value, type_name};
 
 /// The most n-gram positions.
 pub const MAX_POSITIONS: i128 = 64;
@@ -75,38 +74,58 @@ impl RapporNgramsParams {
         let max_length =
             check_int(values.get("max_length"), "max_length (L, characters)", 2, Some(8 * MAX_POSITIONS))? as u64;
         if !max_length.is_multiple_of(n) {
-            return Err(Error::value(format!("max_length (L={max_length}) must be a multiple of n={n}")));
+            return Err(Refusal::relation("multiple_of_n", &["max_length", "n"]).into());
         }
-        check_int(&Value::from(max_length / n), "positions (L/n)", 2, Some(MAX_POSITIONS))?;
-        let alphabet: Vec<char> = match values.get("alphabet").as_str() {
-            Some(a) if !a.is_empty() => a.chars().collect(),
-            _ => return Err(Error::value("alphabet must be a non-empty str")),
+        let positions = max_length / n;
+        if positions < 2 {
+            return Err(Refusal::relation("two_positions", &["max_length", "n"]).into());
+        }
+        if positions as i128 > MAX_POSITIONS {
+            return Err(Refusal::limit("positions", positions, int_value(MAX_POSITIONS)).into());
+        }
+        let alphabet: Vec<char> = match values.get("alphabet") {
+            Value::String(a) if !a.is_empty() => a.chars().collect(),
+            Value::String(_) => {
+                return Err(Refusal::value(RefusalCode::ParamLength)
+                    .with("param", "alphabet")
+                    .with("got", 0)
+                    .with("min", 1)
+                    .into())
+            }
+            // Python refuses a non-string alphabet with a ValueError, its code param_type.
+            other => {
+                return Err(Refusal::value(RefusalCode::ParamType)
+                    .with("param", "alphabet")
+                    .with("expected", "string")
+                    .with("got", kind_of(other))
+                    .into())
+            }
         };
         if alphabet.iter().collect::<BTreeSet<_>>().len() != alphabet.len() {
-            return Err(Error::value(format!(
-                "alphabet must not repeat a character: {}",
-                repr(values.get("alphabet").as_str().unwrap_or(""))
-            )));
+            return Err(Refusal::relation("distinct", &["alphabet"]).into());
         }
-        let pad = match values.get("pad").as_str() {
-            Some(p) if p.chars().count() == 1 => p.chars().next().unwrap_or('_'),
-            _ => {
-                return Err(Error::value(format!(
-                    "pad must be one character, got {}",
-                    repr_value(values.get("pad"), true)
-                )))
+        let pad = match values.get("pad") {
+            Value::String(p) if p.chars().count() == 1 => p.chars().next().unwrap_or('_'),
+            Value::String(p) => {
+                return Err(Refusal::value(RefusalCode::ParamLength)
+                    .with("param", "pad")
+                    .with("got", p.chars().count())
+                    .with("min", 1)
+                    .with("max", 1)
+                    .into())
+            }
+            other => {
+                return Err(Refusal::value(RefusalCode::ParamType)
+                    .with("param", "pad")
+                    .with("expected", "string")
+                    .with("got", kind_of(other))
+                    .into())
             }
         };
         if alphabet.contains(&pad) {
-            return Err(Error::value(format!(
-                "pad {} must not be a character of the alphabet",
-                repr(&pad.to_string())
-            )));
+            return Err(Refusal::relation("pad_not_in_alphabet", &["pad", "alphabet"]).into());
         }
-        let truncate = match values.get("truncate") {
-            Value::Bool(b) => *b,
-            other => return Err(Error::type_(format!("truncate must be a bool, got {}", param_type_name(other)))),
-        };
+        let truncate = crate::params::check_bool(values.get("truncate"), "truncate")?;
         let rappor = |prefix: &str| {
             let k = |name: &str| values.get(&format!("{prefix}{name}")).clone();
             let (bits, hashes, cohorts) = if prefix.is_empty() {
@@ -124,10 +143,21 @@ impl RapporNgramsParams {
                 ("mode", Value::String("ldp".into())),
             ]))
         };
+        // The n-gram RAPPOR's refusals name its parameters as they are named here (`gram_p`, `gram_bloombits`).
+        let gram_name = |n: &str| {
+            let short = match n {
+                "num_bloombits" => "bloombits",
+                "num_hashes" => "hashes",
+                "num_cohorts" => "cohorts",
+                "p" | "q" | "f" => n,
+                _ => return None,
+            };
+            Some(format!("gram_{short}"))
+        };
         let full = rappor("")?;
-        let gram = rappor("gram_")?;
+        let gram = rappor("gram_").map_err(|e| e.renamed(gram_name))?;
         full.check_cost()?; // both RAPPORs must be private (finite ε₁)
-        gram.check_cost()?;
+        gram.check_cost().map_err(|e| e.renamed(gram_name))?;
         let mut out = RapporNgramsParams {
             values,
             fingerprint: String::new(),
@@ -157,26 +187,24 @@ impl RapporNgramsParams {
     /// The value checked and padded with `pad` to `L` characters.
     fn padded(&self, value: &Value) -> Result<Vec<char>> {
         let Value::String(text) = value else {
-            return Err(Error::type_(format!("rappor-ngrams values must be str or bytes, got {}", type_name(value))));
+            return Err(Refusal::value_type("string_or_bytes", value).into());
         };
         if text.is_empty() {
-            return Err(Error::value("rappor-ngrams values must be non-empty strings"));
+            return Err(Refusal::value(RefusalCode::EmptyValue).into());
         }
         let mut cps: Vec<char> = text.chars().collect();
         let bad: BTreeSet<char> = cps.iter().copied().filter(|c| !self.alphabet.contains(c)).collect();
         if !bad.is_empty() {
-            return Err(Error::value(format!(
-                "rappor-ngrams value has characters outside the alphabet: {}",
-                repr(&bad.into_iter().collect::<String>())
-            )));
+            let first = bad.into_iter().next().map(String::from).unwrap_or_default();
+            return Err(Refusal::value(RefusalCode::NotInAlphabet).with("char", first).into());
         }
         if cps.len() as u64 > self.max_length {
             if !self.truncate {
-                return Err(Error::value(format!(
-                    "rappor-ngrams value of {} characters is over max_length={} (set truncate=True to cut it)",
-                    cps.len(),
-                    self.max_length
-                )));
+                return Err(Refusal::value(RefusalCode::ValueTooLong)
+                    .with("got", cps.len())
+                    .with("max", self.max_length)
+                    .with("unit", "characters")
+                    .into());
             }
             cps.truncate(self.max_length as usize);
         }

@@ -8,15 +8,14 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{
     common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol,
 };
-use crate::error::{Error, Result};
+use crate::error::{Refusal, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_labels, check_probability, check_resolvable, fingerprint_of,
     FieldType, ParamField, ParamValues, PayloadField, ProtocolParams,
 };
 use crate::pymath;
-use crate::pytext::float_repr;
 use crate::random::{realized_unchecked as realized, RandomSource};
-use crate::value::{int_of, is_int, type_name};
+use crate::value::{int_of, is_int};
 
 // ---------------------------------------------------------------------------------------------------------------
 // rr
@@ -43,20 +42,12 @@ impl BinaryRrParams {
         let p = check_probability(values.get("p"), "p")?;
         let q = check_probability(values.get("q"), "q")?;
         if !(0.0 < p && p < q && q < 1.0) {
-            return Err(Error::value(format!(
-                "binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p={}, q={}",
-                float_repr(p),
-                float_repr(q)
-            )));
+            return Err(Refusal::relation("0<p<q<1", &["p", "q"]).into());
         }
         check_resolvable(p, "p")?;
         let (rp, rq) = (realized(p), realized(q));
         if rp == rq {
-            return Err(Error::value(format!(
-                "p={} and q={} are equal at the client's 2^-64 resolution: reports would carry no information",
-                float_repr(p),
-                float_repr(q)
-            )));
+            return Err(Refusal::relation("p_q_resolvable", &["p", "q"]).into());
         }
         check_collectable("rr", &[PayloadField::uint("bit", 2)], 1)?;
         let epsilon = pymath::log(rq / rp).max(pymath::log((1.0 - rp) / (1.0 - rq)));
@@ -89,11 +80,9 @@ impl Mechanism for BinaryRr {
             _ if is_int(value) => match int_of(value) {
                 Some(0) => Ok(false),
                 Some(1) => Ok(true),
-                _ => {
-                    Err(Error::value(format!("binary RR values must be 0 or 1, got {}", crate::value::num_text(value))))
-                }
+                _ => Err(Refusal::value_range(value.clone()).with("min", 0).with("max", 1).into()),
             },
-            _ => Err(Error::type_(format!("binary RR values must be bool or 0/1, got {}", type_name(value)))),
+            _ => Err(Refusal::value_type("bool_or_01", value).into()),
         }
     }
 
@@ -155,18 +144,10 @@ impl GrrParams {
         let p = realized(1.0 / (1.0 + (d - 1) as f64 * pymath::exp(-epsilon)));
         let q = (1.0 - p) / (d - 1) as f64;
         if p >= 1.0 {
-            return Err(Error::value(format!(
-                "epsilon={} is too large for domain_size={d}: the keep probability rounds to 1 at the client's \
-                 resolution, so reports would not be private",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_large", &["epsilon", "domain_size"]).into());
         }
         if p <= q {
-            return Err(Error::value(format!(
-                "epsilon={} is too small for domain_size={d}: the keep probability rounds to 1/d, so reports would \
-                 carry no information",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_small", &["epsilon", "domain_size"]).into());
         }
         let labels = check_labels(values.get("labels"), d as i128)?;
         check_collectable("grr", &[PayloadField::uint("index", d)], d as u128)?;

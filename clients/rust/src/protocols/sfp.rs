@@ -12,14 +12,13 @@ use super::sketches::SketchParams;
 use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
 use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
-use crate::error::{Error, Result};
+use crate::error::{kind_of, Refusal, RefusalCode, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
     ProtocolParams,
 };
-use crate::pytext::repr;
 use crate::random::RandomSource;
-use crate::value::{float_value, param_type_name, repr_value, type_name};
+use crate::value::float_value;
 
 const FIELDS: &[ParamField] = &[
     ParamField::required("word_epsilon", FieldType::Float),
@@ -66,14 +65,6 @@ pub struct SfpParams {
     index: HashMap<char, usize>,
 }
 
-fn one_char(s: &str) -> Option<char> {
-    let mut it = s.chars();
-    match (it.next(), it.next()) {
-        (Some(c), None) => Some(c),
-        _ => None,
-    }
-}
-
 fn sketch(part: &str, kind: &str, eps: f64, k: i128, width: &Value, seed: i128) -> Result<SketchParams> {
     let v = ParamValues::new(vec![
         ("epsilon", float_value(eps)),
@@ -81,82 +72,87 @@ fn sketch(part: &str, kind: &str, eps: f64, k: i128, width: &Value, seed: i128) 
         ("width", width.clone()),
         ("hash_seed", Value::from(seed as u64)),
     ]);
-    SketchParams::new(if kind == "cms" { "cms" } else { "hcms" }, v).map_err(|e| match e {
-        Error::Value(m) => Error::value(format!("{part} sketch: {m}")),
-        Error::Type(m) => Error::type_(format!("{part} sketch: {m}")),
-        other => other,
-    })
+    // The sketch's refusals in SFP's names: the word sketch's width is word_width.
+    SketchParams::new(if kind == "cms" { "cms" } else { "hcms" }, v)
+        .map_err(|e| e.renamed(|n| matches!(n, "epsilon" | "num_hashes" | "width").then(|| format!("{part}_{n}"))))
+}
+
+/// Python's `_check_symbols`: a string of `low` to `high` characters (refused with a `ValueError` either way).
+fn check_symbols(value: &Value, param: &str, low: usize, high: Option<usize>) -> Result<Vec<char>> {
+    let Value::String(s) = value else {
+        return Err(Refusal::value(RefusalCode::ParamType)
+            .with("param", param)
+            .with("expected", "string")
+            .with("got", kind_of(value))
+            .into());
+    };
+    let cps: Vec<char> = s.chars().collect();
+    if cps.len() < low || high.is_some_and(|h| cps.len() > h) {
+        let mut r =
+            Refusal::value(RefusalCode::ParamLength).with("param", param).with("got", cps.len()).with("min", low);
+        if let Some(h) = high {
+            r = r.with("max", h);
+        }
+        return Err(r.into());
+    }
+    Ok(cps)
 }
 
 impl SfpParams {
     fn new(values: ParamValues) -> Result<Self> {
         let word_epsilon = check_epsilon(values.get("word_epsilon"), "word_epsilon")?;
         let fragment_epsilon = check_epsilon(values.get("fragment_epsilon"), "fragment_epsilon")?;
-        let alphabet = match values.get("alphabet").as_str() {
-            Some(a) if !a.is_empty() => a,
-            _ => return Err(Error::value("alphabet must be a non-empty string of symbols")),
-        };
-        let cps: Vec<char> = alphabet.chars().collect();
+        let cps = check_symbols(values.get("alphabet"), "alphabet", 1, None)?;
         let mut sorted = cps.clone();
         sorted.sort_unstable();
         sorted.dedup();
         if sorted.len() != cps.len() {
-            return Err(Error::value(format!("alphabet has repeated symbols: {}", repr(alphabet))));
+            return Err(Refusal::relation("distinct", &["alphabet"]).into());
         }
-        let pad = match values.get("pad").as_str().and_then(one_char) {
-            Some(c) if !cps.contains(&c) => c,
-            _ => {
-                return Err(Error::value(format!(
-                    "pad must be one symbol that is not in the alphabet, got {}",
-                    repr_value(values.get("pad"), true)
-                )))
-            }
-        };
-        check_int(&Value::from(cps.len()), "alphabet size", 1, Some((1 << 16) - 2))?;
+        let pad = check_symbols(values.get("pad"), "pad", 1, Some(1))?[0];
+        if cps.contains(&pad) {
+            return Err(Refusal::relation("pad_not_in_alphabet", &["pad", "alphabet"]).into());
+        }
+        if cps.len() > (1 << 16) - 2 {
+            return Err(Refusal::value(RefusalCode::ParamLength)
+                .with("param", "alphabet")
+                .with("got", cps.len())
+                .with("min", 1)
+                .with("max", (1 << 16) - 2)
+                .into());
+        }
         let length = check_int(values.get("length"), "length (L)", 1, Some(1 << 12))? as u64;
         let fragment_length =
             check_int(values.get("fragment_length"), "fragment_length (r)", 1, Some(length as i128))? as u64;
         if !length.is_multiple_of(fragment_length) {
-            return Err(Error::value(format!(
-                "length L={length} must be a multiple of fragment_length r={fragment_length} (fragments are the L/r \
-                 non-overlapping substrings)"
-            )));
+            return Err(Refusal::relation("multiple_of_fragment_length", &["length", "fragment_length"]).into());
         }
         let hash_bits = check_int(values.get("hash_bits"), "hash_bits", 0, Some(16))? as u64;
         for part in ["word", "fragment"] {
             let s = values.get(&format!("{part}_sketch"));
             if !matches!(s.as_str(), Some("cms" | "hcms")) {
-                return Err(Error::value(format!(
-                    "{part}_sketch must be one of ['cms', 'hcms'], got {}",
-                    repr_value(s, true)
-                )));
+                return Err(Refusal::choice(&format!("{part}_sketch"), &["cms", "hcms"], s).into());
             }
         }
         let hash_seed = check_int(values.get("hash_seed"), "hash_seed", 0, Some(0xffff_ffff))?;
         let wk = check_int(values.get("word_num_hashes"), "word_num_hashes", 1, Some(1 << 16))?;
         let fk = check_int(values.get("fragment_num_hashes"), "fragment_num_hashes", 1, Some(1 << 16))?;
         if hash_seed + wk + fk > 0xffff_ffff {
-            return Err(Error::value("hash_seed leaves no room for the sketches' hash functions below 2**32"));
+            return Err(
+                Refusal::relation("hash_seed_room", &["hash_seed", "word_num_hashes", "fragment_num_hashes"]).into()
+            );
         }
-        let rep = values.get("replacement");
-        let replacement = match rep {
+        let replacement = match values.get("replacement") {
             Value::Null => None,
-            Value::String(s) => match one_char(s) {
-                Some(c) if cps.contains(&c) => Some(c),
-                _ => None,
-            },
-            _ => None,
+            rep => {
+                let c = check_symbols(rep, "replacement", 1, Some(1))?[0];
+                if !cps.contains(&c) {
+                    return Err(Refusal::relation("replacement_in_alphabet", &["replacement", "alphabet"]).into());
+                }
+                Some(c)
+            }
         };
-        if !rep.is_null() && replacement.is_none() {
-            return Err(Error::value(format!(
-                "replacement must be one symbol of the alphabet (or None), got {}",
-                repr_value(rep, true)
-            )));
-        }
-        let truncate = match values.get("truncate") {
-            Value::Bool(b) => *b,
-            other => return Err(Error::type_(format!("truncate must be a bool, got {}", param_type_name(other)))),
-        };
+        let truncate = crate::params::check_bool(values.get("truncate"), "truncate")?;
         let mut symbols = cps;
         symbols.push(pad);
         let index = symbols.iter().enumerate().map(|(i, c)| (*c, i)).collect();
@@ -198,31 +194,26 @@ impl SfpParams {
     /// Python's `prepare_word`: the word (replaced, truncated) padded to L symbols, and its hash.
     fn prepare_word(&self, value: &Value) -> Result<PreparedWord> {
         let Value::String(s) = value else {
-            return Err(Error::type_(format!("SFP words must be str, got {}", type_name(value))));
+            return Err(Refusal::value_type("string", value).into());
         };
         if s.is_empty() {
-            return Err(Error::value("SFP cannot encode the empty string"));
+            return Err(Refusal::value(RefusalCode::EmptyValue).into());
         }
         let ok = |c: &char| self.index.contains_key(c) && *c != self.pad;
         let mut cps: Vec<char> = s.chars().collect();
         if let Some(bad) = cps.iter().find(|c| !ok(c)) {
             let Some(r) = self.replacement else {
-                return Err(Error::value(format!(
-                    "character {} of {} is not in the alphabet (set replacement= to replace such characters)",
-                    repr(&bad.to_string()),
-                    repr(s)
-                )));
+                return Err(Refusal::value(RefusalCode::NotInAlphabet).with("char", bad.to_string()).into());
             };
             cps = cps.into_iter().map(|c| if ok(&c) { c } else { r }).collect();
         }
         if cps.len() as u64 > self.length {
             if !self.truncate {
-                let word: String = cps.iter().collect();
-                return Err(Error::value(format!(
-                    "{} is longer than length={} (set truncate=True to cut it)",
-                    repr(&word),
-                    self.length
-                )));
+                return Err(Refusal::value(RefusalCode::ValueTooLong)
+                    .with("got", cps.len())
+                    .with("max", self.length)
+                    .with("unit", "characters")
+                    .into());
             }
             cps.truncate(self.length as usize);
         }

@@ -10,15 +10,13 @@ use serde_json::Value;
 use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
 use crate::encoder::{downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
-use crate::error::{Error, Result};
+use crate::error::{Refusal, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
     ProtocolParams,
 };
 use crate::pymath;
-use crate::pytext::float_repr;
 use crate::random::{realized_unchecked as realized, threshold, BitMask, RandomSource};
-use crate::value::type_name;
 
 /// The widest sketch.
 pub const MAX_WIDTH: u64 = 1 << 24;
@@ -59,18 +57,14 @@ impl SketchParams {
             (pymath::logistic_tail(epsilon), 1.0)
         };
         if threshold(flip)? == Some(0) {
-            return Err(Error::value(format!(
-                "epsilon={} is too large: the flip probability rounds to 0 at the client's 2^-64 resolution, so \
-                 reports would not be private",
-                float_repr(epsilon)
-            )));
+            return Err(Refusal::relation("epsilon_too_large", &["epsilon"]).into());
         }
         let k = check_int(values.get("num_hashes"), "num_hashes (k)", 1, Some(1 << 16))? as u64;
         let m = check_int(values.get("width"), "width (m)", 2, Some(MAX_WIDTH as i128))? as u64;
         let hash_seed = check_int(values.get("hash_seed"), "hash_seed", 0, Some(0xffff_ffff - k as i128 + 1))? as u64;
         check_collectable(protocol, &Self::schema_of(protocol, k, m), k as u128 * (m as u128 + 1))?;
         if protocol == "hcms" && !m.is_power_of_two() {
-            return Err(Error::value(format!("HCMS width m must be a power of two (Hadamard transform), got {m}")));
+            return Err(Refusal::relation("power_of_two", &["width"]).into());
         }
         let r = realized(flip);
         let effective = per_flip * pymath::log((1.0 - r) / r);
@@ -145,10 +139,10 @@ impl ProtocolParams for SketchParams {
 }
 
 /// A sketch protocol's value: a string, hashed as its UTF-8 bytes.
-pub(crate) fn sketch_bytes(value: &Value, name: &str) -> Result<Vec<u8>> {
+pub(crate) fn sketch_bytes(value: &Value, _name: &str) -> Result<Vec<u8>> {
     match value {
         Value::String(s) => Ok(s.as_bytes().to_vec()),
-        other => Err(Error::type_(format!("{name} values must be str or bytes, got {}", type_name(other)))),
+        other => Err(Refusal::value_type("string_or_bytes", other).into()),
     }
 }
 

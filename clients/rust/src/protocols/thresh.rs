@@ -14,7 +14,7 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{
     common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, RefusalCode, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
     ProtocolParams,
@@ -129,7 +129,11 @@ fn make(p: Arc<dyn ProtocolParams>, mut o: EncoderOptions) -> Result<Encoder> {
     let prr_rng = o.prr_rng.take();
     let secret = match o.secret.take() {
         Some(s) if !s.is_empty() => s,
-        Some(_) => return Err(Error::value("the key must be non-empty bytes")),
+        Some(_) => {
+            return Err(Error::from(
+                Refusal::type_(RefusalCode::ParamLength).with("param", "secret").with("got", 0).with("min", 1),
+            ))
+        }
         None if prr_rng.is_some() => b"audit".to_vec(),
         None => {
             return Err(Error::type_(

@@ -14,16 +14,15 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{
     common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol,
 };
-use crate::error::{Error, Result};
+use crate::error::{Refusal, Result};
 use crate::params::{
     check_collectable, check_epsilon, check_int, check_labels, fingerprint_of, FieldType, ParamField, ParamValues,
     PayloadField, ProtocolParams,
 };
 use crate::pymath;
-use crate::pytext::float_repr;
 use crate::random::{realized_unchecked as realized, BitMask, RandomSource};
 use crate::rational::Rational;
-use crate::value::{float_value, repr_value};
+use crate::value::float_value;
 
 /// `unary_draw`: the `d` report bits of `index`: the others `BB(q, d)`, then bit `index` `B(p)`, in that order.
 pub(crate) fn unary_draw(rng: &mut dyn RandomSource, p: f64, q: f64, d: usize, index: usize) -> Result<BitMask> {
@@ -65,20 +64,15 @@ pub(crate) fn check_unary(
     values: &ParamValues,
     p: f64,
     q: f64,
-    what: &str,
+    params: &[&str],
 ) -> Result<(u64, Option<Vec<String>>)> {
+    let _ = protocol;
     let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))?;
     if q <= 0.0 || p >= 1.0 {
-        return Err(Error::value(format!(
-            "{what} is too large for {protocol}: a bit probability rounds to 0 or 1 at the client's resolution, so \
-             reports would not be private"
-        )));
+        return Err(Refusal::relation("epsilon_too_large", params).into());
     }
     if p <= q {
-        return Err(Error::value(format!(
-            "{what} is too small for {protocol}: p and q are equal at the client's resolution, so reports would \
-             carry no information"
-        )));
+        return Err(Refusal::relation("epsilon_too_small", params).into());
     }
     let labels = check_labels(values.get("labels"), d)?;
     Ok((d as u64, labels))
@@ -93,7 +87,7 @@ impl UnaryParams {
         } else {
             (0.5, realized(pymath::logistic_tail(epsilon)))
         };
-        let (d, labels) = check_unary(protocol, &values, p, q, &format!("epsilon={}", float_repr(epsilon)))?;
+        let (d, labels) = check_unary(protocol, &values, p, q, &["epsilon"])?;
         check_collectable(protocol, &[PayloadField::bits("bits", d)], d as u128)?;
         let effective = unary_epsilon(&Rational::of(p), &Rational::of(q));
         let fingerprint = fingerprint_of(protocol, DOMAIN_FIELDS, &values);
@@ -245,27 +239,12 @@ impl LoueParams {
         let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
         let kind = values.get("permanent");
         let kind = match kind.as_str() {
-            Some(k @ ("oue" | "sue")) => {
-                if k == "oue" {
-                    "oue"
-                } else {
-                    "sue"
-                }
-            }
-            _ => {
-                return Err(Error::value(format!(
-                    "permanent must be one of ('oue', 'sue'), got {}",
-                    repr_value(kind, true)
-                )))
-            }
+            Some("oue") => "oue",
+            Some("sue") => "sue",
+            _ => return Err(Refusal::choice("permanent", &["oue", "sue"], kind).into()),
         };
         if !(epsilon < epsilon_perm) {
-            return Err(Error::value(format!(
-                "L-OUE needs epsilon < epsilon_perm (a report is post-processing of the permanent response, so it \
-                 cannot leak more), got epsilon={}, epsilon_perm={}",
-                float_repr(epsilon),
-                float_repr(epsilon_perm)
-            )));
+            return Err(Refusal::relation("epsilon<epsilon_perm", &["epsilon", "epsilon_perm"]).into());
         }
         let dd = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))?;
         let perm = UnaryParams::new(
@@ -275,7 +254,8 @@ impl LoueParams {
                 ("domain_size", Value::from(dd as u64)),
                 ("labels", Value::Null),
             ]),
-        )?;
+        )
+        .map_err(|e| e.renamed(|n| (n == "epsilon").then(|| "epsilon_perm".to_string())))?;
         let a = perm.p - 0.5;
         let b = perm.q - 0.5;
         let e1 = pymath::expm1(epsilon);
@@ -286,24 +266,19 @@ impl LoueParams {
         let lam = if disc >= 0.0 { 2.0 * qc / (qb + disc.sqrt()) } else { f64::INFINITY };
         if !(0.0 < lam && lam < 1.0) {
             let pe = unary_epsilon(&Rational::of(perm.p), &Rational::of(perm.q));
-            return Err(Error::value(format!(
-                "epsilon={} is not below the realized permanent ε {}: no instantaneous round gives it",
-                float_repr(epsilon),
-                float_repr(pe)
-            )));
+            let _ = pe;
+            return Err(
+                Refusal::relation("epsilon<realized_epsilon_perm", &["epsilon", "epsilon_perm", "permanent"]).into()
+            );
         }
         let flip = realized((1.0 - lam) / 2.0);
         if flip <= 0.0 {
-            return Err(Error::value(format!(
-                "the instantaneous round of these L-OUE parameters is not realizable: its flip probability {} rounds \
-                 to 0 at the client's resolution",
-                float_repr((1.0 - lam) / 2.0)
-            )));
+            return Err(Refusal::relation("instantaneous_realizable", &["epsilon", "epsilon_perm", "permanent"]).into());
         }
         let rf = Rational::of(flip);
         let (sp, sq) = (star(&Rational::of(perm.p), &rf), star(&Rational::of(perm.q), &rf));
         let (p, q) = (sp.to_f64(), sq.to_f64());
-        let (d, labels) = check_unary("loue", &values, p, q, &format!("epsilon={}", float_repr(epsilon)))?;
+        let (d, labels) = check_unary("loue", &values, p, q, &["epsilon"])?;
         check_collectable("loue", &[PayloadField::bits("bits", d)], d as u128)?;
         let cost = PrivacyCost::pure(epsilon.max(unary_epsilon(&sp, &sq)));
         let fingerprint = fingerprint_of("loue", LOUE_FIELDS, &values);

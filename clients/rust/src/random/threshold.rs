@@ -1,13 +1,12 @@
 //! The threshold of a Bernoulli draw (docs/randomness.md).
 
 use crate::error::{Error, Result};
-use crate::pytext;
 
 /// The threshold `T = floor(p·2^64)` of `B(p)`: `None` when `T = 2^64` (`p = 1`), else `T`. Scaling a double by
 /// 2^64 is exact, and so is its floor below 2^64. `p` must be in [0, 1] (NaN refused).
 pub fn threshold(p: f64) -> Result<Option<u64>> {
     if !(0.0..=1.0).contains(&p) {
-        return Err(Error::value(format!("p must be in [0, 1], got {}", pytext::float_repr(p))));
+        return Err(Error::value(format!("p must be in [0, 1], got {p:?}")));
     }
     let scaled = p * 18446744073709551616.0; // 2^64, exact
     if scaled >= 18446744073709551616.0 {

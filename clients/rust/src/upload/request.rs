@@ -6,7 +6,6 @@ use serde_json::Value;
 
 use super::Batch;
 use crate::error::{Error, Result};
-use crate::pytext;
 use crate::value::{int_of, is_int};
 
 /// Bytes of a collector's reply read at most: a longer 2xx is a protocol error (a sane one is under 1 KiB).
@@ -153,8 +152,8 @@ impl Reply {
 
 fn show(v: &Value) -> String {
     let text = match v {
-        Value::String(s) => pytext::repr(s),
-        other => crate::value::repr_value(other, false),
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
     };
     let cut: String = if text.chars().count() <= 40 { text } else { text.chars().take(37).collect::<String>() + "..." };
     cut.chars().map(|c| if (' '..='~').contains(&c) { c } else { '?' }).collect()
@@ -177,7 +176,7 @@ pub fn check_answer(body: &[u8], batch: &str, sent: usize) -> Result<Answer, Str
     let answer = crate::json::parse(text)
         .map_err(|e| format!("the answer is not JSON ({})", e.chars().take(80).collect::<String>()))?;
     let Value::Object(a) = &answer else {
-        return Err(format!("the answer is {}, not a JSON object", crate::value::type_name(&answer)));
+        return Err(format!("the answer is a JSON {}, not an object", crate::error::kind_of(&answer)));
     };
     if let Some(b) = a.get("batch_id") {
         if b.as_str() != Some(batch) {

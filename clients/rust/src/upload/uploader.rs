@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use super::request::{check_token, Reply, UploadRequest, MAX_ANSWER};
 use super::Outbox;
 use crate::error::{Error, Result};
-use crate::pytext::repr;
 
 /// Why an upload call returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +146,7 @@ impl UploadOptions {
 /// The `host[:port]` of an upload URL (what the log names: never the path, the query or user info), or the error
 /// refusing the URL.
 fn host_of(url: &str) -> Result<String> {
-    let bad = || Error::value(format!("upload url must be http(s)://host/..., got {}", repr(url)));
+    let bad = || Error::value(format!("upload url must be http(s)://host/..., got {url:?}"));
     let uri: ureq::http::Uri = url.parse().map_err(|_| bad())?;
     let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(bad)?;
     if !matches!(uri.scheme_str(), Some("http" | "https")) {

@@ -13,10 +13,13 @@
  *     case     METRIC WINDOW SECRET_HEX|- COHORT DRAWS     -> "case ok"  (DRAWS: k:hex,k:hex; COHORT -1: none)
  *     report   VALUE_JSON EPOCH                           -> "charge KIND EPS DELTA FIRST_EPS FIRST_DELTA CAP_EPS
  *                                                              CAP_DELTA KEY|- VALUE|-", then "line LINE"
- *     refuse   METRIC SECRET_HEX|- COHORT VALUE_JSON       -> "refused STATUS TYPE MESSAGE" or "accepted"
+ *     refuse   METRIC SECRET_HEX|- COHORT VALUE_JSON       -> "refused STATUS TYPE CODE FIELDS MESSAGE" or "accepted"
+ *                                                            (CODE, FIELDS: ldp_last_error_code and _fields, empty
+ *                                                            when the error is no refusal)
  *     refusehex METRIC SECRET_HEX|- COHORT VALUE_HEX       -> the same, the value's bytes given in hex (not UTF-8)
  *     recordhex METRIC VALUE_HEX                          -> ldp_client_record_string on a memory client of the
- *                                                            spec: "refused STATUS TYPE MESSAGE" or "accepted"
+ *                                                            spec: "refused STATUS TYPE CODE FIELDS MESSAGE" or
+ *                                                            "accepted"
  *
  * Fields of a result line are separated by tabs. A failed call prints "error CALL STATUS TYPE MESSAGE" in place of
  * its step's line. Messages have backslash, tab, CR and newline escaped as \\, \t, \r and \n.
@@ -60,6 +63,10 @@ static void print_refusal(LdpStatus status) {
     }
     printf("refused\t%d\t", (int)status);
     print_escaped(ldp_last_error_type());
+    putchar('\t');
+    print_escaped(ldp_last_error_code());
+    putchar('\t');
+    print_escaped(ldp_last_error_fields());
     putchar('\t');
     print_escaped(ldp_last_error_message());
     putchar('\n');
@@ -395,8 +402,12 @@ static void selftest_errors(LdpSpec *spec) {
                    "the value is not one JSON document");
     EXPECT_INVALID(ldp_encoder_prepare(encoder, NULL, 0, &prepared), "the value is not one JSON document");
     EXPECT(ldp_encoder_prepare(encoder, (const uint8_t *)"3", 1, &prepared), LDP_VALUE_ERROR, "ValueError", "");
-    EXPECT(ldp_encoder_prepare(encoder, (const uint8_t *)"\"x\"", 3, &prepared), LDP_TYPE_ERROR, "TypeError",
-           "grr values must be an int index in [0, domain_size), got str");
+    CHECK(strcmp(ldp_last_error_code(), "value_range") == 0);
+    CHECK(strcmp(ldp_last_error_fields(), "{\"got\":3,\"min\":0,\"max\":3,\"max_exclusive\":true}") == 0);
+    EXPECT(ldp_encoder_prepare(encoder, (const uint8_t *)"\"x\"", 3, &prepared), LDP_TYPE_ERROR, "TypeError", "");
+    CHECK(strcmp(ldp_last_error_code(), "value_type") == 0);
+    CHECK(strcmp(ldp_last_error_fields(), "{\"expected\":\"index\",\"got\":\"string\"}") == 0);
+    CHECK(strlen(ldp_last_error_message()) > 0);
     CHECK(prepared == NULL);
     EXPECT_OK(ldp_encoder_prepare(encoder, (const uint8_t *)"2", 1, &prepared));
     EXPECT_INVALID(ldp_prepared_charge(NULL, &charge), "prepared is a null handle");
@@ -455,6 +466,7 @@ static void selftest_errors(LdpSpec *spec) {
     EXPECT_INVALID(ldp_client_record_string(client, "m", (const uint8_t *)"red", (size_t)LDP_MAX_INPUT + 1, NULL),
                    "the value is over");
     EXPECT(ldp_client_record_double(client, "m", NAN, NULL), LDP_VALUE_ERROR, "ValueError", "value must be finite");
+    CHECK(strcmp(ldp_last_error_code(), "") == 0 && strcmp(ldp_last_error_fields(), "") == 0); /* no refusal */
     EXPECT(ldp_client_record_int(client, "m", 3, NULL), LDP_VALUE_ERROR, "ValueError", "");
     EXPECT_INVALID(ldp_client_pending(NULL, &count), "client is a null handle");
     EXPECT_INVALID(ldp_client_pending(client, NULL), "count (an out pointer) is null");
@@ -576,7 +588,7 @@ static void selftest_client(LdpSpec *spec, LdpSpec *two, const char *state_dir) 
     EXPECT_OK(ldp_client_record_int(small, "m", 0, NULL));
     EXPECT_OK(ldp_client_record_json(small, "m", (const uint8_t *)"1", 1, NULL));
     EXPECT(ldp_client_record_int(small, "m", 2, NULL), LDP_BUDGET_EXCEEDED, "BudgetExceeded",
-           "privacy budget exceeded for metric 'm' (lifetime)");
+           "privacy budget exceeded for metric \"m\" (lifetime)");
     EXPECT_OK(ldp_client_pending(small, &count));
     CHECK(count == 2);
     EXPECT_OK(ldp_client_spent(small, NULL, 1, &eps, &delta));
@@ -755,9 +767,10 @@ static void selftest_many_and_counts(LdpSpec *spec) {
 
     /* Refusals keep nothing: a bad value names its item; malformed items are invalid arguments. */
     EXPECT(ldp_client_record_many_json(c, TEXT("[[\"m\", 0], [\"m\", 3]]"), ids, 4), LDP_VALUE_ERROR, "ValueError",
-           "record_many item 1 ('m'): ");
+           "record_many item 1 (\"m\"): ");
+    CHECK(strcmp(ldp_last_error_code(), "value_range") == 0); /* the item's refusal, by code */
     EXPECT(ldp_client_record_many_json(c, TEXT("[[\"m\", 0], [\"nope\", 1]]"), ids, 4), LDP_VALUE_ERROR,
-           "ValueError", "record_many item 1 ('nope'): ");
+           "ValueError", "record_many item 1 (\"nope\"): ");
     EXPECT_INVALID(ldp_client_record_many_json(NULL, TEXT(three), ids, 4), "client is a null handle");
     EXPECT_INVALID(ldp_client_record_many_json((const LdpClient *)(const void *)spec, TEXT(three), ids, 4),
                    "client is not a client handle");
