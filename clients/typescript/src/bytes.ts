@@ -2,25 +2,16 @@
  * Bytes: strict UTF-8, hex, concatenation, big-endian integers, and the bytes a value hashes as
  * (`ldp/hashing.py` `value_bytes` and `namespaced`; docs/hashing.md §1 and §5).
  */
-import { pyTypeName } from "./pytext.js";
-import { LdpTypeError, LdpValueError } from "./errors.js";
-
-/** Python's `repr` of one lone surrogate (`'\ud800'`), as it appears in a `UnicodeEncodeError`. */
-function surrogateRepr(unit: number): string {
-  return `'\\u${unit.toString(16).padStart(4, "0")}'`;
-}
+import { LdpTypeError, LdpValueError, kindOf } from "./errors.js";
 
 /**
- * The UTF-8 encoding of `s`, strict: a lone surrogate (no UTF-8 form) is a `LdpValueError` with Python's text,
- * `value is not encodable as UTF-8: 'utf-8' codec can't encode character '\ud800' in position 1: surrogates not
- * allowed` (`value_bytes`). Positions count code points, as Python's `str` does; a run of lone surrogates is one
- * error (`characters in position 1-2`), as CPython's encoder reports it. (A JS string cannot hold a Python string
- * with a *paired* surrogate sequence: JS reads a well-formed pair as one astral character.)
+ * The UTF-8 encoding of `s`, strict: a lone surrogate (no UTF-8 form) is an `LdpValueError` with code
+ * `not_encodable` (`value_bytes`). (A JS string cannot hold a Python string with a *paired* surrogate sequence: JS
+ * reads a well-formed pair as one astral character.)
  */
 export function utf8Encode(s: string): Uint8Array {
   const out: number[] = [];
-  let position = 0; // code point index
-  for (let i = 0; i < s.length; i++, position++) {
+  for (let i = 0; i < s.length; i++) {
     let c = s.charCodeAt(i);
     if (c >= 0xd800 && c <= 0xdfff) {
       const next = i + 1 < s.length ? s.charCodeAt(i + 1) : -1;
@@ -28,21 +19,8 @@ export function utf8Encode(s: string): Uint8Array {
         c = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
         i++;
       } else {
-        // a run of lone surrogates: the next units that are surrogates and do not start a well-formed pair
-        let end = position + 1;
-        let j = i + 1;
-        while (j < s.length) {
-          const u = s.charCodeAt(j);
-          if (u < 0xd800 || u > 0xdfff) break;
-          const after = j + 1 < s.length ? s.charCodeAt(j + 1) : -1;
-          if (u <= 0xdbff && after >= 0xdc00 && after <= 0xdfff) break;
-          j++;
-          end++;
-        }
-        const what = end - position === 1
-          ? `character ${surrogateRepr(c)} in position ${position}`
-          : `characters in position ${position}-${end - 1}`;
-        throw new LdpValueError(`value is not encodable as UTF-8: 'utf-8' codec can't encode ${what}: surrogates not allowed`);
+        throw new LdpValueError("not_encodable", { encoding: "utf-8" },
+          `value is not encodable as UTF-8: it holds a lone surrogate (\\u${c.toString(16)}) at index ${i}`);
       }
     }
     if (c < 0x80) {
@@ -70,7 +48,7 @@ export function toHex(bytes: Uint8Array): string {
 /** The bytes of an even-length hex string (either case; Python's `bytes.fromhex` without spaces). */
 export function fromHex(hex: string): Uint8Array {
   if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) {
-    throw new LdpValueError(`not an even-length hex string: ${JSON.stringify(hex.length > 40 ? hex.slice(0, 40) + "…" : hex)}`);
+    throw new RangeError(`not an even-length hex string: ${JSON.stringify(hex.length > 40 ? hex.slice(0, 40) + "…" : hex)}`);
   }
   const out = new Uint8Array(hex.length / 2);
   for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
@@ -100,7 +78,7 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
 /** Four bytes, most significant first: `n.to_bytes(4, "big")` for an integer `0 <= n < 2^32`. */
 export function uint32BE(n: number): Uint8Array {
   if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) {
-    throw new LdpValueError(`a uint32 must be an int in [0, 2**32), got ${n}`);
+    throw new RangeError(`a uint32 must be an integer in [0, 2**32), got ${n}`);
   }
   return Uint8Array.of((n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
 }
@@ -115,7 +93,8 @@ export type HashValue = string | Uint8Array;
 export function valueBytes(value: unknown): Uint8Array {
   if (typeof value === "string") return utf8Encode(value);
   if (value instanceof Uint8Array) return value;
-  throw new LdpTypeError(`values to hash must be str or bytes (or bytearray), got ${pyTypeName(value)}`);
+  throw new LdpTypeError("value_type", { expected: "string_or_bytes", got: kindOf(value) },
+    `values to hash must be strings or Uint8Array, got ${kindOf(value)}`);
 }
 
 /**
@@ -124,10 +103,10 @@ export function valueBytes(value: unknown): Uint8Array {
  */
 export function namespaced(namespace: number, value: HashValue): Uint8Array {
   if (typeof namespace !== "number" || !Number.isInteger(namespace)) {
-    throw new LdpTypeError(`namespace must be an int, got ${pyTypeName(namespace)}`);
+    throw new LdpTypeError("param_type", { param: "namespace", expected: "int", got: kindOf(namespace) });
   }
   if (!(namespace >= 0 && namespace <= 0xffffffff)) {
-    throw new LdpValueError(`namespace must be in [0, 2**32), got ${namespace}`);
+    throw new LdpValueError("param_range", { param: "namespace", got: namespace, min: 0, max: 0xffffffff });
   }
   return concatBytes(uint32BE(namespace), valueBytes(value));
 }
@@ -164,7 +143,7 @@ export function bytesToBigIntLE(bytes: Uint8Array): bigint {
 
 /** The `n` little-endian bytes of `value` (`value.to_bytes(n, "little")`; `value` must fit). */
 export function bigIntToBytesLE(value: bigint, n: number): Uint8Array {
-  if (value < 0n || value >> BigInt(8 * n) !== 0n) throw new LdpValueError("int too big to convert");
+  if (value < 0n || value >> BigInt(8 * n) !== 0n) throw new RangeError("int too big to convert");
   const out = new Uint8Array(n);
   const hex = value.toString(16).padStart(2 * n, "0");
   for (let i = 0; i < n; i++) out[i] = parseInt(hex.slice(2 * (n - 1 - i), 2 * (n - i)), 16);

@@ -1,24 +1,23 @@
 /**
  * The canonical JSON that fingerprints hash (`ldp/wire.py` `canonical_json` and `fingerprint`), and (re-exported
- * from `pytext.ts`) Python's text forms: `repr(float)`, `format(x, ".Ng")`, `repr(str)`, `type(v).__name__`.
+ * from `pytext.ts`) the Python text forms it needs: `repr(float)` and JSON string escapes.
  *
  * JS has one number type. Canonical JSON writes a plain JS number as a Python int (digits; it must be a safe
  * integer) and a {@link PyFloat} as a Python float (`1.0`, `1e-05`): the caller marks floats explicitly, from the
  * field's declared type.
  */
 import { toHex, utf8Encode } from "./bytes.js";
-import { LdpTypeError, LdpValueError } from "./errors.js";
 import { sha256 } from "./hash/sha256.js";
-import { compareCodePoints, PyFloat, pyFloatRepr, pyJsonString, pyTypeName } from "./pytext.js";
+import { compareCodePoints, PyFloat, pyFloatRepr, pyJsonString } from "./pytext.js";
 
-export { PyFloat, pyFloatRepr, pyFormatG, pyRepr, pyTypeName, pyReprArg, compareCodePoints, pyJsonString } from "./pytext.js";
+export { PyFloat, pyFloatRepr, compareCodePoints, pyJsonString } from "./pytext.js";
 
 /** A value canonical JSON can write: null, booleans, strings, ints (safe-integer numbers or bigints), `PyFloat`s,
  * arrays and plain objects of them. */
 export type JsonValue = null | boolean | string | number | bigint | PyFloat | JsonValue[] | { [key: string]: JsonValue };
 
 function notSerializable(v: unknown): never {
-  throw new LdpTypeError(`Object of type ${v === undefined ? "undefined" : pyTypeName(v)} is not JSON serializable`);
+  throw new TypeError(`canonical JSON cannot write ${v === undefined ? "undefined" : typeof v}`);
 }
 
 function writeJson(v: unknown, parents: Set<object>): string {
@@ -29,17 +28,17 @@ function writeJson(v: unknown, parents: Set<object>): string {
   if (typeof v === "bigint") return v.toString();
   if (typeof v === "number") {
     if (!Number.isSafeInteger(v)) {
-      throw new LdpValueError(`canonical JSON writes a plain number as an int, got ${pyFloatRepr(v)} ` +
-                              "(mark a float as PyFloat; an int beyond 2**53 as a bigint)");
+      throw new RangeError(`canonical JSON writes a plain number as an int, got ${v} ` +
+      "(mark a float as PyFloat; an int beyond 2**53 as a bigint)");
     }
     return String(v); // -0 is written 0, as Python's int
   }
   if (v instanceof PyFloat) {
-    if (!Number.isFinite(v.value)) throw new LdpValueError("Out of range float values are not JSON compliant");
+    if (!Number.isFinite(v.value)) throw new RangeError("canonical JSON cannot write NaN or an infinity");
     return pyFloatRepr(v.value);
   }
   if (typeof v !== "object") return notSerializable(v);
-  if (parents.has(v)) throw new LdpValueError("Circular reference detected");
+  if (parents.has(v)) throw new TypeError("canonical JSON cannot write a circular structure");
   if (Array.isArray(v)) {
     parents.add(v);
     const items = v.map((x) => writeJson(x, parents));
@@ -59,8 +58,8 @@ function writeJson(v: unknown, parents: Set<object>): string {
 /**
  * Python's `json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)`
  * (`canonical_json`, `ldp/wire.py`): keys sorted by code point, no spaces, ASCII only (`pyJsonString`), `true`,
- * `false`, `null`, ints as digits (a plain JS number must be a safe integer, else `LdpValueError`; bigints allowed),
- * floats only as `PyFloat`, written by `pyFloatRepr` (NaN and infinities refused with Python's `ValueError` text).
+ * `false`, `null`, ints as digits (a plain JS number must be a safe integer, else a `RangeError`; bigints allowed),
+ * floats only as `PyFloat`, written by `pyFloatRepr` (NaN and infinities refused: a `RangeError`).
  */
 export function canonicalJson(value: unknown): string {
   return writeJson(value, new Set());

@@ -10,11 +10,10 @@
  * past it is an `OutboxFullError`, nothing charged); `optOut` deletes what collection left on the device and stops
  * it until `optIn`; queries write nothing; a store whose state is gone while traces remain refuses to open.
  */
-import { ALL_METRICS, BudgetExceeded, LdpTypeError, LdpValueError, OptedOutError, OutboxFullError } from "./errors.js";
+import { ALL_METRICS, BudgetExceeded, LdpRefusal, OptedOutError, OutboxFullError } from "./errors.js";
 import { CryptoRandomSource, RandomSource } from "./random.js";
 import { fromHex, toHex } from "./bytes.js";
 import { HmacSha256 } from "./hash/sha256.js";
-import { pyRepr } from "./canonical.js";
 import { Charge, Encoder, envelopeJson, isChange, isMemoized } from "./encoders/base.js";
 import { PrivacyCost } from "./params/base.js";
 import { CollectionSpec } from "./spec.js";
@@ -62,11 +61,16 @@ export interface Counts {
 /** One item of `recordMany`: a metric and its value, typed by `M` as `record`'s are. */
 export type MetricValue<M extends object> = { [K in keyof M & string]: readonly [K, M[K]] }[keyof M & string];
 
-/** `err` (a bad value of item `i` of `recordMany`) naming its item, of the same type. */
+/** `err` (a refused value of item `i` of `recordMany`, or its unknown metric) naming its item in its message: a
+ * refusal of the same class, `code` and `fields`; a `RangeError` (no such metric) as one. */
 function itemError(err: unknown, i: number, metric: string): unknown {
-  if (!(err instanceof LdpValueError || err instanceof LdpTypeError)) return err;
-  const text = `recordMany item ${i} (${pyRepr(String(metric))}): ${err.message}`;
-  return new (err instanceof LdpTypeError ? LdpTypeError : LdpValueError)(text);
+  const prefix = `recordMany item ${i} (${JSON.stringify(String(metric))}): `;
+  if (err instanceof LdpRefusal) {
+    const out = err.withFields({});
+    out.message = prefix + err.message;
+    return out;
+  }
+  return err instanceof RangeError ? new RangeError(prefix + err.message) : err;
 }
 
 function limit(cap: PrivacyCost): [number, number] {
@@ -96,12 +100,12 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
     const rng = options.rng ?? new CryptoRandomSource();
     const cap = options.maxOutboxBytes ?? DEFAULT_MAX_OUTBOX_BYTES;
     if (!(Number.isSafeInteger(cap) && cap > 0)) {
-      throw new LdpValueError(`maxOutboxBytes must be a positive integer, got ${String(cap)}`);
+      throw new RangeError(`maxOutboxBytes must be a positive integer, got ${String(cap)}`);
     }
     const known = (s: DeviceState | null): boolean => {
       if (s !== null && (s.format !== STATE_FORMAT || s.collection !== spec.name)) {
-        throw new LdpValueError(`this state belongs to collection ${pyRepr(String(s.collection))}, not ` +
-          `${pyRepr(spec.name)}: use another store (a budget is never reset)`);
+        throw new Error(`this state belongs to collection ${JSON.stringify(String(s.collection))}, not ` +
+          `${JSON.stringify(spec.name)}: use another store (a budget is never reset)`);
       }
       return s !== null;
     };
@@ -139,9 +143,10 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
     return enc;
   }
 
-  /** Privatize `value` for `metric` and put its envelope in the outbox; return its outbox id. A bad value throws
-   * `ValueError`/`TypeError` (Python's texts), a spent budget `BudgetExceeded`, an outbox that the report would take
-   * past `maxOutboxBytes` `OutboxFullError`, and an opted-out device `OptedOutError`: each with nothing written. */
+  /** Privatize `value` for `metric` and put its envelope in the outbox; return its outbox id. A refused value throws
+   * an `LdpRefusal` (`LdpValueError`/`LdpTypeError`, with `code` and `fields`), a spent budget `BudgetExceeded`, an
+   * outbox that the report would take past `maxOutboxBytes` `OutboxFullError`, and an opted-out device
+   * `OptedOutError`: each with nothing written. */
   async record<K extends keyof M & string>(metric: K, value: M[K]): Promise<number> {
     return (await this.commit([[metric, value]], false))[0];
   }
@@ -159,7 +164,7 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
 
   private async commit(items: ReadonlyArray<readonly [string, unknown]>, batch: boolean): Promise<number[]> {
     const now = this.clock();
-    if (!(Number.isFinite(now) && now >= 0)) throw new LdpValueError(`the clock must give seconds >= 0, got ${now}`);
+    if (!(Number.isFinite(now) && now >= 0)) throw new RangeError(`the clock must give seconds >= 0, got ${now}`);
     const ids = await this.store.transact((tx) => {
       const state = live(tx);
       if (state.optedOut) {
@@ -364,7 +369,7 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
     const doc = (globalThis as { document?: Document }).document;
     const win = globalThis as unknown as Partial<Window>;
     if (doc === undefined || typeof win.addEventListener !== "function") {
-      throw new LdpValueError("uploadWhenHidden needs a page (document and window)");
+      throw new Error("uploadWhenHidden needs a page (document and window)");
     }
     const list = checkEndpoints(endpoints);
     checkUploadOptions(token, options);

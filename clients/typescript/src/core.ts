@@ -4,10 +4,10 @@
  * entries `index.ts` (every protocol) and `lite.ts` (the protocols a page names) add them.
  */
 export {
-  ALL_METRICS, BudgetExceeded, LdpTypeError, LdpValueError, OptedOutError, OutboxFullError, ReplayError, StateError,
-  UploadError, UploadProtocolError, costText,
+  ALL_METRICS, BudgetExceeded, LdpRefusal, LdpTypeError, LdpValueError, OptedOutError, OutboxFullError, ReplayError,
+  StateError, UploadError, UploadProtocolError, costText, kindOf,
 } from "./errors.js";
-export type { CostLike, UploadErrorResult } from "./errors.js";
+export type { CostLike, ExpectedKind, RefusalCode, RefusalFields, UploadErrorResult, ValueKind } from "./errors.js";
 export {
   bigIntToBytesLE, bytesEqual, bytesToBigIntLE, concatBytes, fromHex, namespaced, toHex, uint32BE, utf8Encode,
   valueBytes,
@@ -17,8 +17,7 @@ export { MAX_SEED, bucket, bucketOfBytes, buckets, hash32 } from "./hash/murmur3
 export { HmacSha256, Sha256, hmacSha256, sha256 } from "./hash/sha256.js";
 export { md5, md5Buckets } from "./hash/md5.js";
 export {
-  PyFloat, canonicalJson, compareCodePoints, fingerprint, pyFloatRepr, pyFormatG, pyJsonString, pyRepr, pyReprArg,
-  pyTypeName, sha256Hex16,
+  PyFloat, canonicalJson, compareCodePoints, fingerprint, pyFloatRepr, pyJsonString, sha256Hex16,
 } from "./canonical.js";
 export type { JsonValue } from "./canonical.js";
 export {

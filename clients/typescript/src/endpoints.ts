@@ -11,7 +11,6 @@
  *
  * The library never shuffles the list: callers who want to spread the load shuffle it per device.
  */
-import { LdpValueError } from "./errors.js";
 
 /** Where an upload goes: one collector URL, or a non-empty list of them (replicas), tried in that order. */
 export type Endpoints = string | readonly string[];
@@ -31,7 +30,7 @@ export interface Endpoint {
 export function checkEndpoints(endpoints: Endpoints): Endpoint[] {
   const list: readonly unknown[] = typeof endpoints === "string" ? [endpoints] : endpoints;
   if (!Array.isArray(list) || list.length === 0) {
-    throw new LdpValueError("upload endpoints must be a URL or a non-empty list of URLs");
+    throw new RangeError("upload endpoints must be a URL or a non-empty list of URLs");
   }
   const page = globalThis as { document?: { baseURI?: string }; location?: { href?: string } };
   const base = page.document?.baseURI ?? page.location?.href;
@@ -46,10 +45,10 @@ export function checkEndpoints(endpoints: Endpoints): Endpoint[] {
     if (u === null || !/^https?:$/.test(u.protocol) || !u.hostname) {
       const got = typeof url !== "string" ? `a ${typeof url}`
         : u === null ? "not a URL" : `a URL of scheme ${u.protocol}`;
-      throw new LdpValueError(`upload endpoint ${i} is ${got}: it must be an http(s) URL with a host`);
+      throw new RangeError(`upload endpoint ${i} is ${got}: it must be an http(s) URL with a host`);
     }
     const first = seen.get(u.href);
-    if (first !== undefined) throw new LdpValueError(`upload endpoint ${i} repeats endpoint ${first} (${u.host})`);
+    if (first !== undefined) throw new RangeError(`upload endpoint ${i} repeats endpoint ${first} (${u.host})`);
     seen.set(u.href, i);
     return { url: url as string, host: u.host };
   });

@@ -1,24 +1,178 @@
 /**
- * The client's exceptions, named and worded as Python's (`ldp/errors.py`), so a message a user sees is the same in
- * both clients. `LdpValueError` and `LdpTypeError` stand for Python's builtin `ValueError` and `TypeError`: their
- * `name` is the Python name and their `message` Python's text.
+ * The client's errors. A parameter set or value a protocol refuses is an `LdpRefusal` (`LdpTypeError`: the wrong
+ * kind of thing; `LdpValueError`: the right kind, out of range or breaking a rule) carrying a stable machine `code`
+ * and its structured `fields`, the same as the Python client's (`ldp.errors.Refusal`) and as the conformance vectors
+ * hold them (docs/conformance.md, "Refusals"). The message is this client's own, in JavaScript's terms: read the
+ * `code` and `fields`, not the text.
  */
-import { pyFormatG, pyRepr } from "./pytext.js";
+import { PyFloat } from "./pytext.js";
 
-/** Python's `ValueError`: a value of the right type that is out of range or malformed. */
-export class LdpValueError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ValueError";
+/** Every refusal code (docs/conformance.md, "Refusals"). */
+export type RefusalCode =
+  | "missing_params" | "unknown_params" | "param_type" | "param_range" | "param_choice" | "param_length"
+  | "param_relation" | "param_limit"
+  | "value_type" | "value_range" | "unknown_label" | "empty_value" | "value_too_long" | "not_in_alphabet"
+  | "not_encodable" | "missing_attributes" | "unknown_attributes";
+
+/** The kind of a JSON value, what `got` of `param_type` and `value_type` says was given (`"bytes"`: a
+ * `Uint8Array`; `"other"`: anything else JSON has no word for). */
+export type ValueKind = "null" | "bool" | "int" | "float" | "string" | "list" | "object" | "bytes" | "other";
+
+/** What `expected` of `param_type` and `value_type` says was wanted (docs/conformance.md, the `expected` table). */
+export type ExpectedKind =
+  | "int" | "float" | "bool" | "string" | "list" | "object" | "labels" | "attribute" | "index" | "label_or_index"
+  | "string_or_bytes" | "bool_or_01";
+
+/**
+ * A refusal's structured details: exactly the fields its code's row of docs/conformance.md lists, named as there
+ * (and as the vector files' `fields`). Parameter names are the protocol's own, as `fromDict` takes them.
+ */
+export interface RefusalFields {
+  /** The parameter refused (`param_type`, `param_range`, `param_choice`, `param_length`). */
+  readonly param?: string;
+  /** The parameters missing (`missing_params`, declaration order), unknown (`unknown_params`, sorted) or in a
+   * broken rule (`param_relation`). */
+  readonly params?: readonly string[];
+  /** The kind wanted (`param_type`, `value_type`). */
+  readonly expected?: ExpectedKind;
+  /** What was given: a `ValueKind` (`*_type`), the number given (ranges, as given), a size (`param_length`,
+   * `param_limit`, `value_too_long`), the value given (`param_choice`: any JSON) or the string (`unknown_label`). */
+  readonly got?: unknown;
+  readonly min?: number;
+  readonly max?: number;
+  readonly min_exclusive?: true;
+  readonly max_exclusive?: true;
+  /** A non-finite number is refused. */
+  readonly finite?: true;
+  /** The strings `param` may be (`param_choice`). */
+  readonly choices?: readonly string[];
+  /** A stable rule id (`param_relation`): docs/conformance.md's table of rules. */
+  readonly rule?: string;
+  /** A stable limit id (`param_limit`). */
+  readonly limit?: string;
+  /** Which entry of a list parameter. */
+  readonly index?: number;
+  /** The `multi` attribute whose parameters or value were refused. */
+  readonly attribute?: string;
+  /** The attributes missing from or unknown to a `multi` record. */
+  readonly attributes?: readonly string[];
+  /** The character not in the alphabet (`not_in_alphabet`). */
+  readonly char?: string;
+  /** `"utf-8"` (`not_encodable`). */
+  readonly encoding?: string;
+  /** `"bytes"` or `"characters"` (`value_too_long`). */
+  readonly unit?: string;
+}
+
+/** `v` as JSON writes it in a message (`undefined` as such, a `PyFloat` as its number, `-0` kept). */
+export function showValue(v: unknown): string {
+  if (v === undefined) return "undefined";
+  if (v instanceof PyFloat) return showValue(v.value);
+  if (typeof v === "number") return Object.is(v, -0) ? "-0" : String(v);
+  if (typeof v === "bigint") return `${v}n`;
+  try {
+    return JSON.stringify(v, (_k, x: unknown) => (x instanceof PyFloat ? x.value : typeof x === "bigint" ? String(x) : x)) ?? String(v);
+  } catch {
+    return String(v);
   }
 }
 
-/** Python's `TypeError`: a value of the wrong type. */
-export class LdpTypeError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "TypeError";
+function bounds(f: RefusalFields): string {
+  const parts: string[] = [];
+  if (f.finite) parts.push("finite");
+  if (f.min !== undefined && f.max !== undefined && !f.min_exclusive && !f.max_exclusive) {
+    parts.push(`in [${showValue(f.min)}, ${showValue(f.max)}]`);
+  } else {
+    if (f.min !== undefined) parts.push(`${f.min_exclusive ? ">" : ">="} ${showValue(f.min)}`);
+    if (f.max !== undefined) parts.push(`${f.max_exclusive ? "<" : "<="} ${showValue(f.max)}`);
   }
+  return parts.join(" and ");
+}
+
+const EXPECTED_TEXT: Record<string, string> = {
+  int: "an integer", float: "a number", bool: "a boolean", string: "a string", list: "an array",
+  object: "an object", labels: "an array of distinct strings or null", attribute: "[name, protocol, params]",
+  index: "an integer index", label_or_index: "a declared label or an integer index", string_or_bytes: "a string",
+  bool_or_01: "true, false, 0 or 1",
+};
+
+/** The message of a refusal with no text of its own: what `code` and `fields` say, in JavaScript's terms. */
+export function describeRefusal(code: RefusalCode, f: RefusalFields): string {
+  const what = f.param === undefined ? "value" : f.index === undefined ? f.param : `${f.param}[${f.index}]`;
+  const got = `got ${showValue(f.got)}`;
+  const list = (xs: readonly string[] | undefined) => showValue(xs ?? []);
+  let text: string;
+  switch (code) {
+    case "missing_params": text = `missing parameters ${list(f.params)}`; break;
+    case "unknown_params": text = `unknown parameters ${list(f.params)}`; break;
+    case "param_type":
+    case "value_type": text = `${what} must be ${EXPECTED_TEXT[f.expected ?? ""] ?? f.expected}, got ${f.got}`; break;
+    case "param_range":
+    case "value_range": text = `${what} must be ${bounds(f)}, ${got}`; break;
+    case "param_choice": text = `${what} must be one of ${list(f.choices)}, ${got}`; break;
+    case "param_length": text = `${what} must have ${bounds(f)} entries, ${got}`; break;
+    case "param_relation": text = `parameters ${list(f.params)} break the rule ${showValue(f.rule)}`; break;
+    case "param_limit": text = `these parameters give ${f.limit} ${showValue(f.got)}, over the limit ${showValue(f.max)}`; break;
+    case "unknown_label": text = `value ${showValue(f.got)} is not one of the declared labels`; break;
+    case "empty_value": text = "value is empty"; break;
+    case "value_too_long": text = `value has ${showValue(f.got)} ${f.unit}, over the maximum of ${showValue(f.max)}`; break;
+    case "not_in_alphabet": text = `value holds ${showValue(f.char)}, which is not in the alphabet`; break;
+    case "not_encodable": text = `value has no ${f.encoding} form (it holds a lone surrogate)`; break;
+    case "missing_attributes": text = `record lacks attributes ${list(f.attributes)}`; break;
+    case "unknown_attributes": text = `record has unknown attributes ${list(f.attributes)}`; break;
+    default: text = String(code);
+  }
+  return text;
+}
+
+/**
+ * A parameter set (`fromDict`, a protocol's params constructor) or a value (an encoder's `prepare`, a client's
+ * `record`) the protocol refuses, before anything is drawn or charged. `code` and `fields` say why, as the Python
+ * client and the conformance vectors do; `message` is readable text made from them (or a more specific one).
+ */
+export abstract class LdpRefusal extends Error {
+  readonly code: RefusalCode;
+  readonly fields: Readonly<RefusalFields>;
+
+  constructor(code: RefusalCode, fields: RefusalFields, message?: string) {
+    super(message ?? describeRefusal(code, fields));
+    this.code = code;
+    this.fields = Object.freeze({ ...fields });
+  }
+
+  /** The same refusal (class, code, message) with `extra` fields added (`multi`: the attribute refused). */
+  withFields(extra: RefusalFields): this {
+    const C = this.constructor as new (code: RefusalCode, fields: RefusalFields, message?: string) => this;
+    return new C(this.code, { ...this.fields, ...extra }, this.message);
+  }
+}
+
+/** A refusal of the wrong kind of thing (Python's `TypeError`): `param_type`, `value_type`, `missing_params`. */
+export class LdpTypeError extends LdpRefusal {
+  override readonly name: string = "LdpTypeError";
+}
+
+/** A refusal of the right kind of thing that is out of range, unknown or breaks a rule (Python's `ValueError`). */
+export class LdpValueError extends LdpRefusal {
+  override readonly name: string = "LdpValueError";
+}
+
+/** The kind of a value, as a refusal's `got` names it (`PyFloat` and numbers beyond 2^53 or with a fraction:
+ * `"float"`). */
+export function kindOf(v: unknown): ValueKind {
+  if (v === null || v === undefined) return "null";
+  if (typeof v === "boolean") return "bool";
+  if (typeof v === "bigint") return "int";
+  if (typeof v === "number") return Number.isInteger(v) && Math.abs(v) <= 2 ** 53 ? "int" : "float";
+  if (typeof v === "string") return "string";
+  if (v instanceof PyFloat) return "float";
+  if (Array.isArray(v)) return "list";
+  if (v instanceof Uint8Array) return "bytes";
+  if (typeof v === "object") {
+    const proto = Object.getPrototypeOf(v) as unknown;
+    if (proto === null || proto === Object.prototype) return "object";
+  }
+  return "other";
 }
 
 /** An (ε, δ) cost as `BudgetExceeded` reports it (Python's `PrivacyCost`). */
@@ -30,9 +184,10 @@ export interface CostLike {
 /** The scope of the budget across all metrics (Python's `ALL_METRICS`). */
 export const ALL_METRICS = "*";
 
-/** `str(PrivacyCost)`: `ε=<.6g>`, then `, δ=<.3g>` when δ is not 0 (`ldp/privacy/cost.py`). */
+/** A cost as text: `ε=` and 6 significant digits, then `, δ=` and 3 when δ is not 0 (`ε=0.693147, δ=1e-7`). */
 export function costText(cost: CostLike): string {
-  return `ε=${pyFormatG(cost.epsilon, 6)}` + (cost.delta ? `, δ=${pyFormatG(cost.delta, 3)}` : "");
+  const g = (x: number, n: number) => String(Number(x.toPrecision(n)));
+  return `ε=${g(cost.epsilon, 6)}` + (cost.delta ? `, δ=${g(cost.delta, 3)}` : "");
 }
 
 /**
@@ -40,8 +195,8 @@ export function costText(cost: CostLike): string {
  *
  * Fields as Python's: `scope` is the metric's name, or `"*"` (`ALL_METRICS`) for the collection's total; `period`
  * is `"window"` or `"lifetime"`; `requested`, `spent` and `cap` are costs; `index` says which charge of a batch was
- * refused (then nothing of the batch was charged). The message is Python's:
- * `privacy budget exceeded for metric 'm' (window): spent ε=1, requested ε=0.5, cap ε=1`.
+ * refused (then nothing of the batch was charged). The message reads
+ * `privacy budget exceeded for metric "m" (window): spent ε=1, requested ε=0.5, cap ε=1`.
  * `metric` (the metric's name, `null` for the total) and `cost` (= `requested`) are convenience aliases.
  */
 export class BudgetExceeded extends Error {
@@ -54,7 +209,7 @@ export class BudgetExceeded extends Error {
 
   constructor(scope: string, period: string, requested: CostLike, spent: CostLike, cap: CostLike,
               index: number | null = null) {
-    const where = scope === ALL_METRICS ? "all metrics" : `metric ${pyRepr(scope)}`;
+    const where = scope === ALL_METRICS ? "all metrics" : `metric ${JSON.stringify(scope)}`;
     const item = index === null ? "" : ` at charge ${index} of a batch (nothing of the batch was charged)`;
     super(`privacy budget exceeded for ${where} (${period})${item}: spent ${costText(spent)}, ` +
           `requested ${costText(requested)}, cap ${costText(cap)}`);

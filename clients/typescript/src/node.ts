@@ -38,7 +38,7 @@ import * as fs from "node:fs";
 import { createHash } from "node:crypto";
 import { createServer, Server } from "node:net";
 import { join } from "node:path";
-import { LdpValueError, StateError } from "./errors.js";
+import { StateError } from "./errors.js";
 import { PendingTransaction, migrateFormat1 } from "./state.js";
 import type { DeviceState, OutboxItem, StateStore, StoreTransaction, TransactOptions } from "./state.js";
 
@@ -160,7 +160,7 @@ export class FileStore implements StateStore {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     }
     const st = statSync(dir);
-    if (!st.isDirectory()) throw new LdpValueError(`${dir} is not a folder: a FileStore keeps its files in a folder`);
+    if (!st.isDirectory()) throw new Error(`${dir} is not a folder: a FileStore keeps its files in a folder`);
     this.dir = realpathSync(dir);
     this.lockWaitMs = options.lockWaitMs ?? 30_000;
     this.compactBytes = options.compactBytes ?? 1 << 20;

@@ -11,17 +11,17 @@
  * against).
  */
 import { uint32BE } from "./bytes.js";
-import { pyFloatRepr, pyReprArg, pyTypeName } from "./canonical.js";
-import { LdpTypeError, LdpValueError, ReplayError } from "./errors.js";
+import { LdpTypeError, LdpValueError, ReplayError, kindOf, showValue } from "./errors.js";
 import { HmacSha256 } from "./hash/sha256.js";
 
 /** Bits of uniform randomness behind every client Bernoulli draw (`PRECISION_BITS`). */
 export const PRECISION_BITS = 64;
 
-/** `check_probability`: `p` if it is a number in [0, 1] (NaN refused), else Python's `TypeError`/`ValueError`. */
+/** `check_probability`: `p` if it is a number in [0, 1] (NaN refused), else an `LdpTypeError` (`param_type`) or
+ * `LdpValueError` (`param_range`) naming `name`. */
 export function checkProbability(p: unknown, name = "p"): number {
-  if (typeof p !== "number") throw new LdpTypeError(`${name} must be a real number, got ${pyTypeName(p)}`);
-  if (!(p >= 0 && p <= 1)) throw new LdpValueError(`${name} must be in [0, 1], got ${pyFloatRepr(p)}`);
+  if (typeof p !== "number") throw new LdpTypeError("param_type", { param: name, expected: "float", got: kindOf(p) });
+  if (!(p >= 0 && p <= 1)) throw new LdpValueError("param_range", { param: name, got: p, min: 0, max: 1 });
   return p;
 }
 
@@ -45,8 +45,9 @@ export function realizedProbability(p: number): number {
 export function checkResolvable(p: unknown, name = "p"): number {
   const q = checkProbability(p, name);
   if (q > 0 && bernoulliThreshold(q) === 0n) {
-    throw new LdpValueError(`${name}=${pyFloatRepr(q)} is below the client's 2^-64 resolution: it would be drawn with ` +
-                            "probability 0 (use 0 if that is meant, or a value >= 2^-64)");
+    throw new LdpValueError("param_relation", { params: [name], rule: "below_resolution" },
+      `${name}=${q} is below the client's 2^-64 resolution: it would be drawn with probability 0 (use 0 if that is ` +
+      "meant, or a value >= 2^-64)");
   }
   return q;
 }
@@ -215,7 +216,7 @@ export abstract class RandomSource {
    * (`bitslicedBelow`). `k` is checked first, then `p`, as in Python. */
   bernoulliBits(p: number, k: number): bigint {
     if (typeof k !== "number" || !Number.isInteger(k) || k < 0) {
-      throw new LdpValueError(`number of bits must be a non-negative int, got ${pyReprArg(k)}`);
+      throw new RangeError(`the number of bits must be a non-negative integer, got ${showValue(k)}`);
     }
     return bitslicedBelow(bernoulliThreshold(p), PRECISION_BITS, k, (n) => this.randbits(n));
   }
@@ -224,7 +225,7 @@ export abstract class RandomSource {
    * draws nothing. `n` is an integer in [1, 2^53] (a JS number holds no larger exact integer). */
   randbelow(n: number): number {
     if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > 2 ** 53) {
-      throw new LdpValueError(`randbelow needs an int n >= 1, got ${pyReprArg(n)}`);
+      throw new RangeError(`randbelow needs an integer n in [1, 2^53], got ${showValue(n)}`);
     }
     if (n === 1) return 0;
     const bits = bitLength(n - 1);
@@ -238,9 +239,7 @@ export abstract class RandomSource {
 
   /** `n` uniform bytes: `randbits(8n)` as `n` little-endian bytes; empty (no draw) for `n <= 0`. */
   tokenBytes(n: number): Uint8Array {
-    if (typeof n !== "number" || !Number.isInteger(n)) {
-      throw new LdpTypeError(`'${pyTypeName(n)}' object cannot be interpreted as an integer`);
-    }
+    if (typeof n !== "number" || !Number.isInteger(n)) throw new TypeError(`tokenBytes needs an integer, got ${showValue(n)}`);
     if (n <= 0) return new Uint8Array(0);
     const words = new Uint32Array(wordCount(8 * n));
     this.randbitsWords(8 * n, words);
@@ -314,9 +313,7 @@ export class CryptoRandomSource extends RandomSource {
   }
 
   override tokenBytes(n: number): Uint8Array {
-    if (typeof n !== "number" || !Number.isInteger(n)) {
-      throw new LdpTypeError(`'${pyTypeName(n)}' object cannot be interpreted as an integer`);
-    }
+    if (typeof n !== "number" || !Number.isInteger(n)) throw new TypeError(`tokenBytes needs an integer, got ${showValue(n)}`);
     return n > 0 ? this.fresh(n) : new Uint8Array(0);
   }
 
@@ -340,10 +337,8 @@ export class KeyedRandomSource extends RandomSource {
 
   constructor(key: Uint8Array, message: Uint8Array) {
     super();
-    if (!(key instanceof Uint8Array) || key.length === 0) throw new LdpValueError("the key must be non-empty bytes");
-    if (!(message instanceof Uint8Array)) {
-      throw new LdpTypeError(`the message must be bytes, got ${pyTypeName(message)}`);
-    }
+    if (!(key instanceof Uint8Array) || key.length === 0) throw new TypeError("the key must be a non-empty Uint8Array");
+    if (!(message instanceof Uint8Array)) throw new TypeError(`the message must be a Uint8Array, got ${kindOf(message)}`);
     this.hmac = new HmacSha256(key);
     this.message = Uint8Array.from(message);
   }
@@ -403,7 +398,7 @@ export class ReplaySource extends RandomSource {
       let value: bigint | null = null;
       if (typeof hex === "string" && /^[0-9a-f]+$/.test(hex)) value = BigInt("0x" + hex);
       if (!(typeof k === "number" && Number.isInteger(k) && k > 0 && value !== null && value < 1n << BigInt(k))) {
-        throw new LdpValueError(`draw ${i}: expected (k >= 1, value in [0, 2**k)), got (${pyReprArg(k)}, ${pyReprArg(hex)})`);
+        throw new RangeError(`draw ${i}: expected [k >= 1, hex of a value in [0, 2^k)], got ${showValue(item)}`);
       }
       this.draws.push([k, value]);
       i++;

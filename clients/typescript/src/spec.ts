@@ -1,7 +1,7 @@
 /**
  * The collection spec (`ldp/spec/schema.py`, `ldp/spec/collection.py`, docs/client.md "The collection spec"): one
  * JSON document naming every metric with its protocol, parameters and budgets. `CollectionSpec.fromDict` checks a
- * decoded document with the Python validator's rules and texts (every problem, as `json.path: message`), and
+ * decoded document with the Python validator's rules (every problem, as `json.path: message`), and
  * normalizes it so that `fingerprint` is the Python spec's fingerprint, which every envelope carries.
  *
  * The protocols a spec may name are the ones it is given (`SpecOptions.protocols`): this module imports none, so a
@@ -9,10 +9,10 @@
  * `lite` entry gives none unless asked. A metric of a protocol not given is refused as an unknown protocol, naming
  * the ones given.
  */
-import { PyFloat, canonicalJson, compareCodePoints, pyRepr, sha256Hex16 } from "./canonical.js";
-import { LdpValueError, costText } from "./errors.js";
+import { PyFloat, canonicalJson, compareCodePoints, sha256Hex16 } from "./canonical.js";
+import { LdpRefusal, costText, showValue as num } from "./errors.js";
 import type { ProtocolEntry } from "./encoders/base.js";
-import { ParamsDict, PrivacyCost, ProtocolParams, fromDict, isPyInt, pyNum, pyType } from "./params/base.js";
+import { ParamsDict, PrivacyCost, ProtocolParams, fromDict, isPyInt } from "./params/base.js";
 
 export const SPEC_VERSION = 1;
 /** The longest window or upload interval: the ledger clock's range (to year 9999). */
@@ -27,7 +27,8 @@ export const METRIC_RE = /^[a-z][a-z0-9_]{0,31}$/;
 const REL_TOL = 1e-9;
 
 /** An invalid spec: `errors` lists every problem as `json.path: message` (Python's `SpecError`). */
-export class SpecError extends LdpValueError {
+export class SpecError extends Error {
+  override readonly name: string = "SpecError";
   readonly errors: string[];
   constructor(errors: string[], source = "spec") {
     super(`${source}: ${errors.length} error(s):\n  ${errors.join("\n  ")}`);
@@ -52,7 +53,7 @@ function kind(v: unknown): string {
   if (typeof v === "string") return "a string";
   if (typeof v === "boolean") return "a boolean";
   if (typeof v === "object") return "an object";
-  return `${pyType(v)} ${typeof v === "number" ? pyNum(v) : String(v)}`;
+  return `${isPyInt(v) ? "integer" : typeof v} ${num(v)}`;
 }
 
 function join(path: string, key: string): string {
@@ -137,8 +138,8 @@ class Checker {
       }
     }
     const [[eps, epsPath], [delta, deltaPath]] = parts as Array<[number, string]>;
-    if (!(eps > 0)) this.fail(epsPath, `must be > 0, got ${pyNum(eps)}`);
-    else if (!(delta >= 0 && delta < 1)) this.fail(deltaPath, `must be in [0, 1), got ${pyNum(delta)}`);
+    if (!(eps > 0)) this.fail(epsPath, `must be > 0, got ${num(eps)}`);
+    else if (!(delta >= 0 && delta < 1)) this.fail(deltaPath, `must be in [0, 1), got ${num(delta)}`);
     else return { epsilon: eps, delta };
     return null;
   }
@@ -151,7 +152,7 @@ class Checker {
     if ("min_z" in v) {
       const z = v.min_z;
       if (typeof z !== "number" || !Number.isFinite(z)) this.fail(join(path, "min_z"), `must be a finite number >= 0, got ${kind(z)}`);
-      else if (z < 0) this.fail(join(path, "min_z"), `must be >= 0, got ${pyNum(z)}`);
+      else if (z < 0) this.fail(join(path, "min_z"), `must be >= 0, got ${num(z)}`);
     }
   }
 
@@ -163,7 +164,7 @@ class Checker {
       if (!(key in v)) continue;
       const x = v[key];
       if (typeof x !== "number" || !Number.isFinite(x)) this.fail(join(path, key), `must be a finite number ${rule}, got ${kind(x)}`);
-      else if (!(key === "epsilon" ? x > 0 : x > 0 && x < 1)) this.fail(join(path, key), `must be ${rule}, got ${pyNum(x)}`);
+      else if (!(key === "epsilon" ? x > 0 : x > 0 && x < 1)) this.fail(join(path, key), `must be ${rule}, got ${num(x)}`);
     }
     if ("windows" in v) this.int(v.windows, join(path, "windows"), 1, MAX_TARGET_WINDOWS, "a horizon the accountant composes");
   }
@@ -188,7 +189,7 @@ function parseParams(ck: Checker, protocolName: unknown, raw: unknown, path: str
   table: ReadonlyMap<string, ProtocolEntry>): [ProtocolEntry, ProtocolParams] | null {
   const entry = typeof protocolName === "string" ? table.get(protocolName) : undefined;
   if (entry === undefined) {
-    const shown = typeof protocolName === "string" ? pyRepr(protocolName) : String(protocolName);
+    const shown = typeof protocolName === "string" ? JSON.stringify(protocolName) : String(protocolName);
     const known = table.size ? `known: ${sortedKeys(table.keys()).join(", ")}` :
       "none given: pass SpecOptions.protocols, or use the package's main entry, which knows them all";
     ck.fail(join(path, "protocol"), `unknown protocol ${shown} (${known})`);
@@ -207,11 +208,9 @@ function parseParams(ck: Checker, protocolName: unknown, raw: unknown, path: str
     void params.privacyCost;
     return [entry, params];
   } catch (err) {
-    if (!(err instanceof Error) || (err.name !== "ValueError" && err.name !== "TypeError")) throw err;
-    const msg = err.message;
-    const name = fields.map((f) => f.name).find((n) => msg.startsWith(n + " "));
-    if (name === undefined) ck.fail(ppath, msg);
-    else ck.fail(join(ppath, name), msg[name.length + 1] === "(" ? msg : msg.slice(name.length + 1));
+    if (!(err instanceof LdpRefusal)) throw err;
+    const name = err.fields.param;
+    ck.fail(name !== undefined && fields.some((f) => f.name === name) ? join(ppath, name) : ppath, err.message);
     return null;
   }
 }
@@ -249,7 +248,7 @@ function parseMetric(ck: Checker, name: string, raw: unknown, total: Budget,
     if (typeof candidates !== "string" || !candidates.trim()) {
       ck.fail(cpath, `must be a path relative to the spec file, or a URL; got ${kind(candidates)}`);
     } else if (!candidates.includes("://") && (candidates.startsWith("/") || candidates.startsWith("~"))) {
-      ck.fail(cpath, `must be relative to the spec file (or a URL), got ${pyRepr(candidates)}`);
+      ck.fail(cpath, `must be relative to the spec file (or a URL), got ${JSON.stringify(candidates)}`);
     } else if (params !== null && params.domainSize !== null) {
       const d = params.domainSize;
       ck.fail(cpath, `${params.protocol} has a fixed domain (domain_size=${d}); candidates are for open-domain protocols`);
@@ -318,11 +317,11 @@ export class CollectionSpec {
     if (d === null) throw new SpecError(ck.errors, source);
     if ("spec_version" in d && d.spec_version !== SPEC_VERSION) {
       const v = d.spec_version;
-      ck.fail("spec_version", `must be ${SPEC_VERSION}, got ${typeof v === "string" ? pyRepr(v) : typeof v === "number" ? pyNum(v) : JSON.stringify(v)}`);
+      ck.fail("spec_version", `must be ${SPEC_VERSION}, got ${num(v)}`);
     }
     const name = d.name;
     if ("name" in d && !(typeof name === "string" && NAME_RE.test(name))) {
-      ck.fail("name", `collection names match [a-z][a-z0-9_.-]{0,63}, got ${typeof name === "string" ? pyRepr(name) : JSON.stringify(name)}`);
+      ck.fail("name", `collection names match [a-z][a-z0-9_.-]{0,63}, got ${num(name)}`);
     }
     const window = ck.int("window_seconds" in d ? d.window_seconds : 86400, "window_seconds", 1, MAX_SECONDS, SECONDS_WHY);
     let total: Budget = {};
@@ -361,11 +360,11 @@ export class CollectionSpec {
     return new CollectionSpec(name as string, total, metrics, window as number, upload, description as string);
   }
 
-  /** The metric called `name` (an `LdpValueError` naming the known ones otherwise). */
+  /** The metric called `name` (a `RangeError` naming the known ones otherwise). */
   metric(name: string): MetricSpec {
     const m = this.metrics.get(name);
     if (m === undefined) {
-      throw new LdpValueError(`no metric ${pyRepr(name)} in collection ${pyRepr(this.name)} (metrics: ${[...this.metrics.keys()].join(", ")})`);
+      throw new RangeError(`no metric ${JSON.stringify(name)} in collection ${JSON.stringify(this.name)} (metrics: ${[...this.metrics.keys()].join(", ")})`);
     }
     return m;
   }

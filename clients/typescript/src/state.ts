@@ -14,7 +14,7 @@
  * traces of it remain (outbox records, a log, a temporary state file), or that cannot be read, is a `StateError`,
  * never a new device with nothing spent beside reports charged to the old one.
  */
-import { LdpValueError, StateError } from "./errors.js";
+import { StateError } from "./errors.js";
 
 /** The state format this version writes (1: the outbox inside the document, 0.1.x). */
 export const STATE_FORMAT = 2;
@@ -99,14 +99,14 @@ export interface StateStore {
 
 /** The transaction's state, which `TelemetryClient.open` made (a `ValueError` if it is gone). */
 export function live(tx: StoreTransaction): DeviceState {
-  if (tx.state === null) throw new LdpValueError("the client's state is gone");
+  if (tx.state === null) throw new Error("the client's state is gone");
   return tx.state;
 }
 
 /** `ValueError` unless `line` and `metric` can be kept as one outbox record (one line; a metric without tabs). */
 export function checkOutboxItem(item: OutboxItem): void {
   if (item.line.includes("\n") || /[\t\n]/.test(item.metric) || !Number.isSafeInteger(item.id)) {
-    throw new LdpValueError("an outbox record is one line, its metric has no tab, its id is an integer");
+    throw new Error("an outbox record is one line, its metric has no tab, its id is an integer");
   }
 }
 
@@ -233,7 +233,7 @@ export class IndexedDBStore implements StateStore {
   private db: Promise<IDBDatabase> | undefined;
 
   constructor(readonly key: string, private readonly factory: IDBFactory | undefined = globalThis.indexedDB) {
-    if (factory === undefined) throw new LdpValueError("IndexedDBStore needs indexedDB (a browser page or worker)");
+    if (factory === undefined) throw new Error("IndexedDBStore needs indexedDB (a browser page or worker)");
   }
 
   private open(): Promise<IDBDatabase> {
@@ -273,7 +273,7 @@ export class IndexedDBStore implements StateStore {
     const states = tx.objectStore("state"), outbox = tx.objectStore("outbox");
     const done = new Promise<void>((resolve, reject) => {
       tx.oncomplete = () => resolve();
-      tx.onabort = () => reject(tx.error ?? new LdpValueError("the IndexedDB transaction was aborted"));
+      tx.onabort = () => reject(tx.error ?? new Error("the IndexedDB transaction was aborted"));
     });
     done.catch(() => undefined); // awaited below; a failure before then must not be reported as unhandled
     let out!: T;

@@ -26,7 +26,7 @@
  * No report line and no token is ever logged: the one log line (`UploadOptions.log`, on a switch of endpoint) names
  * the two hosts and the status or kind of failure.
  */
-import { LdpValueError, UploadError, UploadProtocolError } from "./errors.js";
+import { UploadError, UploadProtocolError } from "./errors.js";
 import { fromHex, toHex } from "./bytes.js";
 import { HmacSha256 } from "./hash/sha256.js";
 import { CollectionSpec } from "./spec.js";
@@ -262,32 +262,32 @@ export async function readReply(response: Response, limit: number, signal: Abort
 
 const seconds = (v: unknown): boolean => typeof v === "number" && Number.isFinite(v) && v > 0;
 
-/** The token and the options of an upload call, refused (`LdpValueError`, as Python's `ValueError`) before anything
+/** The token and the options of an upload call, refused (a `RangeError`) before anything
  * is sent: a token that is not printable ASCII without spaces, timeouts that are not finite seconds > 0, a negative
  * backoff cap, attempts that are not a whole number ≥ 1. */
 export function checkUploadOptions(token: string, options: UploadOptions): void {
   if (typeof token !== "string" || !/^[\x21-\x7e]+$/.test(token)) {
-    throw new LdpValueError("upload token must be a non-empty printable ASCII string without spaces");
+    throw new RangeError("upload token must be a non-empty printable ASCII string without spaces");
   }
   const { timeout, callTimeout, maxDelay, maxAttempts } = options;
   if (timeout !== undefined && !seconds(timeout)) {
-    throw new LdpValueError("timeout (seconds for one request, from sending it to the end of its answer) must be a " +
+    throw new RangeError("timeout (seconds for one request, from sending it to the end of its answer) must be a " +
       `finite number > 0, got ${String(timeout)}`);
   }
   if (callTimeout !== undefined && callTimeout !== null && !seconds(callTimeout)) {
-    throw new LdpValueError("callTimeout (seconds for the whole upload call) must be null or a finite number > 0, " +
+    throw new RangeError("callTimeout (seconds for the whole upload call) must be null or a finite number > 0, " +
       `got ${String(callTimeout)}`);
   }
   if (maxDelay !== undefined && !(typeof maxDelay === "number" && maxDelay >= 0)) {
-    throw new LdpValueError(`maxDelay must be a number >= 0, got ${String(maxDelay)}`);
+    throw new RangeError(`maxDelay must be a number >= 0, got ${String(maxDelay)}`);
   }
   if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
-    throw new LdpValueError(`maxAttempts must be a whole number >= 1, got ${String(maxAttempts)}`);
+    throw new RangeError(`maxAttempts must be a whole number >= 1, got ${String(maxAttempts)}`);
   }
 }
 
 /** Upload `store`'s outbox to `endpoints` (one URL, or a list tried as the module says; a bad list, token or option
- * is an `LdpValueError` before anything is sent) until it is empty, the upload interval stops it or `callTimeout`
+ * is a `RangeError` before anything is sent) until it is empty, the upload interval stops it or `callTimeout`
  * passes. */
 export async function upload(store: StateStore, spec: CollectionSpec, endpoints: Endpoints, token: string,
   options: UploadOptions = {}): Promise<UploadResult> {

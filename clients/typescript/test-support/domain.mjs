@@ -9,6 +9,7 @@ import { dirname, join } from "node:path";
 import { readFileSync } from "node:fs";
 
 import { fromDict } from "../dist/params/base.js";
+import { LdpRefusal, LdpTypeError, LdpValueError } from "../dist/errors.js";
 import { reportJson } from "../dist/encoders/base.js";
 import { CryptoRandomSource } from "../dist/random.js";
 import { audit, matches } from "../dist/audit.js";
@@ -64,18 +65,19 @@ export function assertValidReport(report, params) {
   JSON.parse(reportJson(report));
 }
 
-export function isPythonError(err) {
-  return err instanceof Error && (err.name === "ValueError" || err.name === "TypeError");
+/** Whether `err` is a refusal: an `LdpTypeError` or `LdpValueError` with a `code` and `fields`. */
+export function isRefusal(err) {
+  return err instanceof LdpRefusal && typeof err.code === "string" && typeof err.fields === "object";
 }
 
-/** `encoder.encode(v)`: a valid report of `params`, or `null` if refused — and a refusal must be a
- * ValueError/TypeError. With `ok` given, the value must be accepted exactly when `ok` is true. */
+/** `encoder.encode(v)`: a valid report of `params`, or `null` if refused — and a refusal must be an
+ * LdpRefusal. With `ok` given, the value must be accepted exactly when `ok` is true. */
 export function encodeOrRefuse(encoder, params, v, ok) {
   let report;
   try {
     report = encoder.encode(v);
   } catch (err) {
-    assert.ok(isPythonError(err), `${show(v)}: ${err}`);
+    assert.ok(isRefusal(err), `${show(v)}: ${err}`);
     if (ok !== undefined) assert.ok(!ok, `${show(v)} refused: ${err.message}`);
     return null;
   }
@@ -100,9 +102,9 @@ export function inDomain(v, d, labels) {
 }
 
 /** Any value given to a fixed-domain encoder: a valid report exactly when the value is in the domain, else a
- * ValueError/TypeError (and nothing else). `extra` checks each report. */
+ * refusal (LdpValueError/LdpTypeError) (and nothing else). `extra` checks each report. */
 export function fuzzDomainValues(entry, Params, dicts, seed, extra = () => {}) {
-  test(`${entry.name}: any value is a valid report (in the domain) or a ValueError/TypeError`, () => {
+  test(`${entry.name}: any value is a valid report (in the domain) or a refusal (LdpValueError/LdpTypeError)`, () => {
     const r = prng(seed);
     for (const d of dicts) {
       const params = fromDict(Params, d);
@@ -128,10 +130,10 @@ export function fuzzDomainValues(entry, Params, dicts, seed, extra = () => {}) {
 
 export const SPECIAL_INTS = [0, -1, 1, 2, 3, 100, 2 ** 20, 2 ** 22, 2 ** 23, 2 ** 28, 2 ** 28 + 1, 2 ** 32, 2 ** 32 + 1, 1e-300, 745, 1e300];
 
-/** Any params dict: the params, or a ValueError/TypeError; valid ones cost at least ε (finite), and their reports
+/** Any params dict: the params, or a refusal (LdpValueError/LdpTypeError); valid ones cost at least ε (finite), and their reports
  * (for domains up to 4096) are valid. */
 export function fuzzDomainParams(entry, Params, base, seed, extra = () => {}) {
-  test(`${entry.name}: any params dict is ${Params.className} or a ValueError/TypeError`, () => {
+  test(`${entry.name}: any params dict is ${Params.className} or a refusal (LdpValueError/LdpTypeError)`, () => {
     const r = prng(seed);
     let made = 0;
     for (let i = 0; i < 3000; i++) {
@@ -148,7 +150,7 @@ export function fuzzDomainParams(entry, Params, base, seed, extra = () => {}) {
       try {
         params = fromDict(Params, d);
       } catch (err) {
-        assert.ok(isPythonError(err), `${show(d)}: ${err}`);
+        assert.ok(isRefusal(err), `${show(d)}: ${err}`);
         continue;
       }
       made++;
@@ -178,10 +180,14 @@ export function auditVectors(entry, Params) {
   });
 }
 
-/** `ValueError`/`TypeError` with exactly Python's text. */
-export function refuses(Params, d, name, message) {
+/** `fromDict(Params, d)` refused as Python refuses it: `kind` `"TypeError"` (an `LdpTypeError`) or `"ValueError"`
+ * (an `LdpValueError`), with `code` and exactly `fields`. */
+export function refuses(Params, d, kind, code, fields) {
   assert.throws(() => fromDict(Params, d), (err) => {
-    assert.equal(`${err.name}: ${err.message}`, `${name}: ${message}`, show(d));
+    assert.ok(isRefusal(err), `${show(d)}: ${err}`);
+    assert.ok(err instanceof (kind === "TypeError" ? LdpTypeError : LdpValueError), `${show(d)}: ${err.name}, not a ${kind}`);
+    assert.equal(err.code, code, `${show(d)}: ${err.message}`);
+    if (fields !== undefined) assert.deepStrictEqual({ ...err.fields }, fields, `${show(d)}: ${err.message}`);
     return true;
   });
 }

@@ -37,7 +37,7 @@ export function expectedMemoKey(secret, fingerprint, i) {
 }
 
 /**
- * The checks of a memoized protocol: no secret is Python's TypeError, an empty one a ValueError; the same value
+ * The checks of a memoized protocol: no secret or an empty one is a `TypeError` (a usage error); the same value
  * gives the same permanent response (across encoders of one secret, and between reports), another secret another
  * family of responses; the charge is `{memo_key(i), first = then = reportCharge, cap = memoCap}`.
  * `values`: inputs and their memo indices `[value, i]`; `response(encoder, i)`: the permanent response of `i`.
@@ -45,10 +45,10 @@ export function expectedMemoKey(secret, fingerprint, i) {
 export function memoChecks(entry, Params, dict, values, response) {
   test(`${entry.name}: the metric secret is required and checked`, () => {
     const params = fromDict(Params, dict);
-    assert.throws(() => entry.makeEncoder(params), (err) => err.name === "TypeError" &&
+    assert.throws(() => entry.makeEncoder(params), (err) => err instanceof TypeError &&
       err.message === `${entry.name} needs the metric secret (options.secret): its permanent responses derive from it`);
     assert.throws(() => entry.makeEncoder(params, { secret: new Uint8Array(0) }),
-      (err) => err.name === "ValueError" && err.message === "the key must be non-empty bytes");
+      (err) => err instanceof TypeError && err.message === "the key must be a non-empty Uint8Array");
   });
 
   test(`${entry.name}: the same value, the same permanent response and memo key; the charge is memoized`, () => {

@@ -1,4 +1,4 @@
-// Python's text forms: repr(float), format(x, ".Ng"), repr(str), canonical JSON and fingerprints, against tables
+// Python's text forms canonical JSON needs: repr(float), canonical JSON and fingerprints, against tables
 // written by Python (test/data/make_float_repr.py) and the conformance vectors (conformance/vectors/primitives.json).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -6,8 +6,7 @@ import { readFileSync, existsSync } from "node:fs";
 import { createHash } from "node:crypto";
 
 import {
-  PyFloat, canonicalJson, compareCodePoints, fingerprint, pyFloatRepr, pyFormatG, pyJsonString, pyRepr, pyReprArg,
-  pyTypeName, sha256Hex16,
+  PyFloat, canonicalJson, compareCodePoints, fingerprint, pyFloatRepr, pyJsonString, sha256Hex16,
 } from "../dist/canonical.js";
 import { LdpTypeError, LdpValueError } from "../dist/errors.js";
 import { bitsString, bitsStringOfWords, reportJson } from "../dist/encoders/base.js";
@@ -22,16 +21,13 @@ function fromBits(hex) {
   return view.getFloat64(0);
 }
 
-test("pyFloatRepr and pyFormatG match Python on 20,000 doubles", () => {
+test("pyFloatRepr matches Python on 8,000 doubles", () => {
   const table = load("data/float_repr.json");
   assert.equal(table.rows.length, 8000);
   let checked = 0;
-  for (const [bits, repr, g6, g3, g1] of table.rows) {
+  for (const [bits, repr] of table.rows) {
     const x = fromBits(bits);
     assert.equal(pyFloatRepr(x), repr, `repr of ${bits}`);
-    assert.equal(pyFormatG(x, 6), g6, `.6g of ${bits} (${repr})`);
-    assert.equal(pyFormatG(x, 3), g3, `.3g of ${bits} (${repr})`);
-    assert.equal(pyFormatG(x, 1), g1, `.1g of ${bits} (${repr})`);
     checked++;
   }
   assert.equal(checked, 8000);
@@ -45,21 +41,6 @@ test("pyFloatRepr: the layout rule's examples", () => {
     [9999999999999998, "9999999999999998.0"], [NaN, "nan"], [Infinity, "inf"], [-Infinity, "-inf"], [0.1, "0.1"],
   ];
   for (const [x, want] of cases) assert.equal(pyFloatRepr(x), want);
-});
-
-test("pyFormatG rounds half to even on the exact value, as Python", () => {
-  assert.equal(pyFormatG(2.5, 1), "2");
-  assert.equal(pyFormatG(3.5, 1), "4");
-  assert.equal(pyFormatG(1234565, 6), "1.23456e+06");
-  assert.equal(pyFormatG(0.125, 2), "0.12");
-  assert.equal(pyFormatG(1, 6), "1");
-  assert.equal(pyFormatG(1e-5, 6), "1e-05");
-  assert.equal(pyFormatG(0.0001, 6), "0.0001");
-  assert.equal(pyFormatG(123456, 6), "123456");
-  assert.equal(pyFormatG(1234567, 6), "1.23457e+06");
-  assert.equal(pyFormatG(-0, 6), "-0");
-  assert.equal(pyFormatG(NaN, 3), "nan");
-  assert.equal(pyFormatG(0.5, 0), "0.5");
 });
 
 /** The typed tree of canonical.json back to a JS value: ints as numbers (bigints beyond 2^53), floats as PyFloat. */
@@ -101,20 +82,15 @@ test("canonicalJson: escapes, key order by code point, ints and floats", () => {
 });
 
 test("canonicalJson refuses what Python's json.dumps refuses", () => {
-  for (const x of [NaN, Infinity, -Infinity]) {
-    assert.throws(() => canonicalJson({ x: new PyFloat(x) }),
-                  (e) => e instanceof LdpValueError && e.name === "ValueError" &&
-                         e.message === "Out of range float values are not JSON compliant");
-  }
-  assert.throws(() => canonicalJson(1.5), LdpValueError);
-  assert.throws(() => canonicalJson(2 ** 53), LdpValueError);
-  assert.throws(() => canonicalJson(new Uint8Array(1)),
-                (e) => e instanceof LdpTypeError && e.message === "Object of type bytes is not JSON serializable");
-  assert.throws(() => canonicalJson({ a: undefined }), LdpTypeError);
-  assert.throws(() => canonicalJson(new Map()), LdpTypeError);
+  for (const x of [NaN, Infinity, -Infinity]) assert.throws(() => canonicalJson({ x: new PyFloat(x) }), RangeError);
+  assert.throws(() => canonicalJson(1.5), RangeError);
+  assert.throws(() => canonicalJson(2 ** 53), RangeError);
+  assert.throws(() => canonicalJson(new Uint8Array(1)), TypeError);
+  assert.throws(() => canonicalJson({ a: undefined }), TypeError);
+  assert.throws(() => canonicalJson(new Map()), TypeError);
   const loop = { a: [] };
   loop.a.push(loop);
-  assert.throws(() => canonicalJson(loop), (e) => e instanceof LdpValueError && e.message === "Circular reference detected");
+  assert.throws(() => canonicalJson(loop), TypeError);
   // a shared (not circular) object is fine
   const shared = { x: 1 };
   assert.equal(canonicalJson([shared, shared]), '[{"x":1},{"x":1}]');
@@ -134,7 +110,7 @@ test("compareCodePoints is Python's str order", () => {
     for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
     return x.length - y.length;
   };
-  for (const a of words) for (const b of words) assert.equal(Math.sign(compareCodePoints(a, b)), Math.sign(ref(a, b)), `${pyRepr(a)} vs ${pyRepr(b)}`);
+  for (const a of words) for (const b of words) assert.equal(Math.sign(compareCodePoints(a, b)), Math.sign(ref(a, b)), `${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
   // random strings over a surrogate-heavy alphabet
   const alphabet = ["a", "\ud800", "\udc00", "\udbff", "\udfff", "\ue000", "\uffff", "\u{10000}", "\u{1F600}"];
   let seed = 7;
@@ -142,37 +118,8 @@ test("compareCodePoints is Python's str order", () => {
   for (let t = 0; t < 5000; t++) {
     const mk = () => Array.from({ length: Math.floor(rnd() * 5) }, () => alphabet[Math.floor(rnd() * alphabet.length)]).join("");
     const a = mk(), b = mk();
-    assert.equal(Math.sign(compareCodePoints(a, b)), Math.sign(ref(a, b)), `${pyRepr(a)} vs ${pyRepr(b)}`);
+    assert.equal(Math.sign(compareCodePoints(a, b)), Math.sign(ref(a, b)), `${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
   }
-});
-
-test("pyRepr matches Python's repr(str) on a Python-made table", () => {
-  const { cases } = load("data/py_repr.json");
-  assert.ok(cases.length > 3000);
-  for (const c of cases) assert.equal(pyRepr(c.value), c.repr);
-});
-
-test("pyRepr: quotes and escapes", () => {
-  assert.equal(pyRepr("it's"), `"it's"`);
-  assert.equal(pyRepr(`say "hi"`), `'say "hi"'`);
-  assert.equal(pyRepr(`both ' and "`), `'both \\' and "'`);
-  assert.equal(pyRepr("tab\tnew\nline\r\\"), "'tab\\tnew\\nline\\r\\\\'");
-  assert.equal(pyRepr("\x00\x7f\x80\xa0\xad\xe9"), "'\\x00\\x7f\\x80\\xa0\\xadé'");
-  assert.equal(pyRepr("\u2028\u200b\ufeff\u3000"), "'\\u2028\\u200b\\ufeff\\u3000'");
-  assert.equal(pyRepr("\u{1F600}\u{E0001}\ud800"), "'😀\\U000e0001\\ud800'");
-});
-
-test("pyTypeName and pyReprArg", () => {
-  const cases = [["s", "str"], [true, "bool"], [null, "NoneType"], [undefined, "NoneType"], [3, "int"], [3n, "int"],
-                 [1.5, "float"], [new PyFloat(1), "float"], [[], "list"], [new Uint8Array(0), "bytes"], [{}, "dict"],
-                 [new Map(), "Map"]];
-  for (const [v, name] of cases) assert.equal(pyTypeName(v), name);
-  assert.equal(pyReprArg(3), "3");
-  assert.equal(pyReprArg(1.5), "1.5");
-  assert.equal(pyReprArg(new PyFloat(2)), "2.0");
-  assert.equal(pyReprArg("x"), "'x'");
-  assert.equal(pyReprArg(true), "True");
-  assert.equal(pyReprArg(null), "None");
 });
 
 test("pyJsonString escapes every code unit outside space..~", () => {
@@ -197,7 +144,6 @@ test("fingerprint: SHA-256 of the canonical {protocol, params}, as ldp.wire.fing
 test("conformance vectors: floats and py_repr (primitives.json)", { skip: !existsSync(PRIMITIVES) }, () => {
   const doc = JSON.parse(readFileSync(PRIMITIVES, "utf8"));
   for (const { bits, repr } of doc.floats) assert.equal(pyFloatRepr(fromBits(bits)), repr);
-  for (const { value, repr } of doc.texts.py_repr) assert.equal(pyRepr(value), repr);
   // canonical_json cases whose numbers are all floats or all ints can be rebuilt from JSON (JSON.parse loses 1.0)
   const first = doc.texts.canonical_json.find((c) => c.value.n !== undefined);
   assert.equal(canonicalJson({ n: first.value.n.map((x) => new PyFloat(x)) }), first.canonical);
@@ -205,26 +151,38 @@ test("conformance vectors: floats and py_repr (primitives.json)", { skip: !exist
   for (const c of strings) assert.equal(canonicalJson(c.value), c.canonical);
 });
 
-test("error classes: Python's names and BudgetExceeded's text (ldp.errors, str(PrivacyCost))", async () => {
-  const { BudgetExceeded, ReplayError, UploadError, UploadProtocolError } = await import("../dist/errors.js");
-  assert.equal(new LdpValueError("x").name, "ValueError");
-  assert.equal(new LdpTypeError("x").name, "TypeError");
+test("error classes: refusals carry code and fields; BudgetExceeded's fields and text", async () => {
+  const { BudgetExceeded, LdpRefusal, ReplayError, UploadError, UploadProtocolError } = await import("../dist/errors.js");
+  const range = new LdpValueError("param_range", { param: "epsilon", got: -1, min: 0, min_exclusive: true, finite: true });
+  assert.equal(range.name, "LdpValueError");
+  assert.ok(range instanceof LdpRefusal && range instanceof Error);
+  assert.equal(range.code, "param_range");
+  assert.deepEqual(range.fields, { param: "epsilon", got: -1, min: 0, min_exclusive: true, finite: true });
+  assert.ok(Object.isFrozen(range.fields));
+  assert.equal(range.message, "epsilon must be finite and > 0, got -1");
+  assert.match(range.stack, /^LdpValueError: epsilon must be finite and > 0, got -1/);
+  const type = new LdpTypeError("param_type", { param: "labels", expected: "labels", got: "null" }, "own text");
+  assert.equal(type.name, "LdpTypeError");
+  assert.equal(type.message, "own text");
+  const tagged = type.withFields({ attribute: "a" });
+  assert.ok(tagged instanceof LdpTypeError);
+  assert.deepEqual(tagged.fields, { param: "labels", expected: "labels", got: "null", attribute: "a" });
+  assert.equal(new LdpValueError("unknown_label", { got: "x" }).message, 'value "x" is not one of the declared labels');
   assert.ok(new UploadProtocolError("bad", { status: 200, reason: "r" }) instanceof UploadError);
   assert.equal(new ReplayError("x").name, "ReplayError");
-  // the texts below are Python's, printed by ldp.errors.BudgetExceeded with ldp.privacy.cost.PrivacyCost
   const c = (epsilon, delta = 0) => ({ epsilon, delta });
   const e1 = new BudgetExceeded("m", "window", c(0.5), c(1), c(1));
-  assert.equal(e1.message, "privacy budget exceeded for metric 'm' (window): spent ε=1, requested ε=0.5, cap ε=1");
+  assert.equal(e1.message, `privacy budget exceeded for metric "m" (window): spent ε=1, requested ε=0.5, cap ε=1`);
   assert.equal(e1.name, "BudgetExceeded");
   assert.equal(e1.metric, "m");
   assert.deepEqual(e1.cost, c(0.5));
   const e2 = new BudgetExceeded("*", "lifetime", c(0.1234567891, 1e-6), c(3.0000001, 2.5e-7), c(10, 1.23456e-5), 2);
   assert.equal(e2.message, "privacy budget exceeded for all metrics (lifetime) at charge 2 of a batch (nothing of the " +
-               "batch was charged): spent ε=3, δ=2.5e-07, requested ε=0.123457, δ=1e-06, cap ε=10, δ=1.23e-05");
+               "batch was charged): spent ε=3, δ=2.5e-7, requested ε=0.123457, δ=0.000001, cap ε=10, δ=0.0000123");
   assert.equal(e2.metric, null);
   assert.equal(e2.index, 2);
   const e3 = new BudgetExceeded("it's", "window", c(1e-7), c(123456789), c(1e16));
-  assert.equal(e3.message, `privacy budget exceeded for metric "it's" (window): spent ε=1.23457e+08, requested ε=1e-07, cap ε=1e+16`);
+  assert.equal(e3.message, `privacy budget exceeded for metric "it's" (window): spent ε=123457000, requested ε=1e-7, cap ε=10000000000000000`);
 });
 
 test("a report's JSON: uints as digits at any width, bits strings little-endian from bigints or words", () => {

@@ -11,6 +11,7 @@
 // * `nextUploadAt` is the last acknowledged upload plus the upload interval, as Python's `next_upload_at`.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
+import { refusal } from "../test-support/refusal.mjs";
 import { appendFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -229,12 +230,12 @@ for (const [name, make] of Object.entries(STORES)) {
   });
 }
 
-test("maxOutboxBytes: 1 MiB by default, a positive integer or a ValueError", async () => {
+test("maxOutboxBytes: 1 MiB by default, a positive integer or a RangeError", async () => {
   assert.equal(DEFAULT_MAX_OUTBOX_BYTES, 1048576);
   assert.equal((await TelemetryClient.open(spec, new MemoryStore())).maxOutboxBytes, 1048576);
   for (const bad of [0, -1, 1.5, NaN, Infinity, "1024", 2 ** 60]) {
     await assert.rejects(TelemetryClient.open(spec, new MemoryStore(), { maxOutboxBytes: bad }),
-      (e) => e.name === "ValueError" && /maxOutboxBytes must be a positive integer/.test(e.message), String(bad));
+      (e) => e instanceof RangeError && /maxOutboxBytes must be a positive integer/.test(e.message), String(bad));
   }
   const tiny = await TelemetryClient.open(spec, new MemoryStore(), { maxOutboxBytes: 1 });
   await assert.rejects(tiny.record("cat", 0), (e) => e instanceof OutboxFullError && e.pendingBytes === 0);
@@ -244,9 +245,12 @@ test("recordMany: every value checked first, naming its item; a budget refusal n
   const small = CollectionSpec.fromDict({ ...SPEC, budget: { per_window: 3, lifetime: 3 }, metrics: { cat: SPEC.metrics.cat } });
   const client = await TelemetryClient.open(small, new MemoryStore(), { clock: () => 5 });
   await assert.rejects(client.recordMany([["cat", 0], ["cat", 7]]),
-    (e) => e.name === "ValueError" && e.message === "recordMany item 1 ('cat'): value index must be in [0, 3), got 7");
-  await assert.rejects(client.recordMany([["cat", 0], ["cat", "x"]]), (e) => e.name === "TypeError" && /^recordMany item 1 \('cat'\): /.test(e.message));
-  await assert.rejects(client.recordMany([["cat", 0], ["colour", 1]]), (e) => e.name === "ValueError" && /^recordMany item 1 \('colour'\): no metric 'colour'/.test(e.message));
+    (e) => refusal("ValueError", "value_range", { got: 7, min: 0, max: 3, max_exclusive: true })(e) &&
+      e.message === 'recordMany item 1 ("cat"): value must be >= 0 and < 3, got 7');
+  await assert.rejects(client.recordMany([["cat", 0], ["cat", "x"]]),
+    (e) => refusal("TypeError", "value_type", { expected: "index", got: "string" })(e) && /^recordMany item 1 \("cat"\): /.test(e.message));
+  await assert.rejects(client.recordMany([["cat", 0], ["colour", 1]]),
+    (e) => e instanceof RangeError && /^recordMany item 1 \("colour"\): no metric "colour"/.test(e.message));
   await assert.rejects(client.recordMany([["cat", 0], ["cat", 1], ["cat", 2], ["cat", 0]]),
     (e) => e.name === "BudgetExceeded" && e.index === 3 && /at charge 3 of a batch/.test(e.message) && e.spent.epsilon === 3);
   assert.deepEqual([await client.pending(), (await client.spent()).epsilon], [0, 0]);

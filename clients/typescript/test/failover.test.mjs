@@ -187,7 +187,7 @@ test("bad lists are refused before anything is sent", async () => {
     [{ length: 1, 0: A }, /non-empty list/],
   ];
   for (const [endpoints, message] of bad) {
-    await assert.rejects(client.upload(endpoints, TOKEN, { fetch }), (e) => e.name === "ValueError" && message.test(e.message),
+    await assert.rejects(client.upload(endpoints, TOKEN, { fetch }), (e) => e instanceof RangeError && message.test(e.message),
       JSON.stringify(endpoints));
   }
   assert.equal(fetch.calls.length, 0);
@@ -255,7 +255,7 @@ test("bad tokens and options are refused before anything is sent", async () => {
   ];
   for (const [token, options, message] of bad) {
     await assert.rejects(client.upload(A, token, { fetch, ...options }),
-      (e) => e.name === "ValueError" && message.test(e.message), `${JSON.stringify(token)} ${String(Object.values(options))}`);
+      (e) => e instanceof RangeError && message.test(e.message), `${JSON.stringify(token)} ${String(Object.values(options))}`);
   }
   assert.equal(fetch.calls.length, 0);
   const r = await client.upload(A, TOKEN, { fetch, callTimeout: null, maxDelay: 0, timeout: 1e-3 * 50 });

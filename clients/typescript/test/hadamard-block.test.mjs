@@ -1,5 +1,5 @@
 // Blocked Hadamard Response (`hr-block`) beyond the conformance vectors: bad inputs of every JSON type (a seeded
-// generator), Python's texts the vectors do not reach, `blocks` resolved by `bestBlocks` (the least variance of every
+// generator), Python's refusals the vectors do not reach, `blocks` resolved by `bestBlocks` (the least variance of every
 // B, checked by brute force), the exact ε*, and the report law over 20,000 reports of a keyed stream (within 4 SE).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -23,18 +23,14 @@ fuzzDomainParams(hrBlock, HRBlockParams, {}, 92);
 
 auditVectors(hrBlock, HRBlockParams);
 
-test("hr-block: Python's texts for blocks and for ε the client cannot realize", () => {
-  refuses(HRBlockParams, { epsilon: 1, domain_size: 5, blocks: 6 }, "ValueError", "blocks must be in [1, 5], got 6");
-  refuses(HRBlockParams, { epsilon: 1, domain_size: 5, blocks: 0 }, "ValueError", "blocks must be in [1, 5], got 0");
-  refuses(HRBlockParams, { epsilon: 1, domain_size: 5, blocks: 1.5 }, "TypeError", "blocks must be an int, got float");
-  refuses(HRBlockParams, { epsilon: 800, domain_size: 5, blocks: 2 }, "ValueError",
-    "epsilon=800.0 is too large for hr-block with 2 blocks: the uniform branch rounds to probability 0 at the " +
-    "client's resolution, so reports would not be private");
-  refuses(HRBlockParams, { epsilon: 1e-300, domain_size: 5, blocks: 2 }, "ValueError",
-    "epsilon=1e-300 is too small for hr-block with 2 blocks: the uniform branch rounds to probability 1, so reports " +
-    "would carry no information");
-  refuses(HRBlockParams, { epsilon: -1, domain_size: 5 }, "ValueError", "epsilon must be finite and > 0, got -1");
-  refuses(HRBlockParams, { epsilon: 1, domain_size: 1 }, "ValueError", "domain_size must be in [2, 4294967296], got 1");
+test("hr-block: Python's refusals for blocks and for ε the client cannot realize", () => {
+  refuses(HRBlockParams, { epsilon: 1, domain_size: 5, blocks: 6 }, "ValueError", "param_range", { param: "blocks", got: 6, min: 1, max: 5 });
+  refuses(HRBlockParams, { epsilon: 1, domain_size: 5, blocks: 0 }, "ValueError", "param_range", { param: "blocks", got: 0, min: 1, max: 5 });
+  refuses(HRBlockParams, { epsilon: 1, domain_size: 5, blocks: 1.5 }, "TypeError", "param_type", { param: "blocks", expected: "int", got: "float" });
+  refuses(HRBlockParams, { epsilon: 800, domain_size: 5, blocks: 2 }, "ValueError", "param_relation", { params: ["epsilon", "domain_size", "blocks"], rule: "epsilon_too_large" });
+  refuses(HRBlockParams, { epsilon: 1e-300, domain_size: 5, blocks: 2 }, "ValueError", "param_relation", { params: ["epsilon", "domain_size", "blocks"], rule: "epsilon_too_small" });
+  refuses(HRBlockParams, { epsilon: -1, domain_size: 5 }, "ValueError", "param_range", { param: "epsilon", got: -1, min: 0, min_exclusive: true, finite: true });
+  refuses(HRBlockParams, { epsilon: 1, domain_size: 1 }, "ValueError", "param_range", { param: "domain_size", got: 1, min: 2, max: 4294967296 });
 });
 
 test("hr-block: blocks left out is bestBlocks, the least rare-value variance of every B (the smallest on a tie)", () => {

@@ -14,7 +14,7 @@ import { audit, matches } from "../dist/audit.js";
 
 import { HRParams, hr, hrOrder } from "../dist/protocols/hadamard-response.js";
 
-import { VECTORS, N, prng, UNITS, randomValue, show, assertValidReport, isPythonError, withinSE, bernoulliWithin, inDomain, fuzzDomainValues, SPECIAL_INTS, fuzzDomainParams, auditVectors, refuses } from "../test-support/domain.mjs";
+import { VECTORS, N, prng, UNITS, randomValue, show, assertValidReport, isRefusal, withinSE, bernoulliWithin, inDomain, fuzzDomainValues, SPECIAL_INTS, fuzzDomainParams, auditVectors, refuses } from "../test-support/domain.mjs";
 
 /** Whether column j is in C_v = {j : H[v+1, j] = +1} (an even popcount of j & (v+1)). */
 function inC(j, v) {
@@ -39,15 +39,9 @@ test("hr: K = 2^bit_length(d) and p = realized(σ(−ε)), as Python's; its text
   assert.equal(params.p, 0.8807970779778823);
   assert.equal(params.privacyCost.epsilon, 2.0);
   assert.deepEqual(params.schema, [{ name: "j", kind: "uint", size: 8 }]);
-  refuses(HRParams, { epsilon: 1000, domain_size: 5 }, "ValueError",
-    "epsilon=1000.0 is too large for hr: a bit probability rounds to 0 or 1 at the client's resolution, so reports " +
-    "would not be private");
-  refuses(HRParams, { epsilon: 1e-20, domain_size: 5 }, "ValueError",
-    "epsilon=1e-20 is too small for hr: p and q are equal at the client's resolution, so reports would carry no " +
-    "information");
-  refuses(HRParams, { epsilon: 1, domain_size: 2 ** 28 }, "ValueError",
-    "the hr aggregate of these parameters needs 536,870,912 counters (4.0 GiB), over the limit of 268,435,456 " +
-    "(2 GiB)");
+  refuses(HRParams, { epsilon: 1000, domain_size: 5 }, "ValueError", "param_relation", { params: ["epsilon"], rule: "epsilon_too_large" });
+  refuses(HRParams, { epsilon: 1e-20, domain_size: 5 }, "ValueError", "param_relation", { params: ["epsilon"], rule: "epsilon_too_small" });
+  refuses(HRParams, { epsilon: 1, domain_size: 2 ** 28 }, "ValueError", "param_limit", { limit: "aggregate_cells", got: 536870912, max: 268435456 });
 });
 
 test("hr: the largest collectable domain (2^28 − 1 values, K = 2^28) reports columns below K", () => {

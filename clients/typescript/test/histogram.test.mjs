@@ -4,6 +4,7 @@
 // bucket gives the same permanent response and the same memo key, the sample is the device's.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { assertRefusal, refusal } from "../test-support/refusal.mjs";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -46,12 +47,12 @@ test("bucketIndex: [e_i, e_i+1), the last bucket closed, ints and bigints exactl
   const big = [0, 2 ** 60, 2 ** 61];
   assert.equal(bucketIndex(big, 2n ** 60n - 1n, false), 0);
   assert.equal(bucketIndex(big, 2n ** 60n, false), 1);
-  assert.throws(() => bucketIndex(big, 2n ** 61n + 1n, false), { name: "ValueError",
-    message: "value 2305843009213693953 is outside the histogram's range [0.0, 2.305843009213694e+18] (pass clip=True " +
-      "in the params to clip it)" });
-  assert.throws(() => bucketIndex(edges, NaN, true), { name: "ValueError", message: "histogram values must be finite, got nan" });
-  assert.throws(() => bucketIndex(edges, -Infinity, true), { name: "ValueError", message: "histogram values must be finite, got -inf" });
-  assert.throws(() => bucketIndex(edges, "1", true), { name: "TypeError", message: "histogram values must be real numbers, got str" });
+  assert.throws(() => bucketIndex(big, 2n ** 61n + 1n, false),
+    refusal("ValueError", "value_range", { got: 2 ** 61, min: 0, max: 2 ** 61 }));
+  assert.throws(() => bucketIndex(edges, NaN, true), refusal("ValueError", "value_range", { got: NaN, min: 0, max: 4, finite: true }));
+  assert.throws(() => bucketIndex(edges, -Infinity, true),
+    refusal("ValueError", "value_range", { got: -Infinity, min: 0, max: 4, finite: true }));
+  assert.throws(() => bucketIndex(edges, "1", true), refusal("TypeError", "value_type", { expected: "float", got: "string" }));
 });
 
 test("bucketLabels: integral edges as ints, others as Python's float repr", () => {
@@ -59,7 +60,7 @@ test("bucketLabels: integral edges as ints, others as Python's float repr", () =
   assert.deepEqual(bucketLabels([-3, 2, 9999999999999998]), ["[-3, 2)", "[2, 9999999999999998]"]);
 });
 
-test("histograms: the vectors' value refusals, float tokens kept, have Python's texts", () => {
+test("histograms: the vectors' value refusals, float tokens kept, have Python's codes and fields", () => {
   for (const [entry] of ENTRIES) {
     const doc = parseKeepingFloats(readFileSync(join(VECTORS, `${entry.name}.json`), "utf8"));
     const spec = CollectionSpec.fromDict(JSON.parse(readFileSync(join(VECTORS, `${entry.name}.json`), "utf8")).spec);
@@ -68,7 +69,7 @@ test("histograms: the vectors' value refusals, float tokens kept, have Python's 
       const encoder = encoderOf(entry, spec.params(item.metric));
       if (item.value instanceof PyFloat) floats++;
       assert.throws(() => encoder.prepare(item.value), (err) => {
-        assert.equal(`${err.name}: ${err.message}`, `${item.error.type}: ${item.error.message}`, show(item.value));
+        assertRefusal(err, item.error, show(item.value));
         return true;
       });
     }
@@ -76,28 +77,19 @@ test("histograms: the vectors' value refusals, float tokens kept, have Python's 
   }
 });
 
-test("histograms: Python's texts for bad edges, d and gamma", () => {
-  refuses(DBitFlipParams, { epsilon: 1, edges: [0, 1, 1] }, "ValueError",
-    "edges must be strictly increasing, got 1.0 then 1.0 at position 2");
-  refuses(DBitFlipParams, { epsilon: 1, edges: [0, "a", 2] }, "TypeError", "edges must be real numbers, got str at position 1");
-  refuses(DBitFlipParams, { epsilon: 1, edges: [0, [], 2] }, "TypeError", "edges must be real numbers, got tuple at position 1");
-  refuses(DBitFlipParams, { epsilon: 1, edges: [0, 1, Infinity] }, "ValueError", "edges must be finite, got inf at position 2");
-  refuses(DBitFlipParams, { epsilon: 1, edges: [0, 1] }, "ValueError",
-    "edges must have between 3 and 32769 entries (2 to 32768 buckets), got 2");
-  refuses(BucketOUEParams, { epsilon: 1, edges: "abc" }, "TypeError", "edges must be a sequence of numbers, got str");
-  refuses(DBitFlipParams, { epsilon: 1, edges: [0, 1, 2], d: 3 }, "ValueError", "d must be in [1, 2], got 3");
-  refuses(DBitFlipParams, { epsilon: 1e-30, edges: [0, 1, 2] }, "ValueError",
-    "epsilon=1e-30 is too small for dBitFlip: p0 and p1 are equal at the client's resolution, so reports would carry " +
-    "no information");
-  refuses(DBitFlipParams, { epsilon: 1000, edges: [0, 1, 2] }, "ValueError",
-    "epsilon=1000.0 is too large for dBitFlip: 1/(e^(ε/2)+1) rounds to 0 at the client's resolution, so reports " +
-    "would not be private");
-  refuses(BucketGRRParams, { epsilon: 1000, edges: [0, 1, 2] }, "ValueError",
-    "epsilon=1000.0 is too large for domain_size=2: the keep probability rounds to 1 at the client's resolution, so " +
-    "reports would not be private");
-  refuses(MemoDBitFlipParams, { epsilon: 1, edges: [0, 1, 2], gamma: 0.5 }, "ValueError",
-    "gamma (the per-report flip probability) must be in [0, 0.5), got 0.5");
-  refuses(MemoDBitFlipParams, { epsilon: 1, edges: [0, 1, 2], clip: 1 }, "TypeError", "clip must be a bool, got int");
+test("histograms: Python's refusals for bad edges, d and gamma", () => {
+  refuses(DBitFlipParams, { epsilon: 1, edges: [0, 1, 1] }, "ValueError", "param_relation", { params: ["edges"], rule: "edges_increasing" });
+  refuses(DBitFlipParams, { epsilon: 1, edges: [0, "a", 2] }, "TypeError", "param_type", { param: "edges", expected: "float", got: "string", index: 1 });
+  refuses(DBitFlipParams, { epsilon: 1, edges: [0, [], 2] }, "TypeError", "param_type", { param: "edges", expected: "float", got: "list", index: 1 });
+  refuses(DBitFlipParams, { epsilon: 1, edges: [0, 1, Infinity] }, "ValueError", "param_range", { param: "edges", got: Infinity, finite: true, index: 2 });
+  refuses(DBitFlipParams, { epsilon: 1, edges: [0, 1] }, "ValueError", "param_length", { param: "edges", got: 2, min: 3, max: 32769 });
+  refuses(BucketOUEParams, { epsilon: 1, edges: "abc" }, "TypeError", "param_type", { param: "edges", expected: "list", got: "string" });
+  refuses(DBitFlipParams, { epsilon: 1, edges: [0, 1, 2], d: 3 }, "ValueError", "param_range", { param: "d", got: 3, min: 1, max: 2 });
+  refuses(DBitFlipParams, { epsilon: 1e-30, edges: [0, 1, 2] }, "ValueError", "param_relation", { params: ["epsilon"], rule: "epsilon_too_small" });
+  refuses(DBitFlipParams, { epsilon: 1000, edges: [0, 1, 2] }, "ValueError", "param_relation", { params: ["epsilon"], rule: "epsilon_too_large" });
+  refuses(BucketGRRParams, { epsilon: 1000, edges: [0, 1, 2] }, "ValueError", "param_relation", { params: ["epsilon", "edges"], rule: "epsilon_too_large" });
+  refuses(MemoDBitFlipParams, { epsilon: 1, edges: [0, 1, 2], gamma: 0.5 }, "ValueError", "param_range", { param: "gamma", got: 0.5, min: 0, max: 0.5, max_exclusive: true });
+  refuses(MemoDBitFlipParams, { epsilon: 1, edges: [0, 1, 2], clip: 1 }, "TypeError", "param_type", { param: "clip", expected: "bool", got: "int" });
 });
 
 test("histograms: the parameters keep a copy of the edges (a caller's later change cannot move the buckets)", () => {
@@ -111,7 +103,7 @@ test("histograms: the parameters keep a copy of the edges (a caller's later chan
 });
 
 for (const [[entry, Params], seed] of ENTRIES.map((e, i) => [e, 71 + i])) {
-  test(`${entry.name}: any value is a valid report (a real number in range) or a ValueError/TypeError`, () => {
+  test(`${entry.name}: any value is a valid report (a real number in range) or a refusal`, () => {
     const r = prng(seed);
     for (const d of [{ epsilon: 1, edges: [-1, 0, 0.5, 1, 3] }, { epsilon: 2, edges: [0, 10, 20], clip: true },
       { epsilon: 2, edges: Array.from({ length: 21 }, (_, i) => i * 0.25), ...(entry.name.includes("dbitflip") ? { d: 10 } : {}) }]) {

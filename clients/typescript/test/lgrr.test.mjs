@@ -1,9 +1,10 @@
 // Longitudinal GRR (`lgrr`) beyond the conformance vectors: any value or params dict gives a report or Python's
 // error type, the memoized permanent response and memo key, the law of one device's reports and of many devices'
-// (20,000 each, within 4 standard errors), the leakage bound the per-report charge guarantees, and Python's texts
+// (20,000 each, within 4 standard errors), the leakage bound the per-report charge guarantees, and Python's refusals
 // for parameters the vectors do not reach.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { assertRefusal, refusal } from "../test-support/refusal.mjs";
 
 import { fromDict } from "../dist/params/base.js";
 import { LGRRParams, lgrr, lgrrLeakage } from "../dist/protocols/lgrr.js";
@@ -68,22 +69,12 @@ test("lgrr: the per-report charge c bounds the leakage of t reports, min(t·c, c
   assert.ok(lgrrLeakage(0.75, 0.75, 2, 3) > lgrrLeakage(0.75, 0.75, 2, 1));
 });
 
-test("lgrr: Python's texts for parameters the vectors do not reach", () => {
-  refuses(LGRRParams, { epsilon_perm: 2, epsilon: 1, domain_size: 2 ** 32 }, "ValueError",
-    "the grr aggregate of these parameters needs 4,294,967,296 counters (32.0 GiB), over the limit of " +
-    "268,435,456 (2 GiB)");
-  refuses(LGRRParams, { epsilon_perm: 1e-300, epsilon: 1e-301, domain_size: 3 }, "ValueError",
-    "epsilon=1e-300 is too small for domain_size=3: the keep probability rounds to 1/d, so reports would carry no " +
-    "information");
-  refuses(LGRRParams, { epsilon_perm: 2, epsilon: 1e-300, domain_size: 3 }, "ValueError",
-    "the instantaneous round of these L-GRR parameters is not realizable: epsilon=1.4695529282489968e-300 is too " +
-    "small for domain_size=3: the keep probability rounds to 1/d, so reports would carry no information");
-  refuses(LGRRParams, { epsilon_perm: 1, epsilon: 0.9999999999999999, domain_size: 10 }, "ValueError",
-    "epsilon=0.9999999999999999 is not below the realized permanent ε 0.9999999999999998 at domain_size=10: no " +
-    "instantaneous round gives it");
-  refuses(LGRRParams, { epsilon_perm: 2, epsilon: 1.9999999999999998, domain_size: 3 }, "ValueError",
-    "the instantaneous round of these L-GRR parameters is not realizable: epsilon=37.83541285834521 is too large " +
-    "for domain_size=3: the keep probability rounds to 1 at the client's resolution, so reports would not be private");
+test("lgrr: Python's refusals for parameters the vectors do not reach", () => {
+  refuses(LGRRParams, { epsilon_perm: 2, epsilon: 1, domain_size: 2 ** 32 }, "ValueError", "param_limit", { limit: "aggregate_cells", got: 4294967296, max: 268435456 });
+  refuses(LGRRParams, { epsilon_perm: 1e-300, epsilon: 1e-301, domain_size: 3 }, "ValueError", "param_relation", { params: ["epsilon_perm", "domain_size"], rule: "epsilon_too_small" });
+  refuses(LGRRParams, { epsilon_perm: 2, epsilon: 1e-300, domain_size: 3 }, "ValueError", "param_relation", { params: ["epsilon", "epsilon_perm", "domain_size"], rule: "instantaneous_realizable" });
+  refuses(LGRRParams, { epsilon_perm: 1, epsilon: 0.9999999999999999, domain_size: 10 }, "ValueError", "param_relation", { params: ["epsilon", "epsilon_perm", "domain_size"], rule: "epsilon<realized_epsilon_perm" });
+  refuses(LGRRParams, { epsilon_perm: 2, epsilon: 1.9999999999999998, domain_size: 3 }, "ValueError", "param_relation", { params: ["epsilon", "epsilon_perm", "domain_size"], rule: "instantaneous_realizable" });
   assert.throws(() => fromDict(LGRRParams, { epsilon_perm: 2, epsilon: 1, domain_size: 3 }).leakage(0),
-    (err) => err.name === "ValueError" && err.message === "t must be >= 1, got 0");
+    refusal("ValueError", "param_range", { param: "t", got: 0, min: 1 }));
 });

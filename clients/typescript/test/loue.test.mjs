@@ -1,7 +1,7 @@
 // Longitudinal unary encoding (`loue`) beyond the conformance vectors: any value or params dict gives a report or
 // Python's error type, the memoized permanent bits and memo key, the law of one device's reports (flips of its
 // permanent bits) and of many devices' (p*, q*), within 4 standard errors, the leakage bound of the per-report
-// charge, and Python's texts for parameters the vectors do not reach.
+// charge, and Python's refusals for parameters the vectors do not reach.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
@@ -79,18 +79,10 @@ test("loue: the per-report charge c bounds the leakage of t reports, min(t·c, c
   assert.equal(loueLeakage(0.5, 0.25, 0.25, 1), loueLeakage(0.5, 0.25, 0.25, 1));
 });
 
-test("loue: Python's texts for parameters the vectors do not reach", () => {
-  refuses(LOUEParams, { epsilon_perm: 2, epsilon: 1, domain_size: 3, permanent: "grr" }, "ValueError",
-    "permanent must be one of ('oue', 'sue'), got 'grr'");
-  refuses(LOUEParams, { epsilon_perm: 2, epsilon: 1, domain_size: 3, permanent: ["oue"] }, "ValueError",
-    "permanent must be one of ('oue', 'sue'), got ('oue',)");
-  refuses(LOUEParams, { epsilon_perm: 1000, epsilon: 1, domain_size: 3 }, "ValueError",
-    "epsilon=1000.0 is too large for oue: a bit probability rounds to 0 or 1 at the client's resolution, so reports " +
-    "would not be private");
-  refuses(LOUEParams, { epsilon_perm: 1e-20, epsilon: 1e-21, domain_size: 3, permanent: "sue" }, "ValueError",
-    "epsilon=1e-20 is too small for sue: p and q are equal at the client's resolution, so reports would carry no " +
-    "information");
-  refuses(LOUEParams, { epsilon_perm: 2, epsilon: 1, domain_size: 2 ** 23 }, "ValueError",
-    "oue reports of these parameters take up to 8,388,790 bytes as an upload line, over the 4,194,304-byte limit of " +
-    "every server job: all would be rejected");
+test("loue: Python's refusals for parameters the vectors do not reach", () => {
+  refuses(LOUEParams, { epsilon_perm: 2, epsilon: 1, domain_size: 3, permanent: "grr" }, "ValueError", "param_choice", { param: "permanent", choices: ["oue", "sue"], got: "grr" });
+  refuses(LOUEParams, { epsilon_perm: 2, epsilon: 1, domain_size: 3, permanent: ["oue"] }, "ValueError", "param_choice", { param: "permanent", choices: ["oue", "sue"], got: ["oue"] });
+  refuses(LOUEParams, { epsilon_perm: 1000, epsilon: 1, domain_size: 3 }, "ValueError", "param_relation", { params: ["epsilon_perm"], rule: "epsilon_too_large" });
+  refuses(LOUEParams, { epsilon_perm: 1e-20, epsilon: 1e-21, domain_size: 3, permanent: "sue" }, "ValueError", "param_relation", { params: ["epsilon_perm"], rule: "epsilon_too_small" });
+  refuses(LOUEParams, { epsilon_perm: 2, epsilon: 1, domain_size: 2 ** 23 }, "ValueError", "param_limit", { limit: "line_bytes", got: 8388790, max: 4194304 });
 });

@@ -3,6 +3,7 @@
 // cost is the exactly rounded sum; any value is a valid report or a Python error.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { assertRefusal, refusal } from "../test-support/refusal.mjs";
 
 import { fromDict } from "../dist/params/base.js";
 import { KeyedRandomSource } from "../dist/random.js";
@@ -43,14 +44,18 @@ test("multi: both attribute forms are one parameter set; split costs the exact s
   assert.deepEqual(maps.toDict().attributes.map((a) => a[0]), ["a", "x", "s", "h"]);
   assert.equal(tuples.privacyCost.epsilon, fsum(tuples.components.map((c) => c.privacyCost.epsilon)));
   assert.equal(fsum([0.1, 0.2, 0.3]), 0.6, "fsum rounds the exact sum once (0.1 + 0.2 + 0.3 is 0.6000000000000001)");
-  assert.throws(() => fromDict(MultiParams, { epsilon: 1, mode: "split", attributes: [ATTRS[0], ATTRS[0]] }), /distinct/);
+  assert.throws(() => fromDict(MultiParams, { epsilon: 1, mode: "split", attributes: [ATTRS[0], ATTRS[0]] }),
+    refusal("ValueError", "param_relation", { params: ["attributes"], rule: "distinct" }));
   assert.throws(() => fromDict(MultiParams, { epsilon: 1, mode: "split", attributes: [ATTRS[0], ["y", "grr", { epsilon: 1 }]] }),
-    /must not carry epsilon/);
+    refusal("ValueError", "unknown_params", { params: ["epsilon"], attribute: "y" }));
   assert.throws(() => fromDict(MultiParams, { epsilon: 1, mode: "split", attributes: [ATTRS[0], ["y", "olh", {}]] }),
-    /protocol must be one of rr, grr, bucket-grr, dbitflip, duchi, piecewise, hybrid/);
+    refusal("ValueError", "param_choice", { param: "attributes", index: 1, got: "olh",
+      choices: ["rr", "grr", "bucket-grr", "dbitflip", "duchi", "piecewise", "hybrid"] }));
+  assert.throws(() => fromDict(MultiParams, { epsilon: 1, mode: "split", attributes: [ATTRS[0], ["y", "grr", { domain_size: 1 }]] }),
+    refusal("ValueError", "param_range", { param: "domain_size", got: 1, min: 2, max: 2 ** 32, attribute: "y" }));
 });
 
-test("multi: any value is a valid report or a ValueError/TypeError", () => {
+test("multi: any value is a valid report or a refusal", () => {
   const r = prng(48);
   const params = fromDict(MultiParams, { epsilon: 2.0, mode: "split", attributes: ATTRS });
   const enc = PROTOCOLS.multi.makeEncoder(params, { rng: seeded("fuzz") });

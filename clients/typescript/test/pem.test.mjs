@@ -1,16 +1,17 @@
 // PEM (`pem`) beyond the conformance vectors: any value or params dict gives a report or Python's error type,
 // padding and truncation at a character boundary, the prefix keys (over 32 bits: MurmurHash3 under KEY_SEED), the
 // "auto" oracle choice, the law of the reports (uniform group, the group's oracle keeping w.p. p; 20,000 reports,
-// within 4 standard errors) and Python's texts the vectors do not reach.
+// within 4 standard errors) and Python's refusals the vectors do not reach.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { assertRefusal, refusal } from "../test-support/refusal.mjs";
 
 import { fromDict } from "../dist/params/base.js";
 import { hash32 } from "../dist/hash/murmur3.js";
 import { lhHash } from "../dist/protocols/local-hashing.js";
 import { KEY_SEED, PEMParams, pem, prefixKey } from "../dist/protocols/pem.js";
 
-import { N, prng, randomValue, show, assertValidReport, isPythonError, bernoulliWithin, refuses } from "../test-support/domain.mjs";
+import { N, prng, randomValue, show, assertValidReport, isRefusal, bernoulliWithin, refuses } from "../test-support/domain.mjs";
 import { seeded } from "../test-support/memo.mjs";
 
 const utf8 = (s) => new TextEncoder().encode(s);
@@ -32,7 +33,7 @@ function expectedBytes(v, maxLength, truncate) {
   return raw.length ? raw : null;
 }
 
-test("pem: any value is a valid report or a ValueError/TypeError, as pad_value decides", () => {
+test("pem: any value is a valid report or a refusal, as pad_value decides", () => {
   const r = prng(101);
   for (const d of [{ epsilon: 2, max_length: 3 }, { epsilon: 3, max_length: 2, truncate: true, oracle: "auto", start_bits: 4, step_bits: 4 }]) {
     const params = fromDict(PEMParams, d);
@@ -46,7 +47,7 @@ test("pem: any value is a valid report or a ValueError/TypeError, as pad_value d
       try {
         report = encoder.encode(v);
       } catch (err) {
-        assert.ok(isPythonError(err), `${show(v)}: ${err}`);
+        assert.ok(isRefusal(err), `${show(v)}: ${err}`);
         assert.equal(want, null, `${show(v)} refused: ${err.message}`);
         refusals++;
         continue;
@@ -62,7 +63,7 @@ test("pem: any value is a valid report or a ValueError/TypeError, as pad_value d
   }
 });
 
-test("pem: any params dict is PEMParams or a ValueError/TypeError", () => {
+test("pem: any params dict is PEMParams or a refusal", () => {
   const r = prng(102);
   const oracles = ["olh", "grr", "auto"];
   let made = 0;
@@ -81,7 +82,7 @@ test("pem: any params dict is PEMParams or a ValueError/TypeError", () => {
     try {
       params = fromDict(PEMParams, d);
     } catch (err) {
-      assert.ok(isPythonError(err), `${show(d)}: ${err}`);
+      assert.ok(isRefusal(err), `${show(d)}: ${err}`);
       continue;
     }
     made++;
@@ -92,20 +93,20 @@ test("pem: any params dict is PEMParams or a ValueError/TypeError", () => {
   assert.ok(made > 500, `${made} valid params`);
 });
 
-test("pem: a value is NUL-padded, cut at a character boundary when truncated; refusals have Python's texts", () => {
+test("pem: a value is NUL-padded, cut at a character boundary when truncated; refusals have Python's codes and fields", () => {
   const params = fromDict(PEMParams, { epsilon: 2, max_length: 2, truncate: true });
   assert.deepEqual(params.padded("a"), Uint8Array.of(0x61, 0));
   assert.deepEqual(params.padded("aé"), Uint8Array.of(0x61, 0), "é (2 bytes) cut inside: dropped");
   assert.deepEqual(params.padded("abc"), Uint8Array.of(0x61, 0x62));
   assert.deepEqual(params.padded(Uint8Array.of(0x61, 0xc3, 0xa9)), Uint8Array.of(0x61, 0xc3), "bytes are cut as they are");
   const encoder = pem.makeEncoder(params);
-  const refusal = (v, text) => assert.throws(() => encoder.prepare(v), (err) => `${err.name}: ${err.message}` === text);
-  refusal("\ud83d\ude00", "ValueError: pem values must be non-empty strings (after truncation)");
-  refusal("", "ValueError: pem values must be non-empty strings");
-  refusal(new Uint8Array(0), "ValueError: pem values must be non-empty strings");
-  refusal("a\u0000", "ValueError: pem values must not contain a NUL byte (the pad)");
+  const refused = (v, code, fields) => assert.throws(() => encoder.prepare(v), refusal("ValueError", code, fields));
+  refused("\ud83d\ude00", "empty_value", {});
+  refused("", "empty_value", {});
+  refused(new Uint8Array(0), "empty_value", {});
+  refused("a\u0000", "not_in_alphabet", { char: "\u0000" });
   const strict = pem.makeEncoder(fromDict(PEMParams, { epsilon: 2, max_length: 2 }));
-  assert.throws(() => strict.prepare("aé"), (err) => err.message === "pem value of 3 bytes is over max_length=2 (set truncate=True to cut it)");
+  assert.throws(() => strict.prepare("aé"), refusal("ValueError", "value_too_long", { got: 3, max: 2, unit: "bytes" }));
   assert.equal(encoder.prepare("ab"), 0x6162n);
 });
 
@@ -153,14 +154,11 @@ test("pem: 20,000 reports: a uniform group, the group's prefix kept w.p. its ora
   }
 });
 
-test("pem: Python's texts for parameters the vectors do not reach", () => {
-  refuses(PEMParams, { epsilon: 2, max_length: 3, oracle: "grr" }, "ValueError",
-    "oracle='grr' reports each prefix over its whole domain of 2^bits values, at most 2^16: the last group's " +
-    "prefixes have 24 bits (use oracle='auto', GRR where it is smaller and allowed, OLH elsewhere)");
-  refuses(PEMParams, { epsilon: 40 }, "ValueError",
-    "epsilon=40.0 is too large for olh: g = round(e^ε) + 1 exceeds 2**32, the range of a 32-bit hash");
-  refuses(PEMParams, { epsilon: 2, truncate: 1 }, "TypeError", "truncate must be a bool, got int");
-  refuses(PEMParams, { epsilon: 2, max_length: 2, start_bits: 17 }, "ValueError", "start_bits must be in [1, 16], got 17");
+test("pem: Python's refusals for parameters the vectors do not reach", () => {
+  refuses(PEMParams, { epsilon: 2, max_length: 3, oracle: "grr" }, "ValueError", "param_limit", { limit: "grr_prefix_bits", got: 24, max: 16 });
+  refuses(PEMParams, { epsilon: 40 }, "ValueError", "param_relation", { params: ["epsilon"], rule: "hash_range" });
+  refuses(PEMParams, { epsilon: 2, truncate: 1 }, "TypeError", "param_type", { param: "truncate", expected: "bool", got: "int" });
+  refuses(PEMParams, { epsilon: 2, max_length: 2, start_bits: 17 }, "ValueError", "param_range", { param: "start_bits", got: 17, min: 1, max: 16 });
   assert.throws(() => fromDict(PEMParams, { epsilon: 2, max_length: 5, oracle: "auto" }).grr(4),
-    (err) => err.message === "group 4 has 40-bit prefixes: GRR over 2^40 values is over the cap of 2^16");
+    refusal("ValueError", "param_limit", { limit: "grr_prefix_bits", got: 40, max: 16 }));
 });

@@ -14,11 +14,11 @@ import { audit, matches } from "../dist/audit.js";
 
 import { BinaryRRParams, GRRParams, rr, grr } from "../dist/protocols/randomized-response.js";
 
-import { VECTORS, N, prng, UNITS, randomValue, show, assertValidReport, isPythonError, withinSE, bernoulliWithin, inDomain, fuzzDomainValues, SPECIAL_INTS, fuzzDomainParams, auditVectors, refuses, encodeOrRefuse } from "../test-support/domain.mjs";
+import { VECTORS, N, prng, UNITS, randomValue, show, assertValidReport, isRefusal, withinSE, bernoulliWithin, inDomain, fuzzDomainValues, SPECIAL_INTS, fuzzDomainParams, auditVectors, refuses, encodeOrRefuse } from "../test-support/domain.mjs";
 
 // ---- rr ----
 
-test("rr: any value is a valid report (bool, 0 or 1) or a ValueError/TypeError", () => {
+test("rr: any value is a valid report (bool, 0 or 1) or a refusal", () => {
   const r = prng(11);
   const params = fromDict(BinaryRRParams, { p: 0.25, q: 0.75 });
   const encoder = rr.makeEncoder(params);
@@ -36,7 +36,7 @@ test("rr: any value is a valid report (bool, 0 or 1) or a ValueError/TypeError",
   assert.ok(reports > 300 && refusals > 300, `${reports} reports, ${refusals} refusals`);
 });
 
-test("rr: any params dict is BinaryRRParams or a ValueError/TypeError", () => {
+test("rr: any params dict is BinaryRRParams or a refusal", () => {
   const r = prng(12);
   const special = [0, 1, -0, 0.5, 2 ** -64, 2 ** -65, 2 ** -63, 1 - 2 ** -53, 1e-300, 2, true, null, "p", []];
   let made = 0;
@@ -51,7 +51,7 @@ test("rr: any params dict is BinaryRRParams or a ValueError/TypeError", () => {
     try {
       params = fromDict(BinaryRRParams, d);
     } catch (err) {
-      assert.ok(isPythonError(err), `${show(d)}: ${err}`);
+      assert.ok(isRefusal(err), `${show(d)}: ${err}`);
       continue;
     }
     made++;
@@ -63,15 +63,10 @@ test("rr: any params dict is BinaryRRParams or a ValueError/TypeError", () => {
   assert.ok(made > 1000, `${made} valid params`);
 });
 
-test("rr: Python's texts for probabilities the client cannot realize", () => {
-  refuses(BinaryRRParams, { p: 1.2 * 2 ** -64, q: 1.5 * 2 ** -64 }, "ValueError",
-    "p=6.505213034913026e-20 and q=8.131516293641283e-20 are equal at the client's 2^-64 resolution: reports would " +
-    "carry no information");
-  refuses(BinaryRRParams, { p: 2 ** -65, q: 0.5 }, "ValueError",
-    "p=2.710505431213761e-20 is below the client's 2^-64 resolution: it would be drawn with probability 0 (use 0 if " +
-    "that is meant, or a value >= 2^-64)");
-  refuses(BinaryRRParams, { p: 0.75, q: 0.25 }, "ValueError",
-    "binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p=0.75, q=0.25");
+test("rr: Python's refusals for probabilities the client cannot realize", () => {
+  refuses(BinaryRRParams, { p: 1.2 * 2 ** -64, q: 1.5 * 2 ** -64 }, "ValueError", "param_relation", { params: ["p", "q"], rule: "p_q_resolvable" });
+  refuses(BinaryRRParams, { p: 2 ** -65, q: 0.5 }, "ValueError", "param_relation", { params: ["p"], rule: "below_resolution" });
+  refuses(BinaryRRParams, { p: 0.75, q: 0.25 }, "ValueError", "param_relation", { params: ["p", "q"], rule: "0<p<q<1" });
   // p = 2^-64, q = 2^-63: realizable, ε = ln 2 exactly as Python
   assert.equal(fromDict(BinaryRRParams, { p: 2 ** -64, q: 2 ** -63 }).privacyCost.epsilon, 0.6931471805599453);
   assert.equal(fromDict(BinaryRRParams, { p: 0.25, q: 0.75 }).domainSize, 2);
@@ -101,18 +96,12 @@ fuzzDomainValues(grr, GRRParams, [
 
 fuzzDomainParams(grr, GRRParams, {}, 22);
 
-test("grr: Python's texts for parameters the client cannot realize or collect", () => {
-  refuses(GRRParams, { epsilon: 1e-17, domain_size: 3 }, "ValueError",
-    "epsilon=1e-17 is too small for domain_size=3: the keep probability rounds to 1/d, so reports would carry no " +
-    "information");
-  refuses(GRRParams, { epsilon: 50, domain_size: 3 }, "ValueError",
-    "epsilon=50.0 is too large for domain_size=3: the keep probability rounds to 1 at the client's resolution, so " +
-    "reports would not be private");
-  refuses(GRRParams, { epsilon: 1, domain_size: 2 ** 30 }, "ValueError",
-    "the grr aggregate of these parameters needs 1,073,741,824 counters (8.0 GiB), over the limit of 268,435,456 " +
-    "(2 GiB)");
-  refuses(GRRParams, { epsilon: 1, domain_size: 3, labels: ["a", "a", "b"] }, "ValueError", "labels must be distinct");
-  refuses(GRRParams, { epsilon: 1, domain_size: 3, labels: ["a", 1, "b"] }, "TypeError", "labels must be strings");
+test("grr: Python's refusals for parameters the client cannot realize or collect", () => {
+  refuses(GRRParams, { epsilon: 1e-17, domain_size: 3 }, "ValueError", "param_relation", { params: ["epsilon", "domain_size"], rule: "epsilon_too_small" });
+  refuses(GRRParams, { epsilon: 50, domain_size: 3 }, "ValueError", "param_relation", { params: ["epsilon", "domain_size"], rule: "epsilon_too_large" });
+  refuses(GRRParams, { epsilon: 1, domain_size: 2 ** 30 }, "ValueError", "param_limit", { limit: "aggregate_cells", got: 1073741824, max: 268435456 });
+  refuses(GRRParams, { epsilon: 1, domain_size: 3, labels: ["a", "a", "b"] }, "ValueError", "param_relation", { params: ["labels"], rule: "distinct" });
+  refuses(GRRParams, { epsilon: 1, domain_size: 3, labels: ["a", 1, "b"] }, "TypeError", "param_type", { param: "labels", expected: "string", got: "int", index: 1 });
 });
 
 test("grr: labels are copied: changing the given array changes neither the params nor the fingerprint", () => {

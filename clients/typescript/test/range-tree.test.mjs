@@ -1,9 +1,10 @@
 // Hierarchical histograms (`hh`) beyond the conformance vectors: the vectors' value refusals with their float tokens
-// kept (`8.0`), Python's texts the vectors do not reach, the levels' oracles ("auto": GRR on top, OUE below), bad
+// kept (`8.0`), Python's refusals the vectors do not reach, the levels' oracles ("auto": GRR on top, OUE below), bad
 // inputs of every JSON type, any params dict, and the report law over 20,000 reports of a keyed stream (the level
 // drawn uniformly or by its weights, each level's GRR or OUE law; within 4 standard errors).
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { assertRefusal, refusal } from "../test-support/refusal.mjs";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -15,7 +16,7 @@ import { CollectionSpec } from "../dist/index.js";
 import { GRRParams } from "../dist/protocols/randomized-response.js";
 import { HHParams, hh, nullVariance } from "../dist/protocols/range-tree.js";
 
-import { VECTORS, N, prng, randomValue, show, assertValidReport, isPythonError, bernoulliWithin, refuses, auditVectors, encodeOrRefuse } from "../test-support/domain.mjs";
+import { VECTORS, N, prng, randomValue, show, assertValidReport, isRefusal, bernoulliWithin, refuses, auditVectors, encodeOrRefuse } from "../test-support/domain.mjs";
 import { parseKeepingFloats } from "../test-support/json-floats.mjs";
 
 function stream(label) {
@@ -24,7 +25,7 @@ function stream(label) {
 
 auditVectors(hh, HHParams);
 
-test("hh: the vectors' value refusals, float tokens kept, have Python's texts", () => {
+test("hh: the vectors' value refusals, float tokens kept, have Python's codes and fields", () => {
   const text = readFileSync(join(VECTORS, "hh.json"), "utf8");
   const doc = parseKeepingFloats(text);
   const spec = CollectionSpec.fromDict(JSON.parse(text).spec);
@@ -33,32 +34,25 @@ test("hh: the vectors' value refusals, float tokens kept, have Python's texts", 
     const encoder = hh.makeEncoder(spec.params(item.metric));
     if (item.value instanceof PyFloat) floats++;
     assert.throws(() => encoder.prepare(item.value), (err) => {
-      assert.equal(`${err.name}: ${err.message}`, `${item.error.type}: ${item.error.message}`, show(item.value));
+      assertRefusal(err, item.error, show(item.value));
       return true;
     });
   }
   assert.ok(floats >= 2, `${floats} float values`);
 });
 
-test("hh: Python's texts for the tree's shape, the weights and the bounds", () => {
+test("hh: Python's refusals for the tree's shape, the weights and the bounds", () => {
   const base = { epsilon: 1, low: 0, high: 1 };
-  refuses(HHParams, { ...base, branching: 4, depth: 9 }, "ValueError", "branching^depth = 4^9 buckets is over the 65,536 allowed");
-  refuses(HHParams, { ...base, branching: 2, depth: 3, level_weights: [1, 2] }, "ValueError",
-    "level_weights must have depth=3 entries (levels 1..3), got 2");
-  refuses(HHParams, { ...base, branching: 2, depth: 2, level_weights: [1, 0] }, "ValueError",
-    "level_weights must give the leaf level (the last) a weight > 0: the buckets' counts are estimated from it");
-  refuses(HHParams, { ...base, branching: 2, depth: 2, level_weights: [1, 1.5] }, "TypeError",
-    "level_weights[1] must be an int, got float");
-  refuses(HHParams, { ...base, branching: 2, depth: 2, level_weights: [-1, 1] }, "ValueError",
-    "level_weights[0] must be in [0, 4294967296], got -1");
-  refuses(HHParams, { ...base, clip: "yes" }, "TypeError", "clip must be a bool, got str");
-  refuses(HHParams, { ...base, low: Infinity }, "ValueError", "low must be a finite real number, got inf");
-  refuses(HHParams, { epsilon: 1, low: 1, high: 1 + 2 ** -40, branching: 4, depth: 8 }, "ValueError",
-    "[1.0, 1.0000000000009095] is too narrow for 65536 distinct bucket edges");
-  refuses(HHParams, { ...base, oracle: "grr", epsilon: 1000, branching: 2, depth: 1 }, "ValueError",
-    "epsilon=1000.0 is too large for domain_size=2: the keep probability rounds to 1 at the client's resolution, so " +
-    "reports would not be private");
-  refuses(HHParams, { ...base, oracle: "OUE" }, "ValueError", "oracle must be one of 'auto', 'oue', 'grr', got 'OUE'");
+  refuses(HHParams, { ...base, branching: 4, depth: 9 }, "ValueError", "param_limit", { limit: "leaves", got: 262144, max: 65536 });
+  refuses(HHParams, { ...base, branching: 2, depth: 3, level_weights: [1, 2] }, "ValueError", "param_length", { param: "level_weights", got: 2, min: 3, max: 3 });
+  refuses(HHParams, { ...base, branching: 2, depth: 2, level_weights: [1, 0] }, "ValueError", "param_relation", { params: ["level_weights"], rule: "leaf_weight" });
+  refuses(HHParams, { ...base, branching: 2, depth: 2, level_weights: [1, 1.5] }, "TypeError", "param_type", { param: "level_weights", expected: "int", got: "float", index: 1 });
+  refuses(HHParams, { ...base, branching: 2, depth: 2, level_weights: [-1, 1] }, "ValueError", "param_range", { param: "level_weights", got: -1, min: 0, max: 4294967296, index: 0 });
+  refuses(HHParams, { ...base, clip: "yes" }, "TypeError", "param_type", { param: "clip", expected: "bool", got: "string" });
+  refuses(HHParams, { ...base, low: Infinity }, "ValueError", "param_range", { param: "low", got: Infinity, finite: true });
+  refuses(HHParams, { epsilon: 1, low: 1, high: 1 + 2 ** -40, branching: 4, depth: 8 }, "ValueError", "param_relation", { params: ["low", "high", "branching", "depth"], rule: "distinct_edges" });
+  refuses(HHParams, { ...base, oracle: "grr", epsilon: 1000, branching: 2, depth: 1 }, "ValueError", "param_relation", { params: ["epsilon", "branching", "depth", "oracle"], rule: "epsilon_too_large" });
+  refuses(HHParams, { ...base, oracle: "OUE" }, "ValueError", "param_choice", { param: "oracle", choices: ["auto", "oue", "grr"], got: "OUE" });
 });
 
 test("hh: 'auto' takes GRR at a level while its null variance is below OUE's; the schema follows the oracles", () => {
@@ -79,7 +73,7 @@ test("hh: 'auto' takes GRR at a level while its null variance is below OUE's; th
   assert.equal(params.toDict().level_weights.length, 0);
 });
 
-test("hh: any value is a valid report (a real number in range) or a ValueError/TypeError", () => {
+test("hh: any value is a valid report (a real number in range) or a refusal", () => {
   const r = prng(111);
   for (const d of [{ epsilon: 1, low: -1, high: 3, branching: 2, depth: 3 }, { epsilon: 2, low: 0, high: 90, branching: 3, depth: 2,
     level_weights: [1, 2], clip: true }, { epsilon: 0.5, low: 0, high: 1, oracle: "grr", branching: 5, depth: 2 }]) {
@@ -101,7 +95,7 @@ test("hh: any value is a valid report (a real number in range) or a ValueError/T
   }
 });
 
-test("hh: any params dict is HHParams or a ValueError/TypeError", () => {
+test("hh: any params dict is HHParams or a refusal", () => {
   const r = prng(112);
   const SPECIAL = [0, -1, 1, 2, 3, 16, 17, 256, 65536, 65537, 1e300, -1e300, 0.5, 1e-300, 2 ** 53];
   let made = 0;
@@ -119,7 +113,7 @@ test("hh: any params dict is HHParams or a ValueError/TypeError", () => {
     try {
       params = fromDict(HHParams, d);
     } catch (err) {
-      assert.ok(isPythonError(err), `${show(d)}: ${err}`);
+      assert.ok(isRefusal(err), `${show(d)}: ${err}`);
       continue;
     }
     made++;

@@ -54,7 +54,7 @@ test("rappor-ngrams: cohorts and sub-secrets derive from the secret; a triple's 
   assert.deepEqual(enc.chargeFor(enc.prepare("ab")), plain.privacyCost, "nothing memoized when f = 0");
 });
 
-test("rappor-ngrams: any value is a valid report or a ValueError/TypeError", () => {
+test("rappor-ngrams: any value is a valid report or a refusal", () => {
   const r = prng(46);
   const params = fromDict(RapporNgramsParams, { ...BASE, truncate: r() < 2 });
   const enc = PROTOCOLS["rappor-ngrams"].makeEncoder(params, { rng: seeded("fuzz"), secret: utf8Encode("s") });

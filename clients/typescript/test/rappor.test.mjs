@@ -2,6 +2,7 @@
 // the platform CSPRNG (20,000 reports, within 4 standard errors), memoization, and the exact audits of the vectors.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { refusal } from "../test-support/refusal.mjs";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
@@ -11,7 +12,7 @@ import { fromDict } from "../dist/params/base.js";
 import { reportJson, isMemoized } from "../dist/encoders/base.js";
 import { CryptoRandomSource, realizedProbability } from "../dist/random.js";
 import { audit, matches } from "../dist/audit.js";
-import { prng, assertValidReport, isPythonError, N } from "../test-support/domain.mjs";
+import { prng, assertValidReport, isRefusal, N } from "../test-support/domain.mjs";
 
 const VECTORS = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "conformance", "vectors");
 
@@ -46,7 +47,7 @@ function randomValue(r, depth = 0) {
 const LDP = { num_bloombits: 16, num_hashes: 2, num_cohorts: 4, p: 0.25, q: 0.75, f: 0.5 };
 const GOOGLE = { ...LDP, p: 0.5, f: 0.3, mode: "google" };
 
-test("rappor: any value is a valid report or a ValueError/TypeError", () => {
+test("rappor: any value is a valid report or a refusal", () => {
   const r = prng(32);
   for (const d of [LDP, GOOGLE, { ...LDP, f: 0 }, { ...LDP, num_bloombits: 300, num_hashes: 5 }]) {
     const params = fromDict(RapporParams, d);
@@ -58,7 +59,7 @@ test("rappor: any value is a valid report or a ValueError/TypeError", () => {
       try {
         report = encoder.encode(v);
       } catch (err) {
-        assert.ok(isPythonError(err), `${JSON.stringify(v)}: ${err}`);
+        assert.ok(isRefusal(err), `${JSON.stringify(v)}: ${err}`);
         refusals++;
         continue;
       }
@@ -70,7 +71,7 @@ test("rappor: any value is a valid report or a ValueError/TypeError", () => {
   }
 });
 
-test("rappor: any params dict is RapporParams or a ValueError/TypeError", () => {
+test("rappor: any params dict is RapporParams or a refusal", () => {
   const r = prng(33);
   const names = ["num_bloombits", "num_hashes", "num_cohorts", "p", "q", "f", "mode"];
   let made = 0;
@@ -88,7 +89,7 @@ test("rappor: any params dict is RapporParams or a ValueError/TypeError", () => 
     try {
       params = fromDict(RapporParams, d);
     } catch (err) {
-      assert.ok(isPythonError(err), `${JSON.stringify(d)}: ${err}`);
+      assert.ok(isRefusal(err), `${JSON.stringify(d)}: ${err}`);
       continue;
     }
     made++;
@@ -96,39 +97,33 @@ test("rappor: any params dict is RapporParams or a ValueError/TypeError", () => 
       const e = params.privacyCost.epsilon;
       assert.ok(e >= 0 && Number.isFinite(e)); // 0 in Google mode when f rounds up to 1 (Python accepts it)
     } catch (err) {
-      assert.ok(isPythonError(err), `${JSON.stringify(d)}: ${err}`);
+      assert.ok(isRefusal(err), `${JSON.stringify(d)}: ${err}`);
     }
     try {
       assertValidReport(rappor.makeEncoder(params, { secret: "s", cohort: 0 }).encode("x"), params);
     } catch (err) {
-      assert.ok(isPythonError(err), `${JSON.stringify(d)}: ${err}`);
+      assert.ok(isRefusal(err), `${JSON.stringify(d)}: ${err}`);
     }
   }
   assert.ok(made > 300, `${made} valid params`);
 });
 
-test("rappor: too large for an upload line or an aggregate is refused with Python's text", () => {
-  assert.throws(() => fromDict(RapporParams, { ...LDP, num_bloombits: 5000000, num_cohorts: 1 }), {
-    name: "ValueError",
-    message: "rappor reports of these parameters take up to 5,000,196 bytes as an upload line, over the 4,194,304-byte " +
-      "limit of every server job: all would be rejected",
-  });
-  assert.throws(() => fromDict(RapporParams, { ...LDP, num_bloombits: 4607, num_cohorts: 65536 }), {
-    name: "ValueError", // 2.25 GiB: Python's format rounds half to even
-    message: "the rappor aggregate of these parameters needs 301,989,888 counters (2.2 GiB), over the limit of " +
-      "268,435,456 (2 GiB)",
-  });
+test("rappor: too large for an upload line or an aggregate is refused as Python refuses it", () => {
+  assert.throws(() => fromDict(RapporParams, { ...LDP, num_bloombits: 5000000, num_cohorts: 1 }),
+    refusal("ValueError", "param_limit", { limit: "line_bytes", got: 5000196, max: 4194304 }));
+  assert.throws(() => fromDict(RapporParams, { ...LDP, num_bloombits: 4607, num_cohorts: 65536 }),
+    refusal("ValueError", "param_limit", { limit: "aggregate_cells", got: 301989888, max: 268435456 }));
 });
 
 test("rappor: the encoder's own checks (cohort, secret, Google's client)", () => {
   const params = fromDict(RapporParams, LDP);
   assert.throws(() => rappor.makeEncoder(params, { secret: "s", cohort: 4 }),
-    { name: "ValueError", message: "cohort must be in [0, 3], got 4" });
+    refusal("ValueError", "param_range", { param: "cohort", got: 4, min: 0, max: 3 }));
   assert.throws(() => rappor.makeEncoder(params, { secret: new Uint8Array(0), cohort: 0 }),
-    { name: "TypeError", message: "secret must be non-empty bytes (or str)" });
+    refusal("TypeError", "param_length", { param: "secret", got: 0, min: 1 }));
   const wide = fromDict(RapporParams, { ...GOOGLE, num_bloombits: 33 });
-  assert.throws(() => rappor.makeEncoder(wide, { secret: "s", cohort: 0 }), (err) => err.name === "ValueError" &&
-    err.message.startsWith("Google's client needs k <= 32"));
+  assert.throws(() => rappor.makeEncoder(wide, { secret: "s", cohort: 0 }), 
+    refusal("ValueError", "param_relation", { params: ["num_bloombits", "num_hashes", "mode"], rule: "google_client" }));
   assert.equal(rappor.assignedCohorts(params), 4);
   assert.ok(rappor.needsSecret);
 });

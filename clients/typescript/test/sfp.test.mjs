@@ -3,6 +3,7 @@
 // and truncation, and any value giving a valid report or a Python error.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { refusal } from "../test-support/refusal.mjs";
 
 import { fromDict } from "../dist/params/base.js";
 import { KeyedRandomSource } from "../dist/random.js";
@@ -43,17 +44,19 @@ test("sfp: the fragment record is the word hash big-endian then each symbol's in
 
 test("sfp: replacement and truncation, or Python's refusals", () => {
   const strict = fromDict(SfpParams, BASE);
-  assert.throws(() => strict.prepareWord("abz"), /character 'z' of 'abz' is not in the alphabet/);
-  assert.throws(() => strict.prepareWord("abcabca"), /'abcabca' is longer than length=6 \(set truncate=True/);
-  assert.throws(() => strict.prepareWord("ab_"), /character '_'/, "the pad is not a letter of a word");
+  assert.throws(() => strict.prepareWord("abz"), refusal("ValueError", "not_in_alphabet", { char: "z" }));
+  assert.throws(() => strict.prepareWord("abcabca"), refusal("ValueError", "value_too_long", { got: 7, max: 6, unit: "characters" }));
+  assert.throws(() => strict.prepareWord("ab_"), refusal("ValueError", "not_in_alphabet", { char: "_" }), "the pad is not a letter of a word");
   const lenient = fromDict(SfpParams, { ...BASE, replacement: "a", truncate: true });
   assert.deepEqual(lenient.prepareWord("zb\ud800cabcx").padded, [0, 1, 0, 2, 0, 1]);
   assert.deepEqual(lenient.prepareWord("b").padded, [1, 3, 3, 3, 3, 3]);
-  assert.throws(() => fromDict(SfpParams, { ...BASE, replacement: "z" }), /replacement must be one symbol of the alphabet/);
-  assert.throws(() => fromDict(SfpParams, { ...BASE, word_width: 1 }), (e) => e.message.startsWith("word sketch: width (m)"));
+  assert.throws(() => fromDict(SfpParams, { ...BASE, replacement: "z" }),
+    refusal("ValueError", "param_relation", { params: ["replacement", "alphabet"], rule: "replacement_in_alphabet" }));
+  assert.throws(() => fromDict(SfpParams, { ...BASE, word_width: 1 }), (e) => e.message.startsWith("word sketch: width must be") &&
+    refusal("ValueError", "param_range", { param: "word_width", got: 1, min: 2, max: e.fields.max })(e));
 });
 
-test("sfp: any value is a valid report or a ValueError/TypeError", () => {
+test("sfp: any value is a valid report or a refusal", () => {
   const r = prng(47);
   const params = fromDict(SfpParams, { ...BASE, replacement: "b" });
   const enc = PROTOCOLS.sfp.makeEncoder(params, { rng: new KeyedRandomSource(utf8Encode("sfp-fuzz"), utf8Encode("")) });

@@ -15,7 +15,7 @@ import { audit, matches } from "../dist/audit.js";
 
 import { SSParams, floydSubset, ss, subsetSize } from "../dist/protocols/subset-selection.js";
 
-import { VECTORS, N, prng, UNITS, randomValue, show, assertValidReport, isPythonError, withinSE, bernoulliWithin, inDomain, fuzzDomainValues, SPECIAL_INTS, fuzzDomainParams, auditVectors, refuses } from "../test-support/domain.mjs";
+import { VECTORS, N, prng, UNITS, randomValue, show, assertValidReport, isRefusal, withinSE, bernoulliWithin, inDomain, fuzzDomainValues, SPECIAL_INTS, fuzzDomainParams, auditVectors, refuses } from "../test-support/domain.mjs";
 
 function ones(bits) {
   return bits.split("1").length - 1;
@@ -43,12 +43,8 @@ test("ss: ω, p, q and the cost as Python's; its texts for parameters it refuses
     assert.deepEqual([params.omega, params.p, params.q, params.privacyCost.epsilon], [omega, p, q, cost]);
     assert.equal(subsetSize(epsilon, d), omega);
   }
-  refuses(SSParams, { epsilon: 40, domain_size: 10 }, "ValueError",
-    "epsilon=40.0 is too large for ss: a bit probability rounds to 0 or 1 at the client's resolution, so reports " +
-    "would not be private");
-  refuses(SSParams, { epsilon: 1, domain_size: 2 ** 22 }, "ValueError",
-    "ss reports of these parameters take up to 4,194,485 bytes as an upload line, over the 4,194,304-byte limit of " +
-    "every server job: all would be rejected");
+  refuses(SSParams, { epsilon: 40, domain_size: 10 }, "ValueError", "param_relation", { params: ["epsilon", "domain_size"], rule: "epsilon_too_large" });
+  refuses(SSParams, { epsilon: 1, domain_size: 2 ** 22 }, "ValueError", "param_limit", { limit: "line_bytes", got: 4194485, max: 4194304 });
 });
 
 test("ss: floydSubset draws R(n−k+1), …, R(n) and gives k distinct elements", () => {

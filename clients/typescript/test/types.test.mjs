@@ -38,7 +38,7 @@ test("ldp-spec-types writes each metric's value type, and refuses a bad spec", (
   writeFileSync(path, JSON.stringify({ ...SPEC, metrics: { x: { protocol: "nope", params: {}, budget: { per_report: 1 } } } }));
   const bad = spawnSync(process.execPath, [BIN, path], { encoding: "utf8" });
   assert.equal(bad.status, 1);
-  assert.match(bad.stderr, /unknown protocol 'nope'/);
+  assert.match(bad.stderr, /unknown protocol "nope"/);
   assert.equal(spawnSync(process.execPath, [BIN], { encoding: "utf8" }).status, 2);
 });
 

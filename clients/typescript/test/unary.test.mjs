@@ -14,7 +14,7 @@ import { audit, matches } from "../dist/audit.js";
 
 import { OUEParams, SUEParams, oue, sue, unaryEpsilon } from "../dist/protocols/unary.js";
 
-import { VECTORS, N, prng, UNITS, randomValue, show, assertValidReport, isPythonError, withinSE, bernoulliWithin, inDomain, fuzzDomainValues, SPECIAL_INTS, fuzzDomainParams, auditVectors, refuses } from "../test-support/domain.mjs";
+import { VECTORS, N, prng, UNITS, randomValue, show, assertValidReport, isRefusal, withinSE, bernoulliWithin, inDomain, fuzzDomainValues, SPECIAL_INTS, fuzzDomainParams, auditVectors, refuses } from "../test-support/domain.mjs";
 
 for (const [entry, Params, seed] of [[sue, SUEParams, 31], [oue, OUEParams, 41]]) {
   fuzzDomainValues(entry, Params, [
@@ -25,16 +25,10 @@ for (const [entry, Params, seed] of [[sue, SUEParams, 31], [oue, OUEParams, 41]]
 
   fuzzDomainParams(entry, Params, {}, seed + 1);
 
-  test(`${entry.name}: Python's texts for parameters the client cannot realize or collect`, () => {
-    refuses(Params, { epsilon: 1e-20, domain_size: 5 }, "ValueError",
-      `epsilon=1e-20 is too small for ${entry.name}: p and q are equal at the client's resolution, so reports would ` +
-      "carry no information");
-    refuses(Params, { epsilon: 1000, domain_size: 5 }, "ValueError",
-      `epsilon=1000.0 is too large for ${entry.name}: a bit probability rounds to 0 or 1 at the client's resolution, ` +
-      "so reports would not be private");
-    refuses(Params, { epsilon: 1, domain_size: 2 ** 23 }, "ValueError",
-      `${entry.name} reports of these parameters take up to 8,388,790 bytes as an upload line, over the ` +
-      "4,194,304-byte limit of every server job: all would be rejected");
+  test(`${entry.name}: Python's refusals for parameters the client cannot realize or collect`, () => {
+    refuses(Params, { epsilon: 1e-20, domain_size: 5 }, "ValueError", "param_relation", { params: ["epsilon"], rule: "epsilon_too_small" });
+    refuses(Params, { epsilon: 1000, domain_size: 5 }, "ValueError", "param_relation", { params: ["epsilon"], rule: "epsilon_too_large" });
+    refuses(Params, { epsilon: 1, domain_size: 2 ** 23 }, "ValueError", "param_limit", { limit: "line_bytes", got: 8388790, max: 4194304 });
   });
 
   test(`${entry.name}: 20,000 reports set the value's bit w.p. p and every other bit w.p. q`, () => {

@@ -12,6 +12,7 @@ import { fromDict } from "../dist/params/base.js";
 import { envelopeJson, isChange, isMemoized } from "../dist/encoders/base.js";
 import { ReplaySource } from "../dist/random.js";
 import { canonicalJson } from "../dist/canonical.js";
+import { assertRefusal } from "../test-support/refusal.mjs";
 import { fromHex as hexToBytes, toHex as bytesToHex } from "../dist/bytes.js";
 import { hmacSha256 } from "../dist/hash/sha256.js";
 import { CollectionSpec } from "../dist/index.js";
@@ -20,7 +21,7 @@ import { parseKeepingFloats } from "../test-support/json-floats.mjs";
 const here = dirname(fileURLToPath(import.meta.url));
 export const VECTORS = join(here, "..", "..", "..", "conformance", "vectors");
 
-/** The vector file with float tokens kept as `PyFloat` (`7.0` is not `7` in a refusal text). */
+/** The vector file with float tokens kept as `PyFloat` (`7.0` is a float, `7` an int, in a refusal's `got`). */
 function loadVectorsKeepingFloats(protocol) {
   return parseKeepingFloats(readFileSync(join(VECTORS, `${protocol}.json`), "utf8"));
 }
@@ -104,11 +105,11 @@ for (const name of Object.keys(PROTOCOLS).sort()) {
     }
   });
 
-  test(`${name}: parameter refusals have Python's type and text`, () => {
+  test(`${name}: parameter refusals have Python's type category, code and fields`, () => {
     for (const item of doc.refusals.params) {
       if (item.error) {
         assert.throws(() => fromDict(entry.Params, item.params), (err) => {
-          assert.equal(`${err.name}: ${err.message}`, `${item.error.type}: ${item.error.message}`, JSON.stringify(item.params));
+          assertRefusal(err, item.error, JSON.stringify(item.params));
           return true;
         });
       } else {
@@ -117,7 +118,7 @@ for (const name of Object.keys(PROTOCOLS).sort()) {
     }
   });
 
-  test(`${name}: value refusals have Python's type and text`, () => {
+  test(`${name}: value refusals have Python's type category, code and fields`, () => {
     const spec = CollectionSpec.fromDict(doc.spec);
     for (const item of loadVectorsKeepingFloats(name).refusals.values) {
       const params = spec.params(item.metric);
@@ -126,7 +127,7 @@ for (const name of Object.keys(PROTOCOLS).sort()) {
       if (entry.needsSecret) options.secret = new Uint8Array([115]);
       const encoder = entry.makeEncoder(params, options);
       assert.throws(() => encoder.prepare(item.value), (err) => {
-        assert.equal(`${err.name}: ${err.message}`, `${item.error.type}: ${item.error.message}`, JSON.stringify(item.value));
+        assertRefusal(err, item.error, JSON.stringify(item.value));
         return true;
       });
     }

@@ -2,9 +2,9 @@
  * What every encoder shares: the report and its JSON line, the upload envelope, charges, and the labeled domain of
  * the fixed-domain protocols (`ldp/encoders/base.py`, `base_domain.py`, `ldp/wire.py`, `ldp/spec/envelope.py`).
  */
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import { CryptoRandomSource, RandomSource, wordsOfBigInt } from "../random.js";
-import { PrivacyCost, ProtocolParams, isPyInt, pyReprValue, pyType } from "../params/base.js";
+import { PrivacyCost, ProtocolParams, isPyInt } from "../params/base.js";
 
 /** A payload value: a `uint` (number, or bigint beyond 2^53) or a `bits` string of '0'/'1' (character i = bit i). */
 export type PayloadValue = number | bigint | string;
@@ -143,11 +143,17 @@ export abstract class Encoder<P extends ProtocolParams = ProtocolParams, V = unk
 export function checkLabels(labels: unknown, domainSize: number): string[] | null {
   if (labels === null || labels === undefined) return null;
   if (!Array.isArray(labels)) {
-    throw new LdpTypeError(`labels must be a list of domain_size=${domainSize} distinct strings (or None), got ${pyType(labels)}`);
+    throw new LdpTypeError("param_type", { param: "labels", expected: "labels", got: kindOf(labels) });
   }
-  if (labels.length !== domainSize) throw new LdpValueError(`labels must have domain_size=${domainSize} entries, got ${labels.length}`);
-  if (!labels.every((s) => typeof s === "string")) throw new LdpTypeError("labels must be strings");
-  if (new Set(labels).size !== labels.length) throw new LdpValueError("labels must be distinct");
+  if (labels.length !== domainSize) {
+    throw new LdpValueError("param_length", { param: "labels", got: labels.length, min: domainSize, max: domainSize },
+      `labels must have domain_size=${domainSize} entries, got ${labels.length}`);
+  }
+  const bad = labels.findIndex((s) => typeof s !== "string");
+  if (bad >= 0) throw new LdpTypeError("param_type", { param: "labels", expected: "string", got: kindOf(labels[bad]), index: bad });
+  if (new Set(labels).size !== labels.length) {
+    throw new LdpValueError("param_relation", { params: ["labels"], rule: "distinct" }, "labels must be distinct");
+  }
   return labels as string[];
 }
 
@@ -155,15 +161,23 @@ export function checkLabels(labels: unknown, domainSize: number): string[] | nul
 export function indexOf(protocol: string, domainSize: number, labels: readonly string[] | null, value: unknown): number {
   if (typeof value === "string" && labels !== null) {
     const i = labels.indexOf(value);
-    if (i < 0) throw new LdpValueError(`value ${pyReprValue(value)} is not one of the ${domainSize} declared labels`);
+    if (i < 0) {
+      throw new LdpValueError("unknown_label", { got: value }, `value ${JSON.stringify(value)} is not one of the ${domainSize} declared labels`);
+    }
     return i;
   }
   if (isPyInt(value)) {
-    if (!(value >= 0 && value < domainSize)) throw new LdpValueError(`value index must be in [0, ${domainSize}), got ${value}`);
+    if (!(value >= 0 && value < domainSize)) throw indexRange(value, domainSize);
     return value;
   }
-  const kind = labels !== null ? "a label or an int index" : "an int index in [0, domain_size)";
-  throw new LdpTypeError(`${protocol} values must be ${kind}, got ${pyType(value)}`);
+  const expected = labels !== null ? "label_or_index" : "index";
+  throw new LdpTypeError("value_type", { expected, got: kindOf(value) },
+    `${protocol} values must be ${labels !== null ? "a declared label or an integer index" : "an integer index"}, got ${kindOf(value)}`);
+}
+
+function indexRange(value: number | bigint, d: number): LdpValueError {
+  const got = typeof value === "bigint" ? Number(value) : value;
+  return new LdpValueError("value_range", { got, min: 0, max: d, max_exclusive: true });
 }
 
 /** A protocol as the client runtime and the tests see it: its name, params class and how to make its encoder. */
@@ -201,7 +215,7 @@ export function withFrozenLabels<T extends Record<string, unknown>>(values: T): 
 export function domainIndexOf(params: LabeledDomainParams, value: unknown): number {
   const d = params.domainSize;
   if (typeof value === "bigint") {
-    if (!(value >= 0n && value < BigInt(d))) throw new LdpValueError(`value index must be in [0, ${d}), got ${value}`);
+    if (!(value >= 0n && value < BigInt(d))) throw indexRange(value, d);
     return Number(value);
   }
   return indexOf(params.protocol, d, params.labels, value);

@@ -9,7 +9,6 @@
  * (audits only) each response is drawn from that source once and kept.
  */
 import { concatBytes, uint32BE, utf8Encode } from "../bytes.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
 import { hmacSha256 } from "../hash/sha256.js";
 import { log1p, exp } from "../pymath.js";
 import { KeyedRandomSource, RandomSource } from "../random.js";
@@ -37,9 +36,9 @@ export class Memo<T> {
     this.prrRng = options.prrRng;
     const secret = options.secret ?? (this.prrRng !== undefined ? AUDIT_SECRET : undefined);
     if (secret === undefined) {
-      throw new LdpTypeError(`${protocol} needs the metric secret (options.secret): its permanent responses derive from it`);
+      throw new TypeError(`${protocol} needs the metric secret (options.secret): its permanent responses derive from it`);
     }
-    if (!(secret instanceof Uint8Array) || secret.length === 0) throw new LdpValueError("the key must be non-empty bytes");
+    if (!(secret instanceof Uint8Array) || secret.length === 0) throw new TypeError("the key must be a non-empty Uint8Array");
     this.secret = Uint8Array.from(secret);
     this.fp = utf8Encode(fingerprint);
   }

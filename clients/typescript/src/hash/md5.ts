@@ -2,8 +2,7 @@
  * MD5 (RFC 1321) and Google RAPPOR's Bloom hashing (`md5_buckets`, docs/hashing.md "Google RAPPOR's family"):
  * bucket `j` is byte `j` of `MD5(data)` mod `k`, for `j < h <= 16`. Only RAPPOR's `mode="google"` uses it.
  */
-import { pyTypeName } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 
 const S = [
   7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
@@ -82,15 +81,15 @@ export function md5(data: Uint8Array): Uint8Array {
  * `md5Buckets(namespaced(0, "foo"), 16, 2)` is `[6, 6]`.
  */
 export function md5Buckets(data: Uint8Array, k: number, h: number): number[] {
-  if (!(h >= 1 && h <= 16)) throw new LdpValueError(`MD5 gives at most 16 one-byte hashes, asked for ${h}`);
-  if (typeof h === "number" && !Number.isInteger(h)) {
-    throw new LdpTypeError(`'${pyTypeName(h)}' object cannot be interpreted as an integer`);
+  if (!(h >= 1 && h <= 16)) {
+    throw new LdpValueError("param_range", { param: "count", got: h, min: 1, max: 16 }, `MD5 gives at most 16 one-byte hashes, asked for ${h}`);
   }
+  if (typeof h === "number" && !Number.isInteger(h)) throw new TypeError(`the number of hashes must be an integer, got ${h}`);
   const digest = md5(data);
   if (typeof k !== "number" || !Number.isInteger(k)) {
-    throw new LdpTypeError(`number of buckets must be an int, got ${pyTypeName(k)}`);
+    throw new LdpTypeError("param_type", { param: "m", expected: "int", got: kindOf(k) });
   }
-  if (!(k >= 1 && k <= 2 ** 32)) throw new LdpValueError(`number of buckets must be in [1, 2**32], got ${k}`);
+  if (!(k >= 1 && k <= 2 ** 32)) throw new LdpValueError("param_range", { param: "m", got: k, min: 1, max: 2 ** 32 });
   const out: number[] = [];
   for (let j = 0; j < h; j++) out.push(digest[j] % k);
   return out;

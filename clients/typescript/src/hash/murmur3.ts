@@ -4,8 +4,7 @@
  * (`ldp/hashing.py`).
  */
 import { HashValue, valueBytes } from "../bytes.js";
-import { pyTypeName } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 
 /** The largest hash-function index: MurmurHash3's seed is an unsigned 32-bit integer (`MAX_SEED`). */
 export const MAX_SEED = 0xffffffff;
@@ -65,17 +64,17 @@ export function hashUint32LE(x: number, seed: number): number {
 
 function checkSeed(seed: unknown): number {
   if (typeof seed !== "number" || !Number.isInteger(seed)) {
-    throw new LdpTypeError(`hash index must be an int, got ${pyTypeName(seed)}`);
+    throw new LdpTypeError("param_type", { param: "seed", expected: "int", got: kindOf(seed) });
   }
-  if (!(seed >= 0 && seed <= MAX_SEED)) throw new LdpValueError(`hash index must be in [0, 2**32), got ${seed}`);
+  if (!(seed >= 0 && seed <= MAX_SEED)) throw new LdpValueError("param_range", { param: "seed", got: seed, min: 0, max: MAX_SEED });
   return seed;
 }
 
 function checkWidth(m: unknown): number {
   if (typeof m !== "number" || !Number.isInteger(m)) {
-    throw new LdpTypeError(`number of buckets must be an int, got ${pyTypeName(m)}`);
+    throw new LdpTypeError("param_type", { param: "m", expected: "int", got: kindOf(m) });
   }
-  if (!(m >= 1 && m <= 2 ** 32)) throw new LdpValueError(`number of buckets must be in [1, 2**32], got ${m}`);
+  if (!(m >= 1 && m <= 2 ** 32)) throw new LdpValueError("param_range", { param: "m", got: m, min: 1, max: 2 ** 32 });
   return m;
 }
 

@@ -1,13 +1,13 @@
 /**
- * What every protocol's parameters share: their fields and types, `fromDict` with Python's checks and texts, the
+ * What every protocol's parameters share: their fields and types, `fromDict` with Python's checks, the
  * canonical dict the fingerprint hashes, and the checks of `ldp/encoders/base.py`.
  *
  * JS has one number type. A field's declared type says how it is written in canonical JSON: a `float` field as
- * Python writes a float (`1.0`, `1e-05`), an `int` field as digits. A number in an error text is written as
- * Python would write the value the user gave: a safe integer as digits, anything else as a float (`pyNum`).
+ * Python writes a float (`1.0`, `1e-05`), an `int` field as digits. A refusal is an `LdpRefusal` with Python's
+ * `code` and `fields` (docs/conformance.md, "Refusals"); its message is this client's own.
  */
-import { PyFloat, compareCodePoints, fingerprint as fingerprintOf, pyFloatRepr, pyRepr, pyTypeName } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { PyFloat, compareCodePoints, fingerprint as fingerprintOf } from "../canonical.js";
+import { LdpRefusal, LdpTypeError, LdpValueError, RefusalFields, kindOf } from "../errors.js";
 import { exp as pyExp } from "../pymath.js";
 
 /** A cost in (ε, δ), as Python's `PrivacyCost`. */
@@ -43,47 +43,6 @@ export function isPyInt(x: unknown): x is number {
   return typeof x === "number" && Number.isInteger(x) && Math.abs(x) <= 2 ** 53;
 }
 
-/** Python's `str(x)` of a number the user gave: an int (`isPyInt`) as digits, else Python's float repr. */
-export function pyNum(x: number): string {
-  return isPyInt(x) ? String(x) : pyFloatRepr(x);
-}
-
-/**
- * Python's `repr` of a value that came from JSON: strings quoted as Python does, `None`, `True`, `False`, numbers
- * by `pyNum`, arrays as tuples when `tuples` (params: `from_dict` makes lists tuples) else as lists, objects as dicts.
- */
-export function pyReprValue(v: unknown, tuples = false): string {
-  if (v === null || v === undefined) return "None";
-  if (v === true) return "True";
-  if (v === false) return "False";
-  if (typeof v === "number") return pyNum(v);
-  if (typeof v === "string") return pyRepr(v);
-  if (v instanceof PyFloat) return pyFloatRepr(v.value);
-  if (Array.isArray(v)) {
-    const items = v.map((x) => pyReprValue(x, tuples));
-    if (!tuples) return `[${items.join(", ")}]`;
-    return items.length === 1 ? `(${items[0]},)` : `(${items.join(", ")})`;
-  }
-  if (typeof v === "object") {
-    const parts = Object.entries(v as Record<string, unknown>).map(([k, x]) => `${pyRepr(k)}: ${pyReprValue(x, tuples)}`);
-    return `{${parts.join(", ")}}`;
-  }
-  return String(v);
-}
-
-/** `type(v).__name__` of the Python value a JSON value stands for (`pyTypeName`: numbers by `isPyInt`). */
-export const pyType = pyTypeName;
-
-/** The Python type name of a params value (after `from_dict`: a list is a `tuple`). */
-export function paramTypeName(v: unknown): string {
-  return Array.isArray(v) ? "tuple" : pyType(v);
-}
-
-/** Python's list repr of strings: `['a', 'b']`. */
-export function pyList(names: readonly string[]): string {
-  return `[${names.map(pyRepr).join(", ")}]`;
-}
-
 /** Sort strings by code point (Python's `sorted` of `str`), not by UTF-16 unit. */
 export function sortedByCodePoint(names: Iterable<string>): string[] {
   return [...names].sort(compareCodePoints);
@@ -93,36 +52,53 @@ function isReal(v: unknown): v is number {
   return typeof v === "number";
 }
 
-/** `check_epsilon`: a finite real > 0. */
+/** `check_epsilon`: a finite real > 0 (`param_type` with `expected: "float"`, `param_range`). */
 export function checkEpsilon(epsilon: unknown, name = "epsilon"): number {
-  if (!isReal(epsilon)) throw new LdpTypeError(`${name} must be a real number, got ${paramTypeName(epsilon)}`);
-  if (!(epsilon > 0 && Number.isFinite(epsilon))) throw new LdpValueError(`${name} must be finite and > 0, got ${pyNum(epsilon)}`);
+  if (!isReal(epsilon)) throw new LdpTypeError("param_type", { param: name, expected: "float", got: kindOf(epsilon) });
+  if (!(epsilon > 0 && Number.isFinite(epsilon))) {
+    throw new LdpValueError("param_range", { param: name, got: epsilon, min: 0, min_exclusive: true, finite: true });
+  }
   return epsilon;
 }
 
-/** `check_int`: an int in `[low, high]` (`high` absent: no upper bound). */
-export function checkInt(value: unknown, name: string, low: number, high?: number): number {
-  if (!isPyInt(value)) {
-    throw new LdpTypeError(`${name} must be an int, got ${paramTypeName(value)}`);
-  }
+/** `check_finite`: a finite real (`param_type` with `expected: "float"`, `param_range` with `finite`). */
+export function checkFinite(value: unknown, name: string, extra: RefusalFields = {}): number {
+  if (!isReal(value)) throw new LdpTypeError("param_type", { param: name, expected: "float", got: kindOf(value), ...extra });
+  if (!Number.isFinite(value)) throw new LdpValueError("param_range", { param: name, got: value, finite: true, ...extra });
+  return value;
+}
+
+/** `check_int`: an int in `[low, high]` (`high` absent: no upper bound); `extra`: more fields (`index`). */
+export function checkInt(value: unknown, name: string, low: number, high?: number, extra: RefusalFields = {}): number {
+  name = name.split(" ", 1)[0]; // "width (m)": the parameter is width
+  if (!isPyInt(value)) throw new LdpTypeError("param_type", { param: name, expected: "int", got: kindOf(value), ...extra });
   if (value < low || (high !== undefined && value > high)) {
-    const bound = high === undefined ? `>= ${low}` : `in [${low}, ${high}]`;
-    throw new LdpValueError(`${name} must be ${bound}, got ${value}`);
+    const bounds = high === undefined ? { min: low } : { min: low, max: high };
+    throw new LdpValueError("param_range", { param: name, got: value, ...bounds, ...extra });
   }
   return value;
 }
 
-/** `check_probability`: a real in [0, 1] (the text shows it as a float, as Python's `float(p)` does). */
-export function checkProbability(p: unknown, name = "p"): number {
-  if (!isReal(p)) throw new LdpTypeError(`${name} must be a real number, got ${paramTypeName(p)}`);
-  if (!(p >= 0 && p <= 1)) throw new LdpValueError(`${name} must be in [0, 1], got ${pyFloatRepr(p)}`);
-  return p;
-}
+export { checkProbability } from "../random.js"; // `check_probability`: a real in [0, 1]
 
 /** A `bool` field (Python: `isinstance(v, bool)`). */
 export function checkBool(value: unknown, name: string): boolean {
-  if (typeof value !== "boolean") throw new LdpTypeError(`${name} must be a bool, got ${paramTypeName(value)}`);
+  if (typeof value !== "boolean") throw new LdpTypeError("param_type", { param: name, expected: "bool", got: kindOf(value) });
   return value;
+}
+
+/** `check_choice`: one of the strings `choices` (`param_choice`, `got` the value given). */
+export function checkChoice<T extends string>(value: unknown, name: string, choices: readonly T[],
+  extra: RefusalFields = {}): T {
+  if (!(typeof value === "string" && (choices as readonly string[]).includes(value))) {
+    throw new LdpValueError("param_choice", { param: name, choices, got: value === undefined ? null : value, ...extra });
+  }
+  return value as T;
+}
+
+/** A `param_relation` refusal: `params` break `rule` (`message`: what it means, in these parameters' values). */
+export function relation(rule: string, params: readonly string[], message?: string, extra: RefusalFields = {}): LdpValueError {
+  return new LdpValueError("param_relation", { params, rule, ...extra }, message);
 }
 
 /** The constructor side of a params class, for `fromDict`. */
@@ -139,13 +115,18 @@ export interface ParamsClass<T extends ProtocolParams> {
  */
 export function fromDict<T extends ProtocolParams>(cls: ParamsClass<T>, d: ParamsDict): T {
   if (d === null || typeof d !== "object" || Array.isArray(d)) {
-    throw new LdpTypeError(`${cls.className} parameters must be an object, got ${pyTypeName(d)}`);
+    throw new TypeError(`${cls.className} parameters must be an object, got ${kindOf(d)}`);
   }
   const names = new Set(cls.fields.map((f) => f.name));
   const unknown = Object.keys(d).filter((k) => !names.has(k));
-  if (unknown.length) throw new LdpValueError(`unknown ${cls.className} parameters: ${pyList(sortedByCodePoint(unknown))}`);
+  if (unknown.length) {
+    const params = sortedByCodePoint(unknown);
+    throw new LdpValueError("unknown_params", { params }, `unknown ${cls.className} parameters ${JSON.stringify(params)}`);
+  }
   const missing = cls.fields.filter((f) => !("default" in f) && !(f.name in d)).map((f) => f.name);
-  if (missing.length) throw new LdpTypeError(`missing ${cls.className} parameters: ${pyList(missing)}`);
+  if (missing.length) {
+    throw new LdpTypeError("missing_params", { params: missing }, `missing ${cls.className} parameters ${JSON.stringify(missing)}`);
+  }
   const values: ParamsDict = {};
   for (const f of cls.fields) values[f.name] = f.name in d ? d[f.name] : f.default;
   return new cls(values);
@@ -227,23 +208,6 @@ export function logisticTail(x: number): number {
   return x < 700.0 ? 1.0 / (1.0 + pyExp(x)) : pyExp(-x);
 }
 
-/** Python's `f"{n:,}"` of a non-negative integer. */
-export function pyThousands(n: number | bigint): string {
-  return BigInt(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-}
-
-/** Python's `f"{x:.1f}"` of a finite `x >= 0`: `toFixed(1)`, except that an exact tie (x = odd multiple of 1/4)
- * rounds half to even as Python does (`2.25` -> `2.2`, where `toFixed` gives `2.3`). */
-function pyFixed1(x: number): string {
-  const quarter = x * 4;
-  if (Number.isInteger(quarter) && quarter % 2 === 1) {
-    let tenths = Math.floor(x * 10); // x·10 = 2.5·(odd) is exact
-    if (tenths % 2 === 1) tenths += 1;
-    return `${Math.floor(tenths / 10)}.${tenths % 10}`;
-  }
-  return x.toFixed(1);
-}
-
 /**
  * `max_line_bytes`: bytes of the longest upload line (envelope JSON and its newline) a report with `schema` can
  * make: 16-hex fingerprints, a 32-character metric name, window `MAX_WINDOW`, every `uint` at `size - 1`, every
@@ -259,18 +223,43 @@ export function maxLineBytes(protocol: string, schema: readonly Field[]): number
 }
 
 /**
- * `ProtocolParams.check_collectable`: a `ValueError` with Python's text unless every upload line of these
- * parameters is within `MAX_LINE` bytes and the server aggregate within `MAX_AGGREGATE_CELLS` counters. Call it
- * where the Python `__post_init__` does (last), with the params' `schema` and `aggregate_cells`.
+ * `ProtocolParams.check_collectable`: a `param_limit` refusal (`line_bytes`, `aggregate_cells`) unless every upload
+ * line of these parameters is within `MAX_LINE` bytes and the server aggregate within `MAX_AGGREGATE_CELLS`
+ * counters. Call it where the Python `__post_init__` does (last), with the params' `schema` and `aggregate_cells`.
  */
 export function checkCollectable(protocol: string, schema: readonly Field[], aggregateCells: number): void {
   const line = maxLineBytes(protocol, schema);
   if (line > MAX_LINE) {
-    throw new LdpValueError(`${protocol} reports of these parameters take up to ${pyThousands(line)} bytes as an upload ` +
-      `line, over the ${pyThousands(MAX_LINE)}-byte limit of every server job: all would be rejected`);
+    throw new LdpValueError("param_limit", { limit: "line_bytes", got: line, max: MAX_LINE },
+      `${protocol} reports of these parameters take up to ${line} bytes as an upload line, over the ${MAX_LINE}-byte ` +
+      "limit of every server job");
   }
   if (aggregateCells > MAX_AGGREGATE_CELLS) {
-    throw new LdpValueError(`the ${protocol} aggregate of these parameters needs ${pyThousands(aggregateCells)} counters ` +
-      `(${pyFixed1(aggregateCells * 8 / 2 ** 30)} GiB), over the limit of ${pyThousands(MAX_AGGREGATE_CELLS)} (2 GiB)`);
+    throw new LdpValueError("param_limit", { limit: "aggregate_cells", got: aggregateCells, max: MAX_AGGREGATE_CELLS },
+      `the ${protocol} aggregate of these parameters needs ${aggregateCells} counters, over the limit of ` +
+      `${MAX_AGGREGATE_CELLS} (2 GiB)`);
+  }
+}
+
+/** `renamed`: `err` (a refusal of a part a protocol is built from) restated in the protocol's own names: `param` and
+ * `params` mapped by `names`, `extra` fields added, its message after `prefix`. Anything else is returned as is. */
+export function renamed(err: unknown, names: Readonly<Record<string, string>>, extra: RefusalFields = {}, prefix = ""): unknown {
+  if (!(err instanceof LdpRefusal)) return err;
+  const f = err.fields;
+  const out = err.withFields({
+    ...(f.param === undefined ? {} : { param: names[f.param] ?? f.param }),
+    ...(f.params === undefined ? {} : { params: f.params.map((p) => names[p] ?? p) }),
+    ...extra,
+  });
+  if (prefix) out.message = prefix + out.message;
+  return out;
+}
+
+/** `renaming`: `f()`, a refusal it throws `renamed`. */
+export function renaming<T>(names: Readonly<Record<string, string>>, f: () => T, extra: RefusalFields = {}, prefix = ""): T {
+  try {
+    return f();
+  } catch (err) {
+    throw renamed(err, names, extra, prefix);
   }
 }

@@ -4,12 +4,11 @@
  * (0 < p < q < 1); ε = max(ln(q/p), ln((1−p)/(1−q))) of the realized p and q. Draws: `B(q)` for a 1, `B(p)` for a
  * 0. Re-exported by `randomized-response.ts`; a module of its own so that a page using only `grr` does not ship it.
  */
-import { pyFloatRepr } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import { log } from "../pymath.js";
 import { checkResolvable, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkProbability, isPyInt, pyType,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkProbability, isPyInt, relation,
 } from "../params/base.js";
 import { Encoder, ProtocolEntry, Report } from "../encoders/base.js";
 
@@ -31,13 +30,12 @@ export class BinaryRRParams extends ProtocolParams {
     const p = checkProbability(this.values.p, "p");
     const q = checkProbability(this.values.q, "q");
     if (!(0.0 < p && p < q && q < 1.0)) {
-      throw new LdpValueError(`binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p=${pyFloatRepr(p)}, ` +
-        `q=${pyFloatRepr(q)}`);
+      throw relation("0<p<q<1", ["p", "q"], `binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p=${p}, q=${q}`);
     }
     checkResolvable(p, "p");
     if (realizedProbability(p) === realizedProbability(q)) {
-      throw new LdpValueError(`p=${pyFloatRepr(p)} and q=${pyFloatRepr(q)} are equal at the client's 2^-64 ` +
-        "resolution: reports would carry no information");
+      throw relation("p_q_resolvable", ["p", "q"],
+        `p=${p} and q=${q} are equal at the client's 2^-64 resolution: reports would carry no information`);
     }
     this.p = p;
     this.q = q;
@@ -77,9 +75,9 @@ export class BinaryRREncoder extends Encoder<BinaryRRParams, number> {
     if (isPyInt(value) || typeof value === "bigint") {
       const n = Number(value);
       if (n === 0 || n === 1) return n;
-      throw new LdpValueError(`binary RR values must be 0 or 1, got ${value}`);
+      throw new LdpValueError("value_range", { got: n, min: 0, max: 1 });
     }
-    throw new LdpTypeError(`binary RR values must be bool or 0/1, got ${pyType(value)}`);
+    throw new LdpTypeError("value_type", { expected: "bool_or_01", got: kindOf(value) });
   }
 
   randomize(prepared: number): Report {

@@ -10,12 +10,10 @@
  * Draws: `B(γ)`, then `R(K)` if true; else `R(b)`, flipped at the lowest set bit of the row when the parity of
  * pos & row is odd (a bijection between the row's halves).
  */
-import { pyFloatRepr } from "../canonical.js";
-import { LdpValueError } from "../errors.js";
 import { decompose, expm1, log } from "../pymath.js";
 import { RandomSource, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, relation,
 } from "../params/base.js";
 import { DomainEncoder, ProtocolEntry, Report, checkLabels, withFrozenLabels } from "../encoders/base.js";
 import { hrOrder } from "./hadamard-response.js";
@@ -115,12 +113,14 @@ export class HRBlockParams extends ProtocolParams {
     this.blocks = checkInt(this.values.blocks, "blocks", 1, d);
     this.gamma = realizedProbability(uniformShare(this.epsilon, this.blocks));
     if (this.gamma <= 0.0) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(this.epsilon)} is too large for hr-block with ${this.blocks} ` +
-        "blocks: the uniform branch rounds to probability 0 at the client's resolution, so reports would not be private");
+      throw relation("epsilon_too_large", ["epsilon", "domain_size", "blocks"], `epsilon=${this.epsilon} is too large ` +
+        `for hr-block with ${this.blocks} blocks: the uniform branch rounds to probability 0 at the client's resolution, ` +
+        "so reports would not be private");
     }
     if (this.gamma >= 1.0) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(this.epsilon)} is too small for hr-block with ${this.blocks} ` +
-        "blocks: the uniform branch rounds to probability 1, so reports would carry no information");
+      throw relation("epsilon_too_small", ["epsilon", "domain_size", "blocks"], `epsilon=${this.epsilon} is too small ` +
+        `for hr-block with ${this.blocks} blocks: the uniform branch rounds to probability 1, so reports would carry no ` +
+        "information");
     }
     this.labels = checkLabels(this.values.labels, d);
     checkCollectable(this.protocol, this.schema, this.aggregateCells);

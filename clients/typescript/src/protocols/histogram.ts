@@ -16,12 +16,12 @@
  */
 import { concatBytes, utf8Encode } from "../bytes.js";
 import { PyFloat, pyFloatRepr } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpTypeError, LdpValueError, kindOf, showValue } from "../errors.js";
 import { log } from "../pymath.js";
 import { KeyedRandomSource, RandomSource, realizedProbability } from "../random.js";
 import {
   Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt,
-  checkProbability, logisticTail, paramTypeName, pyReprValue, pyType,
+  checkBool, checkFinite, checkProbability, logisticTail, relation, renaming,
 } from "../params/base.js";
 import {
   Encoder, EncoderOptions, MemoizedCharge, ProtocolEntry, Report, bitsString,
@@ -39,18 +39,17 @@ export const MAX_BUCKETS = 1 << 15;
 
 /** `check_edges`: `edges` as doubles: a list of 3 to MAX_BUCKETS + 1 finite real numbers, strictly increasing. */
 export function checkEdges(edges: unknown): number[] {
-  if (!Array.isArray(edges)) throw new LdpTypeError(`edges must be a sequence of numbers, got ${paramTypeName(edges)}`);
+  if (!Array.isArray(edges)) throw new LdpTypeError("param_type", { param: "edges", expected: "list", got: kindOf(edges) });
   if (!(edges.length >= 3 && edges.length <= MAX_BUCKETS + 1)) {
-    throw new LdpValueError(`edges must have between 3 and ${MAX_BUCKETS + 1} entries (2 to ${MAX_BUCKETS} buckets), ` +
-      `got ${edges.length}`);
+    throw new LdpValueError("param_length", { param: "edges", got: edges.length, min: 3, max: MAX_BUCKETS + 1 },
+      `edges must have between 3 and ${MAX_BUCKETS + 1} entries (2 to ${MAX_BUCKETS} buckets), got ${edges.length}`);
   }
   const out: number[] = [];
   for (const [i, e] of edges.entries()) {
-    if (typeof e !== "number") throw new LdpTypeError(`edges must be real numbers, got ${paramTypeName(e)} at position ${i}`);
-    if (!Number.isFinite(e)) throw new LdpValueError(`edges must be finite, got ${pyReprValue(e)} at position ${i}`);
+    checkFinite(e, "edges", { index: i });
     if (out.length && e <= out[out.length - 1]) {
-      throw new LdpValueError(`edges must be strictly increasing, got ${pyFloatRepr(out[out.length - 1])} then ` +
-        `${pyFloatRepr(e)} at position ${i}`);
+      throw relation("edges_increasing", ["edges"], `edges must be strictly increasing, got ${out[out.length - 1]} ` +
+        `then ${e} at index ${i}`);
     }
     out.push(e);
   }
@@ -77,10 +76,10 @@ export function bucketLabels(edges: readonly number[]): string[] {
 export function bucketIndex(edges: readonly number[], given: unknown, clip: boolean): number {
   const value = given instanceof PyFloat ? given.value : given;
   if (typeof value !== "number" && typeof value !== "bigint") {
-    throw new LdpTypeError(`histogram values must be real numbers, got ${pyType(value)}`);
+    throw new LdpTypeError("value_type", { expected: "float", got: kindOf(given) });
   }
   if (typeof value === "number" && !Number.isFinite(value)) {
-    throw new LdpValueError(`histogram values must be finite, got ${pyFloatRepr(value)}`);
+    throw new LdpValueError("value_range", { got: value, min: edges[0], max: edges[edges.length - 1], finite: true });
   }
   const k = edges.length - 1;
   // number and bigint compare exactly in JS, as Python compares an int with a float
@@ -95,8 +94,9 @@ export function bucketIndex(edges: readonly number[], given: unknown, clip: bool
     return Math.min(lo - 1, k - 1);
   }
   if (clip) return below ? 0 : k - 1;
-  throw new LdpValueError(`value ${pyReprValue(given)} is outside the histogram's range [${pyFloatRepr(edges[0])}, ` +
-    `${pyFloatRepr(edges[k])}] (pass clip=True in the params to clip it)`);
+  throw new LdpValueError("value_range", { got: Number(value), min: edges[0], max: edges[k] },
+    `value ${showValue(given)} is outside the histogram's range [${edges[0]}, ${edges[k]}] (pass clip: true in the ` +
+    "params to clip it)");
 }
 
 /** `values` with a list of `edges` copied and frozen (Python's `from_dict` makes it a tuple), so a caller's later
@@ -123,8 +123,7 @@ export abstract class BucketParams extends ProtocolParams {
     checkEpsilon(this.values.epsilon);
     this.edges_ = Object.freeze(checkEdges(this.values.edges));
     const clip = this.values.clip;
-    if (typeof clip !== "boolean") throw new LdpTypeError(`clip must be a bool, got ${paramTypeName(clip)}`);
-    this.clip_ = clip;
+    this.clip_ = checkBool(clip, "clip");
   }
 
   get epsilon(): number {
@@ -189,7 +188,8 @@ export class BucketGRRParams extends BucketParams {
   constructor(values: ParamsDict) {
     super(values);
     this.checkBuckets();
-    this.grr = new GRRParams({ epsilon: this.epsilon, domain_size: this.numBuckets, labels: this.labels });
+    this.grr = renaming({ domain_size: "edges" },
+      () => new GRRParams({ epsilon: this.epsilon, domain_size: this.numBuckets, labels: this.labels }));
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
 
@@ -355,12 +355,12 @@ export class DBitFlipParams extends BucketParams {
     this.p1 = realizedProbability(logisticTail(-epsilon / 2));
     this.p0 = realizedProbability(logisticTail(epsilon / 2));
     if (this.p0 === 0.0 || this.p1 >= 1.0) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(epsilon)} is too large for dBitFlip: 1/(e^(ε/2)+1) rounds to 0 at ` +
-        "the client's resolution, so reports would not be private");
+      throw relation("epsilon_too_large", ["epsilon"], `epsilon=${epsilon} is too large for dBitFlip: 1/(e^(ε/2)+1) ` +
+        "rounds to 0 at the client's resolution, so reports would not be private");
     }
     if (this.p1 <= this.p0) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(epsilon)} is too small for dBitFlip: p0 and p1 are equal at the ` +
-        "client's resolution, so reports would carry no information");
+      throw relation("epsilon_too_small", ["epsilon"], `epsilon=${epsilon} is too small for dBitFlip: p0 and p1 are ` +
+        "equal at the client's resolution, so reports would carry no information");
     }
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
@@ -462,7 +462,8 @@ export class MemoDBitFlipParams extends BucketParams {
     this.d = checkInt(this.values.d, "d", 1, this.numBuckets);
     const gamma = checkProbability(this.values.gamma, "gamma");
     if (!(gamma >= 0.0 && gamma < 0.5)) {
-      throw new LdpValueError(`gamma (the per-report flip probability) must be in [0, 0.5), got ${pyFloatRepr(gamma)}`);
+      throw new LdpValueError("param_range", { param: "gamma", got: this.values.gamma, min: 0, max: 0.5, max_exclusive: true },
+        `gamma (the per-report flip probability) must be in [0, 0.5), got ${gamma}`);
     }
     this.gamma = gamma;
     this.memo = new DBitFlipParams({ epsilon: this.epsilon, edges: this.edges, d: this.d, clip: this.clip });

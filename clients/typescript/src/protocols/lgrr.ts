@@ -12,12 +12,11 @@
  * Charged per report the smallest c with min(t·c, cap) ≥ L(t) for every t (`memoReportCharge`, L the exact leakage
  * of t reports of one value, `leakage`), at most cap = max(ε_perm, realized ε_perm) per value.
  */
-import { pyFloatRepr } from "../canonical.js";
 import { LdpValueError } from "../errors.js";
 import { expm1, log, log1p } from "../pymath.js";
 import { add, div, fraction, integer, logRatio, mul, sub } from "../rational.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, relation, renaming,
 } from "../params/base.js";
 import {
   Charge, Encoder, EncoderOptions, ProtocolEntry, Report, domainIndexOf, withFrozenLabels,
@@ -98,24 +97,27 @@ export class LGRRParams extends ProtocolParams {
     this.epsilon = checkEpsilon(v.epsilon);
     const k = checkInt(v.domain_size, "domain_size", 2, 2 ** 32);
     if (!(this.epsilon < this.epsilonPerm)) {
-      throw new LdpValueError("L-GRR needs epsilon < epsilon_perm (a report is post-processing of the permanent " +
-        `response, so it cannot leak more), got epsilon=${pyFloatRepr(this.epsilon)}, ` +
-        `epsilon_perm=${pyFloatRepr(this.epsilonPerm)}`);
+      throw relation("epsilon<epsilon_perm", ["epsilon", "epsilon_perm"], "L-GRR needs epsilon < epsilon_perm (a " +
+        "report is post-processing of the permanent response, so it cannot leak more), got epsilon=" +
+        `${this.epsilon}, epsilon_perm=${this.epsilonPerm}`);
     }
-    const perm = new GRRParams({ epsilon: this.epsilonPerm, domain_size: k, labels: v.labels });
+    const perm = renaming({ epsilon: "epsilon_perm" },
+      () => new GRRParams({ epsilon: this.epsilonPerm, domain_size: k, labels: v.labels }));
     this.permanent = perm;
     const e = expm1(this.epsilon);
     const lam = e / (e + k) / (perm.p - perm.q);
     if (!(0.0 < lam && lam < 1.0)) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(this.epsilon)} is not below the realized permanent ε ` +
-        `${pyFloatRepr(perm.effectiveEpsilon)} at domain_size=${k}: no instantaneous round gives it`);
+      throw relation("epsilon<realized_epsilon_perm", ["epsilon", "epsilon_perm", "domain_size"], `epsilon=` +
+        `${this.epsilon} is not below the realized permanent ε ${perm.effectiveEpsilon} at domain_size=${k}: no ` +
+        "instantaneous round gives it");
     }
     const eps2 = log1p(k * lam / (1.0 - lam));
     try {
       this.instantaneous = new GRRParams({ epsilon: eps2, domain_size: k, labels: null });
     } catch (err) {
       if (err instanceof LdpValueError) {
-        throw new LdpValueError(`the instantaneous round of these L-GRR parameters is not realizable: ${err.message}`);
+        throw relation("instantaneous_realizable", ["epsilon", "epsilon_perm", "domain_size"],
+          `the instantaneous round of these L-GRR parameters is not realizable: ${err.message}`);
       }
       throw err;
     }

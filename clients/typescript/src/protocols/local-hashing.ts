@@ -7,13 +7,11 @@
  * [0, g) of h_seed(x): kept w.p. p = realized(1/(1 + (g − 1)·e^−ε)), else a uniform other value (`R(g − 1)`).
  * ε* = ln(p(g − 1)/(1 − p)), charged max(ε, ε*).
  */
-import { pyFloatRepr } from "../canonical.js";
-import { LdpValueError } from "../errors.js";
 import { exp, log } from "../pymath.js";
 import { hashUint32LE } from "../hash/murmur3.js";
 import { realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, relation,
 } from "../params/base.js";
 import { DomainEncoder, ProtocolEntry, Report, checkLabels, domainIndexOf, withFrozenLabels } from "../encoders/base.js";
 
@@ -28,8 +26,8 @@ export function lhHash(index: number, seed: number, g: number): number {
 /** `olh_width`: OLH's g = floor(e^ε + 1/2) + 1, refusing ε > 32 (g would exceed any 32-bit hash's range). */
 export function olhWidth(epsilon: number): number {
   if (epsilon > 32.0) {
-    throw new LdpValueError(`epsilon=${pyFloatRepr(epsilon)} is too large for olh: g = round(e^ε) + 1 exceeds 2**32, ` +
-      "the range of a 32-bit hash");
+    throw relation("hash_range", ["epsilon"], `epsilon=${epsilon} is too large for olh: g = round(e^ε) + 1 exceeds ` +
+      "2**32, the range of a 32-bit hash");
   }
   return Math.floor(exp(epsilon) + 0.5) + 1;
 }
@@ -82,15 +80,15 @@ export abstract class LocalHashingParams extends ProtocolParams {
     checkInt(this.values.seed_range, "seed_range", 1, SEED_RANGE);
     const g = this.g;
     if (g > 2 ** 32) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(epsilon)} is too large for ${this.protocol}: g = ${g} exceeds ` +
-        "2**32, the range of a 32-bit hash");
+      throw relation("hash_range", ["epsilon"], `epsilon=${epsilon} is too large for ${this.protocol}: g = ${g} ` +
+        "exceeds 2**32, the range of a 32-bit hash");
     }
     if (this.p >= 1.0) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(epsilon)} is too large for ${this.protocol}: the keep ` +
+      throw relation("epsilon_too_large", ["epsilon"], `epsilon=${epsilon} is too large for ${this.protocol}: the keep ` +
         "probability rounds to 1 at the client's resolution, so reports would not be private");
     }
     if (this.p <= this.q) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(epsilon)} is too small for ${this.protocol}: the keep ` +
+      throw relation("epsilon_too_small", ["epsilon"], `epsilon=${epsilon} is too small for ${this.protocol}: the keep ` +
         "probability rounds to 1/g, so reports would carry no information");
     }
     this.labels_ = checkLabels(this.values.labels, d);

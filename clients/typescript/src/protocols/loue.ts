@@ -12,12 +12,10 @@
  * Charged per report the `memoReportCharge` of the exact leakage of t reports (`loueLeakage`), at most the
  * permanent response's cost per value.
  */
-import { pyFloatRepr } from "../canonical.js";
-import { LdpValueError } from "../errors.js";
 import { expm1, log, log1p } from "../pymath.js";
 import { Fraction, add, fraction, integer, mul, sub, toFloat } from "../rational.js";
 import { realizedProbability } from "../random.js";
-import { FieldSpec, ParamsDict, PrivacyCost, checkCollectable, checkEpsilon, checkInt, pyReprValue } from "../params/base.js";
+import { FieldSpec, ParamsDict, PrivacyCost, checkChoice, checkCollectable, checkEpsilon, checkInt, relation, renaming } from "../params/base.js";
 import { Charge, DomainEncoder, EncoderOptions, ProtocolEntry, Report, bitsString } from "../encoders/base.js";
 import { Memo, logaddexp, memoReportCharge } from "../encoders/memo.js";
 import { OUEParams, SUEParams, UnaryParams, unaryDraw, unaryEpsilon } from "./unary.js";
@@ -71,17 +69,17 @@ export class LOUEParams extends UnaryParams {
     const v = this.values;
     this.epsilonPerm = checkEpsilon(v.epsilon_perm, "epsilon_perm");
     const epsilon = checkEpsilon(v.epsilon);
-    if (!(PERMANENT as readonly unknown[]).includes(v.permanent)) {
-      throw new LdpValueError(`permanent must be one of ('oue', 'sue'), got ${pyReprValue(v.permanent, true)}`);
-    }
+    checkChoice(v.permanent, "permanent", PERMANENT);
     if (!(epsilon < this.epsilonPerm)) {
-      throw new LdpValueError("L-OUE needs epsilon < epsilon_perm (a report is post-processing of the permanent " +
-        `response, so it cannot leak more), got epsilon=${pyFloatRepr(epsilon)}, ` +
-        `epsilon_perm=${pyFloatRepr(this.epsilonPerm)}`);
+      throw relation("epsilon<epsilon_perm", ["epsilon", "epsilon_perm"], "L-OUE needs epsilon < epsilon_perm (a " +
+        "report is post-processing of the permanent response, so it cannot leak more), got epsilon=" +
+        `${epsilon}, epsilon_perm=${this.epsilonPerm}`);
     }
-    const d = checkInt(v.domain_size, "domain_size", 2, 2 ** 32);
-    const Kind = v.permanent === "oue" ? OUEParams : SUEParams;
-    const perm = new Kind({ epsilon: this.epsilonPerm, domain_size: d, labels: null });
+    const perm = renaming({ epsilon: "epsilon_perm" }, () => {
+      const d = checkInt(v.domain_size, "domain_size", 2, 2 ** 32);
+      const Kind = v.permanent === "oue" ? OUEParams : SUEParams;
+      return new Kind({ epsilon: this.epsilonPerm, domain_size: d, labels: null });
+    });
     this.perm = perm;
     this.flip = this.flipOf(perm, epsilon);
     const f = fraction(this.flip);
@@ -89,7 +87,7 @@ export class LOUEParams extends UnaryParams {
     this.qStar = LOUEParams.star(fraction(perm.q), f);
     this.p_ = toFloat(this.pStar);
     this.q_ = toFloat(this.qStar);
-    this.checkUnary(`epsilon=${pyFloatRepr(epsilon)}`);
+    this.checkUnary(`epsilon=${epsilon}`);
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
 
@@ -100,13 +98,14 @@ export class LOUEParams extends UnaryParams {
     const disc = qb * qb + 4.0 * qa * qc;
     const lam = disc >= 0.0 ? 2.0 * qc / (qb + Math.sqrt(disc)) : Infinity;
     if (!(0.0 < lam && lam < 1.0)) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(epsilon)} is not below the realized permanent ε ` +
-        `${pyFloatRepr(perm.effectiveEpsilon)}: no instantaneous round gives it`);
+      throw relation("epsilon<realized_epsilon_perm", ["epsilon", "epsilon_perm", "permanent"], `epsilon=${epsilon} is ` +
+        `not below the realized permanent ε ${perm.effectiveEpsilon}: no instantaneous round gives it`);
     }
     const flip = realizedProbability((1.0 - lam) / 2.0);
     if (flip <= 0.0) {
-      throw new LdpValueError("the instantaneous round of these L-OUE parameters is not realizable: its flip " +
-        `probability ${pyFloatRepr((1.0 - lam) / 2.0)} rounds to 0 at the client's resolution`);
+      throw relation("instantaneous_realizable", ["epsilon", "epsilon_perm", "permanent"], "the instantaneous round of " +
+        `these L-OUE parameters is not realizable: its flip probability ${(1.0 - lam) / 2.0} rounds to 0 at the ` +
+        "client's resolution");
     }
     return flip;
   }

@@ -10,8 +10,7 @@
  * `B(γ')`). One report's ε is ln((1 − q')/q') with q' = γ' + (1 − 2γ')q; every report of one edge together costs
  * at most the memoized bit's ε.
  */
-import { pyFloatRepr } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpValueError } from "../errors.js";
 import { concatBytes, utf8Encode } from "../bytes.js";
 import { log1p } from "../pymath.js";
 import { KeyedRandomSource, bernoulliThreshold, realizedProbability } from "../random.js";
@@ -50,7 +49,8 @@ export class MemoMeanParams extends NumericParams {
     this.buckets = checkInt(this.values.buckets, "buckets", 1, MAX_BUCKETS);
     const gamma = checkProbability(this.values.gamma, "gamma");
     if (!(gamma >= 0.0 && gamma < 0.5)) {
-      throw new LdpValueError(`gamma (the output flip probability) must be in [0, 0.5), got ${pyFloatRepr(gamma)}`);
+      throw new LdpValueError("param_range", { param: "gamma", got: this.values.gamma, min: 0, max: 0.5, max_exclusive: true },
+        `gamma (the output flip probability) must be in [0, 0.5), got ${gamma}`);
     }
     this.gamma = gamma;
     this.memo = new DuchiParams({ epsilon: this.epsilon, low: this.low, high: this.high, clip: this.clip });
@@ -116,9 +116,9 @@ export class MemoMeanEncoder extends Encoder<MemoMeanParams, number> {
       const message = concatBytes(ALPHA_DOMAIN, utf8Encode(params.fingerprint));
       alpha = new KeyedRandomSource(this.memo.metricSecret, message).randbits(64);
     } else if (typeof alpha !== "bigint") {
-      throw new LdpTypeError(`alpha must be an int, got ${typeof alpha === "number" ? "float" : typeof alpha}`);
+      throw new TypeError(`alpha must be a bigint, got ${typeof alpha}`);
     } else if (alpha < 0n || alpha >= TWO_64) {
-      throw new LdpValueError(`alpha must be in [0, ${TWO_64 - 1n}], got ${alpha}`);
+      throw new RangeError(`alpha must be in [0, ${TWO_64 - 1n}], got ${alpha}`);
     }
     this.alpha = alpha;
   }

@@ -8,12 +8,12 @@
  * ε with zeros in the others' fields, and costs the largest attribute's. Report fields are the attributes' own,
  * prefixed `name_`, after `attr` in `sample` mode.
  */
-import { PyFloat, pyFloatRepr, pyFormatG, pyRepr } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { PyFloat } from "../canonical.js";
+import { LdpTypeError, LdpValueError, kindOf, showValue } from "../errors.js";
 import { fsum } from "../rational.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, fromDict, logisticTail,
-  paramTypeName, pyList, pyReprValue, pyType, sortedByCodePoint,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkChoice, checkCollectable, checkEpsilon, fromDict, logisticTail,
+  relation, renaming, sortedByCodePoint,
 } from "../params/base.js";
 import { Encoder, EncoderOptions, PayloadValue, ProtocolEntry, Report } from "../encoders/base.js";
 import { grr, rr } from "./randomized-response.js";
@@ -32,34 +32,40 @@ type Attribute = readonly [string, string, Readonly<Record<string, unknown>>];
 
 /** `attributes[i]` as `[name, protocol, params]`, checked (Python's `_normalized`). */
 function normalized(a: unknown, i: number): Attribute {
+  const where = { param: "attributes", index: i } as const;
   let name: unknown, proto: unknown, params: unknown;
   if (Array.isArray(a) && a.length === 3) {
     [name, proto, params] = a;
-  } else if (a !== null && typeof a === "object" && !Array.isArray(a) && !(a instanceof Uint8Array)) {
-    const keys = sortedByCodePoint(Object.keys(a));
+  } else if (kindOf(a) === "object") {
+    const keys = sortedByCodePoint(Object.keys(a as object));
     if (keys.join(",") !== "name,params,protocol") {
-      throw new LdpValueError(`attributes[${i}] must have exactly the keys name, protocol, params; got ${pyList(keys)}`);
+      throw new LdpValueError("param_type", { ...where, expected: "attribute", got: "object" },
+        `attributes[${i}] must have exactly the keys name, protocol, params; got ${JSON.stringify(keys)}`);
     }
     ({ name, protocol: proto, params } = a as Record<string, unknown>);
   } else {
-    throw new LdpTypeError(`attributes[${i}] must be (name, protocol, params) or a mapping of them, got ${paramTypeName(a)}`);
+    throw new LdpTypeError("param_type", { ...where, expected: "attribute", got: kindOf(a) },
+      `attributes[${i}] must be [name, protocol, params] or an object of them, got ${kindOf(a)}`);
   }
   if (typeof name !== "string" || !NAME_RE.test(name)) {
-    throw new LdpValueError(`attributes[${i}]: names are [a-z][a-z0-9_]{0,30} (they prefix report fields), got ` +
-      pyReprValue(name, true));
+    const message = `attributes[${i}]: names are [a-z][a-z0-9_]{0,30} (they prefix report fields), got ${showValue(name)}`;
+    if (typeof name !== "string") throw new LdpValueError("param_type", { ...where, expected: "string", got: kindOf(name) }, message);
+    throw relation("attribute_name", ["attributes"], message, { index: i });
   }
-  if (typeof proto !== "string" || !Object.prototype.hasOwnProperty.call(COMPONENTS, proto)) {
-    throw new LdpValueError(`attributes[${i}] (${name}): protocol must be one of ${Object.keys(COMPONENTS).join(", ")}, ` +
-      `got ${pyReprValue(proto, true)}`);
+  const protocols = Object.keys(COMPONENTS);
+  if (!(typeof proto === "string" && protocols.includes(proto))) {
+    throw new LdpValueError("param_choice", { param: "attributes", choices: protocols, got: proto ?? null, index: i },
+      `attributes[${i}] (${name}): protocol must be one of ${protocols.join(", ")}, got ${showValue(proto)}`);
   }
-  if (params === null || typeof params !== "object" || Array.isArray(params)) {
-    throw new LdpTypeError(`attributes[${i}] (${name}): params must be a mapping, got ${paramTypeName(params)}`);
+  if (kindOf(params) !== "object") {
+    throw new LdpTypeError("param_type", { ...where, expected: "object", got: kindOf(params) },
+      `attributes[${i}] (${name}): params must be an object, got ${kindOf(params)}`);
   }
-  if ("epsilon" in params) {
-    throw new LdpValueError(`attributes[${i}] (${name}): params must not carry epsilon (the multi's epsilon is split ` +
-      "or given whole by the mode)");
+  if ("epsilon" in (params as object)) {
+    throw new LdpValueError("unknown_params", { params: ["epsilon"], attribute: name }, `attributes[${i}] (${name}): ` +
+      "params must not carry epsilon (the multi's epsilon is split or given whole by the mode)");
   }
-  return [name, proto, params as Record<string, unknown>];
+  return [name, proto as string, params as Record<string, unknown>];
 }
 
 /** An attribute's parameters at ε = `epsilon`. */
@@ -67,13 +73,15 @@ function build(proto: string, params: Readonly<Record<string, unknown>>, epsilon
   if (proto === "rr") {
     const keys = Object.keys(params);
     if (keys.length) {
-      throw new LdpValueError(`rr attributes take no params (symmetric RR at the attribute's ε), got ${pyList(sortedByCodePoint(keys))}`);
+      const sorted = sortedByCodePoint(keys);
+      throw new LdpValueError("unknown_params", { params: sorted },
+        `rr attributes take no params (symmetric RR at the attribute's ε), got ${JSON.stringify(sorted)}`);
     }
     const eps = checkEpsilon(epsilon, "epsilon");
     const p = logisticTail(eps), q = logisticTail(-eps);
     if (q === 1.0) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(eps)} is too large for binary RR: q = 1/(1+e^-ε) rounds to 1 in ` +
-        "double precision, so reports would not be private");
+      throw relation("epsilon_too_large", ["epsilon"], `epsilon=${eps} is too large for binary RR: q = 1/(1+e^-ε) ` +
+        "rounds to 1 in double precision, so reports would not be private");
     }
     return fromDict(rr.Params, { p, q });
   }
@@ -102,47 +110,39 @@ export class MultiParams extends ProtocolParams {
     super(values);
     const v = this.values;
     this.epsilon = checkEpsilon(v.epsilon, "epsilon");
-    if (v.mode !== "split" && v.mode !== "sample") {
-      throw new LdpValueError("mode must be 'split' (ε/d per attribute) or 'sample' (one attribute at ε), got " +
-        pyReprValue(v.mode, true));
-    }
-    this.mode = v.mode;
+    this.mode = checkChoice(v.mode, "mode", ["split", "sample"] as const);
     const raw = v.attributes;
     if (!Array.isArray(raw)) {
-      throw new LdpTypeError(`attributes must be a sequence of (name, protocol, params), got ${paramTypeName(raw)}`);
+      throw new LdpTypeError("param_type", { param: "attributes", expected: "list", got: kindOf(raw) });
     }
     if (raw.length < 2) {
-      throw new LdpValueError(`a multi report needs at least 2 attributes (use the protocol itself for one), got ${raw.length}`);
+      throw new LdpValueError("param_length", { param: "attributes", got: raw.length, min: 2 },
+        `a multi report needs at least 2 attributes (use the protocol itself for one), got ${raw.length}`);
     }
     const attrs = raw.map(normalized);
     this.names = Object.freeze(attrs.map((a) => a[0]));
     if (new Set(this.names).size !== this.names.length) {
-      throw new LdpValueError(`attribute names must be distinct, got ${pyList(this.names)}`);
+      throw relation("distinct", ["attributes"], `attribute names must be distinct, got ${JSON.stringify(this.names)}`);
     }
     this.protocols = Object.freeze(attrs.map((a) => a[1]));
     const each = this.mode === "split" ? this.epsilon / attrs.length : this.epsilon;
     this.components = Object.freeze(attrs.map(([name, proto, params], i) => {
-      try {
-        return build(proto, params, each);
-      } catch (err) {
-        const prefix = `attributes[${i}] (${name}): ${proto} at ε=${pyFormatG(each, 6)}: `;
-        if (err instanceof LdpValueError) throw new LdpValueError(prefix + err.message);
-        if (err instanceof LdpTypeError) throw new LdpTypeError(prefix + err.message);
-        throw err;
-      }
+      return renaming({}, () => build(proto, params, each), { attribute: name }, `attributes[${i}] (${name}): ${proto} at ε=${each}: `);
     }));
     const fieldNames = this.schema.map((f) => f.name);
     if (fieldNames.length > MAX_FIELDS) {
-      throw new LdpValueError(`a multi report carries at most ${MAX_FIELDS} fields (the wire format's limit); these ` +
-        `attributes need ${fieldNames.length}`);
+      throw new LdpValueError("param_limit", { limit: "fields", got: fieldNames.length, max: MAX_FIELDS },
+        `a multi report carries at most ${MAX_FIELDS} fields (the wire format's limit); these attributes need ` +
+        `${fieldNames.length}`);
     }
     const tooLong = fieldNames.filter((n) => [...n].length > 32);
     if (tooLong.length) {
-      throw new LdpValueError(`report field names are at most 32 characters; shorten the attribute names of ${pyList(tooLong)}`);
+      throw new LdpValueError("param_limit", { limit: "field_name_characters", got: Math.max(...tooLong.map((n) => [...n].length)), max: 32 },
+        `report field names are at most 32 characters; shorten the attribute names of ${JSON.stringify(tooLong)}`);
     }
     if (new Set(fieldNames).size !== fieldNames.length) {
-      throw new LdpValueError(`attribute names make colliding report fields ${pyList(sortedByCodePoint(fieldNames))}; ` +
-        "rename an attribute");
+      throw relation("distinct_fields", ["attributes"], "attribute names make colliding report fields " +
+        `${JSON.stringify(sortedByCodePoint(fieldNames))}; rename an attribute`);
     }
     const cells = this.components.reduce((n, c) => n + (c as unknown as { aggregateCells: number }).aggregateCells,
       this.components.length);
@@ -208,26 +208,22 @@ export class MultiEncoder extends Encoder<MultiParams, unknown[]> {
     const names = this.params.names;
     const proto = value !== null && typeof value === "object" ? Object.getPrototypeOf(value) : undefined;
     if (proto !== Object.prototype && proto !== null) { // a plain object only: not an array, bytes or a PyFloat
-      throw new LdpTypeError(`multi values must be a mapping {name: value} of the attributes ${pyList(names)}, got ${pyType(value)}`);
+      throw new LdpTypeError("value_type", { expected: "object", got: kindOf(value) },
+        `multi values must be an object {name: value} of the attributes ${JSON.stringify(names)}, got ${kindOf(value)}`);
     }
     const given = value as Record<string, unknown>;
     const missing = names.filter((n) => !Object.prototype.hasOwnProperty.call(given, n));
     if (missing.length) {
-      throw new LdpValueError(`multi value is missing attributes ${pyList(missing)} (every report needs all of ${pyList(names)})`);
+      throw new LdpValueError("missing_attributes", { attributes: missing },
+        `multi value is missing attributes ${JSON.stringify(missing)} (every report needs all of ${JSON.stringify(names)})`);
     }
-    const extra = Object.keys(given).filter((k) => !names.includes(k)).slice(0, 5);
+    const extra = Object.keys(given).filter((k) => !names.includes(k));
     if (extra.length) {
-      throw new LdpValueError(`multi value has unknown attributes ${pyList(extra)} (the attributes are ${pyList(names)})`);
+      throw new LdpValueError("unknown_attributes", { attributes: sortedByCodePoint(extra) },
+        `multi value has unknown attributes ${JSON.stringify(extra.slice(0, 5))} (the attributes are ${JSON.stringify(names)})`);
     }
-    return names.map((name, i) => {
-      try {
-        return this.parts[i].prepare(given[name]);
-      } catch (err) {
-        if (err instanceof LdpValueError) throw new LdpValueError(`attribute ${pyRepr(name)}: ${err.message}`);
-        if (err instanceof LdpTypeError) throw new LdpTypeError(`attribute ${pyRepr(name)}: ${err.message}`);
-        throw err;
-      }
-    });
+    return names.map((name, i) => renaming({}, () => this.parts[i].prepare(given[name]), { attribute: name },
+      `attribute ${JSON.stringify(name)}: `));
   }
 
   randomize(prepared: unknown[]): Report {

@@ -13,13 +13,13 @@
  * - hybrid: with probability α = 1 − e^{−ε/2} (for ε above `HYBRID_THRESHOLD`, else 0) the piecewise cell (pm = 1),
  *   else Duchi's bit (pm = 0), both at the full ε.
  */
-import { PyFloat, pyFloatRepr } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { PyFloat } from "../canonical.js";
+import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import { exp, expm1, log, log1p } from "../pymath.js";
 import { RandomSource, bernoulliThreshold, realizedProbability } from "../random.js";
 import {
   Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, logisticTail,
-  paramTypeName, pyNum, pyType,
+  checkBool, checkFinite, relation,
 } from "../params/base.js";
 import { Encoder, ProtocolEntry, Report } from "../encoders/base.js";
 
@@ -60,12 +60,6 @@ function nextProbability(p: number, up: boolean): number {
   return nextAfter(p, up);
 }
 
-/** `_finite`: a real number (not a bool), finite. */
-function finite(value: unknown, name: string): number {
-  if (typeof value !== "number") throw new LdpTypeError(`${name} must be a real number, got ${paramTypeName(value)}`);
-  if (!Number.isFinite(value)) throw new LdpValueError(`${name} must be finite, got ${pyNum(value)}`);
-  return value;
-}
 
 const COMMON_FIELDS: readonly FieldSpec[] = [
   { name: "epsilon", type: "float" },
@@ -89,18 +83,17 @@ export abstract class NumericParams extends ProtocolParams {
     super(values);
     const v = this.values;
     this.epsilon = checkEpsilon(v.epsilon);
-    const low = finite(v.low, "low");
-    const high = finite(v.high, "high");
+    const low = checkFinite(v.low, "low");
+    const high = checkFinite(v.high, "high");
     if (!(low < high)) {
-      throw new LdpValueError(`the bounds need low < high, got low=${pyFloatRepr(low)}, high=${pyFloatRepr(high)}`);
+      throw relation("low<high", ["low", "high"], `the bounds need low < high, got low=${low}, high=${high}`);
     }
     if (!Number.isFinite(high - low)) {
-      throw new LdpValueError(`high - low must be finite, got low=${pyFloatRepr(low)}, high=${pyFloatRepr(high)}`);
+      throw relation("width_finite", ["low", "high"], `high - low must be finite, got low=${low}, high=${high}`);
     }
-    if (typeof v.clip !== "boolean") throw new LdpTypeError(`clip must be a bool, got ${paramTypeName(v.clip)}`);
+    this.clip = checkBool(v.clip, "clip");
     this.low = low;
     this.high = high;
-    this.clip = v.clip;
   }
 
   /** The exact ε of the probabilities the client realizes. */
@@ -120,14 +113,15 @@ export abstract class NumericParams extends ProtocolParams {
   checkValue(value: unknown): number {
     if (value instanceof PyFloat) value = value.value; // a number the caller marked as Python's float
     if (typeof value !== "number" && typeof value !== "bigint") {
-      throw new LdpTypeError(`${this.protocol} values must be int or float, got ${pyType(value)}`);
+      throw new LdpTypeError("value_type", { expected: "float", got: kindOf(value) });
     }
     let x = Number(value);
-    if (!Number.isFinite(x)) throw new LdpValueError(`${this.protocol} values must be finite, got ${pyFloatRepr(x)}`);
+    const bounds = { min: this.low, max: this.high };
+    if (!Number.isFinite(x)) throw new LdpValueError("value_range", { got: x, ...bounds, finite: true });
     if (!(this.low <= x && x <= this.high)) {
       if (!this.clip) {
-        throw new LdpValueError(`${this.protocol} value ${pyFloatRepr(x)} is outside [low, high] = ` +
-          `[${pyFloatRepr(this.low)}, ${pyFloatRepr(this.high)}] (pass clip=True in the params to clip instead)`);
+        throw new LdpValueError("value_range", { got: x, ...bounds }, `${this.protocol} value ${x} is outside [low, ` +
+          `high] = [${this.low}, ${this.high}] (pass clip: true in the params to clip instead)`);
       }
       x = Math.min(Math.max(x, this.low), this.high);
     }
@@ -161,7 +155,8 @@ export class DuchiParams extends NumericParams {
     if (!(q > 0.0 && q < 0.5)) {
       const what = q >= 0.5 ? "small: the flip probability rounds to 1/2"
         : "large: the flip probability 1/(1+e^ε) is below the client's 2^-64 resolution";
-      throw new LdpValueError(`epsilon=${pyFloatRepr(this.epsilon)} is too ${what}, so reports would not be private or informative`);
+      throw relation(q >= 0.5 ? "epsilon_too_small" : "epsilon_too_large", ["epsilon"],
+        `epsilon=${this.epsilon} is too ${what}, so reports would not be private or informative`);
     }
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
@@ -201,12 +196,12 @@ export class PiecewiseParams extends NumericParams {
     while (p > 0.0 && p < 1.0 && this.epsilonOf(p) > this.epsilon) p = realizedProbability(nextProbability(p, false));
     this.pIn = p;
     if (this.pIn >= 1.0) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(this.epsilon)} is too large for cells=${g}: the window probability ` +
-        "rounds to 1, so reports would not be private");
+      throw relation("epsilon_too_large", ["epsilon", "cells"], `epsilon=${this.epsilon} is too large for cells=${g}: ` +
+        "the window probability rounds to 1, so reports would not be private");
     }
     if (!(this.realizedEpsilon > 0)) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(this.epsilon)} is too small for cells=${g}: inside and outside ` +
-        "cells are equally likely at the client's resolution, so reports carry no information");
+      throw relation("epsilon_too_small", ["epsilon", "cells"], `epsilon=${this.epsilon} is too small for cells=${g}: ` +
+        "inside and outside cells are equally likely at the client's resolution, so reports carry no information");
     }
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }

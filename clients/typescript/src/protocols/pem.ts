@@ -16,12 +16,12 @@
  * - GRR over the group's whole prefix domain [0, 2^b_j) (b_j <= `MAX_GRR_BITS`), seed 0.
  * Draws: `R(G)`, then the group's oracle's. Payload `group`, `seed`, `y`. The cost is the largest of the oracles'.
  */
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpRefusal, LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import { valueBytes } from "../bytes.js";
 import { hash32 } from "../hash/murmur3.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, paramTypeName,
-  pyReprValue, pyType,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkBool, checkChoice, checkCollectable, checkEpsilon, checkInt,
+  relation,
 } from "../params/base.js";
 import { Encoder, ProtocolEntry, Report } from "../encoders/base.js";
 import { GRRParams, grrDraw } from "./randomized-response.js";
@@ -69,20 +69,23 @@ function dropIncompleteTail(raw: Uint8Array): Uint8Array {
 /** `pad_value`: the value (str as UTF-8, or bytes) checked, cut if allowed, NUL-padded to `maxLength` bytes. */
 export function padValue(value: unknown, maxLength: number, truncate: boolean, protocol = "pem"): Uint8Array {
   if (typeof value !== "string" && !(value instanceof Uint8Array)) {
-    throw new LdpTypeError(`${protocol} values must be str or bytes, got ${pyType(value)}`);
+    throw new LdpTypeError("value_type", { expected: "string_or_bytes", got: kindOf(value) });
   }
   let raw = valueBytes(value);
-  if (raw.includes(0)) throw new LdpValueError(`${protocol} values must not contain a NUL byte (the pad)`);
+  if (raw.includes(0)) {
+    throw new LdpValueError("not_in_alphabet", { char: "\u0000" }, `${protocol} values must not contain a NUL byte (the pad)`);
+  }
   if (raw.length > maxLength) {
     if (!truncate) {
-      throw new LdpValueError(`${protocol} value of ${raw.length} bytes is over max_length=${maxLength} ` +
-        "(set truncate=True to cut it)");
+      throw new LdpValueError("value_too_long", { got: raw.length, max: maxLength, unit: "bytes" },
+        `${protocol} value of ${raw.length} bytes is over max_length=${maxLength} (set truncate: true to cut it)`);
     }
     raw = raw.subarray(0, maxLength);
     if (typeof value === "string") raw = dropIncompleteTail(raw);
   }
   if (raw.length === 0) {
-    throw new LdpValueError(`${protocol} values must be non-empty strings` + (value.length ? " (after truncation)" : ""));
+    throw new LdpValueError("empty_value", {}, `${protocol} values must be non-empty strings` +
+      (value.length ? " (after truncation)" : ""));
   }
   const out = new Uint8Array(maxLength);
   out.set(raw);
@@ -137,22 +140,28 @@ export class PEMParams extends ProtocolParams {
     this.stepBits = checkInt(v.step_bits, "step_bits", 1, MAX_STEP_BITS);
     checkInt(v.top_k, "top_k", 1, 1 << 16);
     this.seedRange = checkInt(v.seed_range, "seed_range", 1, SEED_RANGE);
-    if (!(ORACLES as readonly unknown[]).includes(v.oracle)) {
-      throw new LdpValueError(`oracle must be one of 'olh', 'grr', 'auto', got ${pyReprValue(v.oracle, true)}`);
-    }
-    this.oracle = v.oracle as (typeof ORACLES)[number];
-    if (typeof v.truncate !== "boolean") throw new LdpTypeError(`truncate must be a bool, got ${paramTypeName(v.truncate)}`);
-    this.truncate = v.truncate;
+    this.oracle = checkChoice(v.oracle, "oracle", ORACLES);
+    this.truncate = checkBool(v.truncate, "truncate");
     this.groups = 1 + Math.ceil((this.totalBits - this.startBits) / this.stepBits);
-    checkInt(this.groups, "groups (1 + ceil((8·max_length − start_bits)/step_bits))", 1, 1 << 16);
+    if (!(this.groups >= 1 && this.groups <= 1 << 16)) {
+      throw new LdpValueError("param_limit", { limit: "groups", got: this.groups, max: 1 << 16 },
+        `groups (1 + ceil((8·max_length − start_bits)/step_bits)) must be in [1, ${1 << 16}], got ${this.groups}`);
+    }
     const lastBits = this.prefixBits(this.groups - 1);
     if (this.oracle === "grr" && lastBits > MAX_GRR_BITS) {
-      throw new LdpValueError(`oracle='grr' reports each prefix over its whole domain of 2^bits values, at most ` +
-        `2^${MAX_GRR_BITS}: the last group's prefixes have ${lastBits} bits (use oracle='auto', GRR where it is ` +
-        "smaller and allowed, OLH elsewhere)");
+      throw new LdpValueError("param_limit", { limit: "grr_prefix_bits", got: lastBits, max: MAX_GRR_BITS },
+        `oracle "grr" reports each prefix over its whole domain of 2^bits values, at most 2^${MAX_GRR_BITS}: the ` +
+        `last group's prefixes have ${lastBits} bits (use oracle "auto", GRR where it is smaller and allowed, OLH ` +
+        "elsewhere)");
     }
-    this.oracles = Object.freeze(this.chooseOracles());
-    if (this.oracles.includes("olh")) void this.olh; // OLH's checks: ε neither too large nor too small
+    try {
+      this.oracles = Object.freeze(this.chooseOracles());
+      if (this.oracles.includes("olh")) void this.olh; // OLH's checks: ε neither too large nor too small
+    } catch (err) {
+      // a GRR group's ε too large or too small for its 2^b_j prefixes: a rule of these parameters
+      if (!(err instanceof LdpRefusal && err.code === "param_relation" && err.fields.params?.includes("domain_size"))) throw err;
+      throw relation(err.fields.rule as string, ["epsilon", "max_length", "start_bits", "step_bits", "oracle"], err.message);
+    }
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
 
@@ -186,8 +195,8 @@ export class PEMParams extends ProtocolParams {
   grr(group: number): GRRParams {
     const bits = this.prefixBits(group);
     if (bits > MAX_GRR_BITS) {
-      throw new LdpValueError(`group ${group} has ${bits}-bit prefixes: GRR over 2^${bits} values is over the cap of ` +
-        `2^${MAX_GRR_BITS}`);
+      throw new LdpValueError("param_limit", { limit: "grr_prefix_bits", got: bits, max: MAX_GRR_BITS },
+        `group ${group} has ${bits}-bit prefixes: GRR over 2^${bits} values is over the cap of 2^${MAX_GRR_BITS}`);
     }
     let g = this.grrs.get(bits);
     if (g === undefined) {

@@ -11,12 +11,10 @@
  * The two live in separate modules so that a page with only `grr` does not ship `rr`: a class's static fields are
  * assignments after it once compiled to ES2020, which a bundler keeps (with the class) unless the whole module goes.
  */
-import { pyFloatRepr } from "../canonical.js";
-import { LdpValueError } from "../errors.js";
 import { exp, log } from "../pymath.js";
 import { RandomSource, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, relation,
 } from "../params/base.js";
 import { DomainEncoder, ProtocolEntry, Report, checkLabels, withFrozenLabels } from "../encoders/base.js";
 
@@ -44,12 +42,12 @@ export class GRRParams extends ProtocolParams {
     const d = checkInt(this.values.domain_size, "domain_size", 2, 2 ** 32);
     this.p = realizedProbability(1.0 / (1.0 + (d - 1) * exp(-this.epsilon)));
     if (this.p >= 1.0) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(this.epsilon)} is too large for domain_size=${d}: the keep ` +
-        "probability rounds to 1 at the client's resolution, so reports would not be private");
+      throw relation("epsilon_too_large", ["epsilon", "domain_size"], `epsilon=${this.epsilon} is too large for ` +
+        `domain_size=${d}: the keep probability rounds to 1 at the client's resolution, so reports would not be private`);
     }
     if (this.p <= this.q) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(this.epsilon)} is too small for domain_size=${d}: the keep ` +
-        "probability rounds to 1/d, so reports would carry no information");
+      throw relation("epsilon_too_small", ["epsilon", "domain_size"], `epsilon=${this.epsilon} is too small for ` +
+        `domain_size=${d}: the keep probability rounds to 1/d, so reports would carry no information`);
     }
     this.labels = checkLabels(this.values.labels, d);
     checkCollectable(this.protocol, this.schema, this.aggregateCells);

@@ -14,12 +14,11 @@
  * OUE level; only when some level uses GRR), `bits` (D bits, the OUE bits in the first B^l positions; only when some
  * level uses OUE).
  */
-import { pyFloatRepr } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpRefusal, LdpTypeError, LdpValueError, kindOf, showValue } from "../errors.js";
 import { RandomSource } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, paramTypeName,
-  pyReprValue, pyThousands,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkBool, checkChoice, checkCollectable, checkEpsilon, checkInt,
+  relation,
 } from "../params/base.js";
 import { Encoder, ProtocolEntry, Report, bitsString } from "../encoders/base.js";
 import { GRRParams } from "./randomized-response.js";
@@ -57,7 +56,9 @@ function levelOracle(epsilon: number, m: number, kind: string): LevelOracle {
 /** `low` or `high`: a finite real number (anything else a `ValueError`, as Python's check). */
 function finiteBound(v: unknown, name: string): number {
   if (typeof v !== "number" || !Number.isFinite(v)) {
-    throw new LdpValueError(`${name} must be a finite real number, got ${pyReprValue(v, true)}`);
+    const message = `${name} must be a finite number, got ${showValue(v)}`;
+    if (typeof v !== "number") throw new LdpValueError("param_type", { param: name, expected: "float", got: kindOf(v) }, message);
+    throw new LdpValueError("param_range", { param: name, got: v, finite: true }, message);
   }
   return v;
 }
@@ -107,32 +108,27 @@ export class HHParams extends ProtocolParams {
     this.low = finiteBound(v.low, "low");
     this.high = finiteBound(v.high, "high");
     if (!(this.low < this.high)) {
-      throw new LdpValueError(`need low < high, got low=${pyFloatRepr(this.low)}, high=${pyFloatRepr(this.high)}`);
+      throw relation("low<high", ["low", "high"], `need low < high, got low=${this.low}, high=${this.high}`);
     }
     this.branching = checkInt(v.branching, "branching", 2, MAX_LEAVES);
     this.depth = checkInt(v.depth, "depth", 1, 16);
     if (this.branching ** this.depth > MAX_LEAVES) {
-      throw new LdpValueError(`branching^depth = ${this.branching}^${this.depth} buckets is over the ` +
-        `${pyThousands(MAX_LEAVES)} allowed`);
+      throw new LdpValueError("param_limit", { limit: "leaves", got: this.branching ** this.depth, max: MAX_LEAVES },
+        `branching^depth = ${this.branching}^${this.depth} buckets is over the ${MAX_LEAVES} allowed`);
     }
-    const oracle = v.oracle;
-    if (!(HH_ORACLES as readonly unknown[]).includes(oracle)) {
-      throw new LdpValueError(`oracle must be one of ${HH_ORACLES.map((o) => `'${o}'`).join(", ")}, got ` +
-        pyReprValue(oracle, true));
-    }
-    if (typeof v.clip !== "boolean") throw new LdpTypeError(`clip must be a bool, got ${paramTypeName(v.clip)}`);
-    this.clip = v.clip;
+    const oracle = checkChoice(v.oracle, "oracle", HH_ORACLES);
+    this.clip = checkBool(v.clip, "clip");
     const w = v.level_weights;
-    if (!Array.isArray(w)) throw new LdpTypeError(`level_weights must be a list of ints, got ${paramTypeName(w)}`);
+    if (!Array.isArray(w)) throw new LdpTypeError("param_type", { param: "level_weights", expected: "list", got: kindOf(w) });
     if (w.length) {
       if (w.length !== this.depth) {
-        throw new LdpValueError(`level_weights must have depth=${this.depth} entries (levels 1..${this.depth}), ` +
-          `got ${w.length}`);
+        throw new LdpValueError("param_length", { param: "level_weights", got: w.length, min: this.depth, max: this.depth },
+          `level_weights must have depth=${this.depth} entries (levels 1..${this.depth}), got ${w.length}`);
       }
-      w.forEach((x, i) => checkInt(x, `level_weights[${i}]`, 0, 2 ** 32));
+      w.forEach((x, i) => checkInt(x, "level_weights", 0, 2 ** 32, { index: i }));
       if (w[w.length - 1] === 0) {
-        throw new LdpValueError("level_weights must give the leaf level (the last) a weight > 0: the buckets' counts " +
-          "are estimated from it");
+        throw relation("leaf_weight", ["level_weights"], "level_weights must give the leaf level (the last) a weight " +
+          "> 0: the buckets' counts are estimated from it");
       }
     }
     this.weighted = w.length > 0;
@@ -141,12 +137,19 @@ export class HHParams extends ProtocolParams {
     const edges = Array.from({ length: d }, (_, i) => this.low + (span * i) / d);
     edges.push(this.high);
     if (new Set(edges).size !== edges.length) {
-      throw new LdpValueError(`[${pyFloatRepr(this.low)}, ${pyFloatRepr(this.high)}] is too narrow for ${d} distinct ` +
-        "bucket edges");
+      throw relation("distinct_edges", ["low", "high", "branching", "depth"], `[${this.low}, ${this.high}] is too ` +
+        `narrow for ${d} distinct bucket edges`);
     }
     this.edges = Object.freeze(edges);
-    this.oracles = Object.freeze(Array.from({ length: this.depth }, (_, l) =>
-      levelOracle(this.epsilon, this.levelSize(l + 1), oracle as string)));
+    this.oracles = Object.freeze(Array.from({ length: this.depth }, (_, l) => {
+      try {
+        return levelOracle(this.epsilon, this.levelSize(l + 1), oracle);
+      } catch (err) {
+        // a level's ε too large or too small for its B^l nodes: a rule of these parameters
+        if (!(err instanceof LdpRefusal && err.code === "param_relation")) throw err;
+        throw relation(err.fields.rule as string, ["epsilon", "branching", "depth", "oracle"], err.message);
+      }
+    }));
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
 

@@ -10,16 +10,44 @@
  * Draws at randomize: n-gram a's report, n-gram b's, then the whole string's. Charged ε₁(full) + 2·ε₁(gram) per
  * report, memoized per triple of permanent responses up to ε∞(full) + 2·ε∞(gram).
  */
-import { compareCodePoints, pyRepr } from "../canonical.js";
+import { compareCodePoints } from "../canonical.js";
 import { concatBytes, toHex, utf8Encode } from "../bytes.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import { hmacSha256, sha256 } from "../hash/sha256.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkInt, paramTypeName, pyReprValue,
-  pyType,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkBool, checkCollectable, checkInt, relation,
+  renaming,
 } from "../params/base.js";
 import { Charge, Encoder, EncoderOptions, ProtocolEntry, Report, isMemoized } from "../encoders/base.js";
 import { RapporEncoder, RapporParams, RapporPrepared, clientSecret } from "./rappor.js";
+
+/** The n-gram RAPPOR's parameter names here (its refusals' fields). */
+const GRAM_NAMES: Readonly<Record<string, string>> = {
+  num_bloombits: "gram_bloombits", num_hashes: "gram_hashes", num_cohorts: "gram_cohorts", p: "gram_p", q: "gram_q",
+  f: "gram_f",
+};
+
+/** `_check_text`, the alphabet: a non-empty string of distinct characters (code points). */
+export function checkAlphabet(a: unknown): string[] {
+  if (typeof a !== "string") throw new LdpValueError("param_type", { param: "alphabet", expected: "string", got: kindOf(a) });
+  if (a.length === 0) throw new LdpValueError("param_length", { param: "alphabet", got: 0, min: 1 }, "alphabet must not be empty");
+  const chars = [...a];
+  if (new Set(chars).size !== chars.length) {
+    throw relation("distinct", ["alphabet"], `alphabet must not repeat a character: ${JSON.stringify(a)}`);
+  }
+  return chars;
+}
+
+/** `_check_text`, the pad: one character, not in `alphabet`. */
+export function checkPad(pad: unknown, alphabet: readonly string[]): string {
+  if (typeof pad !== "string") throw new LdpValueError("param_type", { param: "pad", expected: "string", got: kindOf(pad) });
+  const n = [...pad].length;
+  if (n !== 1) throw new LdpValueError("param_length", { param: "pad", got: n, min: 1, max: 1 }, `pad must be one character, got ${JSON.stringify(pad)}`);
+  if (alphabet.includes(pad)) {
+    throw relation("pad_not_in_alphabet", ["pad", "alphabet"], `pad ${JSON.stringify(pad)} must not be a character of the alphabet`);
+  }
+  return pad;
+}
 
 /** The most n-gram positions P (`MAX_POSITIONS`). */
 export const MAX_POSITIONS = 64;
@@ -82,29 +110,26 @@ export class RapporNgramsParams extends ProtocolParams {
     this.n = checkInt(v.n, "n (gram length)", 1, 8);
     this.maxLength = checkInt(v.max_length, "max_length (L, characters)", 2, 8 * MAX_POSITIONS);
     if (this.maxLength % this.n !== 0) {
-      throw new LdpValueError(`max_length (L=${this.maxLength}) must be a multiple of n=${this.n}`);
+      throw relation("multiple_of_n", ["max_length", "n"], `max_length (L=${this.maxLength}) must be a multiple of n=${this.n}`);
     }
-    checkInt(this.positions, "positions (L/n)", 2, MAX_POSITIONS);
-    if (typeof v.alphabet !== "string" || v.alphabet.length === 0) throw new LdpValueError("alphabet must be a non-empty str");
-    const alphabet = [...v.alphabet];
-    if (new Set(alphabet).size !== alphabet.length) {
-      throw new LdpValueError(`alphabet must not repeat a character: ${pyRepr(v.alphabet)}`);
+    const positions = this.positions;
+    if (!(positions >= 2 && positions <= MAX_POSITIONS)) {
+      const message = `positions (L/n) must be in [2, ${MAX_POSITIONS}], got ${positions}`;
+      if (positions < 2) throw relation("two_positions", ["max_length", "n"], message);
+      throw new LdpValueError("param_limit", { limit: "positions", got: positions, max: MAX_POSITIONS }, message);
     }
-    if (typeof v.pad !== "string" || [...v.pad].length !== 1) {
-      throw new LdpValueError(`pad must be one character, got ${pyReprValue(v.pad, true)}`);
-    }
-    if (alphabet.includes(v.pad)) throw new LdpValueError(`pad ${pyRepr(v.pad)} must not be a character of the alphabet`);
-    if (typeof v.truncate !== "boolean") throw new LdpTypeError(`truncate must be a bool, got ${paramTypeName(v.truncate)}`);
+    const alphabet = checkAlphabet(v.alphabet);
+    this.pad = checkPad(v.pad, alphabet);
+    this.truncate = checkBool(v.truncate, "truncate");
     this.alphabet = new Set(alphabet);
-    this.pad = v.pad;
-    this.truncate = v.truncate;
     const rappor = (prefix: string, bits: string, hashes: string, cohorts: string) => new RapporParams({
       num_bloombits: v[bits], num_hashes: v[hashes], num_cohorts: v[cohorts], p: v[`${prefix}p`], q: v[`${prefix}q`],
       f: v[`${prefix}f`], mode: "ldp",
     });
     this.full = rappor("", "num_bloombits", "num_hashes", "num_cohorts");
-    this.gram = rappor("gram_", "gram_bloombits", "gram_hashes", "gram_cohorts");
-    void this.privacyCost; // both RAPPORs must be private (a finite ε₁)
+    this.gram = renaming(GRAM_NAMES, () => rappor("gram_", "gram_bloombits", "gram_hashes", "gram_cohorts"));
+    void this.full.privacyCost; // both RAPPORs must be private (a finite ε₁)
+    renaming(GRAM_NAMES, () => this.gram.privacyCost);
     checkCollectable(this.protocol, this.schema, this.full.aggregateCells);
   }
 
@@ -156,17 +181,21 @@ export class RapporNgramsParams extends ProtocolParams {
       try {
         text = new TextDecoder("utf-8", { fatal: true }).decode(value);
       } catch {
-        throw new LdpValueError(`${this.protocol} values given as bytes must be UTF-8`);
+        throw new LdpValueError("not_encodable", { encoding: "utf-8" }, `${this.protocol} values given as bytes must be UTF-8`);
       }
-    } else throw new LdpTypeError(`${this.protocol} values must be str or bytes, got ${pyType(value)}`);
-    if (text.length === 0) throw new LdpValueError(`${this.protocol} values must be non-empty strings`);
+    } else throw new LdpTypeError("value_type", { expected: "string_or_bytes", got: kindOf(value) });
+    if (text.length === 0) throw new LdpValueError("empty_value", {}, `${this.protocol} values must be non-empty strings`);
     let cps = [...text];
     const bad = [...new Set(cps.filter((c) => !this.alphabet.has(c)))].sort(compareCodePoints);
-    if (bad.length) throw new LdpValueError(`${this.protocol} value has characters outside the alphabet: ${pyRepr(bad.join(""))}`);
+    if (bad.length) {
+      throw new LdpValueError("not_in_alphabet", { char: bad[0] },
+        `${this.protocol} value has characters outside the alphabet: ${JSON.stringify(bad.join(""))}`);
+    }
     if (cps.length > this.maxLength) {
       if (!this.truncate) {
-        throw new LdpValueError(`${this.protocol} value of ${cps.length} characters is over max_length=${this.maxLength} ` +
-          "(set truncate=True to cut it)");
+        throw new LdpValueError("value_too_long", { got: cps.length, max: this.maxLength, unit: "characters" },
+          `${this.protocol} value of ${cps.length} characters is over max_length=${this.maxLength} (set truncate: true ` +
+          "to cut it)");
       }
       cps = cps.slice(0, this.maxLength);
     }

@@ -12,17 +12,16 @@
  * HMAC-SHA256(secret, uint32_BE(Bloom filter)), k <= 32, which quantizes f to ceil(128 f)/128).
  */
 import { concatBytes, uint32BE, utf8Encode, valueBytes, namespaced } from "../bytes.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import { log } from "../pymath.js";
 import { md5Buckets } from "../hash/md5.js";
 import { bucketOfBytes } from "../hash/murmur3.js";
 import { hmacSha256 } from "../hash/sha256.js";
-import { pyFloatRepr } from "../canonical.js";
 import {
   KeyedRandomSource, RandomSource, bernoulliWords, bigIntOfWords, checkResolvable, realizedProbability, wordsOfBigInt,
 } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkInt, paramTypeName, pyReprValue, pyType,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkChoice, checkCollectable, checkInt, relation,
 } from "../params/base.js";
 import {
   Charge, Encoder, EncoderOptions, MemoizedCharge, ProtocolEntry, Report, bitsStringOfWords,
@@ -45,9 +44,8 @@ export const SECRET_BYTES = 32;
 const PRR_DOMAIN = utf8Encode("ldp/rappor/prr/v1\0");
 const MEMO_DOMAIN = utf8Encode("ldp/rappor/memo/v1\0");
 
-/** `check_resolvable` of a params field: a list is named `tuple` (what `from_dict` makes of it). */
+/** `check_resolvable` of a params field. */
 function resolvable(p: unknown, name: string): number {
-  if (typeof p !== "number") throw new LdpTypeError(`${name} must be a real number, got ${paramTypeName(p)}`);
   return checkResolvable(p, name);
 }
 
@@ -82,21 +80,21 @@ export class RapporParams extends ProtocolParams {
     this.numHashes = checkInt(v.num_hashes, "num_hashes (h)", 1);
     this.numCohorts = checkInt(v.num_cohorts, "num_cohorts (m)", 1, MAX_COHORTS);
     if (this.numHashes > this.numBloombits) {
-      throw new LdpValueError(`num_hashes (h=${this.numHashes}) must be <= num_bloombits (k=${this.numBloombits})`);
+      throw relation("h<=k", ["num_hashes", "num_bloombits"],
+        `num_hashes (h=${this.numHashes}) must be <= num_bloombits (k=${this.numBloombits})`);
     }
     const p = resolvable(v.p, "p");
     const q = resolvable(v.q, "q");
     const f = resolvable(v.f, "f");
     if (!(f >= 0.0 && f < 1.0)) {
-      throw new LdpValueError(`f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got ${pyFloatRepr(f)}`);
+      throw new LdpValueError("param_range", { param: "f", got: v.f, min: 0, max: 1, max_exclusive: true },
+        `f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got ${f}`);
     }
     if (!(p < q)) {
-      throw new LdpValueError("RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), " +
-        `got p=${pyFloatRepr(p)}, q=${pyFloatRepr(q)}`);
+      throw relation("p<q", ["p", "q"], "RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), " +
+        `got p=${p}, q=${q}`);
     }
-    if (!(MODES as readonly unknown[]).includes(v.mode)) {
-      throw new LdpValueError(`mode must be one of ('ldp', 'google'), got ${pyReprValue(v.mode, true)}`);
-    }
+    checkChoice(v.mode, "mode", MODES);
     this.p = p;
     this.q = q;
     this.f = f;
@@ -119,7 +117,7 @@ export class RapporParams extends ProtocolParams {
   /** `ValueError` unless Google's client can encode with these parameters: k <= 32 and h <= 16 (Google mode). */
   checkGoogleClient(): void {
     if (this.mode === "google" && (this.numBloombits > 32 || this.numHashes > 16)) {
-      throw new LdpValueError("Google's client needs k <= 32 (PRR message is a 32-bit integer) and h <= 16 " +
+      throw relation("google_client", ["num_bloombits", "num_hashes", "mode"], "Google's client needs k <= 32 (PRR message is a 32-bit integer) and h <= 16 " +
         `(one MD5 byte per hash), got k=${this.numBloombits}, h=${this.numHashes}; ` +
         "these parameters can decode Google's files but not encode");
     }
@@ -175,7 +173,8 @@ export class RapporParams extends ProtocolParams {
     if (this.cost === undefined) {
       const eps = this.epsilonOne;
       if (!Number.isFinite(eps)) {
-        throw new LdpValueError("these RAPPOR parameters give no finite ε₁ (p* = 0 or q* = 1): reports are not private");
+        throw relation("finite_epsilon", ["p", "q", "f"],
+          "these RAPPOR parameters give no finite ε₁ (p* = 0 or q* = 1): reports are not private");
       }
       this.cost = Object.freeze({ epsilon: eps, delta: 0.0 });
     }
@@ -204,7 +203,10 @@ export function bloomFilter(params: RapporParams, value: string | Uint8Array, co
  * bit 0 of D[i] and the f-mask is `(D[i] >> 1) < 128 f`. Returns `[uniform, fmask]` (bit i = Bloom index i).
  */
 export function googlePrrMasks(secret: Uint8Array, message: Uint8Array, f: number, k: number): [bigint, bigint] {
-  if (k > 32) throw new LdpValueError(`Google's PRR draws one HMAC-SHA256 byte per bit: k <= 32, got ${k}`);
+  if (k > 32) {
+    throw new LdpValueError("param_range", { param: "num_bloombits", got: k, max: 32 },
+      `Google's PRR draws one HMAC-SHA256 byte per bit: k <= 32, got ${k}`);
+  }
   const digest = hmacSha256(secret, message);
   const threshold = f * 128;
   let uniform = 0n, fmask = 0n;
@@ -239,7 +241,8 @@ export interface RapporOptions extends EncoderOptions {
 export function clientSecret(secret: unknown, rng: RandomSource): Uint8Array {
   if (secret === undefined || secret === null) return rng.tokenBytes(SECRET_BYTES);
   const bytes = typeof secret === "string" ? utf8Encode(secret) : secret;
-  if (!(bytes instanceof Uint8Array) || bytes.length === 0) throw new LdpTypeError("secret must be non-empty bytes (or str)");
+  if (!(bytes instanceof Uint8Array)) throw new LdpTypeError("param_type", { param: "secret", expected: "string_or_bytes", got: kindOf(bytes) });
+  if (bytes.length === 0) throw new LdpTypeError("param_length", { param: "secret", got: 0, min: 1 }, "the secret must not be empty");
   return Uint8Array.from(bytes);
 }
 
@@ -262,15 +265,13 @@ export class RapporEncoder extends Encoder<RapporParams, RapporPrepared> {
     super(params, options);
     params.checkGoogleClient();
     const charging = options.charging ?? "min";
-    if (!(CHARGING as readonly unknown[]).includes(charging)) {
-      throw new LdpValueError(`charging must be one of ('min', 'upfront'), got ${pyReprValue(charging)}`);
-    }
+    checkChoice(charging, "charging", CHARGING);
     this.secret = clientSecret(options.secret, this.rng);
     this.cohort = options.cohort === undefined || options.cohort === null
       ? this.rng.randbelow(params.numCohorts)
       : checkInt(options.cohort, "cohort", 0, params.numCohorts - 1);
     if (options.prrRng !== undefined && params.mode === "google") {
-      throw new LdpValueError("prr_rng replaces the PRR derivation of 'ldp' mode only");
+      throw new TypeError("prrRng replaces the PRR derivation of 'ldp' mode only");
     }
     this.charging = charging;
     this.prrRng = options.prrRng;
@@ -299,7 +300,7 @@ export class RapporEncoder extends Encoder<RapporParams, RapporPrepared> {
       }
     }
     if (typeof value !== "string" && !(value instanceof Uint8Array)) {
-      throw new LdpTypeError(`RAPPOR values must be str or bytes, got ${pyType(value)}`);
+      throw new LdpTypeError("value_type", { expected: "string_or_bytes", got: kindOf(value) });
     }
     const bloom = bloomFilter(this.params, value, this.cohort);
     const message = this.params.mode === "google"

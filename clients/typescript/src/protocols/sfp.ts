@@ -9,13 +9,12 @@
  * `R(L/r)` for the position, then the word sketch's draws, then the fragment sketch's. The cost is the sum of the two
  * sketches' ε (sequential composition).
  */
-import { pyRepr } from "../canonical.js";
 import { utf8Encode } from "../bytes.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpTypeError, LdpValueError, kindOf, showValue } from "../errors.js";
 import { hash32 } from "../hash/murmur3.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, paramTypeName,
-  pyReprValue, pyType,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkBool, checkChoice, checkCollectable, checkEpsilon, checkInt,
+  relation, renaming,
 } from "../params/base.js";
 import { Encoder, EncoderOptions, ProtocolEntry, Report, PayloadValue, bitsString } from "../encoders/base.js";
 import { CmsEncoder, CmsParams, HcmsEncoder, HcmsParams, SketchParams } from "./sketches.js";
@@ -33,13 +32,18 @@ function chars(s: string): string[] {
 
 /** The sketch of one part (`"word"` or `"fragment"`), its errors prefixed with the part as Python's are. */
 function sketchOf(part: string, kind: string, values: ParamsDict): SketchParams {
-  try {
-    return kind === "cms" ? new CmsParams(values) : new HcmsParams(values);
-  } catch (err) {
-    if (err instanceof LdpValueError) throw new LdpValueError(`${part} sketch: ${err.message}`);
-    if (err instanceof LdpTypeError) throw new LdpTypeError(`${part} sketch: ${err.message}`);
-    throw err;
+  const names = { epsilon: `${part}_epsilon`, num_hashes: `${part}_num_hashes`, width: `${part}_width` };
+  return renaming(names, () => (kind === "cms" ? new CmsParams(values) : new HcmsParams(values)), {}, `${part} sketch: `);
+}
+
+/** `_check_symbols`: `value` a string of `low` to `high` symbols (code points), else a refusal with `message`. */
+function checkSymbols(value: unknown, message: string, param: string, low: number, high?: number): string[] {
+  if (typeof value !== "string") throw new LdpValueError("param_type", { param, expected: "string", got: kindOf(value) }, message);
+  const cps = chars(value);
+  if (cps.length < low || (high !== undefined && cps.length > high)) {
+    throw new LdpValueError("param_length", { param, got: cps.length, min: low, ...(high === undefined ? {} : { max: high }) }, message);
   }
+  return cps;
 }
 
 /** SFP parameters: the two sketches' ε and shapes, the alphabet and pad, L, r, the word-hash bits, the seed. */
@@ -84,46 +88,48 @@ export class SfpParams extends ProtocolParams {
     const v = this.values;
     const wordEpsilon = checkEpsilon(v.word_epsilon, "word_epsilon");
     const fragmentEpsilon = checkEpsilon(v.fragment_epsilon, "fragment_epsilon");
-    if (typeof v.alphabet !== "string" || v.alphabet.length === 0) {
-      throw new LdpValueError("alphabet must be a non-empty string of symbols");
+    const alphabet = checkSymbols(v.alphabet, "alphabet must be a non-empty string of symbols", "alphabet", 1);
+    if (new Set(alphabet).size !== alphabet.length) {
+      throw relation("distinct", ["alphabet"], `alphabet has repeated symbols: ${JSON.stringify(v.alphabet)}`);
     }
-    const alphabet = chars(v.alphabet);
-    if (new Set(alphabet).size !== alphabet.length) throw new LdpValueError(`alphabet has repeated symbols: ${pyRepr(v.alphabet)}`);
-    if (typeof v.pad !== "string" || chars(v.pad).length !== 1 || alphabet.includes(v.pad)) {
-      throw new LdpValueError(`pad must be one symbol that is not in the alphabet, got ${pyReprValue(v.pad, true)}`);
+    const padMessage = `pad must be one symbol that is not in the alphabet, got ${showValue(v.pad)}`;
+    const pad = checkSymbols(v.pad, padMessage, "pad", 1, 1)[0];
+    if (alphabet.includes(pad)) throw relation("pad_not_in_alphabet", ["pad", "alphabet"], padMessage);
+    if (alphabet.length > 2 ** 16 - 2) {
+      throw new LdpValueError("param_length", { param: "alphabet", got: alphabet.length, min: 1, max: 2 ** 16 - 2 },
+        `alphabet size must be in [1, ${2 ** 16 - 2}], got ${alphabet.length}`);
     }
-    checkInt(alphabet.length, "alphabet size", 1, 2 ** 16 - 2);
     const length = checkInt(v.length, "length (L)", 1, 2 ** 12);
     const r = checkInt(v.fragment_length, "fragment_length (r)", 1, length);
     if (length % r !== 0) {
-      throw new LdpValueError(`length L=${length} must be a multiple of fragment_length r=${r} (fragments are the L/r ` +
-        "non-overlapping substrings)");
+      throw relation("multiple_of_fragment_length", ["length", "fragment_length"], `length L=${length} must be a ` +
+        `multiple of fragment_length r=${r} (fragments are the L/r non-overlapping substrings)`);
     }
     const hashBits = checkInt(v.hash_bits, "hash_bits", 0, 16);
-    for (const part of ["word", "fragment"]) {
-      const kind = v[`${part}_sketch`];
-      if (!(SKETCHES as readonly unknown[]).includes(kind)) {
-        throw new LdpValueError(`${part}_sketch must be one of ['cms', 'hcms'], got ${pyReprValue(kind, true)}`);
-      }
-    }
+    for (const part of ["word", "fragment"]) checkChoice(v[`${part}_sketch`], `${part}_sketch`, SKETCHES);
     const seed = checkInt(v.hash_seed, "hash_seed", 0, 0xffffffff);
     const wk = checkInt(v.word_num_hashes, "word_num_hashes", 1, 2 ** 16);
     const fk = checkInt(v.fragment_num_hashes, "fragment_num_hashes", 1, 2 ** 16);
-    if (seed + wk + fk > 0xffffffff) throw new LdpValueError("hash_seed leaves no room for the sketches' hash functions below 2**32");
-    const rep = v.replacement;
-    const replacement = typeof rep === "string" && chars(rep).length === 1 && alphabet.includes(rep) ? rep : null;
-    if (rep !== null && replacement === null) {
-      throw new LdpValueError(`replacement must be one symbol of the alphabet (or None), got ${pyReprValue(rep, true)}`);
+    if (seed + wk + fk > 0xffffffff) {
+      throw relation("hash_seed_room", ["hash_seed", "word_num_hashes", "fragment_num_hashes"],
+        "hash_seed leaves no room for the sketches' hash functions below 2**32");
     }
-    if (typeof v.truncate !== "boolean") throw new LdpTypeError(`truncate must be a bool, got ${paramTypeName(v.truncate)}`);
-    this.symbols = Object.freeze([...alphabet, v.pad]);
+    const rep = v.replacement;
+    let replacement: string | null = null;
+    if (rep !== null && rep !== undefined) {
+      const message = `replacement must be one symbol of the alphabet (or null), got ${showValue(rep)}`;
+      replacement = checkSymbols(rep, message, "replacement", 1, 1)[0];
+      if (!alphabet.includes(replacement)) throw relation("replacement_in_alphabet", ["replacement", "alphabet"], message);
+    }
+    const truncate = checkBool(v.truncate, "truncate");
+    this.symbols = Object.freeze([...alphabet, pad]);
     this.index = new Map(this.symbols.map((c, i) => [c, i]));
-    this.pad = v.pad;
+    this.pad = pad;
     this.length = length;
     this.fragmentLength = r;
     this.hashBits = hashBits;
     this.replacement = replacement;
-    this.truncate = v.truncate;
+    this.truncate = truncate;
     this.word = sketchOf("word", v.word_sketch as string,
       { epsilon: wordEpsilon, num_hashes: wk, width: v.word_width, hash_seed: seed });
     this.fragment = sketchOf("fragment", v.fragment_sketch as string,
@@ -166,22 +172,23 @@ export class SfpParams extends ProtocolParams {
   /** `prepare_word`: the word checked, its characters replaced and cut as the parameters say, padded to L symbol
    * indices, and its `hash_bits`-bit MurmurHash3 (seed `wordHashSeed`) of its UTF-8 bytes. */
   prepareWord(value: unknown): SfpWord {
-    if (typeof value !== "string") throw new LdpTypeError(`SFP words must be str, got ${pyType(value)}`);
-    if (value.length === 0) throw new LdpValueError("SFP cannot encode the empty string");
+    if (typeof value !== "string") throw new LdpTypeError("value_type", { expected: "string", got: kindOf(value) });
+    if (value.length === 0) throw new LdpValueError("empty_value", {}, "SFP cannot encode the empty string");
     const ok = (c: string) => c !== this.pad && this.index.has(c);
     let cps = chars(value);
     const bad = cps.find((c) => !ok(c));
     if (bad !== undefined) {
       if (this.replacement === null) {
-        throw new LdpValueError(`character ${pyRepr(bad)} of ${pyRepr(value)} is not in the alphabet ` +
-          "(set replacement= to replace such characters)");
+        throw new LdpValueError("not_in_alphabet", { char: bad }, `character ${JSON.stringify(bad)} of ` +
+          `${JSON.stringify(value)} is not in the alphabet (set replacement to replace such characters)`);
       }
       const r = this.replacement;
       cps = cps.map((c) => (ok(c) ? c : r));
     }
     if (cps.length > this.length) {
       if (!this.truncate) {
-        throw new LdpValueError(`${pyRepr(cps.join(""))} is longer than length=${this.length} (set truncate=True to cut it)`);
+        throw new LdpValueError("value_too_long", { got: cps.length, max: this.length, unit: "characters" },
+          `${JSON.stringify(cps.join(""))} is longer than length=${this.length} (set truncate: true to cut it)`);
       }
       cps = cps.slice(0, this.length);
     }

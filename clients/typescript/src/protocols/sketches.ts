@@ -10,14 +10,13 @@
  * Hash function j is MurmurHash3 of the value's UTF-8 bytes with seed `hash_seed + j`, mod m (docs/hashing.md).
  */
 import { valueBytes } from "../bytes.js";
-import { pyFloatRepr } from "../canonical.js";
-import { LdpTypeError, LdpValueError } from "../errors.js";
+import { LdpTypeError, kindOf } from "../errors.js";
 import { exp, log } from "../pymath.js";
 import { MAX_SEED, bucketOfBytes } from "../hash/murmur3.js";
 import { bernoulliThreshold } from "../random.js";
 import {
   Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, logisticTail,
-  pyType,
+  relation,
 } from "../params/base.js";
 import { Encoder, ProtocolEntry, Report, bitsString } from "../encoders/base.js";
 
@@ -76,8 +75,8 @@ export abstract class SketchParams extends ProtocolParams {
     const epsilon = checkEpsilon(this.values.epsilon);
     this.flip = this.flipOf(epsilon);
     if (bernoulliThreshold(this.flip) === 0n) {
-      throw new LdpValueError(`epsilon=${pyFloatRepr(epsilon)} is too large: the flip probability rounds to 0 at the ` +
-        "client's 2^-64 resolution, so reports would not be private");
+      throw relation("epsilon_too_large", ["epsilon"], `epsilon=${epsilon} is too large: the flip probability rounds to ` +
+        "0 at the client's 2^-64 resolution, so reports would not be private");
     }
     const k = checkInt(this.values.num_hashes, "num_hashes (k)", 1, 1 << 16);
     checkInt(this.values.width, "width (m)", 2, MAX_WIDTH);
@@ -168,7 +167,7 @@ export class HcmsParams extends SketchParams {
     this.checkSketch();
     const m = this.width;
     if ((m & (m - 1)) !== 0) {
-      throw new LdpValueError(`HCMS width m must be a power of two (Hadamard transform), got ${m}`);
+      throw relation("power_of_two", ["width"], `HCMS width m must be a power of two (Hadamard transform), got ${m}`);
     }
   }
 
@@ -209,7 +208,7 @@ export function hadamardEntry(a: number, row: number): number {
 /** The hashed bytes of a sketch value (`value_bytes(check_string_value(value, name))`). */
 function sketchBytes(value: unknown, name: string): Uint8Array {
   if (typeof value !== "string" && !(value instanceof Uint8Array)) {
-    throw new LdpTypeError(`${name} values must be str or bytes, got ${pyType(value)}`);
+    throw new LdpTypeError("value_type", { expected: "string_or_bytes", got: kindOf(value) });
   }
   return valueBytes(value);
 }

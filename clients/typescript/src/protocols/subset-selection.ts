@@ -34,6 +34,10 @@ export function floydSubset(n: number, k: number, rng: RandomSource): Uint8Array
 
 /** Subset Selection at `epsilon` over `domain_size` values (optionally named by `labels`). */
 export class SSParams extends UnaryParams {
+  protected override get unaryParams(): readonly string[] {
+    return ["epsilon", "domain_size"];
+  }
+
   static readonly className = "SSParams";
   static readonly fields = DOMAIN_FIELDS;
   readonly protocol = "ss";

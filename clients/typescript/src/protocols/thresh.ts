@@ -11,7 +11,6 @@
  * tracked in memory from the encoder's first report.
  */
 import { concatBytes, uint32BE, utf8Encode } from "../bytes.js";
-import { LdpValueError } from "../errors.js";
 import { hmacSha256 } from "../hash/sha256.js";
 import { KeyedRandomSource } from "../random.js";
 import {
@@ -144,7 +143,7 @@ export class ThreshEncoder extends Encoder<ThreshParams, number> {
     let e: number;
     if (epoch === undefined) e = this.epoch + (prepared !== this.last ? 1 : 0);
     else if (Number.isSafeInteger(epoch) && epoch >= 0) e = epoch;
-    else throw new LdpValueError(`the epoch must be an int >= 0, got ${epoch}`);
+    else throw new RangeError(`the epoch must be an integer >= 0, got ${epoch}`);
     this.last = prepared;
     this.epoch = e;
     return this.report([["index", this.response(e, prepared)]]);

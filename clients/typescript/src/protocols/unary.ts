@@ -10,12 +10,10 @@
  * `UnaryParams` (the domain, the labels, `checkUnary` and the `bits` schema) is shared with Hadamard Response and
  * Subset Selection, as in Python.
  */
-import { pyFloatRepr } from "../canonical.js";
-import { LdpValueError } from "../errors.js";
 import { Fraction, div, fraction, integer, logRatio, mul, sub } from "../rational.js";
 import { RandomSource, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, logisticTail,
+  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, logisticTail, relation,
 } from "../params/base.js";
 import { DomainEncoder, ProtocolEntry, Report, bitsString, checkLabels, withFrozenLabels } from "../encoders/base.js";
 
@@ -77,15 +75,21 @@ export abstract class UnaryParams extends ProtocolParams {
   }
 
   /** `_check_unary`: the domain, that p and q are realizable and informative (`what`: the ε named), the labels. */
+  /** What p and q derive from: the `params` of an `epsilon_too_large`/`_small` refusal. */
+  protected get unaryParams(): readonly string[] {
+    return ["epsilon"];
+  }
+
   protected checkUnary(what: string): void {
+    const params = this.unaryParams;
     const d = checkInt(this.values.domain_size, "domain_size", 2, 2 ** 32);
     if (this.q <= 0.0 || this.p >= 1.0) {
-      throw new LdpValueError(`${what} is too large for ${this.protocol}: a bit probability rounds to 0 or 1 at the ` +
-        "client's resolution, so reports would not be private");
+      throw relation("epsilon_too_large", params, `${what} is too large for ${this.protocol}: a bit probability ` +
+        "rounds to 0 or 1 at the client's resolution, so reports would not be private");
     }
     if (this.p <= this.q) {
-      throw new LdpValueError(`${what} is too small for ${this.protocol}: p and q are equal at the client's ` +
-        "resolution, so reports would carry no information");
+      throw relation("epsilon_too_small", params, `${what} is too small for ${this.protocol}: p and q are equal at ` +
+        "the client's resolution, so reports would carry no information");
     }
     this.labels_ = checkLabels(this.values.labels, d);
   }
@@ -93,7 +97,7 @@ export abstract class UnaryParams extends ProtocolParams {
   /** The common checks of a leaf class, in Python's order: ε, `checkUnary`, `checkCollectable`. */
   protected checkAll(): void {
     const epsilon = checkEpsilon(this.values.epsilon);
-    this.checkUnary(`epsilon=${pyFloatRepr(epsilon)}`);
+    this.checkUnary(`epsilon=${epsilon}`);
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
 
