@@ -7,6 +7,10 @@
   NOT_YET) and Rust (src/protocols/mod.rs: NOT_YET): the clients table of docs/conformance.md and each client's page.
   Each client's test suite checks its rows (TypeScript: test/docs.test.mjs; Kotlin: DocsTest; Rust: tests/docs.rs).
 
+* from the protocols' params classes (ldp.conformance.param_tables): each client's parameter table (TypeScript
+  src/params/tables.ts, Kotlin protocols/ParamTables.kt, Rust src/protocols/tables.rs): every parameter's name, type,
+  default, meaning, range checks and choices; tests/conformance/test_param_tables.py checks they are fresh.
+
 Run from anywhere: python conformance/docs_tables.py"""
 import re
 import sys
@@ -15,6 +19,7 @@ from pathlib import Path
 root = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(root))  # this checkout's ldp, whatever the environment has installed
 from ldp.conformance.docs import render_page  # noqa: E402  # after the path is set
+from ldp.conformance.param_tables import render as render_param_tables  # noqa: E402
 
 vectors = sorted(p.stem for p in (root / "conformance/vectors").glob("*.json") if p.stem != "primitives")
 
@@ -69,3 +74,8 @@ for page, implemented, not_yet in pages:
 print(len(ts), "TypeScript protocols, not yet:", ts_not_yet)
 print(len(kotlin), "Kotlin protocols, not yet:", kotlin_not_yet)
 print(len(rust), "Rust protocols, not yet:", rust_not_yet)
+for relative, text in render_param_tables().items():
+    target = root / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+print(len(render_param_tables()), "parameter tables written:", ", ".join(render_param_tables()))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from ldp.encoders.base_checks import BASE_RULES, check_bool, check_epsilon, check_int, check_string_value
 from ldp.encoders.base_domain import DomainPrepare, LabeledDomain
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule
+from ldp.encoders.base_fields import COMMON_PARAMS, ParamInfo
 from ldp.errors import Refusal, RefusalTypeError, RefusalValueError, kind_of
 from ldp.privacy.accountant import BudgetLedger, PrivacyCost, Reservation
 from ldp.privacy.cost import Charge
@@ -115,6 +116,20 @@ class ProtocolParams:
     """The ``rule`` of each ``param_relation`` refusal and the ``limit`` of each ``param_limit`` refusal this class's
     own checks raise, with its meaning (docs/conformance.md lists them); besides, any protocol may raise those of
     :data:`~ldp.encoders.base_checks.BASE_RULES`."""
+
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {}
+    """What each of this class's own parameters means and its range checks (:mod:`ldp.encoders.base_fields`); a
+    parameter not declared here or in a base class takes :data:`~ldp.encoders.base_fields.COMMON_PARAMS`' entry."""
+
+    @classmethod
+    def info_of(cls, name: str) -> ParamInfo:
+        """The :class:`~ldp.encoders.base_fields.ParamInfo` of parameter ``name``: the class's (or a base's)
+        :attr:`param_info`, else the common one; ``KeyError`` when neither declares it."""
+        for klass in cls.__mro__:
+            declared: Mapping[str, ParamInfo] = vars(klass).get("param_info", {})
+            if name in declared:
+                return declared[name]
+        return COMMON_PARAMS[name]
 
     @classmethod
     def declared_rules(cls) -> dict[str, str]:

@@ -12,6 +12,7 @@ value's UTF-8 bytes, mod ``m``). :class:`SketchParams` holds what CMS and HCMS s
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -21,6 +22,7 @@ from bitarray import frozenbitarray
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
 from ldp.encoders.base_checks import refuse_relation
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule
+from ldp.encoders.base_fields import ParamInfo, Range
 from ldp.hashing import MAX_SEED, bucket, bucket_of_bytes, buckets, value_bytes
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import bernoulli_threshold, logistic_tail
@@ -36,6 +38,9 @@ negligible."""
 
 class SketchParams(ProtocolParams):
     """What CMS and HCMS parameters share: ε, ``num_hashes`` k, ``width`` m and the hash family."""
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "hash_seed": ParamInfo("the number of the hash family: distinct seeds give independent families",
+                               (Range(min=0, dynamic="at most 2^32 − num_hashes"),))}
 
     epsilon: float
     num_hashes: int

@@ -29,6 +29,7 @@ What repeated reports leak (realized probabilities; ``up = ln(p1/p0)``, ``down =
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Self
@@ -36,6 +37,7 @@ from typing import Any, ClassVar, Self
 from ldp.encoders.base import ProtocolParams, check_epsilon, check_int
 from ldp.encoders.base_checks import refuse_range
 from ldp.encoders.base_draws import DrawRule
+from ldp.encoders.base_fields import ParamInfo, Range
 from ldp.encoders.histogram import DBitFlipParams
 from ldp.encoders.histogram_buckets import _SampledBits
 from ldp.encoders.longitudinal_charges import memoized_charges, memoized_horizon_cost
@@ -65,6 +67,9 @@ class MemoDBitFlipParams(_SampledBits, ProtocolParams):
     clip: bool = False
     gamma: float = 0.0
     protocol: ClassVar[str] = "memo-dbitflip"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "d": ParamInfo("the number of buckets a report samples and reports on",
+                       (Range(min=1, dynamic="at most the number of buckets, len(edges) − 1"),))}
     draw_rule = DrawRule("`B(γ)` per sampled bucket", lambda s, pr, v: [s.B(pr.gamma_realized) for _ in range(pr.d)])
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 2.0, "edges": [float(i) for i in range(17)], "d": 8, "gamma": 0.05},)

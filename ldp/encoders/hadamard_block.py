@@ -25,7 +25,7 @@ the halves, so ``pos`` is uniform on the row's ``+1`` half), and ``j = (x mod B)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.base_checks import refuse_relation
 from ldp.encoders.base_draws import DrawRule
+from ldp.encoders.base_fields import ParamInfo, Range
 from ldp.encoders.hadamard_response import hr_order
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import realized_probability
@@ -91,6 +92,9 @@ class HRBlockParams(LabeledDomain, ProtocolParams):
     blocks: int | None = None
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "hr-block"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "blocks": ParamInfo("the number of blocks the domain is split into (null: the best for ε)",
+                            (Range(min=1, dynamic="at most domain_size"),))}
     draw_rule = DrawRule("`B(γ)`, then `R(K)` if true, `R(b)` if false",
                          lambda s, pr, v: s.R(pr.order) if s.B(pr.gamma) else s.R(pr.block_order))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 4.0, "domain_size": 100},)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Self
@@ -37,6 +38,7 @@ from typing import Any, ClassVar, Self
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.base_checks import refuse_relation, renaming
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
+from ldp.encoders.base_fields import ParamInfo, Range
 from ldp.encoders.histogram_buckets import MAX_BUCKETS, _Buckets, _SampledBits, bucket_index, bucket_labels, check_edges
 from ldp.encoders.randomized_response import GRREncoder, GRRParams
 from ldp.encoders.unary import OUEEncoder, OUEParams
@@ -80,6 +82,9 @@ class DBitFlipParams(_SampledBits, ProtocolParams):
     d: int = 1
     clip: bool = False
     protocol: ClassVar[str] = "dbitflip"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "d": ParamInfo("the number of buckets a report samples and reports on",
+                       (Range(min=1, dynamic="at most the number of buckets, len(edges) − 1"),))}
     draw_rule = DrawRule("the sample (nothing if `d = k`; `R(C(k, d))` if `C(k, d) <= 4096`; else `R(k−d+1)`, …, "
                          "`R(k)`), then `BB(p0, k)` if `d > 8`, else `B(p0)` per sampled bucket other than the "
                          "value's, then `B(p1)` if the value's bucket is sampled", _dbitflip_draws)

@@ -38,6 +38,7 @@ from typing import Any, ClassVar, Self
 from ldp.encoders.base import DomainPrepare, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.base_checks import refuse_range, refuse_relation, renaming
 from ldp.encoders.base_draws import DrawRule, grr_draws
+from ldp.encoders.base_fields import ParamInfo, Range
 from ldp.encoders.longitudinal_charges import (
     MAX_CHARGE_REPORTS,
     lgrr_leakage,
@@ -83,6 +84,9 @@ class LGRRParams(ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "lgrr"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "epsilon_perm": ParamInfo("the privacy budget of the permanent (memoized) response: the bound over every "
+                                  "report of one value", (Range(min=0, min_exclusive=True, finite=True),))}
     refusal_rules: ClassVar[Mapping[str, str]] = TWO_ROUND_RULES
     draw_rule = DrawRule("`B(p2)`, then `R(d−1)` if false",
                          lambda s, pr, v: grr_draws(s, pr.instantaneous.p, pr.domain_size))
@@ -223,6 +227,9 @@ class MemoMeanParams(NumericParams):
     buckets: int = 16
     gamma: float = 0.0
     protocol: ClassVar[str] = "memo-mean"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "buckets": ParamInfo("the number of buckets the range is split into before the memoized response",
+                             (Range(min=1, max=65536),))}
     draw_rule = DrawRule("`B(γ)`", lambda s, pr, v: s.B(pr.gamma_realized))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.0, "low": 0.0, "high": 1.0},)
 

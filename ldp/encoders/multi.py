@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon
 from ldp.encoders.base_checks import check_choice, refuse_relation, refuse_type, renaming
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule
+from ldp.encoders.base_fields import ParamInfo, Range
 from ldp.encoders.histogram import BucketGRRParams, DBitFlipParams
 from ldp.encoders.numeric import DuchiParams, HybridParams, PiecewiseParams
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
@@ -147,6 +148,12 @@ class MultiParams(ProtocolParams):
     mode: str
     attributes: tuple[Attribute, ...]
     protocol: ClassVar[str] = "multi"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "epsilon": ParamInfo("the privacy budget ε of one report, of all its attributes together",
+                             (Range(min=0, min_exclusive=True, finite=True),)),
+        "mode": ParamInfo("split: every attribute reported at ε/d; sample: one attribute drawn, reported at ε",
+                          choices=MODES),
+        "attributes": ParamInfo("the attributes: [name, protocol, params] each, in report order")}
     refusal_rules: ClassVar[Mapping[str, str]] = {
         **{rule: text for part in COMPONENT_PROTOCOLS.values() for rule, text in part.refusal_rules.items()},
         "attribute_name": "a name is [a-z][a-z0-9_]{0,30}", "distinct_fields": "the report fields must not collide",

@@ -40,6 +40,7 @@ import mmh3
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int, check_string_value
 from ldp.encoders.base_checks import check_bool, check_choice, refuse_relation
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
+from ldp.encoders.base_fields import ParamInfo, Range
 from ldp.encoders.local_hashing import SEED_RANGE, OLHParams, lh_hash
 from ldp.encoders.randomized_response import GRRParams
 from ldp.errors import Refusal, RefusalValueError
@@ -123,6 +124,13 @@ class PEMParams(ProtocolParams):
     truncate: bool = False
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "pem"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "max_length": ParamInfo("the longest value in UTF-8 bytes", (Range(min=1, max=4096),)),
+        "start_bits": ParamInfo("the bits of the first prefix the rounds extend", (Range(min=1, max=8),)),
+        "step_bits": ParamInfo("the bits each round adds to the prefixes", (Range(min=1, max=16),)),
+        "top_k": ParamInfo("the number of prefixes kept after each round", (Range(min=1, max=65536),)),
+        "oracle": ParamInfo("the frequency oracle of each round: olh, grr, or auto (the lower variance)",
+                            choices=ORACLES)}
     refusal_rules: ClassVar[Mapping[str, str]] = {
         **OLHParams.refusal_rules, "groups": "(a limit) the groups G = 1 + ceil((8·max_length − start_bits)/step_bits)",
         "grr_prefix_bits": "(a limit) the bits of a prefix GRR reports over its whole domain"}

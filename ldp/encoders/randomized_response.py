@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Self
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.base_checks import refuse_range, refuse_relation, refuse_type
 from ldp.encoders.base_draws import DrawRule, grr_draws
+from ldp.encoders.base_fields import PROBABILITY, ParamInfo
 from ldp.privacy.accountant import PrivacyCost
 from ldp.privacy.shuffle import ShuffleStructure, k_rr_structure
 from ldp.randomness import check_probability, check_resolvable, logistic_tail, realized_probability
@@ -43,6 +44,9 @@ class BinaryRRParams(ProtocolParams):
     p: float
     q: float
     protocol: ClassVar[str] = "rr"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "p": ParamInfo("the probability of answering yes when the truth is no", (PROBABILITY,)),
+        "q": ParamInfo("the probability of answering yes when the truth is yes (above p)", (PROBABILITY,))}
     refusal_rules: ClassVar[Mapping[str, str]] = {
         "0<p<q<1": "0 < p < q < 1 (a finite ε, a truthful bias)",
         "p_q_resolvable": "p and q must differ at the client's 2^-64 resolution"}

@@ -40,6 +40,7 @@ from typing import Any, ClassVar, Self
 from ldp.encoders.base import Encoder, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.base_checks import check_bool, check_choice, refuse_range, refuse_relation, refuse_type
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule, grr_draws
+from ldp.encoders.base_fields import ParamInfo, Range
 from ldp.encoders.histogram_buckets import bucket_index, bucket_labels
 from ldp.encoders.pem import null_variance
 from ldp.encoders.randomized_response import GRRParams
@@ -113,6 +114,12 @@ class HHParams(ProtocolParams):
     level_weights: tuple[int, ...] = ()
     clip: bool = False
     protocol: ClassVar[str] = "hh"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "branching": ParamInfo("the branching factor B of the tree of intervals", (Range(min=2, max=65536),)),
+        "depth": ParamInfo("the number of levels of the tree below its root", (Range(min=1, max=16),)),
+        "oracle": ParamInfo("the frequency oracle of each level: oue, grr, or auto (the lower variance)",
+                            choices=HH_ORACLES),
+        "level_weights": ParamInfo("the weight of each level in the level a report samples (empty: uniform)")}
     refusal_rules: ClassVar[Mapping[str, str]] = {
         "low<high": "low < high", "leaves": "(a limit) the buckets, branching^depth",
         "leaf_weight": "the leaf level (the last of level_weights) must have a weight > 0",

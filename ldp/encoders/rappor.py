@@ -48,6 +48,7 @@ from ldp.encoders.base import (
 )
 from ldp.encoders.base_checks import check_choice, refuse_range, refuse_relation
 from ldp.encoders.base_draws import DrawRule
+from ldp.encoders.base_fields import PROBABILITY, ParamInfo, Range
 from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
 from ldp.randomness import KeyedRandomSource, RandomSource, check_resolvable, realized_probability
@@ -174,6 +175,16 @@ class RapporParams(RapporPrivacy, ProtocolParams):
     f: float
     mode: str = "ldp"
     protocol: ClassVar[str] = "rappor"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "num_bloombits": ParamInfo("the number k of bits of the Bloom filter", (Range(min=1),)),
+        "num_hashes": ParamInfo("the number h of hash functions of the Bloom filter", (Range(min=1),)),
+        "num_cohorts": ParamInfo("the number m of cohorts (each hashes with its own functions)",
+                                 (Range(min=1, max=65536),)),
+        "p": ParamInfo("the probability that a 0 bit of the permanent response is reported as 1", (PROBABILITY,)),
+        "q": ParamInfo("the probability that a 1 bit of the permanent response is reported as 1", (PROBABILITY,)),
+        "f": ParamInfo("the permanent response's flip probability f (each bit kept w.p. 1 − f)",
+                       (PROBABILITY, Range(min=0, max=1, max_exclusive=True))),
+        "mode": ParamInfo("ldp (this package's client) or google (Google's client, byte for byte)", choices=MODES)}
     refusal_rules: ClassVar[Mapping[str, str]] = {
         "h<=k": "num_hashes (h) <= num_bloombits (k)", "p<q": "p < q (a 1 in the PRR is reported more often)",
         "finite_epsilon": "p, q and f give a finite ε₁ (p* > 0 and q* < 1)",

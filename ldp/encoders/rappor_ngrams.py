@@ -44,6 +44,7 @@ from typing import Any, ClassVar, Self
 from ldp.encoders.base import Encoder, ProtocolParams, check_int, client_secret
 from ldp.encoders.base_checks import check_bool, refuse_relation, renaming
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule
+from ldp.encoders.base_fields import PROBABILITY, ParamInfo, Range
 from ldp.encoders.rappor import RapporEncoder, RapporParams
 from ldp.encoders.rappor_ngrams_text import NgramsText, gram_value, pair_index, pair_of
 from ldp.errors import RefusalValueError
@@ -101,6 +102,25 @@ class RapporNgramsParams(NgramsText, ProtocolParams):
     pad: str = "_"
     truncate: bool = False
     protocol: ClassVar[str] = "rappor-ngrams"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "num_bloombits": ParamInfo("the number k of bits of the full string's Bloom filter", (Range(min=1),)),
+        "num_hashes": ParamInfo("the number h of hash functions of the full string's Bloom filter", (Range(min=1),)),
+        "num_cohorts": ParamInfo("the number m of cohorts of the full string's RAPPOR", (Range(min=1, max=65536),)),
+        "p": ParamInfo("the full string's RAPPOR: probability that a 0 bit is reported as 1", (PROBABILITY,)),
+        "q": ParamInfo("the full string's RAPPOR: probability that a 1 bit is reported as 1", (PROBABILITY,)),
+        "f": ParamInfo("the full string's RAPPOR: the permanent response's flip probability",
+                       (PROBABILITY, Range(min=0, max=1, max_exclusive=True))),
+        "gram_bloombits": ParamInfo("the number of bits of each n-gram's Bloom filter", (Range(min=1),)),
+        "gram_hashes": ParamInfo("the number of hash functions of each n-gram's Bloom filter", (Range(min=1),)),
+        "gram_cohorts": ParamInfo("the number of cohorts of the n-grams' RAPPOR", (Range(min=1, max=65536),)),
+        "gram_p": ParamInfo("the n-grams' RAPPOR: probability that a 0 bit is reported as 1", (PROBABILITY,)),
+        "gram_q": ParamInfo("the n-grams' RAPPOR: probability that a 1 bit is reported as 1", (PROBABILITY,)),
+        "gram_f": ParamInfo("the n-grams' RAPPOR: the permanent response's flip probability",
+                            (PROBABILITY, Range(min=0, max=1, max_exclusive=True))),
+        "n": ParamInfo("the length n of the n-grams", (Range(min=1, max=8),)),
+        "max_length": ParamInfo("the longest value, in characters (padded to it)", (Range(min=2, max=512),)),
+        "alphabet": ParamInfo("the characters a value may hold"),
+        "pad": ParamInfo("the character a value is padded with (not in the alphabet)")}
     refusal_rules: ClassVar[Mapping[str, str]] = {
         **RapporParams.refusal_rules, "multiple_of_n": "max_length (L) must be a multiple of n",
         "two_positions": "L/n must be at least 2 (a report pairs two n-gram positions)",

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, NamedTuple, Self, TypeAlias
 from ldp.encoders.base import BoundedMemo, Encoder, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.base_checks import check_bool, check_choice, refuse_relation, refuse_type, renaming
 from ldp.encoders.base_draws import DrawRule
+from ldp.encoders.base_fields import ParamInfo, Range
 from ldp.encoders.cms import CmsEncoder, CmsParams, SketchParams, sketch_draws
 from ldp.encoders.hcms import HcmsEncoder, HcmsParams
 from ldp.errors import RefusalValueError, kind_of
@@ -102,6 +103,27 @@ class SfpParams(ProtocolParams):
     replacement: str | None = None
     truncate: bool = False
     protocol: ClassVar[str] = "sfp"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "word_epsilon": ParamInfo("the privacy budget of the whole word's sketch",
+                                  (Range(min=0, min_exclusive=True, finite=True),)),
+        "fragment_epsilon": ParamInfo("the privacy budget of the fragment's sketch",
+                                      (Range(min=0, min_exclusive=True, finite=True),)),
+        "alphabet": ParamInfo("the characters a word may hold"),
+        "pad": ParamInfo("the character a word is padded with (not in the alphabet)"),
+        "length": ParamInfo("the length of a word, in characters (padded to it)", (Range(min=1, max=4096),)),
+        "fragment_length": ParamInfo("the length of a fragment, in characters", (Range(min=1, max=4),)),
+        "hash_bits": ParamInfo("the bits of the word's hash each fragment carries", (Range(min=0, max=16),)),
+        "word_sketch": ParamInfo("the whole word's sketch: cms or hcms", choices=tuple(sorted(SKETCHES))),
+        "word_num_hashes": ParamInfo("the number of hash functions of the word's sketch", (Range(min=1, max=65536),)),
+        "word_width": ParamInfo("the width of each row of the word's sketch", (Range(min=2, max=2**24),)),
+        "fragment_sketch": ParamInfo("the fragment's sketch: cms or hcms", choices=tuple(sorted(SKETCHES))),
+        "fragment_num_hashes": ParamInfo("the number of hash functions of the fragment's sketch",
+                                         (Range(min=1, max=65536),)),
+        "fragment_width": ParamInfo("the width of each row of the fragment's sketch", (Range(min=2, max=2**24),)),
+        "hash_seed": ParamInfo("the number of the hash family: distinct seeds give independent families",
+                               (Range(min=0, max=2**32 - 1),)),
+        "replacement": ParamInfo("the character a character outside the alphabet becomes (null: such words are "
+                                 "refused)")}
     refusal_rules: ClassVar[Mapping[str, str]] = {
         **HcmsParams.refusal_rules, "pad_not_in_alphabet": "pad must not be in the alphabet",
         "multiple_of_fragment_length": "length (L) must be a multiple of fragment_length (r)",

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int
 from ldp.encoders.base_checks import check_choice, refuse_relation, renaming
 from ldp.encoders.base_draws import DrawRule
+from ldp.encoders.base_fields import ParamInfo, Range
 from ldp.encoders.longitudinal_charges import _logaddexp, memo_report_charge
 from ldp.encoders.longitudinal_memo import TWO_ROUND_RULES, _SecretEncoder, check_two_rounds
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
@@ -266,6 +267,10 @@ class LOUEParams(UnaryParams, ProtocolParams):
     labels: tuple[str, ...] | None = None
     permanent: str = "oue"
     protocol: ClassVar[str] = "loue"
+    param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "epsilon_perm": ParamInfo("the privacy budget of the permanent (memoized) response: the bound over every "
+                                  "report of one value", (Range(min=0, min_exclusive=True, finite=True),)),
+        "permanent": ParamInfo("the unary encoding of the permanent round: oue or sue", choices=PERMANENT)}
     refusal_rules: ClassVar[Mapping[str, str]] = TWO_ROUND_RULES
     draw_rule = DrawRule("`BB(flip, d)`", lambda s, pr, v: s.BB(pr.flip, pr.domain_size))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
