@@ -1,36 +1,94 @@
 package io.github.ldptelemetry.client
 
-import io.github.ldptelemetry.client.internal.PyText
 import java.io.IOException
 
 /**
- * The client's exceptions. Texts are the Python client's, word for word (the conformance vectors check them), so a
- * message an app logs reads the same whichever client made it.
- *
- * A bad parameter or value is an [IllegalArgumentException]: [LdpValueException] (Python's `ValueError`: the right
- * type, a wrong value) or [LdpTypeException] (Python's `TypeError`: the wrong type). [pythonType] names the Python
- * class.
+ * What a refusal of a parameter or a value is, by meaning: a stable machine code, the same in every client and in
+ * the conformance vectors (docs/conformance.md, "Refusals"). [code] is the vectors' spelling (`"param_range"`).
  */
-public open class LdpValueException(message: String) : IllegalArgumentException(message) {
-    /** The Python exception class this stands for. */
-    public open val pythonType: String get() = "ValueError"
+public enum class RefusalCode(public val code: String) {
+    /** Required parameters are missing: `params`. */
+    MISSING_PARAMS("missing_params"),
+    /** Parameters the protocol does not have: `params`, sorted. */
+    UNKNOWN_PARAMS("unknown_params"),
+    /** Parameter `param` is not of the `expected` kind; `got` is the kind given. */
+    PARAM_TYPE("param_type"),
+    /** The number `got` given for `param` is out of range: `min`, `max`, `min_exclusive`, `max_exclusive`, `finite`. */
+    PARAM_RANGE("param_range"),
+    /** `got` is not one of the strings `choices` of `param`. */
+    PARAM_CHOICE("param_choice"),
+    /** A list or string parameter `param` has `got` entries, not within `min`, `max`. */
+    PARAM_LENGTH("param_length"),
+    /** The parameters `params` break the rule `rule`. */
+    PARAM_RELATION("param_relation"),
+    /** A size that follows from the parameters, `got`, is over the limit `limit`, at most `max`. */
+    PARAM_LIMIT("param_limit"),
+    /** The value is not of the `expected` kind; `got` is the kind given. */
+    VALUE_TYPE("value_type"),
+    /** The number `got` is outside `[min, max]`. */
+    VALUE_RANGE("value_range"),
+    /** The string `got` is not one of the declared labels. */
+    UNKNOWN_LABEL("unknown_label"),
+    /** The string is empty. */
+    EMPTY_VALUE("empty_value"),
+    /** The string has `got` units (`unit`), over `max`. */
+    VALUE_TOO_LONG("value_too_long"),
+    /** The string holds `char`, not in the alphabet. */
+    NOT_IN_ALPHABET("not_in_alphabet"),
+    /** The string has no form in `encoding`. */
+    NOT_ENCODABLE("not_encodable"),
+    /** A record of several attributes lacks `attributes`. */
+    MISSING_ATTRIBUTES("missing_attributes"),
+    /** A record has `attributes` the protocol does not have. */
+    UNKNOWN_ATTRIBUTES("unknown_attributes"),
+    ;
+
+    override fun toString(): String = code
+
+    public companion object {
+        /** The entry spelled [code] (`"param_range"`), or null. */
+        @JvmStatic
+        public fun fromCode(code: String): RefusalCode? = entries.firstOrNull { it.code == code }
+    }
 }
 
-/** A value of the wrong type (Python's `TypeError`). */
-public open class LdpTypeException(message: String) : IllegalArgumentException(message) {
-    /** The Python exception class this stands for. */
-    public open val pythonType: String get() = "TypeError"
+/**
+ * A refused parameter set or value: [code] says what was refused, [fields] the details, as JSON values (keys and
+ * meaning: docs/kotlin-client.md, "Errors"): a [String], a [Boolean], a [Long] (an integer: [java.math.BigInteger]
+ * past 64 bits), a [Double], `null`, a [List] or a [Map] of these. `got` of a range is the number given, as given
+ * (an integer stays a [Long]). Every refusal is an [LdpValueException] or an [LdpTypeException].
+ */
+public interface Refusal {
+    public val code: RefusalCode
+    public val fields: Map<String, Any?>
 }
 
-/** An invalid collection spec: [errors] lists every problem as `json.path: message` (Python's `SpecError`). */
+/** A value or parameter of the right type but a wrong value (out of range, unknown, breaking a rule). */
+public open class LdpValueException(
+    override val code: RefusalCode,
+    fields: Map<String, Any?>,
+    message: String,
+) : IllegalArgumentException(message), Refusal {
+    override val fields: Map<String, Any?> = java.util.Collections.unmodifiableMap(LinkedHashMap(fields))
+}
+
+/** A value or parameter of the wrong type. */
+public open class LdpTypeException(
+    override val code: RefusalCode,
+    fields: Map<String, Any?>,
+    message: String,
+) : IllegalArgumentException(message), Refusal {
+    override val fields: Map<String, Any?> = java.util.Collections.unmodifiableMap(LinkedHashMap(fields))
+}
+
+/** An invalid collection spec: [errors] lists every problem as `json.path: message`. */
 public class SpecException(public val errors: List<String>, source: String = "spec") :
-    LdpValueException("$source: ${errors.size} error(s):\n  ${errors.joinToString("\n  ")}")
+    IllegalArgumentException("$source: ${errors.size} error(s):\n  ${errors.joinToString("\n  ")}")
 
 /** An (ε, δ) privacy cost, as Python's `PrivacyCost`. */
 public data class PrivacyCost(val epsilon: Double, val delta: Double = 0.0) {
-    /** `str(PrivacyCost)`: `ε=<.6g>`, then `, δ=<.3g>` when δ is not 0. */
-    override fun toString(): String =
-        "ε=${PyText.formatG(epsilon, 6)}" + if (delta != 0.0) ", δ=${PyText.formatG(delta, 3)}" else ""
+    /** `ε=<epsilon>`, then `, δ=<delta>` when δ is not 0. */
+    override fun toString(): String = "ε=$epsilon" + if (delta != 0.0) ", δ=$delta" else ""
 
     /** Both parts at most [cap]'s, with Python's relative slack of 1e-9 (`PrivacyCost.fits_within`). */
     public fun fitsWithin(cap: PrivacyCost): Boolean {
@@ -59,7 +117,7 @@ public class BudgetExceededException @JvmOverloads constructor(
      * includes the batch's earlier items, none of which was kept. */
     public val index: Int? = null,
 ) : IllegalStateException(
-    "privacy budget exceeded for ${if (scope == ALL_METRICS) "all metrics" else "metric ${PyText.repr(scope)}"} " +
+    "privacy budget exceeded for ${if (scope == ALL_METRICS) "all metrics" else "metric \"$scope\""} " +
         "($period)${if (index == null) "" else " at item $index of a batch (nothing of the batch was kept)"}: " +
         "spent $spent, requested $requested, cap $cap",
 ) {

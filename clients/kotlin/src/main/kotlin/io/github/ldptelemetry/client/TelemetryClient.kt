@@ -1,7 +1,7 @@
 package io.github.ldptelemetry.client
 
 import io.github.ldptelemetry.client.internal.Bytes
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.ledger.BudgetLedger
 import io.github.ldptelemetry.client.ledger.DeviceState
 import io.github.ldptelemetry.client.ledger.OutboxRecord
@@ -75,7 +75,7 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
     private fun checkCollection(s: DeviceState) {
         if (s.collection != spec.name) {
             throw LedgerException(
-                "this state belongs to collection ${PyText.repr(s.collection)}, not ${PyText.repr(spec.name)}: " +
+                "this state belongs to collection ${Refuse.quote(s.collection)}, not ${Refuse.quote(spec.name)}: " +
                     "use another store (a budget is never reset)",
             )
         }
@@ -157,12 +157,10 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
     /** [block], its bad value or metric named as item [i] of a batch ([batch]) in the exception it throws. */
     private inline fun <T> itemError(batch: Boolean, i: Int, metric: String, block: () -> T): T = try {
         block()
-    } catch (e: LdpValueException) {
+    } catch (e: IllegalArgumentException) {
         if (!batch) throw e
-        throw LdpValueException("recordMany item $i (${PyText.repr(metric)}): ${e.message}")
-    } catch (e: LdpTypeException) {
-        if (!batch) throw e
-        throw LdpTypeException("recordMany item $i (${PyText.repr(metric)}): ${e.message}")
+        val prefix = "recordMany item $i (${Refuse.quote(metric)}): "
+        throw if (e is Refusal) Refuse.restated(e, prefix) else IllegalArgumentException(prefix + e.message, e)
     }
 
     /** The (ε, δ) spent on [metric] (null: the whole collection) in the current window, or over the lifetime. */

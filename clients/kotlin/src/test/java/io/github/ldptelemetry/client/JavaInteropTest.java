@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.github.ldptelemetry.client.ledger.FileStore;
 import io.github.ldptelemetry.client.ledger.MemoryStore;
 import io.github.ldptelemetry.client.ledger.StateStore;
+import io.github.ldptelemetry.client.protocols.GRRParams;
+import io.github.ldptelemetry.client.protocols.Protocols;
 import io.github.ldptelemetry.client.spec.CollectionSpec;
 import io.github.ldptelemetry.client.upload.Batch;
 import io.github.ldptelemetry.client.upload.Outbox;
@@ -22,7 +24,9 @@ import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import kotlin.Pair;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -142,5 +146,39 @@ class JavaInteropTest {
         } catch (LedgerException e) {
             fail(e);
         }
+    }
+
+    @Test
+    void aRefusalCarriesItsCodeAndFieldsForJava() {
+        Map<String, Object> params = new LinkedHashMap<>();
+        params.put("epsilon", -1);
+        params.put("domain_size", 3);
+        try {
+            Protocols.INSTANCE.get("grr").paramsOf(params);
+            fail("epsilon -1 is refused");
+        } catch (LdpValueException e) {
+            assertEquals(RefusalCode.PARAM_RANGE, e.getCode());
+            assertEquals("param_range", e.getCode().getCode());
+            assertEquals(RefusalCode.PARAM_RANGE, RefusalCode.fromCode("param_range"));
+            assertEquals("epsilon", e.getFields().get("param"));
+            assertEquals(-1L, e.getFields().get("got"));
+            assertEquals(0L, e.getFields().get("min"));
+            assertEquals(Boolean.TRUE, e.getFields().get("min_exclusive"));
+            Refusal refusal = e;
+            assertEquals(e.getFields(), refusal.getFields());
+        }
+        params.put("epsilon", "1");
+        try {
+            Protocols.INSTANCE.get("grr").paramsOf(params);
+            fail("a string epsilon is refused");
+        } catch (LdpTypeException e) {
+            assertEquals(RefusalCode.PARAM_TYPE, e.getCode());
+            assertEquals("float", e.getFields().get("expected"));
+            assertEquals("string", e.getFields().get("got"));
+        }
+        GRRParams typed = new GRRParams(1.0, 3L);
+        assertEquals(3, typed.getDomainSize());
+        params.put("epsilon", 1.0);
+        assertEquals(Protocols.INSTANCE.get("grr").paramsOf(params).getFingerprint(), typed.getFingerprint());
     }
 }

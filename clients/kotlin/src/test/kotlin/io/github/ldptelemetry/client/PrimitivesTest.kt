@@ -5,9 +5,9 @@ import io.github.ldptelemetry.client.internal.PyText
 import io.github.ldptelemetry.client.random.KeyedRandomSource
 import io.github.ldptelemetry.client.random.ReplaySource
 import io.github.ldptelemetry.client.random.Threshold
+import java.math.BigInteger
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Test
-import java.math.BigInteger
 
 /** `primitives.json`: the laws below every protocol (draws, the keyed stream, hashes, number and text forms). */
 class PrimitivesTest {
@@ -23,11 +23,6 @@ class PrimitivesTest {
             val x = java.lang.Double.longBitsToDouble(java.lang.Long.parseUnsignedLong(f["bits"] as String, 16))
             assertEquals(f["repr"], PyText.floatRepr(x), f["bits"] as String)
         }
-    }
-
-    @Test
-    fun `python repr of strings`() {
-        for (t in doc["texts"].obj()["py_repr"].list().map { it.obj() }) assertEquals(t["repr"], PyText.repr(t["value"] as String))
     }
 
     @Test

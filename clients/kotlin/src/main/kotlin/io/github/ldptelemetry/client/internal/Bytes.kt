@@ -1,7 +1,5 @@
 package io.github.ldptelemetry.client.internal
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import java.security.MessageDigest
 import javax.crypto.Mac
 import javax.crypto.spec.SecretKeySpec
@@ -44,7 +42,7 @@ internal object Bytes {
 
     /** `n.to_bytes(4, "big")` for `0 <= n < 2^32`. */
     fun uint32BE(n: Long): ByteArray {
-        if (n < 0 || n > 0xffffffffL) throw LdpValueException("a uint32 must be an int in [0, 2**32), got $n")
+        if (n < 0 || n > 0xffffffffL) throw IllegalArgumentException("a uint32 must be in [0, 2^32), got $n")
         return byteArrayOf((n ushr 24).toByte(), (n ushr 16).toByte(), (n ushr 8).toByte(), n.toByte())
     }
 
@@ -61,33 +59,18 @@ internal object Bytes {
     /** ASCII bytes of a tag or fingerprint. */
     fun ascii(s: String): ByteArray = s.toByteArray(Charsets.US_ASCII)
 
-    /** Strict UTF-8 of [s]: a lone surrogate is refused with Python's text (`value_bytes`). */
+    /** Strict UTF-8 of [s]: a lone surrogate is refused (`not_encodable`, as `value_bytes`). */
     fun utf8(s: String): ByteArray {
         var i = 0
-        var cp = 0 // code point index, as Python counts positions
         while (i < s.length) {
             val c = s[i]
             if (Character.isHighSurrogate(c) && i + 1 < s.length && Character.isLowSurrogate(s[i + 1])) {
                 i += 2
             } else if (Character.isSurrogate(c)) {
-                var end = i + 1
-                var n = 1
-                while (end < s.length && Character.isSurrogate(s[end]) &&
-                    !(Character.isHighSurrogate(s[end]) && end + 1 < s.length && Character.isLowSurrogate(s[end + 1]))
-                ) {
-                    end++
-                    n++
-                }
-                val what = if (n == 1) {
-                    "character ${PyText.repr(c.toString())} in position $cp"
-                } else {
-                    "characters in position $cp-${cp + n - 1}"
-                }
-                throw LdpValueException("value is not encodable as UTF-8: 'utf-8' codec can't encode $what: surrogates not allowed")
+                throw Refuse.notEncodable("utf-8", "the value has no UTF-8 form: it holds a lone surrogate ${Refuse.quote(c.toString())} at index $i")
             } else {
                 i++
             }
-            cp++
         }
         return s.toByteArray(Charsets.UTF_8)
     }
@@ -96,7 +79,7 @@ internal object Bytes {
     fun valueBytes(value: Any?): ByteArray = when (value) {
         is String -> utf8(value)
         is ByteArray -> value
-        else -> throw LdpTypeException("values to hash must be str or bytes (or bytearray), got ${PyText.typeName(value)}")
+        else -> throw Refuse.valueType("string_or_bytes", value, "values to hash must be strings or bytes, got ${Refuse.kind(value)}")
     }
 
     // --------------------------------------------------------------------------------------------------------
@@ -158,7 +141,7 @@ internal object Bytes {
 
     /** A fresh HMAC-SHA256 instance keyed with [key] (must be non-empty). */
     fun hmac(key: ByteArray): Mac {
-        if (key.isEmpty()) throw LdpValueException("the key must be non-empty bytes")
+        if (key.isEmpty()) throw IllegalArgumentException("the key must be non-empty bytes")
         return Mac.getInstance("HmacSHA256").apply { init(SecretKeySpec(key, "HmacSHA256")) }
     }
 

@@ -1,7 +1,5 @@
 package io.github.ldptelemetry.client.internal
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import java.math.BigInteger
 
 /**
@@ -84,7 +82,7 @@ internal object Json {
                 val v = value(depth)
                 if (out.containsKey(key)) {
                     pos = keyAt
-                    fail("key ${PyText.repr(key)} repeated in one object")
+                    fail("key ${Refuse.quote(key)} repeated in one object")
                 }
                 out[key] = v
                 skipSpace()
@@ -229,7 +227,7 @@ internal object Json {
             }
             is Map<*, *> -> {
                 out.append('{')
-                val keys = value.keys.map { it as? String ?: throw LdpTypeException("keys must be str, got ${PyText.typeName(it)}") }
+                val keys = value.keys.map { it as? String ?: throw IllegalArgumentException("object keys must be strings, got ${Refuse.kind(it)}") }
                 val ordered = if (sortKeys) keys.sortedWith(PyText.CODE_POINT_ORDER) else keys
                 ordered.forEachIndexed { i, k ->
                     if (i > 0) out.append(',')
@@ -239,12 +237,12 @@ internal object Json {
                 }
                 out.append('}')
             }
-            else -> throw LdpTypeException("Object of type ${PyText.typeName(value)} is not JSON serializable")
+            else -> throw IllegalArgumentException("a ${value.javaClass.name} has no JSON form")
         }
     }
 
     private fun writeDouble(out: StringBuilder, d: Double) {
-        if (d.isNaN() || d.isInfinite()) throw LdpValueException("Out of range float values are not JSON compliant")
+        if (d.isNaN() || d.isInfinite()) throw IllegalArgumentException("$d has no JSON form (JSON numbers are finite)")
         out.append(PyText.floatRepr(d))
     }
 }
@@ -257,4 +255,4 @@ internal class PyFloat(val value: Double) {
 }
 
 /** A document that is not valid JSON. */
-internal class JsonException(message: String) : LdpValueException(message)
+internal class JsonException(message: String) : IllegalArgumentException(message)

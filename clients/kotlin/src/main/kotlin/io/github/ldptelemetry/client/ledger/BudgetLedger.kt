@@ -1,15 +1,13 @@
 package io.github.ldptelemetry.client.ledger
 
 import io.github.ldptelemetry.client.BudgetExceededException
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
-import io.github.ldptelemetry.client.internal.PyText
 import io.github.ldptelemetry.client.protocols.Charge
 import io.github.ldptelemetry.client.spec.CollectionSpec
 
 /** A clock reading that is not a Unix time in `[0, MAX_CLOCK]` (Python's `ClockError`): nothing was charged. */
-public class ClockException(message: String) : LdpValueException(message)
+public class ClockException(message: String) : IllegalArgumentException(message)
 
 /**
  * The budget rules of the Python ledger (`ldp/privacy/ledger.py`, docs/client.md "Budgets"), applied to a
@@ -27,10 +25,10 @@ public object BudgetLedger {
     /** What a charge did: the increment charged, its window, and the epoch of a [Charge.Change]. */
     public class Reservation(public val increment: PrivacyCost, public val window: Long, public val epoch: Long?)
 
-    /** [reading] if it is a Unix time in `[0, MAX_CLOCK]`, else [ClockException] with Python's text. */
+    /** [reading] if it is a Unix time in `[0, MAX_CLOCK]`, else [ClockException]. */
     public fun checkClock(reading: Double): Double {
         if (!(reading >= 0.0 && reading <= MAX_CLOCK)) {
-            throw ClockException("clock reading ${PyText.floatRepr(reading)} is not a Unix time in [0, 253402300799] (year 9999); nothing was charged")
+            throw ClockException("clock reading $reading is not a Unix time in [0, 253402300799] (year 9999); nothing was charged")
         }
         return reading
     }

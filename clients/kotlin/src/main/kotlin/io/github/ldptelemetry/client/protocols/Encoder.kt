@@ -1,10 +1,8 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.BitMask
 import io.github.ldptelemetry.client.random.RandomSource
 import io.github.ldptelemetry.client.random.SecureRandomSource
@@ -131,22 +129,22 @@ public abstract class Encoder<P : ProtocolParams, V>(public val params: P, optio
     protected fun report(payload: List<Pair<String, Any>>): Report = Report(params.protocol, params.fingerprint, payload)
 }
 
-/** `LabeledDomain.index_of`: the index of a label, or of an int index in `[0, domainSize)`, with Python's errors. */
+/** `LabeledDomain.index_of`: the index of a label, or of an int index in `[0, domainSize)`, refusing as Python's does. */
 internal fun domainIndexOf(protocol: String, domainSize: Int, labels: List<String>?, value: Any?): Int {
     if (value is String && labels != null) {
         val i = labels.indexOf(value)
-        if (i < 0) throw LdpValueException("value ${PyText.repr(value)} is not one of the $domainSize declared labels")
+        if (i < 0) throw Refuse.unknownLabel(value, "value ${Refuse.quote(value)} is not one of the $domainSize declared labels")
         return i
     }
     if (isInt(value)) {
         val big = if (value is BigInteger) value else BigInteger.valueOf((value as Number).toLong())
         if (big.signum() < 0 || big >= BigInteger.valueOf(domainSize.toLong())) {
-            throw LdpValueException("value index must be in [0, $domainSize), got $value")
+            throw Refuse.range(null, value, min = 0L, max = domainSize.toLong(), maxExclusive = true, message = "value index must be in [0, $domainSize), got $value")
         }
         return big.toInt()
     }
     val kind = if (labels != null) "a label or an int index" else "an int index in [0, domain_size)"
-    throw LdpTypeException("$protocol values must be $kind, got ${PyText.typeName(value)}")
+    throw Refuse.valueType(if (labels != null) "label_or_index" else "index", value, "$protocol values must be $kind, got ${Refuse.kind(value)}")
 }
 
 /**
@@ -163,7 +161,7 @@ public class Protocol<P : ProtocolParams>(
     public val needsSecret: Boolean = false,
     private val cohorts: (P) -> Int = { 0 },
 ) {
-    /** Parameters from their `to_dict()` form (Python's `from_dict`, with its checks and texts). */
+    /** Parameters from their `to_dict()` form (Python's `from_dict`, with its checks and refusals). */
     public fun params(d: Map<String, Any?>): P = fromDict(className, fields, d, create)
 
     /** Parameters from an untyped JSON value. */

@@ -1,9 +1,8 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.PyMath
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.Threshold
 
 /**
@@ -28,10 +27,10 @@ public class HRBlockParams private constructor(values: Map<String, Any?>, @Suppr
 
     init {
         if (gamma <= 0.0) {
-            throw LdpValueException("epsilon=${PyText.floatRepr(epsilon)} is too large for hr-block with $blocks blocks: the uniform branch rounds to probability 0 at the client's resolution, so reports would not be private")
+            throw Refuse.relation("epsilon_too_large", listOf("epsilon", "domain_size", "blocks"), "epsilon=$epsilon is too large for hr-block with $blocks blocks: the uniform branch rounds to probability 0 at the client's resolution, so reports would not be private")
         }
         if (gamma >= 1.0) {
-            throw LdpValueException("epsilon=${PyText.floatRepr(epsilon)} is too small for hr-block with $blocks blocks: the uniform branch rounds to probability 1, so reports would carry no information")
+            throw Refuse.relation("epsilon_too_small", listOf("epsilon", "domain_size", "blocks"), "epsilon=$epsilon is too small for hr-block with $blocks blocks: the uniform branch rounds to probability 1, so reports would carry no information")
         }
         labels = Checks.labels(values["labels"], d)
         Checks.collectable(protocol, schema, order)

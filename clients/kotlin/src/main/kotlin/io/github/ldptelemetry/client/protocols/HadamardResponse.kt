@@ -2,7 +2,6 @@ package io.github.ldptelemetry.client.protocols
 
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.PyMath
-import io.github.ldptelemetry.client.internal.PyText
 import io.github.ldptelemetry.client.random.BitMask
 import io.github.ldptelemetry.client.random.RandomSource
 import io.github.ldptelemetry.client.random.Threshold
@@ -23,7 +22,7 @@ public class HRParams(values: Map<String, Any?>) : UnaryParams(values) {
     public val order: Long get() = 1L shl (64 - java.lang.Long.numberOfLeadingZeros(d))
 
     init {
-        checkUnary("epsilon=${PyText.floatRepr(epsilon)}")
+        checkUnary("epsilon=${epsilon}")
         Checks.collectable(protocol, schema, order)
     }
 
@@ -64,7 +63,7 @@ public class SSParams(values: Map<String, Any?>) : UnaryParams(values) {
     override val q: Double get() = (omega - p) / (d - 1)
 
     init {
-        checkUnary("epsilon=${PyText.floatRepr(epsilon)}")
+        checkUnary("epsilon=$epsilon", listOf("epsilon", "domain_size"))
         Checks.collectable(protocol, schema, d)
     }
 

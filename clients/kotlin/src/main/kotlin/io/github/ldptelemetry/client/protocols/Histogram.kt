@@ -1,11 +1,10 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.internal.PyMath
 import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.BitMask
 import io.github.ldptelemetry.client.random.KeyedRandomSource
 import io.github.ldptelemetry.client.random.RandomSource
@@ -22,19 +21,19 @@ internal object Buckets {
     /** Most buckets a histogram may have. */
     public const val MAX_BUCKETS: Int = 1 shl 15
 
-    /** Python's `check_edges`: the edges as doubles, with its texts. */
+    /** Python's `check_edges`: the edges as doubles, refusing as it does. */
     public fun checkEdges(edges: Any?): List<Double> {
-        if (edges !is List<*>) throw LdpTypeException("edges must be a sequence of numbers, got ${paramTypeName(edges)}")
+        if (edges !is List<*>) throw Refuse.paramType("edges", "list", edges, "edges must be a list of numbers, got ${Refuse.kind(edges)}")
         if (edges.size !in 3..MAX_BUCKETS + 1) {
-            throw LdpValueException("edges must have between 3 and ${MAX_BUCKETS + 1} entries (2 to $MAX_BUCKETS buckets), got ${edges.size}")
+            throw Refuse.paramLength("edges", edges.size.toLong(), 3L, MAX_BUCKETS + 1L, "edges must have between 3 and ${MAX_BUCKETS + 1} entries (2 to $MAX_BUCKETS buckets), got ${edges.size}")
         }
         val out = ArrayList<Double>(edges.size)
         for ((i, e) in edges.withIndex()) {
-            if (!isReal(e)) throw LdpTypeException("edges must be real numbers, got ${paramTypeName(e)} at position $i")
+            if (!isReal(e)) throw Refuse.paramType("edges", "float", e, "edges[$i] must be a real number, got ${Refuse.kind(e)}", index = i)
             val f = asDouble(e)
-            if (f.isNaN() || f.isInfinite()) throw LdpValueException("edges must be finite, got ${PyText.reprValue(e)} at position $i")
+            if (f.isNaN() || f.isInfinite()) throw Refuse.range("edges", e, finite = true, index = i, message = "edges[$i] must be finite, got $e")
             if (out.isNotEmpty() && f <= out.last()) {
-                throw LdpValueException("edges must be strictly increasing, got ${PyText.floatRepr(out.last())} then ${PyText.floatRepr(f)} at position $i")
+                throw Refuse.relation("edges_increasing", listOf("edges"), "edges must be strictly increasing, got ${out.last()} then $f at index $i")
             }
             out.add(f)
         }
@@ -58,11 +57,11 @@ internal object Buckets {
         else -> BigDecimal(if (v is BigInteger) v else BigInteger.valueOf((v as Number).toLong())).compareTo(BigDecimal(e))
     }
 
-    /** Python's `bucket_index`: the bucket of a real [value], with its texts. */
+    /** Python's `bucket_index`: the bucket of a real [value], refusing as it does. */
     public fun index(edges: List<Double>, value: Any?, clip: Boolean): Int {
-        if (!isReal(value)) throw LdpTypeException("histogram values must be real numbers, got ${PyText.typeName(value)}")
+        if (!isReal(value)) throw Refuse.valueType("float", value, "histogram values must be numbers, got ${Refuse.kind(value)}")
         val v: Any = if (value is Float) value.toDouble() else value!!
-        if (v is Double && (v.isNaN() || v.isInfinite())) throw LdpValueException("histogram values must be finite, got ${PyText.floatRepr(v)}")
+        if (v is Double && (v.isNaN() || v.isInfinite())) throw Refuse.range(null, v, min = edges[0], max = edges[edges.size - 1], finite = true, message = "histogram values must be finite, got $v")
         val k = edges.size - 1
         val below = cmp(v, edges[0]) < 0
         val above = cmp(v, edges[k]) > 0
@@ -76,14 +75,14 @@ internal object Buckets {
             return minOf(lo - 1, k - 1)
         }
         if (clip) return if (below) 0 else k - 1
-        throw LdpValueException(
-            "value ${PyText.reprValue(v)} is outside the histogram's range [${PyText.floatRepr(edges[0])}, ${PyText.floatRepr(edges[k])}] (pass clip=True in the params to clip it)",
+        throw Refuse.range(
+            null, v, min = edges[0], max = edges[k],
+            message = "value $v is outside the histogram's range [${edges[0]}, ${edges[k]}] (set clip in the params to clip it)",
         )
     }
 
     internal fun checkClip(v: Any?): Boolean {
-        if (v !is Boolean) throw LdpTypeException("clip must be a bool, got ${paramTypeName(v)}")
-        return v
+        return Checks.bool(v, "clip")
     }
 }
 
@@ -114,10 +113,10 @@ public class DBitFlipParams(values: Map<String, Any?>) : BucketParams(values) {
 
     init {
         if (p0 == 0.0 || p1 >= 1.0) {
-            throw LdpValueException("epsilon=${PyText.floatRepr(epsilon)} is too large for dBitFlip: 1/(e^(ε/2)+1) rounds to 0 at the client's resolution, so reports would not be private")
+            throw Refuse.relation("epsilon_too_large", listOf("epsilon"), "epsilon=$epsilon is too large for dBitFlip: 1/(e^(ε/2)+1) rounds to 0 at the client's resolution, so reports would not be private")
         }
         if (p1 <= p0) {
-            throw LdpValueException("epsilon=${PyText.floatRepr(epsilon)} is too small for dBitFlip: p0 and p1 are equal at the client's resolution, so reports would carry no information")
+            throw Refuse.relation("epsilon_too_small", listOf("epsilon"), "epsilon=$epsilon is too small for dBitFlip: p0 and p1 are equal at the client's resolution, so reports would carry no information")
         }
         Checks.collectable(protocol, schema, 2L * numBuckets)
     }
@@ -195,7 +194,11 @@ public class DBitFlipEncoder(params: DBitFlipParams, options: EncoderOptions) : 
 public class BucketGRRParams(values: Map<String, Any?>) : BucketParams(values) {
     override val protocol: String get() = "bucket-grr"
     override val fields: List<ParamField> get() = FIELDS
-    public val grr: GRRParams = GRRParams(linkedMapOf("epsilon" to epsilon, "domain_size" to numBuckets.toLong(), "labels" to labels))
+    public val grr: GRRParams = try { // GRR's own checks of epsilon against the number of buckets, in this protocol's names
+        GRRParams.read(linkedMapOf("epsilon" to epsilon, "domain_size" to numBuckets.toLong(), "labels" to labels))
+    } catch (e: IllegalArgumentException) {
+        throw Refuse.restated(e, "", mapOf("domain_size" to "edges"))
+    }
 
     init {
         Checks.collectable(protocol, schema, numBuckets.toLong())
@@ -254,7 +257,9 @@ public class MemoDBitFlipParams(values: Map<String, Any?>) : BucketParams(values
     override val fields: List<ParamField> get() = FIELDS
     public val d: Int = Checks.int(values["d"], "d", 1, numBuckets.toLong()).toInt()
     public val gamma: Double = Checks.probability(values["gamma"], "gamma").also {
-        if (!(it >= 0.0 && it < 0.5)) throw LdpValueException("gamma (the per-report flip probability) must be in [0, 0.5), got ${PyText.floatRepr(it)}")
+        if (!(it >= 0.0 && it < 0.5)) {
+            throw Refuse.range("gamma", values["gamma"], min = 0L, max = 0.5, maxExclusive = true, message = "gamma (the per-report flip probability) must be in [0, 0.5), got $it")
+        }
     }
 
     /** The memoized responses' dBitFlip. */

@@ -1,10 +1,9 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.internal.PyMath
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.RandomSource
 import io.github.ldptelemetry.client.random.Threshold
 
@@ -38,13 +37,13 @@ public abstract class LocalHashingParams(values: Map<String, Any?>) : ProtocolPa
         Checks.int(values["seed_range"], "seed_range", 1, SEED_RANGE)
         val g = g
         if (g > (1L shl 32)) {
-            throw LdpValueException("epsilon=${PyText.floatRepr(eps)} is too large for $protocol: g = $g exceeds 2**32, the range of a 32-bit hash")
+            throw Refuse.relation("hash_range", listOf("epsilon"), "epsilon=$eps is too large for $protocol: g = $g exceeds 2^32, the range of a 32-bit hash")
         }
         if (p >= 1.0) {
-            throw LdpValueException("epsilon=${PyText.floatRepr(eps)} is too large for $protocol: the keep probability rounds to 1 at the client's resolution, so reports would not be private")
+            throw Refuse.relation("epsilon_too_large", listOf("epsilon"), "epsilon=$eps is too large for $protocol: the keep probability rounds to 1 at the client's resolution, so reports would not be private")
         }
         if (p <= q) {
-            throw LdpValueException("epsilon=${PyText.floatRepr(eps)} is too small for $protocol: the keep probability rounds to 1/g, so reports would carry no information")
+            throw Refuse.relation("epsilon_too_small", listOf("epsilon"), "epsilon=$eps is too small for $protocol: the keep probability rounds to 1/g, so reports would carry no information")
         }
         labels = Checks.labels(values["labels"], d)
         Checks.collectable(protocol, schema, d)
@@ -77,7 +76,7 @@ public abstract class LocalHashingParams(values: Map<String, Any?>) : ProtocolPa
         @JvmStatic
         public fun olhWidth(epsilon: Double): Long {
             if (epsilon > 32.0) {
-                throw LdpValueException("epsilon=${PyText.floatRepr(epsilon)} is too large for olh: g = round(e^ε) + 1 exceeds 2**32, the range of a 32-bit hash")
+                throw Refuse.relation("hash_range", listOf("epsilon"), "epsilon=$epsilon is too large for olh: g = round(e^ε) + 1 exceeds 2^32, the range of a 32-bit hash")
             }
             return Math.floor(PyMath.exp(epsilon) + 0.5).toLong() + 1
         }

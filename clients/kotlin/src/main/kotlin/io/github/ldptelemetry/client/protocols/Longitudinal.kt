@@ -3,7 +3,7 @@ package io.github.ldptelemetry.client.protocols
 import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.PyMath
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 
 /**
  * Longitudinal GRR (`lgrr`; RAPPOR's PRR/IRR for a k-ary value, `ldp/encoders/longitudinal.py`): a permanent GRR at
@@ -28,24 +28,33 @@ public class LGRRParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     init {
         if (!(epsilon < epsilonPerm)) {
-            throw LdpValueException(
+            throw Refuse.relation(
+                "epsilon<epsilon_perm", listOf("epsilon", "epsilon_perm"),
                 "L-GRR needs epsilon < epsilon_perm (a report is post-processing of the permanent response, so it " +
-                    "cannot leak more), got epsilon=${PyText.floatRepr(epsilon)}, epsilon_perm=${PyText.floatRepr(epsilonPerm)}",
+                    "cannot leak more), got epsilon=${epsilon}, epsilon_perm=${epsilonPerm}",
             )
         }
-        permanent = GRRParams(linkedMapOf("epsilon" to epsilonPerm, "domain_size" to d, "labels" to values["labels"]))
+        permanent = try {
+            GRRParams.read(linkedMapOf("epsilon" to epsilonPerm, "domain_size" to d, "labels" to values["labels"]))
+        } catch (e: IllegalArgumentException) {
+            throw Refuse.restated(e, "", mapOf("epsilon" to "epsilon_perm"))
+        }
         val lam = PyMath.expm1(epsilon) / (PyMath.expm1(epsilon) + d) / (permanent.p - permanent.q)
         if (!(0.0 < lam && lam < 1.0)) {
-            throw LdpValueException(
-                "epsilon=${PyText.floatRepr(epsilon)} is not below the realized permanent ε " +
-                    "${PyText.floatRepr(permanent.effectiveEpsilon)} at domain_size=$d: no instantaneous round gives it",
+            throw Refuse.relation(
+                "epsilon<realized_epsilon_perm", listOf("epsilon", "epsilon_perm", "domain_size"),
+                "epsilon=$epsilon is not below the realized permanent ε " +
+                    "${permanent.effectiveEpsilon} at domain_size=$d: no instantaneous round gives it",
             )
         }
         val eps2 = PyMath.log1p(d * lam / (1.0 - lam))
         instantaneous = try {
-            GRRParams(linkedMapOf("epsilon" to eps2, "domain_size" to d, "labels" to null))
+            GRRParams.read(linkedMapOf("epsilon" to eps2, "domain_size" to d, "labels" to null))
         } catch (e: LdpValueException) {
-            throw LdpValueException("the instantaneous round of these L-GRR parameters is not realizable: ${e.message}")
+            throw Refuse.relation(
+                "instantaneous_realizable", listOf("epsilon", "epsilon_perm", "domain_size"),
+                "the instantaneous round of these L-GRR parameters is not realizable: ${e.message}",
+            )
         }
         Checks.collectable(protocol, schema, d)
     }

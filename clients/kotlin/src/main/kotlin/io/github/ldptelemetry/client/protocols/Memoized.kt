@@ -1,6 +1,5 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.internal.PyMath
@@ -17,7 +16,7 @@ import java.math.BigInteger
  */
 public abstract class MemoizedEncoder<P : ProtocolParams, V>(params: P, options: EncoderOptions) : Encoder<P, V>(params, options) {
     protected val secret: ByteArray = (options.secret ?: options.prrRng?.let { "audit".toByteArray() }
-        ?: throw LdpTypeException("${params.protocol} needs the metric secret (EncoderOptions.secret): its permanent responses derive from it")).copyOf()
+        ?: throw IllegalArgumentException("${params.protocol} needs the metric secret (EncoderOptions.secret): its permanent responses derive from it")).copyOf()
     /** The audits' source of permanent responses (null: the keyed stream). */
     protected val prrRng: RandomSource? = options.prrRng
     private val memo = HashMap<Long, Any>()

@@ -1,10 +1,11 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
 import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
+import io.github.ldptelemetry.client.RefusalCode
 import io.github.ldptelemetry.client.internal.PyMath
 import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.BitMask
 
 /**
@@ -25,31 +26,29 @@ public class MultiParams(values: Map<String, Any?>) : ProtocolParams(values) {
     init {
         val m = values["mode"]
         if (m != "split" && m != "sample") {
-            throw LdpValueException("mode must be 'split' (ε/d per attribute) or 'sample' (one attribute at ε), got ${PyText.reprValue(m, tuples = true)}")
+            throw Refuse.paramChoice("mode", listOf("split", "sample"), m)
         }
         mode = m as String
         val raw = values["attributes"]
-        if (raw !is List<*>) throw LdpTypeException("attributes must be a sequence of (name, protocol, params), got ${paramTypeName(raw)}")
-        if (raw.size < 2) throw LdpValueException("a multi report needs at least 2 attributes (use the protocol itself for one), got ${raw.size}")
+        if (raw !is List<*>) throw Refuse.paramType("attributes", "list", raw, "attributes must be a list of [name, protocol, params], got ${Refuse.kind(raw)}")
+        if (raw.size < 2) throw Refuse.paramLength("attributes", raw.size.toLong(), 2L, message = "a multi report needs at least 2 attributes (use the protocol itself for one), got ${raw.size}")
         val attrs = raw.mapIndexed { i, a -> normalized(a, i) }
         names = attrs.map { it.first }
-        if (names.toSet().size != names.size) throw LdpValueException("attribute names must be distinct, got ${PyText.strList(names)}")
+        if (names.toSet().size != names.size) throw Refuse.relation("distinct", listOf("attributes"), "attribute names must be distinct, got ${Refuse.show(names)}")
         protocols = attrs.map { it.second }
         val each = if (mode == "split") epsilon / attrs.size else epsilon
         components = attrs.mapIndexed { i, (name, proto, params) ->
             try {
                 build(proto, params, each)
-            } catch (e: LdpValueException) {
-                throw LdpValueException("attributes[$i] ($name): $proto at ε=${PyText.formatG(each, 6)}: ${e.message}")
-            } catch (e: LdpTypeException) {
-                throw LdpTypeException("attributes[$i] ($name): $proto at ε=${PyText.formatG(each, 6)}: ${e.message}")
+            } catch (e: IllegalArgumentException) {
+                throw Refuse.restated(e, "attributes[$i] ($name): $proto at ε=$each: ", emptyMap(), "attribute" to name)
             }
         }
         val fieldNames = schema.map { it.name }
-        if (fieldNames.size > MAX_FIELDS) throw LdpValueException("a multi report carries at most $MAX_FIELDS fields (the wire format's limit); these attributes need ${fieldNames.size}")
+        if (fieldNames.size > MAX_FIELDS) throw Refuse.limit("fields", fieldNames.size.toLong(), MAX_FIELDS.toLong(), "a multi report carries at most $MAX_FIELDS fields (the wire format's limit); these attributes need ${fieldNames.size}")
         val tooLong = fieldNames.filter { it.length > 32 }
-        if (tooLong.isNotEmpty()) throw LdpValueException("report field names are at most 32 characters; shorten the attribute names of ${PyText.strList(tooLong)}")
-        if (fieldNames.toSet().size != fieldNames.size) throw LdpValueException("attribute names make colliding report fields ${PyText.strList(fieldNames.sorted())}; rename an attribute")
+        if (tooLong.isNotEmpty()) throw Refuse.limit("field_name_characters", tooLong.maxOf { it.length }.toLong(), 32L, "report field names are at most 32 characters; shorten the attribute names of ${Refuse.show(tooLong)}")
+        if (fieldNames.toSet().size != fieldNames.size) throw Refuse.relation("distinct_fields", listOf("attributes"), "attribute names make colliding report fields ${Refuse.show(fieldNames.sorted())}; rename an attribute")
         Checks.collectable(protocol, schema, components.size + components.sumOf { cells(it) })
     }
 
@@ -89,7 +88,11 @@ public class MultiParams(values: Map<String, Any?>) : ProtocolParams(values) {
             val params: Any?
             if (a is Map<*, *>) {
                 if (a.keys.map { it.toString() }.toSet() != setOf("name", "protocol", "params")) {
-                    throw LdpValueException("attributes[$i] must have exactly the keys name, protocol, params; got ${PyText.strList(a.keys.map { it.toString() }.sorted())}")
+                    throw Refuse.paramType(
+                        "attributes", "attribute", a,
+                        "attributes[$i] must have exactly the keys name, protocol, params; got ${Refuse.show(a.keys.map { it.toString() }.sorted())}",
+                        index = i, valueError = true,
+                    )
                 }
                 name = a["name"]
                 proto = a["protocol"]
@@ -99,17 +102,22 @@ public class MultiParams(values: Map<String, Any?>) : ProtocolParams(values) {
                 proto = a[1]
                 params = a[2]
             } else {
-                throw LdpTypeException("attributes[$i] must be (name, protocol, params) or a mapping of them, got ${paramTypeName(a)}")
+                throw Refuse.paramType("attributes", "attribute", a, "attributes[$i] must be [name, protocol, params] or an object of them, got ${Refuse.kind(a)}", index = i)
             }
             if (!(name is String && NAME_RE.matches(name))) {
-                throw LdpValueException("attributes[$i]: names are [a-z][a-z0-9_]{0,30} (they prefix report fields), got ${PyText.reprValue(name, tuples = true)}")
+                val message = "attributes[$i]: names are [a-z][a-z0-9_]{0,30} (they prefix report fields), got ${Refuse.show(name)}"
+                if (name !is String) throw Refuse.paramType("attributes", "string", name, message, index = i, valueError = true)
+                throw Refuse.relation("attribute_name", listOf("attributes"), message, index = i)
             }
             if (proto !in COMPONENTS) {
-                throw LdpValueException("attributes[$i] ($name): protocol must be one of ${COMPONENTS.joinToString(", ")}, got ${PyText.reprValue(proto, tuples = true)}")
+                throw Refuse.paramChoice("attributes", COMPONENTS, proto, index = i)
             }
-            if (params !is Map<*, *>) throw LdpTypeException("attributes[$i] ($name): params must be a mapping, got ${paramTypeName(params)}")
+            if (params !is Map<*, *>) throw Refuse.paramType("attributes", "object", params, "attributes[$i] ($name): params must be an object, got ${Refuse.kind(params)}", index = i)
             if ("epsilon" in params) {
-                throw LdpValueException("attributes[$i] ($name): params must not carry epsilon (the multi's epsilon is split or given whole by the mode)")
+                throw LdpValueException(
+                    RefusalCode.UNKNOWN_PARAMS, mapOf("params" to listOf("epsilon"), "attribute" to name),
+                    "attributes[$i] ($name): params must not carry epsilon (the multi's epsilon is split or given whole by the mode)",
+                )
             }
             @Suppress("UNCHECKED_CAST")
             return Triple(name, proto as String, params as Map<String, Any?>)
@@ -117,11 +125,11 @@ public class MultiParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
         private fun build(proto: String, params: Map<String, Any?>, epsilon: Double): ProtocolParams {
             if (proto == "rr") {
-                if (params.isNotEmpty()) throw LdpValueException("rr attributes take no params (symmetric RR at the attribute's ε), got ${PyText.strList(params.keys.sorted())}")
+                if (params.isNotEmpty()) throw Refuse.unknownParams(params.keys.sortedWith(PyText.CODE_POINT_ORDER), "rr attribute (it takes none: symmetric RR at the attribute's ε)")
                 val eps = Checks.epsilon(epsilon)
                 val p = PyMath.logisticTail(eps)
                 val q = PyMath.logisticTail(-eps)
-                if (q == 1.0) throw LdpValueException("epsilon=${PyText.floatRepr(eps)} is too large for binary RR: q = 1/(1+e^-ε) rounds to 1 in double precision, so reports would not be private")
+                if (q == 1.0) throw Refuse.relation("epsilon_too_large", listOf("epsilon"), "epsilon=$eps is too large for binary RR: q = 1/(1+e^-ε) rounds to 1 in double precision, so reports would not be private")
                 return BinaryRRParams.PROTOCOL.params(linkedMapOf("p" to p, "q" to q))
             }
             return Protocols[proto]!!.paramsOf(LinkedHashMap(params).apply { put("epsilon", epsilon) })
@@ -155,19 +163,17 @@ public class MultiEncoder(params: MultiParams, options: EncoderOptions) : Encode
     override fun check(value: Any?): List<Prepared> {
         val names = params.names
         if (value !is Map<*, *>) {
-            throw LdpTypeException("multi values must be a mapping {name: value} of the attributes ${PyText.strList(names)}, got ${PyText.typeName(value)}")
+            throw Refuse.valueType("object", value, "multi values must be a map {name: value} of the attributes ${Refuse.show(names)}, got ${Refuse.kind(value)}")
         }
         val missing = names.filter { it !in value }
-        if (missing.isNotEmpty()) throw LdpValueException("multi value is missing attributes ${PyText.strList(missing)} (every report needs all of ${PyText.strList(names)})")
+        if (missing.isNotEmpty()) throw Refuse.missingAttributes(missing)
         val extra = value.keys.map { it.toString() }.filter { it !in names }
-        if (extra.isNotEmpty()) throw LdpValueException("multi value has unknown attributes ${PyText.strList(extra.take(5))} (the attributes are ${PyText.strList(names)})")
+        if (extra.isNotEmpty()) throw Refuse.unknownAttributes(extra.sortedWith(PyText.CODE_POINT_ORDER))
         return names.mapIndexed { i, name ->
             try {
                 parts[i].prepare(value[name])
-            } catch (e: LdpValueException) {
-                throw LdpValueException("attribute ${PyText.repr(name)}: ${e.message}")
-            } catch (e: LdpTypeException) {
-                throw LdpTypeException("attribute ${PyText.repr(name)}: ${e.message}")
+            } catch (e: IllegalArgumentException) {
+                throw Refuse.restated(e, "attribute ${Refuse.quote(name)}: ", emptyMap(), "attribute" to name)
             }
         }
     }

@@ -1,11 +1,9 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.internal.PyMath
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.KeyedRandomSource
 import io.github.ldptelemetry.client.random.RandomSource
 import io.github.ldptelemetry.client.random.Threshold
@@ -22,11 +20,10 @@ public abstract class NumericParams(values: Map<String, Any?>) : ProtocolParams(
     public val clip: Boolean
 
     init {
-        if (!(low < high)) throw LdpValueException("the bounds need low < high, got low=${PyText.floatRepr(low)}, high=${PyText.floatRepr(high)}")
-        if ((high - low).isInfinite()) throw LdpValueException("high - low must be finite, got low=${PyText.floatRepr(low)}, high=${PyText.floatRepr(high)}")
+        if (!(low < high)) throw Refuse.relation("low<high", listOf("low", "high"), "the bounds need low < high, got low=$low, high=$high")
+        if ((high - low).isInfinite()) throw Refuse.relation("width_finite", listOf("low", "high"), "high - low must be finite, got low=$low, high=$high")
         val c = values["clip"]
-        if (c !is Boolean) throw LdpTypeException("clip must be a bool, got ${paramTypeName(c)}")
-        clip = c
+        clip = Checks.bool(c, "clip")
     }
 
     override val domainSize: Int? get() = null
@@ -37,14 +34,14 @@ public abstract class NumericParams(values: Map<String, Any?>) : ProtocolParams(
 
     /** A value as a double in `[low, high]` (Python's `check_value`). */
     public fun checkValue(value: Any?): Double {
-        if (!isReal(value)) throw LdpTypeException("$protocol values must be int or float, got ${PyText.typeName(value)}")
+        if (!isReal(value)) throw Refuse.valueType("float", value, "$protocol values must be numbers, got ${Refuse.kind(value)}")
         var x = asDouble(value)
-        if (x.isNaN() || x.isInfinite()) throw LdpValueException("$protocol values must be finite, got ${PyText.floatRepr(x)}")
+        if (x.isNaN() || x.isInfinite()) throw Refuse.range(null, value, min = low, max = high, finite = true, message = "$protocol values must be finite, got $x")
         if (!(low <= x && x <= high)) {
             if (!clip) {
-                throw LdpValueException(
-                    "$protocol value ${PyText.floatRepr(x)} is outside [low, high] = [${PyText.floatRepr(low)}, ${PyText.floatRepr(high)}] " +
-                        "(pass clip=True in the params to clip instead)",
+                throw Refuse.range(
+                    null, value, min = low, max = high,
+                    message = "$protocol value $x is outside [low, high] = [$low, $high] (set clip in the params to clip instead)",
                 )
             }
             x = pyMin(pyMax(x, low), high)
@@ -71,9 +68,9 @@ public abstract class NumericParams(values: Map<String, Any?>) : ProtocolParams(
         internal val CELLS_FIELDS: List<ParamField> = COMMON_FIELDS + ParamField.optional("cells", FieldType.INT, 1024L)
 
         internal fun finite(v: Any?, name: String): Double {
-            if (!isReal(v)) throw LdpTypeException("$name must be a real number, got ${paramTypeName(v)}")
+            if (!isReal(v)) throw Refuse.paramType(name, "float", v)
             val x = asDouble(v)
-            if (x.isNaN() || x.isInfinite()) throw LdpValueException("$name must be finite, got ${PyText.num(v)}")
+            if (x.isNaN() || x.isInfinite()) throw Refuse.range(name, v, finite = true, message = "$name must be finite, got $v")
             return x
         }
 
@@ -108,7 +105,8 @@ public class DuchiParams(values: Map<String, Any?>) : NumericParams(values) {
     init {
         if (!(q > 0.0 && q < 0.5)) {
             val what = if (q >= 0.5) "small: the flip probability rounds to 1/2" else "large: the flip probability 1/(1+e^ε) is below the client's 2^-64 resolution"
-            throw LdpValueException("epsilon=${PyText.floatRepr(epsilon)} is too $what, so reports would not be private or informative")
+            val rule = if (q >= 0.5) "epsilon_too_small" else "epsilon_too_large"
+            throw Refuse.relation(rule, listOf("epsilon"), "epsilon=$epsilon is too $what, so reports would not be private or informative")
         }
         Checks.collectable(protocol, schema, 2)
     }
@@ -143,11 +141,12 @@ public class PiecewiseParams(values: Map<String, Any?>) : NumericParams(values) 
         while (p > 0.0 && p < 1.0 && epsilonOf(p) > epsilon) p = Threshold.realized(nextProbability(p, false))
         pIn = p
         if (pIn >= 1.0) {
-            throw LdpValueException("epsilon=${PyText.floatRepr(epsilon)} is too large for cells=$cells: the window probability rounds to 1, so reports would not be private")
+            throw Refuse.relation("epsilon_too_large", listOf("epsilon", "cells"), "epsilon=$epsilon is too large for cells=$cells: the window probability rounds to 1, so reports would not be private")
         }
         if (!(realizedEpsilon > 0)) {
-            throw LdpValueException(
-                "epsilon=${PyText.floatRepr(epsilon)} is too small for cells=$cells: inside and outside cells are equally likely at the client's resolution, so reports carry no information",
+            throw Refuse.relation(
+                "epsilon_too_small", listOf("epsilon", "cells"),
+                "epsilon=$epsilon is too small for cells=$cells: inside and outside cells are equally likely at the client's resolution, so reports carry no information",
             )
         }
         Checks.collectable(protocol, schema, cells.toLong())
@@ -214,7 +213,9 @@ public class MemoMeanParams(values: Map<String, Any?>) : NumericParams(values) {
     override val fields: List<ParamField> get() = FIELDS
     public val buckets: Int = Checks.int(values["buckets"], "buckets", 1, 1L shl 16).toInt()
     public val gamma: Double = Checks.probability(values["gamma"], "gamma").also {
-        if (!(it >= 0.0 && it < 0.5)) throw LdpValueException("gamma (the output flip probability) must be in [0, 0.5), got ${PyText.floatRepr(it)}")
+        if (!(it >= 0.0 && it < 0.5)) {
+            throw Refuse.range("gamma", values["gamma"], min = 0L, max = 0.5, maxExclusive = true, message = "gamma (the output flip probability) must be in [0, 0.5), got $it")
+        }
     }
 
     /** The memoized bit's parameters. */

@@ -1,10 +1,9 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.PyFloat
 import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.Threshold
 import java.math.BigInteger
 
@@ -86,21 +85,21 @@ internal fun asDouble(v: Any?): Double = when (v) {
     is Double -> v
     is Number -> v.toDouble()
     is PyFloat -> v.value
-    else -> throw LdpTypeException("expected a number, got ${PyText.typeName(v)}")
+    else -> throw IllegalArgumentException("expected a number, got ${Refuse.kind(v)}")
 }
 
 /**
- * Parameters from their `to_dict()` form, as Python's `ProtocolParams.from_dict`: an unknown name is a
- * `ValueError` (`unknown GRRParams parameters: ['x']`, sorted), a missing required one a `TypeError`
- * (`missing GRRParams parameters: ['domain_size']`, in field order); defaults fill the rest; then [create] checks.
+ * Parameters from their `to_dict()` form, as Python's `ProtocolParams.from_dict`: unknown names are refused
+ * (`unknown_params`, sorted), then missing required ones (`missing_params`, in field order); defaults fill the rest;
+ * then [create] checks.
  */
 internal fun <P : ProtocolParams> fromDict(className: String, fields: List<ParamField>, d: Any?, create: (Map<String, Any?>) -> P): P {
-    if (d !is Map<*, *>) throw LdpTypeException("$className parameters must be an object, got ${PyText.typeName(d)}")
+    if (d !is Map<*, *>) throw IllegalArgumentException("$className parameters must be an object, got ${Refuse.kind(d)}")
     val names = fields.map { it.name }.toSet()
     val unknown = d.keys.map { it.toString() }.filter { it !in names }
-    if (unknown.isNotEmpty()) throw LdpValueException("unknown $className parameters: ${PyText.strList(unknown.sortedWith(PyText.CODE_POINT_ORDER))}")
+    if (unknown.isNotEmpty()) throw Refuse.unknownParams(unknown.sortedWith(PyText.CODE_POINT_ORDER), className)
     val missing = fields.filter { !it.hasDefault && !d.containsKey(it.name) }.map { it.name }
-    if (missing.isNotEmpty()) throw LdpTypeException("missing $className parameters: ${PyText.strList(missing)}")
+    if (missing.isNotEmpty()) throw Refuse.missingParams(missing, className)
     val values = LinkedHashMap<String, Any?>()
     for (f in fields) values[f.name] = if (d.containsKey(f.name)) normalize(d[f.name]) else f.default
     return create(values)
@@ -131,35 +130,35 @@ internal fun isInt(v: Any?): Boolean = v is Long || v is Int || v is Short || v 
 /** Whether [v] is a Python real (int or float, not a bool). */
 internal fun isReal(v: Any?): Boolean = isInt(v) || v is Double || v is Float
 
-/** The Python type name of a parameter value (after `from_dict`, a list is a `tuple`). */
-internal fun paramTypeName(v: Any?): String = if (v is List<*>) "tuple" else PyText.typeName(v)
-
-/** Checks of `ldp/encoders/base.py` and `ldp/randomness`, with Python's texts. */
+/** Checks of `ldp/encoders/base.py` and `ldp/randomness`, refusing as they do (code and fields). */
 internal object Checks {
     /** `check_epsilon`: a finite real > 0. */
     public fun epsilon(v: Any?, name: String = "epsilon"): Double {
-        if (!isReal(v)) throw LdpTypeException("$name must be a real number, got ${paramTypeName(v)}")
+        if (!isReal(v)) throw Refuse.paramType(name, "float", v)
         val x = asDouble(v)
-        if (!(x > 0 && !x.isInfinite())) throw LdpValueException("$name must be finite and > 0, got ${PyText.num(v)}")
+        if (!(x > 0 && !x.isInfinite())) throw Refuse.range(name, v, min = 0L, minExclusive = true, finite = true)
         return x
     }
 
-    /** `check_int`: an int in `[low, high]` (`high` null: no upper bound). */
-    public fun int(v: Any?, name: String, low: Long, high: Long? = null): Long {
-        if (!isInt(v)) throw LdpTypeException("$name must be an int, got ${paramTypeName(v)}")
+    /** `check_int`: an int in `[low, high]` (`high` null: no upper bound); [param] the name in the refusal (by
+     * default the first word of [name]: `"width (m)"` is `width`). */
+    public fun int(v: Any?, name: String, low: Long, high: Long? = null, index: Int? = null, param: String? = null): Long {
+        val p = param ?: name.substringBefore(' ')
+        val shown = if (index == null) name else "$name[$index]"
+        if (!isInt(v)) throw Refuse.paramType(p, "int", v, "$shown must be an int, got ${Refuse.kind(v)}", index = index)
         val big = if (v is BigInteger) v else BigInteger.valueOf((v as Number).toLong())
         if (big < BigInteger.valueOf(low) || (high != null && big > BigInteger.valueOf(high))) {
             val bound = if (high == null) ">= $low" else "in [$low, $high]"
-            throw LdpValueException("$name must be $bound, got $v")
+            throw Refuse.range(p, v, min = low, max = high, index = index, message = "$shown must be $bound, got $v")
         }
         return big.toLong()
     }
 
     /** `check_probability`: a real in [0, 1] (the text shows it as a float). */
     public fun probability(v: Any?, name: String = "p"): Double {
-        if (!isReal(v)) throw LdpTypeException("$name must be a real number, got ${paramTypeName(v)}")
+        if (!isReal(v)) throw Refuse.paramType(name, "float", v)
         val p = asDouble(v)
-        if (!(p >= 0 && p <= 1)) throw LdpValueException("$name must be in [0, 1], got ${PyText.floatRepr(p)}")
+        if (!(p >= 0 && p <= 1)) throw Refuse.range(name, v, min = 0L, max = 1L)
         return p
     }
 
@@ -167,9 +166,10 @@ internal object Checks {
     public fun resolvable(v: Any?, name: String = "p"): Double {
         val p = probability(v, name)
         if (p > 0 && Threshold.realized(p) == 0.0) {
-            throw LdpValueException(
-                "$name=${PyText.floatRepr(p)} is below the client's 2^-64 resolution: it would be drawn with " +
-                    "probability 0 (use 0 if that is meant, or a value >= 2^-64)",
+            throw Refuse.relation(
+                "below_resolution", listOf(name),
+                "$name=$p is below the client's 2^-64 resolution: it would be drawn with probability 0 (use 0 if " +
+                    "that is meant, or a value >= 2^-64)",
             )
         }
         return p
@@ -177,7 +177,7 @@ internal object Checks {
 
     /** A `bool` field. */
     public fun bool(v: Any?, name: String): Boolean {
-        if (v !is Boolean) throw LdpTypeException("$name must be a bool, got ${paramTypeName(v)}")
+        if (v !is Boolean) throw Refuse.paramType(name, "bool", v)
         return v
     }
 
@@ -185,11 +185,14 @@ internal object Checks {
     public fun labels(labels: Any?, domainSize: Long): List<String>? {
         if (labels == null) return null
         if (labels !is List<*>) {
-            throw LdpTypeException("labels must be a list of domain_size=$domainSize distinct strings (or None), got ${paramTypeName(labels)}")
+            throw Refuse.paramType("labels", "labels", labels, "labels must be a list of domain_size=$domainSize distinct strings or null, got ${Refuse.kind(labels)}")
         }
-        if (labels.size.toLong() != domainSize) throw LdpValueException("labels must have domain_size=$domainSize entries, got ${labels.size}")
-        if (!labels.all { it is String }) throw LdpTypeException("labels must be strings")
-        if (labels.toSet().size != labels.size) throw LdpValueException("labels must be distinct")
+        if (labels.size.toLong() != domainSize) {
+            throw Refuse.paramLength("labels", labels.size.toLong(), domainSize, domainSize, "labels must have domain_size=$domainSize entries, got ${labels.size}")
+        }
+        val bad = labels.indexOfFirst { it !is String }
+        if (bad >= 0) throw Refuse.paramType("labels", "string", labels[bad], "labels[$bad] must be a string, got ${Refuse.kind(labels[bad])}", index = bad)
+        if (labels.toSet().size != labels.size) throw Refuse.relation("distinct", listOf("labels"), "labels must be distinct")
         @Suppress("UNCHECKED_CAST")
         return labels as List<String>
     }
@@ -215,20 +218,21 @@ internal object Checks {
     }
 
     /** `ProtocolParams.check_collectable`: every upload line within [MAX_LINE] and the aggregate within
-     * [MAX_AGGREGATE_CELLS] counters, else Python's `ValueError`. */
+     * [MAX_AGGREGATE_CELLS] counters, else a `param_limit` refusal. */
     public fun collectable(protocol: String, schema: List<PayloadField>, aggregateCells: Long) {
         val line = maxLineBytes(protocol, schema)
         if (line > MAX_LINE) {
-            throw LdpValueException(
-                "$protocol reports of these parameters take up to ${PyText.thousands(line)} bytes as an upload line, " +
-                    "over the ${PyText.thousands(MAX_LINE)}-byte limit of every server job: all would be rejected",
+            throw Refuse.limit(
+                "line_bytes", line, MAX_LINE,
+                "$protocol reports of these parameters take up to $line bytes as an upload line, over the " +
+                    "$MAX_LINE-byte limit of every server job: all would be rejected",
             )
         }
         if (aggregateCells > MAX_AGGREGATE_CELLS) {
-            throw LdpValueException(
-                "the $protocol aggregate of these parameters needs ${PyText.thousands(aggregateCells)} counters " +
-                    "(${PyText.fixed1(aggregateCells * 8.0 / (1L shl 30))} GiB), over the limit of " +
-                    "${PyText.thousands(MAX_AGGREGATE_CELLS)} (2 GiB)",
+            throw Refuse.limit(
+                "aggregate_cells", aggregateCells, MAX_AGGREGATE_CELLS,
+                "the $protocol aggregate of these parameters needs $aggregateCells counters, over the limit of " +
+                    "$MAX_AGGREGATE_CELLS (2 GiB)",
             )
         }
     }

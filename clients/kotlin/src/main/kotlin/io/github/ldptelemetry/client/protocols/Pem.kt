@@ -1,10 +1,10 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
 import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
+import io.github.ldptelemetry.client.RefusalCode
 import io.github.ldptelemetry.client.internal.Bytes
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import java.math.BigInteger
 
 /**
@@ -38,29 +38,37 @@ public class PEMParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     init {
         val o = values["oracle"]
-        if (o !in ORACLES) throw LdpValueException("oracle must be one of 'olh', 'grr', 'auto', got ${PyText.reprValue(o, tuples = true)}")
+        if (o !in ORACLES) throw Refuse.paramChoice("oracle", ORACLES, o)
         oracle = o as String
         val t = values["truncate"]
-        if (t !is Boolean) throw LdpTypeException("truncate must be a bool, got ${paramTypeName(t)}")
-        truncate = t
-        Checks.int(groups.toLong(), "groups (1 + ceil((8·max_length − start_bits)/step_bits))", 1, 1L shl 16)
+        truncate = Checks.bool(t, "truncate")
+        if (groups !in 1..(1 shl 16)) {
+            throw Refuse.limit("groups", groups.toLong(), 1L shl 16, "groups (1 + ceil((8·max_length − start_bits)/step_bits)) must be in [1, ${1 shl 16}], got $groups")
+        }
         if (oracle == "grr" && prefixBits(groups - 1) > MAX_GRR_BITS) {
-            throw LdpValueException(
+            throw Refuse.limit(
+                "grr_prefix_bits", prefixBits(groups - 1).toLong(), MAX_GRR_BITS.toLong(),
                 "oracle='grr' reports each prefix over its whole domain of 2^bits values, at most 2^$MAX_GRR_BITS: the last group's prefixes have ${prefixBits(groups - 1)} bits " +
                     "(use oracle='auto', GRR where it is smaller and allowed, OLH elsewhere)",
             )
         }
-        oracles = when (oracle) {
-            "olh" -> List(groups) { "olh" }
-            "grr" -> List(groups) { grr(it); "grr" }
-            else -> List(groups) { j ->
-                val bits = prefixBits(j)
-                val g = if (bits <= MAX_GRR_BITS) grr(j) else null
-                if (g != null && HHParams.nullVariance(g.p, g.q) < HHParams.nullVariance(olh.p, 1.0 / olh.g)) "grr" else "olh"
-            }
+        oracles = try {
+            groupOracles().also { if ("olh" in it) olh.p }
+        } catch (e: LdpValueException) { // a GRR group's ε too large or too small for its 2^b_j prefixes
+            if (e.code != RefusalCode.PARAM_RELATION || "domain_size" !in (e.fields["params"] as List<*>)) throw e
+            throw Refuse.relation(e.fields["rule"] as String, listOf("epsilon", "max_length", "start_bits", "step_bits", "oracle"), e.message ?: "")
         }
-        if ("olh" in oracles) olh.p
         Checks.collectable(protocol, schema, groups.toLong())
+    }
+
+    private fun groupOracles(): List<String> = when (oracle) {
+        "olh" -> List(groups) { "olh" }
+        "grr" -> List(groups) { grr(it); "grr" }
+        else -> List(groups) { j ->
+            val bits = prefixBits(j)
+            val g = if (bits <= MAX_GRR_BITS) grr(j) else null
+            if (g != null && HHParams.nullVariance(g.p, g.q) < HHParams.nullVariance(olh.p, 1.0 / olh.g)) "grr" else "olh"
+        }
     }
 
     /** `b_j = min(start_bits + j·step_bits, L)`. */
@@ -68,7 +76,7 @@ public class PEMParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     /** GRR over group [group]'s whole prefix domain. */
     public fun grr(group: Int): GRRParams = grrs.getOrPut(group) {
-        GRRParams(linkedMapOf("epsilon" to epsilon, "domain_size" to (1L shl prefixBits(group)), "labels" to null))
+        GRRParams.read(linkedMapOf("epsilon" to epsilon, "domain_size" to (1L shl prefixBits(group)), "labels" to null))
     }
 
     private fun ySize(group: Int): Long = if (oracles[group] == "grr") 1L shl prefixBits(group) else olh.g
@@ -85,17 +93,17 @@ public class PEMParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     /** Python's `pad_value`: the value's bytes checked, cut if allowed, NUL-padded to `max_length`. */
     public fun padded(value: Any?): ByteArray {
-        if (value !is String && value !is ByteArray) throw LdpTypeException("pem values must be str or bytes, got ${PyText.typeName(value)}")
+        if (value !is String && value !is ByteArray) throw Refuse.valueType("string_or_bytes", value, "pem values must be strings or bytes, got ${Refuse.kind(value)}")
         var raw = Bytes.valueBytes(value)
-        if (raw.any { it.toInt() == 0 }) throw LdpValueException("pem values must not contain a NUL byte (the pad)")
+        if (raw.any { it.toInt() == 0 }) throw Refuse.notInAlphabet("\u0000", "pem values must not contain a NUL byte (the pad)")
         if (raw.size > maxLength) {
-            if (!truncate) throw LdpValueException("pem value of ${raw.size} bytes is over max_length=$maxLength (set truncate=True to cut it)")
+            if (!truncate) throw Refuse.tooLong(raw.size.toLong(), maxLength.toLong(), "bytes", "pem value of ${raw.size} bytes is over max_length=$maxLength (set truncate in the params to cut it)")
             raw = raw.copyOf(maxLength)
             if (value is String) raw = dropIncompleteTail(raw)
         }
         if (raw.isEmpty()) {
             val nonEmpty = (value is String && value.isNotEmpty()) || (value is ByteArray && value.isNotEmpty())
-            throw LdpValueException("pem values must be non-empty strings" + if (nonEmpty) " (after truncation)" else "")
+            throw Refuse.emptyValue("pem values must be non-empty strings" + if (nonEmpty) " (after truncation)" else "")
         }
         return raw.copyOf(maxLength)
     }

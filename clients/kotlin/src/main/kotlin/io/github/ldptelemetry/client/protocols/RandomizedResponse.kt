@@ -1,10 +1,8 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.PyMath
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.RandomSource
 import io.github.ldptelemetry.client.random.Threshold
 import java.math.BigInteger
@@ -22,12 +20,13 @@ public class BinaryRRParams(values: Map<String, Any?>) : ProtocolParams(values) 
 
     init {
         if (!(0.0 < p && p < q && q < 1.0)) {
-            throw LdpValueException("binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p=${PyText.floatRepr(p)}, q=${PyText.floatRepr(q)}")
+            throw Refuse.relation("0<p<q<1", listOf("p", "q"), "binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p=$p, q=$q")
         }
         Checks.resolvable(p, "p")
         if (Threshold.realized(p) == Threshold.realized(q)) {
-            throw LdpValueException(
-                "p=${PyText.floatRepr(p)} and q=${PyText.floatRepr(q)} are equal at the client's 2^-64 resolution: " +
+            throw Refuse.relation(
+                "p_q_resolvable", listOf("p", "q"),
+                "p=$p and q=$q are equal at the client's 2^-64 resolution: " +
                     "reports would carry no information",
             )
         }
@@ -61,9 +60,9 @@ public class BinaryRREncoder(params: BinaryRRParams, options: EncoderOptions = E
         if (isInt(value)) {
             if (value == 0L) return false
             if (value == 1L) return true
-            throw LdpValueException("binary RR values must be 0 or 1, got $value")
+            throw Refuse.range(null, value, min = 0L, max = 1L, message = "binary RR values must be 0 or 1, got $value")
         }
-        throw LdpTypeException("binary RR values must be bool or 0/1, got ${PyText.typeName(value)}")
+        throw Refuse.valueType("bool_or_01", value, "binary RR values must be true, false, 0 or 1, got ${Refuse.kind(value)}")
     }
 
     override fun draw(value: Boolean): Report {
@@ -76,38 +75,37 @@ public class BinaryRREncoder(params: BinaryRRParams, options: EncoderOptions = E
  * Generalized (k-ary) randomized response (`grr`; Kairouz, Bonawitz & Ramage 2016): a value of `[0, d)` is kept with
  * `p = realized(1/(1 + (d − 1)·e^−ε))`, else a uniform other value is reported; charged `max(ε, ln(p(d − 1)/(1 − p)))`.
  * Draws: `B(p)`, then `R(d − 1)` if false.
+ *
+ * Typed: built from its properties (`GRRParams(epsilon = 1.0, domainSize = 3)`), or from a spec's `params` object by [PROTOCOL]
+ * (`Protocols["grr"]!!.paramsOf(map)`, through [read]), which checks the untyped values in Python's order and then
+ * calls this constructor. Both refuse the same parameters (`param_range`, `param_relation`, …).
  */
-public class GRRParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public class GRRParams @JvmOverloads constructor(
+    /** ε of one report (finite, > 0). */
+    public val epsilon: Double,
+    /** The number of values `d`, in `[2, 2^32]` (at most 2^28 once collectable; the property is an [Int]). */
+    domainSize: Long,
+    /** The values' names, `d` distinct strings, or null (values are then indices). */
+    public val labels: List<String>? = null,
+) : ProtocolParams(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels)) {
     override val protocol: String get() = "grr"
     override val fields: List<ParamField> get() = FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
-    private val d: Long = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
+    private val d: Long = domainSize
 
     /** The number of values (at most 2^28 once the parameters are collectable). */
     override val domainSize: Int get() = d.toInt()
 
     /** The probability of reporting the true value, as the client realizes it. */
-    public val p: Double = Threshold.realized(1.0 / (1.0 + (d - 1) * PyMath.exp(-epsilon)))
+    public val p: Double
 
     /** The probability of reporting one given other value: (1 − p)/(d − 1). */
     public val q: Double get() = (1.0 - p) / (d - 1)
 
-    public val labels: List<String>?
-
     init {
-        if (p >= 1.0) {
-            throw LdpValueException(
-                "epsilon=${PyText.floatRepr(epsilon)} is too large for domain_size=$d: the keep probability " +
-                    "rounds to 1 at the client's resolution, so reports would not be private",
-            )
-        }
-        if (p <= q) {
-            throw LdpValueException(
-                "epsilon=${PyText.floatRepr(epsilon)} is too small for domain_size=$d: the keep probability " +
-                    "rounds to 1/d, so reports would carry no information",
-            )
-        }
-        labels = Checks.labels(values["labels"], d)
+        Checks.epsilon(epsilon)
+        Checks.int(d, "domain_size", 2, 1L shl 32)
+        p = keepProbability(epsilon, d)
+        Checks.labels(labels, d)
         Checks.collectable(protocol, schema, d)
     }
 
@@ -126,7 +124,38 @@ public class GRRParams(values: Map<String, Any?>) : ProtocolParams(values) {
             ParamField.required("domain_size", FieldType.INT),
             ParamField.optional("labels", FieldType.LABELS, null),
         )
-        public val PROTOCOL: Protocol<GRRParams> = Protocol("grr", "GRRParams", FIELDS, ::GRRParams, { p, o -> GRREncoder(p, o) })
+        public val PROTOCOL: Protocol<GRRParams> = Protocol("grr", "GRRParams", FIELDS, ::read, { p, o -> GRREncoder(p, o) })
+
+        /** The parameters of a spec's `params` values (after `from_dict`'s names check): each checked in Python's
+         * order (ε, the domain, ε against the domain, the labels), so that the first refusal is Python's. */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): GRRParams {
+            val epsilon = Checks.epsilon(values["epsilon"])
+            val d = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
+            keepProbability(epsilon, d)
+            return GRRParams(epsilon, d, Checks.labels(values["labels"], d))
+        }
+
+        /** The realized keep probability of ε over `d` values, refused where it rounds to 1 (not private) or to
+         * `1/d` or below (no information). */
+        private fun keepProbability(epsilon: Double, d: Long): Double {
+            val p = Threshold.realized(1.0 / (1.0 + (d - 1) * PyMath.exp(-epsilon)))
+            if (p >= 1.0) {
+                throw Refuse.relation(
+                    "epsilon_too_large", listOf("epsilon", "domain_size"),
+                    "epsilon=$epsilon is too large for domain_size=$d: the keep probability rounds to 1 at the " +
+                        "client's resolution, so reports would not be private",
+                )
+            }
+            if (p <= (1.0 - p) / (d - 1)) {
+                throw Refuse.relation(
+                    "epsilon_too_small", listOf("epsilon", "domain_size"),
+                    "epsilon=$epsilon is too small for domain_size=$d: the keep probability rounds to 1/d, so " +
+                        "reports would carry no information",
+                )
+            }
+            return p
+        }
 
         /** `grr_draw`: keep [x] with probability [p], else a uniform other value of `[0, d)`: `B(p)`, then `R(d − 1)`. */
         public fun draw(rng: RandomSource, p: Double, d: Int, x: Int): Int {

@@ -1,9 +1,9 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
 import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.RefusalCode
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.BitMask
 import java.math.BigInteger
 
@@ -27,25 +27,25 @@ public class HHParams(values: Map<String, Any?>) : ProtocolParams(values) {
     private val hasWeights: Boolean
 
     init {
-        if (!(low < high)) throw LdpValueException("need low < high, got low=${PyText.floatRepr(low)}, high=${PyText.floatRepr(high)}")
+        if (!(low < high)) throw Refuse.relation("low<high", listOf("low", "high"), "need low < high, got low=$low, high=$high")
         branching = Checks.int(values["branching"], "branching", 2, MAX_LEAVES).toInt()
         depth = Checks.int(values["depth"], "depth", 1, 16).toInt()
         if (BigInteger.valueOf(branching.toLong()).pow(depth) > BigInteger.valueOf(MAX_LEAVES)) {
-            throw LdpValueException("branching^depth = $branching^$depth buckets is over the ${PyText.thousands(MAX_LEAVES)} allowed")
+            val leaves = BigInteger.valueOf(branching.toLong()).pow(depth).toLong()
+            throw Refuse.limit("leaves", leaves, MAX_LEAVES, "branching^depth = $branching^$depth buckets is over the $MAX_LEAVES allowed")
         }
         val o = values["oracle"]
-        if (o !in ORACLES) throw LdpValueException("oracle must be one of 'auto', 'oue', 'grr', got ${PyText.reprValue(o, tuples = true)}")
+        if (o !in ORACLES) throw Refuse.paramChoice("oracle", ORACLES.toList(), o)
         oracle = o as String
         val c = values["clip"]
-        if (c !is Boolean) throw LdpTypeException("clip must be a bool, got ${paramTypeName(c)}")
-        clip = c
+        clip = Checks.bool(c, "clip")
         val w = values["level_weights"]
-        if (w !is List<*>) throw LdpTypeException("level_weights must be a list of ints, got ${paramTypeName(w)}")
+        if (w !is List<*>) throw Refuse.paramType("level_weights", "list", w, "level_weights must be a list of ints, got ${Refuse.kind(w)}")
         if (w.isNotEmpty()) {
-            if (w.size != depth) throw LdpValueException("level_weights must have depth=$depth entries (levels 1..$depth), got ${w.size}")
-            w.forEachIndexed { i, x -> Checks.int(x, "level_weights[$i]", 0, 1L shl 32) }
+            if (w.size != depth) throw Refuse.paramLength("level_weights", w.size.toLong(), depth.toLong(), depth.toLong(), "level_weights must have depth=$depth entries (levels 1..$depth), got ${w.size}")
+            w.forEachIndexed { i, x -> Checks.int(x, "level_weights", 0, 1L shl 32, index = i) }
             if ((w.last() as Long) == 0L) {
-                throw LdpValueException("level_weights must give the leaf level (the last) a weight > 0: the buckets' counts are estimated from it")
+                throw Refuse.relation("leaf_weight", listOf("level_weights"), "level_weights must give the leaf level (the last) a weight > 0: the buckets' counts are estimated from it")
             }
         }
         hasWeights = w.isNotEmpty()
@@ -61,21 +61,28 @@ public class HHParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     init {
         if (edges.mapTo(HashSet()) { it + 0.0 }.size != edges.size) { // + 0.0: -0.0 and 0.0 are one edge, as in Python
-            throw LdpValueException("[${PyText.floatRepr(low)}, ${PyText.floatRepr(high)}] is too narrow for $numBuckets distinct bucket edges")
+            throw Refuse.relation("distinct_edges", listOf("low", "high", "branching", "depth"), "[$low, $high] is too narrow for $numBuckets distinct bucket edges")
         }
-        oracles = (1..depth).map { levelOracle(pow(branching, it)) }
+        oracles = (1..depth).map {
+            try {
+                levelOracle(pow(branching, it))
+            } catch (e: LdpValueException) { // a level's ε too large or too small for its oracle
+                if (e.code != RefusalCode.PARAM_RELATION) throw e
+                throw Refuse.relation(e.fields["rule"] as String, listOf("epsilon", "branching", "depth", "oracle"), e.message ?: "")
+            }
+        }
         Checks.collectable(protocol, schema, depth * (numBuckets + 1L))
     }
 
     private fun levelOracle(m: Int): ProtocolParams {
         val v = linkedMapOf<String, Any?>("epsilon" to epsilon, "domain_size" to m.toLong(), "labels" to null)
         return when (oracle) {
-            "grr" -> GRRParams(v)
+            "grr" -> GRRParams.read(v)
             "oue" -> OUEParams(v)
             else -> {
                 val oue = OUEParams(v)
                 val grr = try {
-                    GRRParams(v)
+                    GRRParams.read(v)
                 } catch (e: LdpValueException) {
                     null
                 }
@@ -119,7 +126,8 @@ public class HHParams(values: Map<String, Any?>) : ProtocolParams(values) {
         public val PROTOCOL: Protocol<HHParams> = Protocol("hh", "HHParams", FIELDS, ::HHParams, { p, o -> HHEncoder(p, o) })
 
         private fun finite(v: Any?, name: String): Double {
-            if (!isReal(v) || asDouble(v).let { it.isNaN() || it.isInfinite() }) throw LdpValueException("$name must be a finite real number, got ${PyText.reprValue(v, tuples = true)}")
+            if (!isReal(v)) throw Refuse.paramType(name, "float", v, "$name must be a finite real number, got ${Refuse.kind(v)}", valueError = true)
+            if (asDouble(v).let { it.isNaN() || it.isInfinite() }) throw Refuse.range(name, v, finite = true, message = "$name must be a finite real number, got $v")
             return asDouble(v)
         }
 

@@ -1,11 +1,9 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.internal.PyMath
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.BitMask
 import io.github.ldptelemetry.client.random.KeyedRandomSource
 import io.github.ldptelemetry.client.random.RandomSource
@@ -32,16 +30,16 @@ public class RapporParams(values: Map<String, Any?>) : ProtocolParams(values) {
     init {
         val k = values["num_bloombits"] as Long
         val h = values["num_hashes"] as Long
-        if (h > k) throw LdpValueException("num_hashes (h=$h) must be <= num_bloombits (k=$k)")
+        if (h > k) throw Refuse.relation("h<=k", listOf("num_hashes", "num_bloombits"), "num_hashes (h=$h) must be <= num_bloombits (k=$k)")
         p = Checks.resolvable(values["p"], "p")
         q = Checks.resolvable(values["q"], "q")
         f = Checks.resolvable(values["f"], "f")
-        if (!(f >= 0.0 && f < 1.0)) throw LdpValueException("f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got ${PyText.floatRepr(f)}")
+        if (!(f >= 0.0 && f < 1.0)) throw Refuse.range("f", values["f"], min = 0L, max = 1L, maxExclusive = true, message = "f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got $f")
         if (!(p < q)) {
-            throw LdpValueException("RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), got p=${PyText.floatRepr(p)}, q=${PyText.floatRepr(q)}")
+            throw Refuse.relation("p<q", listOf("p", "q"), "RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), got p=$p, q=$q")
         }
         val m = values["mode"]
-        if (m != "ldp" && m != "google") throw LdpValueException("mode must be one of ('ldp', 'google'), got ${PyText.reprValue(m, tuples = true)}")
+        if (m != "ldp" && m != "google") throw Refuse.paramChoice("mode", listOf("ldp", "google"), m)
         mode = m as String
         Checks.collectable(protocol, schema, numCohorts.toLong() * (k + 1))
     }
@@ -69,14 +67,15 @@ public class RapporParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     override val privacyCost: PrivacyCost by lazy {
         val e = epsilonOne
-        if (e.isInfinite()) throw LdpValueException("these RAPPOR parameters give no finite ε₁ (p* = 0 or q* = 1): reports are not private")
+        if (e.isInfinite()) throw Refuse.relation("finite_epsilon", listOf("p", "q", "f"), "these RAPPOR parameters give no finite ε₁ (p* = 0 or q* = 1): reports are not private")
         PrivacyCost(e)
     }
 
     /** Google's client: `k <= 32` and `h <= 16`. */
     internal fun checkGoogleClient() {
         if (mode == "google" && (numBloombits > 32 || numHashes > 16)) {
-            throw LdpValueException(
+            throw Refuse.relation(
+                "google_client", listOf("num_bloombits", "num_hashes", "mode"),
                 "Google's client needs k <= 32 (PRR message is a 32-bit integer) and h <= 16 (one MD5 byte per hash), " +
                     "got k=$numBloombits, h=$numHashes; these parameters can decode Google's files but not encode",
             )
@@ -136,15 +135,15 @@ public class RapporEncoder(params: RapporParams, options: EncoderOptions) : Enco
     init {
         params.checkGoogleClient()
         secret = (options.secret ?: if (prrRng != null) "audit".toByteArray() else null)?.copyOf()
-            ?: throw LdpTypeException("rappor needs the metric secret (EncoderOptions.secret): its PRR derives from it")
+            ?: throw IllegalArgumentException("rappor needs the metric secret (EncoderOptions.secret): its PRR derives from it")
         cohort = options.cohort?.let { Checks.int(it.toLong(), "cohort", 0, params.numCohorts - 1L).toInt() } ?: rng.randbelow(params.numCohorts)
-        if (prrRng != null && params.mode == "google") throw LdpValueException("prr_rng replaces the PRR derivation of 'ldp' mode only")
+        if (prrRng != null && params.mode == "google") throw IllegalArgumentException("prr_rng replaces the PRR derivation of 'ldp' mode only")
     }
 
     override fun check(value: Any?): Prepared {
         val memoable = value is String && value.length <= MEMO_MAX_VALUE
         if (memoable) memo[value as String]?.let { return it }
-        if (value !is String && value !is ByteArray) throw LdpTypeException("RAPPOR values must be str or bytes, got ${PyText.typeName(value)}")
+        if (value !is String && value !is ByteArray) throw Refuse.valueType("string_or_bytes", value, "RAPPOR values must be strings or bytes, got ${Refuse.kind(value)}")
         val bytes = Bytes.valueBytes(value)
         val bloom = params.bloom(bytes, cohort)
         val message = if (params.mode == "google") {

@@ -1,10 +1,8 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 
 /**
  * RAPPOR with unknown strings (`rappor-ngrams`; Fanti, Pihur & Erlingsson, PoPETs 2016,
@@ -25,26 +23,42 @@ public class RapporNgramsParams(values: Map<String, Any?>) : ProtocolParams(valu
     public val gram: RapporParams
 
     init {
-        if (maxLength % n != 0) throw LdpValueException("max_length (L=$maxLength) must be a multiple of n=$n")
-        Checks.int((maxLength / n).toLong(), "positions (L/n)", 2, MAX_POSITIONS)
+        if (maxLength % n != 0) throw Refuse.relation("multiple_of_n", listOf("max_length", "n"), "max_length (L=$maxLength) must be a multiple of n=$n")
+        val positions = (maxLength / n).toLong()
+        if (positions !in 2..MAX_POSITIONS) {
+            val message = "positions (L/n) must be in [2, $MAX_POSITIONS], got $positions"
+            if (positions < 2) throw Refuse.relation("two_positions", listOf("max_length", "n"), message)
+            throw Refuse.limit("positions", positions, MAX_POSITIONS, message)
+        }
         val a = values["alphabet"]
-        if (a !is String || a.isEmpty()) throw LdpValueException("alphabet must be a non-empty str")
+        if (a !is String) throw Refuse.paramType("alphabet", "string", a, "alphabet must be a non-empty string, got ${Refuse.kind(a)}", valueError = true)
+        if (a.isEmpty()) throw Refuse.paramLength("alphabet", 0, 1L, message = "alphabet must be a non-empty string")
         alphabet = a.codePoints().toArray()
-        if (alphabet.toSet().size != alphabet.size) throw LdpValueException("alphabet must not repeat a character: ${PyText.repr(a)}")
+        if (alphabet.toSet().size != alphabet.size) throw Refuse.relation("distinct", listOf("alphabet"), "alphabet must not repeat a character: ${Refuse.quote(a)}")
         val p = values["pad"]
-        if (p !is String || p.codePointCount(0, p.length) != 1) throw LdpValueException("pad must be one character, got ${PyText.reprValue(p, tuples = true)}")
+        if (p !is String) throw Refuse.paramType("pad", "string", p, "pad must be one character, got ${Refuse.kind(p)}", valueError = true)
+        val padLength = p.codePointCount(0, p.length).toLong()
+        if (padLength != 1L) throw Refuse.paramLength("pad", padLength, 1L, 1L, "pad must be one character, got ${Refuse.quote(p)}")
         pad = p.codePointAt(0)
-        if (pad in alphabet) throw LdpValueException("pad ${PyText.repr(p)} must not be a character of the alphabet")
+        if (pad in alphabet) throw Refuse.relation("pad_not_in_alphabet", listOf("pad", "alphabet"), "pad ${Refuse.quote(p)} must not be a character of the alphabet")
         val t = values["truncate"]
-        if (t !is Boolean) throw LdpTypeException("truncate must be a bool, got ${paramTypeName(t)}")
-        truncate = t
+        truncate = Checks.bool(t, "truncate")
         full = RapporParams(linkedMapOf("num_bloombits" to values["num_bloombits"], "num_hashes" to values["num_hashes"], "num_cohorts" to values["num_cohorts"],
             "p" to values["p"], "q" to values["q"], "f" to values["f"], "mode" to "ldp"))
-        gram = RapporParams(linkedMapOf("num_bloombits" to values["gram_bloombits"], "num_hashes" to values["gram_hashes"], "num_cohorts" to values["gram_cohorts"],
-            "p" to values["gram_p"], "q" to values["gram_q"], "f" to values["gram_f"], "mode" to "ldp"))
+        gram = gramNames {
+            RapporParams(linkedMapOf("num_bloombits" to values["gram_bloombits"], "num_hashes" to values["gram_hashes"], "num_cohorts" to values["gram_cohorts"],
+                "p" to values["gram_p"], "q" to values["gram_q"], "f" to values["gram_f"], "mode" to "ldp"))
+        }
         full.privacyCost // both RAPPORs must be private (finite ε₁)
-        gram.privacyCost
+        gramNames { gram.privacyCost }
         Checks.collectable(protocol, schema, full.numCohorts.toLong() * (full.numBloombits + 1))
+    }
+
+    /** [block], a refusal of the n-gram RAPPOR's parameters in their names here (`gram_p`, …). */
+    private inline fun <T> gramNames(block: () -> T): T = try {
+        block()
+    } catch (e: IllegalArgumentException) {
+        throw Refuse.restated(e, "", GRAM_NAMES)
     }
 
     public val positions: Int get() = maxLength / n
@@ -61,22 +75,22 @@ public class RapporNgramsParams(values: Map<String, Any?>) : ProtocolParams(valu
 
     /** The value checked and padded with `pad` to `L` characters (code points). */
     public fun padded(value: Any?): IntArray {
-        if (value !is String && value !is ByteArray) throw LdpTypeException("$protocol values must be str or bytes, got ${PyText.typeName(value)}")
+        if (value !is String && value !is ByteArray) throw Refuse.valueType("string_or_bytes", value, "$protocol values must be strings or bytes, got ${Refuse.kind(value)}")
         val text = if (value is ByteArray) {
             try {
                 Charsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(value)).toString()
             } catch (e: java.nio.charset.CharacterCodingException) {
-                throw LdpValueException("$protocol values given as bytes must be UTF-8")
+                throw Refuse.notEncodable("utf-8", "$protocol values given as bytes must be UTF-8")
             }
         } else {
             value as String
         }
-        if (text.isEmpty()) throw LdpValueException("$protocol values must be non-empty strings")
+        if (text.isEmpty()) throw Refuse.emptyValue("$protocol values must be non-empty strings")
         var cps = text.codePoints().toArray()
         val bad = cps.filter { it !in alphabet }.toSortedSet()
-        if (bad.isNotEmpty()) throw LdpValueException("$protocol value has characters outside the alphabet: ${PyText.repr(bad.joinToString("") { String(Character.toChars(it)) })}")
+        if (bad.isNotEmpty()) throw Refuse.notInAlphabet(String(Character.toChars(bad.first())), "$protocol value has characters outside the alphabet: ${Refuse.quote(bad.joinToString("") { String(Character.toChars(it)) })}")
         if (cps.size > maxLength) {
-            if (!truncate) throw LdpValueException("$protocol value of ${cps.size} characters is over max_length=$maxLength (set truncate=True to cut it)")
+            if (!truncate) throw Refuse.tooLong(cps.size.toLong(), maxLength.toLong(), "characters", "$protocol value of ${cps.size} characters is over max_length=$maxLength (set truncate in the params to cut it)")
             cps = cps.copyOf(maxLength)
         }
         return IntArray(maxLength) { if (it < cps.size) cps[it] else pad }
@@ -84,6 +98,10 @@ public class RapporNgramsParams(values: Map<String, Any?>) : ProtocolParams(valu
 
     public companion object {
         public const val MAX_POSITIONS: Long = 64
+        private val GRAM_NAMES = mapOf(
+            "num_bloombits" to "gram_bloombits", "num_hashes" to "gram_hashes", "num_cohorts" to "gram_cohorts",
+            "p" to "gram_p", "q" to "gram_q", "f" to "gram_f",
+        )
         public val FIELDS: List<ParamField> = listOf(
             ParamField.required("num_bloombits", FieldType.INT), ParamField.required("num_hashes", FieldType.INT),
             ParamField.required("num_cohorts", FieldType.INT), ParamField.required("p", FieldType.FLOAT),
@@ -107,7 +125,7 @@ public class RapporNgramsEncoder(params: RapporNgramsParams, options: EncoderOpt
     public class Prepared internal constructor(internal val full: io.github.ldptelemetry.client.protocols.Prepared, internal val grams: List<String>, internal val a: Int, internal val b: Int)
 
     private val secret: ByteArray = (options.secret ?: options.prrRng?.let { "audit".toByteArray() }
-        ?: throw LdpTypeException("rappor-ngrams needs the metric secret (EncoderOptions.secret)")).copyOf()
+        ?: throw IllegalArgumentException("rappor-ngrams needs the metric secret (EncoderOptions.secret)")).copyOf()
     private val fullEncoder: Encoder<RapporParams, *>
     private val gramEncoder: Encoder<RapporParams, *>
 

@@ -1,10 +1,8 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 
 /**
  * Apple's Sequence Fragment Puzzle (`sfp`; "Learning with Privacy at Scale", 2017, `ldp/encoders/sfp.py`): a word
@@ -33,37 +31,42 @@ public class SfpParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     init {
         val alphabet = values["alphabet"]
-        if (alphabet !is String || alphabet.isEmpty()) throw LdpValueException("alphabet must be a non-empty string of symbols")
+        symbolsOf(alphabet, "alphabet", 1, null, "alphabet must be a non-empty string of symbols")
+        alphabet as String
         val cps = alphabet.codePoints().toArray()
-        if (cps.toSet().size != cps.size) throw LdpValueException("alphabet has repeated symbols: ${PyText.repr(alphabet)}")
+        if (cps.toSet().size != cps.size) throw Refuse.relation("distinct", listOf("alphabet"), "alphabet has repeated symbols: ${Refuse.quote(alphabet)}")
         val padValue = values["pad"]
-        if (padValue !is String || padValue.codePointCount(0, padValue.length) != 1 || padValue.codePointAt(0) in cps) {
-            throw LdpValueException("pad must be one symbol that is not in the alphabet, got ${PyText.reprValue(padValue, tuples = true)}")
-        }
+        val padMessage = "pad must be one symbol that is not in the alphabet, got ${Refuse.show(padValue)}"
+        symbolsOf(padValue, "pad", 1, 1, padMessage)
+        padValue as String
+        if (padValue.codePointAt(0) in cps) throw Refuse.relation("pad_not_in_alphabet", listOf("pad", "alphabet"), padMessage)
         pad = padValue.codePointAt(0)
-        Checks.int(cps.size.toLong(), "alphabet size", 1, (1L shl 16) - 2)
+        if (cps.size > (1 shl 16) - 2) {
+            throw Refuse.paramLength("alphabet", cps.size.toLong(), 1L, (1L shl 16) - 2, "alphabet size must be in [1, ${(1 shl 16) - 2}], got ${cps.size}")
+        }
         length = Checks.int(values["length"], "length (L)", 1, 1L shl 12).toInt()
         fragmentLength = Checks.int(values["fragment_length"], "fragment_length (r)", 1, length.toLong()).toInt()
         if (length % fragmentLength != 0) {
-            throw LdpValueException("length L=$length must be a multiple of fragment_length r=$fragmentLength (fragments are the L/r non-overlapping substrings)")
+            throw Refuse.relation("multiple_of_fragment_length", listOf("length", "fragment_length"), "length L=$length must be a multiple of fragment_length r=$fragmentLength (fragments are the L/r non-overlapping substrings)")
         }
         hashBits = Checks.int(values["hash_bits"], "hash_bits", 0, 16).toInt()
         for (part in listOf("word", "fragment")) {
             val s = values["${part}_sketch"]
-            if (!(s is String && s in SKETCHES)) throw LdpValueException("${part}_sketch must be one of ['cms', 'hcms'], got ${PyText.reprValue(s, tuples = true)}")
+            if (!(s is String && s in SKETCHES)) throw Refuse.paramChoice("${part}_sketch", SKETCHES.sorted(), s)
         }
         hashSeed = Checks.int(values["hash_seed"], "hash_seed", 0, 0xffffffffL)
         val wk = Checks.int(values["word_num_hashes"], "word_num_hashes", 1, 1L shl 16)
         val fk = Checks.int(values["fragment_num_hashes"], "fragment_num_hashes", 1, 1L shl 16)
-        if (hashSeed + wk + fk > 0xffffffffL) throw LdpValueException("hash_seed leaves no room for the sketches' hash functions below 2**32")
+        if (hashSeed + wk + fk > 0xffffffffL) throw Refuse.relation("hash_seed_room", listOf("hash_seed", "word_num_hashes", "fragment_num_hashes"), "hash_seed leaves no room for the sketches' hash functions below 2^32")
         val rep = values["replacement"]
-        if (rep != null && (rep !is String || rep.codePointCount(0, rep.length) != 1 || rep.codePointAt(0) !in cps)) {
-            throw LdpValueException("replacement must be one symbol of the alphabet (or None), got ${PyText.reprValue(rep, tuples = true)}")
+        if (rep != null) {
+            val message = "replacement must be one symbol of the alphabet (or null), got ${Refuse.show(rep)}"
+            symbolsOf(rep, "replacement", 1, 1, message)
+            if ((rep as String).codePointAt(0) !in cps) throw Refuse.relation("replacement_in_alphabet", listOf("replacement", "alphabet"), message)
         }
         replacement = (rep as String?)?.codePointAt(0)
         val t = values["truncate"]
-        if (t !is Boolean) throw LdpTypeException("truncate must be a bool, got ${paramTypeName(t)}")
-        truncate = t
+        truncate = Checks.bool(t, "truncate")
         symbols = cps + pad
         symbols.forEachIndexed { i, c -> index[c] = i }
         wordParams = sketch("word", values["word_sketch"] as String, wordEpsilon, wk, values["word_width"], hashSeed)
@@ -75,11 +78,17 @@ public class SfpParams(values: Map<String, Any?>) : ProtocolParams(values) {
         val v = linkedMapOf("epsilon" to eps, "num_hashes" to k, "width" to width, "hash_seed" to seed)
         return try {
             if (kind == "cms") CmsParams(v) else HcmsParams(v)
-        } catch (e: LdpValueException) {
-            throw LdpValueException("$part sketch: ${e.message}")
-        } catch (e: LdpTypeException) {
-            throw LdpTypeException("$part sketch: ${e.message}")
+        } catch (e: IllegalArgumentException) {
+            throw Refuse.restated(e, "$part sketch: ", listOf("epsilon", "num_hashes", "width").associateWith { "${part}_$it" })
         }
+    }
+
+    /** Python's `_check_symbols`: [value] a string of [low] to [high] symbols (code points), else a refusal with
+     * [message] (a `ValueError` also for the wrong type, as Python's). */
+    private fun symbolsOf(value: Any?, param: String, low: Long, high: Long?, message: String) {
+        if (value !is String) throw Refuse.paramType(param, "string", value, message, valueError = true)
+        val n = value.codePointCount(0, value.length).toLong()
+        if (n < low || (high != null && n > high)) throw Refuse.paramLength(param, n, low, high, message)
     }
 
     private fun cells(s: SketchParams) = s.numHashes.toLong() * (s.width + 1)
@@ -99,20 +108,22 @@ public class SfpParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     /** Python's `prepare_word`. */
     public fun prepareWord(value: Any?): PreparedWord {
-        if (value !is String) throw LdpTypeException("SFP words must be str, got ${PyText.typeName(value)}")
-        if (value.isEmpty()) throw LdpValueException("SFP cannot encode the empty string")
+        if (value !is String) throw Refuse.valueType("string", value, "SFP words must be strings, got ${Refuse.kind(value)}")
+        if (value.isEmpty()) throw Refuse.emptyValue("SFP cannot encode the empty string")
         var cps = value.codePoints().toArray()
         val ok = { c: Int -> c in index && c != pad }
         if (cps.any { !ok(it) }) {
-            val r = replacement
-                ?: throw LdpValueException(
-                    "character ${PyText.repr(String(Character.toChars(cps.first { !ok(it) })))} of ${PyText.repr(value)} is not in the alphabet (set replacement= to replace such characters)",
+            val r = replacement ?: run {
+                val bad = String(Character.toChars(cps.first { !ok(it) }))
+                throw Refuse.notInAlphabet(
+                    bad, "character ${Refuse.quote(bad)} of ${Refuse.quote(value)} is not in the alphabet (set replacement to replace such characters)",
                 )
+            }
             cps = cps.map { if (ok(it)) it else r }.toIntArray()
         }
         val word0 = String(cps, 0, cps.size)
         if (cps.size > length) {
-            if (!truncate) throw LdpValueException("${PyText.repr(word0)} is longer than length=$length (set truncate=True to cut it)")
+            if (!truncate) throw Refuse.tooLong(cps.size.toLong(), length.toLong(), "characters", "${Refuse.quote(word0)} is longer than length=$length (set truncate in the params to cut it)")
             cps = cps.copyOf(length)
         }
         val word = String(cps, 0, cps.size)

@@ -1,11 +1,9 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.internal.PyMath
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.BitMask
 import io.github.ldptelemetry.client.random.RandomSource
 import io.github.ldptelemetry.client.random.Threshold
@@ -35,7 +33,7 @@ public abstract class SketchParams(values: Map<String, Any?>) : ProtocolParams(v
     protected fun checkSketch() {
         val t = Threshold.of(flipProbability)
         if (!t.full && t.value == 0L) {
-            throw LdpValueException("epsilon=${PyText.floatRepr(epsilon)} is too large: the flip probability rounds to 0 at the client's 2^-64 resolution, so reports would not be private")
+            throw Refuse.relation("epsilon_too_large", listOf("epsilon"), "epsilon=$epsilon is too large: the flip probability rounds to 0 at the client's 2^-64 resolution, so reports would not be private")
         }
         val k = Checks.int(values["num_hashes"], "num_hashes (k)", 1, 1L shl 16)
         val m = Checks.int(values["width"], "width (m)", 2, MAX_WIDTH)
@@ -59,7 +57,7 @@ public abstract class SketchParams(values: Map<String, Any?>) : ProtocolParams(v
         )
 
         internal fun sketchBytes(value: Any?, name: String): ByteArray {
-            if (value !is String && value !is ByteArray) throw LdpTypeException("$name values must be str or bytes, got ${PyText.typeName(value)}")
+            if (value !is String && value !is ByteArray) throw Refuse.valueType("string_or_bytes", value, "$name values must be strings or bytes, got ${Refuse.kind(value)}")
             return Bytes.valueBytes(value)
         }
     }
@@ -99,7 +97,7 @@ public class HcmsParams(values: Map<String, Any?>) : SketchParams(values) {
 
     init {
         checkSketch()
-        if (width and (width - 1) != 0) throw LdpValueException("HCMS width m must be a power of two (Hadamard transform), got $width")
+        if (width and (width - 1) != 0) throw Refuse.relation("power_of_two", listOf("width"), "HCMS width m must be a power of two (Hadamard transform), got $width")
     }
 
     override val schema: List<PayloadField>

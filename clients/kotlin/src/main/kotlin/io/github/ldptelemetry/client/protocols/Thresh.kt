@@ -1,6 +1,5 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpTypeException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.random.KeyedRandomSource
@@ -18,7 +17,7 @@ public class ThreshParams(values: Map<String, Any?>) : ProtocolParams(values) {
     private val d: Long = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
 
     /** An epoch's response: GRR at `epsilon` (also the labels' index). */
-    public val grr: GRRParams = GRRParams(linkedMapOf("epsilon" to epsilon, "domain_size" to d, "labels" to values["labels"]))
+    public val grr: GRRParams = GRRParams.read(linkedMapOf("epsilon" to epsilon, "domain_size" to d, "labels" to values["labels"]))
 
     init {
         Checks.collectable(protocol, schema, d)
@@ -43,7 +42,7 @@ public class ThreshParams(values: Map<String, Any?>) : ProtocolParams(values) {
  * is tracked in memory from this encoder's first report. */
 public class ThreshEncoder(params: ThreshParams, options: EncoderOptions) : Encoder<ThreshParams, Int>(params, options) {
     private val secret: ByteArray = (options.secret ?: options.prrRng?.let { "audit".toByteArray() }
-        ?: throw LdpTypeException("thresh needs the metric secret (EncoderOptions.secret): its responses derive from it")).copyOf()
+        ?: throw IllegalArgumentException("thresh needs the metric secret (EncoderOptions.secret): its responses derive from it")).copyOf()
     private val prrRng = options.prrRng
     private val fp = Bytes.ascii(params.fingerprint)
     private val stream = Bytes.hmacSha256(secret, STREAM_DOMAIN, fp)

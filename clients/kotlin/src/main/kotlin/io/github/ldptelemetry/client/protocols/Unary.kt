@@ -1,9 +1,8 @@
 package io.github.ldptelemetry.client.protocols
 
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.PyMath
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.random.BitMask
 import io.github.ldptelemetry.client.random.RandomSource
 import io.github.ldptelemetry.client.random.Threshold
@@ -30,13 +29,13 @@ public abstract class UnaryParams(values: Map<String, Any?>) : ProtocolParams(va
 
     /** Python's `_check_unary`: the domain, that p and q are realizable and informative ([what]: the ε named), the
      * labels. */
-    protected fun checkUnary(what: String) {
+    protected fun checkUnary(what: String, unaryParams: List<String> = listOf("epsilon")) {
         val dd = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
         if (q <= 0.0 || p >= 1.0) {
-            throw LdpValueException("$what is too large for $protocol: a bit probability rounds to 0 or 1 at the client's resolution, so reports would not be private")
+            throw Refuse.relation("epsilon_too_large", unaryParams, "$what is too large for $protocol: a bit probability rounds to 0 or 1 at the client's resolution, so reports would not be private")
         }
         if (p <= q) {
-            throw LdpValueException("$what is too small for $protocol: p and q are equal at the client's resolution, so reports would carry no information")
+            throw Refuse.relation("epsilon_too_small", unaryParams, "$what is too small for $protocol: p and q are equal at the client's resolution, so reports would carry no information")
         }
         labels = Checks.labels(values["labels"], dd)
     }
@@ -82,7 +81,7 @@ public class SUEParams(values: Map<String, Any?>) : UnaryParams(values) {
     override val q: Double = Threshold.realized(PyMath.logisticTail(epsilon / 2))
 
     init {
-        checkUnary("epsilon=${PyText.floatRepr(epsilon)}")
+        checkUnary("epsilon=${epsilon}")
         Checks.collectable(protocol, schema, d)
     }
 
@@ -103,7 +102,7 @@ public class OUEParams(values: Map<String, Any?>) : UnaryParams(values) {
     override val q: Double = Threshold.realized(PyMath.logisticTail(epsilon))
 
     init {
-        checkUnary("epsilon=${PyText.floatRepr(epsilon)}")
+        checkUnary("epsilon=${epsilon}")
         Checks.collectable(protocol, schema, d)
     }
 
@@ -141,16 +140,21 @@ public class LOUEParams(values: Map<String, Any?>) : UnaryParams(values) {
 
     init {
         val kind = values["permanent"]
-        if (kind != "oue" && kind != "sue") throw LdpValueException("permanent must be one of ('oue', 'sue'), got ${PyText.reprValue(kind, tuples = true)}")
+        if (kind != "oue" && kind != "sue") throw Refuse.paramChoice("permanent", listOf("oue", "sue"), kind)
         if (!(epsilon < epsilonPerm)) {
-            throw LdpValueException(
+            throw Refuse.relation(
+                "epsilon<epsilon_perm", listOf("epsilon", "epsilon_perm"),
                 "L-OUE needs epsilon < epsilon_perm (a report is post-processing of the permanent response, so it " +
-                    "cannot leak more), got epsilon=${PyText.floatRepr(epsilon)}, epsilon_perm=${PyText.floatRepr(epsilonPerm)}",
+                    "cannot leak more), got epsilon=${epsilon}, epsilon_perm=${epsilonPerm}",
             )
         }
         val dd = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
         val permValues = linkedMapOf<String, Any?>("epsilon" to epsilonPerm, "domain_size" to dd, "labels" to null)
-        perm = if (kind == "oue") OUEParams(permValues) else SUEParams(permValues)
+        perm = try {
+            if (kind == "oue") OUEParams(permValues) else SUEParams(permValues)
+        } catch (e: IllegalArgumentException) {
+            throw Refuse.restated(e, "", mapOf("epsilon" to "epsilon_perm"))
+        }
         val a = perm.p - 0.5
         val b = perm.q - 0.5
         val e1 = PyMath.expm1(epsilon)
@@ -160,13 +164,14 @@ public class LOUEParams(values: Map<String, Any?>) : UnaryParams(values) {
         val disc = qb * qb + 4.0 * qa * qc
         val lam = if (disc >= 0.0) 2.0 * qc / (qb + Math.sqrt(disc)) else Double.POSITIVE_INFINITY
         if (!(0.0 < lam && lam < 1.0)) {
-            throw LdpValueException("epsilon=${PyText.floatRepr(epsilon)} is not below the realized permanent ε ${PyText.floatRepr(perm.effectiveEpsilon)}: no instantaneous round gives it")
+            throw Refuse.relation("epsilon<realized_epsilon_perm", listOf("epsilon", "epsilon_perm", "permanent"), "epsilon=$epsilon is not below the realized permanent ε ${perm.effectiveEpsilon}: no instantaneous round gives it")
         }
         flip = Threshold.realized((1.0 - lam) / 2.0)
         if (flip <= 0.0) {
-            throw LdpValueException(
+            throw Refuse.relation(
+                "instantaneous_realizable", listOf("epsilon", "epsilon_perm", "permanent"),
                 "the instantaneous round of these L-OUE parameters is not realizable: its flip probability " +
-                    "${PyText.floatRepr((1.0 - lam) / 2.0)} rounds to 0 at the client's resolution",
+                    "${((1.0 - lam) / 2.0)} rounds to 0 at the client's resolution",
             )
         }
     }
@@ -181,7 +186,7 @@ public class LOUEParams(values: Map<String, Any?>) : UnaryParams(values) {
     override val q: Double = star(Rational.of(perm.q)).toDouble()
 
     init {
-        checkUnary("epsilon=${PyText.floatRepr(epsilon)}")
+        checkUnary("epsilon=${epsilon}")
         Checks.collectable(protocol, schema, d)
     }
 

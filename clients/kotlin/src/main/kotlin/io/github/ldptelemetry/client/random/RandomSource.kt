@@ -1,7 +1,5 @@
 package io.github.ldptelemetry.client.random
 
-import io.github.ldptelemetry.client.LdpValueException
-import io.github.ldptelemetry.client.internal.PyText
 
 /**
  * The random choices a client encoder makes (Python's `ldp.randomness.RandomSource`; docs/randomness.md and
@@ -34,7 +32,7 @@ public abstract class RandomSource {
      * bit plane of the uniform lanes, from plane 63 down, stopping once no lane is tied with the threshold or the
      * threshold's remaining bits are all zero. */
     public open fun bernoulliBits(p: Double, n: Int): BitMask {
-        if (n < 0) throw LdpValueException("number of bits must be a non-negative int, got $n")
+        if (n < 0) throw IllegalArgumentException("number of bits must be a non-negative int, got $n")
         val t = Threshold.of(p)
         val out = BitMask(n)
         if (t.value == 0L && !t.full || n == 0) return out
@@ -92,7 +90,7 @@ public abstract class RandomSource {
     /** `R(n)`: a uniform integer in `[0, n)` by rejection: `randbits(bit_length(n − 1))` until below `n`; nothing
      * is drawn for `n = 1`. `1 <= n <= 2^62`. */
     public open fun randbelow(n: Long): Long {
-        if (n < 1 || n > (1L shl 62)) throw LdpValueException("randbelow needs an int n >= 1, got $n")
+        if (n < 1 || n > (1L shl 62)) throw IllegalArgumentException("randbelow needs an int n >= 1, got $n")
         if (n == 1L) return 0
         val k = 64 - java.lang.Long.numberOfLeadingZeros(n - 1)
         while (true) {
@@ -128,7 +126,7 @@ public class Threshold private constructor(public val value: Long, public val fu
 
         /** The threshold of [p], which must be in [0, 1] (NaN refused). */
         public fun of(p: Double): Threshold {
-            if (!(p >= 0.0 && p <= 1.0)) throw LdpValueException("p must be in [0, 1], got ${PyText.floatRepr(p)}")
+            if (!(p >= 0.0 && p <= 1.0)) throw IllegalArgumentException("p must be in [0, 1], got $p")
             val scaled = Math.scalb(p, 64)
             if (scaled >= 2 * TWO_63) return Threshold(0, true)
             val v = if (scaled >= TWO_63) (scaled - TWO_63).toLong() or Long.MIN_VALUE else scaled.toLong()

@@ -1,6 +1,5 @@
 package io.github.ldptelemetry.client.random
 
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.ReplayException
 import io.github.ldptelemetry.client.internal.Bytes
 import java.security.SecureRandom
@@ -130,7 +129,7 @@ public class ReplaySource(draws: List<Pair<Int, String>>) : RandomSource() {
             val words = (k + 63) ushr 6
             val big = if (hex.isNotEmpty() && hex.all { it in '0'..'9' || it in 'a'..'f' }) java.math.BigInteger(hex, 16) else null
             if (k < 1 || big == null || big.bitLength() > k) {
-                throw LdpValueException("draw $i: expected (k >= 1, value in [0, 2**k)), got ($k, '$hex')")
+                throw IllegalArgumentException("draw $i: expected (k >= 1, value in [0, 2**k)), got ($k, '$hex')")
             }
             ks[i] = k
             values[i] = LongArray(words) { w -> big.shiftRight(64 * w).toLong() }

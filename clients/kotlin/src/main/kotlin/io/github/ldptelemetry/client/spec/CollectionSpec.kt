@@ -1,12 +1,13 @@
 package io.github.ldptelemetry.client.spec
 
-import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.PrivacyCost
+import io.github.ldptelemetry.client.Refusal
 import io.github.ldptelemetry.client.SpecException
 import io.github.ldptelemetry.client.internal.Json
 import io.github.ldptelemetry.client.internal.JsonException
 import io.github.ldptelemetry.client.internal.PyFloat
 import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.protocols.Protocol
 import io.github.ldptelemetry.client.protocols.ProtocolParams
 import io.github.ldptelemetry.client.protocols.Protocols
@@ -32,8 +33,8 @@ public class MetricSpec internal constructor(
 
 /**
  * A validated collection spec (`ldp/spec/schema.py`, docs/client.md "The collection spec"): one JSON document naming
- * every metric with its protocol, parameters and budgets. [parse] checks it with the Python validator's rules and
- * texts (every problem, as `json.path: message`, in one [SpecException]) and normalizes it, so that [fingerprint] is
+ * every metric with its protocol, parameters and budgets. [parse] checks it with the Python validator's rules
+ * (every problem, as `json.path: message`, in one [SpecException]) and normalizes it, so that [fingerprint] is
  * the Python spec's fingerprint, which every envelope carries.
  *
  * A metric of a protocol this client does not implement is refused here, naming the protocols it knows: a spec this
@@ -48,9 +49,9 @@ public class CollectionSpec private constructor(
     public val maxBatch: Int,
     public val description: String,
 ) {
-    /** The metric called [name]; an [LdpValueException] naming the known ones otherwise. */
+    /** The metric called [name]; an [IllegalArgumentException] naming the known ones otherwise. */
     public fun metric(name: String): MetricSpec = metrics[name]
-        ?: throw LdpValueException("no metric ${PyText.repr(name)} in collection ${PyText.repr(this.name)} (metrics: ${metrics.keys.joinToString(", ")})")
+        ?: throw IllegalArgumentException("no metric ${Refuse.quote(name)} in collection ${Refuse.quote(this.name)} (metrics: ${metrics.keys.joinToString(", ")})")
 
     /** The protocol parameters of metric [name]. */
     public fun params(name: String): ProtocolParams = metric(name).params
@@ -137,7 +138,7 @@ public class CollectionSpec private constructor(
             is String -> "a string"
             is Boolean -> "a boolean"
             is Map<*, *> -> "an object"
-            else -> "${PyText.typeName(v)} ${PyText.num(v)}"
+            else -> "${Refuse.kind(v)} ${v}"
         }
 
         fun obj(value: Any?, path: String, required: List<String>, optional: List<String>): Map<String, Any?>? {
@@ -163,13 +164,13 @@ public class CollectionSpec private constructor(
             val big = if (value is BigInteger) value else BigInteger.valueOf((value as Number).toLong())
             when {
                 big < BigInteger.valueOf(low) -> fail(path, "must be >= $low, got $value")
-                big > BigInteger.valueOf(high) -> fail(path, "must be <= ${PyText.thousands(high)} ($why), got ${thousandsBig(big)}")
+                big > BigInteger.valueOf(high) -> fail(path, "must be <= ${high} ($why), got ${thousandsBig(big)}")
                 else -> return big.toLong()
             }
             return null
         }
 
-        fun thousandsBig(b: BigInteger): String = if (b.bitLength() < 64) PyText.thousands(b.toLong()) else b.toString().reversed().chunked(3).joinToString(",").reversed()
+        fun thousandsBig(b: BigInteger): String = b.toString()
 
         fun cost(value: Any?, path: String): PrivacyCost? {
             val parts: List<Pair<Any?, String>>
@@ -192,8 +193,8 @@ public class CollectionSpec private constructor(
             val eps = asDouble(parts[0].first)
             val delta = asDouble(parts[1].first)
             when {
-                !(eps > 0) -> fail(parts[0].second, "must be > 0, got ${PyText.num(parts[0].first)}")
-                !(delta >= 0 && delta < 1) -> fail(parts[1].second, "must be in [0, 1), got ${PyText.num(parts[1].first)}")
+                !(eps > 0) -> fail(parts[0].second, "must be > 0, got ${(parts[0].first)}")
+                !(delta >= 0 && delta < 1) -> fail(parts[1].second, "must be in [0, 1), got ${(parts[1].first)}")
                 else -> return PrivacyCost(eps, delta)
             }
             return null
@@ -208,7 +209,7 @@ public class CollectionSpec private constructor(
                 if (!isReal(z) || asDouble(z).let { it.isNaN() || it.isInfinite() }) {
                     fail(join(path, "min_z"), "must be a finite number >= 0, got ${kind(z)}")
                 } else if (asDouble(z) < 0) {
-                    fail(join(path, "min_z"), "must be >= 0, got ${PyText.num(z)}")
+                    fail(join(path, "min_z"), "must be >= 0, got ${z}")
                 }
             }
         }
@@ -222,7 +223,7 @@ public class CollectionSpec private constructor(
                 if (!isReal(x) || asDouble(x).let { it.isNaN() || it.isInfinite() }) {
                     fail(join(path, key), "must be a finite number $rule, got ${kind(x)}")
                 } else if (!(asDouble(x) > 0 && (key == "epsilon" || asDouble(x) < 1))) {
-                    fail(join(path, key), "must be $rule, got ${PyText.num(x)}")
+                    fail(join(path, key), "must be $rule, got ${x}")
                 }
             }
             if ("windows" in v) int(v["windows"], join(path, "windows"), 1, MAX_TARGET_WINDOWS, "a horizon the accountant composes")
@@ -235,7 +236,7 @@ public class CollectionSpec private constructor(
         fun params(protocolName: Any?, raw: Any?, path: String): ProtocolParams? {
             val entry = (protocolName as? String)?.let { Protocols[it] }
             if (entry == null) {
-                val shown = if (protocolName is String) PyText.repr(protocolName) else PyText.reprValue(protocolName)
+                val shown = if (protocolName is String) Refuse.quote(protocolName) else Refuse.show(protocolName)
                 val notYet = if (protocolName is String && protocolName in Protocols.NOT_YET) {
                     "; $protocolName is a protocol of the Python client that this client does not implement yet"
                 } else {
@@ -253,7 +254,8 @@ public class CollectionSpec private constructor(
                 entry.params(o).also { it.privacyCost }
             } catch (e: IllegalArgumentException) {
                 val msg = e.message ?: e.toString()
-                val name = entry.fields.map { it.name }.firstOrNull { msg.startsWith("$it ") }
+                val param = (e as? Refusal)?.fields?.get("param") as? String
+                val name = param?.takeIf { msg.startsWith("$it ") } ?: entry.fields.map { it.name }.firstOrNull { msg.startsWith("$it ") }
                 if (name == null) {
                     fail(ppath, msg)
                 } else {
@@ -296,7 +298,7 @@ public class CollectionSpec private constructor(
                 if (candidates !is String || candidates.isBlank()) {
                     fail(cpath, "must be a path relative to the spec file, or a URL; got ${kind(candidates)}")
                 } else if ("://" !in candidates && (candidates.startsWith("/") || candidates.startsWith("~"))) {
-                    fail(cpath, "must be relative to the spec file (or a URL), got ${PyText.repr(candidates)}")
+                    fail(cpath, "must be relative to the spec file (or a URL), got ${Refuse.quote(candidates)}")
                 } else if (params?.domainSize != null) {
                     fail(cpath, "${params.protocol} has a fixed domain (domain_size=${params.domainSize}); candidates are for open-domain protocols")
                 }
@@ -313,11 +315,11 @@ public class CollectionSpec private constructor(
                 ?: throw SpecException(errors, source)
             if ("spec_version" in d && !(isInt(d["spec_version"]) && d["spec_version"] == SPEC_VERSION.toLong())) {
                 val v = d["spec_version"]
-                fail("spec_version", "must be $SPEC_VERSION, got ${if (v is String || isReal(v)) PyText.reprValue(v) else Json.write(v)}")
+                fail("spec_version", "must be $SPEC_VERSION, got ${if (v is String || isReal(v)) Refuse.show(v) else Json.write(v)}")
             }
             val name = d["name"]
             if ("name" in d && !(name is String && NAME_RE.matches(name))) {
-                fail("name", "collection names match [a-z][a-z0-9_.-]{0,63}, got ${if (name is String) PyText.repr(name) else Json.write(name)}")
+                fail("name", "collection names match [a-z][a-z0-9_.-]{0,63}, got ${if (name is String) Refuse.quote(name) else Json.write(name)}")
             }
             val window = int(if ("window_seconds" in d) d["window_seconds"] else 86400L, "window_seconds", 1, MAX_SECONDS, SECONDS_WHY)
             var total = Budget()

@@ -1,7 +1,7 @@
 package io.github.ldptelemetry.client.upload
 
 import io.github.ldptelemetry.client.internal.Json
-import io.github.ldptelemetry.client.internal.PyText
+import io.github.ldptelemetry.client.internal.Refuse
 import java.io.ByteArrayOutputStream
 import java.io.IOException
 import java.net.URL
@@ -82,9 +82,9 @@ public class UploadOptions @JvmOverloads constructor(
             val u = try {
                 URL(e)
             } catch (x: java.net.MalformedURLException) {
-                throw IllegalArgumentException("upload url must be http(s)://host/..., got ${PyText.repr(e)}")
+                throw IllegalArgumentException("upload url must be http(s)://host/..., got ${Refuse.quote(e)}")
             }
-            require(u.protocol in setOf("http", "https") && !u.host.isNullOrEmpty()) { "upload url must be http(s)://host/..., got scheme ${PyText.repr(u.protocol)}" }
+            require(u.protocol in setOf("http", "https") && !u.host.isNullOrEmpty()) { "upload url must be http(s)://host/..., got scheme ${Refuse.quote(u.protocol)}" }
         }
         val first = HashMap<String, Int>()
         for ((i, e) in this.endpoints.withIndex()) {
@@ -283,7 +283,7 @@ public class Uploader(public val options: UploadOptions) {
         }
 
         private fun show(v: Any?): String {
-            val text = if (v is String) PyText.repr(v) else PyText.reprValue(v)
+            val text = if (v is String) Refuse.quote(v) else Refuse.show(v)
             val cut = if (text.length <= 40) text else text.substring(0, 37) + "..."
             return cut.map { if (it.code in 0x20..0x7e) it else '?' }.joinToString("")
         }
@@ -312,7 +312,7 @@ public class Uploader(public val options: UploadOptions) {
             } catch (e: IllegalArgumentException) {
                 throw IllegalArgumentException("the answer is not JSON (${(e.message ?: "").take(80)})")
             }
-            if (answer !is Map<*, *>) throw IllegalArgumentException("the answer is ${PyText.typeName(answer)}, not a JSON object")
+            if (answer !is Map<*, *>) throw IllegalArgumentException("the answer is ${Refuse.kind(answer)}, not a JSON object")
             if ("batch_id" in answer && answer["batch_id"] != batch) throw IllegalArgumentException("the answer names batch ${show(answer["batch_id"])}, not $batch")
             val duplicate = answer["duplicate"] ?: false
             if (duplicate !is Boolean) throw IllegalArgumentException("duplicate is ${show(duplicate)}, not a boolean")

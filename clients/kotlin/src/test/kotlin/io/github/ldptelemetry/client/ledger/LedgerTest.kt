@@ -8,15 +8,15 @@ import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.internal.Json
 import io.github.ldptelemetry.client.protocols.Charge
 import io.github.ldptelemetry.client.spec.CollectionSpec
+import java.io.File
+import java.util.concurrent.CountDownLatch
+import java.util.concurrent.Executors
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
-import java.io.File
-import java.util.concurrent.CountDownLatch
-import java.util.concurrent.Executors
 
 class LedgerTest {
     @TempDir
@@ -30,7 +30,7 @@ class LedgerTest {
         val client = TelemetryClient(spec, FileStore(dir), clock = { now })
         repeat(3) { client.record("color", 1) }
         val e = assertThrows(BudgetExceededException::class.java) { client.record("color", 1) }
-        assertEquals("privacy budget exceeded for metric 'color' (window): spent ε=3, requested ε=1, cap ε=3", e.message)
+        assertEquals("privacy budget exceeded for metric \"color\" (window): spent ε=3.0, requested ε=1.0, cap ε=3.0", e.message)
         assertEquals(3L, client.pending())
         now -= 1000.0 // a clock moved back does not reopen an earlier window
         assertThrows(BudgetExceededException::class.java) { client.record("color", 1) }
@@ -65,7 +65,7 @@ class LedgerTest {
                "metrics":{"m":{"protocol":"grr","params":{"epsilon":1.0,"domain_size":2},"budget":{"per_report":1}}}}""",
         )
         val e = assertThrows(LedgerException::class.java) { TelemetryClient(other, FileStore(dir), clock = { now }) }
-        assertTrue("belongs to collection 'ledger.test'" in e.message!!)
+        assertTrue("belongs to collection \"ledger.test\"" in e.message!!, e.message)
     }
 
     @Test

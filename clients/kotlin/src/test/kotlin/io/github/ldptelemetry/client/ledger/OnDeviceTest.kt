@@ -7,6 +7,7 @@ import io.github.ldptelemetry.client.LedgerException
 import io.github.ldptelemetry.client.OptedOutException
 import io.github.ldptelemetry.client.OutboxFullException
 import io.github.ldptelemetry.client.PrivacyCost
+import io.github.ldptelemetry.client.RefusalCode
 import io.github.ldptelemetry.client.Remaining
 import io.github.ldptelemetry.client.TelemetryClient
 import io.github.ldptelemetry.client.internal.Json
@@ -16,6 +17,8 @@ import io.github.ldptelemetry.client.testing.withReadOnly
 import io.github.ldptelemetry.client.upload.Stopped
 import io.github.ldptelemetry.client.upload.UploadOptions
 import io.github.ldptelemetry.client.upload.Uploader
+import java.io.File
+import java.net.ServerSocket
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNotEquals
@@ -24,8 +27,6 @@ import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
-import java.io.File
-import java.net.ServerSocket
 
 /**
  * The four promises every client keeps on the device (docs/client.md, "On the device"): reads write nothing, a
@@ -178,9 +179,11 @@ class OnDeviceTest {
         assertEquals(1L, c.pending())
         assertEquals(spent, c.spent(lifetime = true))
         val bad = assertThrows(LdpValueException::class.java) { c.recordMany(listOf("color" to 1, "color" to 9)) }
-        assertTrue(bad.message!!.startsWith("recordMany item 1 ('color'): "), bad.message)
-        val unknown = assertThrows(LdpValueException::class.java) { c.recordMany(listOf("color" to 1, "nope" to 1)) }
-        assertTrue(unknown.message!!.startsWith("recordMany item 1 ('nope'): "), unknown.message)
+        assertTrue(bad.message!!.startsWith("recordMany item 1 (\"color\"): "), bad.message)
+        assertEquals(RefusalCode.VALUE_RANGE, bad.code)
+        assertEquals(mapOf("got" to 9L, "min" to 0L, "max" to 4L, "max_exclusive" to true), bad.fields)
+        val unknown = assertThrows(IllegalArgumentException::class.java) { c.recordMany(listOf("color" to 1, "nope" to 1)) }
+        assertTrue(unknown.message!!.startsWith("recordMany item 1 (\"nope\"): "), unknown.message)
         val capped = TelemetryClient(TestSpecs.grr(perWindow = 2.0, lifetime = 100.0), MemoryStore(), clock = { now })
         val over = assertThrows(BudgetExceededException::class.java) { capped.recordMany(List(3) { "color" to it }) }
         assertEquals(2, over.index)

@@ -1,6 +1,7 @@
 package io.github.ldptelemetry.client.protocols
 
 import io.github.ldptelemetry.client.LdpValueException
+import io.github.ldptelemetry.client.RefusalCode
 import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.random.KeyedRandomSource
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -65,7 +66,10 @@ class NegativeZeroTest {
         // Python: ValueError "value -0.0 is outside the histogram's range [1.0, 3.0] ..."; clipped: bucket 0
         for ((protocol, params) in bucketParams(listOf(1.0, 2.0, 3.0))) {
             val e = assertThrows(LdpValueException::class.java) { (params as BucketParams).bucketOf(-0.0) }
-            assertEquals("value -0.0 is outside the histogram's range [1.0, 3.0] (pass clip=True in the params to clip it)", e.message, protocol.name)
+            assertEquals(RefusalCode.VALUE_RANGE, e.code, protocol.name)
+            assertEquals(-0.0, e.fields["got"] as Double, protocol.name)
+            assertTrue(1.0 / (e.fields["got"] as Double) < 0, "got keeps the sign of -0.0")
+            assertEquals("value -0.0 is outside the histogram's range [1.0, 3.0] (set clip in the params to clip it)", e.message, protocol.name)
         }
         for ((protocol, params) in bucketParams(listOf(-3.0, -2.0, -1.0), clip = true)) {
             assertEquals(1, (params as BucketParams).bucketOf(-0.0), protocol.name) // Python: 1
@@ -107,6 +111,7 @@ class NegativeZeroTest {
         val clipped = DuchiParams(linkedMapOf("epsilon" to 1.0, "low" to 1.0, "high" to 2.0, "clip" to true))
         assertEquals(1.0, clipped.checkValue(-0.0))
         val refused = assertThrows(LdpValueException::class.java) { DuchiParams(linkedMapOf("epsilon" to 1.0, "low" to 1.0, "high" to 2.0, "clip" to false)).checkValue(-0.0) }
-        assertEquals("duchi value -0.0 is outside [low, high] = [1.0, 2.0] (pass clip=True in the params to clip instead)", refused.message)
+        assertEquals("duchi value -0.0 is outside [low, high] = [1.0, 2.0] (set clip in the params to clip instead)", refused.message)
+        assertEquals(mapOf("got" to -0.0, "min" to 1.0, "max" to 2.0), refused.fields)
     }
 }

@@ -3,12 +3,12 @@ package io.github.ldptelemetry.client.spec
 import io.github.ldptelemetry.client.SpecException
 import io.github.ldptelemetry.client.Vectors
 import io.github.ldptelemetry.client.protocols.EncoderOptions
+import java.io.File
+import java.util.Random
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
-import java.io.File
-import java.util.Random
 
 /** A spec the client cannot serve is refused when it is loaded, with every problem named by its JSON path. */
 class SpecTest {
@@ -19,7 +19,7 @@ class SpecTest {
 
     @Test
     fun `unknown protocol, bad epsilon, labels that do not match, budgets`() {
-        assertTrue(errors(spec("""{"protocol": "nope", "params": {}, "budget": {"per_report": 1}}"""))[0].startsWith("metrics.m.protocol: unknown protocol 'nope' (known: blh, bucket-grr,"))
+        assertTrue(errors(spec("""{"protocol": "nope", "params": {}, "budget": {"per_report": 1}}"""))[0].startsWith("metrics.m.protocol: unknown protocol \"nope\" (known: blh, bucket-grr,"))
         assertEquals(
             listOf("metrics.m.params.epsilon: must be finite and > 0, got -1"),
             errors(spec("""{"protocol": "grr", "params": {"epsilon": -1, "domain_size": 3}, "budget": {"per_report": 1}}""")),
@@ -29,14 +29,14 @@ class SpecTest {
             errors(spec("""{"protocol": "grr", "params": {"epsilon": 1, "domain_size": 3, "labels": ["a", "b"]}, "budget": {"per_report": 1}}""")),
         )
         assertEquals(
-            listOf("metrics.m.budget.per_report: ε=1 is less than what one grr report costs with these params (ε=2)"),
+            listOf("metrics.m.budget.per_report: ε=1.0 is less than what one grr report costs with these params (ε=2.0)"),
             errors(spec("""{"protocol": "grr", "params": {"epsilon": 2, "domain_size": 3}, "budget": {"per_report": 1}}""")),
         )
-        assertEquals(listOf("$: not valid JSON: key 'm' repeated in one object (at offset 109)"), errors(spec("{}").replace("\"m\": {}", "\"m\": {}, \"m\": {}")))
+        assertEquals(listOf("$: not valid JSON: key \"m\" repeated in one object (at offset 109)"), errors(spec("{}").replace("\"m\": {}", "\"m\": {}, \"m\": {}")))
     }
 
     @Test
-    fun `release central target is accepted, and refused with Python's texts`() {
+    fun `release central target is accepted, and refused with the client's texts`() {
         val ok = """{"spec_version": 1, "name": "app", "budget": {"per_window": 4, "lifetime": 40},
             "release": {"central": {"epsilon": 2.5, "delta": 1e-9, "windows": 365}},
             "metrics": {"m": {"protocol": "grr", "params": {"epsilon": 1, "domain_size": 3}, "budget": {"per_report": 1},
@@ -54,7 +54,7 @@ class SpecTest {
                 "release.central.windows: must be >= 1, got 0",
                 "metrics.m.release.central.delta: required",
                 "metrics.m.release.central.epsilon: must be a finite number > 0, got a string",
-                "metrics.m.release.central.windows: must be <= 1,000,000 (a horizon the accountant composes), got 1,000,001",
+                "metrics.m.release.central.windows: must be <= 1000000 (a horizon the accountant composes), got 1000001",
             ),
             errors(bad),
         )

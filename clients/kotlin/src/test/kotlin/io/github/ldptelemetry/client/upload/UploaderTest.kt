@@ -7,15 +7,6 @@ import io.github.ldptelemetry.client.internal.Json
 import io.github.ldptelemetry.client.ledger.MemoryStore
 import io.github.ldptelemetry.client.ledger.TestSpecs
 import io.github.ldptelemetry.client.testing.CpuHog
-import org.junit.jupiter.api.AfterEach
-import org.junit.jupiter.api.Assertions.assertFalse
-import org.junit.jupiter.api.Assertions.assertEquals
-import org.junit.jupiter.api.Assertions.assertNotNull
-import org.junit.jupiter.api.Assertions.assertNull
-import org.junit.jupiter.api.Assertions.assertThrows
-import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeEach
-import org.junit.jupiter.api.Test
 import java.net.InetSocketAddress
 import java.net.ServerSocket
 import java.util.Collections
@@ -26,6 +17,15 @@ import java.util.logging.LogRecord
 import java.util.logging.Logger
 import java.util.zip.GZIPInputStream
 import kotlin.concurrent.thread
+import org.junit.jupiter.api.AfterEach
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertNotNull
+import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Assertions.assertThrows
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.BeforeEach
+import org.junit.jupiter.api.Test
 
 /** The uploader against real local servers, well-behaved and not. */
 class UploaderTest {
@@ -352,7 +352,7 @@ class UploaderTest {
         assertEquals("the answer lacks accepted, rejected", bad("""{"batch_id":"$id","lines":1}"""))
         assertEquals("accepted (1) + rejected (1) != lines (1)", bad("""{"batch_id":"$id","lines":1,"accepted":1,"rejected":{"x":1}}"""))
         assertTrue(bad("""{"batch_id":"$id","lines":1,"lines":1}""")!!.startsWith("the answer is not JSON"))
-        assertEquals("accepted is True, not an integer >= 0", bad("""{"batch_id":"$id","lines":1,"accepted":true,"rejected":{}}"""))
+        assertEquals("accepted is true, not an integer >= 0", bad("""{"batch_id":"$id","lines":1,"accepted":true,"rejected":{}}"""))
         Uploader.checkAnswer("""{"batch_id":"$id","lines":3,"duplicate":true}""".toByteArray(), id, 2)
         assertEquals(120.0, Uploader.parseRetryAfter(" 120 ", 0.0))
         assertEquals(10.0, Uploader.parseRetryAfter("Thu, 01 Jan 1970 00:00:20 GMT", 10.0))
