@@ -4,9 +4,10 @@
  *   over packed little-endian rows (bit b in byte b/8 at position b%8), each part optional (None): the fold,
  *   counts[g_i] += 1 and ones[g_i*nbits + b] += bit b (b < nbits); hist[popcount of the row's first nbits bits] += 1;
  *   RAPPOR's poisoning tests (ldp/batch/rappor_evidence.py): for a row with bit i of tested set whose group g has
- *   chosen[g], hits[0] += 1 and hits[1 + j] += 1 when it holds every bit of masks[g][j] (nbytes bytes).
- * untested_counts(groups, width, tested, counts): counts[g_i] += 1 for every row with bit i of tested clear.
- * add_signs_by_group(groups, gw, cells, cw, bits, bw, m, counts, sums): counts[g] += 1, sums[g*m + cell] += 2*bit - 1.
+ *   chosen[g], hits[0] += 1 and hits[1 + j] += 1 when it holds every bit of masks[g][j] (nbytes bytes); or, hits of
+ *   G*(nmasks + 1), the same per group (hits[g*(nmasks + 1) + j]).
+ * add_signs_by_group(groups, gw, cells, cw, bits, bw, m, counts, sums): counts[g] += 1, sums[g*m + cell] += 2*bit - 1
+ *   (HCMS; int32 partial sums for large batches: signs32).
  * pair_counts(cols, k, words, out): out[i, j] = popcount(cols[i] & cols[j]) (X^T X of 0/1 rows packed as bit sets).
  * Groups, cells, bits: native-endian unsigned, 1, 2, 4 or 8 bytes; tables: int64; all C-contiguous.
  *
@@ -37,8 +38,9 @@ typedef uint64_t v2 __attribute__((vector_size(16), aligned(1)));
 typedef struct {
     const uint8_t *groups, *rows, *tested, *chosen;
     int width, narrow, fold, hist_on, tests_on, single;
-    Py_ssize_t n, nbytes, nbits, num_groups, nmasks, nch, nw4, nw, reach, n_safe; /* nw: row words tested, >= 2 */
-    int64_t *counts, *ones, *hist, *hits;
+    Py_ssize_t n, nbytes, nbits, num_groups, nmasks, nch, nw4, nw, reach, n_safe, ts; /* nw: row words tested, >= 2 */
+    int64_t *counts, *ones, *hist, *tg;  /* tg: per group, ts apart: tested rows, then those holding each mask */
+    uint64_t *tp;                        /* per group: the packed test counters of the rows tested 64 at a time */
     uint64_t *masks, *pmask;   /* masks as (G, max(nmasks, 2), nw) words; the nbits mask of a row */
     uint64_t *acc4, *l8;       /* per group: nibble lanes (nw4 words: word k's lane j counts bit 64w + 4j + s, w and
                                   s as the engine's steps put them), byte lanes (2*nw4: 8j+s, then 8j+4+s, of word k) */
@@ -117,14 +119,33 @@ INLINE void row_stats(job_t *J, Py_ssize_t g, Py_ssize_t i, const uint8_t *row, 
     }
     if (!J->tests_on || !((J->tested[i >> 3] >> (i & 7)) & 1) || !J->chosen[g])
         return;
-    J->hits[0] += 1;
+    int64_t *h = J->tg + g * J->ts;
+    h[0] += 1;
     const uint64_t *mask = J->masks + g * (J->nmasks > 2 ? J->nmasks : 2) * nw;
     for (Py_ssize_t j = 0; j < J->nmasks; j++, mask += nw) {
         uint64_t missing = 0; /* bits of the mask the row lacks */
         for (Py_ssize_t w = 0; w < nw; w++)
             missing |= mask[w] & ~word_at(row + 8 * w);
-        J->hits[1 + j] += missing == 0;
+        h[1 + j] += missing == 0;
     }
+}
+/* A tested row of <= 16 bytes against its group's 2 masks (mk: 4 words) as an increment of the group's packed test
+ * counters (tp: 21 bits each: rows, rows holding mask 0, mask 1; unpacked into tg every UNPACK blocks of 64 rows). */
+enum { UNPACK = 32767 };
+static const uint64_t HOLDS[16] = {1, 1, 1, 1 | 1ULL << 21, 1, 1, 1, 1 | 1ULL << 21, 1, 1, 1, 1 | 1ULL << 21,
+                                   1 | 1ULL << 42, 1 | 1ULL << 42, 1 | 1ULL << 42, 1 | 1ULL << 21 | 1ULL << 42};
+INLINE uint64_t generic_holds(const uint8_t *row, const uint64_t *mk)
+{
+    const uint64_t x0 = word_at(row), x1 = word_at(row + 8);
+    return HOLDS[((mk[0] & ~x0) == 0) | ((mk[1] & ~x1) == 0) << 1 | ((mk[2] & ~x0) == 0) << 2
+                 | ((mk[3] & ~x1) == 0) << 3];
+}
+static void unpack(job_t *J)
+{
+    for (Py_ssize_t g = 0; g < J->num_groups; g++)
+        for (int j = 0; j < 3; j++)
+            J->tg[4 * g + j] += (int64_t)(J->tp[g] >> 21 * j & 0x1FFFFF);
+    memset(J->tp, 0, 8 * (size_t)J->num_groups);
 }
 INLINE const uint8_t *staged(job_t *J, const uint8_t *row)
 {
@@ -179,8 +200,9 @@ INLINE const uint8_t *staged(job_t *J, const uint8_t *row)
     }
 
 /* An engine's loops (rows in [0, n_safe) are read `reach` bytes from their start, the others from a copy): _short,
- * rows of <= 16 bytes, <= 2 masks, 64 rows folded, then the tested ones tested; the inner loop makes no call (so keeps
- * its values in registers): lanes are flushed outside it. _single: one group (_group). _rows: any other case. */
+ * rows of <= 16 bytes, <= 2 masks, 64 rows folded, then the tested ones tested (_holds, into tp); the inner loop makes
+ * no call (so keeps its values in registers): lanes are flushed outside it. _single: one group (_group). _rows: any
+ * other case. */
 #define ENGINE(NAME, ATTR, HW)                                                                                     \
     INLINE ATTR void NAME##_rows(job_t *J, Py_ssize_t i0, const int width, const int fold, const int stats)       \
     {                                                                                                              \
@@ -199,10 +221,10 @@ INLINE const uint8_t *staged(job_t *J, const uint8_t *row)
     }                                                                                                              \
     INLINE ATTR void NAME##_short(job_t *J, const int width, const int fold, const int hist_on, const int tests)  \
     {                                                                                                              \
-        const uint8_t *const groups = J->groups, *const rows = J->rows, *const chosen = J->chosen;                 \
+        const uint8_t *const groups = J->groups, *const rows = J->rows;                                            \
         const Py_ssize_t n = J->n_safe, nbytes = J->nbytes;                                                        \
-        const uint64_t pm0 = J->pmask[0], pm1 = J->pmask[1], *const masks = J->masks;                             \
-        uint64_t *const acc4 = J->acc4, h0 = 0, h1 = 0, h2 = 0;                                                    \
+        const uint64_t pm0 = J->pmask[0], pm1 = J->pmask[1];                                                       \
+        uint64_t *const acc4 = J->acc4;                                                                            \
         uint16_t *const c4 = J->c4;                                                                                \
         int64_t *const hist = J->hist;                                                                             \
         for (Py_ssize_t i0 = 0; i0 < n; i0 += 64) {                                                                \
@@ -223,15 +245,11 @@ INLINE const uint8_t *staged(job_t *J, const uint8_t *row)
             }                                                                                                      \
             for (uint64_t w = tests ? bits_at(J->tested, i0, i1) : 0; w; w &= w - 1) {                             \
                 const Py_ssize_t i = i0 + __builtin_ctzll(w), g = group_at(groups, width, i);                      \
-                const uint8_t *row = rows + i * nbytes;                                                            \
-                const uint64_t x0 = word_at(row), x1 = word_at(row + 8), *mk = masks + 4 * g;                      \
-                if (!chosen[g])                                                                                    \
-                    continue;                                                                                      \
-                h0 += 1, h1 += ((mk[0] & ~x0) | (mk[1] & ~x1)) == 0, h2 += ((mk[2] & ~x0) | (mk[3] & ~x1)) == 0;  \
+                J->tp[g] += NAME##_holds(rows + i * nbytes, J->masks + 4 * g) & (J->chosen[g] ? ~0ULL : 0);        \
             }                                                                                                      \
+            if (tests && i0 / 64 % UNPACK == UNPACK - 1)                                                           \
+                unpack(J);                                                                                         \
         }                                                                                                          \
-        for (Py_ssize_t j = 0; tests && j <= J->nmasks; j++)                                                       \
-            J->hits[j] += (int64_t)(j == 0 ? h0 : j == 1 ? h1 : h2);                                               \
         NAME##_rows(J, n, width, fold, hist_on || tests);                                                          \
     }                                                                                                              \
     INLINE ATTR void NAME##_single(job_t *J, const int width, const int stats)                                    \
@@ -298,6 +316,13 @@ INLINE T_AVX2 void avx2_narrow(uint64_t *a4, const uint8_t *row)
     y = _mm256_and_si256(_mm256_srli_epi64(y, 2), m1);
     _mm256_storeu_si256((__m256i *)a4 + 1, _mm256_add_epi64(_mm256_loadu_si256(a + 1), y));
 }
+INLINE T_AVX2 uint64_t avx2_holds(const uint8_t *row, const uint64_t *mk)
+{
+    const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)row));
+    const __m256i z = _mm256_andnot_si256(x, _mm256_loadu_si256((const __m256i *)mk));
+    return HOLDS[_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(z, _mm256_setzero_si256())))];
+}
+#define avx512_holds avx2_holds
 STEPS(avx2, T_AVX2, v4, 32)
 ENGINE(avx2, T_AVX2, 1)
 /* avx512: the narrow nibble lanes are one vector, word q = 2s + w. */
@@ -406,20 +431,33 @@ static PyObject *size_error(bufs_t *B, const char *what)
     return PyErr_Format(PyExc_ValueError, "buffer sizes do not match: %s", what), release(B, NULL);
 }
 
-#define MAX_OF(T) /* a loop the compiler vectorizes */                                                            \
+/* The largest value of a column of n unsigned integers of `width` bytes (0 if none): loops the compiler vectorizes,
+ * with the engine's instructions (SSE2 has no unsigned 16- or 32-bit max). */
+#define MAX_OF(T)                                                                                                  \
     { T t = 0, v; for (Py_ssize_t i = 0; i < n; i++) memcpy(&v, col + sizeof(T) * i, sizeof(T)), t = v > t ? v : t; \
-      top = t; }
+      return t; }
+#define COL_MAX(NAME, ATTR)                                                                                        \
+    static ATTR uint64_t NAME##_colmax(const uint8_t *col, int width, Py_ssize_t n)                                \
+    {                                                                                                              \
+        switch (width) {                                                                                           \
+        case 1: MAX_OF(uint8_t)                                                                                    \
+        case 2: MAX_OF(uint16_t)                                                                                   \
+        case 4: MAX_OF(uint32_t)                                                                                   \
+        default: MAX_OF(uint64_t)                                                                                  \
+        }                                                                                                          \
+    }
+COL_MAX(generic, )
+#if X86
+COL_MAX(avx2, T_AVX2)
+COL_MAX(avx512, T_AVX512)
+#endif
+static uint64_t (*const COLMAX[])(const uint8_t *, int, Py_ssize_t) = ENGINES(colmax);
+#define col_max(col, width, n) COLMAX[engine](col, width, n)
 
 /* Every value of a column of n unsigned integers of `width` bytes below `limit`, else ValueError naming the first. */
 static int check_below(const uint8_t *col, int width, Py_ssize_t n, Py_ssize_t limit, const char *what)
 {
-    uint64_t top = 0; /* one vectorized reduction; the record is looked for only when one is out of range */
-    switch (width) {
-    case 1: MAX_OF(uint8_t) break;
-    case 2: MAX_OF(uint16_t) break;
-    case 4: MAX_OF(uint32_t) break;
-    default: MAX_OF(uint64_t)
-    }
+    const uint64_t top = col_max(col, width, n); /* the record is looked for only when one is out of range */
     for (Py_ssize_t i = 0; top >= (uint64_t)limit && i < n; i++) {
         const Py_ssize_t g = group_at(col, width, i);
         if (g < 0 || g >= limit)
@@ -445,19 +483,25 @@ static PyObject *fold_job(bufs_t *B, int width, Py_ssize_t nbytes, Py_ssize_t nb
     if ((J.fold && (G < 1 || b[2].len % 8 || b[3].len != G * nbits * 8)) || (J.hist_on && b[4].len != (nbits + 1) * 8))
         return size_error(B, "counts G*8, ones G*nbits*8, hist (nbits+1)*8 bytes");
     if (J.tests_on && (G < 1 || b[5].len != (J.n + 7) / 8 || b[6].len != G * nmasks * nbytes || b[7].len != G
-                       || b[8].len != (nmasks + 1) * 8))
-        return size_error(B, "tested (n+7)/8, masks G*nmasks*nbytes, chosen G, hits (nmasks+1)*8 bytes");
+                       || (b[8].len != (nmasks + 1) * 8 && b[8].len != G * (nmasks + 1) * 8)))
+        return size_error(B, "tested (n+7)/8, masks G*nmasks*nbytes, chosen G, hits (nmasks+1)*8 or G times that");
     J.groups = b[0].buf, J.rows = b[1].buf, J.width = width, J.nbytes = nbytes, J.nbits = nbits, J.nw = nw;
     J.nmasks = J.tests_on ? nmasks : 0, J.counts = b[2].buf, J.ones = b[3].buf, J.hist = b[4].buf;
-    J.tested = b[5].buf, J.chosen = b[7].buf, J.hits = b[8].buf;
+    J.tested = b[5].buf, J.chosen = b[7].buf, J.ts = nmasks > 2 ? nmasks + 1 : 4;
     if ((J.fold || J.tests_on) && check_below(J.groups, width, J.n, G, "group"))
         return release(B, NULL);
-    if (!(J.masks = calloc((size_t)(G * ms * nw), 8)))
+    if (!(J.masks = calloc((size_t)(G * ms * nw + G * J.ts + G), 8)))
         return PyErr_NoMemory(), release(B, NULL);
+    J.tg = (int64_t *)(J.masks + G * ms * nw), J.tp = J.masks + G * ms * nw + G * J.ts;
     for (Py_ssize_t g = 0; g < G; g++) /* masks as zero-padded words, ms of them a group */
         for (Py_ssize_t j = 0; j < J.nmasks; j++)
             memcpy(J.masks + (g * ms + j) * nw, (const uint8_t *)b[6].buf + (g * nmasks + j) * nbytes, (size_t)nbytes);
-    const int rc = run(&J);
+    const int rc = run(&J), apart = J.tests_on && b[8].len > (nmasks + 1) * 8; /* hits per group */
+    if (J.tests_on && nmasks <= 2)
+        unpack(&J);
+    for (Py_ssize_t g = 0; J.tests_on && !rc && g < G; g++)
+        for (Py_ssize_t j = 0; j <= nmasks; j++)
+            ((int64_t *)b[8].buf)[apart * g * (nmasks + 1) + j] += J.tg[g * J.ts + j];
     free(J.masks);
     return release(B, rc ? NULL : Py_NewRef(Py_None));
 }
@@ -475,37 +519,38 @@ static PyObject *fold_rows(PyObject *Py_UNUSED(self), PyObject *args)
                                                                  : fold_job(&B, width, nbytes, nbits, nmasks);
 }
 
-static PyObject *untested_counts(PyObject *Py_UNUSED(self), PyObject *args)
-{
-    PyObject *o[3];
-    int width;
-    bufs_t B = {0};
-    static const char *const what[3] = {"groups", "tested", "counts"};
-    if (!PyArg_ParseTuple(args, "OiOO", &o[0], &width, &o[1], &o[2]) || buffers(&B, o, 3, what, 4, 0, &width, 1))
-        return release(&B, NULL);
-    const Py_ssize_t n = B.b[0].len / width, G = B.b[2].len / 8;
-    const uint8_t *gs = B.b[0].buf, *tested = B.b[1].buf;
-    int64_t *counts = B.b[2].buf;
-    if (B.b[0].len % width || B.b[1].len != (n + 7) / 8 || B.b[2].len % 8)
-        return size_error(&B, "groups n*width, tested (n+7)/8, counts G*8 bytes");
-    if (check_below(gs, width, n, G, "group"))
-        return release(&B, NULL);
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i0 = 0; i0 < n; i0 += 64) { /* the untested rows of 64, one by one */
-        const Py_ssize_t i1 = i0 + 64 < n ? i0 + 64 : n;
-        for (uint64_t u = ~bits_at(tested, i0, i1) & (~0ULL >> (64 - (i1 - i0))); u; u &= u - 1)
-            counts[group_at(gs, width, i0 + __builtin_ctzll(u))] += 1;
-    }
-    Py_END_ALLOW_THREADS
-    return release(&B, Py_NewRef(Py_None));
-}
-
-#define SIGNS(GW, CW, BW)                                                                                          \
-    for (Py_ssize_t i = 0; i < n; i++) {                                                                           \
+/* HCMS's fold. Groups of 1 byte, cells of at most 2, bits 0/1, n < 2^31, n >= G m/4: into int32 partial sums (256 m +
+ * 65536 cells, 1.25 MiB for m = 1024: in L2, where the int64 table is not; every index a report can hold is in them)
+ * SIGNS_BLOCK reports at a time, each block then checked from the cache (groups, cells, bits), and the partial sums
+ * into the tables at the end: 1.5x faster than straight into them. A block out of range ends it (returns 1: nothing
+ * written); the reports are then checked (ValueError naming the first out of range) and added straight in. */
+enum { SIGNS32 = 1 << 22, SIGNS_BLOCK = 4096 };
+#define SIGNS(GW, CW, BW, I0, I1, COUNTS, SUMS, T)                                                                 \
+    for (Py_ssize_t i = I0; i < I1; i++) {                                                                         \
         const Py_ssize_t g = group_at(gs, GW, i);                                                                  \
-        counts[g] += 1;                                                                                            \
-        sums[g * m + group_at(cs, CW, i)] += 2 * (int64_t)(uint64_t)group_at(bs, BW, i) - 1;                       \
+        COUNTS[g] += 1, SUMS[g * m + group_at(cs, CW, i)] += (T)(2 * (int64_t)(uint64_t)group_at(bs, BW, i) - 1);  \
     }
+static __attribute__((noinline)) int signs32(const uint8_t *gs, const uint8_t *cs, const uint8_t *bs, const int *w,
+                                             Py_ssize_t n, Py_ssize_t G, Py_ssize_t m, int64_t *counts, int64_t *sums,
+                                             int32_t *t)
+{
+    int64_t *tc = (int64_t *)(t + 256 * m + 65536); /* counts: 256 */
+    for (Py_ssize_t i0 = 0; i0 < n; i0 += SIGNS_BLOCK) {
+        const Py_ssize_t r = n - i0 < SIGNS_BLOCK ? n - i0 : SIGNS_BLOCK;
+        if (w[1] == 2 && w[2] == 1)
+            SIGNS(1, 2, 1, i0, i0 + r, tc, t, int32_t)
+    else
+            SIGNS(1, w[1], w[2], i0, i0 + r, tc, t, int32_t)
+        if (col_max(gs + i0, 1, r) >= (uint64_t)G || col_max(cs + i0 * w[1], w[1], r) >= (uint64_t)m
+            || col_max(bs + i0 * w[2], w[2], r) > 1)
+            return 1;
+    }
+    for (Py_ssize_t k = 0; k < (G < 256 ? G : 256) * m; k++) /* groups of 1 byte: below 256 */
+        sums[k] += t[k];
+    for (Py_ssize_t g = 0; g < G && g < 256; g++)
+        counts[g] += tc[g];
+    return 0;
+}
 
 static PyObject *add_signs_by_group(PyObject *Py_UNUSED(self), PyObject *args)
 {
@@ -523,13 +568,20 @@ static PyObject *add_signs_by_group(PyObject *Py_UNUSED(self), PyObject *args)
     if (m < 1 || G < 1 || B.b[0].len % w[0] || B.b[1].len != n * w[1] || B.b[2].len != n * w[2] || B.b[3].len % 8
         || B.b[4].len / 8 / m != G || B.b[4].len != G * m * 8)
         return size_error(&B, "groups n*gw, cells n*cw, bits n*bw, counts G*8, sums G*m*8 bytes");
-    if (check_below(gs, w[0], n, G, "group") || check_below(cs, w[1], n, m, "cell"))
+    int rc = 1;
+    int32_t *t = w[0] == 1 && w[1] <= 2 && m <= (SIGNS32 - 65536) / 256 && n < INT32_MAX && n >= G * m / 4
+                     ? calloc((size_t)(256 * m + 65536 + 512), 4) : NULL;
+    if (t) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = signs32(gs, cs, bs, w, n, G, m, counts, sums, t);
+        Py_END_ALLOW_THREADS
+        free(t);
+    }
+    if (rc && (check_below(gs, w[0], n, G, "group") || check_below(cs, w[1], n, m, "cell")))
         return release(&B, NULL);
     Py_BEGIN_ALLOW_THREADS
-    if (w[0] == 1 && w[1] == 2 && w[2] == 1)
-        SIGNS(1, 2, 1)
-    else
-        SIGNS(w[0], w[1], w[2])
+    if (rc)
+        SIGNS(w[0], w[1], w[2], 0, n, counts, sums, int64_t)
     Py_END_ALLOW_THREADS
     return release(&B, Py_NewRef(Py_None));
 }
@@ -576,7 +628,6 @@ static PyObject *use_engine(PyObject *Py_UNUSED(self), PyObject *args)
 static PyMethodDef methods[] = { /* the module's docstring (top of this file) says what they do */
     {"fold_rows", fold_rows, METH_VARARGS, "fold_rows(groups, width, rows, nbytes, nbits, counts, ones, hist, tested, "
                                            "masks, nmasks, chosen, hits): fold and count in one pass (None: not)."},
-    {"untested_counts", untested_counts, METH_VARARGS, "untested_counts(groups, width, tested, counts)"},
     {"add_signs_by_group", add_signs_by_group, METH_VARARGS,
      "add_signs_by_group(groups, gw, cells, cw, bits, bw, m, counts, sums)"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(cols, k, words, out)"},

@@ -16,10 +16,8 @@ def fold_rows(groups: _Buf, width: int, rows: _Buf, nbytes: int, nbits: int, cou
     (G, nbits)); ``hist[ones among the row's first nbits bits] += 1`` (int64 (nbits + 1,)); for a row with bit ``i`` of
     ``tested`` set (packed little-endian, uint8 ((n + 7) // 8,)) whose group ``g`` has ``chosen[g]``: ``hits[0] += 1``
     and ``hits[1 + j] += 1`` when it holds every bit of ``masks[g, j]`` (uint8 masks (G, nmasks, nbytes), chosen (G,),
-    int64 hits (nmasks + 1,)). All C-contiguous; every group is checked before anything is written."""
-
-def untested_counts(groups: _Buf, width: int, tested: _Buf, counts: _Buf, /) -> None:
-    """``counts[g_i] += 1`` for every row ``i`` whose bit ``i`` of ``tested`` (packed little-endian) is clear."""
+    int64 hits (nmasks + 1,), or (G, nmasks + 1): ``hits[g, 0] += 1`` and ``hits[g, 1 + j] += 1``, the tests of each
+    group apart). All C-contiguous; every group is checked before anything is written."""
 
 def add_signs_by_group(groups: _Buf, gw: int, cells: _Buf, cw: int, bits: _Buf, bw: int, m: int, counts: _Buf,
                        sums: _Buf, /) -> None:

@@ -26,8 +26,10 @@ the bound holds. (The counts of a fold are not reproducible, as the coins are fr
 statistics are.)
 
 The per-row work (the histogram, the tests) runs in the compiled fold kernel when it is built, in the same pass over
-the rows as the aggregate's fold (:meth:`BitsTogether.fold`, ``_foldkernel.fold_rows``), and in numpy otherwise
-(:meth:`BitsTogether.add`, after the fold), with identical results (``tests/server/test_rappor_evidence.py``).
+the rows as the aggregate's fold (:meth:`BitsTogether.fold`, ``_foldkernel.fold_rows``: the tests counted per cohort,
+which also gives the reports to choose from, then the choices; a cohort that chose again has its tested reports
+tested again, against its new bits), and in numpy otherwise (:meth:`BitsTogether.add`, after the fold), with
+identical results (``tests/server/test_rappor_evidence.py``).
 """
 
 from __future__ import annotations
@@ -152,6 +154,18 @@ def report_stats(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], nbits: 
     hits[1:] += ((shown[:, None, :] & want) == want).all(axis=2).sum(axis=0)
 
 
+def _last_free(tested: npt.NDArray[np.uint8], n: int, count: int) -> npt.NDArray[np.intp]:
+    """The last ``count`` of the ``n`` reports whose bit of ``tested`` is clear (there are that many), ascending:
+    only the batch's tail is unpacked, longer until it holds them."""
+    span = 2 * count + 1024
+    while True:
+        lo = max(0, n - span) // 8 * 8
+        free = lo + np.flatnonzero(np.unpackbits(tested[lo // 8:], count=n - lo, bitorder="little") == 0)
+        if free.size >= count or lo == 0:
+            return free[free.size - count:]
+        span *= 2
+
+
 class BitsTogether:
     """The per-cohort choices of one aggregate and the samples they come from (module docstring): the fold's
     working state, never serialized (an aggregate read back or merged chooses again from the reports it folds
@@ -167,6 +181,7 @@ class BitsTogether:
         self.chosen_at = np.zeros(m, np.int64)
         self.masks = np.zeros((m, len(self.sizes), width), np.uint8)
         self.chosen = np.zeros(m, np.uint8)
+        self.every = np.ones(m, np.uint8)  # the kernel's tests per cohort: of every cohort
         self.cohort_type = np.min_scalar_type(m - 1)
         self.gen = np.random.default_rng(rng)  # the split: fresh OS entropy unless a seed is given (tests)
 
@@ -190,30 +205,38 @@ class BitsTogether:
     def fold(self, cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], cohort_n: npt.NDArray[np.int64],
              ones: npt.NDArray[np.int64], hist: npt.NDArray[np.int64], hits: npt.NDArray[np.int64]) -> None:
         """:func:`~ldp.batch.bits.add_ones_by_group` into ``cohort_n`` and ``ones``, then :meth:`add`, as its result
-        (with the compiled kernel): the split and the choices first (they need the rows to choose from only), then
-        the fold, the histogram and the tests in one pass over the rows."""
+        (with the compiled kernel): the split, then the fold, the histogram and the tests of every cohort's tested
+        reports against its bits in one pass over the rows (counted per cohort: the rest are the reports to choose
+        from), then the choices; only the tested reports of a cohort that chose (again) are tested once more."""
         fk, c = bits._foldkernel, bits.group_column(cohorts)
         r = np.ascontiguousarray(rows, dtype=np.uint8)
+        m, sizes = self.seen.size, len(self.sizes)
         tested = self.split(c.size)
-        free = np.zeros(self.seen.size, np.int64)
-        fk.untested_counts(c, c.itemsize, tested, free)
-        self._take_in(c, r, tested, free, None)
-        fk.fold_rows(c, c.itemsize, r, r.shape[1], self.k, cohort_n, ones, hist, tested, self.masks, len(self.sizes),
-                     self.chosen, hits)
+        before, apart = cohort_n.copy(), np.zeros((m, sizes + 1), np.int64)
+        fk.fold_rows(c, c.itemsize, r, r.shape[1], self.k, cohort_n, ones, hist, tested, self.masks, sizes,
+                     self.every, apart)
+        again = self._take_in(c, r, tested, cohort_n - before - apart[:, 0], None)
+        kept = self.chosen.astype(bool)
+        kept[again] = False
+        hits += apart[kept].sum(axis=0)
+        if again:  # against the bits chosen now
+            only = np.zeros(m, np.uint8)
+            only[again] = 1
+            fk.fold_rows(c, c.itemsize, r, r.shape[1], self.k, None, None, None, tested, self.masks, sizes, only, hits)
 
     def _take_in(self, c: npt.NDArray[Any], rows: npt.NDArray[np.uint8], tested: npt.NDArray[np.uint8],
-                 counts: npt.NDArray[np.int64], kernel: str | None) -> None:
-        """Take in a batch's reports to choose from (``counts`` per cohort), choosing again where due."""
+                 counts: npt.NDArray[np.int64], kernel: str | None) -> list[int]:
+        """Take in a batch's reports to choose from (``counts`` per cohort), choosing again where due; return the
+        cohorts that chose."""
         after = self.seen + counts
         due = np.maximum(FIRST, REFRESH * self.chosen_at)
         # rows a cohort's next choice can use: its latest, once it is within a sample of being due
         keep = np.flatnonzero((counts > 0) & (after > due - self.rows))
         if keep.size:
-            at = np.flatnonzero(np.unpackbits(tested, count=c.size, bitorder="little") == 0)
-            free_c = c[at].astype(self.cohort_type)  # small unsigned: bincount, radix argsort
-            window = min(at.size, 4 * self.rows * keep.size)  # the batch's tail: 4 samples' worth per cohort
-            tail = free_c[at.size - window:]
-            order = at[np.argsort(tail, kind="stable") + (at.size - window)]
+            window = min(int(counts.sum()), 4 * self.rows * keep.size)  # the tail: 4 samples' worth per cohort
+            at = _last_free(tested, c.size, window)
+            tail = c[at].astype(self.cohort_type)  # small unsigned: bincount, radix argsort
+            order = at[np.argsort(tail, kind="stable")]
             in_tail = np.bincount(tail, minlength=self.seen.size)
             ends = np.cumsum(in_tail)
             for g in keep.tolist():
@@ -221,9 +244,10 @@ class BitsTogether:
                 kept = self.samples.get(g)
                 self.samples[g] = newest if kept is None else np.concatenate((kept, newest))[-self.rows:]
         self.seen = after
-        for g in np.flatnonzero(after >= due).tolist():
-            if len(self.samples.get(g, ())):
-                self._choose(g, kernel)
+        chose = [g for g in np.flatnonzero(after >= due).tolist() if len(self.samples.get(g, ()))]
+        for g in chose:
+            self._choose(g, kernel)
+        return chose
 
     def _free_counts(self, cohorts: npt.NDArray[Any], tested: npt.NDArray[np.uint8],
                      step: int = 1 << 13) -> npt.NDArray[np.int64]:

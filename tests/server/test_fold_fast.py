@@ -4,7 +4,9 @@
   numpy, against a loop that unpacks every row: random batches, 0/1/flush-boundary sizes, bit widths not multiples of
   8, one group and many, every group dtype, all-ones rows (the SWAR lanes at their capacity, past the 15-, 255- and
   65535-row flushes); rows read at the very end of the buffer (the copied tail);
-* :func:`ldp.batch.bits.add_signs_by_group` (HCMS), compiled on every engine and numpy, against a loop;
+* :func:`ldp.batch.bits.add_signs_by_group` (HCMS), compiled on every engine and numpy, against a loop: small batches
+  (straight into the tables) and large ones (int32 partial sums, each block checked after it is added: a bad report in
+  any block adds nothing);
 * every aggregate that folds packed bits (RAPPOR, CMS, HCMS, SFP), fed binary frames through
   ``add_bytes``, against per-report ``add`` of :class:`~ldp.reports.Report` objects folded by that loop;
 * the batch validation's reduction fast path against the elementwise rule (rejects and their order);
@@ -177,6 +179,72 @@ def test_a_group_or_cell_out_of_range_adds_no_sign(kernel):
         assert not counts.any() and not sums.any()
 
 
+def reference_signs(groups, cells, signs, counts, sums) -> None:
+    """HCMS's fold, report by report (numpy's unbuffered ``add.at``)."""
+    g, c = np.asarray(groups).astype(np.int64), np.asarray(cells).astype(np.int64)
+    np.add.at(counts, g, 1)
+    np.add.at(sums, (g, c), 2 * np.asarray(signs).astype(np.int64) - 1)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(n=st.one_of(st.sampled_from([4095, 4096, 4097, 3 * 4096 + 5]), st.integers(1, 20_000)),
+       num_groups=st.sampled_from([1, 3, 200, 256, 300]), m=st.sampled_from([1, 16, 64]),
+       ctype=st.sampled_from([np.uint8, np.uint16, np.uint32]), skew=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_signs_through_the_partial_sums_equal_the_report_by_report_fold(kernel, n, num_groups, m, ctype, skew, seed):
+    """Batches large enough for the int32 partial sums (n >= G*m/4, groups of 1 byte, cells of 1 or 2): blocks of
+    4096 reports and what is left over, more groups than a byte holds (300: those of 256 and up have no report), one
+    cell taking nearly every report (skew); and the same batches straight into the tables (groups of 2 bytes, cells
+    of 4)."""
+    rng = np.random.default_rng(seed)
+    gtype = np.uint8 if seed % 2 else np.uint16
+    groups = rng.integers(0, min(num_groups, 256) if gtype == np.uint8 else num_groups, n).astype(gtype)
+    cells = rng.integers(0, m, n).astype(ctype if m <= 256 or ctype != np.uint8 else np.uint16)
+    if skew:
+        groups[rng.random(n) < 0.95], cells[rng.random(n) < 0.95] = 0, m - 1
+    signs = rng.integers(0, 2, n).astype(np.uint8)
+    counts, sums = np.full(num_groups, 7, np.int64), np.full((num_groups, m), -3, np.int64)
+    want_counts, want_sums = counts.copy(), sums.copy()
+    reference_signs(groups, cells, signs, want_counts, want_sums)
+    with kernel_of(kernel) as k:
+        add_signs_by_group(groups, cells, signs, counts, sums, kernel=k)
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_array_equal(sums, want_sums)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("where", [0, 4095, 4096, 40_000, 69_999])
+@pytest.mark.parametrize("what", ["group", "cell", "group -1", "sign 2"])
+def test_a_bad_report_in_any_block_of_the_partial_sums(kernel, where, what):
+    """HCMS's shape (256 x 1024 cells, 70,000 reports: partial sums, 18 blocks): a group or a cell out of range in any
+    block adds nothing (its block was already added to the partial sums: they are dropped); a bit of 2 (2*2-1 = 3) is
+    still added exactly, as by the report-by-report fold."""
+    rng = np.random.default_rng(where)
+    n, num_groups, m = 70_000, 256 if what != "group" else 200, 1024
+    groups = rng.integers(0, num_groups, n).astype(np.uint8 if what != "group -1" else np.int16)
+    cells, signs = rng.integers(0, m, n).astype(np.uint16), rng.integers(0, 2, n).astype(np.uint8)
+    if what == "group":
+        groups[where] = 255
+    elif what == "cell":
+        cells[where] = 65535
+    elif what == "group -1":
+        groups[where] = -1
+    else:
+        signs[where] = 2
+    counts, sums = np.zeros(num_groups, np.int64), np.zeros((num_groups, m), np.int64)
+    with kernel_of(kernel) as k:
+        if what != "sign 2":
+            with pytest.raises((ValueError, IndexError)):
+                add_signs_by_group(groups, cells, signs, counts, sums, kernel=k)
+            assert not counts.any() and not sums.any()
+            return
+        add_signs_by_group(groups, cells, signs, counts, sums, kernel=k)
+    want_counts, want_sums = np.zeros_like(counts), np.zeros_like(sums)
+    reference_signs(groups, cells, signs, want_counts, want_sums)
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_array_equal(sums, want_sums)
+
+
 @compiled
 def test_engines_are_named_and_switched():
     fk = bits_mod._foldkernel
@@ -227,8 +295,9 @@ def test_bad_shapes_and_kernels_are_refused():
             fk.fold_rows(b"\0\0", 1, b"\0" * 4, 2, 9, counts, b"\0" * 216, None, None, None, 0, None, None)
         with pytest.raises(ValueError, match="buffer sizes"):
             fk.add_signs_by_group(b"\0\0", 1, b"\0\0", 1, b"\0", 1, 9, counts, ones)
-        with pytest.raises(ValueError, match="buffer sizes"):
-            fk.untested_counts(b"\0\0", 1, b"\0\0", counts)
+        with pytest.raises(ValueError, match="buffer sizes"):  # hits neither (nmasks + 1,) nor (G, nmasks + 1)
+            fk.fold_rows(b"\0\0", 1, b"\0" * 4, 2, 9, None, None, None, b"\0", b"\0" * 12, 2, b"\0" * 3,
+                         np.zeros(4, np.int64))
         assert not counts.any() and not ones.any()
 
 

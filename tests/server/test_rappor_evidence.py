@@ -101,7 +101,8 @@ def test_report_stats_paths_equal_the_row_by_row_rule(case: tuple) -> None:
 def test_the_fused_pass_equals_the_fold_and_the_statistics_apart(name: str, case: tuple, extra: int,
                                                                  seed: int) -> None:
     """``fold_rows`` with everything at once (the fold, the histogram, the tests; more rows than the hypothesis case:
-    past a 64-row block of tests and the 15-row lane flushes) against the row-by-row rules, and ``untested_counts``."""
+    past a 64-row block of tests and the 15-row lane flushes) against the row-by-row rules; the tests of every group
+    apart (``hits`` of shape (G, nmasks + 1), as ``BitsTogether.fold`` asks for them) too."""
     cohorts, rows, k, tested, masks, chosen = case
     rng = np.random.default_rng(seed)
     m, width = masks.shape[0], rows.shape[1]
@@ -116,13 +117,51 @@ def test_the_fused_pass_equals_the_fold_and_the_statistics_apart(name: str, case
     fk, c = bits_mod._foldkernel, bits_mod.group_column(cohorts)
     n, ones, hist, hits = np.zeros(m, np.int64), np.zeros((m, k), np.int64), np.zeros(k + 1, np.int64), \
         np.zeros(masks.shape[1] + 1, np.int64)
-    packed, free = np.packbits(tested, bitorder="little"), np.zeros(m, np.int64)
+    packed, apart = np.packbits(tested, bitorder="little"), np.full((m, masks.shape[1] + 1), 5, np.int64)
     with engine(name):
         fk.fold_rows(c, c.itemsize, rows, width, k, n, ones, hist, packed, masks, masks.shape[1], chosen, hits)
-        fk.untested_counts(c, c.itemsize, packed, free)
+        fk.fold_rows(c, c.itemsize, rows, width, k, None, None, None, packed, masks, masks.shape[1], chosen, apart)
     assert (n == want_n).all() and (ones == want_ones).all()
     assert hist.tolist() == want_hist.tolist() and hits.tolist() == want_hits.tolist()
-    assert free.tolist() == np.bincount(cohorts[tested == 0].astype(np.int64), minlength=m).tolist()
+    for g in range(m):  # added to what was there
+        mine = cohorts.astype(np.int64) == g
+        want_g = _reference(cohorts[mine], rows[mine], k, tested[mine], masks, chosen)[1]
+        assert (apart[g] - 5).tolist() == want_g.tolist()
+
+
+@compiled
+@pytest.mark.parametrize("name", ENGINES)
+def test_the_packed_test_counters_never_overflow(name: str) -> None:
+    """More tested rows than a packed counter (21 bits) holds: they are unpacked every 32767 blocks of 64 rows; every
+    row tested, every mask held, both cohorts chosen (cohort 0: all rows but the last); per cohort and summed, with
+    the fold."""
+    n = 2 * 2**21 + 4099
+    rows, cohorts = np.full((n, 2), 0xFF, np.uint8), (np.arange(n) == n - 1).astype(np.uint8)
+    tested, masks = np.full((n + 7) // 8, 0xFF, np.uint8), np.full((2, 2, 2), 0x0F, np.uint8)
+    chosen = np.ones(2, np.uint8)
+    tested[-1] = (1 << (n % 8)) - 1
+    fk = bits_mod._foldkernel
+    apart, summed, hist = np.zeros((2, 3), np.int64), np.zeros(3, np.int64), np.zeros(17, np.int64)
+    counts, ones = np.zeros(2, np.int64), np.zeros((2, 16), np.int64)
+    with engine(name):
+        fk.fold_rows(cohorts, 1, rows, 2, 16, None, None, None, tested, masks, 2, chosen, apart)
+        fk.fold_rows(cohorts, 1, rows, 2, 16, counts, ones, hist, tested, masks, 2, chosen, summed)
+    half = [n - 1, 1]
+    assert apart.tolist() == [[h] * 3 for h in half] and summed.tolist() == [n] * 3
+    assert counts.tolist() == half and (ones == np.array(half)[:, None]).all() and hist[16] == n
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 63, 64, 65, 1000, 4096, 10_001])
+@pytest.mark.parametrize("count", ["none", "one", "half", "all"])
+def test_the_last_reports_to_choose_from_are_found_in_the_tail(n: int, count: str) -> None:
+    """``_last_free`` (the tail of a batch ``_take_in`` samples from) against unpacking every coin."""
+    from ldp.batch.rappor_evidence import _last_free
+
+    coins = np.random.default_rng(n).integers(0, 2, n).astype(np.uint8)
+    free = np.flatnonzero(coins == 0)
+    want = {"none": 0, "one": min(1, free.size), "half": free.size // 2, "all": free.size}[count]
+    got = _last_free(np.packbits(coins, bitorder="little"), n, want)
+    assert got.tolist() == free[free.size - want:].tolist()
 
 
 @settings(max_examples=60, deadline=None)
@@ -155,8 +194,9 @@ def test_the_compiled_kernel_refuses_what_does_not_fit() -> None:
         stats(np.zeros(4, np.uint8), tested=np.zeros(2, np.uint8))
     with pytest.raises(ValueError, match="nbits"):
         stats(np.zeros(4, np.uint8), nbits=17)
-    with pytest.raises(ValueError, match="group out of"):
-        fk.untested_counts(np.array([0, 2, 0, 1], np.uint8), 1, tested, counts)
+    with pytest.raises(ValueError, match="group out of"):  # the tests of each group apart
+        fk.fold_rows(np.array([0, 2, 0, 1], np.uint8), 1, rows, 2, 16, None, None, None, tested, masks, 2, chosen,
+                     np.zeros((2, 3), np.int64))
     assert not hist.any() and not hits.any() and not counts.any() and not ones.any()
     with pytest.raises(ValueError, match="buffer sizes"):
         fk.pair_counts(np.zeros((3, 2), np.uint64), 3, 2, np.zeros((3, 2), np.int64))
