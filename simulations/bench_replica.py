@@ -27,7 +27,7 @@ from typing import Any
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the tests): its siblings, after the
     sys.path.append(str(Path(__file__).resolve().parent))  # repository (benchmark.py --source puts that first)
-from bench_collector import SPEC_DOC, Server, free_port, load, make_pool, percentile  # noqa: E402
+from bench_collector import SPEC_DOC, Server, free_port, load, make_pool, percentile, server_latency  # noqa: E402
 from scale_out import BUCKET, CREDENTIALS, s3_server  # noqa: E402
 
 from ldp.collector.config import new_token, token_sha256  # noqa: E402
@@ -53,9 +53,11 @@ def run(seconds: float, clients: int, rate: float | None, work: Path, pool_size:
                           f'[apps.bench]\ntoken_sha256 = "{token_sha256(token)}"\nspecs = ["spec.json"]\n')
         server = Server(config, free_port(), work / "replica.log")
         server.start()
+        load_before = os.getloadavg()
         try:
             tally, wall, _ = load(server, token, pool, clients, seconds, rate)
         finally:
+            load_after = os.getloadavg()
             status = server.stop()
         store = open_store(url, {"endpoint_url": endpoint})
         chunks = store.list("apps/bench/incoming/")
@@ -76,6 +78,10 @@ def run(seconds: float, clients: int, rate: float | None, work: Path, pool_size:
         "reports_per_second": round(reports / wall), "requests_per_second": round(len(tally.acked) / wall),
         "latency_ms": {"p50": percentile(tally.latencies, 0.5), "p99": percentile(tally.latencies, 0.99),
                        "max": percentile(tally.latencies, 1.0)},
+        "server_latency_ms": server_latency(work / "replica.log"),
+        # the machine's load around the run (1, 5 and 15 min; moto's server, the replica's and the clients' work in it)
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
+        "cpus": os.cpu_count(),
         "chunks_per_second": round(len(chunks) / wall, 1),
         "chunk_bytes_per_million_reports": round(chunk_bytes / max(1, reports) * 1e6),
         "segment_bytes_per_million_reports": round(segment_bytes / max(1, reports) * 1e6),
