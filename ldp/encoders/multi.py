@@ -156,7 +156,8 @@ class MultiParams(ProtocolParams):
         "attributes": ParamInfo("the attributes: [name, protocol, params] each, in report order")}
     refusal_rules: ClassVar[Mapping[str, str]] = {
         **{rule: text for part in COMPONENT_PROTOCOLS.values() for rule, text in part.refusal_rules.items()},
-        "attribute_name": "a name matches `[a-z][a-z0-9_]{0,30}`", "distinct_fields": "the report fields must not collide",
+        "attribute_name": "a name matches `[a-z][a-z0-9_]{0,30}`",
+        "distinct_fields": "the report fields must not collide",
         "fields": "(a limit) the fields of one report", "field_name_characters": "(a limit) a report field's name"}
     draw_rule = DrawRule("split: each attribute's, in order; sample: `R(d)`, then the sampled attribute's",
                          _multi_draws)
