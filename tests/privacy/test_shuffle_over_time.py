@@ -269,6 +269,7 @@ _RELEASE = st.tuples(_EPS0, st.integers(1, 10**9) | st.none(), st.integers(1, 50
 @example(windows=[(37.0, 2, 1)], delta=0.25)  # 1 − A == 0.0 in floats, computed as such
 @example(windows=[(0.01, 10**9, 5000), (0.01, 10**9 - 1, 5000)], delta=0.49)  # ε̂ ≈ 0: a step of 10⁻¹⁹ once
 @example(windows=[(0.0, 10**6, 10)], delta=1e-8)
+@example(windows=[(5.0, None, 143)], delta=0.25)  # the PLD's lower tail mass subnormal: its quotient overflows
 def test_every_finite_eps0_n_delta_and_windows_get_a_valid_figure(windows, delta: float) -> None:
     """Issue 59, item 1: any finite ε₀ >= 0 (k·ε₀ included), n up to 10⁹, δ down to 10⁻¹⁰⁰, up to 10⁴ windows of up
     to three kinds: a figure between 0 and the local composition, never an error, never a memory blow-up (the
