@@ -5,6 +5,9 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
 
     LdpError (Exception)
     ├── BudgetExceeded                       a charge would exceed a privacy cap    (ldp.privacy.ledger)
+    ├── OutboxFull                           a report would pass the outbox's cap   (ldp.client.runtime)
+    ├── OptedOutError                        the device opted out of collection     (ldp.client.state)
+    ├── SecretChanged                        the secret changed under a charge      (ldp.client.consent)
     ├── LedgerError                          not a usable budget ledger             (ldp.privacy.ledger)
     │   ├── LedgerDamagedError               a stored value is unreadable           (ldp.privacy.ledger)
     │   ├── ClockError, ValueError           a clock reading that is no Unix time   (ldp.privacy.ledger)
@@ -14,6 +17,7 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     │   ├── RefusalTypeError, TypeError      of the wrong type                      (ldp.encoders.base)
     │   └── RefusalValueError, ValueError    out of range, unknown, breaking a rule (ldp.encoders.base)
     ├── ProtocolClashError, RuntimeError     two definitions of one protocol name   (ldp.protocols.registry)
+    ├── ReplayError, AssertionError          a replayed stream drawn from otherwise (ldp.randomness)
     ├── ReportError, ValueError              a malformed or mismatched report       (ldp.reports)
     │   └── EnvelopeError                    a rejected upload line                 (ldp.spec.envelope)
     ├── SpecError, ValueError                an invalid collection spec             (ldp.spec.schema)

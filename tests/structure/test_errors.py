@@ -132,6 +132,34 @@ def test_bases_and_hierarchy():
     assert set(BUILTIN_BASES) <= set(errors.__all__)
 
 
+def test_the_module_docstring_draws_every_class_under_its_parents():
+    """The tree in ``ldp.errors``' docstring is the page a user reads: each class on it once, indented under its
+    ldp parent, with its builtin bases named beside it."""
+    drawn: dict[str, tuple[int, list[str]]] = {}
+    for line in (errors.__doc__ or "").splitlines():
+        if line.startswith("    Ldp"):  # a root: "LdpError (Exception)"
+            name, base = line.split()
+            depth, names = 0, [name, base.strip("()")]
+        elif "── " in line:
+            depth = line.index("── ")
+            names = [n.strip() for n in line.split("── ", 1)[1].split("  ", 1)[0].split(",")]
+        else:
+            continue
+        assert names[0] not in drawn, f"{names[0]} is drawn twice"
+        drawn[names[0]] = (depth, names[1:])
+    classes = {n: c for n, c in vars(errors).items() if inspect.isclass(c) and issubclass(c, BaseException)}
+    assert set(drawn) == set(classes), set(drawn) ^ set(classes)
+    parents: list[tuple[int, str]] = []
+    for name, (depth, builtins) in drawn.items():
+        parents = [p for p in parents if p[0] < depth]
+        cls = classes[name]
+        bases = list(cls.__bases__)
+        if parents:
+            assert bases.pop(0) is classes[parents[-1][1]], f"{name} is drawn under {parents[-1][1]}"
+        assert builtins == [b.__name__ for b in bases], f"{name}: bases {cls.__bases__}"
+        parents.append((depth, name))
+
+
 @pytest.mark.parametrize("module_name", sorted(HOMES))
 def test_old_import_paths_give_the_same_class(module_name):
     module = _import(module_name)
