@@ -31,6 +31,18 @@ import pytest
 from support.s3_server import S3Server, s3_server
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist with ``--cov``, pytest-cov starts two coverages in each worker: the controller's (its options
+    ask for workers) and the worker's own, stacked; pausing the worker's for a ``no_cover`` test resumes the other,
+    so the test still ran traced, only slower and into a file nobody reads. The stray one is stopped here (it is
+    never saved: the worker's own is what the controller combines), so ``no_cover`` runs untraced as it does
+    without xdist."""
+    plugin = config.pluginmanager.get_plugin("_cov")
+    stray = getattr(plugin, "cov_controller", None)
+    if hasattr(config, "workerinput") and type(stray).__name__ == "DistMaster":
+        stray.cov.stop()  # type: ignore[union-attr]
+
+
 @pytest.fixture
 def run_ldp(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
     """``run_ldp(*argv)``: ``ldp ARGV`` in this process, returning (exit status, stdout, stderr) as read by

@@ -145,6 +145,8 @@ def test_five_formattings_one_canonical_line() -> None:
         assert check_body(body, SPECS).body == (line + b"\n") * 5
 
 
+# hypothesis examples: run untraced (the lines it runs are covered by other tests)
+@pytest.mark.no_cover
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(VECTOR_LINES), st.randoms(use_true_random=False))
 def test_random_key_orders_and_whitespace(item: tuple[str, dict[str, CollectionSpec], bytes],
@@ -215,6 +217,8 @@ def bodies(draw: Any) -> bytes:
     return b"".join(out)
 
 
+# hypothesis examples: run untraced (the lines it runs are covered by other tests)
+@pytest.mark.no_cover
 @pytest.mark.parametrize("kernel", ["compiled", "numpy"])
 def test_fast_path_writes_what_the_reference_writes(kernel: str) -> None:
     if kernel == "compiled" and jsonl._linekernel is None:

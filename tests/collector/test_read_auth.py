@@ -384,6 +384,8 @@ def _cookies(valid: bytes) -> st.SearchStrategy[bytes | None]:
         .filter(lambda v: b";" not in v and v.partition(b"=")[2].strip(b' "') != valid))
 
 
+# hypothesis examples: run untraced (the lines it runs are covered by other tests)
+@pytest.mark.no_cover
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_headers_never_read_and_never_fail(client: TestClient, tmp_path: Path, data: st.DataObject) -> None:

@@ -89,6 +89,8 @@ def test_discrete_laplace_is_exact(scale):
     _moments_ok(draws, pmf, 2 * q / (1 - q) ** 2)  # the discrete Laplace variance
 
 
+# exact sampler draws in pure Python: run untraced (the lines it runs are covered by other tests)
+@pytest.mark.no_cover
 @pytest.mark.parametrize("sigma2", [Fraction(1, 4), Fraction(2), Fraction(25, 2)])
 def test_discrete_gaussian_is_exact(sigma2):
     rng = random.Random(3)

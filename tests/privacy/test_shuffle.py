@@ -190,6 +190,8 @@ def test_cli_plan_shuffled(capsys: pytest.CaptureFixture[str]) -> None:
     assert exc.value.code == 2 and "--shuffled: must be a whole number >= 1" in capsys.readouterr().err
 
 
+# hypothesis examples: run untraced (the lines it runs are covered by other tests)
+@pytest.mark.no_cover
 @settings(max_examples=60, deadline=None)
 @given(st.floats(1e-6, 1e4), st.integers(1, 10**9), st.floats(1e-100, 0.49))
 def test_every_finite_eps0_gets_a_valid_figure_never_an_error(eps0: float, n: int, delta: float) -> None:

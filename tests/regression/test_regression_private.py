@@ -240,6 +240,8 @@ def test_eigenvalue_overestimation_probability():
 
 
 # -- §5.13 empirical privacy smoke test ---------------------------------------------------------------------------
+# 20,000 exact-sampler releases in pure Python: run untraced (the lines it runs are covered by other tests)
+@pytest.mark.no_cover
 def test_empirical_privacy_on_neighbouring_datasets():
     """One coefficient of SSP (d = 1) on D and on D plus one extremal row: on every histogram bin with
     enough mass, Pr[bin | D] <= e^ε Pr[bin | D'] + δ, up to 4 sampling standard errors (a weak check)."""

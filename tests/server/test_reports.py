@@ -528,12 +528,16 @@ def _check_parsed(text: str) -> None:
         assert decode_binary(out.to_bytes()) == [out]
 
 
+# fuzzing: run untraced (the lines it runs are covered by other tests)
+@pytest.mark.no_cover
 @FUZZ
 @given(json_values)
 def test_parse_json_recursive_json_values(obj):
     _check_parsed(json.dumps(obj))
 
 
+# fuzzing: run untraced (the lines it runs are covered by other tests)
+@pytest.mark.no_cover
 @FUZZ
 @given(report_like)
 def test_parse_json_report_shaped_objects(obj):
@@ -584,6 +588,8 @@ def _mutate(data: bytes, ops) -> bytes:
     return bytes(b)
 
 
+# fuzzing: run untraced (the lines it runs are covered by other tests)
+@pytest.mark.no_cover
 @FUZZ
 @given(st.lists(reports, min_size=1, max_size=3), mutations)
 def test_decode_binary_mutated_frames(rs, ops):
@@ -602,6 +608,8 @@ def test_decode_binary_mutated_frames(rs, ops):
     assert set(agg.rejected) <= REASONS
 
 
+# hypothesis examples: run untraced (the lines it runs are covered by other tests)
+@pytest.mark.no_cover
 @settings(max_examples=300, deadline=None)
 @given(st.lists(reports, min_size=1, max_size=4))
 def test_valid_reports_round_trip_both_encodings(rs):
