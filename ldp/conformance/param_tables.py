@@ -93,38 +93,58 @@ def _camel(name: str) -> str:
 
 
 def _typescript(rows: Mapping[str, list[ParamRow]]) -> str:
+    """One exported ``as const`` array per protocol (``GRR_PARAMS``): what a parameter check needs at run time
+    (name, type, default, ranges, choices), its meaning in a comment only (minifiers drop comments), so a page
+    bundles the tables of the protocols it imports and nothing more; ``PARAM_TABLES`` indexes them by protocol for
+    tests and tools (unused by the protocols, so a bundler drops it)."""
+    def comment(text: str) -> str:
+        return text.replace("*/", "*\\/")
+
     def rng(r: Range) -> str:
-        parts = [f"{_camel(k)}: {_number(v) if not isinstance(v, bool) else 'true'}" for k, v in r.fields().items()]
+        parts = [f"{k}: {_number(v) if not isinstance(v, bool) else 'true'}" for k, v in r.fields().items()]
         if r.dynamic:
-            parts.append(f"dynamic: {json.dumps(r.dynamic, ensure_ascii=False)}")
+            parts.append("dynamic: true")
         return "{ " + ", ".join(parts) + " }"
+
+    def const(protocol: str) -> str:
+        return protocol.upper().replace("-", "_") + "_PARAMS"
 
     out = ["/**", *(f" * {line}" for line in HEADER), " */", "",
            "/** The type of a parameter: how a parser reads it and how canonical JSON writes it. */",
            "export type ParamType = " + " | ".join(json.dumps(t) for t in FIELD_TYPES) + ";", "",
-           "/** One range check of a number, in the order the checks are made (`dynamic`: a bound that follows from"
-           " other parameters, said in words). */",
+           "/**",
+           " * One range check of a number, in the order the checks are made: its keys are the bounds a",
+           " * `param_range` refusal of it carries. `dynamic`: its `max` follows from other parameters (the row's",
+           " * comment says how); the protocol computes it.",
+           " */",
            "export interface ParamRange {", "  readonly min?: number;", "  readonly max?: number;",
-           "  readonly minExclusive?: boolean;", "  readonly maxExclusive?: boolean;", "  readonly finite?: boolean;",
-           "  readonly dynamic?: string;", "}", "",
-           "/** One parameter of a protocol, as the Python package declares it. */",
+           "  readonly min_exclusive?: true;", "  readonly max_exclusive?: true;", "  readonly finite?: true;",
+           "  readonly dynamic?: true;", "}", "",
+           "/** One parameter of a protocol, as the Python package declares it (what it means: its row's comment). */",
            "export interface ParamRow {", "  readonly name: string;", "  readonly type: ParamType;",
-           "  readonly required: boolean;", "  /** The default when not required (JSON). */",
-           "  readonly default?: unknown;", "  readonly doc: string;", "  readonly ranges: readonly ParamRange[];",
-           "  /** The strings it may be, when it is a choice. */", "  readonly choices?: readonly string[];", "}", "",
-           "/** Every protocol's parameters, in declaration order. */",
-           "export const PARAM_TABLES: { readonly [protocol: string]: readonly ParamRow[] } = {"]
+           "  /** The default (JSON); absent: the parameter is required. */", "  readonly default?: unknown;",
+           "  /** Its value's range checks, in order (absent: none). */", "  readonly ranges?: readonly ParamRange[];",
+           "  /** The strings it may be, when it is a choice. */", "  readonly choices?: readonly string[];", "}", ""]
     for protocol, items in rows.items():
-        out.append(f"  {json.dumps(protocol)}: [")
+        out += [f"/** The parameters of `{protocol}`, in declaration order. */", f"export const {const(protocol)} = ["]
         for r in items:
-            default = "" if r.required else f", default: {json.dumps(r.default)}"
-            ranges = ", ".join(rng(x) for x in r.ranges)
-            out.append(f"    {{ name: {json.dumps(r.name)}, type: {json.dumps(r.type)}, required: "
-                       f"{'true' if r.required else 'false'}{default},")
-            choices = f", choices: {json.dumps(list(r.choices))}" if r.choices else ""
-            out.append(f"      doc: {json.dumps(r.doc, ensure_ascii=False)}, ranges: [{ranges}]{choices} }},")
-        out.append("  ],")
-    out += ["};", ""]
+            dynamic = [x.dynamic for x in r.ranges if x.dynamic]
+            doc = r.doc + "".join(f" (max: {d})" for d in dynamic)
+            out.append(f"  /** {comment(doc)} */")
+            parts = [f"name: {json.dumps(r.name)}", f"type: {json.dumps(r.type)}"]
+            if not r.required:
+                parts.append(f"default: {json.dumps(r.default, ensure_ascii=False)}")
+            if r.ranges:
+                parts.append("ranges: [" + ", ".join(rng(x) for x in r.ranges) + "]")
+            if r.choices:
+                parts.append(f"choices: {json.dumps(list(r.choices), ensure_ascii=False)}")
+            out.append("  { " + ", ".join(parts) + " },")
+        out += ["] as const satisfies readonly ParamRow[];", ""]
+    out += ["/** Every protocol's parameters, by protocol name: for tests and tools (a page that imports one protocol",
+            " * does not ship this). */",
+            "export const PARAM_TABLES: { readonly [protocol: string]: readonly ParamRow[] } = {",
+            *(f"  {protocol if protocol.isidentifier() else json.dumps(protocol)}: {const(protocol)},"
+              for protocol in rows), "};", ""]
     return "\n".join(out)
 
 
@@ -171,45 +191,122 @@ def _kotlin(rows: Mapping[str, list[ParamRow]]) -> str:
     return "\n".join(out)
 
 
+_RUST_TYPES: Mapping[str, tuple[str, str]] = {
+    "float": ("Float", "a float: written `1.0` in canonical JSON even when given as `1`"),
+    "int": ("Int", "an int"), "bool": ("Bool", "a bool"), "str": ("Str", "a string"),
+    "floats": ("Floats", "a list of floats (each written as a float in canonical JSON)"),
+    "ints": ("Ints", "a list of ints"), "labels": ("Labels", "labels: a list of strings, or null"),
+    "optstr": ("OptStr", "a string or null"), "optint": ("OptInt", "an int or null"),
+    "any": ("Any", "anything else, parsed by its protocol and written as given")}
+"""Each row type's :data:`FIELD_TYPES` word as the Rust ``ParamType`` variant, and its meaning."""
+
+
 def _rust(rows: Mapping[str, list[ParamRow]]) -> str:
-    def opt(v: Any) -> str:
-        return "None" if v is None else f"Some({_number(float(v))})"
+    """The Rust table: one ``pub const`` per protocol (``GRR: &[ParamRow]``), typed defaults and bounds, and each
+    parameter's meaning in the const's doc comment (not in the library: a release build carries no doc text)."""
+    def bound(v: Any) -> str:
+        return "None" if v is None else f"Some(Bound::{'Int' if isinstance(v, int) else 'Float'}({_number(v)}))"
+
+    def literal(v: Any) -> str:
+        if v is None:
+            return "Literal::Null"
+        if isinstance(v, bool):
+            return f"Literal::Bool({str(v).lower()})"
+        if isinstance(v, int):
+            return f"Literal::Int({_number(v)})"
+        if isinstance(v, float):
+            return f"Literal::Float({_number(v)})"
+        if isinstance(v, str):
+            return f"Literal::Str({json.dumps(v, ensure_ascii=False)})"
+        if isinstance(v, list):
+            return "Literal::List(&[" + ", ".join(literal(x) for x in v) + "])"
+        raise ValueError(f"no Rust literal for {v!r}")
 
     def rng(r: Range) -> str:
         f = r.fields()
-        dynamic = "None" if r.dynamic is None else f"Some({json.dumps(r.dynamic, ensure_ascii=False)})"
-        return (f"ParamRange {{ min: {opt(f.get('min'))}, max: {opt(f.get('max'))}, min_exclusive: "
+        return (f"ParamRange {{ min: {bound(f.get('min'))}, max: {bound(f.get('max'))}, min_exclusive: "
                 f"{str(r.min_exclusive).lower()}, max_exclusive: {str(r.max_exclusive).lower()}, finite: "
-                f"{str(r.finite).lower()}, dynamic: {dynamic} }}")
+                f"{str(r.finite).lower()}, dynamic: {str(r.dynamic is not None).lower()} }}")
 
-    out = [*(f"//! {line}" for line in HEADER), "",
-           "/// One range check of a number, in the order the checks are made (`dynamic`: a bound that follows from",
-           "/// other parameters, said in words).", "#[derive(Debug, Clone, Copy, PartialEq)]",
-           "pub struct ParamRange {", "    /// The lower bound, if any.", "    pub min: Option<f64>,",
-           "    /// The upper bound, if any.", "    pub max: Option<f64>,", "    /// Whether `min` is excluded.",
-           "    pub min_exclusive: bool,", "    /// Whether `max` is excluded.", "    pub max_exclusive: bool,",
-           "    /// Whether a non-finite number is refused.", "    pub finite: bool,",
-           "    /// A bound that follows from other parameters, in words.", "    pub dynamic: Option<&'static str>,",
-           "}", "", "/// One parameter of a protocol, as the Python package declares it.",
-           "#[derive(Debug, Clone, Copy, PartialEq)]", "pub struct ParamRow {", "    /// The parameter's name.",
-           "    pub name: &'static str,", "    /// Its type (`float`, `int`, `bool`, `str`, `floats`, `ints`, "
-           "`labels`, `optstr`, `optint`, `any`).", "    pub ty: &'static str,",
-           "    /// Its default as JSON text (`None`: required).", "    pub default: Option<&'static str>,",
-           "    /// What it means.", "    pub doc: &'static str,", "    /// Its value's range checks, in order.",
-           "    pub ranges: &'static [ParamRange],", "    /// The strings it may be, when it is a choice.",
-           "    pub choices: &'static [&'static str],", "}", "",
-           "/// Every protocol's parameters, in declaration order, by protocol name (sorted).",
-           "pub const PARAM_TABLES: &[(&str, &[ParamRow])] = &["]
+    def words(r: Range) -> str:
+        f = r.fields()
+        low = "(" if r.min_exclusive else "["
+        high = ")" if r.max_exclusive else "]"
+        if "min" in f and "max" in f:
+            out = f"in {low}{f['min']}, {f['max']}{high}"
+        elif "min" in f:
+            out = f"{'>' if r.min_exclusive else '≥'} {f['min']}"
+        elif "max" in f:
+            out = f"{'<' if r.max_exclusive else '≤'} {f['max']}"
+        else:
+            out = ""
+        out = ", ".join(x for x in (out, "finite" if r.finite else "", r.dynamic or "") if x)
+        return out
+
+    def doc(text: str) -> str:  # markdown: brackets are text, not links
+        return text.replace("[", "\\[").replace("]", "\\]")
+
+    out = [*(f"//! {line}" for line in HEADER), "//!",
+           "//! One `pub const` per protocol (`GRR`, `BUCKET_GRR`, …): its parameters in declaration order, each"
+           " one's", "//! meaning in the const's documentation.", "",
+           "/// How a parameter is typed: how its protocol reads it and how canonical JSON writes it.",
+           "#[derive(Debug, Clone, Copy, PartialEq, Eq)]", "pub enum ParamType {"]
+    for word in FIELD_TYPES:
+        variant, meaning = _RUST_TYPES[word]
+        out += [f"    /// {meaning[0].upper()}{meaning[1:]} (`{word}`).", f"    {variant},"]
+    out += ["}", "",
+            "/// A bound as the Python declaration writes it: a refusal carries an int bound as an int, a float one"
+            " as a float.", "#[derive(Debug, Clone, Copy, PartialEq)]", "pub enum Bound {",
+            "    /// An int bound.", "    Int(i64),", "    /// A float bound.", "    Float(f64),", "}", "",
+            "/// A default value, as JSON.", "#[derive(Debug, Clone, Copy, PartialEq)]", "pub enum Literal {",
+            "    /// `null`.", "    Null,", "    /// A bool.", "    Bool(bool),", "    /// An int.", "    Int(i64),",
+            "    /// A float.", "    Float(f64),", "    /// A string.", "    Str(&'static str),", "    /// A list.",
+            "    List(&'static [Literal]),", "}", "",
+            "/// One range check of a number, in the order the checks are made: the bounds a `param_range` refusal of"
+            " it", "/// carries.", "#[derive(Debug, Clone, Copy, PartialEq)]", "pub struct ParamRange {",
+            "    /// The lower bound, if any.", "    pub min: Option<Bound>,", "    /// The upper bound, if any.",
+            "    pub max: Option<Bound>,", "    /// Whether `min` is excluded.", "    pub min_exclusive: bool,",
+            "    /// Whether `max` is excluded.", "    pub max_exclusive: bool,",
+            "    /// Whether a non-finite number is refused.", "    pub finite: bool,",
+            "    /// Whether the upper bound follows from other parameters (the protocol's table says which, in words):"
+            " `max`", "    /// then holds none, and the protocol gives the bound when it reads the parameter.",
+            "    pub dynamic: bool,", "}", "",
+            "/// One parameter of a protocol, as the Python package declares it.",
+            "#[derive(Debug, Clone, Copy, PartialEq)]", "pub struct ParamRow {", "    /// The parameter's name.",
+            "    pub name: &'static str,", "    /// Its type.", "    pub ty: ParamType,",
+            "    /// Its default (`None`: required).", "    pub default: Option<Literal>,",
+            "    /// Its value's range checks, in order.", "    pub ranges: &'static [ParamRange],",
+            "    /// The strings it may be, when it is a choice.", "    pub choices: &'static [&'static str],", "}"]
+    consts = []
+    first: dict[str, str] = {}  # each distinct table's body, and the const that holds it
     for protocol, items in rows.items():
-        out.append(f"    ({json.dumps(protocol)}, &[")
+        const = protocol.upper().replace("-", "_")
+        consts.append((protocol, const))
+        out += ["", f"/// The parameters of `{protocol}`:", "///"]
         for r in items:
-            default = "None" if r.required else f"Some({json.dumps(json.dumps(r.default))})"
+            default = "required" if r.required else f"default `{json.dumps(r.default, ensure_ascii=False)}`"
+            checks = "; ".join(w for w in (words(x) for x in r.ranges) if w)
+            if r.choices:
+                checks = "; ".join(x for x in (checks, "one of " + ", ".join(f"`{c}`" for c in r.choices)) if x)
+            out.append(f"/// * `{r.name}` ({r.type}, {default}): {doc(r.doc)}" + (f" ({doc(checks)})" if checks
+                                                                                    else ""))
+        body = []
+        for r in items:
+            default = "None" if r.required else f"Some({literal(r.default)})"
             ranges = ", ".join(rng(x) for x in r.ranges)
-            out.append(f"        ParamRow {{ name: {json.dumps(r.name)}, ty: {json.dumps(r.type)}, default: {default},")
             choices = ", ".join(json.dumps(c) for c in r.choices)
-            out.append(f"            doc: {json.dumps(r.doc, ensure_ascii=False)}, ranges: &[{ranges}], "
-                       f"choices: &[{choices}] }},")
-        out.append("    ]),")
+            body.append(f"    ParamRow {{ name: {json.dumps(r.name)}, ty: ParamType::{_RUST_TYPES[r.type][0]}, "
+                        f"default: {default},")
+            body.append(f"        ranges: &[{ranges}], choices: &[{choices}] }},")
+        key = "\n".join(body)
+        if key in first:  # the same table as an earlier protocol's: one copy in the library
+            out.append(f"pub const {const}: &[ParamRow] = {first[key]};")
+        else:
+            first[key] = const
+            out += [f"pub const {const}: &[ParamRow] = &[", *body, "];"]
+    out += ["", "/// Every protocol's table, by protocol name (sorted).",
+            "pub const PARAM_TABLES: &[(&str, &[ParamRow])] = &["]
+    out += [f"    ({json.dumps(protocol)}, {const})," for protocol, const in consts]
     out += ["];", ""]
     return "\n".join(out)
 

@@ -126,7 +126,8 @@ class PEMParams(ProtocolParams):
     protocol: ClassVar[str] = "pem"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "max_length": ParamInfo("the longest value in UTF-8 bytes", (Range(min=1, max=4096),)),
-        "start_bits": ParamInfo("the bits of the first prefix the rounds extend", (Range(min=1, max=8),)),
+        "start_bits": ParamInfo("the bits of the first prefix the rounds extend",
+                                (Range(min=1, dynamic="at most min(24, 8·max_length)"),)),
         "step_bits": ParamInfo("the bits each round adds to the prefixes", (Range(min=1, max=16),)),
         "top_k": ParamInfo("the number of prefixes kept after each round", (Range(min=1, max=65536),)),
         "oracle": ParamInfo("the frequency oracle of each round: olh, grr, or auto (the lower variance)",

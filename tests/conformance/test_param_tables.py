@@ -64,7 +64,16 @@ def test_declared_ranges_are_the_checks_the_params_class_makes(protocol: str) ->
     bounds (a dynamic range: its static bounds among the refusal's); a value inside every range is not refused as out
     of range."""
     params_type = builtin_client_protocols()[protocol][0]
-    base = params_type.conformance_examples()[0].to_dict()
+    for example in params_type.conformance_examples():
+        base = example.to_dict()
+        _check_ranges_at(protocol, params_type, base)
+        # a static bound must not move with another parameter: each other int doubled (where still accepted)
+        for name, v in base.items():
+            if type(v) is int and v > 0 and _refusal(params_type, {**base, name: 2 * v}) is None:
+                _check_ranges_at(protocol, params_type, {**base, name: 2 * v})
+
+
+def _check_ranges_at(protocol: str, params_type: Any, base: dict[str, Any]) -> None:
     for row in table(params_type):
         for value in _probes(row):
             first = next(r for r in row.ranges if not r.holds(value))

@@ -10,7 +10,8 @@ use serde_json::Value;
 use crate::bytes;
 use crate::cost::PrivacyCost;
 use crate::error::{Error, Refusal, RefusalCode, Result};
-use crate::params::{ParamField, ProtocolParams};
+use crate::params::{ParamValues, ProtocolParams};
+use crate::protocols::tables::ParamRow;
 use crate::pytext;
 use crate::random::{BitMask, OsRandomSource, RandomSource};
 use crate::value::{int_of, is_int};
@@ -312,19 +313,19 @@ pub(crate) fn domain_index_of(
     Err(Refusal::value_type(if labels.is_some() { "label_or_index" } else { "index" }, value).into())
 }
 
-/// A protocol as the spec, the client runtime and the tests see it: its name, its params class (name, fields and a
-/// checking constructor), how to make its encoder, whether it needs a metric secret, and how many cohorts a device
+/// A protocol as the spec, the client runtime and the tests see it: its name, its params class (name, generated
+/// table and a checking constructor), how to make its encoder, whether it needs a metric secret, and how many cohorts a device
 /// is assigned to (RAPPOR; 0 for the others).
 pub struct Protocol {
     /// The name a spec gives it (`grr`, `rappor`, …).
     pub name: &'static str,
     /// The Python params class (`GRRParams`), for error texts.
     pub class_name: &'static str,
-    /// The parameter fields, in Python's declaration order.
-    pub fields: &'static [ParamField],
+    /// Its parameters' table (generated from the Python declarations), in declaration order.
+    pub table: &'static [ParamRow],
     /// Whether its encoder needs a metric secret (memoized responses).
     pub needs_secret: bool,
-    pub(crate) create: fn(crate::params::ParamValues) -> Result<Arc<dyn ProtocolParams>>,
+    pub(crate) create: fn(ParamValues) -> Result<Arc<dyn ProtocolParams>>,
     pub(crate) make_encoder: fn(Arc<dyn ProtocolParams>, EncoderOptions) -> Result<Encoder>,
     pub(crate) cohorts: fn(&dyn ProtocolParams) -> u32,
 }
@@ -332,7 +333,7 @@ pub struct Protocol {
 impl Protocol {
     /// Parameters from their `to_dict()` form (Python's `from_dict`, with its checks and texts).
     pub fn params(&self, d: &Value) -> Result<Arc<dyn ProtocolParams>> {
-        (self.create)(crate::params::from_dict(self.class_name, self.fields, d)?)
+        (self.create)(ParamValues::from_dict(self.table, d)?)
     }
 
     /// An encoder of `params` (which must be this protocol's).
@@ -368,15 +369,12 @@ pub(crate) fn downcast<P: ProtocolParams>(params: &Arc<dyn ProtocolParams>) -> R
 /// The boilerplate of a [`ProtocolParams`] implementation whose struct has `values: ParamValues` and
 /// `fingerprint: String` fields.
 macro_rules! common_params {
-    ($name:expr, $fields:expr) => {
+    ($name:expr) => {
         fn protocol(&self) -> &'static str {
             $name
         }
         fn values(&self) -> &$crate::params::ParamValues {
             &self.values
-        }
-        fn fields(&self) -> &'static [$crate::params::ParamField] {
-            $fields
         }
         fn fingerprint(&self) -> &str {
             &self.fingerprint

@@ -1,5 +1,7 @@
-//! Protocol parameters (Python's `ProtocolParams`): fields, `from_dict`, the canonical form the fingerprint hashes,
-//! and the checks of `ldp/encoders/base.py`, refusing by code and fields.
+//! Protocol parameters (Python's `ProtocolParams`): the values given, read through the protocol's generated table
+//! ([`crate::protocols::tables`]: each parameter's type, default, range checks and choices, as the Python package
+//! declares them), the canonical form the fingerprint hashes, and the checks of `ldp/encoders/base.py`, refusing by
+//! code and fields.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -9,53 +11,10 @@ use serde_json::{Map, Value};
 
 use crate::cost::PrivacyCost;
 use crate::error::{kind_of, Error, Refusal, RefusalCode, Result};
+use crate::protocols::tables::{Bound, Literal, ParamRange, ParamRow, ParamType};
 use crate::pytext;
 use crate::random::realized;
 use crate::value::{f64_of, float_value, int_of, is_int, is_real};
-
-/// How a parameter is typed (its Python annotation): decides its canonical JSON form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldType {
-    /// A `float`: written `1.0` in canonical JSON even when given as `1`.
-    Float,
-    /// An `int`.
-    Int,
-    /// A `bool`.
-    Bool,
-    /// A `str`.
-    Str,
-    /// A tuple of floats.
-    Floats,
-    /// Optional labels (a tuple of strings or `None`).
-    Labels,
-    /// An optional string.
-    OptStr,
-    /// Anything else, written as given.
-    Any,
-}
-
-/// A parameter field: its name, type and default (`None`: required).
-#[derive(Debug, Clone)]
-pub struct ParamField {
-    /// The field's name.
-    pub name: &'static str,
-    /// Its type.
-    pub ty: FieldType,
-    /// Its default, as a JSON text (`None`: the field is required).
-    pub default: Option<&'static str>,
-}
-
-impl ParamField {
-    /// A required field.
-    pub const fn required(name: &'static str, ty: FieldType) -> Self {
-        ParamField { name, ty, default: None }
-    }
-
-    /// An optional field with a default given as JSON text (`"null"`, `"4"`, `"0.5"`, `"true"`).
-    pub const fn optional(name: &'static str, ty: FieldType, default: &'static str) -> Self {
-        ParamField { name, ty, default: Some(default) }
-    }
-}
 
 /// The kind of a payload field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,32 +48,203 @@ impl PayloadField {
     }
 }
 
-/// The field values of a protocol's parameters as given (after `from_dict`), in field order.
+/// A protocol's parameter values as given, one per row of its table ([`crate::protocols::tables`]), in declaration
+/// order, and the reader of each: [`ParamValues::float`], [`ParamValues::int`], [`ParamValues::bool`] and
+/// [`ParamValues::choice`] check the value against its row (its type, then each range check in order, or its
+/// choices) and refuse it as Python's check does (`param_type`, `param_range` with exactly the row's bounds,
+/// `param_choice`). A protocol reads its parameters in the order Python's `__post_init__` checks them, its
+/// relations between them in between, so that the first refusal is Python's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParamValues {
-    values: Vec<(&'static str, Value)>,
+    table: &'static [ParamRow],
+    values: Vec<Value>,
 }
 
 impl ParamValues {
-    /// Values given in field order (the parameters a protocol builds for a sub-protocol).
-    pub(crate) fn new(values: Vec<(&'static str, Value)>) -> Self {
-        ParamValues { values }
+    /// Python's `ProtocolParams.from_dict`: `params` must be an object; unknown names are refused
+    /// (`unknown_params`, sorted), then missing required ones (`missing_params`, in table order); defaults fill the
+    /// rest. The values themselves are checked when read.
+    pub fn from_dict(table: &'static [ParamRow], params: &Value) -> Result<Self> {
+        let Value::Object(d) = params else {
+            return Err(Error::type_(format!("parameters must be a JSON object, got {}", kind_of(params))));
+        };
+        let mut unknown: Vec<&str> =
+            d.keys().map(String::as_str).filter(|k| !table.iter().any(|r| r.name == *k)).collect();
+        if !unknown.is_empty() {
+            unknown.sort_unstable();
+            return Err(Refusal::value(RefusalCode::UnknownParams).with("params", unknown).into());
+        }
+        let missing: Vec<&str> =
+            table.iter().filter(|r| r.default.is_none() && !d.contains_key(r.name)).map(|r| r.name).collect();
+        if !missing.is_empty() {
+            return Err(Refusal::type_(RefusalCode::MissingParams).with("params", missing).into());
+        }
+        Ok(Self::of(table, d.iter().map(|(k, v)| (k.as_str(), v.clone()))))
     }
 
-    /// The value of field `name` (`Null` if there is no such field).
+    /// The values `given` by name (the parameters a protocol builds for a part), the table's defaults for the
+    /// others.
+    pub(crate) fn of<'a>(table: &'static [ParamRow], given: impl IntoIterator<Item = (&'a str, Value)>) -> Self {
+        let mut values: Vec<Value> = table.iter().map(|r| r.default.map_or(Value::Null, literal)).collect();
+        for (name, v) in given {
+            match table.iter().position(|r| r.name == name) {
+                Some(i) => values[i] = v,
+                None => debug_assert!(false, "{name}: not a parameter"),
+            }
+        }
+        ParamValues { table, values }
+    }
+
+    /// The protocol's table: its parameters' rows.
+    pub fn table(&self) -> &'static [ParamRow] {
+        self.table
+    }
+
+    /// The value of parameter `name` as given (`Null` if there is no such parameter): a parameter its protocol
+    /// parses itself (labels, edges, lists).
     pub fn get(&self, name: &str) -> &Value {
         static NULL: Value = Value::Null;
-        self.values.iter().find(|(n, _)| *n == name).map(|(_, v)| v).unwrap_or(&NULL)
+        self.table.iter().position(|r| r.name == name).map_or(&NULL, |i| &self.values[i])
     }
 
-    /// Every field and value, in field order.
+    /// Every parameter and value, in table order.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, &Value)> {
-        self.values.iter().map(|(n, v)| (*n, v))
+        self.table.iter().map(|r| r.name).zip(self.values.iter())
     }
 
-    /// `to_dict()`: every field, in order.
+    /// `to_dict()`: every parameter, in order.
     pub fn to_dict(&self) -> Value {
-        Value::Object(self.values.iter().map(|(n, v)| (n.to_string(), v.clone())).collect())
+        Value::Object(self.iter().map(|(n, v)| (n.to_string(), v.clone())).collect())
+    }
+
+    /// The row and value of parameter `name` (an error of this crate if its protocol has no such parameter).
+    fn row(&self, name: &str) -> Result<(&'static ParamRow, &Value)> {
+        match self.table.iter().position(|r| r.name == name) {
+            Some(i) => Ok((&self.table[i], &self.values[i])),
+            None => Err(Error::Internal(format!("{name}: not a parameter of this protocol"))),
+        }
+    }
+
+    /// A `float` parameter: a real (`param_type`, `expected: "float"`), then each of its row's range checks.
+    pub fn float(&self, name: &str) -> Result<f64> {
+        let (row, v) = self.row(name)?;
+        debug_assert_eq!(row.ty, ParamType::Float, "{name}");
+        if !is_real(v) {
+            return Err(Refusal::param_type(name, "float", v).into());
+        }
+        let x = f64_of(v);
+        check_ranges(row, v, None, |b| match b {
+            Bound::Int(b) => x.partial_cmp(&(b as f64)),
+            Bound::Float(b) => x.partial_cmp(&b),
+        })?;
+        Ok(x)
+    }
+
+    /// An `int` parameter: an int (`param_type`, `expected: "int"`), then each of its row's range checks (an int
+    /// beyond 128 bits is out of range). A range whose upper bound follows from other parameters checks only its
+    /// static part here: see [`ParamValues::int_at_most`].
+    pub fn int(&self, name: &str) -> Result<i128> {
+        self.read_int(name, None)
+    }
+
+    /// An `int` parameter whose row has a range with a dynamic upper bound (`dynamic`): that range checked with
+    /// `max` as its upper bound, which the refusal carries.
+    pub fn int_at_most(&self, name: &str, max: i128) -> Result<i128> {
+        self.read_int(name, Some(max))
+    }
+
+    fn read_int(&self, name: &str, dynamic: Option<i128>) -> Result<i128> {
+        let (row, v) = self.row(name)?;
+        debug_assert!(matches!(row.ty, ParamType::Int | ParamType::OptInt), "{name}");
+        if !is_int(v) {
+            return Err(Refusal::param_type(name, "int", v).into());
+        }
+        let i = int_of(v);
+        check_ranges(row, v, dynamic, |b| match (i, b) {
+            (None, _) => None, // beyond 128 bits: out of every range
+            (Some(i), Bound::Int(b)) => Some(i.cmp(&i128::from(b))),
+            (Some(i), Bound::Float(b)) => (i as f64).partial_cmp(&b),
+        })?;
+        Ok(i.unwrap_or_default())
+    }
+
+    /// A `bool` parameter (`param_type`, `expected: "bool"`).
+    pub fn bool(&self, name: &str) -> Result<bool> {
+        match self.row(name)?.1 {
+            Value::Bool(b) => Ok(*b),
+            other => Err(Refusal::param_type(name, "bool", other).into()),
+        }
+    }
+
+    /// A parameter that is a choice: one of its row's strings (`param_choice` naming them, whatever was given).
+    pub fn choice(&self, name: &str) -> Result<&'static str> {
+        let (row, v) = self.row(name)?;
+        debug_assert!(!row.choices.is_empty(), "{name}");
+        match row.choices.iter().find(|c| v.as_str() == Some(**c)) {
+            Some(c) => Ok(c),
+            None => Err(Refusal::choice(name, row.choices, v).into()),
+        }
+    }
+}
+
+/// Each range check of `row` in order on the value `given` (`cmp`: how it compares with a bound; `None`: it is
+/// not comparable, and refused), the first it fails refused as `param_range` with exactly that range's bounds
+/// (`dynamic`: the upper bound of a range whose bound follows from other parameters).
+fn check_ranges(
+    row: &ParamRow,
+    given: &Value,
+    dynamic: Option<i128>,
+    cmp: impl Fn(Bound) -> Option<std::cmp::Ordering>,
+) -> Result<()> {
+    use std::cmp::Ordering::{Greater, Less};
+    for r in row.ranges {
+        let max = match (r.dynamic, dynamic) {
+            (true, Some(m)) => Some(Bound::Int(i64::try_from(m).unwrap_or(i64::MAX))),
+            _ => r.max,
+        };
+        let finite = !r.finite || f64_of(given).is_finite();
+        let above = r.min.is_none_or(|b| matches!(cmp(b), Some(o) if o == Greater || (!r.min_exclusive && o != Less)));
+        let below = max.is_none_or(|b| matches!(cmp(b), Some(o) if o == Less || (!r.max_exclusive && o != Greater)));
+        if !(finite && above && below) {
+            return Err(range_refusal(row.name, given, r, max).into());
+        }
+    }
+    Ok(())
+}
+
+/// The `param_range` refusal of `given` by range `r` (its upper bound `max`): Python's `Range.fields()`.
+fn range_refusal(name: &str, given: &Value, r: &ParamRange, max: Option<Bound>) -> Refusal {
+    let mut out = Refusal::param_range(name, given.clone());
+    for (key, bound) in [("min", r.min), ("max", max)] {
+        if let Some(b) = bound {
+            out = out.with(key, bound_value(b));
+        }
+    }
+    for (key, set) in [("min_exclusive", r.min_exclusive), ("max_exclusive", r.max_exclusive), ("finite", r.finite)] {
+        if set {
+            out = out.with(key, true);
+        }
+    }
+    out
+}
+
+/// A bound as JSON: an int as an int, a float as a float.
+fn bound_value(b: Bound) -> Value {
+    match b {
+        Bound::Int(i) => Value::from(i),
+        Bound::Float(x) => float_value(x),
+    }
+}
+
+/// A default as JSON.
+fn literal(l: Literal) -> Value {
+    match l {
+        Literal::Null => Value::Null,
+        Literal::Bool(b) => Value::Bool(b),
+        Literal::Int(i) => Value::from(i),
+        Literal::Float(x) => float_value(x),
+        Literal::Str(s) => Value::from(s),
+        Literal::List(items) => Value::Array(items.iter().copied().map(literal).collect()),
     }
 }
 
@@ -124,11 +254,13 @@ pub trait ProtocolParams: fmt::Debug + Send + Sync + Any {
     /// The protocol's name, as in a spec (`grr`, `rappor`, …).
     fn protocol(&self) -> &'static str;
 
-    /// The field values as given.
+    /// The parameter values as given.
     fn values(&self) -> &ParamValues;
 
-    /// The parameter fields, in Python's declaration order.
-    fn fields(&self) -> &'static [ParamField];
+    /// The protocol's table: its parameters' rows, in Python's declaration order.
+    fn table(&self) -> &'static [ParamRow] {
+        self.values().table()
+    }
 
     /// The ε (and δ) one report costs.
     fn privacy_cost(&self) -> PrivacyCost;
@@ -152,81 +284,35 @@ pub trait ProtocolParams: fmt::Debug + Send + Sync + Any {
 
     /// The dict the fingerprint hashes: float fields written as Python floats.
     fn canonical_dict(&self) -> Value {
-        canonical_dict(self.fields(), self.values())
+        canonical_dict(self.values())
     }
 }
 
-/// The canonical dict of `values` of `fields`: float fields as floats, float tuples as float lists.
-pub(crate) fn canonical_dict(fields: &[ParamField], values: &ParamValues) -> Value {
+/// The canonical dict of `values`: float parameters as floats, float lists as float lists.
+pub(crate) fn canonical_dict(values: &ParamValues) -> Value {
     let mut out = Map::new();
-    for f in fields {
-        let v = values.get(f.name);
-        let c = match f.ty {
-            FieldType::Float if is_real(v) => float_value(f64_of(v)),
-            FieldType::Floats => match v {
+    for (row, v) in values.table.iter().zip(values.values.iter()) {
+        let c = match row.ty {
+            ParamType::Float if is_real(v) => float_value(f64_of(v)),
+            ParamType::Floats => match v {
                 Value::Array(items) => Value::Array(items.iter().map(|x| float_value(f64_of(x))).collect()),
                 other => other.clone(),
             },
             _ => v.clone(),
         };
-        out.insert(f.name.to_string(), c);
+        out.insert(row.name.to_string(), c);
     }
     Value::Object(out)
 }
 
-/// The fingerprint of `protocol` with these fields and values.
-pub(crate) fn fingerprint_of(protocol: &str, fields: &[ParamField], values: &ParamValues) -> String {
+/// The fingerprint of `protocol` with these values.
+pub(crate) fn fingerprint_of(protocol: &str, values: &ParamValues) -> String {
     // Values reaching here were checked (finite floats), so canonical JSON cannot fail.
-    pytext::fingerprint(protocol, &canonical_dict(fields, values)).unwrap_or_default()
+    pytext::fingerprint(protocol, &canonical_dict(values)).unwrap_or_default()
 }
 
-/// Parameters from their `to_dict()` form, as Python's `ProtocolParams.from_dict`: unknown names are refused
-/// (`unknown_params`, sorted), then missing required ones (`missing_params`, in field order); defaults fill the rest.
-pub(crate) fn from_dict(_class_name: &str, fields: &'static [ParamField], d: &Value) -> Result<ParamValues> {
-    let Value::Object(d) = d else {
-        return Err(Error::type_(format!("parameters must be a JSON object, got {}", kind_of(d))));
-    };
-    let mut unknown: Vec<&str> =
-        d.keys().map(String::as_str).filter(|k| !fields.iter().any(|f| f.name == *k)).collect();
-    if !unknown.is_empty() {
-        unknown.sort();
-        return Err(Refusal::value(RefusalCode::UnknownParams).with("params", unknown).into());
-    }
-    let missing: Vec<&str> =
-        fields.iter().filter(|f| f.default.is_none() && !d.contains_key(f.name)).map(|f| f.name).collect();
-    if !missing.is_empty() {
-        return Err(Refusal::type_(RefusalCode::MissingParams).with("params", missing).into());
-    }
-    let values = fields
-        .iter()
-        .map(|f| {
-            let v = match d.get(f.name) {
-                Some(v) => v.clone(),
-                None => serde_json::from_str(f.default.unwrap_or("null")).unwrap_or(Value::Null),
-            };
-            (f.name, v)
-        })
-        .collect();
-    Ok(ParamValues { values })
-}
-
-/// `check_epsilon`: a finite real > 0.
-pub(crate) fn check_epsilon(v: &Value, name: &str) -> Result<f64> {
-    if !is_real(v) {
-        return Err(Refusal::param_type(name, "float", v).into());
-    }
-    let x = f64_of(v);
-    if !(x > 0.0 && x.is_finite()) {
-        return Err(Refusal::param_range(name, v.clone())
-            .with("min", 0)
-            .with("min_exclusive", true)
-            .with("finite", true)
-            .into());
-    }
-    Ok(x)
-}
-
-/// `check_int`: an int in `[low, high]` (`high` `None`: no upper bound). The refusal's `param` is the first word of
+/// `check_int`: an int in `[low, high]` (`high` `None`: no upper bound), for an int no table row describes (a list's
+/// entry, a device's cohort) or whose Python check is not its row's. The refusal's `param` is the first word of
 /// `name` (`"width (m)"` is `width`).
 pub(crate) fn check_int(v: &Value, name: &str, low: i128, high: Option<i128>) -> Result<i128> {
     let name = name.split(' ').next().unwrap_or(name);
@@ -250,18 +336,6 @@ pub(crate) fn check_int(v: &Value, name: &str, low: i128, high: Option<i128>) ->
 /// An int as a JSON value.
 pub(crate) fn int_value(i: i128) -> Value {
     serde_json::from_str(&i.to_string()).unwrap_or(Value::Null)
-}
-
-/// `check_probability`: a real in [0, 1].
-pub(crate) fn check_probability(v: &Value, name: &str) -> Result<f64> {
-    if !is_real(v) {
-        return Err(Refusal::param_type(name, "float", v).into());
-    }
-    let p = f64_of(v);
-    if !(0.0..=1.0).contains(&p) {
-        return Err(Refusal::param_range(name, v.clone()).with("min", 0).with("max", 1).into());
-    }
-    Ok(p)
 }
 
 /// `check_resolvable`: a probability the client does not round to 0 (unless it is 0).
@@ -341,24 +415,4 @@ pub(crate) fn check_collectable(protocol: &str, schema: &[PayloadField], aggrega
         return Err(Refusal::limit("aggregate_cells", int_value(aggregate_cells as i128), MAX_AGGREGATE_CELLS).into());
     }
     Ok(())
-}
-
-/// `check_finite`: a finite real.
-pub(crate) fn check_finite(v: &Value, name: &str) -> Result<f64> {
-    if !is_real(v) {
-        return Err(Refusal::param_type(name, "float", v).into());
-    }
-    let x = f64_of(v);
-    if !x.is_finite() {
-        return Err(Refusal::param_range(name, v.clone()).with("finite", true).into());
-    }
-    Ok(x)
-}
-
-/// `check_bool`: a bool.
-pub(crate) fn check_bool(v: &Value, name: &str) -> Result<bool> {
-    match v {
-        Value::Bool(b) => Ok(*b),
-        other => Err(Refusal::param_type(name, "bool", other).into()),
-    }
 }

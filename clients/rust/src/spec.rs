@@ -371,11 +371,11 @@ impl Checker {
             );
             return None;
         };
-        let required: Vec<&str> = entry.fields.iter().filter(|f| f.default.is_none()).map(|f| f.name).collect();
-        let optional: Vec<&str> = entry.fields.iter().filter(|f| f.default.is_some()).map(|f| f.name).collect();
+        let required: Vec<&str> = entry.table.iter().filter(|r| r.default.is_none()).map(|r| r.name).collect();
+        let optional: Vec<&str> = entry.table.iter().filter(|r| r.default.is_some()).map(|r| r.name).collect();
         let ppath = join(path, "params");
         let o = self.obj(raw, &ppath, &required, &optional)?;
-        if !required.iter().all(|k| o.contains_key(*k)) || !o.keys().all(|k| entry.fields.iter().any(|f| f.name == k)) {
+        if !required.iter().all(|k| o.contains_key(*k)) || !o.keys().all(|k| entry.table.iter().any(|r| r.name == k)) {
             return None;
         }
         match entry.params(raw).and_then(|p| p.check_cost().map(|()| p)) {
@@ -383,7 +383,7 @@ impl Checker {
             Err(Error::Refusal(r)) => {
                 // A refusal of one parameter is reported at its path (`params.epsilon`), any other at `params`.
                 let param =
-                    r.field("param").and_then(Value::as_str).filter(|n| entry.fields.iter().any(|f| f.name == *n));
+                    r.field("param").and_then(Value::as_str).filter(|n| entry.table.iter().any(|row| row.name == *n));
                 match param {
                     Some(n) => self.fail(&join(&ppath, n), r.to_string()),
                     None => self.fail(&ppath, r.to_string()),

@@ -47,3 +47,9 @@ test("tsc: typed metrics accept their values and refuse others", () => {
   const r = spawnSync(tsc, ["-p", join(here, "types", "tsconfig.json")], { encoding: "utf8" });
   assert.equal(r.status, 0, r.stdout + r.stderr);
 });
+
+test("VALUE_KINDS names every protocol of the registry, and only those", async () => {
+  const { VALUE_KINDS } = await import("../dist/types.js");
+  const { PROTOCOLS } = await import("../dist/protocols/index.js");
+  assert.deepEqual(Object.keys(VALUE_KINDS).sort(), Object.keys(PROTOCOLS).sort());
+});

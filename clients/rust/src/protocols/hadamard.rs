@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::rr::DOMAIN_FIELDS;
 use super::unary::{check_unary, unary_epsilon};
 use crate::cost::PrivacyCost;
 use crate::encoder::{
     common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol,
 };
 use crate::error::Result;
-use crate::params::{check_collectable, check_epsilon, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::params::{check_collectable, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::pymath;
 use crate::random::{floyd, realized_unchecked as realized, BitMask, RandomSource};
 use crate::rational::Rational;
@@ -39,13 +39,13 @@ pub struct HrParams {
 
 impl HrParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
+        let epsilon = values.float("epsilon")?;
         let p = realized(pymath::logistic_tail(-epsilon));
-        let (d, labels) = check_unary("hr", &values, p, 0.5, &["epsilon"])?;
+        let (d, labels) = check_unary(&values, p, 0.5, &["epsilon"])?;
         let order = 1u64 << (64 - d.leading_zeros());
         check_collectable("hr", &[PayloadField::uint("j", order)], order as u128)?;
         let effective = unary_epsilon(&Rational::of(p), &Rational::of(0.5));
-        let fingerprint = fingerprint_of("hr", DOMAIN_FIELDS, &values);
+        let fingerprint = fingerprint_of("hr", &values);
         Ok(HrParams {
             values,
             fingerprint,
@@ -60,7 +60,7 @@ impl HrParams {
 }
 
 impl ProtocolParams for HrParams {
-    common_params!("hr", DOMAIN_FIELDS);
+    common_params!("hr");
     fn privacy_cost(&self) -> PrivacyCost {
         self.cost
     }
@@ -97,7 +97,7 @@ impl Mechanism for Hr {
 pub(crate) static HR: Protocol = Protocol {
     name: "hr",
     class_name: "HRParams",
-    fields: DOMAIN_FIELDS,
+    table: tables::HR,
     needs_secret: false,
     create: |v| Ok(Arc::new(HrParams::new(v)?)),
     make_encoder: |p, o| {
@@ -129,17 +129,17 @@ pub struct SsParams {
 
 impl SsParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
+        let epsilon = values.float("epsilon")?;
         // d is checked by check_unary below; ω and p are computed first, as Python's lazy properties are, from the
         // given domain size (a bad one is refused before they are used).
         let d_raw = crate::value::int_of(values.get("domain_size")).unwrap_or(2).clamp(2, 1 << 32) as u64;
         let omega = 1u64.max((d_raw as f64 * pymath::logistic_tail(epsilon) + 0.5).floor() as u64);
         let p = realized(pymath::logistic_tail(pymath::log((d_raw - omega) as f64 / omega as f64) - epsilon));
         let q = (omega as f64 - p) / (d_raw - 1) as f64;
-        let (d, labels) = check_unary("ss", &values, p, q, &["epsilon", "domain_size"])?;
+        let (d, labels) = check_unary(&values, p, q, &["epsilon", "domain_size"])?;
         check_collectable("ss", &[PayloadField::bits("bits", d)], d as u128)?;
         let effective = pymath::log(p) - pymath::log1p(-p) + pymath::log((d - omega) as f64 / omega as f64);
-        let fingerprint = fingerprint_of("ss", DOMAIN_FIELDS, &values);
+        let fingerprint = fingerprint_of("ss", &values);
         Ok(SsParams {
             values,
             fingerprint,
@@ -154,7 +154,7 @@ impl SsParams {
 }
 
 impl ProtocolParams for SsParams {
-    common_params!("ss", DOMAIN_FIELDS);
+    common_params!("ss");
     fn privacy_cost(&self) -> PrivacyCost {
         self.cost
     }
@@ -194,7 +194,7 @@ impl Mechanism for Ss {
 pub(crate) static SS: Protocol = Protocol {
     name: "ss",
     class_name: "SSParams",
-    fields: DOMAIN_FIELDS,
+    table: tables::SS,
     needs_secret: false,
     create: |v| Ok(Arc::new(SsParams::new(v)?)),
     make_encoder: |p, o| {

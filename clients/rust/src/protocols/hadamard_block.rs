@@ -14,20 +14,11 @@ use crate::encoder::{
     common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol,
 };
 use crate::error::{Refusal, Result};
-use crate::params::{
-    check_collectable, check_epsilon, check_int, check_labels, fingerprint_of, FieldType, ParamField, ParamValues,
-    PayloadField, ProtocolParams,
-};
+use crate::params::{check_collectable, check_labels, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::pymath;
 use crate::random::{realized_unchecked as realized, RandomSource};
 use crate::rational::Rational;
-
-const FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("domain_size", FieldType::Int),
-    ParamField::optional("blocks", FieldType::Int, "null"),
-    ParamField::optional("labels", FieldType::Labels, "null"),
-];
 
 fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
@@ -111,19 +102,17 @@ impl HrBlockParams {
         if !values.get("blocks").is_null() {
             return Self::new(values);
         }
-        let eps = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))? as u64;
-        let resolved = values
-            .iter()
-            .map(|(n, v)| (n, if n == "blocks" { Value::from(best_blocks(eps, d)) } else { v.clone() }))
-            .collect();
-        Self::new(ParamValues::new(resolved))
+        let eps = values.float("epsilon")?;
+        let d = values.int("domain_size")? as u64;
+        let blocks = Value::from(best_blocks(eps, d));
+        let resolved = values.iter().map(|(n, v)| (n, if n == "blocks" { blocks.clone() } else { v.clone() }));
+        Self::new(ParamValues::of(tables::HR_BLOCK, resolved))
     }
 
     fn new(values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))? as u64;
-        let blocks = check_int(values.get("blocks"), "blocks", 1, Some(d as i128))? as u64;
+        let epsilon = values.float("epsilon")?;
+        let d = values.int("domain_size")? as u64;
+        let blocks = values.int_at_most("blocks", d as i128)? as u64;
         let gamma = realized(uniform_share(epsilon, blocks));
         if gamma <= 0.0 {
             return Err(Refusal::relation("epsilon_too_large", &["epsilon", "domain_size", "blocks"]).into());
@@ -137,7 +126,7 @@ impl HrBlockParams {
         check_collectable("hr-block", &[PayloadField::uint("j", k)], k as u128)?;
         let (g, one) = (Rational::of(gamma), Rational::int(1));
         let effective = (&one + &(&(&Rational::int(2 * blocks as i64) * &(&one - &g)) / &g)).log_ratio();
-        let fingerprint = fingerprint_of("hr-block", FIELDS, &values);
+        let fingerprint = fingerprint_of("hr-block", &values);
         Ok(HrBlockParams {
             values,
             fingerprint,
@@ -158,7 +147,7 @@ impl HrBlockParams {
 }
 
 impl ProtocolParams for HrBlockParams {
-    common_params!("hr-block", FIELDS);
+    common_params!("hr-block");
     fn privacy_cost(&self) -> PrivacyCost {
         self.cost
     }
@@ -199,7 +188,7 @@ impl Mechanism for HrBlock {
 pub(crate) static HR_BLOCK: Protocol = Protocol {
     name: "hr-block",
     class_name: "HRBlockParams",
-    fields: FIELDS,
+    table: tables::HR_BLOCK,
     needs_secret: false,
     create: |v| Ok(Arc::new(HrBlockParams::create(v)?)),
     make_encoder: |p, o| {

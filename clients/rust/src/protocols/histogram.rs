@@ -17,10 +17,8 @@ use crate::encoder::{
     common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
 };
 use crate::error::{Error, Refusal, RefusalCode, Result};
-use crate::params::{
-    check_collectable, check_epsilon, check_int, check_probability, fingerprint_of, FieldType, ParamField, ParamValues,
-    PayloadField, ProtocolParams,
-};
+use crate::params::{check_collectable, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::pymath;
 use crate::pytext::float_repr;
 use crate::random::{floyd, realized_unchecked as realized, BitMask, KeyedRandomSource, RandomSource};
@@ -136,10 +134,6 @@ pub(crate) fn bucket_index(edges: &[f64], value: &Value, clip: bool) -> Result<u
         .into())
 }
 
-fn check_clip(v: &Value) -> Result<bool> {
-    crate::params::check_bool(v, "clip")
-}
-
 /// What the histogram protocols' params share: ε, `edges` (checked), `clip`.
 #[derive(Debug, Clone)]
 pub struct Buckets {
@@ -153,9 +147,9 @@ pub struct Buckets {
 
 impl Buckets {
     fn new(values: &ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
+        let epsilon = values.float("epsilon")?;
         let edges = check_edges(values.get("edges"))?;
-        let clip = check_clip(values.get("clip"))?;
+        let clip = values.bool("clip")?;
         Ok(Buckets { epsilon, edges, clip })
     }
 
@@ -190,13 +184,6 @@ fn floyd_sample(rng: &mut dyn RandomSource, k: usize, d: usize) -> Result<BitMas
     floyd(rng, k, d)
 }
 
-const DBITFLIP_FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("edges", FieldType::Floats),
-    ParamField::optional("d", FieldType::Int, "1"),
-    ParamField::optional("clip", FieldType::Bool, "false"),
-];
-
 /// dBitFlip (`dbitflip`): each report samples `d` of the `k` buckets uniformly and sends, for each, a bit that is 1
 /// with `p1 = realized(σ(−ε/2))` for the value's bucket, `p0 = realized(σ(ε/2))` otherwise. Charged
 /// `max(ε_nominal, ε*)`.
@@ -221,7 +208,7 @@ impl DBitFlipParams {
     fn new(values: ParamValues) -> Result<Self> {
         let buckets = Buckets::new(&values)?;
         let k = buckets.count();
-        let d = check_int(values.get("d"), "d", 1, Some(k as i128))? as u64;
+        let d = values.int_at_most("d", k as i128)? as u64;
         let epsilon = buckets.epsilon;
         let p1 = realized(pymath::logistic_tail(-epsilon / 2.0));
         let p0 = realized(pymath::logistic_tail(epsilon / 2.0));
@@ -233,7 +220,7 @@ impl DBitFlipParams {
         }
         check_collectable("dbitflip", &sampled_bits_schema(k), 2 * k as u128)?;
         let subsets = Self::subsets(k as usize, d as usize);
-        let fingerprint = fingerprint_of("dbitflip", DBITFLIP_FIELDS, &values);
+        let fingerprint = fingerprint_of("dbitflip", &values);
         let nominal = if d >= 2 { epsilon } else { epsilon / 2.0 };
         let cost = PrivacyCost::pure(nominal.max(Self::effective_epsilon(p1, p0, d)));
         Ok(DBitFlipParams { values, fingerprint, buckets, d, p1, p0, subsets, cost })
@@ -276,7 +263,7 @@ impl DBitFlipParams {
 }
 
 impl ProtocolParams for DBitFlipParams {
-    common_params!("dbitflip", DBITFLIP_FIELDS);
+    common_params!("dbitflip");
     fn privacy_cost(&self) -> PrivacyCost {
         self.cost
     }
@@ -333,7 +320,7 @@ impl Mechanism for DBitFlip {
 pub(crate) static DBITFLIP: Protocol = Protocol {
     name: "dbitflip",
     class_name: "DBitFlipParams",
-    fields: DBITFLIP_FIELDS,
+    table: tables::DBITFLIP,
     needs_secret: false,
     create: |v| Ok(Arc::new(DBitFlipParams::new(v)?)),
     make_encoder: |p, o| {
@@ -345,12 +332,6 @@ pub(crate) static DBITFLIP: Protocol = Protocol {
 
 // ---------------------------------------------------------------------------------------------------------------
 // bucket-grr, bucket-oue
-
-const BUCKET_FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("edges", FieldType::Floats),
-    ParamField::optional("clip", FieldType::Bool, "false"),
-];
 
 /// GRR (`bucket-grr`) or OUE (`bucket-oue`) over the buckets of `edges`.
 #[derive(Debug)]
@@ -372,11 +353,14 @@ impl BucketParams {
         let k = buckets.count();
         let (mut grr, mut oue) = (None, None);
         if protocol == "bucket-grr" {
-            let sub = ParamValues::new(vec![
-                ("epsilon", float_value(buckets.epsilon)),
-                ("domain_size", Value::from(k)),
-                ("labels", buckets.labels_value()),
-            ]);
+            let sub = ParamValues::of(
+                tables::GRR,
+                [
+                    ("epsilon", float_value(buckets.epsilon)),
+                    ("domain_size", Value::from(k)),
+                    ("labels", buckets.labels_value()),
+                ],
+            );
             // GRR's checks of epsilon against the number of buckets, in bucket-grr's names.
             grr = Some(
                 GrrParams::new(sub).map_err(|e| e.renamed(|n| (n == "domain_size").then(|| "edges".to_string())))?,
@@ -386,7 +370,7 @@ impl BucketParams {
         }
         let out = BucketParams { protocol, values, fingerprint: String::new(), buckets, grr, oue };
         check_collectable(protocol, &out.schema(), k as u128)?;
-        Ok(BucketParams { fingerprint: fingerprint_of(protocol, BUCKET_FIELDS, &out.values), ..out })
+        Ok(BucketParams { fingerprint: fingerprint_of(protocol, &out.values), ..out })
     }
 }
 
@@ -396,9 +380,6 @@ impl ProtocolParams for BucketParams {
     }
     fn values(&self) -> &ParamValues {
         &self.values
-    }
-    fn fields(&self) -> &'static [ParamField] {
-        BUCKET_FIELDS
     }
     fn fingerprint(&self) -> &str {
         &self.fingerprint
@@ -456,7 +437,7 @@ fn make_bucket(p: Arc<dyn ProtocolParams>, o: EncoderOptions) -> Result<Encoder>
 pub(crate) static BUCKET_GRR: Protocol = Protocol {
     name: "bucket-grr",
     class_name: "BucketGRRParams",
-    fields: BUCKET_FIELDS,
+    table: tables::BUCKET_GRR,
     needs_secret: false,
     create: |v| Ok(Arc::new(BucketParams::new("bucket-grr", v)?)),
     make_encoder: make_bucket,
@@ -467,7 +448,7 @@ pub(crate) static BUCKET_GRR: Protocol = Protocol {
 pub(crate) static BUCKET_OUE: Protocol = Protocol {
     name: "bucket-oue",
     class_name: "BucketOUEParams",
-    fields: BUCKET_FIELDS,
+    table: tables::BUCKET_OUE,
     needs_secret: false,
     create: |v| Ok(Arc::new(BucketParams::new("bucket-oue", v)?)),
     make_encoder: make_bucket,
@@ -476,14 +457,6 @@ pub(crate) static BUCKET_OUE: Protocol = Protocol {
 
 // ---------------------------------------------------------------------------------------------------------------
 // memo-dbitflip
-
-const MEMO_FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("edges", FieldType::Floats),
-    ParamField::optional("d", FieldType::Int, "1"),
-    ParamField::optional("clip", FieldType::Bool, "false"),
-    ParamField::optional("gamma", FieldType::Float, "0.0"),
-];
 
 /// Memoized dBitFlip (`memo-dbitflip`; Ding, Kulkarni & Yekhanin, NeurIPS 2017 §3–4): a permanent sample of `d`
 /// buckets from the secret, a permanent response per value bucket, each report's bits flipped afresh with `γ`.
@@ -503,24 +476,20 @@ impl MemoDBitFlipParams {
     fn new(values: ParamValues) -> Result<Self> {
         let buckets = Buckets::new(&values)?;
         let k = buckets.count();
-        let d = check_int(values.get("d"), "d", 1, Some(k as i128))? as u64;
-        let gamma = check_probability(values.get("gamma"), "gamma")?;
-        if !(0.0..0.5).contains(&gamma) {
-            return Err(Refusal::param_range("gamma", values.get("gamma").clone())
-                .with("min", 0)
-                .with("max", 0.5)
-                .with("max_exclusive", true)
-                .into());
-        }
+        let d = values.int_at_most("d", k as i128)? as u64;
+        let gamma = values.float("gamma")?;
         let edges = Value::Array(buckets.edges.iter().map(|e| float_value(*e)).collect());
-        let memo = DBitFlipParams::new(ParamValues::new(vec![
-            ("epsilon", float_value(buckets.epsilon)),
-            ("edges", edges),
-            ("d", Value::from(d)),
-            ("clip", Value::Bool(buckets.clip)),
-        ]))?;
+        let memo = DBitFlipParams::new(ParamValues::of(
+            tables::DBITFLIP,
+            [
+                ("epsilon", float_value(buckets.epsilon)),
+                ("edges", edges),
+                ("d", Value::from(d)),
+                ("clip", Value::Bool(buckets.clip)),
+            ],
+        ))?;
         check_collectable("memo-dbitflip", &sampled_bits_schema(k), 2 * k as u128)?;
-        let fingerprint = fingerprint_of("memo-dbitflip", MEMO_FIELDS, &values);
+        let fingerprint = fingerprint_of("memo-dbitflip", &values);
         let g = realized(gamma);
         let cost = if g == 0.0 {
             memo.privacy_cost()
@@ -543,7 +512,7 @@ impl MemoDBitFlipParams {
 }
 
 impl ProtocolParams for MemoDBitFlipParams {
-    common_params!("memo-dbitflip", MEMO_FIELDS);
+    common_params!("memo-dbitflip");
     fn privacy_cost(&self) -> PrivacyCost {
         self.cost
     }
@@ -622,7 +591,7 @@ impl Mechanism for MemoDBitFlip {
 pub(crate) static MEMO_DBITFLIP: Protocol = Protocol {
     name: "memo-dbitflip",
     class_name: "MemoDBitFlipParams",
-    fields: MEMO_FIELDS,
+    table: tables::MEMO_DBITFLIP,
     needs_secret: true,
     create: |v| Ok(Arc::new(MemoDBitFlipParams::new(v)?)),
     make_encoder: |p, mut o| {

@@ -14,21 +14,12 @@ use super::rr::{grr_draw, GrrParams};
 use crate::cost::PrivacyCost;
 use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{Error, Refusal, RefusalKind, Result};
-use crate::params::{
-    check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
-    ProtocolParams,
-};
+use crate::params::{check_collectable, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::pymath;
 use crate::random::RandomSource;
 use crate::rational::Rational;
 use crate::value::float_value;
-
-const FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon_perm", FieldType::Float),
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("domain_size", FieldType::Int),
-    ParamField::optional("labels", FieldType::Labels, "null"),
-];
 
 fn grr_effective(g: &GrrParams) -> f64 {
     pymath::log(g.p * (g.d - 1) as f64 / (1.0 - g.p))
@@ -53,14 +44,15 @@ pub struct LgrrParams {
 
 impl LgrrParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let epsilon_perm = check_epsilon(values.get("epsilon_perm"), "epsilon_perm")?;
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))? as u64;
+        let epsilon_perm = values.float("epsilon_perm")?;
+        let epsilon = values.float("epsilon")?;
+        let d = values.int("domain_size")? as u64;
         if !(epsilon < epsilon_perm) {
             return Err(Refusal::relation("epsilon<epsilon_perm", &["epsilon", "epsilon_perm"]).into());
         }
         let sub = |eps: f64, labels: Value| {
-            ParamValues::new(vec![("epsilon", float_value(eps)), ("domain_size", Value::from(d)), ("labels", labels)])
+            let given = [("epsilon", float_value(eps)), ("domain_size", Value::from(d)), ("labels", labels)];
+            ParamValues::of(tables::GRR, given)
         };
         let permanent = GrrParams::new(sub(epsilon_perm, values.get("labels").clone()))
             .map_err(|e| e.renamed(|n| (n == "epsilon").then(|| "epsilon_perm".to_string())))?;
@@ -86,7 +78,7 @@ impl LgrrParams {
         let ps = &(&p1 * &p2) + &(&(&(&one - &p1) * &(&one - &p2)) / &km1);
         let realized = (&(&ps * &km1) / &(&one - &ps)).log_ratio();
         let cost = PrivacyCost::pure(epsilon.max(realized));
-        let fingerprint = fingerprint_of("lgrr", FIELDS, &values);
+        let fingerprint = fingerprint_of("lgrr", &values);
         let mut out = LgrrParams {
             values,
             fingerprint,
@@ -146,7 +138,7 @@ impl LgrrParams {
 }
 
 impl ProtocolParams for LgrrParams {
-    common_params!("lgrr", FIELDS);
+    common_params!("lgrr");
     fn privacy_cost(&self) -> PrivacyCost {
         self.cost
     }
@@ -182,7 +174,7 @@ impl Mechanism for Lgrr {
 pub(crate) static LGRR: Protocol = Protocol {
     name: "lgrr",
     class_name: "LGRRParams",
-    fields: FIELDS,
+    table: tables::LGRR,
     needs_secret: true,
     create: |v| Ok(Arc::new(LgrrParams::new(v)?)),
     make_encoder: |p, mut o| {

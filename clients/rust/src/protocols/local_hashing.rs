@@ -11,22 +11,13 @@ use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
 use crate::encoder::{domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{Refusal, Result};
-use crate::params::{
-    check_collectable, check_epsilon, check_int, check_labels, fingerprint_of, FieldType, ParamField, ParamValues,
-    PayloadField, ProtocolParams,
-};
+use crate::params::{check_collectable, check_labels, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::pymath;
 use crate::random::{realized_unchecked as realized, RandomSource};
 
 /// The default (and largest) seed range: a 32-bit seed.
 pub const SEED_RANGE: u64 = 1 << 32;
-
-const FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("domain_size", FieldType::Int),
-    ParamField::optional("labels", FieldType::Labels, "null"),
-    ParamField::optional("seed_range", FieldType::Int, "4294967296"),
-];
 
 /// `lh_hash`: `MurmurHash3_x86_32(uint32_LE(key), seed) mod g` (OLH, BLH and PEM's OLH groups).
 pub fn lh_hash(key: u64, seed: u64, g: u64) -> u64 {
@@ -76,9 +67,9 @@ pub struct LocalHashingParams {
 impl LocalHashingParams {
     /// Python's `_check`, in its order.
     pub(crate) fn new(protocol: &'static str, values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))? as u64;
-        let seed_range = check_int(values.get("seed_range"), "seed_range", 1, Some(SEED_RANGE as i128))? as u64;
+        let epsilon = values.float("epsilon")?;
+        let d = values.int("domain_size")? as u64;
+        let seed_range = values.int("seed_range")? as u64;
         let g = if protocol == "olh" { olh_width(epsilon)? } else { 2 };
         if g > 1 << 32 {
             return Err(Refusal::relation("hash_range", &["epsilon"]).into());
@@ -94,7 +85,7 @@ impl LocalHashingParams {
         let labels = check_labels(values.get("labels"), d as i128)?;
         check_collectable(protocol, &[PayloadField::uint("seed", seed_range), PayloadField::uint("y", g)], d as u128)?;
         let effective = pymath::log(p * (g - 1) as f64 / (1.0 - p));
-        let fingerprint = fingerprint_of(protocol, FIELDS, &values);
+        let fingerprint = fingerprint_of(protocol, &values);
         let cost = PrivacyCost::pure(epsilon.max(effective));
         Ok(LocalHashingParams { protocol, values, fingerprint, epsilon, d, seed_range, g, p, labels, cost })
     }
@@ -111,9 +102,6 @@ impl ProtocolParams for LocalHashingParams {
     }
     fn values(&self) -> &ParamValues {
         &self.values
-    }
-    fn fields(&self) -> &'static [ParamField] {
-        FIELDS
     }
     fn fingerprint(&self) -> &str {
         &self.fingerprint
@@ -155,7 +143,7 @@ fn make(p: Arc<dyn ProtocolParams>, o: crate::encoder::EncoderOptions) -> Result
 pub(crate) static OLH: Protocol = Protocol {
     name: "olh",
     class_name: "OLHParams",
-    fields: FIELDS,
+    table: tables::OLH,
     needs_secret: false,
     create: |v| Ok(Arc::new(LocalHashingParams::new("olh", v)?)),
     make_encoder: make,
@@ -166,7 +154,7 @@ pub(crate) static OLH: Protocol = Protocol {
 pub(crate) static BLH: Protocol = Protocol {
     name: "blh",
     class_name: "BLHParams",
-    fields: FIELDS,
+    table: tables::BLH,
     needs_secret: false,
     create: |v| Ok(Arc::new(LocalHashingParams::new("blh", v)?)),
     make_encoder: make,

@@ -13,9 +13,8 @@ use super::numeric::{HybridParams, PiecewiseParams};
 use crate::cost::PrivacyCost;
 use crate::encoder::{downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Prepared, Protocol};
 use crate::error::{kind_of, Error, Refusal, RefusalCode, Result};
-use crate::params::{
-    check_collectable, check_epsilon, FieldType, ParamField, ParamValues, PayloadField, PayloadKind, ProtocolParams,
-};
+use crate::params::{check_collectable, ParamValues, PayloadField, PayloadKind, ProtocolParams};
+use crate::protocols::tables;
 use crate::pymath;
 use crate::pytext::{self};
 use crate::random::{BitMask, NoDraws, RandomSource};
@@ -25,12 +24,6 @@ use crate::value::float_value;
 /// The most fields a report carries (the wire format's limit).
 pub const MAX_FIELDS: usize = 16;
 const COMPONENTS: &[&str] = &["rr", "grr", "bucket-grr", "dbitflip", "duchi", "piecewise", "hybrid"];
-
-const FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("mode", FieldType::Str),
-    ParamField::required("attributes", FieldType::Any),
-];
 
 /// `multi`'s parameters.
 #[derive(Debug)]
@@ -111,7 +104,8 @@ fn build(proto: &str, params: &Map<String, Value>, epsilon: f64) -> Result<Arc<d
             keys.sort();
             return Err(Refusal::value(RefusalCode::UnknownParams).with("params", keys).into());
         }
-        let eps = check_epsilon(&float_value(epsilon), "epsilon")?;
+        // The attribute's ε (ε/d in split mode: it may underflow) read as an ε.
+        let eps = ParamValues::of(tables::MULTI, [("epsilon", float_value(epsilon))]).float("epsilon")?;
         let p = pymath::logistic_tail(eps);
         let q = pymath::logistic_tail(-eps);
         if q == 1.0 {
@@ -142,11 +136,8 @@ fn cells(c: &dyn ProtocolParams) -> u128 {
 
 impl MultiParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let mode = match values.get("mode").as_str() {
-            Some(m @ ("split" | "sample")) => m.to_string(),
-            _ => return Err(Refusal::choice("mode", &["split", "sample"], values.get("mode")).into()),
-        };
+        let epsilon = values.float("epsilon")?;
+        let mode = values.choice("mode")?.to_string();
         let Value::Array(raw) = values.get("attributes") else {
             return Err(Refusal::param_type("attributes", "list", values.get("attributes")).into());
         };
@@ -207,9 +198,6 @@ impl ProtocolParams for MultiParams {
     }
     fn values(&self) -> &ParamValues {
         &self.values
-    }
-    fn fields(&self) -> &'static [ParamField] {
-        FIELDS
     }
     fn fingerprint(&self) -> &str {
         &self.fingerprint
@@ -353,7 +341,7 @@ fn make(p: Arc<dyn ProtocolParams>, o: EncoderOptions) -> Result<Encoder> {
 pub(crate) static MULTI: Protocol = Protocol {
     name: "multi",
     class_name: "MultiParams",
-    fields: FIELDS,
+    table: tables::MULTI,
     needs_secret: false,
     create: |v| Ok(Arc::new(MultiParams::new(v)?)),
     make_encoder: make,

@@ -13,10 +13,8 @@ use crate::encoder::{
     common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
 };
 use crate::error::{Refusal, Result};
-use crate::params::{
-    check_collectable, check_epsilon, check_int, check_probability, fingerprint_of, FieldType, ParamField, ParamValues,
-    PayloadField, ProtocolParams,
-};
+use crate::params::{check_collectable, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::pymath;
 use crate::random::{realized_unchecked as realized, threshold, KeyedRandomSource, RandomSource};
 use crate::value::{f64_of, float_value, is_real};
@@ -25,34 +23,6 @@ use crate::value::{f64_of, float_value, is_real};
 pub const MAX_CELLS: u64 = 1 << 16;
 /// ε* of the hybrid mechanism: the root of `3t³ − t² + t − 7` at `t = e^{ε/2}`.
 pub const HYBRID_THRESHOLD: f64 = 0.6093524930273091;
-
-const COMMON_FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("low", FieldType::Float),
-    ParamField::required("high", FieldType::Float),
-    ParamField::optional("clip", FieldType::Bool, "false"),
-];
-
-const CELLS_FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("low", FieldType::Float),
-    ParamField::required("high", FieldType::Float),
-    ParamField::optional("clip", FieldType::Bool, "false"),
-    ParamField::optional("cells", FieldType::Int, "1024"),
-];
-
-const MEMO_FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("low", FieldType::Float),
-    ParamField::required("high", FieldType::Float),
-    ParamField::optional("clip", FieldType::Bool, "false"),
-    ParamField::optional("buckets", FieldType::Int, "16"),
-    ParamField::optional("gamma", FieldType::Float, "0.0"),
-];
-
-fn finite(v: &Value, name: &str) -> Result<f64> {
-    crate::params::check_finite(v, name)
-}
 
 /// What every mean protocol checks first: ε, the bounds, `clip`.
 #[derive(Debug, Clone)]
@@ -69,26 +39,32 @@ pub struct Bounds {
 
 impl Bounds {
     fn new(values: &ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let low = finite(values.get("low"), "low")?;
-        let high = finite(values.get("high"), "high")?;
+        let epsilon = values.float("epsilon")?;
+        let low = values.float("low")?;
+        let high = values.float("high")?;
         if !(low < high) {
             return Err(Refusal::relation("low<high", &["low", "high"]).into());
         }
         if !(high - low).is_finite() {
             return Err(Refusal::relation("width_finite", &["low", "high"]).into());
         }
-        let clip = crate::params::check_bool(values.get("clip"), "clip")?;
+        let clip = values.bool("clip")?;
         Ok(Bounds { epsilon, low, high, clip })
     }
 
+    /// The parameters of `duchi` with these bounds.
     fn values(&self) -> ParamValues {
-        ParamValues::new(vec![
+        ParamValues::of(tables::DUCHI, self.given())
+    }
+
+    /// ε and the bounds as parameter values (`duchi`'s, and the first of `piecewise`'s).
+    fn given(&self) -> [(&'static str, Value); 4] {
+        [
             ("epsilon", float_value(self.epsilon)),
             ("low", float_value(self.low)),
             ("high", float_value(self.high)),
             ("clip", Value::Bool(self.clip)),
-        ])
+        ]
     }
 
     /// A value as a double in `[low, high]` (Python's `check_value`).
@@ -165,7 +141,7 @@ impl DuchiParams {
             return Err(Refusal::relation(rule, &["epsilon"]).into());
         }
         check_collectable("duchi", &[PayloadField::uint("bit", 2)], 2)?;
-        let fingerprint = fingerprint_of("duchi", COMMON_FIELDS, &values);
+        let fingerprint = fingerprint_of("duchi", &values);
         Ok(DuchiParams { values, fingerprint, bounds, q })
     }
 
@@ -178,7 +154,7 @@ impl DuchiParams {
 }
 
 impl ProtocolParams for DuchiParams {
-    common_params!("duchi", COMMON_FIELDS);
+    common_params!("duchi");
     fn privacy_cost(&self) -> PrivacyCost {
         PrivacyCost::pure(duchi_epsilon_of(self.q))
     }
@@ -210,7 +186,7 @@ impl PiecewiseParams {
     fn new(values: ParamValues) -> Result<Self> {
         let bounds = Bounds::new(&values)?;
         let epsilon = bounds.epsilon;
-        let cells = check_int(values.get("cells"), "cells", 2, Some(MAX_CELLS as i128))? as u64;
+        let cells = values.int("cells")? as u64;
         let window = ((cells as f64 * pymath::logistic_tail(epsilon / 2.0) + 0.5).floor() as i64)
             .clamp(1, cells as i64 - 1) as u64;
         let epsilon_of = |p: f64| {
@@ -231,7 +207,7 @@ impl PiecewiseParams {
             return Err(Refusal::relation("epsilon_too_small", &["epsilon", "cells"]).into());
         }
         check_collectable("piecewise", &[PayloadField::uint("cell", cells)], cells as u128)?;
-        let fingerprint = fingerprint_of("piecewise", CELLS_FIELDS, &values);
+        let fingerprint = fingerprint_of("piecewise", &values);
         Ok(PiecewiseParams { values, fingerprint, bounds, cells, window, p_in: p })
     }
 
@@ -258,7 +234,7 @@ impl PiecewiseParams {
 }
 
 impl ProtocolParams for PiecewiseParams {
-    common_params!("piecewise", CELLS_FIELDS);
+    common_params!("piecewise");
     fn privacy_cost(&self) -> PrivacyCost {
         PrivacyCost::pure(self.realized_epsilon())
     }
@@ -288,14 +264,13 @@ pub struct HybridParams {
 impl HybridParams {
     fn new(values: ParamValues) -> Result<Self> {
         let bounds = Bounds::new(&values)?;
-        let cells = check_int(values.get("cells"), "cells", 2, Some(MAX_CELLS as i128))? as u64;
+        let cells = values.int("cells")? as u64;
         let duchi = DuchiParams::new(bounds.values())?;
         let epsilon = bounds.epsilon;
         let alpha = if epsilon > HYBRID_THRESHOLD { realized(-pymath::expm1(-epsilon / 2.0)) } else { 0.0 };
         let piecewise = if alpha > 0.0 {
-            let mut v: Vec<(&'static str, Value)> = bounds.values().iter().map(|(n, v)| (n, v.clone())).collect();
-            v.push(("cells", Value::from(cells)));
-            Some(PiecewiseParams::new(ParamValues::new(v))?)
+            let given = bounds.given().into_iter().chain([("cells", Value::from(cells))]);
+            Some(PiecewiseParams::new(ParamValues::of(tables::PIECEWISE, given))?)
         } else {
             None
         };
@@ -304,13 +279,13 @@ impl HybridParams {
             &[PayloadField::uint("pm", 2), PayloadField::uint("out", cells)],
             cells as u128 + 2,
         )?;
-        let fingerprint = fingerprint_of("hybrid", CELLS_FIELDS, &values);
+        let fingerprint = fingerprint_of("hybrid", &values);
         Ok(HybridParams { values, fingerprint, cells, duchi, alpha, piecewise })
     }
 }
 
 impl ProtocolParams for HybridParams {
-    common_params!("hybrid", CELLS_FIELDS);
+    common_params!("hybrid");
     fn privacy_cost(&self) -> PrivacyCost {
         let d = duchi_epsilon_of(self.duchi.q);
         PrivacyCost::pure(match &self.piecewise {
@@ -373,7 +348,7 @@ impl Mechanism for Numeric {
 pub(crate) static DUCHI: Protocol = Protocol {
     name: "duchi",
     class_name: "DuchiParams",
-    fields: COMMON_FIELDS,
+    table: tables::DUCHI,
     needs_secret: false,
     create: |v| Ok(Arc::new(DuchiParams::new(v)?)),
     make_encoder: |p, o| {
@@ -387,7 +362,7 @@ pub(crate) static DUCHI: Protocol = Protocol {
 pub(crate) static PIECEWISE: Protocol = Protocol {
     name: "piecewise",
     class_name: "PiecewiseParams",
-    fields: CELLS_FIELDS,
+    table: tables::PIECEWISE,
     needs_secret: false,
     create: |v| Ok(Arc::new(PiecewiseParams::new(v)?)),
     make_encoder: |p, o| {
@@ -401,7 +376,7 @@ pub(crate) static PIECEWISE: Protocol = Protocol {
 pub(crate) static HYBRID: Protocol = Protocol {
     name: "hybrid",
     class_name: "HybridParams",
-    fields: CELLS_FIELDS,
+    table: tables::HYBRID,
     needs_secret: false,
     create: |v| Ok(Arc::new(HybridParams::new(v)?)),
     make_encoder: |p, o| {
@@ -432,18 +407,11 @@ pub struct MemoMeanParams {
 impl MemoMeanParams {
     fn new(values: ParamValues) -> Result<Self> {
         Bounds::new(&values)?;
-        let buckets = check_int(values.get("buckets"), "buckets", 1, Some(1 << 16))? as u64;
-        let gamma = check_probability(values.get("gamma"), "gamma")?;
-        if !(0.0..0.5).contains(&gamma) {
-            return Err(Refusal::param_range("gamma", values.get("gamma").clone())
-                .with("min", 0)
-                .with("max", 0.5)
-                .with("max_exclusive", true)
-                .into());
-        }
+        let buckets = values.int("buckets")? as u64;
+        let gamma = values.float("gamma")?;
         let memo = DuchiParams::new(Bounds::new(&values)?.values())?;
         check_collectable("memo-mean", &[PayloadField::uint("bit", 2)], 2)?;
-        let fingerprint = fingerprint_of("memo-mean", MEMO_FIELDS, &values);
+        let fingerprint = fingerprint_of("memo-mean", &values);
         Ok(MemoMeanParams { values, fingerprint, buckets, gamma, memo })
     }
 
@@ -464,7 +432,7 @@ impl MemoMeanParams {
 }
 
 impl ProtocolParams for MemoMeanParams {
-    common_params!("memo-mean", MEMO_FIELDS);
+    common_params!("memo-mean");
     fn privacy_cost(&self) -> PrivacyCost {
         let q = self.q();
         PrivacyCost::pure(pymath::log1p((1.0 - 2.0 * q) / q))
@@ -532,7 +500,7 @@ fn make_memo_mean(p: Arc<dyn ProtocolParams>, mut o: EncoderOptions) -> Result<E
 pub(crate) static MEMO_MEAN: Protocol = Protocol {
     name: "memo-mean",
     class_name: "MemoMeanParams",
-    fields: MEMO_FIELDS,
+    table: tables::MEMO_MEAN,
     needs_secret: true,
     create: |v| Ok(Arc::new(MemoMeanParams::new(v)?)),
     make_encoder: make_memo_mean,

@@ -9,36 +9,22 @@ use num_bigint::BigUint;
 use num_traits::ToPrimitive;
 use serde_json::Value;
 
-use super::local_hashing::{lh_draw, LocalHashingParams, SEED_RANGE};
+use super::local_hashing::{lh_draw, LocalHashingParams};
 use super::range_tree::null_variance;
 use super::rr::{grr_draw, GrrParams};
 use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
 use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{Error, Refusal, RefusalCode, Result};
-use crate::params::{
-    check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
-    ProtocolParams,
-};
+use crate::params::{check_collectable, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::random::RandomSource;
 use crate::value::float_value;
 
 /// The MurmurHash3 seed of a prefix over 32 bits.
 pub const KEY_SEED: u32 = 0x50454D;
 const MAX_START_BITS: i128 = 24;
-const MAX_STEP_BITS: i128 = 16;
 const MAX_GRR_BITS: u64 = 16;
-
-const FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::optional("max_length", FieldType::Int, "10"),
-    ParamField::optional("start_bits", FieldType::Int, "8"),
-    ParamField::optional("step_bits", FieldType::Int, "8"),
-    ParamField::optional("top_k", FieldType::Int, "32"),
-    ParamField::optional("oracle", FieldType::Str, "\"olh\""),
-    ParamField::optional("truncate", FieldType::Bool, "false"),
-    ParamField::optional("seed_range", FieldType::Int, "4294967296"),
-];
 
 /// A group's oracle.
 #[derive(Debug)]
@@ -75,19 +61,14 @@ pub struct PemParams {
 
 impl PemParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let max_length = check_int(values.get("max_length"), "max_length (bytes)", 1, Some(1 << 12))? as u64;
-        let start_bits =
-            check_int(values.get("start_bits"), "start_bits", 1, Some(MAX_START_BITS.min(8 * max_length as i128)))?
-                as u64;
-        let step_bits = check_int(values.get("step_bits"), "step_bits", 1, Some(MAX_STEP_BITS))? as u64;
-        check_int(values.get("top_k"), "top_k", 1, Some(1 << 16))?;
-        let seed_range = check_int(values.get("seed_range"), "seed_range", 1, Some(SEED_RANGE as i128))? as u64;
-        let oracle = match values.get("oracle").as_str() {
-            Some(o @ ("olh" | "grr" | "auto")) => o.to_string(),
-            _ => return Err(Refusal::choice("oracle", &["olh", "grr", "auto"], values.get("oracle")).into()),
-        };
-        let truncate = crate::params::check_bool(values.get("truncate"), "truncate")?;
+        let epsilon = values.float("epsilon")?;
+        let max_length = values.int("max_length")? as u64;
+        let start_bits = values.int_at_most("start_bits", MAX_START_BITS.min(8 * max_length as i128))? as u64;
+        let step_bits = values.int("step_bits")? as u64;
+        values.int("top_k")?;
+        let seed_range = values.int("seed_range")? as u64;
+        let oracle = values.choice("oracle")?.to_string();
+        let truncate = values.bool("truncate")?;
         let total = 8 * max_length;
         let groups = 1 + (total - start_bits).div_ceil(step_bits);
         if !(1..=1 << 16).contains(&groups) {
@@ -99,11 +80,11 @@ impl PemParams {
         }
         // A group's GRR ε too large or too small for its prefixes: a relation of PEM's own parameters.
         let grr = |group: u64| {
-            GrrParams::new(ParamValues::new(vec![
-                ("epsilon", float_value(epsilon)),
-                ("domain_size", Value::from(1u64 << prefix_bits(group))),
-                ("labels", Value::Null),
-            ]))
+            let domain_size = Value::from(1u64 << prefix_bits(group));
+            GrrParams::new(ParamValues::of(
+                tables::GRR,
+                [("epsilon", float_value(epsilon)), ("domain_size", domain_size)],
+            ))
             .map_err(|e| {
                 e.relation_of(&["epsilon", "max_length", "start_bits", "step_bits", "oracle"], |r| {
                     r.fields
@@ -116,12 +97,14 @@ impl PemParams {
         let make_olh = || {
             LocalHashingParams::new(
                 "olh",
-                ParamValues::new(vec![
-                    ("epsilon", float_value(epsilon)),
-                    ("domain_size", Value::from(2)),
-                    ("labels", Value::Null),
-                    ("seed_range", Value::from(seed_range)),
-                ]),
+                ParamValues::of(
+                    tables::OLH,
+                    [
+                        ("epsilon", float_value(epsilon)),
+                        ("domain_size", Value::from(2)),
+                        ("seed_range", Value::from(seed_range)),
+                    ],
+                ),
             )
         };
         let mut olh: Option<LocalHashingParams> = None;
@@ -168,7 +151,7 @@ impl PemParams {
             oracle,
         };
         check_collectable("pem", &out.schema(), groups as u128)?;
-        out.fingerprint = fingerprint_of("pem", FIELDS, &out.values);
+        out.fingerprint = fingerprint_of("pem", &out.values);
         Ok(out)
     }
 
@@ -252,7 +235,7 @@ fn drop_incomplete_tail(raw: Vec<u8>) -> Vec<u8> {
 }
 
 impl ProtocolParams for PemParams {
-    common_params!("pem", FIELDS);
+    common_params!("pem");
     fn privacy_cost(&self) -> PrivacyCost {
         let olh = self.olh.as_ref().map_or(0.0, |o| o.privacy_cost().epsilon);
         PrivacyCost::pure(
@@ -324,7 +307,7 @@ impl Mechanism for Pem {
 pub(crate) static PEM: Protocol = Protocol {
     name: "pem",
     class_name: "PEMParams",
-    fields: FIELDS,
+    table: tables::PEM,
     needs_secret: false,
     create: |v| Ok(Arc::new(PemParams::new(v)?)),
     make_encoder: |p, o| {

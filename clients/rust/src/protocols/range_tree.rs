@@ -15,26 +15,13 @@ use crate::cost::PrivacyCost;
 use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{kind_of, Error, Refusal, RefusalCode, RefusalKind, Result};
 use crate::params::int_value;
-use crate::params::{
-    check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
-    ProtocolParams,
-};
+use crate::params::{check_collectable, check_int, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::random::{BitMask, RandomSource};
-use crate::value::{f64_of, float_value, int_of, is_real};
+use crate::value::{float_value, int_of, is_real};
 
 /// The most leaves.
 pub const MAX_LEAVES: u64 = 1 << 16;
-
-const FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("low", FieldType::Float),
-    ParamField::required("high", FieldType::Float),
-    ParamField::optional("branching", FieldType::Int, "4"),
-    ParamField::optional("depth", FieldType::Int, "5"),
-    ParamField::optional("oracle", FieldType::Str, "\"auto\""),
-    ParamField::optional("level_weights", FieldType::Any, "[]"),
-    ParamField::optional("clip", FieldType::Bool, "false"),
-];
 
 /// `V0 = q(1−q)/(p−q)²`: the variance per report of the count of a value nobody holds.
 pub fn null_variance(p: f64, q: f64) -> f64 {
@@ -81,40 +68,35 @@ pub struct HhParams {
     pub oracles: Vec<LevelOracle>,
 }
 
-fn finite(v: &Value, name: &str) -> Result<f64> {
+/// `low` or `high`: Python refuses a non-number with a ValueError (its code param_type), then the table's range.
+fn finite(values: &ParamValues, name: &str) -> Result<f64> {
+    let v = values.get(name);
     if !is_real(v) {
-        // Python refuses it with a ValueError, its code param_type.
         return Err(Refusal::value(RefusalCode::ParamType)
             .with("param", name)
             .with("expected", "float")
             .with("got", kind_of(v))
             .into());
     }
-    if !f64_of(v).is_finite() {
-        return Err(Refusal::param_range(name, v.clone()).with("finite", true).into());
-    }
-    Ok(f64_of(v))
+    values.float(name)
 }
 
 impl HhParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let low = finite(values.get("low"), "low")?;
-        let high = finite(values.get("high"), "high")?;
+        let epsilon = values.float("epsilon")?;
+        let low = finite(&values, "low")?;
+        let high = finite(&values, "high")?;
         if !(low < high) {
             return Err(Refusal::relation("low<high", &["low", "high"]).into());
         }
-        let branching = check_int(values.get("branching"), "branching", 2, Some(MAX_LEAVES as i128))? as u64;
-        let depth = check_int(values.get("depth"), "depth", 1, Some(16))? as u64;
+        let branching = values.int("branching")? as u64;
+        let depth = values.int("depth")? as u64;
         if (branching as u128).checked_pow(depth as u32).is_none_or(|n| n > MAX_LEAVES as u128) {
             let leaves = int_value((branching as i128).saturating_pow(depth as u32));
             return Err(Refusal::limit("leaves", leaves, MAX_LEAVES).into());
         }
-        let oracle = match values.get("oracle").as_str() {
-            Some(o @ ("auto" | "oue" | "grr")) => o.to_string(),
-            _ => return Err(Refusal::choice("oracle", &["auto", "oue", "grr"], values.get("oracle")).into()),
-        };
-        let clip = crate::params::check_bool(values.get("clip"), "clip")?;
+        let oracle = values.choice("oracle")?;
+        let clip = values.bool("clip")?;
         let Value::Array(w) = values.get("level_weights") else {
             return Err(Refusal::param_type("level_weights", "list", values.get("level_weights")).into());
         };
@@ -149,21 +131,16 @@ impl HhParams {
         let mut oracles = Vec::with_capacity(depth as usize);
         for level in 1..=depth {
             let m = branching.pow(level as u32);
-            let sub = || {
-                ParamValues::new(vec![
-                    ("epsilon", float_value(epsilon)),
-                    ("domain_size", Value::from(m)),
-                    ("labels", Value::Null),
-                ])
-            };
+            let sub =
+                |table| ParamValues::of(table, [("epsilon", float_value(epsilon)), ("domain_size", Value::from(m))]);
             // A level's ε too large or too small for its oracle: a relation of the tree's own parameters.
             let level = |e: Error| e.relation_of(&["epsilon", "branching", "depth", "oracle"], |_| true);
-            oracles.push(match oracle.as_str() {
-                "grr" => LevelOracle::Grr(GrrParams::new(sub()).map_err(level)?),
-                "oue" => LevelOracle::Oue(UnaryParams::new("oue", sub()).map_err(level)?),
+            oracles.push(match oracle {
+                "grr" => LevelOracle::Grr(GrrParams::new(sub(tables::GRR)).map_err(level)?),
+                "oue" => LevelOracle::Oue(UnaryParams::new("oue", sub(tables::OUE)).map_err(level)?),
                 _ => {
-                    let oue = UnaryParams::new("oue", sub()).map_err(level)?;
-                    match GrrParams::new(sub()) {
+                    let oue = UnaryParams::new("oue", sub(tables::OUE)).map_err(level)?;
+                    match GrrParams::new(sub(tables::GRR)) {
                         Ok(g) if null_variance(g.p, (1.0 - g.p) / (g.d - 1) as f64) < null_variance(oue.p, oue.q) => {
                             LevelOracle::Grr(g)
                         }
@@ -186,7 +163,7 @@ impl HhParams {
             oracles,
         };
         check_collectable("hh", &out.schema(), depth as u128 * (n as u128 + 1))?;
-        out.fingerprint = fingerprint_of("hh", FIELDS, &out.values);
+        out.fingerprint = fingerprint_of("hh", &out.values);
         Ok(out)
     }
 
@@ -205,7 +182,7 @@ impl HhParams {
 }
 
 impl ProtocolParams for HhParams {
-    common_params!("hh", FIELDS);
+    common_params!("hh");
     fn privacy_cost(&self) -> PrivacyCost {
         PrivacyCost::pure(self.oracles.iter().map(|o| o.cost().epsilon).fold(f64::NEG_INFINITY, f64::max))
     }
@@ -287,7 +264,7 @@ impl Mechanism for Hh {
 pub(crate) static HH: Protocol = Protocol {
     name: "hh",
     class_name: "HHParams",
-    fields: FIELDS,
+    table: tables::HH,
     needs_secret: false,
     create: |v| Ok(Arc::new(HhParams::new(v)?)),
     make_encoder: |p, o| {

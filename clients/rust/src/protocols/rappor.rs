@@ -16,9 +16,9 @@ use crate::encoder::{
 };
 use crate::error::{Error, Refusal, Result};
 use crate::params::{
-    check_collectable, check_int, check_resolvable, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
-    ProtocolParams,
+    check_collectable, check_int, check_resolvable, fingerprint_of, ParamValues, PayloadField, ProtocolParams,
 };
+use crate::protocols::tables;
 use crate::pymath;
 use crate::random::{realized_unchecked as realized, BitMask, KeyedRandomSource, RandomSource};
 
@@ -28,16 +28,6 @@ const MEMO_ENTRIES: usize = 256;
 const MEMO_MAX_VALUE: usize = 512;
 const PRR_DOMAIN: &[u8] = b"ldp/rappor/prr/v1\0";
 const MEMO_DOMAIN: &[u8] = b"ldp/rappor/memo/v1\0";
-
-const FIELDS: &[ParamField] = &[
-    ParamField::required("num_bloombits", FieldType::Int),
-    ParamField::required("num_hashes", FieldType::Int),
-    ParamField::required("num_cohorts", FieldType::Int),
-    ParamField::required("p", FieldType::Float),
-    ParamField::required("q", FieldType::Float),
-    ParamField::required("f", FieldType::Float),
-    ParamField::optional("mode", FieldType::Str, "\"ldp\""),
-];
 
 /// RAPPOR's parameters.
 #[derive(Debug)]
@@ -64,33 +54,25 @@ pub struct RapporParams {
 
 impl RapporParams {
     pub(crate) fn new(values: ParamValues) -> Result<Self> {
-        let k = check_int(values.get("num_bloombits"), "num_bloombits (k)", 1, None)?;
-        let h = check_int(values.get("num_hashes"), "num_hashes (h)", 1, None)?;
-        let m = check_int(values.get("num_cohorts"), "num_cohorts (m)", 1, Some(MAX_COHORTS as i128))? as u64;
+        let k = values.int("num_bloombits")?;
+        let h = values.int("num_hashes")?;
+        let m = values.int("num_cohorts")? as u64;
         if h > k {
             return Err(Refusal::relation("h<=k", &["num_hashes", "num_bloombits"]).into());
         }
-        let p = check_resolvable(crate::params::check_probability(values.get("p"), "p")?, "p")?;
-        let q = check_resolvable(crate::params::check_probability(values.get("q"), "q")?, "q")?;
-        let f = check_resolvable(crate::params::check_probability(values.get("f"), "f")?, "f")?;
-        if !(0.0..1.0).contains(&f) {
-            return Err(Refusal::param_range("f", values.get("f").clone())
-                .with("min", 0)
-                .with("max", 1)
-                .with("max_exclusive", true)
-                .into());
-        }
+        let p = check_resolvable(values.float("p")?, "p")?;
+        let q = check_resolvable(values.float("q")?, "q")?;
+        // Both of f's ranges, [0, 1] and [0, 1), before its resolution (Python checks that between them: a
+        // probability it refuses is in (0, 2^-64), inside both).
+        let f = check_resolvable(values.float("f")?, "f")?;
         if !(p < q) {
             return Err(Refusal::relation("p<q", &["p", "q"]).into());
         }
-        let mode = match values.get("mode").as_str() {
-            Some(m @ ("ldp" | "google")) => m.to_string(),
-            _ => return Err(Refusal::choice("mode", &["ldp", "google"], values.get("mode")).into()),
-        };
+        let mode = values.choice("mode")?.to_string();
         let bits = k.min(i32::MAX as i128) as u64;
         let schema = [PayloadField::uint("cohort", m), PayloadField::bits("bits", bits)];
         check_collectable("rappor", &schema, m as u128 * (k as u128 + 1))?;
-        let fingerprint = fingerprint_of("rappor", FIELDS, &values);
+        let fingerprint = fingerprint_of("rappor", &values);
         Ok(RapporParams {
             values,
             fingerprint,
@@ -173,7 +155,7 @@ impl RapporParams {
 }
 
 impl ProtocolParams for RapporParams {
-    common_params!("rappor", FIELDS);
+    common_params!("rappor");
     fn privacy_cost(&self) -> PrivacyCost {
         PrivacyCost::pure(self.epsilon_one())
     }
@@ -349,7 +331,7 @@ fn make(p: Arc<dyn ProtocolParams>, mut o: EncoderOptions) -> Result<Encoder> {
 pub(crate) static RAPPOR: Protocol = Protocol {
     name: "rappor",
     class_name: "RapporParams",
-    fields: FIELDS,
+    table: tables::RAPPOR,
     needs_secret: true,
     create: |v| Ok(Arc::new(RapporParams::new(v)?)),
     make_encoder: make,

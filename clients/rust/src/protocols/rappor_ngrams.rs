@@ -18,34 +18,13 @@ use crate::encoder::{
 };
 use crate::error::{kind_of, Error, Refusal, RefusalCode, Result};
 use crate::params::int_value;
-use crate::params::{
-    check_collectable, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField, ProtocolParams,
-};
+use crate::params::{check_collectable, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::random::{NoDraws, RandomSource};
 
 /// The most n-gram positions.
 pub const MAX_POSITIONS: i128 = 64;
 const SUB_SECRET: &[u8] = b"ldp/rappor-ngrams/v1/";
-
-const FIELDS: &[ParamField] = &[
-    ParamField::required("num_bloombits", FieldType::Int),
-    ParamField::required("num_hashes", FieldType::Int),
-    ParamField::required("num_cohorts", FieldType::Int),
-    ParamField::required("p", FieldType::Float),
-    ParamField::required("q", FieldType::Float),
-    ParamField::required("f", FieldType::Float),
-    ParamField::required("gram_bloombits", FieldType::Int),
-    ParamField::required("gram_hashes", FieldType::Int),
-    ParamField::required("gram_cohorts", FieldType::Int),
-    ParamField::required("gram_p", FieldType::Float),
-    ParamField::required("gram_q", FieldType::Float),
-    ParamField::required("gram_f", FieldType::Float),
-    ParamField::optional("n", FieldType::Int, "2"),
-    ParamField::optional("max_length", FieldType::Int, "6"),
-    ParamField::optional("alphabet", FieldType::Str, "\"abcdefghijklmnopqrstuvwxyz\""),
-    ParamField::optional("pad", FieldType::Str, "\"_\""),
-    ParamField::optional("truncate", FieldType::Bool, "false"),
-];
 
 /// `rappor-ngrams`'s parameters.
 #[derive(Debug)]
@@ -70,9 +49,8 @@ pub struct RapporNgramsParams {
 
 impl RapporNgramsParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let n = check_int(values.get("n"), "n (gram length)", 1, Some(8))? as u64;
-        let max_length =
-            check_int(values.get("max_length"), "max_length (L, characters)", 2, Some(8 * MAX_POSITIONS))? as u64;
+        let n = values.int("n")? as u64;
+        let max_length = values.int("max_length")? as u64;
         if !max_length.is_multiple_of(n) {
             return Err(Refusal::relation("multiple_of_n", &["max_length", "n"]).into());
         }
@@ -125,7 +103,7 @@ impl RapporNgramsParams {
         if alphabet.contains(&pad) {
             return Err(Refusal::relation("pad_not_in_alphabet", &["pad", "alphabet"]).into());
         }
-        let truncate = crate::params::check_bool(values.get("truncate"), "truncate")?;
+        let truncate = values.bool("truncate")?;
         let rappor = |prefix: &str| {
             let k = |name: &str| values.get(&format!("{prefix}{name}")).clone();
             let (bits, hashes, cohorts) = if prefix.is_empty() {
@@ -133,15 +111,18 @@ impl RapporNgramsParams {
             } else {
                 (k("bloombits"), k("hashes"), k("cohorts"))
             };
-            RapporParams::new(ParamValues::new(vec![
-                ("num_bloombits", bits),
-                ("num_hashes", hashes),
-                ("num_cohorts", cohorts),
-                ("p", k("p")),
-                ("q", k("q")),
-                ("f", k("f")),
-                ("mode", Value::String("ldp".into())),
-            ]))
+            RapporParams::new(ParamValues::of(
+                tables::RAPPOR,
+                [
+                    ("num_bloombits", bits),
+                    ("num_hashes", hashes),
+                    ("num_cohorts", cohorts),
+                    ("p", k("p")),
+                    ("q", k("q")),
+                    ("f", k("f")),
+                    ("mode", Value::String("ldp".into())),
+                ],
+            ))
         };
         // The n-gram RAPPOR's refusals name its parameters as they are named here (`gram_p`, `gram_bloombits`).
         let gram_name = |n: &str| {
@@ -171,7 +152,7 @@ impl RapporNgramsParams {
         };
         let cells = out.full.num_cohorts as u128 * (out.full.num_bloombits as u128 + 1);
         check_collectable("rappor-ngrams", &out.schema(), cells)?;
-        out.fingerprint = fingerprint_of("rappor-ngrams", FIELDS, &out.values);
+        out.fingerprint = fingerprint_of("rappor-ngrams", &out.values);
         Ok(out)
     }
 
@@ -214,7 +195,7 @@ impl RapporNgramsParams {
 }
 
 impl ProtocolParams for RapporNgramsParams {
-    common_params!("rappor-ngrams", FIELDS);
+    common_params!("rappor-ngrams");
     fn privacy_cost(&self) -> PrivacyCost {
         PrivacyCost::pure(self.full.epsilon_one() + 2.0 * self.gram.epsilon_one())
     }
@@ -368,7 +349,7 @@ fn make(p: Arc<dyn ProtocolParams>, mut o: EncoderOptions) -> Result<Encoder> {
 pub(crate) static RAPPOR_NGRAMS: Protocol = Protocol {
     name: "rappor-ngrams",
     class_name: "RapporNgramsParams",
-    fields: FIELDS,
+    table: tables::RAPPOR_NGRAMS,
     needs_secret: true,
     create: |v| Ok(Arc::new(RapporNgramsParams::new(v)?)),
     make_encoder: make,

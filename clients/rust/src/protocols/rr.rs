@@ -10,18 +10,15 @@ use crate::encoder::{
 };
 use crate::error::{Refusal, Result};
 use crate::params::{
-    check_collectable, check_epsilon, check_int, check_labels, check_probability, check_resolvable, fingerprint_of,
-    FieldType, ParamField, ParamValues, PayloadField, ProtocolParams,
+    check_collectable, check_labels, check_resolvable, fingerprint_of, ParamValues, PayloadField, ProtocolParams,
 };
+use crate::protocols::tables;
 use crate::pymath;
 use crate::random::{realized_unchecked as realized, RandomSource};
 use crate::value::{int_of, is_int};
 
 // ---------------------------------------------------------------------------------------------------------------
 // rr
-
-const RR_FIELDS: &[ParamField] =
-    &[ParamField::required("p", FieldType::Float), ParamField::required("q", FieldType::Float)];
 
 /// Binary randomized response (`rr`, `ldp/encoders/randomized_response.py`): a true bit is reported as 1 with
 /// probability `q` if it is 1 and `p` if it is 0 (0 < p < q < 1); ε = max(ln(q/p), ln((1−p)/(1−q))) of the realized
@@ -39,8 +36,8 @@ pub struct BinaryRrParams {
 
 impl BinaryRrParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let p = check_probability(values.get("p"), "p")?;
-        let q = check_probability(values.get("q"), "q")?;
+        let p = values.float("p")?;
+        let q = values.float("q")?;
         if !(0.0 < p && p < q && q < 1.0) {
             return Err(Refusal::relation("0<p<q<1", &["p", "q"]).into());
         }
@@ -51,13 +48,13 @@ impl BinaryRrParams {
         }
         check_collectable("rr", &[PayloadField::uint("bit", 2)], 1)?;
         let epsilon = pymath::log(rq / rp).max(pymath::log((1.0 - rp) / (1.0 - rq)));
-        let fingerprint = fingerprint_of("rr", RR_FIELDS, &values);
+        let fingerprint = fingerprint_of("rr", &values);
         Ok(BinaryRrParams { values, fingerprint, p, q, cost: PrivacyCost::pure(epsilon) })
     }
 }
 
 impl ProtocolParams for BinaryRrParams {
-    common_params!("rr", RR_FIELDS);
+    common_params!("rr");
     fn privacy_cost(&self) -> PrivacyCost {
         self.cost
     }
@@ -100,7 +97,7 @@ impl Mechanism for BinaryRr {
 pub(crate) static RR: Protocol = Protocol {
     name: "rr",
     class_name: "BinaryRRParams",
-    fields: RR_FIELDS,
+    table: tables::RR,
     needs_secret: false,
     create: |v| Ok(Arc::new(BinaryRrParams::new(v)?)),
     make_encoder: |p, o| {
@@ -112,12 +109,6 @@ pub(crate) static RR: Protocol = Protocol {
 
 // ---------------------------------------------------------------------------------------------------------------
 // grr
-
-pub(crate) const DOMAIN_FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("domain_size", FieldType::Int),
-    ParamField::optional("labels", FieldType::Labels, "null"),
-];
 
 /// Generalized (k-ary) randomized response (`grr`): a value of `[0, d)` is kept with
 /// `p = realized(1/(1 + (d − 1)·e^−ε))`, else a uniform other value is reported; charged
@@ -139,8 +130,8 @@ pub struct GrrParams {
 
 impl GrrParams {
     pub(crate) fn new(values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))? as u64;
+        let epsilon = values.float("epsilon")?;
+        let d = values.int("domain_size")? as u64;
         let p = realized(1.0 / (1.0 + (d - 1) as f64 * pymath::exp(-epsilon)));
         let q = (1.0 - p) / (d - 1) as f64;
         if p >= 1.0 {
@@ -152,7 +143,7 @@ impl GrrParams {
         let labels = check_labels(values.get("labels"), d as i128)?;
         check_collectable("grr", &[PayloadField::uint("index", d)], d as u128)?;
         let effective = pymath::log(p * (d - 1) as f64 / (1.0 - p));
-        let fingerprint = fingerprint_of("grr", DOMAIN_FIELDS, &values);
+        let fingerprint = fingerprint_of("grr", &values);
         Ok(GrrParams { values, fingerprint, epsilon, d, p, labels, cost: PrivacyCost::pure(epsilon.max(effective)) })
     }
 
@@ -163,7 +154,7 @@ impl GrrParams {
 }
 
 impl ProtocolParams for GrrParams {
-    common_params!("grr", DOMAIN_FIELDS);
+    common_params!("grr");
     fn privacy_cost(&self) -> PrivacyCost {
         self.cost
     }
@@ -203,7 +194,7 @@ impl Mechanism for Grr {
 pub(crate) static GRR: Protocol = Protocol {
     name: "grr",
     class_name: "GRRParams",
-    fields: DOMAIN_FIELDS,
+    table: tables::GRR,
     needs_secret: false,
     create: |v| Ok(Arc::new(GrrParams::new(v)?)),
     make_encoder: |p, o| {

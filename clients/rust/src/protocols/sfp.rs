@@ -13,31 +13,10 @@ use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
 use crate::encoder::{common_params, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{kind_of, Refusal, RefusalCode, Result};
-use crate::params::{
-    check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
-    ProtocolParams,
-};
+use crate::params::{check_collectable, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::random::RandomSource;
 use crate::value::float_value;
-
-const FIELDS: &[ParamField] = &[
-    ParamField::required("word_epsilon", FieldType::Float),
-    ParamField::required("fragment_epsilon", FieldType::Float),
-    ParamField::optional("alphabet", FieldType::Str, "\"abcdefghijklmnopqrstuvwxyz\""),
-    ParamField::optional("pad", FieldType::Str, "\"_\""),
-    ParamField::optional("length", FieldType::Int, "10"),
-    ParamField::optional("fragment_length", FieldType::Int, "2"),
-    ParamField::optional("hash_bits", FieldType::Int, "8"),
-    ParamField::optional("word_sketch", FieldType::Str, "\"cms\""),
-    ParamField::optional("word_num_hashes", FieldType::Int, "64"),
-    ParamField::optional("word_width", FieldType::Int, "1024"),
-    ParamField::optional("fragment_sketch", FieldType::Str, "\"cms\""),
-    ParamField::optional("fragment_num_hashes", FieldType::Int, "64"),
-    ParamField::optional("fragment_width", FieldType::Int, "512"),
-    ParamField::optional("hash_seed", FieldType::Int, "0"),
-    ParamField::optional("replacement", FieldType::OptStr, "null"),
-    ParamField::optional("truncate", FieldType::Bool, "false"),
-];
 
 /// SFP's parameters.
 #[derive(Debug)]
@@ -65,15 +44,18 @@ pub struct SfpParams {
     index: HashMap<char, usize>,
 }
 
-fn sketch(part: &str, kind: &str, eps: f64, k: i128, width: &Value, seed: i128) -> Result<SketchParams> {
-    let v = ParamValues::new(vec![
-        ("epsilon", float_value(eps)),
-        ("num_hashes", Value::from(k as u64)),
-        ("width", width.clone()),
-        ("hash_seed", Value::from(seed as u64)),
-    ]);
+fn sketch(part: &str, kind: &'static str, eps: f64, k: i128, width: &Value, seed: i128) -> Result<SketchParams> {
+    let v = ParamValues::of(
+        if kind == "cms" { tables::CMS } else { tables::HCMS },
+        [
+            ("epsilon", float_value(eps)),
+            ("num_hashes", Value::from(k as u64)),
+            ("width", width.clone()),
+            ("hash_seed", Value::from(seed as u64)),
+        ],
+    );
     // The sketch's refusals in SFP's names: the word sketch's width is word_width.
-    SketchParams::new(if kind == "cms" { "cms" } else { "hcms" }, v)
+    SketchParams::new(kind, v)
         .map_err(|e| e.renamed(|n| matches!(n, "epsilon" | "num_hashes" | "width").then(|| format!("{part}_{n}"))))
 }
 
@@ -100,8 +82,8 @@ fn check_symbols(value: &Value, param: &str, low: usize, high: Option<usize>) ->
 
 impl SfpParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let word_epsilon = check_epsilon(values.get("word_epsilon"), "word_epsilon")?;
-        let fragment_epsilon = check_epsilon(values.get("fragment_epsilon"), "fragment_epsilon")?;
+        let word_epsilon = values.float("word_epsilon")?;
+        let fragment_epsilon = values.float("fragment_epsilon")?;
         let cps = check_symbols(values.get("alphabet"), "alphabet", 1, None)?;
         let mut sorted = cps.clone();
         sorted.sort_unstable();
@@ -121,22 +103,17 @@ impl SfpParams {
                 .with("max", (1 << 16) - 2)
                 .into());
         }
-        let length = check_int(values.get("length"), "length (L)", 1, Some(1 << 12))? as u64;
-        let fragment_length =
-            check_int(values.get("fragment_length"), "fragment_length (r)", 1, Some(length as i128))? as u64;
+        let length = values.int("length")? as u64;
+        let fragment_length = values.int_at_most("fragment_length", length as i128)? as u64;
         if !length.is_multiple_of(fragment_length) {
             return Err(Refusal::relation("multiple_of_fragment_length", &["length", "fragment_length"]).into());
         }
-        let hash_bits = check_int(values.get("hash_bits"), "hash_bits", 0, Some(16))? as u64;
-        for part in ["word", "fragment"] {
-            let s = values.get(&format!("{part}_sketch"));
-            if !matches!(s.as_str(), Some("cms" | "hcms")) {
-                return Err(Refusal::choice(&format!("{part}_sketch"), &["cms", "hcms"], s).into());
-            }
-        }
-        let hash_seed = check_int(values.get("hash_seed"), "hash_seed", 0, Some(0xffff_ffff))?;
-        let wk = check_int(values.get("word_num_hashes"), "word_num_hashes", 1, Some(1 << 16))?;
-        let fk = check_int(values.get("fragment_num_hashes"), "fragment_num_hashes", 1, Some(1 << 16))?;
+        let hash_bits = values.int("hash_bits")? as u64;
+        let word_sketch = values.choice("word_sketch")?;
+        let fragment_sketch = values.choice("fragment_sketch")?;
+        let hash_seed = values.int("hash_seed")?;
+        let wk = values.int("word_num_hashes")?;
+        let fk = values.int("fragment_num_hashes")?;
         if hash_seed + wk + fk > 0xffff_ffff {
             return Err(
                 Refusal::relation("hash_seed_room", &["hash_seed", "word_num_hashes", "fragment_num_hashes"]).into()
@@ -152,14 +129,13 @@ impl SfpParams {
                 Some(c)
             }
         };
-        let truncate = crate::params::check_bool(values.get("truncate"), "truncate")?;
+        let truncate = values.bool("truncate")?;
         let mut symbols = cps;
         symbols.push(pad);
         let index = symbols.iter().enumerate().map(|(i, c)| (*c, i)).collect();
-        let wkind = values.get("word_sketch").as_str().unwrap_or("cms").to_string();
-        let fkind = values.get("fragment_sketch").as_str().unwrap_or("cms").to_string();
-        let word = sketch("word", &wkind, word_epsilon, wk, values.get("word_width"), hash_seed)?;
-        let fragment = sketch("fragment", &fkind, fragment_epsilon, fk, values.get("fragment_width"), hash_seed + wk)?;
+        let word = sketch("word", word_sketch, word_epsilon, wk, values.get("word_width"), hash_seed)?;
+        let fragment =
+            sketch("fragment", fragment_sketch, fragment_epsilon, fk, values.get("fragment_width"), hash_seed + wk)?;
         let mut out = SfpParams {
             values,
             fingerprint: String::new(),
@@ -177,7 +153,7 @@ impl SfpParams {
         let cells = |s: &SketchParams| s.num_hashes as u128 * (s.width as u128 + 1);
         let total = cells(&out.word) + out.num_positions() as u128 * cells(&out.fragment);
         check_collectable("sfp", &out.schema(), total)?;
-        out.fingerprint = fingerprint_of("sfp", FIELDS, &out.values);
+        out.fingerprint = fingerprint_of("sfp", &out.values);
         Ok(out)
     }
 
@@ -264,7 +240,7 @@ fn prefixed(fields: Vec<PayloadField>, names: &[&'static str; 4]) -> Vec<Payload
 }
 
 impl ProtocolParams for SfpParams {
-    common_params!("sfp", FIELDS);
+    common_params!("sfp");
     fn privacy_cost(&self) -> PrivacyCost {
         PrivacyCost::pure(self.word.privacy_cost().epsilon + self.fragment.privacy_cost().epsilon)
     }
@@ -331,7 +307,7 @@ impl Mechanism for Sfp {
 pub(crate) static SFP: Protocol = Protocol {
     name: "sfp",
     class_name: "SfpParams",
-    fields: FIELDS,
+    table: tables::SFP,
     needs_secret: false,
     create: |v| Ok(Arc::new(SfpParams::new(v)?)),
     make_encoder: |p, o| {

@@ -11,22 +11,13 @@ use crate::bytes::murmur3;
 use crate::cost::PrivacyCost;
 use crate::encoder::{downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol};
 use crate::error::{Refusal, Result};
-use crate::params::{
-    check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
-    ProtocolParams,
-};
+use crate::params::{check_collectable, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::pymath;
 use crate::random::{realized_unchecked as realized, threshold, BitMask, RandomSource};
 
 /// The widest sketch.
 pub const MAX_WIDTH: u64 = 1 << 24;
-
-const FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("num_hashes", FieldType::Int),
-    ParamField::required("width", FieldType::Int),
-    ParamField::optional("hash_seed", FieldType::Int, "0"),
-];
 
 /// The parameters of `cms` and `hcms`.
 #[derive(Debug)]
@@ -50,7 +41,7 @@ pub struct SketchParams {
 impl SketchParams {
     /// Python's sketch checks, in its order.
     pub(crate) fn new(protocol: &'static str, values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
+        let epsilon = values.float("epsilon")?;
         let (flip, per_flip) = if protocol == "cms" {
             (pymath::logistic_tail(epsilon / 2.0), 2.0)
         } else {
@@ -59,16 +50,16 @@ impl SketchParams {
         if threshold(flip)? == Some(0) {
             return Err(Refusal::relation("epsilon_too_large", &["epsilon"]).into());
         }
-        let k = check_int(values.get("num_hashes"), "num_hashes (k)", 1, Some(1 << 16))? as u64;
-        let m = check_int(values.get("width"), "width (m)", 2, Some(MAX_WIDTH as i128))? as u64;
-        let hash_seed = check_int(values.get("hash_seed"), "hash_seed", 0, Some(0xffff_ffff - k as i128 + 1))? as u64;
+        let k = values.int("num_hashes")? as u64;
+        let m = values.int("width")? as u64;
+        let hash_seed = values.int_at_most("hash_seed", (1 << 32) - k as i128)? as u64;
         check_collectable(protocol, &Self::schema_of(protocol, k, m), k as u128 * (m as u128 + 1))?;
         if protocol == "hcms" && !m.is_power_of_two() {
             return Err(Refusal::relation("power_of_two", &["width"]).into());
         }
         let r = realized(flip);
         let effective = per_flip * pymath::log((1.0 - r) / r);
-        let fingerprint = fingerprint_of(protocol, FIELDS, &values);
+        let fingerprint = fingerprint_of(protocol, &values);
         Ok(SketchParams {
             protocol,
             values,
@@ -120,9 +111,6 @@ impl ProtocolParams for SketchParams {
     }
     fn values(&self) -> &ParamValues {
         &self.values
-    }
-    fn fields(&self) -> &'static [ParamField] {
-        FIELDS
     }
     fn fingerprint(&self) -> &str {
         &self.fingerprint
@@ -182,7 +170,7 @@ fn make(p: Arc<dyn ProtocolParams>, o: crate::encoder::EncoderOptions) -> Result
 pub(crate) static CMS: Protocol = Protocol {
     name: "cms",
     class_name: "CmsParams",
-    fields: FIELDS,
+    table: tables::CMS,
     needs_secret: false,
     create: |v| Ok(Arc::new(SketchParams::new("cms", v)?)),
     make_encoder: make,
@@ -193,7 +181,7 @@ pub(crate) static CMS: Protocol = Protocol {
 pub(crate) static HCMS: Protocol = Protocol {
     name: "hcms",
     class_name: "HcmsParams",
-    fields: FIELDS,
+    table: tables::HCMS,
     needs_secret: false,
     create: |v| Ok(Arc::new(SketchParams::new("hcms", v)?)),
     make_encoder: make,

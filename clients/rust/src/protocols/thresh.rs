@@ -15,18 +15,11 @@ use crate::encoder::{
     common_params, downcast, Charge, Encoder, EncoderOptions, Mechanism, Payload, PayloadValue, Protocol,
 };
 use crate::error::{Error, Refusal, RefusalCode, Result};
-use crate::params::{
-    check_collectable, check_epsilon, check_int, fingerprint_of, FieldType, ParamField, ParamValues, PayloadField,
-    ProtocolParams,
-};
+use crate::params::{check_collectable, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables;
 use crate::random::{KeyedRandomSource, RandomSource};
 use crate::value::float_value;
 
-const FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("domain_size", FieldType::Int),
-    ParamField::optional("labels", FieldType::Labels, "null"),
-];
 const EPOCH_DOMAIN: &[u8] = b"ldp/thresh/epoch/v1\0";
 const STREAM_DOMAIN: &[u8] = b"ldp/thresh/stream/v1\0";
 const VALUE_DOMAIN: &[u8] = b"ldp/thresh/value/v1\0";
@@ -42,21 +35,24 @@ pub struct ThreshParams {
 
 impl ThreshParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))? as u64;
-        let grr = GrrParams::new(ParamValues::new(vec![
-            ("epsilon", float_value(epsilon)),
-            ("domain_size", Value::from(d)),
-            ("labels", values.get("labels").clone()),
-        ]))?;
+        let epsilon = values.float("epsilon")?;
+        let d = values.int("domain_size")? as u64;
+        let grr = GrrParams::new(ParamValues::of(
+            tables::GRR,
+            [
+                ("epsilon", float_value(epsilon)),
+                ("domain_size", Value::from(d)),
+                ("labels", values.get("labels").clone()),
+            ],
+        ))?;
         check_collectable("thresh", &[PayloadField::uint("index", d)], d as u128)?;
-        let fingerprint = fingerprint_of("thresh", FIELDS, &values);
+        let fingerprint = fingerprint_of("thresh", &values);
         Ok(ThreshParams { values, fingerprint, grr })
     }
 }
 
 impl ProtocolParams for ThreshParams {
-    common_params!("thresh", FIELDS);
+    common_params!("thresh");
     fn privacy_cost(&self) -> PrivacyCost {
         self.grr.privacy_cost()
     }
@@ -151,7 +147,7 @@ fn make(p: Arc<dyn ProtocolParams>, mut o: EncoderOptions) -> Result<Encoder> {
 pub(crate) static THRESH: Protocol = Protocol {
     name: "thresh",
     class_name: "ThreshParams",
-    fields: FIELDS,
+    table: tables::THRESH,
     needs_secret: true,
     create: |v| Ok(Arc::new(ThreshParams::new(v)?)),
     make_encoder: make,

@@ -9,16 +9,13 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::memoized::{logaddexp, memo_report_charge, Memo};
-use super::rr::DOMAIN_FIELDS;
 use crate::cost::PrivacyCost;
 use crate::encoder::{
     common_params, domain_index_of, downcast, Charge, Encoder, Mechanism, Payload, PayloadValue, Protocol,
 };
 use crate::error::{Refusal, Result};
-use crate::params::{
-    check_collectable, check_epsilon, check_int, check_labels, fingerprint_of, FieldType, ParamField, ParamValues,
-    PayloadField, ProtocolParams,
-};
+use crate::params::{check_collectable, check_labels, fingerprint_of, ParamValues, PayloadField, ProtocolParams};
+use crate::protocols::tables::{self, ParamRow};
 use crate::pymath;
 use crate::random::{realized_unchecked as realized, BitMask, RandomSource};
 use crate::rational::Rational;
@@ -57,17 +54,10 @@ pub struct UnaryParams {
     cost: PrivacyCost,
 }
 
-/// Python's `_check_unary`: the domain, that p and q are realizable and informative (`what`: the ε named), the
-/// labels.
-pub(crate) fn check_unary(
-    protocol: &str,
-    values: &ParamValues,
-    p: f64,
-    q: f64,
-    params: &[&str],
-) -> Result<(u64, Option<Vec<String>>)> {
-    let _ = protocol;
-    let d = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))?;
+/// Python's `_check_unary`: the domain, that p and q are realizable and informative (`params`: the parameters
+/// named), the labels.
+pub(crate) fn check_unary(values: &ParamValues, p: f64, q: f64, params: &[&str]) -> Result<(u64, Option<Vec<String>>)> {
+    let d = values.int("domain_size")?;
     if q <= 0.0 || p >= 1.0 {
         return Err(Refusal::relation("epsilon_too_large", params).into());
     }
@@ -81,16 +71,16 @@ pub(crate) fn check_unary(
 impl UnaryParams {
     /// `sue` (`symmetric`) or `oue` parameters.
     pub(crate) fn new(protocol: &'static str, values: ParamValues) -> Result<Self> {
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
+        let epsilon = values.float("epsilon")?;
         let (p, q) = if protocol == "sue" {
             (realized(pymath::logistic_tail(-epsilon / 2.0)), realized(pymath::logistic_tail(epsilon / 2.0)))
         } else {
             (0.5, realized(pymath::logistic_tail(epsilon)))
         };
-        let (d, labels) = check_unary(protocol, &values, p, q, &["epsilon"])?;
+        let (d, labels) = check_unary(&values, p, q, &["epsilon"])?;
         check_collectable(protocol, &[PayloadField::bits("bits", d)], d as u128)?;
         let effective = unary_epsilon(&Rational::of(p), &Rational::of(q));
-        let fingerprint = fingerprint_of(protocol, DOMAIN_FIELDS, &values);
+        let fingerprint = fingerprint_of(protocol, &values);
         Ok(UnaryParams {
             protocol,
             values,
@@ -108,11 +98,10 @@ impl UnaryParams {
     pub(crate) fn oue(epsilon: f64, d: u64, labels: Value) -> Result<Self> {
         Self::new(
             "oue",
-            ParamValues::new(vec![
-                ("epsilon", float_value(epsilon)),
-                ("domain_size", Value::from(d)),
-                ("labels", labels),
-            ]),
+            ParamValues::of(
+                tables::OUE,
+                [("epsilon", float_value(epsilon)), ("domain_size", Value::from(d)), ("labels", labels)],
+            ),
         )
     }
 
@@ -128,9 +117,6 @@ impl ProtocolParams for UnaryParams {
     }
     fn values(&self) -> &ParamValues {
         &self.values
-    }
-    fn fields(&self) -> &'static [ParamField] {
-        DOMAIN_FIELDS
     }
     fn fingerprint(&self) -> &str {
         &self.fingerprint
@@ -166,7 +152,7 @@ impl Mechanism for Unary {
 pub(crate) static SUE: Protocol = Protocol {
     name: "sue",
     class_name: "SUEParams",
-    fields: DOMAIN_FIELDS,
+    table: tables::SUE,
     needs_secret: false,
     create: |v| Ok(Arc::new(UnaryParams::new("sue", v)?)),
     make_encoder: |p, o| {
@@ -180,7 +166,7 @@ pub(crate) static SUE: Protocol = Protocol {
 pub(crate) static OUE: Protocol = Protocol {
     name: "oue",
     class_name: "OUEParams",
-    fields: DOMAIN_FIELDS,
+    table: tables::OUE,
     needs_secret: false,
     create: |v| Ok(Arc::new(UnaryParams::new("oue", v)?)),
     make_encoder: |p, o| {
@@ -192,14 +178,6 @@ pub(crate) static OUE: Protocol = Protocol {
 
 // ---------------------------------------------------------------------------------------------------------------
 // loue
-
-const LOUE_FIELDS: &[ParamField] = &[
-    ParamField::required("epsilon_perm", FieldType::Float),
-    ParamField::required("epsilon", FieldType::Float),
-    ParamField::required("domain_size", FieldType::Int),
-    ParamField::optional("labels", FieldType::Labels, "null"),
-    ParamField::optional("permanent", FieldType::Str, "\"oue\""),
-];
 
 /// Longitudinal unary encoding (`loue`): a permanent OUE (or SUE) response at `epsilon_perm`, memoized per value
 /// from the metric secret, then each bit flipped afresh with `flip = realized((1 − λ2)/2)` so that one report is
@@ -235,25 +213,17 @@ fn star(pi: &Rational, flip: &Rational) -> Rational {
 
 impl LoueParams {
     fn new(values: ParamValues) -> Result<Self> {
-        let epsilon_perm = check_epsilon(values.get("epsilon_perm"), "epsilon_perm")?;
-        let epsilon = check_epsilon(values.get("epsilon"), "epsilon")?;
-        let kind = values.get("permanent");
-        let kind = match kind.as_str() {
-            Some("oue") => "oue",
-            Some("sue") => "sue",
-            _ => return Err(Refusal::choice("permanent", &["oue", "sue"], kind).into()),
-        };
+        let epsilon_perm = values.float("epsilon_perm")?;
+        let epsilon = values.float("epsilon")?;
+        let kind = values.choice("permanent")?;
         if !(epsilon < epsilon_perm) {
             return Err(Refusal::relation("epsilon<epsilon_perm", &["epsilon", "epsilon_perm"]).into());
         }
-        let dd = check_int(values.get("domain_size"), "domain_size", 2, Some(1 << 32))?;
+        let dd = values.int("domain_size")?;
+        let table: &'static [ParamRow] = if kind == "sue" { tables::SUE } else { tables::OUE };
         let perm = UnaryParams::new(
             kind,
-            ParamValues::new(vec![
-                ("epsilon", float_value(epsilon_perm)),
-                ("domain_size", Value::from(dd as u64)),
-                ("labels", Value::Null),
-            ]),
+            ParamValues::of(table, [("epsilon", float_value(epsilon_perm)), ("domain_size", Value::from(dd as u64))]),
         )
         .map_err(|e| e.renamed(|n| (n == "epsilon").then(|| "epsilon_perm".to_string())))?;
         let a = perm.p - 0.5;
@@ -278,10 +248,10 @@ impl LoueParams {
         let rf = Rational::of(flip);
         let (sp, sq) = (star(&Rational::of(perm.p), &rf), star(&Rational::of(perm.q), &rf));
         let (p, q) = (sp.to_f64(), sq.to_f64());
-        let (d, labels) = check_unary("loue", &values, p, q, &["epsilon"])?;
+        let (d, labels) = check_unary(&values, p, q, &["epsilon"])?;
         check_collectable("loue", &[PayloadField::bits("bits", d)], d as u128)?;
         let cost = PrivacyCost::pure(epsilon.max(unary_epsilon(&sp, &sq)));
-        let fingerprint = fingerprint_of("loue", LOUE_FIELDS, &values);
+        let fingerprint = fingerprint_of("loue", &values);
         let mut out = LoueParams {
             values,
             fingerprint,
@@ -321,7 +291,7 @@ impl LoueParams {
 }
 
 impl ProtocolParams for LoueParams {
-    common_params!("loue", LOUE_FIELDS);
+    common_params!("loue");
     fn privacy_cost(&self) -> PrivacyCost {
         self.cost
     }
@@ -359,7 +329,7 @@ impl Mechanism for Loue {
 pub(crate) static LOUE: Protocol = Protocol {
     name: "loue",
     class_name: "LOUEParams",
-    fields: LOUE_FIELDS,
+    table: tables::LOUE,
     needs_secret: true,
     create: |v| Ok(Arc::new(LoueParams::new(v)?)),
     make_encoder: |p, mut o| {

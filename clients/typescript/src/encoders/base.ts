@@ -158,11 +158,11 @@ export function checkLabels(labels: unknown, domainSize: number): string[] | nul
 }
 
 /** `LabeledDomain.index_of`: the index of a label, or an int index in range, with Python's errors. */
-export function indexOf(protocol: string, domainSize: number, labels: readonly string[] | null, value: unknown): number {
+export function indexOf(domainSize: number, labels: readonly string[] | null, value: unknown): number {
   if (typeof value === "string" && labels !== null) {
     const i = labels.indexOf(value);
     if (i < 0) {
-      throw new LdpValueError("unknown_label", { got: value }, `value ${JSON.stringify(value)} is not one of the ${domainSize} declared labels`);
+      throw new LdpValueError("unknown_label", { got: value }); // `value "x" is not one of the declared labels`
     }
     return i;
   }
@@ -171,8 +171,7 @@ export function indexOf(protocol: string, domainSize: number, labels: readonly s
     return value;
   }
   const expected = labels !== null ? "label_or_index" : "index";
-  throw new LdpTypeError("value_type", { expected, got: kindOf(value) },
-    `${protocol} values must be ${labels !== null ? "a declared label or an integer index" : "an integer index"}, got ${kindOf(value)}`);
+  throw new LdpTypeError("value_type", { expected, got: kindOf(value) }); // its message: `describeRefusal`'s
 }
 
 function indexRange(value: number | bigint, d: number): LdpValueError {
@@ -218,7 +217,7 @@ export function domainIndexOf(params: LabeledDomainParams, value: unknown): numb
     if (!(value >= 0n && value < BigInt(d))) throw indexRange(value, d);
     return Number(value);
   }
-  return indexOf(params.protocol, d, params.labels, value);
+  return indexOf(d, params.labels, value);
 }
 
 /** `DomainPrepare`: an encoder's `prepare` for a labeled domain: the value's index (`domainIndexOf`). */

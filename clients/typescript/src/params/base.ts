@@ -9,6 +9,11 @@
 import { PyFloat, compareCodePoints, fingerprint as fingerprintOf } from "../canonical.js";
 import { LdpRefusal, LdpTypeError, LdpValueError, RefusalFields, kindOf } from "../errors.js";
 import { exp as pyExp } from "../pymath.js";
+import { isPyInt } from "./check.js";
+import type { ParamRow } from "./tables.js";
+
+export { checkParam, checkParams, isPyInt } from "./check.js";
+export type { ChoiceOf, RowName } from "./check.js";
 
 /** A cost in (ε, δ), as Python's `PrivacyCost`. */
 export interface PrivacyCost {
@@ -23,25 +28,13 @@ export interface Field {
   readonly size: number;
 }
 
-/** How a params field is typed (its Python annotation): decides its canonical JSON form (`floats`: a list of floats,
- * `ints`: a list of ints). */
-export type FieldType = "float" | "int" | "bool" | "str" | "floats" | "ints" | "labels" | "optstr" | "any";
+export type { ParamRange, ParamRow, ParamType } from "./tables.js";
 
-/** A params field: its name, type and default (absent: required). */
-export interface FieldSpec {
-  readonly name: string;
-  readonly type: FieldType;
-  readonly default?: unknown;
-}
+/** A params field: a row of the protocol's generated table (name, type, default, ranges, choices). */
+export type FieldSpec = ParamRow;
 
 /** A JSON-like dict of params, as `Params.to_dict()` gives it. */
 export type ParamsDict = Record<string, unknown>;
-
-/** Whether a JS number stands for a Python int: integral with |x| <= 2^53 (a JSON integer beyond that is not exact
- * in a double anyway). A JSON `2.0` is therefore an int here, where Python reads a float: JS cannot tell them apart. */
-export function isPyInt(x: unknown): x is number {
-  return typeof x === "number" && Number.isInteger(x) && Math.abs(x) <= 2 ** 53;
-}
 
 /** Sort strings by code point (Python's `sorted` of `str`), not by UTF-16 unit. */
 export function sortedByCodePoint(names: Iterable<string>): string[] {
@@ -81,12 +74,6 @@ export function checkInt(value: unknown, name: string, low: number, high?: numbe
 
 export { checkProbability } from "../random.js"; // `check_probability`: a real in [0, 1]
 
-/** A `bool` field (Python: `isinstance(v, bool)`). */
-export function checkBool(value: unknown, name: string): boolean {
-  if (typeof value !== "boolean") throw new LdpTypeError("param_type", { param: name, expected: "bool", got: kindOf(value) });
-  return value;
-}
-
 /** `check_choice`: one of the strings `choices` (`param_choice`, `got` the value given). */
 export function checkChoice<T extends string>(value: unknown, name: string, choices: readonly T[],
   extra: RefusalFields = {}): T {
@@ -104,14 +91,15 @@ export function relation(rule: string, params: readonly string[], message?: stri
 /** The constructor side of a params class, for `fromDict`. */
 export interface ParamsClass<T extends ProtocolParams> {
   readonly className: string;
-  readonly fields: readonly FieldSpec[];
+  /** The protocol's generated table (`params/tables.ts`). */
+  readonly fields: readonly ParamRow[];
   new (values: ParamsDict): T;
 }
 
 /**
  * Parameters from their `to_dict()` form, as Python's `ProtocolParams.from_dict`: an unknown name is a
- * `ValueError` (`unknown GRRParams parameters: ['x']`, sorted), a missing required one a `TypeError`
- * (`missing GRRParams parameters: ['domain_size']`, in field order); defaults fill the rest; then the class checks.
+ * `ValueError` (`unknown_params`, the names sorted), a missing required one a `TypeError` (`missing_params`, in the
+ * table's order); defaults fill the rest; then the class checks.
  */
 export function fromDict<T extends ProtocolParams>(cls: ParamsClass<T>, d: ParamsDict): T {
   if (d === null || typeof d !== "object" || Array.isArray(d)) {
@@ -121,11 +109,11 @@ export function fromDict<T extends ProtocolParams>(cls: ParamsClass<T>, d: Param
   const unknown = Object.keys(d).filter((k) => !names.has(k));
   if (unknown.length) {
     const params = sortedByCodePoint(unknown);
-    throw new LdpValueError("unknown_params", { params }, `unknown ${cls.className} parameters ${JSON.stringify(params)}`);
+    throw new LdpValueError("unknown_params", { params });
   }
   const missing = cls.fields.filter((f) => !("default" in f) && !(f.name in d)).map((f) => f.name);
   if (missing.length) {
-    throw new LdpTypeError("missing_params", { params: missing }, `missing ${cls.className} parameters ${JSON.stringify(missing)}`);
+    throw new LdpTypeError("missing_params", { params: missing });
   }
   const values: ParamsDict = {};
   for (const f of cls.fields) values[f.name] = f.name in d ? d[f.name] : f.default;
@@ -229,15 +217,9 @@ export function maxLineBytes(protocol: string, schema: readonly Field[]): number
  */
 export function checkCollectable(protocol: string, schema: readonly Field[], aggregateCells: number): void {
   const line = maxLineBytes(protocol, schema);
-  if (line > MAX_LINE) {
-    throw new LdpValueError("param_limit", { limit: "line_bytes", got: line, max: MAX_LINE },
-      `${protocol} reports of these parameters take up to ${line} bytes as an upload line, over the ${MAX_LINE}-byte ` +
-      "limit of every server job");
-  }
+  if (line > MAX_LINE) throw new LdpValueError("param_limit", { limit: "line_bytes", got: line, max: MAX_LINE });
   if (aggregateCells > MAX_AGGREGATE_CELLS) {
-    throw new LdpValueError("param_limit", { limit: "aggregate_cells", got: aggregateCells, max: MAX_AGGREGATE_CELLS },
-      `the ${protocol} aggregate of these parameters needs ${aggregateCells} counters, over the limit of ` +
-      `${MAX_AGGREGATE_CELLS} (2 GiB)`);
+    throw new LdpValueError("param_limit", { limit: "aggregate_cells", got: aggregateCells, max: MAX_AGGREGATE_CELLS });
   }
 }
 

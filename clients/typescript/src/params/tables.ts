@@ -6,371 +6,459 @@
 /** The type of a parameter: how a parser reads it and how canonical JSON writes it. */
 export type ParamType = "float" | "int" | "bool" | "str" | "floats" | "ints" | "labels" | "optstr" | "optint" | "any";
 
-/** One range check of a number, in the order the checks are made (`dynamic`: a bound that follows from other parameters, said in words). */
+/**
+ * One range check of a number, in the order the checks are made: its keys are the bounds a
+ * `param_range` refusal of it carries. `dynamic`: its `max` follows from other parameters (the row's
+ * comment says how); the protocol computes it.
+ */
 export interface ParamRange {
   readonly min?: number;
   readonly max?: number;
-  readonly minExclusive?: boolean;
-  readonly maxExclusive?: boolean;
-  readonly finite?: boolean;
-  readonly dynamic?: string;
+  readonly min_exclusive?: true;
+  readonly max_exclusive?: true;
+  readonly finite?: true;
+  readonly dynamic?: true;
 }
 
-/** One parameter of a protocol, as the Python package declares it. */
+/** One parameter of a protocol, as the Python package declares it (what it means: its row's comment). */
 export interface ParamRow {
   readonly name: string;
   readonly type: ParamType;
-  readonly required: boolean;
-  /** The default when not required (JSON). */
+  /** The default (JSON); absent: the parameter is required. */
   readonly default?: unknown;
-  readonly doc: string;
-  readonly ranges: readonly ParamRange[];
+  /** Its value's range checks, in order (absent: none). */
+  readonly ranges?: readonly ParamRange[];
   /** The strings it may be, when it is a choice. */
   readonly choices?: readonly string[];
 }
 
-/** Every protocol's parameters, in declaration order. */
+/** The parameters of `blh`, in declaration order. */
+export const BLH_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+  /** the number of hash seeds a report draws from (each seed names a hash function) */
+  { name: "seed_range", type: "int", default: 4294967296, ranges: [{ min: 1, max: 4294967296 }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `bucket-grr`, in declaration order. */
+export const BUCKET_GRR_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the bucket edges, strictly increasing: bucket i holds [edges[i], edges[i + 1]) */
+  { name: "edges", type: "floats" },
+  /** whether a value outside the range is clipped to it (else refused) */
+  { name: "clip", type: "bool", default: false },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `bucket-oue`, in declaration order. */
+export const BUCKET_OUE_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the bucket edges, strictly increasing: bucket i holds [edges[i], edges[i + 1]) */
+  { name: "edges", type: "floats" },
+  /** whether a value outside the range is clipped to it (else refused) */
+  { name: "clip", type: "bool", default: false },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `cms`, in declaration order. */
+export const CMS_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number k of hash functions (rows of the sketch) */
+  { name: "num_hashes", type: "int", ranges: [{ min: 1, max: 65536 }] },
+  /** the width m of each row of the sketch */
+  { name: "width", type: "int", ranges: [{ min: 2, max: 16777216 }] },
+  /** the number of the hash family: distinct seeds give independent families (max: at most 2^32 − num_hashes) */
+  { name: "hash_seed", type: "int", default: 0, ranges: [{ min: 0, dynamic: true }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `dbitflip`, in declaration order. */
+export const DBITFLIP_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the bucket edges, strictly increasing: bucket i holds [edges[i], edges[i + 1]) */
+  { name: "edges", type: "floats" },
+  /** the number of buckets a report samples and reports on (max: at most the number of buckets, len(edges) − 1) */
+  { name: "d", type: "int", default: 1, ranges: [{ min: 1, dynamic: true }] },
+  /** whether a value outside the range is clipped to it (else refused) */
+  { name: "clip", type: "bool", default: false },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `duchi`, in declaration order. */
+export const DUCHI_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the lowest value of the numeric range */
+  { name: "low", type: "float", ranges: [{ finite: true }] },
+  /** the highest value of the numeric range (above low) */
+  { name: "high", type: "float", ranges: [{ finite: true }] },
+  /** whether a value outside the range is clipped to it (else refused) */
+  { name: "clip", type: "bool", default: false },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `grr`, in declaration order. */
+export const GRR_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `hcms`, in declaration order. */
+export const HCMS_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number k of hash functions (rows of the sketch) */
+  { name: "num_hashes", type: "int", ranges: [{ min: 1, max: 65536 }] },
+  /** the width m of each row of the sketch */
+  { name: "width", type: "int", ranges: [{ min: 2, max: 16777216 }] },
+  /** the number of the hash family: distinct seeds give independent families (max: at most 2^32 − num_hashes) */
+  { name: "hash_seed", type: "int", default: 0, ranges: [{ min: 0, dynamic: true }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `hh`, in declaration order. */
+export const HH_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the lowest value of the numeric range */
+  { name: "low", type: "float", ranges: [{ finite: true }] },
+  /** the highest value of the numeric range (above low) */
+  { name: "high", type: "float", ranges: [{ finite: true }] },
+  /** the branching factor B of the tree of intervals */
+  { name: "branching", type: "int", default: 4, ranges: [{ min: 2, max: 65536 }] },
+  /** the number of levels of the tree below its root */
+  { name: "depth", type: "int", default: 5, ranges: [{ min: 1, max: 16 }] },
+  /** the frequency oracle of each level: oue, grr, or auto (the lower variance) */
+  { name: "oracle", type: "str", default: "auto", choices: ["auto", "oue", "grr"] },
+  /** the weight of each level in the level a report samples (empty: uniform) */
+  { name: "level_weights", type: "ints", default: [] },
+  /** whether a value outside the range is clipped to it (else refused) */
+  { name: "clip", type: "bool", default: false },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `hr`, in declaration order. */
+export const HR_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `hr-block`, in declaration order. */
+export const HR_BLOCK_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the number of blocks the domain is split into (null: the best for ε) (max: at most domain_size) */
+  { name: "blocks", type: "optint", default: null, ranges: [{ min: 1, dynamic: true }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `hybrid`, in declaration order. */
+export const HYBRID_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the lowest value of the numeric range */
+  { name: "low", type: "float", ranges: [{ finite: true }] },
+  /** the highest value of the numeric range (above low) */
+  { name: "high", type: "float", ranges: [{ finite: true }] },
+  /** whether a value outside the range is clipped to it (else refused) */
+  { name: "clip", type: "bool", default: false },
+  /** the number of cells of the server's histogram of the range */
+  { name: "cells", type: "int", default: 1024, ranges: [{ min: 2, max: 65536 }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `lgrr`, in declaration order. */
+export const LGRR_PARAMS = [
+  /** the privacy budget of the permanent (memoized) response: the bound over every report of one value */
+  { name: "epsilon_perm", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `loue`, in declaration order. */
+export const LOUE_PARAMS = [
+  /** the privacy budget of the permanent (memoized) response: the bound over every report of one value */
+  { name: "epsilon_perm", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+  /** the unary encoding of the permanent round: oue or sue */
+  { name: "permanent", type: "str", default: "oue", choices: ["oue", "sue"] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `memo-dbitflip`, in declaration order. */
+export const MEMO_DBITFLIP_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the bucket edges, strictly increasing: bucket i holds [edges[i], edges[i + 1]) */
+  { name: "edges", type: "floats" },
+  /** the number of buckets a report samples and reports on (max: at most the number of buckets, len(edges) − 1) */
+  { name: "d", type: "int", default: 1, ranges: [{ min: 1, dynamic: true }] },
+  /** whether a value outside the range is clipped to it (else refused) */
+  { name: "clip", type: "bool", default: false },
+  /** the memoized response's flip probability γ of the second round (0: none) */
+  { name: "gamma", type: "float", default: 0.0, ranges: [{ min: 0, max: 1 }, { min: 0, max: 0.5, max_exclusive: true }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `memo-mean`, in declaration order. */
+export const MEMO_MEAN_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the lowest value of the numeric range */
+  { name: "low", type: "float", ranges: [{ finite: true }] },
+  /** the highest value of the numeric range (above low) */
+  { name: "high", type: "float", ranges: [{ finite: true }] },
+  /** whether a value outside the range is clipped to it (else refused) */
+  { name: "clip", type: "bool", default: false },
+  /** the number of buckets the range is split into before the memoized response */
+  { name: "buckets", type: "int", default: 16, ranges: [{ min: 1, max: 65536 }] },
+  /** the memoized response's flip probability γ of the second round (0: none) */
+  { name: "gamma", type: "float", default: 0.0, ranges: [{ min: 0, max: 1 }, { min: 0, max: 0.5, max_exclusive: true }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `multi`, in declaration order. */
+export const MULTI_PARAMS = [
+  /** the privacy budget ε of one report, of all its attributes together */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** split: every attribute reported at ε/d; sample: one attribute drawn, reported at ε */
+  { name: "mode", type: "str", choices: ["split", "sample"] },
+  /** the attributes: [name, protocol, params] each, in report order */
+  { name: "attributes", type: "any" },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `olh`, in declaration order. */
+export const OLH_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+  /** the number of hash seeds a report draws from (each seed names a hash function) */
+  { name: "seed_range", type: "int", default: 4294967296, ranges: [{ min: 1, max: 4294967296 }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `oue`, in declaration order. */
+export const OUE_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `pem`, in declaration order. */
+export const PEM_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the longest value in UTF-8 bytes */
+  { name: "max_length", type: "int", default: 10, ranges: [{ min: 1, max: 4096 }] },
+  /** the bits of the first prefix the rounds extend (max: at most min(24, 8·max_length)) */
+  { name: "start_bits", type: "int", default: 8, ranges: [{ min: 1, dynamic: true }] },
+  /** the bits each round adds to the prefixes */
+  { name: "step_bits", type: "int", default: 8, ranges: [{ min: 1, max: 16 }] },
+  /** the number of prefixes kept after each round */
+  { name: "top_k", type: "int", default: 32, ranges: [{ min: 1, max: 65536 }] },
+  /** the frequency oracle of each round: olh, grr, or auto (the lower variance) */
+  { name: "oracle", type: "str", default: "olh", choices: ["olh", "grr", "auto"] },
+  /** whether a value over the length limit is cut to it (else refused) */
+  { name: "truncate", type: "bool", default: false },
+  /** the number of hash seeds a report draws from (each seed names a hash function) */
+  { name: "seed_range", type: "int", default: 4294967296, ranges: [{ min: 1, max: 4294967296 }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `piecewise`, in declaration order. */
+export const PIECEWISE_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the lowest value of the numeric range */
+  { name: "low", type: "float", ranges: [{ finite: true }] },
+  /** the highest value of the numeric range (above low) */
+  { name: "high", type: "float", ranges: [{ finite: true }] },
+  /** whether a value outside the range is clipped to it (else refused) */
+  { name: "clip", type: "bool", default: false },
+  /** the number of cells of the server's histogram of the range */
+  { name: "cells", type: "int", default: 1024, ranges: [{ min: 2, max: 65536 }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `rappor`, in declaration order. */
+export const RAPPOR_PARAMS = [
+  /** the number k of bits of the Bloom filter */
+  { name: "num_bloombits", type: "int", ranges: [{ min: 1 }] },
+  /** the number h of hash functions of the Bloom filter */
+  { name: "num_hashes", type: "int", ranges: [{ min: 1 }] },
+  /** the number m of cohorts (each hashes with its own functions) */
+  { name: "num_cohorts", type: "int", ranges: [{ min: 1, max: 65536 }] },
+  /** the probability that a 0 bit of the permanent response is reported as 1 */
+  { name: "p", type: "float", ranges: [{ min: 0, max: 1 }] },
+  /** the probability that a 1 bit of the permanent response is reported as 1 */
+  { name: "q", type: "float", ranges: [{ min: 0, max: 1 }] },
+  /** the permanent response's flip probability f (each bit kept w.p. 1 − f) */
+  { name: "f", type: "float", ranges: [{ min: 0, max: 1 }, { min: 0, max: 1, max_exclusive: true }] },
+  /** ldp (this package's client) or google (Google's client, byte for byte) */
+  { name: "mode", type: "str", default: "ldp", choices: ["ldp", "google"] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `rappor-ngrams`, in declaration order. */
+export const RAPPOR_NGRAMS_PARAMS = [
+  /** the number k of bits of the full string's Bloom filter */
+  { name: "num_bloombits", type: "int", ranges: [{ min: 1 }] },
+  /** the number h of hash functions of the full string's Bloom filter */
+  { name: "num_hashes", type: "int", ranges: [{ min: 1 }] },
+  /** the number m of cohorts of the full string's RAPPOR */
+  { name: "num_cohorts", type: "int", ranges: [{ min: 1, max: 65536 }] },
+  /** the full string's RAPPOR: probability that a 0 bit is reported as 1 */
+  { name: "p", type: "float", ranges: [{ min: 0, max: 1 }] },
+  /** the full string's RAPPOR: probability that a 1 bit is reported as 1 */
+  { name: "q", type: "float", ranges: [{ min: 0, max: 1 }] },
+  /** the full string's RAPPOR: the permanent response's flip probability */
+  { name: "f", type: "float", ranges: [{ min: 0, max: 1 }, { min: 0, max: 1, max_exclusive: true }] },
+  /** the number of bits of each n-gram's Bloom filter */
+  { name: "gram_bloombits", type: "int", ranges: [{ min: 1 }] },
+  /** the number of hash functions of each n-gram's Bloom filter */
+  { name: "gram_hashes", type: "int", ranges: [{ min: 1 }] },
+  /** the number of cohorts of the n-grams' RAPPOR */
+  { name: "gram_cohorts", type: "int", ranges: [{ min: 1, max: 65536 }] },
+  /** the n-grams' RAPPOR: probability that a 0 bit is reported as 1 */
+  { name: "gram_p", type: "float", ranges: [{ min: 0, max: 1 }] },
+  /** the n-grams' RAPPOR: probability that a 1 bit is reported as 1 */
+  { name: "gram_q", type: "float", ranges: [{ min: 0, max: 1 }] },
+  /** the n-grams' RAPPOR: the permanent response's flip probability */
+  { name: "gram_f", type: "float", ranges: [{ min: 0, max: 1 }, { min: 0, max: 1, max_exclusive: true }] },
+  /** the length n of the n-grams */
+  { name: "n", type: "int", default: 2, ranges: [{ min: 1, max: 8 }] },
+  /** the longest value, in characters (padded to it) */
+  { name: "max_length", type: "int", default: 6, ranges: [{ min: 2, max: 512 }] },
+  /** the characters a value may hold */
+  { name: "alphabet", type: "str", default: "abcdefghijklmnopqrstuvwxyz" },
+  /** the character a value is padded with (not in the alphabet) */
+  { name: "pad", type: "str", default: "_" },
+  /** whether a value over the length limit is cut to it (else refused) */
+  { name: "truncate", type: "bool", default: false },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `rr`, in declaration order. */
+export const RR_PARAMS = [
+  /** the probability of answering yes when the truth is no */
+  { name: "p", type: "float", ranges: [{ min: 0, max: 1 }] },
+  /** the probability of answering yes when the truth is yes (above p) */
+  { name: "q", type: "float", ranges: [{ min: 0, max: 1 }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `sfp`, in declaration order. */
+export const SFP_PARAMS = [
+  /** the privacy budget of the whole word's sketch */
+  { name: "word_epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the privacy budget of the fragment's sketch */
+  { name: "fragment_epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the characters a word may hold */
+  { name: "alphabet", type: "str", default: "abcdefghijklmnopqrstuvwxyz" },
+  /** the character a word is padded with (not in the alphabet) */
+  { name: "pad", type: "str", default: "_" },
+  /** the length of a word, in characters (padded to it) */
+  { name: "length", type: "int", default: 10, ranges: [{ min: 1, max: 4096 }] },
+  /** the length of a fragment, in characters (max: at most length (L)) */
+  { name: "fragment_length", type: "int", default: 2, ranges: [{ min: 1, dynamic: true }] },
+  /** the bits of the word's hash each fragment carries */
+  { name: "hash_bits", type: "int", default: 8, ranges: [{ min: 0, max: 16 }] },
+  /** the whole word's sketch: cms or hcms */
+  { name: "word_sketch", type: "str", default: "cms", choices: ["cms", "hcms"] },
+  /** the number of hash functions of the word's sketch */
+  { name: "word_num_hashes", type: "int", default: 64, ranges: [{ min: 1, max: 65536 }] },
+  /** the width of each row of the word's sketch */
+  { name: "word_width", type: "int", default: 1024, ranges: [{ min: 2, max: 16777216 }] },
+  /** the fragment's sketch: cms or hcms */
+  { name: "fragment_sketch", type: "str", default: "cms", choices: ["cms", "hcms"] },
+  /** the number of hash functions of the fragment's sketch */
+  { name: "fragment_num_hashes", type: "int", default: 64, ranges: [{ min: 1, max: 65536 }] },
+  /** the width of each row of the fragment's sketch */
+  { name: "fragment_width", type: "int", default: 512, ranges: [{ min: 2, max: 16777216 }] },
+  /** the number of the hash family: distinct seeds give independent families */
+  { name: "hash_seed", type: "int", default: 0, ranges: [{ min: 0, max: 4294967295 }] },
+  /** the character a character outside the alphabet becomes (null: such words are refused) */
+  { name: "replacement", type: "optstr", default: null },
+  /** whether a value over the length limit is cut to it (else refused) */
+  { name: "truncate", type: "bool", default: false },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `ss`, in declaration order. */
+export const SS_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `sue`, in declaration order. */
+export const SUE_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `thresh`, in declaration order. */
+export const THRESH_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+] as const satisfies readonly ParamRow[];
+
+/** Every protocol's parameters, by protocol name: for tests and tools (a page that imports one protocol
+ * does not ship this). */
 export const PARAM_TABLES: { readonly [protocol: string]: readonly ParamRow[] } = {
-  "blh": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-    { name: "seed_range", type: "int", required: false, default: 4294967296,
-      doc: "the number of hash seeds a report draws from (each seed names a hash function)", ranges: [{ min: 1, max: 4294967296 }] },
-  ],
-  "bucket-grr": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "edges", type: "floats", required: true,
-      doc: "the bucket edges, strictly increasing: bucket i holds [edges[i], edges[i + 1])", ranges: [] },
-    { name: "clip", type: "bool", required: false, default: false,
-      doc: "whether a value outside the range is clipped to it (else refused)", ranges: [] },
-  ],
-  "bucket-oue": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "edges", type: "floats", required: true,
-      doc: "the bucket edges, strictly increasing: bucket i holds [edges[i], edges[i + 1])", ranges: [] },
-    { name: "clip", type: "bool", required: false, default: false,
-      doc: "whether a value outside the range is clipped to it (else refused)", ranges: [] },
-  ],
-  "cms": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "num_hashes", type: "int", required: true,
-      doc: "the number k of hash functions (rows of the sketch)", ranges: [{ min: 1, max: 65536 }] },
-    { name: "width", type: "int", required: true,
-      doc: "the width m of each row of the sketch", ranges: [{ min: 2, max: 16777216 }] },
-    { name: "hash_seed", type: "int", required: false, default: 0,
-      doc: "the number of the hash family: distinct seeds give independent families", ranges: [{ min: 0, dynamic: "at most 2^32 − num_hashes" }] },
-  ],
-  "dbitflip": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "edges", type: "floats", required: true,
-      doc: "the bucket edges, strictly increasing: bucket i holds [edges[i], edges[i + 1])", ranges: [] },
-    { name: "d", type: "int", required: false, default: 1,
-      doc: "the number of buckets a report samples and reports on", ranges: [{ min: 1, dynamic: "at most the number of buckets, len(edges) − 1" }] },
-    { name: "clip", type: "bool", required: false, default: false,
-      doc: "whether a value outside the range is clipped to it (else refused)", ranges: [] },
-  ],
-  "duchi": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "low", type: "float", required: true,
-      doc: "the lowest value of the numeric range", ranges: [{ finite: true }] },
-    { name: "high", type: "float", required: true,
-      doc: "the highest value of the numeric range (above low)", ranges: [{ finite: true }] },
-    { name: "clip", type: "bool", required: false, default: false,
-      doc: "whether a value outside the range is clipped to it (else refused)", ranges: [] },
-  ],
-  "grr": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-  ],
-  "hcms": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "num_hashes", type: "int", required: true,
-      doc: "the number k of hash functions (rows of the sketch)", ranges: [{ min: 1, max: 65536 }] },
-    { name: "width", type: "int", required: true,
-      doc: "the width m of each row of the sketch", ranges: [{ min: 2, max: 16777216 }] },
-    { name: "hash_seed", type: "int", required: false, default: 0,
-      doc: "the number of the hash family: distinct seeds give independent families", ranges: [{ min: 0, dynamic: "at most 2^32 − num_hashes" }] },
-  ],
-  "hh": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "low", type: "float", required: true,
-      doc: "the lowest value of the numeric range", ranges: [{ finite: true }] },
-    { name: "high", type: "float", required: true,
-      doc: "the highest value of the numeric range (above low)", ranges: [{ finite: true }] },
-    { name: "branching", type: "int", required: false, default: 4,
-      doc: "the branching factor B of the tree of intervals", ranges: [{ min: 2, max: 65536 }] },
-    { name: "depth", type: "int", required: false, default: 5,
-      doc: "the number of levels of the tree below its root", ranges: [{ min: 1, max: 16 }] },
-    { name: "oracle", type: "str", required: false, default: "auto",
-      doc: "the frequency oracle of each level: oue, grr, or auto (the lower variance)", ranges: [], choices: ["auto", "oue", "grr"] },
-    { name: "level_weights", type: "ints", required: false, default: [],
-      doc: "the weight of each level in the level a report samples (empty: uniform)", ranges: [] },
-    { name: "clip", type: "bool", required: false, default: false,
-      doc: "whether a value outside the range is clipped to it (else refused)", ranges: [] },
-  ],
-  "hr": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-  ],
-  "hr-block": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "blocks", type: "optint", required: false, default: null,
-      doc: "the number of blocks the domain is split into (null: the best for ε)", ranges: [{ min: 1, dynamic: "at most domain_size" }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-  ],
-  "hybrid": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "low", type: "float", required: true,
-      doc: "the lowest value of the numeric range", ranges: [{ finite: true }] },
-    { name: "high", type: "float", required: true,
-      doc: "the highest value of the numeric range (above low)", ranges: [{ finite: true }] },
-    { name: "clip", type: "bool", required: false, default: false,
-      doc: "whether a value outside the range is clipped to it (else refused)", ranges: [] },
-    { name: "cells", type: "int", required: false, default: 1024,
-      doc: "the number of cells of the server's histogram of the range", ranges: [{ min: 2, max: 65536 }] },
-  ],
-  "lgrr": [
-    { name: "epsilon_perm", type: "float", required: true,
-      doc: "the privacy budget of the permanent (memoized) response: the bound over every report of one value", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-  ],
-  "loue": [
-    { name: "epsilon_perm", type: "float", required: true,
-      doc: "the privacy budget of the permanent (memoized) response: the bound over every report of one value", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-    { name: "permanent", type: "str", required: false, default: "oue",
-      doc: "the unary encoding of the permanent round: oue or sue", ranges: [], choices: ["oue", "sue"] },
-  ],
-  "memo-dbitflip": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "edges", type: "floats", required: true,
-      doc: "the bucket edges, strictly increasing: bucket i holds [edges[i], edges[i + 1])", ranges: [] },
-    { name: "d", type: "int", required: false, default: 1,
-      doc: "the number of buckets a report samples and reports on", ranges: [{ min: 1, dynamic: "at most the number of buckets, len(edges) − 1" }] },
-    { name: "clip", type: "bool", required: false, default: false,
-      doc: "whether a value outside the range is clipped to it (else refused)", ranges: [] },
-    { name: "gamma", type: "float", required: false, default: 0.0,
-      doc: "the memoized response's flip probability γ of the second round (0: none)", ranges: [{ min: 0, max: 1 }, { min: 0, max: 0.5, maxExclusive: true }] },
-  ],
-  "memo-mean": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "low", type: "float", required: true,
-      doc: "the lowest value of the numeric range", ranges: [{ finite: true }] },
-    { name: "high", type: "float", required: true,
-      doc: "the highest value of the numeric range (above low)", ranges: [{ finite: true }] },
-    { name: "clip", type: "bool", required: false, default: false,
-      doc: "whether a value outside the range is clipped to it (else refused)", ranges: [] },
-    { name: "buckets", type: "int", required: false, default: 16,
-      doc: "the number of buckets the range is split into before the memoized response", ranges: [{ min: 1, max: 65536 }] },
-    { name: "gamma", type: "float", required: false, default: 0.0,
-      doc: "the memoized response's flip probability γ of the second round (0: none)", ranges: [{ min: 0, max: 1 }, { min: 0, max: 0.5, maxExclusive: true }] },
-  ],
-  "multi": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report, of all its attributes together", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "mode", type: "str", required: true,
-      doc: "split: every attribute reported at ε/d; sample: one attribute drawn, reported at ε", ranges: [], choices: ["split", "sample"] },
-    { name: "attributes", type: "any", required: true,
-      doc: "the attributes: [name, protocol, params] each, in report order", ranges: [] },
-  ],
-  "olh": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-    { name: "seed_range", type: "int", required: false, default: 4294967296,
-      doc: "the number of hash seeds a report draws from (each seed names a hash function)", ranges: [{ min: 1, max: 4294967296 }] },
-  ],
-  "oue": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-  ],
-  "pem": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "max_length", type: "int", required: false, default: 10,
-      doc: "the longest value in UTF-8 bytes", ranges: [{ min: 1, max: 4096 }] },
-    { name: "start_bits", type: "int", required: false, default: 8,
-      doc: "the bits of the first prefix the rounds extend", ranges: [{ min: 1, max: 8 }] },
-    { name: "step_bits", type: "int", required: false, default: 8,
-      doc: "the bits each round adds to the prefixes", ranges: [{ min: 1, max: 16 }] },
-    { name: "top_k", type: "int", required: false, default: 32,
-      doc: "the number of prefixes kept after each round", ranges: [{ min: 1, max: 65536 }] },
-    { name: "oracle", type: "str", required: false, default: "olh",
-      doc: "the frequency oracle of each round: olh, grr, or auto (the lower variance)", ranges: [], choices: ["olh", "grr", "auto"] },
-    { name: "truncate", type: "bool", required: false, default: false,
-      doc: "whether a value over the length limit is cut to it (else refused)", ranges: [] },
-    { name: "seed_range", type: "int", required: false, default: 4294967296,
-      doc: "the number of hash seeds a report draws from (each seed names a hash function)", ranges: [{ min: 1, max: 4294967296 }] },
-  ],
-  "piecewise": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "low", type: "float", required: true,
-      doc: "the lowest value of the numeric range", ranges: [{ finite: true }] },
-    { name: "high", type: "float", required: true,
-      doc: "the highest value of the numeric range (above low)", ranges: [{ finite: true }] },
-    { name: "clip", type: "bool", required: false, default: false,
-      doc: "whether a value outside the range is clipped to it (else refused)", ranges: [] },
-    { name: "cells", type: "int", required: false, default: 1024,
-      doc: "the number of cells of the server's histogram of the range", ranges: [{ min: 2, max: 65536 }] },
-  ],
-  "rappor": [
-    { name: "num_bloombits", type: "int", required: true,
-      doc: "the number k of bits of the Bloom filter", ranges: [{ min: 1 }] },
-    { name: "num_hashes", type: "int", required: true,
-      doc: "the number h of hash functions of the Bloom filter", ranges: [{ min: 1 }] },
-    { name: "num_cohorts", type: "int", required: true,
-      doc: "the number m of cohorts (each hashes with its own functions)", ranges: [{ min: 1, max: 65536 }] },
-    { name: "p", type: "float", required: true,
-      doc: "the probability that a 0 bit of the permanent response is reported as 1", ranges: [{ min: 0, max: 1 }] },
-    { name: "q", type: "float", required: true,
-      doc: "the probability that a 1 bit of the permanent response is reported as 1", ranges: [{ min: 0, max: 1 }] },
-    { name: "f", type: "float", required: true,
-      doc: "the permanent response's flip probability f (each bit kept w.p. 1 − f)", ranges: [{ min: 0, max: 1 }, { min: 0, max: 1, maxExclusive: true }] },
-    { name: "mode", type: "str", required: false, default: "ldp",
-      doc: "ldp (this package's client) or google (Google's client, byte for byte)", ranges: [], choices: ["ldp", "google"] },
-  ],
-  "rappor-ngrams": [
-    { name: "num_bloombits", type: "int", required: true,
-      doc: "the number k of bits of the full string's Bloom filter", ranges: [{ min: 1 }] },
-    { name: "num_hashes", type: "int", required: true,
-      doc: "the number h of hash functions of the full string's Bloom filter", ranges: [{ min: 1 }] },
-    { name: "num_cohorts", type: "int", required: true,
-      doc: "the number m of cohorts of the full string's RAPPOR", ranges: [{ min: 1, max: 65536 }] },
-    { name: "p", type: "float", required: true,
-      doc: "the full string's RAPPOR: probability that a 0 bit is reported as 1", ranges: [{ min: 0, max: 1 }] },
-    { name: "q", type: "float", required: true,
-      doc: "the full string's RAPPOR: probability that a 1 bit is reported as 1", ranges: [{ min: 0, max: 1 }] },
-    { name: "f", type: "float", required: true,
-      doc: "the full string's RAPPOR: the permanent response's flip probability", ranges: [{ min: 0, max: 1 }, { min: 0, max: 1, maxExclusive: true }] },
-    { name: "gram_bloombits", type: "int", required: true,
-      doc: "the number of bits of each n-gram's Bloom filter", ranges: [{ min: 1 }] },
-    { name: "gram_hashes", type: "int", required: true,
-      doc: "the number of hash functions of each n-gram's Bloom filter", ranges: [{ min: 1 }] },
-    { name: "gram_cohorts", type: "int", required: true,
-      doc: "the number of cohorts of the n-grams' RAPPOR", ranges: [{ min: 1, max: 65536 }] },
-    { name: "gram_p", type: "float", required: true,
-      doc: "the n-grams' RAPPOR: probability that a 0 bit is reported as 1", ranges: [{ min: 0, max: 1 }] },
-    { name: "gram_q", type: "float", required: true,
-      doc: "the n-grams' RAPPOR: probability that a 1 bit is reported as 1", ranges: [{ min: 0, max: 1 }] },
-    { name: "gram_f", type: "float", required: true,
-      doc: "the n-grams' RAPPOR: the permanent response's flip probability", ranges: [{ min: 0, max: 1 }, { min: 0, max: 1, maxExclusive: true }] },
-    { name: "n", type: "int", required: false, default: 2,
-      doc: "the length n of the n-grams", ranges: [{ min: 1, max: 8 }] },
-    { name: "max_length", type: "int", required: false, default: 6,
-      doc: "the longest value, in characters (padded to it)", ranges: [{ min: 2, max: 512 }] },
-    { name: "alphabet", type: "str", required: false, default: "abcdefghijklmnopqrstuvwxyz",
-      doc: "the characters a value may hold", ranges: [] },
-    { name: "pad", type: "str", required: false, default: "_",
-      doc: "the character a value is padded with (not in the alphabet)", ranges: [] },
-    { name: "truncate", type: "bool", required: false, default: false,
-      doc: "whether a value over the length limit is cut to it (else refused)", ranges: [] },
-  ],
-  "rr": [
-    { name: "p", type: "float", required: true,
-      doc: "the probability of answering yes when the truth is no", ranges: [{ min: 0, max: 1 }] },
-    { name: "q", type: "float", required: true,
-      doc: "the probability of answering yes when the truth is yes (above p)", ranges: [{ min: 0, max: 1 }] },
-  ],
-  "sfp": [
-    { name: "word_epsilon", type: "float", required: true,
-      doc: "the privacy budget of the whole word's sketch", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "fragment_epsilon", type: "float", required: true,
-      doc: "the privacy budget of the fragment's sketch", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "alphabet", type: "str", required: false, default: "abcdefghijklmnopqrstuvwxyz",
-      doc: "the characters a word may hold", ranges: [] },
-    { name: "pad", type: "str", required: false, default: "_",
-      doc: "the character a word is padded with (not in the alphabet)", ranges: [] },
-    { name: "length", type: "int", required: false, default: 10,
-      doc: "the length of a word, in characters (padded to it)", ranges: [{ min: 1, max: 4096 }] },
-    { name: "fragment_length", type: "int", required: false, default: 2,
-      doc: "the length of a fragment, in characters", ranges: [{ min: 1, max: 4 }] },
-    { name: "hash_bits", type: "int", required: false, default: 8,
-      doc: "the bits of the word's hash each fragment carries", ranges: [{ min: 0, max: 16 }] },
-    { name: "word_sketch", type: "str", required: false, default: "cms",
-      doc: "the whole word's sketch: cms or hcms", ranges: [], choices: ["cms", "hcms"] },
-    { name: "word_num_hashes", type: "int", required: false, default: 64,
-      doc: "the number of hash functions of the word's sketch", ranges: [{ min: 1, max: 65536 }] },
-    { name: "word_width", type: "int", required: false, default: 1024,
-      doc: "the width of each row of the word's sketch", ranges: [{ min: 2, max: 16777216 }] },
-    { name: "fragment_sketch", type: "str", required: false, default: "cms",
-      doc: "the fragment's sketch: cms or hcms", ranges: [], choices: ["cms", "hcms"] },
-    { name: "fragment_num_hashes", type: "int", required: false, default: 64,
-      doc: "the number of hash functions of the fragment's sketch", ranges: [{ min: 1, max: 65536 }] },
-    { name: "fragment_width", type: "int", required: false, default: 512,
-      doc: "the width of each row of the fragment's sketch", ranges: [{ min: 2, max: 16777216 }] },
-    { name: "hash_seed", type: "int", required: false, default: 0,
-      doc: "the number of the hash family: distinct seeds give independent families", ranges: [{ min: 0, max: 4294967295 }] },
-    { name: "replacement", type: "optstr", required: false, default: null,
-      doc: "the character a character outside the alphabet becomes (null: such words are refused)", ranges: [] },
-    { name: "truncate", type: "bool", required: false, default: false,
-      doc: "whether a value over the length limit is cut to it (else refused)", ranges: [] },
-  ],
-  "ss": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-  ],
-  "sue": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-  ],
-  "thresh": [
-    { name: "epsilon", type: "float", required: true,
-      doc: "the privacy budget ε of one report", ranges: [{ min: 0, minExclusive: true, finite: true }] },
-    { name: "domain_size", type: "int", required: true,
-      doc: "the number d of distinct values, reported as indices 0 … d − 1", ranges: [{ min: 2, max: 4294967296 }] },
-    { name: "labels", type: "labels", required: false, default: null,
-      doc: "the names of the d values, in index order, or null (values are then indices)", ranges: [] },
-  ],
+  blh: BLH_PARAMS,
+  "bucket-grr": BUCKET_GRR_PARAMS,
+  "bucket-oue": BUCKET_OUE_PARAMS,
+  cms: CMS_PARAMS,
+  dbitflip: DBITFLIP_PARAMS,
+  duchi: DUCHI_PARAMS,
+  grr: GRR_PARAMS,
+  hcms: HCMS_PARAMS,
+  hh: HH_PARAMS,
+  hr: HR_PARAMS,
+  "hr-block": HR_BLOCK_PARAMS,
+  hybrid: HYBRID_PARAMS,
+  lgrr: LGRR_PARAMS,
+  loue: LOUE_PARAMS,
+  "memo-dbitflip": MEMO_DBITFLIP_PARAMS,
+  "memo-mean": MEMO_MEAN_PARAMS,
+  multi: MULTI_PARAMS,
+  olh: OLH_PARAMS,
+  oue: OUE_PARAMS,
+  pem: PEM_PARAMS,
+  piecewise: PIECEWISE_PARAMS,
+  rappor: RAPPOR_PARAMS,
+  "rappor-ngrams": RAPPOR_NGRAMS_PARAMS,
+  rr: RR_PARAMS,
+  sfp: SFP_PARAMS,
+  ss: SS_PARAMS,
+  sue: SUE_PARAMS,
+  thresh: THRESH_PARAMS,
 };

@@ -8,17 +8,15 @@ import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import { log } from "../pymath.js";
 import { checkResolvable, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkProbability, isPyInt, relation,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkParams, isPyInt, relation,
 } from "../params/base.js";
+import { RR_PARAMS } from "../params/tables.js";
 import { Encoder, ProtocolEntry, Report } from "../encoders/base.js";
 
 /** Binary randomized response: Pr[report 1 | 0] = p, Pr[report 1 | 1] = q, 0 < p < q < 1. */
 export class BinaryRRParams extends ProtocolParams {
   static readonly className = "BinaryRRParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "p", type: "float" },
-    { name: "q", type: "float" },
-  ];
+  static readonly fields = RR_PARAMS;
   readonly protocol = "rr";
   readonly p: number;
   readonly q: number;
@@ -27,8 +25,8 @@ export class BinaryRRParams extends ProtocolParams {
 
   constructor(values: ParamsDict) {
     super(values);
-    const p = checkProbability(this.values.p, "p");
-    const q = checkProbability(this.values.q, "q");
+    checkParams(this.values, RR_PARAMS);
+    const p = this.values.p as number, q = this.values.q as number;
     if (!(0.0 < p && p < q && q < 1.0)) {
       throw relation("0<p<q<1", ["p", "q"], `binary RR needs 0 < p < q < 1 (finite ε, truthful bias), got p=${p}, q=${q}`);
     }

@@ -13,8 +13,9 @@
 import { decompose, expm1, log } from "../pymath.js";
 import { RandomSource, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, relation,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkParams, relation,
 } from "../params/base.js";
+import { HR_BLOCK_PARAMS } from "../params/tables.js";
 import { DomainEncoder, ProtocolEntry, Report, checkLabels, withFrozenLabels } from "../encoders/base.js";
 import { hrOrder } from "./hadamard-response.js";
 
@@ -81,21 +82,15 @@ function blockEpsilon(gamma: number, blocks: number): number {
  * `__post_init__` sets the field, so `toDict` and the fingerprint carry it). */
 function resolveBlocks(values: ParamsDict): ParamsDict {
   if (values.blocks !== null && values.blocks !== undefined) return values;
-  const epsilon = checkEpsilon(values.epsilon);
-  const d = checkInt(values.domain_size, "domain_size", 2, 2 ** 32);
-  return { ...values, blocks: bestBlocks(epsilon, d) };
+  checkParams(values, HR_BLOCK_PARAMS, "epsilon", "domain_size");
+  return { ...values, blocks: bestBlocks(values.epsilon as number, values.domain_size as number) };
 }
 
 /** Blocked Hadamard Response at `epsilon` over `domain_size` values in `blocks` blocks (null: `bestBlocks`),
  * optionally named by `labels` (Python's `HRBlockParams`). */
 export class HRBlockParams extends ProtocolParams {
   static readonly className = "HRBlockParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "epsilon", type: "float" },
-    { name: "domain_size", type: "int" },
-    { name: "blocks", type: "int", default: null },
-    { name: "labels", type: "labels", default: null },
-  ];
+  static readonly fields = HR_BLOCK_PARAMS;
   readonly protocol = "hr-block";
   readonly epsilon: number;
   /** B, resolved. */
@@ -108,9 +103,10 @@ export class HRBlockParams extends ProtocolParams {
 
   constructor(values: ParamsDict) {
     super(resolveBlocks(withFrozenLabels(values)));
-    this.epsilon = checkEpsilon(this.values.epsilon);
-    const d = checkInt(this.values.domain_size, "domain_size", 2, 2 ** 32);
-    this.blocks = checkInt(this.values.blocks, "blocks", 1, d);
+    const v = this.values, d = v.domain_size as number;
+    checkParams(v, HR_BLOCK_PARAMS, undefined, undefined, { blocks: () => d });
+    this.epsilon = v.epsilon as number;
+    this.blocks = v.blocks as number;
     this.gamma = realizedProbability(uniformShare(this.epsilon, this.blocks));
     if (this.gamma <= 0.0) {
       throw relation("epsilon_too_large", ["epsilon", "domain_size", "blocks"], `epsilon=${this.epsilon} is too large ` +

@@ -12,7 +12,8 @@
 import { realizedProbability } from "../random.js";
 import { Field, ParamsDict, logisticTail } from "../params/base.js";
 import { DomainEncoder, ProtocolEntry, Report } from "../encoders/base.js";
-import { DOMAIN_FIELDS, UnaryParams } from "./unary.js";
+import { HR_PARAMS } from "../params/tables.js";
+import { UnaryParams } from "./unary.js";
 
 /** `hr_order`: K, the smallest power of 2 strictly above `domainSize` (2^bit_length(d)). */
 export function hrOrder(domainSize: number): number {
@@ -22,7 +23,7 @@ export function hrOrder(domainSize: number): number {
 /** Hadamard Response at `epsilon` over `domain_size` values (optionally named by `labels`). */
 export class HRParams extends UnaryParams {
   static readonly className = "HRParams";
-  static readonly fields = DOMAIN_FIELDS;
+  static readonly fields = HR_PARAMS;
   readonly protocol = "hr";
   private p_: number | undefined;
   private hrFields: readonly Field[] | undefined;

@@ -20,9 +20,12 @@ import { LdpTypeError, LdpValueError, kindOf, showValue } from "../errors.js";
 import { log } from "../pymath.js";
 import { KeyedRandomSource, RandomSource, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt,
-  checkBool, checkFinite, checkProbability, logisticTail, relation, renaming,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkFinite, checkParams, logisticTail, relation,
+  renaming,
 } from "../params/base.js";
+import {
+  BUCKET_GRR_PARAMS, BUCKET_OUE_PARAMS, DBITFLIP_PARAMS, MEMO_DBITFLIP_PARAMS,
+} from "../params/tables.js";
 import {
   Encoder, EncoderOptions, MemoizedCharge, ProtocolEntry, Report, bitsString,
 } from "../encoders/base.js";
@@ -120,10 +123,11 @@ export abstract class BucketParams extends ProtocolParams {
 
   /** `check_epsilon`, then `_check_buckets`: the edges, then `clip`. */
   protected checkBuckets(): void {
-    checkEpsilon(this.values.epsilon);
-    this.edges_ = Object.freeze(checkEdges(this.values.edges));
-    const clip = this.values.clip;
-    this.clip_ = checkBool(clip, "clip");
+    const v = this.values, rows = this.fieldSpecs;
+    checkParams(v, rows, "epsilon", "epsilon");
+    this.edges_ = Object.freeze(checkEdges(v.edges));
+    checkParams(v, rows, "clip", "clip");
+    this.clip_ = v.clip as boolean;
   }
 
   get epsilon(): number {
@@ -168,19 +172,13 @@ export abstract class BucketEncoder<P extends BucketParams> extends Encoder<P, n
   }
 }
 
-const BUCKET_FIELDS: readonly FieldSpec[] = [
-  { name: "epsilon", type: "float" },
-  { name: "edges", type: "floats" },
-  { name: "clip", type: "bool", default: false },
-];
-
 // ---------------------------------------------------------------------------------------------------------------
 // bucket-grr, bucket-oue
 
 /** GRR over the buckets of `edges` (Python's `BucketGRRParams`; the bucket labels are its values). */
 export class BucketGRRParams extends BucketParams {
   static readonly className = "BucketGRRParams";
-  static readonly fields = BUCKET_FIELDS;
+  static readonly fields = BUCKET_GRR_PARAMS;
   readonly protocol = "bucket-grr";
   /** The GRR these parameters run: `epsilon` over the k bucket labels. */
   readonly grr: GRRParams;
@@ -223,7 +221,7 @@ export class BucketGRREncoder extends BucketEncoder<BucketGRRParams> {
 /** OUE over the buckets of `edges` (Python's `BucketOUEParams`; the bucket labels are its values). */
 export class BucketOUEParams extends BucketParams {
   static readonly className = "BucketOUEParams";
-  static readonly fields = BUCKET_FIELDS;
+  static readonly fields = BUCKET_OUE_PARAMS;
   readonly protocol = "bucket-oue";
   /** The OUE these parameters run: `epsilon` over the k bucket labels. */
   readonly oue: OUEParams;
@@ -272,13 +270,6 @@ export class BucketOUEEncoder extends BucketEncoder<BucketOUEParams> {
 
 // ---------------------------------------------------------------------------------------------------------------
 // dbitflip
-
-const DBITFLIP_FIELDS: readonly FieldSpec[] = [
-  { name: "epsilon", type: "float" },
-  { name: "edges", type: "floats" },
-  { name: "d", type: "int", default: 1 },
-  { name: "clip", type: "bool", default: false },
-];
 
 /** Subset lists are kept only up to this many subsets; beyond, Floyd's algorithm draws the sample. */
 const MAX_SUBSETS = 4096;
@@ -335,7 +326,7 @@ function sampledBitsSchema(k: number): readonly Field[] {
  */
 export class DBitFlipParams extends BucketParams {
   static readonly className = "DBitFlipParams";
-  static readonly fields = DBITFLIP_FIELDS;
+  static readonly fields = DBITFLIP_PARAMS;
   readonly protocol = "dbitflip";
   /** Buckets sampled per report. */
   readonly d: number;
@@ -350,7 +341,8 @@ export class DBitFlipParams extends BucketParams {
   constructor(values: ParamsDict) {
     super(values);
     this.checkBuckets();
-    this.d = checkInt(this.values.d, "d", 1, this.numBuckets);
+    checkParams(this.values, DBITFLIP_PARAMS, "d", "d", { d: () => this.numBuckets });
+    this.d = this.values.d as number;
     const epsilon = this.epsilon;
     this.p1 = realizedProbability(logisticTail(-epsilon / 2));
     this.p0 = realizedProbability(logisticTail(epsilon / 2));
@@ -433,8 +425,6 @@ export class DBitFlipEncoder extends BucketEncoder<DBitFlipParams> {
 // ---------------------------------------------------------------------------------------------------------------
 // memo-dbitflip
 
-const MEMO_FIELDS: readonly FieldSpec[] = [...DBITFLIP_FIELDS, { name: "gamma", type: "float", default: 0.0 }];
-
 const SAMPLE_DOMAIN = utf8Encode("ldp/dbitflip-memo/sample/v1\0");
 
 /**
@@ -445,7 +435,7 @@ const SAMPLE_DOMAIN = utf8Encode("ldp/dbitflip-memo/sample/v1\0");
  */
 export class MemoDBitFlipParams extends BucketParams {
   static readonly className = "MemoDBitFlipParams";
-  static readonly fields = MEMO_FIELDS;
+  static readonly fields = MEMO_DBITFLIP_PARAMS;
   readonly protocol = "memo-dbitflip";
   /** Buckets sampled (once per device). */
   readonly d: number;
@@ -459,13 +449,9 @@ export class MemoDBitFlipParams extends BucketParams {
   constructor(values: ParamsDict) {
     super(values);
     this.checkBuckets();
-    this.d = checkInt(this.values.d, "d", 1, this.numBuckets);
-    const gamma = checkProbability(this.values.gamma, "gamma");
-    if (!(gamma >= 0.0 && gamma < 0.5)) {
-      throw new LdpValueError("param_range", { param: "gamma", got: this.values.gamma, min: 0, max: 0.5, max_exclusive: true },
-        `gamma (the per-report flip probability) must be in [0, 0.5), got ${gamma}`);
-    }
-    this.gamma = gamma;
+    checkParams(this.values, MEMO_DBITFLIP_PARAMS, "d", "gamma", { d: () => this.numBuckets });
+    this.d = this.values.d as number;
+    this.gamma = this.values.gamma as number;
     this.memo = new DBitFlipParams({ epsilon: this.epsilon, edges: this.edges, d: this.d, clip: this.clip });
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }

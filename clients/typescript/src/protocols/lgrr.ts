@@ -16,8 +16,9 @@ import { LdpValueError } from "../errors.js";
 import { expm1, log, log1p } from "../pymath.js";
 import { add, div, fraction, integer, logRatio, mul, sub } from "../rational.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, relation, renaming,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkInt, checkParams, relation, renaming,
 } from "../params/base.js";
+import { LGRR_PARAMS } from "../params/tables.js";
 import {
   Charge, Encoder, EncoderOptions, ProtocolEntry, Report, domainIndexOf, withFrozenLabels,
 } from "../encoders/base.js";
@@ -73,12 +74,7 @@ export function lgrrLeakage(p1: number, p2: number, k: number, t: number): numbe
  * report is `epsilon`-LDP (`epsilon < epsilon_perm`). */
 export class LGRRParams extends ProtocolParams {
   static readonly className = "LGRRParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "epsilon_perm", type: "float" },
-    { name: "epsilon", type: "float" },
-    { name: "domain_size", type: "int" },
-    { name: "labels", type: "labels", default: null },
-  ];
+  static readonly fields = LGRR_PARAMS;
   readonly protocol = "lgrr";
   readonly epsilonPerm: number;
   readonly epsilon: number;
@@ -93,9 +89,10 @@ export class LGRRParams extends ProtocolParams {
   constructor(values: ParamsDict) {
     super(withFrozenLabels(values));
     const v = this.values;
-    this.epsilonPerm = checkEpsilon(v.epsilon_perm, "epsilon_perm");
-    this.epsilon = checkEpsilon(v.epsilon);
-    const k = checkInt(v.domain_size, "domain_size", 2, 2 ** 32);
+    checkParams(v, LGRR_PARAMS);
+    this.epsilonPerm = v.epsilon_perm as number;
+    this.epsilon = v.epsilon as number;
+    const k = v.domain_size as number;
     if (!(this.epsilon < this.epsilonPerm)) {
       throw relation("epsilon<epsilon_perm", ["epsilon", "epsilon_perm"], "L-GRR needs epsilon < epsilon_perm (a " +
         "report is post-processing of the permanent response, so it cannot leak more), got epsilon=" +

@@ -11,8 +11,9 @@ import { exp, log } from "../pymath.js";
 import { hashUint32LE } from "../hash/murmur3.js";
 import { realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, relation,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, checkParams, relation,
 } from "../params/base.js";
+import { BLH_PARAMS, OLH_PARAMS } from "../params/tables.js";
 import { DomainEncoder, ProtocolEntry, Report, checkLabels, domainIndexOf, withFrozenLabels } from "../encoders/base.js";
 
 /** Default number of hash seeds a report draws from: every MurmurHash3 seed (`SEED_RANGE`). */
@@ -31,13 +32,6 @@ export function olhWidth(epsilon: number): number {
   }
   return Math.floor(exp(epsilon) + 0.5) + 1;
 }
-
-const LH_FIELDS: readonly FieldSpec[] = [
-  { name: "epsilon", type: "float" },
-  { name: "domain_size", type: "int" },
-  { name: "labels", type: "labels", default: null },
-  { name: "seed_range", type: "int", default: SEED_RANGE },
-];
 
 /**
  * What BLH and OLH share (`LocalHashingParams`): the hash range g, the realized GRR probabilities over [0, g), the
@@ -73,11 +67,10 @@ export abstract class LocalHashingParams extends ProtocolParams {
     return this.values.seed_range as number;
   }
 
-  /** `_check`, in Python's order. */
+  /** `_check`, in Python's order: the table (ε, the domain, the seed range), then the rules. */
   protected checkLocalHashing(): void {
-    const epsilon = checkEpsilon(this.values.epsilon);
-    const d = checkInt(this.values.domain_size, "domain_size", 2, 2 ** 32);
-    checkInt(this.values.seed_range, "seed_range", 1, SEED_RANGE);
+    checkParams(this.values, this.fieldSpecs);
+    const epsilon = this.epsilon;
     const g = this.g;
     if (g > 2 ** 32) {
       throw relation("hash_range", ["epsilon"], `epsilon=${epsilon} is too large for ${this.protocol}: g = ${g} ` +
@@ -91,7 +84,7 @@ export abstract class LocalHashingParams extends ProtocolParams {
       throw relation("epsilon_too_small", ["epsilon"], `epsilon=${epsilon} is too small for ${this.protocol}: the keep ` +
         "probability rounds to 1/g, so reports would carry no information");
     }
-    this.labels_ = checkLabels(this.values.labels, d);
+    this.labels_ = checkLabels(this.values.labels, this.domainSize);
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
 
@@ -156,7 +149,7 @@ export abstract class LocalHashingParams extends ProtocolParams {
 /** Binary local hashing: g = 2. */
 export class BLHParams extends LocalHashingParams {
   static readonly className = "BLHParams";
-  static readonly fields = LH_FIELDS;
+  static readonly fields = BLH_PARAMS;
   readonly protocol = "blh";
 
   constructor(values: ParamsDict) {
@@ -172,7 +165,7 @@ export class BLHParams extends LocalHashingParams {
 /** Optimized local hashing: g = round(e^ε) + 1 (`olhWidth`). */
 export class OLHParams extends LocalHashingParams {
   static readonly className = "OLHParams";
-  static readonly fields = LH_FIELDS;
+  static readonly fields = OLH_PARAMS;
   readonly protocol = "olh";
   private g_: number | undefined;
 

@@ -15,13 +15,11 @@
 import { expm1, log, log1p } from "../pymath.js";
 import { Fraction, add, fraction, integer, mul, sub, toFloat } from "../rational.js";
 import { realizedProbability } from "../random.js";
-import { FieldSpec, ParamsDict, PrivacyCost, checkChoice, checkCollectable, checkEpsilon, checkInt, relation, renaming } from "../params/base.js";
+import { ParamsDict, PrivacyCost, checkCollectable, checkInt, checkParams, relation, renaming } from "../params/base.js";
+import { LOUE_PARAMS } from "../params/tables.js";
 import { Charge, DomainEncoder, EncoderOptions, ProtocolEntry, Report, bitsString } from "../encoders/base.js";
 import { Memo, logaddexp, memoReportCharge } from "../encoders/memo.js";
 import { OUEParams, SUEParams, UnaryParams, unaryDraw, unaryEpsilon } from "./unary.js";
-
-/** The permanent rounds L-OUE allows. */
-export const PERMANENT = ["oue", "sue"] as const;
 
 /**
  * `loue_leakage`: the exact worst log-ratio of `t` L-OUE reports of one value. With
@@ -45,13 +43,7 @@ export function loueLeakage(p1: number, q1: number, flip: number, t: number): nu
  * one report is `epsilon`-LDP (`epsilon < epsilon_perm`). */
 export class LOUEParams extends UnaryParams {
   static readonly className = "LOUEParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "epsilon_perm", type: "float" },
-    { name: "epsilon", type: "float" },
-    { name: "domain_size", type: "int" },
-    { name: "labels", type: "labels", default: null },
-    { name: "permanent", type: "str", default: "oue" },
-  ];
+  static readonly fields = LOUE_PARAMS;
   readonly protocol = "loue";
   readonly epsilonPerm: number;
   /** Round 1, the memoized OUE or SUE at `epsilon_perm`. */
@@ -67,16 +59,18 @@ export class LOUEParams extends UnaryParams {
   constructor(values: ParamsDict) {
     super(values);
     const v = this.values;
-    this.epsilonPerm = checkEpsilon(v.epsilon_perm, "epsilon_perm");
-    const epsilon = checkEpsilon(v.epsilon);
-    checkChoice(v.permanent, "permanent", PERMANENT);
+    checkParams(v, LOUE_PARAMS, "epsilon_perm", "epsilon");
+    checkParams(v, LOUE_PARAMS, "permanent", "permanent"); // before the domain, as Python
+    this.epsilonPerm = v.epsilon_perm as number;
+    const epsilon = v.epsilon as number;
     if (!(epsilon < this.epsilonPerm)) {
       throw relation("epsilon<epsilon_perm", ["epsilon", "epsilon_perm"], "L-OUE needs epsilon < epsilon_perm (a " +
         "report is post-processing of the permanent response, so it cannot leak more), got epsilon=" +
         `${epsilon}, epsilon_perm=${this.epsilonPerm}`);
     }
     const perm = renaming({ epsilon: "epsilon_perm" }, () => {
-      const d = checkInt(v.domain_size, "domain_size", 2, 2 ** 32);
+      checkParams(v, LOUE_PARAMS, "domain_size", "domain_size");
+      const d = v.domain_size as number;
       const Kind = v.permanent === "oue" ? OUEParams : SUEParams;
       return new Kind({ epsilon: this.epsilonPerm, domain_size: d, labels: null });
     });

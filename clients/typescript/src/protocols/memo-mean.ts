@@ -10,11 +10,11 @@
  * `B(γ')`). One report's ε is ln((1 − q')/q') with q' = γ' + (1 − 2γ')q; every report of one edge together costs
  * at most the memoized bit's ε.
  */
-import { LdpValueError } from "../errors.js";
 import { concatBytes, utf8Encode } from "../bytes.js";
 import { log1p } from "../pymath.js";
 import { KeyedRandomSource, bernoulliThreshold, realizedProbability } from "../random.js";
-import { Field, FieldSpec, ParamsDict, PrivacyCost, checkCollectable, checkInt, checkProbability } from "../params/base.js";
+import { Field, ParamsDict, PrivacyCost, checkCollectable, checkParams } from "../params/base.js";
+import { MEMO_MEAN_PARAMS } from "../params/tables.js";
 import { Charge, Encoder, EncoderOptions, ProtocolEntry, Report } from "../encoders/base.js";
 import { Memo } from "../encoders/memo.js";
 import { DuchiParams, NumericParams } from "./numeric.js";
@@ -29,14 +29,7 @@ const SCHEMA: readonly Field[] = Object.freeze([{ name: "bit", kind: "uint", siz
 /** Memoized 1BitMean with α-point rounding to `buckets` buckets and output flips `gamma`. */
 export class MemoMeanParams extends NumericParams {
   static readonly className = "MemoMeanParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "epsilon", type: "float" },
-    { name: "low", type: "float" },
-    { name: "high", type: "float" },
-    { name: "clip", type: "bool", default: false },
-    { name: "buckets", type: "int", default: 16 },
-    { name: "gamma", type: "float", default: 0.0 },
-  ];
+  static readonly fields = MEMO_MEAN_PARAMS;
   readonly protocol = "memo-mean";
   readonly buckets: number;
   /** The output flip probability, as given. */
@@ -46,13 +39,9 @@ export class MemoMeanParams extends NumericParams {
 
   constructor(values: ParamsDict) {
     super(values);
-    this.buckets = checkInt(this.values.buckets, "buckets", 1, MAX_BUCKETS);
-    const gamma = checkProbability(this.values.gamma, "gamma");
-    if (!(gamma >= 0.0 && gamma < 0.5)) {
-      throw new LdpValueError("param_range", { param: "gamma", got: this.values.gamma, min: 0, max: 0.5, max_exclusive: true },
-        `gamma (the output flip probability) must be in [0, 0.5), got ${gamma}`);
-    }
-    this.gamma = gamma;
+    checkParams(this.values, MEMO_MEAN_PARAMS, "buckets");
+    this.buckets = this.values.buckets as number;
+    this.gamma = this.values.gamma as number;
     this.memo = new DuchiParams({ epsilon: this.epsilon, low: this.low, high: this.high, clip: this.clip });
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }

@@ -12,9 +12,10 @@ import { PyFloat } from "../canonical.js";
 import { LdpTypeError, LdpValueError, kindOf, showValue } from "../errors.js";
 import { fsum } from "../rational.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkChoice, checkCollectable, checkEpsilon, fromDict, logisticTail,
-  relation, renaming, sortedByCodePoint,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkParams, fromDict,
+  logisticTail, relation, renaming, sortedByCodePoint,
 } from "../params/base.js";
+import { MULTI_PARAMS } from "../params/tables.js";
 import { Encoder, EncoderOptions, PayloadValue, ProtocolEntry, Report } from "../encoders/base.js";
 import { grr, rr } from "./randomized-response.js";
 import { bucketGrr, dbitflip } from "./histogram.js";
@@ -91,11 +92,7 @@ function build(proto: string, params: Readonly<Record<string, unknown>>, epsilon
 /** multi parameters: the total ε, the mode, the attributes. */
 export class MultiParams extends ProtocolParams {
   static readonly className = "MultiParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "epsilon", type: "float" },
-    { name: "mode", type: "str" },
-    { name: "attributes", type: "any" },
-  ];
+  static readonly fields = MULTI_PARAMS;
   readonly protocol = "multi";
   readonly epsilon: number;
   readonly mode: "split" | "sample";
@@ -109,8 +106,9 @@ export class MultiParams extends ProtocolParams {
   constructor(values: ParamsDict) {
     super(values);
     const v = this.values;
-    this.epsilon = checkEpsilon(v.epsilon, "epsilon");
-    this.mode = checkChoice(v.mode, "mode", ["split", "sample"] as const);
+    checkParams(v, MULTI_PARAMS);
+    this.epsilon = v.epsilon as number;
+    this.mode = v.mode as "split" | "sample";
     const raw = v.attributes;
     if (!Array.isArray(raw)) {
       throw new LdpTypeError("param_type", { param: "attributes", expected: "list", got: kindOf(raw) });

@@ -18,9 +18,9 @@ import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import { exp, expm1, log, log1p } from "../pymath.js";
 import { RandomSource, bernoulliThreshold, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, logisticTail,
-  checkBool, checkFinite, relation,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkParams, logisticTail, relation,
 } from "../params/base.js";
+import { DUCHI_PARAMS, HYBRID_PARAMS, PIECEWISE_PARAMS } from "../params/tables.js";
 import { Encoder, ProtocolEntry, Report } from "../encoders/base.js";
 
 /** The mean protocols of this client (Python's `MEAN_PROTOCOLS` also has `memo-mean`). */
@@ -60,18 +60,9 @@ function nextProbability(p: number, up: boolean): number {
   return nextAfter(p, up);
 }
 
-
-const COMMON_FIELDS: readonly FieldSpec[] = [
-  { name: "epsilon", type: "float" },
-  { name: "low", type: "float" },
-  { name: "high", type: "float" },
-  { name: "clip", type: "bool", default: false },
-];
-
-const CELLS_FIELDS: readonly FieldSpec[] = [...COMMON_FIELDS, { name: "cells", type: "int", default: 1024 }];
-
 /** What every mean mechanism shares: `epsilon`, the bounds `low < high` (finite) and `clip` (clip out-of-range
- * values to the bounds instead of refusing them). The constructor runs `_check_common`. */
+ * values to the bounds instead of refusing them). The constructor runs `_check_common`; a subclass checks the rest of
+ * its table (from the row after `clip`). */
 export abstract class NumericParams extends ProtocolParams {
   readonly epsilon: number;
   readonly low: number;
@@ -81,17 +72,18 @@ export abstract class NumericParams extends ProtocolParams {
 
   constructor(values: ParamsDict) {
     super(values);
-    const v = this.values;
-    this.epsilon = checkEpsilon(v.epsilon);
-    const low = checkFinite(v.low, "low");
-    const high = checkFinite(v.high, "high");
+    const v = this.values, rows = this.fieldSpecs;
+    checkParams(v, rows, "epsilon", "high");
+    this.epsilon = v.epsilon as number;
+    const low = v.low as number, high = v.high as number;
     if (!(low < high)) {
       throw relation("low<high", ["low", "high"], `the bounds need low < high, got low=${low}, high=${high}`);
     }
     if (!Number.isFinite(high - low)) {
       throw relation("width_finite", ["low", "high"], `high - low must be finite, got low=${low}, high=${high}`);
     }
-    this.clip = checkBool(v.clip, "clip");
+    checkParams(v, rows, "clip", "clip");
+    this.clip = v.clip as boolean;
     this.low = low;
     this.high = high;
   }
@@ -142,7 +134,7 @@ function duchiEpsilonOf(q: number): number {
 /** Duchi et al.'s 1-bit mechanism (1BitMean): one bit per report. */
 export class DuchiParams extends NumericParams {
   static readonly className = "DuchiParams";
-  static readonly fields = COMMON_FIELDS;
+  static readonly fields = DUCHI_PARAMS;
   readonly protocol = "duchi";
   /** The realized flip probability 1/(1 + e^ε) (moved up a step if rounding gave more than ε). */
   readonly q: number;
@@ -178,7 +170,7 @@ export class DuchiParams extends NumericParams {
 /** The discrete Piecewise Mechanism on `cells` output cells (2 <= cells <= 2^16). */
 export class PiecewiseParams extends NumericParams {
   static readonly className = "PiecewiseParams";
-  static readonly fields = CELLS_FIELDS;
+  static readonly fields = PIECEWISE_PARAMS;
   readonly protocol = "piecewise";
   readonly cells: number;
   /** w = round(G/(e^{ε/2} + 1)) in [1, G − 1]: the high-probability band. */
@@ -188,7 +180,8 @@ export class PiecewiseParams extends NumericParams {
 
   constructor(values: ParamsDict) {
     super(values);
-    const g = checkInt(this.values.cells, "cells", 2, MAX_CELLS);
+    checkParams(this.values, PIECEWISE_PARAMS, "cells");
+    const g = this.values.cells as number;
     this.cells = g;
     const w = Math.min(Math.max(Math.floor(g * logisticTail(this.epsilon / 2) + 0.5), 1), g - 1);
     this.window = w;
@@ -241,7 +234,7 @@ export class PiecewiseParams extends NumericParams {
 /** The Hybrid Mechanism: the discrete PM with probability α, else Duchi, both at ε. */
 export class HybridParams extends NumericParams {
   static readonly className = "HybridParams";
-  static readonly fields = CELLS_FIELDS;
+  static readonly fields = HYBRID_PARAMS;
   readonly protocol = "hybrid";
   readonly cells: number;
   /** Duchi's branch at the same ε, bounds and clip. */
@@ -252,7 +245,8 @@ export class HybridParams extends NumericParams {
 
   constructor(values: ParamsDict) {
     super(values);
-    this.cells = checkInt(this.values.cells, "cells", 2, MAX_CELLS);
+    checkParams(this.values, HYBRID_PARAMS, "cells");
+    this.cells = this.values.cells as number;
     // the branches' checks apply: Duchi's always, the piecewise one's when α > 0
     this.duchi = new DuchiParams({ epsilon: this.epsilon, low: this.low, high: this.high, clip: this.clip });
     this.alpha = this.epsilon > HYBRID_THRESHOLD ? realizedProbability(-expm1(-this.epsilon / 2)) : 0.0;

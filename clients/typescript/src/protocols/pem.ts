@@ -20,12 +20,12 @@ import { LdpRefusal, LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import { valueBytes } from "../bytes.js";
 import { hash32 } from "../hash/murmur3.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkBool, checkChoice, checkCollectable, checkEpsilon, checkInt,
-  relation,
+  ChoiceOf, Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkInt, checkParams, relation,
 } from "../params/base.js";
+import { PEM_PARAMS } from "../params/tables.js";
 import { Encoder, ProtocolEntry, Report } from "../encoders/base.js";
 import { GRRParams, grrDraw } from "./randomized-response.js";
-import { OLHParams, SEED_RANGE, lhHash } from "./local-hashing.js";
+import { OLHParams, lhHash } from "./local-hashing.js";
 
 /** MurmurHash3 seed of the 32-bit key of a prefix over 32 bits ("PEM"). */
 export const KEY_SEED = 0x50454d;
@@ -35,8 +35,8 @@ export const MAX_START_BITS = 24;
 export const MAX_STEP_BITS = 16;
 /** GRR reports a prefix over its whole domain: at most 2^16 values (longer prefixes use OLH). */
 export const MAX_GRR_BITS = 16;
-/** `oracle`: OLH in every group, GRR in every group, or per group the smaller variance. */
-export const ORACLES = ["olh", "grr", "auto"] as const;
+/** `oracle`: OLH in every group, GRR in every group, or per group the smaller variance (its table's choices). */
+export type PemOracle = ChoiceOf<typeof PEM_PARAMS, "oracle">;
 
 /** V0 = q(1 − q)/(p − q)²: the variance per report of the unbiased count of a value nobody holds, for an oracle
  * supporting the true value w.p. p and any other given value w.p. q. */
@@ -104,23 +104,14 @@ function bigEndian(bytes: Uint8Array): bigint {
  * and the OLH groups' `seed_range`. */
 export class PEMParams extends ProtocolParams {
   static readonly className = "PEMParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "epsilon", type: "float" },
-    { name: "max_length", type: "int", default: 10 },
-    { name: "start_bits", type: "int", default: 8 },
-    { name: "step_bits", type: "int", default: 8 },
-    { name: "top_k", type: "int", default: 32 },
-    { name: "oracle", type: "str", default: "olh" },
-    { name: "truncate", type: "bool", default: false },
-    { name: "seed_range", type: "int", default: SEED_RANGE },
-  ];
+  static readonly fields = PEM_PARAMS;
   readonly protocol = "pem";
   readonly epsilon: number;
   readonly maxLength: number;
   readonly startBits: number;
   readonly stepBits: number;
   readonly seedRange: number;
-  readonly oracle: (typeof ORACLES)[number];
+  readonly oracle: PemOracle;
   readonly truncate: boolean;
   /** G = 1 + ceil((L − start_bits)/step_bits). */
   readonly groups: number;
@@ -134,14 +125,17 @@ export class PEMParams extends ProtocolParams {
   constructor(values: ParamsDict) {
     super(values);
     const v = this.values;
-    this.epsilon = checkEpsilon(v.epsilon);
-    this.maxLength = checkInt(v.max_length, "max_length (bytes)", 1, 1 << 12);
-    this.startBits = checkInt(v.start_bits, "start_bits", 1, Math.min(MAX_START_BITS, 8 * this.maxLength));
-    this.stepBits = checkInt(v.step_bits, "step_bits", 1, MAX_STEP_BITS);
-    checkInt(v.top_k, "top_k", 1, 1 << 16);
-    this.seedRange = checkInt(v.seed_range, "seed_range", 1, SEED_RANGE);
-    this.oracle = checkChoice(v.oracle, "oracle", ORACLES);
-    this.truncate = checkBool(v.truncate, "truncate");
+    checkParams(v, PEM_PARAMS, "epsilon", "top_k",
+      { start_bits: () => Math.min(MAX_START_BITS, 8 * (v.max_length as number)) });
+    checkParams(v, PEM_PARAMS, "seed_range"); // before the oracle, as Python
+    checkParams(v, PEM_PARAMS, "oracle", "truncate");
+    this.epsilon = v.epsilon as number;
+    this.maxLength = v.max_length as number;
+    this.startBits = v.start_bits as number;
+    this.stepBits = v.step_bits as number;
+    this.seedRange = v.seed_range as number;
+    this.oracle = v.oracle as PemOracle;
+    this.truncate = v.truncate as boolean;
     this.groups = 1 + Math.ceil((this.totalBits - this.startBits) / this.stepBits);
     if (!(this.groups >= 1 && this.groups <= 1 << 16)) {
       throw new LdpValueError("param_limit", { limit: "groups", got: this.groups, max: 1 << 16 },

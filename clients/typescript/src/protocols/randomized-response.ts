@@ -14,8 +14,9 @@
 import { exp, log } from "../pymath.js";
 import { RandomSource, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, relation,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkParams, relation,
 } from "../params/base.js";
+import { GRR_PARAMS } from "../params/tables.js";
 import { DomainEncoder, ProtocolEntry, Report, checkLabels, withFrozenLabels } from "../encoders/base.js";
 
 export { BinaryRREncoder, BinaryRRParams, rr } from "./binary-rr.js";
@@ -23,11 +24,7 @@ export { BinaryRREncoder, BinaryRRParams, rr } from "./binary-rr.js";
 /** Generalized randomized response over `domain_size` values, optionally named by `labels`. */
 export class GRRParams extends ProtocolParams {
   static readonly className = "GRRParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "epsilon", type: "float" },
-    { name: "domain_size", type: "int" },
-    { name: "labels", type: "labels", default: null },
-  ];
+  static readonly fields = GRR_PARAMS;
   readonly protocol = "grr";
   readonly epsilon: number;
   readonly labels: readonly string[] | null;
@@ -38,12 +35,13 @@ export class GRRParams extends ProtocolParams {
 
   constructor(values: ParamsDict) {
     super(withFrozenLabels(values));
-    this.epsilon = checkEpsilon(this.values.epsilon);
-    const d = checkInt(this.values.domain_size, "domain_size", 2, 2 ** 32);
+    checkParams(this.values, GRR_PARAMS);
+    this.epsilon = this.values.epsilon as number;
+    const d = this.values.domain_size as number;
     this.p = realizedProbability(1.0 / (1.0 + (d - 1) * exp(-this.epsilon)));
     if (this.p >= 1.0) {
       throw relation("epsilon_too_large", ["epsilon", "domain_size"], `epsilon=${this.epsilon} is too large for ` +
-        `domain_size=${d}: the keep probability rounds to 1 at the client's resolution, so reports would not be private`);
+        `domain_size=${d}: the keep probability rounds to 1, so reports would not be private`);
     }
     if (this.p <= this.q) {
       throw relation("epsilon_too_small", ["epsilon", "domain_size"], `epsilon=${this.epsilon} is too small for ` +

@@ -17,16 +17,16 @@
 import { LdpRefusal, LdpTypeError, LdpValueError, kindOf, showValue } from "../errors.js";
 import { RandomSource } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkBool, checkChoice, checkCollectable, checkEpsilon, checkInt,
-  relation,
+  ChoiceOf, Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkInt, checkParams, relation,
 } from "../params/base.js";
+import { HH_PARAMS } from "../params/tables.js";
 import { Encoder, ProtocolEntry, Report, bitsString } from "../encoders/base.js";
 import { GRRParams } from "./randomized-response.js";
 import { OUEParams, unaryDraw } from "./unary.js";
 import { bucketIndex } from "./histogram.js";
 
-/** `HH_ORACLES`: per level the smaller null variance, OUE at every level, GRR at every level. */
-export const HH_ORACLES = ["auto", "oue", "grr"] as const;
+/** `oracle`: per level the smaller null variance, OUE at every level, GRR at every level (its table's choices). */
+export type HHOracle = ChoiceOf<typeof HH_PARAMS, "oracle">;
 /** Most buckets (leaves) a tree may have (`MAX_LEAVES`). */
 export const MAX_LEAVES = 1 << 16;
 
@@ -53,7 +53,8 @@ function levelOracle(epsilon: number, m: number, kind: string): LevelOracle {
   return grr !== null && nullVariance(grr.p, grr.q) < nullVariance(oue.p, oue.q) ? grr : oue;
 }
 
-/** `low` or `high`: a finite real number (anything else a `ValueError`, as Python's check). */
+/** `low` or `high`: a finite real number (anything else a `ValueError`, as Python's check: its `param_type` here is a
+ * `ValueError`, where the table's generic check would throw an `LdpTypeError`, so hh checks these two rows itself). */
 function finiteBound(v: unknown, name: string): number {
   if (typeof v !== "number" || !Number.isFinite(v)) {
     const message = `${name} must be a finite number, got ${showValue(v)}`;
@@ -73,16 +74,7 @@ function withFrozenWeights(values: ParamsDict): ParamsDict {
  * of the tree per report (uniform, or by `level_weights`), reported by `oracle`. */
 export class HHParams extends ProtocolParams {
   static readonly className = "HHParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "epsilon", type: "float" },
-    { name: "low", type: "float" },
-    { name: "high", type: "float" },
-    { name: "branching", type: "int", default: 4 },
-    { name: "depth", type: "int", default: 5 },
-    { name: "oracle", type: "str", default: "auto" },
-    { name: "level_weights", type: "ints", default: Object.freeze([]) },
-    { name: "clip", type: "bool", default: false },
-  ];
+  static readonly fields = HH_PARAMS;
   readonly protocol = "hh";
   readonly epsilon: number;
   readonly low: number;
@@ -104,20 +96,23 @@ export class HHParams extends ProtocolParams {
   constructor(values: ParamsDict) {
     super(withFrozenWeights(values));
     const v = this.values;
-    this.epsilon = checkEpsilon(v.epsilon);
+    checkParams(v, HH_PARAMS, "epsilon", "epsilon");
+    this.epsilon = v.epsilon as number;
     this.low = finiteBound(v.low, "low");
     this.high = finiteBound(v.high, "high");
     if (!(this.low < this.high)) {
       throw relation("low<high", ["low", "high"], `need low < high, got low=${this.low}, high=${this.high}`);
     }
-    this.branching = checkInt(v.branching, "branching", 2, MAX_LEAVES);
-    this.depth = checkInt(v.depth, "depth", 1, 16);
+    checkParams(v, HH_PARAMS, "branching", "depth");
+    this.branching = v.branching as number;
+    this.depth = v.depth as number;
     if (this.branching ** this.depth > MAX_LEAVES) {
       throw new LdpValueError("param_limit", { limit: "leaves", got: this.branching ** this.depth, max: MAX_LEAVES },
         `branching^depth = ${this.branching}^${this.depth} buckets is over the ${MAX_LEAVES} allowed`);
     }
-    const oracle = checkChoice(v.oracle, "oracle", HH_ORACLES);
-    this.clip = checkBool(v.clip, "clip");
+    checkParams(v, HH_PARAMS, "oracle"); // the oracle, then clip (level_weights is parsed below, after them)
+    const oracle = v.oracle as HHOracle;
+    this.clip = v.clip as boolean;
     const w = v.level_weights;
     if (!Array.isArray(w)) throw new LdpTypeError("param_type", { param: "level_weights", expected: "list", got: kindOf(w) });
     if (w.length) {

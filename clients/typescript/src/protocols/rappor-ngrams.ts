@@ -15,9 +15,9 @@ import { concatBytes, toHex, utf8Encode } from "../bytes.js";
 import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import { hmacSha256, sha256 } from "../hash/sha256.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkBool, checkCollectable, checkInt, relation,
-  renaming,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkParams, relation, renaming,
 } from "../params/base.js";
+import { RAPPOR_NGRAMS_PARAMS } from "../params/tables.js";
 import { Charge, Encoder, EncoderOptions, ProtocolEntry, Report, isMemoized } from "../encoders/base.js";
 import { RapporEncoder, RapporParams, RapporPrepared, clientSecret } from "./rappor.js";
 
@@ -72,25 +72,7 @@ export function pairOf(index: number, positions: number): [number, number] {
 /** rappor-ngrams parameters: the whole string's RAPPOR, the n-grams' (`gram_…`), n, L, the alphabet, the pad. */
 export class RapporNgramsParams extends ProtocolParams {
   static readonly className = "RapporNgramsParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "num_bloombits", type: "int" },
-    { name: "num_hashes", type: "int" },
-    { name: "num_cohorts", type: "int" },
-    { name: "p", type: "float" },
-    { name: "q", type: "float" },
-    { name: "f", type: "float" },
-    { name: "gram_bloombits", type: "int" },
-    { name: "gram_hashes", type: "int" },
-    { name: "gram_cohorts", type: "int" },
-    { name: "gram_p", type: "float" },
-    { name: "gram_q", type: "float" },
-    { name: "gram_f", type: "float" },
-    { name: "n", type: "int", default: 2 },
-    { name: "max_length", type: "int", default: 6 },
-    { name: "alphabet", type: "str", default: "abcdefghijklmnopqrstuvwxyz" },
-    { name: "pad", type: "str", default: "_" },
-    { name: "truncate", type: "bool", default: false },
-  ];
+  static readonly fields = RAPPOR_NGRAMS_PARAMS;
   readonly protocol = "rappor-ngrams";
   /** n, the gram length, and L, the padded length in characters. */
   readonly n: number;
@@ -107,8 +89,9 @@ export class RapporNgramsParams extends ProtocolParams {
   constructor(values: ParamsDict) {
     super(values);
     const v = this.values;
-    this.n = checkInt(v.n, "n (gram length)", 1, 8);
-    this.maxLength = checkInt(v.max_length, "max_length (L, characters)", 2, 8 * MAX_POSITIONS);
+    checkParams(v, RAPPOR_NGRAMS_PARAMS, "n", "max_length"); // first, as Python (the RAPPORs' rows: their own checks)
+    this.n = v.n as number;
+    this.maxLength = v.max_length as number;
     if (this.maxLength % this.n !== 0) {
       throw relation("multiple_of_n", ["max_length", "n"], `max_length (L=${this.maxLength}) must be a multiple of n=${this.n}`);
     }
@@ -120,7 +103,8 @@ export class RapporNgramsParams extends ProtocolParams {
     }
     const alphabet = checkAlphabet(v.alphabet);
     this.pad = checkPad(v.pad, alphabet);
-    this.truncate = checkBool(v.truncate, "truncate");
+    checkParams(v, RAPPOR_NGRAMS_PARAMS, "truncate", "truncate");
+    this.truncate = v.truncate as boolean;
     this.alphabet = new Set(alphabet);
     const rappor = (prefix: string, bits: string, hashes: string, cohorts: string) => new RapporParams({
       num_bloombits: v[bits], num_hashes: v[hashes], num_cohorts: v[cohorts], p: v[`${prefix}p`], q: v[`${prefix}q`],

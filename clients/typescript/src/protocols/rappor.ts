@@ -21,14 +21,16 @@ import {
   KeyedRandomSource, RandomSource, bernoulliWords, bigIntOfWords, checkResolvable, realizedProbability, wordsOfBigInt,
 } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkChoice, checkCollectable, checkInt, relation,
+  ChoiceOf, Field, ParamsDict, PrivacyCost, ProtocolParams, checkChoice, checkCollectable, checkInt, checkParams,
+  relation,
 } from "../params/base.js";
+import { RAPPOR_PARAMS } from "../params/tables.js";
 import {
   Charge, Encoder, EncoderOptions, MemoizedCharge, ProtocolEntry, Report, bitsStringOfWords,
 } from "../encoders/base.js";
 
-/** The two modes (a parameter, so part of the fingerprint). */
-export const MODES = ["ldp", "google"] as const;
+/** The two modes (a parameter, so part of the fingerprint; its table's choices). */
+export type RapporMode = ChoiceOf<typeof RAPPOR_PARAMS, "mode">;
 /** How reports of one value are charged: `min(t·ε₁, ε∞)` (default), or ε∞ on the first report and 0 after. */
 export const CHARGING = ["min", "upfront"] as const;
 export type Charging = (typeof CHARGING)[number];
@@ -44,23 +46,10 @@ export const SECRET_BYTES = 32;
 const PRR_DOMAIN = utf8Encode("ldp/rappor/prr/v1\0");
 const MEMO_DOMAIN = utf8Encode("ldp/rappor/memo/v1\0");
 
-/** `check_resolvable` of a params field. */
-function resolvable(p: unknown, name: string): number {
-  return checkResolvable(p, name);
-}
-
 /** RAPPOR parameters: Bloom filter (k bits, h hashes), m cohorts, IRR p/q, PRR f, and the mode. */
 export class RapporParams extends ProtocolParams {
   static readonly className = "RapporParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "num_bloombits", type: "int" },
-    { name: "num_hashes", type: "int" },
-    { name: "num_cohorts", type: "int" },
-    { name: "p", type: "float" },
-    { name: "q", type: "float" },
-    { name: "f", type: "float" },
-    { name: "mode", type: "str", default: "ldp" },
-  ];
+  static readonly fields = RAPPOR_PARAMS;
   readonly protocol = "rappor";
   /** k, h, m */
   readonly numBloombits: number;
@@ -69,36 +58,35 @@ export class RapporParams extends ProtocolParams {
   readonly p: number;
   readonly q: number;
   readonly f: number;
-  readonly mode: "ldp" | "google";
+  readonly mode: RapporMode;
   private cost: PrivacyCost | undefined;
   private fields_: readonly Field[] | undefined;
 
   constructor(values: ParamsDict) {
     super(values);
     const v = this.values;
-    this.numBloombits = checkInt(v.num_bloombits, "num_bloombits (k)", 1);
-    this.numHashes = checkInt(v.num_hashes, "num_hashes (h)", 1);
-    this.numCohorts = checkInt(v.num_cohorts, "num_cohorts (m)", 1, MAX_COHORTS);
+    checkParams(v, RAPPOR_PARAMS, undefined, "num_cohorts");
+    this.numBloombits = v.num_bloombits as number;
+    this.numHashes = v.num_hashes as number;
+    this.numCohorts = v.num_cohorts as number;
     if (this.numHashes > this.numBloombits) {
       throw relation("h<=k", ["num_hashes", "num_bloombits"],
         `num_hashes (h=${this.numHashes}) must be <= num_bloombits (k=${this.numBloombits})`);
     }
-    const p = resolvable(v.p, "p");
-    const q = resolvable(v.q, "q");
-    const f = resolvable(v.f, "f");
-    if (!(f >= 0.0 && f < 1.0)) {
-      throw new LdpValueError("param_range", { param: "f", got: v.f, min: 0, max: 1, max_exclusive: true },
-        `f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got ${f}`);
+    for (const name of ["p", "q", "f"] as const) { // each in [0, 1] and resolvable (f also below 1: f = 1 is noise)
+      checkParams(v, RAPPOR_PARAMS, name, name);
+      checkResolvable(v[name], name);
     }
+    const p = v.p as number, q = v.q as number, f = v.f as number;
     if (!(p < q)) {
       throw relation("p<q", ["p", "q"], "RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), " +
         `got p=${p}, q=${q}`);
     }
-    checkChoice(v.mode, "mode", MODES);
+    checkParams(v, RAPPOR_PARAMS, "mode", "mode");
     this.p = p;
     this.q = q;
     this.f = f;
-    this.mode = v.mode as "ldp" | "google";
+    this.mode = v.mode as RapporMode;
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
 

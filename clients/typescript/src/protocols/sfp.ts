@@ -13,13 +13,12 @@ import { utf8Encode } from "../bytes.js";
 import { LdpTypeError, LdpValueError, kindOf, showValue } from "../errors.js";
 import { hash32 } from "../hash/murmur3.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkBool, checkChoice, checkCollectable, checkEpsilon, checkInt,
-  relation, renaming,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, RowName, checkCollectable, checkParams, relation, renaming,
 } from "../params/base.js";
+import { SFP_PARAMS } from "../params/tables.js";
 import { Encoder, EncoderOptions, ProtocolEntry, Report, PayloadValue, bitsString } from "../encoders/base.js";
 import { CmsEncoder, CmsParams, HcmsEncoder, HcmsParams, SketchParams } from "./sketches.js";
 
-const SKETCHES = ["cms", "hcms"] as const;
 const WORD_NAMES: Record<string, string> = { hash: "word_hash", bits: "word_bits", row: "word_row", bit: "word_bit" };
 const FRAGMENT_NAMES: Record<string, string> = {
   hash: "fragment_hash", bits: "fragment_bits", row: "fragment_row", bit: "fragment_bit",
@@ -49,24 +48,7 @@ function checkSymbols(value: unknown, message: string, param: string, low: numbe
 /** SFP parameters: the two sketches' ε and shapes, the alphabet and pad, L, r, the word-hash bits, the seed. */
 export class SfpParams extends ProtocolParams {
   static readonly className = "SfpParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "word_epsilon", type: "float" },
-    { name: "fragment_epsilon", type: "float" },
-    { name: "alphabet", type: "str", default: "abcdefghijklmnopqrstuvwxyz" },
-    { name: "pad", type: "str", default: "_" },
-    { name: "length", type: "int", default: 10 },
-    { name: "fragment_length", type: "int", default: 2 },
-    { name: "hash_bits", type: "int", default: 8 },
-    { name: "word_sketch", type: "str", default: "cms" },
-    { name: "word_num_hashes", type: "int", default: 64 },
-    { name: "word_width", type: "int", default: 1024 },
-    { name: "fragment_sketch", type: "str", default: "cms" },
-    { name: "fragment_num_hashes", type: "int", default: 64 },
-    { name: "fragment_width", type: "int", default: 512 },
-    { name: "hash_seed", type: "int", default: 0 },
-    { name: "replacement", type: "optstr", default: null },
-    { name: "truncate", type: "bool", default: false },
-  ];
+  static readonly fields = SFP_PARAMS;
   readonly protocol = "sfp";
   /** The alphabet's symbols, then the pad: a symbol's index in a fragment record is its place here. */
   readonly symbols: readonly string[];
@@ -86,8 +68,10 @@ export class SfpParams extends ProtocolParams {
   constructor(values: ParamsDict) {
     super(values);
     const v = this.values;
-    const wordEpsilon = checkEpsilon(v.word_epsilon, "word_epsilon");
-    const fragmentEpsilon = checkEpsilon(v.fragment_epsilon, "fragment_epsilon");
+    // Python checks the table's rows in its own order, between its rules; the widths are the sketches' own checks
+    const check = (from: RowName<typeof SFP_PARAMS>, to = from) => checkParams(v, SFP_PARAMS, from, to);
+    check("word_epsilon", "fragment_epsilon");
+    const wordEpsilon = v.word_epsilon as number, fragmentEpsilon = v.fragment_epsilon as number;
     const alphabet = checkSymbols(v.alphabet, "alphabet must be a non-empty string of symbols", "alphabet", 1);
     if (new Set(alphabet).size !== alphabet.length) {
       throw relation("distinct", ["alphabet"], `alphabet has repeated symbols: ${JSON.stringify(v.alphabet)}`);
@@ -99,17 +83,21 @@ export class SfpParams extends ProtocolParams {
       throw new LdpValueError("param_length", { param: "alphabet", got: alphabet.length, min: 1, max: 2 ** 16 - 2 },
         `alphabet size must be in [1, ${2 ** 16 - 2}], got ${alphabet.length}`);
     }
-    const length = checkInt(v.length, "length (L)", 1, 2 ** 12);
-    const r = checkInt(v.fragment_length, "fragment_length (r)", 1, length);
+    check("length");
+    const length = v.length as number;
+    checkParams(v, SFP_PARAMS, "fragment_length", "fragment_length", { fragment_length: () => length });
+    const r = v.fragment_length as number;
     if (length % r !== 0) {
       throw relation("multiple_of_fragment_length", ["length", "fragment_length"], `length L=${length} must be a ` +
         `multiple of fragment_length r=${r} (fragments are the L/r non-overlapping substrings)`);
     }
-    const hashBits = checkInt(v.hash_bits, "hash_bits", 0, 16);
-    for (const part of ["word", "fragment"]) checkChoice(v[`${part}_sketch`], `${part}_sketch`, SKETCHES);
-    const seed = checkInt(v.hash_seed, "hash_seed", 0, 0xffffffff);
-    const wk = checkInt(v.word_num_hashes, "word_num_hashes", 1, 2 ** 16);
-    const fk = checkInt(v.fragment_num_hashes, "fragment_num_hashes", 1, 2 ** 16);
+    check("hash_bits", "word_sketch");
+    check("fragment_sketch");
+    check("hash_seed");
+    check("word_num_hashes");
+    check("fragment_num_hashes");
+    const hashBits = v.hash_bits as number, seed = v.hash_seed as number;
+    const wk = v.word_num_hashes as number, fk = v.fragment_num_hashes as number;
     if (seed + wk + fk > 0xffffffff) {
       throw relation("hash_seed_room", ["hash_seed", "word_num_hashes", "fragment_num_hashes"],
         "hash_seed leaves no room for the sketches' hash functions below 2**32");
@@ -121,7 +109,8 @@ export class SfpParams extends ProtocolParams {
       replacement = checkSymbols(rep, message, "replacement", 1, 1)[0];
       if (!alphabet.includes(replacement)) throw relation("replacement_in_alphabet", ["replacement", "alphabet"], message);
     }
-    const truncate = checkBool(v.truncate, "truncate");
+    check("truncate");
+    const truncate = v.truncate as boolean;
     this.symbols = Object.freeze([...alphabet, pad]);
     this.index = new Map(this.symbols.map((c, i) => [c, i]));
     this.pad = pad;

@@ -15,20 +15,13 @@ import { exp, log } from "../pymath.js";
 import { MAX_SEED, bucketOfBytes } from "../hash/murmur3.js";
 import { bernoulliThreshold } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, logisticTail,
-  relation,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkParams, logisticTail, relation,
 } from "../params/base.js";
+import { CMS_PARAMS, HCMS_PARAMS } from "../params/tables.js";
 import { Encoder, ProtocolEntry, Report, bitsString } from "../encoders/base.js";
 
 /** The widest sketch (`MAX_WIDTH`). */
 export const MAX_WIDTH = 1 << 24;
-
-const SKETCH_FIELDS: readonly FieldSpec[] = [
-  { name: "epsilon", type: "float" },
-  { name: "num_hashes", type: "int" },
-  { name: "width", type: "int" },
-  { name: "hash_seed", type: "int", default: 0 },
-];
 
 /** What CMS and HCMS parameters share: ε, `num_hashes` k, `width` m and the hash family (`SketchParams`). */
 export abstract class SketchParams extends ProtocolParams {
@@ -72,15 +65,15 @@ export abstract class SketchParams extends ProtocolParams {
 
   /** `_check_sketch`, in Python's order; the subclass constructor calls it first. */
   protected checkSketch(): void {
-    const epsilon = checkEpsilon(this.values.epsilon);
+    const v = this.values, rows = this.fieldSpecs;
+    checkParams(v, rows, "epsilon", "epsilon");
+    const epsilon = this.epsilon;
     this.flip = this.flipOf(epsilon);
     if (bernoulliThreshold(this.flip) === 0n) {
       throw relation("epsilon_too_large", ["epsilon"], `epsilon=${epsilon} is too large: the flip probability rounds to ` +
         "0 at the client's 2^-64 resolution, so reports would not be private");
     }
-    const k = checkInt(this.values.num_hashes, "num_hashes (k)", 1, 1 << 16);
-    checkInt(this.values.width, "width (m)", 2, MAX_WIDTH);
-    checkInt(this.values.hash_seed, "hash_seed", 0, MAX_SEED - k + 1);
+    checkParams(v, rows, "num_hashes", undefined, { hash_seed: () => MAX_SEED - this.numHashes + 1 });
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
 
@@ -121,7 +114,7 @@ export abstract class SketchParams extends ProtocolParams {
 /** Count Mean Sketch: ε per report, k hash functions, width m (`hash_seed` picks the family). */
 export class CmsParams extends SketchParams {
   static readonly className = "CmsParams";
-  static readonly fields = SKETCH_FIELDS;
+  static readonly fields = CMS_PARAMS;
   readonly protocol = "cms";
   readonly hadamard = false;
   protected readonly epsilonPerFlip = 2.0; // two entries differ between inputs, each ln((1−p)/p) = ε/2
@@ -156,7 +149,7 @@ export class CmsParams extends SketchParams {
 /** Hadamard Count Mean Sketch: ε per report, k hash functions, width m (a power of two). */
 export class HcmsParams extends SketchParams {
   static readonly className = "HcmsParams";
-  static readonly fields = SKETCH_FIELDS;
+  static readonly fields = HCMS_PARAMS;
   readonly protocol = "hcms";
   readonly hadamard = true;
   protected readonly epsilonPerFlip = 1.0;

@@ -12,7 +12,8 @@ import { log, log1p } from "../pymath.js";
 import { RandomSource, realizedProbability } from "../random.js";
 import { ParamsDict, logisticTail } from "../params/base.js";
 import { DomainEncoder, ProtocolEntry, Report } from "../encoders/base.js";
-import { DOMAIN_FIELDS, UnaryParams } from "./unary.js";
+import { SS_PARAMS } from "../params/tables.js";
+import { UnaryParams } from "./unary.js";
 
 /** `subset_size`: ω = max(1, floor(d/(e^ε+1) + 1/2)), the subset size minimizing the variance, rounded half up. */
 export function subsetSize(epsilon: number, domainSize: number): number {
@@ -39,7 +40,7 @@ export class SSParams extends UnaryParams {
   }
 
   static readonly className = "SSParams";
-  static readonly fields = DOMAIN_FIELDS;
+  static readonly fields = SS_PARAMS;
   readonly protocol = "ss";
   private omega_: number | undefined;
   private p_: number | undefined;

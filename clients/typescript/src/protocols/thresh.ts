@@ -14,8 +14,9 @@ import { concatBytes, uint32BE, utf8Encode } from "../bytes.js";
 import { hmacSha256 } from "../hash/sha256.js";
 import { KeyedRandomSource } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkInt, checkParams,
 } from "../params/base.js";
+import { THRESH_PARAMS } from "../params/tables.js";
 import {
   ChangeCharge, Encoder, EncoderOptions, ProtocolEntry, Report, domainIndexOf, withFrozenLabels,
 } from "../encoders/base.js";
@@ -34,11 +35,7 @@ function uint64BE(n: number): Uint8Array {
 /** Charge on change over `domain_size` values: an epoch's GRR at `epsilon`, replayed until the value changes. */
 export class ThreshParams extends ProtocolParams {
   static readonly className = "ThreshParams";
-  static readonly fields: readonly FieldSpec[] = [
-    { name: "epsilon", type: "float" },
-    { name: "domain_size", type: "int" },
-    { name: "labels", type: "labels", default: null },
-  ];
+  static readonly fields = THRESH_PARAMS;
   readonly protocol = "thresh";
   readonly epsilon: number;
   /** An epoch's response: GRR at `epsilon` over the values (also the labels' index). */
@@ -47,9 +44,9 @@ export class ThreshParams extends ProtocolParams {
 
   constructor(values: ParamsDict) {
     super(withFrozenLabels(values));
-    this.epsilon = checkEpsilon(this.values.epsilon);
-    const d = checkInt(this.values.domain_size, "domain_size", 2, 2 ** 32);
-    this.grr = new GRRParams({ epsilon: this.epsilon, domain_size: d, labels: this.values.labels });
+    checkParams(this.values, THRESH_PARAMS);
+    this.epsilon = this.values.epsilon as number;
+    this.grr = new GRRParams({ epsilon: this.epsilon, domain_size: this.values.domain_size, labels: this.values.labels });
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
 

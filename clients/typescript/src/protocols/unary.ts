@@ -13,8 +13,9 @@
 import { Fraction, div, fraction, integer, logRatio, mul, sub } from "../rational.js";
 import { RandomSource, realizedProbability } from "../random.js";
 import {
-  Field, FieldSpec, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkEpsilon, checkInt, logisticTail, relation,
+  Field, ParamsDict, PrivacyCost, ProtocolParams, checkCollectable, checkParams, logisticTail, relation,
 } from "../params/base.js";
+import { OUE_PARAMS, SUE_PARAMS } from "../params/tables.js";
 import { DomainEncoder, ProtocolEntry, Report, bitsString, checkLabels, withFrozenLabels } from "../encoders/base.js";
 
 /**
@@ -36,17 +37,11 @@ export function unaryDraw(p: number, q: number, d: number, index: number, rng: R
   return rng.bernoulli(p) ? bits | own : bits;
 }
 
-/** The fields of SUE, OUE, HR and SS parameters, in dataclass order. */
-export const DOMAIN_FIELDS: readonly FieldSpec[] = [
-  { name: "epsilon", type: "float" },
-  { name: "domain_size", type: "int" },
-  { name: "labels", type: "labels", default: null },
-];
-
 /**
  * What SUE, OUE, Hadamard Response and Subset Selection share (`UnaryParams` with `LabeledDomain`): `epsilon`,
  * `domain_size`, `labels`, the realized probabilities `p` (own bit) and `q` (every other bit), `checkUnary` and the
- * wire format `bits` (d bits). A leaf class's constructor checks ε, then calls `checkUnary`, then `checkCollectable`.
+ * wire format `bits` (d bits). A leaf class's constructor checks its table (ε, the domain), then calls `checkUnary`,
+ * then `checkCollectable`.
  */
 export abstract class UnaryParams extends ProtocolParams {
   private labels_: readonly string[] | null = null;
@@ -74,15 +69,15 @@ export abstract class UnaryParams extends ProtocolParams {
     return this.labels_;
   }
 
-  /** `_check_unary`: the domain, that p and q are realizable and informative (`what`: the ε named), the labels. */
   /** What p and q derive from: the `params` of an `epsilon_too_large`/`_small` refusal. */
   protected get unaryParams(): readonly string[] {
     return ["epsilon"];
   }
 
+  /** `_check_unary` once the domain is checked: that p and q are realizable and informative (`what`: the ε named),
+   * the labels. */
   protected checkUnary(what: string): void {
     const params = this.unaryParams;
-    const d = checkInt(this.values.domain_size, "domain_size", 2, 2 ** 32);
     if (this.q <= 0.0 || this.p >= 1.0) {
       throw relation("epsilon_too_large", params, `${what} is too large for ${this.protocol}: a bit probability ` +
         "rounds to 0 or 1 at the client's resolution, so reports would not be private");
@@ -91,13 +86,14 @@ export abstract class UnaryParams extends ProtocolParams {
       throw relation("epsilon_too_small", params, `${what} is too small for ${this.protocol}: p and q are equal at ` +
         "the client's resolution, so reports would carry no information");
     }
-    this.labels_ = checkLabels(this.values.labels, d);
+    this.labels_ = checkLabels(this.values.labels, this.domainSize);
   }
 
-  /** The common checks of a leaf class, in Python's order: ε, `checkUnary`, `checkCollectable`. */
+  /** The common checks of a leaf class, in Python's order: its table (ε, the domain), `checkUnary`,
+   * `checkCollectable`. */
   protected checkAll(): void {
-    const epsilon = checkEpsilon(this.values.epsilon);
-    this.checkUnary(`epsilon=${epsilon}`);
+    checkParams(this.values, this.fieldSpecs);
+    this.checkUnary(`epsilon=${this.epsilon}`);
     checkCollectable(this.protocol, this.schema, this.aggregateCells);
   }
 
@@ -132,7 +128,7 @@ export abstract class UnaryParams extends ProtocolParams {
 /** Symmetric unary encoding (basic one-time RAPPOR): every bit kept w.p. e^{ε/2}/(e^{ε/2}+1). */
 export class SUEParams extends UnaryParams {
   static readonly className = "SUEParams";
-  static readonly fields = DOMAIN_FIELDS;
+  static readonly fields = SUE_PARAMS;
   readonly protocol = "sue";
   private p_: number | undefined;
   private q_: number | undefined;
@@ -158,7 +154,7 @@ export class SUEParams extends UnaryParams {
 /** Optimized unary encoding: own bit 1 w.p. 1/2, every other bit w.p. 1/(e^ε+1). */
 export class OUEParams extends UnaryParams {
   static readonly className = "OUEParams";
-  static readonly fields = DOMAIN_FIELDS;
+  static readonly fields = OUE_PARAMS;
   readonly protocol = "oue";
   private q_: number | undefined;
 

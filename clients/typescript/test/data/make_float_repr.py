@@ -12,8 +12,6 @@ Run from this folder with the Python the server uses (the tables record its outp
   (``{"int": "digits"}``, ``{"float": "hex bits"}``, ``{"dict": [[key, value], ...]}``), each with
   ``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)`` and the
   fingerprint ``sha256(...)[:16]``.
-* ``py_repr.json``: random strings with ``repr(s)`` (characters unassigned in this Python's Unicode database are
-  left out, except noncharacters, which stay unassigned in every version).
 """
 
 from __future__ import annotations
@@ -99,14 +97,6 @@ def random_string(rnd: random.Random, n: int) -> str:
     return "".join(out)
 
 
-def repr_table(rnd: random.Random) -> list[dict[str, str]]:
-    strings = ["", "a", "it's", 'say "hi"', "both ' and \"", "tab\tnew\nline\r", "back\\slash", "\ud800", "\udfff x",
-               "''", '""', "'\"'"] + SPECIAL
-    strings += [random_string(rnd, rnd.randrange(1, 12)) for _ in range(3000)]
-    return [{"value": s, "repr": repr(s)} for s in strings]
-
-
-# -- canonical JSON ----------------------------------------------------------------------------------------------
 def random_value(rnd: random.Random, depth: int) -> tuple[object, object]:
     """A Python value and its typed form."""
     kind = rnd.randrange(9 if depth < 4 else 6)
@@ -165,7 +155,6 @@ def main() -> None:
     meta = {"python": sys.version.split()[0], "unicode": unicodedata.unidata_version}
     write("float_repr.json", {**meta, "columns": ["bits", "repr", ".6g", ".3g", ".1g"], "rows": table})
     write("canonical.json", {**meta, "cases": canonical_table(rnd)})
-    write("py_repr.json", {**meta, "cases": repr_table(rnd)})
 
 
 def write(name: str, doc: object) -> None:

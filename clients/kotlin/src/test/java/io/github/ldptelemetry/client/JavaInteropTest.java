@@ -9,7 +9,12 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.github.ldptelemetry.client.ledger.FileStore;
 import io.github.ldptelemetry.client.ledger.MemoryStore;
 import io.github.ldptelemetry.client.ledger.StateStore;
+import io.github.ldptelemetry.client.protocols.DBitFlipParams;
 import io.github.ldptelemetry.client.protocols.GRRParams;
+import io.github.ldptelemetry.client.protocols.HHParams;
+import io.github.ldptelemetry.client.protocols.LOUEParams;
+import io.github.ldptelemetry.client.protocols.MultiParams;
+import io.github.ldptelemetry.client.protocols.OUEParams;
 import io.github.ldptelemetry.client.protocols.Protocols;
 import io.github.ldptelemetry.client.spec.CollectionSpec;
 import io.github.ldptelemetry.client.upload.Batch;
@@ -180,5 +185,32 @@ class JavaInteropTest {
         assertEquals(3, typed.getDomainSize());
         params.put("epsilon", 1.0);
         assertEquals(Protocols.INSTANCE.get("grr").paramsOf(params).getFingerprint(), typed.getFingerprint());
+    }
+
+    @Test
+    void typedParamsAreBuiltFromJavaWithTheTablesDefaults() {
+        OUEParams oue = new OUEParams(1.0, 4L);
+        Map<String, Object> spec = new LinkedHashMap<>();
+        spec.put("epsilon", 1);
+        spec.put("domain_size", 4);
+        assertEquals(OUEParams.read(spec), oue);
+        assertEquals(Arrays.asList("epsilon", "domain_size", "labels"), new java.util.ArrayList<>(oue.toDict().keySet()));
+        HHParams hh = new HHParams(1.0, 0.0, 1.0);
+        assertEquals(4, hh.getBranching());
+        assertEquals("auto", hh.getOracle());
+        assertEquals("sue", new LOUEParams(2.0, 0.5, 3L, null, "sue").getPermanent());
+        assertEquals(2, new DBitFlipParams(1.0, Arrays.asList(0.0, 1.0, 2.0, 4.0), 2L).getD());
+        MultiParams multi = new MultiParams(1.0, "sample", Arrays.asList(
+            new MultiParams.Attribute("a", "grr", Collections.singletonMap("domain_size", 3L)),
+            new MultiParams.Attribute("s", "rr")));
+        assertEquals(Arrays.asList("a", "s"), multi.getNames());
+        try {
+            new OUEParams(1.0, 1L);
+            fail("a domain of one value is refused");
+        } catch (LdpValueException e) {
+            assertEquals(RefusalCode.PARAM_RANGE, e.getCode());
+            assertEquals("domain_size", e.getFields().get("param"));
+            assertEquals(2L, e.getFields().get("min"));
+        }
     }
 }

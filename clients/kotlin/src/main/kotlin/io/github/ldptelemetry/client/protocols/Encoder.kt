@@ -148,19 +148,21 @@ internal fun domainIndexOf(protocol: String, domainSize: Int, labels: List<Strin
 }
 
 /**
- * A protocol as the spec, the client runtime and the tests see it: its name, its params class (name, fields and a
- * checking constructor), how to make its encoder, whether it needs a metric secret, and how many cohorts a device is
- * assigned to (RAPPOR; 0 for the others).
+ * A protocol as the spec, the client runtime and the tests see it: its name, its params class (name and a checking
+ * constructor from the values), how to make its encoder, whether it needs a metric secret, and how many cohorts a
+ * device is assigned to (RAPPOR; 0 for the others). Its fields are the generated table's.
  */
-public class Protocol<P : ProtocolParams>(
+public class Protocol<P : ProtocolParams> internal constructor(
     public val name: String,
     public val className: String,
-    public val fields: List<ParamField>,
     private val create: (Map<String, Any?>) -> P,
     private val makeEncoder: (P, EncoderOptions) -> Encoder<P, *>,
     public val needsSecret: Boolean = false,
     private val cohorts: (P) -> Int = { 0 },
 ) {
+    /** The parameter fields, in Python's declaration order (the generated table's). */
+    public val fields: List<ParamField> get() = ParamField.of(name)
+
     /** Parameters from their `to_dict()` form (Python's `from_dict`, with its checks and refusals). */
     public fun params(d: Map<String, Any?>): P = fromDict(className, fields, d, create)
 

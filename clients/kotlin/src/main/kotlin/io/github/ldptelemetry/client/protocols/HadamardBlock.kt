@@ -13,13 +13,18 @@ import io.github.ldptelemetry.client.random.Threshold
  * `max(ε, ln(1 + 2B(1 − γ)/γ))`. Draws: `B(γ)`, then `R(K)` if true, `R(b)` if false.
  */
 public class HRBlockParams private constructor(values: Map<String, Any?>, @Suppress("UNUSED_PARAMETER") resolved: Boolean) : ProtocolParams(values) {
+    /** ε of one report, the number of values `d`, the number of blocks `B` in `[1, d]` (null: [bestBlocks]) and the
+     * values' names (null: values are indices). */
+    @JvmOverloads
+    public constructor(epsilon: Double, domainSize: Long, blocks: Long? = null, labels: List<String>? = null) :
+        this(resolve(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "blocks" to blocks, "labels" to labels)), true)
+
     override val protocol: String get() = "hr-block"
-    override val fields: List<ParamField> get() = FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
-    private val d: Long = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
+    public val epsilon: Double = reader.double("epsilon")
+    private val d: Long = reader.long("domain_size")
 
     /** `B`, the number of blocks. */
-    public val blocks: Long = Checks.int(values["blocks"], "blocks", 1, d)
+    public val blocks: Long = reader.long("blocks", dynamicMax = d)
 
     /** `γ`, the realized probability of the uniform branch. */
     public val gamma: Double = Threshold.realized(uniformShare(epsilon, blocks))
@@ -32,7 +37,7 @@ public class HRBlockParams private constructor(values: Map<String, Any?>, @Suppr
         if (gamma >= 1.0) {
             throw Refuse.relation("epsilon_too_small", listOf("epsilon", "domain_size", "blocks"), "epsilon=$epsilon is too small for hr-block with $blocks blocks: the uniform branch rounds to probability 1, so reports would carry no information")
         }
-        labels = Checks.labels(values["labels"], d)
+        labels = reader.labels(d)
         Checks.collectable(protocol, schema, order)
     }
 
@@ -56,23 +61,18 @@ public class HRBlockParams private constructor(values: Map<String, Any?>, @Suppr
     public fun indexOf(value: Any?): Int = domainIndexOf(protocol, domainSize, labels, value)
 
     public companion object {
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("domain_size", FieldType.INT),
-            ParamField.optional("blocks", FieldType.INT, null),
-            ParamField.optional("labels", FieldType.LABELS, null),
-        )
-
-        /** Parameters with `blocks` resolved (`null`: [bestBlocks], after the checks that precede it). */
-        @JvmStatic
-        public fun create(values: Map<String, Any?>): HRBlockParams {
-            if (values["blocks"] != null) return HRBlockParams(values, true)
-            val eps = Checks.epsilon(values["epsilon"])
-            val d = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
-            return HRBlockParams(LinkedHashMap(values).apply { put("blocks", bestBlocks(eps, d)) }, true)
+        /** [values] with `blocks` resolved (`null`: [bestBlocks], after the checks that precede it). */
+        private fun resolve(values: Map<String, Any?>): Map<String, Any?> {
+            if (values["blocks"] != null) return values
+            val reader = ParamReader("hr-block", values)
+            return LinkedHashMap(values).apply { put("blocks", bestBlocks(reader.double("epsilon"), reader.long("domain_size"))) }
         }
 
-        public val PROTOCOL: Protocol<HRBlockParams> = Protocol("hr-block", "HRBlockParams", FIELDS, ::create, { p, o -> HRBlockEncoder(p, o) })
+        public val PROTOCOL: Protocol<HRBlockParams> = Protocol("hr-block", "HRBlockParams", { HRBlockParams(resolve(it), true) }, { p, o -> HRBlockEncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): HRBlockParams = PROTOCOL.params(values)
 
         private fun ceilDiv(a: Long, b: Long) = -Math.floorDiv(-a, b)
         private fun order(m: Long) = 1L shl (64 - java.lang.Long.numberOfLeadingZeros(m))

@@ -11,10 +11,14 @@ import io.github.ldptelemetry.client.random.Threshold
  * `v` is reported as a column `j` of the `K × K` Hadamard matrix (`K` the smallest power of two above `d`), inside
  * `C_v = {j : popcount(j AND (v + 1)) even}` with `p = realized(σ(−ε))`, else outside. Draws: `B(p)`, `R(K)`.
  */
-public class HRParams(values: Map<String, Any?>) : UnaryParams(values) {
+public class HRParams internal constructor(values: Map<String, Any?>) : UnaryParams(values) {
+    /** ε of one report, the number of values `d` and their names (null: values are indices). */
+    @JvmOverloads
+    public constructor(epsilon: Double, domainSize: Long, labels: List<String>? = null) :
+        this(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels))
+
     override val protocol: String get() = "hr"
-    override val fields: List<ParamField> get() = UnaryEncoding.DOMAIN_FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
+    public val epsilon: Double = reader.double("epsilon")
     override val p: Double = Threshold.realized(PyMath.logisticTail(-epsilon))
     override val q: Double get() = 0.5
 
@@ -30,7 +34,11 @@ public class HRParams(values: Map<String, Any?>) : UnaryParams(values) {
     override val schema: List<PayloadField> get() = listOf(PayloadField.uint("j", order))
 
     public companion object {
-        public val PROTOCOL: Protocol<HRParams> = Protocol("hr", "HRParams", UnaryEncoding.DOMAIN_FIELDS, ::HRParams, { p, o -> HREncoder(p, o) })
+        public val PROTOCOL: Protocol<HRParams> = Protocol("hr", "HRParams", ::HRParams, { p, o -> HREncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): HRParams = PROTOCOL.params(values)
     }
 }
 
@@ -52,10 +60,14 @@ public class HREncoder(params: HRParams, options: EncoderOptions) : Encoder<HRPa
  * of `ω = max(1, floor(d·σ(ε) + 1/2))` values holding the value with `p = realized(σ(ln((d − ω)/ω) − ε))`, the others
  * uniform (Floyd's algorithm over the `d − 1` other values). Draws: `B(p)`, then `R(d−ω+o)` … `R(d−1)`.
  */
-public class SSParams(values: Map<String, Any?>) : UnaryParams(values) {
+public class SSParams internal constructor(values: Map<String, Any?>) : UnaryParams(values) {
+    /** ε of one report, the number of values `d` and their names (null: values are indices). */
+    @JvmOverloads
+    public constructor(epsilon: Double, domainSize: Long, labels: List<String>? = null) :
+        this(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels))
+
     override val protocol: String get() = "ss"
-    override val fields: List<ParamField> get() = UnaryEncoding.DOMAIN_FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
+    public val epsilon: Double = reader.double("epsilon")
 
     /** ω, the size of every reported subset. */
     public val omega: Long by lazy { maxOf(1L, Math.floor(d * PyMath.logisticTail(epsilon) + 0.5).toLong()) }
@@ -72,7 +84,11 @@ public class SSParams(values: Map<String, Any?>) : UnaryParams(values) {
     override val privacyCost: PrivacyCost by lazy { PrivacyCost(maxOf(epsilon, effectiveEpsilon)) }
 
     public companion object {
-        public val PROTOCOL: Protocol<SSParams> = Protocol("ss", "SSParams", UnaryEncoding.DOMAIN_FIELDS, ::SSParams, { p, o -> SSEncoder(p, o) })
+        public val PROTOCOL: Protocol<SSParams> = Protocol("ss", "SSParams", ::SSParams, { p, o -> SSEncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): SSParams = PROTOCOL.params(values)
 
         /** Floyd's algorithm: a uniform [k]-subset of `[0, n)`: for `j = n − k .. n − 1`, `t = R(j + 1)`, add `j` if `t`
          * is already in, else `t`. */

@@ -81,16 +81,13 @@ internal object Buckets {
         )
     }
 
-    internal fun checkClip(v: Any?): Boolean {
-        return Checks.bool(v, "clip")
-    }
 }
 
 /** What the histogram protocols' params share: `edges` (checked), `clip`, the bucket labels. */
-public abstract class BucketParams(values: Map<String, Any?>) : ProtocolParams(values) {
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
+public abstract class BucketParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    public val epsilon: Double = reader.double("epsilon")
     public val edges: List<Double> = Buckets.checkEdges(values["edges"])
-    public val clip: Boolean = Buckets.checkClip(values["clip"])
+    public val clip: Boolean = reader.bool("clip")
     public val numBuckets: Int get() = edges.size - 1
     override val domainSize: Int get() = numBuckets
     public val labels: List<String> by lazy { Buckets.labels(edges) }
@@ -104,10 +101,14 @@ public abstract class BucketParams(values: Map<String, Any?>) : ProtocolParams(v
  * `d` of the `k` buckets uniformly and sends, for each, a bit that is 1 with `p1 = realized(σ(−ε/2))` for the value's
  * bucket, `p0 = realized(σ(ε/2))` otherwise. Charged `max(ε_nominal, ε*)` (module docstring of the Python file).
  */
-public class DBitFlipParams(values: Map<String, Any?>) : BucketParams(values) {
+public class DBitFlipParams internal constructor(values: Map<String, Any?>) : BucketParams(values) {
+    /** ε of one report, the bucket edges (strictly increasing: bucket `i` holds `[edges[i], edges[i + 1])`), the number `d` of buckets each report samples and whether a value outside the edges is clipped (else refused). */
+    @JvmOverloads
+    public constructor(epsilon: Double, edges: List<Double>, d: Long = 1, clip: Boolean = false) :
+        this(linkedMapOf("epsilon" to epsilon, "edges" to edges, "d" to d, "clip" to clip))
+
     override val protocol: String get() = "dbitflip"
-    override val fields: List<ParamField> get() = FIELDS
-    public val d: Int = Checks.int(values["d"], "d", 1, numBuckets.toLong()).toInt()
+    public val d: Int = reader.int("d", dynamicMax = numBuckets.toLong())
     public val p1: Double = Threshold.realized(PyMath.logisticTail(-epsilon / 2))
     public val p0: Double = Threshold.realized(PyMath.logisticTail(epsilon / 2))
 
@@ -149,13 +150,11 @@ public class DBitFlipParams(values: Map<String, Any?>) : BucketParams(values) {
     }
 
     public companion object {
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("edges", FieldType.FLOATS),
-            ParamField.optional("d", FieldType.INT, 1L),
-            ParamField.optional("clip", FieldType.BOOL, false),
-        )
-        public val PROTOCOL: Protocol<DBitFlipParams> = Protocol("dbitflip", "DBitFlipParams", FIELDS, ::DBitFlipParams, { p, o -> DBitFlipEncoder(p, o) })
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): DBitFlipParams = PROTOCOL.params(values)
+
+        public val PROTOCOL: Protocol<DBitFlipParams> = Protocol("dbitflip", "DBitFlipParams", ::DBitFlipParams, { p, o -> DBitFlipEncoder(p, o) })
 
         internal fun sampledBitsSchema(k: Int) = listOf(PayloadField.bits("sampled", k), PayloadField.bits("bits", k))
 
@@ -191,9 +190,13 @@ public class DBitFlipEncoder(params: DBitFlipParams, options: EncoderOptions) : 
 }
 
 /** GRR over the buckets of `edges` (`bucket-grr`). */
-public class BucketGRRParams(values: Map<String, Any?>) : BucketParams(values) {
+public class BucketGRRParams internal constructor(values: Map<String, Any?>) : BucketParams(values) {
+    /** ε of one report, the bucket edges (strictly increasing: bucket `i` holds `[edges[i], edges[i + 1])`) and whether a value outside them is clipped (else refused). */
+    @JvmOverloads
+    public constructor(epsilon: Double, edges: List<Double>, clip: Boolean = false) :
+        this(linkedMapOf("epsilon" to epsilon, "edges" to edges, "clip" to clip))
+
     override val protocol: String get() = "bucket-grr"
-    override val fields: List<ParamField> get() = FIELDS
     public val grr: GRRParams = try { // GRR's own checks of epsilon against the number of buckets, in this protocol's names
         GRRParams.read(linkedMapOf("epsilon" to epsilon, "domain_size" to numBuckets.toLong(), "labels" to labels))
     } catch (e: IllegalArgumentException) {
@@ -208,12 +211,11 @@ public class BucketGRRParams(values: Map<String, Any?>) : BucketParams(values) {
     override val schema: List<PayloadField> get() = grr.schema
 
     public companion object {
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("edges", FieldType.FLOATS),
-            ParamField.optional("clip", FieldType.BOOL, false),
-        )
-        public val PROTOCOL: Protocol<BucketGRRParams> = Protocol("bucket-grr", "BucketGRRParams", FIELDS, ::BucketGRRParams, { p, o -> BucketGRREncoder(p, o) })
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): BucketGRRParams = PROTOCOL.params(values)
+
+        public val PROTOCOL: Protocol<BucketGRRParams> = Protocol("bucket-grr", "BucketGRRParams", ::BucketGRRParams, { p, o -> BucketGRREncoder(p, o) })
     }
 }
 
@@ -224,9 +226,13 @@ public class BucketGRREncoder(params: BucketGRRParams, options: EncoderOptions) 
 }
 
 /** OUE over the buckets of `edges` (`bucket-oue`). */
-public class BucketOUEParams(values: Map<String, Any?>) : BucketParams(values) {
+public class BucketOUEParams internal constructor(values: Map<String, Any?>) : BucketParams(values) {
+    /** ε of one report, the bucket edges (strictly increasing: bucket `i` holds `[edges[i], edges[i + 1])`) and whether a value outside them is clipped (else refused). */
+    @JvmOverloads
+    public constructor(epsilon: Double, edges: List<Double>, clip: Boolean = false) :
+        this(linkedMapOf("epsilon" to epsilon, "edges" to edges, "clip" to clip))
+
     override val protocol: String get() = "bucket-oue"
-    override val fields: List<ParamField> get() = BucketGRRParams.FIELDS
     public val oue: OUEParams = OUEParams(linkedMapOf("epsilon" to epsilon, "domain_size" to numBuckets.toLong(), "labels" to labels))
 
     init {
@@ -237,7 +243,11 @@ public class BucketOUEParams(values: Map<String, Any?>) : BucketParams(values) {
     override val schema: List<PayloadField> get() = oue.schema
 
     public companion object {
-        public val PROTOCOL: Protocol<BucketOUEParams> = Protocol("bucket-oue", "BucketOUEParams", BucketGRRParams.FIELDS, ::BucketOUEParams, { p, o -> BucketOUEEncoder(p, o) })
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): BucketOUEParams = PROTOCOL.params(values)
+
+        public val PROTOCOL: Protocol<BucketOUEParams> = Protocol("bucket-oue", "BucketOUEParams", ::BucketOUEParams, { p, o -> BucketOUEEncoder(p, o) })
     }
 }
 
@@ -252,15 +262,17 @@ public class BucketOUEEncoder(params: BucketOUEParams, options: EncoderOptions) 
  * a permanent sample of `d` buckets from the secret, a permanent response per value bucket, each report's bits flipped
  * afresh with `γ`. Charged one report's ε per report, capped at the memoized dBitFlip's ε per bucket.
  */
-public class MemoDBitFlipParams(values: Map<String, Any?>) : BucketParams(values) {
+public class MemoDBitFlipParams internal constructor(values: Map<String, Any?>) : BucketParams(values) {
+    /** ε of one report, the bucket edges (strictly increasing: bucket `i` holds `[edges[i], edges[i + 1])`), the number `d` of buckets sampled, whether a value outside the edges is clipped (else refused) and the per-report flip probability γ. */
+    @JvmOverloads
+    public constructor(epsilon: Double, edges: List<Double>, d: Long = 1, clip: Boolean = false, gamma: Double = 0.0) :
+        this(linkedMapOf("epsilon" to epsilon, "edges" to edges, "d" to d, "clip" to clip, "gamma" to gamma))
+
     override val protocol: String get() = "memo-dbitflip"
-    override val fields: List<ParamField> get() = FIELDS
-    public val d: Int = Checks.int(values["d"], "d", 1, numBuckets.toLong()).toInt()
-    public val gamma: Double = Checks.probability(values["gamma"], "gamma").also {
-        if (!(it >= 0.0 && it < 0.5)) {
-            throw Refuse.range("gamma", values["gamma"], min = 0L, max = 0.5, maxExclusive = true, message = "gamma (the per-report flip probability) must be in [0, 0.5), got $it")
-        }
-    }
+    public val d: Int = reader.int("d", dynamicMax = numBuckets.toLong())
+
+    /** The per-report flip probability γ, in `[0, 1/2)`. */
+    public val gamma: Double = reader.double("gamma")
 
     /** The memoized responses' dBitFlip. */
     public val memo: DBitFlipParams = DBitFlipParams(linkedMapOf("epsilon" to epsilon, "edges" to edges, "d" to d.toLong(), "clip" to clip))
@@ -283,9 +295,12 @@ public class MemoDBitFlipParams(values: Map<String, Any?>) : BucketParams(values
     override val schema: List<PayloadField> get() = DBitFlipParams.sampledBitsSchema(numBuckets)
 
     public companion object {
-        public val FIELDS: List<ParamField> = DBitFlipParams.FIELDS + ParamField.optional("gamma", FieldType.FLOAT, 0.0)
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): MemoDBitFlipParams = PROTOCOL.params(values)
+
         public val PROTOCOL: Protocol<MemoDBitFlipParams> =
-            Protocol("memo-dbitflip", "MemoDBitFlipParams", FIELDS, ::MemoDBitFlipParams, { p, o -> MemoDBitFlipEncoder(p, o) }, needsSecret = true)
+            Protocol("memo-dbitflip", "MemoDBitFlipParams", ::MemoDBitFlipParams, { p, o -> MemoDBitFlipEncoder(p, o) }, needsSecret = true)
     }
 }
 

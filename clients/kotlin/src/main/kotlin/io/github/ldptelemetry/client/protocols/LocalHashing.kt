@@ -13,8 +13,7 @@ import io.github.ldptelemetry.client.random.Threshold
  * `p = realized(1/(1 + (g − 1)·e^−ε))`. Optimized (`olh`): `g = floor(e^ε + 1/2) + 1`; binary (`blh`): `g = 2`.
  * Draws: `R(seed_range)`, `B(p)`, then `R(g − 1)` if false.
  */
-public abstract class LocalHashingParams(values: Map<String, Any?>) : ProtocolParams(values) {
-    override val fields: List<ParamField> get() = FIELDS
+public abstract class LocalHashingParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
 
     /** The hash range: reports carry `y` in `[0, g)`. */
     public abstract val g: Long
@@ -32,9 +31,9 @@ public abstract class LocalHashingParams(values: Map<String, Any?>) : ProtocolPa
 
     /** Python's `_check`, in its order. */
     protected fun checkLocalHashing() {
-        val eps = Checks.epsilon(values["epsilon"])
-        val d = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
-        Checks.int(values["seed_range"], "seed_range", 1, SEED_RANGE)
+        val eps = reader.double("epsilon")
+        val d = reader.long("domain_size")
+        reader.long("seed_range")
         val g = g
         if (g > (1L shl 32)) {
             throw Refuse.relation("hash_range", listOf("epsilon"), "epsilon=$eps is too large for $protocol: g = $g exceeds 2^32, the range of a 32-bit hash")
@@ -45,7 +44,7 @@ public abstract class LocalHashingParams(values: Map<String, Any?>) : ProtocolPa
         if (p <= q) {
             throw Refuse.relation("epsilon_too_small", listOf("epsilon"), "epsilon=$eps is too small for $protocol: the keep probability rounds to 1/g, so reports would carry no information")
         }
-        labels = Checks.labels(values["labels"], d)
+        labels = reader.labels(d)
         Checks.collectable(protocol, schema, d)
     }
 
@@ -61,12 +60,6 @@ public abstract class LocalHashingParams(values: Map<String, Any?>) : ProtocolPa
     public companion object {
         /** The default (and largest) seed range: a 32-bit seed. */
         public const val SEED_RANGE: Long = 1L shl 32
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("domain_size", FieldType.INT),
-            ParamField.optional("labels", FieldType.LABELS, null),
-            ParamField.optional("seed_range", FieldType.INT, SEED_RANGE),
-        )
 
         /** `lh_hash`: `MurmurHash3_x86_32(uint32_LE(key), seed) mod g` (OLH, BLH and PEM's OLH groups). */
         @JvmStatic
@@ -94,21 +87,37 @@ public abstract class LocalHashingParams(values: Map<String, Any?>) : ProtocolPa
 }
 
 /** Optimized local hashing (`olh`). */
-public class OLHParams(values: Map<String, Any?>) : LocalHashingParams(values) {
+public class OLHParams internal constructor(values: Map<String, Any?>) : LocalHashingParams(values) {
+    /** ε of one report, the number of values `d`, their names (null: values are indices) and the number of hash
+     * seeds a report draws from. */
+    @JvmOverloads
+    public constructor(epsilon: Double, domainSize: Long, labels: List<String>? = null, seedRange: Long = SEED_RANGE) :
+        this(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels, "seed_range" to seedRange))
+
     override val protocol: String get() = "olh"
-    override val g: Long by lazy { olhWidth(Checks.epsilon(values["epsilon"])) }
+    override val g: Long by lazy { olhWidth(reader.double("epsilon")) }
 
     init {
         checkLocalHashing()
     }
 
     public companion object {
-        public val PROTOCOL: Protocol<OLHParams> = Protocol("olh", "OLHParams", FIELDS, ::OLHParams, { p, o -> LocalHashingEncoder(p, o) })
+        public val PROTOCOL: Protocol<OLHParams> = Protocol("olh", "OLHParams", ::OLHParams, { p, o -> LocalHashingEncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): OLHParams = PROTOCOL.params(values)
     }
 }
 
 /** Binary local hashing (`blh`). */
-public class BLHParams(values: Map<String, Any?>) : LocalHashingParams(values) {
+public class BLHParams internal constructor(values: Map<String, Any?>) : LocalHashingParams(values) {
+    /** ε of one report, the number of values `d`, their names (null: values are indices) and the number of hash
+     * seeds a report draws from. */
+    @JvmOverloads
+    public constructor(epsilon: Double, domainSize: Long, labels: List<String>? = null, seedRange: Long = SEED_RANGE) :
+        this(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels, "seed_range" to seedRange))
+
     override val protocol: String get() = "blh"
     override val g: Long get() = 2
 
@@ -117,7 +126,11 @@ public class BLHParams(values: Map<String, Any?>) : LocalHashingParams(values) {
     }
 
     public companion object {
-        public val PROTOCOL: Protocol<BLHParams> = Protocol("blh", "BLHParams", FIELDS, ::BLHParams, { p, o -> LocalHashingEncoder(p, o) })
+        public val PROTOCOL: Protocol<BLHParams> = Protocol("blh", "BLHParams", ::BLHParams, { p, o -> LocalHashingEncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): BLHParams = PROTOCOL.params(values)
     }
 }
 

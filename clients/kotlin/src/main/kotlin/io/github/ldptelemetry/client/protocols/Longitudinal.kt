@@ -13,12 +13,17 @@ import io.github.ldptelemetry.client.internal.Refuse
  * per-report charge bounding the exact leakage of t reports (Python's `memo_report_charge`), at most
  * `max(epsilon_perm, realized ε_perm)` per value.
  */
-public class LGRRParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public class LGRRParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    /** The permanent response's ε [epsilonPerm] (> [epsilon], one report's), the number of values `d` and their
+     * names (null: values are indices). */
+    @JvmOverloads
+    public constructor(epsilonPerm: Double, epsilon: Double, domainSize: Long, labels: List<String>? = null) :
+        this(linkedMapOf("epsilon_perm" to epsilonPerm, "epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels))
+
     override val protocol: String get() = "lgrr"
-    override val fields: List<ParamField> get() = FIELDS
-    public val epsilonPerm: Double = Checks.epsilon(values["epsilon_perm"], "epsilon_perm")
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
-    private val d: Long = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
+    public val epsilonPerm: Double = reader.double("epsilon_perm")
+    public val epsilon: Double = reader.double("epsilon")
+    private val d: Long = reader.long("domain_size")
 
     /** Round 1, the memoized GRR at `epsilon_perm` (also the labels' index). */
     public val permanent: GRRParams
@@ -117,14 +122,12 @@ public class LGRRParams(values: Map<String, Any?>) : ProtocolParams(values) {
     override val schema: List<PayloadField> get() = listOf(PayloadField.uint("index", d))
 
     public companion object {
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon_perm", FieldType.FLOAT),
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("domain_size", FieldType.INT),
-            ParamField.optional("labels", FieldType.LABELS, null),
-        )
         public val PROTOCOL: Protocol<LGRRParams> =
-            Protocol("lgrr", "LGRRParams", FIELDS, ::LGRRParams, { p, o -> LGRREncoder(p, o) }, needsSecret = true)
+            Protocol("lgrr", "LGRRParams", ::LGRRParams, { p, o -> LGRREncoder(p, o) }, needsSecret = true)
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): LGRRParams = PROTOCOL.params(values)
     }
 }
 

@@ -14,21 +14,25 @@ import io.github.ldptelemetry.client.random.BitMask
  * the sum of their ε), `sample` reports one attribute `R(d)` at the full ε (costs the largest). An attribute is
  * `[name, protocol, {params without epsilon}]`; `rr` is symmetric RR at the attribute's ε.
  */
-public class MultiParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public class MultiParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    /** ε of one report, the [mode] (`"split"` or `"sample"`) and the attributes (at least 2). */
+    public constructor(epsilon: Double, mode: String, attributes: List<Attribute>) :
+        this(linkedMapOf("epsilon" to epsilon, "mode" to mode, "attributes" to attributes.map { listOf(it.name, it.protocol, it.params) }))
+
+    /** One attribute: its [name] (`[a-z][a-z0-9_]{0,30}`, it prefixes the report's fields), its [protocol] (`rr`,
+     * `grr`, `bucket-grr`, `dbitflip`, `duchi`, `piecewise` or `hybrid`) and that protocol's [params] without
+     * `epsilon` (the multi's gives it). */
+    public data class Attribute @JvmOverloads constructor(val name: String, val protocol: String, val params: Map<String, Any?> = emptyMap())
+
     override val protocol: String get() = "multi"
-    override val fields: List<ParamField> get() = FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
+    public val epsilon: Double = reader.double("epsilon")
     public val mode: String
     public val names: List<String>
     public val protocols: List<String>
     public val components: List<ProtocolParams>
 
     init {
-        val m = values["mode"]
-        if (m != "split" && m != "sample") {
-            throw Refuse.paramChoice("mode", listOf("split", "sample"), m)
-        }
-        mode = m as String
+        mode = reader.choice("mode")
         val raw = values["attributes"]
         if (raw !is List<*>) throw Refuse.paramType("attributes", "list", raw, "attributes must be a list of [name, protocol, params], got ${Refuse.kind(raw)}")
         if (raw.size < 2) throw Refuse.paramLength("attributes", raw.size.toLong(), 2L, message = "a multi report needs at least 2 attributes (use the protocol itself for one), got ${raw.size}")
@@ -75,12 +79,11 @@ public class MultiParams(values: Map<String, Any?>) : ProtocolParams(values) {
         public const val MAX_FIELDS: Int = 16
         private val NAME_RE = Regex("^[a-z][a-z0-9_]{0,30}$")
         private val COMPONENTS = listOf("rr", "grr", "bucket-grr", "dbitflip", "duchi", "piecewise", "hybrid")
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("mode", FieldType.STR),
-            ParamField.required("attributes", FieldType.ANY),
-        )
-        public val PROTOCOL: Protocol<MultiParams> = Protocol("multi", "MultiParams", FIELDS, ::MultiParams, { p, o -> MultiEncoder(p, o) })
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): MultiParams = PROTOCOL.params(values)
+
+        public val PROTOCOL: Protocol<MultiParams> = Protocol("multi", "MultiParams", ::MultiParams, { p, o -> MultiEncoder(p, o) })
 
         private fun normalized(a: Any?, i: Int): Triple<String, String, Map<String, Any?>> {
             val name: Any?

@@ -13,17 +13,16 @@ import io.github.ldptelemetry.client.random.Threshold
  * Piecewise Mechanism (`piecewise`) and their hybrid (`hybrid`) of Wang et al. (ICDE 2019). A value is a finite
  * number, clipped to `[low, high]` when `clip` is set (refused otherwise); `unit(x) = (x − low)/(high − low)`.
  */
-public abstract class NumericParams(values: Map<String, Any?>) : ProtocolParams(values) {
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
-    public val low: Double = finite(values["low"], "low")
-    public val high: Double = finite(values["high"], "high")
+public abstract class NumericParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    public val epsilon: Double = reader.double("epsilon")
+    public val low: Double = reader.double("low")
+    public val high: Double = reader.double("high")
     public val clip: Boolean
 
     init {
         if (!(low < high)) throw Refuse.relation("low<high", listOf("low", "high"), "the bounds need low < high, got low=$low, high=$high")
         if ((high - low).isInfinite()) throw Refuse.relation("width_finite", listOf("low", "high"), "high - low must be finite, got low=$low, high=$high")
-        val c = values["clip"]
-        clip = Checks.bool(c, "clip")
+        clip = reader.bool("clip")
     }
 
     override val domainSize: Int? get() = null
@@ -59,21 +58,6 @@ public abstract class NumericParams(values: Map<String, Any?>) : ProtocolParams(
         /** ε* of the hybrid mechanism: the root of `3t³ − t² + t − 7` at `t = e^{ε/2}`. */
         public const val HYBRID_THRESHOLD: Double = 0.6093524930273091
 
-        internal val COMMON_FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("low", FieldType.FLOAT),
-            ParamField.required("high", FieldType.FLOAT),
-            ParamField.optional("clip", FieldType.BOOL, false),
-        )
-        internal val CELLS_FIELDS: List<ParamField> = COMMON_FIELDS + ParamField.optional("cells", FieldType.INT, 1024L)
-
-        internal fun finite(v: Any?, name: String): Double {
-            if (!isReal(v)) throw Refuse.paramType(name, "float", v)
-            val x = asDouble(v)
-            if (x.isNaN() || x.isInfinite()) throw Refuse.range(name, v, finite = true, message = "$name must be finite, got $v")
-            return x
-        }
-
         /** The next probability the client realizes above or below [p] (docs/conformance.md `next(q, up)`). */
         internal fun nextProbability(p: Double, up: Boolean): Double {
             if (p < Math.scalb(1.0, -11)) {
@@ -95,9 +79,14 @@ public abstract class NumericParams(values: Map<String, Any?>) : ProtocolParams(
 }
 
 /** Duchi et al.'s one-bit mechanism: `bit = B(unit(x)) XOR B(q)`. */
-public class DuchiParams(values: Map<String, Any?>) : NumericParams(values) {
+public class DuchiParams internal constructor(values: Map<String, Any?>) : NumericParams(values) {
+    /** ε of one report, the range `[low, high]` of the values and whether a value outside it is clipped to it (else
+     * refused). */
+    @JvmOverloads
+    public constructor(epsilon: Double, low: Double, high: Double, clip: Boolean = false) :
+        this(linkedMapOf("epsilon" to epsilon, "low" to low, "high" to high, "clip" to clip))
+
     override val protocol: String get() = "duchi"
-    override val fields: List<ParamField> get() = COMMON_FIELDS
 
     /** The realized flip probability (`≈ 1/(1 + e^ε)`). */
     public val q: Double = duchiQ(epsilon)
@@ -118,15 +107,24 @@ public class DuchiParams(values: Map<String, Any?>) : NumericParams(values) {
     public fun bit(rng: RandomSource, x: Double): Long = if (rng.bernoulli(unit(x)) != rng.bernoulli(q)) 1 else 0
 
     public companion object {
-        public val PROTOCOL: Protocol<DuchiParams> = Protocol("duchi", "DuchiParams", COMMON_FIELDS, ::DuchiParams, { p, o -> NumericEncoder(p, o) { rng, x -> listOf("bit" to p.bit(rng, x)) } })
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): DuchiParams = PROTOCOL.params(values)
+
+        public val PROTOCOL: Protocol<DuchiParams> = Protocol("duchi", "DuchiParams", ::DuchiParams, { p, o -> NumericEncoder(p, o) { rng, x -> listOf("bit" to p.bit(rng, x)) } })
     }
 }
 
 /** The Piecewise Mechanism over `cells` cells: a window of `w` cells around the value with `p_in`, else elsewhere. */
-public class PiecewiseParams(values: Map<String, Any?>) : NumericParams(values) {
+public class PiecewiseParams internal constructor(values: Map<String, Any?>) : NumericParams(values) {
+    /** ε of one report, the range `[low, high]` of the values and whether a value outside it is clipped to it (else
+     * refused), and the number of cells of the output grid. */
+    @JvmOverloads
+    public constructor(epsilon: Double, low: Double, high: Double, clip: Boolean = false, cells: Long = 1024) :
+        this(linkedMapOf("epsilon" to epsilon, "low" to low, "high" to high, "clip" to clip, "cells" to cells))
+
     override val protocol: String get() = "piecewise"
-    override val fields: List<ParamField> get() = CELLS_FIELDS
-    public val cells: Int = Checks.int(values["cells"], "cells", 2, MAX_CELLS).toInt()
+    public val cells: Int = reader.int("cells")
 
     /** The window width `w`. */
     public val window: Int = minOf(maxOf(Math.floor(cells * PyMath.logisticTail(epsilon / 2) + 0.5).toInt(), 1), cells - 1)
@@ -168,15 +166,24 @@ public class PiecewiseParams(values: Map<String, Any?>) : NumericParams(values) 
     }
 
     public companion object {
-        public val PROTOCOL: Protocol<PiecewiseParams> = Protocol("piecewise", "PiecewiseParams", CELLS_FIELDS, ::PiecewiseParams, { p, o -> NumericEncoder(p, o) { rng, x -> listOf("cell" to p.cell(rng, x)) } })
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): PiecewiseParams = PROTOCOL.params(values)
+
+        public val PROTOCOL: Protocol<PiecewiseParams> = Protocol("piecewise", "PiecewiseParams", ::PiecewiseParams, { p, o -> NumericEncoder(p, o) { rng, x -> listOf("cell" to p.cell(rng, x)) } })
     }
 }
 
 /** The hybrid mechanism: the Piecewise Mechanism with `α = realized(1 − e^{−ε/2})` above ε*, else Duchi's. */
-public class HybridParams(values: Map<String, Any?>) : NumericParams(values) {
+public class HybridParams internal constructor(values: Map<String, Any?>) : NumericParams(values) {
+    /** ε of one report, the range `[low, high]` of the values and whether a value outside it is clipped to it (else
+     * refused), and the number of cells of the Piecewise grid. */
+    @JvmOverloads
+    public constructor(epsilon: Double, low: Double, high: Double, clip: Boolean = false, cells: Long = 1024) :
+        this(linkedMapOf("epsilon" to epsilon, "low" to low, "high" to high, "clip" to clip, "cells" to cells))
+
     override val protocol: String get() = "hybrid"
-    override val fields: List<ParamField> get() = CELLS_FIELDS
-    public val cells: Int = Checks.int(values["cells"], "cells", 2, MAX_CELLS).toInt()
+    public val cells: Int = reader.int("cells")
     public val duchi: DuchiParams = DuchiParams(linkedMapOf("epsilon" to epsilon, "low" to low, "high" to high, "clip" to clip))
     public val alpha: Double = if (epsilon > HYBRID_THRESHOLD) Threshold.realized(-PyMath.expm1(-epsilon / 2)) else 0.0
     public val piecewise: PiecewiseParams by lazy { PiecewiseParams(linkedMapOf("epsilon" to epsilon, "low" to low, "high" to high, "clip" to clip, "cells" to cells.toLong())) }
@@ -190,7 +197,11 @@ public class HybridParams(values: Map<String, Any?>) : NumericParams(values) {
     override val schema: List<PayloadField> get() = listOf(PayloadField.uint("pm", 2), PayloadField.uint("out", cells.toLong()))
 
     public companion object {
-        public val PROTOCOL: Protocol<HybridParams> = Protocol("hybrid", "HybridParams", CELLS_FIELDS, ::HybridParams, { p, o ->
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): HybridParams = PROTOCOL.params(values)
+
+        public val PROTOCOL: Protocol<HybridParams> = Protocol("hybrid", "HybridParams", ::HybridParams, { p, o ->
             NumericEncoder(p, o) { rng, x -> if (rng.bernoulli(p.alpha)) listOf("pm" to 1L, "out" to p.piecewise.cell(rng, x)) else listOf("pm" to 0L, "out" to p.duchi.bit(rng, x)) }
         })
     }
@@ -208,15 +219,18 @@ public class NumericEncoder<P : NumericParams>(params: P, options: EncoderOption
  * in `buckets` equal buckets; a device's offset α (64 bits from its secret) rounds `x` to an edge `j`; the bit
  * `B(j/s) XOR B(q)` of each edge is memoized from the secret, each report flips it with a fresh `γ`.
  */
-public class MemoMeanParams(values: Map<String, Any?>) : NumericParams(values) {
+public class MemoMeanParams internal constructor(values: Map<String, Any?>) : NumericParams(values) {
+    /** ε of one report, the range `[low, high]` of the values and whether a value outside it is clipped to it (else
+     * refused), the number of equal buckets of the range and the per-report flip probability γ in `[0, 1/2)`. */
+    @JvmOverloads
+    public constructor(epsilon: Double, low: Double, high: Double, clip: Boolean = false, buckets: Long = 16, gamma: Double = 0.0) :
+        this(linkedMapOf("epsilon" to epsilon, "low" to low, "high" to high, "clip" to clip, "buckets" to buckets, "gamma" to gamma))
+
     override val protocol: String get() = "memo-mean"
-    override val fields: List<ParamField> get() = FIELDS
-    public val buckets: Int = Checks.int(values["buckets"], "buckets", 1, 1L shl 16).toInt()
-    public val gamma: Double = Checks.probability(values["gamma"], "gamma").also {
-        if (!(it >= 0.0 && it < 0.5)) {
-            throw Refuse.range("gamma", values["gamma"], min = 0L, max = 0.5, maxExclusive = true, message = "gamma (the output flip probability) must be in [0, 0.5), got $it")
-        }
-    }
+    public val buckets: Int = reader.int("buckets")
+
+    /** The output flip probability γ, in `[0, 1/2)`. */
+    public val gamma: Double = reader.double("gamma")
 
     /** The memoized bit's parameters. */
     public val memo: DuchiParams = DuchiParams(linkedMapOf("epsilon" to epsilon, "low" to low, "high" to high, "clip" to clip))
@@ -236,9 +250,12 @@ public class MemoMeanParams(values: Map<String, Any?>) : NumericParams(values) {
     override val schema: List<PayloadField> get() = listOf(PayloadField.uint("bit", 2))
 
     public companion object {
-        public val FIELDS: List<ParamField> = COMMON_FIELDS + listOf(ParamField.optional("buckets", FieldType.INT, 16L), ParamField.optional("gamma", FieldType.FLOAT, 0.0))
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): MemoMeanParams = PROTOCOL.params(values)
+
         public val PROTOCOL: Protocol<MemoMeanParams> =
-            Protocol("memo-mean", "MemoMeanParams", FIELDS, ::MemoMeanParams, { p, o -> MemoMeanEncoder(p, o) }, needsSecret = true)
+            Protocol("memo-mean", "MemoMeanParams", ::MemoMeanParams, { p, o -> MemoMeanEncoder(p, o) }, needsSecret = true)
     }
 }
 

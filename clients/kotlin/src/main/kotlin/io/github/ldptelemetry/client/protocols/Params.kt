@@ -10,11 +10,19 @@ import java.math.BigInteger
 /** How a parameter is typed (its Python annotation): decides its canonical JSON form. */
 public enum class FieldType { FLOAT, INT, BOOL, STR, FLOATS, LABELS, OPTSTR, ANY }
 
-/** A parameter field: its name, type and default ([hasDefault] false: required). */
-public class ParamField(public val name: String, public val type: FieldType, public val default: Any? = null, public val hasDefault: Boolean = false) {
-    public companion object {
-        public fun required(name: String, type: FieldType): ParamField = ParamField(name, type)
-        public fun optional(name: String, type: FieldType, default: Any?): ParamField = ParamField(name, type, default, true)
+/** A parameter field, as the generated table declares it: its name, type and default ([hasDefault] false: required). */
+public class ParamField internal constructor(public val name: String, public val type: FieldType, public val default: Any?, public val hasDefault: Boolean) {
+    internal companion object {
+        private val TYPES = mapOf(
+            "float" to FieldType.FLOAT, "int" to FieldType.INT, "optint" to FieldType.INT, "bool" to FieldType.BOOL,
+            "str" to FieldType.STR, "floats" to FieldType.FLOATS, "labels" to FieldType.LABELS, "optstr" to FieldType.OPTSTR,
+        )
+        private val BY_PROTOCOL: Map<String, List<ParamField>> = ParamTables.BY_PROTOCOL.mapValues { (_, rows) ->
+            rows.map { ParamField(it.name, TYPES[it.type] ?: FieldType.ANY, it.default, !it.required) }
+        }
+
+        /** The fields of [protocol], in Python's declaration order (from [ParamTables]). */
+        fun of(protocol: String): List<ParamField> = BY_PROTOCOL[protocol] ?: error("no parameter table for $protocol")
     }
 }
 
@@ -29,18 +37,22 @@ public data class PayloadField(val name: String, val kind: Kind, val size: Long)
 }
 
 /**
- * A protocol's validated parameters (Python's `ProtocolParams`): the field values as given (after `from_dict`),
- * checked in the constructor in the order of the Python `__post_init__` so that the first error is Python's.
+ * A protocol's validated parameters (Python's `ProtocolParams`): the field values as given (after `from_dict`, or
+ * from a typed constructor), checked in the constructor in the order of the Python `__post_init__` so that the first
+ * error is Python's: each parameter by the generated table ([ParamReader]), the relations between them by the class.
  */
-public abstract class ProtocolParams(values: Map<String, Any?>) {
+public abstract class ProtocolParams internal constructor(values: Map<String, Any?>) {
     /** The field values, in field order (a JSON list frozen as an immutable list). */
     public val values: Map<String, Any?> = LinkedHashMap(values.mapValues { (_, v) -> if (v is List<*>) v.toList() else v })
 
     /** The protocol's name, as in a spec (`grr`, `rappor`, …). */
     public abstract val protocol: String
 
-    /** The parameter fields, in Python's declaration order. */
-    public abstract val fields: List<ParamField>
+    /** The parameter fields, in Python's declaration order (the generated table's). */
+    public val fields: List<ParamField> get() = ParamField.of(protocol)
+
+    /** The values read against the protocol's table, in the subclass's (Python's) order. */
+    internal val reader: ParamReader by lazy { ParamReader(protocol, this.values) }
 
     /** The ε (and δ) one report costs. */
     public abstract val privacyCost: PrivacyCost
@@ -74,10 +86,6 @@ public abstract class ProtocolParams(values: Map<String, Any?>) {
     override fun equals(other: Any?): Boolean = other is ProtocolParams && other.fingerprint == fingerprint
     override fun hashCode(): Int = fingerprint.hashCode()
     override fun toString(): String = "$protocol${PyText.canonicalJson(canonicalDict())}"
-
-    protected fun double(name: String): Double = asDouble(values[name])
-    protected fun int(name: String): Int = (values[name] as Number).toInt()
-    protected fun long(name: String): Long = (values[name] as Number).toLong()
 }
 
 /** A number as a double (a checked int or float field). */

@@ -13,17 +13,30 @@ import java.math.BigInteger
  * its group `R(G)` and reports the group's `b_j`-bit prefix through OLH (its 32-bit key) or GRR over the whole prefix
  * domain (`oracle`: `"olh"`, `"grr"` or `"auto"`, per group the one of smaller null variance).
  */
-public class PEMParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public class PEMParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    /** ε of one report, the longest value in bytes, the bits of the first prefix and of each round's extension,
+     * the candidates kept per round, each group's frequency [oracle] (`"olh"`, `"grr"` or `"auto"`), whether a
+     * value over [maxLength] is cut to it (else refused), and the number of OLH hash seeds. */
+    @JvmOverloads
+    public constructor(
+        epsilon: Double, maxLength: Long = 10, startBits: Long = 8, stepBits: Long = 8, topK: Long = 32, oracle: String = "olh",
+        truncate: Boolean = false, seedRange: Long = LocalHashingParams.SEED_RANGE,
+    ) : this(
+        linkedMapOf(
+            "epsilon" to epsilon, "max_length" to maxLength, "start_bits" to startBits, "step_bits" to stepBits, "top_k" to topK,
+            "oracle" to oracle, "truncate" to truncate, "seed_range" to seedRange,
+        ),
+    )
+
     override val protocol: String get() = "pem"
-    override val fields: List<ParamField> get() = FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
-    public val maxLength: Int = Checks.int(values["max_length"], "max_length (bytes)", 1, 1L shl 12).toInt()
-    public val startBits: Int = Checks.int(values["start_bits"], "start_bits", 1, minOf(MAX_START_BITS, 8L * maxLength)).toInt()
-    public val stepBits: Int = Checks.int(values["step_bits"], "step_bits", 1, MAX_STEP_BITS).toInt()
-    public val topK: Int = Checks.int(values["top_k"], "top_k", 1, 1L shl 16).toInt()
-    public val seedRange: Long = Checks.int(values["seed_range"], "seed_range", 1, LocalHashingParams.SEED_RANGE)
-    public val oracle: String
-    public val truncate: Boolean
+    public val epsilon: Double = reader.double("epsilon")
+    public val maxLength: Int = reader.int("max_length")
+    public val startBits: Int = reader.int("start_bits", dynamicMax = minOf(MAX_START_BITS, 8L * maxLength))
+    public val stepBits: Int = reader.int("step_bits")
+    public val topK: Int = reader.int("top_k")
+    public val seedRange: Long = reader.long("seed_range")
+    public val oracle: String = reader.choice("oracle")
+    public val truncate: Boolean = reader.bool("truncate")
     public val totalBits: Int get() = 8 * maxLength
 
     /** `G = 1 + ceil((L − start_bits)/step_bits)`. */
@@ -37,11 +50,6 @@ public class PEMParams(values: Map<String, Any?>) : ProtocolParams(values) {
     public val oracles: List<String>
 
     init {
-        val o = values["oracle"]
-        if (o !in ORACLES) throw Refuse.paramChoice("oracle", ORACLES, o)
-        oracle = o as String
-        val t = values["truncate"]
-        truncate = Checks.bool(t, "truncate")
         if (groups !in 1..(1 shl 16)) {
             throw Refuse.limit("groups", groups.toLong(), 1L shl 16, "groups (1 + ceil((8·max_length − start_bits)/step_bits)) must be in [1, ${1 shl 16}], got $groups")
         }
@@ -126,18 +134,11 @@ public class PEMParams(values: Map<String, Any?>) : ProtocolParams(values) {
         public const val MAX_START_BITS: Long = 24
         public const val MAX_STEP_BITS: Long = 16
         public const val MAX_GRR_BITS: Int = 16
-        private val ORACLES = listOf("olh", "grr", "auto")
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.optional("max_length", FieldType.INT, 10L),
-            ParamField.optional("start_bits", FieldType.INT, 8L),
-            ParamField.optional("step_bits", FieldType.INT, 8L),
-            ParamField.optional("top_k", FieldType.INT, 32L),
-            ParamField.optional("oracle", FieldType.STR, "olh"),
-            ParamField.optional("truncate", FieldType.BOOL, false),
-            ParamField.optional("seed_range", FieldType.INT, LocalHashingParams.SEED_RANGE),
-        )
-        public val PROTOCOL: Protocol<PEMParams> = Protocol("pem", "PEMParams", FIELDS, ::PEMParams, { p, o -> PEMEncoder(p, o) })
+        public val PROTOCOL: Protocol<PEMParams> = Protocol("pem", "PEMParams", ::PEMParams, { p, o -> PEMEncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): PEMParams = PROTOCOL.params(values)
 
         /** UTF-8 cut mid-character: the incomplete trailing character dropped (`decode("utf-8", "ignore")`). */
         internal fun dropIncompleteTail(raw: ByteArray): ByteArray {

@@ -11,12 +11,17 @@ import java.math.BigInteger
  * Binary randomized response (`rr`; Warner 1965, `ldp/encoders/randomized_response.py`): a true bit is reported as 1
  * with probability [q] if it is 1 and [p] if it is 0 (0 < p < q < 1); ε = max(ln(q/p), ln((1−p)/(1−q))) of the
  * realized p and q. Draws: `B(q)` for a 1, `B(p)` for a 0.
+ *
+ * Built from its properties (`BinaryRRParams(p = 0.25, q = 0.75)`) or from a spec's `params` object by [read]: both
+ * check the values in Python's order and refuse the same parameters.
  */
-public class BinaryRRParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public class BinaryRRParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    /** Pr[report 1 | bit 0] [p] and Pr[report 1 | bit 1] [q], `0 < p < q < 1`. */
+    public constructor(p: Double, q: Double) : this(linkedMapOf("p" to p, "q" to q))
+
     override val protocol: String get() = "rr"
-    override val fields: List<ParamField> get() = FIELDS
-    public val p: Double = Checks.probability(values["p"], "p")
-    public val q: Double = Checks.probability(values["q"], "q")
+    public val p: Double = reader.double("p")
+    public val q: Double = reader.double("q")
 
     init {
         if (!(0.0 < p && p < q && q < 1.0)) {
@@ -46,10 +51,12 @@ public class BinaryRRParams(values: Map<String, Any?>) : ProtocolParams(values) 
     override val schema: List<PayloadField> get() = SCHEMA
 
     public companion object {
-        public val FIELDS: List<ParamField> = listOf(ParamField.required("p", FieldType.FLOAT), ParamField.required("q", FieldType.FLOAT))
         private val SCHEMA = listOf(PayloadField.uint("bit", 2))
-        public val PROTOCOL: Protocol<BinaryRRParams> =
-            Protocol("rr", "BinaryRRParams", FIELDS, ::BinaryRRParams, { p, o -> BinaryRREncoder(p, o) })
+        public val PROTOCOL: Protocol<BinaryRRParams> = Protocol("rr", "BinaryRRParams", ::BinaryRRParams, { p, o -> BinaryRREncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): BinaryRRParams = PROTOCOL.params(values)
     }
 }
 
@@ -76,36 +83,36 @@ public class BinaryRREncoder(params: BinaryRRParams, options: EncoderOptions = E
  * `p = realized(1/(1 + (d − 1)·e^−ε))`, else a uniform other value is reported; charged `max(ε, ln(p(d − 1)/(1 − p)))`.
  * Draws: `B(p)`, then `R(d − 1)` if false.
  *
- * Typed: built from its properties (`GRRParams(epsilon = 1.0, domainSize = 3)`), or from a spec's `params` object by [PROTOCOL]
- * (`Protocols["grr"]!!.paramsOf(map)`, through [read]), which checks the untyped values in Python's order and then
- * calls this constructor. Both refuse the same parameters (`param_range`, `param_relation`, …).
+ * Built from its properties (`GRRParams(epsilon = 1.0, domainSize = 3)`) or from a spec's `params` object by [read]
+ * (`Protocols["grr"]!!.paramsOf(map)` is the same): both check the values in Python's order (ε, the domain, ε
+ * against the domain, the labels) and refuse the same parameters (`param_range`, `param_relation`, …).
  */
-public class GRRParams @JvmOverloads constructor(
-    /** ε of one report (finite, > 0). */
-    public val epsilon: Double,
-    /** The number of values `d`, in `[2, 2^32]` (at most 2^28 once collectable; the property is an [Int]). */
-    domainSize: Long,
-    /** The values' names, `d` distinct strings, or null (values are then indices). */
-    public val labels: List<String>? = null,
-) : ProtocolParams(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels)) {
+public class GRRParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    /** ε of one report (finite, > 0), the number of values `d` in `[2, 2^32]` (at most 2^28 once collectable), and
+     * the values' names (`d` distinct strings, or null: values are then indices). */
+    @JvmOverloads
+    public constructor(epsilon: Double, domainSize: Long, labels: List<String>? = null) :
+        this(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels))
+
     override val protocol: String get() = "grr"
-    override val fields: List<ParamField> get() = FIELDS
-    private val d: Long = domainSize
+
+    /** ε of one report. */
+    public val epsilon: Double = reader.double("epsilon")
+    private val d: Long = reader.long("domain_size")
 
     /** The number of values (at most 2^28 once the parameters are collectable). */
     override val domainSize: Int get() = d.toInt()
 
     /** The probability of reporting the true value, as the client realizes it. */
-    public val p: Double
+    public val p: Double = keepProbability(epsilon, d)
 
     /** The probability of reporting one given other value: (1 − p)/(d − 1). */
     public val q: Double get() = (1.0 - p) / (d - 1)
 
+    /** The values' names, or null (values are then indices). */
+    public val labels: List<String>? = reader.labels(d)
+
     init {
-        Checks.epsilon(epsilon)
-        Checks.int(d, "domain_size", 2, 1L shl 32)
-        p = keepProbability(epsilon, d)
-        Checks.labels(labels, d)
         Checks.collectable(protocol, schema, d)
     }
 
@@ -119,22 +126,11 @@ public class GRRParams @JvmOverloads constructor(
     public fun indexOf(value: Any?): Int = domainIndexOf(protocol, domainSize, labels, value)
 
     public companion object {
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("domain_size", FieldType.INT),
-            ParamField.optional("labels", FieldType.LABELS, null),
-        )
-        public val PROTOCOL: Protocol<GRRParams> = Protocol("grr", "GRRParams", FIELDS, ::read, { p, o -> GRREncoder(p, o) })
+        public val PROTOCOL: Protocol<GRRParams> = Protocol("grr", "GRRParams", ::GRRParams, { p, o -> GRREncoder(p, o) })
 
-        /** The parameters of a spec's `params` values (after `from_dict`'s names check): each checked in Python's
-         * order (ε, the domain, ε against the domain, the labels), so that the first refusal is Python's. */
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
         @JvmStatic
-        public fun read(values: Map<String, Any?>): GRRParams {
-            val epsilon = Checks.epsilon(values["epsilon"])
-            val d = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
-            keepProbability(epsilon, d)
-            return GRRParams(epsilon, d, Checks.labels(values["labels"], d))
-        }
+        public fun read(values: Map<String, Any?>): GRRParams = PROTOCOL.params(values)
 
         /** The realized keep probability of ε over `d` values, refused where it rounds to 1 (not private) or to
          * `1/d` or below (no information). */

@@ -13,12 +13,25 @@ import java.math.BigInteger
  * of the `B`-ary tree (uniformly, or by `level_weights`) and reports its bucket's node there through that level's
  * oracle at the full ε: GRR or OUE (`"auto"`: the one of smaller null variance). Charged the largest of the oracles'.
  */
-public class HHParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public class HHParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    /** ε of one report, the range `[low, high]` of the values, the tree's [branching] and [depth] (`branching^depth`
+     * buckets), the frequency [oracle] of each level (`"auto"`, `"oue"` or `"grr"`), the levels' sampling weights
+     * (empty: uniform) and whether a value outside the range is clipped to it (else refused). */
+    @JvmOverloads
+    public constructor(
+        epsilon: Double, low: Double, high: Double, branching: Long = 4, depth: Long = 5, oracle: String = "auto",
+        levelWeights: List<Long> = emptyList(), clip: Boolean = false,
+    ) : this(
+        linkedMapOf(
+            "epsilon" to epsilon, "low" to low, "high" to high, "branching" to branching, "depth" to depth, "oracle" to oracle,
+            "level_weights" to levelWeights, "clip" to clip,
+        ),
+    )
+
     override val protocol: String get() = "hh"
-    override val fields: List<ParamField> get() = FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
-    public val low: Double = finite(values["low"], "low")
-    public val high: Double = finite(values["high"], "high")
+    public val epsilon: Double = reader.double("epsilon")
+    public val low: Double = reader.double("low", typeIsValueError = true)
+    public val high: Double = reader.double("high", typeIsValueError = true)
     public val branching: Int
     public val depth: Int
     public val oracle: String
@@ -28,17 +41,14 @@ public class HHParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     init {
         if (!(low < high)) throw Refuse.relation("low<high", listOf("low", "high"), "need low < high, got low=$low, high=$high")
-        branching = Checks.int(values["branching"], "branching", 2, MAX_LEAVES).toInt()
-        depth = Checks.int(values["depth"], "depth", 1, 16).toInt()
+        branching = reader.int("branching")
+        depth = reader.int("depth")
         if (BigInteger.valueOf(branching.toLong()).pow(depth) > BigInteger.valueOf(MAX_LEAVES)) {
             val leaves = BigInteger.valueOf(branching.toLong()).pow(depth).toLong()
             throw Refuse.limit("leaves", leaves, MAX_LEAVES, "branching^depth = $branching^$depth buckets is over the $MAX_LEAVES allowed")
         }
-        val o = values["oracle"]
-        if (o !in ORACLES) throw Refuse.paramChoice("oracle", ORACLES.toList(), o)
-        oracle = o as String
-        val c = values["clip"]
-        clip = Checks.bool(c, "clip")
+        oracle = reader.choice("oracle")
+        clip = reader.bool("clip")
         val w = values["level_weights"]
         if (w !is List<*>) throw Refuse.paramType("level_weights", "list", w, "level_weights must be a list of ints, got ${Refuse.kind(w)}")
         if (w.isNotEmpty()) {
@@ -112,24 +122,11 @@ public class HHParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     public companion object {
         public const val MAX_LEAVES: Long = 1L shl 16
-        private val ORACLES = listOf("auto", "oue", "grr")
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("low", FieldType.FLOAT),
-            ParamField.required("high", FieldType.FLOAT),
-            ParamField.optional("branching", FieldType.INT, 4L),
-            ParamField.optional("depth", FieldType.INT, 5L),
-            ParamField.optional("oracle", FieldType.STR, "auto"),
-            ParamField.optional("level_weights", FieldType.ANY, emptyList<Long>()),
-            ParamField.optional("clip", FieldType.BOOL, false),
-        )
-        public val PROTOCOL: Protocol<HHParams> = Protocol("hh", "HHParams", FIELDS, ::HHParams, { p, o -> HHEncoder(p, o) })
+        public val PROTOCOL: Protocol<HHParams> = Protocol("hh", "HHParams", ::HHParams, { p, o -> HHEncoder(p, o) })
 
-        private fun finite(v: Any?, name: String): Double {
-            if (!isReal(v)) throw Refuse.paramType(name, "float", v, "$name must be a finite real number, got ${Refuse.kind(v)}", valueError = true)
-            if (asDouble(v).let { it.isNaN() || it.isInfinite() }) throw Refuse.range(name, v, finite = true, message = "$name must be a finite real number, got $v")
-            return asDouble(v)
-        }
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): HHParams = PROTOCOL.params(values)
 
         private fun pow(b: Int, e: Int): Int {
             var r = 1L

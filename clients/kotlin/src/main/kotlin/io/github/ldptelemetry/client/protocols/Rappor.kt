@@ -16,12 +16,21 @@ import io.github.ldptelemetry.client.random.Threshold
  * `"google"` mode is Google's client: MD5 Bloom bits and the PRR from one HMAC-SHA256 of the Bloom filter
  * (docs/conformance.md `rappor`). Charged ε₁ per report, memoized up to ε∞ per value.
  */
-public class RapporParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public class RapporParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    /** The Bloom filter's bits `k`, the hash functions `h` (at most `k`), the cohorts `m`, the IRR's
+     * probabilities [p] (of a 0) and [q] (of a 1), the PRR's [f], and the [mode], `"ldp"` or `"google"`. */
+    @JvmOverloads
+    public constructor(numBloombits: Long, numHashes: Long, numCohorts: Long, p: Double, q: Double, f: Double, mode: String = "ldp") : this(
+        linkedMapOf(
+            "num_bloombits" to numBloombits, "num_hashes" to numHashes, "num_cohorts" to numCohorts, "p" to p, "q" to q, "f" to f,
+            "mode" to mode,
+        ),
+    )
+
     override val protocol: String get() = "rappor"
-    override val fields: List<ParamField> get() = FIELDS
-    public val numBloombits: Int = Checks.int(values["num_bloombits"], "num_bloombits (k)", 1).let { minOf(it, Int.MAX_VALUE.toLong()).toInt() }
-    public val numHashes: Int = Checks.int(values["num_hashes"], "num_hashes (h)", 1).let { minOf(it, Int.MAX_VALUE.toLong()).toInt() }
-    public val numCohorts: Int = Checks.int(values["num_cohorts"], "num_cohorts (m)", 1, MAX_COHORTS).toInt()
+    public val numBloombits: Int = reader.long("num_bloombits").let { minOf(it, Int.MAX_VALUE.toLong()).toInt() }
+    public val numHashes: Int = reader.long("num_hashes").let { minOf(it, Int.MAX_VALUE.toLong()).toInt() }
+    public val numCohorts: Int = reader.int("num_cohorts")
     public val p: Double
     public val q: Double
     public val f: Double
@@ -31,16 +40,13 @@ public class RapporParams(values: Map<String, Any?>) : ProtocolParams(values) {
         val k = values["num_bloombits"] as Long
         val h = values["num_hashes"] as Long
         if (h > k) throw Refuse.relation("h<=k", listOf("num_hashes", "num_bloombits"), "num_hashes (h=$h) must be <= num_bloombits (k=$k)")
-        p = Checks.resolvable(values["p"], "p")
-        q = Checks.resolvable(values["q"], "q")
-        f = Checks.resolvable(values["f"], "f")
-        if (!(f >= 0.0 && f < 1.0)) throw Refuse.range("f", values["f"], min = 0L, max = 1L, maxExclusive = true, message = "f must satisfy 0 <= f < 1 (f = 1 reports pure noise), got $f")
+        p = Checks.resolvable(reader.double("p"), "p")
+        q = Checks.resolvable(reader.double("q"), "q")
+        f = Checks.resolvable(reader.double("f"), "f")
         if (!(p < q)) {
             throw Refuse.relation("p<q", listOf("p", "q"), "RAPPOR needs 0 <= p < q <= 1 (a 1 in the PRR must be reported more often), got p=$p, q=$q")
         }
-        val m = values["mode"]
-        if (m != "ldp" && m != "google") throw Refuse.paramChoice("mode", listOf("ldp", "google"), m)
-        mode = m as String
+        mode = reader.choice("mode")
         Checks.collectable(protocol, schema, numCohorts.toLong() * (k + 1))
     }
 
@@ -97,17 +103,12 @@ public class RapporParams(values: Map<String, Any?>) : ProtocolParams(values) {
 
     public companion object {
         public const val MAX_COHORTS: Long = 1L shl 16
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("num_bloombits", FieldType.INT),
-            ParamField.required("num_hashes", FieldType.INT),
-            ParamField.required("num_cohorts", FieldType.INT),
-            ParamField.required("p", FieldType.FLOAT),
-            ParamField.required("q", FieldType.FLOAT),
-            ParamField.required("f", FieldType.FLOAT),
-            ParamField.optional("mode", FieldType.STR, "ldp"),
-        )
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): RapporParams = PROTOCOL.params(values)
+
         public val PROTOCOL: Protocol<RapporParams> = Protocol(
-            "rappor", "RapporParams", FIELDS, ::RapporParams, { p, o -> RapporEncoder(p, o) }, needsSecret = true, cohorts = { it.numCohorts },
+            "rappor", "RapporParams", ::RapporParams, { p, o -> RapporEncoder(p, o) }, needsSecret = true, cohorts = { it.numCohorts },
         )
     }
 }

@@ -11,11 +11,27 @@ import io.github.ldptelemetry.client.internal.Refuse
  * (`R(P(P−1)/2)`, lexicographic) and the full string, with secrets and cohorts derived from the metric secret.
  * Charged `ε₁(full) + 2ε₁(gram)`, memoized per PRR triple up to `ε∞(full) + 2ε∞(gram)`.
  */
-public class RapporNgramsParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public class RapporNgramsParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    /** The full string's RAPPOR (Bloom bits, hashes, cohorts, p, q, f), the n-grams' one (`gram_…`), the gram
+     * length [n], the string length `L` in characters (a multiple of `n`), the [alphabet], the [pad] character (not
+     * in it) and whether a longer string is cut to `L` (else refused). */
+    @JvmOverloads
+    public constructor(
+        numBloombits: Long, numHashes: Long, numCohorts: Long, p: Double, q: Double, f: Double,
+        gramBloombits: Long, gramHashes: Long, gramCohorts: Long, gramP: Double, gramQ: Double, gramF: Double,
+        n: Long = 2, maxLength: Long = 6, alphabet: String = "abcdefghijklmnopqrstuvwxyz", pad: String = "_", truncate: Boolean = false,
+    ) : this(
+        linkedMapOf(
+            "num_bloombits" to numBloombits, "num_hashes" to numHashes, "num_cohorts" to numCohorts, "p" to p, "q" to q, "f" to f,
+            "gram_bloombits" to gramBloombits, "gram_hashes" to gramHashes, "gram_cohorts" to gramCohorts, "gram_p" to gramP,
+            "gram_q" to gramQ, "gram_f" to gramF, "n" to n, "max_length" to maxLength, "alphabet" to alphabet, "pad" to pad,
+            "truncate" to truncate,
+        ),
+    )
+
     override val protocol: String get() = "rappor-ngrams"
-    override val fields: List<ParamField> get() = FIELDS
-    public val n: Int = Checks.int(values["n"], "n (gram length)", 1, 8).toInt()
-    public val maxLength: Int = Checks.int(values["max_length"], "max_length (L, characters)", 2, 8L * MAX_POSITIONS).toInt()
+    public val n: Int = reader.int("n")
+    public val maxLength: Int = reader.int("max_length")
     public val alphabet: IntArray
     public val pad: Int
     public val truncate: Boolean
@@ -41,8 +57,7 @@ public class RapporNgramsParams(values: Map<String, Any?>) : ProtocolParams(valu
         if (padLength != 1L) throw Refuse.paramLength("pad", padLength, 1L, 1L, "pad must be one character, got ${Refuse.quote(p)}")
         pad = p.codePointAt(0)
         if (pad in alphabet) throw Refuse.relation("pad_not_in_alphabet", listOf("pad", "alphabet"), "pad ${Refuse.quote(p)} must not be a character of the alphabet")
-        val t = values["truncate"]
-        truncate = Checks.bool(t, "truncate")
+        truncate = reader.bool("truncate")
         full = RapporParams(linkedMapOf("num_bloombits" to values["num_bloombits"], "num_hashes" to values["num_hashes"], "num_cohorts" to values["num_cohorts"],
             "p" to values["p"], "q" to values["q"], "f" to values["f"], "mode" to "ldp"))
         gram = gramNames {
@@ -102,19 +117,12 @@ public class RapporNgramsParams(values: Map<String, Any?>) : ProtocolParams(valu
             "num_bloombits" to "gram_bloombits", "num_hashes" to "gram_hashes", "num_cohorts" to "gram_cohorts",
             "p" to "gram_p", "q" to "gram_q", "f" to "gram_f",
         )
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("num_bloombits", FieldType.INT), ParamField.required("num_hashes", FieldType.INT),
-            ParamField.required("num_cohorts", FieldType.INT), ParamField.required("p", FieldType.FLOAT),
-            ParamField.required("q", FieldType.FLOAT), ParamField.required("f", FieldType.FLOAT),
-            ParamField.required("gram_bloombits", FieldType.INT), ParamField.required("gram_hashes", FieldType.INT),
-            ParamField.required("gram_cohorts", FieldType.INT), ParamField.required("gram_p", FieldType.FLOAT),
-            ParamField.required("gram_q", FieldType.FLOAT), ParamField.required("gram_f", FieldType.FLOAT),
-            ParamField.optional("n", FieldType.INT, 2L), ParamField.optional("max_length", FieldType.INT, 6L),
-            ParamField.optional("alphabet", FieldType.STR, "abcdefghijklmnopqrstuvwxyz"), ParamField.optional("pad", FieldType.STR, "_"),
-            ParamField.optional("truncate", FieldType.BOOL, false),
-        )
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): RapporNgramsParams = PROTOCOL.params(values)
+
         public val PROTOCOL: Protocol<RapporNgramsParams> =
-            Protocol("rappor-ngrams", "RapporNgramsParams", FIELDS, ::RapporNgramsParams, { p, o -> RapporNgramsEncoder(p, o) }, needsSecret = true)
+            Protocol("rappor-ngrams", "RapporNgramsParams", ::RapporNgramsParams, { p, o -> RapporNgramsEncoder(p, o) }, needsSecret = true)
     }
 }
 

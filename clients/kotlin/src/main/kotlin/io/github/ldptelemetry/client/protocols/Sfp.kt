@@ -10,11 +10,30 @@ import io.github.ldptelemetry.client.internal.Refuse
  * reported as a CMS/HCMS report of the whole word and one of the fragment record `h ‖ fragment` at a random
  * position `R(L/r)`, `h` a `hash_bits`-bit hash of the word. Charged the sum of the two sketches' ε.
  */
-public class SfpParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public class SfpParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    /** The ε of the word's and of the fragment's sketch, the [alphabet] of the words and their [pad] (a symbol not
+     * in it), the word [length] `L` and [fragmentLength] `r` in symbols, the bits of the word's hash each fragment
+     * carries, each sketch's kind (`"cms"` or `"hcms"`), rows and width, the first hash seed, the symbol a
+     * character outside the alphabet becomes (null: such words are refused) and whether a longer word is cut. */
+    @JvmOverloads
+    public constructor(
+        wordEpsilon: Double, fragmentEpsilon: Double, alphabet: String = "abcdefghijklmnopqrstuvwxyz", pad: String = "_",
+        length: Long = 10, fragmentLength: Long = 2, hashBits: Long = 8, wordSketch: String = "cms", wordNumHashes: Long = 64,
+        wordWidth: Long = 1024, fragmentSketch: String = "cms", fragmentNumHashes: Long = 64, fragmentWidth: Long = 512,
+        hashSeed: Long = 0, replacement: String? = null, truncate: Boolean = false,
+    ) : this(
+        linkedMapOf(
+            "word_epsilon" to wordEpsilon, "fragment_epsilon" to fragmentEpsilon, "alphabet" to alphabet, "pad" to pad,
+            "length" to length, "fragment_length" to fragmentLength, "hash_bits" to hashBits, "word_sketch" to wordSketch,
+            "word_num_hashes" to wordNumHashes, "word_width" to wordWidth, "fragment_sketch" to fragmentSketch,
+            "fragment_num_hashes" to fragmentNumHashes, "fragment_width" to fragmentWidth, "hash_seed" to hashSeed,
+            "replacement" to replacement, "truncate" to truncate,
+        ),
+    )
+
     override val protocol: String get() = "sfp"
-    override val fields: List<ParamField> get() = FIELDS
-    public val wordEpsilon: Double = Checks.epsilon(values["word_epsilon"], "word_epsilon")
-    public val fragmentEpsilon: Double = Checks.epsilon(values["fragment_epsilon"], "fragment_epsilon")
+    public val wordEpsilon: Double = reader.double("word_epsilon")
+    public val fragmentEpsilon: Double = reader.double("fragment_epsilon")
 
     /** The alphabet's symbols then the pad, as code points (a symbol's index is its position here). */
     public val symbols: IntArray
@@ -44,19 +63,17 @@ public class SfpParams(values: Map<String, Any?>) : ProtocolParams(values) {
         if (cps.size > (1 shl 16) - 2) {
             throw Refuse.paramLength("alphabet", cps.size.toLong(), 1L, (1L shl 16) - 2, "alphabet size must be in [1, ${(1 shl 16) - 2}], got ${cps.size}")
         }
-        length = Checks.int(values["length"], "length (L)", 1, 1L shl 12).toInt()
-        fragmentLength = Checks.int(values["fragment_length"], "fragment_length (r)", 1, length.toLong()).toInt()
+        length = reader.int("length")
+        fragmentLength = reader.int("fragment_length", dynamicMax = length.toLong())
         if (length % fragmentLength != 0) {
             throw Refuse.relation("multiple_of_fragment_length", listOf("length", "fragment_length"), "length L=$length must be a multiple of fragment_length r=$fragmentLength (fragments are the L/r non-overlapping substrings)")
         }
-        hashBits = Checks.int(values["hash_bits"], "hash_bits", 0, 16).toInt()
-        for (part in listOf("word", "fragment")) {
-            val s = values["${part}_sketch"]
-            if (!(s is String && s in SKETCHES)) throw Refuse.paramChoice("${part}_sketch", SKETCHES.sorted(), s)
-        }
-        hashSeed = Checks.int(values["hash_seed"], "hash_seed", 0, 0xffffffffL)
-        val wk = Checks.int(values["word_num_hashes"], "word_num_hashes", 1, 1L shl 16)
-        val fk = Checks.int(values["fragment_num_hashes"], "fragment_num_hashes", 1, 1L shl 16)
+        hashBits = reader.int("hash_bits")
+        val wordSketch = reader.choice("word_sketch")
+        val fragmentSketch = reader.choice("fragment_sketch")
+        hashSeed = reader.long("hash_seed")
+        val wk = reader.long("word_num_hashes")
+        val fk = reader.long("fragment_num_hashes")
         if (hashSeed + wk + fk > 0xffffffffL) throw Refuse.relation("hash_seed_room", listOf("hash_seed", "word_num_hashes", "fragment_num_hashes"), "hash_seed leaves no room for the sketches' hash functions below 2^32")
         val rep = values["replacement"]
         if (rep != null) {
@@ -65,12 +82,11 @@ public class SfpParams(values: Map<String, Any?>) : ProtocolParams(values) {
             if ((rep as String).codePointAt(0) !in cps) throw Refuse.relation("replacement_in_alphabet", listOf("replacement", "alphabet"), message)
         }
         replacement = (rep as String?)?.codePointAt(0)
-        val t = values["truncate"]
-        truncate = Checks.bool(t, "truncate")
+        truncate = reader.bool("truncate")
         symbols = cps + pad
         symbols.forEachIndexed { i, c -> index[c] = i }
-        wordParams = sketch("word", values["word_sketch"] as String, wordEpsilon, wk, values["word_width"], hashSeed)
-        fragmentParams = sketch("fragment", values["fragment_sketch"] as String, fragmentEpsilon, fk, values["fragment_width"], hashSeed + wk)
+        wordParams = sketch("word", wordSketch, wordEpsilon, wk, values["word_width"], hashSeed)
+        fragmentParams = sketch("fragment", fragmentSketch, fragmentEpsilon, fk, values["fragment_width"], hashSeed + wk)
         Checks.collectable(protocol, schema, cells(wordParams) + numPositions * cells(fragmentParams))
     }
 
@@ -152,26 +168,11 @@ public class SfpParams(values: Map<String, Any?>) : ProtocolParams(values) {
     }
 
     public companion object {
-        private val SKETCHES = listOf("cms", "hcms")
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("word_epsilon", FieldType.FLOAT),
-            ParamField.required("fragment_epsilon", FieldType.FLOAT),
-            ParamField.optional("alphabet", FieldType.STR, "abcdefghijklmnopqrstuvwxyz"),
-            ParamField.optional("pad", FieldType.STR, "_"),
-            ParamField.optional("length", FieldType.INT, 10L),
-            ParamField.optional("fragment_length", FieldType.INT, 2L),
-            ParamField.optional("hash_bits", FieldType.INT, 8L),
-            ParamField.optional("word_sketch", FieldType.STR, "cms"),
-            ParamField.optional("word_num_hashes", FieldType.INT, 64L),
-            ParamField.optional("word_width", FieldType.INT, 1024L),
-            ParamField.optional("fragment_sketch", FieldType.STR, "cms"),
-            ParamField.optional("fragment_num_hashes", FieldType.INT, 64L),
-            ParamField.optional("fragment_width", FieldType.INT, 512L),
-            ParamField.optional("hash_seed", FieldType.INT, 0L),
-            ParamField.optional("replacement", FieldType.OPTSTR, null),
-            ParamField.optional("truncate", FieldType.BOOL, false),
-        )
-        public val PROTOCOL: Protocol<SfpParams> = Protocol("sfp", "SfpParams", FIELDS, ::SfpParams, { p, o -> SfpEncoder(p, o) })
+        public val PROTOCOL: Protocol<SfpParams> = Protocol("sfp", "SfpParams", ::SfpParams, { p, o -> SfpEncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): SfpParams = PROTOCOL.params(values)
     }
 }
 

@@ -14,9 +14,8 @@ import io.github.ldptelemetry.client.random.Threshold
  * CMS reports the one-hot vector of that bucket with every bit flipped with `σ(ε/2)` (`BB(σ(ε/2), m)`); HCMS reports
  * one random Hadamard coefficient `row = R(m)` of it, flipped with `σ(ε)` (`B(σ(ε))`).
  */
-public abstract class SketchParams(values: Map<String, Any?>) : ProtocolParams(values) {
-    override val fields: List<ParamField> get() = FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
+public abstract class SketchParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    public val epsilon: Double = reader.double("epsilon")
 
     /** The flip probability (not rounded before its draw). */
     public val flipProbability: Double by lazy { flipOf(epsilon) }
@@ -35,9 +34,9 @@ public abstract class SketchParams(values: Map<String, Any?>) : ProtocolParams(v
         if (!t.full && t.value == 0L) {
             throw Refuse.relation("epsilon_too_large", listOf("epsilon"), "epsilon=$epsilon is too large: the flip probability rounds to 0 at the client's 2^-64 resolution, so reports would not be private")
         }
-        val k = Checks.int(values["num_hashes"], "num_hashes (k)", 1, 1L shl 16)
-        val m = Checks.int(values["width"], "width (m)", 2, MAX_WIDTH)
-        Checks.int(values["hash_seed"], "hash_seed", 0, 0xffffffffL - k + 1)
+        val k = reader.long("num_hashes")
+        val m = reader.long("width")
+        reader.long("hash_seed", dynamicMax = 0xffffffffL - k + 1)
         Checks.collectable(protocol, schema, k * (m + 1))
     }
 
@@ -49,12 +48,6 @@ public abstract class SketchParams(values: Map<String, Any?>) : ProtocolParams(v
 
     public companion object {
         public const val MAX_WIDTH: Long = 1L shl 24
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("num_hashes", FieldType.INT),
-            ParamField.required("width", FieldType.INT),
-            ParamField.optional("hash_seed", FieldType.INT, 0L),
-        )
 
         internal fun sketchBytes(value: Any?, name: String): ByteArray {
             if (value !is String && value !is ByteArray) throw Refuse.valueType("string_or_bytes", value, "$name values must be strings or bytes, got ${Refuse.kind(value)}")
@@ -64,7 +57,12 @@ public abstract class SketchParams(values: Map<String, Any?>) : ProtocolParams(v
 }
 
 /** Count Mean Sketch parameters. */
-public class CmsParams(values: Map<String, Any?>) : SketchParams(values) {
+public class CmsParams internal constructor(values: Map<String, Any?>) : SketchParams(values) {
+    /** ε of one report, the number of hash functions `k` (rows), the width `m` of a row and the hash family's seed. */
+    @JvmOverloads
+    public constructor(epsilon: Double, numHashes: Long, width: Long, hashSeed: Long = 0) :
+        this(linkedMapOf("epsilon" to epsilon, "num_hashes" to numHashes, "width" to width, "hash_seed" to hashSeed))
+
     override val protocol: String get() = "cms"
     override val epsilonPerFlip: Double get() = 2.0
     override fun flipOf(epsilon: Double): Double = PyMath.logisticTail(epsilon / 2)
@@ -85,12 +83,21 @@ public class CmsParams(values: Map<String, Any?>) : SketchParams(values) {
     }
 
     public companion object {
-        public val PROTOCOL: Protocol<CmsParams> = Protocol("cms", "CmsParams", FIELDS, ::CmsParams, { p, o -> CmsEncoder(p, o) })
+        public val PROTOCOL: Protocol<CmsParams> = Protocol("cms", "CmsParams", ::CmsParams, { p, o -> CmsEncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): CmsParams = PROTOCOL.params(values)
     }
 }
 
 /** Hadamard Count Mean Sketch parameters (`width` a power of two). */
-public class HcmsParams(values: Map<String, Any?>) : SketchParams(values) {
+public class HcmsParams internal constructor(values: Map<String, Any?>) : SketchParams(values) {
+    /** ε of one report, the number of hash functions `k` (rows), the width `m` of a row and the hash family's seed. */
+    @JvmOverloads
+    public constructor(epsilon: Double, numHashes: Long, width: Long, hashSeed: Long = 0) :
+        this(linkedMapOf("epsilon" to epsilon, "num_hashes" to numHashes, "width" to width, "hash_seed" to hashSeed))
+
     override val protocol: String get() = "hcms"
     override val epsilonPerFlip: Double get() = 1.0
     override fun flipOf(epsilon: Double): Double = PyMath.logisticTail(epsilon)
@@ -113,7 +120,11 @@ public class HcmsParams(values: Map<String, Any?>) : SketchParams(values) {
     }
 
     public companion object {
-        public val PROTOCOL: Protocol<HcmsParams> = Protocol("hcms", "HcmsParams", FIELDS, ::HcmsParams, { p, o -> HcmsEncoder(p, o) })
+        public val PROTOCOL: Protocol<HcmsParams> = Protocol("hcms", "HcmsParams", ::HcmsParams, { p, o -> HcmsEncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): HcmsParams = PROTOCOL.params(values)
     }
 }
 

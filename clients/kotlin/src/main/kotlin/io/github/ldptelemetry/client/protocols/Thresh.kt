@@ -10,14 +10,21 @@ import io.github.ldptelemetry.client.random.KeyedRandomSource
  * at `epsilon` drawn from `(secret, epoch, value)` and replayed by every report of the epoch. The ledger charges ε
  * for a report that opens an epoch ([Charge.Change]), nothing for a replay: `c` changes cost `(c + 1)·ε`.
  */
-public class ThreshParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public class ThreshParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
+    /** ε of one epoch's response, the number of values `d` and their names (null: values are indices). */
+    @JvmOverloads
+    public constructor(epsilon: Double, domainSize: Long, labels: List<String>? = null) :
+        this(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels))
+
     override val protocol: String get() = "thresh"
-    override val fields: List<ParamField> get() = FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
-    private val d: Long = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
+    public val epsilon: Double = reader.double("epsilon")
+    private val d: Long = reader.long("domain_size")
 
     /** An epoch's response: GRR at `epsilon` (also the labels' index). */
     public val grr: GRRParams = GRRParams.read(linkedMapOf("epsilon" to epsilon, "domain_size" to d, "labels" to values["labels"]))
+
+    /** The values' names, or null. */
+    public val labels: List<String>? get() = grr.labels
 
     init {
         Checks.collectable(protocol, schema, d)
@@ -28,13 +35,12 @@ public class ThreshParams(values: Map<String, Any?>) : ProtocolParams(values) {
     override val schema: List<PayloadField> get() = listOf(PayloadField.uint("index", d))
 
     public companion object {
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("domain_size", FieldType.INT),
-            ParamField.optional("labels", FieldType.LABELS, null),
-        )
         public val PROTOCOL: Protocol<ThreshParams> =
-            Protocol("thresh", "ThreshParams", FIELDS, ::ThreshParams, { p, o -> ThreshEncoder(p, o) }, needsSecret = true)
+            Protocol("thresh", "ThreshParams", ::ThreshParams, { p, o -> ThreshEncoder(p, o) }, needsSecret = true)
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): ThreshParams = PROTOCOL.params(values)
     }
 }
 

@@ -14,7 +14,7 @@ import io.github.ldptelemetry.client.random.Threshold
  * (`oue`): `p = 1/2`, `q = realized(σ(ε))`. Charged `max(ε, ln(p(1−q)/((1−p)q)))`, the ratio in exact rationals.
  * Draws: `BB(q, d)` with bit `v` cleared, then `B(p)` sets bit `v`.
  */
-public abstract class UnaryParams(values: Map<String, Any?>) : ProtocolParams(values) {
+public abstract class UnaryParams internal constructor(values: Map<String, Any?>) : ProtocolParams(values) {
     /** Realized Pr[bit v = 1 | value v]. */
     public abstract val p: Double
 
@@ -30,14 +30,14 @@ public abstract class UnaryParams(values: Map<String, Any?>) : ProtocolParams(va
     /** Python's `_check_unary`: the domain, that p and q are realizable and informative ([what]: the ε named), the
      * labels. */
     protected fun checkUnary(what: String, unaryParams: List<String> = listOf("epsilon")) {
-        val dd = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
+        val dd = reader.long("domain_size")
         if (q <= 0.0 || p >= 1.0) {
             throw Refuse.relation("epsilon_too_large", unaryParams, "$what is too large for $protocol: a bit probability rounds to 0 or 1 at the client's resolution, so reports would not be private")
         }
         if (p <= q) {
             throw Refuse.relation("epsilon_too_small", unaryParams, "$what is too small for $protocol: p and q are equal at the client's resolution, so reports would carry no information")
         }
-        labels = Checks.labels(values["labels"], dd)
+        labels = reader.labels(dd)
     }
 
     /** The index of a label or an int index. */
@@ -64,19 +64,17 @@ internal object UnaryEncoding {
         val one = Rational.of(1L)
         return (p * (one - q) / ((one - p) * q)).logRatio()
     }
-
-    internal val DOMAIN_FIELDS: List<ParamField> = listOf(
-        ParamField.required("epsilon", FieldType.FLOAT),
-        ParamField.required("domain_size", FieldType.INT),
-        ParamField.optional("labels", FieldType.LABELS, null),
-    )
 }
 
 /** Symmetric unary encoding (`sue`). */
-public class SUEParams(values: Map<String, Any?>) : UnaryParams(values) {
+public class SUEParams internal constructor(values: Map<String, Any?>) : UnaryParams(values) {
+    /** ε of one report, the number of values `d` and their names (null: values are indices). */
+    @JvmOverloads
+    public constructor(epsilon: Double, domainSize: Long, labels: List<String>? = null) :
+        this(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels))
+
     override val protocol: String get() = "sue"
-    override val fields: List<ParamField> get() = UnaryEncoding.DOMAIN_FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
+    public val epsilon: Double = reader.double("epsilon")
     override val p: Double = Threshold.realized(PyMath.logisticTail(-epsilon / 2))
     override val q: Double = Threshold.realized(PyMath.logisticTail(epsilon / 2))
 
@@ -88,16 +86,23 @@ public class SUEParams(values: Map<String, Any?>) : UnaryParams(values) {
     override val privacyCost: PrivacyCost by lazy { PrivacyCost(maxOf(epsilon, effectiveEpsilon)) }
 
     public companion object {
-        public val PROTOCOL: Protocol<SUEParams> =
-            Protocol("sue", "SUEParams", UnaryEncoding.DOMAIN_FIELDS, ::SUEParams, { p, o -> UnaryEncoder(p, o) })
+        public val PROTOCOL: Protocol<SUEParams> = Protocol("sue", "SUEParams", ::SUEParams, { p, o -> UnaryEncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): SUEParams = PROTOCOL.params(values)
     }
 }
 
 /** Optimized unary encoding (`oue`). */
-public class OUEParams(values: Map<String, Any?>) : UnaryParams(values) {
+public class OUEParams internal constructor(values: Map<String, Any?>) : UnaryParams(values) {
+    /** ε of one report, the number of values `d` and their names (null: values are indices). */
+    @JvmOverloads
+    public constructor(epsilon: Double, domainSize: Long, labels: List<String>? = null) :
+        this(linkedMapOf("epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels))
+
     override val protocol: String get() = "oue"
-    override val fields: List<ParamField> get() = UnaryEncoding.DOMAIN_FIELDS
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
+    public val epsilon: Double = reader.double("epsilon")
     override val p: Double get() = 0.5
     override val q: Double = Threshold.realized(PyMath.logisticTail(epsilon))
 
@@ -109,8 +114,11 @@ public class OUEParams(values: Map<String, Any?>) : UnaryParams(values) {
     override val privacyCost: PrivacyCost by lazy { PrivacyCost(maxOf(epsilon, effectiveEpsilon)) }
 
     public companion object {
-        public val PROTOCOL: Protocol<OUEParams> =
-            Protocol("oue", "OUEParams", UnaryEncoding.DOMAIN_FIELDS, ::OUEParams, { p, o -> UnaryEncoder(p, o) })
+        public val PROTOCOL: Protocol<OUEParams> = Protocol("oue", "OUEParams", ::OUEParams, { p, o -> UnaryEncoder(p, o) })
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): OUEParams = PROTOCOL.params(values)
     }
 }
 
@@ -126,11 +134,19 @@ public class UnaryEncoder<P : UnaryParams>(params: P, options: EncoderOptions) :
  * `epsilon`-LDP; λ2 the root of `ab(E−1)λ² + (a−b)(E+1)λ/2 − (E−1)/4 = 0` (`a = p1 − 1/2`, `b = q1 − 1/2`).
  * Draws: the permanent response on the keyed stream, then `BB(flip, d)` on the injected one.
  */
-public class LOUEParams(values: Map<String, Any?>) : UnaryParams(values) {
+public class LOUEParams internal constructor(values: Map<String, Any?>) : UnaryParams(values) {
+    /** The permanent response's ε [epsilonPerm] (> [epsilon], one report's), the number of values `d`, their names
+     * (null: values are indices), and the [permanent] response's encoding, `"oue"` or `"sue"`. */
+    @JvmOverloads
+    public constructor(epsilonPerm: Double, epsilon: Double, domainSize: Long, labels: List<String>? = null, permanent: String = "oue") :
+        this(linkedMapOf("epsilon_perm" to epsilonPerm, "epsilon" to epsilon, "domain_size" to domainSize, "labels" to labels, "permanent" to permanent))
+
     override val protocol: String get() = "loue"
-    override val fields: List<ParamField> get() = FIELDS
-    public val epsilonPerm: Double = Checks.epsilon(values["epsilon_perm"], "epsilon_perm")
-    public val epsilon: Double = Checks.epsilon(values["epsilon"])
+    public val epsilonPerm: Double = reader.double("epsilon_perm")
+    public val epsilon: Double = reader.double("epsilon")
+
+    /** The permanent response's encoding, `"oue"` or `"sue"`. */
+    public val permanent: String = reader.choice("permanent")
 
     /** Round 1, the memoized OUE or SUE. */
     public val perm: UnaryParams
@@ -139,8 +155,6 @@ public class LOUEParams(values: Map<String, Any?>) : UnaryParams(values) {
     public val flip: Double
 
     init {
-        val kind = values["permanent"]
-        if (kind != "oue" && kind != "sue") throw Refuse.paramChoice("permanent", listOf("oue", "sue"), kind)
         if (!(epsilon < epsilonPerm)) {
             throw Refuse.relation(
                 "epsilon<epsilon_perm", listOf("epsilon", "epsilon_perm"),
@@ -148,10 +162,10 @@ public class LOUEParams(values: Map<String, Any?>) : UnaryParams(values) {
                     "cannot leak more), got epsilon=${epsilon}, epsilon_perm=${epsilonPerm}",
             )
         }
-        val dd = Checks.int(values["domain_size"], "domain_size", 2, 1L shl 32)
+        val dd = reader.long("domain_size")
         val permValues = linkedMapOf<String, Any?>("epsilon" to epsilonPerm, "domain_size" to dd, "labels" to null)
         perm = try {
-            if (kind == "oue") OUEParams(permValues) else SUEParams(permValues)
+            if (permanent == "oue") OUEParams(permValues) else SUEParams(permValues)
         } catch (e: IllegalArgumentException) {
             throw Refuse.restated(e, "", mapOf("epsilon" to "epsilon_perm"))
         }
@@ -209,15 +223,12 @@ public class LOUEParams(values: Map<String, Any?>) : UnaryParams(values) {
     public val reportCharge: PrivacyCost by lazy { MemoizedEncoder.memoReportCharge(privacyCost, memoCap, ::leakage) }
 
     public companion object {
-        public val FIELDS: List<ParamField> = listOf(
-            ParamField.required("epsilon_perm", FieldType.FLOAT),
-            ParamField.required("epsilon", FieldType.FLOAT),
-            ParamField.required("domain_size", FieldType.INT),
-            ParamField.optional("labels", FieldType.LABELS, null),
-            ParamField.optional("permanent", FieldType.STR, "oue"),
-        )
         public val PROTOCOL: Protocol<LOUEParams> =
-            Protocol("loue", "LOUEParams", FIELDS, ::LOUEParams, { p, o -> LOUEEncoder(p, o) }, needsSecret = true)
+            Protocol("loue", "LOUEParams", ::LOUEParams, { p, o -> LOUEEncoder(p, o) }, needsSecret = true)
+
+        /** The parameters of a spec's `params` object (Python's `from_dict`, with its checks and refusals). */
+        @JvmStatic
+        public fun read(values: Map<String, Any?>): LOUEParams = PROTOCOL.params(values)
     }
 }
 
