@@ -9,7 +9,8 @@ Without a C compiler the build goes on without them: :mod:`ldp.batch.bits`, :mod
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("ldp.batch._foldkernel", ["ldp/batch/_foldkernel.c"], optional=True),
+setup(ext_modules=[Extension("ldp.batch._foldkernel", ["ldp/batch/_foldkernel.c"],
+                             depends=["ldp/batch/_foldengines.h"], optional=True),
                    Extension("ldp.batch._lhkernel", ["ldp/batch/_lhkernel.c"], optional=True),
                    Extension("ldp.batch._emkernel", ["ldp/batch/_emkernel.c"], optional=True),
                    Extension("ldp.batch._linekernel", ["ldp/batch/_linekernel.c"], optional=True),

@@ -15,6 +15,18 @@
 
 #define MAX_PAIRS 8
 
+/* After a call failed with errno: 0 to make it again (EINTR, the signal handlers run with the GIL taken back and
+ * none raised), -1 when a handler raised, else the errno to report. */
+static int after_failure(PyThreadState **ts)
+{
+    if (errno != EINTR)
+        return errno;
+    PyEval_RestoreThread(*ts);
+    int failed = PyErr_CheckSignals();
+    *ts = PyEval_SaveThread();
+    return failed ? -1 : 0;
+}
+
 /* errno of the first failure (0: done), with the GIL released around the calls and taken for signal handlers. */
 static int write_pairs(const int *fds, Py_buffer *bufs, Py_ssize_t pairs, PyThreadState **ts)
 {
@@ -23,26 +35,18 @@ static int write_pairs(const int *fds, Py_buffer *bufs, Py_ssize_t pairs, PyThre
         Py_ssize_t left = bufs[p].len;
         while (left > 0) {
             ssize_t got = write(fds[p], at, (size_t)(left < (1 << 30) ? left : (1 << 30)));
-            if (got < 0) {
-                if (errno != EINTR)
-                    return errno;
-                PyEval_RestoreThread(*ts);
-                int failed = PyErr_CheckSignals();
-                *ts = PyEval_SaveThread();
-                if (failed)
-                    return -1;
+            if (got >= 0) {
+                at += got, left -= got;
                 continue;
             }
-            at += got, left -= got;
+            int err = after_failure(ts);
+            if (err)
+                return err;
         }
         while (fsync(fds[p]) != 0) {
-            if (errno != EINTR)
-                return errno;
-            PyEval_RestoreThread(*ts);
-            int failed = PyErr_CheckSignals();
-            *ts = PyEval_SaveThread();
-            if (failed)
-                return -1;
+            int err = after_failure(ts);
+            if (err)
+                return err;
         }
     }
     return 0;

@@ -146,6 +146,13 @@ def test_no_module_over_600_lines() -> None:
     assert not long, f"modules over {MAX_LINES} lines (split them by concept): {long}"
 
 
+def test_no_compiled_kernel_source_over_600_lines() -> None:
+    """The C sources of the optional kernels (``ldp/**/*.c`` and their headers) keep the same limit."""
+    long = {str(p.relative_to(PACKAGE)): n for p in sorted(PACKAGE.rglob("*.[ch]"))
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"C sources over {MAX_LINES} lines (split them by concept): {long}"
+
+
 def test_modules_over_400_lines_are_named() -> None:
     """Named, not refused (pyproject.toml shows this warning instead of raising it): a long module that reads as one
     concept stays whole."""
