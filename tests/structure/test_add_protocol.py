@@ -128,6 +128,13 @@ def test_adding_a_protocol_is_what_the_architecture_page_says(tmp_path: Path) ->
         assert done.returncode == 0, f"{step}: {done.stdout}{done.stderr}"
     assert (copy / "conformance" / "vectors" / "toy.json").exists()
     assert "| `toy` |" in (copy / "docs" / "conformance.md").read_text(encoding="utf-8")
+    # step 8: each client's generated table now holds toy's parameters, which its reader checks; a client that
+    # implements toy writes only its relations, its draw and one registry line
+    for table, entry in (("clients/typescript/src/params/tables.ts", "export const TOY_PARAMS = ["),
+                         ("clients/rust/src/protocols/tables.rs", "pub const TOY: &[ParamRow] = GRR;"),
+                         ("clients/kotlin/src/main/kotlin/io/github/ldptelemetry/client/protocols/ParamTables.kt",
+                          '"toy" to listOf(')):
+        assert entry in (copy / table).read_text(encoding="utf-8"), (table, entry)
 
     whole = _pytest(copy, "tests/structure", "tests/docs/test_conformance_doc.py",
                     "--ignore=tests/structure/test_add_protocol.py")  # this test, in the copy: no recursion
