@@ -179,9 +179,11 @@ class Context:
         return np.random.default_rng([self.seed, salt])
 
     def judge(self, metric: str, measured: float, op: str, target: float, unit: str) -> dict[str, Any]:
-        """A target beside its measured value; recorded in the top-level summary too."""
+        """A target beside its measured value and the machine's load (1, 5 and 15 min) when it was judged; recorded
+        in the top-level summary too."""
         ok = {"<": measured < target, "<=": measured <= target, ">": measured > target, ">=": measured >= target}[op]
-        entry = {"measured": measured, "target": {"op": op, "value": target, "unit": unit}, "meets_target": bool(ok)}
+        entry = {"measured": measured, "target": {"op": op, "value": target, "unit": unit}, "meets_target": bool(ok),
+                 "load_average": [round(x, 2) for x in os.getloadavg()]}
         self.summary.append({"benchmark": self.section, "metric": metric, **entry})
         return entry
 
@@ -1115,13 +1117,15 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"[{name}]")
                 ctx.section = name
                 gc.collect()
-                rss_before, t0 = maxrss_kib(), time.perf_counter()
+                rss_before, load_before, t0 = maxrss_kib(), os.getloadavg(), time.perf_counter()
                 try:
                     section = BENCHMARKS[name](ctx)
                 finally:  # a script a section imports may put the repository root first (for its own runs)
                     sys.path[:] = path_before
                 section["section_seconds"] = time.perf_counter() - t0
                 section["ru_maxrss_kib"] = {"before": rss_before, "after": maxrss_kib()}
+                section["machine_load"] = {"before": [round(x, 2) for x in load_before],
+                                           "after": [round(x, 2) for x in os.getloadavg()]}
                 result["results"][name] = section
                 log(f"[{name}] done in {section['section_seconds']:.1f} s")
                 _bar.update(1)

@@ -23,12 +23,35 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.s3_server import S3Server, s3_server
+
+
+def _bytecode_outside_the_tree() -> None:
+    """Under ``PYTHONDONTWRITEBYTECODE`` (set in some containers) every process of a run compiles from source:
+    each xdist worker rewrites and compiles every test module (about 9 of its 14 CPU-seconds of collection), each
+    subprocess the modules it imports. The tree stays free of bytecode, as asked, but the run caches it outside, in a
+    folder of the system's temporary one that only this user can write (``sys.pycache_prefix``; the workers and
+    subprocesses inherit ``PYTHONPYCACHEPREFIX``). Bytecode is checked against its source's time and size, as in
+    ``__pycache__``."""
+    if not sys.dont_write_bytecode or sys.pycache_prefix:
+        return
+    prefix = Path(tempfile.gettempdir()) / f"ldp-tests-pycache-{os.getuid()}"
+    prefix.mkdir(mode=0o700, exist_ok=True)
+    if prefix.is_symlink() or prefix.stat().st_uid != os.getuid():
+        return
+    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = str(prefix)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+
+
+_bytecode_outside_the_tree()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -41,6 +64,15 @@ def pytest_configure(config: pytest.Config) -> None:
     stray = getattr(plugin, "cov_controller", None)
     if hasattr(config, "workerinput") and type(stray).__name__ == "DistMaster":
         stray.cov.stop()  # type: ignore[union-attr]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, the tests marked ``heavy`` (the suite's longest: a statistics battery, a run of the whole
+    pipeline) are handed out first, alternately to the workers, and the others after them in their order: a long
+    test handed out last would leave the other workers idle until it ends. Every worker sorts its collection alike
+    (a stable sort), as xdist requires."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
 
 
 @pytest.fixture

@@ -19,8 +19,9 @@ Params with a ``hash_seed`` are redrawn per collection (their exact variance ave
    of ``T ≥`` thousands of independent draws). ``z`` gives a false alarm of at most :data:`POOLED_ALPHA` per
    protocol, shared by its examples. ``T`` is sized by a pilot run so that a formula off by
    :data:`VARIANCE_ERROR` (10 %, either way) fails with probability :data:`POWER`: the statistic then has
-   ``|E[Z]| = 0.1·√T/s`` standard errors, so ``T = ((z + z_β)·s/0.1)²`` (``s`` the pilot's plus two of its
-   standard errors; the run is topped up once if its own ``s`` asks for more), capped at :data:`MAX_TRIALS` per path;
+   ``|E[Z]| = 0.1·√T/s`` standard errors, so ``T = ((z + z_β)·s/0.1)²`` (``s`` first the pilot's, then the
+   run's own: topped up, by :data:`TOP_UP_MARGIN` more than it asks, while it asks for more), capped at
+   :data:`MAX_TRIALS` per path;
    the power reached is :func:`statistics_power`'s (``simulations/battery_power.py`` prints it for every
    protocol).
 2. *Per item*, on each path: ``|mean − truth| ≤ z·σ/√T`` and the sample variance within the two-sided chi-square
@@ -321,19 +322,30 @@ def _mean_planner(params: Any, found: list[_Moments], tests: int) -> list[str]:
 
 TOP_UPS = 3
 """The most top-ups of a run whose measured spread asks for more collections than its pilot's did."""
+TOP_UP_MARGIN = 1.05
+"""A top-up adds this much more than the run's spread asks for (in collections), so that the spread of the larger
+run, a little different, asks for no more."""
+UPPER_PILOT = {"attributes"}
+"""Population kinds sized by the pilot's spread plus two of its standard errors rather than the spread itself: a
+top-up of theirs runs every collection again (``multi``, whose attributes each run draws), so the first run should
+not need one."""
 
 
 def _sized_run(params: Any, seed: int, item: int | None, k: float) -> tuple[list[list[_Moments]], dict[str, int]]:
     """The collections of each path, as many as the pooled test needs: ``T = (k·s)²`` in all, ``k = (z_α/2 +
-    z_β)/0.1``, ``s`` the SD of ``Q`` — first from a pilot run (its upper bound), then from the run itself, topped up
-    (at the same truth; ``multi``, whose attributes each run draws, runs again at the full size) while it asks for
-    more, up to :data:`TOP_UPS` times and :data:`MAX_TRIALS` a path."""
-    s = _upper_sd(_q(_collect(params, PILOT, seed + 5, item, seed)))
+    z_β)/0.1``, ``s`` the SD of ``Q`` — first from a pilot run (its upper bound for :data:`UPPER_PILOT`), then from
+    the run itself, topped up (at the same truth; ``multi``, whose attributes each run draws, runs again at the full
+    size) while it asks for more, up to :data:`TOP_UPS` times and :data:`MAX_TRIALS` a path."""
+    pilot = _q(_collect(params, PILOT, seed + 5, item, seed))
+    s = _upper_sd(pilot) if params.population_kind in UPPER_PILOT else float(pilot.std(ddof=1))
     trials = {method: min(max(PILOT[method], math.ceil((k * s) ** 2 / len(PILOT))), MAX_TRIALS) for method in PILOT}
     paths = _collect(params, trials, seed, item, seed)
     for round_ in range(TOP_UPS):
-        needed = math.ceil((k * float(_q(paths).std(ddof=1))) ** 2)
-        more = {method: min(math.ceil(needed / len(PILOT)), MAX_TRIALS) - t for method, t in trials.items()}
+        s = float(_q(paths).std(ddof=1))
+        if sum(trials.values()) >= (k * s) ** 2:
+            break
+        aim = math.ceil(TOP_UP_MARGIN * (k * s) ** 2 / len(PILOT))
+        more = {method: min(aim, MAX_TRIALS) - t for method, t in trials.items()}
         if not all(m > 0 for m in more.values()):
             break
         trials = {method: t + more[method] for method, t in trials.items()}

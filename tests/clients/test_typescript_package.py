@@ -74,6 +74,7 @@ def folded_reports(port: int, app: str) -> int:
     return int(doc.get("accepted", 0)) if doc else 0
 
 
+@pytest.mark.heavy  # handed out first under xdist (tests/conftest.py)
 def test_the_packed_client_in_a_fresh_vite_app_records_and_uploads_from_headless_chromium(tmp_path: Path) -> None:
     npm = need_npm()
     need_browser()

@@ -47,6 +47,7 @@ def _blocks(page: Path) -> list[tuple[str, str | None]]:
             for i, (lang, body) in enumerate(found) if lang == "python"]
 
 
+@pytest.mark.heavy  # pages run whole simulations: handed out first under xdist (tests/conftest.py)
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS if DOCS in p.parents else ROOT)) for p in PAGES])
 def test_examples_run_and_print_what_the_page_says(page: Path, tmp_path: Path) -> None:
     blocks = _blocks(page)

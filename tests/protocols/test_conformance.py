@@ -34,8 +34,11 @@ TRACED_BATTERIES = {"cms", "multi", "rappor-ngrams", "duchi"}
 
 
 def _case(check):
-    untraced = check.name == "statistics" and check.protocol not in TRACED_BATTERIES
-    return pytest.param(check, id=str(check), marks=[pytest.mark.no_cover] if untraced else [])
+    if check.name != "statistics":
+        return pytest.param(check, id=str(check))
+    # the batteries are the suite's longest tests: handed out first under xdist (tests/conftest.py)
+    marks = [pytest.mark.heavy] + ([pytest.mark.no_cover] if check.protocol not in TRACED_BATTERIES else [])
+    return pytest.param(check, id=str(check), marks=marks)
 
 
 @pytest.mark.parametrize("check", [_case(c) for c in all_checks()])

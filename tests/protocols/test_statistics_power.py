@@ -11,13 +11,14 @@ from collections.abc import Callable
 import pytest
 
 from ldp.decoders.randomized_response import GRRAggregate, grr_variance
-from ldp.protocols import get_protocol
+from ldp.protocols import check_statistics as battery, get_protocol
 from ldp.protocols.check_statistics import (
     POWER,
     VARIANCE_ERROR,
     PowerRow,
     check_statistics,
     planned_truth,
+    statistics_power,
 )
 
 _COUNT_VARIANCE = GRRAggregate.count_variance.__func__  # type: ignore[attr-defined]
@@ -40,6 +41,15 @@ def test_the_correct_protocol_passes_with_the_power_it_is_sized_for(
     assert rows and all(not r.failures for r in rows)
     assert all(r.power >= POWER for r in rows), [(r.params, r.power) for r in rows]
     assert all(r.planned_item == (0 if name != "multi" else None) for r in rows)
+
+
+def test_a_run_capped_at_max_trials_stops_there_and_states_its_power(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose spread asks for more collections than :data:`MAX_TRIALS` a path runs that many, no more, and its
+    row states the lower power it reached (the tests themselves still run, at their own false-alarm levels)."""
+    monkeypatch.setattr(battery, "MAX_TRIALS", 150)
+    rows = statistics_power(get_protocol("grr"))
+    assert [r.collections for r in rows] == [{"aggregate": 150, "per_report": 150}] * len(rows)
+    assert all(r.power < POWER for r in rows) and not any(r.failures for r in rows)
 
 
 def test_a_doubled_planner_variance_fails(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ pytest.importorskip("distributed")
 pytest.importorskip("s3fs")
 
 
+@pytest.mark.heavy  # handed out first under xdist (tests/conftest.py)
 def test_three_replicas_one_killed_lose_nothing_and_count_once(tmp_path) -> None:
     script = load_script("scale_out")
     out = script.run(replicas=3, devices=24, rounds=3, per_round=4, window_seconds=4, kill_at=0.3, threads=6,

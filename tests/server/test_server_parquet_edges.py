@@ -312,6 +312,7 @@ def pool(specs) -> list[dict]:
     return _pool(specs)
 
 
+@pytest.mark.heavy  # handed out first under xdist (tests/conftest.py)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                      HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())

@@ -19,6 +19,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from support import ROOT
 
 from ldp.batch.randomized_response import grr_encode_batch
@@ -108,6 +109,7 @@ def _pytest(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return _run(copy, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *args)
 
 
+@pytest.mark.heavy  # handed out first under xdist (tests/conftest.py)
 def test_adding_a_protocol_is_what_the_architecture_page_says(tmp_path: Path) -> None:
     copy = tmp_path / "repo"
     _copy(copy)
