@@ -155,24 +155,46 @@ def test_two_tabs_on_one_device_never_spend_over_the_budget(tmp_path: Path) -> N
     from playwright.sync_api import sync_playwright
 
     site = write_site(tmp_path)
+    overlapped = []
     with static_site(site) as origin, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            context = browser.new_context()
-            tabs = [context.new_page() for _ in range(2)]
-            for tab in tabs:
-                tab.goto(f"{origin}/tabs.html")
-                tab.wait_for_function("window.ready === true")
-            for tab in tabs:  # start both, then wait for both: their records interleave
-                tab.evaluate("() => { window.run = window.runTab(300); }")  # not awaited here
-            results = [tab.evaluate("window.run") for tab in tabs]
-            state = tabs[0].evaluate("window.readState()")
+            for _ in range(TAB_ATTEMPTS):
+                results, state = _two_tabs(browser, origin)
+                assert sum(r["recorded"] for r in results) == 200, results
+                assert sum(r["refused"] for r in results) == 400, results
+                assert state["pending"] == 200 and state["device"]["totals"]["*"]["lifetime"][0] == 200.0, state
+                overlapped.append(all(r["recorded"] > 0 for r in results))
+                if overlapped[-1]:
+                    break
         finally:
             browser.close()
-    assert sum(r["recorded"] for r in results) == 200, results
-    assert sum(r["refused"] for r in results) == 400, results
-    assert state["pending"] == 200 and state["device"]["totals"]["*"]["lifetime"][0] == 200.0, state
-    assert all(r["recorded"] > 0 for r in results), results  # both tabs got some: they really ran at once
+    # both tabs got some in one run at least: they really ran at once (the budget above held in every run)
+    assert any(overlapped), overlapped
+
+
+TAB_ATTEMPTS = 3
+"""Runs of the two tabs, each in a fresh browser context, until one shows both tabs recording: the tabs start
+together (a BroadcastChannel message once both have opened the store), but a loaded machine may still let one tab
+spend the whole budget before the other's first record, and that run proves the budget, not the concurrency."""
+
+
+def _two_tabs(browser: Any, origin: str) -> tuple[list[dict[str, int]], dict[str, Any]]:
+    context = browser.new_context()  # fresh storage: a new IndexedDB each run
+    try:
+        tabs = [context.new_page() for _ in range(2)]
+        for tab in tabs:
+            tab.goto(f"{origin}/tabs.html")
+            tab.wait_for_function("window.ready === true")
+        for tab in tabs:  # each opens the store, then waits for the start message
+            tab.evaluate("() => { window.run = window.runTab(300); }")  # not awaited here
+        for tab in tabs:
+            tab.wait_for_function("window.waiting === true")
+        tabs[0].evaluate("() => new BroadcastChannel('ldp-tabs-go').postMessage('go')")  # reaches both tabs' channels
+        results = [tab.evaluate("window.run") for tab in tabs]
+        return results, tabs[0].evaluate("window.readState()")
+    finally:
+        context.close()
 
 
 FAILOVER_DEVICES = 20
