@@ -71,8 +71,13 @@ _TRACES = ("-wal", "-journal")
 def refuse_orphan_traces(path: str) -> None:
     """Fail closed: :class:`StateError` when the state file ``path`` is missing but SQLite's ``-wal`` or ``-journal``
     beside it remain (a partial restore, a cleaner): opened, it would be a new device with nothing spent beside
-    reports charged to the old one."""
-    if os.path.exists(path) or not (traces := [path + t for t in _TRACES if os.path.exists(path + t)]):
+    reports charged to the old one.
+
+    The traces are looked for first, the file itself after: SQLite creates a file before its first journal, so a
+    trace seen before the file is found missing is an orphan, never another process's first transaction in a new
+    file (checked the other way round, that process could create both between the two looks)."""
+    traces = [path + t for t in _TRACES if os.path.exists(path + t)]
+    if not traces or os.path.exists(path):
         return
     raise StateError(f"{path!r} is missing but {', '.join(map(repr, traces))} remain(s): the budget this device "
                      "spent cannot be known, so it is not opened as a new device; restore the state file, or delete "

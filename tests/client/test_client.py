@@ -14,6 +14,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -482,6 +484,21 @@ def _child(tmp_path: Path, *args: object) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, str(script), *map(str, args)], env
 
 
+@contextmanager
+def _spawn(cmd: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen]:
+    """The child ``cmd`` with text pipes for stdout and stderr. On the way out (a failed assertion too) it is killed
+    if still running, its pipes are closed and its status reaped: nothing leaks into a later test's warnings."""
+    child = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.stdout.close()
+        child.stderr.close()
+        child.wait(timeout=30)
+
+
 def _kill_and_drain(child: subprocess.Popen) -> str:
     """SIGKILL ``child`` and return the rest of its stdout. Read through ``child.stdout`` itself, not
     ``communicate()``: the earlier ``readline()`` calls may have buffered lines past the last one returned,
@@ -567,11 +584,11 @@ def test_encode_sigkilled_at_random_moments_never_hands_out_an_uncharged_report(
     cmd, env = _child(tmp_path, "encode_storm", spec_path, tmp_path / "state.db", T0)
     returned = 0
     for delay in (0.0, 0.007, 0.019):
-        child = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines = [child.stdout.readline() for _ in range(20)]
-        assert all(lines), child.stderr.read()
-        time.sleep(delay)
-        out = _kill_and_drain(child)
+        with _spawn(cmd, env) as child:
+            lines = [child.stdout.readline() for _ in range(20)]
+            assert all(lines), child.stderr.read()
+            time.sleep(delay)
+            out = _kill_and_drain(child)
         returned += len(lines) + len(out.splitlines())
         history = _encode_ledger(tmp_path)
         assert len(history) >= returned  # every report encode returned was charged, durably
@@ -585,14 +602,14 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path):
     seen: set[int] = set()  # outbox ids the child saw committed
     tried: set[int] = set()  # ids it tried to acknowledge
     for delay in (0.0, 0.013, 0.031):
-        child = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines = []
-        while len(lines) < 25:
-            line = child.stdout.readline()
-            assert line, child.stderr.read()
-            lines.append(line)
-        time.sleep(delay)
-        out = _kill_and_drain(child)
+        with _spawn(cmd, env) as child:
+            lines = []
+            while len(lines) < 25:
+                line = child.stdout.readline()
+                assert line, child.stderr.read()
+                lines.append(line)
+            time.sleep(delay)
+            out = _kill_and_drain(child)
         assert child.returncode == -signal.SIGKILL
         for line in lines + out.splitlines():
             kind, *ids = line.split()
@@ -615,13 +632,13 @@ def test_concurrent_processes_share_one_budget(tmp_path, mode):
     spec_path = _spec_file(tmp_path, d)
     start = time.time() + 1.0
     cmd, env = _child(tmp_path, mode, spec_path, tmp_path / "state.db", T0, start, 6)
-    children = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                for _ in range(4)]
     results = []
-    for child in children:
-        out, err = child.communicate(timeout=60)
-        assert child.returncode == 0, err
-        results.append(json.loads(out))
+    with ExitStack() as stack:
+        children = [stack.enter_context(_spawn(cmd, env)) for _ in range(4)]
+        for child in children:
+            out, err = child.communicate(timeout=60)
+            assert child.returncode == 0, err
+            results.append(json.loads(out))
     per = 1 if mode == "race" else 2
     assert sum(r["ok"] for r in results) == n // per
     assert sum(r["refused"] for r in results) == 4 * 6 - n // per

@@ -9,6 +9,7 @@ kept its old permanent response after opting in, another client of the file that
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from test_client import EPS_INF, EPS_ONE, SPEC, Clock, open_client
 
+from ldp.client import state
 from ldp.client.runtime import DEFAULT_MAX_OUTBOX_BYTES, StateError, TelemetryClient
 from ldp.errors import OptedOutError, OutboxFull
 from ldp.privacy.accountant import PrivacyCost
@@ -123,6 +125,28 @@ def test_a_missing_state_file_beside_its_traces_is_refused(tmp_path: Path, trace
     with pytest.raises(StateError, match=f"missing but .*{trace}.* remain"):
         TelemetryClient(SPEC, path)
     assert not path.exists()  # nothing created: not a new device
+
+
+@pytest.mark.parametrize("trace", ["-wal", "-journal"])
+def test_a_new_file_created_by_another_process_between_the_looks_is_not_an_orphan(
+        tmp_path: Path, trace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process creates the file, then its first journal, right after this process's first look: whatever
+    the order of the looks, the file is found and the device is not refused (a CI run hit this window)."""
+    path = tmp_path / "state.db"
+    real_exists = os.path.exists
+    looks: list[str] = []
+
+    def exists(p: object) -> bool:
+        found = real_exists(p)
+        if not looks:  # the other process's first transaction lands just after this look
+            path.write_bytes(b"")
+            Path(f"{path}{trace}").write_bytes(b"")
+        looks.append(str(p))
+        return found
+
+    monkeypatch.setattr(state.os.path, "exists", exists)
+    state.refuse_orphan_traces(str(path))  # no StateError
+    assert looks
 
 
 # -- opting out ----------------------------------------------------------------------------------------------------
