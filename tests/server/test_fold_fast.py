@@ -3,7 +3,8 @@
 * :func:`ldp.batch.bits.add_ones_by_group`, compiled (when built: on every vector engine this machine runs) and pure
   numpy, against a loop that unpacks every row: random batches, 0/1/flush-boundary sizes, bit widths not multiples of
   8, one group and many, every group dtype, all-ones rows (the SWAR lanes at their capacity, past the 15-, 255- and
-  65535-row flushes); rows read at the very end of the buffer (the copied tail);
+  65535-row flushes); rows read at the very end of the buffer (the copied tail); batches of several chunks of the
+  fold that sorts a chunk's rows by group;
 * :func:`ldp.batch.bits.add_signs_by_group` (HCMS), compiled on every engine and numpy, against a loop: small batches
   (straight into the tables) and large ones (int32 partial sums, each block checked after it is added: a bad report in
   any block adds nothing);
@@ -135,6 +136,43 @@ def test_rows_at_the_end_of_the_buffer_are_read_exactly(kernel, nbits, n, seed):
     counts, ones = np.zeros(3, np.int64), np.zeros((3, nbits), np.int64)
     with kernel_of(kernel) as k:
         add_ones_by_group(groups, buf, counts, ones, kernel=k)
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_array_equal(ones, want_ones)
+
+
+def numpy_fold(groups: np.ndarray, rows: np.ndarray, counts: np.ndarray, ones: np.ndarray) -> None:
+    """:func:`reference_add` in bulk (large batches): the unpacked rows sorted by group, each group's run summed."""
+    order = np.argsort(groups, kind="stable")
+    present, starts = np.unique(groups[order], return_index=True)
+    unpacked = np.unpackbits(rows[order], axis=1, bitorder="little")[:, :ones.shape[1]]
+    counts[present.astype(np.int64)] += np.diff(np.append(starts, groups.size))
+    ones[present.astype(np.int64)] += np.add.reduceat(unpacked, starts, axis=0, dtype=np.int64)
+
+
+@compiled
+@pytest.mark.parametrize("kernel", KERNELS[1:])
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(nbits=st.sampled_from([136, 1024, 2000]), num_groups=st.sampled_from([2, 5, 256, 300]),
+       extra=st.sampled_from([0, 1, 777]), skew=st.sampled_from([0.0, 0.5, 1.0]), full=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_rows_sorted_by_group_chunk_by_chunk_fold_exactly(kernel, nbits, num_groups, extra, skew, full, seed):
+    """The compiled fold without statistics, rows of > 16 bytes and >= 2 a group: chunks of 256 KiB of rows, each
+    sorted by group and summed per group in registers. Several chunks and a tail (read from a copy); all rows or
+    half of them in one group (runs past the 255 rows a byte lane holds, and past the 15-row nibble flushes of the
+    tail), every group in each chunk or one, random or all-ones rows; every engine against the numpy fold."""
+    rng = np.random.default_rng(seed)
+    nbytes = (nbits + 7) // 8
+    n = 3 * (262144 // nbytes) + extra
+    groups = np.where(rng.random(n) < skew, num_groups - 1, rng.integers(0, num_groups, n)).astype(np.uint16)
+    rows = np.frombuffer(rng.bytes(n * nbytes), np.uint8).reshape(n, nbytes) & bits_mod.row_padding_mask(nbits)
+    if full:  # every lane at its capacity between flushes
+        rows = np.full_like(rows, 255) & bits_mod.row_padding_mask(nbits)
+    start = rng.integers(0, 1000, num_groups), rng.integers(0, 1000, (num_groups, nbits))
+    want_counts, want_ones = start[0].copy(), start[1].copy()
+    numpy_fold(groups, rows, want_counts, want_ones)
+    counts, ones = start[0].copy(), start[1].copy()
+    with kernel_of(kernel) as k:
+        add_ones_by_group(groups, rows, counts, ones, kernel=k)
     np.testing.assert_array_equal(counts, want_counts)
     np.testing.assert_array_equal(ones, want_ones)
 
