@@ -178,6 +178,8 @@ def fold_bandwidth(b: ModuleType, ctx: Any) -> dict[str, Any]:
         row["crc32_of_read"] = paired_runs(zlib.crc32, frames, (data,), repeats, True)["of_read"]
         row["kernel_cold"] = _kernel_runs(name, batch, params, repeats, True)
         row["kernel_warm"] = _kernel_runs(name, batch, params, repeats, False)
+        if name.startswith("rappor"):  # what the per-report statistics cost: the fold alone, no histogram or tests
+            row["kernel_fold_only_cold"] = _kernel_runs(name, batch, params, repeats, True, statistics=False)
         row.update(ctx.judge(f"{name}.add_batch.of_read_cold", row["add_batch_cold"]["of_read"], ">=", 0.25,
                              "fold rate / numpy read rate of the same bytes"))
         out["cases"][name] = row
@@ -205,9 +207,11 @@ def _runners(params: Any, aggregate: Any, batch: Any, data: bytes) -> tuple[Any,
     return fresh, folded, add_batch, add_bytes, lambda: data
 
 
-def _kernel_runs(name: str, batch: Any, params: Any, repeats: int, cold: bool) -> dict[str, Any] | None:
+def _kernel_runs(name: str, batch: Any, params: Any, repeats: int, cold: bool,
+                 statistics: bool = True) -> dict[str, Any] | None:
     """The compiled kernel alone on the batch's columns (RAPPOR: the fold with its statistics, the tests counted per
-    cohort, as ``add`` runs it), beside the read of the same bytes; None without the kernel."""
+    cohort, as ``add`` runs it; or, ``statistics=False``, the fold alone), beside the read of the same bytes; None
+    without the kernel."""
     from ldp.batch import bits
 
     fk = bits._foldkernel
@@ -221,6 +225,10 @@ def _kernel_runs(name: str, batch: Any, params: Any, repeats: int, cold: bool) -
         masks, chosen = np.zeros((m, 2, r.shape[1]), np.uint8), np.ones(m, np.uint8)
 
         def fold(_: Any) -> None:
+            if not statistics:
+                fk.fold_rows(c, c.itemsize, r, r.shape[1], k, np.zeros(m, np.int64), np.zeros((m, k), np.int64),
+                             None, None, None, 0, None, None)
+                return
             fk.fold_rows(c, c.itemsize, r, r.shape[1], k, np.zeros(m, np.int64), np.zeros((m, k), np.int64),
                          np.zeros(k + 1, np.int64), tested, masks, 2, chosen, np.zeros((m, 3), np.int64))
     elif "bits" in cols:
