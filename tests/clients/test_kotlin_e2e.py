@@ -40,6 +40,12 @@ SEED = "6b6f746c696e2d6532652d31"  # "kotlin-e2e-1": an arbitrary fixed seed (se
 SPEC = collection("kotlin_e2e", "The Kotlin client end to end.", theme_protocol="lgrr")
 
 
+JVM_FLAGS = ["-XX:+IgnoreUnrecognizedVMOptions", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+"""A short run of one program: the quick compiler only (the optimizing one's work, on threads of its own, would not
+pay off in a few seconds) and one garbage collector thread (a JVM without these flags ignores them); the program's
+behaviour is the same."""
+
+
 def classpath() -> str:
     """The built client's classes, its test classes (the e2e program) and its dependencies."""
     java = shutil.which("java")
@@ -57,7 +63,7 @@ def classpath() -> str:
 def run_devices(tmp: Path, url: str, token: str, log: list[tuple[str, str]] | None = None) -> dict[str, Any]:
     """Run the devices program (``url``: one URL or several joined by commas); its summary line. The program's
     stderr (the uploader's log lines) is appended to ``log`` with the token, if given."""
-    cmd = ["java", "-cp", classpath(), MAIN, str(tmp / "spec.json"), str(tmp / "devices.json"),
+    cmd = ["java", *JVM_FLAGS, "-cp", classpath(), MAIN, str(tmp / "spec.json"), str(tmp / "devices.json"),
            str(tmp / "states"), url, token, SEED]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]

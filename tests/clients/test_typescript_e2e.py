@@ -20,6 +20,7 @@ import os
 import re
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,38 +98,56 @@ def need_bundle() -> None:
     pytest.skip(reason)
 
 
-def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_recovers_the_truth(
-        tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the module's tests (a launch is a second or more of CPU); each test opens its pages
+    in a fresh context of its own (its own storage), closed when it ends."""
     need_browser()
     need_bundle()
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def context(browser: Any) -> Iterator[Any]:
+    """A fresh browser context (no cookies, storage or cache from another test)."""
+    fresh = browser.new_context()
+    try:
+        yield fresh
+    finally:
+        fresh.close()
+
+
+def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_recovers_the_truth(
+        tmp_path: Path, context: Any) -> None:
     from ldp.collector.config import new_token
 
     token = new_token()
     site = write_site(tmp_path)
     reports = DEVICES * len(METRICS)
-    with static_site(site) as origin, sync_playwright() as p:
+    with static_site(site) as origin:
         config = write_collector_config(tmp_path, APP, token, SPEC, cors_origin=origin)
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            with serve(config, tmp_path / "server.log") as served:
-                errors: list[str] = []
-                page = browser.new_page()
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-                page.goto(f"{origin}/index.html?collector={served.url}/v1/reports&token={token}")
-                page.wait_for_function("window.__result !== undefined || window.__error !== undefined",
-                                       timeout=240_000)
-                page.screenshot(path=str(artifact_dir(tmp_path) / "ts-e2e.png"))
-                assert page.evaluate("window.__error === undefined"), page.evaluate("window.__error")
-                result = page.evaluate("window.__result")
-                assert errors == [], errors
-            assert result["recorded"] == result["acknowledged"] == result["accepted"] == reports, result
-            with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
-                folded = wait_for_fold(served, APP, reports, DEVICES, FOLD_TIMEOUT)
-        finally:
-            browser.close()
+        with serve(config, tmp_path / "server.log") as served:
+            errors: list[str] = []
+            page = context.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+            page.goto(f"{origin}/index.html?collector={served.url}/v1/reports&token={token}")
+            page.wait_for_function("window.__result !== undefined || window.__error !== undefined",
+                                   timeout=240_000)
+            page.screenshot(path=str(artifact_dir(tmp_path) / "ts-e2e.png"))
+            assert page.evaluate("window.__error === undefined"), page.evaluate("window.__error")
+            result = page.evaluate("window.__result")
+            assert errors == [], errors
+        assert result["recorded"] == result["acknowledged"] == result["accepted"] == reports, result
+        with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
+            folded = wait_for_fold(served, APP, reports, DEVICES, FOLD_TIMEOUT)
     true = truth()
     spec_fp = {s["fingerprint"] for s in folded["specs"]}
     assert spec_fp == {result["specFingerprint"]}, (spec_fp, result)
@@ -146,29 +165,21 @@ def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_re
             assert abs(r["estimate"] - count) <= 4 * r["std_error"], (name, item, r, count)
 
 
-def test_two_tabs_on_one_device_never_spend_over_the_budget(tmp_path: Path) -> None:
+def test_two_tabs_on_one_device_never_spend_over_the_budget(tmp_path: Path, browser: Any) -> None:
     """Two tabs of one origin record into the same IndexedDB state at once (300 tries each against a lifetime of
     200 reports): IndexedDB's readwrite transactions serialize the read-modify-writes, so exactly 200 are recorded
     and charged. (localStorage under Web Locks failed this: 213 recorded, each tab reading a stale copy.)"""
-    need_browser()
-    need_bundle()
-    from playwright.sync_api import sync_playwright
-
     site = write_site(tmp_path)
     overlapped = []
-    with static_site(site) as origin, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            for _ in range(TAB_ATTEMPTS):
-                results, state = _two_tabs(browser, origin)
-                assert sum(r["recorded"] for r in results) == 200, results
-                assert sum(r["refused"] for r in results) == 400, results
-                assert state["pending"] == 200 and state["device"]["totals"]["*"]["lifetime"][0] == 200.0, state
-                overlapped.append(all(r["recorded"] > 0 for r in results))
-                if overlapped[-1]:
-                    break
-        finally:
-            browser.close()
+    with static_site(site) as origin:
+        for _ in range(TAB_ATTEMPTS):
+            results, state = _two_tabs(browser, origin)
+            assert sum(r["recorded"] for r in results) == 200, results
+            assert sum(r["refused"] for r in results) == 400, results
+            assert state["pending"] == 200 and state["device"]["totals"]["*"]["lifetime"][0] == 200.0, state
+            overlapped.append(all(r["recorded"] > 0 for r in results))
+            if overlapped[-1]:
+                break
     # both tabs got some in one run at least: they really ran at once (the budget above held in every run)
     assert any(overlapped), overlapped
 
@@ -242,14 +253,10 @@ def stored_counts(served: Served, app: str, reports: int, timeout: float = 10.0)
 
 
 def test_the_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector_and_every_report_is_stored_once(
-        tmp_path: Path) -> None:
+        tmp_path: Path, context: Any) -> None:
     """Endpoints ``[a loopback port nothing listens on, the live collector]``: each device's call tries the dead one
     first (each call starts with the first endpoint), switches at once (one log line), sends its second part straight
     to the live one (sticky); every report is acknowledged, and the collector stores each batch exactly once."""
-    need_browser()
-    need_bundle()
-    from playwright.sync_api import sync_playwright
-
     from ldp.collector.config import new_token
 
     token = new_token()
@@ -260,23 +267,19 @@ def test_the_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector_and_ev
     chosen = devices()[::DEVICES // FAILOVER_DEVICES]
     reports = FAILOVER_DEVICES * len(METRICS)
     dead = f"http://127.0.0.1:{free_port()}/v1/reports"
-    with static_site(site) as origin, sync_playwright() as p:
+    with static_site(site) as origin:
         config = write_collector_config(tmp_path, APP, token, FAILOVER_SPEC, cors_origin=origin)
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            with serve(config, tmp_path / "server.log") as served:
-                errors: list[str] = []
-                page = browser.new_page()
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-                page.goto(f"{origin}/failover.html")
-                page.wait_for_function("window.ldp !== undefined")
-                result = page.evaluate(FAILOVER_RUN, [[dead, f"{served.url}/v1/reports"], token, FAILOVER_SPEC,
-                                                      chosen])
-                stored = stored_counts(served, APP, reports)
-                live = f"127.0.0.1:{served.port}"
-        finally:
-            browser.close()
+        with serve(config, tmp_path / "server.log") as served:
+            errors: list[str] = []
+            page = context.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+            page.goto(f"{origin}/failover.html")
+            page.wait_for_function("window.ldp !== undefined")
+            result = page.evaluate(FAILOVER_RUN, [[dead, f"{served.url}/v1/reports"], token, FAILOVER_SPEC,
+                                                  chosen])
+            stored = stored_counts(served, APP, reports)
+            live = f"127.0.0.1:{served.port}"
     # the browser reports each refused connection on the console; nothing else may be there
     assert [e for e in errors if e != "Failed to load resource: net::ERR_CONNECTION_REFUSED"] == [], errors
     assert result["recorded"] == result["acknowledged"] == result["accepted"] == reports, result

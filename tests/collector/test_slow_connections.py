@@ -1,7 +1,7 @@
 """Idle and slow connections (issue 30 item 2): the header deadline and the idle timeout of
 :mod:`ldp.collector.http`, on a uvicorn server in a thread with a tiny app (fast), and on a real
-``ldp serve`` process holding 2,000 idle and slow connections while clients upload and a health check
-polls (the crowd of simulations/bench_connections.py)."""
+``ldp serve`` process holding 1,200 idle and slow connections (more than the usual soft limit of 1,024 open
+files) while clients upload and a health check polls (the crowd of simulations/bench_connections.py)."""
 
 from __future__ import annotations
 
@@ -264,38 +264,42 @@ def test_open_files_limit_raised_to_the_hard_limit() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# A real ``ldp serve`` process and 2,000 connections
+# A real ``ldp serve`` process and 1,200 connections
 # ------------------------------------------------------------------------------------------------
 
 
-def test_serve_answers_while_2000_idle_and_slow_connections_are_held(tmp_path: Path) -> None:
-    """1,000 silent and 1,000 byte-by-byte connections (reopened as soon as the server closes one) for
+def test_serve_answers_while_1200_idle_and_slow_connections_are_held(tmp_path: Path) -> None:
+    """600 silent and 600 byte-by-byte connections (reopened as soon as the server closes one) for
     5 s: /healthz always 200, every batch of two uploading clients stored exactly once, the server holds
-    the 2,000 sockets at once, closes the silent ones after the idle timeout and the slow ones at the
-    header deadline (408)."""
+    the 1,200 sockets at once, closes the silent ones after the idle timeout and the slow ones at the
+    header deadline (408). (The crowd was 2,000: 1,200 is still past the usual soft limit of 1,024 open files,
+    and the checks are the same, scaled; the crowd's churn was most of the test's CPU.)"""
     bench = load_script("bench_connections")
+    crowd_each = 600
+    total = 2 * crowd_each
     try:
-        bench.raise_nofile(2200)
+        bench.raise_nofile(total + 200)
     except RuntimeError as exc:
         pytest.skip(str(exc))
     header, idle = 2.0, 1.0
-    out = bench.run(tmp_path, seconds=5.0, rate=2000.0, clients=2, idle=1000, slow=1000, batch=100, pool_size=8,
-                    limits={"header_timeout_seconds": header, "idle_timeout_seconds": idle}, give_up=4.0,
+    out = bench.run(tmp_path, seconds=5.0, rate=2000.0, clients=2, idle=crowd_each, slow=crowd_each, batch=100,
+                    pool_size=8, limits={"header_timeout_seconds": header, "idle_timeout_seconds": idle}, give_up=4.0,
                     nice=False)
     # every answer 200 (a few at least: on a loaded 2-core machine each may take a second)
     assert out["healthz"]["statuses"].keys() == {"200"} and out["healthz"]["statuses"]["200"] >= 3, out["healthz"]
     assert out["batches"]["gave_up"] == 0 and out["batches"]["stored"] >= 20, out["batches"]
     assert out["check"]["ok"], out["check"]  # each acknowledged batch in the segments exactly once, nothing else
     crowd = out["crowd"]
-    assert crowd["max_connected"] == 2000 and crowd["connect_errors"] == 0
+    assert crowd["max_connected"] == total and crowd["connect_errors"] == 0
     if out["server"]["fds_max"]:  # Linux: the server held them all at once
-        assert out["server"]["fds_max"] >= 2000
+        assert out["server"]["fds_max"] >= total
     closed, lifetimes = crowd["closed_by_server"], out["crowd_lifetimes"]
     # Closed by the server: without a word when it saw no byte for the idle timeout, with 408 when the
     # headers were still incomplete at the deadline; never earlier. The upper bound allows for the server
-    # accepting a burst of 2,000 connects and the crowd (niced, on a shared machine) seeing the close late.
-    assert closed["idle"] >= 2000 and closed["slow"] >= 1000 and crowd["other_answers"] == 0, closed
-    assert len(lifetimes["408"]) >= 1000
+    # accepting a burst of 1,200 connects and the crowd (niced, on a shared machine) seeing the close late.
+    # (In 5 s each silent socket is closed at least twice, each slow one at least once.)
+    assert closed["idle"] >= 2 * crowd_each and closed["slow"] >= crowd_each and crowd["other_answers"] == 0, closed
+    assert len(lifetimes["408"]) >= crowd_each
     assert header - 0.01 <= min(lifetimes["408"]) and max(lifetimes["408"]) < header * (1 + http.JITTER) + SLACK_S + 1.0
     assert idle - 0.01 <= min(lifetimes["none"]) and max(lifetimes["none"]) < idle * (1 + http.JITTER) + SLACK_S + 1.0
     assert out["server"]["start_line"].startswith("ldp serve: listening on http://127.0.0.1:")
@@ -304,9 +308,9 @@ def test_serve_answers_while_2000_idle_and_slow_connections_are_held(tmp_path: P
     # open: a snapshot while the crowd cycles (each silent socket is closed every second and reopened, so on a
     # loaded machine hundreds wait in the listen queue at the scrape): at least half of it, and not much more than
     # the crowd with its uploaders, probes and the scrape (a gauge that missed a close would
-    # count the 4,000+ closed sockets too).
-    assert 1000 <= seen["open"] <= 2000 + 50, seen
-    assert seen["idle_closed_total"] >= 2000 and seen["header_timeouts_total"] >= 1000, seen
+    # count the 2,400+ closed sockets too).
+    assert total // 2 <= seen["open"] <= total + 50, seen
+    assert seen["idle_closed_total"] >= 2 * crowd_each and seen["header_timeouts_total"] >= crowd_each, seen
     assert seen["accepted_total"] >= seen["open"] + seen["idle_closed_total"] + seen["header_timeouts_total"], seen
 
 

@@ -272,6 +272,19 @@ def test_gzip_trailing_garbage_truncation_and_member_cap() -> None:
 
 
 # -- the journal's compaction ----------------------------------------------------------------------------------
+@pytest.fixture
+def no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends written but not fsynced: the compaction tests check what the files and the index hold (read back
+    by the same machine, from its page cache), not durability, and their thousands of fsynced commits were nearly
+    all of their time (each commit's fsyncs: the full-disk test above and tests/server/test_write_synced.py)."""
+    from ldp.collector import linefile
+    from ldp.server import store
+
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+    monkeypatch.setattr(linefile, "write_synced", lambda *pairs: store.write_synced(*pairs, compiled=False))
+
+
+@pytest.mark.usefixtures("no_fsync")
 def test_compaction_keeps_exactly_once_inside_the_horizon(tmp_path: Path) -> None:
     """3,000 batches 100 s apart (windows of 10,000 s, a segment closed every 100 batches) with a 100,000 s
     horizon: compaction drops the ids of windows that ended before the horizon from the index and the file (a base
@@ -307,6 +320,7 @@ def test_compaction_keeps_exactly_once_inside_the_horizon(tmp_path: Path) -> Non
     assert base["base"] is True and base["batches"] == 1900 and base["accepted"] == 1900
 
 
+@pytest.mark.usefixtures("no_fsync")
 def test_journal_memory_is_bounded_by_the_horizon(tmp_path: Path) -> None:
     """The index holds the ids of the horizon (and one window) only, however long the collector runs."""
     now = [0.0]

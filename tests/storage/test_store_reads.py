@@ -103,11 +103,18 @@ def test_a_folder_object_has_a_new_version_whenever_it_is_replaced(contents: lis
         check_versions(LocalStore(tmp), contents, etags=False)
 
 
+@pytest.fixture(scope="module")
+def versions_store(s3: Any) -> Store:
+    """One store on the bucket for every example (a bucket call and a new S3 client per example were most of the
+    test's time): each example writes a key of its own (:func:`check_versions`)."""
+    return open_store(f"{s3.bucket('ldp-versions')}/p", s3.options())
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from([b"", b"a", b"b", b"ab", b"ba", b"{}\n"]), min_size=2, max_size=6))
-def test_an_s3_object_has_a_new_etag_whenever_its_content_changes(s3: Any, contents: list[bytes]) -> None:
-    store = open_store(f"{s3.bucket('ldp-versions')}/p", s3.options())
-    check_versions(store, contents, etags=True)
+def test_an_s3_object_has_a_new_etag_whenever_its_content_changes(versions_store: Store, contents: list[bytes]
+                                                                    ) -> None:
+    check_versions(versions_store, contents, etags=True)
 
 
 def test_open_streams_a_block_at_a_time(fakefs: type[CountingFS]) -> None:  # noqa: F811
