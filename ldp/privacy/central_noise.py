@@ -192,6 +192,7 @@ def _check_positive(value: Any, name: str) -> float:
 
 
 # -- zCDP to (ε, δ) ------------------------------------------------------------------------------------------
+@lru_cache(maxsize=1024)  # a pure function of two floats: each release checks its claim at the same (ρ, ε)
 def zcdp_delta(rho: float, epsilon: float) -> float:
     """δ of ρ-zCDP at ε (CKS Corollary 13): ``inf_{α>1} e^{(α−1)(αρ−ε)}/(α−1)·(1 − 1/α)^α``, at the
     α where the log's derivative ``(2α−1)ρ − ε + log(1 − 1/α)`` vanishes (bisection; any α is valid)."""

@@ -125,8 +125,9 @@ class DaskEngine:
         self._table = None
         self._stack.close()
 
-    def _get(self, x: Any) -> Any:  # optimized first: the blockwise steps of a part fused, none of them held
-        return self.client.compute(x.optimize(), sync=True)
+    def _get(self, *xs: Any) -> Any:  # optimized first: the blockwise steps of a part fused, none of them held
+        out = self.client.compute([x.optimize() for x in xs], sync=True)  # several: computed together
+        return out[0] if len(xs) == 1 else out
 
     def _scan(self, keys: list[str]) -> dd.DataFrame:
         parts = [[(i + j, k) for j, k in enumerate(keys[i:i + SCAN_CHUNKS])] for i in range(0, len(keys), SCAN_CHUNKS)]
@@ -198,14 +199,15 @@ class DaskEngine:
             keys, table = self._table[0], self._table[1][self._table[1]["chunk"].isin(sorted(at[k] for k in keys))]
         rows = self.client.persist(deduped(self._scan(keys) if table is None else table, self.spec, app,
                                             float(rec["at"]) - dedup_seconds, rec["id"], f"{base}ids/").optimize())
-        dropped = self._get(rows[~rows["keep"]][["chunk", "pos"]])
         kept_rows = rows[rows["keep"]]
-        sums = self._get(kept_rows.groupby(["window", "length", "chunk"]).agg(
-            {"pos": "count", **{c: "sum" for c in SUMS}})).reset_index()
-        by_metric = self._get(kept_rows.map_partitions(per_metric, meta=empty(METRIC_SUMS)).groupby(
-            ["window", "length", "metric"])[list(SUMS)].sum()).reset_index()
-        found = self._get(kept_rows.map_partitions(found_lines, meta=empty(
-            {"window": "int64", "length": "int64", "found": "object"})))
+        dropped, sums, by_metric, found = self._get(  # one round trip to the workers for the four
+            rows[~rows["keep"]][["chunk", "pos"]],
+            kept_rows.groupby(["window", "length", "chunk"]).agg({"pos": "count", **{c: "sum" for c in SUMS}}),
+            kept_rows.map_partitions(per_metric, meta=empty(METRIC_SUMS)).groupby(
+                ["window", "length", "metric"])[list(SUMS)].sum(),
+            kept_rows.map_partitions(found_lines, meta=empty({"window": "int64", "length": "int64",
+                                                              "found": "object"})))
+        sums, by_metric = sums.reset_index(), by_metric.reset_index()
         del rows, kept_rows
         run = dict(format=STAGING_FORMAT, attempt=attempt, duplicates=len(dropped), ids=store.list(f"{base}ids/"))
         store.put(f"{stage}run.json", json.dumps(run, sort_keys=True).encode())

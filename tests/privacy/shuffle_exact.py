@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.stats import binom, multinomial
@@ -25,6 +26,12 @@ from scipy.stats import binom, multinomial
 def krr_delta(p: float, q: float, d: int, n: int, eps: float, others: str = "third", sd: float = 12.0) -> float:
     """δ(ε) of shuffled k-RR (keep p, each other value q) on the dataset above; cells beyond ``sd`` standard
     deviations of a count carry less than 1e-30 and are left out (so the value is a lower bound too)."""
+    return krr_deltas(p, q, d, n, [eps], others, sd)[0]
+
+
+def krr_deltas(p: float, q: float, d: int, n: int, eps: Sequence[float], others: str = "third",
+               sd: float = 12.0) -> list[float]:
+    """:func:`krr_delta` at each ε of ``eps``, the histogram's law computed once for all of them."""
     if others == "x1":  # categories x0, x1, rest: r = (q, p, (d-2)q); T0 = (p/q) N0 + (q/p) N1 + N_rest, T1 = n
         n0 = _window(n, q, sd)
         n1 = _window(n, p, sd)
@@ -33,13 +40,13 @@ def krr_delta(p: float, q: float, d: int, n: int, eps: float, others: str = "thi
         ok = rest >= 0
         pmf = np.where(ok, multinomial.pmf(np.stack([N0, N1, np.maximum(rest, 0)], -1), n, [q, p, 1 - p - q]), 0.0)
         t0 = (p / q) * N0 + (q / p) * N1 + rest
-        return float((pmf * np.maximum(t0 - math.exp(eps) * n, 0.0)).sum() / n)
+        return [float((pmf * np.maximum(t0 - math.exp(e) * n, 0.0)).sum() / n) for e in eps]
     if d < 3:
         raise ValueError("a third value needs d >= 3")
     # categories x0, x1, y, rest: r = (q, q, p, (d-3)q); T0 = (p/q) N0 + N1 + (q/p) Ny + Nrest, T1 swaps p/q and 1
     ny = _window(n, p, sd)
     m = _window(n, 2 * q, sd)  # N0 + N1
-    total = 0.0
+    totals = [0.0] * len(eps)
     for mm in m:
         n0 = np.arange(0, mm + 1)
         N0, NY = np.meshgrid(n0, ny, indexing="ij")
@@ -50,8 +57,9 @@ def krr_delta(p: float, q: float, d: int, n: int, eps: float, others: str = "thi
         pmf = np.where(ok, multinomial.pmf(counts, n, [q, q, p, 1 - p - 2 * q]), 0.0)
         t0 = (p / q) * N0 + N1 + (q / p) * NY + rest
         t1 = N0 + (p / q) * N1 + (q / p) * NY + rest
-        total += float((pmf * np.maximum(t0 - math.exp(eps) * t1, 0.0)).sum())
-    return total / n
+        for i, e in enumerate(eps):
+            totals[i] += float((pmf * np.maximum(t0 - math.exp(e) * t1, 0.0)).sum())
+    return [total / n for total in totals]
 
 
 def _window(n: int, prob: float, sd: float) -> np.ndarray:
@@ -61,17 +69,23 @@ def _window(n: int, prob: float, sd: float) -> np.ndarray:
 
 def pair_delta(eps_pair: float, alpha: float, iota: float, n: int, eps: float) -> float:
     """δ(ε) of the clone pair, every c and x summed (scipy's binomial pmf)."""
+    return pair_deltas(eps_pair, alpha, iota, n, [eps])[0]
+
+
+def pair_deltas(eps_pair: float, alpha: float, iota: float, n: int, eps: Sequence[float]) -> list[float]:
+    """:func:`pair_delta` at each ε of ``eps``, each c's laws computed once for all of them."""
     a = math.exp(eps_pair) / (math.exp(eps_pair) + 1)
     cs = np.arange(0, n)
     wc = binom.pmf(cs, n - 1, alpha)
     keep = wc > 1e-40
-    total = 0.0
+    totals = [0.0] * len(eps)
     for c, w in zip(cs[keep], wc[keep], strict=True):
         x = np.arange(0, c + 2)
         lo, hi = binom.pmf(x - 1, c, 0.5), binom.pmf(x, c, 0.5)
         P, Q = a * lo + (1 - a) * hi, (1 - a) * lo + a * hi
-        total += w * float(np.maximum(P - math.exp(eps) * Q, 0.0).sum())
-    return iota * total
+        for i, e in enumerate(eps):
+            totals[i] += w * float(np.maximum(P - math.exp(e) * Q, 0.0).sum())
+    return [iota * total for total in totals]
 
 
 def pair_losses(eps_pair: float, alpha: float, iota: float, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -29,14 +29,15 @@ def _laws(ones: int, zeros: int, p: float) -> tuple[np.ndarray, np.ndarray]:
     return p * before + (1 - p) * at, (1 - p) * before + p * at
 
 
-def _worst_delta(n: int, p: float, eps: float) -> tuple[float, int]:
-    """max over every dataset of the n − 1 others and both directions of δ(ε), and the number of ones where."""
-    e = math.exp(eps)
-    deltas = []
+def _worst_delta(n: int, p: float, *eps: float) -> list[tuple[float, int]]:
+    """At each ε given: max over every dataset of the n − 1 others and both directions of δ(ε), and the number of
+    ones where (each dataset's laws computed once for all the ε)."""
+    deltas: list[list[float]] = [[] for _ in eps]
     for ones in range(n):
         big_p, big_q = _laws(ones, n - 1 - ones, p)
-        deltas.append(max(np.maximum(big_p - e * big_q, 0).sum(), np.maximum(big_q - e * big_p, 0).sum()))
-    return float(max(deltas)), int(np.argmax(deltas))
+        for at, e in zip(deltas, map(math.exp, eps), strict=True):
+            at.append(max(np.maximum(big_p - e * big_q, 0).sum(), np.maximum(big_q - e * big_p, 0).sum()))
+    return [(float(max(d)), int(np.argmax(d))) for d in deltas]
 
 
 @pytest.mark.parametrize("eps0,n,delta", [(1.0, 8, 0.05), (2.0, 10, 0.05), (0.5, 6, 0.05), (3.0, 9, 0.02)])
@@ -55,9 +56,9 @@ def test_every_dataset_at_moderate_n_and_within_three_per_cent(eps0: float, n: i
     """Every dataset computed: valid at the figure; the worst dataset needs at least 97 % of it (issue: within 10 %)."""
     p = 1 / (1 + math.exp(-eps0))
     eps, lower = binary_rr_epsilon(eps0, n, delta)
-    worst, _ = _worst_delta(n, p, eps)
+    (worst, _), (below, _) = _worst_delta(n, p, eps, eps * 0.97)
     assert worst <= delta * SLACK
-    assert _worst_delta(n, p, eps * 0.97)[0] > delta
+    assert below > delta
     assert lower <= eps
 
 

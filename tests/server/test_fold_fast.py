@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import tracemalloc
 from collections.abc import Iterator
 
@@ -105,6 +106,15 @@ def test_add_ones_by_group_equals_the_row_by_row_fold(kernel, case):
     np.testing.assert_array_equal(ones, want_ones)
 
 
+@functools.lru_cache(maxsize=4)
+def all_ones(n: int, nbits: int) -> np.ndarray:
+    """:func:`packed_rows` at density 1 (every bit set, padding zero) without drawing n·nbits uniforms; read-only,
+    shared by the kernels."""
+    rows = np.packbits(np.ones((n, nbits), bool), axis=1, bitorder="little").reshape(n, (nbits + 7) // 8)
+    rows.flags.writeable = False
+    return rows
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("nbits", [5, 128, 200, 1024])
 @pytest.mark.parametrize("num_groups", [1, 2])
@@ -112,7 +122,7 @@ def test_lanes_never_overflow(kernel, nbits, num_groups):
     """All-ones rows, all in group 0 (the only one: its rows summed in registers; or one of two: in memory): every
     lane receives its maximum between flushes, past the 16-bit lanes' 65535 rows too."""
     n = 65535 + 255 * 17 + 300
-    rows = packed_rows(np.random.default_rng(0), n, nbits, 1.0)
+    rows = all_ones(n, nbits)
     counts, ones = np.zeros(num_groups, np.int64), np.zeros((num_groups, nbits), np.int64)
     with kernel_of(kernel) as k:
         add_ones_by_group(np.zeros(n, np.uint8), rows, counts, ones, kernel=k)

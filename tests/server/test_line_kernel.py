@@ -74,33 +74,42 @@ SCHEMAS = [
 METRICS = ["latency_a", "latency_b", "m", "flag", "color_of_the_app", "x2"]
 
 
+# the strategies a chunk draws from, built once (not at each of its thousands of draws): the same draws
+_WINDOWS = st.one_of(st.integers(0, 99999), st.sampled_from([0, 9, 10, MAX_WINDOW, MAX_WINDOW + 1, 10**16, 10**17]))
+_VALUES = {f: st.one_of(st.integers(0, f.size - 1), st.just(f.size)) if f.kind == "uint" else
+           st.integers(0, 2**f.size - 1) for schema in SCHEMAS for f in schema}
+_OPS, _TIMES = st.integers(0, 5), st.integers(0, 2)
+_BYTE = st.sampled_from(b'0129:{}",\r \x00\xffab/')
+_INSERT = st.sampled_from([b"0", b"1", b"9", b"00", b'"', b"}"])
+_TAIL = st.sampled_from([b"}", b"0", b" "])
+
+
 @st.composite
 def chunks(draw: st.DrawFn) -> tuple[bytes, list[jsonl.Template]]:
     picked = draw(st.lists(st.integers(0, len(SCHEMAS) - 1), min_size=1, max_size=4))
     templates = [template(METRICS[i], SCHEMAS[s]) for i, s in enumerate(picked)]
+    which = st.sampled_from(templates)
     lines = []
     for _ in range(draw(st.integers(1, 60))):
-        t = draw(st.sampled_from(templates))
-        window = draw(st.one_of(st.integers(0, 99999), st.sampled_from([0, 9, 10, MAX_WINDOW, MAX_WINDOW + 1,
-                                                                        10**16, 10**17])))
-        values = [draw(st.one_of(st.integers(0, f.size - 1), st.just(f.size))) if f.kind == "uint" else
-                  draw(st.integers(0, 2**f.size - 1)) for f in t.fields]
+        t = draw(which)
+        window = draw(_WINDOWS)
+        values = [draw(_VALUES[f]) for f in t.fields]
         line = canonical(t, window, values)
-        for _ in range(draw(st.integers(0, 2))):
-            op = draw(st.integers(0, 5))
+        for _ in range(draw(_TIMES)):
+            op = draw(_OPS)
             i = draw(st.integers(0, len(line)))
             if op == 0:
-                line = line[:i] + bytes([draw(st.sampled_from(b'0129:{}",\r \x00\xffab/'))]) + line[i + 1:]
+                line = line[:i] + bytes([draw(_BYTE)]) + line[i + 1:]
             elif op == 1:
                 line = line[:i] + line[i + 1:]
             elif op == 2:
-                line = line[:i] + draw(st.sampled_from([b"0", b"1", b"9", b"00", b'"', b"}"])) + line[i:]
+                line = line[:i] + draw(_INSERT) + line[i:]
             elif op == 3:
                 line = line[:i]
             elif op == 4:
                 line = line + b"\r"
             else:
-                line = line + draw(st.sampled_from([b"}", b"0", b" "]))
+                line = line + draw(_TAIL)
         lines.append(line)
     return b"\n".join(lines) + b"\n", templates
 

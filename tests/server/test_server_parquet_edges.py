@@ -95,13 +95,24 @@ def outcome(folder: Folder) -> tuple:
 def _text_column(values: list, unused: list[str], rnd: random.Random, plain: bool) -> pa.Array:
     if plain:
         return pa.array(values, pa.string())
-    words = list(unused)
-    for w in dict.fromkeys(v for v in values if v is not None):  # among the unused words, once or twice
+    inserted: list[list] = []  # [where, word]: each value among the unused words, once or twice
+    for w in dict.fromkeys(v for v in values if v is not None):
         for _ in range(rnd.choice([1, 1, 2])):
-            words.insert(rnd.randrange(len(words) + 1), w)
+            at = rnd.randrange(len(unused) + len(inserted) + 1)  # as words.insert(at, w) into the words so far
+            for item in inserted:
+                item[0] += item[0] >= at
+            inserted.append([at, w])
+    words: list[str] = []
+    taken = 0  # the unused words in order around the inserted ones: no insert into a list of 70,000
+    for at, w in sorted(inserted):
+        words += unused[taken:(taken := taken + at - len(words))]
+        words.append(w)
+    words += unused[taken:]
+    wanted = {v for v in values if v is not None}
     where: dict[str, list[int]] = {}
     for i, w in enumerate(words):
-        where.setdefault(w, []).append(i)
+        if w in wanted:
+            where.setdefault(w, []).append(i)
     indices = [None if v is None else rnd.choice(where[v]) for v in values]
     return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(words, pa.string()))
 

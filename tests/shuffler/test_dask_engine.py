@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -149,17 +150,29 @@ class DiesAt(Dying):
         self.inner.delete(key)
 
 
+@pytest.fixture(scope="module")
+def after_a_first_run(tmp_path_factory: pytest.TempPathFactory, scheduler: str) -> Path:
+    """A local folder after the first chunks' Dask run (closed, its ids recorded), run once for the module: the
+    killed-run cases each start from a copy of it."""
+    root = tmp_path_factory.mktemp("first-run") / "s"
+    store = open_store(root)
+    first_chunks(store)
+    with pytest.MonkeyPatch.context() as mp:  # the parts' size the function-scoped fixture sets
+        mp.setattr(dask_engine, "PART_BYTES", PART_BYTES)
+        shuffle_app(store, "demo", now=W0 + DAY + 400, engine="dask", scheduler=scheduler)
+    return root
+
+
 @pytest.mark.parametrize("where, after", [("/segments/closed/", 1), ("/windows/", 2), ("/shuffler/seen/", 0),
                                           ("/shuffler/staging/", 5)],
                          ids=["publishing", "marking", "recording-ids", "dropping-staging"])
 def test_a_run_killed_after_staging_is_finished_by_the_next(tmp_path: Path, scheduler: str, where: str,
-                                                             after: int) -> None:
+                                                             after: int, after_a_first_run: Path) -> None:
     """Killed while publishing the parts (one out), between two windows' markers (the withheld window's and the
     first's written), recording the ids, or dropping the staging of the closed run: the next Dask run finishes it,
     every kept line once, nothing lost."""
+    shutil.copytree(after_a_first_run, tmp_path / "s")  # each case on its own copy of the same folder
     store = open_store(tmp_path / "s")
-    first_chunks(store)
-    shuffle_app(store, "demo", now=W0 + DAY + 400, engine="dask", scheduler=scheduler)
     second_chunks(store)
     expected = Counter((batch("c", 30).lines + batch("d", 20).lines + batch("e", 25, metric="n").lines
                         + batch("f", 3).lines).splitlines())
