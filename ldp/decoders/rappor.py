@@ -125,12 +125,15 @@ class RapporAggregate(Aggregate):
             per_cohort = counts[:, None] // m + (np.arange(m)[None, :] < (counts % m)[:, None])
         else:
             raise ValueError(f"cohorts must be 'uniform' or 'balanced', got {cohorts!r}")
-        idx = bloom_index_table(params, cands)
-        true_bits = np.zeros((m, k), dtype=np.int64)
-        for c in range(m):
-            pattern = np.zeros((len(cands), k), dtype=np.int64)
-            np.put_along_axis(pattern, idx[:, c, :], 1, axis=1)
-            true_bits[c] = per_cohort[:, c] @ pattern
+        # true_bits[c, i]: the clients of cohort c whose Bloom filter has bit i set, a bit two hashes of one value
+        # set counted once (each value's hashes sorted, repeats dropped), summed over the values in one pass
+        idx = np.sort(bloom_index_table(params, cands), axis=2)
+        once = np.ones(idx.shape, dtype=bool)
+        once[:, :, 1:] = idx[:, :, 1:] != idx[:, :, :-1]
+        flat = np.zeros(m * k, dtype=np.int64)
+        np.add.at(flat, (idx + (k * np.arange(m))[None, :, None])[once],
+                  np.broadcast_to(per_cohort[:, :, None], idx.shape)[once].astype(np.int64))
+        true_bits = flat.reshape(m, k)
         agg = cls(params)
         agg.cohort_n[:] = per_cohort.sum(axis=0)
         agg.ones[:] = gen.binomial(true_bits, params.q_star) + gen.binomial(agg.cohort_n[:, None] - true_bits,
@@ -184,12 +187,25 @@ class RapporAggregate(Aggregate):
     @classmethod
     def count_variance(cls, params: Any, n: float, count: float, domain_size: int, f2: float | None = None) -> float:
         """The least-squares count's exact variance over ``domain_size`` synthetic candidates
-        (:func:`~ldp.decoders.rappor_decode.exact_count_covariance`), the others holding the rest evenly."""
-        from ldp.decoders.rappor_decode import exact_count_covariance, synthetic_map
+        (:func:`~ldp.decoders.rappor_decode.exact_count_covariance`), the others holding the rest evenly: its first
+        diagonal element alone, ``‖L⁻¹e₀‖²`` for the Cholesky factor ``L`` of ``XᵀΣ⁻¹X`` (a sixth of the whole
+        inverse's work, on one thread below :data:`~ldp.batch.threads.SMALL_WORK`; the inverse's element when the
+        factorization fails)."""
+        from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+        from ldp.batch.threads import threads_for
+        from ldp.decoders.rappor_decode import _exact_information, synthetic_map
 
         counts = np.full(domain_size, (n - count) / max(domain_size - 1, 1))
         counts[0] = count
-        return float(exact_count_covariance(params, synthetic_map(params, domain_size), counts)[0, 0])
+        info = _exact_information(params, synthetic_map(params, domain_size), counts)
+        first = np.zeros(domain_size)
+        first[0] = 1.0
+        with threads_for(float(domain_size) ** 3):  # one thread for a small factor (ldp.batch.threads)
+            try:
+                return float(cho_solve(cho_factor(info, lower=True, check_finite=False), first, check_finite=False)[0])
+            except LinAlgError:  # not numerically positive definite: what the inverse gives
+                return float(np.linalg.inv(info)[0, 0])
 
     report_loglik_types: ClassVar[tuple[type, ...]] = (RapporParams,)
 

@@ -130,7 +130,8 @@ def _design(agg: RapporAggregate, cmap: CandidateMap) -> tuple[sp.csc_matrix, np
 
 def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes], *, alpha: float = 0.05,
            correction: str = "bh", confidence: float = 0.95, selection: str = "auto",
-           select_level: float | None = None, background: bool = False) -> RapporEstimates:
+           select_level: float | None = None, background: bool = False,
+           adjusted_intervals: bool = True) -> RapporEstimates:
     """Estimate how many clients hold each candidate, test which are present (module docstring).
 
     ``selection``: ``"auto"`` (default) fits every distinguishable candidate when there are at most
@@ -142,7 +143,13 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
     Bloom bits are those of a random string, ``E[y_ci] ∋ (N_c/N)·β·n_other`` with ``β = 1 − (1 − 1/k)^h`` the
     chance a given bit is one of a string's ``h`` hashed bits: without it their bits are explained by the
     candidates sharing them, whose counts then sit above the truth. ``summary["unexplained"]`` (with
-    ``unexplained_se``) is the estimate of ``n_other``."""
+    ``unexplained_se``) is the estimate of ``n_other``.
+
+    ``adjusted_intervals``: whether to compute the detected candidates' selection-adjusted intervals
+    (``extra["adjusted_ci_low"]``, ``extra["adjusted_ci_high"]``; module docstring, step 4). ``False`` skips them,
+    for a caller that never reads them (a simulation of the counts): both columns are then NaN for every candidate,
+    as they are for an undetected one, and ``summary["adjusted_intervals"]`` is ``False`` (absent by default); the
+    counts, standard errors, tests and detections are the same."""
     if not (isinstance(agg, Aggregate) and isinstance(agg.params, RapporParams)):  # a RapporAggregate
         raise TypeError(f"decode needs a RapporAggregate, got {type(agg).__name__}")
     if not 0.0 < alpha < 1.0:
@@ -241,7 +248,9 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
     detected &= selected  # a count of 0 is never a detection
     summary["detection_cutoff_z"] = cutoff = _cutoff(correction, alpha, big_m, int(detected.sum()))
     adj_low, adj_high = np.full(len(reps), np.nan), np.full(len(reps), np.nan)
-    if detected.any():
+    if not adjusted_intervals:
+        summary["adjusted_intervals"] = False
+    elif detected.any():
         from ldp.regression.selective import selection_adjusted_interval
 
         lo, hi = selection_adjusted_interval(stat[detected] * se[detected], se[detected], cutoff, confidence)
@@ -339,6 +348,13 @@ def exact_count_covariance(params: RapporParams, cmap: CandidateMap,
     """Exact covariance of the least-squares counts when the fit holds exactly the true candidates,
     with ``N = Σ n_v`` clients split evenly over the cohorts (no cohort-sampling noise):
     ``(XᵀΣ⁻¹X)⁻¹`` with ``X = pattern/m`` and ``Σ = diag(Var[t_ci])`` (:func:`bit_count_variance`)."""
+    info = _exact_information(params, cmap, true_counts)
+    with _threads_for(float(info.shape[0]) ** 3):
+        return np.linalg.inv(info)
+
+
+def _exact_information(params: RapporParams, cmap: CandidateMap, true_counts: npt.ArrayLike) -> np.ndarray:
+    """``XᵀΣ⁻¹X`` of :func:`exact_count_covariance` (dense, ``d × d``)."""
     t = np.asarray(true_counts, dtype=np.float64)
     if t.shape != (len(cmap.candidates),):
         raise ValueError(f"need one true count per candidate ({len(cmap.candidates)}), got shape {t.shape}")
@@ -348,8 +364,8 @@ def exact_count_covariance(params: RapporParams, cmap: CandidateMap,
     x = cmap.pattern / m
     true_bits = x @ t
     var = bit_count_variance(params, t.sum() / m, true_bits)
-    xtwx = (x.T @ sp.diags(1.0 / var) @ x).toarray()
-    return np.linalg.inv(xtwx)
+    out: np.ndarray = (x.T @ sp.diags(1.0 / var) @ x).toarray()
+    return out
 
 
 @lru_cache(maxsize=8)

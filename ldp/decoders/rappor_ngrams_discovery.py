@@ -185,7 +185,7 @@ def _screen(agg: RapporNgramsAggregate, position: int, gram_alpha: float, screen
     pos_agg = agg.position_aggregate(position)
     if pos_agg.n == 0:
         return []
-    est = decode(pos_agg, [gram_value(position, g) for g in cands], alpha=gram_alpha)
+    est = decode(pos_agg, [gram_value(position, g) for g in cands], alpha=gram_alpha, adjusted_intervals=False)
     idx = np.flatnonzero(np.asarray(est.detected))
     idx = idx[np.argsort(-est.count[idx], kind="stable")][:max_grams]
     return [cands[i] for i in sorted(idx.tolist())]

@@ -102,7 +102,7 @@ def _position_counts(agg: RapporNgramsAggregate, i: int) -> tuple[dict[str, tupl
     rows = int((pos.cohort_n > 0).sum()) * pr.gram_bloombits
     if pos.n == 0 or 2 * len(grams) > rows:
         return None
-    est = decode(pos, [gram_value(i, g) for g in grams], selection="none")
+    est = decode(pos, [gram_value(i, g) for g in grams], selection="none", adjusted_intervals=False)
     first = {name: j for j, name in enumerate(est.items)}
     out: dict[str, tuple[int, float, float]] = {}
     for j, g in enumerate(grams):

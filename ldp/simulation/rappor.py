@@ -40,5 +40,7 @@ class RapporSimulation(Simulation):
         def variance(truth: np.ndarray) -> np.ndarray:
             return np.diag(exact_count_covariance(params, cmap, truth))
 
+        # the simulations read the counts and the plain intervals only: no selection-adjusted intervals
         return CandidateScoring(cmap, variance, "estimates: least squares over every candidate (decode with "
-                                "selection='none'); theory ignores the cohort-sampling noise", {"selection": "none"})
+                                "selection='none'); theory ignores the cohort-sampling noise",
+                                {"selection": "none", "adjusted_intervals": False})

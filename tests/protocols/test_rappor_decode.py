@@ -202,3 +202,41 @@ def test_a_candidate_the_lasso_leaves_out_is_added_when_its_score_test_is_signif
     assert est.detected[:2].all() and (est.count[:2] > 0).all()
     assert any("score test" in n for n in est.notes)
     assert not (est.detected & ~est.extra["selected"]).any()
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_skipping_the_adjusted_intervals_changes_nothing_else(background):
+    """``adjusted_intervals=False`` (what the simulations pass): the same counts, errors, tests and detections, and
+    the adjusted interval columns NaN for every candidate (as for an undetected one) instead of computed."""
+    agg = RapporAggregate.simulate(PARAMS, TRUE, rng=7)
+    cands = list(TRUE) + NULLS[:10]
+    full = decode(agg, cands, background=background)
+    bare = decode(agg, cands, background=background, adjusted_intervals=False)
+    assert full.detected.any() and np.isfinite(full.extra["adjusted_ci_low"][full.detected]).all()
+    assert "adjusted_intervals" not in full.summary and bare.summary.pop("adjusted_intervals") is False
+    assert bare.summary == full.summary and bare.notes == full.notes and bare.items == full.items
+    for a, b in [(full.count, bare.count), (full.std_error, bare.std_error), (full.ci_low, bare.ci_low),
+                 (full.ci_high, bare.ci_high)]:
+        np.testing.assert_array_equal(a, b)
+    assert set(bare.extra) == set(full.extra)
+    for key in set(full.extra) - {"adjusted_ci_low", "adjusted_ci_high"}:
+        np.testing.assert_array_equal(np.asarray(full.extra[key]), np.asarray(bare.extra[key]))
+    assert np.isnan(bare.extra["adjusted_ci_low"]).all() and np.isnan(bare.extra["adjusted_ci_high"]).all()
+    assert bare.to_csv().startswith("item,count") and len(bare.to_dicts()) == len(cands)
+
+
+def test_count_variance_is_the_exact_covariances_first_element(monkeypatch):
+    """RapporAggregate.count_variance (the planner's) solves for the first diagonal element of the exact covariance
+    by a Cholesky factor instead of inverting: the same number to rounding, and the inverse's element when the
+    factorization fails."""
+    import ldp.decoders.rappor_decode as rd
+
+    for params, d in [(PARAMS, 3), (PARAMS, 40), (RapporParams(16, 2, 8, 0.25, 0.75, 0.5), 12)]:
+        for n, count in [(10_000, 2_500), (10_000, 0), (1e6, 999_000)]:
+            counts = np.full(d, (n - count) / (d - 1))
+            counts[0] = count
+            want = exact_count_covariance(params, rd.synthetic_map(params, d), counts)[0, 0]
+            assert RapporAggregate.count_variance(params, n, count, d) == pytest.approx(want, rel=1e-10)
+    indefinite = np.array([[1.0, 2.0], [2.0, 1.0]])
+    monkeypatch.setattr(rd, "_exact_information", lambda *args: indefinite)
+    assert RapporAggregate.count_variance(PARAMS, 100, 10, 2) == pytest.approx(np.linalg.inv(indefinite)[0, 0])

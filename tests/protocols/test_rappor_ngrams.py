@@ -236,13 +236,31 @@ def test_possible_grams():
 
 @pytest.fixture(scope="module")
 def found():
+    """The aggregate, and its discovery as ``ldp decode`` runs it (the server decode path, without candidates, on
+    the aggregate after a round trip through the generic loader: the same bytes, so the same discovery as
+    ``agg.discover()``, whose defaults decode passes), run once: the discovery tests read the result, the server
+    path's test what it returned."""
+    from ldp.server.decode import decode_aggregate
+
     counts = dict(zip(WORDS, np.round(np.array(SHARES) * 100_000).astype(int).tolist(), strict=True))
     agg = RapporNgramsAggregate.simulate(POP, counts, np.random.default_rng(11))
-    return agg, agg.discover()
+    back = Aggregate.from_bytes(agg.to_bytes())
+    assert isinstance(back, RapporNgramsAggregate) and back.to_bytes() == agg.to_bytes()
+    runs = []
+
+    def discover(**options):
+        runs.append(RapporNgramsAggregate.discover(back, **options))
+        return runs[-1]
+
+    back.discover = discover  # type: ignore[method-assign]  # keeps the NgramDiscovery the decode path runs
+    served = decode_aggregate(back)
+    del back.discover
+    assert len(runs) == 1
+    return agg, runs[0], back, served
 
 
 def test_discover_finds_the_heavy_strings_and_no_false_one(found):
-    agg, res = found
+    agg, res, _, _ = found
     assert sorted(res.strings.items) == sorted(WORDS)
     true = dict(zip(WORDS, SHARES, strict=True))
     for item, count, se in zip(res.strings.items, res.strings.count, res.strings.std_error, strict=True):
@@ -252,7 +270,7 @@ def test_discover_finds_the_heavy_strings_and_no_false_one(found):
 
 
 def test_join_prunes_by_every_pair_and_caps_candidates(found):
-    agg, res = found
+    agg, res, _, _ = found
     grams = [["ab", "ba"], ["c_", "d_", "dd"], ["__", "d_"]]
     pairs = {(0, 1): [("ab", "c_", 0.2), ("ba", "d_", 0.1), ("ab", "dd", 0.1)], (0, 2): [("ab", "__", 0.2),
              ("ba", "__", 0.1), ("ab", "d_", 0.1)], (1, 2): [("c_", "__", 0.2), ("d_", "__", 0.1), ("c_", "d_", 0.1)]}
@@ -304,11 +322,12 @@ def test_simulation_script_runs(tmp_path, capsys):
 def test_the_server_decode_path_discovers_or_estimates(found):
     """``ldp decode`` (ldp.server.decode.decode_aggregate): discovery without candidates, the full-string
     decode with them, after a round trip through the generic aggregate loader."""
-    from ldp.decoders.base import Aggregate
     from ldp.server.decode import decode_aggregate
 
-    agg, res = found
-    back = Aggregate.from_bytes(agg.to_bytes())
-    assert sorted(decode_aggregate(back).items) == sorted(res.strings.items)
+    agg, res, back, served = found  # served: decode_aggregate(back), run by the fixture
+    for name, col in agg.reports().items():  # the round trip keeps every report the discovery reads
+        np.testing.assert_array_equal(back.reports()[name], col)
+    assert sorted(served.items) == sorted(res.strings.items) == sorted(WORDS)
+    np.testing.assert_array_equal(served.count, res.strings.count)
     est = decode_aggregate(back, [*WORDS, "nope"])  # every held string listed: the absent one stays out
     assert est.items == [*WORDS, "nope"] and est.detected[:-1].all() and not est.detected[-1]

@@ -9,6 +9,7 @@ pairs."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -25,11 +26,18 @@ PARAMS = ngrams_default_params(4.0)
 T = 60
 
 
+@functools.cache
+def _collections(outside: int, params: Any) -> tuple[RapporAggregate, ...]:
+    """The ``T`` collections of one setting, drawn once: the tests with and without the background column decode
+    the same collections, as they did when each drew them from the same seeds (decoding does not change them)."""
+    counts = population(outside)
+    return tuple(RapporAggregate.simulate(params.full, counts, rng=100 + rep) for rep in range(T))
+
+
 def _z_scores(outside: int, background: bool, params: Any = PARAMS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per collection: the candidates' z-scores, their SEs, and the unexplained mass's z (NaN without it)."""
-    counts, z, se, zu = population(outside), [], [], []
-    for rep in range(T):
-        agg = RapporAggregate.simulate(params.full, counts, rng=100 + rep)
+    z, se, zu = [], [], []
+    for agg in _collections(outside, params):
         est = decode(agg, HEAVY, selection="none", background=background)
         z.append((est.count - COUNTS) / est.std_error)
         se.append(est.std_error)
