@@ -54,6 +54,20 @@ def _bytecode_outside_the_tree() -> None:
 _bytecode_outside_the_tree()
 
 
+def _one_blas_thread_per_worker() -> None:
+    """Under xdist (``-n auto``: a worker per core) each worker's BLAS and OpenMP libraries run one thread. With their
+    default of a thread per core, the workers' threads spin against each other: a small factorization took 20
+    times its CPU. Set before numpy, scipy and scikit-learn load their libraries (each reads it when loaded), and
+    inherited by the tests' subprocesses; a user's own setting is kept. A test of thread limits raises them itself
+    (``threadpoolctl.threadpool_limits``)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, "1")
+
+
+_one_blas_thread_per_worker()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Under xdist with ``--cov``, pytest-cov starts two coverages in each worker: the controller's (its options
     ask for workers) and the worker's own, stacked; pausing the worker's for a ``no_cover`` test resumes the other,
