@@ -154,8 +154,10 @@ class SketchAggregate(Aggregate):
             return np.zeros(0), np.zeros(0), np.zeros(0)
         sk = self.sketch() if sketch is None else sketch
         total_hash = np.zeros(size)
-        for j in range(k):  # one gather per hash function: no (d, k) float temporary
-            total_hash += sk[j, table[:, j]]
+        for start in range(0, size, 4096):  # blocks of rows that stay in cache; the same sums in the same order
+            rows, acc = table[start:start + 4096], total_hash[start:start + 4096]
+            for j in range(k):  # one gather per hash function: no (d, k) float temporary
+                acc += sk[j].take(rows[:, j])
         count = m / (m - 1) * (total_hash / k - n / m)
         # F2 plug-in: E[f̂²] = f² + Var, and each Var holds F2/(k(m−1)) besides v0 (its value at f = F2 = 0),
         # so Σf² ≈ (Σf̂² − C·v0)/(1 + C/(k(m−1))) over the C candidates
@@ -216,7 +218,12 @@ class SketchAggregate(Aggregate):
         agg.row_n[:] = per_row.sum(axis=0)
         agg.n = int(counts.sum())
         if isinstance(params, CmsParams):
-            agg.sums[:] = gen.binomial(cells, 1 - p) + gen.binomial(agg.row_n[:, None] - cells, p)
+            # kept ones among the users of each cell, drawn only where there are some: a draw of Binomial(0, ·) takes
+            # nothing from the stream, so these are the very numbers a draw over every cell gives
+            hit = np.nonzero(cells)
+            kept = np.zeros_like(cells)
+            kept[hit] = gen.binomial(cells[hit], 1 - p)
+            agg.sums[:] = kept + gen.binomial(agg.row_n[:, None] - cells, p)
             return agg
         jj, aa = np.nonzero(cells)
         if jj.size * m > 8 * agg.n:  # the group draw would cost more than encoding every report: do that

@@ -4,6 +4,7 @@ Pythons we declare are the ones CI runs (issue 28, items 1 and 2)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -16,7 +17,9 @@ from support.install_lines import bare_install_lines
 from ldp.extras import DISTRIBUTION, install_hint, pip_install
 
 SKIP_DIRS = {".git", "site", "build", "dist", ".venv", ".ci-venv", "node_modules", "__pycache__", ".hypothesis",
-             ".pytest_cache", "results", "artifacts"}
+             ".pytest_cache", "results", "artifacts", "target", "corpus"}
+"""Folders not scanned: version control, caches, and what tools build or generate (``target``: Cargo's and Maven's
+builds; ``corpus``: the Rust fuzzer's inputs), none of them a line a user copies."""
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg", ".yml", ".yaml", ".json", ".html", ".j2", ".sh", ".ts", ""}
 
 
@@ -39,12 +42,12 @@ def test_detector_passes_our_lines(line: str) -> None:
 
 def _tree_files() -> list[Path]:
     out = []
-    for path in ROOT.rglob("*"):
-        rel = path.relative_to(ROOT).parts
-        if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in rel[:-1]) or not path.is_file():
-            continue
-        if path.suffix in TEXT_SUFFIXES and path.stat().st_size < 2_000_000:
-            out.append(path)
+    for folder, dirs, names in os.walk(ROOT):  # the skipped folders are pruned, not walked (symlinks: not followed)
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info")]
+        for name in names:
+            path = Path(folder, name)
+            if path.suffix in TEXT_SUFFIXES and path.is_file() and path.stat().st_size < 2_000_000:
+                out.append(path)
     return out
 
 
