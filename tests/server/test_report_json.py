@@ -189,12 +189,14 @@ def test_reports_of_the_encoders_and_the_parser_need_no_json_encoder(monkeypatch
         def encode(self, obj: Any) -> str:
             raise AssertionError(f"json encoder used for {obj!r}")
 
+    # the encoders are built first: a params class's checks size its longest line once, through the encoder
+    # (ldp.wire.max_line_bytes, cached), which is not a report's JSON
+    encoders = [(encoder, values) for protocol in PROTOCOLS for encoder, values in _encoders(protocol)]
     monkeypatch.setattr("ldp.wire._LINE_ENCODER", NoEncoder())
-    for protocol in PROTOCOLS:
-        for encoder, values in _encoders(protocol):
-            report = encoder.encode(values[0])
-            assert report.to_json() == _reference_json(report)
-            assert parse_json(report.to_json()).to_json() == _reference_json(report)
+    for encoder, values in encoders:
+        report = encoder.encode(values[0])
+        assert report.to_json() == _reference_json(report)
+        assert parse_json(report.to_json()).to_json() == _reference_json(report)
 
 
 @pytest.mark.parametrize("version", [True, 1.0, Small.one, "1"])
