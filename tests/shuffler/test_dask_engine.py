@@ -10,7 +10,6 @@ import json
 import math
 import random
 import shutil
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -286,8 +285,10 @@ def test_a_fold_of_the_parts_sees_one_segment_per_window(tmp_path: Path, schedul
     assert sum(v[0][1] for v in counts.values()) == summary.accepted > 100
 
 
-def test_the_command_line(tmp_path: Path) -> None:
+def test_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--engine dask`` with a cluster of its own; ``--scheduler`` only with it; the extra named when missing."""
+    import importlib
+
     from support import call_main
 
     store = open_store(tmp_path / "s")
@@ -298,9 +299,13 @@ def test_the_command_line(tmp_path: Path) -> None:
     assert "-p*.jsonl (" in out
     code, _, err = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--scheduler", "tcp://x:1"])
     assert code == 2 and "--engine dask" in err.splitlines()[-1]
-    gone = subprocess.run([sys.executable, "-c", "import sys; sys.modules['distributed'] = None\n"
-                           "import ldp.shuffler.dask_engine"], capture_output=True, text=True)
-    assert gone.returncode != 0 and "needs the 'dask' extra" in gone.stderr and "ldp-telemetry[dask]" in gone.stderr
+    # distributed missing (None in sys.modules: not importable, nor found), the module imported anew, here: the
+    # modules it imports before are loaded already (a subprocess spent a second loading them); both restored after
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    monkeypatch.delitem(sys.modules, "ldp.shuffler.dask_engine")
+    with pytest.raises(ImportError) as gone:
+        importlib.import_module("ldp.shuffler.dask_engine")
+    assert "needs the 'dask' extra" in str(gone.value) and "ldp-telemetry[dask]" in str(gone.value)
 
 
 def test_canonical_lines_and_withheld_metrics_as_the_local_engine(tmp_path: Path, scheduler: str) -> None:
