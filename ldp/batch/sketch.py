@@ -9,6 +9,7 @@ Candidates are hashed once per batch with the vectorized MurmurHash3 (:mod:`ldp.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ import numpy as np
 from ldp.batch import values_and_candidates
 from ldp.batch.bits import packed_uniform
 from ldp.batch.murmur import bucket_table
+from ldp.hashing import buckets
 from ldp.randomness import as_generator, bernoulli_threshold
 
 if TYPE_CHECKING:
@@ -26,10 +28,44 @@ if TYPE_CHECKING:
 __all__ = ["sketch_buckets", "cms_encode_batch", "hcms_encode_batch", "hadamard_sign"]
 
 
+_MEMO_CELLS = 1 << 14
+"""The largest table (``d·k`` buckets) :func:`sketch_buckets` remembers: small candidate lists hashed again and
+again (a simulation hashes its few candidates when it draws a collection and again when it estimates them)."""
+
+
 def sketch_buckets(params: SketchParams, candidates: Sequence[str | bytes]) -> np.ndarray:
-    """``(d, k)`` buckets ``h_j(candidate)`` of every candidate under every hash function."""
-    seeds = np.arange(params.hash_seed, params.hash_seed + params.num_hashes, dtype=np.uint64)
-    return bucket_table(candidates, params.width, seeds)
+    """``(d, k)`` buckets ``h_j(candidate)`` of every candidate under every hash function (a small table is
+    remembered, :data:`_MEMO_CELLS`, for the next call with the same hash functions and candidates: a copy of it
+    is returned)."""
+    if len(candidates) * params.num_hashes <= _MEMO_CELLS:
+        try:
+            key = tuple(candidates)
+            hash(key)
+        except TypeError:  # not strings or bytes: bucket_table says what is wrong
+            pass
+        else:
+            return _remembered_buckets(params.hash_seed, params.num_hashes, params.width, key).copy()
+    return _buckets(params.hash_seed, params.num_hashes, params.width, candidates)
+
+
+_SCALAR_CELLS = 64
+"""Tables of at most this many buckets are hashed one bucket at a time by the client's own hashing
+(:func:`ldp.hashing.buckets`): below it the vectorized MurmurHash3's set-up costs more than the hashes."""
+
+
+def _buckets(hash_seed: int, num_hashes: int, width: int, candidates: Sequence[str | bytes]) -> np.ndarray:
+    if len(candidates) * num_hashes <= _SCALAR_CELLS:
+        seeds = range(hash_seed, hash_seed + num_hashes)
+        rows = [buckets(c, width, seeds) for c in candidates]
+        return np.array(rows, dtype=np.uint32).reshape(len(candidates), num_hashes)
+    return bucket_table(candidates, width, np.arange(hash_seed, hash_seed + num_hashes, dtype=np.uint64))
+
+
+@functools.lru_cache(maxsize=64)
+def _remembered_buckets(hash_seed: int, num_hashes: int, width: int, candidates: tuple[str | bytes, ...]) -> np.ndarray:
+    table = _buckets(hash_seed, num_hashes, width, candidates)
+    table.flags.writeable = False
+    return table
 
 
 def hadamard_sign(a: np.ndarray, row: np.ndarray) -> np.ndarray:

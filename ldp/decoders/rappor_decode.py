@@ -179,7 +179,7 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         summary["min_detectable_fraction"] = float("nan")
     else:
         x, y, w, null_var = _design(agg, cmap)
-        xr = x[:, reps]
+        xr = x if reps.size == x.shape[1] else x[:, reps]  # every candidate its own representative: x itself
         design, other = (_with_background(agg, xr), len(reps)) if background else (xr, -1)
         info = np.asarray(xr.multiply(xr).T @ (1.0 / null_var)).ravel()
         mdf = z_test / np.sqrt(info) / agg.n
@@ -217,8 +217,9 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         for _ in range(_MAX_ROUNDS):  # refit while a left-out candidate is significant by its score test
             fit, resid, scale = _fit(design, y, w, support)
             rest = np.setdiff1d(np.arange(len(reps)), support)
-            stat[rest], se[rest] = _score(design[:, rest], resid, w, scale)
-            pval[rest] = _upper_tail(stat[rest])
+            if rest.size:  # else every candidate is fitted: nothing to score
+                stat[rest], se[rest] = _score(design[:, rest], resid, w, scale)
+                pval[rest] = _upper_tail(stat[rest])
             missed = rest[pval[rest] < alpha / big_m]
             if not missed.size or support.size + missed.size >= x.shape[0]:
                 break
@@ -305,7 +306,8 @@ def _fit(xr: sp.csc_matrix, y: np.ndarray, w: np.ndarray, support: np.ndarray) -
 
     if not support.size:
         return None, y, 1.0
-    xs = xr[:, support]
+    whole = support.size == xr.shape[1] and bool((support == np.arange(support.size)).all())
+    xs = xr if whole else xr[:, support]  # every column, in order: xr itself
     variance = "conservative" if xr.shape[0] > support.size else "known"
     with _threads_for(float(support.size) ** 3):  # Cholesky and triangular inverse of XᵀWX
         fit: Any = normal_equations_fit(xs, y, w, variance)
