@@ -17,7 +17,7 @@ from ldp.extras import DISTRIBUTION
 
 QUICK_START = ("Quick start (README.md), measured on an idle 2-core machine: pip install '.[server]' && ldp demo "
                "(the demo about 11 s, --quick about 4 s); pip install '.[test]' && pytest -n auto --cov (the install "
-               "about 1 min, the test suite about 9 min).")
+               "about 1 min, the test suite about 8 min).")
 """The timings ``ldp --help`` ends with: the same as README.md's and docs/getting-started.md's."""
 
 
