@@ -124,6 +124,15 @@ def context(browser: Any) -> Iterator[Any]:
         fresh.close()
 
 
+def page_with_errors(context: Any) -> tuple[Any, list[str]]:
+    """A new page of ``context``, and the list its console errors and uncaught page errors are appended to."""
+    errors: list[str] = []
+    page = context.new_page()
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    return page, errors
+
+
 def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_recovers_the_truth(
         tmp_path: Path, context: Any) -> None:
     from ldp.collector.config import new_token
@@ -134,10 +143,7 @@ def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_re
     with static_site(site) as origin:
         config = write_collector_config(tmp_path, APP, token, SPEC, cors_origin=origin)
         with serve(config, tmp_path / "server.log") as served:
-            errors: list[str] = []
-            page = context.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+            page, errors = page_with_errors(context)
             page.goto(f"{origin}/index.html?collector={served.url}/v1/reports&token={token}")
             page.wait_for_function("window.__result !== undefined || window.__error !== undefined",
                                    timeout=240_000)
@@ -270,10 +276,7 @@ def test_the_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector_and_ev
     with static_site(site) as origin:
         config = write_collector_config(tmp_path, APP, token, FAILOVER_SPEC, cors_origin=origin)
         with serve(config, tmp_path / "server.log") as served:
-            errors: list[str] = []
-            page = context.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+            page, errors = page_with_errors(context)
             page.goto(f"{origin}/failover.html")
             page.wait_for_function("window.ldp !== undefined")
             result = page.evaluate(FAILOVER_RUN, [[dead, f"{served.url}/v1/reports"], token, FAILOVER_SPEC,
