@@ -180,6 +180,8 @@ def fold_bandwidth(b: ModuleType, ctx: Any) -> dict[str, Any]:
         row["kernel_warm"] = _kernel_runs(name, batch, params, repeats, False)
         if name.startswith("rappor"):  # what the per-report statistics cost: the fold alone, no histogram or tests
             row["kernel_fold_only_cold"] = _kernel_runs(name, batch, params, repeats, True, statistics=False)
+        if name.startswith("hcms"):  # the barest scattered increments, in C, beside a C read of the same bytes
+            row["floor"] = scatter_floor(batch, params, repeats)
         row.update(ctx.judge(f"{name}.add_batch.of_read_cold", row["add_batch_cold"]["of_read"], ">=", 0.25,
                              "fold rate / numpy read rate of the same bytes"))
         out["cases"][name] = row
@@ -240,6 +242,38 @@ def _kernel_runs(name: str, batch: Any, params: Any, repeats: int, cold: bool,
             bits.add_signs_by_group(cols["hash"], cols["row"], cols["bit"], np.zeros(params.num_hashes, np.int64),
                                     np.zeros((params.num_hashes, params.width), np.int64))
     return paired_runs(fold, lambda: None, tuple(cols.values()), repeats, cold)
+
+
+def scatter_floor(batch: Any, params: Any, repeats: int, exe: Any = None) -> dict[str, Any] | None:
+    """The floor under an exact HCMS fold (``simulations/fold_floor.c``, built here with the system's ``cc``): the
+    best times of the barest loops that add each report into its cell (int32 sums and the counts; int16 sums alone)
+    and of a read of the same bytes, cold; ``of_read``: each loop's rate as a share of that read's. None without a
+    C compiler. ``exe``: the program already built (tests)."""
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None and exe is None:
+        return None
+    cols = batch.columns
+    g, c, bit = (np.ascontiguousarray(cols[k], t) for k, t in (("hash", np.uint8), ("row", np.uint16),
+                                                                  ("bit", np.uint8)))
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "columns.bin"
+        if exe is None:
+            exe = Path(tmp) / "fold_floor"
+            subprocess.run([cc, "-O2", "-march=native", "-o", str(exe), str(Path(__file__).with_name("fold_floor.c"))],
+                           check=True)
+        shape = np.array([params.num_hashes, params.width], np.uint32)
+        data.write_bytes(np.uint64(g.size).tobytes() + shape.tobytes() + g.tobytes() + c.tobytes() + bit.tobytes())
+        out = json.loads(subprocess.run([str(exe), str(data), str(repeats)], check=True, capture_output=True,
+                                        text=True).stdout)
+    out.pop("sink")
+    out["of_read"] = {k: out["read_s"] / out[f"{k}_s"] for k in ("scatter32", "scatter16")}
+    return out
 
 
 def register(b: ModuleType) -> None:

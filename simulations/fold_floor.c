@@ -1,0 +1,93 @@
+/* The floor under an exact HCMS fold on this core, for simulations/bench_fold.py (issue 61, item 1).
+ *
+ * An exact HCMS fold must at least add each report's sign into its (hash, cell) cell of the k x m table and count
+ * it: one scattered increment per report. This program times the barest loops that do that, with no validation and
+ * no partial sums to flush, beside a read of the same bytes (a sum of them as 64-bit words, as numpy's read), each run
+ * after the caches were emptied (a 96 MiB read), as the benchmark's numpy pair does:
+ *   read       the sum of the groups, cells and bits columns' bytes
+ *   scatter32  sums32[g * m + cell] += 2 * bit - 1 and counts[g] += 1 (an int32 table: 1 MiB for k = 256, m = 1024)
+ *   scatter16  sums16[g * m + cell] += 2 * bit - 1 alone (an int16 table, half the size: the most generous floor)
+ * Input: a file of n (uint64), k, m (uint32 each), then the groups (n bytes), cells (n uint16), bits (n bytes).
+ * Output: one line of JSON, the best time of each loop in seconds. Built by the benchmark with the system's cc
+ * (-O2 -march=native); not part of the package. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static uint64_t sink;
+static void evict(const uint64_t *big, size_t words)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < words; i++)
+        s += big[i];
+    sink += s;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: fold_floor FILE REPEATS\n");
+        return 2;
+    }
+    FILE *f = fopen(argv[1], "rb");
+    uint64_t n;
+    uint32_t km[2];
+    if (!f || fread(&n, 8, 1, f) != 1 || fread(km, 4, 2, f) != 2 || n == 0 || n > (1ULL << 32)) {
+        fprintf(stderr, "fold_floor: cannot read %s\n", argv[1]);
+        return 2;
+    }
+    const uint32_t k = km[0], m = km[1];
+    const int repeats = atoi(argv[2]);
+    uint8_t *cols = malloc(4 * n + 8), *g = cols, *b = cols + 3 * n;
+    uint16_t *c = (uint16_t *)(cols + n);
+    const size_t big_words = (96u << 20) / 8;
+    uint64_t *big = calloc(big_words, 8);
+    int32_t *s32 = calloc((size_t)k * m, 4);
+    int16_t *s16 = calloc((size_t)k * m, 2);
+    int64_t *counts = calloc(k, 8);
+    if (!cols || !big || !s32 || !s16 || !counts || fread(cols, 1, 4 * n, f) != 4 * n) {
+        fprintf(stderr, "fold_floor: out of memory or short file\n");
+        return 2;
+    }
+    fclose(f);
+    for (uint64_t i = 0; i < n; i++)
+        if (g[i] >= k || c[i] >= m || b[i] > 1) {
+            fprintf(stderr, "fold_floor: report %llu out of range\n", (unsigned long long)i);
+            return 2;
+        }
+    double best[3] = {1e30, 1e30, 1e30};
+    for (int r = 0; r <= repeats; r++)
+        for (int loop = 0; loop < 3; loop++) {
+            evict(big, big_words);
+            const double t0 = now();
+            if (loop == 0) {
+                uint64_t s = 0, w;
+                for (uint64_t i = 0; i + 8 <= 4 * n; i += 8)
+                    memcpy(&w, cols + i, 8), s += w;
+                sink += s;
+            } else if (loop == 1) {
+                for (uint64_t i = 0; i < n; i++)
+                    s32[(size_t)g[i] * m + c[i]] += 2 * (int32_t)b[i] - 1, counts[g[i]] += 1;
+            } else {
+                for (uint64_t i = 0; i < n; i++)
+                    s16[(size_t)g[i] * m + c[i]] += (int16_t)(2 * b[i] - 1);
+            }
+            const double dt = now() - t0;
+            if (r && dt < best[loop]) /* the first round warms up */
+                best[loop] = dt;
+        }
+    for (size_t i = 0; i < (size_t)k * m; i++)
+        sink += (uint64_t)s32[i] + (uint64_t)s16[i];
+    printf("{\"n\": %llu, \"read_s\": %.9f, \"scatter32_s\": %.9f, \"scatter16_s\": %.9f, \"sink\": %llu}\n",
+           (unsigned long long)n, best[0], best[1], best[2], (unsigned long long)(sink & 1));
+    return 0;
+}
