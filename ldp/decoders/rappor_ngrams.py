@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -69,6 +69,7 @@ class RapporNgramsAggregate(Aggregate):
         super()._init_state()
         self._parts: list[tuple[npt.NDArray[Any], ...]] = []
         self._joined: tuple[npt.NDArray[Any], ...] | None = None
+        self._derived: tuple[tuple[npt.NDArray[Any], ...] | None, dict[Any, Any]] = (None, {})
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         add_ones_by_group(columns["cohort"], columns["bits"], self.cohort_n, self.ones)
@@ -97,6 +98,19 @@ class RapporNgramsAggregate(Aggregate):
                                  for i in range(len(self._COLUMNS)))
             self._parts = [self._joined]
         return dict(zip([c for c, _ in self._COLUMNS], self._joined, strict=True))
+
+    def _derived_value(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()``, a pure function of the n-gram reports, computed once per state of those reports (kept
+        with the joined columns of :meth:`reports`, which every fold or merge replaces): the n-gram check reads
+        each position's complete-dictionary fit, the same for every candidate list it checks."""
+        self.reports()
+        tag, values = self._derived
+        if tag is not self._joined:  # the reports changed (or never cached): drop what came from the old ones
+            values = {}
+            self._derived = (self._joined, values)
+        if key not in values:
+            values[key] = compute()
+        return values[key]
 
     def merge(self, other: RapporNgramsAggregate) -> RapporNgramsAggregate:
         super().merge(other)

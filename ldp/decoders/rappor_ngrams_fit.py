@@ -90,7 +90,13 @@ class NgramCheck:
 def _position_counts(agg: RapporNgramsAggregate, i: int) -> tuple[dict[str, tuple[int, float, float]], int] | None:
     """Every possible n-gram's ``(group, count, SE)`` at position ``i`` (indistinguishable n-grams share one
     group, whose count is on its first member), and ``m_i``; ``None`` when the complete dictionary cannot be fitted
-    (more n-grams than half the rows, or too many to list)."""
+    (more n-grams than half the rows, or too many to list). Fitted once per position and state of ``agg``'s
+    n-gram reports: it does not depend on the candidates checked."""
+    return agg._derived_value(("ngram_check_position", i), lambda: _fit_position(agg, i))
+
+
+def _fit_position(agg: RapporNgramsAggregate, i: int) -> tuple[dict[str, tuple[int, float, float]], int] | None:
+    """:func:`_position_counts`, computed."""
     from ldp.decoders.rappor_ngrams_discovery import possible_grams
 
     pr = agg.params

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from support.relay import Relay
 
 from ldp.encoders.rappor import RapporEncoder, RapporParams, bloom_bits, google_prr_masks
 from ldp.privacy.accountant import BudgetExceeded, BudgetLedger, BudgetPolicy, PrivacyCost
@@ -140,16 +141,26 @@ def test_audit_prr_alone_equals_epsilon_inf(params):
     assert audit(values, prr).matches(params.epsilon_inf)
 
 
+def _reporter(params, cohort):
+    """``(x, src) -> one report's JSON line`` by one client (secret and cohort fixed, so building it draws nothing:
+    the relay has no source yet) whose every draw, the PRR included (``prr_rng``: never memoized), comes from the
+    path's ``src``: the same draws and outputs as a client built per path, without rebuilding it per path."""
+    relay = Relay()
+    enc = RapporEncoder(params, secret=b"s", cohort=cohort, rng=relay, prr_rng=relay)
+
+    def one_report(x, src):
+        relay.current = src
+        return enc.encode(x).to_json()
+
+    return one_report
+
+
 # exhaustive path enumeration in pure Python: run untraced (the lines it runs are covered by other tests)
 @pytest.mark.no_cover
 @pytest.mark.parametrize("params", AUDIT_CONFIGS)
 def test_audit_one_report_equals_epsilon_one(params):
     values = _disjoint_values(params, cohort=1)
-
-    def one_report(x, src):
-        return RapporEncoder(params, secret=b"s", cohort=1, rng=src, prr_rng=src).encode(x).to_json()
-
-    result = audit(values, one_report)
+    result = audit(values, _reporter(params, cohort=1))
     assert result.matches(params.epsilon_one), (result.epsilon, params.epsilon_one)
 
 
@@ -160,10 +171,7 @@ def test_audit_overlapping_filters_stay_within_the_claim():
     values = _disjoint_values(params, cohort=0)
     values.append(next(f"w{i}" for i in range(100) if len(set(bloom_bits(params, f"w{i}", 0))) == 1))
 
-    def one_report(x, src):
-        return RapporEncoder(params, secret=b"s", cohort=0, rng=src, prr_rng=src).encode(x).to_json()
-
-    assert audit(values, one_report).epsilon <= params.epsilon_one * (1 + 1e-12)
+    assert audit(values, _reporter(params, cohort=0)).epsilon <= params.epsilon_one * (1 + 1e-12)
 
 
 # -- memoization ---------------------------------------------------------------------------------

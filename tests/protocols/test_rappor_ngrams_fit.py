@@ -6,10 +6,13 @@ Setting: the planner's parameters at ε = 8, the population of tests/support/ngr
 reports drawn by the exact batch law. Tolerances: over ``T`` collections a z-score's mean stays within
 ``4/√T`` of its expectation; a rate of at least ``r`` is tested as ``> r − 4·√(r(1−r)/k)`` over ``k`` draws.
 Measured (30 collections): without the background column the check rejects 100 % (z ≈ −6.3) and the widened
-intervals cover 92 % (0.4 % before); with it, or with nothing outside, it never rejects."""
+intervals cover 92 % (0.4 % before); with it, or with nothing outside, it never rejects. Also: each position's
+fit is reused until the reports change, and discovery's strings keep the check's notes (on a small population of
+three strings: what is checked there is the plumbing, not the statistics)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 
@@ -18,7 +21,7 @@ import pytest
 from support.ngrams_outside import COUNTS, HEAVY, OUTSIDE, population
 
 from ldp.decoders.rappor_ngrams import RapporNgramsAggregate
-from ldp.decoders.rappor_ngrams_fit import ngram_check
+from ldp.decoders.rappor_ngrams_fit import NgramCheck, ngram_check
 from ldp.plan.rappor_ngrams import ngrams_default_params
 
 PARAMS = ngrams_default_params(8.0)
@@ -83,8 +86,16 @@ def test_with_nothing_outside_the_check_passes_and_states_no_mass_outside():
     assert abs(r["outside_z"].mean()) < 4 / math.sqrt(k)  # n − the candidates' n-gram mass ≈ 0
 
 
-def test_the_check_runs_in_discovery_and_skips_strings_no_client_can_hold():
-    agg = RapporNgramsAggregate.simulate(PARAMS, {"apple": 3000, "mango": 2000, "plum": 1000}, rng=5)
+SMALL_COUNTS = {"apple": 3000, "mango": 2000, "plum": 1000}
+
+
+@pytest.fixture(scope="module")
+def small() -> RapporNgramsAggregate:
+    return RapporNgramsAggregate.simulate(PARAMS, SMALL_COUNTS, rng=5)
+
+
+def test_the_check_runs_in_discovery_and_skips_strings_no_client_can_hold(small):
+    agg = small
     est = agg.estimate(["apple", "mango", "plum", "Nope!", "toolongstring"], selection="none")
     check = ngram_check(agg, est)
     assert check is not None and check.positions == PARAMS.positions
@@ -92,7 +103,32 @@ def test_the_check_runs_in_discovery_and_skips_strings_no_client_can_hold():
     assert any(note.startswith("n-gram check") for note in est.notes)
 
 
-def test_ldp_decode_states_the_mass_outside_and_warns_when_the_model_does_not_fit(outside):
+def _same_check(a: NgramCheck | None, b: NgramCheck | None) -> bool:
+    """Every field equal, bit for bit."""
+    assert a is not None and b is not None
+    return all(np.array_equal(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(NgramCheck))
+
+
+def test_the_per_position_fits_are_reused_until_the_reports_change(small):
+    """The check fits each position's complete dictionary once per state of the n-gram reports (it does not
+    depend on the candidates): a second check, on other candidates, gives what a fresh aggregate of the same
+    bytes gives; after a merge the fits are redone (the check equals a fresh aggregate's of the merged bytes)."""
+    def check(agg: RapporNgramsAggregate, cands: list[str], fresh: bool = False) -> NgramCheck | None:
+        if fresh:
+            agg = RapporNgramsAggregate.from_bytes(agg.to_bytes())  # nothing cached
+        return ngram_check(agg, agg.estimate(cands, selection="none", check=False))
+
+    agg = RapporNgramsAggregate.from_bytes(small.to_bytes())
+    for cands in (["apple", "mango", "plum"], ["apple", "plum"]):
+        assert _same_check(check(agg, cands), check(agg, cands, fresh=True))
+    before = check(agg, ["apple", "mango", "plum"])
+    agg.merge(RapporNgramsAggregate.simulate(PARAMS, {"mango": 3000}, rng=6))
+    after = check(agg, ["apple", "mango", "plum"])
+    assert _same_check(after, check(agg, ["apple", "mango", "plum"], fresh=True))
+    assert before is not None and after is not None and not np.array_equal(before.outside, after.outside)
+
+
+def test_ldp_decode_states_the_mass_outside_and_warns_when_the_model_does_not_fit(outside, small):
     """What `ldp decode` prints (decode_aggregate's table): the unexplained mass with its SE and the check; a
     warning line when the check rejects (the estimate without the background column: the failure)."""
     from ldp.server.decode import decode_aggregate
@@ -102,5 +138,5 @@ def test_ldp_decode_states_the_mass_outside_and_warns_when_the_model_does_not_fi
     assert "warning:" not in text
     bad = outside[0].estimate(HEAVY, selection="none", background=False).table()
     assert "note: warning: the candidate model does not fit the n-gram reports" in bad
-    found = outside[0].decode(None).table()  # discovery: the strings found keep the final decode's notes
+    found = small.decode(None).table()  # discovery: the strings found keep the final decode's notes
     assert "note: n-gram check" in found and "hold strings outside the candidates" in found
