@@ -38,12 +38,16 @@ def _bits_weights(threshold: int, k: int) -> list[Fraction]:
 
 
 class _EnumeratingSource(RandomSource):
-    """Follows a prefix of choices, then the first branch of each new choice; records arities."""
+    """Follows a prefix of choices, then the first branch of each new choice; records arities. ``prods[d]`` is the
+    path's probability after its first ``d`` choices, as an unreduced ``(numerator, denominator)`` (exact integer
+    products, reduced once per path by :attr:`prob`); the first ``valid`` are the previous path's, whose choices this
+    one repeats, so only the choices after them are multiplied."""
 
-    def __init__(self, prefix: list[int]) -> None:
+    def __init__(self, prefix: list[int], prods: list[tuple[int, int]], valid: int) -> None:
         self.choices = prefix
         self.arities: list[int] = []
-        self.prob = Fraction(1)
+        self.prods = prods
+        self.valid = valid
 
     def _choose(self, weights: list[Fraction]) -> int:
         depth = len(self.arities)
@@ -51,8 +55,17 @@ class _EnumeratingSource(RandomSource):
             self.choices.append(0)
         self.arities.append(len(weights))
         c = self.choices[depth]
-        self.prob *= weights[c]
+        if depth >= self.valid:  # the product so far, times this choice's weight
+            num, den = self.prods[depth]
+            del self.prods[depth + 1:]
+            self.prods.append((num * weights[c].numerator, den * weights[c].denominator))
         return c
+
+    @property
+    def prob(self) -> Fraction:
+        """The path's probability: the product of its choices' weights."""
+        num, den = self.prods[len(self.arities)]
+        return Fraction(num, den)
 
     def randbits(self, k: int) -> int:
         raise AuditError("encoders must draw through bernoulli/bernoulli_bits/randbelow, not randbits")
@@ -79,17 +92,20 @@ def output_distribution(run: Callable[[RandomSource], Hashable], max_paths: int 
     """Exact distribution of ``run(source)`` over all of its random paths."""
     dist: dict[Hashable, Fraction] = {}
     prefix: list[int] = []
+    prods, valid = [(1, 1)], 0  # the running products of the path's weights (see _EnumeratingSource)
     for _ in range(max_paths):
-        src = _EnumeratingSource(prefix)
+        src = _EnumeratingSource(prefix, prods, valid)
         out = run(src)
-        if src.prob:
-            dist[out] = dist.get(out, Fraction(0)) + src.prob
+        prob = src.prob
+        if prob:
+            dist[out] = dist.get(out, Fraction(0)) + prob
         prefix = src.choices[: len(src.arities)]
         while prefix and prefix[-1] + 1 >= src.arities[len(prefix) - 1]:
             prefix.pop()
         if not prefix:
             break
         prefix[-1] += 1
+        valid = len(prefix) - 1  # the next path repeats the choices before the one just advanced
     else:
         raise AuditError(f"more than {max_paths} random paths")
     if sum(dist.values()) != 1:
