@@ -1,6 +1,7 @@
 """The store contract (:mod:`ldp.storage`), the same tests on a local folder and on a real S3-compatible server
 (moto in server mode): whole-object writes, the conditional write under contention, listing, deletion, key
-validation (a property test), and a store that is down answering :class:`StorageError` quickly."""
+validation (a property test), a store that is down answering :class:`StorageError` quickly, and S3 stores sharing
+botocore's parsed data files but not their sessions."""
 
 from __future__ import annotations
 
@@ -124,3 +125,23 @@ def test_open_store_picks_the_implementation(tmp_path: Path) -> None:
         open_store(tmp_path, {"endpoint_url": "x"})
     with pytest.raises(ValueError, match="protocol://bucket"):
         open_store("s3://")
+
+
+def test_s3_stores_share_botocore_data_but_not_sessions(s3) -> None:
+    """Each S3 store has its own botocore session (its credentials and configuration), but botocore's data files
+    (the S3 model) are parsed once per process; a session given in the options is used as it is."""
+    from aiobotocore.session import AioSession
+
+    a, b = (open_store(f"{s3.bucket('ldp-stores')}/t{time.monotonic_ns()}", s3.options()) for _ in range(2))
+    assert a.fs.session is not b.fs.session
+    assert a.fs.session.get_component("data_loader") is b.fs.session.get_component("data_loader")
+    a.put("x", b"1")
+    assert b.list() == [] and a.get("x") == b"1" and a.stat("x").size == 1
+    own = AioSession()
+    c = open_store(f"{s3.bucket('ldp-stores')}/t{time.monotonic_ns()}", {**s3.options(), "session": own})
+    assert c.fs.session is own
+    c.put("y", b"22")
+    assert c.get("y") == b"22"
+    missing = open_store("s3://b/p", {**s3.options(), "profile": "ldp-no-such-profile"})  # no session to share
+    with pytest.raises(StorageError, match="ProfileNotFound"):
+        missing.put("z", b"")
