@@ -7,8 +7,9 @@ draws noise with no floating point at all:
 * the samplers of Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential Privacy"
   (NeurIPS 2020; arXiv:2004.00010, §5): Algorithm 1 (:func:`bernoulli_exp`), Algorithm 2
   (:func:`discrete_laplace`) and Algorithm 3 (:func:`discrete_gaussian`). They use only exact
-  rational arithmetic (:class:`fractions.Fraction`) and uniform integers (``randrange``) from a
-  bit source; CKS Propositions 30–32 (§5.1–5.3) prove each outputs exactly its distribution;
+  rational arithmetic (:class:`fractions.Fraction`; ratios of integers in the loops) and uniform
+  integers (``randrange``) from a bit source; CKS Propositions 30–32 (§5.1–5.3) prove each outputs
+  exactly its distribution;
 * the mechanisms on real values (:func:`laplace_noise`, :func:`gaussian_noise`) on a power-of-two
   grid ``g`` (Mironov's snapping idea, CKS §5 "discretization"): the true value is rounded exactly to
   the nearest multiple of g and ``g·Z`` is added, Z discrete. Rounding moves each coordinate by at
@@ -75,11 +76,6 @@ def exact_source(seed: int | None = None) -> random.Random:
     return random.SystemRandom() if seed is None else random.Random(seed)
 
 
-def _bernoulli(p: Fraction, rng: random.Random) -> bool:
-    """Bernoulli(p) for a rational p in [0, 1]: one uniform integer, ``randrange(den) < num``."""
-    return rng.randrange(p.denominator) < p.numerator
-
-
 def bernoulli_exp(gamma: Fraction | int, rng: random.Random) -> bool:
     """Bernoulli(exp(−γ)) for rational γ ≥ 0, exactly (CKS Algorithm 1, Proposition 30).
 
@@ -89,22 +85,30 @@ def bernoulli_exp(gamma: Fraction | int, rng: random.Random) -> bool:
     g = Fraction(gamma)
     if g < 0:
         raise ValueError(f"gamma must be >= 0, got {gamma}")
-    whole = math.floor(g)
+    return _bernoulli_exp_ratio(g.numerator, g.denominator, rng)
+
+
+def _bernoulli_exp_ratio(n: int, d: int, rng: random.Random) -> bool:
+    """:func:`bernoulli_exp` of γ = n/d (integers n >= 0, d >= 1) on integers: ⌊γ⌋ draws at γ = 1, then one at
+    γ − ⌊γ⌋ = (n mod d)/d."""
+    whole, rest = divmod(n, d)
     for _ in range(whole):
-        if not _bernoulli_exp_unit(_ONE, rng):
+        if not _bernoulli_exp_unit(1, 1, rng):
             return False
-    return _bernoulli_exp_unit(g - whole, rng)
+    return _bernoulli_exp_unit(rest, d, rng)
 
 
-_ONE = Fraction(1)
-
-
-def _bernoulli_exp_unit(g: Fraction, rng: random.Random) -> bool:
-    """Bernoulli(exp(−γ)) for γ ∈ [0, 1] (the loop of CKS Algorithm 1)."""
+def _bernoulli_exp_unit(n: int, d: int, rng: random.Random) -> bool:
+    """Bernoulli(exp(−γ)) for γ = n/d ∈ [0, 1] (the loop of CKS Algorithm 1). Each A_k ~ Bernoulli(γ/k) is one
+    uniform integer, ``randrange(den) < num`` with γ/k = num/den in lowest terms: ``n/(d·k)`` over their gcd, the
+    very draw a ``Fraction`` γ/k would give, without its objects (they were most of a draw's time)."""
     k = 1
-    while _bernoulli(g / k, rng):
+    while True:
+        dk = d * k
+        c = math.gcd(n, dk)
+        if rng.randrange(dk // c) >= n // c:
+            return k % 2 == 1
         k += 1
-    return k % 2 == 1
 
 
 def discrete_laplace(scale: Fraction | int, rng: random.Random) -> int:
@@ -121,10 +125,10 @@ def discrete_laplace(scale: Fraction | int, rng: random.Random) -> int:
     t, s = sc.numerator, sc.denominator
     while True:
         u = rng.randrange(t)
-        if not bernoulli_exp(Fraction(u, t), rng):
+        if not _bernoulli_exp_unit(u, t, rng):  # γ = u/t < 1
             continue
         v = 0
-        while _bernoulli_exp_unit(_ONE, rng):
+        while _bernoulli_exp_unit(1, 1, rng):
             v += 1
         y = (u + t * v) // s
         negative = rng.randrange(2) == 1
@@ -144,10 +148,11 @@ def discrete_gaussian(sigma2: Fraction | int, rng: random.Random) -> int:
     if not s2 > 0:
         raise ValueError(f"sigma2 must be > 0, got {sigma2}")
     t = math.isqrt(math.floor(s2)) + 1  # ⌊√⌊σ²⌋⌋ = ⌊σ⌋
+    a, b = s2.numerator, s2.denominator
     while True:
         y = discrete_laplace(t, rng)
-        excess = abs(y) - s2 / t
-        if bernoulli_exp(excess * excess / (2 * s2), rng):
+        # (|Y| − σ²/t)²/(2σ²) with σ² = a/b, on integers: (|Y|·b·t − a)² / (2·a·b·t²)
+        if _bernoulli_exp_ratio((abs(y) * b * t - a) ** 2, 2 * a * b * t * t, rng):
             return y
 
 

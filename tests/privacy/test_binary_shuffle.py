@@ -22,19 +22,28 @@ from ldp.privacy.shuffle import k_rr_structure, shuffled_epsilon
 SLACK = 1 + 1e-9
 
 
-def _laws(ones: int, zeros: int, p: float) -> tuple[np.ndarray, np.ndarray]:
-    """P and Q of the count K over 0..n for one dataset: every outcome, scipy's binomials convolved directly."""
-    f = np.convolve(binom.pmf(np.arange(ones + 1), ones, p), binom.pmf(np.arange(zeros + 1), zeros, 1 - p))
+def _binomials(n: int, p: float) -> list[np.ndarray]:
+    """Bin(m, p) over 0..m by scipy, for each m < n."""
+    return [binom.pmf(np.arange(m + 1), m, p) for m in range(n)]
+
+
+def _laws(ones: int, zeros: int, p: float, pmf: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """P and Q of the count K over 0..n for one dataset: every outcome, scipy's binomials convolved directly (the
+    zeros' count of ones, Bin(zeros, 1 − p), is Bin(zeros, p) reversed; ``pmf``: :func:`_binomials`, if computed)."""
+    ones_law, zeros_law = (pmf[ones], pmf[zeros]) if pmf is not None else \
+        (binom.pmf(np.arange(ones + 1), ones, p), binom.pmf(np.arange(zeros + 1), zeros, p))
+    f = np.convolve(ones_law, zeros_law[::-1])
     before, at = np.concatenate([[0.0], f]), np.concatenate([f, [0.0]])
     return p * before + (1 - p) * at, (1 - p) * before + p * at
 
 
 def _worst_delta(n: int, p: float, *eps: float) -> list[tuple[float, int]]:
     """At each ε given: max over every dataset of the n − 1 others and both directions of δ(ε), and the number of
-    ones where (each dataset's laws computed once for all the ε)."""
+    ones where (each dataset's laws computed once for all the ε, each binomial once for all the datasets)."""
     deltas: list[list[float]] = [[] for _ in eps]
+    pmf = _binomials(n, p)
     for ones in range(n):
-        big_p, big_q = _laws(ones, n - 1 - ones, p)
+        big_p, big_q = _laws(ones, n - 1 - ones, p, pmf)
         for at, e in zip(deltas, map(math.exp, eps), strict=True):
             at.append(max(np.maximum(big_p - e * big_q, 0).sum(), np.maximum(big_q - e * big_p, 0).sum()))
     return [(float(max(d)), int(np.argmax(d))) for d in deltas]
@@ -91,9 +100,9 @@ def test_composed_over_windows_holds_for_any_datasets_in_either_direction() -> N
     got = central_over_time(g.privacy_cost, n, delta, 2, g.shuffle_structure)
     assert got.one_window[0].method == BINARY
     p = g.p
-    pairs = []
+    pairs, pmf = [], _binomials(n, p)
     for ones in range(n):
-        big_p, big_q = _laws(ones, n - 1 - ones, p)
+        big_p, big_q = _laws(ones, n - 1 - ones, p, pmf)
         pairs += [(big_p, big_q), (big_q, big_p)]
     e = math.exp(got.epsilon)
     worst = 0.0

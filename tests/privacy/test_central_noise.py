@@ -67,6 +67,9 @@ def _moments_ok(draws: list[int], pmf: dict[int, float], var_exact: float) -> No
     assert abs(a.var() - var_exact) <= Z * math.sqrt((m4 - var_exact**2) / a.size)
 
 
+# exact sampler draws in pure Python: run untraced (the lines they run are covered by the other tests: the integer
+# loops' draws against the fractions', the grid mechanisms)
+@pytest.mark.no_cover
 @pytest.mark.parametrize("gamma", [Fraction(0), Fraction(1, 3), Fraction(1), Fraction(5, 2), Fraction(4)])
 def test_bernoulli_exp_matches_exp_minus_gamma(gamma):
     rng = random.Random(1)
@@ -78,6 +81,7 @@ def test_bernoulli_exp_matches_exp_minus_gamma(gamma):
         assert abs(hits - N * p) <= Z * math.sqrt(N * p * (1 - p))
 
 
+@pytest.mark.no_cover
 @pytest.mark.parametrize("scale", [Fraction(1, 2), Fraction(3, 2), Fraction(4)])
 def test_discrete_laplace_is_exact(scale):
     rng = random.Random(2)
@@ -89,7 +93,6 @@ def test_discrete_laplace_is_exact(scale):
     _moments_ok(draws, pmf, 2 * q / (1 - q) ** 2)  # the discrete Laplace variance
 
 
-# exact sampler draws in pure Python: run untraced (the lines it runs are covered by other tests)
 @pytest.mark.no_cover
 @pytest.mark.parametrize("sigma2", [Fraction(1, 4), Fraction(2), Fraction(25, 2)])
 def test_discrete_gaussian_is_exact(sigma2):
@@ -99,6 +102,56 @@ def test_discrete_gaussian_is_exact(sigma2):
     stat, band = _chi_square_ok(draws, pmf)
     assert stat <= band
     _moments_ok(draws, pmf, math.fsum(p * x * x for x, p in pmf.items()))
+
+
+def _fraction_bernoulli_exp(g: Fraction, rng: random.Random) -> bool:
+    """CKS Algorithm 1 as written, on ``Fraction``: A_k ~ Bernoulli(γ/k) as ``randrange(den) < num``."""
+    whole = math.floor(g)
+    for _ in range(whole):
+        if not _fraction_bernoulli_exp_unit(Fraction(1), rng):
+            return False
+    return _fraction_bernoulli_exp_unit(g - whole, rng)
+
+
+def _fraction_bernoulli_exp_unit(g: Fraction, rng: random.Random) -> bool:
+    k = 1
+    while rng.randrange((g / k).denominator) < (g / k).numerator:
+        k += 1
+    return k % 2 == 1
+
+
+def _fraction_discrete_gaussian(s2: Fraction, rng: random.Random) -> int:
+    """CKS Algorithms 2 (at integer scale t) and 3 as written, on ``Fraction``."""
+    t = math.isqrt(math.floor(s2)) + 1
+    while True:
+        u = rng.randrange(t)
+        if not _fraction_bernoulli_exp(Fraction(u, t), rng):
+            continue
+        v = 0
+        while _fraction_bernoulli_exp_unit(Fraction(1), rng):
+            v += 1
+        negative = rng.randrange(2) == 1
+        if negative and u + t * v == 0:
+            continue
+        y = -(u + t * v) if negative else u + t * v
+        if _fraction_bernoulli_exp((abs(y) - s2 / t) ** 2 / (2 * s2), rng):
+            return y
+
+
+def test_the_integer_loops_draw_as_the_fractions_would():
+    """The samplers' loops run on integer ratios: the same draws, and the same bits consumed, as the algorithms
+    written on ``Fraction`` (so a seeded release is what it was)."""
+    for seed in (0, 1):
+        for gamma in (Fraction(0), Fraction(1, 3), Fraction(1), Fraction(17, 6), Fraction(4), Fraction(10**6 + 1, 7)):
+            r1, r2 = random.Random(seed), random.Random(seed)
+            assert [bernoulli_exp(gamma, r1) for _ in range(100)] == [_fraction_bernoulli_exp(gamma, r2)
+                                                                      for _ in range(100)]
+            assert r1.getstate() == r2.getstate()
+        for sigma2 in (Fraction(1, 4), Fraction(2), Fraction(25, 2), Fraction(7, 3), Fraction(10**6, 7)):
+            r1, r2 = random.Random(seed), random.Random(seed)
+            assert [discrete_gaussian(sigma2, r1) for _ in range(100)] == [_fraction_discrete_gaussian(sigma2, r2)
+                                                                           for _ in range(100)]
+            assert r1.getstate() == r2.getstate()
 
 
 def test_grid_is_the_largest_power_of_two_below_scale_times_2_to_minus_40():
