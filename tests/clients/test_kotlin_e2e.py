@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.devices_e2e import FAILOVER_DEVICES, check_devices_upload, check_failover, collection
+from support.devices_e2e import FAILOVER_DEVICES, check_devices_upload, check_failover, collection, work_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 KOTLIN = ROOT / "clients" / "kotlin"
@@ -75,13 +75,15 @@ def run_devices(tmp: Path, url: str, token: str, log: list[tuple[str, str]] | No
 
 def test_kotlin_devices_upload_and_the_python_decoder_recovers_the_truth(tmp_path: Path) -> None:
     assert classpath()
-    check_devices_upload(tmp_path, APP, SPEC, run_devices)
+    with work_folder(tmp_path) as work:
+        check_devices_upload(work, APP, SPEC, run_devices)
 
 
 def test_kotlin_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector(tmp_path: Path) -> None:
     classpath()
     log: list[tuple[str, str]] = []
-    dead, live = check_failover(tmp_path, APP, SPEC, lambda tmp, url, token: run_devices(tmp, url, token, log))
+    with work_folder(tmp_path) as work:
+        dead, live = check_failover(work, APP, SPEC, lambda tmp, url, token: run_devices(tmp, url, token, log))
     stderr, token = log[0]
     switches = [line for line in stderr.splitlines() if "failing over" in line]
     assert len(switches) == FAILOVER_DEVICES, stderr[-4000:]  # one per upload call: each starts with the first

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.devices_e2e import check_devices_upload, check_failover, collection
+from support.devices_e2e import check_devices_upload, check_failover, collection, work_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 RUST = ROOT / "clients" / "rust"
@@ -57,11 +57,13 @@ def run_devices(tmp: Path, url: str, token: str) -> dict[str, Any]:
 
 def test_rust_devices_upload_and_the_python_decoder_recovers_the_truth(tmp_path: Path) -> None:
     program()
-    check_devices_upload(tmp_path, APP, SPEC, run_devices)
+    with work_folder(tmp_path) as work:
+        check_devices_upload(work, APP, SPEC, run_devices)
 
 
 def test_rust_uploader_fails_over_from_a_dead_endpoint_to_the_live_collector(tmp_path: Path) -> None:
     """The endpoint list ``[a port nothing listens on, the live collector]``: each device's upload call starts with
     the dead port, fails over at once, and every report is acknowledged and stored once."""
     program()
-    check_failover(tmp_path, APP, SPEC, run_devices)
+    with work_folder(tmp_path) as work:
+        check_failover(work, APP, SPEC, run_devices)

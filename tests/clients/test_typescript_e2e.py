@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.devices_e2e import LABELS, PAGES, SHARES, app_metrics
+from support.devices_e2e import LABELS, PAGES, SHARES, app_metrics, work_folder
 from support.e2e import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -138,11 +138,10 @@ def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_re
     from ldp.collector.config import new_token
 
     token = new_token()
-    site = write_site(tmp_path)
     reports = DEVICES * len(METRICS)
-    with static_site(site) as origin:
-        config = write_collector_config(tmp_path, APP, token, SPEC, cors_origin=origin)
-        with serve(config, tmp_path / "server.log") as served:
+    with work_folder(tmp_path) as work, static_site(write_site(work)) as origin:
+        config = write_collector_config(work, APP, token, SPEC, cors_origin=origin)
+        with serve(config, work / "server.log") as served:
             page, errors = page_with_errors(context)
             page.goto(f"{origin}/index.html?collector={served.url}/v1/reports&token={token}")
             page.wait_for_function("window.__result !== undefined || window.__error !== undefined",
@@ -152,7 +151,7 @@ def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_re
             result = page.evaluate("window.__result")
             assert errors == [], errors
         assert result["recorded"] == result["acknowledged"] == result["accepted"] == reports, result
-        with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
+        with serve(config, work / "server.log") as served:  # the stop closed the segment: fold it
             folded = wait_for_fold(served, APP, reports, DEVICES, FOLD_TIMEOUT)
     true = truth()
     spec_fp = {s["fingerprint"] for s in folded["specs"]}
@@ -266,23 +265,24 @@ def test_the_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector_and_ev
     from ldp.collector.config import new_token
 
     token = new_token()
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "failover.html").write_text(FAILOVER_PAGE)
-    (site / "ldp-client.min.js").write_bytes(BUNDLE.read_bytes())
     chosen = devices()[::DEVICES // FAILOVER_DEVICES]
     reports = FAILOVER_DEVICES * len(METRICS)
     dead = f"http://127.0.0.1:{free_port()}/v1/reports"
-    with static_site(site) as origin:
-        config = write_collector_config(tmp_path, APP, token, FAILOVER_SPEC, cors_origin=origin)
-        with serve(config, tmp_path / "server.log") as served:
-            page, errors = page_with_errors(context)
-            page.goto(f"{origin}/failover.html")
-            page.wait_for_function("window.ldp !== undefined")
-            result = page.evaluate(FAILOVER_RUN, [[dead, f"{served.url}/v1/reports"], token, FAILOVER_SPEC,
-                                                  chosen])
-            stored = stored_counts(served, APP, reports)
-            live = f"127.0.0.1:{served.port}"
+    with work_folder(tmp_path) as work:
+        site = work / "site"
+        site.mkdir()
+        (site / "failover.html").write_text(FAILOVER_PAGE)
+        (site / "ldp-client.min.js").write_bytes(BUNDLE.read_bytes())
+        with static_site(site) as origin:
+            config = write_collector_config(work, APP, token, FAILOVER_SPEC, cors_origin=origin)
+            with serve(config, work / "server.log") as served:
+                page, errors = page_with_errors(context)
+                page.goto(f"{origin}/failover.html")
+                page.wait_for_function("window.ldp !== undefined")
+                result = page.evaluate(FAILOVER_RUN, [[dead, f"{served.url}/v1/reports"], token, FAILOVER_SPEC,
+                                                      chosen])
+                stored = stored_counts(served, APP, reports)
+                live = f"127.0.0.1:{served.port}"
     # the browser reports each refused connection on the console; nothing else may be there
     assert [e for e in errors if e != "Failed to load resource: net::ERR_CONNECTION_REFUSED"] == [], errors
     assert result["recorded"] == result["acknowledged"] == result["accepted"] == reports, result
