@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -165,17 +166,31 @@ def _ldp(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     return json.loads(res.stdout)
 
 
+def _start_all(servers: list[Server]) -> None:
+    """Start the replicas at once (each waited for until healthy): they start independently of each other."""
+    with ThreadPoolExecutor(len(servers)) as pool:
+        for future in [pool.submit(s.start) for s in servers]:
+            future.result()
+
+
 def _same_names_refused(configs: list[Path], work: Path, env: dict[str, str]) -> int:
-    """Start a second ``ldp serve`` under each running replica's name (its own data folder and port): how many
-    were refused (status 3, naming the first)."""
-    refused = 0
+    """Start a second ``ldp serve`` under each running replica's name (its own data folder and port), all at
+    once: how many were refused (status 3, naming the first)."""
+    procs = []
     for config in configs:
         twin = work / f"twin-{config.name}"
         twin.write_text(config.read_text().replace('data_dir = "', 'data_dir = "twin-', 1))
-        res = subprocess.run([sys.executable, "-P", "-m", "ldp", "serve", "--config", str(twin), "--port",
-                              str(free_port())], env=env, capture_output=True, text=True, timeout=120)
-        refused += res.returncode == 3 and "is held by" in res.stderr
-    return refused
+        procs.append(subprocess.Popen([sys.executable, "-P", "-m", "ldp", "serve", "--config", str(twin), "--port",
+                                       str(free_port())], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    try:
+        errs = [proc.communicate(timeout=120)[1] for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:  # a timeout: not refused in time
+                proc.kill()
+                proc.wait()
+    return sum(proc.returncode == 3 and "is held by" in err for proc, err in zip(procs, errs, strict=True))
 
 
 def _shuffles(k: int, args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], int]:
@@ -215,9 +230,9 @@ def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int =
                               f'[apps.{APP}]\ntoken_sha256 = "{token_sha256(token)}"\nspecs = ["spec.json"]\n')
             configs.append(config)
             server = Server(config, free_port(), work / f"replica-{r}.log")
-            server.start()
             stack.callback(lambda s=server: s.proc is not None and s.proc.poll() is None and s.stop())
             servers.append(server)
+        _start_all(servers)
         urls = [f"http://127.0.0.1:{s.port}/v1/reports" for s in servers]
         (work / "devices").mkdir()
         fleet = Devices(devices, urls, token, spec, work / "devices", rounds, per_round, threads)

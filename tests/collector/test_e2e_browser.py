@@ -115,7 +115,7 @@ def wait_for_waiting(served: Served, reports: int) -> dict[str, Any]:
         state = (body.get("waiting") or {}).get(APP) if status == 200 else None
         if state and state["reports"] == reports and state["next_fold_at"] and state["open_segment_closes_at"]:
             return dict(state)
-        time.sleep(0.2)
+        time.sleep(0.05)
     raise AssertionError(f"the reports were not waiting within {FOLD_TIMEOUT} s: {json.dumps(body)[:2000]}")
 
 

@@ -12,6 +12,7 @@ once per interval, the last batch's time a multiple of it, no body size finer th
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import http.cookiejar
 import json
@@ -363,6 +364,7 @@ def _mutate(value: bytes, at: int, byte: int) -> bytes:
     return changed if changed != value else value + b"0"
 
 
+@functools.cache  # built (and validated by hypothesis) once, not per example
 def _authorizations() -> st.SearchStrategy[bytes | None]:
     """Random bytes; a bearer of random bytes; a known token with junk after or before; the analyst's token changed
     by one byte."""
@@ -375,6 +377,7 @@ def _authorizations() -> st.SearchStrategy[bytes | None]:
         st.builds(lambda t: b"Bearer " + _mutate(ANALYST.encode(), *t), _CHANGE).filter(lambda v: v != right))
 
 
+@functools.cache  # per valid cookie: built (and validated by hypothesis) once, not per example
 def _cookies(valid: bytes) -> st.SearchStrategy[bytes | None]:
     """Random bytes; our cookie's name with random bytes; a valid cookie changed by one byte."""
     name = COOKIE_NAME.encode() + b"="

@@ -138,10 +138,13 @@ def test_the_store_down_past_the_claim_then_back_the_replica_claims_its_name_aga
     lost."""
     from support.s3_server import CREDENTIALS, Outage
 
+    from ldp.collector import segments
     from ldp.storage import open_store
 
     for k, v in CREDENTIALS.items():
         monkeypatch.setenv(k, v)
+    monkeypatch.setattr(segments, "PROBE_SECONDS", 0.05)  # the writer probes the store often: heals soon after
+    monkeypatch.setattr(segments, "_TICK", 0.01)
     relay = Outage(s3.port)
     url = f"{s3.bucket('ldp-claim-outage')}/t{time.monotonic_ns()}"
     doc = {"data_dir": "data-r1", "fold": {"every_seconds": 0}, "replica": "r1",
@@ -157,7 +160,7 @@ def test_the_store_down_past_the_claim_then_back_the_replica_claims_its_name_aga
             deadline = time.monotonic() + 60
             while post(c, GOOD[1], "during").status_code != 200:  # the device retries
                 assert time.monotonic() < deadline, c.get("/healthz").json()
-                time.sleep(0.2)
+                time.sleep(0.05)
     finally:
         relay.down()
     store = open_store(url, s3.options())

@@ -70,7 +70,12 @@ def test_acknowledged_means_stored_and_replicas_mix_into_one_segment(tmp_path: P
     assert w["reports"] == 30 and w["replicas"] == 2 and w["batches"] == 6
 
 
-def test_the_store_down_answers_503_loses_nothing_and_heals(tmp_path: Path, s3: Any, credentials: None) -> None:
+def test_the_store_down_answers_503_loses_nothing_and_heals(tmp_path: Path, s3: Any, credentials: None,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from ldp.collector import segments
+
+    monkeypatch.setattr(segments, "PROBE_SECONDS", 0.05)  # the writer probes the store often: heals soon after
+    monkeypatch.setattr(segments, "_TICK", 0.01)
     relay = Outage(s3.port)
     url = f"{s3.bucket('ldp-outage')}/t{time.monotonic_ns()}"
     store = open_store(url, s3.options())
@@ -88,7 +93,7 @@ def test_the_store_down_answers_503_loses_nothing_and_heals(tmp_path: Path, s3: 
             deadline = time.monotonic() + 30
             while c.get("/readyz").status_code != 200:  # the writer probes the store and heals by itself
                 assert time.monotonic() < deadline, c.get("/readyz").json()
-                time.sleep(0.2)
+                time.sleep(0.02)
             assert post(c, GOOD[1], "during").status_code == 200  # the device's retry
             acked.append("during")
             health = c.get("/healthz").json()
