@@ -79,9 +79,12 @@ def bucket(value: Value, m: int, seed: int = 0) -> int:
 
 
 def buckets(value: Value, m: int, seeds: Iterable[int]) -> list[int]:
-    """Buckets of one value under several hash functions (the bytes are made once)."""
+    """Buckets of one value under several hash functions (the bytes are made once; a ``range`` of seeds within
+    ``[0, MAX_SEED]`` is checked by its ends)."""
     data = value_bytes(value)
     m = _check_width(m)
+    if isinstance(seeds, range) and seeds.step == 1 and seeds and 0 <= seeds[0] and seeds[-1] <= MAX_SEED:
+        return [mmh3.hash(data, s, signed=False) % m for s in seeds]
     return [mmh3.hash(data, _check_seed(s), signed=False) % m for s in seeds]
 
 

@@ -17,6 +17,7 @@ vectors on any x86-64 and arm64): :func:`fold_engines`.
 
 from __future__ import annotations
 
+import math
 import os
 from itertools import pairwise
 from typing import Any
@@ -79,7 +80,7 @@ def packed_bernoulli(gen: np.random.Generator, mask: np.ndarray, p0: float, p1: 
 def packed_uniform(gen: np.random.Generator, shape: tuple[int, ...], p: float) -> np.ndarray:
     """``uint8`` array of ``shape`` whose every bit is an independent Bernoulli(p) (client resolution)."""
     t = bernoulli_threshold(p)
-    out = np.empty(int(np.prod(shape)), np.uint8)
+    out = np.empty(int(math.prod(shape)), np.uint8)
     step = _UNIFORM_CHUNK
     for start in range(0, out.size, step):
         stop = min(out.size, start + step)
@@ -103,7 +104,7 @@ def _uniform_bytes(gen: np.random.Generator, size: int, t: int) -> np.ndarray:
     below = top < t8
     if low:
         tied = top == t8
-        words = np.flatnonzero(tied.view(np.uint64) != 0)  # 8 lanes at a time: ties are rare
+        words = (tied.view(np.uint64) != 0).nonzero()[0]  # 8 lanes at a time: ties are rare
         if words.size:
             hit = np.flatnonzero(tied.reshape(-1, 8)[words])
             tie = words[hit >> 3] * 8 + (hit & 7)

@@ -163,7 +163,7 @@ class SketchAggregate(Aggregate):
         # so Σf² ≈ (Σf̂² − C·v0)/(1 + C/(k(m−1))) over the C candidates
         v0 = sketch_variance(pr, 0.0, n, 0.0)
         total = max((float(np.dot(count, count)) - size * v0) / (1 + size / (k * (m - 1))), 0.0)
-        f_hat = np.clip(count, 0.0, n)
+        f_hat = count.clip(0.0, n)
         f2 = np.maximum(total - np.maximum(f_hat**2 - v0, 0.0), 0.0)
         se = np.sqrt(sketch_variance(pr, f_hat, n, f2))
         z = NormalDist().inv_cdf(1 - alpha / size)
@@ -213,7 +213,8 @@ class SketchAggregate(Aggregate):
         per_row = gen.multinomial(counts, np.full(k, 1.0 / k)) if counts.size else np.zeros((0, k), np.int64)
         table = sketch_buckets(params, check_candidates(values)) if counts.size else np.zeros((0, k), np.int64)
         cells = np.zeros((k, m), dtype=np.int64)  # users per (row j, bucket a)
-        np.add.at(cells, (np.broadcast_to(np.arange(k), table.shape), table.astype(np.int64)), per_row)
+        # flat index j·m + h_j(value) of each (value, row j): one 1-d add.at (numpy's fast path), exact in int64
+        np.add.at(cells.reshape(-1), (table + np.arange(0, k * m, m, dtype=np.int64)).ravel(), per_row.ravel())
         agg = cls(params)
         agg.row_n[:] = per_row.sum(axis=0)
         agg.n = int(counts.sum())

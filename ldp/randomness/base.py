@@ -22,6 +22,8 @@ PRECISION_BITS = 64
 def check_probability(p: float, name: str = "p") -> float:
     """Return ``float(p)`` if it is a real number in [0, 1], else raise ``ValueError`` naming ``name`` (a
     :class:`~ldp.errors.Refusal`: ``param_type``, or ``param_range`` with ``min: 0, max: 1``)."""
+    if type(p) is float and 0.0 <= p <= 1.0:  # the common case, decided at once (NaN fails the comparison)
+        return p
     if isinstance(p, bool) or not isinstance(p, (int, float)):
         raise RefusalTypeError(f"{name} must be a real number, got {type(p).__name__}", "param_type", param=name,
                                expected="float", got=kind_of(p))

@@ -104,6 +104,16 @@ def test_seed_and_width_validation():
 
 def test_buckets_and_namespaces():
     assert buckets("foo", 37, [0, 1, 2]) == [hash32("foo", s) % 37 for s in range(3)]
+    top = 2**32 - 1  # a range of seeds (checked by its ends) gives what its list gives, and refuses what it refuses
+    for seeds in (range(3), range(top - 2, top + 1), range(5, 5), range(0, 9, 3), range(-1, 2),
+                  range(top - 1, top + 2)):
+        try:
+            expected: object = buckets(b"foo", 37, list(seeds))
+        except ValueError as exc:
+            with pytest.raises(ValueError, match=re.escape(str(exc))):
+                buckets(b"foo", 37, seeds)
+        else:
+            assert buckets(b"foo", 37, seeds) == expected
     assert namespaced(3, "foo") == b"\x00\x00\x00\x03foo"
     assert namespaced(0x01020304, b"x") == b"\x01\x02\x03\x04x"
     with pytest.raises(ValueError):
