@@ -41,8 +41,10 @@ PART_BYTES = 1500  # a window of a few KB in several parts
 
 @pytest.fixture(scope="module")
 def scheduler() -> Iterator[str]:
-    """One cluster for the module: 2 workers in this process (module docstring), one thread each, 1 GiB each."""
-    with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1, memory_limit="1GiB",
+    """One cluster for the module: 2 workers in this process (module docstring), one thread each, no memory limit
+    (a worker in this process would measure the whole test process, whatever ran in it before, and pause itself
+    past a limit: the run would then wait forever)."""
+    with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1, memory_limit=0,
                                   dashboard_address=":0") as cluster:
         yield cluster.scheduler_address
 
