@@ -1,15 +1,8 @@
-"""``ldp shuffle --engine dask`` (issue 56, item 4) over a local folder and a real S3-compatible server: the same
-outputs as the local engine — per window, the multiset of the local segment's lines is the union of the Dask parts'
-lines — with the same anonymity sets and duplicates; a run killed after staging finished by the next Dask run with
-nothing twice and nothing lost; the parts of a window counted as one segment by the fold's anonymity sets.
-
-The command line runs on a LocalCluster of worker processes of its own (:func:`~ldp.shuffler.dask_engine.
-local_cluster`, as users get it): a whole run, its window planned in two parts, tasks and results crossing
-processes. The other cases share one cluster for the module, of two single-threaded workers in this process: a
-worker process's start (interpreter, imports) and each run's crossings cost seconds, and what those cases check is
-the engine's logic. Their graphs are still pickled to the scheduler, the P2P shuffles still serialize their pieces,
-the workers still open the store from its spec (URL and options as JSON); the parts' size they set is read on the
-client only."""
+"""``ldp shuffle --engine dask`` (issue 56, item 4) on a LocalCluster of worker processes, over a local folder and
+a real S3-compatible server: the same outputs as the local engine — per window, the multiset of the local segment's
+lines is the union of the Dask parts' lines — with the same anonymity sets and duplicates; a run killed after
+staging finished by the next Dask run with nothing twice and nothing lost; the parts of a window counted as one
+segment by the fold's anonymity sets."""
 
 from __future__ import annotations
 
@@ -41,10 +34,8 @@ PART_BYTES = 1500  # a window of a few KB in several parts
 
 @pytest.fixture(scope="module")
 def scheduler() -> Iterator[str]:
-    """One cluster for the module: 2 workers in this process (module docstring), one thread each, no memory limit
-    (a worker in this process would measure the whole test process, whatever ran in it before, and pause itself
-    past a limit: the run would then wait forever)."""
-    with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1, memory_limit=0,
+    """One cluster for the module: 2 worker processes, one thread each, 1 GiB each."""
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, memory_limit="1GiB",
                                   dashboard_address=":0") as cluster:
         yield cluster.scheduler_address
 
