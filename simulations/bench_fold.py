@@ -181,7 +181,7 @@ def fold_bandwidth(b: ModuleType, ctx: Any) -> dict[str, Any]:
         if name.startswith("rappor"):  # what the per-report statistics cost: the fold alone, no histogram or tests
             row["kernel_fold_only_cold"] = _kernel_runs(name, batch, params, repeats, True, statistics=False)
         if name.startswith("hcms"):  # the barest scattered increments, in C, beside a C read of the same bytes
-            row["floor"] = scatter_floor(batch, params, repeats)
+            row["floor"] = scatter_floor(batch, params, repeats, row["add_batch_cold"]["read_s"])
         row.update(ctx.judge(f"{name}.add_batch.of_read_cold", row["add_batch_cold"]["of_read"], ">=", 0.25,
                              "fold rate / numpy read rate of the same bytes"))
         out["cases"][name] = row
@@ -244,11 +244,13 @@ def _kernel_runs(name: str, batch: Any, params: Any, repeats: int, cold: bool,
     return paired_runs(fold, lambda: None, tuple(cols.values()), repeats, cold)
 
 
-def scatter_floor(batch: Any, params: Any, repeats: int, exe: Any = None) -> dict[str, Any] | None:
+def scatter_floor(batch: Any, params: Any, repeats: int, read_s: float | None = None,
+                  exe: Any = None) -> dict[str, Any] | None:
     """The floor under an exact HCMS fold (``simulations/fold_floor.c``, built here with the system's ``cc``): the
-    best times of the barest loops that add each report into its cell (int32 sums and the counts; int16 sums alone)
-    and of a read of the same bytes, cold; ``of_read``: each loop's rate as a share of that read's. None without a
-    C compiler. ``exe``: the program already built (tests)."""
+    best times of the barest loops that add each report into its cell (int32 sums and the counts; int16 sums alone;
+    the reports cold, the table in the caches) and of a C read of the same bytes; ``of_read``: each loop's rate as a
+    share of the read's, ``read_s`` (the numpy read the fold is judged against) when given, else the C read's. None
+    without a C compiler. ``exe``: the program already built (tests)."""
     import json
     import shutil
     import subprocess
@@ -272,6 +274,8 @@ def scatter_floor(batch: Any, params: Any, repeats: int, exe: Any = None) -> dic
         out = json.loads(subprocess.run([str(exe), str(data), str(repeats)], check=True, capture_output=True,
                                         text=True).stdout)
     out.pop("sink")
+    out["c_read_s"] = out.pop("read_s")
+    out["read_s"] = out["c_read_s"] if read_s is None else read_s
     out["of_read"] = {k: out["read_s"] / out[f"{k}_s"] for k in ("scatter32", "scatter16")}
     return out
 

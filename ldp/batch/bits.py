@@ -247,7 +247,7 @@ def add_signs_by_group(groups: np.ndarray, cells: np.ndarray, signs: np.ndarray,
     """``counts[g] += #{i: groups[i] = g}`` and ``sums[g, c] += Σ (2·signs[i] − 1)`` over ``{i: groups[i] = g,
     cells[i] = c}``, in place (int64 arrays (G,) and (G, m)): HCMS's fold (reported bits 0/1 as −1/+1).
     ``kernel`` as in :func:`add_ones_by_group` (compiled: a batch of at least a quarter as many reports as the table
-    has cells, groups of one byte, goes through int32 partial sums, which stay in the L2 cache: ~1.5x faster); nothing
+    has cells, groups of one byte, goes through int16 partial sums, which stay in the L2 cache: ~1.5x faster); nothing
     is added if a group or a cell is out of range."""
     num_groups, m = sums.shape
     if counts.shape != (num_groups,) or counts.dtype != np.int64 or sums.dtype != np.int64:

@@ -37,10 +37,13 @@ def exe(tmp_path_factory):
 
 def test_the_floor_times_its_loops_on_the_batch_and_states_their_share_of_the_read(exe):
     params, batch = _batch()
-    out = load_script("bench_fold").scatter_floor(batch, params, 1, exe=exe)
-    assert out["n"] == 4000
+    floor = load_script("bench_fold").scatter_floor
+    out = floor(batch, params, 1, exe=exe)
+    assert out["n"] == 4000 and out["read_s"] == out["c_read_s"]
     assert all(out[k] > 0 for k in ("read_s", "scatter32_s", "scatter16_s"))
     assert out["of_read"] == pytest.approx({k: out["read_s"] / out[f"{k}_s"] for k in ("scatter32", "scatter16")})
+    judged = floor(batch, params, 1, read_s=1e-3, exe=exe)  # against the read the fold is judged by
+    assert judged["read_s"] == 1e-3 and judged["of_read"]["scatter16"] == pytest.approx(1e-3 / judged["scatter16_s"])
 
 
 def test_a_report_out_of_the_table_is_refused(exe, tmp_path):

@@ -6,8 +6,8 @@
   65535-row flushes); rows read at the very end of the buffer (the copied tail); batches of several chunks of the
   fold that sorts a chunk's rows by group;
 * :func:`ldp.batch.bits.add_signs_by_group` (HCMS), compiled on every engine and numpy, against a loop: small batches
-  (straight into the tables) and large ones (int32 partial sums, each block checked after it is added: a bad report in
-  any block adds nothing);
+  (straight into the tables) and large ones (int16 partial sums, each block checked after it is added: a bad report in
+  any block adds nothing; a crowded cell's row moved to int32 ones before an int16 sum could wrap);
 * every aggregate that folds packed bits (RAPPOR, CMS, HCMS, SFP), fed binary frames through
   ``add_bytes``, against per-report ``add`` of :class:`~ldp.reports.Report` objects folded by that loop;
 * the batch validation's reduction fast path against the elementwise rule (rejects and their order);
@@ -240,7 +240,7 @@ def reference_signs(groups, cells, signs, counts, sums) -> None:
        num_groups=st.sampled_from([1, 3, 200, 256, 300]), m=st.sampled_from([1, 16, 64]),
        ctype=st.sampled_from([np.uint8, np.uint16, np.uint32]), skew=st.booleans(), seed=st.integers(0, 2**32 - 1))
 def test_signs_through_the_partial_sums_equal_the_report_by_report_fold(kernel, n, num_groups, m, ctype, skew, seed):
-    """Batches large enough for the int32 partial sums (n >= G*m/4, groups of 1 byte, cells of 1 or 2): blocks of
+    """Batches large enough for the int16 partial sums (n >= G*m/4, groups of 1 byte, cells of 1 or 2): blocks of
     4096 reports and what is left over, more groups than a byte holds (300: those of 256 and up have no report), one
     cell taking nearly every report (skew); and the same batches straight into the tables (groups of 2 bytes, cells
     of 4)."""
@@ -289,6 +289,36 @@ def test_a_bad_report_in_any_block_of_the_partial_sums(kernel, where, what):
         add_signs_by_group(groups, cells, signs, counts, sums, kernel=k)
     want_counts, want_sums = np.zeros_like(counts), np.zeros_like(sums)
     reference_signs(groups, cells, signs, want_counts, want_sums)
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_array_equal(sums, want_sums)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("bad_at", [None, 150_000])
+@pytest.mark.parametrize("bit", [0, 1])
+def test_a_crowded_cell_moves_its_row_before_its_partial_sum_wraps(kernel, bad_at, bit):
+    """HCMS's shape, 200,000 reports, 90 % of them in one cell of group 0 with one sign: far past the 32767 an int16
+    partial sum holds, so that group's row moves into the int32 partial sums on the way, several times (the sums and
+    counts exact); a bad report after the moves still adds nothing."""
+    rng = np.random.default_rng(bit)
+    n, m = 200_000, 1024
+    groups, cells = rng.integers(0, 256, n).astype(np.uint8), rng.integers(0, m, n).astype(np.uint16)
+    signs = rng.integers(0, 2, n).astype(np.uint8)
+    crowd = rng.random(n) < 0.9
+    groups[crowd], cells[crowd], signs[crowd] = 0, 5, bit
+    if bad_at is not None:
+        cells[bad_at] = m
+    counts, sums = np.zeros(256, np.int64), np.zeros((256, m), np.int64)
+    with kernel_of(kernel) as k:
+        if bad_at is not None:
+            with pytest.raises(ValueError):
+                add_signs_by_group(groups, cells, signs, counts, sums, kernel=k)
+            assert not counts.any() and not sums.any()
+            return
+        add_signs_by_group(groups, cells, signs, counts, sums, kernel=k)
+    want_counts, want_sums = np.zeros_like(counts), np.zeros_like(sums)
+    reference_signs(groups, cells, signs, want_counts, want_sums)
+    assert abs(want_sums[0, 5]) > 5 * 32767
     np.testing.assert_array_equal(counts, want_counts)
     np.testing.assert_array_equal(sums, want_sums)
 
