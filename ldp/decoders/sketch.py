@@ -152,12 +152,19 @@ class SketchAggregate(Aggregate):
         size = table.shape[0]
         if size == 0:
             return np.zeros(0), np.zeros(0), np.zeros(0)
-        sk = self.sketch() if sketch is None else sketch
+        # CMS with fewer candidates than buckets: the sums at their cells de-biased alone (elementwise, the numbers
+        # sketch() gives there), not the whole k × m sketch
+        cells_only = sketch is None and not isinstance(pr, HcmsParams) and size < m
+        sk = None if cells_only else self.sketch() if sketch is None else sketch
+        n_j, c = self.row_n.astype(np.float64), pr.c
         total_hash = np.zeros(size)
         for start in range(0, size, 4096):  # blocks of rows that stay in cache; the same sums in the same order
             rows, acc = table[start:start + 4096], total_hash[start:start + 4096]
             for j in range(k):  # one gather per hash function: no (d, k) float temporary
-                acc += sk[j].take(rows[:, j])
+                if sk is None:
+                    acc += k * (c * (2 * self.sums[j].take(rows[:, j]) - n_j[j]) / 2 + n_j[j] / 2)
+                else:
+                    acc += sk[j].take(rows[:, j])
         count = m / (m - 1) * (total_hash / k - n / m)
         # F2 plug-in: E[f̂²] = f² + Var, and each Var holds F2/(k(m−1)) besides v0 (its value at f = F2 = 0),
         # so Σf² ≈ (Σf̂² − C·v0)/(1 + C/(k(m−1))) over the C candidates

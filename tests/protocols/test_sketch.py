@@ -115,6 +115,19 @@ def test_heavy_hitters_and_standard_errors():
     assert covered > 0.95 - 3 * math.sqrt(0.05 * 0.95 / len(cands))
 
 
+@pytest.mark.parametrize("candidates", [1, 63, 64, 300])
+def test_the_oracle_on_the_candidates_cells_equals_it_on_the_whole_sketch(candidates):
+    """With fewer candidates than buckets, CMS's oracle de-biases only the sums at their cells: the same numbers,
+    bit for bit, as read from the whole de-biased sketch (which it uses from as many candidates as buckets on)."""
+    from ldp.batch.sketch import sketch_buckets
+
+    params = CmsParams(4.0, 16, 64)
+    agg = SketchAggregate.simulate(params, {f"w{i}": 500 // (i + 1) for i in range(30)}, rng=3)
+    table = sketch_buckets(params, [f"w{i}" for i in range(candidates)])
+    for got, want in zip(agg.oracle(table), agg.oracle(table, sketch=agg.sketch()), strict=True):
+        assert np.array_equal(got, want)
+
+
 def test_large_epsilon_is_charged_as_realized_or_refused():
     assert HcmsParams(40.0, 2, 4).privacy_cost.epsilon == pytest.approx(40.0047107, abs=1e-6)
     assert CmsParams(4.0, 2, 4).privacy_cost.epsilon == 4.0
