@@ -5,6 +5,7 @@ Pythons we declare are the ones CI runs (issue 28, items 1 and 2)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -114,3 +115,28 @@ def test_the_registry_scan_skips_type_aliases(tmp_path, monkeypatch):
     import tests_base_for_scan
 
     assert [c.__name__ for c in subclasses_in("fakeprotos", tests_base_for_scan.Base)] == ["Proto"]
+
+
+
+def test_the_quick_start_and_its_timings_read_the_same_everywhere() -> None:
+    """README.md, docs/getting-started.md and ``ldp --help`` give the same two commands (CI runs the README's) and
+    the same measured timings: the demo and its --quick (also in ``ldp demo --help``), the test install, the suite."""
+    from ldp.cli.command import QUICK_START
+
+    readme, started = (" ".join((ROOT / p).read_text(encoding="utf-8").split())
+                       for p in ("README.md", "docs/getting-started.md"))
+    commands = re.findall(r"^pip install '\.\[(?:server|test)\]' && .+$", (ROOT / "README.md").read_text(), re.M)
+    assert len(commands) == 2 and commands[0].endswith("ldp demo") and "pytest" in commands[1]
+    for line in commands:
+        assert line in (ROOT / "docs" / "getting-started.md").read_text().splitlines() and line in QUICK_START, line
+    suite = [re.findall(r"tests in about ([\d.]+ min)", readme), re.findall(r"tests in about ([\d.]+ min)", started),
+             re.findall(r"test suite about ([\d.]+ min)", QUICK_START)]
+    install = [re.findall(r"\(about ([\d.]+ min),", readme), re.findall(r"; about ([\d.]+ min),", started),
+               re.findall(r"the install about ([\d.]+ min)", QUICK_START)]
+    for said in (suite, install):
+        assert all(len(found) == 1 for found in said) and len({found[0] for found in said}) == 1, said
+    demo = re.findall(r"demo takes about ([\d.]+ s), `ldp demo --quick` about ([\d.]+ s)", readme)
+    assert demo and f"the demo about {demo[0][0]}, --quick about {demo[0][1]}" in QUICK_START, (demo, QUICK_START)
+    assert f"about {demo[0][1]} instead of {demo[0][0]}" in started
+    demo_help = " ".join((ROOT / "ldp" / "cli" / "demo.py").read_text(encoding="utf-8").split())
+    assert f"about {demo[0][0]} on 2 idle cores" in demo_help and f"--quick about {demo[0][1]}" in demo_help
