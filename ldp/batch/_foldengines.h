@@ -5,7 +5,8 @@
  * (x >> s) & 0x1111..11 (s = 0..3) into its group's 4-bit lanes; at most 15 rows later those are split into byte lanes
  * (mask 0x0F..0F, before and after a shift by 4), at most 255 rows later widened into 16-bit lanes, at most 65535 rows
  * later added to the int64 table: no lane can overflow. Engines, chosen at run time (engines, use_engine): "avx512"
- * (AVX-512F) and "avx2" (AVX2, POPCNT, BMI) on x86-64, "generic" (128-bit GCC vector extensions: SSE2 on any x86-64,
+ * (AVX-512F and BW: rows of at most 16 bytes go straight into byte lanes, avx512_bytes) and "avx2" (AVX2, POPCNT,
+ * BMI) on x86-64, "generic" (128-bit GCC vector extensions: SSE2 on any x86-64,
  * NEON on arm64); all give the same numbers. Only the Python buffer protocol is used (no numpy headers): building needs
  * GCC or Clang, and ldp.batch.bits falls back to numpy without this module. Every group is checked before anything is
  * written; the GIL is released while folding. Tested against row-by-row references on every engine
@@ -40,6 +41,7 @@ typedef struct {
     uint8_t *stage;            /* a row near the end of the buffer, zero-padded to reach bytes */
     uint32_t *order;           /* _sorted: a chunk's rows by group (numbers from the chunk's start), then G + 1 ends */
     Py_ssize_t chunk;          /* _sorted: rows per chunk; 0: not sorted */
+    int bytes;                 /* avx512_bytes: byte lane p of a group counts bit p */
 } job_t;
 
 INLINE Py_ssize_t group_at(const uint8_t *groups, int width, Py_ssize_t i)
@@ -333,7 +335,7 @@ ENGINE(generic, , 0)
 #define X86 1
 #include <immintrin.h>
 #define T_AVX2 __attribute__((target("avx2,popcnt,bmi")))
-#define T_AVX512 __attribute__((target("avx512f,avx2,popcnt,bmi")))
+#define T_AVX512 __attribute__((target("avx512f,avx512bw,avx2,popcnt,bmi")))
 typedef uint64_t v4 __attribute__((vector_size(32), aligned(1)));
 typedef uint64_t v8 __attribute__((vector_size(64), aligned(1)));
 /* avx2: narrow nibble vector v = 0, 1 holds words (w, s) = (0, 2v), (1, 2v), (0, 2v + 1), (1, 2v + 1). */
@@ -365,6 +367,66 @@ INLINE T_AVX512 void avx512_narrow(uint64_t *a4, const uint8_t *row)
 }
 STEPS(avx512, T_AVX512, v8, 64)
 ENGINE(avx512, T_AVX512, 1)
+/* avx512_bytes: the fold of rows of at most 16 bytes (in any number of groups, with at most 2 masks) straight into
+ * byte lanes, with the histogram and the tests in the same pass. Bit b of a row (its two words as masks) adds 1 to
+ * byte lane b of its group (128 a group: a masked subtract of -1 on each of two vectors); 255 rows later the group's
+ * byte lanes go into its 16-bit lanes (flush8). Every row is tested against both its group's masks (avx512_holds)
+ * and adds that, or 0 when it is not tested or its group has no choice: no branch per row. Against the nibble lanes
+ * (no shifts, no flush every 15 rows, no loop over the tested rows): RAPPOR k = 128, m = 16, 10^6 rows with their
+ * statistics, 3.3 -> 2.5 ms; the fold alone 2.1 -> 1.6 ms (simulations/bench_fold.py). */
+typedef struct { /* avx512_bytes's pointers, read once (a store to the byte lanes may alias any field of the job) */
+    uint8_t *l8;
+    uint16_t *r8;
+    int64_t *counts, *hist;
+    uint64_t *tp, pm0, pm1;
+    const uint64_t *masks;
+    const uint8_t *chosen;
+} bytes_t;
+INLINE T_AVX512 void avx512_byte_row(job_t *J, const bytes_t *B, Py_ssize_t g, const uint8_t *row, uint64_t tested,
+                                     const int hist_on, const int tests)
+{
+    const __m512i minus1 = _mm512_set1_epi8(-1);
+    const uint64_t w0 = word_at(row), w1 = word_at(row + 8);
+    uint8_t *const lanes = B->l8 + 128 * g;
+    const __m512i lo = _mm512_load_si512(lanes), hi = _mm512_load_si512(lanes + 64);
+    _mm512_store_si512(lanes, _mm512_mask_sub_epi8(lo, _cvtu64_mask64(w0), lo, minus1));
+    _mm512_store_si512(lanes + 64, _mm512_mask_sub_epi8(hi, _cvtu64_mask64(w1), hi, minus1));
+    if (__builtin_expect(++B->r8[g] == 255, 0))
+        B->counts[g] += 255, flush8(J, g);
+    if (hist_on)
+        B->hist[popc(w0 & B->pm0, 1) + popc(w1 & B->pm1, 1)] += 1;
+    if (tests)
+        B->tp[g] += avx512_holds(row, B->masks + 4 * g) & (0 - (tested & (B->chosen[g] != 0)));
+}
+INLINE T_AVX512 void avx512_bytes_w(job_t *J, const int width, const int hist_on, const int tests)
+{
+    const Py_ssize_t n = J->n, nbytes = J->nbytes, n_safe = J->n_safe;
+    const uint8_t *const groups = J->groups, *const rows = J->rows;
+    const bytes_t B = {(uint8_t *)J->l8, J->r8, J->counts, J->hist, J->tp, J->pmask[0], J->pmask[1], J->masks,
+                       J->chosen};
+    for (Py_ssize_t i0 = 0; i0 < n; i0 += 64) {
+        const Py_ssize_t i1 = i0 + 64 < n ? i0 + 64 : n, safe = i1 < n_safe ? i1 : n_safe;
+        const uint64_t tw = tests ? bits_at(J->tested, i0, i1) : 0;
+        Py_ssize_t i = i0;
+        for (const uint8_t *row = rows + i0 * nbytes; i < safe; i++, row += nbytes)
+            avx512_byte_row(J, &B, group_at(groups, width, i), row, tw >> (i - i0) & 1, hist_on, tests);
+        for (; i < i1; i++) /* the last rows: from a zero-padded copy */
+            avx512_byte_row(J, &B, group_at(groups, width, i), staged(J, rows + i * nbytes), tw >> (i - i0) & 1,
+                            hist_on, tests);
+        if (tests && i0 / 64 % UNPACK == UNPACK - 1)
+            unpack(J);
+    }
+    for (Py_ssize_t g = 0; g < J->num_groups; g++) /* the rows still in the byte lanes (run flushes them) */
+        J->counts[g] += J->r8[g];
+}
+static T_AVX512 void avx512_bytes(job_t *J)
+{
+    const int h = J->hist_on, t = J->tests_on;
+    if (J->width == 1)
+        h && t ? avx512_bytes_w(J, 1, 1, 1) : !h && !t ? avx512_bytes_w(J, 1, 0, 0) : avx512_bytes_w(J, 1, h, t);
+    else
+        avx512_bytes_w(J, J->width, h, t);
+}
 #else
 #define X86 0
 #endif
@@ -388,6 +450,7 @@ static int run(job_t *J)
     const Py_ssize_t G = J->num_groups;
     J->single = J->fold && G == 1;
     J->narrow = J->nbytes <= 16 && !J->single;
+    J->bytes = e == AVX512 && J->narrow && J->fold && J->nmasks <= 2;
     const int vw = ENGINE_WORDS[e];
     J->nch = J->narrow ? 1 : (J->nbytes + 8 * vw - 1) / (8 * vw);
     J->nw4 = J->narrow ? 8 : 4 * vw * J->nch;
@@ -409,7 +472,7 @@ static int run(job_t *J)
         const Py_ssize_t k = (p / 8) % J->nw4, j = p % 8, half = p / (8 * J->nw4);
         const Py_ssize_t w = J->narrow ? (k % vw) % 2 : (k / (4 * vw)) * vw + k % vw;
         const Py_ssize_t s = J->narrow ? (k / vw) * (vw / 2) + (k % vw) / 2 : (k / vw) % 4;
-        const Py_ssize_t b = 64 * w + 8 * j + 4 * half + s;
+        const Py_ssize_t b = J->bytes ? p : 64 * w + 8 * j + 4 * half + s;
         J->bit[p] = b < J->nbits ? (int32_t)b : -1;
     }
     for (Py_ssize_t b = 0; b < J->nbits; b++)
@@ -420,7 +483,12 @@ static int run(job_t *J)
     else if (!(J->order = calloc((size_t)(J->chunk + G + 1), 4)))
         return free(mem), PyErr_NoMemory(), -1;
     Py_BEGIN_ALLOW_THREADS
-    RUN[e](J);
+#if X86
+    if (J->bytes)
+        avx512_bytes(J);
+    else
+#endif
+        RUN[e](J);
     for (Py_ssize_t g = 0; J->fold && g < G; g++) { /* what is left in the lanes, level by level */
         if (J->c4[g])
             generic_flush4(J, g);

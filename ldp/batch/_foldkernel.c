@@ -279,7 +279,7 @@ PyMODINIT_FUNC PyInit__foldkernel(void)
     __builtin_cpu_init();
     engine_ok[AVX2] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")
                       && __builtin_cpu_supports("bmi");
-    engine_ok[AVX512] = engine_ok[AVX2] && __builtin_cpu_supports("avx512f");
+    engine_ok[AVX512] = engine_ok[AVX2] && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 #endif
     engine = engine_ok[AVX512] ? AVX512 : engine_ok[AVX2] ? AVX2 : GENERIC;
     return PyModule_Create(&module);
