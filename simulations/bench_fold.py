@@ -248,9 +248,10 @@ def scatter_floor(batch: Any, params: Any, repeats: int, read_s: float | None = 
                   exe: Any = None) -> dict[str, Any] | None:
     """The floor under an exact HCMS fold (``simulations/fold_floor.c``, built here with the system's ``cc``): the
     best times of the barest loops that add each report into its cell (int32 sums and the counts; int16 sums alone;
-    the reports cold, the table in the caches) and of a C read of the same bytes; ``of_read``: each loop's rate as a
-    share of the read's, ``read_s`` (the numpy read the fold is judged against) when given, else the C read's. None
-    without a C compiler. ``exe``: the program already built (tests)."""
+    int16 sums in two passes, split by hash first so that each scatter stays in L1, ``part16``, None when its keys do
+    not fit 16 bits; the reports cold, the table in the caches) and of a C read of the same bytes; ``of_read``: each
+    loop's rate as a share of the read's, ``read_s`` (the numpy read the fold is judged against) when given, else the
+    C read's. None without a C compiler. ``exe``: the program already built (tests)."""
     import json
     import shutil
     import subprocess
@@ -276,7 +277,9 @@ def scatter_floor(batch: Any, params: Any, repeats: int, read_s: float | None = 
     out.pop("sink")
     out["c_read_s"] = out.pop("read_s")
     out["read_s"] = out["c_read_s"] if read_s is None else read_s
-    out["of_read"] = {k: out["read_s"] / out[f"{k}_s"] for k in ("scatter32", "scatter16")}
+    if out["part16_s"] < 0:
+        out["part16_s"] = None
+    out["of_read"] = {k: out["read_s"] / out[f"{k}_s"] for k in ("scatter32", "scatter16", "part16") if out[f"{k}_s"]}
     return out
 
 

@@ -1,7 +1,8 @@
 """The floor under an exact HCMS fold (``simulations/fold_floor.c``, run by ``bench_fold.scatter_floor`` for the
-``fold_bandwidth`` section): it builds with the system's C compiler, times its three loops on the batch's own columns
+``fold_bandwidth`` section): it builds with the system's C compiler, times its four loops on the batch's own columns
 and states each scatter's rate as a share of the read's; it refuses a report out of the table, so it never times
-writes outside it. No timing is asserted."""
+writes outside it, and fails when the two-pass scatter adds other sums than the one-pass one. No timing is
+asserted."""
 
 from __future__ import annotations
 
@@ -40,8 +41,9 @@ def test_the_floor_times_its_loops_on_the_batch_and_states_their_share_of_the_re
     floor = load_script("bench_fold").scatter_floor
     out = floor(batch, params, 1, exe=exe)
     assert out["n"] == 4000 and out["read_s"] == out["c_read_s"]
-    assert all(out[k] > 0 for k in ("read_s", "scatter32_s", "scatter16_s"))
-    assert out["of_read"] == pytest.approx({k: out["read_s"] / out[f"{k}_s"] for k in ("scatter32", "scatter16")})
+    assert all(out[k] > 0 for k in ("read_s", "scatter32_s", "scatter16_s", "part16_s"))
+    assert out["of_read"] == pytest.approx({k: out["read_s"] / out[f"{k}_s"]
+                                            for k in ("scatter32", "scatter16", "part16")})
     judged = floor(batch, params, 1, read_s=1e-3, exe=exe)  # against the read the fold is judged by
     assert judged["read_s"] == 1e-3 and judged["of_read"]["scatter16"] == pytest.approx(1e-3 / judged["scatter16_s"])
 
@@ -57,3 +59,12 @@ def test_a_report_out_of_the_table_is_refused(exe, tmp_path):
             assert run.returncode == 2 and "report 2 out of range" in run.stderr
         else:
             assert run.returncode == 0 and '"n": 3' in run.stdout
+
+
+def test_the_two_pass_scatter_is_left_out_when_its_keys_do_not_fit_16_bits(exe):
+    params = HcmsParams(4.0, 16, 4096)  # 16 rows of 4096 cells: keys up to 2^17
+    rng = np.random.default_rng(3)
+    batch = HcmsEncoder(params, rng=rng, simulation=True).encode_batch(rng.integers(0, 9, 500), rng,
+                                                                        candidates=[f"w{i}" for i in range(9)])
+    out = load_script("bench_fold").scatter_floor(batch, params, 1, exe=exe)
+    assert out["part16_s"] is None and set(out["of_read"]) == {"scatter32", "scatter16"}
