@@ -278,7 +278,14 @@ def associate(a: Variable, b: Variable, reports_a: Any, reports_b: Any, *, se: s
         raise ValueError(f"se must be one of {SE_METHODS}, got {se!r}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    data = pair_data(a, b, reports_a, reports_b)
+    return fit_pair(a, b, pair_data(a, b, reports_a, reports_b), se=se, replicates=replicates, level=level, tol=tol,
+                    max_maps=max_maps, rng=rng)
+
+
+def fit_pair(a: Variable, b: Variable, data: PairData, *, se: str, replicates: int, level: float, tol: float,
+             max_maps: int, rng: Any) -> Association:
+    """:func:`associate` on the pair's reports already tabulated (:func:`pair_data`; its arguments checked there),
+    for a caller that fits one pair more than once."""
     n = int(data.counts.sum())
     fit = em_fit(data, independence_start(data), tol=tol, max_maps=max_maps)
     pi = fit.pi[0]

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ldp.decoders.association import INFORMATION_WORK, Association, Variable, associate, information_se, pair_data
+from ldp.decoders.association import INFORMATION_WORK, Association, Variable, fit_pair, information_se, pair_data
 from ldp.decoders.rappor_decode import RapporEstimates, decode
 from ldp.decoders.results import Estimates
 from ldp.decoders.tabular import ResultTable, jsonable
@@ -107,18 +107,19 @@ def _pair_table(va: Variable, vb: Variable, cols_a: dict[str, Any], cols_b: dict
     """The EM table of one position pair with standard errors: ``"information"`` over the cells the EM left
     active (``π̂ > 10⁻⁹``) when ``se="auto"`` and its ``J·K²`` fits
     :data:`~ldp.decoders.association.INFORMATION_WORK`, else the bootstrap."""
-    def bootstrap() -> Association:
-        return associate(va, vb, cols_a, cols_b, se="bootstrap", replicates=replicates, tol=stop[0],
-                         max_maps=stop[1], rng=rng)
+    data = pair_data(va, vb, cols_a, cols_b)  # once, for every fit of the pair
+
+    def fit(se: str) -> Association:
+        return fit_pair(va, vb, data, se=se, replicates=replicates, level=0.95, tol=stop[0], max_maps=stop[1],
+                        rng=rng)
 
     if se == "bootstrap":
-        return bootstrap()
-    res = associate(va, vb, cols_a, cols_b, se="none", tol=stop[0], max_maps=stop[1])
-    data = pair_data(va, vb, cols_a, cols_b)
+        return fit("bootstrap")
+    res = fit("none")
     active = int((res.table > 1e-9).sum())
     if se == "information" or float(data.ia.size) * active ** 2 <= INFORMATION_WORK:
         return replace(res, se=information_se(data, res.table), se_method="information")
-    return bootstrap()
+    return fit("bootstrap")
 
 
 def discover(agg: RapporNgramsAggregate, *, alpha: float = 0.05, gram_alpha: float = 0.05, pair_alpha: float = 0.05,
