@@ -13,14 +13,14 @@ __all__ = ["demo_command", "register"]
 
 def register(sub: Any) -> None:
     """Add ``demo`` to the ``ldp`` subcommands."""
-    demo = sub.add_parser("demo", help="a simulated collection end to end (measured: about 11 s on 2 idle cores; "
-                                       "--quick about 4 s)",
+    demo = sub.add_parser("demo", help="a simulated collection end to end (measured: about 6 s on 2 idle cores; "
+                                       "--quick about 2 s)",
                           description="Simulate clients encoding with their budget ledgers, the server aggregating "
                                       "and estimating, and the privacy spent.")
     demo.add_argument("--n", type=int, help="devices with budget ledgers (default 5000, or 500 with --quick)")
     demo.add_argument("--epsilon", type=finite_float, default=1.0, help="ε of the app-category metric (default 1)")
     demo.add_argument("--seed", type=non_negative_int, help="seed for a reproducible run")
-    demo.add_argument("--quick", action="store_true", help="smaller collections: measured about 4 s on 2 idle cores")
+    demo.add_argument("--quick", action="store_true", help="smaller collections: measured about 2 s on 2 idle cores")
     demo.add_argument("--plots", metavar="DIR", help="also write one figure per question into DIR (needs matplotlib)")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
     demo.set_defaults(handler=demo_command)

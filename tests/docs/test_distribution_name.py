@@ -131,8 +131,8 @@ def test_the_quick_start_and_its_timings_read_the_same_everywhere() -> None:
         assert line in (ROOT / "docs" / "getting-started.md").read_text().splitlines() and line in QUICK_START, line
     suite = [re.findall(r"tests in about ([\d.]+ min)", readme), re.findall(r"tests in about ([\d.]+ min)", started),
              re.findall(r"test suite about ([\d.]+ min)", QUICK_START)]
-    install = [re.findall(r"\(about ([\d.]+ min),", readme), re.findall(r"; about ([\d.]+ min),", started),
-               re.findall(r"the install about ([\d.]+ min)", QUICK_START)]
+    install = [re.findall(r"\(about ([\d.]+ (?:s|min)),", readme), re.findall(r"; about ([\d.]+ (?:s|min)),", started),
+               re.findall(r"the install about ([\d.]+ (?:s|min))", QUICK_START)]
     for said in (suite, install):
         assert all(len(found) == 1 for found in said) and len({found[0] for found in said}) == 1, said
     demo = re.findall(r"demo takes about ([\d.]+ s), `ldp demo --quick` about ([\d.]+ s)", readme)
