@@ -182,6 +182,8 @@ def fold_bandwidth(b: ModuleType, ctx: Any) -> dict[str, Any]:
             row["kernel_fold_only_cold"] = _kernel_runs(name, batch, params, repeats, True, statistics=False)
         if name.startswith("hcms"):  # the barest scattered increments, in C, beside a C read of the same bytes
             row["floor"] = scatter_floor(batch, params, repeats, row["add_batch_cold"]["read_s"])
+        if name.startswith("rappor"):  # the fold and its statistics, each alone and together, in C
+            row["floor"] = rappor_floor(batch, params, repeats, row["add_batch_cold"]["read_s"])
         row.update(ctx.judge(f"{name}.add_batch.of_read_cold", row["add_batch_cold"]["of_read"], ">=", 0.25,
                              "fold rate / numpy read rate of the same bytes"))
         out["cases"][name] = row
@@ -244,14 +246,9 @@ def _kernel_runs(name: str, batch: Any, params: Any, repeats: int, cold: bool,
     return paired_runs(fold, lambda: None, tuple(cols.values()), repeats, cold)
 
 
-def scatter_floor(batch: Any, params: Any, repeats: int, read_s: float | None = None,
-                  exe: Any = None) -> dict[str, Any] | None:
-    """The floor under an exact HCMS fold (``simulations/fold_floor.c``, built here with the system's ``cc``): the
-    best times of the barest loops that add each report into its cell (int32 sums and the counts; int16 sums alone;
-    int16 sums in two passes, split by hash first so that each scatter stays in L1, ``part16``, None when its keys do
-    not fit 16 bits; the reports cold, the table in the caches) and of a C read of the same bytes; ``of_read``: each
-    loop's rate as a share of the read's, ``read_s`` (the numpy read the fold is judged against) when given, else the
-    C read's. None without a C compiler. ``exe``: the program already built (tests)."""
+def _run_floor(source: str, payload: bytes, repeats: int, exe: Any = None) -> dict[str, Any] | None:
+    """Build ``simulations/<source>`` with the system's ``cc`` (-O2 -march=native; ``exe``: already built), run it on
+    ``payload`` (its input file) and return its line of JSON; None without a C compiler."""
     import json
     import shutil
     import subprocess
@@ -261,26 +258,73 @@ def scatter_floor(batch: Any, params: Any, repeats: int, read_s: float | None = 
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None and exe is None:
         return None
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "input.bin"
+        if exe is None and cc is not None:
+            exe = Path(tmp) / Path(source).stem
+            subprocess.run([cc, "-O2", "-march=native", "-o", str(exe), str(Path(__file__).with_name(source))],
+                           check=True)
+        data.write_bytes(payload)
+        out: dict[str, Any] = json.loads(subprocess.run([str(exe), str(data), str(repeats)], check=True,
+                                                        capture_output=True, text=True).stdout)
+    out.pop("sink")
+    return out
+
+
+def _against(out: dict[str, Any], loops: tuple[str, ...], read_s: float | None) -> dict[str, Any]:
+    """``out`` with its C read as ``c_read_s``, ``read_s`` the read judged against (the numpy one when given), each
+    loop not run (-1) as None, and ``of_read``: each loop's rate as a share of that read's."""
+    out["c_read_s"] = out.pop("read_s")
+    out["read_s"] = out["c_read_s"] if read_s is None else read_s
+    for k in loops:
+        if out[f"{k}_s"] < 0:
+            out[f"{k}_s"] = None
+    out["of_read"] = {k: out["read_s"] / out[f"{k}_s"] for k in loops if out[f"{k}_s"]}
+    return out
+
+
+def scatter_floor(batch: Any, params: Any, repeats: int, read_s: float | None = None,
+                  exe: Any = None) -> dict[str, Any] | None:
+    """The floor under an exact HCMS fold (``simulations/fold_floor.c``): the best times of the barest loops that add
+    each report into its cell (int32 sums and the counts; int16 sums alone; int16 sums in two passes, split by hash
+    first so that each scatter stays in L1, ``part16``, None when its keys do not fit 16 bits; the reports cold, the
+    table in the caches) and of a C read of the same bytes; ``of_read`` as :func:`_against`. None without a C
+    compiler."""
     cols = batch.columns
     g, c, bit = (np.ascontiguousarray(cols[k], t) for k, t in (("hash", np.uint8), ("row", np.uint16),
                                                                   ("bit", np.uint8)))
-    with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp) / "columns.bin"
-        if exe is None:
-            exe = Path(tmp) / "fold_floor"
-            subprocess.run([cc, "-O2", "-march=native", "-o", str(exe), str(Path(__file__).with_name("fold_floor.c"))],
-                           check=True)
-        shape = np.array([params.num_hashes, params.width], np.uint32)
-        data.write_bytes(np.uint64(g.size).tobytes() + shape.tobytes() + g.tobytes() + c.tobytes() + bit.tobytes())
-        out = json.loads(subprocess.run([str(exe), str(data), str(repeats)], check=True, capture_output=True,
-                                        text=True).stdout)
-    out.pop("sink")
-    out["c_read_s"] = out.pop("read_s")
-    out["read_s"] = out["c_read_s"] if read_s is None else read_s
-    if out["part16_s"] < 0:
-        out["part16_s"] = None
-    out["of_read"] = {k: out["read_s"] / out[f"{k}_s"] for k in ("scatter32", "scatter16", "part16") if out[f"{k}_s"]}
-    return out
+    shape = np.array([params.num_hashes, params.width], np.uint32)
+    out = _run_floor("fold_floor.c", np.uint64(g.size).tobytes() + shape.tobytes() + g.tobytes() + c.tobytes()
+                     + bit.tobytes(), repeats, exe)
+    return None if out is None else _against(out, ("scatter32", "scatter16", "part16"), read_s)
+
+
+def rappor_floor(batch: Any, params: Any, repeats: int, read_s: float | None = None, exe: Any = None,
+                 seed: int = 0) -> dict[str, Any] | None:
+    """The parts of RAPPOR's fold with its statistics, each alone and together (``simulations/rappor_floor.c``): the
+    fold into byte lanes (8 copies a cohort), the statistics alone (the histogram, the tests of a fair-coin half
+    against two random sets a cohort, of ``cooccurrence_sizes`` bits), both in one pass, and a C read of the same
+    bytes; ``of_read`` as :func:`_against`. None without a C compiler, or for rows of more than 16 bytes (k > 128),
+    or more than 256 cohorts."""
+    from ldp.batch.rappor_evidence import cooccurrence_sizes
+
+    k, m = params.num_bloombits, params.num_cohorts
+    if k > 128 or m > 256:
+        return None
+    cohorts, bits_col = (np.ascontiguousarray(batch.columns[c], np.uint8) for c in ("cohort", "bits"))
+    n = cohorts.size
+    rows = np.zeros((n, 16), np.uint8)  # the program's rows are 16 bytes
+    rows[:, :bits_col.shape[1]] = bits_col
+    rng = np.random.default_rng(seed)
+    sets = np.zeros((m, 2, 128), bool)  # a set left empty (fewer sizes) is held by every row
+    for g in range(m):
+        for j, size in enumerate(cooccurrence_sizes(params)[:2]):
+            sets[g, j, rng.choice(k, size, replace=False)] = True
+    payload = (np.uint64(n).tobytes() + np.array([k, m], np.uint32).tobytes()
+               + cohorts.tobytes() + rows.tobytes()
+               + rng.bytes((n + 7) // 8) + np.packbits(sets, axis=2, bitorder="little").tobytes())
+    out = _run_floor("rappor_floor.c", payload, repeats, exe)
+    return None if out is None else _against(out, ("fold", "stats", "both"), read_s)
 
 
 def register(b: ModuleType) -> None:
