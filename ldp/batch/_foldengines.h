@@ -134,10 +134,10 @@ INLINE uint64_t generic_holds(const uint8_t *row, const uint64_t *mk)
     return HOLDS[((mk[0] & ~x0) == 0) | ((mk[1] & ~x1) == 0) << 1 | ((mk[2] & ~x0) == 0) << 2
                  | ((mk[3] & ~x1) == 0) << 3];
 }
-static void unpack(job_t *J)
+static void unpack(job_t *J) /* a group with no choice adds nothing (avx512_bytes tests its rows all the same) */
 {
     for (Py_ssize_t g = 0; g < J->num_groups; g++)
-        for (int j = 0; j < 3; j++)
+        for (int j = 0; J->chosen[g] && j < 3; j++)
             J->tg[4 * g + j] += (int64_t)(J->tp[g] >> 21 * j & 0x1FFFFF);
     memset(J->tp, 0, 8 * (size_t)J->num_groups);
 }
@@ -380,10 +380,11 @@ typedef struct { /* avx512_bytes's pointers, read once (a store to the byte lane
     int64_t *counts, *hist;
     uint64_t *tp, pm0, pm1;
     const uint64_t *masks;
-    const uint8_t *chosen;
 } bytes_t;
-INLINE T_AVX512 void avx512_byte_row(job_t *J, const bytes_t *B, Py_ssize_t g, const uint8_t *row, uint64_t tested,
-                                     const int hist_on, const int tests)
+/* Row `row` of group g; tested: 1 when it is tested, else 0 (its group's choice is applied by unpack). full: the
+ * row's 128 bits are all counted (no mask before the popcounts). */
+INLINE T_AVX512 void avx512_byte_row(job_t *J, const bytes_t *B, Py_ssize_t g, const uint8_t *row, unsigned tested,
+                                     const int hist_on, const int tests, const int full)
 {
     const __m512i minus1 = _mm512_set1_epi8(-1);
     const uint64_t w0 = word_at(row), w1 = word_at(row + 8);
@@ -394,25 +395,24 @@ INLINE T_AVX512 void avx512_byte_row(job_t *J, const bytes_t *B, Py_ssize_t g, c
     if (__builtin_expect(++B->r8[g] == 255, 0))
         B->counts[g] += 255, flush8(J, g);
     if (hist_on)
-        B->hist[popc(w0 & B->pm0, 1) + popc(w1 & B->pm1, 1)] += 1;
+        B->hist[full ? popc(w0, 1) + popc(w1, 1) : popc(w0 & B->pm0, 1) + popc(w1 & B->pm1, 1)] += 1;
     if (tests)
-        B->tp[g] += avx512_holds(row, B->masks + 4 * g) & (0 - (tested & (B->chosen[g] != 0)));
+        B->tp[g] += avx512_holds(row, B->masks + 4 * g) & (0 - (uint64_t)tested);
 }
-INLINE T_AVX512 void avx512_bytes_w(job_t *J, const int width, const int hist_on, const int tests)
+INLINE T_AVX512 void avx512_bytes_w(job_t *J, const int width, const int hist_on, const int tests, const int full)
 {
-    const Py_ssize_t n = J->n, nbytes = J->nbytes, n_safe = J->n_safe;
+    const Py_ssize_t n = J->n, nbytes = full ? 16 : J->nbytes, n_safe = J->n_safe;
     const uint8_t *const groups = J->groups, *const rows = J->rows;
-    const bytes_t B = {(uint8_t *)J->l8, J->r8, J->counts, J->hist, J->tp, J->pmask[0], J->pmask[1], J->masks,
-                       J->chosen};
+    const bytes_t B = {(uint8_t *)J->l8, J->r8, J->counts, J->hist, J->tp, J->pmask[0], J->pmask[1], J->masks};
     for (Py_ssize_t i0 = 0; i0 < n; i0 += 64) {
         const Py_ssize_t i1 = i0 + 64 < n ? i0 + 64 : n, safe = i1 < n_safe ? i1 : n_safe;
-        const uint64_t tw = tests ? bits_at(J->tested, i0, i1) : 0;
+        uint64_t coins = tests ? bits_at(J->tested, i0, i1) : 0;
         Py_ssize_t i = i0;
-        for (const uint8_t *row = rows + i0 * nbytes; i < safe; i++, row += nbytes)
-            avx512_byte_row(J, &B, group_at(groups, width, i), row, tw >> (i - i0) & 1, hist_on, tests);
-        for (; i < i1; i++) /* the last rows: from a zero-padded copy */
-            avx512_byte_row(J, &B, group_at(groups, width, i), staged(J, rows + i * nbytes), tw >> (i - i0) & 1,
-                            hist_on, tests);
+        for (const uint8_t *row = rows + i0 * nbytes; i < safe; i++, row += nbytes, coins >>= 1)
+            avx512_byte_row(J, &B, group_at(groups, width, i), row, (unsigned)(coins & 1), hist_on, tests, full);
+        for (; i < i1; i++, coins >>= 1) /* the last rows: from a zero-padded copy */
+            avx512_byte_row(J, &B, group_at(groups, width, i), staged(J, rows + i * nbytes), (unsigned)(coins & 1),
+                            hist_on, tests, full);
         if (tests && i0 / 64 % UNPACK == UNPACK - 1)
             unpack(J);
     }
@@ -421,11 +421,13 @@ INLINE T_AVX512 void avx512_bytes_w(job_t *J, const int width, const int hist_on
 }
 static T_AVX512 void avx512_bytes(job_t *J)
 {
-    const int h = J->hist_on, t = J->tests_on;
-    if (J->width == 1)
-        h && t ? avx512_bytes_w(J, 1, 1, 1) : !h && !t ? avx512_bytes_w(J, 1, 0, 0) : avx512_bytes_w(J, 1, h, t);
+    const int h = J->hist_on, t = J->tests_on, full = J->nbits == 128;
+    if (J->width == 1 && h && t)
+        full ? avx512_bytes_w(J, 1, 1, 1, 1) : avx512_bytes_w(J, 1, 1, 1, 0);
+    else if (J->width == 1)
+        !h && !t ? avx512_bytes_w(J, 1, 0, 0, 0) : avx512_bytes_w(J, 1, h, t, 0);
     else
-        avx512_bytes_w(J, J->width, h, t);
+        avx512_bytes_w(J, J->width, h, t, 0);
 }
 #else
 #define X86 0
