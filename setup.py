@@ -10,7 +10,7 @@ Without a C compiler the build goes on without them: :mod:`ldp.batch.bits`, :mod
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("ldp.batch._foldkernel", ["ldp/batch/_foldkernel.c"],
-                             depends=["ldp/batch/_foldengines.h"], optional=True),
+                             depends=["ldp/batch/_foldengines.h", "ldp/batch/_foldbytes.h"], optional=True),
                    Extension("ldp.batch._lhkernel", ["ldp/batch/_lhkernel.c"], optional=True),
                    Extension("ldp.batch._emkernel", ["ldp/batch/_emkernel.c"], optional=True),
                    Extension("ldp.batch._linekernel", ["ldp/batch/_linekernel.c"], optional=True),

@@ -42,6 +42,7 @@ typedef struct {
     uint32_t *order;           /* _sorted: a chunk's rows by group (numbers from the chunk's start), then G + 1 ends */
     Py_ssize_t chunk;          /* _sorted: rows per chunk; 0: not sorted */
     int bytes;                 /* avx512_bytes: byte lane p of a group counts bit p */
+    uint8_t *recs;             /* avx512_bytes: a record of 256 bytes per group (_foldbytes.h) */
 } job_t;
 
 INLINE Py_ssize_t group_at(const uint8_t *groups, int width, Py_ssize_t i)
@@ -367,68 +368,7 @@ INLINE T_AVX512 void avx512_narrow(uint64_t *a4, const uint8_t *row)
 }
 STEPS(avx512, T_AVX512, v8, 64)
 ENGINE(avx512, T_AVX512, 1)
-/* avx512_bytes: the fold of rows of at most 16 bytes (in any number of groups, with at most 2 masks) straight into
- * byte lanes, with the histogram and the tests in the same pass. Bit b of a row (its two words as masks) adds 1 to
- * byte lane b of its group (128 a group: a masked subtract of -1 on each of two vectors); 255 rows later the group's
- * byte lanes go into its 16-bit lanes (flush8). Every row is tested against both its group's masks (avx512_holds)
- * and adds that, or 0 when it is not tested or its group has no choice: no branch per row. Against the nibble lanes
- * (no shifts, no flush every 15 rows, no loop over the tested rows): RAPPOR k = 128, m = 16, 10^6 rows with their
- * statistics, 3.3 -> 2.5 ms; the fold alone 2.1 -> 1.6 ms (simulations/bench_fold.py). */
-typedef struct { /* avx512_bytes's pointers, read once (a store to the byte lanes may alias any field of the job) */
-    uint8_t *l8;
-    uint16_t *r8;
-    int64_t *counts, *hist;
-    uint64_t *tp, pm0, pm1;
-    const uint64_t *masks;
-} bytes_t;
-/* Row `row` of group g; tested: 1 when it is tested, else 0 (its group's choice is applied by unpack). full: the
- * row's 128 bits are all counted (no mask before the popcounts). */
-INLINE T_AVX512 void avx512_byte_row(job_t *J, const bytes_t *B, Py_ssize_t g, const uint8_t *row, unsigned tested,
-                                     const int hist_on, const int tests, const int full)
-{
-    const __m512i minus1 = _mm512_set1_epi8(-1);
-    const uint64_t w0 = word_at(row), w1 = word_at(row + 8);
-    uint8_t *const lanes = B->l8 + 128 * g;
-    const __m512i lo = _mm512_load_si512(lanes), hi = _mm512_load_si512(lanes + 64);
-    _mm512_store_si512(lanes, _mm512_mask_sub_epi8(lo, _cvtu64_mask64(w0), lo, minus1));
-    _mm512_store_si512(lanes + 64, _mm512_mask_sub_epi8(hi, _cvtu64_mask64(w1), hi, minus1));
-    if (__builtin_expect(++B->r8[g] == 255, 0))
-        B->counts[g] += 255, flush8(J, g);
-    if (hist_on)
-        B->hist[full ? popc(w0, 1) + popc(w1, 1) : popc(w0 & B->pm0, 1) + popc(w1 & B->pm1, 1)] += 1;
-    if (tests)
-        B->tp[g] += avx512_holds(row, B->masks + 4 * g) & (0 - (uint64_t)tested);
-}
-INLINE T_AVX512 void avx512_bytes_w(job_t *J, const int width, const int hist_on, const int tests, const int full)
-{
-    const Py_ssize_t n = J->n, nbytes = full ? 16 : J->nbytes, n_safe = J->n_safe;
-    const uint8_t *const groups = J->groups, *const rows = J->rows;
-    const bytes_t B = {(uint8_t *)J->l8, J->r8, J->counts, J->hist, J->tp, J->pmask[0], J->pmask[1], J->masks};
-    for (Py_ssize_t i0 = 0; i0 < n; i0 += 64) {
-        const Py_ssize_t i1 = i0 + 64 < n ? i0 + 64 : n, safe = i1 < n_safe ? i1 : n_safe;
-        uint64_t coins = tests ? bits_at(J->tested, i0, i1) : 0;
-        Py_ssize_t i = i0;
-        for (const uint8_t *row = rows + i0 * nbytes; i < safe; i++, row += nbytes, coins >>= 1)
-            avx512_byte_row(J, &B, group_at(groups, width, i), row, (unsigned)(coins & 1), hist_on, tests, full);
-        for (; i < i1; i++, coins >>= 1) /* the last rows: from a zero-padded copy */
-            avx512_byte_row(J, &B, group_at(groups, width, i), staged(J, rows + i * nbytes), (unsigned)(coins & 1),
-                            hist_on, tests, full);
-        if (tests && i0 / 64 % UNPACK == UNPACK - 1)
-            unpack(J);
-    }
-    for (Py_ssize_t g = 0; g < J->num_groups; g++) /* the rows still in the byte lanes (run flushes them) */
-        J->counts[g] += J->r8[g];
-}
-static T_AVX512 void avx512_bytes(job_t *J)
-{
-    const int h = J->hist_on, t = J->tests_on, full = J->nbits == 128;
-    if (J->width == 1 && h && t)
-        full ? avx512_bytes_w(J, 1, 1, 1, 1) : avx512_bytes_w(J, 1, 1, 1, 0);
-    else if (J->width == 1)
-        !h && !t ? avx512_bytes_w(J, 1, 0, 0, 0) : avx512_bytes_w(J, 1, h, t, 0);
-    else
-        avx512_bytes_w(J, J->width, h, t, 0);
-}
+#include "_foldbytes.h"
 #else
 #define X86 0
 #endif
@@ -462,7 +402,8 @@ static int run(job_t *J)
     if ((size_t)G > SIZE_MAX / 128 / nw4)
         return PyErr_NoMemory(), -1;
     const size_t lanes = 8 * 3 * gw * nw4 + 2 * 16 * gw * nw4, counters = 8 * (size_t)G + 4 * 16 * nw4 + 8 * nw4;
-    uint8_t *mem = calloc(lanes + counters + 8 * (size_t)J->nw + reach + 64, 1);
+    const size_t recs = J->bytes ? 256 * (size_t)G : 0;
+    uint8_t *mem = calloc(lanes + counters + 8 * (size_t)J->nw + reach + recs + 128, 1);
     if (!mem)
         return PyErr_NoMemory(), -1;
     /* lanes at a cache line's start (each group's a whole number of lines): no vector access spans two lines */
@@ -470,6 +411,7 @@ static int run(job_t *J)
     J->stage = (uint8_t *)(J->pmask + J->nw), J->l16 = (uint16_t *)(J->stage + reach);
     J->r16 = (uint32_t *)(J->l16 + 16 * gw * nw4), J->bit = (int32_t *)(J->r16 + G);
     J->c4 = (uint16_t *)(J->bit + 16 * nw4), J->r8 = J->c4 + G;
+    J->recs = (uint8_t *)(J->r8 + G), J->recs += -(uintptr_t)J->recs & 63; /* each record a whole number of lines */
     for (Py_ssize_t p = 0; p < 16 * J->nw4; p++) { /* the bit byte lane p counts: see job_t */
         const Py_ssize_t k = (p / 8) % J->nw4, j = p % 8, half = p / (8 * J->nw4);
         const Py_ssize_t w = J->narrow ? (k % vw) % 2 : (k / (4 * vw)) * vw + k % vw;
