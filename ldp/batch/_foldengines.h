@@ -42,7 +42,7 @@ typedef struct {
     uint32_t *order;           /* _sorted: a chunk's rows by group (numbers from the chunk's start), then G + 1 ends */
     Py_ssize_t chunk;          /* _sorted: rows per chunk; 0: not sorted */
     int bytes;                 /* avx512_bytes: byte lane p of a group counts bit p */
-    uint8_t *recs;             /* avx512_bytes: a record of 256 bytes per group (_foldbytes.h) */
+    uint8_t *recs;             /* avx512_bytes: 256 bytes of record, then 8 of counts, per group (_foldbytes.h) */
 } job_t;
 
 INLINE Py_ssize_t group_at(const uint8_t *groups, int width, Py_ssize_t i)
@@ -402,7 +402,7 @@ static int run(job_t *J)
     if ((size_t)G > SIZE_MAX / 128 / nw4)
         return PyErr_NoMemory(), -1;
     const size_t lanes = 8 * 3 * gw * nw4 + 2 * 16 * gw * nw4, counters = 8 * (size_t)G + 4 * 16 * nw4 + 8 * nw4;
-    const size_t recs = J->bytes ? 256 * (size_t)G : 0;
+    const size_t recs = J->bytes ? (256 + 8) * (size_t)G : 0;
     uint8_t *mem = calloc(lanes + counters + 8 * (size_t)J->nw + reach + recs + 128, 1);
     if (!mem)
         return PyErr_NoMemory(), -1;

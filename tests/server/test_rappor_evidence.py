@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import ldp.batch.bits as bits_mod
 from ldp.batch.rappor_evidence import (
@@ -149,6 +149,41 @@ def test_the_packed_test_counters_never_overflow(name: str) -> None:
     half = [n - 1, 1]
     assert apart.tolist() == [[h] * 3 for h in half] and summed.tolist() == [n] * 3
     assert counts.tolist() == half and (ones == np.array(half)[:, None]).all() and hist[16] == n
+
+
+@compiled
+@pytest.mark.parametrize("name", ENGINES)
+@settings(max_examples=40, deadline=None)
+@given(runs=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 300)), min_size=1, max_size=12),
+       k=st.sampled_from([128, 100, 16]), m=st.sampled_from([3, 300]), fill=st.sampled_from(["ones", "random"]),
+       seed=st.integers(0, 2**32 - 1))
+@example(runs=[(0, 70), (1, 122), (0, 192)], k=128, m=3, fill="ones", seed=0)  # 70 rows, then a window's 192
+@example(runs=[(0, 8), (1, 184), (0, 192)], k=128, m=3, fill="ones", seed=0)  # 200 rows at the window's check
+@example(runs=[(0, 255), (0, 1), (1, 3)], k=100, m=300, fill="ones", seed=0)  # a row bringing the lanes to 255
+def test_the_byte_lanes_are_widened_before_they_can_overflow(name: str, runs: list[tuple[int, int]], k: int, m: int,
+                                                            fill: str, seed: int) -> None:
+    """Runs of one group (the worst case for a group's byte lanes: up to 300 rows in a row, every bit set), folded with
+    the statistics (lanes widened at a window's check, or with more than 256 groups when a row brings them to 255)
+    against the row-by-row rules."""
+    rng = np.random.default_rng(seed)
+    cohorts = np.concatenate([np.full(r, g, np.uint8) for g, r in runs])
+    n, width = cohorts.size, (k + 7) // 8
+    rows = np.full((n, width), 0xFF, np.uint8) if fill == "ones" else rng.integers(0, 256, (n, width), np.uint8)
+    rows[:, -1] &= (1 << (k - 8 * (width - 1))) - 1 if k % 8 else 0xFF
+    tested = rng.integers(0, 2, n).astype(np.uint8)
+    masks = np.zeros((m, 2, width), np.uint8)
+    masks[:, :, 0] = [[0x03, 0x0F]]
+    chosen = np.ones(m, np.uint8)
+    want_hist, want_hits = _reference(cohorts, rows, k, tested, masks, chosen)
+    counts, ones = np.zeros(m, np.int64), np.zeros((m, k), np.int64)
+    hist, hits = np.zeros(k + 1, np.int64), np.zeros(3, np.int64)
+    with engine(name):
+        bits_mod._foldkernel.fold_rows(cohorts, 1, rows, width, k, counts, ones, hist,
+                                       np.packbits(tested, bitorder="little"), masks, 2, chosen, hits)
+    bits = np.unpackbits(rows, axis=1, count=k, bitorder="little").astype(np.int64)
+    assert counts.tolist() == np.bincount(cohorts, minlength=m).tolist()
+    assert all((ones[g] == bits[cohorts == g].sum(axis=0)).all() for g in range(3))
+    assert hist.tolist() == want_hist.tolist() and hits.tolist() == want_hits.tolist()
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 63, 64, 65, 1000, 4096, 10_001])
