@@ -2,9 +2,9 @@
  *
  * RAPPOR's add(batch) folds each report (a row of k <= 128 bits) into its cohort's k counters and counts it, and, for
  * the poisoning checks (ldp.batch.rappor_evidence), adds its number of 1 bits to a histogram and, when its coin says
- * so, tests it against its cohort's two chosen bit sets. This program times the barest exact loops of the fastest
- * design measured for each part, beside a read of the same bytes (the cohorts and the rows summed as 64-bit words),
- * each run after the caches were emptied (a 96 MiB read), as the benchmark's numpy pair does:
+ * so, tests it against its cohort's two chosen bit sets. This program times the fastest exact loops measured for
+ * each part alone and for both in one pass, beside a read of the same bytes (the cohorts and the rows summed as
+ * 64-bit words), each run after the caches were emptied (a 96 MiB read), as the benchmark's numpy pair does:
  *   read   the sum of the cohorts' and the rows' bytes
  *   fold   every row into its cohort's 128 byte lanes by a masked subtract of -1 (AVX-512BW), with 8 copies of each
  *          cohort's lanes (row i into copy i mod 8: a cohort's lanes are seldom read just after they were written,
@@ -13,7 +13,8 @@
  *   stats  the statistics alone: every row's 1 bits into a histogram (8 copies), every row whose coin is set
  *          tested against its cohort's two sets (a masked and-not), into packed counters per cohort and copy
  *          (rows, rows holding set 0, set 1: 21 bits each, unpacked every 2^20 rows); no branch per row
- *   both   fold and stats in one pass
+ *   both   the fold and the statistics in one pass, as the kernel does them (ldp/batch/_foldbytes.h): a record of
+ *          256 bytes per cohort (lanes, sets, test counters), its lanes widened at a check every 192 rows
  * Every loop's result is checked equal to a bit-by-bit reference (exit 2 when not). fold and both need AVX-512BW,
  * found at run time: without it they are not run (-1).
  * Input: a file of n (uint64), k, m (uint32 each), then the cohorts (n bytes), the rows (16 n bytes: k <= 128 bits,
@@ -106,7 +107,8 @@ static inline void block_ones(const job_t *J, uint64_t i0, uint64_t i1, uint8_t 
     }
 #endif
     for (; i < i1; i++)
-        ones[i - i0] = (uint8_t)(__builtin_popcountll(word(rows + 16 * i)) + __builtin_popcountll(word(rows + 16 * i + 8)));
+        ones[i - i0] = (uint8_t)(__builtin_popcountll(word(rows + 16 * i))
+                                 + __builtin_popcountll(word(rows + 16 * i + 8)));
 }
 
 /* Row i (of 1 bits ones, coin the lowest bit of coin) into the histogram and the tests: with AVX2, both sets in one
@@ -177,42 +179,118 @@ T_BW static void widen(const job_t *J, uint64_t *calls)
             J->ones[b] += J->l16[b], J->l16[b] = 0;
 }
 
-T_BW static inline void block_fold(const job_t *J, uint64_t i0, uint64_t i1, const int with_stats)
+T_BW static inline void block_fold(const job_t *J, uint64_t i0, uint64_t i1)
 {
     const __m512i minus1 = _mm512_set1_epi8(-1);
     const uint8_t *restrict rows = J->rows, *restrict cohorts = J->cohorts;
-    uint8_t *restrict l8 = J->l8, ones[64];
+    uint8_t *restrict l8 = J->l8;
     int64_t *restrict n_copy = J->n_copy;
-    uint64_t coins = 0;
-    if (with_stats)
-        block_ones(J, i0, i1, ones), memcpy(&coins, J->coins + i0 / 8, (i1 - i0 + 7) / 8);
-    for (uint64_t i = i0; i < i1; i++, coins >>= 1) {
+    for (uint64_t i = i0; i < i1; i++) {
         const size_t q = COPIES * (size_t)cohorts[i] + i % COPIES;
         uint8_t *lanes = l8 + 128 * q;
         const __m512i lo = _mm512_load_si512(lanes), hi = _mm512_load_si512(lanes + 64);
         _mm512_store_si512(lanes, _mm512_mask_sub_epi8(lo, _cvtu64_mask64(word(rows + 16 * i)), lo, minus1));
         _mm512_store_si512(lanes + 64, _mm512_mask_sub_epi8(hi, _cvtu64_mask64(word(rows + 16 * i + 8)), hi, minus1));
         n_copy[q] += 1;
-        if (with_stats)
-            row_stats(J, i, ones[i - i0], coins);
     }
-    if (with_stats && i0 / 64 % (UNPACK / 64) == UNPACK / 64 - 1)
-        unpack(J);
 }
 
-/* Every row into the byte lanes, a window of WINDOW rows at a time (then widened); with_stats: each row into the
- * histogram and the tests too, in the same loop. */
-T_BW static void fold(const job_t *J, int with_stats)
+/* Every row into the byte lanes, a window of WINDOW rows at a time (then every copy widened). */
+T_BW static void fold(const job_t *J)
 {
     uint64_t calls = 0;
     for (uint64_t w0 = 0; w0 < J->n; w0 += WINDOW) {
         const uint64_t w1 = w0 + WINDOW < J->n ? w0 + WINDOW : J->n;
-        for (uint64_t i0 = w0; i0 < w1; i0 += 64) {
-            const uint64_t i1 = i0 + 64 < w1 ? i0 + 64 : w1;
-            with_stats ? block_fold(J, i0, i1, 1) : block_fold(J, i0, i1, 0);
-        }
+        for (uint64_t i0 = w0; i0 < w1; i0 += 64)
+            block_fold(J, i0, i0 + 64 < w1 ? i0 + 64 : w1);
         widen(J, &calls);
     }
+}
+#endif
+
+#if HAVE_X86
+/* both: the fold and the statistics in one pass, as the kernel does them (avx512_bytes, ldp/batch/_foldbytes.h): a
+ * record of 256 bytes per cohort (its byte lanes, its two sets, its packed test counters: one address a row), its
+ * rows counted apart, its lanes widened at a window's check (every 192 rows: those holding more than 63 rows), each
+ * row's coin shifted out of a word, its 1 bits counted in two popcnt, its tests one 256-bit and-not. */
+typedef struct {
+    uint8_t lanes[128];
+    uint64_t sets[4], tp;
+    uint8_t pad[88];
+} rec_t;
+typedef struct {
+    rec_t *rec;
+    uint32_t *rows, *widened, *wide; /* per cohort: rows; rows at the last widening; rows in its 16-bit lanes */
+} recs_t;
+
+T_BW static void widen_rec(const job_t *J, const recs_t *S, uint32_t g)
+{
+    const uint32_t since = S->rows[g] - S->widened[g];
+    uint16_t *l16 = J->l16 + 128 * (size_t)g;
+    if (S->wide[g] + since > 65535) {
+        for (int b = 0; b < 128; b++)
+            J->ones[128 * (size_t)g + b] += l16[b], l16[b] = 0;
+        S->wide[g] = 0;
+    }
+    for (int h = 0; h < 128; h += 32) {
+        const __m512i a = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(S->rec[g].lanes + h)));
+        _mm512_storeu_si512(l16 + h, _mm512_add_epi16(_mm512_loadu_si512(l16 + h), a));
+    }
+    memset(S->rec[g].lanes, 0, 128), S->wide[g] += since, J->counts[g] += since, S->widened[g] = S->rows[g];
+}
+
+T_BW static void unpack_recs(const job_t *J, const recs_t *S)
+{
+    for (uint32_t g = 0; g < J->m; g++) {
+        for (int j = 0; j < 3; j++)
+            J->tests[3 * g + j] += (int64_t)(S->rec[g].tp >> 21 * j & 0x1FFFFF);
+        S->rec[g].tp = 0;
+    }
+}
+
+T_BW static void both(const job_t *J, const recs_t *S)
+{
+    static const uint64_t HOLDS[16] = {1, 1, 1, 1 | 1ULL << 21, 1, 1, 1, 1 | 1ULL << 21, 1, 1, 1, 1 | 1ULL << 21,
+                                       1 | 1ULL << 42, 1 | 1ULL << 42, 1 | 1ULL << 42, 1 | 1ULL << 21 | 1ULL << 42};
+    const __m512i minus1 = _mm512_set1_epi8(-1);
+    const uint8_t *restrict rows = J->rows, *restrict cohorts = J->cohorts;
+    rec_t *restrict rec = S->rec;
+    uint32_t *restrict count = S->rows;
+    int64_t *restrict hist = J->hist;
+    for (uint32_t g = 0; g < J->m; g++)
+        memcpy(rec[g].sets, J->sets + 4 * (size_t)g, 32);
+    for (uint64_t i0 = 0; i0 < J->n; i0 += 64) {
+        const uint64_t i1 = i0 + 64 < J->n ? i0 + 64 : J->n;
+        uint64_t coins = 0;
+        memcpy(&coins, J->coins + i0 / 8, (i1 - i0 + 7) / 8);
+        for (uint64_t i = i0; i < i1; i++, coins >>= 1) {
+            const uint32_t g = cohorts[i];
+            const uint64_t w0 = word(rows + 16 * i), w1 = word(rows + 16 * i + 8);
+            uint8_t *lanes = rec[g].lanes;
+            const __m512i lo = _mm512_load_si512(lanes), hi = _mm512_load_si512(lanes + 64);
+            _mm512_store_si512(lanes, _mm512_mask_sub_epi8(lo, _cvtu64_mask64(w0), lo, minus1));
+            _mm512_store_si512(lanes + 64, _mm512_mask_sub_epi8(hi, _cvtu64_mask64(w1), hi, minus1));
+            count[g] += 1;
+            hist[__builtin_popcountll(w0) + __builtin_popcountll(w1)] += 1;
+            const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(rows + 16 * i)));
+            const __m256i z = _mm256_andnot_si256(x, _mm256_loadu_si256((const __m256i *)rec[g].sets));
+            rec[g].tp += HOLDS[_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(z, _mm256_setzero_si256())))]
+                         & (0 - (coins & 1));
+        }
+        if ((i0 / 64 + 1) % 3 == 0) /* a window of 192 rows: room for the next one in every cohort's lanes */
+            for (uint32_t g = 0; g < J->m; g++)
+                if (S->rows[g] - S->widened[g] > 255 - 192)
+                    widen_rec(J, S, g);
+        if (i0 / 64 % (UNPACK / 64) == UNPACK / 64 - 1)
+            unpack_recs(J, S);
+    }
+    for (uint32_t g = 0; g < J->m; g++) {
+        widen_rec(J, S, g);
+        for (int b = 0; b < 128; b++)
+            J->ones[128 * (size_t)g + b] += J->l16[128 * (size_t)g + b], J->l16[128 * (size_t)g + b] = 0;
+        S->wide[g] = 0, S->rows[g] = S->widened[g] = 0;
+    }
+    unpack_recs(J, S);
 }
 #endif
 
@@ -278,7 +356,8 @@ int main(int argc, char **argv)
         return 2;
     }
     memcpy(sets, in + 17 * n + coin_bytes, 32 * (size_t)m), J.sets = sets;
-    const uint64_t pm0 = k >= 64 ? ~0ULL : (1ULL << k) - 1, pm1 = k >= 128 ? ~0ULL : k > 64 ? (1ULL << (k - 64)) - 1 : 0;
+    const uint64_t pm0 = k >= 64 ? ~0ULL : (1ULL << k) - 1;
+    const uint64_t pm1 = k >= 128 ? ~0ULL : k > 64 ? (1ULL << (k - 64)) - 1 : 0;
     for (uint64_t i = 0; i < n; i++) {
         if (J.cohorts[i] >= m || (word(J.rows + 16 * i) & ~pm0) || (word(J.rows + 16 * i + 8) & ~pm1)) {
             fprintf(stderr, "rappor_floor: report %llu out of range\n", (unsigned long long)i);
@@ -289,6 +368,14 @@ int main(int argc, char **argv)
     job_t R = J;
     R.ones = ref, R.counts = ref + table, R.hist = ref + table + m, R.tests = ref + table + m + 129;
     reference(&R);
+    rec_t *rec = aligned_alloc(64, sizeof(rec_t) * m);
+    uint32_t *per = calloc(3 * (size_t)m, 4);
+    if (!rec || !per) {
+        fprintf(stderr, "rappor_floor: out of memory\n");
+        return 2;
+    }
+    memset(rec, 0, sizeof(rec_t) * m);
+    const recs_t S = {rec, per, per + m, per + 2 * m};
     const int have_bw = HAVE_X86 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f");
     const char *names[] = {"read", "fold", "stats", "both"};
     double best[4] = {1e30, 1e30, 1e30, 1e30};
@@ -308,8 +395,10 @@ int main(int argc, char **argv)
                 stats(&J);
             }
 #if HAVE_X86
+            else if (loop == 1)
+                fold(&J);
             else
-                fold(&J, loop == 3);
+                both(&J, &S);
 #endif
             const double dt = now() - t0;
             if (loop) {
