@@ -11,7 +11,8 @@
  * pair_counts(cols, k, words, out): out[i, j] = popcount(cols[i] & cols[j]) (X^T X of 0/1 rows packed as bit sets).
  * Groups, cells, bits: native-endian unsigned, 1, 2, 4 or 8 bytes; tables: int64; all C-contiguous.
  *
- * The fold itself, its engines and their choice are in _foldengines.h (included here once).
+ * The fold itself and its engines are in _foldengines.h and _foldbytes.h (each included here once); their choice and
+ * the run that allocates a job's state are below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -20,6 +21,83 @@
 #include <string.h>
 
 #include "_foldengines.h"
+#if X86
+#include "_foldbytes.h"
+#endif
+
+/* ---- the engines' table and the run: the job's working state allocated, the chosen engine called --------------- */
+enum { GENERIC, AVX2, AVX512 };
+static const char *const ENGINE_NAMES[] = {"generic", "avx2", "avx512"};
+static const int ENGINE_WORDS[] = {2, 4, 8}; /* 64-bit words per vector */
+static int engine_ok[3] = {1, 0, 0}, engine = GENERIC;
+#if X86
+#define ENGINES(F) {generic_##F, avx2_##F, avx512_##F}
+#else
+#define ENGINES(F) {generic_##F}
+#endif
+static void (*const RUN[])(job_t *) = ENGINES(run);
+static void (*const PAIRS[])(const uint64_t *, Py_ssize_t, Py_ssize_t, int64_t *) = ENGINES(pairs);
+
+/* Allocate the working state (one block) and run the engine; -1 with an exception set when memory runs out. */
+static int run(job_t *J)
+{
+    const int e = engine == AVX512 && J->nbytes > 16 && J->nbytes <= 32 ? AVX2 : engine;
+    const Py_ssize_t G = J->num_groups;
+    J->single = J->fold && G == 1;
+    J->narrow = J->nbytes <= 16 && !J->single;
+    J->bytes = e == AVX512 && J->narrow && J->fold && J->nmasks <= 2;
+    const int vw = ENGINE_WORDS[e];
+    J->nch = J->narrow ? 1 : (J->nbytes + 8 * vw - 1) / (8 * vw);
+    J->nw4 = J->narrow ? 8 : 4 * vw * J->nch;
+    J->reach = J->narrow ? 16 : 8 * vw * J->nch > 8 * J->nw ? 8 * vw * J->nch : 8 * J->nw;
+    J->n_safe = J->n * J->nbytes >= J->reach ? (J->n * J->nbytes - J->reach) / J->nbytes + 1 : 0;
+    const size_t gw = J->fold ? (size_t)G : 0, nw4 = (size_t)J->nw4, reach = ((size_t)J->reach + 63) & ~(size_t)63;
+    if ((size_t)G > SIZE_MAX / 128 / nw4)
+        return PyErr_NoMemory(), -1;
+    const size_t lanes = 8 * 3 * gw * nw4 + 2 * 16 * gw * nw4, counters = 8 * (size_t)G + 4 * 16 * nw4 + 8 * nw4;
+    const size_t recs = J->bytes ? (256 + 8) * (size_t)G : 0;
+    uint8_t *mem = calloc(lanes + counters + 8 * (size_t)J->nw + reach + recs + 128, 1);
+    if (!mem)
+        return PyErr_NoMemory(), -1;
+    /* lanes at a cache line's start (each group's a whole number of lines): no vector access spans two lines */
+    J->acc4 = (uint64_t *)(mem + (-(uintptr_t)mem & 63)), J->l8 = J->acc4 + gw * nw4, J->pmask = J->l8 + 2 * gw * nw4;
+    J->stage = (uint8_t *)(J->pmask + J->nw), J->l16 = (uint16_t *)(J->stage + reach);
+    J->r16 = (uint32_t *)(J->l16 + 16 * gw * nw4), J->bit = (int32_t *)(J->r16 + G);
+    J->c4 = (uint16_t *)(J->bit + 16 * nw4), J->r8 = J->c4 + G;
+    J->recs = (uint8_t *)(J->r8 + G), J->recs += -(uintptr_t)J->recs & 63; /* each record a whole number of lines */
+    for (Py_ssize_t p = 0; p < 16 * J->nw4; p++) { /* the bit byte lane p counts: see job_t */
+        const Py_ssize_t k = (p / 8) % J->nw4, j = p % 8, half = p / (8 * J->nw4);
+        const Py_ssize_t w = J->narrow ? (k % vw) % 2 : (k / (4 * vw)) * vw + k % vw;
+        const Py_ssize_t s = J->narrow ? (k / vw) * (vw / 2) + (k % vw) / 2 : (k / vw) % 4;
+        const Py_ssize_t b = J->bytes ? p : 64 * w + 8 * j + 4 * half + s;
+        J->bit[p] = b < J->nbits ? (int32_t)b : -1;
+    }
+    for (Py_ssize_t b = 0; b < J->nbits; b++)
+        J->pmask[b / 64] |= 1ULL << (b % 64);
+    J->chunk = SORT_CHUNK / J->nbytes > 64 ? SORT_CHUNK / J->nbytes : 64; /* sorted when >= 2 rows a group */
+    if (!J->fold || J->single || J->narrow || J->hist_on || J->tests_on || J->n_safe < 2 * G || J->chunk < 2 * G)
+        J->chunk = 0;
+    else if (!(J->order = calloc((size_t)(J->chunk + G + 1), 4)))
+        return free(mem), PyErr_NoMemory(), -1;
+    Py_BEGIN_ALLOW_THREADS
+#if X86
+    if (J->bytes)
+        avx512_bytes(J);
+    else
+#endif
+        RUN[e](J);
+    for (Py_ssize_t g = 0; J->fold && g < G; g++) { /* what is left in the lanes, level by level */
+        if (J->c4[g])
+            generic_flush4(J, g);
+        if (J->r8[g])
+            flush8(J, g);
+        if (J->r16[g])
+            flush16(J, g);
+    }
+    Py_END_ALLOW_THREADS
+    free(J->order), free(mem);
+    return 0;
+}
 
 /* ---- entry points: arguments checked before anything is written ------------------------------------------------ */
 #define NBUF 9
