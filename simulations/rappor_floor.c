@@ -14,7 +14,7 @@
  *          tested against its cohort's two sets (a masked and-not), into packed counters per cohort and copy
  *          (rows, rows holding set 0, set 1: 21 bits each, unpacked every 2^20 rows); no branch per row
  *   both   the fold and the statistics in one pass, as the kernel does them (ldp/batch/_foldbytes.h): a record of
- *          256 bytes per cohort (lanes, sets, test counters), its lanes widened at a check every 192 rows
+ *          256 bytes per cohort (lanes, sets, packed counters), its lanes widened at a check every 192 rows
  * Every loop's result is checked equal to a bit-by-bit reference (exit 2 when not). fold and both need AVX-512BW,
  * found at run time: without it they are not run (-1).
  * Input: a file of n (uint64), k, m (uint32 each), then the cohorts (n bytes), the rows (16 n bytes: k <= 128 bits,
@@ -210,22 +210,29 @@ T_BW static void fold(const job_t *J)
 
 #if HAVE_X86
 /* both: the fold and the statistics in one pass, as the kernel does them (avx512_bytes, ldp/batch/_foldbytes.h): a
- * record of 256 bytes per cohort (its byte lanes, its two sets, its packed test counters: one address a row), its
- * rows counted apart, its lanes widened at a window's check (every 192 rows: those holding more than 63 rows), each
- * row's coin shifted out of a word, its 1 bits counted in two popcnt, its tests one 256-bit and-not. */
+ * record of 256 bytes per cohort (its byte lanes, its two sets, its packed counters: one address a row), its lanes
+ * widened at a window's check (every 192 rows: those holding more than 63 rows), each row's coin shifted out of a
+ * word, its 1 bits counted in two popcnt, its tests one 256-bit and-not, and its count, its test and the sets it holds
+ * added to its cohort's packed counters in one addition (16-bit fields: rows, tested, holding set 0, set 1). */
 typedef struct {
     uint8_t lanes[128];
-    uint64_t sets[4], tp;
+    uint64_t sets[4], tally;
     uint8_t pad[88];
 } rec_t;
 typedef struct {
     rec_t *rec;
-    uint32_t *rows, *widened, *wide; /* per cohort: rows; rows at the last widening; rows in its 16-bit lanes */
+    uint32_t *rows, *widened, *wide; /* per cohort: rows unpacked; rows at the last widening; rows in 16-bit lanes */
 } recs_t;
+enum { UNPACK16 = 65535 / 64 }; /* blocks of 64 rows before a 16-bit field could pass 65535 */
+
+static inline uint32_t rows_now(const recs_t *S, uint32_t g)
+{
+    return S->rows[g] + (uint32_t)(S->rec[g].tally & 0xFFFF);
+}
 
 T_BW static void widen_rec(const job_t *J, const recs_t *S, uint32_t g)
 {
-    const uint32_t since = S->rows[g] - S->widened[g];
+    const uint32_t now = rows_now(S, g), since = now - S->widened[g];
     uint16_t *l16 = J->l16 + 128 * (size_t)g;
     if (S->wide[g] + since > 65535) {
         for (int b = 0; b < 128; b++)
@@ -236,26 +243,28 @@ T_BW static void widen_rec(const job_t *J, const recs_t *S, uint32_t g)
         const __m512i a = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(S->rec[g].lanes + h)));
         _mm512_storeu_si512(l16 + h, _mm512_add_epi16(_mm512_loadu_si512(l16 + h), a));
     }
-    memset(S->rec[g].lanes, 0, 128), S->wide[g] += since, J->counts[g] += since, S->widened[g] = S->rows[g];
+    memset(S->rec[g].lanes, 0, 128), S->wide[g] += since, J->counts[g] += since, S->widened[g] = now;
 }
 
 T_BW static void unpack_recs(const job_t *J, const recs_t *S)
 {
     for (uint32_t g = 0; g < J->m; g++) {
+        S->rows[g] += (uint32_t)(S->rec[g].tally & 0xFFFF);
         for (int j = 0; j < 3; j++)
-            J->tests[3 * g + j] += (int64_t)(S->rec[g].tp >> 21 * j & 0x1FFFFF);
-        S->rec[g].tp = 0;
+            J->tests[3 * g + j] += (int64_t)(S->rec[g].tally >> 16 * (j + 1) & 0xFFFF);
+        S->rec[g].tally = 0;
     }
 }
 
 T_BW static void both(const job_t *J, const recs_t *S)
 {
-    static const uint64_t HOLDS[16] = {1, 1, 1, 1 | 1ULL << 21, 1, 1, 1, 1 | 1ULL << 21, 1, 1, 1, 1 | 1ULL << 21,
-                                       1 | 1ULL << 42, 1 | 1ULL << 42, 1 | 1ULL << 42, 1 | 1ULL << 21 | 1ULL << 42};
+#define T16(h) (1 | 1ULL << 16 | (uint64_t)((h) & 1) << 32 | (uint64_t)((h) >> 1) << 48)
+    static const uint64_t TALLY[32] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                       T16(0), T16(0), T16(0), T16(1), T16(0), T16(0), T16(0), T16(1),
+                                       T16(0), T16(0), T16(0), T16(1), T16(2), T16(2), T16(2), T16(3)};
     const __m512i minus1 = _mm512_set1_epi8(-1);
     const uint8_t *restrict rows = J->rows, *restrict cohorts = J->cohorts;
     rec_t *restrict rec = S->rec;
-    uint32_t *restrict count = S->rows;
     int64_t *restrict hist = J->hist;
     for (uint32_t g = 0; g < J->m; g++)
         memcpy(rec[g].sets, J->sets + 4 * (size_t)g, 32);
@@ -270,27 +279,26 @@ T_BW static void both(const job_t *J, const recs_t *S)
             const __m512i lo = _mm512_load_si512(lanes), hi = _mm512_load_si512(lanes + 64);
             _mm512_store_si512(lanes, _mm512_mask_sub_epi8(lo, _cvtu64_mask64(w0), lo, minus1));
             _mm512_store_si512(lanes + 64, _mm512_mask_sub_epi8(hi, _cvtu64_mask64(w1), hi, minus1));
-            count[g] += 1;
             hist[__builtin_popcountll(w0) + __builtin_popcountll(w1)] += 1;
             const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(rows + 16 * i)));
             const __m256i z = _mm256_andnot_si256(x, _mm256_loadu_si256((const __m256i *)rec[g].sets));
-            rec[g].tp += HOLDS[_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(z, _mm256_setzero_si256())))]
-                         & (0 - (coins & 1));
+            const int held = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(z, _mm256_setzero_si256())));
+            rec[g].tally += TALLY[held | (int)(coins & 1) << 4];
         }
         if ((i0 / 64 + 1) % 3 == 0) /* a window of 192 rows: room for the next one in every cohort's lanes */
             for (uint32_t g = 0; g < J->m; g++)
-                if (S->rows[g] - S->widened[g] > 255 - 192)
+                if (rows_now(S, g) - S->widened[g] > 255 - 192)
                     widen_rec(J, S, g);
-        if (i0 / 64 % (UNPACK / 64) == UNPACK / 64 - 1)
+        if (i0 / 64 % UNPACK16 == UNPACK16 - 1)
             unpack_recs(J, S);
     }
+    unpack_recs(J, S);
     for (uint32_t g = 0; g < J->m; g++) {
         widen_rec(J, S, g);
         for (int b = 0; b < 128; b++)
             J->ones[128 * (size_t)g + b] += J->l16[128 * (size_t)g + b], J->l16[128 * (size_t)g + b] = 0;
         S->wide[g] = 0, S->rows[g] = S->widened[g] = 0;
     }
-    unpack_recs(J, S);
 }
 #endif
 

@@ -93,7 +93,7 @@ def _rappor(k: int, m: int, n: int):
                                                                              candidates=urls)
 
 
-@pytest.mark.parametrize(("k", "m", "n"), [(128, 16, 4099), (64, 3, 2000), (100, 256, 70)])
+@pytest.mark.parametrize(("k", "m", "n"), [(128, 16, 4099), (64, 3, 2000), (100, 256, 70), (128, 2, 70_001)])
 def test_the_rappor_floor_checks_each_loop_against_its_reference_and_states_its_share(rappor_exe, k, m, n):
     params, batch = _rappor(k, m, n)
     out = load_script("bench_fold").rappor_floor(batch, params, 1, exe=rappor_exe)  # exits 2 when a loop differs
