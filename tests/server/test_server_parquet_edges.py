@@ -228,8 +228,8 @@ def mutate(row: dict, kinds: list[str], rnd: random.Random, specs: dict[str, Col
         elif kind == "bits_length" and bits:
             k = rnd.choice(bits)
             p[k] = p[k] + b"\x00" if rnd.random() < 0.5 else p[k][:-1]
-        elif kind == "bits_padding" and bits:
-            k = rnd.choice(bits)
+        elif kind == "bits_padding" and any(p[k] for k in bits):  # not a field bits_empty emptied
+            k = rnd.choice([k for k in bits if p[k]])
             p[k] = p[k][:-1] + bytes([p[k][-1] | 0x80])
         elif kind == "bits_empty" and bits:
             p[rnd.choice(bits)] = b""
@@ -340,6 +340,19 @@ def test_fast_path_matches_the_envelope_parser_row_for_row(specs, pool, tmp_path
         folder = Folder(specs, by_window=by_window, rejects=io.StringIO())
         read_parquet(path, folder)
         assert outcome(folder) == want
+
+
+def test_a_bits_field_emptied_then_given_padding_is_mutated_without_error(specs, pool):
+    """The generator's own bug, found by hypothesis in CI: ``bits_padding`` after ``bits_empty`` indexed the emptied
+    value; it now pads a field that still has a byte, and leaves the row alone when none has."""
+    row = next(r for r in pool if sum(isinstance(v, bytes) for v in r["payload"].values()) == 1)
+    out = mutate(row, ["bits_empty", "bits_padding"], random.Random(0), specs)
+    assert [v for v in out["payload"].values() if isinstance(v, bytes)] == [b""]
+    two = next(r for r in pool if sum(isinstance(v, bytes) for v in r["payload"].values()) == 2)
+    for seed in range(8):
+        out = mutate(two, ["bits_empty", "bits_padding"], random.Random(seed), specs)
+        kept = [v for v in out["payload"].values() if isinstance(v, bytes) and v]
+        assert len(kept) == 1 and kept[0][-1] & 0x80
 
 
 def test_every_reason_is_reached_by_the_generator(specs, pool):
