@@ -20,21 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static uint64_t sink;
-static void evict(const uint64_t *big, size_t words)
-{
-    uint64_t s = 0;
-    for (size_t i = 0; i < words; i++)
-        s += big[i];
-    sink += s;
-}
+#include "floor_timing.h"
 
 int main(int argc, char **argv)
 {

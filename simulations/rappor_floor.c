@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "floor_timing.h"
 #if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 9)
 #include <immintrin.h>
 #define HAVE_X86 1
@@ -48,22 +50,6 @@ typedef struct {
     int64_t *n_copy, *h_copy;         /* (m * COPIES,), (129 * COPIES,) */
     uint64_t *packed;                 /* (m * COPIES,) */
 } job_t;
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static uint64_t sink;
-static void evict(const uint64_t *big, size_t words)
-{
-    uint64_t s = 0;
-    for (size_t i = 0; i < words; i++)
-        s += big[i];
-    sink += s;
-}
 
 static uint64_t word(const uint8_t *p)
 {
