@@ -16,6 +16,11 @@ the collector, the shuffler and the aggregation need is one of:
   whole: ``ldp aggregate`` over ``s3://`` inputs reads, hashes and copies objects through it
   (:mod:`ldp.server.inputs`).
 
+What a store can do is declared, never probed: :attr:`Store.capabilities` (:class:`Capabilities`), its
+:meth:`Store.spec` (URL and options, to open it again in another process), :meth:`Store.retention_warning`,
+:attr:`Store.fence` and :attr:`Store.lease` (a store fenced by a lease), :meth:`Store.unwrap` (under the wrappers).
+:mod:`ldp.storage.checks` is the contract every store passes (``check_store(make_store)``).
+
 Keys the package writes are checked by :func:`check_key` (letters, digits, ``._=+-``); a key to read may be any
 name another writer gave an object (:func:`check_read_key`: no empty, ``.`` or ``..`` part). An object store
 opens its filesystem (``fsspec``) once, when it is opened, and keeps it.
@@ -35,9 +40,21 @@ from pathlib import Path
 from typing import Any
 
 from ldp.errors import StorageError
-from ldp.storage.base import READ_BLOCK, ObjectStat, Store, check_key, check_read_key, join
+from ldp.storage.base import (
+    READ_BLOCK,
+    Capabilities,
+    LeaseHolder,
+    ObjectStat,
+    Store,
+    StoreSpec,
+    StoreWrapper,
+    check_key,
+    check_read_key,
+    join,
+)
 
-__all__ = ["READ_BLOCK", "ObjectStat", "Store", "StorageError", "check_key", "check_read_key", "join", "open_store"]
+__all__ = ["READ_BLOCK", "Capabilities", "LeaseHolder", "ObjectStat", "Store", "StoreSpec", "StoreWrapper",
+           "StorageError", "check_key", "check_read_key", "join", "open_store"]
 
 
 def open_store(url: str | Path, options: Mapping[str, Any] | None = None) -> Store:

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ldp.errors import ConditionalWriteError, LeaseHeldError, LeaseLostError, StorageError
-from ldp.storage.base import Store
+from ldp.storage.base import Store, StoreWrapper
 
 __all__ = ["Lease", "LeaseInfo", "FencedStore", "LEASE_FORMAT", "DEFAULT_TTL_SECONDS", "holder_identity"]
 
@@ -306,40 +306,34 @@ class Lease:
         return f"Lease({self.role!r} at {self.store.url}/{self.prefix}, token {self.token})"
 
 
-class FencedStore:
+class FencedStore(StoreWrapper):
     """``store`` whose writes (``put``, ``create``, ``delete``) each first :meth:`Lease.ensure` the lease; reads
-    pass through. :attr:`fence` is the lease's fencing token, for the objects written to carry."""
+    pass through. :attr:`fence` is the lease's fencing token, for the objects written to carry; :attr:`lease` the
+    lease itself (a replica takes it again after a failure: :meth:`Lease.start`)."""
 
     def __init__(self, store: Store, lease: Lease) -> None:
-        self.inner, self.lease, self.url = store, lease, store.url
+        super().__init__(store)
+        self._lease = lease
+
+    @property
+    def lease(self) -> Lease:
+        return self._lease
 
     @property
     def fence(self) -> int | None:
-        return self.lease.token
+        return self._lease.token
 
     def put(self, key: str, data: bytes) -> None:
-        self.lease.ensure()
+        self._lease.ensure()
         self.inner.put(key, data)
 
     def create(self, key: str, data: bytes) -> bool:
-        self.lease.ensure()
+        self._lease.ensure()
         return self.inner.create(key, data)
 
     def delete(self, key: str) -> None:
-        self.lease.ensure()
+        self._lease.ensure()
         self.inner.delete(key)
-
-    def get(self, key: str) -> bytes:
-        return self.inner.get(key)
-
-    def exists(self, key: str) -> bool:
-        return self.inner.exists(key)
-
-    def list(self, prefix: str = "") -> list[str]:
-        return self.inner.list(prefix)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     def __repr__(self) -> str:
         return f"FencedStore({self.inner!r}, token {self.fence})"

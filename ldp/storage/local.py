@@ -16,10 +16,10 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ldp.errors import StorageError
-from ldp.storage.base import ObjectStat, check_key, check_read_key, reader
+from ldp.storage.base import Capabilities, LeaseHolder, ObjectStat, Store, StoreSpec, check_key, check_read_key, reader
 
 __all__ = ["LocalStore", "fsync_dir", "write_atomic"]
 
@@ -90,9 +90,32 @@ def _later_than(fd: int, tmp: Path, path: Path) -> None:
 class LocalStore:
     """Objects as files under ``root`` (created if missing)."""
 
+    capabilities = Capabilities(conditional_create=True, versions=True, etags=False, pinned_reads=False,
+                                streaming_reads=True, distributed=True)
+    """``link(2)`` is exclusive; a version is (mtime, size, inode); a read keeps the file it opened (a replacement
+    is a new file: the read ends with the old content whole, it does not fail); another process opens the folder at
+    the same path (a shared mount on another machine)."""
+    fence: int | None = None
+    lease: LeaseHolder | None = None
+
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self.url = f"file://{self.root.resolve()}"
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """A folder takes no options."""
+        return {}
+
+    def spec(self) -> StoreSpec:
+        return StoreSpec(self.url, {})
+
+    def unwrap(self) -> Store:
+        return self
+
+    def retention_warning(self, prefix: str) -> str | None:
+        """``None``: a file deleted is gone (a snapshot of the filesystem is the operator's own)."""
+        return None
 
     def _path(self, key: str) -> Path:
         return self.root.joinpath(*check_key(key).split("/"))

@@ -18,14 +18,34 @@ answer 503 quickly instead of holding a device's upload.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 from ldp.errors import StorageError
-from ldp.storage.base import READ_BLOCK, ObjectStat, check_key, check_read_key, reader
+from ldp.storage.base import (
+    READ_BLOCK,
+    Capabilities,
+    LeaseHolder,
+    ObjectStat,
+    Store,
+    StoreSpec,
+    check_key,
+    check_read_key,
+    reader,
+)
 
-__all__ = ["ObjectStore", "DEFAULT_TIMEOUTS"]
+__all__ = ["ObjectStore", "DEFAULT_TIMEOUTS", "S3_CAPABILITIES", "FSSPEC_CAPABILITIES"]
+
+S3_CAPABILITIES = Capabilities(conditional_create=True, versions=True, etags=True, pinned_reads=True,
+                               streaming_reads=True, distributed=True)
+"""S3 (``s3fs``): ``If-None-Match: *`` creates, ETags, every block read ``If-Match`` the ETag seen when opened."""
+FSSPEC_CAPABILITIES = Capabilities(conditional_create=True, versions=False, etags=False, pinned_reads=False,
+                                   streaming_reads=True, distributed=True)
+"""Any other ``fsspec`` filesystem: its ``mode="create"`` write is taken as exclusive (a lease checks it when first
+acquired), a version is a time and a size (two writes of one size in one tick look alike), reads are not pinned;
+``memory://`` lives in one process (not distributed)."""
 
 DEFAULT_TIMEOUTS = {"connect_timeout": 5, "read_timeout": 15, "retries": {"max_attempts": 2, "mode": "standard"}}
 """botocore settings of an S3 store unless ``config_kwargs`` says otherwise."""
@@ -92,6 +112,17 @@ class ObjectStore:
             self.fs.session = _botocore_session(getattr(self.fs, "kwargs", {}))
         self.root = root
         self.url = f"{protocol}://{root}"
+        self.capabilities = (S3_CAPABILITIES if protocol == "s3" else FSSPEC_CAPABILITIES if protocol != "memory"
+                             else dataclasses.replace(FSSPEC_CAPABILITIES, distributed=False))
+
+    fence: int | None = None
+    lease: LeaseHolder | None = None
+
+    def spec(self) -> StoreSpec:
+        return StoreSpec(self.url, dict(self.options))
+
+    def unwrap(self) -> Store:
+        return self
 
     def _path(self, key: str) -> str:
         return f"{self.root}/{check_key(key)}"

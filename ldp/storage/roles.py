@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from ldp.storage.base import ObjectStat, Store
+from ldp.storage.base import ObjectStat, Store, StoreWrapper
 
 __all__ = ["Role", "RoleStore", "replica_role", "shuffler_role", "analyst_role", "incoming", "shuffler_prefix",
            "segments_prefix"]
@@ -91,12 +91,15 @@ def analyst_role(app: str | None = None) -> Role:
     return Role(f"analyst of {app or 'every app'}", read=(segments_prefix(app or "*"),))
 
 
-class RoleStore:
+class RoleStore(StoreWrapper):
     """``store`` as ``role`` may use it: every operation outside the role's prefixes is refused before it is sent
-    (:class:`PermissionError`). Listing is allowed for a prefix the role reads, or one inside it."""
+    (:class:`PermissionError`). Listing is allowed for a prefix the role reads, or one inside it. What is not an
+    operation on objects (:meth:`spec`, :meth:`retention_warning`, :meth:`unwrap`: the store without the role's
+    checks, for the code that owns it) is the inner store's."""
 
     def __init__(self, store: Store, role: Role) -> None:
-        self.inner, self.role, self.url = store, role, store.url
+        super().__init__(store)
+        self.role = role
 
     def _check(self, op: str, key: str, verb: str) -> None:
         if not self.role.allows(op, key):
@@ -135,12 +138,6 @@ class RoleStore:
     def delete(self, key: str) -> None:
         self._check("remove", key, "delete")
         self.inner.delete(key)
-
-    def root_exists(self) -> bool:
-        return self.inner.root_exists()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     def __repr__(self) -> str:
         return f"RoleStore({self.inner!r}, {self.role.name})"
