@@ -63,7 +63,7 @@ def run(seconds: float, clients: int, rate: float | None, work: Path, pool_size:
         chunks = store.list("apps/bench/incoming/")
         chunk_bytes = sum(len(store.get(k)) for k in chunks)
         t0 = time.perf_counter()
-        shuffle_app(store, "bench", now=time.time() + 2 * 86400)  # the day's window closed
+        shuffle_app(store, "bench", now=time.time() + 2 * 86400, min_reports=1)  # the day's window closed
         shuffle_seconds = time.perf_counter() - t0
         stored: Counter[bytes] = Counter()
         segment_bytes = 0

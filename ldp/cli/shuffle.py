@@ -32,14 +32,22 @@ def register(subparsers: Any) -> None:
     s.add_argument("--dedup-days", type=number(float, 0, 3650, low_open=True), default=7.0, metavar="DAYS",
                    help="how long a mixed batch id is remembered against retries (default 7)")
     s.add_argument("--spec", action="append", default=[], metavar="FILE",
-                   help="the app's collection spec (repeatable): each metric's threshold (its release.min_reports), "
-                        "the exact check of its lines' canonical bytes, and the central ε each metric gets from the "
-                        "anonymity set of each window mixed")
-    s.add_argument("--min-reports", type=number(int, 0, 1 << 62), default=0, metavar="N",
-                   help="the least threshold of every metric (a spec's own min_reports is kept when larger): a metric "
-                        "of fewer reports in a window is withheld there on its own, written to no segment; a window "
-                        "in which every metric is below its threshold is held for late chunks, then withheld whole "
-                        "(default 0)")
+                   help="the app's collection spec (repeatable): each metric's threshold (its release.min_reports, "
+                        "counted in devices: reports over the most one device may send in a window), the exact check "
+                        "of its lines' canonical bytes, and the central ε each metric gets from the anonymity set of "
+                        "each window mixed")
+    s.add_argument("--min-reports", type=number(int, 0, 1 << 62), default=None, metavar="N",
+                   help="the least threshold of every metric, in devices (a spec's own min_reports is kept when "
+                        "larger): a metric from fewer devices in a window is withheld there on its own, written to "
+                        "no segment; a window in which every metric is below its threshold is held for late chunks, "
+                        "then withheld whole. Required unless every metric's spec sets release.min_reports: no run "
+                        "releases without a threshold (--min-reports 1 releases any count, and says so). A metric "
+                        "whose spec is not given counts as one device at most")
+    s.add_argument("--max-resumptions", type=number(int, 0, 1000), default=3, metavar="N",
+                   help="how many times a run left unfinished is resumed before it is set aside, its chunks left "
+                        "where they are and out of later runs, so the app's other windows go on (default 3)")
+    s.add_argument("--retry", action="append", default=[], metavar="RUN",
+                   help="put a set-aside run back (repeatable; 'all' for every one) before this run resumes it")
     s.add_argument("--hold-days", type=number(float, 0, 3650), default=7.0, metavar="DAYS",
                    help="how long a window whose every metric is below its threshold waits (default 7)")
     s.add_argument("--keep-originals", action="store_true",
@@ -107,15 +115,22 @@ def _shuffle(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
     run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
                       keep_originals=args.keep_originals, min_reports=args.min_reports,
                       hold_seconds=args.hold_days * 86400, lease_seconds=args.lease_seconds, engine=args.engine,
-                      scheduler=args.scheduler, specs=specs)
+                      scheduler=args.scheduler, specs=specs, max_resumptions=args.max_resumptions, retry=args.retry)
+    for rid, reason in run.set_aside.items():
+        print(f"ldp shuffle: warning: run {rid} is set aside ({reason}); its chunks wait in the store: fix the "
+              f"cause, then ldp shuffle --retry {rid}", file=sys.stderr)
     return run, specs, window_guarantees(run.windows, specs) if specs else None
 
 
 def _print_run(run: Any, specs: dict[str, Any], central: Any) -> None:
     """The run as ``ldp shuffle`` prints it: each window's reports and segment, withheld metrics, lines checked, and
     the central figures."""
+    from ldp.shuffler.central import shortfall
+
     for rid in run.resumed:
         print(f"finished the interrupted run {rid}")
+    for rid in run.voided:
+        print(f"closed the superseded run {rid} as void (a stale write of a run that lost its lease)")
     if run.run_id is None:
         print("nothing to mix" + (f": {sum(run.held.values())} batches wait for their window to end"
                                   if run.held else ""))
@@ -129,7 +144,7 @@ def _print_run(run: Any, specs: dict[str, Any], central: Any) -> None:
               f"replica(s) -> {where}")
         for key, (n, threshold) in (w.get("withheld_metrics") or {}).items():
             if not central:
-                print(f"    {key}: withheld ({n:,} of {threshold:,} reports), written to no segment")
+                print(f"    {key}: withheld ({shortfall(n, threshold)}), written to no segment")
         if found := w.get("lines"):
             print("    lines: " + ", ".join(f"{n:,} {what}" for what, n in found.items())
                   + ("" if specs else " (pass --spec to check their payload order)"))

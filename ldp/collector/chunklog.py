@@ -15,6 +15,10 @@ conditional write would cost one request to the store per batch (at 10⁸ device
 listing-heavy shuffler over 10⁸ objects), while the group commit writes one object per commit whatever the
 number of batches; and the shuffler must read every report and strip its batch id anyway.
 
+**Rejected lines stay here.** A chunk holds the accepted lines of its batches only: every rejected line is kept in
+this replica's data folder (``rejects/``, :mod:`ldp.collector.rejects`), never in the shared store, whose chunks
+the shuffler publishes to the analysts.
+
 **The store failing** (down, slow past its timeouts, refusing): :meth:`commit` raises
 :class:`~ldp.errors.StorageError`, the writer answers the group 503 (nothing acknowledged), goes into its error
 state, and probes with :meth:`repair` (a small object written and removed) until the store works again.
@@ -91,7 +95,7 @@ class ChunkLog:
         at = self.clock()
         w = coarse(at, self.granularity)
         budget = (self.rejects.day, self.rejects.used)
-        kept = [self.rejects.keep(it.body, it.rejects or [], at) for it in new]
+        kept = [self.rejects.keep(it.body, it.rejects or [], at, in_body=False) for it in new]
         batches = [ChunkBatch(it.batch_id, int(w), int(self.granularity),
                               k.body if not k.body or k.body.endswith(b"\n") else k.body + b"\n")
                    for it, k in zip(new, kept, strict=True)]

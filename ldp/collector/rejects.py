@@ -8,6 +8,12 @@ reject budget for the UTC day (``Limits.reject_bytes_per_day``) has room. A long
 counted (the answer and the journal's counts stay exact) and the app's ``rejects_unkept`` counter says how many.
 Without this, one 30 KB gzip request could store a 30 MiB junk line.
 
+A **replica** over shared storage (:class:`~ldp.collector.chunklog.ChunkLog`) keeps no rejected line in its chunks:
+the shuffler publishes what the chunks hold to the prefix the analysts read, and a rejected line may hold anything
+(an e-mail address typed at the endpoint). Every rejected line gets its ``rejects/`` entry in the replica's data
+folder instead (``why``: ``not_shared``), and the shuffler drops any line that is no report, should an older
+replica's chunk hold one (:mod:`ldp.shuffler.lines`).
+
 :func:`find_rejects` gives the lines of a body the parser rejects (:class:`~ldp.server.fold.Folder`, the parser of
 ``ldp aggregate``), and notes the accepted lines that were not in the clients' exact form and the blank lines (for
 :mod:`ldp.collector.canonical`, which stores the accepted lines canonical); :class:`RejectKeeper` decides, per app,
@@ -178,8 +184,10 @@ class RejectKeeper:
         self.used += n
         return True
 
-    def keep(self, body: bytes, spans: list[RejectSpan], now: float) -> Kept:
-        """The part of ``body`` stored in the segment and the ``rejects/`` entries of the lines left out."""
+    def keep(self, body: bytes, spans: list[RejectSpan], now: float, in_body: bool = True) -> Kept:
+        """The part of ``body`` stored in the segment and the ``rejects/`` entries of the lines left out.
+        ``in_body=False`` (a replica's chunks, which the shuffler publishes to the analysts' store): every rejected
+        line is left out, kept only in this folder's ``rejects/`` (within the day's budget)."""
         if not spans:
             return Kept(body)
         parts: list[bytes] = []
@@ -187,7 +195,7 @@ class RejectKeeper:
         at = charged = left_out = unkept = 0
         for s in spans:
             n = s.end - s.start
-            if n <= self.max_line and self._room(n, now):
+            if in_body and n <= self.max_line and self._room(n, now):
                 charged += n
                 continue  # stays in the segment
             parts.append(body[at:s.start])
@@ -195,7 +203,8 @@ class RejectKeeper:
             line = body[s.start:s.end]
             entry = (json.dumps({"reason": s.reason, "bytes": n, "sha256": hashlib.sha256(line).hexdigest(),
                                  "prefix": line[:PREFIX_BYTES].decode("utf-8", "replace"),
-                                 "why": "too_long" if n > self.max_line else "over_budget",
+                                 "why": "too_long" if n > self.max_line else "over_budget" if in_body
+                                 else "not_shared",
                                  "day": utc_day(now)}, separators=(",", ":")) + "\n").encode()
             if self._room(len(entry), now):
                 entries.append(entry)

@@ -17,7 +17,14 @@ from ldp.collector.amplification import per_report_epsilon, shuffle_entry
 from ldp.collector.series import privacy_entry
 from ldp.spec import CollectionSpec
 
-__all__ = ["window_guarantees"]
+__all__ = ["window_guarantees", "shortfall"]
+
+
+def shortfall(devices: int, threshold: int | None) -> str:
+    """Why a metric was withheld in a window, in words: ``"3 of 100 devices"``, or that it has no threshold."""
+    if threshold is None:
+        return f"{devices:,} device(s), no threshold: its spec was not given, nor --min-reports"
+    return f"{devices:,} of {threshold:,} devices"
 
 
 def window_guarantees(windows: Mapping[str, Mapping[str, Any]], specs: Mapping[str, CollectionSpec]
@@ -25,7 +32,7 @@ def window_guarantees(windows: Mapping[str, Mapping[str, Any]], specs: Mapping[s
     """Per released window (the run's ``windows``), per ``<spec fingerprint>/<metric>``: the metric, its reports
     ``n`` there and the central guarantee of one report among them (``central: None`` with a ``note`` when the spec
     or metric is not among ``specs``, or the report is not pure ε-LDP). A metric withheld in the window (its
-    reports written to no segment) gets ``central: None`` and ``withheld``: ``[reports, threshold]``, never a
+    reports written to no segment) gets ``central: None`` and ``withheld``: ``[devices, threshold]``, never a
     figure: its reports are released nowhere, and an ε for them would describe a release that did not happen."""
     out: dict[str, dict[str, Any]] = {}
     for window, w in windows.items():
@@ -34,7 +41,7 @@ def window_guarantees(windows: Mapping[str, Mapping[str, Any]], specs: Mapping[s
         per: dict[str, Any] = {}
         for key, (n, threshold) in sorted((w.get("withheld_metrics") or {}).items()):
             per[key] = {"metric": key.partition("/")[2] or key, "n": 0, "central": None,
-                        "withheld": [n, threshold], "note": f"withheld: {n:,} of {threshold:,} reports"}
+                        "withheld": [n, threshold], "note": f"withheld: {shortfall(n, threshold)}"}
         for key, n in sorted((w.get("by_metric") or {}).items()):
             fp, _, name = key.partition("/")
             spec = specs.get(fp)

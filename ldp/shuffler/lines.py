@@ -11,8 +11,10 @@ checks every line again and writes any that is not canonical anew (:meth:`LineRu
 * a line of a spec it was not given can only be checked for the envelope's shape (keys in order, no spaces, decimal
   integers, bit strings): one in another shape is written again in that shape with its payload fields in the order
   they came (:meth:`~ldp.spec.Envelope.to_json`), and every such line is counted ``unverified`` — pass its spec;
-* a line that is no envelope at all (the collector keeps rejected lines as they came) stays as it is, counted
-  ``rejected``: ``ldp aggregate`` rejects it again and shows it in its rejects file.
+* a line that is no envelope at all, or not a report of its spec (a replica before issue 70 kept rejected lines in
+  its chunks), is **dropped**, counted ``rejected``: a rejected line may hold anything a client (or a person typing
+  at the endpoint) sent — an e-mail address, a name — and stays where it was rejected, in the replica's data
+  folder, never in a segment or any prefix the analysts read.
 
 A batch of canonical lines — every batch our clients sent — is checked by one match of the compiled expression over
 its bytes (no Python step per line); only a batch that fails is taken line by line.
@@ -47,7 +49,7 @@ _KEY = re.compile(rb'^\{"spec":"([0-9a-f]{16})","metric":"([a-z][a-z0-9_]{0,31})
 @dataclass
 class LineCounts:
     """What :meth:`LineRules.canonical` found: lines written anew, lines of a spec not given (their payload order
-    not checked), lines that are no envelope (kept as they came), blank lines dropped."""
+    not checked), lines that are no report (dropped), blank lines dropped."""
 
     rewritten: int = 0
     unverified: int = 0
@@ -96,27 +98,30 @@ class LineRules:
             if not text.strip():
                 counts.blank += 1
                 continue
-            out.append(self._rewrite(text, raw, counts) + b"\n")
+            if (fixed := self._rewrite(text, raw, counts)) is not None:
+                out.append(fixed + b"\n")
         return b"".join(out), counts
 
     def _unverified(self, lines: bytes) -> int:
         """The lines (canonical envelopes all) of a spec not given."""
         return lines.count(b"\n") if self._unknown is None else len(self._unknown.findall(lines))
 
-    def _rewrite(self, text: bytes, raw: bytes, counts: LineCounts) -> bytes:
+    def _rewrite(self, text: bytes, raw: bytes, counts: LineCounts) -> bytes | None:
+        """The canonical form of one line that is not, or ``None`` (counted ``rejected``) for a line that is no
+        report: dropped, never mixed."""
         from ldp.collector.canonical import canonical_line
 
         try:
             env = parse_envelope(text)
         except EnvelopeError:
             counts.rejected += 1
-            return raw
+            return None
         if env.spec in self.specs:
             try:
                 fixed = canonical_line(text, self.specs)
-            except EnvelopeError:  # not a report of its spec: rejected when folded, kept as it came
+            except EnvelopeError:  # not a report of its spec
                 counts.rejected += 1
-                return raw
+                return None
         else:
             fixed = env.to_json().encode("ascii")
             counts.unverified += 1

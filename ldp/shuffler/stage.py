@@ -26,21 +26,39 @@ One run, for one app (Prochlo's Encode–Shuffle–Analyze; Apple's ingestion, t
 still there until the run is done, a window's segment is either whole or absent (objects are written whole), so the
 rerun writes the missing ones from the same chunks, with the same deduplication (its own ids excluded), and counts
 the same anonymity set.
+
+**Stale writes are harmless** (issue 70). The lease is checked before every write, but a write may still land after
+the lease is lost: a process paused between the check and the request, or a request still in the client's retries.
+Each kind of write is harmless then: segments and parts are created if absent under names the run record fixed,
+seen records and staging are per run, chunk deletes and record updates repeat what the taker did — but for the run
+record itself. A stale ``started`` record can land after a newer holder consumed the chunks it names: it is
+recognised as **superseded** (its fence older than the current lease's token, and chunks it names gone: a run that
+was merely interrupted still has every chunk, since they are deleted only once it is ``done``) and closed as
+``void``, never resumed. A process that finds its lease lost after its last write exits with
+:class:`~ldp.errors.LeaseLostError` all the same, so that its operator hears of the pause.
+
+**Attempts are counted.** A run record counts the times it was tried (``attempts``: its first run, then each
+resumption, counted before the try, so a run whose process is killed every time counts too) and keeps its last
+failures. A run still unfinished after ``1 + max_resumptions`` attempts is **set aside** (``set_aside``, with its
+reason): its chunks stay where they are, left out of every later plan, so the app's other windows go on; ``ldp
+shuffle`` reports it at every run until the operator puts it back (``--retry RUN``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ldp.collector.shuffle import closed_name, shuffle_lines
-from ldp.errors import StorageError
+from ldp.errors import LeaseLostError, StorageError
 from ldp.shuffler.chunks import CHUNK_SUFFIX, ChunkBatch, decode_chunk, incoming_prefix
 from ldp.shuffler.lines import LineCounts, LineRules
 from ldp.shuffler.plan import Plan, Thresholds, Window, plan_run, window_key
@@ -55,8 +73,9 @@ if TYPE_CHECKING:
 __all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "shuffler_lease", "check_app_store", "Plan", "plan_run",
            "start_run", "complete_run", "finish_interrupted", "Mix", "anonymity_entry", "checked",
            "DEFAULT_GRACE_SECONDS", "DEFAULT_DEDUP_SECONDS",
-           "DEFAULT_HOLD_SECONDS"]
+           "DEFAULT_HOLD_SECONDS", "DEFAULT_MAX_RESUMPTIONS", "NoThresholdError", "retry_set_aside"]
 
+logger = logging.getLogger(__name__)
 RUN_FORMAT = "ldp-shuffle-run/1"
 IO_THREADS = 16
 """Requests to the store at a time when reading or removing chunks."""
@@ -66,6 +85,14 @@ DEFAULT_DEDUP_SECONDS = 7 * 86400.0
 """How long a mixed batch id is remembered (a retry later than this would be counted twice)."""
 DEFAULT_HOLD_SECONDS = 7 * 86400.0
 """How long a window below ``min_reports`` waits for late chunks before it is withheld for good."""
+DEFAULT_MAX_RESUMPTIONS = 3
+"""Resumptions of an unfinished run before it is set aside (module docstring)."""
+FAILURES_KEPT = 5
+"""The last failures a run record keeps."""
+
+
+class NoThresholdError(ValueError):
+    """A shuffler run without a release threshold for some metric: refused before anything is read or written."""
 
 
 @dataclass
@@ -79,10 +106,13 @@ class ShuffleRun:
     held: dict[str, int] = field(default_factory=dict)
     duplicates: int = 0
     resumed: list[str] = field(default_factory=list)
+    voided: list[str] = field(default_factory=list)
+    set_aside: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run_id, "chunks": len(self.chunks), "windows": self.windows, "held": self.held,
-                "duplicates": self.duplicates, "resumed": self.resumed}
+                "duplicates": self.duplicates, "resumed": self.resumed, "voided": self.voided,
+                "set_aside": self.set_aside}
 
 
 def _runs(app: str) -> str:
@@ -137,40 +167,68 @@ def check_app_store(store: Store, app: str) -> None:
 
 def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
                 dedup_seconds: float = DEFAULT_DEDUP_SECONDS, keep_originals: bool = False,
-                min_reports: int = 0, hold_seconds: float = DEFAULT_HOLD_SECONDS,
+                min_reports: int | None = None, hold_seconds: float = DEFAULT_HOLD_SECONDS,
                 lease_seconds: float = DEFAULT_TTL_SECONDS, lease: Lease | None = None, engine: str = "local",
-                scheduler: str | None = None, specs: Mapping[str, CollectionSpec] | None = None) -> ShuffleRun:
-    """One run of the stage for ``app`` (module docstring); what it did. Thresholds are per (window, metric)
-    (:mod:`ldp.shuffler.plan`): a metric of fewer reports than its threshold — its spec's ``release.min_reports``
-    in ``specs``, at least ``min_reports`` — is withheld on its own, its lines written nowhere; a window in which
-    every metric is below its threshold is held for late chunks, up to ``hold_seconds``, then withheld whole. Every
-    line mixed is checked canonical and written anew when not (:mod:`ldp.shuffler.lines`: exactly for the metrics
-    of ``specs``, ``{fingerprint: CollectionSpec}``; the envelope's shape only for the others).
+                scheduler: str | None = None, specs: Mapping[str, CollectionSpec] | None = None,
+                max_resumptions: int = DEFAULT_MAX_RESUMPTIONS, retry: Sequence[str] = ()) -> ShuffleRun:
+    """One run of the stage for ``app`` (module docstring); what it did. Thresholds are per (window, metric), in
+    devices (:mod:`ldp.shuffler.plan`): a metric from fewer devices than its threshold — its spec's
+    ``release.min_reports`` in ``specs``, at least ``min_reports`` — is withheld on its own, its lines written
+    nowhere; a window in which every metric is below its threshold is held for late chunks, up to ``hold_seconds``,
+    then withheld whole. There is no run without a threshold: :class:`NoThresholdError` unless ``min_reports`` is
+    given or every metric of ``specs`` has its own (``min_reports=1`` states that any count is released); a metric
+    of a spec not given has ``min_reports`` alone. Every line mixed is checked canonical and written anew when not
+    (:mod:`ldp.shuffler.lines`: exactly for the metrics of ``specs``, ``{fingerprint: CollectionSpec}``; the
+    envelope's shape only for the others); a line that is no report is dropped.
 
     The run holds the app's shuffler lease (:func:`shuffler_lease`, ``lease_seconds`` long, renewed while it runs;
     or ``lease``, not yet acquired) and writes only through it: :class:`~ldp.errors.LeaseHeldError` if another run
-    holds it, :class:`~ldp.errors.LeaseLostError` (nothing more written) if this one loses it. A store or app that
-    is not there is :class:`FileNotFoundError` (:func:`check_app_store`). ``engine``: ``"local"`` (this process) or
-    ``"dask"`` (:mod:`ldp.shuffler.dask_engine`, on the cluster at ``scheduler``, or a local one of its own)."""
+    holds it, :class:`~ldp.errors.LeaseLostError` (nothing more written) if this one loses it, also when it finds
+    it lost after its last write. A store or app that is not there is :class:`FileNotFoundError`
+    (:func:`check_app_store`). ``engine``: ``"local"`` (this process) or ``"dask"``
+    (:mod:`ldp.shuffler.dask_engine`, on the cluster at ``scheduler``, or a local one of its own). An unfinished
+    run is resumed at most ``max_resumptions`` times, then set aside; ``retry`` names set-aside runs to put back
+    first (``"all"``: every one)."""
     now = time.time() if now is None else float(now)
     if engine not in ("local", "dask") or (scheduler is not None and engine != "dask"):
         raise ValueError(f"engine must be 'local' or 'dask' (a scheduler only with 'dask'), got {engine!r}")
     if not (grace_seconds >= 0 and dedup_seconds > 0 and hold_seconds >= 0):
         raise ValueError(f"grace_seconds and hold_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, "
                          f"{hold_seconds}, {dedup_seconds}")
+    if isinstance(max_resumptions, bool) or not isinstance(max_resumptions, int) or max_resumptions < 0:
+        raise ValueError(f"max_resumptions must be an int >= 0, got {max_resumptions!r}")
     threshold = Thresholds((specs or {}).values(), min_reports)
+    if min_reports is None and (not specs or threshold.missing()):
+        raise NoThresholdError(
+            "no release threshold" + (f" for {', '.join(threshold.missing())} (no release.min_reports in its spec)"
+                                      if specs else " (no spec given)")
+            + ": give each metric's spec with release.min_reports, or --min-reports N (the least number of devices "
+              "a metric's reports in a window must come from to be released; --min-reports 1 releases any count)")
     rules = LineRules(specs)
     store = store if isinstance(store, RoleStore) else RoleStore(store, shuffler_role(app))  # its prefixes only
     check_app_store(store, app)
     lease = lease if lease is not None else shuffler_lease(store, app, lease_seconds)
     with lease.hold():
-        return _run(FencedStore(store, lease), app, now, grace_seconds, dedup_seconds, keep_originals, min_reports,
-                    hold_seconds, engine, scheduler, rules, threshold)
+        fenced = FencedStore(store, lease)
+        if retry:
+            retry_set_aside(fenced, app, retry)
+        try:
+            run = _run(fenced, app, now, grace_seconds, dedup_seconds, keep_originals, min_reports, hold_seconds,
+                       engine, scheduler, rules, threshold, max_resumptions)
+        except Exception as exc:  # after the lease was lost, a read may find what the taker removed: say why
+            if not isinstance(exc, LeaseLostError):
+                try:
+                    lease.ensure()
+                except LeaseLostError as lost:
+                    raise lost from exc
+            raise
+        lease.ensure()  # a pause during the last write: it landed, harmless, but this process must say so
+        return run
 
 
 def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_seconds: float,
-         keep_originals: bool, min_reports: int, hold_seconds: float, engine: str, scheduler: str | None,
-         rules: LineRules, threshold: Callable[[str], int]) -> ShuffleRun:
+         keep_originals: bool, min_reports: int | None, hold_seconds: float, engine: str, scheduler: str | None,
+         rules: LineRules, threshold: Thresholds, max_resumptions: int) -> ShuffleRun:
     """:func:`shuffle_app` once the lease is held: every write through ``store`` checks it first."""
     if engine == "dask":  # the index, the counts and the Mix on a cluster
         from ldp.shuffler.dask_engine import DaskEngine
@@ -180,16 +238,20 @@ def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_s
         eng = _LocalEngine(store, app, rules)
     with eng:  # every engine: the same plan, record and completion
         eng.prune(now - 2 * dedup_seconds)
-        resumed = finish_interrupted(store, app, now, dedup_seconds, keep_originals, eng)
-        eng.drop_staging(resumed)
-        index, reports = eng.plan_inputs([k for k in store.list(incoming_prefix(app)) if k.endswith(CHUNK_SUFFIX)])
+        past = finish_interrupted(store, app, now, dedup_seconds, keep_originals, eng, max_resumptions)
+        eng.drop_staging(past.resumed + past.voided)
+        aside = set(past.aside_chunks)
+        index, reports = eng.plan_inputs([k for k in store.list(incoming_prefix(app))
+                                          if k.endswith(CHUNK_SUFFIX) and k not in aside])
         plan = plan_run(index, reports, now, grace_seconds, hold_seconds, threshold)
         if not plan.consumed:
-            return ShuffleRun(None, held=plan.held, resumed=resumed)
-        rec = start_run(store, app, now, plan, min_reports, eng.engine)
-        done = complete_run(store, app, rec, now, dedup_seconds, keep_originals, eng)
-        eng.drop_staging([rec["id"]])
-        done.held, done.resumed = plan.held, resumed
+            done = ShuffleRun(None, held=plan.held)
+        else:
+            rec = start_run(store, app, now, plan, min_reports, eng.engine)
+            done = _attempt(store, app, rec, now, dedup_seconds, keep_originals, eng)
+            eng.drop_staging([rec["id"]])
+            done.held = plan.held
+        done.resumed, done.voided, done.set_aside = past.resumed, past.voided, past.set_aside
         return done
 
 
@@ -231,27 +293,122 @@ class _LocalEngine:
         return _mix_local(store, app, rec, dedup_seconds, chunks, self.rules)
 
 
+@dataclass
+class Past:
+    """What :func:`finish_interrupted` found of earlier runs: those it finished, those it closed as void
+    (superseded), those set aside (``{run: reason}``) and the chunks these hold (left out of the plan)."""
+
+    resumed: list[str] = field(default_factory=list)
+    voided: list[str] = field(default_factory=list)
+    set_aside: dict[str, str] = field(default_factory=dict)
+    aside_chunks: list[str] = field(default_factory=list)
+
+
 def finish_interrupted(store: FencedStore, app: str, now: float, dedup_seconds: float, keep: bool,
-                       mix: Mix) -> list[str]:
-    """Finish every run an earlier process left unfinished (its record not ``closed``); their ids. A run recorded
-    by another engine is refused (its outputs are named as that engine writes them): run that engine."""
-    resumed = []
+                       mix: Mix, max_resumptions: int = DEFAULT_MAX_RESUMPTIONS) -> Past:
+    """Finish every run an earlier process left unfinished (its record neither ``closed``, ``void`` nor
+    ``set_aside``), each attempt counted first; close a superseded one as ``void`` (:func:`superseded`); set aside
+    one tried ``1 + max_resumptions`` times. A run recorded by another engine is refused (its outputs are named as
+    that engine writes them): run that engine."""
+    past = Past()
     for key in store.list(_runs(app)):
         rec = json.loads(store.get(key))
         if rec.get("format") != RUN_FORMAT:
             raise ValueError(f"{store.url}/{key} is not an {RUN_FORMAT} record")
-        if rec["state"] != "closed":
-            complete_run(store, app, rec, now, dedup_seconds, keep, mix)
-            resumed.append(rec["id"])
-    return resumed
+        state = rec["state"]
+        if state in ("closed", "void"):
+            continue
+        if state == "set_aside":
+            past.set_aside[rec["id"]] = str(rec["set_aside"]["reason"])
+            past.aside_chunks += rec["chunks"]
+            continue
+        if state == "started" and (why := superseded(store, app, rec)):
+            _put(store, app, {**rec, "state": "void", "void": {"at": now, "fence": store.fence, "reason": why}})
+            logger.warning("shuffler run %s of %s closed as void: %s", rec["id"], app, why)
+            past.voided.append(rec["id"])
+            continue
+        attempts = int(rec.get("attempts", 1))
+        if attempts > max_resumptions:
+            failures = rec.get("failures") or []
+            reason = (f"{attempts} attempts did not finish it; the last failed with {failures[-1]['error']}"
+                      if failures else f"{attempts} attempts did not finish it (each process stopped: killed?)")
+            _put(store, app, {**rec, "state": "set_aside", "set_aside": {"at": now, "reason": reason,
+                                                                         "state": state}})
+            logger.error("shuffler run %s of %s set aside: %s", rec["id"], app, reason)
+            past.set_aside[rec["id"]] = reason
+            past.aside_chunks += rec["chunks"]
+            continue
+        rec = {**rec, "attempts": attempts + 1}
+        _put(store, app, rec)
+        _attempt(store, app, rec, now, dedup_seconds, keep, mix)
+        past.resumed.append(rec["id"])
+    return past
 
 
-def start_run(store: FencedStore, app: str, now: float, plan: Plan, min_reports: int, engine: str) -> dict[str, Any]:
+def superseded(store: Store, app: str, rec: Mapping[str, Any]) -> str | None:
+    """Why the ``started`` record ``rec`` is stale, or ``None``: its fence is older than the lease's current token
+    (``store.fence``) and some chunk it names is gone — consumed by a newer holder after this record's writer lost
+    the lease (a run merely interrupted still has every chunk: they are removed only once it is ``done``)."""
+    fence, current = rec.get("fence"), getattr(store, "fence", None)
+    if fence is None or current is None or int(fence) >= int(current):
+        return None
+    gone = [k for k, there in zip(rec["chunks"], _each(store, store.exists, list(rec["chunks"])), strict=True)
+            if not there]
+    if not gone:
+        return None
+    return (f"written under lease token {fence} (now {current}) after its chunks were consumed by a newer run: "
+            f"{len(gone)} of its {len(rec['chunks'])} chunks are gone")
+
+
+def retry_set_aside(store: FencedStore, app: str, runs: Sequence[str]) -> list[str]:
+    """Put the set-aside runs ``runs`` (``"all"``: every one) back as they were, their attempts counted anew; their
+    ids. ``ValueError`` naming a run that is not set aside (nothing changed then)."""
+    found: dict[str, dict[str, Any]] = {}
+    for key in store.list(_runs(app)):
+        rec = json.loads(store.get(key))
+        if rec.get("state") == "set_aside":
+            found[rec["id"]] = rec
+    wanted = sorted(found) if "all" in runs else list(dict.fromkeys(runs))
+    if missing := [r for r in wanted if r not in found]:
+        raise ValueError(f"no set-aside shuffler run {', '.join(missing)} of {app}"
+                       + (f" (set aside: {', '.join(sorted(found))})" if found else " (none is set aside)"))
+    for r in wanted:
+        rec = dict(found[r])
+        aside = rec.pop("set_aside")
+        _put(store, app, {**rec, "state": aside["state"], "attempts": 0,
+                          "retried": [*rec.get("retried", []), aside]})
+    return wanted
+
+
+def _put(store: FencedStore, app: str, rec: Mapping[str, Any]) -> None:
+    """Replace the run record of ``rec``."""
+    store.put(f"{_runs(app)}{rec['id']}.json", json.dumps(rec, sort_keys=True).encode())
+
+
+def _attempt(store: FencedStore, app: str, rec: dict[str, Any], now: float, dedup_seconds: float, keep: bool,
+             mix: Mix) -> ShuffleRun:
+    """:func:`complete_run`, its failure kept in the record (the last :data:`FAILURES_KEPT`) and raised: a lost lease
+    or a store that failed is not the run's failure, and is raised alone (nothing more written)."""
+    try:
+        return complete_run(store, app, rec, now, dedup_seconds, keep, mix)
+    except (LeaseLostError, StorageError):
+        raise
+    except Exception as exc:
+        failures = [*rec.get("failures", []), {"at": now, "attempt": int(rec.get("attempts", 1)),
+                                                "error": f"{type(exc).__name__}: {exc}"[:500]}]
+        with contextlib.suppress(LeaseLostError, StorageError):
+            _put(store, app, {**json.loads(store.get(f"{_runs(app)}{rec['id']}.json")),
+                              "failures": failures[-FAILURES_KEPT:]})
+        raise
+
+
+def start_run(store: FencedStore, app: str, now: float, plan: Plan, min_reports: int | None,
+              engine: str) -> dict[str, Any]:
     """Record a new run of ``plan`` (``started``): its chunks, a fresh random segment name per released window
     (``None`` for a withheld one), the lease token, the engine. Written create-if-absent before anything else."""
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-{secrets.token_hex(4)}"
     rec = {"format": RUN_FORMAT, "id": run_id, "state": "started", "at": now, "chunks": plan.consumed,
-           "fence": store.fence, "engine": engine,
+           "fence": store.fence, "engine": engine, "attempts": 1,
            "outputs": {window_key(w): None if w in plan.withheld else closed_name(w[0], store.fence)
                        for w in plan.released}, "min_reports": min_reports,
            "drop": {window_key(w): d for w, d in plan.drop.items()}}
@@ -286,7 +443,7 @@ def complete_run(store: FencedStore, app: str, rec: dict[str, Any], now: float, 
         anonymity, duplicates = mix(store, app, rec, dedup_seconds, chunks)
         rec = {**rec, "state": "done", "anonymity": anonymity, "duplicates": duplicates, "finished": now,
                "finished_fence": store.fence}
-        store.put(f"{_runs(app)}{run_id}.json", json.dumps(rec, sort_keys=True).encode())
+        _put(store, app, rec)
     result.windows, result.duplicates = dict(rec["anonymity"]), int(rec["duplicates"])
 
     def consume(key: str) -> None:
@@ -295,7 +452,7 @@ def complete_run(store: FencedStore, app: str, rec: dict[str, Any], now: float, 
         store.delete(key)
 
     _each(store, consume, keys)
-    store.put(f"{_runs(app)}{run_id}.json", json.dumps({**rec, "state": "closed"}, sort_keys=True).encode())
+    _put(store, app, {**rec, "state": "closed"})
     return result
 
 

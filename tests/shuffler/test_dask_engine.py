@@ -21,7 +21,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from test_stage import DAY, W0, Dying, Killed, batch, write  # noqa: E402
+from test_stage import DAY, SPECS, W0, Dying, Killed, batch, write  # noqa: E402
 
 from ldp.collector.amplification import segment_counts, segment_of, window_segments  # noqa: E402
 from ldp.shuffler import ChunkBatch, dask_engine, dask_tasks, shuffle_app  # noqa: E402
@@ -88,9 +88,9 @@ def run_both(store: Store, engine: str, scheduler: str) -> list[Any]:
     runs = []
     first_chunks(store)
     runs.append(shuffle_app(store, "demo", now=W0 + DAY + 400, engine=engine,
-                            scheduler=scheduler if engine == "dask" else None))
+                            scheduler=scheduler if engine == "dask" else None, min_reports=1))
     second_chunks(store)
-    runs.append(shuffle_app(store, "demo", now=W0 + 2 * DAY + 400, min_reports=3, engine=engine,
+    runs.append(shuffle_app(store, "demo", now=W0 + 2 * DAY + 400, min_reports=3, specs=SPECS, engine=engine,
                             scheduler=scheduler if engine == "dask" else None))
     return runs
 
@@ -119,7 +119,7 @@ def test_the_same_outputs_as_the_local_engine(kind: str, tmp_path: Path, request
     for store, engine in ((local, "local"), (dask, "dask")):
         assert store.list("apps/demo/incoming/") == [] and store.list("apps/demo/shuffler/staging/") == []
         again = shuffle_app(store, "demo", now=W0 + 2 * DAY + 500, engine=engine,
-                            scheduler=scheduler if engine == "dask" else None)
+                            scheduler=scheduler if engine == "dask" else None, min_reports=1)
         assert again.run_id is None and again.held == {}
     recs = [json.loads(dask.get(k)) for k in dask.list("apps/demo/shuffler/runs/")]
     assert [(r["state"], r["engine"]) for r in recs] == [("closed", "dask")] * 2
@@ -158,7 +158,7 @@ def after_a_first_run(tmp_path_factory: pytest.TempPathFactory, scheduler: str) 
     first_chunks(store)
     with pytest.MonkeyPatch.context() as mp:  # the parts' size the function-scoped fixture sets
         mp.setattr(dask_engine, "PART_BYTES", PART_BYTES)
-        shuffle_app(store, "demo", now=W0 + DAY + 400, engine="dask", scheduler=scheduler)
+        shuffle_app(store, "demo", now=W0 + DAY + 400, engine="dask", scheduler=scheduler, min_reports=1)
     return root
 
 
@@ -177,7 +177,7 @@ def test_a_run_killed_after_staging_is_finished_by_the_next(tmp_path: Path, sche
                         + batch("f", 3).lines).splitlines())
     before = Counter(ln for k in store.list(CLOSED) for ln in store.get(k).splitlines())
     with pytest.raises(Killed):
-        shuffle_app(DiesAt(store, where, after), "demo", now=W0 + 2 * DAY + 400,  # type: ignore[arg-type]
+        shuffle_app(DiesAt(store, where, after), "demo", now=W0 + 2 * DAY + 400, specs=SPECS,  # type: ignore[arg-type]
                     min_reports=3, engine="dask", scheduler=scheduler, lease=shuffler_lease(store, "demo"))
     key = store.list("apps/demo/shuffler/runs/")[-1]
     rec = json.loads(store.get(key))
@@ -185,8 +185,8 @@ def test_a_run_killed_after_staging_is_finished_by_the_next(tmp_path: Path, sche
     assert store.list("apps/demo/shuffler/staging/") != []
     if rec["state"] == "started":  # its outputs are named as the dask engine writes them
         with pytest.raises(ValueError, match="--engine dask"):
-            shuffle_app(store, "demo", now=W0 + 2 * DAY + 450)
-    again = shuffle_app(store, "demo", now=W0 + 2 * DAY + 500, engine="dask", scheduler=scheduler)
+            shuffle_app(store, "demo", now=W0 + 2 * DAY + 450, min_reports=1)
+    again = shuffle_app(store, "demo", now=W0 + 2 * DAY + 500, engine="dask", scheduler=scheduler, min_reports=1)
     assert again.resumed == ([] if rec["state"] == "closed" else [rec["id"]]) and again.run_id is None
     got = Counter(ln for k in store.list(CLOSED) for ln in store.get(k).splitlines()) - before
     assert got == expected
@@ -213,10 +213,10 @@ def test_parts_that_do_not_hold_their_window_are_never_published(tmp_path: Path,
 
     monkeypatch.setattr(dask_engine.DaskEngine, "_mix", damaged)
     with pytest.raises(RuntimeError, match="do not hold exactly its kept lines"):
-        shuffle_app(store, "demo", now=W0 + DAY + 400, engine="dask", scheduler=scheduler)
+        shuffle_app(store, "demo", now=W0 + DAY + 400, engine="dask", scheduler=scheduler, min_reports=1)
     assert store.list(CLOSED) == [] and [k for k in store.list("apps/demo/shuffler/staging/") if "windows" in k] == []
     monkeypatch.setattr(dask_engine.DaskEngine, "_mix", mix)
-    again = shuffle_app(store, "demo", now=W0 + DAY + 500, engine="dask", scheduler=scheduler)
+    again = shuffle_app(store, "demo", now=W0 + DAY + 500, engine="dask", scheduler=scheduler, min_reports=1)
     assert len(again.resumed) == 1 and store.list("apps/demo/shuffler/staging/") == []
     got = Counter(ln for k in store.list(CLOSED) for ln in store.get(k).splitlines())
     assert got == Counter((batch("a", 5).lines + batch("b", 7, metric="n").lines).splitlines())
@@ -275,7 +275,7 @@ def test_a_fold_of_the_parts_sees_one_segment_per_window(tmp_path: Path, schedul
     store = open_store(tmp_path / "s")
     write(store, "r1", 1, ChunkBatch("g1", DAY, DAY, b"".join(good[:60])))
     write(store, "r2", 1, ChunkBatch("g2", DAY, DAY, b"".join(good[60:])))
-    run = shuffle_app(store, "demo", now=3 * DAY, engine="dask", scheduler=scheduler)
+    run = shuffle_app(store, "demo", now=3 * DAY, engine="dask", scheduler=scheduler, min_reports=1)
     (w,) = run.windows.values()
     assert w["parts"] > 3 and w["reports"] == 120
     summary = aggregate_files([tmp_path / "s" / CLOSED], spec, tmp_path / "job", by_window=True, progress=False)
@@ -293,11 +293,13 @@ def test_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
     store = open_store(tmp_path / "s")
     first_chunks(store)
-    code, out, err = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--engine", "dask"])
+    code, out, err = call_main(["shuffle", "--min-reports", "1",
+                                "--store", str(tmp_path / "s"), "--app", "demo", "--engine", "dask"])
     assert code == 0, err
     assert "0 duplicate batches dropped" in out and "12 reports from 2 batches of 1 replica(s)" in out
     assert "-p*.jsonl (" in out
-    code, _, err = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--scheduler", "tcp://x:1"])
+    code, _, err = call_main(["shuffle", "--min-reports", "1",
+                              "--store", str(tmp_path / "s"), "--app", "demo", "--scheduler", "tcp://x:1"])
     assert code == 2 and "--engine dask" in err.splitlines()[-1]
     # distributed missing (None in sys.modules: not importable, nor found), the module imported anew, here: the
     # modules it imports before are loaded already (a subprocess spent a second loading them); both restored after
@@ -326,7 +328,7 @@ def test_canonical_lines_and_withheld_metrics_as_the_local_engine(tmp_path: Path
                                                                                            b"".join(b[:30])))
         put(store, "r2", 1, ChunkBatch("a2", W1, DAY, b"".join(a[:50])), ChunkBatch("b2", W1, DAY, b"".join(b[30:60])))
         run = shuffle_app(store, "demo", now=W1 + DAY + 400, engine=engine, specs={STRICT.fingerprint: STRICT},
-                          scheduler=scheduler if engine == "dask" else None)
+                          scheduler=scheduler if engine == "dask" else None, min_reports=1)
         (w,) = run.windows.values()
         ran[engine] = ({k: v for k, v in w.items() if k not in ("segment", "parts")}, lines_of(store, w))
     assert ran["local"] == ran["dask"]

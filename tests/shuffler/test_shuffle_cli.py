@@ -19,11 +19,12 @@ def test_a_run_from_the_command_line(tmp_path: Path) -> None:
     write(store, "r1", 1, batch("a", 3), batch("b", 2))
     today = int(time.time()) // DAY * DAY
     spanning = write(store, "r2", 1, batch("b", 2), batch("c", 1, window=today), at=today)  # today: not ended
-    code, out, _ = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo"])
+    code, out, _ = call_main(["shuffle", "--min-reports", "1", "--store", str(tmp_path / "s"), "--app", "demo"])
     assert code == 0 and "nothing to mix: 4 batches wait for their window to end" in out  # day 0 waits for today
     store.delete(spanning)
     write(store, "r2", 1, batch("b", 2))  # r2's chunk of day 0 only
-    code, out, _ = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--json"])
+    code, out, _ = call_main(["shuffle", "--min-reports", "1",
+                              "--store", str(tmp_path / "s"), "--app", "demo", "--json"])
     doc = json.loads(out)
     assert code == 0 and doc["chunks"] == 2 and doc["duplicates"] == 1
     (w,) = doc["windows"].values()
@@ -33,7 +34,8 @@ def test_a_run_from_the_command_line(tmp_path: Path) -> None:
 def test_bad_input_is_one_line(tmp_path: Path) -> None:
     for argv, text in ((["--app", "Bad App"], "an app name"), (["--app", "demo", "--store-option", "x"], "KEY=VALUE"),
                        (["--app", "demo", "--store", "s3://"], "protocol://bucket")):
-        args = ["shuffle", "--store", str(tmp_path), *argv] if "--store" not in argv else ["shuffle", *argv]
+        args = ["shuffle", "--min-reports", "1",
+                "--store", str(tmp_path), *argv] if "--store" not in argv else ["shuffle", *argv]
         code, _, err = call_main(args)
         assert code == 2 and text in err and "Traceback" not in err
         assert err.splitlines()[-1].startswith("ldp shuffle: error:")  # after argparse's usage line, if any
@@ -43,7 +45,8 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
 @given(st.lists(st.sampled_from(["--grace", "-1", "10", "--dedup-days", "0", "nan", "--keep-originals", "--json",
                                  "--store-option", "a=b", "--app", "demo", "x", "--lease-seconds", "5"]), max_size=6))
 def test_option_combinations_never_end_in_an_internal_error(extra: list[str]) -> None:
-    code, _, err = call_main(["shuffle", "--store", "/nonexistent/ldp-store", "--app", "demo", *extra])
+    code, _, err = call_main(["shuffle", "--min-reports", "1",
+                              "--store", "/nonexistent/ldp-store", "--app", "demo", *extra])
     assert code in (0, 2) and "internal error" not in err and "Traceback" not in err
 
 
@@ -64,7 +67,8 @@ def test_with_the_spec_each_metric_gets_its_central_guarantee_and_min_reports(tm
                b'"0000000000000000","payload":{"i":1}}}\n')
     write(store, "r1", 1, ChunkBatch("g1", DAY, DAY, b"".join(good[:200])), ChunkBatch("f", DAY, DAY, foreign))
     write(store, "r2", 1, ChunkBatch("g2", DAY, DAY, b"".join(good[200:400])))
-    code, out, err = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--spec", str(spec_path),
+    code, out, err = call_main(["shuffle", "--min-reports", "1",
+                                "--store", str(tmp_path / "s"), "--app", "demo", "--spec", str(spec_path),
                                 "--json"])
     assert code == 0, err
     doc = json.loads(out)
@@ -75,7 +79,8 @@ def test_with_the_spec_each_metric_gets_its_central_guarantee_and_min_reports(tm
     for m in ours:
         if m["central"] is not None:
             assert m["central"]["epsilon"] <= m["epsilon0"] and m["central"]["n"] == m["n"]
-    code, text, _ = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--spec", str(spec_path)])
+    code, text, _ = call_main(["shuffle", "--min-reports", "1",
+                               "--store", str(tmp_path / "s"), "--app", "demo", "--spec", str(spec_path)])
     assert code == 0 and "nothing to mix" in text  # consumed
 
     strict = json.loads(spec_path.read_text())
@@ -83,9 +88,27 @@ def test_with_the_spec_each_metric_gets_its_central_guarantee_and_min_reports(tm
     (tmp_path / "strict.json").write_text(json.dumps(strict))
     yesterday = (int(time.time()) // DAY - 1) * DAY
     write(store, "r1", 2, ChunkBatch("g3", yesterday, DAY, b"".join(good[:50])), at=yesterday + 60)
-    code, out, _ = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--spec",
+    code, out, _ = call_main(["shuffle", "--min-reports", "1",
+                              "--store", str(tmp_path / "s"), "--app", "demo", "--spec",
                               str(tmp_path / "strict.json"), "--grace", "0", "--json"])
     assert code == 0 and json.loads(out)["windows"] == {}  # 50 < 10,000: held (for a week by default)
     code, out, _ = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--spec",
                               str(tmp_path / "strict.json"), "--grace", "0", "--min-reports", "10", "--json"])
     assert code == 0 and json.loads(out)["windows"] == {}  # the flag is a floor: it never lowers a spec's threshold
+
+
+def test_no_run_without_a_threshold(tmp_path: Path) -> None:
+    """Neither --spec nor --min-reports: refused before anything is read or written, saying how to state one; a
+    spec whose metrics set no release.min_reports is refused naming them; --min-reports 1 states the choice."""
+    from support import ROOT
+
+    store = LocalStore(tmp_path / "s")
+    write(store, "r1", 1, batch("a", 3))
+    base = ["shuffle", "--store", str(tmp_path / "s"), "--app", "demo"]
+    code, out, err = call_main(base)
+    assert code == 2 and out == "" and "no release threshold (no spec given)" in err and "--min-reports 1" in err
+    assert store.list("apps/demo/shuffler/") == [] and len(store.list("apps/demo/incoming/")) == 1
+    code, _, err = call_main([*base, "--spec", str(ROOT / "examples" / "collection.json")])
+    assert code == 2 and "/dark_mode" in err and "no release.min_reports in its spec" in err
+    code, out, _ = call_main([*base, "--min-reports", "1"])
+    assert code == 0 and "window " in out

@@ -69,7 +69,7 @@ def test_k_runs_at_once_count_every_report_once_and_the_others_are_refused(
         store = open_store(*url)  # each its own client, as separate processes would have
         barrier.wait()
         try:
-            results[i] = shuffle_app(Gated(store, refused, k - 1), "demo", now=NOW)  # type: ignore[arg-type]
+            results[i] = shuffle_app(Gated(store, refused, k - 1), "demo", now=NOW, min_reports=1)  # type: ignore[arg-type]
         except LeaseHeldError as exc:
             results[i] = exc
             refused.release()
@@ -85,7 +85,8 @@ def test_k_runs_at_once_count_every_report_once_and_the_others_are_refused(
     store = open_store(*url)
     got = Counter(ln for data in outputs(store).values() for ln in data.splitlines())
     assert got == expected and store.list("apps/demo/incoming/") == []
-    assert shuffle_app(store, "demo", now=NOW + 60).run_id is None  # released: the next run takes it at once
+    again = shuffle_app(store, "demo", now=NOW + 60, min_reports=1)
+    assert again.run_id is None  # released: the next run takes it at once
 
 
 def test_a_second_command_is_refused_naming_the_holder(tmp_path: Path) -> None:
@@ -93,14 +94,15 @@ def test_a_second_command_is_refused_naming_the_holder(tmp_path: Path) -> None:
     scenario(store)
     holder = shuffler_lease(store, "demo", ttl=600)
     holder.acquire()
-    code, out, err = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo"])
+    code, out, err = call_main(["shuffle", "--min-reports", "1", "--store", str(tmp_path / "s"), "--app", "demo"])
     assert code == 3 and out == "" and "Traceback" not in err
     last = err.splitlines()[-1]
     assert last.startswith("ldp shuffle: error: the shuffler of demo lease at ")
     assert f"host {holder.host}, pid {os.getpid()}" in last and "expires at " in last and "unless it renews" in last
     assert store.list("apps/demo/shuffler/runs/") == [] and len(store.list("apps/demo/incoming/")) == 3
     holder.release()
-    code, out, _ = call_main(["shuffle", "--store", str(tmp_path / "s"), "--app", "demo", "--grace", "0"])
+    code, out, _ = call_main(["shuffle", "--min-reports", "1",
+                              "--store", str(tmp_path / "s"), "--app", "demo", "--grace", "0"])
     assert code == 0 and "run " in out
 
 
@@ -136,16 +138,16 @@ def test_a_run_that_loses_its_lease_writes_nothing_more_and_the_next_finishes_it
     lease = Lease(store, "apps/demo/shuffler/lease/", "shuffler of demo", ttl=30, monotonic=mono)
     with pytest.raises(LeaseLostError, match="not renewed within"):
         pausing(monkeypatch, mono, 2)
-        shuffle_app(store, "demo", now=NOW, lease=lease)
+        shuffle_app(store, "demo", now=NOW, lease=lease, min_reports=1)
     assert len(outputs(store)) == 1  # the first window's segment; not the second, nor anything after it
     assert store.list("apps/demo/shuffler/seen/") == [] and len(store.list("apps/demo/incoming/")) == 3
     (rec,) = [json.loads(store.get(k)) for k in store.list("apps/demo/shuffler/runs/")]
     assert rec["state"] == "started" and rec["fence"] == 1
     with pytest.raises(LeaseHeldError):  # the lost lease was not released: it expires by itself
-        shuffle_app(store, "demo", now=NOW + 60)
+        shuffle_app(store, "demo", now=NOW + 60, min_reports=1)
     wall = Clock(time.time() + 31)
     later = Lease(store, "apps/demo/shuffler/lease/", "shuffler of demo", clock=wall)
-    again = shuffle_app(store, "demo", now=NOW + 60, lease=later)
+    again = shuffle_app(store, "demo", now=NOW + 60, lease=later, min_reports=1)
     assert again.resumed == [rec["id"]] and again.run_id is None
     got = Counter(ln for data in outputs(store).values() for ln in data.splitlines())
     assert got == expected and store.list("apps/demo/incoming/") == []
@@ -170,7 +172,7 @@ STOPPED = textwrap.dedent("""
         return create(self, key, data)
 
     FencedStore.create = slow
-    shuffle_app(open_store(sys.argv[1]), "demo", now=float(sys.argv[3]), lease_seconds=2)
+    shuffle_app(open_store(sys.argv[1]), "demo", now=float(sys.argv[3]), lease_seconds=2, min_reports=1)
 """)
 
 
@@ -190,7 +192,7 @@ def test_a_run_stopped_past_its_lease_and_woken_after_a_takeover_writes_nothing_
         deadline = time.monotonic() + 60
         while True:  # until the stopped run's lease expires
             try:
-                again = shuffle_app(store, "demo", now=NOW + 60, lease=lease)
+                again = shuffle_app(store, "demo", now=NOW + 60, lease=lease, min_reports=1)
                 break
             except LeaseHeldError:
                 assert time.monotonic() < deadline
@@ -210,15 +212,16 @@ def test_a_run_stopped_past_its_lease_and_woken_after_a_takeover_writes_nothing_
 
 
 def test_a_store_or_app_that_is_not_there_is_an_error(tmp_path: Path) -> None:
-    code, out, err = call_main(["shuffle", "--store", str(tmp_path / "no" / "such"), "--app", "demo"])
+    code, out, err = call_main(["shuffle", "--min-reports", "1",
+                                "--store", str(tmp_path / "no" / "such"), "--app", "demo"])
     assert code == 2 and "no store at file://" in err and "no such folder" in err and out == ""
     assert not (tmp_path / "no").exists()  # nothing created where the typo points
     (tmp_path / "empty").mkdir()
-    code, _, err = call_main(["shuffle", "--store", str(tmp_path / "empty"), "--app", "demo"])
+    code, _, err = call_main(["shuffle", "--min-reports", "1", "--store", str(tmp_path / "empty"), "--app", "demo"])
     assert code == 2 and "holds nothing of app 'demo'" in err and "it holds no app at all" in err
     store = LocalStore(tmp_path / "other")
     store.put("apps/prod/incoming/r1/x.chunk", b"")
-    code, _, err = call_main(["shuffle", "--store", str(tmp_path / "other"), "--app", "demo"])
+    code, _, err = call_main(["shuffle", "--min-reports", "1", "--store", str(tmp_path / "other"), "--app", "demo"])
     assert code == 2 and "a wrong --store or --app? apps there: prod" in err
 
 
@@ -228,9 +231,9 @@ def test_a_bucket_that_is_not_there_is_an_error(s3: Any, monkeypatch: pytest.Mon
     for k, v in CREDENTIALS.items():
         monkeypatch.setenv(k, v)
     args = ["--store-option", f"endpoint_url={s3.endpoint}", "--app", "demo"]
-    code, _, err = call_main(["shuffle", "--store", "s3://no-such-bucket-ldp/prod", *args])
+    code, _, err = call_main(["shuffle", "--min-reports", "1", "--store", "s3://no-such-bucket-ldp/prod", *args])
     assert code == 2 and "no store at s3://no-such-bucket-ldp/prod: no such bucket" in err
-    code, _, err = call_main(["shuffle", "--store", f"{s3.bucket('ldp-empty')}/prod", *args])
+    code, _, err = call_main(["shuffle", "--min-reports", "1", "--store", f"{s3.bucket('ldp-empty')}/prod", *args])
     assert code == 2 and "holds nothing of app 'demo'" in err
 
 
@@ -241,7 +244,7 @@ def test_a_window_is_mixed_once_though_a_stale_holder_writes_its_segment(tmp_pat
     store.put("apps/demo/incoming/r1/a.chunk", b"")
     expected = scenario(store)
     store.delete("apps/demo/incoming/r1/a.chunk")
-    run = shuffle_app(store, "demo", now=NOW)
+    run = shuffle_app(store, "demo", now=NOW, min_reports=1)
     (rec,) = [json.loads(store.get(k)) for k in store.list("apps/demo/shuffler/runs/")]
     name = next(iter(v for v in rec["outputs"].values() if v))
     assert store.create(f"apps/demo/segments/closed/{name}", b"stale\n") is False  # what a stale holder would do

@@ -15,6 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from ldp.shuffler import ChunkBatch, chunk_key, decode_chunk, encode_chunk, shuffle_app
 from ldp.shuffler.stage import shuffler_lease
+from ldp.spec import CollectionSpec
 from ldp.storage import Store
 from ldp.storage.local import LocalStore
 
@@ -22,13 +23,21 @@ DAY = 86400
 W0 = 20000 * DAY  # a UTC day
 
 
-S1 = "5151515151515151"  # a spec fingerprint (no spec given to these runs: lines are checked for shape only)
+SPEC = CollectionSpec.from_dict({
+    "spec_version": 1, "name": "shuffler_tests", "window_seconds": DAY,
+    "budget": {"per_window": 4.0, "lifetime": 400.0},
+    "metrics": {m: {"protocol": "grr", "params": {"epsilon": 1.0, "domain_size": 10**6},
+                    "budget": {"per_report": 1.0, "per_window": 1.0, "lifetime": 100.0}} for m in "mn"}})
+"""The spec of these tests' lines: two metrics of one report per device and window (so devices = reports). Runs
+are given it only where they say so (``SPECS``): without it, lines are checked for their shape only."""
+S1 = SPEC.fingerprint
+SPECS = {S1: SPEC}
 
 
 def line(spec: str, metric: str, i: int) -> bytes:
     """A canonical envelope line (the shuffler checks every line's bytes)."""
     return json.dumps({"spec": spec, "metric": metric, "window": 20000, "report": {
-        "v": 1, "protocol": "rr", "params": "0123456789abcdef", "payload": {"i": i}}}, separators=(",", ":")
+        "v": 1, "protocol": "grr", "params": "a0f04db3fd8aa4ec", "payload": {"index": i}}}, separators=(",", ":")
         ).encode() + b"\n"
 
 
@@ -52,7 +61,7 @@ def test_replicas_are_mixed_per_window_each_batch_once(store: Store) -> None:
     write(store, "r1", 1, a1, a2)
     write(store, "r2", 1, b1, batch("a2", 5))  # a2 retried against r2 after a lost answer
     write(store, "r3", 7, batch("a1", 3))  # and a1 twice too
-    run = shuffle_app(store, "demo", now=W0 + DAY + 400)
+    run = shuffle_app(store, "demo", now=W0 + DAY + 400, min_reports=1)
     (name, data), = outputs(store).items()
     assert Counter(data.splitlines()) == Counter((a1.lines + a2.lines + b1.lines).splitlines())
     assert data != a1.lines + a2.lines + b1.lines or len(data.splitlines()) < 3  # reordered (12 lines)
@@ -71,25 +80,25 @@ def test_a_window_is_held_until_ready_and_mixed_whole(store: Store) -> None:
     write(store, "r1", 1, batch("x", 2))
     write(store, "r1", 2, batch("y", 2), batch("z", 1, window=W0 + DAY), at=W0 + DAY - 1)  # spans two windows
     write(store, "r2", 1, batch("v", 2, window=W0 + DAY), at=W0 + DAY + 10)
-    first = shuffle_app(store, "demo", now=W0 + DAY + 400)  # day 0 ready, but a chunk also holds day 1
+    first = shuffle_app(store, "demo", now=W0 + DAY + 400, min_reports=1)  # day 0 ready, but a chunk also holds day 1
     assert first.run_id is None and outputs(store) == {} and first.held == {str(W0): 2, str(W0 + DAY): 2}
-    second = shuffle_app(store, "demo", now=W0 + 2 * DAY + 400)
+    second = shuffle_app(store, "demo", now=W0 + 2 * DAY + 400, min_reports=1)
     assert sorted(w["reports"] for w in second.windows.values()) == [3, 4]
     assert store.list("apps/demo/incoming/") == []
 
 
 def test_a_retry_after_its_batch_was_mixed_is_dropped(store: Store) -> None:
     write(store, "r1", 1, batch("a", 3))
-    shuffle_app(store, "demo", now=W0 + DAY + 400)
+    shuffle_app(store, "demo", now=W0 + DAY + 400, min_reports=1)
     write(store, "r2", 1, batch("a", 3), batch("b", 2, window=W0 + DAY), at=W0 + DAY + 5)  # a, late, elsewhere
-    run = shuffle_app(store, "demo", now=W0 + 2 * DAY + 400)
+    run = shuffle_app(store, "demo", now=W0 + 2 * DAY + 400, min_reports=1)
     assert run.duplicates == 1 and sorted(w["reports"] for w in run.windows.values()) == [0, 2]  # day 0: nothing new
     assert sum(len(d.splitlines()) for d in outputs(store).values()) == 5
 
 
 def test_keep_originals_moves_the_chunks(store: Store) -> None:
     key = write(store, "r1", 1, batch("a", 1))
-    shuffle_app(store, "demo", now=W0 + DAY + 400, keep_originals=True)
+    shuffle_app(store, "demo", now=W0 + DAY + 400, keep_originals=True, min_reports=1)
     assert store.list("apps/demo/incoming/") == []
     assert store.list("apps/demo/shuffler/consumed/") == ["apps/demo/shuffler/consumed/"
                                                           + key.split("/incoming/")[1]]
@@ -149,11 +158,11 @@ def test_killed_after_any_store_operation_the_next_run_finishes_the_same(tmp_pat
         expected = scenario(store)
         try:
             shuffle_app(Dying(store, kill), "demo", now=W0 + 2 * DAY + 400,  # type: ignore[arg-type]
-                        lease=shuffler_lease(store, "demo"))  # the run's operations die, not the lease's
+                        lease=shuffler_lease(store, "demo"), min_reports=1)  # the run's operations die, not the lease's
             finished = True
         except Killed:
             finished = False
-        again = shuffle_app(store, "demo", now=W0 + 2 * DAY + 500)
+        again = shuffle_app(store, "demo", now=W0 + 2 * DAY + 500, min_reports=1)
         got = Counter(ln for data in outputs(store).values() for ln in data.splitlines())
         assert got == expected, f"killed after {kill} operations"
         assert store.list("apps/demo/incoming/") == []
@@ -193,15 +202,15 @@ def test_a_window_below_min_reports_is_held_then_released_or_withheld(store: Sto
     past the hold: withheld for good — chunks removed, nothing written, the reason recorded."""
     write(store, "r1", 1, batch("a", 2), batch("b", 1))
     write(store, "r2", 1, batch("a", 2))  # a retry: counted once
-    first = shuffle_app(store, "demo", now=W0 + DAY + 400, min_reports=5)
+    first = shuffle_app(store, "demo", now=W0 + DAY + 400, min_reports=5, specs=SPECS)
     assert first.run_id is None and first.held == {str(W0): 3} and outputs(store) == {}
     write(store, "r2", 2, batch("c", 2), at=W0 + DAY + 100)  # late, within the window's arrival time
-    second = shuffle_app(store, "demo", now=W0 + DAY + 500, min_reports=5)
+    second = shuffle_app(store, "demo", now=W0 + DAY + 500, min_reports=5, specs=SPECS)
     assert [w["reports"] for w in second.windows.values()] == [5] and len(outputs(store)) == 1
     write(store, "r1", 2, batch("d", 1, window=W0 + DAY), at=W0 + 2 * DAY - 5)
-    held = shuffle_app(store, "demo", now=W0 + 2 * DAY + 400, min_reports=5, hold_seconds=DAY)
+    held = shuffle_app(store, "demo", now=W0 + 2 * DAY + 400, min_reports=5, hold_seconds=DAY, specs=SPECS)
     assert held.run_id is None and held.held == {str(W0 + DAY): 1}
-    gone = shuffle_app(store, "demo", now=W0 + 3 * DAY + 400, min_reports=5, hold_seconds=DAY)
+    gone = shuffle_app(store, "demo", now=W0 + 3 * DAY + 400, min_reports=5, hold_seconds=DAY, specs=SPECS)
     (w,) = gone.windows.values()
     assert w["segment"] is None and w["reports"] == 1 and "min_reports = 5" in w["withheld"]
     assert len(outputs(store)) == 1 and store.list("apps/demo/incoming/") == []
@@ -209,11 +218,12 @@ def test_a_window_below_min_reports_is_held_then_released_or_withheld(store: Sto
 
 def test_old_id_records_are_pruned(store: Store) -> None:
     write(store, "r1", 1, batch("a", 1))
-    shuffle_app(store, "demo", now=W0 + DAY + 400, dedup_seconds=DAY)
+    shuffle_app(store, "demo", now=W0 + DAY + 400, dedup_seconds=DAY, min_reports=1)
     assert len(store.list("apps/demo/shuffler/seen/")) == 1
-    shuffle_app(store, "demo", now=W0 + 2 * DAY + 401, dedup_seconds=DAY)  # still within twice the horizon
+    shuffle_app(store, "demo", now=W0 + 2 * DAY + 401, dedup_seconds=DAY,
+                min_reports=1)  # still within twice the horizon
     assert len(store.list("apps/demo/shuffler/seen/")) == 1
-    shuffle_app(store, "demo", now=W0 + 4 * DAY, dedup_seconds=DAY)
+    shuffle_app(store, "demo", now=W0 + 4 * DAY, dedup_seconds=DAY, min_reports=1)
     assert store.list("apps/demo/shuffler/seen/") == []
 
 
@@ -259,8 +269,8 @@ def test_chunks_written_during_a_run_are_left_for_the_next(tmp_path: Path) -> No
     store = LocalStore(tmp_path / "s")
     expected = scenario(store)
     writing = Writing(store)
-    shuffle_app(writing, "demo", now=W0 + 2 * DAY + 400)  # type: ignore[arg-type]
+    shuffle_app(writing, "demo", now=W0 + 2 * DAY + 400, min_reports=1)  # type: ignore[arg-type]
     assert writing.written and len(store.list("apps/demo/incoming/")) == writing.seq - 100
-    shuffle_app(store, "demo", now=W0 + 7 * DAY)
+    shuffle_app(store, "demo", now=W0 + 7 * DAY, min_reports=1)
     got = Counter(ln for data in outputs(store).values() for ln in data.splitlines())
     assert got == expected + writing.written and store.list("apps/demo/incoming/") == []

@@ -147,12 +147,14 @@ def test_each_role_does_its_job_under_its_policy_and_nothing_more(
     assert denied(lambda: replica.get(chunk))  # a replica cannot read a chunk back, not even its own
     assert denied(lambda: replica.put("apps/demo/segments/closed/forged.jsonl", b"x"))
 
-    code, _, err = call_main(["shuffle", "--store", url, "--app", "demo", "--keep-originals", "--grace", "0",
+    code, _, err = call_main(["shuffle", "--min-reports", "1",
+                              "--store", url, "--app", "demo", "--keep-originals", "--grace", "0",
                               "--spec", str(SPEC), *(f"--store-option={k}={v}" for k, v in keys["shuffler"].items())])
     assert code == 0, err
     assert "versioning enabled" in err  # deleted chunks stay as noncurrent versions: said at every run
     spec = CollectionSpec.load(SPEC)  # the day's window is not over: the run mixes as if two days later
-    shuffle_app(shuffler, "demo", now=time.time() + 2 * 86400, keep_originals=True, specs={spec.fingerprint: spec})
+    shuffle_app(shuffler, "demo", now=time.time() + 2 * 86400, keep_originals=True, specs={spec.fingerprint: spec},
+                min_reports=1)
     assert shuffler.list("apps/demo/incoming/") == []
     kept = shuffler.list("apps/demo/shuffler/consumed/")
     assert kept == [k.replace("/incoming/", "/shuffler/consumed/") for k in chunks]
