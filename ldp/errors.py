@@ -38,6 +38,7 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     │   └── ConditionalWriteError            a store that is not exclusive          (ldp.storage.lease)
     ├── LeaseHeldError, RuntimeError         another process holds the lease        (ldp.storage.lease)
     ├── FoldBusyError, RuntimeError          another process folds this app         (ldp.collector.watch)
+    ├── DataFolderBusyError, RuntimeError    another ldp serve uses the data folder (ldp.collector.datafolder)
     └── MissingExtraError, ImportError       an optional extra is not installed     (ldp.extras)
     LdpWarning (UserWarning)
     ├── SeededRandomnessWarning              a client drawing from a seed           (ldp.randomness)
@@ -65,6 +66,7 @@ __all__ = [
     "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
     "WriterClosed", "StorageError", "LeaseLostError", "ConditionalWriteError", "LeaseHeldError", "FoldBusyError",
+    "DataFolderBusyError",
     "MissingExtraError", "OutboxFull", "OptedOutError", "SecretChanged", "SeededRandomnessWarning",
     "PrivacyLeakWarning",
     "ReproductionOnlyWarning", "SeededNoiseWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
@@ -345,6 +347,15 @@ class LeaseHeldError(LdpError, RuntimeError):
 
 class FoldBusyError(LdpError, RuntimeError):
     """Another process (or thread) is folding this app right now."""
+
+
+class DataFolderBusyError(LdpError, RuntimeError):
+    """Another process serves from this data folder (:mod:`ldp.collector.datafolder`): ``pid``, ``host`` and
+    ``started`` (ISO 8601 UTC) name it, as it described itself beside its lock (0 and ``""`` when unknown)."""
+
+    def __init__(self, message: str, *, pid: int = 0, host: str = "", started: str = "") -> None:
+        super().__init__(message)
+        self.pid, self.host, self.started = pid, host, started
 
 
 # -- installation ------------------------------------------------------------------------------------------------

@@ -10,9 +10,12 @@ import dataclasses
 import ipaddress
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ldp.extras import pip_install
+
+if TYPE_CHECKING:
+    from ldp.collector.config import CollectorConfig
 
 __all__ = ["add_serve_arguments", "serve_command", "register"]
 
@@ -60,7 +63,7 @@ def serve_command(args: argparse.Namespace) -> int:
     """Run ``ldp serve`` (or ``ldp serve token``); a bad config ends with ``ldp serve: error: ...``
     on stderr and status 2."""
     from ldp.cli.support import BAD_INPUT, report_error
-    from ldp.errors import LeaseHeldError
+    from ldp.errors import DataFolderBusyError, LeaseHeldError
 
     try:
         if args.serve_action == "token":
@@ -70,8 +73,8 @@ def serve_command(args: argparse.Namespace) -> int:
         if not args.config:
             raise ValueError("--config FILE is required (the collector's TOML config)")
         return _serve(args.config, args.host, args.port, access_log=not args.no_access_log, replica=args.replica)
-    except LeaseHeldError as exc:  # another process serves under this replica name: not bad input, status 3
-        report_error("ldp serve", exc)
+    except (LeaseHeldError, DataFolderBusyError) as exc:  # another process serves under this replica name, or from
+        report_error("ldp serve", exc)  # this data folder: not bad input, status 3
         return 3
     except BAD_INPUT as exc:
         return report_error("ldp serve", exc)
@@ -135,6 +138,7 @@ def _serve(config_path: str, host: str, port: int, access_log: bool = True, repl
     except ImportError as exc:
         raise ImportError(f"ldp serve needs starlette and uvicorn: {pip_install('serve')} ({exc})") from None
     from ldp.collector.config import check_replica, load_config
+    from ldp.collector.datafolder import hold_data_folder
 
     config = load_config(config_path)
     if replica is not None:
@@ -148,7 +152,16 @@ def _serve(config_path: str, host: str, port: int, access_log: bool = True, repl
         _access_log_to_stderr()
     http.limit_server_log()
     open_files = http.raise_open_files_limit()
-    app = create_service(config)
+    # one process per data folder: held before anything in it is written or recovered (the replica's claim file,
+    # the journals), released by the OS however this process ends (ldp.collector.datafolder)
+    with hold_data_folder(config.data_dir):
+        return _run(create_service(config), config, host, port, open_files)
+
+
+def _run(app: Any, config: CollectorConfig, host: str, port: int, open_files: int) -> int:
+    """Run uvicorn serving ``app`` until it stops (the data folder held by the caller): the exit status."""
+    from ldp.collector import http
+
     writer = app.state.collector
     writer.take_claim()  # a replica: its name in the shared store is its own, or it does not start
     app.state.connection_stats = stats = http.ConnectionStats()  # open connections, deadline closes

@@ -30,6 +30,8 @@ from starlette.routing import BaseRoute, Route
 from ldp.collector.access import bearer_digest
 from ldp.collector.config import AppConfig, CollectorConfig
 from ldp.collector.cors import Cors
+from ldp.collector.datafolder import hold_data_folder
+from ldp.collector.health import health_answer, is_operator, live_answer, operator_of
 from ldp.collector.ingest import Gunzip, IngestError, check_batch_id, check_body, prepare_body
 from ldp.collector.metrics import CollectorMetrics
 from ldp.collector.segments import Batch, QueueFull, SegmentWriter, Stored, WriterClosed
@@ -162,6 +164,7 @@ class _Collector:
         self.memory = _Memory(config.limits.max_buffered_bytes)
         self.metrics: CollectorMetrics | None = None
         self.cors = Cors(config.cors_origins) if config.cors_origins else None
+        self.operator = operator_of(config)  # the operator's token: /healthz's details (ldp.collector.health)
 
     async def reports(self, request: Request) -> Response:
         t0 = time.perf_counter()
@@ -247,25 +250,22 @@ class _Collector:
 
     async def healthz(self, request: Request) -> Response:
         """``GET /healthz`` and ``GET /readyz`` (readiness): 200 while uploads are taken, 503 (with why) while the
-        storage fails, the writer stopped or the process is shutting down: a balancer sends no upload here then."""
-        w = self.writer
-        doc = {**w.health(), "apps": sorted(self.config.apps)}
-        if self.config.replica is not None:
-            doc["replica"] = self.config.replica
-        status = 200 if w.healthy else 503
+        storage fails, the writer stopped or the process is shutting down: a balancer sends no upload here then.
+        Why in one coarse word to anyone, the details to the operator's token (:mod:`ldp.collector.health`)."""
+        operator = is_operator(request.headers.get("authorization"), self.operator)
+        status, doc, headers = health_answer(self.writer.health(), self.config, operator)
         if self.metrics is not None:
             self.metrics.count(request.url.path, status)
-        return JSONResponse(doc, status_code=status, headers=None if w.healthy else {"Retry-After": _RETRY_AFTER})
+        return JSONResponse(doc, status_code=status, headers=headers or None)
 
     async def livez(self, request: Request) -> Response:
         """``GET /livez`` (liveness): 200 whenever the process answers at all, storage errors included (they heal
-        by themselves: restarting would not help); only a process that no longer answers is to be restarted."""
+        by themselves: restarting would not help); only a process that no longer answers is to be restarted. The
+        replica's name to the operator's token only."""
         if self.metrics is not None:
             self.metrics.count("/livez", 200)
-        doc: dict[str, Any] = {"status": "alive"}
-        if self.config.replica is not None:
-            doc["replica"] = self.config.replica
-        return JSONResponse(doc)
+        doc, headers = live_answer(self.config, is_operator(request.headers.get("authorization"), self.operator))
+        return JSONResponse(doc, headers=headers or None)
 
     async def metrics_page(self, request: Request) -> Response:
         """``GET /metrics``: the Prometheus page (a bearer token first, when ``[metrics] token_sha256`` is set). What
@@ -337,29 +337,32 @@ def create_app(config: CollectorConfig, *, extra_routes: Sequence[BaseRoute] = (
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # what the first upload would load otherwise (70 ms): anyio's asyncio backend, every protocol
         anyio.current_time()
-        cut = await asyncio.to_thread(_start_writer, writer)
-        logger.info("collector started: data in %s, apps %s; cut on recovery: %s", config.data_dir,
-                    ", ".join(sorted(config.apps)), json.dumps(cut))
-        publisher: asyncio.Task[None] | None = None
-        try:
-            for hook in on_startup:
-                await _call(hook, app)
-            if collector.metrics is not None:  # the counters rebuilt from the journals, before any upload
-                await asyncio.to_thread(collector.metrics.publish)
-                publisher = asyncio.create_task(collector.metrics.publish_every_interval())
-            yield
-        finally:
-            writer.closing = True
-            if publisher is not None:
-                publisher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await publisher
+        # one process per data folder, taken before anything in it is recovered or written (held already by
+        # ldp serve, which took it before it built the app: then counted once more)
+        with hold_data_folder(config.data_dir):
+            cut = await asyncio.to_thread(_start_writer, writer)
+            logger.info("collector started: data in %s, apps %s; cut on recovery: %s", config.data_dir,
+                        ", ".join(sorted(config.apps)), json.dumps(cut))
+            publisher: asyncio.Task[None] | None = None
             try:
-                for hook in reversed(on_shutdown):
+                for hook in on_startup:
                     await _call(hook, app)
+                if collector.metrics is not None:  # the counters rebuilt from the journals, before any upload
+                    await asyncio.to_thread(collector.metrics.publish)
+                    publisher = asyncio.create_task(collector.metrics.publish_every_interval())
+                yield
             finally:
-                await asyncio.to_thread(writer.close)
-                logger.info("collector stopped: segments closed")
+                writer.closing = True
+                if publisher is not None:
+                    publisher.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await publisher
+                try:
+                    for hook in reversed(on_shutdown):
+                        await _call(hook, app)
+                finally:
+                    await asyncio.to_thread(writer.close)
+                    logger.info("collector stopped: segments closed")
 
     routes = [Route(UPLOAD_PATH, collector.reports, methods=["POST"]),
               Route("/healthz", collector.healthz, methods=["GET"]),

@@ -26,6 +26,7 @@ from ldp.collector.amplification import per_report_epsilon, segment_counts, shuf
 from ldp.collector.central import decide
 from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry, release_settings
 from ldp.errors import FoldBusyError
+from ldp.server.filelock import FileLock
 from ldp.server.inputs import is_remote, list_remote
 from ldp.server.job import aggregate_files, spec_index
 from ldp.server.store import write_atomic
@@ -153,22 +154,15 @@ def _closed_segments(base: Path, app: str, store: StoreSource | None) -> tuple[l
 
 @contextmanager
 def _fold_lock(base: Path) -> Iterator[None]:
-    """An exclusive, non-blocking lock on ``<app>/.fold.lock`` (POSIX ``flock``; elsewhere none)."""
+    """An exclusive, non-blocking lock on ``<app>/.fold.lock`` (:class:`~ldp.server.filelock.FileLock`)."""
     base.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(base / ".fold.lock")
+    if not lock.acquire():
+        raise FoldBusyError(f"another fold of {base.name} is running (it holds {base / '.fold.lock'})")
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: the job's own lock still guards the manifest
         yield
-        return
-    with open(base / ".fold.lock", "a+") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise FoldBusyError(f"another fold of {base.name} is running (it holds {base / '.fold.lock'})") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    finally:
+        lock.release()
 
 
 JOB_DIR = "job"

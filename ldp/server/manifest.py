@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ldp.errors import JobError
+from ldp.server.filelock import FileLock
 from ldp.server.store import fsync_dir, write_atomic
 
 __all__ = ["JOB_FORMAT", "Manifest", "JobError"]
@@ -30,7 +31,7 @@ class Manifest:
     def __init__(self, out_dir: str | os.PathLike[str], specs: list[str], by_window: bool) -> None:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._lock = _lock(self.dir / ".lock")
+        self._lock: FileLock | None = _lock(self.dir / ".lock")
         self.path, self.journal = self.dir / "manifest.json", self.dir / "journal.jsonl"
         self.settings = {"format": JOB_FORMAT, "specs": sorted(specs), "by_window": bool(by_window)}
         self.entries: dict[str, dict[str, Any]] = {}
@@ -103,20 +104,13 @@ class Manifest:
 
     def close(self) -> None:
         if self._lock is not None:
-            self._lock.close()
+            self._lock.release()
             self._lock = None
 
 
-def _lock(path: Path) -> Any:
-    """An exclusive lock on ``path`` held while the returned file is open (POSIX; elsewhere none)."""
-    try:
-        import fcntl
-    except ImportError:
-        return None
-    fh = open(path, "a+")
-    try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        fh.close()
-        raise JobError(f"another job is running on {path.parent} (it holds {path.name})") from None
-    return fh
+def _lock(path: Path) -> FileLock:
+    """An exclusive lock on ``path`` (:class:`~ldp.server.filelock.FileLock`), held until closed."""
+    lock = FileLock(path)
+    if not lock.acquire():
+        raise JobError(f"another job is running on {path.parent} (it holds {path.name})")
+    return lock

@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
-from test_metrics import GOOD, SPEC, make_config, upload
+from test_metrics import GOOD, SCRAPER, SPEC, make_config, upload
 
 from ldp.cli import main
 from ldp.collector.app import create_app
@@ -22,13 +22,15 @@ from ldp.errors import ConfigError
 
 
 def test_every_sample_carries_the_replica(tmp_path: Path) -> None:
-    config = dataclasses.replace(make_config(tmp_path), replica="r2")
+    config = dataclasses.replace(make_config(tmp_path, {"token_sha256": token_sha256(SCRAPER)}), replica="r2")
+    operator = {"Authorization": f"Bearer {SCRAPER}"}  # the scraper's token reads /healthz's details too
     with TestClient(create_app(config)) as c:
         assert upload(c, b"".join(GOOD[:5]), "b1").status_code == 200
         c.app.state.metrics.publish()  # type: ignore[attr-defined]  # as the next interval boundary does
-        text = c.get("/metrics").text
-        om = c.get("/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"}).text
-        health = c.get("/healthz").json()
+        text = c.get("/metrics", headers=operator).text
+        om = c.get("/metrics", headers={**operator, "Accept": "application/openmetrics-text; version=1.0.0"}).text
+        health = c.get("/healthz", headers=operator).json()
+        assert c.get("/healthz").json() == {"status": "ok"}  # anonymous: no name
     samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
     assert samples and all(s.labels.get("replica") == "r2" for s in samples)
     assert all(s.labels.get("replica") == "r2" for f in parse_openmetrics(om) for s in f.samples)
@@ -47,11 +49,11 @@ def test_no_replica_no_label(tmp_path: Path) -> None:
 def test_readyz_follows_the_writer_and_livez_stays_up(tmp_path: Path) -> None:
     config = dataclasses.replace(make_config(tmp_path), replica="r1")
     with TestClient(create_app(config)) as c:
-        assert c.get("/readyz").status_code == 200 and c.get("/livez").json() == {"status": "alive", "replica": "r1"}
+        assert c.get("/readyz").status_code == 200 and c.get("/livez").json() == {"status": "alive"}  # no name
         writer = c.app.state.collector  # type: ignore[attr-defined]
         writer._fail("test: the disk is full")
         ready = c.get("/readyz")
-        assert ready.status_code == 503 and ready.json()["status"] == "storage_error"
+        assert ready.status_code == 503 and ready.json() == {"status": "unavailable", "reason": "storage"}
         assert ready.headers["retry-after"] and c.get("/healthz").status_code == 503
         assert c.get("/livez").status_code == 200
         c.app.state.metrics.publish()  # type: ignore[attr-defined]  # as the next interval boundary does

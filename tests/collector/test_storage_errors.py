@@ -134,8 +134,10 @@ def test_healthz_says_storage_error_then_recovered(tmp_path: Path, monkeypatch: 
     from ldp.collector.app import create_app
 
     monkeypatch.setattr(segments_module, "PROBE_SECONDS", 0.05)
-    config = parse_config({"data_dir": "data", "apps": {"demo": {"token_sha256": token_sha256(TOKEN),
-                                                                 "specs": [str(SPEC)]}}}, tmp_path)
+    operator = "test-operator-token-0123456789abcdefghijklmnopqrst"  # [metrics]: it reads /healthz's details
+    config = parse_config({"data_dir": "data", "metrics": {"token_sha256": token_sha256(operator)},
+                           "apps": {"demo": {"token_sha256": token_sha256(TOKEN), "specs": [str(SPEC)]}}}, tmp_path)
+    details = {"Authorization": f"Bearer {operator}"}
     fake = _FailingOs()
     monkeypatch.setattr("ldp.server.store.os", fake)  # write_all: the segment write and the probe
     monkeypatch.setattr("ldp.server.store._write_synced_compiled", None)  # the faked os: the Python path
@@ -144,8 +146,10 @@ def test_healthz_says_storage_error_then_recovered(tmp_path: Path, monkeypatch: 
         fake.fail_write = 3  # the batch's write, then two probes
         r = c.post("/v1/reports", content=GOOD[0], headers={**hdr, "Ldp-Batch-Id": "x1"})
         assert r.status_code == 503 and r.headers["Retry-After"]
-        h = c.get("/healthz")
+        h = c.get("/healthz", headers=details)
         assert h.status_code == 503 and h.json()["status"] == "storage_error" and "No space" in h.json()["error"]
+        h = c.get("/healthz")  # anyone: down, and why in one word
+        assert h.status_code == 503 and h.json() == {"status": "unavailable", "reason": "storage"}
         assert c.post("/v1/reports", content=GOOD[1], headers={**hdr, "Ldp-Batch-Id": "x2"}).status_code == 503
         writer = c.app.state.collector  # type: ignore[attr-defined]
         event = threading.Event()
@@ -153,8 +157,9 @@ def test_healthz_says_storage_error_then_recovered(tmp_path: Path, monkeypatch: 
             if writer.error is None:
                 break
             event.wait(0.02)
-        h = c.get("/healthz")
+        h = c.get("/healthz", headers=details)
         assert h.status_code == 200 and h.json()["status"] == "ok" and "No space" in h.json()["recovered"]["error"]
+        assert c.get("/healthz").json() == {"status": "ok"}
         r = c.post("/v1/reports", content=GOOD[0], headers={**hdr, "Ldp-Batch-Id": "x1"})
         assert r.status_code == 200 and r.json()["accepted"] == 1 and not r.json()["duplicate"]
 
