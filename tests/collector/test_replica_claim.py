@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from test_metrics import GOOD, SPEC, TOKENS
+from test_metrics import GOOD, SCRAPER, SPEC, TOKENS
 from test_replica_storage import post
 
 from ldp.collector import chunklog
@@ -32,7 +32,7 @@ from ldp.storage.local import LocalStore
 
 def config(tmp_path: Path, replica: str, store: Path, data: str | None = None, claim: float = 30.0) -> Any:
     doc = {"data_dir": data or f"data-{replica}", "fold": {"every_seconds": 0}, "replica": replica,
-           "storage": {"url": str(store), "claim_seconds": claim},
+           "storage": {"url": str(store), "claim_seconds": claim}, "metrics": {"token_sha256": token_sha256(SCRAPER)},
            "apps": {"demo": {"token_sha256": token_sha256(TOKENS["demo"]), "specs": [str(SPEC)]}}}
     return parse_config(doc, tmp_path)
 
@@ -59,8 +59,9 @@ def test_a_chunk_key_collision_is_an_error_never_an_overwrite(tmp_path: Path, mo
         assert post(c, GOOD[0], "a").status_code == 200
         r = post(c, GOOD[1], "b")
         assert r.status_code == 503  # not acknowledged
-        health = c.get("/healthz").json()
+        health = c.get("/healthz", headers={"Authorization": f"Bearer {SCRAPER}"}).json()  # the operator's token
         assert "exists already: not overwritten" in health["error"]
+        assert c.get("/healthz").json() == {"status": "unavailable", "reason": "storage"}  # anyone: no error text
     (batch,) = decode_chunk(LocalStore(store).get("apps/demo/incoming/r1/same.chunk"))
     assert batch.batch_id == "a" and batch.lines == GOOD[0]
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 from support.s3_server import Outage
-from test_metrics import GOOD, SPEC, TOKENS
+from test_metrics import GOOD, SCRAPER, SPEC, TOKENS
 
 from ldp.collector.app import create_app
 from ldp.collector.config import parse_config, token_sha256
@@ -26,8 +26,13 @@ from ldp.storage import open_store
 def config(tmp_path: Path, replica: str, url: str, endpoint: str) -> Any:
     doc = {"data_dir": f"data-{replica}", "fold": {"every_seconds": 0}, "replica": replica,
            "storage": {"url": url, "endpoint_url": endpoint, "region_name": "us-east-1"},
+           "metrics": {"token_sha256": token_sha256(SCRAPER)},  # the operator's token reads /healthz's details
            "apps": {"demo": {"token_sha256": token_sha256(TOKENS["demo"]), "specs": [str(SPEC)]}}}
     return parse_config(doc, tmp_path)
+
+
+OPERATOR = {"Authorization": f"Bearer {SCRAPER}"}
+"""The operator's token (the scraper's): /healthz's details."""
 
 
 def post(c: TestClient, body: bytes, batch_id: str) -> Any:
@@ -60,7 +65,7 @@ def test_acknowledged_means_stored_and_replicas_mix_into_one_segment(tmp_path: P
         retry = post(c1, bodies["b0"], "b0")  # b0 was taken by r2; its answer lost, the device retries on r1
         assert retry.status_code == 200
         assert post(c2, bodies["b0"], "b0").json()["duplicate"] is True  # r2 knows its own
-        assert c1.get("/readyz").json()["replica"] == "r1"
+        assert c1.get("/readyz", headers=OPERATOR).json()["replica"] == "r1"
     assert sorted(k.split("/")[3] for k in store.list("apps/demo/incoming/"))[0] in ("r1", "r2")
     run = shuffle_app(store, "demo", now=time.time() + 2 * 86400)
     (segment,) = store.list("apps/demo/segments/closed/")
@@ -92,12 +97,12 @@ def test_the_store_down_answers_503_loses_nothing_and_heals(tmp_path: Path, s3: 
             relay.up()
             deadline = time.monotonic() + 30
             while c.get("/readyz").status_code != 200:  # the writer probes the store and heals by itself
-                assert time.monotonic() < deadline, c.get("/readyz").json()
+                assert time.monotonic() < deadline, c.get("/readyz", headers=OPERATOR).json()
                 time.sleep(0.02)
             assert post(c, GOOD[1], "during").status_code == 200  # the device's retry
             acked.append("during")
-            health = c.get("/healthz").json()
-            assert health["recovered"]["error"]
+            health = c.get("/healthz", headers=OPERATOR).json()
+            assert health["recovered"]["error"] and c.get("/healthz").json() == {"status": "ok"}
     finally:
         relay.down()
     stored = [b.batch_id for k in store.list("apps/demo/incoming/") for b in decode_chunk(store.get(k))]
