@@ -27,7 +27,7 @@ __all__ = ["StateCollector", "DiskUsage", "DISK_PARTS", "DISK_CACHE_SECONDS", "W
 DISK_PARTS = ("segments_open", "segments_closed", "journal", "rejects", "other")
 """What ``ldp_collector_disk_bytes`` splits an app's folder into (``other``: the fold's job, estimates, ...)."""
 WRITER_STATES = ("ok", "storage_error", "closing", "stopped")
-"""The writer's states (``status`` of ``/healthz``), one sample each in ``ldp_collector_writer_state``."""
+"""The writer's states (``status`` of ``/healthz``'s details), one sample each in ``ldp_collector_writer_state``."""
 _REJECTS_KEPT = (("rejects_left_out", "ldp_collector_rejects_left_out", "Rejected lines too long to store, kept as a "
                   "rejects/ entry (prefix and digest), by app."),
                  ("rejects_unkept", "ldp_collector_rejects_unkept", "Rejected lines only counted (the day's reject "
@@ -271,7 +271,7 @@ class StateCollector:
         yield GaugeMetricFamily("ldp_collector_writer_healthy", "1 while the writer stores batches (/healthz answers "
                                 "200), else 0.", value=int(w.healthy))
         health = w.health()
-        state = GaugeMetricFamily("ldp_collector_writer_state", "The writer's state, as /healthz says it: 1 for the "
+        state = GaugeMetricFamily("ldp_collector_writer_state", "The writer's state, as /healthz details it: 1 for the "
                                   "current one, 0 for the others (storage_error: uploads refused until a write "
                                   "works).", labels=["state"])
         for name in dict.fromkeys((*WRITER_STATES, health["status"])):
@@ -279,7 +279,7 @@ class StateCollector:
         yield state
         since = health.get("error_since")
         yield GaugeMetricFamily("ldp_collector_writer_error_seconds", "Seconds since the writer's storage error began "
-                                "(0 without one; /healthz gives the error).",
+                                "(0 without one; /healthz gives the error to the [metrics] token).",
                                 value=max(0.0, self.wall() - since) if since is not None else 0.0)
         yield GaugeMetricFamily("ldp_collector_writer_warning", "1 while the last background chore (closing a segment, "
                                 "writing ingest.json) failed and is tried again, else 0.",
