@@ -15,8 +15,9 @@ it runs (``concurrent_shuffles_refused``; one that starts after it ended finds n
 
 The line says what the devices had acknowledged, what the shuffled segments hold (``lost``: acknowledged lines
 missing from them; ``duplicated``: lines there more often than acknowledged — both must be 0), what the Dask
-aggregation counted, the anonymity set the shuffler achieved (the fewest reports a released window holds) and the
-wall time::
+aggregation counted, the anonymity set the shuffler achieved (the fewest reports a released window holds), the
+stale-write cases of ``simulations/stale_writes.py`` run on the same S3 server (``stale_writes_harmless``: the
+kinds tried, both engines, and the failures by case: none when every stale write is harmless) and the wall time::
 
     python simulations/scale_out.py                       # 3 replicas, 200 devices
     python simulations/scale_out.py --devices 1000 --rounds 5
@@ -40,6 +41,7 @@ from typing import Any
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the tests): its siblings, after the
     sys.path.append(str(Path(__file__).resolve().parent))  # repository (benchmark.py --source puts that first)
+import stale_writes  # noqa: E402  (the stale-write cases)
 from bench_collector import Server, free_port  # noqa: E402  (the ldp serve harness)
 
 from ldp.client import TelemetryClient  # noqa: E402
@@ -208,7 +210,8 @@ def _shuffles(k: int, args: list[str], env: dict[str, str]) -> tuple[dict[str, A
 
 
 def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int = 5, window_seconds: int = 10,
-        kill_at: float = 0.4, threads: int = 16, work: Path | None = None, shuffles: int = 3) -> dict[str, Any]:
+        kill_at: float = 0.4, threads: int = 16, work: Path | None = None, shuffles: int = 3,
+        stale_dask: bool = True) -> dict[str, Any]:
     """One collection (module docstring); the result line as a dict."""
     t0 = time.monotonic()
     with ExitStack() as stack:
@@ -254,7 +257,7 @@ def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int =
         time.sleep(max(0.0, (time.time() // window_seconds + 1) * window_seconds - time.time()) + 1.5)
         opts = ["--store-option", f"endpoint_url={endpoint}"]
         shuffled, shuffles_refused = _shuffles(shuffles, ["--store", url, *opts, "--app", APP, "--grace", "1",
-                                                          "--json"], env)
+                                                          "--spec", str(spec), "--min-reports", "1", "--json"], env)
         closed = f"{url}/apps/{APP}/segments/closed"
         summary = _ldp(["aggregate", closed, *opts, "--spec", str(spec), "--out", str(work / "job"), "--by-window",
                         "--engine", "dask", "--json", "-q"], env)
@@ -266,6 +269,8 @@ def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int =
             size += len(data)
             stored.update(data.decode().splitlines())
         released = [w for w in shuffled["windows"].values() if "withheld" not in w]
+        harmless = stale_writes.run(lambda name: open_store(f"{url}-stale/{name}", {"endpoint_url": endpoint}),
+                                    dask=stale_dask)
         return {"replicas": replicas, "devices": devices, "rounds": rounds, "uploads": fleet.uploads,
                 "upload_errors": len(fleet.errors), "acknowledged": sum(fleet.acked.values()),
                 "stored": sum(stored.values()), "counted": summary["accepted"],
@@ -275,6 +280,7 @@ def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int =
                 "concurrent_shuffles_refused": shuffles_refused,
                 "windows": len(released), "anonymity_set": min((w["reports"] for w in released), default=0),
                 "segment_bytes_per_report": round(size / max(1, sum(stored.values())), 1),
+                "stale_writes_harmless": {"kinds": len(harmless["kinds"]), "failures": harmless["failures"]},
                 "seconds": round(time.monotonic() - t0, 2)}
 
 
@@ -288,11 +294,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kill-at", type=float, default=0.4, help="share of the uploads done when a replica is killed")
     ap.add_argument("--threads", type=int, default=16, help="device threads")
     ap.add_argument("--shuffles", type=int, default=3, help="ldp shuffle processes started at once")
+    ap.add_argument("--no-stale-dask", action="store_true", help="the stale-write cases of the local engine only")
     args = ap.parse_args(argv)
     out = run(args.replicas, args.devices, args.rounds, args.per_round, args.window_seconds, args.kill_at,
-              args.threads, shuffles=args.shuffles)
+              args.threads, shuffles=args.shuffles, stale_dask=not args.no_stale_dask)
     print(json.dumps(out))
-    return 0 if out["lost"] == 0 and out["duplicated"] == 0 and out["counted"] == out["acknowledged"] else 1
+    return 0 if out["lost"] == 0 and out["duplicated"] == 0 and out["counted"] == out["acknowledged"] \
+        and not out["stale_writes_harmless"]["failures"] else 1
 
 
 if __name__ == "__main__":
