@@ -67,7 +67,7 @@ def test_acknowledged_means_stored_and_replicas_mix_into_one_segment(tmp_path: P
         assert post(c2, bodies["b0"], "b0").json()["duplicate"] is True  # r2 knows its own
         assert c1.get("/readyz", headers=OPERATOR).json()["replica"] == "r1"
     assert sorted(k.split("/")[3] for k in store.list("apps/demo/incoming/"))[0] in ("r1", "r2")
-    run = shuffle_app(store, "demo", now=time.time() + 2 * 86400)
+    run = shuffle_app(store, "demo", now=time.time() + 2 * 86400, min_reports=1)
     (segment,) = store.list("apps/demo/segments/closed/")
     lines = store.get(segment).splitlines()
     assert Counter(lines) == Counter(b"".join(bodies.values()).splitlines()) and run.duplicates == 1
@@ -164,7 +164,7 @@ def test_a_replica_folds_the_shuffled_segments_of_the_store_not_its_chunks(tmp_p
     watcher = Watcher.from_config(cfg)
     before = watcher.fold_all()["demo"]
     assert before is not None and before["records"] == 0  # the chunks are not folded
-    run = shuffle_app(store, "demo", now=time.time() + 2 * 86400)
+    run = shuffle_app(store, "demo", now=time.time() + 2 * 86400, min_reports=1)
     after = watcher.fold_all()["demo"]
     assert after is not None and after["records"] == 20 and after["segments"] == len(run.windows)
     (w,) = run.windows.values()
