@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.azure_server import Azurite, azurite_server
 from support.s3_server import S3Server, s3_server
 
 
@@ -122,15 +123,27 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
         yield server
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(scope="session")
+def azure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
+    """Azurite, the Azure Storage emulator (``azurite-blob``, its own process) for the session: the ``az://`` store
+    and everything over it (skipped where it is not installed, failed under ``LDP_REQUIRE_AZURITE=1``)."""
+    with azurite_server(tmp_path_factory.mktemp("azurite")) as server:
+        yield server
+
+
+@pytest.fixture(params=["local", "s3", "az"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    """A store of :mod:`ldp.storage` of each kind, empty: a folder, and a fresh prefix of the session's S3 server."""
+    """A store of :mod:`ldp.storage` of each kind, empty: a folder, a fresh prefix of the session's S3 server, and
+    one of its Azurite's container."""
     import time
 
     from ldp.storage import open_store
 
     if request.param == "local":
         return open_store(tmp_path / "store")
+    if request.param == "az":
+        azure = request.getfixturevalue("azure")
+        return open_store(f"{azure.container('ldp-stores')}/t{time.monotonic_ns()}", azure.options())
     s3 = request.getfixturevalue("s3")
     return open_store(f"{s3.bucket('ldp-stores')}/t{time.monotonic_ns()}", s3.options())
 

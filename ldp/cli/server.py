@@ -39,11 +39,12 @@ def _aggregate_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "the valid ones into one aggregate per metric and write the rejected ones, with their reason, to "
                     "OUT/rejects.jsonl. Re-running skips inputs already folded; an interrupted run resumes.")
     agg.add_argument("inputs", nargs="+", metavar="INPUT",
-                     help="report files, or folders of them, or object storage (s3://bucket/prefix: the objects under "
-                          "it; the s3 extra)")
+                     help="report files, or folders of them, or object storage (s3://bucket/prefix, the s3 extra; "
+                          "az://container/prefix, the azure extra: the objects under it)")
     agg.add_argument("--store-option", action="append", default=[], metavar="KEY=VALUE", type=store_option,
-                     help="an option of the object store of s3:// inputs (repeatable), e.g. "
-                          "endpoint_url=http://127.0.0.1:9000; credentials from the environment")
+                     help="an option of the object store of s3:// or az:// inputs (repeatable), e.g. "
+                          "endpoint_url=http://127.0.0.1:9000 (S3), account_name=NAME or account_url=URL (Azure); "
+                          "credentials from the environment")
     agg.add_argument("--spec", action="append", required=True, metavar="FILE",
                      help="the collection spec; repeat for every version deployed")
     agg.add_argument("--out", "-o", required=True, metavar="DIR",

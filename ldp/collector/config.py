@@ -87,9 +87,11 @@ class MetricsConfig:
 
 @dataclass(frozen=True)
 class StorageConfig:
-    """The ``[storage]`` table: the store shared by the replicas (``url``: ``s3://bucket/prefix``, or a folder every
-    replica mounts) and its options (``endpoint_url`` of an S3-compatible server, ``region_name``). Credentials come
-    from the environment (``AWS_ACCESS_KEY_ID``, ...), never from this file."""
+    """The ``[storage]`` table: the store shared by the replicas (``url``: ``s3://bucket/prefix``,
+    ``az://container/prefix``, or a folder every replica mounts) and its options, per kind (:data:`STORAGE_OPTIONS`:
+    ``endpoint_url`` of an S3-compatible server and ``region_name``; Azure's ``account_name`` or ``account_url``).
+    Credentials come from the environment (``AWS_ACCESS_KEY_ID``, ``AZURE_STORAGE_KEY``, ...), never from this
+    file."""
 
     url: str
     options: Mapping[str, str] = field(default_factory=dict)
@@ -142,26 +144,57 @@ class CollectorConfig:
         return self.app_dir(app) / "segments" / "closed"
 
 
+STORAGE_OPTIONS: Mapping[str, tuple[str, ...]] = {"s3": ("endpoint_url", "region_name"),
+                                                  "az": ("account_name", "account_url")}
+"""The ``[storage]`` options of each kind of object storage: where it is, never a secret."""
+STORAGE_SCHEMES: Mapping[str, str] = {"s3": "s3", "az": "az", "abfs": "az", "abfss": "az"}
+"""The URL schemes ``[storage] url`` takes, and their kind (:data:`STORAGE_OPTIONS`)."""
+STORAGE_SECRETS: Mapping[str, str] = {
+    "key": "AWS_ACCESS_KEY_ID", "secret": "AWS_SECRET_ACCESS_KEY", "aws_access_key_id": "AWS_ACCESS_KEY_ID",
+    "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY", "connection_string": "AZURE_STORAGE_CONNECTION_STRING",
+    "account_key": "AZURE_STORAGE_KEY", "sas_token": "AZURE_STORAGE_SAS_TOKEN"}
+"""Credentials, which the file never holds: each with the environment variable that gives it."""
+
+
 def _storage(where: str, raw: Any, base: Path) -> StorageConfig:
-    doc = _table(where, raw, {"url", "endpoint_url", "region_name", "claim_seconds"})
+    named = {n for names in STORAGE_OPTIONS.values() for n in names}
+    secret = sorted(set(raw) & set(STORAGE_SECRETS)) if isinstance(raw, dict) else []
+    if secret:
+        raise ConfigError(f"{where}.{secret[0]}: credentials are never in this file (it is read by every replica and "
+                          f"often versioned): set {STORAGE_SECRETS[secret[0]]} in the environment of ldp serve")
+    doc = _table(where, raw, {"url", "claim_seconds"} | named)
     claim = doc.get("claim_seconds", 30.0)
     if isinstance(claim, bool) or not isinstance(claim, (int, float)) or not 1 <= claim <= 3600:
         raise ConfigError(f"{where}.claim_seconds must be a number of seconds in [1, 3600], got {claim!r}")
     url = doc.get("url")
     if not isinstance(url, str) or not url:
-        raise ConfigError(f"{where}.url must be s3://bucket[/prefix] or a folder, got {url!r}")
+        raise ConfigError(f"{where}.url must be s3://bucket[/prefix], az://container[/prefix] or a folder, got "
+                          f"{url!r}")
     options: dict[str, str] = {}
-    for key in ("endpoint_url", "region_name"):
-        if key in doc:
-            if not isinstance(doc[key], str) or not doc[key]:
-                raise ConfigError(f"{where}.{key} must be a non-empty string, got {doc[key]!r}")
-            options[key] = doc[key]
-    if "://" not in url:
+    for key in sorted(named & set(doc)):
+        if not isinstance(doc[key], str) or not doc[key]:
+            raise ConfigError(f"{where}.{key} must be a non-empty string, got {doc[key]!r}")
+        options[key] = doc[key]
+    scheme = url.partition("://")[0] if "://" in url else None
+    if scheme is None or scheme == "file":
         if options:
-            raise ConfigError(f"{where}: endpoint_url and region_name are for object storage, not a folder")
-        url = str((base / url).resolve())
-    elif not url.startswith(("s3://", "file://")):
-        raise ConfigError(f"{where}.url: only s3:// object storage or a folder is supported, got {url!r}")
+            raise ConfigError(f"{where}: {', '.join(options)} are for object storage, not a folder")
+        return StorageConfig(str((base / url).resolve()) if scheme is None else url, options, float(claim))
+    kind = STORAGE_SCHEMES.get(scheme)
+    if kind is None:
+        raise ConfigError(f"{where}.url: only s3://, az:// (or abfs://, abfss://) object storage or a folder is "
+                          f"supported, got {url!r}")
+    wrong = sorted(set(options) - set(STORAGE_OPTIONS[kind]))
+    if wrong:
+        raise ConfigError(f"{where}: {', '.join(wrong)} are not options of {scheme}:// storage (it takes "
+                          f"{', '.join(STORAGE_OPTIONS[kind])})")
+    if kind == "az":
+        from ldp.storage.azure import parse_url
+
+        try:
+            parse_url(url)
+        except ValueError as exc:
+            raise ConfigError(f"{where}.url: {exc}") from None
     return StorageConfig(url, options, float(claim))
 
 

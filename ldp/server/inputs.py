@@ -8,10 +8,12 @@ path gone or changed) or skip it as a duplicate (the content of another input, f
 ``duplicates="once"``). The job (:mod:`ldp.server.job`) then folds the :class:`InputTask` of the plan.
 
 An input is a local file (a :class:`~pathlib.Path`, keyed by its real path) or an object-storage URL (a ``str``,
-``s3://bucket/key`` or any ``fsspec`` protocol but ``file://``, keyed by itself: :func:`is_remote`). Objects are
-read through the store interface (:class:`ldp.storage.Store`): :class:`InputStores` opens one
-:class:`~ldp.storage.objects.ObjectStore` per protocol and bucket with the job's ``storage_options`` (for S3,
-``endpoint_url`` and ``region_name`` go to the client; credentials come from the environment), once for the job,
+``s3://bucket/key``, ``az://container/key`` or any ``fsspec`` protocol but ``file://``, keyed by itself:
+:func:`is_remote`). Objects are read through the store interface (:class:`ldp.storage.Store`): :class:`InputStores`
+opens one store per protocol and bucket (:func:`ldp.storage.open_store`: an
+:class:`~ldp.storage.objects.ObjectStore`, an :class:`~ldp.storage.azure.AzureStore` for ``az://``) with the job's
+``storage_options`` (for S3, ``endpoint_url`` and ``region_name`` go to the client; for Azure ``account_name`` or
+``account_url``; credentials come from the environment), once for the job,
 and lists (:meth:`Store.list`), identifies (:meth:`Store.stat`: size, time, ETag) and streams
 (:meth:`Store.open`) the objects through it. :func:`input_key`, :func:`input_stat`, :func:`input_sha256` and
 :func:`input_exists` answer for both kinds, given the job's :class:`InputStores`.

@@ -1,5 +1,6 @@
-"""Where the collection's files live: one interface over a local folder (the embedded default) and S3-compatible
-object storage (through ``fsspec``/``s3fs``, the ``s3`` extra).
+"""Where the collection's files live: one interface over a local folder (the embedded default), S3-compatible
+object storage (through ``fsspec``/``s3fs``, the ``s3`` extra) and Azure Blob Storage (the Azure SDK, the ``azure``
+extra).
 
 A store holds immutable objects under ``/``-separated keys (``apps/demo/incoming/r1/….chunk``). Every operation
 the collector, the shuffler and the aggregation need is one of:
@@ -30,7 +31,8 @@ so that a caller can tell "the store did not take it" (answer 503, retry) from a
 raises ``FileNotFoundError`` (``get``) and nothing else.
 
 :func:`open_store` picks the implementation from a URL: a path or ``file://`` → :class:`~ldp.storage.local.LocalStore`;
-``s3://bucket/prefix`` (or any ``fsspec`` protocol) → :class:`~ldp.storage.objects.ObjectStore`.
+``az://container/prefix`` (``abfs://``, ``abfss://``) → :class:`~ldp.storage.azure.AzureStore` (the Azure SDK, the
+``azure`` extra); ``s3://bucket/prefix`` (or any other ``fsspec`` protocol) → :class:`~ldp.storage.objects.ObjectStore`.
 """
 
 from __future__ import annotations
@@ -58,8 +60,10 @@ __all__ = ["READ_BLOCK", "Capabilities", "LeaseHolder", "ObjectStat", "Store", "
 
 
 def open_store(url: str | Path, options: Mapping[str, Any] | None = None) -> Store:
-    """The store at ``url``: a folder (a path or ``file://``), or object storage (``s3://bucket/prefix``, options
-    passed to the ``fsspec`` filesystem, e.g. ``{"endpoint_url": ...}``)."""
+    """The store at ``url``: a folder (a path or ``file://``), Azure Blob Storage (``az://container/prefix``, also
+    ``abfs://`` and ``abfss://``: :class:`~ldp.storage.azure.AzureStore`, its options
+    :data:`~ldp.storage.azure.OPTIONS`), or object storage through ``fsspec`` (``s3://bucket/prefix``, options passed
+    to the filesystem, e.g. ``{"endpoint_url": ...}``)."""
     text = str(url)
     if isinstance(url, Path) or "://" not in text or text.startswith("file://"):
         from ldp.storage.local import LocalStore
@@ -67,6 +71,10 @@ def open_store(url: str | Path, options: Mapping[str, Any] | None = None) -> Sto
         if options:
             raise ValueError(f"a local store takes no options, got {sorted(options)}")
         return LocalStore(Path(text.removeprefix("file://")))
+    if text.partition("://")[0] in ("az", "abfs", "abfss"):
+        from ldp.storage.azure import AzureStore
+
+        return AzureStore(text, options)
     from ldp.storage.objects import ObjectStore
 
     return ObjectStore(text, dict(options or {}))

@@ -28,8 +28,7 @@ def test_stat_and_open(store: Store) -> None:
     store.put("a/b.bin", b"\x00\xff" * 5000)
     info = store.stat("a/b.bin")
     assert isinstance(info, ObjectStat) and info.size == 10000 and info.mtime_ns > 0 and info.version
-    s3 = store.url.startswith("s3://")
-    assert (info.etag == info.version) if s3 else info.etag == ""
+    assert (info.etag == info.version) if store.capabilities.etags else info.etag == ""  # declared, not guessed
     with store.open("a/b.bin") as fh:
         assert fh.read(3) == b"\x00\xff\x00" and fh.read() == b"\xff" + b"\x00\xff" * 4998
     assert fh.closed
@@ -51,6 +50,8 @@ def test_names_written_by_others_are_read_but_never_escape(store: Store) -> None
         path = store.root / name
         path.parent.mkdir(parents=True)
         path.write_bytes(b"{}\n")
+    elif store.url.startswith("az://"):
+        store.container.upload_blob(f"{store.root}/{name}", b"{}\n")  # type: ignore[attr-defined]
     else:
         store.fs.pipe_file(f"{store.root}/{name}", b"{}\n")  # type: ignore[attr-defined]
     assert store.list("up loads/") == [name] and store.exists(name) and store.get(name) == b"{}\n"
