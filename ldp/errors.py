@@ -39,6 +39,7 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     ├── LeaseHeldError, RuntimeError         another process holds the lease        (ldp.storage.lease)
     ├── FoldBusyError, RuntimeError          another process folds this app         (ldp.collector.watch)
     ├── DataFolderBusyError, RuntimeError    another ldp serve uses the data folder (ldp.collector.datafolder)
+    ├── NoThresholdError, ValueError         a shuffler run without a threshold     (ldp.shuffler.stage)
     └── MissingExtraError, ImportError       an optional extra is not installed     (ldp.extras)
     LdpWarning (UserWarning)
     ├── SeededRandomnessWarning              a client drawing from a seed           (ldp.randomness)
@@ -66,7 +67,7 @@ __all__ = [
     "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
     "WriterClosed", "StorageError", "LeaseLostError", "ConditionalWriteError", "LeaseHeldError", "FoldBusyError",
-    "DataFolderBusyError",
+    "DataFolderBusyError", "NoThresholdError",
     "MissingExtraError", "OutboxFull", "OptedOutError", "SecretChanged", "SeededRandomnessWarning",
     "PrivacyLeakWarning",
     "ReproductionOnlyWarning", "SeededNoiseWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
@@ -356,6 +357,11 @@ class DataFolderBusyError(LdpError, RuntimeError):
     def __init__(self, message: str, *, pid: int = 0, host: str = "", started: str = "") -> None:
         super().__init__(message)
         self.pid, self.host, self.started = pid, host, started
+
+
+class NoThresholdError(LdpError, ValueError):
+    """A shuffler run without a release threshold for some metric (:mod:`ldp.shuffler.stage`): refused before
+    anything is read or written."""
 
 
 # -- installation ------------------------------------------------------------------------------------------------

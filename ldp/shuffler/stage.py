@@ -41,7 +41,8 @@ was merely interrupted still has every chunk, since they are deleted only once i
 resumption, counted before the try, so a run whose process is killed every time counts too) and keeps its last
 failures. A run still unfinished after ``1 + max_resumptions`` attempts is **set aside** (``set_aside``, with its
 reason): its chunks stay where they are, left out of every later plan, so the app's other windows go on; ``ldp
-shuffle`` reports it at every run until the operator puts it back (``--retry RUN``).
+shuffle`` reports it at every run until the operator puts it back (``--retry RUN``), and so does the status it
+publishes for the analysts' dashboard (:func:`publish_status`).
 """
 
 from __future__ import annotations
@@ -58,14 +59,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ldp.collector.shuffle import closed_name, shuffle_lines
-from ldp.errors import LeaseLostError, StorageError
+from ldp.errors import LeaseLostError, NoThresholdError, StorageError
 from ldp.shuffler.chunks import CHUNK_SUFFIX, ChunkBatch, decode_chunk, incoming_prefix
 from ldp.shuffler.lines import LineCounts, LineRules
 from ldp.shuffler.plan import Plan, Thresholds, Window, plan_run, window_key
 from ldp.shuffler.seen import SeenIds, first_copies, id_digests
 from ldp.storage import Store
+from ldp.storage.absent import missing_root
 from ldp.storage.lease import DEFAULT_TTL_SECONDS, FencedStore, Lease
-from ldp.storage.roles import RoleStore, shuffler_prefix, shuffler_role
+from ldp.storage.roles import RoleStore, segments_prefix, shuffler_prefix, shuffler_role
 
 if TYPE_CHECKING:
     from ldp.spec import CollectionSpec
@@ -73,7 +75,8 @@ if TYPE_CHECKING:
 __all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "shuffler_lease", "check_app_store", "Plan", "plan_run",
            "start_run", "complete_run", "finish_interrupted", "Mix", "anonymity_entry", "checked",
            "DEFAULT_GRACE_SECONDS", "DEFAULT_DEDUP_SECONDS",
-           "DEFAULT_HOLD_SECONDS", "DEFAULT_MAX_RESUMPTIONS", "NoThresholdError", "retry_set_aside"]
+           "DEFAULT_HOLD_SECONDS", "DEFAULT_MAX_RESUMPTIONS", "NoThresholdError", "retry_set_aside", "status_key",
+           "publish_status", "STATUS_FORMAT"]
 
 logger = logging.getLogger(__name__)
 RUN_FORMAT = "ldp-shuffle-run/1"
@@ -89,10 +92,6 @@ DEFAULT_MAX_RESUMPTIONS = 3
 """Resumptions of an unfinished run before it is set aside (module docstring)."""
 FAILURES_KEPT = 5
 """The last failures a run record keeps."""
-
-
-class NoThresholdError(ValueError):
-    """A shuffler run without a release threshold for some metric: refused before anything is read or written."""
 
 
 @dataclass
@@ -154,8 +153,7 @@ def check_app_store(store: Store, app: str) -> None:
     if store.list(incoming_prefix(app)) or store.list(shuffler_prefix(app)):
         return
     if not store.root_exists():
-        raise FileNotFoundError(f"no store at {store.url}: " + ("no such folder" if store.url.startswith("file://")
-                                                                  else "no such bucket (or no access to it)"))
+        raise FileNotFoundError(missing_root(store.url))
     try:  # the apps there, when this process may list them (the shuffler's role alone may not)
         others = sorted({k.split("/")[1] for k in getattr(store, "inner", store).list("apps/") if k.count("/") >= 2})
         seen = f"apps there: {', '.join(others[:10])}" if others else "it holds no app at all"
@@ -252,6 +250,7 @@ def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_s
             eng.drop_staging([rec["id"]])
             done.held = plan.held
         done.resumed, done.voided, done.set_aside = past.resumed, past.voided, past.set_aside
+        publish_status(store, app, now, past.aside_status)
         return done
 
 
@@ -302,6 +301,16 @@ class Past:
     voided: list[str] = field(default_factory=list)
     set_aside: dict[str, str] = field(default_factory=dict)
     aside_chunks: list[str] = field(default_factory=list)
+    aside_status: list[dict[str, Any]] = field(default_factory=list)
+
+    def aside(self, rec: Mapping[str, Any], reason: str) -> None:
+        """Count ``rec`` set aside for ``reason``."""
+        self.set_aside[rec["id"]] = reason
+        self.aside_chunks += rec["chunks"]
+        failures = rec.get("failures") or []
+        self.aside_status.append({"run": rec["id"], "since": rec["set_aside"]["at"], "attempts": rec.get("attempts"),
+                                  "error": failures[-1]["error"].split(":", 1)[0] if failures else "stopped",
+                                  "windows": sorted({w.split(":", 1)[0] for w in rec.get("outputs", {})})})
 
 
 def finish_interrupted(store: FencedStore, app: str, now: float, dedup_seconds: float, keep: bool,
@@ -319,8 +328,7 @@ def finish_interrupted(store: FencedStore, app: str, now: float, dedup_seconds: 
         if state in ("closed", "void"):
             continue
         if state == "set_aside":
-            past.set_aside[rec["id"]] = str(rec["set_aside"]["reason"])
-            past.aside_chunks += rec["chunks"]
+            past.aside(rec, str(rec["set_aside"]["reason"]))
             continue
         if state == "started" and (why := superseded(store, app, rec)):
             _put(store, app, {**rec, "state": "void", "void": {"at": now, "fence": store.fence, "reason": why}})
@@ -332,11 +340,10 @@ def finish_interrupted(store: FencedStore, app: str, now: float, dedup_seconds: 
             failures = rec.get("failures") or []
             reason = (f"{attempts} attempts did not finish it; the last failed with {failures[-1]['error']}"
                       if failures else f"{attempts} attempts did not finish it (each process stopped: killed?)")
-            _put(store, app, {**rec, "state": "set_aside", "set_aside": {"at": now, "reason": reason,
-                                                                         "state": state}})
+            rec = {**rec, "state": "set_aside", "set_aside": {"at": now, "reason": reason, "state": state}}
+            _put(store, app, rec)
             logger.error("shuffler run %s of %s set aside: %s", rec["id"], app, reason)
-            past.set_aside[rec["id"]] = reason
-            past.aside_chunks += rec["chunks"]
+            past.aside(rec, reason)
             continue
         rec = {**rec, "attempts": attempts + 1}
         _put(store, app, rec)
@@ -378,6 +385,31 @@ def retry_set_aside(store: FencedStore, app: str, runs: Sequence[str]) -> list[s
         _put(store, app, {**rec, "state": aside["state"], "attempts": 0,
                           "retried": [*rec.get("retried", []), aside]})
     return wanted
+
+
+STATUS_FORMAT = "ldp-shuffler-status/1"
+
+
+def status_key(app: str) -> str:
+    """``apps/<app>/segments/status/shuffler.json``: the shuffler's health where the analysts' readers (a
+    collector's dashboard) see it, beside the segments and never among them."""
+    return f"{segments_prefix(app)}status/shuffler.json"
+
+
+def publish_status(store: FencedStore, app: str, now: float, aside: list[dict[str, Any]]) -> None:
+    """Write the app's shuffler status (:func:`status_key`) when there is something to say or to take back: the runs
+    set aside, each by its id, since when, its attempts, the class of its last error and the windows it holds (UTC
+    starts) — nothing of a chunk, a replica, a batch or an arrival time finer than the window."""
+    doc = json.dumps({"format": STATUS_FORMAT, "checked_at": now, "set_aside": aside}, sort_keys=True).encode()
+    mine = f"{shuffler_prefix(app)}status.json"  # what was published last: the shuffler never reads segments/
+    try:
+        old = json.loads(store.get(mine))
+    except FileNotFoundError:
+        old = None
+    if old is None and not aside or old is not None and old.get("set_aside") == aside:
+        return
+    store.put(status_key(app), doc)
+    store.put(mine, doc)
 
 
 def _put(store: FencedStore, app: str, rec: Mapping[str, Any]) -> None:

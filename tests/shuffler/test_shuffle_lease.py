@@ -232,7 +232,7 @@ def test_a_bucket_that_is_not_there_is_an_error(s3: Any, monkeypatch: pytest.Mon
         monkeypatch.setenv(k, v)
     args = ["--store-option", f"endpoint_url={s3.endpoint}", "--app", "demo"]
     code, _, err = call_main(["shuffle", "--min-reports", "1", "--store", "s3://no-such-bucket-ldp/prod", *args])
-    assert code == 2 and "no store at s3://no-such-bucket-ldp/prod: no such bucket" in err
+    assert code == 2 and "no bucket at s3://no-such-bucket-ldp/prod: create it first" in err
     code, _, err = call_main(["shuffle", "--min-reports", "1", "--store", f"{s3.bucket('ldp-empty')}/prod", *args])
     assert code == 2 and "holds nothing of app 'demo'" in err
 
