@@ -1,5 +1,5 @@
 /* Optional compiled kernel of the JSONL fast path (ldp/server/jsonl.py) and of the shuffler's permutation
- * (ldp/collector/shuffle.py); clients never load it.
+ * (ldp/pipeline/shuffle.py); clients never load it.
  *
  * match(chunk, starts, ends, n, programs, key_at, which, nums, width_nums, bits, width_bits):
  *   for each line i < n (bytes chunk[starts[i]:ends[i]], int64 offsets), find the template whose prefix

@@ -23,9 +23,11 @@ def register(subparsers: Any) -> None:
                     "write them as apps/<app>/segments/closed/<window>-<random>.jsonl, record the anonymity set, then "
                     "delete (or, --keep-originals, move) the chunks. A run killed midway is finished by the next.")
     s.add_argument("--store", required=True, metavar="URL",
-                   help="the store: a folder, or s3://bucket/prefix (credentials from the environment)")
+                   help="the store: a folder, s3://bucket/prefix or az://container/prefix (credentials from the "
+                        "environment)")
     s.add_argument("--store-option", action="append", default=[], metavar="KEY=VALUE", type=store_option,
-                   help="an option of an object store (repeatable), e.g. endpoint_url=http://127.0.0.1:9000")
+                   help="an option of an object store (repeatable), e.g. endpoint_url=http://127.0.0.1:9000 (S3), "
+                        "account_name=NAME (Azure)")
     s.add_argument("--app", required=True, metavar="NAME", help="the app whose chunks to mix")
     s.add_argument("--grace", type=number(float, 0, 7 * 86400), default=300.0, metavar="SECONDS",
                    help="how long past a window's end its chunks may still arrive before it is mixed (default 300)")
@@ -101,8 +103,8 @@ def _shuffle(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
         from ldp.extras import require_extra
 
         require_extra("ldp shuffle --engine dask", "dask", ("dask", "distributed", "pandas", "pyarrow"))
+    from ldp.pipeline.chunks import incoming_prefix
     from ldp.shuffler.central import window_guarantees
-    from ldp.shuffler.chunks import incoming_prefix
     from ldp.shuffler.stage import shuffle_app
     from ldp.spec import CollectionSpec
     from ldp.storage import open_store
@@ -110,7 +112,7 @@ def _shuffle(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
     options = dict(args.store_option)
     specs = {s.fingerprint: s for s in map(CollectionSpec.load, args.spec)}
     store = open_store(args.store, options or None)
-    if warning := getattr(store, "retention_warning", lambda _: None)(incoming_prefix(args.app)):
+    if warning := store.retention_warning(incoming_prefix(args.app)):
         print(f"ldp shuffle: warning: {warning}", file=sys.stderr)
     run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
                       keep_originals=args.keep_originals, min_reports=args.min_reports,

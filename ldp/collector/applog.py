@@ -50,7 +50,7 @@ from ldp.collector.journal import (
     sums,
 )
 from ldp.collector.rejects import RejectKeeper, RejectSpan
-from ldp.collector.shuffle import closed_name
+from ldp.pipeline.shuffle import closed_name
 from ldp.server.store import fsync_dir, write_atomic
 
 __all__ = ["Batch", "Stored", "AppStats", "AppLog", "OLD_JOURNAL", "split_new"]

@@ -17,8 +17,9 @@ name or version can ride along. Blank lines are dropped (they are not reports, a
 them would mark its batches). Rejected lines are stored as they came, as before (:mod:`ldp.collector.rejects`):
 ``ldp aggregate`` rejects them again and shows them in its rejects file.
 
-:func:`canonical_line` is the rule (parse, route, write the envelope again), :func:`canonical_lines` applies it to
-a body line by line: the reference. :func:`canonical_body` is what the upload path runs: the template path of the
+:func:`~ldp.pipeline.canonical.canonical_line` is the rule (parse, route, write the envelope again: in
+:mod:`ldp.pipeline`, as the shuffler checks lines by it too), :func:`canonical_lines` applies it to a body line by
+line: the reference. :func:`canonical_body` is what the upload path runs: the template path of the
 validator (:func:`ldp.server.jsonl.match_lines`) accepts only lines whose bytes are the clients' exact form (every
 byte fixed but the decimal digits and the bits, no leading zeros), so a line it took is canonical already, but for
 a ``\\r`` before its newline (dropped, vectorized). Only the lines the full parser accepted (one Python parse each
@@ -34,22 +35,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from ldp.collector.rejects import RejectSpan, SpanFolder
-from ldp.reports import Report
-from ldp.spec import CollectionSpec, Envelope, EnvelopeError, parse_envelope
+from ldp.pipeline.canonical import canonical_line
+from ldp.spec import CollectionSpec, EnvelopeError
 
 __all__ = ["canonical_line", "canonical_lines", "canonical_body"]
-
-
-def canonical_line(line: bytes | str, specs: Mapping[str, CollectionSpec]) -> bytes:
-    """The canonical bytes (without newline) of an upload line the collector accepts under ``specs``
-    (``{fingerprint: spec}``): the envelope the clients would have written for the same report. Raises
-    :class:`~ldp.spec.EnvelopeError`, with the collector's reason, for a line it rejects. A trailing ``\\r`` (of a
-    CRLF ending) is whitespace to the parser, hence dropped."""
-    env = parse_envelope(line, specs)
-    payload = env.report.payload
-    schema = specs[env.spec].metrics[env.metric].params.schema  # routed: the spec and metric exist
-    report = Report.trusted(env.report.protocol, env.report.fingerprint, {f.name: payload[f.name] for f in schema})
-    return Envelope(env.spec, env.metric, env.window, report).to_json().encode("ascii")
 
 
 def _rewrite(line: bytes, specs: Mapping[str, CollectionSpec]) -> bytes:

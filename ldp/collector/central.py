@@ -28,8 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ldp.collector.amplification import DELTA
 from ldp.collector.series import WITHHELD
+from ldp.pipeline.amplification import DELTA
 from ldp.privacy.target import MetricLoss, meets, metric_loss, window_releases
 from ldp.server.store import write_atomic
 from ldp.spec import CollectionSpec

@@ -1,5 +1,5 @@
 """One app's storage when the collector is a replica over shared storage (``[storage]`` in the config): each group
-commit is one *chunk* object (:mod:`ldp.shuffler.chunks`), written whole, and a batch is acknowledged only after
+commit is one *chunk* object (:mod:`ldp.pipeline.chunks`), written whole, and a batch is acknowledged only after
 its chunk is stored.
 
 It stands where :class:`~ldp.collector.applog.AppLog` stands for the local folder, and the writer thread
@@ -37,7 +37,7 @@ from ldp.collector.ingest import BatchCounts
 from ldp.collector.journal import AppStats, coarse
 from ldp.collector.rejects import RejectKeeper
 from ldp.errors import LeaseHeldError, StorageError
-from ldp.shuffler.chunks import ChunkBatch, chunk_key, encode_chunk
+from ldp.pipeline.chunks import ChunkBatch, chunk_key, encode_chunk
 from ldp.storage import Store
 
 __all__ = ["ChunkLog"]
@@ -100,7 +100,7 @@ class ChunkLog:
                               k.body if not k.body or k.body.endswith(b"\n") else k.body + b"\n")
                    for it, k in zip(new, kept, strict=True)]
         self._seq += 1
-        key = chunk_key(self.app, self.replica, at, self._seq, getattr(self.store, "fence", None))
+        key = chunk_key(self.app, self.replica, at, self._seq, self.store.fence)
         try:
             if not self.store.create(key, encode_chunk(batches)):
                 raise StorageError(errno.EEXIST, f"{self.store.url}: chunk {key} exists already: not overwritten "
@@ -120,7 +120,7 @@ class ChunkLog:
         if not self.failed:
             return True
         key = f"replicas/{self.replica}/probe"
-        claim = getattr(self.store, "lease", None)
+        claim = self.store.lease
         try:
             if claim is not None:  # lost (a pause, the store down): taken again, unless another process holds it
                 claim.start()

@@ -7,7 +7,7 @@ their ``<UTC second>-<seq>`` names overwrote each other's chunks and acknowledge
   every ``claim_seconds/4``): a second process under a live claim refuses to start
   (:class:`~ldp.errors.LeaseHeldError` naming the first, its host and pid, and when its claim expires).
 * **Every chunk key** carries the claim's fencing token and a sequence number of the claim
-  (:func:`ldp.shuffler.chunks.chunk_key`), so a key never repeats — not after a restart, not with the clock
+  (:func:`ldp.pipeline.chunks.chunk_key`), so a key never repeats — not after a restart, not with the clock
   stepped back — and chunks are written with create-if-absent: a collision is an error, never an overwrite.
 * **Every write** checks the claim first (:class:`~ldp.storage.lease.FencedStore`): a replica paused past its claim,
   or whose claim another process took, answers 503 until it holds its claim again.

@@ -10,11 +10,11 @@ written and fsynced at once made the group commits' fsyncs wait behind it. So :c
 a worker process — the segment's path, how many bytes of it are acknowledged, the part file's descriptor — and
 the chores thread waits on a socket, without the GIL; the worker reads, shuffles and writes a slice of about
 256 KiB at a time with ``sched_yield`` between two (:func:`fill_part`), and ``fdatasync`` every MiB
-(:func:`~ldp.collector.shuffle.write_shuffled`). Its priority is not lowered: a close is never starved.
+(:func:`~ldp.pipeline.shuffle.write_shuffled`). Its priority is not lowered: a close is never starved.
 
 **The close's guarantees stay the caller's** (:meth:`~ldp.collector.applog.AppLog.finish_close`): the worker only
 fills the part file, with the bytes :func:`write_part` writes in-process (the lines in a uniformly random order from
-the OS CSPRNG: for the same keys, the order of :func:`~ldp.collector.shuffle.shuffle_lines`, byte for byte); the
+the OS CSPRNG: for the same keys, the order of :func:`~ldp.pipeline.shuffle.shuffle_lines`, byte for byte); the
 journal's ``closed_as``, the rename, the seen index and the removals happen in the server, after the worker answered
 that the part is fsynced, in the same order as before. The part is always a new file (:func:`create_part` removes a
 previous one first) whose descriptor the server opens and passes: a worker left running by a server killed
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ldp.collector.shuffle import SLICE_BYTES, write_shuffled
+from ldp.pipeline.shuffle import SLICE_BYTES, write_shuffled
 
 __all__ = ["write_part", "create_part", "fill_part", "PartWriter", "serve"]
 
@@ -68,7 +68,7 @@ def _yield() -> None:
 
 def fill_part(src: Path, end: int, fd: int, pause: Callable[[], None] = _yield) -> None:
     """Write the first ``end`` bytes of ``src`` (the acknowledged ones: a failed write may have left more), their
-    lines shuffled (:func:`~ldp.collector.shuffle.write_shuffled`), to the empty file ``fd`` and fsync it; read,
+    lines shuffled (:func:`~ldp.pipeline.shuffle.write_shuffled`), to the empty file ``fd`` and fsync it; read,
     shuffled and written a slice at a time, ``pause`` (``sched_yield``) between two."""
     data = np.empty(end, dtype=np.uint8)
     got = 0

@@ -98,7 +98,7 @@ def _privacy(p: Mapping[str, Any] | None) -> list[tuple[str, str]]:
 
 
 def _central(sh: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """The central guarantee the shuffle buys (``shuffle`` of a metric entry, :mod:`ldp.collector.amplification`)."""
+    """The central guarantee the shuffle buys (``shuffle`` of a metric entry, :mod:`ldp.pipeline.amplification`)."""
     if not isinstance(sh, Mapping):
         return []
     out = []

@@ -22,10 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from ldp.collector.amplification import per_report_epsilon, segment_counts, shuffle_entry, window_segments
 from ldp.collector.central import decide
 from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry, release_settings
 from ldp.errors import FoldBusyError
+from ldp.pipeline.amplification import per_report_epsilon, segment_counts, shuffle_entry, window_segments
 from ldp.server.filelock import FileLock
 from ldp.server.inputs import is_remote, list_remote
 from ldp.server.job import aggregate_files, spec_index
@@ -129,7 +129,7 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
                "segments": summary.inputs, "records": summary.records, "accepted": summary.accepted,
                "blank": summary.blank, "rejected": summary.rejected,
                "this_fold": {"segments": len(summary.processed), **summary.run},
-               "warnings": summary.warnings, "metrics": metrics}
+               "warnings": summary.warnings + _shuffler_warnings(app, store), "metrics": metrics}
         doc: dict[str, Any] = _json_safe(raw)
         write_atomic(estimates_path(data_dir, app), (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode())
     logger.info("fold %s: %d new segment(s), %d report(s) in total, %d metric(s) decoded", app,
@@ -150,6 +150,25 @@ def _closed_segments(base: Path, app: str, store: StoreSource | None) -> tuple[l
     except FileNotFoundError:
         return [], options  # nothing shuffled yet
     return [url], options
+
+
+def _shuffler_warnings(app: str, store: StoreSource | None) -> list[str]:
+    """What the shuffler's status says of the app's runs set aside (:mod:`ldp.pipeline.status`), read as an analyst
+    (the role that reads ``segments/``); nothing without shared storage, or when there is no status."""
+    if store is None:
+        return []
+    from ldp.pipeline.status import status_key, status_warnings
+    from ldp.storage import open_store
+    from ldp.storage.roles import RoleStore, analyst_role
+
+    try:
+        analyst = RoleStore(open_store(store[0], dict(store[1]) or None), analyst_role(app))
+        return status_warnings(analyst.get(status_key(app)))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:  # the store unreachable: the fold of the segments says so on its own
+        logger.warning("fold %s: could not read the shuffler's status: %s", app, exc)
+        return []
 
 
 @contextmanager

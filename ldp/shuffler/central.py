@@ -3,7 +3,7 @@ none for a metric withheld there (below its threshold: :mod:`ldp.shuffler.plan`)
 
 A window's segment holds ``n`` reports of a metric, from every replica, in a random order: a report of that metric
 hides among those ``n`` (the analyst sees each report's metric and window). The guarantee is the one the
-collector's dashboard states for a shuffled segment (:func:`ldp.collector.amplification.shuffle_entry`: Feldman,
+collector's dashboard states for a shuffled segment (:func:`ldp.pipeline.amplification.shuffle_entry`: Feldman,
 McMillan and Talwar's bound, δ = 10⁻⁸), for a device with one report of the metric in the window, against the
 analyst only.
 """
@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ldp.collector.amplification import per_report_epsilon, shuffle_entry
-from ldp.collector.series import privacy_entry
+from ldp.pipeline.amplification import metric_epsilon, shuffle_entry
 from ldp.spec import CollectionSpec
 
 __all__ = ["window_guarantees", "shortfall"]
@@ -48,7 +47,7 @@ def window_guarantees(windows: Mapping[str, Mapping[str, Any]], specs: Mapping[s
             if spec is None or name not in spec.metrics:
                 per[key] = {"metric": name, "n": n, "central": None, "note": "not a metric of the specs given"}
                 continue
-            eps0 = per_report_epsilon(privacy_entry(spec, spec.metric(name)))
+            eps0 = metric_epsilon(spec.metric(name))
             entry = shuffle_entry(eps0, [(True, int(n))])
             per[key] = {"metric": name, "n": n, "epsilon0": eps0,
                         "central": None if entry is None else entry["central"]}

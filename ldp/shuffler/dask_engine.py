@@ -1,7 +1,8 @@
 """The shuffler's Dask engine (``ldp shuffle --engine dask``, the ``dask`` extra): the chunks read, deduplicated,
 stripped and permuted per window as Dask operations, so that a window larger than one machine's memory is mixed
 across workers. The lease, the plan, the run record and its completion stay the stage's (:mod:`ldp.shuffler.stage`);
-this engine supplies the chunk index and window counts the plan needs, and the ``Mix`` (a :class:`DaskEngine`).
+this engine supplies the chunk index and window counts the plan needs, and the mix (an
+:class:`~ldp.shuffler.engine.Engine`).
 
 Workers open the store themselves (:func:`store_spec`) and write only under the run's staging prefix
 ``apps/<app>/shuffler/staging/<run>/``, unseen by analysts; the client writes each marker and publishes, through the
@@ -27,7 +28,7 @@ lease-checked store. No line reaches the client: only per-batch metadata.
 **Uniformity.** The keys are independent and uniform, so the order by key is a uniform permutation of the window
 (ties: probability below n²/2⁶⁵), and its parts, in order, are that order cut at fixed key values: random subsets
 whose law does not depend on who sent which line. Seeing the parts is post-processing of the shuffled multiset: a
-report hides among its whole window, and a stem's parts count as one segment (:mod:`ldp.collector.amplification`).
+report hides among its whole window, and a stem's parts count as one segment (:mod:`ldp.pipeline.amplification`).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ import numpy as np
 from dask.utils import parse_bytes
 from distributed.system import MEMORY_LIMIT
 
-from ldp.shuffler.chunks import incoming_prefix
+from ldp.pipeline.chunks import incoming_prefix
 from ldp.shuffler.dask_tasks import (
     METRIC_SUMS,
     PARTS,
@@ -73,6 +74,7 @@ from ldp.shuffler.dask_tasks import (
     store_spec,
     threads,
 )
+from ldp.shuffler.engine import anonymity_entry
 from ldp.shuffler.lines import LineCounts, LineRules
 from ldp.shuffler.seen import DIGEST_DTYPE, SeenIds
 from ldp.storage.lease import FencedStore
@@ -104,14 +106,13 @@ def local_cluster(n_workers: int | None = None, memory_limit: str | int | None =
 
 class DaskEngine:
     """The Dask engine of one run over ``store`` (lease-checked), a context manager: on ``scheduler`` (an address) or
-    a :func:`local_cluster` of its own. ``rules``, ``entry``: the stage's check of the lines and its anonymity entry
-    (both engines mix and record the same). Itself the stage's ``Mix``."""
+    a :func:`local_cluster` of its own (an :class:`~ldp.shuffler.engine.Engine`). ``rules``: the check of the lines
+    (both engines mix and record the same)."""
 
     engine = "dask"
 
-    def __init__(self, store: FencedStore, app: str, scheduler: str | None, rules: LineRules,
-                 entry: Callable[..., dict[str, Any]]) -> None:
-        self.store, self.app, self.scheduler, self.rules, self.entry = store, app, scheduler, rules, entry
+    def __init__(self, store: FencedStore, app: str, scheduler: str | None, rules: LineRules) -> None:
+        self.store, self.app, self.scheduler, self.rules = store, app, scheduler, rules
         self.spec, self._stack = store_spec(store), contextlib.ExitStack()
         self.client: Any = None
         self._table: tuple[list[str], dd.DataFrame] | None = None
@@ -179,8 +180,8 @@ class DaskEngine:
                 store.create(f"{stem}-p{kp[0]:05d}.jsonl", store.get(kp[1]))
 
             threads(publish, list(enumerate(parts)), PUBLISH_THREADS)
-            entry = self.entry(f"{stem}.jsonl" if parts else None, m["by_metric"], m["batches"], m["replicas"], name,
-                               rec, w, m.get("found", {}))
+            entry = anonymity_entry(f"{stem}.jsonl" if parts else None, m["by_metric"], m["batches"], m["replicas"],
+                                    name, rec, w, m.get("found", {}))
             anonymity[w] = {**entry, "parts": len(parts)}
         seen = SeenIds(store, app)
         for key in run["ids"]:

@@ -26,10 +26,10 @@ import pandas as pd
 import pyarrow as pa
 from pandas.util import hash_array
 
-from ldp.shuffler.chunks import decode_chunk
+from ldp.pipeline.chunks import decode_chunk
 from ldp.shuffler.lines import LineCounts, LineRules
 from ldp.shuffler.seen import DIGEST_DTYPE, PARTITIONS, SeenIds, first_copies, id_digests
-from ldp.storage import Store, open_store
+from ldp.storage import Store, StoreWrapper, open_store
 
 __all__ = ["scan", "deduped", "read", "stage_part", "per_metric", "found_lines", "tally", "store_spec", "empty",
            "TABLE", "SUMS", "METRIC_SUMS", "PARTS", "IO_THREADS", "BLOCK_BYTES"]
@@ -53,15 +53,14 @@ def empty(types: Mapping[str, Any], index: str | None = None) -> pd.DataFrame:
                         index=None if index is None else pd.Index([], dtype="int64", name=index))
 
 
-def store_spec(store: Any) -> Spec:
-    """``(url, options as JSON)`` a worker opens ``store`` with (:func:`~ldp.storage.open_store`), under the wrappers
-    (``inner``) around it: a folder (the workers must see it at the same path) or object storage."""
-    while hasattr(store, "inner"):
-        store = store.inner
-    url, options = getattr(store, "url", None), getattr(store, "options", None)
-    if not isinstance(url, str) or not (url.startswith("file://") or isinstance(options, dict)):
+def store_spec(store: Store) -> Spec:
+    """``(url, options as JSON)`` a worker opens ``store`` with (:func:`~ldp.storage.open_store`): its innermost
+    store's :meth:`~ldp.storage.Store.spec`, a store declared ``distributed`` (a folder the workers see at the same
+    path, object storage)."""
+    if not isinstance(store, Store) or not store.capabilities.distributed:
         raise TypeError(f"the dask engine's workers open the store themselves (a folder, object storage): {store!r}")
-    return url, json.dumps(options or {}, sort_keys=True)
+    url, options = store.spec()
+    return url, json.dumps(options, sort_keys=True)
 
 
 @functools.lru_cache(maxsize=4)
@@ -69,14 +68,12 @@ def _opened(url: str, options: str) -> Store:
     return open_store(url, json.loads(options) or None)
 
 
-class _WorkerStore:
+class _WorkerStore(StoreWrapper):
     """A worker's view of the store: reads anything; ``put`` only under ``writable`` (its run's staging)."""
 
     def __init__(self, spec: Spec, writable: str | None = None) -> None:
-        self.inner, self.writable = _opened(*spec), writable
-        self.url, self.get, self.exists, self.list = self.inner.url, self.inner.get, self.inner.exists, self.inner.list
-        self.stat, self.open = self.inner.stat, self.inner.open
-        self.root_exists = self.inner.root_exists
+        super().__init__(_opened(*spec))
+        self.writable = writable
 
     def put(self, key: str, data: bytes) -> None:
         if not (self.writable and key.startswith(self.writable)):

@@ -109,7 +109,7 @@ class LineRules:
     def _rewrite(self, text: bytes, raw: bytes, counts: LineCounts) -> bytes | None:
         """The canonical form of one line that is not, or ``None`` (counted ``rejected``) for a line that is no
         report: dropped, never mixed."""
-        from ldp.collector.canonical import canonical_line
+        from ldp.pipeline.canonical import canonical_line
 
         try:
             env = parse_envelope(text)

@@ -4,7 +4,7 @@ window, in which a report hides among *all* the reports of its window, whichever
 One run, for one app (Prochlo's Encode–Shuffle–Analyze; Apple's ingestion, thesis 004 §5.2.1):
 
 1. **Finish** any earlier run that stopped midway (its record in ``apps/<app>/shuffler/runs/`` says ``started``).
-2. **Plan** (:mod:`ldp.shuffler.plan`). Read every chunk under ``apps/<app>/incoming/`` (:mod:`ldp.shuffler.chunks`),
+2. **Plan** (:mod:`ldp.shuffler.plan`). Read every chunk under ``apps/<app>/incoming/`` (:mod:`ldp.pipeline.chunks`),
    every line made canonical (:mod:`ldp.shuffler.lines`). A window is *ready* ``grace`` seconds past its end and
    released when all the chunks holding it are consumed (so it is mixed whole). Thresholds are per (window, metric):
    a metric below its own ``min_reports`` is withheld on its own (its lines written to no segment); a window whose
@@ -14,7 +14,7 @@ One run, for one app (Prochlo's Encode–Shuffle–Analyze; Apple's ingestion, t
    lost, the device sent it again elsewhere) or twice by one is kept once, and an id already mixed by an earlier
    run within the dedup horizon is dropped. What linked a report to its sender — batch id, replica, arrival
    order and time finer than the window — is not written: the lines go out in a uniformly random order from the
-   OS CSPRNG (:func:`ldp.collector.shuffle.shuffle_lines`), named ``<UTC window start>-<16 random hex>.jsonl``
+   OS CSPRNG (:func:`ldp.pipeline.shuffle.shuffle_lines`), named ``<UTC window start>-<16 random hex>.jsonl``
    under ``apps/<app>/segments/closed/`` (the names the collector's shuffled storage uses), each written with
    :meth:`~ldp.storage.Store.create`.
 4. **Record** the ids mixed (``shuffler/seen/<run>.json``, for later runs' deduplication), then the run as
@@ -52,36 +52,33 @@ import json
 import logging
 import secrets
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from ldp.collector.shuffle import closed_name, shuffle_lines
 from ldp.errors import LeaseLostError, NoThresholdError, StorageError
-from ldp.shuffler.chunks import CHUNK_SUFFIX, ChunkBatch, decode_chunk, incoming_prefix
-from ldp.shuffler.lines import LineCounts, LineRules
-from ldp.shuffler.plan import Plan, Thresholds, Window, plan_run, window_key
-from ldp.shuffler.seen import SeenIds, first_copies, id_digests
+from ldp.pipeline.chunks import CHUNK_SUFFIX, ChunkBatch, incoming_prefix
+from ldp.pipeline.shuffle import closed_name
+from ldp.pipeline.status import STATUS_FORMAT, status_key
+from ldp.shuffler.engine import ENGINES, Engine, each
+from ldp.shuffler.lines import LineRules
+from ldp.shuffler.local_engine import LocalEngine
+from ldp.shuffler.plan import Plan, Thresholds, plan_run, window_key
 from ldp.storage import Store
 from ldp.storage.absent import missing_root
 from ldp.storage.lease import DEFAULT_TTL_SECONDS, FencedStore, Lease
-from ldp.storage.roles import RoleStore, segments_prefix, shuffler_prefix, shuffler_role
+from ldp.storage.roles import RoleStore, shuffler_prefix, shuffler_role
 
 if TYPE_CHECKING:
     from ldp.spec import CollectionSpec
 
 __all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "shuffler_lease", "check_app_store", "Plan", "plan_run",
-           "start_run", "complete_run", "finish_interrupted", "Mix", "anonymity_entry", "checked",
-           "DEFAULT_GRACE_SECONDS", "DEFAULT_DEDUP_SECONDS",
-           "DEFAULT_HOLD_SECONDS", "DEFAULT_MAX_RESUMPTIONS", "NoThresholdError", "retry_set_aside", "status_key",
-           "publish_status", "STATUS_FORMAT"]
+           "start_run", "complete_run", "finish_interrupted", "superseded", "DEFAULT_GRACE_SECONDS",
+           "DEFAULT_DEDUP_SECONDS", "DEFAULT_HOLD_SECONDS", "DEFAULT_MAX_RESUMPTIONS", "NoThresholdError",
+           "retry_set_aside", "publish_status", "open_engine"]
 
 logger = logging.getLogger(__name__)
 RUN_FORMAT = "ldp-shuffle-run/1"
-IO_THREADS = 16
-"""Requests to the store at a time when reading or removing chunks."""
 DEFAULT_GRACE_SECONDS = 300.0
 """How long past a window's end its chunks may still arrive before it is mixed."""
 DEFAULT_DEDUP_SECONDS = 7 * 86400.0
@@ -118,28 +115,6 @@ def _runs(app: str) -> str:
     return f"apps/{app}/shuffler/runs/"
 
 
-def _each(store: Store, fn: Callable[[str], Any], keys: list[str]) -> list[Any]:
-    """``fn`` over ``keys`` in order, ``IO_THREADS`` requests to the store at a time (object stores answer each
-    request in tens of ms: one at a time, a day of chunks would take hours to read)."""
-    if len(keys) < 2:
-        return [fn(k) for k in keys]
-    with ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="ldp-shuffle-io") as pool:
-        return list(pool.map(fn, keys))
-
-
-def _read_chunks(store: Store, keys: list[str], rules: LineRules) -> dict[str, list[ChunkBatch]]:
-    """The chunks' batches, their lines made canonical by ``rules`` (what was found in ``found``)."""
-    datas = _each(store, store.get, keys)
-    return {k: [checked(b, rules) for b in decode_chunk(data, f"{store.url}/{k}")]
-            for k, data in zip(keys, datas, strict=True)}
-
-
-def checked(b: ChunkBatch, rules: LineRules) -> ChunkBatch:
-    """``b`` with its lines canonical (:meth:`~ldp.shuffler.lines.LineRules.canonical`) and what was found."""
-    lines, found = rules.canonical(b.lines)
-    return ChunkBatch(b.batch_id, b.window, b.length, lines, found.to_dict())
-
-
 def shuffler_lease(store: Store, app: str, ttl: float = DEFAULT_TTL_SECONDS) -> Lease:
     """The lease that makes one ``ldp shuffle`` of ``app`` run at a time (:mod:`ldp.storage.lease`), under
     ``apps/<app>/shuffler/lease/``."""
@@ -155,7 +130,7 @@ def check_app_store(store: Store, app: str) -> None:
     if not store.root_exists():
         raise FileNotFoundError(missing_root(store.url))
     try:  # the apps there, when this process may list them (the shuffler's role alone may not)
-        others = sorted({k.split("/")[1] for k in getattr(store, "inner", store).list("apps/") if k.count("/") >= 2})
+        others = sorted({k.split("/")[1] for k in store.unwrap().list("apps/") if k.count("/") >= 2})
         seen = f"apps there: {', '.join(others[:10])}" if others else "it holds no app at all"
     except (PermissionError, OSError):
         seen = "the other apps there are not listed (no access)"
@@ -188,8 +163,9 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
     run is resumed at most ``max_resumptions`` times, then set aside; ``retry`` names set-aside runs to put back
     first (``"all"``: every one)."""
     now = time.time() if now is None else float(now)
-    if engine not in ("local", "dask") or (scheduler is not None and engine != "dask"):
-        raise ValueError(f"engine must be 'local' or 'dask' (a scheduler only with 'dask'), got {engine!r}")
+    if engine not in ENGINES or (scheduler is not None and engine != "dask"):
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)} (a scheduler only with 'dask'), got "
+                         f"{engine!r}")
     if not (grace_seconds >= 0 and dedup_seconds > 0 and hold_seconds >= 0):
         raise ValueError(f"grace_seconds and hold_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, "
                          f"{hold_seconds}, {dedup_seconds}")
@@ -224,17 +200,23 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
         return run
 
 
+def open_engine(name: str, store: FencedStore, app: str, rules: LineRules, scheduler: str | None = None) -> Engine:
+    """The engine ``name`` for one run of ``app`` over ``store`` (``scheduler``: the Dask scheduler's address, for
+    ``"dask"`` only); ``ValueError`` for another name."""
+    if name not in ENGINES or (scheduler is not None and name != "dask"):
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)} (a scheduler only with 'dask'), got {name!r}")
+    if name == "dask":
+        from ldp.shuffler.dask_engine import DaskEngine
+
+        return DaskEngine(store, app, scheduler, rules)
+    return LocalEngine(store, app, rules)
+
+
 def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_seconds: float,
          keep_originals: bool, min_reports: int | None, hold_seconds: float, engine: str, scheduler: str | None,
          rules: LineRules, threshold: Thresholds, max_resumptions: int) -> ShuffleRun:
     """:func:`shuffle_app` once the lease is held: every write through ``store`` checks it first."""
-    if engine == "dask":  # the index, the counts and the Mix on a cluster
-        from ldp.shuffler.dask_engine import DaskEngine
-
-        eng: Any = DaskEngine(store, app, scheduler, rules, anonymity_entry)
-    else:
-        eng = _LocalEngine(store, app, rules)
-    with eng:  # every engine: the same plan, record and completion
+    with open_engine(engine, store, app, rules, scheduler) as eng:  # every engine: the same plan, record and completion
         eng.prune(now - 2 * dedup_seconds)
         past = finish_interrupted(store, app, now, dedup_seconds, keep_originals, eng, max_resumptions)
         eng.drop_staging(past.resumed + past.voided)
@@ -252,44 +234,6 @@ def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_s
         done.resumed, done.voided, done.set_aside = past.resumed, past.voided, past.set_aside
         publish_status(store, app, now, past.aside_status)
         return done
-
-
-class _LocalEngine:
-    """The local engine's side of a run (:class:`DaskEngine`'s interface, in this process): the chunks read once
-    by :meth:`plan_inputs` serve the plan and the run's :class:`Mix`; nothing is staged."""
-
-    engine = "local"
-
-    def __init__(self, store: FencedStore, app: str, rules: LineRules) -> None:
-        self.store, self.app, self.rules = store, app, rules
-        self.chunks: dict[str, list[ChunkBatch]] = {}
-
-    def __enter__(self) -> _LocalEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def prune(self, before: float) -> None:
-        """Remove the id records older than ``before`` (twice the dedup horizon: never one still consulted), by
-        their names alone (:meth:`~ldp.shuffler.seen.SeenIds.prune`)."""
-        SeenIds(self.store, self.app).prune(before)
-
-    def plan_inputs(self, keys: list[str]) -> tuple[dict[str, Counter[Window]],
-                                                    Callable[[set[Window]], dict[Window, Counter[str]]]]:
-        """The chunks' index (batches per window) and the report counter :func:`plan_run` asks."""
-        self.chunks = _read_chunks(self.store, keys, self.rules)
-        index = {k: Counter((b.window, b.length) for b in bs) for k, bs in self.chunks.items()}
-        return index, lambda ready: _reports(self.chunks, ready)
-
-    def drop_staging(self, run_ids: list[str]) -> None:
-        """Nothing is staged."""
-
-    def __call__(self, store: FencedStore, app: str, rec: Mapping[str, Any], dedup_seconds: float,
-                 chunks: Mapping[str, list[ChunkBatch]] | None) -> tuple[dict[str, dict[str, Any]], int]:
-        if chunks is None and all(k in self.chunks for k in rec["chunks"]):  # read for the plan already
-            chunks = {k: self.chunks[k] for k in rec["chunks"]}
-        return _mix_local(store, app, rec, dedup_seconds, chunks, self.rules)
 
 
 @dataclass
@@ -314,7 +258,7 @@ class Past:
 
 
 def finish_interrupted(store: FencedStore, app: str, now: float, dedup_seconds: float, keep: bool,
-                       mix: Mix, max_resumptions: int = DEFAULT_MAX_RESUMPTIONS) -> Past:
+                       mix: Engine, max_resumptions: int = DEFAULT_MAX_RESUMPTIONS) -> Past:
     """Finish every run an earlier process left unfinished (its record neither ``closed``, ``void`` nor
     ``set_aside``), each attempt counted first; close a superseded one as ``void`` (:func:`superseded`); set aside
     one tried ``1 + max_resumptions`` times. A run recorded by another engine is refused (its outputs are named as
@@ -359,7 +303,7 @@ def superseded(store: Store, app: str, rec: Mapping[str, Any]) -> str | None:
     fence, current = rec.get("fence"), getattr(store, "fence", None)
     if fence is None or current is None or int(fence) >= int(current):
         return None
-    gone = [k for k, there in zip(rec["chunks"], _each(store, store.exists, list(rec["chunks"])), strict=True)
+    gone = [k for k, there in zip(rec["chunks"], each(store, store.exists, list(rec["chunks"])), strict=True)
             if not there]
     if not gone:
         return None
@@ -387,19 +331,10 @@ def retry_set_aside(store: FencedStore, app: str, runs: Sequence[str]) -> list[s
     return wanted
 
 
-STATUS_FORMAT = "ldp-shuffler-status/1"
-
-
-def status_key(app: str) -> str:
-    """``apps/<app>/segments/status/shuffler.json``: the shuffler's health where the analysts' readers (a
-    collector's dashboard) see it, beside the segments and never among them."""
-    return f"{segments_prefix(app)}status/shuffler.json"
-
-
 def publish_status(store: FencedStore, app: str, now: float, aside: list[dict[str, Any]]) -> None:
-    """Write the app's shuffler status (:func:`status_key`) when there is something to say or to take back: the runs
-    set aside, each by its id, since when, its attempts, the class of its last error and the windows it holds (UTC
-    starts) — nothing of a chunk, a replica, a batch or an arrival time finer than the window."""
+    """Write the app's shuffler status (:mod:`ldp.pipeline.status`) when there is something to say or to take back:
+    the runs set aside ``aside``. The shuffler never reads ``segments/``: what it published last is kept in its own
+    prefix too, to compare."""
     doc = json.dumps({"format": STATUS_FORMAT, "checked_at": now, "set_aside": aside}, sort_keys=True).encode()
     mine = f"{shuffler_prefix(app)}status.json"  # what was published last: the shuffler never reads segments/
     try:
@@ -418,7 +353,7 @@ def _put(store: FencedStore, app: str, rec: Mapping[str, Any]) -> None:
 
 
 def _attempt(store: FencedStore, app: str, rec: dict[str, Any], now: float, dedup_seconds: float, keep: bool,
-             mix: Mix) -> ShuffleRun:
+             mix: Engine) -> ShuffleRun:
     """:func:`complete_run`, its failure kept in the record (the last :data:`FAILURES_KEPT`) and raised: a lost lease
     or a store that failed is not the run's failure, and is raised alone (nothing more written)."""
     try:
@@ -449,20 +384,8 @@ def start_run(store: FencedStore, app: str, now: float, plan: Plan, min_reports:
     return rec
 
 
-class Mix(Protocol):
-    """An engine's mixing step of a recorded run: write its missing segments and the ids it mixed (excluding the
-    batch ids of earlier runs within ``dedup_seconds`` of it), return the anonymity set per window (keyed as
-    ``rec["outputs"]``) and the duplicate batches dropped. Idempotent: a rerun after a kill writes only what is
-    missing, from the same chunks, to the same result."""
-
-    engine: str
-
-    def __call__(self, store: FencedStore, app: str, rec: Mapping[str, Any], dedup_seconds: float,
-                 chunks: Mapping[str, list[ChunkBatch]] | None) -> tuple[dict[str, dict[str, Any]], int]: ...
-
-
 def complete_run(store: FencedStore, app: str, rec: dict[str, Any], now: float, dedup_seconds: float, keep: bool,
-                 mix: Mix, chunks: Mapping[str, list[ChunkBatch]] | None = None) -> ShuffleRun:
+                 mix: Engine, chunks: Mapping[str, list[ChunkBatch]] | None = None) -> ShuffleRun:
     """Do (or finish) the run ``rec``: ``mix`` (segments, ids), the record ``done``, then remove the chunks and
     mark it ``closed``. Everything it computes depends only on the chunks and the earlier runs' ids."""
     run_id, keys = rec["id"], list(rec["chunks"])
@@ -483,67 +406,8 @@ def complete_run(store: FencedStore, app: str, rec: dict[str, Any], now: float, 
             store.put(f"{shuffler_prefix(app)}consumed/{key[len(incoming_prefix(app)):]}", store.get(key))
         store.delete(key)
 
-    _each(store, consume, keys)
+    each(store, consume, keys)
     _put(store, app, {**rec, "state": "closed"})
     return result
 
 
-def _mix_local(store: FencedStore, app: str, rec: Mapping[str, Any], dedup_seconds: float,
-               chunks: Mapping[str, list[ChunkBatch]] | None, rules: LineRules
-               ) -> tuple[dict[str, dict[str, Any]], int]:
-    """The local engine's :class:`Mix`: the run's chunks in this process's memory (their lines canonical), each
-    window's lines but those of its withheld metrics permuted by :func:`~ldp.collector.shuffle.shuffle_lines` and
-    written as one segment."""
-    run_id, keys = rec["id"], list(rec["chunks"])
-    if chunks is None:
-        chunks = _read_chunks(store, keys, rules)
-    order = [(key[len(incoming_prefix(app)):].split("/", 1)[0], b) for key in keys for b in chunks[key]]
-    digests = id_digests([b.batch_id for _, b in order])  # in chunk order: the first copy of a batch is kept
-    seen = SeenIds(store, app)
-    keep = first_copies(digests) & ~seen.mixed_before(digests, float(rec["at"]) - dedup_seconds, exclude_run=run_id)
-    by_window: dict[str, list[tuple[str, ChunkBatch]]] = {}
-    for (replica, b), kept in zip(order, keep.tolist(), strict=True):
-        if kept:
-            by_window.setdefault(f"{b.window}:{b.length}", []).append((replica, b))
-    anonymity: dict[str, dict[str, Any]] = {}
-    for window, name in rec["outputs"].items():
-        items = by_window.get(window, [])
-        data = LineRules.drop(b"".join(b.lines for _, b in items), rec.get("drop", {}).get(window, {}))
-        key = None if name is None or not data else f"apps/{app}/segments/closed/{name}"
-        if key is not None:  # create-if-absent: a rerun leaves a whole one as it is (never read: put only)
-            store.create(key, bytes(shuffle_lines(data)))
-        found = LineCounts()
-        for _, b in items:
-            found.add(LineCounts(**(b.found or {})))
-        anonymity[window] = anonymity_entry(key, LineRules.metrics(data), len(items), len({r for r, _ in items}),
-                                            name, rec, window, found.to_dict())
-    seen.record(run_id, float(rec["at"]), digests[keep], fence=store.fence)
-    return anonymity, int((~keep).sum())
-
-
-def anonymity_entry(key: str | None, by_metric: Mapping[str, int], batches: int, replicas: int, name: str | None,
-                    rec: Mapping[str, Any], window: str, found: Mapping[str, int]) -> dict[str, Any]:
-    """A window's anonymity set as a run records it: its segment, reports in all and per metric (those written),
-    batches, replicas; the metrics withheld on their own (``{metric: [reports, threshold]}``), why the window was
-    withheld whole; what the check of its lines found (:class:`~ldp.shuffler.lines.LineCounts`), when anything."""
-    entry: dict[str, Any] = {"segment": key, "reports": sum(by_metric.values()), "by_metric": dict(
-        sorted(by_metric.items())), "batches": batches, "replicas": replicas}
-    if name is None:
-        entry["withheld"] = f"every metric below its threshold (min_reports = {rec.get('min_reports')} at least)"
-    if drop := rec.get("drop", {}).get(window):
-        entry["withheld_metrics"] = drop
-    if found:
-        entry["lines"] = dict(found)
-    return entry
-
-
-def _reports(chunks: Mapping[str, list[ChunkBatch]], ready: set[Window]) -> dict[Window, Counter[str]]:
-    """The reports of the ``ready`` windows in these chunks per metric, each batch id counted once."""
-    counts: dict[Window, Counter[str]] = {}
-    ids: set[str] = set()
-    for key in sorted(chunks):
-        for b in chunks[key]:
-            if (b.window, b.length) in ready and b.batch_id not in ids:
-                ids.add(b.batch_id)
-                counts.setdefault((b.window, b.length), Counter()).update(LineRules.metrics(b.lines))
-    return counts

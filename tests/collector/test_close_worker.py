@@ -23,14 +23,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ldp.collector import closer, shuffle
+from ldp.collector import closer
 from ldp.collector.applog import AppLog, Batch
 from ldp.collector.closer import PartWriter, write_part
 from ldp.collector.config import Limits
 from ldp.collector.ingest import BatchCounts
 from ldp.collector.journal import SEEN
 from ldp.collector.segments import SegmentWriter
-from ldp.collector.shuffle import shuffle_lines
+from ldp.pipeline import shuffle
+from ldp.pipeline.shuffle import shuffle_lines
 
 pytestmark = pytest.mark.skipif(PartWriter().in_process, reason="no descriptor passing on this platform")
 

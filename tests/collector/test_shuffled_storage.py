@@ -20,7 +20,7 @@ from ldp.collector.applog import AppLog, Batch
 from ldp.collector.config import Limits
 from ldp.collector.ingest import BatchCounts
 from ldp.collector.journal import SEEN, ClosedCounts, SeenIndex, SegmentJournal
-from ldp.collector.shuffle import closed_name, in_order, shuffle_lines
+from ldp.pipeline.shuffle import closed_name, in_order, shuffle_lines
 from ldp.server import jsonl
 
 DAY = 86400.0

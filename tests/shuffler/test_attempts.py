@@ -96,3 +96,34 @@ def test_max_resumptions_is_checked() -> None:
     for bad in (-1, True, 1.5):
         with pytest.raises(ValueError, match="max_resumptions"):
             shuffle_app(LocalStore(Path("/nonexistent")), "demo", min_reports=1, max_resumptions=bad)  # type: ignore
+
+
+def test_the_dashboard_says_a_run_is_set_aside_and_nothing_finer(tmp_path: Path) -> None:
+    """The status the shuffler publishes beside the segments: the fold of a replica that serves the dashboard turns
+    it into a warning (run, attempts, error class, windows by day); it names no chunk, replica or batch; put back
+    and finished, the warning goes."""
+    from support import ROOT
+
+    from ldp.collector.watch import fold_app
+    from ldp.pipeline.status import status_key
+    from ldp.spec import CollectionSpec
+
+    inner = LocalStore(tmp_path / "s")
+    write(inner, "r1", 1, batch("a", 3))
+    for attempt in range(2):
+        with pytest.raises(RuntimeError):
+            shuffle_app(Broken(inner), "demo", now=W0 + DAY + 400 + attempt, min_reports=1,  # type: ignore[arg-type]
+                        max_resumptions=1)
+    run = shuffle_app(inner, "demo", now=W0 + DAY + 500, min_reports=1, max_resumptions=1)
+    (aside,) = run.set_aside
+    status = inner.get(status_key("demo"))
+    assert b"incoming" not in status and b"r1" not in status and b"chunk" not in status
+    spec = CollectionSpec.load(ROOT / "examples" / "collection.json")
+    doc = fold_app(tmp_path / "data", "demo", [spec], store=(f"file://{tmp_path / 's'}", {}))
+    (warning,) = [w for w in doc["warnings"] if "set aside" in w]
+    assert aside in warning and "after 2 attempts (RuntimeError)" in warning and "2024-10-04" in warning
+    assert f"ldp shuffle --retry {aside}" in warning
+    shuffle_app(inner, "demo", now=W0 + DAY + 600, min_reports=1, retry=[aside])
+    assert json.loads(inner.get(status_key("demo")))["set_aside"] == []
+    doc = fold_app(tmp_path / "data", "demo", [spec], store=(f"file://{tmp_path / 's'}", {}))
+    assert not [w for w in doc["warnings"] if "set aside" in w]

@@ -23,7 +23,7 @@ distributed = pytest.importorskip("distributed")
 
 from test_stage import DAY, SPECS, W0, Dying, Killed, batch, write  # noqa: E402
 
-from ldp.collector.amplification import segment_counts, segment_of, window_segments  # noqa: E402
+from ldp.pipeline.amplification import segment_counts, segment_of, window_segments  # noqa: E402
 from ldp.shuffler import ChunkBatch, dask_engine, dask_tasks, shuffle_app  # noqa: E402
 from ldp.shuffler.stage import shuffler_lease  # noqa: E402
 from ldp.storage import Store, open_store  # noqa: E402
@@ -243,7 +243,7 @@ def test_object_store_options_reach_the_workers(s3: Any) -> None:
 
 
 def test_the_parts_of_a_window_count_as_one_segment(tmp_path: Path) -> None:
-    """The fold's anonymity sets (:mod:`ldp.collector.amplification`): a window's parts are one shuffled segment,
+    """The fold's anonymity sets (:mod:`ldp.pipeline.amplification`): a window's parts are one shuffled segment,
     their counts summed; another shuffled segment and an old unshuffled one stay apart."""
     fp = "0123456789abcdef"
     stem = "/s/apps/demo/segments/closed/20241004T000000Z-00112233445566ff-f2"
@@ -316,7 +316,7 @@ def test_canonical_lines_and_withheld_metrics_as_the_local_engine(tmp_path: Path
     from collector.test_canonical_door import random_formatting
     from test_no_leaks import STRICT, W1, of_metric, put
 
-    from ldp.collector.canonical import canonical_line
+    from ldp.pipeline.canonical import canonical_line
 
     a, b = of_metric("homepage", STRICT), of_metric("dark_mode", STRICT)
     rng = random.Random(57)

@@ -26,7 +26,7 @@ from collector.test_canonical_door import EXAMPLE, HOMEPAGE, five_formattings, r
 from hypothesis import given, settings, strategies as st
 from support import ROOT
 
-from ldp.collector.canonical import canonical_line
+from ldp.pipeline.canonical import canonical_line
 from ldp.shuffler import ChunkBatch, chunk_key, encode_chunk, shuffle_app
 from ldp.shuffler.lines import LineRules
 from ldp.shuffler.plan import Thresholds, plan_run

@@ -117,9 +117,9 @@ class Clock:
 def pausing(monkeypatch: pytest.MonkeyPatch, mono: Clock, at: int) -> None:
     """The run pauses (its process stopped past the lease) as it mixes its ``at``-th segment, just before writing
     it."""
-    from ldp.shuffler import stage
+    from ldp.shuffler import local_engine
 
-    left, shuffle = [at], stage.shuffle_lines
+    left, shuffle = [at], local_engine.shuffle_lines
 
     def slow(data: bytes) -> Any:
         left[0] -= 1
@@ -127,7 +127,7 @@ def pausing(monkeypatch: pytest.MonkeyPatch, mono: Clock, at: int) -> None:
             mono.t += 1000  # a pause far past the lease
         return shuffle(data)
 
-    monkeypatch.setattr(stage, "shuffle_lines", slow)
+    monkeypatch.setattr(local_engine, "shuffle_lines", slow)
 
 
 def test_a_run_that_loses_its_lease_writes_nothing_more_and_the_next_finishes_it(

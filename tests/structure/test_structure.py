@@ -47,6 +47,32 @@ def test_cycle_detection_finds_a_cycle() -> None:
     assert g.cycles() == [["a", "b", "c"]]
 
 
+SEPARATE = ("ldp.collector", "ldp.shuffler")
+"""Packages that never import each other (issue 70): what they share (chunks, segment names, canonical lines, the
+anonymity figures, the shuffler's status) lives below both, in ``ldp.pipeline``."""
+
+
+def _crossings(graph: Graph, a: str, b: str) -> list[str]:
+    return sorted(f"{imp.source} -> {imp.target} (line {imp.line})" for imp in graph.imports
+                  if (imp.source.startswith(a + ".") or imp.source == a) and (imp.target.startswith(b + ".")
+                                                                             or imp.target == b))
+
+
+def test_the_collector_and_the_shuffler_never_import_each_other(graph: Graph) -> None:
+    a, b = SEPARATE
+    found = _crossings(graph, a, b) + _crossings(graph, b, a)
+    assert not found, "the collector and the shuffler import each other (move the shared part to ldp.pipeline):\n" \
+        + "\n".join(found)
+
+
+def test_the_crossing_rule_catches_an_import() -> None:
+    from import_graph import Import
+
+    g = Graph({"ldp.collector.x": {"ldp.shuffler.y"}, "ldp.shuffler.y": set()},
+              [Import("ldp.collector.x", "ldp.shuffler.y", 3, True)])
+    assert _crossings(g, *SEPARATE) == ["ldp.collector.x -> ldp.shuffler.y (line 3)"]
+
+
 def _module_level_edges(graph: Graph) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {m: set() for m in graph.edges}
     for imp in graph.imports:

@@ -1,7 +1,7 @@
 """The central guarantee the collector's shuffle buys each metric (:mod:`ldp.privacy.shuffle`), from what the fold
 knows: how many reports of the metric each closed segment held.
 
-The collector shuffles each segment on its own (:mod:`ldp.collector.shuffle`), so a report hides among the other
+The collector shuffles each segment on its own (:mod:`ldp.pipeline.shuffle`), so a report hides among the other
 reports of its metric *in its segment*: the guarantee of a metric is the one of its smallest segment. It is stated
 for a device with one report of the metric in that segment (a device that sent k of them, several windows after
 a spell offline say, has the guarantee of one report of k·ε₀), against the analyst only, when whoever runs the
@@ -19,14 +19,14 @@ from typing import Any
 from ldp.privacy.shuffle import shuffled_epsilon
 from ldp.server.fold import parse_key_name
 
-__all__ = ["DELTA", "SHUFFLED_NAME", "per_report_epsilon", "segment_counts", "segment_of", "shuffle_entry",
-           "window_segments"]
+__all__ = ["DELTA", "SHUFFLED_NAME", "metric_epsilon", "per_report_epsilon", "segment_counts", "segment_of",
+           "shuffle_entry", "window_segments"]
 
 DELTA = 1e-8
 """δ of the central guarantee shown."""
 SHUFFLED_NAME = re.compile(r"-[0-9a-f]{16}(-f[0-9]{1,12})?(-p[0-9]{5})?\.jsonl\Z")
 """A closed segment written shuffled (its name ends in 16 random hex digits, then the shuffler's fencing token
-``-f<n>`` when the shuffler stage wrote it: :func:`ldp.collector.shuffle.closed_name`), or one part ``-p<k>`` of
+``-f<n>`` when the shuffler stage wrote it: :func:`ldp.pipeline.shuffle.closed_name`), or one part ``-p<k>`` of
 such a segment (the shuffler's Dask engine, :mod:`ldp.shuffler.dask_engine`: a window's parts are random subsets
 of its one shuffled order, so together they are one segment, counted as one by :func:`segment_of`)."""
 _PART = re.compile(r"-p[0-9]{5}(\.jsonl)\Z")
@@ -102,6 +102,13 @@ def shuffle_entry(eps0: float | None, segments: list[tuple[bool, int]]) -> dict[
     if shuffled:
         entry["central"] = shuffled_epsilon(eps0, min(shuffled), DELTA).to_dict()
     return entry
+
+
+def metric_epsilon(metric: Any) -> float | None:
+    """ε₀ of one report of ``metric`` (a :class:`~ldp.spec.MetricSpec`): its protocol's cost, pure ε only (the
+    same figure :func:`per_report_epsilon` reads from the metric's privacy entry)."""
+    cost = metric.params.privacy_cost
+    return float(cost.epsilon) if cost.delta == 0 and cost.epsilon > 0 else None
 
 
 def per_report_epsilon(privacy: Mapping[str, Any] | None) -> float | None:
