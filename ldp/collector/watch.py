@@ -27,10 +27,11 @@ from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimat
 from ldp.errors import FoldBusyError
 from ldp.pipeline.amplification import per_report_epsilon, segment_counts, shuffle_entry, window_segments
 from ldp.server.filelock import FileLock
-from ldp.server.inputs import is_remote, list_remote
+from ldp.server.inputs import InputStores, is_remote, list_remote
 from ldp.server.job import aggregate_files, spec_index
 from ldp.server.store import write_atomic
 from ldp.spec import CollectionSpec
+from ldp.storage.roles import Role, analyst_role
 
 if TYPE_CHECKING:
     from ldp.collector.config import CollectorConfig
@@ -102,7 +103,8 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
         _move_old_layout(base, out)
         _set_aside_if_other_settings(out, fingerprints)
         inputs, options = _closed_segments(base, app, store)
-        summary = aggregate_files(inputs, index, out, by_window=True, progress=False, storage_options=options)
+        summary = aggregate_files(inputs, index, out, by_window=True, progress=False, storage_options=options,
+                                  scopes=_analyst(app, store))
         previous = load_estimates(data_dir, app)
         same = previous is not None and previous.get("settings") == settings
         now = utc_now()
@@ -143,13 +145,19 @@ def _closed_segments(base: Path, app: str, store: StoreSource | None) -> tuple[l
         closed = base / "segments" / "closed"
         return ([closed] if closed.is_dir() else []), None
     url, options = store[0].rstrip("/") + f"/apps/{app}/segments/closed", dict(store[1]) or None
-    if not is_remote(url):
+    if not is_remote(url):  # a folder: only its segments/closed/ is read, as files
         return ([Path(url)] if Path(url).is_dir() else []), None
     try:
-        list_remote(url, options)
+        list_remote(url, InputStores(options, _analyst(app, store)))
     except FileNotFoundError:
         return [], options  # nothing shuffled yet
     return [url], options
+
+
+def _analyst(app: str, store: StoreSource | None) -> dict[str, Role] | None:
+    """The fold reads the replicas' shared store as an analyst of ``app`` (:func:`ldp.storage.roles.analyst_role`:
+    ``segments/`` only, every read outside it refused before it is sent)."""
+    return None if store is None or not is_remote(store[0]) else {store[0].rstrip("/"): analyst_role(app)}
 
 
 def _shuffler_warnings(app: str, store: StoreSource | None) -> list[str]:
@@ -159,7 +167,7 @@ def _shuffler_warnings(app: str, store: StoreSource | None) -> list[str]:
         return []
     from ldp.pipeline.status import status_key, status_warnings
     from ldp.storage import open_store
-    from ldp.storage.roles import RoleStore, analyst_role
+    from ldp.storage.roles import RoleStore
 
     try:
         analyst = RoleStore(open_store(store[0], dict(store[1]) or None), analyst_role(app))

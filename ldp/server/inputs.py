@@ -43,6 +43,7 @@ from ldp.errors import InputChangedError, StorageError
 from ldp.server.formats import EXTENSIONS, detect_format
 from ldp.server.manifest import Manifest
 from ldp.storage import READ_BLOCK, ObjectStat, Store, open_store
+from ldp.storage.roles import Role, RoleStore
 
 __all__ = ["ON_CHANGE", "DUPLICATES", "InputPlan", "InputRef", "InputStores", "InputTask", "Stores", "expand_inputs",
            "input_exists", "input_key", "input_sha256", "input_stat", "is_remote", "list_remote", "plan_inputs",
@@ -65,18 +66,34 @@ def is_remote(path: object) -> bool:
 class InputStores:
     """The object stores a job's inputs are in: one :class:`~ldp.storage.Store` per protocol and bucket, opened
     with ``options`` (the job's ``storage_options``) the first time an input there is named, then kept — its
-    filesystem opened once for the job, whatever the number of objects. Every read of an object goes through it."""
+    filesystem opened once for the job, whatever the number of objects. Every read of an object goes through it.
+    ``scopes`` (``{root URL: role}``): inputs under a root are read through that root's store as the role may
+    (a collector's fold reads a shared store as an analyst: :func:`ldp.storage.roles.analyst_role`)."""
 
-    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, options: Mapping[str, Any] | None = None, scopes: Mapping[str, Role] | None = None) -> None:
         self.options = dict(options or {})
-        self._stores: dict[str, Store] = {}  # by protocol://bucket
+        self.scopes = {root.rstrip("/"): role for root, role in (scopes or {}).items()}
+        self._stores: dict[str, Store] = {}  # by protocol://bucket, or a scope's root
+
+    def _root(self, url: str) -> tuple[str, str]:
+        """The store root ``url`` is read from — a scope's root (``s3://bucket/prod``) when ``url`` is under one,
+        else its ``protocol://bucket`` — and the key under it."""
+        for root in self.scopes:
+            if url.rstrip("/") == root or url.startswith(root + "/"):
+                return root, url[len(root):].strip("/")
+        return _split(url)
 
     def locate(self, url: str) -> tuple[Store, str]:
-        """The store holding ``url`` (``protocol://bucket[/key]``) and the key in it (``""``: the whole bucket)."""
-        bucket, key = _split(url)
-        store = self._stores.get(bucket)
+        """The store holding ``url`` (``protocol://bucket[/key]``) and the key in it (``""``: the whole bucket).
+        Under a scope's root, the store is that root's, as its role may use it (a
+        :class:`~ldp.storage.roles.RoleStore`: a read outside the role's prefixes is refused before it is sent)."""
+        root, key = self._root(url)
+        store = self._stores.get(root)
         if store is None:
-            store = self._stores[bucket] = open_store(bucket, self.options or None)
+            store = open_store(root, self.options or None)
+            if root in self.scopes:
+                store = RoleStore(store, self.scopes[root])
+            self._stores[root] = store
         return store, key
 
     def list(self, url: str, warnings: list[str] | None = None) -> list[str]:
@@ -84,7 +101,7 @@ class InputStores:
         (recursively, sorted; hidden names skipped; the others named in ``warnings``). ``FileNotFoundError`` when
         there is nothing at all there."""
         store, key = self.locate(url)
-        base = _split(url)[0]
+        base = self._root(url)[0]
         if key:
             try:
                 store.stat(key)

@@ -25,7 +25,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from ldp.server.manifest import Manifest
 from ldp.server.readers import CHUNK_BYTES, read_batches
 from ldp.server.store import AGG_SUFFIX, merge_into, pack_parts, unpack_parts, write_aggregate, write_atomic
 from ldp.spec import CollectionSpec
+from ldp.storage.roles import Role
 
 __all__ = ["aggregate_files", "fold_input", "expand_inputs", "spec_index", "JobSummary", "InputChangedError",
            "JobError"]
@@ -162,7 +163,8 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
                     by_window: bool = False, fmt: str | None = None, on_change: str = "error",
                     chunk_bytes: int = CHUNK_BYTES, engine: str = "local", scheduler: Any = None,
                     progress: bool | None = None, fast: bool = True, duplicates: str = "once",
-                    parquet_unverified: bool = False, storage_options: dict[str, Any] | None = None) -> JobSummary:
+                    parquet_unverified: bool = False, storage_options: dict[str, Any] | None = None,
+                    scopes: Mapping[str, Role] | None = None) -> JobSummary:
     """Fold ``inputs`` (files or folders) into ``out_dir``, validated against ``specs`` (a spec,
     a path, or every deployed version). ``on_change``: what to do with an input whose path is in
     the manifest but whose content changed: ``"error"`` (default) or ``"reprocess"`` (its old
@@ -175,7 +177,10 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
     ``engine="dask"`` folds the inputs on a Dask cluster (``scheduler``: an address or a
     ``distributed.Client``; ``None`` starts a local one). Inputs may be object-storage URLs
     (``s3://bucket/prefix``: the objects under it), read through stores opened once with ``storage_options``
-    (:class:`ldp.server.inputs.InputStores`)."""
+    (:class:`ldp.server.inputs.InputStores`); ``scopes`` (``{root URL: role}``, the local engine only) reads the
+    inputs under a root as that role may (:class:`~ldp.storage.roles.RoleStore`)."""
+    if scopes and engine != "local":
+        raise ValueError("scopes are enforced by this process's reads: aggregate with engine='local'")
     if on_change not in ON_CHANGE:
         raise ValueError(f"on_change must be one of {ON_CHANGE}, got {on_change!r}")
     if duplicates not in DUPLICATES:
@@ -186,7 +191,7 @@ def aggregate_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_di
     t0 = time.perf_counter()
     warnings: list[str] = []
     own = os.path.realpath(out_dir) + os.sep
-    stores = InputStores(storage_options)  # each object store opened once, for the whole job
+    stores = InputStores(storage_options, scopes)  # each object store opened once, for the whole job
     files = [f for f in expand_inputs(inputs, warnings, stores)
              if not input_key(f).startswith(own)]  # not our output
     manifest = Manifest(out_dir, list(index), by_window)

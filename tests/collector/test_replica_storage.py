@@ -175,6 +175,35 @@ def test_a_replica_folds_the_shuffled_segments_of_the_store_not_its_chunks(tmp_p
     assert again is not None and again["records"] == 20  # folding again counts nothing twice
 
 
+def test_the_fold_reads_the_shared_store_as_an_analyst(tmp_path: Path, s3: Any, credentials: None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every read of the replica's fold goes through the analyst's role (issue 70, item 4): its stores are
+    RoleStores of ``analyst_role``, and one made to read a chunk is refused before the request is sent."""
+    from ldp.collector import watch
+    from ldp.server.inputs import InputStores
+    from ldp.storage.roles import RoleStore
+
+    url = f"{s3.bucket('ldp-fold-role')}/t{time.monotonic_ns()}"
+    with TestClient(create_app(config(tmp_path, "r1", url, s3.endpoint))) as c:
+        assert post(c, b"".join(GOOD[:5]), "a").status_code == 200
+    shuffle_app(open_store(url, s3.options()), "demo", now=time.time() + 2 * 86400, min_reports=1)
+    opened: list[Any] = []
+    locate = InputStores.locate
+
+    def spying(self: InputStores, where: str) -> Any:
+        store, key = locate(self, where)
+        opened.append((store, key))
+        return store, key
+
+    monkeypatch.setattr(InputStores, "locate", spying)
+    doc = watch.fold_app(tmp_path / "data-f", "demo", [SPEC], store=(url, s3.options()))
+    assert doc["records"] == 5 and opened
+    assert all(isinstance(s, RoleStore) and s.role.name == "analyst of demo" for s, _ in opened)
+    stores = InputStores(s3.options(), watch._analyst("demo", (url, {})))
+    with pytest.raises(PermissionError, match="analyst of demo"):
+        stores.locate(f"{url}/apps/demo/shuffler/runs/x.json")[0].get("apps/demo/shuffler/runs/x.json")
+
+
 def test_a_replica_over_a_shared_folder_stores_chunks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A folder every replica mounts is a store too; a replica that folds says where it folds from."""
     from ldp.collector.service import create_service

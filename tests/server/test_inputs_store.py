@@ -149,3 +149,20 @@ def test_a_worker_keeps_its_stores_for_the_process(spec: Any, fakefs: type[Count
     assert fakefs.opened == 1 and shared_stores(OPTIONS) is shared_stores(dict(OPTIONS))
     assert len({s["sha256"] for s in stats}) == 1 and all(s["etag"] == "" for s in stats)
     inputs._shared.cache_clear()
+
+
+def test_scoped_inputs_are_read_as_the_role_and_only_by_this_process(tmp_path: Path) -> None:
+    """Inputs under a scope's root go through that root's RoleStore (keys relative to the root); a job with scopes
+    on Dask workers, which would read without them, is refused."""
+    from ldp.server.job import aggregate_files
+    from ldp.storage.roles import RoleStore, analyst_role
+
+    stores = InputStores(None, {"ldpfake://bucket/prod/": analyst_role("demo")})
+    store, key = stores.locate("ldpfake://bucket/prod/apps/demo/segments/closed/a.jsonl")
+    assert isinstance(store, RoleStore) and key == "apps/demo/segments/closed/a.jsonl"
+    with pytest.raises(PermissionError, match="analyst of demo"):
+        store.get("apps/demo/incoming/r1/x.chunk")
+    plain, key = stores.locate("ldpfake://bucket/other/a.jsonl")  # outside the scope: the bucket's own store
+    assert not isinstance(plain, RoleStore) and key == "other/a.jsonl"
+    with pytest.raises(ValueError, match="engine='local'"):
+        aggregate_files([], [], tmp_path / "job", engine="dask", scopes={"s3://b/p": analyst_role("demo")})
