@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ldp.errors import ConditionalWriteError, LeaseHeldError, LeaseLostError, StorageError
+from ldp.storage.absent import missing_root
 from ldp.storage.base import Store, StoreWrapper
 
 __all__ = ["Lease", "LeaseInfo", "FencedStore", "LEASE_FORMAT", "DEFAULT_TTL_SECONDS", "holder_identity"]
@@ -94,6 +95,14 @@ class LeaseInfo:
         at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.expires))
         return (f"{self.holder} (host {self.host}, pid {self.pid}, token {self.token}), which expires at {at} "
                 f"(in {max(0.0, self.expires - now):.0f} s) unless it renews it")
+
+
+def _root_exists(store: Store) -> bool:
+    """Whether the store's folder or bucket is there (``True`` when even that cannot be asked)."""
+    try:
+        return store.root_exists()
+    except (StorageError, OSError):
+        return True
 
 
 class Lease:
@@ -165,6 +174,8 @@ class Lease:
             try:
                 first, second = self.store.create(probe, b"1"), self.store.create(probe, b"2")
             except StorageError as exc:
+                if not _root_exists(self.store):  # the first trial's first mistake: say what to do first
+                    raise StorageError(exc.errno or 0, missing_root(self.store.url)) from exc
                 raise ConditionalWriteError(exc.errno or 0, f"{self.store.url} refused a conditional write "
                                             f"(create if absent), which the {self.role} lease needs: {exc}") from exc
             if not first or second:

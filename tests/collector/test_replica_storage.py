@@ -220,3 +220,11 @@ def test_a_replica_over_a_shared_folder_stores_chunks(tmp_path: Path, caplog: py
         assert r.status_code == 200
     keys = open_store(tmp_path / "shared").list("apps/demo/incoming/r1/")
     assert len(keys) == 1 and keys[0].endswith(".chunk")
+
+
+def test_a_replica_on_a_bucket_that_is_not_there_says_to_create_it_first(tmp_path: Path, s3: Any,
+                                                                        credentials: None) -> None:
+    """The first mistake of a first trial (issue 70, item 10): the error says to create the bucket, first."""
+    with pytest.raises(OSError, match=r"no bucket at s3://ldp-no-such-bucket/prod: create it first"):
+        with TestClient(create_app(config(tmp_path, "r1", "s3://ldp-no-such-bucket/prod", s3.endpoint))):
+            pass
