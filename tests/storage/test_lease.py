@@ -129,6 +129,7 @@ class Refusing(Overwriting):
 
 @pytest.mark.parametrize("wrapper", [Overwriting, Refusing])
 def test_a_store_without_an_exclusive_create_is_refused_at_start(tmp_path: Path, wrapper: type) -> None:
+    (tmp_path / "s").mkdir()  # the store is there (were it not, the error would say to create it first)
     store = wrapper(open_store(tmp_path / "s"))
     with pytest.raises(ConditionalWriteError, match="second create|refused a conditional write"):
         Lease(store, PREFIX, "shuffler of demo").acquire()
