@@ -6,7 +6,6 @@ retention warning; the URL forms, the options and where credentials come from; t
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import threading
@@ -36,15 +35,6 @@ def relay(azure: Azurite) -> Iterator[Outage]:
     relay.down()
 
 
-@contextlib.contextmanager
-def down(relay: Outage) -> Iterator[None]:
-    relay.down()
-    try:
-        yield
-    finally:
-        relay.up()
-
-
 def fresh(azure: Azurite, **extra: str) -> AzureStore:
     store = open_store(f"{azure.container('ldp-az')}/t{uuid.uuid4().hex}", {**azure.options(), **extra})
     assert isinstance(store, AzureStore)
@@ -53,7 +43,7 @@ def fresh(azure: Azurite, **extra: str) -> AzureStore:
 
 def test_azure_passes_the_store_contract_with_its_service_down_too(azure: Azurite, relay: Outage) -> None:
     check_store(lambda: fresh(azure, **FAST, account_url=f"http://127.0.0.1:{relay.port}/{ACCOUNT}"),
-                outage=lambda: down(relay))
+                outage=relay.cut)
 
 
 def test_two_lease_holders_at_once_one_wins(azure: Azurite) -> None:

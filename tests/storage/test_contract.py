@@ -34,7 +34,7 @@ def test_a_folder_passes_the_store_contract(tmp_path: Path) -> None:
 def test_s3_passes_the_store_contract_with_its_service_down_too(s3: Any, relay: Outage) -> None:
     check_store(lambda: open_store(f"{s3.bucket('ldp-contract')}/t{uuid.uuid4().hex}", {**s3.options(), **FAST,
                                                                                        "endpoint_url": relay.endpoint}),
-                outage=lambda: down(relay))
+                outage=relay.cut)
 
 
 @pytest.fixture
@@ -42,15 +42,6 @@ def relay(s3: Any) -> Iterator[Outage]:
     relay = Outage(s3.port)
     yield relay
     relay.down()
-
-
-@contextlib.contextmanager
-def down(relay: Outage) -> Iterator[None]:
-    relay.down()
-    try:
-        yield
-    finally:
-        relay.up()
 
 
 def test_the_checks_are_listed_for_parametrization() -> None:

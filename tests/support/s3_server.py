@@ -119,6 +119,15 @@ class Outage:
         self._listener = listener
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
 
+    @contextmanager
+    def cut(self) -> Iterator[None]:
+        """The server unreachable while the block runs (the store contract's ``outage``), then relayed again."""
+        self.down()
+        try:
+            yield
+        finally:
+            self.up()
+
     def down(self) -> None:
         with self._lock:
             listener, self._listener = self._listener, None
