@@ -300,7 +300,7 @@ def superseded(store: Store, app: str, rec: Mapping[str, Any]) -> str | None:
     """Why the ``started`` record ``rec`` is stale, or ``None``: its fence is older than the lease's current token
     (``store.fence``) and some chunk it names is gone — consumed by a newer holder after this record's writer lost
     the lease (a run merely interrupted still has every chunk: they are removed only once it is ``done``)."""
-    fence, current = rec.get("fence"), getattr(store, "fence", None)
+    fence, current = rec.get("fence"), store.fence
     if fence is None or current is None or int(fence) >= int(current):
         return None
     gone = [k for k, there in zip(rec["chunks"], each(store, store.exists, list(rec["chunks"])), strict=True)

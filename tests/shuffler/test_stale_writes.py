@@ -98,3 +98,22 @@ def test_every_stale_write_of_the_dask_engine_is_harmless(kind: str, where: str,
     case = stale.stale_write_case(store, stale.DASK_KINDS[kind], engine="dask", scheduler=scheduler)
     assert case["failures"] == []
     assert [r["state"] for r in case["records"]].count("void") == (kind == "run record created")
+
+
+def test_a_workers_late_staging_write_is_removed_and_read_by_none(tmp_path: Path, scheduler: str) -> None:
+    """A Dask worker writes without the lease, under its run's own staging prefix only: a part or an ids object of
+    a stale run landing after its run was finished (or voided) is read by no run (only a marker the lease holder
+    wrote names a part) and removed by the next run's prune; the segments do not change."""
+    from ldp.shuffler import shuffle_app
+
+    store = open_store(tmp_path / "store")
+    case = stale.stale_write_case(store, stale.DASK_KINDS["window marker"], engine="dask", scheduler=scheduler)
+    assert case["failures"] == []
+    before = {k: store.get(k) for k in store.list("apps/demo/segments/")}
+    run_id = case["records"][0]["id"]
+    for key in (f"apps/demo/shuffler/staging/{run_id}/0badc0de/1728000000-86400/00000-0badc0de.part",
+                f"apps/demo/shuffler/staging/{run_id}/0badc0de/ids/3.ids"):
+        store.put(key, b"late\n")  # as a stale worker would, after the run closed
+    again = shuffle_app(store, "demo", now=stale.NOW + 600, min_reports=1, engine="dask", scheduler=scheduler)
+    assert again.run_id is None and store.list("apps/demo/shuffler/staging/") == []
+    assert {k: store.get(k) for k in store.list("apps/demo/segments/")} == before
