@@ -803,6 +803,7 @@ def _register_protocol_sections() -> None:
     import bench_shuffler_lines
     import bench_sketch
     import bench_startup
+    import bench_trust
     import bench_typescript
     import bench_unary
 
@@ -824,6 +825,7 @@ def _register_protocol_sections() -> None:
     bench_local_hashing.register(sys.modules[__name__])
     bench_regression.register(sys.modules[__name__])
     bench_shuffle.register(sys.modules[__name__])
+    bench_trust.register(sys.modules[__name__])
     bench_plan.register(sys.modules[__name__])
     bench_ingest.register(sys.modules[__name__])
     bench_hostile.register(sys.modules[__name__])
