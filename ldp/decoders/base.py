@@ -95,6 +95,30 @@ class Aggregate(ABC):
         self.rejected: Counter[str] = Counter()
         self._init_state()
 
+    @classmethod
+    def from_sums(cls: type[A], params: Any, sums: Any, n: int) -> A:
+        """The aggregate of ``n`` reports whose summed Prio3 measurements are ``sums`` — the two-aggregator mode's
+        result (:mod:`ldp.encoders.base_vdaf`): the state array the protocol's :meth:`~ldp.encoders.base.
+        ProtocolParams.prio3_fit` names, filled; the same aggregate folding those reports makes (tested).
+        ``ValueError`` for a protocol that does not fit, sums of the wrong length, or counts outside ``[0, n]``."""
+        fit = params.prio3_fit()
+        if fit is None:
+            raise ValueError(f"{params.protocol} does not fit in Prio3: no two-aggregator aggregate")
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_COUNT:
+            raise ValueError(f"n must be an int in [0, {MAX_COUNT}], got {n!r}")
+        values = np.asarray(sums, dtype=object)
+        agg = cls(params)
+        state = getattr(agg, fit.state)
+        if values.shape != (fit.length,) or state.shape != (fit.length,):
+            raise ValueError(f"{fit.vdaf} sums of {params.protocol} hold {fit.length} entries, got {values.shape}")
+        if any(not isinstance(v, int | np.integer) or not 0 <= int(v) <= n for v in values):
+            raise ValueError(f"each sum must be an integer in [0, n={n}] (a debiased share? a wrap-around?)")
+        if fit.vdaf == "Prio3Histogram" and sum(int(v) for v in values) != n:
+            raise ValueError(f"a Prio3Histogram of n={n} one-hot reports sums to n, got {sum(int(v) for v in values)}")
+        state[:] = np.asarray([int(v) for v in values], dtype=state.dtype)
+        agg.n = n
+        return agg
+
     # -- protocol-specific ---------------------------------------------------------------------
     @classmethod
     @abstractmethod

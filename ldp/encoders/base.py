@@ -19,6 +19,7 @@ from ldp.encoders.base_checks import BASE_RULES, check_bool, check_epsilon, chec
 from ldp.encoders.base_domain import DomainPrepare, LabeledDomain
 from ldp.encoders.base_draws import DrawPrimitives, DrawRule
 from ldp.encoders.base_fields import COMMON_PARAMS, ParamInfo
+from ldp.encoders.base_vdaf import Prio3Fit
 from ldp.errors import Refusal, RefusalTypeError, RefusalValueError, kind_of
 from ldp.privacy.accountant import BudgetLedger, PrivacyCost, Reservation
 from ldp.privacy.cost import Charge
@@ -230,6 +231,11 @@ class ProtocolParams:
         value, in all)`` by sequential composition; a protocol that memoizes its responses caps the last two."""
         one = self.privacy_cost
         return one, one.times(reports), one.times(reports)
+
+    def prio3_fit(self) -> Prio3Fit | None:
+        """How a report of these parameters enters the two-aggregator mode (:mod:`ldp.encoders.base_vdaf`): its
+        Prio3 type and measurement, or ``None`` when the protocol does not fit (the default)."""
+        return None
 
     @classmethod
     def frequency_oracle_for(cls, domain_size: int) -> bool:

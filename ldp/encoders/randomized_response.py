@@ -29,6 +29,7 @@ from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolPar
 from ldp.encoders.base_checks import refuse_range, refuse_relation, refuse_type
 from ldp.encoders.base_draws import DrawRule, grr_draws
 from ldp.encoders.base_fields import PROBABILITY, ParamInfo
+from ldp.encoders.base_vdaf import Prio3Fit, chunk_length
 from ldp.privacy.accountant import PrivacyCost
 from ldp.privacy.shuffle import ShuffleStructure, k_rr_structure
 from ldp.randomness import check_probability, check_resolvable, logistic_tail, realized_probability
@@ -129,6 +130,11 @@ class BinaryRRParams(ProtocolParams):
     @cached_property
     def schema(self) -> tuple[Field, ...]:
         return (Field("bit", "uint", 2),)
+
+    def prio3_fit(self) -> Prio3Fit:
+        """The reported bit, counted by Prio3Count (its sum is :class:`~ldp.decoders.randomized_response.RRAggregate`'s
+        ``ones``)."""
+        return Prio3Fit("Prio3Count", "bit", "ones")
 
     @classmethod
     def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
@@ -239,6 +245,12 @@ class GRRParams(LabeledDomain, ProtocolParams):
     @cached_property
     def schema(self) -> tuple[Field, ...]:
         return (Field("index", "uint", self.domain_size),)
+
+    def prio3_fit(self) -> Prio3Fit:
+        """The reported index, one-hot in Prio3Histogram over the d values (its sum is
+        :class:`~ldp.decoders.randomized_response.GRRAggregate`'s ``counts``)."""
+        return Prio3Fit("Prio3Histogram", "index", "counts",
+                        {"length": self.domain_size, "chunk_length": chunk_length(self.domain_size)})
 
     @classmethod
     def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:
