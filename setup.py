@@ -5,9 +5,24 @@ the JSONL fast path's line matcher (``ldp/batch/_linekernel.c``), Subset Selecti
 server side only, no numpy headers, no runtime dependency. Everything else is declared in ``pyproject.toml``.
 Without a C compiler the build goes on without them: :mod:`ldp.batch.bits`, :mod:`ldp.batch.local_hashing`,
 :mod:`ldp.batch.association`, :mod:`ldp.server.jsonl` and :mod:`ldp.batch.subset_selection` use pure numpy, and
-:func:`ldp.server.store.write_synced` ``os.write`` and ``os.fsync``."""
+:func:`ldp.server.store.write_synced` ``os.write`` and ``os.fsync``.
+
+The optional Prio3 binding ``ldp.prio._native`` is Rust (``bindings/prio``: the ``prio`` crate through pyo3, its
+Cargo.lock committed and used ``--locked``), built by setuptools-rust when ``cargo`` is on PATH, in release mode, for
+the stable ABI (one build serves Python 3.11+). Without cargo, or without setuptools-rust in a build environment that
+lacks it (``--no-build-isolation``), the build goes on without it, and :mod:`ldp.prio` says how to get it. Cargo
+builds in ``bindings/prio/target`` (``.ci/run`` links it to its build cache) unless ``CARGO_TARGET_DIR`` says
+otherwise."""
 
 from setuptools import Extension, setup
+
+try:
+    from setuptools_rust import Binding, RustExtension
+except ImportError:  # a build environment without setuptools-rust (pyproject.toml asks for it): no Prio3 binding
+    RUST_EXTENSIONS = []
+else:
+    RUST_EXTENSIONS = [RustExtension("ldp.prio._native", path="bindings/prio/Cargo.toml", binding=Binding.PyO3,
+                                     cargo_manifest_args=["--locked"], debug=False, optional=True)]
 
 setup(ext_modules=[Extension("ldp.batch._foldkernel", ["ldp/batch/_foldkernel.c"],
                              depends=["ldp/batch/_foldengines.h", "ldp/batch/_foldbytes.h"], optional=True),
@@ -15,4 +30,5 @@ setup(ext_modules=[Extension("ldp.batch._foldkernel", ["ldp/batch/_foldkernel.c"
                    Extension("ldp.batch._emkernel", ["ldp/batch/_emkernel.c"], optional=True),
                    Extension("ldp.batch._linekernel", ["ldp/batch/_linekernel.c"], optional=True),
                    Extension("ldp.batch._sskernel", ["ldp/batch/_sskernel.c"], optional=True),
-                   Extension("ldp.server._synckernel", ["ldp/server/_synckernel.c"], optional=True)])
+                   Extension("ldp.server._synckernel", ["ldp/server/_synckernel.c"], optional=True)],
+      rust_extensions=RUST_EXTENSIONS)

@@ -40,6 +40,7 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     ├── FoldBusyError, RuntimeError          another process folds this app         (ldp.collector.watch)
     ├── DataFolderBusyError, RuntimeError    another ldp serve uses the data folder (ldp.collector.datafolder)
     ├── NoThresholdError, ValueError         a shuffler run without a threshold     (ldp.shuffler.stage)
+    ├── PrioError, ValueError                a refused Prio3 input, share or proof  (ldp.prio)
     └── MissingExtraError, ImportError       an optional extra is not installed     (ldp.extras)
     LdpWarning (UserWarning)
     ├── SeededRandomnessWarning              a client drawing from a seed           (ldp.randomness)
@@ -67,7 +68,7 @@ __all__ = [
     "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
     "WriterClosed", "StorageError", "LeaseLostError", "ConditionalWriteError", "LeaseHeldError", "FoldBusyError",
-    "DataFolderBusyError", "NoThresholdError",
+    "DataFolderBusyError", "NoThresholdError", "PrioError",
     "MissingExtraError", "OutboxFull", "OptedOutError", "SecretChanged", "SeededRandomnessWarning",
     "PrivacyLeakWarning",
     "ReproductionOnlyWarning", "SeededNoiseWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
@@ -362,6 +363,22 @@ class DataFolderBusyError(LdpError, RuntimeError):
 class NoThresholdError(LdpError, ValueError):
     """A shuffler run without a release threshold for some metric (:mod:`ldp.shuffler.stage`): refused before
     anything is read or written."""
+
+
+# -- secure aggregation (Prio3) ------------------------------------------------------------------------------------
+class PrioError(LdpError, ValueError):
+    """A Prio3 operation refused its input (:mod:`ldp.prio`): parameters out of range, a measurement out of range,
+    bytes that are no valid share or message, a proof that does not verify, a joint randomness that does not match,
+    shares of another VDAF. ``operation`` names the refusing operation (``"shard"``, ``"verify_init"``,
+    ``"verifier_shares_to_message"``, ``"verify_next"``, ``"aggregate"``, ``"unshard"``, ``"decode"`` or
+    ``"parameters"``)."""
+
+    def __init__(self, message: str, operation: str = "") -> None:
+        super().__init__(message)
+        self.operation: str = operation
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickling: ``operation`` is not in ``args``
+        return type(self), (str(self), self.operation)
 
 
 # -- installation ------------------------------------------------------------------------------------------------

@@ -1,0 +1,54 @@
+//! Refusals as `ldp.errors.PrioError(message, operation)`: the class lives in `ldp/errors.py` (every exception of
+//! `ldp` does), imported once.
+
+use std::fmt::Display;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+static PRIO_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The operations a refusal names (`PrioError.operation`): the method that refused, or `decode` for bytes read back
+/// into a share outside an operation, `parameters` for a VDAF that cannot be built.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Op {
+    Parameters,
+    Shard,
+    VerifyInit,
+    VerifierSharesToMessage,
+    VerifyNext,
+    Aggregate,
+    Unshard,
+    Decode,
+}
+
+impl Op {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Op::Parameters => "parameters",
+            Op::Shard => "shard",
+            Op::VerifyInit => "verify_init",
+            Op::VerifierSharesToMessage => "verifier_shares_to_message",
+            Op::VerifyNext => "verify_next",
+            Op::Aggregate => "aggregate",
+            Op::Unshard => "unshard",
+            Op::Decode => "decode",
+        }
+    }
+}
+
+/// A `PrioError` whose message is `"{subject}.{operation}: {what}"` (or `"{subject}: {what}"` for parameters).
+pub(crate) fn refused(py: Python<'_>, subject: &dyn Display, op: Op, what: impl Display) -> PyErr {
+    let message = match op {
+        Op::Parameters => format!("{subject}: {what}"),
+        _ => format!("{subject}.{}: {what}", op.name()),
+    };
+    match PRIO_ERROR.import(py, "ldp.errors", "PrioError") {
+        Ok(cls) => match cls.call1((message, op.name())) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(err) => err,
+        },
+        Err(err) => err,
+    }
+}

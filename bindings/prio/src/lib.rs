@@ -1,0 +1,35 @@
+//! `ldp.prio._native`: the `prio` crate's Prio3 VDAFs (VDAF draft 18) as Python classes, for the aggregators of
+//! `ldp`'s two-aggregator mode (sharding too, for simulations and test-vector replays).
+//!
+//! Every operation is the crate's own (`Client::shard`, the crate's `TestVectorClient::shard_with_random` for given
+//! randomness, `Aggregator::verify_init`, `verifier_shares_to_message`, `verify_next`, `Aggregatable`, `Collector`);
+//! this crate only moves bytes and integers across, checks what Python hands it (lengths, ranges, which VDAF a share
+//! belongs to) and turns every refusal into `ldp.errors.PrioError` naming the operation. The Python face, and why
+//! this is pyo3 built by setuptools-rust, is `ldp/prio/__init__.py`.
+//!
+//! Without the `python` feature (`cargo run --release --no-default-features --example bench_raw`) the crate is
+//! empty: the raw benchmark times the `prio` crate alone.
+#![cfg(feature = "python")]
+
+mod errors;
+mod shares;
+mod vdafs;
+
+use pyo3::prelude::*;
+
+/// The module `ldp.prio._native` (imported through `ldp.prio`).
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<vdafs::Prio3Count>()?;
+    m.add_class::<vdafs::Prio3Sum>()?;
+    m.add_class::<vdafs::Prio3SumVec>()?;
+    m.add_class::<vdafs::Prio3Histogram>()?;
+    m.add_class::<shares::VerifyState>()?;
+    m.add_class::<shares::OutputShare>()?;
+    m.add_class::<shares::AggregateShare>()?;
+    m.add("PRIO_VERSION", "0.18.1")?;
+    m.add("VDAF_DRAFT", 18)?;
+    m.add("VERIFY_KEY_SIZE", vdafs::VERIFY_KEY_SIZE)?;
+    m.add("NONCE_SIZE", vdafs::NONCE_SIZE)?;
+    Ok(())
+}
