@@ -11,6 +11,11 @@ const ABI: u32 = 0;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // The target triple, for tests/prio3_vectors.rs: `cargo metadata --filter-platform` finds the prio crate's
+    // source (its test vectors) among the packages this target's build downloaded, with no download.
+    if let Ok(target) = std::env::var("TARGET") {
+        println!("cargo:rustc-env=LDP_TARGET={target}");
+    }
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let family = std::env::var("CARGO_CFG_TARGET_FAMILY").unwrap_or_default();
     match os.as_str() {

@@ -11,7 +11,9 @@
  * C99 or later, or C++. Link the static library libldp_client.a (or the shared libldp_client.so / .dylib); a
  * static link also needs the system libraries `rustc --print native-static-libs` names (on Linux: -lgcc_s -lutil
  * -lrt -lpthread -lm -ldl -lc). Functions under LDP_CLIENT_UPLOADER exist only in a library built with the cargo
- * feature "uploader"; define LDP_CLIENT_UPLOADER before including this header to declare them.
+ * feature "uploader"; define LDP_CLIENT_UPLOADER before including this header to declare them. Likewise the Prio3
+ * sharding of the two-aggregator mode (ldp_prio3_*) exists only with the cargo feature "prio": define
+ * LDP_CLIENT_PRIO to declare it.
  *
  * See docs/native-client.md for usage from C, C++ and Swift.
  */
@@ -39,6 +41,13 @@
  * The default cap of a client's outbox in bytes (1 MiB): `LdpClientOptions.max_outbox_bytes` 0 stands for it.
  */
 #define LDP_DEFAULT_MAX_OUTBOX_BYTES 1048576
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Bytes of a Prio3 report's nonce (`ldp_prio3_shares_nonce`).
+ */
+#define LDP_PRIO3_NONCE_LEN 16
+#endif
 
 /**
  * The result of every call.
@@ -139,6 +148,22 @@ typedef struct LdpEncoder LdpEncoder;
  * A checked value, ready to be charged and randomized.
  */
 typedef struct LdpPrepared LdpPrepared;
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The client side of one Prio3 task (feature `prio`): a Prio3 type with its parameters and the application context
+ * string, for two aggregators (the leader and the helper). It keeps no state between calls.
+ */
+typedef struct LdpPrio3 LdpPrio3;
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * One sharded measurement (feature `prio`): the nonce and the public share, for both aggregators, and one input
+ * share per aggregator, each for that aggregator only.
+ */
+typedef struct LdpPrio3Shares LdpPrio3Shares;
+#endif
 
 /**
  * A random source shared by the handles using it.
@@ -737,6 +762,174 @@ enum LdpStatus ldp_client_upload(const struct LdpClient *client,
  * `callback` must be safe to call from any thread with `user`, for the rest of the process.
  */
 enum LdpStatus ldp_set_log_callback(LdpLogCallback callback, void *user, int max_level);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * A Prio3Count client (measurements 0 or 1; the aggregate is their sum) of the application context `ctx`
+ * (`ctx_len` bytes, at most 65,527; null with 0 is the empty context), into `*out` (free it with
+ * `ldp_prio3_free`).
+ *
+ * # Safety
+ * `ctx` points to `ctx_len` readable bytes (or is null with 0); `out` is a valid pointer.
+ */
+enum LdpStatus ldp_prio3_new_count(const uint8_t *ctx, size_t ctx_len, struct LdpPrio3 **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * A Prio3Sum client (measurements 0 to `max_measurement`, at least 1; the aggregate is their sum) of the context
+ * `ctx`, into `*out`. A bad `max_measurement` is `LDP_VALUE_ERROR` (`param_range`).
+ *
+ * # Safety
+ * As `ldp_prio3_new_count`.
+ */
+enum LdpStatus ldp_prio3_new_sum(uint64_t max_measurement, const uint8_t *ctx, size_t ctx_len, struct LdpPrio3 **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * A Prio3SumVec client (measurements of `length` entries, each 0 to `max_measurement`; the aggregate is their
+ * entrywise sum; `chunk_length` the proof's chunk length, as the aggregators configure it) of the context `ctx`,
+ * into `*out`. A zero parameter is `LDP_VALUE_ERROR` (`param_range`), and so is a measurement whose encoding would
+ * take over 2^20 field elements (`param_limit`).
+ *
+ * # Safety
+ * As `ldp_prio3_new_count`.
+ */
+enum LdpStatus ldp_prio3_new_sum_vec(uint64_t max_measurement,
+                                     size_t length,
+                                     size_t chunk_length,
+                                     const uint8_t *ctx,
+                                     size_t ctx_len,
+                                     struct LdpPrio3 **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * A Prio3Histogram client (measurements are bucket indexes below `length`; the aggregate is the count of each
+ * bucket; `chunk_length` the proof's chunk length) of the context `ctx`, into `*out`. A zero parameter is
+ * `LDP_VALUE_ERROR` (`param_range`), a `length` over 2^20 too (`param_limit`).
+ *
+ * # Safety
+ * As `ldp_prio3_new_count`.
+ */
+enum LdpStatus ldp_prio3_new_histogram(size_t length,
+                                       size_t chunk_length,
+                                       const uint8_t *ctx,
+                                       size_t ctx_len,
+                                       struct LdpPrio3 **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Bytes of sharding randomness one report takes (`ldp_prio3_shard_with_random`'s `rand_len`): 64 for Count and
+ * Sum, 128 for SumVec and Histogram; 0 for a null handle or one of another kind.
+ *
+ * # Safety
+ * `prio3` is null or a live handle.
+ */
+size_t ldp_prio3_rand_len(const struct LdpPrio3 *prio3);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Shards a measurement with a fresh nonce and fresh randomness from the OS generator into `*out` (free it with
+ * `ldp_prio3_shares_free`). The measurement is `len` unsigned integers: Count `{0}` or `{1}`; Sum `{value}`;
+ * SumVec the `length` entries; Histogram `{bucket index}`.
+ *
+ * Refused: a value out of range (`LDP_VALUE_ERROR`, code `value_range` with `got`, `min`, `max`, and `index` for
+ * a SumVec entry), the wrong number of values (`LDP_VALUE_ERROR`, no code), a null `measurement` with `len` > 0
+ * (`LDP_INVALID_ARGUMENT`).
+ *
+ * Send the nonce and the public share to both aggregators, input share 0 to the leader only and input share 1 to
+ * the helper only, each encrypted to its aggregator: whoever holds both input shares can recover the measurement.
+ *
+ * # Safety
+ * `prio3` is a live handle; `measurement` points to `len` readable `uint64_t`s (or is null with 0); `out` is a
+ * valid pointer.
+ */
+enum LdpStatus ldp_prio3_shard(const struct LdpPrio3 *prio3,
+                               const uint64_t *measurement,
+                               size_t len,
+                               struct LdpPrio3Shares **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * `ldp_prio3_shard` with the caller's nonce (`nonce_len` = 16 bytes) and sharding randomness (`rand_len` =
+ * `ldp_prio3_rand_len` bytes): the same inputs always give the same shares. **For tests and the VDAF's test
+ * vectors only**: a nonce or randomness used twice, or not from a cryptographic generator, breaks the
+ * measurement's privacy. Other lengths are `LDP_VALUE_ERROR`.
+ *
+ * # Safety
+ * As `ldp_prio3_shard`; `nonce` and `rand` point to their lengths of readable bytes.
+ */
+enum LdpStatus ldp_prio3_shard_with_random(const struct LdpPrio3 *prio3,
+                                           const uint64_t *measurement,
+                                           size_t len,
+                                           const uint8_t *nonce,
+                                           size_t nonce_len,
+                                           const uint8_t *rand,
+                                           size_t rand_len,
+                                           struct LdpPrio3Shares **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The report's nonce: `*nonce` points to `LDP_PRIO3_NONCE_LEN` (16) bytes inside `shares` (valid until it is
+ * freed). Public: send it to both aggregators with the shares.
+ *
+ * # Safety
+ * `shares` is a live handle; `nonce` is a valid pointer.
+ */
+enum LdpStatus ldp_prio3_shares_nonce(const struct LdpPrio3Shares *shares, const uint8_t **nonce);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The public share: `*bytes` points to `*len` bytes inside `shares` (valid until it is freed; `*len` is 0 for
+ * Count and Sum). Send it to both aggregators.
+ *
+ * # Safety
+ * `shares` is a live handle; `bytes` and `len` are valid pointers.
+ */
+enum LdpStatus ldp_prio3_shares_public_share(const struct LdpPrio3Shares *shares, const uint8_t **bytes, size_t *len);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The input share of aggregator `aggregator` (0: the leader, 1: the helper): `*bytes` points to `*len` bytes inside
+ * `shares` (valid until it is freed). Send it to that aggregator only, encrypted to it. Another `aggregator` is
+ * `LDP_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `shares` is a live handle; `bytes` and `len` are valid pointers.
+ */
+enum LdpStatus ldp_prio3_shares_input_share(const struct LdpPrio3Shares *shares,
+                                            size_t aggregator,
+                                            const uint8_t **bytes,
+                                            size_t *len);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Frees shares (null, or a handle of another kind, is ignored).
+ *
+ * # Safety
+ * `shares` is null or a handle not freed before.
+ */
+void ldp_prio3_shares_free(struct LdpPrio3Shares *shares);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Frees a Prio3 client (null, or a handle of another kind, is ignored).
+ *
+ * # Safety
+ * `prio3` is null or a handle not freed before.
+ */
+void ldp_prio3_free(struct LdpPrio3 *prio3);
 #endif
 
 #ifdef __cplusplus

@@ -21,7 +21,8 @@
 # dynamic linker searches anyway, and CMake puts the library's folder in a program's RUNPATH itself: programs built
 # against the prefix run without LD_LIBRARY_PATH. --destdir stages the files under DIR (paths inside them stay
 # those of PREFIX), as packagers do. With --features uploader the header's LDP_CLIENT_UPLOADER functions are
-# declared for consumers (-DLDP_CLIENT_UPLOADER in the .pc file and on the CMake targets).
+# declared for consumers (-DLDP_CLIENT_UPLOADER in the .pc file and on the CMake targets), with --features prio
+# the Prio3 sharding's (LDP_CLIENT_PRIO); --features uploader,prio both.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
         --from) from=$2; shift 2 ;;
         --features) features=$2; shift 2 ;;
         --no-build) build=0; shift ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -97,9 +98,11 @@ case "$libdir" in
 esac
 cflags=""
 definitions=""
-case ",$features," in
-    *,uploader,*) cflags=" -DLDP_CLIENT_UPLOADER"; definitions="LDP_CLIENT_UPLOADER" ;;
-esac
+for feature in uploader:LDP_CLIENT_UPLOADER prio:LDP_CLIENT_PRIO; do
+    case ",$(echo "$features" | tr ' ' ','),"  in
+        *,"${feature%%:*}",*) cflags="$cflags -D${feature#*:}"; definitions="${definitions:+$definitions;}${feature#*:}" ;;
+    esac
+done
 case "$(uname -s)" in
     Darwin) static_libs="-lSystem -lc -lm"; shared_name="libldp_client.$abi.dylib"; soname="@rpath/$shared_name" ;;
     *) static_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"; shared_name="$real"; soname="libldp_client.so.$abi" ;;

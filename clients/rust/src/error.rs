@@ -497,6 +497,7 @@ fn rule_text(rule: &str) -> Option<&'static str> {
         "pad_not_in_alphabet" => "pad must not be in the alphabet",
         "positions" => "n-gram positions",
         "power_of_two" => "the width must be a power of two",
+        "prio3_encoded_length" => "field elements of one encoded Prio3 measurement",
         "replacement_in_alphabet" => "replacement must be a symbol of the alphabet",
         "two_positions" => "max_length / n must be at least 2",
         "width_finite" => "high - low must be finite",
@@ -577,7 +578,11 @@ impl fmt::Display for Refusal {
                 )
             }
             RefusalCode::ValueType => write!(f, "the value must be {}, got {}", text("expected"), text("got")),
-            RefusalCode::ValueRange => write!(f, "the value {} is out of range: must be {}", json("got"), bounds()),
+            RefusalCode::ValueRange => match get("index") {
+                // An entry of a list value (a Prio3SumVec measurement).
+                Some(i) => write!(f, "entry {i} of the value, {}, is out of range: must be {}", json("got"), bounds()),
+                None => write!(f, "the value {} is out of range: must be {}", json("got"), bounds()),
+            },
             RefusalCode::UnknownLabel => write!(f, "the value {} is not one of the declared labels", json("got")),
             RefusalCode::EmptyValue => f.write_str("the value is empty"),
             RefusalCode::ValueTooLong => {

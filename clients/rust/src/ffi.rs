@@ -11,7 +11,10 @@
 //! `LDP_INVALID_ARGUMENT` too, and a `_free` function ignores it.
 //!
 //! Threads: an `LdpClient` may be used from any number of threads at once (its calls serialize on the store's
-//! lock); an `LdpEncoder`, `LdpRandom` or `LdpRequest` by one thread at a time.
+//! lock), and so may an `LdpPrio3` and `LdpPrio3Shares` (they never change); an `LdpEncoder`, `LdpRandom` or
+//! `LdpRequest` by one thread at a time.
+//!
+//! The Prio3 sharding of the two-aggregator mode (feature `prio`, `ldp_prio3_*`) is in `src/ffi/sharding.rs`.
 
 #![allow(unsafe_code)]
 
@@ -1411,3 +1414,13 @@ pub unsafe extern "C" fn ldp_set_log_callback(
         Ok(())
     })
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Prio3 sharding for the two-aggregator mode (feature `prio`): src/ffi/sharding.rs. (Not named `prio3`: cbindgen
+// reads this file as a crate root, so it would take `mod prio3;` for src/prio3.rs, the Rust API, and export its
+// constants; tests/header.rs hands it the files under src/ffi/ itself.)
+
+#[cfg(feature = "prio")]
+mod sharding;
+#[cfg(feature = "prio")]
+pub use sharding::*;

@@ -22,6 +22,8 @@ pub mod ffi;
 pub mod json;
 pub mod ledger;
 pub mod params;
+#[cfg(feature = "prio")]
+pub mod prio3;
 pub mod protocols;
 mod pymath;
 pub mod pytext;

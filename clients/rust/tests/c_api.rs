@@ -517,7 +517,7 @@ fn lone_surrogate_markers_round_trip() {
     assert!(std::str::from_utf8(&wtf8(v[0].as_str().unwrap())).is_err());
 }
 
-/// The header compiles as C++ (its `extern "C"` guards), with and without the uploader's functions, and
+/// The header compiles as C++ (its `extern "C"` guards), with and without the uploader's and Prio3's functions, and
 /// `module.modulemap` makes it the Clang module `LdpClient` (what Swift imports). Each check runs where its compiler
 /// is installed (`$CXX` or `c++`; `clang`) and is skipped with a note otherwise.
 #[test]
@@ -535,11 +535,11 @@ fn header_compiles_as_cpp_and_as_a_clang_module() {
              return static_cast<int>(s) + static_cast<int>(a) + (ldp_version() == nullptr); }\n",
         )
         .unwrap();
-        for define in [None, Some("-DLDP_CLIENT_UPLOADER")] {
+        for defines in [&[][..], &["-DLDP_CLIENT_UPLOADER"], &["-DLDP_CLIENT_UPLOADER", "-DLDP_CLIENT_PRIO"]] {
             let mut cmd = Command::new(&cxx);
             cmd.args(["-std=c++11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "-I"])
                 .arg(root.join("include"))
-                .args(define)
+                .args(defines)
                 .arg(&src);
             cc::run(&mut cmd, "compiling the header as C++");
         }

@@ -1,9 +1,11 @@
-//! Shared helpers of the integration tests: the conformance vectors, as serde_json reads them, and building C
-//! programs ([`cc`]).
+//! Shared helpers of the integration tests: the conformance vectors, as serde_json reads them, building C
+//! programs ([`cc`]), and the prio crate's Prio3 test vectors (`prio3`, feature `prio`).
 
 #![allow(dead_code)]
 
 pub mod cc;
+#[cfg(feature = "prio")]
+pub mod prio3;
 
 use std::path::PathBuf;
 

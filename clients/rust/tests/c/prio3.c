@@ -1,0 +1,268 @@
+/* Prio3 sharding through the C interface (feature "prio"), driven by tests/c_prio3.rs.
+ *
+ *   prio3 CASES      replays a case file, one record a line, fields separated by tabs:
+ *       client TYPE A B C CTX_HEX   a new LdpPrio3 (TYPE count, sum: A max; sumvec: A max, B length, C chunk length;
+ *                                   histogram: A length, B chunk length; unused fields are 0); prints
+ *                                   "client\tok\t<rand_len>" or a refusal
+ *       shard M NONCE_HEX RAND_HEX  ldp_prio3_shard_with_random of the last client, M the measurement's integers
+ *                                   separated by commas ("-" for none); prints "shares\t<nonce>\t<public share>\t
+ *                                   <leader share>\t<helper share>" in hex, or a refusal
+ *     a refusal is "refused\t<status>\t<type>\t<code>\t<fields>\t<message>" (the message's tabs and newlines escaped).
+ *   prio3 --selftest the boundary: null pointers, handles of the wrong kind, bad lengths, sharding from the OS
+ *                    generator; prints "selftest: N passed, M failed".
+ *
+ * The program parses no JSON: the test writes the vectors as case files and compares each printed line. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ldp_client.h"
+
+static void print_hex(const uint8_t *bytes, size_t len) {
+    size_t i;
+    for (i = 0; i < len; i++) printf("%02x", bytes[i]);
+}
+
+/* Parses hex into a new buffer (*len bytes); "-" or "" is empty. */
+static uint8_t *parse_hex(const char *text, size_t *len) {
+    size_t n = strlen(text), i;
+    uint8_t *out;
+    if (strcmp(text, "-") == 0) n = 0;
+    *len = n / 2;
+    out = malloc(*len + 1);
+    if (out == NULL) abort();
+    for (i = 0; i < *len; i++) {
+        unsigned int b;
+        if (sscanf(text + 2 * i, "%2x", &b) != 1) abort();
+        out[i] = (uint8_t)b;
+    }
+    return out;
+}
+
+/* Parses "1,2,3" into a new array (*len values); "-" is none. */
+static uint64_t *parse_u64s(const char *text, size_t *len) {
+    size_t cap = 1, n = 0;
+    const char *p = text;
+    uint64_t *out;
+    for (; *p; p++) cap += *p == ',';
+    out = malloc(cap * sizeof(uint64_t));
+    if (out == NULL) abort();
+    p = text;
+    if (strcmp(text, "-") != 0) {
+        while (*p) {
+            char *end;
+            out[n++] = strtoull(p, &end, 10);
+            p = *end == ',' ? end + 1 : end;
+        }
+    }
+    *len = n;
+    return out;
+}
+
+static void print_escaped(const char *s) {
+    for (; *s; s++) {
+        if (*s == '\t') fputs("\\t", stdout);
+        else if (*s == '\n') fputs("\\n", stdout);
+        else if (*s == '\\') fputs("\\\\", stdout);
+        else putchar(*s);
+    }
+}
+
+static void print_refusal(LdpStatus s) {
+    printf("refused\t%d\t%s\t%s\t%s\t", (int)s, ldp_last_error_type(), ldp_last_error_code(), ldp_last_error_fields());
+    print_escaped(ldp_last_error_message());
+    putchar('\n');
+}
+
+/* Splits a line into at most `max` tab-separated fields (in place); the number found. */
+static int split(char *line, char **fields, int max) {
+    int n = 0;
+    char *p = line;
+    line[strcspn(line, "\r\n")] = 0;
+    while (n < max) {
+        fields[n++] = p;
+        p = strchr(p, '\t');
+        if (p == NULL) break;
+        *p++ = 0;
+    }
+    return n;
+}
+
+static void print_shares(const LdpPrio3Shares *shares) {
+    const uint8_t *bytes = NULL;
+    size_t len = 0, i;
+    if (ldp_prio3_shares_nonce(shares, &bytes) != LDP_OK) abort();
+    printf("shares\t");
+    print_hex(bytes, LDP_PRIO3_NONCE_LEN);
+    if (ldp_prio3_shares_public_share(shares, &bytes, &len) != LDP_OK) abort();
+    putchar('\t');
+    print_hex(bytes, len);
+    for (i = 0; i < 2; i++) {
+        if (ldp_prio3_shares_input_share(shares, i, &bytes, &len) != LDP_OK) abort();
+        putchar('\t');
+        print_hex(bytes, len);
+    }
+    putchar('\n');
+}
+
+static int replay(const char *path) {
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    LdpPrio3 *client = NULL;
+    if (f == NULL) {
+        perror(path);
+        return 2;
+    }
+    while (getline(&line, &cap, f) > 0) {
+        char *fields[8];
+        int n = split(line, fields, 8);
+        if (strcmp(fields[0], "client") == 0 && n == 6) {
+            size_t ctx_len;
+            uint8_t *ctx = parse_hex(fields[5], &ctx_len);
+            uint64_t a = strtoull(fields[2], NULL, 10), b = strtoull(fields[3], NULL, 10);
+            uint64_t c = strtoull(fields[4], NULL, 10);
+            LdpStatus s = LDP_INVALID_ARGUMENT;
+            ldp_prio3_free(client);
+            client = NULL;
+            if (strcmp(fields[1], "count") == 0) s = ldp_prio3_new_count(ctx, ctx_len, &client);
+            else if (strcmp(fields[1], "sum") == 0) s = ldp_prio3_new_sum(a, ctx, ctx_len, &client);
+            else if (strcmp(fields[1], "sumvec") == 0)
+                s = ldp_prio3_new_sum_vec(a, (size_t)b, (size_t)c, ctx, ctx_len, &client);
+            else if (strcmp(fields[1], "histogram") == 0)
+                s = ldp_prio3_new_histogram((size_t)a, (size_t)b, ctx, ctx_len, &client);
+            if (s == LDP_OK) printf("client\tok\t%lu\n", (unsigned long)ldp_prio3_rand_len(client));
+            else print_refusal(s);
+            free(ctx);
+        } else if (strcmp(fields[0], "shard") == 0 && n == 4) {
+            size_t m_len, nonce_len, rand_len;
+            uint64_t *m = parse_u64s(fields[1], &m_len);
+            uint8_t *nonce = parse_hex(fields[2], &nonce_len), *rand = parse_hex(fields[3], &rand_len);
+            LdpPrio3Shares *shares = NULL;
+            LdpStatus s = ldp_prio3_shard_with_random(client, m, m_len, nonce, nonce_len, rand, rand_len, &shares);
+            if (s == LDP_OK) print_shares(shares);
+            else print_refusal(s);
+            ldp_prio3_shares_free(shares);
+            free(m);
+            free(nonce);
+            free(rand);
+        } else {
+            printf("bad record %s\n", fields[0]);
+        }
+    }
+    ldp_prio3_free(client);
+    free(line);
+    fclose(f);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * The self-test */
+
+static int passed, failed;
+
+static void check(int ok, const char *what) {
+    if (ok) {
+        passed++;
+    } else {
+        failed++;
+        printf("FAIL %s (last error: %s: %s)\n", what, ldp_last_error_type(), ldp_last_error_message());
+    }
+}
+
+static int selftest(void) {
+    static const uint8_t ctx[] = "selftest";
+    uint8_t nonce[LDP_PRIO3_NONCE_LEN] = {0}, rand[128] = {0};
+    uint64_t m = 3, vec[3] = {1, 2, 3};
+    LdpPrio3 *hist = NULL, *sum_vec = NULL, *out = (LdpPrio3 *)&m;
+    LdpPrio3Shares *a = NULL, *b = NULL, *fixed = NULL, *shares = (LdpPrio3Shares *)&m;
+    const uint8_t *p = NULL, *q = NULL;
+    size_t len = 0, len2 = 0;
+
+    check(ldp_prio3_new_histogram(8, 3, ctx, sizeof ctx - 1, &hist) == LDP_OK && hist != NULL, "new histogram");
+    check(ldp_prio3_rand_len(hist) == 128, "rand_len of a histogram");
+    check(ldp_prio3_rand_len(NULL) == 0, "rand_len of null");
+    check(ldp_prio3_new_sum_vec(3, 3, 2, NULL, 0, &sum_vec) == LDP_OK, "new sum_vec, null empty context");
+
+    /* Sharding from the OS generator: two reports of the same measurement differ, and have the lengths of a
+       shard with given randomness. */
+    check(ldp_prio3_shard(hist, &m, 1, &a) == LDP_OK, "shard");
+    check(ldp_prio3_shard(hist, &m, 1, &b) == LDP_OK, "shard again");
+    check(ldp_prio3_shard_with_random(hist, &m, 1, nonce, sizeof nonce, rand, sizeof rand, &fixed) == LDP_OK,
+          "shard with random");
+    check(ldp_prio3_shares_nonce(a, &p) == LDP_OK && ldp_prio3_shares_nonce(b, &q) == LDP_OK &&
+              memcmp(p, q, LDP_PRIO3_NONCE_LEN) != 0,
+          "two nonces differ");
+    check(ldp_prio3_shares_input_share(a, 1, &p, &len) == LDP_OK &&
+              ldp_prio3_shares_input_share(b, 1, &q, &len2) == LDP_OK && len == 64 && len2 == 64 &&
+              memcmp(p, q, len) != 0,
+          "two helper shares differ");
+    check(ldp_prio3_shares_input_share(a, 0, &p, &len) == LDP_OK &&
+              ldp_prio3_shares_input_share(fixed, 0, &q, &len2) == LDP_OK && len == len2 && len > 0,
+          "leader share length");
+    check(ldp_prio3_shares_public_share(a, &p, &len) == LDP_OK && len == 64, "public share of a histogram");
+    check(ldp_prio3_shares_input_share(a, 2, &p, &len) == LDP_INVALID_ARGUMENT && p == NULL && len == 0,
+          "no third input share");
+    check(ldp_prio3_shard(sum_vec, vec, 3, &shares) == LDP_OK, "shard a sum_vec");
+    ldp_prio3_shares_free(shares);
+
+    /* Refusals. */
+    out = (LdpPrio3 *)&m;
+    check(ldp_prio3_new_histogram(0, 3, NULL, 0, &out) == LDP_VALUE_ERROR && out == NULL &&
+              strcmp(ldp_last_error_code(), "param_range") == 0,
+          "a histogram of no bucket");
+    check(ldp_prio3_new_sum(0, NULL, 0, &out) == LDP_VALUE_ERROR, "a sum of max 0");
+    check(ldp_prio3_new_sum_vec(1, 0, 1, NULL, 0, &out) == LDP_VALUE_ERROR, "a sum_vec of length 0");
+    check(ldp_prio3_new_count(NULL, 5, &out) == LDP_INVALID_ARGUMENT, "a null ctx of length 5");
+    check(ldp_prio3_new_count(ctx, 3, NULL) == LDP_INVALID_ARGUMENT, "a null out");
+    m = 8;
+    shares = (LdpPrio3Shares *)&m;
+    check(ldp_prio3_shard(hist, &m, 1, &shares) == LDP_VALUE_ERROR && shares == NULL &&
+              strcmp(ldp_last_error_code(), "value_range") == 0 &&
+              strcmp(ldp_last_error_fields(), "{\"got\":8,\"min\":0,\"max\":7}") == 0,
+          "a bucket index past the histogram");
+    m = 3;
+    check(ldp_prio3_shard(hist, vec, 3, &shares) == LDP_VALUE_ERROR && ldp_last_error_code()[0] == 0,
+          "three values for a histogram");
+    check(ldp_prio3_shard(hist, NULL, 1, &shares) == LDP_INVALID_ARGUMENT, "a null measurement");
+    check(ldp_prio3_shard(hist, NULL, 0, &shares) == LDP_VALUE_ERROR, "no value");
+    check(ldp_prio3_shard(hist, &m, 1, NULL) == LDP_INVALID_ARGUMENT, "a null out");
+    check(ldp_prio3_shard(NULL, &m, 1, &shares) == LDP_INVALID_ARGUMENT, "a null client");
+    check(ldp_prio3_shard_with_random(hist, &m, 1, nonce, 15, rand, sizeof rand, &shares) == LDP_VALUE_ERROR,
+          "a 15-byte nonce");
+    check(ldp_prio3_shard_with_random(hist, &m, 1, nonce, 16, rand, 64, &shares) == LDP_VALUE_ERROR,
+          "64 bytes of randomness for a histogram");
+    check(ldp_prio3_shard_with_random(hist, &m, 1, NULL, 16, rand, 128, &shares) == LDP_INVALID_ARGUMENT,
+          "a null nonce");
+    check(ldp_prio3_shares_nonce(a, NULL) == LDP_INVALID_ARGUMENT, "a null nonce out");
+    check(ldp_prio3_shares_public_share(a, &p, NULL) == LDP_INVALID_ARGUMENT, "a null len out");
+
+    /* Handles of the wrong kind are refused, and their _free ignores them. */
+    check(ldp_prio3_shard((const LdpPrio3 *)a, &m, 1, &shares) == LDP_INVALID_ARGUMENT,
+          "shares passed as a client");
+    check(ldp_prio3_shares_nonce((const LdpPrio3Shares *)hist, &p) == LDP_INVALID_ARGUMENT,
+          "a client passed as shares");
+    check(ldp_prio3_rand_len((const LdpPrio3 *)a) == 0, "rand_len of shares");
+    ldp_prio3_free((LdpPrio3 *)a);
+    ldp_prio3_shares_free((LdpPrio3Shares *)hist);
+    ldp_prio3_free(NULL);
+    ldp_prio3_shares_free(NULL);
+    check(ldp_prio3_shares_nonce(a, &p) == LDP_OK, "shares still live after a wrong-kind free");
+
+    ldp_prio3_shares_free(a);
+    ldp_prio3_shares_free(b);
+    ldp_prio3_shares_free(fixed);
+    ldp_prio3_free(hist);
+    ldp_prio3_free(sum_vec);
+    printf("selftest: %d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--selftest") == 0) return selftest();
+    if (argc == 2) return replay(argv[1]);
+    fprintf(stderr, "usage: prio3 CASES | prio3 --selftest\n");
+    return 2;
+}

@@ -1,0 +1,289 @@
+//! Prio3 sharding through the C interface (feature `prio`): `tests/c/prio3.c`, compiled with the system C compiler
+//! against `include/ldp_client.h` (with `-DLDP_CLIENT_PRIO`) and the static library this `cargo test` built, shards
+//! every report of the VDAF draft 18 vectors of two aggregators (at least one per type: the C interface is the
+//! two-aggregator mode's) with `ldp_prio3_shard_with_random` and prints the nonce, the public share and both input
+//! shares, compared here with the vector's byte for byte; refusals of bad parameters and measurements with their
+//! status, type, code and fields; and a self-test of the boundary (null pointers, handles of the wrong kind, bad
+//! lengths, sharding from the OS generator), also under AddressSanitizer. The negative vectors fail only at the
+//! aggregators, which the C interface does not have: tests/prio3_vectors.rs replays them.
+
+#![cfg(all(unix, feature = "prio"))]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::cc;
+use common::prio3::{hex, measurement_u64s, vectors, TYPES};
+use ldp_client::prio3::Prio3Type;
+use ldp_client::Value;
+
+/// A folder of this test process under cargo's scratch folder for integration tests (those of runs over an hour
+/// old are removed).
+fn work_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let parent = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ldp-c-prio3");
+        for e in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+            let age = e.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+            if age.is_some_and(|a| a > std::time::Duration::from_secs(3600)) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        let dir = parent.join(std::process::id().to_string());
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+}
+
+/// `tests/c/prio3.c` compiled with `flags` into `work_dir()/name`: the command and its output.
+fn compile(name: &str, flags: &[&str]) -> (Command, std::process::Output, PathBuf) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let exe = work_dir().join(name);
+    let mut cmd = Command::new(cc::compiler());
+    cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-DLDP_CLIENT_PRIO"])
+        .args(flags)
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join("tests/c/prio3.c"))
+        .arg(cc::static_library())
+        .args(cc::native_static_libs())
+        .arg("-o")
+        .arg(&exe);
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler: {e}"));
+    (cmd, out, exe)
+}
+
+fn program() -> &'static Path {
+    static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        let (cmd, out, exe) = compile("prio3", &[]);
+        assert!(
+            out.status.success(),
+            "compiling tests/c/prio3.c failed ({cmd:?}):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        exe
+    })
+}
+
+/// Runs `exe` with `arg` (and `env`): its stdout; panics with all it printed if it failed.
+fn run(exe: &Path, arg: &Path, env: &[(&str, &str)]) -> String {
+    let out = Command::new(exe).arg(arg).envs(env.iter().copied()).output().expect("the C program runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the C program failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The `client` record of a type: the C function's name and its integer parameters.
+fn client_record(typ: Prio3Type, ctx: &[u8]) -> String {
+    let (name, a, b, c) = match typ {
+        Prio3Type::Count => ("count", 0, 0, 0),
+        Prio3Type::Sum { max_measurement } => ("sum", max_measurement, 0, 0),
+        Prio3Type::SumVec { max_measurement, length, chunk_length } => {
+            ("sumvec", u64::try_from(max_measurement).unwrap(), length as u64, chunk_length as u64)
+        }
+        Prio3Type::Histogram { length, chunk_length } => ("histogram", length as u64, chunk_length as u64, 0),
+    };
+    format!("client\t{name}\t{a}\t{b}\t{c}\t{}", if ctx.is_empty() { "-".into() } else { hex(ctx) })
+}
+
+fn list(values: &[u64]) -> String {
+    if values.is_empty() {
+        return "-".into();
+    }
+    values.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// What a line of the C program must be.
+enum Want {
+    Exact(String),
+    /// `refused`, with its status, type, code and fields (JSON; the message is the client's own: not empty).
+    Refused(i32, &'static str, &'static str, &'static str),
+}
+
+#[test]
+fn c_program_shards_the_vectors_byte_for_byte() {
+    let mut records = Vec::new();
+    let mut want: Vec<(String, Want)> = Vec::new();
+    let mut per_type = std::collections::HashMap::new();
+    for v in vectors().iter().filter(|v| !v.is_bad() && v.aggregators() == 2) {
+        let client = ldp_client::prio3::Prio3Client::new(v.prio3_type(), &v.ctx()).unwrap();
+        records.push(client_record(v.prio3_type(), &v.ctx()));
+        want.push((format!("{}: client", v.name), Want::Exact(format!("client\tok\t{}", client.rand_len()))));
+        for (i, r) in v.reports().iter().enumerate() {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            records.push(format!(
+                "shard\t{}\t{}\t{}",
+                list(&measurement_u64s(&r["measurement"])),
+                s("nonce"),
+                s("rand")
+            ));
+            let shares: Vec<&str> = r["input_shares"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+            let line = format!("shares\t{}\t{}\t{}\t{}", s("nonce"), s("public_share"), shares[0], shares[1]);
+            want.push((format!("{} report {i}", v.name), Want::Exact(line)));
+            *per_type.entry(v.kind).or_insert(0) += 1;
+        }
+    }
+    for t in TYPES {
+        assert!(per_type.get(t).is_some_and(|n| *n > 0), "no two-aggregator vector of {t}");
+    }
+    let replayed = want.len();
+
+    // Refusals through C: parameters, then measurements of the last client (a Prio3Histogram of 4 buckets).
+    let nonce = "00".repeat(16);
+    let rand = "00".repeat(128);
+    let mut refuse = |record: String, what: &str, w: Want| {
+        records.push(record);
+        want.push((what.to_string(), w));
+    };
+    refuse(
+        "client\tsum\t0\t0\t0\t-".into(),
+        "a sum of max 0",
+        Want::Refused(
+            1,
+            "ValueError",
+            "param_range",
+            r#"{"param":"max_measurement","got":0,"min":1,"max":18446744069414584320}"#,
+        ),
+    );
+    refuse(
+        "client\tsumvec\t255\t10\t0\t-".into(),
+        "a sum_vec of chunk length 0",
+        Want::Refused(1, "ValueError", "param_range", r#"{"param":"chunk_length","got":0,"min":1}"#),
+    );
+    refuse(
+        "client\thistogram\t1048577\t1024\t0\t-".into(),
+        "a histogram of 2^20 + 1 buckets",
+        Want::Refused(
+            1,
+            "ValueError",
+            "param_limit",
+            r#"{"limit":"prio3_encoded_length","got":1048577,"max":1048576}"#,
+        ),
+    );
+    refuse("client\tcount\t0\t0\t0\t-".into(), "a count", Want::Exact("client\tok\t64".into()));
+    refuse(
+        format!("shard\t2\t{nonce}\t{}", "00".repeat(64)),
+        "a count of 2",
+        Want::Refused(1, "ValueError", "value_range", r#"{"got":2,"min":0,"max":1}"#),
+    );
+    refuse("client\tsum\t255\t0\t0\t-".into(), "a sum", Want::Exact("client\tok\t64".into()));
+    refuse(
+        format!("shard\t256\t{nonce}\t{}", "00".repeat(64)),
+        "a sum over its max",
+        Want::Refused(1, "ValueError", "value_range", r#"{"got":256,"min":0,"max":255}"#),
+    );
+    refuse("client\tsumvec\t1000\t2\t2\t-".into(), "a sum_vec", Want::Exact("client\tok\t128".into()));
+    refuse(
+        format!("shard\t5,1001\t{nonce}\t{rand}"),
+        "a sum_vec entry over its max",
+        Want::Refused(1, "ValueError", "value_range", r#"{"got":1001,"min":0,"max":1000,"index":1}"#),
+    );
+    refuse(format!("shard\t5\t{nonce}\t{rand}"), "a sum_vec of one entry", Want::Refused(1, "ValueError", "", ""));
+    refuse("client\thistogram\t4\t2\t0\t-".into(), "a histogram", Want::Exact("client\tok\t128".into()));
+    refuse(
+        format!("shard\t4\t{nonce}\t{rand}"),
+        "a bucket index past the histogram",
+        Want::Refused(1, "ValueError", "value_range", r#"{"got":4,"min":0,"max":3}"#),
+    );
+    refuse(
+        format!("shard\t18446744073709551615\t{nonce}\t{rand}"),
+        "the largest bucket index",
+        Want::Refused(1, "ValueError", "value_range", r#"{"got":18446744073709551615,"min":0,"max":3}"#),
+    );
+
+    let cases = work_dir().join("vectors.cases");
+    std::fs::write(&cases, records.join("\n") + "\n").unwrap();
+    let stdout = run(program(), &cases, &[]);
+    let got: Vec<&str> = stdout.lines().collect();
+    let mut wrong = Vec::new();
+    for (i, (what, w)) in want.iter().enumerate() {
+        let line = got.get(i).copied().unwrap_or("(no line)");
+        let ok = match w {
+            Want::Exact(s) => line == s,
+            Want::Refused(status, ty, code, fields) => {
+                let f: Vec<&str> = line.splitn(6, '\t').collect();
+                let same_fields = if fields.is_empty() {
+                    f.get(4) == Some(&"")
+                } else {
+                    f.get(4).and_then(|t| serde_json::from_str::<Value>(t).ok())
+                        == Some(serde_json::from_str::<Value>(fields).unwrap())
+                };
+                f.len() == 6
+                    && f[0] == "refused"
+                    && f[1] == status.to_string()
+                    && f[2] == *ty
+                    && f[3] == *code
+                    && same_fields
+                    && !f[5].is_empty()
+            }
+        };
+        if !ok {
+            let w = match w {
+                Want::Exact(s) => s.clone(),
+                Want::Refused(s, t, c, f) => format!("refused\t{s}\t{t}\t{c}\t{f}\t…"),
+            };
+            wrong.push(format!("{what}:\n    got  {line:?}\n    want {w:?}"));
+        }
+    }
+    assert!(
+        wrong.is_empty() && got.len() == want.len(),
+        "{} of {} lines differ ({} printed):\n{}",
+        wrong.len(),
+        want.len(),
+        got.len(),
+        wrong.iter().take(8).cloned().collect::<Vec<_>>().join("\n")
+    );
+    eprintln!(
+        "C sharded {per_type:?} reports of the vectors ({replayed} lines) and checked {} refusals",
+        want.len() - replayed
+    );
+}
+
+#[test]
+fn c_program_selftest() {
+    let stdout = run(program(), Path::new("--selftest"), &[]);
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(last.starts_with("selftest: ") && last.ends_with(", 0 failed") && !stdout.contains("FAIL"), "{stdout}");
+}
+
+/// The self-test and the vectors again, built with AddressSanitizer and UndefinedBehaviorSanitizer (leaks
+/// included). Skipped with a note where the compiler has no sanitizer runtime, unless `LDP_REQUIRE_ASAN` is set.
+#[test]
+fn c_program_under_address_sanitizer() {
+    let (cmd, out, exe) = compile("prio3-asan", &["-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"]);
+    if !out.status.success() {
+        let why = format!("{cmd:?}:\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            std::env::var_os("LDP_REQUIRE_ASAN").is_none(),
+            "no sanitizer build, and LDP_REQUIRE_ASAN is set: {why}"
+        );
+        eprintln!("skipped: the C compiler cannot build with -fsanitize=address ({why})");
+        return;
+    }
+    let env = [("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=23"), ("UBSAN_OPTIONS", "halt_on_error=1")];
+    let stdout = run(&exe, Path::new("--selftest"), &env);
+    assert!(stdout.lines().last().is_some_and(|l| l.ends_with(", 0 failed")), "{stdout}");
+    // One vector of each type through the sanitized build too.
+    let mut records = Vec::new();
+    for t in TYPES {
+        let v = vectors().into_iter().find(|v| v.kind == t && !v.is_bad() && v.aggregators() == 2).unwrap();
+        records.push(client_record(v.prio3_type(), &v.ctx()));
+        let r = &v.reports()[0];
+        let s = |k: &str| r[k].as_str().unwrap().to_string();
+        records.push(format!("shard\t{}\t{}\t{}", list(&measurement_u64s(&r["measurement"])), s("nonce"), s("rand")));
+    }
+    let cases = work_dir().join("asan.cases");
+    std::fs::write(&cases, records.join("\n") + "\n").unwrap();
+    let stdout = run(&exe, &cases, &env);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("shares\t")).count(), TYPES.len(), "{stdout}");
+}
