@@ -13,14 +13,14 @@ aggregator of a collection uses the same one; ``num_aggregators`` is 2 unless gi
 from the client's shares to the result, the verify key being a 32-byte secret the aggregators share::
 
     vdaf = Prio3Histogram(length=5, ctx=b"my app")
-    nonce, public_share, (leader_in, helper_in) = vdaf.shard(3)                  # the OS's randomness
+    nonce, public_share, (leader_in, helper_in) = vdaf.shard(3)      # the client; randomness from the OS
     leader, leader_vs = vdaf.verify_init(verify_key, 0, nonce, public_share, leader_in)
     helper, helper_vs = vdaf.verify_init(verify_key, 1, nonce, public_share, helper_in)
-    message = vdaf.verifier_shares_to_message([leader_vs, helper_vs])             # refused: the proof is wrong
+    message = vdaf.verifier_shares_to_message([leader_vs, helper_vs]) # PrioError: a proof that does not verify
     leader_agg, helper_agg = vdaf.aggregate_init(), vdaf.aggregate_init()
-    leader_agg.accumulate(vdaf.verify_next(leader, message))                      # refused: the joint randomness
+    leader_agg.accumulate(vdaf.verify_next(leader, message))          # PrioError: a joint randomness mismatch
     helper_agg.accumulate(vdaf.verify_next(helper, message))
-    vdaf.unshard([leader_agg, helper_agg], num_measurements=1)                    # [0, 0, 0, 1, 0]
+    vdaf.unshard([leader_agg, helper_agg], 1)                         # [0, 0, 0, 1, 0]
 
 The operations are named as in the draft and the crate (its "preparation" is "verification" there): ``shard``
 (``nonce=`` and ``rand=`` for a replay), ``verify_init`` (→ a :class:`VerifyState` and the verifier share, bytes),
