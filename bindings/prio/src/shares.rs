@@ -241,12 +241,12 @@ impl AggregateShare {
     /// Add another aggregate share (of the same VDAF: another batch, or another process's part) to this one.
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, AggregateShare>) -> PyResult<()> {
         let py = slf.py();
-        let other_inner = match other.try_borrow() {
-            Ok(o) => {
-                slf.borrow().check_params(py, Op::Aggregate, &o.params, "an aggregate share")?;
-                o.inner.clone()
-            }
-            Err(_) => slf.borrow().inner.clone(), // other is this very share (borrowed mutably below)
+        let other_inner = if other.is(slf) {
+            slf.borrow().inner.clone() // merging a share with itself doubles it
+        } else {
+            let other = other.try_borrow()?;
+            slf.borrow().check_params(py, Op::Aggregate, &other.params, "an aggregate share")?;
+            other.inner.clone()
         };
         let mut this = slf.borrow_mut();
         let params = this.params.clone();
