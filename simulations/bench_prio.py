@@ -167,6 +167,20 @@ def run(cases: list[str], n: int, repeats: int, rounds: int = 3) -> dict[str, An
     return out
 
 
+def register(b: Any) -> None:
+    """Add the ``prio3_aggregators`` section to the benchmark module ``b`` (:func:`run` at its sizes; each case's
+    ratio judged against :data:`TARGET`)."""
+
+    @b.benchmark("prio3_aggregators")
+    def prio3_aggregators(ctx: Any) -> dict[str, Any]:
+        out = run(list(CASES), 1000 if ctx.quick else 4000, 3 if ctx.quick else 5, 1 if ctx.quick else 3)
+        for case, row in out["cases"].items():
+            if "ratio" in row:
+                row["ratio"] = ctx.judge(f"prio3.binding_over_raw[{case}]", row["ratio"]["measured"], ">=", TARGET,
+                                         "x")
+        return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases (default: %(default)s)")

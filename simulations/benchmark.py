@@ -791,6 +791,7 @@ def _register_protocol_sections() -> None:
     import bench_peers
     import bench_pem
     import bench_plan
+    import bench_prio
     import bench_quantiles
     import bench_range
     import bench_rappor
@@ -826,6 +827,7 @@ def _register_protocol_sections() -> None:
     bench_regression.register(sys.modules[__name__])
     bench_shuffle.register(sys.modules[__name__])
     bench_trust.register(sys.modules[__name__])
+    bench_prio.register(sys.modules[__name__])
     bench_plan.register(sys.modules[__name__])
     bench_ingest.register(sys.modules[__name__])
     bench_hostile.register(sys.modules[__name__])
