@@ -287,3 +287,38 @@ fn c_program_under_address_sanitizer() {
     let stdout = run(&exe, &cases, &env);
     assert_eq!(stdout.lines().filter(|l| l.starts_with("shares\t")).count(), TYPES.len(), "{stdout}");
 }
+
+/// The C snippet of docs/native-client.md's Prio3 section, in a `main` of its own: it builds (`-Wall -Wextra
+/// -Werror -pedantic`, its own `#define LDP_CLIENT_PRIO`) and shards.
+#[test]
+fn the_docs_c_snippet_builds_and_shards() {
+    let page =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/native-client.md")).unwrap();
+    let from = page.find("## Prio3 sharding for the two-aggregator mode").expect("the page's Prio3 section");
+    let start = from + page[from..].find("\n```c\n").expect("a C block") + "\n```c\n".len();
+    let body = &page[start..start + page[start..].find("\n```").unwrap()];
+    let (preamble, code): (Vec<&str>, Vec<&str>) = body.lines().partition(|l| l.starts_with('#'));
+    let program = format!(
+        "{}\n#include <stdio.h>\nint main(void) {{\n{}\n    printf(\"%lu %lu %lu\\n\", (unsigned long)pub_len, \
+         (unsigned long)leader_len, (unsigned long)helper_len);\n    (void)nonce; (void)pub; (void)leader; \
+         (void)helper;\n    return 0;\n}}\n",
+        preamble.join("\n"),
+        code.join("\n")
+    );
+    let src = work_dir().join("docs_snippet.c");
+    std::fs::write(&src, program).unwrap();
+    let exe = work_dir().join("docs_snippet");
+    let mut cmd = Command::new(cc::compiler());
+    cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include"))
+        .arg(&src)
+        .arg(cc::static_library())
+        .args(cc::native_static_libs())
+        .arg("-o")
+        .arg(&exe);
+    cc::run(&mut cmd, "compiling the page's Prio3 C snippet");
+    // A histogram of 16 buckets: a 64-byte public share and helper share (seed and blind).
+    let out = cc::run(&mut Command::new(&exe), "the page's Prio3 C snippet");
+    let sizes: Vec<usize> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert!(sizes.len() == 3 && sizes[0] == 64 && sizes[1] > 16 * 16 && sizes[2] == 64, "{out}");
+}
