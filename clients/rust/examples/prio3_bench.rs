@@ -1,7 +1,7 @@
 //! Per-report Prio3 client sharding time (feature `prio`; never run as a timed test).
 //!
 //! `cargo run --release --features prio --example prio3_bench -- [SECONDS]`: for each case, one `Prio3Client` (two
-//! aggregators) shards the same measurement with fresh OS randomness, in batches of 100 after a warm-up batch,
+//! aggregators, the recommended chunk length) shards the same measurement with fresh OS randomness, in batches of 100 after a warm-up batch,
 //! for about SECONDS (default 2) per case; each shard includes drawing the nonce and randomness and encoding the
 //! public share and both input shares. Prints one JSON object `{case: {"us_mean", "us_median_of_batches",
 //! "us_best_batch", "calls", "batch", "public_share_bytes", "leader_share_bytes", "helper_share_bytes"}}`.
@@ -10,15 +10,10 @@ use std::time::{Duration, Instant};
 
 use ldp_client::prio3::{Measurement, Prio3Client, Prio3Type};
 use ldp_client::Value;
-use prio::vdaf::prio3::optimal_chunk_length;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds: f64 = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(2.0);
-    let sum_vec = |max_measurement: u128, length: usize| {
-        let bits = (max_measurement.ilog2() + 1) as usize;
-        Prio3Type::SumVec { max_measurement, length, chunk_length: optimal_chunk_length(bits * length) }
-    };
-    let histogram = |length: usize| Prio3Type::Histogram { length, chunk_length: optimal_chunk_length(length) };
+    let (sum_vec, histogram) = (Prio3Type::sum_vec, Prio3Type::histogram);
     let cases: Vec<(&str, Prio3Type, Measurement)> = vec![
         ("count", Prio3Type::Count, Measurement::Count(true)),
         ("sum, max 255", Prio3Type::Sum { max_measurement: 255 }, Measurement::Sum(100)),

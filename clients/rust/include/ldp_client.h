@@ -790,9 +790,10 @@ enum LdpStatus ldp_prio3_new_sum(uint64_t max_measurement, const uint8_t *ctx, s
 #if defined(LDP_CLIENT_PRIO)
 /**
  * A Prio3SumVec client (measurements of `length` entries, each 0 to `max_measurement`; the aggregate is their
- * entrywise sum; `chunk_length` the proof's chunk length, as the aggregators configure it) of the context `ctx`,
- * into `*out`. A zero parameter is `LDP_VALUE_ERROR` (`param_range`), and so is a measurement whose encoding would
- * take over 2^20 field elements (`param_limit`).
+ * entrywise sum; `chunk_length` the proof's chunk length, as the aggregators configure it, 0 for the recommended
+ * one: the prio crate's `optimal_chunk_length`, what the aggregators' binding takes when given none) of the context
+ * `ctx`, into `*out`. A zero `max_measurement` or `length` is `LDP_VALUE_ERROR` (`param_range`), and so is a
+ * measurement whose encoding would take over 2^20 field elements (`param_limit`).
  *
  * # Safety
  * As `ldp_prio3_new_count`.
@@ -808,8 +809,9 @@ enum LdpStatus ldp_prio3_new_sum_vec(uint64_t max_measurement,
 #if defined(LDP_CLIENT_PRIO)
 /**
  * A Prio3Histogram client (measurements are bucket indexes below `length`; the aggregate is the count of each
- * bucket; `chunk_length` the proof's chunk length) of the context `ctx`, into `*out`. A zero parameter is
- * `LDP_VALUE_ERROR` (`param_range`), a `length` over 2^20 too (`param_limit`).
+ * bucket; `chunk_length` the proof's chunk length, 0 for the recommended one, as for `ldp_prio3_new_sum_vec`) of
+ * the context `ctx`, into `*out`. A zero `length` is `LDP_VALUE_ERROR` (`param_range`), a `length` over 2^20 too
+ * (`param_limit`).
  *
  * # Safety
  * As `ldp_prio3_new_count`.

@@ -50,9 +50,10 @@
 //! [`Prio3Type::Sum`] (an integer in `[0, max_measurement]`), [`Prio3Type::SumVec`] (a vector of `length` such
 //! integers, summed entrywise) and [`Prio3Type::Histogram`] (a bucket index in `[0, length)`, the aggregate the
 //! count per bucket). `chunk_length` is the proof's chunk size: a trade-off of the proof's size against the work,
-//! the draft recommends about the square root of the encoded measurement's length (`prio::vdaf::prio3::
-//! optimal_chunk_length`). The aggregators must use exactly the same type, parameters, number of aggregators and
-//! context `ctx` as the devices, or every report fails verification.
+//! about the square root of the encoded measurement's length; [`Prio3Type::sum_vec`] and [`Prio3Type::histogram`]
+//! pick the prio crate's `optimal_chunk_length`, as the aggregators' binding does when given none. The aggregators
+//! must use exactly the same type, parameters (the chunk length too), number of aggregators and context `ctx` as the
+//! devices, or every report fails verification.
 
 use std::fmt;
 
@@ -116,6 +117,20 @@ pub enum Prio3Type {
 }
 
 impl Prio3Type {
+    /// Prio3SumVec of `length` entries in `[0, max_measurement]` with the recommended chunk length: the prio
+    /// crate's `optimal_chunk_length` of the encoded length (`length` times the bits of `max_measurement`), which is
+    /// also what the aggregators' binding (`ldp.prio`) takes when given none.
+    pub fn sum_vec(max_measurement: u128, length: usize) -> Self {
+        let bits = max_measurement.checked_ilog2().map_or(1, |b| b as usize + 1);
+        Prio3Type::SumVec { max_measurement, length, chunk_length: default_chunk_length(bits.saturating_mul(length)) }
+    }
+
+    /// Prio3Histogram of `length` buckets with the recommended chunk length (the prio crate's
+    /// `optimal_chunk_length` of `length`, as the aggregators' binding takes when given none).
+    pub fn histogram(length: usize) -> Self {
+        Prio3Type::Histogram { length, chunk_length: default_chunk_length(length) }
+    }
+
     /// The draft's name of the type (`"Prio3Histogram"`).
     pub fn name(&self) -> &'static str {
         match self {
@@ -387,6 +402,15 @@ impl Prio3Client {
         };
         Ok(Prio3Shares { nonce: *nonce, public_share, input_shares })
     }
+}
+
+/// The recommended chunk length of an encoded measurement of `n` field elements (1 past [`MAX_ENCODED_LEN`], which
+/// [`Prio3Client::new`] refuses anyway).
+fn default_chunk_length(n: usize) -> usize {
+    if n > MAX_ENCODED_LEN {
+        return 1;
+    }
+    prio::vdaf::prio3::optimal_chunk_length(n)
 }
 
 /// The checks of a type's parameters this crate makes itself, with refusals by meaning; the prio crate checks them

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 
 use common::cc;
 use common::prio3::{hex, measurement_u64s, vectors, TYPES};
-use ldp_client::prio3::Prio3Type;
+use ldp_client::prio3::{Measurement, Prio3Client, Prio3Type};
 use ldp_client::Value;
 
 /// A folder of this test process under cargo's scratch folder for integration tests (those of runs over an hour
@@ -116,7 +116,7 @@ fn c_program_shards_the_vectors_byte_for_byte() {
     let mut want: Vec<(String, Want)> = Vec::new();
     let mut per_type = std::collections::HashMap::new();
     for v in vectors().iter().filter(|v| !v.is_bad() && v.aggregators() == 2) {
-        let client = ldp_client::prio3::Prio3Client::new(v.prio3_type(), &v.ctx()).unwrap();
+        let client = Prio3Client::new(v.prio3_type(), &v.ctx()).unwrap();
         records.push(client_record(v.prio3_type(), &v.ctx()));
         want.push((format!("{}: client", v.name), Want::Exact(format!("client\tok\t{}", client.rand_len()))));
         for (i, r) in v.reports().iter().enumerate() {
@@ -156,9 +156,51 @@ fn c_program_shards_the_vectors_byte_for_byte() {
         ),
     );
     refuse(
+        "client\tsumvec\t0\t10\t0\t-".into(),
+        "a sum_vec of max 0",
+        Want::Refused(
+            1,
+            "ValueError",
+            "param_range",
+            r#"{"param":"max_measurement","got":0,"min":1,"max":340282366920938462946865773367900766208}"#,
+        ),
+    );
+    // Chunk length 0: the recommended one, the same as the Rust API's Prio3Type::sum_vec and ::histogram (prio's
+    // optimal_chunk_length, the aggregators' binding's default): the same shares.
+    let fixed = |typ: Prio3Type, m: Measurement| {
+        let client = Prio3Client::new(typ, b"").unwrap();
+        let rand = vec![7u8; client.rand_len()];
+        let s = client.shard_with_random(&m, &[9; 16], &rand).unwrap();
+        let line = format!(
+            "shares\t{}\t{}\t{}\t{}",
+            hex(&s.nonce),
+            hex(&s.public_share),
+            hex(s.leader_share()),
+            hex(s.helper_share())
+        );
+        (format!("shard\t{}\t{}\t{}", "{m}", hex(&s.nonce), hex(&rand)), line)
+    };
+    let (record, line) = fixed(Prio3Type::sum_vec(255, 10), Measurement::SumVec((0..10).collect()));
+    refuse(
         "client\tsumvec\t255\t10\t0\t-".into(),
-        "a sum_vec of chunk length 0",
-        Want::Refused(1, "ValueError", "param_range", r#"{"param":"chunk_length","got":0,"min":1}"#),
+        "a sum_vec of the recommended chunk length",
+        Want::Exact("client\tok\t128".into()),
+    );
+    refuse(
+        record.replace("{m}", "0,1,2,3,4,5,6,7,8,9"),
+        "a sum_vec of the recommended chunk length shards as Rust's",
+        Want::Exact(line),
+    );
+    let (record, line) = fixed(Prio3Type::histogram(100), Measurement::Histogram(42));
+    refuse(
+        "client\thistogram\t100\t0\t0\t-".into(),
+        "a histogram of the recommended chunk length",
+        Want::Exact("client\tok\t128".into()),
+    );
+    refuse(
+        record.replace("{m}", "42"),
+        "a histogram of the recommended chunk length shards as Rust's",
+        Want::Exact(line),
     );
     refuse(
         "client\thistogram\t1048577\t1024\t0\t-".into(),

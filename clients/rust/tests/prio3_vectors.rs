@@ -367,6 +367,28 @@ fn bad_parameters_are_refused_by_meaning() {
     long.shard(&Measurement::Count(true)).unwrap();
 }
 
+/// The constructors with the recommended chunk length take the prio crate's `optimal_chunk_length` of the encoded
+/// length (what the aggregators' binding takes when given none); past the encoding limit the client refuses them.
+#[test]
+fn recommended_chunk_lengths_are_prios() {
+    use prio::vdaf::prio3::optimal_chunk_length;
+    for length in [1, 2, 4, 11, 100, 1000, 65_536] {
+        let want = Prio3Type::Histogram { length, chunk_length: optimal_chunk_length(length) };
+        assert_eq!(Prio3Type::histogram(length), want);
+    }
+    for (max, bits) in [(1u128, 1), (255, 8), (256, 9), (32_000, 15), (u128::from(u64::MAX), 64)] {
+        let want =
+            Prio3Type::SumVec { max_measurement: max, length: 10, chunk_length: optimal_chunk_length(10 * bits) };
+        assert_eq!(Prio3Type::sum_vec(max, 10), want);
+    }
+    let too_long = Prio3Type::histogram(usize::MAX);
+    assert_eq!(refusal(Prio3Client::new(too_long, b"").unwrap_err()).code, RefusalCode::ParamLimit);
+    let too_long = Prio3Type::sum_vec(u128::MAX, usize::MAX);
+    assert_eq!(refusal(Prio3Client::new(too_long, b"").unwrap_err()).code, RefusalCode::ParamRange);
+    assert!(Prio3Client::new(Prio3Type::sum_vec(0, 10), b"").is_err());
+    Prio3Client::new(Prio3Type::sum_vec(255, 10), b"").unwrap().shard(&Measurement::SumVec(vec![255; 10])).unwrap();
+}
+
 #[test]
 fn bad_measurements_are_refused_before_sharding() {
     let value_range = |client: &Prio3Client, m: Measurement, want: &str| {

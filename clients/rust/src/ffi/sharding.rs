@@ -79,9 +79,10 @@ pub unsafe extern "C" fn ldp_prio3_new_sum(
 }
 
 /// A Prio3SumVec client (measurements of `length` entries, each 0 to `max_measurement`; the aggregate is their
-/// entrywise sum; `chunk_length` the proof's chunk length, as the aggregators configure it) of the context `ctx`,
-/// into `*out`. A zero parameter is `LDP_VALUE_ERROR` (`param_range`), and so is a measurement whose encoding would
-/// take over 2^20 field elements (`param_limit`).
+/// entrywise sum; `chunk_length` the proof's chunk length, as the aggregators configure it, 0 for the recommended
+/// one: the prio crate's `optimal_chunk_length`, what the aggregators' binding takes when given none) of the context
+/// `ctx`, into `*out`. A zero `max_measurement` or `length` is `LDP_VALUE_ERROR` (`param_range`), and so is a
+/// measurement whose encoding would take over 2^20 field elements (`param_limit`).
 ///
 /// # Safety
 /// As `ldp_prio3_new_count`.
@@ -95,13 +96,18 @@ pub unsafe extern "C" fn ldp_prio3_new_sum_vec(
     ctx_len: usize,
     out: *mut *mut LdpPrio3,
 ) -> LdpStatus {
-    let typ = Prio3Type::SumVec { max_measurement: u128::from(max_measurement), length, chunk_length };
+    let max = u128::from(max_measurement);
+    let typ = match chunk_length {
+        0 => Prio3Type::sum_vec(max, length),
+        _ => Prio3Type::SumVec { max_measurement: max, length, chunk_length },
+    };
     new_prio3(typ, ctx, ctx_len, out)
 }
 
 /// A Prio3Histogram client (measurements are bucket indexes below `length`; the aggregate is the count of each
-/// bucket; `chunk_length` the proof's chunk length) of the context `ctx`, into `*out`. A zero parameter is
-/// `LDP_VALUE_ERROR` (`param_range`), a `length` over 2^20 too (`param_limit`).
+/// bucket; `chunk_length` the proof's chunk length, 0 for the recommended one, as for `ldp_prio3_new_sum_vec`) of
+/// the context `ctx`, into `*out`. A zero `length` is `LDP_VALUE_ERROR` (`param_range`), a `length` over 2^20 too
+/// (`param_limit`).
 ///
 /// # Safety
 /// As `ldp_prio3_new_count`.
@@ -114,7 +120,11 @@ pub unsafe extern "C" fn ldp_prio3_new_histogram(
     ctx_len: usize,
     out: *mut *mut LdpPrio3,
 ) -> LdpStatus {
-    new_prio3(Prio3Type::Histogram { length, chunk_length }, ctx, ctx_len, out)
+    let typ = match chunk_length {
+        0 => Prio3Type::histogram(length),
+        _ => Prio3Type::Histogram { length, chunk_length },
+    };
+    new_prio3(typ, ctx, ctx_len, out)
 }
 
 /// Bytes of sharding randomness one report takes (`ldp_prio3_shard_with_random`'s `rand_len`): 64 for Count and
