@@ -11,7 +11,7 @@ protocol       Prio3 type          measurement                          aggregat
 =============  ==================  ===================================  ======================
 ``rr``         Prio3Count          the reported bit (0 or 1)            ``ones``
 ``grr``        Prio3Histogram      the reported index (< d)             ``counts``
-``sue``, oue   Prio3SumVec, bits 1 the reported bit vector (d bits)     ``ones``
+``sue``, oue   Prio3SumVec, max 1  the reported bit vector (d bits)     ``ones``
 =============  ==================  ===================================  ======================
 
 The sum of the measurements is what the aggregate would have folded from the reports, so the collector debiases
@@ -21,30 +21,22 @@ client imports it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field as _field
 from typing import Any
 
-__all__ = ["Prio3Fit", "PRIO3_TYPES", "chunk_length"]
+__all__ = ["Prio3Fit", "PRIO3_TYPES"]
 
 PRIO3_TYPES = ("Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram")
 """The Prio3 types the two-aggregator mode binds (the ``prio`` crate's, VDAF draft 18)."""
 
 
-def chunk_length(length: int) -> int:
-    """The proof's gadget chunk length for a vector of ``length`` entries: about ``√length`` (VDAF draft 18, §7.8:
-    the proof's size grows with ``chunk_length + length/chunk_length``, least at the square root)."""
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise ValueError(f"length must be an int >= 1, got {length!r}")
-    return max(1, math.isqrt(length))
-
-
 @dataclass(frozen=True)
 class Prio3Fit:
     """How a protocol's report enters Prio3: the ``vdaf`` type (:data:`PRIO3_TYPES`), its ``params`` (``length``,
-    ``chunk_length``, ``bits``, ``max_measurement`` as the type takes them), the payload ``field`` whose value is
-    the measurement, and the aggregate ``state`` array the summed measurements are."""
+    ``max_measurement`` as :mod:`ldp.prio`'s types take them; the proof's chunk length is not one of them: device and
+    aggregators both take the ``prio`` crate's optimal one for the length, so that they agree), the payload
+    ``field`` whose value is the measurement, and the aggregate ``state`` array the summed measurements are."""
 
     vdaf: str
     field: str
@@ -67,7 +59,7 @@ class Prio3Fit:
         value = payload[self.field]
         if self.vdaf == "Prio3SumVec":
             bits = [int(b) for b in (value if not isinstance(value, str) else value)]
-            if len(bits) != self.length or any(b < 0 or b >= 1 << self.params["bits"] for b in bits):
+            if len(bits) != self.length or any(not 0 <= b <= self.params["max_measurement"] for b in bits):
                 raise ValueError(f"not a {self.vdaf} measurement of length {self.length}: {value!r}")
             return bits
         if isinstance(value, bool) or not isinstance(value, int):

@@ -29,7 +29,7 @@ from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolPar
 from ldp.encoders.base_checks import refuse_range, refuse_relation, refuse_type
 from ldp.encoders.base_draws import DrawRule, grr_draws
 from ldp.encoders.base_fields import PROBABILITY, ParamInfo
-from ldp.encoders.base_vdaf import Prio3Fit, chunk_length
+from ldp.encoders.base_vdaf import Prio3Fit
 from ldp.privacy.accountant import PrivacyCost
 from ldp.privacy.shuffle import ShuffleStructure, k_rr_structure
 from ldp.randomness import check_probability, check_resolvable, logistic_tail, realized_probability
@@ -250,7 +250,7 @@ class GRRParams(LabeledDomain, ProtocolParams):
         """The reported index, one-hot in Prio3Histogram over the d values (its sum is
         :class:`~ldp.decoders.randomized_response.GRRAggregate`'s ``counts``)."""
         return Prio3Fit("Prio3Histogram", "index", "counts",
-                        {"length": self.domain_size, "chunk_length": chunk_length(self.domain_size)})
+                        {"length": self.domain_size})
 
     @classmethod
     def for_epsilon(cls, epsilon: float, domain_size: int) -> Self:

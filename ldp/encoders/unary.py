@@ -36,7 +36,7 @@ from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolPar
 from ldp.encoders.base_checks import check_choice, refuse_relation, renaming
 from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.base_fields import ParamInfo, Range
-from ldp.encoders.base_vdaf import Prio3Fit, chunk_length
+from ldp.encoders.base_vdaf import Prio3Fit
 from ldp.encoders.longitudinal_charges import _logaddexp, memo_report_charge
 from ldp.encoders.longitudinal_memo import TWO_ROUND_RULES, _SecretEncoder, check_two_rounds
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
@@ -124,7 +124,7 @@ class SUEParams(UnaryParams, ProtocolParams):
         """The reported bit vector, summed by Prio3SumVec (one bit an entry); its sum is
         :class:`~ldp.decoders.unary.UnaryAggregate`'s ``ones``."""
         return Prio3Fit("Prio3SumVec", "bits", "ones",
-                        {"length": self.domain_size, "bits": 1, "chunk_length": chunk_length(self.domain_size)})
+                        {"length": self.domain_size, "max_measurement": 1})
 
     draw_rule = DrawRule("`BB(q, d)`, `B(p)`", lambda s, pr, v: (s.BB(pr.q, pr.domain_size), s.B(pr.p)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.5, "domain_size": 40},)
@@ -177,7 +177,7 @@ class OUEParams(UnaryParams, ProtocolParams):
         """The reported bit vector, summed by Prio3SumVec (one bit an entry); its sum is
         :class:`~ldp.decoders.unary.UnaryAggregate`'s ``ones``."""
         return Prio3Fit("Prio3SumVec", "bits", "ones",
-                        {"length": self.domain_size, "bits": 1, "chunk_length": chunk_length(self.domain_size)})
+                        {"length": self.domain_size, "max_measurement": 1})
 
     draw_rule = DrawRule("`BB(q, d)`, `B(1/2)`", lambda s, pr, v: (s.BB(pr.q, pr.domain_size), s.B(0.5)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.5, "domain_size": 40},)
