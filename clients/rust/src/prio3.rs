@@ -70,8 +70,8 @@ use crate::error::{Error, Refusal, RefusalCode, Result};
 pub const NONCE_LEN: usize = 16;
 
 /// Bytes of a seed of the XOF (TurboSHAKE128) Prio3 uses: the helper's input share is one (two with joint
-/// randomness), and [`Prio3Client::rand_len`] is a multiple of it.
-pub const SEED_LEN: usize = 32;
+/// randomness), and `rand_len` is a multiple of it.
+const SEED_LEN: usize = 32;
 
 /// The longest application context string, in bytes: the XOF's domain separation tag (8 bytes and `ctx`) is at
 /// most 65,535 bytes.
@@ -82,10 +82,11 @@ pub const MAX_CTX_LEN: usize = 65_535 - 8;
 pub const MAX_ENCODED_LEN: usize = 1 << 20;
 
 /// The default number of aggregators of [`Prio3Client::new`]: the leader and the helper.
-pub const AGGREGATORS: u8 = 2;
+const AGGREGATORS: u8 = 2;
 
-/// A Prio3 type and its parameters, as the aggregators configure it too.
+/// A Prio3 type and its parameters, as the aggregators configure it too (more types may come: `#[non_exhaustive]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Prio3Type {
     /// Prio3Count: each measurement is 0 or 1 ([`Measurement::Count`]); the aggregate is the number of 1s.
     Count,
@@ -149,6 +150,7 @@ impl Prio3Type {
 
 /// One device's measurement, of the kind its [`Prio3Type`] takes.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Measurement {
     /// For [`Prio3Type::Count`].
     Count(bool),

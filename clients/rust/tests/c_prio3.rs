@@ -92,6 +92,7 @@ fn client_record(typ: Prio3Type, ctx: &[u8]) -> String {
             ("sumvec", u64::try_from(max_measurement).unwrap(), length as u64, chunk_length as u64)
         }
         Prio3Type::Histogram { length, chunk_length } => ("histogram", length as u64, chunk_length as u64, 0),
+        other => panic!("{other:?}: no C constructor"),
     };
     format!("client\t{name}\t{a}\t{b}\t{c}\t{}", if ctx.is_empty() { "-".into() } else { hex(ctx) })
 }

@@ -211,6 +211,7 @@ fn every_vector_of_the_four_types_replays() {
             Prio3Type::Histogram { length, chunk_length } => {
                 replay(v, &Prio3Histogram::new_histogram(a, length, chunk_length).unwrap())
             }
+            other => panic!("{other:?}"),
         };
         let entry = per_type.entry(v.kind).or_default();
         if v.is_bad() {
