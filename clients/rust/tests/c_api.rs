@@ -32,45 +32,13 @@ fn manifest_dir() -> PathBuf {
 /// A folder of this test process under cargo's scratch folder for integration tests (older ones are removed).
 fn work_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let parent = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ldp-c-api");
-        if let Ok(entries) = std::fs::read_dir(&parent) {
-            let hour = std::time::Duration::from_secs(3600);
-            for e in entries.flatten() {
-                let old = e
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|a| a > hour);
-                if old {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-        let dir = parent.join(std::process::id().to_string());
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    })
+    DIR.get_or_init(|| cc::scratch_dir("ldp-c-api"))
 }
 
 /// `tests/c/vectors.c` compiled with `flags` into `work_dir()/name`: the command and its output.
 fn compile_vectors(name: &str, flags: &[&str]) -> (Command, std::process::Output, PathBuf) {
-    let root = manifest_dir();
     let exe = work_dir().join(name);
-    let compiler = cc::compiler();
-    let mut cmd = Command::new(&compiler);
-    cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1"])
-        .args(flags)
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg(root.join("tests/c/vectors.c"))
-        .arg(cc::static_library())
-        .args(cc::native_static_libs())
-        .arg("-o")
-        .arg(&exe);
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {compiler:?}: {e}"));
+    let (cmd, out) = cc::compile_c("tests/c/vectors.c", &exe, flags);
     (cmd, out, exe)
 }
 

@@ -20,40 +20,18 @@ use common::prio3::{hex, measurement_u64s, vectors, TYPES};
 use ldp_client::prio3::{Measurement, Prio3Client, Prio3Type};
 use ldp_client::Value;
 
-/// A folder of this test process under cargo's scratch folder for integration tests (those of runs over an hour
-/// old are removed).
+/// A folder of this test process under cargo's scratch folder for integration tests (older ones are removed).
 fn work_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let parent = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ldp-c-prio3");
-        for e in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
-            let age = e.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
-            if age.is_some_and(|a| a > std::time::Duration::from_secs(3600)) {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-        let dir = parent.join(std::process::id().to_string());
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    })
+    DIR.get_or_init(|| cc::scratch_dir("ldp-c-prio3"))
 }
 
 /// `tests/c/prio3.c` compiled with `flags` into `work_dir()/name`: the command and its output.
 fn compile(name: &str, flags: &[&str]) -> (Command, std::process::Output, PathBuf) {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let exe = work_dir().join(name);
-    let mut cmd = Command::new(cc::compiler());
-    cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-DLDP_CLIENT_PRIO"])
-        .args(flags)
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg(root.join("tests/c/prio3.c"))
-        .arg(cc::static_library())
-        .args(cc::native_static_libs())
-        .arg("-o")
-        .arg(&exe);
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler: {e}"));
+    let mut all = vec!["-DLDP_CLIENT_PRIO"];
+    all.extend_from_slice(flags);
+    let (cmd, out) = cc::compile_c("tests/c/prio3.c", &exe, &all);
     (cmd, out, exe)
 }
 

@@ -1,7 +1,7 @@
 //! Building and running C programs in the tests: the system compilers, and the libraries this `cargo test` built.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The C compiler: `$CC`, else `cc`.
 pub fn compiler() -> String {
@@ -53,4 +53,39 @@ pub fn run(cmd: &mut Command, what: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A folder of this test process, `<CARGO_TARGET_TMPDIR>/<name>/<pid>`, empty; the folders of runs over an hour old
+/// under `<name>` are removed.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let parent = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    for e in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+        let age = e.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+        if age.is_some_and(|a| a > std::time::Duration::from_secs(3600)) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let dir = parent.join(std::process::id().to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The C program `source` (a path under the crate) compiled as C99 with every warning an error, `flags`, the
+/// crate's `include/` and its static library, into `exe`: the command and its output.
+pub fn compile_c(source: &str, exe: &Path, flags: &[&str]) -> (Command, Output) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let compiler = compiler();
+    let mut cmd = Command::new(&compiler);
+    cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1"])
+        .args(flags)
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join(source))
+        .arg(static_library())
+        .args(native_static_libs())
+        .arg("-o")
+        .arg(exe);
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {compiler:?}: {e}"));
+    (cmd, out)
 }
