@@ -160,7 +160,10 @@ def noisy_cdfs(draw):
     start = draw(st.floats(-1e3, 1e3))
     edges = start + np.concatenate(([0.0], np.cumsum(widths)))
     p = np.array(draw(st.lists(st.floats(-0.3, 1.0), min_size=k, max_size=k)))
-    var = np.array(draw(st.lists(st.floats(0.0, 0.05), min_size=k, max_size=k)))
+    # a fraction's variance from n reports is of order 1/n or more: never below 1e-100, let alone subnormal (whose
+    # products underflow to 0 in the covariance while the variances alone do not: two different intervals)
+    var = np.array(draw(st.lists(st.floats(0.0, 0.05).map(lambda v: 0.0 if v < 1e-100 else v), min_size=k,
+                                 max_size=k)))
     qs = draw(st.lists(st.floats(1e-6, 1 - 1e-6), min_size=1, max_size=5))
     return edges, p, var, qs
 
