@@ -16,6 +16,8 @@ pub mod audit;
 pub mod bytes;
 mod client;
 mod cost;
+#[cfg(feature = "prio")]
+pub mod dap;
 pub mod encoder;
 mod error;
 pub mod ffi;

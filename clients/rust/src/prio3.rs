@@ -478,7 +478,7 @@ fn encode_all<T: Encode>(items: &[T]) -> Result<Vec<Vec<u8>>> {
 }
 
 /// Overwrites secret bytes before their memory is freed (best effort, as the OS source's pool does).
-fn wipe(bytes: &mut [u8]) {
+pub(crate) fn wipe(bytes: &mut [u8]) {
     bytes.fill(0);
     // Keeps the compiler from dropping the zeroing as a dead store.
     std::hint::black_box(bytes);
