@@ -41,6 +41,8 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     ├── DataFolderBusyError, RuntimeError    another ldp serve uses the data folder (ldp.collector.datafolder)
     ├── NoThresholdError, ValueError         a shuffler run without a threshold     (ldp.shuffler.stage)
     ├── PrioError, ValueError                a refused Prio3 input, share or proof  (ldp.prio)
+    ├── AggregatorError                      a refused two-aggregator request       (ldp.aggregators)
+    ├── AggregatorMessageError, ValueError   an aggregators' message not decoding   (ldp.aggregators)
     └── MissingExtraError, ImportError       an optional extra is not installed     (ldp.extras)
     LdpWarning (UserWarning)
     ├── SeededRandomnessWarning              a client drawing from a seed           (ldp.randomness)
@@ -68,7 +70,7 @@ __all__ = [
     "ThreadMisuseError", "AggregateFormatError",
     "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
     "WriterClosed", "StorageError", "LeaseLostError", "ConditionalWriteError", "LeaseHeldError", "FoldBusyError",
-    "DataFolderBusyError", "NoThresholdError", "PrioError",
+    "DataFolderBusyError", "NoThresholdError", "PrioError", "AggregatorError", "AggregatorMessageError",
     "MissingExtraError", "OutboxFull", "OptedOutError", "SecretChanged", "SeededRandomnessWarning",
     "PrivacyLeakWarning",
     "ReproductionOnlyWarning", "SeededNoiseWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
@@ -380,6 +382,24 @@ class PrioError(LdpError, ValueError):
     def __reduce__(self) -> tuple[Any, ...]:  # pickling: ``operation`` is not in ``args``
         return type(self), (str(self), self.operation)
 
+
+class AggregatorError(LdpError):
+    """A two-aggregator request refused (:mod:`ldp.aggregators`): ``code`` names why, one of the report errors
+    (:class:`ldp.aggregators.messages.ReportError`: ``report_replayed``, ``vdaf_invalid``, ``batch_collected``, ...)
+    or a request's (``unrecognized_task``, ``batch_too_small``, ``budget_exhausted``, ``batch_mismatch``,
+    ``job_mismatch``, ``unauthorized``, ``helper_unavailable``); ``status`` the HTTP status it answers with."""
+
+    def __init__(self, message: str, code: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code: str = code
+        self.status: int = status
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.code, self.status)
+
+
+class AggregatorMessageError(LdpError, ValueError):
+    """A message between the two aggregators that does not decode (:mod:`ldp.aggregators.messages`)."""
 
 # -- installation ------------------------------------------------------------------------------------------------
 class MissingExtraError(LdpError, ImportError):

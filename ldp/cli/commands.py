@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "ldp.spec.cli",           # spec validate
     "ldp.cli.server",         # aggregate, merge, decode
     "ldp.cli.serve",          # serve
+    "ldp.cli.collect",        # collect
     "ldp.cli.watch",          # watch
     "ldp.cli.shuffle",        # shuffle
     "ldp.cli.privacy",        # privacy

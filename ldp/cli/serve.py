@@ -39,8 +39,16 @@ def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.Argument
                     "and the token_sha256 line for the config; `ldp serve token --analyst` one for an analyst, who "
                     "reads the dashboard and /v1/estimates. TLS: run behind a reverse proxy (see "
                     "docs/collector.md).")
-    srv.add_argument("serve_action", nargs="?", choices=("token",), metavar="token",
-                     help="print a new bearer token and its token_sha256 config line, and exit")
+    srv.add_argument("serve_action", nargs="?", choices=("token", "keygen"), metavar="token|keygen",
+                     help="token: print a new bearer token and its token_sha256 config line, and exit; keygen "
+                          "--out FILE: write an aggregator's new HPKE key pair (two-aggregator mode)")
+    srv.add_argument("--role", choices=("collector", "leader", "helper"), default="collector",
+                     help="collector (default): the collector of docs/collector.md; leader or helper: one of the two "
+                          "aggregators of the two-aggregator mode (Prio3), its config that role's "
+                          "(docs/two-aggregators.md)")
+    srv.add_argument("--out", metavar="FILE", help="with keygen: the key file to create (mode 0600)")
+    srv.add_argument("--config-id", type=number(int, 0, 255), default=1,
+                     help="with keygen: the HPKE config ID (0-255, default 1; a new key takes a new ID)")
     srv.add_argument("--config", "-c", metavar="FILE", help="the collector's TOML config (required to serve)")
     srv.add_argument("--host", default="127.0.0.1",
                      help="address to listen on (default 127.0.0.1; TLS terminates at a reverse proxy)")
@@ -68,6 +76,10 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         if args.serve_action == "token":
             return _token(args.app, analyst=args.analyst)
+        if args.serve_action == "keygen":
+            return _keygen(args.out, args.config_id)
+        if args.role != "collector":
+            return _serve_aggregator(args.config, args.role, args.host, args.port)
         if args.analyst:
             raise ValueError("--analyst goes with token: ldp serve token --analyst")
         if not args.config:
@@ -78,6 +90,44 @@ def serve_command(args: argparse.Namespace) -> int:
         return 3
     except BAD_INPUT as exc:
         return report_error("ldp serve", exc)
+
+
+def _keygen(out: str | None, config_id: int) -> int:
+    """Write a new HPKE key pair for an aggregator (or the collector) and print its public config."""
+    from pathlib import Path
+
+    from ldp import prio
+    from ldp.aggregators.config import save_keypair
+    from ldp.aggregators.task import b64
+
+    if not out:
+        raise ValueError("keygen needs --out FILE (the key file to create)")
+    keypair = prio.HpkeKeypair.generate(config_id)
+    try:
+        save_keypair(Path(out), keypair)
+    except FileExistsError:
+        raise ValueError(f"{out} exists: a key file is never overwritten (remove it first, on purpose)") from None
+    print(f"# wrote {out} (mode 0600); its public HPKE config, base64url:")
+    print(b64(keypair.config.to_bytes()))
+    return 0
+
+
+def _serve_aggregator(config_path: str | None, role: str, host: str, port: int) -> int:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(f"ldp serve --role {role} needs starlette and uvicorn: {pip_install('serve')} ({exc})"
+                          ) from None
+    from ldp.aggregators.config import load_config
+    from ldp.aggregators.service import serve
+
+    if not config_path:
+        raise ValueError(f"--config FILE is required (the {role}'s TOML config)")
+    if not _is_loopback(host):
+        print(f"ldp serve: warning: listening on {host}, not a loopback address: put a TLS-terminating reverse "
+              "proxy in front (tokens travel in the Authorization header)", file=sys.stderr)
+    return serve(load_config(config_path, role), host, port)
 
 
 def _token(app: str | None, analyst: bool = False) -> int:

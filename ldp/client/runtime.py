@@ -41,6 +41,7 @@ from ldp.errors import (
     OptedOutError,
     OutboxFull,
     Refusal,
+    RefusalValueError,
     StateError,
     ThreadMisuseError,
     UploadProtocolError,
@@ -134,6 +135,12 @@ class TelemetryClient:
         if metric not in self.spec.metrics:
             raise ValueError(f"no metric {metric!r} in collection {self.spec.name!r} "
                              f"(metrics: {', '.join(self.spec.metrics)})")
+        if (trust := self.spec.metric(metric).trust).startswith("two-aggregator"):
+            raise RefusalValueError(
+                f"metric {metric!r} is collected in the two-aggregator mode (trust {trust!r}): its value is secret-"
+                "shared between two aggregators, never sent randomized to one collector; this client does not build "
+                "those reports yet (the native client's ldp_client::dap does)", "trust_model", metric=metric,
+                trust=trust)
         params = self.spec.params(metric)
         encoder_type = client_protocols()[params.protocol][1]
         extra: dict[str, Any] = {}

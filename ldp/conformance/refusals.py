@@ -69,6 +69,9 @@ CODES: Mapping[str, Code] = {
                                ("attributes",), of="values"),
     "unknown_attributes": Code("a record has `attributes` the protocol does not have (sorted)", ("attributes",),
                                of="values"),
+    "trust_model": Code("the spec sends the values of `metric` to the two-aggregator mode (`trust`: "
+                        "`two-aggregator` or `two-aggregator+local`), whose reports this client does not build: "
+                        "nothing is recorded", ("metric", "trust"), of="values"),
 }
 """Every code, with its fields. Any code may carry ``attribute`` where the refusal is of one attribute of a ``multi``
 (its parameters, or its value in a record): the attribute's own refusal, its code and fields kept."""

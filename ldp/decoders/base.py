@@ -96,11 +96,15 @@ class Aggregate(ABC):
         self._init_state()
 
     @classmethod
-    def from_sums(cls: type[A], params: Any, sums: Any, n: int) -> A:
+    def from_sums(cls: type[A], params: Any, sums: Any, n: int, *, noisy: bool = False) -> A:
         """The aggregate of ``n`` reports whose summed Prio3 measurements are ``sums`` — the two-aggregator mode's
         result (:mod:`ldp.encoders.base_vdaf`): the state array the protocol's :meth:`~ldp.encoders.base.
         ProtocolParams.prio3_fit` names, filled; the same aggregate folding those reports makes (tested).
-        ``ValueError`` for a protocol that does not fit, sums of the wrong length, or counts outside ``[0, n]``."""
+        ``ValueError`` for a protocol that does not fit, sums of the wrong length, or counts outside ``[0, n]``.
+        ``noisy``: the sums carry the aggregators' central noise (:mod:`ldp.privacy.share_noise`), so a sum may be
+        below 0 or above ``n`` and a histogram's need not add up to ``n``: only their size is checked; the
+        protocol's estimator is linear in them, so its estimate stays unbiased (its standard errors then lack the
+        noise's variance: :mod:`ldp.aggregators.collect` adds it)."""
         fit = params.prio3_fit()
         if fit is None:
             raise ValueError(f"{params.protocol} does not fit in Prio3: no two-aggregator aggregate")
@@ -111,9 +115,10 @@ class Aggregate(ABC):
         state = getattr(agg, fit.state)
         if values.shape != (fit.length,) or state.shape != (fit.length,):
             raise ValueError(f"{fit.vdaf} sums of {params.protocol} hold {fit.length} entries, got {values.shape}")
-        if any(not isinstance(v, int | np.integer) or not 0 <= int(v) <= n for v in values):
-            raise ValueError(f"each sum must be an integer in [0, n={n}] (a debiased share? a wrap-around?)")
-        if fit.vdaf == "Prio3Histogram" and sum(int(v) for v in values) != n:
+        low, high = (-MAX_COUNT, MAX_COUNT) if noisy else (0, n)
+        if any(not isinstance(v, int | np.integer) or not low <= int(v) <= high for v in values):
+            raise ValueError(f"each sum must be an integer in [{low}, {high}] (a debiased share? a wrap-around?)")
+        if not noisy and fit.vdaf == "Prio3Histogram" and sum(int(v) for v in values) != n:
             raise ValueError(f"a Prio3Histogram of n={n} one-hot reports sums to n, got {sum(int(v) for v in values)}")
         state[:] = np.asarray([int(v) for v in values], dtype=state.dtype)
         agg.n = n

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ldp.encoders.base import ProtocolParams
 
 __all__ = ["SPEC_VERSION", "NAME_RE", "SpecError", "Budget", "UploadPolicy", "CentralTarget", "Release", "MetricSpec",
-           "parse_document", "digest", "MAX_TARGET_WINDOWS"]
+           "parse_document", "digest", "MAX_TARGET_WINDOWS", "TRUST_MODELS"]
 
 SPEC_VERSION = 1
 MAX_SECONDS = int(MAX_CLOCK)
@@ -110,6 +110,13 @@ class Release:
         return out if self.central is None else {**out, "central": self.central.to_dict()}
 
 
+TRUST_MODELS = ("local", "shuffle", "two-aggregator", "two-aggregator+local")
+"""Whom a metric's guarantee trusts (docs/trust-models.md): ``local`` (no one: each report is randomized on the
+device), ``shuffle`` (the shuffler, for a central ε by amplification), ``two-aggregator`` (two non-colluding
+aggregators: the exact value secret-shared with Prio3, noised centrally), ``two-aggregator+local`` (the same, with
+the protocol's randomization on the device first: a local ε even if both aggregators collude)."""
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """One metric: its protocol parameters, budget, candidate dictionary location, description and (when it
@@ -121,6 +128,7 @@ class MetricSpec:
     candidates: str | None = None
     description: str = ""
     release: Release | None = None
+    trust: str = "local"
 
     @property
     def protocol(self) -> str:
@@ -144,6 +152,8 @@ class MetricSpec:
             out["candidates"] = self.candidates
         if self.description:
             out["description"] = self.description
+        if self.trust != "local":  # the default is left out: specs written before the field keep their fingerprints
+            out["trust"] = self.trust
         if release and self.release is not None:
             out["release"] = self.release.to_dict()
         return out
@@ -306,7 +316,7 @@ def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | No
     path = _join("metrics", name)
     if not METRIC_RE.match(name):
         ck.fail(path, "metric names match [a-z][a-z0-9_]{0,31}")
-    if ck.obj(raw, path, {"protocol", "params", "budget"}, {"candidates", "description", "release"}) is None:
+    if ck.obj(raw, path, {"protocol", "params", "budget"}, {"candidates", "description", "release", "trust"}) is None:
         return None
     params = _params(ck, raw["protocol"], raw["params"], path) if {"protocol", "params"} <= raw.keys() else None
     bpath = _join(path, "budget")
@@ -338,9 +348,16 @@ def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | No
     if not isinstance(description, str):
         ck.fail(_join(path, "description"), f"must be a string, got {_kind(description)}")
     release = ck.release(raw["release"], _join(path, "release")) if "release" in raw else None
+    trust = raw.get("trust", "local")
+    if trust not in TRUST_MODELS:
+        ck.fail(_join(path, "trust"), f"must be one of {', '.join(TRUST_MODELS)}, got {trust!r}")
+    elif trust.startswith("two-aggregator") and params is not None and params.prio3_fit() is None:
+        ck.fail(_join(path, "trust"), f"{params.protocol} does not fit in Prio3 (rr, grr, sue and oue do): "
+                                      "no two-aggregator mode for it")
     if params is None or budget is None or budget.per_report is None:
         return None
-    return MetricSpec(name, params, budget, candidates, description if isinstance(description, str) else "", release)
+    return MetricSpec(name, params, budget, candidates, description if isinstance(description, str) else "", release,
+                      trust if trust in TRUST_MODELS else "local")
 
 
 def parse_document(data: Any, source: str = "spec") -> dict[str, Any]:

@@ -35,7 +35,7 @@ from typing import BinaryIO
 from ldp.storage.base import ObjectStat, Store, StoreWrapper
 
 __all__ = ["Role", "RoleStore", "replica_role", "shuffler_role", "analyst_role", "incoming", "shuffler_prefix",
-           "segments_prefix"]
+           "segments_prefix", "AGGREGATOR_ROLES", "aggregator_prefix", "aggregator_role"]
 
 
 def incoming(app: str, replica: str | None = None) -> str:
@@ -89,6 +89,24 @@ def shuffler_role(app: str) -> Role:
 def analyst_role(app: str | None = None) -> Role:
     """An analyst's (of ``app``, or of every app): segments, read only."""
     return Role(f"analyst of {app or 'every app'}", read=(segments_prefix(app or "*"),))
+
+
+AGGREGATOR_ROLES = ("leader", "helper")
+"""The two aggregators of the two-aggregator mode (:mod:`ldp.aggregators`)."""
+
+
+def aggregator_prefix(role: str) -> str:
+    """``aggregators/<role>/``: everything one aggregator keeps (its reports, jobs, collections)."""
+    if role not in AGGREGATOR_ROLES:
+        raise ValueError(f"an aggregator is the leader or the helper, got {role!r}")
+    return f"aggregators/{role}/"
+
+
+def aggregator_role(role: str) -> Role:
+    """The leader's or the helper's: its own prefix, and nothing else: neither reads the other's shares, even when
+    both are given one store (each normally has its own store and credentials, in its own organisation)."""
+    mine = aggregator_prefix(role)
+    return Role(f"{role} aggregator", read=(mine,), write=(mine,), remove=(mine,))
 
 
 class RoleStore(StoreWrapper):

@@ -26,8 +26,9 @@ from ldp.protocols import client_protocols
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOLS = sorted(client_protocols())
 KIND = {name: params.population_kind for name, (params, _) in client_protocols().items()}
-HELP_ORDER = ("demo", "compare", "spec", "aggregate", "merge", "decode", "serve", "watch", "shuffle", "privacy",
-              "simulate", "plan", "rappor-decode", "sfp-discover", "pem-discover", "ngrams-discover", "associate")
+HELP_ORDER = ("demo", "compare", "spec", "aggregate", "merge", "decode", "serve", "collect", "watch", "shuffle",
+              "privacy", "simulate", "plan", "rappor-decode", "sfp-discover", "pem-discover", "ngrams-discover",
+              "associate")
 ATTRIBUTES = json.dumps([["a", "grr", {"domain_size": 4}], ["b", "piecewise", {"low": 0, "high": 10}]])
 
 

@@ -1,0 +1,161 @@
+"""What one aggregator keeps of one task, in its own store (issue 71, items 3 and 4).
+
+Under ``aggregators/<role>/<task ID in hex>/`` (the role's prefix: :func:`ldp.storage.roles.aggregator_role`):
+
+=====================================  =========================================================================
+``reports/<report ID>.report``         the leader only: each uploaded DAP report, created once (its report ID is
+                                       its name, so a replay cannot be stored twice)
+``jobs/<job ID>.plan.json``            the leader only: an aggregation job's reports, before the helper is asked
+``jobs/<job ID>.json``                 a finished job: its window, the report IDs aggregated, those refused with
+                                       their codes, the job's aggregate share (field elements) and, at the
+                                       helper, the answer it gave (a repeated request gets it again)
+``collections/<window>.json``          a collected window: the report count, the checksum, the noised aggregate
+                                       share sealed to the collector, the noise and its central (ε, δ)
+=====================================  =========================================================================
+
+Every record is written with the store's create-if-absent (:meth:`~ldp.storage.base.Store.create`), once, and
+never changed: a job's share enters a window's aggregate exactly when its record exists, so a process killed
+anywhere counts each report once (before the record: the job is redone, with the same result; after it: the job is
+known and answered from the record). The state in memory (:class:`TaskRecords`) is rebuilt from the records when
+an aggregator starts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ldp.aggregators.messages import xor_checksum
+from ldp.aggregators.task import Task
+from ldp.storage.base import Store
+from ldp.storage.roles import aggregator_prefix
+
+__all__ = ["TaskRecords", "WindowAggregate", "RECORD_FORMAT"]
+
+RECORD_FORMAT = "ldp-aggregator-record/1"
+
+
+@dataclass
+class WindowAggregate:
+    """One window's aggregate so far at one aggregator: its valid reports' count, checksum and aggregate share."""
+
+    count: int = 0
+    checksum: bytes = bytes(32)
+    share: list[int] | None = None
+    rejected: Counter[str] = field(default_factory=Counter)
+
+    def add(self, report_ids: list[bytes], share: list[int], modulus: int) -> None:
+        self.count += len(report_ids)
+        self.checksum = xor_checksum(report_ids, self.checksum)
+        self.share = share if self.share is None else [(a + b) % modulus for a, b in zip(self.share, share,
+                                                                                          strict=True)]
+
+
+class TaskRecords:
+    """One task's records at one aggregator (module docstring), and the state they give: each window's
+    aggregate, the report IDs already prepared, the windows collected, the refusals by code."""
+
+    def __init__(self, store: Store, role: str, task: Task, modulus: int, length: int) -> None:
+        self.store, self.role, self.task = store, role, task
+        self.modulus, self.length = modulus, length
+        self.prefix = f"{aggregator_prefix(role)}{task.key}/"
+        self.windows: dict[int, WindowAggregate] = {}
+        self.prepared: set[bytes] = set()
+        self.collections: dict[int, dict[str, Any]] = {}
+        self.rejected: Counter[str] = Counter()
+        self.jobs: set[str] = set()
+        self.load()
+
+    # -- keys -----------------------------------------------------------------------------------------------
+    def report_key(self, report_id: bytes) -> str:
+        return f"{self.prefix}reports/{report_id.hex()}.report"
+
+    def plan_key(self, job_id: str) -> str:
+        return f"{self.prefix}jobs/{job_id}.plan.json"
+
+    def job_key(self, job_id: str) -> str:
+        return f"{self.prefix}jobs/{job_id}.json"
+
+    def collection_key(self, window: int) -> str:
+        return f"{self.prefix}collections/{window}.json"
+
+    # -- reading ----------------------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Rebuild the state from the store's records."""
+        for key in self.store.list(f"{self.prefix}jobs/"):
+            if key.endswith(".json") and not key.endswith(".plan.json"):
+                self._apply(self.read(key))
+        for key in self.store.list(f"{self.prefix}collections/"):
+            rec = self.read(key)
+            self.collections[int(rec["window"])] = rec
+
+    def read(self, key: str) -> dict[str, Any]:
+        rec = json.loads(self.store.get(key))
+        if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT:
+            raise ValueError(f"{key} is not an {RECORD_FORMAT} record")
+        return rec
+
+    def _apply(self, rec: dict[str, Any]) -> None:
+        window = int(rec["window"])
+        accepted = [bytes.fromhex(r) for r in rec["accepted"]]
+        refused = {bytes.fromhex(r): code for r, code in rec["rejected"].items()}
+        agg = self.windows.setdefault(window, WindowAggregate())
+        if accepted:
+            agg.add(accepted, [int(x) for x in rec["share"]], self.modulus)
+        agg.rejected.update(refused.values())
+        self.rejected.update(refused.values())
+        self.prepared.update(accepted)
+        self.prepared.update(refused)
+        self.jobs.add(str(rec["job"]))
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        """A finished job's record, or ``None``."""
+        try:
+            return self.read(self.job_key(job_id))
+        except FileNotFoundError:
+            return None
+
+    def plans(self) -> list[tuple[str, dict[str, Any]]]:
+        """The leader's planned jobs with no finished record (interrupted: to be redone, in their order)."""
+        out = []
+        for key in self.store.list(f"{self.prefix}jobs/"):
+            if key.endswith(".plan.json"):
+                job_id = key.rsplit("/", 1)[1].removesuffix(".plan.json")
+                if job_id not in self.jobs:
+                    out.append((job_id, self.read(key)))
+        return sorted(out, key=lambda item: (item[1].get("created", 0), item[0]))
+
+    # -- writing -----------------------------------------------------------------------------------------------
+    def write(self, key: str, rec: dict[str, Any]) -> bool:
+        """Create ``key`` holding ``rec`` (with the record format); ``False`` if it exists."""
+        return self.store.create(key, json.dumps({"format": RECORD_FORMAT, **rec}, sort_keys=True).encode())
+
+    def finish_job(self, job_id: str, window: int, accepted: list[bytes], rejected: dict[bytes, str],
+                   share: list[int], **extra: Any) -> dict[str, Any]:
+        """Record a finished job and add it to its window (exactly once: the record is created only if absent,
+        and the state follows the record). Returns the record that is in the store (another process's, if it
+        finished the same job first)."""
+        rec = {"job": job_id, "window": window, "accepted": [r.hex() for r in accepted],
+               "rejected": {r.hex(): code for r, code in rejected.items()}, "share": share, **extra}
+        if self.write(self.job_key(job_id), rec):
+            self._apply({"format": RECORD_FORMAT, **rec})
+            return rec
+        stored = self.read(self.job_key(job_id))
+        if job_id not in self.jobs:
+            self._apply(stored)
+        return stored
+
+    def window(self, window: int) -> WindowAggregate:
+        return self.windows.get(window, WindowAggregate())
+
+    def summary(self) -> dict[str, Any]:
+        """The task's counts for the status page: per window, valid reports and refusals; collected windows."""
+        windows = {}
+        for w in sorted(set(self.windows) | set(self.collections)):
+            agg = self.window(w)
+            windows[str(w)] = {"valid": agg.count, "refused": dict(agg.rejected),
+                               "collected": w in self.collections}
+        return {"task_id": self.task.id_text, "metric": self.task.metric, "app": self.task.app,
+                "refused": dict(self.rejected), "windows": windows}

@@ -1,0 +1,116 @@
+"""``ldp serve --role leader|helper``: an aggregator built from its config and served (issue 71, item 3).
+
+:func:`build` makes the :class:`~ldp.aggregators.leader.Leader` or :class:`~ldp.aggregators.helper.Helper` from an
+:class:`~ldp.aggregators.config.AggregatorConfig` (its own store, opened with its role, so that it can touch only
+``aggregators/<role>/``); :func:`serve` runs it under uvicorn, the leader with a background thread that runs the
+aggregation jobs every ``aggregate_every`` seconds (collections run them too, for their window).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from typing import Any
+
+from ldp.aggregators.config import AggregatorConfig, load_keypair
+from ldp.errors import AggregatorError, StorageError
+
+__all__ = ["build", "create_service", "serve", "Aggregating"]
+
+logger = logging.getLogger("ldp.aggregators")
+
+
+def build(config: AggregatorConfig, *, helper: Any = None) -> Any:
+    """The aggregator of ``config`` (``helper``: the leader's peer, default an HTTP client of ``peer.url``)."""
+    from ldp.aggregators.helper import Helper
+    from ldp.aggregators.http import HelperClient
+    from ldp.aggregators.leader import Leader
+    from ldp.storage import open_store
+    from ldp.storage.roles import RoleStore, aggregator_role
+
+    store = RoleStore(open_store(config.store, config.store_options or None), aggregator_role(config.role))
+    keypair = load_keypair(config.hpke_key)
+    tasks = [e.task for e in config.tasks]
+    keys = {e.task.task_id: e.verify_key for e in config.tasks}
+    if config.role == "helper":
+        return Helper(tasks, store, keypair, keys)
+    assert config.peer_url is not None and config.peer_token is not None
+    peer = helper if helper is not None else HelperClient(config.peer_url, config.peer_token)
+    return Leader(tasks, store, keypair, keys, peer, job_size=config.job_size)
+
+
+class Aggregating:
+    """The leader's background aggregation: every ``every`` seconds, the jobs of every task; a failure (the helper
+    away, the store failing) is logged and tried again at the next turn."""
+
+    def __init__(self, leader: Any, every: float) -> None:
+        self.leader, self.every = leader, every
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="ldp-aggregating", daemon=True)
+
+    def start(self) -> None:
+        if self.every > 0:
+            self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop_event.wait(self.every):
+            try:
+                done = self.leader.aggregate()
+                if done.get("jobs"):
+                    logger.info("aggregated %d jobs: %d reports prepared, %d refused", done["jobs"],
+                                done.get("prepared", 0), done.get("refused", 0))
+            except (AggregatorError, StorageError, OSError) as exc:
+                logger.warning("aggregation run failed (tried again in %g s): %s", self.every, exc)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=60)
+
+
+def create_service(config: AggregatorConfig, *, helper: Any = None) -> Any:
+    """The Starlette app of the aggregator ``config`` describes, its background aggregation started and stopped
+    with the app's lifespan."""
+    import contextlib
+
+    from ldp.aggregators.http import create_app
+
+    aggregator = build(config, helper=helper)
+    app = create_app(aggregator, peer_token_sha256=config.peer_token_sha256,
+                     collector_token_sha256=config.collector_token_sha256)
+    if config.role == "leader":
+        background = Aggregating(aggregator, config.aggregate_every)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_app: Any) -> Any:
+            background.start()
+            try:
+                yield
+            finally:
+                background.stop()
+
+        app.router.lifespan_context = lifespan
+    return app
+
+
+def serve(config: AggregatorConfig, host: str, port: int) -> int:
+    """Serve until SIGTERM/SIGINT; the exit status."""
+    import uvicorn
+
+    app = create_service(config)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                                           lifespan="on"))
+    original_startup = server.startup
+
+    async def startup(sockets: Any = None) -> None:
+        await original_startup(sockets)
+        for s in server.servers:
+            for sock in s.sockets:
+                name = sock.getsockname()
+                print(f"ldp serve: the {config.role} listens on http://{name[0]}:{name[1]} "
+                      f"({len(config.tasks)} task(s), store {config.store})", file=sys.stderr, flush=True)
+
+    server.startup = startup  # type: ignore[method-assign]
+    server.run()
+    return 0 if server.started else 2

@@ -1,0 +1,334 @@
+"""A two-aggregator task: what the leader, the helper and the collector agree on for one metric (issue 71, item 3).
+
+A **task** is DAP's unit: one metric of one collection, measured by one Prio3 type, with one window length, one
+minimum batch size and one noise policy. Its description is public (devices, both aggregators and the collector
+hold the same file, ``ldp-task/1`` JSON, written by ``ldp collect task``); the aggregators' secrets (the verify key
+they share, each one's HPKE private key, their tokens) live in each aggregator's own config, never in the task.
+
+* ``task_id``: 32 random bytes (base64url in the file), DAP's task ID. It is also the VDAF's context string
+  ``ctx`` (VDAF draft 18 §4.2: an application binds its messages to its context), so that a report made for one
+  task never verifies in another.
+* ``vdaf`` and ``vdaf_params``: the Prio3 type and its parameters (the metric's :class:`~ldp.encoders.base_vdaf.
+  Prio3Fit`). ``local``: the metric's protocol parameters when each device randomizes its value before sharing it
+  (the trust model ``two-aggregator+local``: the collector debiases the sums with the protocol's estimator), or
+  ``None`` (the exact value is shared: ``two-aggregator``).
+* ``window_seconds``: reports are batched by the window their time falls in (``time // window_seconds``); each
+  window is collected at most once (:mod:`ldp.aggregators.leader`), so no two queries overlap and no report can be
+  differenced out. ``time_precision``: devices round their report's time down to it (DAP's rounding).
+* ``min_batch_size``: a window is released only when at least that many valid reports are in it (both aggregators
+  check it).
+* ``noise``: what each aggregator adds to its aggregate share (:class:`Noise`), each share's noise alone enough for
+  the stated central guarantee against the collector; ``central``: the optional central target over releases
+  (both aggregators refuse a release beyond it).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ldp.encoders.base_vdaf import PRIO3_TYPES
+from ldp.errors import PrioError
+from ldp.privacy.cost import PrivacyCost
+from ldp.privacy.share_noise import ShareNoise
+
+__all__ = ["TASK_FORMAT", "TASK_ID_SIZE", "NOISE_MECHANISMS", "Noise", "Task", "b64", "unb64", "window_of"]
+
+TASK_FORMAT = "ldp-task/1"
+TASK_ID_SIZE = 32
+NOISE_MECHANISMS = ("none", "laplace", "gaussian")
+MAX_WINDOW_SECONDS = 366 * 86400
+MAX_BATCH_SIZE = 10 ** 9
+
+
+def b64(data: bytes) -> str:
+    """Unpadded base64url (DAP's encoding of IDs in URLs and JSON)."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def unb64(text: str, size: int | None = None, what: str = "value") -> bytes:
+    """The bytes of unpadded (or padded) base64url ``text``; ``ValueError`` naming ``what`` when it is not, or not
+    ``size`` bytes."""
+    if not isinstance(text, str) or not text or any(c not in _B64 for c in text.rstrip("=")):
+        raise ValueError(f"{what} must be base64url text, got {text!r}")
+    try:
+        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError as exc:
+        raise ValueError(f"{what} is not valid base64url: {exc}") from None
+    if size is not None and len(data) != size:
+        raise ValueError(f"{what} must be {size} bytes, got {len(data)}")
+    return data
+
+
+_B64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def window_of(time: int, window_seconds: int) -> int:
+    """The start (seconds) of the window ``time`` falls in."""
+    return time - time % window_seconds
+
+
+@dataclass(frozen=True)
+class Noise:
+    """One aggregator's noise on its aggregate share: ``none``, ``laplace`` (ε-DP, discrete Laplace) or
+    ``gaussian`` ((ε, δ)-DP, discrete Gaussian), calibrated by :class:`~ldp.privacy.share_noise.ShareNoise` to the
+    task's sensitivity (one device's measurement replaced by another: :meth:`Task.sensitivity`)."""
+
+    mechanism: str = "none"
+    epsilon: float | None = None
+    delta: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in NOISE_MECHANISMS:
+            raise ValueError(f"noise mechanism must be one of {', '.join(NOISE_MECHANISMS)}, got {self.mechanism!r}")
+        if self.mechanism == "none":
+            if self.epsilon is not None or self.delta is not None:
+                raise ValueError("noise 'none' takes no epsilon or delta")
+            return
+        eps = self.epsilon
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps) or eps <= 0:
+            raise ValueError(f"noise epsilon must be a finite number > 0, got {eps!r}")
+        if self.mechanism == "laplace" and self.delta not in (None, 0):
+            raise ValueError("laplace noise is pure ε-DP: it takes no delta")
+        if self.mechanism == "gaussian":
+            d = self.delta
+            if isinstance(d, bool) or not isinstance(d, int | float) or not 0 < d < 1:
+                raise ValueError(f"gaussian noise needs a delta in (0, 1), got {d!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> Noise:
+        """``none``, ``laplace:EPS`` or ``gaussian:EPS:DELTA`` (the command line's form)."""
+        parts = text.split(":")
+        try:
+            numbers = [float(p) for p in parts[1:]]
+        except ValueError:
+            raise ValueError(f"noise is none, laplace:EPS or gaussian:EPS:DELTA, got {text!r}") from None
+        if parts[0] == "none" and not numbers:
+            return cls()
+        if parts[0] == "laplace" and len(numbers) == 1:
+            return cls("laplace", numbers[0])
+        if parts[0] == "gaussian" and len(numbers) == 2:
+            return cls("gaussian", numbers[0], numbers[1])
+        raise ValueError(f"noise is none, laplace:EPS or gaussian:EPS:DELTA, got {text!r}")
+
+    def share_noise(self, sensitivity_l1: float, sensitivity_l2: float) -> ShareNoise | None:
+        """The calibrated noise (``None`` for ``none``)."""
+        if self.mechanism == "laplace":
+            assert self.epsilon is not None
+            return ShareNoise.laplace(self.epsilon, sensitivity_l1)  # type: ignore[arg-type]
+        if self.mechanism == "gaussian":
+            assert self.epsilon is not None and self.delta is not None
+            return ShareNoise.gaussian(self.epsilon, self.delta, sensitivity_l2)
+        return None
+
+    @property
+    def cost(self) -> PrivacyCost | None:
+        """The central guarantee of one release against the collector (one honest aggregator), ``None`` without
+        noise (the collector sees the exact sums)."""
+        if self.mechanism == "none":
+            return None
+        return PrivacyCost(float(self.epsilon or 0), float(self.delta or 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mechanism": self.mechanism}
+        if self.epsilon is not None:
+            out["epsilon"] = self.epsilon
+        if self.delta is not None:
+            out["delta"] = self.delta
+        return out
+
+    def __str__(self) -> str:
+        if self.mechanism == "none":
+            return "none"
+        return f"{self.mechanism}(ε={self.epsilon:g}" + (f", δ={self.delta:g})" if self.delta else ")")
+
+
+@dataclass(frozen=True)
+class Task:
+    """A two-aggregator task (module docstring). Build one with :meth:`from_dict` / :meth:`load`, or
+    :meth:`for_metric` from a collection spec."""
+
+    task_id: bytes
+    app: str
+    metric: str
+    vdaf: str
+    vdaf_params: dict[str, int]
+    window_seconds: int
+    min_batch_size: int
+    noise: Noise
+    leader_url: str
+    helper_url: str
+    collector_hpke_config: bytes
+    time_precision: int = 1
+    local: dict[str, Any] | None = None
+    central: PrivacyCost | None = None
+    spec_fingerprint: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.task_id, bytes) or len(self.task_id) != TASK_ID_SIZE:
+            raise ValueError(f"task_id must be {TASK_ID_SIZE} bytes")
+        if self.vdaf not in PRIO3_TYPES:
+            raise ValueError(f"vdaf must be one of {', '.join(PRIO3_TYPES)}, got {self.vdaf!r}")
+        need = {"Prio3Count": set(), "Prio3Sum": {"max_measurement"}, "Prio3SumVec": {"length", "max_measurement"},
+                "Prio3Histogram": {"length"}}[self.vdaf]
+        if set(self.vdaf_params) != need or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
+                                                for v in self.vdaf_params.values()):
+            raise ValueError(f"{self.vdaf} takes the positive integer parameters {sorted(need) or 'none'}, "
+                             f"got {self.vdaf_params!r}")
+        for name, value, top in (("window_seconds", self.window_seconds, MAX_WINDOW_SECONDS),
+                                 ("time_precision", self.time_precision, self.window_seconds),
+                                 ("min_batch_size", self.min_batch_size, MAX_BATCH_SIZE)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+                raise ValueError(f"{name} must be an integer in [1, {top}], got {value!r}")
+        if self.window_seconds % self.time_precision:
+            raise ValueError(f"time_precision ({self.time_precision}) must divide window_seconds "
+                             f"({self.window_seconds}): a rounded time stays in its window")
+        for name, url in (("leader_url", self.leader_url), ("helper_url", self.helper_url)):
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise ValueError(f"{name} must be an http(s) URL, got {url!r}")
+
+    # -- the VDAF ---------------------------------------------------------------------------------------------
+    def prio3(self) -> Any:
+        """The task's :mod:`ldp.prio` object, its context string the task ID (``MissingExtraError`` without the
+        binding)."""
+        from ldp import prio
+
+        return getattr(prio, self.vdaf)(ctx=self.task_id, **self.vdaf_params)
+
+    @property
+    def length(self) -> int:
+        """Entries of the aggregate."""
+        return int(self.vdaf_params.get("length", 1))
+
+    def sensitivity(self) -> tuple[float, float]:
+        """(L1, L2) change of the aggregate when one device's measurement is replaced by another: Count 1;
+        Sum m; Histogram 2 and √2 (one bucket down, one up); SumVec ``length·m`` and ``√length·m``."""
+        m = self.vdaf_params.get("max_measurement", 1)
+        if self.vdaf == "Prio3Histogram":
+            return 2.0, math.sqrt(2.0)
+        if self.vdaf == "Prio3SumVec":
+            return float(self.length * m), math.sqrt(self.length) * m
+        return float(m), float(m)
+
+    def share_noise(self) -> ShareNoise | None:
+        """Each aggregator's noise, calibrated (``None``: no noise)."""
+        return self.noise.share_noise(*self.sensitivity())
+
+    def window(self, time: int) -> int:
+        """The start of the window a report's ``time`` falls in."""
+        return window_of(time, self.window_seconds)
+
+    @property
+    def id_text(self) -> str:
+        """The task ID, base64url (as in URLs)."""
+        return b64(self.task_id)
+
+    @property
+    def key(self) -> str:
+        """The task ID in hex: its folder name in an aggregator's store."""
+        return self.task_id.hex()
+
+    @property
+    def trust(self) -> str:
+        """``two-aggregator+local`` when devices randomize first, else ``two-aggregator``."""
+        return "two-aggregator+local" if self.local is not None else "two-aggregator"
+
+    def local_params(self) -> Any:
+        """The local protocol's parameters (``None`` without local noise)."""
+        if self.local is None:
+            return None
+        from ldp.protocols.registry import params_from_dict
+
+        return params_from_dict(self.local)
+
+    def local_cost(self) -> PrivacyCost | None:
+        """What one report costs locally (against both aggregators together): ``None`` without local noise."""
+        params = self.local_params()
+        return None if params is None else params.privacy_cost
+
+    # -- the file -----------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "format": TASK_FORMAT, "task_id": self.id_text, "app": self.app, "metric": self.metric,
+            "vdaf": {"type": self.vdaf, **self.vdaf_params}, "window_seconds": self.window_seconds,
+            "time_precision": self.time_precision, "min_batch_size": self.min_batch_size,
+            "noise": self.noise.to_dict(), "leader_url": self.leader_url, "helper_url": self.helper_url,
+            "collector_hpke_config": b64(self.collector_hpke_config), "local": self.local,
+        }
+        if self.central is not None:
+            out["central"] = self.central.to_dict()
+        if self.spec_fingerprint:
+            out["spec_fingerprint"] = self.spec_fingerprint
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Task:
+        """A task from its document; ``ValueError`` naming the first problem."""
+        if not isinstance(data, dict) or data.get("format") != TASK_FORMAT:
+            raise ValueError(f"not an {TASK_FORMAT} task document")
+        known = {"format", "task_id", "app", "metric", "vdaf", "window_seconds", "time_precision", "min_batch_size",
+                 "noise", "leader_url", "helper_url", "collector_hpke_config", "local", "central",
+                 "spec_fingerprint"}
+        if unknown := sorted(set(data) - known):
+            raise ValueError(f"unknown task fields: {', '.join(unknown)}")
+        try:
+            vdaf = dict(data["vdaf"])
+            kind = vdaf.pop("type")
+            noise = Noise(**data["noise"])
+            central = data.get("central")
+            return cls(task_id=unb64(data["task_id"], TASK_ID_SIZE, "task_id"), app=str(data["app"]),
+                       metric=str(data["metric"]), vdaf=kind, vdaf_params=vdaf,
+                       window_seconds=data["window_seconds"], time_precision=data.get("time_precision", 1),
+                       min_batch_size=data["min_batch_size"], noise=noise, leader_url=data["leader_url"],
+                       helper_url=data["helper_url"],
+                       collector_hpke_config=unb64(data["collector_hpke_config"], None, "collector_hpke_config"),
+                       local=data.get("local"), central=None if central is None else PrivacyCost.from_dict(central),
+                       spec_fingerprint=str(data.get("spec_fingerprint", "")))
+        except KeyError as exc:
+            raise ValueError(f"the task document lacks {exc}") from None
+        except TypeError as exc:
+            raise ValueError(f"a malformed task document: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Task:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not JSON ({exc})") from None
+        try:
+            return cls.from_dict(data)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def for_metric(cls, spec: Any, metric: str, *, leader_url: str, helper_url: str, collector_hpke_config: bytes,
+                   min_batch_size: int, noise: Noise, local: bool | None = None, time_precision: int | None = None,
+                   task_id: bytes | None = None) -> Task:
+        """The task of ``metric`` in the collection ``spec``: its Prio3 type from the protocol's fit, its window,
+        its central target; ``local`` (default: the spec's trust model) whether devices randomize first."""
+        m = spec.metric(metric)
+        fit = m.params.prio3_fit()
+        if fit is None:
+            raise PrioError(f"{m.protocol} does not fit in Prio3 (rr, grr, sue and oue do): metric {metric!r} "
+                            "cannot use the two-aggregator mode", operation="task")
+        trust = getattr(m, "trust", "local")
+        if local is None:
+            local = trust == "two-aggregator+local"
+        target = spec.release_for(metric).central
+        return cls(task_id=task_id or secrets.token_bytes(TASK_ID_SIZE), app=spec.name, metric=metric,
+                   vdaf=fit.vdaf, vdaf_params=dict(fit.params), window_seconds=spec.window_seconds,
+                   time_precision=time_precision or spec.window_seconds, min_batch_size=min_batch_size, noise=noise,
+                   leader_url=leader_url, helper_url=helper_url, collector_hpke_config=collector_hpke_config,
+                   local={"protocol": m.protocol, "params": m.params.to_dict()} if local else None,
+                   central=None if target is None else PrivacyCost(target.epsilon, target.delta),
+                   spec_fingerprint=spec.fingerprint)

@@ -1,0 +1,167 @@
+"""``ldp collect``: the collector of the two-aggregator mode (issue 71).
+
+* ``ldp collect task --spec SPEC --metric M --leader URL --helper URL --collector-key KEY --min-batch-size N
+  --noise laplace:1 --out TASK [--verify-key FILE]``: write a metric's public task file (and a new verify key for the
+  two aggregators);
+* ``ldp collect keygen --out KEY``: the collector's HPKE key pair (its public config goes into the task);
+* ``ldp collect --task TASK --key KEY --token-file F --window START [--out FILE]``: ask the leader for a window,
+  open the two aggregate shares, add them, debias, print the estimates with both guarantees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "collect_command", "parse_window"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``collect`` to the ``ldp`` subcommands."""
+    from ldp.cli.support import number
+
+    p = subparsers.add_parser(
+        "collect", help="the two-aggregator mode's collector: a window's result from the leader (and `task`, `keygen`)",
+        description="Collect a window of a two-aggregator task from its leader: both aggregators' noised aggregate "
+                    "shares, sealed to this collector's key, are opened and added, and the estimates printed with "
+                    "their central guarantee (and the local one, when devices randomize first). `ldp collect task` "
+                    "writes a metric's task file; `ldp collect keygen` the collector's key pair. See "
+                    "docs/two-aggregators.md.")
+    p.add_argument("collect_action", nargs="?", choices=("task", "keygen"), metavar="task|keygen",
+                   help="task: write a task file; keygen: write the collector's HPKE key pair")
+    p.add_argument("--task", metavar="FILE", help="the task file (collecting)")
+    p.add_argument("--key", metavar="FILE", help="the collector's HPKE key file (collecting)")
+    p.add_argument("--token-file", metavar="FILE", help="the collector's bearer token for the leader (collecting)")
+    p.add_argument("--leader", metavar="URL", help="the leader's URL (task: required; collecting: the task's)")
+    p.add_argument("--window", action="append", metavar="START",
+                   help="a window to collect: its start, in seconds since the epoch or ISO 8601 UTC (repeatable)")
+    p.add_argument("--out", metavar="FILE", help="task/keygen: the file to write; collecting: the JSON result file")
+    p.add_argument("--spec", metavar="FILE", help="task: the collection spec")
+    p.add_argument("--metric", metavar="NAME", help="task: the metric")
+    p.add_argument("--helper", metavar="URL", help="task: the helper's URL")
+    p.add_argument("--collector-key", metavar="FILE", help="task: the collector's key file (its public config)")
+    p.add_argument("--min-batch-size", type=number(int, 1, 10 ** 9), help="task: the fewest valid reports a "
+                   "window is released with")
+    p.add_argument("--noise", default="laplace:1", help="task: each aggregator's noise: none, laplace:EPS or "
+                   "gaussian:EPS:DELTA (default laplace:1)")
+    local = p.add_mutually_exclusive_group()
+    local.add_argument("--local", dest="local", action="store_true", default=None,
+                       help="task: devices randomize with the metric's protocol first (default: the spec's trust)")
+    local.add_argument("--no-local", dest="local", action="store_false", help="task: devices share the exact value")
+    p.add_argument("--time-precision", type=number(int, 1, 366 * 86400), help="task: seconds report times are "
+                   "rounded down to (default the window)")
+    p.add_argument("--verify-key", metavar="FILE", help="task: also create FILE (mode 0600) with a new verify key "
+                   "for the two aggregators")
+    p.set_defaults(handler=collect_command)
+
+
+def parse_window(text: str) -> int:
+    """A window start: seconds since the epoch, or an ISO 8601 date/time (UTC unless it says otherwise)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"--window: seconds since the epoch or ISO 8601, got {text!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp())
+
+
+def collect_command(args: argparse.Namespace) -> int:
+    from ldp.cli.support import BAD_INPUT, report_error
+    from ldp.errors import AggregatorError
+
+    try:
+        if args.collect_action == "keygen":
+            from ldp.cli.serve import _keygen
+
+            return _keygen(args.out, 1)
+        if args.collect_action == "task":
+            return _task(args)
+        return _collect(args)
+    except AggregatorError as exc:
+        print(f"ldp collect: error: {exc} [{exc.code}]", file=sys.stderr)
+        return 3 if exc.code in ("helper_unavailable",) else 2
+    except BAD_INPUT as exc:
+        return report_error("ldp collect", exc)
+
+
+def _need(args: argparse.Namespace, *names: str) -> None:
+    missing = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) in (None, "")]
+    if missing:
+        raise ValueError(f"{' '.join(missing)} required")
+
+
+def _task(args: argparse.Namespace) -> int:
+    import secrets
+
+    from ldp.aggregators.config import load_keypair, write_secret
+    from ldp.aggregators.task import Noise, Task, b64
+    from ldp.spec import CollectionSpec
+
+    _need(args, "spec", "metric", "leader", "helper", "collector_key", "min_batch_size", "out")
+    spec = CollectionSpec.load(args.spec)
+    keypair = load_keypair(Path(args.collector_key))
+    task = Task.for_metric(spec, args.metric, leader_url=args.leader, helper_url=args.helper,
+                           collector_hpke_config=keypair.config.to_bytes(), min_batch_size=args.min_batch_size,
+                           noise=Noise.parse(args.noise), local=args.local, time_precision=args.time_precision)
+    out = Path(args.out)
+    if out.exists():
+        raise ValueError(f"{out} exists: a task is never overwritten (its ID is the devices' and the aggregators')")
+    task.save(out)
+    print(f"wrote {out}: task {task.id_text} for {task.app}/{task.metric}, {task.vdaf} {task.vdaf_params}, "
+          f"{task.trust}, noise {task.noise}, minimum batch {task.min_batch_size}")
+    if args.verify_key:
+        write_secret(Path(args.verify_key), b64(secrets.token_bytes(32)) + "\n")
+        print(f"wrote {args.verify_key} (mode 0600): give it to both aggregators, and to no one else")
+    return 0
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from ldp.aggregators.collect import open_collection
+    from ldp.aggregators.config import load_keypair, read_secret
+    from ldp.aggregators.http import LeaderClient
+    from ldp.aggregators.task import Task
+
+    _need(args, "task", "key", "token_file", "window")
+    task = Task.load(args.task)
+    keypair = load_keypair(Path(args.key))
+    token = read_secret(Path(args.token_file), "--token-file")
+    client = LeaderClient(args.leader or task.leader_url, token)
+    results = []
+    for text in args.window:
+        window = parse_window(text)
+        collection = open_collection(task, keypair, client.collect(task.task_id, window))
+        doc = collection.to_dict()
+        results.append(doc)
+        _print(doc)
+    if args.out:
+        Path(args.out).write_text(json.dumps(results if len(results) > 1 else results[0], indent=2) + "\n",
+                                  encoding="utf-8")
+    return 0
+
+
+def _print(doc: dict[str, Any]) -> None:
+    central = doc["central"]
+    when = dt.datetime.fromtimestamp(doc["window"], dt.UTC).isoformat().replace("+00:00", "Z")
+    rel, over = central["release"], central["over_releases"]
+    print(f"{doc['app']}/{doc['metric']} window {when}: n = {doc['n']:,} ({doc['trust']})")
+    if rel:
+        print(f"  central: this release ε = {rel['epsilon']:g}" + (f", δ = {rel['delta']:g}" if rel["delta"] else ""),
+              end="")
+    else:
+        print("  central: no noise: the collector sees the exact sums (no central guarantee)", end="")
+    if over:
+        print(f"; over {central['releases']} release(s) ε = {over['epsilon']:.4g}, δ = {over['delta']:g}", end="")
+    print()
+    local = doc["local"]
+    print(f"  local: ε = {local['epsilon']:g} per report, even if both aggregators collude" if local
+          else "  local: none (both aggregators together could see each measurement)")
+    width = max(len(i) for i in doc["items"])
+    for item, count, se in zip(doc["items"], doc["count"], doc["std_error"], strict=True):
+        print(f"  {item:>{width}}  {count:14,.1f}  ± {se:,.1f}")
