@@ -42,7 +42,17 @@ from ldp.errors import AggregatorError, PrioError
 from ldp.storage.base import Store
 from ldp.storage.roles import RoleStore, aggregator_role
 
-__all__ = ["Aggregator", "Helper", "JOB_ID_RE"]
+__all__ = ["Aggregator", "Helper", "JOB_ID_RE", "at"]
+
+_fault: Any = None
+"""The crash tests' hook, called at each named point (``None``: nothing happens)."""
+
+
+def at(point: str) -> None:
+    """A named point of an aggregator's work (``helper_job_recorded``: a job's record is in the store, its answer
+    not yet sent; ``leader_job_planned``, ``leader_job_answered``): the crash tests kill the process here."""
+    if _fault is not None:
+        _fault(point)
 
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 """An aggregation job's ID: 16 to 64 base64url characters (DAP: 16 random bytes)."""
@@ -156,6 +166,7 @@ class Helper(Aggregator):
         response = AggregationJobResp(tuple(results)).to_bytes()
         rec = records.finish_job(job_id, init.window, accepted, refused, sum_shares(vdaf, outputs),
                                  request_sha256=digest, response=response.hex())
+        at("helper_job_recorded")
         return bytes.fromhex(rec["response"])
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:

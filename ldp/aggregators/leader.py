@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from ldp.aggregators.helper import Aggregator
+from ldp.aggregators.helper import Aggregator, at
 from ldp.aggregators.messages import (
     MAX_JOB_REPORTS,
     AggregateShareReq,
@@ -162,6 +162,7 @@ class Leader(Aggregator):
                 plan = {"job": job_id, "window": w, "reports": [r.hex() for r in chunk], "created": self.clock()}
                 records.write(records.plan_key(job_id), plan)
                 self.planned[task_id].update(chunk)
+                at("leader_job_planned")
                 totals.update(self._run_job(task, records, job_id, w, chunk))
         return totals
 
@@ -207,6 +208,7 @@ class Leader(Aggregator):
                     refused[r.report_id] = ReportError.vdaf_invalid.code
                 else:
                     accepted.append(r.report_id)
+            at("leader_job_answered")
         records.finish_job(job_id, window, accepted, refused, sum_shares(vdaf, outputs))
         return Counter(prepared=len(accepted), refused=len(refused), jobs=1)
 

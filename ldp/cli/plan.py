@@ -35,6 +35,9 @@ def register(sub: Any) -> None:
     pl.add_argument("--target-se", type=positive_float,
                     help="solve for the n giving this standard error of a fraction (of a mean: in the values' units)")
     pl.add_argument("--recommend", action="store_true", help="rank every protocol for --epsilon and --d")
+    pl.add_argument("--trust-models", action="store_true",
+                    help="compare the trust models (local, shuffle, two aggregators, two aggregators with local noise) "
+                         "at central --epsilon for --n users and --d values, and say which to choose")
     pl.add_argument("--mean", action="store_true",
                     help="with --recommend: rank the mean mechanisms for --epsilon (bounds: --param low=, high=)")
     add_numeric_options(pl, simulate=False)
@@ -48,6 +51,14 @@ def plan_command(args: argparse.Namespace) -> int:
     """Run ``ldp plan``: the plan of the protocol's kind module (``plan_text``; ``--mean``: the mean mechanisms'),
     which refuses the options its plans do not use."""
     protocol = protocol_of(args, required=False)
+    if args.trust_models:
+        from ldp.plan.trust import plan_trust_text
+
+        if protocol is not None or args.recommend or args.shuffled is not None:
+            raise ValueError("--trust-models compares the models for --n, --d and --epsilon: no protocol, "
+                             "--recommend or --shuffled with it")
+        output(plan_trust_text(args))
+        return 0
     check_own_options(protocol, args)
     check_shuffle_options(args)
     output(kind_module(protocol, numbers=args.mean).plan_text(args))
