@@ -6,7 +6,9 @@
 import { build } from "esbuild";
 import { gzipSync } from "node:zlib";
 
-const TARGETS = { one_metric_grr_page: 18 * 1024, browser_client: 48 * 1024 };
+// The GRR page's target was 18 KiB until the spec's `trust` key (checked, fingerprinted, and a two-aggregator
+// metric refused on record), about 250 bytes gzipped, took the page past it.
+const TARGETS = { one_metric_grr_page: 18.5 * 1024, browser_client: 48 * 1024 };
 
 const GRR_PAGE = `
 import { CollectionSpec, IndexedDBStore, TelemetryClient } from "./src/lite.ts";

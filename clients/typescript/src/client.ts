@@ -10,7 +10,7 @@
  * past it is an `OutboxFullError`, nothing charged); `optOut` deletes what collection left on the device and stops
  * it until `optIn`; queries write nothing; a store whose state is gone while traces remain refuses to open.
  */
-import { ALL_METRICS, BudgetExceeded, LdpRefusal, OptedOutError, OutboxFullError } from "./errors.js";
+import { ALL_METRICS, BudgetExceeded, LdpRefusal, LdpValueError, OptedOutError, OutboxFullError } from "./errors.js";
 import { CryptoRandomSource, RandomSource } from "./random.js";
 import { fromHex, toHex } from "./bytes.js";
 import { HmacSha256 } from "./hash/sha256.js";
@@ -129,6 +129,9 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
     const known = this.encoders.get(metric);
     if (known !== undefined) return known;
     const m = this.spec.metric(metric);
+    // A value the spec sends to two aggregators, secret-shared, is never randomized to one collector: refused, before
+    // its value is looked at, as Python's client does.
+    if (m.trust.startsWith("two-aggregator")) throw new LdpValueError("trust_model", { metric, trust: m.trust });
     const entry = m.entry;
     const options: { rng: RandomSource; secret?: Uint8Array; cohort?: number } = { rng: this.rng };
     const cohorts = entry.assignedCohorts(m.params);

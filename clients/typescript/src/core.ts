@@ -29,5 +29,5 @@ export { ProtocolParams, fromDict, isPyInt } from "./params/base.js";
 export type { Field, FieldSpec, ParamsDict, PrivacyCost } from "./params/base.js";
 export { Encoder, bitsString, envelopeJson, isMemoized, reportJson } from "./encoders/base.js";
 export type { Charge, EncoderOptions, MemoizedCharge, PayloadValue, ProtocolEntry, Report } from "./encoders/base.js";
-export { SpecError, fitsWithin } from "./spec.js";
-export type { Budget, MetricSpec, SpecOptions } from "./spec.js";
+export { SpecError, TRUST_MODELS, fitsWithin } from "./spec.js";
+export type { Budget, MetricSpec, SpecOptions, TrustModel } from "./spec.js";

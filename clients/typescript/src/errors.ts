@@ -12,7 +12,7 @@ export type RefusalCode =
   | "missing_params" | "unknown_params" | "param_type" | "param_range" | "param_choice" | "param_length"
   | "param_relation" | "param_limit"
   | "value_type" | "value_range" | "unknown_label" | "empty_value" | "value_too_long" | "not_in_alphabet"
-  | "not_encodable" | "missing_attributes" | "unknown_attributes";
+  | "not_encodable" | "missing_attributes" | "unknown_attributes" | "trust_model";
 
 /** The kind of a JSON value, what `got` of `param_type` and `value_type` says was given (`"bytes"`: a
  * `Uint8Array`; `"other"`: anything else JSON has no word for). */
@@ -62,6 +62,10 @@ export interface RefusalFields {
   readonly encoding?: string;
   /** `"bytes"` or `"characters"` (`value_too_long`). */
   readonly unit?: string;
+  /** The metric whose values the spec sends to the two-aggregator mode (`trust_model`). */
+  readonly metric?: string;
+  /** The metric's trust model, `"two-aggregator"` or `"two-aggregator+local"` (`trust_model`). */
+  readonly trust?: string;
 }
 
 /** `v` as JSON writes it in a message (`undefined` as such, a `PyFloat` as its number, `-0` kept). */
@@ -120,6 +124,7 @@ export function describeRefusal(code: RefusalCode, f: RefusalFields): string {
     case "not_encodable": text = `value has no ${f.encoding} form (it holds a lone surrogate)`; break;
     case "missing_attributes": text = `record lacks attributes ${list(f.attributes)}`; break;
     case "unknown_attributes": text = `record has unknown attributes ${list(f.attributes)}`; break;
+    case "trust_model": text = `metric ${showValue(f.metric)} goes to the ${f.trust} mode, not built by this client yet`; break;
     default: text = String(code);
   }
   return text;

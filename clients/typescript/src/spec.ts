@@ -26,6 +26,16 @@ const NAME_RE = /^[a-z][a-z0-9_.-]{0,63}$/;
 export const METRIC_RE = /^[a-z][a-z0-9_]{0,31}$/;
 const REL_TOL = 1e-9;
 
+/** Whom a metric's guarantee trusts (`TRUST_MODELS` of ldp/spec/schema.py): `local` (no one: each report is
+ * randomized on the device; the default), `shuffle` (the shuffler, for a central ε by amplification),
+ * `two-aggregator` (two non-colluding aggregators: the value secret-shared with Prio3, noised centrally) and
+ * `two-aggregator+local` (the same, randomized on the device first). This client records `local` and `shuffle`
+ * metrics; it refuses to record a two-aggregator one (`trust_model`), whose reports it does not build yet. */
+export const TRUST_MODELS = ["local", "shuffle", "two-aggregator", "two-aggregator+local"] as const;
+export type TrustModel = (typeof TRUST_MODELS)[number];
+/** The protocols whose reports fit in Prio3, so in the two-aggregator modes (Python: `params.prio3_fit()`). */
+const PRIO3_FITS = ["rr", "grr", "sue", "oue"];
+
 /** An invalid spec: `errors` lists every problem as `json.path: message` (Python's `SpecError`). */
 export class SpecError extends Error {
   override readonly name: string = "SpecError";
@@ -85,6 +95,8 @@ export interface MetricSpec {
   readonly budget: Budget;
   readonly candidates: string | null;
   readonly description: string;
+  /** Whom its guarantee trusts (`"local"` when the spec leaves it out); fingerprinted when not `"local"`. */
+  readonly trust: TrustModel;
 }
 
 class Checker {
@@ -219,7 +231,7 @@ function parseMetric(ck: Checker, name: string, raw: unknown, total: Budget,
   table: ReadonlyMap<string, ProtocolEntry>): MetricSpec | null {
   const path = join("metrics", name);
   if (!METRIC_RE.test(name)) ck.fail(path, "metric names match [a-z][a-z0-9_]{0,31}");
-  const m = ck.obj(raw, path, ["protocol", "params", "budget"], ["candidates", "description", "release"]);
+  const m = ck.obj(raw, path, ["protocol", "params", "budget"], ["candidates", "description", "release", "trust"]);
   if (m === null) return null;
   const parsed = "protocol" in m && "params" in m ? parseParams(ck, m.protocol, m.params, path, table) : null;
   const params = parsed === null ? null : parsed[1];
@@ -257,9 +269,16 @@ function parseMetric(ck: Checker, name: string, raw: unknown, total: Budget,
   const description = "description" in m ? m.description : "";
   if (typeof description !== "string") ck.fail(join(path, "description"), `must be a string, got ${kind(description)}`);
   if ("release" in m) ck.release(m.release, join(path, "release"));
+  const trust = "trust" in m ? m.trust : "local";
+  const tpath = join(path, "trust");
+  if (!TRUST_MODELS.includes(trust as TrustModel)) {
+    ck.fail(tpath, `must be one of ${TRUST_MODELS.join(", ")}, got ${num(trust)}`);
+  } else if ((trust as string).startsWith("two-") && params !== null && !PRIO3_FITS.includes(params.protocol)) {
+    ck.fail(tpath, `${params.protocol} does not fit in Prio3 (rr, grr, sue and oue do): no two-aggregator mode for it`);
+  }
   if (parsed === null || params === null || budget === null || budget.per_report === undefined) return null;
   return { name, entry: parsed[0], params, budget, candidates: typeof candidates === "string" ? candidates : null,
-    description: typeof description === "string" ? description : "" };
+    description: typeof description === "string" ? description : "", trust: trust as TrustModel };
 }
 
 function costJson(c: PrivacyCost): unknown {
@@ -382,6 +401,7 @@ export class CollectionSpec {
       const doc: Record<string, unknown> = { protocol: m.params.protocol, params: m.params.canonicalDict(), budget: budgetJson(m.budget) };
       if (m.candidates !== null) doc.candidates = m.candidates;
       if (m.description) doc.description = m.description;
+      if (m.trust !== "local") doc.trust = m.trust; // left out: specs written before the key keep their fingerprints
       metrics[name] = doc;
     }
     const out: Record<string, unknown> = {

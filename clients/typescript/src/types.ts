@@ -34,10 +34,14 @@ export type ValueOf<Proto, P> = Proto extends keyof typeof VALUE_KINDS
 
 /** A spec document's shape, as far as the types need it. */
 export interface SpecShape {
-  readonly metrics: { readonly [name: string]: { readonly protocol: string; readonly params?: unknown } };
+  readonly metrics: {
+    readonly [name: string]: { readonly protocol: string; readonly params?: unknown; readonly trust?: string };
+  };
 }
 
-/** Each metric of spec `S` (written `as const`) with the type of its values. */
+/** Each metric of spec `S` (written `as const`) with the type of its values: `never` for a metric whose `trust` is
+ * `"two-aggregator"` or `"two-aggregator+local"`, which this client refuses to record (`trust_model`). */
 export type MetricValues<S extends SpecShape> = {
-  -readonly [K in keyof S["metrics"]]: ValueOf<S["metrics"][K]["protocol"], S["metrics"][K]["params"]>;
+  -readonly [K in keyof S["metrics"]]: S["metrics"][K] extends { readonly trust: `two-aggregator${string}` } ? never
+    : ValueOf<S["metrics"][K]["protocol"], S["metrics"][K]["params"]>;
 };

@@ -20,6 +20,8 @@ const SPEC = {
     dark_mode: { protocol: "rr", params: { p: 0.25, q: 0.75 }, budget: { per_report: 1.1 } },
     load_time: { protocol: "duchi", params: { epsilon: 1, low: 0, high: 1000 }, budget: { per_report: 1 } },
     word: { protocol: "sfp", params: { word_epsilon: 1, fragment_epsilon: 1 }, budget: { per_report: 2 } },
+    shared: { protocol: "sue", params: { epsilon: 1, domain_size: 2 }, budget: { per_report: 1 }, trust: "two-aggregator+local" },
+    shuffled: { protocol: "grr", params: { epsilon: 1, domain_size: 2 }, budget: { per_report: 1 }, trust: "shuffle" },
   },
 };
 
@@ -33,6 +35,8 @@ test("ldp-spec-types writes each metric's value type, and refuses a bad spec", (
   assert.match(out, /dark_mode: boolean \| 0 \| 1;/);
   assert.match(out, /load_time: number;/);
   assert.match(out, /word: string;/);
+  assert.match(out, /shared: never; \/\/ trust two-aggregator\+local: not recorded by this client/);
+  assert.match(out, /shuffled: number;/);
   assert.ok(!out.includes("is */"), "a description cannot close the comment");
   writeFileSync(join(here, "types", "metrics.generated.ts"), out);
   writeFileSync(path, JSON.stringify({ ...SPEC, metrics: { x: { protocol: "nope", params: {}, budget: { per_report: 1 } } } }));

@@ -13,6 +13,8 @@ const SPEC = {
     load_ms: { protocol: "duchi", params: { epsilon: 1, low: 0, high: 1000 }, budget: { per_report: 1 } },
     page: { protocol: "rappor", params: { num_bloombits: 16, num_hashes: 2, num_cohorts: 4, p: 0.25, q: 0.75, f: 0.5 },
       budget: { per_report: 3 } },
+    shared: { protocol: "grr", params: { epsilon: 1, domain_size: 2 }, budget: { per_report: 1 }, trust: "two-aggregator" },
+    shuffled: { protocol: "grr", params: { epsilon: 1, domain_size: 2 }, budget: { per_report: 1 }, trust: "shuffle" },
   },
 } as const;
 
@@ -23,6 +25,9 @@ export async function fromConst(): Promise<void> {
   await client.record("dark", true);
   await client.record("load_ms", 12.5);
   await client.record("page", "/home");
+  await client.record("shuffled", 1);
+  // @ts-expect-error: a metric sent to two aggregators (trust "two-aggregator"): this client refuses to record it
+  await client.record("shared", 1);
   // @ts-expect-error: not a label of the metric
   await client.record("theme", "blue");
   // @ts-expect-error: not a metric of the spec
@@ -46,6 +51,9 @@ export async function fromGenerated(spec: CollectionSpec): Promise<void> {
   const client = await TelemetryClient.open<Metrics>(spec, new MemoryStore());
   await client.record("app_category", "games");
   await client.record("load_time", 3);
+  await client.record("shuffled", 0);
+  // @ts-expect-error: trust "two-aggregator+local": not recorded by this client
+  await client.record("shared", 0);
   // @ts-expect-error: not a label of the metric
   await client.record("app_category", "sport");
   // @ts-expect-error: a number metric

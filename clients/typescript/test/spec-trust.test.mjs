@@ -1,0 +1,83 @@
+// The spec's per-metric `trust` against the Python client (../../conformance/specs/trust.json, written by
+// conformance/spec_vectors.py): the same canonical form and fingerprint byte for byte, the same trust per metric,
+// the same refusal of a record (a two-aggregator metric: `trust_model`), and a refused spec's errors at the same
+// paths in the same order, each `.trust` error with Python's text up to its `, got` (the value after it in this
+// client's notation).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { dirname, join } from "node:path";
+
+import { CollectionSpec, LdpValueError, MemoryStore, SpecError, TelemetryClient, TRUST_MODELS } from "../dist/index.js";
+import { assertRefusal, refusal } from "../test-support/refusal.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const FIXTURE = join(here, "..", "..", "..", "conformance", "specs", "trust.json");
+const doc = JSON.parse(readFileSync(FIXTURE, "utf8"));
+const CLOCK = 1_764_000_000;
+
+const beforeGot = (message) => message.split(", got ")[0];
+
+test("the fixture's format, and TRUST_MODELS as Python's", () => {
+  assert.equal(doc.format, 1);
+  assert.deepEqual([...TRUST_MODELS], ["local", "shuffle", "two-aggregator", "two-aggregator+local"]);
+});
+
+for (const c of doc.cases) {
+  if (c.errors !== undefined) {
+    test(`trust fixture, refused: ${c.name}`, () => {
+      assert.throws(() => CollectionSpec.fromDict(c.spec), (err) => {
+        assert.ok(err instanceof SpecError, String(err));
+        const got = err.errors.map((e) => { const i = e.indexOf(": "); return { path: e.slice(0, i), message: e.slice(i + 2) }; });
+        assert.deepEqual(got.map((e) => e.path), c.errors.map((e) => e.path), err.message);
+        for (const [i, want] of c.errors.entries()) {
+          if (!want.path.endsWith(".trust")) continue;
+          assert.equal(beforeGot(got[i].message), beforeGot(want.message), want.path);
+          assert.equal(got[i].message.includes(", got "), want.message.includes(", got "), got[i].message);
+        }
+        return true;
+      });
+    });
+    continue;
+  }
+  test(`trust fixture, accepted: ${c.name}`, async () => {
+    const spec = CollectionSpec.fromDict(c.spec);
+    assert.equal(spec.canonical(), c.canonical);
+    assert.equal(spec.fingerprint, c.fingerprint);
+    assert.deepEqual(Object.fromEntries([...spec.metrics].map(([n, m]) => [n, m.trust])), c.trust);
+    if (c.pending === undefined) return;
+    const client = await TelemetryClient.open(spec, new MemoryStore(), { clock: () => CLOCK });
+    for (const [i, r] of (c.records ?? []).entries()) {
+      const context = `record ${i} (${r.metric}, ${JSON.stringify(r.value)})`;
+      if (r.error === undefined) {
+        await client.record(r.metric, r.value);
+      } else {
+        await assert.rejects(client.record(r.metric, r.value), (err) => {
+          assertRefusal(err, r.error, context);
+          assert.match(err.message, /two-aggregator/);
+          return true;
+        });
+      }
+    }
+    if (c.record_many !== undefined) {
+      const many = client.recordMany(c.record_many.items);
+      if (c.record_many.error === undefined) await many;
+      else await assert.rejects(many, (err) => (assertRefusal(err, c.record_many.error, "recordMany"), true));
+    }
+    assert.equal(await client.pending(), c.pending);
+  });
+}
+
+test("a two-aggregator metric is refused before its value is looked at, with nothing spent", async () => {
+  const spec = CollectionSpec.fromDict({ spec_version: 1, name: "app", budget: { per_window: 4, lifetime: 40 },
+    metrics: { m: { protocol: "oue", params: { epsilon: 1, domain_size: 3 }, budget: { per_report: 1 }, trust: "two-aggregator" } } });
+  const client = await TelemetryClient.open(spec, new MemoryStore(), { clock: () => CLOCK });
+  for (const value of [0, 7, "x", null]) {
+    await assert.rejects(client.record("m", value), refusal("ValueError", "trust_model", { metric: "m", trust: "two-aggregator" }));
+  }
+  await assert.rejects(client.recordMany([["m", 1]]), (err) => err instanceof LdpValueError && err.code === "trust_model" &&
+    err.message.startsWith('recordMany item 0 ("m"): '));
+  assert.deepEqual(await client.spent("m"), { epsilon: 0, delta: 0 });
+  assert.equal(await client.pending(), 0);
+});
