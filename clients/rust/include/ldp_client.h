@@ -44,6 +44,20 @@
 
 #if defined(LDP_CLIENT_PRIO)
 /**
+ * Bytes of a DAP report ID (`ldp_dap_report_id`), which is also the report's Prio3 nonce.
+ */
+#define LDP_DAP_REPORT_ID_LEN 16
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Bytes of a DAP task ID.
+ */
+#define LDP_DAP_TASK_ID_LEN 32
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
  * Bytes of a Prio3 report's nonce (`ldp_prio3_shares_nonce`).
  */
 #define LDP_PRIO3_NONCE_LEN 16
@@ -138,6 +152,14 @@ typedef enum LdpReplyAction {
  * One device's client of one collection: budget ledger, outbox, upload.
  */
 typedef struct LdpClient LdpClient;
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * One DAP-09 report (feature `prio`): its encoding, the body of the upload to the leader
+ * (`PUT {leader}/tasks/{task-id}/reports`, media type `application/dap-report`).
+ */
+typedef struct LdpDapReport LdpDapReport;
+#endif
 
 /**
  * The encoder of one metric of a spec, with no ledger.
@@ -762,6 +784,129 @@ enum LdpStatus ldp_client_upload(const struct LdpClient *client,
  * `callback` must be safe to call from any thread with `user`, for the rest of the process.
  */
 enum LdpStatus ldp_set_log_callback(LdpLogCallback callback, void *user, int max_level);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The DAP-09 report of a measurement for the task `task_id` (`task_id_len` = 32 bytes) made at `time` (seconds
+ * since the Unix epoch, rounded down to a multiple of `time_precision`, the task's, at least 1), its input shares
+ * sealed to the leader's and the helper's `HpkeConfig` (each in DAP's encoding, as one entry of an aggregator's
+ * `/hpke_config` list: `ldp_dap_hpke_config_select` picks it), into `*out` (free it with `ldp_dap_report_free`).
+ * The report ID (the Prio3 nonce), the sharding randomness and each seal's ephemeral key come from the OS generator.
+ * The measurement is as `ldp_prio3_shard` takes it, and `prio3` must be a client for two aggregators.
+ *
+ * Refused: a measurement `ldp_prio3_shard` refuses (with its codes), a task ID of another length, a config that
+ * does not decode, whose suite is not supported (supported: KEM 0x0020 X25519, 0x0010 P-256, 0x0012 P-521; KDF
+ * 0x0001, 0x0003; AEAD 0x0001, 0x0002, 0x0003) or whose key is no valid key of its KEM, the same key for both
+ * aggregators (`LDP_VALUE_ERROR`); a `time_precision` of 0 (`LDP_VALUE_ERROR`, `param_range`).
+ *
+ * # Safety
+ * `prio3` is a live handle; `measurement` points to `len` readable `uint64_t`s (or is null with 0); `task_id`,
+ * `leader_config` and `helper_config` point to their lengths of readable bytes; `out` is a valid pointer.
+ */
+enum LdpStatus ldp_dap_report(const struct LdpPrio3 *prio3,
+                              const uint64_t *measurement,
+                              size_t len,
+                              const uint8_t *task_id,
+                              size_t task_id_len,
+                              uint64_t time,
+                              uint64_t time_precision,
+                              const uint8_t *leader_config,
+                              size_t leader_config_len,
+                              const uint8_t *helper_config,
+                              size_t helper_config_len,
+                              struct LdpDapReport **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Bytes of randomness `ldp_dap_report_with_random` takes for a report of `prio3` sealed to these configs, into
+ * `*out`: the sharding randomness (`ldp_prio3_rand_len`), then the leader's and the helper's HPKE ephemeral key
+ * material (32 bytes each for X25519 and P-256, 66 for P-521). Refused as `ldp_dap_report` refuses the configs.
+ *
+ * # Safety
+ * As `ldp_dap_report`; `out` is a valid pointer.
+ */
+enum LdpStatus ldp_dap_report_rand_len(const struct LdpPrio3 *prio3,
+                                       const uint8_t *leader_config,
+                                       size_t leader_config_len,
+                                       const uint8_t *helper_config,
+                                       size_t helper_config_len,
+                                       size_t *out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * `ldp_dap_report` with the caller's report ID (`report_id_len` = 16 bytes) and randomness (`rand_len` =
+ * `ldp_dap_report_rand_len` bytes: the sharding randomness, then the leader's and the helper's ephemeral key
+ * material): the same inputs always give the same bytes. **For tests only**: a report ID, randomness or ephemeral
+ * key used twice, or not from a cryptographic generator, breaks the measurement's privacy. Other lengths are
+ * `LDP_VALUE_ERROR`.
+ *
+ * # Safety
+ * As `ldp_dap_report`; `report_id` and `rand` point to their lengths of readable bytes.
+ */
+enum LdpStatus ldp_dap_report_with_random(const struct LdpPrio3 *prio3,
+                                          const uint64_t *measurement,
+                                          size_t len,
+                                          const uint8_t *task_id,
+                                          size_t task_id_len,
+                                          uint64_t time,
+                                          uint64_t time_precision,
+                                          const uint8_t *leader_config,
+                                          size_t leader_config_len,
+                                          const uint8_t *helper_config,
+                                          size_t helper_config_len,
+                                          const uint8_t *report_id,
+                                          size_t report_id_len,
+                                          const uint8_t *rand,
+                                          size_t rand_len,
+                                          struct LdpDapReport **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The report's encoding: `*bytes` points to `*len` bytes inside `report` (valid until it is freed). Send them to
+ * the leader.
+ *
+ * # Safety
+ * `report` is a live handle; `bytes` and `len` are valid pointers.
+ */
+enum LdpStatus ldp_dap_report_bytes(const struct LdpDapReport *report, const uint8_t **bytes, size_t *len);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The report's ID: `*report_id` points to `LDP_DAP_REPORT_ID_LEN` (16) bytes inside `report` (valid until it is
+ * freed). Public: it is in the report's bytes too.
+ *
+ * # Safety
+ * `report` is a live handle; `report_id` is a valid pointer.
+ */
+enum LdpStatus ldp_dap_report_id(const struct LdpDapReport *report, const uint8_t **report_id);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Frees a report (null, or a handle of another kind, is ignored).
+ *
+ * # Safety
+ * `report` is null or a handle not freed before.
+ */
+void ldp_dap_report_free(struct LdpDapReport *report);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The config to seal to from an aggregator's `HpkeConfigList` (`list`, `len` bytes: the body of its
+ * `/hpke_config` answer): `*config` points to the `*config_len` bytes of the first entry (the most preferred) this
+ * library can seal to, inside `list`. Refused: a list that does not decode, is empty or repeats an id
+ * (`LDP_VALUE_ERROR`), and one with no supported entry (`LDP_VALUE_ERROR`, naming each entry's suite).
+ *
+ * # Safety
+ * `list` points to `len` readable bytes; `config` and `config_len` are valid pointers.
+ */
+enum LdpStatus ldp_dap_hpke_config_select(const uint8_t *list, size_t len, const uint8_t **config, size_t *config_len);
 #endif
 
 #if defined(LDP_CLIENT_PRIO)

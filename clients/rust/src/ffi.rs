@@ -11,10 +11,11 @@
 //! `LDP_INVALID_ARGUMENT` too, and a `_free` function ignores it.
 //!
 //! Threads: an `LdpClient` may be used from any number of threads at once (its calls serialize on the store's
-//! lock), and so may an `LdpPrio3` and `LdpPrio3Shares` (they never change); an `LdpEncoder`, `LdpRandom` or
-//! `LdpRequest` by one thread at a time.
+//! lock), and so may an `LdpPrio3`, `LdpPrio3Shares` and `LdpDapReport` (they never change); an `LdpEncoder`,
+//! `LdpRandom` or `LdpRequest` by one thread at a time.
 //!
-//! The Prio3 sharding of the two-aggregator mode (feature `prio`, `ldp_prio3_*`) is in `src/ffi/sharding.rs`.
+//! The Prio3 sharding of the two-aggregator mode (feature `prio`, `ldp_prio3_*`) is in `src/ffi/sharding.rs`, its
+//! DAP-09 reports (`ldp_dap_*`) in `src/ffi/dap_report.rs`.
 
 #![allow(unsafe_code)]
 
@@ -1424,3 +1425,10 @@ pub unsafe extern "C" fn ldp_set_log_callback(
 mod sharding;
 #[cfg(feature = "prio")]
 pub use sharding::*;
+
+// DAP-09 reports of Prio3 measurements, sealed with HPKE (feature `prio`): src/ffi/dap_report.rs (not `dap`, for
+// the same reason).
+#[cfg(feature = "prio")]
+mod dap_report;
+#[cfg(feature = "prio")]
+pub use dap_report::*;

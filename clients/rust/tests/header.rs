@@ -115,43 +115,62 @@ fn header_names_the_c_conventions() {
     }
 }
 
-/// The Prio3 functions of `src/ffi/sharding.rs` (feature `prio`) are all in the header, each declared only under
-/// `LDP_CLIENT_PRIO` (cbindgen.toml's `[defines]`), and no item of the Rust API (`src/prio3.rs`) leaks into it.
+/// The Prio3 functions of `src/ffi/sharding.rs` and the DAP report functions of `src/ffi/dap_report.rs` (feature
+/// `prio`) are all in the header, each declared only under `LDP_CLIENT_PRIO` (cbindgen.toml's `[defines]`), and no
+/// item of the Rust API (`src/prio3.rs`, `src/dap.rs`) leaks into it.
 #[test]
 fn header_declares_the_prio3_functions_under_their_define() {
-    let source = std::fs::read_to_string(root().join("src/ffi/sharding.rs")).unwrap();
-    let mut functions: Vec<&str> = source
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("pub unsafe extern \"C\" fn ").or_else(|| l.strip_prefix("pub extern \"C\" fn "))
-        })
-        .map(|l| &l[..l.find('(').unwrap()])
-        .collect();
-    functions.sort();
-    assert!(functions.len() >= 10, "{functions:?}");
     let text = String::from_utf8(generate()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let mut declared = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let Some(at) = line.find("ldp_prio3_") else { continue };
-        if line.trim_start().starts_with('*') || !line.contains('(') {
-            continue; // documentation
+    for (file, prefix, at_least) in
+        [("src/ffi/sharding.rs", "ldp_prio3_", 10), ("src/ffi/dap_report.rs", "ldp_dap_", 7)]
+    {
+        let source = std::fs::read_to_string(root().join(file)).unwrap();
+        let mut functions: Vec<&str> = source
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("pub unsafe extern \"C\" fn ").or_else(|| l.strip_prefix("pub extern \"C\" fn "))
+            })
+            .map(|l| &l[..l.find('(').unwrap()])
+            .collect();
+        functions.sort();
+        assert!(functions.len() >= at_least, "{file}: {functions:?}");
+        assert!(functions.iter().all(|f| f.starts_with(prefix)), "{file}: {functions:?}");
+        let mut declared = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(at) = line.find(prefix) else { continue };
+            if line.trim_start().starts_with('*') || !line.contains('(') {
+                continue; // documentation
+            }
+            let name = &line[at..at + line[at..].find('(').unwrap()];
+            let guard = lines[..i].iter().rev().find(|l| l.starts_with("#if") || l.starts_with("#endif"));
+            assert_eq!(guard, Some(&"#if defined(LDP_CLIENT_PRIO)"), "{name} is not under LDP_CLIENT_PRIO");
+            declared.push(name);
         }
-        let name = &line[at..at + line[at..].find('(').unwrap()];
-        let guard = lines[..i].iter().rev().find(|l| l.starts_with("#if") || l.starts_with("#endif"));
-        assert_eq!(guard, Some(&"#if defined(LDP_CLIENT_PRIO)"), "{name} is not under LDP_CLIENT_PRIO");
-        declared.push(name);
+        declared.sort();
+        assert_eq!(declared, functions, "the header's {prefix} functions");
     }
-    declared.sort();
-    assert_eq!(declared, functions, "the header's ldp_prio3_ functions");
     for want in [
         "typedef struct LdpPrio3 LdpPrio3;",
         "typedef struct LdpPrio3Shares LdpPrio3Shares;",
+        "typedef struct LdpDapReport LdpDapReport;",
         "#define LDP_PRIO3_NONCE_LEN 16",
+        "#define LDP_DAP_REPORT_ID_LEN 16",
+        "#define LDP_DAP_TASK_ID_LEN 32",
     ] {
         assert!(text.contains(want), "the header lacks {want:?}");
     }
-    for leak in ["NONCE_LEN", "SEED_LEN", "MAX_CTX_LEN", "MAX_ENCODED_LEN", "AGGREGATORS"] {
+    for leak in [
+        "NONCE_LEN",
+        "SEED_LEN",
+        "MAX_CTX_LEN",
+        "MAX_ENCODED_LEN",
+        "AGGREGATORS",
+        "REPORT_ID_LEN",
+        "TASK_ID_LEN",
+        "DRAFT",
+        "KEM_X25519_HKDF_SHA256",
+    ] {
         assert!(!text.contains(&format!("#define {leak} ")), "the Rust API's {leak} is in the header");
     }
 }

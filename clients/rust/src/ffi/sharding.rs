@@ -20,7 +20,7 @@ const _: () = assert!(LDP_PRIO3_NONCE_LEN == NONCE_LEN);
 /// The client side of one Prio3 task (feature `prio`): a Prio3 type with its parameters and the application context
 /// string, for two aggregators (the leader and the helper). It keeps no state between calls.
 #[cfg(feature = "prio")]
-pub struct LdpPrio3(Prio3Client);
+pub struct LdpPrio3(pub(super) Prio3Client);
 
 /// One sharded measurement (feature `prio`): the nonce and the public share, for both aggregators, and one input
 /// share per aggregator, each for that aggregator only.
@@ -140,7 +140,7 @@ pub unsafe extern "C" fn ldp_prio3_rand_len(prio3: *const LdpPrio3) -> usize {
 
 /// The measurement of a C call: `len` unsigned integers, read as the client's type takes them.
 #[cfg(feature = "prio")]
-unsafe fn measurement(client: &Prio3Client, values: *const u64, len: usize) -> Result<Measurement> {
+pub(super) unsafe fn measurement(client: &Prio3Client, values: *const u64, len: usize) -> Result<Measurement> {
     if len > crate::prio3::MAX_ENCODED_LEN {
         return Err(invalid(format!("measurement has {len} values, over {}", crate::prio3::MAX_ENCODED_LEN)));
     }

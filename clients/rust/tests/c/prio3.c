@@ -1,4 +1,5 @@
-/* Prio3 sharding through the C interface (feature "prio"), driven by tests/c_prio3.rs.
+/* Prio3 sharding and DAP-09 reports through the C interface (feature "prio"), driven by tests/c_prio3.rs and
+ * tests/c_dap.rs.
  *
  *   prio3 CASES      replays a case file, one record a line, fields separated by tabs:
  *       client TYPE A B C CTX_HEX   a new LdpPrio3 (TYPE count, sum: A max; sumvec: A max, B length, C chunk length;
@@ -7,9 +8,16 @@
  *       shard M NONCE_HEX RAND_HEX  ldp_prio3_shard_with_random of the last client, M the measurement's integers
  *                                   separated by commas ("-" for none); prints "shares\t<nonce>\t<public share>\t
  *                                   <leader share>\t<helper share>" in hex, or a refusal
+ *       report M TASK_HEX TIME PRECISION LEADER_HEX HELPER_HEX REPORT_ID_HEX RAND_HEX
+ *                                   ldp_dap_report_with_random of the last client (the configs in DAP's encoding);
+ *                                   prints "report\t<report id>\t<report>" in hex, or a refusal
+ *       report_os M TASK_HEX TIME PRECISION LEADER_HEX HELPER_HEX
+ *                                   ldp_dap_report (OS randomness), printed as `report`
+ *       rand_len LEADER_HEX HELPER_HEX   ldp_dap_report_rand_len of the last client: "rand_len\t<n>" or a refusal
+ *       select LIST_HEX             ldp_dap_hpke_config_select: "selected\t<config>" in hex, or a refusal
  *     a refusal is "refused\t<status>\t<type>\t<code>\t<fields>\t<message>" (the message's tabs and newlines escaped).
- *   prio3 --selftest the boundary: null pointers, handles of the wrong kind, bad lengths, sharding from the OS
- *                    generator; prints "selftest: N passed, M failed".
+ *   prio3 --selftest the boundary: null pointers, handles of the wrong kind, bad lengths, sharding and reports from
+ *                    the OS generator; prints "selftest: N passed, M failed".
  *
  * The program parses no JSON: the test writes the vectors as case files and compares each printed line. */
 #define _POSIX_C_SOURCE 200809L
@@ -107,6 +115,46 @@ static void print_shares(const LdpPrio3Shares *shares) {
     putchar('\n');
 }
 
+static void print_report(const LdpDapReport *report) {
+    const uint8_t *bytes = NULL, *id = NULL;
+    size_t len = 0;
+    if (ldp_dap_report_id(report, &id) != LDP_OK || ldp_dap_report_bytes(report, &bytes, &len) != LDP_OK) abort();
+    printf("report\t");
+    print_hex(id, LDP_DAP_REPORT_ID_LEN);
+    putchar('\t');
+    print_hex(bytes, len);
+    putchar('\n');
+}
+
+/* A `report` (with_random: 9 fields) or `report_os` (7 fields) record of the last client. */
+static void report_record(const LdpPrio3 *client, char **fields, int n) {
+    size_t m_len, task_len, leader_len, helper_len, id_len = 0, rand_len = 0;
+    uint64_t *m = parse_u64s(fields[1], &m_len);
+    uint8_t *task = parse_hex(fields[2], &task_len), *leader = parse_hex(fields[5], &leader_len);
+    uint8_t *helper = parse_hex(fields[6], &helper_len), *id = NULL, *rand = NULL;
+    uint64_t time = strtoull(fields[3], NULL, 10), precision = strtoull(fields[4], NULL, 10);
+    LdpDapReport *report = NULL;
+    LdpStatus s;
+    if (n == 9) {
+        id = parse_hex(fields[7], &id_len);
+        rand = parse_hex(fields[8], &rand_len);
+        s = ldp_dap_report_with_random(client, m, m_len, task, task_len, time, precision, leader, leader_len, helper,
+                                       helper_len, id, id_len, rand, rand_len, &report);
+    } else {
+        s = ldp_dap_report(client, m, m_len, task, task_len, time, precision, leader, leader_len, helper, helper_len,
+                           &report);
+    }
+    if (s == LDP_OK) print_report(report);
+    else print_refusal(s);
+    ldp_dap_report_free(report);
+    free(m);
+    free(task);
+    free(leader);
+    free(helper);
+    free(id);
+    free(rand);
+}
+
 static int replay(const char *path) {
     FILE *f = fopen(path, "r");
     char *line = NULL;
@@ -117,8 +165,8 @@ static int replay(const char *path) {
         return 2;
     }
     while (getline(&line, &cap, f) > 0) {
-        char *fields[8];
-        int n = split(line, fields, 8);
+        char *fields[10];
+        int n = split(line, fields, 10);
         if (strcmp(fields[0], "client") == 0 && n == 6) {
             size_t ctx_len;
             uint8_t *ctx = parse_hex(fields[5], &ctx_len);
@@ -148,6 +196,29 @@ static int replay(const char *path) {
             free(m);
             free(nonce);
             free(rand);
+        } else if ((strcmp(fields[0], "report") == 0 && n == 9) || (strcmp(fields[0], "report_os") == 0 && n == 7)) {
+            report_record(client, fields, n);
+        } else if (strcmp(fields[0], "rand_len") == 0 && n == 3) {
+            size_t leader_len, helper_len, len = 0;
+            uint8_t *leader = parse_hex(fields[1], &leader_len), *helper = parse_hex(fields[2], &helper_len);
+            LdpStatus s = ldp_dap_report_rand_len(client, leader, leader_len, helper, helper_len, &len);
+            if (s == LDP_OK) printf("rand_len\t%lu\n", (unsigned long)len);
+            else print_refusal(s);
+            free(leader);
+            free(helper);
+        } else if (strcmp(fields[0], "select") == 0 && n == 2) {
+            size_t list_len, len = 0;
+            uint8_t *list = parse_hex(fields[1], &list_len);
+            const uint8_t *config = NULL;
+            LdpStatus s = ldp_dap_hpke_config_select(list, list_len, &config, &len);
+            if (s == LDP_OK) {
+                printf("selected\t");
+                print_hex(config, len);
+                putchar('\n');
+            } else {
+                print_refusal(s);
+            }
+            free(list);
         } else {
             printf("bad record %s\n", fields[0]);
         }
@@ -170,6 +241,113 @@ static void check(int ok, const char *what) {
         failed++;
         printf("FAIL %s (last error: %s: %s)\n", what, ldp_last_error_type(), ldp_last_error_message());
     }
+}
+
+/* An HpkeConfig in DAP's encoding: id, KEM, KDF 0x0001, AEAD 0x0001, a 32-byte public key of bytes from `first`
+   (any 32 bytes are an X25519 public key). */
+static void config(uint8_t out[41], uint8_t id, uint16_t kem, uint8_t first) {
+    int i;
+    uint8_t head[9] = {0, 0, 0, 0, 1, 0, 1, 0, 32};
+    head[0] = id;
+    head[1] = (uint8_t)(kem >> 8);
+    head[2] = (uint8_t)kem;
+    memcpy(out, head, sizeof head);
+    for (i = 0; i < 32; i++) out[9 + i] = (uint8_t)(first + i);
+}
+
+static void dap_selftest(const LdpPrio3 *hist, const LdpPrio3Shares *not_a_client) {
+    static const uint8_t task[LDP_DAP_TASK_ID_LEN] = {1, 2, 3};
+    uint8_t leader[41], helper[41], p384[41], id[LDP_DAP_REPORT_ID_LEN] = {7}, rand[128 + 64] = {0}, list[2 + 3 * 41];
+    uint64_t m = 3, too_far = 8;
+    LdpDapReport *a = NULL, *b = NULL, *c = NULL, *report = (LdpDapReport *)&m;
+    const uint8_t *p = NULL, *q = NULL, *ida = NULL;
+    size_t len = 0, len2 = 0, n = 0;
+
+    config(leader, 1, 0x0020, 1);
+    config(helper, 2, 0x0020, 100);
+    config(p384, 3, 0x0011, 1);
+    check(ldp_dap_report_rand_len(hist, leader, 41, helper, 41, &n) == LDP_OK && n == 128 + 64, "rand_len");
+    check(ldp_dap_report(hist, &m, 1, task, 32, 1000, 60, leader, 41, helper, 41, &a) == LDP_OK && a != NULL,
+          "a report from the OS generator");
+    check(ldp_dap_report(hist, &m, 1, task, 32, 1000, 60, leader, 41, helper, 41, &b) == LDP_OK, "another");
+    check(ldp_dap_report_bytes(a, &p, &len) == LDP_OK && ldp_dap_report_bytes(b, &q, &len2) == LDP_OK &&
+              len == len2 && len > 100 && memcmp(p, q, len) != 0,
+          "two reports of the same measurement differ, their lengths alike");
+    check(ldp_dap_report_id(a, &ida) == LDP_OK && memcmp(ida, p, LDP_DAP_REPORT_ID_LEN) == 0,
+          "the report ID opens the report's bytes");
+    check(p[16] == 0 && p[21] == 0 && p[22] == 0x03 && p[23] == 0xc0, "the time, rounded down to 960 (0x03c0)");
+    ldp_dap_report_free(b);
+    b = NULL;
+    check(ldp_dap_report_with_random(hist, &m, 1, task, 32, 1000, 60, leader, 41, helper, 41, id, 16, rand,
+                                     sizeof rand, &b) == LDP_OK &&
+              ldp_dap_report_with_random(hist, &m, 1, task, 32, 1000, 60, leader, 41, helper, 41, id, 16, rand,
+                                         sizeof rand, &c) == LDP_OK &&
+              ldp_dap_report_bytes(b, &p, &len) == LDP_OK && ldp_dap_report_bytes(c, &q, &len2) == LDP_OK &&
+              len == len2 && memcmp(p, q, len) == 0 && p[0] == 7,
+          "the same randomness gives the same report");
+
+    /* Refusals. */
+    check(ldp_dap_report(hist, &too_far, 1, task, 32, 1000, 60, leader, 41, helper, 41, &report) == LDP_VALUE_ERROR &&
+              report == NULL && strcmp(ldp_last_error_code(), "value_range") == 0,
+          "a bucket index past the histogram");
+    check(ldp_dap_report(hist, &m, 1, task, 31, 1000, 60, leader, 41, helper, 41, &report) == LDP_VALUE_ERROR,
+          "a 31-byte task ID");
+    check(ldp_dap_report(hist, &m, 1, task, 32, 1000, 0, leader, 41, helper, 41, &report) == LDP_VALUE_ERROR &&
+              strcmp(ldp_last_error_code(), "param_range") == 0,
+          "a time precision of 0");
+    check(ldp_dap_report(hist, &m, 1, task, 32, 1000, 60, leader, 40, helper, 41, &report) == LDP_VALUE_ERROR &&
+              strstr(ldp_last_error_message(), "leader_config") != NULL,
+          "a truncated leader config");
+    check(ldp_dap_report(hist, &m, 1, task, 32, 1000, 60, leader, 41, p384, 41, &report) == LDP_VALUE_ERROR &&
+              strstr(ldp_last_error_message(), "0x0011") != NULL,
+          "a P-384 helper config");
+    check(ldp_dap_report(hist, &m, 1, task, 32, 1000, 60, leader, 41, leader, 41, &report) == LDP_VALUE_ERROR,
+          "one key for both aggregators");
+    check(ldp_dap_report_with_random(hist, &m, 1, task, 32, 1000, 60, leader, 41, helper, 41, id, 16, rand, 128,
+                                     &report) == LDP_VALUE_ERROR,
+          "the sharding randomness alone");
+    check(ldp_dap_report_with_random(hist, &m, 1, task, 32, 1000, 60, leader, 41, helper, 41, id, 15, rand,
+                                     sizeof rand, &report) == LDP_VALUE_ERROR,
+          "a 15-byte report ID");
+    check(ldp_dap_report(hist, &m, 1, NULL, 32, 1000, 60, leader, 41, helper, 41, &report) == LDP_INVALID_ARGUMENT,
+          "a null task ID");
+    check(ldp_dap_report(hist, &m, 1, task, 32, 1000, 60, leader, 41, helper, 41, NULL) == LDP_INVALID_ARGUMENT,
+          "a null out");
+    check(ldp_dap_report(NULL, &m, 1, task, 32, 1000, 60, leader, 41, helper, 41, &report) == LDP_INVALID_ARGUMENT,
+          "a null client");
+    check(ldp_dap_report((const LdpPrio3 *)not_a_client, &m, 1, task, 32, 1000, 60, leader, 41, helper, 41,
+                         &report) == LDP_INVALID_ARGUMENT,
+          "shares passed as a client");
+    check(ldp_dap_report_bytes((const LdpDapReport *)hist, &p, &len) == LDP_INVALID_ARGUMENT && p == NULL && len == 0,
+          "a client passed as a report");
+    check(ldp_dap_report_id(a, NULL) == LDP_INVALID_ARGUMENT, "a null report ID out");
+    check(ldp_dap_report_rand_len(hist, leader, 41, helper, 41, NULL) == LDP_INVALID_ARGUMENT, "a null len out");
+
+    /* The first supported config of a list: past a P-384 one. */
+    list[0] = 0;
+    list[1] = 2 * 41;
+    memcpy(list + 2, p384, 41);
+    memcpy(list + 2 + 41, helper, 41);
+    check(ldp_dap_hpke_config_select(list, 2 + 2 * 41, &p, &len) == LDP_OK && p == list + 2 + 41 && len == 41,
+          "the first supported config of a list");
+    list[1] = 41;
+    check(ldp_dap_hpke_config_select(list, 2 + 41, &p, &len) == LDP_VALUE_ERROR && p == NULL && len == 0 &&
+              strstr(ldp_last_error_message(), "config 3") != NULL,
+          "a list of no supported config");
+    memcpy(list + 2, helper, 41);
+    memcpy(list + 2 + 41, helper, 41);
+    list[1] = 2 * 41;
+    check(ldp_dap_hpke_config_select(list, 2 + 2 * 41, &p, &len) == LDP_VALUE_ERROR, "a list repeating an id");
+    check(ldp_dap_hpke_config_select(list, 2 + 2 * 41 - 1, &p, &len) == LDP_VALUE_ERROR, "a truncated list");
+    check(ldp_dap_hpke_config_select(NULL, 5, &p, &len) == LDP_INVALID_ARGUMENT, "a null list");
+
+    /* A handle of another kind is ignored by _free. */
+    ldp_dap_report_free((LdpDapReport *)hist);
+    ldp_dap_report_free(NULL);
+    check(ldp_dap_report_bytes(a, &p, &len) == LDP_OK, "a report still live after a wrong-kind free");
+    ldp_dap_report_free(a);
+    ldp_dap_report_free(b);
+    ldp_dap_report_free(c);
 }
 
 static int selftest(void) {
@@ -251,6 +429,7 @@ static int selftest(void) {
     ldp_prio3_shares_free(NULL);
     check(ldp_prio3_shares_nonce(a, &p) == LDP_OK, "shares still live after a wrong-kind free");
 
+    dap_selftest(hist, (const LdpPrio3Shares *)a);
     ldp_prio3_shares_free(a);
     ldp_prio3_shares_free(b);
     ldp_prio3_shares_free(fixed);
