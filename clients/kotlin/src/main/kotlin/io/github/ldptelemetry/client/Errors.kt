@@ -41,6 +41,9 @@ public enum class RefusalCode(public val code: String) {
     MISSING_ATTRIBUTES("missing_attributes"),
     /** A record has `attributes` the protocol does not have. */
     UNKNOWN_ATTRIBUTES("unknown_attributes"),
+    /** The spec sends the values of `metric` to the two-aggregator mode (`trust`: `two-aggregator` or
+     * `two-aggregator+local`), whose reports this client does not build: nothing is recorded. */
+    TRUST_MODEL("trust_model"),
     ;
 
     override fun toString(): String = code

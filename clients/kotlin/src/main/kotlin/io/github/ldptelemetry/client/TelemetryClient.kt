@@ -125,7 +125,14 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
     public fun recordMany(items: List<Pair<String, Any?>>): List<Long> = store(items, batch = true)
 
     private fun store(items: List<Pair<String, Any?>>, batch: Boolean): List<Long> {
-        for ((i, item) in items.withIndex()) itemError(batch, i, item.first) { spec.metric(item.first) }
+        for ((i, item) in items.withIndex()) {
+            itemError(batch, i, item.first) {
+                val m = spec.metric(item.first)
+                // A value the spec sends to two aggregators, secret-shared, is never randomized to one collector:
+                // refused before the value is looked at (Python's client does the same).
+                if (m.trust.twoAggregator) throw Refuse.trustModel(m.name, m.trust.value)
+            }
+        }
         if (items.isEmpty()) return emptyList()
         val reading = clock()
         return store.transact { tx ->

@@ -186,6 +186,16 @@ internal object Refuse {
     fun unknownAttributes(attributes: List<String>): IllegalArgumentException =
         valueError(RefusalCode.UNKNOWN_ATTRIBUTES, fields("attributes" to attributes), "unknown attributes ${show(attributes)}")
 
+    /** `trust_model`: the spec sends [metric]'s values to two aggregators ([trust]), a mode this client does not
+     * build reports for. */
+    fun trustModel(metric: String, trust: String): IllegalArgumentException =
+        valueError(
+            RefusalCode.TRUST_MODEL, fields("metric" to metric, "trust" to trust),
+            "metric ${quote(metric)} is collected in the two-aggregator mode (trust ${quote(trust)}): its value is secret-shared " +
+                "between two aggregators, never sent randomized to one collector; this client does not build those reports yet " +
+                "(the native client does): nothing is recorded",
+        )
+
     /** [e] restated: its message after [prefix], its parameter names mapped by [names], [extra] fields added (a part
      * a protocol is built from, or one attribute of a record). Not a refusal: [e] itself. */
     fun restated(e: Throwable, prefix: String, names: Map<String, String> = emptyMap(), vararg extra: Pair<String, Any?>): Throwable {

@@ -19,13 +19,41 @@ import java.math.BigInteger
 /** Budget caps of the collection or of one metric (`null`: no cap at that level). */
 public data class Budget(val perReport: PrivacyCost? = null, val perWindow: PrivacyCost? = null, val lifetime: PrivacyCost? = null)
 
-/** One metric of a spec: its protocol parameters, budget, and where the server finds its candidates. */
+/**
+ * Whom a metric's guarantee trusts (the spec's `trust`, `TRUST_MODELS` of ldp/spec/schema.py): [LOCAL] (no one: each
+ * report is randomized on the device; the default), [SHUFFLE] (the shuffler, for a central ε by amplification),
+ * [TWO_AGGREGATOR] (two non-colluding aggregators: the value secret-shared with Prio3, noised centrally) and
+ * [TWO_AGGREGATOR_LOCAL] (the same, randomized on the device first). [value] is the spec's spelling.
+ */
+public enum class TrustModel(public val value: String) {
+    LOCAL("local"),
+    SHUFFLE("shuffle"),
+    TWO_AGGREGATOR("two-aggregator"),
+    TWO_AGGREGATOR_LOCAL("two-aggregator+local"),
+    ;
+
+    /** Whether the values go to the two-aggregator mode, whose reports this client does not build: its `record`
+     * refuses them ([io.github.ldptelemetry.client.RefusalCode.TRUST_MODEL]). */
+    public val twoAggregator: Boolean get() = this == TWO_AGGREGATOR || this == TWO_AGGREGATOR_LOCAL
+
+    override fun toString(): String = value
+
+    public companion object {
+        /** The model spelled [value] (`"two-aggregator"`), or null. */
+        @JvmStatic
+        public fun fromValue(value: String): TrustModel? = entries.firstOrNull { it.value == value }
+    }
+}
+
+/** One metric of a spec: its protocol parameters, budget, where the server finds its candidates, and whom its
+ * guarantee trusts ([trust]: [TrustModel.LOCAL] when the spec leaves it out; fingerprinted when not). */
 public class MetricSpec internal constructor(
     public val name: String,
     public val params: ProtocolParams,
     public val budget: Budget,
     public val candidates: String?,
     public val description: String,
+    public val trust: TrustModel,
 ) {
     /** The metric's protocol (its name is `params.protocol`). */
     public val protocol: Protocol<*> get() = Protocols[params.protocol]!!
@@ -63,6 +91,7 @@ public class CollectionSpec private constructor(
             val doc = linkedMapOf<String, Any?>("protocol" to m.params.protocol, "params" to m.params.canonicalDict(), "budget" to budgetJson(m.budget))
             if (m.candidates != null) doc["candidates"] = m.candidates
             if (m.description.isNotEmpty()) doc["description"] = m.description
+            if (m.trust != TrustModel.LOCAL) doc["trust"] = m.trust.value // left out: older specs keep their fingerprints
             ms[n] = doc
         }
         val out = linkedMapOf<String, Any?>(
@@ -91,6 +120,8 @@ public class CollectionSpec private constructor(
         private const val SECONDS_WHY = "the clock's range ends in year 9999"
         private val NAME_RE = Regex("^[a-z][a-z0-9_.-]{0,63}$")
         private val METRIC_RE = Regex("^[a-z][a-z0-9_]{0,31}$")
+        /** The protocols whose reports fit in Prio3, so in the two-aggregator modes (Python: `params.prio3_fit()`). */
+        private val PRIO3_FITS = setOf("rr", "grr", "sue", "oue")
 
         /** Parses and validates spec JSON text; [SpecException] lists every problem. */
         @JvmStatic
@@ -268,7 +299,7 @@ public class CollectionSpec private constructor(
         fun metric(name: String, raw: Any?, total: Budget): MetricSpec? {
             val path = join("metrics", name)
             if (!METRIC_RE.matches(name)) fail(path, "metric names match [a-z][a-z0-9_]{0,31}")
-            val m = obj(raw, path, listOf("protocol", "params", "budget"), listOf("candidates", "description", "release")) ?: return null
+            val m = obj(raw, path, listOf("protocol", "params", "budget"), listOf("candidates", "description", "release", "trust")) ?: return null
             val params = if ("protocol" in m && "params" in m) params(m["protocol"], m["params"], path) else null
             val bpath = join(path, "budget")
             var budget: Budget? = null
@@ -306,8 +337,16 @@ public class CollectionSpec private constructor(
             val description = if ("description" in m) m["description"] else ""
             if (description !is String) fail(join(path, "description"), "must be a string, got ${kind(description)}")
             if ("release" in m) release(m["release"], join(path, "release"))
+            val rawTrust = if ("trust" in m) m["trust"] else "local"
+            val trust = (rawTrust as? String)?.let { TrustModel.fromValue(it) }
+            if (trust == null) {
+                val shown = if (rawTrust is String || isReal(rawTrust)) Refuse.show(rawTrust) else Json.write(rawTrust)
+                fail(join(path, "trust"), "must be one of ${TrustModel.entries.joinToString(", ")}, got $shown")
+            } else if (trust.twoAggregator && params != null && params.protocol !in PRIO3_FITS) {
+                fail(join(path, "trust"), "${params.protocol} does not fit in Prio3 (rr, grr, sue and oue do): no two-aggregator mode for it")
+            }
             if (params == null || budget?.perReport == null) return null
-            return MetricSpec(name, params, budget, candidates as? String, description as? String ?: "")
+            return MetricSpec(name, params, budget, candidates as? String, description as? String ?: "", trust ?: TrustModel.LOCAL)
         }
 
         fun spec(data: Any?, source: String): CollectionSpec {

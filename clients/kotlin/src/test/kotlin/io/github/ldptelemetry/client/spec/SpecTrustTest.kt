@@ -1,0 +1,117 @@
+package io.github.ldptelemetry.client.spec
+
+import io.github.ldptelemetry.client.LdpValueException
+import io.github.ldptelemetry.client.Refusal
+import io.github.ldptelemetry.client.RefusalCode
+import io.github.ldptelemetry.client.SpecException
+import io.github.ldptelemetry.client.TelemetryClient
+import io.github.ldptelemetry.client.Vectors
+import io.github.ldptelemetry.client.internal.Json
+import io.github.ldptelemetry.client.ledger.MemoryStore
+import io.github.ldptelemetry.client.list
+import io.github.ldptelemetry.client.obj
+import java.io.File
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertThrows
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+
+/**
+ * The spec's per-metric `trust` against the Python client (`conformance/specs/trust.json`, written by
+ * `conformance/spec_vectors.py`): the same canonical form and fingerprint byte for byte, the same trust per metric,
+ * the same refusal of a record (a two-aggregator metric: `trust_model`), and a refused spec's errors at the same
+ * paths in the same order, each `.trust` error with Python's text up to its `, got` (the value after it in this
+ * client's notation).
+ */
+class SpecTrustTest {
+    private val doc = Json.parse(File(Vectors.dir, "../specs/trust.json").readText()).obj()
+    private val cases = doc["cases"].list().map { it.obj() }
+    private val clock = { 1_764_000_000.0 }
+
+    private fun beforeGot(message: String) = message.split(", got ")[0]
+
+    private fun assertRefusal(error: Map<String, Any?>, e: Throwable, where: String) {
+        assertTrue(e is LdpValueException, "$where: ${e.javaClass.name}: ${e.message}")
+        assertEquals("ValueError", error["type"], where)
+        assertEquals(error["code"], (e as Refusal).code.code, "$where: ${e.message}")
+        assertEquals(error["fields"], e.fields, where)
+        assertTrue(e.message!!.contains("two-aggregator"), e.message)
+    }
+
+    @Test
+    fun `the fixture has accepted and refused specs`() {
+        assertEquals(1L, doc["format"])
+        assertTrue(cases.any { "errors" in it } && cases.any { "fingerprint" in it })
+        assertEquals(listOf("local", "shuffle", "two-aggregator", "two-aggregator+local"), TrustModel.entries.map { it.value })
+    }
+
+    @Test
+    fun `refused specs give the same paths, and the trust errors Python's texts`() {
+        for (c in cases.filter { "errors" in it }) {
+            val name = c["name"] as String
+            val errors = assertThrows(SpecException::class.java, { CollectionSpec.fromDict(c["spec"]) }, name).errors
+            val got = errors.map { it.substringBefore(": ") to it.substringAfter(": ") }
+            val want = c["errors"].list().map { it.obj() }
+            assertEquals(want.map { it["path"] }, got.map { it.first }, "$name: $errors")
+            for ((i, w) in want.withIndex()) {
+                val path = w["path"] as String
+                if (!path.endsWith(".trust")) continue
+                val message = w["message"] as String
+                assertEquals(beforeGot(message), beforeGot(got[i].second), "$name: $path")
+                assertEquals(message.contains(", got "), got[i].second.contains(", got "), "$name: ${got[i].second}")
+            }
+        }
+    }
+
+    @Test
+    fun `accepted specs give Python's canonical form, fingerprint, trust and refusals of a record`() {
+        for (c in cases.filter { "fingerprint" in it }) {
+            val name = c["name"] as String
+            val spec = CollectionSpec.fromDict(c["spec"], name)
+            assertEquals(c["canonical"], spec.canonical(), name)
+            assertEquals(c["fingerprint"], spec.fingerprint, name)
+            assertEquals(c["trust"], spec.metrics.mapValues { it.value.trust.value }, name)
+            if ("pending" !in c) continue
+            val client = TelemetryClient(spec, MemoryStore(), clock = clock)
+            for ((i, r) in c["records"].list().map { it.obj() }.withIndex()) {
+                val where = "$name: record $i (${r["metric"]}, ${r["value"]})"
+                val error = r["error"]?.obj()
+                if (error == null) {
+                    client.record(r["metric"] as String, r["value"])
+                } else {
+                    assertRefusal(error, assertThrows(IllegalArgumentException::class.java, { client.record(r["metric"] as String, r["value"]) }, where), where)
+                }
+            }
+            c["record_many"]?.obj()?.let { many ->
+                val items = many["items"].list().map { it.list().let { (m, v) -> m as String to v } }
+                val error = many["error"]?.obj()
+                if (error == null) {
+                    client.recordMany(items)
+                } else {
+                    assertRefusal(error, assertThrows(IllegalArgumentException::class.java, { client.recordMany(items) }, name), "$name: recordMany")
+                }
+            }
+            assertEquals(c["pending"], client.pending(), name)
+        }
+    }
+
+    @Test
+    fun `a two-aggregator metric is refused before its value is looked at, with nothing spent`() {
+        val spec = CollectionSpec.parse(
+            """{"spec_version": 1, "name": "app", "budget": {"per_window": 4, "lifetime": 40},
+            "metrics": {"m": {"protocol": "oue", "params": {"epsilon": 1, "domain_size": 3}, "budget": {"per_report": 1}, "trust": "two-aggregator"}}}""",
+        )
+        assertEquals(TrustModel.TWO_AGGREGATOR, spec.metric("m").trust)
+        val client = TelemetryClient(spec, MemoryStore(), clock = clock)
+        for (value in listOf(0L, 7L, "x", null)) {
+            val e = assertThrows(LdpValueException::class.java) { client.record("m", value) }
+            assertEquals(RefusalCode.TRUST_MODEL, e.code)
+            assertEquals(mapOf("metric" to "m", "trust" to "two-aggregator"), e.fields)
+        }
+        val e = assertThrows(LdpValueException::class.java) { client.recordMany(listOf("m" to 1L)) }
+        assertEquals(RefusalCode.TRUST_MODEL, e.code)
+        assertTrue(e.message!!.startsWith("recordMany item 0 (\"m\"): "), e.message)
+        assertEquals(0.0, client.spent("m").epsilon)
+        assertEquals(0L, client.pending())
+    }
+}
