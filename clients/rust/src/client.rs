@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::bytes::{hmac_sha256, metric_secret};
 use crate::cost::PrivacyCost;
 use crate::encoder::{envelope_json, Encoder, EncoderOptions};
-use crate::error::{Error, Result, ALL_METRICS};
+use crate::error::{Error, Refusal, RefusalCode, Result, ALL_METRICS};
 use crate::ledger::{
     self, count_up, outbox_bytes, transact, view, DeviceState, OutboxRecord, PinnedPart, StateStore, StoreTransaction,
     StoreView,
@@ -271,7 +271,14 @@ impl TelemetryClient {
     fn record_items(&self, items: &[(&str, &Value)], many: bool) -> Result<Vec<u64>> {
         let item = |i: usize| many.then_some(i);
         for (i, (metric, _)) in items.iter().enumerate() {
-            self.spec.metric(metric).map_err(|e| name_item(item(i), metric, e))?;
+            let m = self.spec.metric(metric).map_err(|e| name_item(item(i), metric, e))?;
+            if m.trust.two_aggregator() {
+                // A value the spec sends to two aggregators, secret-shared, is never randomized to one collector:
+                // refused before the value is looked at (the Python client does the same).
+                let refusal =
+                    Refusal::value(RefusalCode::TrustModel).with("metric", *metric).with("trust", m.trust.as_str());
+                return Err(name_item(item(i), metric, Error::Refusal(refusal)));
+            }
         }
         let reading = (self.clock)();
         let spec = &self.spec;

@@ -316,6 +316,9 @@ refusal_codes! {
     MissingAttributes = "missing_attributes",
     /// A record has `attributes` the protocol does not have.
     UnknownAttributes = "unknown_attributes",
+    /// The spec sends the values of `metric` to the two-aggregator mode (`trust`: `two-aggregator` or
+    /// `two-aggregator+local`), whose reports the client's randomizer does not build: nothing is recorded.
+    TrustModel = "trust_model",
 }
 
 impl fmt::Display for RefusalCode {
@@ -592,6 +595,14 @@ impl fmt::Display for Refusal {
             RefusalCode::NotEncodable => write!(f, "the value has no {} form", text("encoding")),
             RefusalCode::MissingAttributes => write!(f, "the record lacks attributes {}", list("attributes")),
             RefusalCode::UnknownAttributes => write!(f, "the record has unknown attributes {}", list("attributes")),
+            RefusalCode::TrustModel => write!(
+                f,
+                "metric {} is collected in the two-aggregator mode (trust {}): its value is secret-shared between two \
+                 aggregators, never sent randomized to one collector; the randomizing client does not build those \
+                 reports (ldp_client::dap, feature prio, does): nothing is recorded",
+                json("metric"),
+                json("trust")
+            ),
         }
     }
 }

@@ -35,7 +35,61 @@ pub struct Budget {
     pub lifetime: Option<PrivacyCost>,
 }
 
-/// One metric of a spec: its protocol parameters, budget, and where the server finds its candidates.
+/// Whom a metric's guarantee trusts: the spec's `trust` (`TRUST_MODELS` of `ldp/spec/schema.py`).
+///
+/// [`TelemetryClient::record`](crate::TelemetryClient::record) randomizes and queues the values of a `Local` or
+/// `Shuffle` metric; it refuses those of a two-aggregator one ([`RefusalCode::TrustModel`](crate::RefusalCode)),
+/// whose values go to two aggregators, secret-shared (`ldp_client::prio3` and `ldp_client::dap`, feature `prio`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum TrustModel {
+    /// No one: each report is randomized on the device (the default).
+    #[default]
+    Local,
+    /// The shuffler, for a central ε by amplification.
+    Shuffle,
+    /// Two non-colluding aggregators: the exact value secret-shared with Prio3, noised centrally.
+    TwoAggregator,
+    /// The same, with the protocol's randomization on the device first (a local ε even if both collude).
+    TwoAggregatorLocal,
+}
+
+impl TrustModel {
+    /// Every model, in the order of the spec's documentation.
+    pub const ALL: [TrustModel; 4] =
+        [TrustModel::Local, TrustModel::Shuffle, TrustModel::TwoAggregator, TrustModel::TwoAggregatorLocal];
+
+    /// The spec's spelling (`"two-aggregator+local"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrustModel::Local => "local",
+            TrustModel::Shuffle => "shuffle",
+            TrustModel::TwoAggregator => "two-aggregator",
+            TrustModel::TwoAggregatorLocal => "two-aggregator+local",
+        }
+    }
+
+    /// The model spelled `text` (`None` for any other text).
+    pub fn from_name(text: &str) -> Option<Self> {
+        TrustModel::ALL.into_iter().find(|t| t.as_str() == text)
+    }
+
+    /// Whether the values go to two aggregators (`TwoAggregator` or `TwoAggregatorLocal`).
+    pub fn two_aggregator(self) -> bool {
+        matches!(self, TrustModel::TwoAggregator | TrustModel::TwoAggregatorLocal)
+    }
+}
+
+impl std::fmt::Display for TrustModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The protocols whose reports fit in Prio3, so in the two-aggregator modes (Python: `params.prio3_fit()`).
+const PRIO3_FITS: [&str; 4] = ["rr", "grr", "sue", "oue"];
+
+/// One metric of a spec: its protocol parameters, budget, where the server finds its candidates, and whom its
+/// guarantee trusts.
 #[derive(Debug, Clone)]
 pub struct MetricSpec {
     /// The metric's name.
@@ -48,6 +102,8 @@ pub struct MetricSpec {
     pub candidates: Option<String>,
     /// Free text.
     pub description: String,
+    /// Whom its guarantee trusts ([`TrustModel::Local`] when the spec leaves it out; fingerprinted when not).
+    pub trust: TrustModel,
 }
 
 impl MetricSpec {
@@ -176,6 +232,10 @@ impl CollectionSpec {
             }
             if !m.description.is_empty() {
                 doc.insert("description".into(), Value::String(m.description.clone()));
+            }
+            if m.trust != TrustModel::Local {
+                // Left out when local: specs written before the key keep their fingerprints.
+                doc.insert("trust".into(), Value::String(m.trust.as_str().into()));
             }
             ms.insert(m.name.clone(), Value::Object(doc));
         }
@@ -402,7 +462,12 @@ impl Checker {
         if !is_metric_name(name) {
             self.fail(&path, "metric names match [a-z][a-z0-9_]{0,31}");
         }
-        let m = self.obj(raw, &path, &["protocol", "params", "budget"], &["candidates", "description", "release"])?;
+        let m = self.obj(
+            raw,
+            &path,
+            &["protocol", "params", "budget"],
+            &["candidates", "description", "release", "trust"],
+        )?;
         let params = match (m.get("protocol"), m.get("params")) {
             (Some(p), Some(raw)) => self.params(p, raw, &path),
             _ => None,
@@ -468,9 +533,28 @@ impl Checker {
         if let Some(r) = m.get("release") {
             self.release(r, &join(&path, "release"));
         }
+        let trust = match m.get("trust") {
+            None => Some(TrustModel::Local),
+            Some(t) => t.as_str().and_then(TrustModel::from_name),
+        };
+        match (trust, &params) {
+            (None, _) => {
+                let names: Vec<&str> = TrustModel::ALL.iter().map(|t| t.as_str()).collect();
+                let shown = m.get("trust").map(compact).unwrap_or_default();
+                self.fail(&join(&path, "trust"), format!("must be one of {}, got {shown}", names.join(", ")));
+            }
+            (Some(t), Some(p)) if t.two_aggregator() && !PRIO3_FITS.contains(&p.protocol()) => self.fail(
+                &join(&path, "trust"),
+                format!(
+                    "{} does not fit in Prio3 (rr, grr, sue and oue do): no two-aggregator mode for it",
+                    p.protocol()
+                ),
+            ),
+            _ => {}
+        }
         let params = params?;
         let budget = budget.filter(|b| b.per_report.is_some())?;
-        Some(MetricSpec { name: name.to_string(), params, budget, candidates, description })
+        Some(MetricSpec { name: name.to_string(), params, budget, candidates, description, trust: trust? })
     }
 
     fn spec(mut self, data: &Value, source: &str) -> Result<CollectionSpec> {
