@@ -33,6 +33,29 @@ the wrap-around handled (``aggregate_share_from_field_elements`` builds one from
 :class:`~ldp.errors.PrioError` (a ``ValueError``) whose message names the VDAF and the operation, and whose
 ``operation`` attribute is the operation's name; a Python value of the wrong type is a ``TypeError``.
 
+**DAP-09 reports** (``draft-ietf-ppm-dap-09``, the draft the newest published ``janus_messages`` speaks, so that an
+independent implementation reads our reports): the upload encoding and HPKE (RFC 9180) sealing of the native client
+(``ldp_client::dap`` in ``clients/rust``, which this binding links), so devices and aggregators share one
+implementation. An aggregator makes its key pair and publishes its config (an aggregator's ``/hpke_config`` answers
+``encode_hpke_config_list([keypair.config])``)::
+
+    leader_key, helper_key = HpkeKeypair.generate(1), HpkeKeypair.generate(2)    # X25519, HKDF-SHA256, AES-128-GCM
+    report = seal_report(vdaf, 3, task_id=task_id, time=now, time_precision=3600,  # a simulated device's upload
+                         leader=leader_key.config, helper=helper_key.config)
+    r = DapReport.from_bytes(report)                                  # the leader reads it (PrioError: malformed)
+    leader_in = open_input_share(leader_key, role="leader", task_id=task_id, report_id=r.report_id, time=r.time,
+                                 public_share=r.public_share, ciphertext=r.leader_ciphertext)
+    state, verifier_share = vdaf.verify_init(verify_key, 0, r.report_id, r.public_share, leader_in)
+
+The report ID (16 random bytes) is the VDAF nonce; each input share is a ``PlaintextInputShare`` without extensions
+sealed to its aggregator's config with ``info`` ``"dap-09 input share" || 0x01 || role`` (0x02 leader, 0x03 helper) and
+the report's task ID, metadata and public share as ``aad``, so a share opens only under the report it came in
+(:class:`~ldp.errors.PrioError` with ``operation="open"`` otherwise, and for a wrong key or config id, a malformed
+plaintext, or extensions, which this deployment does not define). ``hpke_seal`` and ``hpke_open`` seal any bytes
+(aggregate shares to the collector) in DAP's ``HpkeCiphertext`` encoding. Suites sealed to: DHKEM X25519, P-256 or
+P-521; HKDF-SHA256 or -SHA512; AES-128-GCM, AES-256-GCM or ChaCha20Poly1305 (an ``HpkeConfig`` of other ids decodes,
+and sealing to it is refused).
+
 **Availability.** The binding is compiled from ``bindings/prio`` (Rust) when ``pip install`` or ``pip wheel`` finds
 ``cargo``; without it the install goes on without the binding (as without a C compiler the C kernels), and
 ``ldp.prio``'s classes raise :class:`~ldp.errors.MissingExtraError` saying how to get them (:func:`available` tells).
@@ -67,10 +90,14 @@ from typing import TYPE_CHECKING, Any
 from ldp.errors import MissingExtraError, PrioError
 
 __all__ = ["Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifyState", "OutputShare", "AggregateShare",
-           "PrioError", "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "available", "require"]
+           "PrioError", "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "available", "require",
+           "HpkeConfig", "HpkeKeypair", "DapReport", "encode_hpke_config_list", "decode_hpke_config_list",
+           "seal_report", "open_input_share", "hpke_seal", "hpke_open"]
 
 _NATIVE = ("Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifyState", "OutputShare", "AggregateShare",
-           "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT")
+           "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "HpkeConfig", "HpkeKeypair", "DapReport",
+           "encode_hpke_config_list", "decode_hpke_config_list", "seal_report", "open_input_share", "hpke_seal",
+           "hpke_open")
 
 _why_missing: str | None = None
 
@@ -81,12 +108,21 @@ if TYPE_CHECKING:
         VDAF_DRAFT,
         VERIFY_KEY_SIZE,
         AggregateShare,
+        DapReport,
+        HpkeConfig,
+        HpkeKeypair,
         OutputShare,
         Prio3Count,
         Prio3Histogram,
         Prio3Sum,
         Prio3SumVec,
         VerifyState,
+        decode_hpke_config_list,
+        encode_hpke_config_list,
+        hpke_open,
+        hpke_seal,
+        open_input_share,
+        seal_report,
     )
 else:
     try:  # optional: compiled from bindings/prio where cargo was found at install time
@@ -96,12 +132,21 @@ else:
             VDAF_DRAFT,
             VERIFY_KEY_SIZE,
             AggregateShare,
+            DapReport,
+            HpkeConfig,
+            HpkeKeypair,
             OutputShare,
             Prio3Count,
             Prio3Histogram,
             Prio3Sum,
             Prio3SumVec,
             VerifyState,
+            decode_hpke_config_list,
+            encode_hpke_config_list,
+            hpke_open,
+            hpke_seal,
+            open_input_share,
+            seal_report,
         )
     except ImportError as exc:
         _why_missing = f"{type(exc).__name__}: {exc}"

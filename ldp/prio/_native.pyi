@@ -105,3 +105,107 @@ class Prio3Histogram(_Prio3):
     def shard(self, measurement: int, *, nonce: bytes | None = None,
               rand: bytes | None = None) -> tuple[bytes, bytes, list[bytes]]: ...
     def unshard(self, aggregate_shares: Iterable[AggregateShare], num_measurements: int) -> list[int]: ...
+
+class HpkeConfig:
+    """DAP-09's ``HpkeConfig``: an aggregator's (or the collector's) HPKE public key, its suite and its one-byte id.
+    Equal configs compare and hash equal; pickles as its encoding."""
+
+    @staticmethod
+    def from_bytes(data: bytes) -> HpkeConfig:
+        """The config encoded in ``data``; :class:`~ldp.errors.PrioError` (``operation="decode"``) for malformed or
+        trailing bytes. Any suite ids decode; sealing to an unsupported suite is refused."""
+    def to_bytes(self) -> bytes:
+        """DAP-09's encoding."""
+    @property
+    def id(self) -> int:
+        """The config id (0 to 255), which each ciphertext sealed to it carries."""
+    @property
+    def kem_id(self) -> int:
+        """The KEM (0x0020: DHKEM(X25519, HKDF-SHA256))."""
+    @property
+    def kdf_id(self) -> int:
+        """The KDF (0x0001: HKDF-SHA256)."""
+    @property
+    def aead_id(self) -> int:
+        """The AEAD (0x0001: AES-128-GCM)."""
+    @property
+    def public_key(self) -> bytes:
+        """The serialized public key."""
+
+class HpkeKeypair:
+    """An HPKE key pair: the config to publish and its private key (a secret, never in its repr)."""
+
+    @staticmethod
+    def generate(config_id: int) -> HpkeKeypair:
+        """A fresh key pair of DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM with id ``config_id`` (0 to 255),
+        from the OS generator."""
+    @staticmethod
+    def from_bytes(config: bytes, private_key: bytes) -> HpkeKeypair:
+        """The key pair of an encoded config and its private key; :class:`~ldp.errors.PrioError`
+        (``operation="decode"``) unless the private key's public key is the config's (and its suite supported)."""
+    @property
+    def config(self) -> HpkeConfig:
+        """The public half."""
+    @property
+    def private_key(self) -> bytes:
+        """The private key's bytes: a secret."""
+
+class DapReport:
+    """DAP-09's ``Report``: the report ID (the VDAF nonce), the time, the public share and each aggregator's sealed
+    input share."""
+
+    @staticmethod
+    def from_bytes(data: bytes) -> DapReport:
+        """The report encoded in ``data``; :class:`~ldp.errors.PrioError` (``operation="decode"``) for malformed or
+        trailing bytes. The ciphertexts are not opened."""
+    def to_bytes(self) -> bytes:
+        """DAP-09's encoding."""
+    @property
+    def report_id(self) -> bytes:
+        """16 bytes: the VDAF nonce too."""
+    @property
+    def time(self) -> int:
+        """Seconds since the Unix epoch, rounded down to the task's time precision."""
+    @property
+    def public_share(self) -> bytes: ...
+    @property
+    def leader_ciphertext(self) -> bytes:
+        """The leader's sealed input share, in DAP's ``HpkeCiphertext`` encoding."""
+    @property
+    def helper_ciphertext(self) -> bytes:
+        """The helper's sealed input share, in DAP's ``HpkeCiphertext`` encoding."""
+
+def encode_hpke_config_list(configs: Sequence[HpkeConfig]) -> bytes:
+    """DAP-09's ``HpkeConfigList`` (an aggregator's ``/hpke_config`` answer), most preferred first;
+    :class:`~ldp.errors.PrioError` (``operation="encode"``) for an empty list or a repeated id."""
+
+def decode_hpke_config_list(data: bytes) -> list[HpkeConfig]:
+    """The configs of an encoded ``HpkeConfigList``; :class:`~ldp.errors.PrioError` (``operation="decode"``) for
+    malformed or trailing bytes, an empty list or a repeated id."""
+
+def seal_report(vdaf: Prio3Count | Prio3Sum | Prio3SumVec | Prio3Histogram, measurement: Any, *, task_id: bytes,
+                time: int, leader: HpkeConfig, helper: HpkeConfig, time_precision: int = 1,
+                report_id: bytes | None = None, rand: bytes | None = None) -> bytes:
+    """A DAP-09 report of ``measurement`` (a simulated device's upload): sharded by ``vdaf`` (two aggregators) with
+    the report ID as the nonce, ``time`` rounded down to ``time_precision``, each input share sealed to its
+    aggregator's config (ephemeral keys from the OS generator). ``report_id`` (16 bytes) and ``rand`` (the VDAF's
+    ``rand_size`` bytes) are drawn from the OS unless given. :class:`~ldp.errors.PrioError`: ``operation="shard"`` for
+    a measurement out of range, ``"seal"`` for a bad task ID, time, report ID, VDAF or config."""
+
+def open_input_share(keypair: HpkeKeypair, *, role: str, task_id: bytes, report_id: bytes, time: int,
+                     public_share: bytes, ciphertext: bytes) -> bytes:
+    """An aggregator's input share (``role`` ``"leader"`` or ``"helper"``) of a report, opened under its task ID,
+    report ID, time and public share: the ``PlaintextInputShare``'s payload, the VDAF input share for
+    ``verify_init``. :class:`~ldp.errors.PrioError` (``operation="open"``) for a ciphertext sealed to another config
+    id, one that does not open (another key, role, task, report ID, time or public share, tampered bytes), a
+    malformed plaintext, and a plaintext with extensions (this deployment defines none; DAP-09 rejects unrecognized
+    ones)."""
+
+def hpke_seal(config: HpkeConfig, info: bytes, aad: bytes, plaintext: bytes) -> bytes:
+    """``plaintext`` sealed to ``config`` (RFC 9180 single-shot base mode, an ephemeral key from the OS generator), in
+    DAP's ``HpkeCiphertext`` encoding; :class:`~ldp.errors.PrioError` (``operation="seal"``) for an unsupported suite
+    or an invalid public key."""
+
+def hpke_open(keypair: HpkeKeypair, info: bytes, aad: bytes, ciphertext: bytes) -> bytes:
+    """A ciphertext in DAP's ``HpkeCiphertext`` encoding opened with ``keypair``; :class:`~ldp.errors.PrioError`
+    (``operation="open"``) for another config id, another key, ``info`` or ``aad``, or tampered bytes."""

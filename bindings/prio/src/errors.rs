@@ -10,7 +10,8 @@ use pyo3::types::PyType;
 static PRIO_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// The operations a refusal names (`PrioError.operation`): the method that refused, or `decode` for bytes read back
-/// into a share outside an operation, `parameters` for a VDAF that cannot be built.
+/// into a share or a DAP message outside an operation, `parameters` for a VDAF or a key that cannot be built,
+/// `encode` for a DAP message that has no encoding, `seal` and `open` for HPKE and DAP reports (`dap.rs`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Op {
     Parameters,
@@ -21,6 +22,9 @@ pub(crate) enum Op {
     Aggregate,
     Unshard,
     Decode,
+    Encode,
+    Seal,
+    Open,
 }
 
 impl Op {
@@ -34,6 +38,9 @@ impl Op {
             Op::Aggregate => "aggregate",
             Op::Unshard => "unshard",
             Op::Decode => "decode",
+            Op::Encode => "encode",
+            Op::Seal => "seal",
+            Op::Open => "open",
         }
     }
 }

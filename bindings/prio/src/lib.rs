@@ -7,10 +7,15 @@
 //! belongs to) and turns every refusal into `ldp.errors.PrioError` naming the operation. The Python face, and why
 //! this is pyo3 built by setuptools-rust, is `ldp/prio/__init__.py`.
 //!
+//! DAP-09 reports and HPKE (`HpkeConfig`, `HpkeKeypair`, `DapReport`, `seal_report`, `open_input_share`,
+//! `hpke_seal`, `hpke_open`) are the native client's (`ldp_client::dap`, a path dependency on `clients/rust`), so
+//! that devices and aggregators share one implementation of the upload encoding and the sealing.
+//!
 //! Without the `python` feature (`cargo run --release --no-default-features --example bench_raw`) the crate is
 //! empty: the raw benchmark times the `prio` crate alone.
 #![cfg(feature = "python")]
 
+mod dap;
 mod errors;
 mod shares;
 mod vdafs;
@@ -27,6 +32,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<shares::VerifyState>()?;
     m.add_class::<shares::OutputShare>()?;
     m.add_class::<shares::AggregateShare>()?;
+    m.add_class::<dap::HpkeConfig>()?;
+    m.add_class::<dap::HpkeKeypair>()?;
+    m.add_class::<dap::DapReport>()?;
+    m.add_function(wrap_pyfunction!(dap::encode_hpke_config_list, m)?)?;
+    m.add_function(wrap_pyfunction!(dap::decode_hpke_config_list, m)?)?;
+    m.add_function(wrap_pyfunction!(dap::seal_report, m)?)?;
+    m.add_function(wrap_pyfunction!(dap::open_input_share, m)?)?;
+    m.add_function(wrap_pyfunction!(dap::hpke_seal, m)?)?;
+    m.add_function(wrap_pyfunction!(dap::hpke_open, m)?)?;
     m.add("PRIO_VERSION", "0.18.1")?;
     m.add("VDAF_DRAFT", 18)?;
     m.add("VERIFY_KEY_SIZE", vdafs::VERIFY_KEY_SIZE)?;

@@ -30,6 +30,8 @@ type Measurement<S> = <<S as Spec>::T as Type>::Measurement;
 type State<S> = Prio3VerifyState<<S as Spec>::F, SEED_SIZE>;
 /// What `shard` gives Python: the nonce, the public share and one input share per aggregator.
 type Sharded<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<Bound<'py, PyBytes>>);
+/// The same as bytes (`Core::shard_bytes`).
+pub(crate) type ShardedBytes = ([u8; NONCE_SIZE], Vec<u8>, Vec<Vec<u8>>);
 
 /// What differs between the four types: the FLP type, its field, how a Python measurement becomes the crate's,
 /// and how the crate's aggregate result becomes Python's.
@@ -201,6 +203,19 @@ impl<S: Spec> Core<S> {
         nonce: Option<&[u8]>,
         rand: Option<&[u8]>,
     ) -> PyResult<Sharded<'py>> {
+        let (nonce, public_share, input_shares) = self.shard_bytes(py, measurement, nonce, rand)?;
+        let inputs = input_shares.iter().map(|s| PyBytes::new(py, s)).collect();
+        Ok((PyBytes::new(py, &nonce), PyBytes::new(py, &public_share), inputs))
+    }
+
+    /// `shard` as bytes: the nonce (drawn from the OS unless given), the public share and the input shares.
+    pub(crate) fn shard_bytes(
+        &self,
+        py: Python<'_>,
+        measurement: &Bound<'_, PyAny>,
+        nonce: Option<&[u8]>,
+        rand: Option<&[u8]>,
+    ) -> PyResult<ShardedBytes> {
         let measurement = S::measurement(measurement, &self.params).map_err(|e| match e {
             Ok(message) => self.err(py, Op::Shard, message),
             Err(type_error) => type_error,
@@ -225,11 +240,14 @@ impl<S: Spec> Core<S> {
             .vdaf
             .shard_with_random(&self.ctx, &measurement, &nonce, rand)
             .map_err(|e| self.err(py, Op::Shard, e))?;
-        let encode = |value: &dyn EncodeDyn| -> PyResult<Bound<'py, PyBytes>> {
-            Ok(PyBytes::new(py, &value.encoded().map_err(|e| self.err(py, Op::Shard, e))?))
-        };
+        let encode = |value: &dyn EncodeDyn| value.encoded().map_err(|e| self.err(py, Op::Shard, e));
         let inputs = input_shares.iter().map(|s| encode(s)).collect::<PyResult<Vec<_>>>()?;
-        Ok((PyBytes::new(py, &nonce), encode(&public_share)?, inputs))
+        Ok((nonce, encode(&public_share)?, inputs))
+    }
+
+    /// The VDAF's type and parameters.
+    pub(crate) fn params(&self) -> &Params {
+        &self.params
     }
 
     fn check_agg_id(&self, py: Python<'_>, op: Op, agg_id: usize) -> PyResult<()> {
@@ -424,7 +442,7 @@ macro_rules! vdaf_class {
         #[doc = $doc]
         #[pyclass(frozen, module = "ldp.prio")]
         pub struct $class {
-            core: Core<$spec>,
+            pub(crate) core: Core<$spec>,
         }
 
         #[pymethods]

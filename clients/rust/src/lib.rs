@@ -20,6 +20,7 @@ mod cost;
 pub mod dap;
 pub mod encoder;
 mod error;
+#[cfg(feature = "c-api")]
 pub mod ffi;
 pub mod json;
 pub mod ledger;

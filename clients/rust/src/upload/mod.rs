@@ -9,6 +9,7 @@ mod request;
 #[cfg(feature = "uploader")]
 mod uploader;
 
+#[cfg(feature = "c-api")]
 pub(crate) use request::check_token;
 pub use request::{check_answer, parse_retry_after, Answer, Reply, UploadRequest, MAX_ANSWER, MAX_BATCH};
 #[cfg(feature = "uploader")]
