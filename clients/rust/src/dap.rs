@@ -255,7 +255,7 @@ pub fn input_share_aad(task_id: &[u8; TASK_ID_LEN], metadata: &ReportMetadata, p
 /// [`ReportBuilder`], or by another Prio3 implementation with the report ID as its nonce). `input_shares` are the
 /// leader's and the helper's, in that order; each becomes a `PlaintextInputShare` without extensions sealed to its
 /// config, with ephemeral keys from the OS generator. Refused: a config this crate cannot seal to
-/// ([`HpkeConfig::check`]).
+/// ([`HpkeConfig::check`]), the same public key for both aggregators.
 pub fn seal_input_shares(
     task_id: &[u8; TASK_ID_LEN],
     metadata: ReportMetadata,
@@ -276,9 +276,7 @@ fn seal_shares(
     configs: [&HpkeConfig; 2],
     ikms: Option<[&[u8]; 2]>,
 ) -> Result<Report> {
-    for (aggregator, config) in [Aggregator::Leader, Aggregator::Helper].into_iter().zip(configs) {
-        config.check().map_err(|e| Error::value(format!("the {aggregator}'s HPKE config: {e}")))?;
-    }
+    check_configs(configs)?;
     let aad = input_share_aad(task_id, &metadata, public_share)?;
     let mut sealed = Vec::with_capacity(2);
     for (i, aggregator) in [Aggregator::Leader, Aggregator::Helper].into_iter().enumerate() {
@@ -302,6 +300,19 @@ fn seal_shares(
         leader_encrypted_input_share,
         helper_encrypted_input_share,
     })
+}
+
+/// Both configs can be sealed to, and are not one key (each aggregator must hold its own).
+fn check_configs(configs: [&HpkeConfig; 2]) -> Result<()> {
+    for (aggregator, config) in [Aggregator::Leader, Aggregator::Helper].into_iter().zip(configs) {
+        config.check().map_err(|e| Error::value(format!("the {aggregator}'s HPKE config: {e}")))?;
+    }
+    if configs[0].public_key == configs[1].public_key {
+        return Err(Error::value(
+            "the leader's and the helper's HPKE configs have the same public key: each aggregator must have its own",
+        ));
+    }
+    Ok(())
 }
 
 /// What an aggregator does with its share of a report: opens `ciphertext` (its `HpkeCiphertext`) with its
@@ -360,14 +371,7 @@ impl ReportBuilder {
         if client.aggregators() != 2 {
             return Err(Refusal::param_range("aggregators", client.aggregators()).with("min", 2).with("max", 2).into());
         }
-        for (aggregator, config) in [(Aggregator::Leader, &leader), (Aggregator::Helper, &helper)] {
-            config.check().map_err(|e| Error::value(format!("the {aggregator}'s HPKE config: {e}")))?;
-        }
-        if leader.public_key == helper.public_key {
-            return Err(Error::value(
-                "the leader's and the helper's HPKE configs have the same public key: each aggregator must have its own",
-            ));
-        }
+        check_configs([&leader, &helper])?;
         Ok(ReportBuilder { client, task_id, configs: [leader, helper], time_precision: 1 })
     }
 
