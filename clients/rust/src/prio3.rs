@@ -15,7 +15,7 @@
 //! let client = Prio3Client::new(Prio3Type::Histogram { length: 4, chunk_length: 2 }, b"example.app/v1")?;
 //! let shares = client.shard(&Measurement::Histogram(2))?;   // nonce and randomness from the OS generator
 //! // Send shares.nonce and shares.public_share to both aggregators, shares.leader_share() only to the leader and
-//! // shares.helper_share() only to the helper, each encrypted to its aggregator.
+//! // shares.helper_share() only to the helper, each encrypted to its aggregator (crate::dap does it as DAP-09 does).
 //! assert_eq!(shares.input_shares.len(), 2);
 //! # Ok::<(), ldp_client::Error>(())
 //! ```
@@ -33,8 +33,8 @@
 //!   shares (and its blind).
 //!
 //! Anyone holding *both* input shares can recover the measurement: each must reach its aggregator and no one else,
-//! so the app encrypts each to its aggregator (DAP uses HPKE) or sends each over its own authenticated channel. This
-//! crate does not encrypt. A single aggregator, or an observer of the public share and the nonce, learns nothing
+//! so each is encrypted to its aggregator: [`crate::dap::ReportBuilder`] makes the DAP-09 report that seals each
+//! with HPKE (or the app sends each over its own authenticated channel). A single aggregator, or an observer of the public share and the nonce, learns nothing
 //! about the measurement; the two together (with the *verify key* they share, which devices never see) learn
 //! whether it is valid, and then only the aggregate of all reports (the sum, the per-bucket counts). Prio3 protects
 //! the value against each aggregator; it adds no differential-privacy noise of its own: noise, if wanted, is the

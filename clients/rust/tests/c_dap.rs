@@ -2,7 +2,7 @@
 //! reports of each Prio3 type with `ldp_dap_report_with_random`, each compared byte for byte with the Rust API's
 //! (`ReportBuilder::build_with_random`) over several HPKE suites; reports from the OS generator, decoded and opened
 //! here by each aggregator's key; `ldp_dap_report_rand_len` and `ldp_dap_hpke_config_select`; refusals with their
-//! status, type, code and fields. The boundary self-test of the program covers the DAP calls too
+//! status, type, code and fields; and the C snippet of docs/native-client.md's DAP-09 section, built and run. The boundary self-test of the program covers the DAP calls too
 //! (tests/c_prio3.rs runs it, also under AddressSanitizer). tests in `clients/rust/interop` decode the same
 //! reports with Janus's `janus_messages` and verify them with prio's aggregators.
 
@@ -22,10 +22,16 @@ use ldp_client::dap::{
 };
 use ldp_client::prio3::{Measurement, Prio3Client, Prio3Type};
 
+/// A folder of this test process under cargo's scratch folder for integration tests.
+fn program_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| cc::scratch_dir("ldp-c-dap"))
+}
+
 fn program() -> &'static Path {
     static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
     PROGRAM.get_or_init(|| {
-        let exe = cc::scratch_dir("ldp-c-dap").join("prio3");
+        let exe = program_dir().join("prio3");
         let (cmd, out) = cc::compile_c("tests/c/prio3.c", &exe, &["-DLDP_CLIENT_PRIO"]);
         assert!(
             out.status.success(),
@@ -225,5 +231,59 @@ fn c_refusals_say_what_was_refused() {
         for w in words {
             assert!(line.contains(w), "{line} lacks {w}");
         }
+    }
+}
+
+/// The C snippet of docs/native-client.md's DAP-09 section, in a `main` of its own with two aggregators' config
+/// lists and a task ID: it builds (`-Wall -Wextra -Werror -pedantic`) and makes a report that each aggregator opens.
+#[test]
+fn the_docs_c_snippet_builds_and_makes_a_report() {
+    let page =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/native-client.md")).unwrap();
+    let from = page.find("### DAP-09 reports").expect("the page's DAP-09 section");
+    let start = from + page[from..].find("\n```c\n").expect("a C block") + "\n```c\n".len();
+    let body = &page[start..start + page[start..].find("\n```").unwrap()];
+    let (preamble, code): (Vec<&str>, Vec<&str>) = body.lines().partition(|l| l.starts_with('#'));
+    // The body is printed where the snippet sends it (before it frees the report).
+    let send = "{ size_t i; for (i = 0; i < body_len; i++) printf(\"%02x\", body[i]); printf(\"\\n\"); }";
+    let code: Vec<&str> = code.into_iter().map(|l| if l.starts_with("/* ... PUT") { send } else { l }).collect();
+    assert!(code.contains(&send), "the snippet sends the body in a `/* ... PUT` comment");
+    let (leader, helper) = (keypair(1, HpkeSuite::DEFAULT, 5), keypair(2, HpkeSuite::DEFAULT, 6));
+    let task_id = [0x3c; 32];
+    let array = |name: &str, bytes: &[u8]| {
+        let items: Vec<String> = bytes.iter().map(|b| b.to_string()).collect();
+        format!(
+            "static const uint8_t {name}[] = {{{}}};\nstatic const size_t {name}_len = {};\n",
+            items.join(","),
+            bytes.len()
+        )
+    };
+    let program = format!(
+        "{}\n#include <stdio.h>\n{}{}{}int main(void) {{\n{}\n    (void)task_id_len;\n    return 0;\n}}\n",
+        preamble.join("\n"),
+        array("task_id", &task_id),
+        array("leader_list", &HpkeConfigList(vec![leader.config().clone()]).encode().unwrap()),
+        array("helper_list", &HpkeConfigList(vec![helper.config().clone()]).encode().unwrap()),
+        code.join("\n")
+    );
+    let dir = program_dir();
+    let src = dir.join("docs_dap_snippet.c");
+    std::fs::write(&src, program).unwrap();
+    let exe = dir.join("docs_dap_snippet");
+    let mut cmd = Command::new(cc::compiler());
+    cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include"))
+        .arg(&src)
+        .arg(cc::static_library())
+        .args(cc::native_static_libs())
+        .arg("-o")
+        .arg(&exe);
+    cc::run(&mut cmd, "compiling the page's DAP-09 C snippet");
+    let out = cc::run(&mut Command::new(&exe), "the page's DAP-09 C snippet");
+    let report = Report::decode(&unhex(out.trim())).unwrap();
+    assert_eq!(report.metadata.time % 86_400, 0);
+    for (aggregator, kp) in [(Aggregator::Leader, &leader), (Aggregator::Helper, &helper)] {
+        let c = report.encrypted_input_share(aggregator);
+        open_input_share(kp, aggregator, &task_id, &report.metadata, &report.public_share, c).unwrap();
     }
 }
