@@ -7,8 +7,9 @@ Without a C compiler the build goes on without them: :mod:`ldp.batch.bits`, :mod
 :mod:`ldp.batch.association`, :mod:`ldp.server.jsonl` and :mod:`ldp.batch.subset_selection` use pure numpy, and
 :func:`ldp.server.store.write_synced` ``os.write`` and ``os.fsync``.
 
-The optional Prio3 binding ``ldp.prio._native`` is Rust (``bindings/prio``: the ``prio`` crate through pyo3, its
-Cargo.lock committed and used ``--locked``), built by setuptools-rust when ``cargo`` is on PATH, in release mode, for
+The optional Prio3 binding ``ldp.prio._native`` is Rust (``bindings/prio``: the ``prio`` crate through pyo3, and the
+native client's DAP-09 reports and HPKE from ``clients/rust`` by path, its Cargo.lock committed and used ``--locked``;
+the sdist carries both crates, MANIFEST.in), built by setuptools-rust when ``cargo`` is on PATH, in release mode, for
 the stable ABI (one build serves Python 3.11+). Without cargo, or without setuptools-rust in a build environment that
 lacks it (``--no-build-isolation``), the build goes on without it, and :mod:`ldp.prio` says how to get it. Cargo
 builds in ``bindings/prio/target`` (``.ci/run`` links it to its build cache) unless ``CARGO_TARGET_DIR`` says
