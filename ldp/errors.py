@@ -386,8 +386,9 @@ class PrioError(LdpError, ValueError):
 class AggregatorError(LdpError):
     """A two-aggregator request refused (:mod:`ldp.aggregators`): ``code`` names why, one of the report errors
     (:class:`ldp.aggregators.messages.ReportError`: ``report_replayed``, ``vdaf_invalid``, ``batch_collected``, ...)
-    or a request's (``unrecognized_task``, ``batch_too_small``, ``budget_exhausted``, ``batch_mismatch``,
-    ``job_mismatch``, ``unauthorized``, ``helper_unavailable``); ``status`` the HTTP status it answers with."""
+    or a request's (``unrecognized_task``, ``window_open``, ``batch_too_small``, ``budget_exhausted``,
+    ``batch_mismatch``, ``job_mismatch``, ``unauthorized``, ``helper_unavailable``); ``status`` the HTTP status it
+    answers with."""
 
     def __init__(self, message: str, code: str, status: int = 400) -> None:
         super().__init__(message)

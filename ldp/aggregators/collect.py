@@ -107,7 +107,8 @@ def estimates(task: Task, sums: tuple[int, ...] | list[int], n: int, noise_varia
     if params is None:
         count = np.asarray(sums, dtype=np.float64)
         se = np.full(count.shape, float(np.sqrt(noise_variance)))
-        items = ["count"] if task.vdaf in ("Prio3Count", "Prio3Sum") else [str(i) for i in range(len(sums))]
+        items = (["count"] if task.vdaf in ("Prio3Count", "Prio3Sum") else list(task.labels) if task.labels
+                 else [str(i) for i in range(len(sums))])
         return Estimates(task.vdaf, items, n, count, se, confidence, None,
                          notes=(f"two aggregators, exact sums plus central noise {task.noise}",))
     from ldp.protocols.registry import get_protocol

@@ -8,6 +8,10 @@ keys (which they share) and the leader's token (the helper keeps only its hash):
     hpke_key = "leader-hpke.json"        # its HPKE key pair (``ldp serve keygen``), mode 0600
     job_size = 1000                      # leader: reports per aggregation job
     aggregate_every = 30                 # leader: seconds between aggregation runs (0: only when collecting)
+    report_expiry = 604800               # leader: seconds after which a report is too old to take
+
+    [operator]
+    token_sha256 = "..."                 # optional: the operator's own token for /status and the page
 
     [store_options]                      # passed to the store (endpoint_url, ...)
 
@@ -65,6 +69,8 @@ class AggregatorConfig:
     collector_token_sha256: str | None = None
     job_size: int = 1000
     aggregate_every: float = 30.0
+    report_expiry: int = 7 * 86400
+    operator_token_sha256: str | None = None
 
 
 def read_secret(path: Path, what: str) -> str:
@@ -126,8 +132,8 @@ def load_config(path: str | os.PathLike[str], role: str | None = None) -> Aggreg
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not TOML: {exc}") from None
-    known = {"role", "store", "store_options", "hpke_key", "job_size", "aggregate_every", "peer", "collector",
-             "tasks"}
+    known = {"role", "store", "store_options", "hpke_key", "job_size", "aggregate_every", "report_expiry", "peer",
+             "collector", "operator", "tasks"}
     if unknown := sorted(set(data) - known):
         raise ConfigError(f"{path}: unknown keys {', '.join(unknown)}")
     cfg_role = data.get("role", role)
@@ -178,6 +184,13 @@ def load_config(path: str | os.PathLike[str], role: str | None = None) -> Aggreg
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         tasks.append(TaskEntry(task, key))
+    operator = data.get("operator", {})
+    if not isinstance(operator, dict) or set(operator) - {"token_sha256"}:
+        raise ConfigError("[operator] holds token_sha256 (the operator's own token for /status and the page)")
+    operator_hash = _hash(operator, "operator.") if operator else None
+    expiry = data.get("report_expiry", 7 * 86400)
+    if isinstance(expiry, bool) or not isinstance(expiry, int) or not 1 <= expiry <= 10 * 366 * 86400:
+        raise ConfigError(f"report_expiry must be seconds (an integer, at most 10 years), got {expiry!r}")
     job_size = data.get("job_size", 1000)
     every = data.get("aggregate_every", 30)
     if isinstance(job_size, bool) or not isinstance(job_size, int) or not 1 <= job_size <= 100_000:
@@ -185,7 +198,7 @@ def load_config(path: str | os.PathLike[str], role: str | None = None) -> Aggreg
     if isinstance(every, bool) or not isinstance(every, int | float) or not 0 <= every <= 86400:
         raise ConfigError(f"aggregate_every must be seconds in [0, 86400], got {every!r}")
     return AggregatorConfig(cfg_role, store, dict(options), base / hpke, tuple(tasks), peer_url, peer_token,
-                            peer_hash, collector_hash, job_size, float(every))
+                            peer_hash, collector_hash, job_size, float(every), expiry, operator_hash)
 
 
 def _hash(table: dict[str, Any], where: str) -> str:

@@ -142,6 +142,8 @@ class Helper(Aggregator):
                 error = ReportError.report_replayed
             elif task.window(r.time) != init.window:
                 error = ReportError.batch_mismatch
+            elif r.time % task.time_precision:
+                error = ReportError.invalid_message
             in_job.add(r.report_id)
             if error is None:
                 prep = prepare_init(vdaf, self.keypair, key, "helper", task.task_id, r.report_id, r.time,

@@ -13,8 +13,11 @@ Routes, after DAP-09's (§4.4–4.6; the task ID base64url in the path):
 ``POST /tasks/{task}/collections``                        leader      ``{"window": START}``: the window's sealed shares
                                                                       (collector's token), JSON
 ``GET /status``                                           both        the counts (refusals by code, windows,
-                                                                      releases and central ε), JSON (peer's or
-                                                                      collector's token)
+                                                                      releases and central ε), JSON (the
+                                                                      operator's, the peer's or the collector's
+                                                                      token)
+``GET /``                                                 both        the same as a page (:mod:`~ldp.aggregators.
+                                                                      dashboard`)
 ``GET /healthz``                                          both        ``ok``
 =======================================================  ==========  =================================================
 
@@ -54,11 +57,12 @@ def _authorized(header: str | None, expected_sha256: str | None) -> bool:
     return hmac.compare_digest(got, expected_sha256)
 
 
-def create_app(aggregator: Any, *, peer_token_sha256: str | None = None, collector_token_sha256: str | None = None
-               ) -> Any:
+def create_app(aggregator: Any, *, peer_token_sha256: str | None = None, collector_token_sha256: str | None = None,
+               operator_token_sha256: str | None = None) -> Any:
     """The Starlette app of ``aggregator`` (a :class:`~ldp.aggregators.leader.Leader` or
     :class:`~ldp.aggregators.helper.Helper`): the helper's job routes take ``peer_token_sha256`` (the leader's
-    token), the leader's collection route ``collector_token_sha256``."""
+    token), the leader's collection route ``collector_token_sha256``; the status and its page also the
+    operator's own ``operator_token_sha256``."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
@@ -104,8 +108,16 @@ def create_app(aggregator: Any, *, peer_token_sha256: str | None = None, collect
         return PlainTextResponse("ok")
 
     async def status(request: Request) -> Response:
-        require(request, peer_token_sha256, collector_token_sha256)
+        require(request, peer_token_sha256, collector_token_sha256, operator_token_sha256)
         return JSONResponse(await run_in_threadpool(aggregator.status))
+
+    async def page(request: Request) -> Response:
+        from starlette.responses import HTMLResponse
+
+        from ldp.aggregators.dashboard import render
+
+        require(request, peer_token_sha256, collector_token_sha256, operator_token_sha256)
+        return HTMLResponse(render(await run_in_threadpool(aggregator.status)))
 
     async def upload(request: Request) -> Response:
         tid = task_id(request)
@@ -140,7 +152,8 @@ def create_app(aggregator: Any, *, peer_token_sha256: str | None = None, collect
 
     routes = [Route("/hpke_config", handler(hpke_config), methods=["GET"]),
               Route("/healthz", handler(healthz), methods=["GET"]),
-              Route("/status", handler(status), methods=["GET"])]
+              Route("/status", handler(status), methods=["GET"]),
+              Route("/", handler(page), methods=["GET"])]
     if aggregator.role == "leader":
         routes += [Route("/tasks/{task}/reports", handler(upload), methods=["PUT"]),
                    Route("/tasks/{task}/collections", handler(collection), methods=["POST"])]
@@ -165,14 +178,14 @@ def _request(method: str, url: str, body: bytes | None, token: str | None, conte
             return bytes(resp.read())
     except urllib.error.HTTPError as exc:
         data = exc.read()
-        if exc.code >= 500:
-            raise OSError(f"{url} answered {exc.code}") from None
         try:
             doc = json.loads(data)
             code, title = str(doc["code"]), str(doc.get("title", ""))
         except (ValueError, KeyError, TypeError):
+            if exc.code >= 500:  # no problem document: the server failed, a retry may do
+                raise OSError(f"{url} answered {exc.code}") from None
             code, title = "invalid_message", data[:200].decode("utf-8", "replace")
-        raise AggregatorError(f"{url}: {title}", code, exc.code) from None
+        raise AggregatorError(f"{title} ({url} answered {exc.code})", code, exc.code) from None
 
 
 class HelperClient:

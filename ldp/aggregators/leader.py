@@ -1,11 +1,14 @@
 """The leader aggregator (``ldp serve --role leader``; issue 71, item 3).
 
 **At the door** (:meth:`Leader.upload`, DAP-09's ``PUT /tasks/{task}/reports``) the leader decodes the DAP report
-and refuses, each with its code: bytes that are no report (``invalid_message``), a time beyond the clock's
-tolerance (``report_too_early``), a report of a window already collected (``batch_collected``), a leader share sealed
-to another key (``hpke_unknown_config_id``) or that does not open (``hpke_decrypt_error``), and a report ID seen
-before (``report_replayed``). A report is stored under its report ID with the store's create-if-absent, so a replay
-cannot be stored twice whatever the timing.
+and refuses, each with its code: bytes that are no report (``invalid_message``, and a time not rounded down to the
+task's precision), a time beyond the clock's tolerance (``report_too_early``) or older than ``report_expiry``
+(``report_too_late``), a report of a window already collected (``batch_collected``), a leader share sealed to another
+key (``hpke_unknown_config_id``) or that does not open (``hpke_decrypt_error``), and a report ID seen before
+(``report_replayed``: the IDs of every stored and every prepared report are kept, and an ID is taken under a lock
+before its report is written, so two copies racing in are one stored and one refused). The reports arriving
+together are stored as one chunk object (:mod:`ldp.aggregators.commit`: one durable write for many) before their
+uploads are answered. The leader is its store's one writer (``ldp serve`` holds the role's lease).
 
 **Aggregation jobs** (:meth:`Leader.aggregate`): the stored reports not yet in a job, by window, up to ``job_size``
 per job. Each job's plan (its ID and report IDs) is recorded before the helper is asked, so a leader killed
@@ -23,14 +26,20 @@ release's central (ε, δ) and the task's over every release so far.
 from __future__ import annotations
 
 import base64
+import functools
+import logging
 import secrets
+import struct
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from ldp.aggregators.commit import GroupCommit
 from ldp.aggregators.helper import Aggregator, at
 from ldp.aggregators.messages import (
     MAX_JOB_REPORTS,
+    REPORT_ID_SIZE,
     AggregateShareReq,
     AggregateShareResp,
     AggregationJobInit,
@@ -47,9 +56,13 @@ from ldp.errors import AggregatorError, PrioError
 
 __all__ = ["Leader", "HelperPeer", "DEFAULT_JOB_SIZE", "CLOCK_TOLERANCE"]
 
+logger = logging.getLogger("ldp.aggregators")
+
 DEFAULT_JOB_SIZE = 1000
 CLOCK_TOLERANCE = 300
 """Seconds a report's time may be ahead of the leader's clock (devices' clocks drift)."""
+DEFAULT_REPORT_EXPIRY = 7 * 86400
+"""Seconds after which a report is too old to take (``report_too_late``): its window's aggregators move on."""
 
 
 class HelperPeer(Protocol):
@@ -59,6 +72,25 @@ class HelperPeer(Protocol):
     def aggregate(self, task_id: bytes, job_id: str, body: bytes) -> bytes: ...
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes: ...
+
+
+def join_chunk(bodies: Iterable[bytes]) -> bytes:
+    """A chunk of stored reports: each DAP report prefixed by its length (4 bytes, big-endian)."""
+    return b"".join(struct.pack(">I", len(b)) + b for b in bodies)
+
+
+def split_chunk(data: bytes) -> list[bytes]:
+    """The reports of a chunk (:func:`join_chunk`); ``ValueError`` for a damaged one."""
+    out, pos = [], 0
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise ValueError("a damaged chunk of reports: a truncated length")
+        n = int.from_bytes(data[pos:pos + 4], "big")
+        if n < REPORT_ID_SIZE or pos + 4 + n > len(data):
+            raise ValueError("a damaged chunk of reports: a length past its end")
+        out.append(data[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    return out
 
 
 def _job_id() -> str:
@@ -71,27 +103,82 @@ class Leader(Aggregator):
     role = "leader"
 
     def __init__(self, tasks: Iterable[Task], store: Any, keypair: Any, verify_keys: Any, helper: HelperPeer, *,
-                 job_size: int = DEFAULT_JOB_SIZE, **options: Any) -> None:
+                 job_size: int = DEFAULT_JOB_SIZE, report_expiry: int = DEFAULT_REPORT_EXPIRY, **options: Any) -> None:
         super().__init__(list(tasks), store, keypair, verify_keys, **options)
         if not 1 <= job_size <= MAX_JOB_REPORTS:
             raise ValueError(f"job_size must be in [1, {MAX_JOB_REPORTS}], got {job_size}")
-        self.helper, self.job_size = helper, job_size
+        if report_expiry < 1:
+            raise ValueError(f"report_expiry must be at least 1 s, got {report_expiry}")
+        self.helper, self.job_size, self.report_expiry = helper, job_size, report_expiry
         self.door: dict[bytes, Counter[str]] = {t: Counter() for t in self.tasks}
         self.planned: dict[bytes, set[bytes]] = {}
+        self.stored: dict[bytes, dict[bytes, tuple[str, bytes]]] = {}
+        self.chunks: dict[bytes, dict[str, set[bytes]]] = {}
+        self.seen: dict[bytes, set[bytes]] = {}
+        self.state_lock = threading.Lock()
+        self.commits: dict[bytes, GroupCommit[tuple[bytes, bytes]]] = {}
         for task_id, records in self.records.items():
             self.planned[task_id] = {bytes.fromhex(r) for _, plan in records.plans() for r in plan["reports"]}
+            self.stored[task_id], self.chunks[task_id] = {}, {}
+            self.seen[task_id] = set(records.prepared)
+            for key in self.store.list(f"{records.prefix}reports/"):
+                self._load_chunk(task_id, key)
+            self.commits[task_id] = GroupCommit(functools.partial(self._store_reports, task_id))
+
+    def _load_chunk(self, task_id: bytes, key: str) -> None:
+        """Take a stored chunk's reports not in a finished job (a chunk whose reports all are: deleted)."""
+        records = self.records[task_id]
+        rids = set()
+        for body in split_chunk(self.store.get(key)):
+            rid = body[:REPORT_ID_SIZE]
+            rids.add(rid)
+            self.seen[task_id].add(rid)
+            if rid not in records.prepared:
+                self.stored[task_id][rid] = (key, body)
+        if rids <= records.prepared:
+            self.store.delete(key)
+        else:
+            self.chunks[task_id][key] = rids
 
     # -- the door ---------------------------------------------------------------------------------------------
     def upload(self, task_id: bytes, body: bytes) -> None:
-        """Take one DAP report (module docstring); :class:`~ldp.errors.AggregatorError` with the refusal's code."""
+        """Take one DAP report (module docstring); :class:`~ldp.errors.AggregatorError` with the refusal's code.
+        It is stored, with the reports arriving meanwhile, in one chunk (:mod:`ldp.aggregators.commit`) before
+        this returns."""
         try:
-            self._upload(task_id, body)
+            rid = self._check(task_id, body)
+            self.commits[task_id].submit((rid, bytes(body)))
         except AggregatorError as exc:
             if task_id in self.door:
                 self.door[task_id][exc.code] += 1
             raise
 
-    def _upload(self, task_id: bytes, body: bytes) -> None:
+    def upload_many(self, task_id: bytes, bodies: Iterable[bytes]) -> list[AggregatorError | None]:
+        """Take many reports at once (a simulation's devices, a batch relayed by a proxy), stored as one chunk: the
+        refusal of each, ``None`` for those taken."""
+        out: list[AggregatorError | None] = []
+        taken = []
+        for body in bodies:
+            try:
+                taken.append((self._check(task_id, body), bytes(body)))
+                out.append(None)
+            except AggregatorError as exc:
+                self.door[task_id][exc.code] += 1
+                out.append(exc)
+        if taken:
+            refused = self._store_reports(task_id, taken, raise_replays=False)
+            if refused:
+                index = {rid: i for i, (rid, _) in enumerate(taken)}
+                positions = [i for i, err in enumerate(out) if err is None]
+                for rid in refused:
+                    replay = AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code,
+                                             409)
+                    out[positions[index[rid]]] = replay
+                    self.door[task_id][replay.code] += 1
+        return out
+
+    def _check(self, task_id: bytes, body: bytes) -> bytes:
+        """A report's checks at the door (module docstring): its report ID, or the refusal."""
         from ldp import prio
 
         task = self.task(task_id)
@@ -100,11 +187,18 @@ class Leader(Aggregator):
             report = prio.DapReport.from_bytes(body)
         except PrioError as exc:
             raise AggregatorError(f"not a DAP-09 report: {exc}", ReportError.invalid_message.code) from None
-        if report.time > self.clock() + CLOCK_TOLERANCE:
+        now = self.clock()
+        if report.time > now + CLOCK_TOLERANCE:
             raise AggregatorError("the report's time is in the future", ReportError.report_too_early.code)
+        if report.time < now - self.report_expiry:
+            raise AggregatorError(f"the report is older than {self.report_expiry} s", ReportError.report_too_late.code)
+        if report.time % task.time_precision:
+            raise AggregatorError(f"the report's time is not rounded down to the task's time precision "
+                                  f"({task.time_precision} s): a device's exact time is not sent",
+                                  ReportError.invalid_message.code)
         if task.window(report.time) in records.collections:
             raise AggregatorError("the report's window was already collected", ReportError.batch_collected.code)
-        if report.report_id in records.prepared:
+        if report.report_id in self.seen[task_id]:
             raise AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code, 409)
         if not report.leader_ciphertext or report.leader_ciphertext[0] != self.keypair.config.id:
             raise AggregatorError("the leader's share is sealed to an unknown HPKE config: fetch /hpke_config again",
@@ -115,20 +209,67 @@ class Leader(Aggregator):
                                   ciphertext=report.leader_ciphertext)
         except PrioError:
             raise AggregatorError("the leader's share does not open", ReportError.hpke_decrypt_error.code) from None
-        if not self.store.create(records.report_key(report.report_id), bytes(body)):
+        return bytes(report.report_id)
+
+    def _store_reports(self, task_id: bytes, items: list[tuple[bytes, bytes]], raise_replays: bool = True
+                       ) -> list[bytes]:
+        """Write ``items`` (report ID, report) as one chunk, each report ID at most once ever: an ID seen before is
+        left out (with ``raise_replays``, :class:`~ldp.errors.AggregatorError` for it after the others are stored);
+        the IDs left out."""
+        fresh, replays = [], []
+        with self.state_lock:
+            seen = self.seen[task_id]
+            for rid, body in items:
+                if rid in seen:
+                    replays.append(rid)
+                else:
+                    seen.add(rid)
+                    fresh.append((rid, body))
+        if fresh:
+            key = f"{self.records[task_id].prefix}reports/chunk-{int(self.clock())}-{secrets.token_hex(8)}.reports"
+            try:
+                if not self.store.create(key, join_chunk(body for _, body in fresh)):
+                    raise AggregatorError(f"{key} exists", "internal", 500)
+            except BaseException:
+                with self.state_lock:
+                    seen.difference_update(rid for rid, _ in fresh)
+                raise
+            with self.state_lock:
+                for rid, body in fresh:
+                    self.stored[task_id][rid] = (key, body)
+                self.chunks[task_id][key] = {rid for rid, _ in fresh}
+        if replays and raise_replays:
             raise AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code, 409)
+        return replays
 
     # -- aggregation jobs ---------------------------------------------------------------------------------------
     def pending(self, task_id: bytes) -> list[bytes]:
         """The stored reports of a task in no job yet."""
-        records = self.records[task_id]
-        taken = records.prepared | self.planned[task_id]
-        out = []
-        for key in self.store.list(f"{records.prefix}reports/"):
-            rid = bytes.fromhex(key.rsplit("/", 1)[1].removesuffix(".report"))
-            if rid not in taken:
-                out.append(rid)
-        return out
+        with self.state_lock:
+            planned = self.planned[task_id]
+            return [rid for rid in self.stored[task_id] if rid not in planned]
+
+    def _report(self, task_id: bytes, rid: bytes) -> Any:
+        from ldp import prio
+
+        with self.state_lock:
+            body = self.stored[task_id][rid][1]
+        return prio.DapReport.from_bytes(body)
+
+    def _consumed(self, task_id: bytes, report_ids: list[bytes]) -> None:
+        """Reports now in a finished job: forgotten, and each chunk whose reports all are deleted (after the job's
+        record, never before: a leader killed in between finds the chunk and skips its prepared reports)."""
+        emptied = []
+        with self.state_lock:
+            for rid in report_ids:
+                entry = self.stored[task_id].pop(rid, None)
+                if entry is not None and (rids := self.chunks[task_id].get(entry[0])) is not None:
+                    rids.discard(rid)
+                    if not rids:
+                        emptied.append(entry[0])
+                        del self.chunks[task_id][entry[0]]
+        for key in emptied:
+            self.store.delete(key)
 
     def aggregate(self, task_id: bytes | None = None, window: int | None = None) -> dict[str, int]:
         """Run the aggregation jobs of one task (every task: ``None``), of one window or all: interrupted jobs
@@ -141,18 +282,24 @@ class Leader(Aggregator):
         return dict(totals)
 
     def _aggregate(self, task_id: bytes, window: int | None) -> Counter[str]:
-        from ldp import prio
 
         task, records = self.tasks[task_id], self.records[task_id]
         totals: Counter[str] = Counter()
         for job_id, plan in records.plans():
             if window is None or plan["window"] == window:
-                totals.update(self._run_job(task, records, job_id, plan["window"],
-                                            [bytes.fromhex(r) for r in plan["reports"]]))
+                try:
+                    totals.update(self._run_job(task, records, job_id, plan["window"],
+                                                [bytes.fromhex(r) for r in plan["reports"]]))
+                except AggregatorError as exc:
+                    if exc.code != "job_mismatch":
+                        raise
+                    # the helper recorded this job from another request (a key changed mid-job): its reports
+                    # cannot be counted the same on both sides; the others go on, the window will not release
+                    logger.error("job %s of task %s: %s; its reports are left out", job_id, task.id_text, exc)
+                    totals["mismatched_jobs"] += 1
         by_window: dict[int, list[bytes]] = {}
         for rid in self.pending(task_id):
-            report = prio.DapReport.from_bytes(self.store.get(records.report_key(rid)))
-            w = task.window(report.time)
+            w = task.window(self._report(task_id, rid).time)
             if window is None or w == window:
                 by_window.setdefault(w, []).append(rid)
         for w, rids in sorted(by_window.items()):
@@ -168,14 +315,13 @@ class Leader(Aggregator):
 
     def _run_job(self, task: Task, records: TaskRecords, job_id: str, window: int, report_ids: list[bytes]
                  ) -> Counter[str]:
-        from ldp import prio
 
         vdaf, key = self.vdafs[task.task_id], self.verify_keys[task.task_id]
         refused: dict[bytes, str] = {}
         prepared: dict[bytes, Prepared] = {}
         inits: list[ReportInit] = []
         for rid in report_ids:
-            report = prio.DapReport.from_bytes(self.store.get(records.report_key(rid)))
+            report = self._report(task.task_id, rid)
             if window in records.collections:
                 refused[rid] = ReportError.batch_collected.code
                 continue
@@ -210,6 +356,7 @@ class Leader(Aggregator):
                     accepted.append(r.report_id)
             at("leader_job_answered")
         records.finish_job(job_id, window, accepted, refused, sum_shares(vdaf, outputs))
+        self._consumed(task.task_id, report_ids)
         return Counter(prepared=len(accepted), refused=len(refused), jobs=1)
 
     # -- collection ---------------------------------------------------------------------------------------------
@@ -221,6 +368,9 @@ class Leader(Aggregator):
         if window % task.window_seconds:
             raise AggregatorError(f"a window starts at a multiple of {task.window_seconds} s, got {window}",
                                   "invalid_message")
+        if self.clock() < window + task.window_seconds:
+            raise AggregatorError(f"window {window} has not ended: it is collected once, after its end",
+                                  "window_open", 400)
         self.aggregate(task_id, window)
         records = self.records[task_id]
         with self.locks[task_id]:

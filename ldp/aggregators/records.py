@@ -3,10 +3,10 @@
 Under ``aggregators/<role>/<task ID in hex>/`` (the role's prefix: :func:`ldp.storage.roles.aggregator_role`):
 
 =====================================  =========================================================================
-``reports/<report ID>.report``         the leader only: each uploaded DAP report, created once (its report ID is
-                                       its name, so a replay cannot be stored twice)
-``jobs/<job ID>.plan.json``            the leader only: an aggregation job's reports, before the helper is asked
-``jobs/<job ID>.json``                 a finished job: its window, the report IDs aggregated, those refused with
+``reports/chunk-<t>-<random>.reports``  the leader only: uploaded DAP reports, stored together (group commit),
+                                       each prefixed by its length; deleted once all are in finished jobs
+``jobs/job-<job ID>.plan.json``        the leader only: an aggregation job's reports, before the helper is asked
+``jobs/job-<job ID>.json``             a finished job: its window, the report IDs aggregated, those refused with
                                        their codes, the job's aggregate share (field elements) and, at the
                                        helper, the answer it gave (a repeated request gets it again)
 ``collections/<window>.json``          a collected window: the report count, the checksum, the noised aggregate
@@ -69,14 +69,11 @@ class TaskRecords:
         self.load()
 
     # -- keys -----------------------------------------------------------------------------------------------
-    def report_key(self, report_id: bytes) -> str:
-        return f"{self.prefix}reports/{report_id.hex()}.report"
-
     def plan_key(self, job_id: str) -> str:
-        return f"{self.prefix}jobs/{job_id}.plan.json"
+        return f"{self.prefix}jobs/job-{job_id}.plan.json"  # "job-": a store key's part starts with a letter
 
     def job_key(self, job_id: str) -> str:
-        return f"{self.prefix}jobs/{job_id}.json"
+        return f"{self.prefix}jobs/job-{job_id}.json"
 
     def collection_key(self, window: int) -> str:
         return f"{self.prefix}collections/{window}.json"
@@ -122,7 +119,7 @@ class TaskRecords:
         out = []
         for key in self.store.list(f"{self.prefix}jobs/"):
             if key.endswith(".plan.json"):
-                job_id = key.rsplit("/", 1)[1].removesuffix(".plan.json")
+                job_id = key.rsplit("/", 1)[1].removesuffix(".plan.json").removeprefix("job-")
                 if job_id not in self.jobs:
                     out.append((job_id, self.read(key)))
         return sorted(out, key=lambda item: (item[1].get("created", 0), item[0]))

@@ -91,6 +91,9 @@ def release(records: TaskRecords, vdaf: Any, window: int, count: int, checksum: 
     from ldp import prio
 
     task = records.task
+    if clock() < window + task.window_seconds:
+        raise AggregatorError(f"window {window} has not ended: it is released once, after its end", "window_open",
+                              400)
     if (done := records.collections.get(window)) is not None:
         if done["count"] != count or done["checksum"] != checksum.hex():
             raise AggregatorError(f"window {window} was released with {done['count']} reports and another checksum",

@@ -21,15 +21,29 @@ __all__ = ["build", "create_service", "serve", "Aggregating"]
 logger = logging.getLogger("ldp.aggregators")
 
 
-def build(config: AggregatorConfig, *, helper: Any = None) -> Any:
-    """The aggregator of ``config`` (``helper``: the leader's peer, default an HTTP client of ``peer.url``)."""
+def hold_role(config: AggregatorConfig) -> tuple[Any, Any]:
+    """The aggregator's store, opened with its role, and the role's lease taken (:mod:`ldp.storage.lease`: one
+    process per role and store, so that the in-memory state — the report IDs seen, the jobs in progress — is the
+    only one; a predecessor that died on this host is taken over at once, a live one is refused with
+    :class:`~ldp.errors.LeaseHeldError` naming it). Returns (the store fenced by the lease, the lease)."""
+    from ldp.storage import open_store
+    from ldp.storage.lease import FencedStore, Lease, dead_holder_here
+    from ldp.storage.roles import RoleStore, aggregator_prefix, aggregator_role
+
+    store = RoleStore(open_store(config.store, config.store_options or None), aggregator_role(config.role))
+    lease = Lease(store, aggregator_prefix(config.role) + "lease/", f"{config.role} aggregator",
+                  takeover=dead_holder_here)
+    lease.start()
+    return FencedStore(store, lease), lease
+
+
+def build(config: AggregatorConfig, store: Any, *, helper: Any = None) -> Any:
+    """The aggregator of ``config`` over ``store`` (:func:`hold_role`'s); ``helper``: the leader's peer, default an
+    HTTP client of ``peer.url``."""
     from ldp.aggregators.helper import Helper
     from ldp.aggregators.http import HelperClient
     from ldp.aggregators.leader import Leader
-    from ldp.storage import open_store
-    from ldp.storage.roles import RoleStore, aggregator_role
 
-    store = RoleStore(open_store(config.store, config.store_options or None), aggregator_role(config.role))
     keypair = load_keypair(config.hpke_key)
     tasks = [e.task for e in config.tasks]
     keys = {e.task.task_id: e.verify_key for e in config.tasks}
@@ -37,7 +51,7 @@ def build(config: AggregatorConfig, *, helper: Any = None) -> Any:
         return Helper(tasks, store, keypair, keys)
     assert config.peer_url is not None and config.peer_token is not None
     peer = helper if helper is not None else HelperClient(config.peer_url, config.peer_token)
-    return Leader(tasks, store, keypair, keys, peer, job_size=config.job_size)
+    return Leader(tasks, store, keypair, keys, peer, job_size=config.job_size, report_expiry=config.report_expiry)
 
 
 class Aggregating:
@@ -70,27 +84,34 @@ class Aggregating:
 
 
 def create_service(config: AggregatorConfig, *, helper: Any = None) -> Any:
-    """The Starlette app of the aggregator ``config`` describes, its background aggregation started and stopped
-    with the app's lifespan."""
+    """The Starlette app of the aggregator ``config`` describes: its role's lease held (:func:`hold_role`) until the
+    app's lifespan ends, the leader's background aggregation running meanwhile."""
     import contextlib
 
     from ldp.aggregators.http import create_app
 
-    aggregator = build(config, helper=helper)
+    store, lease = hold_role(config)
+    try:
+        aggregator = build(config, store, helper=helper)
+    except BaseException:
+        lease.stop()
+        raise
     app = create_app(aggregator, peer_token_sha256=config.peer_token_sha256,
-                     collector_token_sha256=config.collector_token_sha256)
-    if config.role == "leader":
-        background = Aggregating(aggregator, config.aggregate_every)
+                     collector_token_sha256=config.collector_token_sha256,
+                     operator_token_sha256=config.operator_token_sha256)
+    background = Aggregating(aggregator, config.aggregate_every if config.role == "leader" else 0)
 
-        @contextlib.asynccontextmanager
-        async def lifespan(_app: Any) -> Any:
-            background.start()
-            try:
-                yield
-            finally:
-                background.stop()
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any) -> Any:
+        background.start()
+        try:
+            yield
+        finally:
+            background.stop()
+            lease.stop()
 
-        app.router.lifespan_context = lifespan
+    app.router.lifespan_context = lifespan
+    app.state.lease = lease
     return app
 
 

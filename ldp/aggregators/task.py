@@ -29,7 +29,7 @@ import json
 import math
 import os
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +169,8 @@ class Task:
     local: dict[str, Any] | None = None
     central: PrivacyCost | None = None
     spec_fingerprint: str = ""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    labels: tuple[str, ...] | None = None
+    """The metric's value labels (a histogram's buckets), for the results."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.task_id, bytes) or len(self.task_id) != TASK_ID_SIZE:
@@ -187,6 +188,8 @@ class Task:
                                  ("min_batch_size", self.min_batch_size, MAX_BATCH_SIZE)):
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
                 raise ValueError(f"{name} must be an integer in [1, {top}], got {value!r}")
+        if self.labels is not None and (len(self.labels) != self.length or len(set(self.labels)) != self.length):
+            raise ValueError(f"labels must be {self.length} distinct names, one per entry of the aggregate")
         if self.window_seconds % self.time_precision:
             raise ValueError(f"time_precision ({self.time_precision}) must divide window_seconds "
                              f"({self.window_seconds}): a rounded time stays in its window")
@@ -266,6 +269,8 @@ class Task:
             out["central"] = self.central.to_dict()
         if self.spec_fingerprint:
             out["spec_fingerprint"] = self.spec_fingerprint
+        if self.labels is not None:
+            out["labels"] = list(self.labels)
         return out
 
     @classmethod
@@ -275,7 +280,7 @@ class Task:
             raise ValueError(f"not an {TASK_FORMAT} task document")
         known = {"format", "task_id", "app", "metric", "vdaf", "window_seconds", "time_precision", "min_batch_size",
                  "noise", "leader_url", "helper_url", "collector_hpke_config", "local", "central",
-                 "spec_fingerprint"}
+                 "spec_fingerprint", "labels"}
         if unknown := sorted(set(data) - known):
             raise ValueError(f"unknown task fields: {', '.join(unknown)}")
         try:
@@ -290,7 +295,8 @@ class Task:
                        helper_url=data["helper_url"],
                        collector_hpke_config=unb64(data["collector_hpke_config"], None, "collector_hpke_config"),
                        local=data.get("local"), central=None if central is None else PrivacyCost.from_dict(central),
-                       spec_fingerprint=str(data.get("spec_fingerprint", "")))
+                       spec_fingerprint=str(data.get("spec_fingerprint", "")),
+                       labels=None if data.get("labels") is None else tuple(str(x) for x in data["labels"]))
         except KeyError as exc:
             raise ValueError(f"the task document lacks {exc}") from None
         except TypeError as exc:
@@ -331,4 +337,5 @@ class Task:
                    leader_url=leader_url, helper_url=helper_url, collector_hpke_config=collector_hpke_config,
                    local={"protocol": m.protocol, "params": m.params.to_dict()} if local else None,
                    central=None if target is None else PrivacyCost(target.epsilon, target.delta),
-                   spec_fingerprint=spec.fingerprint)
+                   spec_fingerprint=spec.fingerprint,
+                   labels=None if getattr(m.params, "labels", None) is None else tuple(m.params.labels))

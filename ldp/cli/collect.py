@@ -43,7 +43,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--spec", metavar="FILE", help="task: the collection spec")
     p.add_argument("--metric", metavar="NAME", help="task: the metric")
     p.add_argument("--helper", metavar="URL", help="task: the helper's URL")
-    p.add_argument("--collector-key", metavar="FILE", help="task: the collector's key file (its public config)")
+    key = p.add_mutually_exclusive_group()
+    key.add_argument("--collector-key", metavar="FILE", help="task: the collector's key file (its public config is "
+                                                             "taken)")
+    key.add_argument("--collector-config", metavar="BASE64URL", help="task: the collector's public HPKE config, "
+                                                                     "as `ldp collect keygen` printed it")
     p.add_argument("--min-batch-size", type=number(int, 1, 10 ** 9), help="task: the fewest valid reports a "
                    "window is released with")
     p.add_argument("--noise", default="laplace:1", help="task: each aggregator's noise: none, laplace:EPS or "
@@ -104,11 +108,19 @@ def _task(args: argparse.Namespace) -> int:
     from ldp.aggregators.task import Noise, Task, b64
     from ldp.spec import CollectionSpec
 
-    _need(args, "spec", "metric", "leader", "helper", "collector_key", "min_batch_size", "out")
+    _need(args, "spec", "metric", "leader", "helper", "min_batch_size", "out")
+    if args.collector_config:
+        from ldp import prio
+        from ldp.aggregators.task import unb64
+
+        config = prio.HpkeConfig.from_bytes(unb64(args.collector_config, None, "--collector-config")).to_bytes()
+    elif args.collector_key:
+        config = load_keypair(Path(args.collector_key)).config.to_bytes()
+    else:
+        raise ValueError("--collector-key FILE or --collector-config BASE64URL required")
     spec = CollectionSpec.load(args.spec)
-    keypair = load_keypair(Path(args.collector_key))
     task = Task.for_metric(spec, args.metric, leader_url=args.leader, helper_url=args.helper,
-                           collector_hpke_config=keypair.config.to_bytes(), min_batch_size=args.min_batch_size,
+                           collector_hpke_config=config, min_batch_size=args.min_batch_size,
                            noise=Noise.parse(args.noise), local=args.local, time_precision=args.time_precision)
     out = Path(args.out)
     if out.exists():

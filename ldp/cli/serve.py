@@ -75,10 +75,15 @@ def serve_command(args: argparse.Namespace) -> int:
 
     try:
         if args.serve_action == "token":
-            return _token(args.app, analyst=args.analyst)
+            return _token(args.app, analyst=args.analyst, role=args.role)
         if args.serve_action == "keygen":
             return _keygen(args.out, args.config_id)
         if args.role != "collector":
+            for flag, given in (("--replica", args.replica), ("--app", args.app), ("--no-access-log",
+                                                                                   args.no_access_log)):
+                if given:
+                    raise ValueError(f"{flag} is the collector's: an aggregator (--role {args.role}) takes none "
+                                     "(it logs no request line)")
             return _serve_aggregator(args.config, args.role, args.host, args.port)
         if args.analyst:
             raise ValueError("--analyst goes with token: ldp serve token --analyst")
@@ -130,7 +135,7 @@ def _serve_aggregator(config_path: str | None, role: str, host: str, port: int) 
     return serve(load_config(config_path, role), host, port)
 
 
-def _token(app: str | None, analyst: bool = False) -> int:
+def _token(app: str | None, analyst: bool = False, role: str = "collector") -> int:
     from ldp.collector.config import APP_NAME_RE, new_token, token_sha256
 
     if analyst and app is not None:
@@ -140,6 +145,14 @@ def _token(app: str | None, analyst: bool = False) -> int:
         raise ValueError(f"--app: an app name is 1 to 64 of a-z, 0-9, '_' and '-', got {app!r}")
     token = new_token()
     print(token)
+    if role != "collector":
+        if app is not None or analyst:
+            raise ValueError("--app and --analyst are the collector's tokens; with --role, a two-aggregator token")
+        print("# two-aggregator mode: the party presenting this token keeps it in a file, mode 0600 (the leader: its "
+              "[peer] token_file; the collector: ldp collect --token-file); the party checking it keeps only its "
+              "hash (the helper: [peer]; the leader: [collector]; either: [operator] for its own status):")
+        print(f'token_sha256 = "{token_sha256(token)}"')
+        return 0
     if analyst:
         print("# give the token above to the analyst (it reads the dashboard and /v1/estimates, and uploads nothing); "
               "the config keeps only its hash, in [analysts] (one entry per analyst):")

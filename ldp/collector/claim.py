@@ -20,37 +20,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
 
 from ldp.storage import Store
-from ldp.storage.lease import Lease, LeaseInfo
+from ldp.storage.lease import Lease, LeaseInfo, pid_gone
 
 __all__ = ["replica_claim", "own_dead_claim", "remember_claim", "CLAIM_FILE"]
 
 CLAIM_FILE = "replica-claim.json"
 """The file in the data folder naming the claim this folder's replica last held."""
-
-
-def _pid_gone(pid: int) -> bool:
-    """Whether no process ``pid`` runs on this host (a zombie counts as gone)."""
-    if pid <= 0 or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):  # reaped between the two looks
-        return True
-    except OSError:  # no /proc (not Linux): alive, as far as we can tell
-        return False
-    return stat[stat.rindex(")") + 2:].startswith("Z")
 
 
 def own_dead_claim(data_dir: Path) -> Callable[[LeaseInfo], bool]:
@@ -63,7 +43,7 @@ def own_dead_claim(data_dir: Path) -> Callable[[LeaseInfo], bool]:
         except (OSError, ValueError):
             return False
         return (isinstance(last, dict) and last.get("holder") == info.holder and info.host == socket.gethostname()
-                and _pid_gone(info.pid))
+                and pid_gone(info.pid))
 
     return rule
 

@@ -45,13 +45,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ldp.errors import ConditionalWriteError, LeaseHeldError, LeaseLostError, StorageError
 from ldp.storage.absent import missing_root
 from ldp.storage.base import Store, StoreWrapper
 
-__all__ = ["Lease", "LeaseInfo", "FencedStore", "LEASE_FORMAT", "DEFAULT_TTL_SECONDS", "holder_identity"]
+__all__ = ["Lease", "LeaseInfo", "FencedStore", "LEASE_FORMAT", "DEFAULT_TTL_SECONDS", "holder_identity", "pid_gone",
+           "dead_holder_here"]
 
 logger = logging.getLogger(__name__)
 LEASE_FORMAT = "ldp-lease/1"
@@ -103,6 +105,31 @@ def _root_exists(store: Store) -> bool:
         return store.root_exists()
     except (StorageError, OSError):
         return True
+
+
+def pid_gone(pid: int) -> bool:
+    """Whether no process ``pid`` runs on this host (a zombie counts as gone)."""
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):  # reaped between the two looks
+        return True
+    except OSError:  # no /proc (not Linux): alive, as far as we can tell
+        return False
+    return stat[stat.rindex(")") + 2:].startswith("Z")
+
+
+def dead_holder_here(info: LeaseInfo) -> bool:
+    """The takeover rule of a process restarted on the host its predecessor died on: the live lease is held on this
+    host by a process that is gone (so it will never renew nor write again)."""
+    return info.host == socket.gethostname() and pid_gone(info.pid)
 
 
 class Lease:

@@ -27,7 +27,7 @@ from ldp.collector.config import new_token, token_sha256
 
 WINDOW = 86400
 NOW = int(time.time())
-T0 = NOW - NOW % WINDOW
+T0 = NOW - NOW % WINDOW - WINDOW  # yesterday's window: ended, so it can be collected
 
 CRASHING = """
 import os, sys
@@ -108,7 +108,9 @@ class Deployment:
             cmd = [sys.executable, "-c", CRASHING, *args]
         else:
             cmd = [sys.executable, "-m", "ldp", *args]
-        self.procs[role] = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        log = self.root / f"{role}.log"
+        with open(log, "ab") as err:
+            self.procs[role] = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
         url = self.leader_url if role == "leader" else self.helper_url
         deadline = time.monotonic() + 120
         while True:
@@ -118,7 +120,7 @@ class Deployment:
                         return
             except OSError:
                 if self.procs[role].poll() is not None:
-                    raise AssertionError(f"the {role} exited: {self.procs[role].stderr.read().decode()}") from None
+                    raise AssertionError(f"the {role} exited: {log.read_text()}") from None
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
@@ -142,7 +144,7 @@ class Deployment:
         helper = p.decode_hpke_config_list(urllib.request.urlopen(self.helper_url + "/hpke_config").read())[0]
         return task, leader, helper
 
-    def upload(self, reports: list[bytes], threads: int = 4) -> list[int]:
+    def upload(self, reports: list[bytes], threads: int = 16) -> list[int]:
         """PUT each report over keep-alive connections; the statuses."""
         task, _, _ = self.configs()
         path = f"/tasks/{task.id_text}/reports"
@@ -191,8 +193,8 @@ def _reports(d: Deployment, measurements: list[int]) -> list[bytes]:
     p = prio()
     task, leader, helper = d.configs()
     vdaf = task.prio3()
-    return [p.seal_report(vdaf, m, task_id=task.task_id, time=T0 + 60, leader=leader, helper=helper)
-            for m in measurements]
+    return [p.seal_report(vdaf, m, task_id=task.task_id, time=T0 + 60, time_precision=task.time_precision,
+                          leader=leader, helper=helper) for m in measurements]
 
 
 def test_ten_thousand_devices_on_loopback(deployment: Deployment) -> None:
@@ -216,7 +218,8 @@ def test_ten_thousand_devices_on_loopback(deployment: Deployment) -> None:
     w.task = task
     w.leader_key = type("K", (), {"config": leader})()
     w.helper_key = type("K", (), {"config": helper})()
-    two_hot = forged(w, prio().Prio3SumVec(length=16, max_measurement=1, ctx=task.task_id), [1, 1] + [0] * 14)
+    two_hot = forged(w, prio().Prio3SumVec(length=16, max_measurement=1, ctx=task.task_id), [1, 1] + [0] * 14,
+                     time=T0)
     assert d.upload([two_hot]) == [201]  # the door cannot tell; the two aggregators together can
     d.collect()
     result = json.loads((d.root / "collector" / "result.json").read_text())
@@ -239,6 +242,11 @@ def test_a_helper_killed_mid_job_and_restarted_loses_and_double_counts_nothing(d
     d = deployment
     d.start("helper", crash_at="helper_job_recorded")
     d.start("leader")
+    # one helper per store: a second one is refused while the first runs (the role's lease)
+    second = subprocess.run([sys.executable, "-m", "ldp", "serve", "--role", "helper", "--config",
+                             str(d.root / "helper" / "helper.toml"), "--port", str(_port())],
+                            capture_output=True, text=True, timeout=120)
+    assert second.returncode == 3 and "lease" in second.stderr, second.stderr
     rng = random.Random(5)
     measurements = [rng.randrange(16) for _ in range(1200)]
     assert set(d.upload(_reports(d, measurements))) == {201}

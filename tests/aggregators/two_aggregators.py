@@ -44,6 +44,9 @@ class World:
     helper_key: Any
     verify_key: bytes
     root: Path
+    now: int = T0 + 10
+    """Both aggregators' clock (uploads happen while it is in the window; collecting moves it past its end)."""
+    leader_options: dict[str, Any] | None = None
 
     def report(self, measurement: Any, time: int = T0 + 5, **kw: Any) -> bytes:
         p = prio()
@@ -53,14 +56,18 @@ class World:
     def restart_helper(self, **options: Any) -> Any:
         from ldp.aggregators.helper import Helper
 
+        options.setdefault("clock", lambda: self.now)
         self.helper = Helper([self.task], self.helper_store(), self.helper_key, {self.task.task_id: self.verify_key},
                              **options)
-        self.leader.helper = self.helper
+        if self.leader is not None:
+            self.leader.helper = self.helper
         return self.helper
 
     def restart_leader(self, helper: Any = None, **options: Any) -> Any:
         from ldp.aggregators.leader import Leader
 
+        options = {**(self.leader_options or {}), **options}
+        options.setdefault("clock", lambda: self.now)
         self.leader = Leader([self.task], self.leader_store(), self.leader_key, {self.task.task_id: self.verify_key},
                              helper or self.helper, **options)
         return self.leader
@@ -78,25 +85,26 @@ class World:
     def collect(self, window: int = T0) -> Any:
         from ldp.aggregators.collect import open_collection
 
+        self.now = max(self.now, window + WINDOW + 1)  # a window is collected after its end
         return open_collection(self.task, self.collector_key, self.leader.collect(self.task.task_id, window))
 
 
 def world(root: Path, *, vdaf: str = "Prio3Histogram", params: dict[str, int] | None = None,
           noise: Noise | None = None, min_batch_size: int = 10, local: dict[str, Any] | None = None,
-          central: Any = None, job_size: int = 1000, seed: int | None = None) -> World:
+          central: Any = None, job_size: int = 1000, seed: int | None = None, time_precision: int = 1) -> World:
     p = prio()
     collector, leader_key, helper_key = (p.HpkeKeypair.generate(i) for i in (7, 1, 2))
     task = Task(task_id=secrets.token_bytes(32), app="app", metric="m", vdaf=vdaf,
                 vdaf_params=params if params is not None else {"length": 4}, window_seconds=WINDOW,
                 min_batch_size=min_batch_size, noise=noise or Noise(), leader_url="http://127.0.0.1:1",
                 helper_url="http://127.0.0.1:2", collector_hpke_config=collector.config.to_bytes(), local=local,
-                central=central)
+                central=central, time_precision=time_precision)
     verify_key = secrets.token_bytes(32)
     w = World(task, None, None, collector, leader_key, helper_key, verify_key, root)
     source = None if seed is None else random.Random(seed)
-    w.restart_helper(noise_source=source, clock=lambda: T0 + 10)
-    w.restart_leader(job_size=job_size, noise_source=None if seed is None else random.Random(seed + 1),
-                     clock=lambda: T0 + 10)
+    w.restart_helper(noise_source=source)
+    w.leader_options = {"job_size": job_size, "report_expiry": 10 ** 8}
+    w.restart_leader(noise_source=None if seed is None else random.Random(seed + 1))
     return w
 
 
@@ -107,7 +115,7 @@ def _opaque(n: int, data: bytes) -> bytes:
     return len(data).to_bytes(n, "big") + data
 
 
-def handmade_report(w: World, public_share: bytes, leader_share: bytes, helper_share: bytes,
+def handmade_report(w: Any, public_share: bytes, leader_share: bytes, helper_share: bytes,
                     report_id: bytes | None = None, time: int = T0 + 5) -> bytes:
     """A DAP-09 report of the given VDAF shares, sealed to the world's aggregators."""
     p = prio()
@@ -121,9 +129,9 @@ def handmade_report(w: World, public_share: bytes, leader_share: bytes, helper_s
     return metadata + _opaque(4, public_share) + sealed[0] + sealed[1]
 
 
-def forged(w: World, vdaf: Any, measurement: Any, report_id: bytes | None = None) -> bytes:
+def forged(w: Any, vdaf: Any, measurement: Any, report_id: bytes | None = None, time: int = T0 + 5) -> bytes:
     """A report whose shares are ``vdaf``'s sharding of ``measurement`` (another VDAF than the task's: a two-hot
     vector, an out-of-range value), with the task's context."""
     rid = report_id or secrets.token_bytes(16)
     _, public, (leader, helper) = vdaf.shard(measurement, nonce=rid)
-    return handmade_report(w, public, leader, helper, rid)
+    return handmade_report(w, public, leader, helper, rid, time)

@@ -1,0 +1,90 @@
+"""The aggregators' routes in-process (Starlette's test client): tokens, problem documents with codes, any upload
+body refused with a code and never a server error (fuzzed), the status page with each release's central ε."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from two_aggregators import T0, prio, world
+
+from ldp.aggregators.http import create_app
+from ldp.aggregators.task import Noise, b64
+from ldp.collector.config import new_token, token_sha256
+
+PEER, COLLECTOR = new_token(), new_token()
+
+
+@pytest.fixture
+def apps(tmp_path: Path) -> Any:
+    from starlette.testclient import TestClient
+
+    w = world(tmp_path, params={"length": 4}, noise=Noise("laplace", 1.0), min_batch_size=2, seed=3)
+    leader = TestClient(create_app(w.leader, collector_token_sha256=token_sha256(COLLECTOR)))
+    helper = TestClient(create_app(w.helper, peer_token_sha256=token_sha256(PEER)))
+    return w, leader, helper
+
+
+def _auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_routes_tokens_and_codes(apps: Any) -> None:
+    w, leader, helper = apps
+    p = prio()
+    configs = p.decode_hpke_config_list(leader.get("/hpke_config").content)
+    assert configs[0].to_bytes() == w.leader_key.config.to_bytes()
+    path = f"/tasks/{w.task.id_text}/reports"
+    body = w.report(1)
+    assert leader.put(path, content=body).status_code == 201
+    again = leader.put(path, content=body)
+    assert again.status_code == 409 and again.json()["code"] == "report_replayed"
+    assert again.json()["type"] == "urn:ietf:params:ppm:dap:error:report_replayed"
+    assert leader.put(f"/tasks/{b64(bytes(32))}/reports", content=body).json()["code"] == "unrecognized_task"
+    assert leader.put("/tasks/short/reports", content=body).status_code == 404
+    assert leader.put(path, content=w.report(2)).status_code == 201
+    collect = f"/tasks/{w.task.id_text}/collections"
+    assert leader.post(collect, json={"window": T0}).status_code == 401
+    assert leader.post(collect, json={"window": T0}, headers=_auth(PEER)).status_code == 401  # not the collector's
+    assert leader.post(collect, json={"window": "x"}, headers=_auth(COLLECTOR)).json()["code"] == "invalid_message"
+    assert helper.get("/status").status_code == 401
+    # the helper's job routes take only the leader's token
+    job = helper.put(f"/tasks/{w.task.id_text}/aggregation_jobs/AAAAAAAAAAAAAAAAAAAAAA", content=b"",
+                     headers=_auth(COLLECTOR))
+    assert job.status_code == 401
+    job = helper.put(f"/tasks/{w.task.id_text}/aggregation_jobs/AAAAAAAAAAAAAAAAAAAAAA", content=b"x",
+                     headers=_auth(PEER))
+    assert job.status_code == 400 and job.json()["code"] == "invalid_message"
+    early = leader.post(collect, json={"window": T0}, headers=_auth(COLLECTOR))
+    assert early.status_code == 400 and early.json()["code"] == "window_open"
+    w.now = T0 + 3601
+    done = leader.post(collect, json={"window": T0}, headers=_auth(COLLECTOR))
+    assert done.status_code == 200, done.text
+    doc = done.json()
+    assert doc["report_count"] == 2 and doc["release_epsilon"] == {"epsilon": 1.0, "delta": 0.0}
+    page = leader.get("/", headers=_auth(COLLECTOR))
+    assert page.status_code == 200 and "ε = 1" in page.text and "over every release" in page.text
+    status = helper.get("/status", headers=_auth(PEER)).json()
+    assert status["tasks"][0]["windows"][str(T0)] == {"valid": 2, "refused": {}, "collected": True}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=400))
+def test_any_upload_body_is_refused_with_a_code(apps: Any, body: bytes) -> None:
+    w, leader, _ = apps
+    resp = leader.put(f"/tasks/{w.task.id_text}/reports", content=body)
+    assert resp.status_code in (400, 409), resp.text
+    assert json.loads(resp.text)["code"] in ("invalid_message", "report_too_early", "hpke_unknown_config_id",
+                                             "hpke_decrypt_error", "report_replayed", "batch_collected")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300))
+def test_any_job_body_is_refused_with_a_code(apps: Any, body: bytes) -> None:
+    w, _, helper = apps
+    resp = helper.put(f"/tasks/{w.task.id_text}/aggregation_jobs/AAAAAAAAAAAAAAAAAAAAAA", content=body,
+                      headers=_auth(PEER))
+    assert resp.status_code in (200, 400, 409), resp.text
