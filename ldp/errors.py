@@ -371,9 +371,9 @@ class NoThresholdError(LdpError, ValueError):
 class PrioError(LdpError, ValueError):
     """A Prio3 operation refused its input (:mod:`ldp.prio`): parameters out of range, a measurement out of range,
     bytes that are no valid share or message, a proof that does not verify, a joint randomness that does not match,
-    shares of another VDAF. ``operation`` names the refusing operation (``"shard"``, ``"verify_init"``,
-    ``"verifier_shares_to_message"``, ``"verify_next"``, ``"aggregate"``, ``"unshard"``, ``"decode"`` or
-    ``"parameters"``)."""
+    shares of another VDAF, DAP reports and HPKE ciphertexts that do not decode or open. ``operation`` names the
+    refusing operation (``"shard"``, ``"verify_init"``, ``"verifier_shares_to_message"``, ``"verify_next"``,
+    ``"aggregate"``, ``"unshard"``, ``"decode"``, ``"encode"``, ``"seal"``, ``"open"`` or ``"parameters"``)."""
 
     def __init__(self, message: str, operation: str = "") -> None:
         super().__init__(message)
