@@ -91,10 +91,11 @@ def python_path(case: str, n: int, repeats: int) -> dict[str, Any]:
         if run:
             runs.append(dt)
         result = vdaf.unshard([leader, helper], n)
-    return _summary(n, runs, result == truth)
+    return run_summary(n, runs, result == truth)
 
 
-def _summary(n: int, runs: list[float], correct: bool) -> dict[str, Any]:
+def run_summary(n: int, runs: list[float], correct: bool) -> dict[str, Any]:
+    """Timed runs of ``n`` reports each (seconds): the best and the median, reports/s, whether the result is right."""
     best, median = min(runs), statistics.median(runs)
     return {"best_s": best, "median_s": median, "reports_per_s": {"best": n / best, "median": n / median},
             "result_correct": correct}
@@ -119,13 +120,14 @@ def raw_path(exe: Path, case: str, n: int, repeats: int) -> dict[str, Any]:
     out = json.loads(done.stdout.strip().splitlines()[-1])
     _, _, truth = measurements(case, n)
     correct = out["result"].replace(" ", "") == json.dumps(truth).replace(" ", "").lower()
-    summary = _summary(n, [out["best_s"]], correct)
+    summary = run_summary(n, [out["best_s"]], correct)
     summary.update(median_s=out["median_s"], reports_per_s={"best": n / out["best_s"], "median": n / out["median_s"]})
     return summary
 
 
-def _best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    """The round with the best run (a busy machine slows some rounds), every round's result checked."""
+def best_round(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The round with the best run (a busy machine slows some rounds), every round's result checked (each round a
+    :func:`run_summary`: ``best_s`` and ``result_correct``)."""
     best = dict(min(rounds, key=lambda r: r["best_s"]))
     best["result_correct"] = all(r["result_correct"] for r in rounds)
     best["rounds_best_s"] = [r["best_s"] for r in rounds]
@@ -151,11 +153,11 @@ def run(cases: list[str], n: int, repeats: int, rounds: int = 3) -> dict[str, An
                 raws.append(raw_path(exe, case, n, repeats))
             if i % 2 == 1 and not isinstance(exe, str):
                 pythons.append(python_path(case, n, repeats))
-        row["python"] = _best(pythons)
+        row["python"] = best_round(pythons)
         if isinstance(exe, str):
             row["raw"] = exe
         else:
-            row["raw"] = _best(raws)
+            row["raw"] = best_round(raws)
             ratio = row["python"]["reports_per_s"]["best"] / row["raw"]["reports_per_s"]["best"]
             row["ratio"] = {"measured": ratio, "target": {"op": ">=", "value": TARGET}, "meets_target": ratio >= TARGET}
         out["cases"][case] = row
@@ -165,6 +167,16 @@ def run(cases: list[str], n: int, repeats: int, rounds: int = 3) -> dict[str, An
     out["all_results_correct"] = correct
     out["all_targets_met"] = bool(ratios) and all(r["meets_target"] for r in ratios) and correct
     return out
+
+
+def pin_one_cpu() -> int | None:
+    """Pin this process (and so the programs it starts) to the lowest CPU it may run on, as ``benchmark.py`` does
+    unless ``--no-pin``: the CPU, or ``None`` where affinity cannot be set."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpu = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
+    return cpu
 
 
 def register(b: Any) -> None:
@@ -193,10 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n = args.reports or (1000 if args.quick else 4000)
     repeats = args.repeats or (3 if args.quick else 5)
-    pinned = None
-    if not args.no_pin and hasattr(os, "sched_setaffinity"):
-        pinned = min(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, {pinned})
+    pinned = None if args.no_pin else pin_one_cpu()
     rounds = args.rounds or (1 if args.quick else 3)
     result = run([c for c in args.cases.split(",") if c], n, repeats, rounds)
     result.update(pinned_cpu=pinned, python=platform.python_version(), machine=platform.machine(),

@@ -805,6 +805,7 @@ def _register_protocol_sections() -> None:
     import bench_sketch
     import bench_startup
     import bench_trust
+    import bench_two_aggregators
     import bench_typescript
     import bench_unary
 
@@ -828,6 +829,7 @@ def _register_protocol_sections() -> None:
     bench_shuffle.register(sys.modules[__name__])
     bench_trust.register(sys.modules[__name__])
     bench_prio.register(sys.modules[__name__])
+    bench_two_aggregators.register(sys.modules[__name__])
     bench_plan.register(sys.modules[__name__])
     bench_ingest.register(sys.modules[__name__])
     bench_hostile.register(sys.modules[__name__])
