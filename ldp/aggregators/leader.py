@@ -33,6 +33,7 @@ import struct
 import threading
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ldp.aggregators.commit import GroupCommit
@@ -74,6 +75,18 @@ class HelperPeer(Protocol):
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes: ...
 
 
+@dataclass
+class _Stored:
+    """A report taken at the door: its ID, its bytes, the report decoded, the leader's input share opened at the door
+    (``None`` once read back from its chunk after a restart: opened again when prepared) and its chunk's key."""
+
+    rid: bytes
+    body: bytes
+    report: Any
+    share: bytes | None
+    chunk: str = ""
+
+
 def join_chunk(bodies: Iterable[bytes]) -> bytes:
     """A chunk of stored reports: each DAP report prefixed by its length (4 bytes, big-endian)."""
     return b"".join(struct.pack(">I", len(b)) + b for b in bodies)
@@ -112,11 +125,11 @@ class Leader(Aggregator):
         self.helper, self.job_size, self.report_expiry = helper, job_size, report_expiry
         self.door: dict[bytes, Counter[str]] = {t: Counter() for t in self.tasks}
         self.planned: dict[bytes, set[bytes]] = {}
-        self.stored: dict[bytes, dict[bytes, tuple[str, bytes]]] = {}
+        self.stored: dict[bytes, dict[bytes, _Stored]] = {}
         self.chunks: dict[bytes, dict[str, set[bytes]]] = {}
         self.seen: dict[bytes, set[bytes]] = {}
         self.state_lock = threading.Lock()
-        self.commits: dict[bytes, GroupCommit[tuple[bytes, bytes]]] = {}
+        self.commits: dict[bytes, GroupCommit[_Stored]] = {}
         for task_id, records in self.records.items():
             self.planned[task_id] = {bytes.fromhex(r) for _, plan in records.plans() for r in plan["reports"]}
             self.stored[task_id], self.chunks[task_id] = {}, {}
@@ -127,6 +140,8 @@ class Leader(Aggregator):
 
     def _load_chunk(self, task_id: bytes, key: str) -> None:
         """Take a stored chunk's reports not in a finished job (a chunk whose reports all are: deleted)."""
+        from ldp import prio
+
         records = self.records[task_id]
         rids = set()
         for body in split_chunk(self.store.get(key)):
@@ -134,7 +149,7 @@ class Leader(Aggregator):
             rids.add(rid)
             self.seen[task_id].add(rid)
             if rid not in records.prepared:
-                self.stored[task_id][rid] = (key, body)
+                self.stored[task_id][rid] = _Stored(rid, body, prio.DapReport.from_bytes(body), None, key)
         if rids <= records.prepared:
             self.store.delete(key)
         else:
@@ -146,8 +161,8 @@ class Leader(Aggregator):
         It is stored, with the reports arriving meanwhile, in one chunk (:mod:`ldp.aggregators.commit`) before
         this returns."""
         try:
-            rid = self._check(task_id, body)
-            self.commits[task_id].submit((rid, bytes(body)))
+            item = self._check(task_id, body)
+            self.commits[task_id].submit(item)
         except AggregatorError as exc:
             if task_id in self.door:
                 self.door[task_id][exc.code] += 1
@@ -157,10 +172,10 @@ class Leader(Aggregator):
         """Take many reports at once (a simulation's devices, a batch relayed by a proxy), stored as one chunk: the
         refusal of each, ``None`` for those taken."""
         out: list[AggregatorError | None] = []
-        taken = []
+        taken: list[_Stored] = []
         for body in bodies:
             try:
-                taken.append((self._check(task_id, body), bytes(body)))
+                taken.append(self._check(task_id, body))
                 out.append(None)
             except AggregatorError as exc:
                 self.door[task_id][exc.code] += 1
@@ -168,7 +183,7 @@ class Leader(Aggregator):
         if taken:
             refused = self._store_reports(task_id, taken, raise_replays=False)
             if refused:
-                index = {rid: i for i, (rid, _) in enumerate(taken)}
+                index = {item.rid: i for i, item in enumerate(taken)}
                 positions = [i for i, err in enumerate(out) if err is None]
                 for rid in refused:
                     replay = AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code,
@@ -177,8 +192,8 @@ class Leader(Aggregator):
                     self.door[task_id][replay.code] += 1
         return out
 
-    def _check(self, task_id: bytes, body: bytes) -> bytes:
-        """A report's checks at the door (module docstring): its report ID, or the refusal."""
+    def _check(self, task_id: bytes, body: bytes) -> _Stored:
+        """A report's checks at the door (module docstring): the report with its opened share, or the refusal."""
         from ldp import prio
 
         task = self.task(task_id)
@@ -204,40 +219,41 @@ class Leader(Aggregator):
             raise AggregatorError("the leader's share is sealed to an unknown HPKE config: fetch /hpke_config again",
                                   ReportError.hpke_unknown_config_id.code)
         try:
-            prio.open_input_share(self.keypair, role="leader", task_id=task_id, report_id=report.report_id,
-                                  time=report.time, public_share=report.public_share,
-                                  ciphertext=report.leader_ciphertext)
+            share = prio.open_input_share(self.keypair, role="leader", task_id=task_id, report_id=report.report_id,
+                                          time=report.time, public_share=report.public_share,
+                                          ciphertext=report.leader_ciphertext)
         except PrioError:
             raise AggregatorError("the leader's share does not open", ReportError.hpke_decrypt_error.code) from None
-        return bytes(report.report_id)
+        return _Stored(bytes(report.report_id), bytes(body), report, share)
 
-    def _store_reports(self, task_id: bytes, items: list[tuple[bytes, bytes]], raise_replays: bool = True
-                       ) -> list[bytes]:
-        """Write ``items`` (report ID, report) as one chunk, each report ID at most once ever: an ID seen before is
-        left out (with ``raise_replays``, :class:`~ldp.errors.AggregatorError` for it after the others are stored);
-        the IDs left out."""
-        fresh, replays = [], []
+    def _store_reports(self, task_id: bytes, items: list[_Stored], raise_replays: bool = True) -> list[bytes]:
+        """Write ``items`` as one chunk, each report ID at most once ever: an ID seen before is left out (with
+        ``raise_replays``, :class:`~ldp.errors.AggregatorError` for it after the others are stored); the IDs left
+        out."""
+        fresh: list[_Stored] = []
+        replays: list[bytes] = []
         with self.state_lock:
             seen = self.seen[task_id]
-            for rid, body in items:
-                if rid in seen:
-                    replays.append(rid)
+            for item in items:
+                if item.rid in seen:
+                    replays.append(item.rid)
                 else:
-                    seen.add(rid)
-                    fresh.append((rid, body))
+                    seen.add(item.rid)
+                    fresh.append(item)
         if fresh:
             key = f"{self.records[task_id].prefix}reports/chunk-{int(self.clock())}-{secrets.token_hex(8)}.reports"
             try:
-                if not self.store.create(key, join_chunk(body for _, body in fresh)):
+                if not self.store.create(key, join_chunk(item.body for item in fresh)):
                     raise AggregatorError(f"{key} exists", "internal", 500)
             except BaseException:
                 with self.state_lock:
-                    seen.difference_update(rid for rid, _ in fresh)
+                    seen.difference_update(item.rid for item in fresh)
                 raise
             with self.state_lock:
-                for rid, body in fresh:
-                    self.stored[task_id][rid] = (key, body)
-                self.chunks[task_id][key] = {rid for rid, _ in fresh}
+                for item in fresh:
+                    item.chunk = key
+                    self.stored[task_id][item.rid] = item
+                self.chunks[task_id][key] = {item.rid for item in fresh}
         if replays and raise_replays:
             raise AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code, 409)
         return replays
@@ -249,12 +265,9 @@ class Leader(Aggregator):
             planned = self.planned[task_id]
             return [rid for rid in self.stored[task_id] if rid not in planned]
 
-    def _report(self, task_id: bytes, rid: bytes) -> Any:
-        from ldp import prio
-
+    def _report(self, task_id: bytes, rid: bytes) -> _Stored:
         with self.state_lock:
-            body = self.stored[task_id][rid][1]
-        return prio.DapReport.from_bytes(body)
+            return self.stored[task_id][rid]
 
     def _consumed(self, task_id: bytes, report_ids: list[bytes]) -> None:
         """Reports now in a finished job: forgotten, and each chunk whose reports all are deleted (after the job's
@@ -263,11 +276,11 @@ class Leader(Aggregator):
         with self.state_lock:
             for rid in report_ids:
                 entry = self.stored[task_id].pop(rid, None)
-                if entry is not None and (rids := self.chunks[task_id].get(entry[0])) is not None:
+                if entry is not None and (rids := self.chunks[task_id].get(entry.chunk)) is not None:
                     rids.discard(rid)
                     if not rids:
-                        emptied.append(entry[0])
-                        del self.chunks[task_id][entry[0]]
+                        emptied.append(entry.chunk)
+                        del self.chunks[task_id][entry.chunk]
         for key in emptied:
             self.store.delete(key)
 
@@ -299,7 +312,7 @@ class Leader(Aggregator):
                     totals["mismatched_jobs"] += 1
         by_window: dict[int, list[bytes]] = {}
         for rid in self.pending(task_id):
-            w = task.window(self._report(task_id, rid).time)
+            w = task.window(self._report(task_id, rid).report.time)
             if window is None or w == window:
                 by_window.setdefault(w, []).append(rid)
         for w, rids in sorted(by_window.items()):
@@ -321,12 +334,13 @@ class Leader(Aggregator):
         prepared: dict[bytes, Prepared] = {}
         inits: list[ReportInit] = []
         for rid in report_ids:
-            report = self._report(task.task_id, rid)
+            stored = self._report(task.task_id, rid)
+            report = stored.report
             if window in records.collections:
                 refused[rid] = ReportError.batch_collected.code
                 continue
             prep = prepare_init(vdaf, self.keypair, key, "leader", task.task_id, rid, report.time,
-                                report.public_share, report.leader_ciphertext)
+                                report.public_share, report.leader_ciphertext, input_share=stored.share)
             if isinstance(prep, ReportError):
                 refused[rid] = prep.code
                 continue

@@ -39,17 +39,19 @@ class Prepared:
 
 
 def prepare_init(vdaf: Any, keypair: Any, verify_key: bytes, role: str, task_id: bytes, report_id: bytes, time: int,
-                 public_share: bytes, ciphertext: bytes) -> Prepared | ReportError:
-    """Open this aggregator's input share of one report and start its preparation; or why not."""
+                 public_share: bytes, ciphertext: bytes, input_share: bytes | None = None) -> Prepared | ReportError:
+    """Open this aggregator's input share of one report (unless ``input_share`` is the share already opened) and
+    start its preparation; or why not."""
     from ldp import prio
 
-    if not ciphertext or ciphertext[0] != keypair.config.id:  # DAP's HpkeCiphertext starts with its config ID
-        return ReportError.hpke_unknown_config_id
-    try:
-        input_share = prio.open_input_share(keypair, role=role, task_id=task_id, report_id=report_id, time=time,
-                                            public_share=public_share, ciphertext=ciphertext)
-    except PrioError:
-        return ReportError.hpke_decrypt_error
+    if input_share is None:
+        if not ciphertext or ciphertext[0] != keypair.config.id:  # DAP's HpkeCiphertext starts with its config ID
+            return ReportError.hpke_unknown_config_id
+        try:
+            input_share = prio.open_input_share(keypair, role=role, task_id=task_id, report_id=report_id, time=time,
+                                                public_share=public_share, ciphertext=ciphertext)
+        except PrioError:
+            return ReportError.hpke_decrypt_error
     try:
         state, verifier_share = vdaf.verify_init(verify_key, 0 if role == "leader" else 1, report_id, public_share,
                                                  input_share)

@@ -42,6 +42,9 @@ public class Answer internal constructor(
  * bytes in all (a longer one is cut while reading: [Answer.over]). Redirects are not followed.
  */
 internal object HttpTransport {
+    /** How often the watchdog disconnects again after the deadline, until the call returns. */
+    private const val RECUT_MS = 50L
+
     private val watchdog: ScheduledExecutorService = Executors.newSingleThreadScheduledExecutor(
         ThreadFactory { r -> Thread(r, "ldp-upload-watchdog").apply { isDaemon = true } },
     )
@@ -51,10 +54,13 @@ internal object HttpTransport {
         if (leftMs() <= 0) return Answer(null, ByteArray(0), false, null, "the request's deadline passed")
         val conn = AtomicReference<HttpURLConnection?>(null)
         val cut = AtomicBoolean(false)
-        val timer = watchdog.schedule({
+        // From the deadline on, every RECUT_MS until the call ends: a disconnect that comes before the connection
+        // has its socket (the watchdog firing while a busy machine is still opening it) does nothing, so the
+        // watchdog tries again until one lands on the socket and ends the read in progress.
+        val timer = watchdog.scheduleAtFixedRate({
             cut.set(true)
             conn.get()?.disconnect()
-        }, leftMs(), TimeUnit.MILLISECONDS)
+        }, leftMs().coerceAtLeast(0), RECUT_MS, TimeUnit.MILLISECONDS)
         try {
             val c = URL(url).openConnection() as HttpURLConnection
             conn.set(c)
@@ -68,6 +74,7 @@ internal object HttpTransport {
             c.connectTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()
             c.readTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()
             c.outputStream.use { it.write(body) }
+            if (cut.get()) throw IOException("the request's deadline passed while sending it")
             val status = c.responseCode
             val retryAfter = c.getHeaderField("Retry-After")
             val stream: InputStream? = if (status >= 400) c.errorStream else try {
@@ -80,7 +87,9 @@ internal object HttpTransport {
             stream?.use { input ->
                 val buf = ByteArray(8192)
                 while (true) {
-                    if (leftMs() <= 0) throw IOException("the request's deadline passed while reading the answer")
+                    if (cut.get() || leftMs() <= 0) {
+                        throw IOException("the request's deadline passed while reading the answer")
+                    }
                     val n = input.read(buf)
                     if (n < 0) break
                     out.write(buf, 0, n)
