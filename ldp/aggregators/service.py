@@ -9,7 +9,6 @@ aggregation jobs every ``aggregate_every`` seconds (collections run them too, fo
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 from typing import Any
 
@@ -115,8 +114,9 @@ def create_service(config: AggregatorConfig, *, helper: Any = None) -> Any:
     return app
 
 
-def serve(config: AggregatorConfig, host: str, port: int) -> int:
-    """Serve until SIGTERM/SIGINT; the exit status."""
+def serve(config: AggregatorConfig, host: str, port: int, announce: Any = None) -> int:
+    """Serve until SIGTERM/SIGINT; the exit status. ``announce`` is given the start-up line (the address listened
+    on) once the server listens."""
     import uvicorn
 
     app = create_service(config)
@@ -129,8 +129,9 @@ def serve(config: AggregatorConfig, host: str, port: int) -> int:
         for s in server.servers:
             for sock in s.sockets:
                 name = sock.getsockname()
-                print(f"ldp serve: the {config.role} listens on http://{name[0]}:{name[1]} "
-                      f"({len(config.tasks)} task(s), store {config.store})", file=sys.stderr, flush=True)
+                if announce is not None:
+                    announce(f"ldp serve: the {config.role} listens on http://{name[0]}:{name[1]} "
+                             f"({len(config.tasks)} task(s), store {config.store})")
 
     server.startup = startup  # type: ignore[method-assign]
     server.run()

@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import sys
 from pathlib import Path
 from typing import Any
+
+from ldp.cli.support import output
 
 __all__ = ["register", "collect_command", "parse_window"]
 
@@ -89,7 +90,7 @@ def collect_command(args: argparse.Namespace) -> int:
             return _task(args)
         return _collect(args)
     except AggregatorError as exc:
-        print(f"ldp collect: error: {exc} [{exc.code}]", file=sys.stderr)
+        output(f"ldp collect: error: {exc} [{exc.code}]", to_stderr=True)
         return 3 if exc.code in ("helper_unavailable",) else 2
     except BAD_INPUT as exc:
         return report_error("ldp collect", exc)
@@ -126,11 +127,11 @@ def _task(args: argparse.Namespace) -> int:
     if out.exists():
         raise ValueError(f"{out} exists: a task is never overwritten (its ID is the devices' and the aggregators')")
     task.save(out)
-    print(f"wrote {out}: task {task.id_text} for {task.app}/{task.metric}, {task.vdaf} {task.vdaf_params}, "
+    output(f"wrote {out}: task {task.id_text} for {task.app}/{task.metric}, {task.vdaf} {task.vdaf_params}, "
           f"{task.trust}, noise {task.noise}, minimum batch {task.min_batch_size}")
     if args.verify_key:
         write_secret(Path(args.verify_key), b64(secrets.token_bytes(32)) + "\n")
-        print(f"wrote {args.verify_key} (mode 0600): give it to both aggregators, and to no one else")
+        output(f"wrote {args.verify_key} (mode 0600): give it to both aggregators, and to no one else")
     return 0
 
 
@@ -162,18 +163,15 @@ def _print(doc: dict[str, Any]) -> None:
     central = doc["central"]
     when = dt.datetime.fromtimestamp(doc["window"], dt.UTC).isoformat().replace("+00:00", "Z")
     rel, over = central["release"], central["over_releases"]
-    print(f"{doc['app']}/{doc['metric']} window {when}: n = {doc['n']:,} ({doc['trust']})")
-    if rel:
-        print(f"  central: this release ε = {rel['epsilon']:g}" + (f", δ = {rel['delta']:g}" if rel["delta"] else ""),
-              end="")
-    else:
-        print("  central: no noise: the collector sees the exact sums (no central guarantee)", end="")
+    output(f"{doc['app']}/{doc['metric']} window {when}: n = {doc['n']:,} ({doc['trust']})")
+    line = ("  central: no noise: the collector sees the exact sums (no central guarantee)" if not rel else
+            f"  central: this release ε = {rel['epsilon']:g}" + (f", δ = {rel['delta']:g}" if rel["delta"] else ""))
     if over:
-        print(f"; over {central['releases']} release(s) ε = {over['epsilon']:.4g}, δ = {over['delta']:g}", end="")
-    print()
+        line += f"; over {central['releases']} release(s) ε = {over['epsilon']:.4g}, δ = {over['delta']:g}"
+    output(line)
     local = doc["local"]
-    print(f"  local: ε = {local['epsilon']:g} per report, even if both aggregators collude" if local
-          else "  local: none (both aggregators together could see each measurement)")
+    output(f"  local: ε = {local['epsilon']:g} per report, even if both aggregators collude" if local
+           else "  local: none (both aggregators together could see each measurement)")
     width = max(len(i) for i in doc["items"])
     for item, count, se in zip(doc["items"], doc["count"], doc["std_error"], strict=True):
-        print(f"  {item:>{width}}  {count:14,.1f}  ± {se:,.1f}")
+        output(f"  {item:>{width}}  {count:14,.1f}  ± {se:,.1f}")

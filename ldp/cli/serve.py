@@ -132,7 +132,8 @@ def _serve_aggregator(config_path: str | None, role: str, host: str, port: int) 
     if not _is_loopback(host):
         print(f"ldp serve: warning: listening on {host}, not a loopback address: put a TLS-terminating reverse "
               "proxy in front (tokens travel in the Authorization header)", file=sys.stderr)
-    return serve(load_config(config_path, role), host, port)
+    return serve(load_config(config_path, role), host, port,
+                 announce=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def _token(app: str | None, analyst: bool = False, role: str = "collector") -> int:

@@ -117,7 +117,8 @@ class Aggregate(ABC):
             raise ValueError(f"{fit.vdaf} sums of {params.protocol} hold {fit.length} entries, got {values.shape}")
         low, high = (-MAX_COUNT, MAX_COUNT) if noisy else (0, n)
         if any(not isinstance(v, int | np.integer) or not low <= int(v) <= high for v in values):
-            raise ValueError(f"each sum must be an integer in [{low}, {high}] (a debiased share? a wrap-around?)")
+            bounds = f"[{low}, {high}]" if noisy else f"[0, n={n}]"
+            raise ValueError(f"each sum must be an integer in {bounds} (a debiased share? a wrap-around?)")
         if not noisy and fit.vdaf == "Prio3Histogram" and sum(int(v) for v in values) != n:
             raise ValueError(f"a Prio3Histogram of n={n} one-hot reports sums to n, got {sum(int(v) for v in values)}")
         state[:] = np.asarray([int(v) for v in values], dtype=state.dtype)
