@@ -27,18 +27,18 @@ def _spec(trust: str | None, protocol: str = "grr", params: dict[str, Any] | Non
 
 @pytest.mark.parametrize("trust", ["two-aggregator", "two-aggregator+local"])
 def test_a_two_aggregator_metric_is_refused_with_nothing_written(tmp_path: Path, trust: str) -> None:
-    client = TelemetryClient(_spec(trust), tmp_path / "state.db", rng=1, simulation=True)
-    for record in (lambda: client.record("m", 1), lambda: client.record_many([("m", 1)])):
-        with pytest.raises(RefusalValueError) as exc:
-            record()
-        assert exc.value.code == "trust_model" and exc.value.fields == {"metric": "m", "trust": trust}
-    assert client.pending() == [] and client.spent("m").epsilon == 0
+    with TelemetryClient(_spec(trust), tmp_path / "state.db", rng=1, simulation=True) as client:
+        for record in (lambda: client.record("m", 1), lambda: client.record_many([("m", 1)])):
+            with pytest.raises(RefusalValueError) as exc:
+                record()
+            assert exc.value.code == "trust_model" and exc.value.fields == {"metric": "m", "trust": trust}
+        assert client.pending() == [] and client.spent("m").epsilon == 0
 
 
 @pytest.mark.parametrize("trust", [None, "local", "shuffle"])
 def test_local_and_shuffle_record(tmp_path: Path, trust: str | None) -> None:
-    client = TelemetryClient(_spec(trust), tmp_path / "state.db", rng=1, simulation=True)
-    assert client.record("m", 1) >= 0 and len(client.pending()) == 1
+    with TelemetryClient(_spec(trust), tmp_path / "state.db", rng=1, simulation=True) as client:
+        assert client.record("m", 1) >= 0 and len(client.pending()) == 1
 
 
 def test_trust_is_fingerprinted_only_when_not_local() -> None:
