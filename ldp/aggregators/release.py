@@ -22,7 +22,6 @@ smaller ε.
 
 from __future__ import annotations
 
-import math
 import random
 import time as _time
 from collections.abc import Iterable
@@ -32,7 +31,7 @@ from typing import Any
 from ldp.aggregators.prepare import aggregate_share_aad, aggregate_share_info
 from ldp.aggregators.records import TaskRecords
 from ldp.errors import AggregatorError
-from ldp.privacy.central_noise import zcdp_delta
+from ldp.privacy.central_noise import zcdp_epsilon
 from ldp.privacy.cost import PrivacyCost
 
 __all__ = ["release", "over_releases", "release_cost", "DEFAULT_DELTA"]
@@ -56,20 +55,6 @@ def _rho(noise: dict[str, Any]) -> float:
     return float(noise["sensitivity"]) ** 2 / (2 * sigma2)
 
 
-def _epsilon_of_rho(rho: float, delta: float) -> float:
-    """The smallest ε (to 1e-9 relative, rounded up) with CKS Corollary 13's δ(ρ, ε) ≤ ``delta``."""
-    lo, hi = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1e-12  # Bun & Steinke's bound is enough
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if zcdp_delta(rho, mid) <= delta:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo <= 1e-9 * hi:
-            break
-    return hi
-
-
 def over_releases(records: Iterable[dict[str, Any]], delta: float = DEFAULT_DELTA) -> PrivacyCost | None:
     """A device's central (ε, δ) over the releases ``records`` (module docstring); ``None`` when one of them has
     no noise (nothing is proven against the collector) or there are none."""
@@ -80,7 +65,7 @@ def over_releases(records: Iterable[dict[str, Any]], delta: float = DEFAULT_DELT
                                                                                  for n in noises)))
     if len(noises) == 1:
         return basic
-    zcdp = PrivacyCost(_epsilon_of_rho(sum(_rho(n) for n in noises), delta), delta)
+    zcdp = PrivacyCost(zcdp_epsilon(sum(_rho(n) for n in noises), delta), delta)
     return basic if basic.delta <= delta and basic.epsilon <= zcdp.epsilon else zcdp
 
 

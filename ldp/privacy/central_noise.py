@@ -48,7 +48,7 @@ from typing import Any
 
 __all__ = [
     "NoiseSource", "SOURCE_LABELS", "exact_source", "bernoulli_exp", "discrete_laplace", "discrete_gaussian",
-    "grid_for", "round_to_grid", "zcdp_delta", "gaussian_sigma_zcdp", "NoisyRelease", "laplace_noise",
+    "grid_for", "round_to_grid", "zcdp_delta", "zcdp_epsilon", "gaussian_sigma_zcdp", "NoisyRelease", "laplace_noise",
     "gaussian_noise", "GRID_BITS",
 ]
 
@@ -213,6 +213,25 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     alpha = hi
     log_delta = (alpha - 1) * (alpha * rho - epsilon) + alpha * math.log1p(-1 / alpha) - math.log(alpha - 1)
     return min(1.0, math.exp(log_delta))
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """The smallest ε (to 1e-9 relative, rounded up) at which ρ-zCDP is (ε, δ)-DP by CKS Corollary 13: the
+    inverse of :func:`zcdp_delta` in ε, by bisection from Bun & Steinke's ``ρ + 2√(ρ·ln(1/δ))`` (Prop. 1.3), which
+    is always enough."""
+    _check_positive(rho, "rho")
+    if isinstance(delta, bool) or not (isinstance(delta, (int, float)) and 0 < delta < 1):
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    lo, hi = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1e-12
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if zcdp_delta(rho, mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-9 * hi:
+            break
+    return hi
 
 
 _MARGIN = 1e-9

@@ -82,3 +82,16 @@ def vector_names(types: tuple[str, ...]) -> list[str]:
     if folder is None:
         return ["<vectors not found>"]
     return sorted(p.name for p in folder.glob("*.json") if p.name.split("_", 1)[0] in types)
+
+
+def refused(call: Any, operation: str, *words: str) -> Any:
+    """The :class:`~ldp.errors.PrioError` ``call()`` raises, checked: its ``operation``, and each of ``words`` in
+    its message."""
+    from ldp.errors import PrioError
+
+    with pytest.raises(PrioError) as info:
+        call()
+    assert info.value.operation == operation, str(info.value)
+    for word in words:
+        assert word in str(info.value), str(info.value)
+    return info.value

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 import pytest
-from prio_support import REQUIRE, binding, missing
+from prio_support import REQUIRE, binding, missing, refused as _refused
 
 import ldp.errors
 from ldp.errors import LdpError, MissingExtraError, PrioError
@@ -36,15 +36,6 @@ def _report(vdaf: Any, m: Any) -> tuple[list[Any], list[Any]]:
     message = vdaf.verifier_shares_to_message([share for _, share in pairs])
     states = [state for state, _ in pairs]
     return states, [vdaf.verify_next(state, message) for state in states]
-
-
-def _refused(call: Any, operation: str, *words: str) -> PrioError:
-    with pytest.raises(PrioError) as info:
-        call()
-    assert info.value.operation == operation, str(info.value)
-    for word in words:
-        assert word in str(info.value), str(info.value)
-    return info.value
 
 
 def test_parameters_and_properties(prio: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings, strategies as st
-from prio_support import ROOT, binding
+from prio_support import ROOT, binding, refused as _refused
 
 from ldp.errors import PrioError
 
@@ -36,15 +36,6 @@ def prio() -> Any:
 @pytest.fixture(scope="module")
 def keys(prio: Any) -> tuple[Any, Any]:
     return prio.HpkeKeypair.generate(1), prio.HpkeKeypair.generate(2)
-
-
-def _refused(call: Any, operation: str, *words: str) -> PrioError:
-    with pytest.raises(PrioError) as info:
-        call()
-    assert info.value.operation == operation, str(info.value)
-    for word in words:
-        assert word in str(info.value), str(info.value)
-    return info.value
 
 
 def _open(prio: Any, key: Any, role: str, report: Any, **changes: Any) -> bytes:
