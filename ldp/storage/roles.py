@@ -13,6 +13,9 @@ prefix                             written by                      read by
                                     originals)
 ``apps/<app>/segments/``            the shuffler (create only)      analysts (``ldp aggregate``, a collector's
                                                                     ``[storage] watch``)
+``aggregators/leader/``             the two-aggregator mode's       the leader only
+                                    leader (its own store)
+``aggregators/helper/``             the helper (its own store)      the helper only
 =================================  ==============================  ===========================================
 
 Nothing under ``segments/`` names a batch, a replica, a chunk or an arrival time finer than the window: a segment is
