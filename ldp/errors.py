@@ -373,7 +373,9 @@ class PrioError(LdpError, ValueError):
     bytes that are no valid share or message, a proof that does not verify, a joint randomness that does not match,
     shares of another VDAF, DAP reports and HPKE ciphertexts that do not decode or open. ``operation`` names the
     refusing operation (``"shard"``, ``"verify_init"``, ``"verifier_shares_to_message"``, ``"verify_next"``,
-    ``"aggregate"``, ``"unshard"``, ``"decode"``, ``"encode"``, ``"seal"``, ``"open"`` or ``"parameters"``)."""
+    ``"aggregate"``, ``"unshard"``, ``"decode"``, ``"encode"``, ``"seal"``, ``"open"`` or ``"parameters"``; the
+    aggregators' batch calls ``"helper_prepare_batch"``, ``"leader_init_batch"``, ``"leader_finish_batch"`` for their
+    arguments)."""
 
     def __init__(self, message: str, operation: str = "") -> None:
         super().__init__(message)

@@ -34,11 +34,10 @@ from ldp.aggregators.messages import (
     ReportError,
     ReportResp,
 )
-from ldp.aggregators.prepare import Prepared, joint_rand_part_matches, prepare_init, sum_shares
 from ldp.aggregators.records import TaskRecords
 from ldp.aggregators.release import release
 from ldp.aggregators.task import Task
-from ldp.errors import AggregatorError, PrioError
+from ldp.errors import AggregatorError
 from ldp.storage.base import Store
 from ldp.storage.roles import RoleStore, aggregator_role
 
@@ -129,10 +128,7 @@ class Helper(Aggregator):
 
     def _prepare(self, task: Task, records: TaskRecords, job_id: str, init: AggregationJobInit, digest: str) -> bytes:
         vdaf, key = self.vdafs[task.task_id], self.verify_keys[task.task_id]
-        results: list[ReportResp] = []
-        accepted: list[bytes] = []
-        refused: dict[bytes, str] = {}
-        outputs: list[Any] = []
+        checked: list[ReportError | None] = []
         in_job: set[bytes] = set()
         for r in init.reports:
             error = None
@@ -145,28 +141,30 @@ class Helper(Aggregator):
             elif r.time % task.time_precision:
                 error = ReportError.invalid_message
             in_job.add(r.report_id)
+            checked.append(error)
+        # the reports that passed: opened, prepared, checked (the joint randomness part for the helper too: a forged
+        # one would fail only the leader's verify_next, so it is refused on both sides), finished and aggregated in
+        # one call, the GIL released
+        answers, share = vdaf.helper_prepare_batch(self.keypair, key, task.task_id, [
+            (r.report_id, r.time, r.public_share, r.helper_ciphertext, r.leader_verifier_share)
+            for r, error in zip(init.reports, checked, strict=True) if error is None])
+        answer = iter(answers)
+        results: list[ReportResp] = []
+        accepted: list[bytes] = []
+        refused: dict[bytes, str] = {}
+        for r, error in zip(init.reports, checked, strict=True):
             if error is None:
-                prep = prepare_init(vdaf, self.keypair, key, "helper", task.task_id, r.report_id, r.time,
-                                    r.public_share, r.helper_ciphertext)
-                if isinstance(prep, Prepared) and not joint_rand_part_matches(r.public_share, prep.verifier_share, 1):
-                    error = ReportError.vdaf_invalid  # the leader's verify_next would fail: refused on both sides
-                elif isinstance(prep, Prepared):
-                    try:
-                        message = vdaf.verifier_shares_to_message([r.leader_verifier_share, prep.verifier_share])
-                        outputs.append(vdaf.verify_next(prep.state, message))
-                    except PrioError:
-                        error = ReportError.vdaf_invalid
-                    else:
-                        accepted.append(r.report_id)
-                        results.append(ReportResp(r.report_id, message=message))
-                        continue
-                else:
-                    error = prep
+                outcome = next(answer)
+                if isinstance(outcome, bytes):
+                    accepted.append(r.report_id)
+                    results.append(ReportResp(r.report_id, message=outcome))
+                    continue
+                error = ReportError[outcome]
             if r.report_id not in refused and r.report_id not in accepted:
                 refused[r.report_id] = error.code
             results.append(ReportResp(r.report_id, error=error))
         response = AggregationJobResp(tuple(results)).to_bytes()
-        rec = records.finish_job(job_id, init.window, accepted, refused, sum_shares(vdaf, outputs),
+        rec = records.finish_job(job_id, init.window, accepted, refused, share.field_elements(),
                                  request_sha256=digest, response=response.hex())
         at("helper_job_recorded")
         return bytes.fromhex(rec["response"])

@@ -49,7 +49,6 @@ from ldp.aggregators.messages import (
     ReportError,
     ReportInit,
 )
-from ldp.aggregators.prepare import Prepared, prepare_init, sum_shares
 from ldp.aggregators.records import TaskRecords
 from ldp.aggregators.release import DEFAULT_DELTA, over_releases, release, release_cost
 from ldp.aggregators.task import Task
@@ -331,23 +330,26 @@ class Leader(Aggregator):
 
         vdaf, key = self.vdafs[task.task_id], self.verify_keys[task.task_id]
         refused: dict[bytes, str] = {}
-        prepared: dict[bytes, Prepared] = {}
-        inits: list[ReportInit] = []
+        todo: list[_Stored] = []
         for rid in report_ids:
-            stored = self._report(task.task_id, rid)
-            report = stored.report
             if window in records.collections:
                 refused[rid] = ReportError.batch_collected.code
+            else:
+                todo.append(self._report(task.task_id, rid))
+        # each share opened (unless kept from the door) and its preparation started, in one call, the GIL released
+        started = vdaf.leader_init_batch(self.keypair, key, task.task_id, [
+            (s.rid, s.report.time, s.report.public_share, s.report.leader_ciphertext, s.share) for s in todo])
+        states: dict[bytes, Any] = {}
+        inits: list[ReportInit] = []
+        for stored, outcome in zip(todo, started, strict=True):
+            if isinstance(outcome, str):
+                refused[stored.rid] = outcome
                 continue
-            prep = prepare_init(vdaf, self.keypair, key, "leader", task.task_id, rid, report.time,
-                                report.public_share, report.leader_ciphertext, input_share=stored.share)
-            if isinstance(prep, ReportError):
-                refused[rid] = prep.code
-                continue
-            prepared[rid] = prep
-            inits.append(ReportInit(rid, report.time, report.public_share, report.helper_ciphertext,
-                                    prep.verifier_share))
-        outputs: list[Any] = []
+            states[stored.rid], verifier_share = outcome
+            report = stored.report
+            inits.append(ReportInit(stored.rid, report.time, report.public_share, report.helper_ciphertext,
+                                    verifier_share))
+        share = vdaf.aggregate_init()
         accepted: list[bytes] = []
         if inits:
             body = AggregationJobInit(task.task_id, window, tuple(inits)).to_bytes()
@@ -358,18 +360,19 @@ class Leader(Aggregator):
                                       "helper_unavailable", 502) from None
             if [r.report_id for r in resp.results] != [i.report_id for i in inits]:
                 raise AggregatorError(f"the helper answered job {job_id} for other reports", "helper_unavailable", 502)
+            answered = [r for r in resp.results if r.message is not None]
+            finished, share = vdaf.leader_finish_batch([states[r.report_id] for r in answered],
+                                                       [r.message for r in answered])
+            ok = iter(finished)
             for r in resp.results:
                 if r.error is not None:
                     refused[r.report_id] = r.error.code
-                    continue
-                try:
-                    outputs.append(vdaf.verify_next(prepared[r.report_id].state, r.message))
-                except PrioError:  # the helper checks this cannot happen (prepare.joint_rand_part_matches)
-                    refused[r.report_id] = ReportError.vdaf_invalid.code
-                else:
+                elif next(ok):
                     accepted.append(r.report_id)
+                else:  # cannot happen: the helper checks its joint randomness part (helper_prepare_batch)
+                    refused[r.report_id] = ReportError.vdaf_invalid.code
             at("leader_job_answered")
-        records.finish_job(job_id, window, accepted, refused, sum_shares(vdaf, outputs))
+        records.finish_job(job_id, window, accepted, refused, share.field_elements())
         self._consumed(task.task_id, report_ids)
         return Counter(prepared=len(accepted), refused=len(refused), jobs=1)
 

@@ -1,6 +1,11 @@
 """One aggregator's steps on one report, shared by the leader and the helper (issue 71, item 3): open its input
 share (HPKE, DAP-09 §4.4.2), start the VDAF's preparation (Prio3's one round), and name every failure by its
-:class:`~ldp.aggregators.messages.ReportError` code. The operations are :mod:`ldp.prio`'s (the ``prio`` crate)."""
+:class:`~ldp.aggregators.messages.ReportError` code. The operations are :mod:`ldp.prio`'s (the ``prio`` crate).
+
+The aggregators run these steps for a whole job in one call of the binding (``helper_prepare_batch``,
+``leader_init_batch``, ``leader_finish_batch``: the loop in Rust, the GIL released); :func:`prepare_init` and
+:func:`joint_rand_part_matches` are the same steps one report at a time, which the batch calls reproduce exactly
+(``tests/prio/test_prio_batch.py`` runs both on the same reports)."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from ldp.aggregators.messages import ReportError
 from ldp.errors import PrioError
 
 __all__ = ["Prepared", "ROLE_BYTES", "SEED_SIZE", "joint_rand_part_matches", "aggregate_share_info",
-           "aggregate_share_aad", "prepare_init", "sum_shares"]
+           "aggregate_share_aad", "prepare_init"]
 
 ROLE_BYTES = {"collector": 0, "client": 1, "leader": 2, "helper": 3}
 """DAP-09's ``Role`` values (§4.1), in HPKE's ``info`` strings."""
@@ -72,18 +77,10 @@ def joint_rand_part_matches(public_share: bytes, verifier_share: bytes, agg_id: 
     public share fails the leader's ``verify_next`` and passes the helper's. The helper checks its own part with
     this before it counts a report, so that the two never disagree on which reports count (a disagreement would
     make the window's checksums differ, and the window could not be released). No joint randomness (Count, Sum):
-    ``True``."""
+    ``True``. ``helper_prepare_batch`` makes this check in Rust, byte for byte the same."""
     if not public_share:
         return True
     parts = len(public_share) // SEED_SIZE
     if len(public_share) % SEED_SIZE or not 0 <= agg_id < parts or len(verifier_share) < SEED_SIZE:
         return False
     return public_share[agg_id * SEED_SIZE:(agg_id + 1) * SEED_SIZE] == verifier_share[-SEED_SIZE:]
-
-
-def sum_shares(vdaf: Any, output_shares: list[Any]) -> list[int]:
-    """The aggregate share of some output shares, as field elements (zeros for none)."""
-    agg = vdaf.aggregate_init()
-    for share in output_shares:
-        agg.accumulate(share)
-    return [int(x) for x in agg.field_elements()]

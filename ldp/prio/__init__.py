@@ -26,6 +26,18 @@ The operations are named as in the draft and the crate (its "preparation" is "ve
 (``nonce=`` and ``rand=`` for a replay), ``verify_init`` (→ a :class:`VerifyState` and the verifier share, bytes),
 ``verifier_shares_to_message`` (bytes), ``verify_next`` (→ an :class:`OutputShare`; the state is consumed),
 ``aggregate`` / ``aggregate_init`` with :meth:`AggregateShare.accumulate` and :meth:`AggregateShare.merge`, ``unshard``.
+**The aggregators' jobs in one call each** (the GIL released while Rust runs the loop): ``helper_prepare_batch``
+(the helper's whole job: open, ``verify_init``, the joint randomness check, ``verifier_shares_to_message``,
+``verify_next``, aggregation), ``leader_init_batch`` (open unless opened at the door, ``verify_init``) and
+``leader_finish_batch`` (``verify_next`` with the helper's messages, aggregation); a report that fails a step is its
+refusal code (``"hpke_unknown_config_id"``, ``"hpke_decrypt_error"``, ``"vdaf_invalid"``), not an error::
+
+    messages, helper_agg = vdaf.helper_prepare_batch(helper_key, verify_key, task_id,
+                                                     [(report_id, time, public_share, helper_ciphertext, leader_vs)])
+    inits = vdaf.leader_init_batch(leader_key, verify_key, task_id, [(report_id, time, public_share,
+                                                                      leader_ciphertext, leader_in_or_None)])
+    finished, leader_agg = vdaf.leader_finish_batch([state], [message])     # [True], an AggregateShare
+
 Every message between the parties is bytes; states and shares travel as ``to_bytes()`` and come back through
 ``verify_state_from_bytes`` and ``aggregate_share_from_bytes``. An aggregate share's ``field_elements()`` are Python
 ints below its ``modulus``, and ``add_integers(noise)`` adds signed ints modulo that prime: central noise on a share,

@@ -53,6 +53,41 @@ class _Prio3:
     def aggregate_share_from_bytes(self, data: bytes) -> AggregateShare: ...
     def aggregate_share_from_field_elements(self, values: Iterable[int]) -> AggregateShare: ...
     def verify_state_from_bytes(self, agg_id: int, data: bytes) -> VerifyState: ...
+    def helper_prepare_batch(self, keypair: HpkeKeypair, verify_key: bytes, task_id: bytes,
+                             reports: Iterable[tuple[bytes, int, bytes, bytes, bytes]]
+                             ) -> tuple[list[bytes | str], AggregateShare]:
+        """The helper's side of one aggregation job in one call, the GIL released while it runs. ``reports``: per
+        report ``(report_id, time, public_share, helper_ciphertext, leader_verifier_share)``. For each, in order,
+        its verifier message (bytes, for the leader), or its refusal code (str): ``"hpke_unknown_config_id"`` (the
+        ciphertext is empty or sealed to another config id than ``keypair``'s), ``"hpke_decrypt_error"`` (it does
+        not open as the helper's share under ``task_id`` and the report's ID, time and public share),
+        ``"vdaf_invalid"`` (``verify_init`` as aggregator 1 refuses it; its public share's joint randomness part for
+        the helper is not the helper's own, as ``ldp.aggregators.prepare.joint_rand_part_matches`` checks;
+        ``verifier_shares_to_message([leader_verifier_share, helper's])`` or ``verify_next`` refuses it). And the
+        aggregate share of the reports that got a message. The nonce is the report ID; the VDAF's ``ctx`` binds it.
+        A ``TypeError`` for an argument of another type, a :class:`~ldp.errors.PrioError`
+        (``operation="helper_prepare_batch"``) for a VDAF of other than two aggregators, a verify key or task ID of
+        another length, or a malformed report (its index named: not 5 items, a report ID of other than 16 bytes, a
+        time outside ``[0, 2**64)``); nothing is prepared then."""
+    def leader_init_batch(self, keypair: HpkeKeypair, verify_key: bytes, task_id: bytes,
+                          reports: Iterable[tuple[bytes, int, bytes, bytes, bytes | None]]
+                          ) -> list[tuple[VerifyState, bytes] | str]:
+        """The leader's first step on one aggregation job in one call, the GIL released while it runs. ``reports``:
+        per report ``(report_id, time, public_share, leader_ciphertext, input_share)``; with ``input_share`` given
+        (the leader opened it at its door) the ciphertext is not opened again, else it is opened as the leader's
+        share (refusal codes ``"hpke_unknown_config_id"`` and ``"hpke_decrypt_error"`` as in
+        :meth:`helper_prepare_batch`). Then ``verify_init`` as aggregator 0: for each report, in order,
+        ``(state, verifier_share)``, or ``"vdaf_invalid"``. Argument errors as :meth:`helper_prepare_batch`'s
+        (``operation="leader_init_batch"``)."""
+    def leader_finish_batch(self, states: Iterable[VerifyState], messages: Iterable[bytes]
+                            ) -> tuple[list[bool], AggregateShare]:
+        """The leader's last step on one aggregation job in one call, the GIL released while it runs: ``verify_next``
+        of each state with its message (the states are used), ``True`` where it gave an output share (accumulated
+        into the aggregate share returned), ``False`` where it refused (a message that does not decode or whose joint
+        randomness does not match, a state already used). A ``TypeError`` for a state that is no
+        :class:`VerifyState` or a message that is not bytes, a :class:`~ldp.errors.PrioError`
+        (``operation="leader_finish_batch"``) for a state of another VDAF (its index named) or lists of other lengths;
+        no state is used then."""
     @property
     def ctx(self) -> bytes: ...
     @property

@@ -11,7 +11,8 @@ static PRIO_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// The operations a refusal names (`PrioError.operation`): the method that refused, or `decode` for bytes read back
 /// into a share or a DAP message outside an operation, `parameters` for a VDAF or a key that cannot be built,
-/// `encode` for a DAP message that has no encoding, `seal` and `open` for HPKE and DAP reports (`dap.rs`).
+/// `encode` for a DAP message that has no encoding, `seal` and `open` for HPKE and DAP reports (`dap.rs`), and the
+/// batch calls' own names for their arguments (`batch.rs`: a report refused inside a batch is a code, not an error).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Op {
     Parameters,
@@ -25,6 +26,9 @@ pub(crate) enum Op {
     Encode,
     Seal,
     Open,
+    HelperPrepareBatch,
+    LeaderInitBatch,
+    LeaderFinishBatch,
 }
 
 impl Op {
@@ -41,6 +45,9 @@ impl Op {
             Op::Encode => "encode",
             Op::Seal => "seal",
             Op::Open => "open",
+            Op::HelperPrepareBatch => "helper_prepare_batch",
+            Op::LeaderInitBatch => "leader_init_batch",
+            Op::LeaderFinishBatch => "leader_finish_batch",
         }
     }
 }

@@ -15,6 +15,7 @@
 //! empty: the raw benchmark times the `prio` crate alone.
 #![cfg(feature = "python")]
 
+mod batch;
 mod dap;
 mod errors;
 mod shares;

@@ -60,7 +60,7 @@ pub(crate) enum AggregateInner {
 
 /// The two fields of the four Prio3 types (Field64: Count, Sum; Field128: SumVec, Histogram), and the way each
 /// wraps into the enums above.
-pub(crate) trait Field: NttFriendlyFieldElement {
+pub(crate) trait Field: NttFriendlyFieldElement + Send + Sync {
     fn wrap_state(state: Prio3VerifyState<Self, SEED_SIZE>) -> StateInner;
     fn unwrap_state(state: StateInner) -> Option<Prio3VerifyState<Self, SEED_SIZE>>;
     fn wrap_output(share: CrateOutputShare<Self>) -> OutputInner;

@@ -14,11 +14,15 @@ use prio::vdaf::prio3::{
 };
 use prio::vdaf::test_utils::TestVectorClient;
 use prio::vdaf::xof::XofTurboShake128;
-use prio::vdaf::{Aggregatable, AggregateShare as CrateAggregateShare, Aggregator, Collector, VerifyTransition};
+use prio::vdaf::{
+    Aggregatable, AggregateShare as CrateAggregateShare, Aggregator, Collector, OutputShare as CrateOutputShare,
+    VerifyTransition,
+};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt};
+use pyo3::types::{PyBytes, PyInt, PyList};
 
+use crate::dap::HpkeKeypair;
 use crate::errors::{refused, Op};
 use crate::shares::{from_ints, AggregateShare, Field, OutputShare, Params, VerifyState, SEED_SIZE};
 
@@ -27,7 +31,8 @@ pub(crate) const NONCE_SIZE: usize = 16;
 
 type Vdaf<S> = Prio3<<S as Spec>::T, XofTurboShake128, SEED_SIZE>;
 type Measurement<S> = <<S as Spec>::T as Type>::Measurement;
-type State<S> = Prio3VerifyState<<S as Spec>::F, SEED_SIZE>;
+pub(crate) type State<S> = Prio3VerifyState<<S as Spec>::F, SEED_SIZE>;
+pub(crate) type VerifierShare<S> = Prio3VerifierShare<<S as Spec>::F, SEED_SIZE>;
 /// What `shard` gives Python: the nonce, the public share and one input share per aggregator.
 type Sharded<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<Bound<'py, PyBytes>>);
 /// The same as bytes (`Core::shard_bytes`).
@@ -37,7 +42,7 @@ pub(crate) type ShardedBytes = ([u8; NONCE_SIZE], Vec<u8>, Vec<Vec<u8>>);
 /// and how the crate's aggregate result becomes Python's.
 pub(crate) trait Spec: 'static {
     type F: Field;
-    type T: Type<Field = Self::F>;
+    type T: Type<Field = Self::F> + Send + Sync;
 
     /// The measurement, or an error: `Err(Ok(message))` a value out of range (a `PrioError`), `Err(Err(e))` a
     /// value of the wrong type (a `TypeError`).
@@ -144,7 +149,7 @@ pub(crate) struct Core<S: Spec> {
     joint_rand: bool,
 }
 
-fn fixed<'a, const N: usize>(
+pub(crate) fn fixed<'a, const N: usize>(
     py: Python<'_>,
     params: &Params,
     op: Op,
@@ -182,7 +187,7 @@ impl<S: Spec> Core<S> {
         Ok(Core { vdaf, params: Arc::new(params), ctx, template, joint_rand })
     }
 
-    fn err(&self, py: Python<'_>, op: Op, what: impl std::fmt::Display) -> PyErr {
+    pub(crate) fn err(&self, py: Python<'_>, op: Op, what: impl std::fmt::Display) -> PyErr {
         refused(py, &self.params, op, what)
     }
 
@@ -271,19 +276,45 @@ impl<S: Spec> Core<S> {
         let verify_key = fixed::<VERIFY_KEY_SIZE>(py, &self.params, op, "the verify key", verify_key)?;
         let nonce = fixed::<NONCE_SIZE>(py, &self.params, op, "the nonce", nonce)?;
         self.check_agg_id(py, op, agg_id)?;
-        let public = Prio3PublicShare::<SEED_SIZE>::get_decoded_with_param(&self.vdaf, public_share)
-            .map_err(|e| self.err(py, op, format!("the public share is no valid encoding ({e})")))?;
-        let input = Prio3InputShare::<S::F, SEED_SIZE>::get_decoded_with_param(&(&self.vdaf, agg_id), input_share)
-            .map_err(|e| {
-                self.err(py, op, format!("the input share is no valid encoding for aggregator {agg_id} ({e})"))
-            })?;
         let (state, share) = self
-            .vdaf
-            .verify_init(verify_key, &self.ctx, agg_id, &(), nonce, &public, &input)
-            .map_err(|e| self.err(py, op, e))?;
+            .init_raw(verify_key, agg_id, nonce, public_share, input_share)
+            .map_err(|message| self.err(py, op, message))?;
         let share = share.get_encoded().map_err(|e| self.err(py, op, e))?;
-        let state = VerifyState { params: self.params.clone(), agg_id, inner: Some(S::F::wrap_state(state)) };
-        Ok((state, PyBytes::new(py, &share)))
+        Ok((self.state(agg_id, state), PyBytes::new(py, &share)))
+    }
+
+    /// `verify_init` on checked arguments (`agg_id` below the number of aggregators): the state and the verifier
+    /// share, or the refusal's text. The batch calls (`batch.rs`) share it; it needs no Python.
+    pub(crate) fn init_raw(
+        &self,
+        verify_key: &[u8; VERIFY_KEY_SIZE],
+        agg_id: usize,
+        nonce: &[u8; NONCE_SIZE],
+        public_share: &[u8],
+        input_share: &[u8],
+    ) -> Result<(State<S>, VerifierShare<S>), String> {
+        let public = Prio3PublicShare::<SEED_SIZE>::get_decoded_with_param(&self.vdaf, public_share)
+            .map_err(|e| format!("the public share is no valid encoding ({e})"))?;
+        let input = Prio3InputShare::<S::F, SEED_SIZE>::get_decoded_with_param(&(&self.vdaf, agg_id), input_share)
+            .map_err(|e| format!("the input share is no valid encoding for aggregator {agg_id} ({e})"))?;
+        self.vdaf.verify_init(verify_key, &self.ctx, agg_id, &(), nonce, &public, &input).map_err(|e| e.to_string())
+    }
+
+    /// A state of this VDAF for Python.
+    pub(crate) fn state(&self, agg_id: usize, state: State<S>) -> VerifyState {
+        VerifyState { params: self.params.clone(), agg_id, inner: Some(S::F::wrap_state(state)) }
+    }
+
+    /// Verifier share `i` (of a call's list) decoded, or the refusal's text.
+    pub(crate) fn verifier_share_raw(&self, i: usize, bytes: &[u8]) -> Result<VerifierShare<S>, String> {
+        VerifierShare::<S>::get_decoded_with_param(&self.template, bytes)
+            .map_err(|e| format!("verifier share {i} is no valid encoding ({e})"))
+    }
+
+    /// `verifier_shares_to_message` of decoded shares: the encoded message, or the refusal's text.
+    pub(crate) fn message_raw(&self, shares: Vec<VerifierShare<S>>) -> Result<Vec<u8>, String> {
+        let message = self.vdaf.verifier_shares_to_message(&self.ctx, &(), shares).map_err(|e| e.to_string())?;
+        message.get_encoded().map_err(|e| e.to_string())
     }
 
     fn verifier_shares_to_message<'py>(
@@ -299,36 +330,52 @@ impl<S: Spec> Core<S> {
                 .cast::<PyBytes>()
                 .map_err(|_| PyTypeError::new_err(format!("verifier share {i} must be bytes")))?
                 .as_bytes();
-            shares.push(
-                Prio3VerifierShare::<S::F, SEED_SIZE>::get_decoded_with_param(&self.template, bytes)
-                    .map_err(|e| self.err(py, op, format!("verifier share {i} is no valid encoding ({e})")))?,
-            );
+            shares.push(self.verifier_share_raw(i, bytes).map_err(|message| self.err(py, op, message))?);
         }
-        let message = self.vdaf.verifier_shares_to_message(&self.ctx, &(), shares).map_err(|e| self.err(py, op, e))?;
-        Ok(PyBytes::new(py, &message.get_encoded().map_err(|e| self.err(py, op, e))?))
+        let message = self.message_raw(shares).map_err(|message| self.err(py, op, message))?;
+        Ok(PyBytes::new(py, &message))
+    }
+
+    /// The crate's state inside a Python `VerifyState`, taken (the state is then used), or the refusal's text: a
+    /// state of another VDAF, or one already used.
+    pub(crate) fn take_state(&self, state: &mut VerifyState) -> Result<State<S>, String> {
+        if *state.params != *self.params {
+            return Err(format!("a verify state of {}, not of this VDAF", state.params));
+        }
+        let inner = state.inner.take().ok_or("this VerifyState was already used")?;
+        S::F::unwrap_state(inner).ok_or_else(|| "a verify state of another field".to_string())
+    }
+
+    /// `verify_next` of a state taken from its `VerifyState` and an encoded message: the output share, or the
+    /// refusal's text.
+    pub(crate) fn next_raw(&self, state: State<S>, message: &[u8]) -> Result<CrateOutputShare<S::F>, String> {
+        let message = Prio3VerifierMessage::<SEED_SIZE>::get_decoded_with_param(&self.template, message)
+            .map_err(|e| format!("the verifier message is no valid encoding ({e})"))?;
+        match self.vdaf.verify_next(&self.ctx, state, message).map_err(|e| e.to_string())? {
+            VerifyTransition::Finish(out) => Ok(out),
+            VerifyTransition::Continue(..) => Err("Prio3 asked for a second round".to_string()),
+        }
     }
 
     fn verify_next(&self, py: Python<'_>, state: &Bound<'_, VerifyState>, message: &[u8]) -> PyResult<OutputShare> {
         let op = Op::VerifyNext;
-        let mut state = state.borrow_mut();
-        if *state.params != *self.params {
-            return Err(self.err(py, op, format!("a verify state of {}, not of this VDAF", state.params)));
-        }
-        let inner = state.inner.take().ok_or_else(|| self.err(py, op, "this VerifyState was already used"))?;
-        let inner = S::F::unwrap_state(inner).ok_or_else(|| self.err(py, op, "a verify state of another field"))?;
-        let message = Prio3VerifierMessage::<SEED_SIZE>::get_decoded_with_param(&self.template, message)
-            .map_err(|e| self.err(py, op, format!("the verifier message is no valid encoding ({e})")))?;
-        match self.vdaf.verify_next(&self.ctx, inner, message).map_err(|e| self.err(py, op, e))? {
-            VerifyTransition::Finish(out) => {
-                Ok(OutputShare { params: self.params.clone(), inner: S::F::wrap_output(out) })
-            }
-            VerifyTransition::Continue(..) => Err(self.err(py, op, "Prio3 asked for a second round")),
-        }
+        let inner = self.take_state(&mut state.borrow_mut()).map_err(|message| self.err(py, op, message))?;
+        let out = self.next_raw(inner, message).map_err(|message| self.err(py, op, message))?;
+        Ok(OutputShare { params: self.params.clone(), inner: S::F::wrap_output(out) })
+    }
+
+    /// An empty aggregate share, the crate's.
+    pub(crate) fn empty_raw(&self) -> CrateAggregateShare<S::F> {
+        self.vdaf.aggregate_init(&())
+    }
+
+    /// The crate's aggregate share for Python.
+    pub(crate) fn aggregate_share(&self, share: CrateAggregateShare<S::F>) -> AggregateShare {
+        AggregateShare { params: self.params.clone(), inner: S::F::wrap_aggregate(share) }
     }
 
     fn empty(&self) -> AggregateShare {
-        let share: CrateAggregateShare<S::F> = self.vdaf.aggregate_init(&());
-        AggregateShare { params: self.params.clone(), inner: S::F::wrap_aggregate(share) }
+        self.aggregate_share(self.empty_raw())
     }
 
     fn aggregate(&self, py: Python<'_>, output_shares: &Bound<'_, PyAny>) -> PyResult<AggregateShare> {
@@ -481,6 +528,35 @@ macro_rules! vdaf_class {
                 &self, py: Python<'_>, state: &Bound<'_, VerifyState>, verifier_message: &[u8],
             ) -> PyResult<OutputShare> {
                 self.core.verify_next(py, state, verifier_message)
+            }
+
+            /// The helper's side of one aggregation job, in one call with the GIL released: per report
+            /// `(report_id, time, public_share, helper_ciphertext, leader_verifier_share)`, its verifier message
+            /// (bytes) or its refusal code (str); and the aggregate share of the reports that got a message.
+            fn helper_prepare_batch<'py>(
+                &self, py: Python<'py>, keypair: &Bound<'py, HpkeKeypair>, verify_key: &[u8], task_id: &[u8],
+                reports: &Bound<'py, PyAny>,
+            ) -> PyResult<(Bound<'py, PyList>, AggregateShare)> {
+                self.core.helper_prepare_batch(py, keypair, verify_key, task_id, reports)
+            }
+
+            /// The leader's first step on one aggregation job, in one call with the GIL released: per report
+            /// `(report_id, time, public_share, leader_ciphertext, input_share or None)`, `(state, verifier_share)`
+            /// or its refusal code (str).
+            fn leader_init_batch<'py>(
+                &self, py: Python<'py>, keypair: &Bound<'py, HpkeKeypair>, verify_key: &[u8], task_id: &[u8],
+                reports: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyList>> {
+                self.core.leader_init_batch(py, keypair, verify_key, task_id, reports)
+            }
+
+            /// The leader's last step on one aggregation job, in one call with the GIL released: `verify_next` of
+            /// each state with its message, `True` where it succeeded (its output share accumulated), `False` where
+            /// not; and the aggregate share.
+            fn leader_finish_batch<'py>(
+                &self, py: Python<'py>, states: &Bound<'py, PyAny>, messages: &Bound<'py, PyAny>,
+            ) -> PyResult<(Bound<'py, PyList>, AggregateShare)> {
+                self.core.leader_finish_batch(py, states, messages)
             }
 
             /// An empty aggregate share (every element zero), to `accumulate` output shares into.
