@@ -47,8 +47,14 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
+OUTSIDE = Path(__file__).resolve().parents[2].parent
+"""Where the processes run: outside the source tree, so that ``python -m ldp`` imports the installed package (with
+its compiled binding), not the checkout's sources."""
+
+
 def _ldp(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run([sys.executable, "-m", "ldp", *args], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-m", "ldp", *args], capture_output=True, text=True, timeout=300,
+                         cwd=OUTSIDE)
     if check and out.returncode != 0:
         raise AssertionError(f"ldp {' '.join(args)} failed ({out.returncode}): {out.stderr}")
     return out
@@ -110,7 +116,7 @@ class Deployment:
             cmd = [sys.executable, "-m", "ldp", *args]
         log = self.root / f"{role}.log"
         with open(log, "ab") as err:
-            self.procs[role] = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+            self.procs[role] = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=self.root)
         url = self.leader_url if role == "leader" else self.helper_url
         deadline = time.monotonic() + 120
         while True:
@@ -245,7 +251,7 @@ def test_a_helper_killed_mid_job_and_restarted_loses_and_double_counts_nothing(d
     # one helper per store: a second one is refused while the first runs (the role's lease)
     second = subprocess.run([sys.executable, "-m", "ldp", "serve", "--role", "helper", "--config",
                              str(d.root / "helper" / "helper.toml"), "--port", str(_port())],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, cwd=d.root)
     assert second.returncode == 3 and "lease" in second.stderr, second.stderr
     rng = random.Random(5)
     measurements = [rng.randrange(16) for _ in range(1200)]

@@ -53,15 +53,16 @@ def test_without_noise_the_result_is_the_truth_exactly(tmp_path: Path, vdaf: str
     assert list(est.count) == truth and all(est.std_error == 0)
 
 
-def test_ten_thousand_devices_through_both_aggregators(tmp_path: Path) -> None:
-    w = world(tmp_path, params={"length": 16}, min_batch_size=10_000)
+def test_thousands_of_devices_in_jobs_through_both_aggregators(tmp_path: Path) -> None:
+    """(10⁴ devices over HTTP: test_loopback.py.)"""
+    w = world(tmp_path, params={"length": 16}, min_batch_size=3000, job_size=700)
     rng = random.Random(8)
-    measurements = [min(15, int(rng.expovariate(0.3))) for _ in range(10_000)]
+    measurements = [min(15, int(rng.expovariate(0.3))) for _ in range(3000)]
     _upload_all(w, measurements)
     c = w.collect()
     assert list(c.sums) == [measurements.count(v) for v in range(16)]
-    assert c.report_count == 10_000
-    assert w.helper.status()["tasks"][0]["windows"][str(T0)] == {"valid": 10_000, "refused": {}, "collected": True}
+    assert c.report_count == 3000
+    assert w.helper.status()["tasks"][0]["windows"][str(T0)] == {"valid": 3000, "refused": {}, "collected": True}
 
 
 def test_invalid_measurements_are_refused_with_their_code_and_counted_on_both_sides(tmp_path: Path) -> None:
