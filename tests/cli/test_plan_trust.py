@@ -31,7 +31,7 @@ def test_refusals() -> None:
         assert out.returncode == 2 and "--trust-models" in out.stderr
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(st.integers(2, 10**7), st.integers(2, 4096), st.floats(0.1, 8))
 def test_the_central_noise_does_not_grow_with_n_the_local_error_does(n: int, d: int, epsilon: float) -> None:
     """Two aggregators' error is one release's noise, whatever n and d; local's grows with n (at tiny n local can
