@@ -111,12 +111,7 @@ class Helper(Aggregator):
         task = self.task(task_id)
         if not JOB_ID_RE.match(job_id):
             raise AggregatorError(f"a job ID is 16 to 64 base64url characters, got {job_id[:80]!r}", "invalid_message")
-        try:
-            init = AggregationJobInit.from_bytes(body)
-        except MessageError as exc:
-            raise AggregatorError(str(exc), "invalid_message") from None
-        if init.task_id != task_id:
-            raise AggregatorError("the job names another task than its URL", "invalid_message")
+        init = _decode(AggregationJobInit, body, task_id)
         digest = hashlib.sha256(body).hexdigest()
         records = self.records[task_id]
         with self.locks[task_id]:
@@ -173,13 +168,20 @@ class Helper(Aggregator):
         """Release this helper's share of a window (:func:`ldp.aggregators.release.release`); the encoded
         :class:`AggregateShareResp`."""
         self.task(task_id)
-        try:
-            req = AggregateShareReq.from_bytes(body)
-        except MessageError as exc:
-            raise AggregatorError(str(exc), "invalid_message") from None
-        if req.task_id != task_id:
-            raise AggregatorError("the request names another task than its URL", "invalid_message")
+        req = _decode(AggregateShareReq, body, task_id)
         with self.locks[task_id]:
             rec = release(self.records[task_id], self.vdafs[task_id], req.window, req.report_count, req.checksum,
                           source=self.noise_source, clock=self.clock)
         return AggregateShareResp(rec["count"], bytes.fromhex(rec["encrypted_share"])).to_bytes()
+
+
+def _decode(kind: Any, body: bytes, task_id: bytes) -> Any:
+    """A request of the leader's decoded (``kind``: a message class of :mod:`ldp.aggregators.messages`), for the task
+    its URL names; ``invalid_message`` otherwise."""
+    try:
+        message = kind.from_bytes(body)
+    except MessageError as exc:
+        raise AggregatorError(str(exc), "invalid_message") from None
+    if message.task_id != task_id:
+        raise AggregatorError(f"the {kind.__name__} names another task than its URL", "invalid_message")
+    return message

@@ -23,22 +23,12 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings, strategies as st
-from prio_support import binding, refused
+from prio_support import refused
 
 TASK = bytes(range(32))
 VERIFY_KEY = bytes(range(100, 132))
 TIME = 1_800_000_000
 CODES = {"hpke_unknown_config_id", "hpke_decrypt_error", "vdaf_invalid"}
-
-
-@pytest.fixture(scope="module")
-def prio() -> Any:
-    return binding()
-
-
-@pytest.fixture(scope="module")
-def keys(prio: Any) -> tuple[Any, Any]:
-    return prio.HpkeKeypair.generate(1), prio.HpkeKeypair.generate(2)
 
 
 # -- reports, valid and not ---------------------------------------------------------------------------------------

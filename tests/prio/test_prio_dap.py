@@ -28,16 +28,6 @@ INFO = b"dap-09 input share\x01"
 RUST_DATA = ROOT / "clients" / "rust" / "tests" / "data"
 
 
-@pytest.fixture(scope="module")
-def prio() -> Any:
-    return binding()
-
-
-@pytest.fixture(scope="module")
-def keys(prio: Any) -> tuple[Any, Any]:
-    return prio.HpkeKeypair.generate(1), prio.HpkeKeypair.generate(2)
-
-
 def _open(prio: Any, key: Any, role: str, report: Any, **changes: Any) -> bytes:
     args = {"task_id": TASK, "report_id": report.report_id, "time": report.time, "public_share": report.public_share,
             "ciphertext": report.leader_ciphertext if role == "leader" else report.helper_ciphertext}
