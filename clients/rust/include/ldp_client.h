@@ -15,6 +15,10 @@
  * sharding of the two-aggregator mode (ldp_prio3_*) exists only with the cargo feature "prio": define
  * LDP_CLIENT_PRIO to declare it.
  *
+ * Errors: every function that can fail returns an LdpStatus (LDP_OK is 0). After a status that is not LDP_OK,
+ * ldp_last_error_message, _type, _code and _fields describe that failure; they are the calling thread's and are
+ * kept until its next FAILING call, as errno is: successes, _free functions and getters leave them as they were.
+ *
  * See docs/native-client.md for usage from C, C++ and Swift.
  */
 
@@ -318,29 +322,33 @@ extern "C" {
 const char *ldp_version(void);
 
 /**
- * The message of the calling thread's last error (an empty string after a success). Valid until the thread's
- * next call into the library; copy it to keep it.
+ * The message of the calling thread's last error: of its last call that failed, kept through the successes since
+ * (as `errno`; an empty string before the thread's first failure). Read it after a status that is not `LDP_OK`.
+ * Valid until the thread's next failing call into the library; copy it to keep it.
  */
 const char *ldp_last_error_message(void);
 
 /**
  * The class of the calling thread's last error, as every client of `ldp` names it (`ValueError`, `TypeError`,
- * `SpecError`, `BudgetExceeded`, …; empty after a success). Valid until the thread's next call into the library.
+ * `SpecError`, `BudgetExceeded`, …; empty before the thread's first failure). Kept as the message is; valid until
+ * the thread's next failing call into the library.
  */
 const char *ldp_last_error_type(void);
 
 /**
  * The refusal code of the calling thread's last error when a protocol refused a parameter or a value
  * (`LDP_TYPE_ERROR` or `LDP_VALUE_ERROR`): a stable machine code such as `param_range`, `value_type` or
- * `unknown_label` (docs/conformance.md, "Refusals"). An empty string when the last error is no refusal or after a
- * success. Valid until the thread's next call into the library.
+ * `unknown_label` (docs/conformance.md, "Refusals"). An empty string when the last error is no refusal (or before
+ * the thread's first failure). Kept as the message is; valid until the thread's next failing call into the library.
  */
 const char *ldp_last_error_code(void);
 
 /**
  * The fields of the calling thread's last refusal as a compact JSON object (`{"param":"epsilon","got":-1,
- * "min":0,"min_exclusive":true,"finite":true}`): each code's fields are listed in docs/conformance.md. An empty
- * string when the last error is no refusal or after a success. Valid until the thread's next call into the library.
+ * "min":0,"min_exclusive":true,"finite":true}`): each code's fields are listed in docs/conformance.md. A number
+ * JSON cannot write (the NaN or infinity given to `ldp_client_record_double`) is `null`. An empty string when the
+ * last error is no refusal (or before the thread's first failure). Kept as the message is; valid until the
+ * thread's next failing call into the library.
  */
 const char *ldp_last_error_fields(void);
 
@@ -538,7 +546,11 @@ enum LdpStatus ldp_client_record_json(const struct LdpClient *client,
 enum LdpStatus ldp_client_record_int(const struct LdpClient *client, const char *metric, int64_t value, uint64_t *id);
 
 /**
- * Records a number (numeric protocols). NaN and infinities are refused as Python refuses them.
+ * Records a number (numeric protocols). NaN and infinities go through the protocol's checks as every other value
+ * does, and are refused as Python refuses them, by the same status, code and fields: by a protocol that takes
+ * numbers, `LDP_VALUE_ERROR` with code `value_range` and fields `got`, `min`, `max` and `"finite": true` (`got`
+ * is `null` in `ldp_last_error_fields`: JSON has no NaN or infinity); by one that takes an index, a label or a
+ * string, `LDP_TYPE_ERROR` with code `value_type` and `"got": "float"`. Nothing is charged or stored.
  *
  * # Safety
  * Pointers valid as documented.

@@ -420,7 +420,16 @@ impl Refusal {
 
     /// The fields as one compact JSON object (what the C interface's `ldp_last_error_fields` gives).
     pub fn fields_json(&self) -> String {
-        Value::Object(self.fields.clone()).to_string()
+        /// A non-finite number (a NaN or ±inf the C interface was given) as `null`: the text stays JSON.
+        fn strict(v: &Value) -> Value {
+            match v {
+                Value::Number(n) if matches!(num_of(n), Num::Float(x) if !x.is_finite()) => Value::Null,
+                Value::Array(a) => Value::Array(a.iter().map(strict).collect()),
+                Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), strict(v))).collect()),
+                other => other.clone(),
+            }
+        }
+        strict(&Value::Object(self.fields.clone())).to_string()
     }
 
     /// The parameter names of this refusal (`param`, or each of `params`) mapped by `rename`: a protocol's refusal of

@@ -1,9 +1,13 @@
 //! The C interface (`include/ldp_client.h`, generated from this file by cbindgen and checked by a test).
 //!
 //! Conventions: every function returns an [`LdpStatus`] (0 is success) and writes its results through out
-//! pointers; on failure, [`ldp_last_error_message`] and [`ldp_last_error_type`] describe the error (per thread, until
-//! the thread's next call), and for a refused parameter or value [`ldp_last_error_code`] and
-//! [`ldp_last_error_fields`] say what was refused by meaning. Handles are opaque and freed by their own `_free` function (a null handle is ignored);
+//! pointers; on failure, [`ldp_last_error_message`] and [`ldp_last_error_type`] describe the error, and for a refused
+//! parameter or value [`ldp_last_error_code`] and [`ldp_last_error_fields`] say what was refused by meaning. The last
+//! error is the calling thread's, and it is kept until the thread's next FAILING call, as `errno` is: a call that
+//! succeeds (any `ldp_*` function returning `LDP_OK`), a `_free` function, a count or a getter leaves it as it was,
+//! so a caller may clean up before reading it. So read it only after a status that is not `LDP_OK`: after a
+//! success it may describe an older failure. Each failing call replaces all four (a failure that is no refusal
+//! empties the code and fields). Handles are opaque and freed by their own `_free` function (a null handle is ignored);
 //! strings the library returns are freed with [`ldp_string_free`]. Inputs are UTF-8 byte ranges (pointer and
 //! length) or NUL-terminated UTF-8 strings; a null pointer, invalid UTF-8 or an oversized input is an
 //! `LDP_INVALID_ARGUMENT`, never a crash. A panic inside the library is caught and returned as `LDP_INTERNAL`.
@@ -125,13 +129,9 @@ fn set_error(e: &Error) {
     LAST_ERROR.with(|l| *l.borrow_mut() = last);
 }
 
-fn clear_error() {
-    LAST_ERROR.with(|l| *l.borrow_mut() = LastError::default());
-}
-
-/// Runs `f`, catching panics; the status of its result (the error recorded for the thread).
+/// Runs `f`, catching panics; the status of its result. A failure replaces the thread's last error; a success
+/// leaves it as it was (as `errno`: the module's documentation says why).
 fn guard(f: impl FnOnce() -> Result<()>) -> LdpStatus {
-    clear_error();
     let result = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
         let what = p
             .downcast_ref::<&str>()
@@ -276,15 +276,17 @@ pub extern "C" fn ldp_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
-/// The message of the calling thread's last error (an empty string after a success). Valid until the thread's
-/// next call into the library; copy it to keep it.
+/// The message of the calling thread's last error: of its last call that failed, kept through the successes since
+/// (as `errno`; an empty string before the thread's first failure). Read it after a status that is not `LDP_OK`.
+/// Valid until the thread's next failing call into the library; copy it to keep it.
 #[no_mangle]
 pub extern "C" fn ldp_last_error_message() -> *const c_char {
     LAST_ERROR.with(|l| l.borrow().message.as_ptr())
 }
 
 /// The class of the calling thread's last error, as every client of `ldp` names it (`ValueError`, `TypeError`,
-/// `SpecError`, `BudgetExceeded`, …; empty after a success). Valid until the thread's next call into the library.
+/// `SpecError`, `BudgetExceeded`, …; empty before the thread's first failure). Kept as the message is; valid until
+/// the thread's next failing call into the library.
 #[no_mangle]
 pub extern "C" fn ldp_last_error_type() -> *const c_char {
     LAST_ERROR.with(|l| l.borrow().ty.as_ptr())
@@ -292,16 +294,18 @@ pub extern "C" fn ldp_last_error_type() -> *const c_char {
 
 /// The refusal code of the calling thread's last error when a protocol refused a parameter or a value
 /// (`LDP_TYPE_ERROR` or `LDP_VALUE_ERROR`): a stable machine code such as `param_range`, `value_type` or
-/// `unknown_label` (docs/conformance.md, "Refusals"). An empty string when the last error is no refusal or after a
-/// success. Valid until the thread's next call into the library.
+/// `unknown_label` (docs/conformance.md, "Refusals"). An empty string when the last error is no refusal (or before
+/// the thread's first failure). Kept as the message is; valid until the thread's next failing call into the library.
 #[no_mangle]
 pub extern "C" fn ldp_last_error_code() -> *const c_char {
     LAST_ERROR.with(|l| l.borrow().code.as_ptr())
 }
 
 /// The fields of the calling thread's last refusal as a compact JSON object (`{"param":"epsilon","got":-1,
-/// "min":0,"min_exclusive":true,"finite":true}`): each code's fields are listed in docs/conformance.md. An empty
-/// string when the last error is no refusal or after a success. Valid until the thread's next call into the library.
+/// "min":0,"min_exclusive":true,"finite":true}`): each code's fields are listed in docs/conformance.md. A number
+/// JSON cannot write (the NaN or infinity given to `ldp_client_record_double`) is `null`. An empty string when the
+/// last error is no refusal (or before the thread's first failure). Kept as the message is; valid until the
+/// thread's next failing call into the library.
 #[no_mangle]
 pub extern "C" fn ldp_last_error_fields() -> *const c_char {
     LAST_ERROR.with(|l| l.borrow().fields.as_ptr())
@@ -830,7 +834,11 @@ pub unsafe extern "C" fn ldp_client_record_int(
     guard(|| record(client, metric, Value::from(value), id))
 }
 
-/// Records a number (numeric protocols). NaN and infinities are refused as Python refuses them.
+/// Records a number (numeric protocols). NaN and infinities go through the protocol's checks as every other value
+/// does, and are refused as Python refuses them, by the same status, code and fields: by a protocol that takes
+/// numbers, `LDP_VALUE_ERROR` with code `value_range` and fields `got`, `min`, `max` and `"finite": true` (`got`
+/// is `null` in `ldp_last_error_fields`: JSON has no NaN or infinity); by one that takes an index, a label or a
+/// string, `LDP_TYPE_ERROR` with code `value_type` and `"got": "float"`. Nothing is charged or stored.
 ///
 /// # Safety
 /// Pointers valid as documented.
@@ -841,12 +849,7 @@ pub unsafe extern "C" fn ldp_client_record_double(
     value: f64,
     id: *mut u64,
 ) -> LdpStatus {
-    guard(|| {
-        let v = serde_json::Number::from_f64(value)
-            .map(Value::Number)
-            .ok_or_else(|| Error::value(format!("value must be finite, got {value:?}")))?;
-        record(client, metric, v, id)
-    })
+    guard(|| record(client, metric, crate::value::real_value(value), id))
 }
 
 /// Records a string (`value`, `len` bytes of UTF-8: a label, a word, a URL).

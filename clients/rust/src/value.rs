@@ -16,10 +16,11 @@ pub(crate) enum Num {
     Float(f64),
 }
 
-/// How Python reads the number `n`: digits alone are an `int`, anything with a point or an exponent a `float`.
+/// How Python reads the number `n`: digits alone are an `int`, anything with a point or an exponent a `float`, and
+/// so is a non-finite number ([`real_value`]: `NaN`, `inf`, `-inf`, which no JSON text holds).
 pub(crate) fn num_of(n: &Number) -> Num {
     let text = n.to_string();
-    if text.contains(['.', 'e', 'E']) {
+    if text.contains(|c: char| c == '.' || c.is_ascii_alphabetic()) {
         return Num::Float(text.parse::<f64>().unwrap_or(f64::NAN));
     }
     match text.parse::<i128>() {
@@ -58,6 +59,19 @@ pub(crate) fn f64_of(v: &Value) -> f64 {
             Num::Float(x) => x,
         },
         _ => f64::NAN,
+    }
+}
+
+/// The Python float `x` as a value, NaN and ±inf included (the C interface's `ldp_client_record_double`), so that
+/// a non-finite number reaches the protocols' checks and is refused there as Python refuses it: a `float` for a
+/// type check (`value_type`, `"got": "float"`), not finite for a range check (`value_range` with `finite`). A
+/// non-finite one is a number whose text is Rust's (`NaN`, `inf`, `-inf`): no JSON text holds it, and
+/// [`crate::error::Refusal::fields_json`] writes it as `null`.
+pub(crate) fn real_value(x: f64) -> Value {
+    if x.is_finite() {
+        float_value(x)
+    } else {
+        Value::Number(Number::from_string_unchecked(x.to_string()))
     }
 }
 

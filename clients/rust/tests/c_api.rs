@@ -179,6 +179,15 @@ fn has_lone(v: &Value) -> bool {
     serde_json::to_string(v).unwrap().contains(&format!("{LONE_MARK}LONE-"))
 }
 
+/// Python's refusals of NaN, inf and -inf for every metric of every vector file (tests/data/nonfinite_refusals.json).
+fn nonfinite_refusals() -> &'static Value {
+    static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    DOC.get_or_init(|| {
+        let text = std::fs::read_to_string(manifest_dir().join("tests/data/nonfinite_refusals.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    })
+}
+
 fn load(name: &str) -> Value {
     let text = std::fs::read_to_string(vectors_dir().join(format!("{name}.json"))).expect("vector file");
     serde_json::from_str(&mark_lone(&text)).expect("vector JSON")
@@ -327,6 +336,28 @@ fn case_file(name: &str, doc: &Value, path: &Path) -> Vec<Expected> {
                 },
             );
         }
+    }
+
+    // NaN and ±inf, which no vector file holds (strict JSON): Python's refusals of them for every metric
+    // (tests/data/nonfinite_refusals.py writes them), replayed through ldp_client_record_double.
+    let nonfinite = &nonfinite_refusals()[name];
+    assert_eq!(
+        nonfinite["spec_fingerprint"], doc["spec_fingerprint"],
+        "{name}: rerun tests/data/nonfinite_refusals.py"
+    );
+    let items = nonfinite["refusals"].as_array().unwrap();
+    assert_eq!(items.len(), 3 * doc["spec"]["metrics"].as_object().unwrap().len(), "{name}: NaN, inf, -inf per metric");
+    for item in items {
+        let (metric, value, error) =
+            (item["metric"].as_str().unwrap(), item["value"].as_str().unwrap(), &item["error"]);
+        records.push(format!("recorddouble\t{metric}\t{value}"));
+        let ty = error["type"].as_str().unwrap().to_string();
+        let status = if ty == "TypeError" { LDP_TYPE_ERROR } else { LDP_VALUE_ERROR };
+        let code = error["code"].as_str().unwrap().to_string();
+        expect(
+            format!("{metric}: ldp_client_record_double({value})"),
+            Want::Refused { status, ty, code, fields: error["fields"].clone() },
+        );
     }
 
     let mut text = records.join("\n");
