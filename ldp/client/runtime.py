@@ -23,6 +23,7 @@ import logging
 import os
 import secrets
 import sqlite3
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -33,7 +34,7 @@ from ldp.client import consent
 from ldp.client.outbox import ClientOutbox, PendingItem
 from ldp.client.reserve import Reserve
 from ldp.client.state import STATE_FORMAT, StateFile, at, refuse_orphan_traces
-from ldp.client.uploader import Opener, UploadError, UploadResult, upload
+from ldp.client.uploader import Opener, UploadError, UploadResult, _check, _endpoints, upload
 from ldp.encoders.base import Encoder
 from ldp.errors import (
     BudgetExceeded,
@@ -74,6 +75,27 @@ def _log_refusal(what: str, reports: int) -> Iterator[None]:
     except BudgetExceeded:
         logger.info("the privacy budget refused %d report(s) of %s: nothing recorded", reports, what)
         raise
+
+
+class _UploadLock:
+    """A state file's upload lock in this process (:func:`_upload_lock`), and the thread holding it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.owner: int | None = None
+        self.acquire = self._lock.acquire
+        self.release = self._lock.release
+
+
+_upload_locks: dict[str, _UploadLock] = {}
+_upload_locks_guard = threading.Lock()
+
+
+def _upload_lock(path: str) -> _UploadLock:
+    """The upload lock of the state file at ``path`` (by its real path), shared by every client of this process."""
+    key = os.path.normcase(os.path.realpath(path))
+    with _upload_locks_guard:
+        return _upload_locks.setdefault(key, _UploadLock())
 
 
 class TelemetryClient:
@@ -354,10 +376,37 @@ class TelemetryClient:
         :class:`~ldp.errors.UploadProtocolError` when its 2xx answer is not sane. ``timeout``: seconds for one
         request, from connecting to the end of its answer; ``call_timeout``: seconds for the whole call (``None``:
         no limit), after which the rest stays in the outbox (``stopped="deadline"``). ``opener``, ``sleep`` and
-        ``clock`` (default: the client's) are for tests. See :mod:`ldp.client.uploader`."""
+        ``clock`` (default: the client's) are for tests. See :mod:`ldp.client.uploader`.
+
+        One upload at a time per state file, enforced: a client is used from one thread only (another thread gets
+        :class:`~ldp.errors.ThreadMisuseError`), and the clients of one state file in this process (one per thread)
+        take turns under a lock kept per file (by its real path). A call that finds another one uploading the file
+        waits for it, at most ``call_timeout`` seconds in all (forever with ``None``), and then uploads what is still
+        pending, so the parts the other call sent are not sent again; if its deadline passes while it waits it
+        returns ``stopped="deadline"`` having sent nothing. A call from inside an upload of the same file in the
+        same thread (an ``opener`` or ``sleep`` calling ``upload``) raises ``RuntimeError``. Processes are not
+        serialized: two processes uploading one file at once may send a pinned part twice (the collector stores
+        it once, by its batch id)."""
         self._state.check_thread()
-        return upload(self, url, token, timeout=timeout, call_timeout=call_timeout, max_attempts=max_attempts,
-                      gzip=gzip, max_delay=max_delay, opener=opener, sleep=sleep, clock=clock or self._clock)
+        lock = _upload_lock(self.path)
+        if lock.owner == threading.get_ident():
+            raise RuntimeError(f"upload of {self.path!r} called while this thread is already uploading it (from the "
+                               "opener or sleep of that upload): one upload at a time per state file")
+        _endpoints(url)  # refuse bad arguments before waiting for the lock
+        _check(token, timeout, call_timeout, max_attempts, max_delay)
+        call_end = None if call_timeout is None else time.monotonic() + call_timeout
+        if not lock.acquire(timeout=-1 if call_timeout is None else call_timeout):
+            logger.info("upload: another upload of this state file ran past this call's deadline; nothing sent")
+            return UploadResult(stopped="deadline", next_upload_at=self._outbox.next_upload_at())
+        lock.owner = threading.get_ident()
+        try:
+            if call_end is not None and (call_timeout := call_end - time.monotonic()) <= 0:
+                return UploadResult(stopped="deadline", next_upload_at=self._outbox.next_upload_at())
+            return upload(self, url, token, timeout=timeout, call_timeout=call_timeout, max_attempts=max_attempts,
+                          gzip=gzip, max_delay=max_delay, opener=opener, sleep=sleep, clock=clock or self._clock)
+        finally:
+            lock.owner = None
+            lock.release()
 
     # -- transparency ----------------------------------------------------------------------------
     def spent(self, metric: str | None = None, period: str = "window") -> PrivacyCost:
