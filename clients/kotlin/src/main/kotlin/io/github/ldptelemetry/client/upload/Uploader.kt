@@ -137,8 +137,18 @@ public class UploadOptions @JvmOverloads constructor(
  *
  * With one endpoint every failure is a full round: the behaviour is that of a single collector URL.
  *
- * Nothing here logs a report line or the token. One upload at a time per outbox (the outbox's lock serializes the
- * state, but two concurrent calls would send the same pinned part twice; the collector would count it once).
+ * One upload at a time per outbox, enforced: calls on one [Outbox] (one
+ * [io.github.ldptelemetry.client.TelemetryClient]), from any thread and through any [Uploader], take turns under a
+ * lock kept for that outbox (a fair `ReentrantLock` in a `WeakHashMap` keyed by the outbox, so by `equals`: a
+ * `TelemetryClient` is equal only to itself). A call that finds another one running waits for it, at most until its
+ * own [UploadOptions.callTimeoutSeconds], and then uploads what is still pending: the parts the other call
+ * acknowledged are not sent again (often nothing is left, and it returns [Stopped.EMPTY] or [Stopped.INTERVAL]). A
+ * call whose deadline passes while it waits returns [Stopped.DEADLINE] having sent nothing. An interrupt while
+ * waiting is an [java.io.InterruptedIOException] (the thread's interrupt flag set again). The lock is this process's:
+ * two clients on one store folder (or two processes) are not serialized, and may send a pinned part twice (the
+ * collector stores it once).
+ *
+ * Nothing here logs a report line or the token.
  */
 public class Uploader(public val options: UploadOptions) {
     private val hosts: List<String> = options.endpoints.map { hostOf(it) }
@@ -148,13 +158,34 @@ public class Uploader(public val options: UploadOptions) {
      * what was done. Throws [UploadException] (the part stays pinned and pending) when the collector refuses a part
      * or it is not delivered in [UploadOptions.maxAttempts] requests, [UploadProtocolException] for an insane 2xx,
      * and the outbox's own [IOException] (a [io.github.ldptelemetry.client.LedgerException]) when its state cannot
-     * be read or written.
+     * be read or written. While another call uploads the same outbox, this one waits its turn (see [Uploader]).
      */
     @Throws(UploadException::class, IOException::class)
     public fun upload(outbox: Outbox): UploadResult {
+        val callEnd = options.callTimeoutSeconds?.let { System.nanoTime() + (it * 1e9).toLong() } ?: Long.MAX_VALUE
+        val lock = lockOf(outbox)
+        try {
+            if (callEnd == Long.MAX_VALUE) {
+                lock.lockInterruptibly()
+            } else if (!lock.tryLock(maxOf(0L, callEnd - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                info { "upload: another upload of this outbox ran past this call's deadline; nothing sent" }
+                return Tally().result(Stopped.DEADLINE, outbox.nextUploadAt())
+            }
+        } catch (e: InterruptedException) {
+            Thread.currentThread().interrupt()
+            throw java.io.InterruptedIOException("interrupted while waiting for another upload of this outbox")
+        }
+        try {
+            return uploadLocked(outbox, callEnd)
+        } finally {
+            lock.unlock()
+        }
+    }
+
+    /** [upload]'s loop, run under the outbox's lock. */
+    private fun uploadLocked(outbox: Outbox, callEnd: Long): UploadResult {
         val o = options
         val urls = o.endpoints
-        val callEnd = o.callTimeoutSeconds?.let { System.nanoTime() + (it * 1e9).toLong() } ?: Long.MAX_VALUE
         val tally = Tally()
         var current = 0 // the endpoint in use: the first, then the last one that acknowledged a part
         var limit: Int? = null
@@ -266,6 +297,14 @@ public class Uploader(public val options: UploadOptions) {
         /** Where the uploader's lines go (an Android app sees them in logcat): hosts, statuses, errors, never a report
          * line or the token. */
         private val log: Logger = Logger.getLogger(Uploader::class.java.name)
+
+        /** One lock per outbox (a [io.github.ldptelemetry.client.TelemetryClient] is equal only to itself), dropped
+         * with the outbox: one upload at a time per outbox. */
+        private val locks = java.util.WeakHashMap<Outbox, java.util.concurrent.locks.ReentrantLock>()
+
+        private fun lockOf(outbox: Outbox): java.util.concurrent.locks.ReentrantLock = synchronized(locks) {
+            locks.getOrPut(outbox) { java.util.concurrent.locks.ReentrantLock(true) }
+        }
 
         private inline fun info(message: () -> String) {
             if (log.isLoggable(Level.INFO)) log.info(message())
