@@ -152,7 +152,9 @@ def _print_run(run: Any, specs: dict[str, Any], central: Any) -> None:
                   + ("" if specs else " (pass --spec to check their payload order)"))
         for m in (central or {}).get(window, {}).values():
             c = m["central"]
-            figure = (f"central ε={c['epsilon']:.4g}, δ={c['delta']:.0e} (one report among {m['n']:,})"
+            k = m.get("reports_per_window") or 1
+            figure = (f"central ε={c['epsilon']:.4g}, δ={c['delta']:.0e} ("
+                      + ("one report" if k == 1 else f"a device's {k} reports") + f" among {m['n']:,})"
                       if c else m.get("note", "no central guarantee"))
             print(f"    {m['metric']}: {figure}")
     if run.held:

@@ -1,6 +1,8 @@
 """``--shuffled N`` of ``ldp privacy`` and ``ldp plan``: the central guarantee against the analyst that a trusted
 shuffler buys (:mod:`ldp.privacy.shuffle`), shown beside the local one; with ``--windows W``, a device's guarantee
-across W windows too (:mod:`ldp.privacy.over_time`: composed privacy-loss distributions, not W·ε)."""
+across W windows too (:mod:`ldp.privacy.over_time`: composed privacy-loss distributions, not W·ε). The one-window
+figure is :func:`ldp.pipeline.guarantee.window_guarantee`'s, the function the collector's dashboard, ``ldp shuffle``
+and ``ldp spec validate --shuffled`` state a window's central ε by."""
 
 from __future__ import annotations
 
@@ -9,9 +11,11 @@ import json
 from typing import Any
 
 from ldp.cli.support import count, open_unit
+from ldp.pipeline.guarantee import Randomizer, over_windows, window_guarantee, window_release
+from ldp.privacy.binary_shuffle import BINARY
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.over_time import METHOD
-from ldp.privacy.shuffle import ShuffleStructure, shuffled_cost
+from ldp.privacy.shuffle import ShuffleStructure
 
 __all__ = ["DEFAULT_DELTA", "add_shuffle_options", "central_guarantee", "central_lines", "check_shuffle_options",
            "privacy_output", "plan_output"]
@@ -48,17 +52,22 @@ def central_guarantee(per_report: PrivacyCost, args: argparse.Namespace, structu
         return None
     n = int(args.shuffled)
     delta = args.delta if getattr(args, "delta", None) is not None else DEFAULT_DELTA
-    if per_report.delta != 0.0:
+    randomizer = params if params is not None else Randomizer(per_report, structure)
+    g = window_guarantee(randomizer, n, delta)
+    if g is None:
         out: dict[str, Any] = {"n": n, "amplified": False, "note": f"no shuffling bound for a report with δ > 0 "
                                                                     f"({per_report}); the local guarantee stands"}
     else:
-        out = shuffled_cost(per_report, n, delta, structure).to_dict()
+        out = g.to_dict()
     windows = getattr(args, "windows", None)
     if windows is not None:
         from ldp.privacy.over_time import central_over_time, protocol_over_time
 
-        over = protocol_over_time(params, n, delta, windows) if params is not None else \
-            central_over_time(per_report, n, delta, windows, structure)
+        if windows == 1:  # one window: its own figure, the one above (over_windows)
+            over = over_windows([window_release(randomizer, n)], delta)
+        else:
+            over = protocol_over_time(params, n, delta, windows) if params is not None else \
+                central_over_time(per_report, n, delta, windows, structure)
         out["over_windows"] = over.to_dict()
     return out
 
@@ -73,10 +82,8 @@ def central_lines(label: str, per_report: PrivacyCost, central: dict[str, Any], 
         lines.append(f"{label}central ({central['n']:,} shuffled reports): ε={central['epsilon']:.6g}, no "
                      "amplification proven at this n, ε₀ and δ (the local guarantee stands)")
     else:
-        whose = " with k-RR's clone structure" if central["method"] == "numerical k-RR" else ""
         lines.append(f"{label}central ({central['n']:,} shuffled reports, against the analyst only): "
-                     f"ε={central['epsilon']:.4g}, δ={central['delta']:.3g} (Feldman, McMillan and Talwar's "
-                     f"numerical bound{whose})")
+                     f"ε={central['epsilon']:.4g}, δ={central['delta']:.3g} ({_bound(central['method'])})")
     over = central.get("over_windows")
     if over is not None:
         w = over["windows"]
@@ -88,6 +95,15 @@ def central_lines(label: str, per_report: PrivacyCost, central: dict[str, Any], 
                      f"({over['method']}{summed})")
         lines += [f"{label}note: {note}" for note in over["notes"]]
     return lines + ([f"{label}trust: {central['trust']}"] if trust and central.get("amplified") else [])
+
+
+def _bound(method: str) -> str:
+    """The bound a one-window figure comes from, in words (a :class:`~ldp.privacy.shuffle.ShuffleGuarantee`'s
+    ``method``)."""
+    if method == BINARY:
+        return "binary randomized response's worst dataset, computed exactly"
+    whose = " with k-RR's clone structure" if method == "numerical k-RR" else ""
+    return f"Feldman, McMillan and Talwar's numerical bound{whose}"
 
 
 def privacy_output(out: dict[str, Any], args: argparse.Namespace, params: Any = None) -> str:

@@ -5,7 +5,11 @@ reports in the pooled estimate) is one more release against the analyst. Per met
 compose: each is bounded by :func:`ldp.privacy.target.window_releases` from the fold's manifest (the smallest
 *shuffled* segment count of the window's reports, rounded down to two significant digits — fewer reports shuffled
 can only weaken the bound — and the number of segments holding them), and their privacy-loss distributions are
-composed by :func:`ldp.privacy.over_time.central_over_windows` at the target's δ. Windows are taken in order; one
+composed by :func:`ldp.privacy.over_time.central_over_windows` at the target's δ
+(:func:`ldp.pipeline.guarantee.over_windows`: one window alone is stated at its own figure, the one the dashboard's
+window line, ``ldp shuffle`` and ``ldp privacy --shuffled N`` state for it, computed by the same
+:func:`~ldp.pipeline.guarantee.window_guarantee` rule: k·ε₀ for k reports, the protocol's shuffle structure with
+one). The rounding of n can only raise the cumulative figure above a window's own. Windows are taken in order; one
 whose release would take the cumulative ε above the target is withheld, with its reason; so is every window when
 nothing can be proven (no per-window cap, a report with δ > 0, a memoizing protocol, reports stored unshuffled),
 unless the spec's lifetime cap on a device's cost for the metric is itself within the target: a local bound, it
@@ -29,13 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from ldp.collector.series import WITHHELD
-from ldp.pipeline.amplification import DELTA
+from ldp.pipeline.guarantee import DELTA, over_windows
 from ldp.privacy.target import MetricLoss, meets, metric_loss, window_releases
 from ldp.server.store import write_atomic
 from ldp.spec import CollectionSpec
 from ldp.spec.cli import lifetime_cap, reports_per_window
 
-__all__ = ["STATE_FILE", "STATE_FORMAT", "WITHHELD", "decide", "load_state", "round_down", "state_path"]
+__all__ = ["STATE_FILE", "STATE_FORMAT", "WITHHELD", "decide", "find_metric", "load_state", "round_down",
+           "state_path"]
 
 STATE_FILE = "central.json"
 STATE_FORMAT = "ldp-central/1"
@@ -91,9 +96,7 @@ def _worst(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, A
 
 @lru_cache(maxsize=512)
 def _compose(releases: tuple[Any, ...], delta: float) -> Any:
-    from ldp.privacy.over_time import central_over_windows
-
-    return central_over_windows(list(releases), delta)
+    return over_windows(list(releases), delta)
 
 
 def _over(released: Mapping[int, Mapping[str, Any]], loss: MetricLoss, delta: float) -> Any:
@@ -140,7 +143,9 @@ def _metric(st: Mapping[str, Any], target: Any, loss: MetricLoss, windows: Mappi
             "withheld": {str(w): withheld[w] for w in sorted(withheld)}}
 
 
-def _find(specs: Mapping[str, CollectionSpec], metric: str, fp: str) -> tuple[CollectionSpec, Any] | None:
+def find_metric(specs: Mapping[str, CollectionSpec], metric: str, fp: str) -> tuple[CollectionSpec, Any] | None:
+    """The spec and :class:`~ldp.spec.MetricSpec` of ``metric`` with params fingerprint ``fp`` among ``specs``
+    (``None``: none has it)."""
     for spec in specs.values():
         m = spec.metrics.get(metric)
         if m is not None and m.params_fingerprint == fp:
@@ -161,7 +166,7 @@ def decide(base: Path, specs: Mapping[str, CollectionSpec],
     new_metrics: dict[str, Any] = {}
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for (metric, fp), ws in sorted(windows.items()):
-        found = _find(specs, metric, fp)
+        found = find_metric(specs, metric, fp)
         if found is None:
             continue
         spec, m = found

@@ -104,10 +104,12 @@ def _central(sh: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     out = []
     g = sh.get("central")
     if isinstance(g, Mapping) and sh.get("smallest"):
-        head = (f"ε={g.get('epsilon'):.3g}, δ={sh.get('delta'):g}" if g.get("amplified") else
+        head = (f"ε={g.get('epsilon'):.4g}, δ={sh.get('delta'):g}" if g.get("amplified") else
                 "none proven at this size (the local guarantee stands)")
-        out.append(("Central guarantee against the analyst (shuffled)",
-                    f"{head}: a device's one report among the {count(sh['smallest'])} of the smallest of "
+        k = sh.get("reports_per_window") or 1  # an entry written before it was kept: one report
+        whose = "a device's one report" if k == 1 else f"a device's {count(k)} reports (its most a window)"
+        out.append(("Central guarantee against the analyst (shuffled), one window",
+                    f"{head}: {whose} among the {count(sh['smallest'])} of its window in the smallest of "
                     f"{count(sh.get('segments'))} shuffled segments; only if whoever runs the collector is not the "
                     "analyst"))
     if sh.get("unshuffled_segments"):

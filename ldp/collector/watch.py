@@ -22,15 +22,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from ldp.collector.central import decide
+from ldp.collector.central import decide, find_metric
 from ldp.collector.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry, release_settings
 from ldp.errors import FoldBusyError
-from ldp.pipeline.amplification import per_report_epsilon, segment_counts, shuffle_entry, window_segments
+from ldp.pipeline.amplification import segment_counts, shuffle_entry, window_segments
 from ldp.server.filelock import FileLock
 from ldp.server.inputs import InputStores, is_remote, list_remote
 from ldp.server.job import aggregate_files, spec_index
 from ldp.server.store import write_atomic
 from ldp.spec import CollectionSpec
+from ldp.spec.cli import reports_per_window
 from ldp.storage.roles import Role, analyst_role
 
 if TYPE_CHECKING:
@@ -109,7 +110,8 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
         same = previous is not None and previous.get("settings") == settings
         now = utc_now()
         # the central target's decisions, recorded (atomically) before estimates.json serves them
-        central = decide(base, index, window_segments(out), time.time())
+        by_window = window_segments(out)
+        central = decide(base, index, by_window, time.time())
         if (same and previous is not None and not summary.processed
                 and not any(m.get("error") for m in previous["metrics"])
                 and all(m.get("central") == _json_safe(central.get((m.get("metric"), m.get("params_fingerprint"))))
@@ -122,8 +124,7 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
             folded_at = now if summary.processed or previous is None else previous["folded_at"]
         counts = segment_counts(out)
         for m in metrics:
-            segments = counts.get((str(m.get("metric")), str(m.get("params_fingerprint"))), [])
-            m["shuffle"] = shuffle_entry(per_report_epsilon(m.get("privacy")), segments)
+            m["shuffle"] = _shuffle(index, counts, by_window, str(m.get("metric")), str(m.get("params_fingerprint")))
         raw = {"format": ESTIMATES_FORMAT, "app": app, "folded_at": folded_at, "checked_at": now,
                "settings": settings, "schedule": {"every_seconds": every_seconds,
                                                   "segment_max_seconds": segment_max_seconds},
@@ -137,6 +138,20 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
     logger.info("fold %s: %d new segment(s), %d report(s) in total, %d metric(s) decoded", app,
                 len(summary.processed), summary.records, len(metrics))
     return doc
+
+
+def _shuffle(index: Mapping[str, CollectionSpec], counts: Mapping[tuple[str, str], list[tuple[bool, int]]],
+             by_window: Mapping[tuple[str, str], Mapping[int, list[tuple[bool, int]]]], metric: str, fp: str
+             ) -> dict[str, Any] | None:
+    """A metric's ``shuffle`` entry (:func:`ldp.pipeline.amplification.shuffle_entry`): the window figure of a
+    device's reports in its smallest anonymity set, from the protocol's params (found by the params fingerprint) and
+    the spec's per-window cap, as :mod:`ldp.collector.central` composes them."""
+    found = find_metric(index, metric, fp)
+    if found is None:
+        return None
+    spec, m = found
+    return shuffle_entry(m.params, counts.get((metric, fp), []), reports_per_window(spec, metric),
+                         by_window.get((metric, fp)))
 
 
 def _closed_segments(base: Path, app: str, store: StoreSource | None) -> tuple[list[str | Path], dict[str, Any] | None]:

@@ -1,12 +1,14 @@
 """The central guarantee the collector's shuffle buys each metric (:mod:`ldp.privacy.shuffle`), from what the fold
-knows: how many reports of the metric each closed segment held.
+knows: how many reports of the metric each closed segment held, per window.
 
-The collector shuffles each segment on its own (:mod:`ldp.pipeline.shuffle`), so a report hides among the other
-reports of its metric *in its segment*: the guarantee of a metric is the one of its smallest segment. It is stated
-for a device with one report of the metric in that segment (a device that sent k of them, several windows after
-a spell offline say, has the guarantee of one report of k·ε₀), against the analyst only, when whoever runs the
-collector is not the analyst. Segments closed before shuffled storage (named ``<UTC>-<seq:06d>.jsonl``) give no
-central guarantee; they are counted apart."""
+The collector shuffles each segment on its own (:mod:`ldp.pipeline.shuffle`), and the analyst sees each report's
+window, so a report hides among the other reports of its metric *and window in its segment*: the guarantee of a
+metric is the one of its smallest such set. It is computed by :func:`ldp.pipeline.guarantee.window_guarantee` (the
+one function every figure of a window comes from) with the metric's protocol params (ε₀ and the protocol's
+``shuffle_structure``) and the most reports a device may send of it in a window (k reports count as one of k·ε₀;
+one report when the spec caps no window), against the analyst only, when whoever runs the collector is not the
+analyst. Segments closed before shuffled storage (named ``<UTC>-<seq:06d>.jsonl``) give no central guarantee; they
+are counted apart."""
 
 from __future__ import annotations
 
@@ -16,14 +18,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ldp.privacy.shuffle import shuffled_epsilon
+from ldp.pipeline.guarantee import DELTA, window_guarantee
 from ldp.server.fold import parse_key_name
 
-__all__ = ["DELTA", "SHUFFLED_NAME", "metric_epsilon", "per_report_epsilon", "segment_counts", "segment_of",
-           "shuffle_entry", "window_segments"]
+__all__ = ["DELTA", "SHUFFLED_NAME", "segment_counts", "segment_of",
+           "shuffle_entry", "smallest_set", "window_guarantee", "window_segments"]
 
-DELTA = 1e-8
-"""δ of the central guarantee shown."""
 SHUFFLED_NAME = re.compile(r"-[0-9a-f]{16}(-f[0-9]{1,12})?(-p[0-9]{5})?\.jsonl\Z")
 """A closed segment written shuffled (its name ends in 16 random hex digits, then the shuffler's fencing token
 ``-f<n>`` when the shuffler stage wrote it: :func:`ldp.pipeline.shuffle.closed_name`), or one part ``-p<k>`` of
@@ -90,31 +90,30 @@ def window_segments(job_dir: Path) -> dict[tuple[str, str], dict[int, list[tuple
     return {k: {w: list(v.values()) for w, v in ws.items()} for k, ws in out.items()}
 
 
-def shuffle_entry(eps0: float | None, segments: list[tuple[bool, int]]) -> dict[str, Any] | None:
-    """A metric's ``shuffle`` entry: its shuffled segments, the smallest one's reports, the segments not shuffled,
-    and the central guarantee of one report in the smallest (``None`` without a per-report ε or a segment)."""
+def smallest_set(windows: Mapping[int, list[tuple[bool, int]]]) -> int | None:
+    """The fewest reports of a metric that one of its reports hides among: over its windows (``window_segments``'
+    entry of the metric), the smallest count a shuffled segment holds of one window (``None``: none shuffled)."""
+    return min((n for segs in windows.values() for s, n in segs if s and n > 0), default=None)
+
+
+def shuffle_entry(params: Any | None, segments: list[tuple[bool, int]], reports: int | None = 1,
+                  windows: Mapping[int, list[tuple[bool, int]]] | None = None) -> dict[str, Any] | None:
+    """A metric's ``shuffle`` entry: its shuffled ``segments`` (:func:`segment_counts`), the ``smallest`` set of
+    reports one of them hides among (per window when the metric's ``windows`` are given, :func:`smallest_set`;
+    else per segment), the segments not shuffled, the ``reports_per_window`` a device may send (``None``: not
+    capped, the figure is then one report's) and the ``central`` guarantee of a device's reports in that smallest
+    set (:func:`~ldp.pipeline.guarantee.window_guarantee` with the protocol's ``params``; ``None`` without params,
+    a shuffled segment or a pure ε₀). ``None`` when the metric has no segment."""
     shuffled = [n for s, n in segments if s and n > 0]
     unshuffled = sum(1 for s, n in segments if not s and n > 0)
-    if eps0 is None or not (shuffled or unshuffled):
+    if params is None or not (shuffled or unshuffled):
         return None
-    entry: dict[str, Any] = {"segments": len(shuffled), "smallest": min(shuffled, default=None),
-                             "unshuffled_segments": unshuffled, "delta": DELTA, "central": None}
-    if shuffled:
-        entry["central"] = shuffled_epsilon(eps0, min(shuffled), DELTA).to_dict()
+    smallest = smallest_set(windows) if windows else None
+    if smallest is None:
+        smallest = min(shuffled, default=None)
+    entry: dict[str, Any] = {"segments": len(shuffled), "smallest": smallest, "unshuffled_segments": unshuffled,
+                             "delta": DELTA, "reports_per_window": reports, "central": None}
+    if smallest is not None:
+        g = window_guarantee(params, smallest, DELTA, reports or 1)
+        entry["central"] = None if g is None else g.to_dict()
     return entry
-
-
-def metric_epsilon(metric: Any) -> float | None:
-    """ε₀ of one report of ``metric`` (a :class:`~ldp.spec.MetricSpec`): its protocol's cost, pure ε only (the
-    same figure :func:`per_report_epsilon` reads from the metric's privacy entry)."""
-    cost = metric.params.privacy_cost
-    return float(cost.epsilon) if cost.delta == 0 and cost.epsilon > 0 else None
-
-
-def per_report_epsilon(privacy: Mapping[str, Any] | None) -> float | None:
-    """ε₀ of a metric's ``privacy`` entry (pure ε only: the bound needs δ₀ = 0)."""
-    cost = (privacy or {}).get("per_report")
-    if not isinstance(cost, Mapping) or cost.get("delta", 0) not in (0, 0.0):
-        return None
-    eps = cost.get("epsilon")
-    return float(eps) if isinstance(eps, int | float) and eps > 0 else None

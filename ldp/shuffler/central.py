@@ -2,10 +2,12 @@
 none for a metric withheld there (below its threshold: :mod:`ldp.shuffler.plan`).
 
 A window's segment holds ``n`` reports of a metric, from every replica, in a random order: a report of that metric
-hides among those ``n`` (the analyst sees each report's metric and window). The guarantee is the one the
-collector's dashboard states for a shuffled segment (:func:`ldp.pipeline.amplification.shuffle_entry`: Feldman,
-McMillan and Talwar's bound, δ = 10⁻⁸), for a device with one report of the metric in the window, against the
-analyst only.
+hides among those ``n`` (the analyst sees each report's metric and window). The guarantee is computed by the one
+function every window figure comes from, :func:`ldp.pipeline.guarantee.window_guarantee` (the protocol's shuffle
+structure, e.g. binary randomized response's exact bound, else Feldman, McMillan and Talwar's; δ = 10⁻⁸), for a
+device with as many reports of the metric in the window as its spec allows (k reports count as one of k·ε₀; one
+when the spec caps no window), against the analyst only: the figure the collector's dashboard and ``ldp privacy
+--shuffled n`` state for the same window.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ldp.pipeline.amplification import metric_epsilon, shuffle_entry
+from ldp.pipeline.guarantee import DELTA, window_guarantee
 from ldp.spec import CollectionSpec
+from ldp.spec.cli import reports_per_window
 
 __all__ = ["window_guarantees", "shortfall"]
 
@@ -29,10 +32,12 @@ def shortfall(devices: int, threshold: int | None) -> str:
 def window_guarantees(windows: Mapping[str, Mapping[str, Any]], specs: Mapping[str, CollectionSpec]
                       ) -> dict[str, dict[str, Any]]:
     """Per released window (the run's ``windows``), per ``<spec fingerprint>/<metric>``: the metric, its reports
-    ``n`` there and the central guarantee of one report among them (``central: None`` with a ``note`` when the spec
-    or metric is not among ``specs``, or the report is not pure ε-LDP). A metric withheld in the window (its
-    reports written to no segment) gets ``central: None`` and ``withheld``: ``[devices, threshold]``, never a
-    figure: its reports are released nowhere, and an ε for them would describe a release that did not happen."""
+    ``n`` there, its per-report ``epsilon0``, the ``reports_per_window`` a device may send (``None``: no cap, the
+    figure is one report's) and the central guarantee of a device's reports among them (``central: None`` with a
+    ``note`` when the spec or metric is not among ``specs``, or the report is not pure ε-LDP). A metric withheld in
+    the window (its reports written to no segment) gets ``central: None`` and ``withheld``: ``[devices,
+    threshold]``, never a figure: its reports are released nowhere, and an ε for them would describe a release that
+    did not happen."""
     out: dict[str, dict[str, Any]] = {}
     for window, w in windows.items():
         if w.get("withheld") or not w.get("segment"):
@@ -47,11 +52,11 @@ def window_guarantees(windows: Mapping[str, Mapping[str, Any]], specs: Mapping[s
             if spec is None or name not in spec.metrics:
                 per[key] = {"metric": name, "n": n, "central": None, "note": "not a metric of the specs given"}
                 continue
-            eps0 = metric_epsilon(spec.metric(name))
-            entry = shuffle_entry(eps0, [(True, int(n))])
-            per[key] = {"metric": name, "n": n, "epsilon0": eps0,
-                        "central": None if entry is None else entry["central"]}
-            if entry is None:
+            params, k = spec.metric(name).params, reports_per_window(spec, name)
+            g = window_guarantee(params, int(n), DELTA, k or 1)
+            per[key] = {"metric": name, "n": n, "epsilon0": params.privacy_cost.epsilon, "reports_per_window": k,
+                        "central": None if g is None else g.to_dict()}
+            if g is None:
                 per[key]["note"] = "a report is not pure ε-LDP: no amplification is claimed"
         out[window] = per
     return out

@@ -38,17 +38,18 @@ def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | Non
     devices in a window (:mod:`ldp.privacy.shuffle`). A device's k reports of a metric in a window count as one
     report of k·ε₀ (the analyst's multiset of reports is a function of the multiset of devices' tuples). Over the
     horizon (``windows``, else the metric's central target's): the cumulative guarantee (:func:`over_horizon`) and
-    whether it meets the target."""
-    from ldp.privacy.shuffle import shuffled_epsilon
+    whether it meets the target. Each figure is :func:`ldp.pipeline.guarantee.window_guarantee`'s, the one the
+    collector's dashboard and ``ldp shuffle`` state (imported when called: the spec is client code)."""
+    from ldp.pipeline.guarantee import window_guarantee
 
     lines = [f"shuffled: central guarantee per window against the analyst, {n:,} devices shuffled, δ = {delta:g}"]
     for m in spec.metrics.values():
         eps0, k = m.params.privacy_cost.epsilon, reports_per_window(spec, m.name)
-        if k is None or m.params.privacy_cost.delta > 0:
+        g = window_guarantee(m.params, n, delta, k) if k is not None else None
+        if g is None:
             lines.append(f"  {m.name}: no central bound (" + ("no per-window cap" if k is None else "δ > 0 per report")
                          + "); the local guarantee stands")
         else:
-            g = shuffled_epsilon(k * eps0, n, delta, m.params.shuffle_structure if k == 1 else None)
             how = f"ε={g.epsilon:.4g}" if g.amplified else "no amplification proven"
             lines.append(f"  {m.name}: local ε₀={eps0:g} per report, ≤ {k} a window; central {how}")
         h = over_horizon(spec, m.name, n, delta, windows)
@@ -79,10 +80,11 @@ def _target_text(t: dict[str, Any]) -> str:
 
 def over_horizon(spec: CollectionSpec, name: str, n: int, delta: float, windows: int | None) -> dict[str, Any]:
     """Metric ``name``'s cumulative central guarantee over ``windows`` windows (else its central target's
-    ``windows``) of ``n`` devices shuffled, one segment a window (:mod:`ldp.privacy.target`), at the target's δ
+    ``windows``) of ``n`` devices shuffled, one segment a window (:mod:`ldp.privacy.target`; one window at its own
+    figure, :func:`ldp.pipeline.guarantee.over_windows`), at the target's δ
     when it has one (else ``delta``): ``windows``, ``target``, ``over_windows`` (or ``None`` and the ``reason``)
     and ``meets_target`` (``None`` without a target or a bound)."""
-    from ldp.privacy.over_time import central_over_windows
+    from ldp.pipeline.guarantee import over_windows
     from ldp.privacy.target import meets, metric_loss, window_releases
 
     m = spec.metric(name)
@@ -101,7 +103,7 @@ def over_horizon(spec: CollectionSpec, name: str, n: int, delta: float, windows:
             if target is not None:
                 out["meets_target"] = meets(loss.lifetime.epsilon, loss.lifetime.delta, target)
         return out
-    over = central_over_windows(window_releases(loss, n) * horizon, at)
+    over = over_windows(window_releases(loss, n) * horizon, at)
     out["over_windows"] = over.to_dict()
     eps, _ = loss.bound(over.epsilon, over.delta)
     if eps != over.epsilon:
@@ -188,14 +190,12 @@ def spec_command(args: argparse.Namespace) -> int:
 def central_json(spec: CollectionSpec, n: int, delta: float, windows: int | None = None) -> dict[str, object]:
     """:func:`central_lines` as JSON: per metric, ``reports_per_window``, the guarantee (or ``None``) and the
     fields of :func:`over_horizon`."""
-    from ldp.privacy.shuffle import shuffled_epsilon
+    from ldp.pipeline.guarantee import window_guarantee
 
     out: dict[str, object] = {}
     for m in spec.metrics.values():
         k = reports_per_window(spec, m.name)
-        g = None
-        if k is not None and m.params.privacy_cost.delta == 0:
-            g = shuffled_epsilon(k * m.params.privacy_cost.epsilon, n, delta,
-                                 m.params.shuffle_structure if k == 1 else None).to_dict()
+        found = window_guarantee(m.params, n, delta, k) if k is not None else None
+        g = None if found is None else found.to_dict()
         out[m.name] = {"reports_per_window": k, "guarantee": g, **over_horizon(spec, m.name, n, delta, windows)}
     return out

@@ -60,10 +60,12 @@ def test_each_window_has_a_verdict_the_page_and_metrics_show_it(tmp_path: Path) 
     assert m["poisoning"]["verdict"] == "suspicious"  # the pooled view holds the fake reports too
     html = render_dashboard(data, ["demo"])
     assert html.count("Possible poisoning") == 1 and "(possible poisoning)" in html
-    # the shuffle's central guarantee: one report among the 3,000 of the smallest segment
+    # the shuffle's central guarantee: a device's reports among the 3,000 of the smallest segment; the spec lets a
+    # device send 10 a window (per_window 10 over per_report 1), which count as one report of 10·ε₀, no structure
     sh = m["shuffle"]
     assert sh["segments"] == 2 and sh["smallest"] == 3000 and sh["unshuffled_segments"] == 0
-    assert m["shuffle"]["central"] == shuffled_epsilon(1.0, 3000, 1e-8).to_dict()
+    assert sh["reports_per_window"] == 10
+    assert m["shuffle"]["central"] == shuffled_epsilon(10.0, 3000, 1e-8).to_dict()
     assert "Central guarantee against the analyst (shuffled)" in html
     config = parse_config({"data_dir": str(data), "apps": {"demo": {"token_sha256": "0" * 64,
                                                                     "specs": [str(spec_path)]}}}, tmp_path)
@@ -80,7 +82,7 @@ def test_segments_stored_before_shuffling_have_no_central_guarantee(tmp_path: Pa
     doc = fold_app(data, "demo", [spec_path])
     (m,) = doc["metrics"]
     assert m["shuffle"] == {"segments": 0, "smallest": None, "unshuffled_segments": 1, "delta": 1e-8,
-                            "central": None}
+                            "reports_per_window": 10, "central": None}
     assert "Segments stored before shuffling" in render_dashboard(data, ["demo"])
 
 

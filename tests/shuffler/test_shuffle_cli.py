@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings, strategies as st
 from support import call_main
 from test_stage import DAY, batch, write
@@ -78,7 +79,9 @@ def test_with_the_spec_each_metric_gets_its_central_guarantee_and_min_reports(tm
     assert sum(m["n"] for m in ours) == 400 and ours
     for m in ours:
         if m["central"] is not None:
-            assert m["central"]["epsilon"] <= m["epsilon0"] and m["central"]["n"] == m["n"]
+            k = m["reports_per_window"]  # a device's k reports count as one of k·ε₀ (homepage: 2 a window)
+            assert m["central"]["epsilon0"] == pytest.approx(k * m["epsilon0"]) and m["central"]["n"] == m["n"]
+            assert m["central"]["epsilon"] <= m["central"]["epsilon0"]
     code, text, _ = call_main(["shuffle", "--min-reports", "1",
                                "--store", str(tmp_path / "s"), "--app", "demo", "--spec", str(spec_path)])
     assert code == 0 and "nothing to mix" in text  # consumed
