@@ -20,6 +20,7 @@ from ldp.collector.watch import fold_app
 from ldp.pipeline.guarantee import window_guarantee
 from ldp.privacy.shuffle import shuffled_epsilon
 from ldp.protocols import get_protocol
+from ldp.reports import ReportBatch
 from ldp.server import Section
 from ldp.shuffler import ChunkBatch, chunk_key, encode_chunk
 from ldp.spec import CollectionSpec, Envelope
@@ -48,7 +49,8 @@ def section_lines(spec: CollectionSpec, name: str, window: int, n: int, seed: in
     values = rng.integers(0, 2 if m.protocol == "rr" else 3, n)
     s = Section(spec.fingerprint, name, window, get_protocol(m.protocol).encoder_type(m.params).encode_batch(values,
                                                                                                             rng))
-    return b"".join(Envelope(s.spec, s.metric, s.window, r).to_json().encode() + b"\n" for r in s.reports.reports())
+    reports = s.reports.reports() if isinstance(s.reports, ReportBatch) else s.reports
+    return b"".join(Envelope(s.spec, s.metric, s.window, r).to_json().encode() + b"\n" for r in reports)
 
 
 def upload(store: LocalStore, spec: CollectionSpec, window: int, n: dict[str, int]) -> None:
@@ -85,7 +87,8 @@ def test_a_window_has_one_central_epsilon_everywhere(tmp_path: Path) -> None:
     for name, g in tools.items():
         eps0 = spec.metrics[name].params.privacy_cost.epsilon
         assert g["amplified"] and g["epsilon"] < shuffled_epsilon(eps0, N[name], DELTA).epsilon * 0.99
-        assert g == window_guarantee(spec.metrics[name].params, N[name], DELTA).to_dict()  # type: ignore[union-attr]
+        found = window_guarantee(spec.metrics[name].params, N[name], DELTA)
+        assert found is not None and g == found.to_dict()
     assert tools["dark"]["method"] == "binary RR (worst dataset)" and tools["tier"]["method"] == "numerical k-RR"
     code, out, _ = call_main(["spec", "validate", str(spec_path), "--shuffled", "80", "--json"])
     assert code == 0
@@ -126,3 +129,25 @@ def test_an_old_stored_entry_still_renders(tmp_path: Path) -> None:
            "central": shuffled_epsilon(1.0, 3000, 1e-8).to_dict()}
     ((label, text),) = _central(old)
     assert "one window" in label and "a device's one report among the 3,000" in text and "ε=0.1294" in text
+
+
+def test_the_window_rule_k_reports_bad_input_and_delta() -> None:
+    """k reports count as one of k·ε₀ with no structure; a report with δ₀ > 0 gets no figure; bad input is named."""
+    from ldp.pipeline.guarantee import Randomizer, over_windows, window_release
+    from ldp.privacy.cost import PrivacyCost
+
+    rr = CollectionSpec.from_dict(SPEC).metrics["dark"].params
+    eps0 = rr.privacy_cost.epsilon
+    two = window_guarantee(rr, 3000, DELTA, reports=2)
+    assert two is not None and two == shuffled_epsilon(2 * eps0, 3000, DELTA)  # generic: no structure with k > 1
+    assert window_release(rr, 3000, 2).structure is None and window_release(rr, 3000).structure is not None
+    assert window_guarantee(Randomizer(PrivacyCost(1.0, 1e-9)), 3000, DELTA) is None
+    assert window_guarantee(Randomizer(PrivacyCost(eps0), rr.shuffle_structure), 3000, DELTA) == \
+        window_guarantee(rr, 3000, DELTA)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="reports"):
+            window_guarantee(rr, 3000, DELTA, reports=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="n"):
+        window_guarantee(rr, 0, DELTA)
+    one = over_windows([window_release(rr, 3000)], DELTA)
+    assert one.windows == 1 and one.epsilon == window_guarantee(rr, 3000, DELTA).epsilon  # type: ignore[union-attr]
