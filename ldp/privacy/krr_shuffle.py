@@ -73,10 +73,12 @@ KRR = "k-RR blanket (exact sufficient statistic)"
 _TAIL = 1e-10
 """Each cut (C below and above its window, U below its lowest band, H₀ outside its window) leaves out at most this
 share of δ, charged at the top loss."""
-_GROUP = 1e-3
+_GROUP = 2e-3
 """Relative width of a group of clone counts (at least 1)."""
 _BANDS = 1.5
-"""Width of a band of U, in standard deviations of U."""
+"""Width of a band of U, in standard deviations of U (π*'s odds then exceed π's by about 1.5/√U at most)."""
+_STEPS = 3
+"""Bands of that width below U's mean; one more runs down to each group's cut (little mass: its π* is looser)."""
 _RHO = 1e-9
 """Every mass is taken within this share of the true one: P moved up and Q down."""
 _SHIFT = 2 * math.atanh(_RHO) + 1e-12
@@ -265,23 +267,25 @@ def krr_worst_case(eps0: float, d: int, n: int, delta: float) -> KrrWorstCase | 
     others = n - 1
     c_lo, c_hi, extra = _windows(others, clone, tail)
     extra *= iota
-    # bands of U (fixed steps of its standard deviation from its mean down to its cut)
+    # bands of U: fixed steps of its standard deviation below its mean, then one down to each group's cut
     mean_u = others * outside
     sd_u = math.sqrt(max(others * outside * (1 - outside), 1.0))
-    u_cut = _windows(others, outside, tail)[0]
     groups = _clone_groups(c_lo, c_hi)
     width = 2 * (_z(tail) + 1.0) * math.sqrt(c_hi + 1) / 2 + 4
-    steps = max(1, int(math.ceil((mean_u - u_cut) / (_BANDS * sd_u))))
-    if len(groups) * (steps + 2) * width > _MAX_ENTRIES:
+    if len(groups) * (_STEPS + 3) * width > _MAX_ENTRIES:
         return None
-    bands = sorted({u_cut} | {max(u_cut, int(mean_u - k * _BANDS * sd_u)) for k in range(steps + 1)})
+    steps = [int(mean_u - k * _BANDS * sd_u) for k in range(_STEPS + 1)]
+    z = _z(tail) + 1.0
     losses, ps, qs = [], [], []
     low_loss, low_p, low_q = [], [], []
+    shares = 0.0
     for c1, c2 in groups:
         informative = iota * float(binom.cdf(c2, others, clone) - (binom.cdf(c1 - 1, others, clone) if c1 else 0.0))
         if informative <= 0.0:
             continue
         rest = others - c2  # U given C = c2 is Bin(others − c2, θ): stochastically the smallest of the group
+        cut = max(0, int(rest * theta - z * math.sqrt(rest * theta * (1 - theta))) - 1)
+        bands = sorted({cut} | {u for u in steps if u > cut})
         cdf = binom.cdf(np.array(bands) - 1, rest, theta)
         extra += informative * float(cdf[0])  # U below the lowest band: charged
         branches = _branches(c1, s, tail)
@@ -291,6 +295,7 @@ def krr_worst_case(eps0: float, d: int, n: int, delta: float) -> KrrWorstCase | 
             pi = 1.0 if u == 0 else 1.0 / (1.0 + 2.0 * u / ((e0 + 1.0) * (c2 + 1)))
             loss, big_p, big_q = _mixed(branches, pi)
             share = informative * float(weight) / pi
+            shares += share
             losses.append(loss)
             ps.append(big_p * share)
             qs.append(big_q * share)
@@ -305,9 +310,12 @@ def krr_worst_case(eps0: float, d: int, n: int, delta: float) -> KrrWorstCase | 
     low = _assemble(low_loss, low_p, low_q, 0.0, eps0, pessimistic=False)
     eps = _epsilon(pair, delta, eps0, up=True)
     lower = min(_epsilon(low, delta, eps0, up=False), eps)
-    mass = np.append(pair.p, pair.extra)
-    loss = np.append(pair.loss + _SHIFT, eps0)
-    return KrrWorstCase(eps, lower, delta, len(losses), np.minimum(loss, eps0), mass, eps0)
+    # the law to compose: the components' losses (read _SHIFT higher) under P, the mass the groups left at loss 0
+    # (each group's weight beyond Pr[J = 1, group]/π*), the charges at ε₀
+    loss = np.concatenate([np.minimum(pair.loss + _SHIFT, eps0), [0.0, eps0]])
+    mass = np.concatenate([pair.p, [max(0.0, 1.0 - shares), pair.extra]])
+    order = np.argsort(loss, kind="stable")
+    return KrrWorstCase(eps, lower, delta, len(losses), loss[order], mass[order], eps0)
 
 
 def _assemble(losses: list[Any], ps: list[Any], qs: list[Any], extra: float, top: float, *,
