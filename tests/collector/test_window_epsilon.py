@@ -89,7 +89,7 @@ def test_a_window_has_one_central_epsilon_everywhere(tmp_path: Path) -> None:
         assert g["amplified"] and g["epsilon"] < shuffled_epsilon(eps0, N[name], DELTA).epsilon * 0.99
         found = window_guarantee(spec.metrics[name].params, N[name], DELTA)
         assert found is not None and g == found.to_dict()
-    assert tools["dark"]["method"] == "binary RR (worst dataset)" and tools["tier"]["method"] == "numerical k-RR"
+    assert all(g["method"] != "numerical" for g in tools.values())  # each protocol's own structure, not the generic
     code, out, _ = call_main(["spec", "validate", str(spec_path), "--shuffled", "80", "--json"])
     assert code == 0
     validated = json.loads(out)["central"]
