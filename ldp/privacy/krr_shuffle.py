@@ -78,7 +78,8 @@ _GROUP = 2e-3
 _BANDS = 1.5
 """Width of a band of U, in standard deviations of U (π*'s odds then exceed π's by about 1.5/√U at most)."""
 _STEPS = 3
-"""Bands of that width below U's mean; one more runs down to each group's cut (little mass: its π* is looser)."""
+"""Bands of that width on each side of U's mean; one more runs down to each group's cut and one up from the top
+(little mass: their π* is looser)."""
 _RHO = 1e-9
 """Every mass is taken within this share of the true one: P moved up and Q down."""
 _SHIFT = 2 * math.atanh(_RHO) + 1e-12
@@ -267,14 +268,15 @@ def krr_worst_case(eps0: float, d: int, n: int, delta: float) -> KrrWorstCase | 
     others = n - 1
     c_lo, c_hi, extra = _windows(others, clone, tail)
     extra *= iota
-    # bands of U: fixed steps of its standard deviation below its mean, then one down to each group's cut
+    # bands of U: fixed steps of its standard deviation about its mean, then one down to each group's cut
     mean_u = others * outside
     sd_u = math.sqrt(max(others * outside * (1 - outside), 1.0))
     groups = _clone_groups(c_lo, c_hi)
     width = 2 * (_z(tail) + 1.0) * math.sqrt(c_hi + 1) / 2 + 4
     if len(groups) * (_STEPS + 3) * width > _MAX_ENTRIES:
         return None
-    steps = [int(mean_u - k * _BANDS * sd_u) for k in range(_STEPS + 1)]
+    step = max(1, int(_BANDS * sd_u))  # at small n, one band per value of U
+    steps = [int(mean_u) + k * step for k in range(-_STEPS, _STEPS + 1)]
     z = _z(tail) + 1.0
     losses, ps, qs = [], [], []
     low_loss, low_p, low_q = [], [], []
