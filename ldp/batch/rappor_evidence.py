@@ -17,6 +17,17 @@ batches, and rows are kept for it only while it is within a sample of being due.
 from are taken in before its reports to test are tested, and only reports of a cohort with a choice are tested
 (``N``).
 
+**First choices from the batch's head** (issue 72, item 7). A cohort without a choice that reaches :data:`FIRST`
+reports to choose from within the head of a batch (its first :data:`HEAD` samples' worth of reports per cohort)
+chooses from its kept rows and the head's latest *before* the batch is tested, so a fresh aggregate's first batch
+takes one pass over its rows, as a long-lived one's does; the choice is dated, as before, at the batch's end (the
+next one is due when that count has grown :data:`REFRESH`-fold). Only which reports to choose from make the sample
+changes (the head's latest rather than the batch's), never the split: the sample still holds reports to choose
+from only, so the argument below holds as it stands; a batch within its head chooses exactly as before
+(``tests/server/test_rappor_choice_speed.py``). A cohort that reaches :data:`FIRST` only past the head chooses
+after the pass, from the batch's tail, and its tested reports are tested once more. The choices of all the cohorts
+due together are computed at once, on their samples' columns as bit sets (:func:`chosen_sets_of`).
+
 **Why the counts are honest-law binomials.** A tested report is never in the sample its cohort's choice comes from,
 the coins are the server's, and honest reports are independent, so given the choice, an honest tested report has
 all ``s`` chosen bits set with probability at most ``π(s)``
@@ -49,6 +60,9 @@ FIRST = 64
 """Reports to choose from a cohort needs before its bits are first chosen."""
 REFRESH = 4
 """A cohort's bits are chosen again each time its reports to choose from have grown this many times."""
+HEAD = 4
+"""A cohort without a choice chooses before its batch is tested when it has :data:`FIRST` reports to choose from
+among the batch's first ``HEAD * sample_rows * num_cohorts`` reports (:meth:`BitsTogether._first_choices`)."""
 SAMPLE_BYTES = 1 << 20
 """The memory all cohorts' samples may take together (:func:`sample_rows`)."""
 
@@ -74,57 +88,136 @@ def ones_histogram(rows: npt.NDArray[np.uint8], nbits: int) -> npt.NDArray[np.in
     return out
 
 
-def cooccurrence_counts(x: npt.NDArray[np.bool_], kernel: str | None = None) -> npt.NDArray[np.int64]:
+def column_words(x: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint64]:
+    """``uint64 (k, ⌈n/64⌉)``: column ``j`` of ``x`` (0/1, ``(n, k)``) as a bit set over the rows (row ``i`` is bit
+    ``i % 64`` of word ``i // 64``; the padding bits are 0)."""
+    return _stack_words(np.packbits(x, axis=1, bitorder="little")[None], x.shape[1])[0]
+
+
+_DELTAS = tuple((np.uint64(d), np.uint64(mask)) for d, mask in
+                ((7, 0x00AA00AA00AA00AA), (14, 0x0000CCCC0000CCCC), (28, 0x00000000F0F0F0F0)))
+
+
+def _stack_words(rows: npt.NDArray[np.uint8], k: int) -> npt.NDArray[np.uint64]:
+    """``uint64 (m, k, ⌈n/64⌉)``: :func:`column_words` of each of ``m`` packed samples (``(m, n, ⌈k/8⌉)``, bits
+    little-endian), without unpacking them: each 8×8 block of bits (8 rows, one byte of columns) read as a
+    ``uint64`` is transposed by three delta swaps (Warren, *Hacker's Delight*, 2nd ed., §7-3), its bytes then
+    being the block's columns; the blocks are then laid out by column. A transposed copy of the unpacked bits is
+    several times slower."""
+    m, n, width = rows.shape
+    n64 = (n + 63) // 64 * 64
+    padded = np.zeros((m, n64, width), np.uint8)
+    padded[:, :n] = rows
+    x = np.ascontiguousarray(padded.reshape(m, n64 // 8, 8, width).transpose(0, 1, 3, 2)).view(np.uint64)[..., 0]
+    for d, mask in _DELTAS:
+        t = (x ^ (x >> d)) & mask
+        x ^= t ^ (t << d)
+    cols = x[..., None].view(np.uint8).transpose(0, 2, 3, 1).reshape(m, 8 * width, n64 // 8)[:, :k]
+    return np.ascontiguousarray(cols).view(np.uint64)
+
+
+def cooccurrence_counts(x: npt.NDArray[np.bool_], kernel: str | None = None,
+                        words: npt.NDArray[np.uint64] | None = None) -> npt.NDArray[np.int64]:
     """``(k, k)``: ``[i, j]`` the rows of ``x`` (0/1, ``(n, k)``) that have bits ``i`` and ``j`` both set
-    (``xᵀx``). Compiled: the bits' columns packed as bit sets and ANDed, a popcount per word; numpy: a float
-    product, exact below 2⁵³ rows."""
+    (``xᵀx``). Compiled: the bits' columns packed as bit sets (:func:`column_words`, or ``words`` when given) and
+    ANDed, a popcount per word; numpy: a float product, exact below 2⁵³ rows."""
     n, k = x.shape
     if (kernel or bits.FOLD_KERNEL) == "compiled" and bits._foldkernel is not None:
-        cols = np.packbits(x.T, axis=1, bitorder="little")
-        words = (cols.shape[1] + 7) // 8
-        packed = np.zeros((k, 8 * words), np.uint8)
-        packed[:, :cols.shape[1]] = cols
+        cols = np.ascontiguousarray(column_words(x) if words is None else words)
         out = np.empty((k, k), np.int64)
-        bits._foldkernel.pair_counts(packed, k, words, out)
+        bits._foldkernel.pair_counts(cols, k, cols.shape[1], out)
         return out
     f = x.astype(np.float64)
     return (f.T @ f).astype(np.int64)
 
 
-def _grown(x: npt.NDArray[np.bool_], seed: tuple[int, ...], s: int, lift: bool) -> list[int]:
-    """``seed`` grown to ``s`` bits, one at a time: among the rows that have every bit chosen so far set, the bit
-    most often set (``lift`` false) or most over-represented, its frequency there over its frequency in all rows
-    (``lift`` true); when no row has them all, the bit most often set."""
-    chosen = list(seed)[:s]
-    overall = x.mean(axis=0)
-    base = np.maximum(overall, 1.0 / x.shape[0])
-    while len(chosen) < s:
-        rows = x[:, chosen].all(axis=1)
-        score = x[rows].mean(axis=0) / (base if lift else 1.0) if rows.any() else overall.copy()
-        score[chosen] = -np.inf
-        chosen.append(int(np.argmax(score)))
+def _having(words: npt.NDArray[np.uint64], sets: npt.NDArray[np.intp]) -> npt.NDArray[np.uint64]:
+    """``(m, c, W)``: for each sample ``g`` and each row of ``sets[g]`` (``(m, c, s)`` bit indices, ``s >= 1``), the
+    rows that have all its bits set, as a bit set: the AND of those columns of ``words`` (``(m, k, W)``)."""
+    out: npt.NDArray[np.uint64] = np.bitwise_and.reduce(words[np.arange(len(words))[:, None, None], sets], axis=2)
+    return out
+
+
+def _grown(words: npt.NDArray[np.uint64], ones: npt.NDArray[np.int64], n: npt.NDArray[np.int64],
+           starts: npt.NDArray[np.intp], s: int) -> npt.NDArray[np.intp]:
+    """``(m, 4, s)``: for each of ``m`` samples (its columns as bit sets ``words[g]``, its bits' counts ``ones[g]``
+    over ``n[g]`` rows), its four starts ``starts[g]`` (two seeds, each by lift then by frequency) grown to ``s``
+    bits, one at a time, all at once: among the rows that have every bit chosen so far set, the bit most
+    over-represented, its frequency there over its frequency in all rows (lift, even ``c``), or most often set
+    (frequency, odd ``c``); when no row has them all, the bit most often set. The scores are the floats
+    ``x[rows].mean(axis=0) / base`` of the rule written row by row (the exact oracle in
+    ``tests/server/test_rappor_evidence.py``), so ties break alike: to the lowest bit."""
+    m, k = ones.shape
+    g = np.arange(m)[:, None]
+    overall = ones.astype(np.float64) / n[:, None]  # (m, k)
+    base = np.ones((m, 4, k))
+    base[:, 0::2] = np.maximum(overall, 1.0 / n[:, None])[:, None, :]
+    chosen = starts[:, :, :s]
+    rows = _having(words, chosen)  # (m, 4, W)
+    while chosen.shape[2] < s:
+        have = np.bitwise_count(rows).sum(axis=2, dtype=np.int64)  # (m, 4)
+        cnt = np.bitwise_count(words[:, None, :, :] & rows[:, :, None, :]).sum(axis=3, dtype=np.int64)
+        score = cnt.astype(np.float64) / np.maximum(have, 1)[:, :, None] / base
+        empty = have == 0
+        score[empty] = np.broadcast_to(overall[:, None, :], score.shape)[empty]
+        np.put_along_axis(score, chosen, -np.inf, axis=2)
+        new = np.argmax(score, axis=2)  # (m, 4)
+        chosen = np.concatenate((chosen, new[:, :, None]), axis=2)
+        rows &= words[g, new]
     return chosen
 
 
 def chosen_sets(x: npt.NDArray[np.bool_], sizes: tuple[int, ...],
                 kernel: str | None = None) -> list[npt.NDArray[np.intp]]:
-    """For each ``s`` of ``sizes``, ``s`` bits that many rows of ``x`` (0/1, ``(n, k)``, ``n >= 1``) have all set.
-    Two seeds: the pair of bits of largest covariance (bits a minority of the rows sets together) and the pair set
-    together most often (bits most rows set, as in a sample of fake reports alone); each grown greedily by lift
-    (bits over-represented where the set is, as when fake reports are few among honest ones) and by frequency
-    (:func:`_grown`). Of these, for each size, the set the most rows have all set."""
-    n, k = x.shape
-    both = cooccurrence_counts(x, kernel).astype(np.float64)
-    mu = np.diag(both) / n
-    cov = both / n - np.outer(mu, mu)
-    seeds: list[tuple[int, ...]] = [(0,)]
-    if k > 1:
+    """For each ``s`` of ``sizes``, ``s`` bits that many rows of ``x`` (0/1, ``(n, k)``, ``n >= 1``) have all set
+    (:func:`chosen_sets_of`, for one sample)."""
+    return chosen_sets_of([np.packbits(x, axis=1, bitorder="little")], x.shape[1], sizes, kernel)[0]
+
+
+def chosen_sets_of(samples: list[npt.NDArray[np.uint8]], k: int, sizes: tuple[int, ...],
+                   kernel: str | None = None) -> list[list[npt.NDArray[np.intp]]]:
+    """For each sample (packed rows of ``k`` bits, ``(n, ⌈k/8⌉)``, ``n >= 1``) and each ``s`` of ``sizes``, ``s``
+    bits that many of its rows have all set. Two seeds: the pair of bits of largest covariance (bits a minority of
+    the rows sets together) and the pair set together most often (bits most rows set, as in a sample of fake reports
+    alone); each grown greedily by lift (bits over-represented where the set is, as when fake reports are few among
+    honest ones) and by frequency (:func:`_grown`). Of these, for each size, the set the most rows have all set (the
+    first such, in that order). All samples at once, on their columns as bit sets (:func:`_stack_words`): the pair
+    counts per sample (compiled; numpy: a float product), the growth and the final counts by popcounts of ANDs."""
+    m = len(samples)
+    if m == 0:
+        return []
+    n = np.array([len(x) for x in samples], np.int64)
+    if (n < 1).any():
+        raise ValueError("every sample needs at least one row")
+    stack = np.zeros((m, int(n.max()), (k + 7) // 8), np.uint8)
+    for g, x in enumerate(samples):
+        stack[g, :len(x)] = x
+    words = _stack_words(stack, k)
+    compiled = (kernel or bits.FOLD_KERNEL) == "compiled" and bits._foldkernel is not None
+    starts = np.zeros((m, 4, 2 if k > 1 else 1), np.intp)
+    ones = np.empty((m, k), np.int64)
+    for g in range(m):
+        if compiled:
+            both = np.empty((k, k), np.int64)
+            bits._foldkernel.pair_counts(words[g], k, words.shape[2], both)
+        else:
+            f = np.unpackbits(stack[g, :n[g]], axis=1, count=k, bitorder="little").astype(np.float64)
+            both = (f.T @ f).astype(np.int64)
+        ones[g] = np.diag(both)
+        if k == 1:
+            continue
+        pairs = both.astype(np.float64)
+        mu = np.diag(pairs) / n[g]
+        cov = pairs / n[g] - np.outer(mu, mu)
         np.fill_diagonal(cov, -np.inf)
-        np.fill_diagonal(both, -np.inf)
-        seeds = [tuple(int(i) for i in np.unravel_index(int(np.argmax(a)), a.shape)) for a in (cov, both)]
-    grown = [_grown(x, seed, max(sizes), lift) for seed in dict.fromkeys(seeds) for lift in (True, False)]
-    return [np.asarray(max(grown, key=lambda g: int(x[:, g[:s]].all(axis=1).sum()))[:s], dtype=np.intp)
+        np.fill_diagonal(pairs, -np.inf)
+        for j, a in enumerate((cov, cov, pairs, pairs)):
+            starts[g, j] = np.unravel_index(int(np.argmax(a)), a.shape)
+    grown = _grown(words, ones, n, starts, max(sizes))
+    best = [np.argmax(np.bitwise_count(_having(words, grown[:, :, :s])).sum(axis=2, dtype=np.int64), axis=1)
             for s in sizes]
+    return [[np.asarray(grown[g, b[g], :s], dtype=np.intp) for s, b in zip(sizes, best, strict=True)]
+            for g in range(m)]
 
 
 def report_stats(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], nbits: int, tested: npt.NDArray[np.uint8],
@@ -171,8 +264,9 @@ class BitsTogether:
     working state, never serialized (an aggregate read back or merged chooses again from the reports it folds
     next). :meth:`add` folds one batch into ``hist`` and ``hits``."""
 
-    def __init__(self, params: Any, rng: Any = None) -> None:
+    def __init__(self, params: Any, rng: Any = None, head: int = HEAD) -> None:
         self.k = params.num_bloombits
+        self.head = head  # first choices from the batch's head: this many samples' worth per cohort (0: none)
         self.sizes = cooccurrence_sizes(params)
         self.rows = sample_rows(params)
         m, width = params.num_cohorts, (self.k + 7) // 8
@@ -199,7 +293,8 @@ class BitsTogether:
         count every report into ``hist`` and test the others into ``hits``. One loop step per cohort."""
         c = np.asarray(cohorts)
         tested = self.split(c.size)
-        self._take_in(c, rows, tested, self._free_counts(c, tested), kernel)
+        first = self._first_choices(c, rows, tested, kernel)
+        self._take_in(c, rows, tested, self._free_counts(c, tested), kernel, first)
         report_stats(c, rows, self.k, tested, self.masks, self.chosen, hist, hits, kernel)
 
     def fold(self, cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], cohort_n: npt.NDArray[np.int64],
@@ -212,10 +307,11 @@ class BitsTogether:
         r = np.ascontiguousarray(rows, dtype=np.uint8)
         m, sizes = self.seen.size, len(self.sizes)
         tested = self.split(c.size)
+        first = self._first_choices(c, r, tested, None)
         before, apart = cohort_n.copy(), np.zeros((m, sizes + 1), np.int64)
         fk.fold_rows(c, c.itemsize, r, r.shape[1], self.k, cohort_n, ones, hist, tested, self.masks, sizes,
                      self.every, apart)
-        again = self._take_in(c, r, tested, cohort_n - before - apart[:, 0], None)
+        again = self._take_in(c, r, tested, cohort_n - before - apart[:, 0], None, first)
         kept = self.chosen.astype(bool)
         kept[again] = False
         hits += apart[kept].sum(axis=0)
@@ -224,14 +320,42 @@ class BitsTogether:
             only[again] = 1
             fk.fold_rows(c, c.itemsize, r, r.shape[1], self.k, None, None, None, tested, self.masks, sizes, only, hits)
 
+    def _first_choices(self, c: npt.NDArray[Any], rows: npt.NDArray[np.uint8], tested: npt.NDArray[np.uint8],
+                       kernel: str | None) -> npt.NDArray[np.bool_]:
+        """Before a batch is tested: each cohort without a choice that has :data:`FIRST` reports to choose from
+        counting those of the batch's head (its first ``head`` samples' worth of reports per cohort) chooses from
+        its kept rows and the head's latest (module docstring); return which did."""
+        m = self.seen.size
+        first = np.zeros(m, bool)
+        if self.head <= 0 or self.chosen.all():
+            return first
+        n = min(c.size, self.head * self.rows * m)
+        free = np.flatnonzero(np.unpackbits(tested[:(n + 7) // 8], count=n, bitorder="little") == 0)
+        head = c[free].astype(self.cohort_type)
+        in_head = np.bincount(head, minlength=m)
+        first = (self.chosen == 0) & (in_head > 0) & (self.seen + in_head >= FIRST)
+        if first.any():
+            order, ends = free[np.argsort(head, kind="stable")], np.cumsum(in_head)
+            for g in np.flatnonzero(first).tolist():
+                newest = rows[order[ends[g] - min(in_head[g], self.rows):ends[g]]]
+                kept = self.samples.get(g)
+                self.samples[g] = newest if kept is None else np.concatenate((kept, newest))[-self.rows:]
+            self._choose(np.flatnonzero(first).tolist(), kernel)
+        return first
+
     def _take_in(self, c: npt.NDArray[Any], rows: npt.NDArray[np.uint8], tested: npt.NDArray[np.uint8],
-                 counts: npt.NDArray[np.int64], kernel: str | None) -> list[int]:
+                 counts: npt.NDArray[np.int64], kernel: str | None,
+                 first: npt.NDArray[np.bool_] | None = None) -> list[int]:
         """Take in a batch's reports to choose from (``counts`` per cohort), choosing again where due; return the
-        cohorts that chose."""
+        cohorts that chose. ``first``: the cohorts that chose from this batch's head (:meth:`_first_choices`),
+        whose choice is dated, as any other, at the batch's end, and which keep none of its rows."""
         after = self.seen + counts
+        if first is not None:
+            self.chosen_at[first] = after[first]
         due = np.maximum(FIRST, REFRESH * self.chosen_at)
         # rows a cohort's next choice can use: its latest, once it is within a sample of being due
-        keep = np.flatnonzero((counts > 0) & (after > due - self.rows))
+        near = (counts > 0) & (after > due - self.rows)
+        keep = np.flatnonzero(near if first is None else near & ~first)
         if keep.size:
             window = min(int(counts.sum()), 4 * self.rows * keep.size)  # the tail: 4 samples' worth per cohort
             at = _last_free(tested, c.size, window)
@@ -245,8 +369,8 @@ class BitsTogether:
                 self.samples[g] = newest if kept is None else np.concatenate((kept, newest))[-self.rows:]
         self.seen = after
         chose = [g for g in np.flatnonzero(after >= due).tolist() if len(self.samples.get(g, ()))]
-        for g in chose:
-            self._choose(g, kernel)
+        self._choose(chose, kernel)
+        self.chosen_at[chose] = after[chose]
         return chose
 
     def _free_counts(self, cohorts: npt.NDArray[Any], tested: npt.NDArray[np.uint8],
@@ -259,11 +383,15 @@ class BitsTogether:
             out += np.bincount(cohorts[i:i + step][free == 0].astype(self.cohort_type), minlength=out.size)
         return out
 
-    def _choose(self, g: int, kernel: str | None) -> None:
-        x = np.unpackbits(self.samples[g], axis=1, count=self.k, bitorder="little").astype(bool)
-        for j, chosen in enumerate(chosen_sets(x, self.sizes, kernel)):
-            mask = np.zeros(self.k, bool)
-            mask[chosen] = True
-            self.masks[g, j] = np.packbits(mask, bitorder="little")
-        self.chosen[g], self.chosen_at[g] = 1, self.seen[g]
-        del self.samples[g]  # the next choice uses later rows only
+    def _choose(self, cohorts: list[int], kernel: str | None) -> None:
+        """Choose the bits of ``cohorts`` from their samples, all at once (:func:`chosen_sets_of`); the samples are
+        dropped (the next choice uses later rows only). The caller dates the choice (``chosen_at``)."""
+        if not cohorts:
+            return
+        for g, sets in zip(cohorts, chosen_sets_of([self.samples.pop(g) for g in cohorts], self.k, self.sizes,
+                                                   kernel), strict=True):
+            for j, chosen in enumerate(sets):
+                mask = np.zeros(self.k, bool)
+                mask[chosen] = True
+                self.masks[g, j] = np.packbits(mask, bitorder="little")
+            self.chosen[g] = 1
