@@ -37,19 +37,21 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BINARY", "BinaryPair", "WorstCase", "binary_pair", "binary_rr_epsilon", "worst_case"]
+from ldp.privacy.window_grid import floor_delta, grid_search
+
+__all__ = ["BINARY", "EXACT_MAX", "BinaryPair", "WorstCase", "binary_pair", "binary_rr_epsilon", "interval_cuts",
+           "worst_case"]
 
 BINARY = "binary RR (worst dataset)"
 """The method of a figure from this module (:class:`~ldp.privacy.shuffle.ShuffleGuarantee`)."""
 
 _DIRECT = 2e7
 """Window products up to this are convolved directly (exact to rounding); longer ones by FFT."""
-_EVALS = 60
-"""The most datasets computed in one search for the worst."""
-_SLICES = 10
-"""The search starts from 10 intervals over ``a`` in [0, (n − 1)/2] (each drops 1/20 of the others: ~2.5 % on ε)."""
-_CLOSE = 0.03
-"""The search stops once its figure is within this share of a real dataset's."""
+_PARTS = 20
+"""Fixed intervals over the others' number of ones in [0, (n − 1)/2]: each drops up to 1/40 of the others (about
+1.3 % on ε)."""
+EXACT_MAX = 10**7
+"""The most users the datasets are computed for (a window's figure in well under a second); more get its figure."""
 _TILT = 4.5
 """Standard deviations between the tilts' centres: each reads the entries within about ±4.8 of its own to 10⁻⁹."""
 _GRID = 2**16
@@ -190,19 +192,23 @@ def _convolved(fa: Any, fb: Any, spread: float, reach: float) -> tuple[Any, floa
     ka, kb, k = np.arange(fa.size), np.arange(fb.size), np.arange(fa.size + fb.size - 1)
     size = k.size
     best, err = np.zeros(size), np.full(size, np.inf)
-    steps = int(math.ceil(reach / _TILT))
+    log_chernoff = np.full(size, np.inf)  # ln of min over the tilts of e^(-θk)·Σ fa(i)e^(θi)·Σ fb(j)e^(θj) >= f(k)
+    steps = int(math.ceil(reach * (1.0 if reach < 12 else 1.6) / _TILT))  # far tails are not normal: reach further
     for theta in np.arange(-steps, steps + 1) * (_TILT / spread):
         ta, tb = theta * ka + la, theta * kb + lb
         ma, mb = float(ta.max()), float(tb.max())
         wa, wb = np.exp(ta - ma), np.exp(tb - mb)
-        scale = np.exp(ma + mb - theta * k)
+        power = ma + mb - theta * k
+        log_chernoff = np.minimum(log_chernoff, power + math.log(float(wa.sum())) + math.log(float(wb.sum())))
+        scale = np.exp(np.minimum(power, 700.0))  # beyond: this tilt cannot read the entry (its bound is inf)
         norms = float(np.einsum("i,i->", wa, wa)) * float(np.einsum("i,i->", wb, wb))  # no BLAS threads
-        bound = 8 * 2.2e-16 * math.log2(size) * math.sqrt(norms) * scale
+        bound = np.where(power > 700.0, np.inf, 8 * 2.2e-16 * math.log2(size) * math.sqrt(norms) * scale)
         better = bound < err
         best = np.where(better, np.maximum(fftconvolve(wa, wb), 0.0) * scale, best)
         err = np.where(better, bound, err)
     loose = err > _RHO * best
-    left_out = float(best[loose].sum() + err[loose].sum())
+    chernoff = np.exp(np.minimum(log_chernoff[loose], 700.0))
+    left_out = float(np.minimum(best[loose] + err[loose], chernoff).sum())
     best[loose] = 0.0
     return best, left_out
 
@@ -267,16 +273,17 @@ class WorstCase:
 
 @functools.lru_cache(maxsize=8)
 def worst_case(eps0: float, n: int, delta: float) -> WorstCase:
-    """Intervals of datasets of the n − 1 others, each dominated by one computed dataset, refined until the figure at
-    ``delta`` is within ``_CLOSE`` of a real dataset's (module docstring). The binomials' windows leave out 10⁻¹⁰·δ
-    (it lands at the top loss) and the composable law's grid spans all but 10⁻⁹·δ of each side, enough for up to
-    1,000 windows composed at δ (more are still valid, on a coarser grid). Cached: one window's figure and its
-    composition share one search."""
+    """Every dataset of the n − 1 others covered by :data:`_PARTS` fixed intervals over the number of ones (module
+    docstring), each evaluated at the dataset that dominates it; the figure at ``delta`` is the largest of their ε,
+    each rounded up to the ε grid of :mod:`ldp.privacy.window_grid`. The binomials' windows leave out 10⁻¹⁰·δ
+    (at least 10⁻³⁰⁶; it lands at the top loss) and the composable law's grid spans all but 10⁻⁹·δ of each side,
+    enough for up to 1,000 windows composed at δ (more are still valid, on a coarser grid). Cached: one window's
+    figure and its composition share one search."""
     import numpy as np
 
     p = 1.0 / (1.0 + math.exp(-eps0))
     others = n - 1
-    tail, window = 1e-9 * delta, 1e-10 * delta
+    tail, window = max(1e-9 * delta, 1e-305), max(1e-10 * delta, 1e-306)
     count = 0
 
     def pair(ones: int, zeros: int) -> BinaryPair:
@@ -284,40 +291,40 @@ def worst_case(eps0: float, n: int, delta: float) -> WorstCase:
         count += 1
         return binary_pair(ones, zeros, p, window)
 
-    half = others // 2  # a and others − a are one dataset's two directions
-    cuts = sorted({0, half + 1} | set(range(0, half + 1, max(1, -(-(half + 1) // _SLICES)))))
+    cuts = interval_cuts(n)
     first = pair(0, others - cuts[1] + 1)
     lo_l, hi_l = first.range(tail)
     span = max(hi_l - lo_l, 1e-12)
     grid = np.linspace(max(lo_l - span / 4, -eps0), min(hi_l + span / 4, eps0), _GRID)
-    intervals: dict[tuple[int, int], tuple[float, Any, float]] = {}
+    found: list[tuple[float, Any, float, int]] = []
+    guess = 0.1
+    for lo, end in zip(cuts[:-1], cuts[1:], strict=True):
+        pr = first if lo == 0 else pair(lo, n - end)
+        guess = grid_search(lambda e, pr=pr: bool(pr.delta(e) > delta), guess, eps0)
+        found.append((guess, pr.survival(grid), float(pr.up_total), lo))
+    worst = max(found, key=lambda f: f[0])
+    lower = min(worst[0], pair(worst[3], others - worst[3]).epsilon(delta))
+    return WorstCase(worst[0], lower, delta, count, grid, np.max(np.stack([f[1] for f in found]), axis=0),
+                     max(f[2] for f in found), eps0)
 
-    def judge(lo: int, hi: int, pr: BinaryPair | None = None) -> None:
-        pr = pr or pair(lo, others - hi)
-        intervals[(lo, hi)] = (pr.epsilon(delta), pr.survival(grid), float(pr.up_total))
 
-    judge(0, cuts[1] - 1, first)
-    for lo, hi in zip(cuts[1:], cuts[2:], strict=False):
-        judge(lo, hi - 1)
-    lower = 0.0
-    while count < _EVALS:
-        (lo, hi), (top, _, _) = max(intervals.items(), key=lambda kv: kv[1][0])
-        if not math.isfinite(top):
-            break
-        lower = max(lower, pair(lo, others - lo).epsilon(delta))
-        if lo == hi or top <= lower * (1 + _CLOSE):
-            break
-        mid = (lo + hi) // 2
-        del intervals[(lo, hi)]
-        judge(lo, mid)
-        judge(mid + 1, hi)
-    found = list(intervals.values())
-    return WorstCase(max(e for e, _, _ in found), lower, delta, count, grid,
-                     np.max(np.stack([s for _, s, _ in found]), axis=0), max(t for _, _, t in found), eps0)
+def interval_cuts(n: int) -> list[int]:
+    """The fixed intervals of the others' number of ones: ``[cuts[i], cuts[i+1] − 1]``, from
+    ``⌊k·(n + 1)/(2·_PARTS)⌋`` for k < ``_PARTS`` and ``⌊(n + 1)/2^j⌋`` for j >= 6 (the worst datasets hold
+nearly all one value) to ``⌊(n + 1)/2⌋`` (empty ones dropped). Every cut is
+    non-decreasing in n and grows by at most 1 from n to n + 1, so each interval's dominating dataset at n + 1 (its
+    first number of ones, and n + 1 − its end of zeros) holds at least as many of each value as at n: its δ is no
+    larger (a post-processing), and so is the figure."""
+    top = (n + 1) // 2
+    fine = {(n + 1) // 2**j for j in range(_PARTS.bit_length() + 1, 64)}  # 1/64, 1/128, …: the worst is near 0
+    return sorted({k * (n + 1) // (2 * _PARTS) for k in range(_PARTS)} | fine | {top})
 
 
 def binary_rr_epsilon(eps0: float, n: int, delta: float) -> tuple[float, float]:
     """The central ε at ``delta`` of n shuffled binary RR reports of ε₀, valid for every dataset (module docstring),
-    and the exact ε of the worst real dataset found (a lower bound on any valid figure)."""
-    found = worst_case(eps0, n, delta)
+    and the exact ε of the worst real dataset found (a lower bound on any valid figure). δ is first rounded down to
+    the grid of :func:`~ldp.privacy.window_grid.floor_delta`; beyond :data:`EXACT_MAX` users the figure of
+    ``EXACT_MAX`` users is returned (valid for more: more users' view is a post-processing of fewer's), with its
+    own lower value (then not a lower bound for n)."""
+    found = worst_case(float(eps0), min(n, EXACT_MAX), floor_delta(delta))
     return found.epsilon, found.lower

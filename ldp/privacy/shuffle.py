@@ -49,6 +49,7 @@ from typing import Any
 from ldp.extras import available
 from ldp.privacy.binary_shuffle import BINARY, binary_rr_epsilon
 from ldp.privacy.cost import PrivacyCost
+from ldp.privacy.window_grid import check_delta, floor_delta, grid_search
 
 __all__ = ["ShuffleGuarantee", "ShuffleStructure", "generic_structure", "k_rr_structure", "shuffled_epsilon",
            "shuffled_cost", "closed_form_epsilon", "delta_upper_bound", "TRUST_ASSUMPTION"]
@@ -152,8 +153,7 @@ def _check(eps0: float, n: int, delta: float, *, large: bool = False) -> tuple[f
         raise ValueError(f"the local ε₀ must be a finite number >= 0, got {eps0!r}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n (reports shuffled together, one per user) must be an int >= 1, got {n!r}")
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0.0 < delta < 1.0):
-        raise ValueError(f"δ must be in (0, 1), got {delta!r}")
+    delta = check_delta(delta)
     if eps0 > _MAX_EPS0 and not large:
         raise ValueError(f"the local ε₀ must be at most 700 (e^ε₀ must be a float), got {eps0!r}")
     return float(eps0), n, float(delta)
@@ -309,11 +309,12 @@ def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStruct
     none = ShuffleGuarantee(eps0, 0.0, eps0, n, "none")
     if n < 2 or eps0 > _MAX_EPS0 or math.exp(-eps0) >= 1.0:  # nothing to gain, or ε₀ below a float's resolution
         return none
-    if structure is not None and structure.epsilon_pair > eps0 * (1 + 1e-9):
+    if structure is not None and structure.epsilon_pair > eps0 * (1 + 1e-6):  # a realized channel: rounding
         raise ValueError(f"the structure's ε_Δ = {structure.epsilon_pair} exceeds the reports' ε₀ = {eps0}")
-    found = [_search(eps0, n, delta, generic_structure(eps0), closed_form_epsilon(eps0, n, delta))]
+    grid_delta = floor_delta(delta)  # a figure valid at δ' <= δ is valid at δ (ldp.privacy.window_grid)
+    found = [_search(eps0, n, grid_delta, generic_structure(eps0), closed_form_epsilon(eps0, n, grid_delta))]
     if structure is not None and structure.name != "generic" and structure.clone_probability < 1.0:
-        found.append(_search(eps0, n, delta, structure, None))
+        found.append(_search(eps0, n, grid_delta, structure, None))
     if binary and structure is not None and structure.binary and structure.epsilon_pair <= _BINARY_MAX \
             and available("numpy", "scipy"):  # without the server extra, the clone bound alone
         found.append((binary_rr_epsilon(structure.epsilon_pair, n, delta)[0], BINARY))
@@ -363,7 +364,8 @@ def _search(eps0: float, n: int, delta: float, structure: ShuffleStructure,
             if side == 1:
                 f_hi /= 2
             side = 1
-    return hi, structure.name
+    # the answer: the smallest grid ε whose bound is at most δ (ldp.privacy.window_grid), whatever path led here
+    return grid_search(lambda e: excess(e) > 0, hi, eps0), structure.name
 
 
 def shuffled_cost(per_report: PrivacyCost, n: int, delta: float,

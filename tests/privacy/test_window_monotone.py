@@ -1,0 +1,89 @@
+"""One window's central ε (issue 72, items 3 and 4): total over the box, no numpy warning, non-increasing in n and
+in δ (binary RR's fixed intervals, the k-RR clone structure, the generic bound), the grids it rests on."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ldp.encoders.randomized_response import GRRParams
+from ldp.errors import RefusalValueError
+from ldp.privacy.binary_shuffle import interval_cuts
+from ldp.privacy.shuffle import shuffled_epsilon
+from ldp.privacy.window_grid import eps_at, eps_index, floor_delta
+
+
+def _structure(kind: str, eps0: float):  # type: ignore[no-untyped-def]
+    return None if kind == "generic" else GRRParams(eps0, 2 if kind == "binary" else 10).shuffle_structure
+
+
+def _quiet(eps0: float, n: int, delta: float, kind: str) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = shuffled_epsilon(eps0, n, delta, _structure(kind, eps0))
+    assert 0.0 <= g.epsilon <= eps0
+    return g.epsilon
+
+
+def test_the_grids() -> None:
+    for eps in (1e-9, 0.0123, 1.0, 7.5):
+        j = eps_index(eps)
+        assert eps_at(j - 1) < eps <= eps_at(j)
+    for delta in (1e-300, 3.7e-8, 1e-8, 0.49):
+        d = floor_delta(delta)
+        assert d <= delta < d * 10 ** (1 / 1000) * (1 + 1e-12)
+
+
+def test_cuts_grow_by_at_most_one() -> None:
+    """Every cut of the fixed intervals is non-decreasing in n, by at most 1 per user (what makes the binary figure
+    non-increasing in n), and the intervals cover [0, (n - 1)/2]."""
+    prev = interval_cuts(2)
+    for n in range(3, 3000):
+        cuts = interval_cuts(n)
+        assert cuts[0] == 0 and cuts[-1] == (n + 1) // 2
+        assert cuts == sorted(set(cuts))
+        for c in prev:  # each old cut c, as a function of n: its successor is c or c + 1
+            assert c in cuts or c + 1 in cuts
+        prev = cuts
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-301, 1.0, -1e-9])
+def test_delta_outside_the_box_is_refused(delta: float) -> None:
+    with pytest.raises(RefusalValueError, match="δ must") as exc:
+        shuffled_epsilon(1.0, 1000, delta)
+    assert exc.value.code == "param_range"
+
+
+def test_the_binary_figure_at_consecutive_n_which_rose() -> None:
+    """The issue: binary RR at ε₀ = 4, δ = 10⁻⁸ rose from n = 1,000 to 1,001 (2.6180 to 2.6697)."""
+    got = [_quiet(4.0, n, 1e-8, "binary") for n in range(995, 1012)]
+    assert got == sorted(got, reverse=True)
+    assert got[5] < 2.618 * 1.03
+
+
+@settings(max_examples=25, deadline=None)
+@given(kind=st.sampled_from(["binary", "k-RR", "generic"]), eps0=st.floats(0.05, 8.0),
+       n=st.one_of(st.integers(2, 3000), st.integers(3000, 10**6)), log_delta=st.floats(-20, math.log10(0.49)))
+def test_non_increasing_in_n(kind: str, eps0: float, n: int, log_delta: float) -> None:
+    """Consecutive n, and n next to its fixed intervals' boundaries (n + 1 a multiple of 40)."""
+    delta = 10**log_delta
+    for m in (n, 40 * (n // 40) + 39):
+        a, b = _quiet(eps0, m, delta, kind), _quiet(eps0, m + 1, delta, kind)
+        assert b <= a
+
+
+@settings(max_examples=20, deadline=None)
+@given(kind=st.sampled_from(["binary", "k-RR", "generic"]), eps0=st.floats(0.05, 8.0),
+       n=st.integers(2, 10**6), log_delta=st.floats(-30, math.log10(0.45)), ratio=st.floats(1.0, 1.01))
+def test_non_increasing_in_delta(kind: str, eps0: float, n: int, log_delta: float, ratio: float) -> None:
+    delta = 10**log_delta
+    assert _quiet(eps0, n, delta * ratio, kind) <= _quiet(eps0, n, delta, kind)
+
+
+@settings(max_examples=6, deadline=None)
+@given(kind=st.sampled_from(["binary", "k-RR", "generic"]), eps0=st.floats(0.05, 30.0), n=st.integers(1, 10**5))
+def test_tiny_delta_is_total_and_quiet(kind: str, eps0: float, n: int) -> None:
+    _quiet(eps0, n, 1e-300, kind)
