@@ -300,12 +300,17 @@ def worst_case(eps0: float, n: int, delta: float) -> WorstCase:
     guess = 0.1
     for lo, end in zip(cuts[:-1], cuts[1:], strict=True):
         pr = first if lo == 0 else pair(lo, n - end)
-        guess = grid_search(lambda e, pr=pr: bool(pr.delta(e) > delta), guess, eps0)
+        guess = grid_search(functools.partial(_fails, pr, delta), guess, eps0)
         found.append((guess, pr.survival(grid), float(pr.up_total), lo))
     worst = max(found, key=lambda f: f[0])
     lower = min(worst[0], pair(worst[3], others - worst[3]).epsilon(delta))
     return WorstCase(worst[0], lower, delta, count, grid, np.max(np.stack([f[1] for f in found]), axis=0),
                      max(f[2] for f in found), eps0)
+
+
+def _fails(pr: BinaryPair, delta: float, eps: float) -> bool:
+    """Whether ``pr`` needs more than δ at ε."""
+    return bool(pr.delta(eps) > delta)
 
 
 def interval_cuts(n: int) -> list[int]:

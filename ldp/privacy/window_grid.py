@@ -57,7 +57,7 @@ def floor_delta(delta: float) -> float:
         i += 1
     while i > 0 and 10.0 ** (-(i - 1) / _DELTA_STEPS) <= delta:
         i -= 1
-    return 10.0 ** (-i / _DELTA_STEPS)
+    return float(10.0 ** (-i / _DELTA_STEPS))
 
 
 def check_delta(delta: float) -> float:
