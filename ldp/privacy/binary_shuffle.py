@@ -21,9 +21,11 @@ Here the worst dataset is searched for, and every figure holds for all of them a
   AISTATS 2022), so the connect-the-dots PLD of that profile (Doroshenko, Ghazi, Kamath, Kumar and Manurangsi,
   PETS 2022; ``dp-accounting``) dominates every window, and windows compose.
 
-The search: intervals at 0, 1, 2–3, 4–7, … from both ends (the worst datasets hold nearly all one value), the one
-with the largest figure split in two until it is within ``_CLOSE`` of the exact figure of a real dataset inside it
-(a lower bound on the worst case) or ``_EVALS`` datasets were computed. Each law f is exact to rounding: the
+The search (issue 72): fixed intervals of the number of ones (:func:`interval_cuts`: 1/40 of the others each, finer
+near 0 where the worst datasets are), the same fractions at every n, each evaluated at its dominating dataset and its
+ε rounded up to the grid of :mod:`ldp.privacy.window_grid`: the figure is non-increasing in n by construction (up
+to rounding; see that module for what is guaranteed). Up to :data:`EXACT_MAX` users; beyond, that many users' figure.
+Each law f is exact to rounding: the
 binomials by scipy at their modes and ratio products outward, convolved directly or, when long, by FFT with a
 bound on its rounding added to δ; the mass left outside their windows is added to δ too.
 
