@@ -67,11 +67,15 @@ def write_aggregate(params: ProtocolParams, n: int, rejected: Counter[str], layo
 def read_state(data: memoryview, header: Mapping[str, Any], layout: StateLayout,
                optional: StateLayout | None = None) -> dict[str, np.ndarray]:
     """The arrays of an aggregate file (``data`` without its CRC) as read-only views, after checking that
-    the header declares exactly ``layout`` (or ``layout`` then ``optional``, arrays a file may lack: those
-    written before they existed) and that the payload is exactly its size (nothing allocated before):
+    the header declares exactly ``layout`` (or ``layout`` then ``optional`` or its first arrays, arrays a file may
+    lack: those written before they existed) and that the payload is exactly its size (nothing allocated before):
     :class:`AggregateFormatError` otherwise."""
-    if optional and _same_json(header["arrays"], _declared_arrays({**layout, **optional})):
-        layout = {**layout, **optional}
+    names = list(optional or {})
+    for upto in range(len(names), 0, -1):  # the optional arrays, or their first ones (a file of an older layout)
+        fuller = {**layout, **{k: (optional or {})[k] for k in names[:upto]}}
+        if _same_json(header["arrays"], _declared_arrays(fuller)):
+            layout = fuller
+            break
     expected = _declared_arrays(layout)
     if not _same_json(header["arrays"], expected):
         raise AggregateFormatError(f"aggregate arrays {_clip(header['arrays'])} do not match the protocol's "

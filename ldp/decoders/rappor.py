@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from ldp.batch.bits import add_ones_by_group, kernel_in_use
 from ldp.batch.rappor_evidence import BitsTogether, cooccurrence_sizes
+from ldp.batch.rappor_pairs import PairChoice, pair_cells_shape
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.rappor_decode import bit_count_variance
 from ldp.encoders.rappor import RapporParams
@@ -65,7 +66,9 @@ class RapporAggregate(Aggregate):
     ones: npt.NDArray[np.int64]  # (m, k)
     ones_hist: npt.NDArray[np.int64]  # (k + 1,)
     together: npt.NDArray[np.int64]  # (1 + len(cooccurrence_sizes),)
+    pair_cells: npt.NDArray[np.int64]  # (m, J, 4(k − 1)): ldp.batch.rappor_pairs
     _together: BitsTogether | None = None  # the fold's choices of bits, made on the first fold
+    _pairs: PairChoice | None = None  # the fold's choices of pairs (ldp.batch.rappor_pairs)
 
     @classmethod
     def state_layout(cls, params: RapporParams) -> StateLayout:
@@ -76,7 +79,8 @@ class RapporAggregate(Aggregate):
     def report_layout(cls, params: RapporParams) -> StateLayout:
         sizes = cooccurrence_sizes(params)
         return {"ones_hist": (np.dtype(np.int64), (params.num_bloombits + 1,)),
-                "together": (np.dtype(np.int64), (1 + len(sizes),))}
+                "together": (np.dtype(np.int64), (1 + len(sizes),)),
+                "pair_cells": (np.dtype(np.int64), pair_cells_shape(params))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         """Count reports per cohort and ones per (cohort, bit), in place (:func:`~ldp.batch.bits.add_ones_by_group`),
@@ -84,7 +88,10 @@ class RapporAggregate(Aggregate):
         in one pass over the rows (:meth:`~ldp.batch.rappor_evidence.BitsTogether.fold`)."""
         if self._together is None:
             self._together = BitsTogether(self.params)
+        if self._pairs is None:
+            self._pairs = PairChoice(self.params)
         cohorts, rows = columns["cohort"], columns["bits"]
+        self._pairs.add(cohorts, rows, self.pair_cells)
         if kernel_in_use():
             self._together.fold(cohorts, rows, self.cohort_n, self.ones, self.ones_hist, self.together)
             return

@@ -140,4 +140,4 @@ def test_rappor_windows_are_judged_by_their_reports_on_the_page_and_by_ldp_decod
     assert main(["decode", str(job), "--spec", str(spec_path), "--window", str(W0 + 1), "--candidates", str(words),
                  "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["poisoning"]["verdict"] == "suspicious" and len(doc["poisoning"]["checks"]) == 5
+    assert doc["poisoning"]["verdict"] == "suspicious" and len(doc["poisoning"]["checks"]) == 7

@@ -346,9 +346,9 @@ def test_files_without_the_statistics_load_and_are_tested_by_their_totals() -> N
     old = Aggregate.from_bytes(_old_file(agg))
     assert isinstance(old, RapporAggregate) and old.n == 2000 and not old.ones_hist.any()
     assert (old.ones == agg.ones).all()
-    assert [c.name for c in poisoning_evidence(old).checks] == ["ones_total", "ones_cohort"]
+    assert [c.name for c in poisoning_evidence(old).checks] == ["ones_total", "ones_cohort", "cohort_reports"]
     merged = old.copy().merge(agg)  # half the reports with statistics: their checks run on those
-    assert merged.ones_hist.sum() == 2000 and len(poisoning_evidence(merged).checks) == 5
+    assert merged.ones_hist.sum() == 2000 and len(poisoning_evidence(merged).checks) == 7
     damaged = json.loads(_old_file(agg)[9:-4 - 8 * (3 + 3 * 24)].decode())
     damaged["arrays"] = damaged["arrays"][:1]
     with pytest.raises(AggregateFormatError, match="arrays"):
@@ -379,6 +379,6 @@ def test_statistics_a_fold_cannot_make_are_left_out(damage: str) -> None:
         bad.together[1] = bad.together[0] + 1
     else:
         bad.together[0] = bad.ones_hist.sum() + 1
-    assert len(poisoning_evidence(agg).checks) == 5
-    assert [c.name for c in poisoning_evidence(Aggregate.from_bytes(bad.to_bytes())).checks] == ["ones_total",
-                                                                                                 "ones_cohort"]
+    assert len(poisoning_evidence(agg).checks) == 7
+    assert [c.name for c in poisoning_evidence(Aggregate.from_bytes(bad.to_bytes())).checks] == [
+        "ones_total", "ones_cohort", "cohort_reports", "pair_law"]

@@ -14,6 +14,7 @@ from scipy import stats
 
 from ldp.batch.rappor import bloom_index_table
 from ldp.batch.rappor_evidence import BitsTogether
+from ldp.batch.rappor_pairs import pairs_enabled
 from ldp.encoders.rappor import RapporParams
 from ldp.protocols import get_protocol
 from ldp.server.poisoning import check_reports, law_for, poisoning_evidence
@@ -189,25 +190,25 @@ def test_odd_windows_give_valid_checks(window: tuple[RapporParams, dict[str, np.
     law = law_for(params)
     assert law is not None
     checks = law.report_checks(params, cols, alpha)
-    assert len(checks) == law.report_check_count(params) == 3
+    assert len(checks) == law.report_check_count(params) == 3 + int(pairs_enabled(params))
     for c in checks:
         assert 0.0 <= c.p_value <= 1.0 and c.verdict in ("ok", "suspicious") and c.reports == cols["bits"].shape[0]
 
 
 def test_evidence_counts_the_report_checks_in_its_alpha() -> None:
-    """Totals (2) and the per-report statistics (3) the fold kept: each check at alpha/5, reports given or not
-    (they would repeat what the aggregate holds). A simulated aggregate holds no per-report statistics: its
-    totals at alpha/2, and the reports, when given, at alpha/5."""
+    """Totals (2), the cohorts' counts (1), the per-report statistics (3) and the pair cells (1) the fold kept: each
+    check at alpha/7, reports given or not (they would repeat what the aggregate holds). A simulated aggregate
+    holds no per-report statistics: its totals and counts at alpha/3, and the reports, when given, at alpha/7."""
     batch = _honest(SMALL, 500, np.random.default_rng(1))
     agg = get_protocol("rappor").aggregate_type(SMALL)
     agg.add(batch)
-    names = ["ones_total", "ones_cohort", "ones_tails", "ones_spike", "bits_together"]
-    for ev in (poisoning_evidence(agg, batch, alpha=0.05), poisoning_evidence(agg, alpha=0.05)):
+    names = ["ones_total", "ones_cohort", "cohort_reports", "ones_tails", "ones_spike", "bits_together", "pair_law"]
+    for ev in (poisoning_evidence(agg, batch, alpha=0.07), poisoning_evidence(agg, alpha=0.07)):
         assert [c.name for c in ev.checks] == names
         assert all(c.alpha == pytest.approx(0.01) for c in ev.checks)
     sim = get_protocol("rappor").aggregate_type.simulate(SMALL, {"a": 300, "b": 200}, 1)
-    assert [c.name for c in poisoning_evidence(sim, alpha=0.05).checks] == names[:2]
-    assert [c.name for c in poisoning_evidence(sim, batch, alpha=0.05).checks] == names
+    assert [c.name for c in poisoning_evidence(sim, alpha=0.07).checks] == names[:3]
+    assert [c.name for c in poisoning_evidence(sim, batch, alpha=0.07).checks] == names
 
 
 def test_the_aggregate_runs_the_report_checks_as_the_reports_do() -> None:

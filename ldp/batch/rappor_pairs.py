@@ -1,0 +1,302 @@
+"""What a RAPPOR fold keeps for the promoted-pair test (:mod:`ldp.server.rappor_poisoning`): per cohort, the reports
+tested against its most suspicious pairs of bits, by cell.
+
+One additive statistic, so an aggregate carries it, merges it by sum and serves the test where the reports are
+gone (the collector's dashboard, ``ldp decode``):
+
+* ``pair_cells`` (``m, J, 4(k − 1)``): for cohort ``g`` and slot ``j`` (its ``j``-th chosen pair ``(a, b)``,
+  :data:`PAIR_SLOTS` of them), the tested reports by cell ``(x_a, x_b, R)``, ``R`` the report's other 1 bits
+  (its number of 1s minus ``x_a + x_b``, ``0..k − 2``): cell ``(2·x_a + x_b)·(k − 1) + R`` (:func:`cell_of`).
+
+**The split and the choice.** The fold splits each batch by a fair coin of its own per report (OS entropy unless a
+seed is given: a sender cannot choose its side), independent of the coins of
+:mod:`ldp.batch.rappor_evidence`: reports to choose from and reports to test. Per cohort, the fold keeps the
+moments of every pair of bits over all its reports to choose from (:func:`moments`: three ``(k + 1)²`` integer
+matrices per cohort, the working state, never serialized), and chooses, after each batch's reports to choose from
+are taken in and once a cohort has :data:`FIRST` of them, its :data:`PAIR_SLOTS` pairs of largest score
+(:func:`pair_scores`); then each of the batch's reports to test is counted, per slot, in the cell of its cohort's
+pair. A tested report never enters a choice.
+
+**The score** of pair ``(a, b)`` is the studentized sum over the reports to choose from of
+``φ = ½[(x_a − q*)(x_b − p*) + (x_a − p*)(x_b − q*)] − (x_a − p*)(x_b − p*)(R − (k − 2)·p*)``, whose mean is ``<= 0``
+for every honest report (given its filter ``S`` the bits are independent: the first term's mean is
+``−(q* − p*)²/2`` when ``S`` holds one of ``a, b`` and 0 otherwise; the second's is ``−(q* − p*)³·|S ∖ {a, b}|``
+when ``S`` holds both and 0 otherwise), and is large for a fake report that sets both bits and pads to the honest
+number of 1s (both bits set, its other bits fewer). The score only decides which pairs are tested; the test
+(:func:`ldp.server.rappor_poisoning.pair_law_check`) needs no property of it.
+
+Memory: the moments take ``24·m·(k + 1)²`` bytes while folding; above :data:`MOMENT_LIMIT` entries the fold keeps
+no pair cells (the test is then not run).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ldp.batch.bits import popcounts
+
+__all__ = ["FIRST", "MOMENT_LIMIT", "PAIR_SLOTS", "PairChoice", "cell_of", "moments", "pair_cells_shape",
+           "pair_scores", "pairs_enabled", "score_coefficients"]
+
+PAIR_SLOTS = 2
+"""Pairs of bits tested per cohort (two: an attack alternating two targets promotes two pairs per cohort)."""
+FIRST = 64
+"""Reports to choose from a cohort needs before its pairs are first chosen."""
+PREFILTER = 32
+"""Pairs per cohort scored by the moments' likelihood ratio (the largest by the linear score; :func:`pair_scores`)."""
+REFRESH = 1.25
+"""A cohort chooses again once its reports to choose from have grown this many times since its last choice."""
+MOMENT_LIMIT = 1 << 22
+"""The most entries ``3·m·(k + 1)²`` of the fold's moment matrices (32 MiB); above it no pair cells are kept."""
+
+
+
+def slots(params: Any) -> int:
+    """The pairs tested per cohort: :data:`PAIR_SLOTS`, or fewer when ``k`` has fewer pairs."""
+    k = params.num_bloombits
+    return int(min(PAIR_SLOTS, k * (k - 1) // 2))
+
+
+def pairs_enabled(params: Any) -> bool:
+    """Whether the fold keeps pair cells: ``k >= 2`` and the moments within :data:`MOMENT_LIMIT`."""
+    k, m = params.num_bloombits, params.num_cohorts
+    return k >= 2 and 3 * m * (k + 1) ** 2 <= MOMENT_LIMIT
+
+
+def pair_cells_shape(params: Any) -> tuple[int, int, int]:
+    """``(m, J, 4(k − 1))``: the cells of the tested reports per cohort and slot."""
+    k = params.num_bloombits
+    return params.num_cohorts, max(slots(params), 1), 4 * max(k - 1, 1)
+
+
+def cell_of(x_a: npt.NDArray[Any], x_b: npt.NDArray[Any], rest: npt.NDArray[Any], k: int) -> npt.NDArray[np.int64]:
+    """The cell ``(2·x_a + x_b)·(k − 1) + R`` of reports with bits ``x_a``, ``x_b`` and ``R = rest`` other 1s."""
+    out: npt.NDArray[np.int64] = (2 * np.asarray(x_a, np.int64) + np.asarray(x_b, np.int64)) * (k - 1) + rest
+    return out
+
+
+def _binomial_pmf(n: int, p: float) -> npt.NDArray[np.float64]:
+    return np.array([math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(n + 1)])
+
+
+def _rest_pmf(params: Any, j: int) -> npt.NDArray[np.float64]:
+    """The law of ``R`` for a filter holding ``j`` bits besides the pair: ``Binomial(j, q*) + Binomial(k − 2 − j,
+    p*)`` on ``0..k − 2``."""
+    k = params.num_bloombits
+    return np.convolve(_binomial_pmf(j, params.q_star), _binomial_pmf(k - 2 - j, params.p_star))
+
+
+def _group_means(pa: float, pb: float, rest: npt.NDArray[np.float64], top: int) -> npt.NDArray[np.float64]:
+    """``(4, top + 1)``: ``E[1{(x_a, x_b) = g}·R^i]``, groups ``g = 2·x_a + x_b``."""
+    r = np.arange(rest.size, dtype=np.float64)
+    powers = np.array([(rest * r ** i).sum() for i in range(top + 1)])
+    return np.array([(pa if xa else 1 - pa) * (pb if xb else 1 - pb) * powers for xa in (0, 1) for xb in (0, 1)])
+
+
+def score_coefficients(params: Any) -> tuple[npt.NDArray[np.float64], float]:
+    """``(β, v)``: the choice statistic ``ψ = Σ_g Σ_i β[g, i]·1{(x_a, x_b) = g}·R^i`` (``i <= 2``) of least variance
+    ``v`` (one report of a filter of ``h`` uniform bits) among those whose mean is 0 for every honest filter
+    (:func:`ldp.server.rappor_poisoning.pair_types`) and 1 for a disguised fake report (both bits set, its number of
+    1s from the honest law of a full filter)."""
+    k, h, ps, qs = params.num_bloombits, params.num_hashes, params.p_star, params.q_star
+    kinds = [(al, be, j) for al in (1, 0) for be in (1, 0) for j in range(min(h - al - be, k - 2) + 1)
+             if al + be + j >= 1]
+    means = [_group_means(qs if al else ps, qs if be else ps, _rest_pmf(params, j), 2).ravel() for al, be, j in kinds]
+    full = np.convolve(_binomial_pmf(h, qs), _binomial_pmf(k - h, ps))
+    fake_rest = np.zeros(k - 1)
+    fake_rest[0] = full[:3].sum()
+    fake_rest[1:] = full[3:k + 2]
+    means.append(_group_means(1.0, 1.0, fake_rest, 2).ravel())
+    a = np.array(means).T  # (12, types + 1)
+    # the reference: a filter of h uniform bits (as most honest reports are, for a given pair)
+    second = np.zeros((12, 12))
+    first = np.zeros(12)
+    total = math.comb(k, h)
+    for al, be, j in kinds:
+        weight = math.comb(k - 2, j) / total if al + be + j == h else 0.0
+        if weight == 0.0:
+            continue
+        m4 = _group_means(qs if al else ps, qs if be else ps, _rest_pmf(params, j), 4)
+        first += weight * m4[:, :3].ravel()
+        for g in range(4):
+            for i in range(3):
+                for i2 in range(3):
+                    second[3 * g + i, 3 * g + i2] += weight * m4[g, i + i2]
+    cov = second - np.outer(first, first)
+    # least βᵀΣβ subject to Aᵀβ = (0, …, 0, 1): the KKT system [[Σ, A], [Aᵀ, 0]]
+    t = a.shape[1]
+    kkt = np.block([[cov, a], [a.T, np.zeros((t, t))]])
+    rhs = np.zeros(12 + t)
+    rhs[-1] = 1.0
+    beta = np.linalg.lstsq(kkt, rhs, rcond=None)[0][:12]
+    return beta.reshape(4, 3), float(beta @ cov @ beta)
+
+
+def moments(x: npt.NDArray[np.uint8], ones: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``(3, k + 1, k + 1)``: ``Aᵀ·diag(L^j)·A`` for ``j = 0, 1, 2``, ``A = [1 | x]`` (``x``: 0/1 rows ``(n, k)``,
+    ``L = ones``, their numbers of 1s): every sum ``Σ L^j``, ``Σ x_a·L^j``, ``Σ x_a·x_b·L^j``. A float product,
+    exact while the sums stay below 2⁵³."""
+    a = np.empty((x.shape[0], x.shape[1] + 1))
+    a[:, 0] = 1.0
+    a[:, 1:] = x
+    w = ones.astype(np.float64)
+    out = np.empty((3, a.shape[1], a.shape[1]), np.int64)
+    for j in range(3):
+        out[j] = np.rint(a.T @ (a * (w ** j)[:, None])).astype(np.int64)
+    return out
+
+
+def _features(mom: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """``(4, 3, k, k)``: for every pair, ``Σ 1{(x_a, x_b) = g}·R^i`` over the reports whose :func:`moments` are
+    ``mom`` (``R = L − x_a − x_b``)."""
+    k = mom.shape[1] - 1
+    m = mom.astype(np.float64)
+    sums = np.empty((4, 3, k, k))  # Σ over group g of L^j
+    for j in range(3):
+        both = m[j, 1:, 1:]
+        a_only = m[j, 0, 1:][:, None] - both
+        b_only = m[j, 0, 1:][None, :] - both
+        sums[3, j], sums[2, j], sums[1, j] = both, a_only, b_only
+        sums[0, j] = m[j, 0, 0] - both - a_only - b_only
+    out = np.empty((4, 3, k, k))
+    for g, shift in ((0, 0), (1, 1), (2, 1), (3, 2)):
+        out[g, 0] = sums[g, 0]
+        out[g, 1] = sums[g, 1] - shift * sums[g, 0]
+        out[g, 2] = sums[g, 2] - 2 * shift * sums[g, 1] + shift ** 2 * sums[g, 0]
+    return out
+
+
+def _design(params: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """``(A, F, W)``: the features' means per report for each honest filter (columns of ``A``) and for a disguised
+    fake report (``F``), and ``W`` whitening them (``WᵀW`` the inverse of their covariance for a filter of ``h``
+    uniform bits)."""
+    k, h, ps, qs = params.num_bloombits, params.num_hashes, params.p_star, params.q_star
+    kinds = [(al, be, j) for al in (1, 0) for be in (1, 0) for j in range(min(h - al - be, k - 2) + 1)
+             if al + be + j >= 1]
+    a = np.array([_group_means(qs if al else ps, qs if be else ps, _rest_pmf(params, j), 2).ravel()
+                  for al, be, j in kinds]).T
+    full = np.convolve(_binomial_pmf(h, qs), _binomial_pmf(k - h, ps))
+    fake_rest = np.zeros(k - 1)
+    fake_rest[0] = full[:3].sum()
+    fake_rest[1:] = full[3:k + 2]
+    f = _group_means(1.0, 1.0, fake_rest, 2).ravel()
+    second, first, total = np.zeros((12, 12)), np.zeros(12), math.comb(k, h)
+    for al, be, j in kinds:
+        if al + be + j != h:
+            continue
+        weight = math.comb(k - 2, j) / total
+        m4 = _group_means(qs if al else ps, qs if be else ps, _rest_pmf(params, j), 4)
+        first += weight * m4[:, :3].ravel()
+        for g in range(4):
+            for i in range(3):
+                for i2 in range(3):
+                    second[3 * g + i, 3 * g + i2] += weight * m4[g, i + i2]
+    cov = second - np.outer(first, first)
+    cov += 1e-9 * np.trace(cov) * np.eye(12)
+    w = np.linalg.cholesky(np.linalg.inv(cov)).T
+    return a, f, w
+
+
+def pair_scores(mom: npt.NDArray[np.int64], params: Any, shortlist: int = PREFILTER,
+                design: tuple[Any, ...] | None = None) -> npt.NDArray[np.float64]:
+    """``(k, k)``: the score of each pair over the ``n`` reports whose :func:`moments` are ``mom``: the features'
+    (:func:`_features`, per report) whitened squared distance to the honest mixtures (non-negative least squares
+    over the columns of ``A``, :func:`_design`) minus that to the honest mixtures with disguised fake reports
+    added, times ``n`` — a likelihood ratio on the moments. Only the ``shortlist`` pairs of largest linear score
+    ``Σψ`` (:func:`score_coefficients`) are scored so; the others, the diagonal included, are ``−∞``. ``design``:
+    ``(β, A, F, W)`` when already computed for ``params``."""
+    from scipy.optimize import nnls
+
+    k = mom.shape[1] - 1
+    n = float(mom[0, 0, 0])
+    feats = _features(mom).reshape(12, k, k) / max(n, 1.0)
+    beta, a, f, w = design or (score_coefficients(params)[0], *_design(params))
+    linear = np.einsum("i,iab->ab", beta.ravel(), feats)
+    iu = np.triu_indices(k, 1)
+    order = np.argsort(-linear[iu], kind="stable")[:shortlist]
+    aw, both = w @ a, np.column_stack([w @ a, w @ f])
+    out = np.full((k, k), -np.inf)
+    for o in order.tolist():
+        y = w @ feats[:, iu[0][o], iu[1][o]]
+        out[iu[0][o], iu[1][o]] = n * (nnls(aw, y)[1] ** 2 - nnls(both, y)[1] ** 2)
+    return out
+
+
+class PairChoice:
+    """The per-cohort moments of the reports to choose from and the chosen pairs (module docstring): the fold's
+    working state, never serialized (an aggregate read back or merged chooses again from the reports it folds
+    next). :meth:`add` folds one batch into the aggregate's ``pair_cells``."""
+
+    def __init__(self, params: Any, rng: Any = None) -> None:
+        self.k, m = params.num_bloombits, params.num_cohorts
+        self.params = params
+        self.enabled = pairs_enabled(params)
+        self.slots = slots(params)
+        self.moments = np.zeros((m, 3, self.k + 1, self.k + 1), np.int64) if self.enabled else None
+        self.pairs = np.zeros((m, max(self.slots, 1), 2), np.intp)
+        self.chosen = np.zeros(m, bool)
+        self.chosen_at = np.zeros(m, np.int64)  # the reports to choose from at each cohort's last choice
+        self._design: tuple[Any, ...] | None = None  # the scores' constants, computed on the first choice
+        self.gen = np.random.default_rng(rng)  # the split: fresh OS entropy unless a seed is given (tests)
+
+    def split(self, n: int) -> npt.NDArray[np.bool_]:
+        """``(n,)``: true to test the report, false to choose from it; a fair coin of the server's each."""
+        out: npt.NDArray[np.bool_] = np.unpackbits(np.frombuffer(self.gen.bytes((n + 7) // 8), np.uint8),
+                                                   count=n).astype(bool)
+        return out
+
+    def add(self, cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], cells: npt.NDArray[np.int64]) -> None:
+        """Split the batch, take in its reports to choose from (choosing again for every cohort they reach), then
+        count its reports to test into ``cells`` (``(m, J, 4(k − 1))``, in place). One loop step per cohort."""
+        if not self.enabled or self.moments is None:
+            return
+        from ldp.batch.threads import threads_for
+
+        g = np.asarray(cohorts).reshape(-1).astype(np.intp)
+        r = np.asarray(rows, dtype=np.uint8)
+        if g.size == 0:
+            return
+        ones = popcounts(r, self.k)
+        tested = self.split(g.size)
+        free = np.flatnonzero(~tested)
+        if free.size:
+            x = np.unpackbits(r[free], axis=1, count=self.k, bitorder="little")
+            gf = g[free]
+            order = np.argsort(gf, kind="stable")
+            bounds = np.searchsorted(gf[order], np.arange(self.moments.shape[0] + 1))
+            with threads_for(3.0 * free.size * (self.k + 1) ** 2):  # small products: one BLAS thread
+                for c in np.flatnonzero(np.diff(bounds)).tolist():
+                    at = order[bounds[c]:bounds[c + 1]]
+                    self.moments[c] += moments(x[at], ones[free][at])
+                    seen = int(self.moments[c, 0, 0, 0])
+                    if seen >= max(FIRST, REFRESH * self.chosen_at[c]):
+                        self._choose(c)
+                        self.chosen_at[c] = seen
+        test = np.flatnonzero(tested & self.chosen[g])
+        if test.size == 0:
+            return
+        gt, rt, lt = g[test], r[test], ones[test]
+        width = 4 * (self.k - 1)
+        flat = cells.reshape(-1)
+        for j in range(self.slots):
+            a, b = self.pairs[gt, j, 0], self.pairs[gt, j, 1]
+            idx = np.arange(test.size)
+            xa = (rt[idx, a >> 3] >> (a & 7)) & 1
+            xb = (rt[idx, b >> 3] >> (b & 7)) & 1
+            cell = cell_of(xa, xb, lt - xa - xb, self.k)
+            flat += np.bincount((gt * self.pairs.shape[1] + j) * width + cell, minlength=flat.size)
+
+    def _choose(self, c: int) -> None:
+        assert self.moments is not None
+        if self._design is None:
+            self._design = (score_coefficients(self.params)[0], *_design(self.params))
+        z = pair_scores(self.moments[c], self.params, design=self._design)
+        iu = np.triu_indices(self.k, 1)
+        best = np.argsort(-z[iu], kind="stable")[:self.slots]  # -inf last: shortlisted pairs first
+        self.pairs[c, :self.slots, 0] = iu[0][best]
+        self.pairs[c, :self.slots, 1] = iu[1][best]
+        self.chosen[c] = True
