@@ -49,6 +49,7 @@ from typing import Any
 from ldp.extras import available
 from ldp.privacy.binary_shuffle import BINARY, binary_rr_epsilon
 from ldp.privacy.cost import PrivacyCost
+from ldp.privacy.krr_shuffle import KRR, krr_epsilon
 from ldp.privacy.window_grid import check_delta, floor_delta, grid_search
 
 __all__ = ["ShuffleGuarantee", "ShuffleStructure", "generic_structure", "k_rr_structure", "shuffled_epsilon",
@@ -80,6 +81,17 @@ class ShuffleStructure:
         if not (0.0 < self.epsilon_pair < math.inf and 0.0 < self.clone_probability <= 1.0
                 and 0.0 < self.informative <= 1.0):
             raise ValueError(f"a shuffle structure needs ε_Δ > 0 finite, 0 < α <= 1 and 0 < ι <= 1, got {self}")
+
+    @property
+    def values(self) -> int | None:
+        """For k-RR, the number d of values its channel is over (from q = α/2 and p = ι − q: d = 1 + (1 − p)/q);
+        ``None`` for another structure or one that is no k-RR channel."""
+        if self.name != "k-RR" or self.clone_probability >= 1.0:
+            return None
+        q = self.clone_probability / 2
+        p = self.informative - q
+        d = round(1 + (1 - p) / q)
+        return d if d >= 2 and abs(p + (d - 1) * q - 1.0) <= 1e-9 else None
 
     @property
     def binary(self) -> bool:
@@ -318,11 +330,16 @@ def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStruct
     if binary and structure is not None and structure.binary and structure.epsilon_pair <= _BINARY_MAX \
             and available("numpy", "scipy"):  # without the server extra, the clone bound alone
         found.append((binary_rr_epsilon(structure.epsilon_pair, n, delta)[0], BINARY))
+    d = structure.values if structure is not None else None
+    if binary and d is not None and d >= 3 and available("numpy", "scipy"):
+        exact = krr_epsilon(structure.epsilon_pair, d, n, delta) if structure is not None else None
+        if exact is not None:
+            found.append((exact[0], KRR))
     eps, name = min(found)
     if eps >= eps0 * (1 - 1e-3):
         return none
     return ShuffleGuarantee(eps, delta, eps0, n, "numerical" if name == "generic" else
-                            name if name == BINARY else f"numerical {name}")
+                            name if name in (BINARY, KRR) else f"numerical {name}")
 
 
 def _search(eps0: float, n: int, delta: float, structure: ShuffleStructure,
