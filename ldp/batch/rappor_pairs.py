@@ -25,8 +25,9 @@ when ``S`` holds both and 0 otherwise), and is large for a fake report that sets
 number of 1s (both bits set, its other bits fewer). The score only decides which pairs are tested; the test
 (:func:`ldp.server.rappor_poisoning.pair_law_check`) needs no property of it.
 
-Memory: the moments take ``24·m·(k + 1)²`` bytes while folding; above :data:`MOMENT_LIMIT` entries the fold keeps
-no pair cells (the test is then not run).
+Cost: the moments take ``24·m·(k + 1)²`` bytes while folding and about ``1.5·(k + 1)²`` multiply-adds per report
+(float32 products on :data:`CHUNK` rows at a time); for ``k >`` :data:`MAX_BITS`, or above :data:`MOMENT_LIMIT`
+entries, the fold keeps no pair cells (the test is then not run).
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ REFRESH = 1.25
 """A cohort chooses again once its reports to choose from have grown this many times since its last choice."""
 MOMENT_LIMIT = 1 << 22
 """The most entries ``3·m·(k + 1)²`` of the fold's moment matrices (32 MiB); above it no pair cells are kept."""
+MAX_BITS = 64
+"""Filters of more bits keep no pair cells: the moments cost ``O(k²)`` per report to choose from."""
+CHUNK = 4096
+"""Rows per product in :func:`moments` (float32 sums exact below 2²⁴: at most ``CHUNK·k²``)."""
 
 
 
@@ -62,9 +67,10 @@ def slots(params: Any) -> int:
 
 
 def pairs_enabled(params: Any) -> bool:
-    """Whether the fold keeps pair cells: ``k >= 2`` and the moments within :data:`MOMENT_LIMIT`."""
+    """Whether the fold keeps pair cells: ``2 <= k <=`` :data:`MAX_BITS` and the moments within
+    :data:`MOMENT_LIMIT`."""
     k, m = params.num_bloombits, params.num_cohorts
-    return k >= 2 and 3 * m * (k + 1) ** 2 <= MOMENT_LIMIT
+    return 2 <= k <= MAX_BITS and 3 * m * (k + 1) ** 2 <= MOMENT_LIMIT
 
 
 def pair_cells_shape(params: Any) -> tuple[int, int, int]:
@@ -138,15 +144,18 @@ def score_coefficients(params: Any) -> tuple[npt.NDArray[np.float64], float]:
 
 def moments(x: npt.NDArray[np.uint8], ones: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """``(3, k + 1, k + 1)``: ``Aᵀ·diag(L^j)·A`` for ``j = 0, 1, 2``, ``A = [1 | x]`` (``x``: 0/1 rows ``(n, k)``,
-    ``L = ones``, their numbers of 1s): every sum ``Σ L^j``, ``Σ x_a·L^j``, ``Σ x_a·x_b·L^j``. A float product,
-    exact while the sums stay below 2⁵³."""
-    a = np.empty((x.shape[0], x.shape[1] + 1))
-    a[:, 0] = 1.0
-    a[:, 1:] = x
-    w = ones.astype(np.float64)
-    out = np.empty((3, a.shape[1], a.shape[1]), np.int64)
-    for j in range(3):
-        out[j] = np.rint(a.T @ (a * (w ** j)[:, None])).astype(np.int64)
+    ``L = ones``, their numbers of 1s): every sum ``Σ L^j``, ``Σ x_a·L^j``, ``Σ x_a·x_b·L^j``. One float32 product
+    per :data:`CHUNK` rows (exact: each sum of a chunk is an integer below 2²⁴ for ``k <=`` :data:`MAX_BITS`),
+    summed in integers."""
+    k1 = x.shape[1] + 1
+    out = np.zeros((3, k1, k1), np.int64)
+    for at in range(0, x.shape[0], CHUNK):
+        a = np.empty((min(CHUNK, x.shape[0] - at), k1), np.float32)
+        a[:, 0] = 1.0
+        a[:, 1:] = x[at:at + CHUNK]
+        w = ones[at:at + CHUNK].astype(np.float32)[:, None]
+        both = np.ascontiguousarray(a.T) @ np.concatenate([a, a * w, a * (w * w)], axis=1)
+        out += np.rint(both.reshape(k1, 3, k1).transpose(1, 0, 2)).astype(np.int64)
     return out
 
 

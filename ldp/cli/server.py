@@ -223,7 +223,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    from ldp.server.decode import decode_job, write_estimates
+    from ldp.server.decode import decode_job, estimates_csv, write_estimates
     from ldp.server.job import spec_index
     from ldp.server.poisoning import evidence_summary
     from ldp.server.release import release
@@ -256,7 +256,7 @@ def _decode(args: argparse.Namespace) -> int:
         print(json.dumps({"metric": metric.name, **where, **doc, **extra, "release": state, "poisoning": evidence}))
     elif args.csv:
         if shown is not None:
-            print(shown.to_csv(), end="")
+            print(estimates_csv(shown, evidence), end="")
     else:
         which = "" if window is None else f", window {window}" + (f" ({chosen})" if chosen != window else "")
         print(f"metric {metric.name} ({metric.protocol}, parameters {metric.params_fingerprint}){which}")
@@ -270,7 +270,7 @@ def _decode(args: argparse.Namespace) -> int:
     if evidence is not None and not args.json:
         print(f"poisoning: {evidence['message']}", file=stream)
     if args.plot is not None and shown is not None:
-        write_estimates(shown, plot=args.plot, title=f"{metric.name} ({metric.protocol}), n={n:,}")
+        write_estimates(shown, plot=args.plot, title=f"{metric.name} ({metric.protocol}), n={n:,}", poisoning=evidence)
         print(f"wrote {args.plot}", file=sys.stderr if args.json or args.csv else sys.stdout)
     return 0
 

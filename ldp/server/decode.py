@@ -32,7 +32,8 @@ from ldp.spec import CollectionSpec, MetricSpec
 logger = logging.getLogger(__name__)
 
 __all__ = ["Decoded", "Selection", "find_metric", "load_candidates", "decode_aggregate", "decode_file", "decode_job",
-           "parse_window", "select_aggregate", "select_windows", "write_estimates", "plot_estimates"]
+           "parse_window", "select_aggregate", "select_windows", "write_estimates", "estimates_csv", "estimates_json",
+           "plot_estimates"]
 
 
 def find_metric(agg: Aggregate, specs: Mapping[str, CollectionSpec], metric: str | None = None) -> MetricSpec:
@@ -237,14 +238,49 @@ def decode_file(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     return d.metric, d.estimates
 
 
+def estimates_csv(est: Any, poisoning: Mapping[str, Any] | None = None) -> str:
+    """The estimates as CSV (:meth:`to_csv`); with ``poisoning`` (an :func:`~ldp.server.poisoning.evidence_summary`)
+    two more columns, the same on every row: ``poisoning_verdict`` (``ok``, ``suspicious`` or ``untested``) and
+    ``poisoning_p_value`` (the smallest p-value of its checks, empty when none ran)."""
+    import csv as csv_module
+    import io
+
+    text = str(est.to_csv())
+    if poisoning is None or not text:
+        return text
+    p = poisoning.get("p_value")
+    extra = [str(poisoning["verdict"]), "" if p is None else repr(float(p))]
+    rows = list(csv_module.reader(io.StringIO(text)))
+    out = io.StringIO()
+    writer = csv_module.writer(out, lineterminator="\n")
+    writer.writerow([*rows[0], "poisoning_verdict", "poisoning_p_value"])
+    writer.writerows([*row, *extra] for row in rows[1:])
+    return out.getvalue()
+
+
+def estimates_json(est: Any, poisoning: Mapping[str, Any] | None = None) -> str:
+    """The estimates as JSON (:meth:`to_json`); with ``poisoning``, under ``"poisoning"`` as ``ldp decode --json``
+    prints it."""
+    import json as json_module
+
+    if poisoning is None:
+        return str(est.to_json())
+    return json_module.dumps({**json_module.loads(est.to_json()), "poisoning": dict(poisoning)})
+
+
 def write_estimates(est: Any, *, csv: str | os.PathLike[str] | None = None, json: str | os.PathLike[str] | None = None,
-                    plot: str | os.PathLike[str] | None = None, title: str = "") -> list[Path]:
-    """Write the estimates as CSV, JSON and a PNG plot (each when its path is given)."""
+                    plot: str | os.PathLike[str] | None = None, title: str = "",
+                    poisoning: Mapping[str, Any] | None = None) -> list[Path]:
+    """Write the estimates as CSV, JSON and a PNG plot (each when its path is given). ``poisoning``: the window's
+    poisoning evidence (:func:`~ldp.server.poisoning.evidence_summary`), written in each: two CSV columns
+    (:func:`estimates_csv`), a JSON key (:func:`estimates_json`) and a line under the plot's ``title``."""
     written = []
     if plot is not None:
-        plot_estimates(est, plot, title)
+        heading = f"{title}\npoisoning: {poisoning['verdict']}" if title and poisoning is not None else title
+        plot_estimates(est, plot, heading)
         written.append(Path(plot))
-    for path, text in ((csv, est.to_csv() if csv else ""), (json, est.to_json() + "\n" if json else "")):
+    for path, text in ((csv, estimates_csv(est, poisoning) if csv else ""),
+                       (json, estimates_json(est, poisoning) + "\n" if json else "")):
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
             written.append(Path(path))

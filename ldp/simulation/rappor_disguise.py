@@ -65,8 +65,11 @@ class DisguisedWindow:
 def disguised_window(params: Any, attack: str, n: int = 20_000, fraction: float = 0.05, rng: Any = None, *,
                      d: int = 64, gain: bool = True) -> DisguisedWindow:
     """``n`` users, ``round(fraction·n)`` of them fake running ``attack`` (:data:`DISGUISES`) for targets drawn
-    among the candidates ``8..d−1`` (not the most popular), the fake reports spread evenly among the honest ones;
-    ``gain``: also decode the window without and with the fake users (least squares over the ``d`` candidates)."""
+    among the candidates ``8..d−1`` (not the most popular), the fake reports spread evenly among the honest ones,
+    folded in one batch (the fold's own coins drawn from ``rng`` too: the window is reproducible); ``gain``: also
+    decode the window without and with the fake users (least squares over the ``d`` candidates)."""
+    from ldp.batch.rappor_evidence import BitsTogether
+    from ldp.batch.rappor_pairs import PairChoice
     from ldp.decoders.rappor import RapporAggregate
     from ldp.decoders.rappor_decode import CandidateMap, decode, synthetic_rappor_candidates
     from ldp.protocols import get_protocol
@@ -94,6 +97,8 @@ def disguised_window(params: Any, attack: str, n: int = 20_000, fraction: float 
         out[~is_fake], out[is_fake] = col, np.asarray(bad[key]).astype(col.dtype)
         both[key] = out
     agg = RapporAggregate(params)
+    agg._together = BitsTogether(params, gen.integers(2**63))  # the fold's coins from the seed: reproducible
+    agg._pairs = PairChoice(params, gen.integers(2**63))
     agg.add(ReportBatch(params.protocol, params.fingerprint, params.schema, both))
     change = 0.0
     if gain and fake:

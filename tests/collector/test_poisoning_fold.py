@@ -3,6 +3,8 @@ of :mod:`ldp.server.poisoning`; the page warns on a suspicious window and ``/met
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -141,3 +143,8 @@ def test_rappor_windows_are_judged_by_their_reports_on_the_page_and_by_ldp_decod
                  "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["poisoning"]["verdict"] == "suspicious" and len(doc["poisoning"]["checks"]) == 7
+    assert main(["decode", str(job), "--spec", str(spec_path), "--window", str(W0 + 1), "--candidates", str(words),
+                 "--csv"]) == 0  # the estimates file: the verdict in two columns of every row
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert rows and {r["poisoning_verdict"] for r in rows} == {"suspicious"}
+    assert {float(r["poisoning_p_value"]) for r in rows} == {doc["poisoning"]["p_value"]}
