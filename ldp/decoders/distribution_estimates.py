@@ -115,10 +115,11 @@ class HistogramEstimates(DistributionQueries, Estimates):
         return e, g, v, cn, notes
 
     def quantiles(self, qs: Any = DEFAULT_QUANTILES, confidence: float | None = None) -> QuantileTable:
-        """Quantiles ``qs`` (in (0, 1): 0.5 is the median) with CIs by inverting the CDF's normal CI; at the
-        estimates' confidence unless given (:func:`~ldp.decoders.distribution.quantiles_from_cdf`)."""
-        e, g, v, cn, notes = self._edge_cdf()
-        return _quantile_table(e, g, v, cn, qs, self.confidence if confidence is None else confidence, notes)
+        """Quantiles ``qs`` (in (0, 1): 0.5 is the median) with CIs by inverting the CDF's normal test at the
+        edges (ends on edges: valid wherever values sit inside a bucket); at the estimates' confidence unless
+        given (:mod:`ldp.decoders.distribution`)."""
+        e, g, v, _, notes = self._edge_cdf()
+        return _quantile_table(e, g, v, qs, self.confidence if confidence is None else confidence, notes)
 
     def range_fraction(self, a: float, b: float, confidence: float | None = None) -> RangeFraction:
         """The fraction of users with a value in ``[a, b]``, with its exact SE

@@ -13,6 +13,7 @@ from ldp.decoders.distribution import (
     cdf_from_fractions,
     check_quantiles,
     isotonic,
+    kept_buckets,
     known_total,
     quantiles_from_cdf,
     range_fraction,
@@ -67,23 +68,47 @@ def test_isotonic_is_the_pool_adjacent_violators_fit():
     assert (np.diff(fit) >= 0).all() and fit.sum() == pytest.approx(y.sum())
 
 
-def test_exact_cdf_gives_the_interpolated_quantile_and_a_point_ci():
-    cdf = np.array([0.1, 0.4, 0.9, 1.0])  # F at 1, 2, 4, 8
-    t = quantiles_from_cdf(EDGES, cdf, np.zeros(4), [0.05, 0.25, 0.5, 0.95])
+def test_exact_cdf_gives_the_interpolated_quantile_and_its_bucket():
+    """No noise: the estimate interpolates, the CI is the bucket holding the quantile (values may sit anywhere in
+    it); a quantile on an edge keeps both buckets around it (all of the lower one's mass may be at its left edge)."""
+    cdf = np.array([0.1, 0.4, 0.9, 1.0])  # fraction below 1, 2, 4, 8
+    t = quantiles_from_cdf(EDGES, cdf, np.zeros(4), [0.05, 0.25, 0.5, 0.95, 0.4])
     assert isinstance(t, QuantileTable)
-    assert np.allclose(t.estimate, [0.5, 1.5, 2.4, 6.0])
-    assert np.allclose(t.low, t.estimate) and np.allclose(t.high, t.estimate)
-    assert np.allclose(t.bucket_low, [0.0, 1.0, 2.0, 4.0]) and np.allclose(t.bucket_high, [1.0, 2.0, 4.0, 8.0])
+    assert np.allclose(t.estimate, [0.5, 1.5, 2.4, 6.0, 2.0])
+    assert list(t.low) == [0.0, 1.0, 2.0, 4.0, 1.0] and list(t.high) == [1.0, 2.0, 4.0, 8.0, 4.0]
     rows = t.rows()
     assert rows[2]["quantile"] == "p50" and rows[2]["estimate"] == pytest.approx(2.4)
+    assert set(rows[2]) == {"quantile", "q", "estimate", "ci_low", "ci_high"}
     assert t.to_dict()["quantiles"] == rows and "p95" in t.table()
 
 
-def test_ci_is_the_set_where_the_normal_test_accepts():
-    """Brute force on a fine grid: the hull of {x : |F̂(x) − q| ≤ z·SE(x)} with the within-bucket variance."""
+def test_ci_keeps_the_buckets_no_edge_test_rules_out():
+    """By hand, z = 1.6449 (90 %): F̂ = 0, .12, .35, .93, 1 at the edges 0, 1, 2, 4, 8 with SE 0, .04, .06, .05, 0.
+    A bucket [e_j, e_{j+1}] is kept unless F̂(e_j) − q > z·SE_j or q − F̂(e_{j+1}) > z·SE_{j+1}."""
+    cdf = np.array([0.12, 0.35, 0.93, 1.0])
+    se = np.array([0.04, 0.06, 0.05, 0.0])
+    z = 1.6448536269514722
+    t = quantiles_from_cdf(EDGES, cdf, se**2, [0.3, 0.5, 0.9, 0.99, 0.2], confidence=0.9)
+    # z·SE at the inner edges: .0658, .0987, .0822. Dropped buckets, by the test that drops them:
+    # q = .3: 0 (.3 − .12 = .18 > .0658), 3 (.93 − .3 > .0822); kept 1, 2 (.35 − .3 = .05 ≤ .0987): [1, 4]
+    # q = .5: 0, 1 (.5 − .35 = .15 > .0987), 3 (.93 − .5 > .0822); kept 2: [2, 4]
+    # q = .9: 0, 1; kept 2, 3 (.93 − .9 = .03 ≤ .0822): [2, 8]
+    # q = .99: 0, 1; kept 2 (.99 − .93 = .06 ≤ .0822), 3: [2, 8]
+    # q = .2: 0 (.2 − .12 = .08 > .0658), 2 (.35 − .2 = .15 > .0987), 3; kept 1: [1, 2]
+    assert min(0.18, 0.08) > z * 0.04 and 0.05 <= z * 0.06 < 0.15 and max(0.03, 0.06) <= z * 0.05
+    assert list(t.low) == [1.0, 2.0, 2.0, 2.0, 1.0]
+    assert list(t.high) == [4.0, 4.0, 8.0, 8.0, 2.0]
+    assert np.array_equal(kept_buckets(np.concatenate(([0.0], cdf)), np.concatenate(([0.0], se**2)), t.q, z),
+                          [[0, 1, 1, 0], [0, 0, 1, 0], [0, 0, 1, 1], [0, 0, 1, 1], [0, 1, 0, 0]])
+
+
+def test_the_ci_does_not_narrow_inside_a_bucket():
+    """The edges-only rule against the old interpolated inversion (the hull of {x : |F̂(x) − q| ≤ z·SE(x)}, F̂
+    linear within buckets, brute-forced on a grid): that interval ends inside buckets; this one at their edges,
+    around it."""
     cdf = np.array([0.12, 0.35, 0.93, 1.0])
     var = np.array([0.002, 0.004, 0.003, 0.0])
-    cov = np.sqrt(np.outer(var, var)) * 0.6 + np.diag(var) * 0.4  # a valid covariance
+    cov = np.sqrt(np.outer(var, var)) * 0.6 + np.diag(var) * 0.4
     t = quantiles_from_cdf(EDGES, cdf, cov, [0.3, 0.5, 0.9], confidence=0.9)
     g = np.concatenate(([0.0], cdf[:-1], [1.0]))
     v = np.concatenate(([0.0], np.diag(cov)[:-1], [0.0]))
@@ -96,9 +121,14 @@ def test_ci_is_the_set_where_the_normal_test_accepts():
         xs.append(EDGES[j] + tt * (EDGES[j + 1] - EDGES[j]))
         inside.append(np.abs(f[None, :] - t.q[:, None]) <= 1.6448536269514722 * np.sqrt(var_x)[None, :])
     x, ok = np.concatenate(xs), np.concatenate(inside, axis=1)
+    old = []
     for i in range(3):
-        assert t.low[i] == pytest.approx(x[ok[i]].min(), abs=1e-3)
-        assert t.high[i] == pytest.approx(x[ok[i]].max(), abs=1e-3)
+        lo, hi = x[ok[i]].min(), x[ok[i]].max()
+        old += [lo, hi]
+        assert t.low[i] <= lo and hi <= t.high[i]
+        assert t.low[i] == EDGES[np.searchsorted(EDGES, lo, side="right") - 1]  # snapped down to its bucket's edge
+        assert t.high[i] == EDGES[np.searchsorted(EDGES, hi, side="left")]  # and up
+    assert not np.isin(old, EDGES).any() and np.isin(np.concatenate([t.low, t.high]), EDGES).all()
 
 
 def test_range_fraction_weights_and_variance():
@@ -169,21 +199,53 @@ def noisy_cdfs(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(noisy_cdfs())
-def test_quantile_table_is_well_formed(case):
+@given(noisy_cdfs(), st.floats(0.5, 0.999))
+def test_quantile_table_is_well_formed(case, confidence):
+    """Ends on edges, the estimate between them, the interval nested in a higher confidence's, and only the
+    variances matter (the covariance between edges does not enter)."""
     edges, p, var, qs = case
     cdf, cdf_cov = cdf_from_fractions(p, var)
     if np.unique(edges).size != edges.size:
         return  # widths rounded away at this magnitude
-    t = quantiles_from_cdf(edges, cdf, cdf_cov, qs)
-    for arr in (t.estimate, t.low, t.high, t.bucket_low, t.bucket_high):
-        assert np.isfinite(arr).all() and (arr >= edges[0]).all() and (arr <= edges[-1]).all()
-    assert (t.low <= t.high).all() and (t.bucket_low <= t.low).all() and (t.high <= t.bucket_high).all()
+    t = quantiles_from_cdf(edges, cdf, cdf_cov, qs, confidence)
+    assert np.isfinite(t.estimate).all() and np.isin(t.low, edges).all() and np.isin(t.high, edges).all()
+    assert (t.low < t.high).all() and (t.low <= t.estimate).all() and (t.estimate <= t.high).all()
     order = np.argsort(qs, kind="stable")
     assert (np.diff(t.estimate[order]) >= -1e-9 * (1 + np.abs(edges).max())).all()  # monotone in q
-    loose = quantiles_from_cdf(edges, cdf, np.diag(cdf_cov), qs)  # variances only: a wider interval
-    tol = 1e-9 * (1 + np.abs(edges).max())
-    assert (loose.low <= t.low + tol).all() and (loose.high >= t.high - tol).all()
+    wide = quantiles_from_cdf(edges, cdf, cdf_cov, qs, min(0.9999, confidence + 0.0005))
+    assert (wide.low <= t.low).all() and (wide.high >= t.high).all()
+    same = quantiles_from_cdf(edges, cdf, np.diag(cdf_cov), qs, confidence)
+    assert np.array_equal(same.low, t.low) and np.array_equal(same.high, t.high)
+
+
+@st.composite
+def skewed_populations(draw):
+    """Values anywhere in their buckets: at the left edge, just below the right edge, inside, or the last edge."""
+    k = draw(st.integers(1, 8))
+    edges = np.concatenate(([0.0], np.cumsum(draw(st.lists(st.floats(0.5, 10.0), min_size=k, max_size=k)))))
+    bucket = np.array(draw(st.lists(st.integers(0, k - 1), min_size=1, max_size=60)))
+    where = np.array(draw(st.lists(st.sampled_from(["left", "right", "inside"]), min_size=bucket.size,
+                                   max_size=bucket.size)))
+    right = np.where(bucket == k - 1, edges[-1], np.nextafter(edges[bucket + 1], -np.inf))
+    values = np.select([where == "left", where == "right"], [edges[bucket], right],
+                       (edges[bucket] + edges[bucket + 1]) / 2)
+    return edges, values
+
+
+@settings(max_examples=300, deadline=None)
+@given(skewed_populations(), st.lists(st.floats(0.0, 0.02), min_size=8, max_size=8),
+       st.lists(st.floats(1e-6, 1 - 1e-6), min_size=1, max_size=4), st.floats(0.5, 0.999))
+def test_an_exact_cdf_covers_the_population_quantile_wherever_values_sit(population, var, qs, confidence):
+    """The CI's rule, without noise: given the true fractions below the edges (any variances, 0 included), the
+    interval holds the population's quantile ``inf{x : F(x) ≥ q}`` (numpy's inverted_cdf) whatever the values'
+    places in their buckets: so the coverage is the edge tests' alone."""
+    edges, values = population
+    k = edges.size - 1
+    counts = np.histogram(values, bins=edges)[0]  # [e_j, e_{j+1}), the last closed: the clients' buckets
+    assert counts.sum() == values.size
+    t = quantiles_from_cdf(edges, np.cumsum(counts) / values.size, np.array(var[:k]), qs, confidence)
+    truth = np.quantile(values, qs, method="inverted_cdf")
+    assert (t.low <= truth).all() and (truth <= t.high).all(), (t.low, truth, t.high)
 
 
 @settings(max_examples=100, deadline=None)
