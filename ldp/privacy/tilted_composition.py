@@ -38,6 +38,7 @@ Server side: numpy and scipy (the ``server`` extra), imported when a function is
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,6 +54,8 @@ _TOP_SHARE = 1e-6
 """The share of δ the cuts to +∞ may spend, in all."""
 _MAX_POINTS = 2**22
 """The most grid points a composed law is given; a coarser grid only rounds more losses up."""
+_COARSE = 4096
+"""Cells of a law's coarse copy (:attr:`LossLaw.coarse`), on which λ and θ are searched."""
 _ACCURACY = 1e-3
 """The grid step, as a share of the Chernoff figure over the number of windows: W·h adds at most 0.1 % to ε."""
 
@@ -95,6 +98,21 @@ class LossLaw:
         drop = min(drop, loss.size - 1)  # keep one finite loss
         return LossLaw(loss[:loss.size - drop], prob[:prob.size - drop], self.infinite + float(from_top[drop - 1]))
 
+    @functools.cached_property
+    def coarse(self) -> LossLaw:
+        """The law with its losses rounded up to at most ``_COARSE`` cells over their range: stochastically larger
+        (so its moments bound this law's for λ > 0), for searching λ and θ cheaply."""
+        import numpy as np
+
+        if self.loss.size <= _COARSE:
+            return self
+        lo, hi = float(self.loss.min()), float(self.loss.max())
+        width = (hi - lo) / (_COARSE - 1)
+        cell = np.minimum(np.ceil((self.loss - lo) / width), _COARSE - 1).astype(np.int64)
+        mass = np.bincount(cell, weights=self.prob, minlength=_COARSE)
+        keep = mass > 0.0
+        return LossLaw(np.minimum(lo + np.arange(_COARSE)[keep] * width, hi), mass[keep], self.infinite)
+
     def log_mgf(self, lam: Any) -> Any:
         """ln E[e^(λL); L < ∞] at each λ of ``lam`` (exact to rounding: a log-sum-exp)."""
         import numpy as np
@@ -131,12 +149,12 @@ def chernoff(laws: Sequence[tuple[LossLaw, int]], delta: float) -> tuple[float, 
     if rest <= 0.0:
         return math.inf, 1.0
 
-    def figure(lam: Any) -> Any:
-        total = sum(k * law.log_mgf(lam) for law, k in laws)
+    def figure(lam: Any, exact: bool = False) -> Any:
+        total = sum(k * (law if exact else law.coarse).log_mgf(lam) for law, k in laws)
         return (total + _log_c(lam) - math.log(rest)) / lam
 
     grid = np.geomspace(1e-4, 1e7, 241)
-    values = figure(grid)
+    values = figure(grid)  # the coarse laws' moments are larger: a search, the figure then read exactly
     best = int(np.argmin(values))
     lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
     for _ in range(60):  # golden section on ln λ (the figure is quasi-convex in λ near its minimum)
@@ -144,13 +162,10 @@ def chernoff(laws: Sequence[tuple[LossLaw, int]], delta: float) -> tuple[float, 
         m1, m2 = math.exp(b - 0.618 * (b - a)), math.exp(a + 0.618 * (b - a))
         f1, f2 = figure(np.array([m1, m2]))
         lo, hi = (lo, m2) if f1 <= f2 else (m1, hi)
-        if hi / lo < 1 + 1e-9:
+        if hi / lo < 1 + 1e-6:
             break
     lam = math.sqrt(lo * hi)
-    eps = float(figure(np.array([lam]))[0])
-    eps0 = float(values[best])
-    if eps0 < eps:
-        eps, lam = eps0, float(grid[best])
+    eps = float(figure(np.array([lam]), exact=True)[0])
     return max(eps, 0.0), lam
 
 
@@ -280,13 +295,12 @@ class _Composer:
 
 
 def composed_epsilon(laws: Sequence[tuple[LossLaw, int]], delta: float, *, up: bool = True,
-                     max_points: int = _MAX_POINTS) -> float:
+                     max_points: int = _MAX_POINTS, accuracy: float = _ACCURACY) -> float:
     """The smallest ε whose δ(ε) of the laws composed (each law with its count) is at most ``delta``, to a relative
     10⁻⁹, by convolution under an exponential tilt (module docstring); with ``up`` false a lower bound instead
     (losses rounded down, cut mass dropped, rounding taken off: for exact lower-bound oracles). ``inf`` when the
     infinite masses reach δ. The grid step is 10⁻³ of the Chernoff figure over W, coarsened so that the composed
-    law never needs more than ``max_points`` points."""
-    import numpy as np
+    law never needs more than ``max_points`` points (``accuracy`` sets that 10⁻³)."""
 
     laws = [(law, int(k)) for law, k in laws if k > 0]
     if not laws or not 0.0 < delta < 1.0:
@@ -304,8 +318,8 @@ def composed_epsilon(laws: Sequence[tuple[LossLaw, int]], delta: float, *, up: b
     scale = max(bound, 1e-12)
     # up: the answer's resolution (1e-3·ε) and the splits' drift (W·max(θ, 1)·h²/8 on ε, at most 1e-3·ε);
     # down: losses rounded down by up to h each (W·h at most 1e-3·ε); never more than max_points points
-    fine = min(_ACCURACY * scale, math.sqrt(8 * _ACCURACY * scale / (windows * max(min(theta, 10.0 * natural), 1.0)))) if up \
-        else _ACCURACY * scale / windows
+    drift = windows * max(min(theta, 10.0 * natural), 1.0)
+    fine = min(accuracy * scale, math.sqrt(8 * accuracy * scale / drift)) if up else accuracy * scale / windows
     step = max(fine, span / max_points, min(30.0 * sd + span, windows * span) / max_points)
     composer = _Composer(step, theta, up, _TOP_SHARE * delta / (4 * windows + 2) if up else 0.0)
     total: _Tilted | None = None
@@ -342,8 +356,8 @@ def _saddle(laws: Sequence[tuple[LossLaw, int]], eps: float, lam: float) -> floa
     increasing derivative), near the Chernoff λ; 0 when even θ = 0 puts the mean above ε."""
     def slope(theta: float) -> float:
         e = 1e-6 * max(theta, 1e-3)
-        up = sum(k * float(law.log_mgf(theta + e)[0]) for law, k in laws)
-        down = sum(k * float(law.log_mgf(max(theta - e, 0.0))[0]) for law, k in laws)
+        up = sum(k * float(law.coarse.log_mgf(theta + e)[0]) for law, k in laws)
+        down = sum(k * float(law.coarse.log_mgf(max(theta - e, 0.0))[0]) for law, k in laws)
         return (up - down) / (theta + e - max(theta - e, 0.0))
 
     if slope(0.0) >= eps:

@@ -1,5 +1,6 @@
 """The privacy-loss distribution (PLD) of one shuffled window: the clone pair's, cut, graded and rounded so that it
-can only be stochastically larger than the window's, for :mod:`ldp.privacy.over_time` to compose.
+can only be stochastically larger than the window's; :func:`pair_losses` is the law :mod:`ldp.privacy.over_time`
+composes, :func:`shuffle_pld` the same as a ``dp-accounting`` PLD.
 
 **The pair's PLD.** With A = e^ε_Δ/(e^ε_Δ + 1), given C = c clones the pair is P(x) = A·b_c(x−1) + (1−A)·b_c(x),
 Q(x) = (1−A)·b_c(x−1) + A·b_c(x) over x = 0..c+1 (b_c the Bin(c, ½) law), so the privacy loss is
@@ -29,7 +30,7 @@ from typing import Any
 
 from ldp.privacy.shuffle import ShuffleStructure
 
-__all__ = ["discretized", "fft_noise", "pair_losses", "shape", "shuffle_pld"]
+__all__ = ["discretized", "pair_losses", "shuffle_pld"]
 
 _GROUP = 1e-3
 """Relative width of a group of clone counts c (module docstring)."""
@@ -141,31 +142,3 @@ def _group_masses(starts: Any, ends: Any, size: int, alpha: float) -> Any:
     below = binom.cdf(ends - 1, size, alpha) - binom.cdf(starts - 1, size, alpha)
     above = binom.sf(starts - 1, size, alpha) - binom.sf(ends - 1, size, alpha)
     return np.maximum(np.where(ends - 1 <= size * alpha, below, above), 0.0)
-
-
-def fft_noise(pld: Any) -> float:
-    """What the FFT convolutions of ``dp-accounting``'s composition may have taken from δ: its rounding leaves
-    entries wrong by about 10⁻¹⁹ each, some negative; ten times the most negative entry over every entry bounds what
-    they sum to. (A PLD whose entries cannot be read is trusted only at δ >= 10⁻⁹, where that sum is negligible.)"""
-    import numpy as np
-
-    probs = getattr(getattr(pld, "_pmf_remove", None), "_probs", None)
-    if probs is None or not isinstance(probs, np.ndarray) or probs.size == 0:
-        return 1e-9
-    return 10.0 * max(-float(probs.min()), 0.0) * probs.size
-
-
-def shape(pair: tuple[Any, Any], tail: float) -> tuple[float, float, float]:
-    """Of losses ``pair`` = (loss, prob): their range once the largest and the smallest of mass ``tail`` each are cut
-    off, their mean and their standard deviation."""
-    import numpy as np
-
-    loss, prob = pair
-    order = np.argsort(loss)
-    loss, prob = loss[order], prob[order]
-    cum = np.cumsum(prob)
-    lo = loss[min(int(np.searchsorted(cum, tail, side="right")), loss.size - 1)]
-    hi = loss[max(int(np.searchsorted(cum, cum[-1] - tail, side="left")), 0)]
-    mean = float(np.dot(prob, loss) / cum[-1])
-    sd = math.sqrt(max(float(np.dot(prob, (loss - mean) ** 2) / cum[-1]), 0.0))
-    return float(max(hi - lo, 0.0)), mean, sd
