@@ -42,7 +42,9 @@ value of the docs' table (ε₀ ≤ 8, n ≤ 10⁸, δ = 10⁻⁸) takes under a
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,6 +265,88 @@ class _Clones:
         self.masses.append(max(0.0, 1.0 - sum(self.masses)))
 
 
+_FAST_GROUPS = 2048
+"""Groups of clone counts over C's window in the vectorised bound (:class:`_FastClones`): each of equal width."""
+_ETA = 1e-11
+"""Relative error allowed each scipy binomial tail (Boost's incomplete beta: about 10⁻¹⁴); the vectorised bound adds
+that share of every term it subtracts or sums, so it stays an upper bound when scipy is off by that much."""
+
+
+def _vectorised() -> bool:
+    """Whether the vectorised clone bound (numpy and scipy) is used; the standard-library path otherwise."""
+    return available("numpy", "scipy")
+
+
+class _FastClones:
+    """The law of C ~ Bin(n-1, α) for :func:`_fast_delta_bound`: ``lower_tail`` = Pr[C < lo] (charged ``D_0``),
+    then groups ``[starts[j], starts[j+1])`` of one width each over ``[lo, hi)``, and ``[hi, n-1]`` as the last
+    (each charged ``D`` at its first c, an upper bound since ``D_c`` does not increase with c). ``lo`` is where
+    the Chernoff bound on the lower tail drops below ``_SLACK·δ``, ``hi`` = mean + 5 sd; every mass is the exact
+    one from scipy's binomial CDF or survival function (whichever is the smaller tail) plus ``_ETA`` of the
+    terms differenced."""
+
+    def __init__(self, alpha: float, n: int, delta: float) -> None:
+        import numpy as np
+        from scipy.stats import binom
+
+        size = n - 1
+        if size == 0:
+            self.lower_tail, self.starts, self.masses = 0.0, np.zeros(1), np.ones(1)
+            return
+        mean, sd = size * alpha, math.sqrt(size * alpha * (1 - alpha))
+        budget = _SLACK * delta
+        lo = max(0, int(mean - sd))
+        while lo > 0 and _chernoff_lower(size, alpha, lo) > budget:
+            lo = max(0, lo - max(1, int(sd / 4)))
+        hi = max(lo + 1, min(size, int(mean + 5 * sd) + 1))
+        width = max(1, -(-(hi - lo) // _FAST_GROUPS))
+        bounds = np.arange(lo, hi, width, dtype=np.float64)
+        bounds = np.append(bounds, float(hi)) if bounds[-1] < hi else bounds
+        below = binom.cdf(bounds - 1, size, alpha)  # Pr[C < b]
+        above = binom.sf(bounds - 1, size, alpha)  # Pr[C >= b]
+        upper = above[:-1] <= 0.5  # difference the smaller tail: its rounding is relative to the group's tail
+        diff = np.where(upper, above[:-1] - above[1:], below[1:] - below[:-1])
+        err = _ETA * np.where(upper, above[:-1] + above[1:], below[1:] + below[:-1])
+        self.lower_tail = float(below[0]) * (1 + _ETA)
+        self.starts = bounds
+        self.masses = np.append(np.maximum(diff, 0.0) + err, above[-1] * (1 + _ETA))
+
+
+def _fast_hockey_stick(c: Any, u: float, v: float) -> Any:
+    """Upper bounds on D_c at each c of the array ``c``, in closed form: with S(k) = Pr[Bin(c, 1/2) >= k] (scipy),
+    ``D_c = Σ_{x >= m} (u·b(x-1) − v·b(x)) = u·S(m−1) − v·S(m)``. The first positive term m is computed in floats
+    and may be off by one: the sum from m is the largest over starting points (the terms are positive from m on and
+    not before), so the largest over m−1, m, m+1 is D_c; each has ``_ETA`` of ``u·S(m−1) + v·S(m)`` added."""
+    import numpy as np
+    from scipy.stats import binom
+
+    m0 = np.floor(v * (c + 1) / (u + v)) + 1
+    tails = [binom.sf(m0 + k - 1, c, 0.5) for k in (-2, -1, 0, 1)]  # S(m0-2), ..., S(m0+1)
+    best = np.zeros_like(c, dtype=np.float64)
+    for k in range(3):
+        a, b = tails[k], tails[k + 1]
+        best = np.maximum(best, u * a - v * b + _ETA * (u * a + v * b))
+    return best
+
+
+def _fast_delta_bound(clones: _FastClones, structure: ShuffleStructure, eps: float) -> float:
+    """:func:`_delta_bound` vectorised: ``ι·(Pr[C < lo]·u + Σ_groups Pr[C ∈ group]·D_{first c})``."""
+    import numpy as np
+
+    if eps >= structure.epsilon_pair:
+        return 0.0
+    u, v = _uv(structure.epsilon_pair, eps)
+    total = clones.lower_tail * u + float(np.dot(clones.masses, _fast_hockey_stick(clones.starts, u, v)))
+    return min(structure.informative * total, 1.0)
+
+
+def _uv(eps0: float, eps: float) -> tuple[float, float]:
+    """u = (e^ε₀ - e^ε)/(e^ε₀ + 1) and v = (e^(ε+ε₀) - 1)/(e^ε₀ + 1), divided through by e^ε₀ so that no
+    intermediate overflows for any ε < ε₀ <= 700 (e^(ε+ε₀) would past ε + ε₀ ≈ 709.8)."""
+    lift = 1.0 + math.exp(-eps0)
+    return -math.expm1(eps - eps0) / lift, math.exp(eps) * -math.expm1(-(eps + eps0)) / lift
+
+
 def _log_pmf(size: int, p: float, k: int) -> float:
     return (math.lgamma(size + 1) - math.lgamma(k + 1) - math.lgamma(size - k + 1)
             + k * math.log(p) + (size - k) * math.log1p(-p))
@@ -281,17 +365,17 @@ def _delta_bound(clones: _Clones, structure: ShuffleStructure, eps: float, delta
     eps0, iota = structure.epsilon_pair, structure.informative
     if eps >= eps0:
         return 0.0
-    # u = (e^ε₀ - e^ε)/(e^ε₀ + 1) and v = (e^(ε+ε₀) - 1)/(e^ε₀ + 1), divided through by e^ε₀ so that no
-    # intermediate overflows for any ε < ε₀ <= 700 (e^(ε+ε₀) would past ε + ε₀ ≈ 709.8)
-    lift = 1.0 + math.exp(-eps0)
-    u = -math.expm1(eps - eps0) / lift
-    v = math.exp(eps) * -math.expm1(-(eps + eps0)) / lift
+    u, v = _uv(eps0, eps)
     floor = _SLACK * delta / max(1, len(clones.starts)) / iota
     total = clones.lower_tail * u  # c below the first group: D_c <= D_0 = u
     for start, mass in zip(clones.starts, clones.masses, strict=True):
         if mass > 0.0:
             total += mass * _hockey_stick(start, u, v, floor / max(mass, 1e-300))
     return min(iota * total, 1.0)
+
+
+def _delta_bound_at(clones: _Clones, structure: ShuffleStructure, delta: float, eps: float) -> float:
+    return _delta_bound(clones, structure, eps, delta)
 
 
 def delta_upper_bound(eps0: float, n: int, eps: float, delta_scale: float = 1e-8,
@@ -304,6 +388,8 @@ def delta_upper_bound(eps0: float, n: int, eps: float, delta_scale: float = 1e-8
     if math.exp(-eps0) >= 1.0:  # ε₀ = 0 or below a float's resolution: ε₀-DP's own δ(ε), 0 at ε >= ε₀
         return max(0.0, (math.expm1(eps0) - math.expm1(eps)) / (math.exp(eps0) + 1.0))
     structure = structure or generic_structure(eps0)
+    if _vectorised():
+        return _fast_delta_bound(_FastClones(structure.clone_probability, n, delta_scale), structure, float(eps))
     return _delta_bound(_Clones(structure.clone_probability, n, delta_scale), structure, float(eps), delta_scale)
 
 
@@ -346,10 +432,16 @@ def _search(eps0: float, n: int, delta: float, structure: ShuffleStructure,
             closed: float | None) -> tuple[float, str]:
     """The smallest ε (to 1e-5 relative, rounded up) whose δ bound with ``structure`` is at most δ, and the
     structure's name."""
-    clones = _Clones(structure.clone_probability, n, delta)
+    bound: Callable[[float], float]
+    if _vectorised():
+        fast = _FastClones(structure.clone_probability, n, delta)
+        bound = functools.partial(_fast_delta_bound, fast, structure)
+    else:
+        clones = _Clones(structure.clone_probability, n, delta)
+        bound = functools.partial(_delta_bound_at, clones, structure, delta)
 
     def excess(eps: float) -> float:  # ln δ̄(ε) - ln δ: > 0 not enough, <= 0 certified
-        d = _delta_bound(clones, structure, eps, delta)
+        d = bound(eps)
         return math.log(d) - math.log(delta) if d > 0 else -math.inf
 
     lo, hi, f_lo, f_hi = 0.0, eps0, math.inf, -math.inf
