@@ -23,7 +23,7 @@ for every honest report (given its filter ``S`` the bits are independent: the fi
 ``−(q* − p*)²/2`` when ``S`` holds one of ``a, b`` and 0 otherwise; the second's is ``−(q* − p*)³·|S ∖ {a, b}|``
 when ``S`` holds both and 0 otherwise), and is large for a fake report that sets both bits and pads to the honest
 number of 1s (both bits set, its other bits fewer). The score only decides which pairs are tested; the test
-(:func:`ldp.server.rappor_poisoning.pair_law_check`) needs no property of it.
+(:func:`ldp.server.rappor_pair_law.pair_law_check`) needs no property of it.
 
 Cost: the moments take ``24·m·(k + 1)²`` bytes while folding and about ``1.5·(k + 1)²`` multiply-adds per report
 (float32 products on :data:`CHUNK` rows at a time); for ``k >`` :data:`MAX_BITS`, or above :data:`MOMENT_LIMIT`
@@ -106,7 +106,7 @@ def _group_means(pa: float, pb: float, rest: npt.NDArray[np.float64], top: int) 
 def score_coefficients(params: Any) -> tuple[npt.NDArray[np.float64], float]:
     """``(β, v)``: the choice statistic ``ψ = Σ_g Σ_i β[g, i]·1{(x_a, x_b) = g}·R^i`` (``i <= 2``) of least variance
     ``v`` (one report of a filter of ``h`` uniform bits) among those whose mean is 0 for every honest filter
-    (:func:`ldp.server.rappor_poisoning.pair_types`) and 1 for a disguised fake report (both bits set, its number of
+    (:func:`ldp.server.rappor_pair_law.pair_types`) and 1 for a disguised fake report (both bits set, its number of
     1s from the honest law of a full filter)."""
     k, h, ps, qs = params.num_bloombits, params.num_hashes, params.p_star, params.q_star
     kinds = [(al, be, j) for al in (1, 0) for be in (1, 0) for j in range(min(h - al - be, k - 2) + 1)

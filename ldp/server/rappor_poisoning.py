@@ -1,5 +1,5 @@
-"""Poisoning laws of RAPPOR (both modes): the 1 bits per cohort and in total, and per report their number and
-which of them are set together.
+"""Poisoning laws of RAPPOR (both modes): the 1 bits per cohort and in total, the reports per cohort, and per
+report their number, which of them are set together, and the cells of each cohort's most suspicious pairs of bits.
 
 A client's Bloom filter ``B_u`` has ``B`` set bits, ``1 <= B <= h`` (``h`` hash functions over ``k`` bits; fewer
 than ``h`` when two hashes collide; the same in ``ldp`` and Google mode). A fresh client's report has each bit of
@@ -29,11 +29,45 @@ independently, whatever its value. So:
   Bonferroni over the sizes). A maximal gain attack sets every target's bits in its reports, whatever number of
   1s it pads to: those bits are set together, are chosen, and every fake report tested counts.
 
-**Where they run.** The fold keeps the 1s per report as a histogram and the counts ``N`` and ``X``
+* **Reports per cohort** (aggregate). Clients take their cohort uniformly at random, so the cohorts' counts are
+  ``Multinomial(n; 1/m, …, 1/m)`` and each is ``Binomial(n, 1/m)``: the most populous cohort is tested exactly,
+  ``p = m·P(Binomial(n, 1/m) >= N_max)`` (Bonferroni over the ``m`` cohorts; the enumerated multinomial keeps it at
+  its level, ``tests/server/test_rappor_pairs.py``). Fake users who all report in one cohort (to concentrate
+  their gain there) add to its count what no honest spread does.
+* **Promoted pairs** (reports). Fake reports that set a target's bits and draw their number of 1s from the honest
+  law pass the tests above. A pair ``(a, b)`` of one cohort's bits sees a report as a cell ``(x_a, x_b, R)``, ``R``
+  its other 1s. Given its filter ``S`` an honest report's bits are independent, so its cell follows one of a few
+  *type laws* (:func:`~ldp.server.rappor_pair_law.pair_type_laws`): ``x_a ~ Bernoulli(q* if a ∈ S else p*)``,
+  likewise ``x_b``, ``R ~ Binomial(j, q*) + Binomial(k − 2 − j, p*)`` for the ``j = |S ∖ {a, b}|`` other bits,
+  ``1 <= |S| <= h``. Whatever the values, the honest cells of a cohort's pair are independent draws each from a mixture
+  of these laws: the *null* is every mixture, and no frequency need be known (the decoder's estimates are not used:
+  a promoted string's holders are one of the types, ``S = {a, b}``, which the mixture may hold in any share). A fake
+  report that sets both bits is a cell ``x_a = x_b = 1`` with ``R = L − 2``, ``L`` from the honest law ``P_h``: both
+  bits always set (an honest holder sets each with ``q*`` only) and fewer other bits than a holder, whose ``R`` is
+  ``Binomial(k − 2, p*)`` (:func:`~ldp.server.rappor_pair_law.pair_fake_law`). The test is the likelihood ratio
+  ``2(ℓ₁ − ℓ₀)`` of a cell histogram, ``ℓ₀`` the best honest mixture and ``ℓ₁`` the best with a share of fake
+  reports besides (:func:`~ldp.server.rappor_pair_law.pair_likelihood_ratio`). **Which pairs** are tested is chosen
+  per cohort by the fold from reports the test never sees (:mod:`ldp.batch.rappor_pairs`: a fair coin of the
+  server's per report; the pairs of largest likelihood ratio on the moments of the reports to choose from), and only
+  the other reports are counted in the chosen pairs' cells. **Null law.** Given the choice, the tested cells of a
+  cohort's pair are independent draws from some honest mixture, a model with the fake share on the boundary (0); the
+  ratio is then asymptotically at most ``½χ²₀ + ½χ²₁`` (Chernoff 1954; Self and Liang 1987) and is taken as ``χ²₁``
+  (twice that tail: a margin, not a proof, for honest shares on their own boundary, where the asymptotic law is a
+  mixture of other weights). Per cohort the largest of its ``J`` slots
+  has tail at most ``J·P(χ²₁ >= t)`` (Bonferroni); cohorts' tested reports are disjoint and independent, so ``T``,
+  the sum over the cohorts with at least :data:`~ldp.server.rappor_pair_law.PAIR_MIN` tested reports, is dominated
+  by the sum of independent laws of that tail, computed on a grid rounded up
+  (:func:`~ldp.server.rappor_pair_law.sum_of_dominated_sf`): ``p = P(Σ D_c >= T)``. The fits are computed so the
+  ratio is never inflated (the honest fit at an upper bound of its optimum). The law is asymptotic: the level holds
+  up to the χ² approximation, checked on honest windows (200 at n = 20,000 in
+  ``simulations/bench_rappor_poisoning.py``; 40 at n = 4,000 in the tests).
+
+**Where they run.** The fold keeps the 1s per report as a histogram, the counts ``N`` and ``X`` and the pair cells
 (:meth:`~ldp.decoders.rappor.RapporAggregate.report_layout`), so every check runs from the aggregate: on the
 collector's dashboard and in ``ldp decode`` as at fold time. Reports given beside such an aggregate add nothing.
 An aggregate that holds no per-report statistics (simulated without reports, or written before they existed) is
-tested by its totals alone.
+tested by its totals and cohort counts alone; one written before the pair cells existed, by all but the pair
+test.
 
 The laws are those of one report per client: a client's repeated reports share its PRR, so their totals vary more
 than the bound says and its reports set the same bits together (count a client once per window, or expect more
@@ -54,6 +88,15 @@ from ldp.batch.rappor_pairs import PairChoice, pair_cells_shape, pairs_enabled
 from ldp.decoders.rappor import RapporAggregate
 from ldp.encoders.rappor import RapporParams
 from ldp.server.poisoning import LawCheck, ReportLaw, binomial_excess_check, range_check
+from ldp.server.rappor_pair_law import (
+    PAIR_MIN,
+    pair_fake_law,
+    pair_law_check,
+    pair_likelihood_ratio,
+    pair_type_laws,
+    pair_types,
+    sum_of_dominated_sf,
+)
 
 __all__ = ["PAIR_MIN", "RapporLaw", "TAIL", "cohort_reports_check", "cooccurrence_bound", "cooccurrence_sizes",
            "pair_fake_law", "pair_law_check", "pair_likelihood_ratio", "pair_type_laws", "pair_types",
@@ -118,179 +161,6 @@ def report_statistics(params: Any, columns: Mapping[str, Any], rng: Any = None) 
         raise ValueError(f"cohort and bits must have one row per report, got {cohorts.shape} and {rows.shape}")
     BitsTogether(params, rng).add(cohorts, rows, hist, together)
     return hist, together
-
-
-PAIR_MIN = 200
-"""Tested reports a cohort needs (in its first slot) for its pairs to enter the promoted-pair test."""
-
-
-def pair_types(params: Any) -> list[tuple[int, int, int]]:
-    """The honest filters as a pair ``(a, b)`` of bits sees them: ``(α, β, j)``, ``α``, ``β`` whether the filter
-    holds ``a``, ``b`` and ``j`` how many other bits it holds; ``1 <= α + β + j <= h`` (``j <= k − 2``)."""
-    k, h = params.num_bloombits, params.num_hashes
-    return [(al, be, j) for al in (1, 0) for be in (1, 0) for j in range(min(h - al - be, k - 2) + 1)
-            if al + be + j >= 1]
-
-
-def _cells(pa: float, pb: float, rest: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """The law over the cells ``(x_a, x_b, R)`` of independent ``x_a ~ Bernoulli(pa)``, ``x_b ~ Bernoulli(pb)``
-    and ``R ~ rest``."""
-    return np.concatenate([(pa if xa else 1 - pa) * (pb if xb else 1 - pb) * rest for xa in (0, 1) for xb in (0, 1)])
-
-
-def pair_type_laws(params: Any) -> npt.NDArray[np.float64]:
-    """``(types, 4(k − 1))``: for each of :func:`pair_types`, the law of an honest report's cell ``(x_a, x_b, R)``
-    (:func:`ldp.batch.rappor_pairs.cell_of`): given its filter the bits are independent, ``q*`` inside and ``p*``
-    outside, so ``x_a ~ Bernoulli(q* if α else p*)``, likewise ``x_b``, and ``R ~ Binomial(j, q*) +
-    Binomial(k − 2 − j, p*)``. Every honest report's cell follows one of these, whatever its value."""
-    k, ps, qs = params.num_bloombits, params.p_star, params.q_star
-    out = []
-    for al, be, j in pair_types(params):
-        rest = np.convolve(stats.binom.pmf(np.arange(j + 1), j, qs),
-                           stats.binom.pmf(np.arange(k - 2 - j + 1), k - 2 - j, ps))
-        out.append(_cells(qs if al else ps, qs if be else ps, rest))
-    return np.asarray(out)
-
-
-def pair_fake_law(params: Any) -> npt.NDArray[np.float64]:
-    """``(4(k − 1),)``: the cell of a fake report that sets both bits and draws its number of 1s ``L`` from the
-    honest law of a full filter (``P_h``): ``x_a = x_b = 1``, ``R = max(L − 2, 0)``."""
-    k = params.num_bloombits
-    law = rappor_ones_pmfs(params)[-1]
-    rest = np.zeros(k - 1)
-    rest[0] = law[:3].sum()
-    rest[1:] = law[3:]
-    return _cells(1.0, 1.0, rest)
-
-
-def _log_likelihood(w: npt.NDArray[np.float64], laws: npt.NDArray[np.float64],
-                    counts: npt.NDArray[np.float64]) -> float:
-    mix = w @ laws
-    return float(counts @ np.log(np.maximum(mix, 1e-300)))
-
-
-FIT_GAP = 1e-3
-"""A fit stops once its log-likelihood is within this of the best (:func:`_gap`); ratios are computed net of it."""
-
-
-def _gap(w: npt.NDArray[np.float64], laws: npt.NDArray[np.float64], counts: npt.NDArray[np.float64]) -> float:
-    """An upper bound on the best log-likelihood over the simplex minus that of ``w``: ``N·log(max_t D_t / N)``,
-    ``D_t = Σ_i c_i·A_ti / mix_i`` (Jensen: ``ℓ(w*) − ℓ(w) <= N·log Σ_t w*_t·D_t/N``), 0 at the optimum."""
-    n = counts.sum()
-    d = laws @ (counts / np.maximum(w @ laws, 1e-300))
-    return float(max(n * np.log(max(float(d.max()), 1e-300) / n), 0.0))
-
-
-def _em(w: npt.NDArray[np.float64], laws: npt.NDArray[np.float64], counts: npt.NDArray[np.float64],
-        steps: int) -> npt.NDArray[np.float64]:
-    n = counts.sum()
-    for _ in range(steps):
-        w = w * (laws @ (counts / np.maximum(w @ laws, 1e-300))) / n
-    return w
-
-
-def _fit(counts: npt.NDArray[np.float64], laws: npt.NDArray[np.float64],
-         start: npt.NDArray[np.float64] | None = None) -> tuple[float, float, npt.NDArray[np.float64]]:
-    """``(ℓ, gap, w)``: mixture weights ``w`` of the rows of ``laws`` (a concave problem on the simplex) with
-    log-likelihood ``ℓ`` of ``counts``, and :func:`_gap`, so the best is in ``[ℓ, ℓ + gap]``: a few EM steps from
-    ``start`` (uniform by default), SLSQP from there, and more EM steps while the gap is above :data:`FIT_GAP`."""
-    from scipy.optimize import minimize
-
-    t, n = laws.shape[0], counts.sum()
-    w = _em(np.full(t, 1.0 / t) if start is None else np.asarray(start, np.float64).copy(), laws, counts, 20)
-
-    def loss(v: npt.NDArray[np.float64]) -> float:
-        return -_log_likelihood(v, laws, counts) / n
-
-    def grad(v: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        out: npt.NDArray[np.float64] = -(laws @ (counts / np.maximum(v @ laws, 1e-300))) / n
-        return out
-
-    res = minimize(loss, w, jac=grad, method="SLSQP", bounds=[(0.0, 1.0)] * t,
-                   constraints=[{"type": "eq", "fun": lambda v: v.sum() - 1.0, "jac": lambda v: np.ones_like(v)}],
-                   options={"ftol": 1e-12, "maxiter": 300})
-    v = np.clip(res.x, 0.0, None)
-    v = v / v.sum() if v.sum() > 0 else w
-    best = max((_log_likelihood(w, laws, counts), w), (_log_likelihood(v, laws, counts), v), key=lambda b: b[0])[1]
-    for _ in range(20):
-        gap = _gap(best, laws, counts)
-        if gap < FIT_GAP:
-            break
-        best = _em(best, laws, counts, 25)
-    return _log_likelihood(best, laws, counts), _gap(best, laws, counts), best
-
-
-def pair_likelihood_ratio(counts: npt.ArrayLike, laws: npt.NDArray[np.float64],
-                          fake: npt.NDArray[np.float64]) -> float:
-    """``2·(ℓ₁ − ℓ₀)``: the likelihood ratio of the cell counts of one cohort's slot, ``ℓ₀`` the best honest
-    mixture (of ``laws``: :func:`pair_type_laws`), ``ℓ₁`` the best with a share of ``fake`` reports besides
-    (:func:`pair_fake_law`, a weight ``>= 0``); 0 for no reports. Computed conservatively: ``ℓ₀`` at the upper
-    bound of its fit (:func:`_gap`), ``ℓ₁`` at a feasible point's value (a lower bound)."""
-    c = np.asarray(counts, np.float64)
-    if c.sum() <= 0:
-        return 0.0
-    l0, gap, w0 = _fit(c, laws)
-    if float(c @ (fake / np.maximum(w0 @ laws, 1e-300))) <= c.sum():
-        return 0.0  # then the ratio is at most 2·gap (the gap of w0 with a zero fake share is unchanged): 0 reported
-    l1, _, _ = _fit(c, np.vstack([laws, fake]), np.append(w0 * 0.95, 0.05))
-    return float(max(2.0 * (l1 - l0 - gap), 0.0))  # the honest best at its upper bound: never an inflated ratio
-
-
-def sum_of_dominated_sf(total: float, terms: int, slots: int, step: float | None = None) -> tuple[float, float, float]:
-    """``(p, mean, sd)``: ``P(D_1 + … + D_c >= total)`` for ``c = terms`` independent ``D`` of survival
-    ``min(1, slots·P(χ²₁ >= t))`` (each the largest of ``slots`` statistics each at most ``χ²₁``: Bonferroni), each
-    ``D`` rounded up to a grid of ``step`` (so the ``p`` is never below the exact one), and the sum's mean and
-    standard deviation on that grid."""
-    if terms <= 0 or total <= 0:
-        return 1.0, 0.0, 0.0
-    from scipy.signal import fftconvolve
-
-    step = step or max(0.02, total / 4000)
-    top = int(np.ceil(total / step))
-    grid = np.arange(top + 1) * step
-    sf = np.minimum(1.0, slots * stats.chi2.sf(grid, 1))
-    one = np.zeros(top + 1)
-    one[1:] = sf[:-1] - sf[1:]  # D in (t_{i-1}, t_i] -> t_i
-    one[0] = 1.0 - sf[0]
-    one[top] += sf[top]  # beyond the grid: counted at its end (>= total)
-    law = np.zeros(top + 1)
-    law[0] = 1.0
-    for _ in range(terms):
-        full = np.clip(fftconvolve(law, one), 0.0, None)
-        law = full[:top + 1].copy()
-        law[top] += full[top + 1:].sum()
-    # the mean and variance of one D on a long grid, for the check's z
-    fine = np.arange(0, 200.0, 0.01)
-    dsf = np.minimum(1.0, slots * stats.chi2.sf(fine, 1))
-    mean1 = float(dsf.sum() * 0.01)
-    second = float((2 * fine * dsf).sum() * 0.01)
-    return float(min(1.0, law[top])), terms * mean1, float(np.sqrt(terms * max(second - mean1 ** 2, 0.0)))
-
-
-def pair_law_check(params: Any, cells: npt.ArrayLike, alpha: float, reports: int) -> LawCheck:
-    """The promoted-pair test (module docstring): per cohort with at least :data:`PAIR_MIN` tested reports, the
-    largest of its slots' :func:`pair_likelihood_ratio`; ``T`` their sum, against the sum of independent laws of
-    survival ``min(1, J·P(χ²₁ >= t))`` (:func:`sum_of_dominated_sf`). ``reports``: the window's reports."""
-    pr = params.protocol
-    c = np.asarray(cells, dtype=np.int64)
-    laws, fake = pair_type_laws(params), pair_fake_law(params)
-    used = np.flatnonzero(c[:, 0].sum(axis=1) >= PAIR_MIN)
-    slots = c.shape[1]
-    ratios = [max(pair_likelihood_ratio(c[g, j], laws, fake) for j in range(slots)) for g in used.tolist()]
-    total = float(sum(ratios))
-    p, mean, sd = sum_of_dominated_sf(total, len(ratios), slots)
-    from ldp.server.poisoning import _check_alpha, _verdict
-
-    alpha = _check_alpha(alpha)
-    verdict = _verdict(p, alpha) if ratios else "ok"
-    tested = int(c[used, 0].sum()) if used.size else 0
-    worst = f"; largest {max(ratios):.1f} (cohort {int(used[int(np.argmax(ratios))])})" if ratios else ""
-    z = (total - mean) / sd if sd > 0 else 0.0
-    msg = (f"{pr}: pairs of bits set together beyond every honest mixture: likelihood ratio {total:,.1f} over "
-           f"{len(ratios)} cohorts' {slots} chosen pairs ({tested:,} reports tested{worst}; p <= {p:.2g}, "
-           f"{verdict} at {alpha:g})" if ratios else
-           f"{pr}: pairs of bits set together: no cohort has {PAIR_MIN} reports tested yet (ok at {alpha:g})")
-    return LawCheck("pair_law", pr, int(reports), total, mean, sd, float(z), p, alpha, verdict, msg)
 
 
 def cohort_reports_check(params: Any, cohort_n: npt.ArrayLike, alpha: float) -> LawCheck:
