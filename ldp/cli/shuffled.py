@@ -14,6 +14,7 @@ from ldp.cli.support import count, open_unit
 from ldp.pipeline.guarantee import Randomizer, over_windows, window_guarantee, window_release
 from ldp.privacy.binary_shuffle import BINARY
 from ldp.privacy.cost import PrivacyCost
+from ldp.privacy.krr_shuffle import KRR
 from ldp.privacy.over_time import METHOD
 from ldp.privacy.shuffle import ShuffleStructure
 
@@ -102,6 +103,8 @@ def _bound(method: str) -> str:
     ``method``)."""
     if method == BINARY:
         return "binary randomized response's worst dataset, computed exactly"
+    if method == KRR:
+        return "k-RR's privacy blanket, computed exactly"
     whose = " with k-RR's clone structure" if method == "numerical k-RR" else ""
     return f"Feldman, McMillan and Talwar's numerical bound{whose}"
 

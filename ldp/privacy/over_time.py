@@ -31,6 +31,7 @@ from typing import Any
 
 from ldp.privacy.binary_shuffle import worst_case
 from ldp.privacy.cost import PrivacyCost
+from ldp.privacy.krr_shuffle import krr_worst_case
 from ldp.privacy.shuffle import _BINARY_MAX, ShuffleGuarantee, ShuffleStructure, generic_structure, shuffled_epsilon
 from ldp.privacy.tilted_composition import LossLaw, chernoff, composed_epsilon, local_law
 from ldp.privacy.window_pld import pair_losses, shuffle_pld
@@ -161,14 +162,19 @@ def _compositions(kinds: dict[WindowRelease, int], delta: float) -> list[tuple[f
 def _composed(kinds: dict[WindowRelease, int], singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost],
               delta: float) -> float:
     """The ε at ``delta`` of the windows' loss laws composed (``kinds``: each distinct window and how many): each
-    kind's law the one of :func:`_laws` with the smallest Chernoff figure over its windows, the laws composed under
+    kind's law the one of :func:`_laws` with the smallest figure over its own windows, the laws composed under
     an exponential tilt (:func:`~ldp.privacy.tilted_composition.composed_epsilon`) and by the Chernoff bound, the
     smaller kept. Both are valid at any δ down to 10⁻³⁰⁰."""
     chosen = []
     for release, k in kinds.items():
         options = _laws(release, singles[release], delta, sum(kinds.values()))
-        chosen.append((min(options, key=lambda law: chernoff([(law, k)], delta)[0]), k))
+        chosen.append((min(options, key=lambda law: _alone(law, k, delta)), k))
     return min(composed_epsilon(chosen, delta), chernoff(chosen, delta)[0])
+
+
+def _alone(law: LossLaw, k: int, delta: float) -> float:
+    """The figure of ``k`` windows of ``law`` alone at δ: how a kind's law is chosen."""
+    return min(composed_epsilon([(law, k)], delta), chernoff([(law, k)], delta)[0])
 
 
 def _laws(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, delta: float,
@@ -176,7 +182,8 @@ def _laws(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, delta:
     """Every loss law this toolkit proves for one window, each stochastically larger than the window's privacy loss
     under every dataset, in both directions (any of them composes validly): its local (ε₀, δ₀) worst case; when
     shuffled (pure ε₀, n >= 2), whether or not one window alone shows a gain at δ, the clone pair's (generic and
-    with the randomizer's structure) and, for binary randomized response, the worst dataset's law."""
+    with the randomizer's structure) and, for binary randomized response, the worst dataset's law, for k-RR over
+    d >= 3 values the privacy blanket's (:mod:`ldp.privacy.krr_shuffle`)."""
     cost = release.per_report
     laws = [local_law(cost.epsilon, cost.delta)]
     n = release.n
@@ -193,6 +200,10 @@ def _laws(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, delta:
         laws.append(LossLaw.of(*pair_losses(structure, n, tail)))
     if s is not None and s.binary and s.epsilon_pair <= _BINARY_MAX and delta >= 1e-300:
         laws.append(LossLaw.of(*worst_case(s.epsilon_pair, n, delta).losses()))
+    d = s.values if s is not None else None
+    blanket = krr_worst_case(s.epsilon_pair, d, n, delta) if s is not None and d is not None and d >= 3 else None
+    if blanket is not None:
+        laws.append(LossLaw.of(*blanket.losses()))
     return laws
 
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 from ldp.cli.command import main
 from ldp.encoders.randomized_response import BinaryRRParams, GRRParams
 from ldp.privacy.cost import PrivacyCost
+from ldp.privacy.krr_shuffle import KRR
 from ldp.privacy.shuffle import (
     ShuffleGuarantee,
     closed_form_epsilon,
@@ -136,10 +137,10 @@ def test_any_valid_input(eps0: float, n: int, log_delta: float) -> None:
 def test_cli_privacy_shuffled(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["privacy", "grr", "--epsilon", "4", "--d", "10", "--shuffled", "1e6", "--delta", "1e-8"]) == 0
     text = capsys.readouterr().out
-    grr = GRRParams(4.0, 10)  # k-RR: its clone structure gives the smaller ε here
+    grr = GRRParams(4.0, 10)  # k-RR: its privacy blanket gives the smaller ε here
     expected = shuffled_epsilon(grr.privacy_cost.epsilon, 10**6, 1e-8, grr.shuffle_structure)
-    assert expected.method == "numerical k-RR" and expected.epsilon < shuffled_epsilon(4.0, 10**6, 1e-8).epsilon
-    assert "local (per report, against everyone): ε=4" in text and "with k-RR's clone structure" in text
+    assert expected.method == KRR and expected.epsilon < shuffled_epsilon(4.0, 10**6, 1e-8).epsilon
+    assert "local (per report, against everyone): ε=4" in text and "k-RR's privacy blanket" in text
     assert f"ε={expected.epsilon:.4g}, δ=1e-08" in text and "against the analyst only" in text
     assert "trust: the shuffler is trusted and is not the analyst" in text
     assert main(["privacy", "grr", "--epsilon", "4", "--d", "10", "--shuffled", "1e6", "--json"]) == 0
@@ -160,7 +161,7 @@ def test_cli_privacy_over_windows(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     rr = BinaryRRParams.from_epsilon(1.0)
     expected = central_over_time(rr.privacy_cost, 10**5, 1e-6, 30, rr.shuffle_structure)
-    assert f"central over 30 windows: ε={expected.epsilon:.4g}, δ=1e-06 (privacy-loss distributions" in text
+    assert f"central over 30 windows: ε={expected.epsilon:.4g}, δ=1e-06 (privacy-loss laws composed" in text
     assert "local over 30 windows (one report each): ε=30" in text
     assert main([*args, "--json"]) == 0
     over = json.loads(capsys.readouterr().out)["central"]["over_windows"]
@@ -176,14 +177,18 @@ def test_cli_privacy_over_windows(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_plan_shuffled(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "grr", "--epsilon", "2", "--d", "10", "--n", "1e5", "--shuffled", "1e5"]) == 0
     text = capsys.readouterr().out
-    assert f"grr: central (100,000 shuffled reports, against the analyst only): " \
-           f"ε={shuffled_epsilon(2.0, 10**5, 1e-8).epsilon:.4g}" in text
+    from ldp.pipeline.guarantee import window_guarantee
+
+    figure = window_guarantee(GRRParams(2.0, 10), 10**5, 1e-8)
+    assert figure is not None
+    assert f"grr: central (100,000 shuffled reports, against the analyst only): ε={figure.epsilon:.4g}" in text
     assert main(["plan", "grr", "--epsilon", "2", "--d", "10", "--n", "1e5", "--shuffled", "1e5", "--json",
                  "--delta", "1e-6"]) == 0
     plans = json.loads(capsys.readouterr().out)
     assert plans[0]["epsilon_per_report"]["epsilon"] == pytest.approx(2.0)
-    assert plans[0]["central"]["epsilon"] == pytest.approx(shuffled_epsilon(2.0, 10**5, 1e-6).epsilon)
-    assert main(["plan", "grr", "--epsilon", "8", "--d", "10", "--n", "1e4", "--shuffled", "1e4"]) == 0
+    at = window_guarantee(GRRParams(2.0, 10), 10**5, 1e-6)
+    assert at is not None and plans[0]["central"]["epsilon"] == pytest.approx(at.epsilon)
+    assert main(["plan", "grr", "--epsilon", "8", "--d", "10", "--n", "1e4", "--shuffled", "30"]) == 0
     assert "no amplification proven" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exc:  # argparse refuses it
         main(["plan", "grr", "--epsilon", "2", "--d", "10", "--n", "1e5", "--shuffled", "0"])
