@@ -24,7 +24,9 @@ Here the worst dataset is searched for, and every figure holds for all of them a
 The search (issue 72): fixed intervals of the number of ones (:func:`interval_cuts`: 1/40 of the others each, finer
 near 0 where the worst datasets are), the same fractions at every n, each evaluated at its dominating dataset and its
 ε rounded up to the grid of :mod:`ldp.privacy.window_grid`: the figure is non-increasing in n by construction (up
-to rounding; see that module for what is guaranteed). Up to :data:`EXACT_MAX` users; beyond, that many users' figure.
+to rounding; see that module for what is guaranteed). Up to :func:`exact_max` users (10⁷ at δ >= 10⁻¹⁰, 10⁴ at
+δ below 10⁻²⁰⁰: the work grows with ln(1/δ)); beyond, that many users' figure, which the clone bound of
+:mod:`ldp.privacy.shuffle` beats from about 1.2 times that n (it is about 1.22 times the exact figure at δ = 10⁻⁸).
 Each law f is exact to rounding: the
 binomials by scipy at their modes and ratio products outward, convolved directly or, when long, by FFT with a
 bound on its rounding added to δ; the mass left outside their windows is added to δ too.
@@ -41,8 +43,8 @@ from typing import Any
 
 from ldp.privacy.window_grid import floor_delta, grid_search
 
-__all__ = ["BINARY", "EXACT_MAX", "BinaryPair", "WorstCase", "binary_pair", "binary_rr_epsilon", "interval_cuts",
-           "worst_case"]
+__all__ = ["BINARY", "EXACT_MAX", "BinaryPair", "WorstCase", "binary_pair", "binary_rr_epsilon", "exact_max",
+           "interval_cuts", "worst_case"]
 
 BINARY = "binary RR (worst dataset)"
 """The method of a figure from this module (:class:`~ldp.privacy.shuffle.ShuffleGuarantee`)."""
@@ -53,7 +55,13 @@ _PARTS = 20
 """Fixed intervals over the others' number of ones in [0, (n − 1)/2]: each drops up to 1/40 of the others (about
 1.3 % on ε)."""
 EXACT_MAX = 10**7
-"""The most users the datasets are computed for (a window's figure in well under a second); more get its figure."""
+"""The most users the datasets are computed for (at δ >= 10⁻¹⁰; fewer at smaller δ, :func:`exact_max`); more get
+its figure."""
+_CAPS = ((1e-10, 10**7), (1e-100, 10**6), (1e-200, 10**5), (0.0, 10**4))
+"""(smallest grid δ, most users computed): the search's work grows with n and with ln(1/δ) (the windows reach
+further); these keep one window's search under about 0.6 s of CPU (simulations/bench_window_epsilon.py). The cap
+is non-decreasing in δ, so the figure stays non-increasing in δ (a larger δ gets at least as many users, and the
+figure is non-increasing in n)."""
 _TILT = 4.5
 """Standard deviations between the tilts' centres: each reads the entries within about ±4.8 of its own to 10⁻⁹."""
 _GRID = 2**16
@@ -330,8 +338,15 @@ nearly all one value) to ``⌊(n + 1)/2⌋`` (empty ones dropped). Every cut is
 def binary_rr_epsilon(eps0: float, n: int, delta: float) -> tuple[float, float]:
     """The central ε at ``delta`` of n shuffled binary RR reports of ε₀, valid for every dataset (module docstring),
     and the exact ε of the worst real dataset found (a lower bound on any valid figure). δ is first rounded down to
-    the grid of :func:`~ldp.privacy.window_grid.floor_delta`; beyond :data:`EXACT_MAX` users the figure of
-    ``EXACT_MAX`` users is returned (valid for more: more users' view is a post-processing of fewer's), with its
-    own lower value (then not a lower bound for n)."""
-    found = worst_case(float(eps0), min(n, EXACT_MAX), floor_delta(delta))
+    the grid of :func:`~ldp.privacy.window_grid.floor_delta`; beyond :func:`exact_max` users (10⁷ at δ >= 10⁻¹⁰,
+    fewer at smaller δ) the figure of that many users is returned (valid for more: more users' view is a
+    post-processing of fewer's), with its own lower value (then not a lower bound for n)."""
+    grid_delta = floor_delta(delta)
+    found = worst_case(float(eps0), min(n, exact_max(grid_delta)), grid_delta)
     return found.epsilon, found.lower
+
+
+def exact_max(delta: float) -> int:
+    """The most users whose datasets are computed at (grid) ``delta`` (:data:`_CAPS`): 10⁷ down to 10⁴ at δ below
+    10⁻²⁰⁰; more users get that many's figure (valid: more users' view is a post-processing of fewer's)."""
+    return next(cap for least, cap in _CAPS if delta >= least)

@@ -87,3 +87,44 @@ def test_non_increasing_in_delta(kind: str, eps0: float, n: int, log_delta: floa
 @given(kind=st.sampled_from(["binary", "k-RR", "generic"]), eps0=st.floats(0.05, 30.0), n=st.integers(1, 10**5))
 def test_tiny_delta_is_total_and_quiet(kind: str, eps0: float, n: int) -> None:
     _quiet(eps0, n, 1e-300, kind)
+
+
+@pytest.mark.parametrize("n,delta", [(10**4, 1e-250), (10**5, 1e-150), (10**6, 1e-50), (10**7, 1e-9)])
+def test_binary_monotone_across_its_caps_in_n(n: int, delta: float) -> None:
+    """Consecutive n at each cap of the exact search (ldp.privacy.binary_shuffle.exact_max: 10⁷ users at δ >= 10⁻¹⁰
+    down to 10⁴ below 10⁻²⁰⁰), where the figure stops following n."""
+    from ldp.privacy.binary_shuffle import exact_max
+
+    assert exact_max(floor_delta(delta)) == n
+    got = [_quiet(1.0, m, delta, "binary") for m in (n - 1, n, n + 1, n + 2)]
+    assert got == sorted(got, reverse=True)
+
+
+@pytest.mark.parametrize("threshold", [1e-10, 1e-100, 1e-200])
+def test_binary_monotone_across_its_caps_in_delta(threshold: float) -> None:
+    """δ just below and at each threshold of the caps, at n above them: the larger δ gets more users computed, and
+    never a larger figure."""
+    below, at = _quiet(1.0, 2 * 10**7, threshold * 0.999, "binary"), _quiet(1.0, 2 * 10**7, threshold, "binary")
+    assert at <= below
+
+
+@pytest.mark.parametrize("kind", ["generic", "binary"])
+@pytest.mark.parametrize("n", [10**9, 10**12 - 2])
+def test_huge_n_monotone_in_n_and_delta(kind: str, n: int) -> None:
+    """Past every cap (the vectorised clone bound answers): consecutive n, and δ on neighbouring grid points. (k-RR
+    over d = 10 also runs the blanket pair of ldp.privacy.krr_shuffle, seconds a call at this n: not here.)"""
+    got = [_quiet(1.0, m, 1e-8, kind) for m in (n, n + 1, n + 2)]
+    assert got == sorted(got, reverse=True)
+    assert _quiet(1.0, n, 1e-8 * 10 ** (1 / 1000), kind) <= got[0]
+
+
+def test_huge_n_figure_is_above_a_real_datasets_exact_epsilon() -> None:
+    """The figure at n = 10¹⁰ (the k-RR clone bound wins) is no smaller than the exact ε of one real dataset of the
+    others (all hold 0): a valid figure cannot be, and a broken bound would be."""
+    from ldp.privacy.binary_shuffle import binary_pair
+
+    eps0, n, delta = 1.0, 10**10, 1e-8
+    p = 1.0 / (1.0 + math.exp(-eps0))
+    exact = binary_pair(0, n - 1, p, 1e-18).epsilon(delta)
+    got = _quiet(eps0, n, delta, "binary")
+    assert exact <= got <= 1.6 * exact
