@@ -33,7 +33,7 @@ def test_bare_mga_runs_where_the_mga_pads_and_is_refused_elsewhere(capsys: pytes
     assert main(["simulate", "rappor", "--epsilon", "2", "--d", "16", "--n", "4000", "--attack", "mga-bare",
                  "--targets", "3", "--seed", "2", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["attack"] == "mga-bare" and len(doc["evidence"]["checks"]) == 5
+    assert doc["attack"] == "mga-bare" and len(doc["evidence"]["checks"]) == 7
     assert main(["simulate", "olh", "--epsilon", "1", "--d", "16", "--n", "300", "--attack", "mga-bare"]) == 2
     err = capsys.readouterr().err
     assert "no unpadded maximal gain attack is defined for olh; it is for oue, rappor, sue" in err
