@@ -36,8 +36,17 @@ Koskela et al. evaluate the same kind of pair numerically for shuffled k-RR. It 
 rarely lands on x₀ or x₁). Both are valid, so :func:`shuffled_epsilon` given a structure runs both and keeps the
 smaller ε. The tests check the figures against exact evaluations of the shuffled k-RR histogram (never below them).
 
-Standard library only (the privacy layer is client code). The work grows like sqrt(n) at most: measured, each
-value of the docs' table (ε₀ ≤ 8, n ≤ 10⁸, δ = 10⁻⁸) takes under a second.
+**Vectorised where numpy and scipy are installed** (:class:`_FastClones`, :func:`_fast_hockey_stick`): ``D_c`` in
+closed form, ``u·S_c(m−1) − v·S_c(m)`` with S_c the Bin(c, 1/2) survival function (scipy; Boost's incomplete beta,
+accurate at c = 10¹² where lgamma differences are not), C's masses from its exact CDF, at most 2,048 groups of one
+width over C's window (each charged D at its first c: an upper bound, D_c non-increasing), every scipy value allowed
+a relative 10⁻¹¹ error added the pessimistic way. One window at n = 10¹² takes about 0.1 s of CPU (it took 2–5 s);
+the figures are slightly tighter than the standard-library path's (whose per-group and lgamma slack the tests
+measure). The group boundaries depend on n, so the bound is not monotone in n by construction; the ε grid of
+:mod:`ldp.privacy.window_grid` makes the figure so (tested at consecutive n up to 10¹²).
+
+Without numpy: standard library only (the privacy layer is client code). The work grows like sqrt(n) at most:
+measured, each value of the docs' table (ε₀ ≤ 8, n ≤ 10⁸, δ = 10⁻⁸) takes under a second.
 """
 
 from __future__ import annotations

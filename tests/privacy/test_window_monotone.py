@@ -12,11 +12,11 @@ from hypothesis import given, settings, strategies as st
 from ldp.encoders.randomized_response import GRRParams
 from ldp.errors import RefusalValueError
 from ldp.privacy.binary_shuffle import interval_cuts
-from ldp.privacy.shuffle import shuffled_epsilon
+from ldp.privacy.shuffle import ShuffleStructure, shuffled_epsilon
 from ldp.privacy.window_grid import eps_at, eps_index, floor_delta
 
 
-def _structure(kind: str, eps0: float):  # type: ignore[no-untyped-def]
+def _structure(kind: str, eps0: float) -> ShuffleStructure | None:
     return None if kind == "generic" else GRRParams(eps0, 2 if kind == "binary" else 10).shuffle_structure
 
 
