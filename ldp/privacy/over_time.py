@@ -165,10 +165,16 @@ def _composed(kinds: dict[WindowRelease, int], singles: dict[WindowRelease, Shuf
     kind's law the one of :func:`_laws` with the smallest figure over its own windows, the laws composed under
     an exponential tilt (:func:`~ldp.privacy.tilted_composition.composed_epsilon`) and by the Chernoff bound, the
     smaller kept. Both are valid at any δ down to 10⁻³⁰⁰."""
-    chosen = []
+    chosen, alone = [], math.inf
     for release, k in kinds.items():
         options = _laws(release, singles[release], delta, sum(kinds.values()))
-        chosen.append((min(options, key=lambda law: _alone(law, k, delta)), k))
+        bounds = [chernoff([(law, k)], delta)[0] for law in options]  # a cheap first sort: a law whose Chernoff
+        keep = [law for law, b in zip(options, bounds, strict=True) if b <= 2 * min(bounds)]  # is 2x is not taken
+        figures = [_alone(law, k, delta) for law in keep]
+        alone = min(figures)
+        chosen.append((keep[figures.index(alone)], k))
+    if len(chosen) == 1:  # one kind: its law's own figure is the composition
+        return alone
     return min(composed_epsilon(chosen, delta), chernoff(chosen, delta)[0])
 
 
