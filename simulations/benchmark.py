@@ -784,10 +784,12 @@ def _register_protocol_sections() -> None:
     import bench_hostile
     import bench_ingest
     import bench_kotlin
+    import bench_krr_shuffle
     import bench_ledger
     import bench_local_hashing
     import bench_numeric
     import bench_oracles
+    import bench_over_time
     import bench_peers
     import bench_pem
     import bench_plan
@@ -795,6 +797,7 @@ def _register_protocol_sections() -> None:
     import bench_quantiles
     import bench_range
     import bench_rappor
+    import bench_rappor_first_fold
     import bench_rappor_ngrams
     import bench_regression
     import bench_replica
@@ -808,8 +811,10 @@ def _register_protocol_sections() -> None:
     import bench_two_aggregators
     import bench_typescript
     import bench_unary
+    import bench_window_epsilon
 
     bench_rappor.register(sys.modules[__name__])
+    bench_rappor_first_fold.register(sys.modules[__name__])
     bench_shuffler_lines.register(sys.modules[__name__])
     bench_sketch.register(sys.modules[__name__])
     bench_sfp.register(sys.modules[__name__])
@@ -827,6 +832,9 @@ def _register_protocol_sections() -> None:
     bench_local_hashing.register(sys.modules[__name__])
     bench_regression.register(sys.modules[__name__])
     bench_shuffle.register(sys.modules[__name__])
+    bench_window_epsilon.register(sys.modules[__name__])
+    bench_krr_shuffle.register(sys.modules[__name__])
+    bench_over_time.register(sys.modules[__name__])
     bench_trust.register(sys.modules[__name__])
     bench_prio.register(sys.modules[__name__])
     bench_two_aggregators.register(sys.modules[__name__])
