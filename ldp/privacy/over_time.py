@@ -197,7 +197,7 @@ def _laws(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, delta:
             or math.exp(-release.per_report.epsilon) >= 1.0:
         return laws
     eps0 = release.per_report.epsilon
-    tail = max(1e-6 * delta / windows, 1e-290)  # charged at the top loss (finite): 1/edge must be a float
+    tail = max(1e-6 * delta / windows, 1e-306)  # charged at the top loss (finite): at most 10⁻⁶·δ in all
     structures = [generic_structure(eps0)]
     s = release.structure
     if s is not None and s.name != "generic" and s.clone_probability < 1.0:

@@ -81,7 +81,8 @@ def pair_losses(structure: ShuffleStructure, n: int, tail: float = 1e-18) -> tup
     begin = np.array(starts)
     masses = _group_masses(begin, np.array(starts[1:] + [size + 1]), size, alpha)
     begin, masses = begin[masses > 0.0], masses[masses > 0.0]
-    sds = math.sqrt(2.0 * math.log(2.0 / edge)) + 1.0  # Hoeffding: b_c beyond sds·√c/2 of c/2 has mass < edge
+    # Hoeffding: b_c beyond sds·√c/2 of c/2 has mass < edge (in logs: 2/edge overflows at a tiny edge)
+    sds = math.sqrt(2.0 * (math.log(2.0) - math.log(edge))) + 1.0
     half = sds * np.sqrt(begin) / 2 + 2
     x0 = np.maximum(0, ((begin + 1) / 2 - half).astype(np.int64))
     x1 = np.minimum(begin + 1, ((begin + 1) / 2 + half).astype(np.int64))
