@@ -74,8 +74,11 @@ def pairs_enabled(params: Any) -> bool:
 
 
 def pair_cells_shape(params: Any) -> tuple[int, int, int]:
-    """``(m, J, 4(k − 1))``: the cells of the tested reports per cohort and slot."""
+    """``(m, J, 4(k − 1))``: the cells of the tested reports per cohort and slot; ``(0, 0, 0)`` where the fold keeps
+    none (:func:`pairs_enabled`), so an aggregate file carries no zeros for them."""
     k = params.num_bloombits
+    if not pairs_enabled(params):
+        return 0, 0, 0
     return params.num_cohorts, max(slots(params), 1), 4 * max(k - 1, 1)
 
 

@@ -255,3 +255,19 @@ def test_pair_cells_no_fold_can_make_are_left_out(damage: str) -> None:
     else:
         bad.pair_cells[1, 0, 3] += 1
     assert "pair_law" not in [c.name for c in poisoning_evidence(bad).checks]
+
+
+def test_filters_of_more_than_64_bits_keep_no_pair_cells() -> None:
+    """The moments cost O(k²) per report: for k > 64 the fold keeps none, the file carries none, no pair test runs."""
+    from ldp.reports import ReportBatch
+
+    params = RapporParams(num_bloombits=128, num_hashes=2, num_cohorts=8, p=0.25, q=0.75, f=0.5)
+    assert pair_cells_shape(params) == (0, 0, 0)
+    gen = np.random.default_rng(0)
+    agg = RapporAggregate(params)
+    agg.add(ReportBatch(params.protocol, params.fingerprint, params.schema,
+                        {"cohort": gen.integers(0, 8, 3000).astype(np.uint8),
+                         "bits": gen.integers(0, 256, (3000, 16)).astype(np.uint8)}))
+    back = Aggregate.from_bytes(agg.to_bytes())
+    assert isinstance(back, RapporAggregate) and back.pair_cells.size == 0
+    assert "pair_law" not in [c.name for c in poisoning_evidence(back).checks]
