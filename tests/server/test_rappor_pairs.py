@@ -151,8 +151,8 @@ def test_the_ratio_is_zero_at_an_honest_mixture_and_large_with_fake_reports() ->
 
 def test_honest_windows_flag_the_pair_test_at_most_at_its_level() -> None:
     """40 honest windows of 4,000 reports (Zipf over 64 candidates), the pair test alone at alpha = 0.25: at most
-    16 flagged (an honest rate of 0.25 exceeds that with probability 0.003; a real rate of 0.5 stays within it
-    with probability 0.08)."""
+    16 flagged (an honest rate of 0.25 exceeds that with probability 0.012; a real rate of 0.5 stays within it
+    with probability 0.13)."""
     gen = np.random.default_rng(20)
     flagged = 0
     for _ in range(40):
