@@ -25,6 +25,16 @@ when ``S`` holds both and 0 otherwise), and is large for a fake report that sets
 number of 1s (both bits set, its other bits fewer). The score only decides which pairs are tested; the test
 (:func:`ldp.server.rappor_pair_law.pair_law_check`) needs no property of it.
 
+**Every pair, below a size budget.** Where ``m·(k + 1)³ <=`` :data:`GRID_LIMIT` (``k = 16, m = 4``: 19,652
+counters), the fold also keeps ``pair_grid`` (``m, k + 1, k + 1, k + 1``): for cohort ``g`` and each number of 1s
+``L``, ``Aᵀ·A`` over its reports with ``L`` ones, ``A = [1 | x]`` (:func:`add_pair_grid`): the reports, each bit's
+1s and each pair's 1s together. Every pair's cells follow from it exactly (:func:`grid_cells`: ``x_a = x_b = 1``
+with ``R = L − 2`` is ``G[g, L, a, b]``, and so on), so the test of a candidate string's own pairs
+(:func:`ldp.server.rappor_pair_law.candidate_pair_check`) needs no choice: every report counts, nothing is chosen at
+fold time (the first fold does no more per report than any other). Cost: ``(k + 1)²`` float32 multiply-adds per
+report, one product per (cohort, number of 1s) group of a batch. Above the budget the chosen-pair cells alone are
+kept.
+
 Cost: the moments take ``24·m·(k + 1)²`` bytes while folding and about ``1.5·(k + 1)²`` multiply-adds per report
 (float32 products on :data:`CHUNK` rows at a time); for ``k >`` :data:`MAX_BITS`, or above :data:`MOMENT_LIMIT`
 entries, the fold keeps no pair cells (the test is then not run).
@@ -40,7 +50,8 @@ import numpy.typing as npt
 
 from ldp.batch.bits import popcounts
 
-__all__ = ["FIRST", "MOMENT_LIMIT", "PAIR_SLOTS", "PairChoice", "cell_of", "moments", "pair_cells_shape",
+__all__ = ["FIRST", "GRID_LIMIT", "MOMENT_LIMIT", "add_pair_grid", "grid_cells", "grid_enabled", "pair_grid_shape",
+           "PAIR_SLOTS", "PairChoice", "cell_of", "moments", "pair_cells_shape",
            "pair_scores", "pairs_enabled", "score_coefficients"]
 
 PAIR_SLOTS = 2
@@ -57,6 +68,10 @@ MAX_BITS = 64
 """Filters of more bits keep no pair cells: the moments cost ``O(k²)`` per report to choose from."""
 CHUNK = 4096
 """Rows per product in :func:`moments` (float32 sums exact below 2²⁴: at most ``CHUNK·k²``)."""
+GRID_LIMIT = 1 << 17
+"""The most counters ``m·(k + 1)³`` of ``pair_grid`` (1 MiB of int64); above it the fold keeps none."""
+GRID_CHUNK = 1 << 20
+"""Rows per product in :func:`add_pair_grid` (each float32 sum a count of rows, exact below 2²⁴)."""
 
 
 
@@ -80,6 +95,64 @@ def pair_cells_shape(params: Any) -> tuple[int, int, int]:
     if not pairs_enabled(params):
         return 0, 0, 0
     return params.num_cohorts, max(slots(params), 1), 4 * max(k - 1, 1)
+
+
+def grid_enabled(params: Any) -> bool:
+    """Whether the fold keeps every pair's cells (``pair_grid``): ``2 <= k`` and ``m·(k + 1)³ <=``
+    :data:`GRID_LIMIT`."""
+    k, m = params.num_bloombits, params.num_cohorts
+    return 2 <= k and m * (k + 1) ** 3 <= GRID_LIMIT
+
+
+def pair_grid_shape(params: Any) -> tuple[int, int, int, int]:
+    """``(m, k + 1, k + 1, k + 1)``, or ``(0, 0, 0, 0)`` where the fold keeps no grid (:func:`grid_enabled`)."""
+    k = params.num_bloombits
+    return (params.num_cohorts, k + 1, k + 1, k + 1) if grid_enabled(params) else (0, 0, 0, 0)
+
+
+def add_pair_grid(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], grid: npt.NDArray[np.int64],
+                  k: int) -> None:
+    """Add the batch to ``grid`` (``(m, k + 1, k + 1, k + 1)``, in place): ``grid[g, L] += Aᵀ·A`` over the reports
+    of cohort ``g`` with ``L`` ones, ``A = [1 | x]``. The reports sorted by (cohort, ``L``); one float32 product per
+    group (exact: a count of rows, below 2²⁴ per :data:`GRID_CHUNK`), summed in integers. No step per report."""
+    if grid.size == 0:
+        return
+    g = np.asarray(cohorts).reshape(-1).astype(np.intp)
+    r = np.asarray(rows, dtype=np.uint8)
+    if g.size == 0:
+        return
+    from ldp.batch.threads import threads_for
+
+    k1 = k + 1
+    key = g * k1 + popcounts(r, k)
+    order = np.argsort(key, kind="stable")
+    bounds = np.searchsorted(key[order], np.arange(grid.shape[0] * k1 + 1))
+    flat = grid.reshape(-1, k1, k1)
+    with threads_for(0.0):  # many small products: one BLAS thread
+        for key_at in np.flatnonzero(np.diff(bounds)).tolist():
+            take = order[bounds[key_at]:bounds[key_at + 1]]
+            for at in range(0, take.size, GRID_CHUNK):
+                part = take[at:at + GRID_CHUNK]
+                a = np.empty((part.size, k1), np.float32)
+                a[:, 0] = 1.0
+                a[:, 1:] = np.unpackbits(r[part], axis=1, count=k, bitorder="little")
+                flat[key_at] += np.rint(a.T @ a).astype(np.int64)
+
+
+def grid_cells(grid: npt.NDArray[np.int64], a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """``(P, 4(k − 1))``: the cells (:func:`cell_of`) of pairs ``(a[i], b[i])`` (``a != b``) over the reports of one
+    cohort's ``grid`` (``(k + 1, k + 1, k + 1)``, :func:`add_pair_grid`): by ``L``, ``n11 = G[L, a, b]``,
+    ``n10 = G[L, 0, a] − n11``, ``n01 = G[L, 0, b] − n11``, ``n00 = G[L, 0, 0] − n10 − n01 − n11``, at
+    ``R = L − x_a − x_b``."""
+    k = grid.shape[1] - 1
+    ia, ib = np.asarray(a, np.intp) + 1, np.asarray(b, np.intp) + 1
+    n = grid[:, 0, 0][:, None]
+    both = grid[:, ia, ib]
+    sa, sb = grid[:, 0, ia], grid[:, 0, ib]
+    n10, n01 = sa - both, sb - both
+    n00 = n - n10 - n01 - both
+    out = np.concatenate([n00[:k - 1], n01[1:k], n10[1:k], both[2:]], axis=0)  # (4(k − 1), P)
+    return np.ascontiguousarray(out.T)
 
 
 def cell_of(x_a: npt.NDArray[Any], x_b: npt.NDArray[Any], rest: npt.NDArray[Any], k: int) -> npt.NDArray[np.int64]:

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from ldp.batch.bits import add_ones_by_group, kernel_in_use
 from ldp.batch.rappor_evidence import BitsTogether, cooccurrence_sizes
-from ldp.batch.rappor_pairs import PairChoice, pair_cells_shape
+from ldp.batch.rappor_pairs import PairChoice, add_pair_grid, pair_cells_shape, pair_grid_shape
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.rappor_decode import bit_count_variance
 from ldp.encoders.rappor import RapporParams
@@ -67,6 +67,7 @@ class RapporAggregate(Aggregate):
     ones_hist: npt.NDArray[np.int64]  # (k + 1,)
     together: npt.NDArray[np.int64]  # (1 + len(cooccurrence_sizes),)
     pair_cells: npt.NDArray[np.int64]  # (m, J, 4(k − 1)): ldp.batch.rappor_pairs
+    pair_grid: npt.NDArray[np.int64]  # (m, k + 1, k + 1, k + 1): every pair's cells, ldp.batch.rappor_pairs
     _together: BitsTogether | None = None  # the fold's choices of bits, made on the first fold
     _pairs: PairChoice | None = None  # the fold's choices of pairs (ldp.batch.rappor_pairs)
 
@@ -80,7 +81,8 @@ class RapporAggregate(Aggregate):
         sizes = cooccurrence_sizes(params)
         return {"ones_hist": (np.dtype(np.int64), (params.num_bloombits + 1,)),
                 "together": (np.dtype(np.int64), (1 + len(sizes),)),
-                "pair_cells": (np.dtype(np.int64), pair_cells_shape(params))}
+                "pair_cells": (np.dtype(np.int64), pair_cells_shape(params)),
+                "pair_grid": (np.dtype(np.int64), pair_grid_shape(params))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         """Count reports per cohort and ones per (cohort, bit), in place (:func:`~ldp.batch.bits.add_ones_by_group`),
@@ -92,6 +94,7 @@ class RapporAggregate(Aggregate):
             self._pairs = PairChoice(self.params)
         cohorts, rows = columns["cohort"], columns["bits"]
         self._pairs.add(cohorts, rows, self.pair_cells)
+        add_pair_grid(cohorts, rows, self.pair_grid, self.params.num_bloombits)
         if kernel_in_use():
             self._together.fold(cohorts, rows, self.cohort_n, self.ones, self.ones_hist, self.together)
             return

@@ -12,7 +12,8 @@ from scipy import stats
 
 from ldp.server.poisoning import LawCheck, _check_alpha, _verdict
 
-__all__ = ["FIT_GAP", "PAIR_MIN", "pair_fake_law", "pair_law_check", "pair_likelihood_ratio", "pair_type_laws",
+__all__ = ["CANDIDATE_SHORTLIST", "FIT_GAP", "PAIR_MIN", "candidate_pair_check", "candidate_pairs",
+           "common_share_ratio", "pair_fake_law", "pair_law_check", "pair_likelihood_ratio", "pair_type_laws",
            "pair_types", "sum_of_dominated_sf"]
 
 PAIR_MIN = 200
@@ -185,3 +186,131 @@ def pair_law_check(params: Any, cells: npt.ArrayLike, alpha: float, reports: int
            f"{verdict} at {alpha:g})" if ratios else
            f"{pr}: pairs of bits set together: no cohort has {PAIR_MIN} reports tested yet (ok at {alpha:g})")
     return LawCheck("pair_law", pr, int(reports), total, mean, sd, float(z), p, alpha, verdict, msg)
+
+
+CANDIDATE_SHORTLIST = 8
+"""Candidates whose ratio :func:`candidate_pair_check` computes: those of largest linear score; the others count 0."""
+SHARE_STEPS = 400
+"""EM steps of the common-share fit (:func:`common_share_ratio`); its value is a feasible point's, a lower bound."""
+
+
+def candidate_pairs(params: Any, candidates: Any) -> npt.NDArray[np.intp]:
+    """``(D, m, 2)``: per candidate string and cohort, its first two distinct Bloom bits in hash order (a rule fixed
+    before any report is seen), ``a < b``; ``−1`` where its hashes give one bit only."""
+    from ldp.batch.rappor import bloom_index_table
+
+    idx = bloom_index_table(params, list(candidates))  # (D, m, h)
+    first = idx[:, :, 0]
+    differs = idx != first[:, :, None]
+    has = differs.any(axis=2)
+    second = np.take_along_axis(idx, np.argmax(differs, axis=2)[:, :, None], axis=2)[:, :, 0]
+    out = np.stack([np.minimum(first, second), np.maximum(first, second)], axis=2).astype(np.intp)
+    out[~has] = -1
+    return out
+
+
+def _screen(c: npt.NDArray[np.float64], laws: npt.NDArray[np.float64],
+            fake: npt.NDArray[np.float64]) -> tuple[float, npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """``(ℓ₀ + gap, w₀, (w, φ))``: one cohort's honest fit at the upper bound of its optimum, and a start for the
+    fit with fake reports (its own best share, or none when the honest fit's derivative toward fake is ``<= 0``)."""
+    l0, gap, w0 = _fit(c, laws)
+    if float(c @ (fake / np.maximum(w0 @ laws, 1e-300))) <= c.sum():
+        return l0 + gap, w0, np.append(w0, 0.0)
+    _, _, w1 = _fit(c, np.vstack([laws, fake]), np.append(w0 * 0.95, 0.05))
+    return l0 + gap, w0, w1
+
+
+def common_share_ratio(cells: npt.ArrayLike, laws: npt.NDArray[np.float64], fake: npt.NDArray[np.float64],
+                       steps: int = SHARE_STEPS) -> float:
+    """``2·(ℓ₁ − Σ_c ℓ₀c)``: the likelihood ratio of cohorts' cell counts (``(cohorts, 4(k − 1))``, one pair each)
+    for one share ``φ >= 0`` of ``fake`` reports in every cohort (the honest mixture free per cohort), against every
+    cohort's best honest mixture. Fake users take their cohort at random like honest ones, so their share is the
+    same in every cohort: one parameter however many cohorts. Conservative: each ``ℓ₀c`` at the upper bound of its
+    fit (:func:`_gap`); ``ℓ₁`` at the EM iterate reached (feasible: a lower bound). The EM step for a shared share:
+    with ``F_c``, ``A_ct`` the expected fake and type-``t`` reports of cohort ``c``, ``φ = Σ_c F_c / Σ_c N_c`` and
+    ``v_ct = A_ct·(1 − φ)/(N_c − F_c)`` (the maximiser of the expected log-likelihood under ``Σ_t v_ct + φ = 1``)."""
+    c = np.asarray(cells, np.float64).reshape(-1, fake.size)
+    c = c[c.sum(axis=1) > 0]
+    if c.shape[0] == 0:
+        return 0.0
+    fits = [_screen(row, laws, fake) for row in c]
+    upper = sum(f[0] for f in fits)
+    n_c = c.sum(axis=1)
+    starts = np.array([f[2] for f in fits])  # (cohorts, T + 1): honest weights, then the cohort's fake share
+    phi = float((starts[:, -1] * n_c).sum() / n_c.sum())
+    if phi <= 0.0:
+        return 0.0
+    honest = starts[:, :-1]
+    v = honest / np.maximum(honest.sum(axis=1, keepdims=True), 1e-300) * (1.0 - phi)
+    best = -np.inf
+    for step in range(steps + 1):
+        mix = v @ laws + phi * fake  # (cohorts, C)
+        ratio = c / np.maximum(mix, 1e-300)
+        if step % 50 == 0 or step == steps:
+            best = max(best, float((c * np.log(np.maximum(mix, 1e-300))).sum()))
+        a = v * (ratio @ laws.T)  # (cohorts, T): expected reports of each type
+        f = phi * (ratio @ fake)  # (cohorts,): expected fake reports
+        phi = float(f.sum() / n_c.sum())
+        v = a * ((1.0 - phi) / np.maximum(n_c - f, 1e-300))[:, None]
+    return float(max(2.0 * (best - upper), 0.0))
+
+
+def _linear_scores(params: Any, cells: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The linear choice statistic ``Σψ`` (:func:`ldp.batch.rappor_pairs.score_coefficients`) of cell counts
+    ``(..., 4(k − 1))``: only a ranking of the candidates (which ratios to compute), never a p-value."""
+    from ldp.batch.rappor_pairs import score_coefficients
+
+    k = params.num_bloombits
+    beta = score_coefficients(params)[0]  # (4, 3): group, power of R
+    r = np.arange(k - 1, dtype=np.float64)
+    weights = (beta[:, :, None] * r[None, None, :] ** np.arange(3)[None, :, None]).sum(axis=1).ravel()
+    out: npt.NDArray[np.float64] = cells @ weights
+    return out
+
+
+def candidate_pair_check(params: Any, grid: npt.ArrayLike, candidates: Any, alpha: float, reports: int,
+                         shortlist: int = CANDIDATE_SHORTLIST) -> LawCheck:
+    """The candidates' own pairs (:mod:`ldp.server.rappor_poisoning`): for each candidate string ``s`` its pair
+    of bits in every cohort with at least :data:`PAIR_MIN` reports (:func:`candidate_pairs`), their cells from the
+    fold's ``pair_grid`` (every report; :func:`ldp.batch.rappor_pairs.grid_cells`), and ``T_s`` the common-share
+    likelihood ratio (:func:`common_share_ratio`), at most ``χ²₁`` under the null (one parameter, on its
+    boundary: asymptotically ``½χ²₀ + ½χ²₁``). ``p = min(1, D·P(χ²₁ >= max_s T_s))``, Bonferroni over the ``D``
+    distinct candidates (distinct pairs across the cohorts) with a pair in some tested cohort: every candidate is
+    tested, so choosing which to compute by the data cannot break the level (the ratios of the ``shortlist`` of
+    largest linear score are computed, the others count 0, a lower bound)."""
+    from ldp.batch.rappor_pairs import grid_cells
+
+    pr = params.protocol
+    alpha = _check_alpha(alpha)
+    g = np.asarray(grid, dtype=np.int64)
+    laws, fake = pair_type_laws(params), pair_fake_law(params)
+    pairs = candidate_pairs(params, candidates)  # (D, m, 2)
+    used = np.flatnonzero(g[:, :, 0, 0].sum(axis=1) >= PAIR_MIN) if g.size else np.zeros(0, np.intp)
+    key = np.where(pairs[:, used, 0] >= 0, pairs[:, used, 0] * params.num_bloombits + pairs[:, used, 1], -1)
+    live = (key >= 0).any(axis=1) if used.size else np.zeros(pairs.shape[0], bool)
+    distinct, first = np.unique(key[live], axis=0, return_index=True) if live.any() else (np.zeros((0, 0)), [])
+    d = int(len(distinct))
+    if d == 0:
+        return LawCheck("pair_candidates", pr, int(reports), 0.0, 0.0, 0.0, 0.0, 1.0, alpha, "ok",
+                        f"{pr}: the candidates' own pairs of bits: no cohort has {PAIR_MIN} reports, or no candidate "
+                        f"has two bits (ok at {alpha:g})")
+    rows = np.flatnonzero(live)[np.asarray(first)]  # one candidate per distinct pattern
+    cells = np.zeros((d, used.size, fake.size))
+    for j, cohort in enumerate(used.tolist()):
+        have = pairs[rows, cohort, 0] >= 0
+        cells[have, j] = grid_cells(g[cohort], pairs[rows[have], cohort, 0], pairs[rows[have], cohort, 1])
+    score = _linear_scores(params, cells).sum(axis=1)
+    top = np.argsort(-score, kind="stable")[:shortlist]
+    ratios = np.zeros(d)
+    for i in top.tolist():
+        ratios[i] = common_share_ratio(cells[i][cells[i].sum(axis=1) > 0], laws, fake)
+    worst = int(np.argmax(ratios))
+    total = float(ratios[worst])
+    p = float(min(1.0, d * stats.chi2.sf(total, 1))) if total > 0 else 1.0
+    verdict = _verdict(p, alpha)
+    names = list(candidates)
+    msg = (f"{pr}: a candidate's own bits set together beyond every honest mixture: likelihood ratio {total:,.1f} "
+           f"for {names[int(rows[worst])]!r} (one fake share over {used.size} cohorts; most extreme of {d} "
+           f"candidates, Bonferroni p <= {p:.2g}, {verdict} at {alpha:g})")
+    sd = float(np.sqrt(2.0))  # χ²₁'s mean and standard deviation, for the check's z
+    return LawCheck("pair_candidates", pr, int(reports), total, 1.0, sd, (total - 1.0) / sd, p, alpha, verdict, msg)

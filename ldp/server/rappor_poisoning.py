@@ -84,12 +84,23 @@ import numpy.typing as npt
 from scipy import stats
 
 from ldp.batch.rappor_evidence import BitsTogether, cooccurrence_sizes
-from ldp.batch.rappor_pairs import PairChoice, pair_cells_shape, pairs_enabled
+from ldp.batch.rappor_pairs import PairChoice, grid_enabled, pair_cells_shape, pairs_enabled
 from ldp.decoders.rappor import RapporAggregate
 from ldp.encoders.rappor import RapporParams
-from ldp.server.poisoning import LawCheck, ReportLaw, binomial_excess_check, range_check
+from ldp.server.poisoning import (
+    DEFAULT_ALPHA,
+    Evidence,
+    LawCheck,
+    ReportLaw,
+    _check_alpha,
+    binomial_excess_check,
+    range_check,
+)
 from ldp.server.rappor_pair_law import (
     PAIR_MIN,
+    candidate_pair_check,
+    candidate_pairs,
+    common_share_ratio,
     pair_fake_law,
     pair_law_check,
     pair_likelihood_ratio,
@@ -98,7 +109,8 @@ from ldp.server.rappor_pair_law import (
     sum_of_dominated_sf,
 )
 
-__all__ = ["PAIR_MIN", "RapporLaw", "TAIL", "cohort_reports_check", "cooccurrence_bound", "cooccurrence_sizes",
+__all__ = ["PAIR_MIN", "RapporLaw", "TAIL", "candidate_evidence", "candidate_evidence_summary", "candidate_pair_check",
+           "candidate_pairs", "cohort_reports_check", "common_share_ratio", "cooccurrence_bound", "cooccurrence_sizes",
            "pair_fake_law", "pair_law_check", "pair_likelihood_ratio", "pair_type_laws", "pair_types",
            "rappor_ones_bounds", "rappor_ones_pmfs", "rappor_ones_tails", "report_pair_cells", "report_statistics",
            "sum_of_dominated_sf"]
@@ -194,6 +206,25 @@ def _pairs_recorded(aggregate: Any) -> bool:
                 and (per == per[:, :1]).all())
 
 
+def _grid_recorded(aggregate: Any) -> bool:
+    """Whether the aggregate's fold kept every pair's cells (``pair_grid``) and they are counts a fold can make:
+    none negative, each cohort's at most its reports, each pair's 1s together at most either bit's, each bit's at
+    most its reports', and the reports with ``L`` ones holding ``L`` ones each (``Σ_i G[L, 0, i] = L·G[L, 0, 0]``)."""
+    grid = getattr(aggregate, "pair_grid", None)
+    if grid is None or grid.size == 0 or not grid_enabled(aggregate.params):
+        return False
+    g = np.asarray(grid, np.int64)
+    n = g[:, :, 0, 0]
+    ones = g[:, :, 0, 1:]
+    both = g[:, :, 1:, 1:]
+    k = g.shape[1] - 1
+    return bool(g.min() >= 0 and n.sum() > 0 and (n.sum(axis=1) <= aggregate.cohort_n).all()
+                and (ones <= n[:, :, None]).all() and (both <= ones[:, :, :, None]).all()
+                and (both <= ones[:, :, None, :]).all()
+                and (n[:, :, None, None] - ones[:, :, :, None] - ones[:, :, None, :] + both >= 0).all()
+                and (ones.sum(axis=2) == np.arange(k + 1) * n).all())
+
+
 def _cohorts_counted(aggregate: Any) -> bool:
     """Whether the cohort-count test applies: more than one cohort, some reports, and no count negative."""
     counts = aggregate.cohort_n
@@ -226,7 +257,8 @@ class RapporLaw(ReportLaw):
     def covers_reports(self, aggregate: Any) -> bool:
         return _recorded(aggregate)
 
-    def aggregate_checks(self, aggregate: Any, alpha: float) -> list[LawCheck]:
+    def aggregate_checks(self, aggregate: Any, alpha: float, *, pairs: bool = True) -> list[LawCheck]:
+        """Every aggregate check at ``alpha`` (``pairs``: with the chosen-pair test when its cells are kept)."""
         pr = aggregate.params
         lo, hi, var = rappor_ones_bounds(pr)
         n_c = aggregate.cohort_n.astype(np.float64)
@@ -238,7 +270,7 @@ class RapporLaw(ReportLaw):
                       if _recorded(aggregate) else [])
         if _cohorts_counted(aggregate):
             per_report.insert(0, cohort_reports_check(pr, aggregate.cohort_n, alpha))
-        if _pairs_recorded(aggregate):
+        if pairs and _pairs_recorded(aggregate):
             per_report.append(pair_law_check(pr, aggregate.pair_cells, alpha, n))
         used = np.flatnonzero(n_c > 0)
         if used.size == 0:
@@ -286,3 +318,35 @@ class RapporLaw(ReportLaw):
                                       f"{', '.join(map(str, sizes))})", tests=len(sizes))
                 for s, x in zip(sizes, together[1:], strict=True)]
         return [tails, spike, min(each, key=lambda c: c.p_value)]
+
+
+def candidate_evidence(aggregate: Any, candidates: Any, *, alpha: float = 0.01) -> Evidence:
+    """The checks of one RAPPOR window when its candidate strings are known (``ldp decode``), family-wise ``alpha``:
+    the aggregate's checks with the candidates' own pairs (:func:`candidate_pair_check`, from ``pair_grid``) in
+    place of the chosen pairs, each at ``alpha`` over their number (Bonferroni). Without candidates or a grid, the
+    aggregate's checks (:func:`~ldp.server.poisoning.poisoning_evidence`)."""
+    from ldp.server.poisoning import poisoning_evidence
+
+    alpha = _check_alpha(alpha)
+    names = list(candidates or [])
+    if not names or not _grid_recorded(aggregate):
+        return poisoning_evidence(aggregate, alpha=alpha)
+    law = RapporLaw()
+    count = law.aggregate_check_count(aggregate) - int(_pairs_recorded(aggregate)) + 1
+    checks = law.aggregate_checks(aggregate, alpha / count, pairs=False)
+    checks.append(candidate_pair_check(aggregate.params, aggregate.pair_grid, names, alpha / count, int(aggregate.n)))
+    return Evidence(aggregate.params.protocol, int(aggregate.n), alpha, tuple(checks))
+
+
+def candidate_evidence_summary(aggregate: Any, candidates: Any, *,
+                               alpha: float = DEFAULT_ALPHA) -> dict[str, Any] | None:
+    """:func:`candidate_evidence` as plain JSON, in the form of :func:`~ldp.server.poisoning.evidence_summary`
+    (``ldp decode``'s estimates file); ``None`` for an empty aggregate."""
+    if aggregate.n == 0:
+        return None
+    ev = candidate_evidence(aggregate, candidates, alpha=alpha)
+    tested = [c for c in ev.checks if c.verdict != "untested"]
+    return {"verdict": ev.verdict, "message": ev.message, "alpha": alpha,
+            "p_value": min(c.p_value for c in tested) if tested else None,
+            "checks": [{"name": c.name, "verdict": c.verdict, "p_value": None if c.verdict == "untested" else
+                        c.p_value} for c in ev.checks]}
