@@ -240,7 +240,12 @@ def _decode(args: argparse.Namespace) -> int:
         paths[0] if len(paths) == 1 else paths, spec_index(args.spec), metric=args.metric, candidates=args.candidates,
         window=window, apply_release=apply, confidence=args.confidence, alpha=args.alpha, top=args.top,
         selection=args.selection)
-    evidence = None if agg is None else evidence_summary(agg)
+    if agg is not None and hasattr(agg, "pair_grid") and getattr(raw, "items", None):  # RAPPOR: candidates known
+        from ldp.server.rappor_poisoning import candidate_evidence_summary
+
+        evidence = candidate_evidence_summary(agg, raw.items)
+    else:
+        evidence = None if agg is None else evidence_summary(agg)
     est = raw
     if args.consistency != "none" and est is not None:
         if not hasattr(est, "consistent"):
