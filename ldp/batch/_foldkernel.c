@@ -9,6 +9,9 @@
  * add_signs_by_group(groups, gw, cells, cw, bits, bw, m, counts, sums): counts[g] += 1, sums[g*m + cell] += 2*bit - 1
  *   (HCMS; int16 partial sums for large batches: signs16).
  * pair_counts(cols, k, words, out): out[i, j] = popcount(cols[i] & cols[j]) (X^T X of 0/1 rows packed as bit sets).
+ * choose_sets(rows, nmax, k, n, sizes, out): RAPPOR's choice of bits (ldp/batch/rappor_evidence.py, chosen_sets_of)
+ *   from each of m samples of packed rows (uint8 (m, nmax, ceil(k/8)), sample g's first n[g] rows, int64 n (m,)), for
+ *   each size s of sizes (int64, 1..65536): out[g, t, :s] the bits (int64 (m, len(sizes), max(sizes)), -1 past s).
  * Groups, cells, bits: native-endian unsigned, 1, 2, 4 or 8 bytes; tables: int64; all C-contiguous.
  *
  * The fold itself and its engines are in _foldengines.h and _foldbytes.h (each included here once); their choice and
@@ -319,6 +322,224 @@ static PyObject *pair_counts(PyObject *Py_UNUSED(self), PyObject *args)
     return release(&B, Py_NewRef(Py_None));
 }
 
+/* ---- RAPPOR's choice of bits (ldp/batch/rappor_evidence.py, chosen_sets_of): every sample's in one call ---------
+ * Each sample's columns as bit sets over its rows (8x8 blocks transposed by delta swaps, as _stack_words), the pair
+ * counts, the four seeds, the greedy growth and the final pick, with the numpy path's float formulas in the same order
+ * (double precision, no contraction into fused multiply-adds) and its ties: to the lowest index in numpy's argmax
+ * order. The popcounts of ANDs (the only heavy part) run in the engine's instructions; the scores in plain code. */
+#define AND_COUNTS(NAME, ATTR, HW)                                                                                 \
+    static ATTR void NAME##_and_counts(const uint64_t *cols, Py_ssize_t count, Py_ssize_t words,                   \
+                                       const uint64_t *mask, int64_t *out)                                          \
+    {                                                                                                              \
+        for (Py_ssize_t b = 0; b < count; b++, cols += words) {                                                    \
+            int64_t t = 0;                                                                                         \
+            for (Py_ssize_t w = 0; w < words; w++)                                                                 \
+                t += popc(cols[w] & mask[w], HW);                                                                  \
+            out[b] = t;                                                                                            \
+        }                                                                                                          \
+    }
+#if defined(__aarch64__) || defined(__POPCNT__)
+AND_COUNTS(generic, , 1)
+#else
+AND_COUNTS(generic, , 0)
+#endif
+typedef void (*and_counts_t)(const uint64_t *, Py_ssize_t, Py_ssize_t, const uint64_t *, int64_t *);
+static int vpopcnt_ok = 0; /* AVX-512 VPOPCNTDQ: the avx512 engine's popcounts of ANDs eight words at a time */
+#if X86
+AND_COUNTS(avx2, T_AVX2, 1)
+#define T_VPOPCNT __attribute__((target("avx512f,avx512vpopcntdq,popcnt")))
+static T_VPOPCNT void vpopcnt_and_counts(const uint64_t *cols, Py_ssize_t count, Py_ssize_t words,
+                                         const uint64_t *mask, int64_t *out)
+{
+    for (Py_ssize_t b = 0; b < count; b++, cols += words) {
+        __m512i acc = _mm512_setzero_si512();
+        for (Py_ssize_t w = 0; w < words; w += 8) {
+            const __mmask8 lanes = words - w >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (words - w)) - 1);
+            const __m512i x = _mm512_and_si512(_mm512_maskz_loadu_epi64(lanes, cols + w),
+                                               _mm512_maskz_loadu_epi64(lanes, mask + w));
+            acc = _mm512_add_epi64(acc, _mm512_popcnt_epi64(x));
+        }
+        out[b] = _mm512_reduce_add_epi64(acc);
+    }
+}
+#endif
+static and_counts_t and_counts_of(void)
+{
+#if X86
+    if (engine == AVX512 && vpopcnt_ok)
+        return vpopcnt_and_counts;
+    if (engine != GENERIC)
+        return avx2_and_counts;
+#endif
+    return generic_and_counts;
+}
+
+/* One sample's working state: its columns (k x words), counts, the rows of a growing set, the candidates. */
+typedef struct {
+    Py_ssize_t k, width, smax, nsizes;
+    const int64_t *sizes;
+    and_counts_t counts;
+    uint64_t *cols, *rows, *all;
+    int64_t *ones, *cnt, *grown; /* grown: 4 x smax */
+    double *overall, *base;
+    uint8_t *taken;
+} choice_t;
+
+/* Columns of the n packed rows (width bytes each) as bit sets: row i is bit i % 64 of word i / 64 of its columns. */
+static void column_sets(choice_t *C, const uint8_t *rows, Py_ssize_t n, Py_ssize_t words)
+{
+    const Py_ssize_t k = C->k, width = C->width;
+    memset(C->cols, 0, (size_t)(k * words) * 8);
+    for (Py_ssize_t r8 = 0; 8 * r8 < n; r8++)
+        for (Py_ssize_t c = 0; c < width; c++) {
+            uint64_t x = 0, t;
+            for (Py_ssize_t i = 0; i < 8 && 8 * r8 + i < n; i++)
+                x |= (uint64_t)rows[(8 * r8 + i) * width + c] << (8 * i);
+            if (!x)
+                continue;
+            t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAULL, x ^= t ^ (t << 7);
+            t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCULL, x ^= t ^ (t << 14);
+            t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ULL, x ^= t ^ (t << 28);
+            for (Py_ssize_t j = 0; j < 8 && 8 * c + j < k; j++) /* byte j: column 8c + j of the block's 8 rows */
+                C->cols[(8 * c + j) * words + r8 / 8] |= (x >> (8 * j) & 0xFF) << (8 * (r8 % 8));
+        }
+}
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+/* The choice from one sample of n rows (chosen_sets_of): out[t * smax + i], i < sizes[t], the bits of size t. */
+static void choose_one(choice_t *C, const uint8_t *rows, Py_ssize_t n, int64_t *out)
+{
+    const Py_ssize_t k = C->k, words = (n + 63) / 64, smax = C->smax, start = k > 1 ? 2 : 1;
+    const double dn = (double)n;
+    int64_t seeds[4] = {0, 0, 0, 0}; /* (i, j) of the largest covariance, then of the most frequent pair */
+    column_sets(C, rows, n, words);
+    for (Py_ssize_t w = 0; w < words; w++)
+        C->all[w] = ~0ULL;
+    C->counts(C->cols, k, words, C->all, C->ones);
+    for (Py_ssize_t b = 0; b < k; b++) {
+        C->overall[b] = (double)C->ones[b] / dn; /* also mu, the diagonal of the pair counts over n */
+        C->base[b] = C->overall[b] >= 1.0 / dn ? C->overall[b] : 1.0 / dn;
+    }
+    if (k > 1) { /* argmax in row-major order, -inf on the diagonal: the first maximum is above it (symmetric) */
+        double top = -INFINITY;
+        int64_t most = -1;
+        for (Py_ssize_t i = 0; i + 1 < k; i++) {
+            C->counts(C->cols + (i + 1) * words, k - i - 1, words, C->cols + i * words, C->cnt);
+            const double mi = C->overall[i];
+            for (Py_ssize_t j = i + 1; j < k; j++) {
+                const int64_t pair = C->cnt[j - i - 1];
+                const double prod = mi * C->overall[j], cov = (double)pair / dn - prod;
+                if (cov > top)
+                    top = cov, seeds[0] = i, seeds[1] = j;
+                if (pair > most)
+                    most = pair, seeds[2] = i, seeds[3] = j;
+            }
+        }
+    }
+    for (int c = 0; c < 4; c++) { /* seed c / 2, grown by lift (c even) or by frequency (c odd) */
+        int64_t *g = C->grown + c * smax;
+        Py_ssize_t len = start < smax ? start : smax;
+        memset(C->taken, 0, (size_t)k);
+        for (Py_ssize_t i = 0; i < len; i++)
+            g[i] = seeds[2 * (c / 2) + i], C->taken[g[i]] = 1;
+        for (Py_ssize_t w = 0; w < words; w++)
+            C->rows[w] = len > 1 ? C->cols[g[0] * words + w] & C->cols[g[1] * words + w] : C->cols[g[0] * words + w];
+        for (; len < smax; len++) {
+            int64_t have;
+            C->counts(C->rows, 1, words, C->rows, &have);
+            C->counts(C->cols, k, words, C->rows, C->cnt);
+            const double h = (double)(have > 1 ? have : 1);
+            Py_ssize_t pick = 0;
+            double top = 0.0;
+            for (Py_ssize_t b = 0; b < k; b++) {
+                double score = have == 0 ? C->overall[b] : (double)C->cnt[b] / h;
+                if (have && c % 2 == 0)
+                    score = score / C->base[b];
+                if (C->taken[b])
+                    score = -INFINITY;
+                if (b == 0 || score > top)
+                    top = score, pick = b;
+            }
+            g[len] = pick, C->taken[pick] = 1;
+            for (Py_ssize_t w = 0; w < words; w++)
+                C->rows[w] &= C->cols[pick * words + w];
+        }
+    }
+    for (Py_ssize_t t = 0; t < C->nsizes; t++) { /* the first candidate the most rows have all of */
+        const Py_ssize_t s = C->sizes[t];
+        int64_t best = -1;
+        int c_best = 0;
+        for (int c = 0; c < 4; c++) {
+            const int64_t *g = C->grown + c * smax;
+            int64_t have;
+            for (Py_ssize_t w = 0; w < words; w++) {
+                C->rows[w] = ~0ULL;
+                for (Py_ssize_t i = 0; i < s; i++)
+                    C->rows[w] &= C->cols[g[i] * words + w];
+            }
+            C->counts(C->rows, 1, words, C->rows, &have);
+            if (have > best)
+                best = have, c_best = c;
+        }
+        for (Py_ssize_t i = 0; i < smax; i++)
+            out[t * smax + i] = i < s ? C->grown[c_best * smax + i] : -1;
+    }
+}
+#if defined(__clang__)
+#pragma clang fp contract(on)
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
+
+static PyObject *choose_sets(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *o[4];
+    Py_ssize_t nmax, k;
+    bufs_t B = {0};
+    static const char *const what[4] = {"rows", "n", "sizes", "out"};
+    if (!PyArg_ParseTuple(args, "OnnOOO", &o[0], &nmax, &k, &o[1], &o[2], &o[3]))
+        return NULL;
+    if (k < 1 || k > (1 << 24) || nmax < 1 || nmax > (PY_SSIZE_T_MAX >> 8) / (k + 7))
+        return PyErr_SetString(PyExc_ValueError, "need 1 <= k <= 2**24 and nmax >= 1 within memory"), NULL;
+    if (buffers(&B, o, 4, what, 8, 0, NULL, 0))
+        return release(&B, NULL);
+    const Py_ssize_t width = (k + 7) / 8, m = B.b[1].len / 8, nsizes = B.b[2].len / 8;
+    const int64_t *n = B.b[1].buf, *sizes = B.b[2].buf;
+    if (B.b[1].len % 8 || B.b[2].len % 8 || B.b[0].len != m * nmax * width || nsizes < 1)
+        return size_error(&B, "rows m*nmax*ceil(k/8), n m*8, sizes at least 8 bytes");
+    Py_ssize_t smax = 0;
+    for (Py_ssize_t t = 0; t < nsizes; t++) {
+        if (sizes[t] < 1 || sizes[t] > 65536)
+            return PyErr_SetString(PyExc_ValueError, "sizes must be in [1, 65536]"), release(&B, NULL);
+        smax = sizes[t] > smax ? sizes[t] : smax;
+    }
+    for (Py_ssize_t g = 0; g < m; g++)
+        if (n[g] < 1 || n[g] > nmax)
+            return PyErr_Format(PyExc_ValueError, "sample %zd: %lld rows, not in [1, nmax]", g, (long long)n[g]),
+                   release(&B, NULL);
+    if (B.b[3].len != m * nsizes * smax * 8)
+        return size_error(&B, "out m*len(sizes)*max(sizes)*8 bytes");
+    const size_t words = (size_t)(nmax + 63) / 64, K = (size_t)k;
+    choice_t C = {k, width, smax, nsizes, sizes, and_counts_of()};
+    uint8_t *mem = malloc(8 * (K * words + 2 * words + 3 * K + 4 * (size_t)smax) + 16 * K + K);
+    if (!mem)
+        return PyErr_NoMemory(), release(&B, NULL);
+    C.cols = (uint64_t *)mem, C.rows = C.cols + K * words, C.all = C.rows + words;
+    C.ones = (int64_t *)(C.all + words), C.cnt = C.ones + K, C.grown = C.cnt + K;
+    C.overall = (double *)(C.grown + 4 * smax), C.base = C.overall + K, C.taken = (uint8_t *)(C.base + K);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t g = 0; g < m; g++)
+        choose_one(&C, (const uint8_t *)B.b[0].buf + g * nmax * width, n[g], (int64_t *)B.b[3].buf + g * nsizes * smax);
+    Py_END_ALLOW_THREADS
+    free(mem);
+    return release(&B, Py_NewRef(Py_None));
+}
+
 static PyObject *engines(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     return Py_BuildValue(engine_ok[AVX512] ? "[sss]" : engine_ok[AVX2] ? "[ss]" : "[s]", "generic", "avx2", "avx512");
@@ -344,6 +565,7 @@ static PyMethodDef methods[] = { /* the module's docstring (top of this file) sa
     {"add_signs_by_group", add_signs_by_group, METH_VARARGS,
      "add_signs_by_group(groups, gw, cells, cw, bits, bw, m, counts, sums)"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(cols, k, words, out)"},
+    {"choose_sets", choose_sets, METH_VARARGS, "choose_sets(rows, nmax, k, n, sizes, out): RAPPOR's choice of bits."},
     {"engines", engines, METH_NOARGS, "engines(): the vector engines this machine runs, slowest first."},
     {"use_engine", use_engine, METH_VARARGS, "use_engine(name=None): fold with `name` from now on; return the former."},
     {NULL, NULL, 0, NULL},
@@ -358,6 +580,7 @@ PyMODINIT_FUNC PyInit__foldkernel(void)
     engine_ok[AVX2] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")
                       && __builtin_cpu_supports("bmi");
     engine_ok[AVX512] = engine_ok[AVX2] && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    vpopcnt_ok = engine_ok[AVX512] && __builtin_cpu_supports("avx512vpopcntdq");
 #endif
     engine = engine_ok[AVX512] ? AVX512 : engine_ok[AVX2] ? AVX2 : GENERIC;
     return PyModule_Create(&module);

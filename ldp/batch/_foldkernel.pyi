@@ -28,6 +28,13 @@ def pair_counts(cols: _Buf, k: int, words: int, out: _Buf, /) -> None:
     """``out[i, j] = popcount(cols[i] & cols[j])`` over ``words`` uint64 words: ``k`` bit sets (uint64 (k,
     words)), int64 out (k, k), all C-contiguous."""
 
+def choose_sets(rows: _Buf, nmax: int, k: int, n: _Buf, sizes: _Buf, out: _Buf, /) -> None:
+    """RAPPOR's choice of bits (:func:`ldp.batch.rappor_evidence.chosen_sets_of`) from each of ``m`` samples of
+    packed little-endian rows (uint8 ``(m, nmax, ⌈k/8⌉)``: sample ``g``'s first ``n[g]`` rows, int64 ``n`` (m,),
+    ``1 <= n[g] <= nmax``): for each size ``s`` of ``sizes`` (int64, each in [1, 65536]), ``out[g, t, :s]`` the
+    chosen bits and -1 past them (int64 ``(m, len(sizes), max(sizes))``). Exactly the numpy path's choice (same float
+    formulas and order, same ties), on every engine. All C-contiguous; checked before anything is written."""
+
 def engines() -> list[str]:
     """The vector engines this machine runs (``"generic"``, then ``"avx2"``, ``"avx512"`` where the CPU has them)."""
 

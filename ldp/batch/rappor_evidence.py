@@ -181,8 +181,9 @@ def chosen_sets_of(samples: list[npt.NDArray[np.uint8]], k: int, sizes: tuple[in
     the rows sets together) and the pair set together most often (bits most rows set, as in a sample of fake reports
     alone); each grown greedily by lift (bits over-represented where the set is, as when fake reports are few among
     honest ones) and by frequency (:func:`_grown`). Of these, for each size, the set the most rows have all set (the
-    first such, in that order). All samples at once, on their columns as bit sets (:func:`_stack_words`): the pair
-    counts per sample (compiled; numpy: a float product), the growth and the final counts by popcounts of ANDs."""
+    first such, in that order). Compiled: every sample's whole choice in one call of the fold kernel
+    (``_foldkernel.choose_sets``: the same float formulas in the same order, the same ties); numpy (the reference,
+    :func:`_chosen_sets_numpy`): all samples at once, on their columns as bit sets."""
     m = len(samples)
     if m == 0:
         return []
@@ -192,8 +193,24 @@ def chosen_sets_of(samples: list[npt.NDArray[np.uint8]], k: int, sizes: tuple[in
     stack = np.zeros((m, int(n.max()), (k + 7) // 8), np.uint8)
     for g, x in enumerate(samples):
         stack[g, :len(x)] = x
-    words = _stack_words(stack, k)
     compiled = (kernel or bits.FOLD_KERNEL) == "compiled" and bits._foldkernel is not None
+    if not compiled:
+        return _chosen_sets_numpy(stack, n, k, sizes, kernel)
+    out = np.empty((m, len(sizes), max(sizes)), np.int64)
+    bits._foldkernel.choose_sets(stack, stack.shape[1], k, n, np.asarray(sizes, np.int64), out)
+    chosen = out.astype(np.intp)
+    return [[chosen[g, t, :s] for t, s in enumerate(sizes)] for g in range(m)]
+
+
+def _chosen_sets_numpy(stack: npt.NDArray[np.uint8], n: npt.NDArray[np.int64], k: int, sizes: tuple[int, ...],
+                       kernel: str | None = None) -> list[list[npt.NDArray[np.intp]]]:
+    """:func:`chosen_sets_of` in numpy, from the samples stacked (``(m, max n, ⌈k/8⌉)``, sample ``g``'s first
+    ``n[g]`` rows, zeros past them): their columns as bit sets (:func:`_stack_words`), the pair counts per sample (a
+    float product, or the compiled ``pair_counts`` when ``kernel`` says so), the growth and the final counts by
+    popcounts of ANDs. The reference the compiled choice is tested equal to."""
+    m = len(stack)
+    words = _stack_words(stack, k)
+    compiled = kernel == "compiled" and bits._foldkernel is not None
     starts = np.zeros((m, 4, 2 if k > 1 else 1), np.intp)
     ones = np.empty((m, k), np.int64)
     for g in range(m):

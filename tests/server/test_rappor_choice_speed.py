@@ -4,6 +4,8 @@ aggregate's first choices made from the head of its first batch (issue 72, item 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -80,6 +82,94 @@ def test_samples_chosen_together_equal_each_alone(seed: int, k: int, m: int) -> 
     for sample, got in zip(samples, together, strict=True):
         alone = chosen_sets_of([sample], k, sizes)[0]
         assert [a.tolist() for a in alone] == [g.tolist() for g in got]
+
+
+@st.composite
+def _adversarial(draw: st.DrawFn) -> npt.NDArray[np.bool_]:
+    """A sample made for ties: columns copied (equal pair counts, covariances, scores), rows copied or emptied (no
+    row with a grown set), constant columns, k and n small or off a multiple of 64."""
+    n = draw(st.one_of(st.integers(1, 4), st.integers(1, 200), st.sampled_from([63, 64, 65, 127, 128, 129])))
+    k = draw(st.one_of(st.integers(1, 3), st.integers(1, 140), st.sampled_from([63, 64, 65, 128])))
+    gen = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    fill = draw(st.sampled_from(["random", "zeros", "ones", "sparse", "dense", "planted"]))
+    p = {"zeros": 0.0, "ones": 1.0, "sparse": 0.03, "dense": 0.97}.get(fill, gen.random())
+    x = gen.random((n, k)) < p
+    if fill == "planted":
+        x[np.ix_(gen.random(n) < 0.3, gen.choice(k, min(k, 8), replace=False))] = True
+    for _ in range(draw(st.integers(0, 4))):  # copies of columns
+        x[:, gen.integers(0, k)] = x[:, gen.integers(0, k)]
+    if draw(st.booleans()):  # copies of rows
+        x[gen.random(n) < 0.5] = x[gen.integers(0, n)]
+    if draw(st.booleans()):  # empty rows
+        x[gen.random(n) < draw(st.sampled_from([0.3, 0.9, 1.0]))] = False
+    if draw(st.booleans()):  # constant columns
+        x[:, gen.random(k) < 0.2] = draw(st.booleans())
+    return x
+
+
+@pytest.mark.skipif(bits_mod._foldkernel is None, reason="the compiled fold kernel is not built")
+@settings(max_examples=400, deadline=None)
+@given(xs=st.lists(_adversarial(), min_size=1, max_size=4), data=st.data())
+def test_the_compiled_choice_equals_the_numpy_choice(xs: list[npt.NDArray[np.bool_]], data: st.DataObject) -> None:
+    """``_foldkernel.choose_sets`` (every sample's whole choice in C) against the numpy path, exactly, on every
+    engine: samples of one width stacked, sizes up to and past ``k``."""
+    k = xs[0].shape[1]
+    xs = [np.resize(x, (x.shape[0], k)) for x in xs]
+    sizes = tuple(sorted(data.draw(st.sets(st.integers(1, k + 2), min_size=1, max_size=3))))
+    samples = [np.packbits(x, axis=1, bitorder="little") for x in xs]
+    want = [[w.tolist() for w in sets] for sets in chosen_sets_of(samples, k, sizes, "numpy")]
+    fk = bits_mod._foldkernel
+    before = fk.use_engine()
+    try:
+        for engine in fk.engines():
+            fk.use_engine(engine)
+            got = chosen_sets_of(samples, k, sizes, "compiled")
+            assert [[g.tolist() for g in sets] for sets in got] == want, engine
+            assert all(g.dtype == np.intp for sets in got for g in sets)
+    finally:
+        fk.use_engine(before)
+
+
+def test_the_compiled_choice_sees_only_each_samples_rows() -> None:
+    """Rows past a sample's count in the stack (garbage here) and bits past ``k`` in a row's last byte are never
+    read: the choice equals that of the clean stack."""
+    if bits_mod._foldkernel is None:
+        pytest.skip("the compiled fold kernel is not built")
+    gen = np.random.default_rng(3)
+    k, sizes = 13, np.array([2, 4], np.int64)
+    n = np.array([5, 70, 1], np.int64)
+    clean = np.zeros((3, 70, 2), np.uint8)
+    for g, rows in enumerate(n):
+        clean[g, :rows] = np.packbits(gen.random((rows, k)) < 0.4, axis=1, bitorder="little")
+    dirty = clean.copy()
+    for g, rows in enumerate(n):
+        dirty[g, rows:] = 0xFF
+    dirty[:, :, 1] |= 0xE0  # bits 13..15
+    outs = []
+    for stack in (clean, dirty):
+        out = np.empty((3, 2, 4), np.int64)
+        bits_mod._foldkernel.choose_sets(stack, 70, k, n, sizes, out)
+        outs.append(out)
+    assert (outs[0] == outs[1]).all()
+    want = chosen_sets_of([clean[g, :rows] for g, rows in enumerate(n)], k, (2, 4), "numpy")
+    assert [[o[t, :s].tolist() for t, s in enumerate((2, 4))] for o in outs[0]] == \
+        [[w.tolist() for w in sets] for sets in want]
+    assert (outs[0][:, 0, 2:] == -1).all()
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"n": [0]}, "rows, not in"), ({"n": [9]}, "rows, not in"), ({"sizes": [0]}, "sizes must be"),
+    ({"sizes": []}, "sizes do not match"), ({"out": (1, 1, 3)}, "sizes do not match"), ({"k": 0}, "need 1 <= k"),
+    ({"k": 17}, "sizes do not match"), ({"nmax": 4}, "sizes do not match")])
+def test_the_compiled_choice_refuses_what_does_not_fit(bad: dict[str, Any], match: str) -> None:
+    if bits_mod._foldkernel is None:
+        pytest.skip("the compiled fold kernel is not built")
+    args: dict[str, Any] = {"nmax": 8, "k": 16, "n": [8], "sizes": [2], "out": (1, 1, 2)}
+    args.update(bad)
+    stack = np.zeros((1, 8, 2), np.uint8)
+    with pytest.raises(ValueError, match=match):
+        bits_mod._foldkernel.choose_sets(stack, args["nmax"], args["k"], np.array(args["n"], np.int64),
+                                         np.array(args["sizes"], np.int64), np.empty(args["out"], np.int64))
 
 
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 140), n=st.integers(1, 300))
