@@ -352,13 +352,23 @@ class BitsTogether:
         in_head = np.bincount(head, minlength=m)
         first = (self.chosen == 0) & (in_head > 0) & (self.seen + in_head >= FIRST)
         if first.any():
-            order, ends = free[np.argsort(head, kind="stable")], np.cumsum(in_head)
-            for g in np.flatnonzero(first).tolist():
-                newest = rows[order[ends[g] - min(in_head[g], self.rows):ends[g]]]
-                kept = self.samples.get(g)
-                self.samples[g] = newest if kept is None else np.concatenate((kept, newest))[-self.rows:]
-            self._choose(np.flatnonzero(first).tolist(), kernel)
+            cohorts = np.flatnonzero(first)
+            self._keep_latest(rows, free[np.argsort(head, kind="stable")], in_head, cohorts)
+            self._choose(cohorts.tolist(), kernel)
         return first
+
+    def _keep_latest(self, rows: npt.NDArray[np.uint8], order: npt.NDArray[np.intp], counts: npt.NDArray[np.int64],
+                     cohorts: npt.NDArray[np.intp]) -> None:
+        """Add to the samples of ``cohorts`` their latest reports to choose from, at most a sample's worth: ``order``
+        the reports to choose from (indices into ``rows``) by cohort, oldest first, ``counts[g]`` of cohort ``g``'s;
+        a sample keeps its latest :func:`sample_rows`. One gather for all of them."""
+        ends = np.cumsum(counts)[cohorts]
+        take = np.minimum(counts[cohorts], self.rows)
+        within = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
+        picked = np.take(rows, order[np.repeat(ends - take, take) + within], axis=0)
+        for g, newest in zip(cohorts.tolist(), np.split(picked, np.cumsum(take)[:-1]), strict=True):
+            kept = self.samples.get(g)
+            self.samples[g] = newest if kept is None else np.concatenate((kept, newest))[-self.rows:]
 
     def _take_in(self, c: npt.NDArray[Any], rows: npt.NDArray[np.uint8], tested: npt.NDArray[np.uint8],
                  counts: npt.NDArray[np.int64], kernel: str | None,
@@ -377,13 +387,8 @@ class BitsTogether:
             window = min(int(counts.sum()), 4 * self.rows * keep.size)  # the tail: 4 samples' worth per cohort
             at = _last_free(tested, c.size, window)
             tail = c[at].astype(self.cohort_type)  # small unsigned: bincount, radix argsort
-            order = at[np.argsort(tail, kind="stable")]
-            in_tail = np.bincount(tail, minlength=self.seen.size)
-            ends = np.cumsum(in_tail)
-            for g in keep.tolist():
-                newest = rows[order[ends[g] - min(in_tail[g], self.rows):ends[g]]]
-                kept = self.samples.get(g)
-                self.samples[g] = newest if kept is None else np.concatenate((kept, newest))[-self.rows:]
+            self._keep_latest(rows, at[np.argsort(tail, kind="stable")], np.bincount(tail, minlength=self.seen.size),
+                              keep)
         self.seen = after
         chose = [g for g in np.flatnonzero(after >= due).tolist() if len(self.samples.get(g, ()))]
         self._choose(chose, kernel)
@@ -405,10 +410,10 @@ class BitsTogether:
         dropped (the next choice uses later rows only). The caller dates the choice (``chosen_at``)."""
         if not cohorts:
             return
-        for g, sets in zip(cohorts, chosen_sets_of([self.samples.pop(g) for g in cohorts], self.k, self.sizes,
-                                                   kernel), strict=True):
-            for j, chosen in enumerate(sets):
-                mask = np.zeros(self.k, bool)
-                mask[chosen] = True
-                self.masks[g, j] = np.packbits(mask, bitorder="little")
-            self.chosen[g] = 1
+        sets = chosen_sets_of([self.samples.pop(g) for g in cohorts], self.k, self.sizes, kernel)
+        at = np.arange(len(cohorts))[:, None]
+        for j in range(len(self.sizes)):
+            mask = np.zeros((len(cohorts), self.k), bool)
+            mask[at, np.stack([chosen[j] for chosen in sets])] = True
+            self.masks[cohorts, j] = np.packbits(mask, axis=1, bitorder="little")
+        self.chosen[cohorts] = 1
