@@ -125,6 +125,8 @@ def add_pair_grid(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], grid: 
 
     k1 = k + 1
     key = g * k1 + popcounts(r, k)
+    if grid.shape[0] * k1 <= 1 << 16:  # always, within GRID_LIMIT: 16-bit keys sort by radix
+        key = key.astype(np.uint16)
     order = np.argsort(key, kind="stable")
     bounds = np.searchsorted(key[order], np.arange(grid.shape[0] * k1 + 1))
     flat = grid.reshape(-1, k1, k1)

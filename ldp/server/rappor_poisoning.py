@@ -62,6 +62,26 @@ independently, whatever its value. So:
   up to the χ² approximation, checked on honest windows (200 at n = 20,000 in
   ``simulations/bench_rappor_poisoning.py``; 40 at n = 4,000 in the tests).
 
+* **The candidates' own pairs** (aggregate and candidates: ``ldp decode``). Where the fold keeps every pair's
+  cells (``pair_grid``, for ``m·(k + 1)³ <=`` :data:`~ldp.batch.rappor_pairs.GRID_LIMIT`: k = 16, m = 4 keeps
+  19,652 counters), a candidate string ``s`` is tested on its own pair in each cohort (its first two distinct bits
+  in hash order, :func:`~ldp.server.rappor_pair_law.candidate_pairs`: fixed before any report is seen; cohorts
+  where its hashes give one bit, or with fewer than :data:`~ldp.server.rappor_pair_law.PAIR_MIN` reports, left
+  out), over every report. Fake users take their cohort at random, so the fake share is the same in every cohort:
+  ``T_s`` is the likelihood ratio of one share ``φ >= 0`` of fake cells in all the cohorts, each cohort's honest
+  mixture free (:func:`~ldp.server.rappor_pair_law.common_share_ratio`). **Null law.** Cohorts' reports are
+  disjoint and independent; given the pair, the cells of each are independent draws from some honest mixture, and
+  the one tested parameter ``φ`` is on its boundary: ``T_s`` is asymptotically ``½χ²₀ + ½χ²₁`` and is taken as
+  ``χ²₁`` (the same margin as the chosen pairs'; not a proof where honest shares are on their own boundary). The
+  p-value is ``min(1, D·P(χ²₁ >= max_s T_s))``, Bonferroni over the ``D`` candidates with distinct pairs: every
+  candidate is tested, so which ratios are computed (the 8 of largest linear score, the others counted 0, a lower
+  bound) may depend on the data without breaking the level. No top candidates are chosen by their estimated
+  frequency: that choice would use the tested data (a split would halve the reports). With the candidates, this
+  check takes the chosen-pair test's place in the window's family (:func:`candidate_evidence`), so the family's
+  size is unchanged. The level is checked on honest windows (200 at n = 20,000 in
+  ``simulations/bench_rappor_poisoning.py``; 120 honest draws of 2 cohorts of tiny configurations and 3 windows
+  in ``tests/server/test_rappor_candidate_pairs.py``).
+
 **Where they run.** The fold keeps the 1s per report as a histogram, the counts ``N`` and ``X`` and the pair cells
 (:meth:`~ldp.decoders.rappor.RapporAggregate.report_layout`), so every check runs from the aggregate: on the
 collector's dashboard and in ``ldp decode`` as at fold time. Reports given beside such an aggregate add nothing.
