@@ -26,7 +26,9 @@ changes (the head's latest rather than the batch's), never the split: the sample
 from only, so the argument below holds as it stands; a batch within its head chooses exactly as before
 (``tests/server/test_rappor_choice_speed.py``). A cohort that reaches :data:`FIRST` only past the head chooses
 after the pass, from the batch's tail, and its tested reports are tested once more. The choices of all the cohorts
-due together are computed at once, on their samples' columns as bit sets (:func:`chosen_sets_of`).
+due together are computed at once, on their samples' columns as bit sets (:func:`chosen_sets_of`): in one call of
+the compiled fold kernel when it is built (``_foldkernel.choose_sets``, tested equal to the numpy path exactly,
+``tests/server/test_rappor_choice_speed.py``), in numpy otherwise.
 
 **Why the counts are honest-law binomials.** A tested report is never in the sample its cohort's choice comes from,
 the coins are the server's, and honest reports are independent, so given the choice, an honest tested report has
