@@ -35,8 +35,15 @@ privacy-loss law that is composed over windows):
 * *fewer blanket reports outside S, larger π*: within a group of C, U is given the law Bin(n − 2 − c₂, θ) of the
   group's largest c (θ = (d − 2)q/(1 − 2q)), stochastically smaller than U's law given any c of the group (C and U
   are multinomial), and every band's weight is read from it: mass only moves to larger π*;
-* *cuts*: C below or above its window, U below its lowest band, H₀ outside its window: their mass (each at most
-  ``_TAIL``·δ) is charged at the top loss ε₀ (no loss of k-RR exceeds it) and added to δ.
+* *bins of H₀*: given (m, π) the loss is 2·atanh(π·tanh(ε₀/2)·(2h/m − 1)), increasing in h, and P's mass over a
+  run of h is a sum of binomial cdf differences (Σ Bin(m, ½)(h)·2h/m = Σ Bin(m − 1, ½)(h − 1)): runs of h (about
+  ``_BINS`` across ±z standard deviations, one run for each side beyond) keep P's mass exactly and read the loss at
+  the run's top (Q = P·e^(−loss)), which raises Σ P·(1 − e^(ε − loss))₊ at every ε and in every composition;
+* *a loss lattice*: losses are then rounded up to 0, ±``_LOSS0``·(1 + ``_LOG_STEP``)^j (down for the lower bound)
+  and merged there, so no sort of the components is needed;
+* *cuts*: C below or above its window, U below its lowest band (a normal quantile, or 0 when that leaves out
+  more), components of share at most ``_TAIL``·δ: their mass (each at most ``_TAIL``·δ) is charged at the top loss
+  ε₀ (no loss of k-RR exceeds it) and added to δ.
 
 Groups of C have relative width ``_GROUP`` (the loss scale is overstated by about half of it), bands of U are
 ``_BANDS`` steps of its standard deviation. δ(ε) = Σ (P − e^ε·Q)₊ over all components plus the charges; masses are
@@ -52,8 +59,10 @@ measured, so the all-on-a-third-value dataset is (nearly) the worst case and the
 
 **Monotone.** In δ: the ε returned is the smallest point of a fixed lattice (ε₀·j/2³²) where the computed δ(ε),
 which does not depend on the δ asked for except through cuts of at most 10⁻¹⁰·δ, is within δ. In n: the true pair's
-δ falls with n (one more user is one more independent report: a post-processing), but the computed bound regroups
-at each n; it is checked to be non-increasing in n on grids of n in the tests, not guaranteed.
+δ falls with n (one more user is one more independent report: a post-processing). Groups of C and bins of H₀ have
+fixed boundaries (they depend on c and δ only), beyond ``_N_MAX`` users the figure at ``_N_MAX`` is returned; but
+U's bands move with n, so the computed bound is checked to be non-increasing in n in the tests (up to 10⁻⁴ of itself:
+2·10⁻⁵ measured at n = 10⁵), not guaranteed.
 
 Server side: numpy and scipy (the ``server`` extra), imported when a function is called.
 """
@@ -78,17 +87,27 @@ _GROUP = 2e-3
 _BANDS = 1.5
 """Width of a band of U, in standard deviations of U (π*'s odds then exceed π's by about 1.5/√U at most)."""
 _STEPS = 3
-"""Bands of that width on each side of U's mean; one more runs down to each group's cut and one up from the top
-(little mass: their π* is looser)."""
+"""Bands of that width on each side of U's mean; one more runs up from the top; below, bands of relative width
+``_SHRINK`` down to each group's cut (little mass: their π* is looser)."""
+_SHRINK = 0.2
+"""Relative width of the bands of U below the fixed steps: π*'s odds exceed π's by at most 1/(1 − _SHRINK) there."""
 _RHO = 1e-9
 """Every mass is taken within this share of the true one: P moved up and Q down."""
 _SHIFT = 2 * math.atanh(_RHO) + 1e-12
 """Losses are read this much higher (float rounding of P and Q and of their logarithms)."""
 _LATTICE = 2**32
 """ε is found on the lattice ε₀·j/2³² (monotone in δ by construction)."""
-_MAX_ENTRIES = 3e7
-"""The most entries (H₀ values summed over components) computed; beyond (n around 10¹¹ at d = 3) the function
-declines (returns ``None``) and the caller keeps the clone bound."""
+_BINS = 1000
+"""Bins of H₀ across its window in a component (one value of H₀ a bin below that): the loss is read at each bin's
+top, so ε is overstated by at most the loss's rise over one bin, about 4/_BINS of the loss at the window's edge."""
+_LOG_STEP = 1e-4
+"""Relative step of the lattice that losses are rounded to (ε moves by about this share)."""
+_LOSS0 = 1e-15
+"""The lattice's smallest non-zero |loss|."""
+_N_MAX = 10**15
+"""Beyond this many users the figure at ``_N_MAX`` is returned (valid for more users, module docstring; the same
+cap at every δ, so it stays monotone in δ). The computation's cost does not grow with n; the cap keeps h, m and
+2h − m exact in floats."""
 
 
 @dataclass(frozen=True)
@@ -181,37 +200,111 @@ def _clone_groups(lo: int, hi: int) -> list[tuple[int, int]]:
     return groups
 
 
-def _branches(c: int, s: float, tail: float) -> tuple[Any, Any, Any, float]:
-    """At c clones, on the window of H₀ that leaves out at most ``tail`` of each branch on each side: the informative
-    branch under P (Bern(s) ∗ Bin(c, ½)) and under Q (Bern(1 − s) ∗ Bin(c, ½)), the other branch (Bin(c + 1, ½)),
-    and a bound on the mass of P (any π) outside the window."""
+def _bin_masses(bounds: Any, size: int, prob: float) -> Any:
+    """Bin(size, prob)'s mass on each [b_i, b_{i+1}) of the sorted integer ``bounds``: differences of the cdf below
+    the mean and of the sf above it (scipy's, which keep their relative precision in the tails, about 10⁻¹² as
+    checked against exact sums), the bin across the mean as 1 − cdf − sf. Never negative."""
+    import numpy as np
+    from scipy.stats import binom
+
+    bounds = np.asarray(bounds, dtype=np.int64)
+    k = int(np.searchsorted(bounds - 1, size * prob, side="left"))  # bounds[:k] − 1 lie below the mean
+    low = binom.cdf(bounds[:k] - 1, size, prob) if k else np.zeros(0)
+    high = binom.sf(bounds[k:] - 1, size, prob) if k < len(bounds) else np.zeros(0)
+    parts = [np.diff(low)]
+    if 0 < k < len(bounds):
+        parts.append(np.array([1.0 - float(low[-1]) - float(high[0])]))
+    parts.append(-np.diff(high))
+    return np.maximum(np.concatenate(parts), 0.0)
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """At c clones (m = c + 1 reports in S): bins [b_i, b_{i+1}) of H₀ over 0..m, with R = Σ Bin(m, ½)(h) and
+    S = Σ Bin(m, ½)(h)·2h/m over each, and y = 2h/m − 1 at each bin's first and last h."""
+
+    r: Any
+    s: Any
+    y_first: Any
+    y_last: Any
+
+
+def _grid(c: int, z: float) -> _Grid:
+    """Bins of H₀ at c clones: stride-wide within ``z`` standard deviations of m/2 (the stride keeps the window to
+    about ``_BINS`` bins; 1 below that), and one bin for each side beyond. The grid depends on c and δ only, not
+    on n or π: groups keep the same bins at every n.
+
+    Sums in closed form: Bin(m, ½)(h)·(2h/m) = Bin(c, ½)(h − 1), so over [b₁, b₂) Σ Bin(m, ½)(h)·y_h =
+    ½·(Bin(c, ½)(b₁ − 1) − Bin(c, ½)(b₂ − 1)) (a telescoping sum); S = R + that."""
     import numpy as np
     from scipy.stats import binom
 
     m = c + 1
     sd = math.sqrt(m) / 2
-    z = _z(tail) + 1.0
     lo, hi = max(0, int(m / 2 - z * sd) - 1), min(m, int(m / 2 + z * sd) + 2)
-    h = np.arange(lo, hi + 1)
-    g_before, g_at = binom.pmf(h - 1, c, 0.5), binom.pmf(h, c, 0.5)
-    r = binom.pmf(h, m, 0.5)
-    a = s * g_before + (1 - s) * g_at
-    b = (1 - s) * g_before + s * g_at
-    # the informative branch outside [lo, hi] needs Bin(c, ½) below lo or above hi − 1; the other, Bin(m, ½) outside
-    out = float(binom.cdf(lo - 1, c, 0.5) + binom.sf(hi - 1, c, 0.5) + binom.cdf(lo - 1, m, 0.5)
-                + binom.sf(hi, m, 0.5))
-    return a, b, r, out
+    stride = max(1, -(-(hi - lo + 1) // _BINS))
+    bounds = np.unique(np.concatenate([[0], np.arange(lo, hi + 1, stride), [hi + 1, m + 1]]))
+    bounds = bounds[bounds <= m + 1]
+    r = _bin_masses(bounds, m, 0.5)
+    g = binom.pmf(bounds - 1, c, 0.5)
+    first, last = bounds[:-1], bounds[1:] - 1
+    s = np.maximum(r + 0.5 * (g[:-1] - g[1:]), 0.0)
+    single = first == last  # one h: exact, no cancellation where 2h/m is small
+    s[single] = r[single] * (2.0 * first[single] / m)
+    return _Grid(r, s, (2.0 * first - m) / m, (2.0 * last - m) / m)
 
 
-def _mixed(branches: tuple[Any, Any, Any, float], pi: float) -> tuple[Any, Any, Any]:
-    """The pair at π from :func:`_branches`: (loss, P, Q) where both are positive."""
+def _component(grid: _Grid, pis: Any, kappa: float, *, upper: bool) -> tuple[Any, Any]:
+    """The pairs at (m, π) for each π of ``pis`` on the grid's bins (rows): P's mass Σ Bin(m, ½)(h)·(1 + πκy_h) =
+    (1 − πκ)·R + πκ·S (two non-negative terms), its loss 2·atanh(πκy) (κ = tanh(ε₀/2): P(h)/Q(h) = (1 + πκy)/
+    (1 − πκy)) read at the bin's last h (``upper``: the largest loss in the bin) or first h (the smallest). Rounding
+    losses up with P's masses kept, Q = P·e^(−loss), only raises Σ P·(1 − e^(ε − loss))₊ for every ε, and every
+    composition of such laws (the pessimistic privacy-loss law); rounding down only lowers them (the lower bound)."""
     import numpy as np
 
-    a, b, r, _ = branches
-    big_p, big_q = pi * a + (1 - pi) * r, pi * b + (1 - pi) * r
-    keep = (big_p > 0) & (big_q > 0)
-    big_p, big_q = big_p[keep], big_q[keep]
-    return np.log(big_p) - np.log(big_q), big_p, big_q
+    pk = np.asarray(pis, dtype=float)[:, None] * kappa
+    big_p = (1.0 - pk) * grid.r + pk * grid.s
+    loss = 2.0 * np.arctanh(pk * (grid.y_last if upper else grid.y_first))
+    return loss, big_p
+
+
+class _Lattice:
+    """Losses rounded to the lattice 0, ±_LOSS0·(1 + _LOG_STEP)^j (j >= 0): up for a figure, down for a lower bound
+    (each loss moves by at most a share _LOG_STEP of itself, or to 0 or ±_LOSS0 near 0), P's masses summed per point
+    (a merge of outcomes at one loss: the law is the same). Sorted by construction, no sort of the components."""
+
+    def __init__(self, *, upper: bool) -> None:
+        self.upper = upper
+        self.codes: list[Any] = []
+        self.masses: list[Any] = []
+
+    def add(self, loss: Any, mass: Any) -> None:
+        import numpy as np
+
+        loss, mass = np.ravel(loss), np.ravel(mass)
+        keep = mass > 0
+        loss, mass = loss[keep], mass[keep]
+        size = np.abs(loss)
+        t = np.log(np.maximum(size, _LOSS0) / _LOSS0) / math.log1p(_LOG_STEP)
+        away = self.upper == (loss > 0)  # round |loss| up (away from 0) or down (towards 0)
+        j = np.where(away, np.ceil(t), np.floor(t))
+        code = np.where(size < _LOSS0, np.where(away & (loss != 0), 1, 0), j.astype(np.int64) + 1)
+        self.codes.append(np.where(loss < 0, -code, code).astype(np.int64))
+        self.masses.append(mass)
+
+    def law(self) -> tuple[Any, Any]:
+        """The lattice's losses (sorted up) and P's masses on them (points with mass only)."""
+        import numpy as np
+
+        if not self.codes:
+            return np.zeros(0), np.zeros(0)
+        codes = np.concatenate(self.codes)
+        low = int(codes.min())
+        mass = np.bincount(codes - low, weights=np.concatenate(self.masses))
+        at = np.nonzero(mass > 0)[0]
+        code = at + low
+        size = np.where(code == 0, 0.0, _LOSS0 * np.exp((np.abs(code) - 1) * math.log1p(_LOG_STEP)))
+        return np.sign(code) * size, mass[at]
 
 
 @functools.lru_cache(maxsize=64)
@@ -251,89 +344,104 @@ def _windows(size: int, prob: float, tail: float) -> tuple[int, int, float]:
 def krr_worst_case(eps0: float, d: int, n: int, delta: float) -> KrrWorstCase | None:
     """n shuffled reports of k-RR over d >= 3 values at ε₀ (p = e^ε₀/(e^ε₀ + d − 1)): the blanket pair computed
     through its sufficient statistic (module docstring), ε at ``delta`` valid for every dataset, with an exact lower
-    bound beside it; ``None`` when the computation would exceed ``_MAX_ENTRIES`` (n beyond about 10¹¹ at d = 3,
-    later at larger d: the caller keeps the clone bound). ``ValueError`` for bad input. Cached."""
-    import numpy as np
-    from scipy.stats import binom
-
+    bound beside it. Beyond ``_N_MAX`` users the figure at ``_N_MAX`` is returned (valid: the view with n users is a
+    post-processing of the view with fewer). ``None`` is kept in the signature for callers (never returned now).
+    ``ValueError`` for bad input. Cached."""
     _check(eps0, d, n, delta)
-    eps0, delta = float(eps0), float(delta)
+    return _compute(float(eps0), d, min(n, _N_MAX), float(delta))
+
+
+def _compute(eps0: float, d: int, n: int, delta: float) -> KrrWorstCase:
+    import numpy as np
+
     e0 = math.exp(eps0)
     q = 1.0 / (e0 + d - 1)
     iota = (e0 + 1.0) * q
-    s = e0 / (e0 + 1.0)
+    kappa = math.tanh(eps0 / 2.0)  # 2s − 1, s = e^ε₀/(e^ε₀ + 1)
     clone, outside = 2.0 * q, (d - 2) * q
     theta = outside / (1.0 - clone)
-    tail = _TAIL * delta
+    tail = max(_TAIL * delta, 5e-324)
+    z = _z(tail) + 1.0
     others = n - 1
     c_lo, c_hi, extra = _windows(others, clone, tail)
     extra *= iota
     # bands of U: fixed steps of its standard deviation about its mean, then one down to each group's cut
     mean_u = others * outside
     sd_u = math.sqrt(max(others * outside * (1 - outside), 1.0))
-    groups = _clone_groups(c_lo, c_hi)
-    width = 2 * (_z(tail) + 1.0) * math.sqrt(c_hi + 1) / 2 + 4
-    if len(groups) * (_STEPS + 3) * width > _MAX_ENTRIES:
-        return None
     step = max(1, int(_BANDS * sd_u))  # at small n, one band per value of U
     steps = [int(mean_u) + k * step for k in range(-_STEPS, _STEPS + 1)]
-    z = _z(tail) + 1.0
-    losses, ps, qs = [], [], []
-    low_loss, low_p, low_q = [], [], []
-    shares = 0.0
-    for c1, c2 in groups:
-        informative = iota * float(binom.cdf(c2, others, clone) - (binom.cdf(c1 - 1, others, clone) if c1 else 0.0))
-        if informative <= 0.0:
-            continue
-        rest = others - c2  # U given C = c2 is Bin(others − c2, θ): stochastically the smallest of the group
-        cut = max(0, int(rest * theta - z * math.sqrt(rest * theta * (1 - theta))) - 1)
-        bands = sorted({cut} | {u for u in steps if u > cut})
-        cdf = binom.cdf(np.array(bands) - 1, rest, theta)
-        extra += informative * float(cdf[0])  # U below the lowest band: charged
-        branches = _branches(c1, s, tail)
-        for u, weight in zip(bands, np.append(cdf[1:], 1.0) - cdf, strict=True):
-            if weight <= 0.0:
-                continue
-            pi = 1.0 if u == 0 else 1.0 / (1.0 + 2.0 * u / ((e0 + 1.0) * (c2 + 1)))
-            loss, big_p, big_q = _mixed(branches, pi)
-            share = informative * float(weight) / pi
-            shares += share
-            losses.append(loss)
-            ps.append(big_p * share)
-            qs.append(big_q * share)
-            extra += share * branches[3]
+    while steps[0] > 1:  # below: bands of relative width _SHRINK, down to 1 (π* at most 1/(1 − _SHRINK) too high)
+        steps.insert(0, min(steps[0] - 1, int(steps[0] * (1.0 - _SHRINK))))
+    steps_u = np.array(steps)
+    groups = _clone_groups(c_lo, c_hi)
+    starts = np.array([c1 for c1, _ in groups] + [c_hi + 1])
+    informative = iota * _bin_masses(starts, others, clone)  # Pr[J = 1, C in group]
+    # the lower bound's groups of M = C + J: [c₁ + 2, c₁' + 1] (c₁' the next group's start), whose largest m is
+    # c₁' + 1, the grid at c₁' clones (shared with the next group)
+    low_informative = iota * _bin_masses(starts + 1, others, clone)
+    low_total = low_informative + (1.0 - iota) * _bin_masses(starts + 2, others, clone)
+    grids: dict[int, _Grid] = {}
+
+    def grid_at(c: int) -> _Grid:
+        if c not in grids:
+            grids[c] = _grid(c, z)
+        return grids[c]
+
+    upper, lower = _Lattice(upper=True), _Lattice(upper=False)
+    shares, components = 0.0, 0
+    for k, (c1, c2) in enumerate(groups):
+        if informative[k] > 0.0:
+            rest = others - c2  # U given C = c2 is Bin(others − c2, θ): stochastically the smallest of the group
+            # the lowest band starts at a normal quantile of U (its exact mass below charged) if that leaves out at
+            # most 10⁻³·δ/(number of groups) (10⁻³·δ in all); else (U's lower tail is heavier, θ near 1) at 0
+            cut = max(0, int(rest * theta - z * math.sqrt(rest * theta * (1 - theta))) - 1)
+            for start in (cut, 0):
+                bands = np.unique(np.concatenate([[start], steps_u[(steps_u > start) & (steps_u <= rest)]]))
+                weights = _bin_masses(np.concatenate([[0], bands, [rest + 1]]), rest, theta)
+                if informative[k] * weights[0] <= 1e-3 * delta / len(groups):
+                    break
+            extra += float(informative[k] * weights[0])  # U below the lowest band: charged
+            pis = np.where(bands == 0, 1.0, 1.0 / (1.0 + 2.0 * bands / ((e0 + 1.0) * (c2 + 1))))
+            share = informative[k] * weights[1:] / pis
+            small = share <= tail  # charged at the top loss instead (at most _TAIL·δ per component)
+            extra += float(share[small].sum())
+            if not small.all():
+                loss, big_p = _component(grid_at(c1), pis[~small], kappa, upper=True)
+                upper.add(loss, big_p * share[~small][:, None])
+                shares += float(share[~small].sum())
+                components += int((~small).sum())
         # the lower bound: every other user on one value outside S (Jensen within the group, module docstring)
-        total = informative + (1 - iota) * float(binom.cdf(c2 + 1, others, clone) - binom.cdf(c1, others, clone))
-        loss, big_p, big_q = _mixed(_branches(c2, s, tail), informative / total)
-        low_loss.append(loss)
-        low_p.append(big_p * total)
-        low_q.append(big_q * total)
-    pair = _assemble(losses, ps, qs, extra * (1 + _RHO), eps0, pessimistic=True)
-    low = _assemble(low_loss, low_p, low_q, 0.0, eps0, pessimistic=False)
+        if low_total[k] > 0.0:
+            loss, big_p = _component(grid_at(int(starts[k + 1])), [low_informative[k] / low_total[k]], kappa,
+                                     upper=False)
+            lower.add(loss, big_p * low_total[k])
+    pair = _assemble(upper, extra * (1 + _RHO), eps0)
+    low = _assemble(lower, 0.0, eps0)
     eps = _epsilon(pair, delta, eps0, up=True)
-    lower = min(_epsilon(low, delta, eps0, up=False), eps)
+    lower_eps = min(_epsilon(low, delta, eps0, up=False), eps)
     # the law to compose: the components' losses (read _SHIFT higher) under P, the mass the groups left at loss 0
     # (each group's weight beyond Pr[J = 1, group]/π*), the charges at ε₀
     loss = np.concatenate([np.minimum(pair.loss + _SHIFT, eps0), [0.0, eps0]])
     mass = np.concatenate([pair.p, [max(0.0, 1.0 - shares), pair.extra]])
     order = np.argsort(loss, kind="stable")
-    return KrrWorstCase(eps, lower, delta, len(losses), loss[order], mass[order], eps0)
+    return KrrWorstCase(eps, lower_eps, delta, components, loss[order], mass[order], eps0)
 
 
-def _assemble(losses: list[Any], ps: list[Any], qs: list[Any], extra: float, top: float, *,
-              pessimistic: bool) -> _Pair:
+def _assemble(lattice: _Lattice, extra: float, top: float) -> _Pair:
+    """One pair from a lattice: P's masses moved ``_RHO`` the pessimistic way (up for the figure, down for the lower
+    bound), Q = P·e^(−loss) moved the other way (float rounding of the masses and of exp)."""
     import numpy as np
 
-    if not losses:
-        return _Pair(np.zeros(1), np.zeros(1), np.zeros(1), extra, top, _SHIFT if pessimistic else -_SHIFT)
-    loss, p, q = np.concatenate(losses), np.concatenate(ps), np.concatenate(qs)
-    order = np.argsort(loss, kind="stable")
-    loss, p, q = loss[order], p[order], q[order]
-    if pessimistic:
+    shift = _SHIFT if lattice.upper else -_SHIFT
+    loss, p = lattice.law()
+    if not len(loss):
+        return _Pair(np.zeros(1), np.zeros(1), np.zeros(1), extra, top, shift)
+    q = p * np.exp(-loss)
+    if lattice.upper:
         p, q = p * (1 + _RHO), q * (1 - _RHO)
     else:
         p, q = p * (1 - _RHO), q * (1 + _RHO)
-    return _Pair(loss, p, q, extra, top, _SHIFT if pessimistic else -_SHIFT)
+    return _Pair(loss, p, q, extra, top, shift)
 
 
 def krr_epsilon(eps0: float, d: int, n: int, delta: float) -> tuple[float, float] | None:

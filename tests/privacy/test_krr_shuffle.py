@@ -13,6 +13,7 @@ from krr_exact import delta as exact_delta, epsilon as exact_epsilon, probabilit
 from shuffle_exact import worst_krr_delta
 
 from ldp.encoders.randomized_response import GRRParams
+from ldp.privacy import krr_shuffle
 from ldp.privacy.krr_shuffle import krr_epsilon, krr_worst_case
 from ldp.privacy.shuffle import shuffled_epsilon
 
@@ -53,7 +54,7 @@ def test_targets_against_the_lower_bound_and_the_clone_bound(d: int, eps0: float
     """Never more than 2x the exact lower bound (measured: at most 1.03x), and below the clone bounds."""
     eps, lower = krr_epsilon(eps0, d, n, 1e-8) or (math.inf, 0.0)
     assert 0 < lower <= eps <= 1.05 * lower
-    clone = shuffled_epsilon(eps0, n, 1e-8, GRRParams(eps0, d).shuffle_structure).epsilon
+    clone = shuffled_epsilon(eps0, n, 1e-8, GRRParams(eps0, d).shuffle_structure, binary=False).epsilon  # no k-RR
     assert eps < clone
 
 
@@ -64,10 +65,59 @@ def test_large_domains_gain_most() -> None:
 
 
 def test_monotone_in_n() -> None:
-    """Checked, not guaranteed by construction (module docstring): consecutive n and a few decades."""
+    """Checked (module docstring): consecutive n and a few decades."""
     for d, eps0, grid in ((100, 4.0, [*range(997, 1003), 10**4, 10**6]), (3, 1.0, [300, 301, 302, 10**5])):
         eps = [krr_worst_case(eps0, d, n, 1e-8).epsilon for n in grid]  # type: ignore[union-attr]
         assert all(b <= a for a, b in zip(eps, eps[1:], strict=False)), eps
+
+
+@pytest.mark.parametrize("eps0,d,delta", [(1.0, 3, 1e-300), (4.0, 10, 1e-300)])
+def test_tiny_delta_at_a_million_users_stays_near_the_lower_bound(eps0: float, d: int, delta: float) -> None:
+    """δ = 10⁻³⁰⁰, n = 10⁶ (3 s a call before the binned grid): within 1.05x of the exact lower bound (measured
+    1.008x, 1.006x; not yet at d = 100, ε₀ = 1: 1.24x, U's lowest band)."""
+    found = krr_worst_case(eps0, d, 10**6, delta)
+    assert found is not None
+    assert 0 < found.lower <= found.epsilon <= 1.05 * found.lower
+
+
+@pytest.mark.parametrize("eps0,d,n,delta", [(1.0, 3, 10**5, 1e-8), (4.0, 10, 10**6, 1e-300)])
+def test_binned_values_of_h0_dominate_the_unbinned_pair(eps0: float, d: int, n: int, delta: float,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """One bin per value of H₀ (``_BINS`` unbounded) is the pair itself (on the same loss lattice): the binned figure
+    is at least it (losses read at each bin's top) and within 0.5 % of it; the binned lower bound is at most its."""
+    binned = krr_worst_case(eps0, d, n, delta)
+    monkeypatch.setattr(krr_shuffle, "_BINS", 10**9)
+    krr_shuffle.krr_worst_case.cache_clear()
+    try:
+        exact = krr_shuffle.krr_worst_case(eps0, d, n, delta)
+    finally:
+        krr_shuffle.krr_worst_case.cache_clear()
+    assert binned is not None and exact is not None
+    assert exact.epsilon <= binned.epsilon <= 1.005 * exact.epsilon
+    assert binned.lower <= exact.lower
+
+
+@settings(max_examples=12, deadline=None)
+@given(exponent=st.floats(2.0, 12.0), eps0=st.sampled_from([1.0, 4.0]), d=st.sampled_from([3, 10, 100]),
+       delta=st.sampled_from([1e-8, 1e-300]))
+def test_consecutive_n_never_raise_the_figure(exponent: float, eps0: float, d: int, delta: float) -> None:
+    """Three consecutive n anywhere from 10² to 10¹² (group, band and bin boundaries all cross somewhere). Not by
+    construction: U's bands move with n, and at n = 10⁵, ε₀ = 1, d = 3, δ = 10⁻³⁰⁰ the figure rises by 2·10⁻⁵ of
+    itself from n to n + 1 (as it did before the binned grid); a rise above 10⁻⁴ of it fails."""
+    n = int(10**exponent)
+    eps = [krr_worst_case(eps0, d, k, delta).epsilon for k in (n, n + 1, n + 2)]  # type: ignore[union-attr]
+    assert eps[0] * (1 + 1e-4) >= eps[1] and eps[1] * (1 + 1e-4) >= eps[2], eps
+
+
+@pytest.mark.parametrize("delta", [1e-8, 1e-300])
+def test_beyond_the_cap_the_figure_at_the_cap(delta: float) -> None:
+    """Above ``_N_MAX`` users the figure is the one at ``_N_MAX`` (valid: more users only post-process), so never
+    above the figure at fewer users."""
+    cap = krr_shuffle._N_MAX
+    at = [krr_worst_case(1.0, 10, k, delta) for k in (cap // 10, cap - 1, cap, cap + 1, 10 * cap)]
+    eps = [found.epsilon for found in at]  # type: ignore[union-attr]
+    assert all(b <= a for a, b in zip(eps, eps[1:], strict=False)), eps
+    assert at[3] is not None and at[2] is not None and at[3].epsilon == at[2].epsilon == at[4].epsilon  # type: ignore[union-attr]
 
 
 @settings(max_examples=20, deadline=None)
