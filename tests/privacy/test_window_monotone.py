@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from ldp.encoders.randomized_response import GRRParams
 from ldp.errors import RefusalValueError
 from ldp.privacy.binary_shuffle import interval_cuts
-from ldp.privacy.shuffle import ShuffleStructure, shuffled_epsilon
+from ldp.privacy.shuffle import ShuffleStructure, canonical_n, shuffled_epsilon
 from ldp.privacy.window_grid import eps_at, eps_index, floor_delta
 
 
@@ -128,3 +128,17 @@ def test_huge_n_figure_is_above_a_real_datasets_exact_epsilon() -> None:
     exact = binary_pair(0, n - 1, p, 1e-18).epsilon(delta)
     got = _quiet(eps0, n, delta, "binary")
     assert exact <= got <= 1.6 * exact
+
+
+@pytest.mark.parametrize("d,eps0,delta,n", [(3, 1.0, 1e-300, 10**5), (10, 4.0, 1e-8, 10**6), (100, 1.0, 1e-300, 10**7),
+                                            (3, 1.0, 1e-8, 99_990)])
+def test_k_rr_blanket_monotone_across_the_canonical_steps(d: int, eps0: float, delta: float, n: int) -> None:
+    """k-RR over d >= 3 values (the privacy blanket, whose groups move with n: its last digits wander by ~10⁻⁵
+    from n to n + 1) is evaluated at n's canonical value: constant between its steps, lower at each step."""
+    g = GRRParams(eps0, d)
+    assert canonical_n(n + 3) <= n + 3 and canonical_n(12_345_678) == 12_340_000 and canonical_n(9_999) == 9_999
+    step = 10 ** (len(str(n)) - 4)
+    for start in (n - 3, n + step - 3):
+        got = [shuffled_epsilon(g.privacy_cost.epsilon, m, delta, g.shuffle_structure).epsilon
+               for m in range(start, start + 6)]
+        assert got == sorted(got, reverse=True)
