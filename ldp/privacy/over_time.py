@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ldp.privacy.binary_shuffle import worst_case
+from ldp.privacy.binary_shuffle import exact_max, worst_case
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.krr_shuffle import krr_worst_case
 from ldp.privacy.shuffle import _BINARY_MAX, ShuffleGuarantee, ShuffleStructure, generic_structure, shuffled_epsilon
@@ -204,8 +204,8 @@ def _laws(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, delta:
         structures.append(s)
     for structure in structures:
         laws.append(LossLaw.of(*pair_losses(structure, n, tail)))
-    if s is not None and s.binary and s.epsilon_pair <= _BINARY_MAX and delta >= 1e-300:
-        laws.append(LossLaw.of(*worst_case(s.epsilon_pair, n, delta).losses()))
+    if s is not None and s.binary and s.epsilon_pair <= _BINARY_MAX and delta >= 1e-300 and n <= exact_max(delta):
+        laws.append(LossLaw.of(*worst_case(s.epsilon_pair, n, delta).losses()))  # beyond, the clone pairs win
     d = s.values if s is not None else None
     blanket = krr_worst_case(s.epsilon_pair, d, n, delta) if s is not None and d is not None and d >= 3 else None
     if blanket is not None:

@@ -467,6 +467,8 @@ def _search(eps0: float, n: int, delta: float, structure: ShuffleStructure,
         d = bound(eps)
         return math.log(d) - math.log(delta) if d > 0 else -math.inf
 
+    if excess(0.0) <= 0:  # (0, δ)-DP already: the total variation is within δ
+        return 0.0, structure.name
     lo, hi, f_lo, f_hi = 0.0, eps0, math.inf, -math.inf
     if closed is not None and closed < hi:
         f = excess(closed)

@@ -52,7 +52,7 @@ _LOW = 1e-25
 """The tilted weight, relative to the largest, below which a law's lowest losses are moved up together."""
 _TOP_SHARE = 1e-6
 """The share of δ the cuts to +∞ may spend, in all."""
-_MAX_POINTS = 2**22
+_MAX_POINTS = 2**20
 """The most grid points a composed law is given; a coarser grid only rounds more losses up."""
 _COARSE = 4096
 """Cells of a law's coarse copy (:attr:`LossLaw.coarse`), on which λ and θ are searched."""
@@ -311,6 +311,8 @@ def composed_epsilon(laws: Sequence[tuple[LossLaw, int]], delta: float, *, up: b
     bound, lam = chernoff(laws, delta)
     if not math.isfinite(bound):
         return math.inf
+    if bound <= 0.0 and up:  # the Chernoff bound already gives ε = 0
+        return 0.0
     natural = (math.log(1.0 / delta) + 1.0) / max(bound, 1e-12)  # the tilt that makes δ's scale e^(−θε) alone
     theta = min(_saddle(laws, bound, lam), 100.0 * natural)
     span = max(float(law.loss.max() - law.loss.min()) for law, _ in laws)
