@@ -411,8 +411,8 @@ def canonical_n(n: int) -> int:
     beyond that wander: non-increasing in n. It costs at most 0.05 % of ε."""
     if n < 10**4:
         return n
-    unit = 10 ** (len(str(n)) - 4)
-    return n // unit * unit
+    unit: int = 10 ** (len(str(n)) - 4)
+    return int(n // unit * unit)
 
 
 def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStructure | None = None, *,
