@@ -42,6 +42,7 @@ entries, the fold keeps no pair cells (the test is then not run).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -50,8 +51,9 @@ import numpy.typing as npt
 
 from ldp.batch.bits import popcounts
 
-__all__ = ["FIRST", "GRID_LIMIT", "MOMENT_LIMIT", "add_pair_grid", "grid_cells", "grid_enabled", "pair_grid_shape",
-           "PAIR_SLOTS", "PairChoice", "cell_of", "moments", "pair_cells_shape",
+__all__ = ["FIRST", "GRID_LIMIT", "MOMENT_LIMIT", "add_pair_grid", "cohort_grids", "grid_cells", "grid_enabled",
+           "histogram_fits", "pair_grid_shape", "PAIR_SLOTS", "PairChoice", "cell_of", "moments", "pair_cells_shape",
+           "split_grids",
            "pair_scores", "pairs_enabled", "score_coefficients"]
 
 PAIR_SLOTS = 2
@@ -113,32 +115,101 @@ def pair_grid_shape(params: Any) -> tuple[int, int, int, int]:
 def add_pair_grid(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], grid: npt.NDArray[np.int64],
                   k: int) -> None:
     """Add the batch to ``grid`` (``(m, k + 1, k + 1, k + 1)``, in place): ``grid[g, L] += Aᵀ·A`` over the reports
-    of cohort ``g`` with ``L`` ones, ``A = [1 | x]``. The reports sorted by (cohort, ``L``); one float32 product per
-    group (exact: a count of rows, below 2²⁴ per :data:`GRID_CHUNK`), summed in integers. No step per report."""
-    if grid.size == 0:
+    of cohort ``g`` with ``L`` ones, ``A = [1 | x]`` (:func:`cohort_grids`)."""
+    if grid.size == 0 or np.asarray(cohorts).size == 0:
         return
-    g = np.asarray(cohorts).reshape(-1).astype(np.intp)
-    r = np.asarray(rows, dtype=np.uint8)
+    grid += cohort_grids(cohorts, rows, k, grid.shape[0])  # (PairChoice.add does it from its own counts)
+
+
+HISTOGRAM_BINS = 1 << 22
+"""The most (cohort, filter value) counters :func:`cohort_grids` histograms into (32 MiB); beyond, it multiplies."""
+
+
+def cohort_grids(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], k: int, m: int,
+                 keep: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[np.int64]:
+    """``(m, k + 1, k + 1, k + 1)``: per cohort ``g`` and number of ones ``L``, ``Aᵀ·A`` over the reports (those
+    ``keep`` marks, or all) of cohort ``g`` with ``L`` ones, ``A = [1 | x]``: every count, ``Σ x_a`` and
+    ``Σ x_a·x_b`` (:func:`split_grids` with one part)."""
+    g = np.asarray(cohorts).reshape(-1)
+    part = np.zeros(g.size, np.int8) if keep is None else np.where(keep, 0, 1).astype(np.int8)
+    return split_grids(g, rows, k, m, part, 2 if keep is not None else 1)[0]
+
+
+HISTOGRAM_BITS = 16
+"""The widest filter :func:`split_grids` counts by value (its bases: 2¹⁶ rows of ``k + 1``, 9 MiB)."""
+
+
+def histogram_fits(k: int, m: int, parts: int = 2) -> bool:
+    """Whether :func:`split_grids` counts by filter value: ``k <=`` :data:`HISTOGRAM_BITS` and one cohort's
+    ``parts·2^k`` counters within :data:`HISTOGRAM_BINS` (cohorts are taken in blocks that fit)."""
+    return k <= HISTOGRAM_BITS and parts << k <= HISTOGRAM_BINS
+
+
+def split_grids(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], k: int, m: int, part: npt.NDArray[Any],
+                parts: int) -> npt.NDArray[np.int64]:
+    """``(parts, m, k + 1, k + 1, k + 1)``: :func:`cohort_grids` of each part (``part[i]`` in ``0..parts − 1``) of
+    the reports. Where :func:`histogram_fits`, the reports are counted by (part, cohort, filter value) in one
+    ``bincount`` and each value's ``B_v·B_vᵀ`` weighted by its count, per popcount (float64 products of integers
+    below 2⁵³: exact); otherwise each part's reports are sorted by (cohort, ``L``) and each group multiplied out
+    (float32 chunks of :data:`GRID_CHUNK` rows, exact). No step per report either way."""
+    k1 = k + 1
+    out = np.zeros((parts, m, k1, k1, k1), np.int64)
+    g = np.asarray(cohorts).reshape(-1).astype(np.int64)
+    r = np.ascontiguousarray(rows, dtype=np.uint8)
     if g.size == 0:
-        return
+        return out
+    if histogram_fits(k, m, parts):
+        value = np.zeros(g.size, np.int64)
+        for byte in range(r.shape[1]):
+            value |= r[:, byte].astype(np.int64) << (8 * byte)
+        value &= (1 << k) - 1  # padding bits ignored
+        block = max(1, HISTOGRAM_BINS // (parts << k))  # cohorts counted together
+        p = np.asarray(part, np.int64)
+        order = np.argsort(g, kind="stable") if block < m else None
+        bounds = np.searchsorted(g[order], np.arange(0, m + block, block)) if order is not None else None
+        for i, first in enumerate(range(0, m, block)):
+            width = min(block, m - first)
+            at = slice(None) if order is None or bounds is None else order[bounds[i]:bounds[i + 1]]
+            key = (p[at] * width + (g[at] - first)) << k
+            key |= value[at]
+            counts = np.bincount(key, minlength=(parts * width) << k).reshape(parts, width, 1 << k)
+            hist = counts.reshape(parts * width, 1 << k).astype(np.float64)
+            for ones, (values, basis) in enumerate(_value_bases(k)):
+                if values.size:  # Σ_v h(v)·B_v·B_vᵀ over the values with `ones` ones, each (part, cohort) at once
+                    weighted = hist[:, values, None] * basis[None]  # (parts·width, values, k + 1)
+                    product = np.rint(np.matmul(weighted.transpose(0, 2, 1), basis)).astype(np.int64)
+                    out[:, first:first + width, ones] = product.reshape(parts, width, k1, k1)
+        return out
     from ldp.batch.threads import threads_for
 
-    k1 = k + 1
-    key = g * k1 + popcounts(r, k)
-    if grid.shape[0] * k1 <= 1 << 16:  # always, within GRID_LIMIT: 16-bit keys sort by radix
-        key = key.astype(np.uint16)
+    p = np.asarray(part, np.int64)
+    key = (p * m + g) * k1 + popcounts(r, k)
     order = np.argsort(key, kind="stable")
-    bounds = np.searchsorted(key[order], np.arange(grid.shape[0] * k1 + 1))
-    flat = grid.reshape(-1, k1, k1)
+    bounds = np.searchsorted(key[order], np.arange(parts * m * k1 + 1))
+    flat = out.reshape(-1, k1, k1)
     with threads_for(0.0):  # many small products: one BLAS thread
         for key_at in np.flatnonzero(np.diff(bounds)).tolist():
             take = order[bounds[key_at]:bounds[key_at + 1]]
-            for at in range(0, take.size, GRID_CHUNK):
-                part = take[at:at + GRID_CHUNK]
-                a = np.empty((part.size, k1), np.float32)
+            for start in range(0, take.size, GRID_CHUNK):
+                sel = take[start:start + GRID_CHUNK]
+                a = np.empty((sel.size, k1), np.float32)
                 a[:, 0] = 1.0
-                a[:, 1:] = np.unpackbits(r[part], axis=1, count=k, bitorder="little")
+                a[:, 1:] = np.unpackbits(r[sel], axis=1, count=k, bitorder="little")
                 flat[key_at] += np.rint(a.T @ a).astype(np.int64)
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _value_bases(k: int) -> tuple[tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]], ...]:
+    """Per number of ones ``L``: the filter values with ``L`` ones and their rows ``[1 | bits]``."""
+    values = np.arange(1 << k)
+    bits = ((values[:, None] >> np.arange(k)) & 1).astype(np.float64)
+    ones = bits.sum(axis=1).astype(np.intp)
+    out = []
+    for count in range(k + 1):
+        at = np.flatnonzero(ones == count)
+        out.append((at, np.concatenate([np.ones((at.size, 1)), bits[at]], axis=1)))
+    return tuple(out)
 
 
 def grid_cells(grid: npt.NDArray[np.int64], a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.int64]:
@@ -336,37 +407,47 @@ class PairChoice:
                                                    count=n).astype(bool)
         return out
 
-    def add(self, cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], cells: npt.NDArray[np.int64]) -> None:
+    def add(self, cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], cells: npt.NDArray[np.int64],
+            grid: npt.NDArray[np.int64] | None = None) -> None:
         """Split the batch, take in its reports to choose from (choosing again for every cohort they reach), then
-        count its reports to test into ``cells`` (``(m, J, 4(k − 1))``, in place). One loop step per cohort."""
-        if not self.enabled or self.moments is None:
+        count its reports to test into ``cells`` (``(m, J, 4(k − 1))``, in place) and, given, every report into
+        ``grid`` (``pair_grid``, :func:`add_pair_grid`). The two parts' grids (:func:`split_grids`) give the
+        moments (``Aᵀ·diag(L^j)·A = Σ_L L^j·G_L``), the grid, and — where they are counted by filter value — the
+        tested reports' cells of each cohort's pairs (:func:`grid_cells`); otherwise those cells are counted report
+        by report, vectorised. One loop step per cohort."""
+        if not self.enabled or self.moments is None:  # nothing to count (no copy of the batch either)
+            if grid is not None and grid.size:
+                add_pair_grid(cohorts, rows, grid, self.k)
             return
-        from ldp.batch.threads import threads_for
-
         g = np.asarray(cohorts).reshape(-1).astype(np.intp)
-        r = np.asarray(rows, dtype=np.uint8)
         if g.size == 0:
             return
-        ones = popcounts(r, self.k)
+        r = np.asarray(rows, dtype=np.uint8)
+        m = self.moments.shape[0]
         tested = self.split(g.size)
-        free = np.flatnonzero(~tested)
-        if free.size:
-            x = np.unpackbits(r[free], axis=1, count=self.k, bitorder="little")
-            gf = g[free]
-            order = np.argsort(gf, kind="stable")
-            bounds = np.searchsorted(gf[order], np.arange(self.moments.shape[0] + 1))
-            with threads_for(3.0 * free.size * (self.k + 1) ** 2):  # small products: one BLAS thread
-                for c in np.flatnonzero(np.diff(bounds)).tolist():
-                    at = order[bounds[c]:bounds[c + 1]]
-                    self.moments[c] += moments(x[at], ones[free][at])
-                    seen = int(self.moments[c, 0, 0, 0])
-                    if seen >= max(FIRST, REFRESH * self.chosen_at[c]):
-                        self._choose(c)
-                        self.chosen_at[c] = seen
+        if histogram_fits(self.k, m) or (grid is not None and grid.size):
+            grids = split_grids(g, r, self.k, m, tested, 2)  # [0]: reports to choose from, [1]: to test
+        else:  # the tested reports' grid would not be used: the choosing part's alone
+            grids = cohort_grids(g, r, self.k, m, keep=~tested)[None]
+        powers = np.arange(self.k + 1, dtype=np.int64)[None, :] ** np.arange(3)[:, None]  # L^j
+        self.moments += np.einsum("jl,mlab->mjab", powers, grids[0])
+        if grid is not None and grid.size:
+            grid += grids[0] + grids[1]
+        for c in np.flatnonzero(grids[0, :, :, 0, 0].sum(axis=1)).tolist():
+            seen = int(self.moments[c, 0, 0, 0])
+            if seen >= max(FIRST, REFRESH * self.chosen_at[c]):
+                self._choose(c)
+                self.chosen_at[c] = seen
+        if histogram_fits(self.k, m):  # the cells of each chosen pair, from the tested reports' grid
+            for c in np.flatnonzero(self.chosen).tolist():
+                j = self.slots
+                cells[c, :j] += grid_cells(grids[1, c], self.pairs[c, :j, 0], self.pairs[c, :j, 1])
+            return
         test = np.flatnonzero(tested & self.chosen[g])
         if test.size == 0:
             return
-        gt, rt, lt = g[test], r[test], ones[test]
+        gt, rt = g[test], r[test]
+        lt = popcounts(rt, self.k)
         width = 4 * (self.k - 1)
         flat = cells.reshape(-1)
         for j in range(self.slots):

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from ldp.batch.bits import add_ones_by_group, kernel_in_use
 from ldp.batch.rappor_evidence import BitsTogether, cooccurrence_sizes
-from ldp.batch.rappor_pairs import PairChoice, add_pair_grid, pair_cells_shape, pair_grid_shape
+from ldp.batch.rappor_pairs import PairChoice, pair_cells_shape, pair_grid_shape
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.rappor_decode import bit_count_variance
 from ldp.encoders.rappor import RapporParams
@@ -93,8 +93,7 @@ class RapporAggregate(Aggregate):
         if self._pairs is None:
             self._pairs = PairChoice(self.params)
         cohorts, rows = columns["cohort"], columns["bits"]
-        self._pairs.add(cohorts, rows, self.pair_cells)
-        add_pair_grid(cohorts, rows, self.pair_grid, self.params.num_bloombits)
+        self._pairs.add(cohorts, rows, self.pair_cells, self.pair_grid)
         if kernel_in_use():
             self._together.fold(cohorts, rows, self.cohort_n, self.ones, self.ones_hist, self.together)
             return

@@ -170,3 +170,57 @@ def test_a_grid_no_fold_can_make_is_left_out(damage: str) -> None:
     names = [c.name for c in candidate_evidence(bad, CANDS).checks]
     assert "pair_candidates" not in names and "pair_law" in names
     assert "pair_candidates" in [c.name for c in candidate_evidence(agg, CANDS).checks]
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(2, 20), m=st.integers(1, 5), n=st.integers(0, 300), seed=st.integers(0, 2**32 - 1),
+       some=st.booleans())
+def test_grids_by_value_histogram_equal_the_grids_multiplied_out(k: int, m: int, n: int, seed: int,
+                                                                 some: bool) -> None:
+    """The histogram path of ``cohort_grids`` (counts by filter value, each value's outer product weighted) equals
+    the path that multiplies the reports out, exactly, with or without a selection; padding bits are ignored."""
+    import ldp.batch.rappor_pairs as rp
+
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, 256, (n, (k + 7) // 8), dtype=np.uint8)  # padding bits set at random too
+    cohorts = rng.integers(0, m, n)
+    keep = rng.random(n) < 0.5 if some else None
+    saved = rp.HISTOGRAM_BINS
+    got = []
+    try:
+        for bins in (saved, 4 << k, 0):  # by value, all cohorts at once; by value, two cohorts at a time; multiplied
+            rp.HISTOGRAM_BINS = bins
+            got.append(rp.cohort_grids(cohorts, rows, k, m, keep))
+    finally:
+        rp.HISTOGRAM_BINS = saved
+    assert np.array_equal(got[0], got[2]) and np.array_equal(got[1], got[2])
+
+
+@settings(max_examples=25, deadline=None)
+@given(k=st.integers(2, 20), m=st.integers(1, 4), sizes=st.lists(st.integers(0, 400), min_size=1, max_size=4),
+       seed=st.integers(0, 2**32 - 1))
+def test_pair_choice_by_value_histogram_equals_report_by_report(k: int, m: int, sizes: list[int],
+                                                                 seed: int) -> None:
+    """``PairChoice.add`` counted by filter value (moments, grid, and the tested cells from the tested reports'
+    grid) equals the path that goes report by report, batch after batch, with the same coins."""
+    import ldp.batch.rappor_pairs as rp
+
+    params = RapporParams(k, 2, m, 0.25, 0.75, 0.5)
+    rng = np.random.default_rng(seed)
+    batches = [(rng.integers(0, m, n), rng.integers(0, 256, (n, (k + 7) // 8), dtype=np.uint8)) for n in sizes]
+    out = []
+    for bins in (rp.HISTOGRAM_BINS, 4 << k, 0):
+        saved = rp.HISTOGRAM_BINS
+        rp.HISTOGRAM_BINS = bins
+        try:
+            choice = rp.PairChoice(params, rng=seed)
+            cells = np.zeros(rp.pair_cells_shape(params), np.int64)
+            grid = np.zeros((m, k + 1, k + 1, k + 1), np.int64)
+            for cohorts, rows in batches:
+                choice.add(cohorts, rows, cells, grid)
+            out.append((cells, grid, choice.moments, choice.pairs, choice.chosen))
+        finally:
+            rp.HISTOGRAM_BINS = saved
+    for left, right in ((out[0], out[2]), (out[1], out[2])):
+        for a, b in zip(left, right, strict=True):
+            assert np.array_equal(a, b)
