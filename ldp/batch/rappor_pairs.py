@@ -135,14 +135,18 @@ def cohort_grids(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], k: int,
     return split_grids(g, rows, k, m, part, 2 if keep is not None else 1)[0]
 
 
+VALUES_PER_REPORT = 1.0
+"""Counting by value is chosen while its products' rows are at most this many per report."""
 HISTOGRAM_BITS = 16
 """The widest filter :func:`split_grids` counts by value (its bases: 2¹⁶ rows of ``k + 1``, 9 MiB)."""
 
 
-def histogram_fits(k: int, m: int, parts: int = 2) -> bool:
-    """Whether :func:`split_grids` counts by filter value: ``k <=`` :data:`HISTOGRAM_BITS` and one cohort's
-    ``parts·2^k`` counters within :data:`HISTOGRAM_BINS` (cohorts are taken in blocks that fit)."""
-    return k <= HISTOGRAM_BITS and parts << k <= HISTOGRAM_BINS
+def histogram_fits(k: int, m: int, parts: int = 2, n: int | None = None) -> bool:
+    """Whether :func:`split_grids` counts ``n`` reports by filter value: ``k <=`` :data:`HISTOGRAM_BITS`, one
+    cohort's ``parts·2^k`` counters within :data:`HISTOGRAM_BINS` (cohorts are taken in blocks that fit), and, given
+    ``n``, the values' products (``parts·m·2^k`` rows of ``(k + 1)²``) no more than the reports' (``n`` rows)."""
+    fits = k <= HISTOGRAM_BITS and parts << k <= HISTOGRAM_BINS
+    return fits and (n is None or parts * (m << k) <= n * VALUES_PER_REPORT)
 
 
 def split_grids(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], k: int, m: int, part: npt.NDArray[Any],
@@ -158,7 +162,7 @@ def split_grids(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], k: int, 
     r = np.ascontiguousarray(rows, dtype=np.uint8)
     if g.size == 0:
         return out
-    if histogram_fits(k, m, parts):
+    if histogram_fits(k, m, parts, g.size):
         value = np.zeros(g.size, np.int64)
         for byte in range(r.shape[1]):
             value |= r[:, byte].astype(np.int64) << (8 * byte)
@@ -425,7 +429,8 @@ class PairChoice:
         r = np.asarray(rows, dtype=np.uint8)
         m = self.moments.shape[0]
         tested = self.split(g.size)
-        if histogram_fits(self.k, m) or (grid is not None and grid.size):
+        by_value = histogram_fits(self.k, m, 2, g.size)
+        if by_value or (grid is not None and grid.size):
             grids = split_grids(g, r, self.k, m, tested, 2)  # [0]: reports to choose from, [1]: to test
         else:  # the tested reports' grid would not be used: the choosing part's alone
             grids = cohort_grids(g, r, self.k, m, keep=~tested)[None]
@@ -438,7 +443,7 @@ class PairChoice:
             if seen >= max(FIRST, REFRESH * self.chosen_at[c]):
                 self._choose(c)
                 self.chosen_at[c] = seen
-        if histogram_fits(self.k, m):  # the cells of each chosen pair, from the tested reports' grid
+        if by_value:  # the cells of each chosen pair, from the tested reports' grid
             for c in np.flatnonzero(self.chosen).tolist():
                 j = self.slots
                 cells[c, :j] += grid_cells(grids[1, c], self.pairs[c, :j, 0], self.pairs[c, :j, 1])

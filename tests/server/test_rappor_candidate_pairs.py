@@ -5,6 +5,8 @@ simulations/bench_rappor_poisoning.py)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -188,11 +190,12 @@ def test_grids_by_value_histogram_equal_the_grids_multiplied_out(k: int, m: int,
     saved = rp.HISTOGRAM_BINS
     got = []
     try:
+        rp.VALUES_PER_REPORT = math.inf  # by value whatever the batch's size
         for bins in (saved, 4 << k, 0):  # by value, all cohorts at once; by value, two cohorts at a time; multiplied
             rp.HISTOGRAM_BINS = bins
             got.append(rp.cohort_grids(cohorts, rows, k, m, keep))
     finally:
-        rp.HISTOGRAM_BINS = saved
+        rp.HISTOGRAM_BINS, rp.VALUES_PER_REPORT = saved, 1.0
     assert np.array_equal(got[0], got[2]) and np.array_equal(got[1], got[2])
 
 
@@ -211,7 +214,7 @@ def test_pair_choice_by_value_histogram_equals_report_by_report(k: int, m: int, 
     out = []
     for bins in (rp.HISTOGRAM_BINS, 4 << k, 0):
         saved = rp.HISTOGRAM_BINS
-        rp.HISTOGRAM_BINS = bins
+        rp.HISTOGRAM_BINS, rp.VALUES_PER_REPORT = bins, math.inf
         try:
             choice = rp.PairChoice(params, rng=seed)
             cells = np.zeros(rp.pair_cells_shape(params), np.int64)
@@ -220,7 +223,7 @@ def test_pair_choice_by_value_histogram_equals_report_by_report(k: int, m: int, 
                 choice.add(cohorts, rows, cells, grid)
             out.append((cells, grid, choice.moments, choice.pairs, choice.chosen))
         finally:
-            rp.HISTOGRAM_BINS = saved
+            rp.HISTOGRAM_BINS, rp.VALUES_PER_REPORT = saved, 1.0
     for left, right in ((out[0], out[2]), (out[1], out[2])):
         for a, b in zip(left, right, strict=True):
             assert np.array_equal(a, b)
