@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ldp.privacy.binary_shuffle import exact_max, worst_case
+from ldp.privacy.binary_shuffle import worst_case
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.krr_shuffle import krr_worst_case
 from ldp.privacy.shuffle import _BINARY_MAX, ShuffleGuarantee, ShuffleStructure, generic_structure, shuffled_epsilon
@@ -43,6 +43,9 @@ METHOD = "privacy-loss laws composed exactly (PLD)"
 BASIC = "the one-window figures at δ/W summed (basic composition)"
 ADVANCED = "advanced composition (Dwork, Rothblum and Vadhan 2010) of the one-window figures at δ/(2W)"
 ONE = "the window's own shuffling bound (one window)"
+_LAW_MAX = 10**7
+"""The most users binary RR's worst-case law is searched for over windows (up to about 3 s of CPU at δ = 10⁻²⁰⁰;
+one window's own figure stops sooner, :func:`ldp.privacy.binary_shuffle.exact_max`); beyond, the clone pairs'."""
 _PLD_MAX = 50.0
 """The largest local ε of a window not amplified that goes into the PLD; larger ones are added by basic composition
 (valid; at such ε nothing is gained by composing them optimally)."""
@@ -149,6 +152,8 @@ def _compositions(kinds: dict[WindowRelease, int], delta: float) -> list[tuple[f
     advanced composition at δ/(2W) each (ε' = sqrt(2 ln(2/δ) Σεᵢ²) + Σεᵢ(e^εᵢ − 1), Dwork, Rothblum and Vadhan
     2010, Theorem III.3; δ/2 + W·δ/(2W) = δ). Both valid whatever the PLD's grid."""
     w = sum(kinds.values())
+    if delta / (2 * w) < 1e-300:  # one window's figure is not computed below δ = 10⁻³⁰⁰ (window_grid)
+        return []
     basic = sum(_one_window(r, delta / w).epsilon * k for r, k in kinds.items())
     at_half = {r: _one_window(r, delta / (2 * w)).epsilon for r in kinds}
     squares = sum(e * e * kinds[r] for r, e in at_half.items())
@@ -204,8 +209,8 @@ def _laws(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, delta:
         structures.append(s)
     for structure in structures:
         laws.append(LossLaw.of(*pair_losses(structure, n, tail)))
-    if s is not None and s.binary and s.epsilon_pair <= _BINARY_MAX and delta >= 1e-300 and n <= exact_max(delta):
-        laws.append(LossLaw.of(*worst_case(s.epsilon_pair, n, delta).losses()))  # beyond, the clone pairs win
+    if s is not None and s.binary and s.epsilon_pair <= _BINARY_MAX and delta >= 1e-300 and n <= _LAW_MAX:
+        laws.append(LossLaw.of(*worst_case(s.epsilon_pair, n, delta).losses()))  # beyond, the clone pairs
     d = s.values if s is not None else None
     blanket = krr_worst_case(s.epsilon_pair, d, n, delta) if s is not None and d is not None and d >= 3 else None
     if blanket is not None:

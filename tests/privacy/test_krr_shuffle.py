@@ -102,11 +102,20 @@ def test_binned_values_of_h0_dominate_the_unbinned_pair(eps0: float, d: int, n: 
        delta=st.sampled_from([1e-8, 1e-300]))
 def test_consecutive_n_never_raise_the_figure(exponent: float, eps0: float, d: int, delta: float) -> None:
     """Three consecutive n anywhere from 10² to 10¹² (group, band and bin boundaries all cross somewhere). Not by
-    construction: U's bands move with n, and at n = 10⁵, ε₀ = 1, d = 3, δ = 10⁻³⁰⁰ the figure rises by 2·10⁻⁵ of
-    itself from n to n + 1 (as it did before the binned grid); a rise above 10⁻⁴ of it fails."""
+    construction: U's bands move with n, and the raw figure can rise by up to about 10⁻³ of itself from n to n + 1
+    (measured: 8·10⁻⁴ at n = 4,847, d = 5, ε₀ = 0.5, δ = 10⁻¹⁰⁰; a rise above 2·10⁻³ fails). What a user is told
+    is :func:`~ldp.privacy.shuffle.shuffled_epsilon`'s figure, which evaluates the blanket on a 1 % grid of n:
+    non-increasing (checked here too)."""
+    from ldp.encoders.randomized_response import GRRParams
+    from ldp.privacy.shuffle import shuffled_epsilon
+
     n = int(10**exponent)
     eps = [krr_worst_case(eps0, d, k, delta).epsilon for k in (n, n + 1, n + 2)]  # type: ignore[union-attr]
-    assert eps[0] * (1 + 1e-4) >= eps[1] and eps[1] * (1 + 1e-4) >= eps[2], eps
+    if eps[0] < 0.999 * eps0:  # near ε₀ no gain is claimed (shuffled_epsilon reports ε₀)
+        assert eps[0] * (1 + 2e-3) >= eps[1] and eps[1] * (1 + 2e-3) >= eps[2], eps
+    g = GRRParams(eps0, d)
+    told = [shuffled_epsilon(g.privacy_cost.epsilon, k, delta, g.shuffle_structure).epsilon for k in (n, n + 1, n + 2)]
+    assert told == sorted(told, reverse=True), told
 
 
 @pytest.mark.parametrize("delta", [1e-8, 1e-300])

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from ldp.encoders.randomized_response import GRRParams
 from ldp.errors import RefusalValueError
 from ldp.privacy.binary_shuffle import interval_cuts
-from ldp.privacy.shuffle import ShuffleStructure, canonical_n, shuffled_epsilon
+from ldp.privacy.shuffle import ShuffleStructure, canonical_n, geometric_n, shuffled_epsilon
 from ldp.privacy.window_grid import eps_at, eps_index, floor_delta
 
 
@@ -131,14 +131,17 @@ def test_huge_n_figure_is_above_a_real_datasets_exact_epsilon() -> None:
 
 
 @pytest.mark.parametrize("d,eps0,delta,n", [(3, 1.0, 1e-300, 10**5), (10, 4.0, 1e-8, 10**6), (100, 1.0, 1e-300, 10**7),
-                                            (3, 1.0, 1e-8, 99_990)])
+                                            (3, 1.0, 1e-8, 99_990), (10, 0.05, 1e-20, 1_639)])
 def test_k_rr_blanket_monotone_across_the_canonical_steps(d: int, eps0: float, delta: float, n: int) -> None:
-    """k-RR over d >= 3 values (the privacy blanket, whose groups move with n: its last digits wander by ~10⁻⁵
-    from n to n + 1) is evaluated at n's canonical value: constant between its steps, lower at each step."""
+    """k-RR over d >= 3 values (the privacy blanket, whose bands move with n: it wanders by up to ~6·10⁻³ of
+    itself from n to n + 1) is evaluated on a 2 % grid of n, the clone bounds at n's canonical value: constant between
+    their steps, lower at each step."""
     g = GRRParams(eps0, d)
     assert canonical_n(n + 3) <= n + 3 and canonical_n(12_345_678) == 12_340_000 and canonical_n(9_999) == 9_999
-    step = 10 ** (len(str(n)) - 4)
-    for start in (n - 3, n + step - 3):
+    assert geometric_n(n) <= n < geometric_n(n) * 1.0201 and [geometric_n(m) for m in range(1, 50)] == \
+        list(range(1, 50))
+    step = geometric_n(int(geometric_n(n) * 1.0201) + 1) - geometric_n(n)  # past the next grid point
+    for start in (n - 3, geometric_n(n) + step - 3):
         got = [shuffled_epsilon(g.privacy_cost.epsilon, m, delta, g.shuffle_structure).epsilon
                for m in range(start, start + 6)]
         assert got == sorted(got, reverse=True)
