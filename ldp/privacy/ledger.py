@@ -123,6 +123,7 @@ class BudgetLedger:
         self.default = default or BudgetPolicy()
         self._clock = clock
         try:
+            self._timeout = float(timeout)
             self._db = sqlite3.connect(os.fspath(path), timeout=timeout, isolation_level=None)
             # a ledger never closed is closed when it is collected (Python 3.13 warns of an open connection)
             self._finalizer = weakref.finalize(self, self._db.close)
@@ -150,7 +151,7 @@ class BudgetLedger:
         has_tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
         if app_id not in (0, sql.APPLICATION_ID) or (app_id == 0 and has_tables and not sql.has_ledger_tables(db)):
             raise LedgerError("file belongs to another application")
-        db.execute("PRAGMA journal_mode=WAL")
+        self._wal()
         db.execute("PRAGMA synchronous=FULL")  # every charge is on disk (one WAL fsync) before COMMIT returns
         with self._transaction():
             tables = sql.create_schema(db, self.window_seconds)
@@ -160,6 +161,22 @@ class BudgetLedger:
         if stored != self.window_seconds:
             raise LedgerError(f"ledger was created with window_seconds={stored}, opened with {self.window_seconds}")
         self._salt = bytes.fromhex(self._meta("salt"))
+
+    def _wal(self) -> None:
+        """Put the file in WAL mode (once: a file in it stays). Switching needs the file to itself, and SQLite answers
+        "database is locked" at once, without its busy wait, while another process opens or switches the same new
+        file: retried with short sleeps for up to the connection's timeout."""
+        db = self._db
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                    db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
 
     def _meta(self, key: str) -> str:
         row = self._db.execute(sql.READ_META, (key,)).fetchone()
