@@ -26,7 +26,8 @@ else:
                                      cargo_manifest_args=["--locked"], debug=False, optional=True)]
 
 setup(ext_modules=[Extension("ldp.batch._foldkernel", ["ldp/batch/_foldkernel.c"],
-                             depends=["ldp/batch/_foldengines.h", "ldp/batch/_foldbytes.h"], optional=True),
+                             depends=["ldp/batch/_foldengines.h", "ldp/batch/_foldbytes.h", "ldp/batch/_foldchoice.h"],
+                             optional=True),
                    Extension("ldp.batch._lhkernel", ["ldp/batch/_lhkernel.c"], optional=True),
                    Extension("ldp.batch._emkernel", ["ldp/batch/_emkernel.c"], optional=True),
                    Extension("ldp.batch._linekernel", ["ldp/batch/_linekernel.c"], optional=True),
