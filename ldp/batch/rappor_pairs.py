@@ -256,36 +256,44 @@ def _group_means(pa: float, pb: float, rest: npt.NDArray[np.float64], top: int) 
     return np.array([(pa if xa else 1 - pa) * (pb if xb else 1 - pb) * powers for xa in (0, 1) for xb in (0, 1)])
 
 
-def score_coefficients(params: Any) -> tuple[npt.NDArray[np.float64], float]:
-    """``(β, v)``: the choice statistic ``ψ = Σ_g Σ_i β[g, i]·1{(x_a, x_b) = g}·R^i`` (``i <= 2``) of least variance
-    ``v`` (one report of a filter of ``h`` uniform bits) among those whose mean is 0 for every honest filter
-    (:func:`ldp.server.rappor_pair_law.pair_types`) and 1 for a disguised fake report (both bits set, its number of
-    1s from the honest law of a full filter)."""
+def _honest_features(params: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64],
+                                           npt.NDArray[np.float64]]:
+    """``(A, F, Σ)``: the features' means per report (:func:`_group_means`, ``R^i`` for ``i <= 2`` per cell of
+    ``(x_a, x_b)``) for each honest filter (columns of ``A``, in the order of
+    :func:`ldp.server.rappor_pair_law.pair_types`) and for a disguised fake report (``F``: both bits set, its number
+    of 1s from the honest law of a full filter), and their covariance ``Σ`` for the reference, a filter of ``h``
+    uniform bits (as most honest reports are, for a given pair)."""
     k, h, ps, qs = params.num_bloombits, params.num_hashes, params.p_star, params.q_star
     kinds = [(al, be, j) for al in (1, 0) for be in (1, 0) for j in range(min(h - al - be, k - 2) + 1)
              if al + be + j >= 1]
-    means = [_group_means(qs if al else ps, qs if be else ps, _rest_pmf(params, j), 2).ravel() for al, be, j in kinds]
+    a = np.array([_group_means(qs if al else ps, qs if be else ps, _rest_pmf(params, j), 2).ravel()
+                  for al, be, j in kinds]).T
     full = np.convolve(_binomial_pmf(h, qs), _binomial_pmf(k - h, ps))
     fake_rest = np.zeros(k - 1)
     fake_rest[0] = full[:3].sum()
     fake_rest[1:] = full[3:k + 2]
-    means.append(_group_means(1.0, 1.0, fake_rest, 2).ravel())
-    a = np.array(means).T  # (12, types + 1)
-    # the reference: a filter of h uniform bits (as most honest reports are, for a given pair)
-    second = np.zeros((12, 12))
-    first = np.zeros(12)
-    total = math.comb(k, h)
+    f = _group_means(1.0, 1.0, fake_rest, 2).ravel()
+    second, first, total = np.zeros((12, 12)), np.zeros(12), math.comb(k, h)
     for al, be, j in kinds:
-        weight = math.comb(k - 2, j) / total if al + be + j == h else 0.0
-        if weight == 0.0:
+        if al + be + j != h:
             continue
+        weight = math.comb(k - 2, j) / total
         m4 = _group_means(qs if al else ps, qs if be else ps, _rest_pmf(params, j), 4)
         first += weight * m4[:, :3].ravel()
         for g in range(4):
             for i in range(3):
                 for i2 in range(3):
                     second[3 * g + i, 3 * g + i2] += weight * m4[g, i + i2]
-    cov = second - np.outer(first, first)
+    return a, f, second - np.outer(first, first)
+
+
+def score_coefficients(params: Any) -> tuple[npt.NDArray[np.float64], float]:
+    """``(β, v)``: the choice statistic ``ψ = Σ_g Σ_i β[g, i]·1{(x_a, x_b) = g}·R^i`` (``i <= 2``) of least variance
+    ``v`` (one report of a filter of ``h`` uniform bits) among those whose mean is 0 for every honest filter
+    (:func:`ldp.server.rappor_pair_law.pair_types`) and 1 for a disguised fake report (both bits set, its number of
+    1s from the honest law of a full filter)."""
+    honest, fake, cov = _honest_features(params)
+    a = np.column_stack([honest, fake])  # (12, types + 1)
     # least βᵀΣβ subject to Aᵀβ = (0, …, 0, 1): the KKT system [[Σ, A], [Aᵀ, 0]]
     t = a.shape[1]
     kkt = np.block([[cov, a], [a.T, np.zeros((t, t))]])
@@ -336,28 +344,7 @@ def _design(params: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float6
     """``(A, F, W)``: the features' means per report for each honest filter (columns of ``A``) and for a disguised
     fake report (``F``), and ``W`` whitening them (``WᵀW`` the inverse of their covariance for a filter of ``h``
     uniform bits)."""
-    k, h, ps, qs = params.num_bloombits, params.num_hashes, params.p_star, params.q_star
-    kinds = [(al, be, j) for al in (1, 0) for be in (1, 0) for j in range(min(h - al - be, k - 2) + 1)
-             if al + be + j >= 1]
-    a = np.array([_group_means(qs if al else ps, qs if be else ps, _rest_pmf(params, j), 2).ravel()
-                  for al, be, j in kinds]).T
-    full = np.convolve(_binomial_pmf(h, qs), _binomial_pmf(k - h, ps))
-    fake_rest = np.zeros(k - 1)
-    fake_rest[0] = full[:3].sum()
-    fake_rest[1:] = full[3:k + 2]
-    f = _group_means(1.0, 1.0, fake_rest, 2).ravel()
-    second, first, total = np.zeros((12, 12)), np.zeros(12), math.comb(k, h)
-    for al, be, j in kinds:
-        if al + be + j != h:
-            continue
-        weight = math.comb(k - 2, j) / total
-        m4 = _group_means(qs if al else ps, qs if be else ps, _rest_pmf(params, j), 4)
-        first += weight * m4[:, :3].ravel()
-        for g in range(4):
-            for i in range(3):
-                for i2 in range(3):
-                    second[3 * g + i, 3 * g + i2] += weight * m4[g, i + i2]
-    cov = second - np.outer(first, first)
+    a, f, cov = _honest_features(params)
     cov += 1e-9 * np.trace(cov) * np.eye(12)
     w = np.linalg.cholesky(np.linalg.inv(cov)).T
     return a, f, w

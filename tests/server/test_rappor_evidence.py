@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
+from support.aggregate_files import rappor_file
 
 import ldp.batch.bits as bits_mod
 from ldp.batch.rappor_evidence import (
@@ -330,13 +331,7 @@ def test_choices_follow_their_schedule() -> None:
 def _old_file(agg: RapporAggregate) -> bytes:
     """The aggregate's file as written before the per-report statistics existed (its core arrays only)."""
     layout = agg.state_layout(agg.params)
-    header = {"protocol": "rappor", "params": agg.params.to_dict(), "fingerprint": agg.params.fingerprint,
-              "n": agg.n, "rejected": {},
-              "arrays": [[k, d.newbyteorder("<").str, list(s)] for k, (d, s) in layout.items()]}
-    head = json.dumps(header, separators=(",", ":")).encode()
-    body = b"".join(getattr(agg, k).astype("<i8").tobytes() for k in layout)
-    blob = b"LDPA\x01" + struct.pack("<I", len(head)) + head + body
-    return blob + struct.pack("<I", zlib.crc32(blob))
+    return rappor_file(agg, layout)
 
 
 def test_files_without_the_statistics_load_and_are_tested_by_their_totals() -> None:

@@ -5,15 +5,13 @@ fixed seeds (their power over 200 windows is measured by simulations/bench_rappo
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import struct
-import zlib
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from scipy import stats
+from support.aggregate_files import rappor_file
 
 from ldp.batch.rappor_pairs import (
     PairChoice,
@@ -219,13 +217,7 @@ def _file_without_pair_cells(agg: RapporAggregate) -> bytes:
     """The aggregate's file as written before the pair cells existed (its totals, ones_hist and together)."""
     layout = {**agg.state_layout(agg.params), **{k: v for k, v in agg.report_layout(agg.params).items()
                                                  if k in ("ones_hist", "together")}}
-    header = {"protocol": "rappor", "params": agg.params.to_dict(), "fingerprint": agg.params.fingerprint,
-              "n": agg.n, "rejected": {},
-              "arrays": [[k, d.newbyteorder("<").str, list(s)] for k, (d, s) in layout.items()]}
-    head = json.dumps(header, separators=(",", ":")).encode()
-    body = b"".join(getattr(agg, k).astype("<i8").tobytes() for k in layout)
-    blob = b"LDPA\x01" + struct.pack("<I", len(head)) + head + body
-    return blob + struct.pack("<I", zlib.crc32(blob))
+    return rappor_file(agg, layout)
 
 
 def test_a_file_written_before_the_pair_cells_is_tested_by_what_it_has() -> None:

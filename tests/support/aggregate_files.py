@@ -1,0 +1,20 @@
+"""Aggregate files as older versions wrote them: a RAPPOR aggregate's file holding only the arrays of ``layout``."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from typing import Any
+
+
+def rappor_file(agg: Any, layout: dict[str, Any]) -> bytes:
+    """The aggregate ``agg``'s file (format ``LDPA`` 1, CRC-32 at the end) with the arrays of ``layout`` only
+    (name -> (dtype, shape)), in its order: what a version that kept no more wrote."""
+    header = {"protocol": "rappor", "params": agg.params.to_dict(), "fingerprint": agg.params.fingerprint,
+              "n": agg.n, "rejected": {},
+              "arrays": [[k, d.newbyteorder("<").str, list(s)] for k, (d, s) in layout.items()]}
+    head = json.dumps(header, separators=(",", ":")).encode()
+    body = b"".join(getattr(agg, k).astype("<i8").tobytes() for k in layout)
+    blob = b"LDPA\x01" + struct.pack("<I", len(head)) + head + body
+    return blob + struct.pack("<I", zlib.crc32(blob))
