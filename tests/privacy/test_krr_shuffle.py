@@ -97,7 +97,7 @@ def test_binned_values_of_h0_dominate_the_unbinned_pair(eps0: float, d: int, n: 
     assert binned.lower <= exact.lower
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(exponent=st.floats(2.0, 12.0), eps0=st.sampled_from([1.0, 4.0]), d=st.sampled_from([3, 10, 100]),
        delta=st.sampled_from([1e-8, 1e-300]))
 def test_consecutive_n_never_raise_the_figure(exponent: float, eps0: float, d: int, delta: float) -> None:

@@ -21,9 +21,12 @@ def _structure(kind: str, eps0: float) -> ShuffleStructure | None:
 
 
 def _quiet(eps0: float, n: int, delta: float, kind: str) -> float:
+    structure = _structure(kind, eps0)
+    if structure is not None:  # the channel's realized ε (its p and q rounded), which its structure may not exceed
+        eps0 = GRRParams(eps0, 2 if kind == "binary" else 10).privacy_cost.epsilon
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        g = shuffled_epsilon(eps0, n, delta, _structure(kind, eps0))
+        g = shuffled_epsilon(eps0, n, delta, structure)
     assert 0.0 <= g.epsilon <= eps0
     return g.epsilon
 
@@ -108,8 +111,7 @@ def test_binary_monotone_across_its_caps_in_delta(threshold: float) -> None:
     assert at <= below
 
 
-@pytest.mark.parametrize("kind", ["generic", "binary"])
-@pytest.mark.parametrize("n", [10**9, 10**12 - 2])
+@pytest.mark.parametrize("kind,n", [("binary", 10**9), ("generic", 10**12 - 2)])
 def test_huge_n_monotone_in_n_and_delta(kind: str, n: int) -> None:
     """Past every cap (the vectorised clone bound answers): consecutive n, and δ on neighbouring grid points. (k-RR
     over d = 10 also runs the blanket pair of ldp.privacy.krr_shuffle, seconds a call at this n: not here.)"""
