@@ -199,8 +199,8 @@ def test_evidence_counts_the_report_checks_in_its_alpha() -> None:
     """Totals (2), the cohorts' counts (1), the per-report statistics (3) and the pair cells (1) the fold kept: each
     check at alpha/7, reports given or not (they would repeat what the aggregate holds). A simulated aggregate
     holds no per-report statistics: its totals and counts at alpha/3, and the reports, when given, at alpha/7."""
-    batch = _honest(SMALL, 500, np.random.default_rng(1))
-    agg = get_protocol("rappor").aggregate_type(SMALL)
+    batch = _honest(SMALL, 4000, np.random.default_rng(1))  # every cohort past the pairs' first choice, whatever
+    agg = get_protocol("rappor").aggregate_type(SMALL)        # the fold's coins (fresh OS entropy)
     agg.add(batch)
     names = ["ones_total", "ones_cohort", "cohort_reports", "ones_tails", "ones_spike", "bits_together", "pair_law"]
     for ev in (poisoning_evidence(agg, batch, alpha=0.07), poisoning_evidence(agg, alpha=0.07)):
