@@ -262,7 +262,14 @@ def _honest_features(params: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[
     ``(x_a, x_b)``) for each honest filter (columns of ``A``, in the order of
     :func:`ldp.server.rappor_pair_law.pair_types`) and for a disguised fake report (``F``: both bits set, its number
     of 1s from the honest law of a full filter), and their covariance ``Σ`` for the reference, a filter of ``h``
-    uniform bits (as most honest reports are, for a given pair)."""
+    uniform bits (as most honest reports are, for a given pair). Computed once per (k, h, p*, q*); copies."""
+    a, f, cov = _honest_features_of(params)
+    return a.copy(), f.copy(), cov.copy()
+
+
+@functools.lru_cache(maxsize=32)
+def _honest_features_of(params: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64],
+                                              npt.NDArray[np.float64]]:
     k, h, ps, qs = params.num_bloombits, params.num_hashes, params.p_star, params.q_star
     kinds = [(al, be, j) for al in (1, 0) for be in (1, 0) for j in range(min(h - al - be, k - 2) + 1)
              if al + be + j >= 1]
