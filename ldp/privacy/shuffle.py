@@ -274,8 +274,9 @@ class _Clones:
         self.masses.append(max(0.0, 1.0 - sum(self.masses)))
 
 
-_FAST_GROUPS = 2048
-"""Groups of clone counts over C's window in the vectorised bound (:class:`_FastClones`): each of equal width."""
+_FAST_GROUPS = 512
+"""Groups of clone counts over C's window in the vectorised bound (:class:`_FastClones`): each of equal width
+(512: within 0.03 % of 2,048 groups' figure, and a window at n = 10¹² in about 0.4 s of CPU instead of 2)."""
 _ETA = 1e-11
 """Relative error allowed each scipy binomial tail (Boost's incomplete beta: about 10⁻¹⁴); the vectorised bound adds
 that share of every term it subtracts or sums, so it stays an upper bound when scipy is off by that much."""
