@@ -147,3 +147,14 @@ def test_k_rr_blanket_monotone_across_the_canonical_steps(d: int, eps0: float, d
         got = [shuffled_epsilon(g.privacy_cost.epsilon, m, delta, g.shuffle_structure).epsilon
                for m in range(start, start + 6)]
         assert got == sorted(got, reverse=True)
+
+
+@pytest.mark.parametrize("eps0,delta", [(1.0, 1e-8), (4.0, 1e-8), (1.0, 1e-150)])
+def test_binary_monotone_where_its_search_stops(eps0: float, delta: float) -> None:
+    """Past ten times its cap of users binary RR's search is not run (the clone bounds are below its figure there):
+    consecutive n across that point never rise."""
+    from ldp.privacy.binary_shuffle import exact_max
+
+    edge = 10 * exact_max(floor_delta(delta))
+    got = [_quiet(eps0, m, delta, "binary") for m in (edge - 1, edge, edge + 1, edge + 2)]
+    assert got == sorted(got, reverse=True)
