@@ -9,9 +9,14 @@
  * add_signs_by_group(groups, gw, cells, cw, bits, bw, m, counts, sums): counts[g] += 1, sums[g*m + cell] += 2*bit - 1
  *   (HCMS; int16 partial sums for large batches: signs16).
  * pair_counts(cols, k, words, out): out[i, j] = popcount(cols[i] & cols[j]) (X^T X of 0/1 rows packed as bit sets).
- * choose_sets(rows, nmax, k, n, sizes, out): RAPPOR's choice of bits (ldp/batch/rappor_evidence.py, chosen_sets_of)
- *   from each of m samples of packed rows (uint8 (m, nmax, ceil(k/8)), sample g's first n[g] rows, int64 n (m,)), for
- *   each size s of sizes (int64, 1..65536): out[g, t, :s] the bits (int64 (m, len(sizes), max(sizes)), -1 past s).
+ * choose_sets(rows, nmax, k, n, sizes, out[, threads]): RAPPOR's choice of bits (ldp/batch/rappor_evidence.py,
+ *   chosen_sets_of) from each of m samples of packed rows (uint8 (m, nmax, ceil(k/8)), sample g's first n[g] rows, int64
+ *   n (m,)), for each size s of sizes (int64, 1..65536): out[g, t, :s] the bits (int64 (m, len(sizes), max(sizes)), -1
+ *   past s); the samples split between up to `threads` threads (0: the cores online, at most 8; each sample's choice
+ *   is its own, so the result is the same for any number).
+ * free_counts(groups, width, tested, hi, counts), latest_free(groups, width, tested, hi, limit, rows, nbytes, want,
+ *   got, out): RAPPOR's rows to choose from (bit clear in tested) counted per group, and each group's latest copied
+ *   (ldp/batch/rappor_evidence.py, BitsTogether); see their definitions.
  * Groups, cells, bits: native-endian unsigned, 1, 2, 4 or 8 bytes; tables: int64; all C-contiguous.
  *
  * The fold itself and its engines are in _foldengines.h and _foldbytes.h (each included here once); their choice and
@@ -330,8 +335,13 @@ static PyObject *choose_sets(PyObject *Py_UNUSED(self), PyObject *args)
     Py_ssize_t nmax, k;
     bufs_t B = {0};
     static const char *const what[4] = {"rows", "n", "sizes", "out"};
-    if (!PyArg_ParseTuple(args, "OnnOOO", &o[0], &nmax, &k, &o[1], &o[2], &o[3]))
+    int want_threads = 0;
+    if (!PyArg_ParseTuple(args, "OnnOOO|i", &o[0], &nmax, &k, &o[1], &o[2], &o[3], &want_threads))
         return NULL;
+    if (want_threads < 0 || want_threads > MAX_CHOICE_THREADS)
+        return PyErr_Format(PyExc_ValueError, "threads must be in [0, %d] (0: as many as the cores)",
+                            MAX_CHOICE_THREADS), NULL;
+    want_threads = want_threads ? want_threads : choice_threads();
     if (k < 1 || k > (1 << 24) || nmax < 1 || nmax > (PY_SSIZE_T_MAX >> 8) / (k + 7))
         return PyErr_SetString(PyExc_ValueError, "need 1 <= k <= 2**24 and nmax >= 1 within memory"), NULL;
     if (buffers(&B, o, 4, what, 8, 0, NULL, 0))
@@ -352,20 +362,107 @@ static PyObject *choose_sets(PyObject *Py_UNUSED(self), PyObject *args)
                    release(&B, NULL);
     if (B.b[3].len != m * nsizes * smax * 8)
         return size_error(&B, "out m*len(sizes)*max(sizes)*8 bytes");
-    const size_t words = (size_t)(nmax + 63) / 64, K = (size_t)k;
-    choice_t C = {k, width, smax, nsizes, sizes, and_counts_of()};
-    uint8_t *mem = malloc(8 * (K * words + 2 * words + 2 * K + 4 * (size_t)smax) + 32 * K + K);
-    if (!mem)
-        return PyErr_NoMemory(), release(&B, NULL);
-    C.cols = (uint64_t *)mem, C.rows = C.cols + K * words, C.all = C.rows + words;
-    C.ones = (int64_t *)(C.all + words), C.cnt = C.ones + K, C.grown = C.cnt + K;
-    C.overall = (double *)(C.grown + 4 * smax), C.base = C.overall + K, C.inv_base = C.base + K;
-    C.unit = C.inv_base + K, C.taken = (uint8_t *)(C.unit + K);
+    const size_t words = (size_t)(nmax + 63) / 64;
+    int threads = (int)(m / CHOICE_PER_THREAD);
+    threads = threads < 1 ? 1 : threads > want_threads ? want_threads : threads;
+    choice_job_t jobs[MAX_CHOICE_THREADS];
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (choice_job_t){{k, width, smax, nsizes, sizes, and_counts_of()}, B.b[0].buf, n, B.b[3].buf, nmax,
+                                 m * t / threads, m * (t + 1) / threads, NULL};
+        if (choice_memory(&jobs[t].C, words, &jobs[t].mem)) {
+            while (t-- > 0)
+                free(jobs[t].mem);
+            return PyErr_NoMemory(), release(&B, NULL);
+        }
+    }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t g = 0; g < m; g++)
-        choose_one(&C, (const uint8_t *)B.b[0].buf + g * nmax * width, n[g], (int64_t *)B.b[3].buf + g * nsizes * smax);
+    run_choices(jobs, threads);
     Py_END_ALLOW_THREADS
-    free(mem);
+    for (int t = 0; t < threads; t++)
+        free(jobs[t].mem);
+    return release(&B, Py_NewRef(Py_None));
+}
+
+/* RAPPOR's samples to choose from (ldp/batch/rappor_evidence.py, BitsTogether): the rows whose bit of `tested` is
+ * clear. free_counts adds, per group, those among rows [0, hi); latest_free copies, per group g, its latest want[g]
+ * of them among the last `limit` of [0, hi) (limit < 0: all), scanning back from hi and stopping once every want is
+ * met: into out's slot of g (want[g] rows from the sum of the wants before it), ending at the slot's end, oldest
+ * first; got[g] := how many. */
+static PyObject *free_counts(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *o[3];
+    int width;
+    Py_ssize_t hi;
+    bufs_t B = {0};
+    static const char *const what[3] = {"groups", "tested", "counts"};
+    if (!PyArg_ParseTuple(args, "OiOnO", &o[0], &width, &o[1], &hi, &o[2]) || buffers(&B, o, 3, what, 4, 0, &width, 1))
+        return release(&B, NULL);
+    const Py_ssize_t n = B.b[0].len / width, G = B.b[2].len / 8;
+    if (B.b[0].len % width || B.b[1].len != (n + 7) / 8 || B.b[2].len % 8 || G < 1 || hi < 0 || hi > n)
+        return size_error(&B, "groups n*width, tested (n+7)/8, counts G*8 bytes, 0 <= hi <= n");
+    const uint8_t *gs = B.b[0].buf, *t = B.b[1].buf;
+    int64_t *counts = B.b[2].buf;
+    if (check_below(gs, width, hi, G, "group"))
+        return release(&B, NULL);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < hi; i++)
+        counts[group_at(gs, width, i)] += !(t[i >> 3] >> (i & 7) & 1);
+    Py_END_ALLOW_THREADS
+    return release(&B, Py_NewRef(Py_None));
+}
+
+static PyObject *latest_free(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *o[6];
+    int width;
+    Py_ssize_t hi, limit, nbytes;
+    bufs_t B = {0};
+    static const char *const what[6] = {"groups", "tested", "rows", "want", "got", "out"};
+    if (!PyArg_ParseTuple(args, "OiOnnOnOOO", &o[0], &width, &o[1], &hi, &limit, &o[2], &nbytes, &o[3], &o[4], &o[5])
+        || buffers(&B, o, 6, what, 0x30, 0, &width, 1))
+        return release(&B, NULL);
+    const Py_ssize_t n = B.b[0].len / width, G = B.b[3].len / 8;
+    const int64_t *want = B.b[3].buf;
+    int64_t *got = B.b[4].buf;
+    if (nbytes < 1 || B.b[0].len % width || B.b[1].len != (n + 7) / 8 || B.b[2].len != n * nbytes || B.b[3].len % 8
+        || G < 1 || B.b[4].len != G * 8 || hi < 0 || hi > n)
+        return size_error(&B, "groups n*width, tested (n+7)/8, rows n*nbytes, want and got G*8 bytes, 0 <= hi <= n");
+    Py_ssize_t total = 0;
+    for (Py_ssize_t g = 0; g < G; g++) {
+        if (want[g] < 0 || want[g] > PY_SSIZE_T_MAX / nbytes - total)
+            return PyErr_Format(PyExc_ValueError, "want[%zd] = %lld: negative or beyond memory", g, (long long)want[g]),
+                   release(&B, NULL);
+        total += want[g];
+    }
+    if (B.b[5].len != total * nbytes)
+        return size_error(&B, "out sum(want)*nbytes bytes");
+    const uint8_t *gs = B.b[0].buf, *t = B.b[1].buf, *rows = B.b[2].buf;
+    int64_t *end = malloc(8 * (size_t)G + 8);
+    if (!end)
+        return PyErr_NoMemory(), release(&B, NULL);
+    Py_ssize_t at = 0, bad = -1;
+    for (Py_ssize_t g = 0; g < G; g++)
+        at += want[g], end[g] = at, got[g] = 0;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t left = total, seen = 0;
+    for (Py_ssize_t i = hi - 1; i >= 0 && left > 0 && (limit < 0 || seen < limit); i--) {
+        if (t[i >> 3] >> (i & 7) & 1)
+            continue;
+        seen++;
+        const Py_ssize_t g = group_at(gs, width, i);
+        if (g < 0 || g >= G) {
+            bad = i;
+            break;
+        }
+        if (got[g] < want[g]) {
+            got[g]++, left--;
+            memcpy((uint8_t *)B.b[5].buf + (end[g] - got[g]) * nbytes, rows + i * nbytes, (size_t)nbytes);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(end);
+    if (bad >= 0)
+        return PyErr_Format(PyExc_ValueError, "record %zd: group out of [0, %zd)", bad, G), release(&B, NULL);
     return release(&B, Py_NewRef(Py_None));
 }
 
@@ -394,7 +491,11 @@ static PyMethodDef methods[] = { /* the module's docstring (top of this file) sa
     {"add_signs_by_group", add_signs_by_group, METH_VARARGS,
      "add_signs_by_group(groups, gw, cells, cw, bits, bw, m, counts, sums)"},
     {"pair_counts", pair_counts, METH_VARARGS, "pair_counts(cols, k, words, out)"},
-    {"choose_sets", choose_sets, METH_VARARGS, "choose_sets(rows, nmax, k, n, sizes, out): RAPPOR's choice of bits."},
+    {"choose_sets", choose_sets, METH_VARARGS,
+     "choose_sets(rows, nmax, k, n, sizes, out[, threads]): RAPPOR's choice of bits."},
+    {"free_counts", free_counts, METH_VARARGS, "free_counts(groups, width, tested, hi, counts): rows to choose from."},
+    {"latest_free", latest_free, METH_VARARGS,
+     "latest_free(groups, width, tested, hi, limit, rows, nbytes, want, got, out): the latest rows to choose from."},
     {"engines", engines, METH_NOARGS, "engines(): the vector engines this machine runs, slowest first."},
     {"use_engine", use_engine, METH_VARARGS, "use_engine(name=None): fold with `name` from now on; return the former."},
     {NULL, NULL, 0, NULL},

@@ -28,12 +28,21 @@ def pair_counts(cols: _Buf, k: int, words: int, out: _Buf, /) -> None:
     """``out[i, j] = popcount(cols[i] & cols[j])`` over ``words`` uint64 words: ``k`` bit sets (uint64 (k,
     words)), int64 out (k, k), all C-contiguous."""
 
-def choose_sets(rows: _Buf, nmax: int, k: int, n: _Buf, sizes: _Buf, out: _Buf, /) -> None:
+def choose_sets(rows: _Buf, nmax: int, k: int, n: _Buf, sizes: _Buf, out: _Buf, threads: int = 0, /) -> None:
     """RAPPOR's choice of bits (:func:`ldp.batch.rappor_evidence.chosen_sets_of`) from each of ``m`` samples of
     packed little-endian rows (uint8 ``(m, nmax, ⌈k/8⌉)``: sample ``g``'s first ``n[g]`` rows, int64 ``n`` (m,),
     ``1 <= n[g] <= nmax``): for each size ``s`` of ``sizes`` (int64, each in [1, 65536]), ``out[g, t, :s]`` the
     chosen bits and -1 past them (int64 ``(m, len(sizes), max(sizes))``). Exactly the numpy path's choice (same float
-    formulas and order, same ties), on every engine. All C-contiguous; checked before anything is written."""
+    formulas and order, same ties), on every engine and any number of ``threads`` (0: one per core online, at most
+    8; a thread takes 8 samples at least). All C-contiguous; checked before anything is written."""
+
+def free_counts(groups: _Buf, width: int, tested: _Buf, hi: int, counts: _Buf, /) -> None:
+    """Per group, the rows among the first ``hi`` whose bit of ``tested`` is clear (RAPPOR's rows to choose from)."""
+
+def latest_free(groups: _Buf, width: int, tested: _Buf, hi: int, limit: int, rows: _Buf, nbytes: int, want: _Buf,
+                got: _Buf, out: _Buf, /) -> None:
+    """Per group, its latest ``want[g]`` rows to choose from among the last ``limit`` of the first ``hi``, into its
+    slot of ``out`` (ending at the slot's end, oldest first); ``got[g]`` how many."""
 
 def engines() -> list[str]:
     """The vector engines this machine runs (``"generic"``, then ``"avx2"``, ``"avx512"`` where the CPU has them)."""

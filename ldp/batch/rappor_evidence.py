@@ -27,8 +27,10 @@ from only, so the argument below holds as it stands; a batch within its head cho
 (``tests/server/test_rappor_choice_speed.py``). A cohort that reaches :data:`FIRST` only past the head chooses
 after the pass, from the batch's tail, and its tested reports are tested once more. The choices of all the cohorts
 due together are computed at once, on their samples' columns as bit sets (:func:`chosen_sets_of`): in one call of
-the compiled fold kernel when it is built (``_foldkernel.choose_sets``, tested equal to the numpy path exactly,
-``tests/server/test_rappor_choice_speed.py``), in numpy otherwise.
+the compiled fold kernel when it is built (``_foldkernel.choose_sets``, the samples split between the cores; tested
+equal to the numpy path exactly, and on any number of threads, ``tests/server/test_rappor_choice_speed.py``), in numpy
+otherwise. The rows to choose from are counted and each cohort's latest copied out (:func:`free_counts`,
+:func:`latest_free`) by the kernel too, in one scan each, no sort.
 
 **Why the counts are honest-law binomials.** A tested report is never in the sample its cohort's choice comes from,
 the coins are the server's, and honest reports are independent, so given the choice, an honest tested report has
@@ -56,7 +58,7 @@ from ldp.batch import bits
 from ldp.batch.bits import popcounts
 
 __all__ = ["FIRST", "REFRESH", "BitsTogether", "chosen_sets", "cooccurrence_counts", "cooccurrence_sizes",
-           "ones_histogram", "report_stats", "sample_rows"]
+           "free_counts", "latest_free", "ones_histogram", "report_stats", "sample_rows"]
 
 FIRST = 64
 """Reports to choose from a cohort needs before its bits are first chosen."""
@@ -266,16 +268,59 @@ def report_stats(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], nbits: 
     hits[1:] += ((shown[:, None, :] & want) == want).all(axis=2).sum(axis=0)
 
 
-def _last_free(tested: npt.NDArray[np.uint8], n: int, count: int) -> npt.NDArray[np.intp]:
-    """The last ``count`` of the ``n`` reports whose bit of ``tested`` is clear (there are that many), ascending:
-    only the batch's tail is unpacked, longer until it holds them."""
-    span = 2 * count + 1024
-    while True:
-        lo = max(0, n - span) // 8 * 8
-        free = lo + np.flatnonzero(np.unpackbits(tested[lo // 8:], count=n - lo, bitorder="little") == 0)
-        if free.size >= count or lo == 0:
-            return free[free.size - count:]
-        span *= 2
+_Counts = npt.NDArray[np.int64]
+
+
+def free_counts(cohorts: npt.NDArray[Any], tested: npt.NDArray[np.uint8], hi: int, m: int,
+                kernel: str | None = None, step: int = 1 << 13) -> npt.NDArray[np.int64]:
+    """``(m,)``: per cohort, the reports to choose from (bit of ``tested`` clear, :meth:`BitsTogether.split`) among
+    the first ``hi``. Compiled (``_foldkernel.free_counts``) or numpy, equal exactly."""
+    out = np.zeros(m, np.int64)
+    if _compiled(kernel):
+        c = bits.group_column(cohorts)
+        bits._foldkernel.free_counts(c, c.itemsize, np.ascontiguousarray(tested, np.uint8), hi, out)
+        return out
+    g = np.asarray(cohorts)
+    for i in range(0, hi, step):  # a block at a time: bincount widens its input to intp
+        free = np.unpackbits(tested[i // 8:(i + step) // 8], bitorder="little")[:min(step, hi - i)] == 0
+        out += np.bincount(g[i:min(i + step, hi)][free].astype(np.intp), minlength=m)
+    return out
+
+
+def latest_free(cohorts: npt.NDArray[Any], tested: npt.NDArray[np.uint8], hi: int, limit: int,
+                rows: npt.NDArray[np.uint8], want: npt.NDArray[np.int64],
+                kernel: str | None = None) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], _Counts]:
+    """``(picked, want, got)``: per cohort ``g``, its latest ``want[g]`` reports to choose from among the last
+    ``limit`` of the first ``hi`` (``limit < 0``: all of them), ``got[g]`` of them (fewer when there are fewer), at the
+    end of ``g``'s slot of ``want[g]`` rows in ``picked`` (the slots in cohort order), oldest first. Compiled
+    (``_foldkernel.latest_free``: one scan back from ``hi``, stopped once every want is met) or numpy (a stable
+    sort of the free reports by cohort), equal exactly."""
+    want = np.ascontiguousarray(want, np.int64)
+    r = np.ascontiguousarray(rows, dtype=np.uint8)
+    width = r.shape[1]
+    if _compiled(kernel):
+        c = bits.group_column(cohorts)
+        got = np.zeros(want.size, np.int64)
+        picked = np.zeros((int(want.sum()), width), np.uint8)
+        bits._foldkernel.latest_free(c, c.itemsize, np.ascontiguousarray(tested, np.uint8), hi, limit, r, width,
+                                     want, got, picked)
+        return picked, want, got
+    free = np.flatnonzero(np.unpackbits(tested[:(hi + 7) // 8], count=hi, bitorder="little") == 0)
+    if limit >= 0:
+        free = free[max(0, free.size - limit):]
+    g = np.asarray(cohorts)[free].astype(np.intp)
+    order = free[np.argsort(g, kind="stable")]
+    counts = np.bincount(g, minlength=want.size)[:want.size]
+    got = np.minimum(counts, want)
+    ends, slot_ends = np.cumsum(counts), np.cumsum(want)
+    within = np.arange(int(got.sum())) - np.repeat(np.cumsum(got) - got, got)
+    picked = np.zeros((int(want.sum()), width), np.uint8)
+    picked[np.repeat(slot_ends - got, got) + within] = r[order[np.repeat(ends - got, got) + within]]
+    return picked, want, got
+
+
+def _compiled(kernel: str | None) -> bool:
+    return (kernel or bits.FOLD_KERNEL) == "compiled" and bits._foldkernel is not None
 
 
 class BitsTogether:
@@ -313,7 +358,7 @@ class BitsTogether:
         c = np.asarray(cohorts)
         tested = self.split(c.size)
         first = self._first_choices(c, rows, tested, kernel)
-        self._take_in(c, rows, tested, self._free_counts(c, tested), kernel, first)
+        self._take_in(c, rows, tested, free_counts(c, tested, c.size, self.seen.size, kernel), kernel, first)
         report_stats(c, rows, self.k, tested, self.masks, self.chosen, hist, hits, kernel)
 
     def fold(self, cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], cohort_n: npt.NDArray[np.int64],
@@ -349,26 +394,22 @@ class BitsTogether:
         if self.head <= 0 or self.chosen.all():
             return first
         n = min(c.size, self.head * self.rows * m)
-        free = np.flatnonzero(np.unpackbits(tested[:(n + 7) // 8], count=n, bitorder="little") == 0)
-        head = c[free].astype(self.cohort_type)
-        in_head = np.bincount(head, minlength=m)
+        in_head = free_counts(c, tested, n, m, kernel)
         first = (self.chosen == 0) & (in_head > 0) & (self.seen + in_head >= FIRST)
         if first.any():
-            cohorts = np.flatnonzero(first)
-            self._keep_latest(rows, free[np.argsort(head, kind="stable")], in_head, cohorts)
-            self._choose(cohorts.tolist(), kernel)
+            want = np.where(first, np.minimum(in_head, self.rows), 0)
+            self._keep_latest(*latest_free(c, tested, n, -1, rows, want, kernel))
+            self._choose(np.flatnonzero(first).tolist(), kernel)
         return first
 
-    def _keep_latest(self, rows: npt.NDArray[np.uint8], order: npt.NDArray[np.intp], counts: npt.NDArray[np.int64],
-                     cohorts: npt.NDArray[np.intp]) -> None:
-        """Add to the samples of ``cohorts`` their latest reports to choose from, at most a sample's worth: ``order``
-        the reports to choose from (indices into ``rows``) by cohort, oldest first, ``counts[g]`` of cohort ``g``'s;
-        a sample keeps its latest :func:`sample_rows`. One gather for all of them."""
-        ends = np.cumsum(counts)[cohorts]
-        take = np.minimum(counts[cohorts], self.rows)
-        within = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
-        picked = np.take(rows, order[np.repeat(ends - take, take) + within], axis=0)
-        for g, newest in zip(cohorts.tolist(), np.split(picked, np.cumsum(take)[:-1]), strict=True):
+    def _keep_latest(self, picked: npt.NDArray[np.uint8], want: npt.NDArray[np.int64],
+                     got: npt.NDArray[np.int64]) -> None:
+        """Add to each cohort's sample its latest reports to choose from, as :func:`latest_free` gave them
+        (``picked``: a slot of ``want[g]`` rows per cohort, ``got[g]`` of them at its end); a sample keeps its
+        latest :func:`sample_rows`."""
+        ends = np.cumsum(want)
+        for g in np.flatnonzero(got).tolist():
+            newest = picked[ends[g] - got[g]:ends[g]]
             kept = self.samples.get(g)
             self.samples[g] = newest if kept is None else np.concatenate((kept, newest))[-self.rows:]
 
@@ -384,28 +425,16 @@ class BitsTogether:
         due = np.maximum(FIRST, REFRESH * self.chosen_at)
         # rows a cohort's next choice can use: its latest, once it is within a sample of being due
         near = (counts > 0) & (after > due - self.rows)
-        keep = np.flatnonzero(near if first is None else near & ~first)
-        if keep.size:
-            window = min(int(counts.sum()), 4 * self.rows * keep.size)  # the tail: 4 samples' worth per cohort
-            at = _last_free(tested, c.size, window)
-            tail = c[at].astype(self.cohort_type)  # small unsigned: bincount, radix argsort
-            self._keep_latest(rows, at[np.argsort(tail, kind="stable")], np.bincount(tail, minlength=self.seen.size),
-                              keep)
+        keep = near if first is None else near & ~first
+        if keep.any():
+            window = min(int(counts.sum()), 4 * self.rows * int(keep.sum()))  # the tail: 4 samples' worth per cohort
+            want = np.where(keep, self.rows, 0)
+            self._keep_latest(*latest_free(c, tested, c.size, window, rows, want, kernel))
         self.seen = after
         chose = [g for g in np.flatnonzero(after >= due).tolist() if len(self.samples.get(g, ()))]
         self._choose(chose, kernel)
         self.chosen_at[chose] = after[chose]
         return chose
-
-    def _free_counts(self, cohorts: npt.NDArray[Any], tested: npt.NDArray[np.uint8],
-                     step: int = 1 << 13) -> npt.NDArray[np.int64]:
-        """The reports to choose from per cohort, a block (a multiple of 8) at a time: ``bincount`` widens its
-        input to ``intp``."""
-        out = np.zeros(self.seen.size, np.int64)
-        for i in range(0, cohorts.size, step):
-            free = np.unpackbits(tested[i // 8:(i + step) // 8], bitorder="little")[:min(step, cohorts.size - i)]
-            out += np.bincount(cohorts[i:i + step][free == 0].astype(self.cohort_type), minlength=out.size)
-        return out
 
     def _choose(self, cohorts: list[int], kernel: str | None) -> None:
         """Choose the bits of ``cohorts`` from their samples, all at once (:func:`chosen_sets_of`); the samples are

@@ -11,7 +11,7 @@ gone (the collector's dashboard, ``ldp decode``):
 **The split and the choice.** The fold splits each batch by a fair coin of its own per report (OS entropy unless a
 seed is given: a sender cannot choose its side), independent of the coins of
 :mod:`ldp.batch.rappor_evidence`: reports to choose from and reports to test. Per cohort, the fold keeps the
-moments of every pair of bits over all its reports to choose from (:func:`moments`: three ``(k + 1)²`` integer
+moments of every pair of bits over all its reports to choose from (:func:`grid_moments`: three ``(k + 1)²`` integer
 matrices per cohort, the working state, never serialized), and chooses, after each batch's reports to choose from
 are taken in and once a cohort has :data:`FIRST` of them, its :data:`PAIR_SLOTS` pairs of largest score
 (:func:`pair_scores`); then each of the batch's reports to test is counted, per slot, in the cell of its cohort's
@@ -35,8 +35,8 @@ fold time (the first fold does no more per report than any other). Cost: ``(k + 
 report, one product per (cohort, number of 1s) group of a batch. Above the budget the chosen-pair cells alone are
 kept.
 
-Cost: the moments take ``24·m·(k + 1)²`` bytes while folding and about ``1.5·(k + 1)²`` multiply-adds per report
-(float32 products on :data:`CHUNK` rows at a time); for ``k >`` :data:`MAX_BITS`, or above :data:`MOMENT_LIMIT`
+Cost: the moments take ``24·m·(k + 1)²`` bytes while folding and come from the reports to choose from's grids
+(:func:`split_grids`, whose cost is above); for ``k >`` :data:`MAX_BITS`, or above :data:`MOMENT_LIMIT`
 entries, the fold keeps no pair cells (the test is then not run).
 """
 
@@ -51,10 +51,9 @@ import numpy.typing as npt
 
 from ldp.batch.bits import popcounts
 
-__all__ = ["FIRST", "GRID_LIMIT", "MOMENT_LIMIT", "add_pair_grid", "cohort_grids", "grid_cells", "grid_enabled",
-           "histogram_fits", "pair_grid_shape", "PAIR_SLOTS", "PairChoice", "cell_of", "moments", "pair_cells_shape",
-           "split_grids",
-           "pair_scores", "pairs_enabled", "score_coefficients"]
+__all__ = ["FIRST", "GRID_LIMIT", "MOMENT_LIMIT", "PAIR_SLOTS", "PairChoice", "add_pair_grid", "cell_of",
+           "cohort_grids", "grid_cells", "grid_enabled", "grid_moments", "histogram_fits", "pair_cells_shape",
+           "pair_grid_shape", "pair_scores", "pairs_enabled", "score_coefficients", "split_grids"]
 
 PAIR_SLOTS = 2
 """Pairs of bits tested per cohort (two: an attack alternating two targets promotes two pairs per cohort)."""
@@ -68,8 +67,6 @@ MOMENT_LIMIT = 1 << 22
 """The most entries ``3·m·(k + 1)²`` of the fold's moment matrices (32 MiB); above it no pair cells are kept."""
 MAX_BITS = 64
 """Filters of more bits keep no pair cells: the moments cost ``O(k²)`` per report to choose from."""
-CHUNK = 4096
-"""Rows per product in :func:`moments` (float32 sums exact below 2²⁴: at most ``CHUNK·k²``)."""
 GRID_LIMIT = 1 << 17
 """The most counters ``m·(k + 1)³`` of ``pair_grid`` (1 MiB of int64); above it the fold keeps none."""
 GRID_CHUNK = 1 << 20
@@ -310,20 +307,13 @@ def score_coefficients(params: Any) -> tuple[npt.NDArray[np.float64], float]:
     return beta.reshape(4, 3), float(beta @ cov @ beta)
 
 
-def moments(x: npt.NDArray[np.uint8], ones: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """``(3, k + 1, k + 1)``: ``Aᵀ·diag(L^j)·A`` for ``j = 0, 1, 2``, ``A = [1 | x]`` (``x``: 0/1 rows ``(n, k)``,
-    ``L = ones``, their numbers of 1s): every sum ``Σ L^j``, ``Σ x_a·L^j``, ``Σ x_a·x_b·L^j``. One float32 product
-    per :data:`CHUNK` rows (exact: each sum of a chunk is an integer below 2²⁴ for ``k <=`` :data:`MAX_BITS`),
-    summed in integers."""
-    k1 = x.shape[1] + 1
-    out = np.zeros((3, k1, k1), np.int64)
-    for at in range(0, x.shape[0], CHUNK):
-        a = np.empty((min(CHUNK, x.shape[0] - at), k1), np.float32)
-        a[:, 0] = 1.0
-        a[:, 1:] = x[at:at + CHUNK]
-        w = ones[at:at + CHUNK].astype(np.float32)[:, None]
-        both = np.ascontiguousarray(a.T) @ np.concatenate([a, a * w, a * (w * w)], axis=1)
-        out += np.rint(both.reshape(k1, 3, k1).transpose(1, 0, 2)).astype(np.int64)
+def grid_moments(grids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``(m, 3, k + 1, k + 1)``: per cohort, ``Aᵀ·diag(L^j)·A = Σ_L L^j·G_L`` for ``j = 0, 1, 2`` from its grid
+    (``(m, k + 1, k + 1, k + 1)``, :func:`cohort_grids`; ``A = [1 | x]``, ``L`` the reports' numbers of 1s): every
+    sum ``Σ L^j``, ``Σ x_a·L^j``, ``Σ x_a·x_b·L^j`` — the moments a cohort's pairs are scored on."""
+    k1 = grids.shape[1]
+    powers = np.arange(k1, dtype=np.int64)[None, :] ** np.arange(3)[:, None]  # L^j
+    out: npt.NDArray[np.int64] = np.einsum("jl,mlab->mjab", powers, grids)
     return out
 
 
@@ -428,8 +418,7 @@ class PairChoice:
             grids = split_grids(g, r, self.k, m, tested, 2)  # [0]: reports to choose from, [1]: to test
         else:  # the tested reports' grid would not be used: the choosing part's alone
             grids = cohort_grids(g, r, self.k, m, keep=~tested)[None]
-        powers = np.arange(self.k + 1, dtype=np.int64)[None, :] ** np.arange(3)[:, None]  # L^j
-        self.moments += np.einsum("jl,mlab->mjab", powers, grids[0])
+        self.moments += grid_moments(grids[0])
         if grid is not None and grid.size:
             grid += grids[0] + grids[1]
         for c in np.flatnonzero(grids[0, :, :, 0, 0].sum(axis=1)).tolist():

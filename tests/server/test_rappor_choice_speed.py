@@ -130,6 +130,28 @@ def test_the_compiled_choice_equals_the_numpy_choice(xs: list[npt.NDArray[np.boo
         fk.use_engine(before)
 
 
+def test_the_compiled_choice_is_the_same_on_any_number_of_threads() -> None:
+    """``choose_sets`` splits the samples between threads (8 a thread at least, up to the cores): 1, 2, 3 and 8
+    threads choose exactly alike, and a number out of range is refused."""
+    if bits_mod._foldkernel is None:
+        pytest.skip("the compiled fold kernel is not built")
+    gen = np.random.default_rng(11)
+    k, m, nmax, sizes = 40, 27, 300, np.array([4, 10], np.int64)
+    n = gen.integers(1, nmax + 1, m).astype(np.int64)
+    stack = np.zeros((m, nmax, 5), np.uint8)
+    for g in range(m):
+        stack[g, :n[g]] = np.packbits(gen.random((n[g], k)) < gen.uniform(0.1, 0.6), axis=1, bitorder="little")
+    outs = []
+    for threads in (1, 2, 3, 8):
+        out = np.full((m, 2, 10), -7, np.int64)
+        bits_mod._foldkernel.choose_sets(stack, nmax, k, n, sizes, out, threads)
+        outs.append(out)
+    assert all((o == outs[0]).all() for o in outs) and (outs[0][:, 0, 4:] == -1).all()
+    for bad in (-1, 9):
+        with pytest.raises(ValueError, match="threads"):
+            bits_mod._foldkernel.choose_sets(stack, nmax, k, n, sizes, outs[0], bad)
+
+
 def test_the_compiled_choice_sees_only_each_samples_rows() -> None:
     """Rows past a sample's count in the stack (garbage here) and bits past ``k`` in a row's last byte are never
     read: the choice equals that of the clean stack."""

@@ -187,17 +187,37 @@ def test_the_byte_lanes_are_widened_before_they_can_overflow(name: str, runs: li
     assert hist.tolist() == want_hist.tolist() and hits.tolist() == want_hits.tolist()
 
 
-@pytest.mark.parametrize("n", [0, 1, 7, 8, 63, 64, 65, 1000, 4096, 10_001])
-@pytest.mark.parametrize("count", ["none", "one", "half", "all"])
-def test_the_last_reports_to_choose_from_are_found_in_the_tail(n: int, count: str) -> None:
-    """``_last_free`` (the tail of a batch ``_take_in`` samples from) against unpacking every coin."""
-    from ldp.batch.rappor_evidence import _last_free
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 600), m=st.integers(1, 5), limit=st.integers(-1, 700), seed=st.integers(0, 2**32 - 1),
+       wide=st.booleans(), data=st.data())
+def test_the_latest_reports_to_choose_from_are_the_brute_forces(n: int, m: int, limit: int, seed: int, wide: bool,
+                                                                data: st.DataObject) -> None:
+    """``free_counts`` and ``latest_free`` (the samples ``BitsTogether`` chooses from), compiled and numpy, against a
+    brute force: each cohort's latest reports with a clear coin among the last ``limit`` such of the first ``hi``."""
+    from ldp.batch.rappor_evidence import free_counts, latest_free
 
-    coins = np.random.default_rng(n).integers(0, 2, n).astype(np.uint8)
-    free = np.flatnonzero(coins == 0)
-    want = {"none": 0, "one": min(1, free.size), "half": free.size // 2, "all": free.size}[count]
-    got = _last_free(np.packbits(coins, bitorder="little"), n, want)
-    assert got.tolist() == free[free.size - want:].tolist()
+    rng = np.random.default_rng(seed)
+    cohorts = rng.integers(0, m, n).astype(np.uint16 if wide else np.uint8)
+    coins = rng.integers(0, 2, n).astype(np.uint8)
+    rows = rng.integers(0, 256, (n, 3)).astype(np.uint8)
+    hi = data.draw(st.integers(0, n))
+    want = np.array(data.draw(st.lists(st.integers(0, 40), min_size=m, max_size=m)), np.int64)
+    tested = np.packbits(coins, bitorder="little")
+    free = [i for i in range(hi) if coins[i] == 0]
+    if limit >= 0:
+        free = free[max(0, len(free) - limit):]
+    for kernel in KERNELS:
+        counts = free_counts(cohorts, tested, hi, m, kernel, step=64)
+        assert counts.tolist() == [sum(cohorts[i] == g for i in range(hi) if coins[i] == 0) for g in range(m)]
+        picked, slots, got = latest_free(cohorts, tested, hi, limit, rows, want, kernel)
+        assert slots.tolist() == want.tolist() and picked.shape == (want.sum(), 3), kernel
+        end = 0
+        for g in range(m):
+            end += int(want[g])
+            latest = [i for i in free if cohorts[i] == g][max(0, sum(cohorts[i] == g for i in free) - int(want[g])):]
+            assert got[g] == len(latest), kernel
+            assert picked[end - len(latest):end].tolist() == rows[latest].tolist(), kernel
+            assert not picked[end - int(want[g]):end - len(latest)].any(), kernel
 
 
 @settings(max_examples=60, deadline=None)
@@ -236,6 +256,21 @@ def test_the_compiled_kernel_refuses_what_does_not_fit() -> None:
     assert not hist.any() and not hits.any() and not counts.any() and not ones.any()
     with pytest.raises(ValueError, match="buffer sizes"):
         fk.pair_counts(np.zeros((3, 2), np.uint64), 3, 2, np.zeros((3, 2), np.int64))
+    two = np.zeros(2, np.int64)
+    with pytest.raises(ValueError, match="group out of"):  # rows to choose from: groups checked, nothing written
+        fk.free_counts(np.array([0, 2, 0, 1], np.uint8), 1, tested, 4, two)
+    assert not two.any()
+    with pytest.raises(ValueError, match="group out of"):
+        fk.latest_free(np.array([2, 1, 0, 1], np.uint8), 1, tested, 4, -1, rows, 2, np.array([0, 4]), two,
+                       np.zeros((4, 2), np.uint8))
+    with pytest.raises(ValueError, match="negative"):
+        fk.latest_free(np.zeros(4, np.uint8), 1, tested, 4, -1, rows, 2, np.array([-1, 1]), two,
+                       np.zeros((0, 2), np.uint8))
+    with pytest.raises(ValueError, match="buffer sizes"):  # out must hold every want
+        fk.latest_free(np.zeros(4, np.uint8), 1, tested, 4, -1, rows, 2, np.array([1, 1]), two,
+                       np.zeros((1, 2), np.uint8))
+    with pytest.raises(ValueError, match="buffer sizes"):
+        fk.free_counts(np.zeros(4, np.uint8), 1, tested, 5, two)
 
 
 PARAMS = RapporParams(num_bloombits=24, num_hashes=2, num_cohorts=3, p=0.25, q=0.75, f=0.5)

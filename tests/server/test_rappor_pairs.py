@@ -18,7 +18,8 @@ from ldp.batch.rappor_pairs import (
     _design,
     _features,
     cell_of,
-    moments,
+    cohort_grids,
+    grid_moments,
     pair_cells_shape,
     score_coefficients,
 )
@@ -86,11 +87,12 @@ def test_the_choice_statistic_has_mean_zero_for_every_honest_filter(params: Rapp
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 60), k=st.integers(2, 12), seed=st.integers(0, 2**32 - 1))
 def test_moments_and_features_are_the_sums_they_name(n: int, k: int, seed: int) -> None:
-    """moments() against the sums written out, and each pair's features against the reports' cells counted."""
+    """The moments the fold scores pairs on (``grid_moments`` of the reports' grid) against the sums written out, and
+    each pair's features against the reports' cells counted."""
     gen = np.random.default_rng(seed)
     x = (gen.random((n, k)) < 0.4).astype(np.uint8)
     ones = x.sum(axis=1).astype(np.int64)
-    mom = moments(x, ones)
+    mom = grid_moments(cohort_grids(np.zeros(n, np.uint8), np.packbits(x, axis=1, bitorder="little"), k, 1))[0]
     a = np.column_stack([np.ones(n, np.int64), x.astype(np.int64)])
     for j in range(3):
         assert (mom[j] == a.T @ (a * ones[:, None] ** j)).all()
