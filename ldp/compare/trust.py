@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["TrustRow", "trust_table", "shuffle_epsilon0", "simulate", "MODELS"]
+__all__ = ["TrustRow", "largest_at_most", "trust_table", "shuffle_epsilon0", "simulate", "MODELS"]
 
 MODELS = ("local", "shuffle", "two-aggregator", "two-aggregator + local")
 SENSITIVITY = 2
@@ -61,19 +61,48 @@ def _grr(epsilon: float, d: int) -> Any:
 def shuffle_epsilon0(epsilon: float, n: int, d: int, delta: float = 1e-8, hi: float = 30.0,
                      rel: float = 1e-4) -> float:
     """The largest ε₀ (to ``rel``) at which n shuffled GRR reports over d values are (ε, δ)-DP against the analyst:
-    a bisection on :func:`~ldp.privacy.shuffle.shuffled_epsilon`, which rises with ε₀; ε itself when no larger ε₀
-    is amplified to ε."""
+    :func:`largest_at_most` on :func:`~ldp.privacy.shuffle.shuffled_epsilon`, which rises with ε₀; ε itself when no
+    larger ε₀ is amplified to ε."""
     from ldp.privacy.shuffle import shuffled_epsilon
 
     def central(eps0: float) -> float:
         return shuffled_epsilon(eps0, n, delta, _grr(eps0, d).shuffle_structure).epsilon
 
-    lo = epsilon
-    if central(lo * (1 + rel)) > epsilon:
+    if central(epsilon * (1 + rel)) > epsilon:
         return epsilon
+    return largest_at_most(central, epsilon, epsilon, hi, rel)
+
+
+def largest_at_most(f: Callable[[float], float], target: float, lo: float, hi: float, rel: float) -> float:
+    """The largest ``x`` in ``[lo, hi)`` with ``f(x) <= target``, to ``rel`` (the true one within ``[x, x(1 + rel)]``),
+    for ``f`` positive and non-decreasing with ``f(lo) <= target`` and ``f(hi) > target`` (``hi`` itself is never
+    evaluated, ``0 < lo``). The bracket ``f(lo) <= target < f(hi)`` is kept throughout: split at its geometric
+    mean until both ends have been evaluated, then narrowed by regula falsi on ``ln f`` (a shuffle figure grows
+    about exponentially in ε₀), Illinois variant (Dowell and Jarratt, BIT 11, 1971: the value at an end kept twice
+    in a row is halved), each point at least half the tolerance inside the bracket, and split again after two steps
+    in a row that did not halve it: about half a bisection's evaluations of ``f`` (each a shuffle figure)."""
+    def g(x: float) -> float:  # ln f − ln target: near linear where f grows about exponentially (a shuffle figure)
+        return math.log(max(f(x), 1e-300) / target)
+
+    flo: float = g(lo)
+    fhi: float | None = None  # g(hi), once evaluated
+    kept, poor = 0, 0  # kept: +1 the last step kept hi, -1 it kept lo; poor: steps in a row that did not halve
     while hi - lo > rel * lo:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if central(mid) <= epsilon else (lo, mid)
+        width, pad = hi - lo, 0.5 * rel * lo
+        if fhi is None or poor >= 2:  # bisect, geometrically (lo > 0)
+            x, kept, poor = math.sqrt(lo * hi), 0, 0
+        else:
+            x = min(max(lo - flo * width / (fhi - flo), lo + pad), hi - pad)
+        fx = g(x)
+        if fx <= 0:
+            lo, flo = x, fx
+            fhi = fhi / 2 if kept == 1 and fhi is not None else fhi
+            kept = 1
+        else:
+            hi, fhi = x, fx
+            flo = flo / 2 if kept == -1 else flo
+            kept = -1
+        poor = poor + 1 if hi - lo > width / 2 else 0
     return lo
 
 

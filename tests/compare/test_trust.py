@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from ldp.compare.trust import MODELS, shuffle_epsilon0, simulate, trust_table
+from ldp.compare.trust import MODELS, largest_at_most, shuffle_epsilon0, simulate, trust_table
 from ldp.privacy.share_noise import laplace_variance
 from ldp.privacy.shuffle import k_rr_structure, shuffled_epsilon
 
@@ -37,6 +38,31 @@ def test_the_shuffle_epsilon0_is_the_largest_that_buys_the_central_epsilon(n: in
     assert central(eps0) <= 1.0
     if eps0 > 1.0:
         assert central(eps0 * 1.01) > 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(root=st.floats(1.001, 29.0), kind=st.sampled_from(["exp", "kink", "steps", "flat", "linear"]),
+       rel=st.sampled_from([1e-2, 1e-4, 1e-7]), scale=st.floats(0.01, 100.0))
+def test_the_search_keeps_its_bracket_on_any_monotone_figure(root: float, kind: str, rel: float,
+                                                             scale: float) -> None:
+    """``largest_at_most`` on non-decreasing functions crossing the target at ``root`` (smooth, saturating with a
+    kink, in steps, flat then rising, linear): the answer ``x`` has ``f(x) <= target`` and the true one within
+    ``[x, x(1 + rel)]``, ``hi`` is never evaluated, and it takes at most twice a bisection's evaluations."""
+    lo, hi, calls = 1.0, 30.0, []
+    f = {"exp": lambda x: scale * math.exp(x - root),
+         "kink": lambda x: scale * (math.exp(2 * (x - root)) if x <= root else 1 + 10 * (x - root)),
+         "steps": lambda x: scale * (math.floor(4 * (x - root)) + 1.5 if x > root else math.exp(x - root) * 0.9),
+         "flat": lambda x: scale * (0.5 if x <= root else 1 + (x - root)),
+         "linear": lambda x: scale * x / root}[kind]
+
+    def counted(x: float) -> float:
+        assert x < hi
+        calls.append(x)
+        return f(x)
+
+    x = largest_at_most(counted, scale, lo, hi, rel)
+    assert f(x) <= scale and x <= root <= x * (1 + rel) * (1 + 1e-12)
+    assert len(calls) <= 2 * math.ceil(math.log2((hi - lo) / (rel * lo))) + 2
 
 
 def test_the_formulas_match_simulated_collections() -> None:
