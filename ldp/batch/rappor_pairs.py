@@ -347,28 +347,33 @@ def _design(params: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float6
     return a, f, w
 
 
-def pair_scores(mom: npt.NDArray[np.int64], params: Any, shortlist: int = PREFILTER,
-                design: tuple[Any, ...] | None = None) -> npt.NDArray[np.float64]:
-    """``(k, k)``: the score of each pair over the ``n`` reports whose :func:`moments` are ``mom``: the features'
-    (:func:`_features`, per report) whitened squared distance to the honest mixtures (non-negative least squares
-    over the columns of ``A``, :func:`_design`) minus that to the honest mixtures with disguised fake reports
-    added, times ``n`` — a likelihood ratio on the moments. Only the ``shortlist`` pairs of largest linear score
-    ``Σψ`` (:func:`score_coefficients`) are scored so; the others, the diagonal included, are ``−∞``. ``design``:
-    ``(β, A, F, W)`` when already computed for ``params``."""
+@functools.lru_cache(maxsize=32)
+def _scoring(params: Any) -> tuple[Any, ...]:
+    """``(β, W, A_w, [A_w | F_w])``: the linear score's coefficients, the whitening, and the whitened honest mixtures
+    without and with the disguised fake report (:func:`_design`). Once per params."""
+    a, f, w = _design(params)
+    return score_coefficients(params)[0], w, w @ a, np.column_stack([w @ a, w @ f])
+
+
+def pair_scores(mom: npt.NDArray[np.int64], params: Any, shortlist: int = PREFILTER) -> npt.NDArray[np.float64]:
+    """``(k, k)``: the score of each pair over the ``n`` reports whose moments (:func:`grid_moments`) are ``mom``:
+    the features' (:func:`_features`, per report) whitened squared distance to the honest mixtures (non-negative
+    least squares over the columns of ``A``, :func:`_design`) minus that to the honest mixtures with disguised fake
+    reports added, times ``n`` — a likelihood ratio on the moments. Only the ``shortlist`` pairs of largest linear
+    score ``Σψ`` (:func:`score_coefficients`) are scored so; the others, the diagonal included, are ``−∞``."""
     from scipy.optimize import nnls
 
     k = mom.shape[1] - 1
     n = float(mom[0, 0, 0])
     feats = _features(mom).reshape(12, k, k) / max(n, 1.0)
-    beta, a, f, w = design or (score_coefficients(params)[0], *_design(params))
+    beta, w, honest, both = _scoring(params)
     linear = np.einsum("i,iab->ab", beta.ravel(), feats)
     iu = np.triu_indices(k, 1)
     order = np.argsort(-linear[iu], kind="stable")[:shortlist]
-    aw, both = w @ a, np.column_stack([w @ a, w @ f])
     out = np.full((k, k), -np.inf)
-    for o in order.tolist():
-        y = w @ feats[:, iu[0][o], iu[1][o]]
-        out[iu[0][o], iu[1][o]] = n * (nnls(aw, y)[1] ** 2 - nnls(both, y)[1] ** 2)
+    for a, b in zip(iu[0][order].tolist(), iu[1][order].tolist(), strict=True):
+        y = w @ feats[:, a, b]
+        out[a, b] = n * (nnls(honest, y)[1] ** 2 - nnls(both, y)[1] ** 2)
     return out
 
 
@@ -386,7 +391,6 @@ class PairChoice:
         self.pairs = np.zeros((m, max(self.slots, 1), 2), np.intp)
         self.chosen = np.zeros(m, bool)
         self.chosen_at = np.zeros(m, np.int64)  # the reports to choose from at each cohort's last choice
-        self._design: tuple[Any, ...] | None = None  # the scores' constants, computed on the first choice
         self.gen = np.random.default_rng(rng)  # the split: fresh OS entropy unless a seed is given (tests)
 
     def split(self, n: int) -> npt.NDArray[np.bool_]:
@@ -448,9 +452,7 @@ class PairChoice:
 
     def _choose(self, c: int) -> None:
         assert self.moments is not None
-        if self._design is None:
-            self._design = (score_coefficients(self.params)[0], *_design(self.params))
-        z = pair_scores(self.moments[c], self.params, design=self._design)
+        z = pair_scores(self.moments[c], self.params)
         iu = np.triu_indices(self.k, 1)
         best = np.argsort(-z[iu], kind="stable")[:self.slots]  # -inf last: shortlisted pairs first
         self.pairs[c, :self.slots, 0] = iu[0][best]
