@@ -407,10 +407,8 @@ class PairChoice:
         moments (``Aᵀ·diag(L^j)·A = Σ_L L^j·G_L``), the grid, and — where they are counted by filter value — the
         tested reports' cells of each cohort's pairs (:func:`grid_cells`); otherwise those cells are counted report
         by report, vectorised. One loop step per cohort."""
-        if not self.enabled or self.moments is None:  # nothing to count (no copy of the batch either)
-            if grid is not None and grid.size:
-                add_pair_grid(cohorts, rows, grid, self.k)
-            return
+        if not self.enabled or self.moments is None:  # nothing to count (no copy of the batch either); no grid
+            return  # either: grid_enabled implies pairs_enabled (m·(k + 1)³ <= 2¹⁷ puts k below 50)
         g = np.asarray(cohorts).reshape(-1).astype(np.intp)
         if g.size == 0:
             return

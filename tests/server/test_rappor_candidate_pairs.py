@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 from ldp.batch.rappor import bloom_index_table
-from ldp.batch.rappor_pairs import add_pair_grid, cell_of, grid_cells, grid_enabled, pair_grid_shape
+from ldp.batch.rappor_pairs import add_pair_grid, cell_of, grid_cells, grid_enabled, pair_grid_shape, pairs_enabled
 from ldp.decoders.base import Aggregate
 from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import synthetic_rappor_candidates
@@ -227,3 +227,12 @@ def test_pair_choice_by_value_histogram_equals_report_by_report(k: int, m: int, 
     for left, right in ((out[0], out[2]), (out[1], out[2])):
         for a, b in zip(left, right, strict=True):
             assert np.array_equal(a, b)
+
+
+def test_a_grid_implies_pair_cells() -> None:
+    """The fold keeps ``pair_grid`` only where it keeps pair cells (PairChoice.add counts the grid from its split),
+    over every filter size and cohort count the grid's budget allows and past it."""
+    for k in range(1, 80):
+        for m in (1, 2, 4, 8, 16, 64, 256, 1024):
+            params = RapporParams(num_bloombits=k, num_hashes=1, num_cohorts=m, p=0.25, q=0.75, f=0.5)
+            assert not grid_enabled(params) or pairs_enabled(params), (k, m)
