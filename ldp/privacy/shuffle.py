@@ -254,8 +254,12 @@ def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStruct
         raise ValueError(f"the structure's ε_Δ = {structure.epsilon_pair} exceeds the reports' ε₀ = {eps0}")
     grid_delta = floor_delta(delta)  # a figure valid at δ' <= δ is valid at δ (ldp.privacy.window_grid)
     users = canonical_n(n)  # fewer users: valid, and the figures below adapt their groups to n (module docstring)
-    found = [_search(eps0, users, grid_delta, generic_structure(eps0), closed_form_epsilon(eps0, users, grid_delta))]
-    if structure is not None and structure.name != "generic" and structure.clone_probability < 1.0:
+    own = structure is not None and structure.name != "generic" and structure.clone_probability < 1.0
+    found = []
+    if not (own and structure is not None and dominates_generic(structure, eps0)):
+        found.append(_search(eps0, users, grid_delta, generic_structure(eps0),
+                             closed_form_epsilon(eps0, users, grid_delta)))
+    if own and structure is not None:
         found.append(_search(eps0, users, grid_delta, structure, None))
     if binary and structure is not None and structure.binary and structure.epsilon_pair <= _BINARY_MAX \
             and available("numpy", "scipy") and n <= _BINARY_REACH * exact_max(grid_delta):
@@ -272,6 +276,16 @@ def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStruct
         return none
     return ShuffleGuarantee(eps, delta, eps0, n, "numerical" if name == "generic" else
                             name if name in (BINARY, KRR) else f"numerical {name}")
+
+
+def dominates_generic(structure: ShuffleStructure, eps0: float) -> bool:
+    """Whether ``structure``'s clone pair is at most the generic one's for every ε (so the generic search can be
+    skipped): at least as many clones (``α >= e^-ε₀``), ``ι <= 1`` and ``ε_Δ <= ε₀``. Then C is stochastically
+    larger and ``D_c`` does not increase with c; ``D_c`` at ``ε_Δ`` is a garbling's of ``D_c`` at ε₀ (randomized
+    response at a smaller ε is post-processed randomized response at a larger one), so not larger; and ``ι`` scales
+    it down. Binary RR always qualifies (``α = 2/(e^ε₀ + 1)``), k-RR over d values when ``e^ε₀ >= d − 1``."""
+    return (structure.clone_probability >= math.exp(-eps0) and structure.informative <= 1.0
+            and structure.epsilon_pair <= eps0)
 
 
 def _search(eps0: float, n: int, delta: float, structure: ShuffleStructure,
