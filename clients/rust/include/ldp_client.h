@@ -768,6 +768,14 @@ void ldp_request_free(struct LdpRequest *request);
  * shuffle the array per device. Refused before anything is sent: a null or empty array or a null entry
  * (`LDP_INVALID_ARGUMENT`), a URL that is not `http(s)://host/...` or the same URL twice (`LDP_VALUE_ERROR`).
  *
+ * One upload at a time per client: calls on one client from any threads, and on the clients of one state folder
+ * in this process, take turns. A call that finds another one uploading waits for it, at most until its own
+ * `call_timeout_seconds` (without one, as long as it takes), then sends what is still pending: what the other call
+ * sent is not sent again. If its deadline passes while it waits, it returns `LDP_OK` with `stopped` 2, having sent
+ * nothing. A call on the thread that is uploading the client already (from the log callback) is
+ * `LDP_VALUE_ERROR`, nothing sent. Processes do not take turns: two uploading one folder at once may send a batch
+ * twice, which the collector stores once (its batch id).
+ *
  * # Safety
  * Pointers valid as documented; `endpoints` holds `n_endpoints` NUL-terminated strings.
  */

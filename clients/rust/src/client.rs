@@ -16,7 +16,7 @@ use crate::ledger::{
 };
 use crate::random::{OsRandomSource, RandomSource};
 use crate::spec::CollectionSpec;
-use crate::upload::{Batch, Outbox, PendingReport};
+use crate::upload::{Batch, Outbox, OutboxKey, PendingReport};
 
 /// Unix seconds now, from the system clock.
 pub fn system_clock() -> f64 {
@@ -73,7 +73,8 @@ pub struct Counts {
 /// The device secret (32 bytes of the OS generator, made on first use, never sent) and the state live in the
 /// store (a [`crate::ledger::FileStore`] in an app). Queries (`spent`, `pending`, …) only read it. A client is
 /// `Send + Sync`: every call runs under the store's lock, and any number of clients, in threads or processes, may
-/// share one store folder.
+/// share one store folder. The uploader's calls on one client, or on the clients of one folder, take turns in a
+/// process (one upload at a time per outbox, keyed by [`StateStore::upload_key`]).
 pub struct TelemetryClient {
     spec: CollectionSpec,
     store: Box<dyn StateStore>,
@@ -580,6 +581,12 @@ impl Outbox for TelemetryClient {
 
     fn has_pending(&self) -> Result<bool> {
         Ok(self.pending()? > 0)
+    }
+
+    /// The store's key ([`StateStore::upload_key`]): the clients of one [`crate::ledger::FileStore`] folder take
+    /// turns to upload.
+    fn upload_key(&self) -> OutboxKey {
+        self.store.upload_key()
     }
 
     fn next_upload_at(&self) -> Result<f64> {

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::state::DeviceState;
 use crate::error::{Error, Result};
+use crate::upload::OutboxKey;
 use crate::value::int_of;
 
 /// One report in the outbox: its local id, its metric and its upload line (an envelope).
@@ -66,6 +67,14 @@ pub trait StateStore: Send + Sync {
     /// Runs `f` on a consistent snapshot, writing nothing (the default: a transaction that changes nothing).
     fn view_dyn(&self, f: &mut dyn FnMut(&mut dyn StoreView) -> Result<()>) -> Result<()> {
         self.transact_dyn(&mut |tx| f(tx))
+    }
+
+    /// Which state this is, for the uploader's "one upload at a time" ([`OutboxKey`]): the uploads of the clients of
+    /// stores with equal keys take turns in a process. The default is this object ([`OutboxKey::of`]); a
+    /// [`FileStore`] answers its folder, so that every client of one folder in a process takes turns. A store
+    /// sharing its state with other objects answers the key of that state.
+    fn upload_key(&self) -> OutboxKey {
+        OutboxKey::of(self)
     }
 }
 
@@ -842,5 +851,10 @@ impl StateStore for FileStore {
             };
             f(&mut FileView { store: self, cursor, state })
         })
+    }
+
+    /// The folder ([`OutboxKey::folder`] of its canonical path): the clients of one folder take turns to upload.
+    fn upload_key(&self) -> OutboxKey {
+        OutboxKey::folder(&self.dir)
     }
 }

@@ -7,6 +7,8 @@
 
 mod request;
 #[cfg(feature = "uploader")]
+mod turns;
+#[cfg(feature = "uploader")]
 mod uploader;
 
 #[cfg(feature = "c-api")]
@@ -14,6 +16,8 @@ pub(crate) use request::check_token;
 pub use request::{check_answer, parse_retry_after, Answer, Reply, UploadRequest, MAX_ANSWER, MAX_BATCH};
 #[cfg(feature = "uploader")]
 pub use uploader::{Stopped, UploadOptions, UploadResult, Uploader};
+
+use std::path::{Path, PathBuf};
 
 use crate::error::Result;
 
@@ -57,4 +61,43 @@ pub trait Outbox {
     fn has_pending(&self) -> Result<bool>;
     /// Unix seconds from which `next_batch` pins a new batch (negative infinity: at once).
     fn next_upload_at(&self) -> Result<f64>;
+    /// Which outbox this is, for the uploader's "one upload at a time" ([`OutboxKey`]): calls of `Uploader::upload`
+    /// (feature `uploader`) on outboxes with equal keys take turns in a process. The default is this object
+    /// ([`OutboxKey::of`]); a [`crate::TelemetryClient`] answers its store's
+    /// ([`crate::ledger::StateStore::upload_key`]: a [`crate::ledger::FileStore`]'s folder, so that every client of
+    /// one folder takes turns). An outbox sharing its state with other objects answers the key of that state.
+    fn upload_key(&self) -> OutboxKey {
+        OutboxKey::of(self)
+    }
+}
+
+/// The identity of an outbox's state, for "one upload at a time" ([`Outbox::upload_key`]): the uploads of outboxes
+/// with equal keys take turns in a process. A state kept in a folder is keyed by the folder
+/// ([`OutboxKey::folder`]), one in memory by the object holding it ([`OutboxKey::of`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OutboxKey(Key);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Folder(PathBuf),
+    Object { address: usize, type_name: &'static str },
+}
+
+impl OutboxKey {
+    /// The key of the state kept in folder `dir`. Give the folder's canonical path
+    /// ([`std::fs::canonicalize`]: [`crate::ledger::FileStore::dir`] is one), so that two spellings of one folder
+    /// make one key.
+    pub fn folder(dir: &Path) -> Self {
+        OutboxKey(Key::Folder(dir.to_path_buf()))
+    }
+
+    /// The key of the state held by `object`, in memory: its address and its type. Two live objects of one type
+    /// never share an address (zero-sized types aside), so their keys differ; an object dropped while nothing
+    /// uploads it leaves nothing behind, and one made later at the same address takes turns with no one but itself.
+    pub fn of<T: ?Sized>(object: &T) -> Self {
+        OutboxKey(Key::Object {
+            address: object as *const T as *const () as usize,
+            type_name: std::any::type_name::<T>(),
+        })
+    }
 }

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use super::request::{check_token, Reply, UploadRequest, MAX_ANSWER};
-use super::Outbox;
+use super::{turns, Outbox};
 use crate::error::{Error, Result};
 
 /// Why an upload call returned.
@@ -215,7 +215,23 @@ impl Answer {
 ///
 /// Callers who want to spread devices over replicas shuffle the endpoint list per device; the uploader does not.
 ///
-/// Nothing here logs a report line or the token. One upload at a time per outbox.
+/// # One upload at a time per outbox
+///
+/// Calls on one outbox take turns, from any threads and through any `Uploader`s: a call holds its outbox's turn
+/// from start to end (one per [`Outbox::upload_key`] in the process: a [`crate::TelemetryClient`] is keyed by its
+/// store, a [`crate::ledger::FileStore`] by its folder, so the clients of one folder take turns too).
+///
+/// - A call that finds another one uploading the outbox waits for it, at most until its own `call_timeout`
+///   (without one, as long as it takes), then uploads what is still pending: the parts the other call acknowledged
+///   are not sent again (often nothing is left: [`Stopped::Empty`] or [`Stopped::Interval`]). Waiting calls take
+///   their turns in no set order.
+/// - A call whose `call_timeout` passes while it waits returns [`Stopped::Deadline`] having sent nothing.
+/// - A call from the thread that is uploading the outbox already (the options' `sleep`, or a logger, calling
+///   `upload` on it) is an [`Error::Value`], nothing sent: it would wait for itself.
+/// - Processes do not take turns: two processes uploading one folder at once may send a pinned part twice, which
+///   the collector stores once (its batch id).
+///
+/// Nothing here logs a report line or the token.
 pub struct Uploader {
     options: UploadOptions,
     hosts: Vec<String>,
@@ -298,10 +314,24 @@ impl Uploader {
     /// Sends the outbox's due batches, starting with the first endpoint (see [`Uploader`] for the failover rules);
     /// what was not acknowledged stays queued. An error (the collector refused a batch for good, a batch not
     /// delivered after `max_attempts` requests, an insane reply) returns with what was done before it in the error's
-    /// message; the outbox keeps the batch.
+    /// message; the outbox keeps the batch. While another call uploads the same outbox, this one waits its turn,
+    /// at most until its `call_timeout` ([`Stopped::Deadline`], nothing sent): see
+    /// [one upload at a time](Uploader#one-upload-at-a-time-per-outbox).
     pub fn upload(&mut self, outbox: &dyn Outbox) -> Result<UploadResult> {
         let start = Instant::now();
         let call_end = self.options.call_timeout.map(|t| start + t);
+        let Some(_turn) = turns::take(outbox.upload_key(), call_end)? else {
+            log::info!("upload: another upload of this outbox ran past this call's deadline; nothing sent");
+            return Ok(UploadResult {
+                batches: 0,
+                acknowledged: 0,
+                accepted: 0,
+                rejected: Vec::new(),
+                duplicates: 0,
+                stopped: Stopped::Deadline,
+                next_upload_at: outbox.next_upload_at()?,
+            });
+        };
         let past = |t: Instant| call_end.is_some_and(|end| t >= end);
         let n = self.options.endpoints.len();
         let mut current = 0; // the endpoint in use: the first, then the last one that acknowledged a part
