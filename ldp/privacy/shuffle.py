@@ -284,8 +284,8 @@ def dominates_generic(structure: ShuffleStructure, eps0: float) -> bool:
     larger and ``D_c`` does not increase with c; ``D_c`` at ``ε_Δ`` is a garbling's of ``D_c`` at ε₀ (randomized
     response at a smaller ε is post-processed randomized response at a larger one), so not larger; and ``ι`` scales
     it down. Binary RR always qualifies (``α = 2/(e^ε₀ + 1)``), k-RR over d values when ``e^ε₀ >= d − 1``."""
-    return (structure.clone_probability >= math.exp(-eps0) and structure.informative <= 1.0
-            and structure.epsilon_pair <= eps0)
+    return (structure.clone_probability >= math.exp(-eps0) and structure.informative <= 1.0 + 1e-12
+            and structure.epsilon_pair <= eps0 * (1 + 1e-9))  # rounding of a realized channel (either figure is valid)
 
 
 def _search(eps0: float, n: int, delta: float, structure: ShuffleStructure,

@@ -17,6 +17,7 @@ from ldp.privacy.shuffle import (
     ShuffleGuarantee,
     closed_form_epsilon,
     delta_upper_bound,
+    k_rr_structure,
     shuffled_cost,
     shuffled_epsilon,
 )
@@ -285,3 +286,22 @@ def test_vectorised_clone_bound_holds_where_tails_are_cut(eps0: float, n: int, d
             bound = delta_upper_bound(eps0, n, eps, delta, structure)
             assert math.log(bound) >= _exact_clone_log_delta(eps0, n, eps, structure.clone_probability) - 1e-9
         assert _exact_clone_log_delta(eps0, n, fast, structure.clone_probability) <= math.log(delta)
+
+
+@settings(max_examples=15, deadline=None)
+@given(eps0=st.floats(0.1, 6.0), n=st.integers(10, 10**6), d=st.integers(2, 40),
+       delta=st.sampled_from([1e-6, 1e-10, 1e-50]))
+def test_a_dominating_channel_never_needs_the_generic_search(eps0: float, n: int, d: int, delta: float) -> None:
+    """Where ``dominates_generic`` lets ``shuffled_epsilon`` skip the generic clone search, the generic figure is
+    never below the channel's own (its pair is at most the generic one's at every ε); where it does not, it is a
+    k-RR channel with e^ε₀ < d − 1."""
+    from ldp.privacy.shuffle import _search, dominates_generic, generic_structure
+
+    x = math.exp(eps0)
+    structure = k_rr_structure(x / (x + d - 1), 1 / (x + d - 1), d)
+    if not dominates_generic(structure, eps0):
+        assert x < d - 1 + 1e-9
+        return
+    own = _search(eps0, n, delta, structure, None)[0]
+    generic = _search(eps0, n, delta, generic_structure(eps0), None)[0]
+    assert own <= generic * (1 + 1e-4)
