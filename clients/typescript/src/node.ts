@@ -9,17 +9,46 @@
  *   that counts them is written: bytes past the state's `end` (a crash between the two) are not reports and are cut
  *   off by the next append. Acknowledged reports are dropped by moving `start`; a log is copied forward (compacted)
  *   once its dropped head outweighs what remains.
- * * The lock is one the operating system releases when its holder dies, at any step and however long ago: an
- *   abstract Unix socket bound under a name derived from the folder (Linux), a named pipe (Windows), or an open
- *   file with `O_EXLOCK` (macOS and the BSDs). Binding or opening is the whole act of taking it, so no step exists at
- *   which a killed process could leave it held. Transactions of one process on one folder also queue in-process.
+ * * The lock is one the operating system releases when its holder dies, at any step and however long ago, so no
+ *   step exists at which a killed process could leave it held: on Linux (and Android), an abstract Unix socket bound
+ *   under a name derived from the folder's device and inode, and for writing, a Unix socket in the folder (below); a
+ *   named pipe on Windows; an open file with `O_EXLOCK` on macOS and the BSDs. Transactions of one process on one
+ *   folder also queue in-process.
+ *
+ * The lock on Linux. An abstract socket is the kernel's own lock, released with the process, but the kernel keeps one
+ * set of abstract names per network namespace: two containers sharing a volume (or a recorder under `unshare -n`) each
+ * took "the" lock, wrote at once and damaged the store. Node has no `flock` or `fcntl` locks, so the lock has a second
+ * part, reached through the folder itself as the volume is: a transaction that writes, while holding its namespace's
+ * abstract socket, listens on a pathname socket `lock.<n>.sock` in the folder, `n` the inode of its network namespace
+ * (`/proc/self/ns/net`), and only then connects to every other `lock.<m>.sock` there. One that accepts is a live
+ * holder in another namespace: the transaction closes and removes its own socket, lets the abstract one go, and tries
+ * again after a random pause (up to `lockWaitMs`, then the usual `LedgerError`). One that refuses (`ECONNREFUSED`) is
+ * what a holder killed in namespace `m` left: nothing listens there. Announcing, then looking, lets at most one of two
+ * namespaces through: each listens before it looks, so the one that looks last sees the other. Only namespace `n`
+ * removes or binds `lock.<n>.sock`, and only under its own abstract socket, so no process removes a name another may
+ * have just bound; the owner removes its socket when it releases the lock, and a socket a killed owner left is removed
+ * by the next writer of that namespace (the OS closed the listening socket: the lock is free, as the abstract one).
+ * A folder path too long for a socket address (108 bytes) is reached through `/proc/self/fd/<folder fd>/`. The
+ * sockets of dead namespaces stay (one empty file each, never a trace of a state: delete them only while no process
+ * uses the folder); each costs writers one refused connection.
+ *
+ * Reads do not announce themselves (that would create a file, and reads write nothing): under the abstract socket
+ * they read `state.json`, replaced whole by a rename, and the bytes of the log it names, which no writer changes while
+ * the state names them. A writer of another namespace can only make a read fail, never make it wrong: the log it
+ * names deleted (retired or compacted), or a new device's first log there before its state. So a read (or the read
+ * part of any transaction) that finds a log short or missing, or traces without a state, looks again before saying
+ * so: if another namespace's lock socket answers, or `state.json` changed meanwhile, it runs again after a pause.
+ * A transaction that writes read its state before it announced itself: once announced, it reads `state.json` again,
+ * and if another namespace committed in between, it runs again on the new state (its function, like any store's,
+ * may run more than once).
  *
  * Reads write nothing: opening a store and every query read `state.json` and the log under the lock and leave every
- * file as it was (no temporary file, no `fsync`). Temporary files and logs no state refers to, which a killed
- * process leaves, are removed by the next transaction that writes. The store fails closed: a `state.json` that
- * cannot be read, or one that is missing while an `outbox.<n>.log` or a temporary state file remains (`lock` alone
- * is not a trace), is a `LedgerError`: the budget is never silently reset, and a device is started over only by
- * deleting the whole folder.
+ * file as it was (no temporary file, no `fsync`, no lock socket: the folder's entries and times are unchanged), and so
+ * does a transaction that ends up writing nothing (it announces itself only once it has something to write).
+ * Temporary files and logs no state refers to, which a killed process leaves, are removed by the next transaction
+ * that writes. The store fails closed: a `state.json` that cannot be read, or one that is missing while an
+ * `outbox.<n>.log` or a temporary state file remains (`lock` and `lock.<n>.sock` are not traces), is a `LedgerError`:
+ * the budget is never silently reset, and a device is started over only by deleting the whole folder.
  *
  * A full disk: `state.reserve` is `RESERVE_BYTES` (256 KiB) of zeros that a transaction which wrote leaves beside the
  * state when it is missing and the disk has room for it and as much again (written to a temporary file and renamed;
@@ -35,20 +64,22 @@ import {
   realpathSync, renameSync, rmSync, statSync, unlinkSync, writeSync, constants as fsConstants,
 } from "node:fs";
 import * as fs from "node:fs";
-import { createHash } from "node:crypto";
-import { createServer, Server } from "node:net";
 import { join } from "node:path";
 import { StateError } from "./errors.js";
+import { HeldLock, lockName, tryLock } from "./node-lock.js";
 import { PendingTransaction, migrateFormat1 } from "./state.js";
 import type { DeviceState, OutboxItem, StateStore, StoreTransaction, TransactOptions } from "./state.js";
 
 export { TelemetryClient } from "./client.js";
 export { MemoryStore } from "./state.js";
 
-/** The steps of a `FileStore` transaction, in order (what `FileStoreOptions.onStep` is told). */
+/** The steps of a `FileStore` transaction, in order (what `FileStoreOptions.onStep` is told). `announced`: the
+ * lock keeps out every process that shares the folder, as a transaction that writes needs (on Linux its socket in
+ * the folder listens; a read never gets there). A transaction that must try again (another namespace's writer held
+ * the folder) goes from `unlocked` back to `locked`. */
 export const FILE_STORE_STEPS = [
-  "lock", "locked", "read", "log-written", "log-synced", "state-written", "state-synced", "state-renamed",
-  "folder-synced", "retired", "unlocked",
+  "lock", "locked", "read", "announced", "log-written", "log-synced", "state-written", "state-synced",
+  "state-renamed", "folder-synced", "retired", "unlocked",
 ] as const;
 export type FileStoreStep = (typeof FILE_STORE_STEPS)[number];
 
@@ -78,7 +109,8 @@ export const RESERVE_BYTES = 256 * 1024;
 /** The error codes of a full disk (or of a full quota). */
 const FULL = ["ENOSPC", "EDQUOT"];
 
-/** The traces of a state in a folder: a temporary state file, an outbox log (not `lock`, not `state.reserve`). */
+/** The traces of a state in a folder: a temporary state file, an outbox log (not `lock`, not `lock.<n>.sock`, not
+ * `state.reserve`). */
 const TRACE = /^(?:state\.json\..*\.tmp|outbox\.\d+\.log)$/;
 const RESET = "; to start over deliberately as a new device, delete the whole folder first";
 
@@ -90,33 +122,15 @@ interface Cursor {
   count: number;
 }
 
-const BSD_O_EXLOCK = 0x20; // <fcntl.h> of macOS, FreeBSD, OpenBSD and NetBSD
+/** What one try of a transaction under the lock came to: its value, or a reason to try again after a pause (a live
+ * holder of another namespace's lock socket, `blocker`, or what looked like damage while another namespace wrote,
+ * `anomaly`). */
+type Attempt<T> = { done: true; value: T } | { done: false; blocker?: string; anomaly?: unknown };
+
 const queues = new Map<string, Promise<unknown>>();
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Binds `name` (a socket or pipe): the server if bound, `null` if another process holds the name. */
-function tryListen(name: string): Promise<Server | null> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", (err: NodeJS.ErrnoException) => (err.code === "EADDRINUSE" ? resolve(null) : reject(err)));
-    server.listen({ path: name, exclusive: true }, () => {
-      server.unref();
-      resolve(server);
-    });
-  });
-}
-
-function tryExlock(path: string): number | null {
-  try {
-    return openSync(path, fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_NONBLOCK | BSD_O_EXLOCK, 0o600);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "EAGAIN" || code === "EWOULDBLOCK") return null;
-    throw err;
-  }
 }
 
 /** `err`, a failed file operation on `path`, as a `LedgerError` keeping its code. */
@@ -165,8 +179,7 @@ export class FileStore implements StateStore {
     this.lockWaitMs = options.lockWaitMs ?? 30_000;
     this.compactBytes = options.compactBytes ?? 1 << 20;
     this.onStep = options.onStep;
-    const id = createHash("sha256").update(`${this.dir}\0${st.dev}\0${st.ino}`).digest("hex").slice(0, 32);
-    this.lockName = process.platform === "win32" ? `\\\\?\\pipe\\ldp-telemetry-${id}` : `\0ldp-telemetry/${id}`;
+    this.lockName = lockName(this.dir, st);
   }
 
   private step(s: FileStoreStep): void {
@@ -226,44 +239,58 @@ export class FileStore implements StateStore {
     }
   }
 
-  /** Takes the OS lock of the folder: resolves to its release. */
-  private async lock(): Promise<() => void> {
-    const deadline = Date.now() + this.lockWaitMs;
-    const bsd = ["darwin", "freebsd", "openbsd", "netbsd"].includes(process.platform);
-    if (!bsd && !["linux", "android", "win32"].includes(process.platform)) {
-      throw new LedgerError(`FileStore has no lock that the OS releases on ${process.platform}`);
-    }
+  /** Takes this namespace's part of the folder's lock (the whole lock elsewhere than Linux), waiting for a process
+   * that holds it until `deadline` (then a `LedgerError`). */
+  private async lock(deadline: number): Promise<HeldLock> {
     let pause = 1;
     for (;;) {
-      if (bsd) {
-        const fd = tryExlock(join(this.dir, "lock"));
-        if (fd !== null) return () => closeSync(fd);
-      } else {
-        const server = await tryListen(this.lockName);
-        if (server !== null) return () => server.close();
-      }
-      if (Date.now() > deadline) {
-        throw new LedgerError(`${this.dir}: another process held the state for over ${this.lockWaitMs} ms`);
-      }
+      const held = await tryLock(this.dir, this.lockName).catch((err: Error) => {
+        throw new LedgerError(`${this.dir}: ${err.message}`, (err as NodeJS.ErrnoException).code);
+      });
+      if (held !== null) return held;
+      if (Date.now() > deadline) throw this.lockTimeout(null);
       await sleep(pause);
       pause = Math.min(pause * 2, 50);
     }
   }
 
-  private readState(): { state: string | null; cursor: Cursor; migrated: OutboxItem[] | null } {
-    let text: string;
+  /** The error of a lock held by another process past `lockWaitMs`; `blocker`: the lock socket of another network
+   * namespace that last answered. */
+  private lockTimeout(blocker: string | null): LedgerError {
+    const where = blocker === null ? "" : ` (a process of another network namespace: its ${blocker} answers)`;
+    return new LedgerError(`${this.dir}: another process held the state for over ${this.lockWaitMs} ms${where}`);
+  }
+
+  /** `state.json` as text, `null` when it is missing (any other failure to read it is a `LedgerError`). */
+  private stateText(): string | null {
     try {
-      text = readFileSync(this.statePath, "utf8");
+      return readFileSync(this.statePath, "utf8");
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
-        const traces = readdirSync(this.dir).filter((name) => TRACE.test(name)).sort();
-        if (traces.length > 0) {
-          throw new LedgerError(`${this.statePath} is missing but ${traces.join(", ")} remain(s) in the folder: a ` +
-            `device recorded here and what it spent cannot be known, so it is not opened as a new device${RESET}`);
-        }
-        return { state: null, cursor: { gen: 0, start: 0, end: 0, first: 1, count: 0 }, migrated: null };
-      }
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
       throw fileError(this.statePath, err);
+    }
+  }
+
+  /** Whether what a try under `lock` read may have been cut from under it by a writer of another namespace, so that
+   * the failure it saw (`state.json` having been `text`) is to be tried again rather than reported: another
+   * namespace's lock socket answers, or `state.json` is no longer `text`. Never while `lock` keeps everyone out.
+   * Writes nothing. */
+  private async mayBeStale(lock: HeldLock, text: string | null): Promise<boolean> {
+    if (lock.exclusive) return false;
+    if ((await lock.othersLive()) !== null) return true; // first: a writer that has let go committed, or died
+    return this.stateText() !== text;
+  }
+
+  /** The state whose `state.json` is `text` (`null`: missing), with its outbox's cursor (or a format-1 state's
+   * outbox); a `LedgerError` when it is damaged, or missing beside traces of a state. */
+  private parseState(text: string | null): { state: string | null; cursor: Cursor; migrated: OutboxItem[] | null } {
+    if (text === null) {
+      const traces = readdirSync(this.dir).filter((name) => TRACE.test(name)).sort();
+      if (traces.length > 0) {
+        throw new LedgerError(`${this.statePath} is missing but ${traces.join(", ")} remain(s) in the folder: a ` +
+          `device recorded here and what it spent cannot be known, so it is not opened as a new device${RESET}`);
+      }
+      return { state: null, cursor: { gen: 0, start: 0, end: 0, first: 1, count: 0 }, migrated: null };
     }
     let doc: { device?: unknown; outbox?: unknown; format?: unknown };
     try {
@@ -301,7 +328,14 @@ export class FileStore implements StateStore {
     const out: Array<[OutboxItem, number]> = [];
     if (n <= 0 || from >= end) return out;
     const path = this.log(gen);
-    const fd = openSync(path, "r");
+    let fd: number;
+    try {
+      fd = openSync(path, "r");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw fileError(path, err);
+      throw new LedgerError(`${path} is damaged: missing, yet the state counts ${end - from} bytes of reports in it` +
+        RESET);
+    }
     try {
       const chunk = Buffer.allocUnsafe(1 << 16);
       let carry = Buffer.alloc(0);
@@ -369,33 +403,70 @@ export class FileStore implements StateStore {
     }
   }
 
-  /** Runs one transaction under the lock: `fn` on the state read afresh, then what it changed written (a read writes
-   * nothing), then the reserve made if it is missing. `spare`: whether a transaction that adds no report and fails
-   * for lack of room may delete the reserve and run once more. */
-  private runLocked<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions, spare = true): T {
-    const { state, cursor, migrated } = this.readState();
+  /**
+   * One try of a transaction under `lock`: `fn` on the state read afresh, then, if it changed something, the lock
+   * made to keep out every process sharing the folder (`announce`) and what it changed written, then the reserve made
+   * if it is missing; a read writes nothing and announces nothing. What it read is checked where a writer of another
+   * namespace could have cut it short (`mayBeStale`); the state is read again once announced, and `fn` runs again on
+   * it if another namespace committed in between. `spare`: whether a transaction that adds no report and fails for
+   * lack of room may delete the reserve and run once more.
+   */
+  private async runLocked<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions, lock: HeldLock,
+    spare = true): Promise<Attempt<T>> {
+    const text = this.stateText();
+    let read: ReturnType<FileStore["parseState"]>;
+    try {
+      read = this.parseState(text);
+    } catch (err) {
+      if (await this.mayBeStale(lock, text)) return { done: false, anomaly: err };
+      throw err;
+    }
+    const { state, cursor, migrated } = read;
     this.step("read");
     const committed = migrated !== null ? migrated.length : cursor.count;
+    let anomaly: { error: unknown } | undefined;
     const tx = new PendingTransaction(state, committed, (skip, n) => {
       if (migrated !== null) return migrated.slice(skip, skip + n);
-      return this.readRecords(cursor.gen, cursor.start, cursor.end, skip + n).slice(skip).map(([r]) => r);
+      try {
+        return this.readRecords(cursor.gen, cursor.start, cursor.end, skip + n).slice(skip).map(([r]) => r);
+      } catch (err) {
+        anomaly ??= { error: err };
+        throw err;
+      }
     }, options.head ?? Infinity);
-    const out = fn(tx);
-    const next: DeviceState | null = tx.state;
-    if (next === null || options.readOnly || (migrated === null && !tx.changed)) return out; // a read: nothing written
+    let out: T;
     try {
-      this.write(next, cursor, tx, migrated);
+      out = fn(tx);
+    } catch (err) {
+      if (anomaly !== undefined && await this.mayBeStale(lock, text)) return { done: false, anomaly: anomaly.error };
+      throw err;
+    }
+    if (anomaly !== undefined && await this.mayBeStale(lock, text)) return { done: false, anomaly: anomaly.error };
+    const next: DeviceState | null = tx.state;
+    if (next === null || options.readOnly || (migrated === null && !tx.changed)) return { done: true, value: out };
+    let again = false;
+    try {
+      if (!lock.exclusive) {
+        const blocker = await lock.announce().catch((err: Error) => {
+          throw err instanceof LedgerError ? err : fileError(this.dir, err);
+        });
+        if (blocker !== null) return { done: false, blocker };
+        again = this.stateText() !== text; // another namespace committed between the read and the announcement
+      }
+      this.step("announced");
+      if (!again) this.write(next, cursor, tx, migrated);
     } catch (err) {
       if (!diskFull(err)) throw err;
       if (tx.appended.length > 0) {
         throw new LedgerError(`the disk of ${this.dir} is full (${err.code}): nothing was recorded and nothing ` +
           `charged; uploading what waits frees room, and so does any other file deleted (${err.message})`, err.code);
       }
-      if (spare && this.releaseReserve()) return this.runLocked(fn, options, false);
+      if (spare && this.releaseReserve()) return this.runLocked(fn, options, lock, false);
       throw err;
     }
+    if (again) return this.runLocked(fn, options, lock, spare);
     this.ensureReserve();
-    return out;
+    return { done: true, value: out };
   }
 
   /** Writes what transaction `tx` changed: the reports it appended, then the state `next` (the commit), then retires
@@ -486,24 +557,41 @@ export class FileStore implements StateStore {
     return true;
   }
 
+  /** Runs `fn` as one transaction (`StateStore.transact`): under the lock, trying again after a random pause while a
+   * writer of another network namespace holds the folder, until `lockWaitMs` (then a `LedgerError`, or the damage
+   * the last try saw). `fn` may run more than once; only its last run's changes are committed. */
   transact<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions = {}): Promise<T> {
     const previous = queues.get(this.dir) ?? Promise.resolve();
-    const run = previous.then(async () => {
-      this.step("lock");
-      const release = await this.lock();
-      try {
-        this.step("locked");
-        return this.runLocked(fn, options);
-      } finally {
-        release();
-        this.step("unlocked");
-      }
-    });
+    const run = previous.then(() => this.attempt(fn, options));
     const tail = run.catch(() => undefined);
     queues.set(this.dir, tail);
     void tail.then(() => {
       if (queues.get(this.dir) === tail) queues.delete(this.dir);
     });
     return run;
+  }
+
+  private async attempt<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions): Promise<T> {
+    this.step("lock");
+    const deadline = Date.now() + this.lockWaitMs;
+    let pause = 1;
+    for (;;) {
+      const lock = await this.lock(deadline);
+      let attempt: Attempt<T>;
+      try {
+        this.step("locked");
+        attempt = await this.runLocked(fn, options, lock);
+      } finally {
+        lock.release();
+        this.step("unlocked");
+      }
+      if (attempt.done) return attempt.value;
+      if (Date.now() > deadline) {
+        if (attempt.anomaly !== undefined) throw attempt.anomaly;
+        throw this.lockTimeout(attempt.blocker ?? null);
+      }
+      await sleep(pause * (0.5 + Math.random())); // at random: two namespaces that gave way to each other part
+      pause = Math.min(pause * 2, 50);
+    }
   }
 }

@@ -1,8 +1,8 @@
 // The state stores (src/state.ts, src/node.ts): a transaction commits the state and the outbox together or not at
-// all; the FileStore survives a process killed at every step of a transaction — taking the lock included, in a
-// record, an acknowledgement and an opt-out — and at 200 random moments, never over-spending, never damaged, never
-// locked out; what a killed process leaves is swept by the next write; logs are compacted; a live holder makes
-// others wait, then fail with a clear error.
+// all; the FileStore survives a process killed at every step of a transaction — taking the lock and announcing it in
+// the folder included, in a record, an acknowledgement and an opt-out — and at 200 random moments, never
+// over-spending, never damaged, never locked out; what a killed process leaves is swept by the next write; logs are
+// compacted; a live holder makes others wait, then fail with a clear error. Namespaces: test/namespaces.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
@@ -34,7 +34,8 @@ const OK_FETCH_SOURCE = `async (u, init) => {
     { status: 200 }); }`;
 
 /** Runs `body` (module code with `client`, `store`, `spec` in scope) in a child process on the store in `dir`;
- * with `killAt`, the child kills itself (SIGKILL) at that step of its `killTransaction`-th transaction. Returns the
+ * with `killAt`, the child kills itself (SIGKILL) at that step of its `killTransaction`-th transaction; with `holdMs`,
+ * it prints "holding" and blocks that long in its third transaction (the first record), locked. Returns the
  * process, a promise of "ready" on its output, and one of its exit. */
 function child(dir, body, { killAt = null, killTransaction = 0, spec = SPEC, holdMs = 0 } = {}) {
   const script = `
@@ -45,7 +46,7 @@ function child(dir, body, { killAt = null, killTransaction = 0, spec = SPEC, hol
     const onStep = (s) => {
       if (s === "lock") transactions++;
       if (${JSON.stringify(killAt)} === s && transactions === ${killTransaction}) process.kill(process.pid, "SIGKILL");
-      if (${holdMs} > 0 && s === "locked" && transactions === 2) {
+      if (${holdMs} > 0 && s === "locked" && transactions === 3) {
         console.log("holding");
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${holdMs});
       }
@@ -145,6 +146,9 @@ test("FileStore: a process killed at every step of a record leaves a whole state
     const after = await audit(dir);
     assert.deepEqual([after.spent, after.pending], [committed + 1, committed + 1], `${step}: recording goes on`);
     assert.deepEqual(readdirSync(dir).filter((n) => n.endsWith(".tmp")), [], `${step}: temporary files swept`);
+    // Killed while it held the folder (from `announced` on), it left its lock socket: the next writer of its
+    // namespace took the name over and removed it when it let go.
+    assert.deepEqual(readdirSync(dir).filter((n) => n.endsWith(".sock")), [], `${step}: no lock socket left`);
   }
 });
 
@@ -222,7 +226,7 @@ test("FileStore: killed at 200 random moments, never over-spent, never damaged, 
 test("FileStore: a live holder makes others wait, then fail with a clear error; a damaged state is refused", async () => {
   const dir = tmp();
   const holder = child(dir, `await client.record("cat", 0);`, { holdMs: 1500 });
-  await holder.ready; // holding the lock in its second transaction
+  await holder.ready; // holding the lock in its third transaction, the record: a reader after it sees the record
   const store = new FileStore(dir, { lockWaitMs: 200 });
   await assert.rejects(store.transact((tx) => tx.pending, { readOnly: true }),
     (e) => e instanceof LedgerError && /held the state for over 200 ms/.test(e.message));
