@@ -1,6 +1,7 @@
 """The uploader against a collector that misbehaves on purpose (a stdlib HTTP server on loopback): answers that
-trickle one byte at a time (the per-request deadline ``timeout`` and the per-call ``call_timeout`` end them), and
-2xx answers whose counts are absurd (refused as a protocol error, the outbox unchanged)."""
+trickle one byte at a time or never come (the per-request deadline ``timeout`` and the per-call ``call_timeout`` end
+them, also with two CPU hogs beside the test), and 2xx answers whose counts are absurd (refused as a protocol error,
+the outbox unchanged)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from support.load import cpu_hogs
 
 from ldp.client import TelemetryClient, UploadError
 from ldp.client.transport import _DeadlineSocket, default_opener
@@ -33,14 +35,16 @@ T0 = 86400.0 * 20000 + 3600.0
 TOKEN = "deadline-token"
 GAP = 0.2  # seconds between two trickled bytes
 SLACK = 0.5  # seconds a deadline may be overrun: thread switches on a loaded 2-core machine (the overrun is ~ms)
+LOADED = 3.0  # with two CPU hogs beside the test, an upload ends before this many times its deadline (a deadline
+# that is not kept lets the trickle run for 200 s, the silent server for 60 s: far beyond it either way)
 
 
 class Collector:
     """``mode`` says how each request is answered: ``"ok"`` (a sane answer at once), ``"slow"`` (the same after
     ``delay`` s), ``"trickle_body"`` (200 and its headers at once, then a long body one byte per ``GAP`` s),
-    ``"trickle_headers"`` (the status line and headers one byte per ``GAP`` s), ``"busy"`` (429, Retry-After
-    100 s), or a function of (batch id, lines) giving the body of a 200. Batches are stored (by id, once) when
-    their request arrives."""
+    ``"trickle_headers"`` (the status line and headers one byte per ``GAP`` s), ``"silent"`` (the request read,
+    no answer for 60 s), ``"busy"`` (429, Retry-After 100 s), or a function of (batch id, lines) giving the body of
+    a 200. Batches are stored (by id, once) when their request arrives."""
 
     def __init__(self) -> None:
         self.mode: str | Callable[[str, int], bytes] = "ok"
@@ -48,12 +52,14 @@ class Collector:
         self.requests: list[tuple[str, int]] = []
         self.stored: dict[str, int] = {}
         self.lock = threading.Lock()
+        self.closing = threading.Event()  # ends the silent answers' wait
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/reports"
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
 
     def close(self) -> None:
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -90,6 +96,10 @@ class Collector:
                 with fake.lock:
                     fake.requests.append((bid, n))
                 mode = fake.mode
+                if mode == "silent":
+                    fake.closing.wait(60)
+                    self.close_connection = True
+                    return None
                 if mode == "busy":
                     return self._raw(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 100\r\nContent-Length: 0\r\n\r\n")
                 if callable(mode):
@@ -204,6 +214,42 @@ def test_a_retry_after_beyond_the_call_deadline_stops_without_waiting(tmp_path, 
         result = client.upload(collector.url, TOKEN, call_timeout=30, sleep=sleeps.append)
         assert time.monotonic() - start < SLACK and sleeps == [] and len(collector.requests) == 1
         assert result.stopped == "deadline" and len(state(tmp_path)[1]) == 2
+
+
+@pytest.fixture
+def hogs():
+    """Two busy-looping processes beside the test (a loaded 2-core machine), killed after it."""
+    with cpu_hogs(2) as procs:
+        yield procs
+
+
+@pytest.mark.parametrize("mode", ["silent", "trickle_body", "trickle_headers"])
+def test_under_load_a_silent_or_trickling_answer_ends_at_the_request_deadline(tmp_path, collector, hogs, mode):
+    collector.mode = mode
+    with make_client(tmp_path, 3) as client:
+        start = time.monotonic()
+        with pytest.raises(UploadError, match="after 1 attempt") as info:
+            client.upload(collector.url, TOKEN, timeout=0.5, max_attempts=1)
+        elapsed = time.monotonic() - start
+    assert all(h.poll() is None for h in hogs)  # the load was there all along
+    assert 0.5 <= elapsed < 0.5 * LOADED, elapsed
+    assert info.value.status is None and "deadline" in info.value.reason
+    assert len(collector.requests) == 1
+    ids, pinned = state(tmp_path)
+    assert len(ids) == 3 and [i for i, _ in pinned] == ids
+
+
+@pytest.mark.parametrize("mode", ["silent", "trickle_body"])
+def test_under_load_the_call_deadline_cuts_a_long_request_deadline(tmp_path, collector, hogs, mode):
+    collector.mode = mode
+    with make_client(tmp_path, 2) as client:
+        start = time.monotonic()
+        result = client.upload(collector.url, TOKEN, timeout=60, call_timeout=0.7)
+        elapsed = time.monotonic() - start
+    assert all(h.poll() is None for h in hogs)
+    assert 0.7 <= elapsed < 0.7 * LOADED, elapsed  # the call's 0.7 s, not the request's 60 s
+    assert (result.stopped, result.acknowledged, result.batches) == ("deadline", 0, 0)
+    assert len(collector.requests) == 1 and len(state(tmp_path)[1]) == 2  # the part stays pinned
 
 
 def test_a_send_to_a_peer_that_never_reads_ends_at_the_deadline():

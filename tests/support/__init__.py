@@ -7,6 +7,7 @@
 * ``support.install_lines``: the detector of install lines that name the unrelated ``ldp`` distribution;
 * ``support.scripts``: the experiment scripts of ``simulations/`` loaded as modules, and their CSVs;
 * ``support.e2e``: a real ``ldp serve`` and the machine's Chromium, for the end-to-end test.
+* ``support.load``: busy-looping processes beside a test, as on a loaded machine (:func:`~support.load.cpu_hogs`).
 
 Fixtures shared by several files are in ``tests/conftest.py``."""
 
