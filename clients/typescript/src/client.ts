@@ -361,10 +361,11 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
    * `fetch(..., {keepalive: true})`, which outlives the page. If the page lives on, the answer is checked and the
    * batch acknowledged as `upload` does, and the rest of the outbox follows; if it does not, the next visit resends
    * the same pinned batch and the collector stores it once. `sendBeacon` is not used: it cannot carry the bearer
-   * token. Errors are dropped (the next send retries). Returns a function that stops listening.
+   * token. While the page lives, that request has the request's deadline (`options.timeout`, 30 s by default), as
+   * every request of `upload`. Errors are dropped (the next send retries). Returns a function that stops listening.
    *
-   * `endpoints` is one URL or a list (checked now, with the token and the options: a bad one is a `ValueError`). The request sent as the page goes
-   * is for the first endpoint. If the page lives on, the rest follows through `upload` over the list, by default
+   * `endpoints` is one URL or a list (checked now, with the token and the options: a bad one is a `RangeError`). The
+   * request sent as the page goes is for the first endpoint. If the page lives on, the rest follows through `upload` over the list, by default
    * with one try per endpoint and part (`maxAttempts`: 1 for one URL) — with a list even when that first request
    * failed, since the next endpoint may take it.
    */
@@ -397,10 +398,13 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       const batch = ready;
       ready = null;
       sending = true;
+      // Under the request's deadline, as any request of `upload` (the timer dies with the page: a request still out
+      // then goes on, keepalive): a collector that never answers cannot hold `sending`, and so every later send.
+      const signal = AbortSignal.timeout(Math.ceil((options.timeout ?? 30) * 1000));
       const first = batch === null ? Promise.resolve() : doFetch(list[0].url, { method: "POST", headers: batch.headers,
-        body: batch.body as BodyInit, redirect: "manual", keepalive: true })
+        body: batch.body as BodyInit, redirect: "manual", keepalive: true, signal })
         .then(async (response) => {
-          const body = await readReply(response, 1 << 16, AbortSignal.timeout(Math.ceil((options.timeout ?? 30) * 1000)));
+          const body = await readReply(response, 1 << 16, signal);
           if (response.status >= 200 && response.status < 300) {
             checkAnswer(body, batch.id, batch.items.length);
             await acknowledge(this.store, batch, this.clock());
