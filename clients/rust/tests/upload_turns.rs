@@ -6,14 +6,17 @@
 //! parallel (nothing mocked).
 #![cfg(feature = "uploader")]
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use common::http::read_request;
 use ldp_client::ledger::{FileStore, MemoryStore, StateStore};
 use ldp_client::upload::{Stopped, UploadOptions, UploadResult, Uploader};
 use ldp_client::{json, CollectionSpec, Error, TelemetryClient};
@@ -56,30 +59,6 @@ struct Collector {
     hold: Arc<Hold>,
     /// A POST was received (its number), for tests that wait for the first one.
     arrived: Arc<(Mutex<usize>, Condvar)>,
-}
-
-/// A request's headers (lower-case names) and body.
-type Request = (Vec<(String, String)>, Vec<u8>);
-
-fn read_request(stream: &mut TcpStream) -> Option<Request> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).ok()?;
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l.split_once(':')?;
-        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-    }
-    let len: usize = headers.iter().find(|(k, _)| k == "content-length").map(|(_, v)| v.parse().ok())??;
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body).ok()?;
-    Some((headers, body))
 }
 
 impl Collector {

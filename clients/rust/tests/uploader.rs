@@ -4,14 +4,17 @@
 //! replies, the call's deadline.
 #![cfg(feature = "uploader")]
 
+mod common;
+
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::http::read_request;
 use ldp_client::ledger::MemoryStore;
 use ldp_client::upload::{Stopped, UploadOptions, Uploader};
 use ldp_client::{json, CollectionSpec, Error, TelemetryClient};
@@ -45,30 +48,6 @@ struct Server {
     url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
     written: Arc<Mutex<usize>>,
-}
-
-/// A request's headers (lower-case names) and body.
-type Request = (Vec<(String, String)>, Vec<u8>);
-
-fn read_request(stream: &mut TcpStream) -> Option<Request> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).ok()?;
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l.split_once(':')?;
-        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-    }
-    let len: usize = headers.iter().find(|(k, _)| k == "content-length").map(|(_, v)| v.parse().ok())??;
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body).ok()?;
-    Some((headers, body))
 }
 
 fn serve(script: Vec<Act>) -> Server {

@@ -1,9 +1,12 @@
 //! Shared helpers of the integration tests: the conformance vectors, as serde_json reads them, building C
-//! programs ([`cc`]), and the prio crate's Prio3 test vectors (`prio3`, feature `prio`).
+//! programs ([`cc`]), reading an HTTP request in the local collectors ([`http`]), CPU load ([`load`]), and the prio
+//! crate's Prio3 test vectors (`prio3`, feature `prio`).
 
 #![allow(dead_code)]
 
 pub mod cc;
+pub mod http;
+pub mod load;
 #[cfg(feature = "prio")]
 pub mod prio3;
 
