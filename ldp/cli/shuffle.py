@@ -53,7 +53,12 @@ def register(subparsers: Any) -> None:
     s.add_argument("--hold-days", type=number(float, 0, 3650), default=7.0, metavar="DAYS",
                    help="how long a window whose every metric is below its threshold waits (default 7)")
     s.add_argument("--keep-originals", action="store_true",
-                   help="move the consumed chunks under apps/<app>/consumed/ instead of deleting them")
+                   help="move the consumed chunks under apps/<app>/shuffler/consumed/ instead of deleting them "
+                        "(for --originals-days)")
+    s.add_argument("--originals-days", type=number(float, 0, 3650, low_open=True), default=7.0, metavar="DAYS",
+                   help="how long a chunk kept by --keep-originals stays, counted from when its replica wrote it "
+                        "(default 7): every run deletes the older ones, with or without --keep-originals (they "
+                        "hold batch ids and reports in arrival order)")
     s.add_argument("--lease-seconds", type=number(float, 1, 3600), default=60.0, metavar="SECONDS",
                    help="the shuffler lease's length past its last renewal (default 60): one run at a time per app; "
                         "a run whose process died is taken over this long after it stopped")
@@ -117,7 +122,8 @@ def _shuffle(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
     run = shuffle_app(store, args.app, grace_seconds=args.grace, dedup_seconds=args.dedup_days * 86400,
                       keep_originals=args.keep_originals, min_reports=args.min_reports,
                       hold_seconds=args.hold_days * 86400, lease_seconds=args.lease_seconds, engine=args.engine,
-                      scheduler=args.scheduler, specs=specs, max_resumptions=args.max_resumptions, retry=args.retry)
+                      scheduler=args.scheduler, specs=specs, max_resumptions=args.max_resumptions, retry=args.retry,
+                      originals_seconds=args.originals_days * 86400)
     for rid, reason in run.set_aside.items():
         print(f"ldp shuffle: warning: run {rid} is set aside ({reason}); its chunks wait in the store: fix the "
               f"cause, then ldp shuffle --retry {rid}", file=sys.stderr)

@@ -117,7 +117,8 @@ class AppLog:
         self.closed_dir = app_dir / "segments" / "closed"
         self.journal_dir = app_dir / "journal"
         self.seen = SeenIndex(self.journal_dir / SEEN, limits.dedup_horizon_seconds, granularity)
-        self.rejects = RejectKeeper(app_dir / "rejects", limits.max_reject_line_bytes, limits.reject_bytes_per_day)
+        self.rejects = RejectKeeper(app_dir / "rejects", limits.max_reject_line_bytes, limits.reject_bytes_per_day,
+                                    limits.reject_retention_days)
         self.open_index: dict[str, BatchCounts] = {}  # ids of segments not closed yet
         self._journal: SegmentJournal | None = None
         self._fd: int | None = None
@@ -183,6 +184,7 @@ class AppLog:
         for w, charged in self.seen.rejects_charged:
             self.rejects.charge_restored(w, charged)
         self.seen.evict(self.clock())
+        self.rejects.expire(self.clock())
         return {"journal_bytes": cut_journal, "segment_bytes": cut_segments}
 
     # -- writing ---------------------------------------------------------------------------------------

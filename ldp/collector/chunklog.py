@@ -66,7 +66,8 @@ class ChunkLog:
                  clock: Callable[[], float] = time.time, granularity: float = 86400.0) -> None:
         self.store, self.app, self.replica = store, app, replica
         self.dir, self.limits, self.clock, self.granularity = app_dir, limits, clock, granularity
-        self.rejects = RejectKeeper(app_dir / "rejects", limits.max_reject_line_bytes, limits.reject_bytes_per_day)
+        self.rejects = RejectKeeper(app_dir / "rejects", limits.max_reject_line_bytes, limits.reject_bytes_per_day,
+                                    limits.reject_retention_days)
         self.seen = _RecentIds(limits.dedup_horizon_seconds)
         self.deferred: list[Callable[[], None]] = []
         self._stats = AppStats()
@@ -78,8 +79,10 @@ class ChunkLog:
         return self._stats
 
     def recover(self) -> dict[str, int]:
-        """Nothing to cut back: a chunk is stored whole or not at all."""
+        """Nothing to cut back: a chunk is stored whole or not at all. The rejects past their retention are
+        deleted."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.rejects.expire(self.clock())
         return {"journal_bytes": 0, "segment_bytes": 0}
 
     def known(self, batch_id: str) -> BatchCounts | None:

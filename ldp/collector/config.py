@@ -43,8 +43,10 @@ class Limits:
     """Request and segment limits (the ``[limits]`` table). ``max_buffered_bytes`` bounds the request
     bodies held at once by all requests together (as received plus inflated, until stored). A rejected line
     over ``max_reject_line_bytes`` is stored only as a prefix and a digest, and each app stores at most
-    ``reject_bytes_per_day`` of rejects per UTC day (:mod:`ldp.collector.rejects`). A batch id is recognised
-    as a duplicate for ``dedup_horizon_seconds`` after it was stored (:mod:`ldp.collector.journal`).
+    ``reject_bytes_per_day`` of rejects per UTC day (:mod:`ldp.collector.rejects`); a day's ``rejects/`` file is
+    deleted ``reject_retention_days`` after that day ended. A batch id is recognised as a duplicate for
+    ``dedup_horizon_seconds`` after it was stored, then leaves the index, and the file within a day more
+    (:mod:`ldp.collector.journal`).
     ``header_timeout_seconds`` bounds the time from a connection's accept (or its last answer) to the end
     of the next request's headers, ``idle_timeout_seconds`` the time without a byte while no request is
     in progress, and ``max_header_bytes`` what a connection may buffer while its request's headers are
@@ -60,6 +62,7 @@ class Limits:
     segment_max_seconds: float = 300.0
     max_reject_line_bytes: int = 64 * 2**10
     reject_bytes_per_day: int = 64 * 2**20
+    reject_retention_days: int = 30
     dedup_horizon_seconds: float = 90 * 86400.0
     header_timeout_seconds: float = 10.0
     idle_timeout_seconds: float = 5.0

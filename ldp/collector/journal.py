@@ -16,8 +16,11 @@ journal is answered as a duplicate: with its counts while its segment is open, w
 closed.
 
 **Compaction.** Ids whose window ended more than the dedup horizon (``Limits.dedup_horizon_seconds``) ago leave the
-index (:meth:`SeenIndex.evict`); once they are half the file, :meth:`SeenIndex.compact` rewrites it atomically with a
-first ``{"base": ...}`` line holding the sums it dropped. Exactly-once holds inside the horizon.
+index (:meth:`SeenIndex.evict`); once they are half the file, or once one of them has been past the horizon for
+:data:`STALE_SECONDS` (a day), :meth:`SeenIndex.compact` rewrites it atomically with a first ``{"base": ...}`` line
+holding the sums it dropped. So the horizon is also how long an id stays on disk, within a day (and the minute
+between two checks): with a device's batch salt, its ids could be recomputed from its reports, so they must not
+stay. Exactly-once holds inside the horizon.
 
 **A failed append never stays in front of the next one.** A write may stop midway (a full disk takes the bytes up
 to its last free block, then says ``ENOSPC``; an fsync may fail after them): the bytes it left are cut off again at
@@ -49,6 +52,9 @@ __all__ = ["AppStats", "ClosedCounts", "SegmentJournal", "SeenIndex", "SEEN", "c
 
 logger = logging.getLogger(__name__)
 SEEN = "seen.jsonl"
+STALE_SECONDS = 86400.0
+"""The longest an id past the dedup horizon stays in ``seen.jsonl``: then the file is rewritten without it, however
+few such ids there are."""
 
 
 def coarse(t: float, granularity: float) -> float:
@@ -243,6 +249,7 @@ class SeenIndex:
         self.rejects_charged: list[tuple[float, int]] = []  # (window, bytes) of reject budget, for the day's budget
         self.entries = 0  # id lines in the file
         self.dead = 0  # of which have left the index
+        self.oldest_dead: float | None = None  # the earliest window of those
         self._base: dict[str, Any] | None = None
         self._lines = LineFile(path)
 
@@ -299,20 +306,23 @@ class SeenIndex:
         """Drop the ids of windows past the horizon from the index; returns how many."""
         cutoff, n = self._cutoff(now), 0
         while self.times and self.times[0][0] < cutoff:
-            _, batch_id = self.times.popleft()
+            w, batch_id = self.times.popleft()
             self.index.pop(batch_id, None)
+            self.oldest_dead = w if self.oldest_dead is None else min(self.oldest_dead, w)
             n += 1
         self.dead += n
         return n
 
     def compact(self, now: float, *, min_dead: int = 1000) -> bool:
-        """Evict, and rewrite the file without the evicted ids (their sums folded into the base line) when they are
-        at least ``min_dead`` and half the file; ``True`` when rewritten. On an ``OSError`` the old file stays. A
-        failed append is cut back first (the file then holds whole lines only); while it cannot be, no compaction."""
+        """Evict, and rewrite the file without the ids past the horizon (their sums folded into the base line) when
+        the evicted ones are at least ``min_dead`` and half the file, or when one of them has been past the horizon
+        for :data:`STALE_SECONDS`; ``True`` when rewritten. On an ``OSError`` the old file stays. A failed append is
+        cut back first (the file then holds whole lines only); while it cannot be, no compaction."""
         self.evict(now)
-        if self.dead < max(min_dead, 1) or self.dead * 2 < self.entries:
-            return False
         cutoff = self._cutoff(now)
+        stale = self.oldest_dead is not None and self.oldest_dead < cutoff - STALE_SECONDS
+        if not stale and (self.dead < max(min_dead, 1) or self.dead * 2 < self.entries):
+            return False
         tmp = self.path.with_name(self.path.name + ".compact")
         old: list[dict[str, Any]] = [self._base] if self._base else []
         kept: list[dict[str, Any]] = []
@@ -345,7 +355,12 @@ class SeenIndex:
             tmp.unlink(missing_ok=True)
             return False
         dropped = self.entries - sum("id" in d for d in kept)
-        self._base, self.entries, self.dead = base, self.entries - dropped, 0
+        self._base, self.entries, self.dead, self.oldest_dead = base, self.entries - dropped, 0, None
+        old_ids = [(w, i) for w, i in self.times if w < cutoff]  # dropped from the file, not yet evicted: now
+        if old_ids:
+            self.times = deque((w, i) for w, i in self.times if w >= cutoff)
+            for _, batch_id in old_ids:
+                self.index.pop(batch_id, None)
         self.stats.compacted = int(base["batches"])
         logger.info("journal %s: compacted %d ids older than the dedup horizon", self.path, dropped)
         return True

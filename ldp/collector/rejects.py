@@ -8,6 +8,12 @@ reject budget for the UTC day (``Limits.reject_bytes_per_day``) has room. A long
 counted (the answer and the journal's counts stay exact) and the app's ``rejects_unkept`` counter says how many.
 Without this, one 30 KB gzip request could store a 30 MiB junk line.
 
+**Retention.** A rejected line may hold anything a person typed, so the ``rejects/`` files do not stay: a day's file
+is deleted once ``Limits.reject_retention_days`` days have passed since that UTC day ended
+(:meth:`RejectKeeper.expire`, on start and then every minute: an entry is kept between that many days and one day
+more). Today's file is never deleted. Lines kept in a segment (one-process collector, short enough and within the
+budget) live as long as the segment: ``max_reject_line_bytes = 1`` keeps every rejected line out of the segments.
+
 A **replica** over shared storage (:class:`~ldp.collector.chunklog.ChunkLog`) keeps no rejected line in its chunks:
 the shuffler publishes what the chunks hold to the prefix the analysts read, and a rejected line may hold anything
 (an e-mail address typed at the endpoint). Every rejected line gets its ``rejects/`` entry in the replica's data
@@ -22,10 +28,12 @@ in the writer thread, what is kept.
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -46,6 +54,8 @@ __all__ = ["PREFIX_BYTES", "RejectSpan", "SpanFolder", "Kept", "RejectKeeper", "
 logger = logging.getLogger(__name__)
 PREFIX_BYTES = 256
 """Bytes of a left-out rejected line kept in its ``rejects/`` entry."""
+DAY_SECONDS = 86400
+_DAY_FILE = re.compile(r"(\d{8})\.jsonl\Z")
 
 
 @dataclass(frozen=True)
@@ -160,10 +170,15 @@ class Kept:
 
 
 class RejectKeeper:
-    """One app's reject budget for the current UTC day and its ``rejects/`` folder. Only the writer thread uses it."""
+    """One app's reject budget for the current UTC day and its ``rejects/`` folder, whose day files are deleted
+    ``retention_days`` after their day ended (:meth:`expire`). Only the writer thread keeps and appends; any thread
+    may expire (it touches past days' files only)."""
 
-    def __init__(self, folder: Path, max_line: int, per_day: int) -> None:
+    def __init__(self, folder: Path, max_line: int, per_day: int, retention_days: int = 30) -> None:
+        if isinstance(retention_days, bool) or not isinstance(retention_days, int) or retention_days < 1:
+            raise ValueError(f"retention_days must be an int >= 1, got {retention_days!r}")
         self.folder, self.max_line, self.per_day = folder, max_line, per_day
+        self.retention_days = retention_days
         self.day = ""
         self.used = 0
 
@@ -228,3 +243,36 @@ class RejectKeeper:
                 os.close(fd)
         except OSError as exc:
             logger.warning("cannot write to %s: %s (the rejects are still counted)", self.folder, exc.strerror)
+
+    def expire(self, now: float) -> list[str]:
+        """Delete the day files (``<yyyymmdd>.jsonl``) whose UTC day ended ``retention_days`` days or more before
+        ``now``; their names. Other files are left alone; a file that cannot be deleted is logged and tried again at
+        the next call."""
+        try:
+            names = sorted(os.listdir(self.folder))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            logger.warning("cannot list %s: %s (its old rejects are not deleted yet)", self.folder, exc.strerror)
+            return []
+        gone: list[str] = []
+        for name in names:
+            m = _DAY_FILE.match(name)
+            try:
+                start = calendar.timegm(time.strptime(m.group(1), "%Y%m%d")) if m else None
+            except ValueError:  # eight digits that are no date
+                start = None
+            if start is None or start + (self.retention_days + 1) * DAY_SECONDS > now:
+                continue
+            try:
+                (self.folder / name).unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                logger.warning("cannot delete %s past its retention: %s", self.folder / name, exc.strerror)
+                continue
+            gone.append(name)
+        if gone:
+            logger.info("deleted %d day(s) of rejects in %s past their %d-day retention", len(gone), self.folder,
+                        self.retention_days)
+        return gone

@@ -50,7 +50,8 @@ PROBE_SECONDS = 1.0
 PROBE_BYTES = 256 * 2**10
 """Size of the probe file: a write this big must work before uploads are taken again."""
 COMPACT_SECONDS = 60.0
-"""Seconds between two checks of the journals' dedup horizon (:meth:`~ldp.collector.journal.SeenIndex.compact`)."""
+"""Seconds between two checks of the journals' dedup horizon (:meth:`~ldp.collector.journal.SeenIndex.compact`) and
+of the rejects' retention (:meth:`~ldp.collector.rejects.RejectKeeper.expire`)."""
 
 
 def granularity(app: AppConfig) -> float:
@@ -296,6 +297,7 @@ class SegmentWriter:
             self._compact_at = now
             for log in self.logs.values():
                 self.jobs.put(lambda log=log: log.seen.compact(time.time()))  # type: ignore[misc]
+                self.jobs.put(lambda log=log: log.rejects.expire(log.clock()))  # type: ignore[misc]
         if self._dirty and now - self._counters_at >= 1.0 and self.jobs.empty():
             data = (json.dumps(self.counters(), indent=1) + "\n").encode()
             self.jobs.put(lambda: self._write_counters(data))

@@ -19,8 +19,9 @@ One run, for one app (Prochlo's Encode–Shuffle–Analyze; Apple's ingestion, t
    :meth:`~ldp.storage.Store.create`.
 4. **Record** the ids mixed (``shuffler/seen/<run>.json``, for later runs' deduplication), then the run as
    ``done`` with the anonymity set it achieved per window — reports in all, per metric, replicas, batches,
-   duplicates dropped — and only then delete the chunks (or move them under ``apps/<app>/consumed/`` with
-   ``keep_originals``), and mark the run ``closed``.
+   duplicates dropped — and only then delete the chunks (or move them under ``apps/<app>/shuffler/consumed/`` with
+   ``keep_originals``, where each run deletes those older than ``originals_seconds``: :mod:`ldp.shuffler.consumed`),
+   and mark the run ``closed``.
 
 **Killed at any point, a rerun is idempotent**: before the record, nothing was written; after it, the chunks are
 still there until the run is done, a window's segment is either whole or absent (objects are written whole), so the
@@ -50,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -60,6 +62,7 @@ from ldp.errors import LeaseLostError, NoThresholdError, StorageError
 from ldp.pipeline.chunks import CHUNK_SUFFIX, ChunkBatch, incoming_prefix
 from ldp.pipeline.shuffle import closed_name
 from ldp.pipeline.status import STATUS_FORMAT, status_key
+from ldp.shuffler.consumed import DEFAULT_ORIGINALS_SECONDS, consumed_prefix, prune_consumed
 from ldp.shuffler.engine import ENGINES, Engine, each
 from ldp.shuffler.lines import LineRules
 from ldp.shuffler.local_engine import LocalEngine
@@ -74,7 +77,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN_FORMAT", "ShuffleRun", "shuffle_app", "shuffler_lease", "check_app_store", "Plan", "plan_run",
            "start_run", "complete_run", "finish_interrupted", "superseded", "DEFAULT_GRACE_SECONDS",
-           "DEFAULT_DEDUP_SECONDS", "DEFAULT_HOLD_SECONDS", "DEFAULT_MAX_RESUMPTIONS", "NoThresholdError",
+           "DEFAULT_DEDUP_SECONDS", "DEFAULT_HOLD_SECONDS", "DEFAULT_MAX_RESUMPTIONS", "DEFAULT_ORIGINALS_SECONDS",
+           "NoThresholdError",
            "retry_set_aside", "publish_status", "open_engine"]
 
 logger = logging.getLogger(__name__)
@@ -143,7 +147,8 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
                 min_reports: int | None = None, hold_seconds: float = DEFAULT_HOLD_SECONDS,
                 lease_seconds: float = DEFAULT_TTL_SECONDS, lease: Lease | None = None, engine: str = "local",
                 scheduler: str | None = None, specs: Mapping[str, CollectionSpec] | None = None,
-                max_resumptions: int = DEFAULT_MAX_RESUMPTIONS, retry: Sequence[str] = ()) -> ShuffleRun:
+                max_resumptions: int = DEFAULT_MAX_RESUMPTIONS, retry: Sequence[str] = (),
+                originals_seconds: float = DEFAULT_ORIGINALS_SECONDS) -> ShuffleRun:
     """One run of the stage for ``app`` (module docstring); what it did. Thresholds are per (window, metric), in
     devices (:mod:`ldp.shuffler.plan`): a metric from fewer devices than its threshold — its spec's
     ``release.min_reports`` in ``specs``, at least ``min_reports`` — is withheld on its own, its lines written
@@ -161,7 +166,8 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
     (:func:`check_app_store`). ``engine``: ``"local"`` (this process) or ``"dask"``
     (:mod:`ldp.shuffler.dask_engine`, on the cluster at ``scheduler``, or a local one of its own). An unfinished
     run is resumed at most ``max_resumptions`` times, then set aside; ``retry`` names set-aside runs to put back
-    first (``"all"``: every one)."""
+    first (``"all"``: every one). Every run deletes the chunks ``keep_originals`` kept that their replica wrote more
+    than ``originals_seconds`` ago (:mod:`ldp.shuffler.consumed`)."""
     now = time.time() if now is None else float(now)
     if engine not in ENGINES or (scheduler is not None and engine != "dask"):
         raise ValueError(f"engine must be one of {', '.join(ENGINES)} (a scheduler only with 'dask'), got "
@@ -169,6 +175,10 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
     if not (grace_seconds >= 0 and dedup_seconds > 0 and hold_seconds >= 0):
         raise ValueError(f"grace_seconds and hold_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, "
                          f"{hold_seconds}, {dedup_seconds}")
+    if isinstance(originals_seconds, bool) or not isinstance(originals_seconds, (int, float)) \
+            or not 0 < originals_seconds < math.inf:
+        raise ValueError(f"originals_seconds (how long a kept original chunk stays) must be a finite number of "
+                         f"seconds > 0, got {originals_seconds!r}")
     if isinstance(max_resumptions, bool) or not isinstance(max_resumptions, int) or max_resumptions < 0:
         raise ValueError(f"max_resumptions must be an int >= 0, got {max_resumptions!r}")
     threshold = Thresholds((specs or {}).values(), min_reports)
@@ -188,7 +198,7 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
             retry_set_aside(fenced, app, retry)
         try:
             run = _run(fenced, app, now, grace_seconds, dedup_seconds, keep_originals, min_reports, hold_seconds,
-                       engine, scheduler, rules, threshold, max_resumptions)
+                       engine, scheduler, rules, threshold, max_resumptions, originals_seconds)
         except Exception as exc:  # after the lease was lost, a read may find what the taker removed: say why
             if not isinstance(exc, LeaseLostError):
                 try:
@@ -214,10 +224,12 @@ def open_engine(name: str, store: FencedStore, app: str, rules: LineRules, sched
 
 def _run(store: FencedStore, app: str, now: float, grace_seconds: float, dedup_seconds: float,
          keep_originals: bool, min_reports: int | None, hold_seconds: float, engine: str, scheduler: str | None,
-         rules: LineRules, threshold: Thresholds, max_resumptions: int) -> ShuffleRun:
+         rules: LineRules, threshold: Thresholds, max_resumptions: int,
+         originals_seconds: float = DEFAULT_ORIGINALS_SECONDS) -> ShuffleRun:
     """:func:`shuffle_app` once the lease is held: every write through ``store`` checks it first."""
     with open_engine(engine, store, app, rules, scheduler) as eng:  # every engine: the same plan, record and completion
         eng.prune(now - 2 * dedup_seconds)
+        prune_consumed(store, app, now - originals_seconds)
         past = finish_interrupted(store, app, now, dedup_seconds, keep_originals, eng, max_resumptions)
         eng.drop_staging(past.resumed + past.voided)
         aside = set(past.aside_chunks)
@@ -403,7 +415,7 @@ def complete_run(store: FencedStore, app: str, rec: dict[str, Any], now: float, 
 
     def consume(key: str) -> None:
         if keep and store.exists(key):  # kept where only the shuffler reads: never beside the segments
-            store.put(f"{shuffler_prefix(app)}consumed/{key[len(incoming_prefix(app)):]}", store.get(key))
+            store.put(f"{consumed_prefix(app)}{key[len(incoming_prefix(app)):]}", store.get(key))
         store.delete(key)
 
     each(store, consume, keys)
