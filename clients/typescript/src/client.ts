@@ -345,10 +345,21 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
     });
   }
 
-  /** Send the outbox to an `ldp serve` collector (`POST url`, bearer `token`) until it is empty or the upload
+  /**
+   * Send the outbox to an `ldp serve` collector (`POST url`, bearer `token`) until it is empty or the upload
    * interval stops it (`uploader.ts`). `endpoints` is one URL or a list of replicas: each call starts with the first,
    * and a try that finds a replica unable to take the batch (no answer, a network error, 408, 5xx) moves to the next
-   * (`endpoints.ts`). */
+   * (`endpoints.ts`).
+   *
+   * One upload at a time per outbox: the calls on this client's outbox in this JavaScript realm — concurrent calls
+   * of this client, and of other clients on the same store (the same `FileStore` folder, `IndexedDBStore` key or
+   * `MemoryStore`) — take turns, in the order they were made. A call that finds another one running waits for it, at
+   * most its own `callTimeout` in all (with none, as long as it takes), then uploads what is still pending: the parts
+   * the other call sent are not sent again (often nothing is left: `stopped: "empty"` or `"interval"`). A call whose
+   * deadline passes while it waits resolves to `stopped: "deadline"`, having sent nothing. Do not call `upload` from
+   * the `fetch` or `sleep` given to it: that call would wait for the one it is part of. Other processes and tabs
+   * are not waited for: a pinned batch they send as well is stored once by the collector (its batch id).
+   */
   upload(endpoints: Endpoints, token: string, options: UploadOptions = {}): Promise<UploadResult> {
     return upload(this.store, this.spec, endpoints, token, { clock: this.clock, ...options });
   }
@@ -362,7 +373,9 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
    * batch acknowledged as `upload` does, and the rest of the outbox follows; if it does not, the next visit resends
    * the same pinned batch and the collector stores it once. `sendBeacon` is not used: it cannot carry the bearer
    * token. While the page lives, that request has the request's deadline (`options.timeout`, 30 s by default), as
-   * every request of `upload`. Errors are dropped (the next send retries). Returns a function that stops listening.
+   * every request of `upload`; it does not wait for an upload running on the outbox (a page going away cannot wait):
+   * it is the pinned batch, which the collector stores once if that upload sends it too. Errors are dropped (the next
+   * send retries). Returns a function that stops listening.
    *
    * `endpoints` is one URL or a list (checked now, with the token and the options: a bad one is a `RangeError`). The
    * request sent as the page goes is for the first endpoint. If the page lives on, the rest follows through `upload` over the list, by default

@@ -182,6 +182,11 @@ export class FileStore implements StateStore {
     this.lockName = lockName(this.dir, st);
   }
 
+  /** Every `FileStore` of this process on this folder (by its real path) has this folder's outbox. */
+  get outboxKey(): string {
+    return `file\0${this.dir}`;
+  }
+
   private step(s: FileStoreStep): void {
     if (this.onStep !== undefined) this.onStep(s);
   }

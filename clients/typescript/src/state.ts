@@ -95,6 +95,9 @@ export interface TransactOptions {
  * where the store is shared) and commits what it changed atomically; if `fn` throws, nothing is written. */
 export interface StateStore {
   transact<T>(fn: (tx: StoreTransaction) => T, options?: TransactOptions): Promise<T>;
+  /** The same for every store of this JavaScript realm on this outbox (a `FileStore`'s folder, an `IndexedDBStore`'s
+   * key), so that their uploads take turns (`upload`); absent, the store object itself. */
+  readonly outboxKey?: unknown;
 }
 
 /** The transaction's state, which `TelemetryClient.open` made (a `ValueError` if it is gone). */
@@ -234,6 +237,11 @@ export class IndexedDBStore implements StateStore {
 
   constructor(readonly key: string, private readonly factory: IDBFactory | undefined = globalThis.indexedDB) {
     if (factory === undefined) throw new Error("IndexedDBStore needs indexedDB (a browser page or worker)");
+  }
+
+  /** Every `IndexedDBStore` of this realm on `key` has the outbox of `key`. */
+  get outboxKey(): string {
+    return `indexeddb\0${this.key}`;
   }
 
   private open(): Promise<IDBDatabase> {

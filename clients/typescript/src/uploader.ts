@@ -22,6 +22,11 @@
  * * `callTimeout` bounds the whole call: no request, wait or retry goes past it; the parts not sent by then stay in
  *   the outbox (the one in flight stays pinned, resent under its id by the next call), and the result says
  *   `stopped: "deadline"`.
+ * * One upload at a time per outbox (issue 73, as the Python and Kotlin clients): the calls on one outbox in this
+ *   JavaScript realm take turns, in the order they were made, whichever clients and stores make them
+ *   (`StateStore.outboxKey`). A call that finds another one running waits for it, at most its own `callTimeout` in
+ *   all, then uploads what is still pending: the parts the other call sent are not sent again. A call whose deadline
+ *   passes while it waits returns `stopped: "deadline"` having sent nothing.
  *
  * No report line and no token is ever logged: the one log line (`UploadOptions.log`, on a switch of endpoint) names
  * the two hosts and the status or kind of failure.
@@ -74,6 +79,27 @@ export interface UploadOptions {
 
 /** The most bytes of lines in one batch pinned for a keepalive request (browsers allow 64 KiB in flight). */
 export const KEEPALIVE_BYTES = 60 * 1024;
+
+/** The end of the last upload call waiting or running, per outbox (`outboxKey`): a call's turn comes when it ends. */
+const turns = new Map<unknown, Promise<void>>();
+
+/** Waits for the upload calls on outbox `key` made before this one, at most `seconds` (`Infinity`: as long as they
+ * take): the function that ends this call's turn, or `null` when `seconds` passed first (the next call's turn then
+ * comes when those before this one end). */
+async function takeTurn(key: unknown, seconds: number): Promise<(() => void) | null> {
+  const before = turns.get(key) ?? Promise.resolve();
+  let end!: () => void;
+  const mine = new Promise<void>((r) => (end = r));
+  const tail = before.then(() => mine);
+  turns.set(key, tail);
+  void tail.then(() => turns.get(key) === tail && turns.delete(key));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const ready = await Promise.race([before.then(() => true),
+    new Promise<boolean>((r) => seconds < Infinity && (timer = setTimeout(r, seconds * 1000, false)))]);
+  clearTimeout(timer);
+  if (!ready) end();
+  return ready ? end : null;
+}
 
 /** `batch_id`: HMAC-SHA256(salt, tag ‖ ids joined by "," ‖ 0x00 ‖ lines joined by "\n"), the first 32 hex digits. */
 export function batchId(salt: Uint8Array, ids: readonly number[], lines: readonly string[]): string {
@@ -288,7 +314,9 @@ export function checkUploadOptions(token: string, options: UploadOptions): void 
 
 /** Upload `store`'s outbox to `endpoints` (one URL, or a list tried as the module says; a bad list, token or option
  * is a `RangeError` before anything is sent) until it is empty, the upload interval stops it or `callTimeout`
- * passes. */
+ * passes. One call at a time per outbox (`store.outboxKey`): a call waits for those made before it, at most its
+ * `callTimeout` (then it returns `stopped: "deadline"`, having sent nothing). Do not call it from the `fetch` or
+ * `sleep` given to it: that call would wait for the one it is part of. */
 export async function upload(store: StateStore, spec: CollectionSpec, endpoints: Endpoints, token: string,
   options: UploadOptions = {}): Promise<UploadResult> {
   const ring = new Rotation(checkEndpoints(endpoints));
@@ -338,83 +366,93 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
     }
     return waits === 0 || pause(delay);
   };
-  for (;;) {
-    if (left() <= 0) return end("deadline"); // what is not sent stays in the outbox
-    const maxBytes = options.keepalive ? KEEPALIVE_BYTES : Infinity;
-    const batch = await prepareUpload(store, spec, token, clock(), { gzip: options.gzip, maxBytes });
-    if (batch === null) return end();
-    const lines = batch.items;
-    const { headers } = batch;
-    let answered = false, stopped = false; // stopped: by the call's deadline
-    ring.startPart();
-    for (let attempt = 1; attempt <= maxAttempts && !answered && !stopped; attempt++) {
-      const last = attempt === maxAttempts;
-      let response: Response;
-      let body: string;
-      const callBound = left() < timeout; // this request's timer is the call's deadline
-      const signal = AbortSignal.timeout(Math.ceil(Math.max(0, Math.min(timeout, left())) * 1000)); // whole ms
-      try {
-        const keepalive = options.keepalive === true && batch.body.length <= 64 * 1024;
-        response = await doFetch(ring.current.url, { method: "POST", headers, body: batch.body as BodyInit,
-          redirect: "manual", signal, keepalive });
-        body = await readReply(response, MAX_ANSWER, signal);
-      } catch {
-        // the timer's clock may run a little ahead of monotonic(): an abort by the call's timer is its deadline
-        if (left() <= 0 || (callBound && signal.aborted)) stopped = true;
-        else if (!last) stopped = !(await failOver(signal.aborted ? `no answer within ${timeout} s` : "network error", null));
-        continue;
-      }
-      const status = response.status;
-      if (response.type === "opaqueredirect" || (status >= 300 && status < 400)) {
-        throw await failure(`the collector redirected the upload (refused: it would carry the token elsewhere)`,
-          status || null, "redirect");
-      }
-      if (status >= 200 && status < 300) {
-        let a: Record<string, unknown>;
+  /** The parts sent one by one until the outbox is empty, the interval or the deadline stops the call, or it fails. */
+  const uploadParts = async (): Promise<UploadResult> => {
+    for (;;) {
+      if (left() <= 0) return end("deadline"); // what is not sent stays in the outbox
+      const maxBytes = options.keepalive ? KEEPALIVE_BYTES : Infinity;
+      const batch = await prepareUpload(store, spec, token, clock(), { gzip: options.gzip, maxBytes });
+      if (batch === null) return end();
+      const lines = batch.items;
+      const { headers } = batch;
+      let answered = false, stopped = false; // stopped: by the call's deadline
+      ring.startPart();
+      for (let attempt = 1; attempt <= maxAttempts && !answered && !stopped; attempt++) {
+        const last = attempt === maxAttempts;
+        let response: Response;
+        let body: string;
+        const callBound = left() < timeout; // this request's timer is the call's deadline
+        const signal = AbortSignal.timeout(Math.ceil(Math.max(0, Math.min(timeout, left())) * 1000)); // whole ms
         try {
-          a = checkAnswer(body, batch.id, lines.length);
-        } catch (err) {
-          throw await failure(`the collector's answer to batch ${batch.id} is not sane: ${(err as Error).message}`,
-            status, "bad_answer", UploadProtocolError);
-        }
-        const acked = await acknowledge(store, batch, clock());
-        result.batches += 1;
-        result.acknowledged += acked;
-        if (a.duplicate === true) result.duplicates += 1;
-        if (typeof a.accepted === "number") result.accepted += a.accepted;
-        for (const [k, v] of Object.entries((a.rejected ?? {}) as Record<string, number>)) {
-          result.rejected[k] = (result.rejected[k] ?? 0) + v;
-        }
-        answered = true;
-      } else if (status === 413) {
-        if (lines.length <= 1) throw await failure("the collector refused a one-line batch as too large", status, "too_large");
-        const half = Math.ceil(lines.length / 2);
-        await store.transact((tx) => {
-          const state = live(tx);
-          if (state.batch?.id === batch.id) {
-            state.batch = null;
-            pin(tx, spec, Infinity, half, maxBytes); // the interval does not apply to a split
-          }
-        }, { head: half });
-        answered = true;
-      } else if (status === 429 || status === 408 || status >= 500) {
-        if (left() <= 0) stopped = true;
-        if (last || stopped) continue;
-        const wait = status === 429 || status === 503 ? parseRetryAfter(response.headers.get("retry-after"), clock()) : null;
-        if (status === 429) stopped = !(await pause(Math.min(maxDelay, wait ?? backoff(ring.hold()))));
-        else stopped = !(await failOver(`HTTP ${status}`, wait));
-      } else {
-        let reason = `HTTP ${status}`;
-        try {
-          const e = JSON.parse(body) as { error?: unknown };
-          if (typeof e.error === "string") reason = e.error.slice(0, 100);
+          const keepalive = options.keepalive === true && batch.body.length <= 64 * 1024;
+          response = await doFetch(ring.current.url, { method: "POST", headers, body: batch.body as BodyInit,
+            redirect: "manual", signal, keepalive });
+          body = await readReply(response, MAX_ANSWER, signal);
         } catch {
-          /* not JSON: the status says it */
+          // the timer's clock may run a little ahead of monotonic(): an abort by the call's timer is its deadline
+          if (left() <= 0 || (callBound && signal.aborted)) stopped = true;
+          else if (!last) stopped = !(await failOver(signal.aborted ? `no answer within ${timeout} s` : "network error", null));
+          continue;
         }
-        throw await failure(`the collector refused batch ${batch.id}: ${reason}`, status, reason);
+        const status = response.status;
+        if (response.type === "opaqueredirect" || (status >= 300 && status < 400)) {
+          throw await failure(`the collector redirected the upload (refused: it would carry the token elsewhere)`,
+            status || null, "redirect");
+        }
+        if (status >= 200 && status < 300) {
+          let a: Record<string, unknown>;
+          try {
+            a = checkAnswer(body, batch.id, lines.length);
+          } catch (err) {
+            throw await failure(`the collector's answer to batch ${batch.id} is not sane: ${(err as Error).message}`,
+              status, "bad_answer", UploadProtocolError);
+          }
+          const acked = await acknowledge(store, batch, clock());
+          result.batches += 1;
+          result.acknowledged += acked;
+          if (a.duplicate === true) result.duplicates += 1;
+          if (typeof a.accepted === "number") result.accepted += a.accepted;
+          for (const [k, v] of Object.entries((a.rejected ?? {}) as Record<string, number>)) {
+            result.rejected[k] = (result.rejected[k] ?? 0) + v;
+          }
+          answered = true;
+        } else if (status === 413) {
+          if (lines.length <= 1) throw await failure("the collector refused a one-line batch as too large", status, "too_large");
+          const half = Math.ceil(lines.length / 2);
+          await store.transact((tx) => {
+            const state = live(tx);
+            if (state.batch?.id === batch.id) {
+              state.batch = null;
+              pin(tx, spec, Infinity, half, maxBytes); // the interval does not apply to a split
+            }
+          }, { head: half });
+          answered = true;
+        } else if (status === 429 || status === 408 || status >= 500) {
+          if (left() <= 0) stopped = true;
+          if (last || stopped) continue;
+          const wait = status === 429 || status === 503 ? parseRetryAfter(response.headers.get("retry-after"), clock()) : null;
+          if (status === 429) stopped = !(await pause(Math.min(maxDelay, wait ?? backoff(ring.hold()))));
+          else stopped = !(await failOver(`HTTP ${status}`, wait));
+        } else {
+          let reason = `HTTP ${status}`;
+          try {
+            const e = JSON.parse(body) as { error?: unknown };
+            if (typeof e.error === "string") reason = e.error.slice(0, 100);
+          } catch {
+            /* not JSON: the status says it */
+          }
+          throw await failure(`the collector refused batch ${batch.id}: ${reason}`, status, reason);
+        }
       }
+      if (stopped) return end("deadline");
+      if (!answered) throw await failure(`batch ${batch.id} was not delivered in ${maxAttempts} attempts`, null, "undelivered");
     }
-    if (stopped) return end("deadline");
-    if (!answered) throw await failure(`batch ${batch.id} was not delivered in ${maxAttempts} attempts`, null, "undelivered");
+  };
+  const endTurn = await takeTurn(store.outboxKey ?? store, left());
+  if (endTurn === null) return end("deadline"); // another call on this outbox ran past this one's deadline
+  try {
+    return await uploadParts();
+  } finally {
+    endTurn();
   }
 }
