@@ -1,5 +1,5 @@
 #!/bin/sh
-# Installs ldp's native client for C and C++ programs: the libraries, the header, a pkg-config file and a CMake
+# Installs ldp's native client for C and C++ programs: the libraries, the header, pkg-config files and a CMake
 # package, under a prefix (as `make install` would).
 #
 #   sh clients/rust/packaging/install.sh --prefix /opt/ldp [--features uploader] [--libdir DIR] [--destdir DIR]
@@ -11,17 +11,21 @@
 #   PREFIX/include/ldp_client.h
 #   LIBDIR/libldp_client.so.VERSION, libldp_client.so.0 -> it, libldp_client.so -> libldp_client.so.0
 #          (macOS: libldp_client.0.dylib, libldp_client.dylib -> it)
-#   LIBDIR/libldp_client.a
-#   LIBDIR/pkgconfig/ldp_client.pc          pkg-config --cflags --libs ldp_client
+#   LIBDIR/libldp_client.a, libldp_client_static.a -> it
+#   LIBDIR/pkgconfig/ldp_client.pc          pkg-config --cflags --libs ldp_client: the shared library (with or
+#                                           without --static)
+#   LIBDIR/pkgconfig/ldp_client-static.pc   pkg-config --cflags --libs ldp_client-static: the static library
+#                                           (-lldp_client_static, a name no shared library has, and the system
+#                                           libraries it needs; the same with --static)
 #   LIBDIR/cmake/LdpClient/LdpClientConfig.cmake, LdpClientConfigVersion.cmake
 #                                           find_package(LdpClient 0.1) -> LdpClient::ldp_client (shared),
 #                                           LdpClient::ldp_client_static
 #
-# LIBDIR is PREFIX/lib unless --libdir. The .pc file's Libs carry -Wl,-rpath,LIBDIR when LIBDIR is not one the
+# LIBDIR is PREFIX/lib unless --libdir. ldp_client.pc's Libs carry -Wl,-rpath,LIBDIR when LIBDIR is not one the
 # dynamic linker searches anyway, and CMake puts the library's folder in a program's RUNPATH itself: programs built
 # against the prefix run without LD_LIBRARY_PATH. --destdir stages the files under DIR (paths inside them stay
 # those of PREFIX), as packagers do. With --features uploader the header's LDP_CLIENT_UPLOADER functions are
-# declared for consumers (-DLDP_CLIENT_UPLOADER in the .pc file and on the CMake targets), with --features prio
+# declared for consumers (-DLDP_CLIENT_UPLOADER in the .pc files and on the CMake targets), with --features prio
 # the Prio3 sharding's (LDP_CLIENT_PRIO); --features uploader,prio both.
 set -eu
 
@@ -41,7 +45,7 @@ while [ $# -gt 0 ]; do
         --from) from=$2; shift 2 ;;
         --features) features=$2; shift 2 ;;
         --no-build) build=0; shift ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -83,6 +87,10 @@ cp "$crate/include/ldp_client.h" "$stage_inc/ldp_client.h"
 cp "$from/$shared_src" "$stage_lib/$real.tmp" && mv -f "$stage_lib/$real.tmp" "$stage_lib/$real"
 cp "$from/libldp_client.a" "$stage_lib/libldp_client.a"
 chmod 644 "$stage_inc/ldp_client.h" "$stage_lib/libldp_client.a"
+# -lldp_client finds libldp_client.so before libldp_client.a (GNU ld, lld, Apple's ld); -lldp_client_static finds
+# the archive alone. ldp_client-static.pc names it: -l:libldp_client.a is GNU ld's alone, and a full path to the
+# archive is put before the program's objects by CMake's pkg_check_modules, where it resolves nothing.
+ln -sf libldp_client.a "$stage_lib/libldp_client_static.a"
 chmod 755 "$stage_lib/$real"
 # libldp_client.so.0 -> libldp_client.so.0.1.0 (what programs load), libldp_client.so -> libldp_client.so.0 (what
 # the linker finds for -lldp_client).
@@ -118,6 +126,7 @@ fill() {  # $1: template, $2: output
     chmod 644 "$2"
 }
 fill "$here/ldp_client.pc.in" "$stage_lib/pkgconfig/ldp_client.pc"
+fill "$here/ldp_client-static.pc.in" "$stage_lib/pkgconfig/ldp_client-static.pc"
 fill "$here/LdpClientConfig.cmake.in" "$stage_lib/cmake/LdpClient/LdpClientConfig.cmake"
 fill "$here/LdpClientConfigVersion.cmake.in" "$stage_lib/cmake/LdpClient/LdpClientConfigVersion.cmake"
 echo "installed ldp_client $version (ABI $abi) under $destdir$prefix"

@@ -1,11 +1,13 @@
 //! The C and C++ packaging: `packaging/install.sh` installs the libraries this `cargo test` built (the shared one
-//! with its versioned SONAME), the header, `ldp_client.pc` and the CMake package under a prefix; a tiny program
-//! (`tests/c/consumer/`) is then built against that prefix through `pkg-config` and through CMake's
-//! `find_package(LdpClient)` (shared and static), and runs WITHOUT `LD_LIBRARY_PATH`.
+//! with its versioned SONAME), the header, `ldp_client.pc` (the shared library), `ldp_client-static.pc` (the static
+//! one) and the CMake package under a prefix; a tiny program (`tests/c/consumer/`) is then built against that prefix,
+//! shared and static, through `pkg-config` (with and without `--static`) and through CMake (`find_package(LdpClient)`
+//! and `pkg_check_modules`). Each shared program needs `libldp_client.so.0` and finds the prefix's (`readelf -d`,
+//! `ldd`); no static one needs any `libldp_client`; each runs WITHOUT `LD_LIBRARY_PATH`.
 //!
 //! With `LDP_INSTALLED_PREFIX` set, the test checks that prefix instead of installing (CI installs the release build
-//! with `install.sh` itself). Without `cmake`, `pkg-config` or `readelf` the checks that need them are skipped with
-//! a note, unless `LDP_REQUIRE_PACKAGING` is set (CI sets it).
+//! with `install.sh` itself). Without `cmake`, `pkg-config`, `readelf` or `ldd` the checks that need them are skipped
+//! with a note, unless `LDP_REQUIRE_PACKAGING` is set (CI sets it).
 
 #![cfg(target_os = "linux")]
 
@@ -44,6 +46,79 @@ fn dynamic(file: &Path) -> String {
     run(Command::new("readelf").arg("-d").arg(file), "readelf -d")
 }
 
+/// The shared libraries a program needs (`readelf -d`'s NEEDED entries).
+fn needed(exe: &Path) -> Vec<String> {
+    dynamic(exe)
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| Some(l.split_once('[')?.1.split_once(']')?.0.to_string()))
+        .collect()
+}
+
+/// What `ldd` resolves for a program, without `LD_LIBRARY_PATH`.
+fn ldd(exe: &Path) -> String {
+    run(Command::new("ldd").arg(exe).env_remove("LD_LIBRARY_PATH").env_remove("LD_PRELOAD"), "ldd")
+}
+
+/// The tools the checks of a consumer's linking use.
+struct Tools {
+    readelf: bool,
+    ldd: bool,
+}
+
+/// A consumer linked with the shared library: it needs the SONAME, finds it in the prefix's `lib` by its run path
+/// (`ldd`), and runs.
+fn check_shared(exe: &Path, lib: &Path, tools: &Tools, how: &str) {
+    if tools.readelf {
+        let needed = needed(exe);
+        assert!(
+            needed.iter().any(|n| n == "libldp_client.so.0"),
+            "{how}: the program does not name the SONAME: {needed:?}"
+        );
+    }
+    if tools.ldd {
+        let resolved = ldd(exe);
+        let want = format!("libldp_client.so.0 => {}", lib.join("libldp_client.so.0").display());
+        assert!(resolved.contains(&want), "{how}: ldd does not find the prefix's library ({want}):\n{resolved}");
+    }
+    run_consumer(exe);
+}
+
+/// A consumer linked with the static library: it needs no `libldp_client` shared library (`readelf -d`, `ldd`), and
+/// runs.
+fn check_static(exe: &Path, tools: &Tools, how: &str) {
+    if tools.readelf {
+        let needed = needed(exe);
+        assert!(
+            needed.iter().all(|n| !n.contains("libldp_client")),
+            "{how}: the static program loads the shared library: {needed:?}"
+        );
+    }
+    if tools.ldd {
+        let resolved = ldd(exe);
+        assert!(!resolved.contains("libldp_client"), "{how}: ldd lists the shared library:\n{resolved}");
+    }
+    run_consumer(exe);
+}
+
+/// `pkg-config ARGS` with the prefix's `.pc` files.
+fn pkg_config(lib: &Path, args: &[&str]) -> String {
+    run(Command::new("pkg-config").args(args).env("PKG_CONFIG_PATH", lib.join("pkgconfig")), "pkg-config")
+}
+
+/// Builds the consumer with a compiler and `flags` (pkg-config's).
+fn build_consumer(consumer: &Path, flags: &str, exe: &Path, how: &str) {
+    run(
+        Command::new(cc::compiler())
+            .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+            .arg(consumer.join("consumer.c"))
+            .args(flags.split_whitespace())
+            .arg("-o")
+            .arg(exe),
+        how,
+    );
+}
+
 #[test]
 fn installed_library_builds_and_runs_a_consumer_through_pkg_config_and_cmake() {
     let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ldp-install-{}", std::process::id()));
@@ -73,7 +148,9 @@ fn installed_library_builds_and_runs_a_consumer_through_pkg_config_and_cmake() {
         "lib/libldp_client.so.0".into(),
         "lib/libldp_client.so".into(),
         "lib/libldp_client.a".into(),
+        "lib/libldp_client_static.a".into(),
         "lib/pkgconfig/ldp_client.pc".into(),
+        "lib/pkgconfig/ldp_client-static.pc".into(),
         "lib/cmake/LdpClient/LdpClientConfig.cmake".into(),
         "lib/cmake/LdpClient/LdpClientConfigVersion.cmake".into(),
     ] {
@@ -84,56 +161,61 @@ fn installed_library_builds_and_runs_a_consumer_through_pkg_config_and_cmake() {
         PathBuf::from(format!("libldp_client.so.{version}"))
     );
     assert_eq!(std::fs::read_link(lib.join("libldp_client.so")).unwrap(), PathBuf::from("libldp_client.so.0"));
-    let readelf = have("readelf");
-    if readelf {
+    assert_eq!(std::fs::read_link(lib.join("libldp_client_static.a")).unwrap(), PathBuf::from("libldp_client.a"));
+    let tools = Tools { readelf: have("readelf"), ldd: have("ldd") };
+    if tools.readelf {
         let d = dynamic(&lib.join(format!("libldp_client.so.{version}")));
         assert!(d.contains("Library soname: [libldp_client.so.0]"), "no versioned SONAME:\n{d}");
     }
     let consumer = manifest_dir().join("tests/c/consumer");
+    let pkg_config_found = have("pkg-config");
 
-    if have("pkg-config") {
-        let flags = run(
-            Command::new("pkg-config")
-                .args(["--cflags", "--libs", "ldp_client"])
-                .env("PKG_CONFIG_PATH", lib.join("pkgconfig")),
-            "pkg-config",
-        );
-        assert!(flags.contains("-Wl,-rpath,"), "the .pc file sets no rpath: {flags}");
-        let exe = work.join("consumer-pkg-config");
-        run(
-            Command::new(cc::compiler())
-                .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-                .arg(consumer.join("consumer.c"))
-                .args(flags.split_whitespace())
-                .arg("-o")
-                .arg(&exe),
-            "cc with pkg-config's flags",
-        );
-        if readelf {
-            let d = dynamic(&exe);
-            assert!(d.contains("Shared library: [libldp_client.so.0]"), "the program does not name the SONAME:\n{d}");
+    if pkg_config_found {
+        // ldp_client: the shared library, with or without --static (the linker takes libldp_client.so for
+        // -lldp_client wherever both are installed).
+        for (args, name) in [
+            (&["--cflags", "--libs", "ldp_client"][..], "consumer-pkg-config"),
+            (&["--static", "--cflags", "--libs", "ldp_client"][..], "consumer-pkg-config-static-flag"),
+        ] {
+            let flags = pkg_config(&lib, args);
+            assert!(flags.contains("-Wl,-rpath,"), "the .pc file sets no rpath: {flags}");
+            let exe = work.join(name);
+            build_consumer(&consumer, &flags, &exe, &format!("cc with pkg-config {args:?}"));
+            check_shared(&exe, &lib, &tools, &format!("pkg-config {args:?}"));
         }
-        run_consumer(&exe);
+        // ldp_client-static: the static library, with or without --static.
+        for (args, name) in [
+            (&["--cflags", "--libs", "ldp_client-static"][..], "consumer-pkg-config-static"),
+            (&["--static", "--cflags", "--libs", "ldp_client-static"][..], "consumer-pkg-config-static-static"),
+        ] {
+            let flags = pkg_config(&lib, args);
+            assert!(flags.contains("-lldp_client_static"), "{args:?}: {flags}");
+            let exe = work.join(name);
+            build_consumer(&consumer, &flags, &exe, &format!("cc with pkg-config {args:?}"));
+            check_static(&exe, &tools, &format!("pkg-config {args:?}"));
+        }
     }
 
     if have("cmake") {
+        // find_package(LdpClient)'s two targets, and (with pkg-config) CMake's pkg_check_modules of both .pc files.
         let build = work.join("cmake-build");
-        run(
-            Command::new("cmake")
-                .arg("-S")
-                .arg(&consumer)
-                .arg("-B")
-                .arg(&build)
-                .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
-                .arg("-DCMAKE_BUILD_TYPE=Release"),
-            "cmake (configure)",
-        );
+        let mut configure = Command::new("cmake");
+        configure
+            .arg("-S")
+            .arg(&consumer)
+            .arg("-B")
+            .arg(&build)
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+            .arg(format!("-DLDP_PKG_CONFIG={}", if pkg_config_found { "ON" } else { "OFF" }))
+            .arg("-DCMAKE_BUILD_TYPE=Release")
+            .env("PKG_CONFIG_PATH", lib.join("pkgconfig"));
+        run(&mut configure, "cmake (configure)");
         run(Command::new("cmake").arg("--build").arg(&build), "cmake --build");
-        run_consumer(&build.join("consumer"));
-        run_consumer(&build.join("consumer_static"));
-        if readelf {
-            let d = dynamic(&build.join("consumer_static"));
-            assert!(!d.contains("libldp_client"), "the static consumer loads the shared library:\n{d}");
+        check_shared(&build.join("consumer"), &lib, &tools, "CMake LdpClient::ldp_client");
+        check_static(&build.join("consumer_static"), &tools, "CMake LdpClient::ldp_client_static");
+        if pkg_config_found {
+            check_shared(&build.join("consumer_pc"), &lib, &tools, "CMake pkg_check_modules(ldp_client)");
+            check_static(&build.join("consumer_pc_static"), &tools, "CMake pkg_check_modules(ldp_client-static)");
         }
     }
     let _ = std::fs::remove_dir_all(&work);
