@@ -162,8 +162,9 @@ export class LdpValueError extends LdpRefusal {
   override readonly name: string = "LdpValueError";
 }
 
-/** The kind of a value, as a refusal's `got` names it (`PyFloat` and numbers beyond 2^53 or with a fraction:
- * `"float"`). */
+/** The kind of a value, as a refusal's `got` names it, by the client's integer rule (`isPyInt`): a `bigint` and an
+ * integral `number` within ±2^53 are `"int"`; any other number (a fraction, beyond ±2^53, not finite) and a `PyFloat`
+ * are `"float"`, as Python's `int` and `float` of the same value. */
 export function kindOf(v: unknown): ValueKind {
   if (v === null || v === undefined) return "null";
   if (typeof v === "boolean") return "bool";
@@ -178,6 +179,12 @@ export function kindOf(v: unknown): ValueKind {
     if (proto === null || proto === Object.prototype) return "object";
   }
   return "other";
+}
+
+/** The integer `v` as a refusal's `got` holds it, exactly (Python's `got` is the int given): a `number` when it is
+ * within ±2^53, where every integer is one, a `bigint` beyond. A `number` is returned as it is. */
+export function exactInt(v: number | bigint): number | bigint {
+  return typeof v === "bigint" && v >= -(2n ** 53n) && v <= 2n ** 53n ? Number(v) : v;
 }
 
 /** An (ε, δ) cost as `BudgetExceeded` reports it (Python's `PrivacyCost`). */

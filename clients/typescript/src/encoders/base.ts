@@ -2,7 +2,7 @@
  * What every encoder shares: the report and its JSON line, the upload envelope, charges, and the labeled domain of
  * the fixed-domain protocols (`ldp/encoders/base.py`, `base_domain.py`, `ldp/wire.py`, `ldp/spec/envelope.py`).
  */
-import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
+import { LdpTypeError, LdpValueError, exactInt, kindOf } from "../errors.js";
 import { CryptoRandomSource, RandomSource, wordsOfBigInt } from "../random.js";
 import { PrivacyCost, ProtocolParams, isPyInt } from "../params/base.js";
 
@@ -175,8 +175,7 @@ export function indexOf(domainSize: number, labels: readonly string[] | null, va
 }
 
 function indexRange(value: number | bigint, d: number): LdpValueError {
-  const got = typeof value === "bigint" ? Number(value) : value;
-  return new LdpValueError("value_range", { got, min: 0, max: d, max_exclusive: true });
+  return new LdpValueError("value_range", { got: exactInt(value), min: 0, max: d, max_exclusive: true });
 }
 
 /** A protocol as the client runtime and the tests see it: its name, params class and how to make its encoder. */

@@ -99,7 +99,7 @@ export interface ParamsClass<T extends ProtocolParams> {
 /**
  * Parameters from their `to_dict()` form, as Python's `ProtocolParams.from_dict`: an unknown name is a
  * `ValueError` (`unknown_params`, the names sorted), a missing required one a `TypeError` (`missing_params`, in the
- * table's order); defaults fill the rest; then the class checks.
+ * table's order); defaults fill the rest; a `bigint` is taken as the number it equals; then the class checks.
  */
 export function fromDict<T extends ProtocolParams>(cls: ParamsClass<T>, d: ParamsDict): T {
   if (d === null || typeof d !== "object" || Array.isArray(d)) {
@@ -116,8 +116,15 @@ export function fromDict<T extends ProtocolParams>(cls: ParamsClass<T>, d: Param
     throw new LdpTypeError("missing_params", { params: missing });
   }
   const values: ParamsDict = {};
-  for (const f of cls.fields) values[f.name] = f.name in d ? d[f.name] : f.default;
+  for (const f of cls.fields) values[f.name] = asNumbers(f.name in d ? d[f.name] : f.default);
   return new cls(values);
+}
+
+/** A parameter with each `bigint` (itself, or an entry of a list) as the number it equals: parameters are numbers, as
+ * a spec's JSON gives them. Exact within ±2^53 (`5n` is `5`, Python's int 5); beyond, the nearest double, a float by
+ * the integer rule (`isPyInt`). */
+function asNumbers(v: unknown): unknown {
+  return typeof v === "bigint" ? Number(v) : Array.isArray(v) ? v.map(asNumbers) : v;
 }
 
 /**

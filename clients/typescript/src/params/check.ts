@@ -7,8 +7,15 @@
 import { ExpectedKind, LdpTypeError, LdpValueError, kindOf } from "../errors.js";
 import type { ParamRow } from "./tables.js";
 
-/** Whether a JS number stands for a Python int: integral with |x| <= 2^53 (a JSON integer beyond that is not exact
- * in a double anyway). A JSON `2.0` is therefore an int here, where Python reads a float: JS cannot tell them apart. */
+/**
+ * The client's integer rule: whether a JS `number` stands for a Python `int`, i.e. it is integral with |x| <= 2^53.
+ * Every integer of [-2^53, 2^53] is exactly a double, and the conformance vectors give `9007199254740992` (2^53) as
+ * a JSON integer, which `JSON.parse` makes this number. An integral number beyond ±2^53 is a float, as Python's
+ * `float` of it: a double there stands for no one integer (`2 ** 53 + 1 === 2 ** 53`), so `2 ** 64` is refused where
+ * an index is wanted (`value_type`, got `"float"`), as Python refuses `2.0 ** 64`. An integer beyond ±2^53 is given
+ * as a `bigint`, which is an int of any size, as Python's `int` (`2n ** 64n`: `value_range`, as Python's `2 ** 64`).
+ * A JSON `2.0` is an int here, where Python reads a float: JS cannot tell them apart.
+ */
 export function isPyInt(x: unknown): x is number {
   return typeof x === "number" && Number.isInteger(x) && Math.abs(x) <= 2 ** 53;
 }

@@ -4,7 +4,7 @@
  * (0 < p < q < 1); ε = max(ln(q/p), ln((1−p)/(1−q))) of the realized p and q. Draws: `B(q)` for a 1, `B(p)` for a
  * 0. Re-exported by `randomized-response.ts`; a module of its own so that a page using only `grr` does not ship it.
  */
-import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
+import { LdpTypeError, LdpValueError, exactInt, kindOf } from "../errors.js";
 import { log } from "../pymath.js";
 import { checkResolvable, realizedProbability } from "../random.js";
 import {
@@ -73,7 +73,7 @@ export class BinaryRREncoder extends Encoder<BinaryRRParams, number> {
     if (isPyInt(value) || typeof value === "bigint") {
       const n = Number(value);
       if (n === 0 || n === 1) return n;
-      throw new LdpValueError("value_range", { got: n, min: 0, max: 1 });
+      throw new LdpValueError("value_range", { got: exactInt(value), min: 0, max: 1 });
     }
     throw new LdpTypeError("value_type", { expected: "bool_or_01", got: kindOf(value) });
   }

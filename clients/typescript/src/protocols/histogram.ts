@@ -16,7 +16,7 @@
  */
 import { concatBytes, utf8Encode } from "../bytes.js";
 import { PyFloat, pyFloatRepr } from "../canonical.js";
-import { LdpTypeError, LdpValueError, kindOf, showValue } from "../errors.js";
+import { LdpTypeError, LdpValueError, exactInt, kindOf, showValue } from "../errors.js";
 import { log } from "../pymath.js";
 import { KeyedRandomSource, RandomSource, realizedProbability } from "../random.js";
 import {
@@ -97,7 +97,7 @@ export function bucketIndex(edges: readonly number[], given: unknown, clip: bool
     return Math.min(lo - 1, k - 1);
   }
   if (clip) return below ? 0 : k - 1;
-  throw new LdpValueError("value_range", { got: Number(value), min: edges[0], max: edges[k] },
+  throw new LdpValueError("value_range", { got: exactInt(value), min: edges[0], max: edges[k] },
     `value ${showValue(given)} is outside the histogram's range [${edges[0]}, ${edges[k]}] (pass clip: true in the ` +
     "params to clip it)");
 }

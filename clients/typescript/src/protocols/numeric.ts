@@ -14,7 +14,7 @@
  *   else Duchi's bit (pm = 0), both at the full ε.
  */
 import { PyFloat } from "../canonical.js";
-import { LdpTypeError, LdpValueError, kindOf } from "../errors.js";
+import { LdpTypeError, LdpValueError, exactInt, kindOf } from "../errors.js";
 import { exp, expm1, log, log1p } from "../pymath.js";
 import { RandomSource, bernoulliThreshold, realizedProbability } from "../random.js";
 import {
@@ -109,11 +109,12 @@ export abstract class NumericParams extends ProtocolParams {
     }
     let x = Number(value);
     const bounds = { min: this.low, max: this.high };
-    if (!Number.isFinite(x)) throw new LdpValueError("value_range", { got: x, ...bounds, finite: true });
+    if (!Number.isFinite(x)) throw new LdpValueError("value_range", { got: exactInt(value), ...bounds, finite: true });
     if (!(this.low <= x && x <= this.high)) {
       if (!this.clip) {
-        throw new LdpValueError("value_range", { got: x, ...bounds }, `${this.protocol} value ${x} is outside [low, ` +
-          `high] = [${this.low}, ${this.high}] (pass clip: true in the params to clip instead)`);
+        throw new LdpValueError("value_range", { got: exactInt(value), ...bounds },
+          `${this.protocol} value ${x} is outside [low, high] = [${this.low}, ${this.high}] (pass clip: true in the ` +
+          "params to clip instead)");
       }
       x = Math.min(Math.max(x, this.low), this.high);
     }
