@@ -4,7 +4,7 @@
  * another process holds it; the lock it gives keeps out the processes of other network namespaces too once
  * `announce` said so (Linux), and from the start elsewhere.
  */
-import { closeSync, openSync, readdirSync, statSync, unlinkSync, constants as fsConstants } from "node:fs";
+import { closeSync, lstatSync, openSync, readdirSync, statSync, unlinkSync, constants as fsConstants } from "node:fs";
 import { createHash } from "node:crypto";
 import { connect, createServer, Server } from "node:net";
 import { join } from "node:path";
@@ -96,6 +96,16 @@ function answers(path: string): Promise<boolean> {
   });
 }
 
+/** Removes the file at `path` if there is one (checked first: a missing file is the common case, and cheap so). */
+function removeIfThere(path: string): void {
+  if (lstatSync(path, { throwIfNoEntry: false }) === undefined) return;
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}
+
 /** A lock the OS keeps for every process of the machine (a pipe, an `O_EXLOCK` file): exclusive from the start. */
 class WholeLock implements HeldLock {
   readonly exclusive = true;
@@ -150,11 +160,9 @@ class SocketLock implements HeldLock {
     // Only this namespace binds its name, under its abstract socket: a socket there is one a killed holder of this
     // namespace left. One that answers would be a process of this namespace the abstract socket did not keep out
     // (the folder seen with another device or inode): never taken over.
-    if (await answers(path)) return own;
-    try {
-      unlinkSync(path);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    if (lstatSync(path, { throwIfNoEntry: false }) !== undefined) {
+      if (await answers(path)) return own;
+      removeIfThere(path);
     }
     const server = await tryListen(path);
     if (server === null) return own;
@@ -170,7 +178,7 @@ class SocketLock implements HeldLock {
   }
 
   /** Stops listening on this namespace's socket in the folder and removes it (libuv removes it on close; removing
-   * it again is for a libuv that does not, and `ENOENT` is then expected). */
+   * it here is for a libuv that does not). */
   private closeFolderSocket(): void {
     if (this.folderSocket === null) return;
     const { server, path } = this.folderSocket;
@@ -178,9 +186,9 @@ class SocketLock implements HeldLock {
     this.exclusive = false;
     server.close();
     try {
-      unlinkSync(path);
+      removeIfThere(path);
     } catch {
-      /* removed on close */
+      /* letting go never fails: a socket left is one nothing listens on, which the next writer here replaces */
     }
   }
 
