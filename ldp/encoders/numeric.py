@@ -140,11 +140,16 @@ class NumericParams(ProtocolParams):
 
     def check_value(self, value: Any) -> float:
         """``value`` as a float in ``[low, high]``: ``TypeError`` for a bool, str or non-number,
-        ``ValueError`` for NaN, ±inf or a value outside the bounds (clipped instead if ``clip``)."""
+        ``ValueError`` for NaN, ±inf (an int past the largest double among them) or a value outside the bounds
+        (clipped instead if ``clip``)."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise refuse_type(f"{self.protocol} values must be int or float, got {type(value).__name__}", value,
                               "float")
-        x, bounds = float(value), dict[str, Any](min=self.low, max=self.high)
+        try:
+            x = float(value)
+        except OverflowError:  # an int past the largest double: ±inf, as the other clients read it
+            x = math.inf if value > 0 else -math.inf
+        bounds = dict[str, Any](min=self.low, max=self.high)
         if not math.isfinite(x):
             raise refuse_range(f"{self.protocol} values must be finite, got {x}", value, **bounds, finite=True)
         if not self.low <= x <= self.high:

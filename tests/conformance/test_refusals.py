@@ -412,3 +412,16 @@ def test_any_bad_value_is_refused_by_a_code_of_the_vocabulary(protocol: str, val
         except (TypeError, ValueError) as exc:
             assert isinstance(exc, Refusal), f"{protocol} {given_value!r}: {type(exc).__name__}: {exc}"
             assert check_refusal(exc.code, exc.fields, "values") == [], (given_value, exc)
+
+
+@pytest.mark.parametrize("protocol", ["duchi", "piecewise", "hybrid", "memo-mean"])
+@pytest.mark.parametrize("value", [10**400, -(10**400), 2**1024])
+def test_an_int_past_the_largest_double_is_refused_as_infinite(protocol: str, value: int) -> None:
+    """A mean protocol given an int no double holds refuses it as the other clients do (they read it as ±inf):
+    ``value_range`` with ``finite``, the int itself as ``got`` — not a bare ``OverflowError``."""
+    from ldp.protocols.registry import get_protocol
+
+    proto = get_protocol(protocol)
+    params = proto.params_type.examples()[0]
+    refusal = _refused(lambda: proto.encoder_type(params).encode(value))
+    assert refusal.code == "value_range" and refusal.fields["finite"] is True and refusal.fields["got"] is value
