@@ -6,9 +6,10 @@ cumulative figure (:mod:`ldp.pipeline.amplification`, :mod:`ldp.collector.centra
 :func:`window_guarantee` takes what the figure depends on: the metric's protocol params (their per-report ε₀ and
 their ``shuffle_structure``, e.g. binary randomized response's, analysed exactly), the number of reports shuffled
 together, δ, and how many reports a device sent in the window. A device's k reports of a window count as one report
-of k·ε₀ (the analyst's multiset of reports is a function of the devices' k-tuples, a k·ε₀-LDP randomizer); the
-clone structure is a property of one report, so it is used only with k = 1 (:mod:`ldp.privacy.target`, the rule
-the cumulative figure follows). :func:`over_windows` is the guarantee over several windows
+of k·ε₀ (the analyst's multiset of reports is a function of the devices' k-tuples, a k·ε₀-LDP randomizer), and the
+crowd is the devices, at least ⌈n/k⌉ of n reports (:func:`~ldp.privacy.target.devices_among`); the clone structure
+is a property of one report, so it is used only with k = 1 (:mod:`ldp.privacy.target`, the rule the cumulative
+figure follows). :func:`over_windows` is the guarantee over several windows
 (:func:`ldp.privacy.over_time.central_over_windows`), one window being stated at its own figure, so that a window
 released alone reads the same everywhere.
 
@@ -24,6 +25,7 @@ from typing import Any, NamedTuple
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.over_time import CentralOverTime, WindowRelease, central_over_windows
 from ldp.privacy.shuffle import ShuffleGuarantee, ShuffleStructure, shuffled_epsilon
+from ldp.privacy.target import devices_among
 
 __all__ = ["DELTA", "ONE_WINDOW", "Randomizer", "over_windows", "release_guarantee", "window_guarantee",
            "window_release"]
@@ -50,12 +52,14 @@ def _reports(reports: int) -> int:
 
 
 def window_release(params: Any, n: int | None, reports: int = 1) -> WindowRelease:
-    """The window of a device that sent ``reports`` reports of ``params``' protocol, shuffled among ``n`` (``None``:
-    not shuffled): one report of k·ε₀, with the protocol's ``shuffle_structure`` when k = 1 (module docstring)."""
+    """The window of a device that sent ``reports`` reports of ``params``' protocol, shuffled among ``n`` reports
+    (``None``: not shuffled): one report of k·ε₀ among ⌈n/k⌉ devices, with the protocol's ``shuffle_structure``
+    when k = 1 (module docstring)."""
     cost: PrivacyCost = params.privacy_cost
     if _reports(reports) == 1:
         return WindowRelease(cost, n, params.shuffle_structure)
-    return WindowRelease(PrivacyCost(reports * cost.epsilon, reports * cost.delta), n, None)
+    return WindowRelease(PrivacyCost(reports * cost.epsilon, reports * cost.delta), devices_among(n, reports), None)
+
 
 
 def release_guarantee(release: WindowRelease, delta: float) -> ShuffleGuarantee | None:
@@ -69,8 +73,9 @@ def release_guarantee(release: WindowRelease, delta: float) -> ShuffleGuarantee 
 def window_guarantee(params: Any, n: int, delta: float = DELTA, reports: int = 1) -> ShuffleGuarantee | None:
     """A window's central guarantee against the analyst: a device's ``reports`` reports of ``params``' protocol
     (anything with ``privacy_cost`` and ``shuffle_structure``: a protocol's params, a :class:`Randomizer`) among
-    ``n`` reports shuffled together, at ``delta``. ``None`` when a report costs δ₀ > 0 (the bound is for pure ε₀-LDP
-    reports). ``ValueError`` for an ``n``, ``delta`` or ``reports`` out of range."""
+    ``n`` reports shuffled together (from at least ``⌈n/reports⌉`` devices,
+    :func:`~ldp.privacy.target.devices_among`), at ``delta``. ``None`` when a report costs δ₀ > 0 (the bound is for
+    pure ε₀-LDP reports). ``ValueError`` for an ``n``, ``delta`` or ``reports`` out of range."""
     return release_guarantee(window_release(params, n, reports), delta)
 
 

@@ -10,7 +10,9 @@ one k-RR report, so it is used only when k = 1; k > 1 uses the generic bound of 
 
 When a window's reports lie in j shuffled segments (the collector shuffles each segment on its own), a device's k
 reports may be split among min(k, j) of them. Each part (k_i ≤ k reports, in a segment of n_i ≥ n reports) is a
-k_i·ε₀-LDP randomizer, hence k·ε₀-LDP, shuffled among at least n: by Theorem 3.2 its output is a post-processing of
+k_i·ε₀-LDP randomizer, hence k·ε₀-LDP, shuffled among the parts of at least ⌈n/k⌉ devices (the theorem's users are
+the devices, each sending at most k of the n_i ≥ n reports; counting reports as users would overstate the crowd k
+times): by Theorem 3.2 its output is a post-processing of
 the clone pair of (k·ε₀, n) (fewer clones, n − 1 trials at the same clone probability, is a post-processing of more
 clones too), and the parts are independent shuffles, so composing min(k, j) such pairs bounds the window whatever
 the split. With k = 1 the one report is in one segment: one pair, with the k-RR structure where the protocol has it.
@@ -29,7 +31,7 @@ from typing import Any
 
 from ldp.privacy.cost import PrivacyCost
 
-__all__ = ["MetricLoss", "metric_loss", "window_releases", "meets"]
+__all__ = ["MetricLoss", "devices_among", "metric_loss", "window_releases", "meets"]
 
 
 @dataclass(frozen=True)
@@ -78,8 +80,8 @@ def metric_loss(params: Any, reports: int | None, lifetime: PrivacyCost | None =
 
 def window_releases(loss: MetricLoss, n: int | None, segments: int = 1) -> list[Any]:
     """The :class:`~ldp.privacy.over_time.WindowRelease` list that bounds one window whose reports lie in
-    ``segments`` shuffled segments of at least ``n`` reports each (``n`` ``None``: not shuffled; module
-    docstring)."""
+    ``segments`` shuffled segments of at least ``n`` reports each, so of at least :func:`devices_among` devices
+    (``n`` ``None``: not shuffled; module docstring)."""
     from ldp.privacy.over_time import WindowRelease
 
     if loss.per_report is None or loss.reports is None:
@@ -87,7 +89,16 @@ def window_releases(loss: MetricLoss, n: int | None, segments: int = 1) -> list[
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
         raise ValueError(f"segments must be an int >= 1, got {segments!r}")
     parts = 1 if n is None else min(loss.reports, segments)
-    return [WindowRelease(loss.per_report, n, loss.structure)] * parts
+    return [WindowRelease(loss.per_report, devices_among(n, loss.reports), loss.structure)] * parts
+
+
+def devices_among(n: int | None, reports: int) -> int | None:
+    """The fewest devices ``n`` shuffled reports can come from when each sends at most ``reports`` (k) of them:
+    ``⌈n/k⌉``, the crowd the shuffle bound counts (its users are the devices, each one k·ε₀ randomizer; counting
+    reports as users would overstate the crowd k times and understate ε). ``None`` stays ``None`` (not shuffled)."""
+    if isinstance(reports, bool) or not isinstance(reports, int) or reports < 1:
+        raise ValueError(f"reports (a device's reports of the metric in a window) must be an int >= 1, got {reports!r}")
+    return None if n is None else -(-n // reports)
 
 
 def meets(epsilon: float, delta: float, target: Any) -> bool:

@@ -45,7 +45,7 @@ def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | Non
     lines = [f"shuffled: central guarantee per window against the analyst, {n:,} devices shuffled, δ = {delta:g}"]
     for m in spec.metrics.values():
         eps0, k = m.params.privacy_cost.epsilon, reports_per_window(spec, m.name)
-        g = window_guarantee(m.params, n, delta, k) if k is not None else None
+        g = window_guarantee(m.params, n * k, delta, k) if k is not None else None
         if g is None:
             lines.append(f"  {m.name}: no central bound (" + ("no per-window cap" if k is None else "δ > 0 per report")
                          + "); the local guarantee stands")
@@ -103,7 +103,7 @@ def over_horizon(spec: CollectionSpec, name: str, n: int, delta: float, windows:
             if target is not None:
                 out["meets_target"] = meets(loss.lifetime.epsilon, loss.lifetime.delta, target)
         return out
-    over = over_windows(window_releases(loss, n) * horizon, at)
+    over = over_windows(window_releases(loss, n * loss.reports) * horizon, at)  # n devices: k·n reports at most
     out["over_windows"] = over.to_dict()
     eps, _ = loss.bound(over.epsilon, over.delta)
     if eps != over.epsilon:
@@ -195,7 +195,7 @@ def central_json(spec: CollectionSpec, n: int, delta: float, windows: int | None
     out: dict[str, object] = {}
     for m in spec.metrics.values():
         k = reports_per_window(spec, m.name)
-        found = window_guarantee(m.params, n, delta, k) if k is not None else None
+        found = window_guarantee(m.params, n * k, delta, k) if k is not None else None
         g = None if found is None else found.to_dict()
         out[m.name] = {"reports_per_window": k, "guarantee": g, **over_horizon(spec, m.name, n, delta, windows)}
     return out

@@ -63,11 +63,12 @@ def test_each_window_has_a_verdict_the_page_and_metrics_show_it(tmp_path: Path) 
     html = render_dashboard(data, ["demo"])
     assert html.count("Possible poisoning") == 1 and "(possible poisoning)" in html
     # the shuffle's central guarantee: a device's reports among the 3,000 of the smallest segment; the spec lets a
-    # device send 10 a window (per_window 10 over per_report 1), which count as one report of 10·ε₀, no structure
+    # device send 10 a window (per_window 10 over per_report 1), which count as one report of 10·ε₀, no structure,
+    # among the 300 devices those 3,000 reports come from at least
     sh = m["shuffle"]
     assert sh["segments"] == 2 and sh["smallest"] == 3000 and sh["unshuffled_segments"] == 0
     assert sh["reports_per_window"] == 10
-    assert m["shuffle"]["central"] == shuffled_epsilon(10.0, 3000, 1e-8).to_dict()
+    assert m["shuffle"]["central"] == shuffled_epsilon(10.0, 300, 1e-8).to_dict()
     assert "Central guarantee against the analyst (shuffled)" in html
     config = parse_config({"data_dir": str(data), "apps": {"demo": {"token_sha256": "0" * 64,
                                                                     "specs": [str(spec_path)]}}}, tmp_path)
