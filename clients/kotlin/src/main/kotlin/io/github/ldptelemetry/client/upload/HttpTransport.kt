@@ -5,6 +5,7 @@ import java.io.IOException
 import java.io.InputStream
 import java.net.HttpURLConnection
 import java.net.URL
+import java.util.concurrent.ExecutorService
 import java.util.concurrent.Executors
 import java.util.concurrent.ScheduledExecutorService
 import java.util.concurrent.ThreadFactory
@@ -40,6 +41,12 @@ public class Answer internal constructor(
  * forever: here the connect and read timeouts are set to the time left, and a watchdog disconnects the connection
  * when the deadline passes, which ends any read in progress. The answer is read in chunks, at most `limit + 1`
  * bytes in all (a longer one is cut while reading: [Answer.over]). Redirects are not followed.
+ *
+ * Each request asks for `Connection: close` (one connection per POST, as the Python client's): a kept-alive
+ * connection's answer is a stream that `disconnect()` hands to the JDK's keep-alive cleaner instead of closing its
+ * socket, and that cleaner drains a trickled answer holding the stream's lock, so a cut could wait on it; a closing
+ * connection's `disconnect()` closes the socket at every stage. The watchdog's timer only schedules; each disconnect
+ * runs on a thread of its own ([cutter]), so one that blocks never delays the cut of another call.
  */
 internal object HttpTransport {
     /** How often the watchdog disconnects again after the deadline, until the call returns. */
@@ -49,17 +56,32 @@ internal object HttpTransport {
         ThreadFactory { r -> Thread(r, "ldp-upload-watchdog").apply { isDaemon = true } },
     )
 
+    /** Runs the disconnects: a thread each while one is running, idle threads gone after a minute. */
+    private val cutter: ExecutorService = Executors.newCachedThreadPool(
+        ThreadFactory { r -> Thread(r, "ldp-upload-cut").apply { isDaemon = true } },
+    )
+
     fun post(url: String, headers: Map<String, String>, body: ByteArray, deadlineNanos: Long, limit: Int): Answer {
         val leftMs = { TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()) }
         if (leftMs() <= 0) return Answer(null, ByteArray(0), false, null, "the request's deadline passed")
         val conn = AtomicReference<HttpURLConnection?>(null)
         val cut = AtomicBoolean(false)
+        val cutting = AtomicBoolean(false) // a disconnect of this call is running: the next tick does not add one
         // From the deadline on, every RECUT_MS until the call ends: a disconnect that comes before the connection
         // has its socket (the watchdog firing while a busy machine is still opening it) does nothing, so the
         // watchdog tries again until one lands on the socket and ends the read in progress.
         val timer = watchdog.scheduleAtFixedRate({
             cut.set(true)
-            conn.get()?.disconnect()
+            val c = conn.get()
+            if (c != null && cutting.compareAndSet(false, true)) {
+                cutter.execute {
+                    try {
+                        c.disconnect()
+                    } finally {
+                        cutting.set(false)
+                    }
+                }
+            }
         }, leftMs().coerceAtLeast(0), RECUT_MS, TimeUnit.MILLISECONDS)
         try {
             val c = URL(url).openConnection() as HttpURLConnection
@@ -71,6 +93,7 @@ internal object HttpTransport {
             c.doOutput = true
             c.setFixedLengthStreamingMode(body.size)
             for ((k, v) in headers) c.setRequestProperty(k, v)
+            c.setRequestProperty("Connection", "close") // no keep-alive stream: a disconnect closes the socket
             c.connectTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()
             c.readTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()
             c.outputStream.use { it.write(body) }
