@@ -96,7 +96,7 @@ def over_horizon(spec: CollectionSpec, name: str, n: int, delta: float, windows:
         return out
     loss = metric_loss(m.params, reports_per_window(spec, name), lifetime_cap(spec, name))
     at = target.delta if target is not None else delta
-    if loss.per_report is None:
+    if loss.per_report is None or loss.reports is None:  # a per-report figure implies a per-window cap
         out["reason"] = loss.reason
         if loss.lifetime is not None and loss.lifetime.delta <= at:  # the lifetime cap bounds it all the same
             out["lifetime_cap"] = loss.lifetime.to_dict()
