@@ -66,3 +66,19 @@ def test_bad_values_are_refused(tmp_path) -> None:
     code, _, err = call_main(["shuffle", "--min-reports", "1", "--store", str(tmp_path / "s"), "--app", "demo",
                               "--originals-days", "0.5", "--keep-originals"])
     assert code == 0, err
+
+
+def test_a_prune_that_lands_late_is_harmless(tmp_path) -> None:
+    """The only store writes retention adds are deletes under ``consumed/``, which no run reads: a stale run's
+    prune replayed after another run took over (its ``before`` older, the chunks already gone or newer) deletes
+    nothing a current run kept within its retention, and replayed once more it finds nothing to delete."""
+    store = LocalStore(tmp_path / "s")
+    old = write(store, "r1", 1, batch("a", 1), at=W0 + 60)
+    shuffle_app(store, "demo", now=W0 + DAY + 400, keep_originals=True, min_reports=1)
+    new = write(store, "r2", 1, batch("b", 1, window=W0 + DAY), at=W0 + DAY + 60)
+    shuffle_app(store, "demo", now=W0 + 2 * DAY + 400, keep_originals=True, min_reports=1)
+    # the taking-over run pruned the old chunk; then the stale run's prune, computed at an earlier time, lands
+    assert prune_consumed(store, "demo", W0 + 61 + DAY // 2) == [CONSUMED + old.split("/incoming/")[1]]
+    assert prune_consumed(store, "demo", W0 + 61) == []  # late: the same cut again, nothing left to delete
+    assert store.list(CONSUMED) == [CONSUMED + new.split("/incoming/")[1]]  # the newer chunk is within its days
+    assert store.list("apps/demo/segments/closed/")  # and what was mixed is never touched
