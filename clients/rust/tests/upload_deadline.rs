@@ -119,19 +119,7 @@ fn collector(mode: Mode) -> Collector {
 }
 
 fn client(reports: usize) -> TelemetryClient {
-    let spec = CollectionSpec::from_value(
-        &json!({"spec_version": 1, "name": "upload-deadline", "budget": {"per_window": 1e6, "lifetime": 1e6},
-                "upload": {"min_interval_seconds": 0, "max_batch": 64},
-                "metrics": {"m": {"protocol": "grr", "params": {"epsilon": 1.0, "domain_size": 4},
-                                  "budget": {"per_report": 1.0}}}}),
-        "spec",
-    )
-    .unwrap();
-    let c = TelemetryClient::new(spec, MemoryStore::new()).unwrap();
-    for i in 0..reports {
-        c.record("m", &json!(i % 4)).unwrap();
-    }
-    c
+    common::grr_client("upload-deadline", reports, 64)
 }
 
 fn options(url: &str) -> UploadOptions {

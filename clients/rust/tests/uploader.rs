@@ -15,9 +15,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::http::read_request;
-use ldp_client::ledger::MemoryStore;
 use ldp_client::upload::{Stopped, UploadOptions, Uploader};
-use ldp_client::{json, CollectionSpec, Error, TelemetryClient};
+use ldp_client::{json, Error, TelemetryClient};
 
 /// What the server does with one request.
 #[derive(Clone)]
@@ -130,19 +129,7 @@ fn respond(stream: &mut TcpStream, status: u16, headers: &[(&str, String)], body
 }
 
 fn client(reports: usize, max_batch: usize) -> TelemetryClient {
-    let spec = CollectionSpec::from_value(
-        &json!({"spec_version": 1, "name": "upload-test", "budget": {"per_window": 1e6, "lifetime": 1e6},
-                "upload": {"min_interval_seconds": 0, "max_batch": max_batch},
-                "metrics": {"m": {"protocol": "grr", "params": {"epsilon": 1.0, "domain_size": 4},
-                                  "budget": {"per_report": 1.0}}}}),
-        "spec",
-    )
-    .unwrap();
-    let c = TelemetryClient::new(spec, MemoryStore::new()).unwrap();
-    for i in 0..reports {
-        c.record("m", &json!(i % 4)).unwrap();
-    }
-    c
+    common::grr_client("upload-test", reports, max_batch)
 }
 
 fn options(urls: &[&str], sleeps: Arc<Mutex<Vec<Duration>>>) -> UploadOptions {

@@ -1,6 +1,6 @@
 //! Shared helpers of the integration tests: the conformance vectors, as serde_json reads them, building C
-//! programs ([`cc`]), reading an HTTP request in the local collectors ([`http`]), CPU load ([`load`]), and the prio
-//! crate's Prio3 test vectors (`prio3`, feature `prio`).
+//! programs ([`cc`]), reading an HTTP request in the local collectors ([`http`]), CPU load ([`load`]), the prio
+//! crate's Prio3 test vectors (`prio3`, feature `prio`), and a client with reports waiting ([`grr_client`]).
 
 #![allow(dead_code)]
 
@@ -12,7 +12,8 @@ pub mod prio3;
 
 use std::path::PathBuf;
 
-use ldp_client::Value;
+use ldp_client::ledger::MemoryStore;
+use ldp_client::{json, CollectionSpec, TelemetryClient, Value};
 
 /// `conformance/vectors` (or `$LDP_VECTORS`).
 pub fn vectors_dir() -> PathBuf {
@@ -133,4 +134,22 @@ pub fn same_json(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// A client of a one-metric GRR spec named `name` (uploads of at most `max_batch` reports, no minimum interval),
+/// in memory, with `reports` reports recorded: what the uploader tests send.
+pub fn grr_client(name: &str, reports: usize, max_batch: usize) -> TelemetryClient {
+    let spec = CollectionSpec::from_value(
+        &json!({"spec_version": 1, "name": name, "budget": {"per_window": 1e6, "lifetime": 1e6},
+                "upload": {"min_interval_seconds": 0, "max_batch": max_batch},
+                "metrics": {"m": {"protocol": "grr", "params": {"epsilon": 1.0, "domain_size": 4},
+                                  "budget": {"per_report": 1.0}}}}),
+        "spec",
+    )
+    .unwrap();
+    let c = TelemetryClient::new(spec, MemoryStore::new()).unwrap();
+    for i in 0..reports {
+        c.record("m", &json!(i % 4)).unwrap();
+    }
+    c
 }
