@@ -17,7 +17,7 @@ from ldp.extras import DISTRIBUTION
 
 QUICK_START = ("Quick start (README.md), measured on an idle 2-core machine: pip install '.[server]' && ldp demo "
                "(the demo about 6 s, --quick about 2 s); pip install '.[test]' && pytest -n auto (the install "
-               "about 40 s, the test suite about 4 min).")
+               "about 40 s, the test suite about 9 min).")
 """The timings ``ldp --help`` ends with: the same as README.md's and docs/getting-started.md's."""
 
 
