@@ -1,8 +1,9 @@
 """Build hook for the optional compiled server kernels: the fold kernel (``ldp/batch/_foldkernel.c``),
 local hashing's support counts (``ldp/batch/_lhkernel.c``), association's EM pass (``ldp/batch/_emkernel.c``),
 the JSONL fast path's line matcher (``ldp/batch/_linekernel.c``), Subset Selection's batch subsets
-(``ldp/batch/_sskernel.c``), Projective Geometry Response's hyperplane counts (``ldp/batch/_pgkernel.c``) and the collector's group-commit writes (``ldp/server/_synckernel.c``) — simulation and
-server side only, no numpy headers, no runtime dependency. Everything else is declared in ``pyproject.toml``.
+(``ldp/batch/_sskernel.c``), Projective Geometry Response's hyperplane counts (``ldp/batch/_pgkernel.c``) and the
+collector's group-commit writes (``ldp/server/_synckernel.c``) — simulation and server side only, no numpy headers,
+no runtime dependency. Everything else is declared in ``pyproject.toml``.
 Without a C compiler the build goes on without them: :mod:`ldp.batch.bits`, :mod:`ldp.batch.local_hashing`,
 :mod:`ldp.batch.association`, :mod:`ldp.server.jsonl`, :mod:`ldp.batch.subset_selection` and
 :mod:`ldp.batch.projective_geometry` use pure numpy, and

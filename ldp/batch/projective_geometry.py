@@ -170,7 +170,7 @@ def hyperplane_counts_numpy(y: npt.NDArray[np.int64], q: int, t: int) -> npt.NDA
     g = np.zeros((2, points(q, m) + 1, q), dtype=np.int64)
     g[:, :, 0] = yy[:points(q, m) + 1]
     g[0, :, 0] += yy[src].sum(axis=1)  # β·z − 0 = 0 at z = 0
-    np.add.at(g[1], (slice(None), inv[beta]), yy[src])  # β·z − 1 = 0 at z = 1/β
+    g[1][:, inv[beta]] += yy[src]  # β·z − 1 = 0 at z = 1/β (the 1/β are distinct)
     for l in range(1, t - 1):  # noqa: E741  # the step, as in the docstring
         m = t - l - 1
         src = _suffix_sources(q, m)
@@ -186,9 +186,9 @@ def hyperplane_counts_numpy(y: npt.NDArray[np.int64], q: int, t: int) -> npt.NDA
         g = nxt
     # the last step (s' empty): G_t((v, c)) = G(v, 0, 0) + (q − 1)·G(v, (1), −c)
     pl = points(q, t - 1)
-    c = np.arange(q)
+    last = (q - np.arange(q)) % q  # −c
     total = np.empty(points(q, t) + 1, dtype=np.int64)
-    total[2:] = (g[1:, 0, 0][:, None] + (q - 1) * g[1:, 1, (q - c) % q]).reshape(pl * q)
+    total[2:] = (g[1:, 0, 0][:, None] + (q - 1) * g[1:, 1, last]).reshape(pl * q)
     total[1] = g[0, 0, 0] + (q - 1) * g[0, 1, q - 1]
     return total[1:] // (q - 1)
 

@@ -11,6 +11,7 @@ protocol       Prio3 type          measurement                          aggregat
 =============  ==================  ===================================  ======================
 ``rr``         Prio3Count          the reported bit (0 or 1)            ``ones``
 ``grr``        Prio3Histogram      the reported index (< d)             ``counts``
+``pgr``, hpg   Prio3Histogram      the reported point (< K)             ``counts``
 ``sue``, oue   Prio3SumVec, max 1  the reported bit vector (d bits)     ``ones``
 =============  ==================  ===================================  ======================
 

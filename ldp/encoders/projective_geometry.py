@@ -1,9 +1,10 @@
 """Projective Geometry Response and its hybrid (Feldman, Nelson, Nguyen, Talwar, "Private frequency estimation via
 projective geometry", ICML 2022, §3 and §4). Client side.
 
-**PGR** (``pgr``). The ``d`` values are the first ``d`` points of ``PG(t−1, q)`` (:mod:`~ldp.encoders.projective_space`),
-``q`` prime and ``t ≥ 2`` the smallest with ``K = P_t = (q^t − 1)/(q − 1) ≥ d``. A report is a point ``j`` in
-``[0, K)``; the own set of value ``v`` is its hyperplane ``S_v`` (``s = P_{t−1}`` points), and
+**PGR** (``pgr``). The ``d`` values are the first ``d`` points of ``PG(t−1, q)``
+(:mod:`~ldp.encoders.projective_space`), ``q`` prime and ``t ≥ 2`` the smallest with
+``K = P_t = (q^t − 1)/(q − 1) ≥ d``. A report is a point ``j`` in ``[0, K)``; the own set of value ``v`` is its
+hyperplane ``S_v`` (``s = P_{t−1}`` points), and
 
     ``Pr[j | v] = e^ε·p`` on ``S_v``, ``p`` elsewhere, ``p = 1/(K + (e^ε − 1)·s)``,
 
@@ -20,9 +21,11 @@ smaller field with more blocks keeps ``K`` near ``d`` where PGR's would inflate 
 PGR's ``K = 167,691``).
 
 Parameters: ``q`` (and ``blocks``) left out are the ones of least variance for a rare value
-(:func:`rare_variance`) among the primes ``q ≤ 2(e^ε − 1) + 6`` (:func:`field_candidates`) and, for HPG, every
+(:func:`~ldp.encoders.projective_layout.rare_variance`) among the primes ``q ≤ 2(e^ε − 1) + 6``
+(:func:`~ldp.encoders.projective_layout.field_candidates`) and, for HPG, every
 ``t ≥ 2`` with ``h = ⌈d/P_t⌉ ≥ 2`` blocks; parameters whose ``K`` exceeds the aggregate limit or whose decode
-would take more than :data:`MAX_DECODE_WORK` steps (``K·q·t``) are refused (``param_limit``).
+would take more than :data:`~ldp.encoders.projective_layout.MAX_DECODE_WORK` steps (``K·q·t``) are refused
+(``param_limit``).
 
 Privacy: an output of ``S_v`` outside ``S_u`` has ratio ``ε* = ln(1 + K(1 − γ)/(γ·s))`` for the realized ``γ``
 (:func:`~ldp.randomness.realized_probability`), exactly; the charge is ``max(ε, ε*)``.
@@ -38,126 +41,37 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.encoders.base import (
-    MAX_AGGREGATE_CELLS, DomainPrepare, Encoder, LabeledDomain, ProtocolParams, check_epsilon, check_int,
+    MAX_AGGREGATE_CELLS,
+    DomainPrepare,
+    Encoder,
+    LabeledDomain,
+    ProtocolParams,
+    check_epsilon,
+    check_int,
 )
 from ldp.encoders.base_checks import refuse_relation
 from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.base_fields import ParamInfo, Range
+from ldp.encoders.base_vdaf import Prio3Fit
+from ldp.encoders.projective_layout import (
+    MAX_DECODE_WORK,
+    best_hpg_layout,
+    best_pgr_field,
+    decode_work,
+    dimension,
+    own_share,
+)
 from ldp.encoders.projective_space import MAX_FIELD, hyperplane_point, is_prime, point_index, point_vector, points
 from ldp.errors import RefusalValueError
 from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import realized_probability
 from ldp.reports import Field, Report, ReportBatch
 
-__all__ = ["PGRParams", "PGREncoder", "HPGParams", "HPGEncoder", "MAX_DECODE_WORK", "dimension", "own_share",
-           "rare_variance", "field_candidates", "best_pgr_field", "best_hpg_layout", "decode_work", "own_point"]
-
-MAX_DECODE_WORK = 1 << 32
-"""The most steps (``K·q·t``, the decoder's dynamic programme) a decode may take: about ten seconds on one core."""
-
-
-def dimension(q: int, blocks: int, domain_size: int) -> int:
-    """``t``: the smallest ``t ≥ 2`` with ``blocks·P_t ≥ d``."""
-    t = 2
-    while blocks * points(q, t) < domain_size:
-        t += 1
-    return t
-
-
-def decode_work(q: int, t: int, blocks: int) -> int:
-    """``K·q·t`` (``K = blocks·P_t``): the steps of the decoder's dynamic programme, up to a constant."""
-    return blocks * points(q, t) * q * t
-
-
-def own_share(epsilon: float, order: int, set_size: int) -> float:
-    """``γ = K/(K + (e^ε − 1)·s)``, the probability of the uniform branch, before rounding (0 past ``ε = 700``)."""
-    return 0.0 if epsilon > 700.0 else order / (order + math.expm1(epsilon) * set_size)
-
-
-def rare_variance(epsilon: float, q: int, t: int, blocks: int, domain_size: int) -> float:
-    """Per-user ``Var[ĉ_x]/n`` of a value nobody holds in a full block, the other users spread evenly over the
-    other ``d − 1`` values (the planner's population), at the unrounded ``γ``
-    (:func:`ldp.decoders.projective_geometry.pg_variance`'s terms)."""
-    b = points(q, t)
-    s, c, k = points(q, t - 1), points(q, t - 2), blocks * b
-    g = own_share(epsilon, k, s)
-    if not 0.0 < g < 1.0:
-        return math.inf
-    same = (min(b, domain_size) - 1) / (domain_size - 1)
-    return same * _user_variance(g, s, c, k, blocks, True) + (1 - same) * _user_variance(g, s, c, k, blocks, False)
-
-
-def _user_variance(g: float, s: int, c: int, k: int, blocks: int, same_block: bool) -> float:
-    """``Var[αA + βT]`` of one user of another value (in the block or not): ``A`` its report in ``S_x``'s own set,
-    ``T`` in ``x``'s block, ``α = 1/((1−γ)(1 − c/s))``, ``β = −α·c/s``."""
-    a = 1.0 / ((1.0 - g) * (1.0 - c / s))
-    b = -a * c / s
-    pa = g * s / k + ((1.0 - g) * c / s if same_block else 0.0)
-    pt = g / blocks + (1.0 - g if same_block else 0.0)
-    return a * a * pa * (1.0 - pa) + b * b * pt * (1.0 - pt) + 2.0 * a * b * pa * (1.0 - pt)
-
-
-def field_candidates(epsilon: float) -> list[int]:
-    """The field orders a default layout is chosen among: the primes ``q ≤ 2(e^ε − 1) + 6`` (the best is near
-    ``e^ε + 1``), at most :data:`MAX_FIELD`."""
-    bound = 2.0 * math.expm1(epsilon) + 6.0 if epsilon < 20.0 else math.inf
-    return _primes_to(int(min(float(MAX_FIELD), math.floor(bound))))
-
-
-@lru_cache(maxsize=64)
-def _primes_to(limit: int) -> list[int]:
-    from ldp.encoders.projective_space import primes_up_to
-    return primes_up_to(limit)
-
-
-def _feasible(q: int, t: int, blocks: int) -> bool:
-    return blocks * points(q, t) <= MAX_AGGREGATE_CELLS and decode_work(q, t, blocks) <= MAX_DECODE_WORK
-
-
-def _best(epsilon: float, domain_size: int, layouts: Any) -> tuple[int, int] | None:
-    best, best_var = None, math.inf
-    for q, blocks in layouts:
-        t = dimension(q, blocks, domain_size)
-        if not _feasible(q, t, blocks):
-            continue
-        var = rare_variance(epsilon, q, t, blocks, domain_size)
-        if var < best_var * (1 - 1e-12):
-            best, best_var = (q, blocks), var
-    return best
-
-
-@lru_cache(maxsize=256)
-def best_pgr_field(epsilon: float, domain_size: int) -> int | None:
-    """The ``q`` of :func:`field_candidates` of least :func:`rare_variance` (the smallest on a near tie) among the
-    feasible ones; ``None`` when none is."""
-    best = _best(epsilon, domain_size, ((q, 1) for q in field_candidates(epsilon)))
-    return None if best is None else best[0]
-
-
-def _hpg_layouts(domain_size: int, qs: Sequence[int], blocks: int | None) -> Any:
-    for q in qs:
-        if blocks is not None:
-            yield q, blocks
-            continue
-        t = 2
-        while (b := points(q, t)) < domain_size and b <= MAX_AGGREGATE_CELLS:
-            yield q, -(-domain_size // b)
-            t += 1
-
-
-@lru_cache(maxsize=256)
-def best_hpg_layout(epsilon: float, domain_size: int, q: int | None = None,
-                    blocks: int | None = None) -> tuple[int, int] | None:
-    """``(q, h)`` of least :func:`rare_variance` (the first on a near tie, in increasing ``q`` then ``t``) among
-    the feasible ones with ``h ≥ 2``: for each candidate ``q`` (or the given one) and ``t ≥ 2``, ``h = ⌈d/P_t⌉``
-    (or the given ``blocks``); ``None`` when none is."""
-    qs = [q] if q is not None else field_candidates(epsilon)
-    return _best(epsilon, domain_size, ((qq, h) for qq, h in _hpg_layouts(domain_size, qs, blocks) if h >= 2))
-
+__all__ = ["PGRParams", "PGREncoder", "HPGParams", "HPGEncoder", "own_point"]
 
 @dataclass(frozen=True)
 class _ProjectiveParams(LabeledDomain, ProtocolParams):
@@ -168,7 +82,8 @@ class _ProjectiveParams(LabeledDomain, ProtocolParams):
     q: int | None
     refusal_rules: ClassVar[Mapping[str, str]] = {
         "prime_field": "q must be prime: a hyperplane then has P_{t−1} points and two meet in P_{t−2}, the counts "
-                       "the estimator and the privacy claim rest on"}
+                       "the estimator and the privacy claim rest on",
+        "decode_work": "(a limit) the decoder's steps K·q·t, at most 2^32"}
     draw_rule = DrawRule("`B(γ)`, then `R(K)` if true, `R(s)` if false",
                          lambda s, pr, v: s.R(pr.order) if s.B(pr.gamma) else s.R(pr.set_size))
 
@@ -179,14 +94,15 @@ class _ProjectiveParams(LabeledDomain, ProtocolParams):
 
     def _check_layout(self) -> None:
         """``q`` prime in ``[2, MAX_FIELD]``, the layout within the limits, ``γ`` strictly inside (0, 1)."""
-        check_int(self.q, "q", 2, MAX_FIELD)
+        check_int(self.field, "q", 2, MAX_FIELD)
         if not is_prime(self.field):
             raise refuse_relation(f"q={self.q} is not prime: {self.protocol} needs the field F_q", "prime_field", "q")
         work = decode_work(self.field, self.dimension, self.nblocks)
         if work > MAX_DECODE_WORK:
             raise RefusalValueError(
-                f"{self.protocol} with q={self.field}, t={self.dimension} and {self.nblocks} block(s) (K={self.order:,}) "
-                f"would take {work:,} steps to decode, over the limit of {MAX_DECODE_WORK:,}: choose another q"
+                f"{self.protocol} with q={self.field}, t={self.dimension} and {self.nblocks} block(s) "
+                f"(K={self.order:,}) would take {work:,} steps to decode, over the limit of {MAX_DECODE_WORK:,}: "
+                "choose another q"
                 + (" or hpg" if self.nblocks == 1 else ""), "param_limit", limit="decode_work", got=work,
                 max=MAX_DECODE_WORK)
         if self.gamma <= 0.0:
@@ -263,11 +179,16 @@ class _ProjectiveParams(LabeledDomain, ProtocolParams):
     def aggregate_cells(self) -> int:
         return self.order
 
+    def prio3_fit(self) -> Prio3Fit:
+        """The reported point, one-hot in Prio3Histogram over the ``K`` outputs (its sum is the aggregate's
+        ``counts``): one index, the cheapest measurement a frequency oracle this close to optimal has."""
+        return Prio3Fit("Prio3Histogram", "j", "counts", {"length": self.order})
+
 
 @dataclass(frozen=True)
 class PGRParams(_ProjectiveParams):
     """Projective Geometry Response at ``epsilon`` over ``domain_size`` values, over the field of ``q`` elements
-    (``None``: :func:`best_pgr_field`), optionally named by ``labels``."""
+    (``None``: :func:`~ldp.encoders.projective_layout.best_pgr_field`), optionally named by ``labels``."""
 
     epsilon: float
     domain_size: int
@@ -303,14 +224,15 @@ class PGRParams(_ProjectiveParams):
 
     @classmethod
     def for_epsilon(cls, epsilon: float, domain_size: int) -> PGRParams:
-        """The planner's choice: :func:`best_pgr_field`."""
+        """The planner's choice: :func:`~ldp.encoders.projective_layout.best_pgr_field`."""
         return cls(epsilon, domain_size)
 
 
 @dataclass(frozen=True)
 class HPGParams(_ProjectiveParams):
     """Hybrid Projective Geometry Response at ``epsilon`` over ``domain_size`` values in ``blocks ≥ 2`` blocks over
-    the field of ``q`` elements (``None``: :func:`best_hpg_layout`), optionally named by ``labels``."""
+    the field of ``q`` elements (``None``: :func:`~ldp.encoders.projective_layout.best_hpg_layout`), optionally
+    named by ``labels``."""
 
     epsilon: float
     domain_size: int
@@ -319,15 +241,17 @@ class HPGParams(_ProjectiveParams):
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "hpg"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
+        "domain_size": ParamInfo("the number d of distinct values, reported as indices 0 … d − 1 (at least 4: two "
+                                 "blocks of a line)", (Range(min=4, max=2**32),)),
         "q": ParamInfo("the field order, a prime (null: with blocks, the layout of least variance for ε and d)",
                        (Range(min=2, max=MAX_FIELD),)),
         "blocks": ParamInfo("the number of blocks the domain is dealt into (null: with q, the layout of least "
                             "variance)", (Range(min=2, dynamic="at most domain_size"),))}
-    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 6.0, "domain_size": 1024},)
+    conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 8.0, "domain_size": 65536},)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        check_int(self.domain_size, "domain_size", 2, 2**32)
+        check_int(self.domain_size, "domain_size", 4, 2**32)
         if self.q is not None:
             check_int(self.q, "q", 2, MAX_FIELD)
         if self.blocks is not None:
@@ -351,13 +275,18 @@ class HPGParams(_ProjectiveParams):
 
     @classmethod
     def examples(cls) -> list[HPGParams]:
-        """Two blocks of ``PG(1, 2)`` (K = 6, the last block partial), three of ``PG(1, 3)`` (K = 12) and seven
-        labelled values at the default layout (conformance suite)."""
-        return [cls(1.0, 5, 2, 2), cls(3.0, 12, 3, 3), cls(2.0, 7, None, None, tuple("abcdefg"))]
+        """Two blocks of ``PG(1, 2)`` (K = 6, the last block partial), two of ``PG(2, 3)`` (K = 26, hyperplanes of
+        four points) and seven labelled values at the default layout (conformance suite)."""
+        return [cls(1.0, 5, 2, 2), cls(3.0, 20, 3, 2), cls(2.0, 7, None, None, tuple("abcdefg"))]
+
+    @classmethod
+    def frequency_oracle_for(cls, domain_size: int) -> bool:
+        """From four values (two blocks of a line over ``F_2``)."""
+        return domain_size >= 4
 
     @classmethod
     def for_epsilon(cls, epsilon: float, domain_size: int) -> HPGParams:
-        """The planner's choice: :func:`best_hpg_layout`."""
+        """The planner's choice: :func:`~ldp.encoders.projective_layout.best_hpg_layout`."""
         return cls(epsilon, domain_size)
 
     @property
@@ -375,9 +304,11 @@ def own_point(params: _ProjectiveParams, value: int, r: int) -> int:
 
 
 class _ProjectiveEncoder(DomainPrepare, Encoder):
+    """Shared by PGR and HPG (abstract: each subclass's ``randomize`` names its law for discovery)."""
+
     params: Any
 
-    def randomize(self, prepared: int) -> Report:
+    def _projective_report(self, prepared: int) -> Report:
         rng, pr = self._rng, self.params
         if rng.bernoulli(pr.gamma):
             return self._report({"j": rng.randbelow(pr.order)})
@@ -396,9 +327,15 @@ class PGREncoder(_ProjectiveEncoder):
     params: PGRParams
     params_type: ClassVar[type[PGRParams]] = PGRParams
 
+    def randomize(self, prepared: int) -> Report:
+        return self._projective_report(prepared)
+
 
 class HPGEncoder(_ProjectiveEncoder):
     """Client encoder for :class:`HPGParams`; values are labels or indices in ``[0, d)``."""
 
     params: HPGParams
     params_type: ClassVar[type[HPGParams]] = HPGParams
+
+    def randomize(self, prepared: int) -> Report:
+        return self._projective_report(prepared)

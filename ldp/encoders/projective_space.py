@@ -31,7 +31,7 @@ below 2^32 in every client's integers."""
 
 def points(q: int, m: int) -> int:
     """``P_m = (q^m − 1)/(q − 1)``: the points of ``PG(m−1, q)`` (0 for ``m = 0``)."""
-    return (q ** m - 1) // (q - 1)
+    return int((q ** m - 1) // (q - 1))
 
 
 def is_prime(q: int) -> bool:

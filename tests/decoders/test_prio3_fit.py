@@ -1,5 +1,5 @@
-"""The protocols that fit in the two-aggregator mode (issue 71, item 5; ldp.encoders.base_vdaf): rr, grr, sue and
-oue say their Prio3 type; every report they make is a valid measurement of it; the sum of the measurements, made
+"""The protocols that fit in the two-aggregator mode (issue 71, item 5; ldp.encoders.base_vdaf): rr, grr, sue, oue,
+pgr and hpg say their Prio3 type; every report they make is a valid measurement of it; the sum of the measurements, made
 an aggregate by ``Aggregate.from_sums``, estimates exactly what folding the same reports estimates (a
 differential test); what is not a measurement, or not a sum of n of them, is refused."""
 
@@ -14,13 +14,14 @@ from hypothesis import given, settings, strategies as st
 from ldp.encoders.base_vdaf import Prio3Fit
 from ldp.protocols import protocols
 
-FITTING = {"rr": "Prio3Count", "grr": "Prio3Histogram", "sue": "Prio3SumVec", "oue": "Prio3SumVec"}
+FITTING = {"rr": "Prio3Count", "grr": "Prio3Histogram", "sue": "Prio3SumVec", "oue": "Prio3SumVec",
+           "pgr": "Prio3Histogram", "hpg": "Prio3Histogram"}
 
 
 def _params(name: str, d: int) -> object:
     from ldp.plan.frequency import default_params
 
-    return default_params(name, 1.5, 2 if name == "rr" else d)
+    return default_params(name, 1.5, 2 if name == "rr" else max(d, 4) if name == "hpg" else d)
 
 
 def test_the_registry_says_which_protocols_fit() -> None:

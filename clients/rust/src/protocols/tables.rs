@@ -229,6 +229,26 @@ pub const HH: &[ParamRow] = &[
         ranges: &[], choices: &[] },
 ];
 
+/// The parameters of `hpg`:
+///
+/// * `epsilon` (float, required): the privacy budget ε of one report (> 0, finite)
+/// * `domain_size` (int, required): the number d of distinct values, reported as indices 0 … d − 1 (at least 4: two blocks of a line) (in \[4, 4294967296\])
+/// * `q` (optint, default `null`): the field order, a prime (null: with blocks, the layout of least variance for ε and d) (in \[2, 65521\])
+/// * `blocks` (optint, default `null`): the number of blocks the domain is dealt into (null: with q, the layout of least variance) (≥ 2, at most domain_size)
+/// * `labels` (labels, default `null`): the names of the d values, in index order, or null (values are then indices)
+pub const HPG: &[ParamRow] = &[
+    ParamRow { name: "epsilon", ty: ParamType::Float, default: None,
+        ranges: &[ParamRange { min: Some(Bound::Int(0)), max: None, min_exclusive: true, max_exclusive: false, finite: true, dynamic: false }], choices: &[] },
+    ParamRow { name: "domain_size", ty: ParamType::Int, default: None,
+        ranges: &[ParamRange { min: Some(Bound::Int(4)), max: Some(Bound::Int(4294967296)), min_exclusive: false, max_exclusive: false, finite: false, dynamic: false }], choices: &[] },
+    ParamRow { name: "q", ty: ParamType::OptInt, default: Some(Literal::Null),
+        ranges: &[ParamRange { min: Some(Bound::Int(2)), max: Some(Bound::Int(65521)), min_exclusive: false, max_exclusive: false, finite: false, dynamic: false }], choices: &[] },
+    ParamRow { name: "blocks", ty: ParamType::OptInt, default: Some(Literal::Null),
+        ranges: &[ParamRange { min: Some(Bound::Int(2)), max: None, min_exclusive: false, max_exclusive: false, finite: false, dynamic: true }], choices: &[] },
+    ParamRow { name: "labels", ty: ParamType::Labels, default: Some(Literal::Null),
+        ranges: &[], choices: &[] },
+];
+
 /// The parameters of `hr`:
 ///
 /// * `epsilon` (float, required): the privacy budget ε of one report (> 0, finite)
@@ -409,6 +429,23 @@ pub const PEM: &[ParamRow] = &[
         ranges: &[], choices: &[] },
     ParamRow { name: "seed_range", ty: ParamType::Int, default: Some(Literal::Int(4294967296)),
         ranges: &[ParamRange { min: Some(Bound::Int(1)), max: Some(Bound::Int(4294967296)), min_exclusive: false, max_exclusive: false, finite: false, dynamic: false }], choices: &[] },
+];
+
+/// The parameters of `pgr`:
+///
+/// * `epsilon` (float, required): the privacy budget ε of one report (> 0, finite)
+/// * `domain_size` (int, required): the number d of distinct values, reported as indices 0 … d − 1 (in \[2, 4294967296\])
+/// * `q` (optint, default `null`): the field order, a prime (null: the one of least variance for ε and d) (in \[2, 65521\])
+/// * `labels` (labels, default `null`): the names of the d values, in index order, or null (values are then indices)
+pub const PGR: &[ParamRow] = &[
+    ParamRow { name: "epsilon", ty: ParamType::Float, default: None,
+        ranges: &[ParamRange { min: Some(Bound::Int(0)), max: None, min_exclusive: true, max_exclusive: false, finite: true, dynamic: false }], choices: &[] },
+    ParamRow { name: "domain_size", ty: ParamType::Int, default: None,
+        ranges: &[ParamRange { min: Some(Bound::Int(2)), max: Some(Bound::Int(4294967296)), min_exclusive: false, max_exclusive: false, finite: false, dynamic: false }], choices: &[] },
+    ParamRow { name: "q", ty: ParamType::OptInt, default: Some(Literal::Null),
+        ranges: &[ParamRange { min: Some(Bound::Int(2)), max: Some(Bound::Int(65521)), min_exclusive: false, max_exclusive: false, finite: false, dynamic: false }], choices: &[] },
+    ParamRow { name: "labels", ty: ParamType::Labels, default: Some(Literal::Null),
+        ranges: &[], choices: &[] },
 ];
 
 /// The parameters of `piecewise`:
@@ -598,6 +635,7 @@ pub const PARAM_TABLES: &[(&str, &[ParamRow])] = &[
     ("grr", GRR),
     ("hcms", HCMS),
     ("hh", HH),
+    ("hpg", HPG),
     ("hr", HR),
     ("hr-block", HR_BLOCK),
     ("hybrid", HYBRID),
@@ -609,6 +647,7 @@ pub const PARAM_TABLES: &[(&str, &[ParamRow])] = &[
     ("olh", OLH),
     ("oue", OUE),
     ("pem", PEM),
+    ("pgr", PGR),
     ("piecewise", PIECEWISE),
     ("rappor", RAPPOR),
     ("rappor-ngrams", RAPPOR_NGRAMS),

@@ -142,6 +142,20 @@ export const HH_PARAMS = [
   { name: "clip", type: "bool", default: false },
 ] as const satisfies readonly ParamRow[];
 
+/** The parameters of `hpg`, in declaration order. */
+export const HPG_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 (at least 4: two blocks of a line) */
+  { name: "domain_size", type: "int", ranges: [{ min: 4, max: 4294967296 }] },
+  /** the field order, a prime (null: with blocks, the layout of least variance for ε and d) */
+  { name: "q", type: "optint", default: null, ranges: [{ min: 2, max: 65521 }] },
+  /** the number of blocks the domain is dealt into (null: with q, the layout of least variance) (max: at most domain_size) */
+  { name: "blocks", type: "optint", default: null, ranges: [{ min: 2, dynamic: true }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
+] as const satisfies readonly ParamRow[];
+
 /** The parameters of `hr`, in declaration order. */
 export const HR_PARAMS = [
   /** the privacy budget ε of one report */
@@ -284,6 +298,18 @@ export const PEM_PARAMS = [
   { name: "truncate", type: "bool", default: false },
   /** the number of hash seeds a report draws from (each seed names a hash function) */
   { name: "seed_range", type: "int", default: 4294967296, ranges: [{ min: 1, max: 4294967296 }] },
+] as const satisfies readonly ParamRow[];
+
+/** The parameters of `pgr`, in declaration order. */
+export const PGR_PARAMS = [
+  /** the privacy budget ε of one report */
+  { name: "epsilon", type: "float", ranges: [{ min: 0, min_exclusive: true, finite: true }] },
+  /** the number d of distinct values, reported as indices 0 … d − 1 */
+  { name: "domain_size", type: "int", ranges: [{ min: 2, max: 4294967296 }] },
+  /** the field order, a prime (null: the one of least variance for ε and d) */
+  { name: "q", type: "optint", default: null, ranges: [{ min: 2, max: 65521 }] },
+  /** the names of the d values, in index order, or null (values are then indices) */
+  { name: "labels", type: "labels", default: null },
 ] as const satisfies readonly ParamRow[];
 
 /** The parameters of `piecewise`, in declaration order. */
@@ -442,6 +468,7 @@ export const PARAM_TABLES: { readonly [protocol: string]: readonly ParamRow[] } 
   grr: GRR_PARAMS,
   hcms: HCMS_PARAMS,
   hh: HH_PARAMS,
+  hpg: HPG_PARAMS,
   hr: HR_PARAMS,
   "hr-block": HR_BLOCK_PARAMS,
   hybrid: HYBRID_PARAMS,
@@ -453,6 +480,7 @@ export const PARAM_TABLES: { readonly [protocol: string]: readonly ParamRow[] } 
   olh: OLH_PARAMS,
   oue: OUE_PARAMS,
   pem: PEM_PARAMS,
+  pgr: PGR_PARAMS,
   piecewise: PIECEWISE_PARAMS,
   rappor: RAPPOR_PARAMS,
   "rappor-ngrams": RAPPOR_NGRAMS_PARAMS,
