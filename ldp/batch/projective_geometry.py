@@ -145,12 +145,16 @@ def _suffix_sources(q: int, m: int) -> npt.NDArray[np.int64]:
     return 1 + pm + rho
 
 
-def hyperplane_counts(histogram: npt.ArrayLike, q: int, t: int) -> npt.NDArray[np.int64]:
+def hyperplane_counts(histogram: npt.ArrayLike, q: int, t: int) -> npt.NDArray[Any]:
     """``T(v) = Σ_{⟨u, v⟩ = 0} y(u)`` for every point ``v`` of ``PG(t−1, q)``, ``y`` the histogram of ``P_t`` points
-    (module docstring; the compiled kernel when built)."""
-    y = np.ascontiguousarray(histogram, dtype=np.int64)
+    (module docstring): exact int64 counts from an integer histogram (the compiled kernel when built), floats from
+    a float one (an expected histogram, say: the map is linear)."""
+    y = np.asarray(histogram)
     if y.shape != (points(q, t),):
         raise ValueError(f"a histogram of {points(q, t)} points is needed, got shape {y.shape}")
+    if not np.issubdtype(y.dtype, np.integer):
+        return hyperplane_counts_numpy(y.astype(np.float64), q, t)
+    y = np.ascontiguousarray(y, dtype=np.int64)
     if kernel_in_use():
         out = np.empty_like(y)
         _pgkernel.hyperplane_counts(y, q, t, out)
@@ -158,16 +162,18 @@ def hyperplane_counts(histogram: npt.ArrayLike, q: int, t: int) -> npt.NDArray[n
     return hyperplane_counts_numpy(y, q, t)
 
 
-def hyperplane_counts_numpy(y: npt.NDArray[np.int64], q: int, t: int) -> npt.NDArray[np.int64]:
-    """:func:`hyperplane_counts` in numpy (the module docstring's recursion; the fallback without the kernel)."""
+def hyperplane_counts_numpy(y: npt.NDArray[Any], q: int, t: int) -> npt.NDArray[Any]:
+    """:func:`hyperplane_counts` in numpy (the module docstring's recursion; the fallback without the kernel), in
+    ``y``'s dtype: int64 exactly, or float64."""
     z = np.arange(q, dtype=np.int64)
     beta = np.arange(1, q, dtype=np.int64)
     inv = _inverses(q)
     # step 1 from y: G_0(∅, S, z) = y'(S)·[z = 0], y' = (0, y); c ∈ {0, 1}
     m = t - 1
     src = _suffix_sources(q, m)
-    yy = np.concatenate([np.zeros(1, np.int64), y])
-    g = np.zeros((2, points(q, m) + 1, q), dtype=np.int64)
+    dtype = np.int64 if np.issubdtype(y.dtype, np.integer) else np.float64
+    yy = np.concatenate([np.zeros(1, dtype), y.astype(dtype)])
+    g = np.zeros((2, points(q, m) + 1, q), dtype=dtype)
     g[:, :, 0] = yy[:points(q, m) + 1]
     g[0, :, 0] += yy[src].sum(axis=1)  # β·z − 0 = 0 at z = 0
     g[1][:, inv[beta]] += yy[src]  # β·z − 1 = 0 at z = 1/β (the 1/β are distinct)
@@ -175,7 +181,7 @@ def hyperplane_counts_numpy(y: npt.NDArray[np.int64], q: int, t: int) -> npt.NDA
         m = t - l - 1
         src = _suffix_sources(q, m)
         pl, pm = points(q, l), points(q, m)
-        nxt = np.zeros((points(q, l + 1) + 1, pm + 1, q), dtype=np.int64)
+        nxt = np.zeros((points(q, l + 1) + 1, pm + 1, q), dtype=dtype)
         body = nxt[2:].reshape(pl, q, pm + 1, q)
         for c in range(q):
             zi = (beta[:, None] * z[None, :] - c) % q  # (q − 1, q)
@@ -187,10 +193,10 @@ def hyperplane_counts_numpy(y: npt.NDArray[np.int64], q: int, t: int) -> npt.NDA
     # the last step (s' empty): G_t((v, c)) = G(v, 0, 0) + (q − 1)·G(v, (1), −c)
     pl = points(q, t - 1)
     last = (q - np.arange(q)) % q  # −c
-    total = np.empty(points(q, t) + 1, dtype=np.int64)
+    total = np.empty(points(q, t) + 1, dtype=dtype)
     total[2:] = (g[1:, 0, 0][:, None] + (q - 1) * g[1:, 1, last]).reshape(pl * q)
     total[1] = g[0, 0, 0] + (q - 1) * g[0, 1, q - 1]
-    return total[1:] // (q - 1)
+    return total[1:] // (q - 1) if dtype == np.int64 else total[1:] / (q - 1)
 
 
 def hyperplane_counts_reference(y: npt.ArrayLike, q: int, t: int) -> npt.NDArray[np.int64]:

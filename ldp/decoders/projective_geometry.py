@@ -46,9 +46,12 @@ def block_totals(params: Any, counts: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return np.bincount(blk, weights=c, minlength=params.nblocks)[blk]
 
 
-def own_set_counts(params: Any, histogram: npt.ArrayLike) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``(A_x, T_B)`` for every value: the reports in its own set and in its block, from the histogram of ``j``."""
-    h = np.asarray(histogram, dtype=np.int64).reshape(params.nblocks, params.block_points)
+def own_set_counts(params: Any, histogram: npt.ArrayLike) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """``(A_x, T_B)`` for every value: the reports in its own set and in its block, from the histogram of ``j``
+    (integers; or floats, e.g. an expected histogram)."""
+    h = np.asarray(histogram)
+    h = h.astype(np.int64 if np.issubdtype(h.dtype, np.integer) else np.float64).reshape(params.nblocks,
+                                                                                       params.block_points)
     own = np.concatenate([hyperplane_counts(row, params.field, params.dimension) for row in h])
     block = h.sum(axis=1)
     x = np.arange(params.domain_size)
@@ -82,12 +85,14 @@ class PGAggregate(HRAggregate):
     params: Any  # PGRParams | HPGParams: what HR's state and fold read of it (order)
 
     def estimate(self, confidence: float = 0.95) -> Estimates:
-        """Unbiased count of users per value (every hyperplane counted at once), with plug-in standard errors
-        (``clip(ĉ, 0, n)`` for ``f_x`` and its block's sum, capped at ``n``, for ``F_B``) and normal CIs."""
+        """Unbiased count of users per value (every hyperplane counted at once), with plug-in standard errors and
+        normal CIs: ``clip(ĉ_x, 0, n)`` for ``f_x`` and, for ``F_B``, the block's sum of the unclipped ``ĉ`` (unbiased;
+        the sum of clipped ones would add every small value's positive noise) clipped to ``[f_x, n]``. At d = 1024,
+        n = 20,000 Zipf users, the 95 % intervals cover 95.1–95.2 % (tests/protocols/test_projective_geometry.py)."""
         pr = self.params
         count = pg_counts(pr, self.counts)
         f = np.clip(count, 0.0, self.n)
-        big = np.minimum(block_totals(pr, f), self.n) if pr.nblocks > 1 else np.full_like(f, float(self.n))
+        big = np.clip(block_totals(pr, count), 0.0, self.n) if pr.nblocks > 1 else np.full_like(f, float(self.n))
         var = np.maximum(_variance(pr, f, np.maximum(big, f), float(self.n)), 0.0)
         items = [pr.label_of(i) for i in range(pr.domain_size)]
         return Estimates(pr.protocol, items, self.n, count, np.sqrt(var), confidence, pr.privacy_cost)

@@ -89,9 +89,9 @@ def rare_variance(epsilon: float, q: int, t: int, blocks: int, domain_size: int)
 
 def field_candidates(epsilon: float) -> list[int]:
     """The field orders a default layout is chosen among: the primes ``q ≤ 2(e^ε − 1) + 6`` (the best is near
-    ``e^ε + 1``), at most :data:`MAX_FIELD`."""
-    bound = 2.0 * math.expm1(epsilon) + 6.0 if epsilon < 20.0 else math.inf
-    return _primes_to(int(min(float(MAX_FIELD), math.floor(bound))))
+    ``e^ε + 1``), at most :data:`~ldp.encoders.projective_space.MAX_FIELD` (all primes up to it from ``ε ≈ 10.4``)."""
+    bound = 2.0 * math.expm1(min(epsilon, 700.0)) + 6.0
+    return _primes_to(MAX_FIELD if bound >= MAX_FIELD else math.floor(bound))
 
 
 @lru_cache(maxsize=64)
