@@ -794,6 +794,7 @@ def _register_protocol_sections() -> None:
     import bench_pem
     import bench_plan
     import bench_prio
+    import bench_projective
     import bench_quantiles
     import bench_range
     import bench_rappor
@@ -826,6 +827,7 @@ def _register_protocol_sections() -> None:
     bench_numeric.register(sys.modules[__name__])
     bench_unary.register(sys.modules[__name__])
     bench_hadamard.register(sys.modules[__name__])
+    bench_projective.register(sys.modules[__name__])
     bench_quantiles.register(sys.modules[__name__])
     bench_range.register(sys.modules[__name__])
     bench_change.register(sys.modules[__name__])
