@@ -54,10 +54,16 @@ def _means() -> str:
 
 def _closed_domain(protocol: str, epsilon: float) -> bool:
     """Does the planner's choice for ``protocol`` at ``ε`` hold a domain of ``d`` values (``--d`` sets it), rather
-    than an open domain of strings (simulated on ``--d`` candidates)?"""
+    than an open domain of strings (simulated on ``--d`` candidates)? Asked at the smallest domain the protocol
+    takes (2 values; 4 for ``hpg``'s two blocks): one that refuses both holds a domain that ``--d`` must give."""
     from ldp.plan.frequency import default_params
 
-    return default_params(protocol, epsilon, 2).domain_size is not None
+    for probe in (2, 4):
+        try:
+            return default_params(protocol, epsilon, probe).domain_size is not None
+        except ValueError:
+            continue
+    return True
 
 
 def _simulated_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:

@@ -28,6 +28,10 @@ __all__ = ["FIXED_DOMAIN_ORACLES", "OracleScore", "Ranking", "frequency_oracles"
            "score", "recommend"]
 
 
+NEAR = 0.05
+"""How close to the lowest variance a protocol must be for :attr:`Ranking.best_near_optimal`."""
+
+
 def frequency_oracles(domain_size: int) -> tuple[str, ...]:
     """The planned protocols that are frequency oracles for ``domain_size`` categories (their params'
     :meth:`~ldp.encoders.base.ProtocolParams.frequency_oracle_for`): what :func:`recommend` ranks, in the order
@@ -92,13 +96,24 @@ class Ranking(ResultTable, list[Plan]):
         """The protocol with the smallest reports (ties: the lower variance)."""
         return min(self, key=lambda pl: self.scores[pl.protocol].report_bytes).protocol
 
+    @property
+    def best_near_optimal(self) -> str:
+        """The protocol with the smallest reports among those within :data:`NEAR` of the lowest variance (ties:
+        the lower variance): where a few bytes buy what ``d`` bits do (PGR and its hybrid, OLH, blocked HR, by
+        ε and ``d``)."""
+        low = self.scores[self.best_variance].variance_per_user
+        near = [pl for pl in self if self.scores[pl.protocol].variance_per_user <= low * (1 + NEAR)]
+        return min(near, key=lambda pl: self.scores[pl.protocol].report_bytes).protocol
+
     def summary(self) -> str:
-        """Which is best for variance and which for size, in one line each."""
-        v, s = self.scores[self.best_variance], self.scores[self.best_size]
+        """Which is best for variance, which for size, and which has the smallest reports within 5 % of the
+        lowest variance, in one line each."""
+        v, s, c = self.scores[self.best_variance], self.scores[self.best_size], self.scores[self.best_near_optimal]
         size = lambda b: f"{b} byte{'s' * (b != 1)}"  # noqa: E731
         return (f"lowest variance: {v.protocol} ({v.variance_ratio:.3f} × the optimum 4e^ε/(e^ε−1)², "
                 f"{size(v.report_bytes)} a report)\nsmallest report: {s.protocol} ({size(s.report_bytes)}, "
-                f"{s.variance_ratio:.3f} × the optimum)")
+                f"{s.variance_ratio:.3f} × the optimum)\nsmallest report within {100 * NEAR:g}% of the lowest "
+                f"variance: {c.protocol} ({size(c.report_bytes)}, {c.variance_ratio:.3f} × the optimum)")
 
     def columns(self) -> dict[str, list[Any]]:
         """One row per protocol, best first: SE of a fraction, smallest detectable fraction, variance of a rare

@@ -14,6 +14,7 @@ import pytest
 
 import ldp.encoders as enc
 from ldp.encoders.hadamard_block import HRBlockEncoder
+from ldp.encoders.projective_geometry import HPGEncoder, PGREncoder
 from ldp.frames import encode_batch
 from ldp.plan.frequency import default_params, plan
 from ldp.plan.oracles import FIXED_DOMAIN_ORACLES, optimal_variance, recommend, report_bytes
@@ -21,7 +22,7 @@ from ldp.plan.oracles import FIXED_DOMAIN_ORACLES, optimal_variance, recommend, 
 ENCODERS = {"rr": enc.BinaryRREncoder, "grr": enc.GRREncoder, "sue": enc.SUEEncoder, "oue": enc.OUEEncoder,
             "blh": enc.BLHEncoder, "olh": enc.OLHEncoder, "hr": enc.HREncoder,
             "hr-block": HRBlockEncoder, "ss": enc.SSEncoder,
-            "cms": enc.CmsEncoder, "hcms": enc.HcmsEncoder}
+            "cms": enc.CmsEncoder, "hcms": enc.HcmsEncoder, "pgr": PGREncoder, "hpg": HPGEncoder}
 
 
 def _closed_form(protocol: str, eps: float, d: int) -> float:
@@ -55,12 +56,16 @@ def test_scores_are_the_exact_variances_of_a_rare_item(eps: float) -> None:
 def test_ranking_order_best_and_left_out() -> None:
     r = recommend(1.0, 200)
     names = [p.protocol for p in r]
-    assert set(names) == {"grr", "sue", "oue", "blh", "olh", "hr", "hr-block", "ss", "cms", "hcms", "rappor"}
+    assert set(names) == {"grr", "sue", "oue", "blh", "olh", "hr", "hr-block", "ss", "cms", "hcms", "rappor", "pgr",
+                          "hpg"}
     var = [r.scores[p].variance_per_user for p in names]
     assert var == sorted(var) and r.best_variance == names[0] in ("oue", "olh", "ss")
     smallest = min(s.report_bytes for s in r.scores.values())
     assert r.scores[r.best_size].report_bytes == smallest and r.best_size == "hr"  # 1 byte, lower variance than GRR
     assert "lowest variance: ss" in r.summary() and "smallest report: hr (1 byte," in r.summary()
+    # the smallest report within 5 % of the lowest variance: PGR's 2 bytes (OLH: 5, within too)
+    assert r.best_near_optimal == "pgr" and "within 5% of the lowest variance: pgr (2 bytes" in r.summary()
+    assert recommend(8.0, 65536).best_near_optimal == "hpg"  # PGR's K past the decode limit's best
     assert [p.protocol for p in recommend(1.0, 2)][:2] == ["rr", "grr"] and "rr" not in recommend(1.0, 3).scores
     huge = recommend(30.0, 64)  # OLH's g = round(e^30) + 1 exceeds the 32-bit hash: left out, with the reason
     assert "olh" not in huge.scores and "2**32" in huge.left_out["olh"]
@@ -102,4 +107,5 @@ def test_cli_recommend_prints_the_ranking(capsys: pytest.CaptureFixture[str]) ->
     lines = capsys.readouterr().out.splitlines()
     assert "var/optimum" in lines[1] and "bytes" in lines[1]
     assert lines[3].split()[0] == "ss" and lines[3].split()[3] == "0.987"
-    assert lines[-2].startswith("lowest variance: ss") and lines[-1].startswith("smallest report: hr")
+    assert lines[-3].startswith("lowest variance: ss") and lines[-2].startswith("smallest report: hr")
+    assert lines[-1].startswith("smallest report within 5% of the lowest variance: pgr")
