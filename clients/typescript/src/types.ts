@@ -14,7 +14,7 @@
 export const VALUE_KINDS = /* @__PURE__ */ Object.freeze({
   rr: "binary",
   grr: "label", sue: "label", oue: "label", olh: "label", blh: "label", hr: "label", ss: "label", "hr-block": "label",
-  lgrr: "label", loue: "label", thresh: "label",
+  lgrr: "label", loue: "label", thresh: "label", pgr: "label", hpg: "label",
   duchi: "number", piecewise: "number", hybrid: "number", "memo-mean": "number", "bucket-grr": "number",
   "bucket-oue": "number", dbitflip: "number", "memo-dbitflip": "number", hh: "number",
   rappor: "text", cms: "text", hcms: "text", "rappor-ngrams": "text", pem: "text",

@@ -20,5 +20,6 @@ export { thresh } from "./thresh.js";
 export { pem } from "./pem.js";
 export { bucketGrr, bucketOue, dbitflip, memoDbitflip } from "./histogram.js";
 export { hrBlock } from "./hadamard-block.js";
+export { pgr, hpg } from "./projective-geometry.js";
 export { hh } from "./range-tree.js";
 export { multi } from "./multi.js";
