@@ -12,6 +12,9 @@ pub(crate) mod memoized;
 pub mod multi;
 pub mod numeric;
 pub mod pem;
+pub mod projective_geometry;
+pub mod projective_layout;
+pub mod projective_space;
 pub mod range_tree;
 pub mod rappor;
 pub mod rappor_ngrams;
@@ -55,6 +58,8 @@ static ALL: &[&Protocol] = &[
     &pem::PEM,
     &multi::MULTI,
     &rappor_ngrams::RAPPOR_NGRAMS,
+    &projective_geometry::PGR,
+    &projective_geometry::HPG,
 ];
 
 /// The protocols of the Python client this client does not implement yet (docs/native-client.md prints it).

@@ -1,0 +1,122 @@
+//! The layout of Projective Geometry Response and its hybrid (`ldp/encoders/projective_layout.py`): the dimension
+//! `t` from `q`, the blocks and `d`; the variance of one user's term for a rare value; and the default layout, the
+//! one of least variance among the feasible ones.
+//!
+//! The search is in doubles, each formula computed in Python's order, so that the layout chosen is Python's to the
+//! last tie (the fingerprint of parameters left without `q` or `blocks` hashes the resolved ones).
+
+use crate::params::MAX_AGGREGATE_CELLS;
+use crate::protocols::projective_space::{points, primes_up_to, MAX_FIELD};
+use crate::pymath;
+
+/// The most steps (`K·q·t`, the server decoder's dynamic programme) a decode may take.
+pub const MAX_DECODE_WORK: u128 = 1 << 32;
+
+/// `t`: the smallest `t ≥ 2` with `blocks·P_t ≥ d`.
+pub fn dimension(q: u64, blocks: u64, domain_size: u64) -> u32 {
+    let mut t = 2;
+    while blocks.saturating_mul(points(q, t)) < domain_size {
+        t += 1;
+    }
+    t
+}
+
+/// `K·q·t` (`K = blocks·P_t`): the steps of the decoder's dynamic programme, up to a constant (beyond 2^64 for the
+/// largest fields and domains, hence the `u128`).
+pub fn decode_work(q: u64, t: u32, blocks: u64) -> u128 {
+    u128::from(blocks) * u128::from(points(q, t)) * u128::from(q) * u128::from(t)
+}
+
+/// `γ = K/(K + (e^ε − 1)·s)`, the probability of the uniform branch before rounding (0 past `ε = 700`).
+pub fn own_share(epsilon: f64, order: u64, set_size: u64) -> f64 {
+    if epsilon > 700.0 {
+        0.0
+    } else {
+        order as f64 / (order as f64 + pymath::expm1(epsilon) * set_size as f64)
+    }
+}
+
+/// `Var[α·A + β·T]` of one user's report, `A ⊆ T`, from `Pr[A]` and `Pr[T]`.
+fn term_variance(a: f64, b: f64, pa: f64, pt: f64) -> f64 {
+    a * a * pa * (1.0 - pa) + b * b * pt * (1.0 - pt) + 2.0 * a * b * pa * (1.0 - pt)
+}
+
+/// Per-user `Var[ĉ_x]/n` of a value nobody holds in a full block, the other users spread evenly over the other
+/// `d − 1` values, at the unrounded `γ` (infinite when `γ` is not strictly inside (0, 1)).
+pub fn rare_variance(epsilon: f64, q: u64, t: u32, blocks: u64, domain_size: u64) -> f64 {
+    let b = points(q, t);
+    let (s, c, k) = (points(q, t - 1), points(q, t - 2), blocks * b);
+    let g = own_share(epsilon, k, s);
+    if !(g > 0.0 && g < 1.0) {
+        return f64::INFINITY;
+    }
+    let (s, c) = (s as f64, c as f64);
+    // The estimator's coefficients: α = 1/((1 − γ)(1 − c/s)), β = −α·c/s.
+    let alpha = 1.0 / ((1.0 - g) * (1.0 - c / s));
+    let beta = -alpha * c / s;
+    // Pr[A] and Pr[T] of a user of another value of x's block, and of a user of another block.
+    let (uniform_a, uniform_t) = (g * s / k as f64, g / blocks as f64);
+    let same = term_variance(alpha, beta, uniform_a + (1.0 - g) * c / s, uniform_t + 1.0 - g);
+    let other = term_variance(alpha, beta, uniform_a, uniform_t);
+    let share = (b.min(domain_size) - 1) as f64 / (domain_size - 1) as f64;
+    share * same + (1.0 - share) * other
+}
+
+/// The field orders a default layout is chosen among: the primes `q ≤ 2(e^ε − 1) + 6` (the best is near
+/// `e^ε + 1`), at most [`MAX_FIELD`] (every one of them from `ε = 20` on).
+pub fn field_candidates(epsilon: f64) -> &'static [u64] {
+    if epsilon >= 20.0 {
+        return primes_up_to(MAX_FIELD);
+    }
+    let bound = (2.0 * pymath::expm1(epsilon) + 6.0).floor();
+    primes_up_to(bound.min(MAX_FIELD as f64) as u64)
+}
+
+/// Whether a layout stays within the aggregate's cells and the decoder's steps.
+fn feasible(q: u64, t: u32, blocks: u64) -> bool {
+    blocks.saturating_mul(points(q, t)) <= MAX_AGGREGATE_CELLS && decode_work(q, t, blocks) <= MAX_DECODE_WORK
+}
+
+/// The feasible `(q, blocks)` of `layouts` of least [`rare_variance`], the first on a near tie (a later one must
+/// be lower by a relative 10^−12).
+fn best(epsilon: f64, domain_size: u64, layouts: impl IntoIterator<Item = (u64, u64)>) -> Option<(u64, u64)> {
+    let (mut best, mut best_var) = (None, f64::INFINITY);
+    for (q, blocks) in layouts {
+        let t = dimension(q, blocks, domain_size);
+        if !feasible(q, t, blocks) {
+            continue;
+        }
+        let var = rare_variance(epsilon, q, t, blocks, domain_size);
+        if var < best_var * (1.0 - 1e-12) {
+            best = Some((q, blocks));
+            best_var = var;
+        }
+    }
+    best
+}
+
+/// `pgr`'s default `q`: the one of [`field_candidates`] of least [`rare_variance`] (the smallest on a near tie)
+/// among the feasible ones; `None` when none is.
+pub fn best_pgr_field(epsilon: f64, domain_size: u64) -> Option<u64> {
+    best(epsilon, domain_size, field_candidates(epsilon).iter().map(|&q| (q, 1))).map(|(q, _)| q)
+}
+
+/// `hpg`'s default `(q, blocks)`: of least [`rare_variance`] (the first on a near tie, in increasing `q` then
+/// `t`) among the feasible ones with at least 2 blocks: for each candidate `q` (or the given one) and each `t ≥ 2`
+/// with `P_t < d` and `P_t ≤ 2^28`, `blocks = ⌈d/P_t⌉` (or the given `blocks`); `None` when none is.
+pub fn best_hpg_layout(epsilon: f64, domain_size: u64, q: Option<u64>, blocks: Option<u64>) -> Option<(u64, u64)> {
+    let given = q.map(|q| vec![q]);
+    let qs: &[u64] = given.as_deref().unwrap_or_else(|| field_candidates(epsilon));
+    let layouts = qs.iter().flat_map(|&q| -> Box<dyn Iterator<Item = (u64, u64)>> {
+        match blocks {
+            Some(h) => Box::new(std::iter::once((q, h))),
+            None => Box::new(
+                (2..)
+                    .map(move |t| points(q, t))
+                    .take_while(|&b| b < domain_size && b <= MAX_AGGREGATE_CELLS)
+                    .map(move |b| (q, domain_size.div_ceil(b))),
+            ),
+        }
+    });
+    best(epsilon, domain_size, layouts.filter(|&(_, h)| h >= 2))
+}

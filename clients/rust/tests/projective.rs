@@ -1,0 +1,177 @@
+//! What is specific to `pgr` and `hpg`: the numbering of the points of `PG(t−1, q)`, the bijection of `[0, P_{t−1})`
+//! onto a hyperplane, the own set of a value in its block, and the layout Python resolves when `q` (or `blocks`) is
+//! left out, on a grid of (ε, d) with the variance of each choice to the last bit, and Python's answer to parameters
+//! the vector files do not exercise (tests/data/projective_layouts.json, written by
+//! tests/data/projective_layouts.py).
+
+mod common;
+
+use std::any::Any;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use common::{close_ulps, f, same_json};
+use ldp_client::protocols::projective_geometry::ProjectiveParams;
+use ldp_client::protocols::projective_layout::{
+    best_hpg_layout, best_pgr_field, dimension, field_candidates, rare_variance,
+};
+use ldp_client::protocols::projective_space::{
+    hyperplane_point, is_prime, point_index, point_vector, points, primes, MAX_FIELD,
+};
+use ldp_client::{json, protocols, Error, ProtocolParams, Value};
+
+/// Small spaces: (q, t) with `P_t` at most a few thousand.
+const SPACES: &[(u64, usize)] =
+    &[(2, 1), (2, 2), (2, 3), (2, 5), (3, 2), (3, 3), (3, 4), (5, 2), (5, 3), (7, 3), (11, 2)];
+
+fn fixture() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/projective_layouts.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn dot(u: &[u64], v: &[u64], q: u64) -> u64 {
+    u.iter().zip(v).fold(0, |acc, (a, b)| (acc + a * b) % q)
+}
+
+fn is_canonical(v: &[u64], q: u64) -> bool {
+    v.iter().all(|&c| c < q) && v.iter().find(|&&c| c != 0) == Some(&1)
+}
+
+#[test]
+fn points_are_numbered_rightmost_leading_one_first_and_round_trip() {
+    for &(q, t) in SPACES {
+        let n = points(q, t as u32);
+        assert_eq!(n, (q.pow(t as u32) - 1) / (q - 1));
+        let mut seen = BTreeSet::new();
+        let mut last_lead = t - 1;
+        for i in 0..n {
+            let v = point_vector(i, q, t);
+            assert!(is_canonical(&v, q), "q={q} t={t}: point {i} is {v:?}");
+            assert_eq!(point_index(&v, q), i, "q={q} t={t}: {v:?}");
+            let lead = v.iter().position(|&c| c != 0).unwrap();
+            assert!(lead <= last_lead, "q={q} t={t}: point {i}'s leading 1 moved right");
+            last_lead = lead;
+            assert!(seen.insert(v));
+        }
+        let mut unit = vec![0; t];
+        unit[t - 1] = 1;
+        assert_eq!(point_vector(0, q, t), unit);
+        unit.rotate_left(t - 1);
+        assert_eq!(point_vector(n - 1, q, t).first(), Some(&1));
+        assert_eq!(point_index(&unit, q), points(q, t as u32 - 1), "q={q} t={t}: (1, 0, …, 0)");
+    }
+}
+
+#[test]
+fn each_hyperplane_is_numbered_one_to_one() {
+    for &(q, t) in SPACES.iter().filter(|(_, t)| *t >= 2) {
+        let (n, s) = (points(q, t as u32), points(q, t as u32 - 1));
+        for i in 0..n {
+            let v = point_vector(i, q, t);
+            let orthogonal: BTreeSet<Vec<u64>> =
+                (0..n).map(|j| point_vector(j, q, t)).filter(|u| dot(u, &v, q) == 0).collect();
+            assert_eq!(orthogonal.len() as u64, s, "q={q} t={t}: a hyperplane has P_(t-1) points");
+            let numbered: BTreeSet<Vec<u64>> = (0..s)
+                .map(|r| {
+                    let u = hyperplane_point(&v, r, q);
+                    assert!(is_canonical(&u, q), "q={q} t={t} v={v:?} r={r}: {u:?}");
+                    assert_eq!(dot(&u, &v, q), 0, "q={q} t={t} v={v:?} r={r}: {u:?} not orthogonal");
+                    u
+                })
+                .collect();
+            assert_eq!(numbered, orthogonal, "q={q} t={t} v={v:?}: not a bijection onto the hyperplane");
+        }
+    }
+}
+
+#[test]
+fn the_primes_are_the_primes() {
+    let all = primes();
+    assert_eq!((all.len(), all.first(), all.last()), (6542, Some(&2), Some(&MAX_FIELD)));
+    let set: BTreeSet<u64> = all.iter().copied().collect();
+    assert!((0..=MAX_FIELD + 20).all(|q| is_prime(q) == set.contains(&q) || q > MAX_FIELD));
+    assert!(is_prime(65537) && !is_prime(65535));
+    assert_eq!(field_candidates(1.0), &[2, 3, 5, 7][..]); // 2(e − 1) + 6 = 9.43…
+    assert_eq!(field_candidates(12.0).last(), Some(&MAX_FIELD));
+}
+
+fn params(protocol: &str, p: Value) -> Arc<dyn ProtocolParams> {
+    protocols::get(protocol).unwrap().params(&p).unwrap_or_else(|e| panic!("{protocol} {p}: {e}"))
+}
+
+fn projective(p: &Arc<dyn ProtocolParams>) -> &ProjectiveParams {
+    (p.as_ref() as &dyn Any).downcast_ref::<ProjectiveParams>().unwrap()
+}
+
+#[test]
+fn a_values_own_set_is_its_hyperplane_in_its_block() {
+    // hpg: 20 values in 2 blocks of PG(2, 3) (K = 26, s = 4); pgr: PG(2, 5) (K = 31, s = 6)
+    for (protocol, p) in [
+        ("hpg", json!({"epsilon": 3.0, "domain_size": 20, "q": 3, "blocks": 2})),
+        ("pgr", json!({"epsilon": 2.0, "domain_size": 31, "q": 5})),
+    ] {
+        let p = params(protocol, p);
+        let pg = projective(&p);
+        let (q, t, b) = (pg.q, pg.dimension as usize, pg.block_points);
+        assert_eq!(pg.order(), pg.blocks * b);
+        for x in 0..pg.d {
+            let v = point_vector(x % b, q, t);
+            let own: BTreeSet<u64> = (0..pg.set_size).map(|r| pg.own_point(x, r)).collect();
+            let want: BTreeSet<u64> =
+                (0..b).filter(|&j| dot(&point_vector(j, q, t), &v, q) == 0).map(|j| x / b * b + j).collect();
+            assert_eq!(own, want, "{protocol} value {x}");
+        }
+    }
+}
+
+#[test]
+fn default_layouts_are_pythons() {
+    let doc = fixture();
+    for item in doc["pgr"].as_array().unwrap() {
+        let (eps, d) = (f(&item["epsilon"]), item["domain_size"].as_u64().unwrap());
+        let q = best_pgr_field(eps, d);
+        assert_eq!(q, item["q"].as_u64(), "pgr ε={eps} d={d}");
+        if let Some(q) = q {
+            let var = rare_variance(eps, q, dimension(q, 1, d), 1, d);
+            assert_eq!(var.to_bits(), f(&item["variance"]).to_bits(), "pgr ε={eps} d={d} q={q}");
+        }
+    }
+    for item in doc["hpg"].as_array().unwrap() {
+        let (eps, d) = (f(&item["epsilon"]), item["domain_size"].as_u64().unwrap());
+        let layout = best_hpg_layout(eps, d, item["q"].as_u64(), item["blocks"].as_u64());
+        let want = item["layout"].as_array().map(|l| (l[0].as_u64().unwrap(), l[1].as_u64().unwrap()));
+        assert_eq!(layout, want, "hpg ε={eps} d={d} q={} blocks={}", item["q"], item["blocks"]);
+        if let Some((q, h)) = layout {
+            let var = rare_variance(eps, q, dimension(q, h, d), h, d);
+            assert_eq!(var.to_bits(), f(&item["variance"]).to_bits(), "hpg ε={eps} d={d} ({q}, {h})");
+        }
+    }
+}
+
+#[test]
+fn parameters_are_resolved_and_refused_as_python_does() {
+    let doc = fixture();
+    for item in doc["params"].as_array().unwrap() {
+        let (protocol, given) = (item["protocol"].as_str().unwrap(), &item["params"]);
+        let got = protocols::get(protocol).unwrap().params(given);
+        match (&got, item.get("error")) {
+            (Ok(p), None) => {
+                assert!(
+                    same_json(&p.canonical_dict(), &item["resolved"]),
+                    "{protocol} {given}: {}",
+                    p.canonical_dict()
+                );
+                assert_eq!(p.fingerprint(), item["fingerprint"].as_str().unwrap(), "{protocol} {given}");
+                let want = f(&item["epsilon"]);
+                assert!(close_ulps(p.privacy_cost().epsilon, want, 4.0), "{protocol} {given}: cost");
+            }
+            (Err(Error::Refusal(r)), Some(want)) => {
+                let fields = Value::Object(r.fields.clone());
+                assert_eq!(r.kind.as_str(), want["type"].as_str().unwrap(), "{protocol} {given}");
+                assert_eq!(r.code.as_str(), want["code"].as_str().unwrap(), "{protocol} {given}");
+                assert!(same_json(&fields, &want["fields"]), "{protocol} {given}: {fields}, want {}", want["fields"]);
+            }
+            _ => panic!("{protocol} {given}: {got:?}, want {item}"),
+        }
+    }
+}
