@@ -45,7 +45,6 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ldp.encoders.base import (
-    MAX_AGGREGATE_CELLS,
     DomainPrepare,
     Encoder,
     LabeledDomain,
@@ -63,7 +62,10 @@ from ldp.encoders.projective_layout import (
     best_pgr_field,
     decode_work,
     dimension,
+    hpg_layouts,
+    least_excess,
     own_share,
+    pgr_layouts,
 )
 from ldp.encoders.projective_space import MAX_FIELD, hyperplane_point, is_prime, point_index, point_vector, points
 from ldp.errors import RefusalValueError
@@ -83,7 +85,8 @@ class _ProjectiveParams(LabeledDomain, ProtocolParams):
     refusal_rules: ClassVar[Mapping[str, str]] = {
         "prime_field": "q must be prime: a hyperplane then has P_{t−1} points and two meet in P_{t−2}, the counts "
                        "the estimator and the privacy claim rest on",
-        "decode_work": "(a limit) the decoder's steps K·q·t, at most 2^32"}
+        "decode_work": "(a limit) the decoder's steps K·q·t, at most 2^32",
+        "two_blocks": "hpg needs two blocks: at the given q, the domain must not fit in one block"}
     draw_rule = DrawRule("`B(γ)`, then `R(K)` if true, `R(s)` if false",
                          lambda s, pr, v: s.R(pr.order) if s.B(pr.gamma) else s.R(pr.set_size))
 
@@ -114,11 +117,17 @@ class _ProjectiveParams(LabeledDomain, ProtocolParams):
                                   "uniform branch rounds to probability 1, so reports would carry no information",
                                   "epsilon_too_small", "epsilon", "domain_size", "q")
 
-    def _no_layout(self) -> RefusalValueError:
+    def _no_layout(self, layouts: list[tuple[int, int]]) -> RefusalValueError:
+        """``param_limit`` when none of the candidate ``layouts`` fits: the fewest outputs, or the least decode
+        work, of any (:func:`~ldp.encoders.projective_layout.least_excess`)."""
+        if not layouts:  # hpg's q given, and every t at it holds d in one block
+            return refuse_relation(f"hpg over F_{self.q} holds domain_size={self.domain_size} in one block: give "
+                                   "blocks, or use pgr", "two_blocks", "domain_size", "q")
+        limit, got, top = least_excess(self.domain_size, layouts)
+        what = "outputs" if limit == "aggregate_cells" else "decode steps"
         return RefusalValueError(
             f"no {self.protocol} layout at epsilon={self.epsilon} over domain_size={self.domain_size:,} values stays "
-            f"within the limits ({MAX_AGGREGATE_CELLS:,} outputs, {MAX_DECODE_WORK:,} decode steps)", "param_limit",
-            limit="decode_work", got=None, max=MAX_DECODE_WORK)
+            f"within the limit of {top:,} {what} (the least: {got:,})", "param_limit", limit=limit, got=got, max=top)
 
     @classmethod
     def frequency_oracle_for(cls, domain_size: int) -> bool:
@@ -206,7 +215,7 @@ class PGRParams(_ProjectiveParams):
         if self.q is None:
             q = best_pgr_field(self.epsilon, self.domain_size)
             if q is None:
-                raise self._no_layout()
+                raise self._no_layout(pgr_layouts(self.epsilon))
             object.__setattr__(self, "q", q)
         self._check_layout()
         self._check_labels()
@@ -261,7 +270,7 @@ class HPGParams(_ProjectiveParams):
                 raise refuse_relation(f"q={self.q} is not prime: hpg needs the field F_q", "prime_field", "q")
             layout = best_hpg_layout(self.epsilon, self.domain_size, self.q, self.blocks)
             if layout is None:
-                raise self._no_layout()
+                raise self._no_layout(hpg_layouts(self.epsilon, self.domain_size, self.q, self.blocks))
             object.__setattr__(self, "q", layout[0])
             object.__setattr__(self, "blocks", layout[1])
         self._check_layout()

@@ -20,7 +20,7 @@ from ldp.encoders.projective_space import MAX_FIELD, points, primes_up_to
 
 __all__ = ["MAX_DECODE_WORK", "dimension", "decode_work", "own_share", "report_classes", "coefficients",
            "term_variance", "class_variances", "rare_variance", "field_candidates", "best_pgr_field",
-           "best_hpg_layout"]
+           "best_hpg_layout", "pgr_layouts", "hpg_layouts", "least_excess"]
 
 MAX_DECODE_WORK = 1 << 32
 """The most steps (``K·q·t``, the decoder's dynamic programme) a decode may take: about ten seconds on one core."""
@@ -103,6 +103,17 @@ def _feasible(q: int, t: int, blocks: int) -> bool:
     return blocks * points(q, t) <= MAX_AGGREGATE_CELLS and decode_work(q, t, blocks) <= MAX_DECODE_WORK
 
 
+def least_excess(domain_size: int, layouts: Any) -> tuple[str, int, int]:
+    """``(limit, got, max)`` of a ``param_limit`` refusal when none of ``layouts`` (``(q, blocks)`` pairs) is
+    feasible: the fewest outputs of any, against :data:`~ldp.encoders.base.MAX_AGGREGATE_CELLS`, when every one
+    has too many; else the least decode work among those within it, against :data:`MAX_DECODE_WORK`."""
+    sizes = [(q, blocks, dimension(q, blocks, domain_size)) for q, blocks in layouts]
+    within = [decode_work(q, t, h) for q, h, t in sizes if h * points(q, t) <= MAX_AGGREGATE_CELLS]
+    if not within:
+        return "aggregate_cells", min(h * points(q, t) for q, h, t in sizes), MAX_AGGREGATE_CELLS
+    return "decode_work", min(within), MAX_DECODE_WORK
+
+
 def _best(epsilon: float, domain_size: int, layouts: Any) -> tuple[int, int] | None:
     best, best_var = None, math.inf
     for q, blocks in layouts:
@@ -119,8 +130,20 @@ def _best(epsilon: float, domain_size: int, layouts: Any) -> tuple[int, int] | N
 def best_pgr_field(epsilon: float, domain_size: int) -> int | None:
     """The ``q`` of :func:`field_candidates` of least :func:`rare_variance` (the smallest on a near tie) among the
     feasible ones; ``None`` when none is."""
-    best = _best(epsilon, domain_size, ((q, 1) for q in field_candidates(epsilon)))
+    best = _best(epsilon, domain_size, pgr_layouts(epsilon))
     return None if best is None else best[0]
+
+
+def pgr_layouts(epsilon: float) -> list[tuple[int, int]]:
+    """The ``(q, 1)`` :func:`best_pgr_field` chooses among."""
+    return [(q, 1) for q in field_candidates(epsilon)]
+
+
+def hpg_layouts(epsilon: float, domain_size: int, q: int | None = None, blocks: int | None = None) -> list[
+        tuple[int, int]]:
+    """The ``(q, h)`` :func:`best_hpg_layout` chooses among (``h ≥ 2``)."""
+    qs = [q] if q is not None else field_candidates(epsilon)
+    return [(qq, h) for qq, h in _hpg_layouts(domain_size, qs, blocks) if h >= 2]
 
 
 def _hpg_layouts(domain_size: int, qs: Sequence[int], blocks: int | None) -> Any:
@@ -140,5 +163,4 @@ def best_hpg_layout(epsilon: float, domain_size: int, q: int | None = None,
     """``(q, h)`` of least :func:`rare_variance` (the first on a near tie, in increasing ``q`` then ``t``) among
     the feasible ones with ``h ≥ 2``: for each candidate ``q`` (or the given one) and ``t ≥ 2``, ``h = ⌈d/P_t⌉``
     (or the given ``blocks``); ``None`` when none is."""
-    qs = [q] if q is not None else field_candidates(epsilon)
-    return _best(epsilon, domain_size, ((qq, h) for qq, h in _hpg_layouts(domain_size, qs, blocks) if h >= 2))
+    return _best(epsilon, domain_size, hpg_layouts(epsilon, domain_size, q, blocks))

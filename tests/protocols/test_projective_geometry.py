@@ -283,3 +283,22 @@ def test_estimates_equal_the_authors_on_the_same_reports(case) -> None:
     hist = np.zeros(params.order, np.int64)
     hist[case["histogram"]["index"]] = case["histogram"]["count"]
     np.testing.assert_allclose(pg_counts(params, hist), case["estimates"], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("make, limit, got", [
+    (lambda: PGRParams(1.0, 2**28), "aggregate_cells", 305_175_781),  # the fewest outputs: q = 5, t = 13
+    (lambda: HPGParams(1.0, 2**29), "aggregate_cells", 2**29),
+    (lambda: PGRParams(8.0, 2**26), "decode_work", 7_069_666_240),
+])
+def test_no_layout_within_the_limits_is_refused_with_the_least_excess(make, limit: str, got: int) -> None:
+    with pytest.raises(Refusal) as info:
+        make()
+    assert info.value.code == "param_limit"
+    assert info.value.fields["limit"] == limit and info.value.fields["got"] == got
+    assert info.value.fields["got"] > info.value.fields["max"]
+
+
+def test_hpg_refuses_a_field_that_holds_the_domain_in_one_block() -> None:
+    with pytest.raises(Refusal) as info:
+        HPGParams(1.0, 5, 5)
+    assert info.value.code == "param_relation" and info.value.fields["rule"] == "two_blocks"
