@@ -352,7 +352,7 @@ def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | No
     if trust not in TRUST_MODELS:
         ck.fail(_join(path, "trust"), f"must be one of {', '.join(TRUST_MODELS)}, got {trust!r}")
     elif trust.startswith("two-aggregator") and params is not None and params.prio3_fit() is None:
-        ck.fail(_join(path, "trust"), f"{params.protocol} does not fit in Prio3 (rr, grr, sue and oue do): "
+        ck.fail(_join(path, "trust"), f"{params.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): "
                                       "no two-aggregator mode for it")
     if params is None or budget is None or budget.per_report is None:
         return None
