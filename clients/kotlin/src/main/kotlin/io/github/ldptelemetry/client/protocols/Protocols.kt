@@ -30,6 +30,8 @@ public object Protocols {
         BucketOUEParams.PROTOCOL,
         MemoDBitFlipParams.PROTOCOL,
         HRBlockParams.PROTOCOL,
+        PGRParams.PROTOCOL,
+        HPGParams.PROTOCOL,
         HHParams.PROTOCOL,
         MultiParams.PROTOCOL,
         PEMParams.PROTOCOL,

@@ -28,6 +28,8 @@ class TypedParamsTest {
         "blh" to { BLHParams(epsilon = 1.0, domainSize = 4) },
         "hr" to { HRParams(epsilon = 1.0, domainSize = 3) },
         "hr-block" to { HRBlockParams(epsilon = 1.0, domainSize = 3, blocks = 1) },
+        "pgr" to { PGRParams(epsilon = 1.0, domainSize = 13, q = 3) },
+        "hpg" to { HPGParams(epsilon = 1.0, domainSize = 5, q = 2, blocks = 2) },
         "ss" to { SSParams(epsilon = 1.0, domainSize = 4) },
         "duchi" to { DuchiParams(epsilon = 1.0, low = 0.0, high = 10.0) },
         "piecewise" to { PiecewiseParams(epsilon = 1.0, low = 0.0, high = 10.0) },
@@ -137,6 +139,12 @@ class TypedParamsTest {
         val block = HRBlockParams(1.0, 100)
         assertEquals(HRBlockParams.read(mapOf("epsilon" to 1.0, "domain_size" to 100L)), block)
         assertEquals(HRBlockParams.bestBlocks(1.0, 100), block.blocks)
+        val pgr = PGRParams(2.0, 1024)
+        assertEquals(PGRParams.read(mapOf("epsilon" to 2.0, "domain_size" to 1024L)), pgr)
+        assertEquals(PGRParams.bestField(2.0, 1024), pgr.q)
+        val hpg = HPGParams(2.0, 1024)
+        assertEquals(HPGParams.read(mapOf("epsilon" to 2.0, "domain_size" to 1024L)), hpg)
+        assertEquals(HPGParams.bestLayout(2.0, 1024), HPGParams.Layout(hpg.q, hpg.blocks))
         val hh = HHParams(1.0, 0.0, 1.0)
         assertEquals(listOf(4, 5, "auto", false), listOf(hh.branching, hh.depth, hh.oracle, hh.clip))
     }

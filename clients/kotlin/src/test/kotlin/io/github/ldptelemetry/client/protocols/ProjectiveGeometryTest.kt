@@ -1,0 +1,170 @@
+package io.github.ldptelemetry.client.protocols
+
+import io.github.ldptelemetry.client.LdpValueException
+import io.github.ldptelemetry.client.RefusalCode
+import io.github.ldptelemetry.client.internal.Json
+import io.github.ldptelemetry.client.list
+import io.github.ldptelemetry.client.obj
+import io.github.ldptelemetry.client.random.RandomSource
+import org.junit.jupiter.api.Assertions.assertArrayEquals
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Assertions.assertThrows
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+import java.math.BigInteger
+
+/**
+ * What is specific to `pgr` and `hpg` (the vectors replay their draws, refusals and audits): the numbering of the
+ * points of `PG(t−1, q)`, the bijection of `[0, P(t−1))` onto a hyperplane, the default layouts equal to Python's over
+ * a grid (`src/test/resources/projective-layouts.json`, written by `projective-layouts.py` beside it), and the
+ * refusals of the layout (not prime, the decode's limit, no layout at all, the aggregate's limit).
+ */
+class ProjectiveGeometryTest {
+    private val spaces = listOf(2L to 2, 2L to 3, 2L to 5, 3L to 2, 3L to 3, 3L to 4, 5L to 3, 7L to 3, 11L to 2, 13L to 3)
+
+    @Test
+    fun `points are numbered rightmost leading 1 first, and index and vector are inverse`() {
+        for ((q, t) in spaces) {
+            val count = ProjectiveSpace.points(q, t)
+            assertEquals((BigInteger.valueOf(q).pow(t) - BigInteger.ONE) / BigInteger.valueOf(q - 1), BigInteger.valueOf(count))
+            val seen = HashSet<List<Int>>()
+            for (i in 0 until count) {
+                val v = ProjectiveSpace.pointVector(i, q, t)
+                assertEquals(t, v.size)
+                assertEquals(1, v.first { it != 0 }, "canonical: first nonzero coordinate 1")
+                assertTrue(v.all { it in 0 until q })
+                assertEquals(i, ProjectiveSpace.pointIndex(v, q), "q=$q t=$t point $i")
+                assertTrue(seen.add(v.toList()), "distinct vectors")
+            }
+            // index 0 is (0, …, 0, 1); then q points (0, …, 1, *), *  = 0 … q−1; the last is (1, q−1, …, q−1)
+            assertArrayEquals(IntArray(t) { if (it == t - 1) 1 else 0 }, ProjectiveSpace.pointVector(0, q, t))
+            for (x in 0 until q) {
+                assertArrayEquals(IntArray(t) { if (it == t - 2) 1 else if (it == t - 1) x.toInt() else 0 }, ProjectiveSpace.pointVector(1 + x, q, t))
+            }
+            assertArrayEquals(IntArray(t) { if (it == 0) 1 else (q - 1).toInt() }, ProjectiveSpace.pointVector(count - 1, q, t))
+        }
+        val big = ProjectiveSpace.MAX_FIELD
+        for (i in listOf(0L, 1L, big - 1, big, ProjectiveSpace.points(big, 2) - 1)) {
+            assertEquals(i, ProjectiveSpace.pointIndex(ProjectiveSpace.pointVector(i, big, 2), big))
+        }
+    }
+
+    @Test
+    fun `every r names a distinct point of the hyperplane, orthogonal to v`() {
+        for ((q, t) in spaces) {
+            val count = ProjectiveSpace.points(q, t)
+            val s = ProjectiveSpace.points(q, t - 1)
+            val all = (0 until count).map { ProjectiveSpace.pointVector(it, q, t) }
+            for (v in all) {
+                val orthogonal = all.indices.filter { j -> dot(all[j], v) % q == 0L }.map { it.toLong() }.toSet()
+                assertEquals(s, orthogonal.size.toLong(), "a hyperplane has P(t−1) points")
+                val image = (0 until s).map { r ->
+                    val u = ProjectiveSpace.hyperplanePoint(v, r, q)
+                    assertEquals(1, u.first { it != 0 }, "canonical")
+                    assertEquals(0L, dot(u, v) % q, "<u, v> = 0 mod q")
+                    ProjectiveSpace.pointIndex(u, q)
+                }
+                assertEquals(orthogonal, image.toSet(), "q=$q t=$t v=${v.toList()}: r ↦ u is onto the hyperplane")
+                assertEquals(image.size, image.toSet().size, "and one to one")
+            }
+        }
+    }
+
+    private fun dot(u: IntArray, v: IntArray): Long = u.indices.sumOf { u[it].toLong() * v[it] }
+
+    @Test
+    fun `primes are the sieve's and the candidates stop at 2(e^ε − 1) + 6`() {
+        val primes = ProjectiveSpace.primesUpTo(ProjectiveSpace.MAX_FIELD)
+        assertEquals(6542, primes.size)
+        assertEquals(ProjectiveSpace.MAX_FIELD, primes.last())
+        assertTrue(primes.all { ProjectiveSpace.isPrime(it) })
+        assertEquals(listOf(2L, 3L, 5L, 7L), ProjectiveSpace.primesUpTo(10).toList())
+        assertEquals(listOf(2L, 3L, 5L, 7L), ProjectivePlanner.fieldCandidates(1.0).toList()) // 2(e − 1) + 6 = 9.44
+        assertEquals(6542, ProjectivePlanner.fieldCandidates(25.0).size)
+    }
+
+    @Test
+    fun `default layouts are Python's`() {
+        val doc = Json.parse(javaClass.getResource("/projective-layouts.json")!!.readText()).obj()
+        val pgr = doc["pgr"].list().map { it.list() }
+        assertTrue(pgr.size > 1000)
+        val pgrDiffs = pgr.filter { (e, d, q) -> PGRParams.bestField(e as Double, d as Long) != q }
+        assertTrue(pgrDiffs.isEmpty(), "best_pgr_field differs at ${pgrDiffs.take(10)}")
+        val hpg = doc["hpg"].list().map { it.list() }
+        assertTrue(hpg.size > 1000)
+        val hpgDiffs = hpg.filter { (e, d, q, blocks, want) ->
+            val got = HPGParams.bestLayout(e as Double, d as Long, q as Long?, blocks as Long?)
+            got?.let { listOf(it.q, it.blocks) } != want
+        }
+        assertTrue(hpgDiffs.isEmpty(), "best_hpg_layout differs at ${hpgDiffs.take(10)}")
+        assertTrue(pgr.any { it[2] == null } && hpg.any { it[4] == null }, "the grid reaches past every feasible layout")
+    }
+
+    @Test
+    fun `omitted parameters resolve to the default layout, with its fingerprint`() {
+        val pgr = PGRParams(6.0, 1024)
+        assertEquals(401L, pgr.q)
+        assertEquals(161203L, pgr.order)
+        assertEquals(PGRParams(6.0, 1024, 401), pgr)
+        assertEquals(PGRParams.read(mapOf("epsilon" to 6.0, "domain_size" to 1024L, "q" to null)).fingerprint, pgr.fingerprint)
+        val hpg = HPGParams(8.0, 65536)
+        assertEquals(listOf(23L, 119L, 65807L), listOf(hpg.q, hpg.blocks, hpg.order))
+        assertEquals(0.47920280196505965, hpg.gamma)
+        assertEquals(HPGParams(8.0, 65536, 23, 119), hpg)
+        assertEquals(HPGParams.bestLayout(8.0, 65536, q = 23)!!.blocks, HPGParams(8.0, 65536, q = 23).blocks)
+        assertEquals(HPGParams.bestLayout(8.0, 65536, blocks = 119)!!.q, HPGParams(8.0, 65536, blocks = 119).q)
+    }
+
+    private fun refusal(make: () -> ProtocolParams): LdpValueException = assertThrows(LdpValueException::class.java) { make() }
+
+    @Test
+    fun `layouts are refused as Python refuses them`() {
+        val notPrime = refusal { PGRParams(1.0, 13, 4) }
+        assertEquals(RefusalCode.PARAM_RELATION, notPrime.code)
+        assertEquals(mapOf("params" to listOf("q"), "rule" to "prime_field"), notPrime.fields)
+        for (blocks in listOf(null, 2L)) { // before the search, and in the layout's checks
+            assertEquals(mapOf("params" to listOf("q"), "rule" to "prime_field"), refusal { HPGParams(1.0, 20, 4, blocks) }.fields)
+        }
+        assertEquals("blocks", refusal { HPGParams(1.0, 20, 4, 30) }.fields["param"], "blocks' range before q's primality")
+
+        val work = refusal { PGRParams(1.0, 1L shl 32, 65521) } // K·q·t past a Long
+        assertEquals(RefusalCode.PARAM_LIMIT, work.code)
+        assertEquals(mapOf("limit" to "decode_work", "got" to BigInteger("73720570633874236816"), "max" to (1L shl 32)), work.fields)
+        assertEquals(8586133924L, refusal { PGRParams(1.0, 20000, 65521) }.fields["got"])
+        assertEquals(1687716242896338L, refusal { HPGParams(1.0, 1L shl 32, 65521, 2) }.fields["got"])
+        for (make in listOf({ PGRParams(1.0, 1L shl 32) }, { HPGParams(1.0, 1L shl 32) })) {
+            assertEquals(mapOf("limit" to "decode_work", "got" to null, "max" to (1L shl 32)), refusal(make).fields, "no layout")
+        }
+        val cells = refusal { HPGParams(1.0, 300_000_000, 2, 100_000_000) } // within the decode's limit, not the aggregate's
+        assertEquals(mapOf("limit" to "aggregate_cells", "got" to 300_000_000L, "max" to (1L shl 28)), cells.fields)
+
+        val small = refusal { PGRParams(1e-30, 13, 3) }
+        assertEquals(mapOf("params" to listOf("epsilon", "domain_size", "q"), "rule" to "epsilon_too_small"), small.fields)
+        assertEquals("epsilon_too_large", refusal { PGRParams(701.0, 13, 3) }.fields["rule"])
+        assertEquals("epsilon_too_small", refusal { HPGParams(1e-30, 20, 3, 2) }.fields["rule"])
+    }
+
+    /** A source whose every Bernoulli is false and every `randbelow` a given value: the own-set branch at [r]. */
+    private class OwnBranch(val r: Long) : RandomSource() {
+        override fun bits(k: Int): Long = throw UnsupportedOperationException()
+        override fun wideBits(k: Int, into: LongArray): Unit = throw UnsupportedOperationException()
+        override fun tokenBytes(n: Int): ByteArray = throw UnsupportedOperationException()
+        override fun bernoulli(p: Double): Boolean = false
+        override fun randbelow(n: Long): Long = r
+    }
+
+    @Test
+    fun `the own-set branch reports the r-th point of the value's hyperplane in its block`() {
+        val params = HPGParams(3.0, 20, 3, 2) // two blocks of PG(2, 3): b = 13, s = 4
+        assertEquals(listOf(3L, 13L, 4L, 26L), listOf(params.dimension.toLong(), params.blockPoints, params.setSize, params.order))
+        for (x in 0 until 20) {
+            val own = (0L until 4L).map { r -> ProjectiveEncoder(params, EncoderOptions(rng = OwnBranch(r))).encode(x.toLong())["j"] as Long }
+            val block = x / 13
+            val v = ProjectiveSpace.pointVector((x % 13).toLong(), 3, 3)
+            assertTrue(own.all { it / 13 == block.toLong() }, "in the value's block")
+            assertTrue(own.all { dot(ProjectiveSpace.pointVector(it % 13, 3, 3), v) % 3 == 0L }, "on its hyperplane")
+            assertEquals(4, own.toSet().size)
+        }
+    }
+}
