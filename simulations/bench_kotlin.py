@@ -27,6 +27,8 @@ CASES: dict[str, dict[str, Any]] = {
     "rappor_k128_h2_m64": {"protocol": "rappor", "params": {"num_bloombits": 128, "num_hashes": 2,
                                                             "num_cohorts": 64, "p": 0.25, "q": 0.75, "f": 0.5},
                            "value": "https://site1.example/"},
+    "pgr_eps2_d1024": {"protocol": "pgr", "params": {"epsilon": 2.0, "domain_size": 1024}, "value": 5},
+    "hpg_eps8_d65536": {"protocol": "hpg", "params": {"epsilon": 8.0, "domain_size": 65536}, "value": 5},
 }
 
 
