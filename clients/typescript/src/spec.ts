@@ -33,8 +33,9 @@ const REL_TOL = 1e-9;
  * metrics; it refuses to record a two-aggregator one (`trust_model`), whose reports it does not build yet. */
 export const TRUST_MODELS = ["local", "shuffle", "two-aggregator", "two-aggregator+local"] as const;
 export type TrustModel = (typeof TRUST_MODELS)[number];
-/** The protocols whose reports fit in Prio3, so in the two-aggregator modes (Python: `params.prio3_fit()`). */
-const PRIO3_FITS = ["rr", "grr", "sue", "oue"];
+/** The protocols whose reports fit in Prio3, so in the two-aggregator modes (Python: `params.prio3_fit()`; pgr and
+ * hpg as a Prio3Histogram of their K outputs). */
+const PRIO3_FITS = ["rr", "grr", "sue", "oue", "pgr", "hpg"];
 
 /** An invalid spec: `errors` lists every problem as `json.path: message` (Python's `SpecError`). */
 export class SpecError extends Error {
@@ -274,7 +275,8 @@ function parseMetric(ck: Checker, name: string, raw: unknown, total: Budget,
   if (!TRUST_MODELS.includes(trust as TrustModel)) {
     ck.fail(tpath, `must be one of ${TRUST_MODELS.join(", ")}, got ${num(trust)}`);
   } else if ((trust as string).startsWith("two-") && params !== null && !PRIO3_FITS.includes(params.protocol)) {
-    ck.fail(tpath, `${params.protocol} does not fit in Prio3 (rr, grr, sue and oue do): no two-aggregator mode for it`);
+    ck.fail(tpath, `${params.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): ` +
+      "no two-aggregator mode for it");
   }
   if (parsed === null || params === null || budget === null || budget.per_report === undefined) return null;
   return { name, entry: parsed[0], params, budget, candidates: typeof candidates === "string" ? candidates : null,

@@ -1,7 +1,8 @@
 // Projective Geometry Response (`pgr`) and its hybrid (`hpg`) beyond the conformance vectors: the numbering of the
 // points (a round trip over whole spaces), the hyperplane bijection (every r a distinct point orthogonal to v), the
 // default layout and what the params make of a few dicts against the Python client's answers
-// (test/data/projective_layouts.json, written by test/data/make_projective_layouts.py), bad inputs of every JSON type
+// (test/data/projective_layouts.json, written by test/data/make_projective_layouts.py), the refusals when the search
+// finds no layout (the least excess, `two_blocks`) as Python's, bad inputs of every JSON type
 // (a seeded generator), and the report law over 20,000 reports of a keyed stream (within 4 SE).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -15,7 +16,8 @@ import {
   MAX_FIELD, hyperplanePoint, isPrime, pointIndex, pointVector, points, primesUpTo,
 } from "../dist/protocols/projective-space.js";
 import {
-  HPGParams, PGRParams, bestHpgLayout, bestPgrField, fieldCandidates, hpg, ownPoint, pgr, rareVariance,
+  HPGParams, PGRParams, bestHpgLayout, bestPgrField, fieldCandidates, hpg, hpgLayouts, leastExcess, ownPoint, pgr,
+  pgrLayouts, rareVariance,
 } from "../dist/protocols/projective-geometry.js";
 
 import { N, fuzzDomainValues, fuzzDomainParams, refuses, bernoulliWithin } from "../test-support/domain.mjs";
@@ -41,11 +43,13 @@ test("points: P_m = (q^m − 1)/(q − 1); the primes are the sieve's, up to 655
   assert.deepEqual(primesUpTo(1), []);
   for (let q = 0; q < 2000; q++) assert.equal(isPrime(q), primes.includes(q), String(q));
   assert.ok(isPrime(65521) && isPrime(65519) && !isPrime(65520) && !isPrime(65523));
-  // ε = 1: q ≤ 2(e − 1) + 6 = 9.43…; from ε = 20 every prime (Python's `math.floor(inf)` raises there: see below)
+  // ε = 1: q ≤ 2(e − 1) + 6 = 9.43…; every prime up to 65521 from ε ≈ 10.4 (2(e^ε − 1) + 6 ≥ 65521), and past ε = 700
+  // too (Python takes min(ε, 700): the bound stays finite)
   assert.deepEqual(fieldCandidates(1), [2, 3, 5, 7]);
   assert.deepEqual(fieldCandidates(1e-9), [2, 3, 5]);
-  assert.equal(fieldCandidates(19.9).length, 6542);
-  assert.equal(fieldCandidates(20).length, 6542);
+  assert.deepEqual(fieldCandidates(10.3), primesUpTo(Math.floor(2 * Math.expm1(10.3) + 6)));
+  assert.ok(fieldCandidates(10.3).length < 6542);
+  for (const e of [10.4, 19.9, 20, 25, 40, 700, 701, 1e308]) assert.equal(fieldCandidates(e).length, 6542, `ε=${e}`);
 });
 
 test("the numbering of the points: index ↔ canonical vector, a round trip over whole spaces, Python's order", () => {
@@ -113,7 +117,8 @@ test("hpg's values: value x is point x mod b of block ⌊x/b⌋, its own set in 
 });
 
 test("default layouts: bestPgrField and bestHpgLayout choose Python's q and blocks on a grid of (ε, d)", () => {
-  assert.ok(PYTHON.pgr.length > 800 && PYTHON.hpg.length > 1000);
+  assert.ok(PYTHON.pgr.length > 900 && PYTHON.hpg.length > 1400);
+  for (const e of [20, 25, 40]) assert.ok(PYTHON.pgr.some((row) => row[0] === e && row[2] !== null), `ε=${e} in the grid`);
   for (const [e, d, q] of PYTHON.pgr) assert.equal(bestPgrField(e, d), q, `pgr ε=${e} d=${d}`);
   for (const [e, d, q, blocks, layout] of PYTHON.hpg) {
     assert.deepEqual(bestHpgLayout(e, d, q, blocks), layout, `hpg ε=${e} d=${d} q=${q} blocks=${blocks}`);
@@ -147,11 +152,53 @@ test("params: Python's resolved layout, γ and exact ε*, or Python's refusal (t
   }
 });
 
-test("from ε = 20 the search takes every prime (Python's field_candidates raises OverflowError there)", () => {
-  const p = fromDict(PGRParams, { epsilon: 25, domain_size: 1000 });
-  assert.equal(p.q, bestPgrField(25, 1000));
-  assert.equal(bestPgrField(701, 1000), null, "past ε = 700 γ is 0: no layout");
-  refuses(PGRParams, { epsilon: 701, domain_size: 1000 }, "ValueError", "param_limit", { limit: "decode_work", got: null, max: 2 ** 32 });
+test("no layout found: Python's refusal of every search of the grid that finds none", () => {
+  const seen = new Set();
+  for (const item of PYTHON.no_layout) {
+    const Params = item.protocol === "pgr" ? PGRParams : HPGParams;
+    const { fields } = item.error;
+    refuses(Params, item.given, item.error.type, item.error.code, Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, plain(v)])));
+    seen.add(`${item.protocol} ${fields.limit ?? fields.rule}`);
+  }
+  assert.deepEqual([...seen].sort(), ["hpg aggregate_cells", "hpg decode_work", "hpg two_blocks", "pgr aggregate_cells", "pgr decode_work"]);
+});
+
+test("no layout found: the least excess of the candidates (aggregate_cells, else decode_work), or two_blocks", () => {
+  const cells = (got) => ({ limit: "aggregate_cells", got, max: 2 ** 28 });
+  const work = (got) => ({ limit: "decode_work", got, max: 2 ** 32 });
+  // every q's K = P_t over 2^28: the fewest, q = 5 (P_13 = 305,175,781)
+  refuses(PGRParams, { epsilon: 1, domain_size: 2 ** 28 }, "ValueError", "param_limit", cells(305175781));
+  assert.deepEqual(leastExcess(2 ** 28, pgrLayouts(1)), ["aggregate_cells", 305175781, 2 ** 28]);
+  // two blocks of 2^28 at the least
+  refuses(HPGParams, { epsilon: 1, domain_size: 2 ** 29 }, "ValueError", "param_limit", cells(2 ** 29));
+  // some K within 2^28, but every K·q·t over 2^32: the least
+  refuses(PGRParams, { epsilon: 8, domain_size: 2 ** 26 }, "ValueError", "param_limit", work(7069666240));
+  // past ε = 700 γ is 0, so no layout has a finite variance: the least decode work, though within its limit
+  assert.equal(bestPgrField(701, 1000), null);
+  refuses(PGRParams, { epsilon: 701, domain_size: 1000 }, "ValueError", "param_limit", work(1023 * 2 * 10));
+  refuses(HPGParams, { epsilon: 701, domain_size: 20 }, "ValueError", "param_limit", work(84));
+  // hpg's q given, and P_2 = q + 1 ≥ d: one block at every t, no candidate at all
+  for (const [d, q] of [[5, 5], [20, 19], [20, 65521], [4, 3]]) {
+    assert.deepEqual(hpgLayouts(1, d, q), []);
+    refuses(HPGParams, { epsilon: 1, domain_size: d, q }, "ValueError", "param_relation", { params: ["domain_size", "q"], rule: "two_blocks" });
+  }
+  assert.deepEqual(hpgLayouts(1, 20, 17), [[17, 2]]);
+  assert.equal(fromDict(HPGParams, { epsilon: 1, domain_size: 20, q: 17 }).blocks, 2);
+  // the field's checks come first: q not prime, or out of range
+  refuses(HPGParams, { epsilon: 1, domain_size: 20, q: 20 }, "ValueError", "param_relation", { params: ["q"], rule: "prime_field" });
+  refuses(HPGParams, { epsilon: 1, domain_size: 20, q: 65537 }, "ValueError", "param_range", { param: "q", got: 65537, min: 2, max: 65521 });
+  // the candidates: hpg's h ≥ 2 in increasing q then t, or the given blocks at every candidate q
+  assert.deepEqual(hpgLayouts(1, 20), [[2, 7], [2, 3], [2, 2], [3, 5], [3, 2], [5, 4], [7, 3]]);
+  assert.deepEqual(hpgLayouts(1, 20, null, 4), [[2, 4], [3, 4], [5, 4], [7, 4]]);
+  assert.deepEqual(pgrLayouts(1), [[2, 1], [3, 1], [5, 1], [7, 1]]);
+});
+
+test("past ε = 20 the search takes every prime, as Python's (its ε taken at most 700)", () => {
+  for (const [e, d, q] of [[20, 2 ** 20, 1123], [25, 1000, 1009], [40, 1000, 1009]]) {
+    assert.equal(bestPgrField(e, d), q);
+    assert.equal(fromDict(PGRParams, { epsilon: e, domain_size: d }).q, q);
+  }
+  assert.deepEqual(bestHpgLayout(40, 10 ** 6), [2, 333334]);
 });
 
 test("pgr, hpg: Python's refusals for q, blocks and ε the client cannot realize", () => {

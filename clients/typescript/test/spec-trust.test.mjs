@@ -81,3 +81,25 @@ test("a two-aggregator metric is refused before its value is looked at, with not
   assert.deepEqual(await client.spent("m"), { epsilon: 0, delta: 0 });
   assert.equal(await client.pending(), 0);
 });
+
+test("pgr and hpg fit Prio3 (a Prio3Histogram of their K outputs): a spec takes them in the two-aggregator modes", async () => {
+  const spec = CollectionSpec.fromDict({ spec_version: 1, name: "app", budget: { per_window: 4, lifetime: 40 }, metrics: {
+    p: { protocol: "pgr", params: { epsilon: 1, domain_size: 13 }, budget: { per_report: 1 }, trust: "two-aggregator" },
+    h: { protocol: "hpg", params: { epsilon: 2, domain_size: 40 }, budget: { per_report: 2 }, trust: "two-aggregator+local" },
+  } });
+  // the Python client's canonical form and fingerprint of this spec
+  assert.equal(spec.canonical(), '{"budget":{"lifetime":40.0,"per_window":4.0},"metrics":{"h":{"budget":{"per_report":2.0},' +
+    '"params":{"blocks":2,"domain_size":40,"epsilon":2.0,"labels":null,"q":5},"protocol":"hpg","trust":"two-aggregator+local"},' +
+    '"p":{"budget":{"per_report":1.0},"params":{"domain_size":13,"epsilon":1.0,"labels":null,"q":3},"protocol":"pgr",' +
+    '"trust":"two-aggregator"}},"name":"app","spec_version":1,"upload":{"max_batch":1000,"min_interval_seconds":86400},' +
+    '"window_seconds":86400}');
+  assert.equal(spec.fingerprint, "37259294ed68cdbf");
+  const client = await TelemetryClient.open(spec, new MemoryStore(), { clock: () => CLOCK });
+  for (const [metric, trust] of [["p", "two-aggregator"], ["h", "two-aggregator+local"]]) {
+    await assert.rejects(client.record(metric, 1), refusal("ValueError", "trust_model", { metric, trust }));
+  }
+  assert.throws(() => CollectionSpec.fromDict({ spec_version: 1, name: "app", budget: { per_window: 4, lifetime: 40 }, metrics: {
+    o: { protocol: "olh", params: { epsilon: 1, domain_size: 4 }, budget: { per_report: 1 }, trust: "two-aggregator" },
+  } }), (err) => err instanceof SpecError && err.errors[0] ===
+    "metrics.o.trust: olh does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): no two-aggregator mode for it");
+});

@@ -11,7 +11,9 @@
  * `q` (and hpg's `blocks`) left out (null) is the layout of least variance for a rare value (`bestPgrField`,
  * `bestHpgLayout`: Python's float search, in Python's order of operations, so the choice and the fingerprint are the
  * same); the resolved values are part of the parameters. A layout whose K exceeds the aggregate limit or whose decode
- * would take more than `MAX_DECODE_WORK` steps (K·q·t) is refused (`param_limit`).
+ * would take more than `MAX_DECODE_WORK` steps (K·q·t) is refused (`param_limit`); when the search finds none, the
+ * refusal names the least excess of its candidates (`leastExcess`), and `hpg` given a `q` that holds the whole domain
+ * in one block is refused `two_blocks`.
  *
  * Draws: `B(γ)`, then `R(K)` if true; else `R(s)`, the index of a point of the value's hyperplane
  * (`hyperplanePoint`).
@@ -75,11 +77,26 @@ export function rareVariance(epsilon: number, q: number, t: number, blocks: numb
   return share * same + (1 - share) * other;
 }
 
-/** `field_candidates`: the primes q ≤ 2(e^ε − 1) + 6, at most `MAX_FIELD`. (From ε = 20 the bound is infinite and
- * every prime up to `MAX_FIELD` a candidate.) */
+/** `field_candidates`: the primes q ≤ 2(e^ε − 1) + 6, at most `MAX_FIELD` (every prime up to it from ε ≈ 10.4; ε is
+ * taken at most 700, so the bound stays finite). */
 export function fieldCandidates(epsilon: number): number[] {
-  const bound = epsilon < 20.0 ? 2.0 * expm1(epsilon) + 6.0 : Infinity;
-  return primesUpTo(Math.min(MAX_FIELD, Math.floor(bound)));
+  const bound = 2.0 * expm1(Math.min(epsilon, 700.0)) + 6.0;
+  return primesUpTo(bound >= MAX_FIELD ? MAX_FIELD : Math.floor(bound));
+}
+
+/** `least_excess`: `[limit, got, max]` of the `param_limit` refusal when none of `layouts` ([q, h] pairs) is feasible:
+ * the fewest outputs of any, against `MAX_AGGREGATE_CELLS`, when every one has too many; else the least decode work
+ * among those within it, against `MAX_DECODE_WORK`. Exact as numbers: h·P_t < 2^49 (see above), and K·q·t < 2^49
+ * where K ≤ 2^28. `layouts` must not be empty. */
+export function leastExcess(domainSize: number, layouts: readonly (readonly [number, number])[]):
+  ["aggregate_cells" | "decode_work", number, number] {
+  let fewest = Infinity, least = Infinity;
+  for (const [q, blocks] of layouts) {
+    const t = dimension(q, blocks, domainSize), order = blocks * points(q, t);
+    fewest = Math.min(fewest, order);
+    if (order <= MAX_AGGREGATE_CELLS) least = Math.min(least, order * q * t);
+  }
+  return least === Infinity ? ["aggregate_cells", fewest, MAX_AGGREGATE_CELLS] : ["decode_work", least, MAX_DECODE_WORK];
 }
 
 /** `_best`: the first (q, h) of `layouts` of least `rareVariance` (a later one must beat it by a relative 1e-12)
@@ -98,34 +115,43 @@ function best(epsilon: number, domainSize: number, layouts: Iterable<[number, nu
   return chosen;
 }
 
+/** `pgr_layouts`: the [q, 1] `bestPgrField` chooses among, q of `fieldCandidates`. */
+export function pgrLayouts(epsilon: number): [number, number][] {
+  return fieldCandidates(epsilon).map((q): [number, number] => [q, 1]);
+}
+
 /** `best_pgr_field`: the q of `fieldCandidates` of least `rareVariance` (the smallest on a near tie) among the
  * feasible ones; null when none is. */
 export function bestPgrField(epsilon: number, domainSize: number): number | null {
-  const chosen = best(epsilon, domainSize, fieldCandidates(epsilon).map((q): [number, number] => [q, 1]));
+  const chosen = best(epsilon, domainSize, pgrLayouts(epsilon));
   return chosen === null ? null : chosen[0];
 }
 
-/** `_hpg_layouts`: for each q, the given `blocks`, or h = ⌈d/P_t⌉ for each t ≥ 2 with P_t < d and P_t ≤ 2^28. */
-function* hpgLayouts(domainSize: number, qs: readonly number[], blocks: number | null): Generator<[number, number]> {
-  for (const q of qs) {
+/** `hpg_layouts`: the [q, h] `bestHpgLayout` chooses among, h ≥ 2: for each candidate q (or the given one), the given
+ * `blocks`, or h = ⌈d/P_t⌉ for each t ≥ 2 with P_t < d and P_t ≤ 2^28, in increasing q then t. Empty only when `q` is
+ * given, `blocks` is not and P_2 = q + 1 ≥ d (`two_blocks`). */
+export function hpgLayouts(epsilon: number, domainSize: number, q: number | null = null,
+  blocks: number | null = null): [number, number][] {
+  const layouts: [number, number][] = [];
+  for (const qq of q !== null ? [q] : fieldCandidates(epsilon)) {
     if (blocks !== null) {
-      yield [q, blocks];
+      if (blocks >= 2) layouts.push([qq, blocks]);
       continue;
     }
     // ⌈d/b⌉ of doubles is exact: d ≤ 2^32, so d/b is within 2^-20/b of its value and 1/b from the next integer
-    for (let b = q + 1; b < domainSize && b <= MAX_AGGREGATE_CELLS; b = b * q + 1) yield [q, Math.ceil(domainSize / b)];
+    for (let b = qq + 1; b < domainSize && b <= MAX_AGGREGATE_CELLS; b = b * qq + 1) {
+      const h = Math.ceil(domainSize / b);
+      if (h >= 2) layouts.push([qq, h]);
+    }
   }
+  return layouts;
 }
 
 /** `best_hpg_layout`: [q, h] of least `rareVariance` (the first on a near tie, in increasing q then t) among the
- * feasible ones with h ≥ 2: for each candidate q (or the given one) and t ≥ 2, h = ⌈d/P_t⌉ (or the given `blocks`);
- * null when none is. */
+ * feasible ones of `hpgLayouts`; null when none is. */
 export function bestHpgLayout(epsilon: number, domainSize: number, q: number | null = null,
   blocks: number | null = null): [number, number] | null {
-  const qs = q !== null ? [q] : fieldCandidates(epsilon);
-  return best(epsilon, domainSize, (function* () {
-    for (const layout of hpgLayouts(domainSize, qs, blocks)) if (layout[1] >= 2) yield layout;
-  })());
+  return best(epsilon, domainSize, hpgLayouts(epsilon, domainSize, q, blocks));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -137,11 +163,18 @@ function notPrime(protocol: Protocol, q: number): LdpValueError {
   return relation("prime_field", ["q"], `q=${q} is not prime: ${protocol} needs the field F_q`);
 }
 
-/** `_no_layout`: no layout of the search is within the limits. */
-function noLayout(protocol: Protocol, values: ParamsDict): LdpValueError {
-  return new LdpValueError("param_limit", { limit: "decode_work", got: null, max: MAX_DECODE_WORK },
+/** `_no_layout`: the search found no layout among `layouts`, its candidates. None at all (hpg's `q` given, and every
+ * t at it holds the domain in one block): `two_blocks`; else `param_limit` with the least excess of any
+ * (`leastExcess`). */
+function noLayout(protocol: Protocol, values: ParamsDict, layouts: readonly [number, number][]): LdpValueError {
+  if (layouts.length === 0) {
+    return relation("two_blocks", ["domain_size", "q"], `hpg over F_${values.q} holds domain_size=${values.domain_size} ` +
+      "in one block: give blocks, or use pgr");
+  }
+  const [limit, got, max] = leastExcess(values.domain_size as number, layouts);
+  return new LdpValueError("param_limit", { limit, got, max },
     `no ${protocol} layout at epsilon=${values.epsilon} over domain_size=${values.domain_size} values stays within ` +
-    `the limits (${MAX_AGGREGATE_CELLS} outputs, ${MAX_DECODE_WORK} decode steps)`);
+    `the limit of ${max} ${limit === "aggregate_cells" ? "outputs" : "decode steps"} (the least: ${got})`);
 }
 
 /** PGR's `q` when it is left out: the checks that precede it, then `bestPgrField` (Python's `__post_init__` sets the
@@ -150,8 +183,9 @@ function resolvePgr(given: ParamsDict): ParamsDict {
   const values: ParamsDict = { ...given, q: given.q ?? null };
   if (values.q !== null) return values;
   checkParams(values, PGR_PARAMS, "epsilon", "domain_size");
-  const q = bestPgrField(values.epsilon as number, values.domain_size as number);
-  if (q === null) throw noLayout("pgr", values);
+  const epsilon = values.epsilon as number;
+  const q = bestPgrField(epsilon, values.domain_size as number);
+  if (q === null) throw noLayout("pgr", values, pgrLayouts(epsilon));
   return { ...values, q };
 }
 
@@ -160,10 +194,11 @@ function resolveHpg(given: ParamsDict): ParamsDict {
   const values: ParamsDict = { ...given, q: given.q ?? null, blocks: given.blocks ?? null };
   if (values.q !== null && values.blocks !== null) return values;
   checkParams(values, HPG_PARAMS, "epsilon", "blocks", { blocks: () => values.domain_size as number });
-  const q = values.q as number | null;
+  const epsilon = values.epsilon as number, d = values.domain_size as number, q = values.q as number | null;
   if (q !== null && !isPrime(q)) throw notPrime("hpg", q);
-  const layout = bestHpgLayout(values.epsilon as number, values.domain_size as number, q, values.blocks as number | null);
-  if (layout === null) throw noLayout("hpg", values);
+  const layouts = hpgLayouts(epsilon, d, q, values.blocks as number | null);
+  const layout = best(epsilon, d, layouts); // `bestHpgLayout`, its candidates kept for the refusal
+  if (layout === null) throw noLayout("hpg", values, layouts);
   return { ...values, q: layout[0], blocks: layout[1] };
 }
 
