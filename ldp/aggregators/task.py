@@ -325,8 +325,8 @@ class Task:
         m = spec.metric(metric)
         fit = m.params.prio3_fit()
         if fit is None:
-            raise PrioError(f"{m.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): metric {metric!r} "
-                            "cannot use the two-aggregator mode", operation="task")
+            raise PrioError(f"{m.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): metric "
+                            f"{metric!r} cannot use the two-aggregator mode", operation="task")
         trust = getattr(m, "trust", "local")
         if local is None:
             local = trust == "two-aggregator+local"

@@ -115,13 +115,16 @@ def least_excess(domain_size: int, layouts: Any) -> tuple[str, int, int]:
 
 
 def _best(epsilon: float, domain_size: int, layouts: Any) -> tuple[int, int] | None:
+    """The feasible layout of least :func:`rare_variance`; the first feasible one when none has a finite variance
+    (ε so large or so small that ``γ`` is 0 or 1 for every one: its params then refuse ε for what it is);
+    ``None`` when none is feasible."""
     best, best_var = None, math.inf
     for q, blocks in layouts:
         t = dimension(q, blocks, domain_size)
         if not _feasible(q, t, blocks):
             continue
         var = rare_variance(epsilon, q, t, blocks, domain_size)
-        if var < best_var * (1 - 1e-12):
+        if best is None or var < best_var * (1 - 1e-12):
             best, best_var = (q, blocks), var
     return best
 
@@ -129,7 +132,7 @@ def _best(epsilon: float, domain_size: int, layouts: Any) -> tuple[int, int] | N
 @lru_cache(maxsize=256)
 def best_pgr_field(epsilon: float, domain_size: int) -> int | None:
     """The ``q`` of :func:`field_candidates` of least :func:`rare_variance` (the smallest on a near tie) among the
-    feasible ones; ``None`` when none is."""
+    feasible ones (the first feasible one when no variance is finite); ``None`` when none is feasible."""
     best = _best(epsilon, domain_size, pgr_layouts(epsilon))
     return None if best is None else best[0]
 
@@ -162,5 +165,5 @@ def best_hpg_layout(epsilon: float, domain_size: int, q: int | None = None,
                     blocks: int | None = None) -> tuple[int, int] | None:
     """``(q, h)`` of least :func:`rare_variance` (the first on a near tie, in increasing ``q`` then ``t``) among
     the feasible ones with ``h ≥ 2``: for each candidate ``q`` (or the given one) and ``t ≥ 2``, ``h = ⌈d/P_t⌉``
-    (or the given ``blocks``); ``None`` when none is."""
+    (or the given ``blocks``); the first feasible one when no variance is finite; ``None`` when none is feasible."""
     return _best(epsilon, domain_size, hpg_layouts(epsilon, domain_size, q, blocks))

@@ -232,6 +232,9 @@ def test_default_layouts_are_the_least_variance_among_the_candidates(epsilon: fl
     (lambda: PGRParams(1.0, 2**26, 65521), "param_limit", None),
     (lambda: PGRParams(1e-20, 13, 3), "param_relation", "epsilon_too_small"),
     (lambda: PGRParams(800.0, 13, 3), "param_relation", "epsilon_too_large"),
+    (lambda: PGRParams(701.0, 1000), "param_relation", "epsilon_too_large"),  # every candidate's γ is 0
+    (lambda: HPGParams(701.0, 20), "param_relation", "epsilon_too_large"),
+    (lambda: PGRParams(1e-300, 1000), "param_relation", "epsilon_too_small"),
     (lambda: PGRParams(1.0, 13, 3.0), "param_type", None),
 ])
 def test_params_refused_with_their_code(make, code: str, rule: str | None) -> None:
