@@ -152,9 +152,8 @@ internal object Refuse {
     fun relation(rule: String, params: List<String>, message: String, index: Int? = null): IllegalArgumentException =
         valueError(RefusalCode.PARAM_RELATION, fields("params" to params, "rule" to rule).opt("index", index), message)
 
-    /** `param_limit`: [got] the size reached (a [java.math.BigInteger] past a [Long]; `null` when none is meant, as
-     * no layout at all), [max] the limit. */
-    fun limit(limit: String, got: Number?, max: Long, message: String): IllegalArgumentException =
+    /** `param_limit`: [got] the size reached (a [java.math.BigInteger] past a [Long]), [max] the limit. */
+    fun limit(limit: String, got: Number, max: Long, message: String): IllegalArgumentException =
         valueError(RefusalCode.PARAM_LIMIT, fields("limit" to limit, "got" to got, "max" to max), message)
 
     /** `value_type`: [got] is the value given. */

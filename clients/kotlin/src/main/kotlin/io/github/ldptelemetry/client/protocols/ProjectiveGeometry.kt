@@ -103,13 +103,27 @@ public abstract class ProjectiveParams internal constructor(values: Map<String, 
         internal fun primeField(protocol: String, q: Long): IllegalArgumentException =
             Refuse.relation("prime_field", listOf("q"), "q=$q is not prime: $protocol needs the field F_q")
 
-        /** No layout of [protocol] within the limits (`param_limit` with no size reached). */
-        internal fun noLayout(protocol: String, epsilon: Double, d: Long): IllegalArgumentException =
-            Refuse.limit(
-                "decode_work", null, MAX_DECODE_WORK,
-                "no $protocol layout at epsilon=${PyText.floatRepr(epsilon)} over domain_size=${grouped(d)} values stays within the " +
-                    "limits (${grouped(Checks.MAX_AGGREGATE_CELLS)} outputs, ${grouped(MAX_DECODE_WORK)} decode steps)",
+        /**
+         * The refusal when no candidate layout ([layouts]: `pgr_layouts` or `hpg_layouts`) is feasible (Python's
+         * `_no_layout`): `param_relation` `two_blocks` when there is none at all (`hpg`'s [q] given, every `t` at it
+         * holding the whole domain in one block), else `param_limit` with the least excess
+         * ([ProjectivePlanner.leastExcess]: `aggregate_cells` or `decode_work`).
+         */
+        internal fun noLayout(protocol: String, epsilon: Double, d: Long, q: Long?, layouts: List<HPGParams.Layout>): IllegalArgumentException {
+            if (layouts.isEmpty()) {
+                return Refuse.relation(
+                    "two_blocks", listOf("domain_size", "q"),
+                    "$protocol over F_$q holds domain_size=$d in one block at every t ≥ 2: give blocks, or use pgr",
+                )
+            }
+            val (limit, got, max) = ProjectivePlanner.leastExcess(d, layouts)
+            val what = if (limit == "aggregate_cells") "outputs" else "decode steps"
+            return Refuse.limit(
+                limit, got, max,
+                "no $protocol layout at epsilon=${PyText.floatRepr(epsilon)} over domain_size=${grouped(d)} values stays within " +
+                    "the limit of ${grouped(max)} $what (the least: ${grouped(got)})",
             )
+        }
 
         /** Python's `f"{n:,}"`. */
         private fun grouped(n: Number): String = n.toString().reversed().chunked(3).joinToString(",").reversed()
@@ -144,7 +158,7 @@ public class PGRParams private constructor(values: Map<String, Any?>, @Suppress(
             val reader = ParamReader("pgr", values)
             val epsilon = reader.double("epsilon")
             val d = reader.long("domain_size")
-            val q = bestField(epsilon, d) ?: throw noLayout("pgr", epsilon, d)
+            val q = bestField(epsilon, d) ?: throw noLayout("pgr", epsilon, d, null, ProjectivePlanner.pgrLayouts(epsilon))
             return LinkedHashMap(values).apply { put("q", q) }
         }
 
@@ -196,7 +210,8 @@ public class HPGParams private constructor(values: Map<String, Any?>, @Suppress(
             val q = if (values["q"] != null) reader.long("q") else null
             val blocks = if (values["blocks"] != null) reader.long("blocks", dynamicMax = d) else null
             if (q != null && !ProjectiveSpace.isPrime(q)) throw primeField("hpg", q)
-            val layout = bestLayout(epsilon, d, q, blocks) ?: throw noLayout("hpg", epsilon, d)
+            val layout = bestLayout(epsilon, d, q, blocks)
+                ?: throw noLayout("hpg", epsilon, d, q, ProjectivePlanner.hpgLayouts(epsilon, d, q, blocks))
             return LinkedHashMap(values).apply {
                 put("q", layout.q)
                 put("blocks", layout.blocks)
@@ -218,7 +233,7 @@ public class HPGParams private constructor(values: Map<String, Any?>, @Suppress(
         @JvmStatic
         @JvmOverloads
         public fun bestLayout(epsilon: Double, domainSize: Long, q: Long? = null, blocks: Long? = null): Layout? =
-            ProjectivePlanner.bestHpgLayout(epsilon, domainSize, q, blocks)?.let { Layout(it.first, it.second) }
+            ProjectivePlanner.bestHpgLayout(epsilon, domainSize, q, blocks)
     }
 }
 

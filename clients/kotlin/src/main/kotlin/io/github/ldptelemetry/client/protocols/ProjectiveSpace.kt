@@ -1,6 +1,7 @@
 package io.github.ldptelemetry.client.protocols
 
 import io.github.ldptelemetry.client.internal.PyMath
+import io.github.ldptelemetry.client.protocols.HPGParams.Layout
 import java.math.BigInteger
 
 /**
@@ -132,7 +133,8 @@ internal object ProjectiveSpace {
 
 /**
  * The layout of `pgr` and `hpg` (`ldp/encoders/projective_layout.py`): `t` from `q`, the blocks and `d`; the variance
- * of a rare value's estimate; the default layout, the feasible one of least variance. The search reproduces Python's
+ * of a rare value's estimate; the default layout, the feasible one of least variance, and when there is none the
+ * least excess over the limits among the candidates (what the refusal names). The search reproduces Python's
  * float arithmetic operation for operation (the same `expm1`, the same order of operations and the same tie rule),
  * so that a spec leaving `q` (or `blocks`) out resolves to Python's values and fingerprint.
  */
@@ -182,12 +184,12 @@ internal object ProjectivePlanner {
         return share * same + (1 - share) * other
     }
 
-    /** The field orders a default layout is chosen among: the primes `q ≤ 2(e^ε − 1) + 6`, at most
-     * [ProjectiveSpace.MAX_FIELD] (`field_candidates`). From ε = 20 on the bound is infinite: every prime up to
-     * [ProjectiveSpace.MAX_FIELD] here, where Python's `math.floor(inf)` raises `OverflowError` today. */
+    /** The field orders a default layout is chosen among (`field_candidates`): the primes `q ≤ 2(e^ε − 1) + 6` (the
+     * best is near `e^ε + 1`), at most [ProjectiveSpace.MAX_FIELD], every prime up to it once the bound reaches it
+     * (from ε ≈ 10.4; ε is taken at most 700, so the bound stays finite). */
     fun fieldCandidates(epsilon: Double): LongArray {
-        val bound = if (epsilon < 20.0) 2.0 * PyMath.expm1(epsilon) + 6.0 else Double.POSITIVE_INFINITY
-        return ProjectiveSpace.primesUpTo(minOf(ProjectiveSpace.MAX_FIELD.toDouble(), Math.floor(bound)).toLong())
+        val bound = 2.0 * PyMath.expm1(minOf(epsilon, 700.0)) + 6.0
+        return ProjectiveSpace.primesUpTo(if (bound >= ProjectiveSpace.MAX_FIELD) ProjectiveSpace.MAX_FIELD else Math.floor(bound).toLong())
     }
 
     /** Whether a layout is within the aggregate's and the decoder's limits (`K` checked first: then `K·q·t` fits a
@@ -197,50 +199,75 @@ internal object ProjectivePlanner {
         return k <= Checks.MAX_AGGREGATE_CELLS && k * q * t <= MAX_DECODE_WORK
     }
 
-    /** The `(q, h)` of least [rareVariance] among the feasible [layouts], the first on a near tie (a later one must
-     * be below `best·(1 − 1e-12)`); `null` when none is. */
-    private fun best(epsilon: Double, d: Long, layouts: Sequence<Pair<Long, Long>>): Pair<Long, Long>? {
-        var best: Pair<Long, Long>? = null
+    /** What a `param_limit` refusal names when no layout is feasible: the [limit] passed, the least size reached
+     * ([got]) and the limit's [max]. */
+    data class Excess(val limit: String, val got: Long, val max: Long)
+
+    /**
+     * `least_excess`: when none of [layouts] is feasible, the fewest outputs `K` of any, against the aggregate's
+     * limit, when every one has more; else the least decode work `K·q·t` among those within it, against
+     * [MAX_DECODE_WORK] (below it when the layouts were feasible but none had a finite variance, ε past 700 or so
+     * small that `γ` rounds to 1). [layouts] is not empty.
+     */
+    fun leastExcess(d: Long, layouts: List<Layout>): Excess {
+        // (K, q·t) of each: K = h·P(t) fits a Long (h ≤ d ≤ 2^32, P(t) < q·d/h + 1)
+        val sizes = layouts.map { (q, h) -> dimension(q, h, d).let { t -> h * ProjectiveSpace.points(q, t) to q * t } }
+        val within = sizes.filter { (k, _) -> k <= Checks.MAX_AGGREGATE_CELLS }.map { (k, qt) -> k * qt } // below 2^50
+        if (within.isEmpty()) return Excess("aggregate_cells", sizes.minOf { it.first }, Checks.MAX_AGGREGATE_CELLS)
+        return Excess("decode_work", within.min(), MAX_DECODE_WORK)
+    }
+
+    /** The layout of least [rareVariance] among the feasible [layouts], the first on a near tie (a later one must be
+     * below `best·(1 − 1e-12)`); `null` when none is. */
+    private fun best(epsilon: Double, d: Long, layouts: List<Layout>): Layout? {
+        var best: Layout? = null
         var bestVar = Double.POSITIVE_INFINITY
-        for ((q, blocks) in layouts) {
+        for (layout in layouts) {
+            val (q, blocks) = layout
             val t = dimension(q, blocks, d)
             if (!feasible(q, t, blocks)) continue
             val v = rareVariance(epsilon, q, t, blocks, d)
             if (v < bestVar * (1 - 1e-12)) {
-                best = q to blocks
+                best = layout
                 bestVar = v
             }
         }
         return best
     }
 
+    /** `pgr_layouts`: the `(q, 1)` [bestPgrField] chooses among. */
+    fun pgrLayouts(epsilon: Double): List<Layout> = fieldCandidates(epsilon).map { Layout(it, 1L) }
+
     /** `best_pgr_field`: the candidate `q` of least variance (the smallest on a near tie), `null` when none is
      * feasible. */
-    fun bestPgrField(epsilon: Double, d: Long): Long? =
-        best(epsilon, d, fieldCandidates(epsilon).asSequence().map { it to 1L })?.first
+    fun bestPgrField(epsilon: Double, d: Long): Long? = best(epsilon, d, pgrLayouts(epsilon))?.q
 
     /**
-     * `best_hpg_layout`: the `(q, h)` of least variance with `h ≥ 2` among, for each candidate `q` (or the given
-     * one), every `t ≥ 2` with `P(t) < d` and `P(t) ≤ 2^28`, `h = ⌈d/P(t)⌉` (or the given [blocks]); the first on a
-     * near tie in increasing `q` then `t`; `null` when none is feasible.
+     * `hpg_layouts`: the `(q, h)` [bestHpgLayout] chooses among, `h ≥ 2`: for each candidate `q` (or the given one),
+     * `h = ⌈d/P(t)⌉` for every `t ≥ 2` with `P(t) < d` and `P(t) ≤ 2^28` (or the given [blocks]), in increasing `q`
+     * then `t`. Empty only when [q] is given and every block at it holds the whole domain.
      */
-    fun bestHpgLayout(epsilon: Double, d: Long, q: Long? = null, blocks: Long? = null): Pair<Long, Long>? {
+    fun hpgLayouts(epsilon: Double, d: Long, q: Long? = null, blocks: Long? = null): List<Layout> {
         val qs = if (q != null) longArrayOf(q) else fieldCandidates(epsilon)
-        val layouts = sequence {
-            for (field in qs) {
-                if (blocks != null) {
-                    yield(field to blocks)
-                    continue
-                }
-                var t = 2
-                while (true) {
-                    val b = ProjectiveSpace.points(field, t)
-                    if (b >= d || b > Checks.MAX_AGGREGATE_CELLS) break
-                    yield(field to -Math.floorDiv(-d, b))
-                    t++
-                }
+        val layouts = ArrayList<Layout>()
+        for (field in qs) {
+            if (blocks != null) {
+                layouts += Layout(field, blocks)
+                continue
+            }
+            var t = 2
+            while (true) {
+                val b = ProjectiveSpace.points(field, t)
+                if (b >= d || b > Checks.MAX_AGGREGATE_CELLS) break
+                layouts += Layout(field, -Math.floorDiv(-d, b))
+                t++
             }
         }
-        return best(epsilon, d, layouts.filter { it.second >= 2 })
+        return layouts.filter { it.blocks >= 2 }
     }
+
+    /** `best_hpg_layout`: the [hpgLayouts] of least variance, the first on a near tie; `null` when none is
+     * feasible. */
+    fun bestHpgLayout(epsilon: Double, d: Long, q: Long? = null, blocks: Long? = null): Layout? =
+        best(epsilon, d, hpgLayouts(epsilon, d, q, blocks))
 }

@@ -121,7 +121,7 @@ public class CollectionSpec private constructor(
         private val NAME_RE = Regex("^[a-z][a-z0-9_.-]{0,63}$")
         private val METRIC_RE = Regex("^[a-z][a-z0-9_]{0,31}$")
         /** The protocols whose reports fit in Prio3, so in the two-aggregator modes (Python: `params.prio3_fit()`). */
-        private val PRIO3_FITS = setOf("rr", "grr", "sue", "oue")
+        private val PRIO3_FITS = setOf("rr", "grr", "sue", "oue", "pgr", "hpg")
 
         /** Parses and validates spec JSON text; [SpecException] lists every problem. */
         @JvmStatic
@@ -343,7 +343,7 @@ public class CollectionSpec private constructor(
                 val shown = if (rawTrust is String || isReal(rawTrust)) Refuse.show(rawTrust) else Json.write(rawTrust)
                 fail(join(path, "trust"), "must be one of ${TrustModel.entries.joinToString(", ")}, got $shown")
             } else if (trust.twoAggregator && params != null && params.protocol !in PRIO3_FITS) {
-                fail(join(path, "trust"), "${params.protocol} does not fit in Prio3 (rr, grr, sue and oue do): no two-aggregator mode for it")
+                fail(join(path, "trust"), "${params.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): no two-aggregator mode for it")
             }
             if (params == null || budget?.perReport == null) return null
             return MetricSpec(name, params, budget, candidates as? String, description as? String ?: "", trust ?: TrustModel.LOCAL)

@@ -1,6 +1,8 @@
 package io.github.ldptelemetry.client.protocols
 
+import io.github.ldptelemetry.client.LdpTypeException
 import io.github.ldptelemetry.client.LdpValueException
+import io.github.ldptelemetry.client.Refusal
 import io.github.ldptelemetry.client.RefusalCode
 import io.github.ldptelemetry.client.internal.Json
 import io.github.ldptelemetry.client.list
@@ -18,7 +20,8 @@ import java.math.BigInteger
  * What is specific to `pgr` and `hpg` (the vectors replay their draws, refusals and audits): the numbering of the
  * points of `PG(t−1, q)`, the bijection of `[0, P(t−1))` onto a hyperplane, the default layouts equal to Python's over
  * a grid (`src/test/resources/projective-layouts.json`, written by `projective-layouts.py` beside it), and the
- * refusals of the layout (not prime, the decode's limit, no layout at all, the aggregate's limit).
+ * refusals of the layout (not prime, the decode's limit, the aggregate's limit, and no feasible layout: the least excess
+ * or `two_blocks`, as Python's over the grid's points without a layout and a few more).
  */
 class ProjectiveGeometryTest {
     private val spaces = listOf(2L to 2, 2L to 3, 2L to 5, 3L to 2, 3L to 3, 3L to 4, 5L to 3, 7L to 3, 11L to 2, 13L to 3)
@@ -81,7 +84,11 @@ class ProjectiveGeometryTest {
         assertTrue(primes.all { ProjectiveSpace.isPrime(it) })
         assertEquals(listOf(2L, 3L, 5L, 7L), ProjectiveSpace.primesUpTo(10).toList())
         assertEquals(listOf(2L, 3L, 5L, 7L), ProjectivePlanner.fieldCandidates(1.0).toList()) // 2(e − 1) + 6 = 9.44
-        assertEquals(6542, ProjectivePlanner.fieldCandidates(25.0).size)
+        assertEquals(ProjectiveSpace.primesUpTo(28).toList(), ProjectivePlanner.fieldCandidates(2.5).toList()) // 2(e^2.5 − 1) + 6 = 28.4
+        for (epsilon in listOf(10.4, 10.5, 19.9, 20.0, 25.0, 40.0, 700.0, 701.0, 1e300)) {
+            assertEquals(6542, ProjectivePlanner.fieldCandidates(epsilon).size, "every prime from ε ≈ 10.4 on (ε = $epsilon)")
+        }
+        assertEquals(6500, ProjectivePlanner.fieldCandidates(10.39).size) // 2(e^10.39 − 1) + 6 = 65,069.3
     }
 
     @Test
@@ -99,6 +106,38 @@ class ProjectiveGeometryTest {
         }
         assertTrue(hpgDiffs.isEmpty(), "best_hpg_layout differs at ${hpgDiffs.take(10)}")
         assertTrue(pgr.any { it[2] == null } && hpg.any { it[4] == null }, "the grid reaches past every feasible layout")
+        assertTrue(pgr.any { it[0] == 40.0 && it[2] != null }, "and past ε = 20, where every prime is a candidate")
+    }
+
+    @Test
+    fun `no layout is refused as Python refuses it`() {
+        val doc = Json.parse(javaClass.getResource("/projective-layouts.json")!!.readText()).obj()
+        val cases = doc["refusals"].list().map { it.obj() }
+        val kinds = cases.map { c -> c["code"] to c["fields"].obj().let { it["limit"] ?: it["rule"] } }.toSet()
+        assertEquals(setOf("param_limit" to "aggregate_cells", "param_limit" to "decode_work", "param_relation" to "two_blocks"), kinds)
+        for (c in cases) {
+            val where = "${c["protocol"]} ${c["params"]}"
+            @Suppress("UNCHECKED_CAST") val params = c["params"] as Map<String, Any?>
+            val protocol = if (c["protocol"] == "pgr") PGRParams.PROTOCOL else HPGParams.PROTOCOL
+            val e = assertThrows(IllegalArgumentException::class.java, { protocol.params(params) }, where)
+            assertEquals(c["type"], if (e is LdpTypeException) "TypeError" else if (e is LdpValueException) "ValueError" else e.javaClass.name, where)
+            assertEquals(c["code"], (e as Refusal).code.code, "$where: ${e.message}")
+            assertEquals(c["fields"], e.fields, "$where: ${e.message}")
+        }
+        // the constructors refuse as read() does, with the numbers in the message
+        val cells = refusal { PGRParams(1.0, 1L shl 28) }
+        assertEquals(mapOf("limit" to "aggregate_cells", "got" to 305_175_781L, "max" to (1L shl 28)), cells.fields)
+        assertTrue(cells.message!!.contains("268,435,456 outputs (the least: 305,175,781)"), cells.message)
+        val work = refusal { PGRParams(8.0, 1L shl 26) }
+        assertEquals(mapOf("limit" to "decode_work", "got" to 7_069_666_240L, "max" to (1L shl 32)), work.fields)
+        assertTrue(work.message!!.contains("4,294,967,296 decode steps (the least: 7,069,666,240)"), work.message)
+        assertEquals(mapOf("limit" to "aggregate_cells", "got" to 536_870_912L, "max" to (1L shl 28)), refusal { HPGParams(1.0, 1L shl 29) }.fields)
+        val oneBlock = refusal { HPGParams(1.0, 5, 5) }
+        assertEquals(RefusalCode.PARAM_RELATION, oneBlock.code)
+        assertEquals(mapOf("params" to listOf("domain_size", "q"), "rule" to "two_blocks"), oneBlock.fields)
+        assertEquals(HPGParams.Layout(5, 2), HPGParams(1.0, 5, 5, 2).let { HPGParams.Layout(it.q, it.blocks) }, "blocks given: no search")
+        val line = HPGParams(1.0, 9, 7)
+        assertEquals(listOf(7L, 2L), listOf(line.q, line.blocks), "q + 1 < d: two blocks of a line")
     }
 
     @Test
@@ -133,9 +172,8 @@ class ProjectiveGeometryTest {
         assertEquals(mapOf("limit" to "decode_work", "got" to BigInteger("73720570633874236816"), "max" to (1L shl 32)), work.fields)
         assertEquals(8586133924L, refusal { PGRParams(1.0, 20000, 65521) }.fields["got"])
         assertEquals(1687716242896338L, refusal { HPGParams(1.0, 1L shl 32, 65521, 2) }.fields["got"])
-        for (make in listOf({ PGRParams(1.0, 1L shl 32) }, { HPGParams(1.0, 1L shl 32) })) {
-            assertEquals(mapOf("limit" to "decode_work", "got" to null, "max" to (1L shl 32)), refusal(make).fields, "no layout")
-        }
+        assertEquals(mapOf("limit" to "aggregate_cells", "got" to 5_230_176_601L, "max" to (1L shl 28)), refusal { PGRParams(1.0, 1L shl 32) }.fields, "no layout")
+        assertEquals(mapOf("limit" to "aggregate_cells", "got" to (1L shl 32), "max" to (1L shl 28)), refusal { HPGParams(1.0, 1L shl 32) }.fields, "no layout")
         val cells = refusal { HPGParams(1.0, 300_000_000, 2, 100_000_000) } // within the decode's limit, not the aggregate's
         assertEquals(mapOf("limit" to "aggregate_cells", "got" to 300_000_000L, "max" to (1L shl 28)), cells.fields)
 

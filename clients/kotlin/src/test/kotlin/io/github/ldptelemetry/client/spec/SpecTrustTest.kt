@@ -96,6 +96,19 @@ class SpecTrustTest {
     }
 
     @Test
+    fun `pgr and hpg fit Prio3, so take the two-aggregator modes, and olh does not`() {
+        fun spec(protocol: String, params: String, trust: String) = """{"spec_version": 1, "name": "app", "budget": {"per_window": 4, "lifetime": 40},
+            "metrics": {"m": {"protocol": "$protocol", "params": $params, "budget": {"per_report": 1}, "trust": "$trust"}}}"""
+        for (trust in listOf("two-aggregator", "two-aggregator+local")) {
+            for ((protocol, params) in listOf("pgr" to """{"epsilon": 1, "domain_size": 13, "q": 3}""", "hpg" to """{"epsilon": 1, "domain_size": 100}""")) {
+                assertEquals(trust, CollectionSpec.parse(spec(protocol, params, trust)).metric("m").trust.value, protocol)
+            }
+            val errors = assertThrows(SpecException::class.java) { CollectionSpec.parse(spec("olh", """{"epsilon": 1, "domain_size": 4}""", trust)) }.errors
+            assertEquals(listOf("metrics.m.trust: olh does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): no two-aggregator mode for it"), errors)
+        }
+    }
+
+    @Test
     fun `a two-aggregator metric is refused before its value is looked at, with nothing spent`() {
         val spec = CollectionSpec.parse(
             """{"spec_version": 1, "name": "app", "budget": {"per_window": 4, "lifetime": 40},
