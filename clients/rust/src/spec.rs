@@ -86,7 +86,7 @@ impl std::fmt::Display for TrustModel {
 }
 
 /// The protocols whose reports fit in Prio3, so in the two-aggregator modes (Python: `params.prio3_fit()`).
-const PRIO3_FITS: [&str; 4] = ["rr", "grr", "sue", "oue"];
+const PRIO3_FITS: [&str; 6] = ["rr", "grr", "sue", "oue", "pgr", "hpg"];
 
 /// One metric of a spec: its protocol parameters, budget, where the server finds its candidates, and whom its
 /// guarantee trusts.
@@ -546,7 +546,7 @@ impl Checker {
             (Some(t), Some(p)) if t.two_aggregator() && !PRIO3_FITS.contains(&p.protocol()) => self.fail(
                 &join(&path, "trust"),
                 format!(
-                    "{} does not fit in Prio3 (rr, grr, sue and oue do): no two-aggregator mode for it",
+                    "{} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): no two-aggregator mode for it",
                     p.protocol()
                 ),
             ),

@@ -1,7 +1,8 @@
 //! What is specific to `pgr` and `hpg`: the numbering of the points of `PG(t−1, q)`, the bijection of `[0, P_{t−1})`
 //! onto a hyperplane, the own set of a value in its block, and the layout Python resolves when `q` (or `blocks`) is
-//! left out, on a grid of (ε, d) with the variance of each choice to the last bit, and Python's answer to parameters
-//! the vector files do not exercise (tests/data/projective_layouts.json, written by
+//! left out, on a grid of (ε, d) with the variance of each choice to the last bit (ε up to 40: every prime a
+//! candidate from ε ≈ 10.4), and Python's answer to parameters the vector files do not exercise, among them the
+//! refusals of parameters left without a feasible layout (tests/data/projective_layouts.json, written by
 //! tests/data/projective_layouts.py).
 
 mod common;
@@ -13,7 +14,8 @@ use std::sync::Arc;
 use common::{close_ulps, f, same_json};
 use ldp_client::protocols::projective_geometry::ProjectiveParams;
 use ldp_client::protocols::projective_layout::{
-    best_hpg_layout, best_pgr_field, dimension, field_candidates, rare_variance,
+    best_hpg_layout, best_pgr_field, dimension, field_candidates, hpg_layouts, least_excess, pgr_layouts,
+    rare_variance, LeastExcess,
 };
 use ldp_client::protocols::projective_space::{
     hyperplane_point, is_prime, point_index, point_vector, points, primes, MAX_FIELD,
@@ -93,6 +95,11 @@ fn the_primes_are_the_primes() {
     assert!(is_prime(65537) && !is_prime(65535));
     assert_eq!(field_candidates(1.0), &[2, 3, 5, 7][..]); // 2(e − 1) + 6 = 9.43…
     assert_eq!(field_candidates(12.0).last(), Some(&MAX_FIELD));
+    // 2(e^ε − 1) + 6 reaches MAX_FIELD at ε ≈ 10.397; past it (and past ε = 700, e^ε taken at 700) every prime
+    assert!(field_candidates(10.39).last() < Some(&MAX_FIELD));
+    for eps in [10.4, 19.9, 20.0, 25.0, 40.0, 700.0, 750.0, f64::MAX] {
+        assert_eq!(field_candidates(eps), all, "ε={eps}");
+    }
 }
 
 fn params(protocol: &str, p: Value) -> Arc<dyn ProtocolParams> {
@@ -173,5 +180,46 @@ fn parameters_are_resolved_and_refused_as_python_does() {
             }
             _ => panic!("{protocol} {given}: {got:?}, want {item}"),
         }
+    }
+}
+
+/// The refusal Python gives `params` of `protocol`, from the fixture (which must hold it).
+fn pythons_refusal<'a>(doc: &'a Value, protocol: &str, params: &Value) -> &'a Value {
+    let item = doc["params"].as_array().unwrap().iter().find(|i| i["protocol"] == protocol && i["params"] == *params);
+    let item = item.unwrap_or_else(|| panic!("{protocol} {params}: not in the fixture, rerun projective_layouts.py"));
+    item.get("error").unwrap_or_else(|| panic!("{protocol} {params}: accepted by Python"))
+}
+
+#[test]
+fn no_feasible_layout_is_refused_with_the_least_excess_or_two_blocks() {
+    let doc = fixture();
+    let cells = |d| least_excess(d, &pgr_layouts(1.0));
+    assert_eq!(cells(1 << 28), Some(LeastExcess::AggregateCells(305_175_781))); // P_13 = (5^13 − 1)/4 over F_5
+    assert_eq!(least_excess(1 << 26, &pgr_layouts(8.0)), Some(LeastExcess::DecodeWork(7_069_666_240)));
+    assert!(hpg_layouts(1.0, 5, Some(5), None).is_empty()); // F_5's line holds 6 points
+    assert_eq!(least_excess(5, &[]), None);
+    // (protocol, params, code, limit or rule): the cases of each kind, checked against Python's answer
+    let cases = [
+        ("pgr", json!({"epsilon": 1.0, "domain_size": 1u64 << 28}), "param_limit", "aggregate_cells"),
+        ("hpg", json!({"epsilon": 1.0, "domain_size": 1u64 << 29}), "param_limit", "aggregate_cells"),
+        ("pgr", json!({"epsilon": 8.0, "domain_size": 1u64 << 26}), "param_limit", "decode_work"),
+        ("hpg", json!({"epsilon": 1.0, "domain_size": 5, "q": 5}), "param_relation", "two_blocks"),
+        ("hpg", json!({"epsilon": 1.0, "domain_size": 100, "q": 101}), "param_relation", "two_blocks"),
+    ];
+    for (protocol, given, code, id) in cases {
+        let want = pythons_refusal(&doc, protocol, &given);
+        assert_eq!(
+            (want["code"].as_str(), want["fields"]["limit"].as_str().or(want["fields"]["rule"].as_str())),
+            (Some(code), Some(id)),
+            "{protocol} {given}: Python's refusal changed"
+        );
+        let Err(Error::Refusal(r)) = protocols::get(protocol).unwrap().params(&given) else {
+            panic!("{protocol} {given}: not refused")
+        };
+        assert_eq!((r.kind.as_str(), r.code.as_str()), (want["type"].as_str().unwrap(), code), "{protocol} {given}");
+        assert!(same_json(&Value::Object(r.fields.clone()), &want["fields"]), "{protocol} {given}: {:?}", r.fields);
+        let message = r.to_string();
+        let words = if id == "two_blocks" { "two blocks" } else { id.split('_').next().unwrap() };
+        assert!(message.contains(words), "{protocol} {given}: {message}");
     }
 }

@@ -8,7 +8,11 @@
 //! exactly. Draws: `B(γ)`, then `R(K)` if true, `R(s)` if false.
 //!
 //! `q` (and `hpg`'s `blocks`) left out are resolved as Python resolves them
-//! ([`best_pgr_field`], [`best_hpg_layout`]); the fingerprint hashes the resolved values.
+//! ([`best_pgr_field`], [`best_hpg_layout`]); the fingerprint hashes the resolved values. When no candidate layout
+//! is feasible the refusal is Python's: `param_limit` of the limit exceeded by the least ([`least_excess`]:
+//! `aggregate_cells` with the fewest outputs when every candidate has too many, else `decode_work` with the least
+//! work of those within the outputs), or, for `hpg` given a `q` whose every block holds the whole domain,
+//! `param_relation` `two_blocks`.
 
 use std::sync::Arc;
 
@@ -21,9 +25,11 @@ use crate::encoder::{
 use crate::error::{Error, Refusal, Result};
 use crate::params::{
     check_collectable, check_labels, fingerprint_of, int_value, ParamValues, PayloadField, ProtocolParams,
+    MAX_AGGREGATE_CELLS,
 };
 use crate::protocols::projective_layout::{
-    best_hpg_layout, best_pgr_field, decode_work, dimension, own_share, MAX_DECODE_WORK,
+    best_hpg_layout, best_pgr_field, decode_work, dimension, hpg_layouts, least_excess, own_share, pgr_layouts,
+    LeastExcess, MAX_DECODE_WORK,
 };
 use crate::protocols::projective_space::{is_prime, point_index, points, write_hyperplane_point, write_point};
 use crate::protocols::tables;
@@ -70,9 +76,18 @@ fn resolved(table: &'static [tables::ParamRow], values: &ParamValues, q: u64, bl
     ParamValues::of(table, values.iter().map(|(n, v)| (n, set(n, v))))
 }
 
-/// No layout within the aggregate's cells and the decoder's steps (`param_limit`, `decode_work`, `got` null).
-fn no_layout() -> Error {
-    Refusal::limit("decode_work", Value::Null, MAX_DECODE_WORK as u64).into()
+/// None of the candidate `layouts` over `d` values is within the aggregate's cells and the decoder's steps
+/// (Python's `_no_layout`): `param_limit` of the limit exceeded by the least, or `two_blocks` when there is no
+/// candidate at all (`hpg`'s given `q` holds the domain in one block at every `t`).
+fn no_layout(d: u64, layouts: &[(u64, u64)]) -> Error {
+    match least_excess(d, layouts) {
+        None => Refusal::relation("two_blocks", &["domain_size", "q"]),
+        Some(LeastExcess::AggregateCells(k)) => Refusal::limit("aggregate_cells", k, MAX_AGGREGATE_CELLS),
+        Some(LeastExcess::DecodeWork(work)) => {
+            Refusal::limit("decode_work", int_value(work as i128), MAX_DECODE_WORK as u64)
+        }
+    }
+    .into()
 }
 
 impl ProjectiveParams {
@@ -82,7 +97,7 @@ impl ProjectiveParams {
         let epsilon = values.float("epsilon")?;
         let d = values.int("domain_size")? as u64;
         let values = if values.get("q").is_null() {
-            let q = best_pgr_field(epsilon, d).ok_or_else(no_layout)?;
+            let q = best_pgr_field(epsilon, d).ok_or_else(|| no_layout(d, &pgr_layouts(epsilon)))?;
             resolved(tables::PGR, &values, q, None)
         } else {
             values
@@ -106,7 +121,8 @@ impl ProjectiveParams {
                 if q.is_some_and(|q| !is_prime(q)) {
                     return Err(Refusal::relation("prime_field", &["q"]).into());
                 }
-                let (q, h) = best_hpg_layout(epsilon, d, q, blocks).ok_or_else(no_layout)?;
+                let (q, h) = best_hpg_layout(epsilon, d, q, blocks)
+                    .ok_or_else(|| no_layout(d, &hpg_layouts(epsilon, d, q, blocks)))?;
                 (q, h, resolved(tables::HPG, &values, q, Some(h)))
             }
         };

@@ -63,13 +63,11 @@ pub fn rare_variance(epsilon: f64, q: u64, t: u32, blocks: u64, domain_size: u64
 }
 
 /// The field orders a default layout is chosen among: the primes `q ≤ 2(e^ε − 1) + 6` (the best is near
-/// `e^ε + 1`), at most [`MAX_FIELD`] (every one of them from `ε = 20` on).
+/// `e^ε + 1`), at most [`MAX_FIELD`]: every one of them from `ε ≈ 10.4` on. Python's rule to the bit: the bound
+/// `2·expm1(min(ε, 700)) + 6` is compared with `MAX_FIELD` before it is floored.
 pub fn field_candidates(epsilon: f64) -> &'static [u64] {
-    if epsilon >= 20.0 {
-        return primes_up_to(MAX_FIELD);
-    }
-    let bound = (2.0 * pymath::expm1(epsilon) + 6.0).floor();
-    primes_up_to(bound.min(MAX_FIELD as f64) as u64)
+    let bound = 2.0 * pymath::expm1(epsilon.min(700.0)) + 6.0;
+    primes_up_to(if bound >= MAX_FIELD as f64 { MAX_FIELD } else { bound.floor() as u64 })
 }
 
 /// Whether a layout stays within the aggregate's cells and the decoder's steps.
@@ -95,28 +93,66 @@ fn best(epsilon: f64, domain_size: u64, layouts: impl IntoIterator<Item = (u64, 
     best
 }
 
+/// The `(q, 1)` [`best_pgr_field`] chooses among: one for each of [`field_candidates`].
+pub fn pgr_layouts(epsilon: f64) -> Vec<(u64, u64)> {
+    field_candidates(epsilon).iter().map(|&q| (q, 1)).collect()
+}
+
+/// The `(q, blocks)` [`best_hpg_layout`] chooses among, in increasing `q` then `t`: for each candidate `q` (or the
+/// given one), the given `blocks`, else `⌈d/P_t⌉` for each `t ≥ 2` with `P_t < d` and `P_t ≤ 2^28`; those with at
+/// least 2 blocks. Empty only when `q` is given and not `blocks`, and every block of that field holds the domain.
+pub fn hpg_layouts(epsilon: f64, domain_size: u64, q: Option<u64>, blocks: Option<u64>) -> Vec<(u64, u64)> {
+    let given = q.map(|q| [q]);
+    let qs: &[u64] = given.as_ref().map_or_else(|| field_candidates(epsilon), |q| &q[..]);
+    let mut layouts = Vec::new();
+    for &q in qs {
+        match blocks {
+            Some(h) => layouts.push((q, h)),
+            None => layouts.extend(
+                (2..)
+                    .map(|t| points(q, t))
+                    .take_while(|&b| b < domain_size && b <= MAX_AGGREGATE_CELLS)
+                    .map(|b| (q, domain_size.div_ceil(b))),
+            ),
+        }
+    }
+    layouts.retain(|&(_, h)| h >= 2);
+    layouts
+}
+
 /// `pgr`'s default `q`: the one of [`field_candidates`] of least [`rare_variance`] (the smallest on a near tie)
 /// among the feasible ones; `None` when none is.
 pub fn best_pgr_field(epsilon: f64, domain_size: u64) -> Option<u64> {
-    best(epsilon, domain_size, field_candidates(epsilon).iter().map(|&q| (q, 1))).map(|(q, _)| q)
+    best(epsilon, domain_size, pgr_layouts(epsilon)).map(|(q, _)| q)
 }
 
-/// `hpg`'s default `(q, blocks)`: of least [`rare_variance`] (the first on a near tie, in increasing `q` then
-/// `t`) among the feasible ones with at least 2 blocks: for each candidate `q` (or the given one) and each `t ≥ 2`
-/// with `P_t < d` and `P_t ≤ 2^28`, `blocks = ⌈d/P_t⌉` (or the given `blocks`); `None` when none is.
+/// `hpg`'s default `(q, blocks)`: the one of [`hpg_layouts`] of least [`rare_variance`] (the first on a near tie)
+/// among the feasible ones; `None` when none is.
 pub fn best_hpg_layout(epsilon: f64, domain_size: u64, q: Option<u64>, blocks: Option<u64>) -> Option<(u64, u64)> {
-    let given = q.map(|q| vec![q]);
-    let qs: &[u64] = given.as_deref().unwrap_or_else(|| field_candidates(epsilon));
-    let layouts = qs.iter().flat_map(|&q| -> Box<dyn Iterator<Item = (u64, u64)>> {
-        match blocks {
-            Some(h) => Box::new(std::iter::once((q, h))),
-            None => Box::new(
-                (2..)
-                    .map(move |t| points(q, t))
-                    .take_while(|&b| b < domain_size && b <= MAX_AGGREGATE_CELLS)
-                    .map(move |b| (q, domain_size.div_ceil(b))),
-            ),
-        }
+    best(epsilon, domain_size, hpg_layouts(epsilon, domain_size, q, blocks))
+}
+
+/// The limit a set of layouts, none of them feasible, exceeds by the least (Python's `least_excess`): what the
+/// `param_limit` refusal of parameters left without a layout names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeastExcess {
+    /// Every layout has more than [`MAX_AGGREGATE_CELLS`] outputs; the fewest `K` of any (limit `aggregate_cells`).
+    AggregateCells(u64),
+    /// The least decode work `K·q·t` of the layouts within [`MAX_AGGREGATE_CELLS`] outputs (limit `decode_work`).
+    DecodeWork(u128),
+}
+
+/// [`LeastExcess`] of `layouts` (`(q, blocks)` pairs, none chosen) over `domain_size` values; `None` when there
+/// are none. As in Python, a search that chose none because every variance is infinite (`γ` rounds to 0 past
+/// `ε = 700`) gets `DecodeWork` with a `K·q·t` under the limit.
+pub fn least_excess(domain_size: u64, layouts: &[(u64, u64)]) -> Option<LeastExcess> {
+    let sizes = layouts.iter().map(|&(q, h)| {
+        let t = dimension(q, h, domain_size);
+        (h.saturating_mul(points(q, t)), decode_work(q, t, h))
     });
-    best(epsilon, domain_size, layouts.filter(|&(_, h)| h >= 2))
+    let within = sizes.clone().filter(|&(k, _)| k <= MAX_AGGREGATE_CELLS).map(|(_, work)| work).min();
+    match within {
+        Some(work) => Some(LeastExcess::DecodeWork(work)),
+        None => sizes.map(|(k, _)| k).min().map(LeastExcess::AggregateCells),
+    }
 }

@@ -2,7 +2,9 @@
 domain_size), with the rare-value variance of each choice (``best_pgr_field``, ``best_hpg_layout`` and
 ``rare_variance`` of ``ldp/encoders/projective_layout.py``), and Python's answer (the fingerprint and cost, or the
 refusal's type, code and fields) to parameters that exercise what the vector files do not: a field that is not
-prime, the decoder's step limit, no feasible layout, a given ``q`` or ``blocks`` with the other left out.
+prime, the decoder's step limit, no feasible layout (``param_limit`` of the least excess: ``aggregate_cells`` or
+``decode_work``), ``hpg``'s given field that holds the domain in one block (``two_blocks``), a given ``q`` or
+``blocks`` with the other left out, and ε past 20 (every prime up to ``MAX_FIELD`` a candidate).
 tests/projective.rs checks the Rust client against it.
 
     python clients/rust/tests/data/projective_layouts.py   # from the repository's root
@@ -18,11 +20,12 @@ from ldp.encoders.projective_geometry import HPGParams, PGRParams
 from ldp.encoders.projective_layout import best_hpg_layout, best_pgr_field, dimension, rare_variance
 from ldp.errors import Refusal
 
-EPSILONS = [0.05, 0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 16.0, 19.9]
+EPSILONS = [0.05, 0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 16.0, 19.9, 20.0, 25.0, 40.0]
 DOMAINS = [2, 3, 4, 5, 7, 13, 31, 100, 257, 1024, 4096, 10_000, 65_536, 1_000_000, 1 << 28, 1 << 32]
 # (epsilon, domain_size, q, blocks): hpg searches with one of q and blocks given
 HPG_GIVEN = [(1.0, 100, 3, None), (4.0, 1000, 2, None), (8.0, 65_536, 23, None), (2.0, 100, None, 5),
-             (6.0, 4096, None, 64), (0.5, 10, 7, None), (3.0, 1_000_000, None, 2)]
+             (6.0, 4096, None, 64), (0.5, 10, 7, None), (3.0, 1_000_000, None, 2), (1.0, 5, 5, None),
+             (1.0, 100, 101, None), (25.0, 1_000_000, 7, None), (40.0, 100, None, 4)]
 
 LABELS = list("abcde")
 PARAMS = [
@@ -38,6 +41,13 @@ PARAMS = [
     ("pgr", {"epsilon": 1e-10, "domain_size": 13}),
     ("pgr", {"epsilon": 750.0, "domain_size": 13, "q": 3}),
     ("pgr", {"epsilon": 19.9, "domain_size": 10}),
+    ("pgr", {"epsilon": 20.0, "domain_size": 10}),
+    ("pgr", {"epsilon": 25.0, "domain_size": 1000}),
+    ("pgr", {"epsilon": 40.0, "domain_size": 1_000_000}),
+    ("pgr", {"epsilon": 750.0, "domain_size": 13}),
+    ("pgr", {"epsilon": 1.0, "domain_size": 1 << 28}),
+    ("pgr", {"epsilon": 8.0, "domain_size": 1 << 26}),
+    ("pgr", {"epsilon": 25.0, "domain_size": 1 << 32}),
     ("pgr", {"epsilon": 12.0, "domain_size": 1_000_000}),
     ("pgr", {"epsilon": 1.5, "domain_size": 5, "labels": LABELS}),
     ("pgr", {"epsilon": 1.5, "domain_size": 5, "q": 4, "labels": ["a"]}),
@@ -55,6 +65,14 @@ PARAMS = [
     ("hpg", {"epsilon": 1.0, "domain_size": 1 << 32}),
     ("hpg", {"epsilon": 1.0, "domain_size": 1 << 32, "q": 3}),
     ("hpg", {"epsilon": 1.0, "domain_size": 1000, "blocks": 1000}),
+    ("hpg", {"epsilon": 1.0, "domain_size": 1 << 29}),
+    ("hpg", {"epsilon": 1.0, "domain_size": 5, "q": 5}),
+    ("hpg", {"epsilon": 1.0, "domain_size": 100, "q": 101}),
+    ("hpg", {"epsilon": 1.0, "domain_size": 100, "q": 100}),
+    ("hpg", {"epsilon": 1.0, "domain_size": 1 << 32, "q": 65521}),
+    ("hpg", {"epsilon": 1.0, "domain_size": 1 << 32, "blocks": 2}),
+    ("hpg", {"epsilon": 20.0, "domain_size": 1000}),
+    ("hpg", {"epsilon": 40.0, "domain_size": 65_536}),
     ("hpg", {"epsilon": 1e-10, "domain_size": 20}),
     ("hpg", {"epsilon": 1e-10, "domain_size": 20, "q": 3, "blocks": 2}),
     ("hpg", {"epsilon": 750.0, "domain_size": 20, "q": 3, "blocks": 2}),
