@@ -1,7 +1,10 @@
 """Writes projective-layouts.json beside this file: Python's default pgr and hpg layouts (best_pgr_field,
 best_hpg_layout) over a grid of (epsilon, domain_size), which ProjectiveGeometryTest checks the Kotlin search
-against, and Python's refusal (type, code, fields) of PGRParams/HPGParams at every grid point without a layout and
-at a few more. Run from the repository root: python clients/kotlin/src/test/resources/projective-layouts.py"""
+against, and Python's refusal (type, code, fields) of PGRParams/HPGParams at every grid point without a layout, at
+every point of the extreme ε (EXTREMES: γ is 0 or 1 for every candidate, or for some; where for every one, the
+first feasible layout, then epsilon_too_large / epsilon_too_small; param_limit only where none is feasible) and at
+a few more.
+Run from the repository root: python clients/kotlin/src/test/resources/projective-layouts.py"""
 
 import json
 from pathlib import Path
@@ -28,6 +31,16 @@ for e in [0.5, 1.0, 2.0, 4.0, 8.0, 25.0]:  # one of q and blocks given
         hpg += [layout(e, d, q=q) for q in [2, 3, 7, 31, 65521]]
         hpg += [layout(e, d, b=b) for b in [2, 3, 17] if b <= d]
 
+# ε where γ is 0 (past 700) or 1 (expm1(ε)·s below K's half ulp) for every candidate, or for some (1e-15, 1e-16)
+EXTREMES = [1e-300, 1e-30, 1e-16, 1e-15, 701.0, 1e300]
+EXTREME_DOMAINS = [2, 4, 13, 20, 1000, 65536, 1 << 26, 1 << 28, 1 << 29, 1 << 32]
+pgr_extreme = [[e, d, best_pgr_field(e, d)] for e in EXTREMES for d in EXTREME_DOMAINS]
+hpg_extreme = [layout(e, d) for e in EXTREMES for d in EXTREME_DOMAINS if d >= 4]
+hpg_extreme += [layout(e, d, q=q) for e in EXTREMES for d in [20, 1000] for q in [2, 7, 65521]]
+hpg_extreme += [layout(e, d, b=b) for e in EXTREMES for d in [20, 1000] for b in [2, 17]]
+pgr += pgr_extreme
+hpg += hpg_extreme
+
 
 def refusal(protocol, params):
     """Python's refusal of ``params`` (None: accepted)."""
@@ -41,12 +54,18 @@ def refusal(protocol, params):
 
 asked = [("pgr", {"epsilon": e, "domain_size": d}) for e, d, q in pgr if q is None]
 asked += [("hpg", {"epsilon": e, "domain_size": d, "q": q, "blocks": b}) for e, d, q, b, found in hpg if found is None]
+asked += [("pgr", {"epsilon": e, "domain_size": d}) for e, d, q in pgr_extreme if q is not None]
+asked += [("hpg", {"epsilon": e, "domain_size": d, "q": q, "blocks": b})
+          for e, d, q, b, found in hpg_extreme if found is not None]
 asked += [("pgr", {"epsilon": 1.0, "domain_size": 1 << 28}), ("hpg", {"epsilon": 1.0, "domain_size": 1 << 29}),
           ("pgr", {"epsilon": 8.0, "domain_size": 1 << 26}), ("hpg", {"epsilon": 1.0, "domain_size": 5, "q": 5}),
           ("hpg", {"epsilon": 1.0, "domain_size": 65522, "q": 65521}),  # one block of a line over F_65521
           ("hpg", {"epsilon": 1.0, "domain_size": 1 << 32, "q": 65521}),  # one layout, over the aggregate's limit
           ("pgr", {"epsilon": 701.0, "domain_size": 13}), ("hpg", {"epsilon": 701.0, "domain_size": 13}),
-          ("pgr", {"epsilon": 1e-30, "domain_size": 13}), ("hpg", {"epsilon": 1e-30, "domain_size": 13, "blocks": 2})]
+          ("pgr", {"epsilon": 1e-30, "domain_size": 13}), ("hpg", {"epsilon": 1e-30, "domain_size": 13, "blocks": 2}),
+          ("pgr", {"epsilon": 701.0, "domain_size": 1000}), ("hpg", {"epsilon": 701.0, "domain_size": 20}),
+          ("pgr", {"epsilon": 1e-300, "domain_size": 1000}), ("hpg", {"epsilon": 1e-300, "domain_size": 20})]
+asked = [a for i, a in enumerate(asked) if a not in asked[:i]]
 refusals = [r for r in (refusal(p, params) for p, params in asked) if r is not None]
 
 rows = lambda xs: ",\n".join("  " + json.dumps(x) for x in xs)  # noqa: E731

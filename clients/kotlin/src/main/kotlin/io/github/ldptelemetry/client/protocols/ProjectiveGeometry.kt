@@ -169,7 +169,8 @@ public class PGRParams private constructor(values: Map<String, Any?>, @Suppress(
         public fun read(values: Map<String, Any?>): PGRParams = PROTOCOL.params(values)
 
         /** The prime `q ≤ 2(e^ε − 1) + 6` of least variance for a rare value among those within the limits (the
-         * smallest on a near tie), or `null` when none is (Python's `best_pgr_field`). */
+         * smallest on a near tie; the first within them when ε is so large or so small that no variance is finite),
+         * or `null` when none is (Python's `best_pgr_field`). */
         @JvmStatic
         public fun bestField(epsilon: Double, domainSize: Long): Long? = ProjectivePlanner.bestPgrField(epsilon, domainSize)
     }
@@ -228,7 +229,7 @@ public class HPGParams private constructor(values: Map<String, Any?>, @Suppress(
          * The layout of least variance for a rare value with at least two blocks among those within the limits, or
          * `null` when none is (Python's `best_hpg_layout`): for each prime `q ≤ 2(e^ε − 1) + 6` (or the given [q],
          * a prime) and each `t ≥ 2`, `⌈d/P(t)⌉` blocks (or the given [blocks]); the first on a near tie, in increasing
-         * `q` then `t`.
+         * `q` then `t`; the first within the limits when ε is so large or so small that no variance is finite.
          */
         @JvmStatic
         @JvmOverloads

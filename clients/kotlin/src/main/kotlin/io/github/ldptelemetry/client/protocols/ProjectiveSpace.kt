@@ -206,8 +206,7 @@ internal object ProjectivePlanner {
     /**
      * `least_excess`: when none of [layouts] is feasible, the fewest outputs `K` of any, against the aggregate's
      * limit, when every one has more; else the least decode work `K·q·t` among those within it, against
-     * [MAX_DECODE_WORK] (below it when the layouts were feasible but none had a finite variance, ε past 700 or so
-     * small that `γ` rounds to 1). [layouts] is not empty.
+     * [MAX_DECODE_WORK]. [layouts] is not empty.
      */
     fun leastExcess(d: Long, layouts: List<Layout>): Excess {
         // (K, q·t) of each: K = h·P(t) fits a Long (h ≤ d ≤ 2^32, P(t) < q·d/h + 1)
@@ -218,7 +217,9 @@ internal object ProjectivePlanner {
     }
 
     /** The layout of least [rareVariance] among the feasible [layouts], the first on a near tie (a later one must be
-     * below `best·(1 − 1e-12)`); `null` when none is. */
+     * below `best·(1 − 1e-12)`); the first feasible one when none has a finite variance (ε so large or so small that
+     * `γ` is 0 or 1 for every one: its params then refuse ε as `epsilon_too_large` / `epsilon_too_small`); `null`
+     * when none is feasible (Python's `_best`). */
     private fun best(epsilon: Double, d: Long, layouts: List<Layout>): Layout? {
         var best: Layout? = null
         var bestVar = Double.POSITIVE_INFINITY
@@ -227,7 +228,7 @@ internal object ProjectivePlanner {
             val t = dimension(q, blocks, d)
             if (!feasible(q, t, blocks)) continue
             val v = rareVariance(epsilon, q, t, blocks, d)
-            if (v < bestVar * (1 - 1e-12)) {
+            if (best == null || v < bestVar * (1 - 1e-12)) {
                 best = layout
                 bestVar = v
             }
@@ -238,8 +239,8 @@ internal object ProjectivePlanner {
     /** `pgr_layouts`: the `(q, 1)` [bestPgrField] chooses among. */
     fun pgrLayouts(epsilon: Double): List<Layout> = fieldCandidates(epsilon).map { Layout(it, 1L) }
 
-    /** `best_pgr_field`: the candidate `q` of least variance (the smallest on a near tie), `null` when none is
-     * feasible. */
+    /** `best_pgr_field`: the candidate `q` of least variance (the smallest on a near tie) among the feasible ones
+     * (the first feasible one when no variance is finite), `null` when none is feasible. */
     fun bestPgrField(epsilon: Double, d: Long): Long? = best(epsilon, d, pgrLayouts(epsilon))?.q
 
     /**
@@ -266,8 +267,8 @@ internal object ProjectivePlanner {
         return layouts.filter { it.blocks >= 2 }
     }
 
-    /** `best_hpg_layout`: the [hpgLayouts] of least variance, the first on a near tie; `null` when none is
-     * feasible. */
+    /** `best_hpg_layout`: the [hpgLayouts] of least variance, the first on a near tie; the first feasible one when
+     * no variance is finite; `null` when none is feasible. */
     fun bestHpgLayout(epsilon: Double, d: Long, q: Long? = null, blocks: Long? = null): Layout? =
         best(epsilon, d, hpgLayouts(epsilon, d, q, blocks))
 }

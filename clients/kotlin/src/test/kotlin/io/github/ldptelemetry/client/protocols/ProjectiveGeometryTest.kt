@@ -21,7 +21,8 @@ import java.math.BigInteger
  * points of `PG(t−1, q)`, the bijection of `[0, P(t−1))` onto a hyperplane, the default layouts equal to Python's over
  * a grid (`src/test/resources/projective-layouts.json`, written by `projective-layouts.py` beside it), and the
  * refusals of the layout (not prime, the decode's limit, the aggregate's limit, and no feasible layout: the least excess
- * or `two_blocks`, as Python's over the grid's points without a layout and a few more).
+ * or `two_blocks`; an ε no layout realizes, γ 0 or 1 for every one: the first feasible layout's `epsilon_too_large` /
+ * `epsilon_too_small`; as Python's over the grid's points without a layout, the extreme ε and a few more).
  */
 class ProjectiveGeometryTest {
     private val spaces = listOf(2L to 2, 2L to 3, 2L to 5, 3L to 2, 3L to 3, 3L to 4, 5L to 3, 7L to 3, 11L to 2, 13L to 3)
@@ -114,7 +115,13 @@ class ProjectiveGeometryTest {
         val doc = Json.parse(javaClass.getResource("/projective-layouts.json")!!.readText()).obj()
         val cases = doc["refusals"].list().map { it.obj() }
         val kinds = cases.map { c -> c["code"] to c["fields"].obj().let { it["limit"] ?: it["rule"] } }.toSet()
-        assertEquals(setOf("param_limit" to "aggregate_cells", "param_limit" to "decode_work", "param_relation" to "two_blocks"), kinds)
+        assertEquals(
+            setOf(
+                "param_limit" to "aggregate_cells", "param_limit" to "decode_work", "param_relation" to "two_blocks",
+                "param_relation" to "epsilon_too_large", "param_relation" to "epsilon_too_small",
+            ),
+            kinds,
+        )
         for (c in cases) {
             val where = "${c["protocol"]} ${c["params"]}"
             @Suppress("UNCHECKED_CAST") val params = c["params"] as Map<String, Any?>
@@ -138,6 +145,27 @@ class ProjectiveGeometryTest {
         assertEquals(HPGParams.Layout(5, 2), HPGParams(1.0, 5, 5, 2).let { HPGParams.Layout(it.q, it.blocks) }, "blocks given: no search")
         val line = HPGParams(1.0, 9, 7)
         assertEquals(listOf(7L, 2L), listOf(line.q, line.blocks), "q + 1 < d: two blocks of a line")
+
+        // no variance finite (γ 0 or 1 for every candidate): the first feasible layout, then ε refused for what it is
+        assertEquals(2L, PGRParams.bestField(701.0, 1000))
+        assertEquals(HPGParams.Layout(2, 7), HPGParams.bestLayout(701.0, 20))
+        assertEquals(2L, PGRParams.bestField(1e-300, 1000))
+        assertEquals(3L, PGRParams.bestField(1e-15, 1000), "a finite variance still wins over an infinite first one")
+        val epsilonFields = listOf("epsilon", "domain_size", "q")
+        val large = refusal { PGRParams(701.0, 1000) }
+        assertEquals(RefusalCode.PARAM_RELATION, large.code)
+        assertEquals(mapOf("params" to epsilonFields, "rule" to "epsilon_too_large"), large.fields)
+        assertTrue(large.message!!.startsWith("epsilon=701.0 is too large for pgr with q=2:"), large.message)
+        val largeHpg = refusal { HPGParams(701.0, 20) }
+        assertEquals(mapOf("params" to epsilonFields, "rule" to "epsilon_too_large"), largeHpg.fields)
+        assertTrue(largeHpg.message!!.startsWith("epsilon=701.0 is too large for hpg with q=2:"), largeHpg.message)
+        val tiny = refusal { PGRParams(1e-300, 1000) }
+        assertEquals(mapOf("params" to epsilonFields, "rule" to "epsilon_too_small"), tiny.fields)
+        assertTrue(tiny.message!!.startsWith("epsilon=1e-300 is too small for pgr with q=2:"), tiny.message)
+        assertEquals("epsilon_too_small", refusal { HPGParams(1e-30, 20) }.fields["rule"])
+        assertEquals("epsilon_too_large", refusal { PGRParams.read(mapOf("epsilon" to 1e300, "domain_size" to 13L)) }.fields["rule"])
+        // none feasible at all: still the least excess
+        assertEquals(mapOf("limit" to "aggregate_cells", "got" to 4_309_527_640L, "max" to (1L shl 28)), refusal { PGRParams(701.0, 1L shl 32) }.fields)
     }
 
     @Test
