@@ -2,7 +2,8 @@
 // points (a round trip over whole spaces), the hyperplane bijection (every r a distinct point orthogonal to v), the
 // default layout and what the params make of a few dicts against the Python client's answers
 // (test/data/projective_layouts.json, written by test/data/make_projective_layouts.py), the refusals when the search
-// finds no layout (the least excess, `two_blocks`) as Python's, bad inputs of every JSON type
+// finds no layout (the least excess, `two_blocks`) and when no layout's γ is inside (0, 1) (`epsilon_too_large`,
+// `epsilon_too_small`) as Python's, bad inputs of every JSON type
 // (a seeded generator), and the report law over 20,000 reports of a keyed stream (within 4 SE).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -150,6 +151,10 @@ test("params: Python's resolved layout, γ and exact ε*, or Python's refusal (t
     assert.equal(p.effectiveEpsilon, Number(item.effective_epsilon), context);
     assert.equal(p.privacyCost.epsilon, Math.max(p.epsilon, Number(item.effective_epsilon)), context);
   }
+  // among them, ε refused for what it is where the search had to choose q (every candidate's γ 0 or 1)
+  const chosen = PYTHON.params.filter((item) => item.given.q == null && item.error?.fields.rule?.startsWith("epsilon_too_"));
+  assert.deepEqual([...new Set(chosen.map((item) => `${item.protocol} ${item.error.fields.rule}`))].sort(),
+    ["hpg epsilon_too_large", "hpg epsilon_too_small", "pgr epsilon_too_large", "pgr epsilon_too_small"]);
 });
 
 test("no layout found: Python's refusal of every search of the grid that finds none", () => {
@@ -173,10 +178,9 @@ test("no layout found: the least excess of the candidates (aggregate_cells, else
   refuses(HPGParams, { epsilon: 1, domain_size: 2 ** 29 }, "ValueError", "param_limit", cells(2 ** 29));
   // some K within 2^28, but every K·q·t over 2^32: the least
   refuses(PGRParams, { epsilon: 8, domain_size: 2 ** 26 }, "ValueError", "param_limit", work(7069666240));
-  // past ε = 700 γ is 0, so no layout has a finite variance: the least decode work, though within its limit
-  assert.equal(bestPgrField(701, 1000), null);
-  refuses(PGRParams, { epsilon: 701, domain_size: 1000 }, "ValueError", "param_limit", work(1023 * 2 * 10));
-  refuses(HPGParams, { epsilon: 701, domain_size: 20 }, "ValueError", "param_limit", work(84));
+  // past ε = 700 too, when no candidate is feasible
+  refuses(PGRParams, { epsilon: 701, domain_size: 2 ** 26 }, "ValueError", "param_limit", work(7069666240));
+  assert.equal(bestHpgLayout(701, 2 ** 32, null, 2), null);
   // hpg's q given, and P_2 = q + 1 ≥ d: one block at every t, no candidate at all
   for (const [d, q] of [[5, 5], [20, 19], [20, 65521], [4, 3]]) {
     assert.deepEqual(hpgLayouts(1, d, q), []);
@@ -191,6 +195,33 @@ test("no layout found: the least excess of the candidates (aggregate_cells, else
   assert.deepEqual(hpgLayouts(1, 20), [[2, 7], [2, 3], [2, 2], [3, 5], [3, 2], [5, 4], [7, 3]]);
   assert.deepEqual(hpgLayouts(1, 20, null, 4), [[2, 4], [3, 4], [5, 4], [7, 4]]);
   assert.deepEqual(pgrLayouts(1), [[2, 1], [3, 1], [5, 1], [7, 1]]);
+});
+
+test("γ 0 or 1 at every feasible candidate: the first feasible one, then ε refused for what it is, as Python's", () => {
+  const rule = (r) => ({ params: ["epsilon", "domain_size", "q"], rule: r });
+  // past ε = 700 γ is 0, at ε = 1e-300 it is 1: no candidate has a finite variance
+  for (const e of [701, 1e-300, 1e308]) {
+    assert.equal(bestPgrField(e, 1000), 2, `ε=${e}`);
+    assert.deepEqual(bestHpgLayout(e, 20), [2, 7], `ε=${e}`);
+    assert.deepEqual(bestHpgLayout(e, 20, 3), [3, 5], `ε=${e}`);
+    assert.deepEqual(bestHpgLayout(e, 10 ** 6, null, 50), [2, 50], `ε=${e}`);
+    const r = rule(e > 1 ? "epsilon_too_large" : "epsilon_too_small");
+    refuses(PGRParams, { epsilon: e, domain_size: 1000 }, "ValueError", "param_relation", r);
+    refuses(HPGParams, { epsilon: e, domain_size: 20 }, "ValueError", "param_relation", r);
+    refuses(HPGParams, { epsilon: e, domain_size: 10 ** 6, q: 7 }, "ValueError", "param_relation", r);
+    refuses(HPGParams, { epsilon: e, domain_size: 10 ** 6, blocks: 50 }, "ValueError", "param_relation", r);
+  }
+  // the first feasible one, not the first candidate: three blocks of P_25 = 2^25 − 1 points over F_2 take
+  // 5.03e9 > 2^32 decode steps, three of P_16 = 21,523,360 over F_3 take 3.10e9
+  const d = 59110953;
+  for (const e of [701, 1e-300]) {
+    assert.deepEqual(hpgLayouts(e, d, null, 3).slice(0, 2), [[2, 3], [3, 3]]);
+    assert.deepEqual(bestHpgLayout(e, d, null, 3), [3, 3]);
+    refuses(HPGParams, { epsilon: e, domain_size: d, blocks: 3 }, "ValueError", "param_relation",
+      rule(e > 1 ? "epsilon_too_large" : "epsilon_too_small"));
+  }
+  refuses(HPGParams, { epsilon: 701, domain_size: d, q: 2, blocks: 3 }, "ValueError", "param_limit",
+    { limit: "decode_work", got: 3 * (2 ** 25 - 1) * 2 * 25, max: 2 ** 32 });
 });
 
 test("past ε = 20 the search takes every prime, as Python's (its ε taken at most 700)", () => {

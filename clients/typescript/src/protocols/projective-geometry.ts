@@ -11,9 +11,10 @@
  * `q` (and hpg's `blocks`) left out (null) is the layout of least variance for a rare value (`bestPgrField`,
  * `bestHpgLayout`: Python's float search, in Python's order of operations, so the choice and the fingerprint are the
  * same); the resolved values are part of the parameters. A layout whose K exceeds the aggregate limit or whose decode
- * would take more than `MAX_DECODE_WORK` steps (K·q·t) is refused (`param_limit`); when the search finds none, the
- * refusal names the least excess of its candidates (`leastExcess`), and `hpg` given a `q` that holds the whole domain
- * in one block is refused `two_blocks`.
+ * would take more than `MAX_DECODE_WORK` steps (K·q·t) is refused (`param_limit`); when the search finds none
+ * feasible, the refusal names the least excess of its candidates (`leastExcess`), and `hpg` given a `q` that holds the
+ * whole domain in one block is refused `two_blocks`. Where no feasible candidate's γ is inside (0, 1), the search
+ * takes the first feasible one and ε is refused as `epsilon_too_large`/`epsilon_too_small`.
  *
  * Draws: `B(γ)`, then `R(K)` if true; else `R(s)`, the index of a point of the value's hyperplane
  * (`hyperplanePoint`).
@@ -100,14 +101,16 @@ export function leastExcess(domainSize: number, layouts: readonly (readonly [num
 }
 
 /** `_best`: the first (q, h) of `layouts` of least `rareVariance` (a later one must beat it by a relative 1e-12)
- * among the feasible ones; null when none is. */
+ * among the feasible ones; the first feasible one when none has a finite variance (ε so large or so small that γ is
+ * 0 or 1 for every one: its params then refuse ε for what it is, `epsilon_too_large`/`epsilon_too_small`); null
+ * when none is feasible. */
 function best(epsilon: number, domainSize: number, layouts: Iterable<[number, number]>): [number, number] | null {
   let chosen: [number, number] | null = null, least = Infinity;
   for (const [q, blocks] of layouts) {
     const t = dimension(q, blocks, domainSize);
     if (!feasible(q, t, blocks)) continue;
     const v = rareVariance(epsilon, q, t, blocks, domainSize);
-    if (v < least * (1 - 1e-12)) {
+    if (chosen === null || v < least * (1 - 1e-12)) {
       chosen = [q, blocks];
       least = v;
     }
@@ -121,7 +124,7 @@ export function pgrLayouts(epsilon: number): [number, number][] {
 }
 
 /** `best_pgr_field`: the q of `fieldCandidates` of least `rareVariance` (the smallest on a near tie) among the
- * feasible ones; null when none is. */
+ * feasible ones (the first feasible one when no variance is finite); null when none is feasible. */
 export function bestPgrField(epsilon: number, domainSize: number): number | null {
   const chosen = best(epsilon, domainSize, pgrLayouts(epsilon));
   return chosen === null ? null : chosen[0];
@@ -148,7 +151,7 @@ export function hpgLayouts(epsilon: number, domainSize: number, q: number | null
 }
 
 /** `best_hpg_layout`: [q, h] of least `rareVariance` (the first on a near tie, in increasing q then t) among the
- * feasible ones of `hpgLayouts`; null when none is. */
+ * feasible ones of `hpgLayouts` (the first feasible one when no variance is finite); null when none is feasible. */
 export function bestHpgLayout(epsilon: number, domainSize: number, q: number | null = null,
   blocks: number | null = null): [number, number] | null {
   return best(epsilon, domainSize, hpgLayouts(epsilon, domainSize, q, blocks));

@@ -15,7 +15,9 @@ Run from this folder with the repository's Python environment (it imports ``ldp`
 * ``params``: a params dict of each protocol and what Python makes of it: the resolved ``to_dict()``, ``t``, ``K``,
   ``s``, ``γ`` and ``ε*`` (floats as their repr), or the refusal's ``type``, ``code`` and ``fields`` (an int beyond
   2^53 as ``{"int": "digits"}``): among them ``_no_layout``'s, ``param_limit`` with the least excess of the candidates
-  (``aggregate_cells`` or ``decode_work``) or ``param_relation`` ``two_blocks`` (hpg's ``q`` holds d in one block);
+  (``aggregate_cells`` or ``decode_work``) or ``param_relation`` ``two_blocks`` (hpg's ``q`` holds d in one block), and
+  ``epsilon_too_large``/``epsilon_too_small`` where ``γ`` is 0 or 1 at every feasible candidate (the search takes the
+  first feasible one, whose params refuse ε);
 * ``no_layout``: every search of ``pgr`` and ``hpg`` above that finds nothing, as a params dict and Python's refusal of
   it (as in ``params``);
 * ``hyperplanes``: ``[q, t, point, r, index]``, the index of the ``r``-th point of the hyperplane of point ``point``
@@ -105,8 +107,6 @@ PARAMS: list[tuple[str, dict[str, Any]]] = [
     ("hpg", {"epsilon": 1.0, "domain_size": 20, "q": 1, "blocks": 2}),
     ("hpg", {"epsilon": 1.0, "domain_size": 20, "q": 65522}),
     ("hpg", {"epsilon": 1e-300, "domain_size": 20, "q": 3, "blocks": 2}),
-    ("hpg", {"epsilon": 701.0, "domain_size": 20}),
-    ("hpg", {"epsilon": 1e-300, "domain_size": 20}),
     ("hpg", {"epsilon": 19.0, "domain_size": 10**8}),
     # past ε = 20: every prime a candidate
     ("pgr", {"epsilon": 20.0, "domain_size": 2**20}),
@@ -119,12 +119,22 @@ PARAMS: list[tuple[str, dict[str, Any]]] = [
     ("pgr", {"epsilon": 1.0, "domain_size": 2**28}),
     ("pgr", {"epsilon": 1.0, "domain_size": 2**32}),
     ("pgr", {"epsilon": 8.0, "domain_size": 2**26}),
-    ("pgr", {"epsilon": 701.0, "domain_size": 1000}),
-    ("pgr", {"epsilon": 1e-300, "domain_size": 1000}),
+    ("pgr", {"epsilon": 701.0, "domain_size": 2**26}),
     ("hpg", {"epsilon": 1.0, "domain_size": 2**29}),
     ("hpg", {"epsilon": 1.0, "domain_size": 2**32, "q": 2}),
     ("hpg", {"epsilon": 1.0, "domain_size": 2**32, "blocks": 2}),
     ("hpg", {"epsilon": 12.0, "domain_size": 2**28, "q": 65521}),
+    ("hpg", {"epsilon": 701.0, "domain_size": 2**32, "blocks": 2}),
+    # γ 0 or 1 at every feasible candidate (no finite variance): the first feasible one, then ε refused for what it is
+    ("pgr", {"epsilon": 701.0, "domain_size": 1000}),
+    ("pgr", {"epsilon": 1e-300, "domain_size": 1000}),
+    ("hpg", {"epsilon": 701.0, "domain_size": 20}),
+    ("hpg", {"epsilon": 1e-300, "domain_size": 20}),
+    ("hpg", {"epsilon": 701.0, "domain_size": 20, "q": 3}),
+    ("hpg", {"epsilon": 1e-300, "domain_size": 10**6, "q": 7}),
+    ("hpg", {"epsilon": 701.0, "domain_size": 10**6, "blocks": 50}),
+    ("hpg", {"epsilon": 701.0, "domain_size": 59110953, "blocks": 3}),  # F_2 over the decode limit: F_3
+    ("hpg", {"epsilon": 1e-300, "domain_size": 59110953, "blocks": 3}),
     # hpg's q given and every t at it one block: two_blocks
     ("hpg", {"epsilon": 1.0, "domain_size": 5, "q": 5}),
     ("hpg", {"epsilon": 1.0, "domain_size": 20, "q": 19}),
