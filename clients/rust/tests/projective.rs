@@ -1,8 +1,9 @@
 //! What is specific to `pgr` and `hpg`: the numbering of the points of `PG(t−1, q)`, the bijection of `[0, P_{t−1})`
 //! onto a hyperplane, the own set of a value in its block, and the layout Python resolves when `q` (or `blocks`) is
 //! left out, on a grid of (ε, d) with the variance of each choice to the last bit (ε up to 40: every prime a
-//! candidate from ε ≈ 10.4), and Python's answer to parameters the vector files do not exercise, among them the
-//! refusals of parameters left without a feasible layout (tests/data/projective_layouts.json, written by
+//! candidate from ε ≈ 10.4; and ε so large or so small, 1e-300 to 1e300, that no candidate's variance is finite),
+//! and Python's answer to parameters the vector files do not exercise, among them the refusals of parameters left
+//! without a feasible layout and of an ε no layout can realize (tests/data/projective_layouts.json, written by
 //! tests/data/projective_layouts.py).
 
 mod common;
@@ -14,8 +15,8 @@ use std::sync::Arc;
 use common::{close_ulps, f, same_json};
 use ldp_client::protocols::projective_geometry::ProjectiveParams;
 use ldp_client::protocols::projective_layout::{
-    best_hpg_layout, best_pgr_field, dimension, field_candidates, hpg_layouts, least_excess, pgr_layouts,
-    rare_variance, LeastExcess,
+    best_hpg_layout, best_pgr_field, decode_work, dimension, field_candidates, hpg_layouts, least_excess, pgr_layouts,
+    rare_variance, LeastExcess, MAX_DECODE_WORK,
 };
 use ldp_client::protocols::projective_space::{
     hyperplane_point, is_prime, point_index, point_vector, points, primes, MAX_FIELD,
@@ -131,6 +132,15 @@ fn a_values_own_set_is_its_hyperplane_in_its_block() {
     }
 }
 
+/// `var` is the fixture's `want`, to the last bit; `null` there is an infinite variance (no `γ` strictly inside
+/// (0, 1)).
+fn assert_variance(var: f64, want: &Value, what: &str) {
+    match want.as_f64() {
+        Some(want) => assert_eq!(var.to_bits(), want.to_bits(), "{what}"),
+        None => assert!(want.is_null() && var == f64::INFINITY, "{what}: {var}, want {want}"),
+    }
+}
+
 #[test]
 fn default_layouts_are_pythons() {
     let doc = fixture();
@@ -140,7 +150,7 @@ fn default_layouts_are_pythons() {
         assert_eq!(q, item["q"].as_u64(), "pgr ε={eps} d={d}");
         if let Some(q) = q {
             let var = rare_variance(eps, q, dimension(q, 1, d), 1, d);
-            assert_eq!(var.to_bits(), f(&item["variance"]).to_bits(), "pgr ε={eps} d={d} q={q}");
+            assert_variance(var, &item["variance"], &format!("pgr ε={eps} d={d} q={q}"));
         }
     }
     for item in doc["hpg"].as_array().unwrap() {
@@ -150,7 +160,7 @@ fn default_layouts_are_pythons() {
         assert_eq!(layout, want, "hpg ε={eps} d={d} q={} blocks={}", item["q"], item["blocks"]);
         if let Some((q, h)) = layout {
             let var = rare_variance(eps, q, dimension(q, h, d), h, d);
-            assert_eq!(var.to_bits(), f(&item["variance"]).to_bits(), "hpg ε={eps} d={d} ({q}, {h})");
+            assert_variance(var, &item["variance"], &format!("hpg ε={eps} d={d} ({q}, {h})"));
         }
     }
 }
@@ -221,5 +231,92 @@ fn no_feasible_layout_is_refused_with_the_least_excess_or_two_blocks() {
         let message = r.to_string();
         let words = if id == "two_blocks" { "two blocks" } else { id.split('_').next().unwrap() };
         assert!(message.contains(words), "{protocol} {given}: {message}");
+    }
+}
+
+/// Whether `(q, blocks)` is within the aggregate's cells and the decoder's steps over `d` values.
+fn feasible(q: u64, blocks: u64, d: u64) -> bool {
+    let t = dimension(q, blocks, d);
+    blocks.saturating_mul(points(q, t)) <= 1 << 28 && decode_work(q, t, blocks) <= MAX_DECODE_WORK
+}
+
+/// The variances of the feasible layouts of `layouts` over `d` values at `eps`, in candidate order.
+fn variances(eps: f64, d: u64, layouts: &[(u64, u64)]) -> Vec<((u64, u64), f64)> {
+    layouts
+        .iter()
+        .filter(|&&(q, h)| feasible(q, h, d))
+        .map(|&(q, h)| ((q, h), rare_variance(eps, q, dimension(q, h, d), h, d)))
+        .collect()
+}
+
+#[test]
+fn an_epsilon_no_layout_can_realize_is_refused_for_what_it_is() {
+    let doc = fixture();
+    // the grid holds the extreme ε, for pgr and for hpg
+    for eps in [1e-300, 1e-30, 1e-15, 701.0, 1e300] {
+        for key in ["pgr", "hpg"] {
+            let n = doc[key].as_array().unwrap().iter().filter(|i| f(&i["epsilon"]) == eps).count();
+            assert!(n >= 14, "{key} ε={eps}: {n} entries in the fixture's grid, rerun projective_layouts.py");
+        }
+    }
+    // where no feasible layout has a finite variance, the default is the first feasible one …
+    for eps in [1e-300, 1e-30, 701.0, 1e300] {
+        for d in [4, 20, 1000, 1 << 20] {
+            let layouts = pgr_layouts(eps);
+            let all = variances(eps, d, &layouts);
+            assert!(all.iter().all(|(_, v)| v.is_infinite()), "pgr ε={eps} d={d}");
+            assert_eq!(best_pgr_field(eps, d), Some(all[0].0 .0), "pgr ε={eps} d={d}");
+            let layouts = hpg_layouts(eps, d, None, None);
+            let all = variances(eps, d, &layouts);
+            assert!(all.iter().all(|(_, v)| v.is_infinite()), "hpg ε={eps} d={d}");
+            assert_eq!(best_hpg_layout(eps, d, None, None), Some(all[0].0), "hpg ε={eps} d={d}");
+        }
+    }
+    // … and where only some have one (ε = 1e-15), one of those: hpg over 1000 values skips an infinite first
+    let all = variances(1e-15, 1000, &hpg_layouts(1e-15, 1000, None, None));
+    let chosen = best_hpg_layout(1e-15, 1000, None, None).unwrap();
+    assert!(all[0].1.is_infinite() && all[0].0 != chosen, "{all:?}");
+    assert!(all.iter().find(|(l, _)| *l == chosen).unwrap().1.is_finite());
+    assert_eq!(best_pgr_field(1e-15, 1000), Some(3));
+    // (protocol, params, code, rule or limit): the params refuse ε itself, or, with no feasible layout at all, the
+    // least excess; checked against Python's answer
+    let cases = [
+        ("pgr", json!({"epsilon": 701.0, "domain_size": 1000}), "param_relation", "epsilon_too_large"),
+        ("pgr", json!({"epsilon": 750.0, "domain_size": 13}), "param_relation", "epsilon_too_large"),
+        ("pgr", json!({"epsilon": 1e300, "domain_size": 1000}), "param_relation", "epsilon_too_large"),
+        ("pgr", json!({"epsilon": 1e-300, "domain_size": 1000}), "param_relation", "epsilon_too_small"),
+        ("pgr", json!({"epsilon": 1e-30, "domain_size": 1000}), "param_relation", "epsilon_too_small"),
+        ("hpg", json!({"epsilon": 701.0, "domain_size": 20}), "param_relation", "epsilon_too_large"),
+        ("hpg", json!({"epsilon": 1e300, "domain_size": 1000}), "param_relation", "epsilon_too_large"),
+        ("hpg", json!({"epsilon": 1e-300, "domain_size": 20}), "param_relation", "epsilon_too_small"),
+        ("hpg", json!({"epsilon": 1e-30, "domain_size": 1000, "q": 7}), "param_relation", "epsilon_too_small"),
+        ("hpg", json!({"epsilon": 701.0, "domain_size": 1000, "blocks": 4}), "param_relation", "epsilon_too_large"),
+        ("pgr", json!({"epsilon": 701.0, "domain_size": 1u64 << 32}), "param_limit", "aggregate_cells"),
+        ("pgr", json!({"epsilon": 1e-300, "domain_size": 1u64 << 32}), "param_limit", "aggregate_cells"),
+        ("hpg", json!({"epsilon": 701.0, "domain_size": 1u64 << 32}), "param_limit", "aggregate_cells"),
+    ];
+    for (protocol, given, code, id) in cases {
+        let want = pythons_refusal(&doc, protocol, &given);
+        assert_eq!(
+            (want["code"].as_str(), want["fields"]["rule"].as_str().or(want["fields"]["limit"].as_str())),
+            (Some(code), Some(id)),
+            "{protocol} {given}: Python's refusal changed"
+        );
+        let Err(Error::Refusal(r)) = protocols::get(protocol).unwrap().params(&given) else {
+            panic!("{protocol} {given}: not refused")
+        };
+        assert_eq!((r.kind.as_str(), r.code.as_str()), (want["type"].as_str().unwrap(), code), "{protocol} {given}");
+        assert!(same_json(&Value::Object(r.fields.clone()), &want["fields"]), "{protocol} {given}: {:?}", r.fields);
+        if code == "param_relation" {
+            assert!(
+                same_json(&want["fields"]["params"], &json!(["epsilon", "domain_size", "q"])),
+                "{protocol} {given}"
+            );
+            let message = r.to_string();
+            let words = if id == "epsilon_too_large" { "so large" } else { "so small" };
+            assert!(message.contains(words), "{protocol} {given}: {message}");
+        } else {
+            assert!(want["fields"]["got"].as_u64() > want["fields"]["max"].as_u64(), "{protocol} {given}: {want}");
+        }
     }
 }

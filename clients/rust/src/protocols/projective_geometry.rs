@@ -8,11 +8,13 @@
 //! exactly. Draws: `B(γ)`, then `R(K)` if true, `R(s)` if false.
 //!
 //! `q` (and `hpg`'s `blocks`) left out are resolved as Python resolves them
-//! ([`best_pgr_field`], [`best_hpg_layout`]); the fingerprint hashes the resolved values. When no candidate layout
-//! is feasible the refusal is Python's: `param_limit` of the limit exceeded by the least ([`least_excess`]:
-//! `aggregate_cells` with the fewest outputs when every candidate has too many, else `decode_work` with the least
-//! work of those within the outputs), or, for `hpg` given a `q` whose every block holds the whole domain,
-//! `param_relation` `two_blocks`.
+//! ([`best_pgr_field`], [`best_hpg_layout`]); the fingerprint hashes the resolved values. When no feasible layout
+//! has a finite variance (ε so large or so small that `γ` is 0 or 1 for every one), the first feasible one is
+//! resolved and ε refused for what it is, `param_relation` `epsilon_too_large` or `epsilon_too_small`. When no
+//! candidate layout is feasible the refusal is Python's: `param_limit` of the limit exceeded by the least
+//! ([`least_excess`]: `aggregate_cells` with the fewest outputs when every candidate has too many, else
+//! `decode_work` with the least work of those within the outputs), or, for `hpg` given a `q` whose every block
+//! holds the whole domain, `param_relation` `two_blocks`.
 
 use std::sync::Arc;
 

@@ -76,7 +76,9 @@ fn feasible(q: u64, t: u32, blocks: u64) -> bool {
 }
 
 /// The feasible `(q, blocks)` of `layouts` of least [`rare_variance`], the first on a near tie (a later one must
-/// be lower by a relative 10^−12).
+/// be lower by a relative 10^−12); the first feasible one when none has a finite variance (ε so large or so small
+/// that `γ` is 0 or 1 for every one: its parameters then refuse ε as `epsilon_too_large` or `epsilon_too_small`);
+/// `None` when none is feasible.
 fn best(epsilon: f64, domain_size: u64, layouts: impl IntoIterator<Item = (u64, u64)>) -> Option<(u64, u64)> {
     let (mut best, mut best_var) = (None, f64::INFINITY);
     for (q, blocks) in layouts {
@@ -85,7 +87,7 @@ fn best(epsilon: f64, domain_size: u64, layouts: impl IntoIterator<Item = (u64, 
             continue;
         }
         let var = rare_variance(epsilon, q, t, blocks, domain_size);
-        if var < best_var * (1.0 - 1e-12) {
+        if best.is_none() || var < best_var * (1.0 - 1e-12) {
             best = Some((q, blocks));
             best_var = var;
         }
@@ -121,13 +123,13 @@ pub fn hpg_layouts(epsilon: f64, domain_size: u64, q: Option<u64>, blocks: Optio
 }
 
 /// `pgr`'s default `q`: the one of [`field_candidates`] of least [`rare_variance`] (the smallest on a near tie)
-/// among the feasible ones; `None` when none is.
+/// among the feasible ones (the first feasible one when no variance is finite); `None` when none is feasible.
 pub fn best_pgr_field(epsilon: f64, domain_size: u64) -> Option<u64> {
     best(epsilon, domain_size, pgr_layouts(epsilon)).map(|(q, _)| q)
 }
 
 /// `hpg`'s default `(q, blocks)`: the one of [`hpg_layouts`] of least [`rare_variance`] (the first on a near tie)
-/// among the feasible ones; `None` when none is.
+/// among the feasible ones (the first feasible one when no variance is finite); `None` when none is feasible.
 pub fn best_hpg_layout(epsilon: f64, domain_size: u64, q: Option<u64>, blocks: Option<u64>) -> Option<(u64, u64)> {
     best(epsilon, domain_size, hpg_layouts(epsilon, domain_size, q, blocks))
 }
@@ -142,9 +144,9 @@ pub enum LeastExcess {
     DecodeWork(u128),
 }
 
-/// [`LeastExcess`] of `layouts` (`(q, blocks)` pairs, none chosen) over `domain_size` values; `None` when there
-/// are none. As in Python, a search that chose none because every variance is infinite (`γ` rounds to 0 past
-/// `ε = 700`) gets `DecodeWork` with a `K·q·t` under the limit.
+/// [`LeastExcess`] of `layouts` (`(q, blocks)` pairs, none of them feasible) over `domain_size` values; `None`
+/// when there are none. (A search chooses none only when no layout is feasible: where every variance is infinite
+/// it chooses the first feasible one.)
 pub fn least_excess(domain_size: u64, layouts: &[(u64, u64)]) -> Option<LeastExcess> {
     let sizes = layouts.iter().map(|&(q, h)| {
         let t = dimension(q, h, domain_size);
