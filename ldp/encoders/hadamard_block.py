@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -35,10 +34,10 @@ from ldp.encoders.base import DomainPrepare, Encoder, LabeledDomain, ProtocolPar
 from ldp.encoders.base_checks import refuse_relation
 from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.base_fields import ParamInfo, Range
+from ldp.encoders.base_mixture import OwnSetMixture
 from ldp.encoders.hadamard_response import hr_order
-from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import realized_probability
-from ldp.reports import Field, Report, ReportBatch
+from ldp.reports import Report, ReportBatch
 
 __all__ = ["HRBlockParams", "HRBlockEncoder", "best_blocks", "block_layout", "uniform_share", "rare_variance"]
 
@@ -83,7 +82,7 @@ def best_blocks(epsilon: float, domain_size: int) -> int:
 
 
 @dataclass(frozen=True)
-class HRBlockParams(LabeledDomain, ProtocolParams):
+class HRBlockParams(OwnSetMixture, LabeledDomain, ProtocolParams):
     """Blocked Hadamard Response at ``epsilon`` over ``domain_size`` values in ``blocks`` blocks (``None``: the
     planner's :func:`best_blocks`), optionally named by ``labels``."""
 
@@ -156,25 +155,11 @@ class HRBlockParams(LabeledDomain, ProtocolParams):
         """``γ``: realized probability of the uniform branch, ``2B/(2B + e^ε − 1)``."""
         return realized_probability(uniform_share(self.epsilon, self.nblocks))
 
-    @cached_property
-    def effective_epsilon(self) -> float:
-        """``ln(1 + 2B(1 − γ)/γ)`` of the realized ``γ``, exactly (rational ratio)."""
-        g = Fraction(self.gamma)
-        ratio = 1 + 2 * self.nblocks * (1 - g) / g
-        return math.log(ratio.numerator) - math.log(ratio.denominator)
-
-    @cached_property
-    def privacy_cost(self) -> PrivacyCost:
-        """``max(epsilon, effective_epsilon)``."""
-        return PrivacyCost(max(self.epsilon, self.effective_epsilon))
-
-    @cached_property
-    def schema(self) -> tuple[Field, ...]:
-        return (Field("j", "uint", self.order),)
-
     @property
-    def aggregate_cells(self) -> int:
-        return self.order
+    def own_set_size(self) -> int:
+        """``s = b/2``: the outputs of a value's own set (its row's ``+1`` half in its block); ``K/s = 2B``, so the
+        mixture's ratio is ``1 + 2B(1 − γ)/γ``."""
+        return self.block_order // 2
 
 
 class HRBlockEncoder(DomainPrepare, Encoder):

@@ -37,10 +37,8 @@ block's offset plus the index of the ``r``-th point of the value's hyperplane
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -55,6 +53,7 @@ from ldp.encoders.base import (
 from ldp.encoders.base_checks import refuse_relation
 from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.base_fields import ParamInfo, Range
+from ldp.encoders.base_mixture import OwnSetMixture
 from ldp.encoders.base_vdaf import Prio3Fit
 from ldp.encoders.projective_layout import (
     MAX_DECODE_WORK,
@@ -69,14 +68,13 @@ from ldp.encoders.projective_layout import (
 )
 from ldp.encoders.projective_space import MAX_FIELD, hyperplane_point, is_prime, point_index, point_vector, points
 from ldp.errors import RefusalValueError
-from ldp.privacy.accountant import PrivacyCost
 from ldp.randomness import realized_probability
-from ldp.reports import Field, Report, ReportBatch
+from ldp.reports import Report, ReportBatch
 
 __all__ = ["PGRParams", "PGREncoder", "HPGParams", "HPGEncoder", "own_point"]
 
 @dataclass(frozen=True)
-class _ProjectiveParams(LabeledDomain, ProtocolParams):
+class _ProjectiveParams(OwnSetMixture, LabeledDomain, ProtocolParams):
     """What PGR and HPG share: the layout (``q``, ``t``, blocks), the law and its privacy."""
 
     epsilon: float
@@ -168,25 +166,10 @@ class _ProjectiveParams(LabeledDomain, ProtocolParams):
         """``γ``: realized probability of the uniform branch, ``K/(K + (e^ε − 1)s)``."""
         return realized_probability(own_share(self.epsilon, self.order, self.set_size))
 
-    @cached_property
-    def effective_epsilon(self) -> float:
-        """``ln(1 + K(1 − γ)/(γ·s))`` of the realized ``γ``, exactly (rational ratio)."""
-        g = Fraction(self.gamma)
-        ratio = 1 + self.order * (1 - g) / (g * self.set_size)
-        return math.log(ratio.numerator) - math.log(ratio.denominator)
-
-    @cached_property
-    def privacy_cost(self) -> PrivacyCost:
-        """``max(epsilon, effective_epsilon)``."""
-        return PrivacyCost(max(self.epsilon, self.effective_epsilon))
-
-    @cached_property
-    def schema(self) -> tuple[Field, ...]:
-        return (Field("j", "uint", self.order),)
-
     @property
-    def aggregate_cells(self) -> int:
-        return self.order
+    def own_set_size(self) -> int:
+        """``s``: a value's own set is its hyperplane (:class:`~ldp.encoders.base_mixture.OwnSetMixture`)."""
+        return self.set_size
 
     def prio3_fit(self) -> Prio3Fit:
         """The reported point, one-hot in Prio3Histogram over the ``K`` outputs (its sum is the aggregate's
