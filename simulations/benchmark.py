@@ -941,11 +941,12 @@ KERNELS = {  # name in the JSON -> (the module that uses it, the compiled extens
     "local_hashing": ("ldp.batch.local_hashing", "ldp.batch._lhkernel", "LDP_LH_KERNEL"),
     "association_em": ("ldp.batch.association", "ldp.batch._emkernel", "LDP_EM_KERNEL"),
     "subset_selection": ("ldp.batch.subset_selection", "ldp.batch._sskernel", "LDP_SS_KERNEL"),
+    "projective_geometry": ("ldp.batch.projective_geometry", "ldp.batch._pgkernel", "LDP_PG_KERNEL"),
 }
 """The optional compiled kernels (``setup.py``) and who uses them: bit-column folds of every
 ``*_aggregate`` section (RAPPOR, sketches, SFP, unary...), local hashing's server support counts
-(``lh_server``, ``lh_variance``), association's EM map (``association_*``) and Subset Selection's batch subsets
-(``peers_batch``)."""
+(``lh_server``, ``lh_variance``), association's EM map (``association_*``), Subset Selection's batch subsets
+(``peers_batch``) and PGR's hyperplane counts (``pgr_decode``, ``pgr_statistics``)."""
 COMPILED, FALLBACK = "compiled", "numpy fallback"
 
 

@@ -92,7 +92,7 @@ def test_only_run_records_which_ldp_and_its_kernels(runs):
     result = _result(runs["only"])
     assert list(result["results"]) == ["aggregate_simulation_1e9"]
     import ldp
-    from ldp.batch import association, bits, local_hashing, subset_selection
+    from ldp.batch import association, bits, local_hashing, projective_geometry, subset_selection
 
     which = result["ldp"]
     assert Path(which["path"]) == Path(ldp.__file__).resolve().parent  # the one this test imports: installed
@@ -100,7 +100,8 @@ def test_only_run_records_which_ldp_and_its_kernels(runs):
     assert which["source_tree"] == (Path(which["path"]) == ROOT / "ldp")
     assert not which["selected_by"].startswith("--source")
     expected = {"fold": bits.kernel_in_use(), "local_hashing": local_hashing.kernel_in_use(),
-                "association_em": association.kernel_in_use(), "subset_selection": subset_selection.kernel_in_use()}
+                "association_em": association.kernel_in_use(), "subset_selection": subset_selection.kernel_in_use(),
+                "projective_geometry": projective_geometry.kernel_in_use()}
     assert result["kernels"] == {k: "compiled" if v else "numpy fallback" for k, v in expected.items()}
     assert set(which["kernels"]) == set(expected)
     assert result["fallbacks_in_use"] == [k for k, v in expected.items() if not v]
