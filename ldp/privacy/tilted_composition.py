@@ -107,6 +107,8 @@ class LossLaw:
         if self.loss.size <= _COARSE:
             return self
         lo, hi = float(self.loss.min()), float(self.loss.max())
+        if hi <= lo:  # one loss (ε₀ so small that every loss rounds to it): one cell already
+            return LossLaw(np.array([lo]), np.array([float(self.prob.sum())]), self.infinite)
         width = (hi - lo) / (_COARSE - 1)
         cell = np.minimum(np.ceil((self.loss - lo) / width), _COARSE - 1).astype(np.int64)
         mass = np.bincount(cell, weights=self.prob, minlength=_COARSE)
