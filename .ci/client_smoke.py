@@ -40,6 +40,7 @@ from ldp.encoders.dbitflip_memo import MemoDBitFlipParams  # noqa: E402
 from ldp.encoders.hadamard_block import HRBlockParams  # noqa: E402
 from ldp.encoders.histogram import BucketOUEParams  # noqa: E402
 from ldp.encoders.pem import PEMParams  # noqa: E402
+from ldp.encoders.projective_geometry import HPGParams, PGRParams  # noqa: E402
 from ldp.encoders.range_tree import HHParams  # noqa: E402
 from ldp.encoders.rappor_ngrams import RapporNgramsParams  # noqa: E402
 from ldp.encoders.sfp import SfpParams  # noqa: E402
@@ -65,6 +66,8 @@ CASES = {
     "olh": (OLHParams(1.0, 8), 3),
     "hr": (HRParams(1.0, 8), 3),
     "hr-block": (HRBlockParams(4.0, 100), 42),
+    "pgr": (PGRParams(2.0, 1024), 1000),
+    "hpg": (HPGParams(6.0, 1024), 1000),
     "ss": (SSParams(1.0, 8), 3),
     "duchi": (DuchiParams(1.0, 0.0, 240.0), 37.5),
     "piecewise": (PiecewiseParams(1.0, 0.0, 240.0), 37.5),
