@@ -25,6 +25,7 @@ from ldp.privacy.ledger import MAX_CLOCK
 from ldp.protocols import client_protocols
 from ldp.reports import canonical_json
 from ldp.spec.envelope import METRIC_RE
+from ldp.spec.otel import OtelSource, parse_otel
 
 if TYPE_CHECKING:
     from ldp.encoders.base import ProtocolParams
@@ -129,6 +130,8 @@ class MetricSpec:
     description: str = ""
     release: Release | None = None
     trust: str = "local"
+    otel: OtelSource | None = None
+    """The OpenTelemetry instrument that feeds the metric (:mod:`ldp.spec.otel`), if any."""
 
     @property
     def protocol(self) -> str:
@@ -154,6 +157,8 @@ class MetricSpec:
             out["description"] = self.description
         if self.trust != "local":  # the default is left out: specs written before the field keep their fingerprints
             out["trust"] = self.trust
+        if self.otel is not None:
+            out["otel"] = self.otel.to_dict()
         if release and self.release is not None:
             out["release"] = self.release.to_dict()
         return out
@@ -316,7 +321,8 @@ def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | No
     path = _join("metrics", name)
     if not METRIC_RE.match(name):
         ck.fail(path, "metric names match [a-z][a-z0-9_]{0,31}")
-    if ck.obj(raw, path, {"protocol", "params", "budget"}, {"candidates", "description", "release", "trust"}) is None:
+    optional = {"candidates", "description", "release", "trust", "otel"}
+    if ck.obj(raw, path, {"protocol", "params", "budget"}, optional) is None:
         return None
     params = _params(ck, raw["protocol"], raw["params"], path) if {"protocol", "params"} <= raw.keys() else None
     bpath = _join(path, "budget")
@@ -354,10 +360,11 @@ def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | No
     elif trust.startswith("two-aggregator") and params is not None and params.prio3_fit() is None:
         ck.fail(_join(path, "trust"), f"{params.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): "
                                       "no two-aggregator mode for it")
+    otel = parse_otel(ck, raw["otel"], _join(path, "otel"), params) if "otel" in raw else None
     if params is None or budget is None or budget.per_report is None:
         return None
     return MetricSpec(name, params, budget, candidates, description if isinstance(description, str) else "", release,
-                      trust if trust in TRUST_MODELS else "local")
+                      trust if trust in TRUST_MODELS else "local", otel)
 
 
 def parse_document(data: Any, source: str = "spec") -> dict[str, Any]:
