@@ -25,13 +25,13 @@ from ldp.spec import CollectionSpec
 
 __all__ = ["ConfigError", "Limits", "AppConfig", "CollectorConfig", "load_config", "parse_config", "new_token",
            "token_sha256", "APP_NAME_RE", "MetricsConfig", "check_origin", "check_replica", "StorageConfig",
-           "TOP_LEVEL_KEYS"]
+           "TOP_LEVEL_KEYS", "ExportConfig"]
 
 APP_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 """An app's name: it names a folder under ``DATA/apps``."""
 _HASH_RE = re.compile(r"[0-9a-f]{64}\Z")
-TOP_LEVEL_KEYS = frozenset({"data_dir", "limits", "fold", "apps", "metrics", "cors_origins", "replica", "storage",
-                            "analysts", "public"})
+TOP_LEVEL_KEYS = frozenset({"data_dir", "limits", "fold", "apps", "metrics", "export", "cors_origins", "replica",
+                            "storage", "analysts", "public"})
 """The keys of the file's top level."""
 _PLAIN_TOP_KEYS = frozenset({"data_dir", "cors_origins", "replica", "public"})
 """Top-level keys that are not tables: in TOML they come before the first ``[table]`` (written after one, they belong
@@ -89,6 +89,18 @@ class MetricsConfig:
 
 
 @dataclass(frozen=True)
+class ExportConfig:
+    """The ``[export]`` table: the released estimates as metrics (:mod:`ldp.collector.estimates_export`):
+    ``max_items`` exported per metric on ``GET /metrics/estimates`` and in the OTLP push, and ``otlp_endpoint``,
+    where to push them after each fold (``None``: no push); the push's headers come from the environment
+    (``OTEL_EXPORTER_OTLP_METRICS_HEADERS``), never from the file."""
+
+    max_items: int = 100
+    otlp_endpoint: str | None = None
+    otlp_timeout_seconds: float = 10.0
+
+
+@dataclass(frozen=True)
 class StorageConfig:
     """The ``[storage]`` table: the store shared by the replicas (``url``: ``s3://bucket/prefix``,
     ``az://container/prefix``, or a folder every replica mounts) and its options, per kind (:data:`STORAGE_OPTIONS`:
@@ -134,6 +146,8 @@ class CollectorConfig:
     analysts: tuple[str, ...] = ()
     """The SHA-256 (hex) of each analyst's token (``[analysts] tokens_sha256``): a bearer of one reads the dashboard
     and ``/v1/estimates`` (:mod:`ldp.collector.access`). Empty, and not :attr:`public`: nobody reads them."""
+    export: ExportConfig = ExportConfig()
+    """``[export]``: the released estimates as Prometheus series and OTLP pushes."""
     public: bool = False
     """``public = true``: the dashboard and ``/v1/estimates`` answer everyone, without a token (``ldp serve`` warns at
     start). Estimates are aggregates of privatized reports, but still the operator's data: opened only on purpose."""
@@ -271,6 +285,21 @@ def _metrics(where: str, raw: Any, apps: Mapping[str, AppConfig]) -> MetricsConf
     return MetricsConfig(enabled, digest)
 
 
+def _export(where: str, raw: Any) -> ExportConfig:
+    from ldp.collector.estimates_export import MAX_ITEMS
+
+    doc = _table(where, raw, {"max_items", "otlp_endpoint", "otlp_timeout_seconds"})
+    max_items = _number(f"{where}.max_items", doc.get("max_items", 100), int, 1)
+    if max_items > MAX_ITEMS:
+        raise ConfigError(f"{where}.max_items must be <= {MAX_ITEMS:,} (a scrape of bounded size), got {max_items:,}")
+    endpoint = doc.get("otlp_endpoint")
+    if endpoint is not None and (not isinstance(endpoint, str) or not re.match(r"https?://[^\s/]+(/\S*)?\Z", endpoint)):
+        raise ConfigError(f"{where}.otlp_endpoint must be an http(s) URL such as http://localhost:4318/v1/metrics, "
+                          f"got {endpoint!r}")
+    timeout = _number(f"{where}.otlp_timeout_seconds", doc.get("otlp_timeout_seconds", 10.0), float, 0.001)
+    return ExportConfig(max_items, endpoint, timeout)
+
+
 def _analysts(where: str, raw: Any, apps: Mapping[str, AppConfig], metrics: MetricsConfig) -> tuple[str, ...]:
     """``[analysts] tokens_sha256``: a list of hashes, none of them an app's or the scraper's (an upload token must not
     read the estimates, and an analyst's must not upload: each role has tokens of its own)."""
@@ -355,6 +384,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
     if not isinstance(public, bool):
         raise ConfigError(f"{source}: public must be true (the dashboard and /v1/estimates answer without a token) "
                           f"or false, got {public!r}")
+    export = _export(f"{source}: [export]", top.get("export", {}))
     origins = cors_origins(f"{source}: cors_origins", top.get("cors_origins", []))
     storage = _storage(f"{source}: [storage]", top["storage"], base) if "storage" in top else None
     if storage is not None and replica is None:
@@ -362,7 +392,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
                           "top, or ldp serve --replica NAME)")
     return CollectorConfig(path, (base / data_dir).resolve(), limits, apps, every, metrics=metrics,
                            fold_windows=windows, cors_origins=origins, replica=replica, storage=storage,
-                           analysts=analysts, public=public)
+                           analysts=analysts, public=public, export=export)
 
 
 def load_config(path: str | os.PathLike[str]) -> CollectorConfig:

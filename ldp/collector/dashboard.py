@@ -22,6 +22,7 @@ from urllib.parse import parse_qs
 
 from ldp.collector.access import SESSION_SECONDS, ReadAccess
 from ldp.collector.backlog import open_segment_started, waiting_state
+from ldp.collector.estimates_export import DEFAULT_MAX_ITEMS
 from ldp.collector.pageview import CHART_ROWS, app_view, length_text, shown_rows, time_view
 from ldp.collector.series import release_settings, window_entry_for
 from ldp.collector.watch import app_dir, load_estimates
@@ -148,10 +149,12 @@ def estimates_document(estimates: Mapping[str, Mapping[str, Any] | None], ingest
 
 
 def dashboard_routes(data_dir: str | os.PathLike[str], apps: Iterable[str], refresh_seconds: int = 30, *,
-                     access: ReadAccess | None = None) -> list[Route]:
+                     access: ReadAccess | None = None, max_items: int = DEFAULT_MAX_ITEMS) -> list[Route]:
     """Starlette routes: ``GET /`` the page, ``GET /v1/estimates[?window=W|latest|all]`` every app's
     ``estimates.json`` (and the ingest counters, and the reports waiting for a fold) as one JSON document,
-    ``POST /login`` and ``POST /logout`` (the sign-in form's, setting and clearing the cookie).
+    ``GET /metrics/estimates`` the latest released window's estimates as Prometheus series (at most ``max_items``
+    items per metric: :mod:`ldp.collector.estimates_export`), ``POST /login`` and ``POST /logout`` (the sign-in
+    form's, setting and clearing the cookie).
     ``apps``: the app names, or the config's apps (name -> app config): then an ``estimates.json`` folded under
     other release thresholds than the specs' is not shown until the next fold.
 
@@ -222,10 +225,25 @@ def dashboard_routes(data_dir: str | os.PathLike[str], apps: Iterable[str], refr
         response.headers.append("Set-Cookie", rule.set_cookie(value, request.url.scheme == "https"))
         return response
 
+    def series(request: Request) -> Response:
+        """The estimates for a Prometheus scraper holding an analyst token (OpenMetrics when it asks for it)."""
+        if allowed(request) is None:
+            return JSONResponse({"error": "unauthorized", "detail": "an analyst token is required: 'Authorization: "
+                                 "Bearer <token>' (Prometheus: authorization.credentials in the scrape config)"},
+                                status_code=401, headers=unauthorized)
+        from prometheus_client.exposition import choose_encoder
+
+        from ldp.collector.estimates_export import EstimatesCollector
+
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        body = encoder(EstimatesCollector(lambda: load_state(data_dir, names, expected)[0], max_items))
+        return Response(body, media_type=content_type, headers=SECURITY_HEADERS)
+
     def logout(request: Request) -> Response:
         response = RedirectResponse("./", status_code=303, headers=SECURITY_HEADERS)
         response.headers.append("Set-Cookie", rule.clear_cookie(request.url.scheme == "https"))
         return response
 
     return [Route("/", page, methods=["GET"]), Route("/v1/estimates", estimates, methods=["GET"]),
+            Route("/metrics/estimates", series, methods=["GET"]),
             Route("/login", login, methods=["POST"]), Route("/logout", logout, methods=["POST"])]

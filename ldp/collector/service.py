@@ -36,6 +36,13 @@ def create_service(config: CollectorConfig, *, refresh_seconds: int = 30) -> Sta
     hooks: dict[str, Any] = {}
     if config.fold_every_seconds > 0:
         watcher = Watcher.from_config(config)
+        if config.export.otlp_endpoint is not None:
+            from ldp.collector.estimates_export import OtlpPush
+
+            push = OtlpPush(config.export.otlp_endpoint, max_items=config.export.max_items,
+                            timeout=config.export.otlp_timeout_seconds)
+            watcher.after_fold.append(push.push)
+            logger.info("pushing the released estimates to %s after each fold", config.export.otlp_endpoint)
         hooks = {"on_startup": [watcher.startup_hook], "on_shutdown": [watcher.shutdown_hook]}
         if config.storage is not None:
             logger.info("folding the shuffled segments of %s every %g s", config.storage.url,
@@ -46,5 +53,6 @@ def create_service(config: CollectorConfig, *, refresh_seconds: int = 30) -> Sta
     elif access.closed:
         logger.info("the dashboard and /v1/estimates answer 401 to everyone: no [analysts] tokens_sha256 (make one "
                     "with 'ldp serve token --analyst') and no public = true")
-    routes = dashboard_routes(config.data_dir, config.apps, refresh_seconds=refresh_seconds, access=access)
+    routes = dashboard_routes(config.data_dir, config.apps, refresh_seconds=refresh_seconds, access=access,
+                              max_items=config.export.max_items)
     return create_app(config, extra_routes=routes, **hooks)

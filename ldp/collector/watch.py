@@ -280,6 +280,8 @@ class Watcher:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.after_fold: list[Callable[[dict[str, dict[str, Any] | None]], Any]] = []
+        """Called with every app's estimates after each round of folds (the OTLP push); an error is logged."""
         self.folds = 0
         self.failures = 0
         self.last_error: str | None = None
@@ -310,6 +312,11 @@ class Watcher:
                     self.last_error = f"{app}: {type(exc).__name__}: {exc}"
                     logger.exception("fold %s failed (retried in %g s)", app, self.every_seconds)
                     out[app] = None
+            for hook in self.after_fold:
+                try:
+                    hook(out)
+                except Exception:  # logged, never fatal: the next round calls it again
+                    logger.exception("after a fold: %r failed", hook)
         return out
 
     def start(self) -> None:
