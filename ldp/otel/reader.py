@@ -41,10 +41,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,35 @@ def declared_metrics(spec: CollectionSpec, instruments: Sequence[str] | None = N
     return out
 
 
+class _ClientThread:
+    """The one thread that uses the reader's :class:`~ldp.client.TelemetryClient` (a client is used from one thread
+    only). A daemon thread of its own, not an executor: an executor refuses work once the interpreter starts to exit,
+    which is when ``MeterProvider`` shuts its readers down (its ``atexit`` hook)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="ldp-otel-client", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, args, kwargs, done = job
+            try:
+                done.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                done.set_exception(exc)
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
+        """Run ``fn(*args, **kwargs)`` on the thread; the future of its result."""
+        done: Future[Any] = Future()
+        self._jobs.put((fn, args, kwargs, done))
+        return done
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+        self._thread.join(timeout=30)
+
+
 def _kind_of(instrument: Any) -> str | None:
     for kind, classes in _SYNC_CLASSES.items():
         if isinstance(instrument, classes):
@@ -182,6 +212,7 @@ class PrivatizingMetricReader(MetricReader):
         self.url, self.token = url, token
         self.report_on_shutdown = bool(report_on_shutdown)
         self.upload_options = dict(upload_options or {})
+        self._misfit_keys: set[str] = set()
         self.misfits: dict[str, str] = {}
         """Instruments dropped because they do not fit their declaration: name -> why."""
         self.reported: list[tuple[int, dict[str, str]]] = []
@@ -190,7 +221,7 @@ class PrivatizingMetricReader(MetricReader):
         self._backdate: float | None = None
         self._lock = threading.RLock()
         self._done = threading.Event()
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-otel")  # owns the client
+        self._worker = _ClientThread()  # owns the client
         from ldp.client import TelemetryClient
 
         def client_clock() -> float:
@@ -214,7 +245,6 @@ class PrivatizingMetricReader(MetricReader):
     # -- the SDK's side -----------------------------------------------------------------------------------------
     def _receive_metrics(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> None:
         with self._lock:
-            self._roll(self._window())
             for rm in metrics_data.resource_metrics if metrics_data is not None else ():
                 for sm in rm.scope_metrics:
                     for metric in sm.metrics:
@@ -237,8 +267,15 @@ class PrivatizingMetricReader(MetricReader):
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         """Collect now (and report a window that has ended)."""
-        self.collect(timeout_millis=timeout_millis)
+        self._tick(timeout_millis)
         return True
+
+    def _tick(self, timeout_millis: float = 10_000) -> None:
+        """Collect into the current window's tally, then report it if its window has ended (what was measured
+        since the last collection counts in the window it began in)."""
+        self.collect(timeout_millis=timeout_millis)
+        with self._lock:
+            self._roll(self._window())
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
         """Collect a last time, report the window if ``report_on_shutdown``, save the tally, close the client."""
@@ -246,19 +283,20 @@ class PrivatizingMetricReader(MetricReader):
             return
         self._done.set()
         try:
-            self.collect(timeout_millis=timeout_millis)
+            self._tick(timeout_millis)
             if self.report_on_shutdown:
                 self.close_window()
         finally:
             if self._timer is not None:
                 self._timer.join(timeout=max(timeout_millis / 1000, 0.1))
             self._worker.submit(self._client.close).result()
-            self._worker.shutdown()
+            self._worker.stop()
 
     # -- windows -----------------------------------------------------------------------------------------------
     def close_window(self) -> dict[str, str]:
         """Report the current window now and drop the rest of it (what it measures later is not reported): for a
         process that runs once per window. Returns what :attr:`reported` records for it."""
+        self._tick()
         with self._lock:
             tally = self._tally
             if tally.closed:
@@ -282,7 +320,7 @@ class PrivatizingMetricReader(MetricReader):
 
     def _report(self, tally: WindowTally, *, backdate: bool) -> dict[str, str]:
         """Record each declared metric's value of ``tally``'s window, then upload if due (on the client's thread)."""
-        values = tally.values(self._all)
+        values = tally.values([d for d in self._all if d.source.key not in self._misfit_keys])
         last_ms = (tally.window + 1) * self.spec.window_seconds - 0.001
         outcome = self._worker.submit(self._record, values, last_ms if backdate else None).result()
         self.reported.append((tally.window, outcome))
@@ -325,11 +363,13 @@ class PrivatizingMetricReader(MetricReader):
     def _every(self, seconds: float) -> None:
         while not self._done.wait(seconds):
             try:
-                self.collect()
+                self._tick()
             except Exception:  # noqa: BLE001 - a collection failing must not stop the next
                 logger.exception("collection failed")
 
     def _misfit(self, name: str, why: str) -> None:
+        """Drop instrument ``name`` (its metrics are not reported while it does not fit)."""
+        self._misfit_keys.add(name.lower())
         if name not in self.misfits:
             self.misfits[name] = why
             logger.error("instrument %s dropped: %s (fix the app or the spec's otel key)", name, why)
