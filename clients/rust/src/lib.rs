@@ -42,4 +42,4 @@ pub use encoder::{envelope_json, Charge, Encoder, EncoderOptions, PayloadValue, 
 pub use error::{Error, Refusal, RefusalCode, RefusalKind, Result, ALL_METRICS};
 pub use params::ProtocolParams;
 pub use serde_json::{json, Value};
-pub use spec::{Budget, CollectionSpec, MetricSpec, TrustModel};
+pub use spec::{Budget, CollectionSpec, MetricSpec, OtelKind, OtelSource, OtelValue, TrustModel};

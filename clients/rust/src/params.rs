@@ -276,6 +276,16 @@ pub trait ProtocolParams: fmt::Debug + Send + Sync + Any {
         int_of(self.values().get("domain_size")).and_then(|d| u64::try_from(d).ok())
     }
 
+    /// The names of a fixed domain's values, in index order (Python's `params.labels`): the `labels` parameter of
+    /// a protocol that has one, when given; the buckets' names (`"[a, b)"`, the last `"[a, b]"`) for the histogram
+    /// protocols (`dbitflip`, `bucket-grr`, `bucket-oue`, `memo-dbitflip`, `hh`); `None` otherwise.
+    fn labels(&self) -> Option<Vec<String>> {
+        match self.values().get("labels") {
+            Value::Array(items) => items.iter().map(|v| v.as_str().map(str::to_string)).collect(),
+            _ => None,
+        }
+    }
+
     /// Checks what the parameters' cost needs beyond the constructor's checks (RAPPOR: a finite ε₁); a spec and an
     /// encoder refuse parameters that fail it.
     fn check_cost(&self) -> Result<()> {

@@ -13,6 +13,10 @@ use crate::protocols;
 use crate::pytext::{self, canonical_json};
 use crate::value::{f64_of, float_value, int_of, is_int, is_real};
 
+pub mod otel;
+
+pub use otel::{OtelKind, OtelSource, OtelValue};
+
 /// The spec format version this client reads.
 pub const SPEC_VERSION: i64 = 1;
 /// The longest window or upload interval: the ledger clock's range (to year 9999).
@@ -88,8 +92,8 @@ impl std::fmt::Display for TrustModel {
 /// The protocols whose reports fit in Prio3, so in the two-aggregator modes (Python: `params.prio3_fit()`).
 const PRIO3_FITS: [&str; 6] = ["rr", "grr", "sue", "oue", "pgr", "hpg"];
 
-/// One metric of a spec: its protocol parameters, budget, where the server finds its candidates, and whom its
-/// guarantee trusts.
+/// One metric of a spec: its protocol parameters, budget, where the server finds its candidates, whom its
+/// guarantee trusts, and the OpenTelemetry instrument that feeds it, if any.
 #[derive(Debug, Clone)]
 pub struct MetricSpec {
     /// The metric's name.
@@ -104,6 +108,9 @@ pub struct MetricSpec {
     pub description: String,
     /// Whom its guarantee trusts ([`TrustModel::Local`] when the spec leaves it out; fingerprinted when not).
     pub trust: TrustModel,
+    /// The OpenTelemetry instrument that feeds the metric, and how (the spec's `otel`, checked against the
+    /// protocol: [`otel`]); `None` when the spec leaves it out (fingerprinted when present).
+    pub otel: Option<OtelSource>,
 }
 
 impl MetricSpec {
@@ -236,6 +243,10 @@ impl CollectionSpec {
             if m.trust != TrustModel::Local {
                 // Left out when local: specs written before the key keep their fingerprints.
                 doc.insert("trust".into(), Value::String(m.trust.as_str().into()));
+            }
+            if let Some(o) = &m.otel {
+                // Left out when absent, as `trust` when local.
+                doc.insert("otel".into(), o.to_json());
             }
             ms.insert(m.name.clone(), Value::Object(doc));
         }
@@ -466,7 +477,7 @@ impl Checker {
             raw,
             &path,
             &["protocol", "params", "budget"],
-            &["candidates", "description", "release", "trust"],
+            &["candidates", "description", "release", "trust", "otel"],
         )?;
         let params = match (m.get("protocol"), m.get("params")) {
             (Some(p), Some(raw)) => self.params(p, raw, &path),
@@ -552,9 +563,10 @@ impl Checker {
             ),
             _ => {}
         }
+        let otel = m.get("otel").and_then(|o| otel::parse(self, o, &join(&path, "otel"), params.as_deref()));
         let params = params?;
         let budget = budget.filter(|b| b.per_report.is_some())?;
-        Some(MetricSpec { name: name.to_string(), params, budget, candidates, description, trust: trust? })
+        Some(MetricSpec { name: name.to_string(), params, budget, candidates, description, trust: trust?, otel })
     }
 
     fn spec(mut self, data: &Value, source: &str) -> Result<CollectionSpec> {

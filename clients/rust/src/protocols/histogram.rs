@@ -273,6 +273,9 @@ impl ProtocolParams for DBitFlipParams {
     fn domain_size(&self) -> Option<u64> {
         Some(self.buckets.count())
     }
+    fn labels(&self) -> Option<Vec<String>> {
+        Some(bucket_labels(&self.buckets.edges))
+    }
 }
 
 struct DBitFlip(Arc<DBitFlipParams>);
@@ -401,6 +404,9 @@ impl ProtocolParams for BucketParams {
     fn domain_size(&self) -> Option<u64> {
         Some(self.buckets.count())
     }
+    fn labels(&self) -> Option<Vec<String>> {
+        Some(bucket_labels(&self.buckets.edges))
+    }
 }
 
 struct Bucket(Arc<BucketParams>);
@@ -521,6 +527,9 @@ impl ProtocolParams for MemoDBitFlipParams {
     }
     fn domain_size(&self) -> Option<u64> {
         Some(self.memo.buckets.count())
+    }
+    fn labels(&self) -> Option<Vec<String>> {
+        Some(bucket_labels(&self.memo.buckets.edges))
     }
 }
 

@@ -206,6 +206,9 @@ impl ProtocolParams for HhParams {
     fn domain_size(&self) -> Option<u64> {
         Some(self.num_buckets())
     }
+    fn labels(&self) -> Option<Vec<String>> {
+        Some(super::histogram::bucket_labels(&self.edges))
+    }
 }
 
 struct Hh(Arc<HhParams>);
