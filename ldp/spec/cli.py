@@ -9,6 +9,7 @@ from typing import Any
 
 from ldp.privacy.cost import PrivacyCost
 from ldp.spec.collection import CollectionSpec
+from ldp.spec.otel import otel_lines
 from ldp.spec.schema import MAX_TARGET_WINDOWS, SPEC_VERSION
 
 __all__ = ["summary", "add_spec_arguments", "register", "spec_command", "reports_per_window", "central_lines",
@@ -131,7 +132,7 @@ def summary(spec: CollectionSpec) -> str:
         if (loc := spec.candidates(m.name)) is not None:
             missing = isinstance(loc, Path) and not loc.exists()
             lines.append(f"candidates of {m.name}: {loc}" + (" (file not found)" if missing else ""))
-    return "\n".join(lines)
+    return "\n".join(lines + otel_lines(list(spec.metrics.values())))
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ldp.encoders.base import ProtocolParams
 
 __all__ = ["OtelSource", "KINDS", "VALUES", "VALUE_CLASSES", "INSTRUMENT_RE", "value_class", "parse_otel",
-           "MAX_ATTRIBUTE_LENGTH"]
+           "MAX_ATTRIBUTE_LENGTH", "otel_lines"]
 
 KINDS = ("counter", "updown_counter", "histogram", "gauge")
 """The instrument kinds a mapping names (``observable_*`` instruments aggregate as these)."""
@@ -233,3 +233,25 @@ def _fits(ck: Any, path: str, value: str, params: ProtocolParams, values: Any, b
 _NOUNS = {"any": "a boolean", "sum": "a number", "last": "a number", "mean": "a number", "bucket": "a category",
           "attribute": "a category or a string", "boolean": "a boolean", "category": "a category",
           "number": "a number", "string": "a string"}
+
+
+def otel_lines(metrics: Sequence[Any]) -> list[str]:
+    """What ``ldp spec validate`` says of the OpenTelemetry instruments of ``metrics`` (the spec's
+    :class:`~ldp.spec.schema.MetricSpec` s): one line per mapping, and what one window of them costs a device."""
+    mapped = [m for m in metrics if m.otel is not None]
+    if not mapped:
+        return []
+    lines = ["OpenTelemetry instruments (a privatizing reader reports one value of each per window; every other "
+             "instrument is dropped on the device):"]
+    for m in sorted(mapped, key=lambda m: (m.otel.key, m.name)):
+        o = m.otel
+        how = (f"the {o.attribute!r} value counted most" if o.value == "attribute" else
+               f"the bucket of bounds {list(o.buckets or ())} with most observations" if o.value == "bucket" else
+               {"any": "whether it counted anything", "sum": "the window's sum", "last": "the last value",
+                "mean": "the mean observation"}[o.value])
+        lines.append(f"  {o.instrument} ({o.kind}) -> {m.name}: {how}, by {m.protocol} ({m.params.privacy_cost})")
+    total = sum(m.params.privacy_cost.epsilon for m in mapped)
+    delta = sum(m.params.privacy_cost.delta for m in mapped)
+    lines.append(f"  one window of these costs a device at most ε={total:g}" + (f", δ={delta:g}" if delta else "")
+                 + " (basic composition of one report each)")
+    return lines
