@@ -109,6 +109,10 @@ class ProtocolParams:
     """
 
     protocol: ClassVar[str]
+    value_class: ClassVar[str | None] = None
+    """What one value of the protocol is, for the spec's ``otel`` key (:mod:`ldp.spec.otel`): ``"boolean"``,
+    ``"category"`` (an index or label of a fixed domain), ``"number"`` (in ``[low, high]``) or ``"string"``;
+    ``None``: no OpenTelemetry instrument can feed it (several questions in one report, say)."""
     population_kind: ClassVar[str] = "counts"
     """What a simulated collection of the protocol takes (:mod:`ldp.simulation`): ``"counts"`` of the users'
     values over its domain (or its candidate strings), ``"numbers"`` (the users' values, a mean mechanism) or

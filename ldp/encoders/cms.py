@@ -162,6 +162,7 @@ class CmsParams(SketchParams):
     width: int
     hash_seed: int = 0
     protocol: ClassVar[str] = "cms"
+    value_class: ClassVar[str | None] = "string"
     draw_rule = DrawRule("`R(k)`, `BB(σ(ε/2), m)`", lambda s, pr, v: sketch_draws(s, pr))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 4.0, "num_hashes": 256, "width": 1024},)
     _epsilon_per_flip: ClassVar[float] = 2.0  # two entries differ between inputs, each ln((1−p)/p) = ε/2

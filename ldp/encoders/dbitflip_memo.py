@@ -67,6 +67,7 @@ class MemoDBitFlipParams(_SampledBits, ProtocolParams):
     clip: bool = False
     gamma: float = 0.0
     protocol: ClassVar[str] = "memo-dbitflip"
+    value_class: ClassVar[str | None] = "number"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "d": ParamInfo("the number of buckets a report samples and reports on",
                        (Range(min=1, dynamic="at most the number of buckets, len(edges) − 1"),))}

@@ -91,6 +91,7 @@ class HRBlockParams(OwnSetMixture, LabeledDomain, ProtocolParams):
     blocks: int | None = None
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "hr-block"
+    value_class: ClassVar[str | None] = "category"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "blocks": ParamInfo("the number of blocks the domain is split into (null: the best for ε)",
                             (Range(min=1, dynamic="at most domain_size"),))}

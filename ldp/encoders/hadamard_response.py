@@ -48,6 +48,7 @@ class HRParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "hr"
+    value_class: ClassVar[str | None] = "category"
     draw_rule = DrawRule("`B(p)`, `R(K)`", lambda s, pr, v: (s.B(pr.p), s.R(pr.order)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 1.0, "domain_size": 100},)
 

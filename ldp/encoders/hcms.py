@@ -40,6 +40,7 @@ class HcmsParams(SketchParams):
     width: int
     hash_seed: int = 0
     protocol: ClassVar[str] = "hcms"
+    value_class: ClassVar[str | None] = "string"
     refusal_rules: ClassVar[Mapping[str, str]] = {"power_of_two": "the width m must be a power of two"}
     draw_rule = DrawRule("`R(k)`, `R(m)`, `B(σ(ε))`", lambda s, pr, v: sketch_draws(s, pr))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (

@@ -82,6 +82,7 @@ class DBitFlipParams(_SampledBits, ProtocolParams):
     d: int = 1
     clip: bool = False
     protocol: ClassVar[str] = "dbitflip"
+    value_class: ClassVar[str | None] = "number"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "d": ParamInfo("the number of buckets a report samples and reports on",
                        (Range(min=1, dynamic="at most the number of buckets, len(edges) − 1"),))}
@@ -209,6 +210,7 @@ class BucketGRRParams(_Buckets, ProtocolParams):
     edges: tuple[float, ...]
     clip: bool = False
     protocol: ClassVar[str] = "bucket-grr"
+    value_class: ClassVar[str | None] = "number"
     draw_rule = DrawRule("`B(p)`, then `R(k−1)` if false", lambda s, pr, v: grr_draws(s, pr.grr.p, pr.num_buckets))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 1.0, "edges": [0.0, 0.1, 0.2, 0.30000000000000004], "clip": True},)
@@ -272,6 +274,7 @@ class BucketOUEParams(_Buckets, ProtocolParams):
     edges: tuple[float, ...]
     clip: bool = False
     protocol: ClassVar[str] = "bucket-oue"
+    value_class: ClassVar[str | None] = "number"
     draw_rule = DrawRule("`BB(q, k)`, `B(1/2)`", lambda s, pr, v: (s.BB(pr.q, pr.num_buckets), s.B(0.5)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 1.0, "edges": [0.0, 1.0, 10.0, 100.0], "clip": True},)

@@ -166,6 +166,7 @@ class BLHParams(LocalHashingParams):
     labels: tuple[str, ...] | None = None
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "blh"
+    value_class: ClassVar[str | None] = "category"
     draw_rule = DrawRule("`R(seed_range)`, `B(p)`", _lh_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 2.5, "domain_size": 1000},)
 
@@ -191,6 +192,7 @@ class OLHParams(LocalHashingParams):
     labels: tuple[str, ...] | None = None
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "olh"
+    value_class: ClassVar[str | None] = "category"
     draw_rule = DrawRule("`R(seed_range)`, `B(p)`, then `R(g−1)` if false", _lh_draws)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 2.5, "domain_size": 1000}, {"epsilon": 1.0, "domain_size": 50, "seed_range": 1000})

@@ -84,6 +84,7 @@ class LGRRParams(ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "lgrr"
+    value_class: ClassVar[str | None] = "category"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "epsilon_perm": ParamInfo("the privacy budget of the permanent (memoized) response: the bound over every "
                                   "report of one value", (Range(min=0, min_exclusive=True, finite=True),))}
@@ -227,6 +228,7 @@ class MemoMeanParams(NumericParams):
     buckets: int = 16
     gamma: float = 0.0
     protocol: ClassVar[str] = "memo-mean"
+    value_class: ClassVar[str | None] = "number"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "buckets": ParamInfo("the number of buckets the range is split into before the memoized response",
                              (Range(min=1, max=65536),))}

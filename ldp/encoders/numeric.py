@@ -169,6 +169,7 @@ class DuchiParams(NumericParams):
     """Duchi et al.'s 1-bit mechanism (1BitMean): one bit per report."""
 
     protocol: ClassVar[str] = "duchi"
+    value_class: ClassVar[str | None] = "number"
     draw_rule = DrawRule("`B(unit(x))`, `B(q)`", lambda s, pr, v: (s.B(pr.unit(pr.check_value(v))), s.B(pr.q)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 0.5, "low": 0.001, "high": 1e16},)
 
@@ -214,6 +215,7 @@ class PiecewiseParams(NumericParams):
 
     cells: int = 1024
     protocol: ClassVar[str] = "piecewise"
+    value_class: ClassVar[str | None] = "number"
     draw_rule = DrawRule("`B(φ)`, `B(p_in)`, then `R(w)` if true, `R(G−w)` if false", lambda s, pr, v: (
         s.B(pr.grid(pr.check_value(v))[1]), s.R(pr.window) if s.B(pr.p_in) else s.R(pr.cells - pr.window)))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
@@ -282,6 +284,7 @@ class HybridParams(NumericParams):
 
     cells: int = 1024
     protocol: ClassVar[str] = "hybrid"
+    value_class: ClassVar[str | None] = "number"
     draw_rule = DrawRule("`B(α)`, then piecewise's if true, duchi's if false",
                          lambda s, pr, v: (pr.piecewise if s.B(pr.alpha) else pr.duchi).replay_draws(s, v))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (

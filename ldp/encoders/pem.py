@@ -124,6 +124,7 @@ class PEMParams(ProtocolParams):
     truncate: bool = False
     seed_range: int = SEED_RANGE
     protocol: ClassVar[str] = "pem"
+    value_class: ClassVar[str | None] = "string"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "max_length": ParamInfo("the longest value in UTF-8 bytes", (Range(min=1, max=4096),)),
         "start_bits": ParamInfo("the bits of the first prefix the rounds extend",

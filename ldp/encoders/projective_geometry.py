@@ -187,6 +187,7 @@ class PGRParams(_ProjectiveParams):
     q: int | None = None
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "pgr"
+    value_class: ClassVar[str | None] = "category"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "q": ParamInfo("the field order, a prime (null: the one of least variance for ε and d)",
                        (Range(min=2, max=MAX_FIELD),))}
@@ -232,6 +233,7 @@ class HPGParams(_ProjectiveParams):
     blocks: int | None = None
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "hpg"
+    value_class: ClassVar[str | None] = "category"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "domain_size": ParamInfo("the number d of distinct values, reported as indices 0 … d − 1 (at least 4: two "
                                  "blocks of a line)", (Range(min=4, max=2**32),)),

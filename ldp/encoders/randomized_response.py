@@ -45,6 +45,7 @@ class BinaryRRParams(ProtocolParams):
     p: float
     q: float
     protocol: ClassVar[str] = "rr"
+    value_class: ClassVar[str | None] = "boolean"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "p": ParamInfo("the probability of answering yes when the truth is no", (PROBABILITY,)),
         "q": ParamInfo("the probability of answering yes when the truth is yes (above p)", (PROBABILITY,))}
@@ -177,6 +178,7 @@ class GRRParams(LabeledDomain, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "grr"
+    value_class: ClassVar[str | None] = "category"
     draw_rule = DrawRule("`B(p)`, then `R(d−1)` if false", lambda s, pr, v: grr_draws(s, pr.p, pr.domain_size))
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = (
         {"epsilon": 0.7, "domain_size": 100},

@@ -114,6 +114,7 @@ class HHParams(ProtocolParams):
     level_weights: tuple[int, ...] = ()
     clip: bool = False
     protocol: ClassVar[str] = "hh"
+    value_class: ClassVar[str | None] = "number"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "branching": ParamInfo("the branching factor B of the tree of intervals", (Range(min=2, max=65536),)),
         "depth": ParamInfo("the number of levels of the tree below its root", (Range(min=1, max=16),)),

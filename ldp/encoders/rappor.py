@@ -175,6 +175,7 @@ class RapporParams(RapporPrivacy, ProtocolParams):
     f: float
     mode: str = "ldp"
     protocol: ClassVar[str] = "rappor"
+    value_class: ClassVar[str | None] = "string"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "num_bloombits": ParamInfo("the number k of bits of the Bloom filter", (Range(min=1),)),
         "num_hashes": ParamInfo("the number h of hash functions of the Bloom filter", (Range(min=1),)),

@@ -102,6 +102,7 @@ class RapporNgramsParams(NgramsText, ProtocolParams):
     pad: str = "_"
     truncate: bool = False
     protocol: ClassVar[str] = "rappor-ngrams"
+    value_class: ClassVar[str | None] = "string"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "num_bloombits": ParamInfo("the number k of bits of the full string's Bloom filter", (Range(min=1),)),
         "num_hashes": ParamInfo("the number h of hash functions of the full string's Bloom filter", (Range(min=1),)),

@@ -103,6 +103,7 @@ class SfpParams(ProtocolParams):
     replacement: str | None = None
     truncate: bool = False
     protocol: ClassVar[str] = "sfp"
+    value_class: ClassVar[str | None] = "string"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "word_epsilon": ParamInfo("the privacy budget of the whole word's sketch",
                                   (Range(min=0, min_exclusive=True, finite=True),)),

@@ -50,6 +50,7 @@ class SSParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "ss"
+    value_class: ClassVar[str | None] = "category"
     _unary_params: ClassVar[tuple[str, ...]] = ("epsilon", "domain_size")  # ω, p and q derive from both
     draw_rule = DrawRule("`B(p)`, then `R(d−ω+o)`, `R(d−ω+o+1)`, …, `R(d−1)`, with `o` = 1 if `B(p)` was true, "
                          "else 0", lambda s, pr, v: [s.R(j) for j in range(pr.domain_size - pr.omega + s.B(pr.p),

@@ -57,6 +57,7 @@ class ThreshParams(ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "thresh"
+    value_class: ClassVar[str | None] = "category"
     draw_rule = DrawRule("nothing (every draw is from the keyed stream)", lambda s, pr, v: None)
     conformance_extra: ClassVar[tuple[dict[str, Any], ...]] = ({"epsilon": 0.7, "domain_size": 100},)
 

@@ -119,6 +119,7 @@ class SUEParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "sue"
+    value_class: ClassVar[str | None] = "category"
 
     def prio3_fit(self) -> Prio3Fit:
         """The reported bit vector, summed by Prio3SumVec (one bit an entry); its sum is
@@ -172,6 +173,7 @@ class OUEParams(UnaryParams, ProtocolParams):
     domain_size: int
     labels: tuple[str, ...] | None = None
     protocol: ClassVar[str] = "oue"
+    value_class: ClassVar[str | None] = "category"
 
     def prio3_fit(self) -> Prio3Fit:
         """The reported bit vector, summed by Prio3SumVec (one bit an entry); its sum is
@@ -282,6 +284,7 @@ class LOUEParams(UnaryParams, ProtocolParams):
     labels: tuple[str, ...] | None = None
     permanent: str = "oue"
     protocol: ClassVar[str] = "loue"
+    value_class: ClassVar[str | None] = "category"
     param_info: ClassVar[Mapping[str, ParamInfo]] = {
         "epsilon_perm": ParamInfo("the privacy budget of the permanent (memoized) response: the bound over every "
                                   "report of one value", (Range(min=0, min_exclusive=True, finite=True),)),

@@ -41,16 +41,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from ldp.errors import BudgetExceeded, OptedOutError, OutboxFull, Refusal
 from ldp.otel.window import Declared, WindowTally
+from ldp.otel.worker import ClientThread
 from ldp.spec import CollectionSpec
 from ldp.spec.otel import value_class
 
@@ -118,35 +117,6 @@ def declared_metrics(spec: CollectionSpec, instruments: Sequence[str] | None = N
         raise ValueError(f"spec {spec.name!r} declares no OpenTelemetry instrument: give a metric an \"otel\" key "
                          "(docs/opentelemetry.md)")
     return out
-
-
-class _ClientThread:
-    """The one thread that uses the reader's :class:`~ldp.client.TelemetryClient` (a client is used from one thread
-    only). A daemon thread of its own, not an executor: an executor refuses work once the interpreter starts to exit,
-    which is when ``MeterProvider`` shuts its readers down (its ``atexit`` hook)."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="ldp-otel-client", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            fn, args, kwargs, done = job
-            try:
-                done.set_result(fn(*args, **kwargs))
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                done.set_exception(exc)
-
-    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
-        """Run ``fn(*args, **kwargs)`` on the thread; the future of its result."""
-        done: Future[Any] = Future()
-        self._jobs.put((fn, args, kwargs, done))
-        return done
-
-    def stop(self) -> None:
-        self._jobs.put(None)
-        self._thread.join(timeout=30)
 
 
 def _kind_of(instrument: Any) -> str | None:
@@ -221,7 +191,7 @@ class PrivatizingMetricReader(MetricReader):
         self._backdate: float | None = None
         self._lock = threading.RLock()
         self._done = threading.Event()
-        self._worker = _ClientThread()  # owns the client
+        self._worker = ClientThread()  # owns the client
         from ldp.client import TelemetryClient
 
         def client_clock() -> float:
@@ -291,6 +261,16 @@ class PrivatizingMetricReader(MetricReader):
                 self._timer.join(timeout=max(timeout_millis / 1000, 0.1))
             self._worker.submit(self._client.close).result()
             self._worker.stop()
+
+    # -- what the device holds ------------------------------------------------------------------------------------
+    def pending(self) -> list[str]:
+        """The report lines waiting for upload: the exact bytes that will leave the device (one envelope each)."""
+        return [item.line for item in self._worker.submit(self._client.pending).result()]
+
+    def spent(self, metric: str | None = None, period: str = "window") -> Any:
+        """What the device's ledger has charged (:meth:`ldp.client.TelemetryClient.spent`: one ``metric`` or all,
+        this ``"window"`` or the ``"lifetime"``)."""
+        return self._worker.submit(self._client.spent, metric, period).result()
 
     # -- windows -----------------------------------------------------------------------------------------------
     def close_window(self) -> dict[str, str]:

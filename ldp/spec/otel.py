@@ -33,10 +33,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ldp.spec.jsonpath import join as _join, kind as _kind
+
 if TYPE_CHECKING:
     from ldp.encoders.base import ProtocolParams
 
-__all__ = ["OtelSource", "KINDS", "VALUES", "VALUE_CLASSES", "INSTRUMENT_RE", "value_class", "parse_otel",
+__all__ = ["OtelSource", "KINDS", "VALUES", "value_classes", "INSTRUMENT_RE", "value_class", "parse_otel",
            "MAX_ATTRIBUTE_LENGTH", "otel_lines"]
 
 KINDS = ("counter", "updown_counter", "histogram", "gauge")
@@ -47,16 +49,6 @@ KINDS_OF: Mapping[str, tuple[str, ...]] = {
     "any": ("counter", "histogram"), "sum": ("counter", "updown_counter"), "last": ("gauge",),
     "mean": ("histogram",), "bucket": ("histogram",), "attribute": ("counter", "histogram")}
 """The instrument kinds each ``value`` reads."""
-VALUE_CLASSES: Mapping[str, str] = {
-    "rr": "boolean",
-    **{p: "category" for p in ("grr", "oue", "sue", "olh", "blh", "hr", "hr-block", "ss", "thresh", "lgrr", "loue",
-                               "pgr", "hpg")},
-    **{p: "number" for p in ("duchi", "hybrid", "piecewise", "memo-mean", "bucket-grr", "bucket-oue", "dbitflip",
-                             "memo-dbitflip", "hh")},
-    **{p: "string" for p in ("cms", "hcms", "rappor", "rappor-ngrams", "pem", "sfp")}}
-"""What each built-in protocol encodes: a boolean, a category (an index or label of a fixed domain), a number (in
-``[low, high]``) or a string. ``multi`` (several questions in one report) and other packages' protocols have no
-mapping."""
 CLASSES_OF: Mapping[str, tuple[str, ...]] = {
     "any": ("boolean", "category"), "sum": ("number",), "last": ("number",), "mean": ("number",),
     "bucket": ("category",), "attribute": ("category", "string")}
@@ -102,16 +94,22 @@ class OtelSource:
 
 
 def value_class(params: ProtocolParams) -> str | None:
-    """``"boolean"``, ``"category"``, ``"number"`` or ``"string"``: what the protocol of ``params`` encodes
-    (:data:`VALUE_CLASSES`; ``None``: no mapping)."""
-    return VALUE_CLASSES.get(params.protocol)
+    """``"boolean"``, ``"category"``, ``"number"`` or ``"string"``: what the protocol of ``params`` encodes (its
+    params' ``value_class``; ``None``: no mapping, as for ``multi``)."""
+    found = getattr(type(params), "value_class", None)
+    return found if found in ("boolean", "category", "number", "string") else None
+
+
+def value_classes() -> dict[str, str | None]:
+    """Each client protocol's :func:`value_class`, by name (the table of docs/opentelemetry.md)."""
+    from ldp.protocols import client_protocols
+
+    return {name: getattr(params, "value_class", None) for name, (params, _) in sorted(client_protocols().items())}
 
 
 def parse_otel(ck: Any, raw: Any, path: str, params: ProtocolParams | None) -> OtelSource | None:
     """The ``otel`` key at ``path`` (a metric's), checked on its own and against ``params`` (``None``: the params
     were refused, so only the key's own rules are checked); ``ck``: the spec's checker, which collects errors."""
-    from ldp.spec.schema import _join, _kind
-
     if ck.obj(raw, path, {"instrument", "kind", "value"}, {"attribute", "values", "buckets"}) is None:
         return None
     before = len(ck.errors)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import math
 import os
 import re
@@ -25,6 +24,7 @@ from ldp.privacy.ledger import MAX_CLOCK
 from ldp.protocols import client_protocols
 from ldp.reports import canonical_json
 from ldp.spec.envelope import METRIC_RE
+from ldp.spec.jsonpath import join, kind
 from ldp.spec.otel import OtelSource, parse_otel
 
 if TYPE_CHECKING:
@@ -279,15 +279,8 @@ class _Checker:
             self.fail(path, f"{small} exceeds {what} ({big})")
 
 
-def _kind(v: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(v), f"{type(v).__name__} {v!r}")
-
-
-def _join(path: str, key: str) -> str:
-    if not METRIC_RE.match(key):
-        return f"{path}[{json.dumps(key)}]"
-    return key if path == "$" else f"{path}.{key}"
+_kind = kind
+_join = join
 
 
 def _params(ck: _Checker, protocol: Any, raw: Any, path: str) -> ProtocolParams | None:

@@ -128,10 +128,10 @@ def test_devices_instrumented_with_opentelemetry_report_privately_and_prometheus
                 provider.force_flush()
                 clock[0] = (window + 1) * spec.window_seconds + 1.0  # the window ends: its reports go
                 provider.force_flush()
-                spent = reader._worker.submit(reader._client.spent, None, "lifetime").result()
+                spent = reader.spent(None, "lifetime")
                 assert math.isclose(spent.epsilon, cost, rel_tol=1e-12), (d, spent, cost)
                 assert reader.reported == [(window, {m: "recorded" for m in SPEC["metrics"]})], reader.reported
-                assert not reader._worker.submit(reader._client.has_pending).result()  # all acknowledged
+                assert not reader.pending()  # all acknowledged
                 provider.shutdown()
         sent = b"\n".join(recorder.bodies)
         lines = [json.loads(line) for body in recorder.bodies for line in body.splitlines() if line.strip()]

@@ -100,7 +100,7 @@ def _measure(provider: MeterProvider) -> None:
 
 
 def _pending(reader: PrivatizingMetricReader) -> list[dict[str, Any]]:
-    return [json.loads(p.line) for p in reader._worker.submit(reader._client.pending).result()]
+    return [json.loads(line) for line in reader.pending()]
 
 
 def test_each_window_reports_one_value_per_declared_metric_and_charges_exactly(tmp_path):
@@ -116,14 +116,14 @@ def test_each_window_reports_one_value_per_declared_metric_and_charges_exactly(t
     lines = _pending(reader)
     assert sorted(e["metric"] for e in lines) == sorted(dict(seen)) and {e["window"] for e in lines} == {30_000_000}
     spec = CollectionSpec.from_dict(SPEC)
-    spent = reader._worker.submit(reader._client.spent, None, "lifetime").result()
+    spent = reader.spent(None, "lifetime")
     want = sum(spec.metrics[m].params.privacy_cost.epsilon for m in dict(seen))  # what one report costs
     assert math.isclose(spent.epsilon, want, rel_tol=1e-12) and spent.delta == 0
     for metric in dict(seen):
-        cost = reader._worker.submit(reader._client.spent, metric, "lifetime").result()
+        cost = reader.spent(metric, "lifetime")
         assert cost == spec.metrics[metric].params.privacy_cost
-    assert reader._worker.submit(reader._client.spent, "plain", "lifetime").result() == PrivacyCost(0.0, 0.0)
-    assert reader._worker.submit(reader._client.spent, None).result() == PrivacyCost(0.0, 0.0)  # this window's
+    assert reader.spent("plain", "lifetime") == PrivacyCost(0.0, 0.0)
+    assert reader.spent() == PrivacyCost(0.0, 0.0)  # this window's
     assert reader.reported == [(30_000_000, {m: "recorded" for m in dict(seen)})]
     text = "\n".join(json.dumps(e) for e in lines) + (tmp_path / "state.db.otel.json").read_text()
     assert UNDECLARED not in text and "ring" not in text and "undeclared" not in text

@@ -55,3 +55,19 @@ def test_spec_validate_lists_the_instruments_and_the_cost_of_a_window():
     assert "ui.views (counter) -> screen: the 'screen' value counted most, by grr (ε=1)" in text
     assert "one window of these costs a device at most ε=2.09861" in text
     assert "OpenTelemetry" not in summary(CollectionSpec.from_dict({**BASE, "metrics": {"plain": METRICS[2]}}))
+
+
+def test_the_page_lists_each_protocol_under_its_value_class():
+    import re
+    from pathlib import Path
+
+    from ldp.spec.otel import value_classes
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "opentelemetry.md").read_text(encoding="utf-8")
+    listed = {}
+    for name, cls in (("Booleans", "boolean"), ("Categories", "category"), ("Numbers", "number"),
+                      ("Strings", "string")):
+        sentence = re.search(rf"{name}: ([^.]*)\.", page)
+        assert sentence is not None, name
+        listed.update({p: cls for p in re.findall(r"`([a-z-]+)`", sentence.group(1))})
+    assert listed == {p: c for p, c in value_classes().items() if c is not None}
