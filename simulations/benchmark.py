@@ -789,6 +789,7 @@ def _register_protocol_sections() -> None:
     import bench_local_hashing
     import bench_numeric
     import bench_oracles
+    import bench_otel
     import bench_over_time
     import bench_peers
     import bench_pem
@@ -828,6 +829,7 @@ def _register_protocol_sections() -> None:
     bench_unary.register(sys.modules[__name__])
     bench_hadamard.register(sys.modules[__name__])
     bench_projective.register(sys.modules[__name__])
+    bench_otel.register(sys.modules[__name__])
     bench_quantiles.register(sys.modules[__name__])
     bench_range.register(sys.modules[__name__])
     bench_change.register(sys.modules[__name__])

@@ -25,8 +25,9 @@ are recorded; the ledger never reopens a window it has moved past, so a report i
 window than any charge before it).
 
 **Stopping mid-window.** The tally is saved next to the state file (``<state>.otel.json``, mode 0600, replaced
-atomically) at each collection, so a process that stops mid-window continues it at its next start, and a window
-that ended while nothing ran is reported at that start (a command-line app's day of runs is one report).
+atomically; not fsynced: a power cut loses a part of a window, unreported and uncharged) at each collection, so a
+process that stops mid-window continues it at its next start, and a window that ended while nothing ran is
+reported at that start (a command-line app's day of runs is one report).
 ``report_on_shutdown=True`` instead reports the window at shutdown and drops the rest of it (for a process that
 runs once per window). A process killed between a charge and its report loses the report, never the charge
 (:mod:`ldp.client.runtime`).
@@ -372,8 +373,6 @@ class PrivatizingMetricReader(MetricReader):
         doc = {**self._tally.to_json(), "spec": self.spec.fingerprint}
         tmp = self.tally_path.with_name(self.tally_path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-            f.flush()
-            os.fsync(f.fileno())
+        with os.fdopen(fd, "w", encoding="utf-8") as f:  # no fsync: a tally lost with the power is a part of a
+            json.dump(doc, f)                             # window unreported (nothing charged), never a wrong one
         os.replace(tmp, self.tally_path)
