@@ -30,4 +30,4 @@ export type { Field, FieldSpec, ParamsDict, PrivacyCost } from "./params/base.js
 export { Encoder, bitsString, envelopeJson, isMemoized, reportJson } from "./encoders/base.js";
 export type { Charge, EncoderOptions, MemoizedCharge, PayloadValue, ProtocolEntry, Report } from "./encoders/base.js";
 export { SpecError, TRUST_MODELS, fitsWithin } from "./spec.js";
-export type { Budget, MetricSpec, SpecOptions, TrustModel } from "./spec.js";
+export type { Budget, MetricSpec, OtelKind, OtelSource, OtelValue, SpecOptions, TrustModel } from "./spec.js";

@@ -58,7 +58,7 @@ function thousands(n: number): string {
 }
 
 /** `_kind`: how the validator names a JSON value's type. */
-function kind(v: unknown): string {
+export function kind(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return "a list";
   if (typeof v === "string") return "a string";
@@ -67,16 +67,17 @@ function kind(v: unknown): string {
   return `${isPyInt(v) ? "integer" : typeof v} ${num(v)}`;
 }
 
-function join(path: string, key: string): string {
+/** `_join`: the JSON path of `key` inside `path`. */
+export function join(path: string, key: string): string {
   if (!METRIC_RE.test(key)) return `${path}[${JSON.stringify(key)}]`;
   return path === "$" ? key : `${path}.${key}`;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
+export function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
-function sortedKeys(keys: Iterable<string>): string[] {
+export function sortedKeys(keys: Iterable<string>): string[] {
   return [...keys].sort(compareCodePoints);
 }
 
@@ -98,9 +99,42 @@ export interface MetricSpec {
   readonly description: string;
   /** Whom its guarantee trusts (`"local"` when the spec leaves it out); fingerprinted when not `"local"`. */
   readonly trust: TrustModel;
+  /** The OpenTelemetry instrument that feeds the metric and how one window of it becomes one value (the metric's
+   * `otel` key, `ldp/spec/otel.py`); absent when the spec gives none. Fingerprinted when present. Read by the main
+   * entry's `CollectionSpec` and by `ldp-telemetry-client/otel`'s (the `lite` entry's refuses the key). */
+  readonly otel?: OtelSource;
 }
 
-class Checker {
+/** The instrument kinds an `otel` key names: the observable instruments aggregate as their synchronous kin. */
+export type OtelKind = "counter" | "updown_counter" | "histogram" | "gauge";
+
+/** How one collection window of an instrument becomes one value (`ldp/spec/otel.py` has the table): `any`
+ * (whether anything was counted: a boolean), `sum` (the window's sum), `last` (the gauge's last value), `mean`
+ * (the histogram's sum / count), `bucket` (the index of the spec's bucket holding most observations), `attribute`
+ * (the value of an attribute counted most: a category, or a string). */
+export type OtelValue = "any" | "sum" | "last" | "mean" | "bucket" | "attribute";
+
+/**
+ * A metric's `otel` key as the spec normalized it (Python's `OtelSource.to_dict()`): which OpenTelemetry instrument
+ * feeds the metric, and how. The optional members are present only when the spec gives them.
+ */
+export interface OtelSource {
+  /** The instrument's name as the spec writes it (matched case-insensitively, as OpenTelemetry does). */
+  readonly instrument: string;
+  readonly kind: OtelKind;
+  readonly value: OtelValue;
+  /** The attribute whose values are counted (`value: "attribute"` only). */
+  readonly attribute?: string;
+  /** The attribute values naming the protocol's categories in index order (`value: "attribute"` with a protocol of
+   * categories; left out: the protocol's `labels`). */
+  readonly values?: readonly string[];
+  /** The histogram's bucket bounds (`value: "bucket"`): bucket `i` holds `(b[i-1], b[i]]`, as OpenTelemetry's
+   * explicit buckets; one fewer than the protocol's `domain_size`. */
+  readonly buckets?: readonly number[];
+}
+
+/** The validator's error list (Python's `_Checker`): every problem as `json.path: message`. */
+export class Checker {
   readonly errors: string[] = [];
 
   fail(path: string, msg: string): void {
@@ -198,7 +232,7 @@ export interface SpecOptions {
   readonly protocols?: Iterable<ProtocolEntry>;
 }
 
-function parseParams(ck: Checker, protocolName: unknown, raw: unknown, path: string,
+export function parseParams(ck: Checker, protocolName: unknown, raw: unknown, path: string,
   table: ReadonlyMap<string, ProtocolEntry>): [ProtocolEntry, ProtocolParams] | null {
   const entry = typeof protocolName === "string" ? table.get(protocolName) : undefined;
   if (entry === undefined) {
