@@ -45,8 +45,9 @@ public enum class TrustModel(public val value: String) {
     }
 }
 
-/** One metric of a spec: its protocol parameters, budget, where the server finds its candidates, and whom its
- * guarantee trusts ([trust]: [TrustModel.LOCAL] when the spec leaves it out; fingerprinted when not). */
+/** One metric of a spec: its protocol parameters, budget, where the server finds its candidates, whom its
+ * guarantee trusts ([trust]: [TrustModel.LOCAL] when the spec leaves it out; fingerprinted when not), and the
+ * OpenTelemetry instrument that feeds it ([otel]: null when the spec leaves it out; fingerprinted when not). */
 public class MetricSpec internal constructor(
     public val name: String,
     public val params: ProtocolParams,
@@ -54,6 +55,9 @@ public class MetricSpec internal constructor(
     public val candidates: String?,
     public val description: String,
     public val trust: TrustModel,
+    /** The spec's `otel` key: which OpenTelemetry instrument feeds the metric and how, checked against its protocol
+     * ([OtelSource]); null without one. */
+    public val otel: OtelSource? = null,
 ) {
     /** The metric's protocol (its name is `params.protocol`). */
     public val protocol: Protocol<*> get() = Protocols[params.protocol]!!
@@ -92,6 +96,7 @@ public class CollectionSpec private constructor(
             if (m.candidates != null) doc["candidates"] = m.candidates
             if (m.description.isNotEmpty()) doc["description"] = m.description
             if (m.trust != TrustModel.LOCAL) doc["trust"] = m.trust.value // left out: older specs keep their fingerprints
+            if (m.otel != null) doc["otel"] = m.otel.canonicalDict() // likewise left out when absent
             ms[n] = doc
         }
         val out = linkedMapOf<String, Any?>(
@@ -299,7 +304,7 @@ public class CollectionSpec private constructor(
         fun metric(name: String, raw: Any?, total: Budget): MetricSpec? {
             val path = join("metrics", name)
             if (!METRIC_RE.matches(name)) fail(path, "metric names match [a-z][a-z0-9_]{0,31}")
-            val m = obj(raw, path, listOf("protocol", "params", "budget"), listOf("candidates", "description", "release", "trust")) ?: return null
+            val m = obj(raw, path, listOf("protocol", "params", "budget"), listOf("candidates", "description", "release", "trust", "otel")) ?: return null
             val params = if ("protocol" in m && "params" in m) params(m["protocol"], m["params"], path) else null
             val bpath = join(path, "budget")
             var budget: Budget? = null
@@ -345,8 +350,9 @@ public class CollectionSpec private constructor(
             } else if (trust.twoAggregator && params != null && params.protocol !in PRIO3_FITS) {
                 fail(join(path, "trust"), "${params.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): no two-aggregator mode for it")
             }
+            val otel = if ("otel" in m) OtelSource.parse(m["otel"], join(path, "otel"), params, { errors.size }, ::fail, ::obj, ::kind) else null
             if (params == null || budget?.perReport == null) return null
-            return MetricSpec(name, params, budget, candidates as? String, description as? String ?: "", trust ?: TrustModel.LOCAL)
+            return MetricSpec(name, params, budget, candidates as? String, description as? String ?: "", trust ?: TrustModel.LOCAL, otel)
         }
 
         fun spec(data: Any?, source: String): CollectionSpec {
