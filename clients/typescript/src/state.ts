@@ -57,6 +57,10 @@ export interface DeviceState {
   /** The opt-out marker (`TelemetryClient.optOut`): while `true`, nothing is recorded, and the outbox, the secret,
    * the cohorts and the memoized and charge-on-change records are gone; the budget totals stay. */
   optedOut?: boolean;
+  /** The OpenTelemetry reader's tally of the current window (`ldp-telemetry-client/otel`): what the instruments the
+   * spec declares measured in it so far, kept so that a restart continues the window (absent without the reader, and
+   * while opted out). Never sent. */
+  otel?: unknown;
 }
 
 /** One report waiting in the outbox: its local id, its metric and its upload line (an envelope, one line). */

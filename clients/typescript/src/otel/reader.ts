@@ -1,0 +1,437 @@
+/**
+ * A privatizing `MetricReader` for the OpenTelemetry JS SDK (`@opentelemetry/sdk-metrics`): what an app measures
+ * with plain OpenTelemetry code leaves the device only as locally private reports of the instruments its spec
+ * declares. The Python client's `ldp/otel/reader.py`, with the same window values. Added to an existing setup in one
+ * line:
+ *
+ * ```ts
+ * const provider = new MeterProvider({ readers: [
+ *   new PrivatizingMetricReader({ spec, store, url: COLLECTOR, token: TOKEN }),
+ * ] });
+ * ```
+ *
+ * **Where it makes sense.** OpenTelemetry aggregates per process; local privacy needs one report per person per
+ * window. So the reader is for apps where one process is one person: a browser tab, a desktop or command-line app in
+ * Node. On a server that serves many people it would report the server.
+ *
+ * **What it does.** The SDK asks a reader how to aggregate each instrument by its type only (counter, histogram...),
+ * never its name: so every instrument of a type no declared metric uses gets the drop aggregation (not even added up
+ * for this reader), and an instrument of a declared type that the spec does not declare is dropped at each
+ * collection, before anything is added up for a window (the app's other readers are not affected either way). A
+ * declared instrument collected as another kind than the spec says is dropped too, and named in `misfits` (and the
+ * OpenTelemetry diagnostic log). The declared ones are collected with delta temporality every
+ * `collectIntervalMillis` and added to the window's tally (`WindowTally`). When the spec's window ends, each
+ * metric's value of the window is recorded through `TelemetryClient`: validated, charged to the device's budget
+ * ledger at its protocol's cost, randomized and queued; the queue is uploaded to `url` when the spec's upload interval
+ * allows. A window's reports carry that window: the client's clock reads the window's last millisecond while they
+ * are recorded (the ledger never reopens a window it has moved past).
+ *
+ * **Stopping mid-window.** The tally is kept in the device's state (`StateStore`, beside the budget ledger: a
+ * `FileStore` in Node, an `IndexedDBStore` in a page) at each collection, so a process or page that stops mid-window
+ * continues it at its next start, and a window that ended while nothing ran is reported at that start.
+ * `reportOnShutdown` instead reports the window at shutdown and drops the rest of it (for a process that runs once
+ * per window); `closeWindow()` does so on demand. An ended window is taken off the device before its reports are
+ * recorded, so that a process killed in between loses them, never reports the window twice.
+ *
+ * **Budget.** Each window costs at most the declared metrics' per-report costs; a metric whose budget is spent is
+ * skipped for the window, never reported twice. While the device is opted out (`TelemetryClient.optOut`), the
+ * reader keeps no tally and records nothing.
+ *
+ * Browser-safe: nothing here imports `node:*`.
+ */
+import { diag } from "@opentelemetry/api";
+import {
+  AggregationTemporality, AggregationType, DataPointType, InstrumentType, MetricReader,
+} from "@opentelemetry/sdk-metrics";
+import type { AggregationOption, MetricData } from "@opentelemetry/sdk-metrics";
+import { TelemetryClient } from "../client.js";
+import type { Endpoints } from "../endpoints.js";
+import { BudgetExceeded, LdpRefusal, OptedOutError, OutboxFullError } from "../errors.js";
+import type { RandomSource } from "../random.js";
+import type { CollectionSpec, OtelKind } from "../spec.js";
+import { otelCategories, otelValueClass } from "../spec-otel.js";
+import type { StateStore } from "../state.js";
+import type { UploadOptions } from "../uploader.js";
+import { WindowTally } from "./window.js";
+import type { Declared, TallyPoint, WindowValue } from "./window.js";
+
+/** How often the reader collects by default (ms): the tally in the store is at most this old. */
+export const DEFAULT_COLLECT_INTERVAL_MILLIS = 60_000;
+
+/** What became of one metric's value of a window: `"recorded"` (charged, randomized, queued), or why not:
+ * `"budget"` (its budget is spent), `"opted out"`, `"outbox full"`, or `"refused: <code>"` (a value its protocol
+ * refuses, e.g. a string an `sfp` alphabet does not hold: nothing charged). */
+export type RecordOutcome = "recorded" | "budget" | "opted out" | "outbox full" | `refused: ${string}`;
+
+/** One window reported: its index (`floor(unix seconds / window_seconds)`), what became of each metric that had a
+ * value, and how many data points could not be mapped (never reported). */
+export interface WindowReport {
+  readonly window: number;
+  readonly outcome: Readonly<Record<string, RecordOutcome>>;
+  readonly unfit: number;
+}
+
+/** How a `PrivatizingMetricReader` is made. */
+export interface PrivatizingReaderOptions {
+  /** The collection spec: the main entry's `CollectionSpec`, or this entry's (which reads the `otel` keys too). */
+  readonly spec: CollectionSpec;
+  /** The device's state: its budget ledger, outbox and window tally (one per device: a `FileStore` folder in Node,
+   * an `IndexedDBStore` key in a page, a `MemoryStore` for a test or a simulation). */
+  readonly store: StateStore;
+  /** The `ldp serve` collector (one URL, or a list of replicas), with `token`; leave both out to record only (the app
+   * uploads with its own `TelemetryClient` on the same store). */
+  readonly url?: Endpoints;
+  /** The app's upload token, with `url`. */
+  readonly token?: string;
+  /** The instrument names the app means to privatize, each checked against the spec now (default: every instrument
+   * the spec declares). */
+  readonly instruments?: readonly string[];
+  /** How often to collect, in milliseconds (default 60 000; 0: only on `forceFlush`, `closeWindow` and shutdown). */
+  readonly collectIntervalMillis?: number;
+  /** Report the window at shutdown and drop the rest of it (for a process that runs once per window). */
+  readonly reportOnShutdown?: boolean;
+  /** Unix seconds (default `Date.now() / 1000`): the windows and the client's clock. */
+  readonly clock?: () => number;
+  /** The client's randomness (default: the platform CSPRNG). */
+  readonly rng?: RandomSource;
+  /** The client's outbox cap (`ClientOptions.maxOutboxBytes`). */
+  readonly maxOutboxBytes?: number;
+  /** How to upload (`TelemetryClient.upload`'s options). */
+  readonly uploadOptions?: UploadOptions;
+}
+
+/** The metric kind each SDK instrument type aggregates as (the observable ones as their synchronous kin). */
+const KIND_OF_TYPE: Readonly<Record<string, OtelKind>> = {
+  [InstrumentType.COUNTER]: "counter", [InstrumentType.OBSERVABLE_COUNTER]: "counter",
+  [InstrumentType.UP_DOWN_COUNTER]: "updown_counter", [InstrumentType.OBSERVABLE_UP_DOWN_COUNTER]: "updown_counter",
+  [InstrumentType.HISTOGRAM]: "histogram", [InstrumentType.GAUGE]: "gauge", [InstrumentType.OBSERVABLE_GAUGE]: "gauge",
+};
+
+/**
+ * The metrics each declared instrument feeds, by its name in lowercase (each list in the metrics' order).
+ * `instruments`: the names the app means to privatize (default: every instrument the spec declares). A `RangeError`
+ * naming each one the spec does not declare, and when nothing at all is declared.
+ */
+export function declaredMetrics(spec: CollectionSpec, instruments?: readonly string[]): Map<string, Declared[]> {
+  let out = new Map<string, Declared[]>();
+  for (const name of [...spec.metrics.keys()].sort()) {
+    const m = spec.metric(name), source = m.otel;
+    if (source === undefined) continue;
+    const valueClass = otelValueClass(m.params);
+    if (valueClass === undefined) continue; // the spec refuses an otel key on a protocol without a class
+    const key = source.instrument.toLowerCase();
+    const list = out.get(key) ?? [];
+    list.push({ metric: name, source, valueClass,
+      categories: valueClass === "category" ? otelCategories(source, m.params) : null });
+    out.set(key, list);
+  }
+  if (instruments !== undefined) {
+    const missing = [...new Set(instruments.filter((i) => !out.has(String(i).toLowerCase())))].sort();
+    if (missing.length) {
+      throw new RangeError(`no metric of spec ${JSON.stringify(spec.name)} declares instrument(s) ${missing.join(", ")}: ` +
+        'add an "otel" key naming each to the metric it feeds (docs/opentelemetry.md)');
+    }
+    const wanted = new Set(instruments.map((i) => i.toLowerCase()));
+    out = new Map([...out].filter(([k]) => wanted.has(k)));
+  }
+  if (out.size === 0) {
+    throw new RangeError(`spec ${JSON.stringify(spec.name)} declares no OpenTelemetry instrument: give a metric an ` +
+      '"otel" key (docs/opentelemetry.md)');
+  }
+  return out;
+}
+
+/** The SDK's aggregation for each instrument type (see the module): the drop aggregation for a type no declared
+ * metric uses, the default one otherwise, with the spec's bucket bounds (all of them, merged) for histograms when a
+ * metric reads buckets. */
+function aggregationFor(declared: ReadonlyMap<string, readonly Declared[]>): (type: InstrumentType) => AggregationOption {
+  const all = [...declared.values()].flat();
+  const kinds = new Set(all.map((d) => d.source.kind));
+  const bounds = [...new Set(all.flatMap((d) => d.source.buckets ?? []))].sort((a, b) => a - b);
+  return (type) => {
+    const kind = KIND_OF_TYPE[type];
+    if (kind === undefined || !kinds.has(kind)) return { type: AggregationType.DROP };
+    if (kind === "histogram" && bounds.length) {
+      return { type: AggregationType.EXPLICIT_BUCKET_HISTOGRAM, options: { boundaries: bounds, recordMinMax: false } };
+    }
+    return { type: AggregationType.DEFAULT };
+  };
+}
+
+/** What kind of instrument `metric`'s data says it came from (`null`: an exponential histogram). */
+function kindOfData(metric: MetricData): OtelKind | null {
+  switch (metric.dataPointType) {
+    case DataPointType.HISTOGRAM: return "histogram";
+    case DataPointType.GAUGE: return "gauge";
+    case DataPointType.SUM: return metric.isMonotonic ? "counter" : "updown_counter";
+    default: return null;
+  }
+}
+
+/** The outcome of a refused record, or `null` for an error that is not a refusal (thrown on). */
+function outcomeOf(err: unknown): RecordOutcome | null {
+  if (err instanceof BudgetExceeded) return "budget";
+  if (err instanceof OptedOutError) return "opted out";
+  if (err instanceof OutboxFullError) return "outbox full";
+  if (err instanceof LdpRefusal) return `refused: ${err.code}`;
+  return null;
+}
+
+/**
+ * A `MetricReader` that turns each window of the instruments a spec declares into one locally private report per
+ * metric, recorded (and uploaded) by a `TelemetryClient` of the device's store. The module says how.
+ *
+ * Refused at construction, with a `RangeError` that says why: a spec that declares none of the instruments, an
+ * `instruments` list naming one the spec does not declare, a bad `collectIntervalMillis`, `url` without `token` (or
+ * the reverse). The spec itself refuses a mapping whose window value its protocol cannot encode (`SpecError`).
+ * Opening the device's state is asynchronous: a store that cannot be opened makes `forceFlush`, `closeWindow` and
+ * `shutdown` reject (and is logged).
+ */
+export class PrivatizingMetricReader extends MetricReader {
+  readonly spec: CollectionSpec;
+  /** The metrics each declared instrument feeds, by its name in lowercase. */
+  readonly declared: ReadonlyMap<string, readonly Declared[]>;
+  /** Instruments dropped because they do not fit their declaration: name -> why. */
+  readonly misfits = new Map<string, string>();
+  /** Per window reported: its index and what became of each metric's value. */
+  readonly reported: WindowReport[] = [];
+  private readonly all: readonly Declared[];
+  private readonly store: StateStore;
+  private readonly url: Endpoints | undefined;
+  private readonly token: string | undefined;
+  private readonly interval: number;
+  private readonly reportOnShutdown: boolean;
+  private readonly clock: () => number;
+  private readonly uploadOptions: UploadOptions;
+  private readonly opened: Promise<TelemetryClient>;
+  private tally: WindowTally;
+  /** The client's clock while a window's reports are recorded (the window's last millisecond). */
+  private backdate: number | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private ticking = false;
+  private uploading: Promise<void> | null = null;
+
+  constructor(options: PrivatizingReaderOptions) {
+    const declared = declaredMetrics(options.spec, options.instruments);
+    const interval = options.collectIntervalMillis ?? DEFAULT_COLLECT_INTERVAL_MILLIS;
+    if (!(interval === 0 || (interval >= 50 && Number.isFinite(interval)))) {
+      throw new RangeError(`collectIntervalMillis must be 0 or a number of milliseconds >= 50, got ${String(interval)}`);
+    }
+    if ((options.url === undefined) !== (options.token === undefined)) {
+      throw new RangeError("give url and token together (or neither, to record only)");
+    }
+    super({
+      aggregationSelector: aggregationFor(declared),
+      aggregationTemporalitySelector: () => AggregationTemporality.DELTA,
+    });
+    this.spec = options.spec;
+    this.declared = declared;
+    this.all = [...declared.values()].flat().sort((a, b) => (a.metric < b.metric ? -1 : 1));
+    this.store = options.store;
+    this.url = options.url;
+    this.token = options.token;
+    this.interval = interval;
+    this.reportOnShutdown = !!options.reportOnShutdown;
+    const clock = options.clock ?? (() => Date.now() / 1000);
+    this.clock = clock;
+    this.uploadOptions = { ...options.uploadOptions };
+    this.tally = new WindowTally(this.window());
+    this.opened = this.serial(async () => {
+      const client = await TelemetryClient.open(this.spec, this.store, {
+        clock: () => this.backdate ?? clock(), rng: options.rng, maxOutboxBytes: options.maxOutboxBytes,
+      });
+      this.tally = await this.loadTally();
+      await this.roll(client, this.window()); // a window that ended while nothing ran is reported now
+      return client;
+    });
+    this.opened.catch((err) => diag.error(`ldp: the device's state could not be opened: ${String(err)}`));
+  }
+
+  /** The device's client (the one the reader records with), once its state is open: for `optOut`, `counts`,
+   * `uploadWhenHidden`... */
+  client(): Promise<TelemetryClient> {
+    return this.opened;
+  }
+
+  /** Bound to a `MeterProvider`: start collecting every `collectIntervalMillis`. */
+  protected override onInitialized(): void {
+    if (this.interval > 0) {
+      this.timer = setInterval(() => {
+        if (this.ticking) return;
+        this.ticking = true;
+        this.collectNow().catch((err) => diag.error(`ldp: collection failed: ${String(err)}`))
+          .finally(() => (this.ticking = false));
+      }, this.interval);
+      (this.timer as { unref?: () => void }).unref?.(); // in Node, the reader does not keep the process alive
+    }
+  }
+
+  /** Collect now (and report a window that has ended), then upload if due. */
+  protected override async onForceFlush(): Promise<void> {
+    await this.collectNow();
+  }
+
+  /** Collect a last time, report the window if `reportOnShutdown`, wait for an upload under way. */
+  protected override async onShutdown(): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.collectNow();
+    if (this.reportOnShutdown) await this.closeNow();
+    await this.uploading;
+  }
+
+  /**
+   * Report the current window now and drop the rest of it (what it measures later is not reported): for a process
+   * that runs once per window. Collects first (a window that ended meanwhile is reported as usual), then records the
+   * window's values with the client's own clock, then uploads if due. Resolves to what became of each metric (`{}`:
+   * the window was closed already).
+   */
+  async closeWindow(): Promise<Readonly<Record<string, RecordOutcome>>> {
+    await this.collectNow(false);
+    return this.closeNow();
+  }
+
+  private async closeNow(): Promise<Readonly<Record<string, RecordOutcome>>> {
+    const client = await this.opened;
+    const outcome = await this.serial(async () => {
+      const tally = this.tally;
+      if (tally.closed) return {};
+      const values = tally.values(this.all), unfit = tally.unfit;
+      tally.close();
+      await this.saveTally(); // closed on the device before anything is recorded: never reported twice
+      return this.report(client, tally.window, values, unfit, false);
+    });
+    await this.upload();
+    return outcome;
+  }
+
+  /** The window of the clock now. */
+  private window(): number {
+    return Math.floor(this.clock() / this.spec.windowSeconds);
+  }
+
+  /** Runs `fn` after every operation before it (collections, reports, saves take turns). */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Collect, roll the window if it ended, add the declared instruments' points to the tally, save it; then upload if
+   * due (`upload`: false leaves that to the caller). */
+  private async collectNow(upload = true): Promise<void> {
+    const client = await this.opened;
+    await this.serial(async () => {
+      const { resourceMetrics, errors } = await this.collect();
+      for (const err of errors) diag.warn(`ldp: an instrument's callback failed: ${String(err)}`);
+      await this.roll(client, this.window());
+      for (const scope of resourceMetrics.scopeMetrics) for (const metric of scope.metrics) this.add(metric);
+      await this.saveTally();
+    });
+    if (upload) await this.upload();
+  }
+
+  /** Add a collected metric to the tally if the spec declares its instrument (dropped otherwise). */
+  private add(metric: MetricData): void {
+    const declared = this.declared.get(metric.descriptor.name.toLowerCase());
+    if (declared === undefined) return; // an instrument of a declared type that is not declared: dropped here
+    const kind = kindOfData(metric);
+    if (kind === null || declared.some((d) => d.source.kind !== kind)) {
+      this.misfit(metric.descriptor.name, `declared as a ${declared[0].source.kind}, collected as ` +
+        `${kind ?? DataPointType[metric.dataPointType].toLowerCase().replace(/_/g, " ")}`);
+      return;
+    }
+    for (const d of declared) this.tally.add(d, kind, metric.dataPoints as readonly TallyPoint[]);
+  }
+
+  private misfit(name: string, why: string): void {
+    if (this.misfits.has(name)) return;
+    this.misfits.set(name, why);
+    diag.error(`ldp: instrument ${name} dropped: ${why} (fix the app or the spec's otel key)`);
+  }
+
+  /** Report the tally's window if `now` is a later one, and start a tally of `now`. The ended window is taken off
+   * the device first: a process killed before its reports are recorded loses them, never reports them twice. */
+  private async roll(client: TelemetryClient, now: number): Promise<void> {
+    const ended = this.tally;
+    if (ended.window >= now) return;
+    this.tally = new WindowTally(now);
+    await this.saveTally();
+    if (!ended.closed) await this.report(client, ended.window, ended.values(this.all), ended.unfit, true);
+  }
+
+  /** Record each metric's value of window `window` (in the metrics' order), with the client's clock at the window's
+   * last millisecond if `backdate`. */
+  private async report(client: TelemetryClient, window: number, values: ReadonlyMap<string, WindowValue>, unfit: number,
+    backdate: boolean): Promise<Record<string, RecordOutcome>> {
+    const outcome: Record<string, RecordOutcome> = {};
+    this.backdate = backdate ? (window + 1) * this.spec.windowSeconds - 0.001 : null;
+    try {
+      for (const [metric, value] of values) {
+        try {
+          await client.record(metric, value);
+          outcome[metric] = "recorded";
+        } catch (err) {
+          const why = outcomeOf(err);
+          if (why === null) throw err;
+          outcome[metric] = why;
+        }
+      }
+    } finally {
+      this.backdate = null;
+    }
+    this.reported.push({ window, outcome, unfit });
+    const recorded = Object.values(outcome).filter((o) => o === "recorded").length;
+    diag.info(`ldp: window ${window}: ${recorded} metric(s) recorded, ${values.size - recorded} skipped, ` +
+      `${unfit} point(s) unfit`);
+    return outcome;
+  }
+
+  /** Upload the outbox if reports wait and the spec's interval allows (one upload at a time; a failure leaves the
+   * reports queued for the next try). */
+  private upload(): Promise<void> {
+    if (this.url === undefined || this.token === undefined) return Promise.resolve();
+    const url = this.url, token = this.token;
+    this.uploading ??= (async () => {
+      const client = await this.opened;
+      if (!(await client.hasPending()) || (await client.nextUploadAt()) > this.clock()) return;
+      try {
+        await client.upload(url, token, this.uploadOptions);
+      } catch (err) {
+        diag.warn(`ldp: upload failed (${(err as Error)?.name ?? "error"}); the reports stay queued`);
+      }
+    })().finally(() => (this.uploading = null));
+    return this.uploading;
+  }
+
+  /** The tally kept in the device's state, if it is this spec's and readable; else a fresh one of the window now. */
+  private async loadTally(): Promise<WindowTally> {
+    const doc = await this.store.transact((tx) => tx.state?.otel, { readOnly: true });
+    if (doc === undefined) return new WindowTally(this.window());
+    try {
+      if ((doc as { spec?: unknown }).spec !== this.spec.fingerprint) throw new TypeError("another spec's tally");
+      return WindowTally.fromJSON(doc);
+    } catch (err) {
+      diag.warn(`ldp: the saved window tally is set aside (${(err as Error).message}): starting the window anew`);
+      return new WindowTally(this.window());
+    }
+  }
+
+  /** Keep the tally in the device's state (a write only when it changed). While the device is opted out, none is
+   * kept, here or there. */
+  private async saveTally(): Promise<void> {
+    const doc = { ...this.tally.toJSON(), spec: this.spec.fingerprint };
+    const optedOut = await this.store.transact((tx) => {
+      const state = tx.state;
+      if (state === null) return false;
+      if (state.optedOut) {
+        delete state.otel;
+        return true;
+      }
+      state.otel = doc;
+      return false;
+    });
+    if (optedOut) this.tally.clear();
+  }
+}
