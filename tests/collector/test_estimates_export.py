@@ -229,3 +229,38 @@ def test_prometheus_scrapes_the_estimates_with_an_analyst_token(spec, spec_path,
             assert len(covered) == len(rows)
     assert Path(tmp_path / "prom" / "prometheus.yml").exists()
     assert json.loads((data / "apps" / "demo" / "estimates.json").read_text())["metrics"]
+
+
+def test_ldp_serve_pushes_the_estimates_after_its_fold(spec, spec_path, tmp_path):
+    """``[export] otlp_endpoint``: the running service folds, then pushes every released estimate once."""
+    import time
+
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
+    data = tmp_path / "data"
+    add_segment(data, simulate_lines(spec, 300, seed=9), 1)
+    _Receiver.bodies = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1/metrics"
+    config = tmp_path / "collector.toml"
+    config.write_text(f'data_dir = "data"\n[fold]\nevery_seconds = 1\n[export]\notlp_endpoint = "{endpoint}"\n'
+                      f'[apps.demo]\ntoken_sha256 = "{token_sha256(UPLOAD)}"\nspecs = ["{spec_path}"]\n')
+    try:
+        with serve(config, tmp_path / "serve.log"):
+            deadline = time.monotonic() + 30
+            while not _Receiver.bodies and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(2.5)  # two more folds: nothing new, so no second push
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(_Receiver.bodies) == 1
+    request = ExportMetricsServiceRequest.FromString(_Receiver.bodies[0])
+    points = {(m.name, tuple(sorted((a.key, a.value.string_value) for a in p.attributes))): p.as_double
+              for m in request.resource_metrics[0].scope_metrics[0].metrics for p in m.gauge.data_points}
+    doc = json.loads((data / "apps" / "demo" / "estimates.json").read_text())
+    for m in doc["metrics"]:
+        for row in m["windows"][-1]["rows"]:
+            key = ("ldp.estimate", tuple(sorted({"app": "demo", "metric": m["metric"], "item": row["item"]}.items())))
+            assert points[key] == row["estimate"]
