@@ -16,6 +16,7 @@ import { CollectionSpec, KeyedRandomSource, MemoryStore, SpecError, TelemetryCli
 import { FileStore } from "../dist/node.js";
 import * as otelEntry from "../dist/otel/index.js";
 import { CollectionSpec as SpecOtel } from "../dist/spec-otel.js";
+import { FakeIndexedDB, install, uninstall } from "../test-support/fake-indexeddb.mjs";
 
 const { DEFAULT_COLLECT_INTERVAL_MILLIS, PrivatizingMetricReader } = otelEntry;
 
@@ -236,6 +237,7 @@ test("the ledger is charged each metric's per-report cost once per window, and t
     if (w !== 500_002) level.record(50); // a window without a gauge point has no `last` value: nothing charged
     await provider.forceFlush();
     clock.now += W;
+    await provider.forceFlush(); // as a collector running every minute would, before the next window's measurements
   }
   await provider.forceFlush();
   await provider.shutdown();
@@ -364,7 +366,7 @@ test("reportOnShutdown reports the window at shutdown; a restart in the same win
   assert.equal((await outbox(store)).length, 2);
 });
 
-test("a declared instrument measured as another kind is dropped and listed; the others go on", async () => {
+test("a declared instrument measured as another kind is dropped and listed, its metrics not reported; the others go on", async () => {
   const spec = specOf({ opened: METRICS.opened, depth: METRICS.depth, crashed: METRICS.crashed });
   const { reader, provider, meter, clock } = app({ spec });
   meter.createUpDownCounter("files.opened").add(5); // declared a counter
@@ -377,8 +379,62 @@ test("a declared instrument measured as another kind is dropped and listed; the 
   ]));
   clock.now += W;
   await provider.forceFlush();
-  assert.deepEqual(recordedIn(500_000), { crashed: true, opened: 0, depth: 0 }); // nothing of the misfits counted
+  assert.deepEqual(recordedIn(500_000), { crashed: true }); // the misfits' metrics are not reported (not even their 0)
   await provider.shutdown();
+});
+
+test("what a collection brings after the window ended counts in the window it began in", async () => {
+  const { reader, provider, meter, clock } = app({ spec: specOf({ opened: METRICS.opened, battery: METRICS.battery }) });
+  await reader.client(); // the device's state is open (at a window's end a reader opening reports the window that ended)
+  const opened = meter.createCounter("files.opened");
+  opened.add(2);
+  meter.createGauge("battery.level").record(30);
+  clock.now += W; // the window ends before the next collection
+  await provider.forceFlush();
+  assert.deepEqual(recordedIn(500_000), { opened: 2, battery: 30 });
+  opened.add(1);
+  clock.now += W;
+  await provider.forceFlush();
+  assert.deepEqual(recordedIn(500_001), { opened: 1 });
+  await provider.shutdown();
+});
+
+test("pending and spent: the exact lines that will leave the device, and what the ledger charged", async () => {
+  const { reader, provider, meter, clock } = app({ spec: specOf({ opened: METRICS.opened, crashed: METRICS.crashed }) });
+  meter.createCounter("files.opened").add(2);
+  assert.deepEqual(await reader.pending(), []); // (the device's state is open)
+  clock.now += W;
+  await provider.forceFlush();
+  const lines = await reader.pending();
+  assert.deepEqual(lines.map((l) => [JSON.parse(l).metric, JSON.parse(l).window]), [["crashed", 500_000], ["opened", 500_000]]);
+  assert.deepEqual(await reader.spent("opened", "lifetime"), { epsilon: 1, delta: 0 });
+  assert.deepEqual(await reader.spent(undefined, "lifetime"), { epsilon: 1 + LN3, delta: 0 });
+  assert.deepEqual(await reader.spent(), { epsilon: 0, delta: 0 }); // nothing in the window now
+  await provider.shutdown();
+});
+
+test("the store: IndexedDB's by default where the platform has one; elsewhere it must be given", async () => {
+  const spec = specOf({ opened: METRICS.opened });
+  assert.throws(() => new PrivatizingMetricReader({ spec }), { name: "RangeError", message: /give the device's store: there is no IndexedDB here/ });
+  const idb = new FakeIndexedDB();
+  install();
+  globalThis.indexedDB = idb;
+  try {
+    const clock = { now: START };
+    const reader = new PrivatizingMetricReader({ spec, clock: () => clock.now, collectIntervalMillis: 0 });
+    const provider = new MeterProvider({ readers: [reader] });
+    provider.getMeter("m").createCounter("files.opened").add(3);
+    await provider.forceFlush();
+    const [[key, value]] = idb.records("state");
+    assert.equal(key, otelEntry.DEFAULT_STORE_KEY);
+    assert.equal(JSON.parse(value).device.otel.totals.opened, 3);
+    clock.now += W;
+    await provider.shutdown();
+    assert.equal(idb.records("outbox").length, 1);
+  } finally {
+    delete globalThis.indexedDB;
+    uninstall();
+  }
 });
 
 test("construction refuses a spec that declares no instrument, instruments it does not declare, bad options", () => {

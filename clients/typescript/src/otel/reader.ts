@@ -18,16 +18,18 @@
  * never its name: so every instrument of a type no declared metric uses gets the drop aggregation (not even added up
  * for this reader), and an instrument of a declared type that the spec does not declare is dropped at each
  * collection, before anything is added up for a window (the app's other readers are not affected either way). A
- * declared instrument collected as another kind than the spec says is dropped too, and named in `misfits` (and the
- * OpenTelemetry diagnostic log). The declared ones are collected with delta temporality every
- * `collectIntervalMillis` and added to the window's tally (`WindowTally`). When the spec's window ends, each
- * metric's value of the window is recorded through `TelemetryClient`: validated, charged to the device's budget
- * ledger at its protocol's cost, randomized and queued; the queue is uploaded to `url` when the spec's upload interval
- * allows. A window's reports carry that window: the client's clock reads the window's last millisecond while they
- * are recorded (the ledger never reopens a window it has moved past).
+ * declared instrument collected as another kind than the spec says is dropped too, named in `misfits` (and the
+ * OpenTelemetry diagnostic log), and its metrics are not reported while it does not fit. The declared ones are
+ * collected with delta temporality every `collectIntervalMillis` and added to the window's tally (`WindowTally`);
+ * what a collection brings counts in the window the measurements began in (the collection comes first, then the
+ * window is rolled). When the spec's window ends, each metric's value of the window is recorded through
+ * `TelemetryClient`: validated, charged to the device's budget ledger at its protocol's cost, randomized and queued;
+ * the queue is uploaded to `url` when the spec's upload interval allows. A window's reports carry that window: the
+ * client's clock reads the window's last millisecond while they are recorded (the ledger never reopens a window it
+ * has moved past).
  *
  * **Stopping mid-window.** The tally is kept in the device's state (`StateStore`, beside the budget ledger: a
- * `FileStore` in Node, an `IndexedDBStore` in a page) at each collection, so a process or page that stops mid-window
+ * `FileStore` in Node, an `IndexedDBStore` in a page, by default `IndexedDBStore("ldp-telemetry")`) at each collection, so a process or page that stops mid-window
  * continues it at its next start, and a window that ended while nothing ran is reported at that start.
  * `reportOnShutdown` instead reports the window at shutdown and drops the rest of it (for a process that runs once
  * per window); `closeWindow()` does so on demand. An ended window is taken off the device before its reports are
@@ -50,6 +52,7 @@ import { BudgetExceeded, LdpRefusal, OptedOutError, OutboxFullError } from "../e
 import type { RandomSource } from "../random.js";
 import type { CollectionSpec, OtelKind } from "../spec.js";
 import { otelCategories, otelValueClass } from "../spec-otel.js";
+import { IndexedDBStore } from "../state.js";
 import type { StateStore } from "../state.js";
 import type { UploadOptions } from "../uploader.js";
 import { WindowTally } from "./window.js";
@@ -71,13 +74,17 @@ export interface WindowReport {
   readonly unfit: number;
 }
 
+/** The store of the main example of the README: the page's IndexedDB, key `ldp-telemetry`. */
+export const DEFAULT_STORE_KEY = "ldp-telemetry";
+
 /** How a `PrivatizingMetricReader` is made. */
 export interface PrivatizingReaderOptions {
   /** The collection spec: the main entry's `CollectionSpec`, or this entry's (which reads the `otel` keys too). */
   readonly spec: CollectionSpec;
   /** The device's state: its budget ledger, outbox and window tally (one per device: a `FileStore` folder in Node,
-   * an `IndexedDBStore` key in a page, a `MemoryStore` for a test or a simulation). */
-  readonly store: StateStore;
+   * an `IndexedDBStore` key in a page, a `MemoryStore` for a test or a simulation). Default, where the platform has
+   * IndexedDB (a page, a worker): `new IndexedDBStore("ldp-telemetry")`; elsewhere it must be given. */
+  readonly store?: StateStore;
   /** The `ldp serve` collector (one URL, or a list of replicas), with `token`; leave both out to record only (the app
    * uploads with its own `TelemetryClient` on the same store). */
   readonly url?: Endpoints;
@@ -183,7 +190,7 @@ function outcomeOf(err: unknown): RecordOutcome | null {
  *
  * Refused at construction, with a `RangeError` that says why: a spec that declares none of the instruments, an
  * `instruments` list naming one the spec does not declare, a bad `collectIntervalMillis`, `url` without `token` (or
- * the reverse). The spec itself refuses a mapping whose window value its protocol cannot encode (`SpecError`).
+ * the reverse), no `store` where there is no IndexedDB (Node). The spec itself refuses a mapping whose window value its protocol cannot encode (`SpecError`).
  * Opening the device's state is asynchronous: a store that cannot be opened makes `forceFlush`, `closeWindow` and
  * `shutdown` reject (and is logged).
  */
@@ -196,6 +203,8 @@ export class PrivatizingMetricReader extends MetricReader {
   /** Per window reported: its index and what became of each metric's value. */
   readonly reported: WindowReport[] = [];
   private readonly all: readonly Declared[];
+  /** The instruments (lowercase) dropped as misfits: their metrics are not reported. */
+  private readonly misfitKeys = new Set<string>();
   private readonly store: StateStore;
   private readonly url: Endpoints | undefined;
   private readonly token: string | undefined;
@@ -221,6 +230,10 @@ export class PrivatizingMetricReader extends MetricReader {
     if ((options.url === undefined) !== (options.token === undefined)) {
       throw new RangeError("give url and token together (or neither, to record only)");
     }
+    if (options.store === undefined && (globalThis as { indexedDB?: unknown }).indexedDB === undefined) {
+      throw new RangeError("give the device's store: there is no IndexedDB here (in Node: new FileStore(folder), " +
+        "from ldp-telemetry-client/node)");
+    }
     super({
       aggregationSelector: aggregationFor(declared),
       aggregationTemporalitySelector: () => AggregationTemporality.DELTA,
@@ -228,7 +241,7 @@ export class PrivatizingMetricReader extends MetricReader {
     this.spec = options.spec;
     this.declared = declared;
     this.all = [...declared.values()].flat().sort((a, b) => (a.metric < b.metric ? -1 : 1));
-    this.store = options.store;
+    this.store = options.store ?? new IndexedDBStore(DEFAULT_STORE_KEY);
     this.url = options.url;
     this.token = options.token;
     this.interval = interval;
@@ -252,6 +265,19 @@ export class PrivatizingMetricReader extends MetricReader {
    * `uploadWhenHidden`... */
   client(): Promise<TelemetryClient> {
     return this.opened;
+  }
+
+  /** The report lines waiting for upload: the exact bytes that will leave the device (one envelope each). */
+  async pending(): Promise<string[]> {
+    await this.opened;
+    const items = await this.store.transact((tx) => tx.head(tx.pending), { readOnly: true, head: Infinity });
+    return items.map((item) => item.line);
+  }
+
+  /** What the device's ledger has charged (`TelemetryClient.spent`: one metric or all, this window or the
+   * lifetime). */
+  async spent(metric?: string, period: "window" | "lifetime" = "window"): Promise<{ epsilon: number; delta: number }> {
+    return (await this.opened).spent(metric, period);
   }
 
   /** Bound to a `MeterProvider`: start collecting every `collectIntervalMillis`. */
@@ -297,7 +323,7 @@ export class PrivatizingMetricReader extends MetricReader {
     const outcome = await this.serial(async () => {
       const tally = this.tally;
       if (tally.closed) return {};
-      const values = tally.values(this.all), unfit = tally.unfit;
+      const values = this.valuesOf(tally), unfit = tally.unfit;
       tally.close();
       await this.saveTally(); // closed on the device before anything is recorded: never reported twice
       return this.report(client, tally.window, values, unfit, false);
@@ -318,16 +344,16 @@ export class PrivatizingMetricReader extends MetricReader {
     return run;
   }
 
-  /** Collect, roll the window if it ended, add the declared instruments' points to the tally, save it; then upload if
-   * due (`upload`: false leaves that to the caller). */
+  /** Collect into the current window's tally (what was measured since the last collection counts in the window it
+   * began in), then report the window if it has ended, else save the tally; then upload if due (`upload`: false leaves
+   * that to the caller). */
   private async collectNow(upload = true): Promise<void> {
     const client = await this.opened;
     await this.serial(async () => {
       const { resourceMetrics, errors } = await this.collect();
       for (const err of errors) diag.warn(`ldp: an instrument's callback failed: ${String(err)}`);
-      await this.roll(client, this.window());
       for (const scope of resourceMetrics.scopeMetrics) for (const metric of scope.metrics) this.add(metric);
-      await this.saveTally();
+      if (!(await this.roll(client, this.window()))) await this.saveTally();
     });
     if (upload) await this.upload();
   }
@@ -345,20 +371,29 @@ export class PrivatizingMetricReader extends MetricReader {
     for (const d of declared) this.tally.add(d, kind, metric.dataPoints as readonly TallyPoint[]);
   }
 
+  /** Drop instrument `name`: its metrics are not reported while it does not fit. */
   private misfit(name: string, why: string): void {
+    this.misfitKeys.add(name.toLowerCase());
     if (this.misfits.has(name)) return;
     this.misfits.set(name, why);
     diag.error(`ldp: instrument ${name} dropped: ${why} (fix the app or the spec's otel key)`);
   }
 
-  /** Report the tally's window if `now` is a later one, and start a tally of `now`. The ended window is taken off
-   * the device first: a process killed before its reports are recorded loses them, never reports them twice. */
-  private async roll(client: TelemetryClient, now: number): Promise<void> {
+  /** Report the tally's window if `now` is a later one, and start (and save) a tally of `now`: whether it did. The
+   * ended window is taken off the device first: a process killed before its reports are recorded loses them, never
+   * reports them twice. */
+  private async roll(client: TelemetryClient, now: number): Promise<boolean> {
     const ended = this.tally;
-    if (ended.window >= now) return;
+    if (ended.window >= now) return false;
     this.tally = new WindowTally(now);
     await this.saveTally();
-    if (!ended.closed) await this.report(client, ended.window, ended.values(this.all), ended.unfit, true);
+    if (!ended.closed) await this.report(client, ended.window, this.valuesOf(ended), ended.unfit, true);
+    return true;
+  }
+
+  /** The values of `tally`'s metrics, but those of misfit instruments. */
+  private valuesOf(tally: WindowTally): Map<string, WindowValue> {
+    return tally.values(this.all.filter((d) => !this.misfitKeys.has(d.source.instrument.toLowerCase())));
   }
 
   /** Record each metric's value of window `window` (in the metrics' order), with the client's clock at the window's
@@ -405,16 +440,17 @@ export class PrivatizingMetricReader extends MetricReader {
     return this.uploading;
   }
 
-  /** The tally kept in the device's state, if it is this spec's and readable; else a fresh one of the window now. */
+  /** The tally kept in the device's state, if it is this spec's and readable; else the fresh one made with the reader
+   * (of the window it was made in). */
   private async loadTally(): Promise<WindowTally> {
     const doc = await this.store.transact((tx) => tx.state?.otel, { readOnly: true });
-    if (doc === undefined) return new WindowTally(this.window());
+    if (doc === undefined) return this.tally;
     try {
       if ((doc as { spec?: unknown }).spec !== this.spec.fingerprint) throw new TypeError("another spec's tally");
       return WindowTally.fromJSON(doc);
     } catch (err) {
       diag.warn(`ldp: the saved window tally is set aside (${(err as Error).message}): starting the window anew`);
-      return new WindowTally(this.window());
+      return this.tally;
     }
   }
 
