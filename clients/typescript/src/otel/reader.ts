@@ -29,8 +29,9 @@
  * has moved past).
  *
  * **Stopping mid-window.** The tally is kept in the device's state (`StateStore`, beside the budget ledger: a
- * `FileStore` in Node, an `IndexedDBStore` in a page, by default `IndexedDBStore("ldp-telemetry")`) at each collection, so a process or page that stops mid-window
- * continues it at its next start, and a window that ended while nothing ran is reported at that start.
+ * `FileStore` in Node, an `IndexedDBStore` in a page, by default `IndexedDBStore("ldp-telemetry")`) at each
+ * collection, so a process or page that stops mid-window continues it at its next start, and a window that ended
+ * while nothing ran is reported at that start.
  * `reportOnShutdown` instead reports the window at shutdown and drops the rest of it (for a process that runs once
  * per window); `closeWindow()` does so on demand. An ended window is taken off the device before its reports are
  * recorded, so that a process killed in between loses them, never reports the window twice.
@@ -190,9 +191,9 @@ function outcomeOf(err: unknown): RecordOutcome | null {
  *
  * Refused at construction, with a `RangeError` that says why: a spec that declares none of the instruments, an
  * `instruments` list naming one the spec does not declare, a bad `collectIntervalMillis`, `url` without `token` (or
- * the reverse), no `store` where there is no IndexedDB (Node). The spec itself refuses a mapping whose window value its protocol cannot encode (`SpecError`).
- * Opening the device's state is asynchronous: a store that cannot be opened makes `forceFlush`, `closeWindow` and
- * `shutdown` reject (and is logged).
+ * the reverse), no `store` where there is no IndexedDB (Node). The spec itself refuses a mapping whose window value
+ * its protocol cannot encode (`SpecError`). Opening the device's state is asynchronous: a store that cannot be opened
+ * makes `forceFlush`, `closeWindow` and `shutdown` reject (and is logged).
  */
 export class PrivatizingMetricReader extends MetricReader {
   readonly spec: CollectionSpec;

@@ -72,8 +72,12 @@ const own = (o: object, key: string) => Object.prototype.hasOwnProperty.call(o, 
 
 /** The key of the largest total, the least by `order` on a tie. */
 function most<K>(tally: ReadonlyMap<string, number>, key: (k: string) => K, order: (a: K, b: K) => number): K {
-  const best = Math.max(...tally.values());
-  return [...tally].filter(([, c]) => c === best).map(([k]) => key(k)).sort(order)[0];
+  let best = -Infinity, out: K | undefined;
+  for (const [k, c] of tally) {
+    const candidate = key(k);
+    if (c > best || (c === best && order(candidate, out as K) < 0)) [best, out] = [c, candidate];
+  }
+  return out as K;
 }
 
 function finite(v: unknown): number {
