@@ -29,8 +29,9 @@ atomically; not fsynced: a power cut loses a part of a window, unreported and un
 process that stops mid-window continues it at its next start, and a window that ended while nothing ran is
 reported at that start (a command-line app's day of runs is one report).
 ``report_on_shutdown=True`` instead reports the window at shutdown and drops the rest of it (for a process that
-runs once per window). A process killed between a charge and its report loses the report, never the charge
-(:mod:`ldp.client.runtime`).
+runs once per window). A window that ends is saved as over before its reports are recorded: a process killed
+then loses them, and never sends a window twice; one killed between a charge and its report loses the report, never
+the charge (:mod:`ldp.client.runtime`). Uploads are tried at each collection when the interval allows.
 
 **Budget.** Each window costs at most the sum of the declared metrics' ``budget.per_report``; a metric whose
 budget is spent is skipped for the window (logged), never reported twice. Needs the ``otel`` extra
@@ -243,10 +244,12 @@ class PrivatizingMetricReader(MetricReader):
 
     def _tick(self, timeout_millis: float = 10_000) -> None:
         """Collect into the current window's tally, then report it if its window has ended (what was measured
-        since the last collection counts in the window it began in)."""
+        since the last collection counts in the window it began in); upload what waits when the interval allows
+        (a failed upload is tried again at the next collection)."""
         self.collect(timeout_millis=timeout_millis)
         with self._lock:
             self._roll(self._window())
+        self._worker.submit(self._upload).result()
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
         """Collect a last time, report the window if ``report_on_shutdown``, save the tally, close the client."""
@@ -279,14 +282,11 @@ class PrivatizingMetricReader(MetricReader):
         process that runs once per window. Returns what :attr:`reported` records for it."""
         self._tick()
         with self._lock:
-            tally = self._tally
-            if tally.closed:
+            if self._tally.closed:
                 return {}
-            outcome = self._report(tally, backdate=False)
-            tally.closed = True
-            tally.totals, tally.counts, tally.last, tally.tallies = {}, {}, {}, {}
-            self._save_tally()
-            return outcome
+            ended, self._tally = self._tally, WindowTally(self._tally.window, closed=True)
+            self._save_tally()  # first: a crash from here on loses the window's reports, never sends them twice
+            return self._report(ended, backdate=False)
 
     def _window(self) -> int:
         return int(self._clock() // self.spec.window_seconds)
@@ -294,10 +294,10 @@ class PrivatizingMetricReader(MetricReader):
     def _roll(self, now: int) -> None:
         """Report the tally's window if ``now`` is a later one, and start a tally of ``now``."""
         if self._tally.window < now:
-            if not self._tally.closed:
-                self._report(self._tally, backdate=True)
-            self._tally = WindowTally(now)
-            self._save_tally()
+            ended, self._tally = self._tally, WindowTally(now)
+            self._save_tally()  # first: a crash from here on loses the window's reports, never sends them twice
+            if not ended.closed:
+                self._report(ended, backdate=True)
 
     def _report(self, tally: WindowTally, *, backdate: bool) -> dict[str, str]:
         """Record each declared metric's value of ``tally``'s window, then upload if due (on the client's thread)."""

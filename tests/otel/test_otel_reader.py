@@ -272,3 +272,26 @@ def test_the_tally_round_trips_and_refuses_other_documents():
                 {**tally.to_json(), "last": {"g": [1]}}, {**tally.to_json(), "totals": {"a": math.inf}}):
         with pytest.raises(ValueError):
             WindowTally.from_json(bad)
+
+
+def test_a_process_killed_as_a_window_ends_never_reports_it_twice(tmp_path):
+    clock = Clock()
+    reader, provider, seen = _setup(tmp_path, clock)
+    provider.get_meter("app").create_counter("files.opened").add(3)
+    provider.force_flush()
+
+    def killed(values: Any, at: Any) -> Any:
+        raise KeyboardInterrupt  # the process dies before the first report is recorded
+
+    record, reader._record = reader._record, killed  # type: ignore[method-assign]
+    clock.t += WINDOW
+    with pytest.raises(KeyboardInterrupt):
+        provider.force_flush()
+    reader._record = record  # type: ignore[method-assign]
+    provider.shutdown()
+    saved = json.loads((tmp_path / "state.db.otel.json").read_text())
+    assert saved["window"] == 30_000_001 and saved["totals"] == {}  # the ended window was set down as over first
+    reader2, provider2, seen2 = _setup(tmp_path, clock)
+    provider2.force_flush()
+    assert seen2 == [] and reader2.pending() == [] and reader2.spent(None, "lifetime") == PrivacyCost(0.0, 0.0)
+    provider2.shutdown()
