@@ -16,7 +16,6 @@ library and the ldp package only; tests/conformance/test_otel_vectors.py checks 
 Run from anywhere: python conformance/otel_vectors.py [--check]"""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 root = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(root))  # this checkout's ldp, whatever the environment has installed
 sys.path.insert(0, str(root / "conformance"))
-from spec_vectors import _example, _spec, _with  # noqa: E402
+from spec_vectors import _example, _spec, _with, render, write_or_check  # noqa: E402, F401  # render: the test's
 
 from ldp.errors import SpecError  # noqa: E402  # after the path is set
 from ldp.reports import canonical_json  # noqa: E402
@@ -163,22 +162,8 @@ def document() -> dict[str, Any]:
     return {"format": FORMAT, "about": __doc__.split("\n\n")[0].replace("\n", " "), "cases": out}
 
 
-def render(doc: dict[str, Any]) -> bytes:
-    """The file's bytes: JSON with an indent of one space, ASCII only, a newline at the end."""
-    return (json.dumps(doc, indent=1, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
-
-
 def main(argv: list[str]) -> int:
-    data = render(document())
-    if argv[1:] == ["--check"]:
-        if not PATH.exists() or PATH.read_bytes() != data:
-            print(f"{PATH} is not what this version writes: run python conformance/otel_vectors.py", file=sys.stderr)
-            return 1
-        return 0
-    PATH.parent.mkdir(parents=True, exist_ok=True)
-    PATH.write_bytes(data)
-    print(f"wrote {PATH.relative_to(root)}")
-    return 0
+    return write_or_check(argv, PATH, document())
 
 
 if __name__ == "__main__":

@@ -165,17 +165,23 @@ def render(doc: dict[str, Any]) -> bytes:
     return (json.dumps(doc, indent=1, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
 
 
-def main(argv: list[str]) -> int:
-    data = render(document())
+def write_or_check(argv: list[str], path: Path, doc: dict[str, Any]) -> int:
+    """Write ``doc`` to ``path`` (:func:`render`), or with ``--check`` say whether the file holds it already
+    (exit status 1 when not): the command line of each spec fixture's generator."""
+    data = render(doc)
     if argv[1:] == ["--check"]:
-        if not PATH.exists() or PATH.read_bytes() != data:
-            print(f"{PATH} is not what this version writes: run python conformance/spec_vectors.py", file=sys.stderr)
+        if not path.exists() or path.read_bytes() != data:
+            print(f"{path} is not what this version writes: run python {argv[0]}", file=sys.stderr)
             return 1
         return 0
-    PATH.parent.mkdir(parents=True, exist_ok=True)
-    PATH.write_bytes(data)
-    print(f"wrote {PATH.relative_to(root)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    print(f"wrote {path.relative_to(root)}")
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return write_or_check(argv, PATH, document())
 
 
 if __name__ == "__main__":
