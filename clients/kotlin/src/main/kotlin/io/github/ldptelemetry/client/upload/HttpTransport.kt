@@ -46,7 +46,11 @@ public class Answer internal constructor(
  * connection's answer is a stream that `disconnect()` hands to the JDK's keep-alive cleaner instead of closing its
  * socket, and that cleaner drains a trickled answer holding the stream's lock, so a cut could wait on it; a closing
  * connection's `disconnect()` closes the socket at every stage. The watchdog's timer only schedules; each disconnect
- * runs on a thread of its own ([cutter]), so one that blocks never delays the cut of another call.
+ * runs on a thread of its own ([cutter]), so one that blocks never delays the cut of another call, and never the
+ * caller: after a cut the caller returns at once, leaving the answer's stream to the disconnect (closing it on the
+ * caller's thread could wait on the JDK's stream lock while a trickled answer drains). The disconnects of one call
+ * take turns (the JDK's `disconnect` is not safe against itself: two at once may throw), and any exception of one
+ * is dropped: it is cleanup.
  */
 internal object HttpTransport {
     /** How often the watchdog disconnects again after the deadline, until the call returns. */
@@ -70,13 +74,14 @@ internal object HttpTransport {
         // From the deadline on, every RECUT_MS until the call ends: a disconnect that comes before the connection
         // has its socket (the watchdog firing while a busy machine is still opening it) does nothing, so the
         // watchdog tries again until one lands on the socket and ends the read in progress.
+        val turns = Any() // the disconnects of this call take turns
         val timer = watchdog.scheduleAtFixedRate({
             cut.set(true)
             val c = conn.get()
             if (c != null && cutting.compareAndSet(false, true)) {
                 cutter.execute {
                     try {
-                        c.disconnect()
+                        quietly(c, turns)
                     } finally {
                         cutting.set(false)
                     }
@@ -86,7 +91,7 @@ internal object HttpTransport {
         try {
             val c = URL(url).openConnection() as HttpURLConnection
             conn.set(c)
-            if (cut.get()) c.disconnect()
+            if (cut.get()) throw IOException("the request's deadline passed while connecting")
             c.instanceFollowRedirects = false
             c.useCaches = false
             c.requestMethod = "POST"
@@ -107,17 +112,20 @@ internal object HttpTransport {
             }
             val out = ByteArrayOutputStream()
             var over = false
-            stream?.use { input ->
+            if (stream != null) {
                 val buf = ByteArray(8192)
                 while (true) {
                     if (cut.get() || leftMs() <= 0) {
                         throw IOException("the request's deadline passed while reading the answer")
                     }
-                    val n = input.read(buf)
-                    if (n < 0) break
+                    val n = stream.read(buf)
+                    if (n < 0) {
+                        stream.close() // the whole answer is read: nothing left to drain
+                        break
+                    }
                     out.write(buf, 0, n)
                     if (out.size() > limit) {
-                        over = true
+                        over = true // the rest is left to the disconnect, never read here
                         break
                     }
                 }
@@ -132,7 +140,18 @@ internal object HttpTransport {
             return Answer(null, ByteArray(0), false, null, why)
         } finally {
             timer.cancel(false)
-            conn.get()?.disconnect()
+            conn.get()?.let { c -> cutter.execute { quietly(c, turns) } }
+        }
+    }
+
+    /** Disconnect [c], after any other disconnect of its call ([turns]); an exception of the JDK's is dropped. */
+    private fun quietly(c: HttpURLConnection, turns: Any) {
+        synchronized(turns) {
+            try {
+                c.disconnect()
+            } catch (e: RuntimeException) {
+                // a disconnect racing the JDK's own cleanup: the socket is closed or closing either way
+            }
         }
     }
 }
