@@ -74,19 +74,36 @@ def folded_reports(port: int, app: str) -> int:
     return int(doc.get("accepted", 0)) if doc else 0
 
 
+@pytest.fixture(scope="session", name="tarball")
+def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The client's tarball, packed once for the run: under xdist, the workers of one run share it (their base
+    folders' parent, keyed by the run's id), taking turns under a lock."""
+    import fcntl
+
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent / f"ldp-packed-{run}" if run else base / "ldp-packed"
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = sorted(shared.glob("*.tgz"))
+        return found[0] if found else pack(need_npm(), shared)
+
+
 @pytest.mark.heavy  # handed out first under xdist (tests/conftest.py)
-def test_the_packed_client_in_a_fresh_vite_app_records_and_uploads_from_headless_chromium(tmp_path: Path) -> None:
+def test_the_packed_client_in_a_fresh_vite_app_records_and_uploads_from_headless_chromium(tmp_path: Path,
+                                                                                       tarball: Path) -> None:
     npm = need_npm()
     need_browser()
     from playwright.sync_api import sync_playwright
 
     from ldp.collector.config import new_token
 
-    tarball = pack(npm, tmp_path)
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
     wanted_files = ("package.json", "README.md", "CHANGELOG.md", "bin/ldp-spec-types.mjs", "dist/index.js",
-                    "dist/lite.js", "dist/protocols/index.js", "dist/node.js", "dist/index.d.ts")
+                    "dist/lite.js", "dist/protocols/index.js", "dist/node.js", "dist/index.d.ts",
+                    "dist/otel/index.js", "dist/otel/index.d.ts")
     for wanted in (f"package/{name}" for name in wanted_files):
         assert wanted in names, (wanted, sorted(names)[:20])
     assert not any(n.startswith(("package/test", "package/src", "package/node_modules")) for n in names), names
@@ -127,3 +144,75 @@ def test_the_packed_client_in_a_fresh_vite_app_records_and_uploads_from_headless
                 assert folded_reports(served.port, APP) == recorded + 1, "the report sent as the page went is stored"
         finally:
             browser.close()
+
+
+OTEL_FIXTURE = Path(__file__).with_name("vite_otel_app")
+OTEL_SPEC: dict[str, Any] = {
+    "spec_version": 1, "name": "vite_otel_app", "budget": {"per_window": 10.0, "lifetime": 100.0},
+    "upload": {"min_interval_seconds": 0, "max_batch": 500},
+    "metrics": {
+        "screen": {"protocol": "grr", "params": {"epsilon": 2.0, "domain_size": 3,
+                                                 "labels": ["home", "search", "cart"]},
+                   "budget": {"per_report": 2.0}, "otel": {"instrument": "ui.screen.views", "kind": "counter",
+                                                           "value": "attribute", "attribute": "screen"}},
+        "crashed": {"protocol": "rr", "params": {"p": 0.25, "q": 0.75}, "budget": {"per_report": 1.1},
+                    "otel": {"instrument": "app.crashes", "kind": "counter", "value": "any"}},
+    },
+}
+UNDECLARED = (b"purchase", b"4111", b"129.99", b"checkout", b"812.5", b"alice", b"vite-shop")
+"""What the app's undeclared instruments hold (names, values, attributes) and its meter's name."""
+
+
+@pytest.mark.heavy
+def test_a_vite_app_instrumented_with_opentelemetry_adds_the_packed_reader_and_only_reports_leave(
+        tmp_path: Path, tarball: Path) -> None:
+    """The packed client's ``/otel`` entry beside ``@opentelemetry/sdk-metrics`` in a fresh Vite app (its own
+    lockfile), built by Vite and run in headless Chromium: 40 devices measure with plain OpenTelemetry code, the reader
+    reports the declared instruments when the window ends and uploads them to ``ldp serve``; every request body the
+    page sends (read by Playwright) holds the declared metrics' reports only."""
+    npm = need_npm()
+    need_browser()
+    from playwright.sync_api import sync_playwright
+
+    from ldp.collector.config import new_token
+
+    app = tmp_path / "app"
+    shutil.copytree(OTEL_FIXTURE, app, ignore=shutil.ignore_patterns("node_modules", "dist"))
+    devices = [{"screen": ["search", "cart", "search"][d % 3], "crashed": d % 4 == 0} for d in range(40)]
+    (app / "collection.json").write_text(json.dumps(OTEL_SPEC))
+    (app / "devices.json").write_text(json.dumps(devices))
+    npm_run(npm, ["ci"], app)
+    npm_run(npm, ["install", str(tarball)], app)
+    npm_run(npm, ["run", "build"], app)
+
+    token = new_token()
+    bodies: list[bytes] = []
+    with static_site(app / "dist") as origin, sync_playwright() as p:
+        config = write_collector_config(tmp_path, APP, token, OTEL_SPEC, cors_origin=origin)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            with serve(config, tmp_path / "server.log") as served:
+                errors: list[str] = []
+                page = browser.new_page()
+                page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+                page.on("request", lambda r: bodies.append(r.post_data_buffer or b"") if r.method == "POST" else None)
+                page.goto(f"{origin}/index.html?collector={served.url}/v1/reports&token={token}")
+                page.wait_for_function("window.ready === true", timeout=60_000)
+                result = page.evaluate("window.runDevices()")
+                assert errors == [], errors
+            with serve(config, tmp_path / "server.log") as served:  # the stop closed the segment: fold it
+                deadline = time.monotonic() + 30
+                while folded_reports(served.port, APP) < 2 * len(devices) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert folded_reports(served.port, APP) == 2 * len(devices)
+        finally:
+            browser.close()
+    assert result["recorded"] == 2 * len(devices) and result["notRecorded"] == [] and result["pending"] == 0, result
+    assert result["misfits"] == 0 and len(set(result["windows"])) == 1, result
+    lines = [json.loads(line) for body in bodies for line in (gzip.decompress(body) if body[:2] == b"\x1f\x8b"
+                                                             else body).splitlines() if line.strip()]
+    assert len(lines) == 2 * len(devices) and {e["metric"] for e in lines} == {"screen", "crashed"}
+    sent = b"\n".join(bodies)
+    for needle in UNDECLARED:
+        assert needle not in sent, needle
+
