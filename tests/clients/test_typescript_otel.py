@@ -16,8 +16,9 @@ first run's tally would report other values. Checked: every window value recorde
 acknowledged, none left; no request body holds an undeclared instrument's name or any of its values or attributes;
 every line is a declared metric's, of the devices' window; and the Python decoder's estimates of the folded reports
 lie within 4 standard errors of the truth (their 95 % intervals widened to about 99.99 %, as the other end-to-end
-tests). CI builds the client (.ci/run) and sets ``LDP_REQUIRE_TS_BUNDLE=1`` and ``LDP_REQUIRE_BROWSER=1``: a missing
-build, OpenTelemetry SDK, Node or Chromium fails there instead of skipping.
+tests), and so do the ones a real Prometheus scrapes from the collector and gives back to PromQL. CI builds the
+client (.ci/run) and sets ``LDP_REQUIRE_TS_BUNDLE=1``, ``LDP_REQUIRE_BROWSER=1`` and ``LDP_REQUIRE_PROMETHEUS=1``: a
+missing build, OpenTelemetry SDK, Node, Chromium or Prometheus fails there instead of skipping.
 """
 
 from __future__ import annotations
@@ -34,7 +35,18 @@ from typing import Any
 
 import pytest
 from support.devices_e2e import work_folder
-from support.e2e import CHROMIUM, CHROMIUM_ARGS, need_browser, serve, static_site, wait_for_fold, write_collector_config
+from support.e2e import (
+    ANALYST,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Served,
+    need_browser,
+    serve,
+    static_site,
+    wait_for_fold,
+    write_collector_config,
+)
+from support.prometheus import prometheus, wait_for_series
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "typescript"
@@ -211,6 +223,24 @@ def check_estimates(folded: dict[str, Any], devs: list[dict[str, Any]], fingerpr
             assert abs(r["estimate"] - value) <= 4 * r["std_error"], (name, item, r, value)
 
 
+def check_prometheus(served: Served, folder: Path, devs: list[dict[str, Any]]) -> None:
+    """The estimates read back from a real Prometheus scraping the collector's ``/metrics/estimates`` with the
+    analyst's token: each within 4 standard errors (as Prometheus has them too) of the truth."""
+    true = truth(devs)
+    wanted = sum(len(items) for items in true.values())
+    with prometheus(folder / "prometheus", served.port, ANALYST) as prom:
+        got = {(e["metric"]["metric"], e["metric"]["item"]): e["value"]
+               for e in wait_for_series(prom, f'ldp_estimate{{app="{APP}"}}', wanted)}
+        se = {(e["metric"]["metric"], e["metric"]["item"]): e["value"]
+              for e in wait_for_series(prom, f'ldp_estimate_standard_error{{app="{APP}"}}', wanted)}
+        n = {e["metric"]["metric"]: e["value"] for e in wait_for_series(prom, f'ldp_estimate_reports{{app="{APP}"}}',
+                                                                         len(SPEC["metrics"]))}
+    assert n == dict.fromkeys(SPEC["metrics"], DEVICES), n
+    for metric, items in true.items():
+        for item, value in items.items():
+            assert abs(got[(metric, item)] - value) <= 4 * se[(metric, item)], (metric, item, got, value)
+
+
 def test_the_truth_needs_both_runs_of_a_restarted_device() -> None:
     """The data: a device that lost its first run's tally would report other values of three metrics."""
     for dev in devices(1000)[2::3]:
@@ -272,6 +302,7 @@ def test_an_opentelemetry_web_app_uploads_only_private_reports_of_the_declared_i
         check_bodies(bodies, reports, window, result["specFingerprint"])
         with serve(config, work / "server.log") as served:  # the stop closed the segment: fold it
             folded = wait_for_fold(served, APP, reports, DEVICES, FOLD_TIMEOUT)
+            check_prometheus(served, work, devs)
     check_estimates(folded, devs, result["specFingerprint"])
 
 
@@ -299,4 +330,5 @@ def test_an_opentelemetry_node_app_uploads_only_private_reports_of_the_declared_
             assert not any(s.lower() in text for s in ("secret.", *SECRETS[1:])), state
         with serve(config, work / "server.log") as served:
             folded = wait_for_fold(served, APP, reports, DEVICES, FOLD_TIMEOUT)
+            check_prometheus(served, work, devs)
     check_estimates(folded, devs, result["specFingerprint"])
