@@ -1,15 +1,16 @@
-"""How the spec's errors name a place and a value: ``metrics.m.otel.kind``, ``a list``, ``int 5``. One place for
-both, so that every part of the spec (:mod:`ldp.spec.schema`, :mod:`ldp.spec.otel`) says them alike (the other
-clients match these words)."""
+"""How the spec's errors name a place and a value (``metrics.m.otel.kind``, ``a list``, ``int 5``), and which JSON
+numbers are finite: one place for each, so that every part of the spec (:mod:`ldp.spec.schema`, :mod:`ldp.spec.otel`)
+checks and says them alike (the other clients match these words)."""
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ldp.spec.envelope import METRIC_RE
 
-__all__ = ["join", "kind"]
+__all__ = ["join", "kind", "finite"]
 
 
 def kind(v: Any) -> str:
@@ -23,3 +24,11 @@ def join(path: str, key: str) -> str:
     if not METRIC_RE.match(key):
         return f"{path}[{json.dumps(key)}]"
     return key if path == "$" else f"{path}.{key}"
+
+
+def finite(v: int | float) -> bool:
+    """``math.isfinite`` that says ``False`` for an int beyond the double range (instead of raising)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False

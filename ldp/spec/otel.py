@@ -27,13 +27,12 @@ Ties go to the lowest bucket or category, or the smallest string. Standard libra
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ldp.spec.jsonpath import join as _join, kind as _kind
+from ldp.spec.jsonpath import finite as _finite, join as _join, kind as _kind
 
 if TYPE_CHECKING:
     from ldp.encoders.base import ProtocolParams
@@ -189,13 +188,6 @@ def _buckets(ck: Any, raw: Mapping[str, Any], path: str, value: Any, join: Any, 
     else:
         return tuple(float(b) for b in buckets)
     return None
-
-
-def _finite(v: int | float) -> bool:
-    try:
-        return math.isfinite(v)
-    except OverflowError:
-        return False
 
 
 def _fits(ck: Any, path: str, value: str, params: ProtocolParams, values: Any, buckets: Sequence[float] | None,

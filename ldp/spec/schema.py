@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 import os
 import re
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from ldp.privacy.ledger import MAX_CLOCK
 from ldp.protocols import client_protocols
 from ldp.reports import canonical_json
 from ldp.spec.envelope import METRIC_RE
-from ldp.spec.jsonpath import join, kind
+from ldp.spec.jsonpath import finite, join, kind
 from ldp.spec.otel import OtelSource, parse_otel
 
 if TYPE_CHECKING:
@@ -168,14 +167,6 @@ def _cost_json(c: PrivacyCost) -> Any:
     return c.epsilon if c.delta == 0 else {"epsilon": c.epsilon, "delta": c.delta}
 
 
-def _finite(v: int | float) -> bool:
-    """``math.isfinite`` that says ``False`` for an int beyond the double range (instead of raising)."""
-    try:
-        return math.isfinite(v)
-    except OverflowError:
-        return False
-
-
 class _Checker:
     """Collects ``path: message`` errors while normalizing a spec document."""
 
@@ -280,6 +271,7 @@ class _Checker:
 
 
 _kind = kind
+_finite = finite
 _join = join
 
 
