@@ -2,12 +2,12 @@
 local hashing's support counts (``ldp/batch/_lhkernel.c``), association's EM pass (``ldp/batch/_emkernel.c``),
 the JSONL fast path's line matcher (``ldp/batch/_linekernel.c``), Subset Selection's batch subsets
 (``ldp/batch/_sskernel.c``), Projective Geometry Response's hyperplane counts (``ldp/batch/_pgkernel.c``) and the
-collector's group-commit writes (``ldp/server/_synckernel.c``) — simulation and server side only, no numpy headers,
+collector's group-commit writes (``ldp/jobs/_synckernel.c``) — simulation and server side only, no numpy headers,
 no runtime dependency. Everything else is declared in ``pyproject.toml``.
 Without a C compiler the build goes on without them: :mod:`ldp.batch.bits`, :mod:`ldp.batch.local_hashing`,
-:mod:`ldp.batch.association`, :mod:`ldp.server.jsonl`, :mod:`ldp.batch.subset_selection` and
+:mod:`ldp.batch.association`, :mod:`ldp.jobs.jsonl`, :mod:`ldp.batch.subset_selection` and
 :mod:`ldp.batch.projective_geometry` use pure numpy, and
-:func:`ldp.server.store.write_synced` ``os.write`` and ``os.fsync``.
+:func:`ldp.jobs.store.write_synced` ``os.write`` and ``os.fsync``.
 
 The optional Prio3 binding ``ldp.prio._native`` is Rust (``bindings/prio``: the ``prio`` crate through pyo3, and the
 native client's DAP-09 reports and HPKE from ``clients/rust`` by path, its Cargo.lock committed and used ``--locked``;
@@ -35,5 +35,5 @@ setup(ext_modules=[Extension("ldp.batch._foldkernel", ["ldp/batch/_foldkernel.c"
                    Extension("ldp.batch._linekernel", ["ldp/batch/_linekernel.c"], optional=True),
                    Extension("ldp.batch._sskernel", ["ldp/batch/_sskernel.c"], optional=True),
                    Extension("ldp.batch._pgkernel", ["ldp/batch/_pgkernel.c"], optional=True),
-                   Extension("ldp.server._synckernel", ["ldp/server/_synckernel.c"], optional=True)],
+                   Extension("ldp.jobs._synckernel", ["ldp/jobs/_synckernel.c"], optional=True)],
       rust_extensions=RUST_EXTENSIONS)

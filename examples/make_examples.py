@@ -7,7 +7,7 @@
   clients in Google's file formats, for ``ldp rappor-decode --params ... --counts ... --map ...``.
   The true counts are in ``rappor/truth.csv`` (the map also lists candidates nobody holds).
 * ``reports.jsonl``: upload envelopes of 200 simulated devices for the spec ``collection.json``
-  (one report per metric each, and two damaged lines), for ``ldp aggregate``.
+  (one report per metric each, and two damaged lines), for ``ldp fold``.
 
 ``tests/docs/test_examples.py`` regenerates them and checks the bytes, so the files cannot go stale.
 Needs the ``server`` extra (numpy).
@@ -23,8 +23,8 @@ import numpy as np
 from ldp.decoders.rappor import RapporAggregate
 from ldp.decoders.rappor_decode import CandidateMap
 from ldp.encoders.rappor import RapporEncoder, RapporParams
+from ldp.jobs.formats import write_jsonl
 from ldp.protocols import get_protocol
-from ldp.server.formats import write_jsonl
 from ldp.spec import CollectionSpec
 from ldp.spec.envelope import Envelope
 

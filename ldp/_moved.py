@@ -1,6 +1,13 @@
-"""Import paths of release 0.1 that moved when the package was laid out by idea (issue 29), kept working for one
-release: ``import ldp.accountant`` gives :mod:`ldp.privacy.accountant` itself (the same module object, so
-``isinstance`` and monkeypatching agree) with a :class:`DeprecationWarning` naming the new path. Removed in 0.3.
+"""Import paths that moved, kept working for one release: ``import ldp.accountant`` gives
+:mod:`ldp.privacy.accountant` itself (the same module object, so ``isinstance`` and monkeypatching agree) with a
+:class:`DeprecationWarning` naming the new path.
+
+* :data:`MOVED`: the modules of release 0.1 moved when the package was laid out by idea (issue 29); gone in 0.3.
+* :data:`RENAMED`: the packages renamed so that no word names two things (issue 83, docs/glossary.md): the ingest
+  service behind ``ldp serve`` was ``ldp.collector`` (DAP's *collector* is the analysts' side, ``ldp collect``), the
+  offline jobs were ``ldp.server``; each prefix covers its submodules. Gone in the release after next.
+* :func:`renamed_attributes`: a module's renamed public names (``CollectorConfig``, ``fold_files``), the same
+  objects under their old names, with the same warning.
 
 Standard library only: :mod:`ldp` installs the finder on import, and the client imports :mod:`ldp`.
 """
@@ -12,9 +19,11 @@ import importlib.abc
 import importlib.machinery
 import sys
 import warnings
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
-__all__ = ["MOVED", "install"]
+__all__ = ["MOVED", "RENAMED", "install", "new_path", "renamed_attributes"]
 
 MOVED: dict[str, str] = {
     "ldp.accountant": "ldp.privacy.accountant",
@@ -32,7 +41,7 @@ MOVED: dict[str, str] = {
     "ldp.cli_pem": "ldp.cli.pem",
     "ldp.cli_protocols": "ldp.cli.protocols",
     "ldp.cli_serve": "ldp.cli.serve",
-    "ldp.cli_server": "ldp.cli.server",
+    "ldp.cli_server": "ldp.cli.jobs",
     "ldp.cli_support": "ldp.cli.support",
     "ldp.cli_watch": "ldp.cli.watch",
     "ldp.plan_costs": "ldp.plan.costs",
@@ -50,42 +59,94 @@ MOVED: dict[str, str] = {
     "ldp.buffered_random": "ldp.randomness.buffered",
     "ldp.tables": "ldp.display.tables",
     "ldp.progress": "ldp.display.progress",
-    "ldp.decoders.association_io": "ldp.server.association",
+    "ldp.decoders.association_io": "ldp.jobs.association",
 }
 """Old module path → its home since 0.2. (``ldp.client``, ``ldp.cli``, ``ldp.plan``, ``ldp.simulation`` and
 ``ldp.randomness`` became packages under the same name, re-exporting their public names.)"""
 
 
-def _warn(old: str, new: str) -> None:
-    warnings.warn(f"{old} moved to {new} in ldp-telemetry 0.2; the old path goes in 0.3", DeprecationWarning,
-                  stacklevel=3)
+RENAMED: dict[str, str] = {
+    "ldp.collector.ingest": "ldp.ingest.upload",
+    "ldp.collector": "ldp.ingest",
+    "ldp.server": "ldp.jobs",
+    "ldp.cli.server": "ldp.cli.jobs",
+}
+"""Old package or module path → its name since issue 83; a package's submodules follow it (``ldp.collector.config``
+→ ``ldp.ingest.config``). The longest matching prefix wins."""
+
+
+def new_path(old: str) -> str | None:
+    """Where the module ``old`` lives now, or ``None`` when it did not move."""
+    if old in MOVED:
+        return MOVED[old]
+    for prefix in sorted(RENAMED, key=len, reverse=True):
+        if old == prefix or old.startswith(prefix + "."):
+            return RENAMED[prefix] + old[len(prefix):]
+    return None
+
+
+def _warn(old: str, new: str, stacklevel: int = 3) -> None:
+    when = ("in ldp-telemetry 0.2; the old path goes in 0.3" if old in MOVED
+            else "(issue 83: one name per idea); the old name goes in the release after next")
+    warnings.warn(f"{old} moved to {new} {when}", DeprecationWarning, stacklevel=stacklevel)
+
+
+def renamed_attributes(module: str, names: dict[str, str], fallback: Callable[[str], Any] | None = None
+                       ) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) giving each old name of ``names`` (old → new) as the new name's object,
+    with a :class:`DeprecationWarning`; any other name goes to ``fallback`` (the module's lazy exports), else
+    :class:`AttributeError`."""
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            _warn(f"{module}.{name}", f"{module}.{names[name]}")
+            return getattr(sys.modules[module], names[name])
+        if fallback is not None:
+            return fallback(name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds a moved path and loads it as the module at its new home."""
+    """Finds a moved path and loads it as the module at its new home (whose own ``__spec__``, which the import
+    system overwrites with the old path's, is put back)."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
 
     def find_spec(self, fullname: str, path: object = None, target: object = None
                   ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in MOVED:
+        if new_path(fullname) is None:
             return None
         return importlib.machinery.ModuleSpec(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        _warn(spec.name, MOVED[spec.name])
-        return importlib.import_module(MOVED[spec.name])
+        new = new_path(spec.name)
+        assert new is not None  # find_spec claimed it
+        _warn(spec.name, new)
+        module = importlib.import_module(new)
+        self._specs[spec.name] = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: the module was imported at its new home."""
+        """Nothing to run (the module was imported at its new home): its own ``__spec__`` put back."""
+        alias = module.__spec__
+        if alias is not None and alias.name in self._specs:
+            module.__spec__ = self._specs.pop(alias.name)
 
 
 def module_getattr(name: str) -> ModuleType:
     """``ldp.<old name>`` as an attribute (``from ldp import ledger_sql``)."""
     full = f"ldp.{name}"
-    if full not in MOVED:
+    if new_path(full) is None:
         raise AttributeError(f"module 'ldp' has no attribute {name!r}")
     return importlib.import_module(full)
 
 
 def install() -> None:
+    """Put the finder first on ``sys.meta_path``: a renamed package's submodule (``ldp.collector.config``) would
+    otherwise be found by the path finder inside the new package's folder and loaded a second time, as another
+    module object under the old name and without a warning."""
     if not any(isinstance(f, _Alias) for f in sys.meta_path):
-        sys.meta_path.append(_Alias())
+        sys.meta_path.insert(0, _Alias())

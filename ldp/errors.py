@@ -26,19 +26,19 @@ stays importable from the module that raises it (``from ldp.privacy.ledger impor
     ├── ThreadMisuseError, RuntimeError      a client used from another thread      (ldp.client.runtime)
     ├── AggregateFormatError, ValueError     bytes that are not an aggregate        (ldp.decoders.aggregate_file)
     ├── CandidateLimitError, ValueError      too many SFP candidate words           (ldp.decoders.sfp)
-    ├── InputError, ValueError               an unreadable input file               (ldp.server.readers)
-    ├── JobError, ValueError                 an unusable output folder              (ldp.server.manifest)
-    │   └── InputChangedError                an input changed                       (ldp.server.job)
-    ├── ConfigError, ValueError              an unusable collector configuration    (ldp.collector.config)
-    ├── IngestError                          a refused collector request            (ldp.collector.ingest)
-    ├── QueueFull                            the collector's write queue is full    (ldp.collector.segments)
-    ├── WriterClosed                         the collector's writer is closed       (ldp.collector.segments)
+    ├── InputError, ValueError               an unreadable input file               (ldp.jobs.readers)
+    ├── JobError, ValueError                 an unusable output folder              (ldp.jobs.manifest)
+    │   └── InputChangedError                an input changed                       (ldp.jobs.job)
+    ├── ConfigError, ValueError              an unusable ingest service configuration    (ldp.ingest.config)
+    ├── IngestError                          a refused ingest service request            (ldp.ingest.upload)
+    ├── QueueFull                            the ingest service's write queue is full    (ldp.ingest.segments)
+    ├── WriterClosed                         the ingest service's writer is closed       (ldp.ingest.segments)
     ├── StorageError, OSError                the collection's store failed          (ldp.storage)
     │   ├── LeaseLostError                   a lease holder lost its lease          (ldp.storage.lease)
     │   └── ConditionalWriteError            a store that is not exclusive          (ldp.storage.lease)
     ├── LeaseHeldError, RuntimeError         another process holds the lease        (ldp.storage.lease)
-    ├── FoldBusyError, RuntimeError          another process folds this app         (ldp.collector.watch)
-    ├── DataFolderBusyError, RuntimeError    another ldp serve uses the data folder (ldp.collector.datafolder)
+    ├── FoldBusyError, RuntimeError          another process folds this app         (ldp.ingest.watch)
+    ├── DataFolderBusyError, RuntimeError    another ldp serve uses the data folder (ldp.ingest.datafolder)
     ├── NoThresholdError, ValueError         a shuffler run without a threshold     (ldp.shuffler.stage)
     ├── PrioError, ValueError                a refused Prio3 input, share or proof  (ldp.prio)
     ├── AggregatorError                      a refused two-aggregator request       (ldp.aggregators)
@@ -269,7 +269,7 @@ class UploadError(LdpError):
 
 
 class UploadProtocolError(UploadError):
-    """A collector's 2xx answer that is not a sane answer of the upload protocol (not JSON, over the size limit,
+    """An ingest service's 2xx answer that is not a sane answer of the upload protocol (not JSON, over the size limit,
     another batch id, counts that are missing, not integers, negative, or do not add up to the lines sent):
     nothing was acknowledged, and ``reason`` says what was wrong."""
 
@@ -300,7 +300,7 @@ class InputChangedError(JobError):
     """An input in the manifest changed (or changed while it was read)."""
 
 
-# -- the collector ----------------------------------------------------------------------------------------------
+# -- the ingest service ----------------------------------------------------------------------------------------------
 class ConfigError(LdpError, ValueError):
     """A configuration file that cannot be used (the message names the file and the key)."""
 
@@ -325,11 +325,11 @@ class WriterClosed(LdpError):
 class StorageError(LdpError, OSError):
     """The collection's store (:mod:`ldp.storage`: a folder or object storage) failed to do what was asked — a disk
     full, an I/O error, a server unreachable or answering an error — as opposed to a key that is not there. The
-    collector answers 503 and retries; nothing acknowledged depends on it."""
+    ingest service answers 503 and retries; nothing acknowledged depends on it."""
 
 
 class LeaseLostError(StorageError):
-    """A lease holder (the shuffler, a collector replica) can no longer be sure it holds its lease in the store —
+    """A lease holder (the shuffler, an ingest service replica) can no longer be sure it holds its lease in the store —
     not renewed in time (the process paused, the store unreachable) or taken over by another process — so it writes
     nothing more (:mod:`ldp.storage.lease`). A replica answers 503 while it is so."""
 
@@ -354,7 +354,7 @@ class FoldBusyError(LdpError, RuntimeError):
 
 
 class DataFolderBusyError(LdpError, RuntimeError):
-    """Another process serves from this data folder (:mod:`ldp.collector.datafolder`): ``pid``, ``host`` and
+    """Another process serves from this data folder (:mod:`ldp.ingest.datafolder`): ``pid``, ``host`` and
     ``started`` (ISO 8601 UTC) name it, as it described itself beside its lock (0 and ``""`` when unknown)."""
 
     def __init__(self, message: str, *, pid: int = 0, host: str = "", started: str = "") -> None:
@@ -430,7 +430,7 @@ class SeededNoiseWarning(LdpWarning):
 # -- describing an error -------------------------------------------------------------------------------------------
 def error_text(exc: BaseException) -> str:
     """One line describing a bad-input exception (no line breaks or control characters from the input): what the
-    command line prints after ``error:`` and the collector logs for an aggregate it cannot decode."""
+    command line prints after ``error:`` and the ingest service logs for an aggregate it cannot decode."""
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
         names = [os.fsdecode(n) for n in (exc.filename, exc.filename2) if n is not None]
         text = f"{' -> '.join(names)}: {exc.strerror}"

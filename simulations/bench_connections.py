@@ -6,10 +6,10 @@ Prints one JSON document.
   that never send a byte and ``--slow`` ones that send one header byte every ``--gap`` s. When the
   server closes one, the crowd opens another, so it holds its number of sockets for the whole run.
 * ``--clients`` threads POST 500-report batches at ``--rate`` reports/s in all (the harness of
-  ``bench_collector.py``: keep-alive connections, retry on 429/503 and errors, giving up after 5 s).
+  ``bench_serve.py``: keep-alive connections, retry on 429/503 and errors, giving up after 5 s).
 * A poller GETs ``/healthz`` every 0.1 s on a new connection, as a load balancer does.
 
-The run ends with SIGTERM and the checks of ``bench_collector.verify``: every acknowledged batch is in
+The run ends with SIGTERM and the checks of ``bench_serve.verify``: every acknowledged batch is in
 the segments exactly once, nothing else is, and the aggregate is exact. The targets: at least 99 % of
 the batches stored, p99 latency at most 100 ms, no 503 (and no failure) on ``/healthz``::
 
@@ -39,7 +39,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ldp.collector.config import new_token, token_sha256
+from ldp.ingest.config import new_token, token_sha256
 from ldp.spec import CollectionSpec
 
 HERE = Path(__file__).resolve().parent
@@ -58,7 +58,7 @@ def _sibling(stem: str) -> ModuleType:
     return mod
 
 
-bench_collector = _sibling("bench_collector")
+bench_serve = _sibling("bench_serve")
 
 
 def raise_nofile(need: int) -> int:
@@ -326,10 +326,10 @@ def write_config(work: Path, limits: dict[str, float]) -> tuple[Path, Path, str]
     """The spec, a token and a config (with ``limits``) in ``work``: (config, spec, token)."""
     work.mkdir(parents=True, exist_ok=True)
     spec_path = work / "spec.json"
-    spec_path.write_text(json.dumps(bench_collector.SPEC_DOC))
+    spec_path.write_text(json.dumps(bench_serve.SPEC_DOC))
     token = new_token()
     lines = "".join(f"{k} = {v}\n" for k, v in limits.items())
-    config = work / "collector.toml"
+    config = work / "serve.toml"
     config.write_text(f'data_dir = "data"\n[limits]\n{lines}[fold]\nevery_seconds = 0\n'
                       f'[apps.bench]\ntoken_sha256 = "{token_sha256(token)}"\nspecs = ["spec.json"]\n')
     return config, spec_path, token
@@ -341,8 +341,8 @@ def run(work: Path, seconds: float = 20.0, rate: float = 10_000.0, clients: int 
     """One run: the server, the crowd, the clients and the poller for ``seconds``; then SIGTERM and the checks."""
     raise_nofile(64)
     config, spec_path, token = write_config(work, limits or {})
-    pool = bench_collector.make_pool(CollectionSpec.load(spec_path), pool_size, batch)
-    server = bench_collector.Server(config, bench_collector.free_port(), work / "server.log")
+    pool = bench_serve.make_pool(CollectionSpec.load(spec_path), pool_size, batch)
+    server = bench_serve.Server(config, bench_serve.free_port(), work / "server.log")
     server.start()
     assert server.proc is not None
     rss_before = _proc_rss_kib(server.proc.pid)
@@ -353,10 +353,10 @@ def run(work: Path, seconds: float = 20.0, rate: float = 10_000.0, clients: int 
         crowd_proc = CrowdProcess(server.port, idle, slow, gap, nice) if idle + slow else None
         poller = threading.Thread(target=poll_health, args=(server.port, server.proc.pid, stop, health))
         poller.start()
-        tally = bench_collector.Tally()
+        tally = bench_serve.Tally()
         interval = clients * batch / rate
         t0 = time.monotonic()
-        threads = [threading.Thread(target=bench_collector.client, args=(w, server.port, token, pool, t0 + seconds,
+        threads = [threading.Thread(target=bench_serve.client, args=(w, server.port, token, pool, t0 + seconds,
                                                                            tally, interval, give_up))
                    for w in range(clients)]
         for t in threads:
@@ -372,7 +372,7 @@ def run(work: Path, seconds: float = 20.0, rate: float = 10_000.0, clients: int 
         stop.set()
         status = server.stop()
     attempted = len(tally.acked) + len(tally.failed)
-    check = bench_collector.verify(work / "data", "bench", spec_path, pool, tally, work)
+    check = bench_serve.verify(work / "data", "bench", spec_path, pool, tally, work)
     lat = tally.latencies
     log = server.log.read_text(errors="replace")
     start_line = next((x for x in log.splitlines() if x.startswith("ldp serve: listening on")), None)
@@ -384,10 +384,10 @@ def run(work: Path, seconds: float = 20.0, rate: float = 10_000.0, clients: int 
                     "stored_fraction": round(len(tally.acked) / attempted, 5) if attempted else None,
                     "retries": dict(tally.retries)},
         "reports_per_second": round(sum(pool[i].count(b"\n") for i in tally.acked.values()) / wall),
-        "latency_ms": {"p50": bench_collector.percentile(lat, 0.5), "p99": bench_collector.percentile(lat, 0.99),
-                       "max": bench_collector.percentile(lat, 1.0)},
-        "healthz": {"statuses": health.statuses, "p99_ms": bench_collector.percentile(health.latencies, 0.99),
-                    "max_ms": bench_collector.percentile(health.latencies, 1.0)},
+        "latency_ms": {"p50": bench_serve.percentile(lat, 0.5), "p99": bench_serve.percentile(lat, 0.99),
+                       "max": bench_serve.percentile(lat, 1.0)},
+        "healthz": {"statuses": health.statuses, "p99_ms": bench_serve.percentile(health.latencies, 0.99),
+                    "max_ms": bench_serve.percentile(health.latencies, 1.0)},
         "server": {"fds_before": fds_before, "fds_max": health.max_fds, "rss_mib_before": round(rss_before / 1024, 1),
                    "rss_mib_max": round(health.max_rss_kib / 1024, 1),
                    "cpu_seconds": round(health.cpu_seconds - cpu_before, 2), "exit": status, "start_line": start_line,

@@ -9,8 +9,8 @@ run (:func:`hardware`, also the ``memory_bandwidth`` section): every aggregate s
 
 Issue 61, item 1 (the ``fold_bandwidth`` section): each fold of 10^6 reports (RAPPOR k=128, h=2, m=16; CMS and HCMS
 k=256, m=1024) timed beside a numpy read (``.sum()`` of the bytes viewed as uint64) of the very bytes it folds, in
-this process, each run after the caches were emptied (a 96 MiB read in between: both read from memory, as a
-collector folding fresh batches does); target: fold >= 0.25 of the read's rate for ``add(batch)``. The same ratio
+this process, each run after the caches were emptied (a 96 MiB read in between: both read from memory, as an
+ingest service folding fresh batches does); target: fold >= 0.25 of the read's rate for ``add(batch)``. The same ratio
 with the bytes left in the caches is reported beside it, as are ``add_bytes`` (whose CRC-32 alone runs at
 ``crc32_of_read`` of the read's rate) and the compiled kernel alone (cold and warm). Every pair also reports
 ``of_read_cpu``, the ratio of the best thread CPU times (``time.thread_time``): on a machine others load, time spent

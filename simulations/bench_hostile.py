@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Hostile uploads: time and peak RSS of ``ldp aggregate`` on junk inputs of every format.
+"""Hostile uploads: time and peak RSS of ``ldp fold`` on junk inputs of every format.
 
-Each case writes one junk file of ``--size`` bytes in a temporary folder, runs ``ldp aggregate``
+Each case writes one junk file of ``--size`` bytes in a temporary folder, runs ``ldp fold``
 on it in a fresh subprocess (``-q --json``) and reads the child's peak RSS from ``os.wait4``. The
 job must finish with every record rejected and counted (or, for a file that is not a Parquet file
 at all, refused with one line ``error:`` and exit status 2), within ``60 s`` and ``512 MiB``::
@@ -87,13 +87,13 @@ CASES = ("jsonl_short", "jsonl_huge", "csv_rows", "csv_cell", "ldpe_random", "ld
 
 
 def run_case(case: str, size: int, seed: int = 0, timeout: float = 600.0) -> dict[str, Any]:
-    """Write the case's input, run ``ldp aggregate`` on it (killed after ``timeout`` s), return time,
+    """Write the case's input, run ``ldp fold`` on it (killed after ``timeout`` s), return time,
     peak RSS and the summary."""
     with tempfile.TemporaryDirectory(prefix="ldp-hostile-") as tmp:
         path = write_case(case, Path(tmp), size, seed)
         # -P: the installed ldp, not a source tree in the current directory (benchmark.py --source puts the
         # working tree on PYTHONPATH, inherited)
-        cmd = [sys.executable, "-P", "-m", "ldp.cli", "aggregate", os.fspath(path), "--spec", os.fspath(SPEC),
+        cmd = [sys.executable, "-P", "-m", "ldp.cli", "fold", os.fspath(path), "--spec", os.fspath(SPEC),
                "--out", os.fspath(Path(tmp) / "job"), "-q", "--json"]
         t0 = time.perf_counter()
         with open(Path(tmp) / "stdout", "w+b") as out, open(Path(tmp) / "stderr", "w+b") as err:

@@ -7,9 +7,9 @@ local workers: the aggregation time of 10^8 simulated reports against the single
 Inputs follow ``examples/collection.json``: a third each of ``app_category`` (GRR, d = 4),
 ``dark_mode`` (RR) and ``homepage`` (RAPPOR, 32 bits, 64 cohorts), interleaved, one window. The
 payloads are uniformly random valid values (ingestion cost does not depend on them); the JSONL lines
-are the exact bytes a client writes. "Ingestion" is :func:`ldp.server.read_input` into a fresh
-:class:`~ldp.server.Folder`: read, parse, validate against the spec, fold. The whole job
-(:func:`ldp.server.aggregate_files`: also SHA-256 of the input, the manifest and the output files)
+are the exact bytes a client writes. "Ingestion" is :func:`ldp.jobs.read_input` into a fresh
+:class:`~ldp.jobs.Folder`: read, parse, validate against the spec, fold. The whole job
+(:func:`ldp.jobs.fold_files`: also SHA-256 of the input, the manifest and the output files)
 is timed once beside it.
 """
 
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from ldp.jobs import Folder, Section, fold_files, read_input, write_binary, write_parquet
 from ldp.reports import ReportBatch
-from ldp.server import Folder, Section, aggregate_files, read_input, write_binary, write_parquet
 from ldp.spec import CollectionSpec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -93,7 +93,7 @@ def write_inputs(folder: Path, n: int, seed: int, repeat: int = 1) -> dict[str, 
 
 _RSS_CHILD = r"""
 import json, resource, sys, time
-from ldp.server import Folder, read_input
+from ldp.jobs import Folder, read_input
 from ldp.spec import CollectionSpec
 
 def peak_kib():
@@ -127,7 +127,7 @@ def _two_processes(paths: list[Path]) -> float:
     """Seconds to fold ``paths`` with two plain worker processes (no Dask, no manifest)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from ldp.server import fold_input
+    from ldp.jobs import fold_input
 
     docs = [CollectionSpec.load(SPEC).to_dict()]
     with ProcessPoolExecutor(2) as pool:
@@ -141,7 +141,7 @@ def _two_processes(paths: list[Path]) -> float:
 def _warm(_: int) -> None:
     import pyarrow.parquet  # noqa: F401
 
-    import ldp.server.arrow  # noqa: F401
+    import ldp.jobs.arrow  # noqa: F401
 
 
 def register(b: ModuleType) -> None:
@@ -169,7 +169,7 @@ def register(b: ModuleType) -> None:
                 timing, folder = b.time_runs(lambda _, path=path: ingest(path), ctx.sizes.repeats)
                 rate = b.throughput(n, timing)
                 t0 = time.perf_counter()
-                job = aggregate_files([path], spec, Path(tmp) / f"job-{fmt}", progress=False)
+                job = fold_files([path], spec, Path(tmp) / f"job-{fmt}", progress=False)
                 row = {"n": n, "bytes": path.stat().st_size, "bytes_per_report": path.stat().st_size / n,
                        "reports_per_s": rate, "seconds": timing,
                        "whole_job": {"seconds": time.perf_counter() - t0,
@@ -214,7 +214,7 @@ def register(b: ModuleType) -> None:
         n, files = (2 * 10**6 if ctx.quick else 10**8), 16
         out: dict[str, Any] = {"n": n, "files": files, "cpus": os.cpu_count(),
                                "cluster": "LocalCluster(n_workers=2, threads_per_worker=1, processes=True)",
-                               "timed": "aggregate_files over all files: SHA-256, fold, manifest, merged output"}
+                               "timed": "fold_files over all files: SHA-256, fold, manifest, merged output"}
         pinned = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
         with tempfile.TemporaryDirectory(prefix="ldp-bench-dask-") as tmp:
             root = Path(tmp)
@@ -233,13 +233,13 @@ def register(b: ModuleType) -> None:
                 cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                                    dashboard_address=None)
                 client = distributed.Client(cluster)
-                client.run(lambda: [__import__(m) for m in ("ldp.server.arrow", "pyarrow.parquet")])  # warm (untimed)
+                client.run(lambda: [__import__(m) for m in ("ldp.jobs.arrow", "pyarrow.parquet")])  # warm (untimed)
                 for fmt, group in paths.items():
                     row: dict[str, Any] = {"bytes": sum(p.stat().st_size for p in group)}
                     for engine in ("local", "dask"):
                         b.log(f"  {fmt}: {engine}")
                         t0 = time.perf_counter()
-                        aggregate_files(group, spec, root / f"{fmt}-{engine}", engine=engine, scheduler=client,
+                        fold_files(group, spec, root / f"{fmt}-{engine}", engine=engine, scheduler=client,
                                         progress=False)
                         row[f"{engine}_s"] = time.perf_counter() - t0
                         row[f"{engine}_reports_per_s"] = n / row[f"{engine}_s"]

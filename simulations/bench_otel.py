@@ -105,7 +105,7 @@ def register(b: ModuleType) -> None:
     def otel_export(ctx: Any) -> dict[str, Any]:
         from prometheus_client import CollectorRegistry, generate_latest
 
-        from ldp.collector.estimates_export import EstimatesCollector, estimate_samples, metrics_data
+        from ldp.ingest.estimates_export import EstimatesCollector, estimate_samples, metrics_data
 
         doc = _estimates(metrics=20, items=100)
         registry = CollectorRegistry()

@@ -3,7 +3,7 @@
 Each cell runs ``trials`` windows of n = 20,000 users (Zipf over 64 candidates; k = 16, h = 2, m = 4, p = 0.25,
 q = 0.75, f = 0.5), 5 % of them fake (:mod:`ldp.simulation.rappor_disguise`: their number of 1s from the honest
 law), and the checks at the family-wise level 0.01: ``flagged`` as ``ldp decode`` runs them, knowing the 64
-candidates (:func:`~ldp.server.rappor_poisoning.candidate_evidence`: the candidates' own pairs from the fold's
+candidates (:func:`~ldp.jobs.rappor_poisoning.candidate_evidence`: the candidates' own pairs from the fold's
 ``pair_grid``), ``dashboard`` from the aggregate alone (the chosen pairs), and the candidate-pair, chosen-pair and
 cohort-count checks alone (each at its share of the level). Per attack: the share of windows flagged, the targets'
 mean frequency gain; ``honest``'s share is the false-alarm rate.
@@ -35,8 +35,8 @@ def measure(trials: int, seed: int) -> dict[str, Any]:
 
     from ldp.decoders.rappor_decode import synthetic_rappor_candidates
     from ldp.encoders.rappor import RapporParams
-    from ldp.server.poisoning import poisoning_evidence
-    from ldp.server.rappor_poisoning import candidate_evidence
+    from ldp.jobs.poisoning import poisoning_evidence
+    from ldp.jobs.rappor_poisoning import candidate_evidence
     from ldp.simulation.rappor_disguise import disguised_window
 
     params = RapporParams(num_bloombits=16, num_hashes=2, num_cohorts=4, p=0.25, q=0.75, f=0.5)

@@ -1,8 +1,8 @@
-"""The capacity of one collector replica over object storage (issue 50). Prints one JSON document.
+"""The capacity of one ingest service replica over object storage (issue 50). Prints one JSON document.
 
 One ``ldp serve`` replica with ``[storage]`` on an S3-compatible server (moto in server mode, the ``test`` extra)
 on this machine, loaded by ``--clients`` threads POSTing 500-report batches (the load of
-``simulations/bench_collector.py``): as fast as it takes them (``throughput``), then at a fixed ``--rate``
+``simulations/bench_serve.py``): as fast as it takes them (``throughput``), then at a fixed ``--rate``
 (``latency``). Each group commit is one chunk object, acknowledged once stored. Reported: reports/s, request
 latency p50/p99, chunk objects written per second, and bytes stored per million reports, in the chunks and in the
 anonymized segments the shuffler makes of them. The check: the shuffler's segments hold exactly the accepted lines
@@ -28,10 +28,10 @@ from typing import Any
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the tests): its siblings, after the
     sys.path.append(str(Path(__file__).resolve().parent))  # repository (benchmark.py --source puts that first)
-from bench_collector import SPEC_DOC, Server, free_port, load, make_pool, percentile, server_latency  # noqa: E402
+from bench_serve import SPEC_DOC, Server, free_port, load, make_pool, percentile, server_latency  # noqa: E402
 from scale_out import BUCKET, CREDENTIALS, s3_server  # noqa: E402
 
-from ldp.collector.config import new_token, token_sha256  # noqa: E402
+from ldp.ingest.config import new_token, token_sha256  # noqa: E402
 from ldp.shuffler import shuffle_app  # noqa: E402
 from ldp.spec import CollectionSpec  # noqa: E402
 from ldp.storage import open_store  # noqa: E402

@@ -4,8 +4,8 @@
   k-RR's clone structure (GRR over d = 2 and d = 10);
 * a year of daily windows: :func:`ldp.privacy.over_time.central_over_time` (365 PLDs composed with
   ``dp-accounting``) at the same points;
-* the collector's decision over 90 windows whose n differ (each window its own PLD: the worst case of
-  :func:`ldp.collector.central.decide`'s composition, uncached).
+* the ingest service's decision over 90 windows whose n differ (each window its own PLD: the worst case of
+  :func:`ldp.ingest.central.decide`'s composition, uncached).
 
 * a year at n = 10⁸ in a fresh process (issue 59): the CPU seconds of the answer alone (imports excluded) and the
   process's peak RSS, at δ = 10⁻⁸ and 10⁻²⁰, generic and binary (k-RR d = 2).

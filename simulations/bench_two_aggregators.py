@@ -15,8 +15,8 @@ timed separately, each run on a fresh pair of stores (setting them up is not tim
 
 * ``door``: ``Leader.upload_many`` (each report decoded and checked, the leader's share HPKE-opened, all stored as
   one chunk);
-* ``aggregate``: ``Leader.aggregate`` (jobs of 1,000: both aggregators open their shares again and run Prio3's
-  preparation, the job messages encoded and decoded, each job recorded on both sides);
+* ``aggregate``: ``Leader.run_aggregation_jobs`` (jobs of 1,000: both aggregators open their shares again and run
+  Prio3's preparation, the job messages encoded and decoded, each job recorded on both sides);
 * ``collect``: ``Leader.collect`` of the window (the clocks moved past its end first): the helper's and the leader's
   aggregate shares released (no noise) and sealed to the collector.
 
@@ -298,7 +298,7 @@ def run(n: int, repeats: int, rounds: int, seconds: float, log: Callable[[str], 
         "stores": "two local folder stores (one per aggregator) in a temporary folder",
         "all_results_correct": correct,
         "what": {"door": "Leader.upload_many: decode, checks, the leader's HPKE open, one chunk written",
-                 "aggregate": "Leader.aggregate: the helper's HPKE open (the leader's share was opened at the "
+                 "aggregate": "Leader.run_aggregation_jobs: the helper's HPKE open (the leader's share opened at the "
                               "door and kept), both aggregators' Prio3 preparation and aggregation, the job "
                               "messages, each job recorded by both",
                  "collect": "Leader.collect: both aggregate shares released (no noise) and sealed to the collector; "

@@ -28,7 +28,7 @@ Which ldp
 Run time (measured on a 2-core x86-64 VM with the kernels built)
     ``--quick``: 3.5 to 3.8 minutes, promised under ``QUICK_MINUTES`` = 5; the full run: FULLMEASURED,
     promised under ``FULL_MINUTES`` = 30. Much of a quick run does not shrink with the sizes: the
-    collector's load runs (about 30 s), the start-up and command timings (fresh interpreters), and
+    ingest service's load runs (about 30 s), the start-up and command timings (fresh interpreters), and
     the targets stated at one size (association's RAPPOR EM at 10^6 pairs, RAPPOR's, SFP's and PEM's
     decodes and discoveries).
 
@@ -195,7 +195,7 @@ BENCHMARKS: dict[str, BenchmarkFn] = {}
 @contextlib.contextmanager
 def all_cpus() -> Iterator[None]:
     """Undo the benchmark's pinning to one CPU for a section whose target is wall time on the whole
-    machine (the collector's server and clients, association's EM pass on the cores)."""
+    machine (the ingest service's server and clients, association's EM pass on the cores)."""
     pinned = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     if pinned is not None:
         os.sched_setaffinity(0, range(os.cpu_count() or 1))
@@ -777,7 +777,6 @@ def _register_protocol_sections() -> None:
     """Protocol sections kept in their own files (``simulations/bench_*.py``)."""
     import bench_association
     import bench_change
-    import bench_collector
     import bench_connections
     import bench_fold
     import bench_hadamard
@@ -805,6 +804,7 @@ def _register_protocol_sections() -> None:
     import bench_regression
     import bench_replica
     import bench_rust
+    import bench_serve
     import bench_sfp
     import bench_shuffle
     import bench_shuffler_lines
@@ -850,7 +850,7 @@ def _register_protocol_sections() -> None:
     bench_ledger.register(sys.modules[__name__])
     bench_fold.register(sys.modules[__name__])
     bench_startup.register(sys.modules[__name__])
-    bench_collector.register(sys.modules[__name__])
+    bench_serve.register(sys.modules[__name__])
     bench_replica.register(sys.modules[__name__])
     bench_connections.register(sys.modules[__name__])
     bench_kotlin.register(sys.modules[__name__])

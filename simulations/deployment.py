@@ -13,12 +13,12 @@ Clients. Client i has a usual app category (Zipf over the 4 labels), a dark-mode
 the usual one with probability 0.7, else uniform. Each day every client opens its state file
 (``TelemetryClient`` with a fake clock at a random time of that day), records the three metrics,
 and one client in ten tries a second ``app_category`` report, which the budget must refuse. Then
-its uploader sends ``pending()`` to the collector, unless it is offline that day (probability
+its uploader sends ``pending()`` to the ingest service, unless it is offline that day (probability
 0.15); after the last day every client comes online once more and sends what it still holds. The
-collector appends each upload to the file of the day it arrived (``uploads/arrived-<day>.jsonl``),
+ingest service appends each upload to the file of the day it arrived (``uploads/arrived-<day>.jsonl``),
 so reports of one window are spread over several files.
 
-Server. ``ldp.server.aggregate_files`` folds the upload files (``--by-window``: one aggregate per
+Server. ``ldp.jobs.fold_files`` folds the upload files (``--by-window``: one aggregate per
 metric and day the reports were made), then each aggregate is decoded (RAPPOR with the spec's
 candidate dictionary, every candidate fitted) and compared with the truth of that day. The same
 uploads are also converted to CSV, Parquet and binary files, and aggregated again.
@@ -57,9 +57,9 @@ import numpy as np  # noqa: E402
 
 from ldp.client.runtime import BudgetExceeded, TelemetryClient  # noqa: E402
 from ldp.display.progress import progress  # noqa: E402
-from ldp.server import (  # noqa: E402
-    aggregate_files,
+from ldp.jobs import (  # noqa: E402
     decode_aggregate,
+    fold_files,
     load_candidates,
     read_aggregate,
     sections_from_envelopes,
@@ -202,7 +202,7 @@ def formats_agree(spec: CollectionSpec, upload_files: list[Path], out: Path) -> 
     for f in files:
         job = out / f"server-{f.suffix[1:]}"
         shutil.rmtree(job, ignore_errors=True)
-        aggregate_files([f], spec, job, by_window=True, progress=False)
+        fold_files([f], spec, job, by_window=True, progress=False)
         if {p.name: p.read_bytes() for p in (job / "aggregates").glob("*.agg")} != want:
             return False
     return True
@@ -241,7 +241,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         files.append(out / "uploads" / f"arrived-{FIRST_DAY + day}.jsonl")
         files[-1].write_text("".join(line + "\n" for line in sorted(lines)))
     t1 = time.perf_counter()
-    server = aggregate_files(files, spec, out / "server", by_window=True, progress=False)
+    server = fold_files(files, spec, out / "server", by_window=True, progress=False)
     t_server = time.perf_counter() - t1
     rows = estimate_rows(spec, out / "server", sim["truth"])
     write_rows_csv(out / "estimates.csv", ESTIMATE_COLUMNS, rows)

@@ -10,7 +10,7 @@ it takes its dead claim on its name over at once). Once the devices are done, a 
 running replica's name is started, and must be refused (``same_name_replicas_refused``). When the last arrival
 window has ended, ``--shuffles`` ``ldp shuffle`` processes are started at once over the same chunks: one holds
 the store's shuffler lease and mixes every replica's chunks into anonymized segments, the others are refused while
-it runs (``concurrent_shuffles_refused``; one that starts after it ended finds nothing to mix). ``ldp aggregate s3://…
+it runs (``concurrent_shuffles_refused``; one that starts after it ended finds nothing to mix). ``ldp fold s3://…
 --engine dask`` folds the segments on a local ``dask.distributed`` cluster.
 
 The line says what the devices had acknowledged, what the shuffled segments hold (``lost``: acknowledged lines
@@ -42,10 +42,10 @@ from typing import Any
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the tests): its siblings, after the
     sys.path.append(str(Path(__file__).resolve().parent))  # repository (benchmark.py --source puts that first)
 import stale_writes  # noqa: E402  (the stale-write cases)
-from bench_collector import Server, free_port  # noqa: E402  (the ldp serve harness)
+from bench_serve import Server, free_port  # noqa: E402  (the ldp serve harness)
 
 from ldp.client import TelemetryClient  # noqa: E402
-from ldp.collector.config import new_token, token_sha256  # noqa: E402
+from ldp.ingest.config import new_token, token_sha256  # noqa: E402
 from ldp.storage import open_store  # noqa: E402
 
 APP = "scale"
@@ -259,7 +259,7 @@ def run(replicas: int = 3, devices: int = 200, rounds: int = 3, per_round: int =
         shuffled, shuffles_refused = _shuffles(shuffles, ["--store", url, *opts, "--app", APP, "--grace", "1",
                                                           "--spec", str(spec), "--min-reports", "1", "--json"], env)
         closed = f"{url}/apps/{APP}/segments/closed"
-        summary = _ldp(["aggregate", closed, *opts, "--spec", str(spec), "--out", str(work / "job"), "--by-window",
+        summary = _ldp(["fold", closed, *opts, "--spec", str(spec), "--out", str(work / "job"), "--by-window",
                         "--engine", "dask", "--json", "-q"], env)
         store = open_store(url, {"endpoint_url": endpoint})
         stored: Counter[str] = Counter()

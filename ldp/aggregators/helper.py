@@ -106,7 +106,7 @@ class Helper(Aggregator):
 
     role = "helper"
 
-    def aggregate(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
+    def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
         """Prepare one aggregation job; the encoded :class:`AggregationJobResp`."""
         task = self.task(task_id)
         if not JOB_ID_RE.match(job_id):

@@ -129,7 +129,7 @@ def create_app(aggregator: Any, *, peer_token_sha256: str | None = None, collect
         require(request, peer_token_sha256)
         tid = task_id(request)
         body = await body_of(request, MAX_BODY)
-        out = await run_in_threadpool(aggregator.aggregate, tid, request.path_params["job"], body)
+        out = await run_in_threadpool(aggregator.aggregation_job, tid, request.path_params["job"], body)
         return Response(out, media_type="application/octet-stream")
 
     async def aggregate_share(request: Request) -> Response:
@@ -212,7 +212,7 @@ class HelperClient:
                 wait *= 2
         raise AssertionError("unreachable")
 
-    def aggregate(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
+    def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
         return self._call("PUT", f"/tasks/{b64(task_id)}/aggregation_jobs/{job_id}", body)
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:

@@ -10,8 +10,8 @@ before its report is written, so two copies racing in are one stored and one ref
 together are stored as one chunk object (:mod:`ldp.aggregators.commit`: one durable write for many) before their
 uploads are answered. The leader is its store's one writer (``ldp serve`` holds the role's lease).
 
-**Aggregation jobs** (:meth:`Leader.aggregate`): the stored reports not yet in a job, by window, up to ``job_size``
-per job. Each job's plan (its ID and report IDs) is recorded before the helper is asked, so a leader killed
+**Aggregation jobs** (:meth:`Leader.run_aggregation_jobs`): the stored reports not yet in a job, by window, up to
+``job_size`` per job. Each job's plan (its ID and report IDs) is recorded before the helper is asked, so a leader killed
 mid-job redoes the same job (the same ID, the same request: preparation is deterministic) and the helper answers it
 from its record: no report is lost or counted twice on either side (:mod:`ldp.aggregators.records`). The leader
 opens its shares, sends its verifier shares, finishes each report the helper finished and refuses the others with
@@ -69,7 +69,7 @@ class HelperPeer(Protocol):
     """How the leader reaches the helper: over HTTP (:class:`ldp.aggregators.http.HelperClient`) or, in tests and
     simulations, the :class:`~ldp.aggregators.helper.Helper` itself."""
 
-    def aggregate(self, task_id: bytes, job_id: str, body: bytes) -> bytes: ...
+    def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes: ...
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes: ...
 
@@ -283,17 +283,17 @@ class Leader(Aggregator):
         for key in emptied:
             self.store.delete(key)
 
-    def aggregate(self, task_id: bytes | None = None, window: int | None = None) -> dict[str, int]:
+    def run_aggregation_jobs(self, task_id: bytes | None = None, window: int | None = None) -> dict[str, int]:
         """Run the aggregation jobs of one task (every task: ``None``), of one window or all: interrupted jobs
         first, then the stored reports in no job. Returns counts: jobs, reports prepared, refused."""
         totals: Counter[str] = Counter()
         for tid in [task_id] if task_id is not None else list(self.tasks):
             self.task(tid)
             with self.locks[tid]:
-                totals.update(self._aggregate(tid, window))
+                totals.update(self._run_jobs(tid, window))
         return dict(totals)
 
-    def _aggregate(self, task_id: bytes, window: int | None) -> Counter[str]:
+    def _run_jobs(self, task_id: bytes, window: int | None) -> Counter[str]:
 
         task, records = self.tasks[task_id], self.records[task_id]
         totals: Counter[str] = Counter()
@@ -354,7 +354,7 @@ class Leader(Aggregator):
         if inits:
             body = AggregationJobInit(task.task_id, window, tuple(inits)).to_bytes()
             try:
-                resp = AggregationJobResp.from_bytes(self.helper.aggregate(task.task_id, job_id, body))
+                resp = AggregationJobResp.from_bytes(self.helper.aggregation_job(task.task_id, job_id, body))
             except MessageError as exc:
                 raise AggregatorError(f"the helper's answer to job {job_id} does not decode: {exc}",
                                       "helper_unavailable", 502) from None
@@ -388,7 +388,7 @@ class Leader(Aggregator):
         if self.clock() < window + task.window_seconds:
             raise AggregatorError(f"window {window} has not ended: it is collected once, after its end",
                                   "window_open", 400)
-        self.aggregate(task_id, window)
+        self.run_aggregation_jobs(task_id, window)
         records = self.records[task_id]
         with self.locks[task_id]:
             mine = records.window(window)

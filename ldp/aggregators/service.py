@@ -69,7 +69,7 @@ class Aggregating:
     def _run(self) -> None:
         while not self.stop_event.wait(self.every):
             try:
-                done = self.leader.aggregate()
+                done = self.leader.run_aggregation_jobs()
                 if done.get("jobs"):
                     logger.info("aggregated %d jobs: %d reports prepared, %d refused", done["jobs"],
                                 done.get("prepared", 0), done.get("refused", 0))

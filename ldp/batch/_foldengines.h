@@ -11,7 +11,7 @@
  * NEON on arm64); all give the same numbers. Only the Python buffer protocol is used (no numpy headers): building needs
  * GCC or Clang, and ldp.batch.bits falls back to numpy without this module. Every group is checked before anything is
  * written; the GIL is released while folding. Tested against row-by-row references on every engine
- * (tests/server/test_fold_fast.py, tests/server/test_rappor_evidence.py).
+ * (tests/jobs/test_fold_fast.py, tests/jobs/test_rappor_evidence.py).
  */
 #ifndef LDP_FOLDENGINES_H
 #define LDP_FOLDENGINES_H

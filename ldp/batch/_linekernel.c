@@ -1,4 +1,4 @@
-/* Optional compiled kernel of the JSONL fast path (ldp/server/jsonl.py) and of the shuffler's permutation
+/* Optional compiled kernel of the JSONL fast path (ldp/jobs/jsonl.py) and of the shuffler's permutation
  * (ldp/pipeline/shuffle.py); clients never load it.
  *
  * match(chunk, starts, ends, n, programs, key_at, which, nums, width_nums, bits, width_bits):
@@ -16,8 +16,8 @@
  *   'B' uint32 size         size characters each '0' or '1'; packed into the next ceil(size / 8) bytes of bits
  * (integers little-endian). Lines are routed by the 8 bytes at key_at, then the prefix compared in full
  * (two metrics' names may share their first 8 bytes).
- * The same rule as ldp.server.jsonl._match_one, line by line; tested against it in
- * tests/server/test_line_kernel.py. Only the buffer protocol is used (no numpy headers); the GIL is
+ * The same rule as ldp.jobs.jsonl._match_one, line by line; tested against it in
+ * tests/jobs/test_line_kernel.py. Only the buffer protocol is used (no numpy headers); the GIL is
  * released while matching many lines (RELEASE_LINES) and while permuting.
  */
 #define PY_SSIZE_T_CLEAN
@@ -28,7 +28,7 @@
 
 /* Lines from which match releases the GIL: below, the matching takes less than the wait to take the GIL back
  * when another thread runs Python (up to sys.getswitchinterval(), 5 ms): an upload of 500 lines is matched in
- * ~30 us, and releasing there held the collector's event loop back behind its writer threads. */
+ * ~30 us, and releasing there held the ingest service's event loop back behind its writer threads. */
 #define RELEASE_LINES 65536
 
 typedef struct {
@@ -220,7 +220,7 @@ done:
 }
 
 /* junk(chunk, starts, ends, n, maybe_json, json_space, space, number, word_length, max_line, out):
- * out[i] = 1 when line i (chunk[starts[i]:ends[i]]) is surely not JSON by ldp.server.junk.junk_lines's rule,
+ * out[i] = 1 when line i (chunk[starts[i]:ends[i]]) is surely not JSON by ldp.jobs.junk.junk_lines's rule,
  * line by line; the byte tables come from there (maybe_json: 256 x 256 uint8 indexed [first][last]; json_space,
  * space, number: 256 uint8; word_length: 256 int64). Tested against the numpy rule. */
 static PyObject *junk(PyObject *self, PyObject *args)

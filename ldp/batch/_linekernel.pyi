@@ -25,4 +25,4 @@ def split(chunk: _Buf, starts: _Buf, ends: _Buf, /) -> int:
 
 def junk(chunk: _Buf, starts: _Buf, ends: _Buf, n: int, maybe_json: _Buf, json_space: _Buf, space: _Buf,
          number: _Buf, word_length: _Buf, max_line: int, out: _Buf, /) -> None:
-    """``out[i] = 1`` when line ``i`` is surely not JSON (``ldp.server.junk.junk_lines``'s rule and tables)."""
+    """``out[i] = 1`` when line ``i`` is surely not JSON (``ldp.jobs.junk.junk_lines``'s rule and tables)."""

@@ -11,7 +11,7 @@ With one probability for every bit (``p0 == p1``) a byte-wise comparison is fast
 The server's fold of such rows, :func:`add_ones_by_group` (reports and ones per group and bit, for
 RAPPOR, CMS and SFP), and HCMS's :func:`add_signs_by_group` run the optional compiled kernel
 ``ldp/batch/_foldkernel.c`` when it is built and pure numpy otherwise; both are tested against a row-by-row fold
-(``tests/server/test_fold_fast.py``). The kernel picks its vector engine at run time (AVX-512, AVX2, or 128-bit
+(``tests/jobs/test_fold_fast.py``). The kernel picks its vector engine at run time (AVX-512, AVX2, or 128-bit
 vectors on any x86-64 and arm64): :func:`fold_engines`.
 """
 

@@ -1,7 +1,7 @@
-"""What a RAPPOR fold keeps of each report for the poisoning checks (:mod:`ldp.server.rappor_poisoning`).
+"""What a RAPPOR fold keeps of each report for the poisoning checks (:mod:`ldp.jobs.rappor_poisoning`).
 
 Two additive statistics, so an aggregate carries them, merges them by sum and serves the per-report checks where
-the reports are gone (the collector's dashboard, ``ldp decode``):
+the reports are gone (the ingest service's dashboard, ``ldp decode``):
 
 * ``ones_hist`` (``k + 1``): the reports by their number of 1 bits.
 * ``together`` (``1 + len(sizes)``): ``N``, the reports tested for bits set together, then ``X_s`` for each size
@@ -24,18 +24,18 @@ takes one pass over its rows, as a long-lived one's does; the choice is dated, a
 next one is due when that count has grown :data:`REFRESH`-fold). Only which reports to choose from make the sample
 changes (the head's latest rather than the batch's), never the split: the sample still holds reports to choose
 from only, so the argument below holds as it stands; a batch within its head chooses exactly as before
-(``tests/server/test_rappor_choice_speed.py``). A cohort that reaches :data:`FIRST` only past the head chooses
+(``tests/jobs/test_rappor_choice_speed.py``). A cohort that reaches :data:`FIRST` only past the head chooses
 after the pass, from the batch's tail, and its tested reports are tested once more. The choices of all the cohorts
 due together are computed at once, on their samples' columns as bit sets (:func:`chosen_sets_of`): in one call of
 the compiled fold kernel when it is built (``_foldkernel.choose_sets``, the samples split between the cores; tested
-equal to the numpy path exactly, and on any number of threads, ``tests/server/test_rappor_choice_speed.py``), in numpy
+equal to the numpy path exactly, and on any number of threads, ``tests/jobs/test_rappor_choice_speed.py``), in numpy
 otherwise. The rows to choose from are counted and each cohort's latest copied out (:func:`free_counts`,
 :func:`latest_free`) by the kernel too, in one scan each, no sort.
 
 **Why the counts are honest-law binomials.** A tested report is never in the sample its cohort's choice comes from,
 the coins are the server's, and honest reports are independent, so given the choice, an honest tested report has
 all ``s`` chosen bits set with probability at most ``π(s)``
-(:func:`~ldp.server.rappor_poisoning.cooccurrence_bound`). Summed over reports, batches and merged aggregates,
+(:func:`~ldp.jobs.rappor_poisoning.cooccurrence_bound`). Summed over reports, batches and merged aggregates,
 ``X_s`` is dominated by ``Binomial(N, π(s))``. The sampling only decides which bits are tested, never whether
 the bound holds. (The counts of a fold are not reproducible, as the coins are fresh; the aggregate's other
 statistics are.)
@@ -44,7 +44,7 @@ The per-row work (the histogram, the tests) runs in the compiled fold kernel whe
 the rows as the aggregate's fold (:meth:`BitsTogether.fold`, ``_foldkernel.fold_rows``: the tests counted per cohort,
 which also gives the reports to choose from, then the choices; a cohort that chose again has its tested reports
 tested again, against its new bits), and in numpy otherwise (:meth:`BitsTogether.add`, after the fold), with
-identical results (``tests/server/test_rappor_evidence.py``).
+identical results (``tests/jobs/test_rappor_evidence.py``).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def _grown(words: npt.NDArray[np.uint64], ones: npt.NDArray[np.int64], n: npt.ND
     over-represented, its frequency there over its frequency in all rows (lift, even ``c``), or most often set
     (frequency, odd ``c``); when no row has them all, the bit most often set. The scores are the floats
     ``x[rows].mean(axis=0) / base`` of the rule written row by row (the exact oracle in
-    ``tests/server/test_rappor_evidence.py``), so ties break alike: to the lowest bit."""
+    ``tests/jobs/test_rappor_evidence.py``), so ties break alike: to the lowest bit."""
     m, k = ones.shape
     g = np.arange(m)[:, None]
     overall = ones.astype(np.float64) / n[:, None]  # (m, k)

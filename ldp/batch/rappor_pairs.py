@@ -1,8 +1,8 @@
-"""What a RAPPOR fold keeps for the promoted-pair test (:mod:`ldp.server.rappor_poisoning`): per cohort, the reports
+"""What a RAPPOR fold keeps for the promoted-pair test (:mod:`ldp.jobs.rappor_poisoning`): per cohort, the reports
 tested against its most suspicious pairs of bits, by cell.
 
 One additive statistic, so an aggregate carries it, merges it by sum and serves the test where the reports are
-gone (the collector's dashboard, ``ldp decode``):
+gone (the ingest service's dashboard, ``ldp decode``):
 
 * ``pair_cells`` (``m, J, 4(k − 1)``): for cohort ``g`` and slot ``j`` (its ``j``-th chosen pair ``(a, b)``,
   :data:`PAIR_SLOTS` of them), the tested reports by cell ``(x_a, x_b, R)``, ``R`` the report's other 1 bits
@@ -23,14 +23,14 @@ for every honest report (given its filter ``S`` the bits are independent: the fi
 ``−(q* − p*)²/2`` when ``S`` holds one of ``a, b`` and 0 otherwise; the second's is ``−(q* − p*)³·|S ∖ {a, b}|``
 when ``S`` holds both and 0 otherwise), and is large for a fake report that sets both bits and pads to the honest
 number of 1s (both bits set, its other bits fewer). The score only decides which pairs are tested; the test
-(:func:`ldp.server.rappor_pair_law.pair_law_check`) needs no property of it.
+(:func:`ldp.jobs.rappor_pair_law.pair_law_check`) needs no property of it.
 
 **Every pair, below a size budget.** Where ``m·(k + 1)³ <=`` :data:`GRID_LIMIT` (``k = 16, m = 4``: 19,652
 counters), the fold also keeps ``pair_grid`` (``m, k + 1, k + 1, k + 1``): for cohort ``g`` and each number of 1s
 ``L``, ``Aᵀ·A`` over its reports with ``L`` ones, ``A = [1 | x]`` (:func:`add_pair_grid`): the reports, each bit's
 1s and each pair's 1s together. Every pair's cells follow from it exactly (:func:`grid_cells`: ``x_a = x_b = 1``
 with ``R = L − 2`` is ``G[g, L, a, b]``, and so on), so the test of a candidate string's own pairs
-(:func:`ldp.server.rappor_pair_law.candidate_pair_check`) needs no choice: every report counts, nothing is chosen at
+(:func:`ldp.jobs.rappor_pair_law.candidate_pair_check`) needs no choice: every report counts, nothing is chosen at
 fold time (the first fold does no more per report than any other). Cost: ``(k + 1)²`` float32 multiply-adds per
 report, one product per (cohort, number of 1s) group of a batch. Above the budget the chosen-pair cells alone are
 kept.
@@ -257,7 +257,7 @@ def _honest_features(params: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[
                                            npt.NDArray[np.float64]]:
     """``(A, F, Σ)``: the features' means per report (:func:`_group_means`, ``R^i`` for ``i <= 2`` per cell of
     ``(x_a, x_b)``) for each honest filter (columns of ``A``, in the order of
-    :func:`ldp.server.rappor_pair_law.pair_types`) and for a disguised fake report (``F``: both bits set, its number
+    :func:`ldp.jobs.rappor_pair_law.pair_types`) and for a disguised fake report (``F``: both bits set, its number
     of 1s from the honest law of a full filter), and their covariance ``Σ`` for the reference, a filter of ``h``
     uniform bits (as most honest reports are, for a given pair). Computed once per (k, h, p*, q*); copies."""
     a, f, cov = _honest_features_of(params)
@@ -294,7 +294,7 @@ def _honest_features_of(params: Any) -> tuple[npt.NDArray[np.float64], npt.NDArr
 def score_coefficients(params: Any) -> tuple[npt.NDArray[np.float64], float]:
     """``(β, v)``: the choice statistic ``ψ = Σ_g Σ_i β[g, i]·1{(x_a, x_b) = g}·R^i`` (``i <= 2``) of least variance
     ``v`` (one report of a filter of ``h`` uniform bits) among those whose mean is 0 for every honest filter
-    (:func:`ldp.server.rappor_pair_law.pair_types`) and 1 for a disguised fake report (both bits set, its number of
+    (:func:`ldp.jobs.rappor_pair_law.pair_types`) and 1 for a disguised fake report (both bits set, its number of
     1s from the honest law of a full filter)."""
     honest, fake, cov = _honest_features(params)
     a = np.column_stack([honest, fake])  # (12, types + 1)

@@ -35,7 +35,7 @@ def add_associate_arguments(subparsers: Any) -> argparse.ArgumentParser:
         description="Estimate the joint table of two privatized variables by EM, with standard errors: two "
                     "attributes of a split multi metric (--metric M --attributes A B REPORTS...; one report per "
                     "client carries both), or two metrics from row-aligned files (--pair MA MB --a-reports F "
-                    "--b-reports F; row i of each is client i). Reports are validated as ldp aggregate does; "
+                    "--b-reports F; row i of each is client i). Reports are validated as ldp fold does; "
                     "the rejected ones are counted by reason. See docs/association.md.")
     p.add_argument("reports", nargs="*", metavar="REPORTS",
                    help="with --metric: report files (JSONL, CSV, Parquet, binary .ldpe) or folders of them")
@@ -88,8 +88,8 @@ def associate_command(args: argparse.Namespace) -> int:
 
 
 def _pairs(args: argparse.Namespace) -> Any:
-    """The :class:`~ldp.server.association.Pairs` the options name (their combinations checked first)."""
-    from ldp.server.association import aligned_pairs, multi_pairs
+    """The :class:`~ldp.jobs.association.Pairs` the options name (their combinations checked first)."""
+    from ldp.jobs.association import aligned_pairs, multi_pairs
 
     if (args.metric is None) == (args.pair is None):
         raise ValueError("give either --metric M --attributes A B REPORTS... (a split multi metric) or "

@@ -28,7 +28,9 @@ def make_parser() -> argparse.ArgumentParser:
                                      epilog=QUICK_START)
     parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {__version__}")
     add_logging_arguments(parser)
-    add_commands(parser.add_subparsers(dest="command", required=True))
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_commands(commands)
+    commands.metavar = "{" + ",".join(a.dest for a in commands._choices_actions) + "}"  # hidden aliases left out
     return parser
 
 

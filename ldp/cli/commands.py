@@ -24,7 +24,7 @@ COMMAND_MODULES = (
     "ldp.cli.demo",           # demo
     "ldp.cli.compare",        # compare
     "ldp.spec.cli",           # spec validate
-    "ldp.cli.server",         # aggregate, merge, decode
+    "ldp.cli.jobs",         # aggregate, merge, decode
     "ldp.cli.serve",          # serve
     "ldp.cli.collect",        # collect
     "ldp.cli.watch",          # watch

@@ -21,7 +21,7 @@ FORMAT = "ldp: %(levelname)s: %(message)s"
 def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
     """Top-level ``-v``/``--verbose`` (repeatable) and ``-q``/``--quiet``, given before the command.
 
-    ``-q`` is stored as ``log_quiet``: a subcommand's own ``--quiet`` (``ldp aggregate -q``) keeps
+    ``-q`` is stored as ``log_quiet``: a subcommand's own ``--quiet`` (``ldp fold -q``) keeps
     its ``quiet`` and its meaning."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-v", "--verbose", action="count", default=0,

@@ -221,7 +221,7 @@ def read_bytes(path: str) -> bytes:
 
 def aggregate_file(path: str, aggregate_type: type, protocol: str) -> Any:
     """The aggregate in the file ``path`` (checked as untrusted bytes), which must be of ``aggregate_type``."""
-    from ldp.server.store import read_aggregate
+    from ldp.jobs.store import read_aggregate
 
     agg = read_aggregate(path)
     if not isinstance(agg, aggregate_type):

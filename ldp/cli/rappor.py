@@ -1,4 +1,4 @@
-"""``ldp rappor-decode``: RAPPOR counts decoded into candidate frequencies, from Google's CSVs or an ldp aggregate
+"""``ldp rappor-decode``: RAPPOR counts decoded into candidate frequencies, from Google's CSVs or an ldp fold
 file (RAPPOR's own command: :func:`register` adds it)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def register(sub: Any) -> None:
     rd = sub.add_parser("rappor-decode", help="decode RAPPOR counts into candidate frequencies",
                         description="Count recovery by least squares over every candidate (or a lasso's selection when "
                                     "there are many) with Benjamini-Hochberg (default), Holm or Bonferroni tests, "
-                                    "from Google's params.csv/counts.csv/map.csv or from an ldp aggregate file.")
+                                    "from Google's params.csv/counts.csv/map.csv or from an ldp fold file.")
     rd.add_argument("--params", type=input_file, help="Google's params.csv (k,h,m,p,q,f), with --counts")
     rd.add_argument("--counts", type=input_file, help="Google's counts.csv (one row per cohort)")
     rd.add_argument("--aggregate", type=input_file,

@@ -1,5 +1,5 @@
 """``ldp serve``: :func:`add_serve_arguments` adds the command to an argparse subparsers object and
-:func:`serve_command` runs it: the HTTP collector (uvicorn serving :func:`ldp.collector.app.create_app`)
+:func:`serve_command` runs it: the HTTP ingest service (uvicorn serving :func:`ldp.ingest.app.create_app`)
 or, with ``ldp serve token``, a new bearer token and the config line holding its hash (``--analyst``: an analyst's,
 who reads the dashboard and ``/v1/estimates``)."""
 
@@ -15,11 +15,17 @@ from typing import TYPE_CHECKING, Any
 from ldp.extras import pip_install
 
 if TYPE_CHECKING:
-    from ldp.collector.config import CollectorConfig
+    from ldp.ingest.config import IngestConfig
 
-__all__ = ["add_serve_arguments", "serve_command", "register"]
+__all__ = ["ROLES", "add_serve_arguments", "serve_command", "register"]
 
-logger = logging.getLogger("ldp.collector")
+ROLES = ("ingest", "leader", "helper")
+"""What ``ldp serve --role`` runs: the ingest service (docs/ingest.md) or one of the two aggregators."""
+DEPRECATED_ROLES = {"collector": "ingest"}
+"""``--role collector`` named the ingest service until issue 83 (DAP's collector is ``ldp collect``): still taken,
+with a note, for one more release."""
+
+logger = logging.getLogger("ldp.ingest")
 
 
 def register(subparsers: Any) -> None:
@@ -32,24 +38,25 @@ def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.Argument
     from ldp.cli.support import number
 
     srv = subparsers.add_parser(
-        "serve", help="the HTTP collector: POST /v1/reports into durable segments (and `ldp serve token`)",
-        description="Run the collector: clients POST batches of upload envelopes to /v1/reports; each line is "
-                    "validated as `ldp aggregate` does and stored, exactly once, in segment files under the config's "
+        "serve", help="the HTTP ingest service: POST /v1/reports into durable segments (and `ldp serve token`)",
+        description="Run the ingest service: clients POST batches of upload envelopes to /v1/reports; each line is "
+                    "validated as `ldp fold` does and stored, exactly once, in segment files under the config's "
                     "data_dir (fsynced before the answer). `ldp serve token [--app NAME]` prints a new bearer token "
                     "and the token_sha256 line for the config; `ldp serve token --analyst` one for an analyst, who "
                     "reads the dashboard and /v1/estimates. TLS: run behind a reverse proxy (see "
-                    "docs/collector.md).")
+                    "docs/ingest.md).")
     srv.add_argument("serve_action", nargs="?", choices=("token", "keygen"), metavar="token|keygen",
                      help="token: print a new bearer token and its token_sha256 config line, and exit; keygen "
                           "--out FILE: write an aggregator's new HPKE key pair (two-aggregator mode)")
-    srv.add_argument("--role", choices=("collector", "leader", "helper"), default="collector",
-                     help="collector (default): the collector of docs/collector.md; leader or helper: one of the two "
+    srv.add_argument("--role", choices=(*ROLES, *DEPRECATED_ROLES), default="ingest",
+                     metavar="{" + ",".join(ROLES) + "}",
+                     help="ingest (default): the ingest service of docs/ingest.md; leader or helper: one of the two "
                           "aggregators of the two-aggregator mode (Prio3), its config that role's "
                           "(docs/two-aggregators.md)")
     srv.add_argument("--out", metavar="FILE", help="with keygen: the key file to create (mode 0600)")
     srv.add_argument("--config-id", type=number(int, 0, 255), default=1,
                      help="with keygen: the HPKE config ID (0-255, default 1; a new key takes a new ID)")
-    srv.add_argument("--config", "-c", metavar="FILE", help="the collector's TOML config (required to serve)")
+    srv.add_argument("--config", "-c", metavar="FILE", help="the ingest service's TOML config (required to serve)")
     srv.add_argument("--host", default="127.0.0.1",
                      help="address to listen on (default 127.0.0.1; TLS terminates at a reverse proxy)")
     srv.add_argument("--port", type=number(int, 0, 65535), default=8000,
@@ -59,11 +66,11 @@ def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.Argument
                      help="with token: a token for an analyst (reads the dashboard and /v1/estimates, uploads "
                           "nothing), and its line for the config's [analysts] table")
     srv.add_argument("--replica", metavar="NAME",
-                     help="this process's name among several collectors (overrides the config's replica): every "
+                     help="this process's name among several ingest services (overrides the config's replica): every "
                           "/metrics sample is labelled with it")
     srv.add_argument("--no-access-log", action="store_true",
                      help="log no line per request (its batch ids, sizes and times would let whoever reads the log "
-                          "see batches arrive; see docs/collector.md, shuffled storage)")
+                          "see batches arrive; see docs/ingest.md, shuffled storage)")
     return srv
 
 
@@ -73,22 +80,26 @@ def serve_command(args: argparse.Namespace) -> int:
     from ldp.cli.support import BAD_INPUT, report_error
     from ldp.errors import DataFolderBusyError, LeaseHeldError
 
+    if args.role in DEPRECATED_ROLES:
+        print(f"note: ldp serve --role {args.role} is now --role {DEPRECATED_ROLES[args.role]}; the old name goes in "
+              "the release after next", file=sys.stderr)
+        args.role = DEPRECATED_ROLES[args.role]
     try:
         if args.serve_action == "token":
             return _token(args.app, analyst=args.analyst, role=args.role)
         if args.serve_action == "keygen":
             return _keygen(args.out, args.config_id)
-        if args.role != "collector":
+        if args.role != "ingest":
             for flag, given in (("--replica", args.replica), ("--app", args.app), ("--no-access-log",
                                                                                    args.no_access_log)):
                 if given:
-                    raise ValueError(f"{flag} is the collector's: an aggregator (--role {args.role}) takes none "
+                    raise ValueError(f"{flag} is the ingest service's: an aggregator (--role {args.role}) takes none "
                                      "(it logs no request line)")
             return _serve_aggregator(args.config, args.role, args.host, args.port)
         if args.analyst:
             raise ValueError("--analyst goes with token: ldp serve token --analyst")
         if not args.config:
-            raise ValueError("--config FILE is required (the collector's TOML config)")
+            raise ValueError("--config FILE is required (the ingest service's TOML config)")
         return _serve(args.config, args.host, args.port, access_log=not args.no_access_log, replica=args.replica)
     except (LeaseHeldError, DataFolderBusyError) as exc:  # another process serves under this replica name, or from
         report_error("ldp serve", exc)  # this data folder: not bad input, status 3
@@ -98,7 +109,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 def _keygen(out: str | None, config_id: int) -> int:
-    """Write a new HPKE key pair for an aggregator (or the collector) and print its public config."""
+    """Write a new HPKE key pair for an aggregator (or the ingest service) and print its public config."""
     from pathlib import Path
 
     from ldp import prio
@@ -136,8 +147,8 @@ def _serve_aggregator(config_path: str | None, role: str, host: str, port: int) 
                  announce=lambda line: print(line, file=sys.stderr, flush=True))
 
 
-def _token(app: str | None, analyst: bool = False, role: str = "collector") -> int:
-    from ldp.collector.config import APP_NAME_RE, new_token, token_sha256
+def _token(app: str | None, analyst: bool = False, role: str = "ingest") -> int:
+    from ldp.ingest.config import APP_NAME_RE, new_token, token_sha256
 
     if analyst and app is not None:
         raise ValueError("--analyst and --app: an analyst's token reads every app's estimates and uploads to none; "
@@ -146,11 +157,11 @@ def _token(app: str | None, analyst: bool = False, role: str = "collector") -> i
         raise ValueError(f"--app: an app name is 1 to 64 of a-z, 0-9, '_' and '-', got {app!r}")
     token = new_token()
     print(token)
-    if role != "collector":
+    if role != "ingest":
         if app is not None or analyst:
-            raise ValueError("--app and --analyst are the collector's tokens; with --role, a two-aggregator token")
+            raise ValueError("--app and --analyst are the ingest service's tokens; with --role, a two-aggregator token")
         print("# two-aggregator mode: the party presenting this token keeps it in a file, mode 0600 (the leader: its "
-              "[peer] token_file; the collector: ldp collect --token-file); the party checking it keeps only its "
+              "[peer] token_file; the ingest service: ldp collect --token-file); the party checking it keeps only its "
               "hash (the helper: [peer]; the leader: [collector]; either: [operator] for its own status):")
         print(f'token_sha256 = "{token_sha256(token)}"')
         return 0
@@ -175,7 +186,7 @@ def _is_loopback(host: str) -> bool:
 
 def _access_log_off() -> None:
     """No line per request anywhere (not even through the root logger)."""
-    from ldp.collector.app import ACCESS_LOGGER
+    from ldp.ingest.app import ACCESS_LOGGER
 
     access = logging.getLogger(ACCESS_LOGGER)
     access.setLevel(logging.WARNING)
@@ -184,7 +195,7 @@ def _access_log_off() -> None:
 
 def _access_log_to_stderr() -> None:
     """One JSON object per request on stderr (unless the access logger is already set up)."""
-    from ldp.collector.app import ACCESS_LOGGER
+    from ldp.ingest.app import ACCESS_LOGGER
 
     access = logging.getLogger(ACCESS_LOGGER)
     if not access.handlers:
@@ -197,12 +208,12 @@ def _access_log_to_stderr() -> None:
 
 def _serve(config_path: str, host: str, port: int, access_log: bool = True, replica: str | None = None) -> int:
     try:
-        from ldp.collector import http
-        from ldp.collector.service import create_service
+        from ldp.ingest import http
+        from ldp.ingest.service import create_service
     except ImportError as exc:
         raise ImportError(f"ldp serve needs starlette and uvicorn: {pip_install('serve')} ({exc})") from None
-    from ldp.collector.config import check_replica, load_config
-    from ldp.collector.datafolder import hold_data_folder
+    from ldp.ingest.config import check_replica, load_config
+    from ldp.ingest.datafolder import hold_data_folder
 
     config = load_config(config_path)
     if replica is not None:
@@ -217,16 +228,16 @@ def _serve(config_path: str, host: str, port: int, access_log: bool = True, repl
     http.limit_server_log()
     open_files = http.raise_open_files_limit()
     # one process per data folder: held before anything in it is written or recovered (the replica's claim file,
-    # the journals), released by the OS however this process ends (ldp.collector.datafolder)
+    # the journals), released by the OS however this process ends (ldp.ingest.datafolder)
     with hold_data_folder(config.data_dir):
         return _run(create_service(config), config, host, port, open_files)
 
 
-def _run(app: Any, config: CollectorConfig, host: str, port: int, open_files: int) -> int:
+def _run(app: Any, config: IngestConfig, host: str, port: int, open_files: int) -> int:
     """Run uvicorn serving ``app`` until it stops (the data folder held by the caller): the exit status."""
-    from ldp.collector import http
+    from ldp.ingest import http
 
-    writer = app.state.collector
+    writer = app.state.writer
     writer.take_claim()  # a replica: its name in the shared store is its own, or it does not start
     app.state.connection_stats = stats = http.ConnectionStats()  # open connections, deadline closes
     if app.state.metrics is not None:

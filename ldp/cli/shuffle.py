@@ -1,4 +1,4 @@
-"""``ldp shuffle``: one run of the shuffler stage (:mod:`ldp.shuffler.stage`) over the store the collector replicas
+"""``ldp shuffle``: one run of the shuffler stage (:mod:`ldp.shuffler.stage`) over the store the ingest service replicas
 write their chunks to — a folder, or S3-compatible object storage."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def register(subparsers: Any) -> None:
 
     s: argparse.ArgumentParser = subparsers.add_parser(
         "shuffle", help="mix the replicas' chunks into anonymized segments, one per arrival window",
-        description="One run of the shuffler stage for an app: read the chunks every collector replica wrote under "
+        description="One run of the shuffler stage for an app: read the chunks every ingest replica wrote under "
                     "apps/<app>/incoming/ of the store, keep each batch id once (across replicas and earlier runs), "
                     "strip what links a report to its batch, permute each window's reports from the OS CSPRNG, "
                     "write them as apps/<app>/segments/closed/<window>-<random>.jsonl, record the anonymity set, then "
@@ -98,7 +98,7 @@ def shuffle_command(args: argparse.Namespace) -> int:
 def _shuffle(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
     """One run of the shuffler as ``args`` say: the run, the specs by fingerprint, each window's central figures
     (``None`` without ``--spec``)."""
-    from ldp.collector.config import APP_NAME_RE
+    from ldp.ingest.config import APP_NAME_RE
 
     if not APP_NAME_RE.match(args.app):
         raise ValueError(f"--app: an app name is 1 to 64 of a-z, 0-9, '_' and '-', got {args.app!r}")

@@ -1,8 +1,8 @@
 """``--shuffled N`` of ``ldp privacy`` and ``ldp plan``: the central guarantee against the analyst that a trusted
 shuffler buys (:mod:`ldp.privacy.shuffle`), shown beside the local one; with ``--windows W``, a device's guarantee
 across W windows too (:mod:`ldp.privacy.over_time`: composed privacy-loss distributions, not W·ε). The one-window
-figure is :func:`ldp.pipeline.guarantee.window_guarantee`'s, the function the collector's dashboard, ``ldp shuffle``
-and ``ldp spec validate --shuffled`` state a window's central ε by."""
+figure is :func:`ldp.pipeline.guarantee.window_guarantee`'s, the function the ingest service's dashboard, ``ldp
+shuffle`` and ``ldp spec validate --shuffled`` state a window's central ε by."""
 
 from __future__ import annotations
 

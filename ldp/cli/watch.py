@@ -1,6 +1,6 @@
 """``ldp watch``: :func:`add_watch_arguments` adds the command to an argparse subparsers object and
-:func:`watch_command` runs it: continuous aggregation of the collector's closed segments
-(:class:`ldp.collector.watch.Watcher`), beside ``ldp serve`` or instead of its own folding."""
+:func:`watch_command` runs it: continuous aggregation of the ingest service's closed segments
+(:class:`ldp.ingest.watch.Watcher`), beside ``ldp serve`` or instead of its own folding."""
 
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ def add_watch_arguments(subparsers: Any) -> argparse.ArgumentParser:
     from ldp.cli.support import number
 
     w: argparse.ArgumentParser = subparsers.add_parser(
-        "watch", help="fold the collector's closed segments into aggregates and estimates, every N seconds",
-        description="Continuous aggregation: for every app of the collector's config, fold the closed segments "
-                    "not folded yet into DATA/apps/<app>/job (the ldp aggregate job: each segment counted "
+        "watch", help="fold the ingest service's closed segments into aggregates and estimates, every N seconds",
+        description="Continuous aggregation: for every app of the ingest service's config, fold the closed segments "
+                    "not folded yet into DATA/apps/<app>/job (the ldp fold job: each segment counted "
                     "once), decode every metric and write DATA/apps/<app>/estimates.json, which the dashboard "
                     "shows. Runs until interrupted, or once with --once.")
-    w.add_argument("--config", "-c", required=True, metavar="FILE", help="the collector's TOML config")
+    w.add_argument("--config", "-c", required=True, metavar="FILE", help="the ingest service's TOML config")
     w.add_argument("--every", type=number(float, 0, 86400, low_open=True), metavar="SECONDS",
                    help="seconds between folds (default: the config's [fold].every_seconds)")
     w.add_argument("--once", action="store_true", help="fold every app once, print what was done and exit")
@@ -58,8 +58,8 @@ def _withheld(doc: dict[str, Any]) -> str:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from ldp.collector.config import load_config
-    from ldp.collector.watch import Watcher, estimates_path
+    from ldp.ingest.config import load_config
+    from ldp.ingest.watch import Watcher, estimates_path
 
     config = load_config(args.config)
     every = args.every if args.every is not None else config.fold_every_seconds

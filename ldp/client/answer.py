@@ -1,4 +1,4 @@
-"""The collector's answer to one uploaded batch part: :func:`check_answer` says whether a 2xx is sane.
+"""The ingest service's answer to one uploaded batch part: :func:`check_answer` says whether a 2xx is sane.
 
 Standard library only. Used by :mod:`ldp.client.uploader`; the TypeScript, Kotlin and Rust clients check the same
 rules (their uploader tests replay the same bad answers).
@@ -40,12 +40,12 @@ def _count(answer: Mapping[str, Any], key: str) -> int:
 
 
 def check_answer(body: bytes, batch: str, sent: int) -> dict[str, Any]:
-    """The collector's 2xx answer to part ``batch`` of ``sent`` lines, if it is sane, else ``ValueError`` saying
+    """The ingest service's 2xx answer to part ``batch`` of ``sent`` lines, if it is sane, else ``ValueError`` saying
     what is wrong. Sane: one JSON object (no repeated key) with ``batch_id`` equal to ``batch``; ``accepted``,
     ``lines`` and each count of ``rejected`` (an object of reason names) integers >= 0, not booleans;
     ``accepted + sum(rejected) == lines``; ``lines == sent``, or, for ``"duplicate": true`` (the counts of the
     first delivery, whose part may have held items since acknowledged by other means), ``sent <= lines <=
-    MAX_BATCH``, and ``accepted`` and ``rejected`` may both be absent (the collector keeps only the line count of
+    MAX_BATCH``, and ``accepted`` and ``rejected`` may both be absent (the ingest service keeps only the line count of
     a batch whose segment it shuffled); ``duplicate``, if given, a boolean. Other keys are ignored."""
     try:
         answer = json.loads(body.decode("utf-8"), object_pairs_hook=_no_duplicate_keys,

@@ -1,5 +1,5 @@
 """The client's outbox: envelopes waiting for upload in the state file, the upload interval, and the batches
-pinned for upload until the collector acknowledges them.
+pinned for upload until the ingest service acknowledges them.
 
 ``ldp_client_outbox`` holds one envelope line per recorded report (stored in the transaction that charged it,
 :mod:`ldp.client.runtime`); :meth:`ClientOutbox.pending` reads the next batch (at most ``upload.max_batch``

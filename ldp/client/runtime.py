@@ -348,7 +348,7 @@ class TelemetryClient:
         return self._outbox.split_batch(batch)
 
     def acknowledge_batch(self, batch: str, ids: Iterable[int]) -> int:
-        """After the collector stored part ``batch``: acknowledge its items ``ids`` and unpin it, in one
+        """After the ingest service stored part ``batch``: acknowledge its items ``ids`` and unpin it, in one
         transaction; return how many were in the outbox."""
         wanted = list(ids)
         return self._reserve.retrying(lambda: self._outbox.acknowledge_batch(batch, wanted))
@@ -361,17 +361,17 @@ class TelemetryClient:
                call_timeout: float | None = None, max_attempts: int = 8, gzip: bool = True,
                max_delay: float = 300.0, opener: Opener | None = None, sleep: Callable[[float], None] = time.sleep,
                clock: Callable[[], float] | None = None) -> UploadResult:
-        """Upload the outbox to an ``ldp serve`` collector (``POST url``, bearer ``token``) until it is
+        """Upload the outbox to an ``ldp serve`` ingest service (``POST url``, bearer ``token``) until it is
         empty, the upload interval stops it or ``call_timeout`` seconds have passed; return what was done.
 
-        ``url`` may be a list of endpoints (collector replicas): a part that one cannot take now (no answer,
+        ``url`` may be a list of endpoints (the ingest service's replicas): a part that one cannot take now (no answer,
         a connection error, 408, 5xx) goes at once to the next; only when all have failed in a row does the
         call wait. Shuffle the list per device to spread load; the part's batch id is the same everywhere.
 
         Each batch is pinned in the state file (its outbox ids and its id) before it is first sent,
         and acknowledged only after a sane 2xx naming its id, so a retry, a crash or a lost answer resends
-        the same lines under the same id, and the collector stores them once. Raises
-        :class:`~ldp.client.uploader.UploadError` (the batch stays pinned and pending) when the collector
+        the same lines under the same id, and the ingest service stores them once. Raises
+        :class:`~ldp.client.uploader.UploadError` (the batch stays pinned and pending) when the ingest service
         refuses it or it is not delivered in ``max_attempts`` tries, and
         :class:`~ldp.errors.UploadProtocolError` when its 2xx answer is not sane. ``timeout``: seconds for one
         request, from connecting to the end of its answer; ``call_timeout``: seconds for the whole call (``None``:
@@ -385,7 +385,7 @@ class TelemetryClient:
         pending, so the parts the other call sent are not sent again; if its deadline passes while it waits it
         returns ``stopped="deadline"`` having sent nothing. A call from inside an upload of the same file in the
         same thread (an ``opener`` or ``sleep`` calling ``upload``) raises ``RuntimeError``. Processes are not
-        serialized: two processes uploading one file at once may send a pinned part twice (the collector stores
+        serialized: two processes uploading one file at once may send a pinned part twice (the ingest service stores
         it once, by its batch id)."""
         self._state.check_thread()
         lock = _upload_lock(self.path)

@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 BATCH_ID_CHARS = 32
 MAX_ANSWER = 1 << 16
-"""Bytes of a collector's answer read at most: a longer 2xx is a protocol error (a sane one is under 1 KiB)."""
+"""Bytes of an ingest service's answer read at most: a longer 2xx is a protocol error (a sane one is under 1 KiB)."""
 _BATCH_TAG = b"ldp/client/batch-id/v1\x00"
 _WAIT = frozenset({429, 503})
 _RNG = random.SystemRandom()
@@ -176,7 +176,7 @@ def _seconds(value: object) -> bool:
 
 
 def _endpoints(url: str | Sequence[str]) -> list[str]:
-    """The collector endpoints of an upload call: one URL or a non-empty list of distinct http(s) URLs."""
+    """The ingest service endpoints of an upload call: one URL or a non-empty list of distinct http(s) URLs."""
     urls = [url] if isinstance(url, str) else list(url) if isinstance(url, Sequence) else None
     if urls is None or not urls:
         raise ValueError(f"upload url must be an http(s) URL or a non-empty list of them, got {_show(url)}")
@@ -213,7 +213,7 @@ def upload(client: Outbox, url: str | Sequence[str], token: str, *, timeout: flo
     """Send pinned batch parts (pinning new batches from ``pending()``) until nothing is left, the upload
     interval stops it or ``call_timeout`` passes. See :meth:`ldp.client.TelemetryClient.upload`.
 
-    ``url`` is one collector endpoint or a list of them (replicas or balancers): each call starts with the
+    ``url`` is one ingest service endpoint or a list of them (replicas or balancers): each call starts with the
     first; a part whose attempt gets no answer, a connection error, 408 or a 5xx is sent next to the following
     endpoint at once, until every endpoint has failed in a row (a round), which waits as one endpoint does
     (``Retry-After`` of a 503, else backoff with the number of failed rounds as exponent); the endpoint that
@@ -256,7 +256,7 @@ def upload(client: Outbox, url: str | Sequence[str], token: str, *, timeout: flo
                         raise ValueError(f"the answer is over {MAX_ANSWER} bytes")
                     data = check_answer(answer.body, bid, len(lines))
                 except ValueError as exc:
-                    raise _fail(f"the collector's answer to batch {bid} is not sane: {exc}; nothing acknowledged",
+                    raise _fail(f"the ingest service's answer to batch {bid} is not sane: {exc}; nothing acknowledged",
                                 answer, tally, client, str(exc), UploadProtocolError) from None
                 done = client.acknowledge_batch(bid, [item.id for item in items])
                 logger.debug("acknowledged %d uploaded report(s)", done)
@@ -264,13 +264,13 @@ def upload(client: Outbox, url: str | Sequence[str], token: str, *, timeout: flo
                 break
             if status == 413:
                 if len(items) == 1:
-                    raise _fail(f"the collector refused a single report as too large ({answer.reason()})",
+                    raise _fail(f"the ingest service refused a single report as too large ({answer.reason()})",
                                 answer, tally, client)
                 limit = client.split_batch(bid)
                 logger.info("batch %s was too large for %s: split in two (%d line(s) at most)", bid, host, limit)
                 break
             if not _retryable(status):
-                raise _fail(f"the collector refused batch {bid} with HTTP {status}: {answer.reason()}",
+                raise _fail(f"the ingest service refused batch {bid} with HTTP {status}: {answer.reason()}",
                             answer, tally, client)
             if time.monotonic() >= call_end:
                 stopped = "deadline"

@@ -41,7 +41,7 @@ def unframe(data: bytes | bytearray | memoryview) -> memoryview:
     """The bytes without their CRC once the magic, the version and the CRC-32 are checked."""
     view = memoryview(data).cast("B")
     if len(view) < _PREFIX + 4 or view[:4] != _MAGIC or view[4] != _VERSION:
-        raise AggregateFormatError("not a serialized ldp aggregate (bad magic or version)")
+        raise AggregateFormatError("not a serialized ldp fold (bad magic or version)")
     if zlib.crc32(view[:-4]) != int.from_bytes(view[-4:], "little"):
         raise AggregateFormatError("aggregate bytes are damaged (CRC-32 mismatch)")
     return view[:-4]

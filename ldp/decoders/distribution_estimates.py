@@ -3,7 +3,7 @@
 :class:`HistogramEstimates` is the :class:`~ldp.decoders.results.Estimates` of a histogram protocol
 (dBitFlip, bucket-GRR, bucket-OUE) with the buckets' ``edges`` and the exact covariance of the count
 estimates (plug-in, :class:`~ldp.decoders.distribution.BucketCovariance`); the formulas are those of
-:mod:`ldp.decoders.distribution`. ``summary_quantiles()`` is the hook the collector's dashboard asks every
+:mod:`ldp.decoders.distribution`. ``summary_quantiles()`` is the hook the ingest service's dashboard asks every
 estimate through (``getattr(est, "summary_quantiles", None)``): p50 and p95, or ``None``.
 """
 

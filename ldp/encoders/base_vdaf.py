@@ -15,7 +15,7 @@ protocol       Prio3 type          measurement                          aggregat
 ``sue``, oue   Prio3SumVec, max 1  the reported bit vector (d bits)     ``ones``
 =============  ==================  ===================================  ======================
 
-The sum of the measurements is what the aggregate would have folded from the reports, so the collector debiases
+The sum of the measurements is what the aggregate would have folded from the reports, so the ingest service debiases
 it with the protocol's own estimator (:meth:`ldp.decoders.base.Aggregate.from_sums`). Standard library only: the
 client imports it.
 """

@@ -156,7 +156,7 @@ class PrivatizingMetricReader(MetricReader):
     report per metric, recorded and uploaded by :class:`ldp.client.TelemetryClient` (the module says how).
 
     ``spec``: a :class:`~ldp.spec.CollectionSpec` or its path; ``state_path``: the client's state file (one per
-    device); ``url`` and ``token``: the ``ldp serve`` collector and the app's upload token (``None``: record only,
+    device); ``url`` and ``token``: the ``ldp serve`` ingest service and the app's upload token (``None``: record only,
     the app uploads with its own :class:`~ldp.client.TelemetryClient`); ``instruments``: the instrument names the
     app means to privatize, each checked against the spec now (``None``: all the spec declares).
     ``collect_seconds``: how often to collect (0: only on ``force_flush`` and shutdown); ``report_on_shutdown``:

@@ -1,5 +1,5 @@
 """What the collection pipeline's stages share, below all of them: the objects one stage writes and the next reads,
-and the rules their bytes follow. The collector (:mod:`ldp.collector`) and the shuffler (:mod:`ldp.shuffler`) both
+and the rules their bytes follow. The ingest service (:mod:`ldp.ingest`) and the shuffler (:mod:`ldp.shuffler`) both
 import from here and never from each other.
 
 * :mod:`ldp.pipeline.chunks` — a replica's chunk (its batches with ids and arrival windows) and its key;

@@ -1,12 +1,12 @@
-"""The central guarantee the collector's shuffle buys each metric (:mod:`ldp.privacy.shuffle`), from what the fold
+"""The central guarantee the ingest service's shuffle buys each metric (:mod:`ldp.privacy.shuffle`), from what the fold
 knows: how many reports of the metric each closed segment held, per window.
 
-The collector shuffles each segment on its own (:mod:`ldp.pipeline.shuffle`), and the analyst sees each report's
+The ingest service shuffles each segment on its own (:mod:`ldp.pipeline.shuffle`), and the analyst sees each report's
 window, so a report hides among the other reports of its metric *and window in its segment*: the guarantee of a
 metric is the one of its smallest such set. It is computed by :func:`ldp.pipeline.guarantee.window_guarantee` (the
 one function every figure of a window comes from) with the metric's protocol params (ε₀ and the protocol's
 ``shuffle_structure``) and the most reports a device may send of it in a window (k reports count as one of k·ε₀;
-one report when the spec caps no window), against the analyst only, when whoever runs the collector is not the
+one report when the spec caps no window), against the analyst only, when whoever runs the ingest service is not the
 analyst. Segments closed before shuffled storage (named ``<UTC>-<seq:06d>.jsonl``) give no central guarantee; they
 are counted apart."""
 
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ldp.jobs.fold import parse_key_name
 from ldp.pipeline.guarantee import DELTA, window_guarantee
-from ldp.server.fold import parse_key_name
 
 __all__ = ["DELTA", "SHUFFLED_NAME", "segment_counts", "segment_of",
            "shuffle_entry", "smallest_set", "window_guarantee", "window_segments"]

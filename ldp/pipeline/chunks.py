@@ -1,4 +1,4 @@
-"""The objects a collector replica writes to shared storage and the shuffler stage reads: *chunks*.
+"""The objects an ingest service replica writes to shared storage and the shuffler stage reads: *chunks*.
 
 A chunk is one group commit of one replica: the batches it stored at once, each with what the shuffler needs to
 deduplicate it across replicas and to mix it with the other reports of its arrival window, and nothing more::
@@ -8,10 +8,10 @@ deduplicate it across replicas and to mix it with the other reports of its arriv
     ...
 
 ``window start`` and ``window length`` are integers (seconds, UTC): the arrival window, coarsened as the
-collector's journals are (:func:`ldp.collector.journal.coarse`). A chunk lives at
+ingest service's journals are (:func:`ldp.ingest.journal.coarse`). A chunk lives at
 ``apps/<app>/incoming/<replica>/<UTC>-<seq>.chunk`` (:func:`chunk_key`): one replica's names never collide with
-another's, and its own sort in commit order. Batch ids are checked as the collector checks them
-(:data:`ldp.collector.ingest.BATCH_ID_RE`); a batch's lines are framed by their count (any bytes but a newline).
+another's, and its own sort in commit order. Batch ids are checked as the ingest service checks them
+(:data:`ldp.ingest.upload.BATCH_ID_RE`); a batch's lines are framed by their count (any bytes but a newline).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ incoming_prefix = incoming
 
 def chunk_key(app: str, replica: str, at: float, seq: int, fence: int | None = None) -> str:
     """``apps/<app>/incoming/<replica>/<UTC>-f<fence:06d>-<seq:010d>.chunk``: ``fence`` is the replica's claim
-    token (:mod:`ldp.collector.claim`) and ``seq`` counts the chunks of that claim, so a key never repeats, whatever
+    token (:mod:`ldp.ingest.claim`) and ``seq`` counts the chunks of that claim, so a key never repeats, whatever
     the clock says (without ``fence``, the older ``<UTC>-<seq:010d>.chunk``)."""
     claim = "" if fence is None else f"f{int(fence):06d}-"
     return f"{incoming_prefix(app, replica)}{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(at))}-{claim}{seq:010d}" \

@@ -1,5 +1,5 @@
-"""A window's central ε, computed by one function wherever it is stated: the collector's dashboard and its
-cumulative figure (:mod:`ldp.pipeline.amplification`, :mod:`ldp.collector.central`), ``ldp shuffle``
+"""A window's central ε, computed by one function wherever it is stated: the ingest service's dashboard and its
+cumulative figure (:mod:`ldp.pipeline.amplification`, :mod:`ldp.ingest.central`), ``ldp shuffle``
 (:mod:`ldp.shuffler.central`), ``ldp privacy --shuffled N`` (:mod:`ldp.cli.shuffled`) and ``ldp spec validate
 --shuffled N`` (:mod:`ldp.spec.cli`).
 
@@ -13,7 +13,7 @@ figure follows). :func:`over_windows` is the guarantee over several windows
 (:func:`ldp.privacy.over_time.central_over_windows`), one window being stated at its own figure, so that a window
 released alone reads the same everywhere.
 
-Lives below the collector and the shuffler (both import it) and imports only the privacy layer, so that the spec's
+Lives below the ingest service and the shuffler (both import it) and imports only the privacy layer, so that the spec's
 command (client code, which imports it when it runs) can too.
 """
 
@@ -31,7 +31,7 @@ __all__ = ["DELTA", "ONE_WINDOW", "Randomizer", "over_windows", "release_guarant
            "window_release"]
 
 DELTA = 1e-8
-"""δ of the central guarantee the collector and the shuffler state."""
+"""δ of the central guarantee the ingest service and the shuffler state."""
 ONE_WINDOW = "one window: its own central ε"
 """The method of :func:`over_windows` over one window."""
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ldp.server import jsonl
-from ldp.server.store import write_all
+from ldp.jobs import jsonl
+from ldp.jobs.store import write_all
 
 __all__ = ["shuffle_lines", "in_order", "closed_name", "KEY_BYTES", "SLICE_BYTES", "SYNC_BYTES", "random_keys",
            "key_order", "line_ends", "write_shuffled"]

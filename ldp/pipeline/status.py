@@ -1,6 +1,6 @@
 """The shuffler's status where the analysts' readers see it: ``apps/<app>/segments/status/shuffler.json``, beside the
 segments and never among them (readers fold ``segments/closed/``). The shuffler writes it (:mod:`ldp.shuffler.stage`)
-when a run is set aside or put back; a collector's fold (:mod:`ldp.collector.watch`) reads it and its dashboard says
+when a run is set aside or put back; an ingest service's fold (:mod:`ldp.ingest.watch`) reads it and its dashboard says
 so. It names each run set aside, since when, its attempts, the class of its last error and the windows it holds
 (UTC starts): nothing of a chunk, a replica, a batch or an arrival time finer than the window.
 

@@ -1,6 +1,6 @@
 """A metric's central guarantee over windows, as the spec's central target (``release.central``) is checked against
-it: by ``ldp spec validate --shuffled N`` for a planned horizon, and by the collector over the windows it released
-(:mod:`ldp.collector.central`).
+it: by ``ldp spec validate --shuffled N`` for a planned horizon, and by the ingest service over the windows it released
+(:mod:`ldp.ingest.central`).
 
 A device sends at most k reports of a metric in a window (its per-window cap over its per-report cost). In one
 shuffle, k reports of ε₀ count as one report of k·ε₀ (the analyst's multiset is a function of the multiset of the
@@ -8,7 +8,7 @@ devices' k-tuples, a k·ε₀-LDP randomizer; :mod:`ldp.privacy.shuffle`). The k
 one k-RR report, so it is used only when k = 1; k > 1 uses the generic bound of Feldman, McMillan and Talwar
 (FOCS 2021, Theorem 3.2), which holds for any k·ε₀-LDP randomizer.
 
-When a window's reports lie in j shuffled segments (the collector shuffles each segment on its own), a device's k
+When a window's reports lie in j shuffled segments (the ingest service shuffles each segment on its own), a device's k
 reports may be split among min(k, j) of them. Each part (k_i ≤ k reports, in a segment of n_i ≥ n reports) is a
 k_i·ε₀-LDP randomizer, hence k·ε₀-LDP, shuffled among the parts of at least ⌈n/k⌉ devices (the theorem's users are
 the devices, each sending at most k of the n_i ≥ n reports; counting reports as users would overstate the crowd k

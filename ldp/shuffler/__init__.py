@@ -1,4 +1,4 @@
-"""The shuffler stage between ingestion and analysis: chunks written by collector replicas
+"""The shuffler stage between ingestion and analysis: chunks written by ingest service replicas
 (:mod:`ldp.pipeline.chunks`) mixed into anonymized segments per arrival window (:mod:`ldp.shuffler.stage`)."""
 
 from ldp.pipeline.chunks import ChunkBatch, chunk_key, decode_chunk, encode_chunk

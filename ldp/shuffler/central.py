@@ -6,7 +6,7 @@ hides among those ``n`` (the analyst sees each report's metric and window). The 
 function every window figure comes from, :func:`ldp.pipeline.guarantee.window_guarantee` (the protocol's shuffle
 structure, e.g. binary randomized response's exact bound, else Feldman, McMillan and Talwar's; δ = 10⁻⁸), for a
 device with as many reports of the metric in the window as its spec allows (k reports count as one of k·ε₀; one
-when the spec caps no window), against the analyst only: the figure the collector's dashboard and ``ldp privacy
+when the spec caps no window), against the analyst only: the figure the ingest service's dashboard and ``ldp privacy
 --shuffled n`` state for the same window.
 """
 

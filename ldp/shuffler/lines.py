@@ -1,13 +1,13 @@
 """What the shuffler checks of every line it mixes: its bytes are the clients' canonical ones, and its metric.
 
 **Canonical bytes** (issue 57). A line's formatting survives the shuffle: one in another serialization stands out in
-its segment and links its sender's reports across windows. The collector stores every accepted line canonical
-(:mod:`ldp.collector.canonical`), but chunks written before it did (older replicas) may hold others, so the shuffler
+its segment and links its sender's reports across windows. The ingest service stores every accepted line canonical
+(:mod:`ldp.ingest.canonical`), but chunks written before it did (older replicas) may hold others, so the shuffler
 checks every line again and writes any that is not canonical anew (:meth:`LineRules.canonical`):
 
 * a line of a spec it was given (``ldp shuffle --spec``) must be byte for byte the envelope the clients write for it,
-  payload fields in the metric's schema order (the collector's templates, :func:`ldp.server.jsonl.templates_for`,
-  as one regular expression); one that is not becomes :func:`~ldp.collector.canonical.canonical_line` of it;
+  payload fields in the metric's schema order (the ingest service's templates, :func:`ldp.jobs.jsonl.templates_for`,
+  as one regular expression); one that is not becomes :func:`~ldp.ingest.canonical.canonical_line` of it;
 * a line of a spec it was not given can only be checked for the envelope's shape (keys in order, no spaces, decimal
   integers, bit strings): one in another shape is written again in that shape with its payload fields in the order
   they came (:meth:`~ldp.spec.Envelope.to_json`), and every such line is counted ``unverified`` — pass its spec;
@@ -70,7 +70,7 @@ class LineRules:
     """The canonical-bytes rule of the shuffler for ``specs`` (``{fingerprint: CollectionSpec}``; may be empty)."""
 
     def __init__(self, specs: Mapping[str, CollectionSpec] | None = None) -> None:
-        from ldp.server.jsonl import templates_for
+        from ldp.jobs.jsonl import templates_for
 
         self.specs = dict(specs or {})
         exact = [_template_re(t) for t in templates_for(self.specs)] if self.specs else []
@@ -160,7 +160,7 @@ class LineRules:
 
 
 def _template_re(t: object) -> bytes:
-    """The regular expression of one collector template: its literal pieces, a window and each field's value."""
+    """The regular expression of one ingest service template: its literal pieces, a window and each field's value."""
     prefix, pieces, fields = t.prefix, t.pieces, t.fields  # type: ignore[attr-defined]
     out = re.escape(prefix) + _UINT
     for piece, f in zip(pieces, fields, strict=False):

@@ -15,7 +15,7 @@ One run, for one app (Prochlo's Encode–Shuffle–Analyze; Apple's ingestion, t
    run within the dedup horizon is dropped. What linked a report to its sender — batch id, replica, arrival
    order and time finer than the window — is not written: the lines go out in a uniformly random order from the
    OS CSPRNG (:func:`ldp.pipeline.shuffle.shuffle_lines`), named ``<UTC window start>-<16 random hex>.jsonl``
-   under ``apps/<app>/segments/closed/`` (the names the collector's shuffled storage uses), each written with
+   under ``apps/<app>/segments/closed/`` (the names the ingest service's shuffled storage uses), each written with
    :meth:`~ldp.storage.Store.create`.
 4. **Record** the ids mixed (``shuffler/seen/<run>.json``, for later runs' deduplication), then the run as
    ``done`` with the anonymity set it achieved per window — reports in all, per metric, replicas, batches,

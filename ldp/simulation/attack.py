@@ -1,5 +1,5 @@
 """Data-poisoning attacks on a simulated collection (Cao, Jia and Gong, USENIX Security 2021), and what the
-server's law tests (:mod:`ldp.server.poisoning`) see of them.
+server's law tests (:mod:`ldp.jobs.poisoning`) see of them.
 
 ``m`` fake users join ``n − m`` honest ones (``β = m/n``) and send crafted reports to promote ``r`` target items:
 
@@ -30,11 +30,11 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from ldp.jobs.poisoning import Evidence, poisoning_evidence
 from ldp.lazy import subclasses_in
 from ldp.protocols import get_protocol
 from ldp.randomness import as_generator
 from ldp.reports import ReportBatch
-from ldp.server.poisoning import Evidence, poisoning_evidence
 from ldp.simulation.population import Population
 
 __all__ = ["ATTACKS", "AttackResult", "Attacker", "attacker_for", "fake_reports", "simulate_attack"]
@@ -128,7 +128,7 @@ def fake_reports(params: Any, attack: str, targets: Sequence[int] | npt.NDArray[
 @dataclass(frozen=True)
 class AttackResult:
     """One poisoned collection: who attacked, the damage (the targets' frequency gain) and the law tests'
-    verdict on the poisoned window (:class:`~ldp.server.poisoning.Evidence`)."""
+    verdict on the poisoned window (:class:`~ldp.jobs.poisoning.Evidence`)."""
 
     protocol: str
     attack: str

@@ -1,5 +1,5 @@
 """Disguised poisoning of RAPPOR (issue 72): fake reports that promote a target string while their number of 1s
-follows the honest law, for measuring :mod:`ldp.server.rappor_poisoning` against them.
+follows the honest law, for measuring :mod:`ldp.jobs.rappor_poisoning` against them.
 
 A fake report takes a cohort (uniform, or one fixed cohort), sets its target's Bloom bits in that cohort (all of
 them, or only the first: ``one_bit``), draws a number of 1s ``L`` from the honest law of a full filter
@@ -31,7 +31,7 @@ def disguised_reports(params: Any, targets: Sequence[str], m: int, rng: Any = No
                       one_bit: bool = False) -> dict[str, npt.NDArray[Any]]:
     """The columns (``cohort``, ``bits``) of ``m`` disguised fake reports (module docstring), vectorised."""
     from ldp.batch.rappor import bloom_index_table
-    from ldp.server.rappor_poisoning import rappor_ones_pmfs
+    from ldp.jobs.rappor_poisoning import rappor_ones_pmfs
 
     if not targets:
         raise ValueError("give at least one target string")
@@ -55,7 +55,7 @@ def disguised_reports(params: Any, targets: Sequence[str], m: int, rng: Any = No
 
 @dataclass(frozen=True)
 class DisguisedWindow:
-    """One simulated window: the poisoned aggregate (folded as the collector folds), the targets and their gain."""
+    """One simulated window: the poisoned aggregate (folded as the ingest service folds), the targets and their gain."""
 
     aggregate: Any
     targets: tuple[str, ...]

@@ -40,7 +40,7 @@ def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | Non
     report of k·ε₀ (the analyst's multiset of reports is a function of the multiset of devices' tuples). Over the
     horizon (``windows``, else the metric's central target's): the cumulative guarantee (:func:`over_horizon`) and
     whether it meets the target. Each figure is :func:`ldp.pipeline.guarantee.window_guarantee`'s, the one the
-    collector's dashboard and ``ldp shuffle`` state (imported when called: the spec is client code)."""
+    ingest service's dashboard and ``ldp shuffle`` state (imported when called: the spec is client code)."""
     from ldp.pipeline.guarantee import window_guarantee
 
     lines = [f"shuffled: central guarantee per window against the analyst, {n:,} devices shuffled, δ = {delta:g}"]
@@ -71,7 +71,7 @@ def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | Non
             how = "; the spec's lifetime cap" if o.get("bound") else ""
             lines.append(f"    over {h['windows']:,} windows: central ε={o['epsilon']:.4g}, δ={o['delta']:g} "
                          f"(naive W·ε {o['naive']['epsilon']:.4g}; local {o['local']['epsilon']:.4g}{how}){aim}")
-    lines.append("  trust: the shuffler (the collector) is trusted and is not the analyst; see docs/shuffling.md")
+    lines.append("  trust: the shuffler (the ingest service) is trusted and is not the analyst; see docs/shuffling.md")
     return lines
 
 

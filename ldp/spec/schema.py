@@ -77,7 +77,7 @@ class UploadPolicy:
 @dataclass(frozen=True)
 class CentralTarget:
     """The central (ε, δ) a device's reports of a metric may cost against the analyst, composed over every window
-    the collector releases (:mod:`ldp.collector.central`); ``windows``: the planned horizon in windows (``None``:
+    the ingest service releases (:mod:`ldp.ingest.central`); ``windows``: the planned horizon in windows (``None``:
     not stated), for which ``ldp spec validate --shuffled N`` says whether the target is met."""
 
     epsilon: float

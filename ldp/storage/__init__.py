@@ -3,7 +3,7 @@ object storage (through ``fsspec``/``s3fs``, the ``s3`` extra) and Azure Blob St
 extra).
 
 A store holds immutable objects under ``/``-separated keys (``apps/demo/incoming/r1/….chunk``). Every operation
-the collector, the shuffler and the aggregation need is one of:
+the ingest service, the shuffler and the aggregation need is one of:
 
 * :meth:`Store.put` — write an object whole; when it returns, the object is durable and readers see all of it or,
   before, none of it (local: temporary file, fsync, rename, fsync of the folder; S3: one ``PutObject``);
@@ -14,8 +14,8 @@ the collector, the shuffler and the aggregation need is one of:
 * :meth:`Store.stat` — an object's size, modification time and version (:class:`ObjectStat`: S3's ETag; in a
   folder, mtime, size and inode), which changes when the object is replaced by other content, without reading it;
 * :meth:`Store.open` — the object as a stream (a binary file), fetched :data:`READ_BLOCK` bytes at a time, never
-  whole: ``ldp aggregate`` over ``s3://`` inputs reads, hashes and copies objects through it
-  (:mod:`ldp.server.inputs`).
+  whole: ``ldp fold`` over ``s3://`` inputs reads, hashes and copies objects through it
+  (:mod:`ldp.jobs.inputs`).
 
 What a store can do is declared, never probed: :attr:`Store.capabilities` (:class:`Capabilities`), its
 :meth:`Store.spec` (URL and options, to open it again in another process), :meth:`Store.retention_warning`,

@@ -23,7 +23,7 @@ namespace's folder (``hdi_isfolder``) is not an object.
 ``sas_token`` (with ``account_name`` or ``account_url``); then the environment's ``AZURE_STORAGE_CONNECTION_STRING``,
 ``AZURE_STORAGE_KEY``, ``AZURE_STORAGE_SAS_TOKEN`` (``AZURE_STORAGE_ACCOUNT`` the account's name); then
 ``azure-identity``'s ``DefaultAzureCredential`` when it is installed (managed identity, workload identity, the
-``az`` login); ``anonymous=true`` reads a public container. The collector's configuration file names the account
+``az`` login); ``anonymous=true`` reads a public container. The ingest service's configuration file names the account
 only (``account_name``, ``account_url``): secrets come from the environment.
 
 **Timeouts** are short by default (connect 5 s, read 15 s, 2 attempts, 1 s apart): a store that is down or slow

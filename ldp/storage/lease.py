@@ -1,5 +1,5 @@
-"""A lease in the store itself: one holder at a time of a role (the shuffler of an app, a collector replica's name),
-agreed through the store's conditional create alone — no lock server, no clock agreement beyond a margin.
+"""A lease in the store itself: one holder at a time of a role (the shuffler of an app, an ingest service replica's
+name), agreed through the store's conditional create alone — no lock server, no clock agreement beyond a margin.
 
 **The objects.** A lease is the objects under one prefix (``apps/<app>/shuffler/lease/``,
 ``replicas/<name>/lease/``), named ``g<generation>-r<renewal>.json`` (zero-padded: they sort by generation, then

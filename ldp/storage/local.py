@@ -1,5 +1,5 @@
 """The local-folder store (:mod:`ldp.storage`): objects are files under a root folder; and the package's one atomic
-write (:func:`write_atomic`), which the store and every file the server and the collector replace go through.
+write (:func:`write_atomic`), which the store and every file the server and the ingest service replace go through.
 
 ``put`` writes a temporary file in the object's folder, fsyncs it, renames it over the name and fsyncs the folder,
 so a crash leaves the old object or the new one, never a part. ``create`` links the fsynced temporary file to the

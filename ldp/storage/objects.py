@@ -5,7 +5,7 @@ extra), or any ``fsspec`` filesystem that supports exclusive creation.
 ``If-None-Match: *`` (S3's conditional write, generally available since August 2024; ``s3fs``'s
 ``pipe_file(mode="create")``), which fails with ``412 Precondition Failed`` when the key exists — that is
 ``False``, every other failure :class:`~ldp.storage.StorageError`. Credentials come from the environment or the
-``fsspec`` options (``key``/``secret``), never from the collector's configuration file.
+``fsspec`` options (``key``/``secret``), never from the ingest service's configuration file.
 
 ``stat`` is one ``HeadObject`` (size, ``LastModified``, ``ETag``); ``open`` streams the object in ranged ``GetObject``
 requests of :data:`~ldp.storage.base.READ_BLOCK` bytes, each with ``If-Match`` the ETag seen when it was opened

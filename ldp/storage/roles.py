@@ -11,7 +11,7 @@ prefix                             written by                      read by
 ``apps/<app>/shuffler/``            the shuffler (lease, runs,      the shuffler
                                     dedup index, staging, kept
                                     originals)
-``apps/<app>/segments/``            the shuffler (create only)      analysts (``ldp aggregate``, a collector's
+``apps/<app>/segments/``            the shuffler (create only)      analysts (``ldp fold``, an ingest service's
                                                                     ``[storage] watch``)
 ``aggregators/leader/``             the two-aggregator mode's       the leader only
                                     leader (its own store)
@@ -77,7 +77,7 @@ def _pattern(prefix: str) -> re.Pattern[str]:
 
 
 def replica_role(replica: str) -> Role:
-    """A collector replica's: its chunks of any app (created, never read back) and its own claim."""
+    """An ingest service replica's: its chunks of any app (created, never read back) and its own claim."""
     own = f"replicas/{replica}/"
     return Role(f"replica {replica}", read=(own,), write=(own, f"apps/*/incoming/{replica}/"), remove=(own,))
 

@@ -20,7 +20,7 @@ def test_a_stale_helper_finishing_a_job_late_changes_nothing(tmp_path: Path) -> 
     measurements = [rng.randrange(4) for _ in range(12)]
     reports = [w.report(m) for m in measurements]
     assert set(w.leader.upload_many(w.task.task_id, reports)) == {None}
-    w.leader.aggregate()  # through the fresh helper
+    w.leader.run_aggregation_jobs()  # through the fresh helper
     # the stale helper receives the same job again (a retry that reached it late) and answers from the record
     records = fresh.records[w.task.task_id]
     job_key = w.helper.store.list(records.prefix + "jobs/")[0]
@@ -38,14 +38,14 @@ def test_a_stale_helper_job_with_replayed_reports_is_refused_there(tmp_path: Pat
     stale = w.helper
     body = w.report(2)
     w.leader.upload(w.task.task_id, body)
-    w.leader.aggregate()
+    w.leader.run_aggregation_jobs()
     w.restart_helper()
     rep = prio.DapReport.from_bytes(body)
     job = AggregationJobInit(w.task.task_id, T0, (ReportInit(rep.report_id, rep.time, rep.public_share,
                                                               rep.helper_ciphertext, b"\x00" * 8),))
     from ldp.aggregators.messages import AggregationJobResp
 
-    late = AggregationJobResp.from_bytes(stale.aggregate(w.task.task_id, "late-job-000000001", job.to_bytes()))
+    late = AggregationJobResp.from_bytes(stale.aggregation_job(w.task.task_id, "late-job-000000001", job.to_bytes()))
     assert late.results[0].error is not None and late.results[0].error.code == "report_replayed"
     assert list(w.collect().sums) == [0, 0, 1, 0]
 
@@ -59,7 +59,7 @@ def test_a_chunk_a_stale_leader_stores_late_is_counted_once(tmp_path: Path) -> N
     late = [w.report(3) for _ in range(2)]
     retried = w.report(2)  # a device's retry: the new leader takes it, the stale one stores its first try late
     assert w.leader.upload_many(w.task.task_id, [retried]) == [None]
-    w.leader.aggregate()
+    w.leader.run_aggregation_jobs()
     assert set(stale.upload_many(w.task.task_id, late + [retried])) == {None}  # lands after the takeover
     w.restart_leader()  # the next leader finds the late chunk: its new reports pending, the prepared one not
     assert list(w.collect().sums) == [0, 3, 1, 2]

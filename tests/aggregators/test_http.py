@@ -13,7 +13,7 @@ from two_aggregators import T0, prio, world
 
 from ldp.aggregators.http import create_app
 from ldp.aggregators.task import Noise, b64
-from ldp.collector.config import new_token, token_sha256
+from ldp.ingest.config import new_token, token_sha256
 
 PEER, COLLECTOR = new_token(), new_token()
 

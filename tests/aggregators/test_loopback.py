@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from two_aggregators import prio
 
-from ldp.collector.config import new_token, token_sha256
+from ldp.ingest.config import new_token, token_sha256
 
 WINDOW = 86400
 NOW = int(time.time())

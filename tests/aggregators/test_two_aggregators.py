@@ -124,7 +124,7 @@ def test_a_replayed_report_is_refused_at_the_door_and_by_the_helper(tmp_path: Pa
     with pytest.raises(AggregatorError) as exc:
         w.leader.upload(w.task.task_id, report)
     assert exc.value.code == "report_replayed" and exc.value.status == 409
-    w.leader.aggregate()
+    w.leader.run_aggregation_jobs()
     with pytest.raises(AggregatorError, match="already uploaded"):  # after its job too
         w.leader.upload(w.task.task_id, report)
     assert w.leader.status()["tasks"][0]["refused_at_upload"] == {"report_replayed": 2}
@@ -135,7 +135,7 @@ def test_a_replayed_report_is_refused_at_the_door_and_by_the_helper(tmp_path: Pa
                                                               rep.helper_ciphertext, b"\x00" * 8),))
     from ldp.aggregators.messages import AggregationJobResp
 
-    resp = AggregationJobResp.from_bytes(w.helper.aggregate(w.task.task_id, "replay-job-0000001", job.to_bytes()))
+    resp = AggregationJobResp.from_bytes(w.helper.aggregation_job(w.task.task_id, "replay-job-0000001", job.to_bytes()))
     assert resp.results[0].error is not None and resp.results[0].error.code == "report_replayed"
     assert list(w.collect().sums) == [0, 0, 1, 0]
 
@@ -197,7 +197,7 @@ def test_a_window_is_released_once_below_the_threshold_never(tmp_path: Path) -> 
 def test_the_helper_refuses_a_leader_that_states_another_batch(tmp_path: Path) -> None:
     w = world(tmp_path, params={"length": 4}, min_batch_size=1)
     _upload_all(w, [0, 1, 2])
-    w.leader.aggregate()
+    w.leader.run_aggregation_jobs()
     w.now = T0 + WINDOW + 1
     agg = w.helper.records[w.task.task_id].window(T0)
     for count, checksum in ((2, agg.checksum), (3, xor_checksum([b"x" * 16]))):
@@ -230,10 +230,10 @@ class _CrashingHelper:
     def __init__(self, helper: Any, when: str) -> None:
         self.helper, self.when = helper, when
 
-    def aggregate(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
+    def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
         if self.when == "before-record":
             raise _Crash
-        self.helper.aggregate(task_id, job_id, body)
+        self.helper.aggregation_job(task_id, job_id, body)
         raise _Crash
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:
@@ -248,7 +248,7 @@ def test_a_helper_killed_mid_job_loses_and_double_counts_nothing(tmp_path: Path,
     _upload_all(w, measurements)
     w.leader.helper = _CrashingHelper(w.helper, when)
     with pytest.raises(_Crash):
-        w.leader.aggregate()
+        w.leader.run_aggregation_jobs()
     w.restart_helper()              # a new process over the same store
     w.restart_leader()              # and the leader too: its plan is redone with the same job ID
     c = w.collect()
@@ -269,7 +269,7 @@ def test_a_leader_killed_after_the_helper_answered_redoes_the_same_job(tmp_path:
 
     records.finish_job = killed  # type: ignore[method-assign]
     with pytest.raises(_Crash):
-        w.leader.aggregate()
+        w.leader.run_aggregation_jobs()
     records.finish_job = original  # type: ignore[method-assign]
     w.restart_leader()
     assert list(w.collect().sums) == [1, 1, 1, 2]
@@ -285,7 +285,7 @@ def test_the_helpers_records_alone_are_uniform_and_say_nothing(tmp_path: Path) -
     rng = random.Random(2)
     truth = {secrets.token_bytes(16): rng.choice([0, 3]) for _ in range(600)}
     w.leader.upload_many(w.task.task_id, [w.report(m, report_id=rid) for rid, m in truth.items()])
-    w.leader.aggregate()
+    w.leader.run_aggregation_jobs()
     records = w.helper.records[w.task.task_id]
     p = records.modulus
     by_value: dict[int, list[int]] = {0: [], 3: []}

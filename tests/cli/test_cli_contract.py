@@ -81,8 +81,8 @@ def files(tmp_path_factory) -> dict[str, Path]:
     from ldp.encoders.pem import PEMEncoder, PEMParams
     from ldp.encoders.rappor import RapporParams
     from ldp.encoders.sfp import SfpEncoder, SfpParams
+    from ldp.jobs.formats import sections_from_envelopes, write_binary, write_csv, write_jsonl
     from ldp.protocols import get_protocol
-    from ldp.server.formats import sections_from_envelopes, write_binary, write_csv, write_jsonl
     from ldp.spec import CollectionSpec, Envelope
 
     d = tmp_path_factory.mktemp("contract")
@@ -369,12 +369,12 @@ BAD = [
 
 @pytest.mark.parametrize("exc, message", BAD, ids=[type(e).__name__ for e, _ in BAD])
 def test_every_bad_input_exception_is_one_line_and_status_2(monkeypatch, exc, message):
+    import ldp.cli.jobs
     import ldp.cli.privacy
-    import ldp.cli.server
     import ldp.spec.collection
 
     monkeypatch.setattr(ldp.cli.privacy, "privacy_summary", _raiser(exc))
-    monkeypatch.setattr(ldp.cli.server, "_merge", _raiser(exc))
+    monkeypatch.setattr(ldp.cli.jobs, "_merge", _raiser(exc))
     monkeypatch.setattr(ldp.spec.collection.CollectionSpec, "load", _raiser(exc))
     for argv in (["privacy", "rr"], ["merge", "x", "--out", "y"], ["spec", "validate", "x"]):
         status, out, err = call_main(argv)
@@ -467,10 +467,10 @@ def test_plan_help_says_d_is_for_every_protocol():
 
 
 def test_no_documented_aggregate_command_nests_aggregates_in_aggregates():
-    """``ldp aggregate --out DIR`` writes ``DIR/aggregates/*.agg``: no page may name ``DIR`` ``aggregates``."""
+    """``ldp fold --out DIR`` writes ``DIR/aggregates/*.agg``: no page may name ``DIR`` ``aggregates``."""
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     commands = [line for page in pages for line in page.read_text(encoding="utf-8").splitlines()
-                if "ldp aggregate " in line and "--out" in line]
+                if "ldp fold " in line and "--out" in line]
     assert len(commands) >= 3
     for line in commands:
         target = line.split("--out", 1)[1].split()[0].strip("`").rstrip("/")
@@ -667,7 +667,7 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
 def _association_files(tmp: Path) -> dict[str, Path]:
     """A spec with a split multi metric and 300 of its reports (written once per folder)."""
     from ldp.encoders.multi import MultiEncoder
-    from ldp.server.formats import write_jsonl
+    from ldp.jobs.formats import write_jsonl
     from ldp.spec import CollectionSpec, Envelope
 
     out = {"spec": tmp / "assoc_spec.json", "up": tmp / "assoc_up.jsonl"}
@@ -693,7 +693,7 @@ CONFIG_EXTRAS = ["", "unknown = 1", "[apps.x]", "data_dir = 1"]
 
 
 def _collector_config(tmp: Path, spec: Path, fault: tuple[str, str], extra: str) -> str:
-    """A collector config (TOML) file with ``fault`` (key, value; ``("", "")``: none) and an ``extra`` line."""
+    """An ingest service config (TOML) file with ``fault`` (key, value; ``("", "")``: none) and an ``extra`` line."""
     v = {"data_dir": f'"{tmp / "collector-data"}"', "specs": f'["{spec}"]', "token_sha256": f'"{"ab" * 32}"',
          "every_seconds": "60", "max_lines": "100", **({fault[0]: fault[1]} if fault[0] else {})}
     text = (f"data_dir = {v['data_dir']}\n{extra}\n[limits]\nmax_lines = {v['max_lines']}\n"
@@ -716,7 +716,7 @@ def _collector_configs(tmp: Path, spec: Path, *, valid: bool) -> st.SearchStrate
 
 
 def test_every_config_fault_is_refused(files, tmp_path):
-    from ldp.collector.config import ConfigError, load_config
+    from ldp.ingest.config import ConfigError, load_config
 
     load_config(_collector_config(tmp_path, files["spec.json"], ("", ""), ""))  # the base is valid
     for key, values in CONFIG_FAULTS.items():

@@ -77,7 +77,7 @@ def test_blocker_really_blocks_server_code():
     assert "numpy is blocked" in result.stderr
 
 
-SERVER_SIDE = ["ldp.decoders", "ldp.decoders.base", "ldp.batch", "ldp.batch.rappor", "ldp.server", "ldp.server.job",
+SERVER_SIDE = ["ldp.decoders", "ldp.decoders.base", "ldp.batch", "ldp.batch.rappor", "ldp.jobs", "ldp.jobs.job",
                "ldp.simulation.collect", "ldp.plan.frequency", "ldp.compare", "ldp.demo", "ldp.regression",
                "ldp.simulation.rappor_regtest"]
 
@@ -132,10 +132,10 @@ def test_cli_without_the_extra():
     assert "cli ok" in result.stdout
 
 
-LIGHT = ["ldp.decoders", "ldp.simulation.collect", "ldp.plan.frequency", "ldp.server.job", "ldp.server.decode",
-         "ldp.server.store",
+LIGHT = ["ldp.decoders", "ldp.simulation.collect", "ldp.plan.frequency", "ldp.jobs.job", "ldp.jobs.decode",
+         "ldp.jobs.store",
          "ldp.decoders.rappor_decode", "ldp.decoders.sfp", "ldp.demo", "ldp.compare.report", "ldp.regression",
-         "ldp.regression.mechanisms", "ldp.cli.server", "ldp.cli.protocols"]
+         "ldp.regression.mechanisms", "ldp.cli.jobs", "ldp.cli.protocols"]
 
 
 def test_commands_start_without_scipy_or_scikit_learn():

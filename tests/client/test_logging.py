@@ -17,15 +17,15 @@ import pytest
 from support import ROOT, call_main
 
 from ldp.client.runtime import TelemetryClient
+from ldp.jobs import fold_files
 from ldp.privacy.accountant import BudgetExceeded
-from ldp.server import aggregate_files
 
 EXAMPLE = ROOT / "examples" / "collection.json"
 DAY = 86400.0 * 20000
 VALUE = "zz-distinctive-value-7f3a9c.example"
 
 #: Modules that talk to the user and may print: the CLI, the demo, and the compare report's command.
-PRINT_ALLOWED = {"ldp/cli/command.py", "ldp/cli/server.py", "ldp/cli/support.py", "ldp/cli/compare.py",
+PRINT_ALLOWED = {"ldp/cli/command.py", "ldp/cli/jobs.py", "ldp/cli/support.py", "ldp/cli/compare.py",
                  "ldp/cli/protocols.py", "ldp/cli/log.py", "ldp/cli/pem.py", "ldp/cli/serve.py", "ldp/cli/watch.py",
                  "ldp/cli/associate.py", "ldp/cli/rappor_ngrams.py", "ldp/cli/shuffle.py",
                  "ldp/spec/cli.py", "ldp/conformance/__main__.py"}
@@ -50,12 +50,12 @@ def uploads(tmp_path: Path) -> Path:
 
 def test_the_server_job_logs_inputs_processed_skipped_and_rejected(uploads, tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="ldp")
-    aggregate_files([uploads], EXAMPLE, tmp_path / "out")
+    fold_files([uploads], EXAMPLE, tmp_path / "out")
     text = caplog.text
     assert "1 input(s) processed, 0 skipped; 8 reports read, 6 accepted, 2 rejected" in text
-    assert any(r.name == "ldp.server.job" and r.levelno == logging.INFO for r in caplog.records)
+    assert any(r.name == "ldp.jobs.job" and r.levelno == logging.INFO for r in caplog.records)
     caplog.clear()
-    aggregate_files([uploads], EXAMPLE, tmp_path / "out")  # already folded: skipped
+    fold_files([uploads], EXAMPLE, tmp_path / "out")  # already folded: skipped
     assert "0 input(s) processed, 1 skipped; 0 reports read, 0 accepted, 0 rejected" in caplog.text
 
 
@@ -112,13 +112,13 @@ def test_ldp_q_hides_logged_warnings(caplog):
     with contextlib.redirect_stderr(err):
         for quiet in (False, True):
             with cli_logging.cli_logging(0, quiet):
-                logging.getLogger("ldp.server.job").warning("careful %d", quiet)
+                logging.getLogger("ldp.jobs.job").warning("careful %d", quiet)
     assert err.getvalue() == "ldp: WARNING: careful 0\n"
     assert call_main(["-q", "-v", "privacy", "rr"])[0] == 2  # one or the other
 
 
 def test_importing_ldp_configures_no_logging():
-    code = ("import logging, ldp, ldp.client.runtime, ldp.server, ldp.cli.command; "
+    code = ("import logging, ldp, ldp.client.runtime, ldp.jobs, ldp.cli.command; "
             "assert not logging.getLogger().handlers; "
             "assert [type(h) for h in logging.getLogger('ldp').handlers] == [logging.NullHandler]; "
             "assert logging.getLogger('ldp').level == logging.NOTSET")

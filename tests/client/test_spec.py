@@ -428,7 +428,7 @@ def test_cli_validate_shuffled_shows_both_guarantees(capsys):
     assert run_cli(["spec", "validate", str(EXAMPLE), "--shuffled", "1000000"]) == 0
     out = capsys.readouterr().out
     spec = CollectionSpec.load(EXAMPLE)
-    assert "trust: the shuffler (the collector) is trusted and is not the analyst" in out
+    assert "trust: the shuffler (the ingest service) is trusted and is not the analyst" in out
     # homepage: per_window 2.2 over per_report 1.1, two reports a window
     eps0 = spec.metrics["homepage"].params.privacy_cost.epsilon
     assert f"homepage: local ε₀={eps0:g} per report, ≤ 2 a window; central ε=" \

@@ -1,5 +1,5 @@
 """A metric collected in the two-aggregator mode is never recorded by the client's randomizer (its value goes to two
-aggregators, secret-shared, never randomized to one collector): refused with ``trust_model``, nothing charged or
+aggregators, secret-shared, never randomized to one ingest service): refused with ``trust_model``, nothing charged or
 stored; ``local`` and ``shuffle`` record as before. The spec's ``trust`` is checked, fingerprinted when not
 ``local``."""
 

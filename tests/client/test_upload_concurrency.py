@@ -63,7 +63,7 @@ def check(path: Path, fake: FakeCollector, results: list) -> None:
     refused = sum(1 for r in fake.requests if r.get("refused"))
     assert retries == refused, f"{len(fake.requests)} POSTs for {len(batches)} batches, {refused} refused"
     assert len(fake.requests) <= len(batches) + refused
-    # every report stored once: the collector's stored lines are the 200 reports
+    # every report stored once: the ingest service's stored lines are the 200 reports
     assert len(fake.lines) == reports == sum(a["lines"] for a in fake.stored.values())
     assert sum(r.acknowledged for r in results) == reports
     assert sum(r.batches for r in results) == len(batches)

@@ -1,4 +1,4 @@
-"""The uploader against a collector that misbehaves on purpose (a stdlib HTTP server on loopback): answers that
+"""The uploader against an ingest service that misbehaves on purpose (a stdlib HTTP server on loopback): answers that
 trickle one byte at a time or never come (the per-request deadline ``timeout`` and the per-call ``call_timeout`` end
 them, also with two CPU hogs beside the test), and 2xx answers whose counts are absurd (refused as a protocol error,
 the outbox unchanged)."""
@@ -193,7 +193,7 @@ def test_the_call_deadline_stops_between_batches_and_the_rest_stays_queued(tmp_p
         start = time.monotonic()
         result = client.upload(collector.url, TOKEN, timeout=5, call_timeout=1.0)
         elapsed = time.monotonic() - start
-        # 0.4 s per batch: 2 in time, the 3rd sent at 0.8 s (stored by the collector) and cut at 1.0 s; on a loaded
+        # 0.4 s per batch: 2 in time, the 3rd sent at 0.8 s (stored by the ingest service) and cut at 1.0 s; on a loaded
         # machine a batch's own overhead can push the 2nd past the deadline: then 1 in time and the 2nd cut
         assert 1.0 <= elapsed < 1.0 + SLACK, elapsed
         assert result.stopped == "deadline" and result.acknowledged in (1, 2)
@@ -371,7 +371,7 @@ ABSURD_BODIES = [b"", b"<html>ok</html>", b"{", b"\xff\xfe", b'{"batch_id": "BID
 
 @pytest.fixture(scope="module")
 def fixed(tmp_path_factory):
-    """One collector and one client for every example (an acknowledged batch is replaced by a new one)."""
+    """One ingest service and one client for every example (an acknowledged batch is replaced by a new one)."""
     fake = Collector()
     path = tmp_path_factory.mktemp("answers")
     client = make_client(path, N)

@@ -1,6 +1,6 @@
-"""TelemetryClient.upload over a list of collector endpoints (issue 50): a part one replica cannot take goes to
+"""TelemetryClient.upload over a list of ingest service endpoints (issue 50): a part one replica cannot take goes to
 the next at once, a full round of failures waits as one endpoint does, the endpoint that acknowledged keeps the
-call, and 429 / 413 / other 4xx never switch. Against real HTTP servers (the fake collector of test_uploader)."""
+call, and 429 / 413 / other 4xx never switch. Against real HTTP servers (the fake ingest service of test_uploader)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""TelemetryClient.upload against a fake collector (stdlib ThreadingHTTPServer speaking the wire
-protocol of the collector design: bearer token, batch ids deduplicated, counts by reason) with
+"""TelemetryClient.upload against a fake ingest service (stdlib ThreadingHTTPServer speaking the wire
+protocol of the ingest service design: bearer token, batch ids deduplicated, counts by reason) with
 scripted failures: lost answers, crashes, Retry-After, backoff, 413 splits, refusals."""
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def test_a_2xx_acknowledges_the_batch(tmp_path, collector, use_gzip):
 
 def test_rejected_counts_are_summed_from_the_answers(tmp_path, collector):
     with make_client(tmp_path, 2) as client:
-        with client._ledger.transaction() as db:  # one line the collector rejects (a foreign spec fingerprint)
+        with client._ledger.transaction() as db:  # one line the ingest service rejects (a foreign spec fingerprint)
             db.execute("UPDATE ldp_client_outbox SET line=replace(line, ?, '0000000000000000') WHERE id=1",
                        (client.spec.fingerprint,))
         result = client.upload(collector.url, TOKEN)

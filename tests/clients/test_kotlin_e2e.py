@@ -1,7 +1,7 @@
 """The Kotlin client end to end (issue 45): a JVM program built from ``clients/kotlin`` makes 100 simulated devices,
 each with its own crash-safe state folder (``FileStore``) and secret, records five metrics (GRR with labels,
 binary RR, OLH, Duchi and the memoized longitudinal GRR) and uploads them through the Kotlin ``Uploader``
-(``HttpURLConnection``) to a real ``python -m ldp serve`` on loopback. The collector folds the reports and the
+(``HttpURLConnection``) to a real ``python -m ldp serve`` on loopback. The ingest service folds the reports and the
 Python decoder's estimates must each lie within its 99 % interval of the truth, with every report accepted and
 acknowledged exactly once. A second upload of the same devices sends nothing (their outboxes are empty).
 

@@ -2,10 +2,10 @@
 (``examples/e2e_devices.rs``, release build with the ``uploader`` feature) makes 100 simulated devices, each with
 its own crash-safe state folder (``FileStore``) and secret, records five metrics (GRR with labels, binary RR, OLH,
 Duchi and the memoized longitudinal unary encoding L-OUE) and uploads them through the Rust ``Uploader`` (``ureq``)
-to a real ``python -m ldp serve`` on loopback. The collector folds the reports and the Python decoder's estimates
+to a real ``python -m ldp serve`` on loopback. The ingest service folds the reports and the Python decoder's estimates
 must each lie within its 99 % interval of the truth, with every report accepted and acknowledged exactly once. A
 second run over the same states sends nothing (their outboxes are empty). A second test gives the uploader an endpoint
-list whose first entry is a loopback port nothing listens on: every report is delivered through the live collector
+list whose first entry is a loopback port nothing listens on: every report is delivered through the live ingest service
 and stored once (issue 50's failover).
 
 The devices' noise comes from a seeded stream (``KeyedRandomSource`` keyed by the seed below, one message per
@@ -62,7 +62,7 @@ def test_rust_devices_upload_and_the_python_decoder_recovers_the_truth(tmp_path:
 
 
 def test_rust_uploader_fails_over_from_a_dead_endpoint_to_the_live_collector(tmp_path: Path) -> None:
-    """The endpoint list ``[a port nothing listens on, the live collector]``: each device's upload call starts with
+    """The endpoint list ``[a port nothing listens on, the live ingest service]``: each device's upload call starts with
     the dead port, fails over at once, and every report is acknowledged and stored once."""
     program()
     with work_folder(tmp_path) as work:

@@ -1,12 +1,12 @@
 """The TypeScript client end to end (issue 32, item 3): a web page served from its own origin loads the built
 bundle (clients/typescript/dist/ldp-client.min.js) in a real headless Chromium, makes a thousand simulated devices
 with their own ledgers and secrets, records each device's values (four protocols: GRR with labels, binary RR,
-OLH, Duchi) and uploads them to a real ``python -m ldp serve`` on loopback, across origins (the collector's
-``cors_origins``). The collector is restarted (closing its segment) and folds the reports; the Python decoder's
+OLH, Duchi) and uploads them to a real ``python -m ldp serve`` on loopback, across origins (the ingest service's
+``cors_origins``). The ingest service is restarted (closing its segment) and folds the reports; the Python decoder's
 estimates must land within 4 standard errors of the truth, and every report must be accepted.
 
 The failover test (issue 50): the page's uploader is given two endpoints, a loopback port nothing listens on and then
-the live collector; every device's upload call fails over to the live one at once and stays there, and every report
+the live ingest service; every device's upload call fails over to the live one at once and stays there, and every report
 is stored once.
 
 CI builds the bundle first (.ci/run) and sets ``LDP_REQUIRE_TS_BUNDLE=1``, so a missing bundle fails there; a
@@ -36,7 +36,7 @@ from support.e2e import (
     serve,
     static_site,
     wait_for_fold,
-    write_collector_config,
+    write_ingest_config,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,12 +135,12 @@ def page_with_errors(context: Any) -> tuple[Any, list[str]]:
 
 def test_a_web_page_with_the_typescript_client_uploads_and_the_python_decoder_recovers_the_truth(
         tmp_path: Path, context: Any) -> None:
-    from ldp.collector.config import new_token
+    from ldp.ingest.config import new_token
 
     token = new_token()
     reports = DEVICES * len(METRICS)
     with work_folder(tmp_path) as work, static_site(write_site(work)) as origin:
-        config = write_collector_config(work, APP, token, SPEC, cors_origin=origin)
+        config = write_ingest_config(work, APP, token, SPEC, cors_origin=origin)
         with serve(config, work / "server.log") as served:
             page, errors = page_with_errors(context)
             page.goto(f"{origin}/index.html?collector={served.url}/v1/reports&token={token}")
@@ -242,9 +242,9 @@ FAILOVER_RUN = """async ([endpoints, token, specDoc, devices]) => {
 
 
 def stored_counts(served: Served, app: str, reports: int, timeout: float = 10.0) -> dict[str, float]:
-    """``app``'s counters on the collector's ``GET /metrics``: ``reports_accepted`` and ``batches`` (stored, rebuilt
-    from its journal), ``duplicate_batches`` (uploads of a batch id already stored, answered and not stored again).
-    The page publishes them once per fold period (a second here): read again until ``reports`` are accepted, or
+    """``app``'s counters on the ingest service's ``GET /metrics``: ``reports_accepted`` and ``batches`` (stored,
+    rebuilt from its journal), ``duplicate_batches`` (uploads of a batch id already stored, answered and not stored
+    again). The page publishes them once per fold period (a second here): read again until ``reports`` are accepted, or
     ``timeout`` seconds passed (then the last read)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -259,10 +259,11 @@ def stored_counts(served: Served, app: str, reports: int, timeout: float = 10.0)
 
 def test_the_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector_and_every_report_is_stored_once(
         tmp_path: Path, context: Any) -> None:
-    """Endpoints ``[a loopback port nothing listens on, the live collector]``: each device's call tries the dead one
-    first (each call starts with the first endpoint), switches at once (one log line), sends its second part straight
-    to the live one (sticky); every report is acknowledged, and the collector stores each batch exactly once."""
-    from ldp.collector.config import new_token
+    """Endpoints ``[a loopback port nothing listens on, the live ingest service]``: each device's call tries the dead
+    one first (each call starts with the first endpoint), switches at once (one log line), sends its second part
+    straight to the live one (sticky); every report is acknowledged, and the ingest service stores each batch exactly
+    once."""
+    from ldp.ingest.config import new_token
 
     token = new_token()
     chosen = devices()[::DEVICES // FAILOVER_DEVICES]
@@ -274,7 +275,7 @@ def test_the_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector_and_ev
         (site / "failover.html").write_text(FAILOVER_PAGE)
         (site / "ldp-client.min.js").write_bytes(BUNDLE.read_bytes())
         with static_site(site) as origin:
-            config = write_collector_config(work, APP, token, FAILOVER_SPEC, cors_origin=origin)
+            config = write_ingest_config(work, APP, token, FAILOVER_SPEC, cors_origin=origin)
             with serve(config, work / "server.log") as served:
                 page, errors = page_with_errors(context)
                 page.goto(f"{origin}/failover.html")
@@ -291,4 +292,4 @@ def test_the_uploader_fails_over_from_a_dead_endpoint_to_a_live_collector_and_ev
     switch = f"upload to {dead.split('/')[2]}: network error; switching to {live} at once"
     assert result["lines"] == [switch] * FAILOVER_DEVICES, result["lines"]  # one per call: its 2nd part went straight
     wanted = {"reports_accepted": reports, "batches": reports // 2, "duplicate_batches": 0}
-    assert {k: stored.get(k) for k in wanted} == wanted, stored  # what the collector stored: each batch once
+    assert {k: stored.get(k) for k in wanted} == wanted, stored  # what the ingest service stored: each batch once

@@ -16,7 +16,7 @@ first run's tally would report other values. Checked: every window value recorde
 acknowledged, none left; no request body holds an undeclared instrument's name or any of its values or attributes;
 every line is a declared metric's, of the devices' window; and the Python decoder's estimates of the folded reports
 lie within 4 standard errors of the truth (their 95 % intervals widened to about 99.99 %, as the other end-to-end
-tests), and so do the ones a real Prometheus scrapes from the collector and gives back to PromQL. CI builds the
+tests), and so do the ones a real Prometheus scrapes from the ingest service and gives back to PromQL. CI builds the
 client (.ci/run) and sets ``LDP_REQUIRE_TS_BUNDLE=1``, ``LDP_REQUIRE_BROWSER=1`` and ``LDP_REQUIRE_PROMETHEUS=1``: a
 missing build, OpenTelemetry SDK, Node, Chromium or Prometheus fails there instead of skipping.
 """
@@ -44,7 +44,7 @@ from support.e2e import (
     serve,
     static_site,
     wait_for_fold,
-    write_collector_config,
+    write_ingest_config,
 )
 from support.prometheus import prometheus, wait_for_series
 
@@ -224,7 +224,7 @@ def check_estimates(folded: dict[str, Any], devs: list[dict[str, Any]], fingerpr
 
 
 def check_prometheus(served: Served, folder: Path, devs: list[dict[str, Any]]) -> None:
-    """The estimates read back from a real Prometheus scraping the collector's ``/metrics/estimates`` with the
+    """The estimates read back from a real Prometheus scraping the ingest service's ``/metrics/estimates`` with the
     analyst's token: each within 4 standard errors (as Prometheus has them too) of the truth."""
     true = truth(devs)
     wanted = sum(len(items) for items in true.values())
@@ -259,9 +259,9 @@ def test_an_opentelemetry_web_app_uploads_only_private_reports_of_the_declared_i
     need_browser()
     from playwright.sync_api import sync_playwright
 
-    from ldp.collector.config import new_token
+    from ldp.ingest.config import new_token
 
-    window = int(time.time() // WINDOW) - 1  # yesterday's: a past window, as the collector sees it
+    window = int(time.time() // WINDOW) - 1  # yesterday's: a past window, as the ingest service sees it
     devs = devices(window)
     token = new_token()
     bodies: list[str] = []
@@ -272,7 +272,7 @@ def test_an_opentelemetry_web_app_uploads_only_private_reports_of_the_declared_i
         bundle(app, site)
         shutil.copyfile(HERE / "otel_page.html", site / "index.html")
         with static_site(site) as origin, sync_playwright() as p:
-            config = write_collector_config(work, APP, token, SPEC, cors_origin=origin)
+            config = write_ingest_config(work, APP, token, SPEC, cors_origin=origin)
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 with serve(config, work / "server.log") as served:
@@ -308,7 +308,7 @@ def test_an_opentelemetry_web_app_uploads_only_private_reports_of_the_declared_i
 
 def test_an_opentelemetry_node_app_uploads_only_private_reports_of_the_declared_instruments(tmp_path: Path) -> None:
     node = need_client()
-    from ldp.collector.config import new_token
+    from ldp.ingest.config import new_token
 
     window = int(time.time() // WINDOW) - 1
     devs = devices(window)
@@ -316,7 +316,7 @@ def test_an_opentelemetry_node_app_uploads_only_private_reports_of_the_declared_
     with work_folder(tmp_path) as work:
         app = app_folder(work)
         (work / "devices.json").write_text(json.dumps(devs))
-        config = write_collector_config(work, APP, token, SPEC)  # writes work/spec.json
+        config = write_ingest_config(work, APP, token, SPEC)  # writes work/spec.json
         with serve(config, work / "server.log") as served:
             done = subprocess.run([node, "otel_node.mjs", str(work / "spec.json"), str(work / "devices.json"),
                                    str(work / "states"), f"{served.url}/v1/reports", token, str(work / "bodies.json")],

@@ -7,7 +7,7 @@ Checked: the package's files (no tests, no sources' maps of other folders; its R
 built page ships only what it imports (its JavaScript under 20 kB gzipped, where every protocol is 28 kB); 60
 devices record two metrics each into IndexedDB and upload them, every report accepted and acknowledged once; then one
 more device records a value and the page is left at once: ``uploadWhenHidden`` sends it with a keepalive request
-while the page goes, and the collector stores it.
+while the page goes, and the ingest service stores it.
 
 CI sets ``LDP_REQUIRE_TS_BUNDLE=1``: without npm (or Chromium) this test fails there instead of skipping.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.e2e import CHROMIUM, CHROMIUM_ARGS, get_json, need_browser, serve, static_site, write_collector_config
+from support.e2e import CHROMIUM, CHROMIUM_ARGS, get_json, need_browser, serve, static_site, write_ingest_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "typescript"
@@ -97,7 +97,7 @@ def test_the_packed_client_in_a_fresh_vite_app_records_and_uploads_from_headless
     need_browser()
     from playwright.sync_api import sync_playwright
 
-    from ldp.collector.config import new_token
+    from ldp.ingest.config import new_token
 
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
@@ -123,7 +123,7 @@ def test_the_packed_client_in_a_fresh_vite_app_records_and_uploads_from_headless
     token = new_token()
     recorded = DEVICES * 2
     with static_site(app / "dist") as origin, sync_playwright() as p:
-        config = write_collector_config(tmp_path, APP, token, SPEC, cors_origin=origin)
+        config = write_ingest_config(tmp_path, APP, token, SPEC, cors_origin=origin)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             with serve(config, tmp_path / "server.log") as served:
@@ -174,7 +174,7 @@ def test_a_vite_app_instrumented_with_opentelemetry_adds_the_packed_reader_and_o
     need_browser()
     from playwright.sync_api import sync_playwright
 
-    from ldp.collector.config import new_token
+    from ldp.ingest.config import new_token
 
     app = tmp_path / "app"
     shutil.copytree(OTEL_FIXTURE, app, ignore=shutil.ignore_patterns("node_modules", "dist"))
@@ -188,7 +188,7 @@ def test_a_vite_app_instrumented_with_opentelemetry_adds_the_packed_reader_and_o
     token = new_token()
     bodies: list[bytes] = []
     with static_site(app / "dist") as origin, sync_playwright() as p:
-        config = write_collector_config(tmp_path, APP, token, OTEL_SPEC, cors_origin=origin)
+        config = write_ingest_config(tmp_path, APP, token, OTEL_SPEC, cors_origin=origin)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             with serve(config, tmp_path / "server.log") as served:

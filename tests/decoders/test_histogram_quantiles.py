@@ -161,7 +161,7 @@ def test_quantile_ci_covers_the_population_quantile_under_within_bucket_skew(mak
 def test_quantiles_refuse_cut_or_empty_estimates():
     params = BucketOUEParams(1.0, EDGES)
     est = BucketOUEAggregate.simulate(params, TRUTH, np.random.default_rng(1)).estimate()
-    from ldp.server.release import _keep
+    from ldp.jobs.release import _keep
 
     cut = _keep(est, np.array([True, False, False, False, False]))
     with pytest.raises(ValueError, match="every bucket"):

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ldp.cli.command import main
-from ldp.cli.server import quantile_list
+from ldp.cli.jobs import quantile_list
 from ldp.decoders.histogram import BucketOUEAggregate
 from ldp.encoders.histogram import BucketOUEParams
-from ldp.server.store import write_aggregate
+from ldp.jobs.store import write_aggregate
 from ldp.spec import CollectionSpec
 
 EDGES = [0, 10, 20, 50, 100, 200]

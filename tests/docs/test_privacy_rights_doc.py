@@ -14,9 +14,9 @@ import pytest
 from support import ROOT, call_main
 
 from ldp.client import TelemetryClient, consent
-from ldp.collector.config import Limits
-from ldp.collector.journal import STALE_SECONDS
-from ldp.collector.rejects import PREFIX_BYTES, find_rejects
+from ldp.ingest.config import Limits
+from ldp.ingest.journal import STALE_SECONDS
+from ldp.ingest.rejects import PREFIX_BYTES, find_rejects
 from ldp.shuffler.consumed import DEFAULT_ORIGINALS_SECONDS
 from ldp.shuffler.stage import DEFAULT_DEDUP_SECONDS, DEFAULT_GRACE_SECONDS, DEFAULT_HOLD_SECONDS
 from ldp.spec import CollectionSpec
@@ -30,7 +30,7 @@ def test_the_page_is_linked_from_the_readme_table_the_nav_and_the_operators_page
     table = [ln for ln in (ROOT / "README.md").read_text().splitlines() if ln.startswith("|")]
     assert any("(docs/privacy-rights.md)" in ln for ln in table)
     assert re.search(r"^\s+- .+: privacy-rights\.md$", (ROOT / "mkdocs.yml").read_text(), re.M)
-    for page in ("collector.md", "two-aggregators.md", "scale-out.md"):
+    for page in ("ingest.md", "two-aggregators.md", "scale-out.md"):
         assert "(privacy-rights.md" in (ROOT / "docs" / page).read_text(), page
 
 

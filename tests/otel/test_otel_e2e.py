@@ -1,7 +1,7 @@
 """The OpenTelemetry bridge end to end, Python side (issue 75, item 4): simulated devices, each an app instrumented
 with plain OpenTelemetry code (counters, a histogram, a gauge, and instruments the spec does not declare) and the
 privatizing reader added to its ``MeterProvider``, upload to a real ``python -m ldp serve``; a real Prometheus
-scrapes the collector's ``/metrics/estimates`` with an analyst token, and PromQL gives back estimates within four
+scrapes the ingest service's ``/metrics/estimates`` with an analyst token, and PromQL gives back estimates within four
 standard errors of the truth. Every request body the devices sent is kept and inspected: nothing of an undeclared
 instrument is in any of them; and each device's ledger was charged exactly one report's cost per declared metric."""
 
@@ -21,11 +21,11 @@ pytest.importorskip("opentelemetry.sdk.metrics")
 
 from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402  # after the skip
 from support.devices_e2e import work_folder  # noqa: E402
-from support.e2e import ANALYST, serve, wait_for_fold, write_collector_config  # noqa: E402
+from support.e2e import ANALYST, serve, wait_for_fold, write_ingest_config  # noqa: E402
 from support.prometheus import need_prometheus, prometheus, wait_for_series  # noqa: E402
 
 from ldp.client.transport import default_opener  # noqa: E402
-from ldp.collector.config import new_token  # noqa: E402
+from ldp.ingest.config import new_token  # noqa: E402
 from ldp.otel import PrivatizingMetricReader  # noqa: E402
 from ldp.spec import CollectionSpec  # noqa: E402
 
@@ -115,7 +115,7 @@ def test_devices_instrumented_with_opentelemetry_report_privately_and_prometheus
     now = time.time()
     window = math.floor(now / spec.window_seconds)
     with work_folder(tmp_path) as work:
-        config = write_collector_config(work, APP, token, SPEC)
+        config = write_ingest_config(work, APP, token, SPEC)
         (work / "states").mkdir()
         with serve(config, work / "server.log") as served:
             for d in range(DEVICES):

@@ -1,5 +1,5 @@
 """PEM everywhere the other protocols are: `ldp simulate`, `ldp plan`, `ldp pem-discover`, and a spec's pem
-metric from the client through `ldp aggregate` to `ldp decode`."""
+metric from the client through `ldp fold` to `ldp decode`."""
 
 import json
 import math

@@ -250,7 +250,7 @@ def found():
     the aggregate after a round trip through the generic loader: the same bytes, so the same discovery as
     ``agg.discover()``, whose defaults decode passes), run once: the discovery tests read the result, the server
     path's test what it returned."""
-    from ldp.server.decode import decode_aggregate
+    from ldp.jobs.decode import decode_aggregate
 
     counts = dict(zip(WORDS, np.round(np.array(SHARES) * 100_000).astype(int).tolist(), strict=True))
     agg = RapporNgramsAggregate.simulate(POP, counts, np.random.default_rng(11))
@@ -330,9 +330,9 @@ def test_simulation_script_runs(tmp_path, capsys):
 
 
 def test_the_server_decode_path_discovers_or_estimates(found):
-    """``ldp decode`` (ldp.server.decode.decode_aggregate): discovery without candidates, the full-string
+    """``ldp decode`` (ldp.jobs.decode.decode_aggregate): discovery without candidates, the full-string
     decode with them, after a round trip through the generic aggregate loader."""
-    from ldp.server.decode import decode_aggregate
+    from ldp.jobs.decode import decode_aggregate
 
     agg, res, back, served = found  # served: decode_aggregate(back), run by the fixture
     for name, col in agg.reports().items():  # the round trip keeps every report the discovery reads

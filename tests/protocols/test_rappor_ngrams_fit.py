@@ -131,7 +131,7 @@ def test_the_per_position_fits_are_reused_until_the_reports_change(small):
 def test_ldp_decode_states_the_mass_outside_and_warns_when_the_model_does_not_fit(outside, small):
     """What `ldp decode` prints (decode_aggregate's table): the unexplained mass with its SE and the check; a
     warning line when the check rejects (the estimate without the background column: the failure)."""
-    from ldp.server.decode import decode_aggregate
+    from ldp.jobs.decode import decode_aggregate
 
     text = decode_aggregate(outside[0], HEAVY, selection="none").table()
     assert "hold strings outside the candidates" in text and "note: n-gram check" in text

@@ -1,4 +1,4 @@
-"""Association pairs from deployed data (ldp.server.association) and ``ldp associate`` (ldp.cli.associate):
+"""Association pairs from deployed data (ldp.jobs.association) and ``ldp associate`` (ldp.cli.associate):
 split multi reports made by the TelemetryClient, row-aligned files, rejects, refusals, the CLI contract."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from ldp.batch.association import simulate_pairs
 from ldp.cli.associate import add_associate_arguments, associate_command
 from ldp.client.runtime import TelemetryClient
-from ldp.server.association import aligned_pairs, multi_pairs
-from ldp.server.formats import sections_from_envelopes, write_binary, write_csv, write_jsonl
+from ldp.jobs.association import aligned_pairs, multi_pairs
+from ldp.jobs.formats import sections_from_envelopes, write_binary, write_csv, write_jsonl
 from ldp.spec import CollectionSpec, Envelope
 
 TRUTH = np.array([[0.30, 0.10], [0.05, 0.25], [0.10, 0.20]])  # rows: screen 0..2; columns: dark off, on
@@ -80,9 +80,9 @@ def test_split_multi_pairs_from_telemetry_clients_cover_the_truth(deployed: dict
 
 
 def test_rejects_are_counted_as_ldp_aggregate_counts_them(deployed: dict[str, Any], tmp_path: Path) -> None:
-    from ldp.server.job import aggregate_files
+    from ldp.jobs.job import fold_files
 
-    summary = aggregate_files([deployed["up"]], [deployed["spec"]], tmp_path / "out", progress=False).to_dict()
+    summary = fold_files([deployed["up"]], [deployed["spec"]], tmp_path / "out", progress=False).to_dict()
     pairs = multi_pairs(deployed["spec"], "usage", ["screen", "lang"], [deployed["up"]])
     assert pairs.rejected == summary["rejected"] and pairs.records == summary["records"]
     assert pairs.n + pairs.other_metrics == summary["accepted"]

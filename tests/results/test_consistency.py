@@ -198,7 +198,7 @@ def test_ldp_decode_applies_the_consistency_option(tmp_path):
 
     from ldp.decoders.randomized_response import GRRAggregate
     from ldp.encoders.randomized_response import GRRParams
-    from ldp.server.store import write_aggregate
+    from ldp.jobs.store import write_aggregate
     from ldp.spec import CollectionSpec
 
     doc = {"spec_version": 1, "name": "consistency_cli", "budget": {"per_window": 10, "lifetime": 100},

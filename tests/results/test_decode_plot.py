@@ -10,7 +10,7 @@ from ldp.decoders.numeric import DuchiAggregate
 from ldp.decoders.randomized_response import GRRAggregate
 from ldp.encoders.numeric import DuchiParams
 from ldp.encoders.randomized_response import GRRParams
-from ldp.server.decode import plot_estimates
+from ldp.jobs.decode import plot_estimates
 
 
 @pytest.fixture

@@ -42,12 +42,12 @@ from ldp.encoders.multi import MultiEncoder
 from ldp.encoders.pem import PEMParams
 from ldp.encoders.range_tree import HHParams
 from ldp.encoders.sfp import SfpParams
+from ldp.jobs.store import write_aggregate
 from ldp.plan.frequency import plan
 from ldp.plan.multi import plan_multi
 from ldp.plan.numeric import plan_mean
 from ldp.plan.oracles import recommend
 from ldp.plan.rappor_ngrams import ngrams_default_params
-from ldp.server.store import write_aggregate
 from ldp.simulation.collect import accuracy, make_population, simulate, zipf
 from ldp.simulation.numeric import simulate_mean, uniform_values
 from ldp.spec import CollectionSpec

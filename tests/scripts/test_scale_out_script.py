@@ -1,6 +1,6 @@
 """simulations/scale_out.py, smaller: an S3-compatible server, three replicas, devices uploading through the real
 uploader with an endpoint list, one replica SIGKILLed under load and restarted, a second process under each replica's
-name refused, three ``ldp shuffle`` at once (one mixes) and ``ldp aggregate --engine dask`` over the store:
+name refused, three ``ldp shuffle`` at once (one mixes) and ``ldp fold --engine dask`` over the store:
 nothing lost, nothing twice, the Dask count equal to what was acknowledged."""
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def test_the_dashboard_says_a_run_is_set_aside_and_nothing_finer(tmp_path: Path)
     and finished, the warning goes."""
     from support import ROOT
 
-    from ldp.collector.watch import fold_app
+    from ldp.ingest.watch import fold_app
     from ldp.pipeline.status import status_key
     from ldp.spec import CollectionSpec
 

@@ -265,7 +265,7 @@ def test_a_fold_of_the_parts_sees_one_segment_per_window(tmp_path: Path, schedul
     the window's reports of it."""
     from support import ROOT
 
-    from ldp.server.job import aggregate_files
+    from ldp.jobs.job import fold_files
     from ldp.spec import CollectionSpec
 
     monkeypatch.setattr(dask_engine, "PART_BYTES", 3000)
@@ -278,7 +278,7 @@ def test_a_fold_of_the_parts_sees_one_segment_per_window(tmp_path: Path, schedul
     run = shuffle_app(store, "demo", now=3 * DAY, engine="dask", scheduler=scheduler, min_reports=1)
     (w,) = run.windows.values()
     assert w["parts"] > 3 and w["reports"] == 120
-    summary = aggregate_files([tmp_path / "s" / CLOSED], spec, tmp_path / "job", by_window=True, progress=False)
+    summary = fold_files([tmp_path / "s" / CLOSED], spec, tmp_path / "job", by_window=True, progress=False)
     assert summary.inputs == w["parts"]
     counts = segment_counts(tmp_path / "job")
     assert counts and all(len(v) == 1 and v[0][0] for v in counts.values())  # one shuffled segment per metric
@@ -313,7 +313,7 @@ def test_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 def test_canonical_lines_and_withheld_metrics_as_the_local_engine(tmp_path: Path, scheduler: str) -> None:
     """Older chunks in other formattings and a metric below its threshold: the Dask engine writes the same canonical
     lines as the local one, none of the withheld metric's, and records the same anonymity sets (issue 57)."""
-    from collector.test_canonical_door import random_formatting
+    from ingest.test_canonical_door import random_formatting
     from test_no_leaks import STRICT, W1, of_metric, put
 
     from ldp.pipeline.canonical import canonical_line

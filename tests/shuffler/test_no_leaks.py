@@ -1,6 +1,6 @@
 """The shuffler leaks nothing its guarantees do not allow (issue 57, items 1 and 2, the shuffler's side).
 
-* **Canonical bytes.** Chunks written before the collector stored lines canonically (older data) reach the shuffler
+* **Canonical bytes.** Chunks written before the ingest service stored lines canonically (older data) reach the shuffler
   in any formatting: every line it mixes comes out in the clients' canonical bytes — the same report in five
   formattings is five identical lines of the segment — exactly (payload in schema order) for the specs it is given,
   in the envelope's shape for the others (counted ``unverified``); a line that is no report is dropped (it stays in
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from collector.test_canonical_door import EXAMPLE, HOMEPAGE, five_formattings, random_formatting
 from hypothesis import given, settings, strategies as st
+from ingest.test_canonical_door import EXAMPLE, HOMEPAGE, five_formattings, random_formatting
 from support import ROOT
 
 from ldp.pipeline.canonical import canonical_line

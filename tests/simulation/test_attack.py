@@ -13,10 +13,10 @@ from ldp.encoders.local_hashing import OLHParams
 from ldp.encoders.randomized_response import GRRParams
 from ldp.encoders.rappor import RapporParams
 from ldp.encoders.unary import OUEParams, SUEParams
+from ldp.jobs.local_hashing_poisoning import support_moments, support_sizes
+from ldp.jobs.poisoning import _merged_cells, bernoulli_binomial_pmf, popcounts
+from ldp.jobs.unary_poisoning import unary_ones_moments
 from ldp.protocols import get_protocol
-from ldp.server.local_hashing_poisoning import support_moments, support_sizes
-from ldp.server.poisoning import _merged_cells, bernoulli_binomial_pmf, popcounts
-from ldp.server.unary_poisoning import unary_ones_moments
 from ldp.simulation.attack import fake_reports, simulate_attack
 from ldp.simulation.population import zipf
 from ldp.simulation.unary_attack import unary_mga_ones

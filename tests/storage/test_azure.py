@@ -1,8 +1,8 @@
 """Azure Blob Storage (``az://``, :mod:`ldp.storage.azure`, issue 70, item 6) against Azurite, the Azure Storage
 emulator: the store contract in one line (its service cut too); the lease's conditional create (two holders, one
 wins); reads a block at a time pinned to the ETag; a hierarchical namespace's folders are not objects; the
-retention warning; the URL forms, the options and where credentials come from; the collector's ``[storage]`` of an
-``az://`` store; and a collection end to end over it — a replica's chunks, ``ldp shuffle``, ``ldp aggregate``."""
+retention warning; the URL forms, the options and where credentials come from; the ingest service's ``[storage]`` of an
+``az://`` store; and a collection end to end over it — a replica's chunks, ``ldp shuffle``, ``ldp fold``."""
 
 from __future__ import annotations
 
@@ -194,11 +194,11 @@ def test_spec_reopens_it_with_the_urls_account(monkeypatch: pytest.MonkeyPatch) 
     assert store.container.url.startswith("https://acct.blob.core.windows.net/data")  # type: ignore[attr-defined]
 
 
-# -- the collector's configuration, and a collection end to end ----------------------------------------------------
+# -- the ingest service's configuration, and a collection end to end ---------------------------------------------------
 def test_the_collectors_storage_table_takes_azure(tmp_path: Path) -> None:
-    from collector.test_metrics import SPEC
+    from ingest.test_metrics import SPEC
 
-    from ldp.collector.config import parse_config, token_sha256
+    from ldp.ingest.config import parse_config, token_sha256
 
     base = {"replica": "r1", "apps": {"demo": {"token_sha256": token_sha256("x"), "specs": [str(SPEC)]}}}
 
@@ -225,12 +225,12 @@ def test_the_collectors_storage_table_takes_azure(tmp_path: Path) -> None:
 
 def test_a_collection_end_to_end_over_azure(azure: Azurite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two replicas' chunks in an az:// store (the key from the environment, the account in the file), ``ldp
-    shuffle --store az://…`` mixes them into one segment, ``ldp aggregate az://…`` folds it: every report once."""
-    from collector.test_metrics import GOOD, SPEC, TOKENS
+    shuffle --store az://…`` mixes them into one segment, ``ldp fold az://…`` folds it: every report once."""
+    from ingest.test_metrics import GOOD, SPEC, TOKENS
     from starlette.testclient import TestClient
 
-    from ldp.collector.app import create_app
-    from ldp.collector.config import parse_config, token_sha256
+    from ldp.ingest.app import create_app
+    from ldp.ingest.config import parse_config, token_sha256
 
     monkeypatch.setenv("AZURE_STORAGE_KEY", KEY)
     url = f"{azure.container('ldp-e2e')}/t{uuid.uuid4().hex[:8]}"

@@ -17,7 +17,7 @@ from ldp.storage.roles import RoleStore, analyst_role, shuffler_role
 
 MEMBERS = {"url", "capabilities", "options", "spec", "fence", "lease", "unwrap", "retention_warning", "put", "create",
            "get", "stat", "open", "exists", "list", "delete", "root_exists"}
-"""What callers use (``ldp.shuffler``, ``ldp.collector``, ``ldp.cli``, ``ldp.server``): each declared."""
+"""What callers use (``ldp.shuffler``, ``ldp.ingest``, ``ldp.cli``, ``ldp.jobs``): each declared."""
 
 
 def test_the_protocol_declares_every_member_callers_use() -> None:

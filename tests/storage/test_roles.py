@@ -4,7 +4,7 @@
   it is sent (a property over random keys), and the replica, the shuffler and ``--keep-originals`` go through it.
 * **In the object store**: the three IAM policies of ``docs/scale-out.md``, applied as written to a moto server
   that enforces IAM, let each role do its whole job — a replica takes uploads, the shuffler mixes them (kept
-  originals under its own prefix), ``ldp aggregate`` folds the segments — and refuse each role what it must not
+  originals under its own prefix), ``ldp fold`` folds the segments — and refuse each role what it must not
   read or write: the analyst every chunk, record and kept original; the replica its own chunks once written.
 * **The bucket's settings**: ``ldp shuffle`` warns when versioning keeps deleted chunks, not when a lifecycle rule
   expires them within a day.
@@ -118,11 +118,11 @@ def denied(call: Any) -> bool:
 
 def test_each_role_does_its_job_under_its_policy_and_nothing_more(
         iam: tuple[S3Server, dict[str, dict[str, str]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from collector.test_metrics import GOOD, SPEC, TOKENS
+    from ingest.test_metrics import GOOD, SPEC, TOKENS
     from starlette.testclient import TestClient
 
-    from ldp.collector.app import create_app
-    from ldp.collector.config import parse_config, token_sha256
+    from ldp.ingest.app import create_app
+    from ldp.ingest.config import parse_config, token_sha256
     from ldp.shuffler import shuffle_app
     from ldp.spec import CollectionSpec
 

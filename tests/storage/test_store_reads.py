@@ -172,11 +172,11 @@ def test_a_role_store_refuses_stat_and_open_outside_its_prefixes(tmp_path: Path)
 
 
 def test_the_server_and_the_store_share_one_atomic_write(tmp_path: Path, monkeypatch: Any) -> None:
-    import ldp.server.store
+    import ldp.jobs.store
     import ldp.storage.local
 
-    assert ldp.server.store.write_atomic is ldp.storage.local.write_atomic
-    assert ldp.server.store.fsync_dir is ldp.storage.local.fsync_dir
+    assert ldp.jobs.store.write_atomic is ldp.storage.local.write_atomic
+    assert ldp.jobs.store.fsync_dir is ldp.storage.local.fsync_dir
     calls: list[str] = []
     real = ldp.storage.local.write_atomic
     monkeypatch.setattr(ldp.storage.local, "write_atomic", lambda *a, **k: calls.append("w") or real(*a, **k))

@@ -47,7 +47,7 @@ def test_cycle_detection_finds_a_cycle() -> None:
     assert g.cycles() == [["a", "b", "c"]]
 
 
-SEPARATE = ("ldp.collector", "ldp.shuffler")
+SEPARATE = ("ldp.ingest", "ldp.shuffler")
 """Packages that never import each other (issue 70): what they share (chunks, segment names, canonical lines, the
 anonymity figures, the shuffler's status) lives below both, in ``ldp.pipeline``."""
 
@@ -61,16 +61,16 @@ def _crossings(graph: Graph, a: str, b: str) -> list[str]:
 def test_the_collector_and_the_shuffler_never_import_each_other(graph: Graph) -> None:
     a, b = SEPARATE
     found = _crossings(graph, a, b) + _crossings(graph, b, a)
-    assert not found, "the collector and the shuffler import each other (move the shared part to ldp.pipeline):\n" \
+    assert not found, "ldp.ingest and the shuffler import each other (move the shared part to ldp.pipeline):\n" \
         + "\n".join(found)
 
 
 def test_the_crossing_rule_catches_an_import() -> None:
     from import_graph import Import
 
-    g = Graph({"ldp.collector.x": {"ldp.shuffler.y"}, "ldp.shuffler.y": set()},
-              [Import("ldp.collector.x", "ldp.shuffler.y", 3, True)])
-    assert _crossings(g, *SEPARATE) == ["ldp.collector.x -> ldp.shuffler.y (line 3)"]
+    g = Graph({"ldp.ingest.x": {"ldp.shuffler.y"}, "ldp.shuffler.y": set()},
+              [Import("ldp.ingest.x", "ldp.shuffler.y", 3, True)])
+    assert _crossings(g, *SEPARATE) == ["ldp.ingest.x -> ldp.shuffler.y (line 3)"]
 
 
 def _module_level_edges(graph: Graph) -> dict[str, set[str]]:
@@ -154,7 +154,7 @@ def test_protocol_modules_follow_the_family_stems() -> None:
     assert {"rappor", "sketch", "pem", "randomized_response"} <= stems
     assert is_protocol_module("ldp.decoders.rappor_decode", stems)
     assert is_protocol_module("ldp.simulation.pem", stems)
-    assert not is_protocol_module("ldp.server.decode", stems)
+    assert not is_protocol_module("ldp.jobs.decode", stems)
     assert not is_protocol_module("ldp.plan.frequency", stems)
 
 

@@ -5,7 +5,7 @@ This module holds what the two tests have in common: the collection (GRR with la
 memoized longitudinal protocol, named by the caller), the devices' values and their truth, and the two runs —
 :func:`check_devices_upload` (every report accepted and acknowledged once, a second run sends nothing, every
 estimate of the Python decoder within its 99 % interval of the truth) and :func:`check_failover` (the endpoint list
-``[a port nothing listens on, the live collector]``: every report delivered and stored once). A test passes its
+``[a port nothing listens on, the live ingest service]``: every report delivered and stored once). A test passes its
 ``run_devices(tmp, endpoints, token)``: the program run on ``tmp/spec.json``, ``tmp/devices.json`` and
 ``tmp/states`` with the endpoints joined by commas, giving the program's summary line as a dict.
 :func:`work_folder` gives the clients' tests a folder in memory for their files.
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from support.e2e import free_port, serve, wait_for_fold, write_collector_config
+from support.e2e import free_port, serve, wait_for_fold, write_ingest_config
 
 SHM = Path("/dev/shm")
 SHM_FREE = 256 * 2**20
@@ -31,9 +31,9 @@ SHM_FREE = 256 * 2**20
 
 @contextmanager
 def work_folder(tmp_path: Path) -> Iterator[Path]:
-    """A fresh folder for a test's files (the devices' states, the collector's config and data, a web site): in
+    """A fresh folder for a test's files (the devices' states, the ingest service's config and data, a web site): in
     memory, under ``/dev/shm`` (a tmpfs), when the machine has one with room, else ``tmp_path`` itself. The
-    clients' stores and the collector fsync each commit, as they must: on this machine's disk that was ~7 ms each,
+    clients' stores and the ingest service fsync each commit, as they must: on this machine's disk that was ~7 ms each,
     and it was most of these tests' time (the Rust program's 100 devices: 16 s of 17 s, at 0.9 s of CPU), where a
     tmpfs makes it free. The same production path runs (every fsync is still called): only where the files live
     changes. If the body raises, the folder is copied to ``tmp_path / "work"`` (kept for a look, as ``tmp_path``
@@ -112,10 +112,10 @@ def truth() -> dict[str, dict[str, float]]:
 def _runs(tmp: Path, app: str, spec: dict[str, Any], run_devices: RunDevices, n: int,
           endpoints: Callable[[Any], str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Upload ``n`` devices twice through ``endpoints(served)``, check both runs, fold: (first run, folded)."""
-    from ldp.collector.config import new_token
+    from ldp.ingest.config import new_token
 
     token = new_token()
-    config = write_collector_config(tmp, app, token, spec)
+    config = write_ingest_config(tmp, app, token, spec)
     (tmp / "devices.json").write_text(json.dumps(devices()[:n]))
     reports = n * len(spec["metrics"])
     with serve(config, tmp / "server.log") as served:
@@ -151,8 +151,8 @@ def check_devices_upload(tmp: Path, app: str, spec: dict[str, Any], run_devices:
 
 
 def check_failover(tmp: Path, app: str, spec: dict[str, Any], run_devices: RunDevices) -> tuple[str, str]:
-    """The endpoint list ``[a port nothing listens on, the live collector]`` for :data:`FAILOVER_DEVICES` devices:
-    every report delivered through the live collector and stored once. The two endpoints' ``host:port``."""
+    """The endpoint list ``[a port nothing listens on, the live ingest service]`` for :data:`FAILOVER_DEVICES` devices:
+    every report delivered through the live ingest service and stored once. The two endpoints' ``host:port``."""
     hosts: list[str] = []
 
     def endpoints(served: Any) -> str:

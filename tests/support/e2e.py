@@ -1,4 +1,4 @@
-"""Helpers of the end-to-end test (tests/collector/test_e2e_browser.py): a real ``python -m ldp serve`` on a free
+"""Helpers of the end-to-end test (tests/ingest/test_e2e_browser.py): a real ``python -m ldp serve`` on a free
 loopback port, JSON over HTTP, and the headless Chromium of the machine (Debian's ``/usr/bin/chromium``,
 driven by Playwright for Python; never a browser Playwright downloads)."""
 
@@ -29,7 +29,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 REQUIRE_BROWSER = "LDP_REQUIRE_BROWSER"
 ARTIFACTS = "LDP_TEST_ARTIFACTS"
 ANALYST = "e2e-analyst-token-0123456789abcdefghijklmnopq"
-"""The analyst token of every config :func:`write_collector_config` writes: :func:`get_json` reads with it."""
+"""The analyst token of every config :func:`write_ingest_config` writes: :func:`get_json` reads with it."""
 
 
 def need_browser() -> None:
@@ -152,16 +152,16 @@ def serve(config: Path, log: Path, timeout: float = 30.0, tries: int = 3) -> Ite
         served.stop()
 
 
-def write_collector_config(tmp: Path, app: str, token: str, spec: dict[str, Any],
+def write_ingest_config(tmp: Path, app: str, token: str, spec: dict[str, Any],
                            cors_origin: str | None = None) -> Path:
-    """``tmp/collector.toml`` for one app uploading ``spec`` (written to ``tmp/spec.json``) with ``token``: folds every
-    second, segments open for an hour (so the reports wait for a fold until the collector stops), the analyst
+    """``tmp/serve.toml`` for one app uploading ``spec`` (written to ``tmp/spec.json``) with ``token``: folds every
+    second, segments open for an hour (so the reports wait for a fold until the ingest service stops), the analyst
     :data:`ANALYST` (who reads the dashboard and ``/v1/estimates``), and ``cors_origins`` when a web page of
     ``cors_origin`` uploads."""
-    from ldp.collector.config import token_sha256
+    from ldp.ingest.config import token_sha256
 
     (tmp / "spec.json").write_text(json.dumps(spec))
-    config = tmp / "collector.toml"
+    config = tmp / "serve.toml"
     cors = f'cors_origins = ["{cors_origin}"]\n' if cors_origin else ""
     config.write_text(f'data_dir = "data"\n{cors}[limits]\nsegment_max_seconds = 3600\n[fold]\nevery_seconds = 1\n'
                       f'[analysts]\ntokens_sha256 = ["{token_sha256(ANALYST)}"]\n'
@@ -185,7 +185,7 @@ def wait_for_fold(served: Served, app: str, reports: int, devices: int, timeout:
 
 @contextmanager
 def static_site(folder: Path) -> Iterator[str]:
-    """Serve ``folder`` on a free loopback port (another origin than the collector's); yield its URL."""
+    """Serve ``folder`` on a free loopback port (another origin than the ingest service's); yield its URL."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
     handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]  # (a partial: set on the class below)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)

@@ -1,6 +1,6 @@
-"""A full disk, for real: the collector's writer on a small tmpfs, filled to the last byte at random points.
+"""A full disk, for real: the ingest service's writer on a small tmpfs, filled to the last byte at random points.
 
-:func:`episodes` runs a :class:`~ldp.collector.segments.SegmentWriter` on ``data_dir`` (a tmpfs of a few MiB, mounted
+:func:`episodes` runs a :class:`~ldp.ingest.segments.SegmentWriter` on ``data_dir`` (a tmpfs of a few MiB, mounted
 by the caller in its own mount namespace: ``unshare -rm``), and ``n`` times: fills the disk, frees a random few KiB
 so that the next failure lands at a random point (a segment write, its fsync, the journal, a new segment, a rotation),
 uploads batches until the writer fails, uploads more (refused), frees the disk, waits for the writer to heal by
@@ -19,10 +19,10 @@ import threading
 import time
 from pathlib import Path
 
-from ldp.collector import segments
-from ldp.collector.config import parse_config
-from ldp.collector.ingest import BatchCounts
-from ldp.collector.segments import Batch, SegmentWriter, Stored
+from ldp.ingest import segments
+from ldp.ingest.config import parse_config
+from ldp.ingest.segments import Batch, SegmentWriter, Stored
+from ldp.ingest.upload import BatchCounts
 
 SPEC = Path(__file__).resolve().parents[2] / "examples" / "collection.json"
 
