@@ -65,15 +65,13 @@ if TYPE_CHECKING:  # annotations only: this module imports nothing of ldp
 __all__ = [
     "LdpError", "LdpWarning", "BudgetExceeded", "LedgerError", "LedgerDamagedError", "ClockError", "StateError",
     "AuditError", "Refusal", "RefusalTypeError", "RefusalValueError", "kind_of", "ProtocolClashError", "ReplayError",
-    "ReportError", "EnvelopeError", "SpecError", "UploadError",
-    "UploadProtocolError",
-    "ThreadMisuseError", "AggregateFormatError",
-    "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError", "IngestError", "QueueFull",
-    "WriterClosed", "StorageError", "LeaseLostError", "ConditionalWriteError", "LeaseHeldError", "FoldBusyError",
-    "DataFolderBusyError", "NoThresholdError", "PrioError", "AggregatorError", "AggregatorMessageError",
-    "MissingExtraError", "OutboxFull", "OptedOutError", "SecretChanged", "SeededRandomnessWarning",
-    "PrivacyLeakWarning",
-    "ReproductionOnlyWarning", "SeededNoiseWarning", "error_text", "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
+    "ReportError", "EnvelopeError", "SpecError", "UploadError", "UploadProtocolError", "ThreadMisuseError",
+    "AggregateFormatError", "CandidateLimitError", "InputError", "JobError", "InputChangedError", "ConfigError",
+    "IngestError", "QueueFull", "WriterClosed", "StorageError", "LeaseLostError", "ConditionalWriteError",
+    "LeaseHeldError", "FoldBusyError", "DataFolderBusyError", "NoThresholdError", "PrioError", "AggregatorError",
+    "AggregatorMessageError", "MissingExtraError", "OutboxFull", "OptedOutError", "SecretChanged",
+    "SeededRandomnessWarning", "PrivacyLeakWarning", "ReproductionOnlyWarning", "SeededNoiseWarning", "error_text",
+    "REASONS", "ENVELOPE_REASONS", "ALL_METRICS",
 ]
 
 REASONS = frozenset({
