@@ -39,15 +39,15 @@ privacy-loss law that is composed over windows):
   run of h is a sum of binomial cdf differences (Σ Bin(m, ½)(h)·2h/m = Σ Bin(m − 1, ½)(h − 1)): runs of h (about
   ``_BINS`` across ±z standard deviations, one run for each side beyond) keep P's mass exactly and read the loss at
   the run's top (Q = P·e^(−loss)), which raises Σ P·(1 − e^(ε − loss))₊ at every ε and in every composition;
-* *a loss lattice*: losses are then rounded up to 0, ±``_LOSS0``·(1 + ``_LOG_STEP``)^j (down for the lower bound)
-  and merged there, so no sort of the components is needed;
+* *a loss lattice*: losses are then rounded up to 0, ±``LOSS0``·(1 + ``LOG_STEP``)^j (down for the lower bound)
+  and merged there (:mod:`ldp.privacy.loss_lattice`), so no sort of the components is needed;
 * *cuts*: C below or above its window, U below its lowest band (a normal quantile, or 0 when that leaves out
   more), components of share at most ``_TAIL``·δ: their mass (each at most ``_TAIL``·δ) is charged at the top loss
   ε₀ (no loss of k-RR exceeds it) and added to δ.
 
 Groups of C have relative width ``_GROUP`` (the loss scale is overstated by about half of it), bands of U are
 ``_BANDS`` steps of its standard deviation. δ(ε) = Σ (P − e^ε·Q)₊ over all components plus the charges; masses are
-moved ``_RHO`` of themselves and losses ``_SHIFT`` the pessimistic way. The two directions are equal (swap x₀, x₁).
+moved ``RHO`` of themselves and losses ``SHIFT`` the pessimistic way. The two directions are equal (swap x₀, x₁).
 
 **A lower bound from a real dataset.** When every other user holds one value y outside S, the real histogram's
 sufficient statistic is (M, count on y, H₀) and, given those, the pair is the one above with π = Pr[J = 1 | m, count
@@ -71,8 +71,11 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from ldp.privacy.loss_lattice import RHO, SHIFT, Lattice, Pair, assemble, lattice_epsilon
 
 __all__ = ["KRR", "KrrWorstCase", "krr_worst_case", "krr_epsilon"]
 
@@ -91,67 +94,13 @@ _STEPS = 3
 ``_SHRINK`` down to each group's cut (little mass: their π* is looser)."""
 _SHRINK = 0.2
 """Relative width of the bands of U below the fixed steps: π*'s odds exceed π's by at most 1/(1 − _SHRINK) there."""
-_RHO = 1e-9
-"""Every mass is taken within this share of the true one: P moved up and Q down."""
-_SHIFT = 2 * math.atanh(_RHO) + 1e-12
-"""Losses are read this much higher (float rounding of P and Q and of their logarithms)."""
-_LATTICE = 2**32
-"""ε is found on the lattice ε₀·j/2³² (monotone in δ by construction)."""
 _BINS = 1000
 """Bins of H₀ across its window in a component (one value of H₀ a bin below that): the loss is read at each bin's
 top, so ε is overstated by at most the loss's rise over one bin, about 4/_BINS of the loss at the window's edge."""
-_LOG_STEP = 1e-4
-"""Relative step of the lattice that losses are rounded to (ε moves by about this share)."""
-_LOSS0 = 1e-15
-"""The lattice's smallest non-zero |loss|."""
 _N_MAX = 10**15
 """Beyond this many users the figure at ``_N_MAX`` is returned (valid for more users, module docstring; the same
 cap at every δ, so it stays monotone in δ). The computation's cost does not grow with n; the cap keeps h, m and
 2h − m exact in floats."""
-
-
-@dataclass(frozen=True)
-class _Pair:
-    """Losses ``loss`` (sorted up) with P's and Q's masses at each, and ``extra`` (mass charged at the top loss)."""
-
-    loss: Any
-    p: Any
-    q: Any
-    extra: float
-    top: float
-    shift: float = _SHIFT
-
-    @functools.cached_property
-    def _above(self) -> tuple[Any, Any]:
-        import numpy as np
-
-        up_p = np.append(np.cumsum(self.p[::-1])[::-1], 0.0)
-        up_q = np.append(np.cumsum(self.q[::-1])[::-1], 0.0)
-        return up_p, up_q
-
-    def delta(self, eps: float) -> float:
-        """Σ over losses above ε of (P − e^ε·Q), plus the charges (which sit at ε₀: counted while ε < ε₀)."""
-        import numpy as np
-
-        up_p, up_q = self._above
-        i = int(np.searchsorted(self.loss, eps - self.shift, side="right"))
-        body = max(float(up_p[i]) - math.exp(eps) * float(up_q[i]), 0.0)
-        return min(1.0, body + (self.extra if eps < self.top else 0.0))
-
-
-def _epsilon(pair: _Pair, delta: float, top: float, *, up: bool) -> float:
-    """On the lattice ε = top·j/2³²: the smallest point with δ(ε) <= delta (``up``: a valid figure), or the largest
-    with δ(ε) > delta (``up`` false: for a lower bound, the crossing lies above it)."""
-    lo, hi = 0, _LATTICE  # δ(top) = 0 <= delta always (no loss exceeds ε₀)
-    if pair.delta(0.0) <= delta:
-        return 0.0
-    while hi - lo > 1:  # invariant: δ(lo) > delta >= δ(hi)
-        mid = (lo + hi) // 2
-        if pair.delta(top * mid / _LATTICE) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return top * (hi if up else lo) / _LATTICE
 
 
 @dataclass(frozen=True)
@@ -268,45 +217,6 @@ def _component(grid: _Grid, pis: Any, kappa: float, *, upper: bool) -> tuple[Any
     return loss, big_p
 
 
-class _Lattice:
-    """Losses rounded to the lattice 0, ±_LOSS0·(1 + _LOG_STEP)^j (j >= 0): up for a figure, down for a lower bound
-    (each loss moves by at most a share _LOG_STEP of itself, or to 0 or ±_LOSS0 near 0), P's masses summed per point
-    (a merge of outcomes at one loss: the law is the same). Sorted by construction, no sort of the components."""
-
-    def __init__(self, *, upper: bool) -> None:
-        self.upper = upper
-        self.codes: list[Any] = []
-        self.masses: list[Any] = []
-
-    def add(self, loss: Any, mass: Any) -> None:
-        import numpy as np
-
-        loss, mass = np.ravel(loss), np.ravel(mass)
-        keep = mass > 0
-        loss, mass = loss[keep], mass[keep]
-        size = np.abs(loss)
-        t = np.log(np.maximum(size, _LOSS0) / _LOSS0) / math.log1p(_LOG_STEP)
-        away = self.upper == (loss > 0)  # round |loss| up (away from 0) or down (towards 0)
-        j = np.where(away, np.ceil(t), np.floor(t))
-        code = np.where(size < _LOSS0, np.where(away & (loss != 0), 1, 0), j.astype(np.int64) + 1)
-        self.codes.append(np.where(loss < 0, -code, code).astype(np.int64))
-        self.masses.append(mass)
-
-    def law(self) -> tuple[Any, Any]:
-        """The lattice's losses (sorted up) and P's masses on them (points with mass only)."""
-        import numpy as np
-
-        if not self.codes:
-            return np.zeros(0), np.zeros(0)
-        codes = np.concatenate(self.codes)
-        low = int(codes.min())
-        mass = np.bincount(codes - low, weights=np.concatenate(self.masses))
-        at = np.nonzero(mass > 0)[0]
-        code = at + low
-        size = np.where(code == 0, 0.0, _LOSS0 * np.exp((np.abs(code) - 1) * math.log1p(_LOG_STEP)))
-        return np.sign(code) * size, mass[at]
-
-
 @functools.lru_cache(maxsize=64)
 def _z(tail: float) -> float:
     from scipy.stats import norm
@@ -351,97 +261,143 @@ def krr_worst_case(eps0: float, d: int, n: int, delta: float) -> KrrWorstCase | 
     return _compute(float(eps0), d, min(n, _N_MAX), float(delta))
 
 
+@dataclass(frozen=True)
+class _Blanket:
+    """n shuffled k-RR reports at ε₀ over d values, as the computation reads them (the module docstring's names):
+    e^ε₀, ι = p + q, κ = tanh(ε₀/2) = 2s − 1 (s = e^ε₀/(e^ε₀ + 1)), a blanket report's chances 2q to be a clone
+    and (d − 2)q to fall outside S, θ = (d − 2)q/(1 − 2q), the n − 1 other users, the mass each cut may leave out
+    (``tail``) and the normal quantile (plus one) of the windows ``z``."""
+
+    eps0: float
+    delta: float
+    others: int
+    e0: float
+    iota: float
+    kappa: float
+    clone: float
+    outside: float
+    theta: float
+    tail: float
+    z: float
+
+    @classmethod
+    def of(cls, eps0: float, d: int, n: int, delta: float) -> _Blanket:
+        e0 = math.exp(eps0)
+        q = 1.0 / (e0 + d - 1)
+        clone, outside = 2.0 * q, (d - 2) * q
+        tail = max(_TAIL * delta, 5e-324)
+        return cls(eps0, delta, n - 1, e0, (e0 + 1.0) * q, math.tanh(eps0 / 2.0), clone, outside,
+                   outside / (1.0 - clone), tail, _z(tail) + 1.0)
+
+
 def _compute(eps0: float, d: int, n: int, delta: float) -> KrrWorstCase:
+    """The pair at n users (module docstring): C's window cut into groups of clone counts, each group's components
+    over U's bands (the figure) and on one value outside S (the lower bound) rounded to the loss lattice, the charged
+    mass beside them; ε of each on the lattice of ε, and the law to compose."""
     import numpy as np
 
-    e0 = math.exp(eps0)
-    q = 1.0 / (e0 + d - 1)
-    iota = (e0 + 1.0) * q
-    kappa = math.tanh(eps0 / 2.0)  # 2s − 1, s = e^ε₀/(e^ε₀ + 1)
-    clone, outside = 2.0 * q, (d - 2) * q
-    theta = outside / (1.0 - clone)
-    tail = max(_TAIL * delta, 5e-324)
-    z = _z(tail) + 1.0
-    others = n - 1
-    c_lo, c_hi, extra = _windows(others, clone, tail)
-    extra *= iota
-    # bands of U: fixed steps of its standard deviation about its mean, then one down to each group's cut
-    mean_u = others * outside
-    sd_u = math.sqrt(max(others * outside * (1 - outside), 1.0))
-    step = max(1, int(_BANDS * sd_u))  # at small n, one band per value of U
-    steps = [int(mean_u) + k * step for k in range(-_STEPS, _STEPS + 1)]
-    while steps[0] > 1:  # below: bands of relative width _SHRINK, down to 1 (π* at most 1/(1 − _SHRINK) too high)
-        steps.insert(0, min(steps[0] - 1, int(steps[0] * (1.0 - _SHRINK))))
-    steps_u = np.array(steps)
+    blanket = _Blanket.of(eps0, d, n, delta)
+    c_lo, c_hi, extra = _windows(blanket.others, blanket.clone, blanket.tail)
     groups = _clone_groups(c_lo, c_hi)
     starts = np.array([c1 for c1, _ in groups] + [c_hi + 1])
-    informative = iota * _bin_masses(starts, others, clone)  # Pr[J = 1, C in group]
-    # the lower bound's groups of M = C + J: [c₁ + 2, c₁' + 1] (c₁' the next group's start), whose largest m is
-    # c₁' + 1, the grid at c₁' clones (shared with the next group)
-    low_informative = iota * _bin_masses(starts + 1, others, clone)
-    low_total = low_informative + (1.0 - iota) * _bin_masses(starts + 2, others, clone)
     grids: dict[int, _Grid] = {}
 
     def grid_at(c: int) -> _Grid:
         if c not in grids:
-            grids[c] = _grid(c, z)
+            grids[c] = _grid(c, blanket.z)
         return grids[c]
 
-    upper, lower = _Lattice(upper=True), _Lattice(upper=False)
+    upper, extra, shares, components = _upper(blanket, groups, starts, grid_at, extra * blanket.iota)
+    lower = _lower(blanket, starts, grid_at)
+    pair = assemble(upper, extra * (1 + RHO), eps0)
+    low = assemble(lower, 0.0, eps0)
+    eps = lattice_epsilon(pair, delta, eps0, up=True)
+    lower_eps = min(lattice_epsilon(low, delta, eps0, up=False), eps)
+    loss, mass = _law(pair, shares, eps0)
+    return KrrWorstCase(eps, lower_eps, delta, components, loss, mass, eps0)
+
+
+def _steps_of_u(blanket: _Blanket) -> Any:
+    """The bands of U: fixed steps of its standard deviation about its mean, then one down to each group's cut."""
+    import numpy as np
+
+    mean_u = blanket.others * blanket.outside
+    sd_u = math.sqrt(max(blanket.others * blanket.outside * (1 - blanket.outside), 1.0))
+    step = max(1, int(_BANDS * sd_u))  # at small n, one band per value of U
+    steps = [int(mean_u) + k * step for k in range(-_STEPS, _STEPS + 1)]
+    while steps[0] > 1:  # below: bands of relative width _SHRINK, down to 1 (π* at most 1/(1 − _SHRINK) too high)
+        steps.insert(0, min(steps[0] - 1, int(steps[0] * (1.0 - _SHRINK))))
+    return np.array(steps)
+
+
+def _bands(blanket: _Blanket, rest: int, steps_u: Any, informative: float, groups: int) -> tuple[Any, Any]:
+    """A group's bands of U ~ Bin(``rest``, θ) and their weights (the first: U below the lowest band). The lowest band
+    starts at a normal quantile of U (its exact mass below charged) if that leaves out at most 10⁻³·δ/(number of
+    groups) (10⁻³·δ in all); else (U's lower tail is heavier, θ near 1) at 0."""
+    import numpy as np
+
+    theta = blanket.theta
+    cut = max(0, int(rest * theta - blanket.z * math.sqrt(rest * theta * (1 - theta))) - 1)
+    for start in (cut, 0):
+        bands = np.unique(np.concatenate([[start], steps_u[(steps_u > start) & (steps_u <= rest)]]))
+        weights = _bin_masses(np.concatenate([[0], bands, [rest + 1]]), rest, theta)
+        if informative * weights[0] <= 1e-3 * blanket.delta / groups:
+            break
+    return bands, weights
+
+
+def _upper(blanket: _Blanket, groups: list[tuple[int, int]], starts: Any, grid_at: Callable[[int], _Grid],
+           extra: float) -> tuple[Lattice, float, float, int]:
+    """The figure's components: each group of C at its smallest count c₁ and, for each band of U, at π* (the group's
+    largest count, the band's lowest U), weighted Pr[J = 1, group, band]/π*. Returns their lattice, ``extra`` plus
+    the mass charged at the top loss, the components' total weight and their number."""
+    import numpy as np
+
+    informative = blanket.iota * _bin_masses(starts, blanket.others, blanket.clone)  # Pr[J = 1, C in group]
+    steps_u = _steps_of_u(blanket)
+    upper = Lattice(upper=True)
     shares, components = 0.0, 0
     for k, (c1, c2) in enumerate(groups):
         if informative[k] > 0.0:
-            rest = others - c2  # U given C = c2 is Bin(others − c2, θ): stochastically the smallest of the group
-            # the lowest band starts at a normal quantile of U (its exact mass below charged) if that leaves out at
-            # most 10⁻³·δ/(number of groups) (10⁻³·δ in all); else (U's lower tail is heavier, θ near 1) at 0
-            cut = max(0, int(rest * theta - z * math.sqrt(rest * theta * (1 - theta))) - 1)
-            for start in (cut, 0):
-                bands = np.unique(np.concatenate([[start], steps_u[(steps_u > start) & (steps_u <= rest)]]))
-                weights = _bin_masses(np.concatenate([[0], bands, [rest + 1]]), rest, theta)
-                if informative[k] * weights[0] <= 1e-3 * delta / len(groups):
-                    break
+            rest = blanket.others - c2  # U given C = c2 is Bin(others − c2, θ): stochastically the group's smallest
+            bands, weights = _bands(blanket, rest, steps_u, informative[k], len(groups))
             extra += float(informative[k] * weights[0])  # U below the lowest band: charged
-            pis = np.where(bands == 0, 1.0, 1.0 / (1.0 + 2.0 * bands / ((e0 + 1.0) * (c2 + 1))))
+            pis = np.where(bands == 0, 1.0, 1.0 / (1.0 + 2.0 * bands / ((blanket.e0 + 1.0) * (c2 + 1))))
             share = informative[k] * weights[1:] / pis
-            small = share <= tail  # charged at the top loss instead (at most _TAIL·δ per component)
+            small = share <= blanket.tail  # charged at the top loss instead (at most _TAIL·δ per component)
             extra += float(share[small].sum())
             if not small.all():
-                loss, big_p = _component(grid_at(c1), pis[~small], kappa, upper=True)
+                loss, big_p = _component(grid_at(c1), pis[~small], blanket.kappa, upper=True)
                 upper.add(loss, big_p * share[~small][:, None])
                 shares += float(share[~small].sum())
                 components += int((~small).sum())
-        # the lower bound: every other user on one value outside S (Jensen within the group, module docstring)
+    return upper, extra, shares, components
+
+
+def _lower(blanket: _Blanket, starts: Any, grid_at: Callable[[int], _Grid]) -> Lattice:
+    """The lower bound's components: every other user on one value outside S (Jensen within the group, module
+    docstring). Its groups of M = C + J are [c₁ + 2, c₁' + 1] (c₁' the next group's start), whose largest m is
+    c₁' + 1, the grid at c₁' clones (shared with the next group)."""
+    low_informative = blanket.iota * _bin_masses(starts + 1, blanket.others, blanket.clone)
+    low_total = low_informative + (1.0 - blanket.iota) * _bin_masses(starts + 2, blanket.others, blanket.clone)
+    lower = Lattice(upper=False)
+    for k in range(len(starts) - 1):
         if low_total[k] > 0.0:
-            loss, big_p = _component(grid_at(int(starts[k + 1])), [low_informative[k] / low_total[k]], kappa,
-                                     upper=False)
+            loss, big_p = _component(grid_at(int(starts[k + 1])), [low_informative[k] / low_total[k]],
+                                     blanket.kappa, upper=False)
             lower.add(loss, big_p * low_total[k])
-    pair = _assemble(upper, extra * (1 + _RHO), eps0)
-    low = _assemble(lower, 0.0, eps0)
-    eps = _epsilon(pair, delta, eps0, up=True)
-    lower_eps = min(_epsilon(low, delta, eps0, up=False), eps)
-    # the law to compose: the components' losses (read _SHIFT higher) under P, the mass the groups left at loss 0
-    # (each group's weight beyond Pr[J = 1, group]/π*), the charges at ε₀
-    loss = np.concatenate([np.minimum(pair.loss + _SHIFT, eps0), [0.0, eps0]])
-    mass = np.concatenate([pair.p, [max(0.0, 1.0 - shares), pair.extra]])
-    order = np.argsort(loss, kind="stable")
-    return KrrWorstCase(eps, lower_eps, delta, components, loss[order], mass[order], eps0)
+    return lower
 
 
-def _assemble(lattice: _Lattice, extra: float, top: float) -> _Pair:
-    """One pair from a lattice: P's masses moved ``_RHO`` the pessimistic way (up for the figure, down for the lower
-    bound), Q = P·e^(−loss) moved the other way (float rounding of the masses and of exp)."""
+def _law(pair: Pair, shares: float, eps0: float) -> tuple[Any, Any]:
+    """The law to compose (losses sorted up, masses): the components' losses (read ``SHIFT`` higher) under P, the
+    mass the groups left at loss 0 (each group's weight beyond Pr[J = 1, group]/π*), the charges at ε₀."""
     import numpy as np
 
-    shift = _SHIFT if lattice.upper else -_SHIFT
-    loss, p = lattice.law()
-    if not len(loss):
-        return _Pair(np.zeros(1), np.zeros(1), np.zeros(1), extra, top, shift)
-    q = p * np.exp(-loss)
-    if lattice.upper:
-        p, q = p * (1 + _RHO), q * (1 - _RHO)
-    else:
-        p, q = p * (1 - _RHO), q * (1 + _RHO)
-    return _Pair(loss, p, q, extra, top, shift)
+    loss = np.concatenate([np.minimum(pair.loss + SHIFT, eps0), [0.0, eps0]])
+    mass = np.concatenate([pair.p, [max(0.0, 1.0 - shares), pair.extra]])
+    order = np.argsort(loss, kind="stable")
+    return loss[order], mass[order]
 
 
 def krr_epsilon(eps0: float, d: int, n: int, delta: float) -> tuple[float, float] | None:
