@@ -15,7 +15,8 @@ A client holds a secret (made with the CSPRNG, kept on the device, never sent) a
 Per report, ``Pr[S_i = 1 | B_i = 1] = q* = f(p+q)/2 + (1−f)q`` and ``Pr[S_i = 1 | B_i = 0] = p* =
 f(p+q)/2 + (1−f)p``. Privacy (paper §3; google/rappor ``ComputePrivacyGuarantees``):
 ``ε₁ = h·|ln(q*(1−p*)/(p*(1−q*)))|`` for one report and ``ε∞ = 2h·ln((1−f/2)/(f/2))`` for any
-number of reports of one value (an observer learns at most ``B'``): :class:`RapporPrivacy`.
+number of reports of one value (an observer learns at most ``B'``): :class:`RapporPrivacy`
+(:mod:`ldp.encoders.rappor_privacy`).
 
 Two modes (a parameter, so it is part of the fingerprint):
 
@@ -49,9 +50,10 @@ from ldp.encoders.base import (
 from ldp.encoders.base_checks import check_choice, refuse_range, refuse_relation
 from ldp.encoders.base_draws import DrawRule
 from ldp.encoders.base_fields import PROBABILITY, ParamInfo, Range
+from ldp.encoders.rappor_privacy import RapporPrivacy
 from ldp.hashing import buckets, md5_buckets, namespaced, value_bytes
 from ldp.privacy.accountant import MemoizedCharge, PrivacyCost
-from ldp.randomness import KeyedRandomSource, RandomSource, check_resolvable, realized_probability
+from ldp.randomness import KeyedRandomSource, RandomSource, check_resolvable
 from ldp.reports import Field, Report, ReportBatch, bits_from_int
 
 __all__ = ["RapporParams", "RapporEncoder", "RapporPrivacy", "bloom_bits", "bloom_filter", "google_prr_masks", "MODES",
@@ -69,7 +71,6 @@ MEMO_ENTRIES = 256
 MEMO_MAX_VALUE = 512
 """Longest value (characters of a str, bytes of bytes) whose PRR is kept in memory."""
 MAX_COHORTS = 1 << 16
-
 
 
 # -- hashing: the Bloom filter of a value in a cohort, and Google's PRR masks ------------------------------------
@@ -101,66 +102,6 @@ def google_prr_masks(secret: bytes, message: bytes, f: float, k: int) -> tuple[i
     uniform = sum((digest[i] & 1) << i for i in range(k))
     fmask = sum(((digest[i] >> 1) < threshold) << i for i in range(k))
     return uniform, fmask
-
-
-# -- privacy: what the parameters cost ----------------------------------------------------------------------------
-class RapporPrivacy:
-    """The privacy of :class:`~ldp.encoders.rappor.RapporParams`: ``h`` hashes, IRR ``p``/``q``, PRR ``f``, mode."""
-
-    num_hashes: int
-    p: float
-    q: float
-    f: float
-    mode: str
-
-    @property
-    def f_effective(self) -> float:
-        """The f the client really applies: ``floor(f·2^64)/2^64`` (f itself above 2^-11), or
-        ``ceil(128 f)/128`` in Google mode."""
-        return math.ceil(self.f * 128) / 128 if self.mode == "google" else realized_probability(self.f)
-
-    @property
-    def q_star(self) -> float:
-        """``Pr[report bit = 1 | Bloom bit = 1] = f(p+q)/2 + (1−f)q`` (realized f, p, q)."""
-        f, p, q = self.f_effective, realized_probability(self.p), realized_probability(self.q)
-        return 0.5 * f * (p + q) + (1.0 - f) * q
-
-    @property
-    def p_star(self) -> float:
-        """``Pr[report bit = 1 | Bloom bit = 0] = f(p+q)/2 + (1−f)p`` (realized f, p, q)."""
-        f, p, q = self.f_effective, realized_probability(self.p), realized_probability(self.q)
-        return 0.5 * f * (p + q) + (1.0 - f) * p
-
-    @property
-    def epsilon_one(self) -> float:
-        """ε₁ = h·|ln(q*(1−p*) / (p*(1−q*)))|: one report (``inf`` if p* = 0 or q* = 1)."""
-        ps, qs = self.p_star, self.q_star
-        if ps <= 0.0 or qs >= 1.0:
-            return math.inf
-        return self.num_hashes * abs(math.log(qs * (1.0 - ps) / (ps * (1.0 - qs))))
-
-    @property
-    def epsilon_inf(self) -> float:
-        """ε∞ = 2h·ln((1−f/2)/(f/2)): any number of reports of one value (``inf`` if f = 0)."""
-        f = self.f_effective
-        return math.inf if f == 0.0 else 2 * self.num_hashes * math.log((1.0 - f / 2) / (f / 2))
-
-    @cached_property
-    def privacy_cost(self) -> PrivacyCost:
-        """The cost of one report, ε₁ (a ``ValueError`` if these parameters give no finite ε₁)."""
-        if math.isinf(self.epsilon_one):
-            raise refuse_relation("these RAPPOR parameters give no finite ε₁ (p* = 0 or q* = 1): reports are not "
-                                  "private", "finite_epsilon", "p", "q", "f")
-        return PrivacyCost(self.epsilon_one)
-
-    def horizon_cost(self, reports: int, distinct: int) -> tuple[PrivacyCost, PrivacyCost, PrivacyCost]:
-        """The memoized PRR caps one value at ``ε∞`` however often it is reported: per value
-        ``min(R·ε₁, ε∞)``, in all ``min(R·ε₁, min(D, R)·ε∞)``."""
-        one = self.privacy_cost
-        if not math.isfinite(self.epsilon_inf):
-            return one, one.times(reports), one.times(reports)
-        per_value = PrivacyCost(min(reports * one.epsilon, self.epsilon_inf))
-        return one, per_value, PrivacyCost(min(reports * one.epsilon, min(distinct, reports) * self.epsilon_inf))
 
 
 @dataclass(frozen=True)
@@ -314,7 +255,6 @@ class RapporParams(RapporPrivacy, ProtocolParams):
         multiple of 1/128, costs at most ε)."""
         f = 2.0 / (1.0 + math.exp(epsilon / (2 * self.num_hashes)))
         return type(self)(self.num_bloombits, self.num_hashes, self.num_cohorts, 0.0, 1.0, f, self.mode)
-
 
 
 class _Prepared:
