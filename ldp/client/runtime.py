@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from ldp.client import consent
 from ldp.client.outbox import ClientOutbox, PendingItem
 from ldp.client.reserve import Reserve
-from ldp.client.state import STATE_FORMAT, StateFile, at, refuse_orphan_traces
+from ldp.client.state import STATE_FORMAT, StateFile, at, refuse_orphan_traces, upload_lock
 from ldp.client.uploader import Opener, UploadError, UploadResult, _check, _endpoints, upload
 from ldp.encoders.base import Encoder
 from ldp.errors import (
@@ -75,27 +75,6 @@ def _log_refusal(what: str, reports: int) -> Iterator[None]:
     except BudgetExceeded:
         logger.info("the privacy budget refused %d report(s) of %s: nothing recorded", reports, what)
         raise
-
-
-class _UploadLock:
-    """A state file's upload lock in this process (:func:`_upload_lock`), and the thread holding it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.owner: int | None = None
-        self.acquire = self._lock.acquire
-        self.release = self._lock.release
-
-
-_upload_locks: dict[str, _UploadLock] = {}
-_upload_locks_guard = threading.Lock()
-
-
-def _upload_lock(path: str) -> _UploadLock:
-    """The upload lock of the state file at ``path`` (by its real path), shared by every client of this process."""
-    key = os.path.normcase(os.path.realpath(path))
-    with _upload_locks_guard:
-        return _upload_locks.setdefault(key, _UploadLock())
 
 
 class TelemetryClient:
@@ -388,7 +367,7 @@ class TelemetryClient:
         serialized: two processes uploading one file at once may send a pinned part twice (the ingest service stores
         it once, by its batch id)."""
         self._state.check_thread()
-        lock = _upload_lock(self.path)
+        lock = upload_lock(self.path)
         if lock.owner == threading.get_ident():
             raise RuntimeError(f"upload of {self.path!r} called while this thread is already uploading it (from the "
                                "opener or sleep of that upload): one upload at a time per state file")

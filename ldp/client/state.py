@@ -8,7 +8,8 @@ metric's cohort), ``ldp_client_outbox`` (envelopes waiting for upload, :mod:`ldp
 
 :class:`StateFile` creates them in a new file, or checks them in an existing one, inside the ledger's opening
 transaction; a file that fails a check raises :class:`StateError`: the budget is never silently reset. Also here:
-the named points at which the crash tests stop a write (:func:`at`). Standard library only.
+the named points at which the crash tests stop a write (:func:`at`), and the lock that lets one upload of a state
+file run at a time in this process (:func:`upload_lock`). Standard library only.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from ldp.errors import LedgerDamagedError, OptedOutError, StateError, ThreadMisu
 from ldp.privacy.ledger_store import LEDGER_TABLES
 from ldp.reports import canonical_json
 
-__all__ = ["STATE_FORMAT", "StateError", "StateFile", "at", "metric_secret", "refuse_orphan_traces", "OPTED_OUT"]
+__all__ = ["STATE_FORMAT", "StateError", "StateFile", "at", "metric_secret", "refuse_orphan_traces", "OPTED_OUT",
+           "UploadLock", "upload_lock"]
 
 STATE_FORMAT = 1
 CLIENT_TABLES = frozenset({"ldp_client_meta", "ldp_client_cohorts", "ldp_client_outbox", "ldp_client_uploads"})
@@ -198,3 +200,24 @@ class StateFile:
     def metric_secret(self, metric: str) -> bytes:
         """``HMAC-SHA256(device secret, tag || metric)``: each metric's memoized responses get their own secret."""
         return metric_secret(self.secret, metric)
+
+
+class UploadLock:
+    """A state file's upload lock in this process (:func:`upload_lock`), and the thread holding it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.owner: int | None = None
+        self.acquire = self._lock.acquire
+        self.release = self._lock.release
+
+
+_upload_locks: dict[str, UploadLock] = {}
+_upload_locks_guard = threading.Lock()
+
+
+def upload_lock(path: str) -> UploadLock:
+    """The upload lock of the state file at ``path`` (by its real path), shared by every client of this process."""
+    key = os.path.normcase(os.path.realpath(path))
+    with _upload_locks_guard:
+        return _upload_locks.setdefault(key, UploadLock())

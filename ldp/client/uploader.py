@@ -222,82 +222,117 @@ def upload(client: Outbox, url: str | Sequence[str], token: str, *, timeout: flo
     urls = _endpoints(url)
     _check(token, timeout, call_timeout, max_attempts, max_delay)
     call_end = math.inf if call_timeout is None else time.monotonic() + call_timeout
-    opener = opener or default_opener()
-    clock = clock or time.time
-    hosts = [urllib.parse.urlsplit(u).netloc for u in urls]
-    current = 0  # the endpoint in use: the first, then the last one that acknowledged a part
-    tally = _Tally()
-    limit: int | None = None  # after a 413: new batches no larger than what was last split off
+    call = _Call(client, urls, [urllib.parse.urlsplit(u).netloc for u in urls], token, timeout, call_end,
+                 max_attempts, max_delay, gzip, opener or default_opener(), sleep, clock or time.time)
     stopped: _Stopped | None = None
     while stopped is None:
         if time.monotonic() >= call_end:
             stopped = "deadline"
             break
-        if (part := client.next_batch(limit)) is None:
+        if (part := client.next_batch(call.limit)) is None:
             break
-        bid, items = part
-        lines = [item.line for item in items]
-        body = ("\n".join(lines) + "\n").encode("utf-8")
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson",
-                   "Accept": "application/json", "Ldp-Batch-Id": bid}
-        if gzip:
-            body = gzip_module.compress(body, mtime=0)
-            headers["Content-Encoding"] = "gzip"
-        failed, rounds = 0, 0  # endpoints failed in a row for this part; full rounds waited
-        for attempt in range(1, max_attempts + 1):
-            host = hosts[current]
-            answer = post(opener, urls[current], headers, body, min(time.monotonic() + timeout, call_end),
-                          MAX_ANSWER)
-            status = answer.status
-            logger.debug("upload of batch %s (%d line(s)) to %s: %s", bid, len(lines), host, status or answer.error)
-            if status is not None and 200 <= status < 300:
-                try:
-                    if answer.over:
-                        raise ValueError(f"the answer is over {MAX_ANSWER} bytes")
-                    data = check_answer(answer.body, bid, len(lines))
-                except ValueError as exc:
-                    raise _fail(f"the ingest service's answer to batch {bid} is not sane: {exc}; nothing acknowledged",
-                                answer, tally, client, str(exc), UploadProtocolError) from None
-                done = client.acknowledge_batch(bid, [item.id for item in items])
-                logger.debug("acknowledged %d uploaded report(s)", done)
-                tally.add(data, done)
-                break
-            if status == 413:
-                if len(items) == 1:
-                    raise _fail(f"the ingest service refused a single report as too large ({answer.reason()})",
-                                answer, tally, client)
-                limit = client.split_batch(bid)
-                logger.info("batch %s was too large for %s: split in two (%d line(s) at most)", bid, host, limit)
-                break
-            if not _retryable(status):
-                raise _fail(f"the ingest service refused batch {bid} with HTTP {status}: {answer.reason()}",
-                            answer, tally, client)
-            if time.monotonic() >= call_end:
-                stopped = "deadline"
-                break
-            what = f"HTTP {status}" if status is not None else answer.error
-            if attempt == max_attempts:
-                raise _fail(f"batch {bid} not delivered after {max_attempts} attempt(s) (last: {what})",
-                            answer, tally, client)
-            if status != 429 and len(urls) > 1:  # this replica cannot take it now: the next one
-                current, failed = (current + 1) % len(urls), failed + 1
-                if failed < len(urls):
-                    logger.info("upload to %s: %s; failing over to %s", host, what, hosts[current])
-                    continue
-            failed, rounds = 0, rounds + 1
-            wait = parse_retry_after(answer.retry_after, clock()) if status in _WAIT else None
-            delay = min(max_delay, wait) if wait is not None else backoff_delay(rounds, max_delay)
-            if time.monotonic() + delay >= call_end:
-                stopped = "deadline"
-                break
-            logger.info("upload to %s: %s; retrying in %.3g s (on %s)", host, what, delay, hosts[current])
-            sleep(delay)
+        stopped = _send_part(call, *part)
     next_at = client.next_upload_at()
     if stopped is None:
         stopped = "interval" if client.has_pending() else "empty"
     logger.info("uploaded %d batch(es) to %s: %d report(s) acknowledged, %d duplicate batch(es); stopped: %s",
-                tally.batches, hosts[current], tally.acknowledged, tally.duplicates, stopped)
-    return tally.result(stopped, next_at)
+                call.tally.batches, call.hosts[call.current], call.tally.acknowledged, call.tally.duplicates, stopped)
+    return call.tally.result(stopped, next_at)
+
+
+@dataclass
+class _Call:
+    """One upload call: its arguments, its deadline ``call_end`` (``time.monotonic()``), the endpoint in use
+    (``current``: the first, then the last one that acknowledged a part), what was done (``tally``) and, after a
+    413, the size new batches are held to (``limit``: no larger than what was last split off)."""
+
+    client: Outbox
+    urls: list[str]
+    hosts: list[str]
+    token: str
+    timeout: float
+    call_end: float
+    max_attempts: int
+    max_delay: float
+    gzip: bool
+    opener: Opener
+    sleep: Callable[[float], None]
+    clock: Callable[[], float]
+    current: int = 0
+    tally: _Tally = field(default_factory=_Tally)
+    limit: int | None = None
+
+
+def _request(call: _Call, bid: str, lines: list[str]) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of batch part ``bid``: its lines as JSON lines, gzipped unless ``gzip=False``."""
+    body = ("\n".join(lines) + "\n").encode("utf-8")
+    headers = {"Authorization": f"Bearer {call.token}", "Content-Type": "application/x-ndjson",
+               "Accept": "application/json", "Ldp-Batch-Id": bid}
+    if call.gzip:
+        body = gzip_module.compress(body, mtime=0)
+        headers["Content-Encoding"] = "gzip"
+    return body, headers
+
+
+def _send_part(call: _Call, bid: str, items: Sequence[Item]) -> _Stopped | None:
+    """Send one batch part until it is acknowledged or split (``None``: go on with the next), the deadline passes
+    (``"deadline"``) or it fails (:class:`UploadError`): failing over to the next endpoint, then waiting a round."""
+    lines = [item.line for item in items]
+    body, headers = _request(call, bid, lines)
+    failed, rounds = 0, 0  # endpoints failed in a row for this part; full rounds waited
+    for attempt in range(1, call.max_attempts + 1):
+        host = call.hosts[call.current]
+        answer = post(call.opener, call.urls[call.current], headers, body,
+                      min(time.monotonic() + call.timeout, call.call_end), MAX_ANSWER)
+        status = answer.status
+        logger.debug("upload of batch %s (%d line(s)) to %s: %s", bid, len(lines), host, status or answer.error)
+        if status is not None and 200 <= status < 300:
+            _acknowledge(call, bid, items, answer)
+            return None
+        if status == 413:
+            if len(items) == 1:
+                raise _fail(f"the ingest service refused a single report as too large ({answer.reason()})",
+                            answer, call.tally, call.client)
+            call.limit = call.client.split_batch(bid)
+            logger.info("batch %s was too large for %s: split in two (%d line(s) at most)", bid, host, call.limit)
+            return None
+        if not _retryable(status):
+            raise _fail(f"the ingest service refused batch {bid} with HTTP {status}: {answer.reason()}",
+                        answer, call.tally, call.client)
+        if time.monotonic() >= call.call_end:
+            return "deadline"
+        what = f"HTTP {status}" if status is not None else answer.error
+        if attempt == call.max_attempts:
+            raise _fail(f"batch {bid} not delivered after {call.max_attempts} attempt(s) (last: {what})",
+                        answer, call.tally, call.client)
+        if status != 429 and len(call.urls) > 1:  # this replica cannot take it now: the next one
+            call.current, failed = (call.current + 1) % len(call.urls), failed + 1
+            if failed < len(call.urls):
+                logger.info("upload to %s: %s; failing over to %s", host, what, call.hosts[call.current])
+                continue
+        failed, rounds = 0, rounds + 1
+        wait = parse_retry_after(answer.retry_after, call.clock()) if status in _WAIT else None
+        delay = min(call.max_delay, wait) if wait is not None else backoff_delay(rounds, call.max_delay)
+        if time.monotonic() + delay >= call.call_end:
+            return "deadline"
+        logger.info("upload to %s: %s; retrying in %.3g s (on %s)", host, what, delay, call.hosts[call.current])
+        call.sleep(delay)
+    return None
+
+
+def _acknowledge(call: _Call, bid: str, items: Sequence[Item], answer: Answer) -> None:
+    """A 2xx to part ``bid``: acknowledge its items if the answer is sane (:func:`check_answer`), else raise
+    :class:`UploadProtocolError`, acknowledging nothing."""
+    try:
+        if answer.over:
+            raise ValueError(f"the answer is over {MAX_ANSWER} bytes")
+        data = check_answer(answer.body, bid, len(items))
+    except ValueError as exc:
+        raise _fail(f"the ingest service's answer to batch {bid} is not sane: {exc}; nothing acknowledged",
+                    answer, call.tally, call.client, str(exc), UploadProtocolError) from None
+    done = call.client.acknowledge_batch(bid, [item.id for item in items])
+    logger.debug("acknowledged %d uploaded report(s)", done)
+    call.tally.add(data, done)
 
 
 def _fail(message: str, answer: Answer, tally: _Tally, client: Outbox, reason: str | None = None,
