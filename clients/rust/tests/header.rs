@@ -13,11 +13,13 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The sources of the C interface: `src/ffi.rs` and any file under `src/ffi/`, in a stable order.
+/// The sources of the C interface: `src/ffi.rs`, then the file of each module it declares, in the order it declares
+/// them (depth first): the header's order. cbindgen reads each file on its own, so the order of the files is that
+/// of the header's items. Every file under `src/ffi/` must be one of them.
 fn sources(root: &Path) -> Vec<PathBuf> {
-    let mut out = vec![root.join("src/ffi.rs")];
+    let mut out = Vec::new();
+    add_module(root.join("src/ffi.rs"), root.join("src/ffi"), &mut out);
     let mut stack = vec![root.join("src/ffi")];
-    let mut more = Vec::new();
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -27,13 +29,22 @@ fn sources(root: &Path) -> Vec<PathBuf> {
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "rs") {
-                more.push(p);
+                assert!(out.contains(&p), "{} is no module of src/ffi.rs", p.display());
             }
         }
     }
-    more.sort();
-    out.extend(more);
     out
+}
+
+/// Adds `file` and, after it, the files of the modules it declares (`mod name;`, found in `dir`).
+fn add_module(file: PathBuf, dir: PathBuf, out: &mut Vec<PathBuf>) {
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    out.push(file);
+    for line in text.lines() {
+        let Some(name) = line.strip_prefix("mod ").or_else(|| line.strip_prefix("pub mod ")) else { continue };
+        let Some(name) = name.strip_suffix(';') else { continue };
+        add_module(dir.join(format!("{name}.rs")), dir.join(name), out);
+    }
 }
 
 /// The header as cbindgen generates it now.

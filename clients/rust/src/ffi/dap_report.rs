@@ -12,8 +12,11 @@
 
 use std::ptr;
 
+use super::handles::{free_handle, handle, new_handle, Handle};
+use super::last_error::guard;
+use super::marshal::{c_bytes, out};
 use super::sharding::{measurement, LdpPrio3};
-use super::{c_bytes, guard, handle, new_handle, out, LdpStatus};
+use super::LdpStatus;
 use crate::dap::{HpkeConfig, HpkeConfigList, Report, ReportBuilder, REPORT_ID_LEN, TASK_ID_LEN};
 use crate::error::{Error, Result};
 
@@ -38,7 +41,7 @@ pub struct LdpDapReport {
 }
 
 #[cfg(feature = "prio")]
-impl super::Handle for LdpDapReport {
+impl Handle for LdpDapReport {
     const TAG: u64 = 0x6c64_7064_6170_7274; // "ldpdaprt"
     const KIND: &'static str = "a DAP report";
 }
@@ -255,7 +258,7 @@ pub unsafe extern "C" fn ldp_dap_report_id(report: *const LdpDapReport, report_i
 #[cfg(feature = "prio")]
 #[no_mangle]
 pub unsafe extern "C" fn ldp_dap_report_free(report: *mut LdpDapReport) {
-    super::free_handle(report);
+    free_handle(report);
 }
 
 /// The config to seal to from an aggregator's `HpkeConfigList` (`list`, `len` bytes: the body of its

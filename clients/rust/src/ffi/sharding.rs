@@ -7,7 +7,10 @@
 
 use std::ptr;
 
-use super::{c_bytes, guard, handle, invalid, new_handle, out, LdpStatus};
+use super::handles::{free_handle, handle, new_handle, Handle};
+use super::last_error::guard;
+use super::marshal::{c_bytes, invalid, out};
+use super::LdpStatus;
 use crate::error::{Refusal, RefusalCode, Result};
 use crate::prio3::{Measurement, Prio3Client, Prio3Shares, Prio3Type, NONCE_LEN};
 
@@ -28,13 +31,13 @@ pub struct LdpPrio3(pub(super) Prio3Client);
 pub struct LdpPrio3Shares(Prio3Shares);
 
 #[cfg(feature = "prio")]
-impl super::Handle for LdpPrio3 {
+impl Handle for LdpPrio3 {
     const TAG: u64 = 0x6c64_7070_7269_6f33; // "ldpprio3"
     const KIND: &'static str = "a Prio3 client";
 }
 
 #[cfg(feature = "prio")]
-impl super::Handle for LdpPrio3Shares {
+impl Handle for LdpPrio3Shares {
     const TAG: u64 = 0x6c64_7070_3373_6872; // "ldpp3shr"
     const KIND: &'static str = "Prio3 shares";
 }
@@ -311,7 +314,7 @@ pub unsafe extern "C" fn ldp_prio3_shares_input_share(
 #[cfg(feature = "prio")]
 #[no_mangle]
 pub unsafe extern "C" fn ldp_prio3_shares_free(shares: *mut LdpPrio3Shares) {
-    super::free_handle(shares);
+    free_handle(shares);
 }
 
 /// Frees a Prio3 client (null, or a handle of another kind, is ignored).
@@ -321,5 +324,5 @@ pub unsafe extern "C" fn ldp_prio3_shares_free(shares: *mut LdpPrio3Shares) {
 #[cfg(feature = "prio")]
 #[no_mangle]
 pub unsafe extern "C" fn ldp_prio3_free(prio3: *mut LdpPrio3) {
-    super::free_handle(prio3);
+    free_handle(prio3);
 }

@@ -1,0 +1,63 @@
+//! Arguments and results across the C boundary: strings, byte ranges and out pointers checked on the way in
+//! (a null pointer, invalid UTF-8 or an oversized input is an `LDP_INVALID_ARGUMENT`), strings handed out and freed.
+
+use std::ffi::{c_char, CStr, CString};
+
+use super::LDP_MAX_INPUT;
+use crate::error::{Error, Result};
+use crate::Value;
+
+pub(super) fn invalid(message: impl Into<String>) -> Error {
+    Error::InvalidArgument(message.into())
+}
+
+/// A NUL-terminated UTF-8 string argument.
+pub(super) unsafe fn c_str<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
+    if p.is_null() {
+        return Err(invalid(format!("{what} is a null pointer")));
+    }
+    let bytes = CStr::from_ptr(p).to_bytes();
+    if bytes.len() > LDP_MAX_INPUT {
+        return Err(invalid(format!("{what} is over {LDP_MAX_INPUT} bytes")));
+    }
+    std::str::from_utf8(bytes).map_err(|e| invalid(format!("{what} is not valid UTF-8 ({e})")))
+}
+
+/// A byte range argument (`len` 0 with a null pointer is the empty range).
+pub(super) unsafe fn c_bytes<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
+    if len > LDP_MAX_INPUT {
+        return Err(invalid(format!("{what} is over {LDP_MAX_INPUT} bytes ({len})")));
+    }
+    if p.is_null() {
+        return if len == 0 { Ok(&[]) } else { Err(invalid(format!("{what} is a null pointer"))) };
+    }
+    Ok(std::slice::from_raw_parts(p, len))
+}
+
+pub(super) unsafe fn c_utf8<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a str> {
+    std::str::from_utf8(c_bytes(p, len, what)?).map_err(|e| invalid(format!("{what} is not valid UTF-8 ({e})")))
+}
+
+pub(super) fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
+    // SAFETY: the caller passes a valid pointer or null; null is refused.
+    unsafe { p.as_mut() }.ok_or_else(|| invalid(format!("{what} (an out pointer) is null")))
+}
+
+pub(super) fn new_string(s: String) -> Result<*mut c_char> {
+    Ok(CString::new(s).map_err(|_| Error::Internal("a string with a NUL byte".into()))?.into_raw())
+}
+
+pub(super) fn parse_value(text: &str) -> Result<Value> {
+    crate::json::parse(text).map_err(|e| invalid(format!("the value is not one JSON document: {e}")))
+}
+
+/// Frees a string the library returned (null is ignored).
+///
+/// # Safety
+/// `s` is null or a string this library returned, not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn ldp_string_free(s: *mut c_char) {
+    if !s.is_null() {
+        drop(CString::from_raw(s));
+    }
+}
