@@ -1,0 +1,132 @@
+//! [`ReportBuilder`]: a Prio3 client and the two aggregators' configs, making a task's reports.
+
+use super::input_share::{check_configs, seal_shares};
+use super::{Aggregator, HpkeConfig, Report, ReportMetadata, REPORT_ID_LEN, TASK_ID_LEN};
+use crate::error::{Error, Refusal, Result};
+use crate::prio3::{Measurement, Prio3Client, Prio3Shares};
+
+/// Builds the DAP-09 reports of one task: a [`Prio3Client`] (two aggregators), the task ID, the leader's and the
+/// helper's [`HpkeConfig`] and the task's time precision. Keeps no state between reports (`Send + Sync`).
+#[derive(Clone, Debug)]
+pub struct ReportBuilder {
+    client: Prio3Client,
+    task_id: [u8; TASK_ID_LEN],
+    configs: [HpkeConfig; 2],
+    time_precision: u64,
+}
+
+impl ReportBuilder {
+    /// The builder of `client`'s reports for the task `task_id`, sealed to `leader` and `helper` (each checked:
+    /// [`HpkeConfig::check`]), with a time precision of 1 second until [`ReportBuilder::with_time_precision`].
+    /// Refused: a client for other than two aggregators (DAP has a leader and a helper), a config this crate cannot
+    /// seal to, the same config id and key for both aggregators.
+    pub fn new(
+        client: Prio3Client,
+        task_id: [u8; TASK_ID_LEN],
+        leader: HpkeConfig,
+        helper: HpkeConfig,
+    ) -> Result<Self> {
+        if client.aggregators() != 2 {
+            return Err(Refusal::param_range("aggregators", client.aggregators()).with("min", 2).with("max", 2).into());
+        }
+        check_configs([&leader, &helper])?;
+        Ok(ReportBuilder { client, task_id, configs: [leader, helper], time_precision: 1 })
+    }
+
+    /// This builder with the task's time precision in seconds (at least 1): each report's time is rounded down to
+    /// a multiple of it.
+    pub fn with_time_precision(mut self, seconds: u64) -> Result<Self> {
+        if seconds == 0 {
+            return Err(Refusal::param_range("time_precision", seconds).with("min", 1).into());
+        }
+        self.time_precision = seconds;
+        Ok(self)
+    }
+
+    /// The Prio3 client.
+    pub fn client(&self) -> &Prio3Client {
+        &self.client
+    }
+
+    /// The task ID.
+    pub fn task_id(&self) -> &[u8; TASK_ID_LEN] {
+        &self.task_id
+    }
+
+    /// The HPKE config `aggregator`'s share is sealed to.
+    pub fn config(&self, aggregator: Aggregator) -> &HpkeConfig {
+        &self.configs[aggregator.index()]
+    }
+
+    /// The time precision in seconds.
+    pub fn time_precision(&self) -> u64 {
+        self.time_precision
+    }
+
+    /// `time` rounded down to the time precision: the time a report made at `time` carries.
+    pub fn report_time(&self, time: u64) -> u64 {
+        time - time % self.time_precision
+    }
+
+    /// The report of `measurement` made at `time` (seconds since the Unix epoch), with a fresh report ID, sharding
+    /// randomness and ephemeral keys from the OS generator. Refused as [`Prio3Client::shard`] refuses (nothing is
+    /// drawn for a measurement it refuses).
+    pub fn build(&self, measurement: &Measurement, time: u64) -> Result<Report> {
+        // The shard's nonce is 16 bytes of the OS generator: the report ID.
+        let shares = self.client.shard(measurement)?;
+        self.seal(&shares, time, None)
+    }
+
+    /// [`ReportBuilder::build`] at the system clock's time.
+    pub fn build_now(&self, measurement: &Measurement) -> Result<Report> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| Error::value(format!("the system clock is before the Unix epoch ({e})")))?;
+        self.build(measurement, now.as_secs())
+    }
+
+    /// Bytes of randomness [`ReportBuilder::build_with_random`] takes: the client's sharding randomness
+    /// ([`Prio3Client::rand_len`]), then the leader's and the helper's HPKE ephemeral key material
+    /// ([`HpkeSuite::ikm_len`] each: 32 for X25519 and P-256).
+    pub fn rand_len(&self) -> usize {
+        self.client.rand_len() + self.ikm_lens().iter().sum::<usize>()
+    }
+
+    fn ikm_lens(&self) -> [usize; 2] {
+        self.configs.each_ref().map(|c| c.suite().ikm_len().unwrap_or_default())
+    }
+
+    /// [`ReportBuilder::build`] with the caller's report ID and randomness ([`ReportBuilder::rand_len`] bytes: the
+    /// sharding randomness, then each seal's ephemeral key material): the same inputs always give the same bytes.
+    /// **For tests only**: a report ID, sharding randomness or ephemeral key used twice, or not drawn from a
+    /// cryptographic generator, breaks the measurement's privacy. A `rand` of another length is refused.
+    pub fn build_with_random(
+        &self,
+        measurement: &Measurement,
+        time: u64,
+        report_id: &[u8; REPORT_ID_LEN],
+        rand: &[u8],
+    ) -> Result<Report> {
+        if rand.len() != self.rand_len() {
+            return Err(Error::value(format!(
+                "a report takes {} bytes of randomness ({} to shard, {} and {} of ephemeral key material), got {}",
+                self.rand_len(),
+                self.client.rand_len(),
+                self.ikm_lens()[0],
+                self.ikm_lens()[1],
+                rand.len()
+            )));
+        }
+        let (shard, ikms) = rand.split_at(self.client.rand_len());
+        let (leader_ikm, helper_ikm) = ikms.split_at(self.ikm_lens()[0]);
+        let shares = self.client.shard_with_random(measurement, report_id, shard)?;
+        self.seal(&shares, time, Some([leader_ikm, helper_ikm]))
+    }
+
+    fn seal(&self, shares: &Prio3Shares, time: u64, ikms: Option<[&[u8]; 2]>) -> Result<Report> {
+        let metadata = ReportMetadata { report_id: shares.nonce, time: self.report_time(time) };
+        let input_shares = [shares.leader_share(), shares.helper_share()];
+        let [leader, helper] = &self.configs;
+        seal_shares(&self.task_id, metadata, &shares.public_share, input_shares, [leader, helper], ikms)
+    }
+}
