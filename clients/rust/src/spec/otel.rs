@@ -29,7 +29,8 @@ use std::cmp::Ordering;
 use num_bigint::BigInt;
 use serde_json::{Map, Value};
 
-use super::{compact, join, kind, Checker};
+use super::check::{compact, kind, Checker};
+use super::join;
 use crate::params::ProtocolParams;
 use crate::rational::Rational;
 use crate::value::{f64_of, float_value, num_of, Num};
