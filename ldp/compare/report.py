@@ -223,8 +223,19 @@ def render(result: dict[str, Any]) -> str:
     parts = [f"Local against central differential privacy, measured by simulation ({run}, seed {st.get('seed')}).",
              "Local: every person randomizes their own answer before sending it, so no one is trusted.",
              "Central: a trusted curator sees the true answers and adds noise once to what it publishes.",
-             "",
-             f"1. Counting smokers, local vs central: {THESIS[0]}",
+             ""]
+    parts += _smokers_section(t, names)
+    parts += _protocols_section(t, s, st, cs, names)
+    parts += _regression_section(t, names)
+    if result["files"]:
+        parts.append(f"wrote {len(result['files'])} files to {Path(result['files'][0]).parent}")
+    parts.append(f"({result['seconds']:.1f} s)")
+    return "\n".join(parts)
+
+
+def _smokers_section(t: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """Section 1: counting smokers, randomized response against Laplace noise: how the error grows with n0."""
+    parts = [f"1. Counting smokers, local vs central: {THESIS[0]}",
              f"   {THESIS[1]}.",
              "   Of 3,000 people 20% smoke; n0 of them are asked. The share of smokers is estimated by randomized",
              "   response with fair coins (local) or from the exact count plus Laplace noise Lap(1/ε) (central),",
@@ -249,14 +260,21 @@ def render(result: dict[str, Any]) -> str:
     parts.append(_legend(
         "n0=…: people asked; each cell: simulated / theory, the root mean squared error of the estimated",
         "share over the repetitions / its theoretical standard deviation (a share: 0.01 = 1 percentage point)."))
+    return parts
+
+
+def _protocols_section(t: dict[str, Any], s: dict[str, Any], st: dict[str, Any], cs: CountingSetup,
+                       names: dict[str, str]) -> list[str]:
+    """Section 2: every protocol against central noise on the same counts, by n and by ε, and the users local DP
+    needs to match central Laplace."""
 
     def cell(r: dict[str, Any]) -> str:
         return f"{_g(r['rmse_fraction'], 2)}/{_g(r['theory_se_fraction'], 2)}"
 
-    parts.append("2. Every protocol of the toolkit against central noise on the same counts: a yes/no attribute")
-    parts.append(f"   ({cs.binary_fraction:.0%} yes) and {cs.d} values with Zipf frequencies. The central noise "
-                 "protects one person's")
-    parts.append("   answer being replaced by another, as local DP does.")
+    parts = ["2. Every protocol of the toolkit against central noise on the same counts: a yes/no attribute",
+             f"   ({cs.binary_fraction:.0%} yes) and {cs.d} values with Zipf frequencies. The central noise "
+             "protects one person's",
+             "   answer being replaced by another, as local DP does."]
     for sweep, col, what, head in (
             ("n", "n", f"at ε = {st['epsilon']:g}, by the number n of users", lambda n: f"n={_size(n)}"),
             ("epsilon", "epsilon", f"with n = {st['n_epsilon']:,} users, by ε", lambda e: f"ε={e:g}")):
@@ -282,11 +300,17 @@ def render(result: dict[str, Any]) -> str:
         f"variance per user: the local estimate's count variance divided by n (at n = {s['counting_at_n']:,});",
         "Laplace SD: the central count's noise SD; users needed: n_L = variance per user · n_C² / Laplace SD²,",
         f"the number of users local DP needs for the error central DP has with {REFERENCE_N:,}."))
+    return parts
+
+
+def _regression_section(t: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """Section 3: linear regression, local against central: the coefficients' error by n, and the multiplier of
+    users local DP needs."""
     reg = t["regression"][0]
-    parts.append(f"3. Linear regression at ε = {reg['epsilon']:g}, δ = {reg['delta']:g}: each user sends noisy "
-                 "sufficient statistics (local),")
-    parts.append("   or a curator fits on everyone's exact data and adds noise once (central).")
-    parts.append("")
+    parts = [f"3. Linear regression at ε = {reg['epsilon']:g}, δ = {reg['delta']:g}: each user sends noisy "
+             "sufficient statistics (local),",
+             "   or a curator fits on everyone's exact data and adds noise once (central).",
+             ""]
     parts.append(_grid("  Linear regression: error of the coefficients by the number n of users:",
                        [dict(r, label=names[r["method"]]) for r in t["regression"]], "label", "n",
                        lambda r: f"{_g(r['mse'], 2)} ({_g(r['theory_mse'], 2)})", head=lambda n: f"n={_size(n)}",
@@ -308,10 +332,7 @@ def render(result: dict[str, Any]) -> str:
         "local method needs for the same error (n_L / n_C); simulated by interpolating the local curve,",
         f"\"{NOT_REACHED}\" when the local error never got that low within the users simulated (up to "
         f"{_size(n_max)})."))
-    if result["files"]:
-        parts.append(f"wrote {len(result['files'])} files to {Path(result['files'][0]).parent}")
-    parts.append(f"({result['seconds']:.1f} s)")
-    return "\n".join(parts)
+    return parts
 
 
 # -- the command line --------------------------------------------------------------------------------
