@@ -11,8 +11,10 @@ batch size, and only noised by each aggregator. The modules:
 * :mod:`~ldp.aggregators.task` — the public task (the metric's Prio3 type, window, threshold, noise, target);
 * :mod:`~ldp.aggregators.messages` — the leader–helper messages and the refusal codes;
 * :mod:`~ldp.aggregators.records` — what each aggregator stores, written once (exactly-once by construction);
-* :mod:`~ldp.aggregators.prepare` — opening a share and preparing it; :mod:`~ldp.aggregators.release` — a
-  window's noised release and the central ε over releases;
+* :mod:`~ldp.aggregators.prepare` — the HPKE ``info`` and associated data of an aggregate share;
+  :mod:`~ldp.aggregators.release` — a window's noised release and the central ε over releases;
+* :mod:`~ldp.aggregators.aggregator` — what both roles share: each task's state as one object
+  (:mod:`~ldp.aggregators.state`); :mod:`~ldp.aggregators.crashpoints` — where the crash tests kill them;
 * :mod:`~ldp.aggregators.helper`, :mod:`~ldp.aggregators.leader` — the two roles;
   :mod:`~ldp.aggregators.http` — their routes and clients; :mod:`~ldp.aggregators.config` — their configs;
   :mod:`~ldp.aggregators.service` — ``ldp serve --role``;

@@ -29,15 +29,14 @@ import base64
 import functools
 import logging
 import secrets
-import struct
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ldp.aggregators.aggregator import Aggregator
 from ldp.aggregators.commit import GroupCommit
-from ldp.aggregators.helper import Aggregator, at
+from ldp.aggregators.crashpoints import at
 from ldp.aggregators.messages import (
     MAX_JOB_REPORTS,
     REPORT_ID_SIZE,
@@ -49,8 +48,9 @@ from ldp.aggregators.messages import (
     ReportError,
     ReportInit,
 )
-from ldp.aggregators.records import TaskRecords
+from ldp.aggregators.records import TaskRecords, join_chunk, split_chunk
 from ldp.aggregators.release import DEFAULT_DELTA, over_releases, release, release_cost
+from ldp.aggregators.state import LeaderTaskState, StoredReport
 from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError, PrioError
 
@@ -74,113 +74,81 @@ class HelperPeer(Protocol):
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes: ...
 
 
-@dataclass
-class _Stored:
-    """A report taken at the door: its ID, its bytes, the report decoded, the leader's input share opened at the door
-    (``None`` once read back from its chunk after a restart: opened again when prepared) and its chunk's key."""
-
-    rid: bytes
-    body: bytes
-    report: Any
-    share: bytes | None
-    chunk: str = ""
-
-
-def join_chunk(bodies: Iterable[bytes]) -> bytes:
-    """A chunk of stored reports: each DAP report prefixed by its length (4 bytes, big-endian)."""
-    return b"".join(struct.pack(">I", len(b)) + b for b in bodies)
-
-
-def split_chunk(data: bytes) -> list[bytes]:
-    """The reports of a chunk (:func:`join_chunk`); ``ValueError`` for a damaged one."""
-    out, pos = [], 0
-    while pos < len(data):
-        if pos + 4 > len(data):
-            raise ValueError("a damaged chunk of reports: a truncated length")
-        n = int.from_bytes(data[pos:pos + 4], "big")
-        if n < REPORT_ID_SIZE or pos + 4 + n > len(data):
-            raise ValueError("a damaged chunk of reports: a length past its end")
-        out.append(data[pos + 4:pos + 4 + n])
-        pos += 4 + n
-    return out
-
-
 def _job_id() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode()
 
 
-class Leader(Aggregator):
-    """The leader (module docstring): ``helper`` is its peer."""
+class Leader(Aggregator[LeaderTaskState]):
+    """The leader (module docstring): ``helper`` is its peer. ``state_lock`` guards every task's reports at the door
+    and in jobs (:class:`~ldp.aggregators.state.LeaderTaskState`'s ``seen``, ``stored``, ``chunks``, ``planned``)."""
 
     role = "leader"
 
     def __init__(self, tasks: Iterable[Task], store: Any, keypair: Any, verify_keys: Any, helper: HelperPeer, *,
                  job_size: int = DEFAULT_JOB_SIZE, report_expiry: int = DEFAULT_REPORT_EXPIRY, **options: Any) -> None:
-        super().__init__(list(tasks), store, keypair, verify_keys, **options)
         if not 1 <= job_size <= MAX_JOB_REPORTS:
             raise ValueError(f"job_size must be in [1, {MAX_JOB_REPORTS}], got {job_size}")
         if report_expiry < 1:
             raise ValueError(f"report_expiry must be at least 1 s, got {report_expiry}")
         self.helper, self.job_size, self.report_expiry = helper, job_size, report_expiry
-        self.door: dict[bytes, Counter[str]] = {t: Counter() for t in self.tasks}
-        self.planned: dict[bytes, set[bytes]] = {}
-        self.stored: dict[bytes, dict[bytes, _Stored]] = {}
-        self.chunks: dict[bytes, dict[str, set[bytes]]] = {}
-        self.seen: dict[bytes, set[bytes]] = {}
         self.state_lock = threading.Lock()
-        self.commits: dict[bytes, GroupCommit[_Stored]] = {}
-        for task_id, records in self.records.items():
-            self.planned[task_id] = {bytes.fromhex(r) for _, plan in records.plans() for r in plan["reports"]}
-            self.stored[task_id], self.chunks[task_id] = {}, {}
-            self.seen[task_id] = set(records.prepared)
-            for key in self.store.list(f"{records.prefix}reports/"):
-                self._load_chunk(task_id, key)
-            self.commits[task_id] = GroupCommit(functools.partial(self._store_reports, task_id))
+        super().__init__(list(tasks), store, keypair, verify_keys, **options)
 
-    def _load_chunk(self, task_id: bytes, key: str) -> None:
+    def _task_state(self, task: Task, vdaf: Any, verify_key: bytes, records: TaskRecords) -> LeaderTaskState:
+        """The task's state rebuilt from the store: its interrupted plans' reports, every report ID prepared or in a
+        chunk, and the chunks' reports in no finished job."""
+        state = LeaderTaskState(task, vdaf, verify_key, records)
+        state.commit = GroupCommit(functools.partial(self._store_reports, state))
+        state.planned = {bytes.fromhex(r) for _, plan in records.plans() for r in plan["reports"]}
+        state.seen = set(records.prepared)
+        for key in self.store.list(f"{records.prefix}reports/"):
+            self._load_chunk(state, key)
+        return state
+
+    def _load_chunk(self, state: LeaderTaskState, key: str) -> None:
         """Take a stored chunk's reports not in a finished job (a chunk whose reports all are: deleted)."""
         from ldp import prio
 
-        records = self.records[task_id]
+        prepared = state.records.prepared
         rids = set()
         for body in split_chunk(self.store.get(key)):
             rid = body[:REPORT_ID_SIZE]
             rids.add(rid)
-            self.seen[task_id].add(rid)
-            if rid not in records.prepared:
-                self.stored[task_id][rid] = _Stored(rid, body, prio.DapReport.from_bytes(body), None, key)
-        if rids <= records.prepared:
+            state.seen.add(rid)
+            if rid not in prepared:
+                state.stored[rid] = StoredReport(rid, body, prio.DapReport.from_bytes(body), None, key)
+        if rids <= prepared:
             self.store.delete(key)
         else:
-            self.chunks[task_id][key] = rids
+            state.chunks[key] = rids
 
     # -- the door ---------------------------------------------------------------------------------------------
     def upload(self, task_id: bytes, body: bytes) -> None:
         """Take one DAP report (module docstring); :class:`~ldp.errors.AggregatorError` with the refusal's code.
         It is stored, with the reports arriving meanwhile, in one chunk (:mod:`ldp.aggregators.commit`) before
         this returns."""
+        state = self.task_state(task_id)
         try:
-            item = self._check(task_id, body)
-            self.commits[task_id].submit(item)
+            state.commit.submit(self._check(state, body))
         except AggregatorError as exc:
-            if task_id in self.door:
-                self.door[task_id][exc.code] += 1
+            state.door[exc.code] += 1
             raise
 
     def upload_many(self, task_id: bytes, bodies: Iterable[bytes]) -> list[AggregatorError | None]:
         """Take many reports at once (a simulation's devices, a batch relayed by a proxy), stored as one chunk: the
         refusal of each, ``None`` for those taken."""
+        state = self.task_state(task_id)
         out: list[AggregatorError | None] = []
-        taken: list[_Stored] = []
+        taken: list[StoredReport] = []
         for body in bodies:
             try:
-                taken.append(self._check(task_id, body))
+                taken.append(self._check(state, body))
                 out.append(None)
             except AggregatorError as exc:
-                self.door[task_id][exc.code] += 1
+                state.door[exc.code] += 1
                 out.append(exc)
         if taken:
-            refused = self._store_reports(task_id, taken, raise_replays=False)
+            refused = self._store_reports(state, taken, raise_replays=False)
             if refused:
                 index = {item.rid: i for i, item in enumerate(taken)}
                 positions = [i for i, err in enumerate(out) if err is None]
@@ -188,15 +156,14 @@ class Leader(Aggregator):
                     replay = AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code,
                                              409)
                     out[positions[index[rid]]] = replay
-                    self.door[task_id][replay.code] += 1
+                    state.door[replay.code] += 1
         return out
 
-    def _check(self, task_id: bytes, body: bytes) -> _Stored:
+    def _check(self, state: LeaderTaskState, body: bytes) -> StoredReport:
         """A report's checks at the door (module docstring): the report with its opened share, or the refusal."""
         from ldp import prio
 
-        task = self.task(task_id)
-        records = self.records[task_id]
+        task = state.task
         try:
             report = prio.DapReport.from_bytes(body)
         except PrioError as exc:
@@ -210,29 +177,30 @@ class Leader(Aggregator):
             raise AggregatorError(f"the report's time is not rounded down to the task's time precision "
                                   f"({task.time_precision} s): a device's exact time is not sent",
                                   ReportError.invalid_message.code)
-        if task.window(report.time) in records.collections:
+        if task.window(report.time) in state.records.collections:
             raise AggregatorError("the report's window was already collected", ReportError.batch_collected.code)
-        if report.report_id in self.seen[task_id]:
+        if report.report_id in state.seen:
             raise AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code, 409)
         if not report.leader_ciphertext or report.leader_ciphertext[0] != self.keypair.config.id:
             raise AggregatorError("the leader's share is sealed to an unknown HPKE config: fetch /hpke_config again",
                                   ReportError.hpke_unknown_config_id.code)
         try:
-            share = prio.open_input_share(self.keypair, role="leader", task_id=task_id, report_id=report.report_id,
+            share = prio.open_input_share(self.keypair, role="leader", task_id=task.task_id, report_id=report.report_id,
                                           time=report.time, public_share=report.public_share,
                                           ciphertext=report.leader_ciphertext)
         except PrioError:
             raise AggregatorError("the leader's share does not open", ReportError.hpke_decrypt_error.code) from None
-        return _Stored(bytes(report.report_id), bytes(body), report, share)
+        return StoredReport(bytes(report.report_id), bytes(body), report, share)
 
-    def _store_reports(self, task_id: bytes, items: list[_Stored], raise_replays: bool = True) -> list[bytes]:
+    def _store_reports(self, state: LeaderTaskState, items: list[StoredReport], raise_replays: bool = True
+                       ) -> list[bytes]:
         """Write ``items`` as one chunk, each report ID at most once ever: an ID seen before is left out (with
         ``raise_replays``, :class:`~ldp.errors.AggregatorError` for it after the others are stored); the IDs left
         out."""
-        fresh: list[_Stored] = []
+        fresh: list[StoredReport] = []
         replays: list[bytes] = []
+        seen = state.seen
         with self.state_lock:
-            seen = self.seen[task_id]
             for item in items:
                 if item.rid in seen:
                     replays.append(item.rid)
@@ -240,7 +208,7 @@ class Leader(Aggregator):
                     seen.add(item.rid)
                     fresh.append(item)
         if fresh:
-            key = f"{self.records[task_id].prefix}reports/chunk-{int(self.clock())}-{secrets.token_hex(8)}.reports"
+            key = f"{state.records.prefix}reports/chunk-{int(self.clock())}-{secrets.token_hex(8)}.reports"
             try:
                 if not self.store.create(key, join_chunk(item.body for item in fresh)):
                     raise AggregatorError(f"{key} exists", "internal", 500)
@@ -251,8 +219,8 @@ class Leader(Aggregator):
             with self.state_lock:
                 for item in fresh:
                     item.chunk = key
-                    self.stored[task_id][item.rid] = item
-                self.chunks[task_id][key] = {item.rid for item in fresh}
+                    state.stored[item.rid] = item
+                state.chunks[key] = {item.rid for item in fresh}
         if replays and raise_replays:
             raise AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code, 409)
         return replays
@@ -260,26 +228,26 @@ class Leader(Aggregator):
     # -- aggregation jobs ---------------------------------------------------------------------------------------
     def pending(self, task_id: bytes) -> list[bytes]:
         """The stored reports of a task in no job yet."""
+        state = self.task_state(task_id)
         with self.state_lock:
-            planned = self.planned[task_id]
-            return [rid for rid in self.stored[task_id] if rid not in planned]
+            return [rid for rid in state.stored if rid not in state.planned]
 
-    def _report(self, task_id: bytes, rid: bytes) -> _Stored:
+    def _report(self, state: LeaderTaskState, rid: bytes) -> StoredReport:
         with self.state_lock:
-            return self.stored[task_id][rid]
+            return state.stored[rid]
 
-    def _consumed(self, task_id: bytes, report_ids: list[bytes]) -> None:
+    def _consumed(self, state: LeaderTaskState, report_ids: list[bytes]) -> None:
         """Reports now in a finished job: forgotten, and each chunk whose reports all are deleted (after the job's
         record, never before: a leader killed in between finds the chunk and skips its prepared reports)."""
         emptied = []
         with self.state_lock:
             for rid in report_ids:
-                entry = self.stored[task_id].pop(rid, None)
-                if entry is not None and (rids := self.chunks[task_id].get(entry.chunk)) is not None:
+                entry = state.stored.pop(rid, None)
+                if entry is not None and (rids := state.chunks.get(entry.chunk)) is not None:
                     rids.discard(rid)
                     if not rids:
                         emptied.append(entry.chunk)
-                        del self.chunks[task_id][entry.chunk]
+                        del state.chunks[entry.chunk]
         for key in emptied:
             self.store.delete(key)
 
@@ -287,20 +255,18 @@ class Leader(Aggregator):
         """Run the aggregation jobs of one task (every task: ``None``), of one window or all: interrupted jobs
         first, then the stored reports in no job. Returns counts: jobs, reports prepared, refused."""
         totals: Counter[str] = Counter()
-        for tid in [task_id] if task_id is not None else list(self.tasks):
-            self.task(tid)
-            with self.locks[tid]:
-                totals.update(self._run_jobs(tid, window))
+        for state in [self.task_state(task_id)] if task_id is not None else list(self.state.values()):
+            with state.lock:
+                totals.update(self._run_jobs(state, window))
         return dict(totals)
 
-    def _run_jobs(self, task_id: bytes, window: int | None) -> Counter[str]:
-
-        task, records = self.tasks[task_id], self.records[task_id]
+    def _run_jobs(self, state: LeaderTaskState, window: int | None) -> Counter[str]:
+        task, records = state.task, state.records
         totals: Counter[str] = Counter()
         for job_id, plan in records.plans():
             if window is None or plan["window"] == window:
                 try:
-                    totals.update(self._run_job(task, records, job_id, plan["window"],
+                    totals.update(self._run_job(state, job_id, plan["window"],
                                                 [bytes.fromhex(r) for r in plan["reports"]]))
                 except AggregatorError as exc:
                     if exc.code != "job_mismatch":
@@ -310,8 +276,8 @@ class Leader(Aggregator):
                     logger.error("job %s of task %s: %s; its reports are left out", job_id, task.id_text, exc)
                     totals["mismatched_jobs"] += 1
         by_window: dict[int, list[bytes]] = {}
-        for rid in self.pending(task_id):
-            w = task.window(self._report(task_id, rid).report.time)
+        for rid in self.pending(task.task_id):
+            w = task.window(self._report(state, rid).report.time)
             if window is None or w == window:
                 by_window.setdefault(w, []).append(rid)
         for w, rids in sorted(by_window.items()):
@@ -320,24 +286,22 @@ class Leader(Aggregator):
                 job_id = _job_id()
                 plan = {"job": job_id, "window": w, "reports": [r.hex() for r in chunk], "created": self.clock()}
                 records.write(records.plan_key(job_id), plan)
-                self.planned[task_id].update(chunk)
+                state.planned.update(chunk)
                 at("leader_job_planned")
-                totals.update(self._run_job(task, records, job_id, w, chunk))
+                totals.update(self._run_job(state, job_id, w, chunk))
         return totals
 
-    def _run_job(self, task: Task, records: TaskRecords, job_id: str, window: int, report_ids: list[bytes]
-                 ) -> Counter[str]:
-
-        vdaf, key = self.vdafs[task.task_id], self.verify_keys[task.task_id]
+    def _run_job(self, state: LeaderTaskState, job_id: str, window: int, report_ids: list[bytes]) -> Counter[str]:
+        task, records, vdaf = state.task, state.records, state.vdaf
         refused: dict[bytes, str] = {}
-        todo: list[_Stored] = []
+        todo: list[StoredReport] = []
         for rid in report_ids:
             if window in records.collections:
                 refused[rid] = ReportError.batch_collected.code
             else:
-                todo.append(self._report(task.task_id, rid))
+                todo.append(self._report(state, rid))
         # each share opened (unless kept from the door) and its preparation started, in one call, the GIL released
-        started = vdaf.leader_init_batch(self.keypair, key, task.task_id, [
+        started = vdaf.leader_init_batch(self.keypair, state.verify_key, task.task_id, [
             (s.rid, s.report.time, s.report.public_share, s.report.leader_ciphertext, s.share) for s in todo])
         states: dict[bytes, Any] = {}
         inits: list[ReportInit] = []
@@ -373,7 +337,7 @@ class Leader(Aggregator):
                     refused[r.report_id] = ReportError.vdaf_invalid.code
             at("leader_job_answered")
         records.finish_job(job_id, window, accepted, refused, share.field_elements())
-        self._consumed(task.task_id, report_ids)
+        self._consumed(state, report_ids)
         return Counter(prepared=len(accepted), refused=len(refused), jobs=1)
 
     # -- collection ---------------------------------------------------------------------------------------------
@@ -381,7 +345,8 @@ class Leader(Aggregator):
         """Release ``window`` of a task to the collector (module docstring): a JSON-ready dict with both sealed
         shares, the report count, the checksum, the noise, this release's central (ε, δ) and the one over every
         release of the task."""
-        task = self.task(task_id)
+        state = self.task_state(task_id)
+        task, records = state.task, state.records
         if window % task.window_seconds:
             raise AggregatorError(f"a window starts at a multiple of {task.window_seconds} s, got {window}",
                                   "invalid_message")
@@ -389,8 +354,7 @@ class Leader(Aggregator):
             raise AggregatorError(f"window {window} has not ended: it is collected once, after its end",
                                   "window_open", 400)
         self.run_aggregation_jobs(task_id, window)
-        records = self.records[task_id]
-        with self.locks[task_id]:
+        with state.lock:
             mine = records.window(window)
             already = records.collections.get(window)
             count, checksum = ((already["count"], bytes.fromhex(already["checksum"])) if already is not None
@@ -404,8 +368,7 @@ class Leader(Aggregator):
             except MessageError as exc:
                 raise AggregatorError(f"the helper's aggregate share does not decode: {exc}", "helper_unavailable",
                                       502) from None
-            rec = release(records, self.vdafs[task_id], window, count, checksum, source=self.noise_source,
-                          clock=self.clock)
+            rec = release(records, state.vdaf, window, count, checksum, source=self.noise_source, clock=self.clock)
         delta = task.central.delta if task.central is not None and task.central.delta else DEFAULT_DELTA
         cost = release_cost(rec)
         total = over_releases(records.collections.values(), delta)
@@ -419,11 +382,11 @@ class Leader(Aggregator):
 
     def status(self) -> dict[str, Any]:
         out = super().status()
-        for entry, task_id in zip(out["tasks"], self.tasks, strict=True):
-            records = self.records[task_id]
-            entry["refused_at_upload"] = dict(self.door[task_id])
+        for entry, (task_id, state) in zip(out["tasks"], self.state.items(), strict=True):
+            records = state.records
+            entry["refused_at_upload"] = dict(state.door)
             entry["pending"] = len(self.pending(task_id))
-            central = self.tasks[task_id].central
+            central = state.task.central
             delta = central.delta if central is not None else DEFAULT_DELTA
             total = over_releases(records.collections.values(), delta or DEFAULT_DELTA)
             entry["releases"] = [{"window": w, "count": r["count"], "noise": r["noise"],

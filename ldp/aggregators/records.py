@@ -4,7 +4,8 @@ Under ``aggregators/<role>/<task ID in hex>/`` (the role's prefix: :func:`ldp.st
 
 =====================================  =========================================================================
 ``reports/chunk-<t>-<random>.reports``  the leader only: uploaded DAP reports, stored together (group commit),
-                                       each prefixed by its length; deleted once all are in finished jobs
+                                       each prefixed by its length (:func:`join_chunk`); deleted once all are
+                                       in finished jobs
 ``jobs/job-<job ID>.plan.json``        the leader only: an aggregation job's reports, before the helper is asked
 ``jobs/job-<job ID>.json``             a finished job: its window, the report IDs aggregated, those refused with
                                        their codes, the job's aggregate share (field elements) and, at the
@@ -23,18 +24,39 @@ an aggregator starts.
 from __future__ import annotations
 
 import json
+import struct
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ldp.aggregators.messages import xor_checksum
+from ldp.aggregators.messages import REPORT_ID_SIZE, xor_checksum
 from ldp.aggregators.task import Task
 from ldp.storage.base import Store
 from ldp.storage.roles import aggregator_prefix
 
-__all__ = ["TaskRecords", "WindowAggregate", "RECORD_FORMAT"]
+__all__ = ["TaskRecords", "WindowAggregate", "RECORD_FORMAT", "join_chunk", "split_chunk"]
 
 RECORD_FORMAT = "ldp-aggregator-record/1"
+
+
+def join_chunk(bodies: Iterable[bytes]) -> bytes:
+    """A chunk of stored reports: each DAP report prefixed by its length (4 bytes, big-endian)."""
+    return b"".join(struct.pack(">I", len(b)) + b for b in bodies)
+
+
+def split_chunk(data: bytes) -> list[bytes]:
+    """The reports of a chunk (:func:`join_chunk`); ``ValueError`` for a damaged one."""
+    out, pos = [], 0
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise ValueError("a damaged chunk of reports: a truncated length")
+        n = int.from_bytes(data[pos:pos + 4], "big")
+        if n < REPORT_ID_SIZE or pos + 4 + n > len(data):
+            raise ValueError("a damaged chunk of reports: a length past its end")
+        out.append(data[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    return out
 
 
 @dataclass

@@ -31,7 +31,7 @@ T0 = NOW - NOW % WINDOW - WINDOW  # yesterday's window: ended, so it can be coll
 
 CRASHING = """
 import os, sys
-import ldp.aggregators.helper as h
+import ldp.aggregators.crashpoints as h
 def fault(point):
     if point == os.environ["LDP_TEST_CRASH_AT"]:
         os._exit(137)
