@@ -1,6 +1,6 @@
 """The aggregators' batch calls of :mod:`ldp.prio` (``helper_prepare_batch``, ``leader_init_batch``,
 ``leader_finish_batch``: one call per aggregation job, the GIL released) against the per-call path they replace
-(:func:`ldp.aggregators.prepare.prepare_init`, :func:`~ldp.aggregators.prepare.joint_rand_part_matches`,
+(:func:`prepare_reference.prepare_init`, :func:`prepare_reference.joint_rand_part_matches`,
 ``verifier_shares_to_message``, ``verify_next``, ``AggregateShare.accumulate``), for the four Prio3 types.
 
 Differential: valid reports (``ldp.prio.seal_report``) and invalid ones (another VDAF's shares sealed by hand as a
@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from prepare_reference import Prepared, joint_rand_part_matches, prepare_init
 from prio_support import refused
 
 TASK = bytes(range(32))
@@ -157,8 +158,6 @@ def pools(prio: Any, keys: tuple[Any, Any]) -> dict[str, tuple[Any, dict[str, li
 # -- the per-call path (what leader.py and helper.py did per report before the batch calls) -------------------------
 
 def per_call_leader_init(prio: Any, vdaf: Any, key: Any, reports: list[Report], door: list[bool]) -> list[Any]:
-    from ldp.aggregators.prepare import Prepared, prepare_init
-
     out: list[Any] = []
     for r, opened in zip(reports, door, strict=True):
         prep = prepare_init(vdaf, key, VERIFY_KEY, "leader", TASK, r.report_id, r.time, r.public_share,
@@ -170,7 +169,6 @@ def per_call_leader_init(prio: Any, vdaf: Any, key: Any, reports: list[Report], 
 def per_call_helper(prio: Any, vdaf: Any, key: Any, reports: list[Report], leader_shares: list[bytes]
                     ) -> tuple[list[bytes | str], Any]:
     from ldp.aggregators.messages import ReportError
-    from ldp.aggregators.prepare import Prepared, joint_rand_part_matches, prepare_init
     from ldp.errors import PrioError
 
     results: list[bytes | str] = []
