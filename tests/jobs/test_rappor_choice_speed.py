@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ldp.batch.bits as bits_mod
-from ldp.batch.rappor_evidence import HEAD, BitsTogether, _stack_words, chosen_sets, chosen_sets_of, cooccurrence_sizes
+from ldp.batch.rappor_bit_sets import _stack_words
+from ldp.batch.rappor_evidence import HEAD, BitsTogether, chosen_sets, chosen_sets_of, cooccurrence_sizes
 from ldp.encoders.rappor import RapporParams
 
 KERNELS = ["numpy"] + (["compiled"] if bits_mod._foldkernel is not None else [])

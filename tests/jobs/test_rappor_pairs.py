@@ -13,10 +13,9 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 from support.aggregate_files import rappor_file
 
+from ldp.batch.rappor_pair_score import _design, _features
 from ldp.batch.rappor_pairs import (
     PairChoice,
-    _design,
-    _features,
     cell_of,
     cohort_grids,
     grid_moments,
