@@ -36,60 +36,19 @@ def run_clients(n: int, gen: np.random.Generator, epsilon: float, dark_mode_rate
     t0 = time.perf_counter()
     category = GRRParams.from_labels(epsilon, CATEGORIES)
     dark = BinaryRRParams.forced_response()  # the seed theses' fair-coin scheme: ε = ln 3
-    truth_cat = zipf(len(CATEGORIES), 1.1).counts(n, gen)
-    users_cat = gen.permutation(np.repeat(np.arange(len(CATEGORIES)), truth_cat))
-    users_dark = gen.random(n) < dark_mode_rate
-    truth_dark = np.array([n - users_dark.sum(), users_dark.sum()])
-    truth_home = zipf(len(HOMEPAGES), 1.5).counts(n, gen)
-    users_home = gen.permutation(np.repeat(np.arange(len(HOMEPAGES)), truth_home))
-
+    truth, users = _population(n, gen, dark_mode_rate)
     window_cap = PrivacyCost(epsilon + math.log(3) + 1.5)
-    policy_total = BudgetPolicy(per_window=window_cap, lifetime=PrivacyCost(40.0))
-    metrics = {"app_category": BudgetPolicy(per_window=PrivacyCost(epsilon)),
-               "dark_mode": BudgetPolicy(per_window=PrivacyCost(math.log(3))),
-               "homepage": BudgetPolicy(lifetime=PrivacyCost(2 * HOMEPAGE_PARAMS.epsilon_inf))}
-    lines: list[str] = []
-    home_lines: list[str] = []
-    refused = 0
-    spent = []
-    for i in range(n):
-        with BudgetLedger(":memory:", total=policy_total, metrics=metrics) as ledger:
-            rng = int(gen.integers(2**63))  # seeded per client for reproducibility; real clients use the OS CSPRNG
-            cat_enc = GRREncoder(category, rng=rng, ledger=ledger, metric="app_category", simulation=True)
-            dark_enc = BinaryRREncoder(dark, rng=rng + 1, ledger=ledger, metric="dark_mode", simulation=True)
-            lines.append(cat_enc.encode(CATEGORIES[users_cat[i]]).to_json())
-            lines.append(dark_enc.encode(bool(users_dark[i])).to_json())
-            home_enc = RapporEncoder(HOMEPAGE_PARAMS, rng=rng + 2, ledger=ledger, metric="homepage",
-                                     simulation=True)
-            home_lines.append(home_enc.encode(HOMEPAGES[users_home[i]]).to_json())
-            if i % 10 == 0:  # one client in ten tries a second report today: its budget refuses it
-                try:
-                    cat_enc.encode(CATEGORIES[users_cat[i]])
-                except BudgetExceeded:
-                    refused += 1
-            spent.append(ledger.spent().epsilon)
+    lines, home_lines, refused, spent = _devices(users, gen, category, dark, epsilon, window_cap)
     t_clients = time.perf_counter() - t0
-
-    for j in DAMAGED:
-        if j < len(lines):
-            lines[j] = lines[j][: len(lines[j]) // 2]
-    lines.append('{"v":1,"protocol":"grr","params":"0000000000000000","payload":{"index":2}}')  # a foreign report
+    _in_transit(lines)
 
     t1 = time.perf_counter()
-    agg_cat, agg_dark, agg_home = GRRAggregate(category), RRAggregate(dark), RapporAggregate(HOMEPAGE_PARAMS)
-    agg_cat.add_json_lines(lines[0::2])
-    agg_dark.add_json_lines(lines[1::2])
-    agg_home.add_json_lines(home_lines)
-    candidates = HOMEPAGES + UNUSED
-    est_home = agg_home.estimate(candidates).with_truth(list(truth_home) + [0] * len(UNUSED)).sorted()
-    dark_est = agg_dark.estimate().with_truth(truth_dark.tolist())
-    estimates = {"dark_mode": replace(dark_est, items=["off", "on"]),
-                 "app_category": agg_cat.estimate().with_truth(truth_cat.tolist()),
-                 "homepage": est_home}
+    aggs = GRRAggregate(category), RRAggregate(dark), RapporAggregate(HOMEPAGE_PARAMS)
+    estimates = _server(aggs, lines, home_lines, truth)
     return {
         "n_clients": n, "reports_sent": len(lines) + len(home_lines), "reports_refused_by_budget": refused,
-        "rejected": {"app_category": dict(agg_cat.rejected), "dark_mode": dict(agg_dark.rejected),
-                     "homepage": dict(agg_home.rejected)},
+        "rejected": {"app_category": dict(aggs[0].rejected), "dark_mode": dict(aggs[1].rejected),
+                     "homepage": dict(aggs[2].rejected)},
         "estimates": estimates,
         "privacy": {
             "per_report": {"app_category": category.privacy_cost.epsilon, "dark_mode": dark.privacy_cost.epsilon,
@@ -100,3 +59,72 @@ def run_clients(n: int, gen: np.random.Generator, epsilon: float, dark_mode_rate
         },
         "seconds": {"clients": t_clients, "server": time.perf_counter() - t1},
     }
+
+
+def _population(n: int, gen: np.random.Generator,
+                dark_mode_rate: float) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The true counts of each metric and each user's value (app category and homepage by Zipf's law, dark mode
+    at ``dark_mode_rate``)."""
+    truth_cat = zipf(len(CATEGORIES), 1.1).counts(n, gen)
+    users_cat = gen.permutation(np.repeat(np.arange(len(CATEGORIES)), truth_cat))
+    users_dark = gen.random(n) < dark_mode_rate
+    truth_dark = np.array([n - users_dark.sum(), users_dark.sum()])
+    truth_home = zipf(len(HOMEPAGES), 1.5).counts(n, gen)
+    users_home = gen.permutation(np.repeat(np.arange(len(HOMEPAGES)), truth_home))
+    return ({"app_category": truth_cat, "dark_mode": truth_dark, "homepage": truth_home},
+            {"app_category": users_cat, "dark_mode": users_dark, "homepage": users_home})
+
+
+def _devices(users: dict[str, np.ndarray], gen: np.random.Generator, category: GRRParams, dark: BinaryRRParams,
+             epsilon: float, window_cap: PrivacyCost) -> tuple[list[str], list[str], int, list[float]]:
+    """Each device's reports, charged to its own ledger (a window cap over all metrics, one per metric): the
+    category and dark mode lines (alternating), the homepage lines, the second category reports the budget
+    refused, and the ε each device spent today (``epsilon``: the category's cap per window)."""
+    policy_total = BudgetPolicy(per_window=window_cap, lifetime=PrivacyCost(40.0))
+    metrics = {"app_category": BudgetPolicy(per_window=PrivacyCost(epsilon)),
+               "dark_mode": BudgetPolicy(per_window=PrivacyCost(math.log(3))),
+               "homepage": BudgetPolicy(lifetime=PrivacyCost(2 * HOMEPAGE_PARAMS.epsilon_inf))}
+    lines: list[str] = []
+    home_lines: list[str] = []
+    refused = 0
+    spent = []
+    for i in range(len(users["dark_mode"])):
+        with BudgetLedger(":memory:", total=policy_total, metrics=metrics) as ledger:
+            rng = int(gen.integers(2**63))  # seeded per client for reproducibility; real clients use the OS CSPRNG
+            cat_enc = GRREncoder(category, rng=rng, ledger=ledger, metric="app_category", simulation=True)
+            dark_enc = BinaryRREncoder(dark, rng=rng + 1, ledger=ledger, metric="dark_mode", simulation=True)
+            lines.append(cat_enc.encode(CATEGORIES[users["app_category"][i]]).to_json())
+            lines.append(dark_enc.encode(bool(users["dark_mode"][i])).to_json())
+            home_enc = RapporEncoder(HOMEPAGE_PARAMS, rng=rng + 2, ledger=ledger, metric="homepage",
+                                     simulation=True)
+            home_lines.append(home_enc.encode(HOMEPAGES[users["homepage"][i]]).to_json())
+            if i % 10 == 0:  # one client in ten tries a second report today: its budget refuses it
+                try:
+                    cat_enc.encode(CATEGORIES[users["app_category"][i]])
+                except BudgetExceeded:
+                    refused += 1
+            spent.append(ledger.spent().epsilon)
+    return lines, home_lines, refused, spent
+
+
+def _in_transit(lines: list[str]) -> None:
+    """What happens to the lines on the way, in place: a few cut in half, and a foreign report added."""
+    for j in DAMAGED:
+        if j < len(lines):
+            lines[j] = lines[j][: len(lines[j]) // 2]
+    lines.append('{"v":1,"protocol":"grr","params":"0000000000000000","payload":{"index":2}}')  # a foreign report
+
+
+def _server(aggs: tuple[GRRAggregate, RRAggregate, RapporAggregate], lines: list[str], home_lines: list[str],
+            truth: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The server's side: the lines folded into each metric's aggregate, and the estimates beside the truth."""
+    agg_cat, agg_dark, agg_home = aggs
+    agg_cat.add_json_lines(lines[0::2])
+    agg_dark.add_json_lines(lines[1::2])
+    agg_home.add_json_lines(home_lines)
+    candidates = HOMEPAGES + UNUSED
+    est_home = agg_home.estimate(candidates).with_truth(list(truth["homepage"]) + [0] * len(UNUSED)).sorted()
+    dark_est = agg_dark.estimate().with_truth(truth["dark_mode"].tolist())
+    return {"dark_mode": replace(dark_est, items=["off", "on"]),
+            "app_category": agg_cat.estimate().with_truth(truth["app_category"].tolist()),
+            "homepage": est_home}

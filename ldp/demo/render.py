@@ -31,15 +31,29 @@ def compact(est: Estimates, max_rows: int = 10) -> str:
 
 def render(result: dict[str, Any]) -> str:
     """Human-readable demo report."""
-    est, p, sec = result["estimates"], result["privacy"], result["seconds"]
-    emoji, words, reg, scale = result["emoji"], result["words"], result["regression"], result["scale"]
-    minutes = result["minutes"]
-    rejected = "; ".join(f"{metric}: " + ", ".join(f"{n} {reason}" for reason, n in sorted(why.items()))
-                         for metric, why in result["rejected"].items() if why)
     out = [
         f"ldp demo{' --quick' if result['quick'] else ''}: simulated collections with every protocol "
-        f"({sec['total']:.1f} s)",
+        f"({result['seconds']['total']:.1f} s)",
         "",
+        *_devices_section(result), "",
+        *_emoji_section(result), "",
+        *_words_section(result), "",
+        *_regression_section(result), "",
+        *_scale_section(result), "",
+        *_minutes_section(result), "",
+        "Next: `ldp plan --recommend --epsilon 1 --d 1000` picks a protocol (`--recommend --mean` a mean "
+        "mechanism); `ldp compare` runs the full local-vs-central comparison; `ldp demo --plots DIR` draws these "
+        "tables.",
+    ]
+    return "\n".join(out)
+
+
+def _devices_section(result: dict[str, Any]) -> list[str]:
+    """1. The devices with their ledgers: what was sent, refused and rejected, the three questions, the ε spent."""
+    est, p, sec = result["estimates"], result["privacy"], result["seconds"]
+    rejected = "; ".join(f"{metric}: " + ", ".join(f"{n} {reason}" for reason, n in sorted(why.items()))
+                         for metric, why in result["rejected"].items() if why)
+    return [
         f"1. {result['n_clients']:,} devices, each with its own budget ledger, answer three questions "
         f"({sec['clients']:.1f} s)",
         f"   reports sent: {result['reports_sent']:,}; refused by a device's budget (a second report the same "
@@ -60,7 +74,13 @@ def render(result: dict[str, Any]) -> str:
         f"   Privacy spent today per device: at most ε = {p['per_client_today_max']:.4g} "
         f"(mean {p['per_client_today_mean']:.4g}), under the daily cap of {p['window_cap_all_metrics']:.4g} "
         "across metrics.",
-        "",
+    ]
+
+
+def _emoji_section(result: dict[str, Any]) -> list[str]:
+    """2. The emoji: Count Mean Sketch and Hadamard CMS, sent as binary frames."""
+    est, emoji, sec = result["estimates"], result["emoji"], result["seconds"]
+    return [
         f"2. Which emoji?  {emoji['reports']:,} reports each for Count Mean Sketch and Hadamard CMS, "
         f"ε = {emoji['epsilon']:g}, sent as binary frames ({sec['emoji']:.1f} s)",
         f"   CMS ({emoji['report_bits']['emoji_cms']} bits a report; the planner predicted a standard error of "
@@ -69,24 +89,48 @@ def render(result: dict[str, Any]) -> str:
         f"   HCMS ({emoji['report_bits']['emoji_hcms']} bits a report; planned standard error "
         f"{emoji['planned_std_error']['emoji_hcms']:,.0f})",
         compact(est["emoji_hcms"], max_rows=6),
-        "",
+    ]
+
+
+def _words_section(result: dict[str, Any]) -> list[str]:
+    """3. New words found with no dictionary (Sequence Fragment Puzzle)."""
+    words = result["words"]
+    return [
         f"3. Which new words are people typing?  Sequence Fragment Puzzle, no dictionary, {words['n']:,} users, "
-        f"ε = {words['epsilon']:g} per report ({sec['words']:.1f} s)",
+        f"ε = {words['epsilon']:g} per report ({result['seconds']['words']:.1f} s)",
         f"   found {words['stats']['discovered']} words ({words['false_words']} not in the vocabulary); "
         f"recall of the 10 most popular: {words['recall_top10']:.0%}",
-        compact(est["new_words"], max_rows=8),
-        "",
+        compact(result["estimates"]["new_words"], max_rows=8),
+    ]
+
+
+def _regression_section(result: dict[str, Any]) -> list[str]:
+    """4. Linear regression, local against central DP."""
+    reg = result["regression"]
+    return [
         f"4. Linear regression: local DP against central DP at ε = {reg['epsilon']:g}, δ = {reg['delta']:g} "
-        f"({sec['regression']:.1f} s)",
+        f"({result['seconds']['regression']:.1f} s)",
         reg["table"],
         f"   {reg['takeaway']}",
-        "",
+    ]
+
+
+def _scale_section(result: dict[str, Any]) -> list[str]:
+    """5. The app-category question at scale, drawn exactly at the aggregate level."""
+    scale = result["scale"]
+    return [
         f"5. The app-category question at {scale['n']:,} users, drawn exactly at the aggregate level "
-        f"({sec['scale'] * 1e3:.0f} ms)",
-        compact(est["app_category_at_scale"]),
-        "",
+        f"({result['seconds']['scale'] * 1e3:.0f} ms)",
+        compact(result["estimates"]["app_category_at_scale"]),
+    ]
+
+
+def _minutes_section(result: dict[str, Any]) -> list[str]:
+    """6. Daily minutes of use for a week: the planner's mean mechanism, and Sunday's histogram."""
+    minutes = result["minutes"]
+    return [
         f"6. Daily minutes of use, capped at {CAP:g}: {minutes['n']:,} devices, one report a day for a week with "
-        f"{minutes['protocol']} at ε = {minutes['epsilon']:.4g} ({sec['minutes']:.1f} s)",
+        f"{minutes['protocol']} at ε = {minutes['epsilon']:.4g} ({result['seconds']['minutes']:.1f} s)",
         "   the planner's choice at this ε (worst-case SE of a day's mean: "
         + ", ".join(f"{name} {se:.3g}" for name, se in minutes["ranking"]) + " minutes)",
         render_minutes(minutes),
@@ -94,13 +138,8 @@ def render(result: dict[str, Any]) -> str:
         "the week (sequential composition).",
         "   Sunday's minutes as a histogram: GRR over 5 buckets "
         f"(ε = {minutes['histogram_epsilon']:.4g} more that day)",
-        compact(est["minutes_histogram"]),
-        "",
-        "Next: `ldp plan --recommend --epsilon 1 --d 1000` picks a protocol (`--recommend --mean` a mean "
-        "mechanism); `ldp compare` runs the full local-vs-central comparison; `ldp demo --plots DIR` draws these "
-        "tables.",
+        compact(result["estimates"]["minutes_histogram"]),
     ]
-    return "\n".join(out)
 
 
 def to_jsonable(result: dict[str, Any]) -> dict[str, Any]:
