@@ -27,6 +27,8 @@ coefficients are counts of clients.
    (:func:`ldp.regression.selective.selection_adjusted_interval`, clipped at 0), which corrects the
    winner's curse. The count stays the unconditional least-squares estimate.
 
+Steps 1 and 2 are :mod:`ldp.decoders.rappor_fit`'s (:func:`~ldp.decoders.rappor_fit.fit_candidates`).
+
 Candidates whose Bloom bits coincide in every cohort cannot be told apart: they are one
 hypothesis; the count goes to the first of the group, the others name it in ``duplicate_of``.
 """
@@ -46,13 +48,12 @@ import numpy.typing as npt
 from ldp.batch.threads import threads_for as _threads_for
 from ldp.decoders.base import Aggregate
 from ldp.decoders.candidates import synthetic_candidates
+from ldp.decoders.rappor_fit import CandidateFit, bit_count_variance, fit_candidates
 from ldp.decoders.rappor_map import CandidateMap, _name
 from ldp.decoders.results import Estimates
 from ldp.encoders.rappor import RapporParams
 
 if TYPE_CHECKING:  # scipy and scikit-learn (via ldp.regression) load only when a map is built or a fit is made
-    import scipy.sparse as sp
-
     from ldp.decoders.rappor import RapporAggregate
 
 __all__ = ["CandidateMap", "RapporEstimates", "decode", "exact_count_covariance", "synthetic_map",
@@ -62,23 +63,6 @@ logger = logging.getLogger(__name__)
 
 CORRECTIONS = ("bonferroni", "holm", "bh")
 SELECTIONS = ("auto", "lasso", "none")
-
-
-def bit_count_variance(params: RapporParams, cohort_n: npt.ArrayLike,
-                       true_bits: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """Exact ``Var[t_ci]`` given ``N_c`` (shape (m,) or broadcastable) and true bit counts ``T_ci``."""
-    ps, qs = params.p_star, params.q_star
-    n = np.asarray(cohort_n, dtype=np.float64)
-    t = np.asarray(true_bits, dtype=np.float64)
-    if n.ndim == 1 and t.ndim == 2:
-        n = n[:, None]
-    return (t * qs * (1 - qs) + (n - t) * ps * (1 - ps)) / (qs - ps) ** 2
-
-
-_MAX_LEVEL = 0.2  # z = 0.84: fewer candidates would make the lasso penalty vanish
-_MISFIT = 2.0  # dispersion above which the result warns about unexplained mass
-_MAX_ROUNDS = 5  # least-squares refits that add candidates significant by their score test
-_FULL_FIT_WORK = 4e9  # rows·d² of the dense QR "auto" accepts for fitting every candidate (about 1 s)
 
 
 @dataclass(frozen=True, repr=False)
@@ -113,21 +97,6 @@ class RapporEstimates(Estimates):
         return {**super().metadata(), "summary": summary}
 
 
-def _design(agg: RapporAggregate, cmap: CandidateMap) -> tuple[sp.csc_matrix, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows of non-empty cohorts: design X (rows × d) = diag(N_c/N)·pattern, y, weights, and null variances."""
-    pr = agg.params
-    k = pr.num_bloombits
-    be = agg.bit_estimates()
-    keep = np.repeat(agg.cohort_n > 0, k)
-    n_row = np.repeat(agg.cohort_n, k)[keep].astype(np.float64)
-    y = be.count.reshape(-1)[keep]
-    var = np.maximum(be.variance.reshape(-1)[keep], 1e-12)
-    null_var = np.maximum(bit_count_variance(pr, n_row, 0.0), 1e-12)
-    x = cmap.pattern.copy() if keep.all() else cmap.pattern[np.flatnonzero(keep)].tocsc()
-    x.data *= (n_row / agg.n)[x.indices]  # the pattern's values are 1: each becomes its row's N_c/N
-    return x, y, 1.0 / var, null_var
-
-
 def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes], *, alpha: float = 0.05,
            correction: str = "bh", confidence: float = 0.95, selection: str = "auto",
            select_level: float | None = None, background: bool = False,
@@ -150,6 +119,35 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
     for a caller that never reads them (a simulation of the counts): both columns are then NaN for every candidate,
     as they are for an undetected one, and ``summary["adjusted_intervals"]`` is ``False`` (absent by default); the
     counts, standard errors, tests and detections are the same."""
+    _check_options(agg, alpha, correction, selection)
+    from ldp.regression import benjamini_hochberg, bonferroni, holm  # scipy, scikit-learn
+
+    pr = agg.params
+    cmap = candidates if isinstance(candidates, CandidateMap) else CandidateMap.from_candidates(pr, candidates)
+    if cmap.params.fingerprint != pr.fingerprint:
+        raise ValueError("the candidate map was made for other RAPPOR parameters than the aggregate's")
+    d = len(cmap.candidates)
+    reps = np.flatnonzero(cmap.representative == np.arange(d))
+    summary: dict[str, Any] = {"n": agg.n, "candidates": d, "distinct": len(reps), "alpha": alpha,
+                               "correction": correction, "selected": 0, "detected": 0}
+    if agg.n == 0 or d == 0:
+        fit = CandidateFit(np.full(len(reps), np.nan), np.full(len(reps), np.nan), np.ones(len(reps)),
+                           np.full(len(reps), np.nan), np.zeros(len(reps), dtype=bool),
+                           {"min_detectable_fraction": float("nan")},
+                           ["no reports: nothing can be estimated" if agg.n == 0 else "no candidates given"])
+    else:
+        fit = fit_candidates(agg, cmap, reps, alpha=alpha, correction=correction, selection=selection,
+                             select_level=select_level, background=background)
+    summary.update(fit.summary)
+    summary["selected"] = int(fit.selected.sum())
+    rule = {"bonferroni": bonferroni, "holm": holm, "bh": benjamini_hochberg}[correction]
+    detected, adjusted = _detect(fit, rule, summary, correction, confidence, adjusted_intervals)
+    summary["allocated_fraction"] = float(np.nansum(np.where(detected, fit.count, 0.0)) / agg.n) if agg.n else 0.0
+    return _estimates(agg, cmap, reps, fit, detected, adjusted, summary, confidence)
+
+
+def _check_options(agg: RapporAggregate, alpha: float, correction: str, selection: str) -> None:
+    """``TypeError`` unless ``agg`` is a RAPPOR aggregate; ``ValueError`` for an option out of its range."""
     if not (isinstance(agg, Aggregate) and isinstance(agg.params, RapporParams)):  # a RapporAggregate
         raise TypeError(f"decode needs a RapporAggregate, got {type(agg).__name__}")
     if not 0.0 < alpha < 1.0:
@@ -158,118 +156,47 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
         raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    from ldp.regression import benjamini_hochberg, bonferroni, holm, nonnegative_lasso  # scipy, scikit-learn
 
-    pr = agg.params
-    cmap = candidates if isinstance(candidates, CandidateMap) else CandidateMap.from_candidates(pr, candidates)
-    if cmap.params.fingerprint != pr.fingerprint:
-        raise ValueError("the candidate map was made for other RAPPOR parameters than the aggregate's")
-    d = len(cmap.candidates)
-    reps = np.flatnonzero(cmap.representative == np.arange(d))
-    big_m = max(len(reps), 1)
-    z_test = NormalDist().inv_cdf(1.0 - alpha / big_m)
-    summary: dict[str, Any] = {"n": agg.n, "candidates": d, "distinct": len(reps), "alpha": alpha,
-                               "correction": correction, "selected": 0, "detected": 0}
-    notes: list[str] = []
-    count, se = np.full(len(reps), np.nan), np.full(len(reps), np.nan)
-    pval, stat = np.ones(len(reps)), np.full(len(reps), np.nan)
-    selected = np.zeros(len(reps), dtype=bool)
-    if agg.n == 0 or d == 0:
-        notes.append("no reports: nothing can be estimated" if agg.n == 0 else "no candidates given")
-        summary["min_detectable_fraction"] = float("nan")
-    else:
-        x, y, w, null_var = _design(agg, cmap)
-        xr = x if reps.size == x.shape[1] else x[:, reps]  # every candidate its own representative: x itself
-        design, other = (_with_background(agg, xr), len(reps)) if background else (xr, -1)
-        info = np.asarray(xr.multiply(xr).T @ (1.0 / null_var)).ravel()
-        mdf = z_test / np.sqrt(info) / agg.n
-        summary["min_detectable_fraction"] = float(np.median(mdf))
-        if mdf.min() > 1.0:
-            notes.append(f"too few reports to detect anything: with n={agg.n} a candidate would need a fraction "
-                         f"of at least {mdf.min():.3g} (> 1) of the clients to be detected")
-        if selection == "auto":
-            small = 2 * len(reps) <= x.shape[0] and float(x.shape[0]) * len(reps) ** 2 <= _FULL_FIT_WORK
-            selection = "none" if small else "lasso"
-        summary["selection"] = selection
-        if selection == "lasso":
-            notes.append("the lasso chose which candidates to fit: absent candidates it lets in take counts from the "
-                         "true strings sharing their Bloom bits, so counts and intervals can be biased (fewer "
-                         "candidates, or more cohorts or bits, allow fitting every one; see the RAPPOR docs)")
-            level = select_level or min(_MAX_LEVEL, max(1.0 / big_m, alpha if correction == "bh" else 0.0))
-            with _threads_for(float(xr.shape[0]) * xr.shape[1]):  # one coordinate-descent pass, densely counted
-                lasso = nonnegative_lasso(design, y, weights=w, level=level)
-            support = lasso.support
-            summary["lasso_alpha"], summary["select_level"] = lasso.alpha, level
-            logger.debug("rappor decode: lasso at level %.3g selected %d of %d candidates (penalty %.4g, "
-                         "converged: %s)", level, lasso.support.size, len(reps), lasso.alpha, lasso.converged)
-            if not lasso.converged:
-                logger.warning("rappor decode: the lasso did not converge; selection may be incomplete")
-                notes.append("the lasso did not converge; selection may be incomplete")
-        else:
-            support = np.arange(design.shape[1])
-        if background:
-            support = np.union1d(support, [other])
-        count[:] = 0.0
-        if support.size > x.shape[0]:
-            support = support[np.argsort(-info[support])][: x.shape[0]]
-            notes.append("more candidates selected than rows; kept the most informative")
-        added = 0
-        for _ in range(_MAX_ROUNDS):  # refit while a left-out candidate is significant by its score test
-            fit, resid, scale = _fit(design, y, w, support)
-            rest = np.setdiff1d(np.arange(len(reps)), support)
-            if rest.size:  # else every candidate is fitted: nothing to score
-                stat[rest], se[rest] = _score(design[:, rest], resid, w, scale)
-                pval[rest] = _upper_tail(stat[rest])
-            missed = rest[pval[rest] < alpha / big_m]
-            if not missed.size or support.size + missed.size >= x.shape[0]:
-                break
-            support, added = np.union1d(support, missed), added + missed.size
-        if added:
-            notes.append(f"{added} candidates left out by the lasso were significant by their score test and were "
-                         "added to the least-squares fit")
-        if fit is not None:
-            cand = support != other
-            if background:
-                unexplained, unexplained_se = float(fit.coef[~cand][0]), float(fit.std_error[~cand][0])
-                summary["unexplained"], summary["unexplained_se"] = unexplained, unexplained_se
-                notes.append(f"an estimated {unexplained:.0f} ± {unexplained_se:.0f} clients "
-                             f"({unexplained / agg.n:.1%}) hold strings outside the candidates (fitted as a "
-                             "background of random Bloom bits)")
-            on = support[cand]
-            count[on], se[on] = fit.coef[cand], fit.std_error[cand]
-            pval[on], stat[on] = fit.p_values("greater")[cand], fit.statistic()[cand]
-            selected[on] = True
-            summary["dispersion"], summary["scale"] = fit.dispersion, fit.scale
-            if fit.dispersion > _MISFIT:
-                notes.append(f"the bits vary {fit.dispersion:.3g} times more than privacy noise explains: strings "
-                             "missing from the candidates probably hold mass, and candidates sharing Bloom bits "
-                             "with them may be detected falsely (errors are inflated by this factor's root)")
-        summary["selected"] = int(selected.sum())
-    detected = {"bonferroni": bonferroni, "holm": holm, "bh": benjamini_hochberg}[correction](pval, alpha)
-    detected &= selected  # a count of 0 is never a detection
+
+def _detect(fit: CandidateFit, rule: Any, summary: dict[str, Any], correction: str, confidence: float,
+            adjusted_intervals: bool) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Steps 3 and 4: which fitted candidates the correction's ``rule`` detects, its final cutoff, and their
+    selection-adjusted intervals (NaN elsewhere, or everywhere when not ``adjusted_intervals``)."""
+    alpha, big_m = summary["alpha"], max(summary["distinct"], 1)
+    detected = rule(fit.pval, alpha)
+    detected &= fit.selected  # a count of 0 is never a detection
     summary["detection_cutoff_z"] = cutoff = _cutoff(correction, alpha, big_m, int(detected.sum()))
-    adj_low, adj_high = np.full(len(reps), np.nan), np.full(len(reps), np.nan)
+    adj_low, adj_high = np.full(fit.count.size, np.nan), np.full(fit.count.size, np.nan)
     if not adjusted_intervals:
         summary["adjusted_intervals"] = False
     elif detected.any():
         from ldp.regression.selective import selection_adjusted_interval
 
-        lo, hi = selection_adjusted_interval(stat[detected] * se[detected], se[detected], cutoff, confidence)
+        se = fit.se[detected]
+        lo, hi = selection_adjusted_interval(fit.stat[detected] * se, se, cutoff, confidence)
         adj_low[detected], adj_high[detected] = np.maximum(lo, 0.0), np.maximum(hi, 0.0)  # counts are >= 0
     summary["detected"] = int(detected.sum())
     summary["expected_false_discoveries"] = alpha if correction != "bh" else alpha * int(detected.sum())
-    summary["allocated_fraction"] = float(np.nansum(np.where(detected, count, 0.0)) / agg.n) if agg.n else 0.0
-    # back to every candidate
+    return detected, (adj_low, adj_high)
+
+
+def _estimates(agg: RapporAggregate, cmap: CandidateMap, reps: np.ndarray, fit: CandidateFit, detected: np.ndarray,
+               adjusted: tuple[np.ndarray, np.ndarray], summary: dict[str, Any],
+               confidence: float) -> RapporEstimates:
+    """The result for every candidate: a group of indistinguishable ones has its count on its first member (the
+    others name it in ``duplicate_of``); the notes, logged."""
+    d = len(cmap.candidates)
     pos = np.searchsorted(reps, cmap.representative)
     own = cmap.representative == np.arange(d)
     names = [_name(c) for c in cmap.candidates]
     extra = {
-        "z": stat[pos], "p_value": pval[pos], "detected": detected[pos], "selected": selected[pos] & own,
-        "adjusted_ci_low": adj_low[pos], "adjusted_ci_high": adj_high[pos],
+        "z": fit.stat[pos], "p_value": fit.pval[pos], "detected": detected[pos], "selected": fit.selected[pos] & own,
+        "adjusted_ci_low": adjusted[0][pos], "adjusted_ci_high": adjusted[1][pos],
         "duplicate_of": np.array([None if o else names[r] for o, r in zip(own, cmap.representative, strict=True)],
                                  dtype=object),
     }
-    cnt, err = np.where(own, count[pos], np.nan), np.where(own, se[pos], np.nan)
+    cnt, err = np.where(own, fit.count[pos], np.nan), np.where(own, fit.se[pos], np.nan)
+    notes = list(fit.notes)
     dups = cmap.duplicates
     if dups:
         groups = "; ".join(" = ".join(g[:4]) + (" ..." if len(g) > 4 else "") for g in dups[:5])
@@ -282,46 +209,8 @@ def decode(agg: RapporAggregate, candidates: CandidateMap | Sequence[str | bytes
                 summary["detected"])
     for note in notes:
         logger.info("rappor decode: note: %s", note)
-    return RapporEstimates("rappor", names, agg.n, cnt, err, confidence, _privacy(pr), extra, tuple(notes), summary)
-
-
-def _with_background(agg: RapporAggregate, xr: sp.csc_matrix) -> sp.csc_matrix:
-    """``xr`` with the background column: row ``(c, i)`` of a non-empty cohort holds ``(N_c/N)·β``,
-    ``β = 1 − (1 − 1/k)^h`` (:func:`decode`)."""
-    import scipy.sparse as sp
-
-    pr = agg.params
-    k, h = pr.num_bloombits, pr.num_hashes
-    n_c = agg.cohort_n[agg.cohort_n > 0].astype(np.float64)
-    beta = -np.expm1(h * np.log1p(-1.0 / k))
-    col = np.repeat(n_c / agg.n * beta, k)[:, None]
-    return sp.hstack([xr, sp.csc_matrix(col)], format="csc")
-
-
-def _fit(xr: sp.csc_matrix, y: np.ndarray, w: np.ndarray, support: np.ndarray) -> tuple[Any, np.ndarray, float]:
-    """Weighted least squares on ``support``: (fit or None, residuals, scale used for the errors); by the normal
-    equations when they are well conditioned (:mod:`ldp.decoders.rappor_normal`), else by the pivoted QR."""
-    from ldp.decoders.rappor_normal import normal_equations_fit
-    from ldp.regression import least_squares
-
-    if not support.size:
-        return None, y, 1.0
-    whole = support.size == xr.shape[1] and bool((support == np.arange(support.size)).all())
-    xs = xr if whole else xr[:, support]  # every column, in order: xr itself
-    variance = "conservative" if xr.shape[0] > support.size else "known"
-    with _threads_for(float(support.size) ** 3):  # Cholesky and triangular inverse of XᵀWX
-        fit: Any = normal_equations_fit(xs, y, w, variance)
-    if fit is None:  # not clearly full rank: the pivoted QR, with its rank detection
-        with _threads_for(float(xs.shape[0]) * xs.shape[1] ** 2):
-            fit = least_squares(xs, y, weights=w, variance=variance)
-    return fit, y - xs @ fit.coef, fit.scale
-
-
-def _score(xo: sp.csc_matrix, resid: np.ndarray, w: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Score test of adding each column alone to the fitted model: ``z = x'W r / sqrt(scale·x'W x)``,
-    and the standard error ``sqrt(scale / x'W x)`` of its count if it were added alone."""
-    xwx = np.asarray(xo.multiply(xo).T @ w).ravel()
-    return np.asarray(xo.T @ (w * resid)).ravel() / np.sqrt(scale * xwx), np.sqrt(scale / xwx)
+    return RapporEstimates("rappor", names, agg.n, cnt, err, confidence, _privacy(agg.params), extra, tuple(notes),
+                           summary)
 
 
 def _cutoff(correction: str, alpha: float, big_m: int, rejected: int) -> float:
@@ -330,12 +219,6 @@ def _cutoff(correction: str, alpha: float, big_m: int, rejected: int) -> float:
     r = max(rejected, 1)
     level = {"bonferroni": alpha / big_m, "holm": alpha / (big_m - r + 1), "bh": alpha * r / big_m}[correction]
     return NormalDist().inv_cdf(1.0 - min(level, 0.5))
-
-
-def _upper_tail(z: np.ndarray) -> np.ndarray:
-    from scipy.special import ndtr
-
-    return ndtr(-z)
 
 
 def _privacy(pr: RapporParams) -> Any:

@@ -16,7 +16,8 @@ from ldp.batch.murmur import bucket_table, murmur3_32, namespaced_bucket_table, 
 from ldp.batch.rappor import bloom_index_table, bloom_table
 from ldp.batch.threads import threads_for
 from ldp.decoders.rappor import RapporAggregate
-from ldp.decoders.rappor_decode import CandidateMap, _design, decode
+from ldp.decoders.rappor_decode import CandidateMap, decode
+from ldp.decoders.rappor_fit import _design
 from ldp.encoders.rappor import RapporParams, bloom_bits, bloom_filter
 from ldp.hashing import namespaced, value_bytes
 

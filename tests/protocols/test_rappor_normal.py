@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 import ldp.decoders.rappor_normal as rn
 from ldp.decoders.rappor import RapporAggregate
-from ldp.decoders.rappor_decode import CandidateMap, _design, _fit, decode
+from ldp.decoders.rappor_decode import CandidateMap, decode
+from ldp.decoders.rappor_fit import _design, _fit
 from ldp.encoders.rappor import RapporParams
 from ldp.regression import least_squares
 from ldp.simulation.collect import zipf
