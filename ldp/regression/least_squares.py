@@ -261,7 +261,6 @@ def least_squares(X: Any, y: Any, *, weights: Any = None, variance: str = "estim
     See the module docstring for the formulas and the treatment of rank deficiency.
     """
     import scipy.linalg
-    import scipy.linalg.lapack
     import scipy.sparse as sp
 
     if variance not in VARIANCE_MODES:
@@ -276,6 +275,33 @@ def least_squares(X: Any, y: Any, *, weights: Any = None, variance: str = "estim
     A *= sw[:, None]
     yw = sw * y
 
+    rank, cols, R_K, qty = _kept_columns(A, yw, n, p)
+    coef = np.zeros(p)
+    if rank > 0:
+        coef[cols] = scipy.linalg.solve_triangular(R_K, qty[:rank], check_finite=False)
+    aliased = np.ones(p, dtype=bool)
+    aliased[cols] = False
+
+    resid = yw - A @ coef
+    rss = float(resid @ resid)
+    df = n - rank
+    dispersion, scale = _dispersion(rss, n, rank, variance)
+    cov = _covariance(R_K, cols, aliased, scale, rank)
+    std_error = np.sqrt(np.diag(cov))
+
+    for arr in (coef, cov, std_error, aliased):
+        arr.setflags(write=False)
+    return LeastSquaresFit(coef=coef, cov=cov, std_error=std_error, dispersion=float(dispersion),
+                           scale=float(scale), df=int(df), rank=int(rank), rss=rss, variance=variance,
+                           aliased=aliased)
+
+
+def _kept_columns(A: np.ndarray, yw: np.ndarray, n: int, p: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """The whitened design's pivoted QR (module docstring): ``(rank, kept columns, R_K, Q'·√W·y)``, the rank
+    counting the ``|R_kk|`` above ``max(n, p)·ε·|R_11|``; when it is short of ``p``, the kept columns chosen in
+    column order (:func:`_ordered_basis`, else the pivot's first)."""
+    import scipy.linalg
+
     (qr, tau), R, piv = scipy.linalg.qr(A, mode="raw", pivoting=True, check_finite=False)
     qty_all = _apply_qt(qr, tau, yw[:, None])[:, 0]  # Q'·√W·y
     del qr
@@ -284,7 +310,6 @@ def least_squares(X: Any, y: Any, *, weights: Any = None, variance: str = "estim
     above = d > tol
     rank = len(d) if above.all() else int(np.argmax(~above))
 
-    coef = np.zeros(p)
     if rank == p:  # full column rank: use the pivoted factorisation directly
         cols, R_K, qty = piv, R[:p, :p], qty_all[:p]
     elif rank > 0:  # choose the kept columns in column order
@@ -294,13 +319,12 @@ def least_squares(X: Any, y: Any, *, weights: Any = None, variance: str = "estim
         cols, R_K, qty = ordered if ordered is not None else (piv[:rank], R[:rank, :rank], qty_all[:rank])
     else:
         cols, R_K, qty = np.empty(0, dtype=np.intp), np.empty((0, 0)), np.empty(0)
-    if rank > 0:
-        coef[cols] = scipy.linalg.solve_triangular(R_K, qty[:rank], check_finite=False)
-    aliased = np.ones(p, dtype=bool)
-    aliased[cols] = False
+    return rank, cols, R_K, qty
 
-    resid = yw - A @ coef
-    rss = float(resid @ resid)
+
+def _dispersion(rss: float, n: int, rank: int, variance: str) -> tuple[float, float]:
+    """``(φ̂, scale)``: the dispersion ``RSS_w/df`` (NaN without residual degrees of freedom) and the scale of the
+    errors the ``variance`` mode takes (``ValueError`` when it needs φ̂ and ``df = 0``)."""
     df = n - rank
     dispersion = rss / df if df > 0 else float("nan")
     if variance == "known":
@@ -311,7 +335,14 @@ def least_squares(X: Any, y: Any, *, weights: Any = None, variance: str = "estim
             "degrees of freedom; use variance='known' if the weights are exact inverse variances")
     else:
         scale = dispersion if variance == "estimated" else max(1.0, dispersion)
+    return dispersion, scale
 
+
+def _covariance(R_K: np.ndarray, cols: np.ndarray, aliased: np.ndarray, scale: float, rank: int) -> np.ndarray:
+    """``scale·(X_K'WX_K)⁻¹ = scale·(R_K'R_K)⁻¹`` on the kept columns, infinite variance on the aliased ones."""
+    import scipy.linalg.lapack
+
+    p = aliased.size
     cov = np.zeros((p, p))
     if rank > 0:
         R_inv, info = scipy.linalg.lapack.dtrtri(R_K, lower=0)  # kept columns have |R_kk| > tol > 0
@@ -319,10 +350,4 @@ def least_squares(X: Any, y: Any, *, weights: Any = None, variance: str = "estim
             raise np.linalg.LinAlgError(f"triangular inverse failed (LAPACK dtrtri info={info})")
         cov[np.ix_(cols, cols)] = (R_inv @ R_inv.T) * scale  # (R'R)⁻¹ = (X_K'WX_K)⁻¹
     cov[aliased, aliased] = np.inf
-    std_error = np.sqrt(np.diag(cov))
-
-    for arr in (coef, cov, std_error, aliased):
-        arr.setflags(write=False)
-    return LeastSquaresFit(coef=coef, cov=cov, std_error=std_error, dispersion=float(dispersion),
-                           scale=float(scale), df=int(df), rank=int(rank), rss=rss, variance=variance,
-                           aliased=aliased)
+    return cov
