@@ -1,4 +1,4 @@
-"""Server aggregation jobs: read upload envelopes at scale, validate, fold, merge, decode.
+"""The offline jobs: read upload envelopes at scale, validate, fold, merge, decode.
 
 * :func:`fold_files` (``ldp fold``): JSONL, CSV, Parquet or binary inputs, streamed in
   chunks, validated against the collection spec(s), folded into one aggregate per metric (and
