@@ -14,10 +14,11 @@ import { PyFloat } from "../dist/canonical.js";
 import { concatBytes, uint32BE, utf8Encode } from "../dist/bytes.js";
 import { hmacSha256 } from "../dist/hash/sha256.js";
 import { CollectionSpec } from "../dist/index.js";
+import { bucketIndex, bucketLabels } from "../dist/protocols/histogram-buckets.js";
 import {
-  BucketGRRParams, BucketOUEParams, DBitFlipParams, MemoDBitFlipParams, bucketGrr, bucketOue, bucketIndex,
-  bucketLabels, dbitflip, memoDbitflip,
+  BucketGRRParams, BucketOUEParams, DBitFlipParams, bucketGrr, bucketOue, dbitflip,
 } from "../dist/protocols/histogram.js";
+import { MemoDBitFlipParams, memoDbitflip } from "../dist/protocols/dbitflip-memo.js";
 
 import { VECTORS, N, prng, randomValue, show, bernoulliWithin, refuses, encodeOrRefuse } from "../test-support/domain.mjs";
 import { parseKeepingFloats } from "../test-support/json-floats.mjs";

@@ -3,11 +3,11 @@
  * Kulkarni & Srivastava, "Answering Range Queries Under Local Differential Privacy", PVLDB 12(10), 2019, §4).
  *
  * [low, high] is cut into D = branching^depth buckets of equal width (edges low + (high − low)·i/D, the last `high`;
- * the buckets of `histogram.ts`). The B-ary tree over them has levels 1..depth below the root, level l holding B^l
- * nodes. A report draws its level independently of the value (uniform, or by `level_weights`) and sends the index of
- * the value's node there through that level's frequency oracle at the full ε: GRR or OUE (`oracle`; "auto": per level
- * the smaller null variance q(1−q)/(p−q)², OUE on a tie or when GRR is not realizable). Charged the largest of the
- * oracles' costs.
+ * the buckets of `histogram-buckets.ts`). The B-ary tree over them has levels 1..depth below the root, level l holding
+ * B^l nodes. A report draws its level independently of the value (uniform, or by `level_weights`) and sends the index
+ * of the value's node there through that level's frequency oracle at the full ε: GRR or OUE (`oracle`; "auto": per
+ * level the smaller null variance q(1−q)/(p−q)², OUE on a tie or when GRR is not realizable). Charged the largest of
+ * the oracles' costs.
  *
  * Draws: `R(depth)` (with weights: `R(Σw)`, the first level whose cumulative weight exceeds it); at a GRR level `B(p)`,
  * then `R(m−1)` if false; at an OUE level `BB(q, m)`, `B(1/2)`. Wire: `level` (0-based), `y` (the GRR node, 0 at an
@@ -23,7 +23,7 @@ import { HH_PARAMS } from "../params/tables.js";
 import { Encoder, ProtocolEntry, Report, bitsString } from "../encoders/base.js";
 import { GRRParams } from "./randomized-response.js";
 import { OUEParams, unaryDraw } from "./unary.js";
-import { bucketIndex } from "./histogram.js";
+import { bucketIndex } from "./histogram-buckets.js";
 
 /** `oracle`: per level the smaller null variance, OUE at every level, GRR at every level (its table's choices). */
 export type HHOracle = ChoiceOf<typeof HH_PARAMS, "oracle">;
