@@ -20,6 +20,8 @@ browser send it, so no cross-site request forgery) and ``Secure`` when the reque
 proxy that says so with ``X-Forwarded-Proto``: uvicorn believes a proxy on the loopback). It has no ``Path``: the
 browser scopes it to the folder of the page, so a dashboard the proxy serves under ``/ldp/`` works too.
 
+The bearer header is read by the services' one parser (:mod:`ldp.web.auth`: the scheme case-insensitive, only OWS
+dropped around the token) and the key file kept under their one secret-file rule (:mod:`ldp.web.secret_files`).
 Every check compares digests with :func:`hmac.compare_digest`, against every analyst. This module imports no HTTP
 stack: the routes are in :mod:`ldp.ingest.dashboard`.
 """
@@ -38,6 +40,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from ldp.errors import ConfigError
+from ldp.web.auth import bearer_digest, holder_of, token_digest
+from ldp.web.secret_files import create_secret, read_secret_bytes
+
 if TYPE_CHECKING:
     from ldp.ingest.config import IngestConfig
 
@@ -55,14 +61,6 @@ _MAX_COOKIES = 8
 """Cookies of our name looked at in one request (several paths may each hold one)."""
 Via = Literal["public", "bearer", "cookie"]
 """How a request was let in."""
-
-
-def bearer_digest(header: str | None) -> bytes | None:
-    """The SHA-256 of the token of an ``Authorization: Bearer <token>`` header (``None`` without one). Only HTTP's
-    whitespace (space, tab) around the token is dropped: ``str.strip`` would drop separators such as ``\x1c`` too."""
-    if not header or not header[:7].lower() == "bearer ":
-        return None
-    return hashlib.sha256(header[7:].strip(" \t").encode("utf-8", "surrogateescape")).digest()
 
 
 def _cookie_values(header: str | None) -> list[str]:
@@ -105,12 +103,7 @@ class ReadAccess:
 
     def is_analyst(self, digest: bytes | None) -> bool:
         """Whether ``digest`` (a token's SHA-256) is an analyst's, compared with every one in constant time."""
-        if digest is None:
-            return False
-        found = False
-        for want in self.analysts:
-            found |= hmac.compare_digest(digest, want)
-        return found
+        return holder_of(digest, ((want, True) for want in self.analysts)) is not None
 
     def allows(self, authorization: str | None, cookie: str | None) -> Via | None:
         """How a request with these ``Authorization`` and ``Cookie`` headers may read (``None``: it may not)."""
@@ -125,7 +118,7 @@ class ReadAccess:
     def cookie_for(self, token: str) -> str | None:
         """The cookie's value for an analyst's ``token`` (``None`` when it is not one): ``<expiry>.<mac>``, the MAC in
         URL-safe base64 without padding."""
-        digest = hashlib.sha256(token.strip(" \t").encode("utf-8", "surrogateescape")).digest()
+        digest = token_digest(token)
         if not self.is_analyst(digest):
             return None
         expiry = str(int(self.clock()) + self.session_seconds)
@@ -172,13 +165,16 @@ class ReadAccess:
             return self._key
 
     def _load_key(self) -> bytes:
+        """The key file read under the services' secret-file rule (made there first, mode 0600, if missing)."""
         if self.key_file is None:
             return secrets.token_bytes(32)
         try:
-            try:
-                key = self.key_file.read_bytes()
-            except FileNotFoundError:
-                key = self._make_key(self.key_file)
+            if not os.path.lexists(self.key_file):
+                try:  # whole before it has its name; never replaces a key another process made meanwhile
+                    create_secret(self.key_file, secrets.token_bytes(32))
+                except FileExistsError:
+                    pass
+            key = read_secret_bytes(self.key_file, "the analysts' cookie key")
             if len(key) == 32:
                 return key
             logger.warning("%s is not a 32-byte key: delete it to have a new one made; sign-ins last until the "
@@ -186,24 +182,6 @@ class ReadAccess:
         except OSError as exc:
             logger.warning("cannot keep the analysts' cookie key in %s (%s): sign-ins last until the process ends",
                            self.key_file, exc.strerror)
+        except ConfigError as exc:  # the secret-file rule refused it (readable by others, not a file, ...)
+            logger.warning("%s: sign-ins last until the process ends", exc)
         return secrets.token_bytes(32)
-
-    @staticmethod
-    def _make_key(path: Path) -> bytes:
-        """A new key in ``path``, written whole before it has its name (a crash leaves no half key)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        key = secrets.token_bytes(32)
-        part = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, key)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(part, path)  # never replaces a key another process made meanwhile
-        except FileExistsError:
-            key = path.read_bytes()
-        finally:
-            os.unlink(part)
-        return key

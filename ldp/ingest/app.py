@@ -7,13 +7,16 @@ read as it streams in under the size limits and the body timeout (gunzipped on t
 (:mod:`ldp.ingest.canonical`: the clients' exact bytes, so that no line stands out in a shuffled segment),
 queued to the writer (:class:`~ldp.ingest.segments.SegmentWriter`) and answered once fsynced. One JSON log
 line per request on the ``ldp.ingest.access`` logger, never with a report line or a token; the request
-counters and latency histogram of :mod:`ldp.ingest.metrics` (unless ``[metrics] enabled = false``)."""
+counters and latency histogram of :mod:`ldp.ingest.metrics` (unless ``[metrics] enabled = false``).
+
+It is built on the services' layer (:mod:`ldp.web`): the bearer header read by its one parser, the body under its
+one limit, every refusal — an upload's, 404 and 405 — its problem document (``application/problem+json``, the
+``error`` and ``detail`` the devices' uploaders read kept)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import inspect
 import json
 import logging
@@ -23,11 +26,11 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ldp.ingest.access import bearer_digest
 from ldp.ingest.config import AppConfig, IngestConfig
 from ldp.ingest.cors import Cors
 from ldp.ingest.datafolder import hold_data_folder
@@ -36,8 +39,12 @@ from ldp.ingest.metrics import IngestMetrics
 from ldp.ingest.segments import Batch, QueueFull, SegmentWriter, Stored, WriterClosed
 from ldp.ingest.upload import Gunzip, IngestError, check_batch_id, check_body, prepare_body
 from ldp.protocols.registry import protocols
+from ldp.web.app import service_app
+from ldp.web.auth import CHALLENGE, bearer_digest, holder_of, holds
+from ldp.web.body import check_length, read_body
+from ldp.web.problems import code_for, problem
 
-__all__ = ["create_app", "Hook", "ACCESS_LOGGER", "CONTENT_TYPES"]
+__all__ = ["create_app", "Hook", "ACCESS_LOGGER", "CONTENT_TYPES", "IngestApp"]
 
 ACCESS_LOGGER = "ldp.ingest.access"
 CONTENT_TYPES = ("application/x-ndjson", "application/jsonl")
@@ -50,29 +57,21 @@ _RETRY_AFTER = "1"
 UPLOAD_PATH = "/v1/reports"
 
 
-def _error(status: int, reason: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": reason, "detail": detail}, status_code=status, headers=headers)
-
-
-_bearer_digest = bearer_digest  # one parser of the header for every role (ldp.ingest.access)
+def _refused(exc: HTTPException) -> IngestError:
+    """The layer's refusal (:mod:`ldp.web.body`: 413, 408) as the upload path's, with the layer's code."""
+    return IngestError(exc.status_code, code_for(exc.status_code), exc.detail)
 
 
 class _Auth:
-    """Bearer token -> app, comparing SHA-256 digests in constant time against every app. Only upload tokens are
-    here: an analyst's or the scraper's token uploads nothing (the config refuses a token listed for two roles)."""
+    """Bearer token -> app, comparing SHA-256 digests in constant time against every app (:mod:`ldp.web.auth`).
+    Only upload tokens are here: an analyst's or the scraper's token uploads nothing (the config refuses a token
+    listed for two roles)."""
 
     def __init__(self, apps: Sequence[AppConfig]) -> None:
         self.apps = [(bytes.fromhex(a.token_sha256), a) for a in apps]
 
     def app_for(self, header: str | None) -> AppConfig | None:
-        digest = _bearer_digest(header)
-        if digest is None:
-            return None
-        found = None
-        for want, app in self.apps:
-            if hmac.compare_digest(digest, want):
-                found = app
-        return found
+        return holder_of(bearer_digest(header), self.apps)
 
 
 def _check_headers(request: Request, config: IngestConfig) -> tuple[str, bool]:
@@ -86,9 +85,10 @@ def _check_headers(request: Request, config: IngestConfig) -> tuple[str, bool]:
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", "gzip"):
         raise IngestError(415, "unsupported_encoding", "Content-Encoding must be gzip or absent")
-    length = request.headers.get("content-length")
-    if length is not None and length.strip().isdigit() and int(length) > config.limits.max_body_bytes:
-        raise IngestError(413, "too_large", f"the body is over {config.limits.max_body_bytes} bytes")
+    try:
+        check_length(request, config.limits.max_body_bytes)  # the layer's one body limit, before a byte is read
+    except HTTPException as exc:
+        raise _refused(exc) from None
     return check_batch_id(request.headers.get("ldp-batch-id")), encoding == "gzip"
 
 
@@ -131,27 +131,28 @@ class _Held:
 
 async def _read_body(request: Request, config: IngestConfig, gzip: bool,
                      take: Callable[[int], None]) -> tuple[bytes, int]:
-    """The (decompressed) body and its size on the wire, read under the limits; ``take`` charges the
-    bytes held to the ingest service's memory budget (429 when it is spent)."""
+    """The (decompressed) body and its size on the wire, read under the layer's body limit and the body timeout
+    (:func:`ldp.web.body.read_body`), gunzipped as it streams in; ``take`` charges the bytes held to the ingest
+    service's memory budget (429 when it is spent)."""
     limits = config.limits
     unzip = Gunzip(limits.max_decompressed_bytes) if gzip else None
     parts: list[bytes] = []
-    size = 0
+
+    def keep(chunk: bytes) -> None:
+        take(len(chunk))
+        parts.append(chunk)
+
+    def inflate(chunk: bytes) -> None:
+        assert unzip is not None
+        inflated = unzip.size
+        unzip.feed(chunk)
+        take(unzip.size - inflated)
+
     try:
-        async with asyncio.timeout(limits.body_timeout_seconds):
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limits.max_body_bytes:
-                    raise IngestError(413, "too_large", f"the body is over {limits.max_body_bytes} bytes")
-                if unzip is not None:
-                    inflated = unzip.size
-                    unzip.feed(chunk)
-                    take(unzip.size - inflated)
-                else:
-                    take(len(chunk))
-                    parts.append(chunk)
-    except TimeoutError:
-        raise IngestError(408, "body_timeout", f"the body took over {limits.body_timeout_seconds} s") from None
+        _, size = await read_body(request, limits.max_body_bytes, timeout=limits.body_timeout_seconds,
+                                  sink=keep if unzip is None else inflate)
+    except HTTPException as exc:
+        raise _refused(exc) from None
     except ClientDisconnect:
         raise IngestError(400, "client_disconnected", "the client went away before the end of the body") from None
     return (unzip.finish() if unzip is not None else b"".join(parts)), size
@@ -174,16 +175,16 @@ class _Collector:
         except IngestError as err:
             log["error"] = err.reason
             self.writer.count_refusal(err.reason)
-            headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+            headers = {"WWW-Authenticate": CHALLENGE} if err.status == 401 else None
             if err.status in (429, 503):
                 headers = {"Retry-After": _RETRY_AFTER}
-            response = _error(err.status, err.reason, err.detail, headers)
+            response = problem(err.status, err.reason, err.detail, headers=headers)
             if err.status in (408, 413, 429) or err.reason == "unauthorized":  # the body may be left unread
                 response.headers["Connection"] = "close"
         except Exception as exc:  # a bug: logged without its message, which could quote the body
             log["error"] = f"internal: {type(exc).__name__}"
             logger.error("internal error on %s (%s)", request.url.path, type(exc).__name__)
-            response = _error(500, "internal", "the ingest service failed on this request")
+            response = problem(500, "internal", "the ingest service failed on this request")
         elapsed = time.perf_counter() - t0
         log.update(status=response.status_code, ms=round(elapsed * 1e3, 2))
         if self.metrics is not None:
@@ -272,18 +273,16 @@ class _Collector:
         moves with uploads is on it as published at the last interval boundary (:mod:`ldp.ingest.metrics`)."""
         metrics, want = self.metrics, self.config.metrics.token_sha256
         assert metrics is not None
-        if want is not None:
-            digest = _bearer_digest(request.headers.get("authorization"))
-            if digest is None or not hmac.compare_digest(digest, bytes.fromhex(want)):
-                metrics.count("/metrics", 401)
-                return _error(401, "unauthorized", "a valid 'Authorization: Bearer <token>' header is required",
-                              {"WWW-Authenticate": "Bearer"})
+        if want is not None and not holds(request.headers.get("authorization"), [want]):
+            metrics.count("/metrics", 401)
+            return problem(401, "unauthorized", "a valid 'Authorization: Bearer <token>' header is required",
+                           headers={"WWW-Authenticate": CHALLENGE})
         body, content_type = await asyncio.to_thread(metrics.render, request.headers.get("accept"))
         metrics.count("/metrics", 200)
         return Response(body, media_type=content_type, headers={"Cache-Control": "no-store"})
 
 
-class _CollectorApp(Starlette):
+class IngestApp(Starlette):
     """The Starlette app, with ``POST /v1/reports`` answered without its routing and error middlewares (six
     coroutine layers per upload): the handler turns every error into its answer itself. With ``cors_origins``,
     the upload's answer to a listed ``Origin`` carries the CORS headers, and ``OPTIONS /v1/reports`` with an
@@ -321,17 +320,10 @@ def _start_writer(writer: SegmentWriter) -> dict[str, dict[str, int]]:
     return writer.start()
 
 
-def create_app(config: IngestConfig, *, extra_routes: Sequence[BaseRoute] = (), on_startup: Sequence[Hook] = (),
-               on_shutdown: Sequence[Hook] = ()) -> Starlette:
-    """The ingest service app. ``extra_routes`` are added after ``/v1/reports``, ``/healthz`` and ``/metrics``;
-    ``on_startup`` hooks run after the segments are recovered and the writer started, in order;
-    ``on_shutdown`` hooks run (in reverse order) before the writer stores what is queued and
-    closes the segments. Hooks see the writer as ``app.state.writer`` and the config as
-    ``app.state.config``."""
-    writer = SegmentWriter(config)
-    collector = _Collector(config, writer)
-    if config.metrics.enabled:
-        collector.metrics = IngestMetrics(config, writer, buffered=lambda: collector.memory.used)
+def _lifespan(collector: _Collector, on_startup: Sequence[Hook], on_shutdown: Sequence[Hook]) -> Any:
+    """The app's lifespan: the data folder held, the segments recovered and the writer started, the hooks, the
+    metrics published; at the end the hooks (reversed) and the writer closed."""
+    config, writer = collector.config, collector.writer
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -364,15 +356,37 @@ def create_app(config: IngestConfig, *, extra_routes: Sequence[BaseRoute] = (), 
                     await asyncio.to_thread(writer.close)
                     logger.info("ingest service stopped: segments closed")
 
+    return lifespan
+
+
+def create_app(config: IngestConfig, *, extra_routes: Sequence[BaseRoute] = (), on_startup: Sequence[Hook] = (),
+               on_shutdown: Sequence[Hook] = ()) -> Starlette:
+    """The ingest service app (:func:`ldp.web.app.service_app`: the layer's answers, these routes). ``extra_routes``
+    are added after ``/v1/reports``, ``/healthz`` and ``/metrics``; ``on_startup`` hooks run after the segments are
+    recovered and the writer started, in order; ``on_shutdown`` hooks run (in reverse order) before the writer stores
+    what is queued and closes the segments. Hooks see the writer as ``app.state.writer`` and the config as
+    ``app.state.config``."""
+    writer = SegmentWriter(config)
+    collector = _Collector(config, writer)
+    if config.metrics.enabled:
+        collector.metrics = IngestMetrics(config, writer, buffered=lambda: collector.memory.used)
     routes = [Route(UPLOAD_PATH, collector.reports, methods=["POST"]),
               Route("/healthz", collector.healthz, methods=["GET"]),
               Route("/readyz", collector.healthz, methods=["GET"]),
               Route("/livez", collector.livez, methods=["GET"])]
     if collector.metrics is not None:
         routes.append(Route("/metrics", collector.metrics_page, methods=["GET"]))
-    app = _CollectorApp(routes=[*routes, *extra_routes], lifespan=lifespan)
+    app = service_app([*routes, *extra_routes], refusals={IngestError: _refusal},
+                      lifespan=_lifespan(collector, on_startup, on_shutdown), cls=IngestApp)
+    assert isinstance(app, IngestApp)
     app.uploads, app.preflights, app.cors = collector.reports, collector.preflight, collector.cors
     app.state.writer = app.state.collector = writer  # collector: the name before issue 83, one more release
     app.state.config = config
     app.state.metrics = collector.metrics
     return app
+
+
+def _refusal(request: Request, exc: Exception) -> Response:
+    """An :class:`IngestError` out of a route other than the upload's (which answers its own): its problem."""
+    assert isinstance(exc, IngestError)
+    return problem(exc.status, exc.reason, exc.detail)

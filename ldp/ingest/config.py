@@ -4,7 +4,9 @@ Paths in the file (``data_dir``, each app's ``specs``) are relative to the file'
 never stored: an app has the SHA-256 of its bearer token (:func:`new_token` makes one, 32 random
 bytes in URL-safe base64, so one unsalted hash suffices), and so do the analysts (``[analysts]
 tokens_sha256``, who read the dashboard and ``/v1/estimates``) and the scraper (``[metrics] token_sha256``).
-Each role has tokens of its own: a token listed for two roles is refused."""
+Each role has tokens of its own: a token listed for two roles is refused. The file is read, its unknown keys refused
+and its values checked by the services' one config loader (:mod:`ldp.web.config`); this module declares the ingest
+service's sections."""
 
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ import hashlib
 import os
 import re
 import secrets
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -23,6 +24,7 @@ from ldp._moved import renamed_attributes
 from ldp.errors import ConfigError
 from ldp.ingest.origins import check_origin, cors_origins
 from ldp.spec import CollectionSpec
+from ldp.web import config as loader
 
 __all__ = ["ConfigError", "Limits", "AppConfig", "IngestConfig", "load_config", "parse_config", "new_token",
            "token_sha256", "APP_NAME_RE", "MetricsConfig", "check_origin", "check_replica", "StorageConfig",
@@ -30,7 +32,6 @@ __all__ = ["ConfigError", "Limits", "AppConfig", "IngestConfig", "load_config", 
 
 APP_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 """An app's name: it names a folder under ``DATA/apps``."""
-_HASH_RE = re.compile(r"[0-9a-f]{64}\Z")
 TOP_LEVEL_KEYS = frozenset({"data_dir", "limits", "fold", "apps", "metrics", "export", "cors_origins", "replica",
                             "storage", "analysts", "public"})
 """The keys of the file's top level."""
@@ -235,24 +236,11 @@ def token_sha256(token: str) -> str:
 
 
 def _number(where: str, value: Any, kind: type, low: float, low_open: bool = False) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
-        raise ConfigError(f"{where} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
-    if value < low or (low_open and value == low) or value != value or value in (float("inf"), float("-inf")):
-        raise ConfigError(f"{where} must be {'>' if low_open else '>='} {low}, got {value!r}")
-    return kind(value)
+    return loader.number(where, value, kind, low, low_open=low_open)
 
 
 def _table(where: str, value: Any, known: set[str]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where} must be a table, got {type(value).__name__}")
-    unknown = sorted(set(value) - known)
-    if unknown:
-        misplaced = [k for k in unknown if k in _PLAIN_TOP_KEYS]
-        hint = (f"; {', '.join(map(repr, misplaced))} belong(s) at the top of the file: in TOML, a key after a "
-                "[table] header belongs to that table" if misplaced else "")
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))} "
-                          f"(known: {', '.join(sorted(known))}){hint}")
-    return value
+    return loader.table(where, value, known, plain=_PLAIN_TOP_KEYS)
 
 
 def _limits(where: str, raw: Any) -> Limits:
@@ -273,13 +261,10 @@ def _limits(where: str, raw: Any) -> Limits:
 
 def _metrics(where: str, raw: Any, apps: Mapping[str, AppConfig]) -> MetricsConfig:
     doc = _table(where, raw, {"enabled", "token_sha256"})
-    enabled = doc.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise ConfigError(f"{where}.enabled must be true or false, got {enabled!r}")
+    enabled = loader.boolean(f"{where}.enabled", doc.get("enabled", True))
     digest = doc.get("token_sha256")
-    if digest is not None and (not isinstance(digest, str) or not _HASH_RE.match(digest)):
-        raise ConfigError(f"{where}.token_sha256 must be the 64 lowercase hex digits of sha256(token) (run "
-                          f"'ldp serve token'), got {digest!r}")
+    if digest is not None:
+        loader.token_hash(f"{where}.token_sha256", digest)
     same = [a.name for a in apps.values() if a.token_sha256 == digest]
     if same:
         raise ConfigError(f"{where}.token_sha256 is the token of app {same[0]!r}: the scraper needs its own token")
@@ -312,9 +297,7 @@ def _analysts(where: str, raw: Any, apps: Mapping[str, AppConfig], metrics: Metr
         raise ConfigError(f"{where}.tokens_sha256 must be a list of hashes, tokens_sha256 = [\"<64 hex digits>\", ...] "
                           f"(run 'ldp serve token --analyst'), got {type(digests).__name__} {digests!r}")
     for i, digest in enumerate(digests):
-        if not isinstance(digest, str) or not _HASH_RE.match(digest):
-            raise ConfigError(f"{where}.tokens_sha256[{i}] must be the 64 lowercase hex digits of sha256(token) (run "
-                              f"'ldp serve token --analyst'), got {digest!r}")
+        loader.token_hash(f"{where}.tokens_sha256[{i}]", digest, "ldp serve token --analyst")
         same = [a.name for a in apps.values() if a.token_sha256 == digest]
         if same:
             raise ConfigError(f"{where}.tokens_sha256[{i}] is the upload token of app {same[0]!r}: an analyst needs a "
@@ -330,10 +313,7 @@ def _app(where: str, name: str, raw: Any, base: Path) -> AppConfig:
         raise ConfigError(f"{where}: an app name is 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or "
                           f"digit; got {name!r}")
     doc = _table(where, raw, {"token_sha256", "specs"})
-    digest = doc.get("token_sha256")
-    if not isinstance(digest, str) or not _HASH_RE.match(digest):
-        raise ConfigError(f"{where}.token_sha256 must be the 64 lowercase hex digits of sha256(token) (run "
-                          f"'ldp serve token'), got {digest!r}")
+    digest = loader.token_hash(f"{where}.token_sha256", doc.get("token_sha256"))
     paths = doc.get("specs")
     if isinstance(paths, str):
         paths = [paths]
@@ -399,14 +379,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: str | os.PathLike[str], *, pa
 def load_config(path: str | os.PathLike[str]) -> IngestConfig:
     """Read and validate a TOML config file (:class:`ConfigError` saying what is wrong)."""
     p = Path(path)
-    try:
-        with open(p, "rb") as fh:
-            doc = tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"cannot read the config file {p}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
-    return parse_config(doc, p.resolve().parent, path=p, source=os.fspath(p))
+    return parse_config(loader.read_toml(p), p.resolve().parent, path=p, source=os.fspath(p))
 
 
 # issue 83's renames, the old names kept for one more release

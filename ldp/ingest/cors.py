@@ -3,11 +3,12 @@
 A page's ``fetch`` to the ingest service (another origin, with ``Authorization`` and a non-simple ``Content-Type``) is
 preceded by a preflight, ``OPTIONS /v1/reports`` with ``Origin`` and ``Access-Control-Request-Method: POST``:
 :meth:`Cors.preflight` answers 204 with the ``Access-Control-Allow-*`` headers for a listed origin, 403 with a
-short JSON error and no CORS header otherwise (the browser then refuses the upload). The upload's answer, whatever
-its status, carries ``Access-Control-Allow-Origin``, ``Vary: Origin`` and ``Access-Control-Expose-Headers:
-Retry-After`` when its ``Origin`` is listed (:meth:`Cors.allowed`, :meth:`Cors.expose`), so the page can read
-its JSON, its status and ``Retry-After``. No cookies are used, so ``Access-Control-Allow-Credentials`` is never
-sent; with ``cors_origins = ["*"]`` the request's own origin is echoed, never ``*``.
+problem document (:mod:`ldp.web.problems`) and no CORS header otherwise (the browser then refuses the upload). The
+upload's answer, whatever its status, carries ``Access-Control-Allow-Origin``, ``Vary: Origin`` and
+``Access-Control-Expose-Headers: Retry-After`` when its ``Origin`` is listed (:meth:`Cors.allowed`,
+:meth:`Cors.expose`), so the page can read its JSON, its status and ``Retry-After``. No cookies are used, so
+``Access-Control-Allow-Credentials`` is never sent; with ``cors_origins = ["*"]`` the request's own origin is echoed,
+never ``*``.
 
 uvicorn (h11 and httptools alike) and Starlette's test client give the headers as ``scope["headers"]``, a list of
 ``(name, value)`` bytes with lowercase names: :meth:`Cors.allowed` looks for ``b"origin"`` there, and a
@@ -20,7 +21,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
+
+from ldp.web.problems import problem
 
 __all__ = ["Cors", "ALLOW_HEADERS", "MAX_AGE_SECONDS"]
 
@@ -72,13 +75,13 @@ class Cors:
         if origin is None:
             sent = next((v for k, v in headers if k == b"origin"), b"")
             log.update(origin=sent.decode("latin-1")[:_LOGGED_ORIGIN], error="origin_not_allowed")
-            return JSONResponse({"error": "origin_not_allowed", "detail": "pages of this origin may not upload here "
-                                 "(the ingest service's cors_origins)"}, status_code=403)
+            return problem(403, "origin_not_allowed", "pages of this origin may not upload here (the ingest service's "
+                           "cors_origins)")
         log["origin"] = origin.decode("ascii")
         if method != b"POST":
             log["error"] = "method_not_allowed"
-            return JSONResponse({"error": "method_not_allowed", "detail": "only POST may be sent here from another "
-                                 "origin (Access-Control-Request-Method: POST)"}, status_code=403)
+            return problem(403, "method_not_allowed", "only POST may be sent here from another origin "
+                           "(Access-Control-Request-Method: POST)")
         response = Response(status_code=204)
         response.raw_headers += [(b"access-control-allow-origin", origin), *self._preflight]
         return response

@@ -2,11 +2,14 @@
 
 It reads ``DATA/apps/<app>/estimates.json`` (written by :func:`ldp.ingest.watch.fold_app`: per metric the
 pooled estimate and the last N windows) and ``DATA/ingest.json`` (the ingest service's counters), and renders the
-Jinja2 template ``templates/dashboard.html`` (autoescape on: every string from a spec or a report is escaped);
-no JavaScript. Jinja2 comes with the ``serve`` extra; :func:`dashboard_routes` imports Starlette.
+Jinja2 template ``templates/dashboard.html`` (autoescape on: every string from a spec or a report is escaped), which
+extends the services' page shell (:mod:`ldp.web.pages`); no JavaScript. Jinja2 comes with the ``serve`` extra;
+:func:`dashboard_routes` imports Starlette.
 
 Both read paths answer analysts only (:class:`~ldp.ingest.access.ReadAccess`): a bearer token, or the cookie of
 the sign-in form (``templates/signin.html``, the dashboard's answer 401), unless the config says ``public = true``.
+The JSON paths' refusals are the services' problem documents (:mod:`ldp.web.problems`), and the sign-in form's body
+is read under their one body limit (:mod:`ldp.web.body`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -26,6 +28,7 @@ from ldp.ingest.estimates_export import DEFAULT_MAX_ITEMS
 from ldp.ingest.pageview import CHART_ROWS, app_view, length_text, shown_rows, time_view
 from ldp.ingest.series import release_settings, window_entry_for
 from ldp.ingest.watch import app_dir, load_estimates
+from ldp.web.pages import SECURITY_HEADERS, render
 
 if TYPE_CHECKING:
     from starlette.routing import Route
@@ -33,12 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["CHART_ROWS", "dashboard_routes", "estimates_document", "load_ingest", "load_state", "render_dashboard",
            "render_page", "render_sign_in", "shown_rows", "waiting", "MAX_SIGN_IN_BYTES"]
 
-SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-                               "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
-"""The headers of every answer of the read paths: no script at all, forms (sign in, sign out) to this origin only,
-never in a frame (no clickjacking of the sign-in form), never cached."""
 MAX_SIGN_IN_BYTES = 4096
 """The largest sign-in form body read (a token is 43 characters); 413 above."""
 
@@ -89,19 +86,6 @@ def waiting(data_dir: str | os.PathLike[str] | None, estimates: Mapping[str, Map
             for app, doc in estimates.items()}
 
 
-@lru_cache(maxsize=2)
-def _template(name: str = "dashboard.html") -> Any:
-    try:
-        import jinja2
-    except ImportError:
-        from ldp.extras import install_hint
-
-        raise ImportError(f"the dashboard needs Jinja2: {install_hint('jinja2', 'serve')}") from None
-    env = jinja2.Environment(loader=jinja2.PackageLoader("ldp.ingest", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template(name)
-
-
 def render_dashboard(data_dir: str | os.PathLike[str], apps: Iterable[str], refresh_seconds: int = 30, *,
                      release: Mapping[str, Mapping[str, Any]] | None = None, sign_out: bool = False) -> str:
     """The page for the data directory as it is now (``release``: as :func:`load_state` takes it)."""
@@ -112,7 +96,7 @@ def render_dashboard(data_dir: str | os.PathLike[str], apps: Iterable[str], refr
 def render_sign_in(error: str | None = None, session_seconds: int = SESSION_SECONDS) -> str:
     """The sign-in page (the dashboard's answer 401): a form that POSTs the analyst token to ``login``, and ``error``
     (why the last try failed) if any."""
-    return str(_template("signin.html").render(error=error, lasts=length_text(session_seconds)))
+    return render("ldp.ingest", "signin.html", error=error, lasts=length_text(session_seconds))
 
 
 def render_page(estimates: Mapping[str, Mapping[str, Any] | None], ingest: Mapping[str, Any] | None = None, *,
@@ -127,7 +111,8 @@ def render_page(estimates: Mapping[str, Mapping[str, Any] | None], ingest: Mappi
     backlog = waiting(data_dir, estimates, ingest, now)
     apps = [app_view(i, app, doc, _ingest_app(ingest, app), backlog.get(app), now)
             for i, (app, doc) in enumerate(estimates.items())]
-    return str(_template().render(apps=apps, refresh_seconds=refresh_seconds, now=time_view(now), sign_out=sign_out))
+    return render("ldp.ingest", "dashboard.html", apps=apps, refresh_seconds=refresh_seconds, now=time_view(now),
+                  sign_out=sign_out)
 
 
 def estimates_document(estimates: Mapping[str, Mapping[str, Any] | None], ingest: Mapping[str, Any] | None,
@@ -159,37 +144,64 @@ def dashboard_routes(data_dir: str | os.PathLike[str], apps: Iterable[str], refr
     other release thresholds than the specs' is not shown until the next fold.
 
     ``access``: who reads (:class:`~ldp.ingest.access.ReadAccess`; ``None``: nobody, the safe default). Anyone
-    else gets 401 before anything is read: the sign-in page for ``/``, a JSON error for ``/v1/estimates``."""
-    from starlette.concurrency import run_in_threadpool
-    from starlette.requests import Request
-    from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+    else gets 401 before anything is read: the sign-in page for ``/``, a problem document for the JSON and the
+    series."""
     from starlette.routing import Route
 
-    from ldp.jobs.decode import parse_window
-
-    names = list(apps)
-    expected = release_of(apps)
     render_page({}, None, refresh_seconds=refresh_seconds)  # refuses a bad refresh period now, not per request
-    rule = access if access is not None else ReadAccess()
-    unauthorized = {**SECURITY_HEADERS, "WWW-Authenticate": "Bearer"}
+    d = _Dashboard(data_dir, list(apps), release_of(apps), refresh_seconds, access or ReadAccess(), max_items)
+    return [Route("/", d.page, methods=["GET"]), Route("/v1/estimates", d.estimates, methods=["GET"]),
+            Route("/metrics/estimates", d.series, methods=["GET"]),
+            Route("/login", d.login, methods=["POST"]), Route("/logout", d.logout, methods=["POST"])]
 
-    def allowed(request: Request) -> str | None:
-        return rule.allows(request.headers.get("authorization"), request.headers.get("cookie"))
 
-    def sign_in(status: int, error: str | None = None) -> HTMLResponse:
-        return HTMLResponse(render_sign_in(error, rule.session_seconds), status_code=status, headers=unauthorized)
+_UNAUTHORIZED = {**SECURITY_HEADERS, "WWW-Authenticate": "Bearer"}
 
-    def page(request: Request) -> HTMLResponse:  # sync: Starlette runs it in its thread pool (file reads)
-        via = allowed(request)
+
+class _Dashboard:
+    """The read paths' handlers (:func:`dashboard_routes`); the sync ones run in Starlette's thread pool (they read
+    files)."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], names: list[str],
+                 expected: dict[str, dict[str, Any]] | None, refresh_seconds: int, rule: ReadAccess,
+                 max_items: int) -> None:
+        self.data_dir, self.names, self.expected = data_dir, names, expected
+        self.refresh_seconds, self.rule, self.max_items = refresh_seconds, rule, max_items
+
+    def allowed(self, request: Any) -> str | None:
+        return self.rule.allows(request.headers.get("authorization"), request.headers.get("cookie"))
+
+    def sign_in(self, status: int, error: str | None = None) -> Any:
+        from starlette.responses import HTMLResponse
+
+        return HTMLResponse(render_sign_in(error, self.rule.session_seconds), status_code=status,
+                            headers=_UNAUTHORIZED)
+
+    @staticmethod
+    def refused(detail: str) -> Any:
+        """401 as the services' problem document, with the page's headers and the challenge."""
+        from ldp.web.problems import problem
+
+        return problem(401, "unauthorized", detail, headers=_UNAUTHORIZED)
+
+    def page(self, request: Any) -> Any:
+        from starlette.responses import HTMLResponse
+
+        via = self.allowed(request)
         if via is None:
-            return sign_in(401)
-        return HTMLResponse(render_dashboard(data_dir, names, refresh_seconds, release=expected,
+            return self.sign_in(401)
+        return HTMLResponse(render_dashboard(self.data_dir, self.names, self.refresh_seconds, release=self.expected,
                                              sign_out=via == "cookie"), headers=SECURITY_HEADERS)
 
-    def estimates(request: Request) -> JSONResponse:
-        if allowed(request) is None:
-            return JSONResponse({"error": "unauthorized", "detail": "an analyst token is required: 'Authorization: "
-                                 "Bearer <token>', or sign in on the dashboard"}, status_code=401, headers=unauthorized)
+    def estimates(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        from ldp.jobs.decode import parse_window
+        from ldp.web.problems import problem
+
+        if self.allowed(request) is None:
+            return self.refused("an analyst token is required: 'Authorization: Bearer <token>', or sign in on the "
+                                "dashboard")
         window = None
         raw = request.query_params.getlist("window")
         if raw:
@@ -198,52 +210,58 @@ def dashboard_routes(data_dir: str | os.PathLike[str], apps: Iterable[str], refr
                     raise ValueError("give one window")
                 window = parse_window(raw[0])
             except ValueError as exc:
-                return JSONResponse({"error": "bad_window", "detail": str(exc)}, status_code=400,
-                                    headers=SECURITY_HEADERS)
-        docs, ingest = load_state(data_dir, names, expected)
-        return JSONResponse(estimates_document(docs, ingest, window, data_dir=data_dir), headers=SECURITY_HEADERS)
+                return problem(400, "bad_window", str(exc), headers=SECURITY_HEADERS)
+        docs, ingest = load_state(self.data_dir, self.names, self.expected)
+        return JSONResponse(estimates_document(docs, ingest, window, data_dir=self.data_dir),
+                            headers=SECURITY_HEADERS)
 
-    async def login(request: Request) -> Response:
+    async def login(self, request: Any) -> Any:
         """The sign-in form's POST (``token=...``, form-encoded): back to the page with the cookie, or the form again
-        with why. The body is read up to :data:`MAX_SIGN_IN_BYTES` only."""
-        if rule.public:
+        with why. The body is read under the services' one body limit, :data:`MAX_SIGN_IN_BYTES`."""
+        from starlette.concurrency import run_in_threadpool
+        from starlette.exceptions import HTTPException
+        from starlette.responses import RedirectResponse
+
+        from ldp.web.body import read_body
+
+        if self.rule.public:
             return RedirectResponse("./", status_code=303, headers=SECURITY_HEADERS)
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_SIGN_IN_BYTES:
-                return sign_in(413, "That is far longer than a token.")
+        try:
+            body, _ = await read_body(request, MAX_SIGN_IN_BYTES)
+        except HTTPException as exc:
+            if exc.status_code != 413:
+                raise
+            return self.sign_in(413, "That is far longer than a token.")
         try:
             fields = parse_qs(body.decode("latin-1"), max_num_fields=8)
         except ValueError:  # more fields than the form has
             fields = {}
         token = (fields.get("token") or [""])[0]
-        value = await run_in_threadpool(rule.cookie_for, token) if token else None  # the first makes the key file
+        value = await run_in_threadpool(self.rule.cookie_for, token) if token else None  # the first makes the key
         if value is None:
-            return sign_in(401, "That is not an analyst token." if token else "Give your analyst token.")
+            return self.sign_in(401, "That is not an analyst token." if token else "Give your analyst token.")
         response = RedirectResponse("./", status_code=303, headers=SECURITY_HEADERS)
-        response.headers.append("Set-Cookie", rule.set_cookie(value, request.url.scheme == "https"))
+        response.headers.append("Set-Cookie", self.rule.set_cookie(value, request.url.scheme == "https"))
         return response
 
-    def series(request: Request) -> Response:
+    def series(self, request: Any) -> Any:
         """The estimates for a Prometheus scraper holding an analyst token (OpenMetrics when it asks for it)."""
-        if allowed(request) is None:
-            return JSONResponse({"error": "unauthorized", "detail": "an analyst token is required: 'Authorization: "
-                                 "Bearer <token>' (Prometheus: authorization.credentials in the scrape config)"},
-                                status_code=401, headers=unauthorized)
         from prometheus_client.exposition import choose_encoder
+        from starlette.responses import Response
 
         from ldp.ingest.estimates_export import EstimatesCollector
 
+        if self.allowed(request) is None:
+            return self.refused("an analyst token is required: 'Authorization: Bearer <token>' (Prometheus: "
+                                "authorization.credentials in the scrape config)")
         encoder, content_type = choose_encoder(request.headers.get("accept", ""))
-        body = encoder(EstimatesCollector(lambda: load_state(data_dir, names, expected)[0], max_items))
-        return Response(body, media_type=content_type, headers=SECURITY_HEADERS)
+        collector = EstimatesCollector(lambda: load_state(self.data_dir, self.names, self.expected)[0],
+                                       self.max_items)
+        return Response(encoder(collector), media_type=content_type, headers=SECURITY_HEADERS)
 
-    def logout(request: Request) -> Response:
+    def logout(self, request: Any) -> Any:
+        from starlette.responses import RedirectResponse
+
         response = RedirectResponse("./", status_code=303, headers=SECURITY_HEADERS)
-        response.headers.append("Set-Cookie", rule.clear_cookie(request.url.scheme == "https"))
+        response.headers.append("Set-Cookie", self.rule.clear_cookie(request.url.scheme == "https"))
         return response
-
-    return [Route("/", page, methods=["GET"]), Route("/v1/estimates", estimates, methods=["GET"]),
-            Route("/metrics/estimates", series, methods=["GET"]),
-            Route("/login", login, methods=["POST"]), Route("/logout", logout, methods=["POST"])]

@@ -16,11 +16,10 @@ Nothing here imports an HTTP stack: :mod:`ldp.ingest.app` answers with what thes
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ldp.ingest.access import bearer_digest
+from ldp.web.auth import bearer_digest, holder_of
 
 if TYPE_CHECKING:
     from ldp.ingest.config import IngestConfig
@@ -51,12 +50,12 @@ def operator_of(config: IngestConfig) -> bytes | None:
 
 
 def is_operator(authorization: str | None, want: bytes | None) -> bool | None:
-    """Whether an ``Authorization`` header bears the operator's token (SHA-256 ``want``), compared in constant time:
-    ``None`` without a header, ``False`` with any other (or when there is no operator's token)."""
+    """Whether an ``Authorization`` header bears the operator's token (SHA-256 ``want``), compared in constant time
+    (:mod:`ldp.web.auth`): ``None`` without a header, ``False`` with any other (or when there is no operator's
+    token)."""
     if authorization is None:
         return None
-    digest = bearer_digest(authorization)
-    return digest is not None and want is not None and hmac.compare_digest(digest, want)
+    return want is not None and holder_of(bearer_digest(authorization), [(want, True)]) is not None
 
 
 def health_answer(detail: Mapping[str, Any], config: IngestConfig, operator: bool | None
