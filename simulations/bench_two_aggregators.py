@@ -176,7 +176,7 @@ def pipeline_run(dep: Deployment, reports: list[bytes], truth: list[int], scratc
     with tempfile.TemporaryDirectory(dir=scratch) as root:
         leader = dep.aggregators(Path(root))
         door, refusals = _timed(lambda: leader.upload_many(task_id, reports))
-        aggregate, counts = _timed(leader.aggregate)
+        aggregate, counts = _timed(leader.run_aggregation_jobs)
         dep.now = T0 + WINDOW + 1  # a window is collected after its end
         collect, doc = _timed(lambda: leader.collect(task_id, T0))
     collection = open_collection(dep.task, dep.collector, doc)
