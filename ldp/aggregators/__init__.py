@@ -16,7 +16,8 @@ batch size, and only noised by each aggregator. The modules:
 * :mod:`~ldp.aggregators.aggregator` — what both roles share: each task's state as one object
   (:mod:`~ldp.aggregators.state`); :mod:`~ldp.aggregators.crashpoints` — where the crash tests kill them;
 * :mod:`~ldp.aggregators.helper`, :mod:`~ldp.aggregators.leader` — the two roles;
-  :mod:`~ldp.aggregators.http` — their routes and clients; :mod:`~ldp.aggregators.config` — their configs;
+  :mod:`~ldp.aggregators.routes` — their routes (on the services' layer, :mod:`ldp.web`);
+  :mod:`~ldp.aggregators.http` — their clients; :mod:`~ldp.aggregators.config` — their configs;
   :mod:`~ldp.aggregators.service` — ``ldp serve --role``;
 * :mod:`~ldp.aggregators.collect` — the collector: open, add, debias, report both guarantees.
 

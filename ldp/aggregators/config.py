@@ -27,15 +27,16 @@ keys (which they share) and the leader's token (the helper keeps only its hash):
     file = "browser.task.json"           # the public task (``ldp collect task``)
     verify_key_file = "browser.verify"   # the 32-byte secret both aggregators share (base64url), mode 0600
 
-Relative paths are relative to the config file. Every problem is a :class:`~ldp.errors.ConfigError` naming the key.
+Relative paths are relative to the config file. The file is read, its unknown keys refused and its values checked by
+the services' one config loader (:mod:`ldp.web.config`), the key and token files read under their one secret-file
+rule (:mod:`ldp.web.secret_files`: a regular file of its user's, mode 0600); this module declares the aggregator's
+sections. Every problem is a :class:`~ldp.errors.ConfigError` naming the key.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,11 +44,16 @@ from typing import Any
 from ldp.aggregators.task import Task, b64, unb64
 from ldp.errors import ConfigError
 from ldp.storage.roles import AGGREGATOR_ROLES
+from ldp.web import config as loader
+from ldp.web.secret_files import read_secret, write_secret
 
 __all__ = ["AggregatorConfig", "TaskEntry", "load_config", "read_secret", "write_secret", "save_keypair",
            "load_keypair"]
 
 KEY_FORMAT = "ldp-hpke-key/1"
+PLAIN_KEYS = frozenset({"role", "store", "hpke_key", "job_size", "aggregate_every", "report_expiry"})
+"""The top-level keys that are not tables."""
+TABLES = frozenset({"store_options", "peer", "collector", "operator", "tasks"})
 
 
 @dataclass(frozen=True)
@@ -73,25 +79,6 @@ class AggregatorConfig:
     operator_token_sha256: str | None = None
 
 
-def read_secret(path: Path, what: str) -> str:
-    """A secret file's text (stripped); refused when others may read it."""
-    try:
-        mode = path.stat().st_mode
-        text = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise ConfigError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
-    if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(f"{what}: {path} is readable by others (mode {stat.S_IMODE(mode):o}): chmod 600 it")
-    return text
-
-
-def write_secret(path: Path, text: str) -> None:
-    """Create ``path`` holding ``text``, mode 0600 (refuses to overwrite)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 def save_keypair(path: Path, keypair: Any) -> None:
     """Write an HPKE key pair (its DAP HpkeConfig and private key, base64url), mode 0600."""
     write_secret(path, json.dumps({"format": KEY_FORMAT, "config": b64(keypair.config.to_bytes()),
@@ -113,96 +100,84 @@ def load_keypair(path: Path) -> Any:
         raise ConfigError(f"hpke_key: {path}: {exc}") from None
 
 
-def _str(data: dict[str, Any], key: str, where: str, required: bool = True) -> str | None:
-    value = data.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where}{key} must be a non-empty string")
-    return value
+def _str(data: dict[str, Any], key: str, where: str) -> str:
+    return loader.text(f"{where}{key}", data.get(key))
 
 
-def load_config(path: str | os.PathLike[str], role: str | None = None) -> AggregatorConfig:
-    """Read and check an aggregator's config (module docstring); ``role``: the command line's, which must agree."""
-    path = Path(path)
-    base = path.parent
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not TOML: {exc}") from None
-    known = {"role", "store", "store_options", "hpke_key", "job_size", "aggregate_every", "report_expiry", "peer",
-             "collector", "operator", "tasks"}
-    if unknown := sorted(set(data) - known):
-        raise ConfigError(f"{path}: unknown keys {', '.join(unknown)}")
+def _hash(table: dict[str, Any], where: str) -> str:
+    return loader.token_hash(f"{where}token_sha256", table.get("token_sha256"))
+
+
+def _role(data: dict[str, Any], role: str | None) -> str:
+    """The config's role, which the command line's (``role``, if given) must be."""
     cfg_role = data.get("role", role)
     if cfg_role not in AGGREGATOR_ROLES:
         raise ConfigError(f"role must be leader or helper, got {cfg_role!r}")
     if role is not None and role != cfg_role:
         raise ConfigError(f"--role {role} but the config is the {cfg_role}'s")
-    store = _str(data, "store", "")
-    assert store is not None
-    if "://" not in store and not os.path.isabs(store):
-        store = str(base / store)
-    options = data.get("store_options", {})
-    if not isinstance(options, dict):
-        raise ConfigError("store_options must be a table")
-    hpke = _str(data, "hpke_key", "")
-    assert hpke is not None
-    peer = data.get("peer", {})
-    collector = data.get("collector", {})
-    if not isinstance(peer, dict) or not isinstance(collector, dict):
-        raise ConfigError("peer and collector must be tables")
-    peer_url = peer_token = peer_hash = collector_hash = None
-    if cfg_role == "leader":
-        peer_url = _str(peer, "url", "peer.")
-        if not peer_url or not peer_url.startswith(("http://", "https://")):
-            raise ConfigError(f"peer.url must be the helper's http(s) URL, got {peer_url!r}")
-        token_file = _str(peer, "token_file", "peer.")
-        peer_token = read_secret(base / str(token_file), "peer.token_file")
-        collector_hash = _hash(collector, "collector.")
-    else:
-        peer_hash = _hash(peer, "peer.")
+    return str(cfg_role)
+
+
+def _peers(data: dict[str, Any], role: str, base: Path) -> dict[str, Any]:
+    """``[peer]`` and ``[collector]``: the leader's way to the helper (its URL and token file) and the collector's
+    token hash; the helper's hash of the leader's token (and no ``[collector]``)."""
+    peer = loader.table("peer", data.get("peer", {}), {"url", "token_file", "token_sha256"}, plain=PLAIN_KEYS)
+    collector = loader.table("collector", data.get("collector", {}), {"token_sha256"}, plain=PLAIN_KEYS)
+    if role == "helper":
         if collector:
             raise ConfigError("the helper has no [collector]: the collector talks to the leader only")
+        return {"peer_token_sha256": _hash(peer, "peer.")}
+    peer_url = _str(peer, "url", "peer.")
+    if not peer_url.startswith(("http://", "https://")):
+        raise ConfigError(f"peer.url must be the helper's http(s) URL, got {peer_url!r}")
+    token = read_secret(loader.relative_path(base, _str(peer, "token_file", "peer.")), "peer.token_file")
+    return {"peer_url": peer_url, "peer_token": token, "collector_token_sha256": _hash(collector, "collector.")}
+
+
+def _tasks(data: dict[str, Any], base: Path) -> tuple[TaskEntry, ...]:
+    """``[[tasks]]``: each public task and its verify key (a secret file)."""
     raw_tasks = data.get("tasks")
     if not isinstance(raw_tasks, list) or not raw_tasks:
         raise ConfigError("[[tasks]]: at least one task (file, verify_key_file)")
     tasks = []
     for i, entry in enumerate(raw_tasks):
         where = f"tasks[{i}]."
-        if not isinstance(entry, dict) or set(entry) - {"file", "verify_key_file"}:
-            raise ConfigError(f"{where} holds file and verify_key_file")
+        entry = loader.table(f"tasks[{i}]", entry, {"file", "verify_key_file"}, plain=PLAIN_KEYS)
         try:
-            task = Task.load(base / str(_str(entry, "file", where)))
+            task = Task.load(loader.relative_path(base, _str(entry, "file", where)))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{where}file: {exc}") from None
-        key_text = read_secret(base / str(_str(entry, "verify_key_file", where)), f"{where}verify_key_file")
+        key_file = loader.relative_path(base, _str(entry, "verify_key_file", where))
         try:
-            key = unb64(key_text, None, f"{where}verify_key_file")
-        except ValueError as exc:
+            key = unb64(read_secret(key_file, f"{where}verify_key_file"), None, f"{where}verify_key_file")
+        except ValueError as exc:  # a ConfigError is one: its message stays
             raise ConfigError(str(exc)) from None
         tasks.append(TaskEntry(task, key))
-    operator = data.get("operator", {})
-    if not isinstance(operator, dict) or set(operator) - {"token_sha256"}:
-        raise ConfigError("[operator] holds token_sha256 (the operator's own token for /status and the page)")
+    return tuple(tasks)
+
+
+def _leader_settings(data: dict[str, Any]) -> dict[str, Any]:
+    """The leader's numbers: ``job_size``, ``aggregate_every``, ``report_expiry``."""
+    return {"job_size": loader.number("job_size", data.get("job_size", 1000), int, 1, high=100_000),
+            "aggregate_every": loader.number("aggregate_every", data.get("aggregate_every", 30), float, 0,
+                                             high=86400),
+            "report_expiry": loader.number("report_expiry", data.get("report_expiry", 7 * 86400), int, 1,
+                                           high=10 * 366 * 86400)}
+
+
+def load_config(path: str | os.PathLike[str], role: str | None = None) -> AggregatorConfig:
+    """Read and check an aggregator's config (module docstring); ``role``: the command line's, which must agree."""
+    path = Path(path)
+    base = path.parent
+    data = loader.table(str(path), loader.read_toml(path), PLAIN_KEYS | TABLES, plain=PLAIN_KEYS)
+    cfg_role = _role(data, role)
+    store = _str(data, "store", "")
+    if "://" not in store and not os.path.isabs(store):
+        store = str(base / store)
+    options = loader.section(data, "store_options")  # passed to the store, which checks them
+    hpke = _str(data, "hpke_key", "")
+    operator = loader.table("operator", data.get("operator", {}), {"token_sha256"}, plain=PLAIN_KEYS)
     operator_hash = _hash(operator, "operator.") if operator else None
-    expiry = data.get("report_expiry", 7 * 86400)
-    if isinstance(expiry, bool) or not isinstance(expiry, int) or not 1 <= expiry <= 10 * 366 * 86400:
-        raise ConfigError(f"report_expiry must be seconds (an integer, at most 10 years), got {expiry!r}")
-    job_size = data.get("job_size", 1000)
-    every = data.get("aggregate_every", 30)
-    if isinstance(job_size, bool) or not isinstance(job_size, int) or not 1 <= job_size <= 100_000:
-        raise ConfigError(f"job_size must be an integer in [1, 100000], got {job_size!r}")
-    if isinstance(every, bool) or not isinstance(every, int | float) or not 0 <= every <= 86400:
-        raise ConfigError(f"aggregate_every must be seconds in [0, 86400], got {every!r}")
-    return AggregatorConfig(cfg_role, store, dict(options), base / hpke, tuple(tasks), peer_url, peer_token,
-                            peer_hash, collector_hash, job_size, float(every), expiry, operator_hash)
-
-
-def _hash(table: dict[str, Any], where: str) -> str:
-    value = table.get("token_sha256")
-    if not isinstance(value, str) or len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
-        raise ConfigError(f"{where}token_sha256 must be 64 lowercase hex digits (`ldp serve token` prints it)")
-    return value
+    peers, settings = _peers(data, cfg_role, base), _leader_settings(data)
+    return AggregatorConfig(cfg_role, store, dict(options), base / hpke, _tasks(data, base),
+                            operator_token_sha256=operator_hash, **peers, **settings)

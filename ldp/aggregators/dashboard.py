@@ -1,15 +1,18 @@
 """An aggregator's status as a page (``GET /`` with the peer's or the collector's token; issue 71, items 3–4): per
 task, each window's valid reports, its refusals by code (on this side: the same codes on both), whether it was
 released, and each release's central (ε, δ) with the task's over every release so far. The numbers are
-:meth:`~ldp.aggregators.helper.Aggregator.status`'s (``GET /status`` gives them as JSON); every text is escaped."""
+:meth:`~ldp.aggregators.helper.Aggregator.status`'s (``GET /status`` gives them as JSON); the page is the template
+``templates/status.html`` in the services' page shell (:mod:`ldp.web.pages`: Jinja2, autoescape on, so every text
+is escaped)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from html import escape
 from typing import Any
 
-__all__ = ["render"]
+from ldp.web.pages import render as render_template
+
+__all__ = ["render", "view"]
 
 
 def _when(window: int | str) -> str:
@@ -23,32 +26,29 @@ def _eps(cost: dict[str, float] | None) -> str:
 
 
 def _codes(counts: dict[str, int]) -> str:
-    return ", ".join(f"{escape(k)} {v:,}" for k, v in sorted(counts.items())) or "none"
+    return ", ".join(f"{k} {v:,}" for k, v in sorted(counts.items())) or "none"
+
+
+def _task_view(task: dict[str, Any]) -> dict[str, Any]:
+    """One task's texts, as the page shows them."""
+    upload = "refused_at_upload" in task
+    return {
+        "name": f"{task.get('app')}/{task.get('metric')}", "task_id": str(task.get("task_id")),
+        "refused": _codes(task.get("refused", {})),
+        "at_upload": _codes(task["refused_at_upload"]) if upload else None,
+        "pending": f"{int(task.get('pending', 0)):,}",
+        "windows": [{"when": _when(window), "valid": f"{int(w['valid']):,}", "refused": _codes(w["refused"]),
+                     "released": "yes" if w["collected"] else "no"} for window, w in task.get("windows", {}).items()],
+        "releases": ([f"{_when(r['window'])}: {int(r['count']):,} reports, {_eps(r['epsilon'])}"
+                      for r in task["releases"]] if "releases" in task else None),
+        "cumulative": _eps(task.get("cumulative_epsilon"))}
+
+
+def view(status: dict[str, Any]) -> dict[str, Any]:
+    """What the page shows of ``status``: the role, and each task's texts."""
+    return {"role": str(status.get("role", "")), "tasks": [_task_view(t) for t in status.get("tasks", [])]}
 
 
 def render(status: dict[str, Any]) -> str:
     """The page of ``status``."""
-    role = escape(str(status.get("role", "")))
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>ldp {role}</title>",
-             "<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
-             "td,th{padding:.2em .8em;border-bottom:1px solid #ddd;text-align:right}th{text-align:left}</style>",
-             f"</head><body><h1>ldp two-aggregator mode: the {role}</h1>"]
-    for task in status.get("tasks", []):
-        parts.append(f"<h2>{escape(str(task.get('app')))}/{escape(str(task.get('metric')))}</h2>"
-                     f"<p>task {escape(str(task.get('task_id')))}; refused in preparation: "
-                     f"{_codes(task.get('refused', {}))}")
-        if "refused_at_upload" in task:
-            parts.append(f"; refused at upload: {_codes(task['refused_at_upload'])}; "
-                         f"stored, not yet in a job: {int(task.get('pending', 0)):,}")
-        parts.append("</p><table><tr><th>window</th><th>valid reports</th><th>refused</th><th>released</th></tr>")
-        for window, w in task.get("windows", {}).items():
-            parts.append(f"<tr><th>{_when(window)}</th><td>{int(w['valid']):,}</td><td>{_codes(w['refused'])}</td>"
-                         f"<td>{'yes' if w['collected'] else 'no'}</td></tr>")
-        parts.append("</table>")
-        if "releases" in task:
-            parts.append("<h3>Releases (central guarantee against the collector, one aggregator honest)</h3><ul>")
-            for r in task["releases"]:
-                parts.append(f"<li>{_when(r['window'])}: {int(r['count']):,} reports, {_eps(r['epsilon'])}</li>")
-            parts.append(f"</ul><p>over every release: {_eps(task.get('cumulative_epsilon'))}</p>")
-    parts.append("</body></html>")
-    return "".join(parts)
+    return render_template("ldp.aggregators", "status.html", **view(status))

@@ -1,0 +1,141 @@
+"""Each aggregator role's routes (Starlette), on the services' layer (:mod:`ldp.web`; issue 83, item 2).
+
+:func:`create_app` is :func:`ldp.web.app.service_app` with these routes: the bearer tokens read by the layer's one
+parser (the scheme case-insensitive) and compared by their SHA-256 in constant time, each request body under the
+layer's one limit (413 before more is read: :data:`MAX_REPORT` for a report, :data:`MAX_BODY` for an aggregation
+job, :data:`MAX_REQUEST` for the small JSON and share requests), and every refusal a problem document — an
+:class:`~ldp.errors.AggregatorError` with DAP's type for its code (``urn:ietf:params:ppm:dap:error:<code>``, DAP-09
+§3.2), a 401 with its ``WWW-Authenticate`` challenge; the layer's 404, 405 and 413 as ``about:blank``. The route
+table is :mod:`ldp.aggregators.http`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from ldp.aggregators.task import unb64
+from ldp.errors import AggregatorError
+from ldp.web.app import service_app
+from ldp.web.auth import CHALLENGE, holds
+from ldp.web.body import read_body
+from ldp.web.pages import SECURITY_HEADERS
+from ldp.web.problems import problem
+
+__all__ = ["create_app", "HPKE_CONFIG_LIST", "MAX_BODY", "MAX_REPORT", "MAX_REQUEST"]
+
+HPKE_CONFIG_LIST = "application/dap-hpke-config-list"
+"""DAP's HpkeConfigList (as :data:`ldp.aggregators.http.HPKE_CONFIG_LIST`, whose module imports this one only inside
+``create_app``: the import graph has no cycle)."""
+MAX_BODY = 64 << 20
+"""An aggregation job's body (up to :data:`~ldp.aggregators.messages.MAX_JOB_REPORTS` prepared shares)."""
+MAX_REPORT = 1 << 20
+"""One DAP report."""
+MAX_REQUEST = 4096
+"""An aggregate share request, a collection's ``{"window": START}``."""
+
+
+def _refusal(request: Request, exc: Exception) -> Response:
+    """An :class:`AggregatorError`: its problem document with DAP's type; a 401 with the bearer challenge."""
+    assert isinstance(exc, AggregatorError)
+    headers = {"WWW-Authenticate": CHALLENGE} if exc.status == 401 else None
+    return problem(exc.status, exc.code, str(exc), dap=True, headers=headers)
+
+
+def _task_id(request: Request) -> bytes:
+    try:
+        return unb64(request.path_params["task"], 32, "task ID")
+    except ValueError as exc:
+        raise AggregatorError(str(exc), "unrecognized_task", 404) from None
+
+
+class _Routes:
+    """The handlers of one aggregator, with the token hashes each route takes."""
+
+    def __init__(self, aggregator: Any, peer: str | None, collector: str | None, operator: str | None) -> None:
+        self.aggregator, self.peer, self.collector, self.operator = aggregator, peer, collector, operator
+
+    def require(self, request: Request, *hashes: str | None) -> None:
+        if not holds(request.headers.get("authorization"), hashes):
+            raise AggregatorError("a bearer token is required (the peer's or the collector's)", "unauthorized", 401)
+
+    async def hpke_config(self, request: Request) -> Response:
+        return Response(self.aggregator.hpke_config_list(), media_type=HPKE_CONFIG_LIST)
+
+    async def healthz(self, request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def status(self, request: Request) -> Response:
+        self.require(request, self.peer, self.collector, self.operator)
+        return JSONResponse(await run_in_threadpool(self.aggregator.status))
+
+    async def page(self, request: Request) -> Response:
+        from ldp.aggregators.dashboard import render
+
+        self.require(request, self.peer, self.collector, self.operator)
+        return HTMLResponse(render(await run_in_threadpool(self.aggregator.status)), headers=SECURITY_HEADERS)
+
+    async def upload(self, request: Request) -> Response:
+        tid = _task_id(request)
+        body, _ = await read_body(request, MAX_REPORT)
+        await run_in_threadpool(self.aggregator.upload, tid, body)
+        return Response(status_code=201)
+
+    async def aggregation_job(self, request: Request) -> Response:
+        self.require(request, self.peer)
+        tid = _task_id(request)
+        body, _ = await read_body(request, MAX_BODY)
+        out = await run_in_threadpool(self.aggregator.aggregation_job, tid, request.path_params["job"], body)
+        return Response(out, media_type="application/octet-stream")
+
+    async def aggregate_share(self, request: Request) -> Response:
+        self.require(request, self.peer)
+        tid = _task_id(request)
+        body, _ = await read_body(request, MAX_REQUEST)
+        out = await run_in_threadpool(self.aggregator.aggregate_share, tid, body)
+        return Response(out, media_type="application/octet-stream")
+
+    async def collection(self, request: Request) -> Response:
+        self.require(request, self.collector)
+        tid = _task_id(request)
+        body, _ = await read_body(request, MAX_REQUEST)
+        try:
+            window = json.loads(body)["window"]
+        except (ValueError, KeyError, TypeError):
+            raise AggregatorError('the body is {"window": START}', "invalid_message") from None
+        if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window < 1 << 63:
+            raise AggregatorError("window must be a non-negative integer (seconds)", "invalid_message")
+        return JSONResponse(await run_in_threadpool(self.aggregator.collect, tid, window))
+
+
+def routes(aggregator: Any, *, peer_token_sha256: str | None = None, collector_token_sha256: str | None = None,
+           operator_token_sha256: str | None = None) -> list[Route]:
+    """The routes of ``aggregator``'s role (:func:`create_app`)."""
+    r = _Routes(aggregator, peer_token_sha256, collector_token_sha256, operator_token_sha256)
+    both = [Route("/hpke_config", r.hpke_config, methods=["GET"]), Route("/healthz", r.healthz, methods=["GET"]),
+            Route("/status", r.status, methods=["GET"]), Route("/", r.page, methods=["GET"])]
+    if aggregator.role == "leader":
+        return [*both, Route("/tasks/{task}/reports", r.upload, methods=["PUT"]),
+                Route("/tasks/{task}/collections", r.collection, methods=["POST"])]
+    return [*both, Route("/tasks/{task}/aggregation_jobs/{job}", r.aggregation_job, methods=["PUT"]),
+            Route("/tasks/{task}/aggregate_shares", r.aggregate_share, methods=["POST"])]
+
+
+def create_app(aggregator: Any, *, peer_token_sha256: str | None = None, collector_token_sha256: str | None = None,
+               operator_token_sha256: str | None = None) -> Starlette:
+    """The Starlette app of ``aggregator`` (a :class:`~ldp.aggregators.leader.Leader` or
+    :class:`~ldp.aggregators.helper.Helper`): the helper's job routes take ``peer_token_sha256`` (the leader's
+    token), the leader's collection route ``collector_token_sha256``; the status and its page also the
+    operator's own ``operator_token_sha256``."""
+    app = service_app(routes(aggregator, peer_token_sha256=peer_token_sha256,
+                             collector_token_sha256=collector_token_sha256,
+                             operator_token_sha256=operator_token_sha256),
+                      refusals={AggregatorError: _refusal})
+    app.state.aggregator = aggregator
+    return app
