@@ -58,19 +58,25 @@
  * acknowledge on a full disk, which frees room; a record fails (`LedgerError`, `code` `ENOSPC` or `EDQUOT`) with
  * nothing charged and the reserve kept. The reserve holds no data: it is neither a trace of a state nor a temporary
  * file. The Python client keeps the same reserve (`ldp.client.reserve`).
+ *
+ * The parts, a module each: the lock (`node-lock.ts`), `state.json` (`node-state-file.ts`), the outbox logs
+ * (`node-outbox-log.ts`), the reserve (`node-reserve.ts`) and `LedgerError` (`node-errors.ts`); this module runs a
+ * transaction over them.
  */
-import {
-  closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, readdirSync,
-  realpathSync, renameSync, rmSync, statSync, unlinkSync, writeSync, constants as fsConstants,
-} from "node:fs";
-import * as fs from "node:fs";
+import { mkdirSync, readdirSync, realpathSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { StateError } from "./errors.js";
+import { LedgerError, diskFull, fileError } from "./node-errors.js";
 import { HeldLock, lockName, tryLock } from "./node-lock.js";
-import { PendingTransaction, migrateFormat1 } from "./state.js";
+import { Cursor, appendRecords, compactLog, logPath, readRecords } from "./node-outbox-log.js";
+import { ensureReserve, releaseReserve } from "./node-reserve.js";
+import { parseState, readStateText, statePath, writeAtomically } from "./node-state-file.js";
+import type { StateRead } from "./node-state-file.js";
+import { PendingTransaction } from "./state.js";
 import type { DeviceState, OutboxItem, StateStore, StoreTransaction, TransactOptions } from "./state.js";
 
 export { TelemetryClient } from "./client.js";
+export { LedgerError } from "./node-errors.js";
+export { RESERVE_BYTES } from "./node-reserve.js";
 export { MemoryStore } from "./state.js";
 
 /** The steps of a `FileStore` transaction, in order (what `FileStoreOptions.onStep` is told). `announced`: the
@@ -93,35 +99,6 @@ export interface FileStoreOptions {
   readonly onStep?: (step: FileStoreStep) => void;
 }
 
-/** A `FileStore` that could not be read, locked or written (the state is left as it was): a `StateError`. `code` is
- * the system's error code when a file operation failed (`ENOSPC` and `EDQUOT`: the disk is full). */
-export class LedgerError extends StateError {
-  override name = "LedgerError";
-
-  constructor(message: string, readonly code?: string) {
-    super(message);
-  }
-}
-
-/** The size of a `FileStore`'s reserve, `state.reserve`: 256 KiB of zeros, as the Python client's. */
-export const RESERVE_BYTES = 256 * 1024;
-
-/** The error codes of a full disk (or of a full quota). */
-const FULL = ["ENOSPC", "EDQUOT"];
-
-/** The traces of a state in a folder: a temporary state file, an outbox log (not `lock`, not `lock.<n>.sock`, not
- * `state.reserve`). */
-const TRACE = /^(?:state\.json\..*\.tmp|outbox\.\d+\.log)$/;
-const RESET = "; to start over deliberately as a new device, delete the whole folder first";
-
-interface Cursor {
-  gen: number;
-  start: number;
-  end: number;
-  first: number;
-  count: number;
-}
-
 /** What one try of a transaction under the lock came to: its value, or a reason to try again after a pause (a live
  * holder of another namespace's lock socket, `blocker`, or what looked like damage while another namespace wrote,
  * `anomaly`). */
@@ -131,31 +108,6 @@ const queues = new Map<string, Promise<unknown>>();
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-/** `err`, a failed file operation on `path`, as a `LedgerError` keeping its code. */
-function fileError(path: string, err: unknown): LedgerError {
-  return new LedgerError(`${path}: ${(err as Error).message}`, (err as NodeJS.ErrnoException).code);
-}
-
-/** Whether `err` is a `LedgerError` of a file operation that failed for lack of room. */
-function diskFull(err: unknown): err is LedgerError {
-  return err instanceof LedgerError && FULL.includes(err.code ?? "");
-}
-
-/** Bytes free to this process on the filesystem of `dir` (`Infinity` where Node cannot say: `statfsSync` is Node
- * 19.6 or later, and some filesystems do not answer). */
-function freeBytes(dir: string): number {
-  const statfs = (fs as { statfsSync?: typeof fs.statfsSync }).statfsSync;
-  try {
-    if (statfs !== undefined) {
-      const st = statfs(dir);
-      return st.bavail * st.bsize;
-    }
-  } catch {
-    /* unknown: below */
-  }
-  return Infinity;
 }
 
 /** One device's state and outbox in folder `dir` (created if missing). */
@@ -192,56 +144,7 @@ export class FileStore implements StateStore {
   }
 
   private log(gen: number): string {
-    return join(this.dir, `outbox.${gen}.log`);
-  }
-
-  private get statePath(): string {
-    return join(this.dir, "state.json");
-  }
-
-  private get reservePath(): string {
-    return join(this.dir, "state.reserve");
-  }
-
-  /** Makes the reserve when it is missing and the disk has room for it and as much again, so that making it never
-   * takes a disk's last free bytes (under the lock, after a transaction that wrote: never on a read). Any failure
-   * leaves no file and is ignored: the transaction it follows is committed, and the next one that writes tries
-   * again. */
-  private ensureReserve(): void {
-    try {
-      if (statSync(this.reservePath).size === RESERVE_BYTES) return;
-    } catch {
-      /* missing: made below */
-    }
-    if (freeBytes(this.dir) < 2 * RESERVE_BYTES) return;
-    const tmp = `${this.reservePath}.${process.pid}.tmp`;
-    try {
-      const fd = openSync(tmp, "w", 0o600);
-      try {
-        const zeros = Buffer.alloc(RESERVE_BYTES);
-        for (let at = 0; at < zeros.length;) at += writeSync(fd, zeros, at, zeros.length - at);
-        fsyncSync(fd); // whole after a crash, or not there: never an empty file that would pass for the reserve
-      } finally {
-        closeSync(fd);
-      }
-      renameSync(tmp, this.reservePath);
-    } catch {
-      try {
-        rmSync(tmp, { force: true });
-      } catch {
-        /* swept by the next transaction that writes */
-      }
-    }
-  }
-
-  /** Deletes the reserve, giving its room to a transaction that needs it; whether there was one. */
-  private releaseReserve(): boolean {
-    try {
-      unlinkSync(this.reservePath);
-      return true;
-    } catch {
-      return false;
-    }
+    return logPath(this.dir, gen);
   }
 
   /** Takes this namespace's part of the folder's lock (the whole lock elsewhere than Linux), waiting for a process
@@ -266,16 +169,6 @@ export class FileStore implements StateStore {
     return new LedgerError(`${this.dir}: another process held the state for over ${this.lockWaitMs} ms${where}`);
   }
 
-  /** `state.json` as text, `null` when it is missing (any other failure to read it is a `LedgerError`). */
-  private stateText(): string | null {
-    try {
-      return readFileSync(this.statePath, "utf8");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-      throw fileError(this.statePath, err);
-    }
-  }
-
   /** Whether what a try under `lock` read may have been cut from under it by a writer of another namespace, so that
    * the failure it saw (`state.json` having been `text`) is to be tried again rather than reported: another
    * namespace's lock socket answers, or `state.json` is no longer `text`. Never while `lock` keeps everyone out.
@@ -283,118 +176,7 @@ export class FileStore implements StateStore {
   private async mayBeStale(lock: HeldLock, text: string | null): Promise<boolean> {
     if (lock.exclusive) return false;
     if ((await lock.othersLive()) !== null) return true; // first: a writer that has let go committed, or died
-    return this.stateText() !== text;
-  }
-
-  /** The state whose `state.json` is `text` (`null`: missing), with its outbox's cursor (or a format-1 state's
-   * outbox); a `LedgerError` when it is damaged, or missing beside traces of a state. */
-  private parseState(text: string | null): { state: string | null; cursor: Cursor; migrated: OutboxItem[] | null } {
-    if (text === null) {
-      const traces = readdirSync(this.dir).filter((name) => TRACE.test(name)).sort();
-      if (traces.length > 0) {
-        throw new LedgerError(`${this.statePath} is missing but ${traces.join(", ")} remain(s) in the folder: a ` +
-          `device recorded here and what it spent cannot be known, so it is not opened as a new device${RESET}`);
-      }
-      return { state: null, cursor: { gen: 0, start: 0, end: 0, first: 1, count: 0 }, migrated: null };
-    }
-    let doc: { device?: unknown; outbox?: unknown; format?: unknown };
-    try {
-      doc = JSON.parse(text);
-    } catch (err) {
-      throw new LedgerError(`${this.statePath} is damaged: ${(err as Error).message}${RESET}`);
-    }
-    if (doc !== null && typeof doc === "object" && doc.format === 1) {
-      const m = migrateFormat1(doc as Record<string, unknown>);
-      return { state: JSON.stringify(m.state), cursor: { gen: 0, start: 0, end: 0, first: 1, count: 0 }, migrated: m.outbox };
-    }
-    const o = doc?.outbox;
-    if (doc === null || typeof doc !== "object" || typeof doc.device !== "object" || doc.device === null ||
-      !Array.isArray(o) || o.length !== 5 || !o.every((n) => Number.isSafeInteger(n) && n >= 0)) {
-      throw new LedgerError(`${this.statePath} is damaged: not a FileStore state${RESET}`);
-    }
-    const cursor = { gen: o[0], start: o[1], end: o[2], first: o[3], count: o[4] };
-    if (cursor.count > 0) {
-      let size = 0;
-      try {
-        size = statSync(this.log(cursor.gen)).size;
-      } catch {
-        /* missing: size 0 */
-      }
-      if (size < cursor.end) {
-        throw new LedgerError(`${this.log(cursor.gen)} is damaged: shorter than its committed ${cursor.end} bytes` +
-          RESET);
-      }
-    }
-    return { state: JSON.stringify(doc.device), cursor, migrated: null };
-  }
-
-  /** Up to `n` records from byte `from` (below `end`) of log `gen`, each with its length in bytes. */
-  private readRecords(gen: number, from: number, end: number, n: number): Array<[OutboxItem, number]> {
-    const out: Array<[OutboxItem, number]> = [];
-    if (n <= 0 || from >= end) return out;
-    const path = this.log(gen);
-    let fd: number;
-    try {
-      fd = openSync(path, "r");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw fileError(path, err);
-      throw new LedgerError(`${path} is damaged: missing, yet the state counts ${end - from} bytes of reports in it` +
-        RESET);
-    }
-    try {
-      const chunk = Buffer.allocUnsafe(1 << 16);
-      let carry = Buffer.alloc(0);
-      let at = from;
-      while (out.length < n && at < end) {
-        const got = readSync(fd, chunk, 0, Math.min(chunk.length, end - at), at);
-        if (got === 0) break;
-        at += got;
-        let buf = carry.length ? Buffer.concat([carry, chunk.subarray(0, got)]) : chunk.subarray(0, got);
-        let nl: number;
-        while (out.length < n && (nl = buf.indexOf(10)) >= 0) {
-          const record = buf.subarray(0, nl).toString("utf8");
-          const t1 = record.indexOf("\t"), t2 = t1 < 0 ? -1 : record.indexOf("\t", t1 + 1);
-          const id = Number(record.slice(0, t1));
-          if (t2 < 0 || !Number.isSafeInteger(id)) throw new LedgerError(`${path} is damaged: a record is malformed`);
-          out.push([{ id, metric: record.slice(t1 + 1, t2), line: record.slice(t2 + 1) }, nl + 1]);
-          buf = buf.subarray(nl + 1);
-        }
-        carry = Buffer.from(buf);
-      }
-      if (out.length < n && carry.length) throw new LedgerError(`${path} is damaged: a record is cut short`);
-    } finally {
-      closeSync(fd);
-    }
-    return out;
-  }
-
-  private writeAtomically(target: string, text: string): void {
-    const tmp = `${target}.${process.pid}.${Date.now().toString(16)}.tmp`;
-    try {
-      const fd = openSync(tmp, "w", 0o600);
-      try {
-        writeSync(fd, text);
-        this.step("state-written");
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-      this.step("state-synced");
-      renameSync(tmp, target);
-    } catch (err) {
-      rmSync(tmp, { force: true });
-      throw fileError(target, err);
-    }
-    this.step("state-renamed");
-    if (process.platform !== "win32") {
-      const dfd = openSync(this.dir, "r");
-      try {
-        fsyncSync(dfd);
-      } finally {
-        closeSync(dfd);
-      }
-    }
-    this.step("folder-synced");
+    return readStateText(this.dir) !== text;
   }
 
   /** Removes what a killed process left: temporary files (a state's or a reserve's) and logs other than the current
@@ -418,10 +200,10 @@ export class FileStore implements StateStore {
    */
   private async runLocked<T>(fn: (tx: StoreTransaction) => T, options: TransactOptions, lock: HeldLock,
     spare = true): Promise<Attempt<T>> {
-    const text = this.stateText();
-    let read: ReturnType<FileStore["parseState"]>;
+    const text = readStateText(this.dir);
+    let read: StateRead;
     try {
-      read = this.parseState(text);
+      read = parseState(this.dir, text);
     } catch (err) {
       if (await this.mayBeStale(lock, text)) return { done: false, anomaly: err };
       throw err;
@@ -433,7 +215,7 @@ export class FileStore implements StateStore {
     const tx = new PendingTransaction(state, committed, (skip, n) => {
       if (migrated !== null) return migrated.slice(skip, skip + n);
       try {
-        return this.readRecords(cursor.gen, cursor.start, cursor.end, skip + n).slice(skip).map(([r]) => r);
+        return readRecords(this.log(cursor.gen), cursor.start, cursor.end, skip + n).slice(skip).map(([r]) => r);
       } catch (err) {
         anomaly ??= { error: err };
         throw err;
@@ -456,7 +238,7 @@ export class FileStore implements StateStore {
           throw err instanceof LedgerError ? err : fileError(this.dir, err);
         });
         if (blocker !== null) return { done: false, blocker };
-        again = this.stateText() !== text; // another namespace committed between the read and the announcement
+        again = readStateText(this.dir) !== text; // another namespace committed between the read and the announcement
       }
       this.step("announced");
       if (!again) this.write(next, cursor, tx, migrated);
@@ -466,11 +248,11 @@ export class FileStore implements StateStore {
         throw new LedgerError(`the disk of ${this.dir} is full (${err.code}): nothing was recorded and nothing ` +
           `charged; uploading what waits frees room, and so does any other file deleted (${err.message})`, err.code);
       }
-      if (spare && this.releaseReserve()) return this.runLocked(fn, options, lock, false);
+      if (spare && releaseReserve(this.dir)) return this.runLocked(fn, options, lock, false);
       throw err;
     }
     if (again) return this.runLocked(fn, options, lock, spare);
-    this.ensureReserve();
+    ensureReserve(this.dir);
     return { done: true, value: out };
   }
 
@@ -483,34 +265,13 @@ export class FileStore implements StateStore {
     }
     const appended = migrated !== null ? [...migrated.slice(tx.dropped), ...tx.appended] : tx.appended;
     if (migrated === null && tx.dropped > 0) {
-      const dropped = this.readRecords(cursor.gen, cursor.start, cursor.end, tx.dropped);
+      const dropped = readRecords(this.log(cursor.gen), cursor.start, cursor.end, tx.dropped);
       cursor.start += dropped.reduce((s, [, len]) => s + len, 0);
       cursor.count -= dropped.length;
       cursor.first += dropped.length;
     }
     if (appended.length > 0) {
-      const path = this.log(cursor.gen);
-      const text = appended.map((r) => `${r.id}\t${r.metric}\t${r.line}\n`).join("");
-      let fd: number;
-      try {
-        fd = openSync(path, fsConstants.O_WRONLY | fsConstants.O_CREAT, 0o600);
-      } catch (err) {
-        throw fileError(path, err);
-      }
-      try {
-        if (fstatSync(fd).size !== cursor.end) ftruncateSync(fd, cursor.end);
-        const bytes = Buffer.from(text, "utf8");
-        let at = 0;
-        while (at < bytes.length) at += writeSync(fd, bytes, at, bytes.length - at, cursor.end + at);
-        this.step("log-written");
-        fsyncSync(fd);
-        cursor.end += bytes.length;
-        cursor.count += appended.length;
-      } catch (err) {
-        throw fileError(path, err);
-      } finally {
-        closeSync(fd);
-      }
+      appendRecords(this.log(cursor.gen), cursor, appended, () => this.step("log-written"));
       this.step("log-synced");
     }
     let retired: string | null = null;
@@ -519,47 +280,16 @@ export class FileStore implements StateStore {
       cursor.gen += 1;
       cursor.start = 0;
       cursor.end = 0;
-    } else if (cursor.start > this.compactBytes && cursor.start >= cursor.end - cursor.start && this.compact(cursor)) {
+    } else if (cursor.start > this.compactBytes && cursor.start >= cursor.end - cursor.start && compactLog(this.dir, cursor)) {
       retired = this.log(cursor.gen);
       cursor.gen += 1;
       cursor.end -= cursor.start;
       cursor.start = 0;
     }
     const doc = { device: next, outbox: [cursor.gen, cursor.start, cursor.end, cursor.first, cursor.count] };
-    this.writeAtomically(this.statePath, JSON.stringify(doc));
+    writeAtomically(this.dir, statePath(this.dir), JSON.stringify(doc), (step) => this.step(step));
     if (retired !== null) rmSync(retired, { force: true });
     this.step("retired");
-  }
-
-  /** Copies the reports of log `cursor.gen` that wait into log `cursor.gen + 1`, synced; `false` (the copy removed,
-   * the log kept as it is) when the disk has no room for it: compacting can wait, an acknowledgement cannot. */
-  private compact(cursor: Cursor): boolean {
-    const old = this.log(cursor.gen), fresh = this.log(cursor.gen + 1);
-    const src = openSync(old, "r");
-    try {
-      const live = Buffer.alloc(cursor.end - cursor.start);
-      for (let at = 0; at < live.length;) {
-        const got = readSync(src, live, at, live.length - at, cursor.start + at);
-        if (got === 0) throw new LedgerError(`${old} is damaged: shorter than its committed ${cursor.end} bytes`);
-        at += got;
-      }
-      try {
-        const dst = openSync(fresh, "w", 0o600);
-        try {
-          for (let at = 0; at < live.length;) at += writeSync(dst, live, at, live.length - at);
-          fsyncSync(dst);
-        } finally {
-          closeSync(dst);
-        }
-      } catch (err) {
-        if (!diskFull(fileError(fresh, err))) throw err;
-        rmSync(fresh, { force: true });
-        return false;
-      }
-    } finally {
-      closeSync(src);
-    }
-    return true;
   }
 
   /** Runs `fn` as one transaction (`StateStore.transact`): under the lock, trying again after a random pause while a
