@@ -7,7 +7,8 @@
   service behind ``ldp serve`` was ``ldp.collector`` (DAP's *collector* is the analysts' side, ``ldp collect``), the
   offline jobs were ``ldp.server``; each prefix covers its submodules. Gone in the release after next.
 * :func:`renamed_attributes`: a module's renamed public names (``CollectorConfig``, ``fold_files``), the same
-  objects under their old names, with the same warning.
+  objects under their old names, with the same warning; :func:`renamed_method` a class's renamed method
+  (``Leader.aggregate``).
 
 Standard library only: :mod:`ldp` installs the finder on import, and the client imports :mod:`ldp`.
 """
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MOVED", "RENAMED", "install", "new_path", "renamed_attributes"]
+__all__ = ["MOVED", "RENAMED", "install", "new_path", "renamed_attributes", "renamed_method"]
 
 MOVED: dict[str, str] = {
     "ldp.accountant": "ldp.privacy.accountant",
@@ -89,6 +90,18 @@ def _warn(old: str, new: str, stacklevel: int = 3) -> None:
     when = ("in ldp-telemetry 0.2; the old path goes in 0.3" if old in MOVED
             else "(issue 83: one name per idea); the old name goes in the release after next")
     warnings.warn(f"{old} moved to {new} {when}", DeprecationWarning, stacklevel=stacklevel)
+
+
+def renamed_method(owner: str, old: str, new: str) -> Callable[..., Any]:
+    """A method under its old name ``old``: warns, then calls ``new`` on the same instance with the same arguments."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _warn(f"{owner}.{old}", f"{owner}.{new}")
+        return getattr(self, new)(*args, **kwargs)
+
+    method.__name__ = method.__qualname__ = old
+    method.__doc__ = f"The name of :meth:`{new}` before issue 83: deprecated, gone in the release after next."
+    return method
 
 
 def renamed_attributes(module: str, names: dict[str, str], fallback: Callable[[str], Any] | None = None

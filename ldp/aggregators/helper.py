@@ -21,6 +21,7 @@ import hashlib
 import re
 from typing import Any
 
+from ldp._moved import renamed_method
 from ldp.aggregators.aggregator import Aggregator
 from ldp.aggregators.crashpoints import at
 from ldp.aggregators.messages import (
@@ -51,6 +52,8 @@ class Helper(Aggregator[TaskState]):
 
     def _task_state(self, task: Task, vdaf: Any, verify_key: bytes, records: TaskRecords) -> TaskState:
         return TaskState(task, vdaf, verify_key, records)
+
+    aggregate = renamed_method("Helper", "aggregate", "aggregation_job")
 
     def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
         """Prepare one aggregation job; the encoded :class:`AggregationJobResp`."""

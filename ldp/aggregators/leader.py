@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from ldp._moved import renamed_method
 from ldp.aggregators.aggregator import Aggregator
 from ldp.aggregators.commit import GroupCommit
 from ldp.aggregators.crashpoints import at
@@ -250,6 +251,8 @@ class Leader(Aggregator[LeaderTaskState]):
                         del state.chunks[entry.chunk]
         for key in emptied:
             self.store.delete(key)
+
+    aggregate = renamed_method("Leader", "aggregate", "run_aggregation_jobs")
 
     def run_aggregation_jobs(self, task_id: bytes | None = None, window: int | None = None) -> dict[str, int]:
         """Run the aggregation jobs of one task (every task: ``None``), of one window or all: interrupted jobs

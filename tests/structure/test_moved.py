@@ -127,3 +127,21 @@ def test_serve_role_collector_is_the_ingest_role_with_a_note(capsys) -> None:  #
     captured = capsys.readouterr()
     assert "--role collector is now --role ingest" in captured.err
     assert "token_sha256" in captured.out  # the ingest service's app token, as --role ingest prints it
+
+
+@pytest.mark.parametrize(("role", "old", "new"), [("leader", "aggregate", "run_aggregation_jobs"),
+                                                   ("helper", "aggregate", "aggregation_job")])
+def test_an_old_method_name_calls_the_new_method_with_a_warning(role: str, old: str, new: str) -> None:
+    import importlib
+
+    cls = getattr(importlib.import_module(f"ldp.aggregators.{role}"), role.capitalize())
+    calls = []
+
+    class Probe(cls):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:  # no store, no task: only the call is looked at
+            pass
+
+    setattr(Probe, new, lambda self, *a, **k: calls.append((a, k)) or "done")
+    with pytest.warns(DeprecationWarning, match=f"{role.capitalize()}.{old} moved to {role.capitalize()}.{new}"):
+        assert getattr(Probe(), old)(b"t", window=3) == "done"
+    assert calls == [((b"t",), {"window": 3})]
