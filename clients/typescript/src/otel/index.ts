@@ -24,9 +24,8 @@ export {
 } from "../spec-otel.js";
 export type { OtelValueClass } from "../spec-otel.js";
 export type { OtelKind, OtelSource, OtelValue, SpecOptions } from "../spec.js";
-export {
-  DEFAULT_COLLECT_INTERVAL_MILLIS, DEFAULT_STORE_KEY, PrivatizingMetricReader, declaredMetrics,
-} from "./reader.js";
+export { declaredMetrics } from "./instruments.js";
+export { DEFAULT_COLLECT_INTERVAL_MILLIS, DEFAULT_STORE_KEY, PrivatizingMetricReader } from "./reader.js";
 export type { PrivatizingReaderOptions, RecordOutcome, WindowReport } from "./reader.js";
 export { TALLY_FORMAT, WindowTally, bucketMap } from "./window.js";
 export type { Declared, HistogramValue, TallyDocument, TallyPoint, WindowValue } from "./window.js";

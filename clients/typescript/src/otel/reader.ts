@@ -40,22 +40,22 @@
  * skipped for the window, never reported twice. While the device is opted out (`TelemetryClient.optOut`), the
  * reader keeps no tally and records nothing.
  *
- * Browser-safe: nothing here imports `node:*`.
+ * Browser-safe: nothing here imports `node:*`. What the SDK is told about the instruments is `instruments.ts`; the
+ * window values, `window.ts`; the tally in the device's state, `tally-store.ts`.
  */
 import { diag } from "@opentelemetry/api";
-import {
-  AggregationTemporality, AggregationType, DataPointType, InstrumentType, MetricReader,
-} from "@opentelemetry/sdk-metrics";
-import type { AggregationOption, MetricData } from "@opentelemetry/sdk-metrics";
+import { AggregationTemporality, DataPointType, MetricReader } from "@opentelemetry/sdk-metrics";
+import type { MetricData } from "@opentelemetry/sdk-metrics";
 import { TelemetryClient } from "../client.js";
 import type { Endpoints } from "../endpoints.js";
 import { BudgetExceeded, LdpRefusal, OptedOutError, OutboxFullError } from "../errors.js";
 import type { RandomSource } from "../random.js";
-import type { CollectionSpec, OtelKind } from "../spec.js";
-import { otelCategories, otelValueClass } from "../spec-otel.js";
+import type { CollectionSpec } from "../spec.js";
 import { IndexedDBStore } from "../state.js";
 import type { StateStore } from "../state.js";
 import type { UploadOptions } from "../uploader.js";
+import { aggregationFor, declaredMetrics, kindOfData } from "./instruments.js";
+import { loadTally, saveTally } from "./tally-store.js";
 import { WindowTally } from "./window.js";
 import type { Declared, TallyPoint, WindowValue } from "./window.js";
 
@@ -106,74 +106,6 @@ export interface PrivatizingReaderOptions {
   readonly maxOutboxBytes?: number;
   /** How to upload (`TelemetryClient.upload`'s options). */
   readonly uploadOptions?: UploadOptions;
-}
-
-/** The metric kind each SDK instrument type aggregates as (the observable ones as their synchronous kin). */
-const KIND_OF_TYPE: Readonly<Record<string, OtelKind>> = {
-  [InstrumentType.COUNTER]: "counter", [InstrumentType.OBSERVABLE_COUNTER]: "counter",
-  [InstrumentType.UP_DOWN_COUNTER]: "updown_counter", [InstrumentType.OBSERVABLE_UP_DOWN_COUNTER]: "updown_counter",
-  [InstrumentType.HISTOGRAM]: "histogram", [InstrumentType.GAUGE]: "gauge", [InstrumentType.OBSERVABLE_GAUGE]: "gauge",
-};
-
-/**
- * The metrics each declared instrument feeds, by its name in lowercase (each list in the metrics' order).
- * `instruments`: the names the app means to privatize (default: every instrument the spec declares). A `RangeError`
- * naming each one the spec does not declare, and when nothing at all is declared.
- */
-export function declaredMetrics(spec: CollectionSpec, instruments?: readonly string[]): Map<string, Declared[]> {
-  let out = new Map<string, Declared[]>();
-  for (const name of [...spec.metrics.keys()].sort()) {
-    const m = spec.metric(name), source = m.otel;
-    if (source === undefined) continue;
-    const valueClass = otelValueClass(m.params);
-    if (valueClass === undefined) continue; // the spec refuses an otel key on a protocol without a class
-    const key = source.instrument.toLowerCase();
-    const list = out.get(key) ?? [];
-    list.push({ metric: name, source, valueClass,
-      categories: valueClass === "category" ? otelCategories(source, m.params) : null });
-    out.set(key, list);
-  }
-  if (instruments !== undefined) {
-    const missing = [...new Set(instruments.filter((i) => !out.has(String(i).toLowerCase())))].sort();
-    if (missing.length) {
-      throw new RangeError(`no metric of spec ${JSON.stringify(spec.name)} declares instrument(s) ${missing.join(", ")}: ` +
-        'add an "otel" key naming each to the metric it feeds (docs/opentelemetry.md)');
-    }
-    const wanted = new Set(instruments.map((i) => i.toLowerCase()));
-    out = new Map([...out].filter(([k]) => wanted.has(k)));
-  }
-  if (out.size === 0) {
-    throw new RangeError(`spec ${JSON.stringify(spec.name)} declares no OpenTelemetry instrument: give a metric an ` +
-      '"otel" key (docs/opentelemetry.md)');
-  }
-  return out;
-}
-
-/** The SDK's aggregation for each instrument type (see the module): the drop aggregation for a type no declared
- * metric uses, the default one otherwise, with the spec's bucket bounds (all of them, merged) for histograms when a
- * metric reads buckets. */
-function aggregationFor(declared: ReadonlyMap<string, readonly Declared[]>): (type: InstrumentType) => AggregationOption {
-  const all = [...declared.values()].flat();
-  const kinds = new Set(all.map((d) => d.source.kind));
-  const bounds = [...new Set(all.flatMap((d) => d.source.buckets ?? []))].sort((a, b) => a - b);
-  return (type) => {
-    const kind = KIND_OF_TYPE[type];
-    if (kind === undefined || !kinds.has(kind)) return { type: AggregationType.DROP };
-    if (kind === "histogram" && bounds.length) {
-      return { type: AggregationType.EXPLICIT_BUCKET_HISTOGRAM, options: { boundaries: bounds, recordMinMax: false } };
-    }
-    return { type: AggregationType.DEFAULT };
-  };
-}
-
-/** What kind of instrument `metric`'s data says it came from (`null`: an exponential histogram). */
-function kindOfData(metric: MetricData): OtelKind | null {
-  switch (metric.dataPointType) {
-    case DataPointType.HISTOGRAM: return "histogram";
-    case DataPointType.GAUGE: return "gauge";
-    case DataPointType.SUM: return metric.isMonotonic ? "counter" : "updown_counter";
-    default: return null;
-  }
 }
 
 /** The outcome of a refused record, or `null` for an error that is not a refusal (thrown on). */
@@ -255,7 +187,7 @@ export class PrivatizingMetricReader extends MetricReader {
       const client = await TelemetryClient.open(this.spec, this.store, {
         clock: () => this.backdate ?? clock(), rng: options.rng, maxOutboxBytes: options.maxOutboxBytes,
       });
-      this.tally = await this.loadTally();
+      this.tally = await loadTally(this.store, this.spec, this.tally);
       await this.roll(client, this.window()); // a window that ended while nothing ran is reported now
       return client;
     });
@@ -326,7 +258,8 @@ export class PrivatizingMetricReader extends MetricReader {
       if (tally.closed) return {};
       const values = this.valuesOf(tally), unfit = tally.unfit;
       tally.close();
-      await this.saveTally(); // closed on the device before anything is recorded: never reported twice
+      // closed on the device before anything is recorded: never reported twice
+      await saveTally(this.store, this.spec, this.tally);
       return this.report(client, tally.window, values, unfit, false);
     });
     await this.upload();
@@ -354,7 +287,7 @@ export class PrivatizingMetricReader extends MetricReader {
       const { resourceMetrics, errors } = await this.collect();
       for (const err of errors) diag.warn(`ldp: an instrument's callback failed: ${String(err)}`);
       for (const scope of resourceMetrics.scopeMetrics) for (const metric of scope.metrics) this.add(metric);
-      if (!(await this.roll(client, this.window()))) await this.saveTally();
+      if (!(await this.roll(client, this.window()))) await saveTally(this.store, this.spec, this.tally);
     });
     if (upload) await this.upload();
   }
@@ -387,7 +320,7 @@ export class PrivatizingMetricReader extends MetricReader {
     const ended = this.tally;
     if (ended.window >= now) return false;
     this.tally = new WindowTally(now);
-    await this.saveTally();
+    await saveTally(this.store, this.spec, this.tally);
     if (!ended.closed) await this.report(client, ended.window, this.valuesOf(ended), ended.unfit, true);
     return true;
   }
@@ -439,36 +372,5 @@ export class PrivatizingMetricReader extends MetricReader {
       }
     })().finally(() => (this.uploading = null));
     return this.uploading;
-  }
-
-  /** The tally kept in the device's state, if it is this spec's and readable; else the fresh one made with the reader
-   * (of the window it was made in). */
-  private async loadTally(): Promise<WindowTally> {
-    const doc = await this.store.transact((tx) => tx.state?.otel, { readOnly: true });
-    if (doc === undefined) return this.tally;
-    try {
-      if ((doc as { spec?: unknown }).spec !== this.spec.fingerprint) throw new TypeError("another spec's tally");
-      return WindowTally.fromJSON(doc);
-    } catch (err) {
-      diag.warn(`ldp: the saved window tally is set aside (${(err as Error).message}): starting the window anew`);
-      return this.tally;
-    }
-  }
-
-  /** Keep the tally in the device's state (a write only when it changed). While the device is opted out, none is
-   * kept, here or there. */
-  private async saveTally(): Promise<void> {
-    const doc = { ...this.tally.toJSON(), spec: this.spec.fingerprint };
-    const optedOut = await this.store.transact((tx) => {
-      const state = tx.state;
-      if (state === null) return false;
-      if (state.optedOut) {
-        delete state.otel;
-        return true;
-      }
-      state.otel = doc;
-      return false;
-    });
-    if (optedOut) this.tally.clear();
   }
 }
