@@ -45,6 +45,32 @@ function checkSymbols(value: unknown, message: string, param: string, low: numbe
   return cps;
 }
 
+/** The alphabet (its symbols, distinct, at most 2^16 − 2) and the pad (one symbol not in it) of `values`, checked in
+ * Python's order. */
+function checkAlphabet(values: ParamsDict): [string[], string] {
+  const alphabet = checkSymbols(values.alphabet, "alphabet must be a non-empty string of symbols", "alphabet", 1);
+  if (new Set(alphabet).size !== alphabet.length) {
+    throw relation("distinct", ["alphabet"], `alphabet has repeated symbols: ${JSON.stringify(values.alphabet)}`);
+  }
+  const padMessage = `pad must be one symbol that is not in the alphabet, got ${showValue(values.pad)}`;
+  const pad = checkSymbols(values.pad, padMessage, "pad", 1, 1)[0];
+  if (alphabet.includes(pad)) throw relation("pad_not_in_alphabet", ["pad", "alphabet"], padMessage);
+  if (alphabet.length > 2 ** 16 - 2) {
+    throw new LdpValueError("param_length", { param: "alphabet", got: alphabet.length, min: 1, max: 2 ** 16 - 2 },
+      `alphabet size must be in [1, ${2 ** 16 - 2}], got ${alphabet.length}`);
+  }
+  return [alphabet, pad];
+}
+
+/** `replacement`: one symbol of `alphabet`, or `null` (none given). */
+function checkReplacement(rep: unknown, alphabet: readonly string[]): string | null {
+  if (rep === null || rep === undefined) return null;
+  const message = `replacement must be one symbol of the alphabet (or null), got ${showValue(rep)}`;
+  const replacement = checkSymbols(rep, message, "replacement", 1, 1)[0];
+  if (!alphabet.includes(replacement)) throw relation("replacement_in_alphabet", ["replacement", "alphabet"], message);
+  return replacement;
+}
+
 /** SFP parameters: the two sketches' ε and shapes, the alphabet and pad, L, r, the word-hash bits, the seed. */
 export class SfpParams extends ProtocolParams {
   static readonly className = "SfpParams";
@@ -72,17 +98,7 @@ export class SfpParams extends ProtocolParams {
     const check = (from: RowName<typeof SFP_PARAMS>, to = from) => checkParams(v, SFP_PARAMS, from, to);
     check("word_epsilon", "fragment_epsilon");
     const wordEpsilon = v.word_epsilon as number, fragmentEpsilon = v.fragment_epsilon as number;
-    const alphabet = checkSymbols(v.alphabet, "alphabet must be a non-empty string of symbols", "alphabet", 1);
-    if (new Set(alphabet).size !== alphabet.length) {
-      throw relation("distinct", ["alphabet"], `alphabet has repeated symbols: ${JSON.stringify(v.alphabet)}`);
-    }
-    const padMessage = `pad must be one symbol that is not in the alphabet, got ${showValue(v.pad)}`;
-    const pad = checkSymbols(v.pad, padMessage, "pad", 1, 1)[0];
-    if (alphabet.includes(pad)) throw relation("pad_not_in_alphabet", ["pad", "alphabet"], padMessage);
-    if (alphabet.length > 2 ** 16 - 2) {
-      throw new LdpValueError("param_length", { param: "alphabet", got: alphabet.length, min: 1, max: 2 ** 16 - 2 },
-        `alphabet size must be in [1, ${2 ** 16 - 2}], got ${alphabet.length}`);
-    }
+    const [alphabet, pad] = checkAlphabet(v);
     check("length");
     const length = v.length as number;
     checkParams(v, SFP_PARAMS, "fragment_length", "fragment_length", { fragment_length: () => length });
@@ -102,13 +118,7 @@ export class SfpParams extends ProtocolParams {
       throw relation("hash_seed_room", ["hash_seed", "word_num_hashes", "fragment_num_hashes"],
         "hash_seed leaves no room for the sketches' hash functions below 2**32");
     }
-    const rep = v.replacement;
-    let replacement: string | null = null;
-    if (rep !== null && rep !== undefined) {
-      const message = `replacement must be one symbol of the alphabet (or null), got ${showValue(rep)}`;
-      replacement = checkSymbols(rep, message, "replacement", 1, 1)[0];
-      if (!alphabet.includes(replacement)) throw relation("replacement_in_alphabet", ["replacement", "alphabet"], message);
-    }
+    const replacement = checkReplacement(v.replacement, alphabet);
     check("truncate");
     const truncate = v.truncate as boolean;
     this.symbols = Object.freeze([...alphabet, pad]);
