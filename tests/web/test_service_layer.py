@@ -13,6 +13,7 @@ accepted row reads its ``status()``.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -97,10 +98,13 @@ def _aggregators(root: Path) -> tuple[Any, Any]:
     return StandIn("leader"), StandIn("helper")
 
 
+_BATCHES = itertools.count()
+
+
 def _upload(c: TestClient, headers: dict[str, Any]) -> Any:
-    batch = f"b{len(c.cookies)}{id(headers)}"
-    return c.post("/v1/reports", content=b"".join(GOOD), headers={"Content-Type": "application/x-ndjson",
-                                                                    "Ldp-Batch-Id": batch, **headers})
+    """An upload of a few good lines, each under a batch id of its own (an accepted one is stored)."""
+    return c.post("/v1/reports", content=b"".join(GOOD), headers={
+        "Content-Type": "application/x-ndjson", "Ldp-Batch-Id": f"b{next(_BATCHES)}", **headers})
 
 
 @pytest.fixture(scope="module")
