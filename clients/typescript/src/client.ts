@@ -19,10 +19,8 @@ import { PrivacyCost } from "./params/base.js";
 import { CollectionSpec } from "./spec.js";
 import { DeviceState, STATE_FORMAT, StateStore, live, outboxBytes } from "./state.js";
 import { Endpoints, checkEndpoints } from "./endpoints.js";
-import {
-  KEEPALIVE_BYTES, PreparedUpload, UploadOptions, UploadResult, acknowledge, checkAnswer, checkUploadOptions, nextUploadAt,
-  prepareUpload, readReply, upload,
-} from "./uploader.js";
+import { KEEPALIVE_BYTES, PreparedUpload, nextUploadAt, prepareUpload, sendKeepalive } from "./upload-batch.js";
+import { UploadOptions, UploadResult, checkUploadOptions, upload } from "./uploader.js";
 
 const METRIC_SECRET_TAG = new TextEncoder().encode("ldp/client/metric-secret/v1\0");
 const REL_TOL = 1e-9;
@@ -411,18 +409,7 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       const batch = ready;
       ready = null;
       sending = true;
-      // Under the request's deadline, as any request of `upload` (the timer dies with the page: a request still out
-      // then goes on, keepalive): a collector that never answers cannot hold `sending`, and so every later send.
-      const signal = AbortSignal.timeout(Math.ceil((options.timeout ?? 30) * 1000));
-      const first = batch === null ? Promise.resolve() : doFetch(list[0].url, { method: "POST", headers: batch.headers,
-        body: batch.body as BodyInit, redirect: "manual", keepalive: true, signal })
-        .then(async (response) => {
-          const body = await readReply(response, 1 << 16, signal);
-          if (response.status >= 200 && response.status < 300) {
-            checkAnswer(body, batch.id, batch.items.length);
-            await acknowledge(this.store, batch, this.clock());
-          }
-        });
+      const first = sendKeepalive(doFetch, list[0].url, batch, options.timeout ?? 30, this.store, () => this.clock());
       (list.length > 1 ? first.catch(() => undefined) : first)
         .then(() => this.upload(endpoints, token, { maxAttempts: list.length, ...options, keepalive: true }))
         .catch(() => undefined)

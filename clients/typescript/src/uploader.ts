@@ -30,18 +30,16 @@
  *
  * No report line and no token is ever logged: the one log line (`UploadOptions.log`, on a switch of endpoint) names
  * the two hosts and the status or kind of failure.
+ *
+ * The batches (pinned, prepared, acknowledged) are `upload-batch.ts`; what the collector answers, `upload-answer.ts`.
  */
 import { UploadError, UploadProtocolError } from "./errors.js";
-import { fromHex, toHex } from "./bytes.js";
-import { HmacSha256 } from "./hash/sha256.js";
 import { CollectionSpec } from "./spec.js";
 import { Endpoints, Rotation, checkEndpoints } from "./endpoints.js";
-import { live, outboxBytes } from "./state.js";
-import type { DeviceState, OutboxItem, StateStore, StoreTransaction } from "./state.js";
-
-const BATCH_TAG = new TextEncoder().encode("ldp/client/batch-id/v1\0");
-const MAX_ANSWER = 1 << 16;
-const MAX_BATCH = 1 << 20;
+import { live } from "./state.js";
+import type { StateStore } from "./state.js";
+import { MAX_ANSWER, checkAnswer, parseRetryAfter, readReply } from "./upload-answer.js";
+import { KEEPALIVE_BYTES, PreparedUpload, acknowledge, nextUploadAt, pin, prepareUpload } from "./upload-batch.js";
 
 /** What one `upload` call did (Python's `UploadResult`). */
 export interface UploadResult {
@@ -77,9 +75,6 @@ export interface UploadOptions {
   readonly keepalive?: boolean;
 }
 
-/** The most bytes of lines in one batch pinned for a keepalive request (browsers allow 64 KiB in flight). */
-export const KEEPALIVE_BYTES = 60 * 1024;
-
 /** The end of the last upload call waiting or running, per outbox (`outboxKey`): a call's turn comes when it ends. */
 const turns = new Map<unknown, Promise<void>>();
 
@@ -99,191 +94,6 @@ async function takeTurn(key: unknown, seconds: number): Promise<(() => void) | n
   clearTimeout(timer);
   if (!ready) end();
   return ready ? end : null;
-}
-
-/** `batch_id`: HMAC-SHA256(salt, tag ‖ ids joined by "," ‖ 0x00 ‖ lines joined by "\n"), the first 32 hex digits. */
-export function batchId(salt: Uint8Array, ids: readonly number[], lines: readonly string[]): string {
-  const enc = new TextEncoder();
-  return toHex(new HmacSha256(salt).mac(BATCH_TAG, enc.encode(ids.join(",")), new Uint8Array(1),
-    enc.encode(lines.join("\n")))).slice(0, 32);
-}
-
-/** Seconds to wait from a `Retry-After` value (delta-seconds or an HTTP date; a past date gives 0), else `null`. */
-export function parseRetryAfter(value: string | null, now: number): number | null {
-  if (value === null) return null;
-  const v = value.trim();
-  if (/^[0-9]+$/.test(v)) return Number(v);
-  const when = Date.parse(v);
-  return Number.isNaN(when) ? null : Math.max(0, when / 1000 - now);
-}
-
-function show(v: unknown): string {
-  const text = JSON.stringify(v) ?? String(v);
-  return text.length <= 40 ? text : text.slice(0, 37) + "...";
-}
-
-function count(answer: Record<string, unknown>, key: string): number {
-  const v = answer[key];
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 0) throw new Error(`${key} is ${show(v)}, not an integer >= 0`);
-  return v;
-}
-
-/** `check_answer`: the collector's 2xx answer to batch `batch` of `sent` lines if it is sane, else an `Error` saying
- * what is wrong. */
-export function checkAnswer(body: string, batch: string, sent: number): Record<string, unknown> {
-  let answer: unknown;
-  try {
-    answer = JSON.parse(body);
-  } catch (err) {
-    throw new Error(`the answer is not JSON (${String((err as Error).message).slice(0, 80)})`);
-  }
-  if (answer === null || typeof answer !== "object" || Array.isArray(answer)) throw new Error("the answer is not a JSON object");
-  const a = answer as Record<string, unknown>;
-  if ("batch_id" in a && a.batch_id !== batch) throw new Error(`the answer names batch ${show(a.batch_id)}, not ${batch}`);
-  const duplicate = "duplicate" in a ? a.duplicate : false;
-  if (typeof duplicate !== "boolean") throw new Error(`duplicate is ${show(duplicate)}, not a boolean`);
-  const counted = !(duplicate && !("accepted" in a) && !("rejected" in a));
-  const needed = counted ? ["batch_id", "accepted", "rejected", "lines"] : ["batch_id", "lines"];
-  const missing = needed.filter((k) => !(k in a));
-  if (missing.length) throw new Error(`the answer lacks ${missing.join(", ")}`);
-  const lines = count(a, "lines");
-  if (counted) {
-    const accepted = count(a, "accepted");
-    const rejected = a.rejected;
-    if (rejected === null || typeof rejected !== "object" || Array.isArray(rejected)) {
-      throw new Error(`rejected is ${show(rejected)}, not an object of counts by reason`);
-    }
-    let total = 0;
-    for (const reason of Object.keys(rejected)) {
-      if (!(reason.length > 0 && reason.length <= 100 && !/[\p{C}]/u.test(reason))) throw new Error(`rejected names reason ${show(reason)}`);
-      total += count(rejected as Record<string, unknown>, reason);
-    }
-    if (accepted + total !== lines) throw new Error(`accepted (${accepted}) + rejected (${total}) != lines (${lines})`);
-  }
-  if (!(duplicate ? sent <= lines && lines <= MAX_BATCH : lines === sent)) {
-    throw new Error(`the answer counts ${lines} line(s); ${sent} were sent`);
-  }
-  return a;
-}
-
-async function gzipped(text: string): Promise<Uint8Array | null> {
-  const CS = (globalThis as { CompressionStream?: new (f: string) => TransformStream }).CompressionStream;
-  if (CS === undefined) return null;
-  const stream = new Blob([text]).stream().pipeThrough(new CS("gzip"));
-  return new Uint8Array(await new Response(stream).arrayBuffer());
-}
-
-interface Pinned {
-  id: string;
-  items: OutboxItem[];
-}
-
-/** Unix seconds from which the next batch may be sent (Python's `next_upload_at`): the last acknowledged upload plus
- * `upload.min_interval_seconds`; `-Infinity` before the first upload, `Infinity` while the device opted out. */
-export function nextUploadAt(state: DeviceState, spec: CollectionSpec): number {
-  if (state.optedOut) return Infinity;
-  return state.lastUpload === null ? -Infinity : state.lastUpload + spec.upload.min_interval_seconds;
-}
-
-/** Pin the next batch: the one already pinned, else up to `max_batch` (and `limit`) of the oldest reports (`null`:
- * none, or the upload interval has not passed). */
-function pin(tx: StoreTransaction, spec: CollectionSpec, now: number, limit = Infinity, maxBytes = Infinity): Pinned | null {
-  const state = live(tx);
-  if (state.batch === null) {
-    const interval = spec.upload.min_interval_seconds;
-    if (!tx.pending || (state.lastUpload !== null && now < state.lastUpload + interval)) return null;
-    let items = tx.head(Math.min(spec.upload.max_batch, limit));
-    if (maxBytes !== Infinity) {
-      const encoder = new TextEncoder();
-      let bytes = 0, n = 0;
-      while (n < items.length && (n === 0 || bytes + encoder.encode(items[n].line).length + 1 <= maxBytes)) {
-        bytes += encoder.encode(items[n].line).length + 1;
-        n++;
-      }
-      items = items.slice(0, n);
-    }
-    state.batch = { id: batchId(fromHex(state.salt), items.map((i) => i.id), items.map((i) => i.line)), count: items.length };
-    return { id: state.batch.id, items };
-  }
-  return { id: state.batch.id, items: tx.head(state.batch.count) };
-}
-
-/** A batch pinned for upload, with its request: what `TelemetryClient.uploadWhenHidden` prepares ahead so that it
- * can send synchronously while the page goes. */
-export interface PreparedUpload {
-  readonly id: string;
-  readonly items: readonly OutboxItem[];
-  readonly body: string | Uint8Array;
-  readonly headers: Readonly<Record<string, string>>;
-}
-
-/** Pins the next batch (at most `maxBytes` of lines) in `store` and builds its request: `null` when nothing is due
- * (an empty outbox, or the upload interval has not passed). */
-export async function prepareUpload(store: StateStore, spec: CollectionSpec, token: string, now: number,
-  options: { gzip?: boolean; maxBytes?: number } = {}): Promise<PreparedUpload | null> {
-  const batch = await store.transact((tx) => pin(tx, spec, now, Infinity, options.maxBytes ?? Infinity),
-    { head: spec.upload.max_batch });
-  if (batch === null) return null;
-  const text = batch.items.map((i) => i.line).join("\n") + "\n";
-  const gz = options.gzip === false ? null : await gzipped(text);
-  const headers: Record<string, string> = { authorization: `Bearer ${token}`, "content-type": "application/x-ndjson",
-    "ldp-batch-id": batch.id };
-  if (gz !== null) headers["content-encoding"] = "gzip";
-  return { id: batch.id, items: batch.items, body: gz ?? text, headers };
-}
-
-/** Drops an acknowledged batch from the outbox and counts its reports as uploaded: the number dropped (0 when
- * another uploader, a second tab, acknowledged it meanwhile). */
-export function acknowledge(store: StateStore, batch: { id: string; items: readonly OutboxItem[] }, now: number): Promise<number> {
-  return store.transact((tx) => {
-    const state = live(tx);
-    if (state.batch?.id !== batch.id) return 0;
-    tx.dropHead(state.batch.count);
-    for (const item of batch.items) state.uploaded[item.metric] = (state.uploaded[item.metric] ?? 0) + 1;
-    if (state.outboxBytes !== undefined) state.outboxBytes = Math.max(0, state.outboxBytes - outboxBytes(batch.items));
-    state.batch = null;
-    state.lastUpload = Math.max(now, state.lastUpload ?? now); // as the ledger's clock, it never goes back
-    return batch.items.length;
-  });
-}
-
-/**
- * The reply's body as text, at most `limit` bytes of it (the rest is not read: the download is cancelled), read
- * under `signal` — the same deadline as the request. A body that fails or outlasts the deadline throws, as the
- * request would have.
- */
-export async function readReply(response: Response, limit: number, signal: AbortSignal): Promise<string> {
-  const body = response.body;
-  if (body === null) return "";
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason ?? new Error("the reply took too long"));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
-  aborted.catch(() => undefined);
-  try {
-    while (size < limit) {
-      const { done, value } = await Promise.race([reader.read(), aborted]);
-      if (done) break;
-      const room = limit - size;
-      chunks.push(value.length > room ? value.subarray(0, room) : value);
-      size += Math.min(value.length, room);
-    }
-  } finally {
-    signal.removeEventListener("abort", onAbort as () => void);
-    reader.cancel().catch(() => undefined); // stop a body longer than the limit, or one still trickling in
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.length;
-  }
-  return new TextDecoder().decode(all);
 }
 
 const seconds = (v: unknown): boolean => typeof v === "number" && Number.isFinite(v) && v > 0;
@@ -312,11 +122,55 @@ export function checkUploadOptions(token: string, options: UploadOptions): void 
   }
 }
 
+/** Counts in `result` a sane answer `a` to a batch of which the outbox dropped `acked` reports. */
+function tally(result: UploadResult, a: Record<string, unknown>, acked: number): void {
+  result.batches += 1;
+  result.acknowledged += acked;
+  if (a.duplicate === true) result.duplicates += 1;
+  if (typeof a.accepted === "number") result.accepted += a.accepted;
+  for (const [k, v] of Object.entries((a.rejected ?? {}) as Record<string, number>)) {
+    result.rejected[k] = (result.rejected[k] ?? 0) + v;
+  }
+}
+
+/** After a 413 (nothing was stored): the pinned batch `batch` unpinned, and the first half of its reports (at most
+ * `maxBytes` of lines) pinned in its place; the upload interval does not apply to a split. */
+function pinHalf(store: StateStore, spec: CollectionSpec, batch: PreparedUpload, maxBytes: number): Promise<void> {
+  const half = Math.ceil(batch.items.length / 2);
+  return store.transact((tx) => {
+    const state = live(tx);
+    if (state.batch?.id === batch.id) {
+      state.batch = null;
+      pin(tx, spec, Infinity, half, maxBytes);
+    }
+  }, { head: half });
+}
+
+/** The reason a collector gave for refusing a batch: its JSON answer's `error` (at most 100 characters), else the
+ * status. */
+function refusalReason(status: number, body: string): string {
+  try {
+    const e = JSON.parse(body) as { error?: unknown };
+    if (typeof e.error === "string") return e.error.slice(0, 100);
+  } catch {
+    /* not JSON: the status says it */
+  }
+  return `HTTP ${status}`;
+}
+
 /** Upload `store`'s outbox to `endpoints` (one URL, or a list tried as the module says; a bad list, token or option
  * is a `RangeError` before anything is sent) until it is empty, the upload interval stops it or `callTimeout`
  * passes. One call at a time per outbox (`store.outboxKey`): a call waits for those made before it, at most its
  * `callTimeout` (then it returns `stopped: "deadline"`, having sent nothing). Do not call it from the `fetch` or
- * `sleep` given to it: that call would wait for the one it is part of. */
+ * `sleep` given to it: that call would wait for the one it is part of.
+ *
+ * Size exception: the call's steps (`end`, `failure`, `pause`, `failOver`, the parts' loop) share its deadline, its
+ * options with their defaults, the endpoints' rotation and the result as closures over its locals, which a minifier
+ * shortens to a letter each. Split into functions or a class, that state becomes an object whose property names stay
+ * whole: the one-metric page of `npm run size` grew by 84 to 172 bytes gzipped (a class, functions of a call object,
+ * a factory of the closures), past its budget. What needs none of that state is out (`tally`, `pinHalf`,
+ * `refusalReason`, `prepareUpload`, `checkAnswer`, `readReply`).
+ */
 export async function upload(store: StateStore, spec: CollectionSpec, endpoints: Endpoints, token: string,
   options: UploadOptions = {}): Promise<UploadResult> {
   const ring = new Rotation(checkEndpoints(endpoints));
@@ -373,8 +227,6 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
       const maxBytes = options.keepalive ? KEEPALIVE_BYTES : Infinity;
       const batch = await prepareUpload(store, spec, token, clock(), { gzip: options.gzip, maxBytes });
       if (batch === null) return end();
-      const lines = batch.items;
-      const { headers } = batch;
       let answered = false, stopped = false; // stopped: by the call's deadline
       ring.startPart();
       for (let attempt = 1; attempt <= maxAttempts && !answered && !stopped; attempt++) {
@@ -385,8 +237,8 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
         const signal = AbortSignal.timeout(Math.ceil(Math.max(0, Math.min(timeout, left())) * 1000)); // whole ms
         try {
           const keepalive = options.keepalive === true && batch.body.length <= 64 * 1024;
-          response = await doFetch(ring.current.url, { method: "POST", headers, body: batch.body as BodyInit,
-            redirect: "manual", signal, keepalive });
+          response = await doFetch(ring.current.url, { method: "POST", headers: batch.headers,
+            body: batch.body as BodyInit, redirect: "manual", signal, keepalive });
           body = await readReply(response, MAX_ANSWER, signal);
         } catch {
           // the timer's clock may run a little ahead of monotonic(): an abort by the call's timer is its deadline
@@ -402,30 +254,18 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
         if (status >= 200 && status < 300) {
           let a: Record<string, unknown>;
           try {
-            a = checkAnswer(body, batch.id, lines.length);
+            a = checkAnswer(body, batch.id, batch.items.length);
           } catch (err) {
             throw await failure(`the collector's answer to batch ${batch.id} is not sane: ${(err as Error).message}`,
               status, "bad_answer", UploadProtocolError);
           }
-          const acked = await acknowledge(store, batch, clock());
-          result.batches += 1;
-          result.acknowledged += acked;
-          if (a.duplicate === true) result.duplicates += 1;
-          if (typeof a.accepted === "number") result.accepted += a.accepted;
-          for (const [k, v] of Object.entries((a.rejected ?? {}) as Record<string, number>)) {
-            result.rejected[k] = (result.rejected[k] ?? 0) + v;
-          }
+          tally(result, a, await acknowledge(store, batch, clock()));
           answered = true;
         } else if (status === 413) {
-          if (lines.length <= 1) throw await failure("the collector refused a one-line batch as too large", status, "too_large");
-          const half = Math.ceil(lines.length / 2);
-          await store.transact((tx) => {
-            const state = live(tx);
-            if (state.batch?.id === batch.id) {
-              state.batch = null;
-              pin(tx, spec, Infinity, half, maxBytes); // the interval does not apply to a split
-            }
-          }, { head: half });
+          if (batch.items.length <= 1) {
+            throw await failure("the collector refused a one-line batch as too large", status, "too_large");
+          }
+          await pinHalf(store, spec, batch, maxBytes);
           answered = true;
         } else if (status === 429 || status === 408 || status >= 500) {
           if (left() <= 0) stopped = true;
@@ -434,13 +274,7 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
           if (status === 429) stopped = !(await pause(Math.min(maxDelay, wait ?? backoff(ring.hold()))));
           else stopped = !(await failOver(`HTTP ${status}`, wait));
         } else {
-          let reason = `HTTP ${status}`;
-          try {
-            const e = JSON.parse(body) as { error?: unknown };
-            if (typeof e.error === "string") reason = e.error.slice(0, 100);
-          } catch {
-            /* not JSON: the status says it */
-          }
+          const reason = refusalReason(status, body);
           throw await failure(`the collector refused batch ${batch.id}: ${reason}`, status, reason);
         }
       }
