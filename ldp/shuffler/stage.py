@@ -169,25 +169,8 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
     first (``"all"``: every one). Every run deletes the chunks ``keep_originals`` kept that their replica wrote more
     than ``originals_seconds`` ago (:mod:`ldp.shuffler.consumed`)."""
     now = time.time() if now is None else float(now)
-    if engine not in ENGINES or (scheduler is not None and engine != "dask"):
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)} (a scheduler only with 'dask'), got "
-                         f"{engine!r}")
-    if not (grace_seconds >= 0 and dedup_seconds > 0 and hold_seconds >= 0):
-        raise ValueError(f"grace_seconds and hold_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, "
-                         f"{hold_seconds}, {dedup_seconds}")
-    if isinstance(originals_seconds, bool) or not isinstance(originals_seconds, (int, float)) \
-            or not 0 < originals_seconds < math.inf:
-        raise ValueError(f"originals_seconds (how long a kept original chunk stays) must be a finite number of "
-                         f"seconds > 0, got {originals_seconds!r}")
-    if isinstance(max_resumptions, bool) or not isinstance(max_resumptions, int) or max_resumptions < 0:
-        raise ValueError(f"max_resumptions must be an int >= 0, got {max_resumptions!r}")
-    threshold = Thresholds((specs or {}).values(), min_reports)
-    if min_reports is None and (not specs or threshold.missing()):
-        raise NoThresholdError(
-            "no release threshold" + (f" for {', '.join(threshold.missing())} (no release.min_reports in its spec)"
-                                      if specs else " (no spec given)")
-            + ": give each metric's spec with release.min_reports, or --min-reports N (the least number of devices "
-              "a metric's reports in a window must come from to be released; --min-reports 1 releases any count)")
+    _check_options(engine, scheduler, grace_seconds, dedup_seconds, hold_seconds, originals_seconds, max_resumptions)
+    threshold = _thresholds(specs, min_reports)
     rules = LineRules(specs)
     store = store if isinstance(store, RoleStore) else RoleStore(store, shuffler_role(app))  # its prefixes only
     check_app_store(store, app)
@@ -208,6 +191,36 @@ def shuffle_app(store: Store, app: str, *, now: float | None = None, grace_secon
             raise
         lease.ensure()  # a pause during the last write: it landed, harmless, but this process must say so
         return run
+
+
+def _check_options(engine: str, scheduler: str | None, grace_seconds: float, dedup_seconds: float,
+                   hold_seconds: float, originals_seconds: float, max_resumptions: int) -> None:
+    """``ValueError`` for an option of :func:`shuffle_app` out of its range (before the store is touched)."""
+    if engine not in ENGINES or (scheduler is not None and engine != "dask"):
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)} (a scheduler only with 'dask'), got "
+                         f"{engine!r}")
+    if not (grace_seconds >= 0 and dedup_seconds > 0 and hold_seconds >= 0):
+        raise ValueError(f"grace_seconds and hold_seconds must be >= 0 and dedup_seconds > 0, got {grace_seconds}, "
+                         f"{hold_seconds}, {dedup_seconds}")
+    if isinstance(originals_seconds, bool) or not isinstance(originals_seconds, (int, float)) \
+            or not 0 < originals_seconds < math.inf:
+        raise ValueError(f"originals_seconds (how long a kept original chunk stays) must be a finite number of "
+                         f"seconds > 0, got {originals_seconds!r}")
+    if isinstance(max_resumptions, bool) or not isinstance(max_resumptions, int) or max_resumptions < 0:
+        raise ValueError(f"max_resumptions must be an int >= 0, got {max_resumptions!r}")
+
+
+def _thresholds(specs: Mapping[str, CollectionSpec] | None, min_reports: int | None) -> Thresholds:
+    """Each metric's release threshold, in devices; :class:`NoThresholdError` unless ``min_reports`` is given or
+    every metric of ``specs`` has its own."""
+    threshold = Thresholds((specs or {}).values(), min_reports)
+    if min_reports is None and (not specs or threshold.missing()):
+        raise NoThresholdError(
+            "no release threshold" + (f" for {', '.join(threshold.missing())} (no release.min_reports in its spec)"
+                                      if specs else " (no spec given)")
+            + ": give each metric's spec with release.min_reports, or --min-reports N (the least number of devices "
+              "a metric's reports in a window must come from to be released; --min-reports 1 releases any count)")
+    return threshold
 
 
 def open_engine(name: str, store: FencedStore, app: str, rules: LineRules, scheduler: str | None = None) -> Engine:
