@@ -321,15 +321,7 @@ def _group(pa: Any, cols: _Columns, rows: np.ndarray, first: int, metric: Metric
     """Route one group (same spec, metric, protocol, params and window: checked on every row): its rows failing
     the metric's schema rejected with the reason of ``validate_report``, then one batch of the others' payload."""
     i = int(rows[0])
-
-    def take(a: np.ndarray) -> np.ndarray:
-        return a if rows.size == cols.n else a[rows]  # rows are ascending: all of them, or indexed
-
-    for name in _TEXT:
-        if not (take(cols.codes[name]) == cols.codes[name][i]).all():
-            raise AssertionError(f"a group of rows mixes {name} values")
-    if by_window and not (take(cols.window) == window).all():
-        raise AssertionError("a group of rows mixes windows")
+    _check_one_group(cols, rows, window, by_window)
     pr = metric.params
     if cols.text("protocol", i) != pr.protocol:
         return [_rejected(cols, rows, first, "wrong_protocol",
@@ -338,6 +330,40 @@ def _group(pa: Any, cols: _Columns, rows: np.ndarray, first: int, metric: Metric
         return [_rejected(cols, rows, first, "wrong_fingerprint",
                           f"report: expected parameters {pr.fingerprint}, got {cols.text('params', i)}", metric,
                           window)]
+    out, live, columns = _fields(pa, cols, rows, first, metric, window, payload, count)
+    keep = np.flatnonzero(live)
+    if not keep.size:
+        return out
+    if keep.size < rows.size:
+        columns = {k: v[keep] for k, v in columns.items()}
+    kept = rows[keep]
+    rb = ReportBatch(pr.protocol, pr.fingerprint, tuple(pr.schema), columns)
+    out.append(ColumnBatch(metric, window, rb, kept + first, lambda j: cols.raw(int(kept[j]))))
+    return out
+
+
+def _take(cols: _Columns, rows: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """A column's values at ``rows`` (ascending: all of them, or indexed)."""
+    return a if rows.size == cols.n else a[rows]
+
+
+def _check_one_group(cols: _Columns, rows: np.ndarray, window: int, by_window: bool) -> None:
+    """``AssertionError`` unless every row of the group has its first row's spec, metric, protocol and params (and,
+    ``by_window``, is in ``window``)."""
+    i = int(rows[0])
+    for name in _TEXT:
+        if not (_take(cols, rows, cols.codes[name]) == cols.codes[name][i]).all():
+            raise AssertionError(f"a group of rows mixes {name} values")
+    if by_window and not (_take(cols, rows, cols.window) == window).all():
+        raise AssertionError("a group of rows mixes windows")
+
+
+def _fields(pa: Any, cols: _Columns, rows: np.ndarray, first: int, metric: MetricSpec, window: int,
+            payload: list[str], count: np.ndarray) -> tuple[list[Batch], np.ndarray, dict[str, np.ndarray]]:
+    """The group's payload fields checked against the metric's schema, field by field: the rejected rows (a batch
+    per reason met, each row rejected once, for the first check it fails), which rows are left, and the fields'
+    columns (over every row of the group)."""
+    pr = metric.params
     live = np.ones(rows.size, dtype=bool)
     out: list[Batch] = []
 
@@ -356,9 +382,9 @@ def _group(pa: Any, cols: _Columns, rows: np.ndarray, first: int, metric: Metric
         if col is None or not (pa.types.is_integer(col.type) if f.kind == "uint" else _is_binary(pa, col.type)):
             drop(live, "payload_mismatch", f"report: field {f.name!r} must be {f.kind}")
             break
-        drop(~take(cols.valid(name)), "payload_mismatch", f"report: field {f.name!r} must be {f.kind}")
+        drop(~_take(cols, rows, cols.valid(name)), "payload_mismatch", f"report: field {f.name!r} must be {f.kind}")
         if f.kind == "uint":
-            values = take(cols.values(name))
+            values = _take(cols, rows, cols.values(name))
             if f.size <= np.iinfo(values.dtype).max:
                 drop(values >= f.size, "out_of_range", f"report: {f.name} must be < {f.size}")
             columns[f.name] = values
@@ -369,15 +395,7 @@ def _group(pa: Any, cols: _Columns, rows: np.ndarray, first: int, metric: Metric
                 good &= (packed[:, -1] >> (8 - pad)) == 0
             drop(~good, "bad_length", f"report: {f.name} must have {f.size} bits")
             columns[f.name] = packed
-    keep = np.flatnonzero(live)
-    if not keep.size:
-        return out
-    if keep.size < rows.size:
-        columns = {k: v[keep] for k, v in columns.items()}
-    kept = rows[keep]
-    rb = ReportBatch(pr.protocol, pr.fingerprint, tuple(pr.schema), columns)
-    out.append(ColumnBatch(metric, window, rb, kept + first, lambda j: cols.raw(int(kept[j]))))
-    return out
+    return out, live, columns
 
 
 def _packed(col: Any, rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:

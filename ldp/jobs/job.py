@@ -180,14 +180,7 @@ def fold_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_dir: st
     (``s3://bucket/prefix``: the objects under it), read through stores opened once with ``storage_options``
     (:class:`ldp.jobs.inputs.InputStores`); ``scopes`` (``{root URL: role}``, the local engine only) reads the
     inputs under a root as that role may (:class:`~ldp.storage.roles.RoleStore`)."""
-    if scopes and engine != "local":
-        raise ValueError("scopes are enforced by this process's reads: aggregate with engine='local'")
-    if on_change not in ON_CHANGE:
-        raise ValueError(f"on_change must be one of {ON_CHANGE}, got {on_change!r}")
-    if duplicates not in DUPLICATES:
-        raise ValueError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
-    if fmt is not None and fmt not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    _check_options(engine, fmt, on_change, duplicates, scopes)
     index = spec_index(specs)
     t0 = time.perf_counter()
     warnings: list[str] = []
@@ -204,28 +197,51 @@ def fold_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_dir: st
         logger.info("aggregate: %d input(s) given: %d to fold, %d skipped (already folded or renamed), "
                     "%d duplicate(s) not folded", len(files), len(tasks), len(plan.skipped), len(plan.duplicates))
         docs = [s.to_dict() for s in index.values()]
-        run = {"records": 0, "accepted": 0, "bytes": 0}
-        results = _run(tasks, docs, by_window, chunk_bytes, fast, manifest.dir, engine, scheduler, progress,
-                       parquet_unverified, stores)
-        for task, (blob, stats, rejects) in results:
-            _commit(manifest, task, blob, stats, rejects)
-            logger.debug("folded %s (%s): %d reports, %d accepted, %d rejected in %.3f s", task.source, task.fmt,
-                         stats["records"], stats["accepted"], sum(stats["rejected"].values()), stats["seconds"])
-            run["records"] += stats["records"]
-            run["accepted"] += stats["accepted"]
-            run["bytes"] += stats["size"]
+        run = _commit_all(manifest, _run(tasks, docs, by_window, chunk_bytes, fast, manifest.dir, engine, scheduler,
+                                         progress, parquet_unverified, stores))
         summary = _finish(manifest, [t.source for t in tasks], plan.skipped, warnings)
         summary.renamed, summary.duplicates = plan.renamed, plan.duplicates
-        given = {input_key(f) for f in files}
-        summary.vanished = [{"path": path, "source": e["source"], "sha256": e["sha256"], "records": e["records"]}
-                            for path, e in sorted(manifest.entries.items())
-                            if path not in given and not input_exists(path, stores)]
+        summary.vanished = _vanished(manifest, files, stores)
         summary.run = {**run, "seconds": round(time.perf_counter() - t0, 6)}
         _log_summary(summary)
         write_atomic(manifest.dir / "summary.json", (_json(summary.to_dict()) + "\n").encode())
         return summary
     finally:
         manifest.close()
+
+
+def _check_options(engine: str, fmt: str | None, on_change: str, duplicates: str,
+                   scopes: Mapping[str, Role] | None) -> None:
+    """``ValueError`` for an option :func:`fold_files` does not know, or scopes on another engine than the local
+    one (they are enforced by this process's reads)."""
+    if scopes and engine != "local":
+        raise ValueError("scopes are enforced by this process's reads: aggregate with engine='local'")
+    if on_change not in ON_CHANGE:
+        raise ValueError(f"on_change must be one of {ON_CHANGE}, got {on_change!r}")
+    if duplicates not in DUPLICATES:
+        raise ValueError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
+    if fmt is not None and fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+
+
+def _commit_all(manifest: Manifest, results: Iterator[tuple[InputTask, Any]]) -> dict[str, int]:
+    """Commit each input as its fold finishes (:func:`_commit`); this run's reports read, accepted and bytes."""
+    run = {"records": 0, "accepted": 0, "bytes": 0}
+    for task, (blob, stats, rejects) in results:
+        _commit(manifest, task, blob, stats, rejects)
+        logger.debug("folded %s (%s): %d reports, %d accepted, %d rejected in %.3f s", task.source, task.fmt,
+                     stats["records"], stats["accepted"], sum(stats["rejected"].values()), stats["seconds"])
+        run["records"] += stats["records"]
+        run["accepted"] += stats["accepted"]
+        run["bytes"] += stats["size"]
+    return run
+
+
+def _vanished(manifest: Manifest, files: list[InputRef], stores: InputStores) -> list[dict[str, Any]]:
+    """The inputs folded in earlier runs that are neither given now nor on disk any more (they stay counted)."""
+    given = {input_key(f) for f in files}
+    return [{"path": path, "source": e["source"], "sha256": e["sha256"], "records": e["records"]}
+            for path, e in sorted(manifest.entries.items()) if path not in given and not input_exists(path, stores)]
 
 
 def _log_summary(summary: JobSummary) -> None:
