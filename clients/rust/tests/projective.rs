@@ -2,9 +2,10 @@
 //! onto a hyperplane, the own set of a value in its block, and the layout Python resolves when `q` (or `blocks`) is
 //! left out, on a grid of (ε, d) with the variance of each choice to the last bit (ε up to 40: every prime a
 //! candidate from ε ≈ 10.4; and ε so large or so small, 1e-300 to 1e300, that no candidate's variance is finite),
-//! and Python's answer to parameters the vector files do not exercise, among them the refusals of parameters left
-//! without a feasible layout and of an ε no layout can realize (tests/data/projective_layouts.json, written by
-//! tests/data/projective_layouts.py).
+//! Python's variances of other layouts and points of large hyperplanes, and Python's answer to parameters the vector
+//! files do not exercise, among them the refusals of parameters left without a feasible layout and of an ε no layout
+//! can realize (`conformance/layouts/projective.json`, written by `conformance/layout_vectors.py`; the TypeScript and
+//! Kotlin clients check the same file).
 
 mod common;
 
@@ -28,8 +29,9 @@ const SPACES: &[(u64, usize)] =
     &[(2, 1), (2, 2), (2, 3), (2, 5), (3, 2), (3, 3), (3, 4), (5, 2), (5, 3), (7, 3), (11, 2)];
 
 fn fixture() -> Value {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/projective_layouts.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/layouts/projective.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("conformance/layouts/projective.json"))
+        .expect("its JSON")
 }
 
 fn dot(u: &[u64], v: &[u64], q: u64) -> u64 {
@@ -144,24 +146,49 @@ fn assert_variance(var: f64, want: &Value, what: &str) {
 #[test]
 fn default_layouts_are_pythons() {
     let doc = fixture();
-    for item in doc["pgr"].as_array().unwrap() {
-        let (eps, d) = (f(&item["epsilon"]), item["domain_size"].as_u64().unwrap());
+    // [epsilon, domain_size, q, variance]
+    for row in doc["pgr"].as_array().unwrap() {
+        let (eps, d) = (f(&row[0]), row[1].as_u64().unwrap());
         let q = best_pgr_field(eps, d);
-        assert_eq!(q, item["q"].as_u64(), "pgr ε={eps} d={d}");
+        assert_eq!(q, row[2].as_u64(), "pgr ε={eps} d={d}");
         if let Some(q) = q {
             let var = rare_variance(eps, q, dimension(q, 1, d), 1, d);
-            assert_variance(var, &item["variance"], &format!("pgr ε={eps} d={d} q={q}"));
+            assert_variance(var, &row[3], &format!("pgr ε={eps} d={d} q={q}"));
         }
     }
-    for item in doc["hpg"].as_array().unwrap() {
-        let (eps, d) = (f(&item["epsilon"]), item["domain_size"].as_u64().unwrap());
-        let layout = best_hpg_layout(eps, d, item["q"].as_u64(), item["blocks"].as_u64());
-        let want = item["layout"].as_array().map(|l| (l[0].as_u64().unwrap(), l[1].as_u64().unwrap()));
-        assert_eq!(layout, want, "hpg ε={eps} d={d} q={} blocks={}", item["q"], item["blocks"]);
+    // [epsilon, domain_size, q, blocks, layout, variance], q and blocks as given to the search
+    for row in doc["hpg"].as_array().unwrap() {
+        let (eps, d) = (f(&row[0]), row[1].as_u64().unwrap());
+        let layout = best_hpg_layout(eps, d, row[2].as_u64(), row[3].as_u64());
+        let want = row[4].as_array().map(|l| (l[0].as_u64().unwrap(), l[1].as_u64().unwrap()));
+        assert_eq!(layout, want, "hpg ε={eps} d={d} q={} blocks={}", row[2], row[3]);
         if let Some((q, h)) = layout {
             let var = rare_variance(eps, q, dimension(q, h, d), h, d);
-            assert_variance(var, &item["variance"], &format!("hpg ε={eps} d={d} ({q}, {h})"));
+            assert_variance(var, &row[5], &format!("hpg ε={eps} d={d} ({q}, {h})"));
         }
+    }
+}
+
+#[test]
+fn variances_and_hyperplane_points_are_pythons() {
+    let doc = fixture();
+    // [epsilon, q, t, blocks, domain_size, variance]: layouts chosen or not
+    let variances = doc["variances"].as_array().unwrap();
+    assert!(variances.len() > 300);
+    for row in variances {
+        let (eps, q, t) = (f(&row[0]), row[1].as_u64().unwrap(), row[2].as_u64().unwrap() as u32);
+        let (h, d) = (row[3].as_u64().unwrap(), row[4].as_u64().unwrap());
+        assert_variance(rare_variance(eps, q, t, h, d), &row[5], &format!("ε={eps} q={q} t={t} h={h} d={d}"));
+    }
+    // [q, t, point, r, index]: the r-th point of the hyperplane of a point, over large fields and dimensions
+    let hyperplanes = doc["hyperplanes"].as_array().unwrap();
+    assert!(hyperplanes.len() >= 100);
+    for row in hyperplanes {
+        let [q, t, point, r, index] = [0, 1, 2, 3, 4].map(|i| row[i].as_u64().unwrap());
+        let v = point_vector(point, q, t as usize);
+        let u = hyperplane_point(&v, r, q);
+        assert_eq!(dot(&u, &v, q), 0, "q={q} t={t} point={point} r={r}");
+        assert_eq!(point_index(&u, q), index, "q={q} t={t} point={point} r={r}");
     }
 }
 
@@ -169,7 +196,7 @@ fn default_layouts_are_pythons() {
 fn parameters_are_resolved_and_refused_as_python_does() {
     let doc = fixture();
     for item in doc["params"].as_array().unwrap() {
-        let (protocol, given) = (item["protocol"].as_str().unwrap(), &item["params"]);
+        let (protocol, given) = (item["protocol"].as_str().unwrap(), &item["given"]);
         let got = protocols::get(protocol).unwrap().params(given);
         match (&got, item.get("error")) {
             (Ok(p), None) => {
@@ -179,8 +206,12 @@ fn parameters_are_resolved_and_refused_as_python_does() {
                     p.canonical_dict()
                 );
                 assert_eq!(p.fingerprint(), item["fingerprint"].as_str().unwrap(), "{protocol} {given}");
-                let want = f(&item["epsilon"]);
-                assert!(close_ulps(p.privacy_cost().epsilon, want, 4.0), "{protocol} {given}: cost");
+                let pg = projective(p);
+                let sizes = [u64::from(pg.dimension), pg.order(), pg.set_size];
+                let want = ["t", "order", "set_size"].map(|k| item[k].as_u64().unwrap());
+                assert_eq!(sizes, want, "{protocol} {given}: t, K, s");
+                assert_eq!(pg.gamma.to_bits(), f(&item["gamma"]).to_bits(), "{protocol} {given}: γ");
+                assert!(close_ulps(p.privacy_cost().epsilon, f(&item["cost"]), 4.0), "{protocol} {given}: cost");
             }
             (Err(Error::Refusal(r)), Some(want)) => {
                 let fields = Value::Object(r.fields.clone());
@@ -195,8 +226,10 @@ fn parameters_are_resolved_and_refused_as_python_does() {
 
 /// The refusal Python gives `params` of `protocol`, from the fixture (which must hold it).
 fn pythons_refusal<'a>(doc: &'a Value, protocol: &str, params: &Value) -> &'a Value {
-    let item = doc["params"].as_array().unwrap().iter().find(|i| i["protocol"] == protocol && i["params"] == *params);
-    let item = item.unwrap_or_else(|| panic!("{protocol} {params}: not in the fixture, rerun projective_layouts.py"));
+    let item =
+        doc["params"].as_array().unwrap().iter().find(|i| i["protocol"] == protocol && same_json(&i["given"], params));
+    let item =
+        item.unwrap_or_else(|| panic!("{protocol} {params}: not in the fixture, rerun conformance/layout_vectors.py"));
     item.get("error").unwrap_or_else(|| panic!("{protocol} {params}: accepted by Python"))
 }
 
@@ -255,8 +288,8 @@ fn an_epsilon_no_layout_can_realize_is_refused_for_what_it_is() {
     // the grid holds the extreme ε, for pgr and for hpg
     for eps in [1e-300, 1e-30, 1e-15, 701.0, 1e300] {
         for key in ["pgr", "hpg"] {
-            let n = doc[key].as_array().unwrap().iter().filter(|i| f(&i["epsilon"]) == eps).count();
-            assert!(n >= 14, "{key} ε={eps}: {n} entries in the fixture's grid, rerun projective_layouts.py");
+            let n = doc[key].as_array().unwrap().iter().filter(|row| f(&row[0]) == eps).count();
+            assert!(n >= 14, "{key} ε={eps}: {n} entries in the fixture's grid, rerun conformance/layout_vectors.py");
         }
     }
     // where no feasible layout has a finite variance, the default is the first feasible one …

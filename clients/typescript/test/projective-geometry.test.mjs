@@ -1,13 +1,15 @@
 // Projective Geometry Response (`pgr`) and its hybrid (`hpg`) beyond the conformance vectors: the numbering of the
 // points (a round trip over whole spaces), the hyperplane bijection (every r a distinct point orthogonal to v), the
-// default layout and what the params make of a few dicts against the Python client's answers
-// (test/data/projective_layouts.json, written by test/data/make_projective_layouts.py), the refusals when the search
-// finds no layout (the least excess, `two_blocks`) and when no layout's γ is inside (0, 1) (`epsilon_too_large`,
+// default layouts (and their variances) and what the params make of a few dicts against the Python client's answers
+// (../../conformance/layouts/projective.json, written by conformance/layout_vectors.py; the Kotlin and Rust clients
+// check the same file), the refusals when the search finds no layout (the least excess, `two_blocks`) and when no layout's γ is inside (0, 1) (`epsilon_too_large`,
 // `epsilon_too_small`) as Python's, bad inputs of every JSON type
 // (a seeded generator), and the report law over 20,000 reports of a keyed stream (within 4 SE).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 import { fromDict } from "../dist/params/base.js";
 import { KeyedRandomSource } from "../dist/random.js";
@@ -17,16 +19,23 @@ import {
   MAX_FIELD, hyperplanePoint, isPrime, pointIndex, pointVector, points, primesUpTo,
 } from "../dist/protocols/projective-space.js";
 import {
-  HPGParams, PGRParams, bestHpgLayout, bestPgrField, fieldCandidates, hpg, hpgLayouts, leastExcess, ownPoint, pgr,
-  pgrLayouts, rareVariance,
+  HPGParams, PGRParams, bestHpgLayout, bestPgrField, dimension, fieldCandidates, hpg, hpgLayouts, leastExcess,
+  ownPoint, pgr, pgrLayouts, rareVariance,
 } from "../dist/protocols/projective-geometry.js";
 
 import { N, fuzzDomainValues, fuzzDomainParams, refuses, bernoulliWithin } from "../test-support/domain.mjs";
 
-const PYTHON = JSON.parse(readFileSync(new URL("data/projective_layouts.json", import.meta.url), "utf8"));
+const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "conformance", "layouts", "projective.json");
 
-/** A typed int of the fixture (`{"int": "digits"}`, beyond 2^53) as the client holds it. */
+/** The fixture, each integer token of 16 digits or more (a refusal's `got` may pass 2^53, which `JSON.parse` would
+ * round) read as `{"int": "digits"}` first: no string of the file holds one after a `:`, `,` or `[`. */
+const PYTHON = JSON.parse(readFileSync(FIXTURE, "utf8").replace(/(?<=[:,[]\s*)-?\d{16,}(?=\s*[,\]}])/g, (m) => `{"int":"${m}"}`));
+
+/** An int of the fixture as the client holds it (a `{"int": "digits"}` exactly: a bigint beyond 2^53). */
 const plain = (v) => (v !== null && typeof v === "object" && "int" in v ? exactInt(BigInt(v.int)) : v);
+
+/** A variance of the fixture: `null` is an infinite one (no γ strictly inside (0, 1)). */
+const variance = (v) => (v === null ? Infinity : v);
 
 /** The spaces walked whole: PG(t−1, q). */
 const SPACES = [[2, 2], [2, 3], [2, 4], [2, 6], [2, 8], [3, 2], [3, 3], [3, 4], [5, 2], [5, 3], [7, 3], [13, 2], [11, 3]];
@@ -118,18 +127,27 @@ test("hpg's values: value x is point x mod b of block ⌊x/b⌋, its own set in 
 });
 
 test("default layouts: bestPgrField and bestHpgLayout choose Python's q and blocks on a grid of (ε, d)", () => {
-  assert.ok(PYTHON.pgr.length > 900 && PYTHON.hpg.length > 1400);
+  assert.ok(PYTHON.pgr.length > 1500 && PYTHON.hpg.length > 2000);
   for (const e of [20, 25, 40]) assert.ok(PYTHON.pgr.some((row) => row[0] === e && row[2] !== null), `ε=${e} in the grid`);
-  for (const [e, d, q] of PYTHON.pgr) assert.equal(bestPgrField(e, d), q, `pgr ε=${e} d=${d}`);
-  for (const [e, d, q, blocks, layout] of PYTHON.hpg) {
-    assert.deepEqual(bestHpgLayout(e, d, q, blocks), layout, `hpg ε=${e} d=${d} q=${q} blocks=${blocks}`);
+  for (const [e, d, q, v] of PYTHON.pgr) {
+    assert.equal(bestPgrField(e, d), q, `pgr ε=${e} d=${d}`);
+    if (q !== null) assert.equal(rareVariance(e, q, dimension(q, 1, d), 1, d), variance(v), `pgr ε=${e} d=${d} q=${q}`);
+  }
+  // q and blocks as given to the search (null: searched for)
+  for (const [e, d, q, blocks, layout, v] of PYTHON.hpg) {
+    const context = `hpg ε=${e} d=${d} q=${q} blocks=${blocks}`;
+    assert.deepEqual(bestHpgLayout(e, d, q, blocks), layout, context);
+    if (layout !== null) {
+      const [lq, h] = layout;
+      assert.equal(rareVariance(e, lq, dimension(lq, h, d), h, d), variance(v), context);
+    }
   }
 });
 
 test("rareVariance: the same doubles as Python's rare_variance", () => {
   assert.ok(PYTHON.variances.length > 300);
   for (const [e, q, t, blocks, d, v] of PYTHON.variances) {
-    assert.equal(rareVariance(e, q, t, blocks, d), v === null ? Infinity : Number(v), `ε=${e} q=${q} t=${t} h=${blocks} d=${d}`);
+    assert.equal(rareVariance(e, q, t, blocks, d), variance(v), `ε=${e} q=${q} t=${t} h=${blocks} d=${d}`);
   }
 });
 
@@ -143,13 +161,13 @@ test("params: Python's resolved layout, γ and exact ε*, or Python's refusal (t
       continue;
     }
     const p = fromDict(Params, item.given);
-    assert.deepEqual(p.toDict(), item.params, context);
+    assert.deepEqual(p.toDict(), item.resolved, context);
     assert.equal(p.fingerprint, item.fingerprint, context);
-    assert.equal(p.fingerprint, fromDict(Params, item.params).fingerprint, context);
+    assert.equal(p.fingerprint, fromDict(Params, item.resolved).fingerprint, context);
     assert.deepEqual([p.dimension, p.order, p.setSize], [item.t, item.order, item.set_size], context);
-    assert.equal(p.gamma, Number(item.gamma), context);
-    assert.equal(p.effectiveEpsilon, Number(item.effective_epsilon), context);
-    assert.equal(p.privacyCost.epsilon, Math.max(p.epsilon, Number(item.effective_epsilon)), context);
+    assert.equal(p.gamma, item.gamma, context);
+    assert.equal(p.effectiveEpsilon, item.effective_epsilon, context);
+    assert.equal(p.privacyCost.epsilon, item.cost, context);
   }
   // among them, ε refused for what it is where the search had to choose q (every candidate's γ 0 or 1)
   const chosen = PYTHON.params.filter((item) => item.given.q == null && item.error?.fields.rule?.startsWith("epsilon_too_"));
@@ -158,13 +176,20 @@ test("params: Python's resolved layout, γ and exact ε*, or Python's refusal (t
 });
 
 test("no layout found: Python's refusal of every search of the grid that finds none", () => {
+  const none = new Set([
+    ...PYTHON.pgr.filter((row) => row[2] === null).map(([e, d]) => JSON.stringify(["pgr", e, d, null, null])),
+    ...PYTHON.hpg.filter((row) => row[4] === null).map(([e, d, q, blocks]) => JSON.stringify(["hpg", e, d, q, blocks])),
+  ]);
   const seen = new Set();
-  for (const item of PYTHON.no_layout) {
+  for (const item of PYTHON.params) {
+    const { epsilon, domain_size: d, q = null, blocks = null } = item.given;
+    if (!none.delete(JSON.stringify([item.protocol, epsilon, d, q, blocks]))) continue;
     const Params = item.protocol === "pgr" ? PGRParams : HPGParams;
     const { fields } = item.error;
     refuses(Params, item.given, item.error.type, item.error.code, Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, plain(v)])));
     seen.add(`${item.protocol} ${fields.limit ?? fields.rule}`);
   }
+  assert.equal(none.size, 0, `searches without Python's answer: ${[...none].slice(0, 5)}`);
   assert.deepEqual([...seen].sort(), ["hpg aggregate_cells", "hpg decode_work", "hpg two_blocks", "pgr aggregate_cells", "pgr decode_work"]);
 });
 

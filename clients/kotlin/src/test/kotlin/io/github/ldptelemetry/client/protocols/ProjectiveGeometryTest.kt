@@ -4,6 +4,8 @@ import io.github.ldptelemetry.client.LdpTypeException
 import io.github.ldptelemetry.client.LdpValueException
 import io.github.ldptelemetry.client.Refusal
 import io.github.ldptelemetry.client.RefusalCode
+import io.github.ldptelemetry.client.Vectors
+import io.github.ldptelemetry.client.closeUlps
 import io.github.ldptelemetry.client.internal.Json
 import io.github.ldptelemetry.client.list
 import io.github.ldptelemetry.client.obj
@@ -14,17 +16,21 @@ import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
+import java.io.File
 import java.math.BigInteger
 
 /**
  * What is specific to `pgr` and `hpg` (the vectors replay their draws, refusals and audits): the numbering of the
- * points of `PG(t−1, q)`, the bijection of `[0, P(t−1))` onto a hyperplane, the default layouts equal to Python's over
- * a grid (`src/test/resources/projective-layouts.json`, written by `projective-layouts.py` beside it), and the
- * refusals of the layout (not prime, the decode's limit, the aggregate's limit, and no feasible layout: the least excess
- * or `two_blocks`; an ε no layout realizes, γ 0 or 1 for every one: the first feasible layout's `epsilon_too_large` /
- * `epsilon_too_small`; as Python's over the grid's points without a layout, the extreme ε and a few more).
+ * points of `PG(t−1, q)`, the bijection of `[0, P(t−1))` onto a hyperplane, the default layouts and their variances
+ * equal to Python's over a grid, and Python's answers to params dicts (`conformance/layouts/projective.json`, written
+ * by `conformance/layout_vectors.py`; the TypeScript and Rust clients check the same file): the resolved layout, or
+ * the refusals of the layout (not prime, the decode's limit, the aggregate's limit, and no feasible layout: the least
+ * excess or `two_blocks`; an ε no layout realizes, γ 0 or 1 for every one: the first feasible layout's
+ * `epsilon_too_large` / `epsilon_too_small`; over the grid's points without a layout, the extreme ε and a few more).
  */
 class ProjectiveGeometryTest {
+    private val doc = Json.parse(File(Vectors.dir, "../layouts/projective.json").readText()).obj()
+
     private val spaces = listOf(2L to 2, 2L to 3, 2L to 5, 3L to 2, 3L to 3, 3L to 4, 5L to 3, 7L to 3, 11L to 2, 13L to 3)
 
     @Test
@@ -92,18 +98,28 @@ class ProjectiveGeometryTest {
         assertEquals(6500, ProjectivePlanner.fieldCandidates(10.39).size) // 2(e^10.39 − 1) + 6 = 65,069.3
     }
 
+    /** A variance of the fixture: `null` is an infinite one (no γ strictly inside (0, 1)). */
+    private fun variance(v: Any?): Double = v as Double? ?: Double.POSITIVE_INFINITY
+
+    /** The rare-value variance of `q` and `blocks` over `d` values at `epsilon`. */
+    private fun rareVariance(epsilon: Double, d: Long, q: Long, blocks: Long): Double =
+        ProjectivePlanner.rareVariance(epsilon, q, ProjectivePlanner.dimension(q, blocks, d), blocks, d)
+
     @Test
-    fun `default layouts are Python's`() {
-        val doc = Json.parse(javaClass.getResource("/projective-layouts.json")!!.readText()).obj()
-        val pgr = doc["pgr"].list().map { it.list() }
-        assertTrue(pgr.size > 1000)
-        val pgrDiffs = pgr.filter { (e, d, q) -> PGRParams.bestField(e as Double, d as Long) != q }
+    fun `default layouts and their variances are Python's`() {
+        val pgr = doc["pgr"].list().map { it.list() } // [epsilon, domain_size, q, variance]
+        assertTrue(pgr.size > 1500)
+        val pgrDiffs = pgr.filter { (e, d, q, v) ->
+            val got = PGRParams.bestField(e as Double, d as Long)
+            got != q || got != null && rareVariance(e, d, got, 1) != variance(v)
+        }
         assertTrue(pgrDiffs.isEmpty(), "best_pgr_field differs at ${pgrDiffs.take(10)}")
-        val hpg = doc["hpg"].list().map { it.list() }
-        assertTrue(hpg.size > 1000)
-        val hpgDiffs = hpg.filter { (e, d, q, blocks, want) ->
+        val hpg = doc["hpg"].list().map { it.list() } // [epsilon, domain_size, q, blocks, layout, variance]
+        assertTrue(hpg.size > 2000)
+        val hpgDiffs = hpg.filter { row ->
+            val (e, d, q, blocks, want) = row
             val got = HPGParams.bestLayout(e as Double, d as Long, q as Long?, blocks as Long?)
-            got?.let { listOf(it.q, it.blocks) } != want
+            got?.let { listOf(it.q, it.blocks) } != want || got != null && rareVariance(e, d, got.q, got.blocks) != variance(row[5])
         }
         assertTrue(hpgDiffs.isEmpty(), "best_hpg_layout differs at ${hpgDiffs.take(10)}")
         assertTrue(pgr.any { it[2] == null } && hpg.any { it[4] == null }, "the grid reaches past every feasible layout")
@@ -111,26 +127,57 @@ class ProjectiveGeometryTest {
     }
 
     @Test
-    fun `no layout is refused as Python refuses it`() {
-        val doc = Json.parse(javaClass.getResource("/projective-layouts.json")!!.readText()).obj()
-        val cases = doc["refusals"].list().map { it.obj() }
-        val kinds = cases.map { c -> c["code"] to c["fields"].obj().let { it["limit"] ?: it["rule"] } }.toSet()
-        assertEquals(
-            setOf(
-                "param_limit" to "aggregate_cells", "param_limit" to "decode_work", "param_relation" to "two_blocks",
-                "param_relation" to "epsilon_too_large", "param_relation" to "epsilon_too_small",
-            ),
-            kinds,
-        )
-        for (c in cases) {
-            val where = "${c["protocol"]} ${c["params"]}"
-            @Suppress("UNCHECKED_CAST") val params = c["params"] as Map<String, Any?>
-            val protocol = if (c["protocol"] == "pgr") PGRParams.PROTOCOL else HPGParams.PROTOCOL
-            val e = assertThrows(IllegalArgumentException::class.java, { protocol.params(params) }, where)
-            assertEquals(c["type"], if (e is LdpTypeException) "TypeError" else if (e is LdpValueException) "ValueError" else e.javaClass.name, where)
-            assertEquals(c["code"], (e as Refusal).code.code, "$where: ${e.message}")
-            assertEquals(c["fields"], e.fields, "$where: ${e.message}")
+    fun `other layouts' variances and large hyperplanes' points are Python's`() {
+        val variances = doc["variances"].list().map { it.list() } // [epsilon, q, t, blocks, domain_size, variance]
+        assertTrue(variances.size > 300)
+        for (row in variances) {
+            val (e, q, t, blocks, d) = row
+            val got = ProjectivePlanner.rareVariance(e as Double, q as Long, (t as Long).toInt(), blocks as Long, d as Long)
+            assertEquals(variance(row[5]), got, "ε=$e q=$q t=$t h=$blocks d=$d")
         }
+        val hyperplanes = doc["hyperplanes"].list().map { row -> row.list().map { it as Long } } // [q, t, point, r, index]
+        assertTrue(hyperplanes.size >= 100)
+        for ((q, t, point, r, index) in hyperplanes) {
+            val v = ProjectiveSpace.pointVector(point, q, t.toInt())
+            val u = ProjectiveSpace.hyperplanePoint(v, r, q)
+            assertEquals(0L, dot(u, v) % q, "q=$q t=$t point=$point r=$r")
+            assertEquals(index, ProjectiveSpace.pointIndex(u, q), "q=$q t=$t point=$point r=$r")
+        }
+    }
+
+    @Test
+    fun `params are resolved and refused as Python does`() {
+        val cases = doc["params"].list().map { it.obj() }
+        val kinds = cases.mapNotNull { c -> c["error"]?.obj()?.let { it["code"] to it["fields"].obj().let { f -> f["limit"] ?: f["rule"] } } }.toSet()
+        val layoutKinds = setOf(
+            "param_limit" to "aggregate_cells", "param_limit" to "decode_work", "param_relation" to "two_blocks",
+            "param_relation" to "epsilon_too_large", "param_relation" to "epsilon_too_small",
+        )
+        assertTrue(kinds.containsAll(layoutKinds), "$kinds")
+        for (c in cases) {
+            val where = "${c["protocol"]} ${c["given"]}"
+            @Suppress("UNCHECKED_CAST") val given = c["given"] as Map<String, Any?>
+            val protocol = if (c["protocol"] == "pgr") PGRParams.PROTOCOL else HPGParams.PROTOCOL
+            val want = c["error"]?.obj()
+            if (want == null) {
+                val p = protocol.params(given) as ProjectiveParams
+                assertEquals(c["resolved"], p.toDict(), where)
+                assertEquals(c["fingerprint"], p.fingerprint, where)
+                assertEquals(listOf(c["t"], c["order"], c["set_size"]), listOf(p.dimension.toLong(), p.order, p.setSize), where)
+                assertEquals(c["gamma"], p.gamma, where)
+                assertEquals(c["effective_epsilon"], p.effectiveEpsilon, where)
+                assertTrue(closeUlps(c["cost"] as Double, p.privacyCost.epsilon), where)
+                continue
+            }
+            val e = assertThrows(IllegalArgumentException::class.java, { protocol.params(given) }, where)
+            assertEquals(want["type"], if (e is LdpTypeException) "TypeError" else if (e is LdpValueException) "ValueError" else e.javaClass.name, where)
+            assertEquals(want["code"], (e as Refusal).code.code, "$where: ${e.message}")
+            assertEquals(want["fields"], e.fields, "$where: ${e.message}")
+        }
+    }
+
+    @Test
+    fun `no layout is refused with the numbers in the message`() {
         // the constructors refuse as read() does, with the numbers in the message
         val cells = refusal { PGRParams(1.0, 1L shl 28) }
         assertEquals(mapOf("limit" to "aggregate_cells", "got" to 305_175_781L, "max" to (1L shl 28)), cells.fields)
