@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
@@ -143,66 +144,104 @@ def series_chart(slots: Sequence[str], lines: Sequence[tuple[str, Sequence[Point
     values = [v for _, points in lines for p in points if p is not None
               for k in ("estimate", "ci_low", "ci_high") if (v := _num(p, k)) is not None]
     ticks = nice_ticks(min([0.0] * zero + values or [0.0]), max([0.0] * zero + values or [1.0]))
-    lo, hi = ticks[0], ticks[-1]
     left, right, legend_rows = 64, 16, math.ceil(len(lines) / 2)
     top = 10 + 20 * legend_rows
     plot_w, plot_h = max(width - left - right, 160), 220
     width, height = left + plot_w + right, top + plot_h + 64
-    step = plot_w / len(slots)
-
-    def x(i: int) -> float:
-        return round(left + step * (i + 0.5), 2)
-
-    def y(v: float) -> float:
-        return round(top + plot_h - (v - lo) / (hi - lo) * plot_h, 2)
-
+    frame = _Frame(left, top, plot_w, plot_h, plot_w / len(slots), ticks[0], ticks[-1])
     tid, did = f"{chart_id}-title", f"{chart_id}-desc"
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
            f'style="max-width:{width}px;height:auto" role="img" aria-labelledby="{tid} {did}" id="{escape(chart_id)}">',
            f'<title id="{tid}">{escape(title)}</title>', f'<desc id="{did}">{escape(desc)}</desc>',
            f'<g style="{FONT}" fill="{INK}">']
-    for j, (name, _) in enumerate(lines):
-        lx, ly = left + (j % 2) * (plot_w / 2), 10 + 20 * (j // 2)
+    out += _series_legend(frame, [name for name, _ in lines])
+    out += _series_axes(frame, ticks, slots)
+    for j, (name, points) in enumerate(lines):
+        out += _series_line(frame, j, name, points, slots)
+    out += [f'<text x="{left + plot_w / 2}" y="{top + plot_h + 40}" text-anchor="middle">{escape(axis_label)}</text>',
+            "</g></svg>"]
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """A time series' plot: its left and top edges, width and height, the width of one slot, and the y axis's
+    range ``[lo, hi]``."""
+
+    left: int
+    top: int
+    plot_w: int
+    plot_h: int
+    step: float
+    lo: float
+    hi: float
+
+    def x(self, i: int) -> float:
+        """The centre of slot ``i``."""
+        return round(self.left + self.step * (i + 0.5), 2)
+
+    def y(self, v: float) -> float:
+        """The height of value ``v``."""
+        return round(self.top + self.plot_h - (v - self.lo) / (self.hi - self.lo) * self.plot_h, 2)
+
+
+def _series_legend(frame: _Frame, names: list[str]) -> list[str]:
+    """The legend above the plot, two lines a row: each line's colour and dash beside its name."""
+    out = []
+    for j, name in enumerate(names):
+        lx, ly = frame.left + (j % 2) * (frame.plot_w / 2), 10 + 20 * (j // 2)
         colour, dash = SERIES_COLOURS[j % len(SERIES_COLOURS)], SERIES_DASHES[j % len(SERIES_DASHES)]
         out += [f'<line x1="{lx}" y1="{ly + 6}" x2="{lx + 24}" y2="{ly + 6}" stroke="{colour}" stroke-width="2.5"'
                 + (f' stroke-dasharray="{dash}"' if dash else "") + "/>",
                 f'<text x="{lx + 30}" y="{ly + 10}">{escape(_label(name))}</text>']
+    return out
+
+
+def _series_axes(frame: _Frame, ticks: list[float], slots: Sequence[str]) -> list[str]:
+    """The y axis's grid lines and tick labels (and 0, when inside), and at most about 7 slot labels below."""
+    left, top, plot_w, plot_h, x, y = frame.left, frame.top, frame.plot_w, frame.plot_h, frame.x, frame.y
+    out = []
     for t in ticks:
         out += [f'<line x1="{left}" y1="{y(t)}" x2="{left + plot_w}" y2="{y(t)}" stroke="{GRID}" stroke-width="1"/>',
                 f'<text x="{left - 6}" y="{y(t) + 4}" text-anchor="end">{t:,.10g}</text>']
-    if lo < 0 < hi:
+    if frame.lo < 0 < frame.hi:
         out.append(f'<line x1="{left}" y1="{y(0.0)}" x2="{left + plot_w}" y2="{y(0.0)}" stroke="{INK}"/>')
     every = max(1, math.ceil(len(slots) / 7))
     for i, label in enumerate(slots):
         if i % every == 0 or i == len(slots) - 1:
             out += [f'<line x1="{x(i)}" y1="{top + plot_h}" x2="{x(i)}" y2="{top + plot_h + 4}" stroke="{INK}"/>',
                     f'<text x="{x(i)}" y="{top + plot_h + 18}" text-anchor="middle">{escape(label)}</text>']
-    for j, (name, points) in enumerate(lines):
-        colour, dash = SERIES_COLOURS[j % len(SERIES_COLOURS)], SERIES_DASHES[j % len(SERIES_DASHES)]
-        for run in _runs(points):
-            band = [i for i in run if _num(points[i] or {}, "ci_low") is not None
-                    and _num(points[i] or {}, "ci_high") is not None]
-            if band:
-                half = 0.0 if len(band) > 1 else min(step / 4, 8)
-                upper = [f"{x(i) - half},{y(_num(points[i] or {}, 'ci_high') or 0.0)}" for i in band]
-                lower = [f"{x(i) + half},{y(_num(points[i] or {}, 'ci_low') or 0.0)}" for i in reversed(band)]
-                if half:
-                    upper.append(f"{x(band[0]) + half},{y(_num(points[band[0]] or {}, 'ci_high') or 0.0)}")
-                    lower.append(f"{x(band[0]) - half},{y(_num(points[band[0]] or {}, 'ci_low') or 0.0)}")
-                out.append(f'<polygon class="ci-band" data-series="{j}" points="{" ".join(upper + lower)}" '
-                           f'fill="{colour}" fill-opacity="0.18" stroke="none"/>')
-            if len(run) > 1:
-                path = " ".join(f"{x(i)},{y(_num(points[i] or {}, 'estimate') or 0.0)}" for i in run)
-                out.append(f'<polyline class="series" data-series="{j}" points="{path}" fill="none" '
-                           f'stroke="{colour}" stroke-width="2"' + (f' stroke-dasharray="{dash}"' if dash else "")
-                           + "/>")
-            for i in run:
-                p = points[i] or {}
-                tip = (f"{name}, {slots[i]}: {format_number(_num(p, 'estimate'))} "
-                       f"[{format_number(_num(p, 'ci_low'))}, {format_number(_num(p, 'ci_high'))}]")
-                out.append(f'<circle class="point" data-series="{j}" data-slot="{i}" cx="{x(i)}" '
-                           f'cy="{y(_num(p, "estimate") or 0.0)}" r="3.5" fill="{colour}">'
-                           f"<title>{escape(tip)}</title></circle>")
-    out += [f'<text x="{left + plot_w / 2}" y="{top + plot_h + 40}" text-anchor="middle">{escape(axis_label)}</text>',
-            "</g></svg>"]
-    return "\n".join(out)
+    return out
+
+
+def _series_line(frame: _Frame, j: int, name: str, points: Sequence[Point], slots: Sequence[str]) -> list[str]:
+    """Line ``j``: per stretch of consecutive estimates, its interval's band (a narrow box for one window), the
+    line through them, and a point with a tooltip for each."""
+    x, y = frame.x, frame.y
+    colour, dash = SERIES_COLOURS[j % len(SERIES_COLOURS)], SERIES_DASHES[j % len(SERIES_DASHES)]
+    out = []
+    for run in _runs(points):
+        band = [i for i in run if _num(points[i] or {}, "ci_low") is not None
+                and _num(points[i] or {}, "ci_high") is not None]
+        if band:
+            half = 0.0 if len(band) > 1 else min(frame.step / 4, 8)
+            upper = [f"{x(i) - half},{y(_num(points[i] or {}, 'ci_high') or 0.0)}" for i in band]
+            lower = [f"{x(i) + half},{y(_num(points[i] or {}, 'ci_low') or 0.0)}" for i in reversed(band)]
+            if half:
+                upper.append(f"{x(band[0]) + half},{y(_num(points[band[0]] or {}, 'ci_high') or 0.0)}")
+                lower.append(f"{x(band[0]) - half},{y(_num(points[band[0]] or {}, 'ci_low') or 0.0)}")
+            out.append(f'<polygon class="ci-band" data-series="{j}" points="{" ".join(upper + lower)}" '
+                       f'fill="{colour}" fill-opacity="0.18" stroke="none"/>')
+        if len(run) > 1:
+            path = " ".join(f"{x(i)},{y(_num(points[i] or {}, 'estimate') or 0.0)}" for i in run)
+            out.append(f'<polyline class="series" data-series="{j}" points="{path}" fill="none" '
+                       f'stroke="{colour}" stroke-width="2"' + (f' stroke-dasharray="{dash}"' if dash else "")
+                       + "/>")
+        for i in run:
+            p = points[i] or {}
+            tip = (f"{name}, {slots[i]}: {format_number(_num(p, 'estimate'))} "
+                   f"[{format_number(_num(p, 'ci_low'))}, {format_number(_num(p, 'ci_high'))}]")
+            out.append(f'<circle class="point" data-series="{j}" data-slot="{i}" cx="{x(i)}" '
+                       f'cy="{y(_num(p, "estimate") or 0.0)}" r="3.5" fill="{colour}">'
+                       f"<title>{escape(tip)}</title></circle>")
+    return out

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -199,72 +200,107 @@ def _metric_with_windows(agg_dir: Path, specs: Mapping[str, CollectionSpec], key
                          names: Mapping[int | None, str], info: Mapping[str, Mapping[str, Any]],
                          old: Mapping[str, Any] | None, confidence: float, alpha: float, keep: int,
                          now: datetime, central: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The entry of metric and parameters ``key`` from its per-window aggregates ``names`` (``None``: a job made
+    without windows): its ``keep`` latest windows that have started (:func:`_window_entries`) and its pooled view
+    (:func:`_pooled_view`), each reused from ``old`` (the last fold's entry) where nothing changed."""
     from ldp.jobs.decode import find_metric
 
-    def read(name: str) -> Aggregate:
-        return read_aggregate(agg_dir / f"{name}{AGG_SUFFIX}")
-
     windows = sorted(w for w in names if w is not None)
-    first = read(names[windows[-1] if windows else None])
+    first = read_aggregate(agg_dir / f"{names[windows[-1] if windows else None]}{AGG_SUFFIX}")
     m = find_metric(first, specs, key[0])
     spec = next(s for s in specs.values() if s.metrics.get(m.name) is m)
-    window_n = {str(w): int(info[names[w]]["n"]) for w in windows}
-    old_windows = {int(w["window"]): w for w in (old or {}).get("windows", [])}
+    metric = _Metric(spec, m, agg_dir, names, windows, {str(w): int(info[names[w]]["n"]) for w in windows}, first)
     # a window that has not started yet (a device's clock ahead, or a forged report) is never the latest:
     # it would push the real windows out of the series; its reports count in the pooled view
     current = int(now.timestamp()) // spec.window_seconds
     started = [w for w in windows if w <= current]
-    future = sum(window_n[str(w)] for w in windows if w > current)
+    future = sum(metric.window_n[str(w)] for w in windows if w > current)
+    kept = _window_entries(metric, started, current, keep, old, central, confidence, alpha)
+    pooled = _pooled_view(metric, old, central, confidence, alpha)
+    entry = metric_entry(spec, m, n=pooled["n"], rejected=pooled["rejected"])
+    entry.update(pooled, key=f"{key[0]}.{key[1]}", latest=started[-1] if started else None,
+                 window_n=metric.window_n, windows=kept, future_reports=future)
+    if central is not None:
+        entry["central"] = dict(central)
+    return entry
+
+
+@dataclass(frozen=True)
+class _Metric:
+    """One metric (and parameters) of a fold: its spec, its per-window aggregates in the job's folder (``names`` by
+    window, ``windows`` sorted; ``None``: a job made without windows), each window's reports, and the latest
+    aggregate (``first``), read once."""
+
+    spec: CollectionSpec
+    m: MetricSpec
+    agg_dir: Path
+    names: Mapping[int | None, str]
+    windows: list[int]
+    window_n: dict[str, int]
+    first: Aggregate
+
+    def read(self, w: int | None) -> Aggregate:
+        """The aggregate of window ``w`` (the latest: the one read already)."""
+        if w == (self.windows[-1] if self.windows else None):
+            return self.first
+        return read_aggregate(self.agg_dir / f"{self.names[w]}{AGG_SUFFIX}")
+
+
+def _window_entries(metric: _Metric, started: list[int], current: int, keep: int, old: Mapping[str, Any] | None,
+                    central: Mapping[str, Any] | None, confidence: float, alpha: float) -> list[dict[str, Any]]:
+    """The ``keep`` latest ``started`` windows' entries: held back with their reason when the central target
+    withholds them, the last fold's when their ``n`` did not change (and were neither an error nor the central
+    target's), else decoded."""
+    old_windows = {int(w["window"]): w for w in (old or {}).get("windows", [])}
     kept = []
     for w in started:
         if w <= started[-1] - keep:
             continue
-        start, end = window_times(w, spec.window_seconds)
+        start, end = window_times(w, metric.spec.window_seconds)
         prev = old_windows.get(w)
         held = (central or {}).get("withheld", {}).get(str(w))
+        n = metric.window_n[str(w)]
         if held is not None:
-            entry = {"key": names[w], "n": window_n[str(w)], "rejected": {}, **_held(held, window_n[str(w)])}
-        elif prev is not None and prev.get("n") == window_n[str(w)] and not prev.get("error") and \
+            entry = {"key": metric.names[w], "n": n, "rejected": {}, **_held(held, n)}
+        elif prev is not None and prev.get("n") == n and not prev.get("error") and \
                 not (prev.get("release") or {}).get("central"):
             entry = dict(prev)
         else:
-            agg = first if w == windows[-1] else read(names[w])
-            entry = {"key": names[w], "n": agg.n, "rejected": dict(sorted(agg.rejected.items())),
-                     **_decode(agg, spec, m, confidence, alpha)}
+            agg = metric.read(w)
+            entry = {"key": metric.names[w], "n": agg.n, "rejected": dict(sorted(agg.rejected.items())),
+                     **_decode(agg, metric.spec, metric.m, confidence, alpha)}
         entry.update(window=w, start=start, end=end, open=w == current)
         kept.append({k: entry.get(k) for k in WINDOW_FIELDS})
-    # the pooled view: the merge of the windows that may be released (each of min_reports reports of its own and,
-    # under a central target, served by it; ldp.jobs.release.pool_windows), the others left out and named; or the
-    # one aggregate of a job made without windows
+    return kept
+
+
+def _pooled_view(metric: _Metric, old: Mapping[str, Any] | None, central: Mapping[str, Any] | None,
+                 confidence: float, alpha: float) -> dict[str, Any]:
+    """The pooled view: the merge of the windows that may be released (each of min_reports reports of its own and,
+    under a central target, served by it; ldp.jobs.release.pool_windows), the others left out and named; or the
+    one aggregate of a job made without windows. The last fold's when no window changed."""
+    spec, m, windows, window_n = metric.spec, metric.m, metric.windows, metric.window_n
     held_back: dict[int | None, str] | None = None
     if central is not None and central.get("served") is not None:
         served, reasons = set(central["served"]), central.get("withheld") or {}
         later = f"{WITHHELD}: not decided yet (the window had not started at the fold)"
         held_back = {w: str(reasons.get(str(w)) or later) for w in windows if w not in served}
-    counts: dict[int | None, int] = {w: window_n[str(w)] for w in windows} if windows else {None: first.n}
+    counts: dict[int | None, int] = {w: window_n[str(w)] for w in windows} if windows else {None: metric.first.n}
     pooling = pool_windows(counts, spec.release_for(m.name), held=held_back)
     if old is not None and old.get("window_n") == window_n and not old.get("error") and windows and \
             "left_out" in (old.get("release") or {}) and \
             (old.get("central") or {}).get("served") == (None if central is None else central.get("served")):
-        pooled: dict[str, Any] = {k: old.get(k) for k in ("n", "rejected", "confidence", "kind", "rows", "detected",
-                                                           "notes", "error", "release", "poisoning", "quantiles")}
-    elif pooling.empty:
+        return {k: old.get(k) for k in ("n", "rejected", "confidence", "kind", "rows", "detected", "notes", "error",
+                                         "release", "poisoning", "quantiles")}
+    if pooling.empty:
         state = release(None, spec.release_for(m.name), 0, pooling=pooling).to_dict()
         if any(e["reason"].startswith(WITHHELD) for e in pooling.left_out):  # the central target's words first
             state.update(central=True, reason=f"{WITHHELD}: no window released yet — {pooling.text()}")
             state["text"] = state["reason"]
-        pooled = {"n": 0, "rejected": {}, **_held("", 0), "release": state}
-    else:
-        total = merge_all(first if w == (windows[-1] if windows else None) else read(names[w])
-                          for w in pooling.pooled)
-        pooled = {"n": total.n, "rejected": dict(sorted(total.rejected.items())),
-                  **_decode(total, spec, m, confidence, alpha, pooling)}
-    entry = metric_entry(spec, m, n=pooled["n"], rejected=pooled["rejected"])
-    entry.update(pooled, key=f"{key[0]}.{key[1]}", latest=started[-1] if started else None, window_n=window_n,
-                 windows=kept, future_reports=future)
-    if central is not None:
-        entry["central"] = dict(central)
-    return entry
+        return {"n": 0, "rejected": {}, **_held("", 0), "release": state}
+    total = merge_all(metric.read(w) for w in pooling.pooled)
+    return {"n": total.n, "rejected": dict(sorted(total.rejected.items())),
+            **_decode(total, spec, m, confidence, alpha, pooling)}
 
 
 def _held(reason: str, n: int) -> dict[str, Any]:

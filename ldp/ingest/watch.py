@@ -27,7 +27,7 @@ from ldp.ingest.central import decide, find_metric
 from ldp.ingest.series import DEFAULT_WINDOWS, costs, decode_metrics, estimate_rows, privacy_entry, release_settings
 from ldp.jobs.filelock import FileLock
 from ldp.jobs.inputs import InputStores, is_remote, list_remote
-from ldp.jobs.job import fold_files, spec_index
+from ldp.jobs.job import JobSummary, fold_files, spec_index
 from ldp.jobs.store import write_atomic
 from ldp.pipeline.amplification import segment_counts, shuffle_entry, window_segments
 from ldp.spec import CollectionSpec
@@ -107,21 +107,11 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
         summary = fold_files(inputs, index, out, by_window=True, progress=False, storage_options=options,
                                   scopes=_analyst(app, store))
         previous = load_estimates(data_dir, app)
-        same = previous is not None and previous.get("settings") == settings
         now = utc_now()
         # the central target's decisions, recorded (atomically) before estimates.json serves them
         by_window = window_segments(out)
         central = decide(base, index, by_window, time.time())
-        if (same and previous is not None and not summary.processed
-                and not any(m.get("error") for m in previous["metrics"])
-                and all(m.get("central") == _json_safe(central.get((m.get("metric"), m.get("params_fingerprint"))))
-                        for m in previous["metrics"])):
-            metrics, folded_at = previous["metrics"], previous["folded_at"]  # nothing new: no decoding again
-        else:
-            metrics = decode_metrics(out / "aggregates", index, summary.aggregates,
-                                     previous["metrics"] if same and previous is not None else None,
-                                     confidence=confidence, alpha=alpha, keep=windows, central=central)
-            folded_at = now if summary.processed or previous is None else previous["folded_at"]
+        metrics, folded_at = _decoded(out, index, summary, previous, settings, central, now)
         counts = segment_counts(out)
         for m in metrics:
             m["shuffle"] = _shuffle(index, counts, by_window, str(m.get("metric")), str(m.get("params_fingerprint")))
@@ -138,6 +128,26 @@ def fold_app(data_dir: str | os.PathLike[str], app: str, specs: Specs, *, confid
     logger.info("fold %s: %d new segment(s), %d report(s) in total, %d metric(s) decoded", app,
                 len(summary.processed), summary.records, len(metrics))
     return doc
+
+
+def _decoded(out: Path, index: Mapping[str, CollectionSpec], summary: JobSummary, previous: dict[str, Any] | None,
+             settings: dict[str, Any], central: Mapping[tuple[str, str], Mapping[str, Any]],
+             now: str) -> tuple[list[dict[str, Any]], str]:
+    """The metrics' entries and when they were folded: the previous ``estimates.json``'s when it has these
+    ``settings``, nothing new was folded, no metric had an error and the central target decided as before (nothing
+    decoded again); else decoded (:func:`ldp.ingest.series.decode_metrics`, reusing the unchanged windows of a
+    previous fold with these settings)."""
+    same = previous is not None and previous.get("settings") == settings
+    if (same and previous is not None and not summary.processed
+            and not any(m.get("error") for m in previous["metrics"])
+            and all(m.get("central") == _json_safe(central.get((m.get("metric"), m.get("params_fingerprint"))))
+                    for m in previous["metrics"])):
+        return previous["metrics"], previous["folded_at"]  # nothing new: no decoding again
+    metrics = decode_metrics(out / "aggregates", index, summary.aggregates,
+                             previous["metrics"] if same and previous is not None else None,
+                             confidence=settings["confidence"], alpha=settings["alpha"], keep=settings["windows"],
+                             central=central)
+    return metrics, now if summary.processed or previous is None else previous["folded_at"]
 
 
 def _shuffle(index: Mapping[str, CollectionSpec], counts: Mapping[tuple[str, str], list[tuple[bool, int]]],
