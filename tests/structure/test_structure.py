@@ -4,8 +4,7 @@
 * client code (encoders, client runtime, spec, privacy, reports) imports only the standard library, mmh3 and
   bitarray when it is imported — numpy comes in only through a batch path the caller asks for;
 * no branch on a protocol's name or params type outside that protocol's own modules (:mod:`switches`);
-* at most 12 top-level modules; a module holds one concept, so none is over 600 lines and those over 400 are
-  named in the run's warnings (split by concept, never by count).
+* at most 12 top-level modules (the sizes of modules and functions: :mod:`test_sizes`).
 
 Each rule is also checked against a deliberately broken input, so that a rule that could never fail is caught.
 """
@@ -14,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -24,10 +22,6 @@ from switches import all_switches, family_stems, is_protocol_module, registry, s
 CLIENT_ROOTS = ("ldp.encoders", "ldp.client", "ldp.spec", "ldp.privacy", "ldp.reports", "ldp.hashing", "ldp.wire",
                 "ldp.errors", "ldp.randomness", "ldp.protocols.registry")
 CLIENT_THIRD_PARTY = {"mmh3", "bitarray"}
-MAX_LINES = 600
-"""No module is longer: past this a module holds more than one concept."""
-NOTE_LINES = 400
-"""Modules longer than this are named in the warnings summary: worth a look, not a split for the count."""
 MAX_TOP_LEVEL = 12
 
 
@@ -161,50 +155,3 @@ def test_protocol_modules_follow_the_family_stems() -> None:
 def test_at_most_twelve_top_level_modules() -> None:
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL, top
-
-
-def _lengths() -> dict[str, int]:
-    return {m: len(p.read_text().splitlines()) for m, p in modules().items()}
-
-
-def test_no_module_over_600_lines() -> None:
-    long = {m: n for m, n in _lengths().items() if n > MAX_LINES}
-    assert not long, f"modules over {MAX_LINES} lines (split them by concept): {long}"
-
-
-def test_no_compiled_kernel_source_over_600_lines() -> None:
-    """The C sources of the optional kernels (``ldp/**/*.c`` and their headers) keep the same limit."""
-    long = {str(p.relative_to(PACKAGE)): n for p in sorted(PACKAGE.rglob("*.[ch]"))
-            if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert not long, f"C sources over {MAX_LINES} lines (split them by concept): {long}"
-
-
-def test_modules_over_400_lines_are_named() -> None:
-    """Named, not refused (pyproject.toml shows this warning instead of raising it): a long module that reads as one
-    concept stays whole."""
-    long = dict(sorted((m, n) for m, n in _lengths().items() if n > NOTE_LINES))
-    if long:
-        warnings.warn(f"modules over {NOTE_LINES} lines (one concept each?): {long}", UserWarning, stacklevel=1)
-
-
-MAX_CLI_FUNCTION = 60
-"""The CLI's functions stay short enough to read whole: a command's parser, run and printing, each by itself."""
-
-
-def _long_functions(source: str) -> dict[str, int]:
-    tree = ast.parse(source)
-    return {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
-            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.end_lineno is not None
-            and n.end_lineno - n.lineno + 1 > MAX_CLI_FUNCTION}
-
-
-def test_no_cli_function_over_60_lines() -> None:
-    long = {f"{p.name}:{name}": n for p in sorted((PACKAGE / "cli").glob("*.py"))
-            for name, n in _long_functions(p.read_text()).items()}
-    assert not long, f"CLI functions over {MAX_CLI_FUNCTION} lines (split by option group or step): {long}"
-
-
-def test_the_cli_length_rule_catches_a_long_function() -> None:
-    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_CLI_FUNCTION))
-    assert _long_functions(f"def f():\n{body}\n") == {"f": MAX_CLI_FUNCTION + 1}
-    assert _long_functions("def g():\n    return 1\n") == {}
