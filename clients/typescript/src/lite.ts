@@ -10,7 +10,8 @@
  */
 export * from "./core.js";
 export { CollectionSpec } from "./spec.js";
-export { IndexedDBStore, MemoryStore } from "./state.js";
+export { IndexedDBStore } from "./indexeddb-store.js";
+export { MemoryStore } from "./state.js";
 export type { DeviceState, OutboxItem, StateStore, StoreTransaction, TransactOptions } from "./state.js";
 export { DEFAULT_MAX_OUTBOX_BYTES, TelemetryClient, metricSecret } from "./client.js";
 export type { ClientOptions, Counts, MetricValue } from "./client.js";

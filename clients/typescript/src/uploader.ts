@@ -231,8 +231,7 @@ export async function upload(store: StateStore, spec: CollectionSpec, endpoints:
       ring.startPart();
       for (let attempt = 1; attempt <= maxAttempts && !answered && !stopped; attempt++) {
         const last = attempt === maxAttempts;
-        let response: Response;
-        let body: string;
+        let response: Response, body: string;
         const callBound = left() < timeout; // this request's timer is the call's deadline
         const signal = AbortSignal.timeout(Math.ceil(Math.max(0, Math.min(timeout, left())) * 1000)); // whole ms
         try {

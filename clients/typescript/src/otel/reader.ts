@@ -51,7 +51,7 @@ import type { Endpoints } from "../endpoints.js";
 import { BudgetExceeded, LdpRefusal, OptedOutError, OutboxFullError } from "../errors.js";
 import type { RandomSource } from "../random.js";
 import type { CollectionSpec } from "../spec.js";
-import { IndexedDBStore } from "../state.js";
+import { IndexedDBStore } from "../indexeddb-store.js";
 import type { StateStore } from "../state.js";
 import type { UploadOptions } from "../uploader.js";
 import { aggregationFor, declaredMetrics, kindOfData } from "./instruments.js";
