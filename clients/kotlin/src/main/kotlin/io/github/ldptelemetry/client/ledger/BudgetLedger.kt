@@ -48,54 +48,69 @@ public object BudgetLedger {
      * collection's window, its lifetime.
      */
     public fun charge(state: DeviceState, spec: CollectionSpec, metric: String, charge: Charge, window: Long): Reservation {
+        val priced = price(state, metric, charge)
+        val m = spec.metric(metric)
+        val scopes = listOf(
+            Scope(metric, m.budget.perWindow, m.budget.lifetime),
+            Scope(BudgetExceededException.ALL_METRICS, spec.budget.perWindow, spec.budget.lifetime),
+        )
+        for (scope in scopes) checkCaps(state, scope, window, priced.increment)
+        record(state, scopes, window, priced)
+        return Reservation(priced.increment, window, priced.change?.third)
+    }
+
+    /**
+     * What [charge] on [metric] costs in [state], and what it leaves to record: a memoized charge cut so that its
+     * key's total stays within its cap ([Priced.memoKey]); a charge-on-change free when the stream's value is
+     * unchanged, its epoch kept, else charged and the epoch moved on ([Priced.change]). Changes nothing.
+     */
+    private fun price(state: DeviceState, metric: String, charge: Charge): Priced {
         val prefix = Bytes.concat(Bytes.utf8(metric), byteArrayOf(0))
-        var memoKey: String? = null
-        var change: Triple<String, String, Long>? = null
-        val inc: PrivacyCost = when (charge) {
-            is Charge.Plain -> charge.cost
+        return when (charge) {
+            is Charge.Plain -> Priced(charge.cost, null, null)
             is Charge.Memoized -> {
                 val key = keyed(state, prefix, charge.key)
-                memoKey = key
                 val m = state.memo[key]
                 val step = if (m == null || m[0] == 0.0) charge.first else charge.then
-                PrivacyCost(
+                val inc = PrivacyCost(
                     maxOf(0.0, minOf(step.epsilon, charge.cap.epsilon - (m?.get(1) ?: 0.0))),
                     maxOf(0.0, minOf(step.delta, charge.cap.delta - (m?.get(2) ?: 0.0))),
                 )
+                Priced(inc, key, null)
             }
             is Charge.Change -> {
                 val stream = keyed(state, Bytes.ascii("stream\u0000"), prefix, Bytes.fromHex(charge.streamHex))
                 val value = keyed(state, Bytes.ascii("value\u0000"), prefix, Bytes.fromHex(charge.valueHex))
                 val last = state.changes[stream]
                 if (last != null && last.first == value) {
-                    change = Triple(stream, value, last.second)
-                    PrivacyCost.ZERO
+                    Priced(PrivacyCost.ZERO, null, Triple(stream, value, last.second))
                 } else {
-                    change = Triple(stream, value, if (last == null) 0L else last.second + 1)
-                    charge.cost
+                    Priced(charge.cost, null, Triple(stream, value, if (last == null) 0L else last.second + 1))
                 }
             }
         }
-        val m = spec.metric(metric)
-        val scopes = listOf(
-            Triple(metric, m.budget.perWindow, m.budget.lifetime),
-            Triple(BudgetExceededException.ALL_METRICS, spec.budget.perWindow, spec.budget.lifetime),
-        )
-        for ((scope, perWindow, lifetime) in scopes) {
-            val t = state.totals[scope]
-            val spentE = if (t != null && t.window == window) t.windowEpsilon else 0.0
-            val spentD = if (t != null && t.window == window) t.windowDelta else 0.0
-            for ((cap, period, e, d) in listOf(Quad(perWindow, "window", spentE, spentD), Quad(lifetime, "lifetime", t?.lifetimeEpsilon ?: 0.0, t?.lifetimeDelta ?: 0.0))) {
-                if (cap == null) continue
-                val le = cap.epsilon * (1.0 + 1e-9) + 1e-15
-                val ld = cap.delta * (1.0 + 1e-9) + 1e-15
-                if (e + inc.epsilon > le || minOf(d + inc.delta, DELTA_MAX) > ld) {
-                    throw BudgetExceededException(scope, period, inc, PrivacyCost(e, d), cap)
-                }
+    }
+
+    /** Throws [BudgetExceededException] if [inc] would pass [scope]'s cap in [window], then its lifetime cap. */
+    private fun checkCaps(state: DeviceState, scope: Scope, window: Long, inc: PrivacyCost) {
+        val t = state.totals[scope.name]
+        val spentE = if (t != null && t.window == window) t.windowEpsilon else 0.0
+        val spentD = if (t != null && t.window == window) t.windowDelta else 0.0
+        for ((cap, period, e, d) in listOf(Quad(scope.perWindow, "window", spentE, spentD), Quad(scope.lifetime, "lifetime", t?.lifetimeEpsilon ?: 0.0, t?.lifetimeDelta ?: 0.0))) {
+            if (cap == null) continue
+            val le = cap.epsilon * (1.0 + 1e-9) + 1e-15
+            val ld = cap.delta * (1.0 + 1e-9) + 1e-15
+            if (e + inc.epsilon > le || minOf(d + inc.delta, DELTA_MAX) > ld) {
+                throw BudgetExceededException(scope.name, period, inc, PrivacyCost(e, d), cap)
             }
         }
-        for ((scope, _, _) in scopes) {
-            val t = state.totals.getOrPut(scope) { ScopeTotal(window, 0.0, 0.0, 0.0, 0.0) }
+    }
+
+    /** Adds [priced] to the totals of [scopes] in [window], to its memo key's total and to its stream's last value. */
+    private fun record(state: DeviceState, scopes: List<Scope>, window: Long, priced: Priced) {
+        val inc = priced.increment
+        for (scope in scopes) {
+            val t = state.totals.getOrPut(scope.name) { ScopeTotal(window, 0.0, 0.0, 0.0, 0.0) }
             if (t.window != window) {
                 t.window = window
                 t.windowEpsilon = 0.0
@@ -106,14 +121,13 @@ public object BudgetLedger {
             t.lifetimeEpsilon += inc.epsilon
             t.lifetimeDelta = minOf(t.lifetimeDelta + inc.delta, DELTA_MAX)
         }
-        memoKey?.let { k ->
+        priced.memoKey?.let { k ->
             val v = state.memo.getOrPut(k) { doubleArrayOf(0.0, 0.0, 0.0) }
             v[0] += 1.0
             v[1] += inc.epsilon
             v[2] += inc.delta
         }
-        change?.let { (stream, value, epoch) -> state.changes[stream] = value to epoch }
-        return Reservation(inc, window, change?.third)
+        priced.change?.let { (stream, value, epoch) -> state.changes[stream] = value to epoch }
     }
 
     /** The (ε, δ) spent on [scope] in [window], or over the lifetime when [window] is null. */
@@ -127,4 +141,10 @@ public object BudgetLedger {
     }
 
     private data class Quad(val cap: PrivacyCost?, val period: String, val e: Double, val d: Double)
+
+    /** A budget scope ([BudgetExceededException.ALL_METRICS] for the collection) and its caps. */
+    private class Scope(val name: String, val perWindow: PrivacyCost?, val lifetime: PrivacyCost?)
+
+    /** A charge's [increment], the memo key it counts under and the stream's (key, value, epoch) it sets, if any. */
+    private class Priced(val increment: PrivacyCost, val memoKey: String?, val change: Triple<String, String, Long>?)
 }
