@@ -8,6 +8,7 @@ import java.net.URL
 import java.util.concurrent.ExecutorService
 import java.util.concurrent.Executors
 import java.util.concurrent.ScheduledExecutorService
+import java.util.concurrent.ScheduledFuture
 import java.util.concurrent.ThreadFactory
 import java.util.concurrent.TimeUnit
 import java.util.concurrent.atomic.AtomicBoolean
@@ -70,38 +71,13 @@ internal object HttpTransport {
         if (leftMs() <= 0) return Answer(null, ByteArray(0), false, null, "the request's deadline passed")
         val conn = AtomicReference<HttpURLConnection?>(null)
         val cut = AtomicBoolean(false)
-        val cutting = AtomicBoolean(false) // a disconnect of this call is running: the next tick does not add one
-        // From the deadline on, every RECUT_MS until the call ends: a disconnect that comes before the connection
-        // has its socket (the watchdog firing while a busy machine is still opening it) does nothing, so the
-        // watchdog tries again until one lands on the socket and ends the read in progress.
         val turns = Any() // the disconnects of this call take turns
-        val timer = watchdog.scheduleAtFixedRate({
-            cut.set(true)
-            val c = conn.get()
-            if (c != null && cutting.compareAndSet(false, true)) {
-                cutter.execute {
-                    try {
-                        quietly(c, turns)
-                    } finally {
-                        cutting.set(false)
-                    }
-                }
-            }
-        }, leftMs().coerceAtLeast(0), RECUT_MS, TimeUnit.MILLISECONDS)
+        val timer = watch(conn, cut, turns, leftMs())
         try {
             val c = URL(url).openConnection() as HttpURLConnection
             conn.set(c)
             if (cut.get()) throw IOException("the request's deadline passed while connecting")
-            c.instanceFollowRedirects = false
-            c.useCaches = false
-            c.requestMethod = "POST"
-            c.doOutput = true
-            c.setFixedLengthStreamingMode(body.size)
-            for ((k, v) in headers) c.setRequestProperty(k, v)
-            c.setRequestProperty("Connection", "close") // no keep-alive stream: a disconnect closes the socket
-            c.connectTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()
-            c.readTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()
-            c.outputStream.use { it.write(body) }
+            send(c, headers, body, leftMs)
             if (cut.get()) throw IOException("the request's deadline passed while sending it")
             val status = c.responseCode
             val retryAfter = c.getHeaderField("Retry-After")
@@ -111,25 +87,7 @@ internal object HttpTransport {
                 c.errorStream
             }
             val out = ByteArrayOutputStream()
-            var over = false
-            if (stream != null) {
-                val buf = ByteArray(8192)
-                while (true) {
-                    if (cut.get() || leftMs() <= 0) {
-                        throw IOException("the request's deadline passed while reading the answer")
-                    }
-                    val n = stream.read(buf)
-                    if (n < 0) {
-                        stream.close() // the whole answer is read: nothing left to drain
-                        break
-                    }
-                    out.write(buf, 0, n)
-                    if (out.size() > limit) {
-                        over = true // the rest is left to the disconnect, never read here
-                        break
-                    }
-                }
-            }
+            val over = stream != null && read(stream, out, limit) { cut.get() || leftMs() <= 0 }
             if (cut.get()) return Answer(null, ByteArray(0), false, null, "the request's deadline passed")
             return Answer(status, out.toByteArray(), over, retryAfter, null)
         } catch (e: IOException) {
@@ -141,6 +99,62 @@ internal object HttpTransport {
         } finally {
             timer.cancel(false)
             conn.get()?.let { c -> cutter.execute { quietly(c, turns) } }
+        }
+    }
+
+    /**
+     * The call's watchdog: from [delayMs] on, and every [RECUT_MS] until cancelled, sets [cut] and disconnects the
+     * call's connection ([conn], once it has one) on a [cutter] thread, after any other disconnect of the call
+     * ([turns]). A disconnect that comes before the connection has its socket (the watchdog firing while a busy
+     * machine is still opening it) does nothing, so the watchdog tries again until one lands on the socket and ends
+     * the read in progress.
+     */
+    private fun watch(conn: AtomicReference<HttpURLConnection?>, cut: AtomicBoolean, turns: Any, delayMs: Long): ScheduledFuture<*> {
+        val cutting = AtomicBoolean(false) // a disconnect of this call is running: the next tick does not add one
+        return watchdog.scheduleAtFixedRate({
+            cut.set(true)
+            val c = conn.get()
+            if (c != null && cutting.compareAndSet(false, true)) {
+                cutter.execute {
+                    try {
+                        quietly(c, turns)
+                    } finally {
+                        cutting.set(false)
+                    }
+                }
+            }
+        }, delayMs.coerceAtLeast(0), RECUT_MS, TimeUnit.MILLISECONDS)
+    }
+
+    /** Sends the `POST` of [body] on [c]: no redirect, no cache, `Connection: close`, timeouts the time left. */
+    private fun send(c: HttpURLConnection, headers: Map<String, String>, body: ByteArray, leftMs: () -> Long) {
+        c.instanceFollowRedirects = false
+        c.useCaches = false
+        c.requestMethod = "POST"
+        c.doOutput = true
+        c.setFixedLengthStreamingMode(body.size)
+        for ((k, v) in headers) c.setRequestProperty(k, v)
+        c.setRequestProperty("Connection", "close") // no keep-alive stream: a disconnect closes the socket
+        c.connectTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()
+        c.readTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()
+        c.outputStream.use { it.write(body) }
+    }
+
+    /**
+     * Reads the answer's [stream] into [out] in chunks, to its end (the stream then closed: nothing left to drain) or
+     * past [limit] bytes: then true, the rest left to the disconnect, never read here. An [IOException] once [late].
+     */
+    private fun read(stream: InputStream, out: ByteArrayOutputStream, limit: Int, late: () -> Boolean): Boolean {
+        val buf = ByteArray(8192)
+        while (true) {
+            if (late()) throw IOException("the request's deadline passed while reading the answer")
+            val n = stream.read(buf)
+            if (n < 0) {
+                stream.close() // the whole answer is read: nothing left to drain
+                return false
+            }
+            out.write(buf, 0, n)
+            if (out.size() > limit) return true // the rest is left to the disconnect, never read here
         }
     }
 

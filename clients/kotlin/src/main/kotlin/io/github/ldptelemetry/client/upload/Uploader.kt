@@ -5,7 +5,6 @@ import io.github.ldptelemetry.client.internal.Refuse
 import java.io.ByteArrayOutputStream
 import java.io.IOException
 import java.net.URL
-import java.security.SecureRandom
 import java.text.ParsePosition
 import java.text.SimpleDateFormat
 import java.util.Locale
@@ -42,69 +41,6 @@ public open class UploadException(message: String, public val status: Int?, publ
  * nothing was acknowledged. */
 public class UploadProtocolException(message: String, status: Int?, reason: String, result: UploadResult) :
     UploadException(message, status, reason, result)
-
-/**
- * How to upload: the collector [endpoints], the app's bearer [token], seconds per request from connecting to the end
- * of the answer ([timeoutSeconds]), for the whole call ([callTimeoutSeconds], default [DEFAULT_CALL_TIMEOUT_SECONDS];
- * null: none), requests per batch part ([maxAttempts]), the longest wait between two requests ([maxDelaySeconds]:
- * the back-off's cap, and the cap of a collector's `Retry-After`) and [gzip]. [sleep], [clock] (Unix seconds) and
- * [random] (uniform in [0, 1)) are for tests.
- *
- * The call ends by [callTimeoutSeconds] whatever the collector says: a wait that would pass it (a `Retry-After` of a
- * day, say) ends the call at once with [Stopped.DEADLINE], the reports still in the outbox. The default, 5 minutes,
- * fits Android's WorkManager, which stops a worker after 10 minutes: the call returns, and the worker can report
- * `Result.retry()`, well before that.
- *
- * [endpoints] is one collector URL (`listOf("https://host/v1/reports")`) or several: `ldp serve` replicas over shared
- * storage, or balancers, in the order to try them (see [Uploader] for how a part fails over). Each must be an
- * `http(s)://host/...` URL and appear once; an empty list, a URL that is not one or a URL given twice is an
- * [IllegalArgumentException] here, before anything is sent. The list is copied. The library does not spread load:
- * to do so, shuffle the list once per device (e.g. `urls.shuffled(Random(installId))`) and keep that order.
- */
-public class UploadOptions @JvmOverloads constructor(
-    endpoints: List<String>,
-    public val token: String,
-    public val timeoutSeconds: Double = 30.0,
-    public val callTimeoutSeconds: Double? = DEFAULT_CALL_TIMEOUT_SECONDS,
-    public val maxAttempts: Int = 8,
-    public val maxDelaySeconds: Double = 300.0,
-    public val gzip: Boolean = true,
-    public val sleep: (Double) -> Unit = { Thread.sleep((it * 1000).toLong()) },
-    public val clock: () -> Double = { System.currentTimeMillis() / 1000.0 },
-    public val random: () -> Double = SecureRandom().let { r -> { r.nextDouble() } },
-) {
-    /** The collector URLs, in the order each upload call tries them (a copy of the list given). */
-    public val endpoints: List<String> = endpoints.toList()
-
-    init {
-        require(this.endpoints.isNotEmpty()) { "endpoints: give at least one collector URL, got an empty list" }
-        for (e in this.endpoints) {
-            val u = try {
-                URL(e)
-            } catch (x: java.net.MalformedURLException) {
-                throw IllegalArgumentException("upload url must be http(s)://host/..., got ${Refuse.quote(e)}")
-            }
-            require(u.protocol in setOf("http", "https") && !u.host.isNullOrEmpty()) { "upload url must be http(s)://host/..., got scheme ${Refuse.quote(u.protocol)}" }
-        }
-        val first = HashMap<String, Int>()
-        for ((i, e) in this.endpoints.withIndex()) {
-            val j = first.put(e, i)
-            require(j == null) { "endpoints name the same URL twice (entries $j and $i)" }
-        }
-        require(token.isNotEmpty() && token.all { it.code in 0x21..0x7e }) { "upload token must be a non-empty printable ASCII string without spaces" }
-        require(timeoutSeconds > 0 && !timeoutSeconds.isInfinite()) { "timeout (seconds for one request) must be a finite number > 0, got $timeoutSeconds" }
-        require(callTimeoutSeconds == null || (callTimeoutSeconds > 0 && !callTimeoutSeconds.isInfinite())) {
-            "callTimeout (seconds for the whole call) must be null or a finite number > 0, got $callTimeoutSeconds"
-        }
-        require(maxAttempts >= 1) { "maxAttempts must be >= 1, got $maxAttempts" }
-        require(maxDelaySeconds >= 0 && maxDelaySeconds.isFinite()) { "maxDelay must be a finite number >= 0, got $maxDelaySeconds" }
-    }
-
-    public companion object {
-        /** The default bound of one upload call: 5 minutes, half of WorkManager's 10-minute window for a worker. */
-        public const val DEFAULT_CALL_TIMEOUT_SECONDS: Double = 300.0
-    }
-}
 
 /**
  * Sends a device's outbox to `ldp serve` (Python's `ldp.client.uploader.upload`): one `POST` per batch part with
@@ -184,90 +120,120 @@ public class Uploader(public val options: UploadOptions) {
 
     /** [upload]'s loop, run under the outbox's lock. */
     private fun uploadLocked(outbox: Outbox, callEnd: Long): UploadResult {
-        val o = options
-        val urls = o.endpoints
-        val tally = Tally()
-        var current = 0 // the endpoint in use: the first, then the last one that acknowledged a part
-        var limit: Int? = null
+        val call = Call(outbox, callEnd)
         var stopped: Stopped? = null
-        loop@ while (stopped == null) {
+        while (stopped == null) {
             if (System.nanoTime() >= callEnd) {
                 stopped = Stopped.DEADLINE
                 break
             }
-            val part = outbox.nextBatch(limit) ?: break
-            val lines = part.reports.map { it.line }
-            var body = (lines.joinToString("\n") + "\n").toByteArray(Charsets.UTF_8)
-            val headers = linkedMapOf(
-                "Authorization" to "Bearer ${o.token}", "Content-Type" to "application/x-ndjson",
-                "Accept" to "application/json", "Ldp-Batch-Id" to part.id,
-            )
-            if (o.gzip) {
-                body = gzip(body)
-                headers["Content-Encoding"] = "gzip"
-            }
-            var failed = 0 // endpoints that failed in a row for this part since its last wait
-            var waits = 0 // this part's waits so far: the back-off exponent
-            for (attempt in 1..o.maxAttempts) {
-                val deadline = minOf(System.nanoTime() + (o.timeoutSeconds * 1e9).toLong(), callEnd)
-                val answer = HttpTransport.post(urls[current], headers, body, deadline, MAX_ANSWER)
-                val status = answer.status
-                if (status != null && status in 200..299) {
-                    val data = try {
-                        if (answer.over) throw IllegalArgumentException("the answer is over $MAX_ANSWER bytes")
-                        checkAnswer(answer.body, part.id, lines.size)
-                    } catch (e: IllegalArgumentException) {
-                        throw UploadProtocolException(
-                            "the collector's answer to batch ${part.id} is not sane: ${e.message}; nothing acknowledged",
-                            status, e.message ?: "bad answer", tally.result(Stopped.ERROR, outbox.nextUploadAt()),
-                        )
-                    }
-                    tally.add(data, outbox.acknowledgeBatch(part.id, part.reports.map { it.id }))
-                    break
-                }
-                if (status == 413) {
-                    if (part.reports.size == 1) fail("the collector refused a single report as too large (${answer.reason()})", answer, tally, outbox)
-                    limit = outbox.splitBatch(part.id)
-                    break
-                }
-                if (status != null && status in 300..399) fail("the collector redirected batch ${part.id} (HTTP $status): refused, a redirect would carry the token elsewhere", answer, tally, outbox)
-                if (!retryable(status)) fail("the collector refused batch ${part.id} with HTTP $status: ${answer.reason()}", answer, tally, outbox)
-                if (System.nanoTime() >= callEnd) {
-                    stopped = Stopped.DEADLINE
-                    break@loop
-                }
-                val what = if (status != null) "HTTP $status" else answer.error ?: "no answer"
-                if (attempt == o.maxAttempts) fail("batch ${part.id} not delivered after ${o.maxAttempts} attempt(s) (last: $what)", answer, tally, outbox)
-                val from = current
-                if (status != 429 && urls.size > 1) { // this replica cannot take it now: the next one
-                    current = (current + 1) % urls.size
-                    failed++
-                    if (failed < urls.size) {
-                        info { "upload to ${hosts[from]}: $what; failing over to ${hosts[current]}" }
-                        continue
-                    }
-                }
-                failed = 0 // a full round (or a 429): wait
-                waits++
-                val wait = if (status == 429 || status == 503) parseRetryAfter(answer.retryAfter, o.clock()) else null
-                val delay = if (wait != null) minOf(o.maxDelaySeconds, wait) else backoffDelay(waits)
-                if (System.nanoTime() + (delay * 1e9).toLong() >= callEnd) {
-                    stopped = Stopped.DEADLINE
-                    break@loop
-                }
-                info { "upload to ${hosts[from]}: $what; retrying in ${String.format(Locale.ROOT, "%.3g", delay)} s on ${hosts[current]}" }
-                o.sleep(delay)
-            }
+            val part = outbox.nextBatch(call.limit) ?: break
+            stopped = send(call, part)
         }
         val nextAt = outbox.nextUploadAt()
-        return tally.result(stopped ?: if (outbox.hasPending()) Stopped.INTERVAL else Stopped.EMPTY, nextAt)
+        return call.tally.result(stopped ?: if (outbox.hasPending()) Stopped.INTERVAL else Stopped.EMPTY, nextAt)
+    }
+
+    /** One upload call's progress: the endpoint in use, the size limit of the next part, and what was done. */
+    private class Call(val outbox: Outbox, val callEnd: Long) {
+        val tally = Tally()
+        var current = 0 // the endpoint in use: the first, then the last one that acknowledged a part
+        var limit: Int? = null
+    }
+
+    /** A part's waits and failovers so far, across its requests. */
+    private class Round {
+        var failed = 0 // endpoints that failed in a row for this part since its last wait
+        var waits = 0 // this part's waits so far: the back-off exponent
+    }
+
+    /**
+     * Sends [part] until it is acknowledged or split ([Call.limit] then the size of its first half): null, and the
+     * call goes on; [Stopped.DEADLINE] when the call's deadline passes first. Throws [UploadException] as [upload].
+     */
+    private fun send(call: Call, part: Batch): Stopped? {
+        val o = options
+        val lines = part.reports.map { it.line }
+        var body = (lines.joinToString("\n") + "\n").toByteArray(Charsets.UTF_8)
+        val headers = linkedMapOf(
+            "Authorization" to "Bearer ${o.token}", "Content-Type" to "application/x-ndjson",
+            "Accept" to "application/json", "Ldp-Batch-Id" to part.id,
+        )
+        if (o.gzip) {
+            body = gzip(body)
+            headers["Content-Encoding"] = "gzip"
+        }
+        val round = Round()
+        for (attempt in 1..o.maxAttempts) {
+            val deadline = minOf(System.nanoTime() + (o.timeoutSeconds * 1e9).toLong(), call.callEnd)
+            val answer = HttpTransport.post(o.endpoints[call.current], headers, body, deadline, MAX_ANSWER)
+            val status = answer.status
+            if (status != null && status in 200..299) {
+                acknowledge(call, part, answer, status)
+                return null
+            }
+            if (status == 413) {
+                if (part.reports.size == 1) fail("the collector refused a single report as too large (${answer.reason()})", answer, call)
+                call.limit = call.outbox.splitBatch(part.id)
+                return null
+            }
+            if (status != null && status in 300..399) fail("the collector redirected batch ${part.id} (HTTP $status): refused, a redirect would carry the token elsewhere", answer, call)
+            if (!retryable(status)) fail("the collector refused batch ${part.id} with HTTP $status: ${answer.reason()}", answer, call)
+            if (System.nanoTime() >= call.callEnd) return Stopped.DEADLINE
+            val what = if (status != null) "HTTP $status" else answer.error ?: "no answer"
+            if (attempt == o.maxAttempts) fail("batch ${part.id} not delivered after ${o.maxAttempts} attempt(s) (last: $what)", answer, call)
+            if (!failOverOrWait(call, answer, what, round)) return Stopped.DEADLINE
+        }
+        return null
+    }
+
+    /** Acknowledges [part] on the collector's 2xx [answer] if it is sane, else [UploadProtocolException]. */
+    private fun acknowledge(call: Call, part: Batch, answer: Answer, status: Int) {
+        val data = try {
+            if (answer.over) throw IllegalArgumentException("the answer is over $MAX_ANSWER bytes")
+            checkAnswer(answer.body, part.id, part.reports.size)
+        } catch (e: IllegalArgumentException) {
+            throw UploadProtocolException(
+                "the collector's answer to batch ${part.id} is not sane: ${e.message}; nothing acknowledged",
+                status, e.message ?: "bad answer", call.tally.result(Stopped.ERROR, call.outbox.nextUploadAt()),
+            )
+        }
+        call.tally.add(data, call.outbox.acknowledgeBatch(part.id, part.reports.map { it.id }))
+    }
+
+    /**
+     * After a failed request ([what] went wrong): the next endpoint at once while [round] is not full (not for a
+     * 429), else a wait (`Retry-After` of a 429 or 503, capped, else full-jitter back-off) before the next request.
+     * False, without waiting, when the wait would pass the call's deadline.
+     */
+    private fun failOverOrWait(call: Call, answer: Answer, what: String, round: Round): Boolean {
+        val o = options
+        val urls = o.endpoints
+        val status = answer.status
+        val from = call.current
+        if (status != 429 && urls.size > 1) { // this replica cannot take it now: the next one
+            call.current = (call.current + 1) % urls.size
+            round.failed++
+            if (round.failed < urls.size) {
+                info { "upload to ${hosts[from]}: $what; failing over to ${hosts[call.current]}" }
+                return true
+            }
+        }
+        round.failed = 0 // a full round (or a 429): wait
+        round.waits++
+        val wait = if (status == 429 || status == 503) parseRetryAfter(answer.retryAfter, o.clock()) else null
+        val delay = if (wait != null) minOf(o.maxDelaySeconds, wait) else backoffDelay(round.waits)
+        if (System.nanoTime() + (delay * 1e9).toLong() >= call.callEnd) return false
+        info { "upload to ${hosts[from]}: $what; retrying in ${String.format(Locale.ROOT, "%.3g", delay)} s on ${hosts[call.current]}" }
+        o.sleep(delay)
+        return true
     }
 
     /** Full jitter: uniform in `[0, min(maxDelay, 2^(n − 1))]` seconds for a part's [n]th wait. */
     private fun backoffDelay(n: Int): Double = options.random() * minOf(options.maxDelaySeconds, Math.pow(2.0, minOf(n - 1, 1023).toDouble()))
 
-    private fun fail(message: String, answer: Answer, tally: Tally, outbox: Outbox): Nothing =
-        throw UploadException(message, answer.status, answer.reason(), tally.result(Stopped.ERROR, outbox.nextUploadAt()))
+    private fun fail(message: String, answer: Answer, call: Call): Nothing =
+        throw UploadException(message, answer.status, answer.reason(), call.tally.result(Stopped.ERROR, call.outbox.nextUploadAt()))
 
     private class Tally {
         var batches = 0
