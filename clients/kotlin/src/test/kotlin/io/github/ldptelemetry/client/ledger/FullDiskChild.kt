@@ -26,30 +26,7 @@ object FullDiskChild {
         TelemetryClient(spec, FileStore(dir), clock = { 1_000_000.0 }).apply { repeat(2) { record("color", it) } }
         out["reserveMade"] = reserve.length()
 
-        // fill the tmpfs: 4 KiB blocks until a write fails, then single bytes until one fails
-        val fill = File(root, "fill")
-        var filled = 0L
-        FileOutputStream(fill).use { stream ->
-            val block = ByteArray(4096) { 1 }
-            try {
-                while (true) {
-                    stream.write(block)
-                    filled += block.size
-                }
-            } catch (e: IOException) {
-                out["fillError"] = e.message
-            }
-            try {
-                while (true) {
-                    stream.write(1)
-                    filled++
-                }
-            } catch (e: IOException) {
-                // the last byte is taken
-            }
-        }
-        filled = fill.length()
-        out["filled"] = filled
+        val fill = fill(root, out)
         out["freeSpace"] = dir.freeSpace
         out["usableSpace"] = dir.usableSpace
 
@@ -65,6 +42,41 @@ object FullDiskChild {
         // open again, read, upload and acknowledge everything
         val store = FileStore(dir)
         val c = TelemetryClient(spec, store, clock = { 1_000_000.0 })
+        acknowledgeAll(c, out)
+        out["reserveReleases"] = store.reserveReleases.get()
+
+        // room again: the next record makes the reserve anew
+        out["fillDeleted"] = fill.delete()
+        c.record("color", 2)
+        out["pendingAtEnd"] = c.pending()
+        out["spentAtEnd"] = c.spent(lifetime = true).epsilon
+        out["reserveAtEnd"] = reserve.length()
+        out["files"] = dir.list()!!.sorted()
+        println(Json.write(out))
+    }
+
+    /** Fills the tmpfs at [root] with the file it returns: 4 KiB blocks until a write fails, then single bytes until one fails. */
+    private fun fill(root: File, out: MutableMap<String, Any?>): File {
+        val fill = File(root, "fill")
+        FileOutputStream(fill).use { stream ->
+            val block = ByteArray(4096) { 1 }
+            try {
+                while (true) stream.write(block)
+            } catch (e: IOException) {
+                out["fillError"] = e.message
+            }
+            try {
+                while (true) stream.write(1)
+            } catch (e: IOException) {
+                // the last byte is taken
+            }
+        }
+        out["filled"] = fill.length()
+        return fill
+    }
+
+    /** Reads what waits in [c], then pins and acknowledges every batch (as the uploader would after the collector's reply). */
+    private fun acknowledgeAll(c: TelemetryClient, out: MutableMap<String, Any?>) {
         out["pending"] = c.pending()
         out["spent"] = c.spent(lifetime = true).epsilon
         var acknowledged = 0L
@@ -80,15 +92,5 @@ object FullDiskChild {
         out["acknowledged"] = acknowledged
         out["pendingAfterAck"] = c.pending()
         out["uploaded"] = c.uploaded()["color"]
-        out["reserveReleases"] = store.reserveReleases.get()
-
-        // room again: the next record makes the reserve anew
-        out["fillDeleted"] = fill.delete()
-        c.record("color", 2)
-        out["pendingAtEnd"] = c.pending()
-        out["spentAtEnd"] = c.spent(lifetime = true).epsilon
-        out["reserveAtEnd"] = reserve.length()
-        out["files"] = dir.list()!!.sorted()
-        println(Json.write(out))
     }
 }
