@@ -28,10 +28,11 @@
 import { PyFloat } from "./canonical.js";
 import type { ProtocolEntry } from "./encoders/base.js";
 import type { ProtocolParams } from "./params/base.js";
-import {
-  Checker, CollectionSpec as LiteSpec, SpecError, isObject, join, kind, parseParams, sortedKeys,
-} from "./spec.js";
-import type { MetricSpec, OtelKind, OtelSource, OtelValue, SpecOptions } from "./spec.js";
+import { CollectionSpec as LiteSpec } from "./spec.js";
+import type { SpecOptions } from "./spec.js";
+import { Checker, SpecError, isObject, join, kind, sortedKeys } from "./spec-check.js";
+import { parseParams } from "./spec-metric.js";
+import type { MetricSpec, OtelKind, OtelSource, OtelValue } from "./spec-metric.js";
 
 /** The instrument kinds a mapping names (`KINDS`). */
 export const OTEL_KINDS: readonly OtelKind[] = ["counter", "updown_counter", "histogram", "gauge"];

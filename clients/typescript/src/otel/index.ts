@@ -23,7 +23,8 @@ export {
   INSTRUMENT_RE, MAX_ATTRIBUTE_LENGTH, OTEL_KINDS, OTEL_VALUES, OTEL_VALUE_CLASSES, otelCategories, otelValueClass,
 } from "../spec-otel.js";
 export type { OtelValueClass } from "../spec-otel.js";
-export type { OtelKind, OtelSource, OtelValue, SpecOptions } from "../spec.js";
+export type { OtelKind, OtelSource, OtelValue } from "../spec-metric.js";
+export type { SpecOptions } from "../spec.js";
 export { declaredMetrics } from "./instruments.js";
 export { DEFAULT_COLLECT_INTERVAL_MILLIS, DEFAULT_STORE_KEY, PrivatizingMetricReader } from "./reader.js";
 export type { PrivatizingReaderOptions, RecordOutcome, WindowReport } from "./reader.js";

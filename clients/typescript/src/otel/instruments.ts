@@ -5,7 +5,8 @@
  */
 import { AggregationType, DataPointType, InstrumentType } from "@opentelemetry/sdk-metrics";
 import type { AggregationOption, MetricData } from "@opentelemetry/sdk-metrics";
-import type { CollectionSpec, OtelKind } from "../spec.js";
+import type { CollectionSpec } from "../spec.js";
+import type { OtelKind } from "../spec-metric.js";
 import { otelCategories, otelValueClass } from "../spec-otel.js";
 import type { Declared } from "./window.js";
 

@@ -22,7 +22,7 @@
  * continues it at its next start. Nothing here imports OpenTelemetry: data points are read by their shape.
  */
 import { compareCodePoints } from "../canonical.js";
-import type { OtelKind, OtelSource } from "../spec.js";
+import type { OtelKind, OtelSource } from "../spec-metric.js";
 import type { OtelValueClass } from "../spec-otel.js";
 
 /** The `format` of a saved tally (the Python client's name for the same document). */
