@@ -5,17 +5,23 @@
 //! method, headers and body, and hands the reply to [`Reply::classify`], which says what to do: acknowledge the batch
 //! ([`Outbox::acknowledge_batch`]), split it ([`Outbox::split_batch`]), wait and retry, or give up.
 
+#[cfg(feature = "uploader")]
+mod http;
+#[cfg(feature = "uploader")]
+mod options;
 mod request;
 #[cfg(feature = "uploader")]
 mod turns;
 #[cfg(feature = "uploader")]
 mod uploader;
 
+#[cfg(feature = "uploader")]
+pub use options::UploadOptions;
 #[cfg(feature = "c-api")]
 pub(crate) use request::check_token;
 pub use request::{check_answer, parse_retry_after, Answer, Reply, UploadRequest, MAX_ANSWER, MAX_BATCH};
 #[cfg(feature = "uploader")]
-pub use uploader::{Stopped, UploadOptions, UploadResult, Uploader};
+pub use uploader::{Stopped, UploadResult, Uploader};
 
 use std::path::{Path, PathBuf};
 

@@ -1,11 +1,12 @@
 //! The blocking uploader (feature `uploader`): sends a device's outbox to `ldp serve` over HTTP(S) with `ureq`.
 
 use std::fmt;
-use std::io::Read;
 use std::time::{Duration, Instant};
 
-use super::request::{check_token, Reply, UploadRequest, MAX_ANSWER};
-use super::{turns, Outbox};
+use super::http::{post, Response};
+use super::options::host_of;
+use super::request::{Reply, UploadRequest};
+use super::{turns, Answer, Batch, Outbox, UploadOptions};
 use crate::error::{Error, Result};
 
 /// Why an upload call returned.
@@ -36,147 +37,6 @@ pub struct UploadResult {
     pub stopped: Stopped,
     /// Unix seconds from which the next batch may go (negative infinity: at once).
     pub next_upload_at: f64,
-}
-
-/// How to upload: the collector endpoints (`https://host/v1/reports`, several for failover: see [`Uploader`]), the
-/// app's bearer token, the deadline of one request from connecting to the end of the reply (`timeout`), of the whole
-/// call (`call_timeout`), requests per batch part over all endpoints (`max_attempts`), the back-off cap
-/// (`max_delay`) and `gzip`. `sleep`, `clock` (Unix seconds) and `jitter` (uniform in [0, 1)) are for tests.
-///
-/// ```
-/// use ldp_client::upload::UploadOptions;
-///
-/// // One collector.
-/// let one = UploadOptions::new(&["https://collector.example.com/v1/reports"], "app-token")?;
-/// // Replicas over shared storage: the first is tried first, the others when it cannot take a batch.
-/// let replicas = ["https://a.collector.example.com/v1/reports", "https://b.collector.example.com/v1/reports"];
-/// let options = UploadOptions::new(&replicas, "app-token")?;
-/// assert_eq!(options.endpoints().len(), 2);
-/// # let _ = one;
-/// # Ok::<(), ldp_client::Error>(())
-/// ```
-pub struct UploadOptions {
-    endpoints: Vec<String>,
-    token: String,
-    /// Seconds for one request, from connecting to the end of the reply (default 30 s).
-    pub timeout: Duration,
-    /// Seconds for the whole call (default: none).
-    pub call_timeout: Option<Duration>,
-    /// Tries per batch (default 8).
-    pub max_attempts: u32,
-    /// The longest wait between tries (default 300 s).
-    pub max_delay: Duration,
-    /// Compress bodies (default true).
-    pub gzip: bool,
-    /// Waits between tries (default: `std::thread::sleep`).
-    pub sleep: Box<dyn Fn(Duration) + Send + Sync>,
-    /// The time, in Unix seconds (default: the system clock), for `Retry-After` dates.
-    pub clock: Box<dyn Fn() -> f64 + Send + Sync>,
-    /// Uniform in [0, 1) (default: the OS generator), for the back-off's jitter.
-    pub jitter: Box<dyn FnMut() -> f64 + Send + Sync>,
-}
-
-impl fmt::Debug for UploadOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UploadOptions")
-            .field("endpoints", &self.endpoints)
-            .field("token", &"<secret>")
-            .field("timeout", &self.timeout)
-            .field("call_timeout", &self.call_timeout)
-            .field("max_attempts", &self.max_attempts)
-            .field("max_delay", &self.max_delay)
-            .field("gzip", &self.gzip)
-            .finish_non_exhaustive()
-    }
-}
-
-fn os_jitter() -> f64 {
-    let mut b = [0u8; 8];
-    if getrandom::fill(&mut b).is_err() {
-        return 0.5;
-    }
-    (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
-}
-
-impl UploadOptions {
-    /// Options for `endpoints` and the bearer `token`, with the defaults.
-    ///
-    /// `endpoints` is a non-empty list of distinct `http(s)://host/...` URLs (one URL is a list of one), in the
-    /// order the uploader tries them. Callers who want to spread devices over replicas shuffle the list per device:
-    /// the uploader itself always starts a call with the first. An empty list, an entry that is not such a URL or
-    /// the same URL twice is a [`Error::Value`], before anything is sent.
-    pub fn new<S: AsRef<str>>(endpoints: &[S], token: &str) -> Result<Self> {
-        if endpoints.is_empty() {
-            return Err(Error::value("endpoints: give at least one collector URL"));
-        }
-        let mut list: Vec<String> = Vec::with_capacity(endpoints.len());
-        for e in endpoints {
-            let e = e.as_ref();
-            host_of(e)?;
-            if let Some(first) = list.iter().position(|u| u == e) {
-                return Err(Error::value(format!(
-                    "upload urls name the same endpoint twice (entries {} and {})",
-                    first + 1,
-                    list.len() + 1
-                )));
-            }
-            list.push(e.to_string());
-        }
-        check_token(token)?;
-        Ok(UploadOptions {
-            endpoints: list,
-            token: token.to_string(),
-            timeout: Duration::from_secs(30),
-            call_timeout: None,
-            max_attempts: 8,
-            max_delay: Duration::from_secs(300),
-            gzip: true,
-            sleep: Box::new(std::thread::sleep),
-            clock: Box::new(crate::client::system_clock),
-            jitter: Box::new(os_jitter),
-        })
-    }
-
-    /// The endpoints, in the order they are tried.
-    pub fn endpoints(&self) -> &[String] {
-        &self.endpoints
-    }
-}
-
-/// The `host[:port]` of an upload URL (what the log names: never the path, the query or user info), or the error
-/// refusing the URL.
-fn host_of(url: &str) -> Result<String> {
-    let bad = || Error::value(format!("upload url must be http(s)://host/..., got {url:?}"));
-    let uri: ureq::http::Uri = url.parse().map_err(|_| bad())?;
-    let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(bad)?;
-    if !matches!(uri.scheme_str(), Some("http" | "https")) {
-        return Err(bad());
-    }
-    Ok(match uri.port_u16() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_string(),
-    })
-}
-
-/// The reply to one request: status (`None`: no reply), the first bytes of the body, whether there were more, the
-/// `Retry-After` header, or the transport error.
-struct Answer {
-    status: Option<u16>,
-    body: Vec<u8>,
-    over: bool,
-    retry_after: Option<String>,
-    error: Option<String>,
-}
-
-impl Answer {
-    /// The status (`HTTP 503`) or the transport error, for messages and the log.
-    fn what(&self) -> String {
-        match (self.status, &self.error) {
-            (Some(s), _) => format!("HTTP {s}"),
-            (None, Some(e)) => e.clone(),
-            (None, None) => "no answer".into(),
-        }
-    }
 }
 
 /// Sends a device's outbox to `ldp serve` (Python's `ldp.client.uploader.upload`): one `POST` per batch part with
@@ -252,56 +112,67 @@ struct Tally {
     duplicates: u64,
 }
 
+impl Tally {
+    /// Adds a part the collector acknowledged: `done` reports deleted from the outbox, and the collector's `answer`.
+    fn add(&mut self, done: usize, answer: Answer) {
+        self.batches += 1;
+        self.acknowledged += done as u64;
+        self.accepted += answer.accepted;
+        for (reason, n) in answer.rejected {
+            match self.rejected.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, m)) => *m += n,
+                None => self.rejected.push((reason, n)),
+            }
+        }
+        self.duplicates += u64::from(answer.duplicate);
+    }
+}
+
+/// Where a call is: its deadline, the endpoint in use, and what was acknowledged so far.
+struct Call {
+    end: Option<Instant>,
+    /// The endpoint in use: the first, then the last one that acknowledged a part.
+    current: usize,
+    tally: Tally,
+}
+
+impl Call {
+    /// Whether the call's deadline has passed at `t`.
+    fn past(&self, t: Instant) -> bool {
+        self.end.is_some_and(|end| t >= end)
+    }
+}
+
+/// What became of a part.
+enum PartEnd {
+    /// Settled (acknowledged or split): the next part, of at most this many reports (`None`: the spec's
+    /// `max_batch`).
+    Next(Option<usize>),
+    /// The call stops.
+    Stop(Stopped),
+}
+
+/// What a reply to a part says: settled ([`PartEnd::Next`]'s limit), or to be tried again, after the collector's
+/// `Retry-After` if it gave one.
+enum Outcome {
+    Settled(Option<usize>),
+    Retry(Option<f64>),
+}
+
+/// When a part's next request goes: at once to the next endpoint, after a wait, or never (the call's deadline
+/// would pass during the wait).
+enum NextTry {
+    Now,
+    After(Duration),
+    Deadline,
+}
+
 impl Uploader {
     /// An uploader with `options`.
     pub fn new(options: UploadOptions) -> Self {
         // The URLs were checked by `UploadOptions::new`.
         let hosts = options.endpoints.iter().map(|e| host_of(e).unwrap_or_else(|_| "?".into())).collect();
         Uploader { options, hosts }
-    }
-
-    fn post(&self, url: &str, request: &UploadRequest, deadline: Duration) -> Answer {
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(deadline))
-            .max_redirects(0)
-            .max_redirects_will_error(false)
-            .http_status_as_error(false)
-            .user_agent(concat!("ldp-telemetry-client-rust/", env!("CARGO_PKG_VERSION")))
-            .build();
-        let agent = ureq::Agent::new_with_config(config);
-        let mut builder = agent.post(url);
-        for (name, value) in &request.headers {
-            builder = builder.header(*name, value.as_str());
-        }
-        let mut response = match builder.send(&request.body[..]) {
-            Ok(r) => r,
-            Err(e) => {
-                return Answer {
-                    status: None,
-                    body: Vec::new(),
-                    over: false,
-                    retry_after: None,
-                    error: Some(e.to_string()),
-                }
-            }
-        };
-        let status = response.status().as_u16();
-        let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let mut body = Vec::new();
-        let read = response.body_mut().as_reader().take(MAX_ANSWER as u64 + 1).read_to_end(&mut body);
-        if let Err(e) = read {
-            // The reply was cut or timed out while its body was read: no usable reply, retried.
-            return Answer {
-                status: None,
-                body: Vec::new(),
-                over: false,
-                retry_after: None,
-                error: Some(e.to_string()),
-            };
-        }
-        let over = body.len() > MAX_ANSWER;
-        body.truncate(MAX_ANSWER);
-        Answer { status: Some(status), body, over, retry_after, error: None }
     }
 
     /// Full jitter: uniform in `[0, min(max_delay, 2^(round − 1))]` seconds (`round` ≥ 1: the waits so far for the
@@ -332,129 +203,154 @@ impl Uploader {
                 next_upload_at: outbox.next_upload_at()?,
             });
         };
-        let past = |t: Instant| call_end.is_some_and(|end| t >= end);
-        let n = self.options.endpoints.len();
-        let mut current = 0; // the endpoint in use: the first, then the last one that acknowledged a part
-        let mut tally = Tally::default();
+        let mut call = Call { end: call_end, current: 0, tally: Tally::default() };
         let mut limit = None;
         let mut stopped = None;
-        'parts: while stopped.is_none() {
-            if past(Instant::now()) {
+        while stopped.is_none() {
+            if call.past(Instant::now()) {
                 stopped = Some(Stopped::Deadline);
                 break;
             }
             let Some(part) = outbox.next_batch(limit)? else { break };
-            let request = UploadRequest::new(&part, &self.options.token, self.options.gzip)?;
-            let mut failed = 0; // endpoints that failed in a row for this part since its last wait
-            let mut rounds = 0; // the part's waits so far
-            for attempt in 1..=self.options.max_attempts {
-                let now = Instant::now();
-                let mut deadline = self.options.timeout;
-                if let Some(end) = call_end {
-                    deadline = deadline.min(end.saturating_duration_since(now));
-                }
-                let answer = self.post(&self.options.endpoints[current], &request, deadline);
-                log::debug!(
-                    "upload of batch {} ({} line(s)) to {}: {}",
-                    part.id,
-                    part.reports.len(),
-                    self.hosts[current],
-                    answer.what()
-                );
-                let reply = Reply::classify(
-                    answer.status,
-                    &answer.body,
-                    answer.over,
-                    answer.retry_after.as_deref(),
-                    &part,
-                    (self.options.clock)(),
-                );
-                let retry_after = match reply {
-                    Reply::Acknowledge(a) => {
-                        let done = outbox.acknowledge_batch(&part.id, &part.ids())?;
-                        log::debug!("acknowledged {done} uploaded report(s)");
-                        tally.batches += 1;
-                        tally.acknowledged += done as u64;
-                        tally.accepted += a.accepted;
-                        for (reason, n) in a.rejected {
-                            match tally.rejected.iter_mut().find(|(r, _)| *r == reason) {
-                                Some((_, m)) => *m += n,
-                                None => tally.rejected.push((reason, n)),
-                            }
-                        }
-                        tally.duplicates += u64::from(a.duplicate);
-                        limit = None;
-                        continue 'parts;
-                    }
-                    Reply::Split => {
-                        let first = outbox.split_batch(&part.id)?;
-                        log::info!(
-                            "batch {} was too large for {}: split in two ({first} line(s) at most)",
-                            part.id,
-                            self.hosts[current]
-                        );
-                        limit = Some(first);
-                        continue 'parts;
-                    }
-                    Reply::Fail(e) => {
-                        log::warn!("upload stopped: {e}");
-                        return Err(e);
-                    }
-                    Reply::RetryAfter(s) => Some(s),
-                    Reply::Backoff => None,
-                };
-                if past(Instant::now()) {
-                    stopped = Some(Stopped::Deadline);
-                    break 'parts;
-                }
-                if attempt == self.options.max_attempts {
-                    let e = Error::Transport(format!(
-                        "batch {} not delivered after {} attempt(s) (last: {})",
-                        part.id,
-                        self.options.max_attempts,
-                        answer.what()
-                    ));
-                    log::warn!("upload stopped: {e}");
-                    return Err(e);
-                }
-                let from = current;
-                if answer.status != Some(429) && n > 1 {
-                    // This replica cannot take the part now: the next one, at once while a round is not over.
-                    current = (current + 1) % n;
-                    failed += 1;
-                    if failed < n {
-                        log::info!(
-                            "upload to {}: {}; failing over to {}",
-                            self.hosts[from],
-                            answer.what(),
-                            self.hosts[current]
-                        );
-                        continue;
-                    }
-                }
-                failed = 0;
-                rounds += 1;
-                let wait = match retry_after {
-                    Some(s) => Duration::from_secs_f64(s.min(self.options.max_delay.as_secs_f64())),
-                    None => self.backoff(rounds),
-                };
-                if past(Instant::now() + wait) {
-                    stopped = Some(Stopped::Deadline);
-                    break 'parts;
-                }
-                if current == from {
-                    log::info!("upload to {}: {}; retrying in {wait:.3?}", self.hosts[from], answer.what());
-                } else {
-                    log::info!(
-                        "upload to {}: {}; every endpoint failed: retrying on {} in {wait:.3?}",
-                        self.hosts[from],
-                        answer.what(),
-                        self.hosts[current]
-                    );
-                }
-                (self.options.sleep)(wait);
+            match self.send_part(outbox, &part, &mut call, limit)? {
+                PartEnd::Next(next) => limit = next,
+                PartEnd::Stop(s) => stopped = Some(s),
             }
         }
+        self.finish(outbox, call, stopped)
+    }
+
+    /// Sends `part` until a reply settles it, failing over and waiting as [`Uploader`] says, at most `max_attempts`
+    /// requests (then an [`Error::Transport`]); `limit` is the part's, kept when no request is made.
+    fn send_part(
+        &mut self,
+        outbox: &dyn Outbox,
+        part: &Batch,
+        call: &mut Call,
+        limit: Option<usize>,
+    ) -> Result<PartEnd> {
+        let request = UploadRequest::new(part, &self.options.token, self.options.gzip)?;
+        let mut failed = 0; // endpoints that failed in a row for this part since its last wait
+        let mut rounds = 0; // the part's waits so far
+        for attempt in 1..=self.options.max_attempts {
+            let mut deadline = self.options.timeout;
+            if let Some(end) = call.end {
+                deadline = deadline.min(end.saturating_duration_since(Instant::now()));
+            }
+            let answer = post(&self.options.endpoints[call.current], &request, deadline);
+            let host = &self.hosts[call.current];
+            log::debug!("upload of batch {} ({} line(s)) to {host}: {}", part.id, part.reports.len(), answer.what());
+            let retry_after = match self.settle(outbox, part, &answer, call)? {
+                Outcome::Settled(next) => return Ok(PartEnd::Next(next)),
+                Outcome::Retry(retry_after) => retry_after,
+            };
+            if call.past(Instant::now()) {
+                return Ok(PartEnd::Stop(Stopped::Deadline));
+            }
+            if attempt == self.options.max_attempts {
+                let e = Error::Transport(format!(
+                    "batch {} not delivered after {} attempt(s) (last: {})",
+                    part.id,
+                    self.options.max_attempts,
+                    answer.what()
+                ));
+                log::warn!("upload stopped: {e}");
+                return Err(e);
+            }
+            match self.next_try(call, &answer, retry_after, &mut failed, &mut rounds) {
+                NextTry::Now => {}
+                NextTry::After(wait) => (self.options.sleep)(wait),
+                NextTry::Deadline => return Ok(PartEnd::Stop(Stopped::Deadline)),
+            }
+        }
+        Ok(PartEnd::Next(limit))
+    }
+
+    /// What the reply `answer` to `part` says ([`Reply::classify`]): an acknowledged part is deleted from the
+    /// outbox and tallied, a part too large split; a refusal for good is the error.
+    fn settle(&self, outbox: &dyn Outbox, part: &Batch, answer: &Response, call: &mut Call) -> Result<Outcome> {
+        let reply = Reply::classify(
+            answer.status,
+            &answer.body,
+            answer.over,
+            answer.retry_after.as_deref(),
+            part,
+            (self.options.clock)(),
+        );
+        match reply {
+            Reply::Acknowledge(a) => {
+                let done = outbox.acknowledge_batch(&part.id, &part.ids())?;
+                log::debug!("acknowledged {done} uploaded report(s)");
+                call.tally.add(done, a);
+                Ok(Outcome::Settled(None))
+            }
+            Reply::Split => {
+                let first = outbox.split_batch(&part.id)?;
+                log::info!(
+                    "batch {} was too large for {}: split in two ({first} line(s) at most)",
+                    part.id,
+                    self.hosts[call.current]
+                );
+                Ok(Outcome::Settled(Some(first)))
+            }
+            Reply::Fail(e) => {
+                log::warn!("upload stopped: {e}");
+                Err(e)
+            }
+            Reply::RetryAfter(s) => Ok(Outcome::Retry(Some(s))),
+            Reply::Backoff => Ok(Outcome::Retry(None)),
+        }
+    }
+
+    /// After a failed request (`answer`): the next endpoint at once while a round is not over (not after a 429),
+    /// else a wait (`retry_after`, capped at `max_delay`, or the back-off of the round), unless the call's deadline
+    /// would pass during it. `failed` counts the endpoints that failed in a row since the last wait, `rounds` the
+    /// waits.
+    fn next_try(
+        &mut self,
+        call: &mut Call,
+        answer: &Response,
+        retry_after: Option<f64>,
+        failed: &mut usize,
+        rounds: &mut u32,
+    ) -> NextTry {
+        let n = self.options.endpoints.len();
+        let from = call.current;
+        if answer.status != Some(429) && n > 1 {
+            // This replica cannot take the part now: the next one, at once while a round is not over.
+            call.current = (call.current + 1) % n;
+            *failed += 1;
+            if *failed < n {
+                let (what, to) = (answer.what(), &self.hosts[call.current]);
+                log::info!("upload to {}: {what}; failing over to {to}", self.hosts[from]);
+                return NextTry::Now;
+            }
+        }
+        *failed = 0;
+        *rounds += 1;
+        let wait = match retry_after {
+            Some(s) => Duration::from_secs_f64(s.min(self.options.max_delay.as_secs_f64())),
+            None => self.backoff(*rounds),
+        };
+        if call.past(Instant::now() + wait) {
+            return NextTry::Deadline;
+        }
+        if call.current == from {
+            log::info!("upload to {}: {}; retrying in {wait:.3?}", self.hosts[from], answer.what());
+        } else {
+            log::info!(
+                "upload to {}: {}; every endpoint failed: retrying on {} in {wait:.3?}",
+                self.hosts[from],
+                answer.what(),
+                self.hosts[call.current]
+            );
+        }
+        NextTry::After(wait)
+    }
+
+    /// The call's result, once it `stopped` (`None`: no part was due any more).
+    fn finish(&self, outbox: &dyn Outbox, call: Call, stopped: Option<Stopped>) -> Result<UploadResult> {
+        let Call { current, mut tally, .. } = call;
         let next_upload_at = outbox.next_upload_at()?;
         let stopped = match stopped {
             Some(s) => s,
