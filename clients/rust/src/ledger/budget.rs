@@ -62,10 +62,59 @@ pub(crate) fn charge(
     charge: &Charge,
     window: i64,
 ) -> Result<Reservation> {
+    let (inc, keys) = increment(state, metric, charge)?;
+    let m = spec.metric(metric)?;
+    let scopes =
+        [(metric, m.budget.per_window, m.budget.lifetime), (ALL_METRICS, spec.budget.per_window, spec.budget.lifetime)];
+    for (scope, per_window, lifetime) in scopes {
+        check_caps(state, scope, per_window, lifetime, inc, window)?;
+    }
+    for (scope, _, _) in scopes {
+        add_to_total(state, scope, inc, window)?;
+    }
+    let epoch = keys.record(state, inc);
+    Ok(Reservation { increment: inc, window, epoch })
+}
+
+/// What a charge keeps besides the totals, as keyed hashes: the memo key it charged, or the change stream's key,
+/// its value's and its epoch.
+#[derive(Default)]
+struct ChargeKeys {
+    memo_key: Option<String>,
+    change: Option<(String, String, u64)>,
+}
+
+impl ChargeKeys {
+    /// Records the memo key's report and cost, or the stream's value and epoch (the epoch, returned).
+    fn record(self, state: &mut DeviceState, inc: PrivacyCost) -> Option<u64> {
+        if let Some(k) = self.memo_key {
+            match find_mut(&mut state.memo, &k) {
+                Some(v) => {
+                    v.0 += 1;
+                    v.1 += inc.epsilon;
+                    v.2 += inc.delta;
+                }
+                None => state.memo.push((k, (1, inc.epsilon, inc.delta))),
+            }
+        }
+        let mut epoch = None;
+        if let Some((s, v, e)) = self.change {
+            epoch = Some(e);
+            match find_mut(&mut state.changes, &s) {
+                Some(x) => *x = (v, e),
+                None => state.changes.push((s, (v, e))),
+            }
+        }
+        epoch
+    }
+}
+
+/// What `charge` on `metric` costs now (a memoized key's cost cut to its cap, nothing for an unchanged stream), and
+/// the keys to record with it. Changes nothing.
+fn increment(state: &DeviceState, metric: &str, charge: &Charge) -> Result<(PrivacyCost, ChargeKeys)> {
     let mut prefix = metric.as_bytes().to_vec();
     prefix.push(0);
-    let mut memo_key = None;
-    let mut change = None;
+    let mut keys = ChargeKeys::default();
     let inc = match charge {
         Charge::Plain(c) => *c,
         Charge::Memoized { key, first, then, cap } => {
@@ -73,7 +122,7 @@ pub(crate) fn charge(
             let m = find(&state.memo, &k).copied();
             let step = if m.is_none_or(|m| m.0 == 0) { first } else { then };
             let (e, d) = m.map_or((0.0, 0.0), |m| (m.1, m.2));
-            memo_key = Some(k);
+            keys.memo_key = Some(k);
             PrivacyCost::new(0f64.max(step.epsilon.min(cap.epsilon - e)), 0f64.max(step.delta.min(cap.delta - d)))
         }
         Charge::Change { stream, value, cost } => {
@@ -81,82 +130,68 @@ pub(crate) fn charge(
             let v = keyed(state, &[b"value\0", &prefix, value])?;
             match find(&state.changes, &s) {
                 Some((last, epoch)) if *last == v => {
-                    change = Some((s, v, *epoch));
+                    keys.change = Some((s, v, *epoch));
                     PrivacyCost::ZERO
                 }
                 last => {
                     let epoch = last.map_or(0, |(_, e)| e + 1);
-                    change = Some((s, v, epoch));
+                    keys.change = Some((s, v, epoch));
                     *cost
                 }
             }
         }
     };
-    let m = spec.metric(metric)?;
-    let scopes =
-        [(metric, m.budget.per_window, m.budget.lifetime), (ALL_METRICS, spec.budget.per_window, spec.budget.lifetime)];
-    for (scope, per_window, lifetime) in scopes {
-        let t = find(&state.totals, scope);
-        let (we, wd) = t.filter(|t| t.window == window).map_or((0.0, 0.0), |t| (t.window_epsilon, t.window_delta));
-        let (le, ld) = t.map_or((0.0, 0.0), |t| (t.lifetime_epsilon, t.lifetime_delta));
-        for (cap, period, e, d) in [(per_window, "window", we, wd), (lifetime, "lifetime", le, ld)] {
-            let Some(cap) = cap else { continue };
-            let lim_e = cap.epsilon * (1.0 + 1e-9) + 1e-15;
-            let lim_d = cap.delta * (1.0 + 1e-9) + 1e-15;
-            if e + inc.epsilon > lim_e || (d + inc.delta).min(DELTA_MAX) > lim_d {
-                return Err(Error::BudgetExceeded {
-                    scope: scope.to_string(),
-                    period: period.to_string(),
-                    requested: inc,
-                    spent: PrivacyCost::new(e, d),
-                    cap,
-                });
-            }
+    Ok((inc, keys))
+}
+
+/// [`Error::BudgetExceeded`] if `inc` would pass `scope`'s cap of its `window` or of its lifetime.
+fn check_caps(
+    state: &DeviceState,
+    scope: &str,
+    per_window: Option<PrivacyCost>,
+    lifetime: Option<PrivacyCost>,
+    inc: PrivacyCost,
+    window: i64,
+) -> Result<()> {
+    let t = find(&state.totals, scope);
+    let (we, wd) = t.filter(|t| t.window == window).map_or((0.0, 0.0), |t| (t.window_epsilon, t.window_delta));
+    let (le, ld) = t.map_or((0.0, 0.0), |t| (t.lifetime_epsilon, t.lifetime_delta));
+    for (cap, period, e, d) in [(per_window, "window", we, wd), (lifetime, "lifetime", le, ld)] {
+        let Some(cap) = cap else { continue };
+        let lim_e = cap.epsilon * (1.0 + 1e-9) + 1e-15;
+        let lim_d = cap.delta * (1.0 + 1e-9) + 1e-15;
+        if e + inc.epsilon > lim_e || (d + inc.delta).min(DELTA_MAX) > lim_d {
+            return Err(Error::BudgetExceeded {
+                scope: scope.to_string(),
+                period: period.to_string(),
+                requested: inc,
+                spent: PrivacyCost::new(e, d),
+                cap,
+            });
         }
     }
-    for (scope, _, _) in scopes {
-        if find(&state.totals, scope).is_none() {
-            state.totals.push((
-                scope.to_string(),
-                ScopeTotal {
-                    window,
-                    window_epsilon: 0.0,
-                    window_delta: 0.0,
-                    lifetime_epsilon: 0.0,
-                    lifetime_delta: 0.0,
-                },
-            ));
-        }
-        let t = find_mut(&mut state.totals, scope).ok_or_else(|| Error::Internal("a total vanished".into()))?;
-        if t.window != window {
-            t.window = window;
-            t.window_epsilon = 0.0;
-            t.window_delta = 0.0;
-        }
-        t.window_epsilon += inc.epsilon;
-        t.window_delta = (t.window_delta + inc.delta).min(DELTA_MAX);
-        t.lifetime_epsilon += inc.epsilon;
-        t.lifetime_delta = (t.lifetime_delta + inc.delta).min(DELTA_MAX);
+    Ok(())
+}
+
+/// Adds `inc` to `scope`'s totals of `window` (a new window starts from zero) and of its lifetime.
+fn add_to_total(state: &mut DeviceState, scope: &str, inc: PrivacyCost, window: i64) -> Result<()> {
+    if find(&state.totals, scope).is_none() {
+        state.totals.push((
+            scope.to_string(),
+            ScopeTotal { window, window_epsilon: 0.0, window_delta: 0.0, lifetime_epsilon: 0.0, lifetime_delta: 0.0 },
+        ));
     }
-    if let Some(k) = memo_key {
-        match find_mut(&mut state.memo, &k) {
-            Some(v) => {
-                v.0 += 1;
-                v.1 += inc.epsilon;
-                v.2 += inc.delta;
-            }
-            None => state.memo.push((k, (1, inc.epsilon, inc.delta))),
-        }
+    let t = find_mut(&mut state.totals, scope).ok_or_else(|| Error::Internal("a total vanished".into()))?;
+    if t.window != window {
+        t.window = window;
+        t.window_epsilon = 0.0;
+        t.window_delta = 0.0;
     }
-    let mut epoch = None;
-    if let Some((s, v, e)) = change {
-        epoch = Some(e);
-        match find_mut(&mut state.changes, &s) {
-            Some(x) => *x = (v, e),
-            None => state.changes.push((s, (v, e))),
-        }
-    }
-    Ok(Reservation { increment: inc, window, epoch })
+    t.window_epsilon += inc.epsilon;
+    t.window_delta = (t.window_delta + inc.delta).min(DELTA_MAX);
+    t.lifetime_epsilon += inc.epsilon;
+    t.lifetime_delta = (t.lifetime_delta + inc.delta).min(DELTA_MAX);
+    Ok(())
 }
 
 /// The (ε, δ) spent on `scope` in `window`, or over the lifetime when `window` is `None`.

@@ -241,65 +241,47 @@ impl DeviceState {
         if !(is_int(&d["format"]) && int_of(&d["format"]) == Some(FORMAT as i128)) {
             return Err(damaged(format!("format {} (this client reads format {FORMAT})", d["format"])));
         }
-        let hex32 = |key: &str| -> Result<Key> {
-            let s = d.get(key).and_then(Value::as_str).ok_or_else(|| damaged(key))?;
-            if s.len() != 64 || !s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
-                return Err(damaged(key));
-            }
-            let v = crate::bytes::from_hex(s).map_err(|_| damaged(key))?;
-            Ok(Key(v.try_into().map_err(|_| damaged(key))?))
-        };
-        let num = |v: &Value, what: &str| -> Result<f64> {
-            match v {
-                Value::Number(_) => {
-                    Ok(crate::value::f64_of(v)).and_then(|x| if x.is_nan() { Err(damaged(what)) } else { Ok(x) })
-                }
-                _ => Err(damaged(format!("{what} is not a number"))),
-            }
-        };
-        let uint = |v: &Value, what: &str| -> Result<u64> {
-            int_of(v)
-                .and_then(|i| u64::try_from(i).ok())
-                .ok_or_else(|| damaged(format!("{what} is not an integer >= 0")))
-        };
-        let sint = |v: &Value, what: &str| -> Result<i64> {
-            int_of(v).and_then(|i| i64::try_from(i).ok()).ok_or_else(|| damaged(format!("{what} is not an integer")))
-        };
-        let obj = |key: &str| -> Result<&Map<String, Value>> {
-            d.get(key).and_then(Value::as_object).ok_or_else(|| damaged(format!("{key} is not an object")))
-        };
-        let list = |v: &Value, what: &str, n: usize| -> Result<Vec<Value>> {
-            match v {
-                Value::Array(a) if a.len() == n => Ok(a.clone()),
-                _ => Err(damaged(format!("{what} is not a list of {n}"))),
-            }
-        };
-        let collection = d.get("collection").and_then(Value::as_str).ok_or_else(|| damaged("collection"))?;
-        let opted_out = match d.get("opted_out") {
+        let d = Doc(d);
+        let collection = d.0.get("collection").and_then(Value::as_str).ok_or_else(|| damaged("collection"))?;
+        let (secret, salt) = d.keys()?;
+        let mut s = DeviceState::new(collection, [0; 32], [0; 32]);
+        (s.secret, s.salt) = (secret, salt);
+        s.clock = d.optional_num("clock")?;
+        d.read_budget(&mut s)?;
+        d.read_outbox(&mut s)?;
+        Ok(s)
+    }
+}
+
+/// A state's JSON document, read field by field: [`Error::Ledger`] naming what is missing or malformed.
+struct Doc<'a>(&'a Map<String, Value>);
+
+impl Doc<'_> {
+    /// The device secret and the salt (an opted-out state holds no secret, and a salt unless an older version of
+    /// this client opted it out).
+    fn keys(&self) -> Result<(Option<Key>, Option<Key>)> {
+        let opted_out = match self.0.get("opted_out") {
             None => false,
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(damaged("opted_out is not a boolean")),
         };
-        let (secret, salt) = if opted_out {
-            if d.get("secret") != Some(&Value::Null) {
-                return Err(damaged("an opted-out state holds a device secret"));
-            }
-            // The salt is kept; a state an older version of this client opted out holds none.
-            let salt = match d.get("salt") {
-                Some(Value::Null) => None,
-                _ => Some(hex32("salt")?),
-            };
-            (None, salt)
-        } else {
-            (Some(hex32("secret")?), Some(hex32("salt")?))
+        if !opted_out {
+            return Ok((Some(self.hex32("secret")?), Some(self.hex32("salt")?)));
+        }
+        if self.0.get("secret") != Some(&Value::Null) {
+            return Err(damaged("an opted-out state holds a device secret"));
+        }
+        // The salt is kept; a state an older version of this client opted out holds none.
+        let salt = match self.0.get("salt") {
+            Some(Value::Null) => None,
+            _ => Some(self.hex32("salt")?),
         };
-        let mut s = DeviceState::new(collection, [0; 32], [0; 32]);
-        (s.secret, s.salt) = (secret, salt);
-        s.clock = match d.get("clock") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(num(v, "clock")?),
-        };
-        for (k, v) in obj("totals")? {
+        Ok((None, salt))
+    }
+
+    /// The budget's records: the totals of each scope, the memoized keys, the change streams and the cohorts.
+    fn read_budget(&self, s: &mut DeviceState) -> Result<()> {
+        for (k, v) in self.obj("totals")? {
             let t = list(v, "totals", 5)?;
             s.totals.push((
                 k.clone(),
@@ -312,38 +294,89 @@ impl DeviceState {
                 },
             ));
         }
-        for (k, v) in obj("memo")? {
+        for (k, v) in self.obj("memo")? {
             let m = list(v, "memo", 3)?;
             s.memo.push((k.clone(), (uint(&m[0], "reports")?, num(&m[1], "ε")?, num(&m[2], "δ")?)));
         }
-        for (k, v) in obj("changes")? {
+        for (k, v) in self.obj("changes")? {
             let c = list(v, "changes", 2)?;
             let value = c[0].as_str().ok_or_else(|| damaged("changes"))?.to_string();
             s.changes.push((k.clone(), (value, uint(&c[1], "epoch")?)));
         }
-        for (k, v) in obj("cohorts")? {
+        for (k, v) in self.obj("cohorts")? {
             let c = uint(v, "cohort")?;
             s.cohorts.push((k.clone(), u32::try_from(c).map_err(|_| damaged("cohort"))?));
         }
-        for p in d.get("parts").and_then(Value::as_array).ok_or_else(|| damaged("parts"))? {
+        Ok(())
+    }
+
+    /// The outbox's records: the pinned parts, the next id, the last upload, and the reports uploaded and discarded
+    /// per metric.
+    fn read_outbox(&self, s: &mut DeviceState) -> Result<()> {
+        for p in self.0.get("parts").and_then(Value::as_array).ok_or_else(|| damaged("parts"))? {
             let q = list(p, "part", 3)?;
             let id = q[0].as_str().ok_or_else(|| damaged("part id"))?.to_string();
             s.parts.push(PinnedPart { id, first: uint(&q[1], "part")?, last: uint(&q[2], "part")? });
         }
-        s.next_id = uint(d.get("next_id").unwrap_or(&Value::Null), "next_id")?;
-        s.last_upload = match d.get("last_upload") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(num(v, "last_upload")?),
-        };
-        for (k, v) in obj("uploaded")? {
+        s.next_id = uint(self.0.get("next_id").unwrap_or(&Value::Null), "next_id")?;
+        s.last_upload = self.optional_num("last_upload")?;
+        for (k, v) in self.obj("uploaded")? {
             s.uploaded.push((k.clone(), uint(v, "uploaded")?));
         }
         // Absent in a state written before opting out counted what it deleted.
-        if d.contains_key("discarded") {
-            for (k, v) in obj("discarded")? {
+        if self.0.contains_key("discarded") {
+            for (k, v) in self.obj("discarded")? {
                 s.discarded.push((k.clone(), uint(v, "discarded")?));
             }
         }
-        Ok(s)
+        Ok(())
+    }
+
+    /// 32 bytes written as 64 lowercase hex digits.
+    fn hex32(&self, key: &str) -> Result<Key> {
+        let s = self.0.get(key).and_then(Value::as_str).ok_or_else(|| damaged(key))?;
+        if s.len() != 64 || !s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
+            return Err(damaged(key));
+        }
+        let v = crate::bytes::from_hex(s).map_err(|_| damaged(key))?;
+        Ok(Key(v.try_into().map_err(|_| damaged(key))?))
+    }
+
+    /// A number, or `None` when absent or null.
+    fn optional_num(&self, key: &str) -> Result<Option<f64>> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => Ok(Some(num(v, key)?)),
+        }
+    }
+
+    fn obj(&self, key: &str) -> Result<&Map<String, Value>> {
+        self.0.get(key).and_then(Value::as_object).ok_or_else(|| damaged(format!("{key} is not an object")))
+    }
+}
+
+/// A number that is not NaN.
+fn num(v: &Value, what: &str) -> Result<f64> {
+    match v {
+        Value::Number(_) => {
+            Ok(crate::value::f64_of(v)).and_then(|x| if x.is_nan() { Err(damaged(what)) } else { Ok(x) })
+        }
+        _ => Err(damaged(format!("{what} is not a number"))),
+    }
+}
+
+fn uint(v: &Value, what: &str) -> Result<u64> {
+    int_of(v).and_then(|i| u64::try_from(i).ok()).ok_or_else(|| damaged(format!("{what} is not an integer >= 0")))
+}
+
+fn sint(v: &Value, what: &str) -> Result<i64> {
+    int_of(v).and_then(|i| i64::try_from(i).ok()).ok_or_else(|| damaged(format!("{what} is not an integer")))
+}
+
+/// A list of `n` values.
+fn list(v: &Value, what: &str, n: usize) -> Result<Vec<Value>> {
+    match v {
+        Value::Array(a) if a.len() == n => Ok(a.clone()),
+        _ => Err(damaged(format!("{what} is not a list of {n}"))),
     }
 }

@@ -78,65 +78,8 @@ impl PemParams {
         if oracle == "grr" && prefix_bits(groups - 1) > MAX_GRR_BITS {
             return Err(Refusal::limit("grr_prefix_bits", prefix_bits(groups - 1), MAX_GRR_BITS).into());
         }
-        // A group's GRR ε too large or too small for its prefixes: a relation of PEM's own parameters.
-        let grr = |group: u64| {
-            let domain_size = Value::from(1u64 << prefix_bits(group));
-            GrrParams::new(ParamValues::of(
-                tables::GRR,
-                [("epsilon", float_value(epsilon)), ("domain_size", domain_size)],
-            ))
-            .map_err(|e| {
-                e.relation_of(&["epsilon", "max_length", "start_bits", "step_bits", "oracle"], |r| {
-                    r.fields
-                        .get("params")
-                        .and_then(Value::as_array)
-                        .is_some_and(|ps| ps.iter().any(|p| p == "domain_size"))
-                })
-            })
-        };
-        let make_olh = || {
-            LocalHashingParams::new(
-                "olh",
-                ParamValues::of(
-                    tables::OLH,
-                    [
-                        ("epsilon", float_value(epsilon)),
-                        ("domain_size", Value::from(2)),
-                        ("seed_range", Value::from(seed_range)),
-                    ],
-                ),
-            )
-        };
-        let mut olh: Option<LocalHashingParams> = None;
-        let mut oracles = Vec::with_capacity(groups as usize);
-        for j in 0..groups {
-            let o = match oracle.as_str() {
-                "olh" => GroupOracle::Olh,
-                "grr" => GroupOracle::Grr(grr(j)?),
-                _ => {
-                    let g = if prefix_bits(j) <= MAX_GRR_BITS { Some(grr(j)?) } else { None };
-                    match g {
-                        Some(g) => {
-                            if olh.is_none() {
-                                olh = Some(make_olh()?);
-                            }
-                            let lh = olh.as_ref().ok_or_else(|| Error::Internal("olh".into()))?;
-                            let q = (1.0 - g.p) / (g.d - 1) as f64;
-                            if null_variance(g.p, q) < null_variance(lh.p, 1.0 / lh.g as f64) {
-                                GroupOracle::Grr(g)
-                            } else {
-                                GroupOracle::Olh
-                            }
-                        }
-                        None => GroupOracle::Olh,
-                    }
-                }
-            };
-            oracles.push(o);
-        }
-        if olh.is_none() && oracles.iter().any(|o| matches!(o, GroupOracle::Olh)) {
-            olh = Some(make_olh()?);
-        }
+        let bits: Vec<u64> = (0..groups).map(prefix_bits).collect();
+        let (oracles, olh) = group_oracles(&oracle, &bits, epsilon, seed_range)?;
         let mut out = PemParams {
             values,
             fingerprint: String::new(),
@@ -214,6 +157,74 @@ impl PemParams {
         bytes[n - take..].copy_from_slice(&raw[raw.len() - take..]);
         murmur3(&bytes, KEY_SEED) as u64
     }
+}
+
+/// Each group's oracle, the group's prefixes of `bits[j]` bits: `oracle` `olh` or `grr` for every group, else GRR
+/// where it is allowed and of smaller variance than OLH; and the OLH oracle if a group uses it.
+fn group_oracles(
+    oracle: &str,
+    bits: &[u64],
+    epsilon: f64,
+    seed_range: u64,
+) -> Result<(Vec<GroupOracle>, Option<LocalHashingParams>)> {
+    let mut olh: Option<LocalHashingParams> = None;
+    let mut oracles = Vec::with_capacity(bits.len());
+    for &prefix_bits in bits {
+        let o = match oracle {
+            "olh" => GroupOracle::Olh,
+            "grr" => GroupOracle::Grr(group_grr(epsilon, prefix_bits)?),
+            _ => {
+                let g = if prefix_bits <= MAX_GRR_BITS { Some(group_grr(epsilon, prefix_bits)?) } else { None };
+                match g {
+                    Some(g) => {
+                        if olh.is_none() {
+                            olh = Some(olh_params(epsilon, seed_range)?);
+                        }
+                        let lh = olh.as_ref().ok_or_else(|| Error::Internal("olh".into()))?;
+                        let q = (1.0 - g.p) / (g.d - 1) as f64;
+                        if null_variance(g.p, q) < null_variance(lh.p, 1.0 / lh.g as f64) {
+                            GroupOracle::Grr(g)
+                        } else {
+                            GroupOracle::Olh
+                        }
+                    }
+                    None => GroupOracle::Olh,
+                }
+            }
+        };
+        oracles.push(o);
+    }
+    if olh.is_none() && oracles.iter().any(|o| matches!(o, GroupOracle::Olh)) {
+        olh = Some(olh_params(epsilon, seed_range)?);
+    }
+    Ok((oracles, olh))
+}
+
+/// The GRR oracle of a group whose prefixes have `prefix_bits` bits. Its ε too large or too small for its prefixes
+/// is a relation of PEM's own parameters.
+fn group_grr(epsilon: f64, prefix_bits: u64) -> Result<GrrParams> {
+    let domain_size = Value::from(1u64 << prefix_bits);
+    GrrParams::new(ParamValues::of(tables::GRR, [("epsilon", float_value(epsilon)), ("domain_size", domain_size)]))
+        .map_err(|e| {
+            e.relation_of(&["epsilon", "max_length", "start_bits", "step_bits", "oracle"], |r| {
+                r.fields.get("params").and_then(Value::as_array).is_some_and(|ps| ps.iter().any(|p| p == "domain_size"))
+            })
+        })
+}
+
+/// The OLH oracle of the OLH groups.
+fn olh_params(epsilon: f64, seed_range: u64) -> Result<LocalHashingParams> {
+    LocalHashingParams::new(
+        "olh",
+        ParamValues::of(
+            tables::OLH,
+            [
+                ("epsilon", float_value(epsilon)),
+                ("domain_size", Value::from(2)),
+                ("seed_range", Value::from(seed_range)),
+            ],
+        ),
+    )
 }
 
 /// UTF-8 cut mid-character: the incomplete trailing character dropped (`decode("utf-8", "ignore")`).

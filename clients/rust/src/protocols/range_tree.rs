@@ -97,59 +97,12 @@ impl HhParams {
         }
         let oracle = values.choice("oracle")?;
         let clip = values.bool("clip")?;
-        let Value::Array(w) = values.get("level_weights") else {
-            return Err(Refusal::param_type("level_weights", "list", values.get("level_weights")).into());
-        };
-        if !w.is_empty() {
-            if w.len() as u64 != depth {
-                return Err(Refusal::value(RefusalCode::ParamLength)
-                    .with("param", "level_weights")
-                    .with("got", w.len())
-                    .with("min", depth)
-                    .with("max", depth)
-                    .into());
-            }
-            for (i, x) in w.iter().enumerate() {
-                check_int(x, "level_weights", 0, Some(1 << 32)).map_err(|e| e.with_field("index", i))?;
-            }
-            if int_of(&w[w.len() - 1]) == Some(0) {
-                return Err(Refusal::relation("leaf_weight", &["level_weights"]).into());
-            }
-        }
-        let weighted = !w.is_empty();
-        let weights: Vec<u64> =
-            if weighted { w.iter().map(|x| int_of(x).unwrap_or(0) as u64).collect() } else { vec![1; depth as usize] };
+        let (weights, weighted) = level_weights(&values, depth)?;
         let n = branching.pow(depth as u32);
-        let mut edges: Vec<f64> = (0..n).map(|i| low + (high - low) * i as f64 / n as f64).collect();
-        edges.push(high);
-        let mut sorted = edges.clone();
-        sorted.sort_by(f64::total_cmp);
-        sorted.dedup();
-        if sorted.len() != edges.len() {
-            return Err(Refusal::relation("distinct_edges", &["low", "high", "branching", "depth"]).into());
-        }
-        let mut oracles = Vec::with_capacity(depth as usize);
-        for level in 1..=depth {
-            let m = branching.pow(level as u32);
-            let sub =
-                |table| ParamValues::of(table, [("epsilon", float_value(epsilon)), ("domain_size", Value::from(m))]);
-            // A level's ε too large or too small for its oracle: a relation of the tree's own parameters.
-            let level = |e: Error| e.relation_of(&["epsilon", "branching", "depth", "oracle"], |_| true);
-            oracles.push(match oracle {
-                "grr" => LevelOracle::Grr(GrrParams::new(sub(tables::GRR)).map_err(level)?),
-                "oue" => LevelOracle::Oue(UnaryParams::new("oue", sub(tables::OUE)).map_err(level)?),
-                _ => {
-                    let oue = UnaryParams::new("oue", sub(tables::OUE)).map_err(level)?;
-                    match GrrParams::new(sub(tables::GRR)) {
-                        Ok(g) if null_variance(g.p, (1.0 - g.p) / (g.d - 1) as f64) < null_variance(oue.p, oue.q) => {
-                            LevelOracle::Grr(g)
-                        }
-                        Ok(_) | Err(Error::Refusal(Refusal { kind: RefusalKind::Value, .. })) => LevelOracle::Oue(oue),
-                        Err(e) => return Err(e),
-                    }
-                }
-            });
-        }
+        let edges = leaf_edges(low, high, n)?;
+        let oracles = (1..=depth)
+            .map(|level| level_oracle(oracle, epsilon, branching.pow(level as u32)))
+            .collect::<Result<Vec<_>>>()?;
         let mut out = HhParams {
             values,
             fingerprint: String::new(),
@@ -179,6 +132,69 @@ impl HhParams {
     fn uses_oue(&self) -> bool {
         self.oracles.iter().any(|o| matches!(o, LevelOracle::Oue(_)))
     }
+}
+
+/// The levels' weights (`level_weights`: one per level, the leaf level's above 0; empty: all 1) and whether they
+/// were given.
+fn level_weights(values: &ParamValues, depth: u64) -> Result<(Vec<u64>, bool)> {
+    let Value::Array(w) = values.get("level_weights") else {
+        return Err(Refusal::param_type("level_weights", "list", values.get("level_weights")).into());
+    };
+    if !w.is_empty() {
+        if w.len() as u64 != depth {
+            return Err(Refusal::value(RefusalCode::ParamLength)
+                .with("param", "level_weights")
+                .with("got", w.len())
+                .with("min", depth)
+                .with("max", depth)
+                .into());
+        }
+        for (i, x) in w.iter().enumerate() {
+            check_int(x, "level_weights", 0, Some(1 << 32)).map_err(|e| e.with_field("index", i))?;
+        }
+        if int_of(&w[w.len() - 1]) == Some(0) {
+            return Err(Refusal::relation("leaf_weight", &["level_weights"]).into());
+        }
+    }
+    let weighted = !w.is_empty();
+    let weights: Vec<u64> =
+        if weighted { w.iter().map(|x| int_of(x).unwrap_or(0) as u64).collect() } else { vec![1; depth as usize] };
+    Ok((weights, weighted))
+}
+
+/// The `n + 1` edges of `n` equal leaf buckets over `[low, high]`, refused unless distinct as doubles.
+fn leaf_edges(low: f64, high: f64, n: u64) -> Result<Vec<f64>> {
+    let mut edges: Vec<f64> = (0..n).map(|i| low + (high - low) * i as f64 / n as f64).collect();
+    edges.push(high);
+    let mut sorted = edges.clone();
+    sorted.sort_by(f64::total_cmp);
+    sorted.dedup();
+    if sorted.len() != edges.len() {
+        return Err(Refusal::relation("distinct_edges", &["low", "high", "branching", "depth"]).into());
+    }
+    Ok(edges)
+}
+
+/// The frequency oracle of a level of `m` nodes: `oracle` `grr` or `oue`, else the one of smaller variance (OUE
+/// where GRR refuses the level's ε).
+fn level_oracle(oracle: &str, epsilon: f64, m: u64) -> Result<LevelOracle> {
+    let sub = |table| ParamValues::of(table, [("epsilon", float_value(epsilon)), ("domain_size", Value::from(m))]);
+    // A level's ε too large or too small for its oracle: a relation of the tree's own parameters.
+    let level = |e: Error| e.relation_of(&["epsilon", "branching", "depth", "oracle"], |_| true);
+    Ok(match oracle {
+        "grr" => LevelOracle::Grr(GrrParams::new(sub(tables::GRR)).map_err(level)?),
+        "oue" => LevelOracle::Oue(UnaryParams::new("oue", sub(tables::OUE)).map_err(level)?),
+        _ => {
+            let oue = UnaryParams::new("oue", sub(tables::OUE)).map_err(level)?;
+            match GrrParams::new(sub(tables::GRR)) {
+                Ok(g) if null_variance(g.p, (1.0 - g.p) / (g.d - 1) as f64) < null_variance(oue.p, oue.q) => {
+                    LevelOracle::Grr(g)
+                }
+                Ok(_) | Err(Error::Refusal(Refusal { kind: RefusalKind::Value, .. })) => LevelOracle::Oue(oue),
+                Err(e) => return Err(e),
+            }
+        }
+    })
 }
 
 impl ProtocolParams for HhParams {

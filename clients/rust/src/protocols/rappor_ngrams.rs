@@ -61,82 +61,11 @@ impl RapporNgramsParams {
         if positions as i128 > MAX_POSITIONS {
             return Err(Refusal::limit("positions", positions, int_value(MAX_POSITIONS)).into());
         }
-        let alphabet: Vec<char> = match values.get("alphabet") {
-            Value::String(a) if !a.is_empty() => a.chars().collect(),
-            Value::String(_) => {
-                return Err(Refusal::value(RefusalCode::ParamLength)
-                    .with("param", "alphabet")
-                    .with("got", 0)
-                    .with("min", 1)
-                    .into())
-            }
-            // Python refuses a non-string alphabet with a ValueError, its code param_type.
-            other => {
-                return Err(Refusal::value(RefusalCode::ParamType)
-                    .with("param", "alphabet")
-                    .with("expected", "string")
-                    .with("got", kind_of(other))
-                    .into())
-            }
-        };
-        if alphabet.iter().collect::<BTreeSet<_>>().len() != alphabet.len() {
-            return Err(Refusal::relation("distinct", &["alphabet"]).into());
-        }
-        let pad = match values.get("pad") {
-            Value::String(p) if p.chars().count() == 1 => p.chars().next().unwrap_or('_'),
-            Value::String(p) => {
-                return Err(Refusal::value(RefusalCode::ParamLength)
-                    .with("param", "pad")
-                    .with("got", p.chars().count())
-                    .with("min", 1)
-                    .with("max", 1)
-                    .into())
-            }
-            other => {
-                return Err(Refusal::value(RefusalCode::ParamType)
-                    .with("param", "pad")
-                    .with("expected", "string")
-                    .with("got", kind_of(other))
-                    .into())
-            }
-        };
-        if alphabet.contains(&pad) {
-            return Err(Refusal::relation("pad_not_in_alphabet", &["pad", "alphabet"]).into());
-        }
+        let alphabet = alphabet_of(&values)?;
+        let pad = pad_of(&values, &alphabet)?;
         let truncate = values.bool("truncate")?;
-        let rappor = |prefix: &str| {
-            let k = |name: &str| values.get(&format!("{prefix}{name}")).clone();
-            let (bits, hashes, cohorts) = if prefix.is_empty() {
-                (k("num_bloombits"), k("num_hashes"), k("num_cohorts"))
-            } else {
-                (k("bloombits"), k("hashes"), k("cohorts"))
-            };
-            RapporParams::new(ParamValues::of(
-                tables::RAPPOR,
-                [
-                    ("num_bloombits", bits),
-                    ("num_hashes", hashes),
-                    ("num_cohorts", cohorts),
-                    ("p", k("p")),
-                    ("q", k("q")),
-                    ("f", k("f")),
-                    ("mode", Value::String("ldp".into())),
-                ],
-            ))
-        };
-        // The n-gram RAPPOR's refusals name its parameters as they are named here (`gram_p`, `gram_bloombits`).
-        let gram_name = |n: &str| {
-            let short = match n {
-                "num_bloombits" => "bloombits",
-                "num_hashes" => "hashes",
-                "num_cohorts" => "cohorts",
-                "p" | "q" | "f" => n,
-                _ => return None,
-            };
-            Some(format!("gram_{short}"))
-        };
-        let full = rappor("")?;
-        let gram = rappor("gram_").map_err(|e| e.renamed(gram_name))?;
+        let full = rappor_of(&values, "")?;
+        let gram = rappor_of(&values, "gram_").map_err(|e| e.renamed(gram_name))?;
         full.check_cost()?; // both RAPPORs must be private (finite ε₁)
         gram.check_cost().map_err(|e| e.renamed(gram_name))?;
         let mut out = RapporNgramsParams {
@@ -192,6 +121,93 @@ impl RapporNgramsParams {
         cps.resize(self.max_length as usize, self.pad);
         Ok(cps)
     }
+}
+
+/// The `alphabet`: a non-empty string of distinct characters.
+fn alphabet_of(values: &ParamValues) -> Result<Vec<char>> {
+    let alphabet: Vec<char> = match values.get("alphabet") {
+        Value::String(a) if !a.is_empty() => a.chars().collect(),
+        Value::String(_) => {
+            return Err(Refusal::value(RefusalCode::ParamLength)
+                .with("param", "alphabet")
+                .with("got", 0)
+                .with("min", 1)
+                .into())
+        }
+        // Python refuses a non-string alphabet with a ValueError, its code param_type.
+        other => {
+            return Err(Refusal::value(RefusalCode::ParamType)
+                .with("param", "alphabet")
+                .with("expected", "string")
+                .with("got", kind_of(other))
+                .into())
+        }
+    };
+    if alphabet.iter().collect::<BTreeSet<_>>().len() != alphabet.len() {
+        return Err(Refusal::relation("distinct", &["alphabet"]).into());
+    }
+    Ok(alphabet)
+}
+
+/// The `pad` character: one character, not in `alphabet`.
+fn pad_of(values: &ParamValues, alphabet: &[char]) -> Result<char> {
+    let pad = match values.get("pad") {
+        Value::String(p) if p.chars().count() == 1 => p.chars().next().unwrap_or('_'),
+        Value::String(p) => {
+            return Err(Refusal::value(RefusalCode::ParamLength)
+                .with("param", "pad")
+                .with("got", p.chars().count())
+                .with("min", 1)
+                .with("max", 1)
+                .into())
+        }
+        other => {
+            return Err(Refusal::value(RefusalCode::ParamType)
+                .with("param", "pad")
+                .with("expected", "string")
+                .with("got", kind_of(other))
+                .into())
+        }
+    };
+    if alphabet.contains(&pad) {
+        return Err(Refusal::relation("pad_not_in_alphabet", &["pad", "alphabet"]).into());
+    }
+    Ok(pad)
+}
+
+/// The RAPPOR of the full string (`prefix` empty: `num_bloombits`, `num_hashes`, `num_cohorts`, `p`, `q`, `f`) or
+/// of the n-grams (`gram_`: `gram_bloombits`, `gram_hashes`, `gram_cohorts`, `gram_p`, …).
+fn rappor_of(values: &ParamValues, prefix: &str) -> Result<RapporParams> {
+    let k = |name: &str| values.get(&format!("{prefix}{name}")).clone();
+    let (bits, hashes, cohorts) = if prefix.is_empty() {
+        (k("num_bloombits"), k("num_hashes"), k("num_cohorts"))
+    } else {
+        (k("bloombits"), k("hashes"), k("cohorts"))
+    };
+    RapporParams::new(ParamValues::of(
+        tables::RAPPOR,
+        [
+            ("num_bloombits", bits),
+            ("num_hashes", hashes),
+            ("num_cohorts", cohorts),
+            ("p", k("p")),
+            ("q", k("q")),
+            ("f", k("f")),
+            ("mode", Value::String("ldp".into())),
+        ],
+    ))
+}
+
+/// The n-gram RAPPOR's refusals name its parameters as they are named here (`gram_p`, `gram_bloombits`).
+fn gram_name(n: &str) -> Option<String> {
+    let short = match n {
+        "num_bloombits" => "bloombits",
+        "num_hashes" => "hashes",
+        "num_cohorts" => "cohorts",
+        "p" | "q" | "f" => n,
+        _ => return None,
+    };
+    Some(format!("gram_{short}"))
 }
 
 impl ProtocolParams for RapporNgramsParams {

@@ -84,25 +84,7 @@ impl SfpParams {
     fn new(values: ParamValues) -> Result<Self> {
         let word_epsilon = values.float("word_epsilon")?;
         let fragment_epsilon = values.float("fragment_epsilon")?;
-        let cps = check_symbols(values.get("alphabet"), "alphabet", 1, None)?;
-        let mut sorted = cps.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        if sorted.len() != cps.len() {
-            return Err(Refusal::relation("distinct", &["alphabet"]).into());
-        }
-        let pad = check_symbols(values.get("pad"), "pad", 1, Some(1))?[0];
-        if cps.contains(&pad) {
-            return Err(Refusal::relation("pad_not_in_alphabet", &["pad", "alphabet"]).into());
-        }
-        if cps.len() > (1 << 16) - 2 {
-            return Err(Refusal::value(RefusalCode::ParamLength)
-                .with("param", "alphabet")
-                .with("got", cps.len())
-                .with("min", 1)
-                .with("max", (1 << 16) - 2)
-                .into());
-        }
+        let (cps, pad) = alphabet_and_pad(&values)?;
         let length = values.int("length")? as u64;
         let fragment_length = values.int_at_most("fragment_length", length as i128)? as u64;
         if !length.is_multiple_of(fragment_length) {
@@ -119,16 +101,7 @@ impl SfpParams {
                 Refusal::relation("hash_seed_room", &["hash_seed", "word_num_hashes", "fragment_num_hashes"]).into()
             );
         }
-        let replacement = match values.get("replacement") {
-            Value::Null => None,
-            rep => {
-                let c = check_symbols(rep, "replacement", 1, Some(1))?[0];
-                if !cps.contains(&c) {
-                    return Err(Refusal::relation("replacement_in_alphabet", &["replacement", "alphabet"]).into());
-                }
-                Some(c)
-            }
-        };
+        let replacement = replacement_of(&values, &cps)?;
         let truncate = values.bool("truncate")?;
         let mut symbols = cps;
         symbols.push(pad);
@@ -219,6 +192,44 @@ impl SfpParams {
         }
         out
     }
+}
+
+/// The `alphabet` (distinct symbols, at most 2^16 − 2) and the `pad` symbol (not in the alphabet).
+fn alphabet_and_pad(values: &ParamValues) -> Result<(Vec<char>, char)> {
+    let cps = check_symbols(values.get("alphabet"), "alphabet", 1, None)?;
+    let mut sorted = cps.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != cps.len() {
+        return Err(Refusal::relation("distinct", &["alphabet"]).into());
+    }
+    let pad = check_symbols(values.get("pad"), "pad", 1, Some(1))?[0];
+    if cps.contains(&pad) {
+        return Err(Refusal::relation("pad_not_in_alphabet", &["pad", "alphabet"]).into());
+    }
+    if cps.len() > (1 << 16) - 2 {
+        return Err(Refusal::value(RefusalCode::ParamLength)
+            .with("param", "alphabet")
+            .with("got", cps.len())
+            .with("min", 1)
+            .with("max", (1 << 16) - 2)
+            .into());
+    }
+    Ok((cps, pad))
+}
+
+/// The `replacement` symbol of characters outside the alphabet (null: none), one of the alphabet's.
+fn replacement_of(values: &ParamValues, cps: &[char]) -> Result<Option<char>> {
+    Ok(match values.get("replacement") {
+        Value::Null => None,
+        rep => {
+            let c = check_symbols(rep, "replacement", 1, Some(1))?[0];
+            if !cps.contains(&c) {
+                return Err(Refusal::relation("replacement_in_alphabet", &["replacement", "alphabet"]).into());
+            }
+            Some(c)
+        }
+    })
 }
 
 const WORD_NAMES: [&str; 4] = ["word_hash", "word_bits", "word_row", "word_bit"];
