@@ -87,7 +87,7 @@ impl ReportBuilder {
 
     /// Bytes of randomness [`ReportBuilder::build_with_random`] takes: the client's sharding randomness
     /// ([`Prio3Client::rand_len`]), then the leader's and the helper's HPKE ephemeral key material
-    /// ([`HpkeSuite::ikm_len`] each: 32 for X25519 and P-256).
+    /// ([`HpkeSuite::ikm_len`](super::HpkeSuite::ikm_len) each: 32 for X25519 and P-256).
     pub fn rand_len(&self) -> usize {
         self.client.rand_len() + self.ikm_lens().iter().sum::<usize>()
     }

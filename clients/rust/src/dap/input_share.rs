@@ -32,10 +32,10 @@ pub fn input_share_aad(task_id: &[u8; TASK_ID_LEN], metadata: &ReportMetadata, p
 }
 
 /// The input shares of one report, sealed: a report's envelope around shares already made (by this crate's
-/// [`ReportBuilder`], or by another Prio3 implementation with the report ID as its nonce). `input_shares` are the
-/// leader's and the helper's, in that order; each becomes a `PlaintextInputShare` without extensions sealed to its
-/// config, with ephemeral keys from the OS generator. Refused: a config this crate cannot seal to
-/// ([`HpkeConfig::check`]), the same public key for both aggregators.
+/// [`ReportBuilder`](super::ReportBuilder), or by another Prio3 implementation with the report ID as its nonce).
+/// `input_shares` are the leader's and the helper's, in that order; each becomes a `PlaintextInputShare` without
+/// extensions sealed to its config, with ephemeral keys from the OS generator. Refused: a config this crate cannot seal
+/// to ([`HpkeConfig::check`]), the same public key for both aggregators.
 pub fn seal_input_shares(
     task_id: &[u8; TASK_ID_LEN],
     metadata: ReportMetadata,

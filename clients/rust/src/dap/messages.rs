@@ -45,8 +45,8 @@ impl Report {
     /// The media type of an encoded report in an upload.
     pub const MEDIA_TYPE: &'static str = "application/dap-report";
 
-    /// Reads an encoded report (all of `bytes`; trailing bytes are refused), an [`Error::Value`] saying what is
-    /// wrong. The ciphertexts are not opened.
+    /// Reads an encoded report (all of `bytes`; trailing bytes are refused), an [`Error::Value`](crate::Error::Value)
+    /// saying what is wrong. The ciphertexts are not opened.
     pub fn decode(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes, "a Report");
         let metadata = ReportMetadata::read(&mut r)?;
@@ -57,7 +57,7 @@ impl Report {
         Ok(Report { metadata, public_share, leader_encrypted_input_share, helper_encrypted_input_share })
     }
 
-    /// The encoding (an [`Error::Value`] only for a field too long for its length prefix).
+    /// The encoding (an [`Error::Value`](crate::Error::Value) only for a field too long for its length prefix).
     pub fn encode(&self) -> Result<Vec<u8>> {
         let mut w = Writer::default();
         self.metadata.write(&mut w);
@@ -96,7 +96,8 @@ pub struct PlaintextInputShare {
 }
 
 impl PlaintextInputShare {
-    /// Reads an encoded plaintext input share (all of `bytes`), an [`Error::Value`] saying what is wrong.
+    /// Reads an encoded plaintext input share (all of `bytes`), an [`Error::Value`](crate::Error::Value) saying what is
+    /// wrong.
     pub fn decode(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes, "a PlaintextInputShare");
         let mut list = Reader::new(r.opaque16("extensions")?, "a PlaintextInputShare's extensions");
@@ -110,7 +111,7 @@ impl PlaintextInputShare {
         Ok(PlaintextInputShare { extensions, payload })
     }
 
-    /// The encoding (an [`Error::Value`] only for a field too long for its length prefix).
+    /// The encoding (an [`Error::Value`](crate::Error::Value) only for a field too long for its length prefix).
     pub fn encode(&self) -> Result<Vec<u8>> {
         let mut list = Writer::default();
         for e in &self.extensions {

@@ -35,8 +35,8 @@ impl Prio3Client {
     ///
     /// Bad parameters are refused: `param_range` for a bound out of range (`param`, `got`, `min`, `max`),
     /// `param_length` for a `ctx` too long, `param_limit` (`limit` `"prio3_encoded_length"`) for a measurement
-    /// whose encoding would pass [`MAX_ENCODED_LEN`] field elements; anything else the prio crate refuses is an
-    /// [`Error::Value`] with its message.
+    /// whose encoding would pass [`MAX_ENCODED_LEN`](super::MAX_ENCODED_LEN) field elements; anything else the prio
+    /// crate refuses is an [`Error::Value`] with its message.
     pub fn new(typ: Prio3Type, ctx: &[u8]) -> Result<Self> {
         Self::with_aggregators(typ, AGGREGATORS, ctx)
     }

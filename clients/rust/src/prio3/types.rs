@@ -10,17 +10,18 @@ use crate::error::{Refusal, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Prio3Type {
-    /// Prio3Count: each measurement is 0 or 1 ([`Measurement::Count`]); the aggregate is the number of 1s.
+    /// Prio3Count: each measurement is 0 or 1 ([`Measurement::Count`](super::Measurement::Count)); the aggregate is the
+    /// number of 1s.
     Count,
-    /// Prio3Sum: each measurement is an integer in `[0, max_measurement]` ([`Measurement::Sum`]); the aggregate is
-    /// their sum.
+    /// Prio3Sum: each measurement is an integer in `[0, max_measurement]`
+    /// ([`Measurement::Sum`](super::Measurement::Sum)); the aggregate is their sum.
     Sum {
         /// The largest measurement, at least 1 and below the field's modulus (2^64 − 2^32 + 1).
         max_measurement: u64,
     },
-    /// Prio3SumVec: each measurement is `length` integers in `[0, max_measurement]` ([`Measurement::SumVec`]); the
-    /// aggregate is their entrywise sum. (Draft 18 bounds each entry by `max_measurement`; earlier drafts took a
-    /// number of bits `b`, which is `max_measurement` 2^b − 1.)
+    /// Prio3SumVec: each measurement is `length` integers in `[0, max_measurement]`
+    /// ([`Measurement::SumVec`](super::Measurement::SumVec)); the aggregate is their entrywise sum. (Draft 18 bounds
+    /// each entry by `max_measurement`; earlier drafts took a number of bits `b`, which is `max_measurement` 2^b − 1.)
     SumVec {
         /// The largest entry, at least 1 and below the field's modulus (about 2^128).
         max_measurement: u128,
@@ -29,8 +30,8 @@ pub enum Prio3Type {
         /// The proof's chunk length, at least 1.
         chunk_length: usize,
     },
-    /// Prio3Histogram: each measurement is a bucket index in `[0, length)` ([`Measurement::Histogram`]); the
-    /// aggregate is the count of each bucket.
+    /// Prio3Histogram: each measurement is a bucket index in `[0, length)`
+    /// ([`Measurement::Histogram`](super::Measurement::Histogram)); the aggregate is the count of each bucket.
     Histogram {
         /// Buckets, at least 1.
         length: usize,
@@ -71,7 +72,7 @@ impl Prio3Type {
 }
 
 /// The recommended chunk length of an encoded measurement of `n` field elements (1 past [`MAX_ENCODED_LEN`], which
-/// [`Prio3Client::new`] refuses anyway).
+/// [`Prio3Client::new`](super::Prio3Client::new) refuses anyway).
 pub(super) fn default_chunk_length(n: usize) -> usize {
     if n > MAX_ENCODED_LEN {
         return 1;

@@ -33,8 +33,9 @@ pub struct HpkeSuite {
 }
 
 impl HpkeSuite {
-    /// DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM: what [`HpkeKeypair::generate`] uses by default and what
-    /// DAP deployments commonly configure.
+    /// DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM: what
+    /// [`HpkeKeypair::generate`](super::HpkeKeypair::generate) uses by default and what DAP deployments commonly
+    /// configure.
     pub const DEFAULT: HpkeSuite =
         HpkeSuite { kem_id: KEM_X25519_HKDF_SHA256, kdf_id: KDF_HKDF_SHA256, aead_id: AEAD_AES_128_GCM };
 
@@ -67,7 +68,8 @@ impl HpkeSuite {
     }
 
     /// Bytes of the KEM's key material for deriving a key pair (its `Nsk`: 32 for X25519 and P-256, 66 for P-521):
-    /// what [`seal_with_ikm`] and [`HpkeKeypair::derive`] take. `None` for an unsupported KEM.
+    /// what [`seal_with_ikm`](super::seal_with_ikm) and [`HpkeKeypair::derive`](super::HpkeKeypair::derive) take.
+    /// `None` for an unsupported KEM.
     pub fn ikm_len(&self) -> Option<usize> {
         match self.kem_id {
             KEM_X25519_HKDF_SHA256 | KEM_P256_HKDF_SHA256 => Some(32),

@@ -29,15 +29,15 @@ use tx::{FileTx, FileView, OutboxChanges, EMPTY};
 
 /// The state in a folder of files, safe against crashes and shared by the processes of one app:
 ///
-/// - `state.json`: the [`DeviceState`] and the outbox's bookkeeping, replaced atomically: written to a temporary
-///   file, flushed to the disk (`fsync`), renamed over the old one, and the folder flushed.
+/// - `state.json`: the [`DeviceState`](crate::ledger::DeviceState) and the outbox's bookkeeping, replaced atomically:
+///   written to a temporary file, flushed to the disk (`fsync`), renamed over the old one, and the folder flushed.
 /// - `outbox.<n>.log`: the reports, appended (one line each) and flushed before the state that counts them is
 ///   committed. Bytes past the committed end (a crash between the two) are ignored and cut by the next commit, so a
 ///   report exists only once its charge does. Acknowledged reports are dropped by moving the committed start; the
 ///   log is rewritten into `outbox.<n+1>.log` once its dropped head is over 1 MiB and half the file.
-/// - `lock`: an OS file lock ([`File::try_lock`], `flock` on Unix, `LockFileEx` on Windows): exclusive for every
-///   transaction, shared for every read. The OS releases it when its process dies, however it dies, so a killed
-///   process never locks the others out; threads of one process wait on an in-process mutex first.
+/// - `lock`: an OS file lock ([`File::try_lock`](std::fs::File::try_lock), `flock` on Unix, `LockFileEx` on Windows):
+///   exclusive for every transaction, shared for every read. The OS releases it when its process dies, however it dies,
+///   so a killed process never locks the others out; threads of one process wait on an in-process mutex first.
 /// - `state.reserve`: [`RESERVE_BYTES`] of zeros, room kept for a full disk. A commit that kept reports (a record)
 ///   makes it when it is missing and the disk has room (and ignores a failure to: a later record makes it). A commit
 ///   that keeps no report (acknowledging or pinning a batch, opting out or in, and the repairs such a commit does)
