@@ -91,168 +91,25 @@ enum Want {
 
 #[test]
 fn c_program_shards_the_vectors_byte_for_byte() {
-    let mut records = Vec::new();
-    let mut want: Vec<(String, Want)> = Vec::new();
-    let mut per_type = std::collections::HashMap::new();
-    for v in vectors().iter().filter(|v| !v.is_bad() && v.aggregators() == 2) {
-        let client = Prio3Client::new(v.prio3_type(), &v.ctx()).unwrap();
-        records.push(client_record(v.prio3_type(), &v.ctx()));
-        want.push((format!("{}: client", v.name), Want::Exact(format!("client\tok\t{}", client.rand_len()))));
-        for (i, r) in v.reports().iter().enumerate() {
-            let s = |k: &str| r[k].as_str().unwrap().to_string();
-            records.push(format!(
-                "shard\t{}\t{}\t{}",
-                list(&measurement_u64s(&r["measurement"])),
-                s("nonce"),
-                s("rand")
-            ));
-            let shares: Vec<&str> = r["input_shares"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
-            let line = format!("shares\t{}\t{}\t{}\t{}", s("nonce"), s("public_share"), shares[0], shares[1]);
-            want.push((format!("{} report {i}", v.name), Want::Exact(line)));
-            *per_type.entry(v.kind).or_insert(0) += 1;
-        }
-    }
+    let mut script = Script::default();
+    let per_type = vector_records(&mut script);
     for t in TYPES {
         assert!(per_type.get(t).is_some_and(|n| *n > 0), "no two-aggregator vector of {t}");
     }
-    let replayed = want.len();
-
+    let replayed = script.want.len();
     // Refusals through C: parameters, then measurements of the last client (a Prio3Histogram of 4 buckets).
-    let nonce = "00".repeat(16);
-    let rand = "00".repeat(128);
-    let mut refuse = |record: String, what: &str, w: Want| {
-        records.push(record);
-        want.push((what.to_string(), w));
-    };
-    refuse(
-        "client\tsum\t0\t0\t0\t-".into(),
-        "a sum of max 0",
-        Want::Refused(
-            1,
-            "ValueError",
-            "param_range",
-            r#"{"param":"max_measurement","got":0,"min":1,"max":18446744069414584320}"#,
-        ),
-    );
-    refuse(
-        "client\tsumvec\t0\t10\t0\t-".into(),
-        "a sum_vec of max 0",
-        Want::Refused(
-            1,
-            "ValueError",
-            "param_range",
-            r#"{"param":"max_measurement","got":0,"min":1,"max":340282366920938462946865773367900766208}"#,
-        ),
-    );
-    // Chunk length 0: the recommended one, the same as the Rust API's Prio3Type::sum_vec and ::histogram (prio's
-    // optimal_chunk_length, the aggregators' binding's default): the same shares.
-    let fixed = |typ: Prio3Type, m: Measurement| {
-        let client = Prio3Client::new(typ, b"").unwrap();
-        let rand = vec![7u8; client.rand_len()];
-        let s = client.shard_with_random(&m, &[9; 16], &rand).unwrap();
-        let line = format!(
-            "shares\t{}\t{}\t{}\t{}",
-            hex(&s.nonce),
-            hex(&s.public_share),
-            hex(s.leader_share()),
-            hex(s.helper_share())
-        );
-        (format!("shard\t{}\t{}\t{}", "{m}", hex(&s.nonce), hex(&rand)), line)
-    };
-    let (record, line) = fixed(Prio3Type::sum_vec(255, 10), Measurement::SumVec((0..10).collect()));
-    refuse(
-        "client\tsumvec\t255\t10\t0\t-".into(),
-        "a sum_vec of the recommended chunk length",
-        Want::Exact("client\tok\t128".into()),
-    );
-    refuse(
-        record.replace("{m}", "0,1,2,3,4,5,6,7,8,9"),
-        "a sum_vec of the recommended chunk length shards as Rust's",
-        Want::Exact(line),
-    );
-    let (record, line) = fixed(Prio3Type::histogram(100), Measurement::Histogram(42));
-    refuse(
-        "client\thistogram\t100\t0\t0\t-".into(),
-        "a histogram of the recommended chunk length",
-        Want::Exact("client\tok\t128".into()),
-    );
-    refuse(
-        record.replace("{m}", "42"),
-        "a histogram of the recommended chunk length shards as Rust's",
-        Want::Exact(line),
-    );
-    refuse(
-        "client\thistogram\t1048577\t1024\t0\t-".into(),
-        "a histogram of 2^20 + 1 buckets",
-        Want::Refused(
-            1,
-            "ValueError",
-            "param_limit",
-            r#"{"limit":"prio3_encoded_length","got":1048577,"max":1048576}"#,
-        ),
-    );
-    refuse("client\tcount\t0\t0\t0\t-".into(), "a count", Want::Exact("client\tok\t64".into()));
-    refuse(
-        format!("shard\t2\t{nonce}\t{}", "00".repeat(64)),
-        "a count of 2",
-        Want::Refused(1, "ValueError", "value_range", r#"{"got":2,"min":0,"max":1}"#),
-    );
-    refuse("client\tsum\t255\t0\t0\t-".into(), "a sum", Want::Exact("client\tok\t64".into()));
-    refuse(
-        format!("shard\t256\t{nonce}\t{}", "00".repeat(64)),
-        "a sum over its max",
-        Want::Refused(1, "ValueError", "value_range", r#"{"got":256,"min":0,"max":255}"#),
-    );
-    refuse("client\tsumvec\t1000\t2\t2\t-".into(), "a sum_vec", Want::Exact("client\tok\t128".into()));
-    refuse(
-        format!("shard\t5,1001\t{nonce}\t{rand}"),
-        "a sum_vec entry over its max",
-        Want::Refused(1, "ValueError", "value_range", r#"{"got":1001,"min":0,"max":1000,"index":1}"#),
-    );
-    refuse(format!("shard\t5\t{nonce}\t{rand}"), "a sum_vec of one entry", Want::Refused(1, "ValueError", "", ""));
-    refuse("client\thistogram\t4\t2\t0\t-".into(), "a histogram", Want::Exact("client\tok\t128".into()));
-    refuse(
-        format!("shard\t4\t{nonce}\t{rand}"),
-        "a bucket index past the histogram",
-        Want::Refused(1, "ValueError", "value_range", r#"{"got":4,"min":0,"max":3}"#),
-    );
-    refuse(
-        format!("shard\t18446744073709551615\t{nonce}\t{rand}"),
-        "the largest bucket index",
-        Want::Refused(1, "ValueError", "value_range", r#"{"got":18446744073709551615,"min":0,"max":3}"#),
-    );
+    parameter_records(&mut script);
+    measurement_records(&mut script);
 
     let cases = work_dir().join("vectors.cases");
-    std::fs::write(&cases, records.join("\n") + "\n").unwrap();
+    std::fs::write(&cases, script.records.join("\n") + "\n").unwrap();
     let stdout = run(program(), &cases, &[]);
     let got: Vec<&str> = stdout.lines().collect();
+    let want = &script.want;
     let mut wrong = Vec::new();
     for (i, (what, w)) in want.iter().enumerate() {
         let line = got.get(i).copied().unwrap_or("(no line)");
-        let ok = match w {
-            Want::Exact(s) => line == s,
-            Want::Refused(status, ty, code, fields) => {
-                let f: Vec<&str> = line.splitn(6, '\t').collect();
-                let same_fields = if fields.is_empty() {
-                    f.get(4) == Some(&"")
-                } else {
-                    f.get(4).and_then(|t| serde_json::from_str::<Value>(t).ok())
-                        == Some(serde_json::from_str::<Value>(fields).unwrap())
-                };
-                f.len() == 6
-                    && f[0] == "refused"
-                    && f[1] == status.to_string()
-                    && f[2] == *ty
-                    && f[3] == *code
-                    && same_fields
-                    && !f[5].is_empty()
-            }
-        };
-        if !ok {
-            let w = match w {
-                Want::Exact(s) => s.clone(),
-                Want::Refused(s, t, c, f) => format!("refused\t{s}\t{t}\t{c}\t{f}\t…"),
-            };
+        if let Some(w) = mismatch(w, line) {
             wrong.push(format!("{what}:\n    got  {line:?}\n    want {w:?}"));
         }
     }
@@ -268,6 +125,178 @@ fn c_program_shards_the_vectors_byte_for_byte() {
         "C sharded {per_type:?} reports of the vectors ({replayed} lines) and checked {} refusals",
         want.len() - replayed
     );
+}
+
+/// The records of the C program, each with what it must print.
+#[derive(Default)]
+struct Script {
+    records: Vec<String>,
+    want: Vec<(String, Want)>,
+}
+
+impl Script {
+    fn push(&mut self, record: String, what: &str, w: Want) {
+        self.records.push(record);
+        self.want.push((what.to_string(), w));
+    }
+}
+
+/// Every report of the two-aggregator vectors: a client of its type, then each report sharded with its nonce and
+/// randomness; the reports of each type.
+fn vector_records(script: &mut Script) -> std::collections::HashMap<&'static str, usize> {
+    let mut per_type = std::collections::HashMap::new();
+    for v in vectors().iter().filter(|v| !v.is_bad() && v.aggregators() == 2) {
+        let client = Prio3Client::new(v.prio3_type(), &v.ctx()).unwrap();
+        let ok = Want::Exact(format!("client\tok\t{}", client.rand_len()));
+        script.push(client_record(v.prio3_type(), &v.ctx()), &format!("{}: client", v.name), ok);
+        for (i, r) in v.reports().iter().enumerate() {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            let record =
+                format!("shard\t{}\t{}\t{}", list(&measurement_u64s(&r["measurement"])), s("nonce"), s("rand"));
+            let shares: Vec<&str> = r["input_shares"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+            let line = format!("shares\t{}\t{}\t{}\t{}", s("nonce"), s("public_share"), shares[0], shares[1]);
+            script.push(record, &format!("{} report {i}", v.name), Want::Exact(line));
+            *per_type.entry(v.kind).or_insert(0) += 1;
+        }
+    }
+    per_type
+}
+
+/// The shard record of `m` with fixed randomness, and the shares the Rust API makes of it (`{m}` in the record
+/// stands for the measurement).
+fn fixed(typ: Prio3Type, m: Measurement) -> (String, String) {
+    let client = Prio3Client::new(typ, b"").unwrap();
+    let rand = vec![7u8; client.rand_len()];
+    let s = client.shard_with_random(&m, &[9; 16], &rand).unwrap();
+    let line = format!(
+        "shares\t{}\t{}\t{}\t{}",
+        hex(&s.nonce),
+        hex(&s.public_share),
+        hex(s.leader_share()),
+        hex(s.helper_share())
+    );
+    (format!("shard\t{}\t{}\t{}", "{m}", hex(&s.nonce), hex(&rand)), line)
+}
+
+/// Clients of bad parameters refused, and of the recommended chunk length (0) made as the Rust API's.
+fn parameter_records(script: &mut Script) {
+    script.push(
+        "client\tsum\t0\t0\t0\t-".into(),
+        "a sum of max 0",
+        Want::Refused(
+            1,
+            "ValueError",
+            "param_range",
+            r#"{"param":"max_measurement","got":0,"min":1,"max":18446744069414584320}"#,
+        ),
+    );
+    script.push(
+        "client\tsumvec\t0\t10\t0\t-".into(),
+        "a sum_vec of max 0",
+        Want::Refused(
+            1,
+            "ValueError",
+            "param_range",
+            r#"{"param":"max_measurement","got":0,"min":1,"max":340282366920938462946865773367900766208}"#,
+        ),
+    );
+    // Chunk length 0: the recommended one, the same as the Rust API's Prio3Type::sum_vec and ::histogram (prio's
+    // optimal_chunk_length, the aggregators' binding's default): the same shares.
+    let (record, line) = fixed(Prio3Type::sum_vec(255, 10), Measurement::SumVec((0..10).collect()));
+    script.push(
+        "client\tsumvec\t255\t10\t0\t-".into(),
+        "a sum_vec of the recommended chunk length",
+        Want::Exact("client\tok\t128".into()),
+    );
+    script.push(
+        record.replace("{m}", "0,1,2,3,4,5,6,7,8,9"),
+        "a sum_vec of the recommended chunk length shards as Rust's",
+        Want::Exact(line),
+    );
+    let (record, line) = fixed(Prio3Type::histogram(100), Measurement::Histogram(42));
+    script.push(
+        "client\thistogram\t100\t0\t0\t-".into(),
+        "a histogram of the recommended chunk length",
+        Want::Exact("client\tok\t128".into()),
+    );
+    script.push(
+        record.replace("{m}", "42"),
+        "a histogram of the recommended chunk length shards as Rust's",
+        Want::Exact(line),
+    );
+    script.push(
+        "client\thistogram\t1048577\t1024\t0\t-".into(),
+        "a histogram of 2^20 + 1 buckets",
+        Want::Refused(
+            1,
+            "ValueError",
+            "param_limit",
+            r#"{"limit":"prio3_encoded_length","got":1048577,"max":1048576}"#,
+        ),
+    );
+}
+
+/// Measurements refused by clients of each type.
+fn measurement_records(script: &mut Script) {
+    let nonce = "00".repeat(16);
+    let rand = "00".repeat(128);
+    script.push("client\tcount\t0\t0\t0\t-".into(), "a count", Want::Exact("client\tok\t64".into()));
+    script.push(
+        format!("shard\t2\t{nonce}\t{}", "00".repeat(64)),
+        "a count of 2",
+        Want::Refused(1, "ValueError", "value_range", r#"{"got":2,"min":0,"max":1}"#),
+    );
+    script.push("client\tsum\t255\t0\t0\t-".into(), "a sum", Want::Exact("client\tok\t64".into()));
+    script.push(
+        format!("shard\t256\t{nonce}\t{}", "00".repeat(64)),
+        "a sum over its max",
+        Want::Refused(1, "ValueError", "value_range", r#"{"got":256,"min":0,"max":255}"#),
+    );
+    script.push("client\tsumvec\t1000\t2\t2\t-".into(), "a sum_vec", Want::Exact("client\tok\t128".into()));
+    script.push(
+        format!("shard\t5,1001\t{nonce}\t{rand}"),
+        "a sum_vec entry over its max",
+        Want::Refused(1, "ValueError", "value_range", r#"{"got":1001,"min":0,"max":1000,"index":1}"#),
+    );
+    script.push(format!("shard\t5\t{nonce}\t{rand}"), "a sum_vec of one entry", Want::Refused(1, "ValueError", "", ""));
+    script.push("client\thistogram\t4\t2\t0\t-".into(), "a histogram", Want::Exact("client\tok\t128".into()));
+    script.push(
+        format!("shard\t4\t{nonce}\t{rand}"),
+        "a bucket index past the histogram",
+        Want::Refused(1, "ValueError", "value_range", r#"{"got":4,"min":0,"max":3}"#),
+    );
+    script.push(
+        format!("shard\t18446744073709551615\t{nonce}\t{rand}"),
+        "the largest bucket index",
+        Want::Refused(1, "ValueError", "value_range", r#"{"got":18446744073709551615,"min":0,"max":3}"#),
+    );
+}
+
+/// Why `line` is not what `w` wants (the wanted line), if it is not.
+fn mismatch(w: &Want, line: &str) -> Option<String> {
+    let ok = match w {
+        Want::Exact(s) => line == s,
+        Want::Refused(status, ty, code, fields) => {
+            let f: Vec<&str> = line.splitn(6, '\t').collect();
+            let same_fields = if fields.is_empty() {
+                f.get(4) == Some(&"")
+            } else {
+                f.get(4).and_then(|t| serde_json::from_str::<Value>(t).ok())
+                    == Some(serde_json::from_str::<Value>(fields).unwrap())
+            };
+            f.len() == 6
+                && f[0] == "refused"
+                && f[1] == status.to_string()
+                && f[2] == *ty
+                && f[3] == *code
+                && same_fields
+                && !f[5].is_empty()
+        }
+    };
+    (!ok).then(|| match w {
+        Want::Exact(s) => s.clone(),
+        Want::Refused(s, t, c, f) => format!("refused\t{s}\t{t}\t{c}\t{f}\t…"),
+    })
 }
 
 #[test]

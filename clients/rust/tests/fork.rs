@@ -44,31 +44,14 @@ fn a_forked_child_never_draws_its_parents_bytes() {
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
         let text = draws(&mut encoder, &mut rng).join("\n");
-        let mut sent = 0;
-        while sent < text.len() {
-            // SAFETY: writes the bytes of `text` still to send.
-            let n = unsafe { libc::write(fds[1], text.as_ptr().add(sent).cast(), text.len() - sent) };
-            if n <= 0 {
-                break;
-            }
-            sent += n as usize;
-        }
+        let sent = write_all(fds[1], text.as_bytes());
         // SAFETY: ends the child at once, running no test harness code.
-        unsafe { libc::_exit(if sent == text.len() { 0 } else { 1 }) };
+        unsafe { libc::_exit(if sent { 0 } else { 1 }) };
     }
     // SAFETY: closes the parent's copy of the write end, so that the read sees the child's end of file.
     unsafe { libc::close(fds[1]) };
     let ours = draws(&mut encoder, &mut rng);
-    let mut theirs = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        // SAFETY: reads into `buf`.
-        let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            break;
-        }
-        theirs.extend_from_slice(&buf[..n as usize]);
-    }
+    let theirs = read_all(fds[0]);
     let mut status = 0;
     // SAFETY: waits for the child made above.
     unsafe {
@@ -84,4 +67,33 @@ fn a_forked_child_never_draws_its_parents_bytes() {
     // word never: a copied pool made all of them match.
     assert_eq!(same_words, 0, "the child drew its parent's 64-bit words");
     assert!(same_reports <= 2, "{same_reports} of {REPORTS} reports alike in parent and child");
+}
+
+/// Writes all of `bytes` to the file descriptor `fd`; whether it could.
+fn write_all(fd: i32, bytes: &[u8]) -> bool {
+    let mut sent = 0;
+    while sent < bytes.len() {
+        // SAFETY: writes the bytes of `bytes` still to send.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().add(sent).cast(), bytes.len() - sent) };
+        if n <= 0 {
+            break;
+        }
+        sent += n as usize;
+    }
+    sent == bytes.len()
+}
+
+/// Reads the file descriptor `fd` to its end (or an error).
+fn read_all(fd: i32) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: reads into `buf`.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n as usize]);
+    }
+    out
 }

@@ -124,7 +124,29 @@ fn installed_library_builds_and_runs_a_consumer_through_pkg_config_and_cmake() {
     let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ldp-install-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
-    let prefix = match std::env::var_os("LDP_INSTALLED_PREFIX") {
+    let prefix = installed_prefix(&work);
+    let lib = prefix.join("lib");
+    check_installed_files(&prefix);
+    let tools = Tools { readelf: have("readelf"), ldd: have("ldd") };
+    if tools.readelf {
+        let d = dynamic(&lib.join(format!("libldp_client.so.{}", env!("CARGO_PKG_VERSION"))));
+        assert!(d.contains("Library soname: [libldp_client.so.0]"), "no versioned SONAME:\n{d}");
+    }
+    let consumer = manifest_dir().join("tests/c/consumer");
+    let pkg_config_found = have("pkg-config");
+    if pkg_config_found {
+        consumers_with_pkg_config(&lib, &consumer, &work, &tools);
+    }
+    if have("cmake") {
+        consumers_with_cmake(&prefix, &consumer, &work, &tools, pkg_config_found);
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The prefix installed by CI (`LDP_INSTALLED_PREFIX`), else one `packaging/install.sh` installs under `work` from
+/// this build.
+fn installed_prefix(work: &Path) -> PathBuf {
+    match std::env::var_os("LDP_INSTALLED_PREFIX") {
         Some(p) => PathBuf::from(p),
         None => {
             let prefix = work.join("prefix");
@@ -139,7 +161,11 @@ fn installed_library_builds_and_runs_a_consumer_through_pkg_config_and_cmake() {
             );
             prefix
         }
-    };
+    }
+}
+
+/// Every file of the install, and the shared library's links.
+fn check_installed_files(prefix: &Path) {
     let lib = prefix.join("lib");
     let version = env!("CARGO_PKG_VERSION");
     for f in [
@@ -162,61 +188,57 @@ fn installed_library_builds_and_runs_a_consumer_through_pkg_config_and_cmake() {
     );
     assert_eq!(std::fs::read_link(lib.join("libldp_client.so")).unwrap(), PathBuf::from("libldp_client.so.0"));
     assert_eq!(std::fs::read_link(lib.join("libldp_client_static.a")).unwrap(), PathBuf::from("libldp_client.a"));
-    let tools = Tools { readelf: have("readelf"), ldd: have("ldd") };
-    if tools.readelf {
-        let d = dynamic(&lib.join(format!("libldp_client.so.{version}")));
-        assert!(d.contains("Library soname: [libldp_client.so.0]"), "no versioned SONAME:\n{d}");
-    }
-    let consumer = manifest_dir().join("tests/c/consumer");
-    let pkg_config_found = have("pkg-config");
+}
 
+/// Consumers built with the flags of both `.pc` files, with and without `--static`: the shared library, or the
+/// static one.
+fn consumers_with_pkg_config(lib: &Path, consumer: &Path, work: &Path, tools: &Tools) {
+    // ldp_client: the shared library, with or without --static (the linker takes libldp_client.so for
+    // -lldp_client wherever both are installed).
+    for (args, name) in [
+        (&["--cflags", "--libs", "ldp_client"][..], "consumer-pkg-config"),
+        (&["--static", "--cflags", "--libs", "ldp_client"][..], "consumer-pkg-config-static-flag"),
+    ] {
+        let flags = pkg_config(lib, args);
+        assert!(flags.contains("-Wl,-rpath,"), "the .pc file sets no rpath: {flags}");
+        let exe = work.join(name);
+        build_consumer(consumer, &flags, &exe, &format!("cc with pkg-config {args:?}"));
+        check_shared(&exe, lib, tools, &format!("pkg-config {args:?}"));
+    }
+    // ldp_client-static: the static library, with or without --static.
+    for (args, name) in [
+        (&["--cflags", "--libs", "ldp_client-static"][..], "consumer-pkg-config-static"),
+        (&["--static", "--cflags", "--libs", "ldp_client-static"][..], "consumer-pkg-config-static-static"),
+    ] {
+        let flags = pkg_config(lib, args);
+        assert!(flags.contains("-lldp_client_static"), "{args:?}: {flags}");
+        let exe = work.join(name);
+        build_consumer(consumer, &flags, &exe, &format!("cc with pkg-config {args:?}"));
+        check_static(&exe, tools, &format!("pkg-config {args:?}"));
+    }
+}
+
+/// Consumers built by CMake: `find_package(LdpClient)`'s two targets, and (with pkg-config) CMake's
+/// `pkg_check_modules` of both `.pc` files.
+fn consumers_with_cmake(prefix: &Path, consumer: &Path, work: &Path, tools: &Tools, pkg_config_found: bool) {
+    let lib = prefix.join("lib");
+    let build = work.join("cmake-build");
+    let mut configure = Command::new("cmake");
+    configure
+        .arg("-S")
+        .arg(consumer)
+        .arg("-B")
+        .arg(&build)
+        .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+        .arg(format!("-DLDP_PKG_CONFIG={}", if pkg_config_found { "ON" } else { "OFF" }))
+        .arg("-DCMAKE_BUILD_TYPE=Release")
+        .env("PKG_CONFIG_PATH", lib.join("pkgconfig"));
+    run(&mut configure, "cmake (configure)");
+    run(Command::new("cmake").arg("--build").arg(&build), "cmake --build");
+    check_shared(&build.join("consumer"), &lib, tools, "CMake LdpClient::ldp_client");
+    check_static(&build.join("consumer_static"), tools, "CMake LdpClient::ldp_client_static");
     if pkg_config_found {
-        // ldp_client: the shared library, with or without --static (the linker takes libldp_client.so for
-        // -lldp_client wherever both are installed).
-        for (args, name) in [
-            (&["--cflags", "--libs", "ldp_client"][..], "consumer-pkg-config"),
-            (&["--static", "--cflags", "--libs", "ldp_client"][..], "consumer-pkg-config-static-flag"),
-        ] {
-            let flags = pkg_config(&lib, args);
-            assert!(flags.contains("-Wl,-rpath,"), "the .pc file sets no rpath: {flags}");
-            let exe = work.join(name);
-            build_consumer(&consumer, &flags, &exe, &format!("cc with pkg-config {args:?}"));
-            check_shared(&exe, &lib, &tools, &format!("pkg-config {args:?}"));
-        }
-        // ldp_client-static: the static library, with or without --static.
-        for (args, name) in [
-            (&["--cflags", "--libs", "ldp_client-static"][..], "consumer-pkg-config-static"),
-            (&["--static", "--cflags", "--libs", "ldp_client-static"][..], "consumer-pkg-config-static-static"),
-        ] {
-            let flags = pkg_config(&lib, args);
-            assert!(flags.contains("-lldp_client_static"), "{args:?}: {flags}");
-            let exe = work.join(name);
-            build_consumer(&consumer, &flags, &exe, &format!("cc with pkg-config {args:?}"));
-            check_static(&exe, &tools, &format!("pkg-config {args:?}"));
-        }
+        check_shared(&build.join("consumer_pc"), &lib, tools, "CMake pkg_check_modules(ldp_client)");
+        check_static(&build.join("consumer_pc_static"), tools, "CMake pkg_check_modules(ldp_client-static)");
     }
-
-    if have("cmake") {
-        // find_package(LdpClient)'s two targets, and (with pkg-config) CMake's pkg_check_modules of both .pc files.
-        let build = work.join("cmake-build");
-        let mut configure = Command::new("cmake");
-        configure
-            .arg("-S")
-            .arg(&consumer)
-            .arg("-B")
-            .arg(&build)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
-            .arg(format!("-DLDP_PKG_CONFIG={}", if pkg_config_found { "ON" } else { "OFF" }))
-            .arg("-DCMAKE_BUILD_TYPE=Release")
-            .env("PKG_CONFIG_PATH", lib.join("pkgconfig"));
-        run(&mut configure, "cmake (configure)");
-        run(Command::new("cmake").arg("--build").arg(&build), "cmake --build");
-        check_shared(&build.join("consumer"), &lib, &tools, "CMake LdpClient::ldp_client");
-        check_static(&build.join("consumer_static"), &tools, "CMake LdpClient::ldp_client_static");
-        if pkg_config_found {
-            check_shared(&build.join("consumer_pc"), &lib, &tools, "CMake pkg_check_modules(ldp_client)");
-            check_static(&build.join("consumer_pc_static"), &tools, "CMake pkg_check_modules(ldp_client-static)");
-        }
-    }
-    let _ = std::fs::remove_dir_all(&work);
 }

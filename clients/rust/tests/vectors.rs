@@ -111,27 +111,7 @@ fn cases(doc: &Value) -> usize {
             let where_ = format!("case {i} report {j} (value {})", r["value"]);
             let prepared = encoder.prepare(&r["value"]).unwrap_or_else(|e| panic!("{where_}: {e}"));
             let want = &r["charge"];
-            let mut report_epoch = None;
-            match prepared.charge() {
-                Charge::Plain(cost) => assert!(close(cost, &cost_of(want)), "{where_}: charge {cost:?} vs {want}"),
-                Charge::Memoized { key, first, then, cap } => {
-                    assert_eq!(want["memo_key"].as_str().unwrap(), hex(key), "{where_}");
-                    assert!(close(first, &cost_of(&want["first"])), "{where_}: first");
-                    assert!(close(then, &cost_of(&want["then"])), "{where_}: then");
-                    assert!(close(cap, &cost_of(&want["cap"])), "{where_}: cap");
-                }
-                Charge::Change { stream, value, cost } => {
-                    assert_eq!(want["change_stream"].as_str().unwrap(), hex(stream), "{where_}");
-                    assert_eq!(want["change_value"].as_str().unwrap(), hex(value), "{where_}");
-                    assert!(close(cost, &cost_of(&want["cost"])), "{where_}: cost");
-                    let v = hex(value);
-                    if last.as_deref() != Some(v.as_str()) {
-                        epoch += 1;
-                    }
-                    last = Some(v);
-                    report_epoch = Some(epoch as u64);
-                }
-            }
+            let report_epoch = check_charge(&where_, prepared.charge(), want, &mut epoch, &mut last);
             let report = encoder.randomize(&prepared, report_epoch).unwrap_or_else(|e| panic!("{where_}: {e}"));
             let line = envelope_json(spec.fingerprint(), metric, c["window"].as_u64().unwrap(), &report);
             assert_eq!(r["line"].as_str().unwrap(), line, "{where_}");
@@ -139,6 +119,38 @@ fn cases(doc: &Value) -> usize {
         assert_eq!(counter.lock().unwrap().remaining(), 0, "case {i}: every recorded draw consumed");
     }
     skipped
+}
+
+/// Checks a report's charge against the vector's (`want`); for a charge on change, moves the ledger's `epoch` on when
+/// the value differs from the `last` one, as the ledger does, and returns the report's epoch.
+fn check_charge(
+    where_: &str,
+    charge: &Charge,
+    want: &Value,
+    epoch: &mut i64,
+    last: &mut Option<String>,
+) -> Option<u64> {
+    match charge {
+        Charge::Plain(cost) => assert!(close(cost, &cost_of(want)), "{where_}: charge {cost:?} vs {want}"),
+        Charge::Memoized { key, first, then, cap } => {
+            assert_eq!(want["memo_key"].as_str().unwrap(), hex(key), "{where_}");
+            assert!(close(first, &cost_of(&want["first"])), "{where_}: first");
+            assert!(close(then, &cost_of(&want["then"])), "{where_}: then");
+            assert!(close(cap, &cost_of(&want["cap"])), "{where_}: cap");
+        }
+        Charge::Change { stream, value, cost } => {
+            assert_eq!(want["change_stream"].as_str().unwrap(), hex(stream), "{where_}");
+            assert_eq!(want["change_value"].as_str().unwrap(), hex(value), "{where_}");
+            assert!(close(cost, &cost_of(&want["cost"])), "{where_}: cost");
+            let v = hex(value);
+            if last.as_deref() != Some(v.as_str()) {
+                *epoch += 1;
+            }
+            *last = Some(v);
+            return Some(*epoch as u64);
+        }
+    }
+    None
 }
 
 /// A replay source shared with the test, to count what is left once the encoder is done.
