@@ -3,9 +3,11 @@ client's source (issue 60, item 2): per protocol, per parameter in declaration o
 client's parameter parser switches on), whether it is required, its default (JSON), its meaning and its value's
 range checks in order, and the strings it may be when it is a choice (:mod:`ldp.encoders.base_fields`).
 
-:data:`OUTPUTS` names the generated files; :func:`render` makes each one's text; ``python conformance/docs_tables.py``
-(the one command that writes every generated part) writes them, and ``tests/conformance/test_param_tables.py`` fails
-when one differs from what this version makes. Standard library only."""
+:data:`OUTPUTS` names the generated files (TypeScript and Rust: an index, and a module per :data:`GROUPS` of
+protocols, each file under 450 lines; Kotlin: one file); :func:`render` makes each one's text;
+``python conformance/docs_tables.py`` (the one command that writes every generated part) writes them, and
+``tests/conformance/test_param_tables.py`` fails when one differs from what this version makes. Standard library
+only."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import math
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ldp.encoders.base import ProtocolParams
@@ -87,64 +90,117 @@ def _number(x: float) -> str:
     return str(x) if isinstance(x, int) else repr(float(x))
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
+GROUPS: Mapping[str | None, str] = {"boolean": "booleans", "category": "categories", "number": "numbers",
+                                    "string": "strings", None: "multi"}
+"""The TypeScript and Rust tables are a generated module per group of protocols, by the kind of value each collects
+(its params class's ``value_class``; ``multi``'s records of several attributes: none): the group's module name."""
+
+
+def group_of(protocol: str) -> str:
+    """The :data:`GROUPS` module of ``protocol``'s table."""
+    value_class = builtin_client_protocols()[protocol][0].value_class
+    if value_class not in GROUPS:
+        raise ValueError(f"{protocol}: no table module for value_class {value_class!r} (add it to GROUPS)")
+    return GROUPS[value_class]
+
+
+def _in_group(rows: Mapping[str, list[ParamRow]], group: str) -> dict[str, list[ParamRow]]:
+    return {protocol: items for protocol, items in rows.items() if group_of(protocol) == group}
+
+
+def _group_words(group: str) -> str:
+    """What the protocols of ``group`` collect, for its module's documentation."""
+    value_class = next(c for c, g in GROUPS.items() if g == group)
+    return f"{group} (`value_class` `{value_class}`)" if value_class else "records of several attributes"
+
+
+def _const(protocol: str) -> str:
+    return protocol.upper().replace("-", "_")
+
+
+_TYPESCRIPT_TYPES = """
+/** The type of a parameter: how a parser reads it and how canonical JSON writes it. */
+export type ParamType = {types};
+
+/**
+ * One range check of a number, in the order the checks are made: its keys are the bounds a
+ * `param_range` refusal of it carries. `dynamic`: its `max` follows from other parameters (the row's
+ * comment says how); the protocol computes it.
+ */
+export interface ParamRange {{
+  readonly min?: number;
+  readonly max?: number;
+  readonly min_exclusive?: true;
+  readonly max_exclusive?: true;
+  readonly finite?: true;
+  readonly dynamic?: true;
+}}
+
+/** One parameter of a protocol, as the Python package declares it (what it means: its row's comment). */
+export interface ParamRow {{
+  readonly name: string;
+  readonly type: ParamType;
+  /** The default (JSON); absent: the parameter is required. */
+  readonly default?: unknown;
+  /** Its value's range checks, in order (absent: none). */
+  readonly ranges?: readonly ParamRange[];
+  /** The strings it may be, when it is a choice. */
+  readonly choices?: readonly string[];
+}}
+"""
 
 
 def _typescript(rows: Mapping[str, list[ParamRow]]) -> str:
-    """One exported ``as const`` array per protocol (``GRR_PARAMS``): what a parameter check needs at run time
-    (name, type, default, ranges, choices), its meaning in a comment only (minifiers drop comments), so a page
-    bundles the tables of the protocols it imports and nothing more; ``PARAM_TABLES`` indexes them by protocol for
-    tests and tools (unused by the protocols, so a bundler drops it)."""
-    def comment(text: str) -> str:
-        return text.replace("*/", "*\\/")
-
-    def rng(r: Range) -> str:
-        parts = [f"{k}: {_number(v) if not isinstance(v, bool) else 'true'}" for k, v in r.fields().items()]
-        if r.dynamic:
-            parts.append("dynamic: true")
-        return "{ " + ", ".join(parts) + " }"
-
-    def const(protocol: str) -> str:
-        return protocol.upper().replace("-", "_") + "_PARAMS"
-
-    out = ["/**", *(f" * {line}" for line in HEADER), " */", "",
-           "/** The type of a parameter: how a parser reads it and how canonical JSON writes it. */",
-           "export type ParamType = " + " | ".join(json.dumps(t) for t in FIELD_TYPES) + ";", "",
-           "/**",
-           " * One range check of a number, in the order the checks are made: its keys are the bounds a",
-           " * `param_range` refusal of it carries. `dynamic`: its `max` follows from other parameters (the row's",
-           " * comment says how); the protocol computes it.",
-           " */",
-           "export interface ParamRange {", "  readonly min?: number;", "  readonly max?: number;",
-           "  readonly min_exclusive?: true;", "  readonly max_exclusive?: true;", "  readonly finite?: true;",
-           "  readonly dynamic?: true;", "}", "",
-           "/** One parameter of a protocol, as the Python package declares it (what it means: its row's comment). */",
-           "export interface ParamRow {", "  readonly name: string;", "  readonly type: ParamType;",
-           "  /** The default (JSON); absent: the parameter is required. */", "  readonly default?: unknown;",
-           "  /** Its value's range checks, in order (absent: none). */", "  readonly ranges?: readonly ParamRange[];",
-           "  /** The strings it may be, when it is a choice. */", "  readonly choices?: readonly string[];", "}", ""]
-    for protocol, items in rows.items():
-        out += [f"/** The parameters of `{protocol}`, in declaration order. */", f"export const {const(protocol)} = ["]
-        for r in items:
-            dynamic = [x.dynamic for x in r.ranges if x.dynamic]
-            doc = r.doc + "".join(f" (max: {d})" for d in dynamic)
-            out.append(f"  /** {comment(doc)} */")
-            parts = [f"name: {json.dumps(r.name)}", f"type: {json.dumps(r.type)}"]
-            if not r.required:
-                parts.append(f"default: {json.dumps(r.default, ensure_ascii=False)}")
-            if r.ranges:
-                parts.append("ranges: [" + ", ".join(rng(x) for x in r.ranges) + "]")
-            if r.choices:
-                parts.append(f"choices: {json.dumps(list(r.choices), ensure_ascii=False)}")
-            out.append("  { " + ", ".join(parts) + " },")
-        out += ["] as const satisfies readonly ParamRow[];", ""]
+    """The index, ``tables.ts``: the types, each group module's exports (one ``as const`` array per protocol,
+    ``GRR_PARAMS``, so a page bundles the tables of the protocols it imports and nothing more), and ``PARAM_TABLES``,
+    which indexes them by protocol for tests and tools (unused by the protocols, so a bundler drops it)."""
+    groups = [g for g in dict.fromkeys(GROUPS.values()) if _in_group(rows, g)]
+    about = "The tables themselves are in a module per group of protocols (`tables/categories.ts`, …)."
+    out = ["/**", *(f" * {line}".rstrip() for line in [*HEADER, "", about]), " */",
+           _TYPESCRIPT_TYPES.format(types=" | ".join(json.dumps(t) for t in FIELD_TYPES)).rstrip("\n"), ""]
+    out += [f'import * as {g} from "./tables/{g}.js";' for g in groups] + [""]
+    out += [f'export * from "./tables/{g}.js";' for g in groups] + [""]
     out += ["/** Every protocol's parameters, by protocol name: for tests and tools (a page that imports one protocol",
             " * does not ship this). */",
             "export const PARAM_TABLES: { readonly [protocol: string]: readonly ParamRow[] } = {",
-            *(f"  {protocol if protocol.isidentifier() else json.dumps(protocol)}: {const(protocol)},"
-              for protocol in rows), "};", ""]
+            *(f"  {protocol if protocol.isidentifier() else json.dumps(protocol)}: "
+              f"{group_of(protocol)}.{_const(protocol)}_PARAMS," for protocol in rows), "};", ""]
+    return "\n".join(out)
+
+
+def _typescript_range(r: Range) -> str:
+    parts = [f"{k}: {_number(v) if not isinstance(v, bool) else 'true'}" for k, v in r.fields().items()]
+    if r.dynamic:
+        parts.append("dynamic: true")
+    return "{ " + ", ".join(parts) + " }"
+
+
+def _typescript_row(r: ParamRow) -> list[str]:
+    """A row's comment (its meaning, ``*/`` escaped) and its entry: what a parameter check needs at run time."""
+    doc = r.doc + "".join(f" (max: {x.dynamic})" for x in r.ranges if x.dynamic)
+    parts = [f"name: {json.dumps(r.name)}", f"type: {json.dumps(r.type)}"]
+    if not r.required:
+        parts.append(f"default: {json.dumps(r.default, ensure_ascii=False)}")
+    if r.ranges:
+        parts.append("ranges: [" + ", ".join(_typescript_range(x) for x in r.ranges) + "]")
+    if r.choices:
+        parts.append(f"choices: {json.dumps(list(r.choices), ensure_ascii=False)}")
+    comment = doc.replace("*/", "*\\/")
+    return [f"  /** {comment} */", "  { " + ", ".join(parts) + " },"]
+
+
+def _typescript_group(group: str, rows: Mapping[str, list[ParamRow]]) -> str:
+    """One group's module: an exported ``as const`` array per protocol, each row's meaning in a comment only
+    (minifiers drop comments)."""
+    about = f"The tables of the protocols whose values are {_group_words(group)}."
+    out = ["/**", *(f" * {line}".rstrip() for line in [*HEADER, "", about]), " */",
+           'import type { ParamRow } from "../tables.js";', ""]
+    for protocol, items in _in_group(rows, group).items():
+        out += [f"/** The parameters of `{protocol}`, in declaration order. */",
+                f"export const {_const(protocol)}_PARAMS = ["]
+        for r in items:
+            out += _typescript_row(r)
+        out += ["] as const satisfies readonly ParamRow[];", ""]
     return "\n".join(out)
 
 
@@ -200,121 +256,185 @@ _RUST_TYPES: Mapping[str, tuple[str, str]] = {
     "any": ("Any", "anything else, parsed by its protocol and written as given")}
 """Each row type's :data:`FIELD_TYPES` word as the Rust ``ParamType`` variant, and its meaning."""
 
+_RUST_TYPES_TEXT = """
+/// How a parameter is typed: how its protocol reads it and how canonical JSON writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamType {{
+{variants}
+}}
+
+/// A bound as the Python declaration writes it: a refusal carries an int bound as an int, a float one as a float.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bound {{
+    /// An int bound.
+    Int(i64),
+    /// A float bound.
+    Float(f64),
+}}
+
+/// A default value, as JSON.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Literal {{
+    /// `null`.
+    Null,
+    /// A bool.
+    Bool(bool),
+    /// An int.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string.
+    Str(&'static str),
+    /// A list.
+    List(&'static [Literal]),
+}}
+
+/// One range check of a number, in the order the checks are made: the bounds a `param_range` refusal of it
+/// carries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParamRange {{
+    /// The lower bound, if any.
+    pub min: Option<Bound>,
+    /// The upper bound, if any.
+    pub max: Option<Bound>,
+    /// Whether `min` is excluded.
+    pub min_exclusive: bool,
+    /// Whether `max` is excluded.
+    pub max_exclusive: bool,
+    /// Whether a non-finite number is refused.
+    pub finite: bool,
+    /// Whether the upper bound follows from other parameters (the protocol's table says which, in words): `max`
+    /// then holds none, and the protocol gives the bound when it reads the parameter.
+    pub dynamic: bool,
+}}
+
+/// One parameter of a protocol, as the Python package declares it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParamRow {{
+    /// The parameter's name.
+    pub name: &'static str,
+    /// Its type.
+    pub ty: ParamType,
+    /// Its default (`None`: required).
+    pub default: Option<Literal>,
+    /// Its value's range checks, in order.
+    pub ranges: &'static [ParamRange],
+    /// The strings it may be, when it is a choice.
+    pub choices: &'static [&'static str],
+}}
+"""
+
 
 def _rust(rows: Mapping[str, list[ParamRow]]) -> str:
-    """The Rust table: one ``pub const`` per protocol (``GRR: &[ParamRow]``), typed defaults and bounds, and each
-    parameter's meaning in the const's doc comment (not in the library: a release build carries no doc text)."""
-    def bound(v: Any) -> str:
-        return "None" if v is None else f"Some(Bound::{'Int' if isinstance(v, int) else 'Float'}({_number(v)}))"
-
-    def literal(v: Any) -> str:
-        if v is None:
-            return "Literal::Null"
-        if isinstance(v, bool):
-            return f"Literal::Bool({str(v).lower()})"
-        if isinstance(v, int):
-            return f"Literal::Int({_number(v)})"
-        if isinstance(v, float):
-            return f"Literal::Float({_number(v)})"
-        if isinstance(v, str):
-            return f"Literal::Str({json.dumps(v, ensure_ascii=False)})"
-        if isinstance(v, list):
-            return "Literal::List(&[" + ", ".join(literal(x) for x in v) + "])"
-        raise ValueError(f"no Rust literal for {v!r}")
-
-    def rng(r: Range) -> str:
-        f = r.fields()
-        return (f"ParamRange {{ min: {bound(f.get('min'))}, max: {bound(f.get('max'))}, min_exclusive: "
-                f"{str(r.min_exclusive).lower()}, max_exclusive: {str(r.max_exclusive).lower()}, finite: "
-                f"{str(r.finite).lower()}, dynamic: {str(r.dynamic is not None).lower()} }}")
-
-    def words(r: Range) -> str:
-        f = r.fields()
-        low = "(" if r.min_exclusive else "["
-        high = ")" if r.max_exclusive else "]"
-        if "min" in f and "max" in f:
-            out = f"in {low}{f['min']}, {f['max']}{high}"
-        elif "min" in f:
-            out = f"{'>' if r.min_exclusive else '≥'} {f['min']}"
-        elif "max" in f:
-            out = f"{'<' if r.max_exclusive else '≤'} {f['max']}"
-        else:
-            out = ""
-        out = ", ".join(x for x in (out, "finite" if r.finite else "", r.dynamic or "") if x)
-        return out
-
-    def doc(text: str) -> str:  # markdown: brackets are text, not links
-        return text.replace("[", "\\[").replace("]", "\\]")
-
+    """The index, ``tables.rs``: the types, each group's module (one ``pub const`` per protocol, ``GRR:
+    &[ParamRow]``, re-exported here) and ``PARAM_TABLES``, which indexes them by protocol."""
+    groups = [g for g in dict.fromkeys(GROUPS.values()) if _in_group(rows, g)]
+    variants = "\n".join(f"    /// {meaning[0].upper()}{meaning[1:]} (`{word}`).\n    {variant},"
+                         for word, (variant, meaning) in ((w, _RUST_TYPES[w]) for w in FIELD_TYPES))
     out = [*(f"//! {line}" for line in HEADER), "//!",
-           "//! One `pub const` per protocol (`GRR`, `BUCKET_GRR`, …): its parameters in declaration order, each"
-           " one's", "//! meaning in the const's documentation.", "",
-           "/// How a parameter is typed: how its protocol reads it and how canonical JSON writes it.",
-           "#[derive(Debug, Clone, Copy, PartialEq, Eq)]", "pub enum ParamType {"]
-    for word in FIELD_TYPES:
-        variant, meaning = _RUST_TYPES[word]
-        out += [f"    /// {meaning[0].upper()}{meaning[1:]} (`{word}`).", f"    {variant},"]
-    out += ["}", "",
-            "/// A bound as the Python declaration writes it: a refusal carries an int bound as an int, a float one"
-            " as a float.", "#[derive(Debug, Clone, Copy, PartialEq)]", "pub enum Bound {",
-            "    /// An int bound.", "    Int(i64),", "    /// A float bound.", "    Float(f64),", "}", "",
-            "/// A default value, as JSON.", "#[derive(Debug, Clone, Copy, PartialEq)]", "pub enum Literal {",
-            "    /// `null`.", "    Null,", "    /// A bool.", "    Bool(bool),", "    /// An int.", "    Int(i64),",
-            "    /// A float.", "    Float(f64),", "    /// A string.", "    Str(&'static str),", "    /// A list.",
-            "    List(&'static [Literal]),", "}", "",
-            "/// One range check of a number, in the order the checks are made: the bounds a `param_range` refusal of"
-            " it", "/// carries.", "#[derive(Debug, Clone, Copy, PartialEq)]", "pub struct ParamRange {",
-            "    /// The lower bound, if any.", "    pub min: Option<Bound>,", "    /// The upper bound, if any.",
-            "    pub max: Option<Bound>,", "    /// Whether `min` is excluded.", "    pub min_exclusive: bool,",
-            "    /// Whether `max` is excluded.", "    pub max_exclusive: bool,",
-            "    /// Whether a non-finite number is refused.", "    pub finite: bool,",
-            "    /// Whether the upper bound follows from other parameters (the protocol's table says which, in words):"
-            " `max`", "    /// then holds none, and the protocol gives the bound when it reads the parameter.",
-            "    pub dynamic: bool,", "}", "",
-            "/// One parameter of a protocol, as the Python package declares it.",
-            "#[derive(Debug, Clone, Copy, PartialEq)]", "pub struct ParamRow {", "    /// The parameter's name.",
-            "    pub name: &'static str,", "    /// Its type.", "    pub ty: ParamType,",
-            "    /// Its default (`None`: required).", "    pub default: Option<Literal>,",
-            "    /// Its value's range checks, in order.", "    pub ranges: &'static [ParamRange],",
-            "    /// The strings it may be, when it is a choice.", "    pub choices: &'static [&'static str],", "}"]
-    consts = []
-    first: dict[str, str] = {}  # each distinct table's body, and the const that holds it
-    for protocol, items in rows.items():
-        const = protocol.upper().replace("-", "_")
-        consts.append((protocol, const))
-        out += ["", f"/// The parameters of `{protocol}`:", "///"]
-        for r in items:
-            default = "required" if r.required else f"default `{json.dumps(r.default, ensure_ascii=False)}`"
-            checks = "; ".join(w for w in (words(x) for x in r.ranges) if w)
-            if r.choices:
-                checks = "; ".join(x for x in (checks, "one of " + ", ".join(f"`{c}`" for c in r.choices)) if x)
-            out.append(f"/// * `{r.name}` ({r.type}, {default}): {doc(r.doc)}" + (f" ({doc(checks)})" if checks
-                                                                                    else ""))
-        body = []
-        for r in items:
-            default = "None" if r.required else f"Some({literal(r.default)})"
-            ranges = ", ".join(rng(x) for x in r.ranges)
-            choices = ", ".join(json.dumps(c) for c in r.choices)
-            body.append(f"    ParamRow {{ name: {json.dumps(r.name)}, ty: ParamType::{_RUST_TYPES[r.type][0]}, "
-                        f"default: {default},")
-            body.append(f"        ranges: &[{ranges}], choices: &[{choices}] }},")
-        key = "\n".join(body)
-        if key in first:  # the same table as an earlier protocol's: one copy in the library
-            out.append(f"pub const {const}: &[ParamRow] = {first[key]};")
-        else:
-            first[key] = const
-            out += [f"pub const {const}: &[ParamRow] = &[", *body, "];"]
+           "//! One `pub const` per protocol (`GRR`, `BUCKET_GRR`, …), in a module per group of protocols",
+           "//! (`categories`, …) and re-exported here: its parameters in declaration order, each one's meaning in the",
+           "//! const's documentation.", _RUST_TYPES_TEXT.format(variants=variants).rstrip("\n")]
+    for g in groups:
+        out += ["", "#[rustfmt::skip]", f"mod {g};", f"pub use {g}::*;"]
     out += ["", "/// Every protocol's table, by protocol name (sorted).",
             "pub const PARAM_TABLES: &[(&str, &[ParamRow])] = &["]
-    out += [f"    ({json.dumps(protocol)}, {const})," for protocol, const in consts]
+    out += [f"    ({json.dumps(protocol)}, {_const(protocol)})," for protocol in rows]
     out += ["];", ""]
     return "\n".join(out)
 
 
+def _rust_bound(v: Any) -> str:
+    return "None" if v is None else f"Some(Bound::{'Int' if isinstance(v, int) else 'Float'}({_number(v)}))"
+
+
+def _rust_literal(v: Any) -> str:
+    if v is None:
+        return "Literal::Null"
+    if isinstance(v, bool):
+        return f"Literal::Bool({str(v).lower()})"
+    if isinstance(v, int | float):
+        return f"Literal::{'Int' if isinstance(v, int) else 'Float'}({_number(v)})"
+    if isinstance(v, str):
+        return f"Literal::Str({json.dumps(v, ensure_ascii=False)})"
+    if isinstance(v, list):
+        return "Literal::List(&[" + ", ".join(_rust_literal(x) for x in v) + "])"
+    raise ValueError(f"no Rust literal for {v!r}")
+
+
+def _rust_range(r: Range) -> str:
+    f = r.fields()
+    return (f"ParamRange {{ min: {_rust_bound(f.get('min'))}, max: {_rust_bound(f.get('max'))}, min_exclusive: "
+            f"{str(r.min_exclusive).lower()}, max_exclusive: {str(r.max_exclusive).lower()}, finite: "
+            f"{str(r.finite).lower()}, dynamic: {str(r.dynamic is not None).lower()} }}")
+
+
+def _rust_words(r: Range) -> str:
+    """A range check in words, for the documentation: ``in [2, 4294967296]``, ``> 0, finite``."""
+    f = r.fields()
+    low, high = "(" if r.min_exclusive else "[", ")" if r.max_exclusive else "]"
+    if "min" in f and "max" in f:
+        out = f"in {low}{f['min']}, {f['max']}{high}"
+    elif "min" in f:
+        out = f"{'>' if r.min_exclusive else '≥'} {f['min']}"
+    elif "max" in f:
+        out = f"{'<' if r.max_exclusive else '≤'} {f['max']}"
+    else:
+        out = ""
+    return ", ".join(x for x in (out, "finite" if r.finite else "", r.dynamic or "") if x)
+
+
+def _rust_doc(protocol: str, items: list[ParamRow]) -> list[str]:
+    """A const's documentation: each parameter, its type, default, meaning and checks (markdown: brackets are text,
+    not links)."""
+    out = ["", f"/// The parameters of `{protocol}`:", "///"]
+    for r in items:
+        default = "required" if r.required else f"default `{json.dumps(r.default, ensure_ascii=False)}`"
+        checks = "; ".join(w for w in (_rust_words(x) for x in r.ranges) if w)
+        if r.choices:
+            checks = "; ".join(x for x in (checks, "one of " + ", ".join(f"`{c}`" for c in r.choices)) if x)
+        text = f"{r.doc} ({checks})" if checks else r.doc
+        out.append(f"/// * `{r.name}` ({r.type}, {default}): " + text.replace("[", "\\[").replace("]", "\\]"))
+    return out
+
+
+def _rust_body(items: list[ParamRow]) -> str:
+    body = []
+    for r in items:
+        default = "None" if r.required else f"Some({_rust_literal(r.default)})"
+        body.append(f"    ParamRow {{ name: {json.dumps(r.name)}, ty: ParamType::{_RUST_TYPES[r.type][0]}, "
+                    f"default: {default},")
+        body.append(f"        ranges: &[{', '.join(_rust_range(x) for x in r.ranges)}], "
+                    f"choices: &[{', '.join(json.dumps(c) for c in r.choices)}] }},")
+    return "\n".join(body)
+
+
+def _rust_group(group: str, rows: Mapping[str, list[ParamRow]]) -> str:
+    """One group's module: a ``pub const`` per protocol; a table identical to an earlier protocol's (in sorted
+    order) is that const, so the library holds one copy."""
+    first: dict[str, str] = {}  # each distinct table's body, and the path of the const that holds it
+    out = []
+    for protocol, items in rows.items():
+        body, const = _rust_body(items), _const(protocol)
+        path = const if group_of(protocol) == group else f"super::{group_of(protocol)}::{const}"
+        if group_of(protocol) == group:
+            out += _rust_doc(protocol, items)
+            out += ([f"pub const {const}: &[ParamRow] = {first[body]};"] if body in first
+                    else [f"pub const {const}: &[ParamRow] = &[", body, "];"])
+        first.setdefault(body, path)
+    code = "\n".join(line for line in out if not line.startswith("///"))
+    uses = [name for name in ("Bound", "Literal", "ParamRange", "ParamRow", "ParamType") if name in code]
+    about = f"The tables of the protocols whose values are {_group_words(group)}."
+    head = [*(f"//! {line}".rstrip() for line in [*HEADER, "", about]), "", f"use super::{{{', '.join(uses)}}};"]
+    return "\n".join(head + out + [""])
+
+
 OUTPUTS: Mapping[str, Callable[[Mapping[str, list[ParamRow]]], str]] = {
     "clients/typescript/src/params/tables.ts": _typescript,
+    **{f"clients/typescript/src/params/tables/{g}.ts": partial(_typescript_group, g) for g in GROUPS.values()},
     "clients/kotlin/src/main/kotlin/io/github/ldptelemetry/client/protocols/ParamTables.kt": _kotlin,
     "clients/rust/src/protocols/tables.rs": _rust,
+    **{f"clients/rust/src/protocols/tables/{g}.rs": partial(_rust_group, g) for g in GROUPS.values()},
 }
 """Each generated file (from the repository root) and its renderer."""
 
