@@ -136,7 +136,7 @@ impl Prio3Client {
     }
 
     /// Shards `measurement` with a fresh nonce and fresh randomness from the OS generator: the shares to send
-    /// (see the [module documentation](self) for who gets which). A measurement [`Prio3Client::check`] refuses is
+    /// (see the [module documentation](crate::prio3) for who gets which). A measurement [`Prio3Client::check`] refuses is
     /// refused with nothing drawn; a failure of the OS generator is an [`Error::Internal`].
     pub fn shard(&self, measurement: &Measurement) -> Result<Prio3Shares> {
         self.check(measurement)?;
