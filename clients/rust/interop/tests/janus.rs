@@ -96,37 +96,9 @@ fn check_report<V: Prio3Vdaf>(
     let mut states = Vec::new();
     let mut verifier_shares = Vec::new();
     for (agg, ((ciphertext, role, aggregator), key)) in sealed.into_iter().zip(keys).enumerate() {
-        let ours_c = ours.encrypted_input_share(aggregator);
-        assert_eq!(u8::from(*ciphertext.config_id()), key.config().id);
-        assert_eq!(u8::from(*ciphertext.config_id()), ours_c.config_id);
-        assert_eq!(ciphertext.encapsulated_key(), ours_c.enc.as_slice());
-        assert_eq!(ciphertext.payload(), ours_c.payload.as_slice());
-        // Opened through Janus's HPKE dispatch, as DAP-09 says.
-        let c = key.config();
-        let suite = DispatchConfig::try_from_ids(c.aead_id, c.kdf_id, c.kem_id).unwrap();
-        let plaintext = base_mode_open(
-            &suite,
-            key.private_key(),
-            ciphertext.encapsulated_key(),
-            &info(role),
-            ciphertext.payload(),
-            &aad,
-        )
-        .unwrap_or_else(|e| panic!("the {role} share does not open through hpke-dispatch: {e}"));
-        let plaintext = JanusPlaintext::get_decoded(&plaintext).expect("a PlaintextInputShare");
-        assert!(plaintext.extensions().is_empty());
-        // The same payload as the client's own opening.
-        let payload = open_input_share(key, aggregator, task_id, &ours.metadata, &ours.public_share, ours_c).unwrap();
-        assert_eq!(plaintext.payload(), payload.as_slice());
-        // The other aggregator's info does not open it.
-        let other = if role == Role::Leader { Role::Helper } else { Role::Leader };
-        let suite_open = |info: &[u8], aad: &[u8]| {
-            base_mode_open(&suite, key.private_key(), ciphertext.encapsulated_key(), info, ciphertext.payload(), aad)
-        };
-        assert!(suite_open(&info(other), &aad).is_err());
+        let payload = open_share(&ours, ciphertext, role, aggregator, key, task_id, &aad);
         // prio reads the payload as its input share and verifies it.
-        let input =
-            V::InputShare::get_decoded_with_param(&(vdaf, agg), plaintext.payload()).expect("a Prio3 input share");
+        let input = V::InputShare::get_decoded_with_param(&(vdaf, agg), &payload).expect("a Prio3 input share");
         let (state, share) = vdaf
             .verify_init(verify_key, CTX, agg, &(), janus.metadata().id().as_ref(), &public, &input)
             .expect("verify_init");
@@ -139,6 +111,49 @@ fn check_report<V: Prio3Vdaf>(
         VerifyTransition::Continue(..) => panic!("Prio3 verifies in one round"),
     });
     [outs.next().unwrap(), outs.next().unwrap()]
+}
+
+/// One sealed input share of the report (`ours`), the `role`'s, sealed to `key`: the client's bytes, opened through
+/// Janus's HPKE dispatch as DAP-09 says to the payload of the client's own opening, and not by the other
+/// aggregator's `info`. Its payload, as Janus reads it.
+fn open_share(
+    ours: &Report,
+    ciphertext: &JanusCiphertext,
+    role: Role,
+    aggregator: DapAggregator,
+    key: &HpkeKeypair,
+    task_id: &[u8; 32],
+    aad: &[u8],
+) -> Vec<u8> {
+    let ours_c = ours.encrypted_input_share(aggregator);
+    assert_eq!(u8::from(*ciphertext.config_id()), key.config().id);
+    assert_eq!(u8::from(*ciphertext.config_id()), ours_c.config_id);
+    assert_eq!(ciphertext.encapsulated_key(), ours_c.enc.as_slice());
+    assert_eq!(ciphertext.payload(), ours_c.payload.as_slice());
+    // Opened through Janus's HPKE dispatch, as DAP-09 says.
+    let c = key.config();
+    let suite = DispatchConfig::try_from_ids(c.aead_id, c.kdf_id, c.kem_id).unwrap();
+    let plaintext = base_mode_open(
+        &suite,
+        key.private_key(),
+        ciphertext.encapsulated_key(),
+        &info(role),
+        ciphertext.payload(),
+        aad,
+    )
+    .unwrap_or_else(|e| panic!("the {role} share does not open through hpke-dispatch: {e}"));
+    let plaintext = JanusPlaintext::get_decoded(&plaintext).expect("a PlaintextInputShare");
+    assert!(plaintext.extensions().is_empty());
+    // The same payload as the client's own opening.
+    let payload = open_input_share(key, aggregator, task_id, &ours.metadata, &ours.public_share, ours_c).unwrap();
+    assert_eq!(plaintext.payload(), payload.as_slice());
+    // The other aggregator's info does not open it.
+    let other = if role == Role::Leader { Role::Helper } else { Role::Leader };
+    let suite_open = |info: &[u8], aad: &[u8]| {
+        base_mode_open(&suite, key.private_key(), ciphertext.encapsulated_key(), info, ciphertext.payload(), aad)
+    };
+    assert!(suite_open(&info(other), aad).is_err());
+    plaintext.payload().to_vec()
 }
 
 /// Aggregates the reports' output shares (prio) and unshards them.
@@ -203,26 +218,22 @@ fn ok(status: LdpStatus) {
     }
 }
 
-/// Reports of `measurements` (integers, as C takes them) through the C API: from the OS generator, checked and
-/// aggregated; and one with given randomness, the Rust API's bytes.
-fn c_reports<V: Prio3Vdaf>(
-    vdaf: &V,
+/// The bytes of a report of `values` (a C measurement) for the leader's and the helper's encoded configs, made with
+/// `ldp_dap_report`, or with `ldp_dap_report_with_random` (the nonce `[9; 16]` and `rand`).
+fn c_report(
     prio3: *mut LdpPrio3,
-    typ: Prio3Type,
-    measurements: &[(Vec<u64>, Measurement)],
-    i: usize,
-) -> V::AggregateResult {
-    let task_id = [i as u8 + 0x40; 32];
-    let keys = keypairs(i + 1);
-    let [leader, helper] = [0, 1].map(|k| keys[k].config().encode().unwrap());
-    let verify_key = [0x11; 32];
-    let mut outputs = Vec::new();
-    for (values, m) in measurements {
-        let mut report: *mut LdpDapReport = std::ptr::null_mut();
-        let (mut bytes, mut len): (*const u8, usize) = (std::ptr::null(), 0);
-        // SAFETY: live handles and buffers of the given lengths; the report is freed once its bytes are copied.
-        let encoded = unsafe {
-            ok(ldp_dap_report(
+    values: &[u64],
+    task_id: &[u8; 32],
+    configs: [&[u8]; 2],
+    rand: Option<&[u8]>,
+) -> Vec<u8> {
+    let [leader, helper] = configs;
+    let mut report: *mut LdpDapReport = std::ptr::null_mut();
+    let (mut bytes, mut len): (*const u8, usize) = (std::ptr::null(), 0);
+    // SAFETY: live handles and buffers of the given lengths; the report is freed once its bytes are copied.
+    unsafe {
+        match rand {
+            None => ok(ldp_dap_report(
                 prio3,
                 values.as_ptr(),
                 values.len(),
@@ -235,29 +246,8 @@ fn c_reports<V: Prio3Vdaf>(
                 helper.as_ptr(),
                 helper.len(),
                 &mut report,
-            ));
-            ok(ldp_dap_report_bytes(report, &mut bytes, &mut len));
-            let copy = std::slice::from_raw_parts(bytes, len).to_vec();
-            ldp_dap_report_free(report);
-            copy
-        };
-        outputs.push(check_report(vdaf, &verify_key, &task_id, &encoded, &keys, 1_699_999_200));
-
-        // With given randomness: the Rust API's bytes.
-        let builder = ReportBuilder::new(
-            Prio3Client::new(typ, CTX).unwrap(),
-            task_id,
-            keys[0].config().clone(),
-            keys[1].config().clone(),
-        )
-        .unwrap()
-        .with_time_precision(3600)
-        .unwrap();
-        let rand = vec![0x42; builder.rand_len()];
-        let want = builder.build_with_random(m, 1_700_000_123, &[9; 16], &rand).unwrap().encode().unwrap();
-        // SAFETY: as above.
-        let got = unsafe {
-            ok(ldp_dap_report_with_random(
+            )),
+            Some(rand) => ok(ldp_dap_report_with_random(
                 prio3,
                 values.as_ptr(),
                 values.len(),
@@ -274,12 +264,46 @@ fn c_reports<V: Prio3Vdaf>(
                 rand.as_ptr(),
                 rand.len(),
                 &mut report,
-            ));
-            ok(ldp_dap_report_bytes(report, &mut bytes, &mut len));
-            let copy = std::slice::from_raw_parts(bytes, len).to_vec();
-            ldp_dap_report_free(report);
-            copy
-        };
+            )),
+        }
+        ok(ldp_dap_report_bytes(report, &mut bytes, &mut len));
+        let copy = std::slice::from_raw_parts(bytes, len).to_vec();
+        ldp_dap_report_free(report);
+        copy
+    }
+}
+
+/// Reports of `measurements` (integers, as C takes them) through the C API: from the OS generator, checked and
+/// aggregated; and one with given randomness, the Rust API's bytes.
+fn c_reports<V: Prio3Vdaf>(
+    vdaf: &V,
+    prio3: *mut LdpPrio3,
+    typ: Prio3Type,
+    measurements: &[(Vec<u64>, Measurement)],
+    i: usize,
+) -> V::AggregateResult {
+    let task_id = [i as u8 + 0x40; 32];
+    let keys = keypairs(i + 1);
+    let [leader, helper] = [0, 1].map(|k| keys[k].config().encode().unwrap());
+    let verify_key = [0x11; 32];
+    let mut outputs = Vec::new();
+    for (values, m) in measurements {
+        let encoded = c_report(prio3, values, &task_id, [&leader, &helper], None);
+        outputs.push(check_report(vdaf, &verify_key, &task_id, &encoded, &keys, 1_699_999_200));
+
+        // With given randomness: the Rust API's bytes.
+        let builder = ReportBuilder::new(
+            Prio3Client::new(typ, CTX).unwrap(),
+            task_id,
+            keys[0].config().clone(),
+            keys[1].config().clone(),
+        )
+        .unwrap()
+        .with_time_precision(3600)
+        .unwrap();
+        let rand = vec![0x42; builder.rand_len()];
+        let want = builder.build_with_random(m, 1_700_000_123, &[9; 16], &rand).unwrap().encode().unwrap();
+        let got = c_report(prio3, values, &task_id, [&leader, &helper], Some(&rand));
         assert_eq!(got, want, "C's report with given randomness is not the Rust API's");
         outputs.push(check_report(vdaf, &verify_key, &task_id, &got, &keys, 1_699_999_200));
     }
