@@ -157,8 +157,8 @@ def test_spec_validate_is_a_subcommand(capsys):
     assert "example_app" in capsys.readouterr().out
 
 
-def test_server_commands_are_subcommands(capsys):
-    for command in ("aggregate", "merge", "decode"):
+def test_job_commands_are_subcommands(capsys):
+    for command in ("fold", "merge", "decode"):
         with pytest.raises(SystemExit) as exc:
             main([command, "--help"])
         assert exc.value.code == 0 and f"usage: ldp {command}" in capsys.readouterr().out

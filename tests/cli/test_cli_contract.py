@@ -170,7 +170,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
         write(f[f"up.{ext}"], envs)
     f["up.ldpe"] = d / "up.ldpe"
     write_binary(f["up.ldpe"], sections_from_envelopes(envs))
-    status, _, err = call_main(["aggregate", str(f["up.jsonl"]), "--spec", str(f["spec.json"]), "--out", str(d / "agg"),
+    status, _, err = call_main(["fold", str(f["up.jsonl"]), "--spec", str(f["spec.json"]), "--out", str(d / "agg"),
                                 "-q"])
     assert status == 0, err
     for p in sorted((d / "agg" / "aggregates").glob("*.agg")):
@@ -218,7 +218,7 @@ def test_spec_and_aggregate_with_a_huge_sketch_epsilon(tmp_path, protocol, epsil
     spec = _spec_with(tmp_path, protocol, epsilon)
     assert_bad_input(["spec", "validate", str(spec)], str(spec), "epsilon")
     (tmp_path / "up.jsonl").write_text("{}\n")
-    assert_bad_input(["aggregate", str(tmp_path / "up.jsonl"), "--spec", str(spec), "--out", str(tmp_path / "o")],
+    assert_bad_input(["fold", str(tmp_path / "up.jsonl"), "--spec", str(spec), "--out", str(tmp_path / "o")],
                      "epsilon")
 
 
@@ -314,9 +314,9 @@ def test_rappor_decode_with_a_bad_map_names_the_line(files):
 
 @pytest.mark.parametrize("argv", [
     ["merge", "{missing}", "--out", "{out}"],
-    ["aggregate", "{missing}", "--spec", "{missing}", "--out", "{out}"],
+    ["fold", "{missing}", "--spec", "{missing}", "--out", "{out}"],
     ["decode", "{garbage}", "--spec", "{garbage}"],
-    ["aggregate", "{garbage}", "--spec", "{garbage}", "--out", "{out}"],
+    ["fold", "{garbage}", "--spec", "{garbage}", "--out", "{out}"],
 ])
 def test_server_commands_name_themselves(tmp_path, argv):
     (tmp_path / "garbage").write_bytes(b"\x00\xff junk")
@@ -329,7 +329,7 @@ def test_a_spec_with_several_errors_lists_them_then_ends_with_the_error_line(tmp
     doc["window_seconds"], doc["metrics"]["app_category"]["params"]["epsilon"] = "day", 0
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     for argv in (["spec", "validate", str(tmp_path / "bad.json")],
-                 ["aggregate", str(tmp_path), "--spec", str(tmp_path / "bad.json"), "--out", str(tmp_path / "o")]):
+                 ["fold", str(tmp_path), "--spec", str(tmp_path / "bad.json"), "--out", str(tmp_path / "o")]):
         status, out, err = call_main(argv)
         assert status == 2 and out == ""
         lines = err.splitlines()
@@ -478,7 +478,7 @@ def test_no_documented_aggregate_command_nests_aggregates_in_aggregates():
 
 
 def test_a_huge_chunk_size_is_refused_by_the_option(files, tmp_path):
-    assert_bad_input(["aggregate", str(files["up.jsonl"]), "--spec", str(files["spec.json"]), "--out",
+    assert_bad_input(["fold", str(files["up.jsonl"]), "--spec", str(files["spec.json"]), "--out",
                       str(tmp_path / "o"), "--chunk-mb", "4200710195165199"], "argument --chunk-mb: ", "<= 1024")
 
 
@@ -647,12 +647,12 @@ def argv_for(command: str, files: dict[str, Path], tmp: Path) -> st.SearchStrate
             lambda t: ["associate", *t[0], "--spec", t[1], *t[2], *t[3]])
     out = st.builds(lambda: str(tmp / f"out{next(COUNTER)}"))
     specs = st.one_of(st.just(str(files["spec.json"])), _spec_files(tmp), path)
-    if command == "aggregate":
+    if command == "fold":
         opts = {"--format": st.sampled_from(["jsonl", "csv", "parquet", "binary"]), "--by-window": FLAG,
                 "--on-change": st.sampled_from(["error", "reprocess"]), "--chunk-mb": NUMBERS.filter(
                     lambda s: not _valid_float_under(s, 1e-4)), "--json": FLAG, "-q": FLAG}
         return st.tuples(st.lists(path, min_size=1, max_size=3), specs, out, options(opts)).map(
-            lambda t: ["aggregate", *t[0], "--spec", t[1], "--out", t[2], *t[3]])
+            lambda t: ["fold", *t[0], "--spec", t[1], "--out", t[2], *t[3]])
     if command == "merge":
         return st.tuples(st.lists(path, min_size=1, max_size=3), out, options({"--all-windows": FLAG})).map(
             lambda t: ["merge", *t[0], "--out", t[1], *t[2]])
@@ -770,7 +770,7 @@ def _spec_files(tmp: Path) -> st.SearchStrategy[str]:
 
 
 COMMANDS = ["privacy", "simulate", "plan", "rappor-decode", "sfp-discover", "pem-discover", "spec validate",
-            "aggregate", "merge", "decode", "serve", "watch", "associate", "ngrams-discover"]
+            "fold", "merge", "decode", "serve", "watch", "associate", "ngrams-discover"]
 FUZZ_EXAMPLES = int(os.environ.get("LDP_FUZZ_EXAMPLES", "40"))
 
 
