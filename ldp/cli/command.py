@@ -16,8 +16,8 @@ from ldp.cli.support import BAD_INPUT, _debug_traceback, error_text, report_erro
 from ldp.extras import DISTRIBUTION
 
 QUICK_START = ("Quick start (README.md), measured on an idle 2-core machine: pip install '.[server]' && ldp demo "
-               "(the demo about 6 s, --quick about 2 s); pip install '.[test]' && pytest -n auto (the install "
-               "about 40 s, the test suite about 9 min).")
+               "(the demo about 6 s, --quick about 2 s); pip install '.[test]' ./bindings/prio && pytest -n auto "
+               "(the install about 40 s, the test suite about 9 min).")
 """The timings ``ldp --help`` ends with: the same as README.md's and docs/getting-started.md's."""
 
 

@@ -68,26 +68,35 @@ plaintext, or extensions, which this deployment does not define). ``hpke_seal`` 
 P-521; HKDF-SHA256 or -SHA512; AES-128-GCM, AES-256-GCM or ChaCha20Poly1305 (an ``HpkeConfig`` of other ids decodes,
 and sealing to it is refused).
 
-**Availability.** The binding is compiled from ``bindings/prio`` (Rust) when ``pip install`` or ``pip wheel`` finds
-``cargo``; without it the install goes on without the binding (as without a C compiler the C kernels), and
-``ldp.prio``'s classes raise :class:`~ldp.errors.MissingExtraError` saying how to get them (:func:`available` tells).
-Client code (``ldp.encoders``, ``ldp.client``) never imports this module.
+**Availability.** The binding is its own distribution, ``ldp-telemetry-prio`` (``bindings/prio``, Rust: the
+extension module ``ldp_prio``, which ``ldp.prio._native`` imports), so that no other install of ldp-telemetry
+carries compiled Rust. From a source tree, with ``cargo`` on PATH, ``pip install ./bindings/prio`` (the README's
+test command does); from a package index, ``pip install 'ldp-telemetry[prio]'``. Without it ``ldp.prio`` still
+imports, and its classes raise :class:`~ldp.errors.MissingExtraError` saying how to install it (:func:`available`
+tells). Client code (``ldp.encoders``, ``ldp.client``) never imports this module.
 
-**Why pyo3, built by setuptools-rust.** The constraints: a client-only install needs no Rust toolchain and must
-still install from source; with ``cargo`` present the README's ``pip install '.[test]'`` and a ``pip wheel .``
-include the binding; the build stays one ``setup.py`` with optional compiled parts; CI builds it several times.
+**Why pyo3, built by setuptools-rust, as a second distribution.** The constraints: a client-only install ships no
+server-side compiled code (its venv is capped; issue 83) and needs no Rust toolchain to install from source; an
+aggregator's install and the README's test command get the binding, or fail saying why; CI builds it once (its
+cargo build cached) and installs that wheel wherever tests/prio runs.
 
-* *pyo3 + setuptools-rust* (chosen): setuptools-rust adds a ``RustExtension(..., optional=True)`` to the
-  ``setup()`` that already builds the six optional C kernels, so there is one build backend, one wheel and one
-  contract: missing cargo (or a failed compile) is a printed note, not a failed install. pyo3 turns the crate's
-  types into Python objects without hand-written glue: ``bytes`` borrowed in and copied out once, 64- and 128-bit
-  field elements as Python ints, Rust errors as ``ldp.errors.PrioError``, no ``unsafe`` in our code. Built against
-  the stable ABI (``abi3``, Python 3.11+), one compiled artifact serves every supported Python, which lets CI's
-  cargo cache serve each wheel build.
-* *maturin* would become the build backend of the whole distribution: it needs a Rust toolchain to build anything
-  from source (the client-only install without Rust would break), has no place for the C kernels, and cannot
-  leave an extension out when cargo is missing. Making the binding a second distribution instead would split
-  the version and the README's one ``pip install``.
+* *A distribution of its own* (chosen) rather than an optional part of ldp-telemetry's ``setup.py``: a wheel cannot
+  be built with or without a part by the extras asked for, so an optional ``RustExtension`` put the 1.8 MB library
+  in every install where cargo was found, a client's too. Apart, the binding is compiled only where it is asked
+  for, and there it is not optional: without cargo ``pip install ./bindings/prio`` fails and says so, instead of
+  leaving it out with a note nobody reads. The price: its version is pinned to ldp-telemetry's by the ``prio`` extra
+  (the two are released together), and pip cannot resolve a folder from an extra, so a source install names
+  ``./bindings/prio`` beside ``.`` (one ``pip install`` still).
+* *pyo3 + setuptools-rust* (chosen): pyo3 turns the crate's types into Python objects without hand-written glue:
+  ``bytes`` borrowed in and copied out once, 64- and 128-bit field elements as Python ints, Rust errors as
+  ``ldp.errors.PrioError``, no ``unsafe`` in our code. Built against the stable ABI (``abi3``, Python 3.11+), one
+  wheel serves every supported Python. setuptools-rust runs the same cargo build as when the binding was part of
+  ldp-telemetry (its target folder, ``--locked``, ``PYO3_PYTHON`` left as the environment sets it), so CI's cargo
+  cache serves it unchanged, and it is pure Python, as is the rest of both builds (setuptools).
+* *maturin* would build the binding alone as well (abi3, stripped, locked), and makes a self-contained sdist of a
+  crate with path dependencies; but it is a compiled build tool of its own (a binary wheel, or a cargo build of
+  maturin where there is none), a second build backend beside setuptools, and the source release of both
+  distributions is already ldp-telemetry's sdist, which carries both crates.
 * *cffi over a C library* needs a C ABI written by hand in Rust (opaque handles, buffer ownership, error codes,
   128-bit integers split by hand) and its ``unsafe`` code, plus the cffi runtime dependency and a header kept in
   step; each call pays cffi's marshalling, and nothing is gained since the only consumer is Python.
@@ -137,7 +146,7 @@ if TYPE_CHECKING:
         seal_report,
     )
 else:
-    try:  # optional: compiled from bindings/prio where cargo was found at install time
+    try:  # optional: ldp_prio, the distribution ldp-telemetry-prio (bindings/prio), through ldp/prio/_native.py
         from ldp.prio._native import (
             NONCE_SIZE,
             PRIO_VERSION,
@@ -165,25 +174,31 @@ else:
 
 
 def available() -> bool:
-    """Whether the Prio3 binding was built into this install."""
+    """Whether the Prio3 binding (the distribution ``ldp-telemetry-prio``) is installed beside this package."""
     return _why_missing is None
 
 
+_INSTALL_FROM_SOURCE = "pip install ./bindings/prio"
+"""How a source tree (the repository, or ldp-telemetry's unpacked sdist) installs the binding: cargo compiles it."""
+_INSTALL_FROM_INDEX = "pip install 'ldp-telemetry[prio]'"
+"""How an install from a package index gets it: the ``prio`` extra, the distribution ``ldp-telemetry-prio``."""
+
+
 def _missing_message() -> str:
-    return ("ldp.prio needs the Prio3 binding (ldp.prio._native), which this install of ldp-telemetry was built "
-            "without: it is compiled from bindings/prio when cargo (Rust 1.89 or later) is on PATH while pip builds "
-            "the package. Install Rust (https://rustup.rs), then reinstall from the source tree: pip install "
-            f"--force-reinstall --no-deps . (the import said: {_why_missing})")
+    return ("ldp.prio needs the Prio3 binding, the distribution ldp-telemetry-prio (its module ldp_prio), which is "
+            f"not installed beside ldp-telemetry. From a package index: {_INSTALL_FROM_INDEX}. From the source tree "
+            f"(the repository's root): {_INSTALL_FROM_SOURCE}, which compiles bindings/prio with cargo (Rust 1.89 or "
+            f"later, https://rustup.rs). (The import said: {_why_missing})")
 
 
 def require() -> None:
-    """Raise :class:`~ldp.errors.MissingExtraError` (saying how to build it) unless the binding is there."""
+    """Raise :class:`~ldp.errors.MissingExtraError` (saying how to install it) unless the binding is there."""
     if _why_missing is not None:
         raise MissingExtraError(_missing_message())
 
 
 def __getattr__(name: str) -> Any:
-    """The binding's names when it is missing: a :class:`~ldp.errors.MissingExtraError` that says how to build it."""
+    """The binding's names when it is missing: a :class:`~ldp.errors.MissingExtraError` that says how to install it."""
     if name in _NATIVE and _why_missing is not None:
         raise MissingExtraError(_missing_message())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -125,7 +125,8 @@ def test_the_quick_start_and_its_timings_read_the_same_everywhere() -> None:
 
     readme, started = (" ".join((ROOT / p).read_text(encoding="utf-8").split())
                        for p in ("README.md", "docs/getting-started.md"))
-    commands = re.findall(r"^pip install '\.\[(?:server|test)\]' && .+$", (ROOT / "README.md").read_text(), re.M)
+    commands = re.findall(r"^pip install '\.\[(?:server|test)\]'(?: \./bindings/prio)? && .+$",
+                          (ROOT / "README.md").read_text(), re.M)
     assert len(commands) == 2 and commands[0].endswith("ldp demo") and "pytest" in commands[1]
     for line in commands:
         assert line in (ROOT / "docs" / "getting-started.md").read_text().splitlines() and line in QUICK_START, line

@@ -1,7 +1,7 @@
-"""What the Prio3 tests share: the binding (``ldp.prio``, compiled from ``bindings/prio`` where cargo was found at
-install time) and the crate's VDAF draft 18 test vectors, read from the ``prio`` crate's source that cargo
-downloaded for that build (found by ``cargo metadata`` on the binding's crate, so a clean clone finds them once its
-build fetched the crate; nothing is copied into the repository).
+"""What the Prio3 tests share: the binding (``ldp.prio``, its compiled part the distribution ``ldp-telemetry-prio``
+that ``pip install ./bindings/prio`` builds with cargo) and the crate's VDAF draft 18 test vectors, read from the
+``prio`` crate's source that cargo downloaded for that build (found by ``cargo metadata`` on the binding's crate, so a
+clean clone finds them once its build fetched the crate; nothing is copied into the repository).
 
 Without the binding, or without cargo or the crate's source, the tests skip, saying what is missing; under
 ``LDP_REQUIRE_PRIO=1`` (CI: ``.ci/run``) they fail instead, so a build that silently left the binding out fails
@@ -42,8 +42,8 @@ def binding() -> Any:
     import ldp.prio
 
     if not ldp.prio.available():
-        missing("the Prio3 binding (ldp.prio._native) is not built: install with cargo on PATH "
-                f"(pip install '.[test]'); {ldp.prio._why_missing}")
+        missing("the Prio3 binding (ldp-telemetry-prio) is not installed: pip install ./bindings/prio, with cargo "
+                f"on PATH; {ldp.prio._why_missing}")
     return ldp.prio
 
 

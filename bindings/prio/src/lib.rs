@@ -1,11 +1,13 @@
-//! `ldp.prio._native`: the `prio` crate's Prio3 VDAFs (VDAF draft 18) as Python classes, for the aggregators of
-//! `ldp`'s two-aggregator mode (sharding too, for simulations and test-vector replays).
+//! `ldp_prio`: the `prio` crate's Prio3 VDAFs (VDAF draft 18) as Python classes, for the aggregators of `ldp`'s
+//! two-aggregator mode (sharding too, for simulations and test-vector replays). The extension module of its own
+//! distribution, `ldp-telemetry-prio` (`pyproject.toml` beside this crate), so that an install of `ldp-telemetry`
+//! without it carries no Rust; `ldp.prio` imports it (through `ldp.prio._native`) and is its Python face.
 //!
 //! Every operation is the crate's own (`Client::shard`, the crate's `TestVectorClient::shard_with_random` for given
 //! randomness, `Aggregator::verify_init`, `verifier_shares_to_message`, `verify_next`, `Aggregatable`, `Collector`);
 //! this crate only moves bytes and integers across, checks what Python hands it (lengths, ranges, which VDAF a share
 //! belongs to) and turns every refusal into `ldp.errors.PrioError` naming the operation. The Python face, and why
-//! this is pyo3 built by setuptools-rust, is `ldp/prio/__init__.py`.
+//! this is pyo3 built by setuptools-rust as a distribution of its own, is `ldp/prio/__init__.py`.
 //!
 //! DAP-09 reports and HPKE (`HpkeConfig`, `HpkeKeypair`, `DapReport`, `seal_report`, `open_input_share`,
 //! `hpke_seal`, `hpke_open`) are the native client's (`ldp_client::dap`, a path dependency on `clients/rust`), so
@@ -23,9 +25,10 @@ mod vdafs;
 
 use pyo3::prelude::*;
 
-/// The module `ldp.prio._native` (imported through `ldp.prio`).
+/// The module `ldp_prio` (imported through `ldp.prio`; its classes name `ldp.prio` as their module, so that they
+/// pickle and print as `ldp.prio`'s).
 #[pymodule]
-fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn ldp_prio(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<vdafs::Prio3Count>()?;
     m.add_class::<vdafs::Prio3Sum>()?;
     m.add_class::<vdafs::Prio3SumVec>()?;
