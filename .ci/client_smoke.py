@@ -2,7 +2,9 @@
 
 Every protocol's encoder encodes a value from the OS CSPRNG, and a TelemetryClient records and
 lists its outbox, with numpy (and the rest of the server extra) provably absent: not installed,
-and not imported. Exits non-zero on any failure.
+and not imported. The Prio3 binding (its own distribution, ldp-telemetry-prio) is not installed either, and
+``ldp.prio`` says how to install it; no compiled module of ``ldp`` is loaded by the client's code. Exits non-zero on
+any failure.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import sys
 import tempfile
 
-for module in ("numpy", "scipy", "sklearn"):
+for module in ("numpy", "scipy", "sklearn", "ldp_prio"):
     assert importlib.util.find_spec(module) is None, f"{module} is installed in the client-only venv"
 
 from ldp.client.runtime import TelemetryClient  # noqa: E402
@@ -109,4 +111,17 @@ else:
     raise AssertionError("ldp.decoders imported without the server extra")
 for module in ("numpy", "scipy", "sklearn"):
     assert module not in sys.modules, f"{module} was imported"
+compiled = sorted(name for name, module in sys.modules.items()
+                  if name.startswith("ldp.") and not (getattr(module, "__file__", None) or "").endswith(".py"))
+assert not compiled, f"the client's code loaded compiled modules of ldp: {compiled}"
+
+import ldp.prio  # noqa: E402  (after the check above: the binding's Python face imports without it)
+
+assert not ldp.prio.available()
+try:
+    ldp.prio.require()
+except MissingExtraError as exc:
+    assert "pip install 'ldp-telemetry[prio]'" in str(exc) and "pip install ./bindings/prio" in str(exc), exc
+else:
+    raise AssertionError("ldp.prio.require() passed without the Prio3 binding")
 print("client-only smoke test passed")
