@@ -61,13 +61,9 @@ def table(params_type: type[ProtocolParams]) -> list[ParamRow]:
     rows = []
     for f in dataclasses.fields(params_type):  # type: ignore[arg-type,unused-ignore]  # each is a dataclass
         info = params_type.info_of(f.name)
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        default: Any = None
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        rows.append(ParamRow(f.name, field_type(hints[f.name]), required,
+        default: Any = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        required = default is dataclasses.MISSING
+        rows.append(ParamRow(f.name, field_type(hints[f.name]), required, None if required else
                              list(default) if isinstance(default, tuple) else default, info.doc, info.ranges,
                              info.choices))
     return rows
@@ -118,6 +114,11 @@ def _const(protocol: str) -> str:
     return protocol.upper().replace("-", "_")
 
 
+def _typescript_head(about: str) -> list[str]:
+    """A generated TypeScript file's first comment: :data:`HEADER`, then what the file holds."""
+    return ["/**", *(f" * {line}".rstrip() for line in [*HEADER, "", about]), " */"]
+
+
 _TYPESCRIPT_TYPES = """
 /** The type of a parameter: how a parser reads it and how canonical JSON writes it. */
 export type ParamType = {types};
@@ -156,9 +157,9 @@ def _typescript(rows: Mapping[str, list[ParamRow]]) -> str:
     which indexes them by protocol for tests and tools (unused by the protocols, so a bundler drops it)."""
     groups = [g for g in dict.fromkeys(GROUPS.values()) if _in_group(rows, g)]
     about = "The tables themselves are in a module per group of protocols (`tables/categories.ts`, …)."
-    out = ["/**", *(f" * {line}".rstrip() for line in [*HEADER, "", about]), " */",
-           _TYPESCRIPT_TYPES.format(types=" | ".join(json.dumps(t) for t in FIELD_TYPES)).rstrip("\n"), ""]
-    out += [f'import * as {g} from "./tables/{g}.js";' for g in groups] + [""]
+    out = [*_typescript_head(about), 'import type { ParamRow } from "./tables/types.js";',
+           *(f'import * as {g} from "./tables/{g}.js";' for g in groups), "",
+           'export type { ParamRange, ParamRow, ParamType } from "./tables/types.js";']
     out += [f'export * from "./tables/{g}.js";' for g in groups] + [""]
     out += ["/** Every protocol's parameters, by protocol name: for tests and tools (a page that imports one protocol",
             " * does not ship this). */",
@@ -166,6 +167,12 @@ def _typescript(rows: Mapping[str, list[ParamRow]]) -> str:
             *(f"  {protocol if protocol.isidentifier() else json.dumps(protocol)}: "
               f"{group_of(protocol)}.{_const(protocol)}_PARAMS," for protocol in rows), "};", ""]
     return "\n".join(out)
+
+
+def _typescript_types(rows: Mapping[str, list[ParamRow]]) -> str:
+    """``tables/types.ts``: the types of the rows, which the index and each group's module import (no cycle)."""
+    head = _typescript_head("The types of the tables' rows.")
+    return "\n".join(head) + "\n" + _TYPESCRIPT_TYPES.format(types=" | ".join(json.dumps(t) for t in FIELD_TYPES))
 
 
 def _typescript_range(r: Range) -> str:
@@ -193,8 +200,7 @@ def _typescript_group(group: str, rows: Mapping[str, list[ParamRow]]) -> str:
     """One group's module: an exported ``as const`` array per protocol, each row's meaning in a comment only
     (minifiers drop comments)."""
     about = f"The tables of the protocols whose values are {_group_words(group)}."
-    out = ["/**", *(f" * {line}".rstrip() for line in [*HEADER, "", about]), " */",
-           'import type { ParamRow } from "../tables.js";', ""]
+    out = [*_typescript_head(about), 'import type { ParamRow } from "./types.js";', ""]
     for protocol, items in _in_group(rows, group).items():
         out += [f"/** The parameters of `{protocol}`, in declaration order. */",
                 f"export const {_const(protocol)}_PARAMS = ["]
@@ -373,14 +379,10 @@ def _rust_words(r: Range) -> str:
     """A range check in words, for the documentation: ``in [2, 4294967296]``, ``> 0, finite``."""
     f = r.fields()
     low, high = "(" if r.min_exclusive else "[", ")" if r.max_exclusive else "]"
+    signs = (("min", ">" if r.min_exclusive else "≥"), ("max", "<" if r.max_exclusive else "≤"))
+    out = next((f"{sign} {f[k]}" for k, sign in signs if k in f), "")
     if "min" in f and "max" in f:
         out = f"in {low}{f['min']}, {f['max']}{high}"
-    elif "min" in f:
-        out = f"{'>' if r.min_exclusive else '≥'} {f['min']}"
-    elif "max" in f:
-        out = f"{'<' if r.max_exclusive else '≤'} {f['max']}"
-    else:
-        out = ""
     return ", ".join(x for x in (out, "finite" if r.finite else "", r.dynamic or "") if x)
 
 
@@ -431,6 +433,7 @@ def _rust_group(group: str, rows: Mapping[str, list[ParamRow]]) -> str:
 
 OUTPUTS: Mapping[str, Callable[[Mapping[str, list[ParamRow]]], str]] = {
     "clients/typescript/src/params/tables.ts": _typescript,
+    "clients/typescript/src/params/tables/types.ts": _typescript_types,
     **{f"clients/typescript/src/params/tables/{g}.ts": partial(_typescript_group, g) for g in GROUPS.values()},
     "clients/kotlin/src/main/kotlin/io/github/ldptelemetry/client/protocols/ParamTables.kt": _kotlin,
     "clients/rust/src/protocols/tables.rs": _rust,

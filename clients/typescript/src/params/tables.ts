@@ -4,42 +4,14 @@
  *
  * The tables themselves are in a module per group of protocols (`tables/categories.ts`, …).
  */
-
-/** The type of a parameter: how a parser reads it and how canonical JSON writes it. */
-export type ParamType = "float" | "int" | "bool" | "str" | "floats" | "ints" | "labels" | "optstr" | "optint" | "any";
-
-/**
- * One range check of a number, in the order the checks are made: its keys are the bounds a
- * `param_range` refusal of it carries. `dynamic`: its `max` follows from other parameters (the row's
- * comment says how); the protocol computes it.
- */
-export interface ParamRange {
-  readonly min?: number;
-  readonly max?: number;
-  readonly min_exclusive?: true;
-  readonly max_exclusive?: true;
-  readonly finite?: true;
-  readonly dynamic?: true;
-}
-
-/** One parameter of a protocol, as the Python package declares it (what it means: its row's comment). */
-export interface ParamRow {
-  readonly name: string;
-  readonly type: ParamType;
-  /** The default (JSON); absent: the parameter is required. */
-  readonly default?: unknown;
-  /** Its value's range checks, in order (absent: none). */
-  readonly ranges?: readonly ParamRange[];
-  /** The strings it may be, when it is a choice. */
-  readonly choices?: readonly string[];
-}
-
+import type { ParamRow } from "./tables/types.js";
 import * as booleans from "./tables/booleans.js";
 import * as categories from "./tables/categories.js";
 import * as numbers from "./tables/numbers.js";
 import * as strings from "./tables/strings.js";
 import * as multi from "./tables/multi.js";
 
+export type { ParamRange, ParamRow, ParamType } from "./tables/types.js";
 export * from "./tables/booleans.js";
 export * from "./tables/categories.js";
 export * from "./tables/numbers.js";

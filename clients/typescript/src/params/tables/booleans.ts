@@ -4,7 +4,7 @@
  *
  * The tables of the protocols whose values are booleans (`value_class` `boolean`).
  */
-import type { ParamRow } from "../tables.js";
+import type { ParamRow } from "./types.js";
 
 /** The parameters of `rr`, in declaration order. */
 export const RR_PARAMS = [

@@ -4,7 +4,7 @@
  *
  * The tables of the protocols whose values are categories (`value_class` `category`).
  */
-import type { ParamRow } from "../tables.js";
+import type { ParamRow } from "./types.js";
 
 /** The parameters of `blh`, in declaration order. */
 export const BLH_PARAMS = [

@@ -4,7 +4,7 @@
  *
  * The tables of the protocols whose values are records of several attributes.
  */
-import type { ParamRow } from "../tables.js";
+import type { ParamRow } from "./types.js";
 
 /** The parameters of `multi`, in declaration order. */
 export const MULTI_PARAMS = [

@@ -4,7 +4,7 @@
  *
  * The tables of the protocols whose values are numbers (`value_class` `number`).
  */
-import type { ParamRow } from "../tables.js";
+import type { ParamRow } from "./types.js";
 
 /** The parameters of `bucket-grr`, in declaration order. */
 export const BUCKET_GRR_PARAMS = [

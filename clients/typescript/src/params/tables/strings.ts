@@ -4,7 +4,7 @@
  *
  * The tables of the protocols whose values are strings (`value_class` `string`).
  */
-import type { ParamRow } from "../tables.js";
+import type { ParamRow } from "./types.js";
 
 /** The parameters of `cms`, in declaration order. */
 export const CMS_PARAMS = [
