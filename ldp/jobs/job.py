@@ -194,7 +194,7 @@ def fold_files(inputs: Sequence[str | os.PathLike[str]], specs: Any, out_dir: st
             manifest.save()
         plan = plan_inputs(files, manifest, fmt, on_change, duplicates, stores)
         tasks = plan.tasks
-        logger.info("aggregate: %d input(s) given: %d to fold, %d skipped (already folded or renamed), "
+        logger.info("fold: %d input(s) given: %d to fold, %d skipped (already folded or renamed), "
                     "%d duplicate(s) not folded", len(files), len(tasks), len(plan.skipped), len(plan.duplicates))
         docs = [s.to_dict() for s in index.values()]
         run = _commit_all(manifest, _run(tasks, docs, by_window, chunk_bytes, fast, manifest.dir, engine, scheduler,
@@ -248,15 +248,15 @@ def _log_summary(summary: JobSummary) -> None:
     """The run at INFO: inputs processed, skipped, reports rejected (its notes and warnings too: they
     are also in the summary returned, which the command prints)."""
     run = summary.run
-    logger.info("aggregate: %d input(s) processed, %d skipped; %d reports read, %d accepted, %d rejected in %.2f s",
+    logger.info("fold: %d input(s) processed, %d skipped; %d reports read, %d accepted, %d rejected in %.2f s",
                 len(summary.processed), len(summary.skipped), run["records"], run["accepted"],
                 run["records"] - run["accepted"], run["seconds"])
     if summary.rejected:
-        logger.info("aggregate: in total %d rejected: %s", sum(summary.rejected.values()),
+        logger.info("fold: in total %d rejected: %s", sum(summary.rejected.values()),
                     ", ".join(f"{reason} {n}" for reason, n in summary.rejected.items()))
     for line in summary.text().splitlines():
         if line.startswith(("note:", "warning:")):
-            logger.info("aggregate: %s", line)
+            logger.info("fold: %s", line)
 
 
 def _json(obj: Any) -> str:

@@ -81,12 +81,12 @@ def test_the_client_never_logs_a_value_a_report_or_the_secret(tmp_path, caplog):
 
 
 def test_ldp_v_shows_info_on_stderr_and_the_default_does_not(uploads, tmp_path):
-    argv = ["aggregate", str(uploads), "--spec", str(EXAMPLE)]
+    argv = ["fold", str(uploads), "--spec", str(EXAMPLE)]
     status, out, err = call_main(argv + ["--out", str(tmp_path / "a")])
     assert status == 0 and "ldp: INFO:" not in err and "inputs: 1" in out
     status, out, err = call_main(["-v", *argv, "--out", str(tmp_path / "b")])
     assert status == 0 and "inputs: 1" in out
-    assert "ldp: INFO: aggregate: 1 input(s) processed, 0 skipped" in err
+    assert "ldp: INFO: fold: 1 input(s) processed, 0 skipped" in err
     assert "ldp: DEBUG:" not in err
     status, _, err = call_main(["-vv", *argv, "--out", str(tmp_path / "c")])
     assert status == 0 and "ldp: DEBUG: folded " in err
@@ -94,8 +94,8 @@ def test_ldp_v_shows_info_on_stderr_and_the_default_does_not(uploads, tmp_path):
     assert ldp_logger.level == logging.NOTSET and [type(h) for h in ldp_logger.handlers] == [logging.NullHandler]
 
 
-def test_aggregate_keeps_its_own_quiet_and_ldp_q_hides_warnings(uploads, tmp_path):
-    argv = ["aggregate", str(uploads), str(uploads.with_name("copy.jsonl")), "--spec", str(EXAMPLE)]
+def test_fold_keeps_its_own_quiet_and_ldp_q_hides_warnings(uploads, tmp_path):
+    argv = ["fold", str(uploads), str(uploads.with_name("copy.jsonl")), "--spec", str(EXAMPLE)]
     uploads.with_name("copy.jsonl").write_bytes(uploads.read_bytes())  # a duplicate: a warning line
     status, out, err = call_main([*argv, "--out", str(tmp_path / "a"), "-q"])
     assert status == 0 and out == "" and "warning:" in err

@@ -24,7 +24,7 @@ from ldp.jobs.lines import fold_lines
 from ldp.jobs.store import pack_parts
 from ldp.spec import Envelope
 
-SERVER = Path(__file__).resolve().parents[2] / "ldp" / "server"
+SERVER = Path(__file__).resolve().parents[2] / "ldp" / "jobs"
 READERS = {"readers", "lines", "binary", "arrow", "jsonl", "junk", "formats", "formats_parquet"}
 FORMATS = {"jsonl": "a.jsonl", "csv": "a.csv", "binary": "a.ldpe", "parquet": "a.parquet"}
 

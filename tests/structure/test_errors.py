@@ -19,7 +19,7 @@ import ldp
 import ldp.errors as errors
 from ldp.errors import LdpError, LdpWarning
 
-OPTIONAL = ("pyarrow", "dask", "distributed", "pandas", "matplotlib", "tqdm", "PIL", "scipy", "sklearn")
+OPTIONAL = ("pyarrow", "dask", "distributed", "pandas", "matplotlib", "tqdm", "PIL", "scipy", "sklearn", "ldp_prio")
 """Top-level modules of optional extras: a module that needs an absent one is skipped."""
 
 HOMES = {
