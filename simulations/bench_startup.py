@@ -26,7 +26,7 @@ COMMANDS = {  # subcommand -> the modules it imports before its work
     "spec validate": ["ldp.cli.jobs", "ldp.spec.cli", "ldp.spec"],
     "simulate": ["ldp.simulation.collect", "ldp.protocols", "ldp.decoders"],
     "plan": ["ldp.plan.frequency"],
-    "aggregate": ["ldp.cli.jobs", "ldp.jobs.job", "ldp.jobs.readers", "ldp.jobs.arrow"],
+    "fold": ["ldp.cli.jobs", "ldp.jobs.job", "ldp.jobs.readers", "ldp.jobs.arrow"],
     "merge": ["ldp.cli.jobs", "ldp.jobs.store"],
     "decode": ["ldp.cli.jobs", "ldp.jobs.decode", "ldp.decoders"],
     "rappor-decode": ["ldp.cli.protocols", "ldp.decoders.rappor_decode", "ldp.jobs.store"],
