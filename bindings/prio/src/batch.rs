@@ -2,9 +2,10 @@
 //! `leader_finish_batch` on every Prio3 class): the job's reports are read from Python first (every argument
 //! checked, so that a malformed item refuses the whole call before any work or any state is used), then prepared
 //! with the GIL released, then handed back. Each report goes through the same steps as the per-call path
-//! (`ldp.aggregators.prepare.prepare_init` and the calls after it): the DAP-09 opening of `ldp_client::dap`, and
-//! `Core`'s `init_raw`, `verifier_share_raw`, `message_raw` and `next_raw`, which the per-call methods use too. A
-//! report that fails a step is not an error but its refusal code (`ldp.aggregators.messages.ReportError`'s names).
+//! (`prepare_init` of tests/prio/prepare_reference.py and the calls after it): the DAP-09 opening of
+//! `ldp_client::dap`, and `Core`'s `init_raw`, `verifier_share_raw`, `message_raw` and `next_raw`, which the
+//! per-call methods use too. A report that fails a step is not an error but its refusal code
+//! (`ldp.aggregators.messages.ReportError`'s names).
 
 use ldp_client::dap::{self, Aggregator as Role, HpkeCiphertext, ReportMetadata, REPORT_ID_LEN, TASK_ID_LEN};
 use prio::codec::Encode;
@@ -39,9 +40,9 @@ impl Refusal {
     }
 }
 
-/// `ldp.aggregators.prepare.joint_rand_part_matches`, the same checks in the same order: whether the public share's
-/// joint randomness part for aggregator `agg_id` is the last seed of that aggregator's encoded verifier share (an
-/// empty public share, a type without joint randomness: `true`).
+/// `joint_rand_part_matches` of tests/prio/prepare_reference.py, the same checks in the same order: whether the public
+/// share's joint randomness part for aggregator `agg_id` is the last seed of that aggregator's encoded verifier share
+/// (an empty public share, a type without joint randomness: `true`).
 fn joint_rand_part_matches(public_share: &[u8], verifier_share: &[u8], agg_id: usize) -> bool {
     if public_share.is_empty() {
         return true;
@@ -172,7 +173,7 @@ impl<'c, S: Spec> Batch<'c, S> {
 }
 
 /// This aggregator's input share of `report`: its ciphertext opened as `role`, or why not. The config id is
-/// checked first (DAP's `HpkeCiphertext` starts with it), as `ldp.aggregators.prepare.prepare_init` does.
+/// checked first (DAP's `HpkeCiphertext` starts with it), as `prepare_init` of tests/prio/prepare_reference.py does.
 fn open(
     keypair: &dap::HpkeKeypair,
     role: Role,
