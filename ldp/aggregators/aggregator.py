@@ -2,6 +2,10 @@
 :class:`~ldp.aggregators.leader.Leader`): their tasks, each with its state (:mod:`ldp.aggregators.state`: one
 object per task ID), their records in their own role's prefix of their store, their HPKE key pair, the noise
 source and the clock, and the answers both give: the HPKE config list and the status.
+
+Each job's share is sealed at rest to the aggregator's ``records_key`` (:mod:`ldp.aggregators.sealing`; default its
+HPKE key pair), and a released window's job records are deleted ``job_retention`` seconds after the release
+(:meth:`Aggregator.prune`; default 0: at once).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from ldp.aggregators.records import TaskRecords
+from ldp.aggregators.sealing import ShareSealer
 from ldp.aggregators.state import TaskState
 from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError
@@ -30,9 +35,14 @@ class Aggregator(Generic[S]):
     role = ""
 
     def __init__(self, tasks: Sequence[Task], store: Store, keypair: Any, verify_keys: Mapping[bytes, bytes], *,
-                 noise_source: random.Random | None = None, clock: Any = _time.time) -> None:
+                 noise_source: random.Random | None = None, clock: Any = _time.time, records_key: Any = None,
+                 job_retention: float = 0.0) -> None:
+        if not job_retention >= 0:
+            raise ValueError(f"job_retention must be at least 0 s, got {job_retention}")
         self.store = store if isinstance(store, RoleStore) else RoleStore(store, aggregator_role(self.role))
         self.keypair, self.clock, self.noise_source = keypair, clock, noise_source
+        self.records_key = records_key if records_key is not None else keypair
+        self.job_retention = job_retention
         self.state: dict[bytes, S] = {}
         for task in tasks:
             if task.task_id in self.state:
@@ -42,8 +52,10 @@ class Aggregator(Generic[S]):
             if not isinstance(key, bytes) or len(key) != vdaf.verify_key_size:
                 raise ValueError(f"task {task.id_text} ({task.metric}): its verify key must be "
                                  f"{vdaf.verify_key_size} bytes (the secret both aggregators share)")
-            records = TaskRecords(self.store, self.role, task, vdaf.modulus, vdaf.output_len)
+            sealer = ShareSealer(self.records_key, vdaf, self.role, task.task_id)
+            records = TaskRecords(self.store, self.role, task, vdaf.modulus, vdaf.output_len, sealer)
             self.state[task.task_id] = self._task_state(task, vdaf, key, records)
+        self.prune()
 
     def _task_state(self, task: Task, vdaf: Any, verify_key: bytes, records: TaskRecords) -> S:
         """A task's state at this role, its records read from the store (each role's own)."""
@@ -69,6 +81,16 @@ class Aggregator(Generic[S]):
     def records(self) -> dict[bytes, TaskRecords]:
         """Each task's records by task ID (the objects the aggregator uses, not copies)."""
         return {tid: s.records for tid, s in self.state.items()}
+
+    def prune(self) -> int:
+        """Delete the job records of the windows released ``job_retention`` seconds ago or more, in every task
+        (:meth:`~ldp.aggregators.records.TaskRecords.prune`); the number of objects deleted."""
+        now = self.clock()
+        total = 0
+        for state in self.state.values():
+            with state.lock:
+                total += state.records.prune(now, self.job_retention)
+        return total
 
     def hpke_config_list(self) -> bytes:
         """DAP's HpkeConfigList of this aggregator (devices seal its input shares to it)."""

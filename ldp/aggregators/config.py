@@ -6,6 +6,9 @@ keys (which they share) and the leader's token (the helper keeps only its hash):
     role = "leader"                      # or "helper" (``--role`` must say the same)
     store = "/var/lib/ldp/leader"        # its own store: a folder, s3://..., az://... (never the other's)
     hpke_key = "leader-hpke.json"        # its HPKE key pair (``ldp serve keygen``), mode 0600
+    records_key = "leader-records.json"  # optional: the key pair its job shares are sealed to at rest (default
+                                         # hpke_key; ``ldp.aggregators.sealing``), never in its store
+    job_retention = 0                    # seconds a released window's job records are kept (default 0)
     job_size = 1000                      # leader: reports per aggregation job
     aggregate_every = 30                 # leader: seconds between aggregation runs (0: only when collecting)
     report_expiry = 604800               # leader: seconds after which a report is too old to take
@@ -51,7 +54,8 @@ __all__ = ["AggregatorConfig", "TaskEntry", "load_config", "read_secret", "write
            "load_keypair"]
 
 KEY_FORMAT = "ldp-hpke-key/1"
-PLAIN_KEYS = frozenset({"role", "store", "hpke_key", "job_size", "aggregate_every", "report_expiry"})
+PLAIN_KEYS = frozenset({"role", "store", "hpke_key", "records_key", "job_retention", "job_size", "aggregate_every",
+                        "report_expiry"})
 """The top-level keys that are not tables."""
 TABLES = frozenset({"store_options", "peer", "collector", "operator", "tasks"})
 
@@ -77,6 +81,8 @@ class AggregatorConfig:
     aggregate_every: float = 30.0
     report_expiry: int = 7 * 86400
     operator_token_sha256: str | None = None
+    records_key: Path | None = None
+    job_retention: float = 0.0
 
 
 def save_keypair(path: Path, keypair: Any) -> None:
@@ -85,11 +91,11 @@ def save_keypair(path: Path, keypair: Any) -> None:
                                    "private_key": b64(keypair.private_key)}) + "\n")
 
 
-def load_keypair(path: Path) -> Any:
-    """The HPKE key pair :func:`save_keypair` wrote."""
+def load_keypair(path: Path, what: str = "hpke_key") -> Any:
+    """The HPKE key pair :func:`save_keypair` wrote (``what``: the config key naming it, in errors)."""
     from ldp import prio
 
-    text = read_secret(path, "hpke_key")
+    text = read_secret(path, what)
     try:
         data = json.loads(text)
         if data.get("format") != KEY_FORMAT:
@@ -97,7 +103,7 @@ def load_keypair(path: Path) -> Any:
         return prio.HpkeKeypair.from_bytes(unb64(data["config"], None, "config"),
                                            unb64(data["private_key"], None, "private_key"))
     except (ValueError, KeyError, AttributeError) as exc:
-        raise ConfigError(f"hpke_key: {path}: {exc}") from None
+        raise ConfigError(f"{what}: {path}: {exc}") from None
 
 
 def _str(data: dict[str, Any], key: str, where: str) -> str:
@@ -179,5 +185,9 @@ def load_config(path: str | os.PathLike[str], role: str | None = None) -> Aggreg
     operator = loader.table("operator", data.get("operator", {}), {"token_sha256"}, plain=PLAIN_KEYS)
     operator_hash = _hash(operator, "operator.") if operator else None
     peers, settings = _peers(data, cfg_role, base), _leader_settings(data)
+    records = data.get("records_key")
+    retention = loader.number("job_retention", data.get("job_retention", 0), float, 0, high=10 * 366 * 86400)
     return AggregatorConfig(cfg_role, store, dict(options), base / hpke, _tasks(data, base),
-                            operator_token_sha256=operator_hash, **peers, **settings)
+                            operator_token_sha256=operator_hash, job_retention=retention,
+                            records_key=None if records is None else base / _str(data, "records_key", ""),
+                            **peers, **settings)

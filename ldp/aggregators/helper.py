@@ -120,6 +120,7 @@ class Helper(Aggregator[TaskState]):
         with state.lock:
             rec = release(state.records, state.vdaf, req.window, req.report_count, req.checksum,
                           source=self.noise_source, clock=self.clock)
+            state.records.prune(self.clock(), self.job_retention)
         return AggregateShareResp(rec["count"], bytes.fromhex(rec["encrypted_share"])).to_bytes()
 
 

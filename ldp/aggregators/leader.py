@@ -372,6 +372,7 @@ class Leader(Aggregator[LeaderTaskState]):
                 raise AggregatorError(f"the helper's aggregate share does not decode: {exc}", "helper_unavailable",
                                       502) from None
             rec = release(records, state.vdaf, window, count, checksum, source=self.noise_source, clock=self.clock)
+            records.prune(self.clock(), self.job_retention)
         delta = task.central.delta if task.central is not None and task.central.delta else DEFAULT_DELTA
         cost = release_cost(rec)
         total = over_releases(records.collections.values(), delta)

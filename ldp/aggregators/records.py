@@ -8,11 +8,19 @@ Under ``aggregators/<role>/<task ID in hex>/`` (the role's prefix: :func:`ldp.st
                                        in finished jobs
 ``jobs/job-<job ID>.plan.json``        the leader only: an aggregation job's reports, before the helper is asked
 ``jobs/job-<job ID>.json``             a finished job: its window, the report IDs aggregated, those refused with
-                                       their codes, the job's aggregate share (field elements) and, at the
-                                       helper, the answer it gave (a repeated request gets it again)
+                                       their codes, the job's aggregate share sealed to the aggregator's records
+                                       key (:mod:`~ldp.aggregators.sealing`) and, at the helper, the answer it
+                                       gave (a repeated request gets it again)
 ``collections/<window>.json``          a collected window: the report count, the checksum, the noised aggregate
-                                       share sealed to the collector, the noise and its central (ε, δ)
+                                       share sealed to the collector, the noise and its central (ε, δ), the
+                                       refusals by code
 =====================================  =========================================================================
+
+**Retention.** Once a window is released, its job records (and the leader's plans) serve nothing: a report of a
+collected window is refused ``batch_collected`` on both sides before its ID is looked up, and the window's counts
+are in its collection record. :meth:`TaskRecords.prune` deletes them ``retention`` seconds after the release (the
+aggregator's ``job_retention``, default 0: at once), so that even both stores and both records keys give nothing
+of a released window but its noised release.
 
 Every record is written with the store's create-if-absent (:meth:`~ldp.storage.base.Store.create`), once, and
 never changed: a job's share enters a window's aggregate exactly when its record exists, so a process killed
@@ -31,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ldp.aggregators.messages import REPORT_ID_SIZE, xor_checksum
+from ldp.aggregators.sealing import ShareSealer
 from ldp.aggregators.task import Task
 from ldp.storage.base import Store
 from ldp.storage.roles import aggregator_prefix
@@ -79,15 +88,16 @@ class TaskRecords:
     """One task's records at one aggregator (module docstring), and the state they give: each window's
     aggregate, the report IDs already prepared, the windows collected, the refusals by code."""
 
-    def __init__(self, store: Store, role: str, task: Task, modulus: int, length: int) -> None:
-        self.store, self.role, self.task = store, role, task
+    def __init__(self, store: Store, role: str, task: Task, modulus: int, length: int, sealer: ShareSealer) -> None:
+        self.store, self.role, self.task, self.sealer = store, role, task, sealer
         self.modulus, self.length = modulus, length
         self.prefix = f"{aggregator_prefix(role)}{task.key}/"
         self.windows: dict[int, WindowAggregate] = {}
         self.prepared: set[bytes] = set()
         self.collections: dict[int, dict[str, Any]] = {}
         self.rejected: Counter[str] = Counter()
-        self.jobs: set[str] = set()
+        self.jobs: dict[str, int] = {}
+        """The finished jobs' windows, by job ID."""
         self.load()
 
     # -- keys -----------------------------------------------------------------------------------------------
@@ -108,7 +118,13 @@ class TaskRecords:
                 self._apply(self.read(key))
         for key in self.store.list(f"{self.prefix}collections/"):
             rec = self.read(key)
-            self.collections[int(rec["window"])] = rec
+            window = int(rec["window"])
+            self.collections[window] = rec
+            if window not in self.windows:  # its jobs pruned (module docstring): its counts are the release's
+                refused = Counter({str(k): int(v) for k, v in rec.get("rejected", {}).items()})
+                self.windows[window] = WindowAggregate(int(rec["count"]), bytes.fromhex(rec["checksum"]),
+                                                       None, refused)
+                self.rejected.update(refused)
 
     def read(self, key: str) -> dict[str, Any]:
         rec = json.loads(self.store.get(key))
@@ -122,12 +138,25 @@ class TaskRecords:
         refused = {bytes.fromhex(r): code for r, code in rec["rejected"].items()}
         agg = self.windows.setdefault(window, WindowAggregate())
         if accepted:
-            agg.add(accepted, [int(x) for x in rec["share"]], self.modulus)
+            agg.add(accepted, self._share(rec), self.modulus)
         agg.rejected.update(refused.values())
         self.rejected.update(refused.values())
         self.prepared.update(accepted)
         self.prepared.update(refused)
-        self.jobs.add(str(rec["job"]))
+        self.jobs[str(rec["job"])] = window
+
+    def _share(self, rec: dict[str, Any]) -> list[int]:
+        """A job record's share: opened with the records key (``ValueError`` naming the job when it does not open:
+        another records key, or an altered record), or a record of before issue 84 in the clear."""
+        from ldp.errors import PrioError
+
+        if "share" in rec:
+            return [int(x) for x in rec["share"]]
+        try:
+            return self.sealer.open(str(rec["job"]), int(rec["window"]), str(rec["sealed_share"]))
+        except (PrioError, ValueError) as exc:
+            raise ValueError(f"job {rec['job']} of task {self.task.id_text} at the {self.role}: its share does not "
+                             f"open with this aggregator's records key ({exc})") from None
 
     def job(self, job_id: str) -> dict[str, Any] | None:
         """A finished job's record, or ``None``."""
@@ -157,7 +186,8 @@ class TaskRecords:
         and the state follows the record). Returns the record that is in the store (another process's, if it
         finished the same job first)."""
         rec = {"job": job_id, "window": window, "accepted": [r.hex() for r in accepted],
-               "rejected": {r.hex(): code for r, code in rejected.items()}, "share": share, **extra}
+               "rejected": {r.hex(): code for r, code in rejected.items()},
+               "sealed_share": self.sealer.seal(job_id, window, share), **extra}
         if self.write(self.job_key(job_id), rec):
             self._apply({"format": RECORD_FORMAT, **rec})
             return rec
@@ -165,6 +195,21 @@ class TaskRecords:
         if job_id not in self.jobs:
             self._apply(stored)
         return stored
+
+    def prune(self, now: float, retention: float) -> int:
+        """Delete the job records and plans of the windows released at least ``retention`` seconds before ``now``
+        (module docstring); the number of objects deleted. A plan whose job never finished is kept."""
+        due = {w for w, rec in self.collections.items() if float(rec.get("released_at", 0)) + retention <= now}
+        done = {job for job, w in self.jobs.items() if w in due}
+        deleted = 0
+        for key in self.store.list(f"{self.prefix}jobs/"):
+            job_id = key.rsplit("/", 1)[1].removeprefix("job-").removesuffix(".json").removesuffix(".plan")
+            if job_id in done:
+                self.store.delete(key)
+                deleted += 1
+        for job in done:
+            del self.jobs[job]
+        return deleted
 
     def window(self, window: int) -> WindowAggregate:
         return self.windows.get(window, WindowAggregate())

@@ -112,7 +112,8 @@ def release(records: TaskRecords, vdaf: Any, window: int, count: int, checksum: 
     sealed = prio.hpke_seal(prio.HpkeConfig.from_bytes(task.collector_hpke_config), aggregate_share_info(records.role),
                             aggregate_share_aad(task.task_id, window, count, checksum), payload)
     rec = {"window": window, "count": count, "checksum": checksum.hex(), "encrypted_share": sealed.hex(),
-           "noise": entry, "noise_source": label, "released_at": int(clock())}
+           "noise": entry, "noise_source": label, "released_at": int(clock()),
+           "rejected": dict(mine.rejected)}  # the window's refusals, kept once its job records are pruned
     if not records.write(records.collection_key(window), rec):
         rec = records.read(records.collection_key(window))  # another process released it first: that one stands
     records.collections[window] = rec

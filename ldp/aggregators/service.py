@@ -44,13 +44,16 @@ def build(config: AggregatorConfig, store: Any, *, helper: Any = None) -> Any:
     from ldp.aggregators.leader import Leader
 
     keypair = load_keypair(config.hpke_key)
+    records_key = None if config.records_key is None else load_keypair(config.records_key, "records_key")
     tasks = [e.task for e in config.tasks]
     keys = {e.task.task_id: e.verify_key for e in config.tasks}
+    common = {"records_key": records_key, "job_retention": config.job_retention}
     if config.role == "helper":
-        return Helper(tasks, store, keypair, keys)
+        return Helper(tasks, store, keypair, keys, **common)
     assert config.peer_url is not None and config.peer_token is not None
     peer = helper if helper is not None else HelperClient(config.peer_url, config.peer_token)
-    return Leader(tasks, store, keypair, keys, peer, job_size=config.job_size, report_expiry=config.report_expiry)
+    return Leader(tasks, store, keypair, keys, peer, job_size=config.job_size, report_expiry=config.report_expiry,
+                  **common)
 
 
 class Aggregating:

@@ -97,7 +97,7 @@ class Deployment:
         _secret(root / "collector" / "leader.token", self.collector_token)
         task = '[[tasks]]\nfile = "browser.task.json"\nverify_key_file = "browser.verify"\n'
         (root / "helper" / "helper.toml").write_text(
-            f'role = "helper"\nstore = "store"\nhpke_key = "hpke.json"\n'
+            f'role = "helper"\nstore = "store"\nhpke_key = "hpke.json"\njob_retention = 86400\n'
             f'[peer]\ntoken_sha256 = "{token_sha256(leader_token)}"\n' + task)
         (root / "leader" / "leader.toml").write_text(
             f'role = "leader"\nstore = "store"\nhpke_key = "hpke.json"\njob_size = 500\naggregate_every = 0\n'
@@ -265,3 +265,5 @@ def test_a_helper_killed_mid_job_and_restarted_loses_and_double_counts_nothing(d
     assert result["sums"] == [measurements.count(v) for v in range(16)] and result["n"] == 1200
     jobs = [p for p in (d.root / "helper" / "store").rglob("jobs/*.json")]
     assert len(jobs) == 3  # 1200 reports in jobs of 500: the first job recorded once, answered from its record
+    # kept a day at the helper (its job_retention); at the leader (retention 0) deleted once the window is released
+    assert not list((d.root / "leader" / "store").rglob("jobs/*.json"))
