@@ -47,7 +47,7 @@ def build(config: AggregatorConfig, store: Any, *, helper: Any = None) -> Any:
     records_key = None if config.records_key is None else load_keypair(config.records_key, "records_key")
     tasks = [e.task for e in config.tasks]
     keys = {e.task.task_id: e.verify_key for e in config.tasks}
-    common = {"records_key": records_key, "job_retention": config.job_retention}
+    common: dict[str, Any] = {"records_key": records_key, "job_retention": config.job_retention}
     if config.role == "helper":
         return Helper(tasks, store, keypair, keys, **common)
     assert config.peer_url is not None and config.peer_token is not None
