@@ -38,6 +38,7 @@ from ldp._moved import renamed_method
 from ldp.aggregators.aggregator import Aggregator
 from ldp.aggregators.commit import GroupCommit
 from ldp.aggregators.crashpoints import at
+from ldp.aggregators.door import check_input_share, check_report
 from ldp.aggregators.messages import (
     MAX_JOB_REPORTS,
     REPORT_ID_SIZE,
@@ -161,7 +162,10 @@ class Leader(Aggregator[LeaderTaskState]):
         return out
 
     def _check(self, state: LeaderTaskState, body: bytes) -> StoredReport:
-        """A report's checks at the door (module docstring): the report with its opened share, or the refusal."""
+        """A report's checks at the door (module docstring): the report with its opened share, or the refusal. Its
+        VDAF bytes are checked by :mod:`ldp.aggregators.door` (the public share and the exact length of the helper's
+        sealed share before anything is opened, the leader's share once opened): a report of another VDAF, or a
+        padded one, is refused here, never after a 201."""
         from ldp import prio
 
         task = state.task
@@ -169,6 +173,7 @@ class Leader(Aggregator[LeaderTaskState]):
             report = prio.DapReport.from_bytes(body)
         except PrioError as exc:
             raise AggregatorError(f"not a DAP-09 report: {exc}", ReportError.invalid_message.code) from None
+        check_report(state.vdaf, report)
         now = self.clock()
         if report.time > now + CLOCK_TOLERANCE:
             raise AggregatorError("the report's time is in the future", ReportError.report_too_early.code)
@@ -191,6 +196,7 @@ class Leader(Aggregator[LeaderTaskState]):
                                           ciphertext=report.leader_ciphertext)
         except PrioError:
             raise AggregatorError("the leader's share does not open", ReportError.hpke_decrypt_error.code) from None
+        check_input_share(state.vdaf, share)
         return StoredReport(bytes(report.report_id), bytes(body), report, share)
 
     def _store_reports(self, state: LeaderTaskState, items: list[StoredReport], raise_replays: bool = True

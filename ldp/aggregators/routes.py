@@ -5,8 +5,9 @@ parser (the scheme case-insensitive) and compared by their SHA-256 in constant t
 layer's one limit (413 before more is read: :data:`MAX_REPORT` for a report, :data:`MAX_BODY` for an aggregation
 job, :data:`MAX_REQUEST` for the small JSON and share requests), and every refusal a problem document — an
 :class:`~ldp.errors.AggregatorError` with DAP's type for its code (``urn:ietf:params:ppm:dap:error:<code>``, DAP-09
-§3.2), a 401 with its ``WWW-Authenticate`` challenge; the layer's 404, 405 and 413 as ``about:blank``. The route
-table is :mod:`ldp.aggregators.http`'s.
+§3.2), a 401 with its ``WWW-Authenticate`` challenge; the layer's 404, 405 and 413 as ``about:blank``. An upload
+whose ``Content-Type`` is not DAP's :data:`DAP_REPORT` is refused before its body is read (415, ``invalid_message``:
+:meth:`_Routes.upload`). The route table is :mod:`ldp.aggregators.http`'s.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from ldp.aggregators.messages import ReportError
 from ldp.aggregators.task import unb64
 from ldp.errors import AggregatorError
 from ldp.web.app import service_app
@@ -28,8 +30,11 @@ from ldp.web.body import read_body
 from ldp.web.pages import SECURITY_HEADERS
 from ldp.web.problems import problem
 
-__all__ = ["create_app", "HPKE_CONFIG_LIST", "MAX_BODY", "MAX_REPORT", "MAX_REQUEST"]
+__all__ = ["create_app", "media_type", "DAP_REPORT", "HPKE_CONFIG_LIST", "MAX_BODY", "MAX_REPORT", "MAX_REQUEST"]
 
+DAP_REPORT = "application/dap-report"
+"""DAP-09's media type of an uploaded report (§4.4.2), as :data:`ldp.aggregators.http.DAP_REPORT` (what
+:class:`~ldp.aggregators.http.LeaderClient` sends)."""
 HPKE_CONFIG_LIST = "application/dap-hpke-config-list"
 """DAP's HpkeConfigList (as :data:`ldp.aggregators.http.HPKE_CONFIG_LIST`, whose module imports this one only inside
 ``create_app``: the import graph has no cycle)."""
@@ -46,6 +51,12 @@ def _refusal(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, AggregatorError)
     headers = {"WWW-Authenticate": CHALLENGE} if exc.status == 401 else None
     return problem(exc.status, exc.code, str(exc), dap=True, headers=headers)
+
+
+def media_type(content_type: str | None) -> str:
+    """The media type of a ``Content-Type`` value, lower case, its parameters dropped (RFC 9110 §8.3.1: the type and
+    subtype are case-insensitive, the parameters follow a ``;``; DAP's media types define none); ``""`` for none."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
 
 
 def _task_id(request: Request) -> bytes:
@@ -82,7 +93,21 @@ class _Routes:
         return HTMLResponse(render(await run_in_threadpool(self.aggregator.status)), headers=SECURITY_HEADERS)
 
     async def upload(self, request: Request) -> Response:
+        """One DAP report at the leader's door (:meth:`~ldp.aggregators.leader.Leader.upload`): 201, or a refusal.
+
+        The body's media type is checked before a byte of it is read: DAP-09 §4.4.2 has a device upload its
+        ``Report`` as :data:`DAP_REPORT`, and any other ``Content-Type`` (or none; compared by :func:`media_type`)
+        is refused with HTTP 415 (RFC 9110 §15.5.16: content in a format the target resource does not take for this
+        method) and DAP's ``invalid_message`` (DAP-09 §3.2: a message that could not be parsed or otherwise was
+        invalid; DAP has no code of its own for a media type, and a body declared as something else is no report to
+        this route). It is counted in the task's door counter (``refused_at_upload``) like every refused upload; for
+        a task this leader does not hold the answer is ``unrecognized_task`` (404) instead."""
         tid = _task_id(request)
+        if media_type(request.headers.get("content-type")) != DAP_REPORT:
+            state = self.aggregator.task_state(tid)
+            state.door[ReportError.invalid_message.code] += 1
+            raise AggregatorError(f"a report is uploaded as Content-Type: {DAP_REPORT} (DAP-09 §4.4.2)",
+                                  ReportError.invalid_message.code, 415)
         body, _ = await read_body(request, MAX_REPORT)
         await run_in_threadpool(self.aggregator.upload, tid, body)
         return Response(status_code=201)

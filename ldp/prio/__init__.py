@@ -38,6 +38,16 @@ refusal code (``"hpke_unknown_config_id"``, ``"hpke_decrypt_error"``, ``"vdaf_in
                                                                       leader_ciphertext, leader_in_or_None)])
     finished, leader_agg = vdaf.leader_finish_batch([state], [message])     # [True], an AggregateShare
 
+**What a share's bytes must be** (the leader's door, :mod:`ldp.aggregators.door`): ``input_share_len(agg_id)`` and
+``public_share_len`` are the exact lengths ``shard`` makes (the crate's, learnt once by sharding the all-zero
+measurement), and ``check_input_share(agg_id, data)`` / ``check_public_share(data)`` refuse bytes that are not
+exactly one such share (the crate's decoding, every byte consumed; :class:`~ldp.errors.PrioError` with
+``operation="decode"``)::
+
+    vdaf.check_input_share(0, leader_in)               # the leader's share of this VDAF, or PrioError
+    vdaf.check_public_share(public_share)
+    vdaf.input_share_len(1), vdaf.public_share_len     # (64, 64) for Prio3Histogram: seeds, one part per aggregator
+
 Every message between the parties is bytes; states and shares travel as ``to_bytes()`` and come back through
 ``verify_state_from_bytes`` and ``aggregate_share_from_bytes``. An aggregate share's ``field_elements()`` are Python
 ints below its ``modulus``, and ``add_integers(noise)`` adds signed ints modulo that prime: central noise on a share,

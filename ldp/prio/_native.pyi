@@ -53,6 +53,22 @@ class _Prio3:
     def aggregate_share_from_bytes(self, data: bytes) -> AggregateShare: ...
     def aggregate_share_from_field_elements(self, values: Iterable[int]) -> AggregateShare: ...
     def verify_state_from_bytes(self, agg_id: int, data: bytes) -> VerifyState: ...
+    def input_share_len(self, agg_id: int) -> int:
+        """The bytes of aggregator ``agg_id``'s input share (0: the leader's, its measurement and proof shares; a
+        helper's, seeds), exactly as :meth:`shard` makes it and the crate decodes it (learnt once, by sharding the
+        all-zero measurement). :class:`~ldp.errors.PrioError` (``operation="decode"``) for an ``agg_id`` that is not
+        below ``num_aggregators``."""
+    @property
+    def public_share_len(self) -> int:
+        """The bytes of the public share, exactly as :meth:`shard` makes it: one joint randomness part per
+        aggregator, or 0 for a type without joint randomness (Prio3Count, Prio3Sum)."""
+    def check_input_share(self, agg_id: int, data: bytes) -> None:
+        """Refuse bytes that are not exactly one input share of aggregator ``agg_id`` of this VDAF (the crate's
+        ``Prio3InputShare`` decoding with that aggregator ID, every byte consumed, each field element below the
+        modulus): :class:`~ldp.errors.PrioError` (``operation="decode"``), its message naming both lengths."""
+    def check_public_share(self, data: bytes) -> None:
+        """Refuse bytes that are not exactly one public share of this VDAF (the crate's ``Prio3PublicShare``
+        decoding, every byte consumed): :class:`~ldp.errors.PrioError` (``operation="decode"``)."""
     def helper_prepare_batch(self, keypair: HpkeKeypair, verify_key: bytes, task_id: bytes,
                              reports: Iterable[tuple[bytes, int, bytes, bytes, bytes]]
                              ) -> tuple[list[bytes | str], AggregateShare]:

@@ -16,6 +16,8 @@ from ldp.aggregators.task import Noise, b64
 from ldp.ingest.config import new_token, token_sha256
 
 PEER, COLLECTOR = new_token(), new_token()
+DAP_REPORT = {"Content-Type": "application/dap-report"}
+"""What a device's upload says it is (DAP-09 §4.4.2; the leader refuses any other media type)."""
 
 
 @pytest.fixture
@@ -39,13 +41,14 @@ def test_routes_tokens_and_codes(apps: Any) -> None:
     assert configs[0].to_bytes() == w.leader_key.config.to_bytes()
     path = f"/tasks/{w.task.id_text}/reports"
     body = w.report(1)
-    assert leader.put(path, content=body).status_code == 201
-    again = leader.put(path, content=body)
+    assert leader.put(path, content=body, headers=DAP_REPORT).status_code == 201
+    again = leader.put(path, content=body, headers=DAP_REPORT)
     assert again.status_code == 409 and again.json()["code"] == "report_replayed"
     assert again.json()["type"] == "urn:ietf:params:ppm:dap:error:report_replayed"
-    assert leader.put(f"/tasks/{b64(bytes(32))}/reports", content=body).json()["code"] == "unrecognized_task"
-    assert leader.put("/tasks/short/reports", content=body).status_code == 404
-    assert leader.put(path, content=w.report(2)).status_code == 201
+    unknown = leader.put(f"/tasks/{b64(bytes(32))}/reports", content=body, headers=DAP_REPORT)
+    assert unknown.json()["code"] == "unrecognized_task"
+    assert leader.put("/tasks/short/reports", content=body, headers=DAP_REPORT).status_code == 404
+    assert leader.put(path, content=w.report(2), headers=DAP_REPORT).status_code == 201
     collect = f"/tasks/{w.task.id_text}/collections"
     assert leader.post(collect, json={"window": T0}).status_code == 401
     assert leader.post(collect, json={"window": T0}, headers=_auth(PEER)).status_code == 401  # not the collector's
@@ -75,7 +78,7 @@ def test_routes_tokens_and_codes(apps: Any) -> None:
 @given(st.binary(max_size=400))
 def test_any_upload_body_is_refused_with_a_code(apps: Any, body: bytes) -> None:
     w, leader, _ = apps
-    resp = leader.put(f"/tasks/{w.task.id_text}/reports", content=body)
+    resp = leader.put(f"/tasks/{w.task.id_text}/reports", content=body, headers=DAP_REPORT)
     assert resp.status_code in (400, 409), resp.text
     assert json.loads(resp.text)["code"] in ("invalid_message", "report_too_early", "hpke_unknown_config_id",
                                              "hpke_decrypt_error", "report_replayed", "batch_collected")

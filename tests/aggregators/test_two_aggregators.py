@@ -73,25 +73,32 @@ def test_invalid_measurements_are_refused_with_their_code_and_counted_on_both_si
     two_hot = forged(w, p.Prio3SumVec(length=4, max_measurement=1, ctx=ctx), [1, 1, 0, 0])
     all_hot = forged(w, p.Prio3SumVec(length=4, max_measurement=1, ctx=ctx), [1, 1, 1, 1])
     big = forged(w, p.Prio3SumVec(length=4, max_measurement=3, ctx=ctx), [0, 3, 0, 0])
-    for report in (two_hot, all_hot, big):
+    for report in (two_hot, all_hot):
         w.leader.upload(w.task.task_id, report)  # the door cannot tell: only both aggregators together can
+    with pytest.raises(AggregatorError) as exc:  # its leader share is no share of this VDAF (another length)
+        w.leader.upload(w.task.task_id, big)
+    assert exc.value.code == "invalid_message" and exc.value.status == 400
     c = w.collect()
     assert list(c.sums) == [1, 1, 2, 2]
-    assert c.refused == {"vdaf_invalid": 3}
-    # the two whose shares decode are refused by the two aggregators together, and counted by both; the third's
-    # leader share is no share of this VDAF (another length): the leader refuses it alone, the helper never sees it
-    assert w.leader.status()["tasks"][0]["refused"] == {"vdaf_invalid": 3}
+    assert c.refused == {"vdaf_invalid": 2}
+    # the two whose shares decode are refused by the two aggregators together, and counted by both; the third was
+    # refused at the leader's door (issue 84): no job, and the helper never sees it
+    assert w.leader.status()["tasks"][0]["refused"] == {"vdaf_invalid": 2}
     assert w.helper.status()["tasks"][0]["refused"] == {"vdaf_invalid": 2}
-    assert w.leader.status()["tasks"][0]["windows"][str(T0)]["refused"] == {"vdaf_invalid": 3}
+    assert w.leader.status()["tasks"][0]["windows"][str(T0)]["refused"] == {"vdaf_invalid": 2}
+    assert w.leader.status()["tasks"][0]["refused_at_upload"] == {"invalid_message": 1}
 
 
 def test_a_count_out_of_range_is_refused(tmp_path: Path) -> None:
+    """A Prio3Sum share of 5 sent to a Count task: its leader share has another length, refused at the door."""
     p = prio()
     w = world(tmp_path, vdaf="Prio3Count", params={}, min_batch_size=2)
     _upload_all(w, [1, 0, 1])
-    w.leader.upload(w.task.task_id, forged(w, p.Prio3Sum(max_measurement=7, ctx=w.task.task_id), 5))
+    with pytest.raises(AggregatorError, match="no share of the task's VDAF") as exc:
+        w.leader.upload(w.task.task_id, forged(w, p.Prio3Sum(max_measurement=7, ctx=w.task.task_id), 5))
+    assert exc.value.code == "invalid_message"
     c = w.collect()
-    assert c.sums == (2,) and c.refused == {"vdaf_invalid": 1}
+    assert c.sums == (2,) and c.refused == {}
 
 
 def test_a_forged_joint_randomness_part_is_refused_by_both(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@
 //! Every operation is the crate's own (`Client::shard`, the crate's `TestVectorClient::shard_with_random` for given
 //! randomness, `Aggregator::verify_init`, `verifier_shares_to_message`, `verify_next`, `Aggregatable`, `Collector`);
 //! this crate only moves bytes and integers across, checks what Python hands it (lengths, ranges, which VDAF a share
-//! belongs to) and turns every refusal into `ldp.errors.PrioError` naming the operation. The Python face, and why
+//! belongs to) and turns every refusal into `ldp.errors.PrioError` naming the operation. The leader's door asks each
+//! share's exact length and whether bytes decode as one (`lengths.rs`: the crate's `shard` and its decoding). The Python face, and why
 //! this is pyo3 built by setuptools-rust as a distribution of its own, is `ldp/prio/__init__.py`.
 //!
 //! DAP-09 reports and HPKE (`HpkeConfig`, `HpkeKeypair`, `DapReport`, `seal_report`, `open_input_share`,
@@ -20,6 +21,7 @@
 mod batch;
 mod dap;
 mod errors;
+mod lengths;
 mod shares;
 mod vdafs;
 

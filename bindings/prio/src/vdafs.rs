@@ -1,7 +1,7 @@
 //! The four Prio3 types as Python classes: one generic core (`Core<S>`, every operation once) and, per type, its
 //! constructor, its measurement and its result (`Spec`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use prio::codec::{Encode, ParameterizedDecode};
 use prio::field::{Field128, Field64};
@@ -24,6 +24,7 @@ use pyo3::types::{PyBytes, PyInt, PyList};
 
 use crate::dap::HpkeKeypair;
 use crate::errors::{refused, Op};
+use crate::lengths::Lengths;
 use crate::shares::{from_ints, AggregateShare, Field, OutputShare, Params, VerifyState, SEED_SIZE};
 
 pub(crate) const VERIFY_KEY_SIZE: usize = SEED_SIZE;
@@ -47,6 +48,9 @@ pub(crate) trait Spec: 'static {
     /// The measurement, or an error: `Err(Ok(message))` a value out of range (a `PrioError`), `Err(Err(e))` a
     /// value of the wrong type (a `TypeError`).
     fn measurement(obj: &Bound<'_, PyAny>, params: &Params) -> Result<Measurement<Self>, PyResult<String>>;
+
+    /// A valid measurement (every entry zero), which `Core::lengths` shards to learn the shares' lengths.
+    fn zero(params: &Params) -> Measurement<Self>;
 
     fn result<'py>(py: Python<'py>, result: <Self::T as Type>::AggregateResult) -> PyResult<Bound<'py, PyAny>>;
 }
@@ -75,6 +79,10 @@ impl Spec for CountSpec {
         Ok(int_in_range(obj, 1, "the measurement (a count: 0, 1, False or True)")? == 1)
     }
 
+    fn zero(_: &Params) -> bool {
+        false
+    }
+
     fn result<'py>(py: Python<'py>, result: u64) -> PyResult<Bound<'py, PyAny>> {
         Ok(result.into_pyobject(py)?.into_any())
     }
@@ -87,6 +95,10 @@ impl Spec for SumSpec {
     fn measurement(obj: &Bound<'_, PyAny>, params: &Params) -> Result<u64, PyResult<String>> {
         let max = params.max_measurement.unwrap_or_default();
         Ok(int_in_range(obj, max, "the measurement (a sum's summand)")? as u64)
+    }
+
+    fn zero(_: &Params) -> u64 {
+        0
     }
 
     fn result<'py>(py: Python<'py>, result: u64) -> PyResult<Bound<'py, PyAny>> {
@@ -118,6 +130,10 @@ impl Spec for SumVecSpec {
         Ok(values)
     }
 
+    fn zero(params: &Params) -> Vec<u128> {
+        vec![0; params.length.unwrap_or_default()]
+    }
+
     fn result<'py>(py: Python<'py>, result: Vec<u128>) -> PyResult<Bound<'py, PyAny>> {
         Ok(result.into_pyobject(py)?.into_any())
     }
@@ -133,6 +149,10 @@ impl Spec for HistogramSpec {
         Ok(int_in_range(obj, length as u128 - 1, &what)? as usize)
     }
 
+    fn zero(_: &Params) -> usize {
+        0
+    }
+
     fn result<'py>(py: Python<'py>, result: Vec<u128>) -> PyResult<Bound<'py, PyAny>> {
         Ok(result.into_pyobject(py)?.into_any())
     }
@@ -140,9 +160,11 @@ impl Spec for HistogramSpec {
 
 /// Every operation, once, for any of the four types.
 pub(crate) struct Core<S: Spec> {
-    vdaf: Vdaf<S>,
+    pub(crate) vdaf: Vdaf<S>,
     params: Arc<Params>,
-    ctx: Vec<u8>,
+    pub(crate) ctx: Vec<u8>,
+    /// The shares' lengths, learnt at the first call that needs them (`lengths.rs`).
+    pub(crate) lengths: OnceLock<Lengths>,
     /// A helper's state, used only as the crate's decoding parameter of verifier shares and messages (it tells
     /// their lengths: how many verifier elements, whether a joint randomness part or seed follows).
     template: State<S>,
@@ -184,7 +206,7 @@ impl<S: Spec> Core<S> {
                 true,
             ),
         };
-        Ok(Core { vdaf, params: Arc::new(params), ctx, template, joint_rand })
+        Ok(Core { vdaf, params: Arc::new(params), ctx, lengths: OnceLock::new(), template, joint_rand })
     }
 
     pub(crate) fn err(&self, py: Python<'_>, op: Op, what: impl std::fmt::Display) -> PyErr {
@@ -192,7 +214,7 @@ impl<S: Spec> Core<S> {
     }
 
     /// The random bytes `shard` takes: one seed per aggregator, twice that with joint randomness (the blinds).
-    fn rand_size(&self) -> usize {
+    pub(crate) fn rand_size(&self) -> usize {
         let seeds = usize::from(self.params.num_aggregators) * SEED_SIZE;
         if self.joint_rand {
             2 * seeds
@@ -255,7 +277,7 @@ impl<S: Spec> Core<S> {
         &self.params
     }
 
-    fn check_agg_id(&self, py: Python<'_>, op: Op, agg_id: usize) -> PyResult<()> {
+    pub(crate) fn check_agg_id(&self, py: Python<'_>, op: Op, agg_id: usize) -> PyResult<()> {
         if agg_id >= usize::from(self.params.num_aggregators) {
             let message = format!("agg_id must be in [0, {}), got {agg_id}", self.params.num_aggregators);
             return Err(self.err(py, op, message));
@@ -465,7 +487,7 @@ impl<S: Spec> Core<S> {
 }
 
 /// `Encode` as a trait object (the public share and the input shares are encoded by one closure).
-trait EncodeDyn {
+pub(crate) trait EncodeDyn {
     fn encoded(&self) -> Result<Vec<u8>, prio::codec::CodecError>;
 }
 
@@ -557,6 +579,29 @@ macro_rules! vdaf_class {
                 &self, py: Python<'py>, states: &Bound<'py, PyAny>, messages: &Bound<'py, PyAny>,
             ) -> PyResult<(Bound<'py, PyList>, AggregateShare)> {
                 self.core.leader_finish_batch(py, states, messages)
+            }
+
+            /// The bytes of aggregator `agg_id`'s input share (0: the leader's, its field elements; a helper's is
+            /// seeds), exactly as `shard` makes it and the crate decodes it.
+            fn input_share_len(&self, py: Python<'_>, agg_id: usize) -> PyResult<usize> {
+                self.core.input_share_len(py, agg_id)
+            }
+
+            /// The bytes of the public share, exactly as `shard` makes it (0 for a type without joint randomness).
+            #[getter]
+            fn public_share_len(&self, py: Python<'_>) -> PyResult<usize> {
+                Ok(self.core.lengths(py)?.public_share)
+            }
+
+            /// Refuse (`PrioError`, operation `decode`) bytes that are not exactly one input share of aggregator
+            /// `agg_id` of this VDAF: the crate's decoding, every byte consumed.
+            fn check_input_share(&self, py: Python<'_>, agg_id: usize, data: &[u8]) -> PyResult<()> {
+                self.core.check_input_share(py, agg_id, data)
+            }
+
+            /// Refuse (`PrioError`, operation `decode`) bytes that are not exactly one public share of this VDAF.
+            fn check_public_share(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
+                self.core.check_public_share(py, data)
             }
 
             /// An empty aggregate share (every element zero), to `accumulate` output shares into.
