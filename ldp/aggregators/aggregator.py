@@ -100,4 +100,9 @@ class Aggregator(Generic[S]):
 
     def status(self) -> dict[str, Any]:
         """Every task's counts (valid reports and refusals per window, collected windows), for ``/status``."""
-        return {"role": self.role, "tasks": [s.records.summary() for s in self.state.values()]}
+        tasks = []
+        for s in self.state.values():
+            entry = s.records.summary()
+            entry["disagreements"] = [dict(d) for _, d in sorted(s.disagreements.items())]
+            tasks.append(entry)
+        return {"role": self.role, "tasks": tasks}

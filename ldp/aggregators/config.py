@@ -10,6 +10,8 @@ keys (which they share) and the leader's token (the helper keeps only its hash):
                                          # hpke_key; ``ldp.aggregators.sealing``), never in its store
     job_retention = 0                    # seconds a released window's job records are kept (default 0)
     job_size = 1000                      # leader: reports per aggregation job
+    job_bytes = 16777216                 # leader: bytes of reports per aggregation job (64 KiB to 64 MiB)
+    max_job_attempts = 12                # leader: attempts of a job before it is set aside
     aggregate_every = 30                 # leader: seconds between aggregation runs (0: only when collecting)
     report_expiry = 604800               # leader: seconds after which a report is too old to take
 
@@ -54,8 +56,8 @@ __all__ = ["AggregatorConfig", "TaskEntry", "load_config", "read_secret", "write
            "load_keypair"]
 
 KEY_FORMAT = "ldp-hpke-key/1"
-PLAIN_KEYS = frozenset({"role", "store", "hpke_key", "records_key", "job_retention", "job_size", "aggregate_every",
-                        "report_expiry"})
+PLAIN_KEYS = frozenset({"role", "store", "hpke_key", "records_key", "job_retention", "job_size", "job_bytes",
+                        "max_job_attempts", "aggregate_every", "report_expiry"})
 """The top-level keys that are not tables."""
 TABLES = frozenset({"store_options", "peer", "collector", "operator", "tasks"})
 
@@ -78,6 +80,8 @@ class AggregatorConfig:
     peer_token_sha256: str | None = None
     collector_token_sha256: str | None = None
     job_size: int = 1000
+    job_bytes: int = 16 << 20
+    max_job_attempts: int = 12
     aggregate_every: float = 30.0
     report_expiry: int = 7 * 86400
     operator_token_sha256: str | None = None
@@ -163,8 +167,16 @@ def _tasks(data: dict[str, Any], base: Path) -> tuple[TaskEntry, ...]:
 
 
 def _leader_settings(data: dict[str, Any]) -> dict[str, Any]:
-    """The leader's numbers: ``job_size``, ``aggregate_every``, ``report_expiry``."""
+    """The leader's numbers: ``job_size``, ``job_bytes``, ``max_job_attempts``, ``aggregate_every``,
+    ``report_expiry``."""
+    from ldp.aggregators.jobs import DEFAULT_JOB_BYTES, DEFAULT_MAX_JOB_ATTEMPTS, MAX_JOB_BYTES
+
     return {"job_size": loader.number("job_size", data.get("job_size", 1000), int, 1, high=100_000),
+            "job_bytes": loader.number("job_bytes", data.get("job_bytes", DEFAULT_JOB_BYTES), int, 1 << 16,
+                                       high=MAX_JOB_BYTES),
+            "max_job_attempts": loader.number("max_job_attempts",
+                                              data.get("max_job_attempts", DEFAULT_MAX_JOB_ATTEMPTS), int, 1,
+                                              high=1000),
             "aggregate_every": loader.number("aggregate_every", data.get("aggregate_every", 30), float, 0,
                                              high=86400),
             "report_expiry": loader.number("report_expiry", data.get("report_expiry", 7 * 86400), int, 1,

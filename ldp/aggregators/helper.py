@@ -18,7 +18,9 @@ prepared one at a time, so that no two can take the same report.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
+from collections import Counter
 from typing import Any
 
 from ldp._moved import renamed_method
@@ -41,6 +43,8 @@ from ldp.errors import AggregatorError
 
 __all__ = ["Aggregator", "Helper", "JOB_ID_RE"]
 
+logger = logging.getLogger("ldp.aggregators")
+
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 """An aggregation job's ID: 16 to 64 base64url characters (DAP: 16 random bytes)."""
 
@@ -49,6 +53,18 @@ class Helper(Aggregator[TaskState]):
     """The helper (module docstring)."""
 
     role = "helper"
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        super().__init__(*args, **options)
+        self.refused_jobs: Counter[str] = Counter()
+        """Whole jobs refused, by code (in memory: since the process started)."""
+
+    def status(self) -> dict[str, Any]:
+        out = super().status()
+        out["refused_jobs"] = dict(self.refused_jobs)
+        for entry, state in zip(out["tasks"], self.state.values(), strict=True):
+            entry["abandoned_jobs"] = len(state.records.abandoned)
+        return out
 
     def _task_state(self, task: Task, vdaf: Any, verify_key: bytes, records: TaskRecords) -> TaskState:
         return TaskState(task, vdaf, verify_key, records)
@@ -63,6 +79,9 @@ class Helper(Aggregator[TaskState]):
         init = _decode(AggregationJobInit, body, task_id)
         digest = hashlib.sha256(body).hexdigest()
         with state.lock:
+            if job_id in state.records.abandoned:
+                raise AggregatorError(f"job {job_id} was abandoned: its reports go in other jobs", "job_abandoned",
+                                      409)
             if (done := state.records.job(job_id)) is not None:
                 if done.get("request_sha256") != digest:
                     raise AggregatorError(f"job {job_id} was prepared with another request", "job_mismatch", 409)
@@ -112,14 +131,42 @@ class Helper(Aggregator[TaskState]):
         at("helper_job_recorded")
         return bytes.fromhex(rec["response"])
 
+    def abandon_job(self, task_id: bytes, job_id: str) -> None:
+        """Abandon a job at the leader's request (``DELETE .../aggregation_jobs/{job}``; issue 84, item 2): its
+        share no longer counts, its reports may come again in other jobs, and the job ID is refused from now on
+        (``job_abandoned``). The leader abandons a job whose answer it cannot use (it does not decode, it is for
+        other reports, or the two sides finished different reports), then splits it. Idempotent; a job of a
+        released window cannot be taken out of its release (``batch_collected``, 409)."""
+        state = self.task_state(task_id)
+        if not JOB_ID_RE.match(job_id):
+            raise AggregatorError(f"a job ID is 16 to 64 base64url characters, got {job_id[:80]!r}", "invalid_message")
+        with state.lock:
+            records = state.records
+            window = records.jobs.get(job_id)
+            if window is not None and window in records.collections:
+                raise AggregatorError(f"job {job_id} is in window {window}, already released", "batch_collected",
+                                      409)
+            if records.abandon(job_id, "the leader abandoned it"):
+                logger.warning("job %s of task %s abandoned at the leader's request", job_id, state.task.id_text)
+        at("helper_job_abandoned")
+
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:
         """Release this helper's share of a window (:func:`ldp.aggregators.release.release`); the encoded
         :class:`AggregateShareResp`."""
         state = self.task_state(task_id)
         req = _decode(AggregateShareReq, body, task_id)
         with state.lock:
-            rec = release(state.records, state.vdaf, req.window, req.report_count, req.checksum,
-                          source=self.noise_source, clock=self.clock)
+            try:
+                rec = release(state.records, state.vdaf, req.window, req.report_count, req.checksum,
+                              source=self.noise_source, clock=self.clock)
+            except AggregatorError as exc:
+                if exc.code == "batch_mismatch":  # issue 84, item 4: the two sides disagree, and say so
+                    state.disagreements[req.window] = {"window": req.window, "count": req.report_count,
+                                                       "checksum": req.checksum.hex(), "peer": str(exc),
+                                                       "since": self.clock()}
+                    logger.error("task %s window %d: the leader disagrees: %s", state.task.id_text, req.window, exc)
+                raise
+            state.disagreements.pop(req.window, None)
             state.records.prune(self.clock(), self.job_retention)
         return AggregateShareResp(rec["count"], bytes.fromhex(rec["encrypted_share"])).to_bytes()
 

@@ -113,6 +113,9 @@ class HelperClient:
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:
         return self._call("POST", f"/tasks/{b64(task_id)}/aggregate_shares", body)
 
+    def abandon_job(self, task_id: bytes, job_id: str) -> None:
+        self._call("DELETE", f"/tasks/{b64(task_id)}/aggregation_jobs/{job_id}", b"")
+
 
 class LeaderClient:
     """What devices and the collector send the leader: :meth:`upload` a DAP report, :meth:`collect` a window."""

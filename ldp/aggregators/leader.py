@@ -25,7 +25,6 @@ release's central (ε, δ) and the task's over every release so far.
 
 from __future__ import annotations
 
-import base64
 import functools
 import logging
 import secrets
@@ -37,18 +36,15 @@ from typing import Any, Protocol
 from ldp._moved import renamed_method
 from ldp.aggregators.aggregator import Aggregator
 from ldp.aggregators.commit import GroupCommit
-from ldp.aggregators.crashpoints import at
 from ldp.aggregators.door import check_input_share, check_report
+from ldp.aggregators.jobs import DEFAULT_JOB_BYTES, DEFAULT_MAX_JOB_ATTEMPTS, MAX_JOB_BYTES, run_jobs
 from ldp.aggregators.messages import (
     MAX_JOB_REPORTS,
     REPORT_ID_SIZE,
     AggregateShareReq,
     AggregateShareResp,
-    AggregationJobInit,
-    AggregationJobResp,
     MessageError,
     ReportError,
-    ReportInit,
 )
 from ldp.aggregators.records import TaskRecords, join_chunk, split_chunk
 from ldp.aggregators.release import DEFAULT_DELTA, over_releases, release, release_cost
@@ -75,9 +71,7 @@ class HelperPeer(Protocol):
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes: ...
 
-
-def _job_id() -> str:
-    return base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode()
+    def abandon_job(self, task_id: bytes, job_id: str) -> None: ...
 
 
 class Leader(Aggregator[LeaderTaskState]):
@@ -87,9 +81,16 @@ class Leader(Aggregator[LeaderTaskState]):
     role = "leader"
 
     def __init__(self, tasks: Iterable[Task], store: Any, keypair: Any, verify_keys: Any, helper: HelperPeer, *,
-                 job_size: int = DEFAULT_JOB_SIZE, report_expiry: int = DEFAULT_REPORT_EXPIRY, **options: Any) -> None:
+                 job_size: int = DEFAULT_JOB_SIZE, report_expiry: int = DEFAULT_REPORT_EXPIRY,
+                 job_bytes: int = DEFAULT_JOB_BYTES, max_job_attempts: int = DEFAULT_MAX_JOB_ATTEMPTS,
+                 **options: Any) -> None:
         if not 1 <= job_size <= MAX_JOB_REPORTS:
             raise ValueError(f"job_size must be in [1, {MAX_JOB_REPORTS}], got {job_size}")
+        if not 2 ** 16 <= job_bytes <= MAX_JOB_BYTES:
+            raise ValueError(f"job_bytes must be in [64 KiB, {MAX_JOB_BYTES} B], got {job_bytes}")
+        if max_job_attempts < 1:
+            raise ValueError(f"max_job_attempts must be at least 1, got {max_job_attempts}")
+        self.job_bytes, self.max_job_attempts = job_bytes, max_job_attempts
         if report_expiry < 1:
             raise ValueError(f"report_expiry must be at least 1 s, got {report_expiry}")
         self.helper, self.job_size, self.report_expiry = helper, job_size, report_expiry
@@ -101,7 +102,7 @@ class Leader(Aggregator[LeaderTaskState]):
         chunk, and the chunks' reports in no finished job."""
         state = LeaderTaskState(task, vdaf, verify_key, records)
         state.commit = GroupCommit(functools.partial(self._store_reports, state))
-        state.planned = {bytes.fromhex(r) for _, plan in records.plans() for r in plan["reports"]}
+        state.planned = {bytes.fromhex(r) for _, plan in records.plans(aside=True) for r in plan["reports"]}
         state.seen = set(records.prepared)
         for key in self.store.list(f"{records.prefix}reports/"):
             self._load_chunk(state, key)
@@ -260,94 +261,30 @@ class Leader(Aggregator[LeaderTaskState]):
 
     aggregate = renamed_method("Leader", "aggregate", "run_aggregation_jobs")
 
-    def run_aggregation_jobs(self, task_id: bytes | None = None, window: int | None = None) -> dict[str, int]:
-        """Run the aggregation jobs of one task (every task: ``None``), of one window or all: interrupted jobs
-        first, then the stored reports in no job. Returns counts: jobs, reports prepared, refused."""
+    def run_aggregation_jobs(self, task_id: bytes | None = None, window: int | None = None, *,
+                             force: bool = False) -> dict[str, int]:
+        """Run the aggregation jobs of one task (every task: ``None``), of one window or all
+        (:func:`ldp.aggregators.jobs.run_jobs`; ``force``: also the jobs whose next attempt is not due). Returns
+        counts: jobs, reports prepared, refused, jobs split, set aside, waiting."""
         totals: Counter[str] = Counter()
         for state in [self.task_state(task_id)] if task_id is not None else list(self.state.values()):
             with state.lock:
-                totals.update(self._run_jobs(state, window))
+                totals.update(run_jobs(self, state, window, force=force))
         return dict(totals)
 
-    def _run_jobs(self, state: LeaderTaskState, window: int | None) -> Counter[str]:
-        task, records = state.task, state.records
-        totals: Counter[str] = Counter()
-        for job_id, plan in records.plans():
-            if window is None or plan["window"] == window:
-                try:
-                    totals.update(self._run_job(state, job_id, plan["window"],
-                                                [bytes.fromhex(r) for r in plan["reports"]]))
-                except AggregatorError as exc:
-                    if exc.code != "job_mismatch":
-                        raise
-                    # the helper recorded this job from another request (a key changed mid-job): its reports
-                    # cannot be counted the same on both sides; the others go on, the window will not release
-                    logger.error("job %s of task %s: %s; its reports are left out", job_id, task.id_text, exc)
-                    totals["mismatched_jobs"] += 1
-        by_window: dict[int, list[bytes]] = {}
-        for rid in self.pending(task.task_id):
-            w = task.window(self._report(state, rid).report.time)
-            if window is None or w == window:
-                by_window.setdefault(w, []).append(rid)
-        for w, rids in sorted(by_window.items()):
-            for start in range(0, len(rids), self.job_size):
-                chunk = rids[start:start + self.job_size]
-                job_id = _job_id()
-                plan = {"job": job_id, "window": w, "reports": [r.hex() for r in chunk], "created": self.clock()}
-                records.write(records.plan_key(job_id), plan)
-                state.planned.update(chunk)
-                at("leader_job_planned")
-                totals.update(self._run_job(state, job_id, w, chunk))
-        return totals
-
-    def _run_job(self, state: LeaderTaskState, job_id: str, window: int, report_ids: list[bytes]) -> Counter[str]:
-        task, records, vdaf = state.task, state.records, state.vdaf
-        refused: dict[bytes, str] = {}
-        todo: list[StoredReport] = []
-        for rid in report_ids:
-            if window in records.collections:
-                refused[rid] = ReportError.batch_collected.code
-            else:
-                todo.append(self._report(state, rid))
-        # each share opened (unless kept from the door) and its preparation started, in one call, the GIL released
-        started = vdaf.leader_init_batch(self.keypair, state.verify_key, task.task_id, [
-            (s.rid, s.report.time, s.report.public_share, s.report.leader_ciphertext, s.share) for s in todo])
-        states: dict[bytes, Any] = {}
-        inits: list[ReportInit] = []
-        for stored, outcome in zip(todo, started, strict=True):
-            if isinstance(outcome, str):
-                refused[stored.rid] = outcome
-                continue
-            states[stored.rid], verifier_share = outcome
-            report = stored.report
-            inits.append(ReportInit(stored.rid, report.time, report.public_share, report.helper_ciphertext,
-                                    verifier_share))
-        share = vdaf.aggregate_init()
-        accepted: list[bytes] = []
-        if inits:
-            body = AggregationJobInit(task.task_id, window, tuple(inits)).to_bytes()
-            try:
-                resp = AggregationJobResp.from_bytes(self.helper.aggregation_job(task.task_id, job_id, body))
-            except MessageError as exc:
-                raise AggregatorError(f"the helper's answer to job {job_id} does not decode: {exc}",
-                                      "helper_unavailable", 502) from None
-            if [r.report_id for r in resp.results] != [i.report_id for i in inits]:
-                raise AggregatorError(f"the helper answered job {job_id} for other reports", "helper_unavailable", 502)
-            answered = [r for r in resp.results if r.message is not None]
-            finished, share = vdaf.leader_finish_batch([states[r.report_id] for r in answered],
-                                                       [r.message for r in answered])
-            ok = iter(finished)
-            for r in resp.results:
-                if r.error is not None:
-                    refused[r.report_id] = r.error.code
-                elif next(ok):
-                    accepted.append(r.report_id)
-                else:  # cannot happen: the helper checks its joint randomness part (helper_prepare_batch)
-                    refused[r.report_id] = ReportError.vdaf_invalid.code
-            at("leader_job_answered")
-        records.finish_job(job_id, window, accepted, refused, share.field_elements())
-        self._consumed(state, report_ids)
-        return Counter(prepared=len(accepted), refused=len(refused), jobs=1)
+    def put_back(self, task_id: bytes, job_ids: Iterable[str] | None = None) -> list[str]:
+        """Put jobs set aside back (every one: ``None``), their attempts counted anew; the IDs put back.
+        ``KeyError`` naming a job that is not set aside (nothing is changed then)."""
+        state = self.task_state(task_id)
+        with state.lock:
+            records = state.records
+            wanted = list(records.aside) if job_ids is None else list(job_ids)
+            if missing := [j for j in wanted if j not in records.aside]:
+                raise KeyError(f"not set aside: {', '.join(missing)}")
+            for job_id in wanted:
+                records.put_back(job_id)
+                state.failures.pop(job_id, None)
+        return wanted
 
     # -- collection ---------------------------------------------------------------------------------------------
     def collect(self, task_id: bytes, window: int) -> dict[str, Any]:
@@ -362,21 +299,25 @@ class Leader(Aggregator[LeaderTaskState]):
         if self.clock() < window + task.window_seconds:
             raise AggregatorError(f"window {window} has not ended: it is collected once, after its end",
                                   "window_open", 400)
-        self.run_aggregation_jobs(task_id, window)
+        self.run_aggregation_jobs(task_id, window, force=True)
+        if aside := sorted(j for j, rec in records.aside.items() if rec.get("window") == window):
+            raise AggregatorError(f"window {window} has {len(aside)} job(s) set aside ({', '.join(aside)}): their "
+                                  f"reports are in neither side's count; put them back (ldp serve jobs put-back) or "
+                                  f"wait", "jobs_set_aside", 409)
         with state.lock:
             mine = records.window(window)
             already = records.collections.get(window)
             count, checksum = ((already["count"], bytes.fromhex(already["checksum"])) if already is not None
                                else (mine.count, mine.checksum))
             if already is None and count < task.min_batch_size:
+                try:  # the two sides compared all the same: a helper that counted more raises the alarm
+                    self._helper_share(state, window, count, checksum)
+                except AggregatorError as exc:
+                    if exc.code != "batch_too_small":
+                        raise
                 raise AggregatorError(f"window {window} holds {count} valid reports, fewer than the task's minimum "
                                       f"batch size {task.min_batch_size}", "batch_too_small", 400)
-            req = AggregateShareReq(task_id, window, count, checksum).to_bytes()
-            try:
-                helper = AggregateShareResp.from_bytes(self.helper.aggregate_share(task_id, req))
-            except MessageError as exc:
-                raise AggregatorError(f"the helper's aggregate share does not decode: {exc}", "helper_unavailable",
-                                      502) from None
+            helper = self._helper_share(state, window, count, checksum)
             rec = release(records, state.vdaf, window, count, checksum, source=self.noise_source, clock=self.clock)
             records.prune(self.clock(), self.job_retention)
         delta = task.central.delta if task.central is not None and task.central.delta else DEFAULT_DELTA
@@ -389,6 +330,26 @@ class Leader(Aggregator[LeaderTaskState]):
                 "releases": len(records.collections),
                 "cumulative_epsilon": None if total is None else total.to_dict(),
                 "refused": dict(mine.rejected)}
+
+    def _helper_share(self, state: LeaderTaskState, window: int, count: int, checksum: bytes) -> Any:
+        """The helper's sealed share of ``window``, asked stating this leader's count and checksum (issue 84, item
+        4: the helper releases nothing unless they are its own). A ``batch_mismatch`` is a disagreement: logged,
+        shown on ``/status`` and the page (``disagreements``) on both sides, and the release refused with that code
+        until the two agree (a later collection that succeeds clears it)."""
+        req = AggregateShareReq(state.task.task_id, window, count, checksum).to_bytes()
+        try:
+            resp = AggregateShareResp.from_bytes(self.helper.aggregate_share(state.task.task_id, req))
+        except MessageError as exc:
+            raise AggregatorError(f"the helper's aggregate share does not decode: {exc}", "helper_unavailable",
+                                  502) from None
+        except AggregatorError as exc:
+            if exc.code == "batch_mismatch":
+                state.disagreements[window] = {"window": window, "count": count, "checksum": checksum.hex(),
+                                               "peer": str(exc), "since": self.clock()}
+                logger.error("task %s window %d: the helper disagrees: %s", state.task.id_text, window, exc)
+            raise
+        state.disagreements.pop(window, None)
+        return resp
 
     def status(self) -> dict[str, Any]:
         out = super().status()
@@ -403,4 +364,6 @@ class Leader(Aggregator[LeaderTaskState]):
                                   "epsilon": None if (c := release_cost(r)) is None else c.to_dict()}
                                  for w, r in sorted(records.collections.items())]
             entry["cumulative_epsilon"] = None if total is None else total.to_dict()
+            entry["set_aside"] = [{k: rec.get(k) for k in ("job", "window", "reason", "attempts", "at")}
+                                  for _, rec in sorted(records.aside.items())]
         return out

@@ -7,6 +7,10 @@ Under ``aggregators/<role>/<task ID in hex>/`` (the role's prefix: :func:`ldp.st
                                        each prefixed by its length (:func:`join_chunk`); deleted once all are
                                        in finished jobs
 ``jobs/job-<job ID>.plan.json``        the leader only: an aggregation job's reports, before the helper is asked
+``jobs/job-<job ID>.attempt-<n>.json``  the leader only: the job's n-th attempt, before it is sent
+``jobs/job-<job ID>.aside.json``       the leader only: the job set aside, with its reason (its attempts spent)
+``jobs/job-<job ID>.abandon.json``     the job abandoned: at the helper, its share no longer counts and its reports
+                                       may be prepared again; at the leader, the intent, before the helper is told
 ``jobs/job-<job ID>.json``             a finished job: its window, the report IDs aggregated, those refused with
                                        their codes, the job's aggregate share sealed to the aggregator's records
                                        key (:mod:`~ldp.aggregators.sealing`) and, at the helper, the answer it
@@ -44,7 +48,7 @@ from ldp.aggregators.task import Task
 from ldp.storage.base import Store
 from ldp.storage.roles import aggregator_prefix
 
-__all__ = ["TaskRecords", "WindowAggregate", "RECORD_FORMAT", "join_chunk", "split_chunk"]
+__all__ = ["TaskRecords", "WindowAggregate", "RECORD_FORMAT", "join_chunk", "split_chunk", "job_key_parts"]
 
 RECORD_FORMAT = "ldp-aggregator-record/1"
 
@@ -68,6 +72,14 @@ def split_chunk(data: bytes) -> list[bytes]:
     return out
 
 
+def job_key_parts(key: str) -> tuple[str, str]:
+    """(job ID, kind) of a key under ``jobs/``: kind ``""`` for a finished job's record, else ``plan``,
+    ``attempt``, ``aside`` or ``abandon`` (module docstring; a job ID is base64url: it holds no dot)."""
+    name = key.rsplit("/", 1)[1].removeprefix("job-").removesuffix(".json")
+    job_id, _, kind = name.partition(".")
+    return job_id, kind.split("-", 1)[0]
+
+
 @dataclass
 class WindowAggregate:
     """One window's aggregate so far at one aggregator: its valid reports' count, checksum and aggregate share."""
@@ -82,6 +94,15 @@ class WindowAggregate:
         self.checksum = xor_checksum(report_ids, self.checksum)
         self.share = share if self.share is None else [(a + b) % modulus for a, b in zip(self.share, share,
                                                                                           strict=True)]
+
+    def remove(self, report_ids: list[bytes], share: list[int], refused: list[str], modulus: int) -> None:
+        """Undo :meth:`add` (a job abandoned): the XOR checksum is its own inverse, the share is subtracted."""
+        self.count -= len(report_ids)
+        self.checksum = xor_checksum(report_ids, self.checksum)
+        if report_ids and self.share is not None:
+            self.share = [(a - b) % modulus for a, b in zip(self.share, share, strict=True)]
+        self.rejected.subtract(refused)
+        self.rejected += Counter()  # drop the codes at zero
 
 
 class TaskRecords:
@@ -98,9 +119,17 @@ class TaskRecords:
         self.rejected: Counter[str] = Counter()
         self.jobs: dict[str, int] = {}
         """The finished jobs' windows, by job ID."""
+        self.abandoned: set[str] = set()
+        self.aside: dict[str, dict[str, Any]] = {}
+        self.attempts: dict[str, tuple[int, float]] = {}
+        """The leader's attempts of each job: how many, and when the last began."""
         self.load()
 
     # -- keys -----------------------------------------------------------------------------------------------
+    def extra_key(self, job_id: str, kind: str) -> str:
+        """A job's ``attempt-<n>``, ``aside`` or ``abandon`` record (module docstring)."""
+        return f"{self.prefix}jobs/job-{job_id}.{kind}.json"
+
     def plan_key(self, job_id: str) -> str:
         return f"{self.prefix}jobs/job-{job_id}.plan.json"  # "job-": a store key's part starts with a letter
 
@@ -113,9 +142,20 @@ class TaskRecords:
     # -- reading ----------------------------------------------------------------------------------------------
     def load(self) -> None:
         """Rebuild the state from the store's records."""
+        abandoned = []
         for key in self.store.list(f"{self.prefix}jobs/"):
-            if key.endswith(".json") and not key.endswith(".plan.json"):
+            job_id, kind = job_key_parts(key)
+            if kind == "":
                 self._apply(self.read(key))
+            elif kind == "abandon":
+                abandoned.append(job_id)
+            elif kind == "aside":
+                self.aside[job_id] = self.read(key)
+            elif kind == "attempt":
+                count, last = self.attempts.get(job_id, (0, 0.0))
+                self.attempts[job_id] = (count + 1, max(last, float(self.read(key).get("at", 0))))
+        for job_id in abandoned:
+            self._abandoned(job_id)
         for key in self.store.list(f"{self.prefix}collections/"):
             rec = self.read(key)
             window = int(rec["window"])
@@ -165,14 +205,14 @@ class TaskRecords:
         except FileNotFoundError:
             return None
 
-    def plans(self) -> list[tuple[str, dict[str, Any]]]:
-        """The leader's planned jobs with no finished record (interrupted: to be redone, in their order)."""
+    def plans(self, *, aside: bool = False) -> list[tuple[str, dict[str, Any]]]:
+        """The leader's planned jobs with no finished record, not set aside unless ``aside`` (interrupted: to be
+        redone, in their order)."""
         out = []
         for key in self.store.list(f"{self.prefix}jobs/"):
-            if key.endswith(".plan.json"):
-                job_id = key.rsplit("/", 1)[1].removesuffix(".plan.json").removeprefix("job-")
-                if job_id not in self.jobs:
-                    out.append((job_id, self.read(key)))
+            job_id, kind = job_key_parts(key)
+            if kind == "plan" and job_id not in self.jobs and (aside or job_id not in self.aside):
+                out.append((job_id, self.read(key)))
         return sorted(out, key=lambda item: (item[1].get("created", 0), item[0]))
 
     # -- writing -----------------------------------------------------------------------------------------------
@@ -203,13 +243,61 @@ class TaskRecords:
         done = {job for job, w in self.jobs.items() if w in due}
         deleted = 0
         for key in self.store.list(f"{self.prefix}jobs/"):
-            job_id = key.rsplit("/", 1)[1].removeprefix("job-").removesuffix(".json").removesuffix(".plan")
+            job_id, _ = job_key_parts(key)
             if job_id in done:
                 self.store.delete(key)
                 deleted += 1
         for job in done:
             del self.jobs[job]
+            self.attempts.pop(job, None)
         return deleted
+
+    # -- attempts, set aside, abandoned (issue 84, item 2) --------------------------------------------------------
+    def attempt(self, job_id: str, now: float) -> int:
+        """Record the next attempt of a job (before it is sent); its number."""
+        count = self.attempts.get(job_id, (0, 0.0))[0] + 1
+        self.write(self.extra_key(job_id, f"attempt-{count}"), {"job": job_id, "attempt": count, "at": now})
+        self.attempts[job_id] = (count, now)
+        return count
+
+    def set_aside(self, job_id: str, window: int, reason: str, now: float) -> None:
+        """Set a job aside with its reason: it is not tried again until put back (:meth:`put_back`)."""
+        rec = {"job": job_id, "window": window, "reason": reason, "at": now,
+               "attempts": self.attempts.get(job_id, (0, 0.0))[0]}
+        if not self.write(self.extra_key(job_id, "aside"), rec):
+            rec = self.read(self.extra_key(job_id, "aside"))
+        self.aside[job_id] = rec
+
+    def put_back(self, job_id: str) -> None:
+        """A job set aside tried again, its attempts counted anew; ``KeyError`` for a job not set aside."""
+        self.aside.pop(job_id)
+        for key in self.store.list(f"{self.prefix}jobs/job-{job_id}."):
+            if job_key_parts(key)[1] in ("attempt", "aside"):
+                self.store.delete(key)
+        self.attempts.pop(job_id, None)
+
+    def abandon(self, job_id: str, reason: str) -> bool:
+        """Record a job abandoned (module docstring) and, at the helper, take its share and its reports out;
+        ``False`` if it already was."""
+        if job_id in self.abandoned:
+            return False
+        self.write(self.extra_key(job_id, "abandon"), {"job": job_id, "reason": reason})
+        self._abandoned(job_id)
+        return True
+
+    def _abandoned(self, job_id: str) -> None:
+        self.abandoned.add(job_id)
+        rec = self.job(job_id) if job_id in self.jobs else None
+        if rec is None or "split_into" in rec:  # the leader's record of a job it split after abandoning it
+            return
+        accepted = [bytes.fromhex(r) for r in rec["accepted"]]
+        refused = {bytes.fromhex(r): code for r, code in rec["rejected"].items()}
+        share = self._share(rec) if accepted else []
+        self.windows[int(rec["window"])].remove(accepted, share, list(refused.values()), self.modulus)
+        self.rejected.subtract(refused.values())
+        self.rejected += Counter()
+        self.prepared.difference_update(accepted, refused)
+        del self.jobs[job_id]
 
     def window(self, window: int) -> WindowAggregate:
         return self.windows.get(window, WindowAggregate())

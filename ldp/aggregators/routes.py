@@ -17,10 +17,12 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from ldp.aggregators.jobs import MAX_JOB_BYTES
 from ldp.aggregators.messages import ReportError
 from ldp.aggregators.task import unb64
 from ldp.errors import AggregatorError
@@ -38,7 +40,7 @@ DAP_REPORT = "application/dap-report"
 HPKE_CONFIG_LIST = "application/dap-hpke-config-list"
 """DAP's HpkeConfigList (as :data:`ldp.aggregators.http.HPKE_CONFIG_LIST`, whose module imports this one only inside
 ``create_app``: the import graph has no cycle)."""
-MAX_BODY = 64 << 20
+MAX_BODY = MAX_JOB_BYTES
 """An aggregation job's body (up to :data:`~ldp.aggregators.messages.MAX_JOB_REPORTS` prepared shares)."""
 MAX_REPORT = 1 << 20
 """One DAP report."""
@@ -113,11 +115,27 @@ class _Routes:
         return Response(status_code=201)
 
     async def aggregation_job(self, request: Request) -> Response:
+        """A job (the helper); a refusal of the whole job is counted by its code (``refused_jobs`` on
+        ``/status``: the leader splits such a job until the reports at fault are alone, issue 84, item 2)."""
         self.require(request, self.peer)
         tid = _task_id(request)
-        body, _ = await read_body(request, MAX_BODY)
-        out = await run_in_threadpool(self.aggregator.aggregation_job, tid, request.path_params["job"], body)
+        try:
+            body, _ = await read_body(request, MAX_BODY)
+            out = await run_in_threadpool(self.aggregator.aggregation_job, tid, request.path_params["job"], body)
+        except AggregatorError as exc:
+            self.aggregator.refused_jobs[exc.code] += 1
+            raise
+        except HTTPException as exc:
+            self.aggregator.refused_jobs["too_large" if exc.status_code == 413 else str(exc.status_code)] += 1
+            raise
         return Response(out, media_type="application/octet-stream")
+
+    async def abandon_job(self, request: Request) -> Response:
+        """``DELETE`` a job (the helper, :meth:`~ldp.aggregators.helper.Helper.abandon_job`): 204."""
+        self.require(request, self.peer)
+        tid = _task_id(request)
+        await run_in_threadpool(self.aggregator.abandon_job, tid, request.path_params["job"])
+        return Response(status_code=204)
 
     async def aggregate_share(self, request: Request) -> Response:
         self.require(request, self.peer)
@@ -138,6 +156,25 @@ class _Routes:
             raise AggregatorError("window must be a non-negative integer (seconds)", "invalid_message")
         return JSONResponse(await run_in_threadpool(self.aggregator.collect, tid, window))
 
+    async def put_back(self, request: Request) -> Response:
+        """The leader's jobs set aside put back (the operator's token only): ``{"jobs": [ID, ...]}``, or ``{}`` for
+        every one of the task (:meth:`~ldp.aggregators.leader.Leader.put_back`); the IDs put back, JSON."""
+        self.require(request, self.operator)
+        tid = _task_id(request)
+        body, _ = await read_body(request, MAX_REQUEST)
+        try:
+            doc = json.loads(body or b"{}")
+            jobs = doc.get("jobs") if isinstance(doc, dict) else False
+        except ValueError:
+            jobs = False
+        if jobs is False or not (jobs is None or (isinstance(jobs, list) and all(isinstance(j, str) for j in jobs))):
+            raise AggregatorError('the body is {"jobs": [JOB ID, ...]} or {} (every job set aside)', "invalid_message")
+        try:
+            done = await run_in_threadpool(self.aggregator.put_back, tid, jobs)
+        except KeyError as exc:
+            raise AggregatorError(str(exc.args[0]), "invalid_message") from None
+        return JSONResponse({"put_back": done})
+
 
 def routes(aggregator: Any, *, peer_token_sha256: str | None = None, collector_token_sha256: str | None = None,
            operator_token_sha256: str | None = None) -> list[Route]:
@@ -147,8 +184,10 @@ def routes(aggregator: Any, *, peer_token_sha256: str | None = None, collector_t
             Route("/status", r.status, methods=["GET"]), Route("/", r.page, methods=["GET"])]
     if aggregator.role == "leader":
         return [*both, Route("/tasks/{task}/reports", r.upload, methods=["PUT"]),
-                Route("/tasks/{task}/collections", r.collection, methods=["POST"])]
+                Route("/tasks/{task}/collections", r.collection, methods=["POST"]),
+                Route("/tasks/{task}/jobs/put_back", r.put_back, methods=["POST"])]
     return [*both, Route("/tasks/{task}/aggregation_jobs/{job}", r.aggregation_job, methods=["PUT"]),
+            Route("/tasks/{task}/aggregation_jobs/{job}", r.abandon_job, methods=["DELETE"]),
             Route("/tasks/{task}/aggregate_shares", r.aggregate_share, methods=["POST"])]
 
 

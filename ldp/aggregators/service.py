@@ -53,7 +53,7 @@ def build(config: AggregatorConfig, store: Any, *, helper: Any = None) -> Any:
     assert config.peer_url is not None and config.peer_token is not None
     peer = helper if helper is not None else HelperClient(config.peer_url, config.peer_token)
     return Leader(tasks, store, keypair, keys, peer, job_size=config.job_size, report_expiry=config.report_expiry,
-                  **common)
+                  job_bytes=config.job_bytes, max_job_attempts=config.max_job_attempts, **common)
 
 
 class Aggregating:

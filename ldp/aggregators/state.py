@@ -28,13 +28,17 @@ __all__ = ["TaskState", "LeaderTaskState", "StoredReport"]
 @dataclass(eq=False)
 class TaskState:
     """One task at one aggregator: the public task, its Prio3 instance (:meth:`~ldp.aggregators.task.Task.prio3`),
-    the verify key both aggregators share, the task's records, and the lock its jobs and releases are taken under."""
+    the verify key both aggregators share, the task's records, the lock its jobs and releases are taken under, and
+    the windows the two sides disagree on."""
 
     task: Task
     vdaf: Any
     verify_key: bytes
     records: TaskRecords
     lock: threading.Lock = field(default_factory=threading.Lock)
+    disagreements: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The windows whose release the two sides disagree on (counts or checksums), by window: in memory, shown on
+    ``/status`` and logged; cleared when a release of the window succeeds (issue 84, item 4)."""
 
 
 @dataclass(eq=False)
@@ -60,6 +64,7 @@ class LeaderTaskState(TaskState):
     * ``stored``: the stored reports in no finished job, by ID;
     * ``chunks``: each chunk object's report IDs in no finished job (a chunk is deleted once none is left);
     * ``planned``: the report IDs of the jobs planned (recorded before the helper is asked);
+    * ``failures``: each job's last failure (in memory: the reason a job set aside gives);
     * ``commit``: the door's group commit (:mod:`ldp.aggregators.commit`), which stores the reports arriving
       together as one chunk."""
 
@@ -69,3 +74,4 @@ class LeaderTaskState(TaskState):
     stored: dict[bytes, StoredReport] = field(default_factory=dict)
     chunks: dict[str, set[bytes]] = field(default_factory=dict)
     planned: set[bytes] = field(default_factory=set)
+    failures: dict[str, str] = field(default_factory=dict)
