@@ -26,6 +26,7 @@ from typing import Any
 from ldp._moved import renamed_method
 from ldp.aggregators.aggregator import Aggregator
 from ldp.aggregators.crashpoints import at
+from ldp.aggregators.door import check_report
 from ldp.aggregators.messages import (
     AggregateShareReq,
     AggregateShareResp,
@@ -33,6 +34,7 @@ from ldp.aggregators.messages import (
     AggregationJobResp,
     MessageError,
     ReportError,
+    ReportInit,
     ReportResp,
 )
 from ldp.aggregators.records import TaskRecords
@@ -100,7 +102,7 @@ class Helper(Aggregator[TaskState]):
                 error = ReportError.report_replayed
             elif task.window(r.time) != init.window:
                 error = ReportError.batch_mismatch
-            elif r.time % task.time_precision:
+            elif r.time % task.time_precision or not _fits(state.vdaf, r):
                 error = ReportError.invalid_message
             in_job.add(r.report_id)
             checked.append(error)
@@ -169,6 +171,17 @@ class Helper(Aggregator[TaskState]):
             state.disagreements.pop(req.window, None)
             state.records.prune(self.clock(), self.job_retention)
         return AggregateShareResp(rec["count"], bytes.fromhex(rec["encrypted_share"])).to_bytes()
+
+
+def _fits(vdaf: Any, report: ReportInit) -> bool:
+    """Whether a report's public share decodes for the task's VDAF and its sealed share has exactly the VDAF's
+    length (:func:`ldp.aggregators.door.check_report`, the leader's door checks, again: a leader's store written
+    before them, or a leader that does not check, cannot make this helper open a padded share)."""
+    try:
+        check_report(vdaf, report)
+    except AggregatorError:
+        return False
+    return True
 
 
 def _decode(kind: Any, body: bytes, task_id: bytes) -> Any:

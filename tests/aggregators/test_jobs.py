@@ -87,15 +87,18 @@ def test_padded_shares_past_the_door_cannot_block_the_windows_honest_reports(tmp
     rng = random.Random(4)
     honest = [rng.randrange(4) for _ in range(100)]
     bodies = [w.report(m) for m in honest] + [_padded(w.report(1), 300_000) for _ in range(8)]
+    bodies.append(_padded(w.report(2), 1_500_000))  # alone still over the helper's limit
     rng.shuffle(bodies)
     _stored_past_the_door(w, bodies)
     w.leader.helper = peer = _LimitedHelper(w.helper, limit=1_000_000)  # 8 padded reports: 2.4 MB in one job
     c = w.collect()
     assert list(c.sums) == [honest.count(v) for v in range(4)] and c.report_count == 100
-    # each padded report alone in its job: refused too_large by the helper as a whole, so on the leader's side with
-    # the helper's code (or opened by the helper, which cannot open the padded share)
-    assert sum(c.refused.values()) == 8 and set(c.refused) <= {"too_large", "hpke_decrypt_error"}
+    # the jobs too large for the helper split until they fit; there the helper refuses each padded report
+    # (invalid_message: its sealed share is not the VDAF's length), recorded on both sides; the one too large even
+    # alone is refused on the leader's side with the helper's code, and counted by the helper as a job refused
+    assert c.refused == {"invalid_message": 8, "too_large": 1}
     assert max(peer.sizes) > peer.limit and w.helper.status()["refused_jobs"]["too_large"] >= 1
+    assert w.helper.status()["tasks"][0]["windows"][str(T0)]["refused"] == {"invalid_message": 8}
     for side in (w.leader, w.helper):
         assert side.status()["tasks"][0]["windows"][str(T0)]["valid"] == 100
 
