@@ -160,11 +160,13 @@ class TaskRecords:
             rec = self.read(key)
             window = int(rec["window"])
             self.collections[window] = rec
-            if window not in self.windows:  # its jobs pruned (module docstring): its counts are the release's
+            if "rejected" in rec or window not in self.windows:
+                # a released window's counts are its release's: its job records may be pruned, or half pruned by
+                # a process stopped while pruning (module docstring)
                 refused = Counter({str(k): int(v) for k, v in rec.get("rejected", {}).items()})
                 self.windows[window] = WindowAggregate(int(rec["count"]), bytes.fromhex(rec["checksum"]),
                                                        None, refused)
-                self.rejected.update(refused)
+        self.rejected = sum((agg.rejected for agg in self.windows.values()), Counter())
 
     def read(self, key: str) -> dict[str, Any]:
         rec = json.loads(self.store.get(key))
@@ -241,12 +243,13 @@ class TaskRecords:
         (module docstring); the number of objects deleted. A plan whose job never finished is kept."""
         due = {w for w, rec in self.collections.items() if float(rec.get("released_at", 0)) + retention <= now}
         done = {job for job, w in self.jobs.items() if w in due}
-        deleted = 0
-        for key in self.store.list(f"{self.prefix}jobs/"):
-            job_id, _ = job_key_parts(key)
-            if job_id in done:
-                self.store.delete(key)
-                deleted += 1
+        # each job's plan, attempts and marks before its finished record: a process stopped in between leaves a
+        # finished job (pruned at the next start), never a plan without its record (which would be run again)
+        keys = [(kind == "", key) for key in self.store.list(f"{self.prefix}jobs/")
+                for job_id, kind in [job_key_parts(key)] if job_id in done]
+        for _, key in sorted(keys):
+            self.store.delete(key)
+        deleted = len(keys)
         for job in done:
             del self.jobs[job]
             self.attempts.pop(job, None)
@@ -287,8 +290,8 @@ class TaskRecords:
 
     def _abandoned(self, job_id: str) -> None:
         self.abandoned.add(job_id)
-        rec = self.job(job_id) if job_id in self.jobs else None
-        if rec is None or "split_into" in rec:  # the leader's record of a job it split after abandoning it
+        rec = self.job(job_id) if job_id in self.jobs and self.role == "helper" else None
+        if rec is None:  # at the leader, the mark is an intent: its record after it (split, or refused) stands
             return
         accepted = [bytes.fromhex(r) for r in rec["accepted"]]
         refused = {bytes.fromhex(r): code for r, code in rec["rejected"].items()}
