@@ -2,7 +2,8 @@
 # Runs every fuzz target for a bounded time: bash fuzz/run.sh [SECONDS_PER_TARGET] (from clients/rust).
 # cargo-fuzz is installed once, into cargo's bin (~/.cargo/bin), when absent (the version pinned here); nightly is
 # used if rustup has it, else the stable toolchain with RUSTC_BOOTSTRAP=1 (cargo fuzz needs -Z flags for its
-# sanitizer and coverage instrumentation). The targets are built together first, then each runs for its time; the
+# sanitizer and coverage instrumentation). The targets are built together first, then each runs for its time (side
+# by side: below); the
 # builds go to fuzz/target, or to CARGO_TARGET_DIR when set (.ci/run keeps one outside the clone, reused across runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +24,31 @@ echo "-- $(cargo fuzz --version), rustc $(rustc "${toolchain[@]}" --version | cu
 build_start=$SECONDS
 cargo "${toolchain[@]}" fuzz build --release
 echo "-- fuzz targets built in $((SECONDS - build_start)) s"
+# The targets run side by side, as many at once as the machine has cores (FUZZ_JOBS to choose): each is
+# single-threaded, and each still gets its whole time. Each one's last lines are printed once all are done; a target
+# that finds a crash fails the run.
+jobs="${FUZZ_JOBS:-$(nproc)}"
+logs=$(mktemp -d)
+declare -A running=()  # pid -> target
+failed=()
+reap() {  # wait for one running target; a failure is remembered by name
+    local pid=""
+    wait -n -p pid "${!running[@]}" || failed+=("${running[$pid]}")
+    unset "running[$pid]"
+}
 for target in $(cargo "${toolchain[@]}" fuzz list); do
+    while [ "${#running[@]}" -ge "$jobs" ]; do reap; done
     echo "-- fuzz $target for ${seconds}s"
     cargo "${toolchain[@]}" fuzz run --release "$target" -- -max_total_time="$seconds" -rss_limit_mb=2048 \
-        -print_final_stats=0 2>&1 | tail -3
+        -print_final_stats=0 >"$logs/$target.log" 2>&1 &
+    running[$!]=$target
 done
+while [ "${#running[@]}" -gt 0 ]; do reap; done
+for log in "$logs"/*.log; do
+    echo "-- $(basename "$log" .log):"
+    tail -3 "$log"
+done
+rm -rf "$logs"
+status=0
+for target in "${failed[@]}"; do echo "-- fuzz $target FAILED (its output above)" >&2; status=1; done
+exit "$status"
