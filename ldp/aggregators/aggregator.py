@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from ldp.aggregators.records import TaskRecords
+from ldp.aggregators.release import task_terms
 from ldp.aggregators.sealing import ShareSealer
 from ldp.aggregators.state import TaskState
 from ldp.aggregators.task import Task
@@ -99,10 +100,13 @@ class Aggregator(Generic[S]):
         return prio.encode_hpke_config_list([self.keypair.config])
 
     def status(self) -> dict[str, Any]:
-        """Every task's counts (valid reports and refusals per window, collected windows), for ``/status``."""
+        """Every task's counts (valid reports and refusals per window, collected windows), for ``/status``, with
+        what the task promises (:func:`~ldp.aggregators.release.task_terms`: its noise, minimum batch size, each
+        release's central (ε, δ) per report and per device, and the per-device figure over its releases)."""
         tasks = []
         for s in self.state.values():
             entry = s.records.summary()
+            entry.update(task_terms(s.task, s.records.collections.values()))
             entry["disagreements"] = [dict(d) for _, d in sorted(s.disagreements.items())]
             tasks.append(entry)
         return {"role": self.role, "tasks": tasks}

@@ -16,8 +16,11 @@ they are the protocol's sufficient statistics and the protocol's own estimator d
 for randomized response), so the variance of an estimate is the local one plus ``a_v²·2·Var Z``.
 
 **Guarantees reported.** ``central``: this release's (ε, δ) against the collector when one aggregator is honest, and
-over every release of the task (the leader's ledger, :func:`ldp.aggregators.release.over_releases`). ``local``: one
-report's ε against everyone, both aggregators colluding included (``None`` without local noise).
+over every release of the task (the leader's ledger, :func:`ldp.aggregators.release.over_releases`), per report and
+per device (a device sending up to the task's ``reports_per_window`` reports a window:
+:func:`ldp.aggregators.release.device_figures`; the leader's figures, else computed here from the release's noise and
+the number of releases, every release of a task having the task's noise). ``local``: one report's ε against
+everyone, both aggregators colluding included (``None`` without local noise).
 """
 
 from __future__ import annotations
@@ -49,6 +52,10 @@ class Collection:
     cumulative_epsilon: dict[str, float] | None
     releases: int
     refused: dict[str, int]
+    device_epsilon: dict[str, float] | None = None
+    """This release's central (ε, δ) per device (k reports a window; k = 1: the release's)."""
+    cumulative_device_epsilon: dict[str, float] | None = None
+    """Per device over every release of the task."""
 
     def estimates(self, confidence: float = 0.95) -> Any:
         """The window's :class:`~ldp.decoders.results.Estimates` (module docstring)."""
@@ -63,7 +70,10 @@ class Collection:
                 "std_error": [float(s) for s in est.std_error], "ci_low": [float(c) for c in est.ci_low],
                 "ci_high": [float(c) for c in est.ci_high], "confidence": est.confidence,
                 "central": {"release": self.release_epsilon, "over_releases": self.cumulative_epsilon,
-                            "releases": self.releases, "noise": self.task.noise.to_dict()},
+                            "releases": self.releases, "noise": self.task.noise.to_dict(),
+                            "reports_per_window": self.task.reports_per_window,
+                            "device": {"release": self.device_epsilon,
+                                       "over_releases": self.cumulative_device_epsilon}},
                 "local": None if local is None else local.to_dict(), "refused": self.refused}
 
 
@@ -93,9 +103,21 @@ def open_collection(task: Task, keypair: Any, doc: dict[str, Any]) -> Collection
     p = vdaf.modulus
     sums = tuple(from_field((a + b) % p, p) for a, b in zip(leader, helper, strict=True))
     noise = task.share_noise()
+    releases = int(doc.get("releases", 1))
+    device = _device_figures(task, doc, releases)
     return Collection(task, window, count, sums, 0.0 if noise is None else 2 * noise.count_variance,
-                      doc.get("release_epsilon"), doc.get("cumulative_epsilon"), int(doc.get("releases", 1)),
-                      dict(doc.get("refused", {})))
+                      doc.get("release_epsilon"), doc.get("cumulative_epsilon"), releases,
+                      dict(doc.get("refused", {})), device["device_epsilon"], device["cumulative_device_epsilon"])
+
+
+def _device_figures(task: Task, doc: dict[str, Any], releases: int) -> dict[str, Any]:
+    """The per-device figures of a collection: the leader's when it states them, else
+    :func:`~ldp.aggregators.release.device_figures` of ``releases`` releases of the release's noise (the task's)."""
+    from ldp.aggregators.release import device_figures, task_terms
+
+    noise = doc.get("noise") if isinstance(doc.get("noise"), dict) else task_terms(task, ())["noise"]
+    mine = device_figures(task, [{"noise": noise}] * max(1, releases), {"noise": noise})
+    return {key: doc[key] if key in doc else mine[key] for key in ("device_epsilon", "cumulative_device_epsilon")}
 
 
 def estimates(task: Task, sums: tuple[int, ...] | list[int], n: int, noise_variance: float,

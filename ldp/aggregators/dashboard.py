@@ -1,6 +1,9 @@
 """An aggregator's status as a page (``GET /`` with the peer's or the collector's token; issue 71, items 3–4): per
 task, each window's valid reports, its refusals by code (on this side: the same codes on both), whether it was
-released, and each release's central (ε, δ) with the task's over every release so far. The numbers are
+released, and each release's central (ε, δ) with the task's over every release so far; and what the task promises,
+before its first release too: its noise, each release's (ε, δ) per report and per device (a device's
+``reports_per_window`` reports of a window all in the release: :func:`ldp.aggregators.release.device_cost`), and its
+minimum batch size. The numbers are
 :meth:`~ldp.aggregators.helper.Aggregator.status`'s (``GET /status`` gives them as JSON); the page is the template
 ``templates/status.html`` in the services' page shell (:mod:`ldp.web.pages`: Jinja2, autoescape on, so every text
 is escaped)."""
@@ -25,6 +28,36 @@ def _eps(cost: dict[str, float] | None) -> str:
     return f"ε = {cost['epsilon']:.4g}" + (f", δ = {cost['delta']:.3g}" if cost.get("delta") else "")
 
 
+def _per_device(task: dict[str, Any], cost: dict[str, float] | None) -> str:
+    """``; per device …`` when a device may send k > 1 reports a window (else its figure is the report's)."""
+    k = task.get("reports_per_window")
+    if not k or k == 1 or not cost:
+        return ""
+    return f"; per device (up to {k} reports a window) {_eps(cost)}"
+
+
+def _terms(task: dict[str, Any]) -> str | None:
+    """The task's noise, each release's guarantee and its minimum batch size (``None``: the status has none)."""
+    noise = task.get("noise")
+    if not isinstance(noise, dict):
+        return None
+    k = task.get("reports_per_window")
+    per_device = _per_device(task, task.get("device_epsilon"))
+    release = _eps(task.get("release_epsilon"))
+    what = ("none: the collector sees the exact sums (no central guarantee)" if noise.get("mechanism") == "none"
+            else f"{noise.get('mechanism')} on each aggregator's share; each release {release} per report{per_device}")
+    cap = ("" if per_device else "; one report a device a window assumed (the spec caps none)" if not k
+           else f"; up to {k} report(s) a device a window (the spec's cap)")
+    return f"noise: {what}; minimum batch {int(task.get('min_batch_size', 0)):,} valid reports{cap}"
+
+
+def _cumulative(task: dict[str, Any]) -> str:
+    if not any(w.get("collected") for w in task.get("windows", {}).values()) and not task.get("releases"):
+        return "no release yet"
+    text = _eps(task.get("cumulative_epsilon"))
+    return text + _per_device(task, task.get("cumulative_device_epsilon"))
+
+
 def _codes(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in sorted(counts.items())) or "none"
 
@@ -39,9 +72,11 @@ def _task_view(task: dict[str, Any]) -> dict[str, Any]:
         "pending": f"{int(task.get('pending', 0)):,}",
         "windows": [{"when": _when(window), "valid": f"{int(w['valid']):,}", "refused": _codes(w["refused"]),
                      "released": "yes" if w["collected"] else "no"} for window, w in task.get("windows", {}).items()],
+        "terms": _terms(task),
         "releases": ([f"{_when(r['window'])}: {int(r['count']):,} reports, {_eps(r['epsilon'])}"
+                      f"{_per_device(task, r.get('device_epsilon'))}"
                       for r in task["releases"]] if "releases" in task else None),
-        "cumulative": _eps(task.get("cumulative_epsilon"))}
+        "cumulative": _cumulative(task)}
 
 
 def view(status: dict[str, Any]) -> dict[str, Any]:

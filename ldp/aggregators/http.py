@@ -118,27 +118,35 @@ class HelperClient:
 
 
 class LeaderClient:
-    """What devices and the collector send the leader: :meth:`upload` a DAP report, :meth:`collect` a window."""
+    """What devices and the collector send the leader: :meth:`upload` a DAP report, :meth:`collect` a window. A
+    leader that does not answer (nothing listens, a timeout, a 5xx that is no refusal) is a ``ConnectionError``
+    naming its URL; a refusal an :class:`~ldp.errors.AggregatorError` with its code."""
 
     def __init__(self, url: str, token: str | None = None, *, timeout: float = 300.0) -> None:
         self.url, self.token, self.timeout = url.rstrip("/"), token, timeout
 
+    def _call(self, method: str, url: str, body: bytes | None, token: str | None, content_type: str) -> bytes:
+        try:
+            return _request(method, url, body, token, content_type, self.timeout)
+        except OSError as exc:
+            who = f"the leader at {self.url}" if url.startswith(self.url + "/") else url
+            reason = getattr(exc, "reason", None) or exc
+            raise ConnectionError(f"{who} did not answer ({method} {url}): {reason}") from None
+
     def hpke_config(self, url: str | None = None) -> bytes:
         """An aggregator's HpkeConfigList (the leader's, or at ``url``)."""
-        return _request("GET", (url or self.url).rstrip("/") + "/hpke_config", None, None, HPKE_CONFIG_LIST,
-                        self.timeout)
+        return self._call("GET", (url or self.url).rstrip("/") + "/hpke_config", None, None, HPKE_CONFIG_LIST)
 
     def upload(self, task_id: bytes, report: bytes) -> None:
-        _request("PUT", f"{self.url}/tasks/{b64(task_id)}/reports", report, None, DAP_REPORT, self.timeout)
+        self._call("PUT", f"{self.url}/tasks/{b64(task_id)}/reports", report, None, DAP_REPORT)
 
     def collect(self, task_id: bytes, window: int) -> dict[str, Any]:
-        out = json.loads(_request("POST", f"{self.url}/tasks/{b64(task_id)}/collections",
-                                  json.dumps({"window": window}).encode(), self.token, "application/json",
-                                  self.timeout))
+        out = json.loads(self._call("POST", f"{self.url}/tasks/{b64(task_id)}/collections",
+                                    json.dumps({"window": window}).encode(), self.token, "application/json"))
         if not isinstance(out, dict):
             raise AggregatorError("the leader's collection is not a JSON object", "invalid_message", 502)
         return out
 
     def status(self) -> dict[str, Any]:
-        out = json.loads(_request("GET", f"{self.url}/status", None, self.token, "application/json", self.timeout))
+        out = json.loads(self._call("GET", f"{self.url}/status", None, self.token, "application/json"))
         return out if isinstance(out, dict) else {}

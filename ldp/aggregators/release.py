@@ -18,6 +18,22 @@ device's loss is the composition of the releases of the windows it took part in,
 Prop. 1.4; a discrete Gaussian of parameter σ with L2 sensitivity Δ is Δ²/(2σ²)-zCDP, Canonne, Kamath & Steinke 2020,
 Thm. 14; zCDP adds up) converted at δ by CKS Corollary 13, and by basic composition (ε and δ add up), and takes the
 smaller ε.
+
+**Per device** (issue 84, item 5). The figures above are per *report*. A task whose spec caps a device at k reports
+of the metric per window (``Task.reports_per_window``) also states each release per *device*, one device's k
+reports all replaced by others' (:func:`device_cost`):
+
+* Laplace (pure ε): ``k·ε``, group privacy (Dwork & Roth 2014, Thm. 2.2; the L1 change is at most k·Δ₁ against a
+  scale Δ₁/ε); as zCDP ``(k·ε)²/2``.
+* Gaussian: the L2 change is at most k·Δ₂, so ρ = (kΔ₂)²/(2σ²) = k²·ρ₁ (CKS Thm. 14), converted at the release's
+  δ by CKS Corollary 13 (:func:`~ldp.privacy.central_noise.zcdp_epsilon`): the conversion σ was calibrated with
+  (:func:`~ldp.privacy.central_noise.gaussian_sigma_zcdp`), so k = 1 gives the release's ε back. It is **not**
+  k·ε: ε = 1, δ = 10⁻⁹, k = 10 is 11.97; ε = 4, k = 2 is 8.55. (The exact privacy profile of the same discrete
+  Gaussian is a little lower, 11.45 and 8.18 for a histogram; the zCDP figure bounds it from above and composes.)
+
+Over releases, :func:`over_releases` with ``reports_per_window=k`` composes the per-device costs as it composes the
+per-report ones (zCDP: ``k²·Σρ``; basic: the per-device (ε, δ) summed; the smaller ε), and the budget check of
+:func:`release` uses it: a central target is about a device.
 """
 
 from __future__ import annotations
@@ -30,11 +46,13 @@ from typing import Any
 
 from ldp.aggregators.prepare import aggregate_share_aad, aggregate_share_info
 from ldp.aggregators.records import TaskRecords
+from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError
 from ldp.privacy.central_noise import zcdp_epsilon
 from ldp.privacy.cost import PrivacyCost
 
-__all__ = ["release", "over_releases", "release_cost", "DEFAULT_DELTA"]
+__all__ = ["release", "over_releases", "release_cost", "device_cost", "device_figures", "task_terms", "target_delta",
+           "DEFAULT_DELTA"]
 
 DEFAULT_DELTA = 1e-9
 """The δ at which pure-ε releases over time are stated when the task's target gives none."""
@@ -49,24 +67,93 @@ def release_cost(rec: dict[str, Any]) -> PrivacyCost | None:
 
 
 def _rho(noise: dict[str, Any]) -> float:
+    """ρ of one report's release: ε²/2 (pure ε, Bun & Steinke 2016 Prop. 1.4) or Δ₂²/(2σ²) (discrete Gaussian, CKS
+    Thm. 14)."""
     if noise["mechanism"] == "laplace":
         return float(noise["epsilon"]) ** 2 / 2
     sigma2 = float(Fraction(noise["scale"]))
     return float(noise["sensitivity"]) ** 2 / (2 * sigma2)
 
 
-def over_releases(records: Iterable[dict[str, Any]], delta: float = DEFAULT_DELTA) -> PrivacyCost | None:
-    """A device's central (ε, δ) over the releases ``records`` (module docstring); ``None`` when one of them has
-    no noise (nothing is proven against the collector) or there are none."""
+def _k(reports_per_window: int | None) -> int:
+    k = 1 if reports_per_window is None else reports_per_window
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"reports_per_window must be an integer >= 1 or None, got {reports_per_window!r}")
+    return k
+
+
+def _noise_cost(noise: dict[str, Any], k: int) -> PrivacyCost:
+    """The release of ``noise`` for k reports of one device: ``(k·ε, 0)`` (Laplace) or
+    ``(zcdp_epsilon(k²·ρ, δ), δ)`` (Gaussian, at the release's δ); the release's own (ε, δ) when k = 1."""
+    eps, delta = float(noise["epsilon"]), float(noise.get("delta") or 0.0)
+    if k == 1:
+        return PrivacyCost(eps, delta)
+    if noise["mechanism"] == "laplace":
+        return PrivacyCost(k * eps, 0.0)
+    return PrivacyCost(zcdp_epsilon(k * k * _rho(noise), delta), delta)
+
+
+def device_cost(rec: dict[str, Any], reports_per_window: int | None = 1) -> PrivacyCost | None:
+    """One release's central (ε, δ) for a device that sends up to ``reports_per_window`` (k) reports in the window
+    (module docstring: Laplace k·ε; Gaussian the zCDP conversion of k²·ρ at the release's δ); ``None``: released
+    without noise. ``None`` or 1 for k: :func:`release_cost`."""
+    noise = rec.get("noise", {})
+    if noise.get("mechanism", "none") == "none":
+        return None
+    return _noise_cost(noise, _k(reports_per_window))
+
+
+def over_releases(records: Iterable[dict[str, Any]], delta: float = DEFAULT_DELTA,
+                  reports_per_window: int | None = 1) -> PrivacyCost | None:
+    """A device's central (ε, δ) over the releases ``records`` (module docstring), each counting
+    ``reports_per_window`` (k) reports of the device (``None``: one); ``None`` when one of them has no noise
+    (nothing is proven against the collector) or there are none. The smaller ε of basic composition (the
+    releases' :func:`device_cost` summed, ε and δ) and zCDP (``k²·Σρ`` converted at ``delta``)."""
+    k = _k(reports_per_window)
     noises = [r.get("noise", {}) for r in records]
     if not noises or any(n.get("mechanism", "none") == "none" for n in noises):
         return None
-    basic = PrivacyCost(sum(float(n["epsilon"]) for n in noises), min(1.0, sum(float(n.get("delta") or 0)
-                                                                                 for n in noises)))
+    costs = [_noise_cost(n, k) for n in noises]
+    basic = PrivacyCost(sum(c.epsilon for c in costs), min(1.0, sum(c.delta for c in costs)))
     if len(noises) == 1:
         return basic
-    zcdp = PrivacyCost(zcdp_epsilon(sum(_rho(n) for n in noises), delta), delta)
+    zcdp = PrivacyCost(zcdp_epsilon(k * k * sum(_rho(n) for n in noises), delta), delta)
     return basic if basic.delta <= delta and basic.epsilon <= zcdp.epsilon else zcdp
+
+
+def target_delta(task: Task) -> float:
+    """The δ a task's releases are composed at: its central target's, else :data:`DEFAULT_DELTA`."""
+    return task.central.delta if task.central is not None and task.central.delta else DEFAULT_DELTA
+
+
+def _as_dict(cost: PrivacyCost | None) -> dict[str, float] | None:
+    return None if cost is None else cost.to_dict()
+
+
+def device_figures(task: Task, releases: Iterable[dict[str, Any]], rec: dict[str, Any] | None = None
+                   ) -> dict[str, Any]:
+    """The per-device figures a result or a status states (JSON-ready): ``reports_per_window`` (the task's k,
+    ``None``: uncapped, one assumed), ``cumulative_device_epsilon`` (:func:`over_releases` of ``releases`` with k,
+    at :func:`target_delta`) and, given the release ``rec``, its ``device_epsilon`` (:func:`device_cost`)."""
+    k = task.reports_per_window
+    out: dict[str, Any] = {"reports_per_window": k,
+                           "cumulative_device_epsilon": _as_dict(over_releases(list(releases), target_delta(task), k))}
+    if rec is not None:
+        out["device_epsilon"] = _as_dict(device_cost(rec, k))
+    return out
+
+
+def task_terms(task: Task, releases: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """What a task promises, for a status before and after its first release (JSON-ready): its ``noise`` (and the
+    ``min_batch_size``), the central (ε, δ) of each release per report (``release_epsilon``) and per device
+    (``device_epsilon``), and :func:`device_figures` over ``releases``."""
+    noise = task.share_noise()
+    entry: dict[str, Any] = task.noise.to_dict()
+    if noise is not None:
+        entry.update(sensitivity=noise.sensitivity, scale=str(noise.scale))
+    one = {"noise": entry}
+    return {"noise": entry, "min_batch_size": task.min_batch_size, "release_epsilon": _as_dict(release_cost(one)),
+            **device_figures(task, releases, one)}
 
 
 def release(records: TaskRecords, vdaf: Any, window: int, count: int, checksum: bytes, *,
@@ -96,12 +183,13 @@ def release(records: TaskRecords, vdaf: Any, window: int, count: int, checksum: 
     entry: dict[str, Any] = task.noise.to_dict()
     if noise is not None:
         entry.update(sensitivity=noise.sensitivity, scale=str(noise.scale))
-    if task.central is not None:
-        total = over_releases([*records.collections.values(), {"noise": entry}],
-                              task.central.delta or DEFAULT_DELTA)
+    if task.central is not None:  # a target is about a device: its k reports a window counted (module docstring)
+        k = task.reports_per_window
+        total = over_releases([*records.collections.values(), {"noise": entry}], target_delta(task), k)
         if total is None or not total.fits_within(task.central):
-            raise AggregatorError(f"releasing window {window} would take the central guarantee to {total} (without "
-                                  f"noise nothing is proven), beyond the task's target {task.central}",
+            per = f" per device ({k} reports a window)" if k is not None and k > 1 else ""
+            raise AggregatorError(f"releasing window {window} would take the central guarantee{per} to {total} "
+                                  f"(without noise nothing is proven), beyond the task's target {task.central}",
                                   "budget_exhausted", 403)
     share = list(mine.share if mine.share is not None else [0] * records.length)
     label = "none"

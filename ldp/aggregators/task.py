@@ -9,9 +9,11 @@ they share, each one's HPKE private key, their tokens) live in each aggregator's
   ``ctx`` (VDAF draft 18 §4.2: an application binds its messages to its context), so that a report made for one
   task never verifies in another.
 * ``vdaf`` and ``vdaf_params``: the Prio3 type and its parameters (the metric's :class:`~ldp.encoders.base_vdaf.
-  Prio3Fit`). ``local``: the metric's protocol parameters when each device randomizes its value before sharing it
-  (the trust model ``two-aggregator+local``: the collector debiases the sums with the protocol's estimator), or
-  ``None`` (the exact value is shared: ``two-aggregator``).
+  Prio3Fit`), Prio3SumVec's and Prio3Histogram's ``chunk_length`` included (the FLP's parallel-sum chunk: a client
+  built with another one makes shares of another length, refused at the door; :meth:`Task.for_metric` writes the crate's
+  ``optimal_chunk_length``, which a task file without one also means). ``local``: the metric's protocol parameters
+  when each device randomizes its value before sharing it (the trust model ``two-aggregator+local``: the collector
+  debiases the sums with the protocol's estimator), or ``None`` (the exact value is shared: ``two-aggregator``).
 * ``window_seconds``: reports are batched by the window their time falls in (``time // window_seconds``); each
   window is collected at most once (:mod:`ldp.aggregators.leader`), so no two queries overlap and no report can be
   differenced out. ``time_precision``: devices round their report's time down to it (DAP's rounding).
@@ -20,6 +22,11 @@ they share, each one's HPKE private key, their tokens) live in each aggregator's
 * ``noise``: what each aggregator adds to its aggregate share (:class:`Noise`), each share's noise alone enough for
   the stated central guarantee against the collector; ``central``: the optional central target over releases
   (both aggregators refuse a release beyond it).
+* ``reports_per_window``: the most reports of the metric one device sends in a window, k (the spec's
+  ``budget.per_window`` over the per-report cost: :func:`ldp.spec.cli.reports_per_window`; ``None``: the spec caps
+  none, and the guarantee assumes one). Each release is then also stated for a device's k reports
+  (:func:`ldp.aggregators.release.device_cost`: k·ε for Laplace, k²·ρ zCDP for the Gaussian), and the budget check
+  uses it.
 """
 
 from __future__ import annotations
@@ -38,13 +45,16 @@ from ldp.errors import PrioError
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.share_noise import ShareNoise
 
-__all__ = ["TASK_FORMAT", "TASK_ID_SIZE", "NOISE_MECHANISMS", "Noise", "Task", "b64", "unb64", "window_of"]
+__all__ = ["TASK_FORMAT", "TASK_ID_SIZE", "NOISE_MECHANISMS", "Noise", "Task", "b64", "unb64", "window_of",
+           "chunk_length"]
 
 TASK_FORMAT = "ldp-task/1"
 TASK_ID_SIZE = 32
 NOISE_MECHANISMS = ("none", "laplace", "gaussian")
 MAX_WINDOW_SECONDS = 366 * 86400
 MAX_BATCH_SIZE = 10 ** 9
+CHUNKED = ("Prio3SumVec", "Prio3Histogram")
+"""The Prio3 types whose proof takes a ``chunk_length``."""
 
 
 def b64(data: bytes) -> str:
@@ -171,6 +181,8 @@ class Task:
     spec_fingerprint: str = ""
     labels: tuple[str, ...] | None = None
     """The metric's value labels (a histogram's buckets), for the results."""
+    reports_per_window: int | None = None
+    """The most reports one device sends in a window (k; ``None``: uncapped by the spec, one assumed)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.task_id, bytes) or len(self.task_id) != TASK_ID_SIZE:
@@ -179,10 +191,14 @@ class Task:
             raise ValueError(f"vdaf must be one of {', '.join(PRIO3_TYPES)}, got {self.vdaf!r}")
         need = {"Prio3Count": set(), "Prio3Sum": {"max_measurement"}, "Prio3SumVec": {"length", "max_measurement"},
                 "Prio3Histogram": {"length"}}[self.vdaf]
-        if set(self.vdaf_params) != need or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
-                                                for v in self.vdaf_params.values()):
-            raise ValueError(f"{self.vdaf} takes the positive integer parameters {sorted(need) or 'none'}, "
-                             f"got {self.vdaf_params!r}")
+        may = need | ({"chunk_length"} if self.vdaf in CHUNKED else set())
+        if not need <= set(self.vdaf_params) <= may or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
+                                                           for v in self.vdaf_params.values()):
+            raise ValueError(f"{self.vdaf} takes the positive integer parameters {sorted(need) or 'none'}"
+                             + (" and optionally chunk_length" if may != need else "") + f", got {self.vdaf_params!r}")
+        k = self.reports_per_window
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_BATCH_SIZE):
+            raise ValueError(f"reports_per_window must be an integer in [1, {MAX_BATCH_SIZE}] or absent, got {k!r}")
         for name, value, top in (("window_seconds", self.window_seconds, MAX_WINDOW_SECONDS),
                                  ("time_precision", self.time_precision, self.window_seconds),
                                  ("min_batch_size", self.min_batch_size, MAX_BATCH_SIZE)):
@@ -199,8 +215,8 @@ class Task:
 
     # -- the VDAF ---------------------------------------------------------------------------------------------
     def prio3(self) -> Any:
-        """The task's :mod:`ldp.prio` object, its context string the task ID (``MissingExtraError`` without the
-        binding)."""
+        """The task's :mod:`ldp.prio` object, its context string the task ID, its ``chunk_length`` the task's (the
+        crate's ``optimal_chunk_length`` when the task file has none) (``MissingExtraError`` without the binding)."""
         from ldp import prio
 
         return getattr(prio, self.vdaf)(ctx=self.task_id, **self.vdaf_params)
@@ -271,6 +287,8 @@ class Task:
             out["spec_fingerprint"] = self.spec_fingerprint
         if self.labels is not None:
             out["labels"] = list(self.labels)
+        if self.reports_per_window is not None:
+            out["reports_per_window"] = self.reports_per_window
         return out
 
     @classmethod
@@ -280,7 +298,7 @@ class Task:
             raise ValueError(f"not an {TASK_FORMAT} task document")
         known = {"format", "task_id", "app", "metric", "vdaf", "window_seconds", "time_precision", "min_batch_size",
                  "noise", "leader_url", "helper_url", "collector_hpke_config", "local", "central",
-                 "spec_fingerprint", "labels"}
+                 "spec_fingerprint", "labels", "reports_per_window"}
         if unknown := sorted(set(data) - known):
             raise ValueError(f"unknown task fields: {', '.join(unknown)}")
         try:
@@ -296,7 +314,8 @@ class Task:
                        collector_hpke_config=unb64(data["collector_hpke_config"], None, "collector_hpke_config"),
                        local=data.get("local"), central=None if central is None else PrivacyCost.from_dict(central),
                        spec_fingerprint=str(data.get("spec_fingerprint", "")),
-                       labels=None if data.get("labels") is None else tuple(str(x) for x in data["labels"]))
+                       labels=None if data.get("labels") is None else tuple(str(x) for x in data["labels"]),
+                       reports_per_window=data.get("reports_per_window"))
         except KeyError as exc:
             raise ValueError(f"the task document lacks {exc}") from None
         except TypeError as exc:
@@ -320,8 +339,12 @@ class Task:
     def for_metric(cls, spec: Any, metric: str, *, leader_url: str, helper_url: str, collector_hpke_config: bytes,
                    min_batch_size: int, noise: Noise, local: bool | None = None, time_precision: int | None = None,
                    task_id: bytes | None = None) -> Task:
-        """The task of ``metric`` in the collection ``spec``: its Prio3 type from the protocol's fit, its window,
-        its central target; ``local`` (default: the spec's trust model) whether devices randomize first."""
+        """The task of ``metric`` in the collection ``spec``: its Prio3 type from the protocol's fit (with its chunk
+        length, :func:`chunk_length`), its window, its central target, the reports a device sends per window
+        (:func:`ldp.spec.cli.reports_per_window`); ``local`` (default: the spec's trust model) whether devices
+        randomize first."""
+        from ldp.spec.cli import reports_per_window
+
         m = spec.metric(metric)
         fit = m.params.prio3_fit()
         if fit is None:
@@ -331,11 +354,25 @@ class Task:
         if local is None:
             local = trust == "two-aggregator+local"
         target = spec.release_for(metric).central
+        params = dict(fit.params)
+        if fit.vdaf in CHUNKED:
+            params["chunk_length"] = chunk_length(fit.vdaf, params)
         return cls(task_id=task_id or secrets.token_bytes(TASK_ID_SIZE), app=spec.name, metric=metric,
-                   vdaf=fit.vdaf, vdaf_params=dict(fit.params), window_seconds=spec.window_seconds,
+                   vdaf=fit.vdaf, vdaf_params=params, window_seconds=spec.window_seconds,
                    time_precision=time_precision or spec.window_seconds, min_batch_size=min_batch_size, noise=noise,
                    leader_url=leader_url, helper_url=helper_url, collector_hpke_config=collector_hpke_config,
                    local={"protocol": m.protocol, "params": m.params.to_dict()} if local else None,
                    central=None if target is None else PrivacyCost(target.epsilon, target.delta),
                    spec_fingerprint=spec.fingerprint,
-                   labels=None if getattr(m.params, "labels", None) is None else tuple(m.params.labels))
+                   labels=None if getattr(m.params, "labels", None) is None else tuple(m.params.labels),
+                   reports_per_window=reports_per_window(spec, metric))
+
+
+def chunk_length(vdaf: str, params: dict[str, int]) -> int:
+    """The chunk length :mod:`ldp.prio` takes for a Prio3SumVec or Prio3Histogram given none: the ``prio``
+    crate's ``optimal_chunk_length`` of the encoded measurement's length (``length`` times the bits of
+    ``max_measurement`` for a SumVec, ``length`` for a Histogram), read from the binding so that it is the crate's
+    own (the native client's ``Prio3Type::sum_vec`` and ``::histogram`` take the same)."""
+    from ldp import prio
+
+    return int(getattr(prio, vdaf)(ctx=b"chunk length", **params).chunk_length)

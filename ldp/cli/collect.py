@@ -120,6 +120,9 @@ def _task(args: argparse.Namespace) -> int:
     else:
         raise ValueError("--collector-key FILE or --collector-config BASE64URL required")
     spec = CollectionSpec.load(args.spec)
+    if args.metric not in spec.metrics:
+        raise ValueError(f"--metric: spec {spec.name!r} has no metric {args.metric!r}; its metrics: "
+                         f"{', '.join(spec.metrics) or 'none'}")
     task = Task.for_metric(spec, args.metric, leader_url=args.leader, helper_url=args.helper,
                            collector_hpke_config=config, min_batch_size=args.min_batch_size,
                            noise=Noise.parse(args.noise), local=args.local, time_precision=args.time_precision)
@@ -127,8 +130,11 @@ def _task(args: argparse.Namespace) -> int:
     if out.exists():
         raise ValueError(f"{out} exists: a task is never overwritten (its ID is the devices' and the aggregators')")
     task.save(out)
+    k = task.reports_per_window
     output(f"wrote {out}: task {task.id_text} for {task.app}/{task.metric}, {task.vdaf} {task.vdaf_params}, "
-          f"{task.trust}, noise {task.noise}, minimum batch {task.min_batch_size}")
+           f"{task.trust}, noise {task.noise}, minimum batch {task.min_batch_size}, "
+           + (f"a device sends up to {k} report(s) a window" if k
+              else "reports a device sends a window not capped by the spec (one assumed)"))
     if args.verify_key:
         write_secret(Path(args.verify_key), b64(secrets.token_bytes(32)) + "\n")
         output(f"wrote {args.verify_key} (mode 0600): give it to both aggregators, and to no one else")
@@ -169,9 +175,27 @@ def _print(doc: dict[str, Any]) -> None:
     if over:
         line += f"; over {central['releases']} release(s) ε = {over['epsilon']:.4g}, δ = {over['delta']:g}"
     output(line)
+    if rel:
+        output(_device_line(central))
     local = doc["local"]
     output(f"  local: ε = {local['epsilon']:g} per report, even if both aggregators collude" if local
            else "  local: none (both aggregators together could see each measurement)")
     width = max(len(i) for i in doc["items"])
     for item, count, se in zip(doc["items"], doc["count"], doc["std_error"], strict=True):
         output(f"  {item:>{width}}  {count:14,.1f}  ± {se:,.1f}")
+
+
+def _device_line(central: dict[str, Any]) -> str:
+    """The per-device guarantee (docs/trust-models.md): a device's k reports of a window are all in its release."""
+    k, device = central.get("reports_per_window"), central.get("device") or {}
+    if not k or k == 1:
+        why = "one report a window" + (", the spec's cap" if k else " assumed: the spec caps none")
+        return f"  per device: the same ({why})"
+    rel, over = device.get("release"), device.get("over_releases")
+    if not rel:
+        return f"  per device (up to {k} reports a window): not stated by the leader"
+    line = f"  per device (up to {k} reports a window): this release ε = {rel['epsilon']:.4g}" + (
+        f", δ = {rel['delta']:g}" if rel["delta"] else "")
+    if over:
+        line += f"; over {central['releases']} release(s) ε = {over['epsilon']:.4g}, δ = {over['delta']:g}"
+    return line

@@ -161,7 +161,7 @@ def _token(app: str | None, analyst: bool = False, role: str = "ingest") -> int:
         if app is not None or analyst:
             raise ValueError("--app and --analyst are the ingest service's tokens; with --role, a two-aggregator token")
         print("# two-aggregator mode: the party presenting this token keeps it in a file, mode 0600 (the leader: its "
-              "[peer] token_file; the ingest service: ldp collect --token-file); the party checking it keeps only its "
+              "[peer] token_file; the collector: ldp collect --token-file); the party checking it keeps only its "
               "hash (the helper: [peer]; the leader: [collector]; either: [operator] for its own status):")
         print(f'token_sha256 = "{token_sha256(token)}"')
         return 0
