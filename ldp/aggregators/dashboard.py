@@ -1,6 +1,7 @@
 """An aggregator's status as a page (``GET /`` with the peer's or the collector's token; issue 71, items 3–4): per
 task, each window's valid reports, its refusals by code (on this side: the same codes on both), whether it was
-released, and each release's central (ε, δ) with the task's over every release so far; and what the task promises,
+released, and each release's central (ε, δ) with the task's over every release so far; the windows the two sides
+disagree on and the leader's jobs set aside (issue 84, items 2 and 4); and what the task promises,
 before its first release too: its noise, each release's (ε, δ) per report and per device (a device's
 ``reports_per_window`` reports of a window all in the release: :func:`ldp.aggregators.release.device_cost`), and its
 minimum batch size. The numbers are
@@ -76,7 +77,11 @@ def _task_view(task: dict[str, Any]) -> dict[str, Any]:
         "releases": ([f"{_when(r['window'])}: {int(r['count']):,} reports, {_eps(r['epsilon'])}"
                       f"{_per_device(task, r.get('device_epsilon'))}"
                       for r in task["releases"]] if "releases" in task else None),
-        "cumulative": _cumulative(task)}
+        "cumulative": _cumulative(task),
+        "disagreements": [f"{_when(d['window'])}: this side counted {int(d['count']):,} reports; the other: "
+                          f"{d.get('peer', '')}" for d in task.get("disagreements", [])],
+        "set_aside": [f"job {a.get('job')} of {_when(a['window'])}: {a.get('reason')}"
+                      for a in task.get("set_aside", []) if a.get("window") is not None]}
 
 
 def view(status: dict[str, Any]) -> dict[str, Any]:

@@ -163,9 +163,11 @@ class Helper(Aggregator[TaskState]):
                               source=self.noise_source, clock=self.clock)
             except AggregatorError as exc:
                 if exc.code == "batch_mismatch":  # issue 84, item 4: the two sides disagree, and say so
-                    state.disagreements[req.window] = {"window": req.window, "count": req.report_count,
-                                                       "checksum": req.checksum.hex(), "peer": str(exc),
-                                                       "since": self.clock()}
+                    mine = state.records.window(req.window)
+                    state.disagreements[req.window] = {
+                        "window": req.window, "count": mine.count, "checksum": mine.checksum.hex(),
+                        "peer": f"the leader counted {req.report_count} (checksum {req.checksum.hex()[:16]}…)",
+                        "since": self.clock()}
                     logger.error("task %s window %d: the leader disagrees: %s", state.task.id_text, req.window, exc)
                 raise
             state.disagreements.pop(req.window, None)

@@ -47,7 +47,7 @@ from ldp.aggregators.messages import (
     ReportError,
 )
 from ldp.aggregators.records import TaskRecords, join_chunk, split_chunk
-from ldp.aggregators.release import DEFAULT_DELTA, over_releases, release, release_cost
+from ldp.aggregators.release import DEFAULT_DELTA, device_cost, device_figures, over_releases, release, release_cost
 from ldp.aggregators.state import LeaderTaskState, StoredReport
 from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError, PrioError
@@ -329,7 +329,7 @@ class Leader(Aggregator[LeaderTaskState]):
                 "release_epsilon": None if cost is None else cost.to_dict(),
                 "releases": len(records.collections),
                 "cumulative_epsilon": None if total is None else total.to_dict(),
-                "refused": dict(mine.rejected)}
+                "refused": dict(mine.rejected), **device_figures(task, records.collections.values(), rec)}
 
     def _helper_share(self, state: LeaderTaskState, window: int, count: int, checksum: bytes) -> Any:
         """The helper's sealed share of ``window``, asked stating this leader's count and checksum (issue 84, item
@@ -361,7 +361,9 @@ class Leader(Aggregator[LeaderTaskState]):
             delta = central.delta if central is not None else DEFAULT_DELTA
             total = over_releases(records.collections.values(), delta or DEFAULT_DELTA)
             entry["releases"] = [{"window": w, "count": r["count"], "noise": r["noise"],
-                                  "epsilon": None if (c := release_cost(r)) is None else c.to_dict()}
+                                  "epsilon": None if (c := release_cost(r)) is None else c.to_dict(),
+                                  "device_epsilon": None if (d := device_cost(r, state.task.reports_per_window))
+                                  is None else d.to_dict()}
                                  for w, r in sorted(records.collections.items())]
             entry["cumulative_epsilon"] = None if total is None else total.to_dict()
             entry["set_aside"] = [{k: rec.get(k) for k in ("job", "window", "reason", "attempts", "at")}

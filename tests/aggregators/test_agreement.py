@@ -44,7 +44,7 @@ def test_a_helper_that_counts_what_it_refused_is_a_disagreement_on_both_sides(
     assert windows["leader"]["windows"][str(T0)]["valid"] == 0 and windows["helper"]["windows"][str(T0)]["valid"] == 8
     for role, entry in windows.items():
         (alarm,) = entry["disagreements"]
-        assert alarm["window"] == T0 and alarm["count"] == 0, role
+        assert alarm["window"] == T0 and alarm["count"] == {"leader": 0, "helper": 8}[role], role
     assert "the helper disagrees" in caplog.text and "the leader disagrees" in caplog.text
     with pytest.raises(AggregatorError, match="nothing is released"):  # refused again until they agree
         w.collect()
@@ -84,3 +84,17 @@ def test_a_small_window_that_agrees_is_only_too_small(tmp_path: Path) -> None:
         w.collect()
     assert refused.value.code == "batch_too_small" and "fewer than the task's minimum" in str(refused.value)
     assert all(side.status()["tasks"][0]["disagreements"] == [] for side in (w.leader, w.helper))
+
+
+def test_the_page_shows_a_disagreement_on_both_sides(tmp_path: Path) -> None:
+    from ldp.aggregators.dashboard import render
+
+    w = world(tmp_path, params={"length": 4}, min_batch_size=5)
+    w.leader.upload_many(w.task.task_id, [w.report(v % 4) for v in range(8)])
+    assert "disagree" not in render(w.leader.status())
+    w.leader.helper = _RefusesInItsAnswers(w.helper)
+    with pytest.raises(AggregatorError):
+        w.collect()
+    for side, mine in ((w.leader, 0), (w.helper, 8)):
+        page = render(side.status())
+        assert "The two aggregators disagree" in page and f"this side counted {mine} reports" in page, side.role

@@ -172,6 +172,9 @@ def test_a_job_is_tried_a_bounded_number_of_times_then_set_aside_until_put_back(
     assert w.leader.run_aggregation_jobs() == {} and away.calls == 3
     (aside,) = w.leader.status()["tasks"][0]["set_aside"]
     assert aside["attempts"] == 3 and "3 attempts did not finish it" in aside["reason"] and aside["window"] == T0
+    from ldp.aggregators.dashboard import render
+
+    assert f"job {aside['job']}" in render(w.leader.status()) and "Jobs set aside" in render(w.leader.status())
     with pytest.raises(AggregatorError) as refused:
         w.collect()
     assert refused.value.code == "jobs_set_aside"
