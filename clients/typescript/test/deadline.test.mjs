@@ -107,7 +107,9 @@ for (const [kind, answer] of Object.entries(ANSWERS)) {
         assert.ok(error?.name === "UploadError" && error.reason === "undelivered", String(error?.stack ?? error));
         assert.ok(seconds >= deadline * 0.95 && seconds <= SLACK * deadline,
           `cut after ${seconds.toFixed(3)} s, the deadline ${deadline} s`);
-        assert.equal(srv.requests, 1);
+        // one attempt: never a second request (on a loaded machine the collector may not even have read the first
+        // request's headers within the deadline, so it may have seen none)
+        assert.ok(srv.requests <= 1, `${srv.requests} requests`);
         assert.deepEqual([await client.pending(), error.result.acknowledged], [3, 0], "nothing acknowledged");
       } finally {
         srv.close();
