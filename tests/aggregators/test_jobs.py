@@ -267,3 +267,17 @@ def test_the_leaders_job_bounds_retention_and_records_key_come_from_its_config(t
                          ("job_retention = -1\n", "job_retention must be >= 0")):
         with pytest.raises(ConfigError, match=message):
             load_config(_configs(w, root, bad), "leader")
+
+
+def test_reports_waiting_under_a_rotated_key_are_refused_with_their_code_and_logged(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    w = world(tmp_path, params={"length": 4}, min_batch_size=1)
+    w.leader.upload_many(w.task.task_id, [w.report(v) for v in (0, 1, 2)])
+    w.leader_key = prio().HpkeKeypair.generate(9)  # the leader's key replaced while the reports wait in its store
+    w.restart_leader()
+    with caplog.at_level(logging.WARNING, logger="ldp.aggregators"):
+        w.leader.run_aggregation_jobs()
+    assert w.leader.status()["tasks"][0]["refused"] == {"hpke_unknown_config_id": 3}
+    assert caplog.text.count("sealed to a key this leader no longer holds") == 3
