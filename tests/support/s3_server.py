@@ -1,5 +1,6 @@
-"""A real S3-compatible server for the tests: moto in server mode (``python -m moto.server``), in its own process
-on a free loopback port. No mock of the client library: ``s3fs``/``botocore`` speak HTTP to it as to S3."""
+"""A real S3-compatible server for the tests: moto in server mode (its ``moto.server`` app, its conditional writes
+made atomic as S3's are: :mod:`support.moto_atomic`), in its own process on a free loopback port. No mock of the
+client library: ``s3fs``/``botocore`` speak HTTP to it as to S3."""
 
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ class S3Server:
 
     def start(self) -> None:
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                                          str(self.port)], stdout=out, stderr=subprocess.STDOUT)
+            # moto's server, its conditional writes atomic as S3's are (support/moto_atomic.py)
+            self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("moto_atomic.py")),
+                                          "127.0.0.1", str(self.port)], stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
