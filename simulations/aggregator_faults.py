@@ -11,6 +11,8 @@ when one of the mode's promises breaks.
   write either aggregator makes to its store (each write of a fault-free run, in turn); the killed side restarts
   from its store, devices retry what was not answered, and the window is collected: its sums are exact, each
   report counted once, and a second collection gives the same release.
+* ``late_write_after_takeover``: a leader taken over wakes after the release, runs its jobs and stores a late
+  report: the release and both sides' counts are unchanged.
 * ``store_recombination``: one-report jobs; every field of both stores' records added, job by job: no device's value
   comes out (with the two records keys, every one does: the check can succeed).
 
@@ -265,6 +267,34 @@ def kill_at_every_write(root: Path) -> dict[str, Any]:
     return {"ok": not broken, "kills": cases, "broken": broken[:10]}
 
 
+def late_write_after_takeover(root: Path) -> dict[str, Any]:
+    """A leader taken over (another process of the role started on its store) wakes after the window's release:
+    it runs its jobs and stores a late report. Its writes land, and nothing of the release changes: the next leader
+    and the helper count every report once, and the window's release is the one recorded."""
+    w = World(root, job_size=8)
+    values = [v % LENGTH for v in range(16)]
+    bodies = [w.report(v) for v in values]
+    stale = w.leader
+    stale.upload_many(w.task.task_id, bodies[:8])
+    w.start_leader()  # the taker, over the same store
+    w.leader.upload_many(w.task.task_id, bodies[8:])
+    first = w.collect()
+    try:
+        stale.run_aggregation_jobs()  # its jobs of reports the taker counted: the helper refuses them as replays
+    except AggregatorError:
+        pass
+    stale.upload_many(w.task.task_id, [w.report(1)])  # a late chunk of a released window
+    w.start_leader()
+    w.start_helper()
+    second = w.collect()
+    valid = {side.role: side.status()["tasks"][0]["windows"][str(T0)]["valid"] for side in (w.leader, w.helper)}
+    same = {k: v for k, v in second["doc"].items() if k != "refused"} == {
+        k: v for k, v in first["doc"].items() if k != "refused"}
+    ok = (first["sums"] == _counts(values) and same and valid == {"leader": 16, "helper": 16}
+          and second["refused"] == {"batch_collected": 1})  # the late report: refused, its window released
+    return {"ok": ok, "released": first["count"], "valid_after": valid, "refused_after": second["refused"]}
+
+
 def store_recombination(root: Path) -> dict[str, Any]:
     w = World(root, job_size=1)
     rng = random.Random(3)
@@ -311,7 +341,7 @@ def store_recombination(root: Path) -> dict[str, Any]:
 CASES: dict[str, Callable[[Path], dict[str, Any]]] = {
     "padded_share": padded_share, "helper_refuses_all": helper_refuses_all,
     "helper_answers_another_job": helper_answers_another_job, "kill_at_every_write": kill_at_every_write,
-    "store_recombination": store_recombination}
+    "late_write_after_takeover": late_write_after_takeover, "store_recombination": store_recombination}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,26 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripts import load_script
 from two_aggregators import T0, world
 
-from ldp.aggregators.messages import AggregationJobResp, ReportError, ReportResp
 from ldp.errors import AggregatorError
 
-
-class _RefusesInItsAnswers:
-    """A helper that counts every report in its records but answers each one refused (the silent disagreement the
-    issue found: leader 0 valid, helper 8)."""
-
-    def __init__(self, helper: Any) -> None:
-        self.helper = helper
-
-    def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
-        resp = AggregationJobResp.from_bytes(self.helper.aggregation_job(task_id, job_id, body))
-        return AggregationJobResp(tuple(ReportResp(r.report_id, error=ReportError.vdaf_invalid)
-                                        for r in resp.results)).to_bytes()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.helper, name)
+_RefusesInItsAnswers = load_script("aggregator_faults")._RefusesInItsAnswers
+"""A helper that counts every report in its records but answers each one refused (the silent disagreement the issue
+found: leader 0 valid, helper 8)."""
 
 
 def test_a_helper_that_counts_what_it_refused_is_a_disagreement_on_both_sides(
