@@ -36,7 +36,7 @@ from typing import Any
 
 from ldp.aggregators.helper import Helper
 from ldp.aggregators.leader import Leader
-from ldp.aggregators.messages import AggregationJobResp, ReportError, ReportResp
+from ldp.aggregators.messages import AggregationJobResp, PrepareResp, ReportError
 from ldp.aggregators.task import Noise, Task
 from ldp.errors import AggregatorError
 from ldp.storage import open_store
@@ -137,8 +137,8 @@ class _RefusesInItsAnswers:
 
     def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
         resp = AggregationJobResp.from_bytes(self.helper.aggregation_job(task_id, job_id, body))
-        return AggregationJobResp(tuple(ReportResp(r.report_id, error=ReportError.vdaf_invalid)
-                                        for r in resp.results)).to_bytes()
+        return AggregationJobResp(tuple(PrepareResp(r.report_id, error=ReportError.vdaf_invalid)
+                                        for r in resp.prepare_resps)).to_bytes()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.helper, name)

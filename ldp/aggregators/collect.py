@@ -30,7 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from ldp.aggregators.prepare import aggregate_share_aad, aggregate_share_info
+from ldp.aggregators.codec import Interval
+from ldp.aggregators.collection_messages import aggregate_share_aad
+from ldp.aggregators.prepare import aggregate_share_info
 from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError, PrioError
 from ldp.privacy.share_noise import from_field
@@ -92,12 +94,12 @@ def open_collection(task: Task, keypair: Any, doc: dict[str, Any]) -> Collection
     """Open the leader's answer ``doc`` (:meth:`ldp.aggregators.leader.Leader.collect`) with the collector's key
     pair."""
     try:
-        window, count, checksum = int(doc["window"]), int(doc["report_count"]), bytes.fromhex(doc["checksum"])
+        window, count = int(doc["window"]), int(doc["report_count"])
         leader_hex, helper_hex = str(doc["leader_share"]), str(doc["helper_share"])
     except (KeyError, TypeError, ValueError) as exc:
         raise AggregatorError(f"not a collection: {exc}", "invalid_message", 502) from None
     vdaf = task.prio3()
-    aad = aggregate_share_aad(task.task_id, window, count, checksum)
+    aad = aggregate_share_aad(task.task_id, Interval(window, task.window_seconds))
     leader = _share(task, keypair, "leader", leader_hex, aad, vdaf)
     helper = _share(task, keypair, "helper", helper_hex, aad, vdaf)
     p = vdaf.modulus

@@ -1,7 +1,7 @@
 """What a report's VDAF bytes must be before the leader answers 201 (issue 84, item 1): pure functions of the task's
 VDAF (a Prio3 class of :mod:`ldp.prio`) and the decoded report (:class:`ldp.prio.DapReport`, or anything with its
-``public_share`` and ``helper_ciphertext``, as the helper's :class:`~ldp.aggregators.messages.ReportInit`), each
-returning nothing or raising :class:`~ldp.errors.AggregatorError` with DAP's code ``invalid_message`` (400).
+``public_share`` and ``helper_ciphertext``, as the helper's view of a :class:`~ldp.aggregators.messages.ReportShare`),
+each returning nothing or raising :class:`~ldp.errors.AggregatorError` with DAP's code ``invalid_message`` (400).
 
 Why at the door: a report answered 201 is stored and later sent, whole, in an aggregation job to the helper, whose
 body is bounded (:data:`ldp.aggregators.routes.MAX_BODY`). A door that only opened the leader's own share took
@@ -66,7 +66,7 @@ payload's u32 length."""
 
 class Shares(Protocol):
     """What the checks read of a report: a :class:`ldp.prio.DapReport` at the leader, a
-    :class:`~ldp.aggregators.messages.ReportInit` at the helper."""
+    :class:`~ldp.aggregators.messages.ReportShare`'s public share and sealed share at the helper."""
 
     @property
     def public_share(self) -> bytes: ...

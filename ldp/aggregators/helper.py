@@ -1,41 +1,48 @@
-"""The helper aggregator (``ldp serve --role helper``; issue 71, item 3).
+"""The helper aggregator (``ldp serve --role helper``; issue 71, item 3; DAP-09's helper, issue 85).
 
 The helper never sees a device: the leader forwards each report's public share and the helper's sealed input share
-in an aggregation job (:class:`~ldp.aggregators.messages.AggregationJobInit`, with the leader's verifier share).
-For each report the helper refuses, with its code, a report of a collected window (``batch_collected``), a report ID
-it prepared before (``report_replayed``: a leader replaying a report to count it twice is stopped here), a time
-outside the job's window (``batch_mismatch``), a share that does not open (``hpke_*``) and a proof that does not
-verify (``vdaf_invalid``: both verifier shares combined); it finishes the others, and answers each report's verifier
-message so the leader finishes too.
+in an aggregation job (DAP-09's :class:`~ldp.aggregators.messages.AggregationJobInitReq`, with the leader's prep
+share). The job names no batch (a time-interval task): the helper takes each report's window from its time, so a
+job of another implementation's leader may hold several windows. For each report the helper refuses, with its code,
+a report of a collected window (``batch_collected``), a report ID it prepared before (``report_replayed``: a leader
+replaying a report to count it twice is stopped here), a time not rounded to the task's precision or shares of
+another VDAF (``invalid_message``), a share that does not open (``hpke_*``) and a proof that does not verify
+(``vdaf_invalid``, DAP's ``vdaf_prep_error``: both prep shares combined); it finishes the others, and answers each
+report's prep message (a ping-pong ``finish``) so the leader finishes too.
 
-**Exactly once.** A job's record (:mod:`ldp.aggregators.records`) holds the answer, the report IDs and the job's
-aggregate share, and is created before the answer leaves; the job's share counts when the record exists. A job
-repeated with the same ID and the same request (the leader retrying after a timeout, or after either was killed) is
-answered from the record; the same ID with another request is refused (``job_mismatch``). Jobs of a task are
-prepared one at a time, so that no two can take the same report.
+**Exactly once.** A job's reports of one window are one record (:mod:`ldp.aggregators.records`; the job's own ID
+when the job holds one window, as an ``ldp`` leader's always do, else an ID derived from the job's and the window,
+:func:`part_id`), holding the answers, the report IDs and the part's aggregate share, created before the answer
+leaves; a part's share counts when its record exists. A job repeated with the same ID and the same request (the
+leader retrying after a timeout, or after either was killed) is answered from its records; the same ID with another
+request is refused (``job_mismatch``). Jobs of a task are prepared one at a time, so that no two can take the same
+report.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
 
 from ldp._moved import renamed_method
 from ldp.aggregators.aggregator import Aggregator
+from ldp.aggregators.codec import Interval
 from ldp.aggregators.crashpoints import at
 from ldp.aggregators.door import check_report
 from ldp.aggregators.messages import (
+    AggregateShare,
     AggregateShareReq,
-    AggregateShareResp,
-    AggregationJobInit,
+    AggregationJobInitReq,
     AggregationJobResp,
     MessageError,
+    PrepareInit,
+    PrepareResp,
     ReportError,
-    ReportInit,
-    ReportResp,
+    finish,
 )
 from ldp.aggregators.records import TaskRecords
 from ldp.aggregators.release import release
@@ -43,7 +50,7 @@ from ldp.aggregators.state import TaskState
 from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError
 
-__all__ = ["Aggregator", "Helper", "JOB_ID_RE"]
+__all__ = ["Aggregator", "Helper", "JOB_ID_RE", "part_id", "task_window"]
 
 logger = logging.getLogger("ldp.aggregators")
 
@@ -74,64 +81,91 @@ class Helper(Aggregator[TaskState]):
     aggregate = renamed_method("Helper", "aggregate", "aggregation_job")
 
     def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
-        """Prepare one aggregation job; the encoded :class:`AggregationJobResp`."""
+        """Prepare one aggregation job (module docstring); the encoded :class:`AggregationJobResp`."""
         state = self.task_state(task_id)
-        if not JOB_ID_RE.match(job_id):
-            raise AggregatorError(f"a job ID is 16 to 64 base64url characters, got {job_id[:80]!r}", "invalid_message")
-        init = _decode(AggregationJobInit, body, task_id)
+        _check_job_id(job_id)
+        init = _decode(AggregationJobInitReq, body)
+        if init.aggregation_parameter:
+            raise AggregatorError("Prio3 takes no aggregation parameter, the job has one", "invalid_message")
         digest = hashlib.sha256(body).hexdigest()
+        parts: dict[int, list[int]] = {}  # window -> positions of its reports in the job, in order
+        for i, p in enumerate(init.prepare_inits):
+            parts.setdefault(state.task.window(p.report_share.time), []).append(i)
+        answers: list[PrepareResp | None] = [None] * len(init.prepare_inits)
+        names = {w: job_id if len(parts) == 1 else part_id(job_id, w) for w in parts}
         with state.lock:
-            if job_id in state.records.abandoned:
+            recorded = _parts_of(state.records, job_id)
+            if recorded & state.records.abandoned:
                 raise AggregatorError(f"job {job_id} was abandoned: its reports go in other jobs", "job_abandoned",
                                       409)
-            if (done := state.records.job(job_id)) is not None:
-                if done.get("request_sha256") != digest:
-                    raise AggregatorError(f"job {job_id} was prepared with another request", "job_mismatch", 409)
-                return bytes.fromhex(done["response"])
-            return self._prepare(state, job_id, init, digest)
+            if not recorded <= set(names.values()):  # recorded, with other windows
+                raise AggregatorError(f"job {job_id} was prepared with another request", "job_mismatch", 409)
+            for window, positions in parts.items():
+                part = names[window]
+                resps = self._part(state, part, window, [init.prepare_inits[i] for i in positions], digest)
+                for i, resp in zip(positions, resps, strict=True):
+                    answers[i] = resp
+        return AggregationJobResp(tuple(a for a in answers if a is not None)).to_bytes()
 
-    def _prepare(self, state: TaskState, job_id: str, init: AggregationJobInit, digest: str) -> bytes:
+    def _part(self, state: TaskState, part: str, window: int, inits: list[PrepareInit], digest: str
+              ) -> tuple[PrepareResp, ...]:
+        """One window's reports of a job: answered from its record, or prepared and recorded."""
+        if (done := state.records.job(part)) is not None:
+            if done.get("request_sha256") != digest:
+                raise AggregatorError(f"job {part} was prepared with another request", "job_mismatch", 409)
+        else:
+            done = self._prepare(state, part, window, inits, digest)
+        return AggregationJobResp.from_bytes(bytes.fromhex(done["response"])).prepare_resps
+
+    def _prepare(self, state: TaskState, job_id: str, window: int, inits: list[PrepareInit], digest: str
+                 ) -> dict[str, Any]:
         task, records = state.task, state.records
         checked: list[ReportError | None] = []
         in_job: set[bytes] = set()
-        for r in init.reports:
-            error = None
-            if init.window in records.collections:
+        leader_shares: list[bytes] = []
+        for p in inits:
+            r, error = p.report_share, None
+            if window in records.collections:
                 error = ReportError.batch_collected
             elif r.report_id in records.prepared or r.report_id in in_job:
                 error = ReportError.report_replayed
-            elif task.window(r.time) != init.window:
-                error = ReportError.batch_mismatch
-            elif r.time % task.time_precision or not _fits(state.vdaf, r):
+            elif r.time % task.time_precision or not _fits(state.vdaf, r.public_share, r.encrypted_input_share):
                 error = ReportError.invalid_message
+            else:
+                try:
+                    leader_shares.append(p.leader_prep_share)
+                except MessageError:
+                    error = ReportError.invalid_message
             in_job.add(r.report_id)
             checked.append(error)
         # the reports that passed: opened, prepared, checked (the joint randomness part for the helper too: a forged
-        # one would fail only the leader's verify_next, so it is refused on both sides), finished and aggregated in
+        # one would fail only the leader's prepare_next, so it is refused on both sides), finished and aggregated in
         # one call, the GIL released
+        todo = [p.report_share for p, error in zip(inits, checked, strict=True) if error is None]
         answers, share = state.vdaf.helper_prepare_batch(self.keypair, state.verify_key, task.task_id, [
-            (r.report_id, r.time, r.public_share, r.helper_ciphertext, r.leader_verifier_share)
-            for r, error in zip(init.reports, checked, strict=True) if error is None])
+            (r.report_id, r.time, r.public_share, r.encrypted_input_share, leader)
+            for r, leader in zip(todo, leader_shares, strict=True)])
         answer = iter(answers)
-        results: list[ReportResp] = []
+        results: list[PrepareResp] = []
         accepted: list[bytes] = []
         refused: dict[bytes, str] = {}
-        for r, error in zip(init.reports, checked, strict=True):
+        for p, error in zip(inits, checked, strict=True):
+            rid = p.report_share.report_id
             if error is None:
                 outcome = next(answer)
                 if isinstance(outcome, bytes):
-                    accepted.append(r.report_id)
-                    results.append(ReportResp(r.report_id, message=outcome))
+                    accepted.append(rid)
+                    results.append(PrepareResp(rid, payload=finish(outcome)))
                     continue
                 error = ReportError[outcome]
-            if r.report_id not in refused and r.report_id not in accepted:
-                refused[r.report_id] = error.code
-            results.append(ReportResp(r.report_id, error=error))
+            if rid not in refused and rid not in accepted:
+                refused[rid] = error.code
+            results.append(PrepareResp(rid, error=error))
         response = AggregationJobResp(tuple(results)).to_bytes()
-        rec = records.finish_job(job_id, init.window, accepted, refused, share.field_elements(),
+        rec = records.finish_job(job_id, window, accepted, refused, share.field_elements(),
                                  request_sha256=digest, response=response.hex())
         at("helper_job_recorded")
-        return bytes.fromhex(rec["response"])
+        return rec
 
     def abandon_job(self, task_id: bytes, job_id: str) -> None:
         """Abandon a job at the leader's request (``DELETE .../aggregation_jobs/{job}``; issue 84, item 2): its
@@ -140,59 +174,98 @@ class Helper(Aggregator[TaskState]):
         other reports, or the two sides finished different reports), then splits it. Idempotent; a job of a
         released window cannot be taken out of its release (``batch_collected``, 409)."""
         state = self.task_state(task_id)
-        if not JOB_ID_RE.match(job_id):
-            raise AggregatorError(f"a job ID is 16 to 64 base64url characters, got {job_id[:80]!r}", "invalid_message")
+        _check_job_id(job_id)
         with state.lock:
             records = state.records
-            window = records.jobs.get(job_id)
-            if window is not None and window in records.collections:
-                raise AggregatorError(f"job {job_id} is in window {window}, already released", "batch_collected",
-                                      409)
-            if records.abandon(job_id, "the leader abandoned it"):
-                logger.warning("job %s of task %s abandoned at the leader's request", job_id, state.task.id_text)
+            parts = sorted(_parts_of(records, job_id) | {job_id})
+            for part in parts:
+                window = records.jobs.get(part)
+                if window is not None and window in records.collections:
+                    raise AggregatorError(f"job {job_id} is in window {window}, already released",
+                                          "batch_collected", 409)
+            for part in parts:
+                if records.abandon(part, "the leader abandoned it"):
+                    logger.warning("job %s of task %s abandoned at the leader's request", part, state.task.id_text)
         at("helper_job_abandoned")
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:
         """Release this helper's share of a window (:func:`ldp.aggregators.release.release`); the encoded
-        :class:`AggregateShareResp`."""
+        :class:`AggregateShare`. The batch interval is one window (:func:`task_window`)."""
         state = self.task_state(task_id)
-        req = _decode(AggregateShareReq, body, task_id)
+        req = _decode(AggregateShareReq, body)
+        if req.aggregation_parameter:
+            raise AggregatorError("Prio3 takes no aggregation parameter, the request has one", "invalid_message")
+        window = task_window(state.task.window_seconds, req.interval)
         with state.lock:
             try:
-                rec = release(state.records, state.vdaf, req.window, req.report_count, req.checksum,
+                rec = release(state.records, state.vdaf, window, req.report_count, req.checksum,
                               source=self.noise_source, clock=self.clock)
             except AggregatorError as exc:
                 if exc.code == "batch_mismatch":  # issue 84, item 4: the two sides disagree, and say so
-                    mine = state.records.window(req.window)
-                    state.disagreements[req.window] = {
-                        "window": req.window, "count": mine.count, "checksum": mine.checksum.hex(),
+                    mine = state.records.window(window)
+                    state.disagreements[window] = {
+                        "window": window, "count": mine.count, "checksum": mine.checksum.hex(),
                         "peer": f"the leader counted {req.report_count} (checksum {req.checksum.hex()[:16]}…)",
                         "since": self.clock()}
-                    logger.error("task %s window %d: the leader disagrees: %s", state.task.id_text, req.window, exc)
+                    logger.error("task %s window %d: the leader disagrees: %s", state.task.id_text, window, exc)
                 raise
-            state.disagreements.pop(req.window, None)
+            state.disagreements.pop(window, None)
             state.records.prune(self.clock(), self.job_retention)
-        return AggregateShareResp(rec["count"], bytes.fromhex(rec["encrypted_share"])).to_bytes()
+        return AggregateShare(bytes.fromhex(rec["encrypted_share"])).to_bytes()
 
 
-def _fits(vdaf: Any, report: ReportInit) -> bool:
+def task_window(window_seconds: int, interval: Interval) -> int:
+    """The window a batch interval names: exactly one window of the task (its start a multiple of
+    ``window_seconds``, its duration ``window_seconds``), each released once with its own noise;
+    ``batch_invalid`` (400) for any other interval (DAP-09 §4.7.6: an interval the aggregator cannot collect)."""
+    if interval.start % window_seconds or interval.duration != window_seconds:
+        raise AggregatorError(f"a batch is one window of the task: an interval starting at a multiple of "
+                              f"{window_seconds} s and lasting {window_seconds} s, got [{interval.start}, "
+                              f"{interval.start + interval.duration})", "batch_invalid", 400)
+    return interval.start
+
+
+def part_id(job_id: str, window: int) -> str:
+    """The record ID of one window's reports of a job holding several (module docstring): 22 base64url
+    characters of SHA-256 of the job's ID and the window."""
+    digest = hashlib.sha256(f"ldp job part {job_id} {window}".encode()).digest()
+    return base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode()
+
+
+def _parts_of(records: TaskRecords, job_id: str) -> set[str]:
+    """The records of a job: its own ID (a job of one window) or its parts' (:func:`part_id`), finished or
+    abandoned."""
+    ids = {job_id, *(part_id(job_id, w) for w in records.windows)}
+    return {i for i in ids if i in records.jobs or i in records.abandoned}
+
+
+def _check_job_id(job_id: str) -> None:
+    if not JOB_ID_RE.match(job_id):
+        raise AggregatorError(f"a job ID is 16 to 64 base64url characters, got {job_id[:80]!r}", "invalid_message")
+
+
+class _Shares(NamedTuple):
+    """What the door's checks read of a report (:class:`ldp.aggregators.door.Shares`)."""
+
+    public_share: bytes
+    helper_ciphertext: bytes
+
+
+def _fits(vdaf: Any, public_share: bytes, helper_ciphertext: bytes) -> bool:
     """Whether a report's public share decodes for the task's VDAF and its sealed share has exactly the VDAF's
     length (:func:`ldp.aggregators.door.check_report`, the leader's door checks, again: a leader's store written
     before them, or a leader that does not check, cannot make this helper open a padded share)."""
     try:
-        check_report(vdaf, report)
+        check_report(vdaf, _Shares(public_share, helper_ciphertext))
     except AggregatorError:
         return False
     return True
 
 
-def _decode(kind: Any, body: bytes, task_id: bytes) -> Any:
-    """A request of the leader's decoded (``kind``: a message class of :mod:`ldp.aggregators.messages`), for the task
-    its URL names; ``invalid_message`` otherwise."""
+def _decode(kind: Any, body: bytes) -> Any:
+    """A request of the leader's decoded (``kind``: a message class of :mod:`ldp.aggregators.messages`);
+    ``invalid_message`` otherwise."""
     try:
-        message = kind.from_bytes(body)
+        return kind.from_bytes(body)
     except MessageError as exc:
         raise AggregatorError(str(exc), "invalid_message") from None
-    if message.task_id != task_id:
-        raise AggregatorError(f"the {kind.__name__} names another task than its URL", "invalid_message")
-    return message

@@ -39,6 +39,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from ldp.aggregators.messages import MEDIA_TYPES
 from ldp.aggregators.task import b64
 from ldp.errors import AggregatorError
 from ldp.web.problems import DAP_ERROR, PROBLEM
@@ -93,12 +94,11 @@ class HelperClient:
         self.url, self.token = url.rstrip("/"), token
         self.timeout, self.attempts, self.backoff, self.sleep = timeout, attempts, backoff, sleep
 
-    def _call(self, method: str, path: str, body: bytes) -> bytes:
+    def _call(self, method: str, path: str, body: bytes, content_type: str = "application/octet-stream") -> bytes:
         wait = self.backoff
         for attempt in range(self.attempts):
             try:
-                return _request(method, self.url + path, body, self.token, "application/octet-stream",
-                                self.timeout)
+                return _request(method, self.url + path, body, self.token, content_type, self.timeout)
             except OSError as exc:
                 if attempt == self.attempts - 1:
                     raise AggregatorError(f"the helper at {self.url} did not answer ({exc})", "helper_unavailable",
@@ -108,10 +108,11 @@ class HelperClient:
         raise AssertionError("unreachable")
 
     def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
-        return self._call("PUT", f"/tasks/{b64(task_id)}/aggregation_jobs/{job_id}", body)
+        return self._call("PUT", f"/tasks/{b64(task_id)}/aggregation_jobs/{job_id}", body,
+                          MEDIA_TYPES["AggregationJobInitReq"])
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:
-        return self._call("POST", f"/tasks/{b64(task_id)}/aggregate_shares", body)
+        return self._call("POST", f"/tasks/{b64(task_id)}/aggregate_shares", body, MEDIA_TYPES["AggregateShareReq"])
 
     def abandon_job(self, task_id: bytes, job_id: str) -> None:
         self._call("DELETE", f"/tasks/{b64(task_id)}/aggregation_jobs/{job_id}", b"")

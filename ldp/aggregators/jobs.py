@@ -40,7 +40,15 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ldp.aggregators.crashpoints import at
-from ldp.aggregators.messages import AggregationJobInit, AggregationJobResp, MessageError, ReportError, ReportInit
+from ldp.aggregators.messages import (
+    AggregationJobInitReq,
+    AggregationJobResp,
+    MessageError,
+    PrepareInit,
+    ReportError,
+    ReportShare,
+    initialize,
+)
 from ldp.errors import AggregatorError
 
 if TYPE_CHECKING:
@@ -191,7 +199,7 @@ def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, repo
     started = vdaf.leader_init_batch(leader.keypair, state.verify_key, task.task_id, [
         (s.rid, s.report.time, s.report.public_share, s.report.leader_ciphertext, s.share) for s in todo])
     states: dict[bytes, Any] = {}
-    inits: list[ReportInit] = []
+    inits: list[PrepareInit] = []
     for stored, outcome in zip(todo, started, strict=True):
         if isinstance(outcome, str):
             refused[stored.rid] = outcome
@@ -199,14 +207,14 @@ def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, repo
                 logger.warning("report %s of task %s: its leader share is sealed to a key this leader no longer "
                                "holds (rotated?): refused", stored.rid.hex(), task.id_text)
             continue
-        states[stored.rid], verifier_share = outcome
+        states[stored.rid], prep_share = outcome
         report = stored.report
-        inits.append(ReportInit(stored.rid, report.time, report.public_share, report.helper_ciphertext,
-                                verifier_share))
+        inits.append(PrepareInit(ReportShare(stored.rid, report.time, report.public_share, report.helper_ciphertext),
+                                 initialize(prep_share)))
     share = vdaf.aggregate_init()
     accepted: list[bytes] = []
     if inits:
-        body = AggregationJobInit(task.task_id, window, tuple(inits)).to_bytes()
+        body = AggregationJobInitReq(tuple(inits)).to_bytes()
         try:
             answer = leader.helper.aggregation_job(task.task_id, job_id, body)
         except AggregatorError as exc:
@@ -225,22 +233,22 @@ def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, repo
     return Counter(prepared=len(accepted), refused=len(refused), jobs=1)
 
 
-def _finish(state: LeaderTaskState, inits: list[ReportInit], states: dict[bytes, Any], answer: bytes,
+def _finish(state: LeaderTaskState, inits: list[PrepareInit], states: dict[bytes, Any], answer: bytes,
             refused: dict[bytes, str]) -> tuple[list[bytes], Any] | str:
     """The helper's answer applied: (the reports both finished, the job's share), or why it cannot be used."""
     try:
         resp = AggregationJobResp.from_bytes(answer)
-    except MessageError as exc:
+        if [r.report_id for r in resp.prepare_resps] != [i.report_share.report_id for i in inits]:
+            return "the helper answered for other reports"
+        answered = [(r.report_id, r.prep_msg) for r in resp.prepare_resps if r.error is None]
+    except MessageError as exc:  # no DAP-09 answer, or one that is not Prio3's one round (a finish message)
         return f"the helper's answer does not decode: {exc}"
-    if [r.report_id for r in resp.results] != [i.report_id for i in inits]:
-        return "the helper answered for other reports"
-    answered = [r for r in resp.results if r.message is not None]
-    finished, share = state.vdaf.leader_finish_batch([states[r.report_id] for r in answered],
-                                                     [r.message for r in answered])
+    finished, share = state.vdaf.leader_finish_batch([states[rid] for rid, _ in answered],
+                                                     [msg for _, msg in answered])
     if not all(finished):  # the helper counted a report the leader cannot: the two would disagree
         return "a report the helper finished does not finish at the leader"
     accepted: list[bytes] = []
-    for r in resp.results:
+    for r in resp.prepare_resps:
         if r.error is not None:
             refused[r.report_id] = r.error.code
         else:

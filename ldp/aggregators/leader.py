@@ -35,14 +35,15 @@ from typing import Any, Protocol
 
 from ldp._moved import renamed_method
 from ldp.aggregators.aggregator import Aggregator
+from ldp.aggregators.codec import Interval
 from ldp.aggregators.commit import GroupCommit
 from ldp.aggregators.door import check_input_share, check_report
 from ldp.aggregators.jobs import DEFAULT_JOB_BYTES, DEFAULT_MAX_JOB_ATTEMPTS, MAX_JOB_BYTES, run_jobs
 from ldp.aggregators.messages import (
     MAX_JOB_REPORTS,
     REPORT_ID_SIZE,
+    AggregateShare,
     AggregateShareReq,
-    AggregateShareResp,
     MessageError,
     ReportError,
 )
@@ -336,9 +337,9 @@ class Leader(Aggregator[LeaderTaskState]):
         4: the helper releases nothing unless they are its own). A ``batch_mismatch`` is a disagreement: logged,
         shown on ``/status`` and the page (``disagreements``) on both sides, and the release refused with that code
         until the two agree (a later collection that succeeds clears it)."""
-        req = AggregateShareReq(state.task.task_id, window, count, checksum).to_bytes()
+        req = AggregateShareReq(Interval(window, state.task.window_seconds), count, checksum).to_bytes()
         try:
-            resp = AggregateShareResp.from_bytes(self.helper.aggregate_share(state.task.task_id, req))
+            resp = AggregateShare.from_bytes(self.helper.aggregate_share(state.task.task_id, req))
         except MessageError as exc:
             raise AggregatorError(f"the helper's aggregate share does not decode: {exc}", "helper_unavailable",
                                   502) from None

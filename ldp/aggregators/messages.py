@@ -1,231 +1,282 @@
-"""The messages between the leader and the helper, and the codes a report is refused with (issue 71, item 3).
+"""DAP-09's messages between the leader and the helper (``draft-ietf-ppm-dap-09`` §4.5 aggregation jobs, §4.6
+aggregate shares), for Prio3's one round of preparation, in :mod:`~ldp.aggregators.codec`'s encoding; and the
+codes a report is refused with.
 
-Encoded as DAP-09 encodes its messages (TLS presentation language, RFC 8446 §3: big-endian integers, byte strings
-prefixed by their length), shaped after DAP-09's aggregation and aggregate-share messages (§4.5, §4.6) for
-a one-round VDAF, with the batch named by its window:
+``AggregationJobInitReq`` (``PUT /tasks/{task}/aggregation_jobs/{job}``,
+``application/dap-aggregation-job-init-req``)::
 
-``AggregationJobInit``: the leader's half of one round of preparation for a list of reports::
+    opaque agg_param<0..2^32-1>;                 /* empty for Prio3 */
+    PartialBatchSelector part_batch_selector;    /* query type 1: the helper takes each report's batch by its time */
+    PrepareInit prepare_inits<0..2^32-1>;
+    PrepareInit = ReportShare report_share; opaque payload<0..2^32-1>;   /* the leader's Initialize message */
+    ReportShare = ReportMetadata metadata; opaque public_share<0..2^32-1>; HpkeCiphertext encrypted_input_share;
 
-    opaque task_id[32]; uint64 window; uint32 count;
-    ReportInit reports[count];
-    ReportInit = opaque report_id[16]; uint64 time; opaque public_share<0..2^32-1>;
-                 opaque helper_ciphertext<0..2^32-1>;   /* DAP's HpkeCiphertext, sealed to the helper */
-                 opaque leader_verifier_share<0..2^32-1>;
+``AggregationJobResp`` (``application/dap-aggregation-job-resp``), one ``PrepareResp`` per report, in order::
 
-``AggregationJobResp``: per report, in the request's order, the verifier message (both verify) or a refusal::
+    PrepareResp = ReportID report_id; uint8 result;     /* 0: continue, 1: finished, 2: reject */
+                  select (result) { case 0: opaque payload<0..2^32-1>; case 2: PrepareError error; }
 
-    uint32 count; ReportResp results[count];
-    ReportResp = opaque report_id[16]; uint8 status;  /* 0: continue, 1: reject */
-                 select (status) { case 0: opaque message<0..2^32-1>; case 1: uint8 error; }
+``AggregateShareReq`` (``POST /tasks/{task}/aggregate_shares``, ``application/dap-aggregate-share-req``)::
 
-``AggregateShareReq`` (the leader asks for the helper's share of one window, and states what it aggregated)::
+    BatchSelector batch_selector; opaque agg_param<0..2^32-1>; uint64 report_count; opaque checksum[32];
 
-    opaque task_id[32]; uint64 window; uint64 report_count; opaque checksum[32];
+``AggregateShare`` (``application/dap-aggregate-share``): ``HpkeCiphertext encrypted_aggregate_share;``
 
-``AggregateShareResp``: ``uint64 report_count; opaque encrypted_aggregate_share<0..2^32-1>;`` (DAP's
-HpkeCiphertext sealed to the collector). The checksum is DAP's: the XOR of SHA-256 of every report ID aggregated.
-
-Every decoder refuses trailing bytes, short input and out-of-range values with :class:`MessageError` (a
-``ValueError``), never anything else (tested by fuzzing).
+The payloads are VDAF-08's ping-pong messages (§5.8): ``uint8 type`` then ``opaque`` fields of 4-byte lengths;
+Prio3 has one round, so the leader sends ``initialize(prep_share)`` (type 0) and the helper, having combined both
+prep shares and finished, answers ``finish(prep_msg)`` (type 2) under result 0. The checksum is DAP's: the XOR of
+SHA-256 of every report ID aggregated. Every decoder refuses trailing bytes, short input and out-of-range values
+with :class:`MessageError` (a ``ValueError``), never anything else (tested by fuzzing).
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ldp.errors import AggregatorMessageError as MessageError
+from ldp.aggregators.codec import (
+    PARTIAL_TIME_INTERVAL,
+    REPORT_ID_SIZE,
+    HpkeCiphertext,
+    Interval,
+    MessageError,
+    Reader,
+    ReportMetadata,
+    batch_selector,
+    check_size,
+    items32,
+    opaque32,
+    read_batch_selector,
+    read_partial_batch_selector,
+    u8,
+    u64,
+)
 
-__all__ = ["ReportError", "MessageError", "ReportInit", "AggregationJobInit", "ReportResp", "AggregationJobResp",
-           "AggregateShareReq", "AggregateShareResp", "checksum", "xor_checksum", "MAX_JOB_REPORTS",
-           "REPORT_ID_SIZE"]
+__all__ = ["ReportError", "MessageError", "ReportShare", "PrepareInit", "AggregationJobInitReq", "PrepareResp",
+           "AggregationJobResp", "AggregateShareReq", "AggregateShare", "initialize", "finish", "checksum",
+           "xor_checksum", "MAX_JOB_REPORTS", "REPORT_ID_SIZE", "MEDIA_TYPES"]
 
-REPORT_ID_SIZE = 16
-TASK_ID_SIZE = 32
 MAX_JOB_REPORTS = 100_000
 """The most reports one aggregation job may hold (the helper keeps a job in memory)."""
+MEDIA_TYPES = {"AggregationJobInitReq": "application/dap-aggregation-job-init-req",
+               "AggregationJobResp": "application/dap-aggregation-job-resp",
+               "AggregateShareReq": "application/dap-aggregate-share-req",
+               "AggregateShare": "application/dap-aggregate-share"}
+"""Each message's media type (DAP-09 §9.5), its HTTP ``Content-Type``."""
 
 
 class ReportError(enum.IntEnum):
     """Why a report is refused (at the leader's door, or by either aggregator during preparation). The names are
-    the codes the HTTP answers, the status and the dashboard use; the numbers are the wire's."""
+    the codes the HTTP answers, the status and the dashboard use; a value below 256 is DAP-09's ``PrepareError``
+    on the wire (``vdaf_invalid`` is its ``vdaf_prep_error``); the others are the door's alone, sent in a job as
+    ``report_dropped`` (:attr:`wire`)."""
 
-    batch_collected = 1      # its window was already collected: a late report never enters a released batch
-    report_replayed = 2      # its report ID was seen before
+    batch_collected = 0      # its window was already collected: a late report never enters a released batch
+    report_replayed = 1      # its report ID was seen before
+    report_dropped = 2       # dropped for another reason (a peer's; this project's are named)
     hpke_unknown_config_id = 3
     hpke_decrypt_error = 4   # its share does not open (wrong key, tampered metadata)
     vdaf_invalid = 5         # the proof does not verify: not a valid measurement (two-hot, out of range, garbage)
-    batch_mismatch = 6       # its time is not in the job's window
-    report_too_early = 7     # its time is in the future beyond the tolerance
-    report_too_late = 8      # its time is older than the aggregators keep windows open for
-    invalid_message = 9      # it does not decode (a DAP report, or a VDAF share)
+    batch_saturated = 6      # (a peer's: fixed-size batches)
+    task_expired = 7         # (a peer's: this project's tasks do not expire)
+    invalid_message = 8      # it does not decode (a DAP report, or a VDAF share), or its time is not rounded
+    report_too_early = 9     # its time is in the future beyond the tolerance
+    report_too_late = 256    # its time is older than the aggregators keep windows open for (the door's)
 
     @property
     def code(self) -> str:
         return self.name
 
-
-class _Reader:
-    def __init__(self, data: bytes, what: str) -> None:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(f"{what} must be bytes, got {type(data).__name__}")
-        self.data, self.pos, self.what = bytes(data), 0, what
-
-    def take(self, n: int) -> bytes:
-        if n > len(self.data) - self.pos:
-            raise MessageError(f"{self.what}: truncated (needs {n} more bytes at offset {self.pos})")
-        out = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def uint(self, size: int) -> int:
-        return int.from_bytes(self.take(size), "big")
-
-    def opaque32(self) -> bytes:
-        return self.take(self.uint(4))
-
-    def end(self) -> None:
-        if self.pos != len(self.data):
-            raise MessageError(f"{self.what}: {len(self.data) - self.pos} bytes after the message")
+    @property
+    def wire(self) -> int:
+        """Its DAP-09 ``PrepareError`` value."""
+        return int(self) if self < 256 else int(ReportError.report_dropped)
 
 
-def _opaque32(data: bytes) -> bytes:
-    if len(data) >= 1 << 32:
-        raise MessageError("a byte string longer than 2^32 - 1")
-    return struct.pack(">I", len(data)) + data
+def initialize(prep_share: bytes) -> bytes:
+    """The ping-pong ``initialize`` message: the leader's prep share (type 0)."""
+    return u8(0) + opaque32(prep_share)
 
 
-def _check(value: bytes, size: int, what: str) -> None:
-    if not isinstance(value, bytes) or len(value) != size:
-        raise MessageError(f"{what} must be {size} bytes")
+def finish(prep_msg: bytes) -> bytes:
+    """The ping-pong ``finish`` message: the prep message both aggregators finish with (type 2)."""
+    return u8(2) + opaque32(prep_msg)
+
+
+def _ping_pong(data: bytes, kind: int, name: str) -> bytes:
+    """The one field of a ping-pong message of type ``kind`` (``initialize`` or ``finish``); a
+    :class:`MessageError` for any other message."""
+    rd = Reader(data, f"a ping-pong {name} message")
+    found = rd.uint(1)
+    if found != kind:
+        raise MessageError(f"a ping-pong message of type {found} where Prio3's one round has {name} ({kind})")
+    field = rd.opaque32()
+    rd.end()
+    return field
 
 
 @dataclass(frozen=True)
-class ReportInit:
+class ReportShare:
+    """A report as the helper gets it: its metadata, its public share and the helper's sealed input share
+    (``encrypted_input_share``: an ``HpkeCiphertext``'s bytes, as the device sealed them)."""
+
     report_id: bytes
     time: int
     public_share: bytes
-    helper_ciphertext: bytes
-    leader_verifier_share: bytes
-
-
-@dataclass(frozen=True)
-class AggregationJobInit:
-    task_id: bytes
-    window: int
-    reports: tuple[ReportInit, ...]
+    encrypted_input_share: bytes
 
     def to_bytes(self) -> bytes:
-        _check(self.task_id, TASK_ID_SIZE, "task_id")
-        if len(self.reports) > MAX_JOB_REPORTS:
-            raise MessageError(f"a job holds at most {MAX_JOB_REPORTS} reports, got {len(self.reports)}")
-        parts = [self.task_id, struct.pack(">QI", self.window, len(self.reports))]
-        for r in self.reports:
-            _check(r.report_id, REPORT_ID_SIZE, "report_id")
-            parts += [r.report_id, struct.pack(">Q", r.time), _opaque32(r.public_share),
-                      _opaque32(r.helper_ciphertext), _opaque32(r.leader_verifier_share)]
-        return b"".join(parts)
+        return ReportMetadata(self.report_id, self.time).to_bytes() + opaque32(self.public_share) + \
+            self.encrypted_input_share
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> AggregationJobInit:
-        rd = _Reader(data, "AggregationJobInit")
-        task_id, window, count = rd.take(TASK_ID_SIZE), rd.uint(8), rd.uint(4)
-        if count > MAX_JOB_REPORTS:
-            raise MessageError(f"AggregationJobInit: {count} reports (at most {MAX_JOB_REPORTS})")
-        reports = tuple(ReportInit(rd.take(REPORT_ID_SIZE), rd.uint(8), rd.opaque32(), rd.opaque32(), rd.opaque32())
-                        for _ in range(count))
-        rd.end()
-        return cls(task_id, window, reports)
+    def read(cls, rd: Reader) -> ReportShare:
+        meta, public = ReportMetadata.read(rd), rd.opaque32()
+        start = rd.pos
+        HpkeCiphertext.read(rd)
+        return cls(meta.report_id, meta.time, public, rd.data[start:rd.pos])
 
 
 @dataclass(frozen=True)
-class ReportResp:
-    """One report's outcome: ``message`` (the verifier message: both aggregators go on) or ``error``."""
+class PrepareInit:
+    """One report of a job: its share, and the leader's ``initialize`` message (its prep share)."""
+
+    report_share: ReportShare
+    payload: bytes
+
+    @property
+    def leader_prep_share(self) -> bytes:
+        """The leader's prep share (:class:`MessageError` unless the payload is an ``initialize`` message)."""
+        return _ping_pong(self.payload, 0, "initialize")
+
+    def to_bytes(self) -> bytes:
+        return self.report_share.to_bytes() + opaque32(self.payload)
+
+    @classmethod
+    def read(cls, rd: Reader) -> PrepareInit:
+        return cls(ReportShare.read(rd), rd.opaque32())
+
+
+@dataclass(frozen=True)
+class AggregationJobInitReq:
+    prepare_inits: tuple[PrepareInit, ...]
+    aggregation_parameter: bytes = b""
+
+    def to_bytes(self) -> bytes:
+        if len(self.prepare_inits) > MAX_JOB_REPORTS:
+            raise MessageError(f"a job holds at most {MAX_JOB_REPORTS} reports, got {len(self.prepare_inits)}")
+        return opaque32(self.aggregation_parameter) + PARTIAL_TIME_INTERVAL + \
+            items32([p.to_bytes() for p in self.prepare_inits])
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> AggregationJobInitReq:
+        rd = Reader(data, "AggregationJobInitReq")
+        param = rd.opaque32()
+        read_partial_batch_selector(rd)
+        inits = rd.items32(PrepareInit.read, MAX_JOB_REPORTS)
+        rd.end()
+        return cls(tuple(inits), param)
+
+
+@dataclass(frozen=True)
+class PrepareResp:
+    """One report's outcome: ``payload`` (result 0, continue: the helper's ``finish`` message), ``finished``
+    (result 1), or ``error`` (result 2, reject)."""
 
     report_id: bytes
-    message: bytes | None = None
+    payload: bytes | None = None
     error: ReportError | None = None
+    finished: bool = False
 
     def __post_init__(self) -> None:
-        if (self.message is None) == (self.error is None):
-            raise MessageError("a report's outcome is a message or an error, exactly one")
+        if (self.payload is not None) + (self.error is not None) + self.finished != 1:
+            raise MessageError("a report's outcome is a message, finished or an error, exactly one")
+
+    @property
+    def prep_msg(self) -> bytes:
+        """The prep message of a ``finish`` answer (:class:`MessageError` for any other outcome)."""
+        if self.payload is None:
+            raise MessageError("the answer to a report's initialization holds no ping-pong message")
+        return _ping_pong(self.payload, 2, "finish")
+
+    def to_bytes(self) -> bytes:
+        check_size(self.report_id, REPORT_ID_SIZE, "report_id")
+        if self.payload is not None:
+            return self.report_id + u8(0) + opaque32(self.payload)
+        if self.finished:
+            return self.report_id + u8(1)
+        assert self.error is not None
+        return self.report_id + u8(2) + u8(self.error.wire)
+
+    @classmethod
+    def read(cls, rd: Reader) -> PrepareResp:
+        rid, result = rd.take(REPORT_ID_SIZE), rd.uint(1)
+        if result == 0:
+            return cls(rid, payload=rd.opaque32())
+        if result == 1:
+            return cls(rid, finished=True)
+        if result != 2:
+            raise MessageError(f"{rd.what}: unknown PrepareStepResult {result}")
+        code = rd.uint(1)
+        if code > 9:
+            raise MessageError(f"{rd.what}: unknown PrepareError {code}")
+        return cls(rid, error=ReportError(code))
 
 
 @dataclass(frozen=True)
 class AggregationJobResp:
-    results: tuple[ReportResp, ...]
+    prepare_resps: tuple[PrepareResp, ...]
 
     def to_bytes(self) -> bytes:
-        parts = [struct.pack(">I", len(self.results))]
-        for r in self.results:
-            _check(r.report_id, REPORT_ID_SIZE, "report_id")
-            if r.message is not None:
-                parts += [r.report_id, b"\x00", _opaque32(r.message)]
-            else:
-                assert r.error is not None
-                parts += [r.report_id, b"\x01", bytes([int(r.error)])]
-        return b"".join(parts)
+        return items32([r.to_bytes() for r in self.prepare_resps])
 
     @classmethod
     def from_bytes(cls, data: bytes) -> AggregationJobResp:
-        rd = _Reader(data, "AggregationJobResp")
-        count = rd.uint(4)
-        if count > MAX_JOB_REPORTS:
-            raise MessageError(f"AggregationJobResp: {count} results (at most {MAX_JOB_REPORTS})")
-        results = []
-        for _ in range(count):
-            rid, status = rd.take(REPORT_ID_SIZE), rd.uint(1)
-            if status == 0:
-                results.append(ReportResp(rid, message=rd.opaque32()))
-            elif status == 1:
-                code = rd.uint(1)
-                try:
-                    results.append(ReportResp(rid, error=ReportError(code)))
-                except ValueError:
-                    raise MessageError(f"AggregationJobResp: unknown report error {code}") from None
-            else:
-                raise MessageError(f"AggregationJobResp: unknown status {status}")
+        rd = Reader(data, "AggregationJobResp")
+        resps = rd.items32(PrepareResp.read, MAX_JOB_REPORTS)
         rd.end()
-        return cls(tuple(results))
+        return cls(tuple(resps))
 
 
 @dataclass(frozen=True)
 class AggregateShareReq:
-    task_id: bytes
-    window: int
+    """The leader's request for the helper's share of a batch, with what it aggregated (the count and checksum)."""
+
+    interval: Interval
     report_count: int
     checksum: bytes
+    aggregation_parameter: bytes = b""
 
     def to_bytes(self) -> bytes:
-        _check(self.task_id, TASK_ID_SIZE, "task_id")
-        _check(self.checksum, 32, "checksum")
-        return self.task_id + struct.pack(">QQ", self.window, self.report_count) + self.checksum
+        check_size(self.checksum, 32, "checksum")
+        return batch_selector(self.interval) + opaque32(self.aggregation_parameter) + u64(self.report_count) + \
+            self.checksum
 
     @classmethod
     def from_bytes(cls, data: bytes) -> AggregateShareReq:
-        rd = _Reader(data, "AggregateShareReq")
-        out = cls(rd.take(TASK_ID_SIZE), rd.uint(8), rd.uint(8), rd.take(32))
+        rd = Reader(data, "AggregateShareReq")
+        interval, param = read_batch_selector(rd), rd.opaque32()
+        out = cls(interval, rd.uint(8), rd.take(32), param)
         rd.end()
         return out
 
 
 @dataclass(frozen=True)
-class AggregateShareResp:
-    report_count: int
+class AggregateShare:
+    """The helper's aggregate share of a batch, sealed to the collector (an ``HpkeCiphertext``'s bytes)."""
+
     encrypted_share: bytes
 
     def to_bytes(self) -> bytes:
-        return struct.pack(">Q", self.report_count) + _opaque32(self.encrypted_share)
+        HpkeCiphertext.from_bytes(self.encrypted_share)  # exactly one ciphertext
+        return self.encrypted_share
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> AggregateShareResp:
-        rd = _Reader(data, "AggregateShareResp")
-        out = cls(rd.uint(8), rd.opaque32())
-        rd.end()
-        return out
+    def from_bytes(cls, data: bytes) -> AggregateShare:
+        HpkeCiphertext.from_bytes(data)
+        return cls(bytes(data))
 
 
 def checksum(report_id: bytes) -> bytes:

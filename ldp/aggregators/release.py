@@ -44,7 +44,9 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from ldp.aggregators.prepare import aggregate_share_aad, aggregate_share_info
+from ldp.aggregators.codec import Interval
+from ldp.aggregators.collection_messages import aggregate_share_aad
+from ldp.aggregators.prepare import aggregate_share_info
 from ldp.aggregators.records import TaskRecords
 from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError
@@ -198,7 +200,7 @@ def release(records: TaskRecords, vdaf: Any, window: int, count: int, checksum: 
         label = str(source_label)
     payload = vdaf.aggregate_share_from_field_elements(share).to_bytes()
     sealed = prio.hpke_seal(prio.HpkeConfig.from_bytes(task.collector_hpke_config), aggregate_share_info(records.role),
-                            aggregate_share_aad(task.task_id, window, count, checksum), payload)
+                            aggregate_share_aad(task.task_id, Interval(window, task.window_seconds)), payload)
     rec = {"window": window, "count": count, "checksum": checksum.hex(), "encrypted_share": sealed.hex(),
            "noise": entry, "noise_source": label, "released_at": int(clock()),
            "rejected": dict(mine.rejected)}  # the window's refusals, kept once its job records are pruned

@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from ldp.aggregators.jobs import MAX_JOB_BYTES
-from ldp.aggregators.messages import ReportError
+from ldp.aggregators.messages import MEDIA_TYPES, ReportError
 from ldp.aggregators.task import unb64
 from ldp.errors import AggregatorError
 from ldp.web.app import service_app
@@ -59,6 +59,15 @@ def media_type(content_type: str | None) -> str:
     """The media type of a ``Content-Type`` value, lower case, its parameters dropped (RFC 9110 §8.3.1: the type and
     subtype are case-insensitive, the parameters follow a ``;``; DAP's media types define none); ``""`` for none."""
     return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _expect(request: Request, message: str) -> None:
+    """A request whose ``Content-Type`` is not ``message``'s DAP-09 media type is refused before its body is read
+    (415, ``invalid_message``, as an upload's: :meth:`_Routes.upload`)."""
+    want = MEDIA_TYPES[message]
+    if media_type(request.headers.get("content-type")) != want:
+        raise AggregatorError(f"the body of this route is DAP-09's {message}, sent as Content-Type: {want} (§9.5)",
+                              "invalid_message", 415)
 
 
 def _task_id(request: Request) -> bytes:
@@ -120,6 +129,7 @@ class _Routes:
         self.require(request, self.peer)
         tid = _task_id(request)
         try:
+            _expect(request, "AggregationJobInitReq")
             body, _ = await read_body(request, MAX_BODY)
             out = await run_in_threadpool(self.aggregator.aggregation_job, tid, request.path_params["job"], body)
         except AggregatorError as exc:
@@ -128,7 +138,7 @@ class _Routes:
         except HTTPException as exc:
             self.aggregator.refused_jobs["too_large" if exc.status_code == 413 else str(exc.status_code)] += 1
             raise
-        return Response(out, media_type="application/octet-stream")
+        return Response(out, media_type=MEDIA_TYPES["AggregationJobResp"])
 
     async def abandon_job(self, request: Request) -> Response:
         """``DELETE`` a job (the helper, :meth:`~ldp.aggregators.helper.Helper.abandon_job`): 204."""
@@ -140,9 +150,10 @@ class _Routes:
     async def aggregate_share(self, request: Request) -> Response:
         self.require(request, self.peer)
         tid = _task_id(request)
+        _expect(request, "AggregateShareReq")
         body, _ = await read_body(request, MAX_REQUEST)
         out = await run_in_threadpool(self.aggregator.aggregate_share, tid, body)
-        return Response(out, media_type="application/octet-stream")
+        return Response(out, media_type=MEDIA_TYPES["AggregateShare"])
 
     async def collection(self, request: Request) -> Response:
         self.require(request, self.collector)

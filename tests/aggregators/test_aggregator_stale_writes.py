@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from two_aggregators import T0, world
+from two_aggregators import world
 
-from ldp.aggregators.messages import AggregationJobInit, ReportInit
+from ldp.aggregators.messages import AggregationJobInitReq, PrepareInit, ReportShare, initialize
 
 
 def test_a_stale_helper_finishing_a_job_late_changes_nothing(tmp_path: Path) -> None:
@@ -41,12 +41,12 @@ def test_a_stale_helper_job_with_replayed_reports_is_refused_there(tmp_path: Pat
     w.leader.run_aggregation_jobs()
     w.restart_helper()
     rep = prio.DapReport.from_bytes(body)
-    job = AggregationJobInit(w.task.task_id, T0, (ReportInit(rep.report_id, rep.time, rep.public_share,
-                                                              rep.helper_ciphertext, b"\x00" * 8),))
+    job = AggregationJobInitReq((PrepareInit(ReportShare(rep.report_id, rep.time, rep.public_share,
+                                                     rep.helper_ciphertext), initialize(b"\x00" * 8)),))
     from ldp.aggregators.messages import AggregationJobResp
 
     late = AggregationJobResp.from_bytes(stale.aggregation_job(w.task.task_id, "late-job-000000001", job.to_bytes()))
-    assert late.results[0].error is not None and late.results[0].error.code == "report_replayed"
+    assert late.prepare_resps[0].error is not None and late.prepare_resps[0].error.code == "report_replayed"
     assert list(w.collect().sums) == [0, 0, 1, 0]
 
 

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from two_aggregators import T0, prio, world
 
 from ldp.aggregators.http import create_app
+from ldp.aggregators.messages import MEDIA_TYPES
 from ldp.aggregators.task import Noise, b64
 from ldp.ingest.config import new_token, token_sha256
 
@@ -60,6 +61,9 @@ def test_routes_tokens_and_codes(apps: Any) -> None:
     assert job.status_code == 401
     job = helper.put(f"/tasks/{w.task.id_text}/aggregation_jobs/AAAAAAAAAAAAAAAAAAAAAA", content=b"x",
                      headers=_auth(PEER))
+    assert job.status_code == 415 and job.json()["code"] == "invalid_message"  # no DAP-09 media type
+    job = helper.put(f"/tasks/{w.task.id_text}/aggregation_jobs/AAAAAAAAAAAAAAAAAAAAAA", content=b"x",
+                     headers={**_auth(PEER), "Content-Type": MEDIA_TYPES["AggregationJobInitReq"]})
     assert job.status_code == 400 and job.json()["code"] == "invalid_message"
     early = leader.post(collect, json={"window": T0}, headers=_auth(COLLECTOR))
     assert early.status_code == 400 and early.json()["code"] == "window_open"
@@ -89,5 +93,5 @@ def test_any_upload_body_is_refused_with_a_code(apps: Any, body: bytes) -> None:
 def test_any_job_body_is_refused_with_a_code(apps: Any, body: bytes) -> None:
     w, _, helper = apps
     resp = helper.put(f"/tasks/{w.task.id_text}/aggregation_jobs/AAAAAAAAAAAAAAAAAAAAAA", content=body,
-                      headers=_auth(PEER))
+                      headers={**_auth(PEER), "Content-Type": MEDIA_TYPES["AggregationJobInitReq"]})
     assert resp.status_code in (200, 400, 409), resp.text

@@ -14,7 +14,15 @@ import numpy as np
 import pytest
 from two_aggregators import T0, WINDOW, forged, handmade_report, prio, world
 
-from ldp.aggregators.messages import AggregateShareReq, AggregationJobInit, ReportInit, xor_checksum
+from ldp.aggregators.codec import Interval
+from ldp.aggregators.messages import (
+    AggregateShareReq,
+    AggregationJobInitReq,
+    PrepareInit,
+    ReportShare,
+    initialize,
+    xor_checksum,
+)
 from ldp.aggregators.task import Noise
 from ldp.errors import AggregatorError
 from ldp.privacy.cost import PrivacyCost
@@ -138,12 +146,12 @@ def test_a_replayed_report_is_refused_at_the_door_and_by_the_helper(tmp_path: Pa
     # a leader replaying a prepared report to the helper in a new job: refused there
     p = prio()
     rep = p.DapReport.from_bytes(report)
-    job = AggregationJobInit(w.task.task_id, T0, (ReportInit(rep.report_id, rep.time, rep.public_share,
-                                                              rep.helper_ciphertext, b"\x00" * 8),))
+    job = AggregationJobInitReq((PrepareInit(ReportShare(rep.report_id, rep.time, rep.public_share,
+                                                     rep.helper_ciphertext), initialize(b"\x00" * 8)),))
     from ldp.aggregators.messages import AggregationJobResp
 
     resp = AggregationJobResp.from_bytes(w.helper.aggregation_job(w.task.task_id, "replay-job-0000001", job.to_bytes()))
-    assert resp.results[0].error is not None and resp.results[0].error.code == "report_replayed"
+    assert resp.prepare_resps[0].error is not None and resp.prepare_resps[0].error.code == "report_replayed"
     assert list(w.collect().sums) == [0, 0, 1, 0]
 
 
@@ -192,7 +200,7 @@ def test_a_window_is_released_once_below_the_threshold_never(tmp_path: Path) -> 
         w.collect()
     assert exc.value.code == "batch_too_small"
     with pytest.raises(AggregatorError, match="fewer than"):  # the helper refuses too, whatever the leader says
-        w.helper.aggregate_share(w.task.task_id, AggregateShareReq(w.task.task_id, T0, 4, w.helper.records[
+        w.helper.aggregate_share(w.task.task_id, AggregateShareReq(Interval(T0, WINDOW), 4, w.helper.records[
             w.task.task_id].window(T0).checksum).to_bytes())
     _upload_all(w, [1])
     first = w.collect()
@@ -209,7 +217,8 @@ def test_the_helper_refuses_a_leader_that_states_another_batch(tmp_path: Path) -
     agg = w.helper.records[w.task.task_id].window(T0)
     for count, checksum in ((2, agg.checksum), (3, xor_checksum([b"x" * 16]))):
         with pytest.raises(AggregatorError) as exc:
-            w.helper.aggregate_share(w.task.task_id, AggregateShareReq(w.task.task_id, T0, count, checksum).to_bytes())
+            w.helper.aggregate_share(w.task.task_id, AggregateShareReq(Interval(T0, WINDOW), count,
+                                                                         checksum).to_bytes())
         assert exc.value.code == "batch_mismatch"
 
 

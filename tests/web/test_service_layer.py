@@ -124,7 +124,8 @@ def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ser
                "leader": Service("leader", TestClient(leader_app), COLLECTOR, status,
                                  ("PUT", reports, {"Content-Type": "application/dap-report"}), 1 << 20,
                                  ("DELETE", reports, "PUT"), dap=True),
-               "helper": Service("helper", TestClient(helper_app), PEER, status, ("POST", shares, {}), 4096,
+               "helper": Service("helper", TestClient(helper_app), PEER, status,
+                                 ("POST", shares, {"Content-Type": "application/dap-aggregate-share-req"}), 4096,
                                  ("GET", shares, "POST"), dap=True)}
 
 
