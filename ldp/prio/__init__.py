@@ -1,8 +1,10 @@
-"""Prio3 secure aggregation (VDAF draft 18) for the two-aggregator mode: the ``prio`` crate (0.18.1) bound for
-Python, the aggregators' side and sharding (for simulations and test-vector replays).
+"""Prio3 secure aggregation for the two-aggregator mode: VDAF draft 18 (the ``prio`` crate 0.18.1) and, beside it,
+VDAF draft 08 (the ``prio`` crate 0.16.8: the draft every deployed DAP client speaks), bound for Python, the
+aggregators' side and sharding (for simulations and test-vector replays).
 
 Four types, built from their parameters and the application's context string ``ctx`` (bytes: every client and
-aggregator of a collection uses the same one; ``num_aggregators`` is 2 unless given)::
+aggregator of a collection uses the same one; ``num_aggregators`` is 2 unless given; ``draft`` 18 unless given, see
+**Two drafts** below)::
 
     Prio3Count(ctx=ctx)                                          each measurement 0 or 1; the result their sum
     Prio3Sum(max_measurement=255, ctx=ctx)                       an int in [0, max_measurement]; the sum
@@ -22,8 +24,9 @@ from the client's shares to the result, the verify key being a 32-byte secret th
     helper_agg.accumulate(vdaf.verify_next(helper, message))
     vdaf.unshard([leader_agg, helper_agg], 1)                         # [0, 0, 0, 1, 0]
 
-The operations are named as in the draft and the crate (its "preparation" is "verification" there): ``shard``
-(``nonce=`` and ``rand=`` for a replay), ``verify_init`` (→ a :class:`VerifyState` and the verifier share, bytes),
+The operations are named as in draft 18 and its crate (their "preparation", draft 08's ``prepare_init``,
+``prepare_shares_to_prepare_message`` and ``prepare_next``, is "verification" there): ``shard`` (``nonce=`` and
+``rand=`` for a replay), ``verify_init`` (→ a :class:`VerifyState` and the verifier share, bytes),
 ``verifier_shares_to_message`` (bytes), ``verify_next`` (→ an :class:`OutputShare`; the state is consumed),
 ``aggregate`` / ``aggregate_init`` with :meth:`AggregateShare.accumulate` and :meth:`AggregateShare.merge`, ``unshard``.
 **The aggregators' jobs in one call each** (the GIL released while Rust runs the loop): ``helper_prepare_batch``
@@ -37,6 +40,40 @@ refusal code (``"hpke_unknown_config_id"``, ``"hpke_decrypt_error"``, ``"vdaf_in
     inits = vdaf.leader_init_batch(leader_key, verify_key, task_id, [(report_id, time, public_share,
                                                                       leader_ciphertext, leader_in_or_None)])
     finished, leader_agg = vdaf.leader_finish_batch([state], [message])     # [True], an AggregateShare
+
+**Two drafts, one API.** Every class takes ``draft=18`` (the default) or ``draft=8`` (:data:`VDAF_DRAFTS`; anything
+else is refused, ``operation="parameters"``, naming the drafts), its object says ``.draft``, and every method has the
+same name and signature in both, so the aggregators need not know the draft. Each draft is its own crate's
+implementation (:data:`PRIO_VERSIONS`: ``{8: "0.16.8", 18: "0.18.1"}``), bound through the crate's public API and
+never rewritten (``bindings/prio/src/draft08.rs`` and ``draft18.rs``, thin adapters behind one trait). Draft 08
+(VDAF-08: Janus 0.7 and janus_client 0.7, divviup-ts) differs in:
+
+* *no context string*: VDAF-08 binds none, so ``ctx`` must be empty (``b""``, the default with ``draft=8``; draft 18
+  still requires one);
+* *Sum and SumVec bounded by a bit length* (VDAF-08 §7.4): ``Prio3Sum(bits=8, draft=8)``, or ``max_measurement=255``
+  when it is exactly ``2**bits - 1`` (any other value is refused, naming the two nearest it takes; ``bits=`` is
+  refused for draft 18); exactly one of them. ``.bits`` is the bit length (``None`` for draft 18) and
+  ``.max_measurement`` is ``2**bits - 1`` (what the aggregators calibrate central noise on). Draft 08's Prio3Sum is
+  in Field128 (draft 18's in Field64): ``modulus`` says which;
+* *16-byte verify keys and seeds*: ``vdaf.verify_key_size`` is 16 (the module's ``VERIFY_KEY_SIZE`` stays draft
+  18's 32), and shares and joint randomness parts are shorter (``input_share_len``, ``public_share_len``);
+* ``chunk_length`` defaults to the ``optimal_chunk_length`` of that draft's crate.
+
+What draft 08 cannot do here, and why: ``shard(m, rand=...)`` is refused (``operation="shard"``) and ``rand_size``
+is ``None``, because the crate 0.16.8 has no public sharding with given randomness (its only public sharding,
+``Client::shard``, draws it; ``shard_with_random`` is crate-private): the binding shards draft 08 with a given
+``nonce=`` but OS randomness, so a draft 08 vector cannot be replayed from its randomness through Python. The crate's
+own test of its vectors does that step in Rust (``bindings/prio/tests/vectors_08.rs``); tests/prio replays the rest
+from the vectors' input shares.
+
+A share of one draft is refused by a VDAF of the other: states, output and aggregate shares carry their VDAF's
+parameters, the draft among them (their ``repr`` and every refusal's message end with ``draft 08`` for draft 08).
+Output and aggregate shares are one representation in both drafts (the fields are the same primes), so that
+:class:`OutputShare` and :class:`AggregateShare` are one class each. A draft 08 state's ``to_bytes()`` is its
+draft's byte (8) and then its crate's encoding, so that neither draft's ``verify_state_from_bytes`` reads the
+other's (draft 18's is the crate's encoding alone). An aggregate share's bytes are its field elements in both
+drafts (what the collector receives, unmarked): a Count, SumVec or Histogram aggregate share of one draft has the
+same bytes, and means the same, as the other's.
 
 **What a share's bytes must be** (the leader's door, :mod:`ldp.aggregators.door`): ``input_share_len(agg_id)`` and
 ``public_share_len`` are the exact lengths ``shard`` makes (the crate's, learnt once by sharding the all-zero
@@ -121,14 +158,14 @@ from typing import TYPE_CHECKING, Any
 from ldp.errors import MissingExtraError, PrioError
 
 __all__ = ["Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifyState", "OutputShare", "AggregateShare",
-           "PrioError", "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "available", "require",
-           "HpkeConfig", "HpkeKeypair", "DapReport", "encode_hpke_config_list", "decode_hpke_config_list",
-           "seal_report", "open_input_share", "hpke_seal", "hpke_open"]
+           "PrioError", "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VDAF_DRAFTS", "PRIO_VERSIONS",
+           "available", "require", "HpkeConfig", "HpkeKeypair", "DapReport", "encode_hpke_config_list",
+           "decode_hpke_config_list", "seal_report", "open_input_share", "hpke_seal", "hpke_open"]
 
 _NATIVE = ("Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifyState", "OutputShare", "AggregateShare",
-           "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "HpkeConfig", "HpkeKeypair", "DapReport",
-           "encode_hpke_config_list", "decode_hpke_config_list", "seal_report", "open_input_share", "hpke_seal",
-           "hpke_open")
+           "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VDAF_DRAFTS", "PRIO_VERSIONS", "HpkeConfig",
+           "HpkeKeypair", "DapReport", "encode_hpke_config_list", "decode_hpke_config_list", "seal_report",
+           "open_input_share", "hpke_seal", "hpke_open")
 
 _why_missing: str | None = None
 
@@ -136,7 +173,9 @@ if TYPE_CHECKING:
     from ldp.prio._native import (
         NONCE_SIZE,
         PRIO_VERSION,
+        PRIO_VERSIONS,
         VDAF_DRAFT,
+        VDAF_DRAFTS,
         VERIFY_KEY_SIZE,
         AggregateShare,
         DapReport,
@@ -160,7 +199,9 @@ else:
         from ldp.prio._native import (
             NONCE_SIZE,
             PRIO_VERSION,
+            PRIO_VERSIONS,
             VDAF_DRAFT,
+            VDAF_DRAFTS,
             VERIFY_KEY_SIZE,
             AggregateShare,
             DapReport,

@@ -8,7 +8,9 @@ One place says where the compiled module lives: :mod:`ldp.prio` imports these na
 from ldp_prio import (
     NONCE_SIZE,
     PRIO_VERSION,
+    PRIO_VERSIONS,
     VDAF_DRAFT,
+    VDAF_DRAFTS,
     VERIFY_KEY_SIZE,
     AggregateShare,
     DapReport,
@@ -28,7 +30,7 @@ from ldp_prio import (
     seal_report,
 )
 
-__all__ = ["NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VERIFY_KEY_SIZE", "AggregateShare", "DapReport", "HpkeConfig",
-           "HpkeKeypair", "OutputShare", "Prio3Count", "Prio3Histogram", "Prio3Sum", "Prio3SumVec", "VerifyState",
-           "decode_hpke_config_list", "encode_hpke_config_list", "hpke_open", "hpke_seal", "open_input_share",
-           "seal_report"]
+__all__ = ["NONCE_SIZE", "PRIO_VERSION", "PRIO_VERSIONS", "VDAF_DRAFT", "VDAF_DRAFTS", "VERIFY_KEY_SIZE",
+           "AggregateShare", "DapReport", "HpkeConfig", "HpkeKeypair", "OutputShare", "Prio3Count", "Prio3Histogram",
+           "Prio3Sum", "Prio3SumVec", "VerifyState", "decode_hpke_config_list", "encode_hpke_config_list", "hpke_open",
+           "hpke_seal", "open_input_share", "seal_report"]

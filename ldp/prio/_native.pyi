@@ -1,11 +1,19 @@
-"""Types of the optional compiled Prio3 binding (``bindings/prio``, the ``prio`` crate 0.18.1 through pyo3)."""
+"""Types of the optional compiled Prio3 binding (``bindings/prio``, the ``prio`` crates 0.18.1 and 0.16.8 through
+pyo3: VDAF drafts 18 and 08)."""
 
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 PRIO_VERSION: Final[str]
+"""The default draft's (18) crate version: ``PRIO_VERSIONS[VDAF_DRAFT]``."""
 VDAF_DRAFT: Final[int]
+"""The default draft, 18."""
+VDAF_DRAFTS: Final[tuple[int, ...]]
+"""The drafts every class takes as ``draft=``: ``(8, 18)``."""
+PRIO_VERSIONS: Final[dict[int, str]]
+"""The ``prio`` crate's version that implements each draft: ``{8: "0.16.8", 18: "0.18.1"}``."""
 VERIFY_KEY_SIZE: Final[int]
+"""The default draft's verify key size (32); each VDAF object's own is its ``verify_key_size`` (16 in draft 08)."""
 NONCE_SIZE: Final[int]
 
 class VerifyState:
@@ -42,7 +50,10 @@ class _Prio3:
     """The operations every Prio3 type has (not a runtime class: each type defines them)."""
 
     def shard(self, measurement: Any, *, nonce: bytes | None = None,
-              rand: bytes | None = None) -> tuple[bytes, bytes, list[bytes]]: ...
+              rand: bytes | None = None) -> tuple[bytes, bytes, list[bytes]]:
+        """``(nonce, public_share, input_shares)``; ``nonce`` and ``rand`` (``rand_size`` bytes) drawn from the OS
+        unless given. Draft 08 refuses ``rand`` (:class:`~ldp.errors.PrioError`, ``operation="shard"``): its crate
+        (0.16.8) has no public sharding with given randomness."""
     def verify_init(self, verify_key: bytes, agg_id: int, nonce: bytes, public_share: bytes,
                     input_share: bytes) -> tuple[VerifyState, bytes]: ...
     def verifier_shares_to_message(self, verifier_shares: Iterable[bytes]) -> bytes: ...
@@ -105,7 +116,11 @@ class _Prio3:
         (``operation="leader_finish_batch"``) for a state of another VDAF (its index named) or lists of other lengths;
         no state is used then."""
     @property
-    def ctx(self) -> bytes: ...
+    def ctx(self) -> bytes:
+        """The context string (empty in draft 08, which has none)."""
+    @property
+    def draft(self) -> int:
+        """The VDAF draft: 18 or 8."""
     @property
     def num_aggregators(self) -> int: ...
     @property
@@ -113,33 +128,48 @@ class _Prio3:
     @property
     def output_len(self) -> int: ...
     @property
-    def rand_size(self) -> int: ...
+    def rand_size(self) -> int | None:
+        """The bytes of randomness ``shard`` takes given; ``None`` in draft 08 (its crate draws it)."""
     @property
-    def verify_key_size(self) -> int: ...
+    def verify_key_size(self) -> int:
+        """32 in draft 18, 16 in draft 08."""
     @property
     def nonce_size(self) -> int: ...
 
 class Prio3Count(_Prio3):
-    def __init__(self, *, ctx: bytes, num_aggregators: int = 2) -> None: ...
+    def __init__(self, *, ctx: bytes | None = None, num_aggregators: int = 2, draft: int = 18) -> None:
+        """``ctx`` is required in draft 18 (a ``TypeError`` without it) and must be empty in draft 08."""
     def shard(self, measurement: int | bool, *, nonce: bytes | None = None,
               rand: bytes | None = None) -> tuple[bytes, bytes, list[bytes]]: ...
     def unshard(self, aggregate_shares: Iterable[AggregateShare], num_measurements: int) -> int: ...
 
 class Prio3Sum(_Prio3):
-    def __init__(self, *, max_measurement: int, ctx: bytes, num_aggregators: int = 2) -> None: ...
+    def __init__(self, *, max_measurement: int | None = None, bits: int | None = None, ctx: bytes | None = None,
+                 num_aggregators: int = 2, draft: int = 18) -> None:
+        """Draft 18: ``max_measurement``. Draft 08: ``bits``, or a ``max_measurement`` of ``2**bits - 1``."""
     @property
-    def max_measurement(self) -> int: ...
+    def max_measurement(self) -> int:
+        """The largest measurement (draft 08: ``2**bits - 1``)."""
+    @property
+    def bits(self) -> int | None:
+        """Draft 08's bit length of a measurement; ``None`` in draft 18."""
     def shard(self, measurement: int, *, nonce: bytes | None = None,
               rand: bytes | None = None) -> tuple[bytes, bytes, list[bytes]]: ...
     def unshard(self, aggregate_shares: Iterable[AggregateShare], num_measurements: int) -> int: ...
 
 class Prio3SumVec(_Prio3):
-    def __init__(self, *, length: int, max_measurement: int, chunk_length: int | None = None, ctx: bytes,
-                 num_aggregators: int = 2) -> None: ...
+    def __init__(self, *, length: int, max_measurement: int | None = None, bits: int | None = None,
+                 chunk_length: int | None = None, ctx: bytes | None = None, num_aggregators: int = 2,
+                 draft: int = 18) -> None:
+        """Draft 18: ``max_measurement``. Draft 08: ``bits``, or a ``max_measurement`` of ``2**bits - 1``."""
     @property
     def length(self) -> int: ...
     @property
-    def max_measurement(self) -> int: ...
+    def max_measurement(self) -> int:
+        """The largest element (draft 08: ``2**bits - 1``)."""
+    @property
+    def bits(self) -> int | None:
+        """Draft 08's bit length of an element; ``None`` in draft 18."""
     @property
     def chunk_length(self) -> int: ...
     def shard(self, measurement: Sequence[int], *, nonce: bytes | None = None,
@@ -147,8 +177,8 @@ class Prio3SumVec(_Prio3):
     def unshard(self, aggregate_shares: Iterable[AggregateShare], num_measurements: int) -> list[int]: ...
 
 class Prio3Histogram(_Prio3):
-    def __init__(self, *, length: int, chunk_length: int | None = None, ctx: bytes,
-                 num_aggregators: int = 2) -> None: ...
+    def __init__(self, *, length: int, chunk_length: int | None = None, ctx: bytes | None = None,
+                 num_aggregators: int = 2, draft: int = 18) -> None: ...
     @property
     def length(self) -> int: ...
     @property

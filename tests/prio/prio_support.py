@@ -1,7 +1,8 @@
 """What the Prio3 tests share: the binding (``ldp.prio``, its compiled part the distribution ``ldp-telemetry-prio``
-that ``pip install ./bindings/prio`` builds with cargo) and the crate's VDAF draft 18 test vectors, read from the
-``prio`` crate's source that cargo downloaded for that build (found by ``cargo metadata`` on the binding's crate, so a
-clean clone finds them once its build fetched the crate; nothing is copied into the repository).
+that ``pip install ./bindings/prio`` builds with cargo) and the crates' test vectors, VDAF draft 18's of the ``prio``
+crate 0.18.1 and draft 08's of 0.16.8, read from the crates' source that cargo downloaded for that build (found by
+``cargo metadata`` on the binding's crate, so a clean clone finds them once its build fetched the crates; nothing is
+copied into the repository).
 
 Without the binding, or without cargo or the crate's source, the tests skip, saying what is missing; under
 ``LDP_REQUIRE_PRIO=1`` (CI: ``.ci/run``) they fail instead, so a build that silently left the binding out fails
@@ -23,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CRATE = ROOT / "bindings" / "prio"
 PRIO_VERSION = "0.18.1"
 DRAFT = 18
+PRIO_VERSIONS = {8: "0.16.8", 18: "0.18.1"}
+"""The crate that implements each draft, and whose ``src/vdaf/test_vec/<draft>`` folder has its vectors (draft 08's
+folder is named ``08``)."""
 REQUIRE = "LDP_REQUIRE_PRIO"
 
 
@@ -48,37 +52,49 @@ def binding() -> Any:
 
 
 @functools.cache
-def _vector_dir() -> tuple[Path | None, str]:
+def _packages() -> tuple[list[dict[str, Any]] | None, str]:
+    """The binding crate's dependency graph, by ``cargo metadata``; or why not."""
     cargo = shutil.which("cargo")
     if cargo is None:
-        return None, "cargo is not on PATH (the test vectors are read from the prio crate's source cargo fetched)"
+        return None, "cargo is not on PATH (the test vectors are read from the prio crates' source cargo fetched)"
     done = subprocess.run([cargo, "metadata", "--format-version", "1", "--locked", "--manifest-path",
                            str(CRATE / "Cargo.toml")], capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         return None, f"cargo metadata failed on {CRATE}: {done.stderr.strip()[-2000:]}"
-    packages = json.loads(done.stdout)["packages"]
-    found = [p for p in packages if p["name"] == "prio" and p["version"] == PRIO_VERSION]
+    packages: list[dict[str, Any]] = json.loads(done.stdout)["packages"]
+    return packages, ""
+
+
+@functools.cache
+def _vector_dir(draft: int = DRAFT) -> tuple[Path | None, str]:
+    packages, why = _packages()
+    if packages is None:
+        return None, why
+    version = PRIO_VERSIONS[draft]
+    found = [p for p in packages if p["name"] == "prio" and p["version"] == version]
     if not found:
-        return None, f"bindings/prio does not depend on prio {PRIO_VERSION}"
-    folder = Path(found[0]["manifest_path"]).parent / "src" / "vdaf" / "test_vec" / str(DRAFT)
+        return None, f"bindings/prio does not depend on prio {version}"
+    folder = Path(found[0]["manifest_path"]).parent / "src" / "vdaf" / "test_vec" / f"{draft:02d}"
     if not folder.is_dir():
         return None, f"the prio crate's source has no {folder}"
     return folder, ""
 
 
-def vector_dir() -> Path:
-    """The crate's draft 18 vectors (skipped, or failed under ``LDP_REQUIRE_PRIO=1``, when cargo cannot say)."""
-    folder, why = _vector_dir()
+def vector_dir(draft: int = DRAFT) -> Path:
+    """The draft's vectors, from its crate (``PRIO_VERSIONS``): skipped, or failed under ``LDP_REQUIRE_PRIO=1``,
+    when cargo cannot say."""
+    folder, why = _vector_dir(draft)
     if folder is None:
         missing(why)
         raise AssertionError("unreachable")  # pytest.skip and pytest.fail raise
     return folder
 
 
-def vector_names(types: tuple[str, ...]) -> list[str]:
-    """The vector files of ``types`` (``Prio3Count_0.json``, ``Prio3Count_bad_meas_share.json``, …), for
+def vector_names(types: tuple[str, ...], draft: int = DRAFT) -> list[str]:
+    """The draft's vector files of ``types`` (``Prio3Count_0.json``, ``Prio3Count_bad_meas_share.json``, …; the type
+    is the name up to its first ``_``, so ``Prio3SumVecField64Multiproof_0.json`` is no Prio3SumVec's), for
     parametrizing: ``["<vectors not found>"]`` when they cannot be listed (the test then says why)."""
-    folder, _ = _vector_dir()
+    folder, _ = _vector_dir(draft)
     if folder is None:
         return ["<vectors not found>"]
     return sorted(p.name for p in folder.glob("*.json") if p.name.split("_", 1)[0] in types)

@@ -8,16 +8,16 @@
 //! (`ldp.aggregators.messages.ReportError`'s names).
 
 use ldp_client::dap::{self, Aggregator as Role, HpkeCiphertext, ReportMetadata, REPORT_ID_LEN, TASK_ID_LEN};
-use prio::codec::Encode;
-use prio::vdaf::{Aggregatable, AggregateShare as CrateAggregateShare};
+use prio::vdaf::{Aggregatable, AggregateShare as CrateAggregateShare, OutputShare as CrateOutputShare};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 
+use crate::backend::Backend;
 use crate::dap::HpkeKeypair;
 use crate::errors::Op;
-use crate::shares::{AggregateShare, VerifyState, SEED_SIZE};
-use crate::vdafs::{fixed, Core, Spec, State, VERIFY_KEY_SIZE};
+use crate::shares::{AggregateShare, VerifyState};
+use crate::vdaf::{fixed, Core};
 
 /// Why a report of a batch is refused: `ReportError`'s codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,17 +41,19 @@ impl Refusal {
 }
 
 /// `joint_rand_part_matches` of tests/prio/prepare_reference.py, the same checks in the same order: whether the public
-/// share's joint randomness part for aggregator `agg_id` is the last seed of that aggregator's encoded verifier share
-/// (an empty public share, a type without joint randomness: `true`).
-fn joint_rand_part_matches(public_share: &[u8], verifier_share: &[u8], agg_id: usize) -> bool {
+/// share's joint randomness part for aggregator `agg_id` is the last seed (of `seed` bytes: the draft's) of that
+/// aggregator's encoded verifier share (an empty public share, a type without joint randomness: `true`). Both drafts
+/// lay them out so (VDAF-18 §7.2.6, VDAF-08 §7.2.2: a public share is the aggregators' parts in order, a verifier or
+/// prepare share ends with its own part).
+fn joint_rand_part_matches(public_share: &[u8], verifier_share: &[u8], agg_id: usize, seed: usize) -> bool {
     if public_share.is_empty() {
         return true;
     }
-    let parts = public_share.len() / SEED_SIZE;
-    if !public_share.len().is_multiple_of(SEED_SIZE) || agg_id >= parts || verifier_share.len() < SEED_SIZE {
+    let parts = public_share.len() / seed;
+    if !public_share.len().is_multiple_of(seed) || agg_id >= parts || verifier_share.len() < seed {
         return false;
     }
-    public_share[agg_id * SEED_SIZE..(agg_id + 1) * SEED_SIZE] == verifier_share[verifier_share.len() - SEED_SIZE..]
+    public_share[agg_id * seed..(agg_id + 1) * seed] == verifier_share[verifier_share.len() - seed..]
 }
 
 /// One report of a batch as Python gave it, its bytes still Python's (held, so that the slices of `Report` may be
@@ -89,20 +91,15 @@ fn kind(obj: &Bound<'_, PyAny>) -> String {
 }
 
 /// A batch call of a VDAF: its core, and the operation its argument errors name.
-struct Batch<'c, S: Spec> {
-    core: &'c Core<S>,
+struct Batch<'c, B: Backend> {
+    core: &'c Core<B>,
     op: Op,
 }
 
-impl<'c, S: Spec> Batch<'c, S> {
-    /// The checks every batch call makes: two aggregators (a leader and a helper), a verify key of its size, a
-    /// task ID of DAP's.
-    fn check<'k>(
-        &self,
-        py: Python<'_>,
-        verify_key: &'k [u8],
-        task_id: &[u8],
-    ) -> PyResult<(&'k [u8; VERIFY_KEY_SIZE], [u8; TASK_ID_LEN])> {
+impl<'c, B: Backend> Batch<'c, B> {
+    /// The checks every batch call makes: two aggregators (a leader and a helper), a verify key of the draft's size,
+    /// a task ID of DAP's.
+    fn check(&self, py: Python<'_>, verify_key: &[u8], task_id: &[u8]) -> PyResult<[u8; TASK_ID_LEN]> {
         let (params, op) = (self.core.params(), self.op);
         if params.num_aggregators != 2 {
             let message = format!(
@@ -111,9 +108,8 @@ impl<'c, S: Spec> Batch<'c, S> {
             );
             return Err(self.core.err(py, op, message));
         }
-        let verify_key = fixed::<VERIFY_KEY_SIZE>(py, params, op, "the verify key", verify_key)?;
-        let task_id = *fixed::<TASK_ID_LEN>(py, params, op, "the task ID", task_id)?;
-        Ok((verify_key, task_id))
+        self.core.check_verify_key(py, op, verify_key)?;
+        Ok(*fixed::<TASK_ID_LEN>(py, params, op, "the task ID", task_id)?)
     }
 
     /// The reports of a batch, each a tuple `(report_id, time, public_share, ciphertext, last)`: `last` bytes, or
@@ -194,7 +190,7 @@ fn open(
 type Fatal = String;
 
 /// A report the leader started: its state and its encoded verifier share.
-type Started<S> = (State<S>, Vec<u8>);
+type Started<B> = (<B as Backend>::State, Vec<u8>);
 
 fn refusal_or_message<'py>(py: Python<'py>, result: &Result<Vec<u8>, Refusal>) -> Bound<'py, PyAny> {
     match result {
@@ -203,7 +199,7 @@ fn refusal_or_message<'py>(py: Python<'py>, result: &Result<Vec<u8>, Refusal>) -
     }
 }
 
-impl<S: Spec> Core<S> {
+impl<B: Backend> Core<B> {
     /// The helper's side of one aggregation job (its docstring in `_native.pyi`): per report, its verifier message
     /// or its refusal code; and the aggregate share of the reports that got a message.
     pub(crate) fn helper_prepare_batch<'py>(
@@ -215,13 +211,13 @@ impl<S: Spec> Core<S> {
         reports: &Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyList>, AggregateShare)> {
         let batch = Batch { core: self, op: Op::HelperPrepareBatch };
-        let (verify_key, task_id) = batch.check(py, verify_key, task_id)?;
+        let task_id = batch.check(py, verify_key, task_id)?;
         let held = batch.read(py, reports, false)?;
         let reports: Vec<Report<'_>> = held.iter().map(Held::report).collect();
         let keypair = &keypair.get().inner;
         let (results, share) = py
             .detach(|| -> Result<_, Fatal> {
-                let mut share = self.empty_raw();
+                let mut share = self.empty_raw()?;
                 let mut results = Vec::with_capacity(reports.len());
                 for report in &reports {
                     let result = self.helper_one(keypair, verify_key, &task_id, report);
@@ -241,18 +237,18 @@ impl<S: Spec> Core<S> {
     fn helper_one(
         &self,
         keypair: &dap::HpkeKeypair,
-        verify_key: &[u8; VERIFY_KEY_SIZE],
+        verify_key: &[u8],
         task_id: &[u8; TASK_ID_LEN],
         report: &Report<'_>,
-    ) -> Result<(Vec<u8>, prio::vdaf::OutputShare<S::F>), Refusal> {
+    ) -> Result<(Vec<u8>, CrateOutputShare<B::F>), Refusal> {
         let input = open(keypair, Role::Helper, task_id, report)?;
         let invalid = |_| Refusal::Invalid;
         let nonce = &report.metadata.report_id;
         let (state, helper_share) =
             self.init_raw(verify_key, 1, nonce, report.public_share, &input).map_err(invalid)?;
-        let encoded = helper_share.get_encoded().map_err(|_| Refusal::Invalid)?;
+        let encoded = B::encode_share(&helper_share).map_err(invalid)?;
         // the leader's verify_next would fail on a forged part for the helper: refused on both sides
-        if !joint_rand_part_matches(report.public_share, &encoded, 1) {
+        if !joint_rand_part_matches(report.public_share, &encoded, 1, B::SEED_SIZE) {
             return Err(Refusal::Invalid);
         }
         let leader_share = self.verifier_share_raw(0, report.last.unwrap_or_default()).map_err(invalid)?;
@@ -272,11 +268,11 @@ impl<S: Spec> Core<S> {
         reports: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let batch = Batch { core: self, op: Op::LeaderInitBatch };
-        let (verify_key, task_id) = batch.check(py, verify_key, task_id)?;
+        let task_id = batch.check(py, verify_key, task_id)?;
         let held = batch.read(py, reports, true)?;
         let reports: Vec<Report<'_>> = held.iter().map(Held::report).collect();
         let keypair = &keypair.get().inner;
-        let results: Vec<Result<Started<S>, Refusal>> =
+        let results: Vec<Result<Started<B>, Refusal>> =
             py.detach(|| reports.iter().map(|report| self.leader_one(keypair, verify_key, &task_id, report)).collect());
         let mut items = Vec::with_capacity(results.len());
         for result in results {
@@ -295,10 +291,10 @@ impl<S: Spec> Core<S> {
     fn leader_one(
         &self,
         keypair: &dap::HpkeKeypair,
-        verify_key: &[u8; VERIFY_KEY_SIZE],
+        verify_key: &[u8],
         task_id: &[u8; TASK_ID_LEN],
         report: &Report<'_>,
-    ) -> Result<Started<S>, Refusal> {
+    ) -> Result<Started<B>, Refusal> {
         let opened;
         let input = match report.last {
             Some(share) => share, // opened at the leader's door
@@ -310,7 +306,7 @@ impl<S: Spec> Core<S> {
         let nonce = &report.metadata.report_id;
         let (state, share) =
             self.init_raw(verify_key, 0, nonce, report.public_share, input).map_err(|_| Refusal::Invalid)?;
-        Ok((state, share.get_encoded().map_err(|_| Refusal::Invalid)?))
+        Ok((state, B::encode_share(&share).map_err(|_| Refusal::Invalid)?))
     }
 
     /// The leader's last step on one aggregation job (its docstring in `_native.pyi`): `verify_next` of each state
@@ -356,7 +352,7 @@ impl<S: Spec> Core<S> {
         let messages: Vec<&[u8]> = held_messages.iter().map(|m| m.as_bytes()).collect();
         let (finished, share) = py
             .detach(|| -> Result<_, Fatal> {
-                let mut share: CrateAggregateShare<S::F> = self.empty_raw();
+                let mut share: CrateAggregateShare<B::F> = self.empty_raw()?;
                 let mut finished = Vec::with_capacity(taken.len());
                 for (state, message) in taken.into_iter().zip(messages) {
                     let out = state.and_then(|state| self.next_raw(state, message).ok());

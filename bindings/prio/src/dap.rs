@@ -11,8 +11,9 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyList};
 
+use crate::classes::{Prio3Count, Prio3Histogram, Prio3Sum, Prio3SumVec};
 use crate::errors::{refused, Op};
-use crate::vdafs::{Prio3Count, Prio3Histogram, Prio3Sum, Prio3SumVec, ShardedBytes};
+use crate::vdaf::ShardedBytes;
 
 fn err(py: Python<'_>, subject: &str, op: Op, what: impl std::fmt::Display) -> PyErr {
     refused(py, &subject, op, what)

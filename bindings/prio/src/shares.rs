@@ -1,51 +1,18 @@
 //! What the aggregators hold between calls: a verification state, an output share, an aggregate share. Each carries
-//! the parameters of the VDAF that made it, so a share of another VDAF (another type, length or number of
+//! the parameters of the VDAF that made it, so a share of another VDAF (another type, draft, length or number of
 //! aggregators) is refused rather than silently mixed.
 
-use std::fmt;
 use std::sync::Arc;
 
 use prio::codec::Encode;
 use prio::field::{Field128, Field64, FieldElementWithInteger, NttFriendlyFieldElement};
-use prio::vdaf::prio3::Prio3VerifyState;
 use prio::vdaf::{Aggregatable, AggregateShare as CrateAggregateShare, OutputShare as CrateOutputShare};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyList};
 
+use crate::backend::AnyState;
 use crate::errors::{refused, Op};
-
-pub(crate) const SEED_SIZE: usize = 32;
-
-/// A VDAF's identity: its type and parameters (not its context string). Shares compare these before mixing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Params {
-    pub(crate) name: &'static str,
-    pub(crate) num_aggregators: u8,
-    pub(crate) length: Option<usize>,
-    pub(crate) max_measurement: Option<u128>,
-    pub(crate) chunk_length: Option<usize>,
-}
-
-impl fmt::Display for Params {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}(", self.name)?;
-        if let Some(length) = self.length {
-            write!(f, "length={length}, ")?;
-        }
-        if let Some(max) = self.max_measurement {
-            write!(f, "max_measurement={max}, ")?;
-        }
-        if let Some(chunk) = self.chunk_length {
-            write!(f, "chunk_length={chunk}, ")?;
-        }
-        write!(f, "num_aggregators={})", self.num_aggregators)
-    }
-}
-
-pub(crate) enum StateInner {
-    F64(Prio3VerifyState<Field64, SEED_SIZE>),
-    F128(Prio3VerifyState<Field128, SEED_SIZE>),
-}
+use crate::params::Params;
 
 pub(crate) enum OutputInner {
     F64(CrateOutputShare<Field64>),
@@ -58,11 +25,10 @@ pub(crate) enum AggregateInner {
     F128(CrateAggregateShare<Field128>),
 }
 
-/// The two fields of the four Prio3 types (Field64: Count, Sum; Field128: SumVec, Histogram), and the way each
-/// wraps into the enums above.
-pub(crate) trait Field: NttFriendlyFieldElement + Send + Sync {
-    fn wrap_state(state: Prio3VerifyState<Self, SEED_SIZE>) -> StateInner;
-    fn unwrap_state(state: StateInner) -> Option<Prio3VerifyState<Self, SEED_SIZE>>;
+/// The two fields of the four Prio3 types (Field64: Count, and Sum in draft 18; Field128: SumVec, Histogram, and Sum
+/// in draft 08), in prio 0.18.1's representation, which holds the output and aggregate shares of both drafts (the
+/// primes are the same: `draft08.rs`); and the way each wraps into the enums above.
+pub(crate) trait Field: NttFriendlyFieldElement + Send + Sync + 'static {
     fn wrap_output(share: CrateOutputShare<Self>) -> OutputInner;
     fn output_ref(share: &OutputInner) -> Option<&CrateOutputShare<Self>>;
     fn wrap_aggregate(share: CrateAggregateShare<Self>) -> AggregateInner;
@@ -76,15 +42,6 @@ pub(crate) trait Field: NttFriendlyFieldElement + Send + Sync {
 macro_rules! field {
     ($field:ty, $variant:ident, $int:ty) => {
         impl Field for $field {
-            fn wrap_state(state: Prio3VerifyState<Self, SEED_SIZE>) -> StateInner {
-                StateInner::$variant(state)
-            }
-            fn unwrap_state(state: StateInner) -> Option<Prio3VerifyState<Self, SEED_SIZE>> {
-                match state {
-                    StateInner::$variant(state) => Some(state),
-                    _ => None,
-                }
-            }
             fn wrap_output(share: CrateOutputShare<Self>) -> OutputInner {
                 OutputInner::$variant(share)
             }
@@ -140,13 +97,14 @@ fn encoded<'py, T: Encode>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, Py
 }
 
 /// One aggregator's state between `verify_init` and `verify_next` (used once: `verify_next` consumes it). Its
-/// `to_bytes()` is the crate's encoding, read back by the VDAF's `verify_state_from_bytes(agg_id, data)`, so an
-/// aggregator can keep it while the other answers.
+/// `to_bytes()` is the crate's encoding (its draft's crate), read back by the VDAF's `verify_state_from_bytes(agg_id,
+/// data)`, so an aggregator can keep it while the other answers. It holds the state of either crate (`AnyState`); its
+/// `Params` (the draft among them) keep it to its VDAF.
 #[pyclass(module = "ldp.prio", name = "VerifyState")]
 pub struct VerifyState {
     pub(crate) params: Arc<Params>,
     pub(crate) agg_id: usize,
-    pub(crate) inner: Option<StateInner>,
+    pub(crate) inner: Option<Box<dyn AnyState>>,
 }
 
 #[pymethods]
@@ -166,7 +124,10 @@ impl VerifyState {
     /// The crate's encoding of the state.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         match &self.inner {
-            Some(inner) => each!(inner, StateInner, s => encoded(py, s)),
+            Some(inner) => {
+                let bytes = inner.encoded().map_err(|e| refused(py, &self.params, Op::Encode, e))?;
+                Ok(PyBytes::new(py, &bytes))
+            }
             None => Err(refused(py, &self.params, Op::Decode, "this VerifyState was already used by verify_next")),
         }
     }
