@@ -27,7 +27,7 @@ from ldp.errors import AggregatorMessageError as MessageError
 
 __all__ = ["Reader", "MessageError", "Interval", "HpkeCiphertext", "ReportMetadata", "TIME_INTERVAL", "FIXED_SIZE",
            "u8", "u16", "u32", "u64", "opaque16", "opaque32", "items32", "batch_selector", "read_batch_selector",
-           "PARTIAL_TIME_INTERVAL", "REPORT_ID_SIZE", "TASK_ID_SIZE", "check_size",
+           "PARTIAL_TIME_INTERVAL", "MEDIA_TYPES", "REPORT_ID_SIZE", "TASK_ID_SIZE", "check_size",
            "read_partial_batch_selector"]
 
 REPORT_ID_SIZE = 16
@@ -38,6 +38,14 @@ FIXED_SIZE = 2
 """DAP-09's ``QueryType`` of a fixed-size task (batches named by ID): not this project's."""
 PARTIAL_TIME_INTERVAL = bytes([TIME_INTERVAL])
 """A time-interval task's ``PartialBatchSelector``: the query type alone."""
+
+MEDIA_TYPES = {"Report": "application/dap-report", "HpkeConfigList": "application/dap-hpke-config-list",
+               "AggregationJobInitReq": "application/dap-aggregation-job-init-req",
+               "AggregationJobResp": "application/dap-aggregation-job-resp",
+               "AggregateShareReq": "application/dap-aggregate-share-req",
+               "AggregateShare": "application/dap-aggregate-share",
+               "CollectionReq": "application/dap-collect-req", "Collection": "application/dap-collection"}
+"""Each DAP-09 message's media type (§9.5), its HTTP ``Content-Type``."""
 
 T = TypeVar("T")
 

@@ -37,7 +37,7 @@ from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError, PrioError
 from ldp.privacy.share_noise import from_field
 
-__all__ = ["Collection", "open_collection", "estimates"]
+__all__ = ["Collection", "open_collection", "collection_document", "estimates"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,38 @@ def open_collection(task: Task, keypair: Any, doc: dict[str, Any]) -> Collection
     return Collection(task, window, count, sums, 0.0 if noise is None else 2 * noise.count_variance,
                       doc.get("release_epsilon"), doc.get("cumulative_epsilon"), releases,
                       dict(doc.get("refused", {})), device["device_epsilon"], device["cumulative_device_epsilon"])
+
+
+def collection_document(task: Task, collection: bytes, status: dict[str, Any] | None) -> dict[str, Any]:
+    """What :func:`open_collection` reads, from DAP-09's ``Collection`` (the shares and the count) and the figures
+    the leader's ``/status`` states for the release (this project's; ``None`` for a leader that has no status, as
+    another DAP implementation's: then this release's figures are computed from the task's noise, and those over
+    the releases are not stated, since the number of releases is the leader's to know)."""
+    from ldp.aggregators.collection_messages import Collection as DapCollection, MessageError
+    from ldp.aggregators.release import task_terms
+
+    try:
+        dap = DapCollection.from_bytes(collection)
+    except MessageError as exc:
+        raise AggregatorError(f"the leader's Collection does not decode: {exc}", "invalid_message", 502) from None
+    window = dap.interval.start
+    if dap.interval != Interval(window, task.window_seconds) or window % task.window_seconds:
+        raise AggregatorError(f"the leader's Collection is of {dap.interval}, not one window of the task",
+                              "invalid_message", 502)
+    doc: dict[str, Any] = {"window": window, "report_count": dap.report_count,
+                           "leader_share": dap.leader_share.to_bytes().hex(),
+                           "helper_share": dap.helper_share.to_bytes().hex()}
+    entry = next((t for t in (status or {}).get("tasks", []) if t.get("task_id") == task.id_text), None)
+    release = next((r for r in (entry or {}).get("releases", []) if r.get("window") == window), None)
+    if entry is None or release is None:
+        terms = task_terms(task, ())
+        return {**doc, "noise": terms["noise"], "release_epsilon": terms["release_epsilon"],
+                "cumulative_epsilon": None, "releases": 1, "device_epsilon": terms["device_epsilon"],
+                "cumulative_device_epsilon": None}
+    refused = entry.get("windows", {}).get(str(window), {}).get("refused", {})
+    return {**doc, "noise": release.get("noise"), "release_epsilon": release.get("epsilon"),
+            "cumulative_epsilon": entry.get("cumulative_epsilon"), "releases": len(entry["releases"]),
+            "device_epsilon": release.get("device_epsilon"), "refused": refused}
 
 
 def _device_figures(task: Task, doc: dict[str, Any], releases: int) -> dict[str, Any]:

@@ -41,11 +41,8 @@ from ldp.aggregators.codec import (
     u64,
 )
 
-__all__ = ["CollectionReq", "Collection", "aggregate_share_aad", "COLLECT_REQ_MEDIA_TYPE", "COLLECTION_MEDIA_TYPE",
-           "COLLECTION_JOB_ID_SIZE", "MessageError"]
+__all__ = ["CollectionReq", "Collection", "aggregate_share_aad", "COLLECTION_JOB_ID_SIZE", "MessageError"]
 
-COLLECT_REQ_MEDIA_TYPE = "application/dap-collect-req"
-COLLECTION_MEDIA_TYPE = "application/dap-collection"
 COLLECTION_JOB_ID_SIZE = 16
 
 

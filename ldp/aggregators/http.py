@@ -34,12 +34,14 @@ different ones. A helper that does not answer, or answers 5xx without a DAP refu
 from __future__ import annotations
 
 import json
+import secrets
 import time
 import urllib.error
 import urllib.request
 from typing import Any
 
-from ldp.aggregators.messages import MEDIA_TYPES
+from ldp.aggregators.codec import MEDIA_TYPES, Interval
+from ldp.aggregators.collection_messages import COLLECTION_JOB_ID_SIZE, CollectionReq
 from ldp.aggregators.task import b64
 from ldp.errors import AggregatorError
 from ldp.web.problems import DAP_ERROR, PROBLEM
@@ -62,15 +64,22 @@ def create_app(aggregator: Any, *, peer_token_sha256: str | None = None, collect
 
 def _request(method: str, url: str, body: bytes | None, token: str | None, content_type: str, timeout: float
              ) -> bytes:
-    """One request; the body of a 2xx answer, :class:`AggregatorError` with the problem's code for a 4xx or a DAP
-    refusal, or ``OSError`` for no answer or another 5xx (the caller retries: the server failed)."""
+    """One request; the body of a 2xx answer (:func:`_exchange`)."""
+    return _exchange(method, url, body, token, content_type, timeout)[1]
+
+
+def _exchange(method: str, url: str, body: bytes | None, token: str | None, content_type: str, timeout: float
+              ) -> tuple[int, bytes, Any]:
+    """One request; the status, body and headers of a 2xx answer, :class:`AggregatorError` with the problem's code
+    for a 4xx or a DAP refusal, or ``OSError`` for no answer or another 5xx (the caller retries: the server
+    failed)."""
     headers = {"Content-Type": content_type}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     req = urllib.request.Request(url, data=body, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (the configured peer's URL)
-            return bytes(resp.read())
+            return int(resp.status), bytes(resp.read()), resp.headers
     except urllib.error.HTTPError as exc:
         data = exc.read()
         try:
@@ -127,8 +136,12 @@ class LeaderClient:
         self.url, self.token, self.timeout = url.rstrip("/"), token, timeout
 
     def _call(self, method: str, url: str, body: bytes | None, token: str | None, content_type: str) -> bytes:
+        return self._exchange(method, url, body, token, content_type)[1]
+
+    def _exchange(self, method: str, url: str, body: bytes | None, token: str | None, content_type: str
+                  ) -> tuple[int, bytes, Any]:
         try:
-            return _request(method, url, body, token, content_type, self.timeout)
+            return _exchange(method, url, body, token, content_type, self.timeout)
         except OSError as exc:
             who = f"the leader at {self.url}" if url.startswith(self.url + "/") else url
             reason = getattr(exc, "reason", None) or exc
@@ -141,7 +154,22 @@ class LeaderClient:
     def upload(self, task_id: bytes, report: bytes) -> None:
         self._call("PUT", f"{self.url}/tasks/{b64(task_id)}/reports", report, None, DAP_REPORT)
 
-    def collect(self, task_id: bytes, window: int) -> dict[str, Any]:
+    def collect(self, task_id: bytes, window: int, window_seconds: int) -> bytes:
+        """DAP-09's collection flow (§4.7) for one window: a collection job created (``PUT`` of a
+        ``CollectionReq``) and polled (``POST``); the encoded ``Collection``. A window that has not ended (202) is
+        ``window_open``."""
+        url = f"{self.url}/tasks/{b64(task_id)}/collection_jobs/{b64(secrets.token_bytes(COLLECTION_JOB_ID_SIZE))}"
+        self._call("PUT", url, CollectionReq(Interval(window, window_seconds)).to_bytes(), self.token,
+                   MEDIA_TYPES["CollectionReq"])
+        status, body, headers = self._exchange("POST", url, b"", self.token, "application/octet-stream")
+        if status == 202:
+            raise AggregatorError(f"window {window} has not ended: it is collected once, after its end (the leader "
+                                  f"asks to poll again in {headers.get('Retry-After', '?')} s)", "window_open", 400)
+        return body
+
+    def collect_json(self, task_id: bytes, window: int) -> dict[str, Any]:
+        """This project's own collection route (``POST /tasks/{task}/collections``, JSON): the same release, with
+        the leader's figures."""
         out = json.loads(self._call("POST", f"{self.url}/tasks/{b64(task_id)}/collections",
                                     json.dumps({"window": window}).encode(), self.token, "application/json"))
         if not isinstance(out, dict):

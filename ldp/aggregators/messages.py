@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ldp.aggregators.codec import (
+    MEDIA_TYPES,
     PARTIAL_TIME_INTERVAL,
     REPORT_ID_SIZE,
     HpkeCiphertext,
@@ -60,13 +61,6 @@ __all__ = ["ReportError", "MessageError", "ReportShare", "PrepareInit", "Aggrega
 
 MAX_JOB_REPORTS = 100_000
 """The most reports one aggregation job may hold (the helper keeps a job in memory)."""
-MEDIA_TYPES = {"AggregationJobInitReq": "application/dap-aggregation-job-init-req",
-               "AggregationJobResp": "application/dap-aggregation-job-resp",
-               "AggregateShareReq": "application/dap-aggregate-share-req",
-               "AggregateShare": "application/dap-aggregate-share"}
-"""Each message's media type (DAP-09 §9.5), its HTTP ``Content-Type``."""
-
-
 class ReportError(enum.IntEnum):
     """Why a report is refused (at the leader's door, or by either aggregator during preparation). The names are
     the codes the HTTP answers, the status and the dashboard use; a value below 256 is DAP-09's ``PrepareError``

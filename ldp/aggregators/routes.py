@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from ldp.aggregators import collection_jobs
 from ldp.aggregators.jobs import MAX_JOB_BYTES
 from ldp.aggregators.messages import MEDIA_TYPES, ReportError
 from ldp.aggregators.task import unb64
@@ -34,10 +35,10 @@ from ldp.web.problems import problem
 
 __all__ = ["create_app", "media_type", "DAP_REPORT", "HPKE_CONFIG_LIST", "MAX_BODY", "MAX_REPORT", "MAX_REQUEST"]
 
-DAP_REPORT = "application/dap-report"
+DAP_REPORT = MEDIA_TYPES["Report"]
 """DAP-09's media type of an uploaded report (§4.4.2), as :data:`ldp.aggregators.http.DAP_REPORT` (what
 :class:`~ldp.aggregators.http.LeaderClient` sends)."""
-HPKE_CONFIG_LIST = "application/dap-hpke-config-list"
+HPKE_CONFIG_LIST = MEDIA_TYPES["HpkeConfigList"]
 """DAP's HpkeConfigList (as :data:`ldp.aggregators.http.HPKE_CONFIG_LIST`, whose module imports this one only inside
 ``create_app``: the import graph has no cycle)."""
 MAX_BODY = MAX_JOB_BYTES
@@ -167,6 +168,32 @@ class _Routes:
             raise AggregatorError("window must be a non-negative integer (seconds)", "invalid_message")
         return JSONResponse(await run_in_threadpool(self.aggregator.collect, tid, window))
 
+    async def create_collection_job(self, request: Request) -> Response:
+        """DAP-09's ``PUT`` of a collection job (:func:`ldp.aggregators.collection_jobs.create_job`): 201."""
+        self.require(request, self.collector)
+        tid = _task_id(request)
+        _expect(request, "CollectionReq")
+        body, _ = await read_body(request, MAX_REQUEST)
+        await run_in_threadpool(collection_jobs.create_job, self.aggregator, tid, request.path_params["job"], body)
+        return Response(status_code=201)
+
+    async def poll_collection_job(self, request: Request) -> Response:
+        """DAP-09's ``POST`` of a collection job: 202 with ``Retry-After`` while its window is open, then 200 with
+        the ``Collection`` (:func:`ldp.aggregators.collection_jobs.poll_job`)."""
+        self.require(request, self.collector)
+        tid = _task_id(request)
+        await read_body(request, MAX_REQUEST)
+        out, wait = await run_in_threadpool(collection_jobs.poll_job, self.aggregator, tid, request.path_params["job"])
+        if out is None:
+            return Response(status_code=202, headers={"Retry-After": str(wait)})
+        return Response(out, media_type=MEDIA_TYPES["Collection"])
+
+    async def delete_collection_job(self, request: Request) -> Response:
+        self.require(request, self.collector)
+        tid = _task_id(request)
+        await run_in_threadpool(collection_jobs.delete_job, self.aggregator, tid, request.path_params["job"])
+        return Response(status_code=204)
+
     async def put_back(self, request: Request) -> Response:
         """The leader's jobs set aside put back (the operator's token only): ``{"jobs": [ID, ...]}``, or ``{}`` for
         every one of the task (:meth:`~ldp.aggregators.leader.Leader.put_back`); the IDs put back, JSON."""
@@ -196,6 +223,9 @@ def routes(aggregator: Any, *, peer_token_sha256: str | None = None, collector_t
     if aggregator.role == "leader":
         return [*both, Route("/tasks/{task}/reports", r.upload, methods=["PUT"]),
                 Route("/tasks/{task}/collections", r.collection, methods=["POST"]),
+                Route("/tasks/{task}/collection_jobs/{job}", r.create_collection_job, methods=["PUT"]),
+                Route("/tasks/{task}/collection_jobs/{job}", r.poll_collection_job, methods=["POST"]),
+                Route("/tasks/{task}/collection_jobs/{job}", r.delete_collection_job, methods=["DELETE"]),
                 Route("/tasks/{task}/jobs/put_back", r.put_back, methods=["POST"])]
     return [*both, Route("/tasks/{task}/aggregation_jobs/{job}", r.aggregation_job, methods=["PUT"]),
             Route("/tasks/{task}/aggregation_jobs/{job}", r.abandon_job, methods=["DELETE"]),

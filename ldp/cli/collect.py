@@ -142,10 +142,11 @@ def _task(args: argparse.Namespace) -> int:
 
 
 def _collect(args: argparse.Namespace) -> int:
-    from ldp.aggregators.collect import open_collection
+    from ldp.aggregators.collect import collection_document, open_collection
     from ldp.aggregators.config import load_keypair, read_secret
     from ldp.aggregators.http import LeaderClient
     from ldp.aggregators.task import Task
+    from ldp.errors import AggregatorError
 
     _need(args, "task", "key", "token_file", "window")
     task = Task.load(args.task)
@@ -155,7 +156,12 @@ def _collect(args: argparse.Namespace) -> int:
     results = []
     for text in args.window:
         window = parse_window(text)
-        collection = open_collection(task, keypair, client.collect(task.task_id, window))
+        dap = client.collect(task.task_id, window, task.window_seconds)  # DAP-09's collection flow
+        try:
+            status: dict[str, Any] | None = client.status()  # the release's figures, as the leader states them
+        except (AggregatorError, ConnectionError, ValueError):
+            status = None  # a leader without this project's status (another DAP implementation)
+        collection = open_collection(task, keypair, collection_document(task, dap, status))
         doc = collection.to_dict()
         results.append(doc)
         _print(doc)
