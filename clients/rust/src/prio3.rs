@@ -1,5 +1,6 @@
 //! Prio3 client sharding for the two-aggregator mode (feature `prio`; VDAF draft 18, `draft-irtf-cfrg-vdaf-18`,
-//! through the [`prio`](https://crates.io/crates/prio) crate).
+//! through the [`prio`](https://crates.io/crates/prio) crate 0.18.1, or VDAF draft 08 through prio 0.16.8: see
+//! [`VdafDraft`]).
 //!
 //! In the two-aggregator mode a device does not randomize its value: it splits the exact measurement into **secret
 //! shares**, one for each of two non-colluding aggregators (the *leader* and the *helper*), plus a *public share*
@@ -44,21 +45,42 @@
 //! bytes: seeds for the helper's share, the proof and the blinds) from the operating system's generator
 //! (`getrandom`) at each call, with no pool in user space, so a forked child never repeats its parent's draws (two
 //! reports with the same seeds would let the leader subtract one measurement from the other).
-//! [`Prio3Client::shard_with_random`] takes both from the caller: for the VDAF's test vectors and tests only.
+//! [`Prio3Client::shard_with_random`] takes both from the caller: for the VDAF's test vectors and tests only, and in
+//! draft 18 only. In draft 08 the sharding randomness is drawn by prio 0.16.8's public `shard` itself, from
+//! `getrandom` too (at each call, no pool: as fork-safe); prio 0.16.8 offers no public sharding with given
+//! randomness, so a draft 08 client has none either.
+//!
+//! **Drafts.** [`VdafDraft::Draft18`] is the default ([`Prio3Client::new`]); [`Prio3Client::with_draft`] takes
+//! [`VdafDraft::Draft08`], what the deployed DAP-09 stacks (Janus 0.7, divviup-ts, Firefox) speak:
+//!
+//! ```
+//! use ldp_client::prio3::{Measurement, Prio3Client, Prio3Type, VdafDraft};
+//!
+//! // Draft 08 has no context string, and bounds a sum by bits: max_measurement 2^b − 1 (here b = 8).
+//! let client = Prio3Client::with_draft(VdafDraft::Draft08, Prio3Type::Sum { max_measurement: 255 }, b"")?;
+//! let shares = client.shard(&Measurement::Sum(17))?;
+//! assert_eq!((client.verify_key_len(), shares.helper_share().len()), (16, 48));
+//! assert!(Prio3Client::with_draft(VdafDraft::Draft08, Prio3Type::Sum { max_measurement: 1000 }, b"").is_err());
+//! # Ok::<(), ldp_client::Error>(())
+//! ```
 //!
 //! The four types are the draft's: [`Prio3Type::Count`] (a measurement 0 or 1, the aggregate their sum),
 //! [`Prio3Type::Sum`] (an integer in `[0, max_measurement]`), [`Prio3Type::SumVec`] (a vector of `length` such
 //! integers, summed entrywise) and [`Prio3Type::Histogram`] (a bucket index in `[0, length)`, the aggregate the
 //! count per bucket). `chunk_length` is the proof's chunk size: a trade-off of the proof's size against the work,
 //! about the square root of the encoded measurement's length; [`Prio3Type::sum_vec`] and [`Prio3Type::histogram`]
-//! pick the prio crate's `optimal_chunk_length`, as the aggregators' binding does when given none. The aggregators
-//! must use exactly the same type, parameters (the chunk length too), number of aggregators and context `ctx` as the
-//! devices, or every report fails verification.
+//! pick the prio crate's `optimal_chunk_length` (draft 18's; [`Prio3Type::sum_vec_for`] and
+//! [`Prio3Type::histogram_for`] the given draft's), as the aggregators' binding does when given none. The aggregators
+//! must use exactly the same draft, type, parameters (the chunk length too), number of aggregators and context `ctx`
+//! as the devices, or every report fails verification.
 //!
-//! Layout: the types and their parameters (`types`), the client that shards (`client`); the constants, the
-//! measurement and the shares here.
+//! Layout: the drafts (`draft`), the types and their parameters (`types`), each draft's VDAFs through its prio crate
+//! (`draft18`, `draft08`), the client that shards (`client`); the constants, the measurement and the shares here.
 
 mod client;
+mod draft;
+mod draft08;
+mod draft18;
 mod types;
 
 use std::fmt;
@@ -66,18 +88,15 @@ use std::fmt;
 use prio::codec::Encode;
 
 pub use self::client::Prio3Client;
+pub use self::draft::VdafDraft;
 pub use self::types::Prio3Type;
 use crate::error::{Error, Result};
 
 /// Bytes of a report's nonce.
 pub const NONCE_LEN: usize = 16;
 
-/// Bytes of a seed of the XOF (TurboSHAKE128) Prio3 uses: the helper's input share is one (two with joint
-/// randomness), and `rand_len` is a multiple of it.
-const SEED_LEN: usize = 32;
-
 /// The longest application context string, in bytes: the XOF's domain separation tag (8 bytes and `ctx`) is at
-/// most 65,535 bytes.
+/// most 65,535 bytes (draft 18; draft 08 has no context string).
 pub const MAX_CTX_LEN: usize = 65_535 - 8;
 
 /// The most field elements an encoded measurement may have: `length` for a histogram, `length` times the bits of
@@ -119,12 +138,13 @@ impl fmt::Debug for Measurement {
     }
 }
 
-/// A sharded measurement: what the device sends, encoded with the VDAF's codec (draft 18's wire format).
+/// A sharded measurement: what the device sends, encoded with the VDAF's codec (the wire format of the client's
+/// draft).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Prio3Shares {
     /// The report's nonce: public, sent to both aggregators.
     pub nonce: [u8; NONCE_LEN],
-    /// The public share: sent to both aggregators (empty for `Count` and `Sum`).
+    /// The public share: sent to both aggregators (empty for `Count`, and for `Sum` in draft 18).
     pub public_share: Vec<u8>,
     /// One input share per aggregator, the leader's first: each for its aggregator only.
     pub input_shares: Vec<Vec<u8>>,
@@ -179,6 +199,15 @@ mod tests {
         assert_eq!(count.rand_len(), 64);
         let hist = Prio3Client::with_aggregators(Prio3Type::Histogram { length: 4, chunk_length: 2 }, 3, b"").unwrap();
         assert_eq!(hist.rand_len(), 192);
+    }
+
+    #[test]
+    fn rand_len_follows_the_draft() {
+        let d08 = |typ, n| Prio3Client::with_draft_and_aggregators(VdafDraft::Draft08, typ, n, b"").unwrap().rand_len();
+        // prio 0.16.8's random_size: 16-byte seeds, two per helper and one for the proof, a blind per aggregator
+        // with joint randomness (draft 08's vectors: 48 and 80 bytes with 2 aggregators, 80 and 128 with 3).
+        assert_eq!((d08(Prio3Type::Count, 2), d08(Prio3Type::Count, 3)), (48, 80));
+        assert_eq!((d08(Prio3Type::Sum { max_measurement: 255 }, 2), d08(Prio3Type::histogram(4), 3)), (80, 128));
     }
 
     #[test]

@@ -1,29 +1,35 @@
 //! Prio3 sharding is fork-safe (feature `prio`): a child made by `fork()` never shards with its parent's nonce or
 //! seeds. (The prio crate's own `shard` draws from rand's thread generator, which is not reseeded in a forked child:
 //! parent and child would then send reports with the same helper seed, and the leader could subtract one
-//! measurement from the other. This crate draws from the OS generator at each call.) The only test of its binary,
-//! as tests/fork.rs explains.
+//! measurement from the other. This crate draws from the OS generator at each call.) Both drafts: in draft 08 the
+//! sharding randomness is drawn by prio 0.16.8's own `shard`, from `getrandom`, the OS generator too. The only test
+//! of its binary, as tests/fork.rs explains.
 
 #![cfg(all(unix, feature = "prio"))]
 
-use ldp_client::prio3::{Measurement, Prio3Client, Prio3Type};
+use ldp_client::prio3::{Measurement, Prio3Client, Prio3Type, VdafDraft};
 
 const REPORTS: usize = 20;
 
-/// `REPORTS` shards of the same measurement: each one's nonce and helper seed in hex.
-fn shards(client: &Prio3Client) -> Vec<String> {
-    (0..REPORTS)
-        .map(|_| {
-            let s = client.shard(&Measurement::Histogram(3)).unwrap();
-            let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-            format!("{} {}", hex(&s.nonce), hex(s.helper_share()))
+/// `REPORTS` shards of the same measurement by each client: each one's nonce and helper seed in hex.
+fn shards(clients: &[Prio3Client]) -> Vec<String> {
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    clients
+        .iter()
+        .flat_map(|client| {
+            (0..REPORTS).map(move |_| {
+                let s = client.shard(&Measurement::Histogram(3)).unwrap();
+                format!("{} {}", hex(&s.nonce), hex(s.helper_share()))
+            })
         })
         .collect()
 }
 
 #[test]
 fn a_forked_child_never_shards_with_its_parents_randomness() {
-    let client = Prio3Client::new(Prio3Type::Histogram { length: 8, chunk_length: 3 }, b"fork").unwrap();
+    let typ = Prio3Type::Histogram { length: 8, chunk_length: 3 };
+    let client =
+        [Prio3Client::new(typ, b"fork").unwrap(), Prio3Client::with_draft(VdafDraft::Draft08, typ, b"").unwrap()];
     shards(&client);
 
     let mut fds = [0; 2];
@@ -66,9 +72,9 @@ fn a_forked_child_never_shards_with_its_parents_randomness() {
     }
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child failed: status {status}");
     let theirs: Vec<String> = String::from_utf8(theirs).unwrap().lines().map(str::to_string).collect();
-    assert_eq!(theirs.len(), REPORTS);
+    assert_eq!(theirs.len(), client.len() * REPORTS);
     let mut all: Vec<&String> = ours.iter().chain(&theirs).collect();
     all.sort();
     all.dedup();
-    assert_eq!(all.len(), 2 * REPORTS, "parent and child sharded with the same nonce and seeds");
+    assert_eq!(all.len(), 2 * client.len() * REPORTS, "parent and child sharded with the same nonce and seeds");
 }

@@ -49,6 +49,8 @@ fn rule_text(rule: &str) -> Option<&'static str> {
         "replacement_in_alphabet" => "replacement must be a symbol of the alphabet",
         "two_blocks" => "hpg needs two blocks: at the given q, the domain must not fit in one block",
         "two_positions" => "max_length / n must be at least 2",
+        "vdaf08_bits" => "VDAF draft 08 bounds a sum by a number of bits b: max_measurement must be 2^b - 1",
+        "vdaf08_no_ctx" => "VDAF draft 08 has no application context string: ctx must be empty",
         "width_finite" => "high - low must be finite",
         _ => return None,
     })
@@ -119,10 +121,14 @@ impl Shown<'_> {
         if let Some(i) = self.get("index") {
             write!(f, " at entry {i}")?;
         }
-        match rule_text(&rule) {
-            Some(t) => write!(f, ": {t}"),
-            None => Ok(()),
+        if let Some(t) = rule_text(&rule) {
+            write!(f, ": {t}")?;
         }
+        // The value given and the nearest allowed ones, when the refusal names them (`vdaf08_bits`).
+        if let (Some(got), Some(Value::Array(_))) = (self.get("got"), self.get("nearest")) {
+            write!(f, " (got {got}; nearest allowed: {})", self.list("nearest"))?;
+        }
+        Ok(())
     }
 
     /// A size over its limit (`param_limit`).

@@ -3,7 +3,7 @@
 use prio::field::{Field128, Field64, FieldElementWithInteger};
 use serde_json::Value;
 
-use super::MAX_ENCODED_LEN;
+use super::{draft08, draft18, VdafDraft, MAX_ENCODED_LEN};
 use crate::error::{Refusal, Result};
 
 /// A Prio3 type and its parameters, as the aggregators configure it too (more types may come: `#[non_exhaustive]`).
@@ -16,14 +16,17 @@ pub enum Prio3Type {
     /// Prio3Sum: each measurement is an integer in `[0, max_measurement]`
     /// ([`Measurement::Sum`](super::Measurement::Sum)); the aggregate is their sum.
     Sum {
-        /// The largest measurement, at least 1 and below the field's modulus (2^64 − 2^32 + 1).
+        /// The largest measurement, at least 1 and below the field's modulus (2^64 − 2^32 + 1); in draft 08 any
+        /// 2^b − 1 (b from 1 to 64).
         max_measurement: u64,
     },
     /// Prio3SumVec: each measurement is `length` integers in `[0, max_measurement]`
     /// ([`Measurement::SumVec`](super::Measurement::SumVec)); the aggregate is their entrywise sum. (Draft 18 bounds
-    /// each entry by `max_measurement`; earlier drafts took a number of bits `b`, which is `max_measurement` 2^b − 1.)
+    /// each entry by `max_measurement`; draft 08 takes a number of bits `b`, which is `max_measurement` 2^b − 1: a
+    /// draft 08 client accepts only such a bound.)
     SumVec {
-        /// The largest entry, at least 1 and below the field's modulus (about 2^128).
+        /// The largest entry, at least 1 and below the field's modulus (about 2^128); in draft 08 any 2^b − 1 (b
+        /// from 1 to 127).
         max_measurement: u128,
         /// Entries of a measurement, at least 1.
         length: usize,
@@ -41,18 +44,31 @@ pub enum Prio3Type {
 }
 
 impl Prio3Type {
-    /// Prio3SumVec of `length` entries in `[0, max_measurement]` with the recommended chunk length: the prio
-    /// crate's `optimal_chunk_length` of the encoded length (`length` times the bits of `max_measurement`), which is
-    /// also what the aggregators' binding (`ldp.prio`) takes when given none.
+    /// Prio3SumVec of `length` entries in `[0, max_measurement]` with draft 18's recommended chunk length:
+    /// [`Prio3Type::sum_vec_for`] of [`VdafDraft::Draft18`].
     pub fn sum_vec(max_measurement: u128, length: usize) -> Self {
-        let bits = max_measurement.checked_ilog2().map_or(1, |b| b as usize + 1);
-        Prio3Type::SumVec { max_measurement, length, chunk_length: default_chunk_length(bits.saturating_mul(length)) }
+        Self::sum_vec_for(VdafDraft::Draft18, max_measurement, length)
     }
 
-    /// Prio3Histogram of `length` buckets with the recommended chunk length (the prio crate's
-    /// `optimal_chunk_length` of `length`, as the aggregators' binding takes when given none).
+    /// Prio3SumVec of `length` entries in `[0, max_measurement]` with the recommended chunk length of `draft`: the
+    /// `optimal_chunk_length` of the draft's prio crate for the encoded length (`length` times the bits of
+    /// `max_measurement`), which is also what the aggregators' binding (`ldp.prio`) takes when given none.
+    pub fn sum_vec_for(draft: VdafDraft, max_measurement: u128, length: usize) -> Self {
+        let bits = max_measurement.checked_ilog2().map_or(1, |b| b as usize + 1);
+        let chunk_length = default_chunk_length(draft, bits.saturating_mul(length));
+        Prio3Type::SumVec { max_measurement, length, chunk_length }
+    }
+
+    /// Prio3Histogram of `length` buckets with draft 18's recommended chunk length: [`Prio3Type::histogram_for`] of
+    /// [`VdafDraft::Draft18`].
     pub fn histogram(length: usize) -> Self {
-        Prio3Type::Histogram { length, chunk_length: default_chunk_length(length) }
+        Self::histogram_for(VdafDraft::Draft18, length)
+    }
+
+    /// Prio3Histogram of `length` buckets with the recommended chunk length of `draft` (the `optimal_chunk_length`
+    /// of the draft's prio crate for `length`, as the aggregators' binding takes when given none).
+    pub fn histogram_for(draft: VdafDraft, length: usize) -> Self {
+        Prio3Type::Histogram { length, chunk_length: default_chunk_length(draft, length) }
     }
 
     /// The draft's name of the type (`"Prio3Histogram"`).
@@ -65,24 +81,43 @@ impl Prio3Type {
         }
     }
 
-    /// Whether the type's proof uses joint randomness (the public share then holds one seed per aggregator).
-    pub(super) fn joint_randomness(&self) -> bool {
-        matches!(self, Prio3Type::SumVec { .. } | Prio3Type::Histogram { .. })
+    /// Whether the type's proof uses joint randomness in `draft` (the public share then holds one seed per
+    /// aggregator): `SumVec` and `Histogram`, and in draft 08 `Sum` too (a bit vector over Field128).
+    pub(super) fn joint_randomness(&self, draft: VdafDraft) -> bool {
+        match self {
+            Prio3Type::Count => false,
+            Prio3Type::Sum { .. } => draft == VdafDraft::Draft08,
+            Prio3Type::SumVec { .. } | Prio3Type::Histogram { .. } => true,
+        }
     }
 }
 
-/// The recommended chunk length of an encoded measurement of `n` field elements (1 past [`MAX_ENCODED_LEN`], which
-/// [`Prio3Client::new`](super::Prio3Client::new) refuses anyway).
-pub(super) fn default_chunk_length(n: usize) -> usize {
+/// The recommended chunk length in `draft` of an encoded measurement of `n` field elements (1 past
+/// [`MAX_ENCODED_LEN`], which [`Prio3Client::new`](super::Prio3Client::new) refuses anyway).
+pub(super) fn default_chunk_length(draft: VdafDraft, n: usize) -> usize {
     if n > MAX_ENCODED_LEN {
         return 1;
     }
-    prio::vdaf::prio3::optimal_chunk_length(n)
+    match draft {
+        VdafDraft::Draft08 => draft08::optimal_chunk_length(n),
+        VdafDraft::Draft18 => draft18::optimal_chunk_length(n),
+    }
 }
 
-/// The checks of a type's parameters this crate makes itself, with refusals by meaning; the prio crate checks them
-/// again.
-pub(super) fn check_params(typ: &Prio3Type) -> Result<()> {
+/// The largest `max_measurement` of a Sum and of a SumVec in `draft`: below the field's modulus in draft 18; 2^64 − 1
+/// and 2^127 − 1 in draft 08 (the most bits prio 0.16.8 takes).
+fn max_bounds(draft: VdafDraft) -> (u64, u128) {
+    match draft {
+        VdafDraft::Draft08 => {
+            (u64::MAX >> (64 - draft08::SUM_MAX_BITS), u128::MAX >> (128 - draft08::SUM_VEC_MAX_BITS))
+        }
+        VdafDraft::Draft18 => (Field64::modulus() - 1, Field128::modulus() - 1),
+    }
+}
+
+/// The checks of a type's parameters in `draft` this crate makes itself, with refusals by meaning; the prio crate
+/// checks them again.
+pub(super) fn check_params(draft: VdafDraft, typ: &Prio3Type) -> Result<()> {
     let at_least_one = |param: &str, got: usize| -> Result<()> {
         if got == 0 {
             return Err(Refusal::param_range(param, got).with("min", 1).into());
@@ -98,22 +133,28 @@ pub(super) fn check_params(typ: &Prio3Type) -> Result<()> {
     match *typ {
         Prio3Type::Count => Ok(()),
         Prio3Type::Sum { max_measurement } => {
-            let max = Field64::modulus() - 1;
+            let max = max_bounds(draft).0;
             if max_measurement == 0 || max_measurement > max {
                 return Err(Refusal::param_range("max_measurement", max_measurement)
                     .with("min", 1)
                     .with("max", max)
                     .into());
             }
+            if draft == VdafDraft::Draft08 {
+                draft08::bits(u128::from(max_measurement))?;
+            }
             Ok(())
         }
         Prio3Type::SumVec { max_measurement, length, chunk_length } => {
-            let max = Field128::modulus() - 1;
+            let max = max_bounds(draft).1;
             if max_measurement == 0 || max_measurement > max {
                 return Err(Refusal::param_range("max_measurement", max_measurement)
                     .with("min", 1)
                     .with("max", max)
                     .into());
+            }
+            if draft == VdafDraft::Draft08 {
+                draft08::bits(max_measurement)?;
             }
             at_least_one("length", length)?;
             at_least_one("chunk_length", chunk_length)?;

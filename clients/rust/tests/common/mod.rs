@@ -1,6 +1,6 @@
 //! Shared helpers of the integration tests: the conformance vectors, as serde_json reads them, building C
 //! programs ([`cc`]), reading an HTTP request in the local collectors ([`http`]), CPU load ([`load`]), the prio
-//! crate's Prio3 test vectors (`prio3`, feature `prio`), and a client with reports waiting ([`grr_client`]).
+//! crate's Prio3 test vectors (`prio3` and `prio_source`, feature `prio`), VDAF draft 08's aggregators (`prio08`), and a client with reports waiting ([`grr_client`]).
 
 #![allow(dead_code)]
 
@@ -8,7 +8,11 @@ pub mod cc;
 pub mod http;
 pub mod load;
 #[cfg(feature = "prio")]
+pub mod prio08;
+#[cfg(feature = "prio")]
 pub mod prio3;
+#[cfg(feature = "prio")]
+pub mod prio_source;
 
 use std::path::PathBuf;
 

@@ -1,9 +1,8 @@
 //! The VDAF draft 18 test vectors of Prio3Count, Prio3Sum, Prio3SumVec and Prio3Histogram, read from the prio
-//! crate's own source as cargo downloaded it (`src/vdaf/test_vec/18/` of the prio package in `cargo metadata`), or
-//! from `$LDP_PRIO_VECTORS`. Nothing of them is copied into this repository.
+//! crate's own source as cargo downloaded it (`src/vdaf/test_vec/18/` of the prio package in `cargo metadata`:
+//! `prio_source`), or from `$LDP_PRIO_VECTORS`. Nothing of them is copied into this repository.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 
 use ldp_client::prio3::{Measurement, Prio3Type};
@@ -16,49 +15,10 @@ pub const PRIO_VERSION: &str = "0.18.1";
 /// The four types of the client API, as the vector files name them.
 pub const TYPES: [&str; 4] = ["Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram"];
 
-/// `cargo metadata` of this package for the target the tests were built for, with the feature `prio`: first with
-/// `--offline` (what the build downloaded is enough), then letting cargo reach the registry.
-fn metadata() -> Value {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut tried = Vec::new();
-    for offline in [true, false] {
-        let mut cmd = Command::new(&cargo);
-        cmd.args(["metadata", "--format-version", "1", "--locked", "--features", "prio", "--filter-platform"])
-            .arg(env!("LDP_TARGET"))
-            .arg("--manifest-path")
-            .arg(&manifest);
-        if offline {
-            cmd.arg("--offline");
-        }
-        let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cargo:?} metadata: {e}"));
-        if out.status.success() {
-            return serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
-        }
-        tried.push(format!("{cmd:?}: {}", String::from_utf8_lossy(&out.stderr)));
-    }
-    panic!("cargo metadata failed (set LDP_PRIO_VECTORS to the vectors' folder instead):\n{}", tried.join("\n"));
-}
-
-/// The folder of the draft's test vectors in the prio crate's source.
+/// The folder of the draft's test vectors in the prio crate's source (or `$LDP_PRIO_VECTORS`).
 pub fn vectors_dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        if let Some(dir) = std::env::var_os("LDP_PRIO_VECTORS") {
-            return PathBuf::from(dir);
-        }
-        let meta = metadata();
-        let prio = meta["packages"]
-            .as_array()
-            .expect("packages")
-            .iter()
-            .find(|p| p["name"] == "prio" && p["version"] == PRIO_VERSION)
-            .unwrap_or_else(|| panic!("prio {PRIO_VERSION} is not a package of this crate's graph"));
-        let manifest = PathBuf::from(prio["manifest_path"].as_str().expect("manifest_path"));
-        let dir = manifest.parent().unwrap().join("src/vdaf/test_vec").join(DRAFT);
-        assert!(dir.is_dir(), "{} is not a folder: the prio package ships no draft {DRAFT} vectors?", dir.display());
-        dir
-    })
+    DIR.get_or_init(|| super::prio_source::vectors_dir(PRIO_VERSION, DRAFT, "LDP_PRIO_VECTORS"))
 }
 
 /// One vector file: its name (`Prio3Histogram_bad_public_share`), its type (`Prio3Histogram`) and its JSON.
