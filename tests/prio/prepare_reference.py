@@ -52,21 +52,24 @@ def prepare_init(vdaf: Any, keypair: Any, verify_key: bytes, role: str, task_id:
 
 
 SEED_SIZE = 32
-"""Prio3's seed size (VDAF draft 18): a joint randomness part is one seed."""
+"""Prio3's seed size in VDAF draft 18: a joint randomness part is one seed (16 bytes in draft 08: ``seed_size=16``,
+the VDAF's ``verify_key_size`` in either draft)."""
 
 
-def joint_rand_part_matches(public_share: bytes, verifier_share: bytes, agg_id: int) -> bool:
+def joint_rand_part_matches(public_share: bytes, verifier_share: bytes, agg_id: int,
+                            seed_size: int = SEED_SIZE) -> bool:
     """Whether the public share's joint randomness part for aggregator ``agg_id`` is the one that aggregator
-    derived from its input share (the last seed of its verifier share; VDAF draft 18 §7.2.6: a public share is the
-    aggregators' parts in order, a verifier share ends with its own part). Prio3 with joint randomness (SumVec,
-    Histogram) makes each aggregator check only the *other's* part: a device that forges the helper's part in the
-    public share fails the leader's ``verify_next`` and passes the helper's. The helper checks its own part before
-    it counts a report, so that the two never disagree on which reports count (a disagreement would make the
-    window's checksums differ, and the window could not be released). No joint randomness (Count, Sum): ``True``.
-    ``helper_prepare_batch`` makes this check in Rust, byte for byte the same."""
+    derived from its input share (the last seed of its verifier share; VDAF draft 18 §7.2.6, and draft 08 §7.2.2
+    with 16-byte seeds: a public share is the aggregators' parts in order, a verifier share ends with its own part).
+    Prio3 with joint randomness (SumVec, Histogram; and Sum in draft 08) makes each aggregator check only the
+    *other's* part: a device that forges the helper's part in the public share fails the leader's ``verify_next``
+    and passes the helper's. The helper checks its own part before it counts a report, so that the two never
+    disagree on which reports count (a disagreement would make the window's checksums differ, and the window could
+    not be released). No joint randomness (Count; Sum in draft 18): ``True``. ``helper_prepare_batch`` makes this
+    check in Rust, byte for byte the same."""
     if not public_share:
         return True
-    parts = len(public_share) // SEED_SIZE
-    if len(public_share) % SEED_SIZE or not 0 <= agg_id < parts or len(verifier_share) < SEED_SIZE:
+    parts = len(public_share) // seed_size
+    if len(public_share) % seed_size or not 0 <= agg_id < parts or len(verifier_share) < seed_size:
         return False
-    return public_share[agg_id * SEED_SIZE:(agg_id + 1) * SEED_SIZE] == verifier_share[-SEED_SIZE:]
+    return public_share[agg_id * seed_size:(agg_id + 1) * seed_size] == verifier_share[-seed_size:]

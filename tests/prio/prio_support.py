@@ -100,6 +100,24 @@ def vector_names(types: tuple[str, ...], draft: int = DRAFT) -> list[str]:
     return sorted(p.name for p in folder.glob("*.json") if p.name.split("_", 1)[0] in types)
 
 
+DRAFTS = (18, 8)
+"""The drafts the tests run over (``ldp.prio.VDAF_DRAFTS``), the default first."""
+SEED_SIZES = {8: 16, 18: 32}
+"""Prio3's seed size in each draft: a joint randomness part, and the verify key."""
+
+
+def make(prio: Any, name: str, draft: int = DRAFT, *, ctx: bytes = b"", **params: Any) -> Any:
+    """``name``'s VDAF of ``draft`` with ``params`` as draft 18 takes them: for draft 8 without the context string
+    (VDAF-08 has none) and with ``bits`` for ``max_measurement`` (its bit length: ``2**bits - 1`` is then at least
+    the draft 18 maximum, so the same measurements are in range)."""
+    params = {k: v for k, v in params.items() if v is not None}
+    if draft == 18:
+        return getattr(prio, name)(ctx=ctx, **params)
+    if "max_measurement" in params:
+        params["bits"] = int(params.pop("max_measurement")).bit_length()
+    return getattr(prio, name)(draft=draft, **params)
+
+
 def refused(call: Any, operation: str, *words: str) -> Any:
     """The :class:`~ldp.errors.PrioError` ``call()`` raises, checked: its ``operation``, and each of ``words`` in
     its message."""

@@ -1,7 +1,8 @@
 """The aggregators' batch calls of :mod:`ldp.prio` (``helper_prepare_batch``, ``leader_init_batch``,
 ``leader_finish_batch``: one call per aggregation job, the GIL released) against the per-call path they replace
 (:func:`prepare_reference.prepare_init`, :func:`prepare_reference.joint_rand_part_matches`,
-``verifier_shares_to_message``, ``verify_next``, ``AggregateShare.accumulate``), for the four Prio3 types.
+``verifier_shares_to_message``, ``verify_next``, ``AggregateShare.accumulate``), for the four Prio3 types in both VDAF
+drafts (18 and 08).
 
 Differential: valid reports (``ldp.prio.seal_report``) and invalid ones (another VDAF's shares sealed by hand as a
 malicious device would, a forged joint randomness part for either aggregator, garbage in the public share, a tampered,
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 from prepare_reference import Prepared, joint_rand_part_matches, prepare_init
-from prio_support import refused
+from prio_support import DRAFTS, SEED_SIZES, make, refused
 
 TASK = bytes(range(32))
 VERIFY_KEY = bytes(range(100, 132))
@@ -80,24 +81,34 @@ def _tamper(ciphertext: bytes) -> bytes:
     return ciphertext[:-1] + bytes([ciphertext[-1] ^ 1])
 
 
-TYPES: dict[str, tuple[dict[str, Any], Callable[[random.Random], Any]]] = {
+TYPES: dict[str, tuple[dict[str, Any], Callable[[random.Random], Any]]] = {  # draft 08: bits of the maximum's length
     "Prio3Count": ({}, lambda r: r.randrange(2)),
     "Prio3Sum": ({"max_measurement": 1000}, lambda r: r.randrange(1001)),
     "Prio3SumVec": ({"length": 3, "max_measurement": 300}, lambda r: [r.randrange(301) for _ in range(3)]),
     "Prio3Histogram": ({"length": 5}, lambda r: r.randrange(5)),
 }
-JOINT_RAND = {"Prio3SumVec", "Prio3Histogram"}
+JOINT_RAND = {18: {"Prio3SumVec", "Prio3Histogram"}, 8: {"Prio3Sum", "Prio3SumVec", "Prio3Histogram"}}
+"""The types with joint randomness in each draft (draft 08's Prio3Sum has it)."""
 
 
-def _forgery(prio: Any, name: str) -> tuple[Any, Any] | None:
-    """Another VDAF (with the task's context) and a measurement that the task's type must refuse; ``None`` for Sum
-    and SumVec, whose every bit vector of the right length is a valid measurement of some value (their forgery is a
-    leader share changed after sharding, which the proof does not match)."""
+def _vdaf(prio: Any, name: str, draft: int, **params: Any) -> Any:
+    return make(prio, name, draft, ctx=TASK, **params)
+
+
+def _key(vdaf: Any) -> bytes:
+    """The aggregators' verify key, of the VDAF's draft's size."""
+    return VERIFY_KEY[:vdaf.verify_key_size]
+
+
+def _forgery(prio: Any, name: str, draft: int) -> tuple[Any, Any] | None:
+    """Another VDAF (with the task's context and draft) and a measurement that the task's type must refuse; ``None``
+    for Sum and SumVec, whose every bit vector of the right length is a valid measurement of some value (their forgery
+    is a leader share changed after sharding, which the proof does not match)."""
     if name == "Prio3Count":
-        return prio.Prio3Sum(max_measurement=7, ctx=TASK), 5
+        return _vdaf(prio, "Prio3Sum", draft, max_measurement=7), 5
     if name in ("Prio3Sum", "Prio3SumVec"):
         return None
-    return prio.Prio3SumVec(length=5, max_measurement=1, ctx=TASK), [1, 1, 0, 0, 0]
+    return _vdaf(prio, "Prio3SumVec", draft, length=5, max_measurement=1), [1, 1, 0, 0, 0]
 
 
 KINDS = ("valid", "forged", "forged_other_length", "jr_helper", "jr_leader", "garbage_public", "tampered",
@@ -105,7 +116,8 @@ KINDS = ("valid", "forged", "forged_other_length", "jr_helper", "jr_leader", "ga
 
 
 def make_report(prio: Any, keys: tuple[Any, Any], vdaf: Any, name: str, kind: str, rng: random.Random) -> Report:
-    """A report of ``kind`` for the task's ``vdaf`` (of type ``name``)."""
+    """A report of ``kind`` for the task's ``vdaf`` (of type ``name``, and of its draft)."""
+    seed = SEED_SIZES[vdaf.draft]
     measurement = TYPES[name][1](rng)
     if kind == "valid":
         body = prio.seal_report(vdaf, measurement, task_id=TASK, time=TIME, leader=keys[0].config,
@@ -114,9 +126,9 @@ def make_report(prio: Any, keys: tuple[Any, Any], vdaf: Any, name: str, kind: st
         rid, public, lc, hc = r.report_id, r.public_share, r.leader_ciphertext, r.helper_ciphertext
         return Report(kind, rid, TIME, public, lc, hc, _open_leader(prio, keys[0], rid, public, lc), measurement)
     rid = rng.randbytes(16)
-    forgery = _forgery(prio, name) if kind == "forged" else None
+    forgery = _forgery(prio, name, vdaf.draft) if kind == "forged" else None
     if kind == "forged_other_length":  # shares that do not even decode as the task's
-        forgery = prio.Prio3Histogram(length=9, ctx=TASK), 8
+        forgery = _vdaf(prio, "Prio3Histogram", vdaf.draft, length=9), 8
     if forgery is not None:
         _, public, (leader, helper) = forgery[0].shard(forgery[1], nonce=rid)
     elif kind == "forged":
@@ -125,9 +137,9 @@ def make_report(prio: Any, keys: tuple[Any, Any], vdaf: Any, name: str, kind: st
     else:
         _, public, (leader, helper) = vdaf.shard(measurement, nonce=rid)
         if kind == "jr_helper" and public:
-            public = public[:32] + bytes(32)
+            public = public[:seed] + bytes(seed)
         elif kind == "jr_leader" and public:
-            public = bytes(32) + public[32:]
+            public = bytes(seed) + public[seed:]
         elif kind == "garbage_public" or (kind.startswith("jr_") and not public):
             public = rng.randbytes(64)
     lc, hc = _handmade(prio, keys, rid, public, leader, helper)
@@ -143,15 +155,19 @@ def make_report(prio: Any, keys: tuple[Any, Any], vdaf: Any, name: str, kind: st
     return Report(kind, rid, TIME, public, lc, hc, _open_leader(prio, keys[0], rid, public, lc), counted)
 
 
+Pools = dict[tuple[int, str], tuple[Any, dict[str, list[Report]]]]
+
+
 @pytest.fixture(scope="module")
-def pools(prio: Any, keys: tuple[Any, Any]) -> dict[str, tuple[Any, dict[str, list[Report]]]]:
-    """Per type, its VDAF and three reports of every kind."""
+def pools(prio: Any, keys: tuple[Any, Any]) -> Pools:
+    """Per draft and type, its VDAF and three reports of every kind."""
     rng = random.Random(71)
     out = {}
-    for name, (params, _) in TYPES.items():
-        vdaf = getattr(prio, name)(ctx=TASK, **params)
-        out[name] = (vdaf, {kind: [make_report(prio, keys, vdaf, name, kind, rng) for _ in range(3)]
-                            for kind in KINDS})
+    for draft in DRAFTS:
+        for name, (params, _) in TYPES.items():
+            vdaf = _vdaf(prio, name, draft, **params)
+            out[draft, name] = (vdaf, {kind: [make_report(prio, keys, vdaf, name, kind, rng) for _ in range(3)]
+                                       for kind in KINDS})
     return out
 
 
@@ -160,7 +176,7 @@ def pools(prio: Any, keys: tuple[Any, Any]) -> dict[str, tuple[Any, dict[str, li
 def per_call_leader_init(prio: Any, vdaf: Any, key: Any, reports: list[Report], door: list[bool]) -> list[Any]:
     out: list[Any] = []
     for r, opened in zip(reports, door, strict=True):
-        prep = prepare_init(vdaf, key, VERIFY_KEY, "leader", TASK, r.report_id, r.time, r.public_share,
+        prep = prepare_init(vdaf, key, _key(vdaf), "leader", TASK, r.report_id, r.time, r.public_share,
                             r.leader_ciphertext, input_share=r.leader_share if opened else None)
         out.append((prep.state, prep.verifier_share) if isinstance(prep, Prepared) else prep.code)
     return out
@@ -174,12 +190,12 @@ def per_call_helper(prio: Any, vdaf: Any, key: Any, reports: list[Report], leade
     results: list[bytes | str] = []
     agg = vdaf.aggregate_init()
     for r, leader_vs in zip(reports, leader_shares, strict=True):
-        prep = prepare_init(vdaf, key, VERIFY_KEY, "helper", TASK, r.report_id, r.time, r.public_share,
+        prep = prepare_init(vdaf, key, _key(vdaf), "helper", TASK, r.report_id, r.time, r.public_share,
                             r.helper_ciphertext)
         if not isinstance(prep, Prepared):
             results.append(prep.code)
             continue
-        if not joint_rand_part_matches(r.public_share, prep.verifier_share, 1):
+        if not joint_rand_part_matches(r.public_share, prep.verifier_share, 1, SEED_SIZES[vdaf.draft]):
             results.append(ReportError.vdaf_invalid.code)
             continue
         try:
@@ -226,7 +242,7 @@ def both_paths(prio: Any, keys: tuple[Any, Any], vdaf: Any, reports: list[Report
     leader_key, helper_key = keys
     batch_items = [(r.report_id, r.time, r.public_share, r.leader_ciphertext, r.leader_share if d else None)
                    for r, d in zip(reports, door, strict=True)]
-    batch_inits = vdaf.leader_init_batch(leader_key, VERIFY_KEY, TASK, batch_items)
+    batch_inits = vdaf.leader_init_batch(leader_key, _key(vdaf), TASK, batch_items)
     call_inits = per_call_leader_init(prio, vdaf, leader_key, reports, door)
     assert len(batch_inits) == len(call_inits) == len(reports)
     for b, c, r in zip(batch_inits, call_inits, reports, strict=True):
@@ -244,7 +260,7 @@ def both_paths(prio: Any, keys: tuple[Any, Any], vdaf: Any, reports: list[Report
                                                                                       strict=True))]
     helper_items = [(r.report_id, r.time, r.public_share, r.helper_ciphertext, vs)
                     for r, vs in zip(reports, leader_vs, strict=True)]
-    batch_msgs, batch_agg = vdaf.helper_prepare_batch(helper_key, VERIFY_KEY, TASK, helper_items)
+    batch_msgs, batch_agg = vdaf.helper_prepare_batch(helper_key, _key(vdaf), TASK, helper_items)
     call_msgs, call_agg = per_call_helper(prio, vdaf, helper_key, reports, leader_vs)
     assert batch_msgs == call_msgs
     assert all(type(m) is bytes or m in CODES for m in batch_msgs)
@@ -294,9 +310,11 @@ def _total(vdaf: Any, measurements: list[Any]) -> Any:
 
 # -- the tests ----------------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("draft", DRAFTS)
 @pytest.mark.parametrize("name", list(TYPES))
-def test_every_kind_of_report_the_same_both_ways(prio: Any, keys: tuple[Any, Any], pools: Any, name: str) -> None:
-    vdaf, pool = pools[name]
+def test_every_kind_of_report_the_same_both_ways(prio: Any, keys: tuple[Any, Any], pools: Pools, name: str,
+                                                 draft: int) -> None:
+    vdaf, pool = pools[draft, name]
     reports = [r for kind in KINDS for r in pool[kind]]
     n = len(reports)
     both_paths(prio, keys, vdaf, reports, [True] * n, [False] * n, [False] * n)
@@ -305,16 +323,18 @@ def test_every_kind_of_report_the_same_both_ways(prio: Any, keys: tuple[Any, Any
                [i % 2 == 1 for i in range(n)])
 
 
+@pytest.mark.parametrize("draft", DRAFTS)
 @pytest.mark.parametrize("name", list(TYPES))
-def test_each_kind_is_refused_where_it_should_be(prio: Any, keys: tuple[Any, Any], pools: Any, name: str) -> None:
+def test_each_kind_is_refused_where_it_should_be(prio: Any, keys: tuple[Any, Any], pools: Pools, name: str,
+                                                 draft: int) -> None:
     """The refusals of the pools' kinds, by the helper's batch (both aggregators' shares given as they come)."""
-    vdaf, pool = pools[name]
+    vdaf, pool = pools[draft, name]
     for kind in KINDS:
         reports = pool[kind]
-        inits = vdaf.leader_init_batch(keys[0], VERIFY_KEY, TASK, [(r.report_id, r.time, r.public_share,
+        inits = vdaf.leader_init_batch(keys[0], _key(vdaf), TASK, [(r.report_id, r.time, r.public_share,
                                                                     r.leader_ciphertext, None) for r in reports])
         vs = [b"" if isinstance(i, str) else i[1] for i in inits]
-        msgs, _ = vdaf.helper_prepare_batch(keys[1], VERIFY_KEY, TASK, [
+        msgs, _ = vdaf.helper_prepare_batch(keys[1], _key(vdaf), TASK, [
             (r.report_id, r.time, r.public_share, r.helper_ciphertext, v) for r, v in zip(reports, vs, strict=True)])
         if kind == "valid":
             assert all(isinstance(m, bytes) for m in msgs)
@@ -324,48 +344,52 @@ def test_each_kind_is_refused_where_it_should_be(prio: Any, keys: tuple[Any, Any
             assert msgs == ["hpke_unknown_config_id"] * 3
         else:
             assert msgs == ["vdaf_invalid"] * 3, kind
-        if kind == "jr_helper" and name in JOINT_RAND:
+        if kind == "jr_helper" and name in JOINT_RAND[draft]:
             # the leader's verify_init takes it (only the helper's own check sees the forged part)
             assert not any(isinstance(i, str) for i in inits)
 
 
+Job = tuple[int, str, list[tuple[str, int]], list[bool], list[bool], list[bool]]
+
+
 @st.composite
-def jobs(draw: Any) -> tuple[str, list[tuple[str, int]], list[bool], list[bool], list[bool]]:
-    name = draw(st.sampled_from(list(TYPES)))
+def jobs(draw: Any) -> Job:
+    draft, name = draw(st.sampled_from(DRAFTS)), draw(st.sampled_from(list(TYPES)))
     picks = draw(st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 2)), max_size=12))
     flags = st.lists(st.booleans(), min_size=len(picks), max_size=len(picks))
-    return name, picks, draw(flags), draw(flags), draw(flags)
+    return draft, name, picks, draw(flags), draw(flags), draw(flags)
 
 
 @settings(max_examples=60, deadline=None)
 @given(jobs())
-def test_random_jobs_the_same_both_ways(prio: Any, keys: tuple[Any, Any], pools: Any,
-                                        job: tuple[str, list[tuple[str, int]], list[bool], list[bool], list[bool]]
-                                        ) -> None:
-    name, picks, door, wrong_vs, wrong_message = job
-    vdaf, pool = pools[name]
+def test_random_jobs_the_same_both_ways(prio: Any, keys: tuple[Any, Any], pools: Pools, job: Job) -> None:
+    draft, name, picks, door, wrong_vs, wrong_message = job
+    vdaf, pool = pools[draft, name]
     reports = [pool[kind][i] for kind, i in picks]
     both_paths(prio, keys, vdaf, reports, door, wrong_vs, wrong_message)
 
 
+@pytest.mark.parametrize("draft", DRAFTS)
 @pytest.mark.parametrize("name", list(TYPES))
-def test_empty_lists(prio: Any, keys: tuple[Any, Any], pools: Any, name: str) -> None:
-    vdaf, _ = pools[name]
-    msgs, agg = vdaf.helper_prepare_batch(keys[1], VERIFY_KEY, TASK, [])
+def test_empty_lists(prio: Any, keys: tuple[Any, Any], pools: Pools, name: str, draft: int) -> None:
+    vdaf, _ = pools[draft, name]
+    msgs, agg = vdaf.helper_prepare_batch(keys[1], _key(vdaf), TASK, [])
     assert msgs == [] and agg.to_bytes() == vdaf.aggregate_init().to_bytes()
     assert agg.field_elements() == [0] * vdaf.output_len
-    assert vdaf.leader_init_batch(keys[0], VERIFY_KEY, TASK, []) == []
-    assert vdaf.leader_init_batch(keys[0], VERIFY_KEY, TASK, iter(())) == []
+    assert vdaf.leader_init_batch(keys[0], _key(vdaf), TASK, []) == []
+    assert vdaf.leader_init_batch(keys[0], _key(vdaf), TASK, iter(())) == []
     finished, agg = vdaf.leader_finish_batch([], [])
     assert finished == [] and agg.field_elements() == [0] * vdaf.output_len
 
 
-def test_a_state_used_is_refused_as_verify_next_refuses_it(prio: Any, keys: tuple[Any, Any], pools: Any) -> None:
-    vdaf, pool = pools["Prio3Histogram"]
+@pytest.mark.parametrize("draft", DRAFTS)
+def test_a_state_used_is_refused_as_verify_next_refuses_it(prio: Any, keys: tuple[Any, Any], pools: Pools,
+                                                           draft: int) -> None:
+    vdaf, pool = pools[draft, "Prio3Histogram"]
     r = pool["valid"][0]
-    ((state, vs),) = vdaf.leader_init_batch(keys[0], VERIFY_KEY, TASK, [(r.report_id, r.time, r.public_share,
+    ((state, vs),) = vdaf.leader_init_batch(keys[0], _key(vdaf), TASK, [(r.report_id, r.time, r.public_share,
                                                                         r.leader_ciphertext, r.leader_share)])
-    (message,), helper_agg = vdaf.helper_prepare_batch(keys[1], VERIFY_KEY, TASK, [(r.report_id, r.time,
+    (message,), helper_agg = vdaf.helper_prepare_batch(keys[1], _key(vdaf), TASK, [(r.report_id, r.time,
                                                                                      r.public_share,
                                                                                      r.helper_ciphertext, vs)])
     finished, agg = vdaf.leader_finish_batch([state, state], [message, message])  # the second use is refused
@@ -378,22 +402,27 @@ def _items(pool: dict[str, list[Report]]) -> list[tuple[Any, ...]]:
     return [(r.report_id, r.time, r.public_share, r.helper_ciphertext, b"\x00" * 8) for r in pool["valid"]]
 
 
-def test_malformed_arguments_are_refused_naming_the_item(prio: Any, keys: tuple[Any, Any], pools: Any) -> None:
-    vdaf, pool = pools["Prio3SumVec"]
+@pytest.mark.parametrize("draft", DRAFTS)
+def test_malformed_arguments_are_refused_naming_the_item(prio: Any, keys: tuple[Any, Any], pools: Pools,
+                                                         draft: int) -> None:
+    vdaf, pool = pools[draft, "Prio3SumVec"]
     good = _items(pool)
+    key, size = _key(vdaf), vdaf.verify_key_size
     helper = vdaf.helper_prepare_batch
     leader = vdaf.leader_init_batch
     for call, op in ((helper, "helper_prepare_batch"), (leader, "leader_init_batch")):
-        refused(lambda call=call: call(keys[1], VERIFY_KEY[:31], TASK, good), op, "verify key must be 32 bytes")
-        refused(lambda call=call: call(keys[1], VERIFY_KEY, TASK + b"x", good), op, "task ID must be 32 bytes")
-        refused(lambda call=call: call(keys[1], VERIFY_KEY, TASK, [*good, good[0][:4]]), op, "reports[3]",
+        refused(lambda call=call: call(keys[1], key[:-1], TASK, good), op, f"verify key must be {size} bytes")
+        refused(lambda call=call: call(keys[1], bytes(48 - size), TASK, good), op,  # the other draft's
+                f"verify key must be {size} bytes, got {48 - size}")
+        refused(lambda call=call: call(keys[1], key, TASK + b"x", good), op, "task ID must be 32 bytes")
+        refused(lambda call=call: call(keys[1], key, TASK, [*good, good[0][:4]]), op, "reports[3]",
                 "5 items")
         bad_id = (b"short", *good[0][1:])
-        refused(lambda call=call, bad_id=bad_id: call(keys[1], VERIFY_KEY, TASK, [*good, bad_id]), op, "reports[3]",
+        refused(lambda call=call, bad_id=bad_id: call(keys[1], key, TASK, [*good, bad_id]), op, "reports[3]",
                 "report ID must be 16 bytes, got 5", "SumVec")
         for t in (-1, 2 ** 64):
             bad_time = (good[0][0], t, *good[0][2:])
-            refused(lambda call=call, bad_time=bad_time: call(keys[1], VERIFY_KEY, TASK, [bad_time]), op,
+            refused(lambda call=call, bad_time=bad_time: call(keys[1], key, TASK, [bad_time]), op,
                     "reports[0]", "the time must be an int in")
         for k, value, words in ((1, "1", "the time must be an int"), (0, bytearray(16), "the report ID must be bytes"),
                                 (2, None, "the public share must be bytes"), (3, "ct", "the ciphertext must be bytes"),
@@ -401,55 +430,60 @@ def test_malformed_arguments_are_refused_naming_the_item(prio: Any, keys: tuple[
             bad = list(good[1])
             bad[k] = value
             with pytest.raises(TypeError, match=words) as exc:
-                call(keys[1], VERIFY_KEY, TASK, [good[0], tuple(bad)])
+                call(keys[1], key, TASK, [good[0], tuple(bad)])
             assert "reports[1]" in str(exc.value)
         with pytest.raises(TypeError, match=r"reports\[0\] must be a tuple"):
-            call(keys[1], VERIFY_KEY, TASK, [list(good[0])])
+            call(keys[1], key, TASK, [list(good[0])])
         with pytest.raises(TypeError):
-            call(keys[1], VERIFY_KEY, TASK, 5)
+            call(keys[1], key, TASK, 5)
         with pytest.raises(TypeError):
-            call(keys[1].config, VERIFY_KEY, TASK, good)
+            call(keys[1].config, key, TASK, good)
     # the helper needs the leader's verifier share; the leader takes None for a share not opened at the door
     with pytest.raises(TypeError, match=r"reports\[0\]: the leader's verifier share must be bytes"):
-        helper(keys[1], VERIFY_KEY, TASK, [(*good[0][:4], None)])
+        helper(keys[1], key, TASK, [(*good[0][:4], None)])
     r = pool["valid"][0]
-    assert isinstance(leader(keys[0], VERIFY_KEY, TASK, [(r.report_id, r.time, r.public_share, r.leader_ciphertext,
+    assert isinstance(leader(keys[0], key, TASK, [(r.report_id, r.time, r.public_share, r.leader_ciphertext,
                                                          None)])[0], tuple)
-    three = prio.Prio3SumVec(length=3, max_measurement=300, ctx=TASK, num_aggregators=3)
-    refused(lambda: three.helper_prepare_batch(keys[1], VERIFY_KEY, TASK, []), "helper_prepare_batch",
+    three = _vdaf(prio, "Prio3SumVec", draft, length=3, max_measurement=300, num_aggregators=3)
+    refused(lambda: three.helper_prepare_batch(keys[1], key, TASK, []), "helper_prepare_batch",
             "two aggregators", "has 3")
-    refused(lambda: three.leader_init_batch(keys[0], VERIFY_KEY, TASK, []), "leader_init_batch", "two aggregators")
+    refused(lambda: three.leader_init_batch(keys[0], key, TASK, []), "leader_init_batch", "two aggregators")
 
 
+@pytest.mark.parametrize("draft", DRAFTS)
 def test_leader_finish_refuses_bad_arguments_before_using_any_state(prio: Any, keys: tuple[Any, Any],
-                                                                     pools: Any) -> None:
-    vdaf, pool = pools["Prio3Histogram"]
+                                                                     pools: Pools, draft: int) -> None:
+    vdaf, pool = pools[draft, "Prio3Histogram"]
     reports = pool["valid"]
-    inits = vdaf.leader_init_batch(keys[0], VERIFY_KEY, TASK, [(r.report_id, r.time, r.public_share,
+    inits = vdaf.leader_init_batch(keys[0], _key(vdaf), TASK, [(r.report_id, r.time, r.public_share,
                                                                 r.leader_ciphertext, None) for r in reports])
     states = [i[0] for i in inits]
     messages = [b"\x00" * 32] * 3
-    other_vdaf, other_pool = pools["Prio3SumVec"]
-    r = other_pool["valid"][0]
-    ((other_state, _),) = other_vdaf.leader_init_batch(keys[0], VERIFY_KEY, TASK, [(r.report_id, r.time,
-                                                                                   r.public_share,
-                                                                                   r.leader_ciphertext, None)])
-    refused(lambda: vdaf.leader_finish_batch([*states, other_state], [*messages, b""]), "leader_finish_batch",
+    other_states = []
+    for other_vdaf, other_pool in (pools[draft, "Prio3SumVec"], pools[26 - draft, "Prio3Histogram"]):
+        r = other_pool["valid"][0]
+        ((other_state, _),) = other_vdaf.leader_init_batch(keys[0], _key(other_vdaf), TASK, [
+            (r.report_id, r.time, r.public_share, r.leader_ciphertext, None)])
+        other_states.append(other_state)
+    refused(lambda: vdaf.leader_finish_batch([*states, other_states[0]], [*messages, b""]), "leader_finish_batch",
             "states[3]", "Prio3SumVec", "not of this VDAF")
+    other_draft = "Prio3Histogram(length=5, chunk_length=2, num_aggregators=2" + (")" if draft == 8 else ", draft 08)")
+    refused(lambda: vdaf.leader_finish_batch([other_states[1], *states], [b"", *messages]), "leader_finish_batch",
+            "states[0]", f"a verify state of {other_draft}, not of this VDAF")
     refused(lambda: vdaf.leader_finish_batch(states, messages[:2]), "leader_finish_batch", "3 states, 2 messages")
     with pytest.raises(TypeError, match=r"states\[1\] must be a VerifyState"):
         vdaf.leader_finish_batch([states[0], b"x"], messages[:2])
     with pytest.raises(TypeError, match=r"messages\[2\] must be bytes"):
         vdaf.leader_finish_batch(states, [*messages[:2], "x"])
-    assert not any(s.used for s in states) and not other_state.used
+    assert not any(s.used for s in [*states, *other_states])
     finished, _ = vdaf.leader_finish_batch(states, messages)  # garbage messages: refused, the states used
     assert finished == [False] * 3 and all(s.used for s in states)
 
 
-def test_the_gil_is_released_while_a_batch_runs(prio: Any, keys: tuple[Any, Any], pools: Any) -> None:
+def test_the_gil_is_released_while_a_batch_runs(prio: Any, keys: tuple[Any, Any], pools: Pools) -> None:
     """Another Python thread runs while the helper's batch does (with the GIL held it could not, from the batch's
-    start to its end)."""
-    vdaf, pool = pools["Prio3Histogram"]
+    start to its end). (Draft 18's: the loop is the same code for both drafts, batch.rs generic over the draft.)"""
+    vdaf, pool = pools[18, "Prio3Histogram"]
     r = pool["valid"][0]
     ((_, vs),) = vdaf.leader_init_batch(keys[0], VERIFY_KEY, TASK, [(r.report_id, r.time, r.public_share,
                                                                      r.leader_ciphertext, r.leader_share)])

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings, strategies as st
-from prio_support import ROOT, binding, refused as _refused
+from prio_support import DRAFTS, ROOT, binding, make, refused as _refused
 
 from ldp.errors import PrioError
 
@@ -37,7 +37,7 @@ def _open(prio: Any, key: Any, role: str, report: Any, **changes: Any) -> bytes:
 
 
 def _verify(vdaf: Any, report_id: bytes, public: bytes, inputs: list[bytes]) -> list[Any]:
-    pairs = [vdaf.verify_init(KEY, i, report_id, public, s) for i, s in enumerate(inputs)]
+    pairs = [vdaf.verify_init(KEY[:vdaf.verify_key_size], i, report_id, public, s) for i, s in enumerate(inputs)]
     message = vdaf.verifier_shares_to_message([share for _, share in pairs])
     return [vdaf.verify_next(state, message) for state, _ in pairs]
 
@@ -65,11 +65,13 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("draft", DRAFTS)
 @pytest.mark.parametrize(("name", "params", "measurements"), CASES, ids=[c[0] for c in CASES])
 def test_python_reports_open_and_verify_to_the_measurements(prio: Any, keys: tuple[Any, Any], name: str,
-                                                           params: dict[str, Any], measurements: list[Any]) -> None:
+                                                           params: dict[str, Any], measurements: list[Any],
+                                                           draft: int) -> None:
     leader, helper = keys
-    vdaf = getattr(prio, name)(ctx=TASK, **params)
+    vdaf = make(prio, name, draft, ctx=TASK, **params)  # draft 08: its bits, no context string
     aggregates = [vdaf.aggregate_init(), vdaf.aggregate_init()]
     ids = set()
     for i, m in enumerate(measurements):

@@ -1,7 +1,8 @@
 """What a share's bytes must be (issue 84, item 1; ``bindings/prio/src/lengths.rs``): ``input_share_len`` and
 ``public_share_len`` are exactly the lengths ``shard`` makes, for each of the four types at several parameters and
-numbers of aggregators; ``check_input_share`` and ``check_public_share`` take those shares and refuse a truncated or
-extended one, a share of another aggregator or of another VDAF, as :class:`~ldp.errors.PrioError` with
+numbers of aggregators, in both VDAF drafts (18 and 08: its seeds are 16 bytes, and its Prio3Sum has joint
+randomness); ``check_input_share`` and ``check_public_share`` take those shares and refuse a truncated or extended
+one, a share of another aggregator, of another VDAF or of the other draft, as :class:`~ldp.errors.PrioError` with
 ``operation="decode"``."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from prio_support import DRAFTS, SEED_SIZES, make
 
 from ldp.errors import PrioError
 
@@ -31,15 +33,19 @@ CASES = [
     ("Prio3Histogram", {"length": 16, "num_aggregators": 4}, 3),
 ]
 IDS = [f"{name}-{params}" for name, params, _ in CASES]
+JOINT_RAND = {18: ("Prio3SumVec", "Prio3Histogram"), 8: ("Prio3Sum", "Prio3SumVec", "Prio3Histogram")}
+"""The types with joint randomness (a public share; a helper's blind) in each draft."""
 
 
-def _vdaf(prio: Any, name: str, params: dict[str, Any]) -> Any:
-    return getattr(prio, name)(ctx=CTX, **params)
+def _vdaf(prio: Any, name: str, params: dict[str, Any], draft: int = 18) -> Any:
+    return make(prio, name, draft, ctx=CTX, **params)
 
 
+@pytest.mark.parametrize("draft", DRAFTS)
 @pytest.mark.parametrize(("name", "params", "measurement"), CASES, ids=IDS)
-def test_the_lengths_are_those_shard_makes(prio: Any, name: str, params: dict[str, Any], measurement: Any) -> None:
-    vdaf = _vdaf(prio, name, params)
+def test_the_lengths_are_those_shard_makes(prio: Any, name: str, params: dict[str, Any], measurement: Any,
+                                           draft: int) -> None:
+    vdaf = _vdaf(prio, name, params, draft)
     for _ in range(3):  # fresh randomness each time: the lengths are the VDAF's, not a draw's
         _, public, inputs = vdaf.shard(measurement)
         assert vdaf.public_share_len == len(public)
@@ -47,15 +53,18 @@ def test_the_lengths_are_those_shard_makes(prio: Any, name: str, params: dict[st
         vdaf.check_public_share(public)
         for i, share in enumerate(inputs):
             vdaf.check_input_share(i, share)
-    joint_rand = name in ("Prio3SumVec", "Prio3Histogram")
-    assert vdaf.public_share_len == (32 * vdaf.num_aggregators if joint_rand else 0)
-    assert vdaf.input_share_len(1) == (64 if joint_rand else 32)  # a helper's: its seed, and its blind
+    joint_rand, seed = name in JOINT_RAND[draft], SEED_SIZES[draft]
+    assert vdaf.public_share_len == (seed * vdaf.num_aggregators if joint_rand else 0)
+    # a helper's: its seed (draft 08: a measurement share's and a proof share's), and its blind
+    seeds = 1 if draft == 18 else 2
+    assert vdaf.input_share_len(1) == seed * (seeds + 1 if joint_rand else seeds)
 
 
+@pytest.mark.parametrize("draft", DRAFTS)
 @pytest.mark.parametrize(("name", "params", "measurement"), CASES, ids=IDS)
 def test_a_truncated_or_extended_share_is_refused(prio: Any, name: str, params: dict[str, Any],
-                                                  measurement: Any) -> None:
-    vdaf = _vdaf(prio, name, params)
+                                                  measurement: Any, draft: int) -> None:
+    vdaf = _vdaf(prio, name, params, draft)
     _, public, inputs = vdaf.shard(measurement)
     for i, share in enumerate(inputs):
         for bad in (share[:-1], share[:1], b"", share + b"\x00", share + share):
@@ -95,3 +104,30 @@ def test_an_aggregator_id_out_of_range_is_refused(prio: Any) -> None:
         with pytest.raises(PrioError, match=r"agg_id must be in \[0, 2\), got 2") as exc:
             call()
         assert exc.value.operation == "decode"
+
+
+@pytest.mark.parametrize(("name", "params", "measurement"), CASES, ids=IDS)
+def test_a_share_of_the_other_draft_is_refused(prio: Any, name: str, params: dict[str, Any], measurement: Any) -> None:
+    """Every share of one draft, given to the same type and parameters of the other, is refused at the door (their
+    seeds differ, 16 bytes against 32, and so do their field elements' counts); a public share too, unless both have
+    none. Prio3Count's shares have the same bytes in both drafts (the leader's six Field64 elements, a helper's one
+    32-byte seed or two 16-byte ones): the door takes them, and verification refuses the report."""
+    vdafs = {draft: _vdaf(prio, name, params, draft) for draft in DRAFTS}
+    for draft, vdaf in vdafs.items():
+        other = vdafs[26 - draft]
+        nonce, public, inputs = vdaf.shard(measurement)
+        if name == "Prio3Count":
+            assert [len(s) for s in inputs] == [other.input_share_len(i) for i in range(len(inputs))]
+            key = bytes(other.verify_key_size)
+            with pytest.raises(PrioError) as exc:
+                pairs = [other.verify_init(key, i, nonce, public, share) for i, share in enumerate(inputs)]
+                other.verifier_shares_to_message([share for _, share in pairs])
+            assert exc.value.operation == "verifier_shares_to_message"
+            continue
+        for i, share in enumerate(inputs):
+            with pytest.raises(PrioError, match=f"no input share of aggregator {i}") as exc:
+                other.check_input_share(i, share)
+            assert exc.value.operation == "decode" and ("draft 08" in str(exc.value)) == (draft == 18)
+        if public or other.public_share_len:
+            with pytest.raises(PrioError, match="no public share"):
+                other.check_public_share(public)

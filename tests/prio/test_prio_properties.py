@@ -1,9 +1,10 @@
-"""Properties of the Prio3 binding, drawn by hypothesis: random measurements of each type, sharded, verified and
-aggregated by two simulated aggregators (their shares sent as bytes, aggregate shares merged from parts), give the
-exact sum; an out-of-range measurement (a count other than 0 or 1, a sum above its maximum, a vector element above
-its maximum or a vector of another length, a histogram index at or past the length) is refused at sharding; an input
-share with one byte flipped is refused during verification (``verify_init``, ``verifier_shares_to_message`` or
-``verify_next``), by one aggregator or the other."""
+"""Properties of the Prio3 binding in each VDAF draft (18 and 08), drawn by hypothesis: random measurements of each
+type, sharded, verified and aggregated by two simulated aggregators (their shares sent as bytes, aggregate shares
+merged from parts), give the exact sum; an out-of-range measurement (a count other than 0 or 1, a sum above its
+maximum, a vector element above its maximum or a vector of another length, a histogram index at or past the length;
+draft 08's maximum is ``2**bits - 1``) is refused at sharding; an input share with one byte flipped is refused during
+verification (``verify_init``, ``verifier_shares_to_message`` or ``verify_next``), by one aggregator or the
+other."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings, strategies as st
-from prio_support import binding
+from prio_support import DRAFTS, binding, make
 
 CTX = b"ldp tests/prio properties"
 VERIFICATION = {"verify_init", "verifier_shares_to_message", "verify_next"}
@@ -43,8 +44,11 @@ def collections(draw: st.DrawFn) -> tuple[str, dict[str, Any], list[Any], Any]:
     return "Prio3Histogram", {"length": length, "chunk_length": chunk}, ms, [ms.count(b) for b in range(length)]
 
 
-def _vdaf(prio: Any, name: str, params: dict[str, Any]) -> Any:
-    return getattr(prio, name)(ctx=CTX, **{k: v for k, v in params.items() if v is not None})
+def _vdaf(prio: Any, name: str, params: dict[str, Any], draft: int) -> Any:
+    """The VDAF of ``params`` in ``draft`` (draft 08: ``bits`` of the maximum's length, and no context string)."""
+    vdaf = make(prio, name, draft, ctx=CTX, **params)
+    assert vdaf.draft == draft
+    return vdaf
 
 
 def _verify(vdaf: Any, key: bytes, nonce: bytes, public: bytes, inputs: list[bytes]) -> list[Any]:
@@ -58,13 +62,14 @@ def _verify(vdaf: Any, key: bytes, nonce: bytes, public: bytes, inputs: list[byt
     return [vdaf.verify_next(state, message) for state in states]
 
 
+@pytest.mark.parametrize("draft", DRAFTS)
 @settings(max_examples=60, deadline=None)
 @given(collections(), st.data())
-def test_two_aggregators_give_the_exact_sum(collection: tuple[str, dict[str, Any], list[Any], Any],
+def test_two_aggregators_give_the_exact_sum(draft: int, collection: tuple[str, dict[str, Any], list[Any], Any],
                                             data: st.DataObject) -> None:
     prio = binding()
     name, params, ms, truth = collection
-    vdaf = _vdaf(prio, name, params)
+    vdaf = _vdaf(prio, name, params, draft)
     key = os.urandom(vdaf.verify_key_size)
     split = data.draw(st.integers(0, len(ms)), label="reports in the first part")
     parts = [[vdaf.aggregate_init(), vdaf.aggregate_init()], [vdaf.aggregate_init(), vdaf.aggregate_init()]]
@@ -84,16 +89,22 @@ def test_two_aggregators_give_the_exact_sum(collection: tuple[str, dict[str, Any
     assert elements == (truth if isinstance(truth, list) else [truth])
 
 
+def _top(draw: st.DrawFn, draft: int, most: int) -> int:
+    """A maximum up to ``most``; in draft 08 one of ``2**bits - 1`` (what its bit length takes)."""
+    top = draw(st.integers(1, most))
+    return top if draft == 18 else 2 ** top.bit_length() - 1
+
+
 @st.composite
-def out_of_range(draw: st.DrawFn) -> tuple[str, dict[str, Any], Any]:
-    """A type, its parameters and a measurement it must refuse."""
+def out_of_range(draw: st.DrawFn, draft: int) -> tuple[str, dict[str, Any], Any]:
+    """A type, its parameters and a measurement it must refuse, in ``draft``."""
     kind = draw(st.sampled_from(["count", "sum", "sumvec", "sumvec_length", "histogram"]))
     if kind == "count":
         return "Prio3Count", {}, draw(st.integers(2, 2**70) | st.integers(-(2**70), -1))
     if kind == "sum":
-        top = draw(st.integers(1, 2**40))
+        top = _top(draw, draft, 2**40)
         return "Prio3Sum", {"max_measurement": top}, draw(st.integers(top + 1, 2**70) | st.integers(-(2**70), -1))
-    length, top = draw(st.integers(1, 6)), draw(st.integers(1, 2**20))
+    length, top = draw(st.integers(1, 6)), _top(draw, draft, 2**20)
     params = {"length": length, "max_measurement": top}
     if kind == "sumvec":
         m = draw(st.lists(st.integers(0, top), min_size=length, max_size=length))
@@ -106,25 +117,29 @@ def out_of_range(draw: st.DrawFn) -> tuple[str, dict[str, Any], Any]:
     return "Prio3Histogram", {"length": length}, draw(st.integers(length, 2**70) | st.integers(-(2**70), -1))
 
 
+@pytest.mark.parametrize("draft", DRAFTS)
 @settings(max_examples=80, deadline=None)
-@given(out_of_range())
-def test_an_out_of_range_measurement_is_refused_at_sharding(case: tuple[str, dict[str, Any], Any]) -> None:
+@given(st.data())
+def test_an_out_of_range_measurement_is_refused_at_sharding(draft: int, data: st.DataObject) -> None:
     prio = binding()
-    name, params, m = case
-    vdaf = _vdaf(prio, name, params)
+    name, params, m = data.draw(out_of_range(draft), label="case")
+    vdaf = _vdaf(prio, name, params, draft)
+    assert params.get("max_measurement", 0) == getattr(vdaf, "max_measurement", 0)
     with pytest.raises(prio.PrioError) as refused:
         vdaf.shard(m)
     assert refused.value.operation == "shard"
     assert f"{name}(" in str(refused.value) and ".shard: " in str(refused.value)
+    assert str(refused.value).split(".shard: ")[0].endswith(", draft 08)" if draft == 8 else ")")
 
 
+@pytest.mark.parametrize("draft", DRAFTS)
 @settings(max_examples=80, deadline=None)
 @given(collections(), st.data())
 def test_a_flipped_byte_of_an_input_share_is_refused_in_verification(
-        collection: tuple[str, dict[str, Any], list[Any], Any], data: st.DataObject) -> None:
+        draft: int, collection: tuple[str, dict[str, Any], list[Any], Any], data: st.DataObject) -> None:
     prio = binding()
     name, params, ms, _ = collection
-    vdaf = _vdaf(prio, name, params)
+    vdaf = _vdaf(prio, name, params, draft)
     key = os.urandom(vdaf.verify_key_size)
     nonce, public, inputs = vdaf.shard(ms[0])
     _verify(vdaf, key, nonce, public, inputs)  # the honest report verifies
