@@ -2,7 +2,7 @@
 collector's client of the leader. The routes are :mod:`ldp.aggregators.routes`' (Starlette, on the services' layer
 :mod:`ldp.web`), imported by :func:`create_app` only: the clients need no HTTP server stack.
 
-Routes, after DAP-09's (§4.4–4.6; the task ID base64url in the path):
+Routes, DAP-09's (§4.3–4.7; the task ID base64url in the path) and this project's own:
 
 =======================================================  ==========  =================================================
 ``GET /hpke_config``                                      both        DAP's HpkeConfigList (``application/dap-hpke-
@@ -10,9 +10,13 @@ Routes, after DAP-09's (§4.4–4.6; the task ID base64url in the path):
 ``PUT /tasks/{task}/reports``                             leader      one DAP report (``application/dap-report``):
                                                                       201, or a refusal with its code
 ``PUT /tasks/{task}/aggregation_jobs/{job}``              helper      an aggregation job (leader's token)
+``DELETE /tasks/{task}/aggregation_jobs/{job}``           helper      abandon a job (leader's token; this project's)
 ``POST /tasks/{task}/aggregate_shares``                   helper      the helper's share of a window (leader's token)
+``PUT|POST|DELETE /tasks/{task}/collection_jobs/{job}``   leader      a collection job: created, polled (202, then
+                                                                      the Collection), deleted (collector's token)
 ``POST /tasks/{task}/collections``                        leader      ``{"window": START}``: the window's sealed shares
-                                                                      (collector's token), JSON
+                                                                      (collector's token), JSON (this project's)
+``POST /tasks/{task}/jobs/put_back``                      leader      jobs set aside tried again (operator's token)
 ``GET /status``                                           both        the counts (refusals by code, windows,
                                                                       releases and central ε), JSON (the
                                                                       operator's, the peer's or the collector's
@@ -23,7 +27,8 @@ Routes, after DAP-09's (§4.4–4.6; the task ID base64url in the path):
 =======================================================  ==========  =================================================
 
 Every refusal is the services' problem document (RFC 9457, :mod:`ldp.web.problems`), ``application/problem+json``:
-an aggregator's refusal has DAP's type ``urn:ietf:params:ppm:dap:error:<code>`` (DAP-09 §3.2) and its ``code``;
+an aggregator's refusal has DAP-09's type for its code where one fits (``urn:ietf:params:ppm:dap:error:<type>``,
+§3.2; :data:`ldp.web.problems.DAP_TYPES`) and its ``code`` (a peer's document without one is read by its type);
 a path with no route (404), a method the route does not take (405, with ``Allow``) and a body over its route's
 limit (413, ``too_large``) are ``about:blank`` with their code. Tokens are bearer tokens (``Authorization: Bearer``,
 the scheme in any case, RFC 9110 §11.1), compared by their SHA-256 in constant time; the peer and the collector hold
@@ -44,7 +49,7 @@ from ldp.aggregators.codec import MEDIA_TYPES, Interval
 from ldp.aggregators.collection_messages import COLLECTION_JOB_ID_SIZE, CollectionReq
 from ldp.aggregators.task import b64
 from ldp.errors import AggregatorError
-from ldp.web.problems import DAP_ERROR, PROBLEM
+from ldp.web.problems import DAP_ERROR, PROBLEM, STATUS_CODES, code_of
 
 __all__ = ["create_app", "HelperClient", "LeaderClient", "DAP_REPORT", "HPKE_CONFIG_LIST", "PROBLEM"]
 
@@ -84,11 +89,14 @@ def _exchange(method: str, url: str, body: bytes | None, token: str | None, cont
         data = exc.read()
         try:
             doc = json.loads(data)
-            code, detail = str(doc["code"]), str(doc.get("detail") or doc.get("title", ""))
-            dap = str(doc.get("type", "")).startswith(DAP_ERROR)
+            code, detail = code_of(doc), str(doc.get("detail") or doc.get("title", ""))
+            if code is None:
+                raise KeyError("code")
+            # a refusal: DAP's type, or an aggregator's own code (helper_unavailable), not a server's failure
+            refusal = str(doc.get("type", "")).startswith(DAP_ERROR) or code not in (*STATUS_CODES.values(), "internal")
         except (ValueError, KeyError, TypeError, AttributeError):
-            code, detail, dap = "invalid_message", data[:200].decode("utf-8", "replace"), False
-        if exc.code >= 500 and not dap:  # the server failed (not a refusal of this request): a retry may do
+            code, detail, refusal = "invalid_message", data[:200].decode("utf-8", "replace"), False
+        if exc.code >= 500 and not refusal:  # the server failed (not a refusal of this request): a retry may do
             raise OSError(f"{url} answered {exc.code}") from None
         raise AggregatorError(f"{detail} ({url} answered {exc.code})", code, exc.code) from None
 

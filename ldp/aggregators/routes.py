@@ -89,6 +89,15 @@ class _Routes:
             raise AggregatorError("a bearer token is required (the peer's or the collector's)", "unauthorized", 401)
 
     async def hpke_config(self, request: Request) -> Response:
+        """DAP-09's ``GET /hpke_config`` (§4.4.1): the aggregator's ``HpkeConfigList``; with the ``task_id`` query
+        parameter (base64url), only for a task it holds (``unrecognized_task`` otherwise, and ``invalid_message``
+        for a task ID that is none). One key serves every task, so the parameter may be left out."""
+        if "task_id" in request.query_params:
+            try:
+                tid = unb64(request.query_params["task_id"], 32, "task_id")
+            except ValueError as exc:
+                raise AggregatorError(str(exc), "invalid_message") from None
+            self.aggregator.task_state(tid)
         return Response(self.aggregator.hpke_config_list(), media_type=HPKE_CONFIG_LIST)
 
     async def healthz(self, request: Request) -> Response:

@@ -6,9 +6,10 @@ is one JSON object::
 
     {"error": CODE, "detail": "...", "type": "...", "title": "...", "status": 404, "code": CODE}
 
-* ``type`` (RFC 9457 §3.1.1): the DAP problem type ``urn:ietf:params:ppm:dap:error:<code>`` for the aggregators'
-  refusals (DAP-09 §3.2 asks a DAP server for a problem document whose ``type`` is in the DAP URN namespace), else
-  ``about:blank`` (§4.2.1: no meaning beyond the status code; the refusal's ``code`` says which).
+* ``type`` (RFC 9457 §3.1.1): DAP-09's problem type ``urn:ietf:params:ppm:dap:error:<type>`` of an aggregator's
+  refusal (§3.2 asks a DAP server for a problem document whose ``type`` is in the DAP URN namespace; the type of each
+  code: :data:`DAP_TYPES`), else ``about:blank`` (§4.2.1: no meaning beyond the status code; the refusal's ``code``
+  says which).
 * ``title`` (§3.1.3): the same for every occurrence of a type — the HTTP status phrase for ``about:blank``
   (§4.2.1), the code in words for a DAP type. ``detail`` (§3.1.4): this occurrence, never a report's content nor a
   token. ``status`` (§3.1.2): the response's status code.
@@ -35,13 +36,39 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
 
-__all__ = ["PROBLEM", "DAP_ERROR", "ABOUT_BLANK", "STATUS_CODES", "problem_document", "problem", "code_for",
-           "exception_handlers", "Handler"]
+__all__ = ["PROBLEM", "DAP_ERROR", "DAP_TYPES", "DAP_CODES", "code_of", "ABOUT_BLANK", "STATUS_CODES",
+           "problem_document", "problem", "code_for", "exception_handlers", "Handler"]
 
 PROBLEM = "application/problem+json"
 """RFC 9457 §3's media type."""
 DAP_ERROR = "urn:ietf:params:ppm:dap:error:"
 """DAP's problem types (DAP-09 §3.2), followed by the code."""
+DAP_TYPES: Mapping[str, str] = {
+    "invalid_message": "invalidMessage", "job_mismatch": "invalidMessage", "unrecognized_task": "unrecognizedTask",
+    "missing_task_id": "missingTaskID", "job_abandoned": "unrecognizedAggregationJob",
+    "hpke_unknown_config_id": "outdatedConfig", "report_rejected": "reportRejected",
+    "report_replayed": "reportRejected", "hpke_decrypt_error": "reportRejected", "batch_collected": "reportRejected",
+    "report_too_late": "reportRejected", "report_too_early": "reportTooEarly", "batch_invalid": "batchInvalid",
+    "budget_exhausted": "batchInvalid", "window_open": "batchInvalid", "batch_too_small": "invalidBatchSize",
+    "batch_queried_too_many_times": "batchQueriedTooManyTimes", "batch_mismatch": "batchMismatch",
+    "unauthorized": "unauthorizedRequest", "batch_overlap": "batchOverlap", "step_mismatch": "stepMismatch"}
+"""DAP-09's problem type (§3.2, Table 1) of each aggregator refusal that falls under one: the upload refusals DAP-09
+has no type of their own for are its ``reportRejected`` (a config it no longer has, ``outdatedConfig``); a job ID
+sent again with another request is an ``invalidMessage``; an abandoned job is no longer known
+(``unrecognizedAggregationJob``); a batch that cannot be released (its window open, the central target spent) is a
+``batchInvalid``. A refusal outside every DAP-09 type (a job set aside, a helper that does not answer, a collection
+job this leader does not hold) has the type ``about:blank``; every refusal keeps this project's ``code``."""
+DAP_CODES: Mapping[str, str] = {"invalidMessage": "invalid_message", "unrecognizedTask": "unrecognized_task",
+                                "missingTaskID": "missing_task_id",
+                                "unrecognizedAggregationJob": "unrecognized_aggregation_job",
+                                "outdatedConfig": "hpke_unknown_config_id", "reportRejected": "report_rejected",
+                                "reportTooEarly": "report_too_early", "batchInvalid": "batch_invalid",
+                                "invalidBatchSize": "batch_too_small",
+                                "batchQueriedTooManyTimes": "batch_queried_too_many_times",
+                                "batchMismatch": "batch_mismatch", "unauthorizedRequest": "unauthorized",
+                                "batchOverlap": "batch_overlap", "stepMismatch": "step_mismatch"}
+"""The code this project reads a DAP-09 problem type as, for a peer whose documents carry no ``code`` (another
+implementation)."""
 ABOUT_BLANK = "about:blank"
 """RFC 9457 §4.2.1: a problem with no more specific type; its title is the HTTP status phrase."""
 STATUS_CODES: Mapping[int, str] = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
@@ -80,10 +107,21 @@ def _phrase(status: int) -> str:
 
 
 def problem_document(status: int, code: str, detail: str, *, dap: bool = False) -> dict[str, Any]:
-    """The document (module docstring): ``dap`` gives it DAP's type for ``code``, else ``about:blank``."""
-    title = code.replace("_", " ").capitalize() if dap else _phrase(status)
-    return {"error": code, "detail": detail, "type": DAP_ERROR + code if dap else ABOUT_BLANK, "title": title,
-            "status": status, "code": code}
+    """The document (module docstring): ``dap`` gives it DAP-09's type for ``code`` (:data:`DAP_TYPES`), where
+    there is one; else ``about:blank``."""
+    dap_type = DAP_TYPES.get(code) if dap else None
+    title = code.replace("_", " ").capitalize() if dap_type else _phrase(status)
+    return {"error": code, "detail": detail, "type": DAP_ERROR + dap_type if dap_type else ABOUT_BLANK,
+            "title": title, "status": status, "code": code}
+
+
+def code_of(doc: Mapping[str, Any]) -> str | None:
+    """A problem document's refusal code: its ``code``, else the code of its DAP-09 type (:data:`DAP_CODES`: a
+    peer of another implementation), else ``None``."""
+    if isinstance(doc.get("code"), str):
+        return str(doc["code"])
+    kind = str(doc.get("type", ""))
+    return DAP_CODES.get(kind.removeprefix(DAP_ERROR)) if kind.startswith(DAP_ERROR) else None
 
 
 def problem(status: int, code: str, detail: str, *, dap: bool = False,

@@ -88,7 +88,7 @@ def test_a_padded_helper_share_is_refused_at_the_door_and_counted(app: Any) -> N
         r = client.put(path, content=report, headers=DAP_REPORT)
         assert r.status_code == 400, r.text
         doc = r.json()
-        assert doc["code"] == "invalid_message" and doc["type"] == "urn:ietf:params:ppm:dap:error:invalid_message"
+        assert doc["code"] == "invalid_message" and doc["type"] == "urn:ietf:params:ppm:dap:error:invalidMessage"
         assert "helper's sealed share" in doc["detail"], doc
         assert _door(w) == {"invalid_message": i + 1}
     assert w.leader.pending(w.task.task_id) == []
@@ -159,7 +159,7 @@ def test_the_upload_is_an_application_dap_report(app: Any, content_type: str | N
         return
     assert r.status_code == 415, r.text
     doc = r.json()
-    assert doc["code"] == "invalid_message" and doc["type"] == "urn:ietf:params:ppm:dap:error:invalid_message"
+    assert doc["code"] == "invalid_message" and doc["type"] == "urn:ietf:params:ppm:dap:error:invalidMessage"
     assert "application/dap-report" in doc["detail"] and r.headers["content-type"] == "application/problem+json"
     assert _door(w) == {"invalid_message": 1} and w.leader.pending(w.task.task_id) == []
 

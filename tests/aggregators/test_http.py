@@ -40,12 +40,19 @@ def test_routes_tokens_and_codes(apps: Any) -> None:
     p = prio()
     configs = p.decode_hpke_config_list(leader.get("/hpke_config").content)
     assert configs[0].to_bytes() == w.leader_key.config.to_bytes()
+    by_task = leader.get("/hpke_config", params={"task_id": w.task.id_text})  # DAP-09 §4.4.1's query
+    assert by_task.status_code == 200 and by_task.content == leader.get("/hpke_config").content
+    assert by_task.headers["content-type"] == "application/dap-hpke-config-list"
+    other = helper.get("/hpke_config", params={"task_id": b64(bytes(32))})
+    assert other.status_code == 404 and other.json()["type"] == "urn:ietf:params:ppm:dap:error:unrecognizedTask"
+    bad = helper.get("/hpke_config", params={"task_id": "not a task"})
+    assert bad.status_code == 400 and bad.json()["type"] == "urn:ietf:params:ppm:dap:error:invalidMessage"
     path = f"/tasks/{w.task.id_text}/reports"
     body = w.report(1)
     assert leader.put(path, content=body, headers=DAP_REPORT).status_code == 201
     again = leader.put(path, content=body, headers=DAP_REPORT)
     assert again.status_code == 409 and again.json()["code"] == "report_replayed"
-    assert again.json()["type"] == "urn:ietf:params:ppm:dap:error:report_replayed"
+    assert again.json()["type"] == "urn:ietf:params:ppm:dap:error:reportRejected"
     unknown = leader.put(f"/tasks/{b64(bytes(32))}/reports", content=body, headers=DAP_REPORT)
     assert unknown.json()["code"] == "unrecognized_task"
     assert leader.put("/tasks/short/reports", content=body, headers=DAP_REPORT).status_code == 404

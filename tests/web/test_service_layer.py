@@ -175,7 +175,7 @@ def test_authorization_cases(services: dict[str, Service], service: str, case: s
         assert r.status_code == 200, (case, r.text)
         assert r.headers["content-type"].startswith("application/json")
         return
-    check_problem(r, 401, "unauthorized", DAP + "unauthorized" if s.dap else "about:blank")
+    check_problem(r, 401, "unauthorized", DAP + "unauthorizedRequest" if s.dap else "about:blank")
     assert r.headers["www-authenticate"] == "Bearer"
 
 
@@ -241,5 +241,5 @@ def test_an_aggregators_own_refusal_has_dap_type(services: dict[str, Service], s
     path = "/tasks/short/reports" if service == "leader" else "/tasks/short/aggregate_shares"
     r = s.client.request("PUT" if service == "leader" else "POST", path, content=b"x",
                          headers={"Authorization": f"Bearer {s.token}"})
-    doc = check_problem(r, 404, "unrecognized_task", DAP + "unrecognized_task")
+    doc = check_problem(r, 404, "unrecognized_task", DAP + "unrecognizedTask")
     assert doc["title"] == "Unrecognized task"

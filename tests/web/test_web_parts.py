@@ -188,7 +188,24 @@ def test_the_problem_document() -> None:
     dap = problem_document(409, "report_replayed", "seen")
     assert dap["type"] == "about:blank"
     dap = problem_document(409, "report_replayed", "seen", dap=True)
-    assert dap["type"] == "urn:ietf:params:ppm:dap:error:report_replayed" and dap["title"] == "Report replayed"
+    assert dap["type"] == "urn:ietf:params:ppm:dap:error:reportRejected" and dap["title"] == "Report replayed"
+    assert dap["code"] == "report_replayed"  # this project's code kept beside DAP-09's type
+    own = problem_document(409, "jobs_set_aside", "put them back", dap=True)  # no DAP-09 type fits
+    assert own["type"] == "about:blank" and own["title"] == "Conflict"
+
+
+def test_every_dap_09_problem_type_and_back() -> None:
+    """DAP-09 §3.2's types (Table 1, its taskprov type aside), each reached from a code of ours and read back."""
+    from ldp.web.problems import DAP_CODES, DAP_TYPES, code_of
+
+    table = {"invalidMessage", "unrecognizedTask", "stepMismatch", "missingTaskID", "unrecognizedAggregationJob",
+             "outdatedConfig", "reportRejected", "reportTooEarly", "batchInvalid", "invalidBatchSize",
+             "batchQueriedTooManyTimes", "batchMismatch", "unauthorizedRequest", "batchOverlap"}
+    assert set(DAP_TYPES.values()) == table == set(DAP_CODES)
+    for kind, code in DAP_CODES.items():
+        assert code_of({"type": "urn:ietf:params:ppm:dap:error:" + kind}) == code
+        assert DAP_TYPES.get(code, kind) == kind or code == "report_rejected"
+    assert code_of({"type": "about:blank"}) is None and code_of({"code": "x", "type": "about:blank"}) == "x"
 
 
 def test_an_unexpected_error_is_a_problem_document() -> None:
