@@ -128,7 +128,7 @@ aggregator's install and the README's test command get the binding, or fail sayi
 cargo build cached) and installs that wheel wherever tests/prio runs.
 
 * *A distribution of its own* (chosen) rather than an optional part of ldp-telemetry's ``setup.py``: a wheel cannot
-  be built with or without a part by the extras asked for, so an optional ``RustExtension`` put the 1.8 MB library
+  be built with or without a part by the extras asked for, so an optional ``RustExtension`` put the 2.4 MB library
   in every install where cargo was found, a client's too. Apart, the binding is compiled only where it is asked
   for, and there it is not optional: without cargo ``pip install ./bindings/prio`` fails and says so, instead of
   leaving it out with a note nobody reads. The price: its version is pinned to ldp-telemetry's by the ``prio`` extra

@@ -270,8 +270,9 @@ def seal_report(vdaf: Prio3Count | Prio3Sum | Prio3SumVec | Prio3Histogram, meas
     """A DAP-09 report of ``measurement`` (a simulated device's upload): sharded by ``vdaf`` (two aggregators) with
     the report ID as the nonce, ``time`` rounded down to ``time_precision``, each input share sealed to its
     aggregator's config (ephemeral keys from the OS generator). ``report_id`` (16 bytes) and ``rand`` (the VDAF's
-    ``rand_size`` bytes) are drawn from the OS unless given. :class:`~ldp.errors.PrioError`: ``operation="shard"`` for
-    a measurement out of range, ``"seal"`` for a bad task ID, time, report ID, VDAF or config."""
+    ``rand_size`` bytes) are drawn from the OS unless given (a draft 08 VDAF takes no ``rand``: its crate draws it).
+    :class:`~ldp.errors.PrioError`: ``operation="shard"`` for a measurement out of range or ``rand`` given to a draft
+    08 VDAF, ``"seal"`` for a bad task ID, time, report ID, VDAF or config."""
 
 def open_input_share(keypair: HpkeKeypair, *, role: str, task_id: bytes, report_id: bytes, time: int,
                      public_share: bytes, ciphertext: bytes) -> bytes:
