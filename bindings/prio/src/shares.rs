@@ -229,7 +229,8 @@ impl AggregateShare {
         each!(&self.inner, AggregateInner, s => elements_to_py(py, s.as_ref()))
     }
 
-    /// The field's prime: 2**64 - 2**32 + 1 (Count, Sum) or 2**128 - 28 * 2**64 + 1 (SumVec, Histogram).
+    /// The field's prime: 2**64 - 2**32 + 1 (Count, and Sum in draft 18) or 2**128 - 28 * 2**64 + 1 (SumVec,
+    /// Histogram, and Sum in draft 08).
     #[getter]
     fn modulus(&self) -> u128 {
         match &self.inner {
